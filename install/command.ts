@@ -1,0 +1,10 @@
+/** Placeholder until its issue lands: answers "not implemented yet" with exit code 2. */
+export function installCommand(_args: string[]): Promise<number> {
+  console.error("openviking-kimi: not implemented yet");
+  return Promise.resolve(2);
+}
+/** Placeholder until its issue lands: answers "not implemented yet" with exit code 2. */
+export function uninstallCommand(_args: string[]): Promise<number> {
+  console.error("openviking-kimi: not implemented yet");
+  return Promise.resolve(2);
+}

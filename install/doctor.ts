@@ -1,0 +1,5 @@
+/** Placeholder until its issue lands: answers "not implemented yet" with exit code 2. */
+export function doctorCommand(_args: string[]): Promise<number> {
+  console.error("openviking-kimi: not implemented yet");
+  return Promise.resolve(2);
+}

@@ -1,0 +1,73 @@
+/** Private, atomic file operations: directories 0700, files 0600, writes by temp file + rename. */
+
+import { dirName } from "./paths.ts";
+
+const isWindows = Deno.build.os === "windows";
+
+/** Creates a directory (and parents) private to the user; tightens an existing one to 0700. */
+export async function ensurePrivateDir(path: string): Promise<void> {
+  await Deno.mkdir(path, { recursive: true, mode: 0o700 });
+  if (!isWindows) await Deno.chmod(path, 0o700);
+}
+
+/** A unique sibling name for a temporary file. */
+export function tempSibling(path: string): string {
+  return `${path}.${Deno.pid}.${crypto.randomUUID().slice(0, 8)}.tmp`;
+}
+
+/** Writes a file so readers see the old or the new content, never a torn one (temp + fsync + rename). */
+export async function writeFileAtomic(
+  path: string,
+  data: string | Uint8Array,
+  options: { mode?: number; privateDir?: boolean } = {},
+): Promise<void> {
+  const mode = options.mode ?? 0o600;
+  if (options.privateDir !== false) await ensurePrivateDir(dirName(path));
+  const tmp = tempSibling(path);
+  const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
+  try {
+    const file = await Deno.open(tmp, { write: true, createNew: true, mode });
+    try {
+      let written = 0;
+      while (written < bytes.length) written += await file.write(bytes.subarray(written));
+      await file.sync();
+    } finally {
+      file.close();
+    }
+    if (!isWindows) await Deno.chmod(tmp, mode);
+    await Deno.rename(tmp, path);
+  } catch (error) {
+    await Deno.remove(tmp).catch(() => {});
+    throw error;
+  }
+}
+
+/** Reads a text file; `undefined` when it does not exist. Other errors propagate. */
+export async function readTextIfExists(path: string): Promise<string | undefined> {
+  try {
+    return await Deno.readTextFile(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return undefined;
+    throw error;
+  }
+}
+
+/** Parses JSON, returning `undefined` instead of throwing. */
+export function parseJsonOrUndefined(text: string | undefined): unknown {
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether an error is "file exists". */
+export function isAlreadyExists(error: unknown): boolean {
+  return error instanceof Deno.errors.AlreadyExists;
+}
+
+/** Whether an error is "not found". */
+export function isNotFound(error: unknown): boolean {
+  return error instanceof Deno.errors.NotFound;
+}

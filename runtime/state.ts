@@ -1,0 +1,96 @@
+/** Per-session hook state: one private JSON file per Kimi session, read-modify-written under a lock. */
+
+import { z } from "zod";
+import { sha256Hex } from "./hash.ts";
+import { parseJsonOrUndefined, readTextIfExists, writeFileAtomic } from "./fs.ts";
+import { joinPath } from "./paths.ts";
+import { type LockOptions, type LockResult, withLock } from "./lock.ts";
+
+/** Where the journal reader stopped: a byte offset plus what identifies the file it belongs to. */
+export const CursorSchema = z.object({
+  path: z.string(),
+  offset: z.number().int().nonnegative(),
+  /** Device/inode (or "" where unknown) of the file when the offset was taken. */
+  fileId: z.string(),
+  /** Hash of the bytes just before `offset`, to notice a rewritten file of the same length. */
+  tailHash: z.string(),
+  /** Highest turn id fully acknowledged up to `offset`. */
+  lastTurnId: z.string().nullable(),
+});
+export type Cursor = z.infer<typeof CursorSchema>;
+
+/** Everything remembered about one session between hook runs. */
+export const SessionStateSchema = z.object({
+  version: z.literal(1).catch(1),
+  lastSessionStartAt: z.number().optional().catch(undefined),
+  profileInjected: z.boolean().catch(false),
+  promptHash: z.string().optional().catch(undefined),
+  promptEventId: z.string().optional().catch(undefined),
+  promptAt: z.number().optional().catch(undefined),
+  recallBlock: z.string().nullable().optional().catch(undefined),
+  capturedKeys: z.array(z.string()).catch([]),
+  capturedSinceCommit: z.number().int().nonnegative().catch(0),
+  cursor: CursorSchema.optional().catch(undefined),
+  lastCaptureAt: z.number().optional().catch(undefined),
+  lastCaptureEvent: z.string().optional().catch(undefined),
+  protocolVersion: z.string().optional().catch(undefined),
+});
+export type SessionState = z.infer<typeof SessionStateSchema>;
+
+/** A fresh state. */
+export function emptyState(): SessionState {
+  return { version: 1, profileInjected: false, capturedKeys: [], capturedSinceCommit: 0 };
+}
+
+/** Largest number of acknowledged capture keys kept per session. */
+export const MAX_CAPTURED_KEYS = 1000;
+
+/**
+ * Maps any id to a file-name-safe one: `[A-Za-z0-9._-]` only, never empty, never dot-only, ≤ 100 chars.
+ * Ids that had to change get a hash suffix so different ids never share a file.
+ */
+export async function safeId(id: string): Promise<string> {
+  const cleaned = id.replace(/[^A-Za-z0-9._-]/g, "-").replace(/^[.-]+/, "");
+  if (cleaned === id && cleaned.length > 0 && cleaned.length <= 100) return cleaned;
+  const suffix = (await sha256Hex(id)).slice(0, 16);
+  return `${cleaned.slice(0, 80) || "id"}-${suffix}`;
+}
+
+/** The state file and lock directory of one session. */
+export interface StatePaths {
+  file: string;
+  lock: string;
+}
+
+/** Paths of a session's state inside `dir` (the id is made safe first). */
+export async function statePaths(dir: string, sessionId: string): Promise<StatePaths> {
+  const file = joinPath(dir, `${await safeId(sessionId)}.json`);
+  return { file, lock: `${file}.lock` };
+}
+
+/** Reads a session's state; a missing or unreadable file gives a fresh state. */
+export async function readState(file: string): Promise<SessionState> {
+  const raw = parseJsonOrUndefined(await readTextIfExists(file).catch(() => undefined));
+  const parsed = SessionStateSchema.safeParse(raw);
+  return parsed.success ? parsed.data : emptyState();
+}
+
+/** Writes a session's state atomically (0600 in a 0700 directory). */
+export async function writeState(file: string, state: SessionState): Promise<void> {
+  const trimmed = { ...state, capturedKeys: state.capturedKeys.slice(-MAX_CAPTURED_KEYS) };
+  await writeFileAtomic(file, `${JSON.stringify(trimmed, null, 2)}\n`);
+}
+
+/** Read-modify-write of a session's state under its lock; `update` returns the new state (or undefined to keep it). */
+export async function updateState<T>(
+  paths: StatePaths,
+  update: (state: SessionState) => Promise<{ state?: SessionState; value: T }>,
+  lockOptions?: LockOptions,
+): Promise<LockResult<T>> {
+  return await withLock(paths.lock, async () => {
+    const current = await readState(paths.file);
+    const { state, value } = await update(current);
+    if (state) await writeState(paths.file, state);
+    return value;
+  }, lockOptions);
+}

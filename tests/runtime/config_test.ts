@@ -1,0 +1,319 @@
+import { assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
+import {
+  type ConfigSources,
+  credentialMode,
+  KNOBS,
+  loadConfig,
+  resolveConfig,
+} from "../../runtime/config.ts";
+import { tempDir } from "../support/temp.ts";
+
+function sources(partial: Partial<ConfigSources>): ConfigSources {
+  return {
+    env: {},
+    cliConfigPath: "/h/.openviking/ovcli.conf",
+    ovConfigPath: "/h/.openviking/ov.conf",
+    ...partial,
+  };
+}
+
+const OVCLI = {
+  url: "http://cli.example:1933",
+  api_key: "cli-key",
+  account: "cli-acct",
+  user: "cli-user",
+  actor_peer_id: "cli-peer",
+};
+const OVCONF = {
+  server: { host: "0.0.0.0", port: 2000, root_api_key: "root-key" },
+  codex: { apiKey: "codex-key", accountId: "ov-acct", userId: "ov-user", peerId: "ov-peer" },
+};
+
+Deno.test("credentials: default when nothing is configured", () => {
+  const { config, warnings } = resolveConfig(sources({}));
+  assertEquals(config.baseUrl, "http://127.0.0.1:1933");
+  assertEquals(config.mcpUrl, "http://127.0.0.1:1933/mcp");
+  assertEquals([config.apiKey, config.account, config.user, config.peerId], ["", "", "", ""]);
+  assertEquals(config.credentialSource, "default");
+  assertEquals(warnings, []);
+});
+
+Deno.test("credentials: precedence table env vs ovcli.conf vs ov.conf", () => {
+  const cases: {
+    name: string;
+    env: Record<string, string>;
+    ovcli?: unknown;
+    ovconf?: unknown;
+    expect: Record<string, string>;
+  }[] = [
+    {
+      name: "ov.conf only: host 0.0.0.0 → loopback, root key",
+      env: {},
+      ovconf: OVCONF,
+      expect: {
+        baseUrl: "http://127.0.0.1:2000",
+        apiKey: "codex-key",
+        account: "ov-acct",
+        user: "ov-user",
+        peerId: "ov-peer",
+      },
+    },
+    {
+      name: "ov.conf server.url wins over host/port",
+      env: {},
+      ovconf: { server: { url: "https://ov.example/", host: "x", port: 1 } },
+      expect: { baseUrl: "https://ov.example", apiKey: "" },
+    },
+    {
+      name: "ov.conf root_api_key when no client key",
+      env: {},
+      ovconf: { server: { root_api_key: "root-key" } },
+      expect: { apiKey: "root-key", baseUrl: "http://127.0.0.1:1933" },
+    },
+    {
+      name: "ovcli.conf beats ov.conf",
+      env: {},
+      ovcli: OVCLI,
+      ovconf: OVCONF,
+      expect: {
+        baseUrl: "http://cli.example:1933",
+        apiKey: "cli-key",
+        account: "cli-acct",
+        user: "cli-user",
+        peerId: "cli-peer",
+        credentialSource: "ovcli.conf",
+      },
+    },
+    {
+      name: "ovcli.conf alone uses only ovcli identity (useCli)",
+      env: {},
+      ovcli: { url: "http://cli.example:1" },
+      ovconf: OVCONF,
+      expect: { apiKey: "", account: "", user: "" },
+    },
+    {
+      name: "ovcli aliases account_id/user_id/peer_id",
+      env: {},
+      ovcli: { url: "http://c:1", account_id: "a2", user_id: "u2", peer_id: "p2" },
+      expect: { account: "a2", user: "u2", peerId: "p2" },
+    },
+    {
+      name: "any env credential var disables ovcli-only mode",
+      env: { OPENVIKING_API_KEY: "env-key" },
+      ovcli: OVCLI,
+      expect: {
+        baseUrl: "http://cli.example:1933",
+        apiKey: "env-key",
+        account: "cli-acct",
+        credentialSource: "ovcli.conf",
+      },
+    },
+    {
+      name: "env URL beats ovcli url",
+      env: { OPENVIKING_URL: "http://env.example:9/" },
+      ovcli: OVCLI,
+      expect: { baseUrl: "http://env.example:9", apiKey: "cli-key", credentialSource: "env" },
+    },
+    {
+      name: "OPENVIKING_BASE_URL alias",
+      env: { OPENVIKING_BASE_URL: "http://base.example" },
+      expect: { baseUrl: "http://base.example", mcpUrl: "http://base.example/mcp" },
+    },
+    {
+      name: "bearer token beats api key",
+      env: { OPENVIKING_BEARER_TOKEN: "tok", OPENVIKING_API_KEY: "key" },
+      expect: { apiKey: "tok", apiKeySource: "env OPENVIKING_BEARER_TOKEN" },
+    },
+    {
+      name: "env identity beats files",
+      env: { OPENVIKING_ACCOUNT: "ea", OPENVIKING_USER: "eu", OPENVIKING_PEER_ID: "ep" },
+      ovcli: OVCLI,
+      ovconf: OVCONF,
+      expect: { account: "ea", user: "eu", peerId: "ep" },
+    },
+    {
+      name: "explicit MCP URL",
+      env: { OPENVIKING_MCP_URL: "http://mcp.example/x" },
+      expect: { mcpUrl: "http://mcp.example/x", baseUrl: "http://127.0.0.1:1933" },
+    },
+    {
+      name: "mode cli ignores env URL and key",
+      env: {
+        OPENVIKING_CREDENTIAL_SOURCE: "ovcli",
+        OPENVIKING_URL: "http://env:1",
+        OPENVIKING_API_KEY: "env-key",
+        OPENVIKING_MCP_URL: "http://env:1/mcp",
+      },
+      ovcli: OVCLI,
+      expect: {
+        baseUrl: "http://cli.example:1933",
+        apiKey: "cli-key",
+        mcpUrl: "http://cli.example:1933/mcp",
+      },
+    },
+    {
+      name: "mode env ignores ovcli url",
+      env: { OPENVIKING_CREDENTIALS_SOURCE: "environment" },
+      ovcli: OVCLI,
+      ovconf: OVCONF,
+      expect: { baseUrl: "http://127.0.0.1:2000", apiKey: "cli-key" },
+    },
+  ];
+  for (const c of cases) {
+    const { config } = resolveConfig(sources({ env: c.env, ovcli: c.ovcli, ovconf: c.ovconf }));
+    for (const [k, v] of Object.entries(c.expect)) {
+      assertEquals((config as unknown as Record<string, unknown>)[k], v, `${c.name}: ${k}`);
+    }
+  }
+});
+
+Deno.test("credentials: a bad URL is reported and the default used", () => {
+  const { config, warnings } = resolveConfig(sources({ env: { OPENVIKING_URL: "ftp://nope" } }));
+  assertEquals(config.baseUrl, "http://127.0.0.1:1933");
+  assertStringIncludes(warnings.join("\n"), "not an http(s) URL");
+});
+
+Deno.test("credential mode aliases", () => {
+  assertEquals(credentialMode({ OPENVIKING_CREDENTIAL_SOURCE: "ENV" }), "env");
+  for (const v of ["cli", "ovcli", "file", "config"]) {
+    assertEquals(credentialMode({ OPENVIKING_CREDENTIAL_SOURCE: v }), "cli");
+  }
+  assertEquals(credentialMode({ OPENVIKING_CREDENTIAL_SOURCE: "whatever" }), "auto");
+});
+
+Deno.test("knobs: every default when nothing is set", () => {
+  const { config } = resolveConfig(sources({ env: { HOME: "/h" } }));
+  for (const [name, knob] of Object.entries(KNOBS)) {
+    if (name === "debugLogPath") continue;
+    assertEquals((config as unknown as Record<string, unknown>)[name], knob.default, name);
+  }
+  assertEquals(config.debugLogPath, "/h/.openviking/logs/kimicode-hooks.log");
+  assertEquals(config.commitTurnThreshold, 1);
+  assertEquals(config.captureMaxLength, 24000);
+  assertEquals(config.promptBudgetMs, 17000);
+  assertEquals(config.userAgent, "openviking-memory-kimicode/0.1.0");
+});
+
+Deno.test("knobs: every env name is read, with typed values", () => {
+  const values: Record<string, [string, unknown]> = {
+    enabled: ["off", false],
+    autoRecall: ["0", false],
+    autoCapture: ["no", false],
+    workspacePeer: ["false", false],
+    peerSource: ["CWD", "cwd"],
+    bypassSession: ["yes", true],
+    bypassSessionPatterns: ["a*, /tmp/** ,", ["a*", "/tmp/**"]],
+    recallLimit: ["7", 7],
+    recallTokenBudget: ["300", 300],
+    recallMaxContentChars: ["60", 60],
+    scoreThreshold: ["0.5", 0.5],
+    recallPreferAbstract: ["0", false],
+    recallPeerScope: ["actor", "actor"],
+    recallDedupTurns: ["0", 0],
+    recallMaxTokens: ["800", 800],
+    recallQueryExpansion: ["off", "off"],
+    minQueryLength: ["1", 1],
+    timeoutMs: ["2000", 2000],
+    promptBudgetMs: ["5000", 5000],
+    interruptBudgetMs: ["1500", 1500],
+    replayBudgetMs: ["3000", 3000],
+    captureWaitMs: ["0", 0],
+    profileTokenBudget: ["1000", 1000],
+    commitTurnThreshold: ["8", 8],
+    captureMaxLength: ["5000", 5000],
+    redact: ["0", false],
+    writePathAsync: ["0", false],
+    pendingReplayLimit: ["2", 2],
+    pendingMaxRetries: ["5", 5],
+    pendingTtlDays: ["1", 1],
+    debug: ["1", true],
+    debugLogPath: ["/tmp/x.log", "/tmp/x.log"],
+  };
+  assertEquals(Object.keys(values).sort(), Object.keys(KNOBS).sort(), "the test covers every knob");
+  const env = Object.fromEntries(
+    Object.entries(values).map(([k, [v]]) => [KNOBS[k as keyof typeof KNOBS].env, v]),
+  );
+  const { config, warnings } = resolveConfig(sources({ env }));
+  assertEquals(warnings, []);
+  for (const [k, [, expected]] of Object.entries(values)) {
+    assertEquals((config as unknown as Record<string, unknown>)[k], expected, k);
+  }
+});
+
+Deno.test("knobs: bad values are logged and replaced by the default, never a crash", () => {
+  const env = {
+    OPENVIKING_RECALL_LIMIT: "lots",
+    OPENVIKING_TIMEOUT_MS: "5",
+    OPENVIKING_SCORE_THRESHOLD: "2",
+    OPENVIKING_AUTO_RECALL: "maybe",
+    OPENVIKING_PEER_SOURCE: "svn",
+    OPENVIKING_RECALL_LIMIT_EXTRA: "ignored",
+  };
+  const { config, warnings } = resolveConfig(sources({ env }));
+  assertEquals(config.recallLimit, 10);
+  assertEquals(config.timeoutMs, 15000);
+  assertEquals(config.scoreThreshold, 0.35);
+  assertEquals(config.autoRecall, true);
+  assertEquals(config.peerSource, "git");
+  assertEquals(warnings.length, 5);
+  assertMatch(warnings.join("\n"), /OPENVIKING_RECALL_LIMIT: invalid value "lots"/);
+});
+
+Deno.test("knobs: env > workspace local > workspace > ovcli plugin.kimicode > ovcli plugin", () => {
+  const ovcli = {
+    plugin: {
+      recallLimit: 2,
+      autoCapture: false,
+      timeoutMs: 3000,
+      kimicode: { recallLimit: 3, timeoutMs: 4000 },
+    },
+  };
+  const base = sources({ ovcli });
+  let { config } = resolveConfig(base);
+  assertEquals([config.recallLimit, config.autoCapture, config.timeoutMs], [3, false, 4000]);
+  ({ config } = resolveConfig({
+    ...base,
+    workspace: [{ recallLimit: 5 }, { recallLimit: 4, timeoutMs: 5000 }],
+  }));
+  assertEquals([config.recallLimit, config.timeoutMs], [5, 5000]);
+  ({ config } = resolveConfig({
+    ...base,
+    env: { OPENVIKING_RECALL_LIMIT: "6" },
+    workspace: [{ recallLimit: 5 }],
+  }));
+  assertEquals(config.recallLimit, 6);
+  const bad = resolveConfig({ ...base, workspace: [{ recallLimit: "x" }] });
+  assertEquals(bad.config.recallLimit, 10);
+  assertEquals(bad.warnings.length, 1);
+});
+
+Deno.test("loadConfig reads files, honours path overrides, and never takes URLs from a workspace", async () => {
+  await using dir = await tempDir();
+  const cli = `${dir.path}/custom-ovcli.json`;
+  await Deno.writeTextFile(cli, JSON.stringify({ url: "http://from-file:1", api_key: "k1" }));
+  await Deno.mkdir(`${dir.path}/ws/.openviking`, { recursive: true });
+  await Deno.writeTextFile(
+    `${dir.path}/ws/.openviking/config.json`,
+    JSON.stringify({ url: "http://evil", recallLimit: 4 }),
+  );
+  const { config, warnings } = await loadConfig(
+    { HOME: dir.path, OPENVIKING_CLI_CONFIG_FILE: cli },
+    `${dir.path}/ws`,
+  );
+  assertEquals([config.baseUrl, config.apiKey, config.recallLimit], ["http://from-file:1", "k1", 4]);
+  assertStringIncludes(warnings.join("\n"), `"url" is ignored`);
+});
+
+Deno.test("loadConfig: OPENVIKING_CONFIG_FILE that looks like ovcli.conf is used as one; broken JSON is a warning", async () => {
+  await using dir = await tempDir();
+  const file = `${dir.path}/ov.json`;
+  await Deno.writeTextFile(file, JSON.stringify({ url: "http://legacy:1", api_key: "lk" }));
+  let { config } = await loadConfig({ HOME: dir.path, OPENVIKING_CONFIG_FILE: file });
+  assertEquals([config.baseUrl, config.apiKey], ["http://legacy:1", "lk"]);
+  await Deno.mkdir(`${dir.path}/.openviking`);
+  await Deno.writeTextFile(`${dir.path}/.openviking/ovcli.conf`, "{not json");
+  const res = await loadConfig({ HOME: dir.path });
+  config = res.config;
+  assertEquals(config.baseUrl, "http://127.0.0.1:1933");
+  assertStringIncludes(res.warnings.join("\n"), "not valid JSON");
+});

@@ -1,0 +1,41 @@
+/** The assertions the tests use, in @std/assert's names, on top of node:assert (JSR is unreachable here). */
+
+import assert from "node:assert/strict";
+
+/** Deep strict equality. */
+export function assertEquals<T>(actual: T, expected: T, message?: string): void {
+  assert.deepStrictEqual(actual, expected, message);
+}
+
+/** Deep strict inequality. */
+export function assertNotEquals<T>(actual: T, expected: T, message?: string): void {
+  assert.notDeepStrictEqual(actual, expected, message);
+}
+
+/** Truthiness. */
+export function assertTrue(condition: unknown, message?: string): asserts condition {
+  assert.ok(condition, message);
+}
+
+/** A string matches a pattern. */
+export function assertMatch(actual: string, pattern: RegExp, message?: string): void {
+  assert.match(actual, pattern, message);
+}
+
+/** A string does not match a pattern. */
+export function assertNotMatch(actual: string, pattern: RegExp, message?: string): void {
+  assert.doesNotMatch(actual, pattern, message);
+}
+
+/** A string contains a substring. */
+export function assertStringIncludes(actual: string, expected: string, message?: string): void {
+  assert.ok(
+    actual.includes(expected),
+    message ?? `expected ${JSON.stringify(actual)} to include ${JSON.stringify(expected)}`,
+  );
+}
+
+/** A promise rejects (optionally with a message matching `pattern`). */
+export async function assertRejects(fn: () => Promise<unknown>, pattern?: RegExp): Promise<void> {
+  await assert.rejects(fn, (e: Error) => pattern === undefined || pattern.test(e.message));
+}

@@ -1,0 +1,538 @@
+/**
+ * An in-memory OpenViking server on 127.0.0.1 for tests: the routes the plugin uses, request recording,
+ * and per-route fault injection (status, delay, dropped connection, reply lost after the write was stored,
+ * missing batch endpoint). Unknown body fields are rejected with 400, like the real server's pydantic models.
+ *
+ * Run standalone: `deno run -A tests/support/fake-openviking.ts [--port N]` (control API under /__control).
+ */
+
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { FakeMcp, type FakeMcpOptions } from "./fake-mcp.ts";
+
+/** A request as the fake saw it. */
+export interface RecordedRequest {
+  seq: number;
+  at: number;
+  method: string;
+  path: string;
+  query: Record<string, string>;
+  headers: Record<string, string>;
+  body: unknown;
+  /** Route key, e.g. "POST /api/v1/sessions/:id/messages/batch". */
+  route: string;
+}
+
+/** A fault applied to requests whose route matches. */
+export interface Fault {
+  /** Route key or glob ("*" matches anything; "POST /api/v1/sessions/:id/*" matches a prefix). */
+  route: string;
+  /** Answer with this HTTP status (and an OpenViking error envelope). */
+  status?: number;
+  /** Extra body for the error envelope's `error` object. */
+  error?: Record<string, unknown>;
+  /** Wait this long before handling. */
+  delayMs?: number;
+  /** Close the connection without an answer (nothing stored). */
+  drop?: boolean;
+  /** Store the write, then close the connection without an answer. */
+  lostReply?: boolean;
+  /** Apply this many times (default: until cleared). */
+  times?: number;
+}
+
+/** A message stored in a fake session. */
+export interface StoredMessage {
+  role: string;
+  content?: string;
+  parts?: unknown;
+  turn_id?: string;
+  [key: string]: unknown;
+}
+
+/** A fake session. */
+export interface FakeSession {
+  messages: StoredMessage[];
+  commits: number;
+}
+
+/** Options of the fake. */
+export interface FakeOptions {
+  port?: number;
+  /** Require `Authorization: Bearer <apiKey>` on everything but /health. */
+  apiKey?: string;
+  /** An older server: /search/search has no context mode (context fields rejected). */
+  legacySearch?: boolean;
+  /** /search/recall does not exist (404). */
+  noRecall?: boolean;
+  /** /messages/batch does not exist: answer this status (404 or 405). */
+  noBatch?: 404 | 405;
+  mcp?: FakeMcpOptions;
+}
+
+const FIND_FIELDS = [
+  "query",
+  "image_url",
+  "target_uri",
+  "context_type",
+  "limit",
+  "node_limit",
+  "score_threshold",
+  "filter",
+  "include_provenance",
+  "tags",
+  "since",
+  "until",
+  "time_field",
+  "level",
+  "telemetry",
+];
+const CONTEXT_FIELDS = [
+  "query_expansion",
+  "max_tokens",
+  "quotas",
+  "purpose",
+  "detail",
+  "dedup_turns",
+  "exclude_uris",
+  "peer_scope",
+  "other_peer_penalty",
+  "rewrite",
+  "rewrite_max_bullets",
+];
+const SEARCH_FIELDS = [...FIND_FIELDS, "session_id", "mode", ...CONTEXT_FIELDS];
+const RECALL_FIELDS = [
+  "query",
+  "quotas",
+  "max_chars",
+  "min_score",
+  "peer_scope",
+  "render",
+  "session_id",
+  "query_expansion",
+  "purpose",
+  "dedup_turns",
+  "exclude_uris",
+  "max_tokens",
+];
+const MESSAGE_FIELDS = [
+  "role",
+  "content",
+  "parts",
+  "peer_id",
+  "created_at",
+  "turn_id",
+  "message_kind",
+  "source_message_ids",
+];
+const COMMIT_FIELDS = [
+  "keep_recent_count",
+  "retention_mode",
+  "keep_recent_turn_count",
+  "retained_message_token_budget",
+  "min_raw_tail_steps",
+  "extraction_metadata",
+];
+const PEER = /^[A-Za-z0-9_.@-]+$/;
+
+class HttpError extends Error {
+  constructor(readonly status: number, readonly code: string, message: string, readonly details?: unknown) {
+    super(message);
+  }
+}
+
+function extraFields(body: unknown, allowed: string[]): string[] {
+  if (!body || typeof body !== "object" || Array.isArray(body)) return [];
+  return Object.keys(body).filter((k) => !allowed.includes(k));
+}
+
+function forbidExtra(body: unknown, allowed: string[]): void {
+  const extra = extraFields(body, allowed);
+  if (extra.length) {
+    throw new HttpError(400, "INVALID_ARGUMENT", `Extra inputs are not permitted: ${extra.join(", ")}`, {
+      validation_errors: extra.map((f) => ({
+        loc: ["body", f],
+        msg: "Extra inputs are not permitted",
+        type: "extra_forbidden",
+      })),
+    });
+  }
+}
+
+function requireObject(body: unknown): Record<string, unknown> {
+  if (!body || typeof body !== "object" || Array.isArray(body)) {
+    throw new HttpError(400, "INVALID_ARGUMENT", "body must be a JSON object");
+  }
+  return body as Record<string, unknown>;
+}
+
+function validateMessage(m: unknown): StoredMessage {
+  const msg = requireObject(m);
+  forbidExtra(msg, MESSAGE_FIELDS);
+  if (msg.role !== "user" && msg.role !== "assistant") {
+    throw new HttpError(400, "INVALID_ARGUMENT", "role must be user or assistant");
+  }
+  if (typeof msg.content !== "string" && msg.parts === undefined) {
+    throw new HttpError(400, "INVALID_ARGUMENT", "content or parts is required");
+  }
+  if (msg.turn_id !== undefined && typeof msg.turn_id !== "string") {
+    throw new HttpError(400, "INVALID_ARGUMENT", "turn_id must be a string");
+  }
+  return msg as StoredMessage;
+}
+
+/** Default recall result of the context face. */
+export const DEFAULT_RENDERED =
+  `<memory uri="viking://user/default/memories/preferences/indent.md" type="preferences" score="0.87" detail="abstract">\nUser prefers tabs over spaces.\n</memory>`;
+
+/** The fake server. */
+export class FakeOpenViking {
+  readonly requests: RecordedRequest[] = [];
+  readonly sessions = new Map<string, FakeSession>();
+  faults: Fault[] = [];
+  /** The context face's answer (`result` of /search/search with mode=context). */
+  context: Record<string, unknown> = {
+    entries: [{
+      uri: "viking://user/default/memories/preferences/indent.md",
+      category: "preferences",
+      score: 0.87,
+    }],
+    rendered: DEFAULT_RENDERED,
+    digest: "",
+    stats: { used_tokens: 20 },
+  };
+  /** /search/recall's rendered text. */
+  recallRendered =
+    `<memory uri="viking://user/default/memories/events/e1.md" type="events" score="0.7">\nLegacy recall memory.\n</memory>`;
+  /** /search/find's answer per target_uri. */
+  findResults: Record<string, unknown[]> = {
+    "viking://~/memories": [
+      {
+        context_type: "memory",
+        uri: "viking://user/default/memories/preferences/indent.md",
+        level: 2,
+        score: 0.8,
+        abstract: "User prefers tabs over spaces.",
+      },
+    ],
+    "viking://~/skills": [],
+  };
+  /** File contents for /content/read. */
+  files = new Map<string, string>([
+    ["viking://user/default/memories/profile.md", "# Profile\nName: Test User\nLikes: tabs"],
+  ]);
+  /** Directory listings for /fs/ls. */
+  dirs = new Map<string, unknown[]>([
+    ["viking://user", [{ name: "default", isDir: true, uri: "viking://user/default" }]],
+    [
+      "viking://user/default/memories/preferences",
+      [{
+        name: "indent.md",
+        rel_path: "indent.md",
+        isDir: false,
+        uri: "viking://user/default/memories/preferences/indent.md",
+        abstract: "Tabs over spaces",
+      }],
+    ],
+    ["viking://user/default/memories/entities", []],
+  ]);
+  readonly mcp: FakeMcp;
+  private server!: Server;
+  private seq = 0;
+  url = "";
+  port = 0;
+
+  private constructor(readonly options: FakeOptions) {
+    this.mcp = new FakeMcp(options.mcp ?? {});
+  }
+
+  /** Starts a fake on 127.0.0.1 (a free port unless one is given). */
+  static async start(options: FakeOptions = {}): Promise<FakeOpenViking> {
+    const fake = new FakeOpenViking(options);
+    fake.server = createServer((req, res) => void fake.handle(req, res));
+    await new Promise<void>((resolve) => fake.server.listen(options.port ?? 0, "127.0.0.1", resolve));
+    fake.port = (fake.server.address() as AddressInfo).port;
+    fake.url = `http://127.0.0.1:${fake.port}`;
+    return fake;
+  }
+
+  /** Stops the server and drops open connections. */
+  async close(): Promise<void> {
+    this.server.closeAllConnections?.();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  /** Adds a fault. */
+  fault(f: Fault): void {
+    this.faults.push({ ...f });
+  }
+
+  /** Removes every fault. */
+  clearFaults(): void {
+    this.faults = [];
+  }
+
+  /** Requests whose route key matches `route` (exact key or glob). */
+  requestsTo(route: string): RecordedRequest[] {
+    return this.requests.filter((r) => routeMatches(route, r.route));
+  }
+
+  /** Messages stored in session `id` (empty when none). */
+  messages(id: string): StoredMessage[] {
+    return this.sessions.get(id)?.messages ?? [];
+  }
+
+  private takeFault(route: string): Fault | undefined {
+    const i = this.faults.findIndex((f) =>
+      routeMatches(f.route, route) && (f.times === undefined || f.times > 0)
+    );
+    if (i < 0) return undefined;
+    const f = this.faults[i];
+    if (f.times !== undefined) f.times--;
+    return f;
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Uint8Array[] = [];
+    for await (const c of req) chunks.push(c as Uint8Array);
+    const text = new TextDecoder().decode(concat(chunks));
+    const url = new URL(req.url ?? "/", "http://127.0.0.1");
+    const headers: Record<string, string> = {};
+    for (const [k, v] of Object.entries(req.headers)) {
+      headers[k.toLowerCase()] = Array.isArray(v) ? v.join(", ") : String(v ?? "");
+    }
+    let body: unknown = undefined;
+    let badJson = false;
+    if (text) {
+      try {
+        body = JSON.parse(text);
+      } catch {
+        badJson = true;
+        body = text;
+      }
+    }
+    const method = req.method ?? "GET";
+    const route = `${method} ${routeOf(url.pathname)}`;
+    if (url.pathname.startsWith("/__control")) return this.control(method, url, body, res);
+    const record: RecordedRequest = {
+      seq: ++this.seq,
+      at: Date.now(),
+      method,
+      path: url.pathname,
+      query: Object.fromEntries(url.searchParams),
+      headers,
+      body,
+      route,
+    };
+    this.requests.push(record);
+    const fault = this.takeFault(route);
+    if (fault?.delayMs) await new Promise((r) => setTimeout(r, fault.delayMs));
+    if (fault?.drop) {
+      req.socket.destroy();
+      return;
+    }
+    if (fault?.status) {
+      return send(res, fault.status, {
+        status: "error",
+        error: { code: "FAULT", message: `injected ${fault.status}`, ...fault.error },
+      });
+    }
+    try {
+      if (badJson) throw new HttpError(400, "INVALID_ARGUMENT", "body is not JSON");
+      if (url.pathname === "/mcp") {
+        this.checkAuth(headers);
+        const reply = await this.mcp.handle(method, headers, body);
+        if (fault?.lostReply) return void req.socket.destroy();
+        return sendRaw(res, reply.status, reply.headers, reply.body);
+      }
+      if (url.pathname !== "/health") this.checkAuth(headers);
+      const peer = headers["x-openviking-actor-peer"];
+      if (peer !== undefined && !PEER.test(peer)) {
+        throw new HttpError(400, "INVALID_ARGUMENT", "invalid actor peer");
+      }
+      const result = this.route(method, url, body);
+      if (fault?.lostReply) {
+        req.socket.destroy();
+        return;
+      }
+      if (url.pathname === "/health") return send(res, 200, result);
+      return send(res, 200, { status: "ok", result });
+    } catch (error) {
+      if (error instanceof HttpError) {
+        return send(res, error.status, {
+          status: "error",
+          error: {
+            code: error.code,
+            message: error.message,
+            ...(error.details ? { details: error.details } : {}),
+          },
+        });
+      }
+      return send(res, 500, { status: "error", error: { code: "INTERNAL", message: String(error) } });
+    }
+  }
+
+  private checkAuth(headers: Record<string, string>): void {
+    if (!this.options.apiKey) return;
+    if (headers.authorization !== `Bearer ${this.options.apiKey}`) {
+      throw new HttpError(401, "UNAUTHENTICATED", "Invalid API key");
+    }
+  }
+
+  private session(id: string, create: boolean): FakeSession {
+    let s = this.sessions.get(id);
+    if (!s && create) this.sessions.set(id, s = { messages: [], commits: 0 });
+    if (!s) throw new HttpError(404, "NOT_FOUND", `session ${id} not found`);
+    return s;
+  }
+
+  private route(method: string, url: URL, body: unknown): unknown {
+    const p = url.pathname;
+    const q = url.searchParams;
+    if (method === "GET" && p === "/health") {
+      return {
+        status: "ok",
+        healthy: true,
+        version: "0.5.2-fake",
+        auth_mode: this.options.apiKey ? "api_key" : "dev",
+      };
+    }
+    if (method === "GET" && p === "/api/v1/system/status") return { initialized: true, user: "default" };
+    if (method === "POST" && p === "/api/v1/search/search") {
+      const b = requireObject(body);
+      if (this.options.legacySearch) {
+        forbidExtra(b, [...FIND_FIELDS, "session_id"]);
+      } else {
+        forbidExtra(b, SEARCH_FIELDS);
+        if (b.mode === "context" && b.target_uri !== undefined) {
+          throw new HttpError(400, "INVALID_ARGUMENT", "target_uri is not allowed with mode=context");
+        }
+        if (b.mode !== "context" && CONTEXT_FIELDS.some((f) => f in b)) {
+          throw new HttpError(400, "INVALID_ARGUMENT", "context fields require mode=context");
+        }
+      }
+      if (typeof b.query !== "string") throw new HttpError(400, "INVALID_ARGUMENT", "query is required");
+      if (b.mode === "context") return this.context;
+      return { memories: this.findResults["viking://~/memories"] ?? [], resources: [], skills: [], total: 1 };
+    }
+    if (method === "POST" && p === "/api/v1/search/recall") {
+      if (this.options.noRecall) throw new HttpError(404, "NOT_FOUND", "Not Found");
+      const b = requireObject(body);
+      forbidExtra(b, RECALL_FIELDS);
+      if (typeof b.query !== "string") throw new HttpError(400, "INVALID_ARGUMENT", "query is required");
+      return { rendered: this.recallRendered, entries: [] };
+    }
+    if (method === "POST" && p === "/api/v1/search/find") {
+      const b = requireObject(body);
+      forbidExtra(b, FIND_FIELDS);
+      const target = typeof b.target_uri === "string" ? b.target_uri : "";
+      const items = this.findResults[target] ?? [];
+      return {
+        memories: target.includes("memories") ? items : [],
+        resources: [],
+        skills: target.includes("skills") ? items : [],
+        total: items.length,
+      };
+    }
+    if (method === "GET" && p === "/api/v1/fs/ls") {
+      const uri = q.get("uri") ?? "";
+      const entries = this.dirs.get(uri.replace(/\/+$/, ""));
+      if (!entries) throw new HttpError(404, "NOT_FOUND", `${uri} not found`);
+      return entries;
+    }
+    if (method === "GET" && p === "/api/v1/content/read") {
+      const uri = q.get("uri") ?? "";
+      const content = this.files.get(uri);
+      if (content === undefined) throw new HttpError(404, "NOT_FOUND", `${uri} not found`);
+      return content;
+    }
+    const m = /^\/api\/v1\/sessions\/([^/]+)(\/messages(?:\/batch)?|\/commit)?$/.exec(p);
+    if (m && method === "POST") {
+      const id = decodeURIComponent(m[1]);
+      if (m[2] === "/messages") {
+        const msg = validateMessage(body);
+        const s = this.session(id, true);
+        s.messages.push(msg);
+        return { session_id: id, message_count: s.messages.length, pending_tokens: 0 };
+      }
+      if (m[2] === "/messages/batch") {
+        if (this.options.noBatch) throw new HttpError(this.options.noBatch, "NOT_FOUND", "Not Found");
+        const b = requireObject(body);
+        forbidExtra(b, ["messages"]);
+        if (!Array.isArray(b.messages)) {
+          throw new HttpError(400, "INVALID_ARGUMENT", "messages must be a list");
+        }
+        if (b.messages.length > 100) throw new HttpError(400, "INVALID_ARGUMENT", "at most 100 messages");
+        const msgs = b.messages.map(validateMessage);
+        const s = this.session(id, true);
+        s.messages.push(...msgs);
+        return { session_id: id, message_count: s.messages.length, added: msgs.length, pending_tokens: 0 };
+      }
+      if (m[2] === "/commit") {
+        if (body !== undefined) forbidExtra(requireObject(body), COMMIT_FIELDS);
+        const s = this.session(id, false);
+        if (s.messages.length === 0) {
+          return { session_id: id, status: "skipped", archived: false, reason: "no_messages" };
+        }
+        s.commits++;
+        return { session_id: id, status: "accepted", task_id: `task-${s.commits}`, archived: true };
+      }
+    }
+    throw new HttpError(404, "NOT_FOUND", "Not Found");
+  }
+
+  private control(method: string, url: URL, body: unknown, res: ServerResponse): void {
+    const p = url.pathname;
+    if (method === "GET" && p === "/__control/requests") return send(res, 200, this.requests);
+    if (method === "GET" && p === "/__control/sessions") {
+      return send(res, 200, Object.fromEntries(this.sessions));
+    }
+    if (method === "POST" && p === "/__control/faults") {
+      for (const f of Array.isArray(body) ? body : [body]) this.fault(f as Fault);
+      return send(res, 200, { ok: true });
+    }
+    if (method === "DELETE" && p === "/__control/faults") {
+      this.clearFaults();
+      return send(res, 200, { ok: true });
+    }
+    send(res, 404, { error: "unknown control route" });
+  }
+}
+
+/** Normalises a path to a route key (session ids become ":id"). */
+export function routeOf(path: string): string {
+  return path.replace(/^\/api\/v1\/sessions\/[^/]+/, "/api/v1/sessions/:id");
+}
+
+/** Whether a fault/record pattern matches a route key. */
+export function routeMatches(pattern: string, route: string): boolean {
+  if (pattern === "*" || pattern === route) return true;
+  if (pattern.endsWith("*")) return route.startsWith(pattern.slice(0, -1));
+  return false;
+}
+
+function concat(chunks: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+  let o = 0;
+  for (const c of chunks) {
+    out.set(c, o);
+    o += c.length;
+  }
+  return out;
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  sendRaw(res, status, { "content-type": "application/json" }, JSON.stringify(body));
+}
+
+function sendRaw(res: ServerResponse, status: number, headers: Record<string, string>, body: string): void {
+  // No keep-alive: a client must never silently retry a request on a pooled connection the fake dropped.
+  res.writeHead(status, { ...headers, connection: "close" });
+  res.end(body);
+}
+
+if (import.meta.main) {
+  const portArg = Deno.args.indexOf("--port");
+  const fake = await FakeOpenViking.start({ port: portArg >= 0 ? Number(Deno.args[portArg + 1]) : 1933 });
+  console.log(fake.url);
+}
