@@ -15,7 +15,7 @@ const RULES: [RegExp, string][] = [
   [/\b(Bearer)\s+[A-Za-z0-9._~+/=-]{8,}/gi, `$1 ${REDACTED}`],
   // .env-style lines whose key says secret / token / password / key.
   [
-    /^(\s*(?:export\s+)?[A-Za-z0-9_.]*(?:SECRET|TOKEN|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIALS?)[A-Za-z0-9_.]*\s*=\s*)\S.*$/gim,
+    /^(\s*(?:export\s+)?[A-Z0-9_]*(?:SECRET|TOKEN|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIALS?)[A-Z0-9_]*\s*=\s*)\S.*$/gm,
     `$1${REDACTED}`,
   ],
   // Inline assignments: password=…, token=…, secret=…, api_key=… (also JSON/YAML-quoted).

@@ -1,0 +1,115 @@
+import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
+import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { Budget, createClient, isRetryable } from "../../runtime/http.ts";
+
+Deno.test("retryable rule: no status/408/429/5xx/409-marked retry; 400/401/403/404/405/422 do not", () => {
+  for (const s of [0, 408, 429, 500, 502, 503, 504]) assertEquals(isRetryable(s), true, String(s));
+  for (const s of [400, 401, 403, 404, 405, 409, 410, 422]) assertEquals(isRetryable(s), false, String(s));
+  assertEquals(isRetryable(409, { message: "busy", details: { retryable: true } }), true);
+});
+
+Deno.test("client: headers, envelope, never the key in an error", async () => {
+  const fake = await FakeOpenViking.start({ apiKey: "sekrit-key-123" });
+  try {
+    const client = createClient({
+      baseUrl: `${fake.url}/`,
+      apiKey: "sekrit-key-123",
+      account: "acct",
+      user: "alice",
+      peerId: "github.com-x-y",
+      userAgent: "openviking-memory-kimicode/0.1.0",
+      timeoutMs: 2000,
+    });
+    const ok = await client.request<{ initialized: boolean }>("GET", "/api/v1/system/status");
+    assertEquals(
+      ok,
+      { ok: true, status: 200, result: { initialized: true, user: "default" } } as unknown as typeof ok,
+    );
+    const h = fake.requests[0].headers;
+    assertEquals([
+      h.authorization,
+      h["x-openviking-account"],
+      h["x-openviking-user"],
+      h["x-openviking-actor-peer"],
+      h["user-agent"],
+    ], [
+      "Bearer sekrit-key-123",
+      "acct",
+      "alice",
+      "github.com-x-y",
+      "openviking-memory-kimicode/0.1.0",
+    ]);
+    const noPeer = await client.request("POST", "/api/v1/sessions/kc-1/messages", {
+      body: { role: "user", content: "x" },
+      peerId: null,
+    });
+    assertTrue(noPeer.ok);
+    assertEquals(fake.requests[1].headers["x-openviking-actor-peer"], undefined);
+    assertEquals(fake.requests[1].headers["content-type"], "application/json");
+    const bad = createClient({ ...client.options, apiKey: "wrong-key-456" });
+    const denied = await bad.request("GET", "/api/v1/system/status");
+    assertEquals(denied.ok, false);
+    if (!denied.ok) {
+      assertEquals([denied.status, denied.retryable, denied.error.code], [401, false, "UNAUTHENTICATED"]);
+      assertTrue(!JSON.stringify(denied).includes("wrong-key-456"));
+    }
+    const notFound = await client.request("POST", "/api/v1/sessions/nope/commit", { body: {} });
+    assertEquals(notFound.ok ? 0 : notFound.status, 404);
+  } finally {
+    await fake.close();
+  }
+});
+
+Deno.test("client: 5xx, dropped connections and timeouts are retryable failures with status 0 or 5xx", async () => {
+  const fake = await FakeOpenViking.start();
+  try {
+    const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 300 });
+    fake.fault({ route: "GET /api/v1/system/status", status: 503, times: 1 });
+    fake.fault({ route: "GET /api/v1/system/status", drop: true, times: 1 });
+    fake.fault({ route: "GET /api/v1/system/status", delayMs: 1500, times: 1 });
+    const results = [];
+    for (let i = 0; i < 3; i++) results.push(await client.request("GET", "/api/v1/system/status"));
+    assertEquals(results.map((r) => [r.ok, r.status, !r.ok && r.retryable]), [[false, 503, true], [
+      false,
+      0,
+      true,
+    ], [false, 0, true]]);
+    const timeout = results[2];
+    if (!timeout.ok) assertMatch(timeout.error.message, /within 300 ms/);
+  } finally {
+    await fake.close();
+  }
+});
+
+Deno.test("client: a spent budget fails fast without a request; the timeout never exceeds the budget", async () => {
+  const fake = await FakeOpenViking.start();
+  try {
+    const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 60_000 });
+    const spent = await client.request("GET", "/health", { budget: new Budget(10) });
+    assertEquals(spent.ok ? "" : spent.error.code, "BUDGET_SPENT");
+    assertEquals(fake.requests.length, 0);
+    fake.fault({ route: "GET /health", delayMs: 2000, times: 1 });
+    const budget = new Budget(300);
+    const r = await client.request("GET", "/health", { budget });
+    assertEquals(r.ok ? "" : r.error.code, "TIMEOUT");
+    assertTrue(budget.remaining() === 0 || budget.remaining() < 50);
+  } finally {
+    await fake.close();
+  }
+});
+
+Deno.test("client: network failure names the origin and never throws", async () => {
+  const client = createClient({
+    baseUrl: "http://127.0.0.1:9",
+    apiKey: "k-secret",
+    userAgent: "t",
+    timeoutMs: 1000,
+  });
+  const r = await client.request("GET", "/health");
+  assertEquals(r.ok, false);
+  if (!r.ok) {
+    assertEquals([r.status, r.retryable, r.error.code], [0, true, "NETWORK"]);
+    assertMatch(r.error.message, /127\.0\.0\.1:9/);
+    assertTrue(!r.error.message.includes("k-secret"));
+  }
+});

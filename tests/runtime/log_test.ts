@@ -1,0 +1,34 @@
+import { assertEquals, assertTrue } from "../support/assert.ts";
+import { tempDir } from "../support/temp.ts";
+import { createLogger, scrub } from "../../runtime/log.ts";
+
+Deno.test("scrub masks secret fields and the key wherever it appears", () => {
+  const out = scrub({
+    apiKey: "k-123456",
+    nested: { msg: "sent k-123456 to server", authorization: "Bearer abc" },
+    tokens: 5,
+  }, ["k-123456"]);
+  assertEquals(out, {
+    apiKey: "***",
+    nested: { msg: "sent *** to server", authorization: "***" },
+    tokens: 5,
+  });
+});
+
+Deno.test("logger: off by default; when on, JSONL lines, 0600, no secret", async () => {
+  await using dir = await tempDir();
+  const path = `${dir.path}/logs/x.log`;
+  const off = createLogger({ enabled: false, path, source: "t" });
+  off.stage("nothing");
+  await off.flush();
+  assertEquals(await Deno.stat(path).catch(() => null), null);
+  const log = createLogger({ enabled: true, path, source: "kimicode:stop", secrets: ["super-secret-key"] });
+  log.stage("start", { session: "s1" });
+  log.stage("error", { message: "failed with super-secret-key" });
+  await log.flush();
+  const lines = (await Deno.readTextFile(path)).trim().split("\n").map((l) => JSON.parse(l));
+  assertEquals(lines.map((l) => l.stage), ["start", "error"]);
+  assertEquals(lines[0].source, "kimicode:stop");
+  assertTrue(!(await Deno.readTextFile(path)).includes("super-secret-key"));
+  assertEquals((await Deno.stat(path)).mode! & 0o777, 0o600);
+});

@@ -1,0 +1,97 @@
+import { assertEquals, assertTrue } from "../support/assert.ts";
+import { tempDir } from "../support/temp.ts";
+import {
+  isValidPeerId,
+  normalizeRemote,
+  PEER_ID_PATTERN,
+  remotePeerId,
+  remoteUrlFromGitConfig,
+  resolvePeer,
+} from "../../runtime/peer.ts";
+
+const opts = { explicitPeerId: "", workspacePeer: true, peerSource: "git" as const };
+
+Deno.test("normalizeRemote: scp, https with user/port, ssh, .git, case", () => {
+  assertEquals(
+    normalizeRemote("git@github.com:Volcengine/OpenViking.git"),
+    "github.com/volcengine/openviking",
+  );
+  assertEquals(normalizeRemote("https://user:pw@GitHub.com:443/a/b.git/"), "github.com/a/b");
+  assertEquals(
+    normalizeRemote("ssh://git@gitlab.example.com:2222/group/sub/repo"),
+    "gitlab.example.com/group/sub/repo",
+  );
+  assertEquals(normalizeRemote("/srv/git/repo.git"), "/srv/git/repo");
+  assertEquals(normalizeRemote("  "), "");
+});
+
+Deno.test("remotePeerId: safe, capped, ext- guarded", async () => {
+  assertEquals(await remotePeerId("github.com/volcengine/openviking"), "github.com-volcengine-openviking");
+  assertEquals(await remotePeerId("ext-host/x"), "x-ext-host-x");
+  const long = await remotePeerId(`host/${"a".repeat(300)}`);
+  assertEquals(long.length, 100);
+  assertTrue(PEER_ID_PATTERN.test(long));
+});
+
+Deno.test("remoteUrlFromGitConfig prefers origin", () => {
+  const text =
+    `[core]\n\tbare = false\n[remote "upstream"]\n\turl = https://x/up.git\n[remote "origin"]\n\turl = git@github.com:me/fork.git\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n`;
+  assertEquals(remoteUrlFromGitConfig(text), "git@github.com:me/fork.git");
+  assertEquals(remoteUrlFromGitConfig(`[remote "up"]\nurl = https://x/up.git`), "https://x/up.git");
+  assertEquals(remoteUrlFromGitConfig("[core]\n"), "");
+});
+
+Deno.test("resolvePeer: git remote from a subdirectory, worktree .git file, git root, cwd fallback, explicit, off", async () => {
+  await using dir = await tempDir();
+  const repo = `${dir.path}/proj`;
+  await Deno.mkdir(`${repo}/.git`, { recursive: true });
+  await Deno.mkdir(`${repo}/src/deep`, { recursive: true });
+  await Deno.writeTextFile(
+    `${repo}/.git/config`,
+    `[remote "origin"]\n\turl = git@github.com:Acme/Widget.git\n`,
+  );
+  assertEquals(await resolvePeer(`${repo}/src/deep`, opts), {
+    peerId: "github.com-acme-widget",
+    source: "git-remote",
+  });
+
+  // A worktree: .git is a file pointing at <main>/.git/worktrees/wt, whose commondir leads back.
+  await Deno.mkdir(`${repo}/.git/worktrees/wt`, { recursive: true });
+  await Deno.writeTextFile(`${repo}/.git/worktrees/wt/commondir`, "../..\n");
+  await Deno.mkdir(`${dir.path}/wt`);
+  await Deno.writeTextFile(`${dir.path}/wt/.git`, `gitdir: ${repo}/.git/worktrees/wt\n`);
+  assertEquals((await resolvePeer(`${dir.path}/wt`, opts)).peerId, "github.com-acme-widget");
+
+  const bare = `${dir.path}/norepo-remote`;
+  await Deno.mkdir(`${bare}/.git`, { recursive: true });
+  await Deno.writeTextFile(`${bare}/.git/config`, `[core]\n`);
+  const root = await resolvePeer(bare, opts);
+  assertEquals(root.source, "git-root");
+  assertEquals(root.peerId, bare.replace(/[^A-Za-z0-9]/g, "-"));
+
+  const plain = await resolvePeer("/tmp/some where/ünïcode", { ...opts, peerSource: "git" });
+  assertEquals(plain.source, "cwd");
+  assertTrue(isValidPeerId(plain.peerId), plain.peerId);
+
+  assertEquals(await resolvePeer(repo, { ...opts, peerSource: "cwd" }), {
+    peerId: repo.replace(/[^A-Za-z0-9]/g, "-"),
+    source: "cwd",
+  });
+  assertEquals(await resolvePeer(repo, { ...opts, explicitPeerId: "me@laptop" }), {
+    peerId: "me@laptop",
+    source: "explicit",
+  });
+  assertEquals(await resolvePeer(repo, { ...opts, workspacePeer: false }), { peerId: "", source: "none" });
+  assertEquals(await resolvePeer(repo, { ...opts, peerSource: "none" }), { peerId: "", source: "none" });
+  assertEquals((await resolvePeer(repo, { ...opts, explicitPeerId: "bad/peer" })).source, "git-remote");
+});
+
+Deno.test("peer ids always match the server's pattern", async () => {
+  for (const cwd of ["/", "C:\\Users\\me\\proj", "/a/" + "é".repeat(200), "/x/@@/y"]) {
+    const p = await resolvePeer(cwd, { ...opts, peerSource: "cwd" });
+    assertTrue(isValidPeerId(p.peerId), `${cwd} → ${p.peerId}`);
+    assertTrue(p.peerId.length <= 100);
+  }
+  assertEquals(isValidPeerId("a@b@c"), false);
+  assertEquals(isValidPeerId(".."), false);
+});

@@ -1,0 +1,153 @@
+import { assertEquals, assertTrue } from "../support/assert.ts";
+import { emptyState, readState, safeId, statePaths, updateState, writeState } from "../../runtime/state.ts";
+import { withLock } from "../../runtime/lock.ts";
+import { tempDir } from "../support/temp.ts";
+import { ROOT } from "../support/run.ts";
+
+Deno.test("safeId: no id ever escapes its folder", async () => {
+  await using dir = await tempDir();
+  const ids = [
+    "../x",
+    "a/b",
+    "a\\b",
+    "a\0b",
+    "x".repeat(300),
+    "..",
+    ".",
+    "",
+    "/etc/passwd",
+    "C:\\Windows",
+    "é✓",
+  ];
+  const seen = new Set<string>();
+  for (const id of ids) {
+    const safe = await safeId(id);
+    assertTrue(/^[A-Za-z0-9_-][A-Za-z0-9._-]*$/.test(safe), `${JSON.stringify(id)} → ${safe}`);
+    assertTrue(safe.length <= 100, `${safe.length}`);
+    seen.add(safe);
+    const { file } = await statePaths(dir.path, id);
+    assertEquals(file.slice(0, dir.path.length + 1), `${dir.path}/`);
+    assertTrue(!file.slice(dir.path.length + 1).includes("/"), file);
+    await writeState(file, emptyState());
+  }
+  assertEquals(seen.size, ids.length, "distinct ids stay distinct");
+  const files = [...Deno.readDirSync(dir.path)].map((e) => e.name);
+  assertEquals(files.length, ids.length);
+});
+
+Deno.test("safeId keeps Kimi session ids readable", async () => {
+  assertEquals(
+    await safeId("session_bb98d39e-e56d-47b5-bd98-4e903585486d"),
+    "session_bb98d39e-e56d-47b5-bd98-4e903585486d",
+  );
+});
+
+Deno.test("state: written 0600 in a 0700 dir, round trips, bad files read as fresh", async () => {
+  await using dir = await tempDir();
+  const { file } = await statePaths(`${dir.path}/hook-state/kimicode`, "s1");
+  const s = { ...emptyState(), profileInjected: true, capturedKeys: ["0:user"] };
+  await writeState(file, s);
+  assertEquals((await Deno.stat(file)).mode! & 0o777, 0o600);
+  assertEquals((await Deno.stat(`${dir.path}/hook-state/kimicode`)).mode! & 0o777, 0o700);
+  assertEquals((await readState(file)).capturedKeys, ["0:user"]);
+  await Deno.writeTextFile(file, "{torn");
+  assertEquals(await readState(file), emptyState());
+  await Deno.writeTextFile(file, JSON.stringify({ version: 1, capturedKeys: "nope", profileInjected: "x" }));
+  const partial = await readState(file);
+  assertEquals([partial.capturedKeys, partial.profileInjected], [[], false]);
+});
+
+Deno.test("state keeps at most 1000 capture keys", async () => {
+  await using dir = await tempDir();
+  const file = `${dir.path}/s.json`;
+  await writeState(file, { ...emptyState(), capturedKeys: Array.from({ length: 1500 }, (_, i) => `k${i}`) });
+  const keys = (await readState(file)).capturedKeys;
+  assertEquals([keys.length, keys[0], keys.at(-1)], [1000, "k500", "k1499"]);
+});
+
+Deno.test("lock: a held lock makes others wait, and gives up after the wait without running the work", async () => {
+  await using dir = await tempDir();
+  const lock = `${dir.path}/l.lock`;
+  let ran = false;
+  const inner = await withLock(lock, async () => {
+    return await withLock(lock, () => {
+      ran = true;
+      return Promise.resolve(1);
+    }, { waitMs: 120, pollMs: 10 });
+  });
+  assertEquals(inner, { acquired: true, value: { acquired: false } });
+  assertEquals(ran, false);
+  assertEquals((await withLock(lock, () => Promise.resolve(7))).acquired, true);
+});
+
+Deno.test("lock: a stale lock (older than staleMs) is taken over", async () => {
+  await using dir = await tempDir();
+  const lock = `${dir.path}/l.lock`;
+  await Deno.mkdir(lock);
+  const old = new Date(Date.now() - 120_000);
+  await Deno.utime(lock, old, old);
+  const res = await withLock(lock, () => Promise.resolve("got it"), { waitMs: 1000 });
+  assertEquals(res, { acquired: true, value: "got it" });
+});
+
+Deno.test("lock: N concurrent processes incrementing one counter end at exactly N×k", async () => {
+  await using dir = await tempDir();
+  const procs = 6, k = 15;
+  const children = Array.from({ length: procs }, () =>
+    new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        "--quiet",
+        `${ROOT}/tests/support/lock-counter.ts`,
+        `${dir.path}/c.lock`,
+        `${dir.path}/counter`,
+        String(k),
+      ],
+      stdout: "null",
+      stderr: "inherit",
+    }).spawn());
+  const codes = await Promise.all(children.map(async (c) => (await c.status).code));
+  assertEquals(codes, Array(procs).fill(0));
+  assertEquals(Number(await Deno.readTextFile(`${dir.path}/counter`)), procs * k);
+});
+
+Deno.test("updateState serialises read-modify-write", async () => {
+  await using dir = await tempDir();
+  const paths = await statePaths(dir.path, "s");
+  await Promise.all(
+    Array.from(
+      { length: 20 },
+      () =>
+        updateState(
+          paths,
+          (s) =>
+            Promise.resolve({ state: { ...s, capturedSinceCommit: s.capturedSinceCommit + 1 }, value: null }),
+          {
+            waitMs: 30_000,
+          },
+        ),
+    ),
+  );
+  assertEquals((await readState(paths.file)).capturedSinceCommit, 20);
+});
+
+Deno.test("kill -9 in the middle of state writes never leaves a torn file", async () => {
+  await using dir = await tempDir();
+  const file = `${dir.path}/state.json`;
+  await writeState(file, emptyState());
+  for (let round = 0; round < 8; round++) {
+    const child = new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "--quiet", `${ROOT}/tests/support/state-writer.ts`, file],
+      stdout: "null",
+      stderr: "null",
+    }).spawn();
+    // Let it write for a varying while, then kill it hard.
+    await new Promise((r) => setTimeout(r, 150 + round * 37));
+    child.kill("SIGKILL");
+    await child.status;
+    const text = await Deno.readTextFile(file);
+    const parsed = JSON.parse(text); // throws on a torn file
+    assertEquals(parsed.version, 1);
+  }
+});

@@ -1,0 +1,13 @@
+/** Test helper process: replays the pending queue in `dir` against `url` once. */
+import { Budget, createClient } from "../../runtime/http.ts";
+import { replayPending } from "../../runtime/pending.ts";
+
+const [dir, url] = Deno.args;
+const client = createClient({ baseUrl: url, userAgent: "test", timeoutMs: 5000 });
+const report = await replayPending(dir, client, {
+  limit: 1000,
+  maxRetries: 3,
+  ttlDays: 7,
+  budget: new Budget(30_000),
+});
+console.log(JSON.stringify(report));

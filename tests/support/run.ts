@@ -1,0 +1,76 @@
+/** Helpers to run this project's entry points as real processes, with the production flags. */
+
+import { productionFlags } from "../../runtime/self.ts";
+
+/** Repository root. */
+export const ROOT = new URL("../../", import.meta.url).pathname.replace(/\/$/, "");
+
+/** Output of a finished process. */
+export interface RunResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a Deno script with test permissions and returns its output. */
+export async function runDeno(
+  script: string,
+  args: string[],
+  options: { env?: Record<string, string>; stdin?: string } = {},
+): Promise<RunResult> {
+  const cmd = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--quiet", script, ...args],
+    env: options.env,
+    stdin: options.stdin === undefined ? "null" : "piped",
+    stdout: "piped",
+    stderr: "piped",
+  });
+  const child = cmd.spawn();
+  if (options.stdin !== undefined) {
+    const w = child.stdin.getWriter();
+    await w.write(new TextEncoder().encode(options.stdin));
+    await w.close();
+  }
+  const out = await child.output();
+  return {
+    code: out.code,
+    stdout: new TextDecoder().decode(out.stdout),
+    stderr: new TextDecoder().decode(out.stderr),
+  };
+}
+
+/** The argv prefix that runs main.ts exactly as production does (`deno run <cli task flags> main.ts`). */
+export async function cliArgs(): Promise<string[]> {
+  return ["run", ...(await productionFlags(ROOT)), "--config", `${ROOT}/deno.json`, `${ROOT}/main.ts`];
+}
+
+/** Runs `openviking-kimi <args>` under the production flags with the given env and stdin bytes. */
+export async function runCli(
+  args: string[],
+  options: { env?: Record<string, string>; stdin?: string | Uint8Array; cwd?: string; clearEnv?: boolean } =
+    {},
+): Promise<RunResult> {
+  const cmd = new Deno.Command(Deno.execPath(), {
+    args: [...(await cliArgs()), ...args],
+    env: options.env,
+    clearEnv: options.clearEnv,
+    cwd: options.cwd,
+    stdin: options.stdin === undefined ? "null" : "piped",
+    stdout: "piped",
+    stderr: "piped",
+  });
+  const child = cmd.spawn();
+  if (options.stdin !== undefined) {
+    const w = child.stdin.getWriter();
+    await w.write(
+      typeof options.stdin === "string" ? new TextEncoder().encode(options.stdin) : options.stdin,
+    );
+    await w.close().catch(() => {});
+  }
+  const out = await child.output();
+  return {
+    code: out.code,
+    stdout: new TextDecoder().decode(out.stdout),
+    stderr: new TextDecoder().decode(out.stderr),
+  };
+}
