@@ -1,10 +1,552 @@
-/** Placeholder until its issue lands: answers "not implemented yet" with exit code 2. */
-export function installCommand(_args: string[]): Promise<number> {
-  console.error("openviking-kimi: not implemented yet");
-  return Promise.resolve(2);
+/**
+ * `openviking-kimi install` / `uninstall`: argument parsing and the wiring of the pure planners
+ * (toml-block, mcp-json, registry, ovcli) with the file writers and the plugin placement. Every change is
+ * planned first; nothing is written when any plan refuses, and `--dry-run` prints the diffs instead.
+ */
+
+import { z } from "zod";
+import { credentialFilePaths } from "../runtime/config.ts";
+import { ensurePrivateDir, readTextIfExists } from "../runtime/fs.ts";
+import {
+  dirName,
+  type Env,
+  hookStateDir,
+  isAbsolutePath,
+  joinPath,
+  kimiHome,
+  openVikingHome,
+  processEnv,
+} from "../runtime/paths.ts";
+import { commandLine } from "../runtime/self.ts";
+import { hookEntries, PLUGIN_ID } from "./spec.ts";
+import { planConfigInstall, planConfigUninstall } from "./toml-block.ts";
+import { planMcpInstall, planMcpUninstall } from "./mcp-json.ts";
+import { planRegistryDisable, planRegistryInstall, planRegistryUninstall } from "./registry.ts";
+import { type CredentialArgs, maskSecrets, planOvcli } from "./ovcli.ts";
+import { applyChange, type FileChange } from "./files.ts";
+import { unifiedDiff } from "./diff.ts";
+import { hasOurPlugin, type KimiState, readKimiState } from "./detect.ts";
+import {
+  configCommandPrefix,
+  configMcpEntry,
+  copyExecutableAtomic,
+  currentOs,
+  currentSelf,
+  executableFileName,
+  installedBinaryPath,
+  integrationDir,
+  type OsFamily,
+  sameFile,
+  type Self,
+} from "./placement.ts";
+import { checkoutLauncher, manifestText, placePluginDir, type PluginFile } from "./plugin.ts";
+
+/** Where messages go (tests capture them). */
+export interface Output {
+  info(line: string): void;
+  error(line: string): void;
 }
-/** Placeholder until its issue lands: answers "not implemented yet" with exit code 2. */
-export function uninstallCommand(_args: string[]): Promise<number> {
-  console.error("openviking-kimi: not implemented yet");
-  return Promise.resolve(2);
+
+const consoleOutput: Output = { info: (l) => console.log(l), error: (l) => console.error(l) };
+
+/** Parsed options of install / uninstall. */
+export interface InstallOptions {
+  mode?: "config" | "plugin";
+  kimiHome?: string;
+  credentials: CredentialArgs;
+  dryRun: boolean;
+  yes: boolean;
+  purge: boolean;
+}
+
+const VALUE_FLAGS = ["--mode", "--kimi-home", "--url", "--api-key", "--account", "--user"] as const;
+const BOOL_FLAGS = ["--dry-run", "--yes", "--purge", "-y"] as const;
+const ModeSchema = z.enum(["config", "plugin"]);
+
+/** Parses `args`; `allowed` lists the flags the command accepts. */
+export function parseInstallArgs(
+  args: readonly string[],
+  allowed: readonly string[],
+): { ok: true; options: InstallOptions } | { ok: false; error: string } {
+  const values: Record<string, string> = {};
+  const bools = new Set<string>();
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    const eq = arg.indexOf("=");
+    const name = arg.startsWith("--") && eq > 0 ? arg.slice(0, eq) : arg;
+    if (!allowed.includes(name)) return { ok: false, error: `unknown option "${name}"` };
+    if ((VALUE_FLAGS as readonly string[]).includes(name)) {
+      const value = eq > 0 && arg.startsWith("--") ? arg.slice(eq + 1) : args[++i];
+      if (value === undefined) return { ok: false, error: `${name} needs a value` };
+      values[name] = value;
+    } else if ((BOOL_FLAGS as readonly string[]).includes(name)) bools.add(name === "-y" ? "--yes" : name);
+    else return { ok: false, error: `unknown option "${name}"` };
+  }
+  let mode: "config" | "plugin" | undefined;
+  if (values["--mode"] !== undefined) {
+    const parsed = ModeSchema.safeParse(values["--mode"]);
+    if (!parsed.success) {
+      return { ok: false, error: `--mode must be "config" or "plugin", not "${values["--mode"]}"` };
+    }
+    mode = parsed.data;
+  }
+  return {
+    ok: true,
+    options: {
+      mode,
+      kimiHome: values["--kimi-home"],
+      credentials: {
+        url: values["--url"],
+        apiKey: values["--api-key"],
+        account: values["--account"],
+        user: values["--user"],
+      },
+      dryRun: bools.has("--dry-run"),
+      yes: bools.has("--yes"),
+      purge: bools.has("--purge"),
+    },
+  };
+}
+
+const INSTALL_USAGE = "usage: openviking-kimi install [--mode config|plugin] [--kimi-home DIR] [--url URL] " +
+  "[--api-key KEY] [--account A] [--user U] [--dry-run] [--yes]";
+const UNINSTALL_USAGE =
+  "usage: openviking-kimi uninstall [--mode config|plugin] [--kimi-home DIR] [--purge] [--yes]";
+
+/** Everything a run needs, injectable for tests. */
+export interface Context {
+  env: Env;
+  self: Self;
+  os: OsFamily;
+  out: Output;
+  now: Date;
+  cwd: string;
+}
+
+async function defaultContext(): Promise<Context> {
+  return {
+    env: processEnv(),
+    self: await currentSelf(),
+    os: currentOs(),
+    out: consoleOutput,
+    now: new Date(),
+    cwd: Deno.cwd(),
+  };
+}
+
+function resolveHome(ctx: Context, explicit: string | undefined): string {
+  const home = kimiHome(ctx.env, explicit);
+  return isAbsolutePath(home) ? home : joinPath(ctx.cwd, home);
+}
+
+/** An action beyond text files (binary copy, plugin directory, removal), described for dry runs. */
+interface Step {
+  describe: string;
+  run: () => Promise<string | undefined>;
+}
+
+/** A planned run: ordered steps; text-file changes are steps too. */
+interface Plan {
+  steps: Step[];
+  changes: FileChange[];
+  notes: string[];
+}
+
+function fileStep(change: FileChange, what: string): Step {
+  return {
+    describe: `${
+      change.after === undefined ? "delete" : change.before === undefined ? "create" : "update"
+    } ${change.path} (${what})`,
+    run: async () => {
+      const backup = await applyChange(change);
+      return backup ? `${what}: ${change.path} (previous copy in ${backup})` : `${what}: ${change.path}`;
+    },
+  };
+}
+
+function printDryRun(plan: Plan, out: Output): void {
+  out.info("Dry run: nothing was changed. These changes would be made:");
+  for (const step of plan.steps) out.info(`  - ${step.describe}`);
+  for (const change of plan.changes) {
+    const show = change.display ?? ((t: string) => t);
+    const diff = unifiedDiff(
+      change.path,
+      change.before === undefined ? undefined : show(change.before),
+      change.after === undefined ? undefined : show(change.after),
+    );
+    if (diff) out.info(diff.trimEnd());
+  }
+  for (const note of plan.notes) out.info(note);
+}
+
+async function execute(plan: Plan, out: Output): Promise<void> {
+  for (const step of plan.steps) {
+    const done = await step.run();
+    if (done) out.info(`  ✓ ${done}`);
+  }
+  for (const note of plan.notes) out.info(note);
+}
+
+function upstreamMessage(state: KimiState): string {
+  const found: string[] = [];
+  if (state.plugin?.owner === "upstream") found.push(`the "${PLUGIN_ID}" plugin in ${state.paths.registry}`);
+  if (state.blocks.some((b) => b.owner === "upstream")) found.push(`its block in ${state.paths.config}`);
+  if (state.upstreamHooks.length) found.push(`its [[hooks]] in ${state.paths.config}`);
+  if (state.mcpOwner === "upstream") found.push(`its "openviking" server in ${state.paths.mcp}`);
+  return `OpenViking's own Kimi Code plugin is registered (${
+    found.join(", ")
+  }). With both, every turn would be ` +
+    "captured twice. Either remove it first — in Kimi run `/plugins remove openviking-memory`, or run OpenViking's " +
+    "`install.sh --harness kimicode --uninstall --yes` — and run install again, or run install again with --yes " +
+    "to let openviking-kimi take its place (its plugin is disabled or replaced, its block and MCP entry replaced).";
+}
+
+/** Plans the shared parts: ovcli.conf. */
+async function planCredentials(ctx: Context, creds: CredentialArgs, plan: Plan): Promise<string | undefined> {
+  const path = credentialFilePaths(ctx.env).cli;
+  const before = await readTextIfExists(path);
+  const ov = planOvcli(before, creds, path);
+  if (!ov.ok) return ov.error;
+  if (ov.changed) {
+    const change: FileChange = { path, before, after: ov.after, backup: "timestamped", display: maskSecrets };
+    plan.changes.push(change);
+    plan.steps.push({
+      describe: `update ${path} (${ov.summary.join(", ")})`,
+      run: async () => {
+        if (dirName(path) === openVikingHome(ctx.env)) await ensurePrivateDir(dirName(path));
+        await applyChange(change, ctx.now);
+        return `connection settings saved to ${path}: ${ov.summary.join(", ")}`;
+      },
+    });
+  }
+  return undefined;
+}
+
+/** Installs in `mode` and returns the exit code. */
+export async function runInstall(ctx: Context, options: InstallOptions): Promise<number> {
+  const { out } = ctx;
+  const mode = options.mode ?? "config";
+  const home = resolveHome(ctx, options.kimiHome);
+  const state = await readKimiState(home);
+  const plan: Plan = { steps: [], changes: [], notes: [] };
+  const fail = (message: string): number => {
+    out.error(`openviking-kimi install: ${message}`);
+    return 1;
+  };
+
+  if (!state.homeExists) {
+    out.info(
+      `Kimi Code home ${home} does not exist yet; it will be created (is Kimi Code installed? ` +
+        "`npm install -g @moonshot-ai/kimi-code`, or pass --kimi-home).",
+    );
+  }
+  const upstream = state.plugin?.owner === "upstream" || state.blocks.some((b) => b.owner === "upstream") ||
+    state.upstreamHooks.length > 0 || state.mcpOwner === "upstream";
+  if (upstream && !options.yes) return fail(upstreamMessage(state));
+
+  const credError = await planCredentials(ctx, options.credentials, plan);
+  if (credError) return fail(credError);
+
+  if (mode === "config") {
+    const prefix = configCommandPrefix(ctx.self, ctx.env, ctx.os);
+    if (ctx.self.kind === "compiled") {
+      const target = installedBinaryPath(ctx.env, ctx.os);
+      const from = ctx.self.execPath;
+      if (!(await sameFile(from, target))) {
+        plan.steps.push({
+          describe: `copy ${from} to ${target}`,
+          run: async () => {
+            await ensurePrivateDir(dirName(target));
+            await copyExecutableAtomic(from, target, ctx.os);
+            return `executable copied to ${target}`;
+          },
+        });
+      }
+    }
+    // Unregister plugin mode first: better a moment with no registration than two.
+    if (state.registryError && state.plugin === undefined && state.registryText !== undefined) {
+      out.info(`Note: ${state.registryError}`);
+    }
+    if (hasOurPlugin(state) || state.plugin?.owner === "missing") {
+      const reg = planRegistryUninstall(state.registryText);
+      if (!reg.ok) return fail(reg.error);
+      plan.changes.push({
+        path: state.paths.registry,
+        before: state.registryText,
+        after: reg.after,
+        backup: "bak",
+      });
+      plan.steps.push(
+        fileStep(plan.changes.at(-1)!, "plugin-mode registration removed (switching to config mode)"),
+      );
+      if (state.plugin?.owner === "ours") {
+        const root = state.plugin.root;
+        plan.steps.push({
+          describe: `delete the plugin directory ${root}`,
+          run: async () => {
+            await Deno.remove(root, { recursive: true }).catch(() => {});
+            return `plugin directory removed: ${root}`;
+          },
+        });
+      }
+    } else if (state.plugin?.owner === "upstream" && state.plugin.enabled) {
+      const reg = planRegistryDisable(state.registryText, ctx.now);
+      if (!reg.ok) return fail(reg.error);
+      plan.changes.push({
+        path: state.paths.registry,
+        before: state.registryText,
+        after: reg.after,
+        backup: "bak",
+      });
+      plan.steps.push(fileStep(
+        plan.changes.at(-1)!,
+        "OpenViking's own plugin disabled (`/plugins enable openviking-memory` turns it back on)",
+      ));
+    }
+    const mcp = planMcpInstall(state.mcpText, configMcpEntry(ctx.self, ctx.env, ctx.os), {
+      replaceOthers: options.yes,
+    });
+    if (!mcp.ok) return fail(mcp.error);
+    const cfg = planConfigInstall(state.configText, hookEntries(prefix), { replaceUpstream: options.yes });
+    if (!cfg.ok) return fail(cfg.error);
+    if (mcp.changed) {
+      plan.changes.push({ path: state.paths.mcp, before: state.mcpText, after: mcp.after, backup: "bak" });
+      plan.steps.push(fileStep(plan.changes.at(-1)!, 'MCP server "openviking" registered'));
+    }
+    if (cfg.changed) {
+      plan.changes.push({
+        path: state.paths.config,
+        before: state.configText,
+        after: cfg.after,
+        backup: "bak",
+      });
+      plan.steps.push(fileStep(plan.changes.at(-1)!, "hooks registered"));
+    }
+    for (const w of cfg.warnings) plan.notes.push(`Warning: config.toml ${w}.`);
+    plan.notes.push(`Hooks run: ${prefix} hook <event>`);
+  } else {
+    if (ctx.self.kind === "checkout" && ctx.os === "windows") {
+      return fail(
+        "plugin mode from a source checkout needs a POSIX shell for its launcher; on Windows use a " +
+          "release binary (openviking-kimi.exe install --mode plugin) or --mode config.",
+      );
+    }
+    if (state.registryError) return fail(state.registryError);
+    const cfg = planConfigUninstall(state.configText, { removeUpstream: options.yes });
+    if (!cfg.ok) return fail(cfg.error);
+    if (cfg.changed) {
+      plan.changes.push({
+        path: state.paths.config,
+        before: state.configText,
+        after: cfg.after,
+        backup: "bak",
+      });
+      plan.steps.push(fileStep(plan.changes.at(-1)!, "config-mode hooks removed (switching to plugin mode)"));
+    }
+    if (state.strayHooks.length) {
+      return fail(
+        `config.toml has openviking-kimi [[hooks]] outside the marked block (${
+          state.strayHooks.map((h) => h.command).join("; ")
+        }); with the plugin they would run twice. Delete those [[hooks]] tables and run again.`,
+      );
+    }
+    const mcp = planMcpUninstall(state.mcpText, { removeUpstream: options.yes });
+    if (!mcp.ok) return fail(mcp.error);
+    if (mcp.changed) {
+      plan.changes.push({ path: state.paths.mcp, before: state.mcpText, after: mcp.after, backup: "bak" });
+      plan.steps.push(
+        fileStep(plan.changes.at(-1)!, "config-mode MCP entry removed (the plugin declares it)"),
+      );
+    }
+    const files: PluginFile[] = [
+      { path: "kimi.plugin.json", content: manifestText(ctx.os), mode: 0o644 },
+      ctx.self.kind === "compiled"
+        ? { path: `bin/${executableFileName(ctx.os)}`, content: { copyFrom: ctx.self.execPath }, mode: 0o755 }
+        : {
+          path: "bin/openviking-kimi",
+          content: checkoutLauncher(ctx.self.invocation, ctx.self.root),
+          mode: 0o755,
+        },
+    ];
+    const root = joinPath(state.paths.managedDir, PLUGIN_ID);
+    const keepPrevious = state.plugin?.owner === "upstream" || state.plugin?.owner === "other";
+    plan.steps.push({
+      describe: `place the plugin directory ${root} (kimi.plugin.json, bin/${
+        ctx.self.kind === "compiled" ? executableFileName(ctx.os) : "openviking-kimi launcher"
+      })`,
+      run: async () => {
+        const placed = await placePluginDir(state.paths.managedDir, files, { keepPrevious, now: ctx.now });
+        return `plugin directory in place: ${placed.root}${
+          placed.keptPrevious ? ` (the one it replaced is kept in ${placed.keptPrevious})` : ""
+        }`;
+      },
+    });
+    const source = ctx.self.kind === "compiled" ? ctx.self.execPath : ctx.self.root;
+    const reg = planRegistryInstall(state.registryText, { root, originalSource: source }, ctx.now);
+    if (!reg.ok) return fail(reg.error);
+    plan.changes.push({
+      path: state.paths.registry,
+      before: state.registryText,
+      after: reg.after,
+      backup: "bak",
+    });
+    plan.steps.push(fileStep(plan.changes.at(-1)!, `plugin "${PLUGIN_ID}" registered`));
+    if (reg.previous && reg.previous.enabled === false) {
+      plan.notes.push(
+        `Note: the plugin is disabled in Kimi; enable it with \`/plugins enable ${PLUGIN_ID}\`.`,
+      );
+    }
+    plan.notes.push(
+      ctx.self.kind === "compiled"
+        ? `Hooks run: ./bin/${executableFileName(ctx.os)} hook <event> in ${root}`
+        : `Hooks run: ${root}/bin/openviking-kimi (launcher: ${commandLine(ctx.self.invocation)})`,
+    );
+  }
+
+  if (options.dryRun) {
+    printDryRun(plan, out);
+    return 0;
+  }
+  out.info(`Installing openviking-kimi into ${home} (${mode} mode)`);
+  try {
+    await execute(plan, out);
+  } catch (error) {
+    return fail(`${(error as Error).message}`);
+  }
+  out.info(
+    "Start a new Kimi Code session (or /reload) to load it; `openviking-kimi doctor` checks the setup.",
+  );
+  return 0;
+}
+
+/** Uninstalls and returns the exit code. */
+export async function runUninstall(ctx: Context, options: InstallOptions): Promise<number> {
+  const { out } = ctx;
+  const home = resolveHome(ctx, options.kimiHome);
+  const state = await readKimiState(home);
+  const plan: Plan = { steps: [], changes: [], notes: [] };
+  const fail = (message: string): number => {
+    out.error(`openviking-kimi uninstall: ${message}`);
+    return 1;
+  };
+  const config = options.mode !== "plugin";
+  const plugin = options.mode !== "config";
+  if (config) {
+    const cfg = planConfigUninstall(state.configText);
+    if (!cfg.ok) return fail(cfg.error);
+    const mcp = planMcpUninstall(state.mcpText);
+    if (!mcp.ok) return fail(mcp.error);
+    if (cfg.changed) {
+      plan.changes.push({
+        path: state.paths.config,
+        before: state.configText,
+        after: cfg.after,
+        backup: "bak",
+      });
+      plan.steps.push(fileStep(plan.changes.at(-1)!, "hooks removed"));
+    }
+    if (mcp.changed) {
+      plan.changes.push({ path: state.paths.mcp, before: state.mcpText, after: mcp.after, backup: "bak" });
+      plan.steps.push(fileStep(plan.changes.at(-1)!, 'MCP server "openviking" removed'));
+    }
+    plan.notes.push(...cfg.warnings.map((w) => `Note: ${w}`), ...mcp.warnings.map((w) => `Note: ${w}`));
+    if (state.strayHooks.length) {
+      plan.notes.push(
+        `Note: config.toml still has openviking-kimi [[hooks]] outside the marked block (${
+          state.strayHooks.map((h) => h.command).join("; ")
+        }); delete those [[hooks]] tables by hand.`,
+      );
+    }
+  }
+  if (plugin) {
+    if (state.registryError && state.registryText !== undefined) {
+      plan.notes.push(`Note: ${state.registryError}`);
+    } else if (hasOurPlugin(state) || state.plugin?.owner === "missing") {
+      const reg = planRegistryUninstall(state.registryText);
+      if (!reg.ok) return fail(reg.error);
+      plan.changes.push({
+        path: state.paths.registry,
+        before: state.registryText,
+        after: reg.after,
+        backup: "bak",
+      });
+      plan.steps.push(fileStep(plan.changes.at(-1)!, `plugin "${PLUGIN_ID}" unregistered`));
+    } else if (state.plugin?.owner === "upstream") {
+      plan.notes.push(
+        `Note: the "${PLUGIN_ID}" plugin registered in Kimi is OpenViking's own one; left in place.`,
+      );
+    }
+  }
+  if (options.purge) {
+    const targets: string[] = [];
+    const managed = joinPath(state.paths.managedDir, PLUGIN_ID);
+    if (plugin && (state.plugin?.owner !== "upstream" && state.plugin?.owner !== "other")) {
+      const manifest = await readTextIfExists(joinPath(managed, "kimi.plugin.json")).catch(() => undefined);
+      if (manifest === undefined || /bin[\\/]+openviking-kimi/.test(manifest)) targets.push(managed);
+    }
+    targets.push(
+      integrationDir(ctx.env),
+      hookStateDir(ctx.env),
+      joinPath(openVikingHome(ctx.env), "logs", "kimicode-hooks.log"),
+    );
+    for (const t of targets) {
+      const exists = await Deno.lstat(t).then(() => true, () => false);
+      if (!exists) continue;
+      plan.steps.push({
+        describe: `delete ${t}`,
+        run: async () => {
+          await Deno.remove(t, { recursive: true });
+          return `removed ${t}`;
+        },
+      });
+    }
+    plan.notes.push(
+      "Kept: ~/.openviking/ovcli.conf and the pending queue (~/.openviking/pending), which OpenViking's other " +
+        "clients share.",
+    );
+  }
+  if (plan.steps.length === 0) {
+    out.info(`Nothing of openviking-kimi is registered in ${home}.`);
+    for (const note of plan.notes) out.info(note);
+    return 0;
+  }
+  if (options.dryRun) {
+    printDryRun(plan, out);
+    return 0;
+  }
+  out.info(`Removing openviking-kimi from ${home}`);
+  try {
+    await execute(plan, out);
+  } catch (error) {
+    return fail(`${(error as Error).message}`);
+  }
+  if (!options.purge) {
+    out.info("Files kept (remove them with --purge): the executable and the plugin directory.");
+  }
+  return 0;
+}
+
+/** `openviking-kimi install …` */
+export async function installCommand(args: string[]): Promise<number> {
+  const parsed = parseInstallArgs(args, [
+    ...VALUE_FLAGS,
+    "--dry-run",
+    "--yes",
+    "-y",
+  ]);
+  if (!parsed.ok) {
+    console.error(`openviking-kimi install: ${parsed.error}\n${INSTALL_USAGE}`);
+    return 2;
+  }
+  return await runInstall(await defaultContext(), parsed.options);
+}
+
+/** `openviking-kimi uninstall …` */
+export async function uninstallCommand(args: string[]): Promise<number> {
+  const parsed = parseInstallArgs(args, ["--mode", "--kimi-home", "--purge", "--yes", "-y", "--dry-run"]);
+  if (!parsed.ok) {
+    console.error(`openviking-kimi uninstall: ${parsed.error}\n${UNINSTALL_USAGE}`);
+    return 2;
+  }
+  return await runUninstall(await defaultContext(), parsed.options);
 }

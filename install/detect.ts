@@ -1,0 +1,176 @@
+/**
+ * What is registered in a Kimi home right now: our config.toml block (or OpenViking's upstream one), stray
+ * hook entries, the `mcp.json` entry, and the `openviking-memory` plugin record with its manifest. Install,
+ * uninstall and doctor all decide from this one picture.
+ */
+
+import { readTextIfExists } from "../runtime/fs.ts";
+import { joinPath } from "../runtime/paths.ts";
+import { PLUGIN_ID } from "./spec.ts";
+import {
+  blockInfo,
+  type BlockOwner,
+  findBlocks,
+  type FoundHook,
+  hooksOf,
+  invalidHookKeys,
+  parseToml,
+  removeBlocks,
+} from "./toml-block.ts";
+import { isOurHookCommand, isUpstreamHookCommand, MCP_SERVER_NAME } from "./spec.ts";
+import { classifyMcpEntry, type McpOwner } from "./mcp-json.ts";
+import { findRecord, parseRegistry, type RegistryRecord } from "./registry.ts";
+import { classifyManifest } from "./plugin.ts";
+import { isObject, parseJson } from "./json-file.ts";
+
+/** Paths of the files we touch in a Kimi home. */
+export interface KimiPaths {
+  home: string;
+  config: string;
+  mcp: string;
+  registry: string;
+  managedDir: string;
+}
+
+/** The files of a Kimi home. */
+export function kimiPaths(home: string): KimiPaths {
+  return {
+    home,
+    config: joinPath(home, "config.toml"),
+    mcp: joinPath(home, "mcp.json"),
+    registry: joinPath(home, "plugins", "installed.json"),
+    managedDir: joinPath(home, "plugins", "managed"),
+  };
+}
+
+/** The plugin record and what its manifest says. */
+export interface PluginState {
+  record: RegistryRecord;
+  enabled: boolean;
+  root: string;
+  owner: "ours" | "upstream" | "other" | "missing";
+  manifest?: Record<string, unknown>;
+  /** Whether the record disabled our MCP server (`capabilities.mcpServers.openviking.enabled === false`). */
+  mcpDisabled: boolean;
+}
+
+/** Everything registered in a Kimi home. */
+export interface KimiState {
+  paths: KimiPaths;
+  homeExists: boolean;
+  configText?: string;
+  configError?: string;
+  blocks: { owner: BlockOwner; entries: Record<string, unknown>[] }[];
+  /** Our hook entries outside the block (e.g. after Kimi rewrote config.toml). */
+  strayHooks: FoundHook[];
+  /** Hook entries of OpenViking's own Node plugin outside any block. */
+  upstreamHooks: FoundHook[];
+  /** Hook entries Kimi rejects (which make it drop every hook). */
+  invalidHookKeys: string[];
+  /** All parsed hook entries of config.toml. */
+  configHooks: FoundHook[];
+  mcpText?: string;
+  mcpError?: string;
+  mcpOwner: McpOwner;
+  mcpEntry?: unknown;
+  registryText?: string;
+  registryError?: string;
+  plugin?: PluginState;
+}
+
+async function readManifest(root: string): Promise<Record<string, unknown> | undefined> {
+  for (const name of ["kimi.plugin.json", ".kimi-plugin/plugin.json"]) {
+    const text = await readTextIfExists(joinPath(root, name)).catch(() => undefined);
+    if (text === undefined) continue;
+    const parsed = parseJson(text);
+    return parsed.ok && isObject(parsed.value) ? parsed.value : undefined;
+  }
+  return undefined;
+}
+
+/** Reads and classifies every registration in the Kimi home `home`. */
+export async function readKimiState(home: string): Promise<KimiState> {
+  const paths = kimiPaths(home);
+  const homeExists = await Deno.stat(home).then((s) => s.isDirectory, () => false);
+  const state: KimiState = {
+    paths,
+    homeExists,
+    blocks: [],
+    strayHooks: [],
+    upstreamHooks: [],
+    invalidHookKeys: [],
+    configHooks: [],
+    mcpOwner: "absent",
+  };
+
+  state.configText = await readTextIfExists(paths.config);
+  if (state.configText !== undefined) {
+    const parsed = parseToml(state.configText);
+    const found = findBlocks(state.configText);
+    if (!parsed.ok) state.configError = parsed.error;
+    else if ("error" in found) state.configError = found.error;
+    else {
+      state.blocks = found.blocks.map(blockInfo);
+      state.configHooks = hooksOf(parsed.value);
+      state.invalidHookKeys = invalidHookKeys(parsed.value);
+      const outside = parseToml(removeBlocks(state.configText));
+      if (outside.ok) {
+        state.strayHooks = hooksOf(outside.value).filter((h) => isOurHookCommand(h.command));
+        state.upstreamHooks = hooksOf(outside.value).filter((h) => isUpstreamHookCommand(h.command));
+      }
+    }
+  }
+
+  state.mcpText = await readTextIfExists(paths.mcp);
+  if (state.mcpText !== undefined && state.mcpText.trim() !== "") {
+    const parsed = parseJson(state.mcpText);
+    if (!parsed.ok || !isObject(parsed.value)) {
+      state.mcpError = parsed.ok ? "not a JSON object" : parsed.error;
+    } else {
+      const servers = isObject(parsed.value.mcpServers) ? parsed.value.mcpServers : {};
+      state.mcpEntry = servers[MCP_SERVER_NAME];
+      state.mcpOwner = classifyMcpEntry(state.mcpEntry);
+    }
+  }
+
+  state.registryText = await readTextIfExists(paths.registry);
+  const registry = parseRegistry(state.registryText);
+  if (!registry.ok) state.registryError = registry.error;
+  else {
+    const record = findRecord(registry.value, PLUGIN_ID);
+    if (record) {
+      const root = typeof record.root === "string" ? record.root : "";
+      const manifest = root ? await readManifest(root) : undefined;
+      const caps = isObject(record.capabilities) ? record.capabilities : {};
+      const servers = isObject(caps.mcpServers) ? caps.mcpServers : {};
+      const ours = isObject(servers[MCP_SERVER_NAME])
+        ? servers[MCP_SERVER_NAME] as Record<string, unknown>
+        : {};
+      state.plugin = {
+        record,
+        root,
+        enabled: record.enabled !== false,
+        owner: manifest ? classifyManifest(manifest) : "missing",
+        manifest,
+        mcpDisabled: ours.enabled === false,
+      };
+    }
+  }
+  return state;
+}
+
+/** Whether config mode is registered by us (our block present). */
+export function hasOurConfig(state: KimiState): boolean {
+  return state.blocks.some((b) => b.owner === "ours") || state.mcpOwner === "ours";
+}
+
+/** Whether plugin mode is registered by us (our plugin record). */
+export function hasOurPlugin(state: KimiState): boolean {
+  return state.plugin?.owner === "ours";
+}
+
+/** Whether OpenViking's own Kimi plugin is registered (its plugin record, block, hooks or MCP entry). */
+export function hasUpstream(state: KimiState): boolean {
+  return state.plugin?.owner === "upstream" || state.blocks.some((b) => b.owner === "upstream") ||
+    state.upstreamHooks.length > 0 || state.mcpOwner === "upstream";
+}
