@@ -500,6 +500,16 @@ export async function runUninstall(ctx: Context, options: InstallOptions): Promi
         },
       });
     }
+    if (targets.includes(managed)) {
+      plan.steps.push({
+        describe: `delete ${state.paths.managedDir} and its parent when empty`,
+        run: async () => {
+          await Deno.remove(state.paths.managedDir).catch(() => {});
+          await Deno.remove(dirName(state.paths.managedDir)).catch(() => {});
+          return undefined;
+        },
+      });
+    }
     plan.notes.push(
       "Kept: ~/.openviking/ovcli.conf and the pending queue (~/.openviking/pending), which OpenViking's other " +
         "clients share.",
