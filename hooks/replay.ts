@@ -1,5 +1,29 @@
-/** Placeholder until its issue lands: answers "not implemented yet" with exit code 2. */
-export function replayCommand(_args: string[]): Promise<number> {
-  console.error("openviking-kimi: not implemented yet");
-  return Promise.resolve(2);
+/** `openviking-kimi replay`: replays the pending queue now and prints what happened. */
+
+import { loadConfig } from "../runtime/config.ts";
+import { Budget, createClient } from "../runtime/http.ts";
+import { countPending, replayPending } from "../runtime/pending.ts";
+import { pendingDir, processEnv } from "../runtime/paths.ts";
+
+/** The `replay` command: exit 0 when the queue is empty afterwards, 1 when entries remain. */
+export async function replayCommand(_args: string[]): Promise<number> {
+  const env = processEnv();
+  const { config, warnings } = await loadConfig(env);
+  for (const w of warnings) console.error(`warning: ${w}`);
+  const dir = pendingDir(env);
+  const client = createClient({ ...config, peerId: "" });
+  const report = await replayPending(dir, client, {
+    limit: Number.MAX_SAFE_INTEGER,
+    maxRetries: config.pendingMaxRetries,
+    ttlDays: config.pendingTtlDays,
+    budget: new Budget(Math.max(config.replayBudgetMs, 60_000)),
+  });
+  const left = await countPending(dir);
+  console.log(JSON.stringify({ ...report, left, server: config.baseUrl }));
+  if (left > 0) {
+    console.error(
+      `${left} entries are still queued in ${dir}; is ${config.baseUrl} reachable? Run "openviking-kimi doctor".`,
+    );
+  }
+  return left > 0 ? 1 : 0;
 }

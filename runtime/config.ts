@@ -115,6 +115,8 @@ export type Settings =
   & { -readonly [K in KnobName]: (typeof KNOBS)[K]["default"] | z.output<(typeof KNOBS)[K]["schema"]> }
   & {
     debugLogPath: string;
+    /** The recall limit was set by the user (only then does recall send quotas, like the other plugins). */
+    recallLimitConfigured: boolean;
   };
 
 /** The one zod schema of the settings object, derived from the knob table. */
@@ -312,6 +314,7 @@ export function resolveSettings(sources: ConfigSources, warnings: string[] = [])
     ["ovcli.conf plugin", plugin],
   ];
   const out: Record<string, unknown> = {};
+  let configured = false;
   for (const [name, knob] of Object.entries(KNOBS) as [KnobName, (typeof KNOBS)[KnobName]][]) {
     let raw: unknown = undefined;
     let from = "";
@@ -330,8 +333,10 @@ export function resolveSettings(sources: ConfigSources, warnings: string[] = [])
       continue;
     }
     const parsed = knob.schema.safeParse(raw);
-    if (parsed.success) out[name] = parsed.data;
-    else {
+    if (parsed.success) {
+      out[name] = parsed.data;
+      if (name === "recallLimit") configured = true;
+    } else {
       const shown = typeof raw === "string" ? JSON.stringify(raw) : JSON.stringify(raw) ?? String(raw);
       warnings.push(
         `${from}: invalid value ${shown} (${
@@ -341,7 +346,7 @@ export function resolveSettings(sources: ConfigSources, warnings: string[] = [])
       out[name] = knob.default;
     }
   }
-  const settings = SettingsSchema.parse(out) as Settings;
+  const settings = { ...SettingsSchema.parse(out), recallLimitConfigured: configured } as Settings;
   settings.debugLogPath = settings.debugLogPath
     ? expandHome(settings.debugLogPath, env)
     : joinPath(openVikingHome(env), "logs", "kimicode-hooks.log");

@@ -14,8 +14,8 @@ export const CursorSchema = z.object({
   fileId: z.string(),
   /** Hash of the bytes just before `offset`, to notice a rewritten file of the same length. */
   tailHash: z.string(),
-  /** Highest turn id fully acknowledged up to `offset`. */
-  lastTurnId: z.string().nullable(),
+  /** Position the next turn after `offset` has among the journal's prompts. */
+  nextIndex: z.number().int().nonnegative(),
 });
 export type Cursor = z.infer<typeof CursorSchema>;
 
@@ -28,9 +28,13 @@ export const SessionStateSchema = z.object({
   promptEventId: z.string().optional().catch(undefined),
   promptAt: z.number().optional().catch(undefined),
   recallBlock: z.string().nullable().optional().catch(undefined),
+  /** URIs recall already put into this session's context (sent as `exclude_uris`). */
+  injectedUris: z.array(z.string()).catch([]),
   capturedKeys: z.array(z.string()).catch([]),
   capturedSinceCommit: z.number().int().nonnegative().catch(0),
   cursor: CursorSchema.optional().catch(undefined),
+  /** Every turn whose index is below this is fully acknowledged (survives a journal rewrite). */
+  ackedBelow: z.number().int().nonnegative().catch(0),
   lastCaptureAt: z.number().optional().catch(undefined),
   lastCaptureEvent: z.string().optional().catch(undefined),
   protocolVersion: z.string().optional().catch(undefined),
@@ -39,11 +43,21 @@ export type SessionState = z.infer<typeof SessionStateSchema>;
 
 /** A fresh state. */
 export function emptyState(): SessionState {
-  return { version: 1, profileInjected: false, capturedKeys: [], capturedSinceCommit: 0 };
+  return {
+    version: 1,
+    profileInjected: false,
+    injectedUris: [],
+    capturedKeys: [],
+    capturedSinceCommit: 0,
+    ackedBelow: 0,
+  };
 }
 
 /** Largest number of acknowledged capture keys kept per session. */
 export const MAX_CAPTURED_KEYS = 1000;
+
+/** Largest number of injected URIs remembered per session (the server takes at most 200 `exclude_uris`). */
+export const MAX_INJECTED_URIS = 200;
 
 /**
  * Maps any id to a file-name-safe one: `[A-Za-z0-9._-]` only, never empty, never dot-only, ≤ 100 chars.
@@ -77,7 +91,11 @@ export async function readState(file: string): Promise<SessionState> {
 
 /** Writes a session's state atomically (0600 in a 0700 directory). */
 export async function writeState(file: string, state: SessionState): Promise<void> {
-  const trimmed = { ...state, capturedKeys: state.capturedKeys.slice(-MAX_CAPTURED_KEYS) };
+  const trimmed = {
+    ...state,
+    capturedKeys: state.capturedKeys.slice(-MAX_CAPTURED_KEYS),
+    injectedUris: state.injectedUris.slice(-MAX_INJECTED_URIS),
+  };
   await writeFileAtomic(file, `${JSON.stringify(trimmed, null, 2)}\n`);
 }
 

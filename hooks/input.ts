@@ -1,0 +1,89 @@
+/** The hook payload Kimi Code writes on stdin, parsed once at the edge (unknown fields allowed). */
+
+import { z } from "zod";
+
+const ContentPart = z.object({ type: z.string(), text: z.string().optional() }).passthrough();
+const PromptValue = z.union([z.string(), z.array(ContentPart)]);
+const Id = z.union([z.string(), z.number()]).transform(String);
+
+/** Fields of Kimi Code hook payloads this plugin reads. */
+export const HookInputSchema = z.object({
+  hook_event_name: z.string().optional(),
+  session_id: z.string().optional(),
+  sessionId: z.string().optional(),
+  cwd: z.string().optional(),
+  prompt: PromptValue.optional(),
+  input: PromptValue.optional(),
+  prompt_id: Id.optional(),
+  request_id: Id.optional(),
+  message_id: Id.optional(),
+  tool_name: z.string().optional(),
+  tool_input: z.unknown().optional(),
+  source: z.string().optional(),
+  reason: z.string().optional(),
+  trigger: z.string().optional(),
+  turn_id: Id.optional(),
+}).passthrough();
+
+/** A parsed hook payload. */
+export type HookInput = z.infer<typeof HookInputSchema>;
+
+/** The events this program handles, by their CLI names. */
+export const HOOK_EVENTS = [
+  "session-start",
+  "user-prompt-submit",
+  "pre-tool-use",
+  "stop",
+  "pre-compact",
+  "session-end",
+  "interrupt",
+] as const;
+
+/** One of the handled events. */
+export type HookEvent = (typeof HOOK_EVENTS)[number];
+
+/** Whether a string names a handled event. */
+export function isHookEvent(name: string | undefined): name is HookEvent {
+  return (HOOK_EVENTS as readonly string[]).includes(name ?? "");
+}
+
+/** Parses raw stdin bytes into a payload, or explains why it is unusable. */
+export function parseHookInput(
+  bytes: Uint8Array,
+): { ok: true; input: HookInput } | { ok: false; reason: string } {
+  if (bytes.length === 0) return { ok: false, reason: "empty stdin" };
+  const text = new TextDecoder("utf-8", { fatal: false }).decode(bytes);
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return { ok: false, reason: `stdin is not JSON (${bytes.length} bytes)` };
+  }
+  if (!value || typeof value !== "object" || Array.isArray(value)) {
+    return {
+      ok: false,
+      reason: `stdin is JSON but not an object (${Array.isArray(value) ? "array" : typeof value})`,
+    };
+  }
+  const parsed = HookInputSchema.safeParse(value);
+  if (!parsed.success) {
+    return {
+      ok: false,
+      reason: `payload fields have unexpected types: ${parsed.error.issues[0]?.path.join(".")}`,
+    };
+  }
+  return { ok: true, input: parsed.data };
+}
+
+/** The prompt text of a payload: `prompt` or `input`, a string or content parts (text parts joined). */
+export function promptText(input: HookInput): string {
+  const value = input.prompt ?? input.input;
+  if (typeof value === "string") return value;
+  if (!Array.isArray(value)) return "";
+  return value.filter((p) => p.type === "text" && typeof p.text === "string").map((p) => p.text).join("\n");
+}
+
+/** The host's session id (`session_id`, else `sessionId`), or "". */
+export function hostSessionId(input: HookInput): string {
+  return (input.session_id ?? input.sessionId ?? "").trim();
+}

@@ -1,0 +1,55 @@
+/**
+ * SessionStart: ignores a repeat within 2 s, resets the profile flag of a new (not resumed) session, and
+ * replays the pending queue — in a detached worker, so session creation never waits on the network.
+ * Prints nothing.
+ */
+
+import { Budget } from "../runtime/http.ts";
+import { replayPending } from "../runtime/pending.ts";
+import { updateState } from "../runtime/state.ts";
+import { clientFor, type HookContext } from "./context.ts";
+import type { HookResult } from "./dispatch.ts";
+import { spawnWorker } from "./detach.ts";
+
+/** A SessionStart this close to the previous one is the same start fired twice. */
+export const REPEAT_WINDOW_MS = 2000;
+
+/** Replays the pending queue within the configured bounds. */
+export async function replayQueue(ctx: HookContext): Promise<HookResult> {
+  const c = ctx.config;
+  const report = await replayPending(ctx.pendingDir, clientFor(ctx), {
+    limit: c.pendingReplayLimit,
+    maxRetries: c.pendingMaxRetries,
+    ttlDays: c.pendingTtlDays,
+    budget: new Budget(c.replayBudgetMs),
+  });
+  return { outcome: "replayed", data: { ...report } };
+}
+
+/** The SessionStart handler. */
+export async function sessionStart(ctx: HookContext): Promise<HookResult> {
+  if (ctx.isWorker) return await replayQueue(ctx);
+  if (ctx.promptPaths) {
+    const res = await updateState(ctx.promptPaths, (s) => {
+      const last = s.lastSessionStartAt;
+      if (last !== undefined && ctx.startedAt >= last && ctx.startedAt - last < REPEAT_WINDOW_MS) {
+        return Promise.resolve({ value: "repeat" });
+      }
+      const resumed = ctx.input.source === "resume";
+      // A resumed session still has the profile in its context; a new one needs it again.
+      return Promise.resolve({
+        state: {
+          ...s,
+          lastSessionStartAt: ctx.startedAt,
+          ...(resumed ? {} : { profileInjected: false, injectedUris: [] }),
+        },
+        value: "ok",
+      });
+    }, { waitMs: 2000 });
+    if (res.acquired && res.value === "repeat") return { outcome: "repeat-ignored" };
+  }
+  if (ctx.config.writePathAsync && await spawnWorker("session-start", ctx.raw)) {
+    return { outcome: "detached" };
+  }
+  return await replayQueue(ctx);
+}

@@ -1,0 +1,113 @@
+/**
+ * UserPromptSubmit: recall (and, once per session, the profile) printed as plain text, which Kimi Code
+ * appends to the model context. Duplicate hook runs print nothing; the same prompt again reuses its stored
+ * block. The whole hook stays inside its budget (default 17 s, under the host's 20 s) and never blocks.
+ */
+
+import { sha256Hex } from "../runtime/hash.ts";
+import { Budget } from "../runtime/http.ts";
+import { resolvePeer } from "../runtime/peer.ts";
+import { buildProfile } from "../runtime/profile.ts";
+import { recallForPrompt } from "../runtime/recall.ts";
+import { type SessionState, updateState } from "../runtime/state.ts";
+import { cleanInjected } from "../wire/clean.ts";
+import { clientFor, type HookContext } from "./context.ts";
+import type { HookResult } from "./dispatch.ts";
+import { promptText } from "./input.ts";
+
+/** The same text within this window is the same prompt's hook fired twice. */
+export const DUPLICATE_WINDOW_MS = 500;
+
+/** Wraps the profile block as the documented session-start context. */
+export function profileContext(profile: string): string {
+  return `<openviking-context source="session-start">\n${profile}\n</openviking-context>`;
+}
+
+/** Decides, from the stored prompt state, whether this run is a duplicate and what can be reused (pure). */
+export function promptDecision(
+  state: SessionState,
+  prompt: { hash: string; eventId: string; at: number },
+): { duplicate: boolean; reuse?: string; needProfile: boolean } {
+  const duplicate = prompt.eventId
+    ? state.promptEventId === prompt.eventId
+    : state.promptHash === prompt.hash && state.promptAt !== undefined &&
+      Math.abs(prompt.at - state.promptAt) < DUPLICATE_WINDOW_MS;
+  const reuse = state.promptHash === prompt.hash && typeof state.recallBlock === "string"
+    ? state.recallBlock
+    : undefined;
+  return { duplicate, reuse, needProfile: !state.profileInjected };
+}
+
+/** The UserPromptSubmit handler. */
+export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
+  const c = ctx.config;
+  if (!c.autoRecall) return { outcome: "recall-off" };
+  const budget = new Budget(c.promptBudgetMs - (Date.now() - ctx.startedAt));
+  const prompt = cleanInjected(promptText(ctx.input));
+  const eventId = ctx.input.prompt_id ?? ctx.input.request_id ?? ctx.input.message_id ?? "";
+  const hash = await sha256Hex(prompt);
+  const lockWait = Math.min(2000, Math.floor(budget.remaining() / 4));
+
+  // Phase 1: claim this prompt (short lock, no network inside).
+  let decision: ReturnType<typeof promptDecision> = { duplicate: false, needProfile: false };
+  let exclude: string[] = [];
+  if (ctx.promptPaths) {
+    const claimed = await updateState(ctx.promptPaths, (s) => {
+      const d = promptDecision(s, { hash, eventId, at: ctx.startedAt });
+      if (d.duplicate) return Promise.resolve({ value: { d, exclude: [] as string[] } });
+      const next: SessionState = {
+        ...s,
+        promptHash: hash,
+        promptEventId: eventId || undefined,
+        promptAt: ctx.startedAt,
+        recallBlock: d.reuse ?? null,
+      };
+      return Promise.resolve({ state: next, value: { d, exclude: s.injectedUris } });
+    }, { waitMs: lockWait });
+    if (claimed.acquired) [decision, exclude] = [claimed.value.d, claimed.value.exclude];
+  }
+  if (decision.duplicate) return { outcome: "duplicate" };
+
+  // Phase 2: recall and profile in parallel, inside the budget.
+  const peer = await resolvePeer(ctx.cwd, {
+    explicitPeerId: c.peerId,
+    workspacePeer: c.workspacePeer,
+    peerSource: c.peerSource,
+  });
+  const client = clientFor(ctx, peer.peerId);
+  const wantRecall = decision.reuse === undefined && prompt.length >= c.minQueryLength;
+  const [recall, profile] = await Promise.all([
+    wantRecall
+      ? recallForPrompt(client, c, {
+        query: prompt,
+        sessionId: ctx.ovSessionId || undefined,
+        excludeUris: exclude,
+        budget,
+        stateDir: ctx.sharedStateDir,
+      })
+      : Promise.resolve(undefined),
+    decision.needProfile ? buildProfile(client, c.profileTokenBudget, budget) : Promise.resolve(null),
+  ]);
+  const recallBlock = decision.reuse ?? recall?.block ?? "";
+
+  // Phase 3: remember what was injected.
+  if (ctx.promptPaths && (recall || profile)) {
+    await updateState(ctx.promptPaths, (s) => {
+      const next: SessionState = { ...s, profileInjected: s.profileInjected || Boolean(profile) };
+      if (recall && s.promptHash === hash) next.recallBlock = recall.block;
+      if (recall?.uris.length) next.injectedUris = [...new Set([...s.injectedUris, ...recall.uris])];
+      return Promise.resolve({ state: next, value: null });
+    }, { waitMs: Math.min(1000, budget.remaining()) });
+  }
+
+  const blocks = [profile ? profileContext(profile) : "", recallBlock].filter(Boolean);
+  return {
+    stdout: blocks.length ? `${blocks.join("\n\n")}\n` : "",
+    outcome: blocks.length ? "injected" : "nothing",
+    data: {
+      recall: decision.reuse !== undefined ? "reused" : recall?.source ?? "skipped",
+      profile: profile ? "injected" : decision.needProfile ? "unavailable" : "already",
+      peer: peer.source,
+    },
+  };
+}

@@ -1,0 +1,138 @@
+/**
+ * The user's profile block, injected once per session: `profile.md` plus a listing of the user's
+ * preference and entity memories, within a token budget (CJK-aware estimate), as OpenViking's other plugins
+ * build it. `null` when the server has nothing for this user.
+ */
+
+import type { Budget, OpenVikingClient } from "./http.ts";
+
+type Obj = Record<string, unknown>;
+const obj = (v: unknown): Obj => (v && typeof v === "object" && !Array.isArray(v) ? v as Obj : {});
+
+/** Token estimate: CJK characters count 1.5, everything else a quarter. */
+export function profileTokens(text: string): number {
+  let t = 0;
+  for (const ch of text) t += ch.codePointAt(0)! >= 0x3000 ? 1.5 : 0.25;
+  return Math.ceil(t);
+}
+
+/** Cuts text to roughly `tokens` tokens, keeping whole characters. */
+function cutToTokens(text: string, tokens: number): string {
+  let t = 0;
+  let i = 0;
+  for (const ch of text) {
+    t += ch.codePointAt(0)! >= 0x3000 ? 1.5 : 0.25;
+    if (t > tokens) break;
+    i += ch.length;
+  }
+  return text.slice(0, i);
+}
+
+/** Shortens a profile to at most `tokens`: head and tail with the middle elided, or a plain cut. */
+export function fitProfile(text: string, tokens: number): string {
+  if (profileTokens(text) <= tokens) return text;
+  const lines = text.split("\n");
+  if (lines.length > 12) {
+    const head = lines.slice(0, 8).join("\n");
+    const tail = lines.slice(-3).join("\n");
+    const elided = `${head}\n... [profile middle elided] ...\n${tail}`;
+    if (profileTokens(elided) <= tokens) return elided;
+  }
+  return `${cutToTokens(text, Math.max(0, tokens - 6))}\n... [profile truncated]`;
+}
+
+/** A leaf memory file from a directory listing. */
+export interface MemoryLeaf {
+  path: string;
+  abstract: string;
+}
+
+/** Leaves (`.md` files) of an `fs/ls` result, sorted. */
+export function memoryLeaves(result: unknown): MemoryLeaf[] {
+  const items = Array.isArray(result)
+    ? result
+    : Array.isArray(obj(result).entries)
+    ? obj(result).entries as unknown[]
+    : [];
+  return items.map(obj)
+    .filter((e) => e.isDir !== true && e.is_dir !== true)
+    .map((e) => ({
+      path: String(e.rel_path ?? e.name ?? e.uri ?? ""),
+      abstract: typeof e.abstract === "string" ? e.abstract : "",
+    }))
+    .filter((e) => e.path.endsWith(".md"))
+    .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+/** Renders the profile block from its parts within `budget` tokens (pure). */
+export function renderProfile(
+  parts: { space: string; profile: string; preferences: MemoryLeaf[]; entities: MemoryLeaf[] },
+  budget: number,
+): string | null {
+  const base = `viking://user/${parts.space}/memories`;
+  const sections: string[] = [];
+  let used = 0;
+  if (parts.profile.trim()) {
+    const fitted = fitProfile(parts.profile.trim(), Math.floor(budget / 2));
+    sections.push(`<user-profile uri="${base}/profile.md">\n${fitted}\n</user-profile>`);
+    used += profileTokens(sections[0]);
+  }
+  const listing: string[] = [];
+  for (const [name, leaves] of [["preferences", parts.preferences], ["entities", parts.entities]] as const) {
+    if (!leaves.length) continue;
+    listing.push(`  ${base}/${name}/`);
+    let shown = 0;
+    for (const leaf of leaves) {
+      const line = `    - ${leaf.path}${
+        leaf.abstract ? ` — ${leaf.abstract.replace(/\s+/g, " ").slice(0, 200)}` : ""
+      }`;
+      if (used + profileTokens(line) > budget) break;
+      used += profileTokens(line);
+      listing.push(line);
+      shown++;
+    }
+    if (shown < leaves.length) {
+      listing.push(`    ... +${leaves.length - shown} more: use the search MCP tool`);
+    }
+  }
+  if (listing.length) sections.push(`<available-memories>\n${listing.join("\n")}\n</available-memories>`);
+  return sections.length ? sections.join("\n") : null;
+}
+
+/** Fetches and renders the profile block. Never throws; `null` when empty or unreachable. */
+export async function buildProfile(
+  client: OpenVikingClient,
+  budgetTokens: number,
+  budget: Budget,
+): Promise<string | null> {
+  const [status, ls] = await Promise.all([
+    client.request<Obj>("GET", "/api/v1/system/status", { budget }),
+    client.request<unknown>("GET", "/api/v1/fs/ls", {
+      query: { uri: "viking://user", output: "original" },
+      budget,
+    }),
+  ]);
+  if (!status.ok && !ls.ok) return null;
+  const statusUser = status.ok ? String(obj(status.result).user ?? "") : "";
+  const dirs = ls.ok
+    ? (Array.isArray(ls.result) ? ls.result : []).map(obj).filter((e) => e.isDir !== false).map((e) =>
+      String(e.name ?? "")
+    )
+    : [];
+  const space = (statusUser && dirs.includes(statusUser) && statusUser) ||
+    (dirs.includes("default") && "default") ||
+    (dirs.length === 1 && dirs[0]) || statusUser || "default";
+  const base = `viking://user/${space}/memories`;
+  const listing = (name: string) =>
+    client.request<unknown>("GET", "/api/v1/fs/ls", {
+      query: { uri: `${base}/${name}`, output: "agent", recursive: true, abs_limit: 512, node_limit: 512 },
+      budget,
+    }).then((r) => (r.ok ? memoryLeaves(r.result) : []));
+  const [profile, preferences, entities] = await Promise.all([
+    client.request<unknown>("GET", "/api/v1/content/read", { query: { uri: `${base}/profile.md` }, budget })
+      .then((r) => (r.ok && typeof r.result === "string" ? r.result : "")),
+    listing("preferences"),
+    listing("entities"),
+  ]);
+  return renderProfile({ space, profile, preferences, entities }, budgetTokens);
+}

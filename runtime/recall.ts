@@ -1,0 +1,316 @@
+/**
+ * Recall for a prompt, with the same chain and request bodies as OpenViking's other plugins:
+ * ① `POST /api/v1/search/search` in context mode → ② the deprecated `POST /api/v1/search/recall` →
+ * ③ `POST /api/v1/search/find` per source with local ranking and assembly. Servers that reject context mode
+ * are remembered for 6 h. The result is one plain-text `<openviking-context>` block, or "".
+ */
+
+import type { Budget, OpenVikingClient, OvResponse } from "./http.ts";
+import { parseJsonOrUndefined, readTextIfExists, writeFileAtomic } from "./fs.ts";
+import { joinPath } from "./paths.ts";
+
+/** Settings recall needs (a subset of the config). */
+export interface RecallSettings {
+  recallLimit: number;
+  /** True when the user set the limit (only then are quotas sent). */
+  recallLimitConfigured: boolean;
+  recallTokenBudget: number;
+  recallMaxContentChars: number;
+  scoreThreshold: number;
+  recallPreferAbstract: boolean;
+  recallPeerScope: "all" | "actor";
+  recallDedupTurns: number;
+  recallMaxTokens?: number;
+  recallQueryExpansion?: "off" | "auto";
+}
+
+/** One recall request's context. */
+export interface RecallRequest {
+  query: string;
+  /** OpenViking session id (`kc-…`), for server-side expansion and cross-turn dedupe. */
+  sessionId?: string;
+  /** URIs the session already received (sent as `exclude_uris`, ≤ 200). */
+  excludeUris?: string[];
+  budget: Budget;
+  /** Directory of the shared legacy memo (`context-face.json`). */
+  stateDir: string;
+  now?: number;
+}
+
+/** What recall produced. */
+export interface RecallResult {
+  block: string;
+  /** Which stage answered: "context", "recall", "find", or "none". */
+  source: "context" | "recall" | "find" | "none";
+  /** URIs the block mentions. */
+  uris: string[];
+}
+
+/** How long a server that rejected context mode is not asked again. */
+export const LEGACY_MEMO_MS = 6 * 3600_000;
+
+const CONTEXT_HEADER = "Relevant memory from OpenViking. Use the search/read MCP tools to expand URIs.";
+const FIND_HEADER = "Relevant context from OpenViking. Use the read MCP tool to expand URIs.";
+
+/** Token estimate used for budgets: a quarter of the characters. */
+export function estimateTokens(text: string): number {
+  return Math.ceil(text.length / 4);
+}
+
+/** Splits `limit` over weighted buckets by largest remainder, each at least 1. */
+export function scaleQuotas(limit: number, weights: Record<string, number>): Record<string, number> {
+  const keys = Object.keys(weights);
+  const total = keys.reduce((n, k) => n + weights[k], 0);
+  if (limit < keys.length) return Object.fromEntries(keys.map((k) => [k, 1]));
+  const exact = keys.map((k) => (limit * weights[k]) / total);
+  const out = exact.map((x) => Math.max(1, Math.floor(x)));
+  let left = limit - out.reduce((a, b) => a + b, 0);
+  const order = keys.map((_, i) => i).sort((a, b) =>
+    (exact[b] - Math.floor(exact[b])) - (exact[a] - Math.floor(exact[a])) || a - b
+  );
+  for (let j = 0; left > 0; j = (j + 1) % order.length, left--) out[order[j]]++;
+  return Object.fromEntries(keys.map((k, i) => [k, out[i]]));
+}
+
+const CODING_WEIGHTS = { events: 1, entities: 2, preferences: 1, experiences: 1, resources: 3, skills: 2 };
+const RECALL_WEIGHTS = { events: 10, entities: 10, preferences: 3 };
+
+/** Body of the context-face request (`/api/v1/search/search`, mode context). */
+export function contextSearchBody(
+  s: RecallSettings,
+  r: Pick<RecallRequest, "query" | "sessionId" | "excludeUris">,
+) {
+  const body: Record<string, unknown> = {
+    query: r.query,
+    mode: "context",
+    purpose: "coding",
+    score_threshold: s.scoreThreshold,
+  };
+  if (s.recallLimitConfigured) body.quotas = scaleQuotas(s.recallLimit, CODING_WEIGHTS);
+  if (s.recallMaxTokens !== undefined) body.max_tokens = s.recallMaxTokens;
+  if (s.recallPeerScope === "actor") body.peer_scope = "actor";
+  if (r.sessionId) {
+    body.session_id = r.sessionId;
+    if (s.recallQueryExpansion) body.query_expansion = s.recallQueryExpansion;
+    if (s.recallDedupTurns > 0) body.dedup_turns = s.recallDedupTurns;
+  }
+  if (r.excludeUris?.length) body.exclude_uris = r.excludeUris.slice(-200);
+  return body;
+}
+
+/** Body of the deprecated `/api/v1/search/recall` request. */
+export function recallEndpointBody(s: RecallSettings, query: string) {
+  const quotas = { ...scaleQuotas(s.recallLimit, RECALL_WEIGHTS), experiences: 0 };
+  const body: Record<string, unknown> = {
+    query,
+    quotas,
+    max_chars: Math.max(s.recallMaxContentChars * s.recallLimit, 1000),
+    min_score: s.scoreThreshold,
+    render: true,
+  };
+  if (s.recallPeerScope === "actor") body.peer_scope = "actor";
+  return body;
+}
+
+/** Whether a context-face failure means "this server has no context mode". */
+export function isLegacyRejection(res: OvResponse<unknown>): boolean {
+  if (res.ok || (res.status !== 400 && res.status !== 422)) return false;
+  const text = JSON.stringify(res.error).toLowerCase();
+  return text.includes("extra") || text.includes("mode") || text.includes("unexpected");
+}
+
+const memoPath = (dir: string) => joinPath(dir, "context-face.json");
+
+async function isLegacyMemoed(dir: string, baseUrl: string, now: number): Promise<boolean> {
+  const memo = parseJsonOrUndefined(await readTextIfExists(memoPath(dir)).catch(() => undefined));
+  if (!memo || typeof memo !== "object") return false;
+  const m = memo as { legacyUntil?: unknown; baseUrl?: unknown };
+  if (typeof m.baseUrl === "string" && m.baseUrl !== baseUrl) return false;
+  return typeof m.legacyUntil === "number" && m.legacyUntil > now;
+}
+
+async function memoLegacy(dir: string, baseUrl: string, now: number): Promise<void> {
+  await writeFileAtomic(memoPath(dir), `${JSON.stringify({ legacyUntil: now + LEGACY_MEMO_MS, baseUrl })}\n`)
+    .catch(() => {});
+}
+
+/** Wraps server-assembled text in the documented block. */
+export function contextBlock(text: string): string {
+  return `<openviking-context>\n${CONTEXT_HEADER}\n${text.trim()}\n</openviking-context>`;
+}
+
+/** URIs mentioned in `uri="…"` attributes or as bare `viking://` references. */
+export function urisIn(text: string): string[] {
+  const found = new Set<string>();
+  for (const m of text.matchAll(/viking:\/\/[^\s"'`<>)\]]+/g)) found.add(m[0]);
+  return [...found];
+}
+
+type Obj = Record<string, unknown>;
+const obj = (v: unknown): Obj => (v && typeof v === "object" && !Array.isArray(v) ? v as Obj : {});
+
+/** A find result item. */
+interface FindItem {
+  uri: string;
+  level?: number;
+  score: number;
+  abstract: string;
+  contextType: string;
+  bucket: "memory" | "skill";
+}
+
+const TEMPORAL =
+  /\b(yesterday|today|last (week|time|month)|earlier|before|recent(ly)?|when did|ago)\b|昨天|今天|上次|之前|最近/i;
+const PREFERENCE =
+  /\b(prefer|preference|like|favorite|favourite|style|convention|always|never)\b|喜欢|偏好|习惯/i;
+
+function words(text: string): Set<string> {
+  return new Set(text.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((w) => w.length > 2));
+}
+
+/** Ranks, dedupes and cuts find results to the recall limit (pure). */
+export function rankFindItems(items: FindItem[], query: string, s: RecallSettings): FindItem[] {
+  const q = words(query);
+  const temporal = TEMPORAL.test(query);
+  const preference = PREFERENCE.test(query);
+  const scored = items
+    .filter((it) => it.score >= s.scoreThreshold)
+    .map((it) => {
+      let rank = Math.min(1, Math.max(0, it.score));
+      if (it.level === 2 || it.uri.endsWith(".md")) rank += 0.12;
+      if (temporal && it.uri.includes("/events/")) rank += 0.1;
+      if (preference && it.uri.includes("/preferences/")) rank += 0.08;
+      if (q.size) {
+        const w = words(`${it.abstract} ${it.uri}`);
+        let overlap = 0;
+        for (const x of q) if (w.has(x)) overlap++;
+        rank += Math.min(0.2, (overlap / q.size) * 0.2);
+      }
+      return { it, rank };
+    })
+    .sort((a, b) => b.rank - a.rank);
+  const seen = new Set<string>();
+  const out: FindItem[] = [];
+  for (const { it } of scored) {
+    const byUri = it.uri.includes("/events/") || it.uri.includes("/cases/");
+    const key = byUri || !it.abstract ? `u:${it.uri}` : `a:${it.abstract.trim().toLowerCase()}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push(it);
+    if (out.length >= s.recallLimit) break;
+  }
+  return out;
+}
+
+/** Renders ranked find items into the find-fallback block within the token budget (pure). */
+export function findBlock(items: { item: FindItem; content: string }[], s: RecallSettings): string {
+  if (!items.length) return "";
+  const budget = Math.max(200, s.recallTokenBudget);
+  const cut = Math.max(50, s.recallMaxContentChars);
+  let used = estimateTokens(FIND_HEADER);
+  const lines: string[] = [];
+  for (const { item, content } of items) {
+    const pct = `${Math.round(Math.min(1, Math.max(0, item.score)) * 100)}%`;
+    const text = content.replace(/\s+/g, " ").trim();
+    const body = text ? (text.length > cut ? `${text.slice(0, cut)}...` : text) : item.uri;
+    let line = `- [${item.bucket} ${pct}] ${body}`;
+    if (used + estimateTokens(line) > budget) line = `- [${item.bucket} ${pct}] ${item.uri}`;
+    used += estimateTokens(line);
+    lines.push(line);
+  }
+  return `<openviking-context>\n${FIND_HEADER}\n${lines.join("\n")}\n</openviking-context>`;
+}
+
+function findItems(result: unknown, bucket: "memory" | "skill"): FindItem[] {
+  const r = obj(result);
+  const raw = [
+    ...(Array.isArray(r.memories) ? r.memories : []),
+    ...(Array.isArray(r.skills) ? r.skills : []),
+    ...(Array.isArray(r.resources) ? r.resources : []),
+  ];
+  return raw.map(obj).filter((x) => typeof x.uri === "string").map((x) => ({
+    uri: String(x.uri),
+    level: typeof x.level === "number" ? x.level : undefined,
+    score: typeof x.score === "number" ? x.score : 0,
+    abstract: typeof x.abstract === "string" ? x.abstract : "",
+    contextType: typeof x.context_type === "string" ? x.context_type : bucket,
+    bucket,
+  }));
+}
+
+/** Recalls memories for a prompt through the fallback chain. Never throws. */
+export async function recallForPrompt(
+  client: OpenVikingClient,
+  s: RecallSettings,
+  r: RecallRequest,
+): Promise<RecallResult> {
+  const none: RecallResult = { block: "", source: "none", uris: [] };
+  const query = r.query.trim();
+  if (!query) return none;
+  const now = r.now ?? Date.now();
+  const baseUrl = client.options.baseUrl;
+
+  // ① context face
+  if (!(await isLegacyMemoed(r.stateDir, baseUrl, now))) {
+    const res = await client.request<Obj>("POST", "/api/v1/search/search", {
+      body: contextSearchBody(s, r),
+      budget: r.budget,
+    });
+    if (res.ok) {
+      const result = obj(res.result);
+      if (obj(result.stats).rewrite === "no_relevant") return { ...none, source: "context" };
+      const text = (typeof result.digest === "string" && result.digest.trim()) ||
+        (typeof result.rendered === "string" ? result.rendered.trim() : "");
+      return text
+        ? { block: contextBlock(text), source: "context", uris: urisIn(text) }
+        : { ...none, source: "context" };
+    }
+    if (isLegacyRejection(res)) await memoLegacy(r.stateDir, baseUrl, now);
+  }
+
+  // ② deprecated /search/recall (retried once without peer_scope on 400/422)
+  let body = recallEndpointBody(s, query);
+  let res = await client.request<Obj>("POST", "/api/v1/search/recall", { body, budget: r.budget });
+  if (!res.ok && (res.status === 400 || res.status === 422) && "peer_scope" in body) {
+    body = { ...body };
+    delete body.peer_scope;
+    res = await client.request<Obj>("POST", "/api/v1/search/recall", { body, budget: r.budget });
+  }
+  if (res.ok) {
+    const rendered = obj(res.result).rendered;
+    const text = typeof rendered === "string" ? rendered.trim() : "";
+    return text
+      ? { block: contextBlock(text), source: "recall", uris: urisIn(text) }
+      : { ...none, source: "recall" };
+  }
+
+  // ③ find per source, ranked and assembled here
+  const sources: [string, "memory" | "skill"][] = [["viking://~/memories", "memory"], [
+    "viking://~/skills",
+    "skill",
+  ]];
+  const results = await Promise.all(
+    sources.map(([target_uri, bucket]) =>
+      client.request("POST", "/api/v1/search/find", {
+        body: { query, target_uri, limit: Math.max(s.recallLimit * 2, 8), score_threshold: 0 },
+        budget: r.budget,
+      }).then((x) => (x.ok ? findItems(x.result, bucket) : []))
+    ),
+  );
+  const exclude = new Set(r.excludeUris ?? []);
+  const ranked = rankFindItems(results.flat().filter((it) => !exclude.has(it.uri)), query, s);
+  if (!ranked.length) return none;
+  const withContent = await Promise.all(ranked.map(async (item) => {
+    if (s.recallPreferAbstract && item.abstract) return { item, content: item.abstract };
+    if (item.level === 2 || !item.abstract) {
+      const read = await client.request<unknown>("GET", "/api/v1/content/read", {
+        query: { uri: item.uri },
+        budget: r.budget,
+      });
+      if (read.ok && typeof read.result === "string") return { item, content: read.result };
+    }
+    return { item, content: item.abstract };
+  }));
+  const block = findBlock(withContent, s);
+  return { block, source: "find", uris: ranked.map((x) => x.uri) };
+}
