@@ -1,0 +1,198 @@
+import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../support/assert.ts";
+import { classifyMcpEntry, planMcpInstall, planMcpUninstall } from "../../install/mcp-json.ts";
+import { planRegistryDisable, planRegistryInstall, planRegistryUninstall } from "../../install/registry.ts";
+import { maskSecrets, planOvcli } from "../../install/ovcli.ts";
+import { unifiedDiff } from "../../install/diff.ts";
+
+const OURS = {
+  command: "/home/u/.openviking/agent-integrations/kimicode/bin/openviking-kimi",
+  args: ["mcp"],
+};
+const NOW = new Date("2026-11-30T12:00:00.000Z");
+
+Deno.test("mcp.json: upsert keeps other servers, keys, order, indentation and CRLF", () => {
+  const before = '{\r\n    "other": 1,\r\n    "mcpServers": {\r\n        "a": {"command": "x"}\r\n    }\r\n}';
+  const plan = planMcpInstall(before, OURS);
+  assertTrue(plan.ok);
+  if (!plan.ok) return;
+  const after = plan.after!;
+  assertTrue(after.includes('\r\n        "a": {') && !/[^\r]\n/.test(after) && !after.endsWith("\n"));
+  const doc = JSON.parse(after);
+  assertEquals(Object.keys(doc), ["other", "mcpServers"]);
+  assertEquals(Object.keys(doc.mcpServers), ["a", "openviking"]);
+  const removed = planMcpUninstall(after);
+  assertTrue(removed.ok);
+  if (removed.ok) assertEquals(JSON.parse(removed.after!), JSON.parse(before));
+});
+
+Deno.test("mcp.json: a file we created goes away again; absent stays absent", () => {
+  const plan = planMcpInstall(undefined, OURS);
+  assertTrue(plan.ok);
+  if (!plan.ok) return;
+  const removed = planMcpUninstall(plan.after);
+  assertTrue(removed.ok && removed.after === undefined);
+  const none = planMcpUninstall(undefined);
+  assertTrue(none.ok && !none.changed);
+});
+
+Deno.test("mcp.json: someone else's openviking server is refused (or replaced with --yes) and never removed", () => {
+  const foreign = JSON.stringify({
+    mcpServers: { openviking: { url: "http://ov:1933/mcp", headers: { A: "secret" } } },
+  });
+  const plan = planMcpInstall(foreign, OURS);
+  assertEquals(plan.ok, false);
+  if (!plan.ok) {
+    assertMatch(plan.error, /--yes/);
+    assertNotMatch(plan.error, /secret/);
+  }
+  assertTrue(planMcpInstall(foreign, OURS, { replaceOthers: true }).ok);
+  const un = planMcpUninstall(foreign);
+  assertTrue(un.ok && !un.changed && un.warnings.length === 1);
+});
+
+Deno.test("mcp.json: invalid JSON is refused", () => {
+  const plan = planMcpInstall("{nope", OURS);
+  assertEquals(plan.ok, false);
+  assertEquals(planMcpUninstall('{"mcpServers": []}').ok, false);
+});
+
+Deno.test("mcp.json: classification", () => {
+  assertEquals(classifyMcpEntry(OURS), "ours");
+  assertEquals(classifyMcpEntry({ command: "C:\\x\\openviking-kimi.exe", args: ["mcp"] }), "ours");
+  assertEquals(
+    classifyMcpEntry({ command: "/usr/bin/deno", args: ["run", "--allow-read", "/src/main.ts", "mcp"] }),
+    "ours",
+  );
+  assertEquals(classifyMcpEntry({ command: "node", args: ["/x/servers/mcp-proxy.mjs"] }), "upstream");
+  assertEquals(
+    classifyMcpEntry({ command: "node", args: ["x"], env: { OPENVIKING_INTEGRATION_ID: "k" } }),
+    "upstream",
+  );
+  assertEquals(classifyMcpEntry({ url: "http://x/mcp" }), "foreign");
+  assertEquals(classifyMcpEntry(undefined), "absent");
+});
+
+Deno.test("installed.json: upsert keeps other records, our enabled/installedAt/capabilities; uninstall removes only ours", () => {
+  const before = JSON.stringify(
+    {
+      version: 1,
+      plugins: [
+        { id: "other", root: "/o", source: "github", enabled: true, extra: { k: 1 } },
+        {
+          id: "openviking-memory",
+          root: "/old",
+          source: "local-path",
+          enabled: false,
+          installedAt: "2020-01-01T00:00:00.000Z",
+          capabilities: { mcpServers: { openviking: { enabled: false } } },
+        },
+      ],
+    },
+    null,
+    2,
+  );
+  const plan = planRegistryInstall(before, { root: "/new", originalSource: "/src" }, NOW);
+  assertTrue(plan.ok);
+  if (!plan.ok) return;
+  const doc = JSON.parse(plan.after!);
+  assertEquals(doc.plugins[0], JSON.parse(before).plugins[0]);
+  assertEquals(doc.plugins[1], {
+    id: "openviking-memory",
+    root: "/new",
+    source: "local-path",
+    enabled: false,
+    installedAt: "2020-01-01T00:00:00.000Z",
+    capabilities: { mcpServers: { openviking: { enabled: false } } },
+    updatedAt: NOW.toISOString(),
+    originalSource: "/src",
+  });
+  const removed = planRegistryUninstall(plan.after);
+  assertTrue(removed.ok);
+  if (removed.ok) assertEquals(JSON.parse(removed.after!).plugins, [JSON.parse(before).plugins[0]]);
+});
+
+Deno.test("installed.json: a registry we created goes away again; a corrupt one is refused", () => {
+  const plan = planRegistryInstall(undefined, { root: "/r", originalSource: "/s" }, NOW);
+  assertTrue(plan.ok);
+  if (!plan.ok) return;
+  const rec = JSON.parse(plan.after!).plugins[0];
+  assertEquals([rec.enabled, rec.installedAt, rec.source], [true, NOW.toISOString(), "local-path"]);
+  const removed = planRegistryUninstall(plan.after);
+  assertTrue(removed.ok && removed.after === undefined);
+  for (
+    const bad of [
+      "{",
+      '{"version":2,"plugins":[]}',
+      '{"version":1,"plugins":{}}',
+      '{"version":1,"plugins":[{"x":1}]}',
+    ]
+  ) {
+    const p = planRegistryInstall(bad, { root: "/r", originalSource: "/s" }, NOW);
+    assertEquals(p.ok, false, bad);
+    if (!p.ok) assertMatch(p.error, /nothing was changed/);
+    assertEquals(planRegistryUninstall(bad).ok, false);
+  }
+});
+
+Deno.test("installed.json: disabling OpenViking's record touches only enabled/updatedAt", () => {
+  const before = JSON.stringify({
+    version: 1,
+    plugins: [{ id: "openviking-memory", root: "/u", enabled: true }],
+  });
+  const plan = planRegistryDisable(before, NOW);
+  assertTrue(plan.ok);
+  if (plan.ok) {
+    assertEquals(JSON.parse(plan.after!).plugins[0], {
+      id: "openviking-memory",
+      root: "/u",
+      enabled: false,
+      updatedAt: NOW.toISOString(),
+    });
+  }
+});
+
+Deno.test("ovcli.conf: merge keeps unknown fields, '' deletes, url validated, key never in the summary", () => {
+  const before = JSON.stringify({
+    url: "http://old:1933",
+    account_id: "a0",
+    plugin: { recallLimit: 3 },
+    timeout: 60,
+  });
+  const plan = planOvcli(
+    before,
+    { url: "https://new.example/", apiKey: "sk-123", account: "acct", user: "" },
+    "/p",
+  );
+  assertTrue(plan.ok);
+  if (!plan.ok) return;
+  assertEquals(JSON.parse(plan.after!), {
+    url: "https://new.example",
+    plugin: { recallLimit: 3 },
+    timeout: 60,
+    api_key: "sk-123",
+    account: "acct",
+  });
+  assertNotMatch(plan.summary.join(" "), /sk-123/);
+  assertEquals(planOvcli(before, { url: "ftp://x" }, "/p").ok, false);
+  assertEquals(planOvcli("[1]", { url: "http://x" }, "/p").ok, false);
+  const unchanged = planOvcli(before, {}, "/p");
+  assertTrue(unchanged.ok && !unchanged.changed);
+  const removeKey = planOvcli(JSON.stringify({ api_key: "k" }), { apiKey: "" }, "/p");
+  assertTrue(removeKey.ok && JSON.parse(removeKey.after!).api_key === undefined);
+});
+
+Deno.test("maskSecrets hides api keys and tokens in diffs", () => {
+  const masked = maskSecrets('{"api_key": "sk-1", "root_api_key":"r", "gateway_token": "t\\"x", "url": "u"}');
+  assertNotMatch(masked, /sk-1|"r"|t\\"x/);
+  assertMatch(masked, /"url": "u"/);
+});
+
+Deno.test("unifiedDiff shows additions, removals and a missing final newline", () => {
+  const d = unifiedDiff("f", "a\nb\nc", "a\nB\nc\nd\n");
+  assertMatch(d, /^--- f \(now\)\n\+\+\+ f \(after\)\n@@ /);
+  assertMatch(d, /\n-b\n/);
+  assertMatch(d, /\n\+B\n/);
+  assertMatch(d, /No newline at end of file/);
+  assertEquals(unifiedDiff("f", "x", "x"), "");
+  assertMatch(unifiedDiff("f", undefined, "x\n"), /^--- \/dev\/null/);
+});

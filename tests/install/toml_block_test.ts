@@ -1,0 +1,225 @@
+import fc from "fast-check";
+import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
+import {
+  CREATED_LINE,
+  findBlocks,
+  parseToml,
+  planConfigInstall,
+  planConfigUninstall,
+  removeBlocks,
+  renderBlock,
+  tomlEqual,
+  withoutHooks,
+} from "../../install/toml-block.ts";
+import { BLOCK_BEGIN, BLOCK_END, hookEntries, HOOKS } from "../../install/spec.ts";
+import { tomlDocument, trailingSection } from "./toml_arbitrary.ts";
+
+const ENTRIES = hookEntries("'/opt/open viking/bin/openviking-kimi'");
+const OTHER_ENTRIES = hookEntries("/usr/local/bin/openviking-kimi");
+
+function install(text: string | undefined, entries = ENTRIES): string {
+  const plan = planConfigInstall(text, entries);
+  if (!plan.ok) throw new Error(plan.error);
+  return plan.after!;
+}
+
+function uninstall(text: string): string | undefined {
+  const plan = planConfigUninstall(text);
+  if (!plan.ok) throw new Error(plan.error);
+  return plan.after;
+}
+
+function parsed(text: string): Record<string, unknown> {
+  const p = parseToml(text);
+  if (!p.ok) throw new Error(p.error);
+  return p.value;
+}
+
+const valid = (doc: string) => parseToml(doc).ok;
+const RUNS = { numRuns: 300 };
+
+Deno.test("property: install → uninstall gives back the same bytes", () => {
+  fc.assert(
+    fc.property(tomlDocument(), (doc) => {
+      fc.pre(valid(doc));
+      assertEquals(uninstall(install(doc)), doc);
+    }),
+    RUNS,
+  );
+});
+
+Deno.test("property: install → install equals install (also over an older block)", () => {
+  fc.assert(
+    fc.property(tomlDocument(), (doc) => {
+      fc.pre(valid(doc));
+      const once = install(doc);
+      assertEquals(install(once), once);
+      assertEquals(install(install(doc, OTHER_ENTRIES)), once);
+    }),
+    RUNS,
+  );
+});
+
+Deno.test("property: install leaves every user key's parsed value unchanged and adds exactly our hooks", () => {
+  fc.assert(
+    fc.property(tomlDocument(), (doc) => {
+      fc.pre(valid(doc));
+      const after = parsed(install(doc));
+      assertTrue(tomlEqual(withoutHooks(after, ENTRIES as unknown as unknown[]), parsed(doc)));
+      const hooks = (after.hooks as Record<string, unknown>[]).filter((h) =>
+        ENTRIES.some((e) => tomlEqual(e, h))
+      );
+      assertEquals(hooks.length, HOOKS.length);
+    }),
+    RUNS,
+  );
+});
+
+Deno.test("property: the block keeps the file's line endings and trailing-newline state", () => {
+  fc.assert(
+    fc.property(tomlDocument(), (doc) => {
+      fc.pre(valid(doc) && doc.includes("\n"));
+      const after = install(doc);
+      const crlf = doc[doc.indexOf("\n") - 1] === "\r";
+      const added = after.slice(doc.length);
+      assertTrue(after.startsWith(doc));
+      if (crlf) assertEquals(added.replace(/\r\n/g, "").includes("\n"), false);
+      else assertEquals(added.includes("\r"), false);
+      assertEquals(after.endsWith("\n"), doc.endsWith("\n"));
+    }),
+    RUNS,
+  );
+});
+
+Deno.test("property: a table the user adds after our block keeps its meaning through re-install and uninstall", () => {
+  fc.assert(
+    fc.property(tomlDocument(), trailingSection(), (doc, extra) => {
+      fc.pre(valid(doc));
+      const installed = install(doc);
+      const eol = installed.endsWith("\n") ? "" : "\n";
+      const edited = installed + eol + extra;
+      fc.pre(valid(edited));
+      assertEquals(install(edited), edited);
+      const removed = uninstall(edited)!;
+      const expected = doc + (doc === "" || doc.endsWith("\n") ? "" : "\n") + extra;
+      assertTrue(tomlEqual(parsed(removed), parsed(expected)), `${JSON.stringify(removed)}`);
+    }),
+    { numRuns: 150 },
+  );
+});
+
+Deno.test("property: keys written after our block are never silently moved: install and uninstall refuse", () => {
+  fc.assert(
+    fc.property(tomlDocument(), fc.constantFrom("\n", "\r\n"), (doc, eol) => {
+      fc.pre(valid(doc));
+      const installed = install(doc);
+      const edited = installed + (installed.endsWith("\n") ? "" : eol) + `model = "captured"${eol}`;
+      fc.pre(valid(edited));
+      const again = planConfigInstall(edited, ENTRIES);
+      assertEquals(again.ok, false);
+      if (!again.ok) {
+        assertMatch(again.error, /change the meaning|does not parse without the openviking block/);
+      }
+      const removed = planConfigUninstall(edited);
+      assertEquals(removed.ok, false);
+    }),
+    { numRuns: 100 },
+  );
+});
+
+Deno.test("install into a missing file creates it; uninstall deletes it again", () => {
+  const created = install(undefined);
+  assertTrue(created.includes(CREATED_LINE));
+  assertEquals(uninstall(created), undefined);
+  // An empty file that exists stays an (empty) file.
+  assertEquals(uninstall(install("")), "");
+  // Re-install keeps the "created" note.
+  assertEquals(install(created, OTHER_ENTRIES).includes(CREATED_LINE), true);
+});
+
+Deno.test("config that does not parse is refused and reported", () => {
+  const plan = planConfigInstall("a = [1,\n", ENTRIES);
+  assertEquals(plan.ok, false);
+  if (!plan.ok) assertMatch(plan.error, /does not parse.*nothing was changed/s);
+});
+
+Deno.test("a hooks key that is not an array of tables is refused (no meaning change possible)", () => {
+  for (const doc of ['hooks = "x"\n', "[hooks]\nevent = 1\n", "hooks = []\n", "hooks.a = 1\n"]) {
+    const plan = planConfigInstall(doc, ENTRIES);
+    assertEquals(plan.ok, false, doc);
+  }
+});
+
+Deno.test("a user sub-table of their last [[hooks]] entry is not re-attached to ours", () => {
+  // Our block is appended at the end, so `[hooks.sub]` still belongs to the user's hook.
+  const doc = '[[hooks]]\nevent = "Stop"\ncommand = "x"\n[hooks.sub]\nk = 1\n';
+  const plan = planConfigInstall(doc, ENTRIES);
+  assertTrue(plan.ok);
+  if (plan.ok) assertEquals(uninstall(plan.after!), doc);
+});
+
+Deno.test("unbalanced markers are refused", () => {
+  for (
+    const doc of [
+      `${BLOCK_BEGIN}\n[[hooks]]\n`,
+      `${BLOCK_END}\n`,
+      `${BLOCK_BEGIN}\n${BLOCK_BEGIN}\n${BLOCK_END}\n`,
+    ]
+  ) {
+    assertEquals(planConfigInstall(doc, ENTRIES).ok, false);
+    assertEquals(planConfigUninstall(doc).ok, false);
+  }
+});
+
+Deno.test("two blocks collapse into one on re-install", () => {
+  const block = renderBlock(OTHER_ENTRIES, "\n");
+  const doc = `a = 1\n${block}\n[t]\nb = 2\n${block}\n`;
+  const after = install(doc);
+  const found = findBlocks(after);
+  assertTrue("blocks" in found && found.blocks.length === 1);
+  assertEquals(removeBlocks(after), "a = 1\n[t]\nb = 2\n");
+});
+
+Deno.test("OpenViking's own block (same markers) is reported, replaced only when asked, and left by uninstall", () => {
+  const upstream = [
+    BLOCK_BEGIN,
+    "[[hooks]]",
+    'event = "Stop"',
+    "command = \"node '/home/u/.openviking/agent-integrations/kimicode/scripts/kimicode-hook.mjs' stop\"",
+    "timeout = 30",
+    BLOCK_END,
+    "",
+  ].join("\n");
+  const refused = planConfigInstall(upstream, ENTRIES);
+  assertEquals(refused.ok, false);
+  if (!refused.ok) assertMatch(refused.error, /OpenViking's own Kimi plugin/);
+  const replaced = planConfigInstall(upstream, ENTRIES, { replaceUpstream: true });
+  assertTrue(replaced.ok && replaced.replaced === "upstream");
+  const left = planConfigUninstall(upstream);
+  assertTrue(left.ok && !left.changed && left.warnings.length === 1);
+});
+
+Deno.test("our hook entries outside the block (Kimi rewrote the file) are refused with the list", () => {
+  const doc = `[[hooks]]\nevent = "Stop"\ncommand = "/x/openviking-kimi hook stop"\n`;
+  const plan = planConfigInstall(doc, ENTRIES);
+  assertEquals(plan.ok, false);
+  if (!plan.ok) assertMatch(plan.error, /outside the marked block/);
+});
+
+Deno.test("a user hook with a fifth key is reported (Kimi would drop every hook)", () => {
+  const plan = planConfigInstall('[[hooks]]\nevent = "Stop"\ncommand = "x"\ncwd = "/tmp"\n', ENTRIES);
+  assertTrue(plan.ok);
+  if (plan.ok) assertMatch(plan.warnings.join(), /"cwd".*ignores every \[\[hooks\]\]/);
+});
+
+Deno.test("our block writes only the four keys Kimi allows, and escapes commands", () => {
+  const block = renderBlock(hookEntries(`'C:\\Program Files\\ov "x"\\openviking-kimi.exe'`), "\n");
+  const value = parsed(block);
+  for (const h of value.hooks as Record<string, unknown>[]) {
+    for (const k of Object.keys(h)) assertTrue(["event", "matcher", "command", "timeout"].includes(k));
+  }
+  assertEquals(
+    (value.hooks as Record<string, unknown>[])[0].command,
+    `'C:\\Program Files\\ov "x"\\openviking-kimi.exe' hook session-start`,
+  );
+});
