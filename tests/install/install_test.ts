@@ -1,0 +1,366 @@
+import {
+  assertEquals,
+  assertMatch,
+  assertNotMatch,
+  assertStringIncludes,
+  assertTrue,
+} from "../support/assert.ts";
+import { tempDir } from "../support/temp.ts";
+import {
+  type Context,
+  type InstallOptions,
+  parseInstallArgs,
+  runInstall,
+  runUninstall,
+} from "../../install/command.ts";
+import { currentSelf, type Self } from "../../install/placement.ts";
+import { readKimiState } from "../../install/detect.ts";
+import { registrations } from "../../install/doctor.ts";
+import { VERSION } from "../../runtime/version.ts";
+
+const isWindows = Deno.build.os === "windows";
+
+interface Env {
+  root: string;
+  home: string;
+  kimi: string;
+  ov: string;
+  lines: string[];
+  ctx: (self?: Self) => Context;
+}
+
+async function setup(root: string): Promise<Env> {
+  const home = `${root}/home`;
+  const kimi = `${home}/.kimi-code`;
+  await Deno.mkdir(kimi, { recursive: true });
+  const lines: string[] = [];
+  const self = await currentSelf();
+  return {
+    root,
+    home,
+    kimi,
+    ov: `${home}/.openviking`,
+    lines,
+    ctx: (s = self) => ({
+      env: { HOME: home, PATH: Deno.env.get("PATH") },
+      self: s,
+      os: "posix",
+      out: { info: (l) => lines.push(l), error: (l) => lines.push(`ERR ${l}`) },
+      now: new Date("2026-11-30T12:00:00.000Z"),
+      cwd: root,
+    }),
+  };
+}
+
+function opts(partial: Partial<InstallOptions> = {}): InstallOptions {
+  return { credentials: {}, dryRun: false, yes: false, purge: false, ...partial };
+}
+
+async function read(path: string): Promise<string | undefined> {
+  try {
+    return await Deno.readTextFile(path);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every file under `dir` with its content (directories as "<dir>"). */
+async function snapshot(dir: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  async function walk(d: string) {
+    for await (const e of Deno.readDir(d)) {
+      const p = `${d}/${e.name}`;
+      if (e.isDirectory) {
+        out[p] = "<dir>";
+        await walk(p);
+      } else out[p] = await Deno.readTextFile(p).catch(() => "<binary>");
+    }
+  }
+  await walk(dir);
+  return out;
+}
+
+async function fakeCompiled(root: string): Promise<Self> {
+  const exe = `${root}/dist/openviking-kimi`;
+  await Deno.mkdir(`${root}/dist`, { recursive: true });
+  await Deno.writeTextFile(exe, `#!/bin/sh\n[ "$1" = version ] && echo ${VERSION}\nexit 0\n`, {
+    mode: 0o755,
+  });
+  return { kind: "compiled", execPath: exe };
+}
+
+const USER_CONFIG =
+  '# my Kimi config\r\ndefault_model = "k3"\r\n\r\n[models.k3]\r\nprovider = "kimi" # ✓ unicode\r\n' +
+  '[[hooks]]\r\nevent = "Stop"\r\ncommand = "notify-send done"';
+
+Deno.test("config mode: block + mcp.json, .bak kept, files private; uninstall restores the bytes", async () => {
+  await using dir = await tempDir();
+  const t = await setup(dir.path);
+  await Deno.writeTextFile(`${t.kimi}/config.toml`, USER_CONFIG);
+  assertEquals(await runInstall(t.ctx(), opts()), 0, t.lines.join("\n"));
+  const installed = (await read(`${t.kimi}/config.toml`))!;
+  assertTrue(installed.startsWith(USER_CONFIG + "\r\n# >>> openviking kimicode integration"));
+  assertEquals(await read(`${t.kimi}/config.toml.bak`), USER_CONFIG);
+  if (!isWindows) assertEquals((await Deno.stat(`${t.kimi}/config.toml`)).mode! & 0o777, 0o600);
+  const mcp = JSON.parse((await read(`${t.kimi}/mcp.json`))!);
+  assertEquals(mcp.mcpServers.openviking.args.at(-1), "mcp");
+  assertStringIncludes(t.lines.join("\n"), "Hooks run: ");
+  const state = await readKimiState(t.kimi);
+  for (const where of registrations(state).values()) assertEquals(where, ["config.toml"]);
+
+  assertEquals(await runInstall(t.ctx(), opts()), 0);
+  assertEquals(await read(`${t.kimi}/config.toml`), installed, "re-install changes nothing");
+
+  assertEquals(await runUninstall(t.ctx(), opts()), 0, t.lines.join("\n"));
+  assertEquals(await read(`${t.kimi}/config.toml`), USER_CONFIG);
+  assertEquals(await read(`${t.kimi}/mcp.json`), undefined);
+});
+
+Deno.test("config mode into an empty Kimi home creates config.toml, uninstall --purge leaves nothing of ours", async () => {
+  await using dir = await tempDir();
+  const t = await setup(dir.path);
+  const self = await fakeCompiled(dir.path);
+  assertEquals(await runInstall(t.ctx(self), opts()), 0, t.lines.join("\n"));
+  const bin = `${t.ov}/agent-integrations/kimicode/bin/openviking-kimi`;
+  assertEquals(await read(bin), await read((self as { execPath: string }).execPath));
+  if (!isWindows) assertTrue(((await Deno.stat(bin)).mode! & 0o111) !== 0);
+  assertStringIncludes((await read(`${t.kimi}/config.toml`))!, `command = "${bin} hook stop"`);
+  assertEquals(JSON.parse((await read(`${t.kimi}/mcp.json`))!).mcpServers.openviking, {
+    command: bin,
+    args: ["mcp"],
+  });
+  assertEquals(await runUninstall(t.ctx(self), opts({ purge: true })), 0, t.lines.join("\n"));
+  const left = Object.keys(await snapshot(t.home)).filter((p) => !p.endsWith(".bak"));
+  assertEquals(
+    left.sort(),
+    [`${t.home}/.kimi-code`, `${t.home}/.openviking`, `${t.home}/.openviking/agent-integrations`].sort(),
+  );
+});
+
+Deno.test("--dry-run prints the diff (API key masked) and changes nothing", async () => {
+  await using dir = await tempDir();
+  const t = await setup(dir.path);
+  await Deno.writeTextFile(`${t.kimi}/config.toml`, USER_CONFIG);
+  const before = await snapshot(t.home);
+  const code = await runInstall(
+    t.ctx(),
+    opts({ dryRun: true, credentials: { url: "http://127.0.0.1:1", apiKey: "sk-very-secret" } }),
+  );
+  assertEquals(code, 0);
+  assertEquals(await snapshot(t.home), before);
+  const out = t.lines.join("\n");
+  assertMatch(out, /^\+\[\[hooks\]\]␍?$/m);
+  assertMatch(out, /"api_key": "\*+"/);
+  assertNotMatch(out, /sk-very-secret/);
+  assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin", dryRun: true })), 0);
+  assertEquals(await snapshot(t.home), before);
+});
+
+Deno.test("a config.toml that does not parse is refused and left untouched", async () => {
+  await using dir = await tempDir();
+  const t = await setup(dir.path);
+  const broken = "default_model = \n[x\n";
+  await Deno.writeTextFile(`${t.kimi}/config.toml`, broken);
+  assertEquals(await runInstall(t.ctx(), opts()), 1);
+  assertEquals(await read(`${t.kimi}/config.toml`), broken);
+  assertEquals(await read(`${t.kimi}/mcp.json`), undefined, "nothing else written either");
+  assertMatch(t.lines.join("\n"), /ERR .*does not parse/);
+});
+
+Deno.test("credentials go to ovcli.conf (merged, 0600, backup), never to a command line or the output", async () => {
+  await using dir = await tempDir();
+  const t = await setup(dir.path);
+  await Deno.mkdir(t.ov, { recursive: true });
+  await Deno.writeTextFile(
+    `${t.ov}/ovcli.conf`,
+    JSON.stringify({ url: "http://old", extra_headers: { X: "1" } }),
+  );
+  const code = await runInstall(
+    t.ctx(),
+    opts({
+      credentials: { url: "http://127.0.0.1:1933", apiKey: "sk-secret-1", account: "acme", user: "ann" },
+    }),
+  );
+  assertEquals(code, 0, t.lines.join("\n"));
+  const conf = JSON.parse((await read(`${t.ov}/ovcli.conf`))!);
+  assertEquals(conf, {
+    url: "http://127.0.0.1:1933",
+    extra_headers: { X: "1" },
+    api_key: "sk-secret-1",
+    account: "acme",
+    user: "ann",
+  });
+  if (!isWindows) {
+    assertEquals((await Deno.stat(`${t.ov}/ovcli.conf`)).mode! & 0o777, 0o600);
+    assertEquals((await Deno.stat(t.ov)).mode! & 0o777, 0o700);
+  }
+  const backups = [...Deno.readDirSync(t.ov)].filter((e) => e.name.startsWith("ovcli.conf.bak."));
+  assertEquals(backups.length, 1);
+  assertNotMatch(t.lines.join("\n"), /sk-secret-1/);
+  assertNotMatch((await read(`${t.kimi}/config.toml`))!, /sk-secret-1/);
+  assertNotMatch((await read(`${t.kimi}/mcp.json`))!, /sk-secret-1/);
+});
+
+Deno.test("plugin mode from a checkout: launcher + manifest placed, record upserted, others kept", async () => {
+  await using dir = await tempDir();
+  const t = await setup(dir.path);
+  await Deno.mkdir(`${t.kimi}/plugins`, { recursive: true });
+  const other = { id: "other", root: "/elsewhere", source: "github", enabled: true };
+  await Deno.writeTextFile(
+    `${t.kimi}/plugins/installed.json`,
+    JSON.stringify({ version: 1, plugins: [other] }),
+  );
+  assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0, t.lines.join("\n"));
+  const root = `${t.kimi}/plugins/managed/openviking-memory`;
+  const manifest = JSON.parse((await read(`${root}/kimi.plugin.json`))!);
+  assertEquals(manifest.name, "openviking-memory");
+  assertEquals(manifest.mcpServers.openviking, { command: "./bin/openviking-kimi", args: ["mcp"] });
+  for (const h of manifest.hooks) {
+    assertMatch(h.command, /^\.\/bin\/openviking-kimi hook [a-z-]+$/);
+    assertEquals(Object.keys(h).filter((k) => !["event", "matcher", "command", "timeout"].includes(k)), []);
+  }
+  const registry = JSON.parse((await read(`${t.kimi}/plugins/installed.json`))!);
+  assertEquals(registry.plugins[0], other);
+  assertEquals(registry.plugins[1].root, root);
+  if (!isWindows) {
+    const out = await new Deno.Command(`${root}/bin/openviking-kimi`, { args: ["version"], cwd: root })
+      .output();
+    assertEquals(new TextDecoder().decode(out.stdout).trim(), VERSION);
+    assertEquals((await Deno.stat(root)).mode! & 0o777, 0o700);
+  }
+  assertEquals(await read(`${t.kimi}/config.toml`), undefined, "plugin mode does not touch config.toml");
+
+  assertEquals(await runUninstall(t.ctx(), opts()), 0);
+  assertEquals(JSON.parse((await read(`${t.kimi}/plugins/installed.json`))!).plugins, [other]);
+  assertTrue((await read(`${root}/kimi.plugin.json`)) !== undefined, "without --purge the directory stays");
+  assertEquals(await runUninstall(t.ctx(), opts({ purge: true })), 0);
+  assertEquals(await read(`${root}/kimi.plugin.json`), undefined);
+});
+
+Deno.test("plugin mode from a compiled binary copies it to ./bin; a corrupt registry is refused", async () => {
+  await using dir = await tempDir();
+  const t = await setup(dir.path);
+  const self = await fakeCompiled(dir.path);
+  assertEquals(await runInstall(t.ctx(self), opts({ mode: "plugin" })), 0, t.lines.join("\n"));
+  const bin = `${t.kimi}/plugins/managed/openviking-memory/bin/openviking-kimi`;
+  assertEquals(await read(bin), await read((self as { execPath: string }).execPath));
+  await Deno.writeTextFile(`${t.kimi}/plugins/installed.json`, "{ not json");
+  const before = await snapshot(t.kimi);
+  assertEquals(await runInstall(t.ctx(self), opts({ mode: "plugin" })), 1);
+  assertEquals(await snapshot(t.kimi), before);
+  assertMatch(t.lines.join("\n"), /ERR .*installed\.json is not a Kimi plugin registry/);
+});
+
+Deno.test("switching modes replaces the other one: never registered twice", async () => {
+  await using dir = await tempDir();
+  const t = await setup(dir.path);
+  await Deno.writeTextFile(`${t.kimi}/config.toml`, USER_CONFIG);
+  const check = async (expected: string) => {
+    const regs = registrations(await readKimiState(t.kimi));
+    for (const [event, where] of regs) assertEquals(where, [expected], event);
+  };
+  assertEquals(await runInstall(t.ctx(), opts({ mode: "config" })), 0);
+  await check("config.toml");
+  assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0, t.lines.join("\n"));
+  await check("plugin openviking-memory");
+  assertEquals(await read(`${t.kimi}/config.toml`), USER_CONFIG);
+  assertEquals(await read(`${t.kimi}/mcp.json`), undefined);
+  assertEquals(await runInstall(t.ctx(), opts({ mode: "config" })), 0);
+  await check("config.toml");
+  assertEquals(await read(`${t.kimi}/plugins/managed/openviking-memory/kimi.plugin.json`), undefined);
+  assertEquals(await runUninstall(t.ctx(), opts()), 0);
+  assertEquals(await read(`${t.kimi}/config.toml`), USER_CONFIG);
+});
+
+async function installUpstreamPlugin(t: Env): Promise<string> {
+  const root = `${t.kimi}/plugins/managed/openviking-memory`;
+  await Deno.mkdir(root, { recursive: true });
+  await Deno.writeTextFile(
+    `${root}/kimi.plugin.json`,
+    JSON.stringify({
+      name: "openviking-memory",
+      hooks: [{
+        event: "Stop",
+        command: "node ./agent-integrations/kimicode/scripts/hook.mjs stop kimicode",
+      }],
+      mcpServers: {
+        openviking: { command: "node", args: ["./agent-integrations/kimicode/servers/mcp-proxy.mjs"] },
+      },
+    }),
+  );
+  await Deno.writeTextFile(
+    `${t.kimi}/plugins/installed.json`,
+    JSON.stringify({
+      version: 1,
+      plugins: [{ id: "openviking-memory", root, source: "local-path", enabled: true }],
+    }),
+  );
+  return root;
+}
+
+Deno.test("OpenViking's own plugin is detected: refused with what to do, or taken over with --yes", async () => {
+  await using dir = await tempDir();
+  const t = await setup(dir.path);
+  const root = await installUpstreamPlugin(t);
+  const before = await snapshot(t.kimi);
+  for (const mode of ["config", "plugin"] as const) {
+    assertEquals(await runInstall(t.ctx(), opts({ mode })), 1);
+    assertEquals(await snapshot(t.kimi), before);
+  }
+  const out = t.lines.join("\n");
+  assertMatch(out, /OpenViking's own Kimi Code plugin is registered/);
+  assertMatch(out, /\/plugins remove openviking-memory/);
+  assertMatch(out, /--yes/);
+
+  // Config mode with --yes disables it (reversible) instead of registering twice.
+  assertEquals(await runInstall(t.ctx(), opts({ yes: true })), 0, t.lines.join("\n"));
+  const regs = registrations(await readKimiState(t.kimi));
+  for (const where of regs.values()) assertEquals(where, ["config.toml"]);
+  assertEquals(JSON.parse((await read(`${t.kimi}/plugins/installed.json`))!).plugins[0].enabled, false);
+
+  // Plugin mode with --yes takes the id over and keeps their directory aside.
+  assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin", yes: true })), 0, t.lines.join("\n"));
+  const manifest = JSON.parse((await read(`${root}/kimi.plugin.json`))!);
+  assertEquals(manifest.hooks[0].command, "./bin/openviking-kimi hook session-start");
+  const kept = [...Deno.readDirSync(`${t.kimi}/plugins/managed`)].filter((e) =>
+    e.name.includes(".replaced-")
+  );
+  assertEquals(kept.length, 1);
+});
+
+Deno.test("uninstall leaves what is not ours and says so", async () => {
+  await using dir = await tempDir();
+  const t = await setup(dir.path);
+  const mcp = JSON.stringify({ mcpServers: { openviking: { url: "http://x/mcp" } } });
+  await Deno.writeTextFile(`${t.kimi}/mcp.json`, mcp);
+  assertEquals(await runUninstall(t.ctx(), opts()), 0);
+  assertEquals(await read(`${t.kimi}/mcp.json`), mcp);
+  assertMatch(t.lines.join("\n"), /Nothing of openviking-kimi is registered/);
+  assertEquals(await runInstall(t.ctx(), opts()), 1, "a foreign openviking MCP server is not overwritten");
+  assertEquals(await read(`${t.kimi}/mcp.json`), mcp);
+});
+
+Deno.test("argument parsing", () => {
+  const all = [
+    "--mode",
+    "--kimi-home",
+    "--url",
+    "--api-key",
+    "--account",
+    "--user",
+    "--dry-run",
+    "--yes",
+    "-y",
+  ];
+  const ok = parseInstallArgs(["--mode=plugin", "--kimi-home", "/k", "--api-key", "", "-y"], all);
+  assertTrue(ok.ok);
+  if (ok.ok) {
+    assertEquals(ok.options.mode, "plugin");
+    assertEquals(ok.options.kimiHome, "/k");
+    assertEquals(ok.options.credentials.apiKey, "");
+    assertTrue(ok.options.yes);
+  }
+  assertEquals(parseInstallArgs(["--mode", "both"], all).ok, false);
+  assertEquals(parseInstallArgs(["--purge"], all).ok, false);
+  assertEquals(parseInstallArgs(["--url"], all).ok, false);
+});
