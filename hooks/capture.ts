@@ -10,7 +10,7 @@ import { countPending, replayPending } from "../runtime/pending.ts";
 import { commitSession, sendMessages } from "../runtime/sessions.ts";
 import { type Cursor, readState, type SessionState, updateState } from "../runtime/state.ts";
 import { locateJournal } from "../wire/locate.ts";
-import { planCapture } from "../wire/plan.ts";
+import { acknowledge, planCapture } from "../wire/plan.ts";
 import { cursorAt, readJournal } from "../wire/read.ts";
 import { scanTurns, turnLineFilter, type TurnScan } from "../wire/turns.ts";
 import { clientFor, type HookContext } from "./context.ts";
@@ -166,22 +166,16 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
       acked: sent.acked,
     });
 
-    // Acknowledge the prefix; a turn is done when it was considered and all its messages are acknowledged.
-    const newKeys = plan.toSend.slice(0, sent.acked).map((x) => x.key);
-    const unacked = new Set(plan.toSend.slice(sent.acked).map((x) => x.turnIndex));
-    const considered = new Set(plan.turns.map((t) => t.index));
-    const firstNotDone = turns.turns.find((t) =>
-      t.index >= state.ackedBelow && (!considered.has(t.index) || unacked.has(t.index))
-    );
+    const ack = acknowledge(plan, sent.acked, state.ackedBelow, turns.turns, turns.nextIndex);
     const next: SessionState = {
       ...state,
-      capturedKeys: [...state.capturedKeys, ...newKeys],
-      ackedBelow: Math.max(state.ackedBelow, firstNotDone ? firstNotDone.index : turns.nextIndex),
+      capturedKeys: [...state.capturedKeys, ...ack.keys],
+      ackedBelow: ack.ackedBelow,
       capturedSinceCommit: state.capturedSinceCommit + sent.sent + sent.queued,
       cursor: {
         path: journalPath,
-        ...(await cursorAt(journalPath, firstNotDone ? firstNotDone.startOffset : read.endOffset)),
-        nextIndex: firstNotDone ? firstNotDone.index : turns.nextIndex,
+        ...(await cursorAt(journalPath, ack.resumeAt ? ack.resumeAt.startOffset : read.endOffset)),
+        nextIndex: ack.resumeAt ? ack.resumeAt.index : turns.nextIndex,
       },
       lastCaptureAt: Date.now(),
       lastCaptureEvent: ctx.event,

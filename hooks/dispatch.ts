@@ -5,14 +5,14 @@
  * loads only what it needs.
  */
 
-import { loadConfig } from "../runtime/config.ts";
+import { type Config, loadConfig } from "../runtime/config.ts";
 import { createLogger, type Logger } from "../runtime/log.ts";
-import { hookStateDir, pendingDir, processEnv, sharedStateDir } from "../runtime/paths.ts";
+import { type Env, hookStateDir, pendingDir, processEnv, sharedStateDir } from "../runtime/paths.ts";
 import { safeId, statePaths } from "../runtime/state.ts";
 import type { HookContext } from "./context.ts";
 import { SESSION_PREFIX } from "./context.ts";
 import { gateReason } from "./gates.ts";
-import { type HookEvent, hostSessionId, isHookEvent, parseHookInput } from "./input.ts";
+import { type HookEvent, type HookInput, hostSessionId, isHookEvent, parseHookInput } from "./input.ts";
 
 /** Environment variable marking the detached worker process. */
 export const WORKER_ENV = "OPENVIKING_KIMI_HOOK_WORKER";
@@ -36,6 +36,32 @@ const HANDLERS: Record<HookEvent, () => Promise<Handler>> = {
   "session-end": async () => (await import("./capture.ts")).captureHook,
   "interrupt": async () => (await import("./capture.ts")).captureHook,
 };
+
+/** Builds the context of one hook run from its parsed parts. */
+export async function createContext(parts: {
+  event: HookEvent;
+  input: HookInput;
+  raw: Uint8Array;
+  env: Env;
+  config: Config;
+  log: Logger;
+  startedAt: number;
+  isWorker: boolean;
+}): Promise<HookContext> {
+  const hostId = hostSessionId(parts.input);
+  const stateDir = hookStateDir(parts.env);
+  const safe = hostId ? await safeId(hostId) : "";
+  return {
+    ...parts,
+    hostSessionId: hostId,
+    ovSessionId: safe ? `${SESSION_PREFIX}${safe}` : "",
+    cwd: parts.input.cwd ?? "",
+    capturePaths: hostId ? await statePaths(stateDir, hostId) : undefined,
+    promptPaths: hostId ? await statePaths(stateDir, `${hostId}.prompt`) : undefined,
+    pendingDir: pendingDir(parts.env),
+    sharedStateDir: sharedStateDir(parts.env),
+  };
+}
 
 /** Reads stdin to the end (any size); empty when there is no stdin. */
 export async function readAllStdin(): Promise<Uint8Array> {
@@ -99,25 +125,7 @@ export async function runHook(
       outcome = `skipped: ${gate}`;
       return "";
     }
-    const stateDir = hookStateDir(env);
-    const safe = hostId ? await safeId(hostId) : "";
-    const ctx: HookContext = {
-      event: eventName,
-      input,
-      raw,
-      env,
-      config,
-      hostSessionId: hostId,
-      ovSessionId: safe ? `${SESSION_PREFIX}${safe}` : "",
-      cwd,
-      capturePaths: hostId ? await statePaths(stateDir, hostId) : undefined,
-      promptPaths: hostId ? await statePaths(stateDir, `${hostId}.prompt`) : undefined,
-      pendingDir: pendingDir(env),
-      sharedStateDir: sharedStateDir(env),
-      log,
-      startedAt,
-      isWorker,
-    };
+    const ctx = await createContext({ event: eventName, input, raw, env, config, log, startedAt, isWorker });
     const handler = await HANDLERS[eventName]();
     const result = await handler(ctx);
     outcome = result.outcome;

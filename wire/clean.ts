@@ -102,11 +102,18 @@ function isCjk(cp: number): boolean {
     (cp >= 0xac00 && cp <= 0xd7af) || (cp >= 0xf900 && cp <= 0xfaff);
 }
 
+/** A one-line `/command` with at most three arguments (a path like "/tmp is full, clean it" is not one). */
+function isSlashCommand(text: string): boolean {
+  if (text.includes("\n")) return false;
+  const m = /^\/[a-z0-9_:-]{1,64}(?:\s+(.*))?$/i.exec(text);
+  return m !== null && (m[1] ?? "").split(/\s+/).filter(Boolean).length <= 3;
+}
+
 /** The capture filters: why `text` (already cleaned) from `role` should not be captured, or "". */
 export function skipReason(text: string, role: "user" | "assistant"): SkipReason {
   const t = text.trim();
   if (!t) return "empty";
-  if (role === "user" && /^\/[a-z0-9_-]{1,64}(?:\s|$)/i.test(t) && !t.includes("\n")) return "slash-command";
+  if (role === "user" && isSlashCommand(t)) return "slash-command";
   const bare = t.toLowerCase().replace(/[\s\p{P}\p{S}]+$/u, "").replace(/^[\s\p{P}\p{S}]+/u, "");
   if (!bare) return "punctuation";
   if (ACKS.has(bare)) return "ack";

@@ -98,22 +98,26 @@ export interface Acknowledgement {
   keys: string[];
   /** Every turn below this index is fully acknowledged. */
   ackedBelow: number;
-  /** The first considered turn that is not fully acknowledged (the cursor stays at its start). */
-  firstOpen?: Turn;
+  /** The first turn (of all scanned) not fully acknowledged: the cursor stays at its start. */
+  resumeAt?: Turn;
 }
 
-/** Acknowledges the first `count` planned messages and derives the new watermark. */
-export function acknowledge(plan: Plan, count: number, ackedBelow: number): Acknowledgement {
+/**
+ * Acknowledges the first `count` planned messages. A scanned turn is done when the plan considered it and
+ * all its messages are acknowledged; the watermark and the cursor stop at the first turn that is not done.
+ */
+export function acknowledge(
+  plan: Plan,
+  count: number,
+  ackedBelow: number,
+  scanned: readonly Turn[],
+  nextIndex: number,
+): Acknowledgement {
   const keys = plan.toSend.slice(0, count).map((c) => c.key);
-  const pendingTurns = new Set(plan.toSend.slice(count).map((c) => c.turnIndex));
-  let watermark = ackedBelow;
-  let firstOpen: Turn | undefined;
-  for (const turn of plan.turns) {
-    if (!turn.closed || pendingTurns.has(turn.index)) {
-      firstOpen = turn;
-      break;
-    }
-    watermark = Math.max(watermark, turn.index + 1);
-  }
-  return { keys, ackedBelow: watermark, firstOpen };
+  const unacked = new Set(plan.toSend.slice(count).map((c) => c.turnIndex));
+  const considered = new Set(plan.turns.map((t) => t.index));
+  const resumeAt = scanned.find((t) =>
+    t.index >= ackedBelow && (!considered.has(t.index) || unacked.has(t.index))
+  );
+  return { keys, ackedBelow: Math.max(ackedBelow, resumeAt ? resumeAt.index : nextIndex), resumeAt };
 }

@@ -237,6 +237,8 @@ export class FakeOpenViking {
     ["viking://user/default/memories/entities", []],
   ]);
   readonly mcp: FakeMcp;
+  /** Messages stored whose reply never reached the client (the only source of allowed duplicates). */
+  lostReplyMessages = 0;
   private server!: Server;
   private seq = 0;
   url = "";
@@ -351,7 +353,13 @@ export class FakeOpenViking {
         throw new HttpError(400, "INVALID_ARGUMENT", "invalid actor peer");
       }
       const result = this.route(method, url, body);
-      if (fault?.lostReply) {
+      if (fault?.lostReply || req.socket.destroyed) {
+        // Stored, but the client never hears about it (cut connection, or it gave up waiting).
+        this.lostReplyMessages += Array.isArray((body as { messages?: unknown[] })?.messages)
+          ? (body as { messages: unknown[] }).messages.length
+          : url.pathname.endsWith("/messages")
+          ? 1
+          : 0;
         req.socket.destroy();
         return;
       }

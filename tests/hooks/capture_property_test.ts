@@ -1,0 +1,215 @@
+/**
+ * Property: random journals, written in random byte-cut pieces (cut lines included), sometimes rewritten,
+ * captured after each piece under random server failure schedules, deliver every closed turn's messages
+ * exactly once and in order — the only allowed duplicates are writes the server stored while the reply was
+ * lost (counted) — and never anything injected or redacted.
+ */
+
+import fc from "fast-check";
+import { assertEquals, assertTrue } from "../support/assert.ts";
+import { FakeOpenViking, type Fault } from "../support/fake-openviking.ts";
+import { JournalBuilder } from "../support/journal.ts";
+import { makeContext, placeJournal, sandboxEnv } from "../support/hook-context.ts";
+import { tempDir } from "../support/temp.ts";
+import { captureSession, WORKER_LOCK_WAIT_MS } from "../../hooks/capture.ts";
+import { Budget, createClient } from "../../runtime/http.ts";
+import { countPending, replayPending } from "../../runtime/pending.ts";
+import { turnsOf } from "../../wire/command.ts";
+
+const MARK = "INJECTED-MARKER";
+const SECRET = "sk-propertytestsecretvalue0123";
+
+interface TurnModel {
+  user: string;
+  steps: { texts: string[]; tool: boolean; think: boolean }[];
+  injectInUser: boolean;
+  secret: boolean;
+  reason: "completed" | "cancelled" | "failed";
+}
+
+const word = fc.constantFrom(
+  "alpha",
+  "beta",
+  "gamma",
+  "delta",
+  "tabs",
+  "spaces",
+  "parser",
+  "deploy",
+  "模块",
+  "测试",
+  "😀",
+);
+const sentence = fc.array(word, { minLength: 3, maxLength: 9 }).map((w) => w.join(" "));
+const turnArb: fc.Arbitrary<TurnModel> = fc.record({
+  user: sentence,
+  steps: fc.array(
+    fc.record({ texts: fc.array(sentence, { maxLength: 2 }), tool: fc.boolean(), think: fc.boolean() }),
+    { maxLength: 3 },
+  ),
+  injectInUser: fc.boolean(),
+  secret: fc.boolean(),
+  reason: fc.constantFrom("completed", "completed", "cancelled", "failed"),
+});
+const faultArb: fc.Arbitrary<Fault | null> = fc.oneof(
+  fc.constant(null),
+  fc.constant(null),
+  fc.record({
+    route: fc.constantFrom(
+      "POST /api/v1/sessions/:id/messages/batch",
+      "POST /api/v1/sessions/:id/messages",
+      "POST /api/v1/sessions/:id/commit",
+      "*",
+    ),
+    status: fc.constantFrom(500, 502, 503, 429, 408),
+    times: fc.integer({ min: 1, max: 3 }),
+  }),
+  fc.record({
+    route: fc.constant("POST /api/v1/sessions/:id/messages/batch"),
+    drop: fc.constant(true),
+    times: fc.constant(1),
+  }),
+  fc.record({
+    route: fc.constant("POST /api/v1/sessions/:id/messages/batch"),
+    lostReply: fc.constant(true),
+    times: fc.constant(1),
+  }),
+  fc.record({
+    route: fc.constant("POST /api/v1/sessions/:id/messages/batch"),
+    delayMs: fc.constant(1500),
+    times: fc.constant(1),
+  }),
+);
+
+function build(turns: TurnModel[], v2: boolean): JournalBuilder {
+  const j = new JournalBuilder({ v2 });
+  for (const t of turns) {
+    j.hookResult(`<openviking-context>${MARK} memory</openviking-context>`);
+    const user = `${t.user}${t.secret ? ` key ${SECRET}` : ""}${
+      t.injectInUser ? ` <system-reminder>${MARK}</system-reminder>` : ""
+    }`;
+    j.prompt(user);
+    j.reminder(MARK);
+    for (const [i, s] of t.steps.entries()) {
+      j.stepBegin();
+      if (s.think) j.think(MARK);
+      for (const text of s.texts) j.text(text);
+      if (s.tool) j.tool("Bash", MARK);
+      j.stepEnd(i === t.steps.length - 1 && !s.tool ? "end_turn" : "tool_use");
+    }
+    if (!v2 && (t.steps.length === 0 || t.steps.at(-1)!.tool)) j.stepBegin().stepEnd("end_turn");
+    j.ended(t.reason);
+  }
+  return j;
+}
+
+Deno.test({
+  name: "property: repeated capture delivers every closed turn exactly once, in order, nothing injected",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const fake = await FakeOpenViking.start();
+    let runs = 0;
+    let totalDuplicates = 0;
+    try {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(turnArb, { minLength: 1, maxLength: 6 }),
+          fc.boolean(),
+          fc.array(fc.tuple(fc.noBias(fc.integer({ min: 0, max: 1_000_000 })), faultArb, fc.boolean()), {
+            minLength: 1,
+            maxLength: 6,
+          }),
+          async (model, v2, schedule) => {
+            runs++;
+            await using dir = await tempDir();
+            const sid = `session_prop-${runs}`;
+            const env = sandboxEnv(dir.path, fake.url);
+            const full = build(model, v2).toString();
+            const bytes = new TextEncoder().encode(full);
+            const path = await placeJournal(dir.path, sid, "");
+            const cuts = schedule.map(([c]) => Math.floor((c / 1_000_000) * bytes.length)).sort((a, b) =>
+              a - b
+            );
+            const lostBefore = fake.lostReplyMessages;
+            for (const [i, [, fault, rewrite]] of schedule.entries()) {
+              const piece = bytes.subarray(0, cuts[i]);
+              if (rewrite && i > 0) {
+                // Kimi rewrites old journals on resume: same records, new file.
+                await Deno.writeFile(`${path}.new`, piece);
+                await Deno.rename(`${path}.new`, path);
+              } else await Deno.writeFile(path, piece);
+              fake.clearFaults();
+              if (fault) fake.fault({ ...fault });
+              const ctx = await makeContext("stop", { session_id: sid, cwd: "/home/user/proj" }, env);
+              await captureSession(ctx, {
+                waitMs: 0,
+                force: false,
+                lockWaitMs: WORKER_LOCK_WAIT_MS,
+                budget: new Budget(3000),
+                commitAlways: false,
+              });
+            }
+            // The journal completes, the server recovers, the queue drains.
+            fake.clearFaults();
+            await Deno.writeFile(path, bytes);
+            const ctx = await makeContext("stop", { session_id: sid, cwd: "/home/user/proj" }, env);
+            await captureSession(ctx, {
+              waitMs: 0,
+              force: false,
+              lockWaitMs: WORKER_LOCK_WAIT_MS,
+              budget: new Budget(5000),
+              commitAlways: false,
+            });
+            const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 2000 });
+            for (let k = 0; k < 5 && await countPending(ctx.pendingDir) > 0; k++) {
+              await replayPending(ctx.pendingDir, client, {
+                limit: 1000,
+                maxRetries: 100,
+                ttlDays: 7,
+                budget: new Budget(5000),
+              });
+            }
+            assertEquals(await countPending(ctx.pendingDir), 0);
+
+            const expected = (await turnsOf(path, { maxLength: 24000, redact: true })).map((l) =>
+              JSON.parse(l)
+            );
+            const got = fake.messages(ctx.ovSessionId).map((m) => ({
+              turn_id: m.turn_id,
+              role: m.role,
+              content: m.content,
+            }));
+            const firstSeen = new Map<string, number>();
+            const unique = got.filter((m) => {
+              const k = `${m.turn_id}:${m.role}`;
+              if (firstSeen.has(k)) return false;
+              firstSeen.set(k, 1);
+              return true;
+            });
+            const duplicates = got.length - unique.length;
+            totalDuplicates += duplicates;
+            assertEquals(unique, expected, "every closed turn's messages, once, in order");
+            assertTrue(
+              duplicates <= fake.lostReplyMessages - lostBefore,
+              `duplicates ${duplicates} only from lost replies`,
+            );
+            for (const m of got) {
+              assertTrue(!String(m.content).includes(MARK), "nothing injected is captured");
+              assertTrue(!String(m.content).includes(SECRET), "secrets are redacted");
+            }
+          },
+        ),
+        {
+          numRuns: Number(Deno.env.get("CAPTURE_PROPERTY_RUNS") ?? 25),
+          seed: Number(Deno.env.get("CAPTURE_PROPERTY_SEED") ?? Date.now() % 100000),
+        },
+      );
+    } finally {
+      console.log(
+        `capture property: ${runs} runs, ${totalDuplicates} duplicates (all from lost replies), ${fake.lostReplyMessages} lost-reply writes`,
+      );
+      await fake.close();
+    }
+  },
+});

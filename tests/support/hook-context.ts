@@ -1,0 +1,62 @@
+/** Builds hook contexts in-process for tests that call handlers directly (no subprocess). */
+
+import { loadConfig } from "../../runtime/config.ts";
+import { silentLogger } from "../../runtime/log.ts";
+import { createContext } from "../../hooks/dispatch.ts";
+import type { HookContext } from "../../hooks/context.ts";
+import type { HookEvent, HookInput } from "../../hooks/input.ts";
+
+/** A context for `event` with `input`, in a sandbox whose HOME is `home`. */
+export async function makeContext(
+  event: HookEvent,
+  input: HookInput,
+  env: Record<string, string>,
+  options: { isWorker?: boolean; startedAt?: number } = {},
+): Promise<HookContext> {
+  const { config } = await loadConfig(env, input.cwd);
+  return await createContext({
+    event,
+    input,
+    raw: new TextEncoder().encode(JSON.stringify(input)),
+    env,
+    config,
+    log: silentLogger,
+    startedAt: options.startedAt ?? Date.now(),
+    isWorker: options.isWorker ?? true,
+  });
+}
+
+/** Environment of a sandbox: HOME, Kimi home and the server URL, nothing from the real user. */
+export function sandboxEnv(
+  home: string,
+  url: string,
+  extra: Record<string, string> = {},
+): Record<string, string> {
+  return {
+    HOME: home,
+    KIMI_CODE_HOME: `${home}/.kimi-code`,
+    OPENVIKING_URL: url,
+    OPENVIKING_TIMEOUT_MS: "1000",
+    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+    ...extra,
+  };
+}
+
+/** Writes a session's journal where Kimi would (index row + sessions/<wd>/<id>/agents/main/wire.jsonl). */
+export async function placeJournal(home: string, sessionId: string, text: string): Promise<string> {
+  const kimi = `${home}/.kimi-code`;
+  const dir = `${kimi}/sessions/wd_proj_000000000000/${sessionId}`;
+  await Deno.mkdir(`${dir}/agents/main`, { recursive: true });
+  const path = `${dir}/agents/main/wire.jsonl`;
+  await Deno.writeTextFile(path, text);
+  const index = `${kimi}/session_index.jsonl`;
+  const existing = await Deno.readTextFile(index).catch(() => "");
+  if (!existing.includes(sessionId)) {
+    await Deno.writeTextFile(
+      index,
+      `${JSON.stringify({ sessionId, sessionDir: dir, workDir: "/home/user/proj" })}\n`,
+      { append: true },
+    );
+  }
+  return path;
+}

@@ -1,0 +1,185 @@
+/**
+ * Builds Kimi Code journals line by line, in the v2 engine's format (protocol 1.5: `agentId`, string turn ids
+ * in loop events, numeric ids in `turn.ended`) or the legacy engine's (protocol 1.4: no `agentId`, no
+ * `turn.ended`). Record shapes follow the recorded sessions in tests/fixtures and ../shared/fixtures.
+ */
+
+/** Options of a journal. */
+export interface JournalOptions {
+  /** v2 engine (default) or legacy. */
+  v2?: boolean;
+  /** 2.1.0 also writes `turnId` on `turn.prompt`. */
+  explicitIds?: boolean;
+}
+
+let uuidCounter = 0;
+const uuid = () => `00000000-0000-4000-8000-${String(++uuidCounter).padStart(12, "0")}`;
+
+/** A journal under construction. */
+export class JournalBuilder {
+  readonly lines: string[] = [];
+  private turn = -1;
+  private step = 0;
+  private stepUuid = "";
+  readonly v2: boolean;
+  readonly explicitIds: boolean;
+
+  constructor(options: JournalOptions = {}) {
+    this.v2 = options.v2 ?? true;
+    this.explicitIds = options.explicitIds ?? this.v2;
+    this.push({ type: "metadata", protocol_version: this.v2 ? "1.5" : "1.4", created_at: 1 });
+  }
+
+  private push(record: Record<string, unknown>, agentId = "main"): this {
+    const withAgent = this.v2 && record.type !== "metadata"
+      ? { type: record.type, agentId, ...record }
+      : record;
+    this.lines.push(JSON.stringify({ ...withAgent, time: 1_700_000_000_000 + this.lines.length }));
+    return this;
+  }
+
+  /** Current turn id. */
+  get turnId(): number {
+    return this.turn;
+  }
+
+  /** A hook_result message (what UserPromptSubmit output becomes), written before the prompt. */
+  hookResult(text: string): this {
+    return this.push({
+      type: "context.append_message",
+      message: {
+        role: "user",
+        content: [{
+          type: "text",
+          text: `<hook_result hook_event="UserPromptSubmit">\n${text}\n</hook_result>`,
+        }],
+        toolCalls: [],
+        origin: { kind: "hook_result", event: "UserPromptSubmit" },
+      },
+    });
+  }
+
+  /** Starts a turn with a prompt (origin `user` unless given). */
+  prompt(text: string, origin = "user"): this {
+    this.turn++;
+    this.step = 0;
+    const input = [{ type: "text", text }];
+    this.push({
+      type: "turn.prompt",
+      input,
+      origin: origin === "user" ? { kind: "user" } : { kind: origin, name: "x" },
+      promptId: `msg_${this.turn}`,
+      ...(this.explicitIds ? { turnId: this.turn } : {}),
+    });
+    this.push({
+      type: "context.append_message",
+      message: {
+        role: "user",
+        content: input,
+        toolCalls: [],
+        origin: { kind: origin },
+        id: `msg_${this.turn}`,
+      },
+    });
+    return this.reminder(`Today is day ${this.turn}.`);
+  }
+
+  /** A system reminder injection message. */
+  reminder(text: string): this {
+    return this.push({
+      type: "context.append_message",
+      message: {
+        role: "user",
+        content: [{ type: "text", text: `<system-reminder>\n${text}\n</system-reminder>` }],
+        toolCalls: [],
+        origin: { kind: "injection", variant: "date_change" },
+      },
+    });
+  }
+
+  /** A steer (user input while the turn runs). */
+  steer(text: string): this {
+    return this.push({ type: "turn.steer", input: [{ type: "text", text }], origin: { kind: "user" } });
+  }
+
+  private loop(event: Record<string, unknown>): this {
+    return this.push({
+      type: "context.append_loop_event",
+      event: { ...event, turnId: String(this.turn), step: this.step },
+    });
+  }
+
+  /** Begins a step. */
+  stepBegin(): this {
+    this.step++;
+    this.stepUuid = uuid();
+    return this.loop({ type: "step.begin", uuid: this.stepUuid });
+  }
+
+  /** An assistant text part in the current step. */
+  text(text: string): this {
+    return this.loop({
+      type: "content.part",
+      uuid: uuid(),
+      stepUuid: this.stepUuid,
+      part: { type: "text", text },
+    });
+  }
+
+  /** A thinking part. */
+  think(text: string): this {
+    return this.loop({
+      type: "content.part",
+      uuid: uuid(),
+      stepUuid: this.stepUuid,
+      part: { type: "think", think: text },
+    });
+  }
+
+  /** A tool call and its result. */
+  tool(name: string, output: string): this {
+    const id = uuid();
+    this.loop({
+      type: "tool.call",
+      uuid: id,
+      stepUuid: this.stepUuid,
+      toolCallId: `call_${id}`,
+      name,
+      args: { command: "echo" },
+    });
+    return this.push({
+      type: "context.append_loop_event",
+      event: { type: "tool.result", parentUuid: id, toolCallId: `call_${id}`, result: { output } },
+    });
+  }
+
+  /** Ends the current step. */
+  stepEnd(finishReason: string): this {
+    return this.loop({ type: "step.end", uuid: this.stepUuid, finishReason });
+  }
+
+  /** Ends the turn (v2 only writes `turn.ended`). */
+  ended(reason = "completed"): this {
+    if (!this.v2) return this;
+    this.push({ type: "turn.ended", turnId: this.turn, reason, durationMs: 5 });
+    return this.push({ type: "prompt.completed", promptId: `msg_${this.turn}`, reason: "completed" });
+  }
+
+  /** A whole simple turn: prompt, one step with text, end. */
+  simpleTurn(user: string, assistant: string): this {
+    return this.prompt(user).stepBegin().text(assistant).stepEnd("end_turn").ended();
+  }
+
+  /** A record of another agent (a subagent writing into this journal must be ignored). */
+  foreign(agentId: string, text: string): this {
+    return this.push({
+      type: "context.append_loop_event",
+      event: { type: "content.part", turnId: "0", step: 1, part: { type: "text", text } },
+    }, agentId);
+  }
+
+  /** The journal text. */
+  toString(): string {
+    return this.lines.map((l) => `${l}\n`).join("");
+  }
+}

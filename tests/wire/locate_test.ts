@@ -1,0 +1,38 @@
+import { assertEquals } from "../support/assert.ts";
+import { tempDir } from "../support/temp.ts";
+import { locateJournal, sessionDirFromIndex } from "../../wire/locate.ts";
+
+Deno.test("index: last non-deleted row wins; tombstones delete; torn and garbled lines are tolerated", () => {
+  const id = "session_1";
+  const text = [
+    JSON.stringify({ sessionId: id, sessionDir: "/a", workDir: "/w" }),
+    "{torn",
+    "garbage " + id,
+    JSON.stringify({ sessionId: "session_10", sessionDir: "/other" }),
+    JSON.stringify({ sessionId: id, sessionDir: "/b", workDir: "/w" }),
+    '{"sessionId":"session_1","sessionDir":"/c"', // torn last line
+  ].join("\n");
+  assertEquals(sessionDirFromIndex(text, id), "/b");
+  assertEquals(sessionDirFromIndex(`${text}\n${JSON.stringify({ sessionId: id, deleted: true })}`, id), null);
+  assertEquals(sessionDirFromIndex(text, "session_2"), null);
+});
+
+Deno.test("locate: via the index, else by scanning sessions/*/<id>/; invalid ids are refused", async () => {
+  await using dir = await tempDir();
+  const home = dir.path;
+  const sdir = `${home}/sessions/wd_x_123/session_a`;
+  await Deno.mkdir(`${sdir}/agents/main`, { recursive: true });
+  await Deno.writeTextFile(`${sdir}/agents/main/wire.jsonl`, "");
+  assertEquals(await locateJournal(home, "session_a"), {
+    ok: true,
+    path: `${sdir}/agents/main/wire.jsonl`,
+    via: "scan",
+  });
+  await Deno.writeTextFile(
+    `${home}/session_index.jsonl`,
+    JSON.stringify({ sessionId: "session_a", sessionDir: sdir }) + "\n",
+  );
+  assertEquals((await locateJournal(home, "session_a")).ok && "index", "index");
+  assertEquals((await locateJournal(home, "session_b")).ok, false);
+  assertEquals((await locateJournal(home, "../session_a")).ok, false);
+});
