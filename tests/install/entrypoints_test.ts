@@ -21,7 +21,7 @@ interface Result {
   stderr: string;
 }
 
-async function closedPort(): Promise<number> {
+function closedPort(): number {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (listener.addr as Deno.NetAddr).port;
   listener.close();
@@ -99,7 +99,7 @@ Deno.test("every entry point runs under the production flags without a permissio
   await Deno.mkdir(`${home}/.kimi-code`, { recursive: true });
   await Deno.mkdir(work, { recursive: true });
   const env = await isolatedEnv(home, {
-    OPENVIKING_URL: `http://127.0.0.1:${await closedPort()}`,
+    OPENVIKING_URL: `http://127.0.0.1:${closedPort()}`,
     OPENVIKING_TIMEOUT_MS: "1000",
   });
 

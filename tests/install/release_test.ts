@@ -1,0 +1,145 @@
+/** Release pieces: targets, compile flags, the compile failure message here, the workflow, the repo's plugin. */
+
+import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
+import { tempDir } from "../support/temp.ts";
+import { ROOT } from "../support/run.ts";
+import { artifactName, compileArgs, compileFlags, explainFailure, TARGETS } from "../../scripts/compile.ts";
+import { productionFlags } from "../../runtime/self.ts";
+import { manifestText } from "../../install/plugin.ts";
+import { VERSION } from "../../runtime/version.ts";
+import { isolatedEnv } from "./helpers.ts";
+
+const posix = Deno.build.os !== "windows";
+
+Deno.test("compile targets are exactly the ones this Deno accepts", async () => {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["compile", "--target", "not-a-target", `${ROOT}/main.ts`],
+    stdout: "null",
+    stderr: "piped",
+  }).output();
+  // deno-lint-ignore no-control-regex
+  const text = new TextDecoder().decode(out.stderr).replace(/\u001b\[[0-9;]*m/g, "");
+  const m = /possible values: ([^\n]+)/.exec(text);
+  assertTrue(m, text);
+  assertEquals([...TARGETS].sort(), m![1].split(",").map((s) => s.trim()).sort());
+});
+
+Deno.test("the compiled binary gets the cli task's permission flags and nothing else", async () => {
+  const flags = await compileFlags(ROOT);
+  assertEquals(flags, (await productionFlags(ROOT)).filter((f) => f !== "--quiet"));
+  const args = compileArgs(flags, "x86_64-pc-windows-msvc", "/o/x.exe", ROOT);
+  assertEquals(args.filter((a) => a.startsWith("--allow") || a === "--no-prompt"), flags);
+  assertEquals(artifactName("x86_64-pc-windows-msvc"), "openviking-kimi-x86_64-pc-windows-msvc.exe");
+  assertEquals(artifactName("aarch64-apple-darwin"), "openviking-kimi-aarch64-apple-darwin");
+});
+
+Deno.test("deno task compile builds, or fails with a clear message where dl.deno.land is unreachable", async () => {
+  await using dir = await tempDir();
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "task",
+      "--quiet",
+      "--config",
+      `${ROOT}/deno.json`,
+      "compile",
+      "--target",
+      "x86_64-unknown-linux-gnu",
+      "--out",
+      dir.path,
+    ],
+    stdout: "piped",
+    stderr: "piped",
+    signal: AbortSignal.timeout(300_000),
+  }).output();
+  const stderr = new TextDecoder().decode(out.stderr);
+  if (out.code === 0) {
+    const exe = `${dir.path}/openviking-kimi-x86_64-unknown-linux-gnu`;
+    assertEquals(
+      JSON.parse(await Deno.readTextFile(`${dir.path}/plugin/x86_64-unknown-linux-gnu/kimi.plugin.json`))
+        .name,
+      "openviking-memory",
+    );
+    if (Deno.build.os === "linux" && Deno.build.arch === "x86_64") {
+      const v = await new Deno.Command(exe, { args: ["version"], stdout: "piped" }).output();
+      assertEquals(new TextDecoder().decode(v.stdout).trim(), VERSION);
+    }
+  } else {
+    assertEquals(out.code, 1, stderr);
+    assertMatch(stderr, /could not get its base runtime \(denort\).*dl\.deno\.land/);
+    assertMatch(stderr, /DENORT_BIN/);
+    assertStringIncludes(stderr, "permission flags (from deno.json's cli task): --allow-read");
+  }
+});
+
+Deno.test("explainFailure names dl.deno.land and the way out", () => {
+  const msg = explainFailure(
+    "aarch64-apple-darwin",
+    "error: Writing deno compile executable\n\nCaused by:\n    0: Setting up base binary.\n    1: error sending request for url (https://dl.deno.land/release/v2.9.6/denort-aarch64-apple-darwin.zip)",
+  );
+  assertMatch(msg, /dl\.deno\.land.*DENORT_BIN/s);
+  assertMatch(explainFailure("x", "error: Module not found"), /^deno compile failed for x/);
+});
+
+Deno.test("the release workflow builds on a tag, sums and attaches binaries and plugin zips", async () => {
+  const yml = await Deno.readTextFile(`${ROOT}/.github/workflows/release.yml`);
+  for (
+    const needle of [
+      "tags:",
+      "deno task compile",
+      "sha256sum",
+      "SHA256SUMS",
+      "-plugin.zip",
+      "kimi.plugin.json bin",
+      "gh release create",
+    ]
+  ) {
+    assertStringIncludes(yml, needle);
+  }
+});
+
+Deno.test("the repository's kimi.plugin.json is the generated manifest, at this version", async () => {
+  const text = await Deno.readTextFile(`${ROOT}/kimi.plugin.json`);
+  assertEquals(text, manifestText("posix"), "regenerate with install/plugin.ts manifestText('posix')");
+  const deno = JSON.parse(await Deno.readTextFile(`${ROOT}/deno.json`)) as { version: string };
+  assertEquals([JSON.parse(text).version, deno.version], [VERSION, VERSION]);
+  for (const h of JSON.parse(text).hooks) assertEquals(Object.keys(h).includes("env"), false);
+});
+
+Deno.test({
+  name: "bin/openviking-kimi runs the cli task from a copy of the tree (what /plugins install makes)",
+  ignore: !posix,
+  async fn() {
+    await using dir = await tempDir();
+    const info = await Deno.stat(`${ROOT}/bin/openviking-kimi`);
+    assertTrue((info.mode! & 0o111) !== 0, "the launcher is executable");
+    const tracked = new TextDecoder().decode(
+      (await new Deno.Command("git", { args: ["ls-files", "-z"], cwd: ROOT, stdout: "piped" }).output())
+        .stdout,
+    ).split("\0").filter((p) => p && !p.startsWith("tests/") && !p.startsWith(".github/"));
+    for (const rel of tracked) {
+      const to = `${dir.path}/copy/${rel}`;
+      await Deno.mkdir(to.slice(0, to.lastIndexOf("/")), { recursive: true });
+      await Deno.copyFile(`${ROOT}/${rel}`, to).catch(() => {});
+    }
+    await Deno.chmod(`${dir.path}/copy/bin/openviking-kimi`, 0o755);
+    const env = await isolatedEnv(`${dir.path}/home`);
+    const v = await new Deno.Command(`${dir.path}/copy/bin/openviking-kimi`, {
+      args: ["version"],
+      cwd: `${dir.path}/copy`,
+      env,
+      clearEnv: true,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assertEquals(new TextDecoder().decode(v.stdout).trim(), VERSION, new TextDecoder().decode(v.stderr));
+    // Without Deno anywhere it says what is missing and exits 127 (never 2, which Kimi reads as "block").
+    const none = await new Deno.Command("/bin/sh", {
+      args: [`${dir.path}/copy/bin/openviking-kimi`, "version"],
+      env: { PATH: "/nonexistent", HOME: `${dir.path}/home` },
+      clearEnv: true,
+      stderr: "piped",
+    }).output();
+    assertEquals(none.code, 127);
+    assertMatch(new TextDecoder().decode(none.stderr), /needs Deno 2/);
+  },
+});
