@@ -1,5 +1,170 @@
-/** Placeholder until its issue lands: answers "not implemented yet" with exit code 2. */
-export function mcpCommand(_args: string[]): Promise<number> {
-  console.error("openviking-kimi: not implemented yet");
-  return Promise.resolve(2);
+/**
+ * `openviking-kimi mcp`: the stdio MCP server Kimi Code starts at every session start, proxying to
+ * OpenViking's `/mcp`. Wires configuration, credentials watching, the actor peer, the log and stdio together;
+ * stdout carries JSON-RPC lines only, diagnostics go to stderr and the debug log. Never contacts the server
+ * before the client sends its first message.
+ */
+
+import { credentialFilePaths, loadConfig } from "../runtime/config.ts";
+import { createLogger } from "../runtime/log.ts";
+import { type Env, processEnv } from "../runtime/paths.ts";
+import { resolvePeer } from "../runtime/peer.ts";
+import { CredentialWatcher, type ProxySettings, proxySettings } from "./credentials.ts";
+import { lineSink, readLines } from "./lines.ts";
+import { Proxy, STARTUP_TIMEOUT_CAP_MS } from "./proxy.ts";
+import { Session } from "./session.ts";
+import { readToolCache, toolCachePath, writeToolCache } from "./tool-cache.ts";
+import { Upstream } from "./upstream.ts";
+
+/** How long running requests may finish after stdin closed. */
+export const EOF_GRACE_MS = 5_000;
+
+const USAGE = `Usage: openviking-kimi mcp
+
+Runs the stdio MCP server that forwards to OpenViking's /mcp (newline-delimited JSON-RPC on stdin/stdout).
+Connection and credentials: OPENVIKING_URL, OPENVIKING_MCP_URL, OPENVIKING_API_KEY, OPENVIKING_ACCOUNT,
+OPENVIKING_USER, or ~/.openviking/ovcli.conf. Debug log: OPENVIKING_DEBUG=1.
+`;
+
+/**
+ * The workspace the actor peer is derived from: the process cwd, except when Kimi runs us from a plugin's
+ * folder (cwd = `$KIMI_PLUGIN_ROOT`), where the inherited `PWD` is the folder Kimi was started in.
+ */
+export function workspaceDir(env: Env, cwd: string): string | undefined {
+  const root = env.KIMI_PLUGIN_ROOT?.replace(/[\\/]+$/, "");
+  const inPlugin = root !== undefined && root !== "" && (cwd === root || cwd.startsWith(`${root}/`));
+  if (!inPlugin) return cwd;
+  const pwd = env.PWD;
+  if (pwd && pwd !== cwd && !(pwd === root || pwd.startsWith(`${root}/`))) return pwd;
+  return undefined;
+}
+
+/** I/O of one server run, so tests can run it in-process. */
+export interface McpServerIo {
+  env: Env;
+  cwd: string;
+  input: ReadableStream<Uint8Array>;
+  writeLine: (line: string) => Promise<void>;
+  /** Diagnostics for humans (stderr). */
+  diagnostic: (text: string) => void;
+  /** Aborting it stops the server at once (SIGTERM). */
+  signal?: AbortSignal;
+  fetch?: typeof fetch;
+}
+
+/** Runs the proxy until stdin ends, the output goes away or `signal` aborts; resolves to the exit code. */
+export async function runMcpServer(io: McpServerIo): Promise<number> {
+  const workspace = workspaceDir(io.env, io.cwd);
+  const load = async (): Promise<
+    { settings: ProxySettings; warnings: string[]; debug: boolean; log: string }
+  > => {
+    const { config, warnings } = await loadConfig(io.env, workspace);
+    const peer = await resolvePeer(workspace, {
+      explicitPeerId: config.peerId,
+      workspacePeer: config.workspacePeer,
+      peerSource: config.peerSource,
+    });
+    return {
+      settings: proxySettings(config, peer.peerId),
+      warnings,
+      debug: config.debug,
+      log: config.debugLogPath,
+    };
+  };
+  const first = await load();
+  for (const warning of first.warnings) io.diagnostic(`openviking-kimi mcp: ${warning}`);
+  const log = createLogger({
+    enabled: first.debug,
+    path: first.log,
+    source: "mcp",
+    secrets: first.settings.context.secrets as string[],
+  });
+  const paths = credentialFilePaths(io.env);
+  const watcher = new CredentialWatcher([paths.cli, paths.ov], async () => (await load()).settings);
+  await watcher.snapshot();
+  const cachePath = toolCachePath(io.env);
+  const late: { proxy?: Proxy } = {};
+  const session = new Session({
+    upstream: new Upstream(first.settings.target, io.fetch),
+    settings: first.settings,
+    credentials: watcher,
+    log,
+    initTimeoutMs: Math.min(first.settings.timeoutMs, STARTUP_TIMEOUT_CAP_MS),
+    passthrough: (item) => late.proxy?.passthrough(item),
+    onReinitialized: () => late.proxy?.onReinitialized(),
+  });
+  const running = new Proxy({
+    session,
+    writeLine: io.writeLine,
+    log,
+    tools: {
+      read: () => readToolCache(cachePath, session.settings.target.mcpUrl),
+      write: (tools) => writeToolCache(cachePath, session.settings.target.mcpUrl, tools),
+    },
+  });
+  late.proxy = running;
+  log.stage("start", {
+    url: first.settings.target.mcpUrl,
+    credentialSource: first.settings.context.credentialSource,
+    apiKeySource: first.settings.context.apiKeySource,
+    peer: first.settings.target.peerId || undefined,
+  });
+  const reading = (async () => {
+    for await (const line of readLines(io.input)) {
+      if (running.stopped.signal.aborted) break;
+      running.handleLine(line);
+    }
+    return "eof" as const;
+  })().catch(() => "eof" as const);
+  const stopped = new Promise<"signal">((resolve) => {
+    if (io.signal?.aborted) resolve("signal");
+    io.signal?.addEventListener("abort", () => resolve("signal"), { once: true });
+    running.stopped.signal.addEventListener("abort", () => resolve("signal"), { once: true });
+  });
+  const why = await Promise.race([reading, stopped]);
+  await running.shutdown(why === "eof" ? EOF_GRACE_MS : 0);
+  log.stage("exit", { why });
+  await log.flush();
+  return 0;
+}
+
+/** Entry point of `openviking-kimi mcp`. */
+export async function mcpCommand(args: string[]): Promise<number> {
+  if (args.includes("--help") || args.includes("-h")) {
+    console.error(USAGE);
+    return 0;
+  }
+  if (args.length > 0) {
+    console.error(`openviking-kimi mcp: unexpected argument "${args[0]}".\n\n${USAGE}`);
+    return 2;
+  }
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  const signals: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGTERM", "SIGINT", "SIGHUP"];
+  for (const s of signals) {
+    try {
+      Deno.addSignalListener(s, onSignal);
+    } catch {
+      // not supported on this platform
+    }
+  }
+  const writer = Deno.stdout.writable.getWriter();
+  const encoder = new TextEncoder();
+  const code = await runMcpServer({
+    env: processEnv(),
+    cwd: Deno.cwd(),
+    input: Deno.stdin.readable,
+    writeLine: lineSink(writer),
+    diagnostic: (text) => Deno.stderr.writeSync(encoder.encode(`${text}\n`)),
+    signal: stop.signal,
+  });
+  for (const s of signals) {
+    try {
+      Deno.removeSignalListener(s, onSignal);
+    } catch {
+      // not registered
+    }
+  }
+  if (stop.signal.aborted) Deno.exit(code); // a stdin read may still be pending; nothing else is
+  return code;
 }

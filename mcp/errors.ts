@@ -1,0 +1,208 @@
+/**
+ * The JSON-RPC errors the proxy answers when OpenViking cannot: each says what happened, where the setting
+ * involved came from, and what to do. API keys never appear (every text is scrubbed). Pure.
+ */
+
+import { scrub } from "../runtime/log.ts";
+import { ErrorCode, errorResponse, type JsonRpcErrorResponse, type JsonRpcId } from "./jsonrpc.ts";
+import { displayUrl, type Failure } from "./upstream.ts";
+
+/** What an error message may say about the configuration (never the key itself). */
+export interface ErrorContext {
+  mcpUrl: string;
+  /** Where the URL came from: "env", "ovcli.conf", "ov.conf" or "default". */
+  credentialSource: string;
+  /** Where the API key came from: "env OPENVIKING_API_KEY", "ovcli.conf", "ov.conf", "none", … */
+  apiKeySource: string;
+  cliConfigPath: string;
+  ovConfigPath: string;
+  account: string;
+  user: string;
+  /** Values that must never appear in a message. */
+  secrets: readonly string[];
+}
+
+/** Where the URL was configured, in words. */
+export function describeUrlSource(ctx: ErrorContext): string {
+  switch (ctx.credentialSource) {
+    case "env":
+      return "the environment (OPENVIKING_URL / OPENVIKING_MCP_URL)";
+    case "ovcli.conf":
+      return `"url" in ${ctx.cliConfigPath}`;
+    case "ov.conf":
+      return `the server section of ${ctx.ovConfigPath}`;
+    default:
+      return `the default, as nothing is configured (set "url" in ${ctx.cliConfigPath} or OPENVIKING_URL)`;
+  }
+}
+
+/** Where the API key came from and how to fix it, in words. */
+export function describeKeyFix(ctx: ErrorContext): { source: string; fix: string } {
+  const reread = `the proxy re-reads ${ctx.cliConfigPath} on the next call, no restart needed`;
+  const src = ctx.apiKeySource;
+  if (src === "none") {
+    return {
+      source: "no API key is configured",
+      fix: `Add "api_key" to ${ctx.cliConfigPath} (or set OPENVIKING_API_KEY for the MCP server); ${reread}.`,
+    };
+  }
+  if (src.startsWith("env ")) {
+    const name = src.slice(4);
+    return {
+      source: `the API key comes from the environment variable ${name}`,
+      fix:
+        `Fix ${name} where the MCP server is configured (Kimi's mcp.json or the plugin settings) and start ` +
+        `a new Kimi session, or remove it and put the key in ${ctx.cliConfigPath} as "api_key".`,
+    };
+  }
+  if (src === "ov.conf") {
+    return {
+      source: `the API key comes from ${ctx.ovConfigPath}`,
+      fix: `Put a valid "api_key" in ${ctx.cliConfigPath} (it wins over ${ctx.ovConfigPath}); ${reread}.`,
+    };
+  }
+  return {
+    source: `the API key comes from ${ctx.cliConfigPath}`,
+    fix: `Put a valid "api_key" in ${ctx.cliConfigPath}; ${reread}.`,
+  };
+}
+
+function credentialPath(ctx: ErrorContext): string {
+  if (ctx.apiKeySource === "ov.conf") return ctx.ovConfigPath;
+  if (ctx.apiKeySource.startsWith("env ")) return "";
+  return ctx.cliConfigPath;
+}
+
+/** The error answering an authentication failure (HTTP 401/403). */
+export function authError(
+  id: JsonRpcId | null,
+  status: number,
+  serverMessage: string,
+  ctx: ErrorContext,
+): JsonRpcErrorResponse {
+  const { source, fix } = describeKeyFix(ctx);
+  const said = serverMessage ? `: ${serverMessage}` : "";
+  const message = status === 403
+    ? `OpenViking denied access (HTTP 403${said}) for account "${ctx.account || "(none)"}", user "${
+      ctx.user || "(none)"
+    }"; ${source}. Check that the key belongs to that account and user ("account"/"user" in ` +
+      `${ctx.cliConfigPath} or OPENVIKING_ACCOUNT/OPENVIKING_USER). ${fix}`
+    : `OpenViking MCP authentication failed (HTTP ${status}${said}); ${source}. ${fix}`;
+  return clean(
+    errorResponse(id, ErrorCode.Authentication, message, {
+      status,
+      credentialSource: ctx.apiKeySource,
+      credentialPath: credentialPath(ctx),
+      url: displayUrl(ctx.mcpUrl),
+      serverMessage,
+    }),
+    ctx,
+  );
+}
+
+/** The error answering a failed exchange. */
+export function failureError(
+  id: JsonRpcId | null,
+  failure: Failure,
+  ctx: ErrorContext,
+): JsonRpcErrorResponse {
+  const url = displayUrl(ctx.mcpUrl);
+  const again = "The tools work again as soon as the server answers; no restart needed.";
+  switch (failure.kind) {
+    case "auth":
+      return authError(id, failure.status, failure.serverMessage, ctx);
+    case "network":
+      return clean(
+        errorResponse(
+          id,
+          ErrorCode.Network,
+          `OpenViking MCP request failed: cannot reach ${url} (${failure.cause}). Check that the OpenViking ` +
+            `server is running (openviking-server) and that the URL is right (it comes from ${
+              describeUrlSource(ctx)
+            }). ${again}`,
+          { url, cause: failure.cause, urlSource: ctx.credentialSource },
+        ),
+        ctx,
+      );
+    case "timeout":
+      return clean(
+        errorResponse(
+          id,
+          ErrorCode.Network,
+          `OpenViking at ${url} did not answer within ${Math.round(failure.ms / 1000)} s. Check that the ` +
+            `server is running and not overloaded, or raise OPENVIKING_TIMEOUT_MS. ${again}`,
+          { url, timeoutMs: failure.ms, urlSource: ctx.credentialSource },
+        ),
+        ctx,
+      );
+    case "cut":
+      return clean(
+        errorResponse(
+          id,
+          ErrorCode.Network,
+          `The connection to OpenViking at ${url} broke before the reply was complete (${failure.cause}). ` +
+            `Retry the call; if it keeps happening, check the server's log.`,
+          { url, cause: failure.cause },
+        ),
+        ctx,
+      );
+    case "redirect":
+      return clean(
+        errorResponse(
+          id,
+          ErrorCode.UpstreamHttp,
+          `OpenViking at ${url} redirected to ${failure.location}, another origin; the proxy sends ` +
+            `credentials only to the configured URL. If that is the right server, set it as the URL ` +
+            `(${describeUrlSource(ctx)}).`,
+          { status: failure.status, url, location: failure.location },
+        ),
+        ctx,
+      );
+    case "http": {
+      const said = failure.serverMessage ? `: ${failure.serverMessage}` : "";
+      const hint = failure.status === 404 || failure.status === 405
+        ? ` There is no MCP endpoint at ${url}: upgrade the OpenViking server (older ones have no native ` +
+          `/mcp), or set OPENVIKING_MCP_URL.`
+        : failure.status >= 500
+        ? " The server failed; check its log, then retry."
+        : "";
+      return clean(
+        errorResponse(
+          id,
+          ErrorCode.UpstreamHttp,
+          `OpenViking MCP upstream returned HTTP ${failure.status}${said}.${hint}`,
+          { status: failure.status, url, serverMessage: failure.serverMessage },
+        ),
+        ctx,
+      );
+    }
+    case "empty":
+      return clean(
+        errorResponse(
+          id,
+          ErrorCode.EmptyReply,
+          `OpenViking accepted the request (HTTP ${failure.status}) but sent no response to it. Retry the ` +
+            `call; if it keeps happening, check the server's log.`,
+          { status: failure.status, url },
+        ),
+        ctx,
+      );
+    case "bad-reply":
+      return clean(
+        errorResponse(
+          id,
+          ErrorCode.UpstreamHttp,
+          `OpenViking sent a reply that is not JSON-RPC (HTTP ${failure.status}). Check that ${url} is an ` +
+            `MCP endpoint.`,
+          { status: failure.status, url, sample: failure.sample },
+        ),
+        ctx,
+      );
+    case "aborted":
+      return errorResponse(id, ErrorCode.Network, "The request was cancelled.");
+  }
+}
+
+function clean(reply: JsonRpcErrorResponse, ctx: ErrorContext): JsonRpcErrorResponse {
+  return scrub(reply, ctx.secrets) as JsonRpcErrorResponse;
+}

@@ -1,0 +1,65 @@
+/**
+ * What the proxy answers by itself while OpenViking cannot be reached, so Kimi Code keeps the server (and its
+ * tools) for the session: an `initialize` result, a `tools/list` result from the cached or built-in catalog,
+ * and an empty `ping` result. Pure.
+ */
+
+import { VERSION } from "../runtime/version.ts";
+import type { ToolDefinition } from "./catalog.ts";
+import type { JsonRpcId, JsonRpcResult } from "./jsonrpc.ts";
+import { DEFAULT_PROTOCOL_VERSION } from "./upstream.ts";
+
+/** Protocol versions the proxy can relay (the message shapes of tools and ping are the same in all). */
+export const KNOWN_PROTOCOL_VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] as const;
+
+/**
+ * The version to answer an offline `initialize` with: the client's own ask when it is a known version no newer
+ * than the one OpenViking speaks (2025-06-18), else 2025-06-18. When the server comes back it is initialised
+ * asking for this same version, so the client and the server end up agreeing.
+ */
+export function offlineProtocolVersion(requested: unknown): string {
+  if (
+    typeof requested === "string" &&
+    (KNOWN_PROTOCOL_VERSIONS as readonly string[]).includes(requested) &&
+    requested <= DEFAULT_PROTOCOL_VERSION
+  ) {
+    return requested;
+  }
+  return DEFAULT_PROTOCOL_VERSION;
+}
+
+/** The `initialize` result given while the server is unreachable. */
+export function offlineInitializeResult(
+  id: JsonRpcId,
+  requestedVersion: unknown,
+  url: string,
+): JsonRpcResult {
+  return {
+    jsonrpc: "2.0",
+    id,
+    result: {
+      protocolVersion: offlineProtocolVersion(requestedVersion),
+      capabilities: { tools: { listChanged: true } },
+      serverInfo: {
+        name: "openviking",
+        title: "OpenViking (via openviking-kimi)",
+        version: `proxy-${VERSION}`,
+      },
+      instructions: `OpenViking at ${url} was not reachable when this session started. Its tools are ` +
+        `listed anyway and work as soon as the server answers; until then they return an error that says why.`,
+    },
+  };
+}
+
+/** The `tools/list` result served from a catalog. */
+export function catalogResult(id: JsonRpcId, tools: readonly ToolDefinition[]): JsonRpcResult {
+  return { jsonrpc: "2.0", id, result: { tools } };
+}
+
+/** The `ping` result. */
+export function pingResult(id: JsonRpcId): JsonRpcResult {
+  return { jsonrpc: "2.0", id, result: {} };
+}
+
+/** The notification telling the client to fetch the tool list again. */
+export const TOOLS_CHANGED = { jsonrpc: "2.0" as const, method: "notifications/tools/list_changed" };

@@ -1,0 +1,64 @@
+/**
+ * The last tool list OpenViking served, kept on disk (0600) so a session that starts while the server is down
+ * still offers the same tools the server had. One file, the list of the most recent MCP URL.
+ */
+
+import { z } from "zod";
+import { readTextIfExists, writeFileAtomic } from "../runtime/fs.ts";
+import { type Env, joinPath, sharedStateDir } from "../runtime/paths.ts";
+import type { ToolDefinition } from "./catalog.ts";
+
+/** Schema of one tool in the cache (only what an MCP tool must have is checked; the rest is kept). */
+const ToolSchema = z.looseObject({
+  name: z.string().min(1),
+  description: z.string().optional(),
+  inputSchema: z.looseObject({ type: z.literal("object") }),
+});
+
+/** Schema of the cache file. */
+const CacheSchema = z.object({
+  mcpUrl: z.string(),
+  savedAt: z.string(),
+  tools: z.array(ToolSchema).min(1),
+});
+
+/** Path of the cache file. */
+export function toolCachePath(env: Env): string {
+  return joinPath(sharedStateDir(env), "kimicode-mcp-tools.json");
+}
+
+/** Validates a `tools/list` result's tools; `undefined` when they are not a usable, non-empty list. */
+export function validTools(value: unknown): ToolDefinition[] | undefined {
+  const parsed = z.array(ToolSchema).min(1).safeParse(value);
+  return parsed.success ? parsed.data as ToolDefinition[] : undefined;
+}
+
+/** The cached tools for `mcpUrl`; `undefined` when there are none (or the file is unreadable). */
+export async function readToolCache(path: string, mcpUrl: string): Promise<ToolDefinition[] | undefined> {
+  try {
+    const text = await readTextIfExists(path);
+    if (text === undefined) return undefined;
+    const parsed = CacheSchema.safeParse(JSON.parse(text));
+    if (!parsed.success || parsed.data.mcpUrl !== mcpUrl) return undefined;
+    return parsed.data.tools as ToolDefinition[];
+  } catch {
+    return undefined;
+  }
+}
+
+/** Saves `tools` for `mcpUrl` unless the file already holds exactly them; never throws. */
+export async function writeToolCache(
+  path: string,
+  mcpUrl: string,
+  tools: ToolDefinition[],
+): Promise<boolean> {
+  try {
+    const current = await readToolCache(path, mcpUrl);
+    if (current && JSON.stringify(current) === JSON.stringify(tools)) return false;
+    const body = { mcpUrl, savedAt: new Date().toISOString(), tools };
+    await writeFileAtomic(path, `${JSON.stringify(body)}\n`);
+    return true;
+  } catch {
+    return false;
+  }
+}
