@@ -1,0 +1,137 @@
+import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../support/assert.ts";
+import { tempDir } from "../support/temp.ts";
+import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { type Check, renderChecks, runDoctor } from "../../install/doctor.ts";
+import { runInstall } from "../../install/command.ts";
+import { currentSelf } from "../../install/placement.ts";
+import { enqueueAll } from "../../runtime/pending.ts";
+import { emptyState, writeState } from "../../runtime/state.ts";
+import { hookStateDir, pendingDir } from "../../runtime/paths.ts";
+import { isolatedEnv } from "./helpers.ts";
+
+const NOW = Date.parse("2026-11-30T12:00:00.000Z");
+
+async function setup(root: string, extra: Record<string, string>) {
+  const home = `${root}/home`;
+  const kimi = `${home}/.kimi-code`;
+  await Deno.mkdir(kimi, { recursive: true });
+  const env = await isolatedEnv(home, extra);
+  const lines: string[] = [];
+  const install = async (mode: "config" | "plugin") =>
+    await runInstall(
+      {
+        env,
+        self: await currentSelf(),
+        os: "posix",
+        out: { info: (l) => lines.push(l), error: (l) => lines.push(l) },
+        now: new Date(NOW),
+        cwd: root,
+      },
+      { mode, credentials: {}, dryRun: false, yes: false, purge: false },
+    );
+  const doctor = async () => await runDoctor({ env, home: kimi, os: "posix", now: NOW });
+  return { home, kimi, env, install, doctor, lines };
+}
+
+function byId(checks: Check[]): Record<string, Check> {
+  return Object.fromEntries(checks.map((c) => [c.id, c]));
+}
+
+Deno.test("doctor: everything in place → no failure; queue, captures and protocol reported", async () => {
+  await using dir = await tempDir();
+  const fake = await FakeOpenViking.start({ apiKey: "sk-doctor" });
+  try {
+    const t = await setup(dir.path, { OPENVIKING_URL: fake.url, OPENVIKING_API_KEY: "sk-doctor" });
+    assertEquals(await t.install("config"), 0, t.lines.join("\n"));
+    await enqueueAll(
+      pendingDir(t.env),
+      [{ type: "commitSession", sessionId: "kc-1", payload: {} }],
+      NOW - 2 * 3_600_000,
+    );
+    const state = {
+      ...emptyState(),
+      lastCaptureAt: NOW - 60_000,
+      lastCaptureEvent: "Stop",
+      protocolVersion: "1.5",
+    };
+    await writeState(`${hookStateDir(t.env)}/session_a.json`, state);
+    const checks = await t.doctor();
+    const c = byId(checks);
+    assertEquals(checks.filter((x) => x.status === "fail"), [], renderChecks(checks));
+    assertEquals([c.hooks.status, c.mcp.status, c.command.status, c.server.status, c.auth.status], [
+      "ok",
+      "ok",
+      "ok",
+      "ok",
+      "ok",
+    ]);
+    assertEquals(c.queue.status, "warn");
+    assertMatch(c.queue.fix!, /openviking-kimi replay/);
+    assertMatch(c.captures.detail!.join(), /session_a: .* on Stop, journal protocol 1\.5/);
+    assertEquals(c.protocol.status, "ok");
+    assertTrue(fake.requestsTo("POST /api/v1/search/find").length === 1, "auth is proven with a real search");
+    assertNotMatch(renderChecks(checks), /sk-doctor/);
+  } finally {
+    await fake.close();
+  }
+});
+
+Deno.test("doctor: wrong key, unknown protocol, nothing installed → failures with fixes, never the key", async () => {
+  await using dir = await tempDir();
+  const fake = await FakeOpenViking.start({ apiKey: "right" });
+  try {
+    const t = await setup(dir.path, { OPENVIKING_URL: fake.url, OPENVIKING_API_KEY: "wrong-key-123" });
+    await writeState(`${hookStateDir(t.env)}/s.json`, {
+      ...emptyState(),
+      lastCaptureAt: NOW,
+      protocolVersion: "9.0",
+    });
+    const checks = await t.doctor();
+    const c = byId(checks);
+    assertEquals([c.hooks.status, c.mcp.status, c.auth.status, c.protocol.status], [
+      "fail",
+      "fail",
+      "fail",
+      "warn",
+    ]);
+    assertMatch(c.hooks.fix!, /openviking-kimi install/);
+    assertMatch(c.auth.fix!, /--api-key/);
+    assertNotMatch(JSON.stringify(checks), /wrong-key-123/);
+  } finally {
+    await fake.close();
+  }
+});
+
+Deno.test("doctor: registered twice (config + plugin by hand) and a broken command are failures", async () => {
+  await using dir = await tempDir();
+  const t = await setup(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
+  assertEquals(await t.install("plugin"), 0, t.lines.join("\n"));
+  // A second registration written by hand, as a user copying the snippet would.
+  await Deno.writeTextFile(
+    `${t.kimi}/config.toml`,
+    '[[hooks]]\nevent = "Stop"\ncommand = "/gone/openviking-kimi hook stop"\n',
+  );
+  const c = byId(await t.doctor());
+  assertEquals(c.hooks.status, "fail");
+  assertMatch(c.hooks.summary, /Stop ×2/);
+  assertEquals(c["hooks-outside-block"].status, "warn");
+  const commands = (await t.doctor()).filter((x) => x.id === "command");
+  assertEquals(commands.map((x) => x.status).sort(), ["fail", "ok"]);
+  assertEquals(c.server.status, "fail");
+});
+
+Deno.test("doctor: a disabled plugin, a config Kimi rejects, a missing Kimi home", async () => {
+  await using dir = await tempDir();
+  const t = await setup(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
+  assertEquals(await t.install("plugin"), 0);
+  const reg = JSON.parse(await Deno.readTextFile(`${t.kimi}/plugins/installed.json`));
+  reg.plugins[0].enabled = false;
+  await Deno.writeTextFile(`${t.kimi}/plugins/installed.json`, JSON.stringify(reg));
+  await Deno.writeTextFile(`${t.kimi}/config.toml`, '[[hooks]]\nevent = "Stop"\ncommand = "x"\ncwd = "/"\n');
+  const c = byId(await t.doctor());
+  assertMatch(c.hooks.fix!, /\/plugins enable openviking-memory/);
+  assertEquals(c.config.status, "fail");
+  assertMatch(c.config.detail!.join(), /"cwd"/);
+  const missing = await runDoctor({ env: t.env, home: `${dir.path}/nope`, os: "posix", now: NOW });
+  assertEquals(byId(missing)["kimi-home"].status, "fail");
+});
