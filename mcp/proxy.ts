@@ -313,12 +313,13 @@ export class Proxy {
     const initGate = this.initGate;
     const sent = this.barrier.then(() => initGate).then(() => this.forward(message, "notification"));
     this.barrier = sent;
+    this.tasks.add(sent);
+    sent.finally(() => this.tasks.delete(sent));
     return sent;
   }
 
   /** Sends a notification or response upstream; failures are only logged (there is no one to answer). */
   private async forward(message: JsonRpcMessage, what: string): Promise<void> {
-    if (this.closing && what === "notification") return;
     const exchange = await this.options.session.send(message, {
       sink: this.passthrough,
       signal: this.stopped.signal,

@@ -1,6 +1,9 @@
 /**
  * The fake OpenViking's `/mcp` endpoint: MCP Streamable HTTP with the server's 15 tools, JSON or SSE replies,
- * stateless (like OpenViking) or with session ids, and session expiry on demand.
+ * stateless (like OpenViking) or with session ids, and session expiry on demand. For proxy tests it can also
+ * hold tool calls until released (to control reply order and concurrency), answer with a scripted reply (SSE
+ * bodies with comments, multi-line data, server requests, `[DONE]`; empty or broken bodies; redirects), and
+ * it counts calls in progress.
  */
 
 /** Options of the fake MCP endpoint. */
@@ -41,14 +44,89 @@ export const OPENVIKING_TOOLS = [
 
 type Msg = Record<string, unknown>;
 
+/** A scripted reply for one POST; return `undefined` to let the fake answer normally. */
+export type McpScript = (messages: Msg[], headers: Record<string, string>) => McpReply | undefined;
+
+/** One SSE event of a scripted body. */
+export interface SseSpec {
+  /** The JSON-RPC message (or raw text) of the event; split over several `data:` lines when `split` is set. */
+  data?: unknown;
+  /** Raw `data:` text instead of JSON (e.g. "[DONE]"). */
+  raw?: string;
+  event?: string;
+  id?: string;
+  retry?: number;
+  /** Lines of comments before the event. */
+  comment?: string;
+  /** Split the JSON over this many `data:` lines. */
+  split?: number;
+}
+
+/** Builds an SSE body from event specs (CRLF line ends when `crlf`). */
+export function sseBody(events: SseSpec[], crlf = false): string {
+  const nl = crlf ? "\r\n" : "\n";
+  let out = "";
+  for (const e of events) {
+    if (e.comment !== undefined) out += `: ${e.comment}${nl}`;
+    if (e.event) out += `event: ${e.event}${nl}`;
+    if (e.id !== undefined) out += `id: ${e.id}${nl}`;
+    if (e.retry !== undefined) out += `retry: ${e.retry}${nl}`;
+    const text = e.raw ?? (e.data === undefined ? undefined : JSON.stringify(e.data, null, e.split ? 1 : 0));
+    if (text !== undefined) {
+      const lines = e.split ? spread(text.split("\n"), e.split) : [text];
+      for (const line of lines) out += `data: ${line}${nl}`;
+    }
+    if (e.data !== undefined || e.raw !== undefined) out += nl;
+  }
+  return out;
+}
+
+function spread(lines: string[], parts: number): string[] {
+  const size = Math.max(1, Math.ceil(lines.length / parts));
+  const out: string[] = [];
+  for (let i = 0; i < lines.length; i += size) out.push(lines.slice(i, i + size).join(" "));
+  return out;
+}
+
+/** An SSE reply. */
+export function sseReply(body: string, headers: Record<string, string> = {}): McpReply {
+  return { status: 200, headers: { "content-type": "text/event-stream", ...headers }, body };
+}
+
 /** The fake endpoint's state and handler. */
 export class FakeMcp {
   readonly sessions = new Set<string>();
   /** Every JSON-RPC message received, in order. */
   readonly received: Msg[] = [];
   deleted = 0;
+  /** Tool calls running now, and the most seen at once. */
+  active = 0;
+  maxActive = 0;
+  /** When set, answers POSTs it returns a reply for. */
+  script: McpScript | undefined;
+  private readonly holds = new Map<string, { promise: Promise<void>; release: () => void }>();
   private next = 0;
   constructor(public options: FakeMcpOptions) {}
+
+  /** Makes calls of tool `name` wait until `release()` is called. */
+  hold(name: string): { release: () => void } {
+    let release!: () => void;
+    const promise = new Promise<void>((resolve) => release = resolve);
+    const entry = {
+      promise,
+      release: () => {
+        this.holds.delete(name);
+        release();
+      },
+    };
+    this.holds.set(name, entry);
+    return { release: entry.release };
+  }
+
+  /** Messages received with this method. */
+  receivedMethod(method: string): Msg[] {
+    return this.received.filter((m) => m.method === method);
+  }
 
   /** Forgets every session (their ids now answer 404/400). */
   expireSessions(): void {
@@ -56,8 +134,28 @@ export class FakeMcp {
   }
 
   /** Handles one HTTP request to /mcp. */
-  handle(method: string, headers: Record<string, string>, body: unknown): Promise<McpReply> {
-    return Promise.resolve(this.handleSync(method, headers, body));
+  async handle(method: string, headers: Record<string, string>, body: unknown): Promise<McpReply> {
+    if (method === "POST" && this.script) {
+      const messages = (Array.isArray(body) ? body : [body]) as Msg[];
+      const scripted = this.script(messages, headers);
+      if (scripted) {
+        this.received.push(...messages);
+        return scripted;
+      }
+    }
+    const calls = (Array.isArray(body) ? body : [body]).filter((m) =>
+      method === "POST" && (m as Msg)?.method === "tools/call"
+    ) as Msg[];
+    const held = calls.map((m) => this.holds.get(String((m.params as Msg | undefined)?.name ?? "")))
+      .filter((h) => h !== undefined);
+    this.active += calls.length;
+    this.maxActive = Math.max(this.maxActive, this.active);
+    try {
+      for (const h of held) await h.promise;
+      return this.handleSync(method, headers, body);
+    } finally {
+      this.active -= calls.length;
+    }
   }
 
   private handleSync(method: string, headers: Record<string, string>, body: unknown): McpReply {

@@ -1,0 +1,159 @@
+/**
+ * Test harness: runs the MCP proxy in-process (the same `runMcpServer` the command uses) on in-memory stdio,
+ * with a temporary HOME, and lets a test send lines and wait for output messages.
+ */
+
+import { runMcpServer } from "../../mcp/command.ts";
+import { assertTrue } from "../support/assert.ts";
+
+/** A JSON object as it came out of the proxy. */
+export type Json = Record<string, unknown>;
+
+/** The client side of an in-process proxy. */
+export interface ProxyHarness {
+  /** Sends a message (serialised as one line). */
+  send(message: unknown): Promise<void>;
+  /** Sends a raw line. */
+  sendLine(line: string): Promise<void>;
+  /** Every output line so far. */
+  readonly lines: string[];
+  /** Every output message so far (parsed). */
+  messages(): Json[];
+  /** Resolves with the first output message (past or future) matching `match`. */
+  waitFor(match: (m: Json) => boolean, what?: string): Promise<Json>;
+  /** The response to request `id`. */
+  response(id: unknown): Promise<Json>;
+  /** Sends a request and waits for its response. */
+  request(id: unknown, method: string, params?: unknown): Promise<Json>;
+  /** initialize + notifications/initialized, like Kimi Code; returns the initialize response. */
+  initialize(protocolVersion?: string): Promise<Json>;
+  /** Closes stdin and resolves with the exit code. */
+  close(): Promise<number>;
+  /** Stops the server as SIGTERM would; resolves with the exit code. */
+  terminate(): Promise<number>;
+  /** Diagnostics printed for humans. */
+  readonly diagnostics: string[];
+}
+
+const GUARD_MS = 30_000;
+
+/** Starts the proxy with `env` (HOME must be a temporary directory). */
+export function startProxy(env: Record<string, string>, options: { cwd?: string } = {}): ProxyHarness {
+  const input = new TransformStream<Uint8Array, Uint8Array>();
+  const writer = input.writable.getWriter();
+  const encoder = new TextEncoder();
+  const lines: string[] = [];
+  const diagnostics: string[] = [];
+  const waiters: { match: (m: Json) => boolean; resolve: (m: Json) => void }[] = [];
+  const stop = new AbortController();
+  let closed = false;
+  const done = runMcpServer({
+    env,
+    cwd: options.cwd ?? env.HOME,
+    input: input.readable,
+    writeLine: (line) => {
+      lines.push(line);
+      const message = JSON.parse(line) as Json;
+      for (const w of [...waiters]) {
+        if (w.match(message)) {
+          waiters.splice(waiters.indexOf(w), 1);
+          w.resolve(message);
+        }
+      }
+      return Promise.resolve();
+    },
+    diagnostic: (text) => diagnostics.push(text),
+    signal: stop.signal,
+  });
+  const messages = () => lines.map((l) => JSON.parse(l) as Json);
+  const waitFor = (match: (m: Json) => boolean, what = "a message"): Promise<Json> => {
+    const hit = messages().find(match);
+    if (hit) return Promise.resolve(hit);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        waiters.splice(waiters.indexOf(waiter), 1);
+        reject(new Error(`no ${what} within ${GUARD_MS} ms; output so far:\n${lines.join("\n")}`));
+      }, GUARD_MS);
+      const waiter = {
+        match,
+        resolve: (m: Json) => {
+          clearTimeout(timer);
+          resolve(m);
+        },
+      };
+      waiters.push(waiter);
+    });
+  };
+  const sendLine = async (line: string) => {
+    await writer.write(encoder.encode(`${line}\n`));
+  };
+  const send = (message: unknown) => sendLine(JSON.stringify(message));
+  const response = (id: unknown) =>
+    waitFor((m) => m.id === id && ("result" in m || "error" in m), `response to ${JSON.stringify(id)}`);
+  const closeInput = async () => {
+    if (closed) return;
+    closed = true;
+    await writer.close().catch(() => {});
+  };
+  return {
+    send,
+    sendLine,
+    lines,
+    diagnostics,
+    messages,
+    waitFor,
+    response,
+    async request(id, method, params) {
+      await send(
+        params === undefined ? { jsonrpc: "2.0", id, method } : { jsonrpc: "2.0", id, method, params },
+      );
+      return await response(id);
+    },
+    async initialize(protocolVersion = "2025-11-25") {
+      await send({
+        jsonrpc: "2.0",
+        id: "init",
+        method: "initialize",
+        params: { protocolVersion, capabilities: {}, clientInfo: { name: "kimi-code", version: "2.1.0" } },
+      });
+      const reply = await response("init");
+      await send({ jsonrpc: "2.0", method: "notifications/initialized" });
+      return reply;
+    },
+    async close() {
+      await closeInput();
+      return await done;
+    },
+    async terminate() {
+      stop.abort();
+      const code = await done;
+      await closeInput();
+      return code;
+    },
+  };
+}
+
+/** The `result` of a response, failing the test when it is an error. */
+export function resultOf(response: Json): Json {
+  assertTrue("result" in response, `expected a result, got ${JSON.stringify(response)}`);
+  return response.result as Json;
+}
+
+/** The `error` of a response, failing the test when it is a result. */
+export function errorOf(response: Json): { code: number; message: string; data?: Json } {
+  assertTrue("error" in response, `expected an error, got ${JSON.stringify(response)}`);
+  return response.error as { code: number; message: string; data?: Json };
+}
+
+/** A port nothing listens on (bound, then released). */
+export function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}
+
+/** Tool names of a tools/list response. */
+export function toolNames(response: Json): string[] {
+  return ((resultOf(response).tools ?? []) as { name: string }[]).map((t) => t.name);
+}
