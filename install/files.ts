@@ -1,7 +1,8 @@
 /**
  * Writing planned file changes: re-check that nobody changed the file since it was read, keep a backup of
  * the previous content, write temp + fsync + rename (old or new content, never torn), mode 0600. Parent
- * directories that exist are left as they are (the user's Kimi home keeps its mode); new ones are 0700.
+ * directories that exist are left as they are (the user's Kimi home keeps its mode); new ones are 0700. A
+ * symlinked file is written through the link.
  */
 
 import { readTextIfExists, writeFileAtomic } from "../runtime/fs.ts";
@@ -41,7 +42,12 @@ export async function applyChange(change: FileChange, now = new Date()): Promise
     await Deno.remove(change.path);
     return backup;
   }
-  await Deno.mkdir(dirName(change.path), { recursive: true, mode: 0o700 });
-  await writeFileAtomic(change.path, change.after, { mode: 0o600, privateDir: false });
+  // A symlinked file (dotfiles) is written where it points, so the link itself stays the user's.
+  const target = await Deno.lstat(change.path).then(
+    async (info) => (info.isSymlink ? await Deno.realPath(change.path) : change.path),
+    () => change.path,
+  );
+  await Deno.mkdir(dirName(target), { recursive: true, mode: 0o700 });
+  await writeFileAtomic(target, change.after, { mode: 0o600, privateDir: false });
   return backup;
 }

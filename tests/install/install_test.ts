@@ -364,3 +364,21 @@ Deno.test("argument parsing", () => {
   assertEquals(parseInstallArgs(["--purge"], all).ok, false);
   assertEquals(parseInstallArgs(["--url"], all).ok, false);
 });
+
+Deno.test({
+  name: "a symlinked config.toml (dotfiles) stays a symlink; the file it points at is edited",
+  ignore: isWindows,
+  async fn() {
+    await using dir = await tempDir();
+    const t = await setup(dir.path);
+    await Deno.mkdir(`${dir.path}/dotfiles`);
+    await Deno.writeTextFile(`${dir.path}/dotfiles/kimi.toml`, USER_CONFIG);
+    await Deno.symlink(`${dir.path}/dotfiles/kimi.toml`, `${t.kimi}/config.toml`);
+    assertEquals(await runInstall(t.ctx(), opts()), 0, t.lines.join("\n"));
+    assertTrue((await Deno.lstat(`${t.kimi}/config.toml`)).isSymlink);
+    assertStringIncludes((await read(`${dir.path}/dotfiles/kimi.toml`))!, "[[hooks]]");
+    assertEquals(await runUninstall(t.ctx(), opts()), 0);
+    assertTrue((await Deno.lstat(`${t.kimi}/config.toml`)).isSymlink);
+    assertEquals(await read(`${dir.path}/dotfiles/kimi.toml`), USER_CONFIG);
+  },
+});
