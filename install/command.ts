@@ -369,6 +369,15 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
         },
     ];
     const root = joinPath(state.paths.managedDir, PLUGIN_ID);
+    const manifestPath = joinPath(root, "kimi.plugin.json");
+    // Shown in dry runs only: the directory itself is placed whole by the step below.
+    plan.changes.push({
+      path: manifestPath,
+      before: await readTextIfExists(manifestPath).catch(() => undefined),
+      after: manifestText(ctx.os),
+      backup: "bak",
+      displayOnly: true,
+    });
     const keepPrevious = state.plugin?.owner === "upstream" || state.plugin?.owner === "other";
     plan.steps.push({
       describe: `place the plugin directory ${root} (kimi.plugin.json, bin/${

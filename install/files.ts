@@ -15,6 +15,8 @@ export interface FileChange {
   after: string | undefined;
   /** `bak`: `<file>.bak`; `timestamped`: `<file>.bak.<epoch seconds>` (OpenViking's installers do so for ovcli.conf). */
   backup: "bak" | "timestamped";
+  /** Only shown by a dry run (the file is written by another step, e.g. the plugin directory placement). */
+  displayOnly?: boolean;
   /** How the file is shown in a dry run (secrets masked). */
   display?: (text: string) => string;
 }
@@ -28,7 +30,7 @@ export function backupPath(change: FileChange, now: Date): string {
 
 /** Applies one change; throws when the file changed since it was planned. Returns the backup path written. */
 export async function applyChange(change: FileChange, now = new Date()): Promise<string | undefined> {
-  if (change.before === change.after) return undefined;
+  if (change.before === change.after || change.displayOnly) return undefined;
   const current = await readTextIfExists(change.path);
   if (current !== change.before) {
     throw new Error(`${change.path} changed while openviking-kimi was working on it; run the command again.`);

@@ -56,7 +56,10 @@ export function commandFor(words: readonly string[], os: OsFamily): string {
 
 /** The program and arguments that run `openviking-kimi` in config mode (before `hook <event>` / `mcp`). */
 export function configInvocation(self: Self, env: Env, os: OsFamily): Invocation {
-  if (self.kind === "compiled") return { command: installedBinaryPath(env, os), args: [] };
+  if (self.kind === "compiled") {
+    const path = installedBinaryPath(env, os);
+    return { command: os === "windows" ? path.replace(/\//g, "\\") : path, args: [] };
+  }
   return self.invocation;
 }
 

@@ -382,3 +382,21 @@ Deno.test({
     assertEquals(await read(`${dir.path}/dotfiles/kimi.toml`), USER_CONFIG);
   },
 });
+
+Deno.test("uninstall --mode limits removal to that mode", async () => {
+  await using dir = await tempDir();
+  const t = await setup(dir.path);
+  assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0);
+  assertEquals(await runUninstall(t.ctx(), opts({ mode: "config" })), 0);
+  assertEquals(JSON.parse((await read(`${t.kimi}/plugins/installed.json`))!).plugins.length, 1);
+  assertEquals(await runUninstall(t.ctx(), opts({ mode: "plugin" })), 0);
+  assertEquals(await read(`${t.kimi}/plugins/installed.json`), undefined);
+});
+
+Deno.test("plugin --dry-run shows the manifest it would write", async () => {
+  await using dir = await tempDir();
+  const t = await setup(dir.path);
+  assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin", dryRun: true })), 0);
+  assertMatch(t.lines.join("\n"), /^\+\s+"command": "\.\/bin\/openviking-kimi hook stop",$/m);
+  assertEquals(await read(`${t.kimi}/plugins/managed/openviking-memory/kimi.plugin.json`), undefined);
+});
