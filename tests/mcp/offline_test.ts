@@ -1,0 +1,224 @@
+/**
+ * OpenViking down when the session starts: initialize, tools/list and ping are answered locally, calls say what
+ * to check, and once the server is up the proxy initialises it and works without a restart. Plus the tool-list
+ * cache and the redirect policy (credentials only go to the configured origin).
+ */
+
+import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../support/assert.ts";
+import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
+import { tempDir } from "../support/temp.ts";
+import { BUILTIN_TOOLS } from "../../mcp/catalog.ts";
+import { offlineProtocolVersion } from "../../mcp/offline.ts";
+import { readToolCache, toolCachePath, writeToolCache } from "../../mcp/tool-cache.ts";
+import { errorOf, freePort, type Json, resultOf, startProxy, toolNames } from "./harness.ts";
+
+const KEY = "offline-test-key-55aa";
+
+Deno.test("mcp/offline: the built-in catalog is OpenViking's 15 tools with object schemas", () => {
+  assertEquals(BUILTIN_TOOLS.map((t) => t.name), OPENVIKING_TOOLS);
+  for (const t of BUILTIN_TOOLS) {
+    assertEquals(t.inputSchema.type, "object");
+    assertTrue((t.description ?? "").length > 10, `${t.name} has a description`);
+    for (const r of t.inputSchema.required ?? []) {
+      assertTrue(r in (t.inputSchema.properties ?? {}), `${t.name}.${r}`);
+    }
+  }
+});
+
+Deno.test("mcp/offline: protocol version answered while offline", () => {
+  assertEquals(offlineProtocolVersion("2025-11-25"), "2025-06-18");
+  assertEquals(offlineProtocolVersion("2025-06-18"), "2025-06-18");
+  assertEquals(offlineProtocolVersion("2025-03-26"), "2025-03-26");
+  assertEquals(offlineProtocolVersion("2024-11-05"), "2024-11-05");
+  assertEquals(offlineProtocolVersion("1999-01-01"), "2025-06-18");
+  assertEquals(offlineProtocolVersion(undefined), "2025-06-18");
+});
+
+Deno.test("mcp/offline: tool cache round trip, per URL, rejects junk, rewrites only on change", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  const path = toolCachePath({ HOME: home.path });
+  assertEquals(await readToolCache(path, "http://a/mcp"), undefined);
+  const tools = [{
+    name: "find",
+    description: "d",
+    inputSchema: { type: "object" as const, properties: {} },
+  }];
+  assertEquals(await writeToolCache(path, "http://a/mcp", tools), true);
+  assertEquals(await writeToolCache(path, "http://a/mcp", tools), false);
+  assertEquals(await readToolCache(path, "http://a/mcp"), tools);
+  assertEquals(await readToolCache(path, "http://b/mcp"), undefined);
+  if (Deno.build.os !== "windows") assertEquals((await Deno.stat(path)).mode! & 0o777, 0o600);
+  await Deno.writeTextFile(path, "{not json");
+  assertEquals(await readToolCache(path, "http://a/mcp"), undefined);
+  await Deno.writeTextFile(
+    path,
+    JSON.stringify({ mcpUrl: "http://a/mcp", savedAt: "x", tools: [{ name: 1 }] }),
+  );
+  assertEquals(await readToolCache(path, "http://a/mcp"), undefined);
+});
+
+Deno.test("mcp/offline: server down at start, then up: no restart needed, tools announced again", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  const port = freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: url, OPENVIKING_API_KEY: KEY });
+
+  const init = resultOf(await proxy.initialize("2025-11-25"));
+  assertEquals(init.protocolVersion, "2025-06-18");
+  assertEquals(init.capabilities, { tools: { listChanged: true } });
+  assertEquals((init.serverInfo as Json).name, "openviking");
+  assertMatch(String(init.instructions), /not reachable/);
+  assertEquals(toolNames(await proxy.request(1, "tools/list")), OPENVIKING_TOOLS);
+  assertEquals(resultOf(await proxy.request(2, "ping")), {});
+  const down = errorOf(await proxy.request(3, "tools/call", { name: "find", arguments: { query: "q" } }));
+  assertEquals(down.code, -32004);
+  assertTrue(down.message.includes(`${url}/mcp`), "names the URL");
+  assertMatch(down.message, /server is running/);
+  assertMatch(down.message, /environment \(OPENVIKING_URL/);
+  assertMatch(down.message, /no restart needed/);
+  assertEquals(down.data?.url, `${url}/mcp`);
+
+  const fake = await FakeOpenViking.start({ port, apiKey: KEY, mcp: { stateful: true, sse: true } });
+  try {
+    const ok = resultOf(await proxy.request(4, "tools/call", { name: "find", arguments: { query: "q" } }));
+    assertEquals((ok.content as Json[])[0].text, 'fake find: {"query":"q"}');
+    await proxy.waitFor((m) => m.method === "notifications/tools/list_changed", "list_changed");
+    const inits = fake.mcp.receivedMethod("initialize");
+    assertEquals(inits.length, 1);
+    const params = inits[0].params as Json;
+    assertEquals(params.protocolVersion, "2025-06-18"); // the version the client was given
+    assertEquals((params.clientInfo as Json).name, "kimi-code");
+    assertEquals(fake.mcp.receivedMethod("notifications/initialized").length, 1);
+    // the client re-lists and now gets the server's own list, which is cached for offline starts
+    const listed = resultOf(await proxy.request(5, "tools/list"));
+    assertEquals((listed.tools as Json[])[0].description, "OpenViking find");
+    assertEquals(await proxy.close(), 0);
+    assertEquals(fake.mcp.deleted, 1);
+    assertEquals(proxy.messages().filter((m) => m.method === "notifications/tools/list_changed").length, 1);
+  } finally {
+    await fake.close();
+  }
+
+  // next session starts while the server is down again: the cached list (server's descriptions) is served
+  const again = startProxy({ HOME: home.path, OPENVIKING_URL: url, OPENVIKING_API_KEY: KEY });
+  await again.initialize();
+  const cached = resultOf(await again.request(1, "tools/list"));
+  assertEquals((cached.tools as Json[]).map((t) => t.name), OPENVIKING_TOOLS);
+  assertEquals((cached.tools as Json[])[0].description, "OpenViking find");
+  assertEquals(await again.close(), 0);
+  for (const text of [...proxy.lines, ...again.lines]) assertNotMatch(text, new RegExp(KEY));
+});
+
+Deno.test("mcp/offline: server with no /mcp (old OpenViking) gets a clear 404 hint", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  const fake = await FakeOpenViking.start();
+  try {
+    const proxy = startProxy({
+      HOME: home.path,
+      OPENVIKING_MCP_URL: `${fake.url}/no-mcp-here`,
+      OPENVIKING_URL: fake.url,
+    });
+    resultOf(await proxy.initialize());
+    assertEquals(toolNames(await proxy.request(1, "tools/list")).length, 15);
+    const e = errorOf(await proxy.request(2, "tools/call", { name: "health", arguments: {} }));
+    assertEquals(e.code, -32002);
+    assertMatch(e.message, /HTTP 404.*no MCP endpoint/);
+    assertEquals(await proxy.close(), 0);
+  } finally {
+    await fake.close();
+  }
+});
+
+Deno.test("mcp/offline: an initialize the server refuses with a JSON-RPC error is passed through", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  const fake = await FakeOpenViking.start();
+  try {
+    fake.mcp.script = (messages) =>
+      messages[0].method === "initialize"
+        ? {
+          status: 200,
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({
+            jsonrpc: "2.0",
+            id: messages[0].id,
+            error: { code: -32602, message: "Unsupported protocol version" },
+          }),
+        }
+        : undefined;
+    const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
+    const reply = await proxy.initialize("1999-01-01");
+    assertEquals(errorOf(reply).message, "Unsupported protocol version");
+    assertEquals(await proxy.close(), 0);
+  } finally {
+    await fake.close();
+  }
+});
+
+/** A server that redirects `/old` to `target` and answers JSON-RPC on `/mcp`, recording what it saw. */
+function redirector(target: (port: number) => string) {
+  const seen: { path: string; auth: string | null }[] = [];
+  const server: Deno.HttpServer<Deno.NetAddr> = Deno.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    onListen() {},
+  }, async (req): Promise<Response> => {
+    const url = new URL(req.url);
+    seen.push({ path: url.pathname, auth: req.headers.get("authorization") });
+    if (url.pathname === "/old") {
+      await req.body?.cancel();
+      return new Response(null, { status: 308, headers: { location: target(server.addr.port) } });
+    }
+    const body = await req.json() as Json;
+    if (body.id === undefined) return new Response(null, { status: 202 });
+    const result = body.method === "initialize"
+      ? { protocolVersion: "2025-06-18", capabilities: {}, serverInfo: { name: "r", version: "1" } }
+      : { content: [{ type: "text", text: `at ${url.pathname}` }] };
+    return Response.json({ jsonrpc: "2.0", id: body.id, result });
+  });
+  return { server, seen, port: server.addr.port };
+}
+
+Deno.test("mcp/redirect: same-origin redirects are followed with credentials", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  const r = redirector((port) => `http://127.0.0.1:${port}/mcp`);
+  try {
+    const proxy = startProxy({
+      HOME: home.path,
+      OPENVIKING_URL: `http://127.0.0.1:${r.port}`,
+      OPENVIKING_MCP_URL: `http://127.0.0.1:${r.port}/old`,
+      OPENVIKING_API_KEY: KEY,
+    });
+    await proxy.initialize();
+    const ok = resultOf(await proxy.request(1, "tools/call", { name: "x", arguments: {} }));
+    assertEquals((ok.content as Json[])[0].text, "at /mcp");
+    assertEquals(await proxy.close(), 0);
+    assertTrue(r.seen.every((s) => s.auth === `Bearer ${KEY}`));
+  } finally {
+    await r.server.shutdown();
+  }
+});
+
+Deno.test("mcp/redirect: a redirect to another origin is not followed; the key never leaves", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  const other = redirector(() => "/mcp");
+  const r = redirector(() => `http://localhost:${other.port}/mcp`);
+  try {
+    const proxy = startProxy({
+      HOME: home.path,
+      OPENVIKING_URL: `http://127.0.0.1:${r.port}`,
+      OPENVIKING_MCP_URL: `http://127.0.0.1:${r.port}/old`,
+      OPENVIKING_API_KEY: KEY,
+    });
+    resultOf(await proxy.initialize()); // answered offline
+    const e = errorOf(await proxy.request(1, "tools/call", { name: "x", arguments: {} }));
+    assertEquals(e.code, -32002);
+    assertMatch(e.message, new RegExp(`redirected to http://localhost:${other.port}/mcp, another origin`));
+    assertEquals(await proxy.close(), 0);
+    assertEquals(other.seen, []);
+    assertNotMatch(proxy.lines.join("\n"), new RegExp(KEY));
+  } finally {
+    await r.server.shutdown();
+    await other.server.shutdown();
+  }
+});
