@@ -1,0 +1,700 @@
+/**
+ * Probes the REAL OpenViking server (PyPI `openviking`, see tests/support/real-openviking.ts) with the
+ * headers the plugin sends, pinning the behaviour of every endpoint the plugin uses.
+ *
+ * Skipped (with the reason printed) when `OPENVIKING_REAL=0`, or when the server cannot be installed or
+ * started here; `OPENVIKING_REAL=1` turns those skips into failures. `OPENVIKING_E2E_URL` probes an
+ * existing server instead (memory-extraction and api_key-mode checks then need our stub and are skipped).
+ */
+
+import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
+import {
+  OPENVIKING_VERSION,
+  OpenVikingUnavailable,
+  type RealAuthMode,
+  type RealOpenViking,
+  rssKiB,
+  startRealOpenViking,
+} from "../support/real-openviking.ts";
+import { USER_AGENT } from "../../runtime/version.ts";
+import { cannedReply, embedText, startEmbeddingStub } from "../support/embedding-stub.ts";
+
+const REAL = Deno.env.get("OPENVIKING_REAL") ?? "";
+const PEER = "-work-main";
+const TEST_OPTS = { sanitizeOps: false, sanitizeResources: false };
+
+if (REAL === "0") console.log("SKIP real OpenViking probe: OPENVIKING_REAL=0");
+
+type Json = Record<string, unknown>;
+
+interface Reply {
+  status: number;
+  headers: Headers;
+  text: string;
+  json: Json;
+}
+
+function obj(value: unknown): Json {
+  return value && typeof value === "object" && !Array.isArray(value) ? value as Json : {};
+}
+
+function arr(value: unknown): Json[] {
+  return Array.isArray(value) ? value.map(obj) : [];
+}
+
+/** The headers the plugin's HTTP client sends. */
+function clientHeaders(server: RealOpenViking, json: boolean, key = server.apiKey): Headers {
+  const h = new Headers({ "User-Agent": USER_AGENT, Accept: "application/json" });
+  if (json) h.set("Content-Type", "application/json");
+  if (key) h.set("Authorization", `Bearer ${key}`);
+  h.set("X-OpenViking-Account", server.account ?? "default");
+  h.set("X-OpenViking-User", server.user ?? "default");
+  h.set("X-OpenViking-Actor-Peer", PEER);
+  return h;
+}
+
+async function call(
+  server: RealOpenViking,
+  method: string,
+  path: string,
+  body?: unknown,
+  tweak?: (h: Headers) => void,
+): Promise<Reply> {
+  const headers = clientHeaders(server, body !== undefined);
+  tweak?.(headers);
+  const res = await fetch(`${server.url}${path}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+    signal: AbortSignal.timeout(60_000),
+  });
+  const text = await res.text();
+  let json: Json = {};
+  try {
+    json = obj(JSON.parse(text));
+  } catch {
+    // SSE or empty
+  }
+  return { status: res.status, headers: res.headers, text, json };
+}
+
+/** The JSON-RPC messages of an SSE (or plain JSON) MCP reply. */
+function mcpMessages(reply: Reply): Json[] {
+  if ((reply.headers.get("content-type") ?? "").includes("text/event-stream")) {
+    return reply.text.split("\n").filter((l) => l.startsWith("data:")).map((l) =>
+      obj(JSON.parse(l.slice(5)))
+    );
+  }
+  return [reply.json];
+}
+
+function mcp(
+  server: RealOpenViking,
+  body: Json,
+  accept = "application/json, text/event-stream",
+): Promise<Reply> {
+  return call(server, "POST", "/mcp", body, (h) => {
+    h.set("Accept", accept);
+    h.set("MCP-Protocol-Version", "2025-06-18");
+  });
+}
+
+function log(line: string): void {
+  console.log(`  [real-openviking] ${line}`);
+}
+
+async function startOrSkip(auth: RealAuthMode): Promise<RealOpenViking | undefined> {
+  try {
+    const server = await startRealOpenViking({ auth });
+    const rss = server.pid ? await rssKiB(server.pid) : undefined;
+    log(
+      `${server.mode} server ${server.url} openviking==${OPENVIKING_VERSION}` +
+        (server.mode === "external" ? "" : ` started in ${server.startupMs} ms, RSS ${rss} KiB`),
+    );
+    return server;
+  } catch (e) {
+    if (!(e instanceof OpenVikingUnavailable) || REAL === "1") throw e;
+    console.log(`SKIP real OpenViking probe (${auth}): ${e.message}`);
+    return undefined;
+  }
+}
+
+async function waitTask(server: RealOpenViking, taskId: string, timeoutMs = 90_000): Promise<Json> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const r = await call(server, "GET", `/api/v1/tasks/${taskId}`);
+    assertEquals(r.status, 200, r.text);
+    const task = obj(r.json.result);
+    if (task.status === "completed" || task.status === "failed") return task;
+    if (Date.now() > deadline) throw new Error(`task ${taskId} not done: ${r.text}`);
+    await new Promise((res) => setTimeout(res, 500));
+  }
+}
+
+/** Adds a turn, commits, and waits for the extraction; returns the completed task. */
+async function captureAndCommit(server: RealOpenViking, sessionId: string, fact: string): Promise<Json> {
+  const batch = await call(server, "POST", `/api/v1/sessions/${sessionId}/messages/batch`, {
+    messages: [
+      { role: "user", content: fact, turn_id: "0" },
+      { role: "assistant", content: "Noted.", turn_id: "0" },
+    ],
+  });
+  assertEquals(batch.status, 200, batch.text);
+  const commit = await call(server, "POST", `/api/v1/sessions/${sessionId}/commit`, {});
+  assertEquals(commit.status, 200, commit.text);
+  const result = obj(commit.json.result);
+  assertEquals(result.status, "accepted");
+  const started = performance.now();
+  const task = await waitTask(server, String(result.task_id));
+  log(`commit task ${task.status} after ${Math.round(performance.now() - started)} ms`);
+  return task;
+}
+
+Deno.test({
+  name: "real OpenViking (dev mode): every endpoint the plugin uses",
+  ignore: REAL === "0",
+  ...TEST_OPTS,
+}, async (t) => {
+  const server = await startOrSkip("dev");
+  if (!server) return;
+  const ours = server.stub !== undefined;
+  const sessionId = `kc-session_${crypto.randomUUID()}`;
+  try {
+    await t.step("GET /health: no auth needed, reports version and auth mode", async () => {
+      const r = await call(server, "GET", "/health");
+      assertEquals(r.status, 200, r.text);
+      assertEquals(r.json.status, "ok");
+      assertEquals(r.json.healthy, true);
+      if (ours) {
+        assertEquals(r.json.version, OPENVIKING_VERSION);
+        assertEquals(r.json.auth_mode, "dev");
+      }
+      assertTrue(r.headers.get("x-request-id"), "x-request-id header");
+    });
+
+    await t.step("GET /api/v1/system/status: {initialized, user}", async () => {
+      const r = await call(server, "GET", "/api/v1/system/status");
+      assertEquals(r.status, 200, r.text);
+      assertEquals(r.json.status, "ok");
+      const result = obj(r.json.result);
+      assertEquals(result.initialized, true);
+      assertEquals(typeof result.user, "string");
+      // The envelope also carries null error/telemetry/profile keys.
+      assertEquals("error" in r.json && r.json.error === null, true);
+    });
+
+    await t.step("POST …/messages/batch auto-creates the kc-session_<uuid> session", async () => {
+      const r = await call(server, "POST", `/api/v1/sessions/${sessionId}/messages/batch`, {
+        messages: [
+          { role: "user", content: "I prefer tabs over spaces in TypeScript projects", turn_id: "0" },
+          { role: "assistant", content: "Noted: tabs for indentation.", turn_id: "0" },
+        ],
+      });
+      assertEquals(r.status, 200, r.text);
+      const result = obj(r.json.result);
+      assertEquals(result.session_id, sessionId);
+      assertEquals(result.message_count, 2);
+      assertEquals(result.added, 2);
+      assertEquals(typeof result.pending_tokens, "number");
+    });
+
+    await t.step("POST …/messages (single) appends, no `added` key", async () => {
+      const r = await call(server, "POST", `/api/v1/sessions/${sessionId}/messages`, {
+        role: "user",
+        content: "Deno is my favourite runtime",
+        turn_id: "1",
+      });
+      assertEquals(r.status, 200, r.text);
+      const result = obj(r.json.result);
+      assertEquals(result.session_id, sessionId);
+      assertEquals(result.message_count, 3);
+      assertEquals("added" in result, false);
+    });
+
+    await t.step("GET /api/v1/sessions/{id} and …/context read the session back", async () => {
+      const meta = await call(server, "GET", `/api/v1/sessions/${sessionId}`);
+      assertEquals(meta.status, 200, meta.text);
+      const m = obj(meta.json.result);
+      assertEquals(m.session_id, sessionId);
+      assertEquals(m.message_count, 3);
+      assertEquals(m.commit_count, 0);
+      assertMatch(String(m.uri), /^viking:\/\/user\/[^/]+\/sessions\/kc-session_/);
+      const ctx = await call(server, "GET", `/api/v1/sessions/${sessionId}/context`);
+      assertEquals(ctx.status, 200, ctx.text);
+      const messages = arr(obj(ctx.json.result).messages);
+      assertEquals(messages.map((x) => [x.role, x.turn_id]), [["user", "0"], ["assistant", "0"], [
+        "user",
+        "1",
+      ]]);
+      const firstPart = arr(messages[0].parts)[0];
+      assertEquals(firstPart.type, "text");
+      assertEquals(firstPart.text, "I prefer tabs over spaces in TypeScript projects");
+      assertMatch(String(messages[0].id), /^msg_/);
+      const missing = await call(server, "GET", `/api/v1/sessions/kc-missing-${crypto.randomUUID()}`);
+      assertEquals(missing.status, 404, missing.text);
+      assertEquals(obj(missing.json.error).code, "NOT_FOUND");
+    });
+
+    await t.step("POST …/commit {} is accepted with a task id; extraction completes", async () => {
+      const r = await call(server, "POST", `/api/v1/sessions/${sessionId}/commit`, {});
+      assertEquals(r.status, 200, r.text);
+      const result = obj(r.json.result);
+      assertEquals(result.session_id, sessionId);
+      assertEquals(result.status, "accepted");
+      assertEquals(result.archived, true);
+      assertMatch(String(result.task_id), /^[0-9a-f-]{36}$/);
+      assertMatch(String(result.archive_uri), /\/history\/archive_001$/);
+      const started = performance.now();
+      const task = await waitTask(server, String(result.task_id));
+      log(`commit task ${task.status} after ${Math.round(performance.now() - started)} ms`);
+      assertEquals(task.task_type, "session_commit");
+      if (ours) {
+        assertEquals(task.status, "completed", JSON.stringify(task));
+        assertEquals(obj(obj(task.result).memories_extracted).memory_write, 1);
+        assertTrue(
+          server.stub!.requests.some((q) => q.kind === "memory"),
+          "extraction prompt reached the stub",
+        );
+      }
+    });
+
+    await t.step("commit again: skipped/no_messages; unknown session: 404", async () => {
+      const again = await call(server, "POST", `/api/v1/sessions/${sessionId}/commit`, {});
+      assertEquals(again.status, 200, again.text);
+      const result = obj(again.json.result);
+      assertEquals([result.status, result.reason, result.task_id, result.archived], [
+        "skipped",
+        "no_messages",
+        null,
+        false,
+      ]);
+      const none = await call(server, "POST", `/api/v1/sessions/kc-none-${crypto.randomUUID()}/commit`, {});
+      assertEquals(none.status, 404, none.text);
+      assertEquals(obj(none.json.error).code, "NOT_FOUND");
+    });
+
+    let memoryUri = "";
+    await t.step("POST /api/v1/search/find under viking://~/memories", async () => {
+      const r = await call(server, "POST", "/api/v1/search/find", {
+        query: "tabs spaces TypeScript",
+        target_uri: "viking://~/memories",
+        limit: 5,
+      });
+      assertEquals(r.status, 200, r.text);
+      const result = obj(r.json.result);
+      assertEquals(Object.keys(result).sort(), ["memories", "resources", "skills", "total"]);
+      const memories = arr(result.memories);
+      for (const m of memories) {
+        assertEquals(m.context_type, "memory");
+        assertMatch(String(m.uri), /^viking:\/\/user\/[^/]+\/memories\//);
+        assertEquals(typeof m.score, "number");
+        assertEquals(typeof m.abstract, "string");
+        assertTrue(Array.isArray(m.tags));
+      }
+      if (ours) {
+        const hit = memories.find((m) => String(m.uri).endsWith(".md") && !String(m.uri).includes("/."));
+        assertTrue(hit, r.text);
+        assertStringIncludes(String(hit.abstract), "tabs over spaces");
+        memoryUri = String(hit.uri);
+      }
+    });
+
+    await t.step("POST /api/v1/search/search mode=context (the recall body)", async () => {
+      const r = await call(server, "POST", "/api/v1/search/search", {
+        query: "tabs or spaces for TypeScript indentation?",
+        mode: "context",
+        purpose: "coding",
+        score_threshold: 0.35,
+        session_id: sessionId,
+        dedup_turns: 5,
+      });
+      assertEquals(r.status, 200, r.text);
+      const result = obj(r.json.result);
+      assertEquals(Object.keys(result).sort(), ["digest", "entries", "rendered", "stats"]);
+      const stats = obj(result.stats);
+      assertEquals(stats.purpose, "coding");
+      assertEquals(stats.score_threshold, 0.35);
+      assertEquals(obj(stats.dedup).turns, 5);
+      for (const e of arr(result.entries)) {
+        assertEquals(Object.keys(e).sort(), ["category", "detail", "origin", "score", "text", "uri"]);
+      }
+      if (ours) {
+        assertTrue(arr(result.entries).some((e) => String(e.text).includes("tabs over spaces")), r.text);
+        assertStringIncludes(String(result.rendered), '<memory uri="viking://user/');
+      }
+    });
+
+    await t.step(
+      "POST /api/v1/search/recall (deprecated alias) — same session dedups what search returned",
+      async () => {
+        const r = await call(server, "POST", "/api/v1/search/recall", {
+          query: "tabs or spaces for TypeScript indentation?",
+          session_id: sessionId,
+        });
+        assertEquals(r.status, 200, r.text);
+        assertEquals(r.headers.get("deprecation"), "true");
+        assertEquals(r.headers.get("link"), '</api/v1/search/search>; rel="successor-version"');
+        const result = obj(r.json.result);
+        assertEquals(obj(obj(result.stats).deprecated).successor, "/api/v1/search/search");
+        assertTrue(Array.isArray(result.entries));
+        assertEquals(obj(result.stats).purpose, "coding");
+        if (ours) assertEquals(obj(obj(result.stats).dedup).status, "ok");
+        const fresh = await call(server, "POST", "/api/v1/search/recall", {
+          query: "tabs or spaces for TypeScript indentation?",
+        });
+        assertEquals(fresh.status, 200, fresh.text);
+        if (ours) assertTrue(arr(obj(fresh.json.result).entries).length > 0, fresh.text);
+      },
+    );
+
+    await t.step("GET /api/v1/fs/ls?uri=viking://user&output=original", async () => {
+      const r = await call(server, "GET", "/api/v1/fs/ls?uri=viking://user&output=original");
+      assertEquals(r.status, 200, r.text);
+      assertEquals(r.json.has_more, false);
+      const entries = arr(r.json.result);
+      assertTrue(entries.length > 0, r.text);
+      for (const e of entries) {
+        assertEquals(typeof e.name, "string");
+        assertEquals(typeof e.isDir, "boolean");
+        assertMatch(String(e.uri), /^viking:\/\/user\//);
+      }
+      const mine = await call(server, "GET", "/api/v1/fs/ls?uri=viking://~/memories&output=original");
+      assertEquals(mine.status, 200, mine.text);
+      assertTrue(arr(mine.json.result).every((e) => String(e.uri).startsWith("viking://user/")));
+    });
+
+    await t.step("GET /api/v1/content/read returns the file text as `result`", async () => {
+      if (!memoryUri) return;
+      const r = await call(server, "GET", `/api/v1/content/read?uri=${encodeURIComponent(memoryUri)}`);
+      assertEquals(r.status, 200, r.text);
+      assertEquals(typeof r.json.result, "string");
+      assertStringIncludes(String(r.json.result), "tabs over spaces");
+      const missing = await call(
+        server,
+        "GET",
+        `/api/v1/content/read?uri=${encodeURIComponent(memoryUri)}.nope`,
+      );
+      assertEquals(missing.status, 404, missing.text);
+      assertEquals(obj(missing.json.error).code, "NOT_FOUND");
+    });
+
+    await t.step("/mcp: stateless streamable HTTP, SSE replies, no Mcp-Session-Id", async () => {
+      const init = await mcp(server, {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: {
+          protocolVersion: "2025-06-18",
+          capabilities: {},
+          clientInfo: { name: "probe", version: "0" },
+        },
+      });
+      assertEquals(init.status, 200, init.text);
+      assertStringIncludes(init.headers.get("content-type") ?? "", "text/event-stream");
+      assertEquals(init.headers.get("mcp-session-id"), null);
+      const initResult = obj(mcpMessages(init)[0].result);
+      assertEquals(initResult.protocolVersion, "2025-06-18");
+      assertEquals(obj(initResult.serverInfo).name, "openviking");
+      const note = await mcp(server, { jsonrpc: "2.0", method: "notifications/initialized" });
+      assertEquals(note.status, 202, note.text);
+      const list = await mcp(server, { jsonrpc: "2.0", id: 2, method: "tools/list" });
+      assertEquals(list.status, 200, list.text);
+      const tools = arr(obj(mcpMessages(list)[0].result).tools).map((x) => String(x.name));
+      log(`MCP tools (${tools.length}): ${tools.join(", ")}`);
+      for (const name of ["find", "search", "read", "list", "remember", "health"]) {
+        assertTrue(tools.includes(name), `tool ${name}`);
+      }
+      const found = await mcp(server, {
+        jsonrpc: "2.0",
+        id: 3,
+        method: "tools/call",
+        params: { name: "find", arguments: { query: "tabs TypeScript", target_uri: "viking://~/memories" } },
+      });
+      assertEquals(found.status, 200, found.text);
+      const callResult = obj(mcpMessages(found)[0].result);
+      assertEquals(callResult.isError, false);
+      const content = arr(callResult.content);
+      assertEquals(content[0].type, "text");
+      assertEquals(typeof obj(callResult.structuredContent).result, "string");
+      if (memoryUri) assertStringIncludes(String(content[0].text), memoryUri);
+      const jsonOnly = await mcp(server, { jsonrpc: "2.0", id: 4, method: "tools/list" }, "application/json");
+      assertEquals(jsonOnly.status, 406, jsonOnly.text);
+      assertEquals(obj(jsonOnly.json.error).code, -32600);
+      const del = await call(server, "DELETE", "/mcp");
+      assertEquals(del.status, 405, del.text);
+    });
+
+    await t.step(
+      "unknown body fields: 400 on search routes, silently accepted on session routes",
+      async () => {
+        const find = await call(server, "POST", "/api/v1/search/find", { query: "x", bogus: 1 });
+        assertEquals(find.status, 400, find.text);
+        const error = obj(find.json.error);
+        assertEquals(error.code, "INVALID_ARGUMENT");
+        assertEquals(arr(obj(error.details).validation_errors)[0].type, "extra_forbidden");
+        const search = await call(server, "POST", "/api/v1/search/search", {
+          query: "x",
+          mode: "context",
+          bogus: 1,
+        });
+        assertEquals(search.status, 400, search.text);
+        const batch = await call(
+          server,
+          "POST",
+          `/api/v1/sessions/kc-extra-${crypto.randomUUID()}/messages/batch`,
+          {
+            messages: [{ role: "user", content: "x", turn_id: "0", bogus: 1 }],
+            bogus: 1,
+          },
+        );
+        assertEquals(batch.status, 200, batch.text);
+        const commit = await call(server, "POST", `/api/v1/sessions/${sessionId}/commit`, { bogus: 1 });
+        assertEquals(commit.status, 200, commit.text);
+      },
+    );
+
+    await t.step("session id characters and the actor-peer header", async () => {
+      const add = (id: string) =>
+        call(server, "POST", `/api/v1/sessions/${id}/messages`, { role: "user", content: "x", turn_id: "0" });
+      for (const ok of ["kc-a.b@c:d+e~f=g!h", "KC-Upper_case", "kc-%E4%B8%AD", "kc-" + "y".repeat(300)]) {
+        const r = await add(ok);
+        assertEquals(r.status, 200, `${ok}: ${r.text}`);
+        assertEquals(obj(r.json.result).session_id, decodeURIComponent(ok));
+      }
+      assertEquals((await add("kc-a%2Fb")).status, 404);
+      const backslash = await add("kc-a%5Cb");
+      assertEquals(backslash.status, 403, backslash.text);
+      assertEquals(obj(backslash.json.error).code, "PERMISSION_DENIED");
+      const badPeer = await call(server, "POST", "/api/v1/search/find", { query: "x" }, (h) => {
+        h.set("X-OpenViking-Actor-Peer", "a/b");
+      });
+      assertEquals(badPeer.status, 400, badPeer.text);
+      assertEquals(obj(badPeer.json.error).code, "INVALID_ARGUMENT");
+      const peerOnSession = await call(server, "POST", `/api/v1/sessions/${sessionId}/messages`, {
+        role: "user",
+        content: "x",
+      }, (h) => h.set("X-OpenViking-Actor-Peer", "a/b"));
+      assertEquals(peerOnSession.status, 200, "session routes ignore the actor-peer header");
+    });
+
+    await t.step("validation edges the client must respect", async () => {
+      const id = `kc-edge-${crypto.randomUUID()}`;
+      const many = Array.from(
+        { length: 101 },
+        (_, i) => ({ role: "user", content: `m${i}`, turn_id: String(i) }),
+      );
+      const tooMany = await call(server, "POST", `/api/v1/sessions/${id}/messages/batch`, { messages: many });
+      assertEquals(tooMany.status, 400, tooMany.text);
+      assertEquals(arr(obj(obj(tooMany.json.error).details).validation_errors)[0].type, "too_long");
+      const numericTurn = await call(server, "POST", `/api/v1/sessions/${id}/messages`, {
+        role: "user",
+        content: "x",
+        turn_id: 5,
+      });
+      assertEquals(numericTurn.status, 400, "turn_id must be a string");
+      const noContent = await call(server, "POST", `/api/v1/sessions/${id}/messages`, { role: "user" });
+      assertEquals(noContent.status, 400, noContent.text);
+      const listWithPurpose = await call(server, "POST", "/api/v1/search/search", {
+        query: "x",
+        mode: "list",
+        purpose: "coding",
+      });
+      assertEquals(listWithPurpose.status, 400, listWithPurpose.text);
+      const contextWithTarget = await call(server, "POST", "/api/v1/search/search", {
+        query: "x",
+        mode: "context",
+        target_uri: "viking://~/memories",
+      });
+      assertEquals(contextWithTarget.status, 400, contextWithTarget.text);
+      const recallWithMode = await call(server, "POST", "/api/v1/search/recall", {
+        query: "x",
+        mode: "context",
+      });
+      assertEquals(recallWithMode.status, 400, "recall forbids `mode`");
+    });
+
+    if (server.mode === "dev") {
+      await t.step("dev mode takes the identity from X-OpenViking-Account/User", async () => {
+        const r = await call(server, "GET", "/api/v1/system/status", undefined, (h) => {
+          h.set("X-OpenViking-Account", "acme");
+          h.set("X-OpenViking-User", "alice");
+        });
+        assertEquals(r.status, 200, r.text);
+        assertEquals(obj(r.json.result).user, "alice");
+        const anyKey = await call(
+          server,
+          "GET",
+          "/health",
+          undefined,
+          (h) => h.set("Authorization", "Bearer x"),
+        );
+        assertEquals([anyKey.status, anyKey.json.role], [200, "root"]);
+      });
+    }
+
+    if (ours && server.pid) log(`RSS after probe: ${await rssKiB(server.pid)} KiB`);
+  } finally {
+    await server.stop();
+  }
+});
+
+Deno.test({
+  name: "real OpenViking (api_key mode): user keys, 401/403 shapes, identity from the key",
+  ignore: REAL === "0" || Deno.env.get("OPENVIKING_E2E_URL") !== undefined,
+  ...TEST_OPTS,
+}, async (t) => {
+  const server = await startOrSkip("api_key");
+  if (!server) return;
+  try {
+    await t.step("/health: open without a key, identity with a user key, 401 with a wrong key", async () => {
+      const anon = await fetch(`${server.url}/health`);
+      const anonJson = await anon.json() as Json;
+      assertEquals(anon.status, 200);
+      assertEquals(anonJson.auth_mode, "api_key");
+      assertEquals("user_id" in anonJson, false);
+      const mine = await call(server, "GET", "/health");
+      assertEquals(mine.status, 200, mine.text);
+      assertEquals([mine.json.account_id, mine.json.user_id, mine.json.role], [
+        server.account,
+        server.user,
+        "user",
+      ]);
+      const wrong = await call(
+        server,
+        "GET",
+        "/health",
+        undefined,
+        (h) => h.set("Authorization", "Bearer nope"),
+      );
+      assertEquals(wrong.status, 401, wrong.text);
+    });
+
+    await t.step("401 shapes: wrong key, missing key, MCP", async () => {
+      const wrong = await call(server, "GET", "/api/v1/system/status", undefined, (h) => {
+        h.set("Authorization", "Bearer wrong-key");
+      });
+      assertEquals(wrong.status, 401, wrong.text);
+      assertEquals(wrong.json.status, "error");
+      assertEquals(obj(wrong.json.error).code, "UNAUTHENTICATED");
+      assertEquals(obj(wrong.json.error).message, "Invalid API key");
+      assertEquals(wrong.headers.get("www-authenticate"), null);
+      const missing = await call(server, "POST", "/api/v1/search/find", { query: "x" }, (h) => {
+        h.delete("Authorization");
+      });
+      assertEquals(missing.status, 401, missing.text);
+      assertEquals(obj(missing.json.error).message, "Missing API Key when resolving identity.");
+      const m = await call(server, "POST", "/mcp", { jsonrpc: "2.0", id: 1, method: "tools/list" }, (h) => {
+        h.set("Authorization", "Bearer wrong-key");
+        h.set("Accept", "application/json, text/event-stream");
+      });
+      assertEquals(m.status, 401, m.text);
+      assertEquals(m.json, { jsonrpc: "2.0", id: null, error: { code: -32001, message: "Invalid API key" } });
+    });
+
+    await t.step("root key cannot read tenant data (403); X-API-Key works too", async () => {
+      const root = await call(server, "POST", "/api/v1/search/find", { query: "x" }, (h) => {
+        h.set("Authorization", `Bearer ${server.rootApiKey}`);
+      });
+      assertEquals(root.status, 403, root.text);
+      assertEquals(obj(root.json.error).code, "PERMISSION_DENIED");
+      const xApiKey = await call(server, "GET", "/api/v1/system/status", undefined, (h) => {
+        h.delete("Authorization");
+        h.set("X-API-Key", server.apiKey!);
+      });
+      assertEquals(xApiKey.status, 200, xApiKey.text);
+    });
+
+    await t.step("identity comes from the key; account/user headers are ignored", async () => {
+      const r = await call(server, "GET", "/api/v1/system/status", undefined, (h) => {
+        h.set("X-OpenViking-Account", "someone-else");
+        h.set("X-OpenViking-User", "mallory");
+      });
+      assertEquals(r.status, 200, r.text);
+      assertEquals(obj(r.json.result).user, server.user);
+    });
+
+    await t.step("capture → commit → find under viking://~/memories resolves to the key's user", async () => {
+      const sessionId = `kc-session_${crypto.randomUUID()}`;
+      const task = await captureAndCommit(
+        server,
+        sessionId,
+        "I always use pnpm instead of npm for monorepos",
+      );
+      assertEquals(task.status, "completed", JSON.stringify(task));
+      const meta = await call(server, "GET", `/api/v1/sessions/${sessionId}`);
+      assertEquals(obj(obj(meta.json.result).user), { account_id: server.account, user_id: server.user });
+      const r = await call(server, "POST", "/api/v1/search/find", {
+        query: "pnpm monorepos",
+        target_uri: "viking://~/memories",
+      });
+      assertEquals(r.status, 200, r.text);
+      const hit = arr(obj(r.json.result).memories).find((m) => String(m.abstract).includes("pnpm"));
+      assertTrue(hit, r.text);
+      assertMatch(String(hit.uri), new RegExp(`^viking://user/${server.user}/memories/`));
+    });
+
+    await t.step("MCP with the user key sees the same memories", async () => {
+      const r = await mcp(server, {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: { name: "search", arguments: { query: "pnpm monorepos", mode: "context" } },
+      });
+      assertEquals(r.status, 200, r.text);
+      const result = obj(mcpMessages(r)[0].result);
+      assertEquals(result.isError, false);
+      assertStringIncludes(String(arr(result.content)[0].text), `viking://user/${server.user}/memories/`);
+    });
+  } finally {
+    await server.stop();
+  }
+});
+
+Deno.test("embedding stub: deterministic near vectors, base64 wire format, canned chat replies", async () => {
+  const cos = (a: number[], b: number[]) => a.reduce((sum, x, i) => sum + x * b[i], 0);
+  const a = embedText("I prefer tabs over spaces in TypeScript", 64);
+  assertEquals(a, embedText("I prefer tabs over spaces in TypeScript", 64));
+  assertTrue(cos(a, embedText("tabs or spaces for TypeScript?", 64)) > cos(a, embedText("pizza recipe", 64)));
+  const stub = await startEmbeddingStub({ dimension: 8 });
+  try {
+    const res = await fetch(`${stub.baseUrl}/embeddings`, {
+      method: "POST",
+      body: JSON.stringify({ model: "m", input: ["hello world"], encoding_format: "base64" }),
+    });
+    const body = await res.json() as { data: { embedding: string }[] };
+    const bytes = Uint8Array.from(atob(body.data[0].embedding), (c) => c.charCodeAt(0));
+    const floats = Array.from(new Float32Array(bytes.buffer));
+    assertEquals(floats.length, 8);
+    assertTrue(Math.abs(cos(floats, floats) - 1) < 1e-5);
+    const models = await (await fetch(`${stub.baseUrl}/models`)).json() as { data: unknown[] };
+    assertEquals(models.data.length, 1);
+    assertEquals(stub.requests.map((r) => r.kind), ["embeddings", ""]);
+  } finally {
+    await stub.stop();
+  }
+  const memory = cannedReply({
+    messages: [{ role: "system", content: "Output Format: restricted Python memory SDK" }, {
+      role: "user",
+      content: '## Conversation History\n[0][user][user]: I like """quotes""" and \\ slashes',
+    }],
+  });
+  assertEquals(memory.kind, "memory");
+  assertStringIncludes(memory.content, 'topic="""i_like_quotes"""');
+  assertStringIncludes(memory.content, '- I like \\"\\"\\"quotes\\"\\"\\" and \\\\ slashes');
+  assertTrue(memory.content.endsWith("sdk.commit()"));
+  const planner = cannedReply({
+    messages: [{
+      role: "user",
+      content: "You are OpenViking's context query planner.\n### Current Message\nwhich tabs?\n\n",
+    }],
+  });
+  assertEquals(JSON.parse(planner.content).queries[0].query, "which tabs?");
+  const rewrite = cannedReply({
+    messages: [{
+      role: "user",
+      content:
+        'You are a memory relevance compressor utility.\n<memory uri="viking://user/u/memories/a.md" x="1">\n- uses tabs\n</memory>',
+    }],
+  });
+  assertEquals(rewrite.content, "- uses tabs source: viking://user/u/memories/a.md");
+});

@@ -1,0 +1,267 @@
+/**
+ * A tiny OpenAI-compatible model server on loopback for running the real OpenViking server in tests:
+ * `POST /v1/embeddings` returns deterministic hashed bag-of-words vectors (similar texts land near each
+ * other), `POST /v1/chat/completions` returns canned answers shaped for the prompts OpenViking sends
+ * (memory extraction, summaries, intent analysis, recall rewrite), `GET /v1/models` lists one model.
+ * Every request is recorded.
+ */
+
+/** One request the stub received. */
+export interface StubRequest {
+  /** HTTP method. */
+  method: string;
+  /** Path, e.g. `/v1/embeddings`. */
+  path: string;
+  /** Parsed JSON body (undefined when none or not JSON). */
+  body: unknown;
+  /** What the stub classified a chat request as ("" for other routes). */
+  kind: string;
+}
+
+/** A running stub. */
+export interface EmbeddingStub {
+  /** Base URL ending in `/v1`, for `api_base`. */
+  baseUrl: string;
+  /** Vector length served. */
+  dimension: number;
+  /** Requests so far, oldest first. */
+  requests: StubRequest[];
+  /** Stop serving. */
+  stop(): Promise<void>;
+}
+
+/** Options of {@link startEmbeddingStub}. */
+export interface EmbeddingStubOptions {
+  /** Vector length (default 64). */
+  dimension?: number;
+  /** Port (default: a free one). */
+  port?: number;
+  /** Called with each request after it is answered (e.g. to log it). */
+  onRequest?: (request: StubRequest) => void;
+}
+
+/** Model id the stub reports for both embeddings and chat. */
+export const STUB_MODEL = "stub-model";
+
+const FNV_OFFSET = 0x811c9dc5;
+const FNV_PRIME = 0x01000193;
+
+function fnv1a(text: string, seed = 0): number {
+  let h = (FNV_OFFSET ^ seed) >>> 0;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, FNV_PRIME) >>> 0;
+  }
+  return h >>> 0;
+}
+
+/** Lower-cased word tokens (ASCII words and single CJK characters). */
+export function tokenize(text: string): string[] {
+  return text.toLowerCase().match(/[a-z0-9_]+|[\u3040-\u30ff\u3400-\u9fff]/g) ?? [];
+}
+
+/** The deterministic unit vector for `text`: each token (and its 3-gram pieces) adds ±1 at a hashed index. */
+export function embedText(text: string, dimension: number): number[] {
+  const v = new Array<number>(dimension).fill(0);
+  const add = (feature: string, weight: number) => {
+    const h = fnv1a(feature);
+    const sign = (fnv1a(feature, 0x9e3779b9) & 1) === 0 ? 1 : -1;
+    v[h % dimension] += sign * weight;
+  };
+  for (const token of tokenize(text)) {
+    add(`w:${token}`, 1);
+    if (token.length > 4) {
+      for (let i = 0; i + 3 <= token.length; i++) add(`g:${token.slice(i, i + 3)}`, 0.25);
+    }
+  }
+  let norm = Math.sqrt(v.reduce((s, x) => s + x * x, 0));
+  if (norm === 0) {
+    v[0] = 1;
+    norm = 1;
+  }
+  return v.map((x) => x / norm);
+}
+
+function toBase64Float32(vector: number[]): string {
+  const bytes = new Uint8Array(new Float32Array(vector).buffer);
+  let s = "";
+  for (const b of bytes) s += String.fromCharCode(b);
+  return btoa(s);
+}
+
+function inputTexts(input: unknown): string[] {
+  if (typeof input === "string") return [input];
+  if (Array.isArray(input)) {
+    return input.map((item) => {
+      if (typeof item === "string") return item;
+      if (Array.isArray(item)) return item.join(" ");
+      if (item && typeof item === "object" && "text" in item) return String(item.text);
+      return JSON.stringify(item);
+    });
+  }
+  return [JSON.stringify(input ?? "")];
+}
+
+interface ChatMessage {
+  role?: string;
+  content?: unknown;
+}
+
+function messageText(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) {
+    return content.map((part) => part && typeof part === "object" && "text" in part ? String(part.text) : "")
+      .join("\n");
+  }
+  return "";
+}
+
+interface CannedReply {
+  kind: string;
+  content: string;
+}
+
+/** A Python triple-quoted literal of `text` (backslashes and every quote escaped, so no edge breaks it). */
+function tripleQuoted(text: string): string {
+  return `"""${text.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"""`;
+}
+
+/** The user lines of the "## Conversation History" block of a memory-extraction prompt. */
+export function conversationUserLines(prompt: string): string[] {
+  const lines: string[] = [];
+  for (const line of prompt.split("\n")) {
+    const m = line.match(/^\[\d+\]\[user\](?:\[[^\]]*\])?:\s*(.*)$/);
+    if (m && m[1].trim()) lines.push(m[1].trim());
+  }
+  return lines;
+}
+
+/** A restricted-Python memory program storing the conversation's first user line as a preference. */
+export function memoryProgram(prompt: string): string {
+  const first = conversationUserLines(prompt)[0];
+  if (!first) return "sdk.commit()";
+  const words = tokenize(first).filter((w) => /^[a-z0-9]+$/.test(w)).slice(0, 3);
+  const topic = words.length > 0 ? words.join("_") : "general";
+  return [
+    `sdk.create_preferences(user=${tripleQuoted("default")}, topic=${tripleQuoted(topic)}, content=${
+      tripleQuoted(`- ${first}`)
+    })`,
+    "sdk.commit()",
+  ].join("\n");
+}
+
+/** The query-planner answer: one memory query with the prompt's "### Current Message". */
+export function plannerReply(prompt: string): string {
+  const m = prompt.match(/### Current Message\s*\n([\s\S]*?)(?:\n\s*\n|$)/);
+  const query = m?.[1].trim() ?? "";
+  return JSON.stringify({
+    queries: query ? [{ query, context_type: "memory", intent: "recall", priority: 1 }] : [],
+  });
+}
+
+/** The recall-rewrite answer: one cited bullet per `<memory uri=…>` fragment of the prompt. */
+export function rewriteReply(prompt: string): string {
+  const bullets: string[] = [];
+  for (const m of prompt.matchAll(/<memory uri="([^"]+)"[^>]*>\s*([\s\S]*?)<\/memory>/g)) {
+    const firstLine = m[2].split("\n").map((l) => l.replace(/^[-*#\s]+/, "").trim()).find((l) => l) ?? "";
+    if (firstLine) bullets.push(`- ${firstLine} source: ${m[1]}`);
+  }
+  return bullets.length > 0 ? bullets.slice(0, 6).join("\n") : "NO_RELEVANT_MEMORY";
+}
+
+/** Picks a canned reply for a chat request from what its prompt asks for. */
+export function cannedReply(body: Record<string, unknown>): CannedReply {
+  const messages = Array.isArray(body.messages) ? body.messages as ChatMessage[] : [];
+  const all = messages.map((m) => messageText(m.content)).join("\n");
+  const lower = all.toLowerCase();
+  if (lower.includes("reply only ok")) return { kind: "ping", content: "OK" };
+  if (lower.includes("restricted python memory sdk")) return { kind: "memory", content: memoryProgram(all) };
+  if (lower.includes("context query planner")) return { kind: "planner", content: plannerReply(all) };
+  if (lower.includes("memory relevance compressor")) return { kind: "rewrite", content: rewriteReply(all) };
+  return { kind: "text", content: "Summary: a short stub summary of the given content." };
+}
+
+/** Starts the stub on 127.0.0.1. */
+export function startEmbeddingStub(options: EmbeddingStubOptions = {}): Promise<EmbeddingStub> {
+  const dimension = options.dimension ?? 64;
+  const requests: StubRequest[] = [];
+  const json = (value: unknown, status = 200) =>
+    new Response(JSON.stringify(value), { status, headers: { "content-type": "application/json" } });
+  let created = 0;
+  const handler = async (req: Request): Promise<Response> => {
+    const path = new URL(req.url).pathname.replace(/^\/v1(?=\/)/, "");
+    let body: unknown = undefined;
+    if (req.method === "POST") {
+      const text = await req.text();
+      try {
+        body = JSON.parse(text);
+      } catch {
+        body = text;
+      }
+    }
+    const record: StubRequest = { method: req.method, path, body, kind: "" };
+    requests.push(record);
+    const response = route(path, req.method, body, record);
+    options.onRequest?.(record);
+    return response;
+  };
+  const route = (path: string, method: string, body: unknown, record: StubRequest): Response => {
+    if (method === "GET" && path === "/models") {
+      return json({
+        object: "list",
+        data: [{ id: STUB_MODEL, object: "model", created: 0, owned_by: "stub" }],
+      });
+    }
+    if (method === "POST" && path === "/embeddings" && body && typeof body === "object") {
+      const b = body as Record<string, unknown>;
+      const texts = inputTexts(b.input);
+      const dim = typeof b.dimensions === "number" ? b.dimensions : dimension;
+      const base64 = b.encoding_format === "base64";
+      record.kind = "embeddings";
+      return json({
+        object: "list",
+        model: b.model ?? STUB_MODEL,
+        data: texts.map((t, index) => {
+          const vector = embedText(t, dim);
+          return { object: "embedding", index, embedding: base64 ? toBase64Float32(vector) : vector };
+        }),
+        usage: { prompt_tokens: texts.length, total_tokens: texts.length },
+      });
+    }
+    if (method === "POST" && path === "/chat/completions" && body && typeof body === "object") {
+      const b = body as Record<string, unknown>;
+      const reply = cannedReply(b);
+      record.kind = reply.kind;
+      created++;
+      return json({
+        id: `chatcmpl-stub-${created}`,
+        object: "chat.completion",
+        created: 1_700_000_000 + created,
+        model: b.model ?? STUB_MODEL,
+        choices: [{
+          index: 0,
+          message: { role: "assistant", content: reply.content },
+          finish_reason: "stop",
+        }],
+        usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+      });
+    }
+    return json({ error: { message: `stub: no route ${method} ${path}`, type: "not_found" } }, 404);
+  };
+  return new Promise((resolve) => {
+    const server = Deno.serve({
+      hostname: "127.0.0.1",
+      port: options.port ?? 0,
+      onListen: () => {},
+    }, handler);
+    const addr = server.addr;
+    resolve({
+      baseUrl: `http://127.0.0.1:${addr.port}/v1`,
+      dimension,
+      requests,
+      stop: async () => {
+        await server.shutdown();
+      },
+    });
+  });
+}

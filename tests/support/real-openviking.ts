@@ -1,0 +1,383 @@
+/**
+ * Runs the real OpenViking server (PyPI `openviking`, pinned) on loopback for end-to-end tests, with its
+ * embedding and VLM endpoints pointed at the in-process OpenAI-compatible stub (`embedding-stub.ts`).
+ *
+ * - The package is installed once into a venv (default `<repo>/.cache/openviking-venv`, override with
+ *   `OPENVIKING_VENV`; pick the interpreter with `OPENVIKING_PYTHON`), guarded by a lock directory.
+ * - `startRealOpenViking()` writes an ov.conf into a temp dir (workspace there, host 127.0.0.1, a free
+ *   port), starts `openviking-server --config <file>` with a clean environment and `HOME` in the temp
+ *   dir, and waits for `/health`. In `api_key` mode it also creates an account and a user key.
+ * - When `OPENVIKING_E2E_URL` is set that server is used instead (`OPENVIKING_E2E_API_KEY`,
+ *   `OPENVIKING_E2E_ACCOUNT`, `OPENVIKING_E2E_USER` optional) and nothing is installed or started.
+ */
+
+import { type EmbeddingStub, startEmbeddingStub, STUB_MODEL } from "./embedding-stub.ts";
+
+/** The pinned OpenViking release. */
+export const OPENVIKING_VERSION = "0.5.2";
+
+/** The server cannot be installed or started here; `message` says why. */
+export class OpenVikingUnavailable extends Error {
+  override name = "OpenVikingUnavailable";
+}
+
+/** How the started server authenticates. */
+export type RealAuthMode = "dev" | "api_key";
+
+/** Options of {@link startRealOpenViking}. */
+export interface RealOpenVikingOptions {
+  /** `dev` (no key, loopback only) or `api_key` (root key + a created user key). Default `dev`. */
+  auth?: RealAuthMode;
+  /** Embedding dimension served by the stub (default 64). */
+  dimension?: number;
+  /** How long to wait for `/health` (default 90 s, or `OPENVIKING_START_TIMEOUT_MS`). */
+  startTimeoutMs?: number;
+}
+
+/** A running (or external) OpenViking server. */
+export interface RealOpenViking {
+  /** Base URL without a trailing slash. */
+  url: string;
+  /** Key to send as `Authorization: Bearer` (the user key in `api_key` mode; undefined in dev mode). */
+  apiKey?: string;
+  /** The root key (api_key mode of a server we started). */
+  rootApiKey?: string;
+  /** Account id of `apiKey` (or `OPENVIKING_E2E_ACCOUNT`). */
+  account?: string;
+  /** User id of `apiKey` (or `OPENVIKING_E2E_USER`). */
+  user?: string;
+  /** `dev`, `api_key`, or `external` for `OPENVIKING_E2E_URL`. */
+  mode: RealAuthMode | "external";
+  /** The model stub (absent for an external server). */
+  stub?: EmbeddingStub;
+  /** Server process id (absent for an external server). */
+  pid?: number;
+  /** Milliseconds from spawn to a healthy `/health`. */
+  startupMs: number;
+  /** Where the server's stdout+stderr go. */
+  logFile?: string;
+  /** Stop the server and the stub and remove the temp dir (kept when `OPENVIKING_KEEP=1`). */
+  stop(): Promise<void>;
+}
+
+const REPO_ROOT = new URL("../../", import.meta.url).pathname.replace(/\/$/, "");
+
+/** Where the venv lives. */
+export function openVikingVenvDir(): string {
+  return Deno.env.get("OPENVIKING_VENV") || `${REPO_ROOT}/.cache/openviking-venv`;
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function run(
+  cmd: string,
+  args: string[],
+  logFile?: string,
+): Promise<{ ok: boolean; code: number; output: string }> {
+  try {
+    const out = await new Deno.Command(cmd, { args, stdout: "piped", stderr: "piped", stdin: "null" })
+      .output();
+    const output = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+    if (logFile) {
+      await Deno.writeTextFile(logFile, `$ ${cmd} ${args.join(" ")}\n${output}\n`, { append: true });
+    }
+    return { ok: out.success, code: out.code, output };
+  } catch (e) {
+    return { ok: false, code: -1, output: e instanceof Error ? e.message : String(e) };
+  }
+}
+
+function tail(text: string, lines = 25): string {
+  return text.trimEnd().split("\n").slice(-lines).join("\n");
+}
+
+/** The first Python >= 3.10 found (`OPENVIKING_PYTHON`, then python3.12/3.11/3.13/3.10/python3). */
+export async function findPython(): Promise<string | undefined> {
+  const fromEnv = Deno.env.get("OPENVIKING_PYTHON");
+  const candidates = fromEnv
+    ? [fromEnv]
+    : ["python3.12", "python3.11", "python3.13", "python3.10", "python3"];
+  for (const py of candidates) {
+    const r = await run(py, ["-c", "import sys; print(int(sys.version_info[:2] >= (3, 10)))"]);
+    if (r.ok && r.output.trim().endsWith("1")) return py;
+  }
+  return undefined;
+}
+
+async function withLock<T>(lockDir: string, fn: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + 20 * 60_000;
+  for (;;) {
+    try {
+      await Deno.mkdir(lockDir);
+      break;
+    } catch (e) {
+      if (!(e instanceof Deno.errors.AlreadyExists)) throw e;
+      const st = await Deno.stat(lockDir).catch(() => undefined);
+      if (st?.mtime && Date.now() - st.mtime.getTime() > 20 * 60_000) {
+        await Deno.remove(lockDir, { recursive: true }).catch(() => {});
+        continue;
+      }
+      if (Date.now() > deadline) throw new OpenVikingUnavailable(`timed out waiting for ${lockDir}`);
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
+  try {
+    return await fn();
+  } finally {
+    await Deno.remove(lockDir, { recursive: true }).catch(() => {});
+  }
+}
+
+const installs = new Map<string, Promise<string>>();
+
+/**
+ * Installs `openviking==OPENVIKING_VERSION` into the venv unless already there; returns the path of
+ * `openviking-server`. Throws {@link OpenVikingUnavailable} with the reason when it cannot (remembered
+ * for the rest of the process, so a failed install is not retried by every test).
+ */
+export function ensureOpenViking(): Promise<string> {
+  const venv = openVikingVenvDir();
+  let pending = installs.get(venv);
+  if (!pending) {
+    pending = install(venv);
+    installs.set(venv, pending);
+  }
+  return pending;
+}
+
+async function install(venv: string): Promise<string> {
+  const server = `${venv}/bin/openviking-server`;
+  const marker = `${venv}/.openviking-version`;
+  const ready = async () =>
+    await exists(server) && (await Deno.readTextFile(marker).catch(() => "")).trim() === OPENVIKING_VERSION;
+  if (await ready()) return server;
+  const parent = venv.replace(/\/[^/]+$/, "");
+  await Deno.mkdir(parent, { recursive: true });
+  return await withLock(`${venv}.lock`, async () => {
+    if (await ready()) return server;
+    const log = `${venv}.install.log`;
+    await Deno.writeTextFile(
+      log,
+      `install openviking==${OPENVIKING_VERSION} at ${new Date().toISOString()}\n`,
+    );
+    if (!await exists(`${venv}/bin/python`)) {
+      const python = await findPython();
+      if (!python) throw new OpenVikingUnavailable("no Python >= 3.10 on PATH (set OPENVIKING_PYTHON)");
+      const mk = await run(python, ["-m", "venv", venv], log);
+      if (!mk.ok) throw new OpenVikingUnavailable(`${python} -m venv ${venv} failed:\n${tail(mk.output)}`);
+    }
+    // uv (itself a PyPI package) installs the ~1.3 GB dependency tree in ~10-25 s; plain pip takes ~2 min.
+    const py = `${venv}/bin/python`;
+    const spec = `openviking==${OPENVIKING_VERSION}`;
+    const quietPip = ["-m", "pip", "install", "--disable-pip-version-check", "--quiet"];
+    let result = await run(py, [...quietPip, "uv"], log);
+    if (result.ok) {
+      result = await run(py, ["-m", "uv", "pip", "install", "--quiet", "--python", py, spec], log);
+    }
+    if (!result.ok) result = await run(py, [...quietPip, spec], log);
+    if (!result.ok || !await exists(server)) {
+      throw new OpenVikingUnavailable(`installing ${spec} into ${venv} failed:\n${tail(result.output)}`);
+    }
+    await Deno.writeTextFile(marker, `${OPENVIKING_VERSION}\n`);
+    return server;
+  });
+}
+
+function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}
+
+/** The ov.conf written for a server on `port` using the stub at `stubBaseUrl`. */
+export function buildOvConf(
+  workDir: string,
+  port: number,
+  stubBaseUrl: string,
+  dimension: number,
+  rootApiKey?: string,
+): Record<string, unknown> {
+  const model = { provider: "openai", model: STUB_MODEL, api_key: "stub-key", api_base: stubBaseUrl };
+  return {
+    server: { host: "127.0.0.1", port, ...(rootApiKey ? { root_api_key: rootApiKey } : {}) },
+    storage: { workspace: `${workDir}/data`, vectordb: { backend: "local" }, agfs: { backend: "local" } },
+    embedding: { dense: { ...model, dimension, input: "text" } },
+    vlm: { ...model, temperature: 0, max_retries: 0 },
+  };
+}
+
+async function readText(path: string): Promise<string> {
+  return await Deno.readTextFile(path).catch(() => "");
+}
+
+/** Resident memory of `pid` in KiB (`ps -o rss=`; Deno 2 only reads /proc/<pid> with --allow-all). */
+export async function rssKiB(pid: number): Promise<number | undefined> {
+  const r = await run("ps", ["-o", "rss=", "-p", String(pid)]);
+  const n = Number(r.output.trim());
+  return r.ok && Number.isFinite(n) && n > 0 ? n : undefined;
+}
+
+async function waitHealthy(url: string, child: Deno.ChildProcess, timeoutMs: number): Promise<string | null> {
+  let exited: Deno.CommandStatus | undefined;
+  child.status.then((s) => exited = s);
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (exited) return `openviking-server exited with code ${exited.code} before /health answered`;
+    try {
+      const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(2000) });
+      await res.body?.cancel();
+      if (res.ok) return null;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return `/health did not answer within ${timeoutMs} ms`;
+}
+
+async function postJson(url: string, key: string, body: unknown): Promise<Record<string, unknown>> {
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  const json = await res.json() as Record<string, unknown>;
+  if (!res.ok) throw new OpenVikingUnavailable(`POST ${url} -> ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+function external(): RealOpenViking | undefined {
+  const url = Deno.env.get("OPENVIKING_E2E_URL");
+  if (!url) return undefined;
+  return {
+    url: url.replace(/\/+$/, ""),
+    apiKey: Deno.env.get("OPENVIKING_E2E_API_KEY") || undefined,
+    account: Deno.env.get("OPENVIKING_E2E_ACCOUNT") || undefined,
+    user: Deno.env.get("OPENVIKING_E2E_USER") || undefined,
+    mode: "external",
+    startupMs: 0,
+    stop: () => Promise.resolve(),
+  };
+}
+
+/**
+ * Starts the stub and a real OpenViking server (or returns the `OPENVIKING_E2E_URL` one). Throws
+ * {@link OpenVikingUnavailable} when it cannot be installed or started.
+ */
+export async function startRealOpenViking(options: RealOpenVikingOptions = {}): Promise<RealOpenViking> {
+  const ext = external();
+  if (ext) return ext;
+  const serverBin = await ensureOpenViking();
+  const auth = options.auth ?? "dev";
+  const dimension = options.dimension ?? 64;
+  const timeoutMs = options.startTimeoutMs ?? (Number(Deno.env.get("OPENVIKING_START_TIMEOUT_MS")) || 90_000);
+  const workDir = await Deno.makeTempDir({ prefix: "ovk-real-" });
+  const keep = Deno.env.get("OPENVIKING_KEEP") === "1";
+  const stub = await startEmbeddingStub({ dimension });
+  let child: Deno.ChildProcess | undefined;
+  const cleanup = async () => {
+    if (child) {
+      try {
+        child.kill("SIGTERM");
+      } catch {
+        // already gone
+      }
+      const done = await Promise.race([
+        child.status.then(() => true),
+        new Promise<false>((r) => setTimeout(() => r(false), 15_000)),
+      ]);
+      if (!done) {
+        try {
+          child.kill("SIGKILL");
+        } catch {
+          // already gone
+        }
+        await child.status;
+      }
+      child = undefined;
+    }
+    await stub.stop();
+    if (!keep) await Deno.remove(workDir, { recursive: true }).catch(() => {});
+  };
+  try {
+    const port = freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const rootApiKey = auth === "api_key" ? `root-${crypto.randomUUID()}` : undefined;
+    const confPath = `${workDir}/ov.conf`;
+    await Deno.writeTextFile(
+      confPath,
+      JSON.stringify(buildOvConf(workDir, port, stub.baseUrl, dimension, rootApiKey), null, 2),
+    );
+    await Deno.mkdir(`${workDir}/home`);
+    const logFile = `${workDir}/server.log`;
+    const started = performance.now();
+    child = new Deno.Command("sh", {
+      args: ["-c", 'exec "$0" --config "$1" >"$2" 2>&1', serverBin, confPath, logFile],
+      clearEnv: true,
+      env: {
+        PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+        HOME: `${workDir}/home`,
+        LANG: "C.UTF-8",
+        PYTHONUNBUFFERED: "1",
+        NO_PROXY: "127.0.0.1,localhost",
+        LITELLM_LOCAL_MODEL_COST_MAP: "True",
+        HF_HUB_OFFLINE: "1",
+      },
+      cwd: workDir,
+      stdin: "null",
+      stdout: "null",
+      stderr: "null",
+    }).spawn();
+    const problem = await waitHealthy(url, child, timeoutMs);
+    if (problem) {
+      throw new OpenVikingUnavailable(`${problem}; server log tail:\n${tail(await readText(logFile))}`);
+    }
+    const startupMs = Math.round(performance.now() - started);
+    let apiKey: string | undefined;
+    let account: string | undefined;
+    let user: string | undefined;
+    if (rootApiKey) {
+      account = "kimi-e2e";
+      user = "coder";
+      await postJson(`${url}/api/v1/admin/accounts`, rootApiKey, {
+        account_id: account,
+        admin_user_id: "admin",
+      });
+      const created = await postJson(`${url}/api/v1/admin/accounts/${account}/users`, rootApiKey, {
+        user_id: user,
+        role: "user",
+      });
+      const result = created.result as Record<string, unknown> | undefined;
+      apiKey = typeof result?.user_key === "string" ? result.user_key : undefined;
+      if (!apiKey) {
+        throw new OpenVikingUnavailable(`user creation returned no key: ${JSON.stringify(created)}`);
+      }
+    }
+    const pid = child.pid;
+    return {
+      url,
+      apiKey,
+      rootApiKey,
+      account,
+      user,
+      mode: auth,
+      stub,
+      pid,
+      startupMs,
+      logFile,
+      stop: cleanup,
+    };
+  } catch (e) {
+    await cleanup();
+    if (e instanceof OpenVikingUnavailable) throw e;
+    throw new OpenVikingUnavailable(e instanceof Error ? e.message : String(e));
+  }
+}
