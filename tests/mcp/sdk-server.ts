@@ -1,0 +1,211 @@
+/**
+ * A real peer for the proxy: the official MCP TypeScript SDK's Streamable HTTP server (McpServer +
+ * WebStandardStreamableHTTPServerTransport) on 127.0.0.1 via Deno.serve — stateful or stateless, SSE or JSON
+ * replies — with tools that echo, stream log notifications, ask the client for its roots, and wait until
+ * cancelled. It can expire its sessions and restart on the same port.
+ */
+
+// @ts-types="@modelcontextprotocol/sdk/server/mcp"
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+// @ts-types="@modelcontextprotocol/sdk/server/webStandardStreamableHttp"
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+// @ts-types="@modelcontextprotocol/sdk/types"
+import { ListRootsResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+
+/** Modes of the SDK server. */
+export interface SdkServerOptions {
+  /** Issue session ids (the SDK's stateful mode). */
+  stateful: boolean;
+  /** Answer with JSON bodies instead of SSE streams. */
+  json: boolean;
+  /** Require this bearer token. */
+  apiKey?: string;
+  port?: number;
+  /** Status for unknown session ids (the spec says 404; the SDK's own examples say 400). */
+  expiredStatus?: 404 | 400;
+}
+
+/** What the server saw of one HTTP request. */
+export interface SeenRequest {
+  method: string;
+  rpc?: string;
+  sessionId: string | null;
+  protocolVersion: string | null;
+  authorization: string | null;
+}
+
+type Transport = WebStandardStreamableHTTPServerTransport;
+
+/** A running SDK server. */
+export class SdkServer {
+  readonly seen: SeenRequest[] = [];
+  /** Calls of `wait` aborted by a cancellation. */
+  cancelled = 0;
+  /** Sessions ended by DELETE. */
+  deleted = 0;
+  /** Calls of `wait` running now. */
+  waiting = 0;
+  private readonly sessions = new Map<string, Transport>();
+  private readonly pending = new Set<() => void>();
+  private server!: Deno.HttpServer<Deno.NetAddr>;
+  port = 0;
+
+  private constructor(readonly options: SdkServerOptions) {}
+
+  /** Starts a server (a free port unless `options.port`). */
+  static start(options: SdkServerOptions): SdkServer {
+    const s = new SdkServer(options);
+    s.listen(options.port ?? 0);
+    return s;
+  }
+
+  /** The base URL (OPENVIKING_URL); the endpoint is `<url>/mcp`. */
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  private listen(port: number): void {
+    this.server = Deno.serve({ hostname: "127.0.0.1", port, onListen() {} }, (req) => this.handle(req));
+    this.port = this.server.addr.port;
+  }
+
+  /** Forgets every session (their ids are now unknown). */
+  async expireSessions(): Promise<void> {
+    const all = [...this.sessions.values()];
+    this.sessions.clear();
+    for (const t of all) await t.close().catch(() => {});
+  }
+
+  /** Stops and starts again on the same port with no sessions (a server restart). */
+  async restart(): Promise<void> {
+    await this.close();
+    this.listen(this.port);
+  }
+
+  /** Stops the server. */
+  async close(): Promise<void> {
+    for (const end of [...this.pending]) end();
+    await this.expireSessions();
+    await this.server.shutdown();
+  }
+
+  /** Requests that carried a JSON-RPC method. */
+  methods(): string[] {
+    return this.seen.filter((r) => r.rpc).map((r) => r.rpc!);
+  }
+
+  private newMcpServer(): McpServer {
+    const server = new McpServer({ name: "sdk-peer", version: "1.0.0" }, { capabilities: { logging: {} } });
+    server.registerTool("echo", {
+      description: "Echo the text back",
+      inputSchema: { text: z.string() },
+    }, ({ text }) => ({ content: [{ type: "text", text: `echo: ${text}` }] }));
+    server.registerTool("chatty", {
+      description: "Sends log notifications before its result",
+      inputSchema: { count: z.number().int() },
+    }, async ({ count }, extra) => {
+      for (let i = 0; i < count; i++) {
+        await extra.sendNotification({
+          method: "notifications/message",
+          params: { level: "info", data: `step ${i}` },
+        });
+      }
+      return { content: [{ type: "text", text: `done after ${count}` }] };
+    });
+    server.registerTool("roots", { description: "Asks the client for its roots" }, async (extra) => {
+      const roots = await extra.sendRequest({ method: "roots/list" }, ListRootsResultSchema);
+      return { content: [{ type: "text", text: `roots: ${roots.roots.map((r) => r.uri).join(",")}` }] };
+    });
+    server.registerTool(
+      "wait",
+      { description: "Waits until cancelled" },
+      (extra) =>
+        new Promise((resolve) => {
+          this.waiting++;
+          extra.signal.addEventListener("abort", () => {
+            this.waiting--;
+            this.cancelled++;
+            resolve({ content: [{ type: "text", text: "cancelled" }] });
+          });
+        }),
+    );
+    return server;
+  }
+
+  private async transportFor(sessionId: string | null, isInit: boolean): Promise<Transport | Response> {
+    const { stateful, json } = this.options;
+    if (!stateful) {
+      const transport = new WebStandardStreamableHTTPServerTransport({
+        sessionIdGenerator: undefined,
+        enableJsonResponse: json,
+      });
+      await this.newMcpServer().connect(transport);
+      return transport;
+    }
+    if (sessionId) {
+      const known = this.sessions.get(sessionId);
+      if (known) return known;
+      return Response.json(
+        { jsonrpc: "2.0", id: null, error: { code: -32001, message: "Session not found" } },
+        { status: this.options.expiredStatus ?? 404 },
+      );
+    }
+    if (!isInit) {
+      return Response.json(
+        {
+          jsonrpc: "2.0",
+          id: null,
+          error: { code: -32000, message: "Bad Request: No valid session ID provided" },
+        },
+        { status: 400 },
+      );
+    }
+    const transport: Transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: () => crypto.randomUUID(),
+      enableJsonResponse: json,
+      onsessioninitialized: (id) => {
+        this.sessions.set(id, transport);
+      },
+      onsessionclosed: (id) => {
+        this.deleted++;
+        this.sessions.delete(id);
+      },
+    });
+    await this.newMcpServer().connect(transport);
+    return transport;
+  }
+
+  private async handle(req: Request): Promise<Response> {
+    const sessionId = req.headers.get("mcp-session-id");
+    let body: unknown = undefined;
+    if (req.method === "POST") body = await req.json().catch(() => undefined);
+    const first = (Array.isArray(body) ? body[0] : body) as Record<string, unknown> | undefined;
+    this.seen.push({
+      method: req.method,
+      rpc: typeof first?.method === "string" ? first.method : undefined,
+      sessionId,
+      protocolVersion: req.headers.get("mcp-protocol-version"),
+      authorization: req.headers.get("authorization"),
+    });
+    if (this.options.apiKey && req.headers.get("authorization") !== `Bearer ${this.options.apiKey}`) {
+      return Response.json({ jsonrpc: "2.0", id: null, error: { code: -32001, message: "Unauthorized" } }, {
+        status: 401,
+      });
+    }
+    const transport = await this.transportFor(sessionId, first?.method === "initialize");
+    if (transport instanceof Response) return transport;
+    const handled = transport.handleRequest(req, body === undefined ? undefined : { parsedBody: body });
+    // A JSON-mode reply to a cancelled request never comes: close() ends such waits so shutdown can finish.
+    let end!: () => void;
+    const ended = new Promise<Response>((resolve) =>
+      end = () => resolve(new Response(null, { status: 503 }))
+    );
+    this.pending.add(end);
+    try {
+      return await Promise.race([handled, ended]);
+    } finally {
+      this.pending.delete(end);
+    }
+  }
+}
