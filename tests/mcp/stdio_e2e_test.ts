@@ -1,0 +1,273 @@
+/**
+ * End to end over real stdio: the official SDK client (StdioClientTransport, as Kimi Code uses it) drives the
+ * proxy subprocess started exactly like production, against the SDK server and the fake OpenViking. Plus raw
+ * pipes for what the SDK client hides: stdout carries JSON-RPC only, exit codes, SIGTERM, no key anywhere.
+ */
+
+// @ts-types="@modelcontextprotocol/sdk/client/index"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+// @ts-types="@modelcontextprotocol/sdk/client/stdio"
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+// @ts-types="@modelcontextprotocol/sdk/types"
+import {
+  ListRootsRequestSchema,
+  LoggingMessageNotificationSchema,
+  McpError,
+  ToolListChangedNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
+import { assertEquals, assertMatch, assertNotMatch, assertRejects, assertTrue } from "../support/assert.ts";
+import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
+import { tempDir } from "../support/temp.ts";
+import { freePort } from "./harness.ts";
+import { SdkServer } from "./sdk-server.ts";
+import { childEnv, productionCommand, REPO_ROOT } from "./subprocess.ts";
+
+const KEY = "e2e-secret-key-8d41b2";
+
+async function until(condition: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 3000; i++) {
+    if (condition()) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+/** An SDK client connected to a fresh proxy subprocess; stderr is collected. */
+async function connect(home: string, env: Record<string, string>, capabilities = {}) {
+  const { command, args } = await productionCommand();
+  const transport = new StdioClientTransport({
+    command,
+    args,
+    cwd: REPO_ROOT,
+    env: await childEnv(home, env),
+    stderr: "pipe",
+  });
+  const stderr: string[] = [];
+  transport.stderr?.on("data", (chunk: Uint8Array) => stderr.push(new TextDecoder().decode(chunk)));
+  const client = new Client({ name: "kimi-code", version: "2.1.0" }, { capabilities });
+  await client.connect(transport);
+  return { client, transport, stderr };
+}
+
+const textOf = (result: unknown) => (result as { content: { text: string }[] }).content[0].text;
+
+Deno.test("mcp/e2e: SDK client over stdio against the SDK server: the full life of a session", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  const server = SdkServer.start({ stateful: true, json: false, apiKey: KEY });
+  try {
+    const { client } = await connect(home.path, { OPENVIKING_URL: server.url, OPENVIKING_API_KEY: KEY }, {
+      roots: { listChanged: true },
+    });
+    client.setRequestHandler(ListRootsRequestSchema, () => ({ roots: [{ uri: "file:///work/proj" }] }));
+    const logs: unknown[] = [];
+    client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void logs.push(n.params.data));
+
+    assertEquals(client.getServerVersion()?.name, "sdk-peer");
+    assertEquals((await client.listTools()).tools.map((t) => t.name).sort(), [
+      "chatty",
+      "echo",
+      "roots",
+      "wait",
+    ]);
+    assertEquals(
+      textOf(await client.callTool({ name: "echo", arguments: { text: "hello" } })),
+      "echo: hello",
+    );
+    await client.ping();
+    await client.sendRootsListChanged();
+    await until(() => server.methods().includes("notifications/roots/list_changed"), "the notification");
+
+    // messages inside the stream: log notifications, and a request the client answers
+    assertEquals(textOf(await client.callTool({ name: "chatty", arguments: { count: 2 } })), "done after 2");
+    assertEquals(logs, ["step 0", "step 1"]);
+    assertEquals(textOf(await client.callTool({ name: "roots", arguments: {} })), "roots: file:///work/proj");
+
+    // a cancelled request is cancelled on the server
+    const abort = new AbortController();
+    const waiting = client.callTool({ name: "wait", arguments: {} }, undefined, { signal: abort.signal });
+    await until(() => server.waiting === 1, "the waiting call");
+    abort.abort("user pressed Esc");
+    await assertRejects(() => waiting);
+    await until(() => server.cancelled === 1, "the server-side cancellation");
+
+    // the session expires in the middle of the run, then the server restarts
+    await server.expireSessions();
+    assertEquals(
+      textOf(await client.callTool({ name: "echo", arguments: { text: "after expiry" } })),
+      "echo: after expiry",
+    );
+    await server.restart();
+    assertEquals(
+      textOf(await client.callTool({ name: "echo", arguments: { text: "after restart" } })),
+      "echo: after restart",
+    );
+
+    await client.close();
+    await until(() => server.deleted === 1, "the session DELETE");
+    assertEquals(server.methods().filter((m) => m === "initialize").length, 3);
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("mcp/e2e: SDK client over stdio against the fake OpenViking: auth failure, then ovcli.conf fixed", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  const fake = await FakeOpenViking.start({ apiKey: KEY, mcp: { stateful: true, sse: true } });
+  try {
+    const conf = `${home.path}/.openviking/ovcli.conf`;
+    await Deno.mkdir(`${home.path}/.openviking`, { recursive: true });
+    await Deno.writeTextFile(conf, JSON.stringify({ url: fake.url, api_key: "stale-key-000111" }));
+    const { client, stderr } = await connect(home.path, { OPENVIKING_DEBUG: "1" });
+    let changed = 0;
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changed++);
+
+    assertEquals((await client.listTools()).tools.map((t) => t.name), OPENVIKING_TOOLS);
+    const denied = await client.callTool({ name: "find", arguments: { query: "tabs" } }).catch((e) => e);
+    assertTrue(denied instanceof McpError, `expected an MCP error, got ${JSON.stringify(denied)}`);
+    assertEquals(denied.code, -32001);
+    assertTrue(denied.message.includes(conf), denied.message);
+
+    await Deno.writeTextFile(conf, JSON.stringify({ url: fake.url, api_key: KEY }));
+    assertEquals(
+      textOf(await client.callTool({ name: "find", arguments: { query: "tabs" } })),
+      'fake find: {"query":"tabs"}',
+    );
+    await until(() => changed === 1, "tools/list_changed");
+    assertEquals((await client.listTools()).tools[0].description, "OpenViking find");
+    await client.close();
+    await until(() => fake.mcp.deleted === 1, "the session DELETE");
+
+    const log = await Deno.readTextFile(`${home.path}/.openviking/logs/kimicode-hooks.log`);
+    assertMatch(log, /"stage":"credentials-reloaded"/);
+    for (const text of [log, stderr.join("")]) {
+      assertNotMatch(text, new RegExp(KEY));
+      assertNotMatch(text, /stale-key-000111/);
+    }
+  } finally {
+    await fake.close();
+  }
+});
+
+Deno.test("mcp/e2e: OpenViking down when Kimi starts: tools still listed; works once it is up", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  const port = freePort();
+  const { client } = await connect(home.path, { OPENVIKING_URL: `http://127.0.0.1:${port}` });
+  let changed = 0;
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changed++);
+  assertEquals(client.getServerVersion()?.name, "openviking");
+  assertEquals(client.getServerCapabilities()?.tools, { listChanged: true });
+  assertEquals((await client.listTools()).tools.map((t) => t.name), OPENVIKING_TOOLS);
+  const down = await client.callTool({ name: "health", arguments: {} }).catch((e) => e);
+  assertTrue(down instanceof McpError);
+  assertEquals(down.code, -32004);
+  assertMatch(down.message, new RegExp(`127\\.0\\.0\\.1:${port}/mcp`));
+
+  const fake = await FakeOpenViking.start({ port, mcp: { sse: true } });
+  try {
+    assertEquals(textOf(await client.callTool({ name: "health", arguments: {} })), "fake health: {}");
+    await until(() => changed === 1, "tools/list_changed");
+    assertEquals(fake.mcp.receivedMethod("initialize").length, 1);
+    await client.close();
+  } finally {
+    await fake.close();
+  }
+});
+
+/** The proxy on raw pipes. */
+async function spawnRaw(home: string, env: Record<string, string>) {
+  const { command, args } = await productionCommand();
+  const child = new Deno.Command(command, {
+    args,
+    cwd: REPO_ROOT,
+    env: await childEnv(home, env),
+    clearEnv: true,
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  const encoder = new TextEncoder();
+  const lines: string[] = [];
+  const waiters: { n: number; resolve: () => void }[] = [];
+  const reading = (async () => {
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for await (const chunk of child.stdout) {
+      buffer += decoder.decode(chunk, { stream: true });
+      let i;
+      while ((i = buffer.indexOf("\n")) >= 0) {
+        lines.push(buffer.slice(0, i));
+        buffer = buffer.slice(i + 1);
+      }
+      for (const w of [...waiters]) if (lines.length >= w.n) w.resolve();
+    }
+    return buffer;
+  })();
+  const stderr = new Response(child.stderr).text();
+  return {
+    child,
+    lines,
+    stderr,
+    reading,
+    send: (m: unknown) => writer.write(encoder.encode(`${JSON.stringify(m)}\n`)),
+    closeStdin: () => writer.close(),
+    linesAtLeast: (n: number) =>
+      lines.length >= n ? Promise.resolve() : new Promise<void>((resolve) => waiters.push({ n, resolve })),
+  };
+}
+
+for (const how of ["stdin EOF", "SIGTERM"] as const) {
+  Deno.test(`mcp/e2e: raw pipes: stdout is JSON-RPC lines only; ${how} deletes the session and exits 0`, async () => {
+    await using home = await tempDir("ovk-mcp-");
+    const fake = await FakeOpenViking.start({ apiKey: KEY, mcp: { stateful: true, sse: true } });
+    try {
+      const p = await spawnRaw(home.path, {
+        OPENVIKING_URL: fake.url,
+        OPENVIKING_API_KEY: KEY,
+        OPENVIKING_DEBUG: "1",
+      });
+      await p.send({
+        jsonrpc: "2.0",
+        id: 0,
+        method: "initialize",
+        params: {
+          protocolVersion: "2025-11-25",
+          capabilities: {},
+          clientInfo: { name: "kimi-code", version: "2.1.0" },
+        },
+      });
+      await p.linesAtLeast(1);
+      await p.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+      const big = (i: number) => `${i}:`.padEnd(100_000, "xyz");
+      for (let i = 1; i <= 30; i++) {
+        await p.send({
+          jsonrpc: "2.0",
+          id: i,
+          method: "tools/call",
+          params: { name: "write", arguments: { uri: "viking://x", content: big(i) } },
+        });
+      }
+      await p.send({ jsonrpc: "2.0", id: 31, method: "tools/call", params: { name: "nope", arguments: {} } });
+      await p.linesAtLeast(32);
+      if (how === "SIGTERM") p.child.kill("SIGTERM");
+      else await p.closeStdin();
+      const status = await p.child.status;
+      assertEquals(status.code, 0);
+      assertEquals(await p.reading, ""); // nothing but whole lines
+      assertEquals(fake.mcp.deleted, 1);
+      const messages = p.lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+      assertEquals(messages.map((m) => m.id).sort((a, b) => Number(a) - Number(b)), [...Array(32).keys()]);
+      for (const m of messages.filter((m) => typeof m.id === "number" && m.id >= 1 && m.id <= 30)) {
+        assertTrue(JSON.stringify(m).includes(big(m.id as number)), `reply ${m.id} intact`);
+      }
+      assertEquals(((messages.find((m) => m.id === 31)!.error) as { code: number }).code, -32602);
+      const stderr = await p.stderr;
+      const log = await Deno.readTextFile(`${home.path}/.openviking/logs/kimicode-hooks.log`);
+      for (const text of [stderr, log, p.lines.join("\n")]) assertNotMatch(text, new RegExp(KEY));
+      assertEquals(stderr, "");
+    } finally {
+      await fake.close();
+    }
+  });
+}
