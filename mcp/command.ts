@@ -14,7 +14,7 @@ import { lineSink, readLines } from "./lines.ts";
 import { Proxy, STARTUP_TIMEOUT_CAP_MS } from "./proxy.ts";
 import { Session } from "./session.ts";
 import { readToolCache, toolCachePath, writeToolCache } from "./tool-cache.ts";
-import { Upstream } from "./upstream.ts";
+import { displayUrl, Upstream } from "./upstream.ts";
 
 /** How long running requests may finish after stdin closed. */
 export const EOF_GRACE_MS = 5_000;
@@ -31,12 +31,12 @@ OPENVIKING_USER, or ~/.openviking/ovcli.conf. Debug log: OPENVIKING_DEBUG=1.
  * folder (cwd = `$KIMI_PLUGIN_ROOT`), where the inherited `PWD` is the folder Kimi was started in.
  */
 export function workspaceDir(env: Env, cwd: string): string | undefined {
-  const root = env.KIMI_PLUGIN_ROOT?.replace(/[\\/]+$/, "");
-  const inPlugin = root !== undefined && root !== "" && (cwd === root || cwd.startsWith(`${root}/`));
-  if (!inPlugin) return cwd;
+  const norm = (p: string) => p.replace(/\\/g, "/").replace(/\/+$/, "");
+  const root = env.KIMI_PLUGIN_ROOT ? norm(env.KIMI_PLUGIN_ROOT) : "";
+  const inside = (p: string) => root !== "" && (norm(p) === root || norm(p).startsWith(`${root}/`));
+  if (!inside(cwd)) return cwd;
   const pwd = env.PWD;
-  if (pwd && pwd !== cwd && !(pwd === root || pwd.startsWith(`${root}/`))) return pwd;
-  return undefined;
+  return pwd && !inside(pwd) ? pwd : undefined;
 }
 
 /** I/O of one server run, so tests can run it in-process. */
@@ -104,7 +104,7 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
   });
   late.proxy = running;
   log.stage("start", {
-    url: first.settings.target.mcpUrl,
+    url: displayUrl(first.settings.target.mcpUrl),
     credentialSource: first.settings.context.credentialSource,
     apiKeySource: first.settings.context.apiKeySource,
     peer: first.settings.target.peerId || undefined,

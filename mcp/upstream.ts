@@ -7,7 +7,7 @@
 
 import { buildHeaders } from "../runtime/http.ts";
 import type { JsonRpcId, JsonRpcMessage } from "./jsonrpc.ts";
-import { type MessageSink, readReply, type ReplyOutcome } from "./reply.ts";
+import { isEventStream, type MessageSink, readReply, type ReplyOutcome } from "./reply.ts";
 
 /** Protocol version sent before any initialize result told us better (what OpenViking's own proxy sends). */
 export const DEFAULT_PROTOCOL_VERSION = "2025-06-18";
@@ -64,6 +64,10 @@ export interface PostOptions {
 }
 
 const MAX_REDIRECTS = 5;
+/** SSE resumption: delay when the server gave none, the longest delay honoured, reconnections without progress. */
+const DEFAULT_RETRY_MS = 500;
+const MAX_RETRY_MS = 5_000;
+const MAX_IDLE_RESUMES = 3;
 const MESSAGE_CHARS = 300;
 
 /** A URL with any `user:password@` removed, for messages and logs. */
@@ -105,6 +109,21 @@ export function serverMessageOf(text: string): string {
   return trimmed.slice(0, MESSAGE_CHARS);
 }
 
+/** Waits `ms`; false when `signal` aborted first. */
+function sleep(ms: number, signal?: AbortSignal): Promise<boolean> {
+  if (signal?.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+      resolve(ok);
+    };
+    const onAbort = () => done(false);
+    const timer = setTimeout(() => done(true), ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
 async function drain(response: Response): Promise<string> {
   try {
     return await response.text();
@@ -144,82 +163,143 @@ export class Upstream {
     return headers;
   }
 
-  /** Sends one request, notification or response and streams its reply into `options.sink`. */
-  async post(message: JsonRpcMessage, options: PostOptions): Promise<Exchange> {
-    const sentSession = options.withSession ? this.sessionId : undefined;
-    const headers = this.headers(options.withSession);
-    const body = JSON.stringify(message);
+  /**
+   * One HTTP request to the MCP endpoint, following redirects only within its origin (credentials never leave
+   * it); `headerTimeoutMs` bounds the wait for response headers. Never throws.
+   */
+  private async fetchSameOrigin(
+    method: "POST" | "GET",
+    headers: Headers,
+    body: string | undefined,
+    signal: AbortSignal | undefined,
+    headerTimeoutMs: number,
+  ): Promise<{ response: Response } | { failure: Failure }> {
+    if (signal?.aborted) return { failure: { kind: "aborted" } };
+    // The timeout covers the wait for headers; the caller's signal also covers reading the body.
     const controller = new AbortController();
-    const onAbort = () => controller.abort();
-    if (options.signal?.aborted) return { ok: false, failure: { kind: "aborted" }, delivered: 0 };
-    options.signal?.addEventListener("abort", onAbort, { once: true });
+    const fetchSignal = signal ? AbortSignal.any([signal, controller.signal]) : controller.signal;
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
       controller.abort();
-    }, options.headerTimeoutMs);
-    const fail = (failure: Failure, delivered = 0): Exchange => ({ ok: false, failure, delivered });
+    }, headerTimeoutMs);
     try {
-      let response: Response | undefined;
       const origin = new URL(this.target.mcpUrl).origin;
       let url = this.target.mcpUrl;
-      for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
+      for (let hop = 0;; hop++) {
+        let response: Response;
         try {
           response = await this.doFetch(url, {
-            method: "POST",
+            method,
             headers,
             body,
             redirect: "manual",
-            signal: controller.signal,
+            signal: fetchSignal,
           });
         } catch (error) {
-          if (options.signal?.aborted) return fail({ kind: "aborted" });
-          if (timedOut) return fail({ kind: "timeout", ms: options.headerTimeoutMs });
-          return fail({ kind: "network", cause: networkCause(error) });
+          if (signal?.aborted) return { failure: { kind: "aborted" } };
+          if (timedOut) return { failure: { kind: "timeout", ms: headerTimeoutMs } };
+          return { failure: { kind: "network", cause: networkCause(error) } };
         }
         const location = response.headers.get("location");
-        if (response.status < 300 || response.status >= 400 || !location) break;
+        if (response.status < 300 || response.status >= 400 || !location) return { response };
         await drain(response);
         const next = new URL(location, url);
         if (next.origin !== origin) {
-          return fail({ kind: "redirect", status: response.status, location: displayUrl(next.toString()) });
+          return {
+            failure: { kind: "redirect", status: response.status, location: displayUrl(next.toString()) },
+          };
         }
-        if (hop === MAX_REDIRECTS) {
-          return fail({ kind: "http", status: response.status, serverMessage: "too many redirects" });
+        if (hop >= MAX_REDIRECTS) {
+          return { failure: { kind: "http", status: response.status, serverMessage: "too many redirects" } };
         }
         url = next.toString();
       }
-      clearTimeout(timer);
-      if (!response) return fail({ kind: "network", cause: "no response" });
-      const status = response.status;
-      if (status === 401 || status === 403) {
-        return fail({ kind: "auth", status, serverMessage: serverMessageOf(await drain(response)) });
-      }
-      if (status < 200 || status >= 300) {
-        return fail({
-          kind: "http",
-          status,
-          serverMessage: serverMessageOf(await drain(response)),
-          sessionId: sentSession,
-        });
-      }
-      const reply = await readReply(response, options.expectId, options.sink);
-      const sessionId = response.headers.get("mcp-session-id") ?? undefined;
-      if (options.expectId !== undefined && !reply.answered) {
-        if (options.signal?.aborted) return fail({ kind: "aborted" }, reply.delivered);
-        if (reply.cut !== undefined) {
-          return fail({ kind: "cut", cause: networkCause(reply.cut) }, reply.delivered);
-        }
-        if (reply.invalid > 0) {
-          return fail({ kind: "bad-reply", status, sample: reply.invalidSample ?? "" }, reply.delivered);
-        }
-        return fail({ kind: "empty", status }, reply.delivered);
-      }
-      return { ok: true, status, sessionId, reply };
     } finally {
       clearTimeout(timer);
-      options.signal?.removeEventListener("abort", onAbort);
     }
+  }
+
+  /** Sends one request, notification or response and streams its reply into `options.sink`. */
+  async post(message: JsonRpcMessage, options: PostOptions): Promise<Exchange> {
+    const sentSession = options.withSession ? this.sessionId : undefined;
+    const fail = (failure: Failure, delivered = 0): Exchange => ({ ok: false, failure, delivered });
+    const got = await this.fetchSameOrigin(
+      "POST",
+      this.headers(options.withSession),
+      JSON.stringify(message),
+      options.signal,
+      options.headerTimeoutMs,
+    );
+    if ("failure" in got) return fail(got.failure);
+    const response = got.response;
+    const status = response.status;
+    if (status === 401 || status === 403) {
+      return fail({ kind: "auth", status, serverMessage: serverMessageOf(await drain(response)) });
+    }
+    if (status < 200 || status >= 300) {
+      return fail({
+        kind: "http",
+        status,
+        serverMessage: serverMessageOf(await drain(response)),
+        sessionId: sentSession,
+      });
+    }
+    const sessionId = response.headers.get("mcp-session-id") ?? undefined;
+    let reply = await readReply(response, options.expectId, options.sink);
+    if (options.expectId !== undefined && !reply.answered) reply = await this.resume(reply, options);
+    if (options.expectId !== undefined && !reply.answered) {
+      if (options.signal?.aborted) return fail({ kind: "aborted" }, reply.delivered);
+      if (reply.cut !== undefined) {
+        return fail({ kind: "cut", cause: networkCause(reply.cut) }, reply.delivered);
+      }
+      if (reply.invalid > 0) {
+        return fail({ kind: "bad-reply", status, sample: reply.invalidSample ?? "" }, reply.delivered);
+      }
+      return fail({ kind: "empty", status }, reply.delivered);
+    }
+    return { ok: true, status, sessionId, reply };
+  }
+
+  /**
+   * An SSE reply that ended before the response but carried event ids (a 2025-11-25 server polling, or a cut
+   * connection): reconnect with GET + `Last-Event-ID` after the server's `retry` delay, as the spec asks, for
+   * as long as each reconnection makes progress. Returns the combined outcome.
+   */
+  private async resume(first: ReplyOutcome, options: PostOptions): Promise<ReplyOutcome> {
+    let reply = first;
+    let delivered = first.delivered;
+    let idle = 0;
+    while (!reply.answered && reply.lastEventId && !options.signal?.aborted && idle < MAX_IDLE_RESUMES) {
+      const wait = Math.min(reply.retryMs ?? DEFAULT_RETRY_MS, MAX_RETRY_MS);
+      if (!await sleep(wait, options.signal)) break;
+      const headers = this.headers(true);
+      headers.delete("Content-Type");
+      headers.set("Accept", "text/event-stream");
+      headers.set("Last-Event-ID", reply.lastEventId);
+      const got = await this.fetchSameOrigin(
+        "GET",
+        headers,
+        undefined,
+        options.signal,
+        options.headerTimeoutMs,
+      );
+      if ("failure" in got) break;
+      if (!got.response.ok || !isEventStream(got.response.headers.get("content-type"))) {
+        await drain(got.response);
+        break;
+      }
+      const next = await readReply(got.response, options.expectId, options.sink);
+      delivered += next.delivered;
+      idle = next.delivered > 0 ? 0 : idle + 1;
+      reply = {
+        ...next,
+        delivered,
+        lastEventId: next.lastEventId || reply.lastEventId,
+        retryMs: next.retryMs ?? reply.retryMs,
+      };
+    }
+    return reply;
   }
 
   /** Ends the server-side session (DELETE), waiting at most `timeoutMs`; never throws. */

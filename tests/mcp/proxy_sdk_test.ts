@@ -35,6 +35,7 @@ for (const stateful of [true, false]) {
         assertEquals(toolNames(await proxy.request(1, "tools/list")).sort(), [
           "chatty",
           "echo",
+          "poll",
           "roots",
           "wait",
         ]);
@@ -161,6 +162,24 @@ Deno.test("mcp/sdk: a server answering 400 for an unknown session is re-initiali
       text(await proxy.request(1, "tools/call", { name: "echo", arguments: { text: "y" } })),
       "echo: y",
     );
+    assertEquals(await proxy.close(), 0);
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("mcp/sdk: a stream the server closes mid-call (SSE polling) is resumed with Last-Event-ID", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  const server = SdkServer.start({ stateful: true, json: false, resumable: true });
+  try {
+    const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: server.url });
+    await proxy.initialize("2025-11-25");
+    assertEquals(text(await proxy.request(1, "tools/call", { name: "poll", arguments: {} })), "polled");
+    const logs = proxy.messages().filter((m) => m.method === "notifications/message").map((m) =>
+      (m.params as Json).data
+    );
+    assertEquals(logs, ["before", "after"]);
+    assertTrue(server.seen.some((r) => r.method === "GET"), "reconnected with GET");
     assertEquals(await proxy.close(), 0);
   } finally {
     await server.close();

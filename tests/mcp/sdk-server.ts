@@ -9,6 +9,8 @@
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 // @ts-types="@modelcontextprotocol/sdk/server/webStandardStreamableHttp"
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+// @ts-types="@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore"
+import { InMemoryEventStore } from "@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js";
 // @ts-types="@modelcontextprotocol/sdk/types"
 import { ListRootsResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
@@ -24,6 +26,8 @@ export interface SdkServerOptions {
   port?: number;
   /** Status for unknown session ids (the spec says 404; the SDK's own examples say 400). */
   expiredStatus?: 404 | 400;
+  /** Keep events for resumption (priming events, `retry:`), so tools can close their stream (SSE polling). */
+  resumable?: boolean;
 }
 
 /** What the server saw of one HTTP request. */
@@ -117,6 +121,19 @@ export class SdkServer {
       const roots = await extra.sendRequest({ method: "roots/list" }, ListRootsResultSchema);
       return { content: [{ type: "text", text: `roots: ${roots.roots.map((r) => r.uri).join(",")}` }] };
     });
+    server.registerTool("poll", { description: "Closes its stream mid-way (SSE polling)" }, async (extra) => {
+      await extra.sendNotification({
+        method: "notifications/message",
+        params: { level: "info", data: "before" },
+      });
+      extra.closeSSEStream?.();
+      await new Promise((r) => setTimeout(r, 30));
+      await extra.sendNotification({
+        method: "notifications/message",
+        params: { level: "info", data: "after" },
+      });
+      return { content: [{ type: "text", text: extra.closeSSEStream ? "polled" : "no polling" }] };
+    });
     server.registerTool(
       "wait",
       { description: "Waits until cancelled" },
@@ -164,6 +181,7 @@ export class SdkServer {
     const transport: Transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => crypto.randomUUID(),
       enableJsonResponse: json,
+      ...(this.options.resumable ? { eventStore: new InMemoryEventStore(), retryInterval: 20 } : {}),
       onsessioninitialized: (id) => {
         this.sessions.set(id, transport);
       },

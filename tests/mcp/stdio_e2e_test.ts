@@ -67,6 +67,7 @@ Deno.test("mcp/e2e: SDK client over stdio against the SDK server: the full life 
     assertEquals((await client.listTools()).tools.map((t) => t.name).sort(), [
       "chatty",
       "echo",
+      "poll",
       "roots",
       "wait",
     ]);

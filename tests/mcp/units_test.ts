@@ -290,4 +290,6 @@ Deno.test("workspace: the process cwd, or the inherited PWD when Kimi runs us fr
     undefined,
   );
   assertEquals(workspaceDir(plugin, "/elsewhere"), "/elsewhere");
+  const win = { KIMI_PLUGIN_ROOT: "C:\\Users\\me\\.kimi-code\\plugins\\ovk\\", PWD: "C:\\work\\proj" };
+  assertEquals(workspaceDir(win, "C:\\Users\\me\\.kimi-code\\plugins\\ovk"), "C:\\work\\proj");
 });
