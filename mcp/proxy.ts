@@ -130,17 +130,15 @@ export class Proxy {
   /** Messages the server sends outside a client request's reply go straight to the client. */
   passthrough = (item: Classified): Promise<void> => this.writer.write(item.message);
 
-  /** Requests currently waiting or running. */
-  get pending(): number {
-    return this.inFlight.size;
-  }
-
   /** Handles one stdin line; returns once it is fully answered (callers need not wait). */
   handleLine(line: string): Promise<void> {
     if (line.trim() === "") return Promise.resolve();
-    const task = this.dispatchLine(line).catch((error) => {
-      this.options.log.stage("internal-error", { error });
-    });
+    return this.track(this.dispatchLine(line));
+  }
+
+  /** Remembers work that shutdown must wait for; errors are logged, never thrown. */
+  private track(work: Promise<unknown>): Promise<void> {
+    const task = work.then(() => {}, (error) => this.options.log.stage("internal-error", { error }));
     this.tasks.add(task);
     task.finally(() => this.tasks.delete(task));
     return task;
@@ -173,7 +171,7 @@ export class Proxy {
       return Promise.resolve(undefined);
     }
     // A response to a request the server sent inside a stream: deliver it now (the stream may wait for it).
-    void this.forward(item.message, "response");
+    this.track(this.forward(item.message, "response"));
     return Promise.resolve(undefined);
   }
 
@@ -284,9 +282,7 @@ export class Proxy {
     if (response.result.nextCursor !== undefined) return;
     const tools = validTools(response.result.tools);
     if (!tools) return;
-    const task = store.write(tools).catch(() => {});
-    this.tasks.add(task);
-    task.finally(() => this.tasks.delete(task));
+    this.track(store.write(tools));
   }
 
   private notify(message: JsonRpcNotification): void {
@@ -311,10 +307,10 @@ export class Proxy {
 
   private enqueueNotification(message: JsonRpcNotification): Promise<void> {
     const initGate = this.initGate;
-    const sent = this.barrier.then(() => initGate).then(() => this.forward(message, "notification"));
+    const sent = this.track(
+      this.barrier.then(() => initGate).then(() => this.forward(message, "notification")),
+    );
     this.barrier = sent;
-    this.tasks.add(sent);
-    sent.finally(() => this.tasks.delete(sent));
     return sent;
   }
 

@@ -67,16 +67,6 @@ export class Session {
     this.settings = options.settings;
   }
 
-  /** Whether the server is initialised (the client's initialize went through, or the proxy's own did). */
-  get isReady(): boolean {
-    return this.ready;
-  }
-
-  /** The upstream HTTP client. */
-  get upstream(): Upstream {
-    return this.options.upstream;
-  }
-
   /** Forwards the client's `initialize`; remembers it for later re-initialisation. */
   async initialize(request: JsonRpcRequest, options: SendOptions): Promise<Exchange> {
     const upstream = this.options.upstream;

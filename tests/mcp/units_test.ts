@@ -7,6 +7,7 @@ import { isEmptyEventData, parseSse, SseParser } from "../../mcp/sse.ts";
 import { classifyUpstream, ErrorCode, parseLine } from "../../mcp/jsonrpc.ts";
 import { Limiter } from "../../mcp/limiter.ts";
 import { readLines } from "../../mcp/lines.ts";
+import { readReply } from "../../mcp/reply.ts";
 import { authError, type ErrorContext, failureError } from "../../mcp/errors.ts";
 import { displayUrl, networkCause, serverMessageOf, Upstream } from "../../mcp/upstream.ts";
 import { CredentialWatcher, type ProxySettings } from "../../mcp/credentials.ts";
@@ -292,4 +293,33 @@ Deno.test("workspace: the process cwd, or the inherited PWD when Kimi runs us fr
   assertEquals(workspaceDir(plugin, "/elsewhere"), "/elsewhere");
   const win = { KIMI_PLUGIN_ROOT: "C:\\Users\\me\\.kimi-code\\plugins\\ovk\\", PWD: "C:\\work\\proj" };
   assertEquals(workspaceDir(win, "C:\\Users\\me\\.kimi-code\\plugins\\ovk"), "C:\\work\\proj");
+});
+
+Deno.test("reply: JSON batch bodies, batches inside SSE events, and a stream left open after the response", async () => {
+  const got: unknown[] = [];
+  const sink = (item: { message: unknown }) => void got.push(item.message);
+  const json = new Response(
+    JSON.stringify([{ jsonrpc: "2.0", method: "n/a" }, { jsonrpc: "2.0", id: 1, result: {} }, { bogus: 1 }]),
+    { headers: { "content-type": "application/json" } },
+  );
+  const a = await readReply(json, 1, sink);
+  assertEquals([a.answered, a.delivered, a.invalid], [true, 2, 1]);
+
+  // the server never closes the stream: reading stops once the response is in
+  const encoder = new TextEncoder();
+  let cancelled = false;
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(encoder.encode(': hi\n\nid: 7\ndata: [{"jsonrpc":"2.0","method":"x/y"},'));
+      controller.enqueue(encoder.encode('\ndata: {"jsonrpc":"2.0","id":"r","result":{"ok":true}}]\n\n'));
+    },
+    cancel() {
+      cancelled = true;
+    },
+  });
+  const sse = new Response(body, { headers: { "content-type": "text/event-stream; charset=utf-8" } });
+  const b = await readReply(sse, "r", sink);
+  assertEquals([b.answered, b.delivered, b.lastEventId], [true, 2, "7"]);
+  assertTrue(cancelled, "the open stream was released");
+  assertEquals(got.length, 4);
 });
