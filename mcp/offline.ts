@@ -7,7 +7,7 @@
 import { VERSION } from "../runtime/version.ts";
 import type { ToolDefinition } from "./catalog.ts";
 import type { JsonRpcId, JsonRpcResult } from "./jsonrpc.ts";
-import { DEFAULT_PROTOCOL_VERSION } from "./upstream.ts";
+import { DEFAULT_PROTOCOL_VERSION, type Failure } from "./upstream.ts";
 
 /** Protocol versions the proxy can relay (the message shapes of tools and ping are the same in all). */
 export const KNOWN_PROTOCOL_VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] as const;
@@ -28,11 +28,27 @@ export function offlineProtocolVersion(requested: unknown): string {
   return DEFAULT_PROTOCOL_VERSION;
 }
 
-/** The `initialize` result given while the server is unreachable. */
+/** Why the server could not answer `initialize`, in words for the instructions ("was not reachable", …). */
+export function offlineReason(failure: Failure): string {
+  switch (failure.kind) {
+    case "auth":
+      return `refused the credentials (HTTP ${failure.status})`;
+    case "http":
+    case "empty":
+    case "bad-reply":
+    case "redirect":
+      return `answered HTTP ${failure.status} instead of an MCP result`;
+    default:
+      return "was not reachable";
+  }
+}
+
+/** The `initialize` result given while the server cannot answer (`reason` from {@link offlineReason}). */
 export function offlineInitializeResult(
   id: JsonRpcId,
   requestedVersion: unknown,
   url: string,
+  reason = "was not reachable",
 ): JsonRpcResult {
   return {
     jsonrpc: "2.0",
@@ -45,8 +61,8 @@ export function offlineInitializeResult(
         title: "OpenViking (via openviking-kimi)",
         version: `proxy-${VERSION}`,
       },
-      instructions: `OpenViking at ${url} was not reachable when this session started. Its tools are ` +
-        `listed anyway and work as soon as the server answers; until then they return an error that says why.`,
+      instructions: `OpenViking at ${url} ${reason} when this session started. Its tools are listed ` +
+        `anyway and work as soon as the server answers; until then they return an error that says why.`,
     },
   };
 }

@@ -24,6 +24,7 @@ import {
   catalogResult,
   offlineInitializeResult,
   offlineProtocolVersion,
+  offlineReason,
   pingResult,
   TOOLS_CHANGED,
 } from "./offline.ts";
@@ -217,7 +218,12 @@ export class Proxy {
       const url = displayUrl(this.options.session.settings.target.mcpUrl);
       this.options.session.answeredOffline(offlineProtocolVersion(params.protocolVersion));
       this.options.log.stage("offline-initialize", { failure: describe(exchange.failure) });
-      return offlineInitializeResult(request.id, params.protocolVersion, url);
+      return offlineInitializeResult(
+        request.id,
+        params.protocolVersion,
+        url,
+        offlineReason(exchange.failure),
+      );
     } finally {
       open();
     }

@@ -401,6 +401,7 @@ Deno.test("mcp/fake: 401 names the credential source and how to fix it; a rewrit
     // initialize and tools/list still answer, so Kimi keeps the tools
     const init = resultOf(await proxy.initialize());
     assertEquals((init.capabilities as Json).tools, { listChanged: true });
+    assertMatch(String(init.instructions), /refused the credentials \(HTTP 401\)/);
     assertEquals(toolNames(await proxy.request(1, "tools/list")), OPENVIKING_TOOLS);
     const before = fake.requestsTo("POST /mcp").length;
     const denied = errorOf(await proxy.request(2, "tools/call", { name: "find", arguments: { query: "x" } }));
