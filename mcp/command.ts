@@ -165,6 +165,8 @@ export async function mcpCommand(args: string[]): Promise<number> {
       // not registered
     }
   }
-  if (stop.signal.aborted) Deno.exit(code); // a stdin read may still be pending; nothing else is
-  return code;
+  await writer.close().catch(() => {});
+  // Everything is written and the log flushed; a stdin read may still be pending (after SIGTERM or when the
+  // client closed only stdout), and it must not keep the process alive.
+  Deno.exit(code);
 }

@@ -191,10 +191,13 @@ async function spawnRaw(home: string, env: Record<string, string>) {
   const encoder = new TextEncoder();
   const lines: string[] = [];
   const waiters: { n: number; resolve: () => void }[] = [];
+  const reader = child.stdout.getReader();
   const reading = (async () => {
     const decoder = new TextDecoder();
     let buffer = "";
-    for await (const chunk of child.stdout) {
+    for (;;) {
+      const { value: chunk, done } = await reader.read();
+      if (done) break;
       buffer += decoder.decode(chunk, { stream: true });
       let i;
       while ((i = buffer.indexOf("\n")) >= 0) {
@@ -213,6 +216,8 @@ async function spawnRaw(home: string, env: Record<string, string>) {
     reading,
     send: (m: unknown) => writer.write(encoder.encode(`${JSON.stringify(m)}\n`)),
     closeStdin: () => writer.close(),
+    /** The client stops reading stdout (its end of the pipe closes). */
+    stopReading: () => reader.cancel(),
     linesAtLeast: (n: number) =>
       lines.length >= n ? Promise.resolve() : new Promise<void>((resolve) => waiters.push({ n, resolve })),
   };
@@ -272,3 +277,31 @@ for (const how of ["stdin EOF", "SIGTERM"] as const) {
     }
   });
 }
+
+Deno.test("mcp/e2e: raw pipes: when the client stops reading stdout, the proxy exits instead of lingering", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  // (the SDK server, not the fake: the proxy exits with requests in flight, which node:http reports as errors)
+  const server = SdkServer.start({ stateful: true, json: true });
+  try {
+    const p = await spawnRaw(home.path, { OPENVIKING_URL: server.url });
+    await p.send({
+      jsonrpc: "2.0",
+      id: 0,
+      method: "initialize",
+      params: {
+        protocolVersion: "2025-06-18",
+        capabilities: {},
+        clientInfo: { name: "kimi-code", version: "2" },
+      },
+    });
+    await p.linesAtLeast(1);
+    await p.stopReading(); // stdin stays open
+    await p.reading;
+    for (let i = 1; i <= 3; i++) await p.send({ jsonrpc: "2.0", id: i, method: "ping" }).catch(() => {});
+    assertEquals((await p.child.status).code, 0);
+    await until(() => server.deleted === 1, "the session DELETE");
+    await p.stderr;
+  } finally {
+    await server.close();
+  }
+});
