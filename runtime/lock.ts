@@ -1,4 +1,7 @@
-/** A cross-process mutex: a lock directory created with a non-recursive mkdir. */
+/**
+ * A cross-process mutex: a lock directory created with a non-recursive mkdir, holding the owner's pid.
+ * A lock is taken over when it is stale (untouched for `staleMs`; holders refresh it) or its owner is dead.
+ */
 
 import { ensurePrivateDir, isAlreadyExists, isNotFound } from "./fs.ts";
 import { dirName } from "./paths.ts";
@@ -46,9 +49,34 @@ export async function withLock<T>(
   }
 }
 
+const OWNER_FILE = "owner";
+
+/** Whether process `pid` is gone (false when that cannot be told on this platform). */
+export async function isProcessGone(pid: number): Promise<boolean> {
+  if (!Number.isInteger(pid) || pid <= 0 || pid === Deno.pid) return false;
+  if (Deno.build.os === "linux") {
+    try {
+      const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
+      return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z"); // a zombie has exited
+    } catch {
+      return true;
+    }
+  }
+  if (Deno.build.os === "darwin") {
+    try {
+      Deno.kill(pid, "SIGCONT"); // harmless to a running process; throws when there is none
+      return false;
+    } catch (error) {
+      return error instanceof Deno.errors.NotFound || /ESRCH|No such process/i.test(String(error));
+    }
+  }
+  return false;
+}
+
 async function tryAcquire(lockPath: string): Promise<boolean> {
   try {
     await Deno.mkdir(lockPath, { mode: 0o700 });
+    await Deno.writeTextFile(`${lockPath}/${OWNER_FILE}`, String(Deno.pid)).catch(() => {});
     return true;
   } catch (error) {
     if (isAlreadyExists(error)) return false;
@@ -57,6 +85,7 @@ async function tryAcquire(lockPath: string): Promise<boolean> {
       await ensurePrivateDir(dirName(lockPath));
       try {
         await Deno.mkdir(lockPath, { mode: 0o700 });
+        await Deno.writeTextFile(`${lockPath}/${OWNER_FILE}`, String(Deno.pid)).catch(() => {});
         return true;
       } catch (again) {
         if (isAlreadyExists(again)) return false;
@@ -71,7 +100,9 @@ async function removeIfStale(lockPath: string, staleMs: number): Promise<void> {
   try {
     const info = await Deno.stat(lockPath);
     const age = Date.now() - (info.mtime?.getTime() ?? Date.now());
-    if (age <= staleMs) return;
+    const owner = Number(await Deno.readTextFile(`${lockPath}/${OWNER_FILE}`).catch(() => ""));
+    // A holder that was killed (kill -9 leaves its lock behind) is not waited for until the lock goes stale.
+    if (age <= staleMs && !(owner && await isProcessGone(owner))) return;
     // Rename first so two processes never both delete a lock one of them just re-created.
     const aside = `${lockPath}.stale-${Deno.pid}-${crypto.randomUUID().slice(0, 8)}`;
     await Deno.rename(lockPath, aside);

@@ -142,6 +142,14 @@ export function scanTurns(lines: readonly JournalLine[], firstIndex = 0): TurnSc
         }
         break;
       }
+      case "turn.cancel": {
+        // Legacy journals mark a cancelled turn only by a bare turn.cancel (v2 also writes turn.ended).
+        const agentId = typeof value.agentId === "string" ? value.agentId : undefined;
+        if (agentId === undefined && current && !current.v2 && !current.closed) {
+          [current.closed, current.closeReason] = [true, "cancelled"];
+        }
+        break;
+      }
       case "turn.ended": {
         const r = EndedRecord.safeParse(value);
         if (!r.success || !isMain(r.data.agentId)) break;

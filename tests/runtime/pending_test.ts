@@ -116,7 +116,7 @@ Deno.test("replay: non-retryable rejections, max retries and TTL drop entries", 
     await enqueueAll(dir.path, [{
       type: "addMessage",
       sessionId: "kc-s1",
-      payload: { role: "bogus", content: "x" },
+      payload: { role: "user", content: "x", turn_id: 7 },
     }]);
     const first = await replayPending(dir.path, client, opts());
     assertEquals([first.dropped, first.replayed], [2, 0], "too old + rejected with 400");

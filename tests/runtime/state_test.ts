@@ -151,3 +151,18 @@ Deno.test("kill -9 in the middle of state writes never leaves a torn file", asyn
     assertEquals(parsed.version, 1);
   }
 });
+
+Deno.test("lock: a lock left by a killed process (kill -9) is taken over at once, not after 60 s", async () => {
+  if (Deno.build.os === "windows") return;
+  await using dir = await tempDir();
+  const lock = `${dir.path}/l.lock`;
+  const child = new Deno.Command("sleep", { args: ["30"] }).spawn();
+  await Deno.mkdir(lock);
+  await Deno.writeTextFile(`${lock}/owner`, String(child.pid));
+  const held = await withLock(lock, () => Promise.resolve("no"), { waitMs: 150, pollMs: 10 });
+  assertEquals(held, { acquired: false }, "a live owner keeps its lock");
+  child.kill("SIGKILL");
+  await child.status;
+  const res = await withLock(lock, () => Promise.resolve("yes"), { waitMs: 2000, pollMs: 10 });
+  assertEquals(res, { acquired: true, value: "yes" });
+});

@@ -10,7 +10,7 @@ async function post(url: string, body: unknown): Promise<[number, Record<string,
   return [r.status, await r.json()];
 }
 
-Deno.test("fake OpenViking: rejects unknown fields like the real server; batch ≤ 100; commit needs a session", async () => {
+Deno.test("fake OpenViking: search rejects unknown fields like the real server, session routes do not; batch ≤ 100; commit needs a session", async () => {
   const fake = await FakeOpenViking.start();
   try {
     assertEquals(
@@ -22,9 +22,17 @@ Deno.test("fake OpenViking: rejects unknown fields like the real server; batch �
       400,
       "context field without mode=context",
     );
+    const extraField = { role: "user", content: "x", extra: 1 };
     assertEquals(
-      (await post(`${fake.url}/api/v1/sessions/s/messages`, { role: "user", content: "x", extra: 1 }))[0],
+      (await post(`${fake.url}/api/v1/sessions/s/messages`, extraField))[0],
+      200,
+      "session routes accept unknown fields",
+    );
+    const numericTurn = { role: "user", content: "x", turn_id: 0 };
+    assertEquals(
+      (await post(`${fake.url}/api/v1/sessions/s/messages`, numericTurn))[0],
       400,
+      "turn_id must be a string",
     );
     const many = Array.from({ length: 101 }, () => ({ role: "user", content: "x" }));
     assertEquals((await post(`${fake.url}/api/v1/sessions/s/messages/batch`, { messages: many }))[0], 400);

@@ -44,6 +44,17 @@ export async function cliArgs(): Promise<string[]> {
   return ["run", ...(await productionFlags(ROOT)), "--config", `${ROOT}/deno.json`, `${ROOT}/main.ts`];
 }
 
+let denoDirCache: string | undefined;
+
+/** Deno's module cache of this test run; child processes with a temporary HOME must share it. */
+export function denoDir(): string {
+  if (denoDirCache) return denoDirCache;
+  const out = new Deno.Command(Deno.execPath(), { args: ["info", "--json"], stdout: "piped", stderr: "null" })
+    .outputSync();
+  denoDirCache = (JSON.parse(new TextDecoder().decode(out.stdout)) as { denoDir: string }).denoDir;
+  return denoDirCache;
+}
+
 /** Runs `openviking-kimi <args>` under the production flags with the given env and stdin bytes. */
 export async function runCli(
   args: string[],
@@ -52,7 +63,7 @@ export async function runCli(
 ): Promise<RunResult> {
   const cmd = new Deno.Command(Deno.execPath(), {
     args: [...(await cliArgs()), ...args],
-    env: options.env,
+    env: options.env ? { DENO_DIR: denoDir(), ...options.env } : undefined,
     clearEnv: options.clearEnv,
     cwd: options.cwd,
     stdin: options.stdin === undefined ? "null" : "piped",

@@ -1,0 +1,550 @@
+/**
+ * Process-level tests: the real entry point (`deno run <cli task flags> main.ts hook <event>`) with real
+ * stdin, against the fake OpenViking in every server condition. They assert stdout bytes, exit code, the
+ * requests made and the state left behind.
+ */
+
+import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
+import { DEFAULT_RENDERED, FakeOpenViking } from "../support/fake-openviking.ts";
+import { placeJournal } from "../support/hook-context.ts";
+import { cliArgs, denoDir, runCli } from "../support/run.ts";
+import { tempDir } from "../support/temp.ts";
+import { enqueueAll, listPending } from "../../runtime/pending.ts";
+import { readState } from "../../runtime/state.ts";
+
+const SESSION = "session_bb98d39e-e56d-47b5-bd98-4e903585486d";
+const OV_SESSION = `kc-${SESSION}`;
+const FIXTURE = new URL("../../../shared/fixtures/kimi-code-2.1.0/wire-main.jsonl", import.meta.url);
+const CWD = "/home/user/proj";
+
+/** The exact text the prompt hook prints against the default fake (profile first time, then recall). */
+const PROFILE_BLOCK = `<openviking-context source="session-start">
+<user-profile uri="viking://user/default/memories/profile.md">
+# Profile
+Name: Test User
+Likes: tabs
+</user-profile>
+<available-memories>
+  viking://user/default/memories/preferences/
+    - indent.md — Tabs over spaces
+</available-memories>
+</openviking-context>`;
+const RECALL_BLOCK = `<openviking-context>
+Relevant memory from OpenViking. Use the search/read MCP tools to expand URIs.
+${DEFAULT_RENDERED}
+</openviking-context>`;
+
+type Condition = "fine" | "down" | "slow" | "500" | "legacy" | "no-batch";
+const CONDITIONS: Condition[] = ["fine", "down", "slow", "500", "legacy", "no-batch"];
+
+interface Sandbox {
+  home: string;
+  env: Record<string, string>;
+  fake?: FakeOpenViking;
+  journal: string;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+async function sandbox(condition: Condition): Promise<Sandbox> {
+  const dir = await tempDir();
+  let fake: FakeOpenViking | undefined = await FakeOpenViking.start({
+    legacySearch: condition === "legacy",
+    noRecall: false,
+    noBatch: condition === "no-batch" ? 404 : undefined,
+  });
+  const url = fake.url;
+  if (condition === "down") {
+    await fake.close();
+    fake = undefined;
+  } else if (condition === "slow") fake.fault({ route: "*", delayMs: 4000 });
+  else if (condition === "500") fake.fault({ route: "*", status: 500 });
+  const env = {
+    HOME: dir.path,
+    KIMI_CODE_HOME: `${dir.path}/.kimi-code`,
+    OPENVIKING_URL: url,
+    OPENVIKING_TIMEOUT_MS: "1000",
+    OPENVIKING_PROMPT_BUDGET_MS: "2500",
+    OPENVIKING_CAPTURE_WAIT_MS: "0",
+    PATH: Deno.env.get("PATH") ?? "/usr/bin",
+  };
+  const journal = await placeJournal(dir.path, SESSION, await Deno.readTextFile(FIXTURE));
+  return {
+    home: dir.path,
+    env,
+    fake,
+    journal,
+    async [Symbol.asyncDispose]() {
+      await fake?.close();
+      await dir[Symbol.asyncDispose]();
+    },
+  };
+}
+
+const payload = (event: string, extra: Record<string, unknown> = {}) =>
+  JSON.stringify({
+    hook_event_name: event,
+    session_id: SESSION,
+    cwd: CWD,
+    client_type: "kimi_code_cli",
+    ...extra,
+  });
+
+async function waitFor(
+  what: string,
+  cond: () => Promise<boolean> | boolean,
+  timeoutMs = 20_000,
+): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const captureState = (s: Sandbox) => readState(`${s.home}/.openviking/hook-state/kimicode/${SESSION}.json`);
+const promptState = (s: Sandbox) =>
+  readState(`${s.home}/.openviking/hook-state/kimicode/${SESSION}.prompt.json`);
+const pendingDir = (s: Sandbox) => `${s.home}/.openviking/pending`;
+
+/** The six messages of the recorded three-turn session, as capture must send them. */
+async function expectedMessages(s: Sandbox): Promise<unknown[]> {
+  const r = await runCli(["turns", SESSION, "--json"], { env: s.env, clearEnv: true });
+  assertEquals(r.code, 0, r.stderr);
+  return r.stdout.trim().split("\n").map((l) => JSON.parse(l));
+}
+
+for (const condition of CONDITIONS) {
+  Deno.test(`hook user-prompt-submit, server ${condition}`, async () => {
+    await using s = await sandbox(condition);
+    const prompt = [{ type: "text", text: "how should I indent this file?" }];
+    const r = await runCli(["hook", "user-prompt-submit"], {
+      env: s.env,
+      clearEnv: true,
+      stdin: payload("UserPromptSubmit", { prompt, is_steer: false }),
+    });
+    assertEquals(r.code, 0);
+    const st = await promptState(s);
+    if (condition === "fine" || condition === "no-batch") {
+      assertEquals(r.stdout, `${PROFILE_BLOCK}\n\n${RECALL_BLOCK}\n`);
+      const search = s.fake!.requestsTo("POST /api/v1/search/search")[0];
+      assertEquals(search.body, {
+        query: "how should I indent this file?",
+        mode: "context",
+        purpose: "coding",
+        score_threshold: 0.35,
+        session_id: OV_SESSION,
+        dedup_turns: 5,
+      });
+      assertEquals(search.headers["user-agent"], "openviking-memory-kimicode/0.1.0");
+      assertMatch(search.headers["x-openviking-actor-peer"], /^[A-Za-z0-9_.@-]+$/);
+      assertEquals([st.profileInjected, st.recallBlock], [true, RECALL_BLOCK]);
+    } else if (condition === "legacy") {
+      assertEquals(
+        r.stdout,
+        `${PROFILE_BLOCK}\n\n<openviking-context>\nRelevant memory from OpenViking. Use the search/read MCP tools to expand URIs.\n${
+          s.fake!.recallRendered
+        }\n</openviking-context>\n`,
+      );
+      assertEquals(s.fake!.requests.filter((q) => q.path.startsWith("/api/v1/search")).map((q) => q.route), [
+        "POST /api/v1/search/search",
+        "POST /api/v1/search/recall",
+      ]);
+      const memo = JSON.parse(await Deno.readTextFile(`${s.home}/.openviking/state/context-face.json`));
+      assertTrue(memo.legacyUntil > Date.now() + 5 * 3600_000, "context face skipped for 6 h");
+    } else {
+      assertEquals(r.stdout, "", "no memory when the server cannot answer; the turn goes on");
+      assertEquals(st.profileInjected, false, "the profile is retried on a later prompt");
+    }
+  });
+
+  Deno.test(`hook stop, server ${condition}`, async () => {
+    await using s = await sandbox(condition);
+    const expected = await expectedMessages(s);
+    const r = await runCli(["hook", "stop"], {
+      env: s.env,
+      clearEnv: true,
+      stdin: payload("Stop", { stop_hook_active: false }),
+    });
+    assertEquals([r.code, r.stdout], [0, ""]);
+    await waitFor("the worker's capture", async () => (await captureState(s)).lastCaptureAt !== undefined);
+    const st = await captureState(s);
+    assertEquals(st.capturedKeys, [
+      "0:user",
+      "0:assistant",
+      "1:user",
+      "1:assistant",
+      "2:user",
+      "2:assistant",
+    ]);
+    assertEquals(st.ackedBelow, 3);
+    if (condition === "fine" || condition === "legacy" || condition === "no-batch") {
+      const stored = s.fake!.messages(OV_SESSION).map((m) => ({
+        turn_id: m.turn_id,
+        role: m.role,
+        content: m.content,
+      }));
+      assertEquals(stored, expected);
+      assertEquals(s.fake!.sessions.get(OV_SESSION)?.commits, 1);
+      const writes = s.fake!.requests.filter((q) => q.path.includes("/messages")).map((q) => q.route);
+      assertEquals(
+        writes,
+        condition === "no-batch"
+          ? [
+            "POST /api/v1/sessions/:id/messages/batch",
+            ...Array(6).fill("POST /api/v1/sessions/:id/messages"),
+          ]
+          : ["POST /api/v1/sessions/:id/messages/batch"],
+      );
+      assertEquals(st.capturedSinceCommit, 0);
+    } else {
+      const queued = await listPending(pendingDir(s));
+      assertEquals(
+        queued.filter((q) => q.entry.type === "addMessage").map((q) => q.entry.payload),
+        expected,
+        "every message waits in the queue, in order",
+      );
+      assertEquals(queued.at(-1)?.entry.type, "commitSession");
+      for (const q of queued) {
+        assertEquals((await Deno.stat(`${pendingDir(s)}/${q.name}`)).mode! & 0o777, 0o600);
+      }
+    }
+  });
+
+  Deno.test(`hook interrupt (synchronous, 2 s budget), server ${condition}`, async () => {
+    await using s = await sandbox(condition);
+    const r = await runCli(["hook", "interrupt"], {
+      env: s.env,
+      clearEnv: true,
+      stdin: payload("Interrupt", { turn_id: 2, reason: "cancelled" }),
+    });
+    assertEquals([r.code, r.stdout], [0, ""]);
+    const st = await captureState(s);
+    assertEquals(st.lastCaptureEvent, "interrupt", "captured before the process exited");
+    assertEquals(st.capturedKeys.length, 6);
+    if (condition === "fine" || condition === "legacy" || condition === "no-batch") {
+      assertEquals(s.fake!.messages(OV_SESSION).length, 6);
+      assertEquals(s.fake!.sessions.get(OV_SESSION)?.commits, 1);
+    } else {
+      assertEquals((await listPending(pendingDir(s))).filter((q) => q.entry.type === "addMessage").length, 6);
+    }
+  });
+
+  for (const event of ["pre-compact", "session-end"] as const) {
+    Deno.test(`hook ${event}, server ${condition}`, async () => {
+      await using s = await sandbox(condition);
+      const extra = event === "pre-compact" ? { trigger: "manual", token_count: 1000 } : { reason: "exit" };
+      const r = await runCli(["hook", event], {
+        env: s.env,
+        clearEnv: true,
+        stdin: payload(event === "pre-compact" ? "PreCompact" : "SessionEnd", extra),
+      });
+      assertEquals([r.code, r.stdout], [0, ""]);
+      await waitFor("the worker's capture", async () => (await captureState(s)).lastCaptureEvent === event);
+      assertEquals((await captureState(s)).capturedKeys.length, 6);
+      if (condition === "fine") {
+        assertEquals(s.fake!.messages(OV_SESSION).length, 6);
+        assertEquals(s.fake!.sessions.get(OV_SESSION)?.commits, 1);
+      }
+      if (event === "pre-compact") assertEquals((await promptState(s)).profileInjected, false);
+    });
+  }
+
+  Deno.test(`hook session-start replays the queue, server ${condition}`, async () => {
+    await using s = await sandbox(condition);
+    await enqueueAll(pendingDir(s), [{
+      type: "addMessage",
+      sessionId: "kc-earlier",
+      payload: { role: "user", content: "queued while offline" },
+    }]);
+    const r = await runCli(["hook", "session-start"], {
+      env: s.env,
+      clearEnv: true,
+      stdin: payload("SessionStart", { source: "startup", model: "fake" }),
+    });
+    assertEquals([r.code, r.stdout], [0, ""]);
+    assertTrue((await promptState(s)).lastSessionStartAt !== undefined);
+    if (condition === "fine" || condition === "legacy" || condition === "no-batch") {
+      await waitFor("the replay", () => s.fake!.messages("kc-earlier").length === 1);
+      await waitFor("the queue to empty", async () => (await listPending(pendingDir(s))).length === 0);
+    } else {
+      // the detached replay finishes within its budget and leaves the entry queued
+      await new Promise((r) => setTimeout(r, condition === "slow" ? 2500 : 800));
+      assertEquals((await listPending(pendingDir(s))).length, 1);
+    }
+  });
+
+  Deno.test(`hook pre-tool-use, server ${condition}: no network, deny only viking:// paths`, async () => {
+    await using s = await sandbox(condition);
+    const deny = await runCli(["hook", "pre-tool-use"], {
+      env: s.env,
+      clearEnv: true,
+      stdin: payload("PreToolUse", {
+        tool_name: "Grep",
+        tool_input: { pattern: "TODO", path: "viking://resources/docs" },
+        tool_call_id: "c1",
+      }),
+    });
+    assertEquals(deny.code, 0);
+    const out = JSON.parse(deny.stdout);
+    assertEquals(out.hookSpecificOutput.permissionDecision, "deny");
+    assertEquals(
+      out.hookSpecificOutput.permissionDecisionReason,
+      'viking:// URIs are OpenViking virtual paths, not local filesystem paths.\nUse the OpenViking MCP tool mcp__openviking__grep instead.\nExample: mcp__openviking__grep(uri="viking://resources/docs", pattern="<text>")',
+    );
+    const allow = await runCli(["hook", "pre-tool-use"], {
+      env: s.env,
+      clearEnv: true,
+      stdin: payload("PreToolUse", { tool_name: "Read", tool_input: { file_path: "/etc/hosts" } }),
+    });
+    assertEquals([allow.code, allow.stdout], [0, ""]);
+    assertEquals(s.fake?.requests.length ?? 0, 0);
+  });
+}
+
+Deno.test("hook: empty, malformed, array, binary and huge stdin → exit 0, no stdout", async () => {
+  await using s = await sandbox("fine");
+  const huge = payload("UserPromptSubmit", { prompt: [{ type: "text", text: "x".repeat(3_000_000) }] });
+  const inputs: (string | Uint8Array)[] = [
+    "",
+    "{not json",
+    "[1,2,3]",
+    "null",
+    new Uint8Array([0, 159, 146, 150, 255, 10]),
+    huge,
+  ];
+  for (const stdin of inputs) {
+    for (const event of ["user-prompt-submit", "stop", "pre-tool-use", "bogus-event"]) {
+      const r = await runCli(["hook", event], {
+        env: { ...s.env, OPENVIKING_DEBUG: "1" },
+        clearEnv: true,
+        stdin,
+      });
+      assertEquals(r.code, 0, `${event}: ${r.stderr}`);
+      if (stdin !== huge || event !== "user-prompt-submit") {
+        assertEquals(r.stdout, "", `${event} with ${String(stdin).slice(0, 20)}`);
+      }
+    }
+  }
+  const log = await Deno.readTextFile(`${s.home}/.openviking/logs/kimicode-hooks.log`);
+  assertMatch(log, /bad-input: empty stdin/);
+  assertMatch(log, /stdin is JSON but not an object \(array\)/);
+  assertMatch(log, /unknown-event/);
+});
+
+Deno.test("hook: gates — disabled, bypass patterns on session id and cwd", async () => {
+  await using s = await sandbox("fine");
+  const prompt = [{ type: "text", text: "how should I indent this file?" }];
+  const gates: Record<string, string>[] = [{ OPENVIKING_MEMORY_ENABLED: "0" }, {
+    OPENVIKING_BYPASS_SESSION_PATTERNS: "session_bb98*",
+  }, { OPENVIKING_BYPASS_SESSION_PATTERNS: "/home/user/**" }];
+  for (const extra of gates) {
+    const r = await runCli(["hook", "user-prompt-submit"], {
+      env: { ...s.env, ...extra },
+      clearEnv: true,
+      stdin: payload("UserPromptSubmit", { prompt }),
+    });
+    assertEquals([r.code, r.stdout], [0, ""]);
+  }
+  assertEquals(s.fake!.requests.length, 0);
+});
+
+Deno.test("hook user-prompt-submit: the profile once per session; the same prompt later reuses its block; `input` and string prompts work", async () => {
+  await using s = await sandbox("fine");
+  const run = (extra: Record<string, unknown>) =>
+    runCli(["hook", "user-prompt-submit"], {
+      env: s.env,
+      clearEnv: true,
+      stdin: payload("UserPromptSubmit", extra),
+    });
+  const first = await run({
+    prompt: [{ type: "text", text: "how should I indent" }, { type: "image_url", image_url: { url: "x" } }, {
+      type: "text",
+      text: "this file?",
+    }],
+  });
+  assertEquals(first.stdout, `${PROFILE_BLOCK}\n\n${RECALL_BLOCK}\n`);
+  assertEquals(s.fake!.requestsTo("POST /api/v1/search/search")[0].body, {
+    query: "how should I indent\nthis file?",
+    mode: "context",
+    purpose: "coding",
+    score_threshold: 0.35,
+    session_id: OV_SESSION,
+    dedup_turns: 5,
+  });
+  await new Promise((r) => setTimeout(r, 600));
+  const again = await run({ input: "how should I indent\nthis file?" });
+  assertEquals(again.stdout, `${RECALL_BLOCK}\n`, "no profile the second time; block reused");
+  assertEquals(s.fake!.requestsTo("POST /api/v1/search/search").length, 1, "reuse makes no request");
+  const other = await run({
+    prompt: "what about <openviking-context>old</openviking-context> naming conventions?",
+  });
+  const search = s.fake!.requestsTo("POST /api/v1/search/search")[1].body as Record<string, unknown>;
+  assertEquals(search.query, "what about  naming conventions?");
+  assertEquals(
+    search.exclude_uris,
+    ["viking://user/default/memories/preferences/indent.md"],
+    "memories the session already has are excluded",
+  );
+  assertEquals(other.code, 0);
+});
+
+Deno.test("hook user-prompt-submit: two identical hooks at the same moment print once, profile once", async () => {
+  await using s = await sandbox("fine");
+  s.fake!.fault({ route: "POST /api/v1/search/search", delayMs: 300, times: 1 });
+  const stdin = payload("UserPromptSubmit", {
+    prompt: [{ type: "text", text: "how should I indent this file?" }],
+  });
+  const [a, b] = await Promise.all(
+    [1, 2].map(() => runCli(["hook", "user-prompt-submit"], { env: s.env, clearEnv: true, stdin })),
+  );
+  const outs = [a.stdout, b.stdout].sort();
+  assertEquals(outs, ["", `${PROFILE_BLOCK}\n\n${RECALL_BLOCK}\n`]);
+  assertEquals(s.fake!.requestsTo("GET /api/v1/system/status").length, 1, "profile fetched once");
+  assertEquals(s.fake!.requestsTo("POST /api/v1/search/search").length, 1);
+});
+
+Deno.test("hook user-prompt-submit: an explicit prompt id dedupes even after the 500 ms window", async () => {
+  await using s = await sandbox("fine");
+  const stdin = payload("UserPromptSubmit", { prompt: "how should I indent this file?", prompt_id: "p-1" });
+  const first = await runCli(["hook", "user-prompt-submit"], { env: s.env, clearEnv: true, stdin });
+  await new Promise((r) => setTimeout(r, 600));
+  const second = await runCli(["hook", "user-prompt-submit"], { env: s.env, clearEnv: true, stdin });
+  assertTrue(first.stdout.length > 0);
+  assertEquals(second.stdout, "");
+});
+
+Deno.test("hook session-start: a repeat within 2 s is ignored; resume keeps the profile flag, startup resets it", async () => {
+  await using s = await sandbox("fine");
+  const ups = () =>
+    runCli(["hook", "user-prompt-submit"], {
+      env: s.env,
+      clearEnv: true,
+      stdin: payload("UserPromptSubmit", { prompt: "how should I indent this file?" }),
+    });
+  await ups();
+  assertEquals((await promptState(s)).profileInjected, true);
+  const start = (source: string) =>
+    runCli(["hook", "session-start"], {
+      env: s.env,
+      clearEnv: true,
+      stdin: payload("SessionStart", { source }),
+    });
+  await start("resume");
+  assertEquals(
+    (await promptState(s)).profileInjected,
+    true,
+    "a resumed session already has its profile in context",
+  );
+  const at = (await promptState(s)).lastSessionStartAt;
+  await start("startup");
+  assertEquals((await promptState(s)).lastSessionStartAt, at, "repeat within 2 s ignored");
+  await new Promise((r) => setTimeout(r, 2100));
+  await start("startup");
+  assertEquals((await promptState(s)).profileInjected, false);
+});
+
+/** State letter of a process from /proc ("Z" once it exited but was not yet reaped; "" when gone). */
+function procState(pid: number): string {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+  } catch {
+    return "";
+  }
+}
+
+Deno.test({
+  name: "hook stop: the parent has exited before the worker's first request reaches the server",
+  ignore: Deno.build.os !== "linux",
+  fn: async () => {
+    await using s = await sandbox("fine");
+    let parentPid = 0;
+    const seen: string[] = [];
+    s.fake!.onRequest = () => seen.push(procState(parentPid));
+    const child = new Deno.Command(Deno.execPath(), {
+      args: [...(await cliArgs()), "hook", "stop"],
+      env: { DENO_DIR: denoDir(), ...s.env },
+      clearEnv: true,
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    parentPid = child.pid;
+    const w = child.stdin.getWriter();
+    await w.write(new TextEncoder().encode(payload("Stop")));
+    await w.close();
+    await waitFor("the worker's requests", () => seen.length >= 2);
+    const out = await child.output();
+    assertEquals([out.code, new TextDecoder().decode(out.stdout)], [0, ""]);
+    for (const state of seen) {
+      assertTrue(state === "Z" || state === "", `parent state at a worker request: ${state}`);
+    }
+  },
+});
+
+Deno.test("hook stop: a worker killed in the middle of its write loses nothing — the next Stop captures it", async () => {
+  await using s = await sandbox("fine");
+  const expected = await expectedMessages(s);
+  s.fake!.fault({ route: "POST /api/v1/sessions/:id/messages/batch", delayMs: 800, times: 1 });
+  let arrived = false;
+  s.fake!.onRequest = (r) => arrived ||= r.route.endsWith("/messages/batch");
+  const worker = new Deno.Command(Deno.execPath(), {
+    args: [...(await cliArgs()), "hook", "stop"],
+    env: { DENO_DIR: denoDir(), ...s.env, OPENVIKING_KIMI_HOOK_WORKER: "1" },
+    clearEnv: true,
+    stdin: "piped",
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  const w = worker.stdin.getWriter();
+  await w.write(new TextEncoder().encode(payload("Stop")));
+  await w.close();
+  await waitFor("the worker's batch request", () => arrived);
+  worker.kill("SIGKILL");
+  await worker.status;
+  assertEquals((await captureState(s)).capturedKeys, [], "nothing was acknowledged by the killed worker");
+  const r = await runCli(["hook", "stop"], { env: s.env, clearEnv: true, stdin: payload("Stop") });
+  assertEquals(r.code, 0);
+  await waitFor("the next capture", async () => (await captureState(s)).capturedKeys.length === 6);
+  await new Promise((r) => setTimeout(r, 900)); // let the delayed first batch land too
+  const stored = s.fake!.messages(OV_SESSION).map((m) => ({
+    turn_id: m.turn_id,
+    role: m.role,
+    content: m.content,
+  }));
+  const unique = stored.filter((m, i) =>
+    stored.findIndex((x) => x.turn_id === m.turn_id && x.role === m.role) === i
+  );
+  assertEquals(
+    unique.sort((a, b) => `${a.turn_id}${a.role}`.localeCompare(`${b.turn_id}${b.role}`)),
+    [...expected].sort((a, b) =>
+      `${(a as { turn_id: string }).turn_id}${(a as { role: string }).role}`.localeCompare(
+        `${(b as { turn_id: string }).turn_id}${(b as { role: string }).role}`,
+      )
+    ),
+  );
+  assertTrue(
+    stored.length - unique.length <= s.fake!.lostReplyMessages,
+    "duplicates only from the write whose reply the killed worker never read",
+  );
+});
+
+Deno.test("hook logs: one JSONL line per run with event, session, duration and outcome; never the API key", async () => {
+  await using s = await sandbox("fine");
+  const env = { ...s.env, OPENVIKING_DEBUG: "1", OPENVIKING_API_KEY: "sk-live-supersecretkey123456" };
+  await runCli(["hook", "user-prompt-submit"], {
+    env,
+    clearEnv: true,
+    stdin: payload("UserPromptSubmit", { prompt: "how should I indent this file?" }),
+  });
+  await runCli(["hook", "interrupt"], { env, clearEnv: true, stdin: payload("Interrupt") });
+  const text = await Deno.readTextFile(`${s.home}/.openviking/logs/kimicode-hooks.log`);
+  const lines = text.trim().split("\n").map((l) => JSON.parse(l));
+  const done = lines.filter((l) => l.stage === "done");
+  assertEquals(done.map((l) => [l.event, l.session, typeof l.durationMs, l.outcome]), [
+    ["user-prompt-submit", SESSION, "number", "injected"],
+    ["interrupt", SESSION, "number", "captured"],
+  ]);
+  assertTrue(!text.includes("supersecretkey"), "no secret in the log");
+  assertEquals((await Deno.stat(`${s.home}/.openviking/logs/kimicode-hooks.log`)).mode! & 0o777, 0o600);
+});

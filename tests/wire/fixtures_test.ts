@@ -1,0 +1,199 @@
+/**
+ * Capture over journals recorded with the real Kimi Code CLI (tests/fixtures/journals: 2.1.0, 0.41.0 and
+ * 0.41.0 with the legacy engine): exact turns per scenario, the journal as it was at each Stop, and the whole
+ * Stop → … → SessionEnd sequence against the fake OpenViking delivering every message once.
+ */
+
+import { assertEquals, assertTrue } from "../support/assert.ts";
+import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { makeContext, placeJournal, sandboxEnv } from "../support/hook-context.ts";
+import { tempDir } from "../support/temp.ts";
+import { captureMode, captureSession } from "../../hooks/capture.ts";
+import { Budget } from "../../runtime/http.ts";
+import { turnsOf } from "../../wire/command.ts";
+import { readJournal } from "../../wire/read.ts";
+import { scanTurns, turnLineFilter } from "../../wire/turns.ts";
+
+const ROOT = new URL("../fixtures/journals/", import.meta.url).pathname;
+const VARIANTS = ["2.1.0", "0.41.0", "0.41.0-legacy"] as const;
+const opts = { maxLength: 24000, redact: true };
+
+type Msg = [string, "user" | "assistant", string];
+const ack = (
+  n: number,
+  p: string,
+): Msg[] => [[String(n - 1), "user", p], [String(n - 1), "assistant", `ACK ${n}: ${p}`]];
+const AGENT = "FINAL after agent: agent_id: agent-0 | actual_subagent_type: coder";
+
+/** What capture must send for each recorded scenario's final journal (closed turns only). */
+function expected(variant: string, scenario: string): Msg[] {
+  const legacy = variant.endsWith("legacy");
+  const slow = SLOW;
+  switch (scenario) {
+    case "plain":
+      return ack(1, "hello, remember that I prefer tabs over spaces");
+    case "tool":
+      return [["0", "user", "please RUN_TOOL and THINK about it"], [
+        "0",
+        "assistant",
+        "FINAL after tool: tool-ran",
+      ]];
+    case "subagent":
+      return [["0", "user", "please RUN_AGENT for me"], ["0", "assistant", AGENT]];
+    case "failed":
+      return legacy ? [] : [["0", "user", "this will FAIL at the provider"]];
+    case "interrupted-print":
+      return legacy
+        ? [["0", "user", "tell me a long SLOW story"]]
+        : [["0", "user", "tell me a long SLOW story"], ["0", "assistant", slow]];
+    case "interrupted-tui":
+      return [
+        ["0", "user", "tell me a long SLOW story"],
+        ...(legacy ? [] : [["0", "assistant", slow] as Msg]),
+        ["1", "user", "ok, just say hi then"],
+        ["1", "assistant", "ACK: hi after the interruption"],
+      ];
+    case "compaction":
+      return [...ack(1, "first: remember that I prefer tabs"), ["1", "user", "second: RUN_TOOL please"], [
+        "1",
+        "assistant",
+        "FINAL after tool: tool-ran",
+      ], ...ack(5, "third: after the compaction").map(([, r, c]) => ["2", r, c] as Msg)];
+    case "resumed":
+      return [
+        ...ack(1, "first: remember that I prefer tabs over spaces"),
+        ["1", "user", "second: RUN_TOOL please"],
+        ["1", "assistant", "FINAL after tool: tool-ran"],
+        ["2", "user", "third: RUN_AGENT now"],
+        ["2", "assistant", AGENT],
+      ];
+    case "hook-context":
+      return [...ack(1, "what do I prefer, tabs or spaces?"), ["1", "user", "and RUN_TOOL to check"], [
+        "1",
+        "assistant",
+        "FINAL after tool: tool-ran",
+      ]];
+  }
+  throw new Error(`no expectation for ${scenario}`);
+}
+
+const scenarios = (variant: string) =>
+  [...Deno.readDirSync(`${ROOT}${variant}`)].filter((e) => e.isDirectory).map((e) => e.name).sort();
+const stopSnapshots = (dir: string) =>
+  [...Deno.readDirSync(dir)].map((e) => e.name).filter((n) => /^wire-at-stop-\d+\.jsonl$/.test(n)).sort((
+    a,
+    b,
+  ) => Number(a.match(/\d+/)![0]) - Number(b.match(/\d+/)![0]));
+/** The interrupted story's length depends on when the interrupt landed: compare its start only. */
+const SLOW = "slow token 1 slow token 2 …";
+const norm = (content: string) => content.replace(/^slow token 1 slow token 2 [\s\S]*$/, SLOW);
+const asMsgs = (lines: string[]): Msg[] =>
+  lines.map((l) => JSON.parse(l)).map((o) => [o.turn_id, o.role, norm(o.content)]);
+const INJECTED =
+  /<system-reminder|<hook_result|openviking-context|SUBAGENT_TASK|pondering|\[memory\]|Wall time/;
+
+Deno.test("recorded journals: every variant and scenario yields exactly the conversation, nothing injected", async () => {
+  let checked = 0;
+  for (const variant of VARIANTS) {
+    const names = scenarios(variant);
+    assertEquals(names, [
+      "compaction",
+      "failed",
+      "hook-context",
+      "interrupted-print",
+      "interrupted-tui",
+      "plain",
+      "resumed",
+      "subagent",
+      "tool",
+    ]);
+    for (const scenario of names) {
+      const got = asMsgs(await turnsOf(`${ROOT}${variant}/${scenario}/wire.jsonl`, opts));
+      assertEquals(got, expected(variant, scenario), `${variant}/${scenario}`);
+      for (const [, , content] of got) {
+        assertTrue(!INJECTED.test(content), `${variant}/${scenario}: ${content}`);
+      }
+      checked++;
+    }
+  }
+  assertEquals(checked, 27);
+});
+
+Deno.test("recorded journals: protocol versions — 1.5 for the v2 engine, 1.4 for the legacy one", async () => {
+  for (const variant of VARIANTS) {
+    const read = await readJournal(`${ROOT}${variant}/plain/wire.jsonl`, undefined, turnLineFilter);
+    assertEquals(scanTurns(read.lines).protocolVersion, variant.endsWith("legacy") ? "1.4" : "1.5");
+  }
+});
+
+Deno.test("recorded journals at each Stop: the newest turn is never taken before it ends (turn.ended is not on disk yet)", async () => {
+  for (const variant of VARIANTS) {
+    for (const scenario of scenarios(variant)) {
+      const dir = `${ROOT}${variant}/${scenario}`;
+      const final = expected(variant, scenario);
+      for (const snap of stopSnapshots(dir)) {
+        const read = await readJournal(`${dir}/${snap}`, undefined, turnLineFilter);
+        const { turns } = scanTurns(read.lines);
+        const got = asMsgs(await turnsOf(`${dir}/${snap}`, opts));
+        assertEquals(
+          got,
+          final.slice(0, got.length),
+          `${variant}/${scenario}/${snap}: a prefix of the final conversation`,
+        );
+        const newest = turns.at(-1)!;
+        if (!variant.endsWith("legacy")) {
+          assertEquals(
+            newest.closed,
+            false,
+            `${variant}/${scenario}/${snap}: v2 writes turn.ended after Stop`,
+          );
+        }
+      }
+    }
+  }
+});
+
+Deno.test("recorded journals: Stop at every recorded instant, then SessionEnd — each message delivered once, in order", async () => {
+  const fake = await FakeOpenViking.start();
+  try {
+    for (const variant of VARIANTS) {
+      for (const scenario of scenarios(variant)) {
+        await using home = await tempDir();
+        const dir = `${ROOT}${variant}/${scenario}`;
+        const sid = `session_${variant}-${scenario}`.replace(/[^A-Za-z0-9_.-]/g, "-");
+        const env = sandboxEnv(home.path, fake.url);
+        const path = await placeJournal(home.path, sid, "");
+        for (const snap of stopSnapshots(dir)) {
+          await Deno.writeTextFile(path, await Deno.readTextFile(`${dir}/${snap}`));
+          const ctx = await makeContext("stop", { session_id: sid, cwd: "/home/user/project" }, env);
+          await captureSession(ctx, { ...captureMode("stop", ctx.config, Date.now()), waitMs: 0 });
+        }
+        await Deno.writeTextFile(path, await Deno.readTextFile(`${dir}/wire.jsonl`));
+        const end = await makeContext("session-end", {
+          session_id: sid,
+          cwd: "/home/user/project",
+          reason: "exit",
+        }, env);
+        await captureSession(end, {
+          ...captureMode("session-end", end.config, Date.now()),
+          waitMs: 0,
+          budget: new Budget(5000),
+        });
+        const stored: Msg[] = fake.messages(end.ovSessionId).map((
+          m,
+        ) => [m.turn_id!, m.role as Msg[1], norm(m.content!)]);
+        // SessionEnd also takes a turn that never closed (a legacy failed turn leaves no end marker).
+        const want = variant.endsWith("legacy") && scenario === "failed"
+          ? [["0", "user", "this will FAIL at the provider"] as Msg]
+          : expected(variant, scenario);
+        assertEquals(stored, want, `${variant}/${scenario}`);
+        assertTrue(
+          (fake.sessions.get(end.ovSessionId)?.commits ?? 0) >= (want.length ? 1 : 0),
+          `${variant}/${scenario} committed`,
+        );
+      }
+    }
+  } finally {
+    await fake.close();
+  }
+});
