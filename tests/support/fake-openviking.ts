@@ -235,7 +235,7 @@ export class FakeOpenViking {
   /** Starts a fake on 127.0.0.1 (a free port unless one is given). */
   static async start(options: FakeOptions = {}): Promise<FakeOpenViking> {
     const fake = new FakeOpenViking(options);
-    fake.server = createServer((req, res) => void fake.handle(req, res));
+    fake.server = createServer((req, res) => void fake.handle(req, res).catch(() => {}));
     await new Promise<void>((resolve) => fake.server.listen(options.port ?? 0, "127.0.0.1", resolve));
     fake.port = (fake.server.address() as AddressInfo).port;
     fake.url = `http://127.0.0.1:${fake.port}`;
