@@ -55,9 +55,14 @@ async function existingKeys(dir: string): Promise<Set<string>> {
   return keys;
 }
 
+/** The last `createdAt` this process gave out: later writes of the process always sort after earlier ones. */
+let lastCreatedAt = 0;
+
 /**
- * Queues writes in order (`createdAt` = base + index). Stops at the first write that cannot be stored and
- * returns how many of the leading writes are durably queued (duplicates of queued entries count as queued).
+ * Queues writes in order, with strictly increasing `createdAt` within the process (so the commit queued after
+ * its messages in the same millisecond still sorts after them). Stops at the first write that cannot be
+ * stored and returns how many of the leading writes are durably queued (duplicates of queued entries count
+ * as queued).
  */
 export async function enqueueAll(dir: string, writes: PendingWrite[], now = Date.now()): Promise<number> {
   if (writes.length === 0) return 0;
@@ -68,7 +73,12 @@ export async function enqueueAll(dir: string, writes: PendingWrite[], now = Date
     try {
       const key = await dedupKey(w.type, w.sessionId, w.payload);
       if (!keys.has(key)) {
-        const entry: PendingEntry = { ...w, createdAt: now + i, retries: 0, dedupKey: key };
+        // Only nudge when this process queued something in the last second (an explicit older `now` stays).
+        const createdAt = now + i <= lastCreatedAt && lastCreatedAt - (now + i) < 1000
+          ? lastCreatedAt + 1
+          : now + i;
+        lastCreatedAt = createdAt;
+        const entry: PendingEntry = { ...w, createdAt, retries: 0, dedupKey: key };
         await createExclusive(joinPath(dir, `${key}_0.json`), `${JSON.stringify(entry)}\n`);
         keys.add(key);
       }

@@ -233,3 +233,13 @@ Deno.test("two processes replaying one queue send each entry exactly once", asyn
     await fake.close();
   }
 });
+
+Deno.test("enqueue: a later call in the same millisecond still sorts after an earlier batch", async () => {
+  await using dir = await tempDir();
+  const now = Date.now() + 60_000;
+  await enqueueAll(dir.path, [msg(0), msg(1), msg(2)], now);
+  await enqueueAll(dir.path, [{ type: "commitSession", sessionId: "kc-s1", payload: {} }], now);
+  const entries = (await listPending(dir.path)).map((f) => f.entry);
+  assertEquals(entries.map((e) => e.type), ["addMessage", "addMessage", "addMessage", "commitSession"]);
+  assertEquals(entries.map((e) => e.createdAt - now), [0, 1, 2, 3], "strictly increasing, no ties");
+});

@@ -156,7 +156,15 @@ Deno.test("lock: a lock left by a killed process (kill -9) is taken over at once
   if (Deno.build.os === "windows") return;
   await using dir = await tempDir();
   const lock = `${dir.path}/l.lock`;
-  const child = new Deno.Command("sleep", { args: ["30"] }).spawn();
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["eval", "console.log('ready'); setTimeout(() => {}, 30_000)"],
+    stdin: "null",
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  const reader = child.stdout.getReader();
+  await reader.read(); // the owner is up and running
+  reader.releaseLock();
   await Deno.mkdir(lock);
   await Deno.writeTextFile(`${lock}/owner`, String(child.pid));
   const held = await withLock(lock, () => Promise.resolve("no"), { waitMs: 150, pollMs: 10 });
