@@ -38,7 +38,7 @@ export async function applyChange(change: FileChange, now = new Date()): Promise
   let backup: string | undefined;
   if (current !== undefined) {
     backup = backupPath(change, now);
-    await writeFileAtomic(backup, current, { mode: 0o600, privateDir: false });
+    await writeFileAtomic(backup, current, { mode: 0o600, privateDir: false, durable: true });
   }
   if (change.after === undefined) {
     await Deno.remove(change.path);
@@ -50,6 +50,6 @@ export async function applyChange(change: FileChange, now = new Date()): Promise
     () => change.path,
   );
   await Deno.mkdir(dirName(target), { recursive: true, mode: 0o700 });
-  await writeFileAtomic(target, change.after, { mode: 0o600, privateDir: false });
+  await writeFileAtomic(target, change.after, { mode: 0o600, privateDir: false, durable: true });
   return backup;
 }

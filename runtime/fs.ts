@@ -15,11 +15,15 @@ export function tempSibling(path: string): string {
   return `${path}.${Deno.pid}.${crypto.randomUUID().slice(0, 8)}.tmp`;
 }
 
-/** Writes a file so readers see the old or the new content, never a torn one (temp + fsync + rename). */
+/**
+ * Writes a file so readers see the old or the new content, never a torn one (temp + rename; a killed
+ * process cannot tear it). `durable` adds an fsync before the rename, for data that must survive a power
+ * loss too; hook state skips it because it sits on every prompt's path and is re-derivable.
+ */
 export async function writeFileAtomic(
   path: string,
   data: string | Uint8Array,
-  options: { mode?: number; privateDir?: boolean } = {},
+  options: { mode?: number; privateDir?: boolean; durable?: boolean } = {},
 ): Promise<void> {
   const mode = options.mode ?? 0o600;
   if (options.privateDir !== false) await ensurePrivateDir(dirName(path));
@@ -30,7 +34,7 @@ export async function writeFileAtomic(
     try {
       let written = 0;
       while (written < bytes.length) written += await file.write(bytes.subarray(written));
-      await file.sync();
+      if (options.durable) await file.sync();
     } finally {
       file.close();
     }

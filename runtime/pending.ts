@@ -90,10 +90,17 @@ export async function enqueueAll(dir: string, writes: PendingWrite[], now = Date
   return stored;
 }
 
-/** Creates a file with complete content or not at all, failing if the name exists (temp + hard link). */
+/** Creates a file with complete content or not at all, never replacing an existing one (temp + fsync + hard link). */
 async function createExclusive(path: string, text: string): Promise<void> {
   const tmp = tempSibling(path);
-  await Deno.writeTextFile(tmp, text, { createNew: true, mode: 0o600 });
+  const file = await Deno.open(tmp, { write: true, createNew: true, mode: 0o600 });
+  try {
+    const bytes = new TextEncoder().encode(text);
+    for (let written = 0; written < bytes.length;) written += await file.write(bytes.subarray(written));
+    await file.sync(); // a queued turn must survive more than a killed process
+  } finally {
+    file.close();
+  }
   try {
     await Deno.link(tmp, path);
   } catch (error) {
@@ -256,9 +263,7 @@ export async function replayPending(
       await writeFileAtomic(
         joinPath(dir, `${f.key}_${retries}.json`),
         `${JSON.stringify({ ...f.entry, retries })}\n`,
-        {
-          privateDir: false,
-        },
+        { privateDir: false, durable: true },
       ).catch(() => Deno.rename(processing, joinPath(dir, f.name)));
     } else {
       report.failed--;

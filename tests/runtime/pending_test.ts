@@ -1,7 +1,7 @@
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { tempDir } from "../support/temp.ts";
-import { ROOT } from "../support/run.ts";
+import { prodRunArgs, ROOT } from "../support/run.ts";
 import { Budget, createClient } from "../../runtime/http.ts";
 import {
   countPending,
@@ -216,9 +216,10 @@ Deno.test("two processes replaying one queue send each entry exactly once", asyn
     const n = 40;
     await enqueueAll(dir.path, Array.from({ length: n }, (_, i) => msg(i)));
     fake.fault({ route: "POST /api/v1/sessions/:id/messages", delayMs: 5 });
+    const prodArgs = await prodRunArgs();
     const run = () =>
       new Deno.Command(Deno.execPath(), {
-        args: ["run", "-A", "--quiet", `${ROOT}/tests/support/replay-worker.ts`, dir.path, fake.url],
+        args: [...prodArgs, `${ROOT}/tests/support/replay-worker.ts`, dir.path, fake.url],
         stdout: "piped",
         stderr: "inherit",
       }).output();

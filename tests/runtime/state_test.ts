@@ -2,7 +2,7 @@ import { assertEquals, assertTrue } from "../support/assert.ts";
 import { emptyState, readState, safeId, statePaths, updateState, writeState } from "../../runtime/state.ts";
 import { withLock } from "../../runtime/lock.ts";
 import { tempDir } from "../support/temp.ts";
-import { ROOT } from "../support/run.ts";
+import { prodRunArgs, ROOT } from "../support/run.ts";
 
 Deno.test("safeId: no id ever escapes its folder", async () => {
   await using dir = await tempDir();
@@ -93,12 +93,12 @@ Deno.test("lock: a stale lock (older than staleMs) is taken over", async () => {
 Deno.test("lock: N concurrent processes incrementing one counter end at exactly N×k", async () => {
   await using dir = await tempDir();
   const procs = 6, k = 15;
+  // Under the binary's own permissions: a lock that only works with --allow-all would pass with -A.
+  const prodArgs = await prodRunArgs();
   const children = Array.from({ length: procs }, () =>
     new Deno.Command(Deno.execPath(), {
       args: [
-        "run",
-        "-A",
-        "--quiet",
+        ...prodArgs,
         `${ROOT}/tests/support/lock-counter.ts`,
         `${dir.path}/c.lock`,
         `${dir.path}/counter`,
@@ -138,7 +138,7 @@ Deno.test("kill -9 in the middle of state writes never leaves a torn file", asyn
   await writeState(file, emptyState());
   for (let round = 0; round < 8; round++) {
     const child = new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "--quiet", `${ROOT}/tests/support/state-writer.ts`, file],
+      args: [...(await prodRunArgs()), `${ROOT}/tests/support/state-writer.ts`, file],
       stdout: "null",
       stderr: "null",
     }).spawn();
@@ -173,4 +173,34 @@ Deno.test("lock: a lock left by a killed process (kill -9) is taken over at once
   await child.status;
   const res = await withLock(lock, () => Promise.resolve("yes"), { waitMs: 2000, pollMs: 10 });
   assertEquals(res, { acquired: true, value: "yes" });
+});
+
+Deno.test("lock: under the binary's permissions a live holder keeps its lock and a killed one loses it", async () => {
+  if (Deno.build.os === "windows") return;
+  await using dir = await tempDir();
+  const lock = `${dir.path}/l.lock`;
+  const holder = new Deno.Command(Deno.execPath(), {
+    args: [...(await prodRunArgs()), `${ROOT}/tests/support/lock-holder.ts`, lock],
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const reader = holder.stdout.getReader();
+  await reader.read(); // "held"
+  reader.releaseLock();
+  const probe = async () =>
+    JSON.parse(new TextDecoder().decode(
+      (await new Deno.Command(Deno.execPath(), {
+        args: [...(await prodRunArgs()), `${ROOT}/tests/support/lock-probe.ts`, lock],
+        stdout: "piped",
+        stderr: "inherit",
+      }).output()).stdout,
+    ));
+  assertEquals(await probe(), { acquired: false }, "a live holder keeps its lock");
+  holder.kill("SIGKILL");
+  await holder.status;
+  assertEquals(
+    await probe(),
+    { acquired: true, value: "taken" },
+    "a killed holder's lock is taken over at once",
+  );
 });

@@ -10,6 +10,8 @@ export interface JournalOptions {
   v2?: boolean;
   /** 2.1.0 also writes `turnId` on `turn.prompt`. */
   explicitIds?: boolean;
+  /** Continue an existing journal: no metadata line, turn ids from this number. */
+  continueAt?: number;
 }
 
 let uuidCounter = 0;
@@ -27,7 +29,8 @@ export class JournalBuilder {
   constructor(options: JournalOptions = {}) {
     this.v2 = options.v2 ?? true;
     this.explicitIds = options.explicitIds ?? this.v2;
-    this.push({ type: "metadata", protocol_version: this.v2 ? "1.5" : "1.4", created_at: 1 });
+    if (options.continueAt !== undefined) this.turn = options.continueAt - 1;
+    else this.push({ type: "metadata", protocol_version: this.v2 ? "1.5" : "1.4", created_at: 1 });
   }
 
   private push(record: Record<string, unknown>, agentId = "main"): this {

@@ -39,6 +39,11 @@ export async function runDeno(
   };
 }
 
+/** `run` + the production flags + the config: a helper script then runs with exactly the binary's permissions. */
+export async function prodRunArgs(): Promise<string[]> {
+  return ["run", ...(await productionFlags(ROOT)), "--config", `${ROOT}/deno.json`];
+}
+
 /** The argv prefix that runs main.ts exactly as production does (`deno run <cli task flags> main.ts`). */
 export async function cliArgs(): Promise<string[]> {
   return ["run", ...(await productionFlags(ROOT)), "--config", `${ROOT}/deno.json`, `${ROOT}/main.ts`];
