@@ -28,7 +28,7 @@ Settings come from OPENVIKING_* environment variables and ~/.openviking/ovcli.co
 type Command = (args: string[]) => Promise<number>;
 
 const COMMANDS: Record<string, () => Promise<Command>> = {
-  hook: async () => (await import("./hooks/dispatch.ts")).hookCommand,
+  hook: async () => (await import("./hooks/entry.ts")).hookEntry,
   mcp: async () => (await import("./mcp/command.ts")).mcpCommand,
   install: async () => (await import("./install/command.ts")).installCommand,
   uninstall: async () => (await import("./install/command.ts")).uninstallCommand,

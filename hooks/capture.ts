@@ -15,7 +15,6 @@ import { cursorAt, readJournal } from "../wire/read.ts";
 import { scanTurns, turnLineFilter, type TurnScan } from "../wire/turns.ts";
 import { clientFor, type HookContext } from "./context.ts";
 import type { HookResult } from "./dispatch.ts";
-import { spawnWorker } from "./detach.ts";
 import type { HookEvent } from "./input.ts";
 
 /** How one capture behaves, by event. */
@@ -198,10 +197,13 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
   return { outcome: "captured", data: { ...res.value } };
 }
 
-/** Hook handler for stop, pre-compact, session-end (detached) and interrupt (synchronous). */
+/**
+ * Hook handler for stop, pre-compact, session-end and interrupt. It runs in the detached worker (the parent
+ * only forwarded stdin, see detach.ts) or synchronously: for interrupt, or when detaching is switched off.
+ */
 export async function captureHook(ctx: HookContext): Promise<HookResult> {
   if (!ctx.config.autoCapture) return { outcome: "capture-off" };
-  if (ctx.event === "pre-compact" && ctx.promptPaths && !ctx.isWorker) {
+  if (ctx.event === "pre-compact" && ctx.promptPaths) {
     // The compacted context loses earlier injections: let the profile and memories be injected again.
     await updateState(
       ctx.promptPaths,
@@ -211,7 +213,5 @@ export async function captureHook(ctx: HookContext): Promise<HookResult> {
       },
     );
   }
-  const detachable = ctx.event !== "interrupt" && ctx.config.writePathAsync && !ctx.isWorker;
-  if (detachable && await spawnWorker(ctx.event, ctx.raw)) return { outcome: "detached" };
   return await captureSession(ctx, captureMode(ctx.event, ctx.config, ctx.startedAt));
 }

@@ -1,11 +1,19 @@
 /**
- * The detached worker: the parent hands its stdin to a new process of this same program (own session and
- * process group, no inherited stdio) and returns at once. The parent keeps the worker's stdin open until it
- * exits, so the worker sees end-of-input — and starts working — only after the parent is gone.
+ * The detached worker. For Stop, PreCompact and SessionEnd the hook process only hands its stdin to a new
+ * process of this same program (own session and process group, no inherited stdio) and exits: it loads no
+ * config and no schema, so Kimi waits as little as possible. The parent keeps the worker's stdin open until
+ * it exits, so the worker sees end-of-input — and starts working — only after the parent is gone. The worker
+ * resolves the config, applies every gate and does the work.
  */
 
+import { type Env, processEnv } from "../runtime/paths.ts";
 import { selfInvocation } from "../runtime/self.ts";
-import { WORKER_ENV } from "./dispatch.ts";
+
+/** Environment variable marking the detached worker process. */
+export const WORKER_ENV = "OPENVIKING_KIMI_HOOK_WORKER";
+
+/** Events whose work runs in a detached worker. */
+export const DETACHED_EVENTS: ReadonlySet<string> = new Set(["stop", "pre-compact", "session-end"]);
 
 /** Starts `openviking-kimi hook <event>` as a detached worker fed with `stdin`; false if it could not start. */
 export async function spawnWorker(event: string, stdin: Uint8Array): Promise<boolean> {
@@ -27,4 +35,26 @@ export async function spawnWorker(event: string, stdin: Uint8Array): Promise<boo
   } catch {
     return false;
   }
+}
+
+const OFF = /^\s*(0|false|no|off)\s*$/i;
+
+/** Whether the environment switches detaching off (then the full hook path runs and applies the gates). */
+export function detachDisabled(env: Env): boolean {
+  return [env.OPENVIKING_MEMORY_ENABLED, env.OPENVIKING_AUTO_CAPTURE, env.OPENVIKING_WRITE_PATH_ASYNC]
+    .some((v) => v !== undefined && OFF.test(v));
+}
+
+/**
+ * The parent of a detached event: drains stdin, starts the worker, returns 0. Returns the stdin it read
+ * when the work must run here instead (the worker could not start, or detaching is switched off).
+ */
+export async function detachParent(
+  event: string,
+  readStdin: () => Promise<Uint8Array>,
+): Promise<{ code: 0 } | { stdin: Uint8Array }> {
+  const env = processEnv();
+  const stdin = await readStdin();
+  if (env[WORKER_ENV] === "1" || detachDisabled(env) || !(await spawnWorker(event, stdin))) return { stdin };
+  return { code: 0 };
 }

@@ -12,10 +12,9 @@ import { safeId, statePaths } from "../runtime/state.ts";
 import type { HookContext } from "./context.ts";
 import { SESSION_PREFIX } from "./context.ts";
 import { gateReason } from "./gates.ts";
+import { WORKER_ENV } from "./detach.ts";
+import { readAllStdin } from "./stdin.ts";
 import { type HookEvent, type HookInput, hostSessionId, isHookEvent, parseHookInput } from "./input.ts";
-
-/** Environment variable marking the detached worker process. */
-export const WORKER_ENV = "OPENVIKING_KIMI_HOOK_WORKER";
 
 /** What a handler reports: the stdout text (if any) and a short outcome for the log. */
 export interface HookResult {
@@ -61,27 +60,6 @@ export async function createContext(parts: {
     pendingDir: pendingDir(parts.env),
     sharedStateDir: sharedStateDir(parts.env),
   };
-}
-
-/** Reads stdin to the end (any size); empty when there is no stdin. */
-export async function readAllStdin(): Promise<Uint8Array> {
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of Deno.stdin.readable) {
-      chunks.push(chunk);
-      size += chunk.length;
-    }
-  } catch {
-    // closed or unreadable stdin counts as empty
-  }
-  const out = new Uint8Array(size);
-  let o = 0;
-  for (const c of chunks) {
-    out.set(c, o);
-    o += c.length;
-  }
-  return out;
 }
 
 /** Runs one hook event with the given stdin; never throws. Returns what to print on stdout. */
@@ -141,9 +119,9 @@ export async function runHook(
 }
 
 /** The `hook` command: exit code is always 0. */
-export async function hookCommand(args: string[]): Promise<number> {
+export async function hookCommand(args: string[], raw?: Uint8Array): Promise<number> {
   const startedAt = Date.now();
-  const raw = await readAllStdin();
+  raw ??= await readAllStdin();
   const stdout = await runHook(args[0], raw, processEnv(), startedAt);
   if (stdout) {
     const bytes = new TextEncoder().encode(stdout);

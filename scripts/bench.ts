@@ -1,0 +1,337 @@
+/**
+ * `deno task bench`: measures the hot paths as real processes started exactly like production (the `cli`
+ * task's flags) against a fast local fake OpenViking, next to a bare `deno run` of an empty file in the same
+ * run, and writes docs/BENCHMARKS.md. Figures are ratios within one run, so the machine's speed cancels out.
+ *
+ *   deno task bench [--runs N] [--quick]      (--quick: fewer runs and no 100 MB journal, for a smoke check)
+ */
+
+import { FakeOpenViking } from "../tests/support/fake-openviking.ts";
+import { JournalBuilder } from "../tests/support/journal.ts";
+import { cliArgs, denoDir, ROOT } from "../tests/support/run.ts";
+import { placeJournal } from "../tests/support/hook-context.ts";
+import { benchMcpProxy, percentile } from "../bench/mcp_bench.ts";
+
+const args = Deno.args;
+const quick = args.includes("--quick");
+const RUNS = Number(args[args.indexOf("--runs") + 1]) || (quick ? 10 : 40);
+
+/** One measured process run. */
+interface Sample {
+  ms: number;
+  rssKb: number;
+}
+
+/** Summary of samples. */
+interface Stats {
+  p50: number;
+  p95: number;
+  rssKb: number;
+}
+
+const stats = (samples: Sample[]): Stats => {
+  const ms = samples.map((s) => s.ms).sort((a, b) => a - b);
+  return {
+    p50: percentile(ms, 50),
+    p95: percentile(ms, 95),
+    rssKb: Math.max(...samples.map((s) => s.rssKb)),
+  };
+};
+
+const hasTime = await Deno.stat("/usr/bin/time").then(() => true, () => false);
+
+/** Runs a command with stdin; wall time measured around it (RSS measured in a separate run under /usr/bin/time). */
+async function timed(
+  cmd: string,
+  cmdArgs: string[],
+  stdin: string,
+  env: Record<string, string>,
+): Promise<number> {
+  const t0 = performance.now();
+  const child = new Deno.Command(cmd, {
+    args: cmdArgs,
+    env,
+    clearEnv: true,
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const w = child.stdin.getWriter();
+  await w.write(new TextEncoder().encode(stdin));
+  await w.close();
+  const out = await child.output();
+  const ms = performance.now() - t0;
+  if (!out.success) throw new Error(`${cmdArgs.join(" ")} failed: ${new TextDecoder().decode(out.stderr)}`);
+  return ms;
+}
+
+/** Peak RSS (KB) of one run, via GNU time; 0 when unavailable. */
+async function peakRss(
+  cmd: string,
+  cmdArgs: string[],
+  stdin: string,
+  env: Record<string, string>,
+): Promise<number> {
+  if (!hasTime) return 0;
+  const child = new Deno.Command("/usr/bin/time", {
+    args: ["-f", "%M", cmd, ...cmdArgs],
+    env,
+    clearEnv: true,
+    stdin: "piped",
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  const w = child.stdin.getWriter();
+  await w.write(new TextEncoder().encode(stdin));
+  await w.close();
+  const out = await child.output();
+  const lines = new TextDecoder().decode(out.stderr).trim().split("\n");
+  return Number(lines.at(-1)) || 0;
+}
+
+async function measure(
+  label: string,
+  cmd: string,
+  cmdArgs: (i: number) => string[],
+  stdin: (i: number) => string,
+  env: Record<string, string>,
+  runs = RUNS,
+): Promise<Stats> {
+  for (let i = 0; i < 3; i++) await timed(cmd, cmdArgs(-1 - i), stdin(-1 - i), env); // warm caches
+  const samples: Sample[] = [];
+  for (let i = 0; i < runs; i++) samples.push({ ms: await timed(cmd, cmdArgs(i), stdin(i), env), rssKb: 0 });
+  samples[0].rssKb = await peakRss(cmd, cmdArgs(runs), stdin(runs), env);
+  const s = stats(samples);
+  console.error(
+    `${label}: p50 ${s.p50.toFixed(1)} ms, p95 ${s.p95.toFixed(1)} ms, peak RSS ${
+      (s.rssKb / 1024).toFixed(1)
+    } MB`,
+  );
+  return s;
+}
+
+function machine(): string {
+  const cpu = (() => {
+    try {
+      const info = Deno.readTextFileSync("/proc/cpuinfo");
+      return /model name\s*:\s*(.+)/.exec(info)?.[1] ?? "unknown CPU";
+    } catch {
+      return "unknown CPU";
+    }
+  })();
+  const mem = (() => {
+    try {
+      const kb = Number(/MemTotal:\s+(\d+)/.exec(Deno.readTextFileSync("/proc/meminfo"))?.[1]);
+      return `${(kb / 1024 / 1024).toFixed(1)} GiB RAM`;
+    } catch {
+      return "";
+    }
+  })();
+  return `${cpu}, ${navigator.hardwareConcurrency} cores, ${mem}, ${Deno.build.os} ${Deno.osRelease()}, Deno ${Deno.version.deno}`;
+}
+
+/** A journal of about `bytes` bytes made of complete turns with realistic records (tool output, reasoning). */
+function journalOfSize(bytes: number): { text: string; turns: number } {
+  const j = new JournalBuilder();
+  const filler = "x".repeat(8000);
+  let turns = 0;
+  let size = 0;
+  let counted = 0;
+  while (size < bytes) {
+    j.prompt(`question ${turns} about the parser and its tests`).stepBegin().think("thinking").tool(
+      "Bash",
+      filler,
+    ).stepEnd("tool_use")
+      .stepBegin().text(`answer ${turns}: the parser handles it.`).stepEnd("end_turn").ended();
+    turns++;
+    for (; counted < j.lines.length; counted++) size += j.lines[counted].length + 1;
+  }
+  return { text: j.toString(), turns };
+}
+
+const fake = await FakeOpenViking.start();
+const home = await Deno.makeTempDir({ prefix: "ovk-bench-" });
+const baseEnv = {
+  HOME: home,
+  KIMI_CODE_HOME: `${home}/.kimi-code`,
+  OPENVIKING_URL: fake.url,
+  DENO_DIR: denoDir(),
+  PATH: Deno.env.get("PATH") ?? "/usr/bin",
+};
+const deno = Deno.execPath();
+const cli = await cliArgs();
+const empty = `${home}/empty.ts`;
+await Deno.writeTextFile(empty, "");
+const flags = cli.slice(1, cli.indexOf("--config"));
+const results: Record<string, Stats> = {};
+
+try {
+  results.bare = await measure(
+    "bare deno run (empty file)",
+    deno,
+    () => ["run", ...flags, empty],
+    () => "",
+    baseEnv,
+  );
+  results.promptFirst = await measure(
+    "user-prompt-submit, first prompt of a session (profile + recall)",
+    deno,
+    () => [...cli, "hook", "user-prompt-submit"],
+    (i) =>
+      JSON.stringify({
+        session_id: `session_first_${i}`,
+        cwd: home,
+        prompt: [{ type: "text", text: `how should I indent file ${i}?` }],
+      }),
+    baseEnv,
+  );
+  results.prompt = await measure(
+    "user-prompt-submit, later prompt (recall only)",
+    deno,
+    () => [...cli, "hook", "user-prompt-submit"],
+    (i) =>
+      JSON.stringify({
+        session_id: "session_later",
+        cwd: home,
+        prompt: [{ type: "text", text: `how should I name test ${i}?` }],
+      }),
+    baseEnv,
+  );
+  // Stop parent: time until the hook process returns (the detached worker runs on).
+  const stopSid = "session_stopbench";
+  await placeJournal(
+    home,
+    stopSid,
+    new JournalBuilder().simpleTurn("remember I like tabs", "Noted, tabs.").toString(),
+  );
+  results.stop = await measure(
+    "stop, parent return (worker detached)",
+    deno,
+    () => [...cli, "hook", "stop"],
+    () => JSON.stringify({ session_id: stopSid, cwd: home, stop_hook_active: false }),
+    { ...baseEnv, OPENVIKING_CAPTURE_WAIT_MS: "0" },
+  );
+
+  // Capture of one new turn on journals of growing size, the cursor already at the end of the old part.
+  const sizes = quick ? [1, 10] : [1, 10, 100];
+  for (const mb of sizes) {
+    const sid = `session_capture_${mb}mb`;
+    const { text, turns } = journalOfSize(mb * 1024 * 1024);
+    const path = await placeJournal(home, sid, text);
+    const workerEnv = { ...baseEnv, OPENVIKING_KIMI_HOOK_WORKER: "1", OPENVIKING_CAPTURE_WAIT_MS: "0" };
+    const payload = JSON.stringify({ session_id: sid, cwd: home });
+    await timed(deno, [...cli, "hook", "stop"], payload, workerEnv); // first capture takes the whole journal
+    let next = turns;
+    const samples: Sample[] = [];
+    const runs = Math.min(RUNS, 20);
+    for (let i = 0; i < runs + 1; i++) {
+      const t = new JournalBuilder({ continueAt: next });
+      t.prompt(`new question ${next} about the parser`).stepBegin().text(`new answer ${next}: done.`).stepEnd(
+        "end_turn",
+      ).ended();
+      await Deno.writeTextFile(path, t.toString(), { append: true });
+      next++;
+      const ms = await timed(deno, [...cli, "hook", "stop"], payload, workerEnv);
+      if (i > 0) samples.push({ ms, rssKb: 0 });
+    }
+    samples[0].rssKb = await peakRss(deno, [...cli, "hook", "stop"], payload, workerEnv);
+    const s = stats(samples);
+    results[`capture${mb}`] = s;
+    const size = (await Deno.stat(path)).size;
+    console.error(
+      `capture of one new turn, ${(size / 1048576).toFixed(0)} MB journal: p50 ${s.p50.toFixed(1)} ms, p95 ${
+        s.p95.toFixed(1)
+      } ms, peak RSS ${(s.rssKb / 1024).toFixed(1)} MB`,
+    );
+  }
+  const stored = fake.messages("kc-session_capture_1mb").length;
+  if (stored < 2) throw new Error("capture benchmark stored nothing: the measurement would be meaningless");
+} finally {
+  await fake.close();
+}
+
+const mcpSse = await benchMcpProxy({ calls: quick ? 60 : 300, sse: true });
+const mcpJson = await benchMcpProxy({ calls: quick ? 60 : 300, sse: false });
+console.error(
+  `mcp proxy overhead: SSE p50 ${mcpSse.overheadP50Ms.toFixed(2)} ms, JSON p50 ${
+    mcpJson.overheadP50Ms.toFixed(2)
+  } ms`,
+);
+
+const ratio = (a: number, b: number) => (a / b).toFixed(2);
+const r = results;
+const cap100 = r.capture100 ?? r.capture10;
+const rows: [string, string, string, string][] = [
+  [
+    "prompt hook (later prompt) ÷ bare deno, p50",
+    ratio(r.prompt.p50, r.bare.p50),
+    "≤ 1.5",
+    r.prompt.p50 / r.bare.p50 <= 1.5 ? "met" : "missed",
+  ],
+  [
+    "Stop parent ÷ bare deno, p50",
+    ratio(r.stop.p50, r.bare.p50),
+    "≤ 1.3",
+    r.stop.p50 / r.bare.p50 <= 1.3 ? "met" : "missed",
+  ],
+  [
+    `${r.capture100 ? "100" : "10"} MB capture ÷ 1 MB capture, p50`,
+    ratio(cap100.p50, r.capture1.p50),
+    "≤ 1.2",
+    cap100.p50 / r.capture1.p50 <= 1.2 ? "met" : "missed",
+  ],
+  [
+    "MCP proxy overhead per call, p50 (SSE)",
+    `${mcpSse.overheadP50Ms.toFixed(2)} ms`,
+    "≤ 1 ms",
+    mcpSse.overheadP50Ms <= 1 ? "met" : "missed",
+  ],
+];
+const fmt = (s: Stats) =>
+  `${s.p50.toFixed(1)} | ${s.p95.toFixed(1)} | ${s.rssKb ? (s.rssKb / 1024).toFixed(1) : "n/a"}`;
+const md = `# Benchmarks
+
+Written by \`deno task bench\` on ${new Date().toISOString().slice(0, 10)}. Machine: ${machine()}.
+Every process is started exactly like production (\`deno run\` with the \`cli\` task's flags, from this
+checkout) against the fake OpenViking on 127.0.0.1; ${RUNS} runs each after 3 warm-up runs; peak RSS from one
+extra run under GNU time. A compiled binary could not be measured here (\`deno compile\` needs dl.deno.land).
+
+| what | p50 ms | p95 ms | peak RSS MB |
+| --- | ---: | ---: | ---: |
+| bare \`deno run\` of an empty file (same flags) | ${fmt(r.bare)} |
+| user-prompt-submit, first prompt of a session (profile + recall, 6 requests) | ${fmt(r.promptFirst)} |
+| user-prompt-submit, later prompt (recall, 1 request) | ${fmt(r.prompt)} |
+| stop, until the parent returns (worker detached) | ${fmt(r.stop)} |
+${
+  (quick ? [1, 10] : [1, 10, 100]).map((mb) =>
+    `| capture of one new turn, ${mb} MB journal (worker process) | ${fmt(r[`capture${mb}`])} |`
+  ).join("\n")
+}
+
+MCP proxy (${mcpSse.calls} warm tools/call each, calls alternating direct/proxied):
+
+| reply mode | proxied p50 / p95 ms | direct p50 / p95 ms | added p50 / p95 ms | start-up to initialize ms |
+| --- | --- | --- | --- | ---: |
+| SSE (OpenViking's) | ${mcpSse.p50Ms.toFixed(2)} / ${mcpSse.p95Ms.toFixed(2)} | ${
+  mcpSse.directP50Ms.toFixed(2)
+} / ${mcpSse.directP95Ms.toFixed(2)} | ${mcpSse.overheadP50Ms.toFixed(2)} / ${
+  mcpSse.overheadP95Ms.toFixed(2)
+} | ${mcpSse.startupMs.toFixed(0)} |
+| JSON | ${mcpJson.p50Ms.toFixed(2)} / ${mcpJson.p95Ms.toFixed(2)} | ${mcpJson.directP50Ms.toFixed(2)} / ${
+  mcpJson.directP95Ms.toFixed(2)
+} | ${mcpJson.overheadP50Ms.toFixed(2)} / ${mcpJson.overheadP95Ms.toFixed(2)} | ${
+  mcpJson.startupMs.toFixed(0)
+} |
+
+## Targets (ratios within this run)
+
+| target | measured | goal | |
+| --- | ---: | ---: | --- |
+${rows.map((row) => `| ${row.join(" | ")} |`).join("\n")}
+`;
+await Deno.mkdir(`${ROOT}/docs`, { recursive: true });
+const existing = await Deno.readTextFile(`${ROOT}/docs/BENCHMARKS.md`).catch(() => "");
+const analysis = existing.includes("\n## Analysis") ? existing.slice(existing.indexOf("\n## Analysis")) : "";
+await Deno.writeTextFile(`${ROOT}/docs/BENCHMARKS.md`, md + analysis);
+console.log(md);
+await Deno.remove(home, { recursive: true }).catch(() => {});
