@@ -9,6 +9,7 @@ import { Budget } from "../runtime/http.ts";
 import { resolvePeer } from "../runtime/peer.ts";
 import { buildProfile } from "../runtime/profile.ts";
 import { recallForPrompt } from "../runtime/recall.ts";
+import { redact } from "../runtime/redact.ts";
 import { type SessionState, updateState } from "../runtime/state.ts";
 import { cleanInjected } from "../wire/clean.ts";
 import { clientFor, type HookContext } from "./context.ts";
@@ -43,7 +44,9 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   const c = ctx.config;
   if (!c.autoRecall) return { outcome: "recall-off" };
   const budget = new Budget(c.promptBudgetMs - (Date.now() - ctx.startedAt));
-  const prompt = cleanInjected(promptText(ctx.input));
+  // The query leaves the machine too: injected blocks out, and the same redaction as captured text.
+  const cleaned = cleanInjected(promptText(ctx.input));
+  const prompt = c.redact ? redact(cleaned).trim() : cleaned;
   const eventId = ctx.input.prompt_id ?? ctx.input.request_id ?? ctx.input.message_id ?? "";
   const hash = await sha256Hex(prompt);
   const lockWait = Math.min(2000, Math.floor(budget.remaining() / 4));

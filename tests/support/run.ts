@@ -54,6 +54,8 @@ let denoDirCache: string | undefined;
 /** Deno's module cache of this test run; child processes with a temporary HOME must share it. */
 export function denoDir(): string {
   if (denoDirCache) return denoDirCache;
+  const fromEnv = Deno.env.get("DENO_DIR");
+  if (fromEnv) return denoDirCache = fromEnv;
   const out = new Deno.Command(Deno.execPath(), { args: ["info", "--json"], stdout: "piped", stderr: "null" })
     .outputSync();
   denoDirCache = (JSON.parse(new TextDecoder().decode(out.stdout)) as { denoDir: string }).denoDir;
