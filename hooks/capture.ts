@@ -6,9 +6,9 @@
 
 import { Budget } from "../runtime/http.ts";
 import { kimiHome } from "../runtime/paths.ts";
-import { countPending, replayPending } from "../runtime/pending.ts";
+import { hasUnsent, replayPending } from "../runtime/pending.ts";
 import { commitSession, sendMessages } from "../runtime/sessions.ts";
-import { type Cursor, readState, type SessionState, updateState } from "../runtime/state.ts";
+import { type Cursor, readState, type SessionState, updateState, writeState } from "../runtime/state.ts";
 import { locateJournal } from "../wire/locate.ts";
 import { acknowledge, planCapture } from "../wire/plan.ts";
 import { cursorAt, readJournal } from "../wire/read.ts";
@@ -134,7 +134,7 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
     };
     // Earlier writes of this session still queued go first, so the server sees turns in order.
     let queueOnly = false;
-    if (await countPending(ctx.pendingDir, ctx.ovSessionId) > 0) {
+    if (await hasUnsent(ctx.pendingDir, ctx.ovSessionId)) {
       await replayPending(ctx.pendingDir, client, {
         limit: c.pendingReplayLimit,
         maxRetries: c.pendingMaxRetries,
@@ -142,7 +142,7 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
         budget: mode.budget,
         sessionId: ctx.ovSessionId,
       });
-      queueOnly = await countPending(ctx.pendingDir, ctx.ovSessionId) > 0;
+      queueOnly = await hasUnsent(ctx.pendingDir, ctx.ovSessionId);
     }
     const plan = planCapture(turns.turns, new Set(state.capturedKeys), state.ackedBelow, {
       maxLength: c.captureMaxLength,
@@ -151,11 +151,31 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
     });
     report.planned = plan.toSend.length;
     report.skipped = plan.skipped.length;
+    // The state as it stands once the first `acked` planned messages are settled (`captured` of them new).
+    const stateAfter = async (acked: number, captured: number): Promise<SessionState> => {
+      const ack = acknowledge(plan, acked, state.ackedBelow, turns.turns, turns.nextIndex);
+      return {
+        ...state,
+        capturedKeys: [...state.capturedKeys, ...ack.keys],
+        ackedBelow: ack.ackedBelow,
+        capturedSinceCommit: state.capturedSinceCommit + captured,
+        cursor: {
+          path: journalPath,
+          ...(await cursorAt(journalPath, ack.resumeAt ? ack.resumeAt.startOffset : read.endOffset)),
+          nextIndex: ack.resumeAt ? ack.resumeAt.index : turns.nextIndex,
+        },
+        lastCaptureAt: Date.now(),
+        lastCaptureEvent: ctx.event,
+        protocolVersion: turns.protocolVersion ?? state.protocolVersion,
+      };
+    };
     const sent = plan.toSend.length
       ? await sendMessages(client, ctx.ovSessionId, plan.toSend.map((x) => x.payload), {
         budget: mode.budget,
         pendingDir: ctx.pendingDir,
         queueOnly,
+        // Recorded before the next request: a kill later on never makes the next capture send these again.
+        onAcked: async (acked) => await writeState(paths.file, await stateAfter(acked, acked)),
       })
       : { acked: 0, sent: 0, queued: 0, rejected: 0 };
     Object.assign(report, {
@@ -164,26 +184,13 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
       rejected: sent.rejected,
       acked: sent.acked,
     });
-
-    const ack = acknowledge(plan, sent.acked, state.ackedBelow, turns.turns, turns.nextIndex);
-    const next: SessionState = {
-      ...state,
-      capturedKeys: [...state.capturedKeys, ...ack.keys],
-      ackedBelow: ack.ackedBelow,
-      capturedSinceCommit: state.capturedSinceCommit + sent.sent + sent.queued,
-      cursor: {
-        path: journalPath,
-        ...(await cursorAt(journalPath, ack.resumeAt ? ack.resumeAt.startOffset : read.endOffset)),
-        nextIndex: ack.resumeAt ? ack.resumeAt.index : turns.nextIndex,
-      },
-      lastCaptureAt: Date.now(),
-      lastCaptureEvent: ctx.event,
-      protocolVersion: turns.protocolVersion ?? state.protocolVersion,
-    };
+    const next = await stateAfter(sent.acked, sent.sent + sent.queued);
 
     const due = next.capturedSinceCommit > 0 &&
       (mode.commitAlways || next.capturedSinceCommit >= c.commitTurnThreshold);
     if (due && mode.budget.remaining() >= MIN_COMMIT_MS) {
+      // What was sent or queued is recorded before the commit request, for the same reason.
+      await writeState(paths.file, next);
       const outcome = await commitSession(client, ctx.ovSessionId, {
         budget: mode.budget,
         pendingDir: ctx.pendingDir,

@@ -281,3 +281,35 @@ export async function countPending(dir: string, sessionId?: string): Promise<num
   const all = await listPending(dir);
   return sessionId === undefined ? all.length : all.filter((f) => f.entry.sessionId === sessionId).length;
 }
+
+/**
+ * Whether session `sessionId` has writes still on their way: queued, or claimed by a replay that is sending
+ * them right now. New writes of that session must then queue behind them to keep the server's order.
+ */
+export async function hasUnsent(dir: string, sessionId: string): Promise<boolean> {
+  if ((await countPending(dir, sessionId)) > 0) return true;
+  try {
+    for await (const e of Deno.readDir(dir)) {
+      const m = ENTRY_NAME.exec(e.name);
+      if (!m || m[3] !== "processing") continue;
+      const raw = await Deno.readTextFile(joinPath(dir, e.name)).catch(() => "");
+      if (
+        raw.includes(JSON.stringify(sessionId)) &&
+        PendingEntrySchema.safeParse(parseOrNull(raw)).data?.sessionId === sessionId
+      ) {
+        return true;
+      }
+    }
+  } catch (error) {
+    if (!isNotFound(error)) throw error;
+  }
+  return false;
+}
+
+function parseOrNull(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}

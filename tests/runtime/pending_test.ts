@@ -7,6 +7,7 @@ import {
   countPending,
   dedupKey,
   enqueueAll,
+  hasUnsent,
   listPending,
   type PendingWrite,
   replayPending,
@@ -243,4 +244,16 @@ Deno.test("enqueue: a later call in the same millisecond still sorts after an ea
   const entries = (await listPending(dir.path)).map((f) => f.entry);
   assertEquals(entries.map((e) => e.type), ["addMessage", "addMessage", "addMessage", "commitSession"]);
   assertEquals(entries.map((e) => e.createdAt - now), [0, 1, 2, 3], "strictly increasing, no ties");
+});
+
+Deno.test("hasUnsent: queued or in-flight (.processing) writes of a session hold back its new writes", async () => {
+  await using dir = await tempDir();
+  assertEquals(await hasUnsent(dir.path, "kc-s1"), false);
+  await enqueueAll(dir.path, [msg(0), msg(1, "kc-other")]);
+  assertEquals(await hasUnsent(dir.path, "kc-s1"), true);
+  const [mine] = (await listPending(dir.path)).filter((f) => f.entry.sessionId === "kc-s1");
+  await Deno.rename(`${dir.path}/${mine.name}`, `${dir.path}/${mine.name.replace(".json", ".processing")}`);
+  assertEquals(await hasUnsent(dir.path, "kc-s1"), true, "a replay is sending it right now");
+  await Deno.remove(`${dir.path}/${mine.name.replace(".json", ".processing")}`);
+  assertEquals(await hasUnsent(dir.path, "kc-s1"), false);
 });
