@@ -40,14 +40,13 @@ const stats = (samples: Sample[]): Stats => {
 
 const hasTime = await Deno.stat("/usr/bin/time").then(() => true, () => false);
 
-/** Runs a command with stdin; wall time measured around it (RSS measured in a separate run under /usr/bin/time). */
-async function timed(
+/** Runs a command with `stdin` and a clean environment; resolves to its output. */
+async function runWithStdin(
   cmd: string,
   cmdArgs: string[],
   stdin: string,
   env: Record<string, string>,
-): Promise<number> {
-  const t0 = performance.now();
+): Promise<Deno.CommandOutput> {
   const child = new Deno.Command(cmd, {
     args: cmdArgs,
     env,
@@ -59,7 +58,18 @@ async function timed(
   const w = child.stdin.getWriter();
   await w.write(new TextEncoder().encode(stdin));
   await w.close();
-  const out = await child.output();
+  return await child.output();
+}
+
+/** Wall time of one run (RSS is measured in a separate run under /usr/bin/time). */
+async function timed(
+  cmd: string,
+  cmdArgs: string[],
+  stdin: string,
+  env: Record<string, string>,
+): Promise<number> {
+  const t0 = performance.now();
+  const out = await runWithStdin(cmd, cmdArgs, stdin, env);
   const ms = performance.now() - t0;
   if (!out.success) throw new Error(`${cmdArgs.join(" ")} failed: ${new TextDecoder().decode(out.stderr)}`);
   return ms;
@@ -73,20 +83,8 @@ async function peakRss(
   env: Record<string, string>,
 ): Promise<number> {
   if (!hasTime) return 0;
-  const child = new Deno.Command("/usr/bin/time", {
-    args: ["-f", "%M", cmd, ...cmdArgs],
-    env,
-    clearEnv: true,
-    stdin: "piped",
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
-  const w = child.stdin.getWriter();
-  await w.write(new TextEncoder().encode(stdin));
-  await w.close();
-  const out = await child.output();
-  const lines = new TextDecoder().decode(out.stderr).trim().split("\n");
-  return Number(lines.at(-1)) || 0;
+  const out = await runWithStdin("/usr/bin/time", ["-f", "%M", cmd, ...cmdArgs], stdin, env);
+  return Number(new TextDecoder().decode(out.stderr).trim().split("\n").at(-1)) || 0;
 }
 
 async function measure(
@@ -111,22 +109,14 @@ async function measure(
 }
 
 function machine(): string {
-  const cpu = (() => {
-    try {
-      const info = Deno.readTextFileSync("/proc/cpuinfo");
-      return /model name\s*:\s*(.+)/.exec(info)?.[1] ?? "unknown CPU";
-    } catch {
-      return "unknown CPU";
-    }
-  })();
-  const mem = (() => {
-    try {
-      const kb = Number(/MemTotal:\s+(\d+)/.exec(Deno.readTextFileSync("/proc/meminfo"))?.[1]);
-      return `${(kb / 1024 / 1024).toFixed(1)} GiB RAM`;
-    } catch {
-      return "";
-    }
-  })();
+  let cpu = "unknown CPU";
+  try {
+    const out = new Deno.Command("lscpu", { stdout: "piped", stderr: "null" }).outputSync();
+    cpu = /Model name:\s*(.+)/.exec(new TextDecoder().decode(out.stdout))?.[1]?.trim() ?? cpu;
+  } catch {
+    // no lscpu
+  }
+  const mem = `${(Deno.systemMemoryInfo().total / 1024 ** 3).toFixed(1)} GiB RAM`;
   return `${cpu}, ${navigator.hardwareConcurrency} cores, ${mem}, ${Deno.build.os} ${Deno.osRelease()}, Deno ${Deno.version.deno}`;
 }
 
