@@ -1,0 +1,437 @@
+/**
+ * The end-to-end rig: the REAL Kimi Code CLI (tests/support/kimi.ts) with openviking-kimi installed by our
+ * own `install` command into a temporary HOME / KIMI_CODE_HOME, a scripted model server, and an OpenViking
+ * server (the in-process fake, or the real one) reached through a {@link Gate} that the tests can close
+ * ("server down": connections are refused) and reopen on the same port ("server back").
+ */
+
+import { join } from "node:path";
+import { assertEquals, assertTrue } from "../support/assert.ts";
+import { FakeOpenViking } from "../support/fake-openviking.ts";
+import {
+  KimiEnv,
+  type KimiInstall,
+  type PrintOptions,
+  type PrintResult,
+  tryInstallKimi,
+} from "../support/kimi.ts";
+import {
+  type ChatMessage,
+  type ChatRequest,
+  defaultScript,
+  isCompaction,
+  isSubagent,
+  messageText,
+  ModelServer,
+  type Reply,
+  type Script,
+} from "../support/model-server.ts";
+import { denoDir, runCli } from "../support/run.ts";
+import { DEFAULT_RENDERED } from "../support/fake-openviking.ts";
+
+/** How the plugin is installed into Kimi. */
+export type Mode = "config" | "plugin";
+
+/** Options every e2e `Deno.test` uses: Kimi's detached hook workers and the gate outlive single ops. */
+export const E2E_TEST = { sanitizeOps: false, sanitizeResources: false, sanitizeExit: false } as const;
+
+/** The prefix Kimi gives our MCP tools in each install mode (observed in the tool list Kimi sends). */
+export const MCP_PREFIX: Record<Mode, string> = {
+  config: "mcp__openviking__",
+  plugin: "mcp__plugin-openviking-memory_openviking__",
+};
+
+/** What the prompt hook prints first in a session against the default fake (the profile). */
+export const FAKE_PROFILE_BLOCK = `<openviking-context source="session-start">
+<user-profile uri="viking://user/default/memories/profile.md">
+# Profile
+Name: Test User
+Likes: tabs
+</user-profile>
+<available-memories>
+  viking://user/default/memories/preferences/
+    - indent.md — Tabs over spaces
+</available-memories>
+</openviking-context>`;
+
+/** What the prompt hook prints for every prompt against the default fake (the recall). */
+export const FAKE_RECALL_BLOCK = `<openviking-context>
+Relevant memory from OpenViking. Use the search/read MCP tools to expand URIs.
+${DEFAULT_RENDERED}
+</openviking-context>`;
+
+/** The message Kimi adds to the model context for a UserPromptSubmit hook that printed `stdout`. */
+export function hookResult(stdout: string): string {
+  return `<hook_result hook_event="UserPromptSubmit">\n${stdout.trim()}\n</hook_result>`;
+}
+
+/** Whether a chat message is a UserPromptSubmit hook result. */
+export function isHookResult(m: ChatMessage): boolean {
+  return m.role === "user" && messageText(m).startsWith('<hook_result hook_event="UserPromptSubmit">');
+}
+
+/** Prints why something is skipped, in one recognisable line. */
+export function skip(what: string, why: string): void {
+  console.log(`SKIP ${what}: ${why}`);
+}
+
+const installs = new Map<string, Promise<KimiInstall | string>>();
+
+/**
+ * The Kimi install of `version` (npm, cached in .cache/kimi), or undefined after printing why the tests that
+ * need it are skipped (`OPENVIKING_KIMI_SKIP=1`, or npm could not install it).
+ */
+export async function kimiOrSkip(version: string, what: string): Promise<KimiInstall | undefined> {
+  if (Deno.env.get("OPENVIKING_KIMI_SKIP") === "1") {
+    skip(what, "OPENVIKING_KIMI_SKIP=1");
+    return undefined;
+  }
+  let pending = installs.get(version);
+  if (!pending) installs.set(version, pending = tryInstallKimi(version));
+  const r = await pending;
+  if (typeof r === "string") {
+    skip(what, `cannot install @moonshot-ai/kimi-code@${version} from npm: ${r.trim().slice(0, 400)}`);
+    return undefined;
+  }
+  return r;
+}
+
+/**
+ * A loopback TCP forwarder in front of an OpenViking server. `down()` closes the listener and every live
+ * connection, so new connections are refused at once (what a stopped server looks like); `up()` listens on
+ * the same port again.
+ */
+export class Gate {
+  readonly port: number;
+  readonly #target: { hostname: string; port: number };
+  #listener: Deno.Listener | undefined;
+  readonly #conns = new Set<Deno.Conn>();
+
+  private constructor(port: number, target: { hostname: string; port: number }) {
+    this.port = port;
+    this.#target = target;
+  }
+
+  /** Opens a gate on a free port forwarding to `targetUrl` (http://host:port). */
+  static start(targetUrl: string): Gate {
+    const url = new URL(targetUrl);
+    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const gate = new Gate((listener.addr as Deno.NetAddr).port, {
+      hostname: url.hostname,
+      port: Number(url.port || 80),
+    });
+    gate.#serve(listener);
+    return gate;
+  }
+
+  /** The URL clients use. */
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** Whether the gate accepts connections. */
+  get isUp(): boolean {
+    return this.#listener !== undefined;
+  }
+
+  #serve(listener: Deno.Listener): void {
+    this.#listener = listener;
+    (async () => {
+      try {
+        for await (const conn of listener) void this.#forward(conn);
+      } catch { /* listener closed */ }
+    })();
+  }
+
+  async #forward(conn: Deno.Conn): Promise<void> {
+    this.#conns.add(conn);
+    let upstream: Deno.Conn | undefined;
+    try {
+      upstream = await Deno.connect(this.#target);
+      this.#conns.add(upstream);
+      await Promise.allSettled([
+        conn.readable.pipeTo(upstream.writable),
+        upstream.readable.pipeTo(conn.writable),
+      ]);
+    } catch {
+      /* either side went away */
+    } finally {
+      for (const c of [conn, upstream]) {
+        if (!c) continue;
+        this.#conns.delete(c);
+        try {
+          c.close();
+        } catch { /* already closed */ }
+      }
+    }
+  }
+
+  /** Refuses connections from now on and cuts the open ones. */
+  down(): void {
+    this.#listener?.close();
+    this.#listener = undefined;
+    for (const c of this.#conns) {
+      try {
+        c.close();
+      } catch { /* already closed */ }
+    }
+    this.#conns.clear();
+  }
+
+  /** Accepts connections again, on the same port. */
+  async up(): Promise<void> {
+    if (this.#listener) return;
+    const deadline = Date.now() + 5000;
+    for (;;) {
+      try {
+        this.#serve(Deno.listen({ hostname: "127.0.0.1", port: this.port }));
+        return;
+      } catch (e) {
+        if (Date.now() > deadline) throw e;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+  }
+}
+
+/** Polls `fn` until it returns a value that is not undefined; throws with `describe()` on timeout. */
+export async function poll<T>(
+  what: string,
+  fn: () => T | undefined | Promise<T | undefined>,
+  timeoutMs = 30_000,
+  describe?: () => unknown,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) {
+      const detail = describe ? `\nlast seen: ${JSON.stringify(await describe(), null, 1)}` : "";
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${detail}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * The model the e2e tests script. Markers in the user's prompt:
+ * `RUN_TOOL` (text, a Bash call, then text with reasoning), `RUN_AGENT` (an Agent call, then text),
+ * `CALL_MCP` (our MCP `search` tool, named by {@link MCP_PREFIX}), `READ_VIKING` (a Read of a viking:// URI),
+ * `SLOW` (a long slow stream); anything else is answered `ACK: <prompt>`. Compaction and subagent requests
+ * get the default script's answers.
+ */
+export function e2eScript(mode: Mode): Script {
+  return (req: ChatRequest): Reply => {
+    if (isCompaction(req) || isSubagent(req)) return defaultScript(req) as Reply;
+    const p = req.prompt;
+    if (p.includes("RUN_TOOL")) {
+      return req.hasToolResult ? { kind: "text", text: "The tool has finished.", reasoning: THINK_TEXT } : {
+        kind: "tool",
+        text: "Let me check with a tool.",
+        calls: [{ name: "Bash", args: { command: TOOL_COMMAND } }],
+      };
+    }
+    if (p.includes("RUN_AGENT")) {
+      return req.hasToolResult ? { kind: "text", text: "The subagent has finished." } : {
+        kind: "tool",
+        calls: [{
+          name: "Agent",
+          args: { description: "sub task", prompt: "SUBAGENT_TASK: reply with SUBAGENT-DONE" },
+        }],
+      };
+    }
+    if (p.includes("CALL_MCP")) {
+      return req.hasToolResult
+        ? { kind: "text", text: "The memory search is done." }
+        : { kind: "tool", calls: [{ name: `${MCP_PREFIX[mode]}search`, args: MCP_ARGS }] };
+    }
+    if (p.includes("READ_VIKING")) {
+      return req.hasToolResult
+        ? { kind: "text", text: "The read was refused." }
+        : { kind: "tool", calls: [{ name: "Read", args: { path: VIKING_URI } }] };
+    }
+    if (p.includes("SLOW")) return { kind: "text", text: SLOW_TEXT, chunkSize: 13, intervalMs: 100 };
+    return { kind: "text", text: `ACK: ${p}` };
+  };
+}
+
+/** The Bash command of the RUN_TOOL turn; its output must never be captured. */
+export const TOOL_COMMAND = "echo TOOL-OUTPUT-4242";
+/** The reasoning of the RUN_TOOL turn's answer; never captured. */
+export const THINK_TEXT = "THINKING-7777 about the request";
+/** The arguments of the scripted MCP search. */
+export const MCP_ARGS = { query: "indentation preference" };
+/** The URI of the scripted Read. */
+export const VIKING_URI = "viking://user/default/memories/preferences/indent.md";
+/** The whole SLOW answer (about 20 s at 13 characters per 100 ms). */
+export const SLOW_TEXT = Array.from({ length: 200 }, (_, i) => `slow token ${i + 1}`).join(" ");
+
+/** Options of {@link Rig.create}. */
+export interface RigOptions {
+  mode: Mode;
+  /** An OpenViking server to use instead of a new fake (the real one). */
+  serverUrl?: string;
+  /** Extra environment for every Kimi process (and so for our hooks). */
+  env?: Record<string, string>;
+  /** Extra `install` arguments. */
+  installArgs?: string[];
+  /** Do not run `install` (the test does). */
+  noInstall?: boolean;
+}
+
+/** One Kimi home with our plugin installed, its model server, OpenViking (fake or real) and the gate. */
+export class Rig {
+  readonly mode: Mode;
+  readonly env: KimiEnv;
+  readonly model: ModelServer;
+  readonly gate: Gate;
+  /** The fake (absent when a real server is used). */
+  readonly fake: FakeOpenViking | undefined;
+
+  private constructor(mode: Mode, env: KimiEnv, model: ModelServer, gate: Gate, fake?: FakeOpenViking) {
+    this.mode = mode;
+    this.env = env;
+    this.model = model;
+    this.gate = gate;
+    this.fake = fake;
+  }
+
+  /** Starts the servers, creates the Kimi home and runs `openviking-kimi install --mode <mode> --url <gate>`. */
+  static async create(install: KimiInstall, opts: RigOptions): Promise<Rig> {
+    const fake = opts.serverUrl ? undefined : await FakeOpenViking.start({ mcp: { sse: true } });
+    const gate = Gate.start(opts.serverUrl ?? fake!.url);
+    const model = await ModelServer.start(e2eScript(opts.mode));
+    const env = await KimiEnv.create(install, {
+      baseUrl: model.baseUrl,
+      // A temporary HOME would give deno an empty module cache: the hooks must share the test's.
+      env: { DENO_DIR: denoDir(), ...opts.env },
+    });
+    const rig = new Rig(opts.mode, env, model, gate, fake);
+    if (!opts.noInstall) {
+      const r = await rig.cli([
+        "install",
+        "--mode",
+        opts.mode,
+        "--url",
+        gate.url,
+        ...(opts.installArgs ?? []),
+      ]);
+      assertEquals(r.code, 0, `install failed:\n${r.stdout}\n${r.stderr}`);
+    }
+    return rig;
+  }
+
+  /** Runs `openviking-kimi <args>` with this rig's HOME / KIMI_CODE_HOME. */
+  cli(args: string[]): ReturnType<typeof runCli> {
+    return runCli(args, { env: this.env.env(), clearEnv: true, cwd: this.env.workDir });
+  }
+
+  /** `~/.openviking` of this rig. */
+  get ovHome(): string {
+    return join(this.env.home, ".openviking");
+  }
+
+  /** The pending queue directory. */
+  get pendingDir(): string {
+    return join(this.ovHome, "pending");
+  }
+
+  /** The capture state of a Kimi session. */
+  async captureState(sessionId: string): Promise<Record<string, unknown>> {
+    try {
+      return JSON.parse(
+        await Deno.readTextFile(join(this.ovHome, "hook-state", "kimicode", `${sessionId}.json`)),
+      );
+    } catch {
+      return {};
+    }
+  }
+
+  /** Runs `kimi [-S id] -p <prompt>` and checks it succeeded. */
+  async print(prompt: string, opts: PrintOptions = {}): Promise<PrintResult> {
+    const r = await this.env.print(prompt, { timeoutMs: 90_000, ...opts });
+    assertEquals(
+      r.code,
+      0,
+      `kimi -p ${JSON.stringify(prompt)} failed (${r.durationMs} ms):\n${r.stdout}\n${r.stderr}`,
+    );
+    assertTrue(r.sessionId, `no session id from kimi:\n${r.stderr}`);
+    return r;
+  }
+
+  /** Chat requests of the main agent (subagent and compaction requests left out). */
+  mainRequests(): ChatRequest[] {
+    return this.model.chatRequests().filter((r) => !isSubagent(r) && !isCompaction(r));
+  }
+
+  /** Stops everything and removes the Kimi home. */
+  async dispose(): Promise<void> {
+    this.gate.down();
+    await this.env.dispose();
+    await this.model.close();
+    await this.fake?.close();
+  }
+
+  /** Disposes at the end of an `await using` scope. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.dispose();
+  }
+}
+
+/** A captured message as the tests compare them: `[turn_id, role, text]`. */
+export type Msg = [string, string, string];
+
+/** The fake's stored messages of a session as {@link Msg}s. */
+export function fakeMessages(fake: FakeOpenViking, ovSessionId: string): Msg[] {
+  return fake.messages(ovSessionId).map((m) => [String(m.turn_id), m.role, String(m.content)]);
+}
+
+/**
+ * Waits until the fake holds exactly `expected` for the session and `commits` commits, then until the fake
+ * has been idle for half a second, and checks again (so a late duplicate would still be seen).
+ */
+export async function expectFakeSession(
+  fake: FakeOpenViking,
+  ovSessionId: string,
+  expected: Msg[],
+  commits: number,
+  timeoutMs = 30_000,
+): Promise<void> {
+  const state = () => ({
+    messages: fakeMessages(fake, ovSessionId),
+    commits: fake.sessions.get(ovSessionId)?.commits,
+  });
+  const matches = () => {
+    const s = state();
+    return JSON.stringify(s.messages) === JSON.stringify(expected) && s.commits === commits
+      ? true
+      : undefined;
+  };
+  await poll(
+    `the fake to hold ${expected.length} messages and ${commits} commits of ${ovSessionId}`,
+    matches,
+    timeoutMs,
+    state,
+  );
+  await poll("the fake to be idle for 500 ms", () => {
+    const last = fake.requests.at(-1)?.at ?? 0;
+    return Date.now() - last >= 500 ? true : undefined;
+  }, timeoutMs);
+  assertEquals(state(), { messages: expected, commits });
+}
+
+/** Whether any captured text carries something that was injected or that was not said by user/assistant. */
+export function leaks(text: string): string[] {
+  const markers = [
+    "<hook_result",
+    "<system-reminder",
+    "openviking-context",
+    "user-profile",
+    THINK_TEXT,
+    "TOOL-OUTPUT-4242",
+    "SUBAGENT",
+    "viking:// URIs are OpenViking virtual paths",
+    "fake search:",
+  ];
+  return markers.filter((m) => text.includes(m));
+}
