@@ -151,8 +151,9 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
     });
     report.planned = plan.toSend.length;
     report.skipped = plan.skipped.length;
-    // The state as it stands once the first `acked` planned messages are settled (`captured` of them new).
-    const stateAfter = async (acked: number, captured: number): Promise<SessionState> => {
+    // The state once the first `acked` planned messages are settled (`captured` of them new). Progress
+    // recorded before the capture ends keeps the previous `lastCapture*`: those mark finished captures.
+    const stateAfter = async (acked: number, captured: number, done: boolean): Promise<SessionState> => {
       const ack = acknowledge(plan, acked, state.ackedBelow, turns.turns, turns.nextIndex);
       return {
         ...state,
@@ -164,8 +165,8 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
           ...(await cursorAt(journalPath, ack.resumeAt ? ack.resumeAt.startOffset : read.endOffset)),
           nextIndex: ack.resumeAt ? ack.resumeAt.index : turns.nextIndex,
         },
-        lastCaptureAt: Date.now(),
-        lastCaptureEvent: ctx.event,
+        lastCaptureAt: done ? Date.now() : state.lastCaptureAt,
+        lastCaptureEvent: done ? ctx.event : state.lastCaptureEvent,
         protocolVersion: turns.protocolVersion ?? state.protocolVersion,
       };
     };
@@ -175,7 +176,7 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
         pendingDir: ctx.pendingDir,
         queueOnly,
         // Recorded before the next request: a kill later on never makes the next capture send these again.
-        onAcked: async (acked) => await writeState(paths.file, await stateAfter(acked, acked)),
+        onAcked: async (acked) => await writeState(paths.file, await stateAfter(acked, acked, false)),
       })
       : { acked: 0, sent: 0, queued: 0, rejected: 0 };
     Object.assign(report, {
@@ -184,13 +185,13 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
       rejected: sent.rejected,
       acked: sent.acked,
     });
-    const next = await stateAfter(sent.acked, sent.sent + sent.queued);
+    const next = await stateAfter(sent.acked, sent.sent + sent.queued, true);
 
     const due = next.capturedSinceCommit > 0 &&
       (mode.commitAlways || next.capturedSinceCommit >= c.commitTurnThreshold);
     if (due && mode.budget.remaining() >= MIN_COMMIT_MS) {
       // What was sent or queued is recorded before the commit request, for the same reason.
-      await writeState(paths.file, next);
+      await writeState(paths.file, await stateAfter(sent.acked, sent.sent + sent.queued, false));
       const outcome = await commitSession(client, ctx.ovSessionId, {
         budget: mode.budget,
         pendingDir: ctx.pendingDir,

@@ -36,6 +36,11 @@ export interface SendOptions {
   pendingDir: string;
   /** Queue everything without trying the server (earlier writes of this session are still queued). */
   queueOnly?: boolean;
+  /**
+   * Called with the acknowledged prefix after each request the server settled, before the next request, so
+   * the caller can record it: a process killed later never sends that prefix again.
+   */
+  onAcked?: (acked: number) => Promise<void>;
 }
 
 const sessionPath = (sid: string) => `/api/v1/sessions/${encodeURIComponent(sid)}`;
@@ -86,6 +91,7 @@ export async function sendMessages(
         report.sent += chunk.length;
         report.acked += chunk.length;
         i += chunk.length;
+        await options.onAcked?.(report.acked);
         continue;
       }
       if (isAuth(res.status)) {
@@ -121,6 +127,7 @@ export async function sendMessages(
       if (res.ok) {
         report.sent++;
         report.acked++;
+        await options.onAcked?.(report.acked);
       } else if (isAuth(res.status)) {
         report.stoppedBy = { ...res.error, status: res.status };
         return false;
@@ -130,6 +137,7 @@ export async function sendMessages(
       } else {
         report.rejected++;
         report.acked++;
+        await options.onAcked?.(report.acked);
       }
     }
     return true;

@@ -1,0 +1,123 @@
+/**
+ * Kill -9 at the moments the fault campaign found dangerous, each as one deterministic process test: a
+ * capture worker killed while a later request is in flight (the commit, or the next message to a server
+ * without the batch endpoint) must already have recorded what the server accepted, so the next capture sends
+ * none of it again.
+ */
+
+import { assertEquals } from "../support/assert.ts";
+import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { placeJournal } from "../support/hook-context.ts";
+import { JournalBuilder } from "../support/journal.ts";
+import { cliArgs, denoDir, runCli } from "../support/run.ts";
+import { tempDir } from "../support/temp.ts";
+import { readState } from "../../runtime/state.ts";
+
+const SESSION = "session_kill-window";
+const CWD = "/home/user/proj";
+
+async function waitFor(what: string, cond: () => boolean, timeoutMs = 20_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+interface Killed {
+  fake: FakeOpenViking;
+  env: Record<string, string>;
+  stdin: string;
+  home: string;
+}
+
+/** Runs a capture worker against `fake` and kills it when `killAt` says so; returns what the next run needs. */
+async function killWorkerWhen(
+  home: string,
+  fake: FakeOpenViking,
+  killAt: (route: string) => boolean,
+): Promise<Killed> {
+  const journal = new JournalBuilder().simpleTurn("first question about tabs", "first answer about tabs")
+    .simpleTurn("second question about spaces", "second answer about spaces");
+  await placeJournal(home, SESSION, journal.toString());
+  const env = {
+    HOME: home,
+    KIMI_CODE_HOME: `${home}/.kimi-code`,
+    OPENVIKING_URL: fake.url,
+    OPENVIKING_TIMEOUT_MS: "5000",
+    OPENVIKING_CAPTURE_WAIT_MS: "0",
+    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+  };
+  let hit = false;
+  fake.onRequest = (r) => hit ||= killAt(r.route);
+  const stdin = JSON.stringify({ hook_event_name: "Stop", session_id: SESSION, cwd: CWD });
+  const worker = new Deno.Command(Deno.execPath(), {
+    args: [...(await cliArgs()), "hook", "stop"],
+    env: { DENO_DIR: denoDir(), ...env, OPENVIKING_KIMI_HOOK_WORKER: "1" },
+    clearEnv: true,
+    stdin: "piped",
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  const w = worker.stdin.getWriter();
+  await w.write(new TextEncoder().encode(stdin));
+  await w.close();
+  await waitFor("the request to kill at", () => hit);
+  worker.kill("SIGKILL");
+  await worker.status;
+  fake.onRequest = undefined;
+  return { fake, env, stdin, home };
+}
+
+async function captureAgain(k: Killed): Promise<void> {
+  const again = await runCli(["hook", "stop"], {
+    env: { ...k.env, OPENVIKING_KIMI_HOOK_WORKER: "1" },
+    clearEnv: true,
+    stdin: k.stdin,
+  });
+  assertEquals([again.code, again.stdout, again.stderr], [0, "", ""]);
+}
+
+const acked = async (home: string) =>
+  (await readState(`${home}/.openviking/hook-state/kimicode/${SESSION}.json`)).capturedKeys;
+
+Deno.test("kill -9 of a capture worker during its commit: the accepted messages are not sent again", async () => {
+  await using dir = await tempDir();
+  const fake = await FakeOpenViking.start();
+  try {
+    fake.fault({ route: "POST /api/v1/sessions/:id/commit", delayMs: 3000, times: 1 });
+    const k = await killWorkerWhen(dir.path, fake, (route) => route.endsWith("/commit"));
+    assertEquals(fake.messages(`kc-${SESSION}`).length, 4, "the batch was accepted before the commit");
+    assertEquals(await acked(dir.path), ["0:user", "0:assistant", "1:user", "1:assistant"]);
+    await captureAgain(k);
+    assertEquals(fake.messages(`kc-${SESSION}`).length, 4, "nothing was sent twice");
+    assertEquals(fake.lostReplyMessages, 0);
+  } finally {
+    await fake.close();
+  }
+});
+
+Deno.test("kill -9 of a capture worker between two messages to a server without the batch endpoint", async () => {
+  await using dir = await tempDir();
+  const fake = await FakeOpenViking.start({ noBatch: 404 });
+  try {
+    // The first message is answered at once; the second is held until the worker is gone.
+    fake.fault({ route: "POST /api/v1/sessions/:id/messages", times: 1 });
+    fake.fault({ route: "POST /api/v1/sessions/:id/messages", delayMs: 3000, times: 1 });
+    let messages = 0;
+    const k = await killWorkerWhen(
+      dir.path,
+      fake,
+      (route) => route.endsWith("/messages") && ++messages === 2,
+    );
+    assertEquals(await acked(dir.path), ["0:user"], "the first accepted message was recorded");
+    await new Promise((r) => setTimeout(r, 3200)); // the held second message lands (its reply is lost)
+    await captureAgain(k);
+    const stored = fake.messages(`kc-${SESSION}`).map((m) => `${m.turn_id}:${m.role}`);
+    assertEquals(stored.filter((x) => x === "0:user").length, 1, "the recorded message was not sent again");
+    assertEquals(new Set(stored).size, 4);
+    assertEquals(stored.length - 4, fake.lostReplyMessages, "the only duplicate is the lost reply");
+  } finally {
+    await fake.close();
+  }
+});
