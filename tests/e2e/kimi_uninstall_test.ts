@@ -1,0 +1,104 @@
+/**
+ * End to end: `install` into a hand-written user config (comments, CRLF line ends, unicode, no final newline,
+ * a hook of the user's own) works in the real Kimi Code CLI, and `uninstall` gives the user back config.toml
+ * byte for byte — in config mode and in plugin mode, on 2.1.0 and 0.41.0.
+ */
+
+import { join } from "node:path";
+import { assertEquals, assertTrue } from "../support/assert.ts";
+import { KIMI_VERSIONS } from "../support/kimi.ts";
+import { messageText } from "../support/model-server.ts";
+import {
+  E2E_TEST,
+  expectFakeSession,
+  FAKE_PROFILE_BLOCK,
+  FAKE_RECALL_BLOCK,
+  hookResult,
+  isHookResult,
+  kimiOrSkip,
+  type Mode,
+  Rig,
+} from "./harness.ts";
+
+const MODES: Mode[] = ["config", "plugin"];
+
+/** A user's config.toml: CRLF, comments, unicode, their own hook, no newline at the end. */
+function userConfig(baseUrl: string, marker: string): string {
+  return [
+    "# My Kimi Code settings — written by hand; keep my comments ✓",
+    'default_model = "fake"   # the scripted model',
+    "",
+    "[providers.fake]",
+    'type = "openai"',
+    `base_url = "${baseUrl}"`,
+    'api_key = "x"',
+    "",
+    "# 模型设置 (unicode in a comment) 🚀",
+    "[models.fake]",
+    'provider = "fake"',
+    'model = "fake-model"',
+    "max_context_size = 100000",
+    'capabilities = ["tool_use"]',
+    "",
+    "[[hooks]]",
+    'event = "Stop"',
+    `command = "cat > /dev/null; touch ${marker}"  # my own hook stays`,
+  ].join("\r\n");
+}
+
+async function exists(path: string): Promise<boolean> {
+  return await Deno.stat(path).then(() => true, () => false);
+}
+
+for (const version of KIMI_VERSIONS) {
+  for (const mode of MODES) {
+    const name = `e2e kimi ${version} ${mode} mode: uninstall restores config.toml byte for byte`;
+    const install = await kimiOrSkip(version, name);
+    Deno.test({ name, ignore: !install, ...E2E_TEST }, async () => {
+      await using rig = await Rig.create(install!, { mode, noInstall: true });
+      const fake = rig.fake!;
+      const marker = join(rig.env.root, "user-hook-ran");
+      const original = new TextEncoder().encode(userConfig(rig.model.baseUrl, marker));
+      await Deno.writeFile(rig.env.configPath, original);
+      const mcpJson = join(rig.env.kimiHome, "mcp.json");
+      const registry = join(rig.env.kimiHome, "plugins", "installed.json");
+
+      const installed = await rig.cli(["install", "--mode", mode, "--url", rig.gate.url]);
+      assertEquals(installed.code, 0, installed.stdout + installed.stderr);
+      const withUs = await Deno.readFile(rig.env.configPath);
+      if (mode === "config") {
+        assertEquals(withUs.slice(0, original.length), original, "the user's bytes come first, untouched");
+        assertTrue(withUs.length > original.length);
+      } else assertEquals(withUs, original, "plugin mode does not touch config.toml");
+
+      // Kimi reads the result: our hooks and the user's hook both run, the model gets the recall.
+      const r = await rig.print("hello, does my memory work with my own config?");
+      const first = rig.mainRequests()[0].body.messages.filter(isHookResult).map(messageText);
+      assertEquals(first, [hookResult(`${FAKE_PROFILE_BLOCK}\n\n${FAKE_RECALL_BLOCK}`)]);
+      await expectFakeSession(fake, `kc-${r.sessionId}`, [
+        ["0", "user", "hello, does my memory work with my own config?"],
+        ["0", "assistant", "ACK: hello, does my memory work with my own config?"],
+      ], 1);
+      assertTrue(await exists(marker), "the user's own Stop hook ran too");
+
+      const removed = await rig.cli(["uninstall", "--mode", mode]);
+      assertEquals(removed.code, 0, removed.stdout + removed.stderr);
+      assertEquals(
+        await Deno.readFile(rig.env.configPath),
+        original,
+        "config.toml is the user's again, byte for byte",
+      );
+      assertEquals(await exists(mcpJson), false, "mcp.json did not exist before install");
+      assertEquals(await exists(registry), false, "plugins/installed.json did not exist before install");
+
+      // And Kimi runs without us: no recall, no OpenViking tools, nothing sent.
+      const seen = fake.requests.length;
+      const before = rig.model.chatRequests().length;
+      await rig.print("hello again, without the plugin");
+      const after = rig.model.chatRequests().slice(before);
+      assertEquals(after[0].body.messages.filter(isHookResult).length, 0);
+      assertEquals(after[0].toolNames.filter((n) => n.startsWith("mcp__")), []);
+      assertEquals(fake.requests.slice(seen).map((q) => q.route), []);
+    });
+  }
+}
