@@ -115,6 +115,9 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
     journal = found.path;
   }
   const journalPath = journal;
+  // A forced capture ends the turns that had begun when it started, never one the resumed session began while
+  // this capture waited (for the turn end, the lock or the server): that one is captured whole later.
+  const forceLimit = mode.force ? await Deno.stat(journalPath).then((i) => i.size, () => 0) : 0;
   const waited = mode.waitMs > 0 ? await waitForTurnEnd(journalPath, before.cursor, mode.waitMs) : true;
   const client = clientFor(ctx);
   const res = await updateState(paths, async (state) => {
@@ -144,10 +147,11 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
       });
       queueOnly = await hasUnsent(ctx.pendingDir, ctx.ovSessionId);
     }
+    const newest = turns.turns.at(-1);
     const plan = planCapture(turns.turns, new Set(state.capturedKeys), state.ackedBelow, {
       maxLength: c.captureMaxLength,
       redact: c.redact,
-      includeOpen: mode.force,
+      includeOpen: mode.force && !(newest && !newest.closed && newest.startOffset >= forceLimit),
     });
     report.planned = plan.toSend.length;
     report.skipped = plan.skipped.length;
