@@ -68,7 +68,7 @@ export function isProcessGone(pid: number): boolean {
 async function tryAcquire(lockPath: string): Promise<boolean> {
   try {
     await Deno.mkdir(lockPath, { mode: 0o700 });
-    await Deno.writeTextFile(`${lockPath}/${OWNER_FILE}`, String(Deno.pid)).catch(() => {});
+    await Deno.writeTextFile(`${lockPath}/${OWNER_FILE}`, String(Deno.pid), { mode: 0o600 }).catch(() => {});
     return true;
   } catch (error) {
     if (isAlreadyExists(error)) return false;
@@ -77,7 +77,9 @@ async function tryAcquire(lockPath: string): Promise<boolean> {
       await ensurePrivateDir(dirName(lockPath));
       try {
         await Deno.mkdir(lockPath, { mode: 0o700 });
-        await Deno.writeTextFile(`${lockPath}/${OWNER_FILE}`, String(Deno.pid)).catch(() => {});
+        await Deno.writeTextFile(`${lockPath}/${OWNER_FILE}`, String(Deno.pid), { mode: 0o600 }).catch(
+          () => {},
+        );
         return true;
       } catch (again) {
         if (isAlreadyExists(again)) return false;
