@@ -1,0 +1,264 @@
+/**
+ * What a chaos schedule must leave behind, checked once the server is healthy, every process has ended and
+ * the queue was replayed: every message of every closed turn on the server (lost = 0); duplicates only where
+ * a reply never reached a process that could record it (the fake's lost-reply writes, or the last request of
+ * a process killed by -9); nothing injected, nothing secret, nothing that is not in the journal; every
+ * state and queue file parses (queue entries against the queue schema), files 0600 and directories 0700
+ * under ~/.openviking; the user's Kimi config byte-identical; the API key in no log; hooks exited 0 with only
+ * the documented stdout.
+ */
+
+import type { FakeOpenViking, RecordedRequest, StoredMessage } from "../support/fake-openviking.ts";
+import { PendingEntrySchema } from "../../runtime/pending.ts";
+import { SessionStateSchema } from "../../runtime/state.ts";
+import { readJournal } from "../../wire/read.ts";
+import { scanTurns, turnLineFilter } from "../../wire/turns.ts";
+import { turnsOf } from "../../wire/command.ts";
+import { MARK, SECRET } from "./journal-model.ts";
+import type { Processes } from "./procs.ts";
+
+/** Counts and violations of one schedule. */
+export interface AuditResult {
+  turns: number;
+  /** Messages the journal's closed turns hold. */
+  expected: number;
+  /** Of those, how many reached the server. */
+  delivered: number;
+  lost: number;
+  /** Stored messages that are no message of the journal's closed turns. */
+  unexpected: number;
+  /** Stored copies beyond the first of a message. */
+  duplicates: number;
+  /** Duplicates whose earlier copy went to a process killed before it could record the reply. */
+  killExplained: number;
+  /** Messages the server stored whose reply was lost (fake's count): the other allowed duplicates. */
+  lostReplyWrites: number;
+  /** Messages delivered out of journal order (first copies). */
+  outOfOrder: number;
+  /** Claims (.processing) left by killed replays, put back after the abandonment window. */
+  abandoned: number;
+  /** Temp files of writes cut by kill -9 (never read: names do not match the state or queue patterns). */
+  orphanTemps: number;
+  /** Locks left by killed holders (taken over by the next process that needs them). */
+  leftLocks: number;
+  violations: string[];
+  /** What was stored by whom, what ran and what was killed: printed for a failing schedule. */
+  detail: string[];
+}
+
+/** Inputs of an audit. */
+export interface AuditInput {
+  home: string;
+  sessionId: string;
+  journalPath: string;
+  fake: FakeOpenViking;
+  procs: Processes;
+  abandoned: number;
+  apiKey: string;
+  /** Files of the user's that must be byte-identical: path → content. */
+  userFiles: Record<string, string>;
+}
+
+const ENTRY_NAME = /^[0-9a-f]{64}_\d+\.(json|processing)$/;
+
+interface Walked {
+  path: string;
+  isDir: boolean;
+  mode: number;
+}
+
+async function walk(dir: string): Promise<Walked[]> {
+  const out: Walked[] = [];
+  let entries: Deno.DirEntry[];
+  try {
+    entries = await Array.fromAsync(Deno.readDir(dir));
+  } catch {
+    return out;
+  }
+  for (const e of entries) {
+    const path = `${dir}/${e.name}`;
+    const info = await Deno.lstat(path).catch(() => undefined);
+    if (!info) continue;
+    out.push({ path, isDir: info.isDirectory, mode: (info.mode ?? 0) & 0o777 });
+    if (info.isDirectory) out.push(...await walk(path));
+  }
+  return out;
+}
+
+const keyOf = (m: { turn_id?: unknown; role?: unknown; content?: unknown }) =>
+  JSON.stringify([m.turn_id, m.role, m.content]);
+
+/** Audits the sandbox after a schedule. */
+export async function audit(input: AuditInput): Promise<AuditResult> {
+  const { fake, procs } = input;
+  const violations: string[] = [];
+  const ov = `${input.home}/.openviking`;
+
+  // Delivery.
+  const expected = (await turnsOf(input.journalPath, { maxLength: 24_000, redact: true })).map((l) =>
+    JSON.parse(l) as { turn_id: string; role: string; content: string }
+  );
+  const read = await readJournal(input.journalPath, undefined, turnLineFilter);
+  const turns = scanTurns(read.lines).turns.length;
+  const ovSession = `kc-${input.sessionId}`;
+  const stored = fake.messages(ovSession);
+  const expectedIndex = new Map(expected.map((m, i) => [keyOf(m), i]));
+
+  // Which request stored each message (the fake keeps the parsed body objects), and who sent it.
+  const requestOf = new Map<StoredMessage, RecordedRequest>();
+  const lastSeqOf = new Map<string, number>();
+  for (const r of fake.requests) {
+    const origin = r.headers["x-openviking-user"] ?? "";
+    lastSeqOf.set(origin, Math.max(lastSeqOf.get(origin) ?? 0, r.seq));
+    if (!r.route.includes("/messages")) continue;
+    const body = r.body as { messages?: unknown } | undefined;
+    const items = Array.isArray(body?.messages) ? body.messages : [body];
+    for (const m of items) if (m && typeof m === "object") requestOf.set(m as StoredMessage, r);
+  }
+  const killedWriters = new Set(procs.kills.filter((k) => k.writer).map((k) => k.origin));
+  const inDoubt = (m: StoredMessage): boolean => {
+    const r = requestOf.get(m);
+    if (!r) return false;
+    const origin = r.headers["x-openviking-user"] ?? "";
+    // A killed process's last request: the reply may have arrived just before the kill, with no time to
+    // record it. Any earlier one was followed by another request, so its reply had been recorded by then.
+    return killedWriters.has(origin) && lastSeqOf.get(origin) === r.seq;
+  };
+
+  const copies = new Map<string, StoredMessage[]>();
+  let unexpected = 0;
+  for (const m of stored) {
+    const k = keyOf(m);
+    const text = String(m.content ?? "");
+    if (text.includes(MARK)) {
+      violations.push(`injected text was captured: ${JSON.stringify(text.slice(0, 120))}`);
+    }
+    if (text.includes(SECRET)) {
+      violations.push(`a secret was captured: ${JSON.stringify(text.slice(0, 120))}`);
+    }
+    if (!expectedIndex.has(k)) {
+      unexpected++;
+      violations.push(`the server has a message the journal's closed turns do not: ${k.slice(0, 200)}`);
+      continue;
+    }
+    copies.set(k, [...(copies.get(k) ?? []), m]);
+  }
+  let duplicates = 0;
+  let killExplained = 0;
+  for (const list of copies.values()) {
+    const extra = list.length - 1;
+    duplicates += extra;
+    killExplained += Math.min(extra, list.filter(inDoubt).length);
+  }
+  const lost = expected.filter((m) => !copies.has(keyOf(m)));
+  for (const m of lost) violations.push(`lost: ${keyOf(m).slice(0, 200)}`);
+  const lostReplyWrites = fake.lostReplyMessages;
+  if (duplicates - killExplained > lostReplyWrites) {
+    violations.push(
+      `${duplicates} duplicates, ${killExplained} explained by kills, but only ${lostReplyWrites} lost-reply writes`,
+    );
+  }
+  const firstOrder = [...copies.keys()].map((k) => expectedIndex.get(k)!);
+  let outOfOrder = 0;
+  for (let i = 1; i < firstOrder.length; i++) if (firstOrder[i] < firstOrder[i - 1]) outOfOrder++;
+  const detail = [`expected ${expected.map((m) => `${m.turn_id}:${m.role}`).join(" ")}`];
+  for (const m of stored) {
+    const r = requestOf.get(m);
+    detail.push(
+      `stored ${m.turn_id}:${m.role} by #${r?.seq} ${r?.route} from ${r?.headers["x-openviking-user"]}`,
+    );
+  }
+  for (const r of procs.runs) detail.push(`ran ${r.origin} ${r.label}${r.killed ? " (killed)" : ""}`);
+  for (const k of procs.kills) detail.push(`killed ${k.label} ${k.origin} (pid ${k.pid})`);
+
+  // Files: parse, schema, modes.
+  let orphanTemps = 0;
+  let leftLocks = 0;
+  for (const f of await walk(ov)) {
+    const want = f.isDir ? 0o700 : 0o600;
+    if (f.mode !== want) violations.push(`${f.path} has mode ${f.mode.toString(8)}, not ${want.toString(8)}`);
+    const name = f.path.slice(f.path.lastIndexOf("/") + 1);
+    if (f.isDir) {
+      if (name.includes(".lock")) leftLocks++;
+      continue;
+    }
+    if (name.endsWith(".tmp")) {
+      orphanTemps++;
+      continue;
+    }
+    if (f.path.includes(".lock")) continue; // the owner pid file of a left lock
+    if (f.path.startsWith(`${ov}/pending/`)) {
+      if (!ENTRY_NAME.test(name)) {
+        violations.push(`unexpected file in the queue: ${name}`);
+        continue;
+      }
+      violations.push(`queue not empty after the final replay: ${name}`);
+      try {
+        const parsed = PendingEntrySchema.safeParse(JSON.parse(await Deno.readTextFile(f.path)));
+        if (!parsed.success) violations.push(`queue entry ${name} does not match the queue schema`);
+      } catch (error) {
+        violations.push(`queue entry ${name} does not parse: ${(error as Error).message}`);
+      }
+    } else if (f.path.startsWith(`${ov}/hook-state/`) || f.path.startsWith(`${ov}/state/`)) {
+      try {
+        const value: unknown = JSON.parse(await Deno.readTextFile(f.path));
+        if (!value || typeof value !== "object" || Array.isArray(value)) {
+          violations.push(`state file ${f.path} is not a JSON object`);
+        } else if (f.path.startsWith(`${ov}/hook-state/`) && !SessionStateSchema.safeParse(value).success) {
+          violations.push(`state file ${f.path} does not match the state schema`);
+        }
+      } catch (error) {
+        violations.push(`state file ${f.path} does not parse: ${(error as Error).message}`);
+      }
+    } else if (f.path.startsWith(`${ov}/logs/`)) {
+      if ((await Deno.readTextFile(f.path)).includes(input.apiKey)) {
+        violations.push(`the API key is in ${f.path}`);
+      }
+    } else violations.push(`unexpected file ${f.path}`);
+  }
+  const capture = `${ov}/hook-state/kimicode/${input.sessionId}.json`;
+  if (!(await Deno.stat(capture).then(() => true, () => false))) {
+    violations.push("no capture state was written");
+  }
+
+  // The user's configuration.
+  for (const [path, content] of Object.entries(input.userFiles)) {
+    const now = await Deno.readTextFile(path).catch(() => "<missing>");
+    if (now !== content) violations.push(`${path} was changed`);
+  }
+
+  // Hooks: exit 0, documented stdout only, nothing on stderr.
+  for (const run of procs.runs) {
+    if (run.killed) continue;
+    const out = await run.ended;
+    if (run.label === "replay") {
+      if (out.code !== 0 && out.code !== 1) {
+        violations.push(`replay exited ${out.code}: ${out.stderr.slice(0, 300)}`);
+      }
+      continue;
+    }
+    if (out.code !== 0) violations.push(`${run.label} exited ${out.code}`);
+    if (out.stderr !== "") violations.push(`${run.label} wrote to stderr: ${out.stderr.slice(0, 300)}`);
+    const documented = run.label === "hook user-prompt-submit"
+      ? out.stdout === "" || /^<openviking-context[\s>]/.test(out.stdout)
+      : out.stdout === "";
+    if (!documented) violations.push(`${run.label} printed ${JSON.stringify(out.stdout.slice(0, 200))}`);
+  }
+
+  return {
+    turns,
+    expected: expected.length,
+    delivered: expected.length - lost.length,
+    lost: lost.length,
+    duplicates,
+    killExplained,
+    lostReplyWrites,
+    outOfOrder,
+    abandoned: input.abandoned,
+    orphanTemps,
+    leftLocks,
+    unexpected,
+    violations,
+    detail,
+  };
+}

@@ -1,0 +1,328 @@
+/**
+ * One chaos schedule, from a seed: a sandbox (HOME with a Kimi home holding the user's config.toml and
+ * mcp.json, the fake OpenViking), a journal written in random byte pieces while random bursts of real hook
+ * processes run against it — Stop, two Stops at once, Stop from a subagent mid-turn, PreCompact,
+ * SessionStart, Interrupt, SessionEnd, prompt hooks, direct capture workers and `replay` — under random
+ * server faults (5xx, 429, 408, dropped connections, replies lost after the write was stored, timeouts) and
+ * random kill -9 of hook processes and of their detached workers. Then the server heals, the journal is
+ * finished, every process ends, abandoned claims age past their window, and a final replay + capture run.
+ * The audit (audit.ts) decides what that left behind.
+ */
+
+import { FakeOpenViking, type Fault } from "../support/fake-openviking.ts";
+import { placeJournal } from "../support/hook-context.ts";
+import { tempDir } from "../support/temp.ts";
+import { audit, type AuditResult } from "./audit.ts";
+import { LiveJournal, MARK } from "./journal-model.ts";
+import { Processes, type Run } from "./procs.ts";
+import { Rng } from "./rng.ts";
+
+/** The API key of every sandbox: it must never show up in a log. */
+export const API_KEY = "ovk-chaos-apikey-0123456789abcdef";
+
+/** The user's own Kimi config, which nothing may touch. */
+export const USER_CONFIG_TOML =
+  '# mine\r\ndefault_model = "k3"\r\n[[hooks]]\r\nevent = "Stop"\r\ncommand = "true"\r\n';
+/** The user's own mcp.json. */
+export const USER_MCP_JSON = '{\n\t"mcpServers": {\n\t\t"other": {"command": "x", "args": []}\n\t}\n}';
+
+const CWD = "/home/user/proj";
+const WRITE_ROUTES = [
+  "POST /api/v1/sessions/:id/messages/batch",
+  "POST /api/v1/sessions/:id/messages",
+  "POST /api/v1/sessions/:id/commit",
+];
+
+/** A random server fault. */
+function randomFault(rng: Rng): Fault {
+  const kind = rng.int(0, 8);
+  const times = rng.int(1, 3);
+  switch (kind) {
+    case 0:
+      return { route: rng.pick(WRITE_ROUTES), status: rng.pick([500, 502, 503, 429, 408]), times };
+    case 1:
+      return { route: "POST /api/v1/sessions/:id/*", status: 503, times: rng.int(1, 5) };
+    case 2:
+      return { route: "*", status: rng.pick([500, 503]), times: rng.int(1, 6) };
+    case 3:
+      return { route: rng.pick(WRITE_ROUTES), drop: true, times };
+    case 4:
+      return { route: rng.pick(WRITE_ROUTES.slice(0, 2)), lostReply: true, times };
+    case 5: // longer than the client's 1 s timeout: the write lands after the client gave up
+      return { route: rng.pick(WRITE_ROUTES), delayMs: 1300, times: 1 };
+    case 6: // slow but answered: widens every window a kill can hit
+      return { route: "*", delayMs: rng.int(100, 700), times: rng.int(1, 4) };
+    case 7: // the batch refused as a whole: capture falls back to one message at a time
+      return { route: WRITE_ROUTES[0], status: 400, times: 1 };
+    default:
+      return { route: "POST /api/v1/search/search", status: 500, times };
+  }
+}
+
+/** What a schedule did, for the summary. */
+export interface ScheduleResult extends AuditResult {
+  seed: number;
+  hookRuns: number;
+  kills: number;
+  workerKills: number;
+  faults: number;
+  stages: number;
+  durationMs: number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** When to kill -9 a started process and/or its detached worker (undefined: not at all). */
+interface KillPlan {
+  runAfterMs?: number;
+  workerAfterMs?: number;
+}
+
+function drawKill(rng: Rng, detaches: boolean): KillPlan {
+  const runAfterMs = rng.chance(0.25) ? rng.int(0, 600) : undefined;
+  const workerAfterMs = detaches && rng.chance(0.4) ? rng.int(0, 1200) : undefined;
+  return { runAfterMs, workerAfterMs };
+}
+
+/** Runs the schedule of `seed` and audits it. */
+export async function runSchedule(seed: number): Promise<ScheduleResult> {
+  const started = Date.now();
+  const rng = new Rng(seed);
+  await using dir = await tempDir("ovk-chaos-");
+  const home = dir.path;
+  // Some servers predate the batch endpoint: every message then goes one by one.
+  const fake = await FakeOpenViking.start({ apiKey: API_KEY, noBatch: rng.chance(0.2) ? 404 : undefined });
+  fake.context = { ...fake.context, rendered: `${fake.context.rendered}\n${MARK} recalled memory` };
+  let faultsHit = 0;
+  let applied: { fault: Fault; initial: number }[] = [];
+  const countFaults = () => {
+    for (const a of applied) faultsHit += a.initial - (a.fault.times ?? 0);
+    applied = [];
+  };
+  const setFault = (f: Fault) => {
+    fake.fault(f);
+    applied.push({ fault: fake.faults.at(-1)!, initial: f.times ?? 0 });
+  };
+  try {
+    const kimi = `${home}/.kimi-code`;
+    await Deno.mkdir(kimi, { recursive: true });
+    await Deno.writeTextFile(`${kimi}/config.toml`, USER_CONFIG_TOML);
+    await Deno.writeTextFile(`${kimi}/mcp.json`, USER_MCP_JSON);
+    const sessionId = `session_chaos-${seed}`;
+    const path = await placeJournal(home, sessionId, "");
+    const journal = LiveJournal.plan(rng, path, rng.int(2, 5));
+    const env: Record<string, string> = {
+      HOME: home,
+      KIMI_CODE_HOME: kimi,
+      OPENVIKING_URL: fake.url,
+      OPENVIKING_API_KEY: API_KEY,
+      OPENVIKING_ACCOUNT: "chaos",
+      OPENVIKING_TIMEOUT_MS: "1000",
+      OPENVIKING_PROMPT_BUDGET_MS: "2500",
+      OPENVIKING_REPLAY_BUDGET_MS: "4000",
+      OPENVIKING_CAPTURE_WAIT_MS: String(rng.pick([0, 300, 1500])),
+      // The campaign checks delivery, not the documented poison-entry cap (3 retryable failures by default).
+      OPENVIKING_PENDING_MAX_RETRIES: "1000",
+      OPENVIKING_DEBUG: "1",
+      PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+    };
+    const procs = new Processes(home, env);
+    const payload = (event: string, extra: Record<string, unknown> = {}) =>
+      JSON.stringify({ hook_event_name: event, session_id: sessionId, cwd: CWD, ...extra });
+
+    /** Kills `run` after its planned delay, and/or its detached worker a planned time after it shows up. */
+    const applyKills = async (run: Run, plan: KillPlan): Promise<void> => {
+      if (plan.runAfterMs !== undefined) {
+        await sleep(plan.runAfterMs);
+        procs.killRun(run);
+      }
+      if (plan.workerAfterMs === undefined) return;
+      const end = Date.now() + 3000;
+      while (Date.now() < end && !run.killed) {
+        const w = (await procs.workers()).find((x) => x.origin === run.origin);
+        if (w) {
+          await sleep(plan.workerAfterMs);
+          procs.killWorker(w);
+          return;
+        }
+        await sleep(20);
+      }
+    };
+
+    const hook = async (event: string, stdin: string, plan: KillPlan) => {
+      const run = await procs.start(["hook", event], stdin);
+      await applyKills(run, plan);
+      return run;
+    };
+
+    // Each action draws all its random choices when it is planned (synchronously, in seed order), so the
+    // schedule is the same on every run of a seed; only the timing of the processes varies.
+    const actions: Record<string, (r: Rng) => () => Promise<void>> = {
+      prompt: (r) => {
+        const kill = drawKill(r, false);
+        return async () => {
+          const k = journal.nextPrompt();
+          if (k === undefined) return;
+          const run = await hook(
+            "user-prompt-submit",
+            payload("UserPromptSubmit", { prompt: journal.promptOf(k) }),
+            kill,
+          );
+          const out = await run.ended;
+          if (!run.killed && out.stdout) journal.setHookResult(k, out.stdout.trimEnd());
+        };
+      },
+      stop: (r) => {
+        const kill = drawKill(r, true);
+        return async () => void await hook("stop", payload("Stop"), kill);
+      },
+      "two stops": (r) => {
+        const kills = [drawKill(r, true), drawKill(r, true)];
+        return async () => void await Promise.all(kills.map((kill) => hook("stop", payload("Stop"), kill)));
+      },
+      "subagent stop": (r) => {
+        const kill = drawKill(r, true);
+        return async () => {
+          // A subagent's Stop arrives while the main turn is still being written.
+          await journal.completeLine();
+          await hook("stop", payload("Stop", { agent_id: "agent_sub_1" }), kill);
+        };
+      },
+      "pre-compact": (r) => {
+        const kill = drawKill(r, true);
+        return async () => void await hook("pre-compact", payload("PreCompact", { trigger: "auto" }), kill);
+      },
+      "session-start": (r) => {
+        const source = r.pick(["startup", "resume", "compact"]);
+        const rewrite = source === "resume" && r.chance(0.4);
+        const kill = drawKill(r, true);
+        return async () => {
+          if (rewrite) await journal.rewrite();
+          await hook("session-start", payload("SessionStart", { source }), kill);
+        };
+      },
+      interrupt: (r) => {
+        const cancelAfter = r.int(0, 900);
+        const kill = drawKill(r, false);
+        return async () => {
+          const k = await journal.cancelOpenTurn();
+          journal.holdNewTurns(1000);
+          const run = await procs.start(["hook", "interrupt"], payload("Interrupt", { turn_id: k ?? 0 }), {
+            writer: true,
+          });
+          // Kimi writes the cancel record while the hook runs.
+          const grow = (async () => {
+            await sleep(cancelAfter);
+            await journal.completeLine();
+            if (k !== undefined) await journal.growTo(journal.written + 400);
+          })();
+          await Promise.all([applyKills(run, kill), grow]);
+        };
+      },
+      "session-end": (r) => {
+        const bytes = r.int(0, 400);
+        const kill = drawKill(r, true);
+        return async () => {
+          await journal.cancelOpenTurn();
+          journal.holdNewTurns(1000);
+          await journal.growTo(journal.written + bytes);
+          await hook("session-end", payload("SessionEnd", { reason: "exit" }), kill);
+        };
+      },
+      worker: (r) => {
+        const kill = drawKill(r, false);
+        return async () => {
+          const run = await procs.start(["hook", "stop"], payload("Stop"), {
+            writer: true,
+            extraEnv: { OPENVIKING_KIMI_HOOK_WORKER: "1" },
+          });
+          await applyKills(run, kill);
+        };
+      },
+      replay: (r) => {
+        const kill = drawKill(r, false);
+        return async () => {
+          const run = await procs.start(["replay"], "", { writer: true });
+          await applyKills(run, kill);
+        };
+      },
+    };
+    const actionNames = Object.keys(actions);
+
+    const stages = rng.int(4, 8);
+    const total = journal.size();
+    for (let s = 0; s < stages; s++) {
+      const cut = Math.floor(total * ((s + rng.next()) / stages));
+      const faults = rng.chance(0.6)
+        ? Array.from({ length: rng.int(1, 2) }, () => randomFault(rng))
+        : undefined;
+      const burst = Array.from({ length: rng.int(1, 3) }, () => actions[rng.pick(actionNames)](rng));
+      const growth = rng.chance(0.5) ? { afterMs: rng.int(0, 800), bytes: rng.int(1, 2000) } : undefined;
+      const pause = rng.chance(0.5) ? rng.int(0, 300) : 0;
+
+      await journal.growTo(cut);
+      if (faults) {
+        countFaults();
+        fake.clearFaults();
+        faults.forEach(setFault);
+      }
+      const growing = (async () => {
+        if (!growth) return;
+        await sleep(growth.afterMs);
+        await journal.growTo(journal.written + growth.bytes);
+      })();
+      await Promise.all([...burst.map((run) => run()), growing]);
+      await Promise.all(procs.runs.map((r) => r.ended));
+      await sleep(pause);
+    }
+
+    // Heal: the server recovers, Kimi finishes the journal, every process (detached workers too) ends.
+    countFaults();
+    fake.clearFaults();
+    await journal.finish();
+    await procs.settle(150_000);
+    // Claims abandoned by killed replays are put back after 10 minutes: let that time pass.
+    const pendingDir = `${home}/.openviking/pending`;
+    let abandoned = 0;
+    const names = await Array.fromAsync(Deno.readDir(pendingDir)).catch(() => []);
+    for (const e of names) {
+      if (!e.name.endsWith(".processing")) continue;
+      const old = new Date(Date.now() - 11 * 60_000);
+      await Deno.utime(`${pendingDir}/${e.name}`, old, old);
+      abandoned++;
+    }
+    for (let round = 0; round < 3; round++) {
+      await (await procs.start(["replay"], "", { writer: true })).ended;
+      await (await procs.start(["hook", "stop"], payload("Stop"), {
+        writer: true,
+        extraEnv: { OPENVIKING_KIMI_HOOK_WORKER: "1", OPENVIKING_CAPTURE_WAIT_MS: "0" },
+      })).ended;
+      const left = await (await procs.start(["replay"], "", { writer: true })).ended;
+      if (left.code === 0) break;
+    }
+    await procs.settle(30_000);
+
+    const result = await audit({
+      home,
+      sessionId,
+      journalPath: path,
+      fake,
+      procs,
+      abandoned,
+      apiKey: API_KEY,
+      userFiles: { [`${kimi}/config.toml`]: USER_CONFIG_TOML, [`${kimi}/mcp.json`]: USER_MCP_JSON },
+    });
+    return {
+      ...result,
+      seed,
+      hookRuns: procs.runs.length,
+      kills: procs.kills.length,
+      workerKills: procs.kills.filter((k) => k.label === "detached worker").length,
+      faults: faultsHit,
+      stages,
+      durationMs: Date.now() - started,
+    };
+  } finally {
+    await fake.close();
+  }
+}

@@ -1,0 +1,177 @@
+/**
+ * The processes of one chaos sandbox: hooks and commands started through the real entry point (`deno run
+ * <cli task flags> main.ts …`), the detached workers they leave behind (found with `ps e` by their
+ * environment, which names this sandbox's HOME), and kill -9 by pid. Every process gets its own `OPENVIKING_USER`
+ * ("origin"), which the client sends as `X-OpenViking-User`, so the fake server can tell which process (or
+ * which parent's detached worker) made each request.
+ */
+
+import { cliArgs, denoDir } from "../support/run.ts";
+
+/** How a process ended. */
+export interface Ended {
+  code: number;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** A process this sandbox started. */
+export interface Run {
+  origin: string;
+  /** `hook <event>` or `replay`. */
+  label: string;
+  /** It sends session writes itself (interrupt, a worker, replay), so killing it may lose a reply. */
+  writer: boolean;
+  child: Deno.ChildProcess;
+  ended: Promise<Ended>;
+  finished: boolean;
+  killed: boolean;
+}
+
+/** A kill -9 that was delivered. */
+export interface Kill {
+  origin: string;
+  label: string;
+  /** The killed process sends session writes itself. */
+  writer: boolean;
+  pid: number;
+}
+
+/** One process as `ps` shows it: pid, state and the `K=V` words of its environment. */
+interface PsRow {
+  pid: number;
+  zombie: boolean;
+  words: Set<string>;
+}
+
+let psCache: { at: number; rows: Promise<PsRow[]> } | undefined;
+
+/**
+ * Every process of this user with its environment, via `ps e` (reading /proc needs --allow-all, which the
+ * test command does not grant). Cached for 30 ms so pollers do not stampede.
+ */
+function ps(): Promise<PsRow[]> {
+  if (psCache && Date.now() - psCache.at < 30) return psCache.rows;
+  const rows = new Deno.Command("ps", { args: ["axeww", "-o", "pid=,stat=,command="], stdout: "piped" })
+    .output()
+    .then((out) =>
+      new TextDecoder().decode(out.stdout).split("\n").flatMap((line): PsRow[] => {
+        const m = /^\s*(\d+)\s+(\S+)\s+(.*)$/.exec(line);
+        return m
+          ? [{ pid: Number(m[1]), zombie: m[2].startsWith("Z"), words: new Set(m[3].split(" ")) }]
+          : [];
+      })
+    );
+  psCache = { at: Date.now(), rows };
+  return rows;
+}
+
+const originOf = (row: PsRow) =>
+  [...row.words].find((w) => w.startsWith("OPENVIKING_USER="))?.slice("OPENVIKING_USER=".length) ?? "";
+
+/** Starts, finds and kills the processes of one sandbox. */
+export class Processes {
+  readonly runs: Run[] = [];
+  readonly kills: Kill[] = [];
+  private counter = 0;
+  private argv: string[] | undefined;
+
+  constructor(readonly home: string, readonly env: Record<string, string>) {}
+
+  /** A fresh origin name. */
+  newOrigin(): string {
+    return `o${++this.counter}`;
+  }
+
+  /** Starts `openviking-kimi <args>` with `stdin`, as its own origin (or the given one). */
+  async start(
+    args: string[],
+    stdin: string,
+    options: { extraEnv?: Record<string, string>; writer?: boolean; origin?: string } = {},
+  ): Promise<Run> {
+    this.argv ??= await cliArgs();
+    const origin = options.origin ?? this.newOrigin();
+    const child = new Deno.Command(Deno.execPath(), {
+      args: [...this.argv, ...args],
+      env: { DENO_DIR: denoDir(), ...this.env, OPENVIKING_USER: origin, ...options.extraEnv },
+      clearEnv: true,
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const writer = child.stdin.getWriter();
+    await writer.write(new TextEncoder().encode(stdin)).catch(() => {});
+    await writer.close().catch(() => {});
+    const run: Run = {
+      origin,
+      label: args.join(" "),
+      writer: options.writer ?? false,
+      child,
+      finished: false,
+      killed: false,
+      ended: child.output().then((o) => ({
+        code: o.code,
+        signal: o.signal,
+        stdout: new TextDecoder().decode(o.stdout),
+        stderr: new TextDecoder().decode(o.stderr),
+      })),
+    };
+    run.ended.then(() => run.finished = true);
+    this.runs.push(run);
+    return run;
+  }
+
+  /** kill -9 of a started process that is still running; false when it had already ended. */
+  killRun(run: Run): boolean {
+    if (run.finished) return false;
+    try {
+      run.child.kill("SIGKILL");
+    } catch {
+      return false;
+    }
+    run.killed = true;
+    this.kills.push({ origin: run.origin, label: run.label, writer: run.writer, pid: run.child.pid });
+    return true;
+  }
+
+  /** Live detached workers of this sandbox (processes we did not start), with their origin. */
+  async workers(): Promise<{ pid: number; origin: string }[]> {
+    const ours = new Set(this.runs.map((r) => r.child.pid));
+    return (await this.live())
+      .filter((row) => !ours.has(row.pid) && row.words.has("OPENVIKING_KIMI_HOOK_WORKER=1"))
+      .map((row) => ({ pid: row.pid, origin: originOf(row) }));
+  }
+
+  /** kill -9 of a detached worker by pid (found by `workers()` a moment ago). */
+  killWorker(worker: { pid: number; origin: string }): boolean {
+    try {
+      Deno.kill(worker.pid, "SIGKILL");
+    } catch {
+      return false;
+    }
+    this.kills.push({ origin: worker.origin, label: "detached worker", writer: true, pid: worker.pid });
+    return true;
+  }
+
+  /** Live (not zombie) processes whose environment names this sandbox's HOME. */
+  async live(): Promise<PsRow[]> {
+    return (await ps()).filter((row) =>
+      !row.zombie && row.pid !== Deno.pid && row.words.has(`HOME=${this.home}`)
+    );
+  }
+
+  /** Waits until every process of the sandbox is gone (detached workers included). */
+  async settle(timeoutMs: number): Promise<void> {
+    await Promise.all(this.runs.map((r) => r.ended));
+    const end = Date.now() + timeoutMs;
+    for (let left = await this.live(); left.length > 0; left = await this.live()) {
+      if (Date.now() > end) {
+        throw new Error(
+          `processes still running after ${timeoutMs} ms: ${left.map((r) => r.pid).join(", ")}`,
+        );
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
