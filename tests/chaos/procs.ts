@@ -87,7 +87,7 @@ export class Processes {
   /** Starts `openviking-kimi <args>` with `stdin`, as its own origin (or the given one). */
   async start(
     args: string[],
-    stdin: string,
+    stdin: string | Uint8Array,
     options: { extraEnv?: Record<string, string>; writer?: boolean; origin?: string } = {},
   ): Promise<Run> {
     this.argv ??= await cliArgs();
@@ -101,7 +101,7 @@ export class Processes {
       stderr: "piped",
     }).spawn();
     const writer = child.stdin.getWriter();
-    await writer.write(new TextEncoder().encode(stdin)).catch(() => {});
+    await writer.write(typeof stdin === "string" ? new TextEncoder().encode(stdin) : stdin).catch(() => {});
     await writer.close().catch(() => {});
     const run: Run = {
       origin,

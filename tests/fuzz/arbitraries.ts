@@ -1,0 +1,163 @@
+/**
+ * fast-check generators shared by the fuzz tests: hook stdin (random bytes, random JSON, objects shaped like
+ * Kimi's hook payloads with wrong types, huge strings, deep nesting, truncated or BOM-prefixed text), and
+ * byte/text mutations of valid documents. `runs(n)` scales run counts with `FUZZ_SCALE`; `FUZZ_SEED` fixes
+ * the seed (printed by fast-check on failure).
+ */
+
+import fc from "fast-check";
+
+/** Number of runs for a property: `n` times `FUZZ_SCALE` (default 1). */
+export function runs(n: number): number {
+  return Math.max(1, Math.round(n * Number(Deno.env.get("FUZZ_SCALE") ?? 1)));
+}
+
+/** fast-check parameters for `n` runs, with `FUZZ_SEED` when set. */
+export function params(n: number): fc.Parameters<unknown> {
+  const seed = Deno.env.get("FUZZ_SEED");
+  return { numRuns: runs(n), ...(seed ? { seed: Number(seed) } : {}) };
+}
+
+/** Strings that break naive code: paths, separators, NUL, bidi, surrogates, very long, markup. */
+export const nastyString: fc.Arbitrary<string> = fc.oneof(
+  fc.string({ maxLength: 30 }),
+  fc.string({ unit: "grapheme", maxLength: 30 }),
+  fc.string({ unit: "binary", maxLength: 30 }),
+  fc.constantFrom(
+    "",
+    " ",
+    ".",
+    "..",
+    "../../etc/passwd",
+    "/",
+    "~",
+    "C:\\Windows\\x",
+    "session_a/b",
+    "session_x\0y",
+    "\u202eevil",
+    "\ud800",
+    "viking://user/default/memories",
+    "<openviking-context>x</openviking-context>",
+    "<system-reminder>",
+    "sk-fuzzsecretvalue0123456789abcdef",
+    "a".repeat(5000),
+    "__proto__",
+    "constructor",
+  ),
+);
+
+/** Any JSON-ish value of the wrong type for a field. */
+export const wrongValue: fc.Arbitrary<unknown> = fc.oneof(
+  nastyString,
+  fc.integer(),
+  fc.double(),
+  fc.boolean(),
+  fc.constant(null),
+  fc.array(fc.jsonValue({ maxDepth: 2 }), { maxLength: 3 }),
+  fc.dictionary(fc.string({ maxLength: 5 }), fc.jsonValue({ maxDepth: 1 }), { maxKeys: 3 }),
+);
+
+/** Mostly a plausible value, sometimes a wrong one. */
+export function field<T>(good: fc.Arbitrary<T>): fc.Arbitrary<unknown> {
+  return fc.oneof({ weight: 4, arbitrary: good }, { weight: 1, arbitrary: wrongValue });
+}
+
+/** A value nested `depth` levels deep (arrays and objects), with a string at the bottom. */
+export function deep(depth: number, leaf = "viking://deep/down"): unknown {
+  let v: unknown = leaf;
+  for (let i = 0; i < depth; i++) v = i % 2 ? [v] : { k: v };
+  return v;
+}
+
+const contentParts = fc.array(
+  fc.record({
+    type: field(fc.constantFrom("text", "image_url", "think", "tool_use")),
+    text: field(fc.string({ unit: "grapheme", maxLength: 60 })),
+  }, { requiredKeys: [] }),
+  { maxLength: 4 },
+);
+
+/** An object shaped like a Kimi hook payload: well-typed fields, then sometimes one or two of the wrong type. */
+export function payloadArb(sessionIds: readonly string[], cwds: readonly string[]): fc.Arbitrary<unknown> {
+  const text = fc.string({ unit: "grapheme", maxLength: 80 });
+  const good = fc.record({
+    hook_event_name: fc.constantFrom("SessionStart", "UserPromptSubmit", "PreToolUse", "Stop", "PreCompact"),
+    session_id: fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...sessionIds) }, nastyString),
+    sessionId: nastyString,
+    cwd: fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...cwds) }, nastyString),
+    prompt: fc.oneof(text, nastyString, contentParts),
+    input: fc.oneof(fc.string({ maxLength: 40 }), contentParts),
+    prompt_id: fc.oneof(fc.string({ maxLength: 8 }), fc.integer()),
+    request_id: fc.integer(),
+    tool_name: fc.constantFrom("Read", "Glob", "Grep", "Bash"),
+    tool_input: fc.oneof(
+      fc.jsonValue({ maxDepth: 3 }),
+      fc.record({
+        file_path: fc.constantFrom("viking://user/x.md", "/etc/hosts", "VIKING://A", "a viking://b c"),
+      }),
+      fc.record({ pattern: nastyString, path: fc.constantFrom("viking://resources", "src/") }),
+    ),
+    source: fc.constantFrom("startup", "resume", "compact", "clear"),
+    reason: fc.constantFrom("exit", "cancelled", "other"),
+    trigger: fc.constantFrom("manual", "auto"),
+    turn_id: fc.oneof(fc.integer({ min: 0, max: 9 }), fc.string({ maxLength: 3 })),
+    stop_hook_active: fc.boolean(),
+  }, { requiredKeys: [] });
+  const keys = ["hook_event_name", "session_id", "cwd", "prompt", "tool_input", "source", "turn_id", "extra"];
+  const wrong = fc.array(fc.tuple(fc.constantFrom(...keys), wrongValue), { maxLength: 2 });
+  return fc.tuple(good, wrong, fc.nat(3)).map(([p, bad, n]) =>
+    n === 0 ? Object.assign({ ...p }, Object.fromEntries(bad)) : p
+  );
+}
+
+const encoder = new TextEncoder();
+
+/** Hook stdin bytes: random bytes, random JSON, payload-shaped JSON (whole, truncated, BOM-prefixed, flipped). */
+export function stdinArb(sessionIds: readonly string[], cwds: readonly string[]): fc.Arbitrary<Uint8Array> {
+  const payloadText = payloadArb(sessionIds, cwds).map((p) => JSON.stringify(p));
+  return fc.oneof(
+    { weight: 1, arbitrary: fc.uint8Array({ maxLength: 300 }) },
+    { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 4 }).map((v) => encoder.encode(JSON.stringify(v))) },
+    { weight: 6, arbitrary: payloadText.map((t) => encoder.encode(t)) },
+    {
+      weight: 1,
+      arbitrary: fc.tuple(payloadText, fc.nat()).map(([t, n]) =>
+        encoder.encode(t.slice(0, n % (t.length + 1)))
+      ),
+    },
+    { weight: 1, arbitrary: payloadText.map((t) => encoder.encode(`\ufeff${t}`)) },
+    {
+      weight: 1,
+      arbitrary: fc.tuple(payloadText, fc.nat(), fc.integer({ min: 0, max: 255 })).map(([t, i, b]) => {
+        const bytes = encoder.encode(t);
+        if (bytes.length) bytes[i % bytes.length] = b;
+        return bytes;
+      }),
+    },
+  );
+}
+
+/** A text with a few random edits: characters inserted, deleted or replaced, lines duplicated or dropped. */
+export function mutated(
+  base: fc.Arbitrary<string>,
+  pieces: fc.Arbitrary<string> = nastyString,
+): fc.Arbitrary<string> {
+  const edit = fc.tuple(fc.nat(), fc.integer({ min: 0, max: 4 }), pieces);
+  return fc.tuple(base, fc.array(edit, { minLength: 1, maxLength: 4 })).map(([text, edits]) => {
+    let out = text;
+    for (const [pos, kind, piece] of edits) {
+      const i = out.length ? pos % (out.length + 1) : 0;
+      if (kind === 0) out = out.slice(0, i) + piece + out.slice(i);
+      else if (kind === 1) out = out.slice(0, i) + out.slice(i + 1 + (pos % 7));
+      else if (kind === 2) out = out.slice(0, i) + piece + out.slice(i + piece.length);
+      else {
+        const lines = out.split("\n");
+        const l = pos % lines.length;
+        if (kind === 3) lines.splice(l, 0, lines[l]);
+        else lines.splice(l, 1);
+        out = lines.join("\n");
+      }
+    }
+    return out;
+  });
+}

@@ -1,0 +1,134 @@
+/**
+ * Fuzzing configuration: ovcli.conf, ov.conf and the workspace files as random bytes, random JSON and
+ * mutated real documents, plus random values in every knob's environment variable, through `loadConfig`
+ * (and the pure `resolveConfig` with any values at all). It never throws; the result always has an http(s)
+ * server URL and every knob within its schema; bad input only ever becomes a warning.
+ */
+
+import fc from "fast-check";
+import { assertEquals, assertTrue } from "../support/assert.ts";
+import { tempDir } from "../support/temp.ts";
+import { type Config, DEFAULT_BASE_URL, KNOBS, loadConfig, resolveConfig } from "../../runtime/config.ts";
+import { mutated, nastyString, params, wrongValue } from "./arbitraries.ts";
+
+const KNOB_NAMES = Object.keys(KNOBS) as (keyof typeof KNOBS)[];
+
+const OVCLI = JSON.stringify(
+  {
+    url: "http://127.0.0.1:1933",
+    api_key: "fuzz-key-0123456789",
+    account: "acct",
+    user: "u",
+    plugin: { kimicode: { recallLimit: 5, redact: "on" }, timeoutMs: 2000 },
+  },
+  null,
+  2,
+);
+const OVCONF = JSON.stringify({
+  server: { host: "0.0.0.0", port: 1933, root_api_key: "root" },
+  kimicode: { apiKey: "k", peerId: "p" },
+});
+
+/** A config file's text: random bytes, random JSON, a mutated real one, or an object with random knobs. */
+function fileText(real: string): fc.Arbitrary<string | undefined> {
+  const knobs = fc.dictionary(fc.constantFrom(...KNOB_NAMES, "url", "api_key", "plugin"), wrongValue, {
+    maxKeys: 6,
+  });
+  return fc.oneof(
+    fc.constant(undefined),
+    fc.string({ unit: "binary", maxLength: 200 }),
+    fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)),
+    mutated(fc.constant(real)),
+    knobs.map((k) => JSON.stringify({ ...k, plugin: { kimicode: k } })),
+  );
+}
+
+/** The invariants of any resolved config. */
+function checkConfig(config: Config, warnings: string[]): void {
+  const url = new URL(config.baseUrl);
+  assertTrue(url.protocol === "http:" || url.protocol === "https:", `http(s) URL: ${config.baseUrl}`);
+  assertTrue(!config.baseUrl.endsWith("/"), "no trailing slash");
+  assertTrue(["http:", "https:"].includes(new URL(config.mcpUrl).protocol), "http(s) MCP URL");
+  for (const name of KNOB_NAMES) {
+    const knob = KNOBS[name];
+    const value = config[name];
+    const ok = value === knob.default || (value !== undefined && knob.schema.safeParse(value).success) ||
+      name === "debugLogPath";
+    assertTrue(ok, `knob ${name} = ${JSON.stringify(value)} is within its schema`);
+  }
+  assertTrue(typeof config.debugLogPath === "string" && config.debugLogPath.length > 0);
+  for (const w of warnings) assertEquals(typeof w, "string");
+}
+
+Deno.test("fuzz: loadConfig on random credential files, workspace files and environment never throws", async () => {
+  await using dir = await tempDir("ovk-fuzz-");
+  const home = `${dir.path}/home`;
+  const ws = `${dir.path}/ws`;
+  await Deno.mkdir(`${home}/.openviking`, { recursive: true });
+  await Deno.mkdir(`${ws}/.openviking`, { recursive: true });
+  const write = async (path: string, text: string | undefined) => {
+    await Deno.remove(path, { recursive: true }).catch(() => {});
+    if (text !== undefined) await Deno.writeTextFile(path, text);
+  };
+  await fc.assert(
+    fc.asyncProperty(
+      fileText(OVCLI),
+      fileText(OVCONF),
+      fileText('{"recallLimit": 3}'),
+      fileText('{"autoRecall": false}'),
+      fc.dictionary(fc.constantFrom(...KNOB_NAMES.map((k) => KNOBS[k].env)), nastyString, { maxKeys: 5 }),
+      fc.record({
+        OPENVIKING_URL: fc.oneof(nastyString, fc.constantFrom("http://127.0.0.1:9", "https://x.example/")),
+        OPENVIKING_MCP_URL: nastyString,
+        OPENVIKING_CREDENTIAL_SOURCE: fc.constantFrom("env", "cli", "auto", "FILE", " "),
+        OPENVIKING_CONFIG_FILE: fc.constantFrom(
+          `${home}/.openviking/ov.conf`,
+          `${home}/.openviking`,
+          "~/nope",
+        ),
+        OPENVIKING_API_KEY: nastyString,
+      }, { requiredKeys: [] }),
+      async (ovcli, ovconf, wsConfig, wsLocal, knobEnv, credEnv) => {
+        await write(`${home}/.openviking/ovcli.conf`, ovcli);
+        await write(`${home}/.openviking/ov.conf`, ovconf);
+        await write(`${ws}/.openviking/config.json`, wsConfig);
+        await write(`${ws}/.openviking/config.local.json`, wsLocal);
+        const env = { HOME: home, ...knobEnv, ...credEnv };
+        const { config, warnings } = await loadConfig(env, ws);
+        checkConfig(config, warnings);
+        if (ovcli === undefined && ovconf === undefined && !credEnv.OPENVIKING_URL) {
+          assertEquals(config.baseUrl, DEFAULT_BASE_URL);
+        }
+      },
+    ),
+    params(300),
+  );
+});
+
+Deno.test("fuzz: resolveConfig takes any values as parsed files and workspace layers", () => {
+  fc.assert(
+    fc.property(
+      fc.anything({ maxDepth: 3 }),
+      fc.anything({ maxDepth: 3 }),
+      fc.array(
+        fc.oneof(fc.anything({ maxDepth: 2 }), fc.dictionary(fc.constantFrom(...KNOB_NAMES), wrongValue)),
+        {
+          maxLength: 2,
+        },
+      ),
+      fc.dictionary(fc.constantFrom(...KNOB_NAMES.map((k) => KNOBS[k].env), "OPENVIKING_URL"), nastyString),
+      (ovcli, ovconf, workspace, env) => {
+        const { config, warnings } = resolveConfig({
+          env: { HOME: "/h", ...env },
+          ovcli,
+          ovconf,
+          workspace,
+          cliConfigPath: "/h/.openviking/ovcli.conf",
+          ovConfigPath: "/h/.openviking/ov.conf",
+        });
+        checkConfig(config, warnings);
+      },
+    ),
+    params(2000),
+  );
+});

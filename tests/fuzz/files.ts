@@ -1,0 +1,44 @@
+/** The file audit of the fuzz tests: what hooks left under ~/.openviking is private and parses. */
+
+import { PendingEntrySchema } from "../../runtime/pending.ts";
+import { SessionStateSchema } from "../../runtime/state.ts";
+
+/** Problems with the files under `dir`: modes other than 0700/0600, state or queue files that do not parse. */
+export async function auditPrivateFiles(dir: string): Promise<string[]> {
+  const problems: string[] = [];
+  const walk = async (d: string): Promise<void> => {
+    let entries: Deno.DirEntry[];
+    try {
+      entries = await Array.fromAsync(Deno.readDir(d));
+    } catch {
+      return;
+    }
+    for (const e of entries) {
+      const path = `${d}/${e.name}`;
+      const info = await Deno.lstat(path);
+      const mode = (info.mode ?? 0) & 0o777;
+      const want = info.isDirectory ? 0o700 : 0o600;
+      if (mode !== want) problems.push(`${path}: mode ${mode.toString(8)}`);
+      if (info.isDirectory) {
+        await walk(path);
+        continue;
+      }
+      if (!e.name.endsWith(".json")) continue;
+      let value: unknown;
+      try {
+        value = JSON.parse(await Deno.readTextFile(path));
+      } catch (error) {
+        problems.push(`${path}: ${(error as Error).message}`);
+        continue;
+      }
+      const schema = d.endsWith("/pending")
+        ? PendingEntrySchema
+        : d.includes("/hook-state/")
+        ? SessionStateSchema
+        : undefined;
+      if (schema && !schema.safeParse(value).success) problems.push(`${path}: does not match its schema`);
+    }
+  };
+  await walk(dir);
+  return problems;
+}

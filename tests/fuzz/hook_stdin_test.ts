@@ -1,0 +1,203 @@
+/**
+ * Fuzzing hook stdin: random bytes, random JSON, payload-shaped objects with wrong field types, truncated,
+ * BOM-prefixed and byte-flipped payloads, huge strings and deep nesting — many runs through `runHook()`
+ * in-process and a bounded number through the real entry point as processes. Every run must end without an
+ * internal error (the log's outcome), print nothing but the documented stdout (plain `<openviking-context>`
+ * text from user-prompt-submit, deny JSON from pre-tool-use), exit 0, and leave only parseable, private files.
+ */
+
+import fc from "fast-check";
+import { assertEquals, assertTrue } from "../support/assert.ts";
+import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { placeJournal, sandboxEnv } from "../support/hook-context.ts";
+import { JournalBuilder } from "../support/journal.ts";
+import { tempDir } from "../support/temp.ts";
+import { runHook } from "../../hooks/dispatch.ts";
+import { HOOK_EVENTS } from "../../hooks/input.ts";
+import { Processes } from "../chaos/procs.ts";
+import { deep, params, runs, stdinArb } from "./arbitraries.ts";
+import { auditPrivateFiles } from "./files.ts";
+
+const SESSION = "session_fuzz-journal";
+const EVENTS: (string | undefined)[] = [...HOOK_EVENTS, "bogus-event", undefined];
+
+/** Whether `stdout` is what `event` may print. */
+function documentedStdout(event: string | undefined, stdout: string): string | undefined {
+  if (stdout === "") return undefined;
+  if (event === "user-prompt-submit") {
+    return /^<openviking-context[\s>]/.test(stdout) && stdout.endsWith("\n")
+      ? undefined
+      : "not a context block";
+  }
+  if (event === "pre-tool-use") {
+    try {
+      const out = JSON.parse(stdout) as { hookSpecificOutput?: Record<string, unknown> };
+      const h = out.hookSpecificOutput;
+      return h?.permissionDecision === "deny" && typeof h.permissionDecisionReason === "string" &&
+          Object.keys(out).length === 1
+        ? undefined
+        : "not a deny decision";
+    } catch {
+      return "not JSON";
+    }
+  }
+  return "this event prints nothing";
+}
+
+/** A sandbox: fake server, a session with a journal, a workspace with a broken config, the log. */
+async function sandbox(home: string, fakeUrl: string) {
+  const j = new JournalBuilder().simpleTurn("first question about tabs", "first answer").prompt("open turn")
+    .stepBegin().text("half an answer");
+  await placeJournal(home, SESSION, j.toString());
+  const ws = `${home}/ws`;
+  await Deno.mkdir(`${ws}/.openviking`, { recursive: true });
+  await Deno.writeTextFile(
+    `${ws}/.openviking/config.json`,
+    '{"recallLimit":"lots","url":"http://x","debug":[1]',
+  );
+  await Deno.writeTextFile(`${ws}/.openviking/config.local.json`, '{"captureMaxLength":-5,"redact":"maybe"}');
+  const log = `${home}/.openviking/logs/fuzz.log`;
+  const env = sandboxEnv(home, fakeUrl, {
+    OPENVIKING_DEBUG: "1",
+    OPENVIKING_DEBUG_LOG: log,
+    OPENVIKING_PROMPT_BUDGET_MS: "1500",
+    OPENVIKING_INTERRUPT_BUDGET_MS: "600",
+    OPENVIKING_REPLAY_BUDGET_MS: "500",
+    OPENVIKING_CAPTURE_WAIT_MS: "0",
+  });
+  return {
+    env,
+    log,
+    sessionIds: [SESSION, "session_other"],
+    cwds: [ws, home, "/nonexistent/dir", "relative/dir"],
+  };
+}
+
+/** Outcomes of the `done` log lines from byte `from` on, and the new end. */
+async function outcomesSince(log: string, from: number): Promise<{ outcomes: string[]; end: number }> {
+  const bytes = await Deno.readFile(log).catch(() => new Uint8Array());
+  const lines = new TextDecoder().decode(bytes.subarray(from)).split("\n").filter(Boolean);
+  const outcomes = lines.flatMap((l) => {
+    const v = JSON.parse(l) as { stage?: string; outcome?: string };
+    return v.stage === "done" ? [String(v.outcome)] : [];
+  });
+  return { outcomes, end: bytes.length };
+}
+
+const encoder = new TextEncoder();
+
+/** Inputs too big or too deep for the generators, tried on every event. */
+function extremes(): Uint8Array[] {
+  const payload = (extra: Record<string, unknown>) =>
+    encoder.encode(JSON.stringify({ session_id: SESSION, cwd: "/tmp", ...extra }));
+  return [
+    new Uint8Array(),
+    encoder.encode("[".repeat(200_000)),
+    encoder.encode(`${"[".repeat(50_000)}${"]".repeat(50_000)}`),
+    payload({ tool_name: "Read", tool_input: deep(20_000) }),
+    payload({ prompt: deep(5_000, "how should I indent") }),
+    payload({ prompt: "x".repeat(3_000_000) }),
+    payload({ prompt: [{ type: "text", text: "y ".repeat(1_000_000) }] }),
+    payload({ session_id: "s".repeat(100_000) }),
+    encoder.encode(
+      `{"session_id":"${SESSION}","cwd":"/tmp","prompt":"\\ud800\\udfff\\u0000<private>k</private>"}`,
+    ),
+  ];
+}
+
+Deno.test({
+  name: "fuzz: hook stdin through runHook() in-process — no internal error, only the documented stdout",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    await using dir = await tempDir("ovk-fuzz-");
+    const fake = await FakeOpenViking.start();
+    const original = { log: console.log, error: console.error, warn: console.warn, info: console.info };
+    const printed: string[] = [];
+    try {
+      const s = await sandbox(dir.path, fake.url);
+      s.env.OPENVIKING_WRITE_PATH_ASYNC = "0"; // in-process: no detached session-start workers
+      let offset = 0;
+      const seen = new Map<string, number>();
+      const check = async (event: string | undefined, bytes: Uint8Array) => {
+        const stdout = await runHook(event, bytes, s.env);
+        const bad = documentedStdout(event, stdout);
+        assertEquals(bad, undefined, `${event}: ${bad}: ${JSON.stringify(stdout.slice(0, 200))}`);
+        const { outcomes, end } = await outcomesSince(s.log, offset);
+        offset = end;
+        assertEquals(outcomes.length, 1, `one run, one outcome (${event})`);
+        assertTrue(!outcomes[0].startsWith("error"), `${event}: internal error: ${outcomes[0]}`);
+        const kind = `${event}: ${outcomes[0].replace(/[:(].*$/, "")}`;
+        seen.set(kind, (seen.get(kind) ?? 0) + 1);
+      };
+      const capture = (...args: unknown[]) => void printed.push(args.map(String).join(" "));
+      Object.assign(console, { log: capture, error: capture, warn: capture, info: capture });
+      for (const bytes of extremes()) for (const event of EVENTS) await check(event, bytes);
+      await fc.assert(
+        fc.asyncProperty(fc.constantFrom(...EVENTS), stdinArb(s.sessionIds, s.cwds), check),
+        params(1500),
+      );
+      Object.assign(console, original);
+      assertEquals(printed, [], "hooks never write to the console");
+      const total = [...seen.values()].reduce((a, b) => a + b, 0);
+      console.log(
+        `hook stdin fuzz: ${total} in-process runs; outcomes ${JSON.stringify(Object.fromEntries(seen))}`,
+      );
+      assertEquals(await auditPrivateFiles(`${dir.path}/.openviking`), []);
+    } finally {
+      Object.assign(console, original);
+      await fake.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "fuzz: hook stdin through the real entry point — exit 0, documented stdout, nothing on stderr",
+  ignore: Deno.build.os === "windows",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    await using dir = await tempDir("ovk-fuzz-");
+    const fake = await FakeOpenViking.start();
+    try {
+      const s = await sandbox(dir.path, fake.url);
+      const procs = new Processes(dir.path, s.env);
+      const seed = Number(Deno.env.get("FUZZ_SEED") ?? Date.now() % 1_000_000);
+      const sampled = fc.sample(stdinArb(s.sessionIds, s.cwds), { numRuns: runs(30), seed });
+      const cases: [string | undefined, Uint8Array][] = [
+        ...extremes().slice(1, 6).map((b, i): [string | undefined, Uint8Array] => [EVENTS[(i * 3) % 7], b]),
+        ...sampled.map((b, i): [string | undefined, Uint8Array] => [EVENTS[i % EVENTS.length], b]),
+      ];
+      // Two at a time: the machine has two cores and stop-like events leave a worker behind.
+      for (let i = 0; i < cases.length; i += 2) {
+        const started = await Promise.all(
+          cases.slice(i, i + 2).map(([event, bytes]) =>
+            procs.start(["hook", ...(event === undefined ? [] : [event])], bytes)
+          ),
+        );
+        for (const [k, run] of started.entries()) {
+          const out = await run.ended;
+          const event = cases[i + k][0];
+          const what = `FUZZ_SEED=${seed} case ${i + k} (${event})`;
+          assertEquals([out.code, out.stderr], [0, ""], what);
+          assertEquals(
+            documentedStdout(event, out.stdout),
+            undefined,
+            `${what}: ${out.stdout.slice(0, 200)}`,
+          );
+        }
+      }
+      await procs.settle(60_000);
+      const { outcomes } = await outcomesSince(s.log, 0);
+      assertTrue(outcomes.length >= cases.length, "every run (or its worker) logged its outcome");
+      const errors = outcomes.filter((o) => o.startsWith("error"));
+      assertEquals(errors, [], `FUZZ_SEED=${seed}: internal errors in hook runs or their workers`);
+      assertEquals(await auditPrivateFiles(`${dir.path}/.openviking`), []);
+      console.log(
+        `hook stdin fuzz: ${cases.length} processes (FUZZ_SEED=${seed}), ${outcomes.length} outcomes`,
+      );
+    } finally {
+      await fake.close();
+    }
+  },
+});

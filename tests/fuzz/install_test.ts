@@ -1,0 +1,277 @@
+/**
+ * Fuzzing the install planners with random and mutated user documents — config.toml (generated TOML, then
+ * edited: characters, lines, stray marker lines, an older block), mcp.json, plugins/installed.json and
+ * ovcli.conf: each planner either produces a result that parses (and round-trips where it must) or refuses
+ * with a message; it never throws. The same documents through `install` / `uninstall` end to end in a Kimi
+ * home: exit 0 with every written file parsing, or exit 1 with every file byte-identical.
+ */
+
+import fc from "fast-check";
+import { assertEquals, assertTrue } from "../support/assert.ts";
+import { tempDir } from "../support/temp.ts";
+import { tomlDocument } from "../install/toml_arbitrary.ts";
+import { type Context, runInstall, runUninstall } from "../../install/command.ts";
+import { isObject } from "../../install/json-file.ts";
+import { planMcpInstall, planMcpUninstall } from "../../install/mcp-json.ts";
+import { planOvcli } from "../../install/ovcli.ts";
+import { currentSelf } from "../../install/placement.ts";
+import {
+  parseRegistry,
+  planRegistryDisable,
+  planRegistryInstall,
+  planRegistryUninstall,
+} from "../../install/registry.ts";
+import { BLOCK_BEGIN, BLOCK_END, hookEntries, MCP_SERVER_NAME, PLUGIN_ID } from "../../install/spec.ts";
+import {
+  findBlocks,
+  parseToml,
+  planConfigInstall,
+  planConfigUninstall,
+  tomlEqual,
+} from "../../install/toml-block.ts";
+import { mutated, nastyString, params } from "./arbitraries.ts";
+
+const ENTRIES = hookEntries("/opt/ov/bin/openviking-kimi");
+const MCP_ENTRY = { command: "/opt/ov/bin/openviking-kimi", args: ["mcp"] };
+const NOW = new Date("2026-11-30T12:00:00.000Z");
+
+const tomlPieces = fc.oneof(
+  nastyString,
+  fc.constantFrom(
+    `\n${BLOCK_BEGIN}\n`,
+    `\n${BLOCK_END}\n`,
+    '\n[[hooks]]\nevent = "Stop"\ncommand = "node kimicode-hook.mjs"\n',
+    '\n[[hooks]]\nevent = "Stop"\ncommand = "/x/openviking-kimi hook stop"\n',
+    "\nhooks = 1\n",
+    "\n[hooks]\n",
+    '"""',
+    "\r",
+  ),
+);
+
+/** config.toml as users have it: generated, edited, or already holding our (older) block. */
+const configText: fc.Arbitrary<string | undefined> = fc.oneof(
+  fc.constant(undefined),
+  tomlDocument(),
+  mutated(tomlDocument(), tomlPieces),
+  tomlDocument().map((d) => {
+    const p = planConfigInstall(d, hookEntries("/old/openviking-kimi"));
+    return p.ok ? p.after! : d;
+  }).chain((d) => fc.oneof(fc.constant(d), mutated(fc.constant(d), tomlPieces))),
+  fc.string({ unit: "binary", maxLength: 200 }),
+);
+
+const REAL_MCP = '{\n\t"mcpServers": {\n\t\t"other": {"command": "x", "args": ["y"]}\n\t},\n\t"z": 1\n}\n';
+const mcpText: fc.Arbitrary<string | undefined> = fc.oneof(
+  fc.constant(undefined),
+  fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)),
+  fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 }).map((servers) =>
+    JSON.stringify({ mcpServers: servers }, null, 2)
+  ),
+  mutated(fc.constant(REAL_MCP)),
+  fc.constantFrom(
+    REAL_MCP,
+    JSON.stringify({ mcpServers: { openviking: { command: "node", args: ["/x/mcp-proxy.mjs"] } } }),
+    JSON.stringify({ mcpServers: { openviking: MCP_ENTRY } }),
+    "\ufeff{}",
+    "",
+  ),
+);
+
+const REAL_REGISTRY = JSON.stringify(
+  {
+    version: 1,
+    plugins: [{ id: "other", root: "/p/other", enabled: true }, {
+      id: PLUGIN_ID,
+      root: "/p/ov",
+      enabled: false,
+    }],
+  },
+  null,
+  2,
+);
+const registryText: fc.Arbitrary<string | undefined> = fc.oneof(
+  fc.constant(undefined),
+  fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)),
+  mutated(fc.constant(REAL_REGISTRY)),
+  fc.array(
+    fc.record({ id: fc.oneof(fc.constant(PLUGIN_ID), nastyString), root: nastyString }, { requiredKeys: [] }),
+  )
+    .map((plugins) => JSON.stringify({ version: 1, plugins })),
+  fc.constant(REAL_REGISTRY),
+);
+
+const parsesAsJsonObject = (text: string) => {
+  try {
+    return isObject(JSON.parse(text.replace(/^\ufeff/, "")));
+  } catch {
+    return false;
+  }
+};
+
+Deno.test("fuzz: config.toml planners — a result that parses (install → uninstall gives the bytes back) or a refusal", () => {
+  fc.assert(
+    fc.property(configText, fc.boolean(), (text, yes) => {
+      const install = planConfigInstall(text, ENTRIES, { replaceUpstream: yes });
+      if (!install.ok) assertTrue(install.error.length > 0, "a refusal says why");
+      else {
+        const parsed = parseToml(install.after!);
+        assertTrue(parsed.ok, "what install writes parses");
+        const hooks = parsed.ok && Array.isArray(parsed.value.hooks) ? parsed.value.hooks : [];
+        for (const e of ENTRIES) assertTrue(hooks.some((h) => tomlEqual(h, e)), `hook ${e.event} registered`);
+        const blocks = text === undefined ? { blocks: [] } : findBlocks(text);
+        if (text !== undefined && "blocks" in blocks && blocks.blocks.length === 0) {
+          const back = planConfigUninstall(install.after);
+          assertTrue(back.ok && back.after === text, "uninstall gives back the user's bytes");
+        }
+      }
+      const uninstall = planConfigUninstall(text, { removeUpstream: yes });
+      if (!uninstall.ok) assertTrue(uninstall.error.length > 0);
+      else if (uninstall.after !== undefined) {
+        assertTrue(parseToml(uninstall.after).ok, "uninstall result parses");
+      }
+    }),
+    params(800),
+  );
+});
+
+Deno.test("fuzz: mcp.json, installed.json and ovcli.conf planners — a result that parses, or a refusal", () => {
+  fc.assert(
+    fc.property(
+      mcpText,
+      registryText,
+      fc.oneof(fc.constant(undefined), mutated(fc.constant('{"url":"http://h:1","api_key":"k"}'))),
+      fc.record({ url: nastyString, apiKey: nastyString, account: nastyString, user: nastyString }, {
+        requiredKeys: [],
+      }),
+      fc.boolean(),
+      (mcp, registry, ovcli, creds, yes) => {
+        const mi = planMcpInstall(mcp, MCP_ENTRY, { replaceOthers: yes });
+        if (mi.ok) {
+          const doc = JSON.parse(mi.after!) as { mcpServers: Record<string, unknown> };
+          assertEquals(doc.mcpServers[MCP_SERVER_NAME], MCP_ENTRY);
+          const before = mcp?.trim() ? JSON.parse(mcp.replace(/^\ufeff/, "")) as Record<string, unknown> : {};
+          for (const [k, v] of Object.entries(before)) {
+            if (k !== "mcpServers") assertEquals(doc[k as keyof typeof doc], v, `top-level key ${k} kept`);
+          }
+        } else assertTrue(mi.error.length > 0);
+        const mu = planMcpUninstall(mcp, { removeUpstream: yes });
+        if (mu.ok && mu.changed && mu.after !== undefined) {
+          assertTrue(parsesAsJsonObject(mu.after), "mcp.json stays an object");
+        }
+        if (!mu.ok) assertTrue(mu.error.length > 0);
+
+        for (
+          const plan of [
+            planRegistryInstall(registry, {
+              root: "/k/plugins/managed/openviking-memory",
+              originalSource: "/src",
+            }, NOW),
+            planRegistryUninstall(registry),
+            planRegistryDisable(registry, NOW),
+          ]
+        ) {
+          if (!plan.ok) assertTrue(plan.error.length > 0);
+          else if (plan.changed && plan.after !== undefined) {
+            assertTrue(parseRegistry(plan.after).ok, "a registry Kimi can read");
+          }
+        }
+        const ri = planRegistryInstall(registry, { root: "/k/r", originalSource: "/src" }, NOW);
+        if (ri.ok) {
+          const reg = parseRegistry(ri.after);
+          assertTrue(reg.ok && reg.value.plugins.some((p) => p.id === PLUGIN_ID && p.root === "/k/r"));
+        }
+
+        const ov = planOvcli(ovcli, creds, "/h/.openviking/ovcli.conf");
+        if (!ov.ok) assertTrue(ov.error.length > 0);
+        else if (ov.changed && ov.after !== undefined) {
+          assertTrue(parsesAsJsonObject(ov.after), "ovcli.conf stays a JSON object");
+          if ((creds.apiKey ?? "").length >= 12) {
+            const said = ov.summary.filter((l) => l.startsWith("api_key")).join(" ");
+            assertTrue(!said.includes(creds.apiKey!), "the key is not shown");
+          }
+        }
+      },
+    ),
+    params(1500),
+  );
+});
+
+Deno.test({
+  name:
+    "fuzz: install / uninstall in a Kimi home with random files — exit 0 and files that parse, or exit 1 and no change",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    await using dir = await tempDir("ovk-fuzz-");
+    const self = await currentSelf();
+    let n = 0;
+    const codes = new Map<string, number>();
+    await fc.assert(
+      fc.asyncProperty(
+        configText,
+        mcpText,
+        registryText,
+        fc.constantFrom("install", "uninstall"),
+        fc.constantFrom("config" as const, "plugin" as const),
+        fc.boolean(),
+        async (rawConfig, rawMcp, rawRegistry, command, mode, yes) => {
+          // What a file holds once written: lone surrogates become U+FFFD.
+          const [config, mcp, registry] = [rawConfig, rawMcp, rawRegistry].map((t) =>
+            t === undefined ? undefined : new TextDecoder().decode(new TextEncoder().encode(t))
+          );
+          const root = `${dir.path}/${++n}`;
+          const home = `${root}/home`;
+          const kimi = `${home}/.kimi-code`;
+          await Deno.mkdir(`${kimi}/plugins`, { recursive: true });
+          const files: Record<string, string | undefined> = {
+            [`${kimi}/config.toml`]: config,
+            [`${kimi}/mcp.json`]: mcp,
+            [`${kimi}/plugins/installed.json`]: registry,
+          };
+          for (const [path, text] of Object.entries(files)) {
+            if (text !== undefined) await Deno.writeTextFile(path, text);
+          }
+          const lines: string[] = [];
+          const ctx: Context = {
+            env: { HOME: home, PATH: Deno.env.get("PATH") },
+            self,
+            os: "posix",
+            out: { info: (l) => lines.push(l), error: (l) => lines.push(`ERR ${l}`) },
+            now: NOW,
+            cwd: root,
+          };
+          const options = { mode, credentials: {}, dryRun: false, yes, purge: false };
+          const code = command === "install"
+            ? await runInstall(ctx, options)
+            : await runUninstall(ctx, options);
+          const kind = `${command} ${mode} → ${code}`;
+          codes.set(kind, (codes.get(kind) ?? 0) + 1);
+          const now = async (p: string) => await Deno.readTextFile(p).catch(() => undefined);
+          if (code === 1) {
+            assertTrue(lines.some((l) => l.startsWith("ERR ")), "a refusal says why");
+            for (const [path, text] of Object.entries(files)) {
+              assertEquals(await now(path), text, `${path} untouched`);
+            }
+          } else {
+            assertEquals(code, 0, lines.join("\n"));
+            const cfg = await now(`${kimi}/config.toml`);
+            if (cfg !== undefined && cfg !== config) assertTrue(parseToml(cfg).ok, "config.toml parses");
+            const m = await now(`${kimi}/mcp.json`);
+            if (m !== undefined && m !== mcp) assertTrue(parsesAsJsonObject(m), "mcp.json parses");
+            const r = await now(`${kimi}/plugins/installed.json`);
+            if (r !== undefined && r !== registry) assertTrue(parseRegistry(r).ok, "installed.json parses");
+            for (const [path, text] of Object.entries(files)) {
+              if (text !== undefined && (await now(path)) !== text) {
+                assertEquals(await now(`${path}.bak`), text, `${path}.bak keeps the previous bytes`);
+              }
+            }
+          }
+          await Deno.remove(root, { recursive: true });
+        },
+      ),
+      params(150),
+    );
+    console.log(`install fuzz: ${n} Kimi homes ${JSON.stringify(Object.fromEntries(codes))}`);
+  },
+});

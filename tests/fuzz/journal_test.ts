@@ -1,0 +1,211 @@
+/**
+ * Fuzzing the journal path: journals mixing real records with garbled, truncated, wrongly typed, blank,
+ * CRLF, invalid-UTF-8 and huge lines go through readJournal → scanTurns → planCapture → acknowledge without
+ * throwing, and what comes out keeps its invariants (offsets, complete lines only, unique keys, nothing
+ * already acknowledged, bounded text). Reading in two pieces through a cursor gives the same lines as one
+ * read, wherever the cut falls (inside a line, inside a UTF-8 sequence).
+ */
+
+import fc from "fast-check";
+import { assertEquals, assertTrue } from "../support/assert.ts";
+import { JournalBuilder } from "../support/journal.ts";
+import { tempDir } from "../support/temp.ts";
+import { TRUNCATION_MARK } from "../../wire/clean.ts";
+import { acknowledge, planCapture } from "../../wire/plan.ts";
+import { cursorAt, type JournalLine, readJournal } from "../../wire/read.ts";
+import { assistantText, scanTurns, turnLineFilter, userText } from "../../wire/turns.ts";
+import { nastyString, params, wrongValue } from "./arbitraries.ts";
+
+const TYPES = [
+  "metadata",
+  "turn.prompt",
+  "turn.steer",
+  "turn.cancel",
+  "turn.ended",
+  "context.append_loop_event",
+  "context.append_message",
+  "prompt.completed",
+];
+
+/** Real records of a random small session (v2 or legacy). */
+const realLines = fc.tuple(fc.boolean(), fc.array(fc.tuple(nastyString, nastyString), { maxLength: 4 }))
+  .map(([v2, turns]) => {
+    const j = new JournalBuilder({ v2 });
+    for (const [u, a] of turns) j.prompt(u).stepBegin().text(a).stepEnd("end_turn").ended();
+    return j.lines;
+  });
+
+/** A record of a known type whose fields have random (often wrong) types. */
+const wrongRecord = fc.record({
+  type: fc.constantFrom(...TYPES),
+  agentId: fc.oneof(fc.constant("main"), wrongValue),
+  turnId: wrongValue,
+  input: fc.oneof(wrongValue, fc.array(fc.record({ type: wrongValue, text: wrongValue }), { maxLength: 2 })),
+  origin: fc.oneof(wrongValue, fc.record({ kind: wrongValue })),
+  reason: wrongValue,
+  protocol_version: wrongValue,
+  event: fc.oneof(
+    wrongValue,
+    fc.record({
+      type: fc.oneof(fc.constantFrom("content.part", "step.end", "step.begin"), wrongValue),
+      turnId: wrongValue,
+      step: wrongValue,
+      stepUuid: wrongValue,
+      part: fc.oneof(
+        wrongValue,
+        fc.record({ type: fc.oneof(fc.constant("text"), wrongValue), text: wrongValue }),
+      ),
+      finishReason: wrongValue,
+    }, { requiredKeys: [] }),
+  ),
+}, { requiredKeys: ["type"] }).map((r) => JSON.stringify(r));
+
+const encoder = new TextEncoder();
+
+/** Journal bytes: real, garbled, truncated and wrongly typed lines, blank and CRLF lines, stray bytes. */
+const journalBytes = fc.tuple(
+  realLines,
+  fc.array(
+    fc.oneof(
+      wrongRecord,
+      nastyString,
+      fc.jsonValue({ maxDepth: 2 }).map((v) => JSON.stringify(v)),
+      fc.constantFrom("", "\r", "{", "null", "[]", '{"type":"turn.prompt"', "x".repeat(70_000)),
+    ),
+    { maxLength: 12 },
+  ),
+  fc.array(fc.nat(), { maxLength: 6 }),
+  fc.array(fc.uint8Array({ minLength: 1, maxLength: 4 }), { maxLength: 3 }),
+  fc.boolean(),
+).map(([real, extra, positions, stray, crlf]) => {
+  const lines = [...real];
+  extra.forEach((l, i) => lines.splice((positions[i] ?? i) % (lines.length + 1), 0, l));
+  // Truncate one real line in the middle (a torn write that was later followed by more records).
+  if (positions[0] !== undefined && lines.length) {
+    const k = positions[0] % lines.length;
+    lines[k] = lines[k].slice(0, Math.floor(lines[k].length / 2));
+  }
+  const parts: Uint8Array[] = lines.map((l) => encoder.encode(`${l}${crlf ? "\r\n" : "\n"}`));
+  stray.forEach((b, i) => parts.splice((positions[i + 1] ?? 0) % (parts.length + 1), 0, b));
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+});
+
+function checkRead(bytes: Uint8Array, lines: JournalLine[], start: number, end: number): void {
+  assertTrue(end <= bytes.length && end >= start, "endOffset within the file");
+  assertTrue(end === start || bytes[end - 1] === 0x0a, "reads stop after a newline");
+  let prev = start - 1;
+  for (const l of lines) {
+    assertTrue(l.offset > prev && l.end > l.offset && l.end <= end, "line spans in order, inside the read");
+    assertEquals(bytes[l.end - 1], 0x0a);
+    prev = l.offset;
+  }
+}
+
+Deno.test("fuzz: any journal reads, scans, plans and acknowledges without throwing; invariants hold", async () => {
+  await using dir = await tempDir("ovk-fuzz-");
+  const path = `${dir.path}/wire.jsonl`;
+  let n = 0;
+  await fc.assert(
+    fc.asyncProperty(
+      journalBytes,
+      fc.boolean(),
+      fc.array(fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom("0:user", "0:assistant", "1:user")), {
+        maxLength: 4,
+      }),
+      fc.nat(6),
+      fc.nat(),
+      fc.integer({ min: 100, max: 2000 }),
+      async (bytes, includeOpen, ackedKeys, ackedBelow, count, maxLength) => {
+        n++;
+        await Deno.writeFile(path, bytes);
+        for (const filter of [undefined, turnLineFilter]) {
+          const read = await readJournal(path, undefined, filter);
+          checkRead(bytes, read.lines, 0, read.endOffset);
+          const firstIndex = ackedBelow % 3;
+          const scan = scanTurns(read.lines, firstIndex);
+          scan.turns.forEach((t, i) => {
+            assertEquals(t.index, firstIndex + i, "turn indexes are consecutive");
+            userText(t);
+            assistantText(t);
+          });
+          assertEquals(scan.nextIndex, firstIndex + scan.turns.length);
+          const acked = new Set(
+            [...ackedKeys, "0:user", `${firstIndex}:assistant`].slice(0, ackedKeys.length),
+          );
+          const plan = planCapture(scan.turns, acked, ackedBelow, { maxLength, redact: true, includeOpen });
+          const keys = plan.toSend.map((c) => c.key);
+          assertEquals(new Set(keys).size, keys.length, "keys are unique");
+          for (const c of plan.toSend) {
+            assertTrue(!acked.has(c.key) && c.turnIndex >= ackedBelow, "nothing acknowledged is planned");
+            assertTrue(c.payload.content.trim().length > 0, "no empty message");
+            assertTrue(c.payload.content.length <= maxLength + TRUNCATION_MARK.length, "bounded length");
+            assertEquals(typeof c.payload.turn_id, "string");
+          }
+          const ack = acknowledge(
+            plan,
+            count % (plan.toSend.length + 1),
+            ackedBelow,
+            scan.turns,
+            scan.nextIndex,
+          );
+          assertTrue(ack.ackedBelow >= ackedBelow, "the watermark never goes back");
+          assertTrue(!ack.resumeAt || ack.resumeAt.index >= ackedBelow, "resume at an unacknowledged turn");
+        }
+      },
+    ),
+    params(400),
+  );
+  console.log(`journal fuzz: ${n} journals`);
+});
+
+Deno.test("fuzz: reading through a cursor in two pieces gives the lines of one read, wherever the cut falls", async () => {
+  await using dir = await tempDir("ovk-fuzz-");
+  const path = `${dir.path}/wire.jsonl`;
+  await fc.assert(
+    fc.asyncProperty(journalBytes, fc.nat(), fc.boolean(), async (bytes, cutAt, filtered) => {
+      const filter = filtered ? turnLineFilter : undefined;
+      const cut = bytes.length ? cutAt % (bytes.length + 1) : 0;
+      await Deno.writeFile(path, bytes.subarray(0, cut));
+      const first = await readJournal(path, undefined, filter);
+      checkRead(bytes, first.lines, 0, first.endOffset);
+      const cursor = await cursorAt(path, first.endOffset);
+      await Deno.writeFile(path, bytes.subarray(cut), { append: true });
+      const second = await readJournal(path, cursor, filter);
+      assertEquals(second.rewritten, false, "an appended file is not a rewritten one");
+      checkRead(bytes, second.lines, first.endOffset, second.endOffset);
+      const whole = await readJournal(path, undefined, filter);
+      assertEquals([...first.lines, ...second.lines], whole.lines);
+      assertEquals(second.endOffset, whole.endOffset);
+    }),
+    params(300),
+  );
+});
+
+Deno.test("fuzz: scanTurns takes any objects as records", () => {
+  const record = fc.oneof(
+    fc.dictionary(
+      fc.constantFrom("type", "agentId", "turnId", "input", "origin", "event", "reason"),
+      wrongValue,
+    ),
+    fc.record({ type: fc.constantFrom(...TYPES) }).chain((r) =>
+      fc.dictionary(fc.string({ maxLength: 10 }), fc.anything({ maxDepth: 3 })).map((d) => ({ ...d, ...r }))
+    ),
+  );
+  fc.assert(
+    fc.property(fc.array(record, { maxLength: 30 }), fc.nat(5), (values, first) => {
+      const lines = values.map((value, i) => ({ offset: i * 10, end: i * 10 + 10, value }));
+      const scan = scanTurns(lines as JournalLine[], first);
+      assertEquals(scan.nextIndex, first + scan.turns.length);
+      for (const t of scan.turns) {
+        [userText(t), assistantText(t)].forEach((s) => assertEquals(typeof s, "string"));
+      }
+    }),
+    params(2000),
+  );
+});
