@@ -233,15 +233,24 @@ export async function replayPending(
     }
     queue.push(f);
   }
+  // While another run holds a write of a session (sending it now, or killed while doing so), that session's
+  // later writes stay queued: the server sees each session's writes in order.
+  const claimed = await claimedSessions(dir);
+  let waiting = 0;
   let i = 0;
   for (; i < queue.length; i++) {
     if (i >= options.limit || options.budget.remaining() < 100) break;
     const f = queue[i];
+    if (f.entry.createdAt > (claimed.get(f.entry.sessionId) ?? Infinity)) {
+      waiting++;
+      continue;
+    }
     const processing = joinPath(dir, f.name.replace(/\.json$/, ".processing"));
     try {
       await Deno.rename(joinPath(dir, f.name), processing);
     } catch {
       report.skipped++;
+      claimed.set(f.entry.sessionId, Math.min(f.entry.createdAt, claimed.get(f.entry.sessionId) ?? Infinity));
       continue;
     }
     const res = await sendEntry(client, f.entry, options.budget);
@@ -272,7 +281,7 @@ export async function replayPending(
     await Deno.remove(processing).catch(() => {});
     break;
   }
-  report.deferred = queue.length - i;
+  report.deferred = queue.length - i + waiting;
   return report;
 }
 
@@ -288,22 +297,27 @@ export async function countPending(dir: string, sessionId?: string): Promise<num
  */
 export async function hasUnsent(dir: string, sessionId: string): Promise<boolean> {
   if ((await countPending(dir, sessionId)) > 0) return true;
+  return (await claimedSessions(dir)).has(sessionId);
+}
+
+/**
+ * Sessions with a write claimed (`.processing`) by a replay sending it now or by one killed while doing so,
+ * each with the `createdAt` of its oldest claimed write.
+ */
+export async function claimedSessions(dir: string): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
   try {
     for await (const e of Deno.readDir(dir)) {
       const m = ENTRY_NAME.exec(e.name);
       if (!m || m[3] !== "processing") continue;
       const raw = await Deno.readTextFile(joinPath(dir, e.name)).catch(() => "");
-      if (
-        raw.includes(JSON.stringify(sessionId)) &&
-        PendingEntrySchema.safeParse(parseOrNull(raw)).data?.sessionId === sessionId
-      ) {
-        return true;
-      }
+      const entry = PendingEntrySchema.safeParse(parseOrNull(raw)).data;
+      if (entry) out.set(entry.sessionId, Math.min(entry.createdAt, out.get(entry.sessionId) ?? Infinity));
     }
   } catch (error) {
     if (!isNotFound(error)) throw error;
   }
-  return false;
+  return out;
 }
 
 function parseOrNull(text: string): unknown {
