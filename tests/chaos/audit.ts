@@ -2,10 +2,10 @@
  * What a chaos schedule must leave behind, checked once the server is healthy, every process has ended and
  * the queue was replayed: every message of every closed turn on the server (lost = 0); duplicates only where
  * a reply never reached a process that could record it (the fake's lost-reply writes, or the last request of
- * a process killed by -9); nothing injected, nothing secret, nothing that is not in the journal; every
- * state and queue file parses (queue entries against the queue schema), files 0600 and directories 0700
- * under ~/.openviking; the user's Kimi config byte-identical; the API key in no log; hooks exited 0 with only
- * the documented stdout.
+ * a process killed by -9); first copies in journal order; nothing injected, nothing secret, nothing that is
+ * not in the journal; every state and queue file parses (queue entries against the queue schema), files 0600
+ * and directories 0700 under ~/.openviking; the user's Kimi config byte-identical; the API key in no log;
+ * hooks exited 0 with only the documented stdout.
  */
 
 import type { FakeOpenViking, RecordedRequest, StoredMessage } from "../support/fake-openviking.ts";
@@ -161,6 +161,7 @@ export async function audit(input: AuditInput): Promise<AuditResult> {
   const firstOrder = [...copies.keys()].map((k) => expectedIndex.get(k)!);
   let outOfOrder = 0;
   for (let i = 1; i < firstOrder.length; i++) if (firstOrder[i] < firstOrder[i - 1]) outOfOrder++;
+  if (outOfOrder) violations.push(`${outOfOrder} messages reached the server before an earlier one`);
   const detail = [`expected ${expected.map((m) => `${m.turn_id}:${m.role}`).join(" ")}`];
   for (const m of stored) {
     const r = requestOf.get(m);
