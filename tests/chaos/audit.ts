@@ -41,9 +41,39 @@ export interface AuditResult {
   orphanTemps: number;
   /** Locks left by killed holders (taken over by the next process that needs them). */
   leftLocks: number;
+  /** State and queue files read (and parsed) while processes ran. */
+  snapshotFiles: number;
   violations: string[];
   /** What was stored by whom, what ran and what was killed: printed for a failing schedule. */
   detail: string[];
+}
+
+/**
+ * Problems with the state and queue files as they are right now, while processes run and get killed: each
+ * one must parse whole (writes are atomic), queue entries against the queue schema. Returns how many files
+ * were read and what was wrong.
+ */
+export async function snapshotProblems(ov: string): Promise<{ files: number; problems: string[] }> {
+  const problems: string[] = [];
+  let files = 0;
+  for (const dir of [`${ov}/hook-state/kimicode`, `${ov}/pending`]) {
+    const entries = await Array.fromAsync(Deno.readDir(dir)).catch(() => [] as Deno.DirEntry[]);
+    for (const e of entries) {
+      const queue = dir.endsWith("/pending");
+      if (!e.isFile || !(queue ? ENTRY_NAME.test(e.name) : e.name.endsWith(".json"))) continue;
+      const text = await Deno.readTextFile(`${dir}/${e.name}`).catch(() => undefined);
+      if (text === undefined) continue; // sent, renamed or replaced meanwhile
+      files++;
+      try {
+        const value: unknown = JSON.parse(text);
+        const schema = queue ? PendingEntrySchema : SessionStateSchema;
+        if (!schema.safeParse(value).success) problems.push(`${e.name} does not match its schema mid-run`);
+      } catch {
+        problems.push(`${e.name} does not parse mid-run: ${JSON.stringify(text.slice(0, 80))}`);
+      }
+    }
+  }
+  return { files, problems };
 }
 
 /** Inputs of an audit. */
@@ -57,6 +87,8 @@ export interface AuditInput {
   apiKey: string;
   /** Files of the user's that must be byte-identical: path → content. */
   userFiles: Record<string, string>;
+  /** What the mid-run snapshots found. */
+  snapshots: { files: number; problems: string[] };
 }
 
 const ENTRY_NAME = /^[0-9a-f]{64}_\d+\.(json|processing)$/;
@@ -91,7 +123,7 @@ const keyOf = (m: { turn_id?: unknown; role?: unknown; content?: unknown }) =>
 /** Audits the sandbox after a schedule. */
 export async function audit(input: AuditInput): Promise<AuditResult> {
   const { fake, procs } = input;
-  const violations: string[] = [];
+  const violations: string[] = [...input.snapshots.problems];
   const ov = `${input.home}/.openviking`;
 
   // Delivery.
@@ -256,6 +288,7 @@ export async function audit(input: AuditInput): Promise<AuditResult> {
     lostReplyWrites,
     outOfOrder,
     abandoned: input.abandoned,
+    snapshotFiles: input.snapshots.files,
     orphanTemps,
     leftLocks,
     unexpected,

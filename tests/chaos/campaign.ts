@@ -12,7 +12,7 @@
 import { FakeOpenViking, type Fault } from "../support/fake-openviking.ts";
 import { placeJournal } from "../support/hook-context.ts";
 import { tempDir } from "../support/temp.ts";
-import { audit, type AuditResult } from "./audit.ts";
+import { audit, type AuditResult, snapshotProblems } from "./audit.ts";
 import { LiveJournal, MARK } from "./journal-model.ts";
 import { Processes, type Run } from "./procs.ts";
 import { Rng } from "./rng.ts";
@@ -249,6 +249,7 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
     };
     const actionNames = Object.keys(actions);
 
+    const snapshots = { files: 0, problems: [] as string[] };
     const stages = rng.int(4, 8);
     const total = journal.size();
     for (let s = 0; s < stages; s++) {
@@ -272,6 +273,10 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
         await journal.growTo(journal.written + growth.bytes);
       })();
       await Promise.all([...burst.map((run) => run()), growing]);
+      // Detached workers may still be writing (or lie killed) while this looks at the files.
+      const snap = await snapshotProblems(`${home}/.openviking`);
+      snapshots.files += snap.files;
+      snapshots.problems.push(...snap.problems);
       await Promise.all(procs.runs.map((r) => r.ended));
       await sleep(pause);
     }
@@ -310,6 +315,7 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
       procs,
       abandoned,
       apiKey: API_KEY,
+      snapshots,
       userFiles: { [`${kimi}/config.toml`]: USER_CONFIG_TOML, [`${kimi}/mcp.json`]: USER_MCP_JSON },
     });
     return {

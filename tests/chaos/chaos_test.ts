@@ -50,19 +50,28 @@ Deno.test({
     };
     await Promise.all(Array.from({ length: Math.max(1, PARALLEL) }, lane));
     const sum = (f: (r: ScheduleResult) => number) => results.reduce((a, r) => a + f(r), 0);
-    console.log(
-      `CHAOS SUMMARY: schedules=${results.length} seed=${BASE} turns=${sum((r) => r.turns)} ` +
-        `messages=${sum((r) => r.expected)} delivered=${sum((r) => r.delivered)} lost=${
-          sum((r) => r.lost)
-        } ` +
-        `duplicates=${sum((r) => r.duplicates)} (kill-explained=${sum((r) => r.killExplained)}) ` +
-        `lost-reply-writes=${sum((r) => r.lostReplyWrites)} kills=${sum((r) => r.kills)} ` +
-        `(workers=${sum((r) => r.workerKills)}) faults=${sum((r) => r.faults)} hook-runs=${
-          sum((r) => r.hookRuns)
-        } out-of-order=${sum((r) => r.outOfOrder)} abandoned-claims=${sum((r) => r.abandoned)} orphan-temps=${
-          sum((r) => r.orphanTemps)
-        } failures=${failures.length} duration=${((Date.now() - started) / 1000).toFixed(1)}s`,
-    );
+    const counts: [string, number | string][] = [
+      ["schedules", results.length],
+      ["seed", BASE],
+      ["turns", sum((r) => r.turns)],
+      ["messages", sum((r) => r.expected)],
+      ["delivered", sum((r) => r.delivered)],
+      ["lost", sum((r) => r.lost)],
+      ["duplicates", sum((r) => r.duplicates)],
+      ["kill-explained", sum((r) => r.killExplained)],
+      ["lost-reply-writes", sum((r) => r.lostReplyWrites)],
+      ["kills", sum((r) => r.kills)],
+      ["worker-kills", sum((r) => r.workerKills)],
+      ["faults", sum((r) => r.faults)],
+      ["hook-runs", sum((r) => r.hookRuns)],
+      ["out-of-order", sum((r) => r.outOfOrder)],
+      ["mid-run-files-parsed", sum((r) => r.snapshotFiles)],
+      ["abandoned-claims", sum((r) => r.abandoned)],
+      ["orphan-temps", sum((r) => r.orphanTemps)],
+      ["failures", failures.length],
+      ["duration", `${((Date.now() - started) / 1000).toFixed(1)}s`],
+    ];
+    console.log(`CHAOS SUMMARY: ${counts.map(([k, v]) => `${k}=${v}`).join(" ")}`);
     assertEquals(failures, [], failures.join("\n"));
   },
 });
