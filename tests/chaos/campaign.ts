@@ -169,7 +169,7 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
             kill,
           );
           const out = await run.ended;
-          if (!run.killed && out.stdout) journal.setHookResult(k, out.stdout.trimEnd());
+          if (!run.killed && out.stdout) await journal.setHookResult(k, out.stdout.trimEnd());
         };
       },
       stop: (r) => {
@@ -205,8 +205,7 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
         const cancelAfter = r.int(0, 900);
         const kill = drawKill(r, false);
         return async () => {
-          const k = await journal.cancelOpenTurn();
-          journal.holdNewTurns(1000);
+          const k = await journal.cancelOpenTurn(1000);
           const run = await procs.start(["hook", "interrupt"], payload("Interrupt", { turn_id: k ?? 0 }), {
             writer: true,
           });
@@ -223,8 +222,7 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
         const bytes = r.int(0, 400);
         const kill = drawKill(r, true);
         return async () => {
-          await journal.cancelOpenTurn();
-          journal.holdNewTurns(1000);
+          await journal.cancelOpenTurn(1000);
           await journal.growTo(journal.written + bytes);
           await hook("session-end", payload("SessionEnd", { reason: "exit" }), kill);
         };

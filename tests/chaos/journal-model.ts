@@ -125,12 +125,25 @@ export class LiveJournal {
    * After an interrupt or a session end nobody starts the next turn at once (the user types, or resumes
    * Kimi first): until `ms` from now the journal grows no further than the next prompt.
    */
-  holdNewTurns(ms: number): void {
+  private holdNewTurns(ms: number): void {
     this.holdUntil = Date.now() + ms;
   }
 
+  /** One write to the file at a time (appends from two actions at once would repeat or lose bytes). */
+  private queue: Promise<unknown> = Promise.resolve();
+
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(fn);
+    this.queue = run.catch(() => {});
+    return run;
+  }
+
   /** Appends planned bytes up to offset `to` (clamped; held back before the next prompt during a hold). */
-  async growTo(to: number): Promise<void> {
+  growTo(to: number): Promise<void> {
+    return this.serial(() => this.append(to));
+  }
+
+  private async append(to: number): Promise<void> {
     const bytes = encoder.encode(this.text());
     let limit = bytes.length;
     const next = this.nextPrompt();
@@ -145,11 +158,15 @@ export class LiveJournal {
   }
 
   /** Finishes a half-written line (Kimi writes whole records; only the reader ever sees a partial one). */
-  async completeLine(): Promise<void> {
+  completeLine(): Promise<void> {
+    return this.serial(() => this.finishLine());
+  }
+
+  private async finishLine(): Promise<void> {
     const text = encoder.encode(this.text());
     if (this.written === 0 || this.written >= text.length || text[this.written - 1] === 0x0a) return;
     const nl = text.indexOf(0x0a, this.written);
-    await this.growTo(nl + 1);
+    await this.append(nl + 1);
   }
 
   /** The turn whose prompt is on disk but whose closing record is not; undefined when none. */
@@ -176,10 +193,18 @@ export class LiveJournal {
 
   /**
    * Cancels the open turn the way Kimi does on interrupt or exit: the current record is finished, the rest of
-   * the turn is never written, and the cancel record is planned next. Returns the cancelled turn.
+   * the turn is never written, and the cancel record is planned next; no new turn begins for `holdMs`.
+   * Returns the cancelled turn.
    */
-  async cancelOpenTurn(): Promise<number | undefined> {
-    await this.completeLine();
+  cancelOpenTurn(holdMs: number): Promise<number | undefined> {
+    return this.serial(() => {
+      this.holdNewTurns(holdMs);
+      return this.cancel();
+    });
+  }
+
+  private async cancel(): Promise<number | undefined> {
+    await this.finishLine();
     const k = this.openTurn();
     if (k === undefined) return undefined;
     const t = this.turns[k];
@@ -200,24 +225,32 @@ export class LiveJournal {
   }
 
   /** Puts what the prompt hook really printed into turn `k`'s hook_result record, if not yet written. */
-  setHookResult(k: number, stdout: string): void {
-    const t = this.turns[k];
-    if (this.written > this.lineEnd(k, t.hookAt) - byteLength(t.lines[t.hookAt]) - 1) return;
-    const record = JSON.parse(t.lines[t.hookAt]) as { message: { content: { text: string }[] } };
-    record.message.content[0].text = `<hook_result hook_event="UserPromptSubmit">\n${stdout}\n</hook_result>`;
-    t.lines[t.hookAt] = JSON.stringify(record);
+  setHookResult(k: number, stdout: string): Promise<void> {
+    return this.serial(() => {
+      const t = this.turns[k];
+      if (this.written > this.lineEnd(k, t.hookAt) - byteLength(t.lines[t.hookAt]) - 1) {
+        return Promise.resolve();
+      }
+      const record = JSON.parse(t.lines[t.hookAt]) as { message: { content: { text: string }[] } };
+      record.message.content[0].text =
+        `<hook_result hook_event="UserPromptSubmit">\n${stdout}\n</hook_result>`;
+      t.lines[t.hookAt] = JSON.stringify(record);
+      return Promise.resolve();
+    });
   }
 
   /** Writes everything that is still planned. */
   async finish(): Promise<void> {
     await new Promise((r) => setTimeout(r, Math.max(0, this.holdUntil - Date.now())));
-    await this.growTo(Number.MAX_SAFE_INTEGER);
+    await this.serial(() => this.append(Number.MAX_SAFE_INTEGER));
   }
 
   /** Replaces the file with the same bytes under a new inode (Kimi rewrites old journals on resume). */
-  async rewrite(): Promise<void> {
-    const bytes = encoder.encode(this.text()).subarray(0, this.written);
-    await Deno.writeFile(`${this.path}.rewrite`, bytes);
-    await Deno.rename(`${this.path}.rewrite`, this.path);
+  rewrite(): Promise<void> {
+    return this.serial(async () => {
+      const bytes = encoder.encode(this.text()).subarray(0, this.written);
+      await Deno.writeFile(`${this.path}.rewrite`, bytes);
+      await Deno.rename(`${this.path}.rewrite`, this.path);
+    });
   }
 }
