@@ -27,7 +27,7 @@ Deno.test("a forced capture does not end a turn that began after it started", as
     let capture: Promise<unknown> | undefined;
     await withLock(end.capturePaths!.lock, async () => {
       capture = captureSession(end, captureMode("session-end", end.config, Date.now()));
-      await new Promise((r) => setTimeout(r, 300));
+      await new Promise((r) => setTimeout(r, 1500)); // the capture has started and waits for the lock
       const before = j.lines.length;
       j.prompt("second question about spaces").stepBegin().text("second answer, first half");
       await Deno.writeTextFile(path, j.lines.slice(before).map((l) => `${l}\n`).join(""), { append: true });

@@ -14,6 +14,7 @@ import { tempDir } from "../support/temp.ts";
 import { readState } from "../../runtime/state.ts";
 
 const SESSION = "session_kill-window";
+const NO_SIGKILL = Deno.build.os === "windows";
 const CWD = "/home/user/proj";
 
 async function waitFor(what: string, cond: () => boolean, timeoutMs = 20_000): Promise<void> {
@@ -81,7 +82,10 @@ async function captureAgain(k: Killed): Promise<void> {
 const acked = async (home: string) =>
   (await readState(`${home}/.openviking/hook-state/kimicode/${SESSION}.json`)).capturedKeys;
 
-Deno.test("kill -9 of a capture worker during its commit: the accepted messages are not sent again", async () => {
+Deno.test({
+  name: "kill -9 of a capture worker during its commit: the accepted messages are not sent again",
+  ignore: NO_SIGKILL,
+}, async () => {
   await using dir = await tempDir();
   const fake = await FakeOpenViking.start();
   try {
@@ -97,7 +101,10 @@ Deno.test("kill -9 of a capture worker during its commit: the accepted messages 
   }
 });
 
-Deno.test("kill -9 of a capture worker between two messages to a server without the batch endpoint", async () => {
+Deno.test({
+  name: "kill -9 of a capture worker between two messages to a server without the batch endpoint",
+  ignore: NO_SIGKILL,
+}, async () => {
   await using dir = await tempDir();
   const fake = await FakeOpenViking.start({ noBatch: 404 });
   try {
