@@ -1,15 +1,16 @@
 /**
  * Fuzzing what servers send back: SSE streams (any text, any line endings, cut into any chunks), MCP replies
  * (random bodies and content types, bodies that break off) and OpenViking replies (random statuses and
- * bodies, fetches that throw, hang or cut the body) through a fake fetch. Nothing throws; the SSE parser
- * gives the same events however the stream is chunked; every failure is classified with the one retry rule.
+ * bodies, fetches that throw, hang or cut the body) through a fake fetch, and MCP client lines. Nothing
+ * throws; the SSE parser gives the same events however the stream is chunked; every failure is classified
+ * with the one retry rule.
  */
 
 import fc from "fast-check";
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import { parseSse, SseParser } from "../../mcp/sse.ts";
 import { readReply } from "../../mcp/reply.ts";
-import type { Classified } from "../../mcp/jsonrpc.ts";
+import { type Classified, parseLine } from "../../mcp/jsonrpc.ts";
 import { createClient, isRetryable } from "../../runtime/http.ts";
 import { nastyString, params } from "./arbitraries.ts";
 
@@ -212,5 +213,38 @@ Deno.test("fuzz: OpenViking replies — any status, body or transport failure be
       },
     ),
     params(1500),
+  );
+});
+
+Deno.test("fuzz: MCP client lines — any line is a message, a batch, or an error reply that serialises", () => {
+  const line = fc.oneof(
+    fc.string({ maxLength: 60 }),
+    fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)),
+    fc.array(rpcMessage, { maxLength: 3 }).map((v) => JSON.stringify(v)),
+    rpcMessage.map((v) => JSON.stringify(v)),
+    fc.record({
+      jsonrpc: fc.oneof(fc.constant("2.0"), fc.jsonValue({ maxDepth: 0 })),
+      id: fc.jsonValue({ maxDepth: 1 }),
+      method: fc.oneof(fc.string({ maxLength: 8 }), fc.integer()),
+      params: fc.jsonValue({ maxDepth: 1 }),
+      result: fc.jsonValue({ maxDepth: 1 }),
+      error: fc.jsonValue({ maxDepth: 1 }),
+    }, { requiredKeys: [] }).map((v) => JSON.stringify(v)),
+  );
+  fc.assert(
+    fc.property(line, (text) => {
+      const parsed = parseLine(text);
+      if (parsed.kind === "invalid") {
+        const reply = JSON.parse(JSON.stringify(parsed.reply)) as {
+          jsonrpc: string;
+          error: { code: number };
+        };
+        assertEquals(reply.jsonrpc, "2.0");
+        assertEquals(typeof reply.error.code, "number");
+        assertTrue(!JSON.stringify(parsed.reply).includes("\n"), "one line");
+      } else if (parsed.kind === "batch") assertTrue(parsed.items.length > 0);
+      else assertTrue(["request", "notification", "response"].includes(parsed.item.kind));
+    }),
+    params(3000),
   );
 });
