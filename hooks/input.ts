@@ -1,29 +1,29 @@
 /** The hook payload Kimi Code writes on stdin, parsed once at the edge (unknown fields allowed). */
 
-import { z } from "zod";
+import * as z from "zod/mini";
 
-const ContentPart = z.object({ type: z.string(), text: z.string().optional() }).passthrough();
+const ContentPart = z.looseObject({ type: z.string(), text: z.optional(z.string()) });
 const PromptValue = z.union([z.string(), z.array(ContentPart)]);
-const Id = z.union([z.string(), z.number()]).transform(String);
+const Id = z.pipe(z.union([z.string(), z.number()]), z.transform(String));
 
 /** Fields of Kimi Code hook payloads this plugin reads. */
-export const HookInputSchema = z.object({
-  hook_event_name: z.string().optional(),
-  session_id: z.string().optional(),
-  sessionId: z.string().optional(),
-  cwd: z.string().optional(),
-  prompt: PromptValue.optional(),
-  input: PromptValue.optional(),
-  prompt_id: Id.optional(),
-  request_id: Id.optional(),
-  message_id: Id.optional(),
-  tool_name: z.string().optional(),
-  tool_input: z.unknown().optional(),
-  source: z.string().optional(),
-  reason: z.string().optional(),
-  trigger: z.string().optional(),
-  turn_id: Id.optional(),
-}).passthrough();
+export const HookInputSchema = z.looseObject({
+  hook_event_name: z.optional(z.string()),
+  session_id: z.optional(z.string()),
+  sessionId: z.optional(z.string()),
+  cwd: z.optional(z.string()),
+  prompt: z.optional(PromptValue),
+  input: z.optional(PromptValue),
+  prompt_id: z.optional(Id),
+  request_id: z.optional(Id),
+  message_id: z.optional(Id),
+  tool_name: z.optional(z.string()),
+  tool_input: z.optional(z.unknown()),
+  source: z.optional(z.string()),
+  reason: z.optional(z.string()),
+  trigger: z.optional(z.string()),
+  turn_id: z.optional(Id),
+});
 
 /** A parsed hook payload. */
 export type HookInput = z.infer<typeof HookInputSchema>;

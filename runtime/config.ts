@@ -4,7 +4,7 @@
  * schema. A bad value never crashes anything: it is reported as a warning and replaced by its default.
  */
 
-import { z } from "zod";
+import * as z from "zod/mini";
 import { type Env, expandHome, joinPath, openVikingHome } from "./paths.ts";
 import { USER_AGENT } from "./version.ts";
 
@@ -15,33 +15,41 @@ const BOOL_TRUE = new Set(["1", "true", "yes", "on"]);
 const BOOL_FALSE = new Set(["0", "false", "no", "off"]);
 
 /** A boolean knob: accepts real booleans and the strings 1/0, true/false, yes/no, on/off. */
-const boolKnob = z.preprocess((v) => {
-  if (typeof v !== "string") return v;
-  const s = v.trim().toLowerCase();
-  return BOOL_TRUE.has(s) ? true : BOOL_FALSE.has(s) ? false : v;
-}, z.boolean());
+const boolKnob = z.pipe(
+  z.transform((v: unknown) => {
+    if (typeof v !== "string") return v;
+    const s = v.trim().toLowerCase();
+    return BOOL_TRUE.has(s) ? true : BOOL_FALSE.has(s) ? false : v;
+  }),
+  z.boolean(),
+);
 
 /** A numeric knob within [min, max]; strings are parsed. */
 function numKnob(min: number, max: number, int = true) {
-  const base = int ? z.number().int() : z.number();
-  return z.preprocess(
-    (v) => (typeof v === "string" && v.trim() !== "" ? Number(v.trim()) : v),
-    base.min(min).max(max),
+  const base = int ? z.int() : z.number();
+  return z.pipe(
+    z.transform((v: unknown) => (typeof v === "string" && v.trim() !== "" ? Number(v.trim()) : v)),
+    base.check(z.minimum(min), z.maximum(max)),
   );
 }
 
 /** An enumerated knob; matching is case-insensitive. */
 function enumKnob<const T extends readonly [string, ...string[]]>(values: T) {
-  return z.preprocess((v) => (typeof v === "string" ? v.trim().toLowerCase() : v), z.enum(values));
+  return z.pipe(
+    z.transform((v: unknown) => (typeof v === "string" ? v.trim().toLowerCase() : v)),
+    z.enum(values),
+  );
 }
 
 /** A list knob: a comma-separated string or an array of strings. */
-const listKnob = z.preprocess(
-  (v) => (typeof v === "string" ? v.split(",").map((s) => s.trim()).filter(Boolean) : v),
+const listKnob = z.pipe(
+  z.transform((
+    v: unknown,
+  ) => (typeof v === "string" ? v.split(",").map((s) => s.trim()).filter(Boolean) : v)),
   z.array(z.string()),
 );
 
-const pathKnob = z.string().min(1);
+const pathKnob = z.string().check(z.minLength(1));
 
 /** Every knob: its environment variable, its schema and its default. The single source of truth. */
 export const KNOBS = {
@@ -121,8 +129,8 @@ export type Settings =
 
 /** The one zod schema of the settings object, derived from the knob table. */
 export const SettingsSchema = z.object(
-  Object.fromEntries(Object.entries(KNOBS).map(([k, knob]) => [k, knob.schema.optional()])) as {
-    [K in KnobName]: z.ZodOptional<(typeof KNOBS)[K]["schema"]>;
+  Object.fromEntries(Object.entries(KNOBS).map(([k, knob]) => [k, z.optional(knob.schema)])) as {
+    [K in KnobName]: z.ZodMiniOptional<(typeof KNOBS)[K]["schema"]>;
   },
 );
 

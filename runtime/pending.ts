@@ -5,7 +5,7 @@
  * ever sends an entry.
  */
 
-import { z } from "zod";
+import * as z from "zod/mini";
 import { sha256Hex, stableStringify } from "./hash.ts";
 import { ensurePrivateDir, isAlreadyExists, isNotFound, tempSibling, writeFileAtomic } from "./fs.ts";
 import { joinPath } from "./paths.ts";
@@ -17,11 +17,11 @@ export type PendingType = "addMessage" | "commitSession";
 /** One queued write. */
 export const PendingEntrySchema = z.object({
   type: z.enum(["addMessage", "commitSession"]),
-  sessionId: z.string().min(1),
+  sessionId: z.string().check(z.minLength(1)),
   payload: z.unknown(),
   createdAt: z.number(),
-  retries: z.number().int().nonnegative().catch(0),
-  dedupKey: z.string().optional(),
+  retries: z.catch(z.int().check(z.nonnegative()), 0),
+  dedupKey: z.optional(z.string()),
 });
 export type PendingEntry = z.infer<typeof PendingEntrySchema>;
 

@@ -1,6 +1,6 @@
 /** Per-session hook state: one private JSON file per Kimi session, read-modify-written under a lock. */
 
-import { z } from "zod";
+import * as z from "zod/mini";
 import { sha256Hex } from "./hash.ts";
 import { parseJsonOrUndefined, readTextIfExists, writeFileAtomic } from "./fs.ts";
 import { joinPath } from "./paths.ts";
@@ -9,35 +9,35 @@ import { type LockOptions, type LockResult, withLock } from "./lock.ts";
 /** Where the journal reader stopped: a byte offset plus what identifies the file it belongs to. */
 export const CursorSchema = z.object({
   path: z.string(),
-  offset: z.number().int().nonnegative(),
+  offset: z.int().check(z.nonnegative()),
   /** Device/inode (or "" where unknown) of the file when the offset was taken. */
   fileId: z.string(),
   /** Hash of the bytes just before `offset`, to notice a rewritten file of the same length. */
   tailHash: z.string(),
   /** Position the next turn after `offset` has among the journal's prompts. */
-  nextIndex: z.number().int().nonnegative(),
+  nextIndex: z.int().check(z.nonnegative()),
 });
 export type Cursor = z.infer<typeof CursorSchema>;
 
 /** Everything remembered about one session between hook runs. */
 export const SessionStateSchema = z.object({
-  version: z.literal(1).catch(1),
-  lastSessionStartAt: z.number().optional().catch(undefined),
-  profileInjected: z.boolean().catch(false),
-  promptHash: z.string().optional().catch(undefined),
-  promptEventId: z.string().optional().catch(undefined),
-  promptAt: z.number().optional().catch(undefined),
-  recallBlock: z.string().nullable().optional().catch(undefined),
+  version: z.catch(z.literal(1), 1),
+  lastSessionStartAt: z.catch(z.optional(z.number()), undefined),
+  profileInjected: z.catch(z.boolean(), false),
+  promptHash: z.catch(z.optional(z.string()), undefined),
+  promptEventId: z.catch(z.optional(z.string()), undefined),
+  promptAt: z.catch(z.optional(z.number()), undefined),
+  recallBlock: z.catch(z.optional(z.nullable(z.string())), undefined),
   /** URIs recall already put into this session's context (sent as `exclude_uris`). */
-  injectedUris: z.array(z.string()).catch([]),
-  capturedKeys: z.array(z.string()).catch([]),
-  capturedSinceCommit: z.number().int().nonnegative().catch(0),
-  cursor: CursorSchema.optional().catch(undefined),
+  injectedUris: z.catch(z.array(z.string()), []),
+  capturedKeys: z.catch(z.array(z.string()), []),
+  capturedSinceCommit: z.catch(z.int().check(z.nonnegative()), 0),
+  cursor: z.catch(z.optional(CursorSchema), undefined),
   /** Every turn whose index is below this is fully acknowledged (survives a journal rewrite). */
-  ackedBelow: z.number().int().nonnegative().catch(0),
-  lastCaptureAt: z.number().optional().catch(undefined),
-  lastCaptureEvent: z.string().optional().catch(undefined),
-  protocolVersion: z.string().optional().catch(undefined),
+  ackedBelow: z.catch(z.int().check(z.nonnegative()), 0),
+  lastCaptureAt: z.catch(z.optional(z.number()), undefined),
+  lastCaptureEvent: z.catch(z.optional(z.string()), undefined),
+  protocolVersion: z.catch(z.optional(z.string()), undefined),
 });
 export type SessionState = z.infer<typeof SessionStateSchema>;
 

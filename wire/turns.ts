@@ -6,7 +6,7 @@
  * a legacy turn (no `turn.ended` is ever written) by a later prompt or a final `step.end`.
  */
 
-import { z } from "zod";
+import * as z from "zod/mini";
 import type { JournalLine, LineFilter } from "./read.ts";
 
 /** A turn as read from the journal (text not yet cleaned). */
@@ -39,32 +39,32 @@ export interface TurnScan {
   protocolVersion?: string;
 }
 
-const ContentPartSchema = z.object({ type: z.string(), text: z.string().optional() }).passthrough();
+const ContentPartSchema = z.looseObject({ type: z.string(), text: z.optional(z.string()) });
 const PromptRecord = z.object({
   type: z.enum(["turn.prompt", "turn.steer"]),
-  agentId: z.string().optional(),
-  input: z.union([z.array(ContentPartSchema), z.string()]).optional(),
-  origin: z.object({ kind: z.string() }).passthrough().optional(),
-  turnId: z.union([z.number(), z.string()]).optional(),
+  agentId: z.optional(z.string()),
+  input: z.optional(z.union([z.array(ContentPartSchema), z.string()])),
+  origin: z.optional(z.looseObject({ kind: z.string() })),
+  turnId: z.optional(z.union([z.number(), z.string()])),
 });
 const EndedRecord = z.object({
   type: z.literal("turn.ended"),
-  agentId: z.string().optional(),
+  agentId: z.optional(z.string()),
   turnId: z.union([z.number(), z.string()]),
-  reason: z.string().optional(),
+  reason: z.optional(z.string()),
 });
 const LoopRecord = z.object({
   type: z.literal("context.append_loop_event"),
-  agentId: z.string().optional(),
-  event: z.object({
+  agentId: z.optional(z.string()),
+  event: z.looseObject({
     type: z.string(),
-    turnId: z.union([z.number(), z.string()]).optional(),
-    step: z.union([z.number(), z.string()]).optional(),
-    stepUuid: z.string().optional(),
-    uuid: z.string().optional(),
-    part: z.object({ type: z.string(), text: z.string().optional() }).passthrough().optional(),
-    finishReason: z.string().optional(),
-  }).passthrough(),
+    turnId: z.optional(z.union([z.number(), z.string()])),
+    step: z.optional(z.union([z.number(), z.string()])),
+    stepUuid: z.optional(z.string()),
+    uuid: z.optional(z.string()),
+    part: z.optional(z.looseObject({ type: z.string(), text: z.optional(z.string()) })),
+    finishReason: z.optional(z.string()),
+  }),
 });
 const MetadataRecord = z.object({ type: z.literal("metadata"), protocol_version: z.string() });
 
