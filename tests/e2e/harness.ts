@@ -435,3 +435,26 @@ export function leaks(text: string): string[] {
   ];
   return markers.filter((m) => text.includes(m));
 }
+
+/** A queued write as found in the pending directory. */
+export interface QueueFile {
+  name: string;
+  mode: number;
+  entry: { type: string; sessionId: string; payload: unknown };
+}
+
+/** The queue's entry files (not temp files), with their permission bits. */
+export async function listQueue(dir: string): Promise<QueueFile[]> {
+  const out: QueueFile[] = [];
+  try {
+    for await (const e of Deno.readDir(dir)) {
+      if (!e.isFile || !/^[0-9a-f]{64}_\d+\.(json|processing)$/.test(e.name)) continue;
+      const path = `${dir}/${e.name}`;
+      try {
+        const entry = JSON.parse(await Deno.readTextFile(path));
+        out.push({ name: e.name, mode: (await Deno.stat(path)).mode! & 0o777, entry });
+      } catch { /* replayed meanwhile */ }
+    }
+  } catch { /* no queue yet */ }
+  return out;
+}

@@ -18,6 +18,7 @@ import {
   isHookResult,
   kimiOrSkip,
   leaks,
+  listQueue,
   MCP_ARGS,
   MCP_PREFIX,
   type Mode,
@@ -252,28 +253,6 @@ for (const version of KIMI_VERSIONS) {
 /** A tool output without the "Wall time: … seconds" line Kimi 2.1.0 puts first. */
 function withoutWallTime(output: string | undefined): string | undefined {
   return output?.replace(/^Wall time: [\d.]+ seconds\n/, "");
-}
-
-interface QueueFile {
-  name: string;
-  mode: number;
-  entry: { type: string; sessionId: string; payload: unknown };
-}
-
-/** The queue's entry files (not temp files), with their permission bits. */
-async function listQueue(dir: string): Promise<QueueFile[]> {
-  const out: QueueFile[] = [];
-  try {
-    for await (const e of Deno.readDir(dir)) {
-      if (!e.isFile || !/^[0-9a-f]{64}_\d+\.(json|processing)$/.test(e.name)) continue;
-      const path = `${dir}/${e.name}`;
-      try {
-        const entry = JSON.parse(await Deno.readTextFile(path));
-        out.push({ name: e.name, mode: (await Deno.stat(path)).mode! & 0o777, entry });
-      } catch { /* replayed meanwhile */ }
-    }
-  } catch { /* no queue yet */ }
-  return out;
 }
 
 function sortKey(a: unknown, b: unknown): number {

@@ -1,0 +1,381 @@
+/**
+ * End to end against the REAL OpenViking server (PyPI `openviking`, tests/support/real-openviking.ts) with
+ * the real Kimi Code CLI: what Kimi's turns leave in a real session (read back through the server's API),
+ * commits accepted as tasks, recall of what an earlier session taught, our MCP tools answered by the real
+ * `/mcp`, and the offline queue replayed into the real server.
+ *
+ * Skipped with the reason printed when `OPENVIKING_REAL=0`, when Kimi is not installable, or when the server
+ * cannot be installed or started here (`OPENVIKING_REAL=1` turns the last into a failure).
+ * `OPENVIKING_E2E_URL` (+ `OPENVIKING_E2E_API_KEY`, `OPENVIKING_E2E_ACCOUNT`, `OPENVIKING_E2E_USER`) runs
+ * it against an existing server instead.
+ */
+
+import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
+import { KIMI_VERSIONS, type KimiInstall } from "../support/kimi.ts";
+import { messageText } from "../support/model-server.ts";
+import {
+  OPENVIKING_VERSION,
+  OpenVikingUnavailable,
+  type RealOpenViking,
+  startRealOpenViking,
+} from "../support/real-openviking.ts";
+import { USER_AGENT } from "../../runtime/version.ts";
+import {
+  E2E_TEST,
+  isHookResult,
+  kimiOrSkip,
+  leaks,
+  listQueue,
+  MCP_ARGS,
+  MCP_PREFIX,
+  type Mode,
+  type Msg,
+  poll,
+  Rig,
+  skip,
+} from "./harness.ts";
+
+const REAL = Deno.env.get("OPENVIKING_REAL") ?? "";
+const NAME = `e2e real Kimi + real OpenViking ${OPENVIKING_VERSION}`;
+
+type Json = Record<string, unknown>;
+const obj = (v: unknown): Json => (v && typeof v === "object" && !Array.isArray(v) ? v as Json : {});
+const arr = (v: unknown): Json[] => (Array.isArray(v) ? v.map(obj) : []);
+
+/** Direct calls to the real server, as the identity the plugin was installed with. */
+class RealApi {
+  constructor(readonly server: RealOpenViking, readonly account: string, readonly user: string) {}
+
+  headers(json: boolean): Headers {
+    const h = new Headers({ "User-Agent": USER_AGENT, Accept: "application/json" });
+    if (json) h.set("Content-Type", "application/json");
+    if (this.server.apiKey) h.set("Authorization", `Bearer ${this.server.apiKey}`);
+    h.set("X-OpenViking-Account", this.account);
+    h.set("X-OpenViking-User", this.user);
+    return h;
+  }
+
+  async call(
+    method: string,
+    path: string,
+    body?: unknown,
+  ): Promise<{ status: number; json: Json; text: string }> {
+    const res = await fetch(`${this.server.url}${path}`, {
+      method,
+      headers: this.headers(body !== undefined),
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(60_000),
+    });
+    const text = await res.text();
+    let json: Json = {};
+    try {
+      json = obj(JSON.parse(text));
+    } catch { /* not JSON */ }
+    return { status: res.status, json, text };
+  }
+
+  /**
+   * Every message of a session, read back: the archived ones (one archive per commit, read from its
+   * messages.jsonl) and the live ones (`/context`), by message id. `undefined` when a read failed: the server
+   * answers a read racing its own session write with an error (a 400 "Expecting value"), so callers retry.
+   */
+  async messages(sid: string): Promise<Msg[] | undefined> {
+    // The live context first: a commit landing meanwhile archives what it showed, and the archives come next.
+    const ctx = await this.call("GET", `/api/v1/sessions/${encodeURIComponent(sid)}/context`);
+    if (ctx.status === 404) return [];
+    const meta = await this.call("GET", `/api/v1/sessions/${encodeURIComponent(sid)}`);
+    if (ctx.status !== 200 || meta.status !== 200) return undefined;
+    const info = obj(meta.json.result);
+    const byId = new Map<string, Json>();
+    for (let k = 1; k <= Number(info.commit_count ?? 0); k++) {
+      const uri = `${info.uri}/history/archive_${String(k).padStart(3, "0")}/messages.jsonl`;
+      const r = await this.call("GET", `/api/v1/content/read?uri=${encodeURIComponent(uri)}`);
+      if (r.status !== 200) return undefined;
+      for (const line of String(r.json.result).split("\n").filter((l) => l.trim())) {
+        const m = obj(JSON.parse(line));
+        byId.set(String(m.id), m);
+      }
+    }
+    for (const m of arr(obj(ctx.json.result).messages)) byId.set(String(m.id), m);
+    return [...byId.values()]
+      .sort((x, y) => String(x.created_at).localeCompare(String(y.created_at)))
+      .map((
+        m,
+      ): Msg => [String(m.turn_id), String(m.role), arr(m.parts).map((p) => String(p.text ?? "")).join("")]);
+  }
+
+  /** The session's commit tasks (each one an accepted commit). */
+  async commitTasks(sid: string): Promise<Json[]> {
+    const r = await this.call(
+      "GET",
+      `/api/v1/tasks?task_type=session_commit&resource_id=${encodeURIComponent(sid)}`,
+    );
+    assertEquals(r.status, 200, r.text);
+    return arr(r.json.result);
+  }
+
+  /** A JSON-RPC call to `/mcp` (SSE or JSON reply); returns the result object. */
+  async mcp(method: string, params: Json): Promise<Json> {
+    const h = this.headers(true);
+    h.set("Accept", "application/json, text/event-stream");
+    h.set("MCP-Protocol-Version", "2025-06-18");
+    const res = await fetch(`${this.server.url}/mcp`, {
+      method: "POST",
+      headers: h,
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+      signal: AbortSignal.timeout(60_000),
+    });
+    const text = await res.text();
+    assertEquals(res.status, 200, text);
+    const payload = (res.headers.get("content-type") ?? "").includes("text/event-stream")
+      ? text.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trim()).at(-1) ?? "{}"
+      : text;
+    return obj(obj(JSON.parse(payload)).result);
+  }
+}
+
+/** Waits until the real session holds exactly `expected`, then checks it again a second later (no late duplicate). */
+async function expectRealSession(
+  api: RealApi,
+  sid: string,
+  expected: Msg[],
+  timeoutMs = 60_000,
+): Promise<void> {
+  let last: Msg[] | undefined;
+  const read = async () => {
+    last = await api.messages(sid) ?? last;
+    return JSON.stringify(last) === JSON.stringify(expected) ? true : undefined;
+  };
+  await poll(`${expected.length} messages in the real session ${sid}`, read, timeoutMs, () => last);
+  await new Promise((r) => setTimeout(r, 1000));
+  await poll(`a second read of the real session ${sid}`, async () => await api.messages(sid), timeoutMs);
+  assertEquals(last, expected, "nothing arrived twice");
+}
+
+/** Waits until the session has `n` commit tasks (accepted commits), none failed. */
+async function expectCommits(api: RealApi, sid: string, n: number): Promise<Json[]> {
+  const tasks = await poll(
+    `${n} accepted commits of ${sid}`,
+    async () => {
+      const t = await api.commitTasks(sid);
+      return t.length >= n ? t : undefined;
+    },
+    30_000,
+    () => api.commitTasks(sid),
+  );
+  assertEquals(tasks.length, n, JSON.stringify(tasks));
+  for (const t of tasks) assertTrue(t.status !== "failed", JSON.stringify(t));
+  return tasks;
+}
+
+/**
+ * The text part of a tool output as the model got it: Kimi 2.1.0 puts a "Wall time: … seconds" line first,
+ * and appends an MCP result's structuredContent in an `<mcp-result-extras>` block.
+ */
+function toolText(output: string | undefined): string {
+  return (output ?? "").replace(/^Wall time: [\d.]+ seconds\n/, "").replace(
+    /\n*<mcp-result-extras>[\s\S]*$/,
+    "",
+  );
+}
+
+const installs: KimiInstall[] = [];
+if (REAL === "0") skip(NAME, "OPENVIKING_REAL=0");
+else {
+  for (const version of KIMI_VERSIONS) {
+    const install = await kimiOrSkip(version, `${NAME} with kimi ${version}`);
+    if (install) installs.push(install);
+  }
+}
+
+/** A rig whose plugin talks to the real server as `user` (dev mode takes the identity from the headers). */
+async function realRig(install: KimiInstall, mode: Mode, server: RealOpenViking, user: string) {
+  const external = server.mode === "external";
+  const account = (external ? Deno.env.get("OPENVIKING_E2E_ACCOUNT") : undefined) || "kimi-e2e";
+  const who = (external ? Deno.env.get("OPENVIKING_E2E_USER") : undefined) || user;
+  const args = ["--account", account, "--user", who, ...(server.apiKey ? ["--api-key", server.apiKey] : [])];
+  const rig = await Rig.create(install, { mode, serverUrl: server.url, installArgs: args });
+  const api = new RealApi(server, account, who);
+  const space = String(obj((await api.call("GET", "/api/v1/system/status")).json.result).user);
+  return { rig, api, space };
+}
+
+const FACT = "Please remember: I prefer tabs over spaces in TypeScript projects";
+
+Deno.test({ name: NAME, ignore: installs.length === 0, ...E2E_TEST }, async (t) => {
+  let server: RealOpenViking;
+  try {
+    server = await startRealOpenViking();
+  } catch (e) {
+    if (!(e instanceof OpenVikingUnavailable) || REAL === "1") throw e;
+    skip(NAME, e.message);
+    return;
+  }
+  console.log(`  [real] ${server.mode} server ${server.url} (started in ${server.startupMs} ms)`);
+  try {
+    for (const install of installs) {
+      const version = install.version;
+      const mode: Mode = version === "2.1.0" ? "config" : "plugin";
+      const tag = `e2e_${version.replaceAll(".", "_")}_${crypto.randomUUID().slice(0, 8)}`;
+      // Two users per version: the one that is taught a fact and later recalls it has exactly one commit to
+      // extract (the loopback model stub cannot merge concurrent extractions of one user's memories).
+      const teacher = await realRig(install, mode, server, `${tag}_recall`);
+      const capture = await realRig(install, mode, server, `${tag}_capture`);
+      await using _teacherRig = teacher.rig;
+      await using _captureRig = capture.rig;
+      const taught = await teacher.rig.print(FACT);
+
+      await t.step(
+        `kimi ${version} (${mode}) 2: plain, tool and subagent turns land in the real session, commits accepted`,
+        async () => {
+          const { rig, api } = capture;
+          const prompts = [
+            "first: a plain turn for the real server",
+            "second: RUN_TOOL please",
+            "third: RUN_AGENT now",
+          ];
+          const answers = [
+            `ACK: ${prompts[0]}`,
+            "Let me check with a tool.\n\nThe tool has finished.",
+            "The subagent has finished.",
+          ];
+          let sessionId: string | undefined;
+          const expected: Msg[] = [];
+          for (const [i, prompt] of prompts.entries()) {
+            sessionId = (await rig.print(prompt, { sessionId })).sessionId!;
+            expected.push([String(i), "user", prompt], [String(i), "assistant", answers[i]]);
+            await expectRealSession(api, `kc-${sessionId}`, expected);
+          }
+          const tasks = await expectCommits(api, `kc-${sessionId}`, 3);
+          for (const task of tasks) assertEquals(task.task_type, "session_commit");
+          for (const [, , text] of expected) assertEquals(leaks(text), []);
+        },
+      );
+
+      await t.step(
+        `kimi ${version} (${mode}) 3: server down → queued; back → replayed once into the real session`,
+        async () => {
+          const { rig, api } = capture;
+          const first = await rig.print("fourth: the real server is up");
+          const sid = `kc-${first.sessionId}`;
+          const turn0: Msg[] = [
+            ["0", "user", "fourth: the real server is up"],
+            ["0", "assistant", "ACK: fourth: the real server is up"],
+          ];
+          await expectRealSession(api, sid, turn0);
+          rig.gate.down();
+          const downPrompt = "fifth: the real server is down now";
+          const down = await rig.print(downPrompt, { sessionId: first.sessionId });
+          // Generous bound: a hook that waited out its 17 s budget would exceed it.
+          assertTrue(down.durationMs < 12_000, `turn took ${down.durationMs} ms with the server down`);
+          await poll(
+            "3 queued writes",
+            async () => (await listQueue(rig.pendingDir)).length === 3 ? true : undefined,
+          );
+          await rig.gate.up();
+          const next = await rig.print("sixth: a new session, the real server is back");
+          await expectRealSession(api, sid, [...turn0, ["1", "user", downPrompt], [
+            "1",
+            "assistant",
+            `ACK: ${downPrompt}`,
+          ]]);
+          await expectCommits(api, sid, 2);
+          await expectRealSession(api, `kc-${next.sessionId}`, [
+            ["0", "user", "sixth: a new session, the real server is back"],
+            ["0", "assistant", "ACK: sixth: a new session, the real server is back"],
+          ]);
+          assertEquals(await listQueue(rig.pendingDir), [], "the queue is empty again");
+        },
+      );
+
+      await t.step(
+        `kimi ${version} (${mode}) 1+6: a new session recalls what an earlier one taught; our MCP search answers from /mcp`,
+        async () => {
+          const { rig, api, space } = teacher;
+          await expectRealSession(api, `kc-${taught.sessionId}`, [["0", "user", FACT], [
+            "0",
+            "assistant",
+            `ACK: ${FACT}`,
+          ]]);
+          await expectCommits(api, `kc-${taught.sessionId}`, 1);
+          // The commit's extraction runs in the server (with the loopback model stub): wait for the memory.
+          const memory = await poll(
+            "the extracted memory",
+            async () => {
+              const r = await api.call("POST", "/api/v1/search/find", {
+                query: "tabs spaces TypeScript",
+                target_uri: "viking://~/memories",
+              });
+              return arr(obj(r.json.result).memories).find((m) =>
+                String(m.abstract).includes("tabs over spaces")
+              );
+            },
+            90_000,
+            () => api.commitTasks(`kc-${taught.sessionId}`),
+          );
+          assertMatch(String(memory.uri), new RegExp(`^viking://user/${space}/memories/preferences/`));
+
+          const before = rig.model.chatRequests().length;
+          const question = "tabs or spaces for TypeScript indentation?";
+          const r = await rig.print(question);
+          const state = JSON.parse(
+            await Deno.readTextFile(`${rig.ovHome}/hook-state/kimicode/${r.sessionId}.prompt.json`),
+          ) as { recallBlock?: string };
+          const recall = state.recallBlock ?? "";
+          assertMatch(
+            recall,
+            /^<openviking-context>\nRelevant memory from OpenViking\. Use the search\/read MCP tools/,
+          );
+          assertStringIncludes(recall, `<memory uri="${memory.uri}"`);
+          assertStringIncludes(recall, "tabs over spaces");
+          const msgs = rig.model.chatRequests().slice(before)[0].body.messages;
+          const at = msgs.findIndex((m) => m.role === "user" && messageText(m) === question);
+          const injected = messageText(msgs[at - 1]);
+          // The profile (the memories listing) first, then the recall block exactly as the hook got it.
+          assertMatch(
+            injected,
+            /^<hook_result hook_event="UserPromptSubmit">\n<openviking-context source="session-start">\n/,
+          );
+          assertTrue(injected.endsWith(`\n\n${recall}\n</hook_result>`), injected);
+
+          // 6: the tool list Kimi offers is the real server's, under our prefix; the call returns its text.
+          const prefix = MCP_PREFIX[mode];
+          const served = arr((await api.mcp("tools/list", {})).tools).map((x) => String(x.name)).sort();
+          assertEquals(served.length, 24);
+          const serverText = async () =>
+            arr((await api.mcp("tools/call", { name: "search", arguments: MCP_ARGS })).content)
+              .map((c) => String(c.text ?? "")).join("\n");
+          const beforeCall = await serverText();
+          const from = rig.model.chatRequests().length;
+          await rig.print("CALL_MCP please search my memory", { sessionId: r.sessionId });
+          const afterCall = await serverText();
+          const reqs = rig.model.chatRequests().slice(from);
+          assertEquals(
+            reqs[0].toolNames.filter((n) => n.startsWith(prefix)).map((n) => n.slice(prefix.length)).sort(),
+            served,
+          );
+          const got = toolText(reqs.find((q) => q.hasToolResult)?.lastToolOutput);
+          // Only this user's extraction could change the answer between the calls; either way it is the server's.
+          assertTrue(
+            got === beforeCall || got === afterCall,
+            `tool output ${got}\nserver said ${beforeCall}`,
+          );
+          assertStringIncludes(got, String(memory.uri));
+
+          // The profile was injected once in this session: not again on the resumed turn.
+          const all = reqs.at(-1)!.body.messages.filter(isHookResult).map(messageText);
+          assertEquals(all.filter((x) => x.includes('source="session-start"')).length, 1);
+          // OpenViking got the turns without anything injected.
+          await expectRealSession(api, `kc-${r.sessionId}`, [
+            ["0", "user", question],
+            ["0", "assistant", `ACK: ${question}`],
+            ["1", "user", "CALL_MCP please search my memory"],
+            ["1", "assistant", "The memory search is done."],
+          ]);
+        },
+      );
+    }
+  } finally {
+    await server.stop();
+  }
+});
