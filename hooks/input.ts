@@ -6,23 +6,28 @@ const ContentPart = z.looseObject({ type: z.string(), text: z.optional(z.string(
 const PromptValue = z.union([z.string(), z.array(ContentPart)]);
 const Id = z.pipe(z.union([z.string(), z.number()]), z.transform(String));
 
+/** An optional field that reads as absent when it has an unexpected type (one odd field never sinks a hook). */
+function tolerant<T extends z.ZodMiniType>(schema: T) {
+  return z.catch(z.optional(schema), undefined);
+}
+
 /** Fields of Kimi Code hook payloads this plugin reads. */
 export const HookInputSchema = z.looseObject({
-  hook_event_name: z.optional(z.string()),
-  session_id: z.optional(z.string()),
-  sessionId: z.optional(z.string()),
-  cwd: z.optional(z.string()),
-  prompt: z.optional(PromptValue),
-  input: z.optional(PromptValue),
-  prompt_id: z.optional(Id),
-  request_id: z.optional(Id),
-  message_id: z.optional(Id),
-  tool_name: z.optional(z.string()),
-  tool_input: z.optional(z.unknown()),
-  source: z.optional(z.string()),
-  reason: z.optional(z.string()),
-  trigger: z.optional(z.string()),
-  turn_id: z.optional(Id),
+  hook_event_name: tolerant(z.string()),
+  session_id: tolerant(z.string()),
+  sessionId: tolerant(z.string()),
+  cwd: tolerant(z.string()),
+  prompt: tolerant(PromptValue),
+  input: tolerant(PromptValue),
+  prompt_id: tolerant(Id),
+  request_id: tolerant(Id),
+  message_id: tolerant(Id),
+  tool_name: tolerant(z.string()),
+  tool_input: tolerant(z.unknown()),
+  source: tolerant(z.string()),
+  reason: tolerant(z.string()),
+  trigger: tolerant(z.string()),
+  turn_id: tolerant(Id),
 });
 
 /** A parsed hook payload. */

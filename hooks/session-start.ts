@@ -4,7 +4,9 @@
  * Prints nothing.
  */
 
+import { removeStaleTemps } from "../runtime/fs.ts";
 import { Budget } from "../runtime/http.ts";
+import { hookStateDir } from "../runtime/paths.ts";
 import { replayPending } from "../runtime/pending.ts";
 import { updateState } from "../runtime/state.ts";
 import { clientFor, type HookContext } from "./context.ts";
@@ -23,7 +25,10 @@ export async function replayQueue(ctx: HookContext): Promise<HookResult> {
     ttlDays: c.pendingTtlDays,
     budget: new Budget(c.replayBudgetMs),
   });
-  return { outcome: "replayed", data: { ...report } };
+  // Writes killed mid-way leave temp files behind; an hour is far beyond any write.
+  const temps = (await removeStaleTemps(ctx.pendingDir, 3600_000)) +
+    (await removeStaleTemps(hookStateDir(ctx.env), 3600_000));
+  return { outcome: "replayed", data: { ...report, staleTempsRemoved: temps } };
 }
 
 /** The SessionStart handler. */

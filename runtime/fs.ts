@@ -75,3 +75,21 @@ export function isAlreadyExists(error: unknown): boolean {
 export function isNotFound(error: unknown): boolean {
   return error instanceof Deno.errors.NotFound;
 }
+
+/** Deletes `*.tmp` files in `dir` older than `olderThanMs`: what a write killed mid-way leaves behind. */
+export async function removeStaleTemps(dir: string, olderThanMs: number, now = Date.now()): Promise<number> {
+  let removed = 0;
+  try {
+    for await (const e of Deno.readDir(dir)) {
+      if (!e.isFile || !e.name.endsWith(".tmp")) continue;
+      const path = `${dir}/${e.name}`;
+      const info = await Deno.stat(path).catch(() => undefined);
+      if (info?.mtime && now - info.mtime.getTime() > olderThanMs) {
+        await Deno.remove(path).then(() => removed++, () => {});
+      }
+    }
+  } catch {
+    // no such directory
+  }
+  return removed;
+}

@@ -212,7 +212,7 @@ export function sendEntry(
 
 /**
  * Replays the queue oldest first, bounded in count and time. Stops at the first retryable failure so order is
- * kept; a failure to reach the server at all does not count as a retry (a long outage loses nothing).
+ * kept; an outage (no answer, 429, 502/503/504) does not count as a retry, so a long outage loses nothing.
  */
 export async function replayPending(
   dir: string,
@@ -262,8 +262,8 @@ export async function replayPending(
     }
     report.failed++;
     i++;
-    if (res.status === 0) {
-      // Server unreachable: put the entry back untouched.
+    if (isOutage(res.status)) {
+      // Server unreachable or saying "not now": put the entry back untouched, it is not the entry's fault.
       await Deno.rename(processing, joinPath(dir, f.name)).catch(() => {});
       break;
     }
@@ -283,6 +283,14 @@ export async function replayPending(
   }
   report.deferred = queue.length - i + waiting;
   return report;
+}
+
+/**
+ * Failures that say the server is away rather than that the write is bad: no answer, 429, 502, 503, 504.
+ * They never count as a retry, so an outage of any length drops nothing (the TTL still applies).
+ */
+export function isOutage(status: number): boolean {
+  return status === 0 || status === 429 || status === 502 || status === 503 || status === 504;
 }
 
 /** Number of queued entries, optionally only of one session. */

@@ -443,14 +443,14 @@ Deno.test("hook session-start: a repeat within 2 s is ignored; resume keeps the 
   assertEquals((await promptState(s)).profileInjected, false);
 });
 
-/** State letter of a process from /proc ("Z" once it exited but was not yet reaped; "" when gone). */
+/** State letter of a process per `ps` ("Z" once it exited but was not yet reaped; "" when gone). */
 function procState(pid: number): string {
-  try {
-    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
-  } catch {
-    return "";
-  }
+  const out = new Deno.Command("ps", {
+    args: ["-o", "stat=", "-p", String(pid)],
+    stdout: "piped",
+    stderr: "null",
+  }).outputSync();
+  return new TextDecoder().decode(out.stdout).trim().slice(0, 1);
 }
 
 Deno.test({
@@ -470,6 +470,7 @@ Deno.test({
       stderr: "piped",
     }).spawn();
     parentPid = child.pid;
+    assertTrue(procState(Deno.pid) !== "", "the probe can see a live process");
     const w = child.stdin.getWriter();
     await w.write(new TextEncoder().encode(payload("Stop")));
     await w.close();

@@ -86,7 +86,7 @@ Deno.test("replay: order kept across a retryable failure; unreachable server bur
     let sent = 0;
     const r1 = await replayPending(dir.path, client, opts({ limit: 2 }));
     sent += r1.replayed;
-    fake.fault({ route: "POST /api/v1/sessions/:id/messages", status: 503, times: 1 });
+    fake.fault({ route: "POST /api/v1/sessions/:id/messages", status: 500, times: 1 });
     const r2 = await replayPending(dir.path, client, opts());
     assertEquals([r1.replayed, r2.replayed, r2.failed, r2.deferred], [2, 0, 1, 2]);
     const left = await listPending(dir.path);
@@ -256,4 +256,21 @@ Deno.test("hasUnsent: queued or in-flight (.processing) writes of a session hold
   assertEquals(await hasUnsent(dir.path, "kc-s1"), true, "a replay is sending it right now");
   await Deno.remove(`${dir.path}/${mine.name.replace(".json", ".processing")}`);
   assertEquals(await hasUnsent(dir.path, "kc-s1"), false);
+});
+
+Deno.test("replay: an outage answered with 503/502/504/429 never burns retries, however long it lasts", async () => {
+  await using dir = await tempDir();
+  const fake = await FakeOpenViking.start();
+  try {
+    await enqueueAll(dir.path, [msg(0)]);
+    const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 2000 });
+    for (const status of [503, 502, 504, 429, 503, 503]) {
+      fake.fault({ route: "POST /api/v1/sessions/:id/messages", status, times: 1 });
+      assertEquals((await replayPending(dir.path, client, opts())).failed, 1);
+    }
+    assertEquals((await listPending(dir.path)).map((f) => f.entry.retries), [0]);
+    assertEquals((await replayPending(dir.path, client, opts())).replayed, 1);
+  } finally {
+    await fake.close();
+  }
 });

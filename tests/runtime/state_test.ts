@@ -1,6 +1,7 @@
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import { emptyState, readState, safeId, statePaths, updateState, writeState } from "../../runtime/state.ts";
 import { withLock } from "../../runtime/lock.ts";
+import { removeStaleTemps } from "../../runtime/fs.ts";
 import { tempDir } from "../support/temp.ts";
 import { prodRunArgs, ROOT } from "../support/run.ts";
 
@@ -203,4 +204,18 @@ Deno.test("lock: under the binary's permissions a live holder keeps its lock and
     { acquired: true, value: "taken" },
     "a killed holder's lock is taken over at once",
   );
+});
+
+Deno.test("removeStaleTemps: temp files a killed write left behind go after the grace period, fresh ones stay", async () => {
+  await using dir = await tempDir();
+  await Deno.writeTextFile(`${dir.path}/s.json.123.abcd.tmp`, "x");
+  await Deno.writeTextFile(`${dir.path}/fresh.json.9.ffff.tmp`, "x");
+  await Deno.writeTextFile(`${dir.path}/keep.json`, "{}");
+  const old = new Date(Date.now() - 2 * 3600_000);
+  await Deno.utime(`${dir.path}/s.json.123.abcd.tmp`, old, old);
+  assertEquals(await removeStaleTemps(dir.path, 3600_000), 1);
+  assertEquals([...Deno.readDirSync(dir.path)].map((e) => e.name).sort(), [
+    "fresh.json.9.ffff.tmp",
+    "keep.json",
+  ]);
 });
