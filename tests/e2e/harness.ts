@@ -304,7 +304,8 @@ export class Rig {
     const env = await KimiEnv.create(install, {
       baseUrl: model.baseUrl,
       // A temporary HOME would give deno an empty module cache: the hooks must share the test's.
-      env: { DENO_DIR: denoDir(), ...opts.env },
+      // The hooks' debug log (~/.openviking/logs/kimicode-hooks.log) explains a failure: see hookRuns().
+      env: { DENO_DIR: denoDir(), OPENVIKING_DEBUG: "1", ...opts.env },
     });
     const rig = new Rig(opts.mode, env, model, gate, fake);
     if (!opts.noInstall) {
@@ -345,6 +346,12 @@ export class Rig {
     } catch {
       return {};
     }
+  }
+
+  /** The `done` records of the hooks' debug log (one per hook run: event, outcome, durationMs, …). */
+  async hookRuns(): Promise<Record<string, unknown>[]> {
+    const text = await Deno.readTextFile(join(this.ovHome, "logs", "kimicode-hooks.log")).catch(() => "");
+    return text.split("\n").filter((l) => l.includes('"stage":"done"')).map((l) => JSON.parse(l));
   }
 
   /** Runs `kimi [-S id] -p <prompt>` and checks it succeeded. */

@@ -68,7 +68,15 @@ for (const version of KIMI_VERSIONS) {
             `a strict prefix: ${partial}`,
           );
           assertStringIncludes(partial, "slow token 10");
-          assertEquals((await rig.captureState(sessionId)).lastCaptureEvent, "interrupt");
+          // The state is written after the commit returns: poll it too (still no prompt, so still no Stop).
+          const state = await poll("the interrupt capture's state", async () => {
+            const s = await rig.captureState(sessionId);
+            return s.lastCaptureEvent !== undefined ? s : undefined;
+          });
+          assertEquals(state.lastCaptureEvent, "interrupt");
+          const run = (await rig.hookRuns()).find((r) => r.event === "interrupt");
+          console.log(`  interrupt hook: ${run?.outcome} in ${run?.durationMs} ms (${JSON.stringify(run)})`);
+          assertEquals(state.capturedKeys, ["0:user", "0:assistant"]);
           assertEquals(fake.sessions.get(ov)?.commits, 1, "the interrupt capture commits");
           turns.push(user, assistant);
 
