@@ -194,6 +194,11 @@ for (const version of KIMI_VERSIONS) {
             at > 0 && !isHookResult(turnMsgs[at - 1]),
             "no recall without a server, and no error text either",
           );
+          // The MCP proxy still hands Kimi OpenViking's tools (from its cache) while the server is down.
+          assertEquals(
+            downReqs[0].toolNames.filter((n) => n.startsWith("mcp__")).sort(),
+            OPENVIKING_TOOLS.map((n) => `${MCP_PREFIX[mode]}${n}`).sort(),
+          );
 
           const queued = await poll(
             "3 queued writes",
