@@ -6,7 +6,7 @@
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { KIMI_VERSIONS } from "../support/kimi.ts";
-import { messageText } from "../support/model-server.ts";
+import { type ChatMessage, messageText } from "../support/model-server.ts";
 import { OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
 import {
   E2E_TEST,
@@ -34,225 +34,249 @@ const MODES: Mode[] = ["config", "plugin"];
 /** How long a turn may take while OpenViking refuses connections: far below the prompt hook's 17 s budget. */
 const DOWN_TURN_BOUND_MS = 12_000;
 
-for (const version of KIMI_VERSIONS) {
-  for (const mode of MODES) {
-    const name = `e2e kimi ${version} -p, ${mode} mode`;
-    const install = await kimiOrSkip(version, name);
-    Deno.test({ name, ignore: !install, ...E2E_TEST }, async (t) => {
-      await using rig = await Rig.create(install!, { mode });
-      const fake = rig.fake!;
+/** A Kimi version, install mode and engine to run the print scenarios with. */
+interface Variant {
+  version: string;
+  mode: Mode;
+  /** The legacy engine (`KIMI_CODE_LEGACY_FLAG=1`, wire protocol 1.4; optional, 0.41.0 only). */
+  legacy: boolean;
+}
 
-      await t.step(
-        "1+2: recall in <hook_result>, profile once; plain/tool/subagent turns captured whole, once, committed",
-        async () => {
-          const prompts = [
-            "hello, remember that I prefer tabs over spaces",
-            "second: RUN_TOOL please, and think about it",
-            "third: RUN_AGENT now",
-            "fourth: thanks, that is everything for today",
-          ];
-          const answers = [
-            `ACK: ${prompts[0]}`,
-            "Let me check with a tool.\n\nThe tool has finished.",
-            "The subagent has finished.",
-            `ACK: ${prompts[3]}`,
-          ];
-          let sessionId: string | undefined;
-          const expected: Msg[] = [];
-          for (const [i, prompt] of prompts.entries()) {
-            const r = await rig.print(prompt, { sessionId });
-            if (sessionId) assertEquals(r.sessionId, sessionId, "-S resumes the same session");
-            sessionId = r.sessionId!;
-            expected.push([String(i), "user", prompt], [String(i), "assistant", answers[i]]);
-            // The Stop worker is detached and waits for turn.ended: poll the fake, never sleep.
-            await expectFakeSession(fake, `kc-${sessionId}`, expected, i + 1);
-          }
-          const ov = `kc-${sessionId}`;
+const VARIANTS: Variant[] = [
+  ...KIMI_VERSIONS.flatMap((version) => MODES.map((mode) => ({ version, mode, legacy: false }))),
+  { version: "0.41.0", mode: "config", legacy: true },
+];
 
-          // What the model received: one hook result per prompt, right before it; the profile only in the first.
-          const last = rig.mainRequests().at(-1)!;
-          const msgs = last.body.messages;
-          const results = msgs.filter(isHookResult).map(messageText);
-          assertEquals(results, [
-            hookResult(`${FAKE_PROFILE_BLOCK}\n\n${FAKE_RECALL_BLOCK}`),
-            hookResult(FAKE_RECALL_BLOCK),
-            hookResult(FAKE_RECALL_BLOCK),
-            hookResult(FAKE_RECALL_BLOCK),
-          ]);
-          for (const prompt of prompts) {
-            const at = msgs.findIndex((m) => m.role === "user" && messageText(m) === prompt);
-            assertTrue(at > 0 && isHookResult(msgs[at - 1]), `the recall comes right before "${prompt}"`);
-          }
-          for (const r of rig.mainRequests()) {
-            const profiles = r.body.messages.map(messageText).filter((x) =>
-              x.includes('source="session-start"')
-            );
-            assertEquals(profiles.length, 1, "exactly one profile block in every request of the session");
-          }
-          // The tool really ran (its output reached the model) — and still was not captured.
-          assertTrue(
-            rig.mainRequests().some((r) => (r.lastToolOutput ?? "").includes("TOOL-OUTPUT-4242")),
-            `the model saw the output of ${TOOL_COMMAND}`,
-          );
+/**
+ * The message Kimi adds the prompt hook's output as: right before the prompt (v2 engine), right after it
+ * (legacy engine).
+ */
+function besidePrompt(msgs: ChatMessage[], prompt: string, legacy: boolean): ChatMessage | undefined {
+  const at = msgs.findIndex((m) => m.role === "user" && messageText(m) === prompt);
+  if (at < 0) return undefined;
+  return msgs[legacy ? at + 1 : at - 1];
+}
 
-          // What OpenViking received: one context search per prompt, the profile fetched once, one commit per turn.
-          const searches = fake.requestsTo("POST /api/v1/search/search").map((q) =>
-            q.body as Record<string, unknown>
-          );
-          assertEquals(
-            searches.map((b) => [b.query, b.mode, b.session_id]),
-            prompts.map((p) => [p, "context", ov]),
-          );
-          assertEquals(
-            fake.requestsTo("GET /api/v1/system/status").length,
-            1,
-            "profile fetched once per session",
-          );
-          assertEquals(fake.requestsTo("POST /api/v1/sessions/:id/commit").length, 4);
-          for (const [, , text] of fakeMessages(fake, ov)) assertEquals(leaks(text), [], text);
-        },
-      );
-
-      await t.step(
-        "6: the model lists and calls our MCP search through Kimi and gets the server's text back",
-        async () => {
-          fake.mcp.received.length = 0;
-          const before = rig.model.chatRequests().length;
-          const r = await rig.print("CALL_MCP please search my memory for my indentation preference");
-          const reqs = rig.model.chatRequests().slice(before);
-          const prefix = MCP_PREFIX[mode];
-          const other = MCP_PREFIX[mode === "config" ? "plugin" : "config"];
-          const offered = reqs[0].toolNames.filter((n) => n.startsWith("mcp__"));
-          assertEquals(offered.sort(), OPENVIKING_TOOLS.map((n) => `${prefix}${n}`).sort());
-          assertTrue(!reqs[0].toolNames.some((n) => n.startsWith(other)), `no ${other}* tools`);
-          const calls = fake.mcp.receivedMethod("tools/call").map((m) => m.params);
-          assertEquals(calls, [{ name: "search", arguments: MCP_ARGS }]);
-          const answer = reqs.find((q) => q.hasToolResult);
-          // 2.1.0 prefixes every tool output it hands the model with "Wall time: <s> seconds".
-          assertEquals(withoutWallTime(answer?.lastToolOutput), `fake search: ${JSON.stringify(MCP_ARGS)}`);
-          await expectFakeSession(fake, `kc-${r.sessionId}`, [
-            ["0", "user", "CALL_MCP please search my memory for my indentation preference"],
-            ["0", "assistant", "The memory search is done."],
-          ], 1);
-        },
-      );
-
-      await t.step("7: the URI guard stops a Read of viking:// and the model sees why", async () => {
-        const before = rig.model.chatRequests().length;
-        const reads = fake.requestsTo("GET /api/v1/content/read").length;
-        const prompt = "READ_VIKING please show me that memory file";
-        const r = await rig.print(prompt);
-        const reqs = rig.model.chatRequests().slice(before);
-        const answer = reqs.find((q) => q.hasToolResult);
-        const output = answer?.lastToolOutput ?? "";
-        const prefix = MCP_PREFIX[mode];
-        assertStringIncludes(
-          output,
-          "viking:// URIs are OpenViking virtual paths, not local filesystem paths.",
-        );
-        assertStringIncludes(output, `Use the OpenViking MCP tool ${prefix}read instead.`);
-        assertStringIncludes(output, `Example: ${prefix}read(uris="${VIKING_URI}")`);
-        assertTrue(
-          reqs[0].toolNames.includes(`${prefix}read`),
-          `the tool the reason names (${prefix}read) exists`,
-        );
-        // The profile reads profile.md once per session; nothing read the denied URI.
-        const readUris = fake.requestsTo("GET /api/v1/content/read").slice(reads).map((q) => q.query.uri);
-        assertTrue(!readUris.includes(VIKING_URI), JSON.stringify(readUris));
-        await expectFakeSession(fake, `kc-${r.sessionId}`, [
-          ["0", "user", prompt],
-          ["0", "assistant", "The read was refused."],
-        ], 1);
-      });
-
-      await t.step(
-        "3: OpenViking down → Kimi answers at once, writes wait in the queue (0600), replayed once at the next session start",
-        async () => {
-          const first = await rig.print("first: the server is still up");
-          const ov = `kc-${first.sessionId}`;
-          const turn0: Msg[] = [
-            ["0", "user", "first: the server is still up"],
-            ["0", "assistant", "ACK: first: the server is still up"],
-          ];
-          await expectFakeSession(fake, ov, turn0, 1);
-
-          rig.gate.down();
-          const seen = fake.requests.length;
-          const before = rig.model.chatRequests().length;
-          const downPrompt = "second: the server is down now, RUN_TOOL anyway";
-          const down = await rig.print(downPrompt, { sessionId: first.sessionId });
-          assertStringIncludes(down.stdout, "The tool has finished.");
-          // Generous bound, not a benchmark: had any hook waited out its budget (17 s) the turn would exceed it.
-          assertTrue(
-            down.durationMs < DOWN_TURN_BOUND_MS,
-            `turn took ${down.durationMs} ms with the server down`,
-          );
-          const downReqs = rig.model.chatRequests().slice(before);
-          const turnMsgs = downReqs[0].body.messages;
-          const at = turnMsgs.findIndex((m) => m.role === "user" && messageText(m) === downPrompt);
-          assertTrue(
-            at > 0 && !isHookResult(turnMsgs[at - 1]),
-            "no recall without a server, and no error text either",
-          );
-          // The MCP proxy still hands Kimi OpenViking's tools (from its cache) while the server is down.
-          assertEquals(
-            downReqs[0].toolNames.filter((n) => n.startsWith("mcp__")).sort(),
-            OPENVIKING_TOOLS.map((n) => `${MCP_PREFIX[mode]}${n}`).sort(),
-          );
-
-          const queued = await poll(
-            "3 queued writes",
-            async () => {
-              const files = await listQueue(rig.pendingDir);
-              return files.length === 3 ? files : undefined;
-            },
-            30_000,
-            () => listQueue(rig.pendingDir),
-          );
-          for (const f of queued) assertEquals(f.mode, 0o600, `${f.name} is private`);
-          assertEquals((await Deno.stat(rig.pendingDir)).mode! & 0o777, 0o700);
-          assertEquals(
-            queued.map((f) => [f.entry.type, f.entry.sessionId, f.entry.payload]).sort(sortKey),
-            [
-              ["addMessage", ov, { role: "user", content: downPrompt, turn_id: "1" }],
-              ["addMessage", ov, {
-                role: "assistant",
-                content: "Let me check with a tool.\n\nThe tool has finished.",
-                turn_id: "1",
-              }],
-              ["commitSession", ov, {}],
-            ].sort(sortKey),
-          );
-          assertEquals(fake.requests.length, seen, "nothing reached the server while it was down");
-
-          await rig.gate.up();
-          const next = await rig.print("third: a new session after the outage");
-          assertTrue(next.sessionId !== first.sessionId);
-          await expectFakeSession(fake, ov, [
-            ...turn0,
-            ["1", "user", downPrompt],
-            ["1", "assistant", "Let me check with a tool.\n\nThe tool has finished."],
-          ], 2);
-          await expectFakeSession(fake, `kc-${next.sessionId}`, [
-            ["0", "user", "third: a new session after the outage"],
-            ["0", "assistant", "ACK: third: a new session after the outage"],
-          ], 1);
-          assertEquals(await listQueue(rig.pendingDir), [], "the queue is empty again");
-          const replayed = fake.requests.slice(seen).filter((q) => q.path.includes(encodeURIComponent(ov)));
-          assertEquals(replayed.map((q) => q.route), [
-            "POST /api/v1/sessions/:id/messages",
-            "POST /api/v1/sessions/:id/messages",
-            "POST /api/v1/sessions/:id/commit",
-          ]);
-          // The new session's own recall ran normally once the server was back.
-          assertMatch(
-            messageText(rig.mainRequests().at(-1)!.body.messages.find(isHookResult)!),
-            /openviking-context/,
-          );
-        },
-      );
+for (const { version, mode, legacy } of VARIANTS) {
+  const name = `e2e kimi ${version}${legacy ? " legacy engine" : ""} -p, ${mode} mode`;
+  const install = await kimiOrSkip(version, name);
+  Deno.test({ name, ignore: !install, ...E2E_TEST }, async (t) => {
+    await using rig = await Rig.create(install!, {
+      mode,
+      env: legacy ? { KIMI_CODE_LEGACY_FLAG: "1" } : {},
     });
-  }
+    const fake = rig.fake!;
+
+    await t.step(
+      "1+2: recall in <hook_result>, profile once; plain/tool/subagent turns captured whole, once, committed",
+      async () => {
+        const prompts = [
+          "hello, remember that I prefer tabs over spaces",
+          "second: RUN_TOOL please, and think about it",
+          "third: RUN_AGENT now",
+          "fourth: thanks, that is everything for today",
+        ];
+        const answers = [
+          `ACK: ${prompts[0]}`,
+          "Let me check with a tool.\n\nThe tool has finished.",
+          "The subagent has finished.",
+          `ACK: ${prompts[3]}`,
+        ];
+        let sessionId: string | undefined;
+        const expected: Msg[] = [];
+        for (const [i, prompt] of prompts.entries()) {
+          const r = await rig.print(prompt, { sessionId });
+          if (sessionId) assertEquals(r.sessionId, sessionId, "-S resumes the same session");
+          sessionId = r.sessionId!;
+          expected.push([String(i), "user", prompt], [String(i), "assistant", answers[i]]);
+          // The Stop worker is detached and waits for turn.ended: poll the fake, never sleep.
+          await expectFakeSession(fake, `kc-${sessionId}`, expected, i + 1);
+        }
+        const ov = `kc-${sessionId}`;
+
+        // What the model received: one hook result per prompt, right before it; the profile only in the first.
+        const last = rig.mainRequests().at(-1)!;
+        const msgs = last.body.messages;
+        const results = msgs.filter(isHookResult).map(messageText);
+        assertEquals(results, [
+          hookResult(`${FAKE_PROFILE_BLOCK}\n\n${FAKE_RECALL_BLOCK}`),
+          hookResult(FAKE_RECALL_BLOCK),
+          hookResult(FAKE_RECALL_BLOCK),
+          hookResult(FAKE_RECALL_BLOCK),
+        ]);
+        for (const prompt of prompts) {
+          const beside = besidePrompt(msgs, prompt, legacy);
+          assertTrue(beside && isHookResult(beside), `the recall comes with "${prompt}"`);
+        }
+        for (const r of rig.mainRequests()) {
+          const profiles = r.body.messages.map(messageText).filter((x) =>
+            x.includes('source="session-start"')
+          );
+          assertEquals(profiles.length, 1, "exactly one profile block in every request of the session");
+        }
+        // The tool really ran (its output reached the model) — and still was not captured.
+        assertTrue(
+          rig.mainRequests().some((r) => (r.lastToolOutput ?? "").includes("TOOL-OUTPUT-4242")),
+          `the model saw the output of ${TOOL_COMMAND}`,
+        );
+
+        // What OpenViking received: one context search per prompt, the profile fetched once, one commit per turn.
+        const searches = fake.requestsTo("POST /api/v1/search/search").map((q) =>
+          q.body as Record<string, unknown>
+        );
+        assertEquals(
+          searches.map((b) => [b.query, b.mode, b.session_id]),
+          prompts.map((p) => [p, "context", ov]),
+        );
+        assertEquals(
+          fake.requestsTo("GET /api/v1/system/status").length,
+          1,
+          "profile fetched once per session",
+        );
+        assertEquals(fake.requestsTo("POST /api/v1/sessions/:id/commit").length, 4);
+        for (const [, , text] of fakeMessages(fake, ov)) assertEquals(leaks(text), [], text);
+      },
+    );
+
+    await t.step(
+      "6: the model lists and calls our MCP search through Kimi and gets the server's text back",
+      async () => {
+        fake.mcp.received.length = 0;
+        const before = rig.model.chatRequests().length;
+        const r = await rig.print("CALL_MCP please search my memory for my indentation preference");
+        const reqs = rig.model.chatRequests().slice(before);
+        const prefix = MCP_PREFIX[mode];
+        const other = MCP_PREFIX[mode === "config" ? "plugin" : "config"];
+        const offered = reqs[0].toolNames.filter((n) => n.startsWith("mcp__"));
+        assertEquals(offered.sort(), OPENVIKING_TOOLS.map((n) => `${prefix}${n}`).sort());
+        assertTrue(!reqs[0].toolNames.some((n) => n.startsWith(other)), `no ${other}* tools`);
+        const calls = fake.mcp.receivedMethod("tools/call").map((m) => m.params);
+        assertEquals(calls, [{ name: "search", arguments: MCP_ARGS }]);
+        const answer = reqs.find((q) => q.hasToolResult);
+        // 2.1.0 prefixes every tool output it hands the model with "Wall time: <s> seconds".
+        assertEquals(withoutWallTime(answer?.lastToolOutput), `fake search: ${JSON.stringify(MCP_ARGS)}`);
+        await expectFakeSession(fake, `kc-${r.sessionId}`, [
+          ["0", "user", "CALL_MCP please search my memory for my indentation preference"],
+          ["0", "assistant", "The memory search is done."],
+        ], 1);
+      },
+    );
+
+    await t.step("7: the URI guard stops a Read of viking:// and the model sees why", async () => {
+      const before = rig.model.chatRequests().length;
+      const reads = fake.requestsTo("GET /api/v1/content/read").length;
+      const prompt = "READ_VIKING please show me that memory file";
+      const r = await rig.print(prompt);
+      const reqs = rig.model.chatRequests().slice(before);
+      const answer = reqs.find((q) => q.hasToolResult);
+      const output = answer?.lastToolOutput ?? "";
+      const prefix = MCP_PREFIX[mode];
+      assertStringIncludes(
+        output,
+        "viking:// URIs are OpenViking virtual paths, not local filesystem paths.",
+      );
+      assertStringIncludes(output, `Use the OpenViking MCP tool ${prefix}read instead.`);
+      assertStringIncludes(output, `Example: ${prefix}read(uris="${VIKING_URI}")`);
+      assertTrue(
+        reqs[0].toolNames.includes(`${prefix}read`),
+        `the tool the reason names (${prefix}read) exists`,
+      );
+      // The profile reads profile.md once per session; nothing read the denied URI.
+      const readUris = fake.requestsTo("GET /api/v1/content/read").slice(reads).map((q) => q.query.uri);
+      assertTrue(!readUris.includes(VIKING_URI), JSON.stringify(readUris));
+      await expectFakeSession(fake, `kc-${r.sessionId}`, [
+        ["0", "user", prompt],
+        ["0", "assistant", "The read was refused."],
+      ], 1);
+    });
+
+    await t.step(
+      "3: OpenViking down → Kimi answers at once, writes wait in the queue (0600), replayed once at the next session start",
+      async () => {
+        const first = await rig.print("first: the server is still up");
+        const ov = `kc-${first.sessionId}`;
+        const turn0: Msg[] = [
+          ["0", "user", "first: the server is still up"],
+          ["0", "assistant", "ACK: first: the server is still up"],
+        ];
+        await expectFakeSession(fake, ov, turn0, 1);
+
+        rig.gate.down();
+        const seen = fake.requests.length;
+        const before = rig.model.chatRequests().length;
+        const downPrompt = "second: the server is down now, RUN_TOOL anyway";
+        const down = await rig.print(downPrompt, { sessionId: first.sessionId });
+        assertStringIncludes(down.stdout, "The tool has finished.");
+        // Generous bound, not a benchmark: had any hook waited out its budget (17 s) the turn would exceed it.
+        assertTrue(
+          down.durationMs < DOWN_TURN_BOUND_MS,
+          `turn took ${down.durationMs} ms with the server down`,
+        );
+        const downReqs = rig.model.chatRequests().slice(before);
+        const turnMsgs = downReqs[0].body.messages;
+        const beside = besidePrompt(turnMsgs, downPrompt, legacy);
+        assertTrue(
+          beside !== undefined && !isHookResult(beside),
+          "no recall without a server, and no error text either",
+        );
+        // The MCP proxy still hands Kimi OpenViking's tools (from its cache) while the server is down.
+        assertEquals(
+          downReqs[0].toolNames.filter((n) => n.startsWith("mcp__")).sort(),
+          OPENVIKING_TOOLS.map((n) => `${MCP_PREFIX[mode]}${n}`).sort(),
+        );
+
+        const queued = await poll(
+          "3 queued writes",
+          async () => {
+            const files = await listQueue(rig.pendingDir);
+            return files.length === 3 ? files : undefined;
+          },
+          30_000,
+          () => listQueue(rig.pendingDir),
+        );
+        for (const f of queued) assertEquals(f.mode, 0o600, `${f.name} is private`);
+        assertEquals((await Deno.stat(rig.pendingDir)).mode! & 0o777, 0o700);
+        assertEquals(
+          queued.map((f) => [f.entry.type, f.entry.sessionId, f.entry.payload]).sort(sortKey),
+          [
+            ["addMessage", ov, { role: "user", content: downPrompt, turn_id: "1" }],
+            ["addMessage", ov, {
+              role: "assistant",
+              content: "Let me check with a tool.\n\nThe tool has finished.",
+              turn_id: "1",
+            }],
+            ["commitSession", ov, {}],
+          ].sort(sortKey),
+        );
+        assertEquals(fake.requests.length, seen, "nothing reached the server while it was down");
+
+        await rig.gate.up();
+        const next = await rig.print("third: a new session after the outage");
+        assertTrue(next.sessionId !== first.sessionId);
+        await expectFakeSession(fake, ov, [
+          ...turn0,
+          ["1", "user", downPrompt],
+          ["1", "assistant", "Let me check with a tool.\n\nThe tool has finished."],
+        ], 2);
+        await expectFakeSession(fake, `kc-${next.sessionId}`, [
+          ["0", "user", "third: a new session after the outage"],
+          ["0", "assistant", "ACK: third: a new session after the outage"],
+        ], 1);
+        assertEquals(await listQueue(rig.pendingDir), [], "the queue is empty again");
+        const replayed = fake.requests.slice(seen).filter((q) => q.path.includes(encodeURIComponent(ov)));
+        assertEquals(replayed.map((q) => q.route), [
+          "POST /api/v1/sessions/:id/messages",
+          "POST /api/v1/sessions/:id/messages",
+          "POST /api/v1/sessions/:id/commit",
+        ]);
+        // The new session's own recall ran normally once the server was back.
+        assertMatch(
+          messageText(rig.mainRequests().at(-1)!.body.messages.find(isHookResult)!),
+          /openviking-context/,
+        );
+      },
+    );
+  });
 }
 
 /** A tool output without the "Wall time: … seconds" line Kimi 2.1.0 puts first. */
