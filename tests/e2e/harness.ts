@@ -315,7 +315,7 @@ export interface RigOptions {
   env?: Record<string, string>;
   /** Extra `install` arguments. */
   installArgs?: string[];
-  /** Do not run `install` (the test does). */
+  /** Do not run `install` (the test does: pass it {@link Rig.credentialArgs}). */
   noInstall?: boolean;
 }
 
@@ -327,6 +327,8 @@ export class Rig {
   readonly gate: Gate;
   /** The fake (absent when a real server is used). */
   readonly fake: FakeOpenViking | undefined;
+  /** The API key the fake demands on every request (install passes it with `--api-key`). */
+  readonly apiKey: string | undefined;
 
   private constructor(mode: Mode, env: KimiEnv, model: ModelServer, gate: Gate, fake?: FakeOpenViking) {
     this.mode = mode;
@@ -334,11 +336,20 @@ export class Rig {
     this.model = model;
     this.gate = gate;
     this.fake = fake;
+    this.apiKey = fake?.options.apiKey;
+  }
+
+  /** The connection arguments of `install`: the gate's URL (and the fake's API key). */
+  get credentialArgs(): string[] {
+    return ["--url", this.gate.url, ...(this.apiKey ? ["--api-key", this.apiKey] : [])];
   }
 
   /** Starts the servers, creates the Kimi home and runs `openviking-kimi install --mode <mode> --url <gate>`. */
   static async create(install: KimiInstall, opts: RigOptions): Promise<Rig> {
-    const fake = opts.serverUrl ? undefined : await FakeOpenViking.start({ mcp: { sse: true } });
+    // The fake wants a key, like a production server: every hook and the MCP proxy must send it.
+    const fake = opts.serverUrl
+      ? undefined
+      : await FakeOpenViking.start({ mcp: { sse: true }, apiKey: `ovk-e2e-${crypto.randomUUID()}` });
     const gate = Gate.start(opts.serverUrl ?? fake!.url);
     const model = await ModelServer.start(e2eScript(opts.mode));
     const env = await KimiEnv.create(install, {
@@ -353,8 +364,7 @@ export class Rig {
         "install",
         "--mode",
         opts.mode,
-        "--url",
-        gate.url,
+        ...rig.credentialArgs,
         ...(opts.installArgs ?? []),
       ]);
       assertEquals(r.code, 0, `install failed:\n${r.stdout}\n${r.stderr}`);
@@ -504,4 +514,34 @@ export async function listQueue(dir: string): Promise<QueueFile[]> {
     }
   } catch { /* no queue yet */ }
   return out;
+}
+
+/** Paths (relative to `root`) of the files under `root` whose bytes contain `needle`. */
+export async function filesContaining(root: string, needle: string): Promise<string[]> {
+  const want = new TextEncoder().encode(needle);
+  const out: string[] = [];
+  const walk = async (dir: string): Promise<void> => {
+    for await (const e of Deno.readDir(dir)) {
+      const path = join(dir, e.name);
+      if (e.isDirectory) await walk(path);
+      else if (e.isFile && indexOf(await Deno.readFile(path).catch(() => new Uint8Array()), want) >= 0) {
+        out.push(path.slice(root.length + 1));
+      }
+    }
+  };
+  await walk(root);
+  return out.sort();
+}
+
+function indexOf(hay: Uint8Array, needle: Uint8Array): number {
+  outer: for (let i = 0; i + needle.length <= hay.length; i++) {
+    for (let j = 0; j < needle.length; j++) if (hay[i + j] !== needle[j]) continue outer;
+    return i;
+  }
+  return -1;
+}
+
+/** Permission bits of a path. */
+export async function modeOf(path: string): Promise<number> {
+  return (await Deno.stat(path)).mode! & 0o777;
 }

@@ -14,6 +14,7 @@ import {
   FAKE_PROFILE_BLOCK,
   FAKE_RECALL_BLOCK,
   fakeMessages,
+  filesContaining,
   hookResult,
   isHookResult,
   kimiOrSkip,
@@ -22,6 +23,7 @@ import {
   MCP_ARGS,
   MCP_PREFIX,
   type Mode,
+  modeOf,
   type Msg,
   poll,
   Rig,
@@ -135,6 +137,21 @@ for (const { version, mode, legacy } of VARIANTS) {
         );
         assertEquals(fake.requestsTo("POST /api/v1/sessions/:id/commit").length, 4);
         for (const [, , text] of fakeMessages(fake, ov)) assertEquals(leaks(text), [], text);
+
+        // Every request carried the key, which is nowhere on disk but the private ovcli.conf.
+        assertTrue(
+          fake.requests.every((q) =>
+            q.path === "/health" || q.headers.authorization === `Bearer ${rig.apiKey}`
+          ),
+        );
+        assertEquals(await filesContaining(rig.env.home, rig.apiKey!), [".openviking/ovcli.conf"]);
+        assertEquals(await modeOf(`${rig.ovHome}/ovcli.conf`), 0o600);
+        const stateDir = `${rig.ovHome}/hook-state/kimicode`;
+        assertEquals(await modeOf(stateDir), 0o700);
+        for await (const e of Deno.readDir(stateDir)) {
+          if (e.isFile) assertEquals(await modeOf(`${stateDir}/${e.name}`), 0o600, e.name);
+        }
+        assertEquals(await modeOf(`${rig.ovHome}/logs/kimicode-hooks.log`), 0o600);
       },
     );
 

@@ -63,7 +63,7 @@ for (const version of KIMI_VERSIONS) {
       const mcpJson = join(rig.env.kimiHome, "mcp.json");
       const registry = join(rig.env.kimiHome, "plugins", "installed.json");
 
-      const installed = await rig.cli(["install", "--mode", mode, "--url", rig.gate.url]);
+      const installed = await rig.cli(["install", "--mode", mode, ...rig.credentialArgs]);
       assertEquals(installed.code, 0, installed.stdout + installed.stderr);
       const withUs = await Deno.readFile(rig.env.configPath);
       if (mode === "config") {
