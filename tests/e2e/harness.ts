@@ -317,6 +317,10 @@ export interface RigOptions {
   installArgs?: string[];
   /** Do not run `install` (the test does: pass it {@link Rig.credentialArgs}). */
   noInstall?: boolean;
+  /** Parent directory of HOME and the work dir (default: a new temp dir). */
+  root?: string;
+  /** Name of the work dir (default "project"). */
+  workDirName?: string;
 }
 
 /** One Kimi home with our plugin installed, its model server, OpenViking (fake or real) and the gate. */
@@ -354,6 +358,8 @@ export class Rig {
     const model = await ModelServer.start(e2eScript(opts.mode));
     const env = await KimiEnv.create(install, {
       baseUrl: model.baseUrl,
+      root: opts.root,
+      workDirName: opts.workDirName,
       // A temporary HOME would give deno an empty module cache: the hooks must share the test's.
       // The hooks' debug log (~/.openviking/logs/kimicode-hooks.log) explains a failure: see hookRuns().
       env: { DENO_DIR: denoDir(), OPENVIKING_DEBUG: "1", ...opts.env },

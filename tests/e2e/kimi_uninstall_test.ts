@@ -42,7 +42,7 @@ function userConfig(baseUrl: string, marker: string): string {
     "",
     "[[hooks]]",
     'event = "Stop"',
-    `command = "cat > /dev/null; touch ${marker}"  # my own hook stays`,
+    `command = "cat > /dev/null; touch '${marker}'"  # my own hook stays`,
   ].join("\r\n");
 }
 
@@ -55,9 +55,19 @@ for (const version of KIMI_VERSIONS) {
     const name = `e2e kimi ${version} ${mode} mode: uninstall restores config.toml byte for byte`;
     const install = await kimiOrSkip(version, name);
     Deno.test({ name, ignore: !install, ...E2E_TEST }, async () => {
-      await using rig = await Rig.create(install!, { mode, noInstall: true });
+      // Everything lives under a path a shell would mangle if any command line were built carelessly.
+      const base = await Deno.makeTempDir({ prefix: "ovk e2e ✓ " });
+      const root = join(base, `it's "quoted" $HOME 中文`);
+      await Deno.mkdir(root);
+      await using _cleanup = { [Symbol.asyncDispose]: () => Deno.remove(base, { recursive: true }) };
+      await using rig = await Rig.create(install!, {
+        mode,
+        noInstall: true,
+        root,
+        workDirName: "my proj $(x) ✓",
+      });
       const fake = rig.fake!;
-      const marker = join(rig.env.root, "user-hook-ran");
+      const marker = join(base, "user-hook-ran"); // no quote or backslash: it goes into a TOML string
       const original = new TextEncoder().encode(userConfig(rig.model.baseUrl, marker));
       await Deno.writeFile(rig.env.configPath, original);
       const mcpJson = join(rig.env.kimiHome, "mcp.json");
@@ -80,6 +90,8 @@ for (const version of KIMI_VERSIONS) {
         ["0", "assistant", "ACK: hello, does my memory work with my own config?"],
       ], 1);
       assertTrue(await exists(marker), "the user's own Stop hook ran too");
+      const doctor = await rig.cli(["doctor"]);
+      assertEquals(doctor.code, 0, doctor.stdout + doctor.stderr);
 
       const removed = await rig.cli(["uninstall", "--mode", mode]);
       assertEquals(removed.code, 0, removed.stdout + removed.stderr);
