@@ -27,6 +27,7 @@ import {
   type Msg,
   poll,
   Rig,
+  SLOW_TEXT,
   TOOL_COMMAND,
   VIKING_URI,
 } from "./harness.ts";
@@ -206,6 +207,41 @@ for (const { version, mode, legacy } of VARIANTS) {
         ["0", "assistant", "The read was refused."],
       ], 1);
     });
+
+    // The legacy engine fires no Interrupt on SIGINT (tests/fixtures/journals/README.md).
+    if (!legacy) {
+      await t.step(
+        "4 (print mode): SIGINT during a slow answer → the partial turn is captured by Interrupt",
+        async () => {
+          const prompt = "tell me a long SLOW story, then stop";
+          const run = rig.env.startPrint(prompt);
+          await rig.model.waitForChat((r) => r.prompt === prompt);
+          await new Promise((r) => setTimeout(r, 1500)); // let some tokens stream: the cut is what is tested
+          run.kill("SIGINT");
+          const r = await run.result;
+          assertEquals(r.code, 130, r.stderr);
+          const sessionId = (await rig.env.sessionIndex()).at(-1)!.sessionId;
+          const ov = `kc-${sessionId}`;
+          const [user, assistant] = await poll(
+            "the interrupted turn at the fake",
+            () => {
+              const m = fakeMessages(fake, ov);
+              return m.length >= 2 ? m : undefined;
+            },
+            20_000,
+            () => fakeMessages(fake, ov),
+          );
+          assertEquals(user, ["0", "user", prompt]);
+          assertTrue(
+            assistant[1] === "assistant" && SLOW_TEXT.startsWith(assistant[2]) && assistant[2].length > 0 &&
+              assistant[2].length < SLOW_TEXT.length,
+            `a strict prefix of the slow answer: ${assistant[2]}`,
+          );
+          await expectFakeSession(fake, ov, [user, assistant], 1);
+          assertEquals((await rig.captureState(sessionId)).lastCaptureEvent, "interrupt");
+        },
+      );
+    }
 
     await t.step(
       "3: OpenViking down → Kimi answers at once, writes wait in the queue (0600), replayed once at the next session start",
