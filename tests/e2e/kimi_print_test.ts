@@ -238,7 +238,16 @@ for (const { version, mode, legacy } of VARIANTS) {
             `a strict prefix of the slow answer: ${assistant[2]}`,
           );
           await expectFakeSession(fake, ov, [user, assistant], 1);
-          assertEquals((await rig.captureState(sessionId)).lastCaptureEvent, "interrupt");
+          // Written once the commit returned; no Stop or SessionEnd comes after a SIGINT in v2 print mode.
+          await poll(
+            "the interrupt capture's state",
+            async () => {
+              const st = await rig.captureState(sessionId);
+              return st.lastCaptureEvent === "interrupt" ? true : undefined;
+            },
+            10_000,
+            () => rig.captureState(sessionId),
+          );
         },
       );
     }
