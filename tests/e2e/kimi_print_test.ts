@@ -274,6 +274,9 @@ for (const { version, mode, legacy } of VARIANTS) {
           down.durationMs < DOWN_TURN_BOUND_MS,
           `turn took ${down.durationMs} ms with the server down`,
         );
+        console.log(
+          `  kimi -p with OpenViking down: ${down.durationMs} ms (with it up: ${first.durationMs} ms)`,
+        );
         const downReqs = rig.model.chatRequests().slice(before);
         const turnMsgs = downReqs[0].body.messages;
         const beside = besidePrompt(turnMsgs, downPrompt, legacy);
