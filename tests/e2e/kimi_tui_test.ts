@@ -75,7 +75,7 @@ for (const version of KIMI_VERSIONS) {
           });
           assertEquals(state.lastCaptureEvent, "interrupt");
           const run = (await rig.hookRuns()).find((r) => r.event === "interrupt");
-          console.log(`  interrupt hook: ${run?.outcome} in ${run?.durationMs} ms (${JSON.stringify(run)})`);
+          console.log(`  interrupt hook: ${run?.outcome} in ${run?.durationMs} ms, commit ${run?.commit}`);
           assertEquals(state.capturedKeys, ["0:user", "0:assistant"]);
           assertEquals(fake.sessions.get(ov)?.commits, 1, "the interrupt capture commits");
           turns.push(user, assistant);
