@@ -433,6 +433,11 @@ export class Rig {
     await this.env.dispose();
     await this.model.close();
     await this.fake?.close();
+    // A detached hook worker still running (after a failed step) can write into the HOME being removed.
+    for (let i = 0; i < 10 && await Deno.stat(this.env.root).then(() => true, () => false); i++) {
+      await new Promise((r) => setTimeout(r, 300));
+      await Deno.remove(this.env.root, { recursive: true }).catch(() => {});
+    }
   }
 
   /** Disposes at the end of an `await using` scope. */
