@@ -333,6 +333,8 @@ export class Rig {
   readonly fake: FakeOpenViking | undefined;
   /** The API key the fake demands on every request (install passes it with `--api-key`). */
   readonly apiKey: string | undefined;
+  /** The rig made its temp dir (no `root` option), so it removes it. */
+  #ownsRoot = true;
 
   private constructor(mode: Mode, env: KimiEnv, model: ModelServer, gate: Gate, fake?: FakeOpenViking) {
     this.mode = mode;
@@ -365,6 +367,7 @@ export class Rig {
       env: { DENO_DIR: denoDir(), OPENVIKING_DEBUG: "1", ...opts.env },
     });
     const rig = new Rig(opts.mode, env, model, gate, fake);
+    rig.#ownsRoot = opts.root === undefined;
     if (!opts.noInstall) {
       const r = await rig.cli([
         "install",
@@ -434,7 +437,11 @@ export class Rig {
     await this.model.close();
     await this.fake?.close();
     // A detached hook worker still running (after a failed step) can write into the HOME being removed.
-    for (let i = 0; i < 10 && await Deno.stat(this.env.root).then(() => true, () => false); i++) {
+    for (
+      let i = 0;
+      i < 10 && this.#ownsRoot && await Deno.stat(this.env.root).then(() => true, () => false);
+      i++
+    ) {
       await new Promise((r) => setTimeout(r, 300));
       await Deno.remove(this.env.root, { recursive: true }).catch(() => {});
     }
