@@ -34,7 +34,7 @@ import { DEFAULT_RENDERED } from "../support/fake-openviking.ts";
 export type Mode = "config" | "plugin";
 
 /** Options every e2e `Deno.test` uses: Kimi's detached hook workers and the gate outlive single ops. */
-export const E2E_TEST = { sanitizeOps: false, sanitizeResources: false, sanitizeExit: false } as const;
+export const E2E_TEST = { sanitizeOps: false, sanitizeResources: false } as const;
 
 /** The prefix Kimi gives our MCP tools in each install mode (observed in the tool list Kimi sends). */
 export const MCP_PREFIX: Record<Mode, string> = {
@@ -495,7 +495,7 @@ export async function expectFakeSession(
   assertEquals(state(), { messages: expected, commits });
 }
 
-/** Whether any captured text carries something that was injected or that was not said by user/assistant. */
+/** The markers of injected or foreign text (recall, reminders, thinking, tool output…) that `text` carries. */
 export function leaks(text: string): string[] {
   const markers = [
     "<hook_result",
