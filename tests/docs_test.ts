@@ -8,7 +8,9 @@ const root = new URL("../", import.meta.url);
 const readme = await Deno.readTextFile(new URL("README.md", root));
 
 Deno.test("README documents every knob's environment variable", () => {
-  for (const knob of Object.values(KNOBS)) assertTrue(readme.includes(`\`${knob.env}\``), `${knob.env} missing from README`);
+  for (const knob of Object.values(KNOBS)) {
+    assertTrue(readme.includes(`\`${knob.env}\``), `${knob.env} missing from README`);
+  }
 });
 
 Deno.test("CI runs README's test command word for word; deno.json and the code agree on the version", async () => {

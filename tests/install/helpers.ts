@@ -5,10 +5,10 @@ import { denoDir } from "../support/run.ts";
 export { denoDir };
 
 /** The test process's environment with HOME replaced and every Kimi/OpenViking variable removed. */
-export async function isolatedEnv(
+export function isolatedEnv(
   home: string,
   extra: Record<string, string> = {},
-): Promise<Record<string, string>> {
+): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(Deno.env.toObject())) {
     if (/^(KIMI_|OPENVIKING_)/.test(k)) continue;
