@@ -9,7 +9,6 @@ import { join } from "node:path";
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import {
-  kimiCacheRoot,
   KimiEnv,
   type KimiInstall,
   type PrintOptions,
@@ -79,35 +78,6 @@ export function skip(what: string, why: string): void {
 const installs = new Map<string, Promise<KimiInstall | string>>();
 
 /**
- * Why npm cannot reach its registry, or "" when it can (any HTTP answer counts). Without this, a machine
- * with no network spends minutes in npm's retry back-off (measured: 140 s per install) before skipping.
- */
-export async function npmRegistryProblem(timeoutMs = 10_000): Promise<string> {
-  let registry = "https://registry.npmjs.org/";
-  try {
-    const npm = Deno.build.os === "windows" ? "npm.cmd" : "npm";
-    const out = await new Deno.Command(npm, {
-      args: ["config", "get", "registry"],
-      stdout: "piped",
-      stderr: "null",
-    })
-      .output();
-    const configured = new TextDecoder().decode(out.stdout).trim();
-    if (out.success && /^https?:\/\//.test(configured)) registry = configured;
-  } catch (e) {
-    return `npm is not available: ${e instanceof Error ? e.message : String(e)}`;
-  }
-  const url = `${registry.replace(/\/*$/, "/")}@moonshot-ai%2fkimi-code`;
-  try {
-    const res = await fetch(url, { method: "HEAD", signal: AbortSignal.timeout(timeoutMs) });
-    await res.body?.cancel();
-    return "";
-  } catch (e) {
-    return `the npm registry does not answer (${url}): ${e instanceof Error ? e.message : String(e)}`;
-  }
-}
-
-/**
  * The Kimi install of `version` (npm, cached in .cache/kimi), or undefined after printing why the tests that
  * need it are skipped (`OPENVIKING_KIMI_SKIP=1`, no registry, or npm could not install it).
  */
@@ -119,12 +89,7 @@ export async function kimiOrSkip(version: string, what: string): Promise<KimiIns
   let pending = installs.get(version);
   if (!pending) {
     pending = (async () => {
-      const cached = await Deno.stat(join(kimiCacheRoot(), version, ".complete")).then(
-        () => true,
-        () => false,
-      );
-      const problem = cached ? "" : await npmRegistryProblem();
-      return problem || await tryInstallKimi(version);
+      return await tryInstallKimi(version);
     })();
     installs.set(version, pending);
   }

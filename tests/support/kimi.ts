@@ -193,11 +193,48 @@ export async function installKimi(version: string, cacheRoot = kimiCacheRoot()):
 }
 
 /** Like {@link installKimi}, but returns the failure reason as a string instead of throwing. */
-export async function tryInstallKimi(version: string, cacheRoot?: string): Promise<KimiInstall | string> {
+export async function tryInstallKimi(
+  version: string,
+  cacheRoot = kimiCacheRoot(),
+): Promise<KimiInstall | string> {
   try {
+    // Offline, npm retries for minutes before it gives up: ask the registry once first.
+    if (!(await isComplete(installPaths(join(cacheRoot, version), version)))) {
+      const problem = await npmRegistryProblem();
+      if (problem) return problem;
+    }
     return await installKimi(version, cacheRoot);
   } catch (e) {
     return e instanceof Error ? e.message : String(e);
+  }
+}
+
+/**
+ * Why npm cannot reach its registry, or "" when it can (any HTTP answer counts). Without this, a machine
+ * with no network spends minutes in npm's retry back-off (measured: 140 s per install) before skipping.
+ */
+export async function npmRegistryProblem(timeoutMs = 10_000): Promise<string> {
+  let registry = "https://registry.npmjs.org/";
+  try {
+    const npm = Deno.build.os === "windows" ? "npm.cmd" : "npm";
+    const out = await new Deno.Command(npm, {
+      args: ["config", "get", "registry"],
+      stdout: "piped",
+      stderr: "null",
+    })
+      .output();
+    const configured = new TextDecoder().decode(out.stdout).trim();
+    if (out.success && /^https?:\/\//.test(configured)) registry = configured;
+  } catch (e) {
+    return `npm is not available: ${e instanceof Error ? e.message : String(e)}`;
+  }
+  const url = `${registry.replace(/\/*$/, "/")}@moonshot-ai%2fkimi-code`;
+  try {
+    const res = await fetch(url, { method: "HEAD", signal: AbortSignal.timeout(timeoutMs) });
+    await res.body?.cancel();
+    return "";
+  } catch (e) {
+    return `the npm registry does not answer (${url}): ${e instanceof Error ? e.message : String(e)}`;
   }
 }
 
