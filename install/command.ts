@@ -164,6 +164,19 @@ function fileStep(change: FileChange, what: string): Step {
   };
 }
 
+/** Plans a change to one of Kimi's files (kept as a `.bak`) and the step that writes it. */
+function planFile(
+  plan: Plan,
+  path: string,
+  before: string | undefined,
+  after: string | undefined,
+  what: string,
+): void {
+  const change: FileChange = { path, before, after, backup: "bak" };
+  plan.changes.push(change);
+  plan.steps.push(fileStep(change, what));
+}
+
 function printDryRun(plan: Plan, out: Output): void {
   out.info("Dry run: nothing was changed. These changes would be made:");
   for (const step of plan.steps) out.info(`  - ${step.describe}`);
@@ -270,14 +283,12 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
     if (hasOurPlugin(state) || state.plugin?.owner === "missing") {
       const reg = planRegistryUninstall(state.registryText);
       if (!reg.ok) return fail(reg.error);
-      plan.changes.push({
-        path: state.paths.registry,
-        before: state.registryText,
-        after: reg.after,
-        backup: "bak",
-      });
-      plan.steps.push(
-        fileStep(plan.changes.at(-1)!, "plugin-mode registration removed (switching to config mode)"),
+      planFile(
+        plan,
+        state.paths.registry,
+        state.registryText,
+        reg.after,
+        "plugin-mode registration removed (switching to config mode)",
       );
       if (state.plugin?.owner === "ours") {
         const root = state.plugin.root;
@@ -292,16 +303,13 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
     } else if (state.plugin?.owner === "upstream" && state.plugin.enabled) {
       const reg = planRegistryDisable(state.registryText, ctx.now);
       if (!reg.ok) return fail(reg.error);
-      plan.changes.push({
-        path: state.paths.registry,
-        before: state.registryText,
-        after: reg.after,
-        backup: "bak",
-      });
-      plan.steps.push(fileStep(
-        plan.changes.at(-1)!,
+      planFile(
+        plan,
+        state.paths.registry,
+        state.registryText,
+        reg.after,
         "OpenViking's own plugin disabled (`/plugins enable openviking-memory` turns it back on)",
-      ));
+      );
     }
     const mcp = planMcpInstall(state.mcpText, configMcpEntry(ctx.self, ctx.env, ctx.os), {
       replaceOthers: options.yes,
@@ -310,17 +318,10 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
     const cfg = planConfigInstall(state.configText, hookEntries(prefix), { replaceUpstream: options.yes });
     if (!cfg.ok) return fail(cfg.error);
     if (mcp.changed) {
-      plan.changes.push({ path: state.paths.mcp, before: state.mcpText, after: mcp.after, backup: "bak" });
-      plan.steps.push(fileStep(plan.changes.at(-1)!, 'MCP server "openviking" registered'));
+      planFile(plan, state.paths.mcp, state.mcpText, mcp.after, 'MCP server "openviking" registered');
     }
     if (cfg.changed) {
-      plan.changes.push({
-        path: state.paths.config,
-        before: state.configText,
-        after: cfg.after,
-        backup: "bak",
-      });
-      plan.steps.push(fileStep(plan.changes.at(-1)!, "hooks registered"));
+      planFile(plan, state.paths.config, state.configText, cfg.after, "hooks registered");
     }
     for (const w of cfg.warnings) plan.notes.push(`Warning: config.toml ${w}.`);
     plan.notes.push(`Hooks run: ${prefix} hook <event>`);
@@ -335,13 +336,13 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
     const cfg = planConfigUninstall(state.configText, { removeUpstream: options.yes });
     if (!cfg.ok) return fail(cfg.error);
     if (cfg.changed) {
-      plan.changes.push({
-        path: state.paths.config,
-        before: state.configText,
-        after: cfg.after,
-        backup: "bak",
-      });
-      plan.steps.push(fileStep(plan.changes.at(-1)!, "config-mode hooks removed (switching to plugin mode)"));
+      planFile(
+        plan,
+        state.paths.config,
+        state.configText,
+        cfg.after,
+        "config-mode hooks removed (switching to plugin mode)",
+      );
     }
     if (state.strayHooks.length) {
       return fail(
@@ -353,9 +354,12 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
     const mcp = planMcpUninstall(state.mcpText, { removeUpstream: options.yes });
     if (!mcp.ok) return fail(mcp.error);
     if (mcp.changed) {
-      plan.changes.push({ path: state.paths.mcp, before: state.mcpText, after: mcp.after, backup: "bak" });
-      plan.steps.push(
-        fileStep(plan.changes.at(-1)!, "config-mode MCP entry removed (the plugin declares it)"),
+      planFile(
+        plan,
+        state.paths.mcp,
+        state.mcpText,
+        mcp.after,
+        "config-mode MCP entry removed (the plugin declares it)",
       );
     }
     const files: PluginFile[] = [
@@ -393,13 +397,7 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
     const source = ctx.self.kind === "compiled" ? ctx.self.execPath : ctx.self.root;
     const reg = planRegistryInstall(state.registryText, { root, originalSource: source }, ctx.now);
     if (!reg.ok) return fail(reg.error);
-    plan.changes.push({
-      path: state.paths.registry,
-      before: state.registryText,
-      after: reg.after,
-      backup: "bak",
-    });
-    plan.steps.push(fileStep(plan.changes.at(-1)!, `plugin "${PLUGIN_ID}" registered`));
+    planFile(plan, state.paths.registry, state.registryText, reg.after, `plugin "${PLUGIN_ID}" registered`);
     if (reg.previous && reg.previous.enabled === false) {
       plan.notes.push(
         `Note: the plugin is disabled in Kimi; enable it with \`/plugins enable ${PLUGIN_ID}\`.`,
@@ -446,17 +444,10 @@ export async function runUninstall(ctx: Context, options: InstallOptions): Promi
     const mcp = planMcpUninstall(state.mcpText);
     if (!mcp.ok) return fail(mcp.error);
     if (cfg.changed) {
-      plan.changes.push({
-        path: state.paths.config,
-        before: state.configText,
-        after: cfg.after,
-        backup: "bak",
-      });
-      plan.steps.push(fileStep(plan.changes.at(-1)!, "hooks removed"));
+      planFile(plan, state.paths.config, state.configText, cfg.after, "hooks removed");
     }
     if (mcp.changed) {
-      plan.changes.push({ path: state.paths.mcp, before: state.mcpText, after: mcp.after, backup: "bak" });
-      plan.steps.push(fileStep(plan.changes.at(-1)!, 'MCP server "openviking" removed'));
+      planFile(plan, state.paths.mcp, state.mcpText, mcp.after, 'MCP server "openviking" removed');
     }
     plan.notes.push(...cfg.warnings.map((w) => `Note: ${w}`), ...mcp.warnings.map((w) => `Note: ${w}`));
     if (state.strayHooks.length) {
@@ -473,13 +464,13 @@ export async function runUninstall(ctx: Context, options: InstallOptions): Promi
     } else if (hasOurPlugin(state) || state.plugin?.owner === "missing") {
       const reg = planRegistryUninstall(state.registryText);
       if (!reg.ok) return fail(reg.error);
-      plan.changes.push({
-        path: state.paths.registry,
-        before: state.registryText,
-        after: reg.after,
-        backup: "bak",
-      });
-      plan.steps.push(fileStep(plan.changes.at(-1)!, `plugin "${PLUGIN_ID}" unregistered`));
+      planFile(
+        plan,
+        state.paths.registry,
+        state.registryText,
+        reg.after,
+        `plugin "${PLUGIN_ID}" unregistered`,
+      );
     } else if (state.plugin?.owner === "upstream") {
       plan.notes.push(
         `Note: the "${PLUGIN_ID}" plugin registered in Kimi is OpenViking's own one; left in place.`,

@@ -27,7 +27,7 @@ import {
   type Script,
 } from "../support/model-server.ts";
 import { denoDir, runCli } from "../support/run.ts";
-import { DEFAULT_RENDERED } from "../support/fake-openviking.ts";
+export { FAKE_PROFILE_BLOCK, FAKE_RECALL_BLOCK } from "../support/fake-openviking.ts";
 
 /** How the plugin is installed into Kimi. */
 export type Mode = "config" | "plugin";
@@ -40,25 +40,6 @@ export const MCP_PREFIX: Record<Mode, string> = {
   config: "mcp__openviking__",
   plugin: "mcp__plugin-openviking-memory_openviking__",
 };
-
-/** What the prompt hook prints first in a session against the default fake (the profile). */
-export const FAKE_PROFILE_BLOCK = `<openviking-context source="session-start">
-<user-profile uri="viking://user/default/memories/profile.md">
-# Profile
-Name: Test User
-Likes: tabs
-</user-profile>
-<available-memories>
-  viking://user/default/memories/preferences/
-    - indent.md — Tabs over spaces
-</available-memories>
-</openviking-context>`;
-
-/** What the prompt hook prints for every prompt against the default fake (the recall). */
-export const FAKE_RECALL_BLOCK = `<openviking-context>
-Relevant memory from OpenViking. Use the search/read MCP tools to expand URIs.
-${DEFAULT_RENDERED}
-</openviking-context>`;
 
 /** The message Kimi adds to the model context for a UserPromptSubmit hook that printed `stdout`. */
 export function hookResult(stdout: string): string {

@@ -5,7 +5,7 @@
  */
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
-import { DEFAULT_RENDERED, FakeOpenViking } from "../support/fake-openviking.ts";
+import { FAKE_PROFILE_BLOCK, FAKE_RECALL_BLOCK, FakeOpenViking } from "../support/fake-openviking.ts";
 import { placeJournal } from "../support/hook-context.ts";
 import { cliArgs, denoDir, runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
@@ -17,22 +17,8 @@ const OV_SESSION = `kc-${SESSION}`;
 const FIXTURE = new URL("../../../shared/fixtures/kimi-code-2.1.0/wire-main.jsonl", import.meta.url);
 const CWD = "/home/user/proj";
 
-/** The exact text the prompt hook prints against the default fake (profile first time, then recall). */
-const PROFILE_BLOCK = `<openviking-context source="session-start">
-<user-profile uri="viking://user/default/memories/profile.md">
-# Profile
-Name: Test User
-Likes: tabs
-</user-profile>
-<available-memories>
-  viking://user/default/memories/preferences/
-    - indent.md — Tabs over spaces
-</available-memories>
-</openviking-context>`;
-const RECALL_BLOCK = `<openviking-context>
-Relevant memory from OpenViking. Use the search/read MCP tools to expand URIs.
-${DEFAULT_RENDERED}
-</openviking-context>`;
+const PROFILE_BLOCK = FAKE_PROFILE_BLOCK;
+const RECALL_BLOCK = FAKE_RECALL_BLOCK;
 
 type Condition = "fine" | "down" | "slow" | "500" | "legacy" | "no-batch";
 const CONDITIONS: Condition[] = ["fine", "down", "slow", "500", "legacy", "no-batch"];

@@ -167,6 +167,25 @@ function validateMessage(m: unknown): StoredMessage {
 export const DEFAULT_RENDERED =
   `<memory uri="viking://user/default/memories/preferences/indent.md" type="preferences" score="0.87" detail="abstract">\nUser prefers tabs over spaces.\n</memory>`;
 
+/** What the prompt hook prints first in a session against the default fake (the profile). */
+export const FAKE_PROFILE_BLOCK = `<openviking-context source="session-start">
+<user-profile uri="viking://user/default/memories/profile.md">
+# Profile
+Name: Test User
+Likes: tabs
+</user-profile>
+<available-memories>
+  viking://user/default/memories/preferences/
+    - indent.md — Tabs over spaces
+</available-memories>
+</openviking-context>`;
+
+/** What the prompt hook prints for every prompt against the default fake (the recall). */
+export const FAKE_RECALL_BLOCK = `<openviking-context>
+Relevant memory from OpenViking. Use the search/read MCP tools to expand URIs.
+${DEFAULT_RENDERED}
+</openviking-context>`;
+
 /** The fake server. */
 export class FakeOpenViking {
   readonly requests: RecordedRequest[] = [];

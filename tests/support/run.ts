@@ -12,33 +12,6 @@ export interface RunResult {
   stderr: string;
 }
 
-/** Runs a Deno script with test permissions and returns its output. */
-export async function runDeno(
-  script: string,
-  args: string[],
-  options: { env?: Record<string, string>; stdin?: string } = {},
-): Promise<RunResult> {
-  const cmd = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--quiet", script, ...args],
-    env: options.env,
-    stdin: options.stdin === undefined ? "null" : "piped",
-    stdout: "piped",
-    stderr: "piped",
-  });
-  const child = cmd.spawn();
-  if (options.stdin !== undefined) {
-    const w = child.stdin.getWriter();
-    await w.write(new TextEncoder().encode(options.stdin));
-    await w.close();
-  }
-  const out = await child.output();
-  return {
-    code: out.code,
-    stdout: new TextDecoder().decode(out.stdout),
-    stderr: new TextDecoder().decode(out.stderr),
-  };
-}
-
 /** `run` + the production flags + the config: a helper script then runs with exactly the binary's permissions. */
 export async function prodRunArgs(): Promise<string[]> {
   return ["run", ...(await productionFlags(ROOT)), "--config", `${ROOT}/deno.json`];
