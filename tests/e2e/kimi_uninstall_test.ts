@@ -92,6 +92,18 @@ for (const version of KIMI_VERSIONS) {
       assertTrue(await exists(marker), "the user's own Stop hook ran too");
       const doctor = await rig.cli(["doctor"]);
       assertEquals(doctor.code, 0, doctor.stdout + doctor.stderr);
+      // Kimi's own check accepts what we wrote (a fifth key in a [[hooks]] entry would fail it).
+      const kimiDoctor = await new Deno.Command(rig.env.install.node, {
+        args: [rig.env.install.main, "doctor", "config"],
+        env: rig.env.env(),
+        clearEnv: true,
+        cwd: rig.env.workDir,
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      const said = new TextDecoder().decode(kimiDoctor.stdout) + new TextDecoder().decode(kimiDoctor.stderr);
+      assertEquals(kimiDoctor.code, 0, said);
+      assertTrue(!/ERROR|invalid/i.test(said.replace(/are valid/gi, "")), said);
 
       const removed = await rig.cli(["uninstall", "--mode", mode]);
       assertEquals(removed.code, 0, removed.stdout + removed.stderr);
