@@ -14,7 +14,7 @@ import { readState } from "../../runtime/state.ts";
 
 const SESSION = "session_bb98d39e-e56d-47b5-bd98-4e903585486d";
 const OV_SESSION = `kc-${SESSION}`;
-const FIXTURE = new URL("../../../shared/fixtures/kimi-code-2.1.0/wire-main.jsonl", import.meta.url);
+const FIXTURE = new URL("../fixtures/journals/2.1.0/resumed/wire.jsonl", import.meta.url);
 const CWD = "/home/user/proj";
 
 const PROFILE_BLOCK = FAKE_PROFILE_BLOCK;

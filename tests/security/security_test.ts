@@ -47,7 +47,7 @@ async function liveASession(home: string, fake: FakeOpenViking, down: string) {
     home,
     SESSION,
     await Deno.readTextFile(
-      new URL("../../../shared/fixtures/kimi-code-2.1.0/wire-main.jsonl", import.meta.url),
+      new URL("../fixtures/journals/2.1.0/resumed/wire.jsonl", import.meta.url),
     ),
   );
   const payload = (e: Record<string, unknown>) => JSON.stringify({ session_id: SESSION, cwd: home, ...e });

@@ -1,7 +1,7 @@
 /**
  * Builds Kimi Code journals line by line, in the v2 engine's format (protocol 1.5: `agentId`, string turn ids
  * in loop events, numeric ids in `turn.ended`) or the legacy engine's (protocol 1.4: no `agentId`, no
- * `turn.ended`). Record shapes follow the recorded sessions in tests/fixtures and ../shared/fixtures.
+ * `turn.ended`). Record shapes follow the sessions recorded with the real CLI in tests/fixtures/journals.
  */
 
 /** Options of a journal. */
