@@ -36,167 +36,147 @@ const call = (id: unknown, name: string, args: Json = {}) => ({
 
 Deno.test("mcp/fake: every request carries auth, identity, protocol version and session headers", async () => {
   await using home = await tempDir("ovk-mcp-");
-  const fake = await FakeOpenViking.start({ apiKey: KEY, mcp: { stateful: true } });
-  try {
-    const proxy = startProxy({
-      HOME: home.path,
-      OPENVIKING_URL: fake.url,
-      OPENVIKING_API_KEY: KEY,
-      OPENVIKING_ACCOUNT: "acct-1",
-      OPENVIKING_USER: "user-1",
-      OPENVIKING_PEER_ID: "peer-1",
-    });
-    const init = resultOf(await proxy.initialize());
-    assertEquals(init.protocolVersion, "2025-11-25");
-    assertEquals(toolNames(await proxy.request(2, "tools/list")), OPENVIKING_TOOLS);
-    const called = resultOf(
-      await proxy.send(call(3, "find", { query: "tabs" })).then(() => proxy.response(3)),
-    );
-    assertEquals((called.content as Json[])[0].text, 'fake find: {"query":"tabs"}');
-    assertEquals(await proxy.close(), 0);
+  await using fake = await FakeOpenViking.start({ apiKey: KEY, mcp: { stateful: true } });
+  const proxy = startProxy({
+    HOME: home.path,
+    OPENVIKING_URL: fake.url,
+    OPENVIKING_API_KEY: KEY,
+    OPENVIKING_ACCOUNT: "acct-1",
+    OPENVIKING_USER: "user-1",
+    OPENVIKING_PEER_ID: "peer-1",
+  });
+  const init = resultOf(await proxy.initialize());
+  assertEquals(init.protocolVersion, "2025-11-25");
+  assertEquals(toolNames(await proxy.request(2, "tools/list")), OPENVIKING_TOOLS);
+  const called = resultOf(
+    await proxy.send(call(3, "find", { query: "tabs" })).then(() => proxy.response(3)),
+  );
+  assertEquals((called.content as Json[])[0].text, 'fake find: {"query":"tabs"}');
+  assertEquals(await proxy.close(), 0);
 
-    const posts = fake.requestsTo("POST /mcp");
-    assertEquals(posts.length, 4); // initialize, initialized, tools/list, tools/call
-    for (const r of posts) {
-      assertEquals(r.headers["accept"], "application/json, text/event-stream");
-      assertEquals(r.headers["content-type"], "application/json");
-      assertEquals(r.headers["authorization"], `Bearer ${KEY}`);
-      assertEquals(r.headers["x-openviking-account"], "acct-1");
-      assertEquals(r.headers["x-openviking-user"], "user-1");
-      assertEquals(r.headers["x-openviking-actor-peer"], "peer-1");
-      assertEquals(r.headers["user-agent"], "openviking-memory-kimicode/0.1.0");
-    }
-    assertEquals(posts[0].headers["mcp-protocol-version"], "2025-06-18");
-    assertEquals(posts[0].headers["mcp-session-id"], undefined);
-    for (const r of posts.slice(1)) {
-      assertEquals(r.headers["mcp-protocol-version"], "2025-11-25");
-      assertEquals(r.headers["mcp-session-id"], "sess-1");
-    }
-    // stdin EOF ends the session on the server
-    const deletes = fake.requestsTo("DELETE /mcp");
-    assertEquals(deletes.length, 1);
-    assertEquals(deletes[0].headers["mcp-session-id"], "sess-1");
-    assertEquals(fake.mcp.deleted, 1);
-    // stdout carried JSON-RPC lines only: three responses
-    assertEquals(proxy.messages().map((m) => m.id), ["init", 2, 3]);
-  } finally {
-    await fake.close();
+  const posts = fake.requestsTo("POST /mcp");
+  assertEquals(posts.length, 4); // initialize, initialized, tools/list, tools/call
+  for (const r of posts) {
+    assertEquals(r.headers["accept"], "application/json, text/event-stream");
+    assertEquals(r.headers["content-type"], "application/json");
+    assertEquals(r.headers["authorization"], `Bearer ${KEY}`);
+    assertEquals(r.headers["x-openviking-account"], "acct-1");
+    assertEquals(r.headers["x-openviking-user"], "user-1");
+    assertEquals(r.headers["x-openviking-actor-peer"], "peer-1");
+    assertEquals(r.headers["user-agent"], "openviking-memory-kimicode/0.1.0");
   }
+  assertEquals(posts[0].headers["mcp-protocol-version"], "2025-06-18");
+  assertEquals(posts[0].headers["mcp-session-id"], undefined);
+  for (const r of posts.slice(1)) {
+    assertEquals(r.headers["mcp-protocol-version"], "2025-11-25");
+    assertEquals(r.headers["mcp-session-id"], "sess-1");
+  }
+  // stdin EOF ends the session on the server
+  const deletes = fake.requestsTo("DELETE /mcp");
+  assertEquals(deletes.length, 1);
+  assertEquals(deletes[0].headers["mcp-session-id"], "sess-1");
+  assertEquals(fake.mcp.deleted, 1);
+  // stdout carried JSON-RPC lines only: three responses
+  assertEquals(proxy.messages().map((m) => m.id), ["init", 2, 3]);
 });
 
 Deno.test("mcp/fake: a stateless server (like OpenViking) gets no session id and no DELETE", async () => {
   await using home = await tempDir("ovk-mcp-");
-  const fake = await FakeOpenViking.start({ mcp: { sse: true } });
-  try {
-    const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-    await proxy.initialize();
-    resultOf(await proxy.request(2, "tools/call", { name: "health", arguments: {} }));
-    assertEquals(await proxy.close(), 0);
-    assertTrue(fake.requestsTo("POST /mcp").every((r) => r.headers["mcp-session-id"] === undefined));
-    assertEquals(fake.requestsTo("DELETE /mcp").length, 0);
-  } finally {
-    await fake.close();
-  }
+  await using fake = await FakeOpenViking.start({ mcp: { sse: true } });
+  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
+  await proxy.initialize();
+  resultOf(await proxy.request(2, "tools/call", { name: "health", arguments: {} }));
+  assertEquals(await proxy.close(), 0);
+  assertTrue(fake.requestsTo("POST /mcp").every((r) => r.headers["mcp-session-id"] === undefined));
+  assertEquals(fake.requestsTo("DELETE /mcp").length, 0);
 });
 
 Deno.test("mcp/fake: SSE stream with comments, multi-line data, [DONE], server request and notification", async () => {
   await using home = await tempDir("ovk-mcp-");
-  const fake = await FakeOpenViking.start({ mcp: { sse: true } });
-  try {
-    for (const crlf of [false, true]) {
-      fake.mcp.script = (messages) => {
-        const m = messages[0];
-        if (m.method !== "tools/call") return undefined;
-        return sseReply(sseBody([
-          { comment: "keep-alive" },
-          { id: "e0", retry: 500, raw: "" },
-          {
-            data: {
-              jsonrpc: "2.0",
-              method: "notifications/progress",
-              params: { progressToken: 1, progress: 0.5 },
-            },
-            split: 3,
+  await using fake = await FakeOpenViking.start({ mcp: { sse: true } });
+  for (const crlf of [false, true]) {
+    fake.mcp.script = (messages) => {
+      const m = messages[0];
+      if (m.method !== "tools/call") return undefined;
+      return sseReply(sseBody([
+        { comment: "keep-alive" },
+        { id: "e0", retry: 500, raw: "" },
+        {
+          data: {
+            jsonrpc: "2.0",
+            method: "notifications/progress",
+            params: { progressToken: 1, progress: 0.5 },
           },
-          { data: { jsonrpc: "2.0", id: "srv-1", method: "roots/list" }, id: "e1" },
-          { raw: "[DONE]" },
-          { event: "ping", raw: "not json, other event type" },
-          {
-            data: { jsonrpc: "2.0", id: m.id, result: { content: [{ type: "text", text: "streamed\nok" }] } },
-          },
-        ], crlf));
-      };
-      const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-      await proxy.initialize();
-      const reply = await proxy.request(7, "tools/call", { name: "find", arguments: {} });
-      assertEquals((resultOf(reply).content as Json[])[0].text, "streamed\nok");
-      const out = proxy.messages().slice(1);
-      assertEquals(out.map((m) => m.method ?? m.id), ["notifications/progress", "roots/list", 7]);
-      assertEquals((out[0].params as Json).progress, 0.5);
-      // The client answers the server's request: it is POSTed upstream and produces no output.
-      fake.mcp.script = undefined;
-      await proxy.send({ jsonrpc: "2.0", id: "srv-1", result: { roots: [] } });
-      await until(
-        () => fake.mcp.received.some((m) => m.id === "srv-1" && "result" in m),
-        "the client response",
-      );
-      assertEquals(await proxy.close(), 0);
-      assertEquals(proxy.lines.length, 4);
-      assertTrue(proxy.lines.every((l) => !l.includes("[DONE]")));
-    }
-  } finally {
-    await fake.close();
+          split: 3,
+        },
+        { data: { jsonrpc: "2.0", id: "srv-1", method: "roots/list" }, id: "e1" },
+        { raw: "[DONE]" },
+        { event: "ping", raw: "not json, other event type" },
+        {
+          data: { jsonrpc: "2.0", id: m.id, result: { content: [{ type: "text", text: "streamed\nok" }] } },
+        },
+      ], crlf));
+    };
+    const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
+    await proxy.initialize();
+    const reply = await proxy.request(7, "tools/call", { name: "find", arguments: {} });
+    assertEquals((resultOf(reply).content as Json[])[0].text, "streamed\nok");
+    const out = proxy.messages().slice(1);
+    assertEquals(out.map((m) => m.method ?? m.id), ["notifications/progress", "roots/list", 7]);
+    assertEquals((out[0].params as Json).progress, 0.5);
+    // The client answers the server's request: it is POSTed upstream and produces no output.
+    fake.mcp.script = undefined;
+    await proxy.send({ jsonrpc: "2.0", id: "srv-1", result: { roots: [] } });
+    await until(
+      () => fake.mcp.received.some((m) => m.id === "srv-1" && "result" in m),
+      "the client response",
+    );
+    assertEquals(await proxy.close(), 0);
+    assertEquals(proxy.lines.length, 4);
+    assertTrue(proxy.lines.every((l) => !l.includes("[DONE]")));
   }
 });
 
 Deno.test("mcp/fake: notifications answered 202 produce no output", async () => {
   await using home = await tempDir("ovk-mcp-");
-  const fake = await FakeOpenViking.start();
-  try {
-    const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-    await proxy.initialize();
-    await proxy.send({ jsonrpc: "2.0", method: "notifications/roots/list_changed" });
-    await proxy.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: "nope" } });
-    assertEquals(await proxy.close(), 0);
-    assertEquals(proxy.lines.length, 1); // the initialize response only
-    assertEquals(fake.mcp.received.map((m) => m.method), [
-      "initialize",
-      "notifications/initialized",
-      "notifications/roots/list_changed",
-      "notifications/cancelled",
-    ]);
-  } finally {
-    await fake.close();
-  }
+  await using fake = await FakeOpenViking.start();
+  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
+  await proxy.initialize();
+  await proxy.send({ jsonrpc: "2.0", method: "notifications/roots/list_changed" });
+  await proxy.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: "nope" } });
+  assertEquals(await proxy.close(), 0);
+  assertEquals(proxy.lines.length, 1); // the initialize response only
+  assertEquals(fake.mcp.received.map((m) => m.method), [
+    "initialize",
+    "notifications/initialized",
+    "notifications/roots/list_changed",
+    "notifications/cancelled",
+  ]);
 });
 
 Deno.test("mcp/fake: batches are answered with one array line; broken members get their own error", async () => {
   await using home = await tempDir("ovk-mcp-");
   for (const sse of [false, true]) {
-    const fake = await FakeOpenViking.start({ mcp: { stateful: true, sse } });
-    try {
-      const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-      await proxy.initialize();
-      await proxy.send([
-        { jsonrpc: "2.0", id: 10, method: "ping" },
-        call(11, "glob", { pattern: "*" }),
-        { jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: 1, progress: 1 } },
-        { jsonrpc: "1.0", id: 12, method: "ping" },
-      ]);
-      await proxy.send([{ jsonrpc: "2.0", method: "notifications/roots/list_changed" }]);
-      await proxy.sendLine("[]");
-      assertEquals(await proxy.close(), 0);
-      const lines = proxy.lines.slice(1).map((l) => JSON.parse(l));
-      const batch = lines.find(Array.isArray) as Json[];
-      assertEquals(batch.map((m) => m.id).sort(), [10, 11, 12]);
-      assertEquals((batch.find((m) => m.id === 12)?.error as Json).code, -32600);
-      assertEquals(resultOf(batch.find((m) => m.id === 10)!), {});
-      const empty = lines.find((l) => !Array.isArray(l)) as Json;
-      assertEquals([empty.id, (empty.error as Json).code], [null, -32600]);
-      assertEquals(lines.length, 2); // the notification-only batch produced nothing
-    } finally {
-      await fake.close();
-    }
+    await using fake = await FakeOpenViking.start({ mcp: { stateful: true, sse } });
+    const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
+    await proxy.initialize();
+    await proxy.send([
+      { jsonrpc: "2.0", id: 10, method: "ping" },
+      call(11, "glob", { pattern: "*" }),
+      { jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: 1, progress: 1 } },
+      { jsonrpc: "1.0", id: 12, method: "ping" },
+    ]);
+    await proxy.send([{ jsonrpc: "2.0", method: "notifications/roots/list_changed" }]);
+    await proxy.sendLine("[]");
+    assertEquals(await proxy.close(), 0);
+    const lines = proxy.lines.slice(1).map((l) => JSON.parse(l));
+    const batch = lines.find(Array.isArray) as Json[];
+    assertEquals(batch.map((m) => m.id).sort(), [10, 11, 12]);
+    assertEquals((batch.find((m) => m.id === 12)?.error as Json).code, -32600);
+    assertEquals(resultOf(batch.find((m) => m.id === 10)!), {});
+    const empty = lines.find((l) => !Array.isArray(l)) as Json;
+    assertEquals([empty.id, (empty.error as Json).code], [null, -32600]);
+    assertEquals(lines.length, 2); // the notification-only batch produced nothing
   }
 });
 
@@ -221,248 +201,216 @@ Deno.test("mcp/fake: parse errors and invalid requests are answered, with the id
 for (const expiredStatus of [404, 400] as const) {
   Deno.test(`mcp/fake: an expired session (HTTP ${expiredStatus}) is re-initialised once and the call retried`, async () => {
     await using home = await tempDir("ovk-mcp-");
-    const fake = await FakeOpenViking.start({ mcp: { stateful: true, expiredStatus } });
-    try {
-      const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-      await proxy.initialize();
-      resultOf(await proxy.request(1, "tools/call", { name: "health", arguments: {} }));
-      fake.mcp.expireSessions();
-      // five calls at once: one re-initialisation serves them all
-      for (let i = 0; i < 5; i++) await proxy.send(call(10 + i, "find", { query: `q${i}` }));
-      for (let i = 0; i < 5; i++) resultOf(await proxy.response(10 + i));
-      assertEquals(await proxy.close(), 0);
-      const inits = fake.mcp.receivedMethod("initialize");
-      assertEquals(inits.length, 2);
-      assertEquals(inits[1].params, inits[0].params);
-      assertMatch(String(inits[1].id), /^openviking-kimi-init-/);
-      assertEquals(fake.mcp.receivedMethod("notifications/initialized").length, 2);
-      const after = fake.requestsTo("POST /mcp").filter((r) => (r.body as Json).id === 14);
-      assertEquals(after.at(-1)?.headers["mcp-session-id"], "sess-2");
-      // the client saw only its own responses
-      assertEquals(proxy.lines.length, 7);
-      assertEquals(new Set(proxy.messages().map((m) => m.id)), new Set(["init", 1, 10, 11, 12, 13, 14]));
-      assertEquals(fake.requestsTo("DELETE /mcp")[0].headers["mcp-session-id"], "sess-2");
-    } finally {
-      await fake.close();
-    }
+    await using fake = await FakeOpenViking.start({ mcp: { stateful: true, expiredStatus } });
+    const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
+    await proxy.initialize();
+    resultOf(await proxy.request(1, "tools/call", { name: "health", arguments: {} }));
+    fake.mcp.expireSessions();
+    // five calls at once: one re-initialisation serves them all
+    for (let i = 0; i < 5; i++) await proxy.send(call(10 + i, "find", { query: `q${i}` }));
+    for (let i = 0; i < 5; i++) resultOf(await proxy.response(10 + i));
+    assertEquals(await proxy.close(), 0);
+    const inits = fake.mcp.receivedMethod("initialize");
+    assertEquals(inits.length, 2);
+    assertEquals(inits[1].params, inits[0].params);
+    assertMatch(String(inits[1].id), /^openviking-kimi-init-/);
+    assertEquals(fake.mcp.receivedMethod("notifications/initialized").length, 2);
+    const after = fake.requestsTo("POST /mcp").filter((r) => (r.body as Json).id === 14);
+    assertEquals(after.at(-1)?.headers["mcp-session-id"], "sess-2");
+    // the client saw only its own responses
+    assertEquals(proxy.lines.length, 7);
+    assertEquals(new Set(proxy.messages().map((m) => m.id)), new Set(["init", 1, 10, 11, 12, 13, 14]));
+    assertEquals(fake.requestsTo("DELETE /mcp")[0].headers["mcp-session-id"], "sess-2");
   });
 }
 
 Deno.test("mcp/fake: upstream HTTP errors, empty and broken replies and dropped connections become JSON-RPC errors", async () => {
   await using home = await tempDir("ovk-mcp-");
-  const fake = await FakeOpenViking.start();
-  try {
-    const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-    await proxy.initialize();
-    await initialized(fake);
+  await using fake = await FakeOpenViking.start();
+  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
+  await proxy.initialize();
+  await initialized(fake);
 
-    fake.fault({ route: "POST /mcp", status: 500, times: 1 });
-    const http = errorOf(await proxy.request(1, "tools/call", { name: "health", arguments: {} }));
-    assertEquals(http.code, -32002);
-    assertMatch(http.message, /HTTP 500: injected 500/);
-    assertEquals(http.data?.status, 500);
+  fake.fault({ route: "POST /mcp", status: 500, times: 1 });
+  const http = errorOf(await proxy.request(1, "tools/call", { name: "health", arguments: {} }));
+  assertEquals(http.code, -32002);
+  assertMatch(http.message, /HTTP 500: injected 500/);
+  assertEquals(http.data?.status, 500);
 
-    fake.mcp.script = () => ({ status: 200, headers: { "content-type": "application/json" }, body: "" });
-    assertEquals(errorOf(await proxy.request(2, "tools/call", { name: "health" })).code, -32003);
-    fake.mcp.script = () => ({ status: 202, headers: {}, body: "" });
-    assertEquals(errorOf(await proxy.request(3, "tools/call", { name: "health" })).code, -32003);
-    fake.mcp.script = () =>
-      sseReply(sseBody([{ comment: "nothing" }, { data: { jsonrpc: "2.0", method: "x/y" } }]));
-    assertEquals(errorOf(await proxy.request(4, "tools/call", { name: "health" })).code, -32003);
-    fake.mcp.script = () => ({
-      status: 200,
-      headers: { "content-type": "text/html" },
-      body: "<html>hi</html>",
-    });
-    const bad = errorOf(await proxy.request(5, "tools/call", { name: "health" }));
-    assertEquals(bad.code, -32002);
-    assertMatch(bad.message, /not JSON-RPC/);
-    fake.mcp.script = undefined;
+  fake.mcp.script = () => ({ status: 200, headers: { "content-type": "application/json" }, body: "" });
+  assertEquals(errorOf(await proxy.request(2, "tools/call", { name: "health" })).code, -32003);
+  fake.mcp.script = () => ({ status: 202, headers: {}, body: "" });
+  assertEquals(errorOf(await proxy.request(3, "tools/call", { name: "health" })).code, -32003);
+  fake.mcp.script = () =>
+    sseReply(sseBody([{ comment: "nothing" }, { data: { jsonrpc: "2.0", method: "x/y" } }]));
+  assertEquals(errorOf(await proxy.request(4, "tools/call", { name: "health" })).code, -32003);
+  fake.mcp.script = () => ({
+    status: 200,
+    headers: { "content-type": "text/html" },
+    body: "<html>hi</html>",
+  });
+  const bad = errorOf(await proxy.request(5, "tools/call", { name: "health" }));
+  assertEquals(bad.code, -32002);
+  assertMatch(bad.message, /not JSON-RPC/);
+  fake.mcp.script = undefined;
 
-    fake.fault({ route: "POST /mcp", drop: true, times: 1 });
-    const dropped = errorOf(await proxy.request(6, "tools/call", { name: "health" }));
-    assertEquals(dropped.code, -32004);
-    assertMatch(dropped.message, new RegExp(`cannot reach ${fake.url}/mcp`));
-    assertMatch(dropped.message, /running/);
+  fake.fault({ route: "POST /mcp", drop: true, times: 1 });
+  const dropped = errorOf(await proxy.request(6, "tools/call", { name: "health" }));
+  assertEquals(dropped.code, -32004);
+  assertMatch(dropped.message, new RegExp(`cannot reach ${fake.url}/mcp`));
+  assertMatch(dropped.message, /running/);
 
-    // and the next call works
-    resultOf(await proxy.request(7, "tools/call", { name: "health", arguments: {} }));
-    assertEquals(await proxy.close(), 0);
-  } finally {
-    await fake.close();
-  }
+  // and the next call works
+  resultOf(await proxy.request(7, "tools/call", { name: "health", arguments: {} }));
+  assertEquals(await proxy.close(), 0);
 });
 
 Deno.test("mcp/fake: replies come back out of order; a held call does not block others", async () => {
   await using home = await tempDir("ovk-mcp-");
-  const fake = await FakeOpenViking.start({ mcp: { sse: true } });
-  try {
-    const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-    await proxy.initialize();
-    const held = fake.mcp.hold("find");
-    await proxy.send(call("slow", "find", { query: "a" }));
-    await until(() => fake.mcp.active === 1, "the held call");
-    resultOf(
-      await proxy.request("fast", "tools/call", { name: "read", arguments: { uris: ["viking://x"] } }),
-    );
-    assertEquals(proxy.messages().some((m) => m.id === "slow"), false);
-    held.release();
-    resultOf(await proxy.response("slow"));
-    assertEquals(proxy.messages().map((m) => m.id), ["init", "fast", "slow"]);
-    assertEquals(await proxy.close(), 0);
-  } finally {
-    await fake.close();
-  }
+  await using fake = await FakeOpenViking.start({ mcp: { sse: true } });
+  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
+  await proxy.initialize();
+  const held = fake.mcp.hold("find");
+  await proxy.send(call("slow", "find", { query: "a" }));
+  await until(() => fake.mcp.active === 1, "the held call");
+  resultOf(
+    await proxy.request("fast", "tools/call", { name: "read", arguments: { uris: ["viking://x"] } }),
+  );
+  assertEquals(proxy.messages().some((m) => m.id === "slow"), false);
+  held.release();
+  resultOf(await proxy.response("slow"));
+  assertEquals(proxy.messages().map((m) => m.id), ["init", "fast", "slow"]);
+  assertEquals(await proxy.close(), 0);
 });
 
 Deno.test("mcp/fake: at most 16 requests in flight; the rest wait their turn", async () => {
   await using home = await tempDir("ovk-mcp-");
-  const fake = await FakeOpenViking.start();
-  try {
-    const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-    await proxy.initialize();
-    const held = fake.mcp.hold("find");
-    for (let i = 0; i < 20; i++) await proxy.send(call(i, "find", { query: `${i}` }));
-    await until(() => fake.mcp.active === 16, "16 calls in flight");
-    // give a 17th request every chance to (wrongly) go out
-    await new Promise((r) => setTimeout(r, 100));
-    assertEquals(fake.mcp.active, 16);
-    held.release();
-    for (let i = 0; i < 20; i++) resultOf(await proxy.response(i));
-    assertEquals(fake.mcp.maxActive, 16);
-    assertEquals(await proxy.close(), 0);
-  } finally {
-    await fake.close();
-  }
+  await using fake = await FakeOpenViking.start();
+  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
+  await proxy.initialize();
+  const held = fake.mcp.hold("find");
+  for (let i = 0; i < 20; i++) await proxy.send(call(i, "find", { query: `${i}` }));
+  await until(() => fake.mcp.active === 16, "16 calls in flight");
+  // give a 17th request every chance to (wrongly) go out
+  await new Promise((r) => setTimeout(r, 100));
+  assertEquals(fake.mcp.active, 16);
+  held.release();
+  for (let i = 0; i < 20; i++) resultOf(await proxy.response(i));
+  assertEquals(fake.mcp.maxActive, 16);
+  assertEquals(await proxy.close(), 0);
 });
 
 Deno.test("mcp/fake: many large concurrent replies never interleave on stdout", async () => {
   await using home = await tempDir("ovk-mcp-");
-  const fake = await FakeOpenViking.start({ mcp: { sse: true } });
-  try {
-    const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-    await proxy.initialize();
-    const big = (i: number) => `${i}:`.padEnd(60_000, String.fromCharCode(97 + (i % 26)));
-    for (let i = 0; i < 40; i++) await proxy.send(call(i, "write", { uri: "viking://x", content: big(i) }));
-    for (let i = 0; i < 40; i++) {
-      const text = String((resultOf(await proxy.response(i)).content as Json[])[0].text);
-      assertTrue(text.includes(big(i)), `reply ${i} intact`);
-    }
-    assertEquals(await proxy.close(), 0);
-    assertEquals(proxy.lines.length, 41); // each line parsed as one JSON message by the harness
-  } finally {
-    await fake.close();
+  await using fake = await FakeOpenViking.start({ mcp: { sse: true } });
+  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
+  await proxy.initialize();
+  const big = (i: number) => `${i}:`.padEnd(60_000, String.fromCharCode(97 + (i % 26)));
+  for (let i = 0; i < 40; i++) await proxy.send(call(i, "write", { uri: "viking://x", content: big(i) }));
+  for (let i = 0; i < 40; i++) {
+    const text = String((resultOf(await proxy.response(i)).content as Json[])[0].text);
+    assertTrue(text.includes(big(i)), `reply ${i} intact`);
   }
+  assertEquals(await proxy.close(), 0);
+  assertEquals(proxy.lines.length, 41); // each line parsed as one JSON message by the harness
 });
 
 Deno.test("mcp/fake: cancelling a queued request withdraws it; cancelling a running one tells the server", async () => {
   await using home = await tempDir("ovk-mcp-");
-  const fake = await FakeOpenViking.start();
-  try {
-    const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-    await proxy.initialize();
-    const held = fake.mcp.hold("find");
-    for (let i = 0; i < 16; i++) await proxy.send(call(i, "find"));
-    await until(() => fake.mcp.active === 16, "16 calls in flight");
-    await proxy.send(call("queued", "find"));
-    await proxy.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: "queued" } });
-    // cancel a running one
-    await proxy.send({
-      jsonrpc: "2.0",
-      method: "notifications/cancelled",
-      params: { requestId: 3, reason: "user" },
-    });
-    await until(
-      () => fake.mcp.receivedMethod("notifications/cancelled").length === 1,
-      "the forwarded cancel",
-    );
-    held.release();
-    for (const i of [0, 1, 2, 4, 15]) resultOf(await proxy.response(i));
-    resultOf(await proxy.request("after", "ping"));
-    assertEquals(await proxy.close(), 0);
-    const cancels = fake.mcp.receivedMethod("notifications/cancelled");
-    assertEquals(cancels.map((m) => (m.params as Json).requestId), [3]);
-    assertEquals(fake.mcp.received.some((m) => m.id === "queued"), false);
-    assertEquals(proxy.messages().some((m) => m.id === "queued" || m.id === 3), false);
-  } finally {
-    await fake.close();
-  }
+  await using fake = await FakeOpenViking.start();
+  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
+  await proxy.initialize();
+  const held = fake.mcp.hold("find");
+  for (let i = 0; i < 16; i++) await proxy.send(call(i, "find"));
+  await until(() => fake.mcp.active === 16, "16 calls in flight");
+  await proxy.send(call("queued", "find"));
+  await proxy.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: "queued" } });
+  // cancel a running one
+  await proxy.send({
+    jsonrpc: "2.0",
+    method: "notifications/cancelled",
+    params: { requestId: 3, reason: "user" },
+  });
+  await until(
+    () => fake.mcp.receivedMethod("notifications/cancelled").length === 1,
+    "the forwarded cancel",
+  );
+  held.release();
+  for (const i of [0, 1, 2, 4, 15]) resultOf(await proxy.response(i));
+  resultOf(await proxy.request("after", "ping"));
+  assertEquals(await proxy.close(), 0);
+  const cancels = fake.mcp.receivedMethod("notifications/cancelled");
+  assertEquals(cancels.map((m) => (m.params as Json).requestId), [3]);
+  assertEquals(fake.mcp.received.some((m) => m.id === "queued"), false);
+  assertEquals(proxy.messages().some((m) => m.id === "queued" || m.id === 3), false);
 });
 
 Deno.test("mcp/fake: 401 names the credential source and how to fix it; a rewritten ovcli.conf is picked up", async () => {
   await using home = await tempDir("ovk-mcp-");
-  const fake = await FakeOpenViking.start({ apiKey: KEY });
-  try {
-    const dir = `${home.path}/.openviking`;
-    await Deno.mkdir(dir, { recursive: true });
-    const conf = `${dir}/ovcli.conf`;
-    await Deno.writeTextFile(conf, JSON.stringify({ url: fake.url, api_key: "wrong-key-0000" }));
-    const proxy = startProxy({ HOME: home.path });
-    // initialize and tools/list still answer, so Kimi keeps the tools
-    const init = resultOf(await proxy.initialize());
-    assertEquals((init.capabilities as Json).tools, { listChanged: true });
-    assertMatch(String(init.instructions), /refused the credentials \(HTTP 401\)/);
-    assertEquals(toolNames(await proxy.request(1, "tools/list")), OPENVIKING_TOOLS);
-    const before = fake.requestsTo("POST /mcp").length;
-    const denied = errorOf(await proxy.request(2, "tools/call", { name: "find", arguments: { query: "x" } }));
-    assertEquals(denied.code, -32001);
-    assertMatch(denied.message, /authentication failed \(HTTP 401: Invalid API key\)/);
-    assertTrue(denied.message.includes(conf), "names the file");
-    assertMatch(denied.message, /"api_key"/);
-    assertMatch(denied.message, /no restart needed/);
-    assertEquals(denied.data?.credentialSource, "ovcli.conf");
-    assertEquals(denied.data?.credentialPath, conf);
-    // the files did not change: exactly one attempt (the proxy's initialize), no retry
-    assertEquals(fake.requestsTo("POST /mcp").length, before + 1);
+  await using fake = await FakeOpenViking.start({ apiKey: KEY });
+  const dir = `${home.path}/.openviking`;
+  await Deno.mkdir(dir, { recursive: true });
+  const conf = `${dir}/ovcli.conf`;
+  await Deno.writeTextFile(conf, JSON.stringify({ url: fake.url, api_key: "wrong-key-0000" }));
+  const proxy = startProxy({ HOME: home.path });
+  // initialize and tools/list still answer, so Kimi keeps the tools
+  const init = resultOf(await proxy.initialize());
+  assertEquals((init.capabilities as Json).tools, { listChanged: true });
+  assertMatch(String(init.instructions), /refused the credentials \(HTTP 401\)/);
+  assertEquals(toolNames(await proxy.request(1, "tools/list")), OPENVIKING_TOOLS);
+  const before = fake.requestsTo("POST /mcp").length;
+  const denied = errorOf(await proxy.request(2, "tools/call", { name: "find", arguments: { query: "x" } }));
+  assertEquals(denied.code, -32001);
+  assertMatch(denied.message, /authentication failed \(HTTP 401: Invalid API key\)/);
+  assertTrue(denied.message.includes(conf), "names the file");
+  assertMatch(denied.message, /"api_key"/);
+  assertMatch(denied.message, /no restart needed/);
+  assertEquals(denied.data?.credentialSource, "ovcli.conf");
+  assertEquals(denied.data?.credentialPath, conf);
+  // the files did not change: exactly one attempt (the proxy's initialize), no retry
+  assertEquals(fake.requestsTo("POST /mcp").length, before + 1);
 
-    await Deno.writeTextFile(conf, JSON.stringify({ url: fake.url, api_key: KEY }));
-    const ok = resultOf(await proxy.request(3, "tools/call", { name: "find", arguments: { query: "x" } }));
-    assertEquals((ok.content as Json[])[0].text, 'fake find: {"query":"x"}');
-    // the client is told to fetch the (now real) tool list again
-    await proxy.waitFor((m) => m.method === "notifications/tools/list_changed", "list_changed");
-    assertEquals(await proxy.close(), 0);
-    for (const text of [...proxy.lines, ...proxy.diagnostics]) {
-      assertNotMatch(text, /wrong-key-0000|ovk-test-key-7f3a9c/);
-    }
-  } finally {
-    await fake.close();
+  await Deno.writeTextFile(conf, JSON.stringify({ url: fake.url, api_key: KEY }));
+  const ok = resultOf(await proxy.request(3, "tools/call", { name: "find", arguments: { query: "x" } }));
+  assertEquals((ok.content as Json[])[0].text, 'fake find: {"query":"x"}');
+  // the client is told to fetch the (now real) tool list again
+  await proxy.waitFor((m) => m.method === "notifications/tools/list_changed", "list_changed");
+  assertEquals(await proxy.close(), 0);
+  for (const text of [...proxy.lines, ...proxy.diagnostics]) {
+    assertNotMatch(text, /wrong-key-0000|ovk-test-key-7f3a9c/);
   }
 });
 
 Deno.test("mcp/fake: a key from the environment is named as such; 403 names account and user", async () => {
   await using home = await tempDir("ovk-mcp-");
-  const fake = await FakeOpenViking.start({ apiKey: KEY, mcp: { sse: true } });
-  try {
-    const wrong = startProxy({
-      HOME: home.path,
-      OPENVIKING_URL: fake.url,
-      OPENVIKING_API_KEY: "env-wrong-key-9",
-    });
-    await wrong.initialize();
-    const denied = errorOf(await wrong.request(1, "tools/call", { name: "health", arguments: {} }));
-    assertEquals(denied.code, -32001);
-    assertMatch(denied.message, /environment variable OPENVIKING_API_KEY/);
-    assertNotMatch(JSON.stringify(denied), /env-wrong-key-9/);
-    // ping is answered locally when the server cannot answer it: the proxy itself is alive
-    assertEquals(resultOf(await wrong.request(2, "ping")), {});
-    assertEquals(await wrong.close(), 0);
+  await using fake = await FakeOpenViking.start({ apiKey: KEY, mcp: { sse: true } });
+  const wrong = startProxy({
+    HOME: home.path,
+    OPENVIKING_URL: fake.url,
+    OPENVIKING_API_KEY: "env-wrong-key-9",
+  });
+  await wrong.initialize();
+  const denied = errorOf(await wrong.request(1, "tools/call", { name: "health", arguments: {} }));
+  assertEquals(denied.code, -32001);
+  assertMatch(denied.message, /environment variable OPENVIKING_API_KEY/);
+  assertNotMatch(JSON.stringify(denied), /env-wrong-key-9/);
+  // ping is answered locally when the server cannot answer it: the proxy itself is alive
+  assertEquals(resultOf(await wrong.request(2, "ping")), {});
+  assertEquals(await wrong.close(), 0);
 
-    const right = startProxy({
-      HOME: home.path,
-      OPENVIKING_URL: fake.url,
-      OPENVIKING_API_KEY: KEY,
-      OPENVIKING_ACCOUNT: "acme",
-      OPENVIKING_USER: "ann",
-    });
-    await right.initialize();
-    await initialized(fake);
-    fake.fault({ route: "POST /mcp", status: 403, times: 1 });
-    const forbidden = errorOf(await right.request(3, "tools/call", { name: "health", arguments: {} }));
-    assertEquals(forbidden.code, -32001);
-    assertMatch(forbidden.message, /denied access \(HTTP 403: injected 403\) for account "acme", user "ann"/);
-    assertNotMatch(JSON.stringify(forbidden), new RegExp(KEY));
-    assertEquals(await right.close(), 0);
-  } finally {
-    await fake.close();
-  }
+  const right = startProxy({
+    HOME: home.path,
+    OPENVIKING_URL: fake.url,
+    OPENVIKING_API_KEY: KEY,
+    OPENVIKING_ACCOUNT: "acme",
+    OPENVIKING_USER: "ann",
+  });
+  await right.initialize();
+  await initialized(fake);
+  fake.fault({ route: "POST /mcp", status: 403, times: 1 });
+  const forbidden = errorOf(await right.request(3, "tools/call", { name: "health", arguments: {} }));
+  assertEquals(forbidden.code, -32001);
+  assertMatch(forbidden.message, /denied access \(HTTP 403: injected 403\) for account "acme", user "ann"/);
+  assertNotMatch(JSON.stringify(forbidden), new RegExp(KEY));
+  assertEquals(await right.close(), 0);
 });

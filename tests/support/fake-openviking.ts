@@ -11,6 +11,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { FakeMcp, type FakeMcpOptions } from "./fake-mcp.ts";
+import { concatBytes } from "../../runtime/bytes.ts";
 
 /** A request as the fake saw it. */
 export interface RecordedRequest {
@@ -261,6 +262,11 @@ export class FakeOpenViking {
     return fake;
   }
 
+  /** Closes the fake at the end of an `await using` scope. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
   /** Stops the server and drops open connections. */
   async close(): Promise<void> {
     this.server.closeAllConnections?.();
@@ -300,7 +306,7 @@ export class FakeOpenViking {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Uint8Array[] = [];
     for await (const c of req) chunks.push(c as Uint8Array);
-    const text = new TextDecoder().decode(concat(chunks));
+    const text = new TextDecoder().decode(concatBytes(chunks));
     const url = new URL(req.url ?? "/", "http://127.0.0.1");
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(req.headers)) {
@@ -520,16 +526,6 @@ export function routeMatches(pattern: string, route: string): boolean {
   if (pattern === "*" || pattern === route) return true;
   if (pattern.endsWith("*")) return route.startsWith(pattern.slice(0, -1));
   return false;
-}
-
-function concat(chunks: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
-  let o = 0;
-  for (const c of chunks) {
-    out.set(c, o);
-    o += c.length;
-  }
-  return out;
 }
 
 function send(res: ServerResponse, status: number, body: unknown): void {

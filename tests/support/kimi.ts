@@ -46,24 +46,9 @@ export const HOOK_EVENTS = [
  * `[[hooks]]` entry naming any other event (TurnStarted, UserPromptQueued, SessionHeartbeat, TaskStarted)
  * makes the legacy engine print "Ignored invalid config … hooks" and drop EVERY hook.
  */
-export const LEGACY_HOOK_EVENTS = [
-  "SessionStart",
-  "SessionEnd",
-  "UserPromptSubmit",
-  "PreToolUse",
-  "PostToolUse",
-  "PostToolUseFailure",
-  "PermissionRequest",
-  "PermissionResult",
-  "Stop",
-  "StopFailure",
-  "Interrupt",
-  "SubagentStart",
-  "SubagentStop",
-  "PreCompact",
-  "PostCompact",
-  "Notification",
-] as const;
+export const LEGACY_HOOK_EVENTS = HOOK_EVENTS.filter((e) =>
+  !["TurnStarted", "UserPromptQueued", "SessionHeartbeat", "TaskStarted"].includes(e)
+);
 
 /** A Kimi hook event name. */
 export type HookEvent = (typeof HOOK_EVENTS)[number];

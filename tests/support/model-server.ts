@@ -11,6 +11,7 @@
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { concatBytes } from "../../runtime/bytes.ts";
 
 /** A tool call as the model emits it. */
 export interface ToolCallSpec {
@@ -330,7 +331,7 @@ export class ModelServer {
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Uint8Array[] = [];
     for await (const c of req) chunks.push(c as Uint8Array);
-    const raw = new TextDecoder().decode(concat(chunks));
+    const raw = new TextDecoder().decode(concatBytes(chunks));
     let body: unknown = null;
     if (raw !== "") {
       try {
@@ -468,16 +469,6 @@ function json(res: ServerResponse, status: number, value: unknown): void {
 
 function byteLength(s: string): number {
   return new TextEncoder().encode(s).length;
-}
-
-function concat(chunks: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
-  let o = 0;
-  for (const c of chunks) {
-    out.set(c, o);
-    o += c.length;
-  }
-  return out;
 }
 
 function sleep(ms: number): Promise<void> {
