@@ -177,6 +177,14 @@ function planFile(
   plan.steps.push(fileStep(change, what));
 }
 
+/** Plans removing our record from plugins/installed.json; returns why it cannot, or undefined. */
+function planUnregister(plan: Plan, state: KimiState, what: string): string | undefined {
+  const reg = planRegistryUninstall(state.registryText);
+  if (!reg.ok) return reg.error;
+  planFile(plan, state.paths.registry, state.registryText, reg.after, what);
+  return undefined;
+}
+
 function printDryRun(plan: Plan, out: Output): void {
   out.info("Dry run: nothing was changed. These changes would be made:");
   for (const step of plan.steps) out.info(`  - ${step.describe}`);
@@ -281,15 +289,12 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
       out.info(`Note: ${state.registryError}`);
     }
     if (hasOurPlugin(state) || state.plugin?.owner === "missing") {
-      const reg = planRegistryUninstall(state.registryText);
-      if (!reg.ok) return fail(reg.error);
-      planFile(
+      const error = planUnregister(
         plan,
-        state.paths.registry,
-        state.registryText,
-        reg.after,
+        state,
         "plugin-mode registration removed (switching to config mode)",
       );
+      if (error) return fail(error);
       if (state.plugin?.owner === "ours") {
         const root = state.plugin.root;
         plan.steps.push({
@@ -462,15 +467,8 @@ export async function runUninstall(ctx: Context, options: InstallOptions): Promi
     if (state.registryError && state.registryText !== undefined) {
       plan.notes.push(`Note: ${state.registryError}`);
     } else if (hasOurPlugin(state) || state.plugin?.owner === "missing") {
-      const reg = planRegistryUninstall(state.registryText);
-      if (!reg.ok) return fail(reg.error);
-      planFile(
-        plan,
-        state.paths.registry,
-        state.registryText,
-        reg.after,
-        `plugin "${PLUGIN_ID}" unregistered`,
-      );
+      const error = planUnregister(plan, state, `plugin "${PLUGIN_ID}" unregistered`);
+      if (error) return fail(error);
     } else if (state.plugin?.owner === "upstream") {
       plan.notes.push(
         `Note: the "${PLUGIN_ID}" plugin registered in Kimi is OpenViking's own one; left in place.`,
