@@ -40,8 +40,36 @@ export interface Fault {
   drop?: boolean;
   /** Store the write, then close the connection without an answer. */
   lostReply?: boolean;
+  /**
+   * Answer with exactly this (status, headers, body) instead of handling the request: an HTML page, a
+   * redirect, an empty or non-JSON 200 — what a proxy or another server in front of OpenViking says.
+   */
+  raw?: RawReply;
   /** Apply this many times (default: until cleared). */
   times?: number;
+}
+
+/** A verbatim reply. `body` bytes are sent as they are (give `content-encoding` for compressed bodies). */
+export interface RawReply {
+  status: number;
+  headers?: Record<string, string>;
+  body?: string | Uint8Array;
+  /** Stream this many bytes of `body` repeated (for replies larger than memory should hold). */
+  repeatBytes?: number;
+}
+
+/** A gzip body that inflates to `inflatedBytes` of `fill` (a "zip bomb" reply for size-bound tests). */
+export async function gzipBomb(inflatedBytes: number, fill = " "): Promise<Uint8Array> {
+  const chunk = new TextEncoder().encode(fill.repeat(1 << 16));
+  const stream = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (inflatedBytes <= 0) return controller.close();
+      const n = Math.min(chunk.length, inflatedBytes);
+      inflatedBytes -= n;
+      controller.enqueue(chunk.subarray(0, n));
+    },
+  }).pipeThrough(new CompressionStream("gzip"));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
 }
 
 /** A message stored in a fake session. */
@@ -343,6 +371,7 @@ export class FakeOpenViking {
       req.socket.destroy();
       return;
     }
+    if (fault?.raw) return await sendVerbatim(res, fault.raw);
     if (fault?.status) {
       return send(res, fault.status, {
         status: "error",
@@ -530,6 +559,18 @@ export function routeMatches(pattern: string, route: string): boolean {
 
 function send(res: ServerResponse, status: number, body: unknown): void {
   sendRaw(res, status, { "content-type": "application/json" }, JSON.stringify(body));
+}
+
+async function sendVerbatim(res: ServerResponse, raw: RawReply): Promise<void> {
+  res.writeHead(raw.status, { ...raw.headers, connection: "close" });
+  const body = typeof raw.body === "string"
+    ? new TextEncoder().encode(raw.body)
+    : raw.body ?? new Uint8Array();
+  if (raw.repeatBytes === undefined) return void res.end(body);
+  for (let sent = 0; sent < raw.repeatBytes && !res.destroyed && body.length > 0; sent += body.length) {
+    if (!res.write(body)) await new Promise((r) => res.once("drain", r));
+  }
+  res.end();
 }
 
 function sendRaw(res: ServerResponse, status: number, headers: Record<string, string>, body: string): void {
