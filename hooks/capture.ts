@@ -1,16 +1,24 @@
 /**
  * Capture for Stop, PreCompact, SessionEnd (detached worker) and Interrupt (synchronous, 2 s budget):
  * wait — outside the lock — for the newest turn to close, then under the session lock read the journal from
- * the cursor, plan, send (or queue), acknowledge a contiguous prefix, move the cursor, and commit.
+ * the cursor, settle an intent an earlier run left, and in bounded steps plan, record the intent, send (or
+ * queue), acknowledge a contiguous prefix and move the cursor; then commit (queued behind queued writes).
  */
 
-import { Budget } from "../runtime/http.ts";
+import { Budget, type FailureKind } from "../runtime/http.ts";
 import { kimiHome } from "../runtime/paths.ts";
-import { hasUnsent, replayPending } from "../runtime/pending.ts";
+import { hasUnsent, replayQueue } from "../runtime/pending.ts";
 import { commitSession, sendMessages } from "../runtime/sessions.ts";
-import { type Cursor, readState, type SessionState, updateState, writeState } from "../runtime/state.ts";
+import {
+  type Cursor,
+  MAX_CAPTURED_KEYS,
+  readState,
+  type SessionState,
+  updateState,
+} from "../runtime/state.ts";
 import { locateJournal } from "../wire/locate.ts";
-import { acknowledge, planCapture } from "../wire/plan.ts";
+import { acknowledge, type Plan, planCapture } from "../wire/plan.ts";
+import { settledElsewhere } from "./inflight.ts";
 import { cursorAt, readJournal } from "../wire/read.ts";
 import { scanTurns, turnLineFilter, type TurnScan } from "../wire/turns.ts";
 import { clientFor, type HookContext } from "./context.ts";
@@ -97,9 +105,26 @@ export interface CaptureReport {
   rejected: number;
   acked: number;
   skipped: number;
+  /** Bounded steps of at most `TURNS_PER_STEP` turns this run took. */
+  steps: number;
+  /** Turns left for a later run (budget spent, or something could not be settled). */
+  left: number;
   commit: string;
+  taskId?: string;
+  /** Why messages were queued, or why the capture stopped ("local": our own state or queue could not be written). */
+  cause?: { kind: FailureKind | "local"; status: number; message: string };
+  /** Messages of an unrecorded earlier request found queued or on the server (not sent again). */
+  settledElsewhere: number;
   rewritten: boolean;
   waited: boolean;
+}
+
+/** A long backlog is planned and sent in steps of this many turns, each recorded before the next. */
+export const TURNS_PER_STEP = 200;
+
+/** The commit key of a capture: the session and the last message it covers. */
+function commitKey(sessionId: string, lastKey: string | undefined): string {
+  return `${sessionId}:${lastKey ?? "none"}`;
 }
 
 /** Captures new whole turns of the session's journal and commits; the state changes only under the lock. */
@@ -107,6 +132,7 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
   if (!ctx.capturePaths || !ctx.ovSessionId) return { outcome: "no-session-id" };
   const paths = ctx.capturePaths;
   const c = ctx.config;
+  const sid = ctx.ovSessionId;
   const before = await readState(paths.file);
   let journal = before.cursor?.path;
   if (!journal || !(await Deno.stat(journal).then((i) => i.isFile, () => false))) {
@@ -120,8 +146,8 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
   const forceLimit = mode.force ? await Deno.stat(journalPath).then((i) => i.size, () => 0) : 0;
   const waited = mode.waitMs > 0 ? await waitForTurnEnd(journalPath, before.cursor, mode.waitMs) : true;
   const client = clientFor(ctx);
-  const res = await updateState(paths, async (state) => {
-    const { turns, read } = await scan(journalPath, state.cursor);
+  const res = await updateState(paths, async (start, save) => {
+    const { turns, read } = await scan(journalPath, start.cursor);
     const report: CaptureReport = {
       journal: journalPath,
       turns: turns.turns.length,
@@ -131,78 +157,169 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
       rejected: 0,
       acked: 0,
       skipped: 0,
+      steps: 0,
+      left: 0,
       commit: "none",
+      settledElsewhere: 0,
       rewritten: read.rewritten,
       waited,
     };
-    // Earlier writes of this session still queued go first, so the server sees turns in order.
-    let queueOnly = false;
-    if (await hasUnsent(ctx.pendingDir, ctx.ovSessionId)) {
-      await replayPending(ctx.pendingDir, client, {
-        limit: c.pendingReplayLimit,
-        maxRetries: c.pendingMaxRetries,
-        ttlDays: c.pendingTtlDays,
-        budget: mode.budget,
-        sessionId: ctx.ovSessionId,
-      });
-      queueOnly = await hasUnsent(ctx.pendingDir, ctx.ovSessionId);
-    }
     const newest = turns.turns.at(-1);
-    const plan = planCapture(turns.turns, new Set(state.capturedKeys), state.ackedBelow, {
+    const planOptions = {
       maxLength: c.captureMaxLength,
       redact: c.redact,
       includeOpen: mode.force && !(newest && !newest.closed && newest.startOffset >= forceLimit),
-    });
-    report.planned = plan.toSend.length;
-    report.skipped = plan.skipped.length;
-    // The state once the first `acked` planned messages are settled (`captured` of them new). Progress
-    // recorded before the capture ends keeps the previous `lastCapture*`: those mark finished captures.
-    const stateAfter = async (acked: number, captured: number, done: boolean): Promise<SessionState> => {
+      maxTurns: TURNS_PER_STEP,
+    };
+    // The state once the first `acked` planned messages of `plan` are settled (`captured` of them new).
+    // Progress recorded before the capture ends keeps `lastCapture*`: those mark finished captures.
+    const stateAfter = async (
+      state: SessionState,
+      plan: Plan,
+      acked: number,
+      captured: number,
+    ): Promise<SessionState> => {
       const ack = acknowledge(plan, acked, state.ackedBelow, turns.turns, turns.nextIndex);
       return {
         ...state,
-        capturedKeys: [...state.capturedKeys, ...ack.keys],
+        capturedKeys: [...state.capturedKeys, ...ack.keys].slice(-MAX_CAPTURED_KEYS),
         ackedBelow: ack.ackedBelow,
         capturedSinceCommit: state.capturedSinceCommit + captured,
+        lastAckedKey: ack.keys.at(-1) ?? state.lastAckedKey,
+        inflight: undefined,
         cursor: {
           path: journalPath,
           ...(await cursorAt(journalPath, ack.resumeAt ? ack.resumeAt.startOffset : read.endOffset)),
           nextIndex: ack.resumeAt ? ack.resumeAt.index : turns.nextIndex,
         },
-        lastCaptureAt: done ? Date.now() : state.lastCaptureAt,
-        lastCaptureEvent: done ? ctx.event : state.lastCaptureEvent,
         protocolVersion: turns.protocolVersion ?? state.protocolVersion,
       };
     };
-    const sent = plan.toSend.length
-      ? await sendMessages(client, ctx.ovSessionId, plan.toSend.map((x) => x.payload), {
-        budget: mode.budget,
-        pendingDir: ctx.pendingDir,
-        queueOnly,
-        // Recorded before the next request: a kill later on never makes the next capture send these again.
-        onAcked: async (acked) => await writeState(paths.file, await stateAfter(acked, acked, false)),
-      })
-      : { acked: 0, sent: 0, queued: 0, rejected: 0 };
-    Object.assign(report, {
-      sent: sent.sent,
-      queued: sent.queued,
-      rejected: sent.rejected,
-      acked: sent.acked,
-    });
-    const next = await stateAfter(sent.acked, sent.sent + sent.queued, true);
+    let state = start;
 
-    const due = next.capturedSinceCommit > 0 &&
-      (mode.commitAlways || next.capturedSinceCommit >= c.commitTurnThreshold);
+    // A run that stopped without recording its last request's outcome: settle what it may have delivered.
+    if (state.inflight?.keys.length) {
+      const inflight = new Set(state.inflight.keys);
+      const all = planCapture(turns.turns, new Set(state.capturedKeys), state.ackedBelow, {
+        ...planOptions,
+        maxTurns: undefined,
+      });
+      const candidates = all.toSend.filter((x) => inflight.has(x.key));
+      const found = await settledElsewhere(client, {
+        pendingDir: ctx.pendingDir,
+        sessionId: sid,
+        budget: mode.budget,
+      }, candidates);
+      report.settledElsewhere = found.keys.size;
+      state = {
+        ...state,
+        inflight: undefined,
+        capturedKeys: [...state.capturedKeys, ...found.keys].slice(-MAX_CAPTURED_KEYS),
+      };
+      ctx.log.stage("inflight-settled", { keys: inflight.size, found: found.keys.size, asked: found.asked });
+    }
+
+    // Earlier writes of this session still queued go first, so the server sees turns in order.
+    let queueOnly = false;
+    if (await hasUnsent(ctx.pendingDir, sid)) {
+      await replayQueue(ctx.pendingDir, client, {
+        limit: c.pendingReplayLimit,
+        ttlDays: c.pendingTtlDays,
+        budget: mode.budget,
+        sessionId: sid,
+      });
+      queueOnly = await hasUnsent(ctx.pendingDir, sid);
+    }
+
+    // Bounded steps: plan up to TURNS_PER_STEP turns, send or queue them, record, and go on while time is left.
+    let stopped = false;
+    for (;;) {
+      const plan = planCapture(turns.turns, new Set(state.capturedKeys), state.ackedBelow, planOptions);
+      if (!plan.turns.length) break;
+      report.steps++;
+      report.planned += plan.toSend.length;
+      report.skipped += plan.skipped.length;
+      const base = state;
+      const sent = plan.toSend.length
+        ? await sendMessages(client, sid, plan.toSend.map((x) => x.payload), {
+          budget: mode.budget,
+          pendingDir: ctx.pendingDir,
+          queueOnly,
+          // The intent is on disk before the request: if its outcome cannot be recorded, the next run asks.
+          beforeRequest: async (from, to) =>
+            await save({
+              ...base,
+              inflight: { keys: plan.toSend.slice(from, to).map((x) => x.key), at: Date.now() },
+            }),
+          // Recorded before the next request: a kill later on never makes the next capture send these again.
+          onAcked: async (acked) => await save(await stateAfter(base, plan, acked, acked)),
+        })
+        : { acked: 0, sent: 0, queued: 0, rejected: 0, rejections: [], usedBatch: false };
+      report.sent += sent.sent;
+      report.queued += sent.queued;
+      report.rejected += sent.rejected;
+      report.acked += sent.acked;
+      if (sent.cause && !report.cause) {
+        report.cause = {
+          kind: sent.cause.kind,
+          status: sent.cause.status,
+          message: sent.cause.error.message,
+        };
+      }
+      if (sent.rejections.length && !report.cause) {
+        const r = sent.rejections[0];
+        report.cause = { kind: "rejected", status: r.status, message: r.message };
+      }
+      if (sent.stoppedBy) {
+        report.cause = { kind: "local", status: 0, message: sent.stoppedBy.message };
+        stopped = true;
+        break;
+      }
+      if (sent.queued > 0) queueOnly = true; // what follows queues behind it
+      state = await stateAfter(base, plan, sent.acked, sent.sent + sent.queued);
+      if (sent.acked < plan.toSend.length) {
+        stopped = true;
+        break;
+      }
+      if (plan.turns.length < TURNS_PER_STEP) break;
+      if (mode.budget.remaining() < MIN_COMMIT_MS) break;
+      await save(state); // this step is recorded before the next begins
+    }
+    report.left = turns.turns.filter((t) =>
+      t.index >= state.ackedBelow && (t.closed || planOptions.includeOpen)
+    )
+      .length;
+
+    const due = !stopped && state.capturedSinceCommit > 0 &&
+      (mode.commitAlways || state.capturedSinceCommit >= c.commitTurnThreshold);
     if (due && mode.budget.remaining() >= MIN_COMMIT_MS) {
       // What was sent or queued is recorded before the commit request, for the same reason.
-      await writeState(paths.file, await stateAfter(sent.acked, sent.sent + sent.queued, false));
-      const outcome = await commitSession(client, ctx.ovSessionId, {
+      await save(state);
+      const outcome = await commitSession(client, sid, {
         budget: mode.budget,
         pendingDir: ctx.pendingDir,
+        key: commitKey(sid, state.lastAckedKey),
+        queueOnly,
       });
       report.commit = outcome.kind;
-      if (outcome.kind !== "failed") next.capturedSinceCommit = 0;
+      if (outcome.kind === "committed") report.taskId = outcome.taskId;
+      if (outcome.kind !== "failed") state = { ...state, capturedSinceCommit: 0 };
     } else if (due) report.commit = "skipped-budget";
+    const next: SessionState = {
+      ...state,
+      lastCaptureAt: Date.now(),
+      lastCaptureEvent: ctx.event,
+      lastCapture: {
+        at: Date.now(),
+        event: ctx.event,
+        sent: report.sent,
+        queued: report.queued,
+        rejected: report.rejected,
+        cause: report.cause,
+        commit: report.commit,
+        taskId: report.taskId,
+      },
+    };
     return { state: next, value: report };
   }, { waitMs: mode.lockWaitMs });
   if (!res.acquired) return { outcome: "lock-timeout", data: { journal: journalPath } };

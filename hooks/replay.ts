@@ -2,7 +2,8 @@
 
 import { loadConfig } from "../runtime/config.ts";
 import { Budget, createClient } from "../runtime/http.ts";
-import { countPending, replayPending } from "../runtime/pending.ts";
+import { queueSummary, replayAll } from "../runtime/pending.ts";
+import { countShared } from "../runtime/pending-shared.ts";
 import { pendingDir, processEnv } from "../runtime/paths.ts";
 
 /** The `replay` command: exit 0 when the queue is empty afterwards, 1 when entries remain. */
@@ -12,14 +13,17 @@ export async function replayCommand(_args: string[]): Promise<number> {
   for (const w of warnings) console.error(`warning: ${w}`);
   const dir = pendingDir(env);
   const client = createClient({ ...config, peerId: "" });
-  const report = await replayPending(dir, client, {
+  const report = await replayAll(dir, client, {
     limit: Number.MAX_SAFE_INTEGER,
     maxRetries: config.pendingMaxRetries,
     ttlDays: config.pendingTtlDays,
     budget: new Budget(Math.max(config.replayBudgetMs, 60_000)),
   });
-  const left = await countPending(dir);
-  console.log(JSON.stringify({ ...report, left, server: config.baseUrl }));
+  const left = (await queueSummary(dir)).entries + await countShared(dir);
+  const cause = report.cause
+    ? { kind: report.cause.kind, status: report.cause.status, message: report.cause.error.message }
+    : undefined;
+  console.log(JSON.stringify({ ...report, cause, left, server: config.baseUrl }));
   if (left > 0) {
     console.error(
       `${left} entries are still queued in ${dir}; is ${config.baseUrl} reachable? Run "openviking-kimi doctor".`,

@@ -7,7 +7,7 @@
 import { removeStaleTemps } from "../runtime/fs.ts";
 import { Budget } from "../runtime/http.ts";
 import { hookStateDir } from "../runtime/paths.ts";
-import { replayPending } from "../runtime/pending.ts";
+import { replayAll } from "../runtime/pending.ts";
 import { updateState } from "../runtime/state.ts";
 import { clientFor, type HookContext } from "./context.ts";
 import type { HookResult } from "./dispatch.ts";
@@ -16,10 +16,10 @@ import { spawnWorker } from "./detach.ts";
 /** A SessionStart this close to the previous one is the same start fired twice. */
 export const REPEAT_WINDOW_MS = 2000;
 
-/** Replays the pending queue within the configured bounds. */
-export async function replayQueue(ctx: HookContext): Promise<HookResult> {
+/** Replays the pending queues within the configured bounds. */
+export async function replayQueues(ctx: HookContext): Promise<HookResult> {
   const c = ctx.config;
-  const report = await replayPending(ctx.pendingDir, clientFor(ctx), {
+  const report = await replayAll(ctx.pendingDir, clientFor(ctx), {
     limit: c.pendingReplayLimit,
     maxRetries: c.pendingMaxRetries,
     ttlDays: c.pendingTtlDays,
@@ -28,12 +28,13 @@ export async function replayQueue(ctx: HookContext): Promise<HookResult> {
   // Writes killed mid-way leave temp files behind; an hour is far beyond any write.
   const temps = (await removeStaleTemps(ctx.pendingDir, 3600_000)) +
     (await removeStaleTemps(hookStateDir(ctx.env), 3600_000));
-  return { outcome: "replayed", data: { ...report, staleTempsRemoved: temps } };
+  const cause = report.cause ? { kind: report.cause.kind, status: report.cause.status } : undefined;
+  return { outcome: "replayed", data: { ...report, cause, staleTempsRemoved: temps } };
 }
 
 /** The SessionStart handler. */
 export async function sessionStart(ctx: HookContext): Promise<HookResult> {
-  if (ctx.isWorker) return await replayQueue(ctx);
+  if (ctx.isWorker) return await replayQueues(ctx);
   if (ctx.promptPaths) {
     const res = await updateState(ctx.promptPaths, (s) => {
       const last = s.lastSessionStartAt;
@@ -56,5 +57,5 @@ export async function sessionStart(ctx: HookContext): Promise<HookResult> {
   if (ctx.config.writePathAsync && await spawnWorker("session-start", ctx.raw)) {
     return { outcome: "detached" };
   }
-  return await replayQueue(ctx);
+  return await replayQueues(ctx);
 }

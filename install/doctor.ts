@@ -4,19 +4,9 @@
  */
 
 import { loadConfig } from "../runtime/config.ts";
-import { createClient } from "../runtime/http.ts";
-import { listPending } from "../runtime/pending.ts";
-import { SessionStateSchema } from "../runtime/state.ts";
-import { parseJsonOrUndefined } from "../runtime/fs.ts";
-import {
-  type Env,
-  hookStateDir,
-  isAbsolutePath,
-  joinPath,
-  kimiHome,
-  pendingDir,
-  processEnv,
-} from "../runtime/paths.ts";
+import { scrub } from "../runtime/scrub.ts";
+import { type Env, isAbsolutePath, joinPath, kimiHome, processEnv } from "../runtime/paths.ts";
+import { captureChecks, queueCheck, serverChecks } from "./doctor-memory.ts";
 import { VERSION } from "../runtime/version.ts";
 import { HOOKS, isOurHookCommand, isUpstreamHookCommand, MCP_SERVER_NAME, PLUGIN_ID } from "./spec.ts";
 import { type KimiState, readKimiState } from "./detect.ts";
@@ -49,9 +39,6 @@ export interface DoctorContext {
   ) => Promise<{ code: number; stdout: string; stderr: string }>;
   fetch?: typeof fetch;
 }
-
-/** Journal protocol versions this release was tested with. */
-export const KNOWN_PROTOCOLS = ["1.4", "1.5"];
 
 const INSTALL_FIX = "run `openviking-kimi install` (or `install --mode plugin`)";
 
@@ -242,159 +229,6 @@ async function commandChecks(ctx: DoctorContext, state: KimiState): Promise<Chec
   return checks;
 }
 
-async function serverChecks(ctx: DoctorContext): Promise<Check[]> {
-  const { config, warnings } = await loadConfig(ctx.env);
-  const checks: Check[] = [];
-  if (warnings.length) {
-    checks.push({
-      id: "settings",
-      status: "warn",
-      summary: "some settings were ignored",
-      detail: warnings,
-      fix: "correct the values named above (environment or ~/.openviking/ovcli.conf)",
-    });
-  }
-  const client = createClient({
-    baseUrl: config.baseUrl,
-    apiKey: config.apiKey,
-    account: config.account,
-    user: config.user,
-    peerId: "",
-    userAgent: config.userAgent,
-    timeoutMs: 5000,
-    fetch: ctx.fetch,
-  });
-  const where = `${config.baseUrl} (from ${config.credentialSource})`;
-  const health = await client.request<Record<string, unknown>>("GET", "/health");
-  if (!health.ok) {
-    checks.push({
-      id: "server",
-      status: "fail",
-      summary: `OpenViking at ${where} is not reachable: ${health.error.message}`,
-      fix:
-        "start the OpenViking server, or save its address: `openviking-kimi install --url http://HOST:1933`",
-    });
-    return checks;
-  }
-  const h = isObject(health.result) ? health.result : {};
-  checks.push({
-    id: "server",
-    status: "ok",
-    summary: `OpenViking ${typeof h.version === "string" ? h.version : ""} at ${where}`.replace("  ", " "),
-  });
-  const search = await client.request("POST", "/api/v1/search/find", {
-    body: { query: "openviking-kimi doctor", limit: 1 },
-  });
-  const keyNote = config.apiKey ? `API key from ${config.apiKeySource}` : "no API key";
-  if (search.ok) checks.push({ id: "auth", status: "ok", summary: `a search works (${keyNote})` });
-  else if (search.status === 401 || search.status === 403) {
-    checks.push({
-      id: "auth",
-      status: "fail",
-      summary: `the server refused a search (HTTP ${search.status}, ${keyNote}): ${search.error.message}`,
-      fix:
-        "save a valid key: `openviking-kimi install --api-key KEY` (stored in ~/.openviking/ovcli.conf), " +
-        "and --account/--user when the server runs in trusted mode",
-    });
-  } else {
-    checks.push({
-      id: "auth",
-      status: "fail",
-      summary: `a search failed (HTTP ${search.status || "none"}): ${search.error.message}`,
-      fix: "check the server's log; doctor sends POST /api/v1/search/find {query, limit: 1}",
-    });
-  }
-  return checks;
-}
-
-async function queueCheck(ctx: DoctorContext): Promise<Check> {
-  const dir = pendingDir(ctx.env);
-  let queued;
-  try {
-    queued = await listPending(dir);
-  } catch (error) {
-    return { id: "queue", status: "warn", summary: `cannot read ${dir}: ${(error as Error).message}` };
-  }
-  if (queued.length === 0) return { id: "queue", status: "ok", summary: `pending queue empty (${dir})` };
-  const oldest = Math.min(...queued.map((q) => q.entry.createdAt));
-  const ageH = (ctx.now - oldest) / 3_600_000;
-  const summary = `${queued.length} write(s) waiting in ${dir}, oldest from ${
-    new Date(oldest).toISOString()
-  }`;
-  return ageH > 1
-    ? {
-      id: "queue",
-      status: "warn",
-      summary,
-      fix: "they are sent when the server is reachable (at the next session start); send them now with " +
-        "`openviking-kimi replay`",
-    }
-    : { id: "queue", status: "info", summary };
-}
-
-async function captureChecks(ctx: DoctorContext): Promise<Check[]> {
-  const dir = hookStateDir(ctx.env);
-  const sessions: { name: string; at: number; event?: string; protocol?: string }[] = [];
-  try {
-    for await (const e of Deno.readDir(dir)) {
-      if (!e.isFile || !e.name.endsWith(".json")) continue;
-      const raw = parseJsonOrUndefined(await Deno.readTextFile(joinPath(dir, e.name)).catch(() => undefined));
-      const parsed = SessionStateSchema.safeParse(raw);
-      if (!parsed.success) continue;
-      const s = parsed.data;
-      sessions.push({
-        name: e.name.replace(/\.json$/, ""),
-        at: s.lastCaptureAt ?? 0,
-        event: s.lastCaptureEvent,
-        protocol: s.protocolVersion,
-      });
-    }
-  } catch (error) {
-    if (!(error instanceof Deno.errors.NotFound)) {
-      return [{ id: "captures", status: "warn", summary: `cannot read ${dir}: ${(error as Error).message}` }];
-    }
-  }
-  const captured = sessions.filter((s) => s.at > 0).sort((a, b) => b.at - a.at);
-  const checks: Check[] = [];
-  if (captured.length === 0) {
-    checks.push({
-      id: "captures",
-      status: "info",
-      summary: sessions.length
-        ? `${sessions.length} session(s) seen, none captured yet`
-        : "no capture recorded yet (finish a turn in Kimi Code, then run doctor again)",
-    });
-  } else {
-    checks.push({
-      id: "captures",
-      status: "ok",
-      summary: `last capture ${new Date(captured[0].at).toISOString()} (${captured.length} session(s))`,
-      detail: captured.slice(0, 5).map((s) =>
-        `${s.name}: ${new Date(s.at).toISOString()}${s.event ? ` on ${s.event}` : ""}${
-          s.protocol ? `, journal protocol ${s.protocol}` : ""
-        }`
-      ),
-    });
-  }
-  const protocols = [...new Set(sessions.map((s) => s.protocol).filter((p): p is string => !!p))];
-  if (protocols.length) {
-    const unknown = protocols.filter((p) => !KNOWN_PROTOCOLS.includes(p));
-    checks.push(
-      unknown.length
-        ? {
-          id: "protocol",
-          status: "warn",
-          summary: `journal protocol ${unknown.join(", ")} seen; this release knows ${
-            KNOWN_PROTOCOLS.join(", ")
-          }`,
-          fix: "update openviking-kimi; until then capture may miss parts of turns",
-        }
-        : { id: "protocol", status: "ok", summary: `journal protocol ${protocols.join(", ")}` },
-    );
-  }
-  return checks;
-}
-
 /** Runs every check. */
 export async function runDoctor(ctx: DoctorContext): Promise<Check[]> {
   const state = await readKimiState(ctx.home);
@@ -446,10 +280,21 @@ export async function runDoctor(ctx: DoctorContext): Promise<Check[]> {
   }
   checks.push(mcpCheck(state));
   checks.push(...await commandChecks(ctx, state));
-  checks.push(...await serverChecks(ctx));
-  checks.push(await queueCheck(ctx));
-  checks.push(...await captureChecks(ctx));
-  return checks;
+  const { config, warnings } = await loadConfig(ctx.env);
+  if (warnings.length) {
+    checks.push({
+      id: "settings",
+      status: "warn",
+      summary: "some settings were ignored",
+      detail: warnings,
+      fix: "correct the values named above (environment or ~/.openviking/ovcli.conf)",
+    });
+  }
+  checks.push(...await serverChecks(config, ctx.fetch));
+  checks.push(await queueCheck(ctx.env, ctx.now));
+  checks.push(...await captureChecks(ctx.env, config));
+  // A server's error text may quote the key back (`invalid api key: Bearer …`): nothing leaves unscrubbed.
+  return scrub(checks, [config.apiKey]) as Check[];
 }
 
 const MARK: Record<CheckStatus, string> = { ok: "✓", info: "·", warn: "!", fail: "✗" };

@@ -5,6 +5,7 @@
  */
 
 import * as z from "zod/mini";
+import { withoutUserinfo } from "./reply.ts";
 import { type Env, expandHome, joinPath, openVikingHome } from "./paths.ts";
 import { USER_AGENT } from "./version.ts";
 
@@ -228,9 +229,23 @@ function normalizeUrl(raw: string, warnings: string[], what: string): string | u
   try {
     const url = new URL(raw);
     if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error("not http(s)");
+    if (url.username || url.password) {
+      // fetch refuses such URLs, and they would put the secret on screen: the key belongs in ovcli.conf.
+      warnings.push(
+        `${what} carries a user name or password (${
+          withoutUserinfo(raw)
+        }); it is ignored: save the key with ` +
+          "`openviking-kimi install --api-key-stdin` instead",
+      );
+      url.username = "";
+      url.password = "";
+      return url.toString().replace(/\/+$/, "");
+    }
     return raw.replace(/\/+$/, "");
   } catch {
-    warnings.push(`${what} "${raw}" is not an http(s) URL; using the default ${DEFAULT_BASE_URL}`);
+    warnings.push(
+      `${what} "${withoutUserinfo(raw)}" is not an http(s) URL; using the default ${DEFAULT_BASE_URL}`,
+    );
     return undefined;
   }
 }

@@ -1,8 +1,11 @@
 /**
  * The one OpenViking HTTP client: auth and identity headers, a per-request timeout inside a caller's time
- * budget, the `{status, result | error}` envelope, and the retryable rule. It never logs and never puts a
- * credential into an error message.
+ * budget (covering the body too), a bound on every reply body, and the classification of replies
+ * (`reply.ts`). It never logs and never puts a credential into an error message.
  */
+
+import { concatBytes } from "./bytes.ts";
+import { classifyReply, failure, type OvResponse, withoutUserinfo } from "./reply.ts";
 
 /** A deadline shared by every request of one hook run. */
 export class Budget {
@@ -16,42 +19,7 @@ export class Budget {
   }
 }
 
-/** An error as the server (or the transport) reported it. */
-export interface OvError {
-  code?: string;
-  message: string;
-  details?: unknown;
-}
-
-/** A successful call: the envelope's `result`. */
-export interface OvSuccess<T> {
-  ok: true;
-  status: number;
-  result: T;
-}
-
-/** A failed call; `status` 0 means no HTTP answer (network error, timeout, budget spent). */
-export interface OvFailure {
-  ok: false;
-  status: number;
-  error: OvError;
-  retryable: boolean;
-}
-
-/** The outcome of a call. */
-export type OvResponse<T> = OvSuccess<T> | OvFailure;
-
-/** Retryable: no status, 408, 429, 5xx, or 409 that the server marks retryable. 4xx otherwise not. */
-export function isRetryable(status: number, error?: OvError): boolean {
-  if (!status) return true;
-  if (status === 408 || status === 429 || status >= 500) return true;
-  if (status === 409) {
-    const details = error?.details;
-    return typeof details === "object" && details !== null &&
-      (details as Record<string, unknown>).retryable === true;
-  }
-  return false;
-}
+export type { FailureKind, OvError, OvFailure, OvResponse, OvSuccess } from "./reply.ts";
 
 /** Connection and identity of a client. */
 export interface ClientOptions {
@@ -78,6 +46,8 @@ export interface RequestOptions {
   budget?: Budget;
   /** Overrides the default actor peer for this request (null = send none). */
   peerId?: string | null;
+  /** Largest reply body read (inflated bytes); default `DEFAULT_MAX_REPLY_BYTES`. */
+  maxReplyBytes?: number;
 }
 
 /** Requests shorter than this are not worth starting when the budget is nearly spent. */
@@ -105,43 +75,31 @@ export function buildHeaders(
   return headers;
 }
 
-const CODE_STATUS: Record<string, number> = {
-  INVALID_ARGUMENT: 400,
-  UNAUTHENTICATED: 401,
-  PERMISSION_DENIED: 403,
-  NOT_FOUND: 404,
-  CONFLICT: 409,
-  ALREADY_EXISTS: 409,
-  ABORTED: 409,
-  SESSION_EXPIRED: 410,
-  FAILED_PRECONDITION: 412,
-  RESOURCE_EXHAUSTED: 429,
-  UNAVAILABLE: 503,
-};
+/** Reply bodies larger than this are not read (inflated bytes; a route may set its own bound). */
+export const DEFAULT_MAX_REPLY_BYTES = 1 << 20;
 
-/** The HTTP status a server error code stands for (an error envelope inside a 2xx reply). */
-function statusOfCode(code: string | undefined): number {
-  return (code && CODE_STATUS[code]) || 500;
-}
-
-function failure(status: number, error: OvError): OvFailure {
-  return { ok: false, status, error, retryable: isRetryable(status, error) };
-}
-
-function errorFromBody(body: unknown, status: number): OvError {
-  const obj = body && typeof body === "object" ? body as Record<string, unknown> : {};
-  const e = obj.error;
-  if (e && typeof e === "object") {
-    const err = e as Record<string, unknown>;
-    return {
-      code: typeof err.code === "string" ? err.code : undefined,
-      message: typeof err.message === "string" ? err.message : `HTTP ${status}`,
-      details: err.details,
-    };
+/** Reads a body up to `maxBytes` (counting inflated bytes); `undefined` when it is larger. */
+export async function readBounded(response: Response, maxBytes: number): Promise<string | undefined> {
+  if (!response.body) return "";
+  const declared = Number(response.headers.get("content-length") ?? NaN);
+  if (Number.isFinite(declared) && declared > maxBytes && !response.headers.get("content-encoding")) {
+    await response.body.cancel().catch(() => {});
+    return undefined;
   }
-  if (typeof e === "string") return { message: e };
-  if (typeof obj.detail === "string") return { message: obj.detail };
-  return { message: `HTTP ${status}` };
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => {});
+      return undefined;
+    }
+    chunks.push(value);
+  }
+  return new TextDecoder().decode(concatBytes(chunks));
 }
 
 /** Creates a client. */
@@ -154,13 +112,16 @@ export function createClient(options: ClientOptions): OpenVikingClient {
       let timeout = req.timeoutMs ?? options.timeoutMs;
       if (req.budget) {
         const left = req.budget.remaining();
-        if (left < MIN_REQUEST_MS) return failure(0, { code: "BUDGET_SPENT", message: "time budget spent" });
+        if (left < MIN_REQUEST_MS) {
+          return failure("unreachable", 0, { code: "BUDGET_SPENT", message: "time budget spent" });
+        }
         timeout = Math.min(timeout, left);
       }
       const url = new URL(base + path);
       for (const [k, v] of Object.entries(req.query ?? {})) {
         if (v !== undefined) url.searchParams.set(k, String(v));
       }
+      const origin = withoutUserinfo(url.origin);
       const hasBody = req.body !== undefined;
       const signal = AbortSignal.timeout(Math.max(1, timeout));
       let response: Response;
@@ -174,43 +135,39 @@ export function createClient(options: ClientOptions): OpenVikingClient {
         });
       } catch (error) {
         const timedOut = signal.aborted;
-        return failure(0, {
+        return failure("unreachable", 0, {
           code: timedOut ? "TIMEOUT" : "NETWORK",
           message: timedOut
-            ? `no answer from ${url.origin} within ${timeout} ms`
-            : `cannot reach ${url.origin}: ${(error as Error).message}`,
+            ? `no answer from ${origin} within ${timeout} ms`
+            : `cannot reach ${origin}: ${withoutUserinfo((error as Error).message)}`,
         });
       }
-      let text: string;
+      const maxBytes = req.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES;
+      let text: string | undefined;
       try {
-        text = await response.text();
+        text = await readBounded(response, maxBytes);
       } catch (error) {
-        return failure(0, {
-          code: "NETWORK",
-          message: `reply from ${url.origin} was cut: ${(error as Error).message}`,
+        const timedOut = signal.aborted;
+        return failure("unreachable", 0, {
+          code: timedOut ? "TIMEOUT" : "NETWORK",
+          message: timedOut
+            ? `the reply from ${origin} did not finish within ${timeout} ms`
+            : `the reply from ${origin} was cut: ${withoutUserinfo((error as Error).message)}`,
         });
       }
-      let body: unknown = undefined;
-      try {
-        body = text ? JSON.parse(text) : undefined;
-      } catch {
-        body = undefined;
-      }
-      const envelopeError = body && typeof body === "object" &&
-        (body as Record<string, unknown>).status === "error";
-      if (!response.ok || envelopeError) {
-        const error = errorFromBody(body, response.status);
-        return failure(response.ok ? statusOfCode(error.code) : response.status, error);
-      }
-      if (body === undefined && text) {
-        return failure(response.status, {
-          code: "BAD_REPLY",
-          message: `reply from ${url.origin} is not JSON`,
+      if (text === undefined) {
+        return failure("too-large", response.status, {
+          code: "TOO_LARGE",
+          message: `the reply from ${origin} is larger than ${maxBytes} bytes; it was not read`,
         });
       }
-      const obj = body && typeof body === "object" ? body as Record<string, unknown> : undefined;
-      const result = (obj && "result" in obj ? obj.result : body) as T;
-      return { ok: true, status: response.status, result };
+      return classifyReply<T>({
+        status: response.status,
+        location: response.headers.get("location"),
+        contentType: response.headers.get("content-type"),
+        text,
+        origin,
+      });
     },
   };
 }

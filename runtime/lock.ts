@@ -1,6 +1,9 @@
 /**
- * A cross-process mutex: a lock directory created with a non-recursive mkdir, holding the owner's pid.
- * A lock is taken over when it is stale (untouched for `staleMs`; holders refresh it) or its owner is dead.
+ * A cross-process mutex: a lock directory created with a non-recursive mkdir, holding the owner's pid and a
+ * token. A lock is taken over at once when its owner is dead, when it has no owner for a moment (or its time is
+ * in the future), and when it is stale (untouched for `staleMs`) and its owner cannot be probed; a live owner
+ * that stopped refreshing is waited for up to `LIVE_STALE_MS`. Holders check their token (`Lease.held`) before
+ * they write, so a holder whose lock was taken over never writes over the new holder's work.
  */
 
 import { ensurePrivateDir, isAlreadyExists, isNotFound } from "./fs.ts";
@@ -19,18 +22,31 @@ export interface LockOptions {
 /** The outcome of `withLock`: the callback's value, or `acquired: false` when the wait ran out. */
 export type LockResult<T> = { acquired: true; value: T } | { acquired: false };
 
+/** What a holder can ask about its lock. */
+export interface Lease {
+  /** Whether the lock is still ours (not taken over as stale while we worked). */
+  held(): Promise<boolean>;
+}
+
+/** A lock whose live owner stopped refreshing it for this long is taken over anyway (the owner hangs). */
+export const LIVE_STALE_MS = 10 * 60_000;
+
+/** A lock directory without a readable owner this old (or this far in the future) was abandoned mid-create. */
+export const OWNERLESS_MS = 2_000;
+
 /** Runs `fn` while holding the lock at `lockPath`; never runs it when the lock cannot be had in time. */
 export async function withLock<T>(
   lockPath: string,
-  fn: () => Promise<T>,
+  fn: (lease: Lease) => Promise<T>,
   options: LockOptions = {},
 ): Promise<LockResult<T>> {
   const waitMs = options.waitMs ?? 5_000;
   const staleMs = options.staleMs ?? 60_000;
   const pollMs = options.pollMs ?? 50;
   const deadline = Date.now() + waitMs;
+  const token = `${Deno.pid}:${crypto.randomUUID()}`;
   for (;;) {
-    if (await tryAcquire(lockPath)) break;
+    if (await tryAcquire(lockPath, token)) break;
     await removeIfStale(lockPath, staleMs);
     if (Date.now() >= deadline) return { acquired: false };
     await new Promise((r) => setTimeout(r, Math.min(pollMs, Math.max(1, deadline - Date.now()))));
@@ -41,11 +57,13 @@ export async function withLock<T>(
     Deno.utime(lockPath, now, now).catch(() => {});
   }, Math.max(1_000, Math.floor(staleMs / 4)));
   Deno.unrefTimer(heartbeat);
+  const lease: Lease = { held: async () => (await readOwner(lockPath)).token === token };
   try {
-    return { acquired: true, value: await fn() };
+    return { acquired: true, value: await fn(lease) };
   } finally {
     clearInterval(heartbeat);
-    await Deno.remove(lockPath, { recursive: true }).catch(() => {});
+    // Only our own lock is removed: one taken over meanwhile belongs to its new holder.
+    if (await lease.held()) await Deno.remove(lockPath, { recursive: true }).catch(() => {});
   }
 }
 
@@ -65,38 +83,61 @@ export function isProcessGone(pid: number): boolean {
   }
 }
 
-async function tryAcquire(lockPath: string): Promise<boolean> {
+/** The owner recorded in a lock directory: `<pid>:<uuid>`, or nothing readable. */
+async function readOwner(lockPath: string): Promise<{ pid?: number; token?: string }> {
+  const text = (await Deno.readTextFile(`${lockPath}/${OWNER_FILE}`).catch(() => "")).trim();
+  const m = /^(\d+):[0-9a-f-]{36}$/.exec(text);
+  return m ? { pid: Number(m[1]), token: text } : {};
+}
+
+async function makeLockDir(lockPath: string, token: string): Promise<boolean> {
   try {
     await Deno.mkdir(lockPath, { mode: 0o700 });
-    await Deno.writeTextFile(`${lockPath}/${OWNER_FILE}`, String(Deno.pid), { mode: 0o600 }).catch(() => {});
-    return true;
   } catch (error) {
     if (isAlreadyExists(error)) return false;
-    if (isNotFound(error)) {
-      // Parent directory missing: create it and try once more.
-      await ensurePrivateDir(dirName(lockPath));
-      try {
-        await Deno.mkdir(lockPath, { mode: 0o700 });
-        await Deno.writeTextFile(`${lockPath}/${OWNER_FILE}`, String(Deno.pid), { mode: 0o600 }).catch(
-          () => {},
-        );
-        return true;
-      } catch (again) {
-        if (isAlreadyExists(again)) return false;
-        throw again;
-      }
-    }
     throw error;
   }
+  // Written in place (not renamed in): a reader sees no owner for a moment, never a torn one it trusts.
+  await Deno.writeTextFile(`${lockPath}/${OWNER_FILE}`, token, { mode: 0o600 }).catch(() => {});
+  return true;
+}
+
+async function tryAcquire(lockPath: string, token: string): Promise<boolean> {
+  try {
+    return await makeLockDir(lockPath, token);
+  } catch (error) {
+    if (!isNotFound(error)) throw error;
+    // Parent directory missing: create it and try once more.
+    await ensurePrivateDir(dirName(lockPath));
+    return await makeLockDir(lockPath, token);
+  }
+}
+
+/** What is known of a lock's owner: none recorded, dead, alive, or not probeable here (Windows). */
+export type OwnerState = "none" | "dead" | "alive" | "unknown";
+
+/** Why a lock found held may be taken over now ("" = wait for it). Pure. */
+export function staleReason(lock: { ageMs: number; owner: OwnerState }, staleMs: number): string {
+  if (lock.owner === "dead") return "owner-dead";
+  if (lock.owner === "none" && Math.abs(lock.ageMs) > OWNERLESS_MS) return "ownerless";
+  const limit = lock.owner === "alive" ? Math.max(staleMs, LIVE_STALE_MS) : staleMs;
+  return lock.ageMs > limit ? "stale" : "";
 }
 
 async function removeIfStale(lockPath: string, staleMs: number): Promise<void> {
   try {
     const info = await Deno.stat(lockPath);
-    const age = Date.now() - (info.mtime?.getTime() ?? Date.now());
-    const owner = Number(await Deno.readTextFile(`${lockPath}/${OWNER_FILE}`).catch(() => ""));
-    // A holder that was killed (kill -9 leaves its lock behind) is not waited for until the lock goes stale.
-    if (age <= staleMs && !(owner && isProcessGone(owner))) return;
+    const ageMs = Date.now() - (info.mtime?.getTime() ?? Date.now());
+    const { pid } = await readOwner(lockPath);
+    const owner: OwnerState = pid === undefined
+      ? "none"
+      : Deno.build.os === "windows"
+      ? "unknown"
+      : isProcessGone(pid)
+      ? "dead"
+      : "alive";
+    // A holder killed with -9 leaves its lock behind: it is taken at once, not after it goes stale.
+    if (!staleReason({ ageMs, owner }, staleMs)) return;
     // Rename first so two processes never both delete a lock one of them just re-created.
     const aside = `${lockPath}.stale-${Deno.pid}-${crypto.randomUUID().slice(0, 8)}`;
     await Deno.rename(lockPath, aside);

@@ -1,6 +1,9 @@
 /** JSONL debug log: off unless `OPENVIKING_DEBUG`; one line per stage; secrets are never written. */
 
 import { ensurePrivateDir } from "./fs.ts";
+import { scrub } from "./scrub.ts";
+
+export { scrub } from "./scrub.ts";
 import { dirName } from "./paths.ts";
 
 /** A stage logger bound to one command run. */
@@ -9,28 +12,6 @@ export interface Logger {
   stage(stage: string, data?: Record<string, unknown>): void;
   /** Waits until every line is on disk. */
   flush(): Promise<void>;
-}
-
-const SECRET_KEY =
-  /^(api[_-]?key|apikey|token|access[_-]?token|secret|password|authorization|bearer|credentials?)$/i;
-
-/** Deep copy of `value` with secret-looking fields and any of `secrets` masked. */
-export function scrub(value: unknown, secrets: readonly string[] = [], depth = 0): unknown {
-  if (typeof value === "string") {
-    let s = value;
-    for (const secret of secrets) if (secret.length >= 4) s = s.split(secret).join("***");
-    return s.replace(/\b(Bearer)\s+\S+/gi, "$1 ***");
-  }
-  if (value === null || typeof value !== "object" || depth > 8) return value;
-  if (value instanceof Error) return { name: value.name, message: scrub(value.message, secrets, depth + 1) };
-  if (Array.isArray(value)) return value.map((v) => scrub(v, secrets, depth + 1));
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) {
-    out[k] = SECRET_KEY.test(k) && v !== undefined && v !== "" && typeof v !== "boolean"
-      ? "***"
-      : scrub(v, secrets, depth + 1);
-  }
-  return out;
 }
 
 /** A logger that drops everything. */

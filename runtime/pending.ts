@@ -1,337 +1,493 @@
 /**
- * The offline write queue, in the format OpenViking's other plugins use (`~/.openviking/pending/`):
- * one file `<sha256 dedupe key>_<retries>.json` per write, `{type, sessionId, payload, createdAt, retries, dedupKey}`.
- * Writes are exclusive and atomic; replay claims a file by renaming it to `.processing`, so only one process
- * ever sends an entry.
+ * Our offline write queue: `<pending>/kimicode/<session>/` holds one file per queued request — a batch of up to
+ * 100 messages (`kind: "messages"`) or one commit (`kind: "commit"`) — named by a per-session sequence
+ * number, so a session's writes replay in the order they were queued whatever the clock says, and asking
+ * "has this session unsent writes?" reads one small directory. Messages carry a dedupe key, so queueing a
+ * message that is already queued is a no-op. Replay claims a file by renaming it to `<seq>.<pid>.claim`; a
+ * claim whose process is gone (or that is older than `ABANDONED_AFTER_MS`, or dated in the future) is put back.
+ * Only OpenViking's own rejection drops a message; nothing else spends anything.
  */
 
 import * as z from "zod/mini";
 import { sha256Hex, stableStringify } from "./hash.ts";
 import { ensurePrivateDir, isAlreadyExists, isNotFound, tempSibling, writeFileAtomic } from "./fs.ts";
+import type { Budget, OpenVikingClient, OvFailure } from "./http.ts";
+import { isProcessGone } from "./lock.ts";
 import { joinPath } from "./paths.ts";
-import type { Budget, OpenVikingClient, OvResponse } from "./http.ts";
+import { safeId } from "./state.ts";
+import { deliverMessages, type MessagePayload, nextBatchEnd } from "./deliver.ts";
+import { replayShared, type SharedReplayReport } from "./pending-shared.ts";
 
-/** Kinds of queued writes. */
-export type PendingType = "addMessage" | "commitSession";
+/** Subdirectory of the shared pending directory that holds our queue. */
+export const QUEUE_SUBDIR = "kimicode";
 
-/** One queued write. */
-export const PendingEntrySchema = z.object({
-  type: z.enum(["addMessage", "commitSession"]),
-  sessionId: z.string().check(z.minLength(1)),
-  payload: z.unknown(),
-  createdAt: z.number(),
-  retries: z.catch(z.int().check(z.nonnegative()), 0),
-  dedupKey: z.optional(z.string()),
-});
-export type PendingEntry = z.infer<typeof PendingEntrySchema>;
-
-/** A `.processing` file older than this was abandoned by a dead process and is put back. */
+/** A claim older than this, or dated this far in the future, was abandoned and is put back. */
 export const ABANDONED_AFTER_MS = 10 * 60_000;
+const FUTURE_SLACK_MS = 60_000;
 
-const ENTRY_NAME = /^([0-9a-f]{64})_(\d+)\.(json|processing)$/;
+const MessageSchema = z.object({
+  role: z.enum(["user", "assistant"]),
+  content: z.string(),
+  turn_id: z.optional(z.string()),
+});
 
-/** The dedupe key: sha256 of type, session id and the payload with sorted keys. */
-export async function dedupKey(type: PendingType, sessionId: string, payload: unknown): Promise<string> {
-  return await sha256Hex(`${type}\n${sessionId}\n${stableStringify(payload ?? {})}`);
+/** One queued request. */
+export const QueueEntrySchema = z.discriminatedUnion("kind", [
+  z.object({
+    version: z.literal(1),
+    kind: z.literal("messages"),
+    sessionId: z.string().check(z.minLength(1)),
+    seq: z.int().check(z.positive()),
+    createdAt: z.number(),
+    messages: z.array(z.object({ key: z.string(), payload: MessageSchema })).check(z.minLength(1)),
+  }),
+  z.object({
+    version: z.literal(1),
+    kind: z.literal("commit"),
+    sessionId: z.string().check(z.minLength(1)),
+    seq: z.int().check(z.positive()),
+    createdAt: z.number(),
+    key: z.string(),
+  }),
+]);
+export type QueueEntry = z.infer<typeof QueueEntrySchema>;
+
+const ENTRY = /^(\d{10})\.json$/;
+const CLAIM = /^(\d{10})\.(\d+)\.claim$/;
+
+/** The dedupe key of a message: sha256 of session id and the payload with sorted keys. */
+export async function messageKey(sessionId: string, payload: MessagePayload): Promise<string> {
+  return await sha256Hex(`addMessage\n${sessionId}\n${stableStringify(payload)}`);
 }
 
-/** A write to queue. */
-export interface PendingWrite {
-  type: PendingType;
-  sessionId: string;
-  payload: unknown;
+/** The queue directory of one OpenViking session. */
+export async function sessionQueueDir(pendingDir: string, sessionId: string): Promise<string> {
+  return joinPath(pendingDir, QUEUE_SUBDIR, await safeId(sessionId));
 }
 
-async function existingKeys(dir: string): Promise<Set<string>> {
-  const keys = new Set<string>();
+/** A file of a session's queue. */
+interface QueueFile {
+  name: string;
+  seq: number;
+  /** The pid of the replay that claimed it (claims only). */
+  claimedBy?: number;
+}
+
+async function queueFiles(dir: string): Promise<QueueFile[]> {
+  const out: QueueFile[] = [];
   try {
     for await (const e of Deno.readDir(dir)) {
-      const m = ENTRY_NAME.exec(e.name);
-      if (m) keys.add(m[1]);
+      if (!e.isFile) continue;
+      const m = ENTRY.exec(e.name);
+      if (m) out.push({ name: e.name, seq: Number(m[1]) });
+      const c = CLAIM.exec(e.name);
+      if (c) out.push({ name: e.name, seq: Number(c[1]), claimedBy: Number(c[2]) });
     }
   } catch (error) {
     if (!isNotFound(error)) throw error;
   }
-  return keys;
+  return out.sort((a, b) => a.seq - b.seq);
 }
 
-/** The last `createdAt` this process gave out: later writes of the process always sort after earlier ones. */
-let lastCreatedAt = 0;
-
-/**
- * Queues writes in order, with strictly increasing `createdAt` within the process (so the commit queued after
- * its messages in the same millisecond still sorts after them). Stops at the first write that cannot be
- * stored and returns how many of the leading writes are durably queued (duplicates of queued entries count
- * as queued).
- */
-export async function enqueueAll(dir: string, writes: PendingWrite[], now = Date.now()): Promise<number> {
-  if (writes.length === 0) return 0;
-  await ensurePrivateDir(dir);
-  const keys = await existingKeys(dir);
-  let stored = 0;
-  for (const [i, w] of writes.entries()) {
-    try {
-      const key = await dedupKey(w.type, w.sessionId, w.payload);
-      if (!keys.has(key)) {
-        // Only nudge when this process queued something in the last second (an explicit older `now` stays).
-        const createdAt = now + i <= lastCreatedAt && lastCreatedAt - (now + i) < 1000
-          ? lastCreatedAt + 1
-          : now + i;
-        lastCreatedAt = createdAt;
-        const entry: PendingEntry = { ...w, createdAt, retries: 0, dedupKey: key };
-        await createExclusive(joinPath(dir, `${key}_0.json`), `${JSON.stringify(entry)}\n`);
-        keys.add(key);
-      }
-      stored++;
-    } catch {
-      break;
-    }
+async function readEntry(path: string): Promise<QueueEntry | undefined> {
+  try {
+    return QueueEntrySchema.safeParse(JSON.parse(await Deno.readTextFile(path))).data;
+  } catch {
+    return undefined;
   }
-  return stored;
 }
 
-/** Creates a file with complete content or not at all, never replacing an existing one (temp + fsync + hard link). */
+const seqName = (seq: number) => `${String(seq).padStart(10, "0")}.json`;
+
+/** Creates a file with complete content or not at all, never replacing one (temp + fsync + hard link). */
 async function createExclusive(path: string, text: string): Promise<void> {
   const tmp = tempSibling(path);
-  const file = await Deno.open(tmp, { write: true, createNew: true, mode: 0o600 });
   try {
-    const bytes = new TextEncoder().encode(text);
-    for (let written = 0; written < bytes.length;) written += await file.write(bytes.subarray(written));
-    await file.sync(); // a queued turn must survive more than a killed process
-  } finally {
-    file.close();
-  }
-  try {
+    const file = await Deno.open(tmp, { write: true, createNew: true, mode: 0o600 });
+    try {
+      const bytes = new TextEncoder().encode(text);
+      for (let written = 0; written < bytes.length;) written += await file.write(bytes.subarray(written));
+      await file.sync(); // a queued turn must survive more than a killed process
+    } finally {
+      file.close();
+    }
     await Deno.link(tmp, path);
-  } catch (error) {
-    if (!isAlreadyExists(error)) throw error;
   } finally {
     await Deno.remove(tmp).catch(() => {});
   }
 }
 
-/** A queued entry as found on disk. */
-export interface QueuedFile {
-  name: string;
-  key: string;
-  entry: PendingEntry;
-}
-
-/** Lists parseable `.json` entries, oldest first. Unparseable files older than a minute are deleted. */
-export async function listPending(dir: string): Promise<QueuedFile[]> {
-  const out: QueuedFile[] = [];
-  let names: string[] = [];
-  try {
-    for await (const e of Deno.readDir(dir)) if (e.isFile) names.push(e.name);
-  } catch (error) {
-    if (isNotFound(error)) return [];
-    throw error;
-  }
-  names = names.sort();
-  for (const name of names) {
-    const m = ENTRY_NAME.exec(name);
-    if (!m || m[3] !== "json") continue;
-    const path = joinPath(dir, name);
-    let raw: unknown;
-    try {
-      raw = JSON.parse(await Deno.readTextFile(path));
-    } catch (error) {
-      if (isNotFound(error)) continue;
-      const info = await Deno.stat(path).catch(() => undefined);
-      if (info?.mtime && Date.now() - info.mtime.getTime() > 60_000) await Deno.remove(path).catch(() => {});
-      continue;
+/** Writes entries after the session's last one; returns how many were stored (stops at the first failure). */
+async function appendEntries(
+  dir: string,
+  entries: ((seq: number) => QueueEntry)[],
+  files: QueueFile[],
+): Promise<number> {
+  if (entries.length === 0) return 0;
+  await ensurePrivateDir(dir);
+  let seq = files.at(-1)?.seq ?? 0;
+  let stored = 0;
+  for (const make of entries) {
+    for (let attempt = 0;; attempt++) {
+      seq++;
+      try {
+        await createExclusive(joinPath(dir, seqName(seq)), `${JSON.stringify(make(seq))}\n`);
+        break;
+      } catch (error) {
+        if (isAlreadyExists(error) && attempt < 100) continue;
+        return stored;
+      }
     }
-    const parsed = PendingEntrySchema.safeParse(raw);
-    if (!parsed.success) continue;
-    out.push({
-      name,
-      key: m[1],
-      entry: { ...parsed.data, retries: Math.max(parsed.data.retries, Number(m[2])) },
-    });
+    stored++;
   }
-  return out.sort((a, b) => a.entry.createdAt - b.entry.createdAt || (a.name < b.name ? -1 : 1));
+  return stored;
 }
 
-/** Puts `.processing` files abandoned for longer than `ABANDONED_AFTER_MS` back into the queue. */
-export async function recoverAbandoned(dir: string, now = Date.now()): Promise<number> {
-  let recovered = 0;
+/** Keys of every message queued (or being replayed) for a session. */
+async function queuedKeys(dir: string, files: QueueFile[]): Promise<Set<string>> {
+  const keys = new Set<string>();
+  for (const f of files) {
+    const entry = await readEntry(joinPath(dir, f.name));
+    if (entry?.kind === "messages") { for (const m of entry.messages) keys.add(m.key); }
+    if (entry?.kind === "commit") keys.add(`commit:${entry.key}`);
+  }
+  return keys;
+}
+
+/**
+ * Queues messages of session `sessionId` in order, in batches; messages already queued are skipped. Returns how
+ * many of the leading messages are durably queued (a failure stops it: the rest is not acknowledged).
+ */
+export async function enqueueMessages(
+  pendingDir: string,
+  sessionId: string,
+  payloads: readonly MessagePayload[],
+  now = Date.now(),
+): Promise<number> {
+  if (payloads.length === 0) return 0;
   try {
-    for await (const e of Deno.readDir(dir)) {
-      const m = ENTRY_NAME.exec(e.name);
-      if (!m || m[3] !== "processing") continue;
-      const path = joinPath(dir, e.name);
-      const info = await Deno.stat(path).catch(() => undefined);
-      if (!info?.mtime || now - info.mtime.getTime() <= ABANDONED_AFTER_MS) continue;
-      await Deno.rename(path, joinPath(dir, `${m[1]}_${m[2]}.json`)).then(() => recovered++, () => {});
+    const dir = await sessionQueueDir(pendingDir, sessionId);
+    const files = await queueFiles(dir);
+    const known = await queuedKeys(dir, files);
+    const keyed = await Promise.all(payloads.map(async (payload) => ({
+      key: await messageKey(sessionId, payload),
+      payload,
+    })));
+    // `upTo[i]`: how many leading payloads are settled once the first i new entries are stored.
+    const fresh = keyed.map((m, index) => ({ ...m, index })).filter((m) => !known.has(m.key));
+    const batches: { messages: typeof fresh }[] = [];
+    for (let i = 0; i < fresh.length;) {
+      const end = nextBatchEnd(fresh.map((m) => m.payload), i);
+      batches.push({ messages: fresh.slice(i, end) });
+      i = end;
+    }
+    const stored = await appendEntries(
+      dir,
+      batches.map((b) => (seq) => ({
+        version: 1,
+        kind: "messages",
+        sessionId,
+        seq,
+        createdAt: now,
+        messages: b.messages.map(({ key, payload }) => ({ key, payload })),
+      })),
+      files,
+    );
+    if (stored === batches.length) return payloads.length;
+    return batches[stored].messages[0].index; // everything before the first unstored batch is settled
+  } catch {
+    return 0;
+  }
+}
+
+/** Queues the commit named `key` behind the session's queued writes; false when it could not be stored. */
+export async function enqueueCommit(
+  pendingDir: string,
+  sessionId: string,
+  key: string,
+  now = Date.now(),
+): Promise<boolean> {
+  try {
+    const dir = await sessionQueueDir(pendingDir, sessionId);
+    const files = await queueFiles(dir);
+    if ((await queuedKeys(dir, files)).has(`commit:${key}`)) return true;
+    const make = (seq: number): QueueEntry => ({
+      version: 1,
+      kind: "commit",
+      sessionId,
+      seq,
+      createdAt: now,
+      key,
+    });
+    return (await appendEntries(dir, [make], files)) === 1;
+  } catch {
+    return false;
+  }
+}
+
+/** Dedupe keys of every message queued (or being replayed) for a session. */
+export async function queuedMessageKeys(pendingDir: string, sessionId: string): Promise<Set<string>> {
+  const dir = await sessionQueueDir(pendingDir, sessionId);
+  return await queuedKeys(dir, await queueFiles(dir));
+}
+
+/** Whether session `sessionId` has writes queued or being replayed right now (new writes must queue behind them). */
+export async function hasUnsent(pendingDir: string, sessionId: string): Promise<boolean> {
+  return (await queueFiles(await sessionQueueDir(pendingDir, sessionId))).length > 0;
+}
+
+/** What is waiting in our queue. */
+export interface QueueSummary {
+  sessions: { sessionId: string; entries: number; messages: number; commits: number; oldest: number }[];
+  entries: number;
+}
+
+/** Every session's queued entries (for doctor and status). */
+export async function queueSummary(pendingDir: string): Promise<QueueSummary> {
+  const root = joinPath(pendingDir, QUEUE_SUBDIR);
+  const out: QueueSummary = { sessions: [], entries: 0 };
+  try {
+    for await (const e of Deno.readDir(root)) {
+      if (!e.isDirectory) continue;
+      const dir = joinPath(root, e.name);
+      const files = await queueFiles(dir);
+      if (!files.length) continue;
+      let [messages, commits, oldest, sessionId] = [0, 0, Infinity, e.name];
+      for (const f of files) {
+        const entry = await readEntry(joinPath(dir, f.name));
+        if (!entry) continue;
+        sessionId = entry.sessionId;
+        oldest = Math.min(oldest, entry.createdAt);
+        if (entry.kind === "messages") messages += entry.messages.length;
+        else commits++;
+      }
+      out.sessions.push({ sessionId, entries: files.length, messages, commits, oldest });
+      out.entries += files.length;
     }
   } catch (error) {
     if (!isNotFound(error)) throw error;
   }
-  return recovered;
+  out.sessions.sort((a, b) => a.oldest - b.oldest);
+  return out;
+}
+
+/** Puts claims back whose replay process is gone, that are older than `ABANDONED_AFTER_MS`, or future-dated. */
+async function recoverClaims(dir: string, files: QueueFile[], now: number): Promise<QueueFile[]> {
+  const out: QueueFile[] = [];
+  for (const f of files) {
+    if (f.claimedBy === undefined) {
+      out.push(f);
+      continue;
+    }
+    const path = joinPath(dir, f.name);
+    const mtime = (await Deno.stat(path).catch(() => undefined))?.mtime?.getTime() ?? now;
+    const abandoned = isProcessGone(f.claimedBy) || now - mtime > ABANDONED_AFTER_MS ||
+      mtime - now > FUTURE_SLACK_MS;
+    if (abandoned && await Deno.rename(path, joinPath(dir, seqName(f.seq))).then(() => true, () => false)) {
+      out.push({ name: seqName(f.seq), seq: f.seq });
+    } else out.push(f);
+  }
+  return out;
 }
 
 /** Limits of one replay run. */
 export interface ReplayOptions {
   /** At most this many entries are sent per run. */
   limit: number;
-  /** Entries that failed this often on a reachable server are dropped. */
-  maxRetries: number;
   /** Entries older than this are dropped. */
   ttlDays: number;
   budget: Budget;
-  /** Only entries of this OpenViking session. */
+  /** Only this OpenViking session. */
   sessionId?: string;
   now?: number;
 }
 
 /** What a replay run did. */
 export interface ReplayReport {
+  /** Entries delivered (all their messages sent or rejected, or the commit accepted). */
   replayed: number;
-  /** Entries put back after a retryable failure (the run stopped there). */
-  failed: number;
-  /** Entries dropped: rejected by the server, too many retries, or too old. */
-  dropped: number;
-  /** Entries left for a later run (limit, budget, or the run stopped early). */
+  /** Messages sent (of replayed or partly replayed entries). */
+  messages: number;
+  /** Messages (or commits) OpenViking rejected: dropped. */
+  rejected: number;
+  /** Entries dropped for age (TTL). */
+  expired: number;
+  /** Entries left for a later run (limit, budget, a failure, or a session busy elsewhere). */
   deferred: number;
-  /** Entries another process claimed first. */
-  skipped: number;
+  /** Task ids of the commits replayed. */
+  commitTasks: string[];
+  /** The failure that stopped the run (or a session), if any. */
+  cause?: OvFailure;
 }
 
-/** Sends one queued write. */
-export function sendEntry(
+/** A failure that says the server as a whole cannot be used now (every session would fail the same way). */
+function stopsEverything(res: OvFailure): boolean {
+  return res.kind === "unreachable" || res.kind === "auth" || res.kind === "redirect" ||
+    res.kind === "not-openviking" || res.kind === "missing-route";
+}
+
+/** Replays one claimed entry; returns the failure that stopped it, if any (progress is kept in the claim). */
+async function replayEntry(
   client: OpenVikingClient,
-  entry: PendingEntry,
+  claimPath: string,
+  entry: QueueEntry,
   budget: Budget,
-): Promise<OvResponse<unknown>> {
+  report: ReplayReport,
+): Promise<OvFailure | undefined> {
   const sid = encodeURIComponent(entry.sessionId);
-  const path = entry.type === "commitSession"
-    ? `/api/v1/sessions/${sid}/commit`
-    : `/api/v1/sessions/${sid}/messages`;
-  return client.request("POST", path, { body: entry.payload ?? {}, budget, peerId: null });
+  if (entry.kind === "commit") {
+    const res = await client.request("POST", `/api/v1/sessions/${sid}/commit`, {
+      body: {},
+      budget,
+      peerId: null,
+    });
+    if (res.ok) {
+      const task = (res.result as Record<string, unknown> | undefined)?.task_id;
+      if (typeof task === "string") report.commitTasks.push(task);
+      return undefined;
+    }
+    if (res.kind === "rejected") {
+      report.rejected++;
+      return undefined;
+    }
+    return res;
+  }
+  const messages = entry.messages;
+  const d = await deliverMessages(client, entry.sessionId, messages.map((m) => m.payload), {
+    budget,
+    onSettled: async (settled) => {
+      // Progress is kept in the claim: a replay killed later never sends these again.
+      if (settled < messages.length) {
+        await writeFileAtomic(
+          claimPath,
+          `${JSON.stringify({ ...entry, messages: messages.slice(settled) })}\n`,
+          {
+            privateDir: false,
+            durable: true,
+          },
+        );
+      }
+    },
+  });
+  report.messages += d.sent;
+  report.rejected += d.rejections.length;
+  return d.stop;
 }
 
-/**
- * Replays the queue oldest first, bounded in count and time. Stops at the first retryable failure so order is
- * kept; an outage (no answer, 429, 502/503/504) does not count as a retry, so a long outage loses nothing.
- */
-export async function replayPending(
-  dir: string,
+/** Replays our queue: sessions oldest first, each in sequence order, bounded in entries and time. */
+export async function replayQueue(
+  pendingDir: string,
   client: OpenVikingClient,
   options: ReplayOptions,
 ): Promise<ReplayReport> {
-  const report: ReplayReport = { replayed: 0, failed: 0, dropped: 0, deferred: 0, skipped: 0 };
+  const report: ReplayReport = {
+    replayed: 0,
+    messages: 0,
+    rejected: 0,
+    expired: 0,
+    deferred: 0,
+    commitTasks: [],
+  };
   const now = options.now ?? Date.now();
-  await recoverAbandoned(dir, now);
   const ttlMs = options.ttlDays * 86_400_000;
-  const all = await listPending(dir);
-  const queue: QueuedFile[] = [];
-  for (const f of all) {
-    if (options.sessionId !== undefined && f.entry.sessionId !== options.sessionId) continue;
-    if (now - f.entry.createdAt > ttlMs || f.entry.retries >= options.maxRetries) {
-      await Deno.remove(joinPath(dir, f.name)).then(() => report.dropped++, () => {});
-      continue;
-    }
-    queue.push(f);
-  }
-  // While another run holds a write of a session (sending it now, or killed while doing so), that session's
-  // later writes stay queued: the server sees each session's writes in order.
-  const claimed = await claimedSessions(dir);
-  let waiting = 0;
-  let i = 0;
-  for (; i < queue.length; i++) {
-    if (i >= options.limit || options.budget.remaining() < 100) break;
-    const f = queue[i];
-    if (f.entry.createdAt > (claimed.get(f.entry.sessionId) ?? Infinity)) {
-      waiting++;
-      continue;
-    }
-    const processing = joinPath(dir, f.name.replace(/\.json$/, ".processing"));
+  const root = joinPath(pendingDir, QUEUE_SUBDIR);
+  const dirs: string[] = [];
+  if (options.sessionId !== undefined) dirs.push(await sessionQueueDir(pendingDir, options.sessionId));
+  else {
     try {
-      await Deno.rename(joinPath(dir, f.name), processing);
-    } catch {
-      report.skipped++;
-      claimed.set(f.entry.sessionId, Math.min(f.entry.createdAt, claimed.get(f.entry.sessionId) ?? Infinity));
+      for await (const e of Deno.readDir(root)) if (e.isDirectory) dirs.push(joinPath(root, e.name));
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+    }
+  }
+  const sessions: { dir: string; files: QueueFile[]; first: number }[] = [];
+  for (const dir of dirs) {
+    const files = await recoverClaims(dir, await queueFiles(dir), now);
+    if (!files.length) {
+      await Deno.remove(dir).catch(() => {}); // an empty session directory is not kept
       continue;
     }
-    const res = await sendEntry(client, f.entry, options.budget);
-    if (res.ok || !res.retryable) {
-      await Deno.remove(processing).catch(() => {});
-      if (res.ok) report.replayed++;
-      else report.dropped++;
-      continue;
-    }
-    report.failed++;
-    i++;
-    if (isOutage(res.status)) {
-      // Server unreachable or saying "not now": put the entry back untouched, it is not the entry's fault.
-      await Deno.rename(processing, joinPath(dir, f.name)).catch(() => {});
+    const first = files[0].claimedBy === undefined
+      ? (await readEntry(joinPath(dir, files[0].name)))?.createdAt ?? now
+      : now;
+    sessions.push({ dir, files, first });
+  }
+  sessions.sort((a, b) => a.first - b.first);
+  let sent = 0;
+  let stopAll = false;
+  for (const s of sessions) {
+    let i = 0;
+    for (; i < s.files.length && !stopAll; i++) {
+      const f = s.files[i];
+      // A claimed entry is being sent by another replay: this session's later writes wait for it.
+      if (f.claimedBy !== undefined) break;
+      if (sent >= options.limit || options.budget.remaining() < 100) {
+        stopAll = true;
+        break;
+      }
+      const path = joinPath(s.dir, f.name);
+      const claim = joinPath(s.dir, `${f.name.replace(/\.json$/, "")}.${Deno.pid}.claim`);
+      if (!(await Deno.rename(path, claim).then(() => true, () => false))) break;
+      const entry = await readEntry(claim);
+      if (!entry) {
+        // Not ours to understand (torn by hand, or a newer format): keep it aside rather than block the session.
+        await Deno.rename(claim, `${path}.unreadable`).catch(() => {});
+        continue;
+      }
+      if (now - entry.createdAt > ttlMs) {
+        await Deno.remove(claim).catch(() => {});
+        report.expired++;
+        continue;
+      }
+      sent++;
+      const stop = await replayEntry(client, claim, entry, options.budget, report);
+      if (!stop) {
+        await Deno.remove(claim).catch(() => {});
+        report.replayed++;
+        continue;
+      }
+      report.cause = stop;
+      await Deno.rename(claim, path).catch(() => {});
+      if (stopsEverything(stop)) stopAll = true;
       break;
     }
-    const retries = f.entry.retries + 1;
-    if (retries < options.maxRetries) {
-      await writeFileAtomic(
-        joinPath(dir, `${f.key}_${retries}.json`),
-        `${JSON.stringify({ ...f.entry, retries })}\n`,
-        { privateDir: false, durable: true },
-      ).catch(() => Deno.rename(processing, joinPath(dir, f.name)));
-    } else {
-      report.failed--;
-      report.dropped++;
-    }
-    await Deno.remove(processing).catch(() => {});
-    break;
+    report.deferred += s.files.length - i;
+    if (i === s.files.length) await Deno.remove(s.dir).catch(() => {});
   }
-  report.deferred = queue.length - i + waiting;
   return report;
 }
 
-/**
- * Failures that say the server is away rather than that the write is bad: no answer, 429, 502, 503, 504.
- * They never count as a retry, so an outage of any length drops nothing (the TTL still applies).
- */
-export function isOutage(status: number): boolean {
-  return status === 0 || status === 429 || status === 502 || status === 503 || status === 504;
+/** Limits of a replay of both queues (ours, then the shared one). */
+export interface ReplayAllOptions extends ReplayOptions {
+  /** Shared-queue entries whose retries (spent by other plugins) reached this are dropped. */
+  maxRetries: number;
 }
 
-/** Number of queued entries, optionally only of one session. */
-export async function countPending(dir: string, sessionId?: string): Promise<number> {
-  const all = await listPending(dir);
-  return sessionId === undefined ? all.length : all.filter((f) => f.entry.sessionId === sessionId).length;
+/** What a replay of both queues did. */
+export interface ReplayAllReport extends ReplayReport {
+  shared: SharedReplayReport;
 }
 
 /**
- * Whether session `sessionId` has writes still on their way: queued, or claimed by a replay that is sending
- * them right now. New writes of that session must then queue behind them to keep the server's order.
+ * Replays our queue, then (unless limited to one session) what other plugins left in the shared queue, within
+ * one entry limit and one budget.
  */
-export async function hasUnsent(dir: string, sessionId: string): Promise<boolean> {
-  if ((await countPending(dir, sessionId)) > 0) return true;
-  return (await claimedSessions(dir)).has(sessionId);
-}
-
-/**
- * Sessions with a write claimed (`.processing`) by a replay sending it now or by one killed while doing so,
- * each with the `createdAt` of its oldest claimed write.
- */
-export async function claimedSessions(dir: string): Promise<Map<string, number>> {
-  const out = new Map<string, number>();
-  try {
-    for await (const e of Deno.readDir(dir)) {
-      const m = ENTRY_NAME.exec(e.name);
-      if (!m || m[3] !== "processing") continue;
-      const raw = await Deno.readTextFile(joinPath(dir, e.name)).catch(() => "");
-      const entry = PendingEntrySchema.safeParse(parseOrNull(raw)).data;
-      if (entry) out.set(entry.sessionId, Math.min(entry.createdAt, out.get(entry.sessionId) ?? Infinity));
-    }
-  } catch (error) {
-    if (!isNotFound(error)) throw error;
+export async function replayAll(
+  pendingDir: string,
+  client: OpenVikingClient,
+  options: ReplayAllOptions,
+): Promise<ReplayAllReport> {
+  const ours = await replayQueue(pendingDir, client, options);
+  const shared: SharedReplayReport = { replayed: 0, dropped: 0, deferred: 0 };
+  const stopped = ours.cause !== undefined && stopsEverything(ours.cause);
+  if (options.sessionId === undefined && !stopped) {
+    Object.assign(
+      shared,
+      await replayShared(pendingDir, client, {
+        ...options,
+        limit: Math.max(0, options.limit - ours.replayed),
+      }),
+    );
   }
-  return out;
-}
-
-function parseOrNull(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return null;
-  }
+  return { ...ours, cause: ours.cause ?? shared.cause, shared };
 }

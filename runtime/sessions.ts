@@ -1,21 +1,15 @@
 /**
- * Writes to an OpenViking session: messages in batches of 100 (one by one when the server has no batch
- * endpoint), the rest queued in order on a retryable failure, and commit. Reports how many leading messages
- * are acknowledged — sent, durably queued, or rejected for good — so callers only ever ack a prefix.
+ * Writes to an OpenViking session: messages delivered in order (`deliver.ts`), the rest queued in order when
+ * the server cannot take them now, and commit. Only OpenViking's own rejection drops a message; every other failure (no answer, a
+ * refused key, a redirect, a reply that is not OpenViking's, a server error) queues it. Reports how many
+ * leading messages are acknowledged — sent, durably queued, or rejected — so callers only ever ack a prefix.
  */
 
-import type { Budget, OpenVikingClient, OvError, OvResponse } from "./http.ts";
-import { enqueueAll } from "./pending.ts";
+import type { Budget, OpenVikingClient, OvFailure } from "./http.ts";
+import { deliverMessages, type MessagePayload, type Rejection, sessionPath } from "./deliver.ts";
+import { enqueueCommit, enqueueMessages } from "./pending.ts";
 
-/** Largest batch the server accepts. */
-export const BATCH_LIMIT = 100;
-
-/** A message as the server takes it. */
-export interface MessagePayload {
-  role: "user" | "assistant";
-  content: string;
-  turn_id?: string;
-}
+export type { MessagePayload } from "./deliver.ts";
 
 /** What happened to a list of messages. */
 export interface SendReport {
@@ -23,11 +17,14 @@ export interface SendReport {
   acked: number;
   sent: number;
   queued: number;
-  /** Rejected by the server with a non-retryable status that is the message's fault (e.g. 400). */
+  /** Refused by OpenViking itself (its error envelope); they are dropped. */
   rejected: number;
+  rejections: Rejection[];
   usedBatch: boolean;
-  /** Set when sending stopped early (auth failure, or the queue could not store the rest). */
-  stoppedBy?: OvError & { status: number };
+  /** Why messages were queued instead of sent (the first failure that stopped sending). */
+  cause?: OvFailure;
+  /** Set when sending stopped with messages neither sent nor queued (the queue or the state could not be written). */
+  stoppedBy?: { code: string; message: string };
 }
 
 /** Options of a send. */
@@ -37,15 +34,17 @@ export interface SendOptions {
   /** Queue everything without trying the server (earlier writes of this session are still queued). */
   queueOnly?: boolean;
   /**
+   * Called before messages `[from, to)` are sent or queued, so the caller can record the intent first; if it
+   * throws, nothing more is sent (nothing is lost: the messages stay unacknowledged).
+   */
+  beforeRequest?: (from: number, to: number) => Promise<void>;
+  /**
    * Called with the acknowledged prefix after each request the server settled, before the next request, so
-   * the caller can record it: a process killed later never sends that prefix again.
+   * the caller can record it: a process killed later never sends that prefix again. If it throws, sending
+   * stops.
    */
   onAcked?: (acked: number) => Promise<void>;
 }
-
-const sessionPath = (sid: string) => `/api/v1/sessions/${encodeURIComponent(sid)}`;
-const isAuth = (status: number) => status === 401 || status === 403;
-const isMissingRoute = (status: number) => status === 404 || status === 405;
 
 /** Sends messages to session `sid` in order and reports the acknowledged prefix. */
 export async function sendMessages(
@@ -54,121 +53,91 @@ export async function sendMessages(
   payloads: readonly MessagePayload[],
   options: SendOptions,
 ): Promise<SendReport> {
-  const report: SendReport = { acked: 0, sent: 0, queued: 0, rejected: 0, usedBatch: false };
+  const report: SendReport = {
+    acked: 0,
+    sent: 0,
+    queued: 0,
+    rejected: 0,
+    rejections: [],
+    usedBatch: false,
+  };
   const queueFrom = async (i: number) => {
-    const writes = payloads.slice(i).map((payload) => ({
-      type: "addMessage" as const,
-      sessionId: sid,
-      payload,
-    }));
-    const stored = await enqueueAll(options.pendingDir, writes);
+    if (i >= payloads.length) return;
+    await options.beforeRequest?.(i, payloads.length);
+    const stored = await enqueueMessages(options.pendingDir, sid, payloads.slice(i));
     report.queued += stored;
     report.acked += stored;
-    if (stored < writes.length) {
+    if (stored < payloads.length - i) {
       report.stoppedBy = {
-        status: 0,
         code: "QUEUE",
-        message: "the pending queue could not store every message",
+        message: `the pending queue ${options.pendingDir} could not store every message`,
       };
     }
   };
-  if (options.queueOnly) {
-    await queueFrom(0);
-    return report;
-  }
-  let serial = false;
-  let i = 0;
-  while (i < payloads.length) {
-    if (!serial) {
-      const chunk = payloads.slice(i, i + BATCH_LIMIT);
-      const res = await client.request("POST", `${sessionPath(sid)}/messages/batch`, {
-        body: { messages: chunk },
-        budget: options.budget,
-        peerId: null,
-      });
-      if (res.ok) {
-        report.usedBatch = true;
-        report.sent += chunk.length;
-        report.acked += chunk.length;
-        i += chunk.length;
-        await options.onAcked?.(report.acked);
-        continue;
-      }
-      if (isAuth(res.status)) {
-        report.stoppedBy = { ...res.error, status: res.status };
-        return report;
-      }
-      if (res.retryable) {
-        await queueFrom(i);
-        return report;
-      }
-      if (isMissingRoute(res.status)) {
-        serial = true; // an older server without the batch endpoint: one by one from here on
-        continue;
-      }
-      // The server refused this batch: send it one by one so only the bad message is dropped.
-      if (!(await sendSerial(i, i + chunk.length))) return report;
-      i += chunk.length;
-      continue;
+  try {
+    if (options.queueOnly) {
+      await queueFrom(0);
+      return report;
     }
-    const ok = await sendSerial(i, payloads.length);
-    if (!ok) return report;
-    i = payloads.length;
+    const d = await deliverMessages(client, sid, payloads, {
+      budget: options.budget,
+      beforeRequest: options.beforeRequest,
+      onSettled: async (settled) => {
+        report.acked = settled;
+        await options.onAcked?.(settled);
+      },
+    });
+    Object.assign(report, {
+      acked: d.settled,
+      sent: d.sent,
+      rejected: d.rejections.length,
+      rejections: d.rejections,
+      usedBatch: d.usedBatch,
+    });
+    if (d.stop) {
+      report.cause = d.stop;
+      await queueFrom(d.settled);
+    }
+  } catch (error) {
+    // The caller could not record its progress: stop here; what is not acknowledged stays in the journal.
+    report.stoppedBy = { code: "STATE", message: (error as Error).message };
   }
   return report;
-
-  async function sendSerial(from: number, to: number): Promise<boolean> {
-    for (let j = from; j < to; j++) {
-      const res = await client.request("POST", `${sessionPath(sid)}/messages`, {
-        body: payloads[j],
-        budget: options.budget,
-        peerId: null,
-      });
-      if (res.ok) {
-        report.sent++;
-        report.acked++;
-        await options.onAcked?.(report.acked);
-      } else if (isAuth(res.status)) {
-        report.stoppedBy = { ...res.error, status: res.status };
-        return false;
-      } else if (res.retryable) {
-        await queueFrom(j);
-        return false;
-      } else {
-        report.rejected++;
-        report.acked++;
-        await options.onAcked?.(report.acked);
-      }
-    }
-    return true;
-  }
 }
 
 /** Outcome of a commit. */
 export type CommitOutcome =
-  | { kind: "committed"; result: unknown }
-  | { kind: "queued"; error: OvError }
-  | { kind: "failed"; status: number; error: OvError };
+  | { kind: "committed"; taskId?: string; result: unknown }
+  | { kind: "queued"; cause?: OvFailure }
+  | { kind: "rejected"; status: number; message: string }
+  | { kind: "failed"; message: string };
 
-/** Commits session `sid`; a retryable failure is queued. */
+/** The task id of a commit result (`task_id`), if the server gave one. */
+export function commitTaskId(result: unknown): string | undefined {
+  const id = result && typeof result === "object" ? (result as Record<string, unknown>).task_id : undefined;
+  return typeof id === "string" && id ? id : undefined;
+}
+
+/**
+ * Commits session `sid`. `key` names this commit (one per capture), so queued commits of different captures
+ * never merge. With `queueOnly` (earlier writes of the session are queued) the commit queues behind them.
+ */
 export async function commitSession(
   client: OpenVikingClient,
   sid: string,
-  options: { budget: Budget; pendingDir: string },
+  options: { budget: Budget; pendingDir: string; key: string; queueOnly?: boolean },
 ): Promise<CommitOutcome> {
-  const res: OvResponse<unknown> = await client.request("POST", `${sessionPath(sid)}/commit`, {
+  const queue = async (cause?: OvFailure): Promise<CommitOutcome> =>
+    await enqueueCommit(options.pendingDir, sid, options.key)
+      ? { kind: "queued", cause }
+      : { kind: "failed", message: `the pending queue ${options.pendingDir} could not store the commit` };
+  if (options.queueOnly) return await queue();
+  const res = await client.request("POST", `${sessionPath(sid)}/commit`, {
     body: {},
     budget: options.budget,
     peerId: null,
   });
-  if (res.ok) return { kind: "committed", result: res.result };
-  if (res.retryable) {
-    const stored = await enqueueAll(options.pendingDir, [{
-      type: "commitSession",
-      sessionId: sid,
-      payload: {},
-    }]);
-    if (stored === 1) return { kind: "queued", error: res.error };
-  }
-  return { kind: "failed", status: res.status, error: res.error };
+  if (res.ok) return { kind: "committed", taskId: commitTaskId(res.result), result: res.result };
+  if (res.kind === "rejected") return { kind: "rejected", status: res.status, message: res.error.message };
+  return await queue(res);
 }

@@ -2,9 +2,10 @@
 
 import * as z from "zod/mini";
 import { sha256Hex } from "./hash.ts";
+import { FAILURE_KINDS } from "./reply.ts";
 import { parseJsonOrUndefined, readTextIfExists, writeFileAtomic } from "./fs.ts";
 import { joinPath } from "./paths.ts";
-import { type LockOptions, type LockResult, withLock } from "./lock.ts";
+import { type Lease, type LockOptions, type LockResult, withLock } from "./lock.ts";
 
 /** Where the journal reader stopped: a byte offset plus what identifies the file it belongs to. */
 export const CursorSchema = z.object({
@@ -35,6 +36,27 @@ export const SessionStateSchema = z.object({
   cursor: z.catch(z.optional(CursorSchema), undefined),
   /** Every turn whose index is below this is fully acknowledged (survives a journal rewrite). */
   ackedBelow: z.catch(z.int().check(z.nonnegative()), 0),
+  /** Capture keys whose request was about to go out when the last run stopped without recording its outcome. */
+  inflight: z.catch(z.optional(z.object({ keys: z.array(z.string()), at: z.number() })), undefined),
+  /** The last capture key acknowledged: names the commit that covers everything up to it. */
+  lastAckedKey: z.catch(z.optional(z.string()), undefined),
+  /** What the last finished capture did (for doctor and status). */
+  lastCapture: z.catch(
+    z.optional(z.object({
+      at: z.number(),
+      event: z.string(),
+      sent: z.number(),
+      queued: z.number(),
+      rejected: z.number(),
+      /** Why messages were queued or refused (a failure kind, or "local": our own state or queue), and its words. */
+      cause: z.optional(
+        z.object({ kind: z.enum([...FAILURE_KINDS, "local"]), status: z.number(), message: z.string() }),
+      ),
+      commit: z.optional(z.string()),
+      taskId: z.optional(z.string()),
+    })),
+    undefined,
+  ),
   lastCaptureAt: z.catch(z.optional(z.number()), undefined),
   lastCaptureEvent: z.catch(z.optional(z.string()), undefined),
   protocolVersion: z.catch(z.optional(z.string()), undefined),
@@ -96,19 +118,35 @@ export async function writeState(file: string, state: SessionState): Promise<voi
     capturedKeys: state.capturedKeys.slice(-MAX_CAPTURED_KEYS),
     injectedUris: state.injectedUris.slice(-MAX_INJECTED_URIS),
   };
-  await writeFileAtomic(file, `${JSON.stringify(trimmed, null, 2)}\n`);
+  await writeFileAtomic(file, `${JSON.stringify(trimmed)}\n`);
 }
 
-/** Read-modify-write of a session's state under its lock; `update` returns the new state (or undefined to keep it). */
+/** Writes the state while the lock is still ours; throws (and writes nothing) when it was taken over. */
+export type SaveState = (state: SessionState) => Promise<void>;
+
+/** Thrown when a holder finds its lock taken over: it must stop without writing. */
+export class LockLost extends Error {
+  override name = "LockLost";
+}
+
+/**
+ * Read-modify-write of a session's state under its lock. `update` gets the state and a `save` for progress
+ * written before it returns; it returns the new state (or undefined to keep it). Every write checks that the
+ * lock is still held, so two holders never both write.
+ */
 export async function updateState<T>(
   paths: StatePaths,
-  update: (state: SessionState) => Promise<{ state?: SessionState; value: T }>,
+  update: (state: SessionState, save: SaveState) => Promise<{ state?: SessionState; value: T }>,
   lockOptions?: LockOptions,
 ): Promise<LockResult<T>> {
-  return await withLock(paths.lock, async () => {
+  return await withLock(paths.lock, async (lease: Lease) => {
+    const save: SaveState = async (state) => {
+      if (!(await lease.held())) throw new LockLost(`lost the lock ${paths.lock} to another process`);
+      await writeState(paths.file, state);
+    };
     const current = await readState(paths.file);
-    const { state, value } = await update(current);
-    if (state) await writeState(paths.file, state);
+    const { state, value } = await update(current, save);
+    if (state) await save(state);
     return value;
   }, lockOptions);
 }

@@ -38,6 +38,8 @@ export interface PlanOptions {
   redact: boolean;
   /** Take open turns too (SessionEnd, Interrupt): nothing more will be added to them. */
   includeOpen: boolean;
+  /** Consider at most this many turns (a long backlog is captured in bounded steps). */
+  maxTurns?: number;
 }
 
 /** A message's text after cleaning, redaction and the filters: `{text}` to send or `{reason}` to skip. */
@@ -68,6 +70,7 @@ export function planCapture(
   for (const turn of turns) {
     if (!turn.closed && !options.includeOpen) break; // whole turns only, in order
     if (turn.index < ackedBelow) continue;
+    if (options.maxTurns !== undefined && plan.turns.length >= options.maxTurns) break;
     plan.turns.push(turn);
     for (const role of ["user", "assistant"] as const) {
       const key = captureKey(turn.index, role);

@@ -9,7 +9,8 @@
  */
 
 import type { FakeOpenViking, RecordedRequest, StoredMessage } from "../support/fake-openviking.ts";
-import { PendingEntrySchema } from "../../runtime/pending.ts";
+import { QueueEntrySchema } from "../../runtime/pending.ts";
+import { SharedEntrySchema } from "../../runtime/pending-shared.ts";
 import { SessionStateSchema } from "../../runtime/state.ts";
 import { readJournal } from "../../wire/read.ts";
 import { scanTurns, turnLineFilter } from "../../wire/turns.ts";
@@ -56,17 +57,21 @@ export interface AuditResult {
 export async function snapshotProblems(ov: string): Promise<{ files: number; problems: string[] }> {
   const problems: string[] = [];
   let files = 0;
-  for (const dir of [`${ov}/hook-state/kimicode`, `${ov}/pending`]) {
+  const queueDirs = (await Array.fromAsync(Deno.readDir(`${ov}/pending/kimicode`)).catch(() => []))
+    .filter((e) => e.isDirectory).map((e) => `${ov}/pending/kimicode/${e.name}`);
+  for (const dir of [`${ov}/hook-state/kimicode`, `${ov}/pending`, ...queueDirs]) {
     const entries = await Array.fromAsync(Deno.readDir(dir)).catch(() => [] as Deno.DirEntry[]);
     for (const e of entries) {
-      const queue = dir.endsWith("/pending");
-      if (!e.isFile || !(queue ? ENTRY_NAME.test(e.name) : e.name.endsWith(".json"))) continue;
+      const shared = dir.endsWith("/pending");
+      const queue = shared || dir.includes("/pending/kimicode/");
+      const pattern = shared ? ENTRY_NAME : OUR_ENTRY_NAME;
+      if (!e.isFile || !(queue ? pattern.test(e.name) : e.name.endsWith(".json"))) continue;
       const text = await Deno.readTextFile(`${dir}/${e.name}`).catch(() => undefined);
       if (text === undefined) continue; // sent, renamed or replaced meanwhile
       files++;
       try {
         const value: unknown = JSON.parse(text);
-        const schema = queue ? PendingEntrySchema : SessionStateSchema;
+        const schema = shared ? SharedEntrySchema : queue ? QueueEntrySchema : SessionStateSchema;
         if (!schema.safeParse(value).success) problems.push(`${e.name} does not match its schema mid-run`);
       } catch {
         problems.push(`${e.name} does not parse mid-run: ${JSON.stringify(text.slice(0, 80))}`);
@@ -92,6 +97,7 @@ export interface AuditInput {
 }
 
 const ENTRY_NAME = /^[0-9a-f]{64}_\d+\.(json|processing)$/;
+const OUR_ENTRY_NAME = /^\d{10}(\.json|\.\d+\.claim)$/;
 
 interface Walked {
   path: string;
@@ -221,13 +227,16 @@ export async function audit(input: AuditInput): Promise<AuditResult> {
     }
     if (f.path.includes(".lock")) continue; // the owner pid file of a left lock
     if (f.path.startsWith(`${ov}/pending/`)) {
-      if (!ENTRY_NAME.test(name)) {
+      const ours = f.path.startsWith(`${ov}/pending/kimicode/`);
+      if (!(ours ? OUR_ENTRY_NAME : ENTRY_NAME).test(name)) {
         violations.push(`unexpected file in the queue: ${name}`);
         continue;
       }
       violations.push(`queue not empty after the final replay: ${name}`);
       try {
-        const parsed = PendingEntrySchema.safeParse(JSON.parse(await Deno.readTextFile(f.path)));
+        const parsed = (ours ? QueueEntrySchema : SharedEntrySchema).safeParse(
+          JSON.parse(await Deno.readTextFile(f.path)),
+        );
         if (!parsed.success) violations.push(`queue entry ${name} does not match the queue schema`);
       } catch (error) {
         violations.push(`queue entry ${name} does not parse: ${(error as Error).message}`);

@@ -8,7 +8,8 @@ import { assertEquals } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { tempDir } from "../support/temp.ts";
 import { Budget, createClient } from "../../runtime/http.ts";
-import { enqueueAll, listPending, type PendingWrite, replayPending } from "../../runtime/pending.ts";
+import { listShared, replayShared } from "../../runtime/pending-shared.ts";
+import { enqueueShared as enqueueAll, type PendingWrite } from "../support/queue.ts";
 
 const msg = (i: number, sessionId: string): PendingWrite => ({
   type: "addMessage",
@@ -26,17 +27,17 @@ Deno.test("replay: while an older write of a session is claimed elsewhere, its l
     await enqueueAll(q, [msg(0, "kc-a"), msg(1, "kc-a"), msg(2, "kc-a")], now - 1000);
     await enqueueAll(q, [msg(0, "kc-b")], now);
     // Another run claimed the oldest write of kc-a (and is sending it, or was killed while doing so).
-    const [oldest] = await listPending(q);
+    const [oldest] = await listShared(q);
     await Deno.rename(`${q}/${oldest.name}`, `${q}/${oldest.name.replace(/\.json$/, ".processing")}`);
     const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 2000 });
-    const report = await replayPending(q, client, options());
+    const report = await replayShared(q, client, options());
     assertEquals(fake.messages("kc-a").map((m) => m.content), [], "kc-a's later writes wait");
     assertEquals(fake.messages("kc-b").map((m) => m.content), ["message 0"], "other sessions go on");
     assertEquals([report.replayed, report.deferred], [1, 2]);
 
     // The claim is given up (the run finished without sending, or its claim aged out): order is kept.
     await Deno.rename(`${q}/${oldest.name.replace(/\.json$/, ".processing")}`, `${q}/${oldest.name}`);
-    await replayPending(q, client, options());
+    await replayShared(q, client, options());
     assertEquals(fake.messages("kc-a").map((m) => m.content), ["message 0", "message 1", "message 2"]);
   } finally {
     await fake.close();

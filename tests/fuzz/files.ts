@@ -1,6 +1,7 @@
 /** The file audit of the fuzz tests: what hooks left under ~/.openviking is private and parses. */
 
-import { PendingEntrySchema } from "../../runtime/pending.ts";
+import { QueueEntrySchema } from "../../runtime/pending.ts";
+import { SharedEntrySchema } from "../../runtime/pending-shared.ts";
 import { SessionStateSchema } from "../../runtime/state.ts";
 
 /** Problems with the files under `dir`: modes other than 0700/0600, state or queue files that do not parse. */
@@ -23,7 +24,7 @@ export async function auditPrivateFiles(dir: string): Promise<string[]> {
         await walk(path);
         continue;
       }
-      if (!e.name.endsWith(".json")) continue;
+      if (!e.name.endsWith(".json") && !e.name.endsWith(".claim")) continue;
       let value: unknown;
       try {
         value = JSON.parse(await Deno.readTextFile(path));
@@ -32,7 +33,9 @@ export async function auditPrivateFiles(dir: string): Promise<string[]> {
         continue;
       }
       const schema = d.endsWith("/pending")
-        ? PendingEntrySchema
+        ? SharedEntrySchema
+        : d.includes("/pending/kimicode/")
+        ? QueueEntrySchema
         : d.includes("/hook-state/")
         ? SessionStateSchema
         : undefined;

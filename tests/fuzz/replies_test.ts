@@ -11,7 +11,8 @@ import { assertEquals, assertTrue } from "../support/assert.ts";
 import { parseSse, SseParser } from "../../mcp/sse.ts";
 import { readReply } from "../../mcp/reply.ts";
 import { type Classified, parseLine } from "../../mcp/jsonrpc.ts";
-import { createClient, isRetryable } from "../../runtime/http.ts";
+import { createClient } from "../../runtime/http.ts";
+import { envelopeOf } from "../../runtime/reply.ts";
 import { nastyString, params } from "./arbitraries.ts";
 
 const eol = fc.constantFrom("\n", "\r\n", "\r");
@@ -202,12 +203,18 @@ Deno.test("fuzz: OpenViking replies — any status, body or transport failure be
           fetch: fetcher as typeof fetch,
         });
         const res = await client.request("POST", "/api/v1/sessions/s/messages", { body: { x: 1 } });
+        const sent = behaviour === "answer" ? body : "";
         if (res.ok) {
           assertTrue(behaviour === "answer" && status >= 200 && status < 300, "ok only for a 2xx answer");
+          assertEquals(envelopeOf(sent)?.status, "ok", "ok only for OpenViking's own envelope");
           return;
         }
         assertEquals(typeof res.error.message, "string");
-        assertEquals(res.retryable, isRetryable(res.status, res.error), "one retry rule");
+        assertEquals(res.retryable, res.kind !== "rejected", "one rule: only a rejection is final");
+        if (res.kind === "rejected") {
+          assertTrue(envelopeOf(sent) !== undefined, "only OpenViking itself (its envelope) rejects");
+          assertTrue(status >= 400 || envelopeOf(sent)?.status === "error", "a rejection is an error answer");
+        }
         if (behaviour !== "answer") assertEquals(res.status, 0, "no HTTP answer is status 0 (retryable)");
         assertTrue(!res.error.message.includes(apiKey), "the API key is never in an error message");
       },

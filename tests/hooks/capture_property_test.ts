@@ -13,7 +13,7 @@ import { makeContext, placeJournal, sandboxEnv } from "../support/hook-context.t
 import { tempDir } from "../support/temp.ts";
 import { captureSession, WORKER_LOCK_WAIT_MS } from "../../hooks/capture.ts";
 import { Budget, createClient } from "../../runtime/http.ts";
-import { countPending, replayPending } from "../../runtime/pending.ts";
+import { queueSummary, replayAll } from "../../runtime/pending.ts";
 import { turnsOf } from "../../wire/command.ts";
 
 const MARK = "INJECTED-MARKER";
@@ -162,15 +162,16 @@ Deno.test({
               commitAlways: false,
             });
             const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 2000 });
-            for (let k = 0; k < 5 && await countPending(ctx.pendingDir) > 0; k++) {
-              await replayPending(ctx.pendingDir, client, {
+            const queued = async () => (await queueSummary(ctx.pendingDir)).entries;
+            for (let k = 0; k < 5 && await queued() > 0; k++) {
+              await replayAll(ctx.pendingDir, client, {
                 limit: 1000,
                 maxRetries: 100,
                 ttlDays: 7,
                 budget: new Budget(5000),
               });
             }
-            assertEquals(await countPending(ctx.pendingDir), 0);
+            assertEquals(await queued(), 0);
 
             const expected = (await turnsOf(path, { maxLength: 24000, redact: true })).map((l) =>
               JSON.parse(l)

@@ -9,7 +9,8 @@ import { FAKE_PROFILE_BLOCK, FAKE_RECALL_BLOCK, FakeOpenViking } from "../suppor
 import { placeJournal } from "../support/hook-context.ts";
 import { cliArgs, denoDir, runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { enqueueAll, listPending } from "../../runtime/pending.ts";
+import { enqueueMessages } from "../../runtime/pending.ts";
+import { ourQueue, queuedMessages } from "../support/queue.ts";
 import { readState } from "../../runtime/state.ts";
 
 const SESSION = "session_bb98d39e-e56d-47b5-bd98-4e903585486d";
@@ -183,16 +184,14 @@ for (const condition of CONDITIONS) {
       );
       assertEquals(st.capturedSinceCommit, 0);
     } else {
-      const queued = await listPending(pendingDir(s));
+      const queued = await ourQueue(pendingDir(s));
       assertEquals(
-        queued.filter((q) => q.entry.type === "addMessage").map((q) => q.entry.payload),
+        queued.filter((q) => q.kind === "message").map((q) => q.payload),
         expected,
         "every message waits in the queue, in order",
       );
-      assertEquals(queued.at(-1)?.entry.type, "commitSession");
-      for (const q of queued) {
-        assertEquals((await Deno.stat(`${pendingDir(s)}/${q.name}`)).mode! & 0o777, 0o600);
-      }
+      assertEquals(queued.at(-1)?.kind, "commit");
+      for (const q of queued) assertEquals((await Deno.stat(q.file)).mode! & 0o777, 0o600);
     }
   });
 
@@ -211,7 +210,7 @@ for (const condition of CONDITIONS) {
       assertEquals(s.fake!.messages(OV_SESSION).length, 6);
       assertEquals(s.fake!.sessions.get(OV_SESSION)?.commits, 1);
     } else {
-      assertEquals((await listPending(pendingDir(s))).filter((q) => q.entry.type === "addMessage").length, 6);
+      assertEquals((await queuedMessages(pendingDir(s))).length, 6);
     }
   });
 
@@ -237,11 +236,7 @@ for (const condition of CONDITIONS) {
 
   Deno.test(`hook session-start replays the queue, server ${condition}`, async () => {
     await using s = await sandbox(condition);
-    await enqueueAll(pendingDir(s), [{
-      type: "addMessage",
-      sessionId: "kc-earlier",
-      payload: { role: "user", content: "queued while offline" },
-    }]);
+    await enqueueMessages(pendingDir(s), "kc-earlier", [{ role: "user", content: "queued while offline" }]);
     const r = await runCli(["hook", "session-start"], {
       env: s.env,
       clearEnv: true,
@@ -251,11 +246,11 @@ for (const condition of CONDITIONS) {
     assertTrue((await promptState(s)).lastSessionStartAt !== undefined);
     if (condition === "fine" || condition === "legacy" || condition === "no-batch") {
       await waitFor("the replay", () => s.fake!.messages("kc-earlier").length === 1);
-      await waitFor("the queue to empty", async () => (await listPending(pendingDir(s))).length === 0);
+      await waitFor("the queue to empty", async () => (await ourQueue(pendingDir(s))).length === 0);
     } else {
       // the detached replay finishes within its budget and leaves the entry queued
       await new Promise((r) => setTimeout(r, condition === "slow" ? 2500 : 800));
-      assertEquals((await listPending(pendingDir(s))).length, 1);
+      assertEquals((await ourQueue(pendingDir(s))).length, 1);
     }
   });
 

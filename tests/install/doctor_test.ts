@@ -4,7 +4,7 @@ import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { type Check, renderChecks, runDoctor } from "../../install/doctor.ts";
 import { runInstall } from "../../install/command.ts";
 import { currentSelf } from "../../install/placement.ts";
-import { enqueueAll } from "../../runtime/pending.ts";
+import { enqueueCommit } from "../../runtime/pending.ts";
 import { emptyState, writeState } from "../../runtime/state.ts";
 import { hookStateDir, pendingDir } from "../../runtime/paths.ts";
 import { isolatedEnv } from "./helpers.ts";
@@ -43,11 +43,7 @@ Deno.test("doctor: everything in place → no failure; queue, captures and proto
   try {
     const t = await setup(dir.path, { OPENVIKING_URL: fake.url, OPENVIKING_API_KEY: "sk-doctor" });
     assertEquals(await t.install("config"), 0, t.lines.join("\n"));
-    await enqueueAll(
-      pendingDir(t.env),
-      [{ type: "commitSession", sessionId: "kc-1", payload: {} }],
-      NOW - 2 * 3_600_000,
-    );
+    await enqueueCommit(pendingDir(t.env), "kc-1", "kc-1:0:assistant", NOW - 2 * 3_600_000);
     const state = {
       ...emptyState(),
       lastCaptureAt: NOW - 60_000,

@@ -1,12 +1,6 @@
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
-import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { Budget, createClient, isRetryable } from "../../runtime/http.ts";
-
-Deno.test("retryable rule: no status/408/429/5xx/409-marked retry; 400/401/403/404/405/422 do not", () => {
-  for (const s of [0, 408, 429, 500, 502, 503, 504]) assertEquals(isRetryable(s), true, String(s));
-  for (const s of [400, 401, 403, 404, 405, 409, 410, 422]) assertEquals(isRetryable(s), false, String(s));
-  assertEquals(isRetryable(409, { message: "busy", details: { retryable: true } }), true);
-});
+import { FakeOpenViking as FakeOpenViking, gzipBomb } from "../support/fake-openviking.ts";
+import { Budget, createClient } from "../../runtime/http.ts";
 
 Deno.test("client: headers, envelope, never the key in an error", async () => {
   const fake = await FakeOpenViking.start({ apiKey: "sekrit-key-123" });
@@ -50,7 +44,12 @@ Deno.test("client: headers, envelope, never the key in an error", async () => {
     const denied = await bad.request("GET", "/api/v1/system/status");
     assertEquals(denied.ok, false);
     if (!denied.ok) {
-      assertEquals([denied.status, denied.retryable, denied.error.code], [401, false, "UNAUTHENTICATED"]);
+      assertEquals([denied.status, denied.kind, denied.retryable, denied.error.code], [
+        401,
+        "auth",
+        true,
+        "UNAUTHENTICATED",
+      ]);
       assertTrue(!JSON.stringify(denied).includes("wrong-key-456"));
     }
     const notFound = await client.request("POST", "/api/v1/sessions/nope/commit", { body: {} });
@@ -112,4 +111,33 @@ Deno.test("client: network failure names the origin and never throws", async () 
     assertMatch(r.error.message, /127\.0\.0\.1:9/);
     assertTrue(!r.error.message.includes("k-secret"));
   }
+});
+
+Deno.test("client: a 300 KB gzip reply that inflates to 2 GB is not read past the bound", async () => {
+  await using fake = await FakeOpenViking.start();
+  const bomb = await gzipBomb(2 * 1024 ** 3);
+  fake.fault({
+    route: "POST /api/v1/search/search",
+    raw: {
+      status: 200,
+      headers: { "content-type": "application/json", "content-encoding": "gzip" },
+      body: bomb,
+    },
+  });
+  const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 20_000 });
+  const before = Deno.memoryUsage().rss;
+  const r = await client.request("POST", "/api/v1/search/search", { body: { query: "x" } });
+  const grown = Deno.memoryUsage().rss - before;
+  assertEquals(r.ok ? "" : r.kind, "too-large");
+  assertTrue(grown < 256 * 1024 ** 2, `RSS grew ${Math.round(grown / 1024 ** 2)} MB`);
+  // A plain giant reply (no compression) is cut at the bound too.
+  fake.clearFaults();
+  fake.fault({
+    route: "GET /api/v1/content/read",
+    raw: { status: 200, body: "x".repeat(1 << 16), repeatBytes: 1 << 30 },
+  });
+  const big = await client.request("GET", "/api/v1/content/read", { query: { uri: "viking://x" } });
+  assertEquals(big.ok ? "" : big.kind, "too-large");
+  const allowed = await client.request("GET", "/health", { maxReplyBytes: 1 << 20 });
+  assertTrue(allowed.ok, "the client works on after refusing giants");
 });

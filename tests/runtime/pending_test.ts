@@ -1,29 +1,286 @@
+/**
+ * The pending queues. Ours: one file per batch of messages or per commit, per session, replayed in sequence
+ * order; only OpenViking's own rejection drops anything. The shared one (other plugins' per-message files):
+ * replayed, never written.
+ */
+
 import { assertEquals, assertTrue } from "../support/assert.ts";
-import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { FakeOpenViking, gzipBomb } from "../support/fake-openviking.ts";
 import { tempDir } from "../support/temp.ts";
 import { prodRunArgs, ROOT } from "../support/run.ts";
+import { enqueueShared, ourQueue, type PendingWrite, queuedMessages } from "../support/queue.ts";
 import { Budget, createClient } from "../../runtime/http.ts";
+import type { MessagePayload } from "../../runtime/deliver.ts";
 import {
-  countPending,
-  dedupKey,
-  enqueueAll,
+  enqueueCommit,
+  enqueueMessages,
   hasUnsent,
-  listPending,
-  type PendingWrite,
-  replayPending,
+  QUEUE_SUBDIR,
+  queueSummary,
+  replayAll,
+  replayQueue,
+  sessionQueueDir,
 } from "../../runtime/pending.ts";
-import { sha256Hex, stableStringify } from "../../runtime/hash.ts";
+import { countShared, listShared, replayShared } from "../../runtime/pending-shared.ts";
+import { sha256Hex } from "../../runtime/hash.ts";
 
-const msg = (i: number, sid = "kc-s1"): PendingWrite => ({
+const payload = (i: number): MessagePayload => ({
+  role: i % 2 ? "assistant" : "user",
+  content: `message ${i}`,
+  turn_id: String(Math.floor(i / 2)),
+});
+const range = (n: number, from = 0) => Array.from({ length: n }, (_, i) => payload(from + i));
+const opts = (extra: Partial<Parameters<typeof replayQueue>[2]> = {}) => ({
+  limit: 50,
+  ttlDays: 7,
+  budget: new Budget(20_000),
+  ...extra,
+});
+const clientOf = (url: string) => createClient({ baseUrl: url, userAgent: "t", timeoutMs: 2000 });
+const contents = (fake: FakeOpenViking, sid = "kc-s1") => fake.messages(sid).map((m) => m.content);
+
+Deno.test("enqueue: one 0600 file per batch in a 0700 per-session dir, sequence-named; queued messages dedupe", async () => {
+  await using dir = await tempDir();
+  assertEquals(await enqueueMessages(dir.path, "kc-s1", range(250), 1000), 250);
+  const sdir = await sessionQueueDir(dir.path, "kc-s1");
+  const files = [...Deno.readDirSync(sdir)].map((e) => e.name).sort();
+  assertEquals(files, ["0000000001.json", "0000000002.json", "0000000003.json"], "100 + 100 + 50");
+  for (const f of files) assertEquals((await Deno.stat(`${sdir}/${f}`)).mode! & 0o777, 0o600);
+  assertEquals((await Deno.stat(sdir)).mode! & 0o777, 0o700);
+  assertEquals((await Deno.stat(`${dir.path}/${QUEUE_SUBDIR}`)).mode! & 0o777, 0o700);
+  // Queueing messages already queued (a run that could not record its ack) adds nothing.
+  assertEquals(await enqueueMessages(dir.path, "kc-s1", range(260), 2000), 260);
+  assertEquals(
+    (await queuedMessages(dir.path)).map((q) => q.payload?.content),
+    range(260).map((p) => p.content),
+  );
+  assertEquals([...Deno.readDirSync(sdir)].length, 4);
+  assertTrue(await enqueueCommit(dir.path, "kc-s1", "kc-s1:129:assistant"));
+  assertTrue(await enqueueCommit(dir.path, "kc-s1", "kc-s1:129:assistant"), "the same commit again: a no-op");
+  assertTrue(
+    await enqueueCommit(dir.path, "kc-s1", "kc-s1:130:assistant"),
+    "another capture's commit is its own",
+  );
+  assertEquals((await ourQueue(dir.path)).filter((q) => q.kind === "commit").map((q) => q.commitKey), [
+    "kc-s1:129:assistant",
+    "kc-s1:130:assistant",
+  ]);
+  const s = await queueSummary(dir.path);
+  assertEquals(s.sessions.map((x) => [x.sessionId, x.entries, x.messages, x.commits, x.oldest]), [[
+    "kc-s1",
+    6,
+    260,
+    2,
+    1000,
+  ]]);
+});
+
+Deno.test("enqueue: a batch stays under 512 KB however long its messages are", async () => {
+  await using dir = await tempDir();
+  const big = Array.from(
+    { length: 30 },
+    (_, i) => ({ ...payload(i), content: `${i} ${"x".repeat(100_000)}` }),
+  );
+  assertEquals(await enqueueMessages(dir.path, "kc-s1", big), 30);
+  const sdir = await sessionQueueDir(dir.path, "kc-s1");
+  for (const e of Deno.readDirSync(sdir)) {
+    assertTrue((await Deno.stat(`${sdir}/${e.name}`)).size < 600_000, e.name);
+  }
+  assertEquals((await queuedMessages(dir.path)).length, 30);
+});
+
+Deno.test("replay: batches in sequence order, commits behind their messages; the queue empties", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  await enqueueMessages(dir.path, "kc-s1", range(150));
+  await enqueueCommit(dir.path, "kc-s1", "k1");
+  await enqueueMessages(dir.path, "kc-s1", range(3, 150));
+  await enqueueCommit(dir.path, "kc-s1", "k2");
+  const r = await replayAll(dir.path, clientOf(fake.url), { ...opts(), maxRetries: 3 });
+  assertEquals([r.replayed, r.messages, r.deferred, r.commitTasks.length], [5, 153, 0, 2]);
+  assertEquals(contents(fake), range(153).map((p) => p.content));
+  assertEquals(
+    fake.requestsTo("POST /api/v1/sessions/:id/messages/batch").length,
+    3,
+    "one request per entry",
+  );
+  assertEquals(fake.sessions.get("kc-s1")?.commits, 2, "the second capture's commit is not lost");
+  assertEquals(await hasUnsent(dir.path, "kc-s1"), false);
+  assertEquals([...Deno.readDirSync(`${dir.path}/${QUEUE_SUBDIR}`)].length, 0, "empty session dirs go");
+});
+
+Deno.test("replay: entries queued while the clock ran ahead still replay in the order they were queued", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  await enqueueMessages(dir.path, "kc-s1", range(2), Date.now() + 3_600_000); // clock an hour ahead
+  await enqueueMessages(dir.path, "kc-s1", range(2, 2), Date.now()); // clock corrected
+  await replayQueue(dir.path, clientOf(fake.url), opts());
+  assertEquals(contents(fake), range(4).map((p) => p.content));
+});
+
+/** Replies that are not OpenViking's verdict on the message: the write stays queued and nothing is spent. */
+const NOT_A_VERDICT: [string, Parameters<FakeOpenViking["fault"]>[0]][] = [
+  ["HTML 200", {
+    route: "*",
+    raw: { status: 200, headers: { "content-type": "text/html" }, body: "<html>hi</html>" },
+  }],
+  ["non-JSON 200", { route: "*", raw: { status: 200, body: "ok" } }],
+  ["empty 200", { route: "*", raw: { status: 200 } }],
+  ["foreign 404", { route: "*", raw: { status: 404, body: '{"detail":"Not Found"}' } }],
+  ["307", { route: "*", raw: { status: 307, headers: { location: "/elsewhere" } } }],
+  ["301 to https", { route: "*", raw: { status: 301, headers: { location: "https://127.0.0.1:1/x" } } }],
+  ["401", { route: "*", status: 401, error: { code: "UNAUTHENTICATED" } }],
+  ["403", { route: "*", status: 403, error: { code: "PERMISSION_DENIED" } }],
+  ["500", { route: "*", status: 500 }],
+  ["503", { route: "*", status: 503 }],
+  ["gzip bomb", {
+    route: "*",
+    raw: { status: 200, headers: { "content-encoding": "gzip" }, body: new Uint8Array() },
+  }],
+];
+
+Deno.test("replay: a reply that is not OpenViking's verdict keeps every write queued; fixed, all are delivered once", async () => {
+  const bomb = await gzipBomb(50_000_000);
+  for (const [name, fault] of NOT_A_VERDICT) {
+    await using dir = await tempDir();
+    await using fake = await FakeOpenViking.start();
+    await enqueueMessages(dir.path, "kc-s1", range(6));
+    await enqueueCommit(dir.path, "kc-s1", "k");
+    if (name === "gzip bomb") fault.raw!.body = bomb;
+    fake.fault(fault);
+    const r = await replayQueue(dir.path, clientOf(fake.url), opts());
+    assertEquals([r.replayed, r.rejected, contents(fake).length], [0, 0, 0], name);
+    assertTrue(r.cause !== undefined && r.cause.kind !== "rejected", `${name}: ${r.cause?.kind}`);
+    assertEquals((await queuedMessages(dir.path)).length, 6, name);
+    fake.clearFaults();
+    const again = await replayQueue(dir.path, clientOf(fake.url), opts());
+    assertEquals(
+      [again.replayed, contents(fake).length, fake.sessions.get("kc-s1")?.commits],
+      [2, 6, 1],
+      name,
+    );
+  }
+});
+
+Deno.test("replay: OpenViking's own rejection drops only the refused message; the TTL drops old entries", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  await enqueueMessages(dir.path, "kc-old", range(2), Date.now() - 8 * 86_400_000);
+  await enqueueMessages(dir.path, "kc-s1", range(3));
+  // OpenViking refuses the batch, then the second message alone (its own error envelope, HTTP 400).
+  const refused = { status: 400, error: { code: "INVALID_ARGUMENT", message: "content: too long" } };
+  fake.fault({ route: "POST /api/v1/sessions/:id/messages/batch", ...refused, times: 1 });
+  fake.fault({ route: "POST /api/v1/sessions/:id/messages", ...refused, times: 1, skip: 1 });
+  const r = await replayQueue(dir.path, clientOf(fake.url), opts());
+  assertEquals([r.replayed, r.rejected, r.expired], [1, 1, 1]);
+  assertEquals(contents(fake), ["message 0", "message 2"]);
+  assertEquals(fake.messages("kc-old").length, 0);
+  assertEquals(fake.requestsTo("POST /api/v1/sessions/:id/messages/batch").length, 1, "only kc-s1 was sent");
+  assertEquals((await ourQueue(dir.path)).length, 0);
+});
+
+Deno.test("replay: progress inside an entry is kept, so a stop half-way never sends the first half again", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start({ noBatch: 404 });
+  await enqueueMessages(dir.path, "kc-s1", range(4));
+  fake.fault({ route: "POST /api/v1/sessions/:id/messages", status: 503, times: 1, skip: 2 });
+  const r1 = await replayQueue(dir.path, clientOf(fake.url), opts());
+  assertEquals([r1.replayed, r1.messages], [0, 2]);
+  assertEquals((await queuedMessages(dir.path)).map((q) => q.payload?.content), ["message 2", "message 3"]);
+  await replayQueue(dir.path, clientOf(fake.url), opts());
+  assertEquals(contents(fake), range(4).map((p) => p.content));
+});
+
+Deno.test("replay: bounded in entries per run; a session filter replays only that session", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  for (let i = 0; i < 7; i++) await enqueueMessages(dir.path, "kc-a", [payload(i)]);
+  await enqueueMessages(dir.path, "kc-b", [payload(0)]);
+  const r = await replayQueue(dir.path, clientOf(fake.url), opts({ limit: 3 }));
+  assertEquals([r.replayed, r.deferred], [3, 5]);
+  const only = await replayQueue(dir.path, clientOf(fake.url), opts({ sessionId: "kc-b" }));
+  assertEquals(
+    [only.replayed, fake.messages("kc-b").length, (await queuedMessages(dir.path, "kc-a")).length],
+    [
+      1,
+      1,
+      4,
+    ],
+  );
+});
+
+Deno.test("replay: claims of a dead process, older than 10 min, or dated in the future are put back; a live one waits", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const claimed = async (sid: string, pid: number, mtime?: Date) => {
+    await enqueueMessages(dir.path, sid, [payload(0)]);
+    const sdir = await sessionQueueDir(dir.path, sid);
+    const claim = `${sdir}/0000000001.${pid}.claim`;
+    await Deno.rename(`${sdir}/0000000001.json`, claim);
+    if (mtime) await Deno.utime(claim, mtime, mtime);
+  };
+  const dead = new Deno.Command("true").spawn();
+  await dead.status;
+  await claimed("kc-dead", dead.pid);
+  await claimed("kc-old", Deno.pid + 0, new Date(Date.now() - 11 * 60_000));
+  await claimed("kc-future", Deno.pid, new Date(Date.now() + 3_600_000));
+  await claimed("kc-live", Deno.pid);
+  await replayQueue(dir.path, clientOf(fake.url), opts());
+  assertEquals(
+    ["kc-dead", "kc-old", "kc-future", "kc-live"].map((s) => fake.messages(s).length),
+    [1, 1, 1, 0],
+  );
+  assertEquals(await hasUnsent(dir.path, "kc-live"), true, "a replay is sending it right now");
+});
+
+Deno.test("two processes replaying one queue send each message exactly once", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const n = 40;
+  for (let i = 0; i < n; i++) await enqueueMessages(dir.path, `kc-s${i % 4}`, [payload(i)]);
+  fake.fault({ route: "POST /api/v1/sessions/:id/messages/batch", delayMs: 5 });
+  const prodArgs = await prodRunArgs();
+  const run = () =>
+    new Deno.Command(Deno.execPath(), {
+      args: [...prodArgs, `${ROOT}/tests/support/replay-worker.ts`, dir.path, fake.url],
+      stdout: "piped",
+      stderr: "inherit",
+    }).output();
+  const outs = await Promise.all([run(), run()]);
+  const reports = outs.map((o) => JSON.parse(new TextDecoder().decode(o.stdout)));
+  let total = reports[0].replayed + reports[1].replayed;
+  // A session busy in the other process waits for it: a last run picks up what was left.
+  total += (await replayQueue(dir.path, clientOf(fake.url), opts())).replayed;
+  assertEquals(total, n);
+  const all = [0, 1, 2, 3].flatMap((s) => contents(fake, `kc-s${s}`));
+  assertEquals([all.length, new Set(all).size], [n, n]);
+  for (let s = 0; s < 4; s++) {
+    const mine = contents(fake, `kc-s${s}`).map((c) => Number(String(c).split(" ")[1]));
+    assertEquals(mine, [...mine].sort((a, b) => a - b), "each session in order");
+  }
+});
+
+Deno.test("hasUnsent: queued or claimed writes of a session hold back its new writes", async () => {
+  await using dir = await tempDir();
+  assertEquals(await hasUnsent(dir.path, "kc-s1"), false);
+  await enqueueMessages(dir.path, "kc-s1", [payload(0)]);
+  await enqueueMessages(dir.path, "kc-other", [payload(1)]);
+  assertEquals(await hasUnsent(dir.path, "kc-s1"), true);
+  const sdir = await sessionQueueDir(dir.path, "kc-s1");
+  await Deno.rename(`${sdir}/0000000001.json`, `${sdir}/0000000001.${Deno.pid}.claim`);
+  assertEquals(await hasUnsent(dir.path, "kc-s1"), true, "a replay is sending it right now");
+  await Deno.remove(`${sdir}/0000000001.${Deno.pid}.claim`);
+  assertEquals(await hasUnsent(dir.path, "kc-s1"), false);
+});
+
+// ---- the shared queue (entries other OpenViking plugins leave) ----
+
+const shared = (i: number, sid = "kc-s1"): PendingWrite => ({
   type: "addMessage",
   sessionId: sid,
-  payload: {
-    role: i % 2 ? "assistant" : "user",
-    content: `message ${i}`,
-    turn_id: String(Math.floor(i / 2)),
-  },
+  payload: payload(i),
 });
-const opts = (extra: Partial<Parameters<typeof replayPending>[2]> = {}) => ({
+const sharedOpts = (extra = {}) => ({
   limit: 50,
   maxRetries: 3,
   ttlDays: 7,
@@ -31,246 +288,92 @@ const opts = (extra: Partial<Parameters<typeof replayPending>[2]> = {}) => ({
   ...extra,
 });
 
-Deno.test("enqueue: upstream file format, 0600 files in a 0700 dir, dedupe on key", async () => {
+Deno.test("shared queue: replayed oldest first; a failure keeps the entry untouched and spends no retry", async () => {
   await using dir = await tempDir();
-  const q = `${dir.path}/pending`;
-  assertEquals(await enqueueAll(q, [msg(0), msg(1), msg(0)], 1000), 3);
-  const files = [...Deno.readDirSync(q)].map((e) => e.name).sort();
-  assertEquals(files.length, 2);
-  for (const f of files) {
-    assertTrue(/^[0-9a-f]{64}_0\.json$/.test(f), f);
-    assertEquals((await Deno.stat(`${q}/${f}`)).mode! & 0o777, 0o600);
+  await using fake = await FakeOpenViking.start();
+  await enqueueShared(dir.path, [0, 1, 2, 3, 4].map((i) => shared(i)));
+  const client = clientOf(fake.url);
+  const r1 = await replayShared(dir.path, client, sharedOpts({ limit: 2 }));
+  for (const status of [500, 503, 401]) {
+    fake.fault({ route: "POST /api/v1/sessions/:id/messages", status, times: 1 });
+    const r = await replayShared(dir.path, client, sharedOpts());
+    assertEquals([r.replayed, r.deferred, r.cause?.status], [0, 3, status]);
   }
-  assertEquals((await Deno.stat(q)).mode! & 0o777, 0o700);
-  const key = await dedupKey("addMessage", "kc-s1", msg(0).payload);
-  assertEquals(key, await sha256Hex(`addMessage\nkc-s1\n${stableStringify(msg(0).payload)}`));
-  const entry = JSON.parse(await Deno.readTextFile(`${q}/${key}_0.json`));
-  assertEquals(entry, {
+  assertEquals((await listShared(dir.path)).map((f) => f.entry.retries), [0, 0, 0]);
+  const dead = createClient({ baseUrl: "http://127.0.0.1:9", userAgent: "t", timeoutMs: 500 });
+  assertEquals((await replayShared(dir.path, dead, sharedOpts())).cause?.kind, "unreachable");
+  const r4 = await replayShared(dir.path, client, sharedOpts());
+  assertEquals(r1.replayed + r4.replayed, 5);
+  assertEquals(contents(fake), range(5).map((p) => p.content));
+});
+
+Deno.test("shared queue: OpenViking's rejection, retries spent elsewhere and the TTL drop entries", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  await enqueueShared(dir.path, [shared(0)], Date.now() - 8 * 86_400_000); // too old
+  await enqueueShared(dir.path, [{
     type: "addMessage",
     sessionId: "kc-s1",
-    payload: msg(0).payload,
-    createdAt: 1000,
-    retries: 0,
-    dedupKey: key,
-  });
-  assertEquals(await enqueueAll(q, [msg(1)], 5000), 1, "re-queueing a queued write is a no-op");
-  assertEquals((await listPending(q)).map((f) => f.entry.createdAt), [1000, 1001]);
+    payload: { role: "user", content: "x", turn_id: 7 },
+  }]);
+  const spent =
+    (await enqueueShared(dir.path, [shared(5)]),
+      (await listShared(dir.path)).find((f) =>
+        f.entry.payload && (f.entry.payload as MessagePayload).content === "message 5"
+      )!);
+  await Deno.rename(`${dir.path}/${spent.name}`, `${dir.path}/${spent.key}_3.json`); // another plugin spent 3
+  const r = await replayShared(dir.path, clientOf(fake.url), sharedOpts());
+  assertEquals([r.dropped, r.replayed], [3, 0], "too old + rejected with 400 + retries spent elsewhere");
+  assertEquals(await countShared(dir.path), 0);
 });
 
-Deno.test("replay: sends oldest first and empties the queue", async () => {
+Deno.test("shared queue: abandoned .processing files — over 10 min old or dated in the future — are recovered", async () => {
   await using dir = await tempDir();
-  const fake = await FakeOpenViking.start();
-  try {
-    await enqueueAll(dir.path, [msg(0), msg(1), msg(2), {
-      type: "commitSession",
-      sessionId: "kc-s1",
-      payload: {},
-    }]);
-    const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 2000 });
-    const report = await replayPending(dir.path, client, opts());
-    assertEquals(report, { replayed: 4, failed: 0, dropped: 0, deferred: 0, skipped: 0 });
-    assertEquals(fake.messages("kc-s1").map((m) => m.content), ["message 0", "message 1", "message 2"]);
-    assertEquals(fake.sessions.get("kc-s1")?.commits, 1);
-    assertEquals(await countPending(dir.path), 0);
-  } finally {
-    await fake.close();
+  await using fake = await FakeOpenViking.start();
+  await enqueueShared(dir.path, [shared(0, "kc-a"), shared(1, "kc-b"), shared(2, "kc-c")]);
+  const files = await listShared(dir.path);
+  const stamp = {
+    "kc-a": new Date(Date.now() - 11 * 60_000),
+    "kc-b": new Date(Date.now() + 3_600_000),
+    "kc-c": new Date(),
+  };
+  for (const f of files) {
+    const p = `${dir.path}/${f.name.replace(".json", ".processing")}`;
+    await Deno.rename(`${dir.path}/${f.name}`, p);
+    const t = stamp[f.entry.sessionId as keyof typeof stamp];
+    await Deno.utime(p, t, t);
   }
+  const r = await replayShared(dir.path, clientOf(fake.url), sharedOpts());
+  assertEquals([
+    r.replayed,
+    fake.messages("kc-a").length,
+    fake.messages("kc-b").length,
+    fake.messages("kc-c").length,
+  ], [
+    2,
+    1,
+    1,
+    0,
+  ]);
 });
 
-Deno.test("replay: order kept across a retryable failure; unreachable server burns no retries", async () => {
+Deno.test("shared queue: an entry written by another OpenViking plugin (Claude Code, no dedupKey field) is replayed", async () => {
   await using dir = await tempDir();
-  const fake = await FakeOpenViking.start();
-  try {
-    await enqueueAll(dir.path, [0, 1, 2, 3, 4].map((i) => msg(i)));
-    const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 2000 });
-    let sent = 0;
-    const r1 = await replayPending(dir.path, client, opts({ limit: 2 }));
-    sent += r1.replayed;
-    fake.fault({ route: "POST /api/v1/sessions/:id/messages", status: 500, times: 1 });
-    const r2 = await replayPending(dir.path, client, opts());
-    assertEquals([r1.replayed, r2.replayed, r2.failed, r2.deferred], [2, 0, 1, 2]);
-    const left = await listPending(dir.path);
-    assertEquals(left.map((f) => [f.entry.payload, f.entry.retries]), [[msg(2).payload, 1], [
-      msg(3).payload,
-      0,
-    ], [msg(4).payload, 0]]);
-    // server unreachable: nothing sent, retries unchanged
-    const dead = createClient({ baseUrl: "http://127.0.0.1:9", userAgent: "t", timeoutMs: 500 });
-    const r3 = await replayPending(dir.path, dead, opts());
-    assertEquals([r3.failed, r3.deferred], [1, 2]);
-    assertEquals((await listPending(dir.path)).map((f) => f.entry.retries), [1, 0, 0]);
-    const r4 = await replayPending(dir.path, client, opts());
-    sent += r4.replayed;
-    assertEquals(sent, 5);
-    assertEquals(fake.messages("kc-s1").map((m) => m.content), [0, 1, 2, 3, 4].map((i) => `message ${i}`));
-  } finally {
-    await fake.close();
-  }
-});
-
-Deno.test("replay: non-retryable rejections, max retries and TTL drop entries", async () => {
-  await using dir = await tempDir();
-  const fake = await FakeOpenViking.start();
-  try {
-    const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 2000 });
-    await enqueueAll(dir.path, [msg(0)], Date.now() - 8 * 86_400_000); // too old
-    await enqueueAll(dir.path, [{
+  await using fake = await FakeOpenViking.start();
+  const p = { role: "user", content: "from claude code" };
+  const key = await sha256Hex(`addMessage\ncc-abc\n${JSON.stringify(p)}`);
+  await Deno.writeTextFile(
+    `${dir.path}/${key}_1.json`,
+    JSON.stringify({
       type: "addMessage",
-      sessionId: "kc-s1",
-      payload: { role: "user", content: "x", turn_id: 7 },
-    }]);
-    const first = await replayPending(dir.path, client, opts());
-    assertEquals([first.dropped, first.replayed], [2, 0], "too old + rejected with 400");
-    await enqueueAll(dir.path, [msg(5)]);
-    fake.fault({ route: "POST /api/v1/sessions/:id/messages", status: 500, times: 3 });
-    const reports = [];
-    for (let i = 0; i < 3; i++) reports.push(await replayPending(dir.path, client, opts()));
-    assertEquals(
-      reports.map((r) => [r.failed, r.dropped]),
-      [[1, 0], [1, 0], [0, 1]],
-      "the third 500 reaches maxRetries=3",
-    );
-    assertEquals(await countPending(dir.path), 0);
-    assertEquals(fake.messages("kc-s1").length, 0);
-  } finally {
-    await fake.close();
-  }
-});
-
-Deno.test("replay: bounded in count per run", async () => {
-  await using dir = await tempDir();
-  const fake = await FakeOpenViking.start();
-  try {
-    await enqueueAll(dir.path, Array.from({ length: 7 }, (_, i) => msg(i)));
-    const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 2000 });
-    const r = await replayPending(dir.path, client, opts({ limit: 3 }));
-    assertEquals([r.replayed, r.deferred], [3, 4]);
-    assertEquals(await countPending(dir.path), 4);
-  } finally {
-    await fake.close();
-  }
-});
-
-Deno.test("replay: abandoned .processing files (> 10 min) are recovered; fresh ones are left alone", async () => {
-  await using dir = await tempDir();
-  const fake = await FakeOpenViking.start();
-  try {
-    await enqueueAll(dir.path, [msg(0), msg(1)]);
-    const [a, b] = await listPending(dir.path);
-    await Deno.rename(`${dir.path}/${a.name}`, `${dir.path}/${a.name.replace(".json", ".processing")}`);
-    await Deno.rename(`${dir.path}/${b.name}`, `${dir.path}/${b.name.replace(".json", ".processing")}`);
-    const old = new Date(Date.now() - 11 * 60_000);
-    await Deno.utime(`${dir.path}/${a.name.replace(".json", ".processing")}`, old, old);
-    const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 2000 });
-    const r = await replayPending(dir.path, client, opts());
-    assertEquals(r.replayed, 1);
-    assertEquals(fake.messages("kc-s1").map((m) => m.content), ["message 0"]);
-  } finally {
-    await fake.close();
-  }
-});
-
-Deno.test("replay: an entry written by another OpenViking plugin (Claude Code, no dedupKey field) is replayed", async () => {
-  await using dir = await tempDir();
-  const fake = await FakeOpenViking.start();
-  try {
-    const payload = { role: "user", content: "from claude code" };
-    const key = await sha256Hex(`addMessage\ncc-abc\n${JSON.stringify(payload)}`);
-    await Deno.writeTextFile(
-      `${dir.path}/${key}_1.json`,
-      JSON.stringify({
-        type: "addMessage",
-        sessionId: "cc-abc",
-        payload,
-        createdAt: Date.now() - 1000,
-        retries: 1,
-      }),
-      { mode: 0o600 },
-    );
-    const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 2000 });
-    const r = await replayPending(dir.path, client, opts());
-    assertEquals(r.replayed, 1);
-    assertEquals(fake.messages("cc-abc"), [payload]);
-  } finally {
-    await fake.close();
-  }
-});
-
-Deno.test("replay: a session filter replays only that session", async () => {
-  await using dir = await tempDir();
-  const fake = await FakeOpenViking.start();
-  try {
-    await enqueueAll(dir.path, [msg(0, "kc-a"), msg(1, "kc-b")]);
-    const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 2000 });
-    assertEquals((await replayPending(dir.path, client, opts({ sessionId: "kc-b" }))).replayed, 1);
-    assertEquals([fake.messages("kc-a").length, fake.messages("kc-b").length], [0, 1]);
-    assertEquals(await countPending(dir.path, "kc-a"), 1);
-  } finally {
-    await fake.close();
-  }
-});
-
-Deno.test("two processes replaying one queue send each entry exactly once", async () => {
-  await using dir = await tempDir();
-  const fake = await FakeOpenViking.start();
-  try {
-    const n = 40;
-    await enqueueAll(dir.path, Array.from({ length: n }, (_, i) => msg(i)));
-    fake.fault({ route: "POST /api/v1/sessions/:id/messages", delayMs: 5 });
-    const prodArgs = await prodRunArgs();
-    const run = () =>
-      new Deno.Command(Deno.execPath(), {
-        args: [...prodArgs, `${ROOT}/tests/support/replay-worker.ts`, dir.path, fake.url],
-        stdout: "piped",
-        stderr: "inherit",
-      }).output();
-    const outs = await Promise.all([run(), run()]);
-    const reports = outs.map((o) => JSON.parse(new TextDecoder().decode(o.stdout)));
-    assertEquals(reports[0].replayed + reports[1].replayed, n);
-    const contents = fake.messages("kc-s1").map((m) => m.content);
-    assertEquals(contents.length, n);
-    assertEquals(new Set(contents).size, n);
-    assertEquals(await countPending(dir.path), 0);
-  } finally {
-    await fake.close();
-  }
-});
-
-Deno.test("enqueue: a later call in the same millisecond still sorts after an earlier batch", async () => {
-  await using dir = await tempDir();
-  const now = Date.now() + 60_000;
-  await enqueueAll(dir.path, [msg(0), msg(1), msg(2)], now);
-  await enqueueAll(dir.path, [{ type: "commitSession", sessionId: "kc-s1", payload: {} }], now);
-  const entries = (await listPending(dir.path)).map((f) => f.entry);
-  assertEquals(entries.map((e) => e.type), ["addMessage", "addMessage", "addMessage", "commitSession"]);
-  assertEquals(entries.map((e) => e.createdAt - now), [0, 1, 2, 3], "strictly increasing, no ties");
-});
-
-Deno.test("hasUnsent: queued or in-flight (.processing) writes of a session hold back its new writes", async () => {
-  await using dir = await tempDir();
-  assertEquals(await hasUnsent(dir.path, "kc-s1"), false);
-  await enqueueAll(dir.path, [msg(0), msg(1, "kc-other")]);
-  assertEquals(await hasUnsent(dir.path, "kc-s1"), true);
-  const [mine] = (await listPending(dir.path)).filter((f) => f.entry.sessionId === "kc-s1");
-  await Deno.rename(`${dir.path}/${mine.name}`, `${dir.path}/${mine.name.replace(".json", ".processing")}`);
-  assertEquals(await hasUnsent(dir.path, "kc-s1"), true, "a replay is sending it right now");
-  await Deno.remove(`${dir.path}/${mine.name.replace(".json", ".processing")}`);
-  assertEquals(await hasUnsent(dir.path, "kc-s1"), false);
-});
-
-Deno.test("replay: an outage answered with 503/502/504/429 never burns retries, however long it lasts", async () => {
-  await using dir = await tempDir();
-  const fake = await FakeOpenViking.start();
-  try {
-    await enqueueAll(dir.path, [msg(0)]);
-    const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 2000 });
-    for (const status of [503, 502, 504, 429, 503, 503]) {
-      fake.fault({ route: "POST /api/v1/sessions/:id/messages", status, times: 1 });
-      assertEquals((await replayPending(dir.path, client, opts())).failed, 1);
-    }
-    assertEquals((await listPending(dir.path)).map((f) => f.entry.retries), [0]);
-    assertEquals((await replayPending(dir.path, client, opts())).replayed, 1);
-  } finally {
-    await fake.close();
-  }
+      sessionId: "cc-abc",
+      payload: p,
+      createdAt: Date.now() - 1000,
+      retries: 1,
+    }),
+    { mode: 0o600 },
+  );
+  const r = await replayAll(dir.path, clientOf(fake.url), { ...opts(), maxRetries: 3 });
+  assertEquals(r.shared.replayed, 1);
+  assertEquals(fake.messages("cc-abc"), [p]);
 });

@@ -47,6 +47,8 @@ export interface Fault {
   raw?: RawReply;
   /** Apply this many times (default: until cleared). */
   times?: number;
+  /** Let this many matching requests through first. */
+  skip?: number;
 }
 
 /** A verbatim reply. `body` bytes are sent as they are (give `content-encoding` for compressed bodies). */
@@ -61,7 +63,7 @@ export interface RawReply {
 /** A gzip body that inflates to `inflatedBytes` of `fill` (a "zip bomb" reply for size-bound tests). */
 export async function gzipBomb(inflatedBytes: number, fill = " "): Promise<Uint8Array> {
   const chunk = new TextEncoder().encode(fill.repeat(1 << 16));
-  const stream = new ReadableStream<Uint8Array>({
+  const stream = new ReadableStream<BufferSource>({
     pull(controller) {
       if (inflatedBytes <= 0) return controller.close();
       const n = Math.min(chunk.length, inflatedBytes);
@@ -85,6 +87,8 @@ export interface StoredMessage {
 export interface FakeSession {
   messages: StoredMessage[];
   commits: number;
+  /** Messages before this index were archived by a commit (no longer in the session's context). */
+  archived?: number;
 }
 
 /** Options of the fake. */
@@ -327,6 +331,10 @@ export class FakeOpenViking {
     );
     if (i < 0) return undefined;
     const f = this.faults[i];
+    if (f.skip) {
+      f.skip--;
+      return undefined;
+    }
     if (f.times !== undefined) f.times--;
     return f;
   }
@@ -429,7 +437,9 @@ export class FakeOpenViking {
   private session(id: string, create: boolean): FakeSession {
     let s = this.sessions.get(id);
     if (!s && create) this.sessions.set(id, s = { messages: [], commits: 0 });
-    if (!s) throw new HttpError(404, "NOT_FOUND", `session ${id} not found`);
+    if (!s) {
+      throw new HttpError(404, "NOT_FOUND", `Session not found: ${id}`, { type: "session", resource: id });
+    }
     return s;
   }
 
@@ -493,6 +503,19 @@ export class FakeOpenViking {
       if (content === undefined) throw new HttpError(404, "NOT_FOUND", `${uri} not found`);
       return content;
     }
+    const ctx = /^\/api\/v1\/sessions\/([^/]+)\/context$/.exec(p);
+    if (ctx && method === "GET") {
+      const s = this.session(decodeURIComponent(ctx[1]), false);
+      const active = s.messages.slice(s.archived ?? 0);
+      return {
+        messages: active.map((msg, i) => ({
+          id: `msg_${i}`,
+          role: msg.role,
+          parts: [{ type: "text", text: msg.content ?? "" }],
+          ...(msg.turn_id !== undefined ? { turn_id: msg.turn_id } : {}),
+        })),
+      };
+    }
     const m = /^\/api\/v1\/sessions\/([^/]+)(\/messages(?:\/batch)?|\/commit)?$/.exec(p);
     if (m && method === "POST") {
       const id = decodeURIComponent(m[1]);
@@ -517,10 +540,12 @@ export class FakeOpenViking {
       if (m[2] === "/commit") {
         if (body !== undefined) requireObject(body);
         const s = this.session(id, false);
-        if (s.messages.length === 0) {
-          return { session_id: id, status: "skipped", archived: false, reason: "no_messages" };
+        if (s.messages.length === (s.archived ?? 0)) {
+          // Like the real server: nothing new since the last commit.
+          return { session_id: id, status: "skipped", archived: false, reason: "no_messages", task_id: null };
         }
         s.commits++;
+        s.archived = s.messages.length;
         return { session_id: id, status: "accepted", task_id: `task-${s.commits}`, archived: true };
       }
     }

@@ -1,10 +1,10 @@
-/** Test helper process: replays the pending queue in `dir` against `url` once. */
+/** Test helper process: replays both pending queues in `dir` against `url` once. */
 import { Budget, createClient } from "../../runtime/http.ts";
-import { replayPending } from "../../runtime/pending.ts";
+import { replayAll } from "../../runtime/pending.ts";
 
 const [dir, url] = Deno.args;
 const client = createClient({ baseUrl: url, userAgent: "test", timeoutMs: 5000 });
-const report = await replayPending(dir, client, {
+const report = await replayAll(dir, client, {
   limit: 1000,
   maxRetries: 3,
   ttlDays: 7,

@@ -1,0 +1,189 @@
+/**
+ * Doctor's checks of memory itself: the server (reachable, really OpenViking, the key accepted), the pending
+ * queues, and what the last captures did (messages queued or refused, and why). Every failure is told with
+ * its fix (`runtime/advice.ts`); nothing printed carries a secret.
+ */
+
+import { adviceFor } from "../runtime/advice.ts";
+import type { Config } from "../runtime/config.ts";
+import { createClient } from "../runtime/http.ts";
+import { countShared } from "../runtime/pending-shared.ts";
+import { queueSummary } from "../runtime/pending.ts";
+import { SessionStateSchema } from "../runtime/state.ts";
+import { parseJsonOrUndefined } from "../runtime/fs.ts";
+import { type Env, hookStateDir, joinPath, pendingDir } from "../runtime/paths.ts";
+import type { Check } from "./doctor.ts";
+
+/** Journal protocol versions this release was tested with. */
+export const KNOWN_PROTOCOLS = ["1.4", "1.5"];
+
+/** Server checks: `/health` is OpenViking's and answers; a search is accepted with the configured key. */
+export async function serverChecks(config: Config, fetchImpl?: typeof fetch): Promise<Check[]> {
+  const checks: Check[] = [];
+  const client = createClient({ ...config, peerId: "", timeoutMs: 5000, fetch: fetchImpl });
+  const where = `${config.baseUrl} (from ${config.credentialSource})`;
+  const health = await client.request<Record<string, unknown>>("GET", "/health");
+  if (!health.ok) {
+    const advice = adviceFor(health, config.baseUrl);
+    checks.push({ id: "server", status: "fail", summary: `${where}: ${advice.summary}`, fix: advice.fix });
+    return checks;
+  }
+  const h = health.result ?? {};
+  if (h.healthy !== true && h.status !== "ok") {
+    checks.push({
+      id: "server",
+      status: "fail",
+      summary: `${where} answers /health, but not as OpenViking does`,
+      fix: "check the address (a proxy must forward to OpenViking), then `openviking-kimi install --url URL`",
+    });
+    return checks;
+  }
+  checks.push({
+    id: "server",
+    status: "ok",
+    summary: `OpenViking ${typeof h.version === "string" ? h.version : ""} at ${where}`.replace("  ", " "),
+  });
+  const search = await client.request("POST", "/api/v1/search/find", {
+    body: { query: "openviking-kimi doctor", limit: 1 },
+  });
+  const keyNote = config.apiKey ? `API key from ${config.apiKeySource}` : "no API key";
+  if (search.ok) checks.push({ id: "auth", status: "ok", summary: `a search works (${keyNote})` });
+  else {
+    const advice = adviceFor(search, config.baseUrl);
+    checks.push({
+      id: "auth",
+      status: "fail",
+      summary: `a search failed (${keyNote}): ${advice.summary}`,
+      fix: advice.fix,
+    });
+  }
+  return checks;
+}
+
+/** The pending queues: ours (per session) and the shared one other plugins use. */
+export async function queueCheck(env: Env, now: number): Promise<Check> {
+  const dir = pendingDir(env);
+  let summary;
+  let shared = 0;
+  try {
+    summary = await queueSummary(dir);
+    shared = await countShared(dir);
+  } catch (error) {
+    return {
+      id: "queue",
+      status: "warn",
+      summary: `cannot read ${dir}: ${(error as Error).message}`,
+      fix: `make ${dir} readable and writable by you`,
+    };
+  }
+  if (summary.entries === 0 && shared === 0) {
+    return { id: "queue", status: "ok", summary: `pending queue empty (${dir})` };
+  }
+  const oldest = Math.min(...summary.sessions.map((s) => s.oldest), now);
+  const messages = summary.sessions.reduce((n, s) => n + s.messages, 0);
+  const text =
+    `${messages} message(s) and ${
+      summary.sessions.reduce((n, s) => n + s.commits, 0)
+    } commit(s) of ${summary.sessions.length} session(s) waiting in ${dir}` +
+    (shared ? `, and ${shared} write(s) of other OpenViking plugins` : "") +
+    (summary.entries ? `, oldest from ${new Date(oldest).toISOString()}` : "");
+  const stale = (now - oldest) / 3_600_000 > 1;
+  return stale
+    ? {
+      id: "queue",
+      status: "warn",
+      summary: text,
+      detail: summary.sessions.slice(0, 5).map((s) =>
+        `${s.sessionId}: ${s.messages} message(s), ${s.commits} commit(s)`
+      ),
+      fix: "they are sent when the server takes them (at the next session start); send them now with " +
+        "`openviking-kimi replay`, and see the captures check below for why they wait",
+    }
+    : { id: "queue", status: "info", summary: text };
+}
+
+/** What the last captures did: when, whether messages were queued or refused, and why. */
+export async function captureChecks(env: Env, config: Config): Promise<Check[]> {
+  const dir = hookStateDir(env);
+  const sessions: { name: string; state: ReturnType<typeof SessionStateSchema.parse> }[] = [];
+  try {
+    for await (const e of Deno.readDir(dir)) {
+      if (!e.isFile || !e.name.endsWith(".json") || e.name.endsWith(".prompt.json")) continue;
+      const raw = parseJsonOrUndefined(await Deno.readTextFile(joinPath(dir, e.name)).catch(() => undefined));
+      const parsed = SessionStateSchema.safeParse(raw);
+      if (parsed.success) sessions.push({ name: e.name.replace(/\.json$/, ""), state: parsed.data });
+    }
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) {
+      return [{ id: "captures", status: "warn", summary: `cannot read ${dir}: ${(error as Error).message}` }];
+    }
+  }
+  const captured = sessions.filter((s) => (s.state.lastCaptureAt ?? 0) > 0)
+    .sort((a, b) => (b.state.lastCaptureAt ?? 0) - (a.state.lastCaptureAt ?? 0));
+  const checks: Check[] = [];
+  if (captured.length === 0) {
+    checks.push({
+      id: "captures",
+      status: "info",
+      summary: sessions.length
+        ? `${sessions.length} session(s) seen, none captured yet`
+        : "no capture recorded yet (finish a turn in Kimi Code, then run doctor again)",
+    });
+  } else {
+    const detail = captured.slice(0, 5).map(({ name, state }) => {
+      const l = state.lastCapture;
+      const what = l ? `: sent ${l.sent}, queued ${l.queued}, refused ${l.rejected}` : "";
+      return `${name}: ${new Date(state.lastCaptureAt ?? 0).toISOString()}${
+        state.lastCaptureEvent ? ` on ${state.lastCaptureEvent}` : ""
+      }${what}${state.protocolVersion ? `, journal protocol ${state.protocolVersion}` : ""}`;
+    });
+    const last = captured[0].state.lastCapture;
+    const cause = last?.cause;
+    if (last && cause && (last.queued > 0 || last.rejected > 0 || cause.kind === "local")) {
+      const advice = cause.kind === "local"
+        ? { summary: cause.message, fix: "free disk space or fix the permissions of ~/.openviking" }
+        : adviceFor(
+          { kind: cause.kind, status: cause.status, error: { message: cause.message } },
+          config.baseUrl,
+        );
+      checks.push({
+        id: "captures",
+        status: "warn",
+        summary: last.rejected > 0
+          ? `the last capture had ${last.rejected} message(s) refused by OpenViking: ${cause.message}`
+          : `the last capture could not deliver: ${advice.summary}` +
+            (last.queued ? ` (${last.queued} message(s) wait in the queue)` : ""),
+        detail,
+        fix: advice.fix,
+      });
+    } else {
+      checks.push({
+        id: "captures",
+        status: "ok",
+        summary: `last capture ${
+          new Date(captured[0].state.lastCaptureAt ?? 0).toISOString()
+        } (${captured.length} session(s))`,
+        detail,
+      });
+    }
+  }
+  const protocols = [
+    ...new Set(sessions.map((s) => s.state.protocolVersion).filter((p): p is string => !!p)),
+  ];
+  if (protocols.length) {
+    const unknown = protocols.filter((p) => !KNOWN_PROTOCOLS.includes(p));
+    checks.push(
+      unknown.length
+        ? {
+          id: "protocol",
+          status: "warn",
+          summary: `journal protocol ${unknown.join(", ")} seen; this release knows ${
+            KNOWN_PROTOCOLS.join(", ")
+          }`,
+          fix: "update openviking-kimi; until then capture may miss parts of turns",
+        }
+        : { id: "protocol", status: "ok", summary: `journal protocol ${protocols.join(", ")}` },
+    );
+  }
+  return checks;
+}

@@ -1,0 +1,196 @@
+/**
+ * The one classification of OpenViking replies, used by capture, replay, commit, recall, doctor and status.
+ * Only OpenViking's own error envelope can reject a request for good (`rejected`); every other failure — a
+ * redirect, a reply that is not OpenViking's (an HTML page, a foreign 404, an empty 200), a refused key, a
+ * server error, no answer — leaves a write queued and spends no retry. Pure: no I/O.
+ */
+
+/** An error as the server (or the transport) reported it. */
+export interface OvError {
+  code?: string;
+  message: string;
+  details?: unknown;
+}
+
+/**
+ * Why a call failed.
+ * - `rejected`: OpenViking's envelope refused this request (bad input, unknown session…): drop the write.
+ * - `auth`: 401/403 — the key or identity is refused.
+ * - `server`: OpenViking answered "not now" (5xx, 429, 408, a retryable conflict).
+ * - `unreachable`: no complete answer (refused, reset, timeout, budget spent, reply cut).
+ * - `redirect`: a 3xx; credentials are never sent on to another place.
+ * - `not-openviking`: a reply without OpenViking's envelope (a proxy's page, another server, an empty 200).
+ * - `missing-route`: OpenViking says the route does not exist (404 naming no resource, 405): an older server.
+ * - `too-large`: the reply was larger than this route may return.
+ */
+export type FailureKind = (typeof FAILURE_KINDS)[number];
+
+/** Every failure kind, in the order above. */
+export const FAILURE_KINDS = [
+  "rejected",
+  "auth",
+  "server",
+  "unreachable",
+  "redirect",
+  "not-openviking",
+  "missing-route",
+  "too-large",
+] as const;
+
+/** A successful call: the envelope's `result`. */
+export interface OvSuccess<T> {
+  ok: true;
+  status: number;
+  result: T;
+}
+
+/** A failed call; `status` 0 means no HTTP answer. `retryable` is false only for `rejected`. */
+export interface OvFailure {
+  ok: false;
+  status: number;
+  kind: FailureKind;
+  error: OvError;
+  retryable: boolean;
+  /** Where a redirect pointed (userinfo removed). */
+  location?: string;
+}
+
+/** The outcome of a call. */
+export type OvResponse<T> = OvSuccess<T> | OvFailure;
+
+/** A raw HTTP answer, as read (the body bounded by the caller). */
+export interface RawReply {
+  status: number;
+  /** `Location` of a redirect, if any. */
+  location?: string | null;
+  contentType?: string | null;
+  text: string;
+  /** The origin answered, for messages. */
+  origin: string;
+}
+
+/** Server error codes that mean "not now" rather than "never". */
+const TRANSIENT_CODES = new Set([
+  "UNAVAILABLE",
+  "RESOURCE_EXHAUSTED",
+  "DEADLINE_EXCEEDED",
+  "ABORTED",
+  "INTERNAL",
+  "UNKNOWN",
+  "PROCESSING",
+]);
+const AUTH_CODES = new Set(["UNAUTHENTICATED", "PERMISSION_DENIED"]);
+
+/** Builds a failure of `kind`. */
+export function failure(kind: FailureKind, status: number, error: OvError, location?: string): OvFailure {
+  return {
+    ok: false,
+    status,
+    kind,
+    error,
+    retryable: kind !== "rejected",
+    ...(location ? { location } : {}),
+  };
+}
+
+/** A URL with any `user:password@` removed (for messages and logs). */
+export function withoutUserinfo(url: string): string {
+  try {
+    const u = new URL(url);
+    if (!u.username && !u.password) return url;
+    u.username = "";
+    u.password = "";
+    return u.toString();
+  } catch {
+    return url.replace(/\/\/[^/@\s]*@/g, "//");
+  }
+}
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => v !== null && typeof v === "object" && !Array.isArray(v);
+
+/** OpenViking's envelope: a JSON object whose `status` is "ok" or "error". */
+export function envelopeOf(text: string): Obj | undefined {
+  if (!text || !/^\s*\{/.test(text)) return undefined;
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  return isObj(body) && (body.status === "ok" || body.status === "error") ? body : undefined;
+}
+
+function errorOf(body: Obj, status: number): OvError {
+  const e = body.error;
+  if (isObj(e)) {
+    return {
+      code: typeof e.code === "string" ? e.code : undefined,
+      message: typeof e.message === "string" ? e.message : `HTTP ${status}`,
+      details: e.details,
+    };
+  }
+  if (typeof e === "string") return { message: e };
+  if (typeof body.detail === "string") return { message: body.detail };
+  return { message: `HTTP ${status}` };
+}
+
+/** Whether a 404 envelope names a missing resource (a session, a file) rather than a missing route. */
+export function namesMissingResource(error: OvError): boolean {
+  const d = error.details;
+  return isObj(d) &&
+    (typeof d.resource === "string" || typeof d.type === "string" || typeof d.uri === "string");
+}
+
+/** A short, printable description of a body that is not OpenViking's (first line, no markup). */
+function sampleOf(text: string, contentType: string | null | undefined): string {
+  if (!text.trim()) return "an empty body";
+  const title = /<title[^>]*>([^<]{1,80})/i.exec(text)?.[1]?.trim();
+  const kind = (contentType ?? "").split(";")[0].trim() || "no content type";
+  return title ? `${kind} "${title}"` : kind;
+}
+
+/** Classifies one HTTP answer (pure). */
+export function classifyReply<T>(raw: RawReply): OvResponse<T> {
+  const { status } = raw;
+  if (status >= 300 && status < 400) {
+    const location = raw.location ? withoutUserinfo(new URL(raw.location, raw.origin).toString()) : "";
+    return failure("redirect", status, {
+      code: "REDIRECT",
+      message: `${raw.origin} redirects (HTTP ${status})${location ? ` to ${location}` : ""}`,
+    }, location || undefined);
+  }
+  const body = envelopeOf(raw.text);
+  if (status === 401 || status === 403) {
+    const error = body ? errorOf(body, status) : { code: "AUTH", message: `HTTP ${status}` };
+    return failure("auth", status, error);
+  }
+  if (!body) {
+    if (status >= 500 || status === 429 || status === 408) {
+      return failure("server", status, { code: "HTTP", message: `HTTP ${status} from ${raw.origin}` });
+    }
+    return failure("not-openviking", status, {
+      code: "NOT_OPENVIKING",
+      message: `${raw.origin} answered HTTP ${status} with ${
+        sampleOf(raw.text, raw.contentType)
+      }, not an OpenViking reply`,
+    });
+  }
+  if (body.status === "ok" && status >= 200 && status < 300) {
+    // `/health` is the one route whose fields sit beside `status` instead of in `result`.
+    return { ok: true, status, result: ("result" in body ? body.result : body) as T };
+  }
+  const error = errorOf(body, status);
+  if (AUTH_CODES.has(error.code ?? "")) return failure("auth", status >= 400 ? status : 401, error);
+  if (status >= 500 || status === 429 || status === 408 || TRANSIENT_CODES.has(error.code ?? "")) {
+    return failure("server", status >= 400 ? status : 503, error);
+  }
+  if (status === 409 && isObj(error.details) && error.details.retryable === true) {
+    return failure("server", status, error);
+  }
+  if (status === 405 || (status === 404 && !namesMissingResource(error))) {
+    return failure("missing-route", status, error);
+  }
+  // OpenViking itself refused this request (bad input, a session that does not exist, …).
+  return failure("rejected", status >= 400 ? status : 400, error);
+}

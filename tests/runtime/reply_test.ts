@@ -1,0 +1,69 @@
+/** The one classification of replies: only OpenViking's own envelope rejects; everything else keeps writes. */
+
+import { assertEquals } from "../support/assert.ts";
+import { classifyReply, type FailureKind, withoutUserinfo } from "../../runtime/reply.ts";
+
+const origin = "http://127.0.0.1:1933";
+const env = (status: "ok" | "error", extra: Record<string, unknown> = {}) =>
+  JSON.stringify({ status, ...extra });
+const err = (code: string, message = "m", details?: unknown) =>
+  env("error", { error: { code, message, ...(details ? { details } : {}) } });
+
+const CASES: [string, number, string, FailureKind | "ok", Record<string, string>?][] = [
+  ["envelope ok", 200, env("ok", { result: { a: 1 } }), "ok"],
+  ["/health (fields beside status)", 200, env("ok", { healthy: true, version: "0.5.2" }), "ok"],
+  ["HTML 200", 200, "<html><title>Welcome to nginx!</title></html>", "not-openviking"],
+  ["non-JSON 200", 200, "OK", "not-openviking"],
+  ["empty 200", 200, "", "not-openviking"],
+  ["foreign JSON 200", 200, '{"result": 1}', "not-openviking"],
+  ["FastAPI 404", 404, '{"detail":"Not Found"}', "not-openviking"],
+  ["HTML 404", 404, "<h1>404</h1>", "not-openviking"],
+  ["OpenViking route 404", 404, err("NOT_FOUND", "Not Found"), "missing-route"],
+  ["OpenViking 405", 405, err("METHOD_NOT_ALLOWED"), "missing-route"],
+  [
+    "session not found",
+    404,
+    err("NOT_FOUND", "Session not found: kc-x", { type: "session", resource: "kc-x" }),
+    "rejected",
+  ],
+  ["invalid argument", 400, err("INVALID_ARGUMENT"), "rejected"],
+  ["too long (OpenViking)", 413, err("INVALID_ARGUMENT"), "rejected"],
+  ["too long (proxy)", 413, "<html>413 Request Entity Too Large</html>", "not-openviking"],
+  ["conflict", 409, err("CONFLICT"), "rejected"],
+  ["retryable conflict", 409, err("CONFLICT", "busy", { retryable: true }), "server"],
+  ["401 envelope", 401, err("UNAUTHENTICATED"), "auth"],
+  ["401 bare", 401, "Unauthorized", "auth"],
+  ["403", 403, err("PERMISSION_DENIED"), "auth"],
+  ["auth code in a 200 error", 200, err("UNAUTHENTICATED"), "auth"],
+  ["unavailable in a 200 error", 200, err("UNAVAILABLE"), "server"],
+  ["500 envelope", 500, err("INTERNAL"), "server"],
+  ["502 HTML", 502, "<html>Bad Gateway</html>", "server"],
+  ["429", 429, "", "server"],
+  ["408", 408, "", "server"],
+  ["301 to https", 301, "", "redirect", { location: "https://user:sekrit@example.com/ov" }],
+  ["307", 307, "", "redirect", { location: "/api/v2/x" }],
+];
+
+Deno.test("classifyReply: every reply kind users meet, one verdict each", () => {
+  for (const [name, status, text, want, headers] of CASES) {
+    const r = classifyReply({ status, text, origin, location: headers?.location, contentType: "text/html" });
+    assertEquals(r.ok ? "ok" : r.kind, want, name);
+    if (!r.ok) assertEquals(r.retryable, r.kind !== "rejected", `${name}: only a rejection is final`);
+  }
+});
+
+Deno.test("classifyReply: a redirect names where it points, without user info", () => {
+  const r = classifyReply({ status: 301, text: "", origin, location: "https://user:sekrit@example.com/ov" });
+  assertEquals(r.ok ? "" : [r.kind, r.location], ["redirect", "https://example.com/ov"]);
+  assertEquals(r.ok ? "" : r.error.message.includes("sekrit"), false);
+  assertEquals(withoutUserinfo("http://a:b@h:1/p"), "http://h:1/p");
+});
+
+Deno.test("classifyReply: a page that is not OpenViking's is named by its title, never printed whole", () => {
+  const page = `<html><title>Sign in</title><body>${"x".repeat(10_000)}</body></html>`;
+  const r = classifyReply({ status: 200, text: page, origin, contentType: "text/html; charset=utf-8" });
+  assertEquals(
+    r.ok ? "" : r.error.message,
+    `${origin} answered HTTP 200 with text/html "Sign in", not an OpenViking reply`,
+  );
+});

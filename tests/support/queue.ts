@@ -1,0 +1,143 @@
+/**
+ * Test helpers for the two pending queues: writing entries in the shared per-message format (what OpenViking's
+ * other plugins and older versions of this one leave in `~/.openviking/pending/`), and reading back what our
+ * own per-session queue holds.
+ */
+
+import { sha256Hex, stableStringify } from "../../runtime/hash.ts";
+import { ensurePrivateDir, isAlreadyExists, isNotFound, tempSibling } from "../../runtime/fs.ts";
+import { joinPath } from "../../runtime/paths.ts";
+import { type SharedEntry } from "../../runtime/pending-shared.ts";
+import { QUEUE_SUBDIR, type QueueEntry, QueueEntrySchema } from "../../runtime/pending.ts";
+
+/** Kinds of queued writes in the shared format. */
+export type PendingType = "addMessage" | "commitSession";
+
+const ENTRY_NAME = /^([0-9a-f]{64})_(\d+)\.(json|processing)$/;
+
+/** The dedupe key: sha256 of type, session id and the payload with sorted keys. */
+export async function dedupKey(type: PendingType, sessionId: string, payload: unknown): Promise<string> {
+  return await sha256Hex(`${type}\n${sessionId}\n${stableStringify(payload ?? {})}`);
+}
+
+/** A write to queue. */
+export interface PendingWrite {
+  type: PendingType;
+  sessionId: string;
+  payload: unknown;
+}
+
+async function existingKeys(dir: string): Promise<Set<string>> {
+  const keys = new Set<string>();
+  try {
+    for await (const e of Deno.readDir(dir)) {
+      const m = ENTRY_NAME.exec(e.name);
+      if (m) keys.add(m[1]);
+    }
+  } catch (error) {
+    if (!isNotFound(error)) throw error;
+  }
+  return keys;
+}
+
+/** The last `createdAt` this process gave out: later writes of the process always sort after earlier ones. */
+let lastCreatedAt = 0;
+
+/**
+ * Queues writes in order, with strictly increasing `createdAt` within the process (so the commit queued after
+ * its messages in the same millisecond still sorts after them). Stops at the first write that cannot be
+ * stored and returns how many of the leading writes are durably queued (duplicates of queued entries count
+ * as queued).
+ */
+/** Writes entries in the shared format (as other plugins do); returns how many are queued. */
+export async function enqueueShared(dir: string, writes: PendingWrite[], now = Date.now()): Promise<number> {
+  if (writes.length === 0) return 0;
+  await ensurePrivateDir(dir);
+  const keys = await existingKeys(dir);
+  let stored = 0;
+  for (const [i, w] of writes.entries()) {
+    try {
+      const key = await dedupKey(w.type, w.sessionId, w.payload);
+      if (!keys.has(key)) {
+        // Only nudge when this process queued something in the last second (an explicit older `now` stays).
+        const createdAt = now + i <= lastCreatedAt && lastCreatedAt - (now + i) < 1000
+          ? lastCreatedAt + 1
+          : now + i;
+        lastCreatedAt = createdAt;
+        const entry: SharedEntry = { ...w, createdAt, retries: 0, dedupKey: key };
+        await createExclusive(joinPath(dir, `${key}_0.json`), `${JSON.stringify(entry)}\n`);
+        keys.add(key);
+      }
+      stored++;
+    } catch {
+      break;
+    }
+  }
+  return stored;
+}
+
+/** Creates a file with complete content or not at all, never replacing an existing one (temp + fsync + hard link). */
+async function createExclusive(path: string, text: string): Promise<void> {
+  const tmp = tempSibling(path);
+  const file = await Deno.open(tmp, { write: true, createNew: true, mode: 0o600 });
+  try {
+    const bytes = new TextEncoder().encode(text);
+    for (let written = 0; written < bytes.length;) written += await file.write(bytes.subarray(written));
+    await file.sync(); // a queued turn must survive more than a killed process
+  } finally {
+    file.close();
+  }
+  try {
+    await Deno.link(tmp, path);
+  } catch (error) {
+    if (!isAlreadyExists(error)) throw error;
+  } finally {
+    await Deno.remove(tmp).catch(() => {});
+  }
+}
+
+/** One item of our queue, flattened: a message or a commit, in replay order. */
+export interface QueuedItem {
+  sessionId: string;
+  kind: "message" | "commit";
+  payload?: { role: string; content: string; turn_id?: string };
+  commitKey?: string;
+  file: string;
+}
+
+/** Everything our queue holds (claims included), sessions by name, entries by sequence. */
+export async function ourQueue(pendingDir: string): Promise<QueuedItem[]> {
+  const root = joinPath(pendingDir, QUEUE_SUBDIR);
+  const out: QueuedItem[] = [];
+  let dirs: string[] = [];
+  try {
+    dirs = [...Deno.readDirSync(root)].filter((e) => e.isDirectory).map((e) => e.name).sort();
+  } catch {
+    return out;
+  }
+  for (const d of dirs) {
+    const names = [...Deno.readDirSync(joinPath(root, d))].map((e) => e.name)
+      .filter((n) => /^\d{10}(\.json|\.\d+\.claim)$/.test(n)).sort();
+    for (const name of names) {
+      const entry: QueueEntry = QueueEntrySchema.parse(
+        JSON.parse(await Deno.readTextFile(joinPath(root, d, name))),
+      );
+      const file = joinPath(root, d, name);
+      if (entry.kind === "commit") {
+        out.push({ sessionId: entry.sessionId, kind: "commit", commitKey: entry.key, file });
+      } else {
+        for (const m of entry.messages) {
+          out.push({ sessionId: entry.sessionId, kind: "message", payload: m.payload, file });
+        }
+      }
+    }
+  }
+  return out;
+}
+
+/** Messages waiting in our queue (optionally of one session). */
+export async function queuedMessages(pendingDir: string, sessionId?: string): Promise<QueuedItem[]> {
+  return (await ourQueue(pendingDir)).filter((q) =>
+    q.kind === "message" && (!sessionId || q.sessionId === sessionId)
+  );
+}
