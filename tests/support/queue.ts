@@ -7,7 +7,7 @@
 import { sha256Hex, stableStringify } from "../../runtime/hash.ts";
 import { ensurePrivateDir, isAlreadyExists, isNotFound, tempSibling } from "../../runtime/fs.ts";
 import { joinPath } from "../../runtime/paths.ts";
-import { type SharedEntry } from "../../runtime/pending-shared.ts";
+import type { SharedEntry } from "../../runtime/pending-shared.ts";
 import { QUEUE_SUBDIR, type QueueEntry, QueueEntrySchema } from "../../runtime/pending.ts";
 
 /** Kinds of queued writes in the shared format. */
