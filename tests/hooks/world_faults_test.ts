@@ -1,0 +1,210 @@
+/**
+ * The faults users actually hit, through the real entry point with the production flags: a server that is not
+ * OpenViking's (an HTML page, a non-JSON or empty 200, a 404 for the whole API), a redirect, a refused key at
+ * session end. Before the reply classification each of these dropped every captured turn for good
+ * (`planned 6, sent 0, queued 0, rejected 6, acked 6`) and doctor said "✓ captures".
+ */
+
+import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
+import { FakeOpenViking, type Fault } from "../support/fake-openviking.ts";
+import { placeJournal } from "../support/hook-context.ts";
+import { JournalBuilder } from "../support/journal.ts";
+import { ourQueue, queuedMessages } from "../support/queue.ts";
+import { runCli } from "../support/run.ts";
+import { tempDir } from "../support/temp.ts";
+import { readState } from "../../runtime/state.ts";
+
+const SESSION = "session_0f0e0d0c-1111-4222-8333-944455556666";
+const OV_SESSION = `kc-${SESSION}`;
+
+/** Adds `turns` whole turns (user + assistant each) to a journal and returns its text. */
+function addTurns(j: JournalBuilder, turns: number): string {
+  for (let i = 0; i < turns; i++) {
+    const n = j.turnId + 1;
+    j.simpleTurn(`question number ${n} about the build`, `answer number ${n}: run the tests first`);
+  }
+  return j.toString();
+}
+const journal = (turns: number) => addTurns(new JournalBuilder(), turns);
+
+async function world(fakeOptions: Parameters<typeof FakeOpenViking.start>[0] = {}) {
+  const dir = await tempDir();
+  const fake = await FakeOpenViking.start(fakeOptions);
+  const env: Record<string, string> = {
+    HOME: dir.path,
+    KIMI_CODE_HOME: `${dir.path}/.kimi-code`,
+    OPENVIKING_URL: fake.url,
+    OPENVIKING_TIMEOUT_MS: "2000",
+    OPENVIKING_CAPTURE_WAIT_MS: "0",
+    PATH: Deno.env.get("PATH") ?? "/usr/bin",
+  };
+  const pending = `${dir.path}/.openviking/pending`;
+  const state = () => readState(`${dir.path}/.openviking/hook-state/kimicode/${SESSION}.json`);
+  const hook = async (event: string, name: string, extra: Record<string, unknown> = {}) => {
+    const before = (await state()).lastCaptureAt ?? 0;
+    const r = await runCli(["hook", event], {
+      env,
+      clearEnv: true,
+      stdin: JSON.stringify({ hook_event_name: name, session_id: SESSION, cwd: dir.path, ...extra }),
+    });
+    assertEquals([r.code, r.stdout], [0, ""]);
+    const end = Date.now() + 20_000;
+    while (((await state()).lastCaptureAt ?? 0) <= before) {
+      if (Date.now() > end) throw new Error(`no capture after ${event}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return await state();
+  };
+  return {
+    dir,
+    fake,
+    env,
+    pending,
+    state,
+    hook,
+    async [Symbol.asyncDispose]() {
+      await fake.close();
+      await dir[Symbol.asyncDispose]();
+    },
+  };
+}
+
+const html = {
+  status: 200,
+  headers: { "content-type": "text/html" },
+  body: "<html><title>Portal</title></html>",
+};
+const KINDS: [string, Fault, string][] = [
+  ["HTML 200", { route: "*", raw: html }, "not-openviking"],
+  ["non-JSON 200", { route: "*", raw: { status: 200, body: "OK" } }, "not-openviking"],
+  ["empty 200", { route: "*", raw: { status: 200 } }, "not-openviking"],
+  [
+    "404 for the whole API",
+    { route: "*", raw: { status: 404, body: "<h1>Not Found</h1>" } },
+    "not-openviking",
+  ],
+  ["307", { route: "*", raw: { status: 307, headers: { location: "/v2/" } } }, "redirect"],
+  [
+    "301 to https",
+    { route: "*", raw: { status: 301, headers: { location: "https://127.0.0.1:9/" } } },
+    "redirect",
+  ],
+];
+
+for (const [name, fault, kind] of KINDS) {
+  Deno.test(`world: a ${name} while capturing keeps every turn queued; fixed, replay delivers 6 of 6 once`, async () => {
+    await using w = await world();
+    await placeJournal(w.dir.path, SESSION, journal(3));
+    w.fake.fault(fault);
+    const st = await w.hook("stop", "Stop");
+    assertEquals([w.fake.messages(OV_SESSION).length, (await queuedMessages(w.pending)).length], [0, 6]);
+    assertEquals([st.lastCapture?.queued, st.lastCapture?.rejected, st.lastCapture?.cause?.kind], [
+      6,
+      0,
+      kind,
+    ]);
+    assertEquals((await ourQueue(w.pending)).at(-1)?.kind, "commit", "the commit waits behind its messages");
+
+    const doctor = await runCli(["doctor", "--json"], { env: w.env, clearEnv: true });
+    const checks = JSON.parse(doctor.stdout).checks as {
+      id: string;
+      status: string;
+      summary: string;
+      fix?: string;
+    }[];
+    const captures = checks.find((c) => c.id === "captures")!;
+    assertEquals(captures.status, "warn", 'not "✓ captures"');
+    assertMatch(captures.summary, kind === "redirect" ? /redirects/ : /not an OpenViking server/);
+    assertTrue(Boolean(captures.fix), "names the fix");
+    assertEquals(checks.find((c) => c.id === "server")?.status, "fail");
+
+    w.fake.clearFaults();
+    const replay = await runCli(["replay"], { env: w.env, clearEnv: true });
+    assertEquals(replay.code, 0, replay.stderr);
+    assertEquals(
+      w.fake.messages(OV_SESSION).map((m) => [m.turn_id, m.role]),
+      [0, 1, 2].flatMap((t) => [[String(t), "user"], [String(t), "assistant"]]),
+    );
+    assertEquals(w.fake.sessions.get(OV_SESSION)?.commits, 1);
+    await w.hook("stop", "Stop");
+    assertEquals(w.fake.messages(OV_SESSION).length, 6, "the next Stop sends nothing again");
+  });
+}
+
+Deno.test("world: a refused key while the session ends queues everything; with the key fixed all 6 arrive", async () => {
+  await using w = await world({ apiKey: "the-right-key-123" });
+  w.env.OPENVIKING_API_KEY = "an-expired-key-456";
+  await placeJournal(w.dir.path, SESSION, journal(3));
+  const st = await w.hook("session-end", "SessionEnd", { reason: "exit" });
+  assertEquals([w.fake.messages(OV_SESSION).length, (await queuedMessages(w.pending)).length], [0, 6]);
+  assertEquals(st.lastCapture?.cause?.kind, "auth");
+  assertEquals(
+    (await ourQueue(w.pending)).filter((q) => q.kind === "commit").length,
+    1,
+    "SessionEnd's commit too",
+  );
+  w.env.OPENVIKING_API_KEY = "the-right-key-123";
+  // The next session's start replays the queue (in its detached worker).
+  const r = await runCli(["hook", "session-start"], {
+    env: w.env,
+    clearEnv: true,
+    stdin: JSON.stringify({ hook_event_name: "SessionStart", session_id: "session_next", cwd: w.dir.path }),
+  });
+  assertEquals(r.code, 0);
+  const end = Date.now() + 20_000;
+  while ((w.fake.sessions.get(OV_SESSION)?.commits ?? 0) < 1 && Date.now() < end) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assertEquals([w.fake.messages(OV_SESSION).length, w.fake.sessions.get(OV_SESSION)?.commits], [6, 1]);
+});
+
+Deno.test("world: the last turns of a session that ends during an outage are committed after recovery", async () => {
+  await using w = await world();
+  const j = new JournalBuilder();
+  await placeJournal(w.dir.path, SESSION, addTurns(j, 2));
+  w.fake.fault({ route: "*", status: 503 });
+  await w.hook("stop", "Stop"); // turns 0–1 and their commit, queued
+  await placeJournal(w.dir.path, SESSION, addTurns(j, 1));
+  await w.hook("session-end", "SessionEnd", { reason: "exit" }); // turn 2 and its own commit, queued
+  const queued = (await ourQueue(w.pending)).map((q) =>
+    q.kind === "commit" ? "COMMIT" : `${q.payload?.turn_id}:${q.payload?.role[0]}`
+  );
+  assertEquals(queued, ["0:u", "0:a", "1:u", "1:a", "COMMIT", "2:u", "2:a", "COMMIT"]);
+  w.fake.clearFaults();
+  const from = w.fake.requests.length;
+  assertEquals((await runCli(["replay"], { env: w.env, clearEnv: true })).code, 0);
+  const seen = w.fake.requests.slice(from).filter((r) => r.method === "POST").flatMap((r) =>
+    r.path.endsWith("/commit")
+      ? ["COMMIT"]
+      : ((r.body as { messages?: { turn_id: string; role: string }[] }).messages ?? []).map((m) =>
+        `${m.turn_id}:${m.role[0]}`
+      )
+  );
+  assertEquals(seen, queued, "the server saw every write, in order: turn 2 is committed too");
+  assertEquals(w.fake.sessions.get(OV_SESSION)?.commits, 2);
+});
+
+Deno.test("world: doctor and replay never print a key the server quotes back, nor user:KEY@ of a URL", async () => {
+  await using w = await world({ apiKey: "right-key-789" });
+  const key = "sk-leaky-0123456789abcdef";
+  w.env.OPENVIKING_API_KEY = key;
+  w.fake.fault({
+    route: "POST /api/v1/search/find",
+    status: 401,
+    error: { code: "UNAUTHENTICATED", message: `invalid api key: Bearer ${key}` },
+  });
+  for (const args of [["doctor"], ["doctor", "--json"], ["replay"]]) {
+    const r = await runCli(args, { env: w.env, clearEnv: true });
+    assertTrue(!`${r.stdout}${r.stderr}`.includes(key), `${args.join(" ")} printed the key`);
+  }
+  const url = new URL(w.fake.url);
+  w.env.OPENVIKING_URL = `http://someone:${key}@${url.host}`;
+  for (const args of [["doctor"], ["doctor", "--json"], ["replay"]]) {
+    const r = await runCli(args, { env: w.env, clearEnv: true });
+    const out = `${r.stdout}${r.stderr}`;
+    assertTrue(
+      !out.includes(key) && !out.includes("someone:"),
+      `${args.join(" ")} printed the URL's user info`,
+    );
+  }
+});
