@@ -7,7 +7,7 @@
 
 import { Budget, type FailureKind } from "../runtime/http.ts";
 import { kimiHome } from "../runtime/paths.ts";
-import { hasUnsent, replayQueue } from "../runtime/pending.ts";
+import { hasUnsent, replayQueue, SessionQueue } from "../runtime/pending.ts";
 import { commitSession, sendMessages } from "../runtime/sessions.ts";
 import {
   type Cursor,
@@ -230,6 +230,8 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
       });
       queueOnly = await hasUnsent(ctx.pendingDir, sid);
     }
+    // Opened once: a long backlog queued in many steps never re-reads what this run queued.
+    const queue = await SessionQueue.open(ctx.pendingDir, sid).catch(() => undefined);
 
     // Bounded steps: plan up to TURNS_PER_STEP turns, send or queue them, record, and go on while time is left.
     let stopped = false;
@@ -245,6 +247,7 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
           budget: mode.budget,
           pendingDir: ctx.pendingDir,
           queueOnly,
+          queue,
           // The intent is on disk before the request: if its outcome cannot be recorded, the next run asks.
           beforeRequest: async (from, to) =>
             await save({
@@ -300,6 +303,7 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
         pendingDir: ctx.pendingDir,
         key: commitKey(sid, state.lastAckedKey),
         queueOnly,
+        queue,
       });
       report.commit = outcome.kind;
       if (outcome.kind === "committed") report.taskId = outcome.taskId;

@@ -117,16 +117,16 @@ async function createExclusive(path: string, text: string): Promise<void> {
   }
 }
 
-/** Writes entries after the session's last one; returns how many were stored (stops at the first failure). */
+/** Writes entries after the session's last one; returns the sequence numbers stored (stops at the first failure). */
 async function appendEntries(
   dir: string,
   entries: ((seq: number) => QueueEntry)[],
   files: QueueFile[],
-): Promise<number> {
-  if (entries.length === 0) return 0;
+): Promise<number[]> {
+  const stored: number[] = [];
+  if (entries.length === 0) return stored;
   await ensurePrivateDir(dir);
   let seq = files.at(-1)?.seq ?? 0;
-  let stored = 0;
   for (const make of entries) {
     for (let attempt = 0;; attempt++) {
       seq++;
@@ -138,7 +138,7 @@ async function appendEntries(
         return stored;
       }
     }
-    stored++;
+    stored.push(seq);
   }
   return stored;
 }
@@ -155,46 +155,92 @@ async function queuedKeys(dir: string, files: QueueFile[]): Promise<Set<string>>
 }
 
 /**
- * Queues messages of session `sessionId` in order, in batches; messages already queued are skipped. Returns how
- * many of the leading messages are durably queued (a failure stops it: the rest is not acknowledged).
+ * One session's queue, opened for appending: the dedupe keys and the last sequence number are read once, so a
+ * capture that queues a long backlog in many steps never re-reads what it queued itself. Only the holder of the
+ * session's lock appends (capture); replay only removes, which never invalidates what is remembered here.
  */
+export class SessionQueue {
+  private constructor(
+    readonly dir: string,
+    readonly sessionId: string,
+    private files: QueueFile[],
+    private readonly keys: Set<string>,
+  ) {}
+
+  /** Opens the queue of `sessionId` under `pendingDir`. */
+  static async open(pendingDir: string, sessionId: string): Promise<SessionQueue> {
+    const dir = await sessionQueueDir(pendingDir, sessionId);
+    const files = await queueFiles(dir);
+    return new SessionQueue(dir, sessionId, files, await queuedKeys(dir, files));
+  }
+
+  private async append(makers: ((seq: number) => QueueEntry)[]): Promise<number> {
+    const seqs = await appendEntries(this.dir, makers, this.files);
+    for (const seq of seqs) this.files.push({ name: seqName(seq), seq });
+    return seqs.length;
+  }
+
+  /**
+   * Queues messages in order, in batches; messages already queued are skipped. Returns how many of the leading
+   * messages are durably queued (a failure stops it: the rest is not acknowledged).
+   */
+  async messages(payloads: readonly MessagePayload[], now = Date.now()): Promise<number> {
+    if (payloads.length === 0) return 0;
+    try {
+      const keyed = await Promise.all(payloads.map(async (payload, index) => ({
+        key: await messageKey(this.sessionId, payload),
+        payload,
+        index,
+      })));
+      const fresh = keyed.filter((m) => !this.keys.has(m.key));
+      const batches: (typeof fresh)[] = [];
+      for (let i = 0; i < fresh.length;) {
+        const end = nextBatchEnd(fresh.map((m) => m.payload), i);
+        batches.push(fresh.slice(i, end));
+        i = end;
+      }
+      const sessionId = this.sessionId;
+      const stored = await this.append(batches.map((b) => (seq) => ({
+        version: 1,
+        kind: "messages",
+        sessionId,
+        seq,
+        createdAt: now,
+        messages: b.map(({ key, payload }) => ({ key, payload })),
+      })));
+      for (const b of batches.slice(0, stored)) for (const m of b) this.keys.add(m.key);
+      // Everything before the first batch that could not be stored is settled.
+      return stored === batches.length ? payloads.length : batches[stored][0].index;
+    } catch {
+      return 0;
+    }
+  }
+
+  /** Queues the commit named `key` behind what is queued; false when it could not be stored. */
+  async commit(key: string, now = Date.now()): Promise<boolean> {
+    if (this.keys.has(`commit:${key}`)) return true;
+    const sessionId = this.sessionId;
+    try {
+      const ok = (await this.append([
+        (seq) => ({ version: 1, kind: "commit", sessionId, seq, createdAt: now, key }),
+      ])) === 1;
+      if (ok) this.keys.add(`commit:${key}`);
+      return ok;
+    } catch {
+      return false;
+    }
+  }
+}
+
+/** Queues messages of session `sessionId` in order (see `SessionQueue.messages`). */
 export async function enqueueMessages(
   pendingDir: string,
   sessionId: string,
   payloads: readonly MessagePayload[],
   now = Date.now(),
 ): Promise<number> {
-  if (payloads.length === 0) return 0;
   try {
-    const dir = await sessionQueueDir(pendingDir, sessionId);
-    const files = await queueFiles(dir);
-    const known = await queuedKeys(dir, files);
-    const keyed = await Promise.all(payloads.map(async (payload) => ({
-      key: await messageKey(sessionId, payload),
-      payload,
-    })));
-    // `upTo[i]`: how many leading payloads are settled once the first i new entries are stored.
-    const fresh = keyed.map((m, index) => ({ ...m, index })).filter((m) => !known.has(m.key));
-    const batches: { messages: typeof fresh }[] = [];
-    for (let i = 0; i < fresh.length;) {
-      const end = nextBatchEnd(fresh.map((m) => m.payload), i);
-      batches.push({ messages: fresh.slice(i, end) });
-      i = end;
-    }
-    const stored = await appendEntries(
-      dir,
-      batches.map((b) => (seq) => ({
-        version: 1,
-        kind: "messages",
-        sessionId,
-        seq,
-        createdAt: now,
-        messages: b.messages.map(({ key, payload }) => ({ key, payload })),
-      })),
-      files,
-    );
-    if (stored === batches.length) return payloads.length;
-    return batches[stored].messages[0].index; // everything before the first unstored batch is settled
+    return await (await SessionQueue.open(pendingDir, sessionId)).messages(payloads, now);
   } catch {
     return 0;
   }
@@ -208,18 +254,7 @@ export async function enqueueCommit(
   now = Date.now(),
 ): Promise<boolean> {
   try {
-    const dir = await sessionQueueDir(pendingDir, sessionId);
-    const files = await queueFiles(dir);
-    if ((await queuedKeys(dir, files)).has(`commit:${key}`)) return true;
-    const make = (seq: number): QueueEntry => ({
-      version: 1,
-      kind: "commit",
-      sessionId,
-      seq,
-      createdAt: now,
-      key,
-    });
-    return (await appendEntries(dir, [make], files)) === 1;
+    return await (await SessionQueue.open(pendingDir, sessionId)).commit(key, now);
   } catch {
     return false;
   }

@@ -7,7 +7,7 @@
 
 import type { Budget, OpenVikingClient, OvFailure } from "./http.ts";
 import { deliverMessages, type MessagePayload, type Rejection, sessionPath } from "./deliver.ts";
-import { enqueueCommit, enqueueMessages } from "./pending.ts";
+import { SessionQueue } from "./pending.ts";
 
 export type { MessagePayload } from "./deliver.ts";
 
@@ -33,6 +33,8 @@ export interface SendOptions {
   pendingDir: string;
   /** Queue everything without trying the server (earlier writes of this session are still queued). */
   queueOnly?: boolean;
+  /** The session's queue, opened once by a caller that queues in many steps. */
+  queue?: SessionQueue;
   /**
    * Called before messages `[from, to)` are sent or queued, so the caller can record the intent first; if it
    * throws, nothing more is sent (nothing is lost: the messages stay unacknowledged).
@@ -64,7 +66,8 @@ export async function sendMessages(
   const queueFrom = async (i: number) => {
     if (i >= payloads.length) return;
     await options.beforeRequest?.(i, payloads.length);
-    const stored = await enqueueMessages(options.pendingDir, sid, payloads.slice(i));
+    const queue = options.queue ?? await SessionQueue.open(options.pendingDir, sid);
+    const stored = await queue.messages(payloads.slice(i));
     report.queued += stored;
     report.acked += stored;
     if (stored < payloads.length - i) {
@@ -125,10 +128,10 @@ export function commitTaskId(result: unknown): string | undefined {
 export async function commitSession(
   client: OpenVikingClient,
   sid: string,
-  options: { budget: Budget; pendingDir: string; key: string; queueOnly?: boolean },
+  options: { budget: Budget; pendingDir: string; key: string; queueOnly?: boolean; queue?: SessionQueue },
 ): Promise<CommitOutcome> {
   const queue = async (cause?: OvFailure): Promise<CommitOutcome> =>
-    await enqueueCommit(options.pendingDir, sid, options.key)
+    await (options.queue ?? await SessionQueue.open(options.pendingDir, sid)).commit(options.key)
       ? { kind: "queued", cause }
       : { kind: "failed", message: `the pending queue ${options.pendingDir} could not store the commit` };
   if (options.queueOnly) return await queue();
