@@ -277,3 +277,54 @@ Deno.test({
     assertMatch(lines.join("\n"), /ERR .*Rolled back .*installed\.json.*openviking-memory/);
   },
 });
+
+/** Whether this process may mount a small tmpfs (root with CAP_SYS_ADMIN on Linux): a disk that can be filled. */
+function canMountTmpfs(): boolean {
+  if (Deno.build.os !== "linux") return false;
+  const dir = Deno.makeTempDirSync({ prefix: "ovk-mount-" });
+  try {
+    const ok =
+      new Deno.Command("mount", { args: ["-t", "tmpfs", "-o", "size=64k", "tmpfs", dir], stderr: "null" })
+        .outputSync().success;
+    if (ok) new Deno.Command("umount", { args: [dir] }).outputSync();
+    return ok;
+  } catch {
+    return false;
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+}
+
+Deno.test({
+  name:
+    "process: a full disk under the second file rolls back the first (needs a tmpfs mount: root + CAP_SYS_ADMIN)",
+  ignore: !canMountTmpfs(),
+  async fn() {
+    await using dir = await tempDir();
+    const t = await home(dir.path);
+    const disk = `${dir.path}/full`;
+    await Deno.mkdir(disk);
+    await new Deno.Command("mount", { args: ["-t", "tmpfs", "-o", "size=64k", "tmpfs", disk] }).output();
+    try {
+      await Deno.writeTextFile(`${disk}/kimi.toml`, USER_CONFIG);
+      const filler = await Deno.open(`${disk}/filler`, { write: true, create: true });
+      try {
+        while (true) await filler.write(new Uint8Array(4096));
+      } catch {
+        // full
+      } finally {
+        filler.close();
+      }
+      await Deno.symlink(`${disk}/kimi.toml`, `${t.kimi}/config.toml`);
+      await Deno.writeTextFile(`${t.kimi}/mcp.json`, TESTER_MCP);
+      const before = await snapshot(t.home);
+      const r = await t.run("install");
+      assertEquals(r.code, 1, r.stderr);
+      assertEquals(await snapshot(t.home), before);
+      assertEquals(await Deno.readTextFile(`${disk}/kimi.toml`), USER_CONFIG);
+      assertMatch(r.stderr, /could not write .*kimi\.toml.*the disk is full\. Rolled back .*mcp\.json/);
+    } finally {
+      await new Deno.Command("umount", { args: [disk] }).output();
+    }
+  },
+});
