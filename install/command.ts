@@ -1,12 +1,14 @@
 /**
  * `openviking-kimi install` / `uninstall`: argument parsing and the wiring of the pure planners
  * (toml-block, mcp-json, registry, ovcli) with the file writers and the plugin placement. Every change is
- * planned first; nothing is written when any plan refuses, and `--dry-run` prints the diffs instead.
+ * planned and checked first (files readable, symlinks resolvable, directories creatable), so every refusal
+ * comes before the first write; `--dry-run` prints the diffs instead. A step that still fails mid-way (a full
+ * disk) rolls back the steps already taken, so a run applies all or nothing.
  */
 
 import { z } from "zod";
 import { credentialFilePaths } from "../runtime/config.ts";
-import { ensurePrivateDir, readTextIfExists } from "../runtime/fs.ts";
+import { readTextIfExists } from "../runtime/fs.ts";
 import {
   dirName,
   type Env,
@@ -23,7 +25,21 @@ import { planConfigInstall, planConfigUninstall } from "./toml-block.ts";
 import { planMcpInstall, planMcpUninstall } from "./mcp-json.ts";
 import { planRegistryDisable, planRegistryInstall, planRegistryUninstall } from "./registry.ts";
 import { type CredentialArgs, maskSecrets, planOvcli } from "./ovcli.ts";
-import { applyChange, type FileChange } from "./files.ts";
+import {
+  applyChange,
+  checkChange,
+  checkCreatable,
+  describeFsError,
+  type FileChange,
+  isFsError,
+  keepCopy,
+  makeDirs,
+  moveAside,
+  readText,
+  type Undo,
+  undoAll,
+  writeTarget,
+} from "./files.ts";
 import { unifiedDiff } from "./diff.ts";
 import { hasOurPlugin, type KimiState, readKimiState } from "./detect.ts";
 import {
@@ -139,10 +155,21 @@ function resolveHome(ctx: Context, explicit: string | undefined): string {
   return isAbsolutePath(home) ? home : joinPath(ctx.cwd, home);
 }
 
-/** An action beyond text files (binary copy, plugin directory, removal), described for dry runs. */
+/** What a step did: its message, how to take it back, and what to finish once every step has succeeded. */
+interface Done {
+  message?: string;
+  /** What it changed, named in a rollback message. */
+  changed?: string;
+  undo?: Undo;
+  commit?: () => Promise<void>;
+}
+
+/** An action of a run (a file write, the binary copy, the plugin directory, a removal), described for dry runs. */
 interface Step {
   describe: string;
-  run: () => Promise<string | undefined>;
+  /** Why the step cannot be taken, found while planning; undefined when it can. */
+  check?: () => Promise<string | undefined>;
+  run: () => Promise<Done>;
 }
 
 /** A planned run: ordered steps; text-file changes are steps too. */
@@ -150,16 +177,153 @@ interface Plan {
   steps: Step[];
   changes: FileChange[];
   notes: string[];
+  now: Date;
 }
 
-function fileStep(change: FileChange, what: string): Step {
+/** The error a failed file write reports: the file (and the link leading to it) and the cause in words. */
+async function writeFailure(change: FileChange, error: unknown): Promise<Error> {
+  if (!isFsError(error)) return error as Error;
+  const target = await writeTarget(change.path).catch(() => change.path);
+  const via = target === change.path ? "" : ` (${change.path} links there)`;
+  return new Error(`could not write ${target}${via}: ${describeFsError(error)}`);
+}
+
+/** Runs `action`; a file-system error becomes "could not <what>: <cause>". */
+async function attempt<T>(what: string, action: () => Promise<T>): Promise<T> {
+  try {
+    return await action();
+  } catch (error) {
+    throw isFsError(error) ? new Error(`could not ${what}: ${describeFsError(error)}`) : error;
+  }
+}
+
+/** Writes one planned change (after `makeDir`, when given: the directory it needs, made undoably). */
+function fileStep(change: FileChange, what: string, now: Date, makeDir?: () => Promise<Undo>): Step {
   return {
     describe: `${
       change.after === undefined ? "delete" : change.before === undefined ? "create" : "update"
     } ${change.path} (${what})`,
     run: async () => {
-      const backup = await applyChange(change);
-      return backup ? `${what}: ${change.path} (previous copy in ${backup})` : `${what}: ${change.path}`;
+      const dir = makeDir ? await attempt(`create the directory of ${change.path}`, makeDir) : undefined;
+      try {
+        const { backup, undo } = await applyChange(change, now);
+        return {
+          message: backup
+            ? `${what}: ${change.path} (previous copy in ${backup})`
+            : `${what}: ${change.path}`,
+          changed: change.path,
+          undo: { undo: async () => void (await undoAll(dir ? [dir, undo] : [undo]).then(throwIfAny)) },
+        };
+      } catch (error) {
+        await dir?.undo().catch(() => {});
+        throw await writeFailure(change, error);
+      }
+    },
+  };
+}
+
+/** Copies the executable to `target`; the undo puts the one it replaced back. */
+function copyStep(from: string, target: string, os: OsFamily): Step {
+  return {
+    describe: `copy ${from} to ${target}`,
+    check: () => checkCreatable(target),
+    run: () =>
+      attempt(`copy the executable to ${target}`, async () => {
+        const dir = await makeDirs(dirName(target), { private: true });
+        let previous: string | undefined;
+        try {
+          previous = await keepCopy(target);
+          await copyExecutableAtomic(from, target, os);
+        } catch (error) {
+          if (previous) await Deno.remove(previous).catch(() => {});
+          await dir.undo().catch(() => {});
+          throw error;
+        }
+        return {
+          message: `executable copied to ${target}`,
+          changed: target,
+          undo: {
+            undo: async () => {
+              await (previous ? Deno.rename(previous, target) : Deno.remove(target));
+              await dir.undo();
+            },
+          },
+          commit: async () => void (previous && await Deno.remove(previous).catch(() => {})),
+        };
+      }),
+  };
+}
+
+/** Places the plugin directory; the undo takes it out and puts the one it replaced back. */
+function placeStep(
+  managedDir: string,
+  files: PluginFile[],
+  options: { keepPrevious: boolean; now: Date },
+  describe: string,
+): Step {
+  const root = joinPath(managedDir, PLUGIN_ID);
+  return {
+    describe,
+    check: () => checkCreatable(root),
+    run: () =>
+      attempt(`place the plugin directory ${root}`, async () => {
+        const dirs = await makeDirs(managedDir);
+        const placed = await placePluginDir(managedDir, files, { ...options, deferRemoval: true }).catch(
+          async (error) => {
+            await dirs.undo().catch(() => {});
+            throw error;
+          },
+        );
+        return {
+          message: `plugin directory in place: ${placed.root}${
+            placed.keptPrevious ? ` (the one it replaced is kept in ${placed.keptPrevious})` : ""
+          }`,
+          changed: placed.root,
+          undo: {
+            undo: async () => {
+              const ours = await moveAside(placed.root);
+              if (placed.previous) await Deno.rename(placed.previous, placed.root);
+              await Deno.remove(ours, { recursive: true });
+              await dirs.undo();
+            },
+          },
+          commit: async () => {
+            if (placed.previous && !options.keepPrevious) {
+              await Deno.remove(placed.previous, { recursive: true }).catch(() => {});
+            }
+          },
+        };
+      }),
+  };
+}
+
+function throwIfAny(failed: string[]): void {
+  if (failed.length) throw new Error(failed.join("; "));
+}
+
+/** A removal that can be taken back until the run succeeds: moved aside first, deleted at the end. */
+function removalStep(
+  path: string,
+  describe: string,
+  message: string,
+  options: { quiet?: boolean } = {},
+): Step {
+  return {
+    describe,
+    run: async () => {
+      let aside: string;
+      try {
+        aside = await moveAside(path);
+      } catch (error) {
+        if (options.quiet) return {};
+        throw isFsError(error) ? new Error(`could not remove ${path}: ${describeFsError(error)}`) : error;
+      }
+      return {
+        message,
+        changed: path,
+        undo: { undo: () => Deno.rename(aside, path) },
+        commit: () => Deno.remove(aside, { recursive: true }).catch(() => {}),
+      };
     },
   };
 }
@@ -174,7 +338,7 @@ function planFile(
 ): void {
   const change: FileChange = { path, before, after, backup: "bak" };
   plan.changes.push(change);
-  plan.steps.push(fileStep(change, what));
+  plan.steps.push(fileStep(change, what, plan.now));
 }
 
 /** Plans removing our record from plugins/installed.json; returns why it cannot, or undefined. */
@@ -200,12 +364,57 @@ function printDryRun(plan: Plan, out: Output): void {
   for (const note of plan.notes) out.info(note);
 }
 
-async function execute(plan: Plan, out: Output): Promise<void> {
-  for (const step of plan.steps) {
-    const done = await step.run();
-    if (done) out.info(`  ✓ ${done}`);
+/** Why the plan cannot be carried out, found before anything is written; undefined when it can. */
+async function checkPlan(plan: Plan): Promise<string | undefined> {
+  for (const change of plan.changes) {
+    const problem = await checkChange(change, plan.now);
+    if (problem) return problem;
   }
+  for (const step of plan.steps) {
+    const problem = await step.check?.();
+    if (problem) return problem;
+  }
+  return undefined;
+}
+
+/**
+ * Takes the steps in order. When one fails, the ones already taken are rolled back (files get their exact
+ * previous bytes) and the error says so; returns that error, or undefined when every step succeeded.
+ */
+async function execute(plan: Plan, out: Output): Promise<string | undefined> {
+  for (const change of plan.changes) {
+    if (change.displayOnly || change.before === change.after) continue;
+    const now = await readText(change.path);
+    if (!now.ok || now.text !== change.before) {
+      return `${change.path} changed while openviking-kimi was working on it; run the command again; ` +
+        "nothing was changed.";
+    }
+  }
+  const done: Done[] = [];
+  for (const step of plan.steps) {
+    try {
+      done.push(await step.run());
+    } catch (error) {
+      const reason = isFsError(error)
+        ? `${step.describe} failed: ${describeFsError(error)}`
+        : (error as Error).message;
+      const taken = done.filter((d) => d.undo);
+      if (taken.length === 0) return `${reason}; nothing was changed. Fix that and run again.`;
+      const failed = await undoAll(taken.map((d) => d.undo!));
+      const names = taken.flatMap((d) => (d.changed ? [d.changed] : []));
+      if (failed.length === 0) {
+        return `${reason}. Rolled back the changes already made: ${names.join(", ")} as before, so ` +
+          "nothing was changed. Fix that and run again.";
+      }
+      return `${reason}. Rolled back the changes already made (${names.join(", ")}), except: ${
+        failed.join("; ")
+      }. The previous content of each file is in its .bak copy.`;
+    }
+  }
+  for (const d of done) await d.commit?.();
+  for (const d of done) if (d.message) out.info(`  ✓ ${d.message}`);
   for (const note of plan.notes) out.info(note);
+  return undefined;
 }
 
 function upstreamMessage(state: KimiState): string {
@@ -225,19 +434,28 @@ function upstreamMessage(state: KimiState): string {
 /** Plans the shared parts: ovcli.conf. */
 async function planCredentials(ctx: Context, creds: CredentialArgs, plan: Plan): Promise<string | undefined> {
   const path = credentialFilePaths(ctx.env).cli;
-  const before = await readTextIfExists(path);
+  const read = await readText(path);
+  if (!read.ok) return read.error;
+  const before = read.text;
   const ov = planOvcli(before, creds, path);
   if (!ov.ok) return ov.error;
   if (ov.changed) {
     const change: FileChange = { path, before, after: ov.after, backup: "timestamped", display: maskSecrets };
     plan.changes.push(change);
+    const ownDir = dirName(path) === openVikingHome(ctx.env);
+    const step = fileStep(
+      change,
+      "connection settings",
+      plan.now,
+      ownDir ? () => makeDirs(dirName(path), { private: true }) : undefined,
+    );
     plan.steps.push({
+      ...step,
       describe: `update ${path} (${ov.summary.join(", ")})`,
-      run: async () => {
-        if (dirName(path) === openVikingHome(ctx.env)) await ensurePrivateDir(dirName(path));
-        await applyChange(change, ctx.now);
-        return `connection settings saved to ${path}: ${ov.summary.join(", ")}`;
-      },
+      run: async () => ({
+        ...(await step.run()),
+        message: `connection settings saved to ${path}: ${ov.summary.join(", ")}`,
+      }),
     });
   }
   return undefined;
@@ -249,11 +467,12 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
   const mode = options.mode ?? "config";
   const home = resolveHome(ctx, options.kimiHome);
   const state = await readKimiState(home);
-  const plan: Plan = { steps: [], changes: [], notes: [] };
+  const plan: Plan = { steps: [], changes: [], notes: [], now: ctx.now };
   const fail = (message: string): number => {
     out.error(`openviking-kimi install: ${message}`);
     return 1;
   };
+  if (state.unreadable.length) return fail(state.unreadable[0]);
 
   if (!state.homeExists) {
     out.info(
@@ -274,14 +493,7 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
       const target = installedBinaryPath(ctx.env, ctx.os);
       const from = ctx.self.execPath;
       if (!(await sameFile(from, target))) {
-        plan.steps.push({
-          describe: `copy ${from} to ${target}`,
-          run: async () => {
-            await ensurePrivateDir(dirName(target));
-            await copyExecutableAtomic(from, target, ctx.os);
-            return `executable copied to ${target}`;
-          },
-        });
+        plan.steps.push(copyStep(from, target, ctx.os));
       }
     }
     // Unregister plugin mode first: better a moment with no registration than two.
@@ -297,13 +509,11 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
       if (error) return fail(error);
       if (state.plugin?.owner === "ours") {
         const root = state.plugin.root;
-        plan.steps.push({
-          describe: `delete the plugin directory ${root}`,
-          run: async () => {
-            await Deno.remove(root, { recursive: true }).catch(() => {});
-            return `plugin directory removed: ${root}`;
-          },
-        });
+        plan.steps.push(
+          removalStep(root, `delete the plugin directory ${root}`, `plugin directory removed: ${root}`, {
+            quiet: true,
+          }),
+        );
       }
     } else if (state.plugin?.owner === "upstream" && state.plugin.enabled) {
       const reg = planRegistryDisable(state.registryText, ctx.now);
@@ -388,17 +598,16 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
       displayOnly: true,
     });
     const keepPrevious = state.plugin?.owner === "upstream" || state.plugin?.owner === "other";
-    plan.steps.push({
-      describe: `place the plugin directory ${root} (kimi.plugin.json, bin/${
-        ctx.self.kind === "compiled" ? executableFileName(ctx.os) : "openviking-kimi launcher"
-      })`,
-      run: async () => {
-        const placed = await placePluginDir(state.paths.managedDir, files, { keepPrevious, now: ctx.now });
-        return `plugin directory in place: ${placed.root}${
-          placed.keptPrevious ? ` (the one it replaced is kept in ${placed.keptPrevious})` : ""
-        }`;
-      },
-    });
+    plan.steps.push(
+      placeStep(
+        state.paths.managedDir,
+        files,
+        { keepPrevious, now: ctx.now },
+        `place the plugin directory ${root} (kimi.plugin.json, bin/${
+          ctx.self.kind === "compiled" ? executableFileName(ctx.os) : "openviking-kimi launcher"
+        })`,
+      ),
+    );
     const source = ctx.self.kind === "compiled" ? ctx.self.execPath : ctx.self.root;
     const reg = planRegistryInstall(state.registryText, { root, originalSource: source }, ctx.now);
     if (!reg.ok) return fail(reg.error);
@@ -415,16 +624,15 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
     );
   }
 
+  const problem = await checkPlan(plan);
+  if (problem) return fail(problem);
   if (options.dryRun) {
     printDryRun(plan, out);
     return 0;
   }
   out.info(`Installing openviking-kimi into ${home} (${mode} mode)`);
-  try {
-    await execute(plan, out);
-  } catch (error) {
-    return fail(`${(error as Error).message}`);
-  }
+  const failed = await execute(plan, out);
+  if (failed) return fail(failed);
   out.info(
     "Start a new Kimi Code session (or /reload) to load it; `openviking-kimi doctor` checks the setup.",
   );
@@ -436,11 +644,12 @@ export async function runUninstall(ctx: Context, options: InstallOptions): Promi
   const { out } = ctx;
   const home = resolveHome(ctx, options.kimiHome);
   const state = await readKimiState(home);
-  const plan: Plan = { steps: [], changes: [], notes: [] };
+  const plan: Plan = { steps: [], changes: [], notes: [], now: ctx.now };
   const fail = (message: string): number => {
     out.error(`openviking-kimi uninstall: ${message}`);
     return 1;
   };
+  if (state.unreadable.length) return fail(state.unreadable[0]);
   const config = options.mode !== "plugin";
   const plugin = options.mode !== "config";
   if (config) {
@@ -490,22 +699,19 @@ export async function runUninstall(ctx: Context, options: InstallOptions): Promi
     for (const t of targets) {
       const exists = await Deno.lstat(t).then(() => true, () => false);
       if (!exists) continue;
-      plan.steps.push({
-        describe: `delete ${t}`,
-        run: async () => {
-          await Deno.remove(t, { recursive: true });
-          return `removed ${t}`;
-        },
-      });
+      plan.steps.push(removalStep(t, `delete ${t}`, `removed ${t}`));
     }
     if (targets.includes(managed)) {
       plan.steps.push({
         describe: `delete ${state.paths.managedDir} and its parent when empty`,
-        run: async () => {
-          await Deno.remove(state.paths.managedDir).catch(() => {});
-          await Deno.remove(dirName(state.paths.managedDir)).catch(() => {});
-          return undefined;
-        },
+        run: () =>
+          Promise.resolve({
+            // At the end, once the plugin directory itself is gone.
+            commit: async () => {
+              await Deno.remove(state.paths.managedDir).catch(() => {});
+              await Deno.remove(dirName(state.paths.managedDir)).catch(() => {});
+            },
+          }),
       });
     }
     plan.notes.push(
@@ -518,16 +724,15 @@ export async function runUninstall(ctx: Context, options: InstallOptions): Promi
     for (const note of plan.notes) out.info(note);
     return 0;
   }
+  const problem = await checkPlan(plan);
+  if (problem) return fail(problem);
   if (options.dryRun) {
     printDryRun(plan, out);
     return 0;
   }
   out.info(`Removing openviking-kimi from ${home}`);
-  try {
-    await execute(plan, out);
-  } catch (error) {
-    return fail(`${(error as Error).message}`);
-  }
+  const failed = await execute(plan, out);
+  if (failed) return fail(failed);
   if (!options.purge) {
     out.info("Files kept (remove them with --purge): the executable and the plugin directory.");
   }

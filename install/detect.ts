@@ -5,6 +5,7 @@
  */
 
 import { readTextIfExists } from "../runtime/fs.ts";
+import { readText } from "./files.ts";
 import { joinPath } from "../runtime/paths.ts";
 import { PLUGIN_ID } from "./spec.ts";
 import {
@@ -76,6 +77,8 @@ export interface KimiState {
   registryText?: string;
   registryError?: string;
   plugin?: PluginState;
+  /** Why a file could not be read (a directory in its place, not UTF-8, no permission): nothing may be written. */
+  unreadable: string[];
 }
 
 async function readManifest(root: string): Promise<Record<string, unknown> | undefined> {
@@ -101,9 +104,19 @@ export async function readKimiState(home: string): Promise<KimiState> {
     invalidHookKeys: [],
     configHooks: [],
     mcpOwner: "absent",
+    unreadable: [],
+  };
+  /** A file's exact text (BOM kept); a read error is recorded and the file treated as absent. */
+  const read = async (path: string): Promise<{ text?: string; error?: string }> => {
+    const r = await readText(path);
+    if (r.ok) return { text: r.text };
+    state.unreadable.push(r.error);
+    return { error: `cannot be read: ${r.reason}` };
   };
 
-  state.configText = await readTextIfExists(paths.config);
+  const config = await read(paths.config);
+  state.configText = config.text;
+  state.configError = config.error;
   if (state.configText !== undefined) {
     const parsed = parseToml(state.configText);
     const found = findBlocks(state.configText);
@@ -121,7 +134,9 @@ export async function readKimiState(home: string): Promise<KimiState> {
     }
   }
 
-  state.mcpText = await readTextIfExists(paths.mcp);
+  const mcp = await read(paths.mcp);
+  state.mcpText = mcp.text;
+  state.mcpError = mcp.error;
   if (state.mcpText !== undefined && state.mcpText.trim() !== "") {
     const parsed = parseJson(state.mcpText);
     if (!parsed.ok || !isObject(parsed.value)) {
@@ -133,9 +148,11 @@ export async function readKimiState(home: string): Promise<KimiState> {
     }
   }
 
-  state.registryText = await readTextIfExists(paths.registry);
+  const registryFile = await read(paths.registry);
+  state.registryText = registryFile.text;
   const registry = parseRegistry(state.registryText);
-  if (!registry.ok) state.registryError = registry.error;
+  if (registryFile.error) state.registryError = registryFile.error;
+  else if (!registry.ok) state.registryError = registry.error;
   else {
     const record = findRecord(registry.value, PLUGIN_ID);
     if (record) {

@@ -83,6 +83,8 @@ export interface Placement {
   root: string;
   /** Where the directory it replaced was kept (only when it was not ours). */
   keptPrevious?: string;
+  /** With `deferRemoval`: where the replaced directory waits (the caller removes it, or puts it back). */
+  previous?: string;
   replaced: boolean;
 }
 
@@ -99,12 +101,13 @@ async function exists(path: string): Promise<boolean> {
 /**
  * Builds the plugin directory in a staging directory next to the target and renames it into place, so Kimi
  * sees the old complete plugin or the new complete plugin. The replaced directory is deleted, or kept as
- * `<id>.replaced-<time>` when `keepPrevious` (it was not ours).
+ * `<id>.replaced-<time>` when `keepPrevious` (it was not ours); `deferRemoval` leaves deleting it to the
+ * caller (so a failed install can put it back).
  */
 export async function placePluginDir(
   managedDir: string,
   files: readonly PluginFile[],
-  options: { keepPrevious?: boolean; now?: Date } = {},
+  options: { keepPrevious?: boolean; now?: Date; deferRemoval?: boolean } = {},
 ): Promise<Placement> {
   await Deno.mkdir(managedDir, { recursive: true, mode: 0o700 });
   const target = joinPath(managedDir, PLUGIN_ID);
@@ -132,8 +135,15 @@ export async function placePluginDir(
       if (aside) await Deno.rename(aside, target).catch(() => {});
       throw error;
     }
-    if (aside && !options.keepPrevious) await Deno.remove(aside, { recursive: true }).catch(() => {});
-    return { root: target, replaced, keptPrevious: options.keepPrevious ? aside : undefined };
+    if (aside && !options.keepPrevious && !options.deferRemoval) {
+      await Deno.remove(aside, { recursive: true }).catch(() => {});
+    }
+    return {
+      root: target,
+      replaced,
+      keptPrevious: options.keepPrevious ? aside : undefined,
+      previous: options.deferRemoval ? aside : undefined,
+    };
   } catch (error) {
     await Deno.remove(staging, { recursive: true }).catch(() => {});
     throw error;

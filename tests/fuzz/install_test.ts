@@ -2,7 +2,8 @@
  * Fuzzing the install planners with random and mutated user documents — config.toml (generated TOML, then
  * edited: characters, lines, stray marker lines, an older block), mcp.json, plugins/installed.json and
  * ovcli.conf: each planner either produces a result that parses (and round-trips where it must) or refuses
- * with a message; it never throws. The same documents through `install` / `uninstall` end to end in a Kimi
+ * with a message; it never throws. mcp.json documents in every layout: install edits only our member
+ * (uninstall∘install gives the bytes back) and refuses exactly what JSON.parse refuses. The same documents through `install` / `uninstall` end to end in a Kimi
  * home: exit 0 with every written file parsing, or exit 1 with every file byte-identical.
  */
 
@@ -30,9 +31,10 @@ import {
   tomlEqual,
 } from "../../install/toml-block.ts";
 import { mutated, nastyString, params } from "./arbitraries.ts";
+import { MCP_ENTRY, mcpDocument } from "../install/json_arbitrary.ts";
+import { changedRegion, deletionOf, insertionOf, parseLoose } from "../install/text_diff.ts";
 
 const ENTRIES = hookEntries("/opt/ov/bin/openviking-kimi");
-const MCP_ENTRY = { command: "/opt/ov/bin/openviking-kimi", args: ["mcp"] };
 const NOW = new Date("2026-11-30T12:00:00.000Z");
 
 const tomlPieces = fc.oneof(
@@ -135,6 +137,110 @@ Deno.test("fuzz: config.toml planners — a result that parses (install → unin
   );
 });
 
+/** The document install creates when there is no mcp.json, without our entry: uninstall deletes it. */
+const CREATED_EMPTY = '{\n  "mcpServers": {}\n}\n';
+
+Deno.test("fuzz: mcp.json in any layout — install edits only our member; uninstall∘install gives the bytes back", () => {
+  fc.assert(
+    fc.property(mcpDocument, fc.boolean(), (doc, yes) => {
+      const before = doc.text;
+      const parsed = parseLoose(before) as Record<string, unknown>;
+      const servers = (parsed.mcpServers ?? {}) as Record<string, unknown>;
+      const install = planMcpInstall(before, MCP_ENTRY, { replaceOthers: yes });
+      if ((doc.openviking === "upstream" || doc.openviking === "foreign") && !yes) {
+        assertEquals(install.ok, false, "someone else's entry is refused without --yes");
+        return;
+      }
+      assertTrue(install.ok, install.ok ? "" : install.error);
+      if (!install.ok) return;
+      const after = install.after!;
+      // The parsed result is the parsed original plus our entry (one parser on both sides: same precision).
+      assertEquals(parseLoose(after), {
+        ...parsed,
+        mcpServers: { ...servers, [MCP_SERVER_NAME]: MCP_ENTRY },
+      });
+      // Everything outside our member's span is unchanged.
+      if (doc.span === undefined) assertTrue(insertionOf(before, after) !== undefined, "one insertion");
+      else if (after !== before) {
+        const { start, tail } = changedRegion(before, after);
+        assertTrue(start >= doc.span.start && before.length - tail <= doc.span.end, "only our value changed");
+      }
+      assertEquals(install.changed, doc.openviking !== "ours");
+
+      const back = planMcpUninstall(after, { removeUpstream: yes });
+      assertTrue(back.ok && back.changed);
+      if (!back.ok) return;
+      if (doc.openviking === "none" && doc.hasServers) {
+        assertEquals(
+          back.after,
+          before === CREATED_EMPTY ? undefined : before,
+          "uninstall∘install = identity",
+        );
+      } else if (doc.openviking === "none") {
+        // A file without mcpServers keeps an empty one (it cannot be told from a file that had `{}`).
+        const added = insertionOf(before, back.after!);
+        assertTrue(added !== undefined && /"mcpServers"\s*:\s*\{\}$/.test(added), JSON.stringify(added));
+        assertEquals(parseLoose(back.after!), { ...parsed, mcpServers: {} });
+      } else {
+        // The entry it replaced is gone with ours: the original minus that one member.
+        const rest = { ...servers };
+        delete rest[MCP_SERVER_NAME];
+        if (back.after === undefined) {
+          assertEquals(
+            { ...parsed, mcpServers: rest },
+            { mcpServers: {} },
+            "only an empty mcpServers was left",
+          );
+        } else {
+          assertTrue(deletionOf(before, back.after) !== undefined, "one deletion");
+          assertEquals(parseLoose(back.after), { ...parsed, mcpServers: rest });
+        }
+      }
+      // Uninstall straight away removes ours and leaves anyone else's.
+      const un = planMcpUninstall(before);
+      assertTrue(un.ok);
+      if (un.ok && (doc.openviking === "ours" || doc.openviking === "old-ours")) {
+        assertTrue(un.after === undefined || deletionOf(before, un.after) !== undefined);
+      } else if (un.ok) assertEquals(un.after, before);
+    }),
+    params(1500),
+  );
+});
+
+Deno.test("fuzz: mcp.json edits refuse exactly what JSON.parse refuses, and never throw", () => {
+  const text = fc.oneof(
+    mcpDocument.map((d) => d.text),
+    mutated(
+      mcpDocument.map((d) => d.text),
+      fc.constantFrom(",", "}", "{", '"', "\\", ":", "]", " ", "\r", "1"),
+    ),
+  );
+  fc.assert(
+    fc.property(text, (t) => {
+      let valid = true;
+      try {
+        JSON.parse(t.replace(/^\ufeff/, ""));
+      } catch {
+        valid = false;
+      }
+      const install = planMcpInstall(t, MCP_ENTRY, { replaceOthers: true });
+      const uninstall = planMcpUninstall(t, { removeUpstream: true });
+      if (!valid && t.trim() !== "") {
+        assertEquals([install.ok, uninstall.ok], [false, false], JSON.stringify(t));
+        return;
+      }
+      if (install.ok) {
+        const doc = parseLoose(install.after!) as { mcpServers: Record<string, unknown> };
+        assertEquals(doc.mcpServers[MCP_SERVER_NAME], MCP_ENTRY);
+      } else assertTrue(/mcp\.json/.test(install.error));
+      if (uninstall.ok && uninstall.changed && uninstall.after !== undefined) {
+        assertTrue(parsesAsJsonObject(uninstall.after));
+      }
+    }),
+    params(1500),
+  );
+});
+
 Deno.test("fuzz: mcp.json, installed.json and ovcli.conf planners — a result that parses, or a refusal", () => {
   fc.assert(
     fc.property(
@@ -148,7 +254,8 @@ Deno.test("fuzz: mcp.json, installed.json and ovcli.conf planners — a result t
       (mcp, registry, ovcli, creds, yes) => {
         const mi = planMcpInstall(mcp, MCP_ENTRY, { replaceOthers: yes });
         if (mi.ok) {
-          const doc = JSON.parse(mi.after!) as { mcpServers: Record<string, unknown> };
+          // A BOM stays (the file is edited, not re-serialised).
+          const doc = parseLoose(mi.after!) as { mcpServers: Record<string, unknown> };
           assertEquals(doc.mcpServers[MCP_SERVER_NAME], MCP_ENTRY);
           const before = mcp?.trim() ? JSON.parse(mcp.replace(/^\ufeff/, "")) as Record<string, unknown> : {};
           for (const [k, v] of Object.entries(before)) {
