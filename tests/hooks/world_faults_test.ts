@@ -6,11 +6,11 @@
  */
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
-import { FakeOpenViking, type Fault } from "../support/fake-openviking.ts";
+import { FakeOpenViking, type Fault, gzipBomb } from "../support/fake-openviking.ts";
 import { placeJournal } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { ourQueue, queuedMessages } from "../support/queue.ts";
-import { runCli } from "../support/run.ts";
+import { cliArgs, denoDir, runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { readState } from "../../runtime/state.ts";
 
@@ -206,5 +206,53 @@ Deno.test("world: doctor and replay never print a key the server quotes back, no
       !out.includes(key) && !out.includes("someone:"),
       `${args.join(" ")} printed the URL's user info`,
     );
+  }
+});
+
+Deno.test("world: a 2.7 MB gzip reply that inflates to 2 GB on every recall route: the prompt hook stays small and quiet", async () => {
+  await using w = await world();
+  const bomb = await gzipBomb(2 * 1024 ** 3, "a");
+  for (
+    const route of ["POST /api/v1/search/search", "POST /api/v1/search/recall", "POST /api/v1/search/find"]
+  ) {
+    w.fake.fault({
+      route,
+      raw: {
+        status: 200,
+        headers: { "content-type": "application/json", "content-encoding": "gzip" },
+        body: bomb,
+      },
+    });
+  }
+  w.fake.files.clear(); // no profile either: recall alone decides what is printed
+  w.fake.dirs.clear();
+  const time = await Deno.stat("/usr/bin/time").then(() => true, () => false);
+  const args = [...await cliArgs(), "hook", "user-prompt-submit"];
+  const child = new Deno.Command(time ? "/usr/bin/time" : Deno.execPath(), {
+    args: time ? ["-f", "maxrss_kb=%M", Deno.execPath(), ...args] : args,
+    env: { ...w.env, DENO_DIR: denoDir() },
+    clearEnv: true,
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  await writer.write(new TextEncoder().encode(JSON.stringify({
+    hook_event_name: "UserPromptSubmit",
+    session_id: SESSION,
+    cwd: w.dir.path,
+    prompt: "how do I build this project?",
+  })));
+  await writer.close();
+  const out = await child.output();
+  assertEquals(out.code, 0);
+  assertEquals(
+    new TextDecoder().decode(out.stdout),
+    "",
+    "nothing recalled, nothing printed (it printed 314 MB)",
+  );
+  if (time) {
+    const rss = Number(/maxrss_kb=(\d+)/.exec(new TextDecoder().decode(out.stderr))?.[1] ?? NaN);
+    assertTrue(rss < 300 * 1024, `peak RSS ${Math.round(rss / 1024)} MB (it was 4.4 GB)`);
   }
 });
