@@ -3,7 +3,8 @@
  * mcp.json, the fake OpenViking), a journal written in random byte pieces while random bursts of real hook
  * processes run against it — Stop, two Stops at once, Stop from a subagent mid-turn, PreCompact,
  * SessionStart, Interrupt, SessionEnd, prompt hooks, direct capture workers and `replay` — under random
- * server faults (5xx, 429, 408, dropped connections, replies lost after the write was stored, timeouts) and
+ * server faults (5xx, 429, 408, dropped connections, replies lost after the write was stored, timeouts, replies
+ * that are not OpenViking's — HTML pages, empty or foreign 200s and 404s, redirects — and an expiring key) and
  * random kill -9 of hook processes and of their detached workers. Then the server heals, the journal is
  * finished, every process ends, abandoned claims age past their window, and a final replay + capture run.
  * The audit (audit.ts) decides what that left behind.
@@ -33,9 +34,21 @@ const WRITE_ROUTES = [
   "POST /api/v1/sessions/:id/commit",
 ];
 
+/** Replies of things that are not OpenViking, as users meet them in front of it. */
+const NOT_OPENVIKING: NonNullable<Fault["raw"]>[] = [
+  { status: 200, headers: { "content-type": "text/html" }, body: "<html><title>Sign in</title></html>" },
+  { status: 200, body: "OK" },
+  { status: 200 },
+  { status: 404, headers: { "content-type": "text/html" }, body: "<h1>404 Not Found</h1>" },
+  { status: 404, headers: { "content-type": "application/json" }, body: '{"detail":"Not Found"}' },
+  { status: 307, headers: { location: "/v2/" } },
+  { status: 301, headers: { location: "https://127.0.0.1:1/" } },
+  { status: 502, headers: { "content-type": "text/html" }, body: "<html>Bad Gateway</html>" },
+];
+
 /** A random server fault. */
 function randomFault(rng: Rng): Fault {
-  const kind = rng.int(0, 8);
+  const kind = rng.int(0, 10);
   const times = rng.int(1, 3);
   switch (kind) {
     case 0:
@@ -54,6 +67,15 @@ function randomFault(rng: Rng): Fault {
       return { route: "*", delayMs: rng.int(100, 700), times: rng.int(1, 4) };
     case 7: // the batch refused as a whole: capture falls back to one message at a time
       return { route: WRITE_ROUTES[0], status: 400, times: 1 };
+    case 8: // something that is not OpenViking answers: a proxy's page, a redirect, an empty or foreign reply
+      return { route: rng.pick(["*", ...WRITE_ROUTES]), raw: rng.pick(NOT_OPENVIKING), times: rng.int(1, 5) };
+    case 9: // the key expires, then is accepted again (the fault runs out)
+      return {
+        route: rng.pick(["*", "POST /api/v1/sessions/:id/*"]),
+        status: rng.pick([401, 403]),
+        error: { code: "UNAUTHENTICATED", message: "Invalid API key" },
+        times: rng.int(1, 6),
+      };
     default:
       return { route: "POST /api/v1/search/search", status: 500, times };
   }
@@ -121,8 +143,6 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
       OPENVIKING_PROMPT_BUDGET_MS: "2500",
       OPENVIKING_REPLAY_BUDGET_MS: "4000",
       OPENVIKING_CAPTURE_WAIT_MS: String(rng.pick([0, 300, 1500])),
-      // The campaign checks delivery, not the documented poison-entry cap (3 retryable failures by default).
-      OPENVIKING_PENDING_MAX_RETRIES: "1000",
       OPENVIKING_DEBUG: "1",
       PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
     };
@@ -284,9 +304,17 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
     fake.clearFaults();
     await journal.finish();
     await procs.settle(150_000);
-    // Claims abandoned by killed replays are put back after 10 minutes: let that time pass.
+    // Claims abandoned by killed replays: ours name their (now dead) process and are put back at once; the
+    // shared queue's are put back after 10 minutes, so let that time pass for them.
     const pendingDir = `${home}/.openviking/pending`;
     let abandoned = 0;
+    for (const d of await Array.fromAsync(Deno.readDir(`${pendingDir}/kimicode`)).catch(() => [])) {
+      for (
+        const e of await Array.fromAsync(Deno.readDir(`${pendingDir}/kimicode/${d.name}`)).catch(() => [])
+      ) {
+        if (e.name.endsWith(".claim")) abandoned++;
+      }
+    }
     const names = await Array.fromAsync(Deno.readDir(pendingDir)).catch(() => []);
     for (const e of names) {
       if (!e.name.endsWith(".processing")) continue;
