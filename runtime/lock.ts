@@ -83,11 +83,11 @@ export function isProcessGone(pid: number): boolean {
   }
 }
 
-/** The owner recorded in a lock directory: `<pid>:<uuid>`, or nothing readable. */
+/** The owner recorded in a lock directory: `<pid>:<uuid>` (or a bare pid, as older versions wrote it). */
 async function readOwner(lockPath: string): Promise<{ pid?: number; token?: string }> {
   const text = (await Deno.readTextFile(`${lockPath}/${OWNER_FILE}`).catch(() => "")).trim();
-  const m = /^(\d+):[0-9a-f-]{36}$/.exec(text);
-  return m ? { pid: Number(m[1]), token: text } : {};
+  const m = /^(\d+)(:[0-9a-f-]{36})?$/.exec(text);
+  return m ? { pid: Number(m[1]), token: m[2] ? text : undefined } : {};
 }
 
 async function makeLockDir(lockPath: string, token: string): Promise<boolean> {

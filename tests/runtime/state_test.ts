@@ -1,6 +1,14 @@
 import { assertEquals, assertTrue } from "../support/assert.ts";
-import { emptyState, readState, safeId, statePaths, updateState, writeState } from "../../runtime/state.ts";
-import { withLock } from "../../runtime/lock.ts";
+import {
+  emptyState,
+  LockLost,
+  readState,
+  safeId,
+  statePaths,
+  updateState,
+  writeState,
+} from "../../runtime/state.ts";
+import { staleReason, withLock } from "../../runtime/lock.ts";
 import { removeStaleTemps } from "../../runtime/fs.ts";
 import { tempDir } from "../support/temp.ts";
 import { prodRunArgs, ROOT } from "../support/run.ts";
@@ -218,4 +226,49 @@ Deno.test("removeStaleTemps: temp files a killed write left behind go after the 
     "fresh.json.9.ffff.tmp",
     "keep.json",
   ]);
+});
+
+Deno.test("lock: an ownerless lock dated in the future is taken in seconds, not after 121 s", async () => {
+  await using dir = await tempDir();
+  const lock = `${dir.path}/l.lock`;
+  await Deno.mkdir(lock);
+  const future = new Date(Date.now() + 3_600_000);
+  await Deno.utime(lock, future, future);
+  const res = await withLock(lock, () => Promise.resolve("taken"), { waitMs: 5_000, pollMs: 20 });
+  assertEquals(res, { acquired: true, value: "taken" });
+});
+
+Deno.test("lock: a live owner that missed its heartbeat (a long task) keeps its lock; a dead one loses it", () => {
+  const staleMs = 60_000;
+  assertEquals(staleReason({ ageMs: 120_000, owner: "alive" }, staleMs), "", "alive: waited for");
+  assertEquals(staleReason({ ageMs: 11 * 60_000, owner: "alive" }, staleMs), "stale", "hung for 10 min");
+  assertEquals(staleReason({ ageMs: 1, owner: "dead" }, staleMs), "owner-dead");
+  assertEquals(staleReason({ ageMs: 500, owner: "none" }, staleMs), "", "being created right now");
+  assertEquals(staleReason({ ageMs: 3_000, owner: "none" }, staleMs), "ownerless");
+  assertEquals(staleReason({ ageMs: -3_600_000, owner: "none" }, staleMs), "ownerless", "future-dated");
+  assertEquals(staleReason({ ageMs: 61_000, owner: "unknown" }, staleMs), "stale", "not probeable (Windows)");
+});
+
+Deno.test("lock: a holder whose lock was taken over writes nothing (its save throws LockLost)", async () => {
+  await using dir = await tempDir();
+  const paths = await statePaths(dir.path, "s1");
+  await writeState(paths.file, { ...emptyState(), capturedSinceCommit: 1 });
+  let lost: unknown;
+  const res = await updateState(paths, async (s, save) => {
+    // Another process decided the lock was stale and took it: its owner file now names someone else.
+    await Deno.writeTextFile(`${paths.lock}/owner`, `1:${crypto.randomUUID()}`);
+    try {
+      await save({ ...s, capturedSinceCommit: 99 });
+    } catch (error) {
+      lost = error;
+    }
+    return { value: "done" };
+  });
+  assertEquals(res, { acquired: true, value: "done" });
+  assertTrue(lost instanceof LockLost, String(lost));
+  assertEquals((await readState(paths.file)).capturedSinceCommit, 1, "the state is not overwritten");
+  assertTrue(
+    await Deno.stat(paths.lock).then(() => true, () => false),
+    "the new holder's lock is left alone",
+  );
 });
