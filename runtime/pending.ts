@@ -3,8 +3,10 @@
  * 100 messages (`kind: "messages"`) or one commit (`kind: "commit"`) — named by a per-session sequence
  * number, so a session's writes replay in the order they were queued whatever the clock says, and asking
  * "has this session unsent writes?" reads one small directory. Messages carry a dedupe key, so queueing a
- * message that is already queued is a no-op. Replay claims a file by renaming it to `<seq>.<pid>.claim`; a
- * claim whose process is gone (or that is older than `ABANDONED_AFTER_MS`, or dated in the future) is put back.
+ * message that is already queued is a no-op. File names carry the kind and size (`<seq>-m<count>.json`,
+ * `<seq>-c.json`), so listing a queue reads no file. Replay claims a file by renaming it to
+ * `<seq>-<tag>.<pid>.claim`; a claim whose process is gone (or that is older than `ABANDONED_AFTER_MS`, or dated
+ * in the future) is put back.
  * Only OpenViking's own rejection drops a message; nothing else spends anything.
  */
 
@@ -52,8 +54,10 @@ export const QueueEntrySchema = z.discriminatedUnion("kind", [
 ]);
 export type QueueEntry = z.infer<typeof QueueEntrySchema>;
 
-const ENTRY = /^(\d{10})\.json$/;
-const CLAIM = /^(\d{10})\.(\d+)\.claim$/;
+/** `<seq>-<tag>.json`, tag `m<count>` (messages) or `c` (a commit): listing a queue never reads its files. */
+const ENTRY = /^(\d{10})-(m\d+|c)\.json$/;
+/** `<seq>-<tag>.<pid>.claim`: claimed by replay process `pid`. */
+const CLAIM = /^(\d{10})-(m\d+|c)\.(\d+)\.claim$/;
 
 /** The dedupe key of a message: sha256 of session id and the payload with sorted keys. */
 export async function messageKey(sessionId: string, payload: MessagePayload): Promise<string> {
@@ -69,9 +73,17 @@ export async function sessionQueueDir(pendingDir: string, sessionId: string): Pr
 interface QueueFile {
   name: string;
   seq: number;
+  /** `m<count>` or `c`. */
+  tag: string;
   /** The pid of the replay that claimed it (claims only). */
   claimedBy?: number;
 }
+
+const pad = (seq: number) => String(seq).padStart(10, "0");
+const entryName = (seq: number, tag: string) => `${pad(seq)}-${tag}.json`;
+const claimName = (seq: number, tag: string, pid: number) => `${pad(seq)}-${tag}.${pid}.claim`;
+const tagOf = (entry: QueueEntry) => entry.kind === "commit" ? "c" : `m${entry.messages.length}`;
+const messagesIn = (tag: string) => tag.startsWith("m") ? Number(tag.slice(1)) : 0;
 
 async function queueFiles(dir: string): Promise<QueueFile[]> {
   const out: QueueFile[] = [];
@@ -79,9 +91,9 @@ async function queueFiles(dir: string): Promise<QueueFile[]> {
     for await (const e of Deno.readDir(dir)) {
       if (!e.isFile) continue;
       const m = ENTRY.exec(e.name);
-      if (m) out.push({ name: e.name, seq: Number(m[1]) });
+      if (m) out.push({ name: e.name, seq: Number(m[1]), tag: m[2] });
       const c = CLAIM.exec(e.name);
-      if (c) out.push({ name: e.name, seq: Number(c[1]), claimedBy: Number(c[2]) });
+      if (c) out.push({ name: e.name, seq: Number(c[1]), tag: c[2], claimedBy: Number(c[3]) });
     }
   } catch (error) {
     if (!isNotFound(error)) throw error;
@@ -96,8 +108,6 @@ async function readEntry(path: string): Promise<QueueEntry | undefined> {
     return undefined;
   }
 }
-
-const seqName = (seq: number) => `${String(seq).padStart(10, "0")}.json`;
 
 /** Creates a file with complete content or not at all, never replacing one (temp + fsync + hard link). */
 async function createExclusive(path: string, text: string): Promise<void> {
@@ -117,28 +127,30 @@ async function createExclusive(path: string, text: string): Promise<void> {
   }
 }
 
-/** Writes entries after the session's last one; returns the sequence numbers stored (stops at the first failure). */
+/** Writes entries after the session's last one; returns the files stored (stops at the first failure). */
 async function appendEntries(
   dir: string,
   entries: ((seq: number) => QueueEntry)[],
   files: QueueFile[],
-): Promise<number[]> {
-  const stored: number[] = [];
+): Promise<QueueFile[]> {
+  const stored: QueueFile[] = [];
   if (entries.length === 0) return stored;
   await ensurePrivateDir(dir);
   let seq = files.at(-1)?.seq ?? 0;
   for (const make of entries) {
     for (let attempt = 0;; attempt++) {
       seq++;
+      const entry = make(seq);
+      const name = entryName(seq, tagOf(entry));
       try {
-        await createExclusive(joinPath(dir, seqName(seq)), `${JSON.stringify(make(seq))}\n`);
+        await createExclusive(joinPath(dir, name), `${JSON.stringify(entry)}\n`);
+        stored.push({ name, seq, tag: tagOf(entry) });
         break;
       } catch (error) {
         if (isAlreadyExists(error) && attempt < 100) continue;
         return stored;
       }
     }
-    stored.push(seq);
   }
   return stored;
 }
@@ -175,9 +187,9 @@ export class SessionQueue {
   }
 
   private async append(makers: ((seq: number) => QueueEntry)[]): Promise<number> {
-    const seqs = await appendEntries(this.dir, makers, this.files);
-    for (const seq of seqs) this.files.push({ name: seqName(seq), seq });
-    return seqs.length;
+    const stored = await appendEntries(this.dir, makers, this.files);
+    this.files.push(...stored);
+    return stored.length;
   }
 
   /**
@@ -277,7 +289,7 @@ export interface QueueSummary {
   entries: number;
 }
 
-/** Every session's queued entries (for doctor and status). */
+/** Every session's queued entries (for doctor and status); reads only each session's first entry. */
 export async function queueSummary(pendingDir: string): Promise<QueueSummary> {
   const root = joinPath(pendingDir, QUEUE_SUBDIR);
   const out: QueueSummary = { sessions: [], entries: 0 };
@@ -287,16 +299,14 @@ export async function queueSummary(pendingDir: string): Promise<QueueSummary> {
       const dir = joinPath(root, e.name);
       const files = await queueFiles(dir);
       if (!files.length) continue;
-      let [messages, commits, oldest, sessionId] = [0, 0, Infinity, e.name];
-      for (const f of files) {
-        const entry = await readEntry(joinPath(dir, f.name));
-        if (!entry) continue;
-        sessionId = entry.sessionId;
-        oldest = Math.min(oldest, entry.createdAt);
-        if (entry.kind === "messages") messages += entry.messages.length;
-        else commits++;
-      }
-      out.sessions.push({ sessionId, entries: files.length, messages, commits, oldest });
+      const first = await readEntry(joinPath(dir, files[0].name));
+      out.sessions.push({
+        sessionId: first?.sessionId ?? e.name,
+        entries: files.length,
+        messages: files.reduce((n, f) => n + messagesIn(f.tag), 0),
+        commits: files.filter((f) => f.tag === "c").length,
+        oldest: first?.createdAt ?? Date.now(),
+      });
       out.entries += files.length;
     }
   } catch (error) {
@@ -318,8 +328,11 @@ async function recoverClaims(dir: string, files: QueueFile[], now: number): Prom
     const mtime = (await Deno.stat(path).catch(() => undefined))?.mtime?.getTime() ?? now;
     const abandoned = isProcessGone(f.claimedBy) || now - mtime > ABANDONED_AFTER_MS ||
       mtime - now > FUTURE_SLACK_MS;
-    if (abandoned && await Deno.rename(path, joinPath(dir, seqName(f.seq))).then(() => true, () => false)) {
-      out.push({ name: seqName(f.seq), seq: f.seq });
+    // Progress inside a claim shrinks its content, not its name: name it after what is left.
+    const left = abandoned ? await readEntry(path) : undefined;
+    const back = entryName(f.seq, left ? tagOf(left) : f.tag);
+    if (abandoned && await Deno.rename(path, joinPath(dir, back)).then(() => true, () => false)) {
+      out.push({ name: back, seq: f.seq, tag: left ? tagOf(left) : f.tag });
     } else out.push(f);
   }
   return out;
@@ -461,7 +474,7 @@ export async function replayQueue(
         break;
       }
       const path = joinPath(s.dir, f.name);
-      const claim = joinPath(s.dir, `${f.name.replace(/\.json$/, "")}.${Deno.pid}.claim`);
+      const claim = joinPath(s.dir, claimName(f.seq, f.tag, Deno.pid));
       if (!(await Deno.rename(path, claim).then(() => true, () => false))) break;
       const entry = await readEntry(claim);
       if (!entry) {
@@ -482,7 +495,8 @@ export async function replayQueue(
         continue;
       }
       report.cause = stop;
-      await Deno.rename(claim, path).catch(() => {});
+      const left = await readEntry(claim);
+      await Deno.rename(claim, joinPath(s.dir, entryName(f.seq, left ? tagOf(left) : f.tag))).catch(() => {});
       if (stopsEverything(stop)) stopAll = true;
       break;
     }

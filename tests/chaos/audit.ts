@@ -97,7 +97,7 @@ export interface AuditInput {
 }
 
 const ENTRY_NAME = /^[0-9a-f]{64}_\d+\.(json|processing)$/;
-const OUR_ENTRY_NAME = /^\d{10}(\.json|\.\d+\.claim)$/;
+const OUR_ENTRY_NAME = /^\d{10}-(m\d+|c)(\.json|\.\d+\.claim)$/;
 
 interface Walked {
   path: string;

@@ -44,7 +44,11 @@ Deno.test("enqueue: one 0600 file per batch in a 0700 per-session dir, sequence-
   assertEquals(await enqueueMessages(dir.path, "kc-s1", range(250), 1000), 250);
   const sdir = await sessionQueueDir(dir.path, "kc-s1");
   const files = [...Deno.readDirSync(sdir)].map((e) => e.name).sort();
-  assertEquals(files, ["0000000001.json", "0000000002.json", "0000000003.json"], "100 + 100 + 50");
+  assertEquals(
+    files,
+    ["0000000001-m100.json", "0000000002-m100.json", "0000000003-m50.json"],
+    "names carry the size",
+  );
   for (const f of files) assertEquals((await Deno.stat(`${sdir}/${f}`)).mode! & 0o777, 0o600);
   assertEquals((await Deno.stat(sdir)).mode! & 0o777, 0o700);
   assertEquals((await Deno.stat(`${dir.path}/${QUEUE_SUBDIR}`)).mode! & 0o777, 0o700);
@@ -215,8 +219,8 @@ Deno.test("replay: claims of a dead process, older than 10 min, or dated in the 
   const claimed = async (sid: string, pid: number, mtime?: Date) => {
     await enqueueMessages(dir.path, sid, [payload(0)]);
     const sdir = await sessionQueueDir(dir.path, sid);
-    const claim = `${sdir}/0000000001.${pid}.claim`;
-    await Deno.rename(`${sdir}/0000000001.json`, claim);
+    const claim = `${sdir}/0000000001-m1.${pid}.claim`;
+    await Deno.rename(`${sdir}/0000000001-m1.json`, claim);
     if (mtime) await Deno.utime(claim, mtime, mtime);
   };
   const dead = new Deno.Command("true").spawn();
@@ -267,9 +271,9 @@ Deno.test("hasUnsent: queued or claimed writes of a session hold back its new wr
   await enqueueMessages(dir.path, "kc-other", [payload(1)]);
   assertEquals(await hasUnsent(dir.path, "kc-s1"), true);
   const sdir = await sessionQueueDir(dir.path, "kc-s1");
-  await Deno.rename(`${sdir}/0000000001.json`, `${sdir}/0000000001.${Deno.pid}.claim`);
+  await Deno.rename(`${sdir}/0000000001-m1.json`, `${sdir}/0000000001-m1.${Deno.pid}.claim`);
   assertEquals(await hasUnsent(dir.path, "kc-s1"), true, "a replay is sending it right now");
-  await Deno.remove(`${sdir}/0000000001.${Deno.pid}.claim`);
+  await Deno.remove(`${sdir}/0000000001-m1.${Deno.pid}.claim`);
   assertEquals(await hasUnsent(dir.path, "kc-s1"), false);
 });
 

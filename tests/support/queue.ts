@@ -117,7 +117,7 @@ export async function ourQueue(pendingDir: string): Promise<QueuedItem[]> {
   }
   for (const d of dirs) {
     const names = [...Deno.readDirSync(joinPath(root, d))].map((e) => e.name)
-      .filter((n) => /^\d{10}(\.json|\.\d+\.claim)$/.test(n)).sort();
+      .filter((n) => /^\d{10}-(m\d+|c)(\.json|\.\d+\.claim)$/.test(n)).sort();
     for (const name of names) {
       const entry: QueueEntry = QueueEntrySchema.parse(
         JSON.parse(await Deno.readTextFile(joinPath(root, d, name))),
