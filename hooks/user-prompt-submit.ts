@@ -9,12 +9,11 @@ import { Budget } from "../runtime/http.ts";
 import { resolvePeer } from "../runtime/peer.ts";
 import { buildProfile } from "../runtime/profile.ts";
 import { recallForPrompt } from "../runtime/recall.ts";
-import { redact } from "../runtime/redact.ts";
 import { type SessionState, updateState } from "../runtime/state.ts";
-import { cleanInjected } from "../wire/clean.ts";
 import { clientFor, type HookContext } from "./context.ts";
 import type { HookResult } from "./dispatch.ts";
 import { promptText } from "./input.ts";
+import { recallQuery } from "./prompt-query.ts";
 
 /** The same text within this window is the same prompt's hook fired twice. */
 export const DUPLICATE_WINDOW_MS = 500;
@@ -44,9 +43,8 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   const c = ctx.config;
   if (!c.autoRecall) return { outcome: "recall-off" };
   const budget = new Budget(c.promptBudgetMs - (Date.now() - ctx.startedAt));
-  // The query leaves the machine too: injected blocks out, and the same redaction as captured text.
-  const cleaned = cleanInjected(promptText(ctx.input));
-  const prompt = c.redact ? redact(cleaned).trim() : cleaned;
+  // The query leaves the machine too: bounded, injected blocks out, the same redaction as captured text.
+  const prompt = recallQuery(promptText(ctx.input), c.redact);
   const eventId = ctx.input.prompt_id ?? ctx.input.request_id ?? ctx.input.message_id ?? "";
   const hash = await sha256Hex(prompt);
   const lockWait = Math.min(2000, Math.floor(budget.remaining() / 4));
