@@ -7,8 +7,10 @@
 import { sha256Hex } from "../runtime/hash.ts";
 import { Budget } from "../runtime/http.ts";
 import { resolvePeer } from "../runtime/peer.ts";
+import { safe, type SafeText } from "../runtime/neutralize.ts";
+import { type Block, blockText, printBlocks } from "../runtime/printed.ts";
 import { buildProfile } from "../runtime/profile.ts";
-import { recallForPrompt } from "../runtime/recall.ts";
+import { recallForPrompt, storedRecallBlock } from "../runtime/recall.ts";
 import { type SessionState, updateState } from "../runtime/state.ts";
 import { clientFor, type HookContext } from "./context.ts";
 import type { HookResult } from "./dispatch.ts";
@@ -19,8 +21,12 @@ import { recallQuery } from "./prompt-query.ts";
 export const DUPLICATE_WINDOW_MS = 500;
 
 /** Wraps the profile block as the documented session-start context. */
-export function profileContext(profile: string): string {
-  return `<openviking-context source="session-start">\n${profile}\n</openviking-context>`;
+export function profileContext(profile: SafeText): Block {
+  return {
+    open: safe`<openviking-context source="session-start">`,
+    body: profile,
+    close: safe`</openviking-context>`,
+  };
 }
 
 /** Decides, from the stored prompt state, whether this run is a duplicate and what can be reused (pure). */
@@ -89,21 +95,21 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
       : Promise.resolve(undefined),
     decision.needProfile ? buildProfile(client, c.profileTokenBudget, budget) : Promise.resolve(null),
   ]);
-  const recallBlock = decision.reuse ?? recall?.block ?? "";
+  const recallBlock = decision.reuse !== undefined ? storedRecallBlock(decision.reuse) : recall?.block;
 
   // Phase 3: remember what was injected.
   if (ctx.promptPaths && (recall || profile)) {
     await updateState(ctx.promptPaths, (s) => {
       const next: SessionState = { ...s, profileInjected: s.profileInjected || Boolean(profile) };
-      if (recall && s.promptHash === hash) next.recallBlock = recall.block;
+      if (recall && s.promptHash === hash) next.recallBlock = recall.block ? blockText(recall.block) : "";
       if (recall?.uris.length) next.injectedUris = [...new Set([...s.injectedUris, ...recall.uris])];
       return Promise.resolve({ state: next, value: null });
     }, { waitMs: Math.min(1000, budget.remaining()) });
   }
 
-  const blocks = [profile ? profileContext(profile) : "", recallBlock].filter(Boolean);
+  const blocks = [profile ? profileContext(profile) : undefined, recallBlock].filter((b) => b !== undefined);
   return {
-    stdout: blocks.length ? `${blocks.join("\n\n")}\n` : "",
+    stdout: printBlocks(blocks),
     outcome: blocks.length ? "injected" : "nothing",
     data: {
       recall: decision.reuse !== undefined ? "reused" : recall?.source ?? "skipped",
