@@ -7,21 +7,26 @@
 import { sha256Hex } from "../runtime/hash.ts";
 import { Budget } from "../runtime/http.ts";
 import { resolvePeer } from "../runtime/peer.ts";
+import { safe, type SafeText } from "../runtime/neutralize.ts";
+import { type Block, blockText, printBlocks } from "../runtime/printed.ts";
 import { buildProfile } from "../runtime/profile.ts";
-import { recallForPrompt } from "../runtime/recall.ts";
-import { redact } from "../runtime/redact.ts";
+import { recallForPrompt, storedRecallBlock } from "../runtime/recall.ts";
 import { type SessionState, updateState } from "../runtime/state.ts";
-import { cleanInjected } from "../wire/clean.ts";
 import { clientFor, type HookContext } from "./context.ts";
 import type { HookResult } from "./dispatch.ts";
 import { promptText } from "./input.ts";
+import { recallQuery } from "./prompt-query.ts";
 
 /** The same text within this window is the same prompt's hook fired twice. */
 export const DUPLICATE_WINDOW_MS = 500;
 
 /** Wraps the profile block as the documented session-start context. */
-export function profileContext(profile: string): string {
-  return `<openviking-context source="session-start">\n${profile}\n</openviking-context>`;
+export function profileContext(profile: SafeText): Block {
+  return {
+    open: safe`<openviking-context source="session-start">`,
+    body: profile,
+    close: safe`</openviking-context>`,
+  };
 }
 
 /** Decides, from the stored prompt state, whether this run is a duplicate and what can be reused (pure). */
@@ -44,9 +49,8 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   const c = ctx.config;
   if (!c.autoRecall) return { outcome: "recall-off" };
   const budget = new Budget(c.promptBudgetMs - (Date.now() - ctx.startedAt));
-  // The query leaves the machine too: injected blocks out, and the same redaction as captured text.
-  const cleaned = cleanInjected(promptText(ctx.input));
-  const prompt = c.redact ? redact(cleaned).trim() : cleaned;
+  // The query leaves the machine too: bounded, injected blocks out, the same redaction as captured text.
+  const prompt = recallQuery(promptText(ctx.input), c.redact);
   const eventId = ctx.input.prompt_id ?? ctx.input.request_id ?? ctx.input.message_id ?? "";
   const hash = await sha256Hex(prompt);
   const lockWait = Math.min(2000, Math.floor(budget.remaining() / 4));
@@ -91,21 +95,21 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
       : Promise.resolve(undefined),
     decision.needProfile ? buildProfile(client, c.profileTokenBudget, budget) : Promise.resolve(null),
   ]);
-  const recallBlock = decision.reuse ?? recall?.block ?? "";
+  const recallBlock = decision.reuse !== undefined ? storedRecallBlock(decision.reuse) : recall?.block;
 
   // Phase 3: remember what was injected.
   if (ctx.promptPaths && (recall || profile)) {
     await updateState(ctx.promptPaths, (s) => {
       const next: SessionState = { ...s, profileInjected: s.profileInjected || Boolean(profile) };
-      if (recall && s.promptHash === hash) next.recallBlock = recall.block;
+      if (recall && s.promptHash === hash) next.recallBlock = recall.block ? blockText(recall.block) : "";
       if (recall?.uris.length) next.injectedUris = [...new Set([...s.injectedUris, ...recall.uris])];
       return Promise.resolve({ state: next, value: null });
     }, { waitMs: Math.min(1000, budget.remaining()) });
   }
 
-  const blocks = [profile ? profileContext(profile) : "", recallBlock].filter(Boolean);
+  const blocks = [profile ? profileContext(profile) : undefined, recallBlock].filter((b) => b !== undefined);
   return {
-    stdout: blocks.length ? `${blocks.join("\n\n")}\n` : "",
+    stdout: printBlocks(blocks),
     outcome: blocks.length ? "injected" : "nothing",
     data: {
       recall: decision.reuse !== undefined ? "reused" : recall?.source ?? "skipped",

@@ -1,10 +1,12 @@
 /**
  * The user's profile block, injected once per session: `profile.md` plus a listing of the user's
  * preference and entity memories, within a token budget (CJK-aware estimate), as OpenViking's other plugins
- * build it. `null` when the server has nothing for this user.
+ * build it. `null` when the server has nothing for this user. Every server text in it is neutralised.
  */
 
 import type { Budget, OpenVikingClient } from "./http.ts";
+import { neutralize, safe, SafeText } from "./neutralize.ts";
+import { PRINT_MAX_CHARS } from "./printed.ts";
 
 type Obj = Record<string, unknown>;
 const obj = (v: unknown): Obj => (v && typeof v === "object" && !Array.isArray(v) ? v as Obj : {});
@@ -64,39 +66,59 @@ export function memoryLeaves(result: unknown): MemoryLeaf[] {
     .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
+/** A user space as printed inside a URI: letters, digits and `_.@-` as they are, the rest percent-encoded. */
+function printableSpace(space: string): string {
+  return space.toWellFormed().slice(0, 128).replace(
+    /[^\p{L}\p{N}_.@-]/gu,
+    (c) =>
+      [...new TextEncoder().encode(c)].map((b) => `%${b.toString(16).toUpperCase().padStart(2, "0")}`).join(
+        "",
+      ),
+  );
+}
+
+/** One line of server text: neutralised, whitespace collapsed, at most `max` characters. */
+function oneLine(text: string, max: number): string {
+  return neutralize(text.slice(0, max * 4 + 64)).replace(/\s+/g, " ").trim().slice(0, max);
+}
+
 /** Renders the profile block from its parts within `budget` tokens (pure). */
 export function renderProfile(
   parts: { space: string; profile: string; preferences: MemoryLeaf[]; entities: MemoryLeaf[] },
   budget: number,
-): string | null {
-  const base = `viking://user/${parts.space}/memories`;
-  const sections: string[] = [];
+): SafeText | null {
+  const base = safe`viking://user/${printableSpace(parts.space)}/memories`;
+  const sections: SafeText[] = [];
   let used = 0;
-  if (parts.profile.trim()) {
-    const fitted = fitProfile(parts.profile.trim(), Math.floor(budget / 2));
-    sections.push(`<user-profile uri="${base}/profile.md">\n${fitted}\n</user-profile>`);
-    used += profileTokens(sections[0]);
+  const profile = neutralize(parts.profile.slice(0, PRINT_MAX_CHARS)).trim();
+  if (profile) {
+    const fitted = fitProfile(profile, Math.floor(budget / 2));
+    sections.push(safe`<user-profile uri="${base}/profile.md">\n${fitted}\n</user-profile>`);
+    used += profileTokens(sections[0].text);
   }
-  const listing: string[] = [];
+  const listing: SafeText[] = [];
   for (const [name, leaves] of [["preferences", parts.preferences], ["entities", parts.entities]] as const) {
     if (!leaves.length) continue;
-    listing.push(`  ${base}/${name}/`);
+    listing.push(safe`  ${base}/${name}/`);
     let shown = 0;
     for (const leaf of leaves) {
-      const line = `    - ${leaf.path}${
-        leaf.abstract ? ` — ${leaf.abstract.replace(/\s+/g, " ").slice(0, 200)}` : ""
-      }`;
-      if (used + profileTokens(line) > budget) break;
-      used += profileTokens(line);
+      const abstract = oneLine(leaf.abstract, 200);
+      const line = abstract
+        ? safe`    - ${oneLine(leaf.path, 200)} — ${abstract}`
+        : safe`    - ${oneLine(leaf.path, 200)}`;
+      if (used + profileTokens(line.text) > budget) break;
+      used += profileTokens(line.text);
       listing.push(line);
       shown++;
     }
     if (shown < leaves.length) {
-      listing.push(`    ... +${leaves.length - shown} more: use the search MCP tool`);
+      listing.push(safe`    ... +${leaves.length - shown} more: use the search MCP tool`);
     }
   }
-  if (listing.length) sections.push(`<available-memories>\n${listing.join("\n")}\n</available-memories>`);
-  return sections.length ? sections.join("\n") : null;
+  if (listing.length) {
+    sections.push(safe`<available-memories>\n${SafeText.join(listing, safe`\n`)}\n</available-memories>`);
+  }
+  return sections.length ? SafeText.join(sections, safe`\n`) : null;
 }
 
 /** Fetches and renders the profile block. Never throws; `null` when empty or unreachable. */
@@ -104,7 +126,7 @@ export async function buildProfile(
   client: OpenVikingClient,
   budgetTokens: number,
   budget: Budget,
-): Promise<string | null> {
+): Promise<SafeText | null> {
   const [status, ls] = await Promise.all([
     client.request<Obj>("GET", "/api/v1/system/status", { budget }),
     client.request<unknown>("GET", "/api/v1/fs/ls", {

@@ -2,12 +2,15 @@
  * Recall for a prompt, with the same chain and request bodies as OpenViking's other plugins:
  * ① `POST /api/v1/search/search` in context mode → ② the deprecated `POST /api/v1/search/recall` →
  * ③ `POST /api/v1/search/find` per source with local ranking and assembly. Servers that reject context mode
- * are remembered for 6 h. The result is one plain-text `<openviking-context>` block, or "".
+ * are remembered for 6 h. The result is one `<openviking-context>` block (every server text in it
+ * neutralised), or none.
  */
 
 import type { Budget, OpenVikingClient, OvResponse } from "./http.ts";
 import { parseJsonOrUndefined, readTextIfExists, writeFileAtomic } from "./fs.ts";
+import { neutralize, safe, SafeText } from "./neutralize.ts";
 import { joinPath } from "./paths.ts";
+import { type Block, PRINT_MAX_CHARS, storedBlock } from "./printed.ts";
 
 /** Settings recall needs (a subset of the config). */
 export interface RecallSettings {
@@ -39,7 +42,7 @@ export interface RecallRequest {
 
 /** What recall produced. */
 export interface RecallResult {
-  block: string;
+  block?: Block;
   /** Which stage answered: "context", "recall", "find", or "none". */
   source: "context" | "recall" | "find" | "none";
   /** URIs the block mentions. */
@@ -49,8 +52,10 @@ export interface RecallResult {
 /** How long a server that rejected context mode is not asked again. */
 export const LEGACY_MEMO_MS = 6 * 3600_000;
 
-const CONTEXT_HEADER = "Relevant memory from OpenViking. Use the search/read MCP tools to expand URIs.";
-const FIND_HEADER = "Relevant context from OpenViking. Use the read MCP tool to expand URIs.";
+const CONTEXT_HEADER = safe`Relevant memory from OpenViking. Use the search/read MCP tools to expand URIs.`;
+const FIND_HEADER = safe`Relevant context from OpenViking. Use the read MCP tool to expand URIs.`;
+const OPEN = safe`<openviking-context>`;
+const CLOSE = safe`</openviking-context>`;
 
 /** Token estimate used for budgets: a quarter of the characters. */
 export function estimateTokens(text: string): number {
@@ -134,9 +139,19 @@ async function memoLegacy(dir: string, baseUrl: string, now: number): Promise<vo
     .catch(() => {});
 }
 
+/** Server text, cut to what could ever be printed, then neutralised (a server may send megabytes). */
+function untrusted(text: string, max = PRINT_MAX_CHARS): string {
+  return neutralize(text.length > max ? text.slice(0, max) : text);
+}
+
 /** Wraps server-assembled text in the documented block. */
-export function contextBlock(text: string): string {
-  return `<openviking-context>\n${CONTEXT_HEADER}\n${text.trim()}\n</openviking-context>`;
+export function contextBlock(text: string): Block {
+  return { open: OPEN, body: safe`${CONTEXT_HEADER}\n${untrusted(text).trim()}`, close: CLOSE };
+}
+
+/** A recall block stored by an earlier run, for reuse; `undefined` when the text is not one. */
+export function storedRecallBlock(text: string): Block | undefined {
+  return storedBlock(text, OPEN, CLOSE);
 }
 
 /** URIs mentioned in `uri="…"` attributes or as bare `viking://` references. */
@@ -202,23 +217,31 @@ export function rankFindItems(items: FindItem[], query: string, s: RecallSetting
   return out;
 }
 
+/** One line of server text: neutralised, whitespace collapsed, at most `max` characters (then "..."). */
+function oneLine(text: string, max: number): string {
+  const line = untrusted(text, max * 4 + 64).replace(/\s+/g, " ").trim();
+  return line.length > max ? `${line.slice(0, max)}...` : line;
+}
+
 /** Renders ranked find items into the find-fallback block within the token budget (pure). */
-export function findBlock(items: { item: FindItem; content: string }[], s: RecallSettings): string {
-  if (!items.length) return "";
+export function findBlock(
+  items: { item: FindItem; content: string }[],
+  s: RecallSettings,
+): Block | undefined {
+  if (!items.length) return undefined;
   const budget = Math.max(200, s.recallTokenBudget);
-  const cut = Math.max(50, s.recallMaxContentChars);
-  let used = estimateTokens(FIND_HEADER);
-  const lines: string[] = [];
+  const max = Math.max(50, s.recallMaxContentChars);
+  let used = estimateTokens(FIND_HEADER.text);
+  const lines: SafeText[] = [];
   for (const { item, content } of items) {
-    const pct = `${Math.round(Math.min(1, Math.max(0, item.score)) * 100)}%`;
-    const text = content.replace(/\s+/g, " ").trim();
-    const body = text ? (text.length > cut ? `${text.slice(0, cut)}...` : text) : item.uri;
-    let line = `- [${item.bucket} ${pct}] ${body}`;
-    if (used + estimateTokens(line) > budget) line = `- [${item.bucket} ${pct}] ${item.uri}`;
-    used += estimateTokens(line);
+    const pct = Math.round(Math.min(1, Math.max(0, item.score)) * 100);
+    const uri = oneLine(item.uri, 1000);
+    let line = safe`- [${item.bucket} ${pct}%] ${oneLine(content, max) || uri}`;
+    if (used + estimateTokens(line.text) > budget) line = safe`- [${item.bucket} ${pct}%] ${uri}`;
+    used += estimateTokens(line.text);
     lines.push(line);
   }
-  return `<openviking-context>\n${FIND_HEADER}\n${lines.join("\n")}\n</openviking-context>`;
+  return { open: OPEN, body: SafeText.join([FIND_HEADER, ...lines], safe`\n`), close: CLOSE };
 }
 
 function findItems(result: unknown, bucket: "memory" | "skill"): FindItem[] {
@@ -244,7 +267,7 @@ export async function recallForPrompt(
   s: RecallSettings,
   r: RecallRequest,
 ): Promise<RecallResult> {
-  const none: RecallResult = { block: "", source: "none", uris: [] };
+  const none: RecallResult = { source: "none", uris: [] };
   const query = r.query.trim();
   if (!query) return none;
   const now = r.now ?? Date.now();
@@ -262,7 +285,7 @@ export async function recallForPrompt(
       const text = (typeof result.digest === "string" && result.digest.trim()) ||
         (typeof result.rendered === "string" ? result.rendered.trim() : "");
       return text
-        ? { block: contextBlock(text), source: "context", uris: urisIn(text) }
+        ? { block: contextBlock(text), source: "context", uris: urisIn(text.slice(0, PRINT_MAX_CHARS)) }
         : { ...none, source: "context" };
     }
     if (isLegacyRejection(res)) await memoLegacy(r.stateDir, baseUrl, now);
@@ -280,7 +303,7 @@ export async function recallForPrompt(
     const rendered = obj(res.result).rendered;
     const text = typeof rendered === "string" ? rendered.trim() : "";
     return text
-      ? { block: contextBlock(text), source: "recall", uris: urisIn(text) }
+      ? { block: contextBlock(text), source: "recall", uris: urisIn(text.slice(0, PRINT_MAX_CHARS)) }
       : { ...none, source: "recall" };
   }
 

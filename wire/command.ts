@@ -5,6 +5,7 @@
  */
 
 import { loadConfig } from "../runtime/config.ts";
+import { terminalJson } from "../runtime/neutralize.ts";
 import { kimiHome, processEnv } from "../runtime/paths.ts";
 import { locateJournal } from "./locate.ts";
 import { planCapture } from "./plan.ts";
@@ -20,7 +21,7 @@ export async function turnsOf(
   const { turns } = scanTurns(read.lines, 0);
   const plan = planCapture(turns, new Set(), 0, { ...options, includeOpen: false });
   return plan.toSend.map((c) =>
-    JSON.stringify({ turn_id: c.payload.turn_id, role: c.role, content: c.payload.content })
+    terminalJson({ turn_id: c.payload.turn_id, role: c.role, content: c.payload.content })
   );
 }
 

@@ -326,7 +326,7 @@ Deno.test({ name: NAME, ignore: installs.length === 0, ...E2E_TEST }, async (t) 
             recall,
             /^<openviking-context>\nRelevant memory from OpenViking\. Use the search\/read MCP tools/,
           );
-          assertStringIncludes(recall, `<memory uri="${memory.uri}"`);
+          assertStringIncludes(recall, `&lt;memory uri="${memory.uri}"`); // the server's markup, defanged
           assertStringIncludes(recall, "tabs over spaces");
           const msgs = rig.model.chatRequests().slice(before)[0].body.messages;
           const at = msgs.findIndex((m) => m.role === "user" && messageText(m) === question);

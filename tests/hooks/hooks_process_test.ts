@@ -129,7 +129,7 @@ for (const condition of CONDITIONS) {
       assertEquals(
         r.stdout,
         `${PROFILE_BLOCK}\n\n<openviking-context>\nRelevant memory from OpenViking. Use the search/read MCP tools to expand URIs.\n${
-          s.fake!.recallRendered
+          s.fake!.recallRendered.replaceAll("<", "&lt;") // the server's markup is defanged like any text
         }\n</openviking-context>\n`,
       );
       assertEquals(s.fake!.requests.filter((q) => q.path.startsWith("/api/v1/search")).map((q) => q.route), [

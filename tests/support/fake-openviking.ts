@@ -213,10 +213,12 @@ Likes: tabs
 </available-memories>
 </openviking-context>`;
 
-/** What the prompt hook prints for every prompt against the default fake (the recall). */
+/** What the prompt hook prints for every prompt against the default fake (the recall; server markup defanged). */
 export const FAKE_RECALL_BLOCK = `<openviking-context>
 Relevant memory from OpenViking. Use the search/read MCP tools to expand URIs.
-${DEFAULT_RENDERED}
+&lt;memory uri="viking://user/default/memories/preferences/indent.md" type="preferences" score="0.87" detail="abstract">
+User prefers tabs over spaces.
+&lt;/memory>
 </openviking-context>`;
 
 /** The fake server. */

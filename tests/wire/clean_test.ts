@@ -1,4 +1,7 @@
-import { assertEquals, assertTrue } from "../support/assert.ts";
+import fc from "fast-check";
+import { assertEquals, assertStringIncludes, assertTrue } from "../support/assert.ts";
+import { params } from "../fuzz/arbitraries.ts";
+import { assertLinear, mb } from "../support/linear.ts";
 import { cleanInjected, skipReason, truncate, TRUNCATION_MARK } from "../../wire/clean.ts";
 
 Deno.test("clean: every injected form is stripped", () => {
@@ -16,15 +19,86 @@ Deno.test("clean: every injected form is stripped", () => {
       "hi there friend",
     ],
     ['<user-profile uri="u">p</user-profile><available-memories>\nx\n</available-memories>q', "q"],
-    ["text <openviking-context>\nunclosed block to the end", "text"],
     ["OpenViking memory digest:\n- a\n- b\n\nquestion", "question"],
     ["answer\nMore detail: use the OpenViking MCP read tool.", "answer"],
     ["[openviking-memory] recall skipped\nreal", "real"],
     ["[2026-11-30 12:00 UTC] hello", "hello"],
     ["a\u0000b", "ab"],
+    ['```json\n{"sender": "u1", "message_id": "m"}\n```\nreal question', "real question"],
+    ['Conversation info (untrusted metadata):\n```json\n{"x":1}\n```\nhello there', "hello there"],
+    [
+      'code:\n```py\nprint(1)\n```\n```json\n{"session_id": "s"}\n```\nafter',
+      "code:\n```py\nprint(1)\n```\n\nafter",
+    ],
+    ['```js\n{"sender": 1}\n```', '```js\n{"sender": 1}\n```'],
   ];
   for (const [input, expected] of cases) assertEquals(cleanInjected(input), expected, input);
   assertEquals(cleanInjected("<systematic> stays"), "<systematic> stays");
+});
+
+Deno.test("clean: only whole elements go — an open tag without its close is text (issue #11, finding 5)", () => {
+  const kept = [
+    "Why does Kimi put <system-reminder> tags into my transcript? They show up in every session.",
+    'Kimi wraps hook output in <hook_result hook_event="UserPromptSubmit"> and puts it before your prompt.',
+    "text <openviking-context>\nunclosed block to the end", // (this case used to assert the bug: "text")
+    "a close </system-reminder> without an open stays too",
+    "<user-profile without an end, and <relevant-memories <b>",
+  ];
+  for (const t of kept) assertEquals(cleanInjected(t), t);
+  const cases: [string, string][] = [
+    // a mention, then a real block: the block goes, the mention stays
+    [
+      "Why does Kimi put <system-reminder> here? e.g. <system-reminder>\nToday is…\n</system-reminder> see?",
+      "Why does Kimi put <system-reminder> here? e.g.  see?",
+    ],
+    // nested elements go with their outer one
+    ["a <hook_result>x <hook_result>y</hook_result> z</hook_result> b", "a  b"],
+    ["<hook_result/>q and <hook_result x=1 />r", "q and r"],
+    ["a </hook_result> <hook_result>in</hook_result > b", "a </hook_result>  b"],
+  ];
+  for (const [input, expected] of cases) assertEquals(cleanInjected(input), expected, input);
+});
+
+Deno.test("fuzz: a whole injected element goes wherever it sits; an open tag alone stays", () => {
+  const plain = fc.string({ maxLength: 30 }).filter((t) => !t.includes("<") && !t.includes("`"));
+  const tag = fc.constantFrom("system-reminder", "hook_result", "openviking-context", "user-profile");
+  fc.assert(
+    fc.property(plain, plain, plain, tag, (a, b, inner, name) => {
+      const block = `<${name} x="1">${inner}</${name}>`;
+      assertEquals(cleanInjected(`${a}${block}${b}`), cleanInjected(`${a}${b}`));
+      assertEquals(cleanInjected(`${a}<${name}>${block}${b}`), cleanInjected(`${a}<${name}>${b}`));
+      assertStringIncludes(cleanInjected(`x${a}<${name}>${b}x`), `<${name}>`);
+    }),
+    params(300),
+  );
+});
+
+Deno.test("clean: every rule is linear — 1 MB of its worst case in well under a second each", () => {
+  const cases: Record<string, string> = {
+    "open tags never closed": mb("<system-reminder>"),
+    "open tags never ending": mb("<system-reminder "),
+    "open tags of every kind": mb("<openviking-context><hook_result><user-profile>"),
+    "close tags never ending": mb("</hook_result "),
+    "close tags with blanks": "</hook_result" + mb(" ") + "x",
+    "an open tag, then blanks": "<hook_result" + mb(" "),
+    "metadata fence never closed": '```json\n{"a": 1, ' + mb('"sender": 1, '),
+    "metadata fences of single backticks": mb("```\n{`"),
+    "sender headers never closed": mb("Sender:\n```\n"),
+    "digest then blanks": "OpenViking memory digest:" + mb("\n   "),
+    "digest headers": mb("\nOpenViking memory digest:"),
+    "long line for the MCP hint": mb("More detail: use the"),
+    "trailing blanks on one line": mb(" ") + "x",
+    "trailing tabs, CRLF": mb(" \t\r\n"),
+    "blank lines": mb("\n"),
+    "leading timestamp lookalike": "[2026-11-30 12:00" + mb(" "),
+    "NUL bytes": mb("\0"),
+  };
+  assertLinear("cleanInjected", cleanInjected, cases);
+  assertLinear("skipReason", (t) => skipReason(t, "user"), {
+    "punctuation run then a letter": mb("!") + "a",
+    "symbols and blanks": mb("$ ") + "a" + mb(" ."),
+    "slash command with many words": "/cmd" + mb(" a"),
+  });
 });
 
 Deno.test("filters: empty, acknowledgements, slash commands, punctuation, too short", () => {

@@ -1,6 +1,6 @@
 import { assertEquals } from "../support/assert.ts";
 import { JournalBuilder } from "../support/journal.ts";
-import { acknowledge, planCapture } from "../../wire/plan.ts";
+import { acknowledge, planCapture, prepareText } from "../../wire/plan.ts";
 import { scanTurns } from "../../wire/turns.ts";
 import type { JournalLine } from "../../wire/read.ts";
 
@@ -70,4 +70,32 @@ Deno.test("acknowledge: only a contiguous prefix; the watermark and cursor stop 
   const forced = planCapture(turns, new Set(), 0, { ...opts, includeOpen: true });
   const done = acknowledge(forced, forced.toSend.length, 0, turns, 4);
   assertEquals([done.ackedBelow, done.resumeAt], [4, undefined]);
+});
+
+Deno.test("plan: a prompt or an answer that mentions an injected tag is captured whole (issue #11, finding 5)", () => {
+  const prompt = "Why does Kimi put <system-reminder> tags into my transcript? I never typed them.";
+  const answer =
+    'Kimi wraps every UserPromptSubmit hook output in <hook_result hook_event="UserPromptSubmit"> before your prompt, so the model sees it.';
+  const j = new JournalBuilder().simpleTurn(prompt, answer);
+  assertEquals(planCapture(turnsOf(j), new Set(), 0, opts).toSend.map((c) => c.payload.content), [
+    prompt,
+    answer,
+  ]);
+  for (const role of ["user", "assistant"] as const) {
+    assertEquals(prepareText(`${prompt}\n${answer}`, role, opts), {
+      text: `${prompt}\n${answer}`,
+      reason: "",
+    });
+  }
+  // privacy stays conservative: an unclosed <private> still hides the rest
+  assertEquals(prepareText(`${prompt} <private>my pin is 1234`, "user", opts).text, prompt);
+});
+
+Deno.test("plan: a 160 KB CRLF message is prepared quickly (it spun a Stop worker for minutes)", () => {
+  const text = "please fix the build\r\n" + " \r\n".repeat(160 * 1024 / 3) + "thanks";
+  const start = performance.now();
+  const { text: out } = prepareText(text, "user", opts);
+  const ms = performance.now() - start;
+  assertEquals(out.startsWith("please fix the build"), true);
+  assertEquals(ms < 1500, true, `${ms.toFixed(0)} ms`);
 });

@@ -1,0 +1,66 @@
+/**
+ * What the prompt hook prints: blocks made only of {@link SafeText} (our markers around a neutralised body),
+ * separated by a blank line, never longer than {@link PRINT_MAX_CHARS} in total — the terminal shows every
+ * byte, and the model pays for every token.
+ */
+
+import { cut, safe, SafeText } from "./neutralize.ts";
+
+/**
+ * Hard cap on the prompt hook's stdout, in UTF-16 code units, whatever the format. The default budgets' worst
+ * case fits (profile 6000 tokens ≈ 24 000 ASCII characters, recall 2000 tokens ≈ 8 000); more is a server
+ * ignoring its limits, or budgets raised past what a terminal can usefully show.
+ */
+export const PRINT_MAX_CHARS = 32_000;
+
+/** One printed block: our opening marker, a body, our closing marker (each on its own line). */
+export interface Block {
+  open: SafeText;
+  body: SafeText;
+  close: SafeText;
+}
+
+const NL = safe`\n`;
+const GAP = safe`\n\n`;
+const TRUNCATED = safe`\n[truncated]`;
+
+/** A block's text: marker, body, marker, one per line. */
+export function blockText(block: Block): string {
+  return SafeText.join([block.open, block.body, block.close], NL).text;
+}
+
+/** Parses a block stored by an earlier run (`blockText`) with these markers; the body passes the gate again. */
+export function storedBlock(text: string, open: SafeText, close: SafeText): Block | undefined {
+  const head = `${open.text}\n`;
+  const tail = `\n${close.text}`;
+  if (text.length < head.length + tail.length || !text.startsWith(head) || !text.endsWith(tail)) {
+    return undefined;
+  }
+  return { open, body: safe`${text.slice(head.length, text.length - tail.length)}`, close };
+}
+
+/** Splits `room` over `sizes`: each gets what it needs, the rest shared equally among the larger ones. */
+function shares(sizes: readonly number[], room: number): number[] {
+  const out = sizes.map(() => 0);
+  let left = Math.max(0, room);
+  const order = sizes.map((_, i) => i).sort((a, b) => sizes[a] - sizes[b]);
+  order.forEach((i, k) => {
+    out[i] = Math.min(sizes[i], Math.floor(left / (order.length - k)));
+    left -= out[i];
+  });
+  return out;
+}
+
+/**
+ * The hook's stdout for `blocks`: blank-line separated, newline-terminated, at most `max` code units. When
+ * too long, bodies are cut (markers always kept whole), the smaller ones first kept whole.
+ */
+export function printBlocks(blocks: readonly Block[], max = PRINT_MAX_CHARS): string {
+  if (!blocks.length) return "";
+  const frame = blocks.reduce((n, b) => n + b.open.length + b.close.length + 2, 0) + 2 * (blocks.length - 1) +
+    1;
+  const room = shares(blocks.map((b) => b.body.length), max - frame);
+  const fitted = blocks.map((b, i) => ({ ...b, body: cut(b.body, room[i], TRUNCATED) }));
+  const out = `${SafeText.join(fitted.map((b) => SafeText.join([b.open, b.body, b.close], NL)), GAP).text}\n`;
+  return out.length <= max ? out : "";
+}
