@@ -61,7 +61,7 @@ export interface RawReply {
 /** A gzip body that inflates to `inflatedBytes` of `fill` (a "zip bomb" reply for size-bound tests). */
 export async function gzipBomb(inflatedBytes: number, fill = " "): Promise<Uint8Array> {
   const chunk = new TextEncoder().encode(fill.repeat(1 << 16));
-  const stream = new ReadableStream<Uint8Array>({
+  const stream = new ReadableStream<BufferSource>({
     pull(controller) {
       if (inflatedBytes <= 0) return controller.close();
       const n = Math.min(chunk.length, inflatedBytes);
