@@ -51,23 +51,33 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   const hash = await sha256Hex(prompt);
   const lockWait = Math.min(2000, Math.floor(budget.remaining() / 4));
 
-  // Phase 1: claim this prompt (short lock, no network inside).
+  // Phase 1: claim this prompt (short lock, no network inside). Best effort: recall needs no state, so a
+  // state that cannot be kept (read-only home, a file in the way) only costs dedupe and the profile.
   let decision: ReturnType<typeof promptDecision> = { duplicate: false, needProfile: false };
   let exclude: string[] = [];
+  let stateError = "";
   if (ctx.promptPaths) {
-    const claimed = await updateState(ctx.promptPaths, (s) => {
-      const d = promptDecision(s, { hash, eventId, at: ctx.startedAt });
-      if (d.duplicate) return Promise.resolve({ value: { d, exclude: [] as string[] } });
-      const next: SessionState = {
-        ...s,
-        promptHash: hash,
-        promptEventId: eventId || undefined,
-        promptAt: ctx.startedAt,
-        recallBlock: d.reuse ?? null,
-      };
-      return Promise.resolve({ state: next, value: { d, exclude: s.injectedUris } });
-    }, { waitMs: lockWait });
-    if (claimed.acquired) [decision, exclude] = [claimed.value.d, claimed.value.exclude];
+    try {
+      const claimed = await updateState(ctx.promptPaths, (s) => {
+        const d = promptDecision(s, { hash, eventId, at: ctx.startedAt });
+        if (d.duplicate) return Promise.resolve({ value: { d, exclude: [] as string[] } });
+        const next: SessionState = {
+          ...s,
+          promptHash: hash,
+          promptEventId: eventId || undefined,
+          promptAt: ctx.startedAt,
+          recallBlock: d.reuse ?? null,
+        };
+        return Promise.resolve({ state: next, value: { d, exclude: s.injectedUris } });
+      }, { waitMs: lockWait });
+      if (claimed.acquired) [decision, exclude] = [claimed.value.d, claimed.value.exclude];
+    } catch (error) {
+      stateError = (error as Error).message;
+      ctx.log.stage("prompt-state-unavailable", {
+        error: stateError,
+        effect: "recall without dedupe or profile",
+      });
+    }
   }
   if (decision.duplicate) return { outcome: "duplicate" };
 
@@ -93,14 +103,16 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   ]);
   const recallBlock = decision.reuse ?? recall?.block ?? "";
 
-  // Phase 3: remember what was injected.
-  if (ctx.promptPaths && (recall || profile)) {
+  // Phase 3: remember what was injected (best effort, like the claim).
+  if (ctx.promptPaths && !stateError && (recall || profile)) {
     await updateState(ctx.promptPaths, (s) => {
       const next: SessionState = { ...s, profileInjected: s.profileInjected || Boolean(profile) };
       if (recall && s.promptHash === hash) next.recallBlock = recall.block;
       if (recall?.uris.length) next.injectedUris = [...new Set([...s.injectedUris, ...recall.uris])];
       return Promise.resolve({ state: next, value: null });
-    }, { waitMs: Math.min(1000, budget.remaining()) });
+    }, { waitMs: Math.min(1000, budget.remaining()) }).catch((error: Error) => {
+      ctx.log.stage("prompt-state-unavailable", { error: error.message });
+    });
   }
 
   const blocks = [profile ? profileContext(profile) : "", recallBlock].filter(Boolean);
@@ -111,6 +123,7 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
       recall: decision.reuse !== undefined ? "reused" : recall?.source ?? "skipped",
       profile: profile ? "injected" : decision.needProfile ? "unavailable" : "already",
       peer: peer.source,
+      ...(stateError ? { state: "unavailable" } : {}),
     },
   };
 }

@@ -11,12 +11,16 @@ import { parseJsonOrUndefined } from "../runtime/fs.ts";
 import {
   type Env,
   hookStateDir,
+  ignoredOverrides,
   isAbsolutePath,
   joinPath,
   kimiHome,
+  noHomeReason,
+  orNoHome,
   pendingDir,
   processEnv,
 } from "../runtime/paths.ts";
+import { unwritableReason } from "../runtime/writable.ts";
 import { VERSION } from "../runtime/version.ts";
 import { HOOKS, isOurHookCommand, isUpstreamHookCommand, MCP_SERVER_NAME, PLUGIN_ID } from "./spec.ts";
 import { type KimiState, readKimiState } from "./detect.ts";
@@ -395,8 +399,64 @@ async function captureChecks(ctx: DoctorContext): Promise<Check[]> {
   return checks;
 }
 
+/**
+ * Where our files go: a failing "home" check without one (hooks then keep nothing and capture nothing), and
+ * a failing "state-dirs" check when the hook state or the queue directory cannot be written (probed by
+ * writing, so it is true for root and read-only mounts too; directories it had to create are removed).
+ */
+export async function homeChecks(env: Env): Promise<Check[]> {
+  const ignored = ignoredOverrides(env);
+  const noHome = noHomeReason(env);
+  const state = orNoHome(() => hookStateDir(env));
+  const queue = orNoHome(() => pendingDir(env));
+  if (noHome && (!state || !queue)) {
+    return [{
+      id: "home",
+      status: "fail",
+      summary:
+        "HOME is not set (or not an absolute path): the hooks keep no state, capture nothing and read " +
+        "no config file; recall uses the OPENVIKING_* environment only",
+      detail: ignored.length ? ignored.map((o) => `ignored (not absolute): ${o}`) : undefined,
+      fix:
+        "start Kimi Code with HOME set to your home directory, or set OPENVIKING_HOME (and KIMI_CODE_HOME) " +
+        "to absolute directories",
+    }];
+  }
+  const checks: Check[] = [{
+    id: "home",
+    status: ignored.length ? "warn" : "ok",
+    summary: ignored.length ? "some path settings are not absolute and are ignored" : "home directory set",
+    detail: ignored.length ? ignored : undefined,
+    fix: ignored.length ? "give these variables absolute paths (or unset them)" : undefined,
+  }];
+  const problems: string[] = [];
+  for (const dir of [state!, queue!]) {
+    const reason = await unwritableReason(dir, { removeCreated: true });
+    if (reason) problems.push(reason);
+  }
+  checks.push(
+    problems.length
+      ? {
+        id: "state-dirs",
+        status: "fail",
+        summary:
+          "the hook state or the pending queue cannot be written: recall still works, but nothing is " +
+          "captured (the journal keeps every turn until this is fixed)",
+        detail: problems,
+        fix:
+          `make ${state} and ${queue} directories you can write (\`mkdir -p DIR && chmod 700 DIR\`; move ` +
+          "a file that is in the way), or set OPENVIKING_HOOK_STATE_DIR / OPENVIKING_PENDING_DIR to ones",
+      }
+      : { id: "state-dirs", status: "ok", summary: `hook state ${state} and queue ${queue} are writable` },
+  );
+  return checks;
+}
+
 /** Runs every check. */
 export async function runDoctor(ctx: DoctorContext): Promise<Check[]> {
+  const homes = await homeChecks(ctx.env);
+  // Without Kimi's home there is nothing on disk to inspect; the server is still worth a look.
+  if (!ctx.home) return [...homes, ...await serverChecks(ctx)];
   const state = await readKimiState(ctx.home);
   const checks: Check[] = [];
   checks.push(
@@ -446,9 +506,12 @@ export async function runDoctor(ctx: DoctorContext): Promise<Check[]> {
   }
   checks.push(mcpCheck(state));
   checks.push(...await commandChecks(ctx, state));
+  checks.push(...homes);
   checks.push(...await serverChecks(ctx));
-  checks.push(await queueCheck(ctx));
-  checks.push(...await captureChecks(ctx));
+  if (homes.every((c) => c.id !== "home" || c.status !== "fail")) {
+    checks.push(await queueCheck(ctx));
+    checks.push(...await captureChecks(ctx));
+  }
   return checks;
 }
 
@@ -485,8 +548,9 @@ export async function doctorCommand(args: string[]): Promise<number> {
     }
   }
   const env = processEnv();
-  let home = kimiHome(env, explicitHome);
-  if (!isAbsolutePath(home)) home = joinPath(Deno.cwd(), home);
+  // "" without a home: the checks say so instead of looking at a directory relative to here.
+  let home = orNoHome(() => kimiHome(env, explicitHome)) ?? "";
+  if (home && !isAbsolutePath(home)) home = joinPath(Deno.cwd(), home);
   const checks = await runDoctor({ env, home, os: currentOs(), now: Date.now() });
   const ok = !checks.some((c) => c.status === "fail");
   if (json) console.log(JSON.stringify({ version: VERSION, ok, checks }, null, 2));
