@@ -2,6 +2,8 @@
  * The capture plan: which messages of which turns still have to reach OpenViking, and — once some were
  * sent or queued — what may be acknowledged. Keys are `<turn index>:<role>`; only a contiguous prefix of the
  * plan is ever acknowledged, and the cursor only moves past turns whose every message is acknowledged.
+ * A turn the user withdrew with `/undo` is never sent (skipped as "retracted", which settles it); one that was
+ * captured before the undo stays on the server — OpenViking has no message delete, and we send none.
  */
 
 import { redact } from "../runtime/redact.ts";
@@ -21,7 +23,7 @@ export interface Candidate {
 export interface Skipped {
   key: string;
   turnIndex: number;
-  reason: SkipReason | "already-captured";
+  reason: SkipReason | "already-captured" | "retracted";
 }
 
 /** The plan for one capture. */
@@ -73,6 +75,10 @@ export function planCapture(
       const key = captureKey(turn.index, role);
       if (acked.has(key)) {
         plan.skipped.push({ key, turnIndex: turn.index, reason: "already-captured" });
+        continue;
+      }
+      if (turn.retracted) {
+        plan.skipped.push({ key, turnIndex: turn.index, reason: "retracted" });
         continue;
       }
       const { text, reason } = prepareText(
