@@ -15,6 +15,7 @@ import { cleanInjected } from "../wire/clean.ts";
 import { clientFor, type HookContext } from "./context.ts";
 import type { HookResult } from "./dispatch.ts";
 import { promptText } from "./input.ts";
+import { keepPrompt } from "./prompt-fallback.ts";
 
 /** The same text within this window is the same prompt's hook fired twice. */
 export const DUPLICATE_WINDOW_MS = 500;
@@ -42,7 +43,8 @@ export function promptDecision(
 /** The UserPromptSubmit handler. */
 export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   const c = ctx.config;
-  if (!c.autoRecall) return { outcome: "recall-off" };
+  // With capture on, the claim below still keeps the prompt for capture's fallback (prompt-fallback.ts).
+  if (!c.autoRecall && !c.autoCapture) return { outcome: "recall-off" };
   const budget = new Budget(c.promptBudgetMs - (Date.now() - ctx.startedAt));
   // The query leaves the machine too: injected blocks out, and the same redaction as captured text.
   const cleaned = cleanInjected(promptText(ctx.input));
@@ -50,6 +52,7 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   const eventId = ctx.input.prompt_id ?? ctx.input.request_id ?? ctx.input.message_id ?? "";
   const hash = await sha256Hex(prompt);
   const lockWait = Math.min(2000, Math.floor(budget.remaining() / 4));
+  const fallbackOptions = { maxLength: c.captureMaxLength, redact: c.redact };
 
   // Phase 1: claim this prompt (short lock, no network inside). Best effort: recall needs no state, so a
   // state that cannot be kept (read-only home, a file in the way) only costs dedupe and the profile.
@@ -61,8 +64,9 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
       const claimed = await updateState(ctx.promptPaths, (s) => {
         const d = promptDecision(s, { hash, eventId, at: ctx.startedAt });
         if (d.duplicate) return Promise.resolve({ value: { d, exclude: [] as string[] } });
+        const kept = c.autoCapture ? keepPrompt(s, promptText(ctx.input), ctx.startedAt, fallbackOptions) : s;
         const next: SessionState = {
-          ...s,
+          ...kept,
           promptHash: hash,
           promptEventId: eventId || undefined,
           promptAt: ctx.startedAt,
@@ -80,6 +84,7 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
     }
   }
   if (decision.duplicate) return { outcome: "duplicate" };
+  if (!c.autoRecall) return { outcome: "recall-off" };
 
   // Phase 2: recall and profile in parallel, inside the budget.
   const peer = await resolvePeer(ctx.cwd, {
