@@ -99,6 +99,8 @@ for (const withEnvUrl of [true, false]) {
       ...(withEnvUrl ? { OPENVIKING_URL: userServer.url } : {}),
     };
     const before = await tree(repo);
+    const everything = async () => (await tree(dir.path)).filter((p) => !p.startsWith("/log"));
+    const beforeAll = await everything();
     for (const [event, name, extra] of EVENTS) {
       const r = await runCli(["hook", event], {
         env,
@@ -122,6 +124,7 @@ for (const withEnvUrl of [true, false]) {
       );
     }
     assertEquals(await tree(repo), before, "nothing appeared or changed under the cwd");
+    assertEquals(await everything(), beforeAll, "nothing written anywhere but the log the environment named");
     const entries = (await Deno.readTextFile(log)).trim().split("\n").map((l) => JSON.parse(l));
     const outcomes = entries.filter((l) => l.stage === "done").map((l) => [l.event, l.outcome]);
     assertEquals(outcomes, [
