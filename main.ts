@@ -53,7 +53,14 @@ export async function main(argv: string[]): Promise<number> {
     console.error(`openviking-kimi: unknown command "${name}". Run "openviking-kimi help" for the list.`);
     return 2;
   }
-  return await (await load())(rest);
+  try {
+    return await (await load())(rest);
+  } catch (error) {
+    // A command that needs a home directory when there is none (runtime/paths.ts): say so, no stack trace.
+    if ((error as Error)?.name !== "NoHomeError") throw error;
+    console.error(`openviking-kimi ${name}: ${(error as Error).message}`);
+    return 1;
+  }
 }
 
 if (import.meta.main) {

@@ -137,7 +137,10 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
   let journal = before.cursor?.path;
   if (!journal || !(await Deno.stat(journal).then((i) => i.isFile, () => false))) {
     const found = await locateJournal(kimiHome(ctx.env), ctx.hostSessionId);
-    if (!found.ok) return { outcome: "no-journal", data: { reason: found.reason } };
+    // No journal: the prompts the prompt hook kept are the user side of the turn (see prompt-fallback.ts).
+    if (!found.ok) {
+      return await (await import("./prompt-fallback.ts")).captureFromPrompts(ctx, mode, found.reason);
+    }
     journal = found.path;
   }
   const journalPath = journal;

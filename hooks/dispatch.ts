@@ -3,12 +3,25 @@
  * payload's cwd, applies the gates and runs the event's handler. Always exits 0; only user-prompt-submit
  * (plain text) and pre-tool-use (deny JSON) ever write to stdout. Handlers are imported lazily so each event
  * loads only what it needs.
+ *
+ * Without a home (HOME unset or relative, no absolute override) nothing is kept and nothing captured: the
+ * events that need state end with outcome "no-home", the prompt hook recalls without state. A capture whose
+ * state directory cannot be written stops before sending anything ("state-unwritable"): what it sent could
+ * not be recorded, so the next capture would send it again; the journal keeps every turn meanwhile.
  */
 
 import { type Config, loadConfig } from "../runtime/config.ts";
 import { createLogger, type Logger } from "../runtime/log.ts";
-import { type Env, hookStateDir, pendingDir, processEnv, sharedStateDir } from "../runtime/paths.ts";
+import {
+  type Env,
+  hookStateDir,
+  NoHomeError,
+  pendingDir,
+  processEnv,
+  sharedStateDir,
+} from "../runtime/paths.ts";
 import { safeId, statePaths } from "../runtime/state.ts";
+import { unusableFileReason, unwritableReason } from "../runtime/writable.ts";
 import type { HookContext } from "./context.ts";
 import { SESSION_PREFIX } from "./context.ts";
 import { gateReason } from "./gates.ts";
@@ -36,6 +49,47 @@ const HANDLERS: Record<HookEvent, () => Promise<Handler>> = {
   "interrupt": async () => (await import("./capture.ts")).captureHook,
 };
 
+/** Events that keep state (and the queue): without a home they do nothing. */
+const STATEFUL: ReadonlySet<HookEvent> = new Set([
+  "session-start",
+  "stop",
+  "pre-compact",
+  "session-end",
+  "interrupt",
+]);
+
+/** Events that send what the state must record. */
+const CAPTURING: ReadonlySet<HookEvent> = new Set(["stop", "pre-compact", "session-end", "interrupt"]);
+
+/** Where a hook run keeps things; a field is absent when it needs a home there is none of. */
+export interface HookDirs {
+  stateDir?: string;
+  pendingDir?: string;
+  sharedStateDir?: string;
+  /** Why state or queue have no place ("" when both have one). */
+  noHome: string;
+}
+
+/** The hook run's directories, never relative: see {@link HookDirs}. */
+export function hookDirs(env: Env): HookDirs {
+  const reasons: string[] = [];
+  const locate = (where: (env: Env) => string, required: boolean): string | undefined => {
+    try {
+      return where(env);
+    } catch (error) {
+      if (!(error instanceof NoHomeError)) throw error;
+      if (required) reasons.push(error.message);
+      return undefined;
+    }
+  };
+  return {
+    stateDir: locate(hookStateDir, true),
+    pendingDir: locate(pendingDir, true),
+    sharedStateDir: locate(sharedStateDir, false),
+    noHome: reasons[0] ?? "",
+  };
+}
+
 /** Builds the context of one hook run from its parsed parts. */
 export async function createContext(parts: {
   event: HookEvent;
@@ -48,18 +102,45 @@ export async function createContext(parts: {
   isWorker: boolean;
 }): Promise<HookContext> {
   const hostId = hostSessionId(parts.input);
-  const stateDir = hookStateDir(parts.env);
+  const dirs = hookDirs(parts.env);
+  const stateDir = dirs.stateDir;
   const safe = hostId ? await safeId(hostId) : "";
   return {
     ...parts,
     hostSessionId: hostId,
     ovSessionId: safe ? `${SESSION_PREFIX}${safe}` : "",
     cwd: parts.input.cwd ?? "",
-    capturePaths: hostId ? await statePaths(stateDir, hostId) : undefined,
-    promptPaths: hostId ? await statePaths(stateDir, `${hostId}.prompt`) : undefined,
-    pendingDir: pendingDir(parts.env),
-    sharedStateDir: sharedStateDir(parts.env),
+    capturePaths: hostId && stateDir ? await statePaths(stateDir, hostId) : undefined,
+    promptPaths: hostId && stateDir ? await statePaths(stateDir, `${hostId}.prompt`) : undefined,
+    // "" only without a home, when no handler that uses them runs (see STATEFUL).
+    pendingDir: dirs.pendingDir ?? "",
+    sharedStateDir: dirs.sharedStateDir ?? "",
   };
+}
+
+/** Why this run must stop before its handler for lack of usable state ("" to go ahead), logged as a stage. */
+async function stateProblem(ctx: HookContext): Promise<{ outcome: string; reason: string } | undefined> {
+  const dirs = hookDirs(ctx.env);
+  if (dirs.noHome) {
+    if (ctx.event === "pre-tool-use") return undefined; // keeps nothing anyway
+    ctx.log.stage("no-home", {
+      reason: dirs.noHome,
+      effect: STATEFUL.has(ctx.event) ? "nothing kept, nothing captured" : "recall without state",
+    });
+    if (STATEFUL.has(ctx.event)) return { outcome: "no-home", reason: dirs.noHome };
+    return undefined;
+  }
+  if (!STATEFUL.has(ctx.event) || !dirs.stateDir) return undefined;
+  if (CAPTURING.has(ctx.event) && !ctx.config.autoCapture) return undefined;
+  const reason = (await unwritableReason(dirs.stateDir)) ||
+    (ctx.capturePaths ? await unusableFileReason(ctx.capturePaths.file) : "");
+  if (!reason) return undefined;
+  ctx.log.stage("state-unwritable", {
+    reason,
+    effect:
+      "nothing sent (it could not be recorded); the journal keeps every turn until the state is writable",
+  });
+  return { outcome: "state-unwritable", reason };
 }
 
 /** Runs one hook event with the given stdin; never throws. Returns what to print on stdout. */
@@ -80,7 +161,7 @@ export async function runHook(
     const cwd = parsed.ok ? (parsed.input.cwd ?? "") : "";
     const { config, warnings } = await loadConfig(env, cwd || undefined);
     log = createLogger({
-      enabled: config.debug,
+      enabled: config.debug && config.debugLogPath !== "",
       path: config.debugLogPath,
       source: `kimicode:${event}${isWorker ? ":worker" : ""}`,
       secrets: [config.apiKey],
@@ -104,6 +185,11 @@ export async function runHook(
       return "";
     }
     const ctx = await createContext({ event: eventName, input, raw, env, config, log, startedAt, isWorker });
+    const problem = await stateProblem(ctx);
+    if (problem) {
+      outcome = problem.outcome;
+      return "";
+    }
     const handler = await HANDLERS[eventName]();
     const result = await handler(ctx);
     outcome = result.outcome;

@@ -16,6 +16,7 @@ import { clientFor, type HookContext } from "./context.ts";
 import type { HookResult } from "./dispatch.ts";
 import { promptText } from "./input.ts";
 import { recallQuery } from "./prompt-query.ts";
+import { keepPrompt } from "./prompt-fallback.ts";
 
 /** The same text within this window is the same prompt's hook fired twice. */
 export const DUPLICATE_WINDOW_MS = 500;
@@ -47,33 +48,47 @@ export function promptDecision(
 /** The UserPromptSubmit handler. */
 export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   const c = ctx.config;
-  if (!c.autoRecall) return { outcome: "recall-off" };
+  // With capture on, the claim below still keeps the prompt for capture's fallback (prompt-fallback.ts).
+  if (!c.autoRecall && !c.autoCapture) return { outcome: "recall-off" };
   const budget = new Budget(c.promptBudgetMs - (Date.now() - ctx.startedAt));
   // The query leaves the machine too: bounded, injected blocks out, the same redaction as captured text.
   const prompt = recallQuery(promptText(ctx.input), c.redact);
   const eventId = ctx.input.prompt_id ?? ctx.input.request_id ?? ctx.input.message_id ?? "";
   const hash = await sha256Hex(prompt);
   const lockWait = Math.min(2000, Math.floor(budget.remaining() / 4));
+  const fallbackOptions = { maxLength: c.captureMaxLength, redact: c.redact };
 
-  // Phase 1: claim this prompt (short lock, no network inside).
+  // Phase 1: claim this prompt (short lock, no network inside). Best effort: recall needs no state, so a
+  // state that cannot be kept (read-only home, a file in the way) only costs dedupe and the profile.
   let decision: ReturnType<typeof promptDecision> = { duplicate: false, needProfile: false };
   let exclude: string[] = [];
+  let stateError = "";
   if (ctx.promptPaths) {
-    const claimed = await updateState(ctx.promptPaths, (s) => {
-      const d = promptDecision(s, { hash, eventId, at: ctx.startedAt });
-      if (d.duplicate) return Promise.resolve({ value: { d, exclude: [] as string[] } });
-      const next: SessionState = {
-        ...s,
-        promptHash: hash,
-        promptEventId: eventId || undefined,
-        promptAt: ctx.startedAt,
-        recallBlock: d.reuse ?? null,
-      };
-      return Promise.resolve({ state: next, value: { d, exclude: s.injectedUris } });
-    }, { waitMs: lockWait });
-    if (claimed.acquired) [decision, exclude] = [claimed.value.d, claimed.value.exclude];
+    try {
+      const claimed = await updateState(ctx.promptPaths, (s) => {
+        const d = promptDecision(s, { hash, eventId, at: ctx.startedAt });
+        if (d.duplicate) return Promise.resolve({ value: { d, exclude: [] as string[] } });
+        const kept = c.autoCapture ? keepPrompt(s, promptText(ctx.input), ctx.startedAt, fallbackOptions) : s;
+        const next: SessionState = {
+          ...kept,
+          promptHash: hash,
+          promptEventId: eventId || undefined,
+          promptAt: ctx.startedAt,
+          recallBlock: d.reuse ?? null,
+        };
+        return Promise.resolve({ state: next, value: { d, exclude: s.injectedUris } });
+      }, { waitMs: lockWait });
+      if (claimed.acquired) [decision, exclude] = [claimed.value.d, claimed.value.exclude];
+    } catch (error) {
+      stateError = (error as Error).message;
+      ctx.log.stage("prompt-state-unavailable", {
+        error: stateError,
+        effect: "recall without dedupe or profile",
+      });
+    }
   }
   if (decision.duplicate) return { outcome: "duplicate" };
+  if (!c.autoRecall) return { outcome: "recall-off" };
 
   // Phase 2: recall and profile in parallel, inside the budget.
   const peer = await resolvePeer(ctx.cwd, {
@@ -97,14 +112,16 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   ]);
   const recallBlock = decision.reuse !== undefined ? storedRecallBlock(decision.reuse) : recall?.block;
 
-  // Phase 3: remember what was injected.
-  if (ctx.promptPaths && (recall || profile)) {
+  // Phase 3: remember what was injected (best effort, like the claim).
+  if (ctx.promptPaths && !stateError && (recall || profile)) {
     await updateState(ctx.promptPaths, (s) => {
       const next: SessionState = { ...s, profileInjected: s.profileInjected || Boolean(profile) };
       if (recall && s.promptHash === hash) next.recallBlock = recall.block ? blockText(recall.block) : "";
       if (recall?.uris.length) next.injectedUris = [...new Set([...s.injectedUris, ...recall.uris])];
       return Promise.resolve({ state: next, value: null });
-    }, { waitMs: Math.min(1000, budget.remaining()) });
+    }, { waitMs: Math.min(1000, budget.remaining()) }).catch((error: Error) => {
+      ctx.log.stage("prompt-state-unavailable", { error: error.message });
+    });
   }
 
   const blocks = [profile ? profileContext(profile) : undefined, recallBlock].filter((b) => b !== undefined);
@@ -115,6 +132,7 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
       recall: decision.reuse !== undefined ? "reused" : recall?.source ?? "skipped",
       profile: profile ? "injected" : decision.needProfile ? "unavailable" : "already",
       peer: peer.source,
+      ...(stateError ? { state: "unavailable" } : {}),
     },
   };
 }

@@ -5,8 +5,9 @@
 
 import { loadConfig } from "../runtime/config.ts";
 import { scrub } from "../runtime/scrub.ts";
-import { type Env, isAbsolutePath, joinPath, kimiHome, processEnv } from "../runtime/paths.ts";
+import { type Env, isAbsolutePath, joinPath, kimiHome, orNoHome, processEnv } from "../runtime/paths.ts";
 import { captureChecks, queueCheck, serverChecks } from "./doctor-memory.ts";
+import { homeChecks } from "./doctor-home.ts";
 import { VERSION } from "../runtime/version.ts";
 import { HOOKS, isOurHookCommand, isUpstreamHookCommand, MCP_SERVER_NAME, PLUGIN_ID } from "./spec.ts";
 import { type KimiState, readKimiState } from "./detect.ts";
@@ -231,6 +232,12 @@ async function commandChecks(ctx: DoctorContext, state: KimiState): Promise<Chec
 
 /** Runs every check. */
 export async function runDoctor(ctx: DoctorContext): Promise<Check[]> {
+  const homes = await homeChecks(ctx.env);
+  const { config, warnings } = await loadConfig(ctx.env);
+  // Without Kimi's home there is nothing on disk to inspect; the server is still worth a look.
+  if (!ctx.home) {
+    return scrub([...homes, ...await serverChecks(config, ctx.fetch)], [config.apiKey]) as Check[];
+  }
   const state = await readKimiState(ctx.home);
   const checks: Check[] = [];
   checks.push(
@@ -280,7 +287,7 @@ export async function runDoctor(ctx: DoctorContext): Promise<Check[]> {
   }
   checks.push(mcpCheck(state));
   checks.push(...await commandChecks(ctx, state));
-  const { config, warnings } = await loadConfig(ctx.env);
+  checks.push(...homes);
   if (warnings.length) {
     checks.push({
       id: "settings",
@@ -291,8 +298,10 @@ export async function runDoctor(ctx: DoctorContext): Promise<Check[]> {
     });
   }
   checks.push(...await serverChecks(config, ctx.fetch));
-  checks.push(await queueCheck(ctx.env, ctx.now));
-  checks.push(...await captureChecks(ctx.env, config));
+  if (homes.every((c) => c.id !== "home" || c.status !== "fail")) {
+    checks.push(await queueCheck(ctx.env, ctx.now));
+    checks.push(...await captureChecks(ctx.env, config));
+  }
   // A server's error text may quote the key back (`invalid api key: Bearer …`): nothing leaves unscrubbed.
   return scrub(checks, [config.apiKey]) as Check[];
 }
@@ -330,8 +339,9 @@ export async function doctorCommand(args: string[]): Promise<number> {
     }
   }
   const env = processEnv();
-  let home = kimiHome(env, explicitHome);
-  if (!isAbsolutePath(home)) home = joinPath(Deno.cwd(), home);
+  // "" without a home: the checks say so instead of looking at a directory relative to here.
+  let home = orNoHome(() => kimiHome(env, explicitHome)) ?? "";
+  if (home && !isAbsolutePath(home)) home = joinPath(Deno.cwd(), home);
   const checks = await runDoctor({ env, home, os: currentOs(), now: Date.now() });
   const ok = !checks.some((c) => c.status === "fail");
   if (json) console.log(JSON.stringify({ version: VERSION, ok, checks }, null, 2));

@@ -5,7 +5,7 @@
 
 import { z } from "zod";
 import { readTextIfExists, writeFileAtomic } from "../runtime/fs.ts";
-import { type Env, joinPath, sharedStateDir } from "../runtime/paths.ts";
+import { type Env, joinPath, orNoHome, sharedStateDir } from "../runtime/paths.ts";
 import type { ToolDefinition } from "./catalog.ts";
 
 /** Schema of one tool in the cache (only what an MCP tool must have is checked; the rest is kept). */
@@ -22,9 +22,10 @@ const CacheSchema = z.object({
   tools: z.array(ToolSchema).min(1),
 });
 
-/** Path of the cache file. */
+/** Path of the cache file; "" without a home (then nothing is cached). */
 export function toolCachePath(env: Env): string {
-  return joinPath(sharedStateDir(env), "kimicode-mcp-tools.json");
+  const dir = orNoHome(() => sharedStateDir(env));
+  return dir ? joinPath(dir, "kimicode-mcp-tools.json") : "";
 }
 
 /** Validates a `tools/list` result's tools; `undefined` when they are not a usable, non-empty list. */
@@ -35,6 +36,7 @@ export function validTools(value: unknown): ToolDefinition[] | undefined {
 
 /** The cached tools for `mcpUrl`; `undefined` when there are none (or the file is unreadable). */
 export async function readToolCache(path: string, mcpUrl: string): Promise<ToolDefinition[] | undefined> {
+  if (!path) return undefined;
   try {
     const text = await readTextIfExists(path);
     if (text === undefined) return undefined;
@@ -52,6 +54,7 @@ export async function writeToolCache(
   mcpUrl: string,
   tools: ToolDefinition[],
 ): Promise<boolean> {
+  if (!path) return false;
   try {
     const current = await readToolCache(path, mcpUrl);
     if (current && JSON.stringify(current) === JSON.stringify(tools)) return false;

@@ -6,7 +6,16 @@
 
 import * as z from "zod/mini";
 import { withoutUserinfo } from "./reply.ts";
-import { type Env, expandHome, joinPath, openVikingHome } from "./paths.ts";
+import {
+  absoluteOverride,
+  type Env,
+  ignoredOverrides,
+  isAbsolutePath,
+  joinPath,
+  noHomeReason,
+  openVikingHome,
+  orNoHome,
+} from "./paths.ts";
 import { USER_AGENT } from "./version.ts";
 
 /** Default server address, the same as every other OpenViking client. */
@@ -370,13 +379,32 @@ export function resolveSettings(sources: ConfigSources, warnings: string[] = [])
     }
   }
   const settings = { ...SettingsSchema.parse(out), recallLimitConfigured: configured } as Settings;
-  settings.debugLogPath = settings.debugLogPath
-    ? expandHome(settings.debugLogPath, env)
-    : joinPath(openVikingHome(env), "logs", "kimicode-hooks.log");
+  settings.debugLogPath = debugLogPath(settings.debugLogPath, env, warnings);
   return settings;
 }
 
-const WORKSPACE_FORBIDDEN = ["url", "api_key", "apiKey", "baseUrl", "mcpUrl", "account", "user", "peerId"];
+/** The log path: the knob if it is absolute (`~` expanded), else `~/.openviking/logs/…`; "" = no log (no home). */
+function debugLogPath(knob: string | undefined, env: Env, warnings: string[]): string {
+  const explicit = absoluteOverride(knob, env);
+  if (knob && !explicit) warnings.push(`debug log path "${knob}" is not an absolute path; using the default`);
+  return explicit ?? orNoHome(() => joinPath(openVikingHome(env), "logs", "kimicode-hooks.log")) ?? "";
+}
+
+/**
+ * Fields a workspace file may never set: where data goes (server, MCP URL, log path) and who we are (keys,
+ * account, user, peer). A repository chooses knobs, never a destination or an identity.
+ */
+const WORKSPACE_FORBIDDEN = [
+  "url",
+  "api_key",
+  "apiKey",
+  "baseUrl",
+  "mcpUrl",
+  "account",
+  "user",
+  "peerId",
+  "debugLogPath",
+];
 
 /** Removes connection fields from a workspace settings object (workspace files may not redirect credentials). */
 export function sanitizeWorkspace(value: unknown, where: string, warnings: string[]): Obj {
@@ -398,18 +426,20 @@ export function resolveConfig(sources: ConfigSources): Resolved {
   return { config: { ...credentials, ...settings, userAgent: USER_AGENT }, warnings };
 }
 
-/** Paths of ovcli.conf and ov.conf, honouring the override variables. */
+/**
+ * Paths of ovcli.conf and ov.conf: the override variables when they are absolute, else under OpenViking's
+ * home; "" when neither exists (no home): then there is no such file, never one relative to the cwd.
+ */
 export function credentialFilePaths(env: Env): { cli: string; ov: string } {
-  const home = openVikingHome(env);
+  const inHome = (name: string) => orNoHome(() => joinPath(openVikingHome(env), name)) ?? "";
   return {
-    cli: env.OPENVIKING_CLI_CONFIG_FILE
-      ? expandHome(env.OPENVIKING_CLI_CONFIG_FILE, env)
-      : joinPath(home, "ovcli.conf"),
-    ov: env.OPENVIKING_CONFIG_FILE ? expandHome(env.OPENVIKING_CONFIG_FILE, env) : joinPath(home, "ov.conf"),
+    cli: absoluteOverride(env.OPENVIKING_CLI_CONFIG_FILE, env) ?? inHome("ovcli.conf"),
+    ov: absoluteOverride(env.OPENVIKING_CONFIG_FILE, env) ?? inHome("ov.conf"),
   };
 }
 
 async function readJsonFile(path: string, warnings: string[]): Promise<unknown> {
+  if (!path) return undefined;
   let text: string;
   try {
     text = await Deno.readTextFile(path);
@@ -427,9 +457,12 @@ async function readJsonFile(path: string, warnings: string[]): Promise<unknown> 
   }
 }
 
-/** Workspace settings files for `cwd`, nearest first: `.openviking/config.local.json`, `.openviking/config.json`. */
+/**
+ * Workspace settings files for `cwd`, nearest first: `.openviking/config.local.json`, `.openviking/config.json`
+ * (none for a relative cwd: it would resolve against this process's directory, not the workspace).
+ */
 async function readWorkspace(cwd: string | undefined, warnings: string[]): Promise<unknown[]> {
-  if (!cwd) return [];
+  if (!cwd || !isAbsolutePath(cwd)) return [];
   const out: unknown[] = [];
   for (const name of ["config.local.json", "config.json"]) {
     const path = joinPath(cwd, ".openviking", name);
@@ -439,9 +472,14 @@ async function readWorkspace(cwd: string | undefined, warnings: string[]): Promi
   return out;
 }
 
-/** Reads the credential files (and workspace files of `cwd`) and resolves the config. */
+/**
+ * Reads the credential files (and workspace files of `cwd`) and resolves the config. Without a home
+ * (HOME unset or relative, no absolute OPENVIKING_HOME) no file is read but those the environment names by
+ * absolute path: no workspace file, nothing relative to the cwd.
+ */
 export async function loadConfig(env: Env, cwd?: string): Promise<Resolved> {
-  const warnings: string[] = [];
+  const warnings: string[] = ignoredOverrides(env).map((o) => `${o} is not an absolute path; ignored`);
+  const noHome = noHomeReason(env);
   const paths = credentialFilePaths(env);
   let cliPath = paths.cli;
   let ovcli: unknown = await readJsonFile(paths.cli, warnings);
@@ -449,7 +487,7 @@ export async function loadConfig(env: Env, cwd?: string): Promise<Resolved> {
   if (env.OPENVIKING_CONFIG_FILE && !env.OPENVIKING_CLI_CONFIG_FILE && looksLikeOvcli(ovconf)) {
     [ovcli, cliPath, ovconf] = [ovconf, paths.ov, undefined];
   }
-  const workspace = await readWorkspace(cwd, warnings);
+  const workspace = noHome ? [] : await readWorkspace(cwd, warnings);
   const resolved = resolveConfig({
     env,
     ovcli,

@@ -1,4 +1,10 @@
-/** Where things live: OpenViking's home, Kimi Code's home, and `~` expansion. No I/O beyond env reads. */
+/**
+ * Where things live: OpenViking's home, Kimi Code's home, and `~` expansion. No I/O beyond env reads.
+ * Never a relative path: a location that would need the home directory when there is none (HOME unset or
+ * relative) throws {@link NoHomeError}, and overrides that are not absolute are ignored — a relative path
+ * would resolve against the hook's cwd, the user's project, which must never hold our state or choose our
+ * server.
+ */
 
 /** The environment as a plain lookup, so pure code never touches `Deno.env`. */
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -8,9 +14,26 @@ export function processEnv(): Env {
   return Deno.env.toObject();
 }
 
-/** The user's home directory from `HOME` (or `USERPROFILE` on Windows); "" when unknown. */
+/** Thrown for a location that needs the home directory when there is none. */
+export class NoHomeError extends Error {
+  override name = "NoHomeError";
+  constructor(what: string) {
+    super(
+      `HOME is not set (or not an absolute path), so there is no place for ${what}: ` +
+        "set HOME, or OPENVIKING_HOME (and KIMI_CODE_HOME) to absolute directories",
+    );
+  }
+}
+
+/** Whether a path is absolute on POSIX or Windows. */
+export function isAbsolutePath(path: string): boolean {
+  return path.startsWith("/") || /^[A-Za-z]:[\\/]/.test(path) || path.startsWith("\\\\");
+}
+
+/** The user's home directory from `HOME` (or `USERPROFILE` on Windows); "" when unset or not absolute. */
 export function homeDir(env: Env): string {
-  return env.HOME || env.USERPROFILE || "";
+  const home = env.HOME || env.USERPROFILE || "";
+  return isAbsolutePath(home) ? home : "";
 }
 
 /** Joins path segments with "/" and collapses duplicate separators (Windows accepts "/" too). */
@@ -18,53 +41,95 @@ export function joinPath(...parts: string[]): string {
   return parts.filter((p) => p !== "").join("/").replace(/(?<!^)\/{2,}/g, "/");
 }
 
-/** Expands a leading `~` or `~/` against the home directory. */
+/** Expands a leading `~` or `~/` against the home directory; throws {@link NoHomeError} when there is none. */
 export function expandHome(path: string, env: Env): string {
-  if (path === "~") return homeDir(env);
-  if (path.startsWith("~/") || path.startsWith("~\\")) return joinPath(homeDir(env), path.slice(2));
-  return path;
+  if (path !== "~" && !path.startsWith("~/") && !path.startsWith("~\\")) return path;
+  const home = homeDir(env);
+  if (!home) throw new NoHomeError(path);
+  return path === "~" ? home : joinPath(home, path.slice(2));
+}
+
+/** An override variable's absolute path (`~` expanded), or undefined when unset, unexpandable or relative. */
+export function absoluteOverride(value: string | undefined, env: Env): string | undefined {
+  if (!value) return undefined;
+  const path = orNoHome(() => expandHome(value, env));
+  return path && isAbsolutePath(path) ? path : undefined;
+}
+
+/** `<home>/<name>`, or {@link NoHomeError} when there is no home. */
+function underHome(env: Env, name: string, what: string): string {
+  const home = homeDir(env);
+  if (!home) throw new NoHomeError(what);
+  return joinPath(home, name);
 }
 
 /** OpenViking's home: `$OPENVIKING_HOME`, else `~/.openviking`. */
 export function openVikingHome(env: Env): string {
-  return env.OPENVIKING_HOME ? expandHome(env.OPENVIKING_HOME, env) : joinPath(homeDir(env), ".openviking");
+  return absoluteOverride(env.OPENVIKING_HOME, env) ??
+    underHome(env, ".openviking", "OpenViking's files (~/.openviking)");
 }
 
 /** Kimi Code's home: an explicit directory, else `$KIMI_CODE_HOME`, else `~/.kimi-code`. */
 export function kimiHome(env: Env, explicit?: string): string {
   if (explicit) return expandHome(explicit, env);
-  return env.KIMI_CODE_HOME ? expandHome(env.KIMI_CODE_HOME, env) : joinPath(homeDir(env), ".kimi-code");
+  return absoluteOverride(env.KIMI_CODE_HOME, env) ??
+    underHome(env, ".kimi-code", "Kimi Code's home (~/.kimi-code)");
 }
 
 /** Directory holding per-session hook state: `$OPENVIKING_HOOK_STATE_DIR/kimicode` or `~/.openviking/hook-state/kimicode`. */
 export function hookStateDir(env: Env): string {
-  const base = env.OPENVIKING_HOOK_STATE_DIR
-    ? expandHome(env.OPENVIKING_HOOK_STATE_DIR, env)
-    : joinPath(openVikingHome(env), "hook-state");
+  const base = absoluteOverride(env.OPENVIKING_HOOK_STATE_DIR, env) ??
+    joinPath(openVikingHome(env), "hook-state");
   return joinPath(base, "kimicode");
 }
 
 /** The offline write queue shared with OpenViking's other plugins. */
 export function pendingDir(env: Env): string {
-  return env.OPENVIKING_PENDING_DIR
-    ? expandHome(env.OPENVIKING_PENDING_DIR, env)
-    : joinPath(openVikingHome(env), "pending");
+  return absoluteOverride(env.OPENVIKING_PENDING_DIR, env) ?? joinPath(openVikingHome(env), "pending");
 }
 
 /** Shared plugin state (e.g. the legacy context-face memo). */
 export function sharedStateDir(env: Env): string {
-  return env.OPENVIKING_STATE_DIR
-    ? expandHome(env.OPENVIKING_STATE_DIR, env)
-    : joinPath(openVikingHome(env), "state");
+  return absoluteOverride(env.OPENVIKING_STATE_DIR, env) ?? joinPath(openVikingHome(env), "state");
+}
+
+/** `location(env)`, or undefined when it needs a home there is none of (other errors propagate). */
+export function orNoHome<T>(location: () => T): T | undefined {
+  try {
+    return location();
+  } catch (error) {
+    if (error instanceof NoHomeError) return undefined;
+    throw error;
+  }
+}
+
+/** Why OpenViking's home cannot be resolved ("" when it can): the one test for "no home". */
+export function noHomeReason(env: Env): string {
+  try {
+    openVikingHome(env);
+    return "";
+  } catch (error) {
+    if (error instanceof NoHomeError) return error.message;
+    throw error;
+  }
+}
+
+/** Override variables set to something that is not an absolute path (they are ignored). */
+export function ignoredOverrides(env: Env): string[] {
+  const names = [
+    "OPENVIKING_HOME",
+    "OPENVIKING_HOOK_STATE_DIR",
+    "OPENVIKING_PENDING_DIR",
+    "OPENVIKING_STATE_DIR",
+    "OPENVIKING_CLI_CONFIG_FILE",
+    "OPENVIKING_CONFIG_FILE",
+    "KIMI_CODE_HOME",
+  ];
+  return names.filter((n) => env[n] && !absoluteOverride(env[n], env)).map((n) => `${n}=${env[n]}`);
 }
 
 /** Parent directory of a path ("" for a bare name). */
 export function dirName(path: string): string {
   const i = Math.max(path.lastIndexOf("/"), path.lastIndexOf("\\"));
   return i <= 0 ? (i === 0 ? "/" : "") : path.slice(0, i);
-}
-
-/** Whether a path is absolute on POSIX or Windows. */
-export function isAbsolutePath(path: string): boolean {
-  return path.startsWith("/") || /^[A-Za-z]:[\\/]/.test(path) || path.startsWith("\\\\");
 }

@@ -35,7 +35,7 @@ export interface RecallRequest {
   /** URIs the session already received (sent as `exclude_uris`, ≤ 200). */
   excludeUris?: string[];
   budget: Budget;
-  /** Directory of the shared legacy memo (`context-face.json`). */
+  /** Directory of the shared legacy memo (`context-face.json`); "" = none (no home): nothing remembered. */
   stateDir: string;
   now?: number;
 }
@@ -127,6 +127,7 @@ export function isLegacyRejection(res: OvResponse<unknown>): boolean {
 const memoPath = (dir: string) => joinPath(dir, "context-face.json");
 
 async function isLegacyMemoed(dir: string, baseUrl: string, now: number): Promise<boolean> {
+  if (!dir) return false;
   const memo = parseJsonOrUndefined(await readTextIfExists(memoPath(dir)).catch(() => undefined));
   if (!memo || typeof memo !== "object") return false;
   const m = memo as { legacyUntil?: unknown; baseUrl?: unknown };
@@ -135,6 +136,7 @@ async function isLegacyMemoed(dir: string, baseUrl: string, now: number): Promis
 }
 
 async function memoLegacy(dir: string, baseUrl: string, now: number): Promise<void> {
+  if (!dir) return;
   await writeFileAtomic(memoPath(dir), `${JSON.stringify({ legacyUntil: now + LEGACY_MEMO_MS, baseUrl })}\n`)
     .catch(() => {});
 }

@@ -31,6 +31,11 @@ export const SessionStateSchema = z.object({
   recallBlock: z.catch(z.optional(z.nullable(z.string())), undefined),
   /** URIs recall already put into this session's context (sent as `exclude_uris`). */
   injectedUris: z.catch(z.array(z.string()), []),
+  /**
+   * Prompt state: the prompts the prompt hook saw, prepared like captured text (redacted, bounded), for a
+   * capture that cannot find the journal (hooks/prompt-fallback.ts).
+   */
+  fallbackPrompts: z.catch(z.array(z.object({ text: z.string(), at: z.number() })), []),
   capturedKeys: z.catch(z.array(z.string()), []),
   capturedSinceCommit: z.catch(z.int().check(z.nonnegative()), 0),
   cursor: z.catch(z.optional(CursorSchema), undefined),
@@ -69,6 +74,7 @@ export function emptyState(): SessionState {
     version: 1,
     profileInjected: false,
     injectedUris: [],
+    fallbackPrompts: [],
     capturedKeys: [],
     capturedSinceCommit: 0,
     ackedBelow: 0,

@@ -146,6 +146,21 @@ async function tuiTurn(ctx: Ctx, tui: KimiTui, text: string, expect: RegExp): Pr
   await settle(800);
 }
 
+/** In the TUI: `/undo <count>`, then wait until the journal has one more `context.undo` record. */
+async function tuiUndo(ctx: Ctx, tui: KimiTui, count: number): Promise<void> {
+  const undos = async () => {
+    const index = await ctx.env.sessionIndex().catch(() => []);
+    const id = index.at(-1)?.sessionId;
+    if (!id) return 0;
+    const text = await Deno.readTextFile(await ctx.env.journalPath(id)).catch(() => "");
+    return text.split("\n").filter((l) => l.includes('"type":"context.undo"')).length;
+  };
+  const before = await undos();
+  await tuiSubmit(ctx, tui, `/undo ${count}`, "wait for one more context.undo record in the journal");
+  await waitUntil(async () => (await undos()) > before, 30_000, `/undo ${count} in the journal`);
+  await settle(800);
+}
+
 async function tuiExit(ctx: Ctx, tui: KimiTui): Promise<void> {
   ctx.steps.push({ kind: "tui", action: `type "/exit" + Enter` });
   const code = await tui.exit(30_000);
@@ -236,6 +251,23 @@ const SCENARIOS: Scenario[] = [
       await tui.compact(60_000);
       await settle(1000);
       await tuiTurn(ctx, tui, "third: after the compaction", /ACK \d+: third/);
+      await tuiExit(ctx, tui);
+    },
+  },
+  {
+    name: "undo",
+    description:
+      "TUI: two turns, /undo 1, two more turns, /undo 2, one more turn, /exit (three turns retracted)",
+    run: async (ctx) => {
+      const tui = await ctx.env.tui();
+      ctx.steps.push({ kind: "tui", action: "start kimi (TUI), answer the trust dialog with Enter" });
+      await tuiTurn(ctx, tui, "first: keep this one", /ACK \d+: first/);
+      await tuiTurn(ctx, tui, "second: take this back", /ACK \d+: second/);
+      await tuiUndo(ctx, tui, 1);
+      await tuiTurn(ctx, tui, "third: after the undo", /ACK \d+: third/);
+      await tuiTurn(ctx, tui, "fourth: RUN_TOOL then take it back", /FINAL after tool/);
+      await tuiUndo(ctx, tui, 2);
+      await tuiTurn(ctx, tui, "fifth: the last word", /ACK \d+: fifth/);
       await tuiExit(ctx, tui);
     },
   },

@@ -2,6 +2,10 @@
  * The capture plan: which messages of which turns still have to reach OpenViking, and — once some were
  * sent or queued — what may be acknowledged. Keys are `<turn index>:<role>`; only a contiguous prefix of the
  * plan is ever acknowledged, and the cursor only moves past turns whose every message is acknowledged.
+ * A turn the user withdrew with `/undo` is never sent (skipped as "retracted", which settles it); one that was
+ * captured before the undo stays on the server — OpenViking has no message delete, and we send none.
+ * A user message the prompt fallback already sent (an acknowledged `fb:` key of the same text, taken by the
+ * prompt hook around the time the turn began) is skipped as "sent-by-fallback", each key once.
  */
 
 import { redact } from "../runtime/redact.ts";
@@ -21,7 +25,7 @@ export interface Candidate {
 export interface Skipped {
   key: string;
   turnIndex: number;
-  reason: SkipReason | "already-captured";
+  reason: SkipReason | "already-captured" | "retracted" | "sent-by-fallback";
 }
 
 /** The plan for one capture. */
@@ -59,6 +63,49 @@ export function captureKey(turnIndex: number, role: "user" | "assistant"): strin
   return `${turnIndex}:${role}`;
 }
 
+/** Two FNV-1a passes (different offset bases) over a text's UTF-16 units, as 16 hex digits; synchronous. */
+export function textHash(text: string): string {
+  let [h1, h2] = [0x811c9dc5, 0x050c5d1f];
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    h1 = Math.imul(h1 ^ c, 0x01000193);
+    h2 = Math.imul(h2 ^ c, 0x01000193);
+  }
+  return (h1 >>> 0).toString(16).padStart(8, "0") + (h2 >>> 0).toString(16).padStart(8, "0");
+}
+
+/** The key a user message sent by the prompt fallback is acknowledged under: its text and when it was seen. */
+export function fallbackKey(text: string, at: number): string {
+  return `fb:${textHash(text)}@${at}`;
+}
+
+/**
+ * How far a journal prompt's `time` may be from the moment the prompt hook saw it and still be that prompt:
+ * the v2 engine writes `turn.prompt` after the hook (≤ 20 s), the legacy engine just before it.
+ */
+export const FALLBACK_MATCH_MS = { before: 10_000, after: 60_000 };
+
+/** The fallback keys among `acked`, by text hash: the times their prompts were seen. */
+function fallbackSent(acked: ReadonlySet<string>): Map<string, number[]> {
+  const out = new Map<string, number[]>();
+  for (const key of acked) {
+    const m = /^fb:([0-9a-f]{16})@(\d+)$/.exec(key);
+    if (m) out.set(m[1], [...(out.get(m[1]) ?? []), Number(m[2])]);
+  }
+  return out;
+}
+
+/** Takes (once) the fallback send of `text` that matches a turn begun at `time`. */
+function takeFallback(sent: Map<string, number[]>, text: string, time: number | undefined): boolean {
+  const ats = time === undefined ? undefined : sent.get(textHash(text));
+  const i = ats?.findIndex((at) =>
+    time! >= at - FALLBACK_MATCH_MS.before && time! <= at + FALLBACK_MATCH_MS.after
+  );
+  if (ats === undefined || i === undefined || i < 0) return false;
+  ats.splice(i, 1);
+  return true;
+}
+
 /** Plans a capture over `turns`, skipping what `acked` (keys) or `ackedBelow` (turn index watermark) cover. */
 export function planCapture(
   turns: readonly Turn[],
@@ -67,6 +114,7 @@ export function planCapture(
   options: PlanOptions,
 ): Plan {
   const plan: Plan = { turns: [], toSend: [], skipped: [] };
+  const byFallback = fallbackSent(acked);
   for (const turn of turns) {
     if (!turn.closed && !options.includeOpen) break; // whole turns only, in order
     if (turn.index < ackedBelow) continue;
@@ -78,13 +126,19 @@ export function planCapture(
         plan.skipped.push({ key, turnIndex: turn.index, reason: "already-captured" });
         continue;
       }
+      if (turn.retracted) {
+        plan.skipped.push({ key, turnIndex: turn.index, reason: "retracted" });
+        continue;
+      }
       const { text, reason } = prepareText(
         role === "user" ? userText(turn) : assistantText(turn),
         role,
         options,
       );
       if (reason) plan.skipped.push({ key, turnIndex: turn.index, reason });
-      else {plan.toSend.push({
+      else if (role === "user" && takeFallback(byFallback, text, turn.time)) {
+        plan.skipped.push({ key, turnIndex: turn.index, reason: "sent-by-fallback" });
+      } else {plan.toSend.push({
           key,
           turnIndex: turn.index,
           role,

@@ -4,6 +4,16 @@
  * text part of the turn, in order. Thinking, tool traffic, hook results, injections and reminders are not
  * turn text at all. A v2 turn is closed by its `turn.ended` (any reason) or by a later `turn.prompt`;
  * a legacy turn (no `turn.ended` is ever written) by a later prompt or a final `step.end`.
+ *
+ * `/undo [n]` writes `context.undo {count: n}` (every version; 2.1.0 pairs it with `agent.switched` and
+ * `context.undone`, which are the same event): "treat retracted content as never having happened". As in
+ * Kimi, it removes everything from the n-th last user input (a `context.append_message` of the user, not a
+ * steer inside a turn in 2.1.0, not an injection) onwards, stopping at a compaction or a `context.clear`.
+ * Turns it reaches are marked `retracted` and lose their text; what was already captured stays captured.
+ *
+ * A loop event, steer or `turn.ended` whose `turnId` matches no prompt of the stretch (read from an unusual
+ * start, or an engine that renumbered) belongs to the turn that is open, never to nobody; with no open turn
+ * it is counted in `unbound` rather than dropped silently.
  */
 
 import * as z from "zod/mini";
@@ -28,6 +38,10 @@ export interface Turn {
   closeReason: string;
   /** Written by the v2 engine (records carry `agentId`), which always ends turns with `turn.ended`. */
   v2: boolean;
+  /** `time` (ms) of the prompt record, when it had one. */
+  time?: number;
+  /** Withdrawn by `/undo` as a whole: it has no text left and is never sent. */
+  retracted: boolean;
 }
 
 /** The main agent's turns in a stretch of journal, and what else was learnt. */
@@ -37,6 +51,12 @@ export interface TurnScan {
   nextIndex: number;
   /** `protocol_version` from the metadata line, if the stretch included it. */
   protocolVersion?: string;
+  /** Events with turn text whose `turnId` matched no prompt, bound to the open turn instead. */
+  rebound: number;
+  /** Events with turn text that had no turn to belong to (before the stretch's first prompt). */
+  unbound: number;
+  /** `context.undo` records whose count reached back before this stretch (those turns were read earlier). */
+  undoBeyondStretch: number;
 }
 
 const ContentPartSchema = z.looseObject({ type: z.string(), text: z.optional(z.string()) });
@@ -67,11 +87,31 @@ const LoopRecord = z.object({
   }),
 });
 const MetadataRecord = z.object({ type: z.literal("metadata"), protocol_version: z.string() });
+const MessageRecord = z.object({
+  type: z.literal("context.append_message"),
+  agentId: z.optional(z.string()),
+  message: z.looseObject({
+    role: z.string(),
+    content: z.optional(z.unknown()),
+    origin: z.optional(z.looseObject({
+      kind: z.string(),
+      inTurn: z.optional(z.unknown()),
+      trigger: z.optional(z.unknown()),
+    })),
+  }),
+});
+const UndoRecord = z.object({
+  type: z.literal("context.undo"),
+  agentId: z.optional(z.string()),
+  count: z.int().check(z.positive()),
+});
 
 /** Only lines that can matter for turns are parsed (everything else is skipped unread). */
 export const turnLineFilter: LineFilter = (line) =>
   line.includes('"turn.') || line.includes('"content.part"') || line.includes('"step.end"') ||
-  line.includes('"metadata"');
+  line.includes('"metadata"') || line.includes('"context.append_message"') ||
+  line.includes('"context.undo"') || line.includes('"context.clear"') ||
+  line.includes('"context.apply_compaction"');
 
 /** The agent a record belongs to; records without `agentId` (legacy) belong to the main agent. */
 function isMain(agentId: string | undefined): boolean {
@@ -92,6 +132,43 @@ export function partsText(input: unknown): string {
 /** A step's finish reasons that mean the model keeps going. */
 const CONTINUING = new Set(["tool_use", "tool_calls", "tool-calls"]);
 
+/** Whether a user message is what `/undo` counts: real user input (Kimi's `isUndoAnchor`). */
+export function isUndoAnchor(
+  origin: { kind: string; inTurn?: unknown; trigger?: unknown } | undefined,
+): boolean {
+  if (origin === undefined) return true;
+  if (origin.inTurn === true) return false; // a steer inside a running turn (2.1.0)
+  if (origin.kind === "user") return true;
+  return (origin.kind === "skill_activation" || origin.kind === "plugin_command") &&
+    origin.trigger === "user-slash";
+}
+
+/** Where a user input stands in its turn: what `/undo` cuts back to when it reaches it. */
+interface Anchor {
+  /** Undefined when its turn started before the stretch. */
+  turn?: Turn;
+  /** The turn's own prompt (the whole turn goes), or a later input in it (the turn is cut back). */
+  whole: boolean;
+  userParts: number;
+  assistantParts: number;
+}
+
+/** Withdraws everything from `cut` on: its turn (whole or cut back) and every later turn of the stretch. */
+function retract(turns: Turn[], cut: Anchor): void {
+  if (!cut.turn) return;
+  const from = turns.indexOf(cut.turn);
+  for (const [i, t] of turns.entries()) {
+    if (i < from) continue;
+    if (i === from && !cut.whole) {
+      t.userParts.length = Math.min(t.userParts.length, cut.userParts);
+      t.assistantParts.length = Math.min(t.assistantParts.length, cut.assistantParts);
+      continue;
+    }
+    [t.retracted, t.userParts, t.assistantParts] = [true, [], []];
+    if (!t.closed) [t.closed, t.closeReason] = [true, "retracted"];
+  }
+}
+
 /** Builds the main agent's turns from journal lines; `firstIndex` numbers turns when the journal has no ids. */
 export function scanTurns(lines: readonly JournalLine[], firstIndex = 0): TurnScan {
   const turns: Turn[] = [];
@@ -99,6 +176,21 @@ export function scanTurns(lines: readonly JournalLine[], firstIndex = 0): TurnSc
   let nextIndex = firstIndex;
   let protocolVersion: string | undefined;
   let current: Turn | undefined;
+  let [rebound, unbound, undoBeyondStretch] = [0, 0, 0];
+  /** User inputs `/undo` can still reach, oldest first (reset at a compaction or a clear). */
+  let anchors: Anchor[] = [];
+  const anchored = new Set<Turn>();
+  /** The turn an id names; an id no prompt of the stretch had goes to the open turn (see the header). */
+  const turnFor = (id: string | number | undefined, carriesText: boolean): Turn | undefined => {
+    const known = id === undefined ? current : byId.get(String(id));
+    if (known) return known;
+    if (current && !current.closed) {
+      if (carriesText) rebound++;
+      return current;
+    }
+    if (carriesText) unbound++;
+    return undefined;
+  };
 
   for (const { offset, value } of lines) {
     switch (value.type) {
@@ -127,6 +219,8 @@ export function scanTurns(lines: readonly JournalLine[], firstIndex = 0): TurnSc
           closed: false,
           closeReason: "",
           v2: r.data.agentId !== undefined,
+          time: typeof value.time === "number" ? value.time : undefined,
+          retracted: false,
         };
         turns.push(current);
         byId.set(current.id, current);
@@ -135,8 +229,8 @@ export function scanTurns(lines: readonly JournalLine[], firstIndex = 0): TurnSc
       case "turn.steer": {
         const r = PromptRecord.safeParse(value);
         if (!r.success || !isMain(r.data.agentId)) break;
-        const target = r.data.turnId !== undefined ? byId.get(String(r.data.turnId)) : current;
         const text = partsText(r.data.input);
+        const target = turnFor(r.data.turnId, Boolean(text));
         if (target && !target.closed && text && (r.data.origin?.kind ?? "user") === "user") {
           target.userParts.push(text);
         }
@@ -153,15 +247,48 @@ export function scanTurns(lines: readonly JournalLine[], firstIndex = 0): TurnSc
       case "turn.ended": {
         const r = EndedRecord.safeParse(value);
         if (!r.success || !isMain(r.data.agentId)) break;
-        const t = byId.get(String(r.data.turnId));
+        const t = turnFor(r.data.turnId, false);
         if (t && !t.closed) [t.closed, t.closeReason] = [true, r.data.reason ?? "ended"];
+        break;
+      }
+      case "context.append_message": {
+        const r = MessageRecord.safeParse(value);
+        if (!r.success || !isMain(r.data.agentId)) break;
+        const m = r.data.message;
+        if (m.role !== "user" || !isUndoAnchor(m.origin)) break;
+        const whole = !current || !anchored.has(current);
+        if (current) anchored.add(current);
+        // A later input of the same turn (a 0.41.0 steer): cut back to just before it.
+        const steer = current && !whole ? current.userParts.lastIndexOf(partsText(m.content)) : -1;
+        anchors.push({
+          turn: current,
+          whole,
+          userParts: steer > 0 ? steer : current?.userParts.length ?? 0,
+          assistantParts: current?.assistantParts.length ?? 0,
+        });
+        break;
+      }
+      case "context.undo": {
+        const r = UndoRecord.safeParse(value);
+        if (!r.success || !isMain(r.data.agentId)) break;
+        if (r.data.count > anchors.length) undoBeyondStretch++;
+        const cut = anchors.splice(Math.max(0, anchors.length - r.data.count))[0];
+        if (cut) retract(turns, cut);
+        break;
+      }
+      case "context.clear":
+      case "context.apply_compaction": {
+        // Boundaries: /undo never reaches back across them.
+        const agentId = typeof value.agentId === "string" ? value.agentId : undefined;
+        if (isMain(agentId)) anchors = [];
         break;
       }
       case "context.append_loop_event": {
         const r = LoopRecord.safeParse(value);
         if (!r.success || !isMain(r.data.agentId)) break;
         const ev = r.data.event;
-        const t = ev.turnId !== undefined ? byId.get(String(ev.turnId)) : current;
+        const carriesText = ev.type === "content.part" && ev.part?.type === "text" && Boolean(ev.part.text);
+        const t = turnFor(ev.turnId, carriesText);
         if (!t || t.closed) break;
         if (ev.type === "content.part" && ev.part?.type === "text" && ev.part.text) {
           t.assistantParts.push({ step: String(ev.stepUuid ?? ev.step ?? ""), text: ev.part.text });
@@ -173,7 +300,7 @@ export function scanTurns(lines: readonly JournalLine[], firstIndex = 0): TurnSc
       }
     }
   }
-  return { turns, nextIndex, protocolVersion };
+  return { turns, nextIndex, protocolVersion, rebound, unbound, undoBeyondStretch };
 }
 
 /** The assistant text of a turn: parts of one step joined as-is, steps separated by a blank line. */

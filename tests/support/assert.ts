@@ -39,3 +39,21 @@ export function assertStringIncludes(actual: string, expected: string, message?:
 export async function assertRejects(fn: () => Promise<unknown>, pattern?: RegExp): Promise<void> {
   await assert.rejects(fn, (e: Error) => pattern === undefined || pattern.test(e.message));
 }
+
+/** `fn` throws an instance of `ErrorClass` (whose message includes `includes`, when given). */
+export function assertThrows(
+  fn: () => unknown,
+  // deno-lint-ignore no-explicit-any
+  ErrorClass: new (...args: any[]) => Error = Error,
+  includes?: string,
+  message?: string,
+): void {
+  let thrown: unknown;
+  try {
+    fn();
+  } catch (error) {
+    thrown = error;
+  }
+  assert.ok(thrown instanceof ErrorClass, message ?? `expected ${ErrorClass.name}, got ${String(thrown)}`);
+  if (includes !== undefined) assert.ok((thrown as Error).message.includes(includes), message);
+}

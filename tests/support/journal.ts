@@ -12,6 +12,8 @@ export interface JournalOptions {
   explicitIds?: boolean;
   /** Continue an existing journal: no metadata line, turn ids from this number. */
   continueAt?: number;
+  /** `time` of the first record (ms); each later record is 1 ms later. */
+  timeBase?: number;
 }
 
 let uuidCounter = 0;
@@ -25,9 +27,11 @@ export class JournalBuilder {
   private stepUuid = "";
   readonly v2: boolean;
   readonly explicitIds: boolean;
+  private readonly timeBase: number;
 
   constructor(options: JournalOptions = {}) {
     this.v2 = options.v2 ?? true;
+    this.timeBase = options.timeBase ?? 1_700_000_000_000;
     this.explicitIds = options.explicitIds ?? this.v2;
     if (options.continueAt !== undefined) this.turn = options.continueAt - 1;
     else this.push({ type: "metadata", protocol_version: this.v2 ? "1.5" : "1.4", created_at: 1 });
@@ -37,7 +41,7 @@ export class JournalBuilder {
     const withAgent = this.v2 && record.type !== "metadata"
       ? { type: record.type, agentId, ...record }
       : record;
-    this.lines.push(JSON.stringify({ ...withAgent, time: 1_700_000_000_000 + this.lines.length }));
+    this.lines.push(JSON.stringify({ ...withAgent, time: this.timeBase + this.lines.length }));
     return this;
   }
 
@@ -103,6 +107,46 @@ export class JournalBuilder {
   /** A steer (user input while the turn runs). */
   steer(text: string): this {
     return this.push({ type: "turn.steer", input: [{ type: "text", text }], origin: { kind: "user" } });
+  }
+
+  /**
+   * The user message a steer becomes when the model takes it: 2.1.0 marks it `inTurn` (so `/undo` does not
+   * count it), 0.41.0 does not (so `/undo 1` withdraws just the steer and what followed).
+   */
+  steerMessage(text: string, inTurn: boolean): this {
+    return this.push({
+      type: "context.append_message",
+      message: {
+        role: "user",
+        content: [{ type: "text", text }],
+        toolCalls: [],
+        origin: inTurn ? { kind: "user", inTurn: true } : { kind: "user" },
+      },
+    });
+  }
+
+  /** `/undo <count>`: 2.1.0 writes the switch triple, older versions the bare `context.undo`. */
+  undo(count: number, triple = this.explicitIds): this {
+    if (triple) {
+      this.push({ type: "agent.switched", branch: `b${this.lines.length}`, reason: "undo", turns: count });
+    }
+    this.push({ type: "context.undo", count });
+    if (triple) this.push({ type: "context.undone", turns: count, fromTurnId: this.turn - count + 1 });
+    return this;
+  }
+
+  /** `/clear`. */
+  clear(): this {
+    return this.push({ type: "context.clear" });
+  }
+
+  /** A finished `/compact`. */
+  compacted(): this {
+    return this.push({
+      type: "context.apply_compaction",
+      summary: { role: "user", content: [{ type: "text", text: "SUMMARY" }], toolCalls: [] },
+      count: 4,
+    });
   }
 
   private loop(event: Record<string, unknown>): this {

@@ -119,10 +119,11 @@ export async function ourQueue(pendingDir: string): Promise<QueuedItem[]> {
     const names = [...Deno.readDirSync(joinPath(root, d))].map((e) => e.name)
       .filter((n) => /^\d{10}-(m\d+|c)(\.json|\.\d+\.claim)$/.test(n)).sort();
     for (const name of names) {
-      const entry: QueueEntry = QueueEntrySchema.parse(
-        JSON.parse(await Deno.readTextFile(joinPath(root, d, name))),
-      );
       const file = joinPath(root, d, name);
+      // A replay running meanwhile renames or removes entries: what is gone is no longer queued.
+      const text = await Deno.readTextFile(file).catch(() => undefined);
+      if (text === undefined) continue;
+      const entry: QueueEntry = QueueEntrySchema.parse(JSON.parse(text));
       if (entry.kind === "commit") {
         out.push({ sessionId: entry.sessionId, kind: "commit", commitKey: entry.key, file });
       } else {

@@ -67,6 +67,9 @@ function expected(variant: string, scenario: string): Msg[] {
         ["2", "user", "third: RUN_AGENT now"],
         ["2", "assistant", AGENT],
       ];
+    case "undo":
+      // `/undo 1` withdrew the second turn, `/undo 2` the third and fourth.
+      return [...UNDO_TURNS[0], ...UNDO_TURNS[4]];
     case "hook-context":
       return [...ack(1, "what do I prefer, tabs or spaces?"), ["1", "user", "and RUN_TOOL to check"], [
         "1",
@@ -84,6 +87,35 @@ const stopSnapshots = (dir: string) =>
     a,
     b,
   ) => Number(a.match(/\d+/)![0]) - Number(b.match(/\d+/)![0]));
+/** The five turns of the undo scenario, as capture sends them. */
+const UNDO_TURNS: Msg[][] = [
+  ack(1, "first: keep this one"),
+  ack(2, "second: take this back"),
+  ack(3, "third: after the undo").map(([, r, c]) => ["2", r, c] as Msg),
+  [["3", "user", "fourth: RUN_TOOL then take it back"], ["3", "assistant", "FINAL after tool: tool-ran"]],
+  ack(6, "fifth: the last word").map(([, r, c]) => ["4", r, c] as Msg),
+];
+
+/**
+ * The undo scenario at its n-th Stop: closed turns the undos on disk by then had not withdrawn. v2 writes
+ * `turn.ended` after Stop (the newest turn is open); legacy closes it at its final `step.end` already.
+ */
+function undoAtStop(variant: string, stop: number): Msg[] {
+  const turns = variant.endsWith("legacy")
+    ? [[0], [0, 1], [0, 2], [0, 2, 3], [0, 4]]
+    : [[], [0], [0], [0, 2], [0]];
+  return turns[stop - 1].flatMap((i) => UNDO_TURNS[i]);
+}
+
+/**
+ * What Stop at every instant, then SessionEnd, delivers in the undo scenario: a turn captured before the
+ * /undo that withdrew it stays captured (v2: the third, closed by the fourth Stop; legacy: every turn).
+ */
+function undoDelivered(variant: string): Msg[] {
+  const turns = variant.endsWith("legacy") ? [0, 1, 2, 3, 4] : [0, 2, 4];
+  return turns.flatMap((i) => UNDO_TURNS[i]);
+}
+
 /** The interrupted story's length depends on when the interrupt landed: compare its start only. */
 const SLOW = "slow token 1 slow token 2 …";
 const norm = (content: string) => content.replace(/^slow token 1 slow token 2 [\s\S]*$/, SLOW);
@@ -106,6 +138,7 @@ Deno.test("recorded journals: every variant and scenario yields exactly the conv
       "resumed",
       "subagent",
       "tool",
+      "undo",
     ]);
     for (const scenario of names) {
       const got = asMsgs(await turnsOf(`${ROOT}${variant}/${scenario}/wire.jsonl`, opts));
@@ -116,7 +149,7 @@ Deno.test("recorded journals: every variant and scenario yields exactly the conv
       checked++;
     }
   }
-  assertEquals(checked, 27);
+  assertEquals(checked, 30);
 });
 
 Deno.test("recorded journals: protocol versions — 1.5 for the v2 engine, 1.4 for the legacy one", async () => {
@@ -135,11 +168,11 @@ Deno.test("recorded journals at each Stop: the newest turn is never taken before
         const read = await readJournal(`${dir}/${snap}`, undefined, turnLineFilter);
         const { turns } = scanTurns(read.lines);
         const got = asMsgs(await turnsOf(`${dir}/${snap}`, opts));
-        assertEquals(
-          got,
-          final.slice(0, got.length),
-          `${variant}/${scenario}/${snap}: a prefix of the final conversation`,
-        );
+        // A later /undo withdraws turns a Stop saw: that scenario has its own table.
+        const want = scenario === "undo"
+          ? undoAtStop(variant, Number(snap.match(/\d+/)![0]))
+          : final.slice(0, got.length);
+        assertEquals(got, want, `${variant}/${scenario}/${snap}: a prefix of the final conversation`);
         const newest = turns.at(-1)!;
         if (!variant.endsWith("legacy")) {
           assertEquals(
@@ -182,9 +215,13 @@ Deno.test("recorded journals: Stop at every recorded instant, then SessionEnd �
         const stored: Msg[] = fake.messages(end.ovSessionId).map((
           m,
         ) => [m.turn_id!, m.role as Msg[1], norm(m.content!)]);
-        // SessionEnd also takes a turn that never closed (a legacy failed turn leaves no end marker).
+        // SessionEnd also takes a turn that never closed (a legacy failed turn leaves no end marker). A turn
+        // captured at a Stop before the /undo that withdrew it stays captured: v2 had taken the third turn
+        // (closed at the fourth Stop), legacy every turn (closed at its own Stop).
         const want = variant.endsWith("legacy") && scenario === "failed"
           ? [["0", "user", "this will FAIL at the provider"] as Msg]
+          : scenario === "undo"
+          ? undoDelivered(variant)
           : expected(variant, scenario);
         assertEquals(stored, want, `${variant}/${scenario}`);
         assertTrue(

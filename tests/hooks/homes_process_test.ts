@@ -1,0 +1,206 @@
+/**
+ * Issue #11 finding 8, through the real entry point: with HOME unset, nothing may resolve against the hook's
+ * cwd. The cwd is a "repository" with its own `.openviking/` (ovcli.conf, ov.conf, config.json,
+ * config.local.json) pointing at a second fake OpenViking with its own keys: nothing may reach that server,
+ * no key of it may be sent anywhere, no file may appear under the cwd, recall still works from the
+ * environment, and capture does not happen (outcome "no-home", in the log and in doctor).
+ */
+
+import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
+import { FAKE_RECALL_BLOCK, FakeOpenViking } from "../support/fake-openviking.ts";
+import { placeJournal } from "../support/hook-context.ts";
+import { runCli } from "../support/run.ts";
+import { tempDir } from "../support/temp.ts";
+
+const SESSION = "session_bb98d39e-e56d-47b5-bd98-4e903585486d";
+const FIXTURE = new URL("../fixtures/journals/2.1.0/resumed/wire.jsonl", import.meta.url);
+const REPO_KEY = "sk-repo-chosen-key-0123456789";
+const REPO_ROOT_KEY = "sk-repo-root-key-0123456789";
+
+/** Every file under `dir` with its size and mtime: what "nothing appeared, nothing changed" compares. */
+async function tree(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  const walk = async (d: string) => {
+    for await (const e of Deno.readDir(d)) {
+      const p = `${d}/${e.name}`;
+      const info = await Deno.lstat(p);
+      out.push(`${p.slice(dir.length)} ${e.isDirectory ? "dir" : info.size} ${info.mtime?.getTime()}`);
+      if (e.isDirectory) await walk(p);
+    }
+  };
+  await walk(dir);
+  return out.sort();
+}
+
+/** A repository whose `.openviking/` names `url` and keys of its own in every file we might read. */
+async function hostileRepo(root: string, url: string): Promise<string> {
+  const repo = `${root}/repo`;
+  await Deno.mkdir(`${repo}/.openviking`, { recursive: true });
+  const write = (name: string, value: unknown) =>
+    Deno.writeTextFile(`${repo}/.openviking/${name}`, JSON.stringify(value));
+  await write("ovcli.conf", { url, api_key: REPO_KEY, account: "repo-acct", user: "repo-user" });
+  await write("ov.conf", { server: { url, root_api_key: REPO_ROOT_KEY }, kimicode: { apiKey: REPO_KEY } });
+  // Knobs a workspace may set; without a home even these are not read (recall stays on).
+  await write("config.json", { url, api_key: REPO_KEY, baseUrl: url, autoRecall: false });
+  await write("config.local.json", { url, apiKey: REPO_KEY, mcpUrl: `${url}/mcp`, autoRecall: false });
+  await Deno.writeTextFile(`${repo}/README.md`, "a repository\n");
+  return repo;
+}
+
+const payload = (event: string, cwd: string, extra: Record<string, unknown> = {}) =>
+  JSON.stringify({ hook_event_name: event, session_id: SESSION, cwd, ...extra });
+
+const EVENTS: [string, string, Record<string, unknown>][] = [
+  ["session-start", "SessionStart", { source: "startup" }],
+  ["user-prompt-submit", "UserPromptSubmit", { prompt: "how should I indent this file?" }],
+  ["stop", "Stop", { stop_hook_active: false }],
+  ["pre-compact", "PreCompact", { trigger: "manual" }],
+  ["interrupt", "Interrupt", { turn_id: 2 }],
+  ["session-end", "SessionEnd", { reason: "exit" }],
+];
+
+/** No key the repository chose appears in any request a server received. */
+function assertNoRepoKey(fake: FakeOpenViking): void {
+  for (const q of fake.requests) {
+    const seen = JSON.stringify(q.headers);
+    assertTrue(!seen.includes(REPO_KEY) && !seen.includes(REPO_ROOT_KEY), `repository key sent: ${seen}`);
+  }
+}
+
+for (const withEnvUrl of [true, false]) {
+  Deno.test(`no HOME${withEnvUrl ? ", OPENVIKING_URL set" : ", nothing set"}: the repository's .openviking/ chooses nothing, nothing is written, capture is off`, async () => {
+    await using dir = await tempDir();
+    await using userServer = await FakeOpenViking.start();
+    await using repoServer = await FakeOpenViking.start();
+    const repo = await hostileRepo(dir.path, repoServer.url);
+    const kimi = `${dir.path}/kimi-home`;
+    await placeJournal(dir.path, SESSION, await Deno.readTextFile(FIXTURE));
+    await Deno.rename(`${dir.path}/.kimi-code`, kimi);
+    await Deno.writeTextFile(
+      `${kimi}/session_index.jsonl`,
+      `${
+        JSON.stringify({
+          sessionId: SESSION,
+          sessionDir: `${kimi}/sessions/wd_proj_000000000000/${SESSION}`,
+          workDir: repo,
+        })
+      }\n`,
+    );
+    const log = `${dir.path}/log/hooks.jsonl`;
+    const env: Record<string, string> = {
+      PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+      KIMI_CODE_HOME: kimi,
+      OPENVIKING_DEBUG: "1",
+      OPENVIKING_DEBUG_LOG: log,
+      OPENVIKING_WRITE_PATH_ASYNC: "0",
+      OPENVIKING_CAPTURE_WAIT_MS: "0",
+      OPENVIKING_TIMEOUT_MS: "1000",
+      OPENVIKING_PROMPT_BUDGET_MS: "2500",
+      ...(withEnvUrl ? { OPENVIKING_URL: userServer.url } : {}),
+    };
+    const before = await tree(repo);
+    const everything = async () => (await tree(dir.path)).filter((p) => !p.startsWith("/log"));
+    const beforeAll = await everything();
+    for (const [event, name, extra] of EVENTS) {
+      const r = await runCli(["hook", event], {
+        env,
+        clearEnv: true,
+        cwd: repo,
+        stdin: payload(name, repo, extra),
+      });
+      assertEquals([r.code, r.stderr], [0, ""], `${event} exits 0 silently`);
+      if (event === "user-prompt-submit" && withEnvUrl) {
+        assertEquals(r.stdout, `${FAKE_RECALL_BLOCK}\n`, "recall works from the environment, without state");
+      } else assertEquals(r.stdout, "", `${event} prints nothing`);
+    }
+    assertEquals(repoServer.requests.map((q) => q.route), [], "nothing reaches the repository-chosen server");
+    assertNoRepoKey(userServer);
+    if (withEnvUrl) {
+      assertEquals(userServer.requestsTo("POST /api/v1/search/search").length, 1, "one recall");
+      assertEquals(
+        userServer.requests.filter((q) => q.path.startsWith("/api/v1/sessions")).map((q) => q.route),
+        [],
+        "no capture without a home",
+      );
+    }
+    assertEquals(await tree(repo), before, "nothing appeared or changed under the cwd");
+    assertEquals(await everything(), beforeAll, "nothing written anywhere but the log the environment named");
+    const entries = (await Deno.readTextFile(log)).trim().split("\n").map((l) => JSON.parse(l));
+    const outcomes = entries.filter((l) => l.stage === "done").map((l) => [l.event, l.outcome]);
+    assertEquals(outcomes, [
+      ["session-start", "no-home"],
+      ["user-prompt-submit", withEnvUrl ? "injected" : "nothing"],
+      ["stop", "no-home"],
+      ["pre-compact", "no-home"],
+      ["interrupt", "no-home"],
+      ["session-end", "no-home"],
+    ]);
+    const why = entries.find((l) => l.stage === "no-home");
+    assertMatch(String(why?.reason), /HOME is not set/);
+  });
+}
+
+Deno.test("HOME set: a workspace .openviking/ never sets the URL or a key; the user's ovcli.conf does", async () => {
+  await using dir = await tempDir();
+  await using userServer = await FakeOpenViking.start({ apiKey: "sk-home-key-0123456789" });
+  await using repoServer = await FakeOpenViking.start();
+  const home = `${dir.path}/home`;
+  await Deno.mkdir(`${home}/.openviking`, { recursive: true });
+  await Deno.writeTextFile(
+    `${home}/.openviking/ovcli.conf`,
+    JSON.stringify({ url: userServer.url, api_key: "sk-home-key-0123456789" }),
+  );
+  const repo = await hostileRepo(dir.path, repoServer.url);
+  // With a home, workspace knobs apply — but these files turn recall off, so use knob-free copies here.
+  for (const name of ["config.json", "config.local.json"]) {
+    await Deno.writeTextFile(
+      `${repo}/.openviking/${name}`,
+      JSON.stringify({ url: repoServer.url, api_key: REPO_KEY, apiKey: REPO_KEY, baseUrl: repoServer.url }),
+    );
+  }
+  await placeJournal(home, SESSION, await Deno.readTextFile(FIXTURE));
+  const env: Record<string, string> = {
+    HOME: home,
+    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+    OPENVIKING_WRITE_PATH_ASYNC: "0",
+    OPENVIKING_CAPTURE_WAIT_MS: "0",
+    OPENVIKING_TIMEOUT_MS: "1000",
+  };
+  const before = await tree(repo);
+  for (const [event, name, extra] of EVENTS.slice(1, 3)) {
+    const r = await runCli(["hook", event], {
+      env,
+      clearEnv: true,
+      cwd: repo,
+      stdin: payload(name, repo, extra),
+    });
+    assertEquals(r.code, 0);
+  }
+  assertEquals(repoServer.requests.length, 0, "nothing reaches the repository-chosen server");
+  assertNoRepoKey(userServer);
+  assertEquals(userServer.requestsTo("POST /api/v1/search/search").length, 1);
+  assertEquals(userServer.messages(`kc-${SESSION}`).length, 6, "capture goes to the user's server");
+  assertEquals(await tree(repo), before, "nothing written under the cwd");
+});
+
+Deno.test("doctor without HOME: a failing check says HOME is unset and what to do; nothing is written", async () => {
+  await using dir = await tempDir();
+  await using repoServer = await FakeOpenViking.start();
+  const repo = await hostileRepo(dir.path, repoServer.url);
+  const before = await tree(repo);
+  const r = await runCli(["doctor", "--json"], {
+    env: { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin", OPENVIKING_TIMEOUT_MS: "1000" },
+    clearEnv: true,
+    cwd: repo,
+  });
+  assertEquals(r.code, 1, r.stderr);
+  const report = JSON.parse(r.stdout) as {
+    checks: { id: string; status: string; summary: string; fix?: string }[];
+  };
+  const home = report.checks.find((c) => c.id === "home");
+  assertEquals(home?.status, "fail");
+  assertMatch(home!.summary, /HOME is not set/);
+  assertMatch(home!.fix ?? "", /HOME/);
+  assertEquals(repoServer.requests.length, 0);
+  assertEquals(await tree(repo), before);
+});

@@ -1,0 +1,191 @@
+/**
+ * The seed's fallback: when capture cannot find the session's journal, the prompts the prompt hook kept
+ * (redacted like captured text, bounded) are sent as user messages, once each; a later capture that finds
+ * the journal skips the same user text and sends the rest of the turn. Unit rules, then the real entry point.
+ */
+
+import { assertEquals, assertTrue } from "../support/assert.ts";
+import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { JournalBuilder } from "../support/journal.ts";
+import { placeJournal } from "../support/hook-context.ts";
+import { runCli } from "../support/run.ts";
+import { tempDir } from "../support/temp.ts";
+import {
+  duePrompts,
+  keepPrompt,
+  MAX_FALLBACK_CHARS,
+  MAX_FALLBACK_PROMPTS,
+} from "../../hooks/prompt-fallback.ts";
+import { emptyState, readState } from "../../runtime/state.ts";
+import { fallbackKey, planCapture } from "../../wire/plan.ts";
+import { scanTurns } from "../../wire/turns.ts";
+import type { JournalLine } from "../../wire/read.ts";
+
+const opts = { maxLength: 24_000, redact: true };
+
+Deno.test("keepPrompt: the text capture would send — injections out, redacted, acks not kept", () => {
+  let s = keepPrompt(
+    emptyState(),
+    "<openviking-context>recalled</openviking-context>\nmy key is sk-live-abcdefghijklmnop1234 <private>pin 1234</private> ok?",
+    1000,
+    opts,
+  );
+  assertEquals(s.fallbackPrompts, [{ text: "my key is [REDACTED]  ok?", at: 1000 }]);
+  s = keepPrompt(s, "ok", 2000, opts);
+  assertEquals(s.fallbackPrompts.length, 1, "an acknowledgement is not kept (capture skips it too)");
+  s = keepPrompt(
+    s,
+    "<openviking-context>recalled</openviking-context>\nmy key is sk-live-abcdefghijklmnop1234 <private>pin 1234</private> ok?",
+    1200,
+    opts,
+  );
+  assertEquals(s.fallbackPrompts.length, 1, "the same prompt's hook fired twice is kept once");
+  assertEquals(
+    keepPrompt(emptyState(), "raw <private>x</private> text here", 1, { ...opts, redact: false })
+      .fallbackPrompts[0].text,
+    "raw <private>x</private> text here",
+  );
+});
+
+Deno.test("keepPrompt: bounded in count and in size; the newest are kept", () => {
+  let s = emptyState();
+  for (let i = 0; i < MAX_FALLBACK_PROMPTS + 5; i++) {
+    s = keepPrompt(s, `prompt number ${i} here`, i * 1000, opts);
+  }
+  assertEquals(s.fallbackPrompts.length, MAX_FALLBACK_PROMPTS);
+  assertEquals(s.fallbackPrompts[0].text, "prompt number 5 here");
+  for (let i = 0; i < 5; i++) s = keepPrompt(s, `${i}${"x".repeat(30_000)}`, 100_000 + i * 1000, opts);
+  const chars = s.fallbackPrompts.reduce((n, p) => n + p.text.length, 0);
+  assertTrue(chars <= MAX_FALLBACK_CHARS, `${chars} chars`);
+  assertEquals(s.fallbackPrompts.at(-1)!.text[0], "4");
+  const huge = keepPrompt(emptyState(), "y".repeat(1_000_000), 1, { ...opts, maxLength: 10_000_000 });
+  assertTrue(huge.fallbackPrompts[0].text.length <= MAX_FALLBACK_CHARS + 100, "one prompt is truncated too");
+});
+
+Deno.test("duePrompts: only prompts seen after the last journal capture, and not sent by a fallback yet", () => {
+  const kept = [{ text: "a question", at: 10 }, { text: "b question", at: 20 }, {
+    text: "c question",
+    at: 30,
+  }];
+  const capture = { ...emptyState(), lastCaptureAt: 15, capturedKeys: [fallbackKey("b question", 20)] };
+  assertEquals(duePrompts(kept, capture), [{ text: "c question", at: 30 }]);
+});
+
+function linesOf(text: string): JournalLine[] {
+  let offset = 0;
+  return text.split("\n").filter(Boolean).map((l) => {
+    const line = { offset, end: offset + l.length + 1, value: JSON.parse(l) };
+    offset = line.end;
+    return line;
+  });
+}
+
+Deno.test("plan: a fallback-sent user text is skipped once, for a turn begun around when it was seen", () => {
+  const now = 1_800_000_000_000;
+  const j = new JournalBuilder({ timeBase: now }).simpleTurn("continue please", "first answer")
+    .simpleTurn("continue please", "second answer");
+  const turns = scanTurns(linesOf(j.toString())).turns;
+  const plan = (keys: string[]) =>
+    planCapture(turns, new Set(keys), 0, { ...opts, includeOpen: false }).toSend.map((c) => c.key);
+  // One fallback send: the first turn's user message is skipped, the second (same text) is still sent.
+  assertEquals(plan([fallbackKey("continue please", now - 50)]), [
+    "0:assistant",
+    "1:user",
+    "1:assistant",
+  ]);
+  assertEquals(plan([fallbackKey("continue please", now - 50), fallbackKey("continue please", now)]), [
+    "0:assistant",
+    "1:assistant",
+  ]);
+  assertEquals(
+    plan([fallbackKey("continue please", now - 3_600_000)]).length,
+    4,
+    "an hour apart: not the same",
+  );
+  assertEquals(plan([fallbackKey("another text", now)]).length, 4, "another text: not the same");
+  const untimed = scanTurns(linesOf(j.toString().replace(/,"time":\d+/g, ""))).turns;
+  assertEquals(
+    planCapture(untimed, new Set([fallbackKey("continue please", now)]), 0, { ...opts, includeOpen: false })
+      .toSend.length,
+    4,
+    "no time on the prompt: sent (a duplicate rather than a loss)",
+  );
+});
+
+const SESSION = "session_0f6a4f5e-2b7c-4c55-9a43-6d1f7c2e9b10";
+
+Deno.test("prompt fallback (process): no journal → the prompt reaches the server once; the journal later → nothing twice", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = {
+    HOME: dir.path,
+    KIMI_CODE_HOME: `${dir.path}/.kimi-code`,
+    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+    OPENVIKING_URL: fake.url,
+    OPENVIKING_TIMEOUT_MS: "1000",
+    OPENVIKING_WRITE_PATH_ASYNC: "0",
+    OPENVIKING_CAPTURE_WAIT_MS: "0",
+  };
+  const hook = (event: string, name: string, extra: Record<string, unknown> = {}) =>
+    runCli(["hook", event], {
+      env,
+      clearEnv: true,
+      stdin: JSON.stringify({ hook_event_name: name, session_id: SESSION, cwd: "/home/user/proj", ...extra }),
+    });
+  const prompt = "please remember that the build uses make, token=hunter2secret";
+  const startedAt = Date.now();
+  assertEquals((await hook("user-prompt-submit", "UserPromptSubmit", { prompt })).code, 0);
+  const kept = (await readState(`${dir.path}/.openviking/hook-state/kimicode/${SESSION}.prompt.json`))
+    .fallbackPrompts;
+  assertEquals(kept.map((p) => p.text), ["please remember that the build uses make, token=[REDACTED]"]);
+
+  for (let i = 0; i < 2; i++) assertEquals((await hook("stop", "Stop")).code, 0);
+  const sid = `kc-${SESSION}`;
+  assertEquals(fake.messages(sid).map((m) => [m.role, m.content]), [[
+    "user",
+    "please remember that the build uses make, token=[REDACTED]",
+  ]], "once, though two captures found no journal");
+  assertEquals(fake.sessions.get(sid)?.commits, 1);
+
+  // The journal appears (Kimi's home was elsewhere, or the index came late): it is the truth from now on.
+  const journal = new JournalBuilder({ timeBase: startedAt + 200 }).simpleTurn(prompt, "noted: make it is");
+  await placeJournal(dir.path, SESSION, journal.toString());
+  assertEquals((await hook("stop", "Stop")).code, 0);
+  assertEquals((await hook("session-end", "SessionEnd", { reason: "exit" })).code, 0);
+  assertEquals(fake.messages(sid).map((m) => [m.role, m.content]), [
+    ["user", "please remember that the build uses make, token=[REDACTED]"],
+    ["assistant", "noted: make it is"],
+  ], "the user text once, the answer from the journal");
+  const state = await readState(`${dir.path}/.openviking/hook-state/kimicode/${SESSION}.json`);
+  assertEquals(state.ackedBelow, 1, "the turn is settled");
+});
+
+Deno.test("prompt fallback (process): with the journal there, the kept prompts are never sent", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = {
+    HOME: dir.path,
+    KIMI_CODE_HOME: `${dir.path}/.kimi-code`,
+    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+    OPENVIKING_URL: fake.url,
+    OPENVIKING_TIMEOUT_MS: "1000",
+    OPENVIKING_WRITE_PATH_ASYNC: "0",
+    OPENVIKING_CAPTURE_WAIT_MS: "0",
+  };
+  const hook = (event: string, name: string, extra: Record<string, unknown> = {}) =>
+    runCli(["hook", event], {
+      env,
+      clearEnv: true,
+      stdin: JSON.stringify({ hook_event_name: name, session_id: SESSION, cwd: "/home/user/proj", ...extra }),
+    });
+  await hook("user-prompt-submit", "UserPromptSubmit", {
+    prompt: "a prompt the hook saw but the journal lacks",
+  });
+  await placeJournal(
+    dir.path,
+    SESSION,
+    new JournalBuilder().simpleTurn("the journal's prompt", "its answer").toString(),
+  );
+  await hook("stop", "Stop");
+  assertEquals(fake.messages(`kc-${SESSION}`).map((m) => m.content), ["the journal's prompt", "its answer"]);
+});
