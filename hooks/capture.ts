@@ -115,6 +115,9 @@ export interface CaptureReport {
   cause?: { kind: FailureKind | "local"; status: number; message: string };
   /** Messages of an unrecorded earlier request found queued or on the server (not sent again). */
   settledElsewhere: number;
+  /** Loop events whose turn id matched no prompt: bound to the open turn, or (no open turn) not bound. */
+  rebound: number;
+  unbound: number;
   rewritten: boolean;
   waited: boolean;
 }
@@ -164,6 +167,8 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
       left: 0,
       commit: "none",
       settledElsewhere: 0,
+      rebound: turns.rebound,
+      unbound: turns.unbound,
       rewritten: read.rewritten,
       waited,
     };

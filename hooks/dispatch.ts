@@ -130,7 +130,8 @@ async function stateProblem(ctx: HookContext): Promise<{ outcome: string; reason
     if (STATEFUL.has(ctx.event)) return { outcome: "no-home", reason: dirs.noHome };
     return undefined;
   }
-  if (!STATEFUL.has(ctx.event) || !dirs.stateDir) return undefined;
+  // SessionStart's state is best effort and its queue replay needs none: only capture must stop here.
+  if (!CAPTURING.has(ctx.event) || !dirs.stateDir) return undefined;
   if (CAPTURING.has(ctx.event) && !ctx.config.autoCapture) return undefined;
   const reason = (await unwritableReason(dirs.stateDir)) ||
     (ctx.capturePaths ? await unusableFileReason(ctx.capturePaths.file) : "");

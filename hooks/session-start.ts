@@ -36,6 +36,7 @@ export async function replayQueues(ctx: HookContext): Promise<HookResult> {
 export async function sessionStart(ctx: HookContext): Promise<HookResult> {
   if (ctx.isWorker) return await replayQueues(ctx);
   if (ctx.promptPaths) {
+    // Best effort: a state that cannot be written only costs the repeat window and the profile reset.
     const res = await updateState(ctx.promptPaths, (s) => {
       const last = s.lastSessionStartAt;
       if (last !== undefined && ctx.startedAt >= last && ctx.startedAt - last < REPEAT_WINDOW_MS) {
@@ -51,7 +52,13 @@ export async function sessionStart(ctx: HookContext): Promise<HookResult> {
         },
         value: "ok",
       });
-    }, { waitMs: 2000 });
+    }, { waitMs: 2000 }).catch((error: Error) => {
+      ctx.log.stage("prompt-state-unavailable", {
+        error: error.message,
+        effect: "the queue is replayed anyway",
+      });
+      return { acquired: false as const };
+    });
     if (res.acquired && res.value === "repeat") return { outcome: "repeat-ignored" };
   }
   if (ctx.config.writePathAsync && await spawnWorker("session-start", ctx.raw)) {

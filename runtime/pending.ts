@@ -89,7 +89,7 @@ async function queueFiles(dir: string): Promise<QueueFile[]> {
   const out: QueueFile[] = [];
   try {
     for await (const e of Deno.readDir(dir)) {
-      if (!e.isFile) continue;
+      if (e.isDirectory) continue;
       const m = ENTRY.exec(e.name);
       if (m) out.push({ name: e.name, seq: Number(m[1]), tag: m[2] });
       const c = CLAIM.exec(e.name);

@@ -13,6 +13,7 @@ import { ourQueue, queuedMessages } from "../support/queue.ts";
 import { cliArgs, denoDir, runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { readState } from "../../runtime/state.ts";
+import { enqueueMessages, sessionQueueDir } from "../../runtime/pending.ts";
 
 const SESSION = "session_0f0e0d0c-1111-4222-8333-944455556666";
 const OV_SESSION = `kc-${SESSION}`;
@@ -255,4 +256,27 @@ Deno.test("world: a 2.7 MB gzip reply that inflates to 2 GB on every recall rout
     const rss = Number(/maxrss_kb=(\d+)/.exec(new TextDecoder().decode(out.stderr))?.[1] ?? NaN);
     assertTrue(rss < 300 * 1024, `peak RSS ${Math.round(rss / 1024)} MB (it was 4.4 GB)`);
   }
+});
+
+Deno.test("world: one session's backlog is never read by another session's capture, and doctor lists it unread", async () => {
+  if (Deno.build.os === "windows") return;
+  await using w = await world();
+  // Session A's queue: one real entry, then 300 "entries" that are FIFOs — reading one would hang forever.
+  const other = "kc-session_backlog-a";
+  await enqueueMessages(w.pending, other, [{ role: "user", content: "queued while offline", turn_id: "0" }]);
+  const dir = await sessionQueueDir(w.pending, other);
+  for (let i = 2; i <= 301; i++) {
+    const mk = new Deno.Command("mkfifo", {
+      args: ["-m", "600", `${dir}/${String(i).padStart(10, "0")}-m100.json`],
+    });
+    assertEquals((await mk.output()).code, 0);
+  }
+  await placeJournal(w.dir.path, SESSION, journal(3));
+  await w.hook("stop", "Stop");
+  assertEquals(w.fake.messages(OV_SESSION).length, 6, "session B captured, A's backlog untouched");
+  const doctor = await runCli(["doctor", "--json"], { env: w.env, clearEnv: true });
+  const queue = (JSON.parse(doctor.stdout).checks as { id: string; summary: string }[]).find((c) =>
+    c.id === "queue"
+  )!;
+  assertMatch(queue.summary, /30001 message\(s\)/, `counted from the file names alone: ${queue.summary}`);
 });
