@@ -323,3 +323,19 @@ Deno.test("reply: JSON batch bodies, batches inside SSE events, and a stream lef
   assertTrue(cancelled, "the open stream was released");
   assertEquals(got.length, 4);
 });
+
+Deno.test("sse: one giant line costs linear time, and what the parser holds of it is counted", () => {
+  const parser = new SseParser();
+  const chunk = "x".repeat(4096);
+  const started = Date.now();
+  assertEquals(parser.push("data: "), []);
+  for (let i = 0; i < 4096; i++) assertEquals(parser.push(chunk), []); // 16 MiB, no line end yet
+  assertEquals(parser.pendingChars, 6 + 16 * 1024 * 1024);
+  assertEquals(parser.push("\r"), []);
+  assertEquals(parser.pendingChars, 16 * 1024 * 1024 + 1);
+  const [event] = parser.push("\n\n");
+  assertEquals(event.data.length, 16 * 1024 * 1024);
+  assertEquals(parser.pendingChars, 0);
+  // generous: scanning the held text again at every chunk (the old parser) took minutes
+  assertTrue(Date.now() - started < 5_000, `took ${Date.now() - started} ms`);
+});
