@@ -11,10 +11,10 @@ import { type Env, processEnv } from "../runtime/paths.ts";
 import { resolvePeer } from "../runtime/peer.ts";
 import { CredentialWatcher, type ProxySettings, proxySettings } from "./credentials.ts";
 import { lineSink, readLines } from "./lines.ts";
-import { Proxy, STARTUP_TIMEOUT_CAP_MS } from "./proxy.ts";
+import { Proxy, PROXY_LIMITS, type ProxyLimits } from "./proxy.ts";
 import { Session } from "./session.ts";
 import { readToolCache, toolCachePath, writeToolCache } from "./tool-cache.ts";
-import { displayUrl, Upstream } from "./upstream.ts";
+import { BYTE_LIMITS, type ByteLimits, displayUrl, Upstream } from "./upstream.ts";
 
 /** How long running requests may finish after stdin closed. */
 export const EOF_GRACE_MS = 5_000;
@@ -50,6 +50,9 @@ export interface McpServerIo {
   /** Aborting it stops the server at once (SIGTERM). */
   signal?: AbortSignal;
   fetch?: typeof fetch;
+  /** Time and byte bounds (tests shorten them; the command uses the production ones). */
+  limits?: ProxyLimits;
+  bytes?: ByteLimits;
 }
 
 /** Runs the proxy until stdin ends, the output goes away or `signal` aborts; resolves to the exit code. */
@@ -84,12 +87,13 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
   await watcher.snapshot();
   const cachePath = toolCachePath(io.env);
   const late: { proxy?: Proxy } = {};
+  const limits = io.limits ?? PROXY_LIMITS;
   const session = new Session({
-    upstream: new Upstream(first.settings.target, io.fetch),
+    upstream: new Upstream(first.settings.target, io.fetch, io.bytes ?? BYTE_LIMITS),
     settings: first.settings,
     credentials: watcher,
     log,
-    initTimeoutMs: Math.min(first.settings.timeoutMs, STARTUP_TIMEOUT_CAP_MS),
+    initTimeoutMs: Math.min(first.settings.timeoutMs, limits.startupMs),
     passthrough: (item) => late.proxy?.passthrough(item),
     onReinitialized: () => late.proxy?.onReinitialized(),
   });
@@ -97,6 +101,7 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
     session,
     writeLine: io.writeLine,
     log,
+    limits,
     tools: {
       read: () => readToolCache(cachePath, session.settings.target.mcpUrl),
       write: (tools) => writeToolCache(cachePath, session.settings.target.mcpUrl, tools),

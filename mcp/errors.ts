@@ -129,12 +129,54 @@ export function failureError(
         errorResponse(
           id,
           ErrorCode.Network,
-          `OpenViking at ${url} did not answer within ${Math.round(failure.ms / 1000)} s. Check that the ` +
+          `OpenViking at ${url} did not answer within ${describeMs(failure.ms)}. Check that the ` +
             `server is running and not overloaded, or raise OPENVIKING_TIMEOUT_MS. ${again}`,
           { url, timeoutMs: failure.ms, urlSource: ctx.credentialSource },
         ),
         ctx,
       );
+    case "stalled":
+      return clean(
+        errorResponse(
+          id,
+          ErrorCode.Network,
+          `OpenViking at ${url} started its reply, then sent nothing for ${describeMs(failure.ms)}, so the ` +
+            `proxy gave up on it. Retry the call; if it keeps happening, check the server's log, or raise ` +
+            `OPENVIKING_TIMEOUT_MS.`,
+          { url, idleMs: failure.ms },
+        ),
+        ctx,
+      );
+    case "deadline":
+      return clean(
+        errorResponse(
+          id,
+          ErrorCode.Network,
+          `OpenViking at ${url} did not finish its reply within ${
+            describeMs(failure.ms)
+          }, the proxy's limit ` +
+            `for one request. Ask for less at once (fewer results, a narrower URI) or retry; if it keeps ` +
+            `happening, check the server's log.`,
+          { url, limitMs: failure.ms },
+        ),
+        ctx,
+      );
+    case "too-large": {
+      const limit = describeBytes(failure.limitBytes);
+      const what = failure.part === "stream"
+        ? `OpenViking's reply stream passed ${limit} before the response arrived`
+        : `OpenViking's reply was larger than ${limit}, the most the proxy reads of one reply`;
+      return clean(
+        errorResponse(
+          id,
+          ErrorCode.ReplyTooLarge,
+          `${what}; the proxy stopped reading it and dropped it (the session goes on). Ask for less: fewer ` +
+            `results (a lower limit or node_limit), a narrower URI, or part of a file (offset and limit).`,
+          { url, limitBytes: failure.limitBytes, part: failure.part },
+        ),
+        ctx,
+      );
+    }
     case "cut":
       return clean(
         errorResponse(
@@ -201,6 +243,18 @@ export function failureError(
     case "aborted":
       return errorResponse(id, ErrorCode.Network, "The request was cancelled.");
   }
+}
+
+/** A byte count in words: "16 MiB", "64 KiB". */
+export function describeBytes(bytes: number): string {
+  if (bytes >= 1024 * 1024) return `${+(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+  if (bytes >= 1024) return `${+(bytes / 1024).toFixed(1)} KiB`;
+  return `${bytes} bytes`;
+}
+
+/** A duration in words: "15 s", "500 ms". */
+function describeMs(ms: number): string {
+  return ms >= 1000 ? `${Math.round(ms / 1000)} s` : `${ms} ms`;
 }
 
 function clean(reply: JsonRpcErrorResponse, ctx: ErrorContext): JsonRpcErrorResponse {

@@ -20,8 +20,10 @@ export const ErrorCode = {
   UpstreamHttp: -32002,
   /** OpenViking accepted the request but sent no response to it. */
   EmptyReply: -32003,
-  /** OpenViking could not be reached (connection refused, DNS, TLS, timeout). */
+  /** OpenViking could not be reached (connection refused, DNS, TLS, timeout, a reply that went silent). */
   Network: -32004,
+  /** OpenViking's reply was larger than the proxy reads. */
+  ReplyTooLarge: -32005,
 } as const;
 
 /** A request or response id (MCP forbids null for requests). */

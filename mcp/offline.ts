@@ -1,7 +1,7 @@
 /**
  * What the proxy answers by itself while OpenViking cannot be reached, so Kimi Code keeps the server (and its
  * tools) for the session: an `initialize` result, a `tools/list` result from the cached or built-in catalog,
- * and an empty `ping` result. Pure.
+ * and the empty `ping` result (which the proxy always answers itself). Pure.
  */
 
 import { VERSION } from "../runtime/version.ts";
@@ -38,6 +38,11 @@ export function offlineReason(failure: Failure): string {
     case "bad-reply":
     case "redirect":
       return `answered HTTP ${failure.status} instead of an MCP result`;
+    case "too-large":
+      return "sent a reply larger than the proxy reads";
+    case "stalled":
+    case "deadline":
+      return "did not finish its reply in time";
     default:
       return "was not reachable";
   }

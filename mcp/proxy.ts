@@ -1,8 +1,11 @@
 /**
  * The stdio side of the proxy: each stdin line is read (single message or batch), requests run concurrently
- * (at most 16 at once, replies in whatever order they finish), notifications keep their order, cancelled
- * requests are withdrawn or cancelled upstream, every outgoing message is one whole line, and when OpenViking
- * cannot be reached `initialize`, `tools/list` and `ping` are still answered so Kimi keeps its tools.
+ * (replies in whatever order they finish: at most 16 tool calls at once, and other requests in slots of their
+ * own, so stalled tool calls never hold up `tools/list`; `initialize` needs no slot and `ping` is answered by
+ * the proxy itself), notifications keep their order, cancelled requests are withdrawn or cancelled upstream,
+ * every outgoing message is one whole line, every exchange is bounded in time (see `exchangeTiming`) and
+ * bytes, and when OpenViking cannot be reached `initialize` and `tools/list` are still answered so Kimi keeps
+ * its tools.
  */
 
 import type { Logger } from "../runtime/log.ts";
@@ -29,17 +32,65 @@ import {
   TOOLS_CHANGED,
 } from "./offline.ts";
 import type { Session } from "./session.ts";
-import { displayUrl, type Failure } from "./upstream.ts";
+import { displayUrl, type Failure, type Timing, uniformTiming } from "./upstream.ts";
 import { validTools } from "./tool-cache.ts";
 
-/** How many client requests may be in flight upstream at once. */
+/** How many tool calls may be in flight upstream at once. */
 export const MAX_IN_FLIGHT = 16;
-/** Limit for `initialize` / `tools/list` / `ping` so a dead host still leaves Kimi's 30 s startup budget. */
+/** How many other requests (`tools/list`, `resources/…`) may be in flight at once, in slots of their own. */
+export const MAX_OTHER_IN_FLIGHT = 8;
+/** Limit for `initialize` / `tools/list`, as a whole, so a dead host still leaves Kimi's 30 s startup budget. */
 export const STARTUP_TIMEOUT_CAP_MS = 10_000;
-/** Limit for a tool call's response headers: long tools are bounded by the client's own timeout. */
+/**
+ * Limit for a tool call as a whole (headers, body, SSE reconnections), and for any request: long tools are
+ * bounded by the client's own timeout (Kimi's default is 60 s), this only ends what nobody waits for anymore.
+ */
 export const TOOL_CALL_TIMEOUT_MS = 600_000;
+/**
+ * How long an SSE reply may go without a byte. OpenViking's server sends a keep-alive comment every 15 s, so
+ * this is eight missed in a row; a server without keep-alives must send progress at least this often.
+ */
+export const STREAM_IDLE_MS = 120_000;
 /** How long the session DELETE may take at shutdown. */
 export const DELETE_TIMEOUT_MS = 2_000;
+
+/** The time bounds the proxy applies (ms); tests shorten them. */
+export interface ProxyLimits {
+  startupMs: number;
+  toolCallMs: number;
+  streamIdleMs: number;
+}
+
+/** The production bounds. */
+export const PROXY_LIMITS: Readonly<ProxyLimits> = {
+  startupMs: STARTUP_TIMEOUT_CAP_MS,
+  toolCallMs: TOOL_CALL_TIMEOUT_MS,
+  streamIdleMs: STREAM_IDLE_MS,
+};
+
+/** Methods Kimi needs at session start: bounded as a whole by the startup limit. */
+const STARTUP_METHODS = new Set(["initialize", "tools/list"]);
+
+/**
+ * The time limits of one exchange, the one place they are decided (`timeoutMs` = OPENVIKING_TIMEOUT_MS;
+ * `method` undefined = a notification or a response sent upstream):
+ * - `initialize`, `tools/list`: everything within min(timeoutMs, startup limit);
+ * - notifications and responses: everything within timeoutMs (their reply is an empty 202);
+ * - other requests: headers within timeoutMs (a tool call's within the tool-call limit), a JSON body silent
+ *   at most timeoutMs, an SSE stream silent at most max(timeoutMs, stream idle limit) with keep-alive
+ *   comments resetting it, and the whole exchange within max(timeoutMs, tool-call limit).
+ */
+export function exchangeTiming(method: string | undefined, timeoutMs: number, limits: ProxyLimits): Timing {
+  if (method === undefined) return uniformTiming(timeoutMs);
+  if (STARTUP_METHODS.has(method)) return uniformTiming(Math.min(timeoutMs, limits.startupMs));
+  const longest = Math.max(timeoutMs, limits.toolCallMs);
+  return {
+    headersMs: method === "tools/call" ? longest : timeoutMs,
+    bodyIdleMs: timeoutMs,
+    streamIdleMs: Math.max(timeoutMs, limits.streamIdleMs),
+    totalMs: longest,
+  };
+}
 
 /** Where tool lists are remembered between sessions. */
 export interface ToolStore {
@@ -54,7 +105,10 @@ export interface ProxyOptions {
   writeLine: (line: string) => Promise<void>;
   log: Logger;
   tools?: ToolStore;
+  /** Tool calls in flight at once (default {@link MAX_IN_FLIGHT}). */
   maxInFlight?: number;
+  /** Time bounds (default {@link PROXY_LIMITS}). */
+  limits?: ProxyLimits;
 }
 
 interface InFlight {
@@ -103,7 +157,10 @@ export class LineWriter {
 
 /** The stdio ↔ Streamable HTTP proxy. */
 export class Proxy {
-  private readonly limiter: Limiter;
+  /** Slots of tool calls, and of every other request: tool calls cannot take the others'. */
+  private readonly toolSlots: Limiter;
+  private readonly otherSlots = new Limiter(MAX_OTHER_IN_FLIGHT);
+  private readonly limits: ProxyLimits;
   private readonly inFlight = new Map<string, InFlight>();
   private readonly tasks = new Set<Promise<unknown>>();
   /** Settles when every notification dispatched so far has been sent (their order is kept). */
@@ -117,7 +174,8 @@ export class Proxy {
   readonly stopped = new AbortController();
 
   constructor(private readonly options: ProxyOptions) {
-    this.limiter = new Limiter(options.maxInFlight ?? MAX_IN_FLIGHT);
+    this.toolSlots = new Limiter(options.maxInFlight ?? MAX_IN_FLIGHT);
+    this.limits = options.limits ?? PROXY_LIMITS;
     this.writer = new LineWriter(options.writeLine, () => this.stopped.abort());
   }
 
@@ -163,7 +221,10 @@ export class Proxy {
   /** Handles one message; returns the response to output (only for requests; `collect` = part of a batch). */
   private dispatch(item: Classified, collect: boolean): Promise<JsonRpcResponse | undefined> {
     if (item.kind === "request") {
-      return item.message.method === "initialize"
+      const method = item.message.method;
+      // The client's peer is the proxy: it is alive when it answers, whatever OpenViking is doing.
+      if (method === "ping") return Promise.resolve(pingResult(item.message.id));
+      return method === "initialize"
         ? this.initialize(item.message, collect)
         : this.request(item.message, collect);
     }
@@ -176,16 +237,8 @@ export class Proxy {
     return Promise.resolve(undefined);
   }
 
-  private startupTimeout(): number {
-    return Math.min(this.options.session.settings.timeoutMs, STARTUP_TIMEOUT_CAP_MS);
-  }
-
-  private headerTimeout(method: string): number {
-    if (method === "tools/call") {
-      return Math.max(this.options.session.settings.timeoutMs, TOOL_CALL_TIMEOUT_MS);
-    }
-    if (method === "tools/list" || method === "ping") return this.startupTimeout();
-    return this.options.session.settings.timeoutMs;
+  private timing(method: string | undefined): Timing {
+    return exchangeTiming(method, this.options.session.settings.timeoutMs, this.limits);
   }
 
   /** A sink writing every message, except the response to `id` when it is collected for a batch. */
@@ -210,7 +263,7 @@ export class Proxy {
         expectId: request.id,
         sink: this.sinkFor(request.id, collect, (r) => response = r),
         signal: this.stopped.signal,
-        headerTimeoutMs: this.startupTimeout(),
+        timing: this.timing(request.method),
       });
       if (exchange.ok) return collect ? response : undefined;
       if (exchange.failure.kind === "aborted") return undefined;
@@ -238,7 +291,8 @@ export class Proxy {
     this.inFlight.set(key, entry);
     const barrier = this.barrier;
     const initGate = this.initGate;
-    const release = await this.limiter.acquire(entry.controller.signal);
+    const slots = request.method === "tools/call" ? this.toolSlots : this.otherSlots;
+    const release = await slots.acquire(entry.controller.signal);
     try {
       if (!release) return undefined;
       await barrier;
@@ -250,7 +304,7 @@ export class Proxy {
         expectId: request.id,
         sink: this.sinkFor(request.id, collect, (r) => response = r),
         signal: entry.controller.signal,
-        headerTimeoutMs: this.headerTimeout(request.method),
+        timing: this.timing(request.method),
       });
       if (exchange.ok) {
         if (request.method === "tools/list" && response) this.remember(request, response);
@@ -275,7 +329,6 @@ export class Proxy {
       this.options.log.stage("offline-tools-list", { failure: describe(failure), cached: Boolean(cached) });
       return catalogResult(request.id, cached ?? BUILTIN_TOOLS);
     }
-    if (request.method === "ping") return pingResult(request.id);
     this.options.log.stage("request-failed", { method: request.method, failure: describe(failure) });
     return failureError(request.id, failure, session.settings.context);
   }
@@ -325,7 +378,7 @@ export class Proxy {
     const exchange = await this.options.session.send(message, {
       sink: this.passthrough,
       signal: this.stopped.signal,
-      headerTimeoutMs: this.options.session.settings.timeoutMs,
+      timing: this.timing(undefined),
     });
     if (!exchange.ok && exchange.failure.kind !== "aborted") {
       this.options.log.stage(`${what}-failed`, {

@@ -1,11 +1,33 @@
 /**
  * Turns one HTTP reply of a Streamable HTTP server into JSON-RPC messages: a JSON body (one message or an
  * array) or an SSE stream read as it arrives, so messages the server sends before its response (progress,
- * logging, its own requests) reach the client at once. Reads the body only; no decisions about status codes.
+ * logging, its own requests) reach the client at once. Every read is bounded: bytes of a JSON body, of one SSE
+ * event and of the stream as a whole, and the time the body may go without a byte. Reads the body only; no
+ * decisions about status codes.
  */
 
+import { type BodyStop, BoundedBody, MAX_REPLY_BYTES, MAX_STREAM_BYTES, readBody } from "./body.ts";
 import { type Classified, classifyUpstream, type JsonRpcId } from "./jsonrpc.ts";
 import { isEmptyEventData, SseParser } from "./sse.ts";
+
+/** The bounds of reading one reply. */
+export interface ReplyLimits {
+  /** Bytes of a JSON body; characters of one SSE event (never more than its bytes). */
+  replyBytes: number;
+  /** Bytes of an SSE stream as a whole. */
+  streamBytes: number;
+  /** How long a JSON body may go without a byte (ms). */
+  bodyIdleMs: number;
+  /** How long an SSE stream may go without a byte; keep-alive comments count (ms). */
+  streamIdleMs: number;
+  /** Stops the read (it then ends as cut). */
+  signal?: AbortSignal;
+}
+
+/** A bound that stopped a reply: too many bytes (of the JSON body, one event, or the stream), or silence. */
+export type ReplyStop =
+  | { kind: "too-large"; limitBytes: number; part: "reply" | "event" | "stream" }
+  | { kind: "stalled"; ms: number };
 
 /** What reading a reply produced. */
 export interface ReplyOutcome {
@@ -18,6 +40,10 @@ export interface ReplyOutcome {
   invalidSample?: string;
   /** The body ended with an error (connection cut, aborted). */
   cut?: unknown;
+  /** A bound stopped the reading before the body ended. */
+  stop?: ReplyStop;
+  /** Bytes read of the body. */
+  bytes: number;
   /** SSE only: the last event id and the server's retry delay. */
   lastEventId: string;
   retryMs?: number;
@@ -34,7 +60,7 @@ export function isEventStream(contentType: string | null): boolean {
 const SAMPLE_CHARS = 200;
 
 class Collector {
-  readonly outcome: ReplyOutcome = { delivered: 0, answered: false, invalid: 0, lastEventId: "" };
+  readonly outcome: ReplyOutcome = { delivered: 0, answered: false, invalid: 0, lastEventId: "", bytes: 0 };
   constructor(private readonly expectId: JsonRpcId | undefined, private readonly sink: MessageSink) {}
 
   /** Delivers every message of one JSON text (an object or a batch array). */
@@ -68,51 +94,81 @@ class Collector {
   }
 }
 
-/** Reads a reply body into messages; stops early once the expected response arrived on an SSE stream. */
+/** The time bounds when a caller gives none (tests): none. The proxy always passes its own. */
+const NO_TIME_BOUNDS = { bodyIdleMs: Infinity, streamIdleMs: Infinity };
+
+function stopped(outcome: ReplyOutcome, stop: BodyStop, part: "reply" | "stream"): void {
+  if (stop.kind === "cut") outcome.cut = stop.cause;
+  else if (stop.kind === "stalled") outcome.stop = stop;
+  else outcome.stop = { kind: "too-large", limitBytes: stop.limitBytes, part };
+}
+
+/**
+ * Reads a reply body into messages within `limits` (bytes default to the proxy's bounds); stops early once the
+ * expected response arrived on an SSE stream, and at any bound (see `stop`), cancelling the body.
+ */
 export async function readReply(
   response: Response,
   expectId: JsonRpcId | undefined,
   sink: MessageSink,
+  limits: Partial<ReplyLimits> = {},
 ): Promise<ReplyOutcome> {
+  const bounds: ReplyLimits = {
+    replyBytes: MAX_REPLY_BYTES,
+    streamBytes: MAX_STREAM_BYTES,
+    ...NO_TIME_BOUNDS,
+    ...limits,
+  };
   const collector = new Collector(expectId, sink);
   const outcome = collector.outcome;
   if (!response.body) return outcome;
   if (!isEventStream(response.headers.get("content-type"))) {
-    let text: string;
-    try {
-      text = await response.text();
-    } catch (error) {
-      outcome.cut = error;
+    const read = await readBody(response, {
+      maxBytes: bounds.replyBytes,
+      idleMs: bounds.bodyIdleMs,
+      signal: bounds.signal,
+    });
+    if ("stop" in read) {
+      stopped(outcome, read.stop, "reply");
       return outcome;
     }
+    outcome.bytes = read.bytes.length;
+    const text = new TextDecoder().decode(read.bytes);
     if (text.trim() !== "") await collector.text(text);
     return outcome;
   }
+  const body = new BoundedBody(response.body, {
+    maxBytes: bounds.streamBytes,
+    idleMs: bounds.streamIdleMs,
+    signal: bounds.signal,
+  });
+  const tooLargeEvent = { kind: "too-large", limitBytes: bounds.replyBytes, part: "event" } as const;
   const parser = new SseParser();
   const decoder = new TextDecoder();
-  const reader = response.body.getReader();
-  try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      const events = done ? [...parser.push(decoder.decode()), ...parser.end()] : parser.push(
-        decoder.decode(value, { stream: true }),
-      );
-      for (const event of events) {
-        if (event.event !== "message" || isEmptyEventData(event.data)) continue;
-        await collector.text(event.data);
+  reading: for (;;) {
+    const chunk = await body.next();
+    if (!chunk && body.stop) break;
+    const events = chunk
+      ? parser.push(decoder.decode(chunk, { stream: true }))
+      : [...parser.push(decoder.decode()), ...parser.end()];
+    for (const event of events) {
+      if (event.data.length > bounds.replyBytes) {
+        outcome.stop = tooLargeEvent;
+        break reading;
       }
-      if (done) break;
-      if (expectId !== undefined && outcome.answered) {
-        await reader.cancel().catch(() => {});
-        break;
-      }
+      if (event.event !== "message" || isEmptyEventData(event.data)) continue;
+      await collector.text(event.data);
     }
-  } catch (error) {
-    outcome.cut = error;
-    await reader.cancel().catch(() => {});
-  } finally {
-    reader.releaseLock();
+    if (!chunk) break;
+    if (parser.pendingChars > bounds.replyBytes) {
+      outcome.stop = tooLargeEvent;
+      break;
+    }
+    if (expectId !== undefined && outcome.answered) break;
   }
+  await body.cancel();
+  if (body.stop) stopped(outcome, body.stop, "stream");
+  outcome.bytes = body.bytes;
   outcome.lastEventId = parser.lastEventId;
   outcome.retryMs = parser.retryMs;
   return outcome;

@@ -14,6 +14,8 @@ import {
   displayUrl,
   type Exchange,
   type Failure,
+  type Timing,
+  uniformTiming,
   type Upstream,
 } from "./upstream.ts";
 
@@ -27,7 +29,7 @@ export interface SendOptions {
   expectId?: JsonRpcId;
   sink: MessageSink;
   signal?: AbortSignal;
-  headerTimeoutMs: number;
+  timing: Timing;
 }
 
 /** What the session needs. */
@@ -36,7 +38,7 @@ export interface SessionOptions {
   settings: ProxySettings;
   credentials?: CredentialReloader;
   log: Logger;
-  /** Limit for the proxy's own initialize exchanges (ms). */
+  /** Limit for each of the proxy's own initialize exchanges, as a whole (ms). */
   initTimeoutMs: number;
   /** Receives messages the server sends during the proxy's own initialize (notifications, requests). */
   passthrough: MessageSink;
@@ -183,7 +185,7 @@ export class Session {
     };
     const exchange = await upstream.post(
       { jsonrpc: "2.0", id, method: "initialize", params: this.clientInit ?? {} },
-      { expectId: id, sink, headerTimeoutMs: this.options.initTimeoutMs, withSession: false },
+      { expectId: id, sink, timing: uniformTiming(this.options.initTimeoutMs), withSession: false },
     );
     if (!exchange.ok) {
       this.options.log.stage("reinit-failed", { failure: exchange.failure.kind });
@@ -198,7 +200,11 @@ export class Session {
     this.adopt(exchange.sessionId, result);
     const note = await upstream.post(
       { jsonrpc: "2.0", method: "notifications/initialized" },
-      { sink: this.options.passthrough, headerTimeoutMs: this.options.initTimeoutMs, withSession: true },
+      {
+        sink: this.options.passthrough,
+        timing: uniformTiming(this.options.initTimeoutMs),
+        withSession: true,
+      },
     );
     if (!note.ok) this.options.log.stage("initialized-notification-failed", { failure: note.failure.kind });
     this.ready = true;
@@ -229,5 +235,5 @@ export class Session {
 }
 
 function emptyReply() {
-  return { delivered: 0, answered: false, invalid: 0, lastEventId: "" };
+  return { delivered: 0, answered: false, invalid: 0, lastEventId: "", bytes: 0 };
 }

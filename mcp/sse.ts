@@ -1,7 +1,8 @@
 /**
  * An incremental Server-Sent Events parser (WHATWG "event stream interpretation"): feed text chunks as they
  * arrive, get complete events back. Handles CRLF/CR/LF line ends split across chunks, comments, multi-line
- * `data:`, `id`, `retry` and a leading BOM. Pure: no I/O.
+ * `data:`, `id`, `retry` and a leading BOM, in time linear in the input even for one giant line; says how much
+ * text it holds for the event in progress, so a reader can bound it. Pure: no I/O.
  */
 
 /** One dispatched event. */
@@ -16,16 +17,24 @@ export interface SseEvent {
 
 /** Incremental parser state for one stream. */
 export class SseParser {
-  private buffer = "";
+  /** The pieces of the line still missing its end (joined once it ends, so a giant line stays linear). */
+  private partial: string[] = [];
+  private partialChars = 0;
   private started = false;
   private skipLf = false;
   private data: string[] = [];
+  private dataChars = 0;
   private hasData = false;
   private eventType = "";
   /** The stream's last event id (the `Last-Event-ID` to resume from). */
   lastEventId = "";
   /** The reconnection delay the server asked for, in ms (`undefined` until it sends `retry:`). */
   retryMs: number | undefined;
+
+  /** Characters held for the event not yet complete (its `data:` lines and the unfinished line). */
+  get pendingChars(): number {
+    return this.partialChars + this.dataChars;
+  }
 
   /** Feeds a chunk of text; returns the events it completed. */
   push(chunk: string): SseEvent[] {
@@ -34,25 +43,29 @@ export class SseParser {
       this.started = true;
       if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
     }
-    if (this.skipLf && text.startsWith("\n")) text = text.slice(1);
-    this.skipLf = false;
-    this.buffer += text;
+    if (this.skipLf && text.length > 0) {
+      if (text.startsWith("\n")) text = text.slice(1);
+      this.skipLf = false;
+    }
     const events: SseEvent[] = [];
     let start = 0;
-    for (let i = 0; i < this.buffer.length; i++) {
-      const c = this.buffer.charCodeAt(i);
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i);
       if (c !== 10 && c !== 13) continue;
-      this.line(this.buffer.slice(start, i), events);
+      this.line(this.takeLine(text.slice(start, i)), events);
       if (c === 13) {
-        if (i + 1 < this.buffer.length) {
-          if (this.buffer.charCodeAt(i + 1) === 10) i++;
+        if (i + 1 < text.length) {
+          if (text.charCodeAt(i + 1) === 10) i++;
         } else {
           this.skipLf = true;
         }
       }
       start = i + 1;
     }
-    this.buffer = this.buffer.slice(start);
+    if (start < text.length) {
+      this.partial.push(text.slice(start));
+      this.partialChars += text.length - start;
+    }
     return events;
   }
 
@@ -62,10 +75,18 @@ export class SseParser {
    */
   end(): SseEvent[] {
     const events: SseEvent[] = [];
-    if (this.buffer.length > 0) this.line(this.buffer, events);
-    this.buffer = "";
+    if (this.partialChars > 0) this.line(this.takeLine(""), events);
     this.line("", events);
     return events;
+  }
+
+  /** The unfinished line completed by `tail`. */
+  private takeLine(tail: string): string {
+    if (this.partial.length === 0) return tail;
+    const line = this.partial.join("") + tail;
+    this.partial = [];
+    this.partialChars = 0;
+    return line;
   }
 
   private line(line: string, events: SseEvent[]): void {
@@ -74,6 +95,7 @@ export class SseParser {
         events.push({ event: this.eventType || "message", data: this.data.join("\n"), id: this.lastEventId });
       }
       this.data = [];
+      this.dataChars = 0;
       this.hasData = false;
       this.eventType = "";
       return;
@@ -86,6 +108,7 @@ export class SseParser {
     switch (field) {
       case "data":
         this.data.push(value);
+        this.dataChars += value.length + 1;
         this.hasData = true;
         break;
       case "event":

@@ -1,11 +1,13 @@
 /**
  * The HTTP side of the proxy: one Streamable HTTP exchange at a time (POST a message, read the JSON or SSE
  * reply), the headers every request carries (auth, OpenViking identity, `MCP-Protocol-Version`,
- * `Mcp-Session-Id`), same-origin-only redirects, and the session DELETE. It reports outcomes; what to do
- * about them (re-initialise, reload credentials, answer an error) is decided by the session layer.
+ * `Mcp-Session-Id`), same-origin-only redirects, and the session DELETE. Every exchange is bounded: in time
+ * (headers, silence of the body, the whole exchange) and in bytes (see body.ts). It reports outcomes; what to
+ * do about them (re-initialise, reload credentials, answer an error) is decided by the session layer.
  */
 
 import { buildHeaders } from "../runtime/http.ts";
+import { ERROR_BODY_BYTES, MAX_REPLY_BYTES, MAX_STREAM_BYTES, readPrefix } from "./body.ts";
 import type { JsonRpcId, JsonRpcMessage } from "./jsonrpc.ts";
 import { isEventStream, type MessageSink, readReply, type ReplyOutcome } from "./reply.ts";
 
@@ -29,6 +31,12 @@ export type Failure =
   | { kind: "network"; cause: string }
   /** No response headers within the time limit. */
   | { kind: "timeout"; ms: number }
+  /** The reply started, then went silent for `ms` (no byte, not even an SSE keep-alive). */
+  | { kind: "stalled"; ms: number }
+  /** The whole exchange (headers, body, SSE reconnections) did not end within its limit. */
+  | { kind: "deadline"; ms: number }
+  /** The reply passed a byte bound: the JSON body or one SSE event (`limitBytes`), or the SSE stream. */
+  | { kind: "too-large"; limitBytes: number; part: "reply" | "event" | "stream" }
   /** 401/403. */
   | { kind: "auth"; status: number; serverMessage: string }
   /** Another non-2xx status; `sessionId` is the session id the request carried. */
@@ -49,6 +57,37 @@ export type Exchange =
   | { ok: true; status: number; sessionId?: string; reply: ReplyOutcome }
   | { ok: false; failure: Failure; delivered: number };
 
+/** The time limits of one exchange (ms). */
+export interface Timing {
+  /** For the response headers to arrive. */
+  headersMs: number;
+  /** How long a JSON (or error) body may go without a byte. */
+  bodyIdleMs: number;
+  /** How long an SSE stream may go without a byte; keep-alive comments count. */
+  streamIdleMs: number;
+  /** For the whole exchange: headers, body, and SSE reconnections. */
+  totalMs: number;
+}
+
+/** The same limit for every part of an exchange (short exchanges: startup, notifications). */
+export function uniformTiming(ms: number): Timing {
+  return { headersMs: ms, bodyIdleMs: ms, streamIdleMs: ms, totalMs: ms };
+}
+
+/** Byte bounds of the replies read (see body.ts). */
+export interface ByteLimits {
+  /** A JSON body, or one SSE event. */
+  replyBytes: number;
+  /** An SSE stream as a whole, reconnections included. */
+  streamBytes: number;
+}
+
+/** The proxy's byte bounds. */
+export const BYTE_LIMITS: Readonly<ByteLimits> = {
+  replyBytes: MAX_REPLY_BYTES,
+  streamBytes: MAX_STREAM_BYTES,
+};
+
 /** Options of one POST. */
 export interface PostOptions {
   /** The id of the request being sent (undefined for notifications and responses). */
@@ -57,8 +96,8 @@ export interface PostOptions {
   sink: MessageSink;
   /** Cancels the exchange. */
   signal?: AbortSignal;
-  /** Limit for the response headers to arrive (ms). */
-  headerTimeoutMs: number;
+  /** Its time limits. */
+  timing: Timing;
   /** Send `Mcp-Session-Id` (false for initialize). */
   withSession: boolean;
 }
@@ -124,12 +163,9 @@ function sleep(ms: number, signal?: AbortSignal): Promise<boolean> {
   });
 }
 
-async function drain(response: Response): Promise<string> {
-  try {
-    return await response.text();
-  } catch {
-    return "";
-  }
+/** The start of a body the proxy only needs the server's words from; the rest is not read. */
+function drain(response: Response, idleMs: number, signal?: AbortSignal): Promise<string> {
+  return readPrefix(response, ERROR_BODY_BYTES, idleMs, signal);
 }
 
 /** The HTTP client of one upstream MCP endpoint, with its session state. */
@@ -139,7 +175,11 @@ export class Upstream {
   /** The negotiated protocol version, sent as `MCP-Protocol-Version`. */
   protocolVersion = DEFAULT_PROTOCOL_VERSION;
 
-  constructor(public target: UpstreamTarget, private readonly doFetch: typeof fetch = fetch) {}
+  constructor(
+    public target: UpstreamTarget,
+    private readonly doFetch: typeof fetch = fetch,
+    private readonly bytes: ByteLimits = BYTE_LIMITS,
+  ) {}
 
   /** The headers of a request to the MCP endpoint. */
   headers(withSession: boolean): Headers {
@@ -165,15 +205,16 @@ export class Upstream {
 
   /**
    * One HTTP request to the MCP endpoint, following redirects only within its origin (credentials never leave
-   * it); `headerTimeoutMs` bounds the wait for response headers. Never throws.
+   * it); `timing.headersMs` bounds the wait for response headers. Never throws.
    */
   private async fetchSameOrigin(
     method: "POST" | "GET",
     headers: Headers,
     body: string | undefined,
     signal: AbortSignal | undefined,
-    headerTimeoutMs: number,
+    timing: Timing,
   ): Promise<{ response: Response } | { failure: Failure }> {
+    const headerTimeoutMs = timing.headersMs;
     if (signal?.aborted) return { failure: { kind: "aborted" } };
     // The timeout covers the wait for headers; the caller's signal also covers reading the body.
     const controller = new AbortController();
@@ -203,7 +244,7 @@ export class Upstream {
         }
         const location = response.headers.get("location");
         if (response.status < 300 || response.status >= 400 || !location) return { response };
-        await drain(response);
+        await drain(response, timing.bodyIdleMs, signal);
         const next = new URL(location, url);
         if (next.origin !== origin) {
           return {
@@ -220,36 +261,67 @@ export class Upstream {
     }
   }
 
-  /** Sends one request, notification or response and streams its reply into `options.sink`. */
+  /**
+   * Sends one request, notification or response and streams its reply into `options.sink`, within
+   * `options.timing` and the byte bounds. Never throws.
+   */
   async post(message: JsonRpcMessage, options: PostOptions): Promise<Exchange> {
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(), options.timing.totalMs);
+    const signal = options.signal ? AbortSignal.any([options.signal, deadline.signal]) : deadline.signal;
+    const progress = { headers: false };
+    try {
+      const exchange = await this.exchange(message, { ...options, signal }, progress);
+      if (exchange.ok || !deadline.signal.aborted || options.signal?.aborted) return exchange;
+      // The deadline stopped it, whatever the failure looked like from inside.
+      const ms = options.timing.totalMs;
+      return {
+        ok: false,
+        failure: progress.headers ? { kind: "deadline", ms } : { kind: "timeout", ms },
+        delivered: exchange.delivered,
+      };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async exchange(
+    message: JsonRpcMessage,
+    options: PostOptions,
+    progress: { headers: boolean },
+  ): Promise<Exchange> {
     const sentSession = options.withSession ? this.sessionId : undefined;
     const fail = (failure: Failure, delivered = 0): Exchange => ({ ok: false, failure, delivered });
+    const { signal, timing } = options;
     const got = await this.fetchSameOrigin(
       "POST",
       this.headers(options.withSession),
       JSON.stringify(message),
-      options.signal,
-      options.headerTimeoutMs,
+      signal,
+      timing,
     );
     if ("failure" in got) return fail(got.failure);
+    progress.headers = true;
     const response = got.response;
     const status = response.status;
     if (status === 401 || status === 403) {
-      return fail({ kind: "auth", status, serverMessage: serverMessageOf(await drain(response)) });
+      const said = await drain(response, timing.bodyIdleMs, signal);
+      return fail({ kind: "auth", status, serverMessage: serverMessageOf(said) });
     }
     if (status < 200 || status >= 300) {
-      return fail({
-        kind: "http",
-        status,
-        serverMessage: serverMessageOf(await drain(response)),
-        sessionId: sentSession,
-      });
+      const said = await drain(response, timing.bodyIdleMs, signal);
+      return fail({ kind: "http", status, serverMessage: serverMessageOf(said), sessionId: sentSession });
     }
     const sessionId = response.headers.get("mcp-session-id") ?? undefined;
-    let reply = await readReply(response, options.expectId, options.sink);
+    let reply = await readReply(response, options.expectId, options.sink, this.replyLimits(options, 0));
     if (options.expectId !== undefined && !reply.answered) reply = await this.resume(reply, options);
     if (options.expectId !== undefined && !reply.answered) {
-      if (options.signal?.aborted) return fail({ kind: "aborted" }, reply.delivered);
+      if (signal?.aborted) return fail({ kind: "aborted" }, reply.delivered);
+      const stop = reply.stop;
+      if (stop?.kind === "too-large") {
+        return fail({ kind: "too-large", limitBytes: stop.limitBytes, part: stop.part }, reply.delivered);
+      }
+      if (stop?.kind === "stalled") return fail({ kind: "stalled", ms: stop.ms }, reply.delivered);
       if (reply.cut !== undefined) {
         return fail({ kind: "cut", cause: networkCause(reply.cut) }, reply.delivered);
       }
@@ -261,40 +333,53 @@ export class Upstream {
     return { ok: true, status, sessionId, reply };
   }
 
+  /** The bounds of reading one reply of an exchange whose SSE streams already used `streamBytesUsed`. */
+  private replyLimits(options: PostOptions, streamBytesUsed: number) {
+    return {
+      replyBytes: this.bytes.replyBytes,
+      streamBytes: Math.max(0, this.bytes.streamBytes - streamBytesUsed),
+      bodyIdleMs: options.timing.bodyIdleMs,
+      streamIdleMs: options.timing.streamIdleMs,
+      signal: options.signal,
+    };
+  }
+
   /**
    * An SSE reply that ended before the response but carried event ids (a 2025-11-25 server polling, or a cut
    * connection): reconnect with GET + `Last-Event-ID` after the server's `retry` delay, as the spec asks, for
-   * as long as each reconnection makes progress. Returns the combined outcome.
+   * as long as each reconnection makes progress and no bound stopped the stream. Returns the combined
+   * outcome; its bytes count against one stream bound.
    */
   private async resume(first: ReplyOutcome, options: PostOptions): Promise<ReplyOutcome> {
     let reply = first;
-    let delivered = first.delivered;
     let idle = 0;
-    while (!reply.answered && reply.lastEventId && !options.signal?.aborted && idle < MAX_IDLE_RESUMES) {
+    while (
+      !reply.answered && !reply.stop && reply.lastEventId && !options.signal?.aborted &&
+      idle < MAX_IDLE_RESUMES
+    ) {
       const wait = Math.min(reply.retryMs ?? DEFAULT_RETRY_MS, MAX_RETRY_MS);
       if (!await sleep(wait, options.signal)) break;
       const headers = this.headers(true);
       headers.delete("Content-Type");
       headers.set("Accept", "text/event-stream");
       headers.set("Last-Event-ID", reply.lastEventId);
-      const got = await this.fetchSameOrigin(
-        "GET",
-        headers,
-        undefined,
-        options.signal,
-        options.headerTimeoutMs,
-      );
+      const got = await this.fetchSameOrigin("GET", headers, undefined, options.signal, options.timing);
       if ("failure" in got) break;
       if (!got.response.ok || !isEventStream(got.response.headers.get("content-type"))) {
-        await drain(got.response);
+        await drain(got.response, options.timing.bodyIdleMs, options.signal);
         break;
       }
-      const next = await readReply(got.response, options.expectId, options.sink);
-      delivered += next.delivered;
+      const next = await readReply(
+        got.response,
+        options.expectId,
+        options.sink,
+        this.replyLimits(options, reply.bytes),
+      );
       idle = next.delivered > 0 ? 0 : idle + 1;
       reply = {
         ...next,
-        delivered,
+        delivered: reply.delivered + next.delivered,
+        bytes: reply.bytes + next.bytes,
         lastEventId: next.lastEventId || reply.lastEventId,
         retryMs: next.retryMs ?? reply.retryMs,
       };
@@ -308,13 +393,14 @@ export class Upstream {
     const headers = this.headers(true);
     headers.delete("Content-Type");
     try {
+      const signal = AbortSignal.timeout(timeoutMs);
       const response = await this.doFetch(this.target.mcpUrl, {
         method: "DELETE",
         headers,
         redirect: "manual",
-        signal: AbortSignal.timeout(timeoutMs),
+        signal,
       });
-      await drain(response);
+      await drain(response, timeoutMs, signal);
       return response.status;
     } catch {
       return undefined;

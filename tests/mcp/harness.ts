@@ -4,6 +4,8 @@
  */
 
 import { runMcpServer } from "../../mcp/command.ts";
+import type { ProxyLimits } from "../../mcp/proxy.ts";
+import type { ByteLimits } from "../../mcp/upstream.ts";
 import { assertTrue } from "../support/assert.ts";
 
 /** A JSON object as it came out of the proxy. */
@@ -37,8 +39,15 @@ export interface ProxyHarness {
 
 const GUARD_MS = 30_000;
 
+/** Options of an in-process proxy: its cwd, and shorter bounds than production's. */
+export interface HarnessOptions {
+  cwd?: string;
+  limits?: ProxyLimits;
+  bytes?: ByteLimits;
+}
+
 /** Starts the proxy with `env` (HOME must be a temporary directory). */
-export function startProxy(env: Record<string, string>, options: { cwd?: string } = {}): ProxyHarness {
+export function startProxy(env: Record<string, string>, options: HarnessOptions = {}): ProxyHarness {
   const input = new TransformStream<Uint8Array, Uint8Array>();
   const writer = input.writable.getWriter();
   const encoder = new TextEncoder();
@@ -64,6 +73,8 @@ export function startProxy(env: Record<string, string>, options: { cwd?: string 
     },
     diagnostic: (text) => diagnostics.push(text),
     signal: stop.signal,
+    limits: options.limits,
+    bytes: options.bytes,
   });
   const messages = () => lines.map((l) => JSON.parse(l) as Json);
   const waitFor = (match: (m: Json) => boolean, what = "a message"): Promise<Json> => {

@@ -16,10 +16,11 @@ import {
   ToolListChangedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { assertEquals, assertMatch, assertNotMatch, assertRejects, assertTrue } from "../support/assert.ts";
-import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { FakeOpenViking, gzipBomb, type RawReply } from "../support/fake-openviking.ts";
 import { OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
 import { tempDir } from "../support/temp.ts";
 import { freePort } from "./harness.ts";
+import { HostileMcp } from "./hostile-mcp.ts";
 import { SdkServer } from "./sdk-server.ts";
 import { childEnv, productionCommand, REPO_ROOT } from "./subprocess.ts";
 
@@ -220,8 +221,57 @@ async function spawnRaw(home: string, env: Record<string, string>) {
     stopReading: () => reader.cancel(),
     linesAtLeast: (n: number) =>
       lines.length >= n ? Promise.resolve() : new Promise<void>((resolve) => waiters.push({ n, resolve })),
+    /** The response to request `id`; rejects when stdout ends first (the proxy died) or after 30 s. */
+    response: async (id: unknown): Promise<Record<string, unknown>> => {
+      const giveUp = Date.now() + 30_000;
+      for (;;) {
+        const hit = lines.map((l) => JSON.parse(l) as Record<string, unknown>)
+          .find((m) => m.id === id && ("result" in m || "error" in m));
+        if (hit) return hit;
+        const seen = lines.length;
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const more = new Promise<void>((resolve) => waiters.push({ n: seen + 1, resolve }));
+        const late = new Promise<"late">((resolve) =>
+          timer = setTimeout(() => resolve("late"), giveUp - Date.now())
+        );
+        const why = await Promise.race([
+          more.then(() => "more" as const),
+          reading.then(() => "ended" as const),
+          late,
+        ]);
+        clearTimeout(timer);
+        if (why === "late") throw new Error(`no response to ${JSON.stringify(id)} within 30 s`);
+        if (why === "ended" && lines.length === seen) {
+          throw new Error(
+            `stdout ended before the response to ${JSON.stringify(id)}; stderr: ${await stderr}`,
+          );
+        }
+      }
+    },
   };
 }
+
+/**
+ * A field of /proc/<pid>/status in MiB (VmRSS: now, VmHWM: the peak so far); Linux only. Read by `cat`, as
+ * Deno's permissions keep /proc from `--allow-read`.
+ */
+async function memoryMiB(pid: number, field: "VmRSS" | "VmHWM"): Promise<number> {
+  const out = await new Deno.Command("cat", { args: [`/proc/${pid}/status`], stdout: "piped" }).output();
+  const status = new TextDecoder().decode(out.stdout);
+  const kb = Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1]);
+  return Math.round(kb / 1024);
+}
+
+const INIT = {
+  jsonrpc: "2.0",
+  id: 0,
+  method: "initialize",
+  params: {
+    protocolVersion: "2025-11-25",
+    capabilities: {},
+    clientInfo: { name: "kimi-code", version: "2.1.0" },
+  },
+};
 
 for (const how of ["stdin EOF", "SIGTERM"] as const) {
   Deno.test(`mcp/e2e: raw pipes: stdout is JSON-RPC lines only; ${how} deletes the session and exits 0`, async () => {
@@ -304,4 +354,104 @@ Deno.test("mcp/e2e: raw pipes: when the client stops reading stdout, the proxy e
   } finally {
     await server.close();
   }
+});
+
+Deno.test("mcp/e2e: gzip bombs and 1 GB replies (JSON, SSE) to tools/call become JSON-RPC errors; RSS stays bounded; the proxy lives", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  await using fake = await FakeOpenViking.start();
+  const p = await spawnRaw(home.path, { OPENVIKING_URL: fake.url });
+  await p.send(INIT);
+  await p.response(0);
+  await p.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+  await until(
+    () =>
+      fake.requestsTo("POST /mcp").some((r) =>
+        (r.body as Record<string, unknown>)?.method === "notifications/initialized"
+      ),
+    "notifications/initialized",
+  );
+  const before = await memoryMiB(p.child.pid, "VmRSS");
+  const bomb = await gzipBomb(2 * 1024 ** 3);
+  const gzip = { "content-encoding": "gzip" };
+  const replies: RawReply[] = [];
+  for (const type of ["application/json", "text/event-stream"]) {
+    // ~2.8 MB on the wire, 2 GiB once fetch inflates it
+    replies.push({ status: 200, headers: { "content-type": type, ...gzip }, body: bomb });
+    // 1 GiB of plain bytes, streamed: one JSON body, or one SSE event that never ends
+    const start = type === "application/json" ? '{"x":"' : 'data: {"x":"';
+    replies.push({
+      status: 200,
+      headers: { "content-type": type },
+      body: `${start}${"y".repeat(65_536 - start.length)}`,
+      repeatBytes: 1024 ** 3,
+    });
+  }
+  let id = 1;
+  for (const raw of replies) {
+    fake.fault({ route: "POST /mcp", raw, times: 1 });
+    await p.send({
+      jsonrpc: "2.0",
+      id,
+      method: "tools/call",
+      params: { name: "read", arguments: { uris: ["viking://big"] } },
+    });
+    const refused = (await p.response(id++)).error as { code: number; message: string };
+    assertEquals(refused?.code, -32005, JSON.stringify(refused));
+    assertMatch(refused.message, /16 MiB/);
+    assertMatch(refused.message, /fewer results|narrower/);
+    // the next requests work
+    await p.send({ jsonrpc: "2.0", id, method: "tools/list" });
+    assertEquals(
+      ((await p.response(id++)).result as { tools: { name: string }[] }).tools.map((t) => t.name),
+      OPENVIKING_TOOLS,
+    );
+    await p.send({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "health", arguments: {} } });
+    assertEquals(textOf((await p.response(id++)).result), "fake health: {}");
+  }
+  const peak = await memoryMiB(p.child.pid, "VmHWM");
+  console.log(`proxy RSS before the giant replies: ${before} MiB; peak after all four: ${peak} MiB`);
+  assertTrue(peak - before < 256, `peak RSS ${peak} MiB grew more than 256 MiB from ${before} MiB`);
+  await p.closeStdin();
+  assertEquals((await p.child.status).code, 0);
+  assertEquals(await p.stderr, "");
+});
+
+Deno.test("mcp/e2e: 16 tool calls stalled after their headers do not hold up ping and tools/list; each ends in an error", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  await using server = new HostileMcp();
+  server.tools.set("find", { kind: "stall", sse: false });
+  const p = await spawnRaw(home.path, { OPENVIKING_URL: server.url, OPENVIKING_TIMEOUT_MS: "3000" });
+  await p.send(INIT);
+  await p.response(0);
+  await p.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+  for (let id = 1; id <= 16; id++) {
+    await p.send({
+      jsonrpc: "2.0",
+      id,
+      method: "tools/call",
+      params: { name: "find", arguments: { query: "q" } },
+    });
+  }
+  await until(() => server.started === 16, "16 stalled replies");
+  await p.send({ jsonrpc: "2.0", id: "ping", method: "ping" });
+  await p.send({ jsonrpc: "2.0", id: "list", method: "tools/list" });
+  assertEquals((await p.response("ping")).result, {});
+  const listed = (await p.response("list")).result as { tools: { name: string }[] };
+  assertEquals(listed.tools.map((t) => t.name), OPENVIKING_TOOLS);
+  // answered while every stalled call was still waiting
+  const stalledAnswered = p.lines.map((l) => JSON.parse(l).id).filter((id) =>
+    typeof id === "number" && id > 0
+  );
+  assertEquals(stalledAnswered, []);
+  for (let id = 1; id <= 16; id++) {
+    const error = (await p.response(id)).error as { code: number; message: string };
+    assertEquals(error?.code, -32004);
+    assertMatch(error.message, /started its reply, then sent nothing for 3 s/);
+  }
+  await until(() => server.cancelled === 16, "the stalled bodies closed");
+  await p.send({ jsonrpc: "2.0", id: 17, method: "tools/call", params: { name: "health", arguments: {} } });
+  assertEquals(textOf((await p.response(17)).result), "fake health: {}");
+  await p.closeStdin();
+  assertEquals((await p.child.status).code, 0);
+  assertEquals(await p.stderr, "");
 });

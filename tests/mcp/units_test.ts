@@ -1,4 +1,7 @@
-/** Unit tests of the pure parts: SSE parser, JSON-RPC validation, limiter, line framing, error texts. */
+/**
+ * Unit tests of the pure parts: SSE parser, JSON-RPC validation, limiter, line framing, error texts, the
+ * bounded body reader and the time limits of each exchange.
+ */
 
 import fc from "fast-check";
 import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../support/assert.ts";
@@ -12,6 +15,8 @@ import { authError, type ErrorContext, failureError } from "../../mcp/errors.ts"
 import { displayUrl, networkCause, serverMessageOf, Upstream } from "../../mcp/upstream.ts";
 import { CredentialWatcher, type ProxySettings } from "../../mcp/credentials.ts";
 import { workspaceDir } from "../../mcp/command.ts";
+import { BoundedBody, readPrefix } from "../../mcp/body.ts";
+import { exchangeTiming, PROXY_LIMITS } from "../../mcp/proxy.ts";
 
 Deno.test("sse: events, comments, multi-line data, ids, retry, BOM, unknown fields", () => {
   const text = '\ufeff: hello\n\nevent: message\nid: 1\nretry: 250\ndata: {"a":\ndata: 1}\n\n' +
@@ -322,4 +327,133 @@ Deno.test("reply: JSON batch bodies, batches inside SSE events, and a stream lef
   assertEquals([b.answered, b.delivered, b.lastEventId], [true, 2, "7"]);
   assertTrue(cancelled, "the open stream was released");
   assertEquals(got.length, 4);
+});
+
+Deno.test("sse: one giant line costs linear time, and what the parser holds of it is counted", () => {
+  const parser = new SseParser();
+  const chunk = "x".repeat(4096);
+  const started = Date.now();
+  assertEquals(parser.push("data: "), []);
+  for (let i = 0; i < 4096; i++) assertEquals(parser.push(chunk), []); // 16 MiB, no line end yet
+  assertEquals(parser.pendingChars, 6 + 16 * 1024 * 1024);
+  assertEquals(parser.push("\r"), []);
+  assertEquals(parser.pendingChars, 16 * 1024 * 1024 + 1);
+  const [event] = parser.push("\n\n");
+  assertEquals(event.data.length, 16 * 1024 * 1024);
+  assertEquals(parser.pendingChars, 0);
+  // generous: scanning the held text again at every chunk (the old parser) took minutes
+  assertTrue(Date.now() - started < 5_000, `took ${Date.now() - started} ms`);
+});
+
+/** An endless body of 1 KiB chunks that counts its pulls and whether it was cancelled. */
+function endless(silent = false) {
+  const state = { pulls: 0, cancelled: false };
+  const body = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      state.pulls++;
+      if (silent) return new Promise(() => {});
+      controller.enqueue(new Uint8Array(1024).fill(65));
+    },
+    cancel() {
+      state.cancelled = true;
+    },
+  }, { highWaterMark: 0 });
+  return { body, state };
+}
+
+Deno.test("body: reading stops and cancels at the byte bound, after idleMs of silence, and on abort", async () => {
+  const big = endless();
+  const bounded = new BoundedBody(big.body, { maxBytes: 4096, idleMs: 10_000 });
+  let got = 0;
+  for (let c = await bounded.next(); c; c = await bounded.next()) got += c.length;
+  assertEquals(got, 4096);
+  assertEquals(bounded.stop, { kind: "too-large", limitBytes: 4096 });
+  assertTrue(big.state.cancelled && big.state.pulls <= 6, `pulls: ${big.state.pulls}`);
+  assertEquals(await bounded.next(), undefined);
+
+  const quiet = endless(true);
+  const stalled = new BoundedBody(quiet.body, { maxBytes: 4096, idleMs: 50 });
+  assertEquals(await stalled.next(), undefined);
+  assertEquals(stalled.stop, { kind: "stalled", ms: 50 });
+  assertTrue(quiet.state.cancelled);
+
+  const abort = new AbortController();
+  const cancelled = endless(true);
+  const reading = new BoundedBody(cancelled.body, { maxBytes: 4096, idleMs: 10_000, signal: abort.signal });
+  const next = reading.next();
+  abort.abort();
+  assertEquals(await next, undefined);
+  assertEquals(reading.stop?.kind, "cut");
+  assertTrue(cancelled.state.cancelled);
+
+  const page = endless();
+  assertEquals(await readPrefix(new Response(page.body), 1500, 10_000), "A".repeat(1500));
+  assertTrue(page.state.cancelled && page.state.pulls <= 4, `pulls: ${page.state.pulls}`);
+});
+
+Deno.test("timing: startup methods within the startup cap; tool calls within the tool-call limit; streams idle-bounded", () => {
+  const at = (method: string | undefined, timeoutMs = 15_000) =>
+    exchangeTiming(method, timeoutMs, PROXY_LIMITS);
+  for (const method of ["initialize", "tools/list"]) {
+    assertEquals(at(method), {
+      headersMs: 10_000,
+      bodyIdleMs: 10_000,
+      streamIdleMs: 10_000,
+      totalMs: 10_000,
+    });
+    assertEquals(at(method, 5_000).totalMs, 5_000);
+  }
+  assertEquals(at("tools/call"), {
+    headersMs: 600_000,
+    bodyIdleMs: 15_000,
+    streamIdleMs: 120_000,
+    totalMs: 600_000,
+  });
+  assertEquals(at("resources/read"), {
+    headersMs: 15_000,
+    bodyIdleMs: 15_000,
+    streamIdleMs: 120_000,
+    totalMs: 600_000,
+  });
+  assertEquals(at(undefined), {
+    headersMs: 15_000,
+    bodyIdleMs: 15_000,
+    streamIdleMs: 15_000,
+    totalMs: 15_000,
+  });
+  // raising OPENVIKING_TIMEOUT_MS never makes a limit stricter
+  assertEquals(at("tools/call", 300_000), {
+    headersMs: 600_000,
+    bodyIdleMs: 300_000,
+    streamIdleMs: 300_000,
+    totalMs: 600_000,
+  });
+});
+
+Deno.test("errors: replies over a bound, silent or overdue say which limit and what to do", () => {
+  const cases = [
+    [
+      { kind: "too-large", limitBytes: 16 * 1024 * 1024, part: "reply" },
+      -32005,
+      /larger than 16 MiB.*fewer results/,
+    ],
+    [
+      { kind: "too-large", limitBytes: 16 * 1024 * 1024, part: "event" },
+      -32005,
+      /larger than 16 MiB.*narrower URI/,
+    ],
+    [
+      { kind: "too-large", limitBytes: 64 * 1024 * 1024, part: "stream" },
+      -32005,
+      /stream passed 64 MiB.*offset/,
+    ],
+    [{ kind: "stalled", ms: 15_000 }, -32004, /sent nothing for 15 s.*OPENVIKING_TIMEOUT_MS/],
+    [{ kind: "deadline", ms: 600_000 }, -32004, /within 600 s, the proxy's limit for one request/],
+  ] as const;
+  for (const [failure, code, pattern] of cases) {
+    const reply = failureError(9, failure, CTX);
+    assertEquals([reply.id, reply.error.code], [9, code]);
+    assertMatch(reply.error.message, pattern);
+    assertNotMatch(JSON.stringify(reply), /user:pw/);
+  }
 });

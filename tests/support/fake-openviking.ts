@@ -70,7 +70,7 @@ export async function gzipBomb(inflatedBytes: number, fill = " "): Promise<Uint8
       inflatedBytes -= n;
       controller.enqueue(chunk.subarray(0, n));
     },
-  }).pipeThrough(new CompressionStream("gzip"));
+  }).pipeThrough<Uint8Array<ArrayBuffer>>(new CompressionStream("gzip"));
   return new Uint8Array(await new Response(stream).arrayBuffer());
 }
 

@@ -1,0 +1,230 @@
+/**
+ * The proxy's bounds (in-process, with bounds shorter than production's): replies over the byte bounds
+ * (a JSON body, one SSE event, an SSE stream, a gzip bomb, error pages and redirect bodies), replies that
+ * stall after their headers, SSE keep-alives, and stalled tool calls that must not hold up ping, tools/list
+ * or initialize. Each failure is a JSON-RPC error for its own request, and the proxy goes on.
+ */
+
+import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
+import { FakeOpenViking, gzipBomb } from "../support/fake-openviking.ts";
+import { OPENVIKING_TOOLS, sseBody, sseReply } from "../support/fake-mcp.ts";
+import { tempDir } from "../support/temp.ts";
+import { errorOf, type Json, resultOf, startProxy, toolNames } from "./harness.ts";
+import { HostileMcp } from "./hostile-mcp.ts";
+
+const KIB = 1024;
+const BYTES = { replyBytes: 64 * KIB, streamBytes: 256 * KIB };
+
+async function until(condition: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 3000; i++) {
+    if (condition()) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+/** Waits until the fake saw the client's notifications/initialized (so a fault is not spent on it). */
+function initialized(fake: FakeOpenViking): Promise<void> {
+  return until(
+    () => fake.requestsTo("POST /mcp").some((r) => (r.body as Json)?.method === "notifications/initialized"),
+    "notifications/initialized",
+  );
+}
+
+const textOf = (response: Json) => String((resultOf(response).content as Json[])[0].text);
+
+Deno.test("mcp/bounds: a JSON body or an SSE event over the bound is a -32005 error naming it; the next call works", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  for (const sse of [false, true]) {
+    await using fake = await FakeOpenViking.start({ mcp: { sse } });
+    const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url }, { bytes: BYTES });
+    await proxy.initialize();
+    // the fake echoes the arguments: a 60 KiB reply fits, a 100 KiB one does not
+    const small = "s".repeat(60 * KIB);
+    const fits = await proxy.request(1, "tools/call", { name: "write", arguments: { content: small } });
+    assertTrue(textOf(fits).includes(small));
+    const big = await proxy.request(2, "tools/call", {
+      name: "write",
+      arguments: { content: "b".repeat(100 * KIB) },
+    });
+    const error = errorOf(big);
+    assertEquals(error.code, -32005);
+    assertMatch(error.message, /larger than 64 KiB/);
+    assertMatch(error.message, /fewer results.*narrower URI/);
+    assertEquals(error.data?.part, sse ? "event" : "reply");
+    assertEquals(
+      textOf(await proxy.request(3, "tools/call", { name: "health", arguments: {} })),
+      "fake health: {}",
+    );
+    assertEquals(toolNames(await proxy.request(4, "tools/list")), OPENVIKING_TOOLS);
+    assertEquals(await proxy.close(), 0);
+  }
+});
+
+Deno.test("mcp/bounds: an SSE stream over its bound without the response: the events before it arrive, then a -32005 error", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  await using fake = await FakeOpenViking.start({ mcp: { sse: true } });
+  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url }, { bytes: BYTES });
+  await proxy.initialize();
+  const note = (i: number) => ({
+    data: {
+      jsonrpc: "2.0",
+      method: "notifications/message",
+      params: { level: "info", data: `${i}`.padEnd(KIB) },
+    },
+  });
+  fake.mcp.script = (messages) =>
+    messages[0].method === "tools/call" && (messages[0].params as Json).name === "tree"
+      ? sseReply(sseBody(Array.from({ length: 400 }, (_, i) => note(i))))
+      : undefined;
+  const error = errorOf(await proxy.request(1, "tools/call", { name: "tree", arguments: {} }));
+  assertEquals(error.code, -32005);
+  assertEquals(error.data?.part, "stream");
+  assertMatch(error.message, /stream passed 256 KiB before the response/);
+  const notes = proxy.messages().filter((m) => m.method === "notifications/message").length;
+  assertTrue(notes > 100 && notes < 400, `${notes} notifications forwarded before the bound`);
+  assertEquals(
+    textOf(await proxy.request(2, "tools/call", { name: "health", arguments: {} })),
+    "fake health: {}",
+  );
+  assertEquals(await proxy.close(), 0);
+});
+
+Deno.test("mcp/bounds: a gzip bomb is counted as it inflates: a -32005 error, and the proxy goes on", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  await using fake = await FakeOpenViking.start();
+  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url }, { bytes: BYTES });
+  await proxy.initialize();
+  await initialized(fake);
+  const bomb = await gzipBomb(32 * KIB * KIB);
+  assertTrue(bomb.length < BYTES.replyBytes, "the bomb itself is under the bound");
+  fake.fault({
+    route: "POST /mcp",
+    raw: {
+      status: 200,
+      headers: { "content-type": "application/json", "content-encoding": "gzip" },
+      body: bomb,
+    },
+    times: 1,
+  });
+  const error = errorOf(
+    await proxy.request(1, "tools/call", { name: "read", arguments: { uris: ["viking://x"] } }),
+  );
+  assertEquals([error.code, error.data?.limitBytes], [-32005, BYTES.replyBytes]);
+  assertEquals(
+    textOf(await proxy.request(2, "tools/call", { name: "health", arguments: {} })),
+    "fake health: {}",
+  );
+  assertEquals(await proxy.close(), 0);
+});
+
+Deno.test("mcp/bounds: of a 1 GiB error page or redirect body only the start is read", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  await using fake = await FakeOpenViking.start();
+  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
+  await proxy.initialize();
+  await initialized(fake);
+  const page = "<html><body>Bad gateway</body></html>".padEnd(64 * KIB, " ");
+  fake.fault({
+    route: "POST /mcp",
+    raw: { status: 500, headers: { "content-type": "text/html" }, body: page, repeatBytes: 1024 ** 3 },
+    times: 1,
+  });
+  const failed = errorOf(await proxy.request(1, "tools/call", { name: "health", arguments: {} }));
+  assertEquals(failed.code, -32002);
+  assertMatch(failed.message, /HTTP 500: <html><body>Bad gateway/);
+  fake.fault({
+    route: "POST /mcp",
+    raw: { status: 307, headers: { location: "/mcp" }, body: page, repeatBytes: 1024 ** 3 },
+    times: 1,
+  });
+  assertEquals(
+    textOf(await proxy.request(2, "tools/call", { name: "health", arguments: {} })),
+    "fake health: {}",
+  );
+  assertEquals(await proxy.close(), 0);
+});
+
+Deno.test("mcp/bounds: a JSON body that stalls after its headers ends in an error after OPENVIKING_TIMEOUT_MS", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  await using server = new HostileMcp();
+  server.tools.set("find", { kind: "stall", sse: false });
+  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: server.url, OPENVIKING_TIMEOUT_MS: "1000" });
+  await proxy.initialize();
+  const stalled = errorOf(await proxy.request(1, "tools/call", { name: "find", arguments: { query: "q" } }));
+  assertEquals(stalled.code, -32004);
+  assertMatch(stalled.message, /started its reply, then sent nothing for 1 s/);
+  await until(() => server.cancelled === 1, "the stalled body closed");
+  assertEquals(
+    textOf(await proxy.request(2, "tools/call", { name: "health", arguments: {} })),
+    "fake health: {}",
+  );
+  assertEquals(await proxy.close(), 0);
+});
+
+Deno.test("mcp/bounds: SSE keep-alives reset the idle limit; silence ends a stream; endless keep-alives end at the tool-call limit", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  await using server = new HostileMcp();
+  server.tools.set("find", { kind: "keep-alive", everyMs: 200, times: 10 }); // 2 s, idle limit 1 s
+  server.tools.set("grep", { kind: "stall", sse: true });
+  server.tools.set("glob", { kind: "keep-alive", everyMs: 200 });
+  const proxy = startProxy(
+    { HOME: home.path, OPENVIKING_URL: server.url, OPENVIKING_TIMEOUT_MS: "1000" },
+    { limits: { startupMs: 10_000, toolCallMs: 3_000, streamIdleMs: 1_000 } },
+  );
+  await proxy.initialize();
+  for (const [id, name] of [[1, "find"], [2, "grep"], [3, "glob"]] as const) {
+    await proxy.send({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: {} } });
+  }
+  assertEquals(textOf(await proxy.response(1)), "after 10 keep-alives");
+  const silent = errorOf(await proxy.response(2));
+  assertEquals(silent.code, -32004);
+  assertMatch(silent.message, /sent nothing for 1 s/);
+  const endless = errorOf(await proxy.response(3));
+  assertEquals(endless.code, -32004);
+  assertMatch(endless.message, /did not finish its reply within 3 s, the proxy's limit for one request/);
+  await until(() => server.cancelled === 2, "both streams closed");
+  assertEquals(
+    textOf(await proxy.request(4, "tools/call", { name: "health", arguments: {} })),
+    "fake health: {}",
+  );
+  assertEquals(await proxy.close(), 0);
+});
+
+Deno.test("mcp/bounds: 20 stalled tool calls do not delay ping, tools/list or initialize", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  await using fake = await FakeOpenViking.start();
+  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
+  await proxy.initialize();
+  const held = fake.mcp.hold("find");
+  for (let i = 0; i < 20; i++) {
+    await proxy.send({
+      jsonrpc: "2.0",
+      id: i,
+      method: "tools/call",
+      params: { name: "find", arguments: {} },
+    });
+  }
+  await until(() => fake.mcp.active === 16, "16 calls in flight");
+  assertEquals(resultOf(await proxy.request("ping", "ping")), {});
+  assertEquals(toolNames(await proxy.request("list", "tools/list")), OPENVIKING_TOOLS);
+  await proxy.send({
+    jsonrpc: "2.0",
+    id: "init-again",
+    method: "initialize",
+    params: {
+      protocolVersion: "2025-06-18",
+      capabilities: {},
+      clientInfo: { name: "kimi-code", version: "2" },
+    },
+  });
+  assertEquals((resultOf(await proxy.response("init-again")).serverInfo as Json).name, "openviking");
+  // the calls were still stalled all along
+  assertEquals(proxy.messages().filter((m) => typeof m.id === "number").length, 0);
+  assertEquals(fake.mcp.active, 16);
+  held.release();
+  for (let i = 0; i < 20; i++) resultOf(await proxy.response(i));
+  assertEquals(fake.mcp.maxActive, 16);
+  assertEquals(fake.mcp.receivedMethod("ping").length, 0); // answered by the proxy, Kimi's peer
+  assertEquals(await proxy.close(), 0);
+});
