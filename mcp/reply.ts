@@ -6,7 +6,8 @@
  * decisions about status codes.
  */
 
-import { type BodyStop, BoundedBody, MAX_REPLY_BYTES, MAX_STREAM_BYTES, readBody } from "./body.ts";
+import { type BodyStop, BoundedBody, readBody } from "../runtime/body.ts";
+import { MAX_REPLY_BYTES, MAX_STREAM_BYTES } from "./limits.ts";
 import { type Classified, classifyUpstream, type JsonRpcId } from "./jsonrpc.ts";
 import { isEmptyEventData, SseParser } from "./sse.ts";
 

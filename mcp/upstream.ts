@@ -7,7 +7,8 @@
  */
 
 import { buildHeaders } from "../runtime/http.ts";
-import { ERROR_BODY_BYTES, MAX_REPLY_BYTES, MAX_STREAM_BYTES, readPrefix } from "./body.ts";
+import { readPrefix } from "../runtime/body.ts";
+import { ERROR_BODY_BYTES, MAX_REPLY_BYTES, MAX_STREAM_BYTES } from "./limits.ts";
 import type { JsonRpcId, JsonRpcMessage } from "./jsonrpc.ts";
 import { isEventStream, type MessageSink, readReply, type ReplyOutcome } from "./reply.ts";
 

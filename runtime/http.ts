@@ -4,7 +4,7 @@
  * (`reply.ts`). It never logs and never puts a credential into an error message.
  */
 
-import { concatBytes } from "./bytes.ts";
+import { readBody } from "./body.ts";
 import { classifyReply, failure, type OvResponse, withoutUserinfo } from "./reply.ts";
 
 /** A deadline shared by every request of one hook run. */
@@ -78,30 +78,6 @@ export function buildHeaders(
 /** Reply bodies larger than this are not read (inflated bytes; a route may set its own bound). */
 export const DEFAULT_MAX_REPLY_BYTES = 1 << 20;
 
-/** Reads a body up to `maxBytes` (counting inflated bytes); `undefined` when it is larger. */
-export async function readBounded(response: Response, maxBytes: number): Promise<string | undefined> {
-  if (!response.body) return "";
-  const declared = Number(response.headers.get("content-length") ?? NaN);
-  if (Number.isFinite(declared) && declared > maxBytes && !response.headers.get("content-encoding")) {
-    await response.body.cancel().catch(() => {});
-    return undefined;
-  }
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.length;
-    if (size > maxBytes) {
-      await reader.cancel().catch(() => {});
-      return undefined;
-    }
-    chunks.push(value);
-  }
-  return new TextDecoder().decode(concatBytes(chunks));
-}
-
 /** Creates a client. */
 export function createClient(options: ClientOptions): OpenVikingClient {
   const doFetch = options.fetch ?? fetch;
@@ -143,29 +119,31 @@ export function createClient(options: ClientOptions): OpenVikingClient {
         });
       }
       const maxBytes = req.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES;
-      let text: string | undefined;
-      try {
-        text = await readBounded(response, maxBytes);
-      } catch (error) {
+      // The request's timeout covers the body too (the signal aborts it); no separate idle limit.
+      const body = await readBody(response, { maxBytes, idleMs: Infinity, signal });
+      if ("stop" in body) {
+        if (body.stop.kind === "too-large") {
+          return failure("too-large", response.status, {
+            code: "TOO_LARGE",
+            message: `the reply from ${origin} is larger than ${maxBytes} bytes; it was not read`,
+          });
+        }
         const timedOut = signal.aborted;
+        const cause = body.stop.kind === "cut"
+          ? String((body.stop.cause as Error)?.message ?? body.stop.cause)
+          : "";
         return failure("unreachable", 0, {
           code: timedOut ? "TIMEOUT" : "NETWORK",
           message: timedOut
             ? `the reply from ${origin} did not finish within ${timeout} ms`
-            : `the reply from ${origin} was cut: ${withoutUserinfo((error as Error).message)}`,
-        });
-      }
-      if (text === undefined) {
-        return failure("too-large", response.status, {
-          code: "TOO_LARGE",
-          message: `the reply from ${origin} is larger than ${maxBytes} bytes; it was not read`,
+            : `the reply from ${origin} was cut: ${withoutUserinfo(cause)}`,
         });
       }
       return classifyReply<T>({
         status: response.status,
         location: response.headers.get("location"),
         contentType: response.headers.get("content-type"),
-        text,
+        text: new TextDecoder().decode(body.bytes),
         origin,
       });
     },

@@ -15,7 +15,7 @@ import { authError, type ErrorContext, failureError } from "../../mcp/errors.ts"
 import { displayUrl, networkCause, serverMessageOf, Upstream } from "../../mcp/upstream.ts";
 import { CredentialWatcher, type ProxySettings } from "../../mcp/credentials.ts";
 import { workspaceDir } from "../../mcp/command.ts";
-import { BoundedBody, readPrefix } from "../../mcp/body.ts";
+import { BoundedBody, readPrefix } from "../../runtime/body.ts";
 import { exchangeTiming, PROXY_LIMITS } from "../../mcp/proxy.ts";
 
 Deno.test("sse: events, comments, multi-line data, ids, retry, BOM, unknown fields", () => {

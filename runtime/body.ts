@@ -2,17 +2,10 @@
  * Reading an HTTP body with bounds: at most so many bytes (counted as read, i.e. after fetch inflated a gzip
  * or brotli body, so a small bomb counts as what it becomes), and no longer than so long without a byte. At a
  * bound it stops reading and cancels the body, which closes the connection; it never buffers more than the
- * bound and never throws.
+ * bound and never throws. Used by the hooks' OpenViking client and by the MCP proxy.
  */
 
-import { concatBytes } from "../runtime/bytes.ts";
-
-/** The most the proxy reads of one reply: a JSON body, or one SSE event. */
-export const MAX_REPLY_BYTES = 16 * 1024 * 1024;
-/** The most it reads of one SSE stream as a whole (the events before the response, e.g. progress). */
-export const MAX_STREAM_BYTES = 4 * MAX_REPLY_BYTES;
-/** The most it reads of a body it only needs the start of (error pages, redirects): the server's words. */
-export const ERROR_BODY_BYTES = 64 * 1024;
+import { concatBytes } from "./bytes.ts";
 
 /** Why reading stopped before the end of the body. */
 export type BodyStop =
