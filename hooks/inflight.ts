@@ -7,6 +7,7 @@
 
 import type { Budget, OpenVikingClient } from "../runtime/http.ts";
 import { messageKey, queuedMessageKeys } from "../runtime/pending.ts";
+import { isRecord } from "../runtime/record.ts";
 import type { Candidate } from "../wire/plan.ts";
 
 /** A message the server holds, as far as matching goes. */
@@ -16,17 +17,14 @@ interface HeldMessage {
   text: string;
 }
 
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === "object" && !Array.isArray(v);
-
 /** The messages of a session's context reply (`GET …/context` → `messages[]` with `parts`). Pure. */
 export function heldMessages(result: unknown): HeldMessage[] {
-  const list = isObj(result) && Array.isArray(result.messages) ? result.messages : [];
-  return list.filter(isObj).map((m) => ({
+  const list = isRecord(result) && Array.isArray(result.messages) ? result.messages : [];
+  return list.filter(isRecord).map((m) => ({
     role: String(m.role ?? ""),
     turnId: typeof m.turn_id === "string" ? m.turn_id : undefined,
     text: Array.isArray(m.parts)
-      ? m.parts.filter(isObj).map((p) => (typeof p.text === "string" ? p.text : "")).join("")
+      ? m.parts.filter(isRecord).map((p) => (typeof p.text === "string" ? p.text : "")).join("")
       : typeof m.content === "string"
       ? m.content
       : "",

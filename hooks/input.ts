@@ -1,6 +1,7 @@
 /** The hook payload Kimi Code writes on stdin, parsed once at the edge (unknown fields allowed). */
 
 import * as z from "zod/mini";
+import { isRecord } from "../runtime/record.ts";
 
 const ContentPart = z.looseObject({ type: z.string(), text: z.optional(z.string()) });
 const PromptValue = z.union([z.string(), z.array(ContentPart)]);
@@ -65,7 +66,7 @@ export function parseHookInput(
   } catch {
     return { ok: false, reason: `stdin is not JSON (${bytes.length} bytes)` };
   }
-  if (!value || typeof value !== "object" || Array.isArray(value)) {
+  if (!isRecord(value)) {
     return {
       ok: false,
       reason: `stdin is JSON but not an object (${Array.isArray(value) ? "array" : typeof value})`,

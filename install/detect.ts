@@ -22,7 +22,8 @@ import { isOurHookCommand, isUpstreamHookCommand, MCP_SERVER_NAME } from "./spec
 import { classifyMcpEntry, type McpOwner } from "./mcp-json.ts";
 import { findRecord, parseRegistry, type RegistryRecord } from "./registry.ts";
 import { classifyManifest } from "./plugin.ts";
-import { isObject, parseJson } from "./json-file.ts";
+import { parseJson } from "./json-file.ts";
+import { isRecord } from "../runtime/record.ts";
 
 /** Paths of the files we touch in a Kimi home. */
 export interface KimiPaths {
@@ -86,7 +87,7 @@ async function readManifest(root: string): Promise<Record<string, unknown> | und
     const text = await readTextIfExists(joinPath(root, name)).catch(() => undefined);
     if (text === undefined) continue;
     const parsed = parseJson(text);
-    return parsed.ok && isObject(parsed.value) ? parsed.value : undefined;
+    return parsed.ok && isRecord(parsed.value) ? parsed.value : undefined;
   }
   return undefined;
 }
@@ -139,10 +140,10 @@ export async function readKimiState(home: string): Promise<KimiState> {
   state.mcpError = mcp.error;
   if (state.mcpText !== undefined && state.mcpText.trim() !== "") {
     const parsed = parseJson(state.mcpText);
-    if (!parsed.ok || !isObject(parsed.value)) {
+    if (!parsed.ok || !isRecord(parsed.value)) {
       state.mcpError = parsed.ok ? "not a JSON object" : parsed.error;
     } else {
-      const servers = isObject(parsed.value.mcpServers) ? parsed.value.mcpServers : {};
+      const servers = isRecord(parsed.value.mcpServers) ? parsed.value.mcpServers : {};
       state.mcpEntry = servers[MCP_SERVER_NAME];
       state.mcpOwner = classifyMcpEntry(state.mcpEntry);
     }
@@ -158,9 +159,9 @@ export async function readKimiState(home: string): Promise<KimiState> {
     if (record) {
       const root = typeof record.root === "string" ? record.root : "";
       const manifest = root ? await readManifest(root) : undefined;
-      const caps = isObject(record.capabilities) ? record.capabilities : {};
-      const servers = isObject(caps.mcpServers) ? caps.mcpServers : {};
-      const ours = isObject(servers[MCP_SERVER_NAME])
+      const caps = isRecord(record.capabilities) ? record.capabilities : {};
+      const servers = isRecord(caps.mcpServers) ? caps.mcpServers : {};
+      const ours = isRecord(servers[MCP_SERVER_NAME])
         ? servers[MCP_SERVER_NAME] as Record<string, unknown>
         : {};
       state.plugin = {

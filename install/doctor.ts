@@ -11,7 +11,7 @@ import { homeChecks } from "./doctor-home.ts";
 import { VERSION } from "../runtime/version.ts";
 import { HOOKS, isOurHookCommand, isUpstreamHookCommand, MCP_SERVER_NAME, PLUGIN_ID } from "./spec.ts";
 import { type KimiState, readKimiState } from "./detect.ts";
-import { isObject } from "./json-file.ts";
+import { isRecord } from "../runtime/record.ts";
 import { currentOs, type OsFamily } from "./placement.ts";
 
 /** A check's verdict. */
@@ -82,7 +82,7 @@ export function registrations(state: KimiState): Map<string, string[]> {
     const where = p.owner === "ours"
       ? `plugin ${PLUGIN_ID}`
       : `plugin ${PLUGIN_ID} (OpenViking's Node plugin)`;
-    for (const h of p.manifest.hooks) if (isObject(h)) add(h.event, where);
+    for (const h of p.manifest.hooks) if (isRecord(h)) add(h.event, where);
   }
   return byEvent;
 }
@@ -142,7 +142,7 @@ function mcpCheck(state: KimiState): Check {
   if (state.mcpOwner === "upstream") where.push("mcp.json (OpenViking's Node proxy)");
   const p = state.plugin;
   if (
-    p && p.enabled && p.manifest && isObject(p.manifest.mcpServers) &&
+    p && p.enabled && p.manifest && isRecord(p.manifest.mcpServers) &&
     MCP_SERVER_NAME in p.manifest.mcpServers
   ) {
     if (!p.mcpDisabled) where.push(`plugin ${PLUGIN_ID}`);

@@ -8,8 +8,8 @@
 
 import { z } from "zod";
 import { MCP_SERVER_NAME } from "./spec.ts";
+import { isRecord } from "../runtime/record.ts";
 import {
-  isObject,
   jsonEqual,
   type JsonLayout,
   type JsonMemberSpan,
@@ -86,7 +86,7 @@ function load(current: string | undefined): { ok: true; file: McpDoc } | { ok: f
   }
   const checked = McpFileSchema.safeParse(parsed.value);
   const root = locateRoot(current);
-  if (!checked.success || !isObject(parsed.value) || root === undefined) {
+  if (!checked.success || !isRecord(parsed.value) || root === undefined) {
     return refuse('must be an object whose "mcpServers" is an object. Fix it and run again');
   }
   const file: McpDoc = { text: current, doc: parsed.value, root };
@@ -108,7 +108,7 @@ function load(current: string | undefined): { ok: true; file: McpDoc } | { ok: f
 
 /** The entry under our name, if any. */
 function currentEntry(doc: Record<string, unknown>): unknown {
-  const servers = isObject(doc.mcpServers) ? doc.mcpServers : {};
+  const servers = isRecord(doc.mcpServers) ? doc.mcpServers : {};
   return Object.hasOwn(servers, MCP_SERVER_NAME) ? servers[MCP_SERVER_NAME] : undefined;
 }
 
@@ -281,10 +281,10 @@ function removeMember(text: string, obj: JsonObjectSpan, index: number): string 
 
 /** The entry with env values and headers hidden (they may hold credentials). */
 export function redactEntry(entry: unknown): unknown {
-  if (!isObject(entry)) return entry;
+  if (!isRecord(entry)) return entry;
   const out: Record<string, unknown> = { ...entry };
   for (const k of ["env", "headers"]) {
-    if (isObject(out[k])) out[k] = Object.fromEntries(Object.keys(out[k] as object).map((n) => [n, "…"]));
+    if (isRecord(out[k])) out[k] = Object.fromEntries(Object.keys(out[k] as object).map((n) => [n, "…"]));
   }
   return out;
 }

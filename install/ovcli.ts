@@ -4,7 +4,8 @@
  * The API key is never printed: `maskSecrets` hides it in diffs and summaries.
  */
 
-import { formatJson, isObject, jsonStyle, parseJson } from "./json-file.ts";
+import { formatJson, jsonStyle, parseJson } from "./json-file.ts";
+import { isRecord } from "../runtime/record.ts";
 
 /** Connection settings given on the command line (`undefined` = not given, `""` = delete). */
 export interface CredentialArgs {
@@ -30,7 +31,7 @@ export function planOvcli(current: string | undefined, args: CredentialArgs, pat
   let doc: Record<string, unknown> = {};
   if (current !== undefined && current.trim() !== "") {
     const parsed = parseJson(current);
-    if (!parsed.ok || !isObject(parsed.value)) {
+    if (!parsed.ok || !isRecord(parsed.value)) {
       return {
         ok: false,
         error:

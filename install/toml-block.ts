@@ -20,6 +20,7 @@ import {
   isUpstreamHookCommand,
 } from "./spec.ts";
 import { VERSION } from "../runtime/version.ts";
+import { isRecord } from "../runtime/record.ts";
 
 /** A line ending. */
 export type Eol = "\n" | "\r\n";
@@ -172,11 +173,10 @@ export function tomlEqual(a: unknown, b: unknown): boolean {
     return Array.isArray(a) && Array.isArray(b) && a.length === b.length &&
       a.every((x, i) => tomlEqual(x, b[i]));
   }
-  if (a && b && typeof a === "object" && typeof b === "object") {
+  if (isRecord(a) && isRecord(b)) {
     const ka = Object.keys(a).sort();
     const kb = Object.keys(b).sort();
-    return tomlEqual(ka, kb) &&
-      ka.every((k) => tomlEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
+    return tomlEqual(ka, kb) && ka.every((k) => tomlEqual(a[k], b[k]));
   }
   return false;
 }
@@ -210,10 +210,7 @@ export function firstDifference(a: Record<string, unknown>, b: Record<string, un
       const n = Math.max(x.length, y.length);
       for (let i = 0; i < n; i++) if (!tomlEqual(x[i], y[i])) return `${k}[${i}]`;
     }
-    if (x && y && typeof x === "object" && typeof y === "object" && !Array.isArray(x)) {
-      const inner = firstDifference(x as Record<string, unknown>, y as Record<string, unknown>);
-      return `${k}.${inner}`;
-    }
+    if (isRecord(x) && isRecord(y)) return `${k}.${firstDifference(x, y)}`;
     return k;
   }
   return "(none)";
@@ -231,15 +228,7 @@ export function hooksOf(doc: Record<string, unknown>): FoundHook[] {
   const hooks = doc.hooks;
   if (!Array.isArray(hooks)) return [];
   return hooks.flatMap((h, index) =>
-    h && typeof h === "object" && !Array.isArray(h)
-      ? [{
-        index,
-        value: h as Record<string, unknown>,
-        command: typeof (h as Record<string, unknown>).command === "string"
-          ? (h as Record<string, unknown>).command as string
-          : "",
-      }]
-      : []
+    isRecord(h) ? [{ index, value: h, command: typeof h.command === "string" ? h.command : "" }] : []
   );
 }
 

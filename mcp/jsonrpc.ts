@@ -5,6 +5,7 @@
  */
 
 import { z } from "zod";
+import { isRecord } from "../runtime/record.ts";
 
 /** Error codes the proxy answers with. */
 export const ErrorCode = {
@@ -108,10 +109,6 @@ export function errorResponse(
     id,
     error: data === undefined ? { code, message } : { code, message, data },
   };
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** The id of a broken message, when it has a usable one (else null). */

@@ -9,6 +9,7 @@
  */
 
 import type { Logger } from "../runtime/log.ts";
+import { isRecord } from "../runtime/record.ts";
 import { BUILTIN_TOOLS, type ToolDefinition } from "./catalog.ts";
 import { failureError } from "./errors.ts";
 import {
@@ -118,10 +119,6 @@ interface InFlight {
 }
 
 const idKey = (id: JsonRpcId) => `${typeof id}:${id}`;
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /** Serialises output: whole lines, one at a time, in call order. */
 export class LineWriter {

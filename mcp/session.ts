@@ -6,6 +6,7 @@
  */
 
 import type { Logger } from "../runtime/log.ts";
+import { isRecord } from "../runtime/record.ts";
 import type { ProxySettings } from "./credentials.ts";
 import type { Classified, JsonRpcId, JsonRpcMessage, JsonRpcRequest } from "./jsonrpc.ts";
 import type { MessageSink } from "./reply.ts";
@@ -47,10 +48,6 @@ export interface SessionOptions {
 }
 
 type Ready = { ok: true } | { ok: false; failure: Failure };
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /** The session state and the retry rules. */
 export class Session {

@@ -8,6 +8,7 @@
 
 import { buildHeaders } from "../runtime/http.ts";
 import { readPrefix } from "../runtime/body.ts";
+import { asRecord } from "../runtime/record.ts";
 import { ERROR_BODY_BYTES, MAX_REPLY_BYTES, MAX_STREAM_BYTES } from "./limits.ts";
 import type { JsonRpcId, JsonRpcMessage } from "./jsonrpc.ts";
 import { isEventStream, type MessageSink, readReply, type ReplyOutcome } from "./reply.ts";
@@ -134,15 +135,13 @@ export function serverMessageOf(text: string): string {
   const trimmed = text.trim();
   if (!trimmed) return "";
   try {
-    const body = JSON.parse(trimmed) as Record<string, unknown>;
-    const error = body?.error;
-    if (error && typeof error === "object") {
-      const message = (error as Record<string, unknown>).message;
-      if (typeof message === "string") return message.slice(0, MESSAGE_CHARS);
-    }
+    const body = asRecord(JSON.parse(trimmed));
+    const error = body.error;
+    const message = asRecord(error).message;
+    if (typeof message === "string") return message.slice(0, MESSAGE_CHARS);
     if (typeof error === "string") return error.slice(0, MESSAGE_CHARS);
-    if (typeof body?.detail === "string") return body.detail.slice(0, MESSAGE_CHARS);
-    if (typeof body?.message === "string") return body.message.slice(0, MESSAGE_CHARS);
+    if (typeof body.detail === "string") return body.detail.slice(0, MESSAGE_CHARS);
+    if (typeof body.message === "string") return body.message.slice(0, MESSAGE_CHARS);
   } catch {
     // plain text
   }

@@ -5,6 +5,7 @@
  */
 
 import * as z from "zod/mini";
+import { asRecord, type JsonRecord as Obj } from "./record.ts";
 import { withoutUserinfo } from "./reply.ts";
 import {
   absoluteOverride,
@@ -210,8 +211,6 @@ const OVCLI_CREDENTIAL_KEYS = [
   "peer_id",
 ];
 
-type Obj = Record<string, unknown>;
-const asObj = (v: unknown): Obj => (v !== null && typeof v === "object" && !Array.isArray(v) ? v as Obj : {});
 const str = (v: unknown): string => (typeof v === "string" ? v.trim() : "");
 const first = (...values: unknown[]): string => {
   for (const v of values) if (str(v)) return str(v);
@@ -229,7 +228,7 @@ export function credentialMode(env: Env): CredentialMode {
 
 /** Whether a parsed ov.conf is really an ovcli.conf (the back-compat rule for `OPENVIKING_CONFIG_FILE`). */
 export function looksLikeOvcli(value: unknown): boolean {
-  const o = asObj(value);
+  const o = asRecord(value);
   if (o.server !== undefined && typeof o.server === "object") return false;
   return OVCLI_CREDENTIAL_KEYS.some((k) => typeof o[k] === "string");
 }
@@ -263,10 +262,10 @@ function normalizeUrl(raw: string, warnings: string[], what: string): string | u
 export function resolveCredentials(sources: ConfigSources, warnings: string[] = []): Credentials {
   const { env } = sources;
   const mode = credentialMode(env);
-  const cli = asObj(sources.ovcli);
-  const ov = asObj(sources.ovconf);
-  const ovServer = asObj(ov.server);
-  const ovClient = { ...asObj(ov.codex), ...asObj(ov.kimicode) };
+  const cli = asRecord(sources.ovcli);
+  const ov = asRecord(sources.ovconf);
+  const ovServer = asRecord(ov.server);
+  const ovClient = { ...asRecord(ov.codex), ...asRecord(ov.kimicode) };
   const envSet = ENV_CREDENTIAL_VARS.some((k) => str(env[k]));
   const cliHasCreds = OVCLI_CREDENTIAL_KEYS.some((k) => str(cli[k]));
   const useCli = mode === "cli" || (mode === "auto" && !envSet && cliHasCreds);
@@ -339,10 +338,10 @@ export function resolveCredentials(sources: ConfigSources, warnings: string[] = 
 /** Resolves every knob: env, then workspace files, then ovcli.conf `plugin.kimicode`, then `plugin`, then default. */
 export function resolveSettings(sources: ConfigSources, warnings: string[] = []): Settings {
   const { env } = sources;
-  const plugin = asObj(asObj(sources.ovcli).plugin);
+  const plugin = asRecord(asRecord(sources.ovcli).plugin);
   const layers: [string, Obj][] = [
-    ...(sources.workspace ?? []).map((w, i): [string, Obj] => [`workspace config #${i + 1}`, asObj(w)]),
-    ["ovcli.conf plugin.kimicode", asObj(plugin.kimicode)],
+    ...(sources.workspace ?? []).map((w, i): [string, Obj] => [`workspace config #${i + 1}`, asRecord(w)]),
+    ["ovcli.conf plugin.kimicode", asRecord(plugin.kimicode)],
     ["ovcli.conf plugin", plugin],
   ];
   const out: Record<string, unknown> = {};
@@ -408,7 +407,7 @@ const WORKSPACE_FORBIDDEN = [
 
 /** Removes connection fields from a workspace settings object (workspace files may not redirect credentials). */
 export function sanitizeWorkspace(value: unknown, where: string, warnings: string[]): Obj {
-  const o = { ...asObj(value) };
+  const o = { ...asRecord(value) };
   for (const k of WORKSPACE_FORBIDDEN) {
     if (k in o) {
       warnings.push(`${where}: "${k}" is ignored; put connection settings in ~/.openviking/ovcli.conf`);

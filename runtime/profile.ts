@@ -7,9 +7,7 @@
 import type { Budget, OpenVikingClient } from "./http.ts";
 import { neutralize, safe, SafeText } from "./neutralize.ts";
 import { PRINT_MAX_CHARS } from "./printed.ts";
-
-type Obj = Record<string, unknown>;
-const obj = (v: unknown): Obj => (v && typeof v === "object" && !Array.isArray(v) ? v as Obj : {});
+import { asRecord as obj, type JsonRecord as Obj } from "./record.ts";
 
 /** Token estimate: CJK characters count 1.5, everything else a quarter. */
 export function profileTokens(text: string): number {

@@ -10,6 +10,7 @@ import type { Budget, OpenVikingClient, OvResponse } from "./http.ts";
 import { parseJsonOrUndefined, readTextIfExists, writeFileAtomic } from "./fs.ts";
 import { neutralize, safe, SafeText } from "./neutralize.ts";
 import { joinPath } from "./paths.ts";
+import { asRecord as obj, isRecord, type JsonRecord as Obj } from "./record.ts";
 import { type Block, PRINT_MAX_CHARS, storedBlock } from "./printed.ts";
 
 /** Settings recall needs (a subset of the config). */
@@ -129,8 +130,8 @@ const memoPath = (dir: string) => joinPath(dir, "context-face.json");
 async function isLegacyMemoed(dir: string, baseUrl: string, now: number): Promise<boolean> {
   if (!dir) return false;
   const memo = parseJsonOrUndefined(await readTextIfExists(memoPath(dir)).catch(() => undefined));
-  if (!memo || typeof memo !== "object") return false;
-  const m = memo as { legacyUntil?: unknown; baseUrl?: unknown };
+  if (!isRecord(memo)) return false;
+  const m = memo;
   if (typeof m.baseUrl === "string" && m.baseUrl !== baseUrl) return false;
   return typeof m.legacyUntil === "number" && m.legacyUntil > now;
 }
@@ -162,9 +163,6 @@ export function urisIn(text: string): string[] {
   for (const m of text.matchAll(/viking:\/\/[^\s"'`<>)\]]+/g)) found.add(m[0]);
   return [...found];
 }
-
-type Obj = Record<string, unknown>;
-const obj = (v: unknown): Obj => (v && typeof v === "object" && !Array.isArray(v) ? v as Obj : {});
 
 /** A find result item. */
 interface FindItem {

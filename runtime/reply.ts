@@ -5,6 +5,8 @@
  * server error, no answer — leaves a write queued and spends no retry. Pure: no I/O.
  */
 
+import { isRecord, type JsonRecord as Obj } from "./record.ts";
+
 /** An error as the server (or the transport) reported it. */
 export interface OvError {
   code?: string;
@@ -106,9 +108,6 @@ export function withoutUserinfo(url: string): string {
   }
 }
 
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === "object" && !Array.isArray(v);
-
 /** OpenViking's envelope: a JSON object whose `status` is "ok" or "error". */
 export function envelopeOf(text: string): Obj | undefined {
   if (!text || !/^\s*\{/.test(text)) return undefined;
@@ -118,12 +117,12 @@ export function envelopeOf(text: string): Obj | undefined {
   } catch {
     return undefined;
   }
-  return isObj(body) && (body.status === "ok" || body.status === "error") ? body : undefined;
+  return isRecord(body) && (body.status === "ok" || body.status === "error") ? body : undefined;
 }
 
 function errorOf(body: Obj, status: number): OvError {
   const e = body.error;
-  if (isObj(e)) {
+  if (isRecord(e)) {
     return {
       code: typeof e.code === "string" ? e.code : undefined,
       message: typeof e.message === "string" ? e.message : `HTTP ${status}`,
@@ -138,7 +137,7 @@ function errorOf(body: Obj, status: number): OvError {
 /** Whether a 404 envelope names a missing resource (a session, a file) rather than a missing route. */
 export function namesMissingResource(error: OvError): boolean {
   const d = error.details;
-  return isObj(d) &&
+  return isRecord(d) &&
     (typeof d.resource === "string" || typeof d.type === "string" || typeof d.uri === "string");
 }
 
@@ -185,7 +184,7 @@ export function classifyReply<T>(raw: RawReply): OvResponse<T> {
   if (status >= 500 || status === 429 || status === 408 || TRANSIENT_CODES.has(error.code ?? "")) {
     return failure("server", status >= 400 ? status : 503, error);
   }
-  if (status === 409 && isObj(error.details) && error.details.retryable === true) {
+  if (status === 409 && isRecord(error.details) && error.details.retryable === true) {
     return failure("server", status, error);
   }
   if (status === 405 || (status === 404 && !namesMissingResource(error))) {

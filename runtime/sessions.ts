@@ -8,6 +8,7 @@
 import type { Budget, OpenVikingClient, OvFailure } from "./http.ts";
 import { deliverMessages, type MessagePayload, type Rejection, sessionPath } from "./deliver.ts";
 import { SessionQueue } from "./pending.ts";
+import { asRecord } from "./record.ts";
 
 export type { MessagePayload } from "./deliver.ts";
 
@@ -117,7 +118,7 @@ export type CommitOutcome =
 
 /** The task id of a commit result (`task_id`), if the server gave one. */
 export function commitTaskId(result: unknown): string | undefined {
-  const id = result && typeof result === "object" ? (result as Record<string, unknown>).task_id : undefined;
+  const id = asRecord(result).task_id;
   return typeof id === "string" && id ? id : undefined;
 }
 

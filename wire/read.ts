@@ -4,6 +4,7 @@
  */
 
 import { sha256Hex } from "../runtime/hash.ts";
+import { isRecord } from "../runtime/record.ts";
 
 /** Where a previous read stopped and what the file looked like there. */
 export interface ReadCursor {
@@ -115,7 +116,7 @@ export async function readJournal(
         if (filter && !filter(text)) continue;
         try {
           const value = JSON.parse(text);
-          if (value && typeof value === "object" && !Array.isArray(value)) {
+          if (isRecord(value)) {
             lines.push({ offset: lineOffset, end: pos + lineStart, value });
           } else garbage++;
         } catch {

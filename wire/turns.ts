@@ -17,6 +17,7 @@
  */
 
 import * as z from "zod/mini";
+import { isRecord } from "../runtime/record.ts";
 import type { JournalLine, LineFilter } from "./read.ts";
 
 /** A turn as read from the journal (text not yet cleaned). */
@@ -123,8 +124,8 @@ export function partsText(input: unknown): string {
   if (typeof input === "string") return input;
   if (!Array.isArray(input)) return "";
   return input
-    .filter((p) => p && typeof p === "object" && (p as { type?: unknown }).type === "text")
-    .map((p) => String((p as { text?: unknown }).text ?? ""))
+    .filter((p) => isRecord(p) && p.type === "text")
+    .map((p) => String(p.text ?? ""))
     .filter((t) => t.length > 0)
     .join("\n");
 }
