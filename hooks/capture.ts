@@ -24,7 +24,7 @@ import { cursorAt, readJournal } from "../wire/read.ts";
 import { scanTurns, turnLineFilter, type TurnScan } from "../wire/turns.ts";
 import { clientFor, type HookContext } from "./context.ts";
 import type { HookResult } from "./dispatch.ts";
-import type { HookEvent } from "./input.ts";
+import type { HookEvent } from "./events.ts";
 
 /** How one capture behaves, by event. */
 export interface CaptureMode {

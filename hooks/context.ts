@@ -5,7 +5,8 @@ import type { Env } from "../runtime/paths.ts";
 import type { Logger } from "../runtime/log.ts";
 import { createClient, type OpenVikingClient } from "../runtime/http.ts";
 import type { StatePaths } from "../runtime/state.ts";
-import type { HookEvent, HookInput } from "./input.ts";
+import type { HookEvent } from "./events.ts";
+import type { HookInput } from "./input.ts";
 
 /** Everything a handler needs about one hook run. */
 export interface HookContext {

@@ -4,7 +4,8 @@
  * impossible — goes through the full dispatcher.
  */
 
-import { DETACHED_EVENTS, detachParent } from "./detach.ts";
+import { detachParent } from "./detach.ts";
+import { DETACHED_EVENTS } from "./events.ts";
 import { readAllStdin } from "./stdin.ts";
 
 /** The `hook` command. Always exits 0. */

@@ -34,26 +34,6 @@ export const HookInputSchema = z.looseObject({
 /** A parsed hook payload. */
 export type HookInput = z.infer<typeof HookInputSchema>;
 
-/** The events this program handles, by their CLI names. */
-export const HOOK_EVENTS = [
-  "session-start",
-  "user-prompt-submit",
-  "pre-tool-use",
-  "stop",
-  "stop-failure",
-  "pre-compact",
-  "session-end",
-  "interrupt",
-] as const;
-
-/** One of the handled events. */
-export type HookEvent = (typeof HOOK_EVENTS)[number];
-
-/** Whether a string names a handled event. */
-export function isHookEvent(name: string | undefined): name is HookEvent {
-  return (HOOK_EVENTS as readonly string[]).includes(name ?? "");
-}
-
 /** Parses raw stdin bytes into a payload, or explains why it is unusable. */
 export function parseHookInput(
   bytes: Uint8Array,

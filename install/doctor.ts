@@ -9,7 +9,8 @@ import { type Env, isAbsolutePath, joinPath, kimiHome, orNoHome, processEnv } fr
 import { captureChecks, queueCheck, serverChecks } from "./doctor-memory.ts";
 import { homeChecks } from "./doctor-home.ts";
 import { VERSION } from "../runtime/version.ts";
-import { HOOKS, isOurHookCommand, isUpstreamHookCommand, MCP_SERVER_NAME, PLUGIN_ID } from "./spec.ts";
+import { HOOKS } from "../hooks/events.ts";
+import { isOurHookCommand, isUpstreamHookCommand, MCP_SERVER_NAME, PLUGIN_ID } from "./spec.ts";
 import { type KimiState, readKimiState } from "./detect.ts";
 import { isRecord } from "../runtime/record.ts";
 import { currentOs, type OsFamily } from "./placement.ts";

@@ -13,7 +13,7 @@ import { placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { tempDir } from "../support/temp.ts";
 import { runHook } from "../../hooks/dispatch.ts";
-import { HOOK_EVENTS } from "../../hooks/input.ts";
+import { HOOK_EVENTS } from "../../hooks/events.ts";
 import { Processes } from "../chaos/procs.ts";
 import { deep, params, runs, stdinArb } from "./arbitraries.ts";
 import { auditPrivateFiles } from "./files.ts";

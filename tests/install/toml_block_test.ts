@@ -11,7 +11,8 @@ import {
   tomlEqual,
   withoutHooks,
 } from "../../install/toml-block.ts";
-import { BLOCK_BEGIN, BLOCK_END, hookEntries, HOOKS } from "../../install/spec.ts";
+import { BLOCK_BEGIN, BLOCK_END, hookEntries } from "../../install/spec.ts";
+import { HOOKS } from "../../hooks/events.ts";
 import { tomlDocument, trailingSection } from "./toml_arbitrary.ts";
 
 const ENTRIES = hookEntries("'/opt/open viking/bin/openviking-kimi'");
