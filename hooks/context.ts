@@ -36,6 +36,16 @@ export interface HookContext {
   isWorker: boolean;
 }
 
+/** What a handler reports: the stdout text (if any) and a short outcome for the log. */
+export interface HookResult {
+  stdout?: string;
+  outcome: string;
+  data?: Record<string, unknown>;
+}
+
+/** A hook handler. */
+export type Handler = (ctx: HookContext) => Promise<HookResult>;
+
 /** Prefix of OpenViking session ids made from Kimi session ids. */
 export const SESSION_PREFIX = "kc-";
 

@@ -22,23 +22,12 @@ import {
 } from "../runtime/paths.ts";
 import { safeId, statePaths } from "../runtime/state.ts";
 import { unusableFileReason, unwritableReason } from "../runtime/writable.ts";
-import type { HookContext } from "./context.ts";
-import { SESSION_PREFIX } from "./context.ts";
+import { type Handler, type HookContext, SESSION_PREFIX } from "./context.ts";
 import { gateReason } from "./gates.ts";
 import { WORKER_ENV } from "./detach.ts";
 import { readAllStdin } from "./stdin.ts";
 import { CAPTURING_EVENTS, type HookEvent, isHookEvent, STATEFUL_EVENTS } from "./events.ts";
 import { type HookInput, hostSessionId, parseHookInput } from "./input.ts";
-
-/** What a handler reports: the stdout text (if any) and a short outcome for the log. */
-export interface HookResult {
-  stdout?: string;
-  outcome: string;
-  data?: Record<string, unknown>;
-}
-
-/** A hook handler. */
-export type Handler = (ctx: HookContext) => Promise<HookResult>;
 
 const HANDLERS: Record<HookEvent, () => Promise<Handler>> = {
   "session-start": async () => (await import("./session-start.ts")).sessionStart,

@@ -6,7 +6,8 @@
  */
 
 import type { Budget, OpenVikingClient } from "../runtime/http.ts";
-import { messageKey, queuedMessageKeys } from "../runtime/pending.ts";
+import { queuedMessageKeys } from "../runtime/pending.ts";
+import { messageKey } from "../runtime/pending-files.ts";
 import { isRecord } from "../runtime/record.ts";
 import type { Candidate } from "../wire/plan.ts";
 

@@ -13,7 +13,8 @@ import { makeContext, placeJournal, sandboxEnv } from "../support/hook-context.t
 import { tempDir } from "../support/temp.ts";
 import { captureSession, WORKER_LOCK_WAIT_MS } from "../../hooks/capture.ts";
 import { Budget, createClient } from "../../runtime/http.ts";
-import { queueSummary, replayAll } from "../../runtime/pending.ts";
+import { queueSummary } from "../../runtime/pending.ts";
+import { replayAll } from "../../runtime/replay.ts";
 import { turnsOf } from "../../wire/command.ts";
 
 const MARK = "INJECTED-MARKER";
