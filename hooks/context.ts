@@ -3,7 +3,7 @@
 import type { Config } from "../runtime/config.ts";
 import type { Env } from "../runtime/paths.ts";
 import type { Logger } from "../runtime/log.ts";
-import { createClient, type OpenVikingClient } from "../runtime/http.ts";
+import { clientOptions, createClient, type OpenVikingClient } from "../runtime/http.ts";
 import type { StatePaths } from "../runtime/state.ts";
 import type { HookEvent } from "./events.ts";
 import type { HookInput } from "./input.ts";
@@ -51,14 +51,5 @@ export const SESSION_PREFIX = "kc-";
 
 /** An OpenViking client for this run; `peerId` is the workspace peer ("" for none). */
 export function clientFor(ctx: HookContext, peerId = ""): OpenVikingClient {
-  const c = ctx.config;
-  return createClient({
-    baseUrl: c.baseUrl,
-    apiKey: c.apiKey,
-    account: c.account,
-    user: c.user,
-    peerId,
-    userAgent: c.userAgent,
-    timeoutMs: c.timeoutMs,
-  });
+  return createClient(clientOptions(ctx.config, peerId));
 }

@@ -5,6 +5,8 @@
  * there instead of sending them again. Messages found nowhere are sent again (a duplicate is better than a loss).
  */
 
+import * as z from "zod/mini";
+import { sessionPath } from "../runtime/deliver.ts";
 import type { Budget, OpenVikingClient } from "../runtime/http.ts";
 import { queuedMessageKeys } from "../runtime/pending.ts";
 import { messageKey } from "../runtime/pending-files.ts";
@@ -18,10 +20,12 @@ interface HeldMessage {
   text: string;
 }
 
-/** The messages of a session's context reply (`GET …/context` → `messages[]` with `parts`). Pure. */
-export function heldMessages(result: unknown): HeldMessage[] {
-  const list = isRecord(result) && Array.isArray(result.messages) ? result.messages : [];
-  return list.filter(isRecord).map((m) => ({
+/** A session's context (`GET …/context`): its messages, whose text is in `parts` (or, older, `content`). */
+const ContextReply = z.looseObject({ messages: z.catch(z.array(z.unknown()), []) });
+
+/** The messages of a session's context reply. Pure. */
+export function heldMessages(result: z.output<typeof ContextReply>): HeldMessage[] {
+  return result.messages.filter(isRecord).map((m) => ({
     role: String(m.role ?? ""),
     turnId: typeof m.turn_id === "string" ? m.turn_id : undefined,
     text: Array.isArray(m.parts)
@@ -57,7 +61,8 @@ export async function settledElsewhere(
   if (!rest.length) return { keys, asked: "queue" };
   const res = await client.request(
     "GET",
-    `/api/v1/sessions/${encodeURIComponent(options.sessionId)}/context`,
+    `${sessionPath(options.sessionId)}/context`,
+    ContextReply,
     {
       budget: options.budget,
       peerId: null,

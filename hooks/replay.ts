@@ -1,7 +1,7 @@
 /** `openviking-kimi replay`: replays the pending queue now and prints what happened. */
 
 import { loadConfig } from "../runtime/config.ts";
-import { Budget, createClient } from "../runtime/http.ts";
+import { Budget, clientOptions, createClient } from "../runtime/http.ts";
 import { queueSummary } from "../runtime/pending.ts";
 import { replayAll, replayOptions } from "../runtime/replay.ts";
 import { countShared } from "../runtime/pending-shared.ts";
@@ -13,7 +13,7 @@ export async function replayCommand(_args: string[]): Promise<number> {
   const { config, warnings } = await loadConfig(env);
   for (const w of warnings) console.error(`warning: ${w}`);
   const dir = pendingDir(env);
-  const client = createClient({ ...config, peerId: "" });
+  const client = createClient(clientOptions(config));
   const report = await replayAll(
     dir,
     client,

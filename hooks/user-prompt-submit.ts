@@ -6,7 +6,7 @@
 
 import { sha256Hex } from "../runtime/hash.ts";
 import { Budget } from "../runtime/http.ts";
-import { resolvePeer } from "../runtime/peer.ts";
+import { peerOptions, resolvePeer } from "../runtime/peer.ts";
 import { safe, type SafeText } from "../runtime/neutralize.ts";
 import { type Block, blockText, printBlocks } from "../runtime/printed.ts";
 import { buildProfile } from "../runtime/profile.ts";
@@ -90,11 +90,7 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   if (!c.autoRecall) return { outcome: "recall-off" };
 
   // Phase 2: recall and profile in parallel, inside the budget.
-  const peer = await resolvePeer(ctx.cwd, {
-    explicitPeerId: c.peerId,
-    workspacePeer: c.workspacePeer,
-    peerSource: c.peerSource,
-  });
+  const peer = await resolvePeer(ctx.cwd, peerOptions(c));
   const client = clientFor(ctx, peer.peerId);
   const wantRecall = decision.reuse === undefined && prompt.length >= c.minQueryLength;
   const [recall, profile] = await Promise.all([

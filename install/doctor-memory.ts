@@ -6,7 +6,8 @@
 
 import { adviceFor } from "../runtime/advice.ts";
 import type { Config } from "../runtime/config.ts";
-import { createClient } from "../runtime/http.ts";
+import * as z from "zod/mini";
+import { AnyResult, clientOptions, createClient } from "../runtime/http.ts";
 import { countShared } from "../runtime/pending-shared.ts";
 import { queueSummary } from "../runtime/pending.ts";
 import { SessionStateSchema } from "../runtime/state.ts";
@@ -17,18 +18,25 @@ import type { Check } from "./doctor.ts";
 /** Journal protocol versions this release was tested with. */
 export const KNOWN_PROTOCOLS = ["1.4", "1.5"];
 
+/** `/health`: OpenViking's says `healthy: true` (or `status: "ok"`) and its version. */
+const HealthReply = z.looseObject({
+  healthy: z.optional(z.unknown()),
+  status: z.optional(z.unknown()),
+  version: z.optional(z.unknown()),
+});
+
 /** Server checks: `/health` is OpenViking's and answers; a search is accepted with the configured key. */
 export async function serverChecks(config: Config, fetchImpl?: typeof fetch): Promise<Check[]> {
   const checks: Check[] = [];
-  const client = createClient({ ...config, peerId: "", timeoutMs: 5000, fetch: fetchImpl });
+  const client = createClient(clientOptions(config, "", { timeoutMs: 5000, fetch: fetchImpl }));
   const where = `${config.baseUrl} (from ${config.credentialSource})`;
-  const health = await client.request<Record<string, unknown>>("GET", "/health");
+  const health = await client.request("GET", "/health", HealthReply);
   if (!health.ok) {
     const advice = adviceFor(health, config.baseUrl);
     checks.push({ id: "server", status: "fail", summary: `${where}: ${advice.summary}`, fix: advice.fix });
     return checks;
   }
-  const h = health.result ?? {};
+  const h = health.result;
   if (h.healthy !== true && h.status !== "ok") {
     checks.push({
       id: "server",
@@ -43,7 +51,7 @@ export async function serverChecks(config: Config, fetchImpl?: typeof fetch): Pr
     status: "ok",
     summary: `OpenViking ${typeof h.version === "string" ? h.version : ""} at ${where}`.replace("  ", " "),
   });
-  const search = await client.request("POST", "/api/v1/search/find", {
+  const search = await client.request("POST", "/api/v1/search/find", AnyResult, {
     body: { query: "openviking-kimi doctor", limit: 1 },
   });
   const keyNote = config.apiKey ? `API key from ${config.apiKeySource}` : "no API key";

@@ -8,7 +8,7 @@
 import { credentialFilePaths, loadConfig } from "../runtime/config.ts";
 import { createLogger } from "../runtime/log.ts";
 import { type Env, processEnv } from "../runtime/paths.ts";
-import { resolvePeer } from "../runtime/peer.ts";
+import { peerOptions, resolvePeer } from "../runtime/peer.ts";
 import { CredentialWatcher, type ProxySettings, proxySettings } from "./credentials.ts";
 import { lineSink, readLines } from "./lines.ts";
 import { Proxy, PROXY_LIMITS, type ProxyLimits } from "./proxy.ts";
@@ -62,11 +62,7 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
     { settings: ProxySettings; warnings: string[]; debug: boolean; log: string }
   > => {
     const { config, warnings } = await loadConfig(io.env, workspace);
-    const peer = await resolvePeer(workspace, {
-      explicitPeerId: config.peerId,
-      workspacePeer: config.workspacePeer,
-      peerSource: config.peerSource,
-    });
+    const peer = await resolvePeer(workspace, peerOptions(config));
     return {
       settings: proxySettings(config, peer.peerId),
       warnings,

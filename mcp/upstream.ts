@@ -6,7 +6,7 @@
  * do about them (re-initialise, reload credentials, answer an error) is decided by the session layer.
  */
 
-import { buildHeaders } from "../runtime/http.ts";
+import { buildHeaders, type Identity } from "../runtime/http.ts";
 import { readPrefix } from "../runtime/body.ts";
 import { asRecord } from "../runtime/record.ts";
 import { ERROR_BODY_BYTES, MAX_REPLY_BYTES, MAX_STREAM_BYTES } from "./limits.ts";
@@ -17,14 +17,8 @@ import { isEventStream, type MessageSink, readReply, type ReplyOutcome } from ".
 export const DEFAULT_PROTOCOL_VERSION = "2025-06-18";
 
 /** Where requests go and who they are from. */
-export interface UpstreamTarget {
+export interface UpstreamTarget extends Identity {
   mcpUrl: string;
-  apiKey: string;
-  account: string;
-  user: string;
-  /** `X-OpenViking-Actor-Peer` ("" = none). */
-  peerId: string;
-  userAgent: string;
 }
 
 /** Why an exchange did not produce the response it should have. */
@@ -183,20 +177,7 @@ export class Upstream {
 
   /** The headers of a request to the MCP endpoint. */
   headers(withSession: boolean): Headers {
-    const t = this.target;
-    const headers = buildHeaders(
-      {
-        baseUrl: t.mcpUrl,
-        apiKey: t.apiKey,
-        account: t.account,
-        user: t.user,
-        peerId: t.peerId,
-        userAgent: t.userAgent,
-        timeoutMs: 0,
-      },
-      undefined,
-      true,
-    );
+    const headers = buildHeaders(this.target, undefined, true);
     headers.set("Accept", "application/json, text/event-stream");
     headers.set("MCP-Protocol-Version", this.protocolVersion);
     if (withSession && this.sessionId) headers.set("Mcp-Session-Id", this.sessionId);

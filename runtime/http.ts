@@ -1,11 +1,13 @@
 /**
  * The one OpenViking HTTP client: auth and identity headers, a per-request timeout inside a caller's time
- * budget (covering the body too), a bound on every reply body, and the classification of replies
- * (`reply.ts`). It never logs and never puts a credential into an error message.
+ * budget (covering the body too), a bound on every reply body, the classification of replies (`reply.ts`),
+ * and the check of every result against the route's schema: a caller gets the parsed value or a failure,
+ * never an unchecked cast. It never logs and never puts a credential into an error message.
  */
 
+import * as z from "zod/mini";
 import { readBody } from "./body.ts";
-import { classifyReply, failure, type OvResponse, withoutUserinfo } from "./reply.ts";
+import { checkResult, classifyReply, failure, type OvResponse, withoutUserinfo } from "./reply.ts";
 
 /** A deadline shared by every request of one hook run. */
 export class Budget {
@@ -21,20 +23,65 @@ export class Budget {
 
 export type { FailureKind, OvError, OvFailure, OvResponse, OvSuccess } from "./reply.ts";
 
-/** Connection and identity of a client. */
-export interface ClientOptions {
-  baseUrl: string;
+/** Who requests are from: what the identity headers carry. */
+export interface Identity {
   apiKey?: string;
   account?: string;
   user?: string;
   /** Default `X-OpenViking-Actor-Peer` ("" = none). */
   peerId?: string;
   userAgent: string;
+}
+
+/** Connection and identity of a client. */
+export interface ClientOptions extends Identity {
+  baseUrl: string;
   /** Per-request timeout (ms). */
   timeoutMs: number;
   /** Injected fetch, for tests. */
   fetch?: typeof fetch;
 }
+
+/** What of the config a client is made from (a `Config` is one). */
+export interface Connection {
+  baseUrl: string;
+  apiKey: string;
+  account: string;
+  user: string;
+  userAgent: string;
+  timeoutMs: number;
+}
+
+/** The identity of `config` with `peerId` as the actor peer ("" = none): the one mapping of it. */
+export function identityOf(config: Omit<Connection, "baseUrl" | "timeoutMs">, peerId: string): Identity {
+  return {
+    apiKey: config.apiKey,
+    account: config.account,
+    user: config.user,
+    peerId,
+    userAgent: config.userAgent,
+  };
+}
+
+/**
+ * The client options of `config` — its server, identity and timeout — with `peerId` as the actor peer ("" =
+ * none) and, for doctor and tests, another timeout or fetch.
+ */
+export function clientOptions(
+  config: Connection,
+  peerId = "",
+  overrides: { timeoutMs?: number; fetch?: typeof fetch } = {},
+): ClientOptions {
+  return {
+    baseUrl: config.baseUrl,
+    ...identityOf(config, peerId),
+    timeoutMs: overrides.timeoutMs ?? config.timeoutMs,
+    ...(overrides.fetch ? { fetch: overrides.fetch } : {}),
+  };
+}
+
+/** The schema of a result nobody reads (writes): only OpenViking's "ok" counts. */
+export const AnyResult: z.ZodMiniUnknown = z.unknown();
 
 /** Options of one request. */
 export interface RequestOptions {
@@ -56,12 +103,21 @@ export const MIN_REQUEST_MS = 50;
 /** An OpenViking client bound to one configuration. */
 export interface OpenVikingClient {
   readonly options: ClientOptions;
-  request<T = unknown>(method: string, path: string, options?: RequestOptions): Promise<OvResponse<T>>;
+  /**
+   * One request: the envelope's `result` parsed with `schema` (a reply whose result does not match is a
+   * `not-openviking` failure, see reply.ts `checkResult`), or the failure.
+   */
+  request<S extends z.ZodMiniType>(
+    method: string,
+    path: string,
+    schema: S,
+    options?: RequestOptions,
+  ): Promise<OvResponse<z.output<S>>>;
 }
 
-/** Headers every OpenViking request carries. */
+/** Headers every OpenViking request carries: `identity`, with `peerId` overriding its actor peer (null = none). */
 export function buildHeaders(
-  options: ClientOptions,
+  options: Identity,
   peerId: string | null | undefined,
   json: boolean,
 ): Headers {
@@ -84,7 +140,12 @@ export function createClient(options: ClientOptions): OpenVikingClient {
   const base = options.baseUrl.replace(/\/+$/, "");
   return {
     options,
-    async request<T>(method: string, path: string, req: RequestOptions = {}): Promise<OvResponse<T>> {
+    async request<S extends z.ZodMiniType>(
+      method: string,
+      path: string,
+      schema: S,
+      req: RequestOptions = {},
+    ): Promise<OvResponse<z.output<S>>> {
       let timeout = req.timeoutMs ?? options.timeoutMs;
       if (req.budget) {
         const left = req.budget.remaining();
@@ -139,13 +200,14 @@ export function createClient(options: ClientOptions): OpenVikingClient {
             : `the reply from ${origin} was cut: ${withoutUserinfo(cause)}`,
         });
       }
-      return classifyReply<T>({
+      const reply = classifyReply({
         status: response.status,
         location: response.headers.get("location"),
         contentType: response.headers.get("content-type"),
         text: new TextDecoder().decode(body.bytes),
         origin,
       });
+      return reply.ok ? checkResult(reply, schema, `${origin} ${method} ${path}`) : reply;
     },
   };
 }

@@ -127,6 +127,17 @@ export interface PeerOptions {
   peerSource: "git" | "cwd" | "none";
 }
 
+/** The peer options of a config: its explicit peer, whether the workspace gives one, and how. */
+export function peerOptions(
+  config: { peerId: string; workspacePeer: boolean; peerSource: PeerOptions["peerSource"] },
+): PeerOptions {
+  return {
+    explicitPeerId: config.peerId,
+    workspacePeer: config.workspacePeer,
+    peerSource: config.peerSource,
+  };
+}
+
 /** Resolves the actor peer for a workspace directory. */
 export async function resolvePeer(cwd: string | undefined, options: PeerOptions): Promise<Peer> {
   if (options.explicitPeerId && isValidPeerId(options.explicitPeerId)) {

@@ -9,7 +9,8 @@
 import * as z from "zod/mini";
 import { isNotFound } from "./fs.ts";
 import { joinPath } from "./paths.ts";
-import type { Budget, OpenVikingClient, OvFailure, OvResponse } from "./http.ts";
+import { AnyResult, type Budget, type OpenVikingClient, type OvFailure, type OvResponse } from "./http.ts";
+import { sessionPath } from "./deliver.ts";
 
 /** Kinds of queued writes. */
 export type PendingType = "addMessage" | "commitSession";
@@ -122,11 +123,8 @@ function sendEntry(
   entry: SharedEntry,
   budget: Budget,
 ): Promise<OvResponse<unknown>> {
-  const sid = encodeURIComponent(entry.sessionId);
-  const path = entry.type === "commitSession"
-    ? `/api/v1/sessions/${sid}/commit`
-    : `/api/v1/sessions/${sid}/messages`;
-  return client.request("POST", path, { body: entry.payload ?? {}, budget, peerId: null });
+  const path = `${sessionPath(entry.sessionId)}/${entry.type === "commitSession" ? "commit" : "messages"}`;
+  return client.request("POST", path, AnyResult, { body: entry.payload ?? {}, budget, peerId: null });
 }
 
 /**

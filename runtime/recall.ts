@@ -6,11 +6,12 @@
  * neutralised), or none.
  */
 
+import * as z from "zod/mini";
 import type { Budget, OpenVikingClient, OvResponse } from "./http.ts";
 import { parseJsonOrUndefined, readTextIfExists, writeFileAtomic } from "./fs.ts";
 import { neutralize, safe, SafeText } from "./neutralize.ts";
 import { joinPath } from "./paths.ts";
-import { asRecord as obj, isRecord, type JsonRecord as Obj } from "./record.ts";
+import { isRecord } from "./record.ts";
 import { type Block, PRINT_MAX_CHARS, storedBlock } from "./printed.ts";
 
 /** Settings recall needs (a subset of the config). */
@@ -164,6 +165,35 @@ export function urisIn(text: string): string[] {
   return [...found];
 }
 
+/** A text member a reply may have: absent (or of another type) reads as undefined. */
+const optionalText = z.catch(z.optional(z.string()), undefined);
+
+/** The context face's result: the assembled text (`digest`, else `rendered`), and "no_relevant" stats. */
+const ContextReply = z.looseObject({
+  digest: optionalText,
+  rendered: optionalText,
+  stats: z.catch(z.optional(z.looseObject({ rewrite: z.optional(z.unknown()) })), undefined),
+});
+
+/** The deprecated recall endpoint's result: the rendered text. */
+const RecallReply = z.looseObject({ rendered: optionalText });
+
+/** One hit of `/search/find`; a hit without a URI is dropped, other odd members read as absent. */
+const FindHit = z.catch(
+  z.nullable(z.looseObject({
+    uri: z.string(),
+    level: z.catch(z.optional(z.number()), undefined),
+    score: z.catch(z.number(), 0),
+    abstract: z.catch(z.string(), ""),
+    context_type: optionalText,
+  })),
+  null,
+);
+const FindHits = z.catch(z.array(FindHit), []);
+
+/** `/search/find`'s result: hits by kind (a list that is not one reads as empty). */
+const FindReply = z.looseObject({ memories: FindHits, skills: FindHits, resources: FindHits });
+
 /** A find result item. */
 interface FindItem {
   uri: string;
@@ -244,21 +274,20 @@ export function findBlock(
   return { open: OPEN, body: SafeText.join([FIND_HEADER, ...lines], safe`\n`), close: CLOSE };
 }
 
-function findItems(result: unknown, bucket: "memory" | "skill"): FindItem[] {
-  const r = obj(result);
-  const raw = [
-    ...(Array.isArray(r.memories) ? r.memories : []),
-    ...(Array.isArray(r.skills) ? r.skills : []),
-    ...(Array.isArray(r.resources) ? r.resources : []),
-  ];
-  return raw.map(obj).filter((x) => typeof x.uri === "string").map((x) => ({
-    uri: String(x.uri),
-    level: typeof x.level === "number" ? x.level : undefined,
-    score: typeof x.score === "number" ? x.score : 0,
-    abstract: typeof x.abstract === "string" ? x.abstract : "",
-    contextType: typeof x.context_type === "string" ? x.context_type : bucket,
-    bucket,
-  }));
+/** The hits of a find result as items of `bucket`. */
+function findItems(result: z.output<typeof FindReply>, bucket: "memory" | "skill"): FindItem[] {
+  return [...result.memories, ...result.skills, ...result.resources].flatMap((x) =>
+    x
+      ? [{
+        uri: x.uri,
+        level: x.level,
+        score: x.score,
+        abstract: x.abstract,
+        contextType: x.context_type ?? bucket,
+        bucket,
+      }]
+      : []
+  );
 }
 
 /** Recalls memories for a prompt through the fallback chain. Never throws. */
@@ -275,15 +304,14 @@ export async function recallForPrompt(
 
   // ① context face
   if (!(await isLegacyMemoed(r.stateDir, baseUrl, now))) {
-    const res = await client.request<Obj>("POST", "/api/v1/search/search", {
+    const res = await client.request("POST", "/api/v1/search/search", ContextReply, {
       body: contextSearchBody(s, r),
       budget: r.budget,
     });
     if (res.ok) {
-      const result = obj(res.result);
-      if (obj(result.stats).rewrite === "no_relevant") return { ...none, source: "context" };
-      const text = (typeof result.digest === "string" && result.digest.trim()) ||
-        (typeof result.rendered === "string" ? result.rendered.trim() : "");
+      const result = res.result;
+      if (result.stats?.rewrite === "no_relevant") return { ...none, source: "context" };
+      const text = result.digest?.trim() || (result.rendered?.trim() ?? "");
       return text
         ? { block: contextBlock(text), source: "context", uris: urisIn(text.slice(0, PRINT_MAX_CHARS)) }
         : { ...none, source: "context" };
@@ -293,15 +321,14 @@ export async function recallForPrompt(
 
   // ② deprecated /search/recall (retried once without peer_scope on 400/422)
   let body = recallEndpointBody(s, query);
-  let res = await client.request<Obj>("POST", "/api/v1/search/recall", { body, budget: r.budget });
+  let res = await client.request("POST", "/api/v1/search/recall", RecallReply, { body, budget: r.budget });
   if (!res.ok && (res.status === 400 || res.status === 422) && "peer_scope" in body) {
     body = { ...body };
     delete body.peer_scope;
-    res = await client.request<Obj>("POST", "/api/v1/search/recall", { body, budget: r.budget });
+    res = await client.request("POST", "/api/v1/search/recall", RecallReply, { body, budget: r.budget });
   }
   if (res.ok) {
-    const rendered = obj(res.result).rendered;
-    const text = typeof rendered === "string" ? rendered.trim() : "";
+    const text = res.result.rendered?.trim() ?? "";
     return text
       ? { block: contextBlock(text), source: "recall", uris: urisIn(text.slice(0, PRINT_MAX_CHARS)) }
       : { ...none, source: "recall" };
@@ -314,7 +341,7 @@ export async function recallForPrompt(
   ]];
   const results = await Promise.all(
     sources.map(([target_uri, bucket]) =>
-      client.request("POST", "/api/v1/search/find", {
+      client.request("POST", "/api/v1/search/find", FindReply, {
         body: { query, target_uri, limit: Math.max(s.recallLimit * 2, 8), score_threshold: 0 },
         budget: r.budget,
       }).then((x) => (x.ok ? findItems(x.result, bucket) : []))
@@ -326,11 +353,11 @@ export async function recallForPrompt(
   const withContent = await Promise.all(ranked.map(async (item) => {
     if (s.recallPreferAbstract && item.abstract) return { item, content: item.abstract };
     if (item.level === 2 || !item.abstract) {
-      const read = await client.request<unknown>("GET", "/api/v1/content/read", {
+      const read = await client.request("GET", "/api/v1/content/read", z.string(), {
         query: { uri: item.uri },
         budget: r.budget,
       });
-      if (read.ok && typeof read.result === "string") return { item, content: read.result };
+      if (read.ok) return { item, content: read.result };
     }
     return { item, content: item.abstract };
   }));

@@ -11,8 +11,7 @@ import { isNotFound, writeFileAtomic } from "./fs.ts";
 import type { Budget, OpenVikingClient, OvFailure } from "./http.ts";
 import { isProcessGone } from "./lock.ts";
 import { joinPath } from "./paths.ts";
-import { asRecord } from "./record.ts";
-import { deliverMessages } from "./deliver.ts";
+import { CommitResultSchema, deliverMessages, sessionPath } from "./deliver.ts";
 import {
   ABANDONED_AFTER_MS,
   claimName,
@@ -95,16 +94,14 @@ async function replayEntry(
   budget: Budget,
   report: ReplayReport,
 ): Promise<OvFailure | undefined> {
-  const sid = encodeURIComponent(entry.sessionId);
   if (entry.kind === "commit") {
-    const res = await client.request("POST", `/api/v1/sessions/${sid}/commit`, {
+    const res = await client.request("POST", `${sessionPath(entry.sessionId)}/commit`, CommitResultSchema, {
       body: {},
       budget,
       peerId: null,
     });
     if (res.ok) {
-      const task = asRecord(res.result).task_id;
-      if (typeof task === "string") report.commitTasks.push(task);
+      if (res.result.taskId) report.commitTasks.push(res.result.taskId);
       return undefined;
     }
     if (res.kind === "rejected") {
