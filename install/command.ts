@@ -6,7 +6,7 @@
  * disk) rolls back the steps already taken, so a run applies all or nothing.
  */
 
-import { z } from "zod";
+import * as z from "zod/mini";
 import { credentialFilePaths } from "../runtime/config.ts";
 import { readTextIfExists } from "../runtime/fs.ts";
 import {

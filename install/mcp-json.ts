@@ -6,7 +6,7 @@
  * everything else stay byte for byte. A file `JSON.parse` refuses is refused.
  */
 
-import { z } from "zod";
+import * as z from "zod/mini";
 import { MCP_SERVER_NAME } from "./spec.ts";
 import { isRecord } from "../runtime/record.ts";
 import {
@@ -31,13 +31,13 @@ export interface McpEntry {
 /** Who wrote an `mcpServers.openviking` entry. */
 export type McpOwner = "ours" | "upstream" | "foreign" | "absent";
 
-const McpFileSchema = z.looseObject({ mcpServers: z.record(z.string(), z.unknown()).optional() });
+const McpFileSchema = z.looseObject({ mcpServers: z.optional(z.record(z.string(), z.unknown())) });
 
 const EntrySchema = z.looseObject({
-  command: z.string().optional(),
-  args: z.array(z.string()).optional(),
-  env: z.record(z.string(), z.unknown()).optional(),
-  url: z.string().optional(),
+  command: z.optional(z.string()),
+  args: z.optional(z.array(z.string())),
+  env: z.optional(z.record(z.string(), z.unknown())),
+  url: z.optional(z.string()),
 });
 
 /** Classifies an entry: ours (runs `openviking-kimi mcp` / `… main.ts mcp`), OpenViking's Node proxy, or other. */

@@ -5,6 +5,7 @@
  */
 
 import * as z from "zod/mini";
+import { issueText } from "./issue.ts";
 import { asRecord, type JsonRecord as Obj } from "./record.ts";
 import { withoutUserinfo } from "./reply.ts";
 import {
@@ -368,11 +369,9 @@ export function resolveSettings(sources: ConfigSources, warnings: string[] = [])
       out[name] = parsed.data;
       if (name === "recallLimit") configured = true;
     } else {
-      const shown = typeof raw === "string" ? JSON.stringify(raw) : JSON.stringify(raw) ?? String(raw);
+      const shown = JSON.stringify(raw) ?? String(raw);
       warnings.push(
-        `${from}: invalid value ${shown} (${
-          parsed.error.issues[0]?.message ?? "invalid"
-        }); using the default`,
+        `${from}: invalid value ${shown} (${issueText(parsed.error.issues[0])}); using the default`,
       );
       out[name] = knob.default;
     }
