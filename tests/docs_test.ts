@@ -1,7 +1,7 @@
 /** The documentation stays true to the code: every knob in README, CI runs README's test command. */
 
 import { assertTrue } from "./support/assert.ts";
-import { KNOBS } from "../runtime/config.ts";
+import { KNOBS } from "../runtime/knobs.ts";
 import { VERSION } from "../runtime/version.ts";
 
 const root = new URL("../", import.meta.url);

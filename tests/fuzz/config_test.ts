@@ -8,7 +8,9 @@
 import fc from "fast-check";
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
-import { type Config, DEFAULT_BASE_URL, KNOBS, loadConfig, resolveConfig } from "../../runtime/config.ts";
+import { type Config, loadConfig, resolveConfig } from "../../runtime/config.ts";
+import { DEFAULT_BASE_URL } from "../../runtime/credentials.ts";
+import { KNOBS } from "../../runtime/knobs.ts";
 import { mutated, nastyString, params, wrongValue } from "./arbitraries.ts";
 
 const KNOB_NAMES = Object.keys(KNOBS) as (keyof typeof KNOBS)[];
