@@ -6,7 +6,7 @@
 
 import { readTextIfExists } from "../runtime/fs.ts";
 import { readText } from "./files.ts";
-import { joinPath } from "../runtime/paths.ts";
+import { type Env, isAbsolutePath, joinPath, kimiHome } from "../runtime/paths.ts";
 import { PLUGIN_ID } from "./spec.ts";
 import {
   blockInfo,
@@ -24,6 +24,15 @@ import { findRecord, parseRegistry, type RegistryRecord } from "./registry.ts";
 import { classifyManifest } from "./plugin.ts";
 import { parseJson } from "./json-file.ts";
 import { isRecord } from "../runtime/record.ts";
+
+/**
+ * The Kimi home a command works on: `--kimi-home` (`~` expanded, a relative one taken from `cwd`), else
+ * `$KIMI_CODE_HOME`, else `~/.kimi-code`. Throws NoHomeError when it needs a home there is none of.
+ */
+export function kimiHomeFor(env: Env, explicit: string | undefined, cwd: string): string {
+  const home = kimiHome(env, explicit);
+  return isAbsolutePath(home) ? home : joinPath(cwd, home);
+}
 
 /** Paths of the files we touch in a Kimi home. */
 export interface KimiPaths {
@@ -175,11 +184,6 @@ export async function readKimiState(home: string): Promise<KimiState> {
     }
   }
   return state;
-}
-
-/** Whether config mode is registered by us (our block present). */
-export function hasOurConfig(state: KimiState): boolean {
-  return state.blocks.some((b) => b.owner === "ours") || state.mcpOwner === "ours";
 }
 
 /** Whether plugin mode is registered by us (our plugin record). */

@@ -5,13 +5,13 @@
 
 import { loadConfig } from "../runtime/config.ts";
 import { scrub } from "../runtime/scrub.ts";
-import { type Env, isAbsolutePath, joinPath, kimiHome, orNoHome, processEnv } from "../runtime/paths.ts";
+import { type Env, orNoHome, processEnv } from "../runtime/paths.ts";
 import { captureChecks, queueCheck, serverChecks } from "./doctor-memory.ts";
 import { homeChecks } from "./doctor-home.ts";
 import { VERSION } from "../runtime/version.ts";
 import { HOOKS } from "../hooks/events.ts";
 import { isOurHookCommand, isUpstreamHookCommand, MCP_SERVER_NAME, PLUGIN_ID } from "./spec.ts";
-import { type KimiState, readKimiState } from "./detect.ts";
+import { kimiHomeFor, type KimiState, readKimiState } from "./detect.ts";
 import { isRecord } from "../runtime/record.ts";
 import { currentOs, type OsFamily } from "./placement.ts";
 
@@ -341,8 +341,7 @@ export async function doctorCommand(args: string[]): Promise<number> {
   }
   const env = processEnv();
   // "" without a home: the checks say so instead of looking at a directory relative to here.
-  let home = orNoHome(() => kimiHome(env, explicitHome)) ?? "";
-  if (home && !isAbsolutePath(home)) home = joinPath(Deno.cwd(), home);
+  const home = orNoHome(() => kimiHomeFor(env, explicitHome, Deno.cwd())) ?? "";
   const checks = await runDoctor({ env, home, os: currentOs(), now: Date.now() });
   const ok = !checks.some((c) => c.status === "fail");
   if (json) console.log(JSON.stringify({ version: VERSION, ok, checks }, null, 2));
