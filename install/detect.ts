@@ -8,16 +8,8 @@ import { readTextIfExists } from "../runtime/fs.ts";
 import { readText } from "./files.ts";
 import { type Env, isAbsolutePath, joinPath, kimiHome } from "../runtime/paths.ts";
 import { PLUGIN_ID } from "./spec.ts";
-import {
-  blockInfo,
-  type BlockOwner,
-  findBlocks,
-  type FoundHook,
-  hooksOf,
-  invalidHookKeys,
-  parseToml,
-  removeBlocks,
-} from "./toml-block.ts";
+import { findBlocks, parseToml, removeBlocks } from "./toml-block.ts";
+import { blockInfo, type BlockOwner, type FoundHook, hooksOf, invalidHookKeys } from "./toml-config.ts";
 import { isOurHookCommand, isUpstreamHookCommand, MCP_SERVER_NAME } from "./spec.ts";
 import { classifyMcpEntry, type McpOwner } from "./mcp-json.ts";
 import { findRecord, parseRegistry, type RegistryRecord } from "./registry.ts";

@@ -10,7 +10,7 @@ import { readTextIfExists } from "../runtime/fs.ts";
 import { dirName, joinPath, openVikingHome } from "../runtime/paths.ts";
 import { commandLine } from "../runtime/self.ts";
 import { hookEntries, PLUGIN_ID } from "./spec.ts";
-import { planConfigInstall, planConfigUninstall } from "./toml-block.ts";
+import { planConfigInstall, planConfigUninstall } from "./toml-config.ts";
 import { planMcpInstall, planMcpUninstall } from "./mcp-json.ts";
 import { planRegistryDisable, planRegistryInstall, planRegistryUninstall } from "./registry.ts";
 import { type CredentialArgs, maskSecrets, planOvcli } from "./ovcli.ts";

@@ -7,7 +7,7 @@
 import { readTextIfExists } from "../runtime/fs.ts";
 import { dirName, hookStateDir, joinPath, openVikingHome } from "../runtime/paths.ts";
 import { PLUGIN_ID } from "./spec.ts";
-import { planConfigUninstall } from "./toml-block.ts";
+import { planConfigUninstall } from "./toml-config.ts";
 import { planMcpUninstall } from "./mcp-json.ts";
 import { hasOurPlugin, kimiHomeFor, type KimiState, readKimiState } from "./detect.ts";
 import { integrationDir } from "./placement.ts";

@@ -23,13 +23,8 @@ import {
   planRegistryUninstall,
 } from "../../install/registry.ts";
 import { BLOCK_BEGIN, BLOCK_END, hookEntries, MCP_SERVER_NAME, PLUGIN_ID } from "../../install/spec.ts";
-import {
-  findBlocks,
-  parseToml,
-  planConfigInstall,
-  planConfigUninstall,
-  tomlEqual,
-} from "../../install/toml-block.ts";
+import { findBlocks, parseToml } from "../../install/toml-block.ts";
+import { planConfigInstall, planConfigUninstall, tomlEqual } from "../../install/toml-config.ts";
 import { mutated, nastyString, params } from "./arbitraries.ts";
 import { MCP_ENTRY, mcpDocument } from "../install/json_arbitrary.ts";
 import { changedRegion, deletionOf, insertionOf, parseLoose } from "../install/text_diff.ts";

@@ -1,16 +1,12 @@
 import fc from "fast-check";
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
+import { CREATED_LINE, findBlocks, parseToml, removeBlocks, renderBlock } from "../../install/toml-block.ts";
 import {
-  CREATED_LINE,
-  findBlocks,
-  parseToml,
   planConfigInstall,
   planConfigUninstall,
-  removeBlocks,
-  renderBlock,
   tomlEqual,
   withoutHooks,
-} from "../../install/toml-block.ts";
+} from "../../install/toml-config.ts";
 import { BLOCK_BEGIN, BLOCK_END, hookEntries } from "../../install/spec.ts";
 import { HOOKS } from "../../hooks/events.ts";
 import { tomlDocument, trailingSection } from "./toml_arbitrary.ts";
