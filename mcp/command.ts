@@ -11,10 +11,11 @@ import { type Env, processEnv } from "../runtime/paths.ts";
 import { peerOptions, resolvePeer } from "../runtime/peer.ts";
 import { CredentialWatcher, type ProxySettings, proxySettings } from "./credentials.ts";
 import { lineSink, readLines } from "./lines.ts";
-import { Proxy, PROXY_LIMITS, type ProxyLimits } from "./proxy.ts";
+import { BYTE_LIMITS, type ByteLimits, PROXY_LIMITS, type ProxyLimits } from "./limits.ts";
+import { Proxy } from "./proxy.ts";
 import { Session } from "./session.ts";
 import { readToolCache, toolCachePath, writeToolCache } from "./tool-cache.ts";
-import { BYTE_LIMITS, type ByteLimits, displayUrl, Upstream } from "./upstream.ts";
+import { displayUrl, Upstream } from "./upstream.ts";
 
 /** How long running requests may finish after stdin closed. */
 export const EOF_GRACE_MS = 5_000;

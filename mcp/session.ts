@@ -10,13 +10,12 @@ import { isRecord } from "../runtime/record.ts";
 import type { ProxySettings } from "./credentials.ts";
 import type { Classified, JsonRpcId, JsonRpcMessage, JsonRpcRequest } from "./jsonrpc.ts";
 import type { MessageSink } from "./reply.ts";
+import { type Timing, uniformTiming } from "./limits.ts";
 import {
   DEFAULT_PROTOCOL_VERSION,
   displayUrl,
   type Exchange,
   type Failure,
-  type Timing,
-  uniformTiming,
   type Upstream,
 } from "./upstream.ts";
 

@@ -9,7 +9,7 @@
 import { buildHeaders, type Identity } from "../runtime/http.ts";
 import { readPrefix } from "../runtime/body.ts";
 import { asRecord } from "../runtime/record.ts";
-import { ERROR_BODY_BYTES, MAX_REPLY_BYTES, MAX_STREAM_BYTES } from "./limits.ts";
+import { BYTE_LIMITS, type ByteLimits, ERROR_BODY_BYTES, type Timing } from "./limits.ts";
 import type { JsonRpcId, JsonRpcMessage } from "./jsonrpc.ts";
 import { isEventStream, type MessageSink, readReply, type ReplyOutcome } from "./reply.ts";
 
@@ -52,37 +52,6 @@ export type Failure =
 export type Exchange =
   | { ok: true; status: number; sessionId?: string; reply: ReplyOutcome }
   | { ok: false; failure: Failure; delivered: number };
-
-/** The time limits of one exchange (ms). */
-export interface Timing {
-  /** For the response headers to arrive. */
-  headersMs: number;
-  /** How long a JSON (or error) body may go without a byte. */
-  bodyIdleMs: number;
-  /** How long an SSE stream may go without a byte; keep-alive comments count. */
-  streamIdleMs: number;
-  /** For the whole exchange: headers, body, and SSE reconnections. */
-  totalMs: number;
-}
-
-/** The same limit for every part of an exchange (short exchanges: startup, notifications). */
-export function uniformTiming(ms: number): Timing {
-  return { headersMs: ms, bodyIdleMs: ms, streamIdleMs: ms, totalMs: ms };
-}
-
-/** Byte bounds of the replies read (see body.ts). */
-export interface ByteLimits {
-  /** A JSON body, or one SSE event. */
-  replyBytes: number;
-  /** An SSE stream as a whole, reconnections included. */
-  streamBytes: number;
-}
-
-/** The proxy's byte bounds. */
-export const BYTE_LIMITS: Readonly<ByteLimits> = {
-  replyBytes: MAX_REPLY_BYTES,
-  streamBytes: MAX_STREAM_BYTES,
-};
 
 /** Options of one POST. */
 export interface PostOptions {
