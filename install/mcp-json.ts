@@ -151,9 +151,7 @@ export function planMcpUninstall(
   current: string | undefined,
   options: { removeUpstream?: boolean } = {},
 ): JsonPlan {
-  if (current === undefined) {
-    return { ok: true, after: undefined, changed: false, previous: "absent", warnings: [] };
-  }
+  // No file reads as an empty one: nothing of ours in it, nothing to change.
   const loaded = load(current);
   if (!loaded.ok) return loaded;
   const { file } = loaded;

@@ -26,24 +26,22 @@ const MessageSchema = z.object({
   turn_id: z.optional(z.string()),
 });
 
-/** One queued request. */
+/** What every queued request has: the format version, its session, its place in the session's queue, its time. */
+const ENTRY_BASE = {
+  version: z.literal(1),
+  sessionId: z.string().check(z.minLength(1)),
+  seq: z.int().check(z.positive()),
+  createdAt: z.number(),
+};
+
+/** One queued request: a batch of messages, or a commit. */
 export const QueueEntrySchema = z.discriminatedUnion("kind", [
   z.object({
-    version: z.literal(1),
+    ...ENTRY_BASE,
     kind: z.literal("messages"),
-    sessionId: z.string().check(z.minLength(1)),
-    seq: z.int().check(z.positive()),
-    createdAt: z.number(),
     messages: z.array(z.object({ key: z.string(), payload: MessageSchema })).check(z.minLength(1)),
   }),
-  z.object({
-    version: z.literal(1),
-    kind: z.literal("commit"),
-    sessionId: z.string().check(z.minLength(1)),
-    seq: z.int().check(z.positive()),
-    createdAt: z.number(),
-    key: z.string(),
-  }),
+  z.object({ ...ENTRY_BASE, kind: z.literal("commit"), key: z.string() }),
 ]);
 export type QueueEntry = z.infer<typeof QueueEntrySchema>;
 
@@ -83,6 +81,25 @@ export const claimName = (seq: number, tag: string, pid: number): string => `${p
 /** The tag of an entry's name: `c` for a commit, `m<count>` for messages. */
 export const tagOf = (entry: QueueEntry): string =>
   entry.kind === "commit" ? "c" : `m${entry.messages.length}`;
+
+/** The file of entry `seq` named for what it holds: `entry`'s contents, or a tag already known. */
+export function entryFile(seq: number, holds: QueueEntry | string): QueueFile {
+  const tag = typeof holds === "string" ? holds : tagOf(holds);
+  return { name: entryName(seq, tag), seq, tag };
+}
+
+/** The queue directories of one session, or of every session that has one (none when there is no queue). */
+export async function sessionDirs(pendingDir: string, sessionId?: string): Promise<string[]> {
+  if (sessionId !== undefined) return [await sessionQueueDir(pendingDir, sessionId)];
+  const root = joinPath(pendingDir, QUEUE_SUBDIR);
+  const dirs: string[] = [];
+  try {
+    for await (const e of Deno.readDir(root)) if (e.isDirectory) dirs.push(joinPath(root, e.name));
+  } catch (error) {
+    if (!isNotFound(error)) throw error;
+  }
+  return dirs;
+}
 
 /** How many messages an entry's tag says it holds. */
 export const messagesIn = (tag: string): number => tag.startsWith("m") ? Number(tag.slice(1)) : 0;

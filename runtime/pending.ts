@@ -6,41 +6,22 @@
  * Only OpenViking's own rejection drops a message; nothing else spends anything.
  */
 
-import { ensurePrivateDir, isAlreadyExists, isNotFound, tempSibling } from "./fs.ts";
+import { createExclusive, ensurePrivateDir, isAlreadyExists } from "./fs.ts";
 import { joinPath } from "./paths.ts";
 import { type MessagePayload, nextBatchEnd } from "./deliver.ts";
 import {
-  entryName,
+  entryFile,
   messageKey,
   messagesIn,
-  QUEUE_SUBDIR,
   type QueueEntry,
   type QueueFile,
   queueFiles,
   readEntry,
+  sessionDirs,
   sessionQueueDir,
-  tagOf,
 } from "./pending-files.ts";
 
 export { QUEUE_SUBDIR, type QueueEntry, QueueEntrySchema, sessionQueueDir } from "./pending-files.ts";
-
-/** Creates a file with complete content or not at all, never replacing one (temp + fsync + hard link). */
-async function createExclusive(path: string, text: string): Promise<void> {
-  const tmp = tempSibling(path);
-  try {
-    const file = await Deno.open(tmp, { write: true, createNew: true, mode: 0o600 });
-    try {
-      const bytes = new TextEncoder().encode(text);
-      for (let written = 0; written < bytes.length;) written += await file.write(bytes.subarray(written));
-      await file.sync(); // a queued turn must survive more than a killed process
-    } finally {
-      file.close();
-    }
-    await Deno.link(tmp, path);
-  } finally {
-    await Deno.remove(tmp).catch(() => {});
-  }
-}
 
 /** Writes entries after the session's last one; returns the files stored (stops at the first failure). */
 async function appendEntries(
@@ -56,10 +37,10 @@ async function appendEntries(
     for (let attempt = 0;; attempt++) {
       seq++;
       const entry = make(seq);
-      const name = entryName(seq, tagOf(entry));
+      const file = entryFile(seq, entry);
       try {
-        await createExclusive(joinPath(dir, name), `${JSON.stringify(entry)}\n`);
-        stored.push({ name, seq, tag: tagOf(entry) });
+        await createExclusive(joinPath(dir, file.name), `${JSON.stringify(entry)}\n`);
+        stored.push(file);
         break;
       } catch (error) {
         if (isAlreadyExists(error) && attempt < 100) continue;
@@ -206,26 +187,19 @@ export interface QueueSummary {
 
 /** Every session's queued entries (for doctor and status); reads only each session's first entry. */
 export async function queueSummary(pendingDir: string): Promise<QueueSummary> {
-  const root = joinPath(pendingDir, QUEUE_SUBDIR);
   const out: QueueSummary = { sessions: [], entries: 0 };
-  try {
-    for await (const e of Deno.readDir(root)) {
-      if (!e.isDirectory) continue;
-      const dir = joinPath(root, e.name);
-      const files = await queueFiles(dir);
-      if (!files.length) continue;
-      const first = await readEntry(joinPath(dir, files[0].name));
-      out.sessions.push({
-        sessionId: first?.sessionId ?? e.name,
-        entries: files.length,
-        messages: files.reduce((n, f) => n + messagesIn(f.tag), 0),
-        commits: files.filter((f) => f.tag === "c").length,
-        oldest: first?.createdAt ?? Date.now(),
-      });
-      out.entries += files.length;
-    }
-  } catch (error) {
-    if (!isNotFound(error)) throw error;
+  for (const dir of await sessionDirs(pendingDir)) {
+    const files = await queueFiles(dir);
+    if (!files.length) continue;
+    const first = await readEntry(joinPath(dir, files[0].name));
+    out.sessions.push({
+      sessionId: first?.sessionId ?? dir.slice(dir.lastIndexOf("/") + 1),
+      entries: files.length,
+      messages: files.reduce((n, f) => n + messagesIn(f.tag), 0),
+      commits: files.filter((f) => f.tag === "c").length,
+      oldest: first?.createdAt ?? Date.now(),
+    });
+    out.entries += files.length;
   }
   out.sessions.sort((a, b) => a.oldest - b.oldest);
   return out;

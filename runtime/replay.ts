@@ -7,7 +7,7 @@
  * own rejection drops a message; no failure spends anything.
  */
 
-import { isNotFound, writeFileAtomic } from "./fs.ts";
+import { writeFileAtomic } from "./fs.ts";
 import type { Budget, OpenVikingClient, OvFailure } from "./http.ts";
 import { isProcessGone } from "./lock.ts";
 import { joinPath } from "./paths.ts";
@@ -15,14 +15,12 @@ import { CommitResultSchema, deliverMessages, sessionPath } from "./deliver.ts";
 import {
   ABANDONED_AFTER_MS,
   claimName,
-  entryName,
-  QUEUE_SUBDIR,
+  entryFile,
   type QueueEntry,
   type QueueFile,
   queueFiles,
   readEntry,
-  sessionQueueDir,
-  tagOf,
+  sessionDirs,
 } from "./pending-files.ts";
 import { replayShared, type SharedReplayReport } from "./pending-shared.ts";
 
@@ -42,9 +40,9 @@ async function recoverClaims(dir: string, files: QueueFile[], now: number): Prom
       mtime - now > FUTURE_SLACK_MS;
     // Progress inside a claim shrinks its content, not its name: name it after what is left.
     const left = abandoned ? await readEntry(path) : undefined;
-    const back = entryName(f.seq, left ? tagOf(left) : f.tag);
-    if (abandoned && await Deno.rename(path, joinPath(dir, back)).then(() => true, () => false)) {
-      out.push({ name: back, seq: f.seq, tag: left ? tagOf(left) : f.tag });
+    const back = entryFile(f.seq, left ?? f.tag);
+    if (abandoned && await Deno.rename(path, joinPath(dir, back.name)).then(() => true, () => false)) {
+      out.push(back);
     } else out.push(f);
   }
   return out;
@@ -141,18 +139,8 @@ interface QueuedSession {
 
 /** The sessions to replay (one, or every one), abandoned claims put back, oldest first; empty ones removed. */
 async function queuedSessions(pendingDir: string, sessionId: string | undefined, now: number) {
-  const root = joinPath(pendingDir, QUEUE_SUBDIR);
-  const dirs: string[] = [];
-  if (sessionId !== undefined) dirs.push(await sessionQueueDir(pendingDir, sessionId));
-  else {
-    try {
-      for await (const e of Deno.readDir(root)) if (e.isDirectory) dirs.push(joinPath(root, e.name));
-    } catch (error) {
-      if (!isNotFound(error)) throw error;
-    }
-  }
   const sessions: QueuedSession[] = [];
-  for (const dir of dirs) {
+  for (const dir of await sessionDirs(pendingDir, sessionId)) {
     const files = await recoverClaims(dir, await queueFiles(dir), now);
     if (!files.length) {
       await Deno.remove(dir).catch(() => {}); // an empty session directory is not kept
@@ -211,7 +199,7 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
   }
   report.cause = stop;
   const left = await readEntry(claim);
-  await Deno.rename(claim, joinPath(dir, entryName(f.seq, left ? tagOf(left) : f.tag))).catch(() => {});
+  await Deno.rename(claim, joinPath(dir, entryFile(f.seq, left ?? f.tag).name)).catch(() => {});
   if (stopsEverything(stop)) run.stopAll = true;
   return "stop";
 }
