@@ -5,7 +5,7 @@
  */
 
 import { withoutUserinfo } from "./reply.ts";
-import { asRecord } from "./record.ts";
+import { asRecord, type JsonRecord } from "./record.ts";
 import type { Env } from "./paths.ts";
 
 /** Default server address, the same as every other OpenViking client. */
@@ -111,78 +111,99 @@ function normalizeUrl(raw: string, warnings: string[], what: string): string | u
   }
 }
 
+/** The credential files as resolution reads them, and whether ovcli.conf alone decides. */
+interface Files {
+  env: Env;
+  mode: CredentialMode;
+  cli: JsonRecord;
+  ovServer: JsonRecord;
+  /** ov.conf's client sections (`codex`, then `kimicode`). */
+  ovClient: JsonRecord;
+  useCli: boolean;
+}
+
+/** The server URL and where it came from: env, ovcli.conf, ov.conf's server (URL, or host and port), default. */
+function baseUrlOf(f: Files, warnings: string[]): { baseUrl: string; source: string } {
+  const { env, mode, cli, ovServer } = f;
+  let url = "";
+  let source = "default";
+  const envUrl = first(env.OPENVIKING_URL, env.OPENVIKING_BASE_URL);
+  if (mode !== "cli" && envUrl) [url, source] = [envUrl, "env"];
+  else if (mode !== "env" && str(cli.url)) [url, source] = [str(cli.url), "ovcli.conf"];
+  else if (str(ovServer.url)) [url, source] = [str(ovServer.url), "ov.conf"];
+  else if (ovServer.host !== undefined || ovServer.port !== undefined) {
+    const host = str(ovServer.host) === "0.0.0.0" || !str(ovServer.host) ? "127.0.0.1" : str(ovServer.host);
+    const port = typeof ovServer.port === "number" || str(ovServer.port) ? String(ovServer.port) : "1933";
+    [url, source] = [`http://${host}:${port}`, "ov.conf"];
+  }
+  const normalized = url ? normalizeUrl(url, warnings, `OpenViking URL from ${source}`) : undefined;
+  return normalized ? { baseUrl: normalized, source } : { baseUrl: DEFAULT_BASE_URL, source: "default" };
+}
+
+/** The API key and where it came from ("none" when there is none). */
+function apiKeyOf(f: Files): { apiKey: string; source: string } {
+  if (f.useCli) {
+    const apiKey = str(f.cli.api_key);
+    return { apiKey, source: apiKey ? "ovcli.conf" : "none" };
+  }
+  const candidates: [unknown, string][] = [
+    [f.env.OPENVIKING_BEARER_TOKEN, "env OPENVIKING_BEARER_TOKEN"],
+    [f.env.OPENVIKING_API_KEY, "env OPENVIKING_API_KEY"],
+    [f.cli.api_key, "ovcli.conf"],
+    [f.ovClient.apiKey, "ov.conf"],
+    [f.ovServer.root_api_key, "ov.conf"],
+  ];
+  const hit = candidates.find(([v]) => str(v));
+  return hit ? { apiKey: str(hit[0]), source: hit[1] } : { apiKey: "", source: "none" };
+}
+
+/** Account, user and explicit actor peer: ovcli.conf alone, or env before the files. */
+function identityOf(f: Files): { account: string; user: string; peerId: string } {
+  const { env, cli, ovClient } = f;
+  if (f.useCli) {
+    return {
+      account: first(cli.account, cli.account_id),
+      user: first(cli.user, cli.user_id),
+      peerId: first(cli.actor_peer_id, cli.peer_id),
+    };
+  }
+  return {
+    account: first(env.OPENVIKING_ACCOUNT, cli.account, cli.account_id, ovClient.accountId),
+    user: first(env.OPENVIKING_USER, cli.user, cli.user_id, ovClient.userId),
+    peerId: first(env.OPENVIKING_PEER_ID, cli.actor_peer_id, cli.peer_id, ovClient.peerId, ovClient.peer_id),
+  };
+}
+
 /** Resolves connection and identity exactly as OpenViking's shared plugin runtime does. */
 export function resolveCredentials(sources: CredentialSources, warnings: string[] = []): Credentials {
   const { env } = sources;
   const mode = credentialMode(env);
   const cli = asRecord(sources.ovcli);
   const ov = asRecord(sources.ovconf);
-  const ovServer = asRecord(ov.server);
-  const ovClient = { ...asRecord(ov.codex), ...asRecord(ov.kimicode) };
   const envSet = ENV_CREDENTIAL_VARS.some((k) => str(env[k]));
   const cliHasCreds = OVCLI_CREDENTIAL_KEYS.some((k) => str(cli[k]));
-  const useCli = mode === "cli" || (mode === "auto" && !envSet && cliHasCreds);
-
-  let baseUrl = "";
-  let credentialSource = "default";
-  const envUrl = first(env.OPENVIKING_URL, env.OPENVIKING_BASE_URL);
-  if (mode !== "cli" && envUrl) [baseUrl, credentialSource] = [envUrl, "env"];
-  else if (mode !== "env" && str(cli.url)) [baseUrl, credentialSource] = [str(cli.url), "ovcli.conf"];
-  else if (str(ovServer.url)) [baseUrl, credentialSource] = [str(ovServer.url), "ov.conf"];
-  else if (ovServer.host !== undefined || ovServer.port !== undefined) {
-    const host = str(ovServer.host) === "0.0.0.0" || !str(ovServer.host) ? "127.0.0.1" : str(ovServer.host);
-    const port = typeof ovServer.port === "number" || str(ovServer.port) ? String(ovServer.port) : "1933";
-    [baseUrl, credentialSource] = [`http://${host}:${port}`, "ov.conf"];
-  }
-  const normalized = baseUrl
-    ? normalizeUrl(baseUrl, warnings, `OpenViking URL from ${credentialSource}`)
-    : undefined;
-  if (normalized) baseUrl = normalized;
-  else [baseUrl, credentialSource] = [DEFAULT_BASE_URL, "default"];
-
-  let apiKey: string;
-  let apiKeySource = "none";
-  if (useCli) {
-    apiKey = str(cli.api_key);
-    if (apiKey) apiKeySource = "ovcli.conf";
-  } else {
-    const candidates: [unknown, string][] = [
-      [env.OPENVIKING_BEARER_TOKEN, "env OPENVIKING_BEARER_TOKEN"],
-      [env.OPENVIKING_API_KEY, "env OPENVIKING_API_KEY"],
-      [cli.api_key, "ovcli.conf"],
-      [ovClient.apiKey, "ov.conf"],
-      [ovServer.root_api_key, "ov.conf"],
-    ];
-    const hit = candidates.find(([v]) => str(v));
-    apiKey = hit ? str(hit[0]) : "";
-    if (hit) apiKeySource = hit[1];
-  }
-
-  const account = useCli
-    ? first(cli.account, cli.account_id)
-    : first(env.OPENVIKING_ACCOUNT, cli.account, cli.account_id, ovClient.accountId);
-  const user = useCli
-    ? first(cli.user, cli.user_id)
-    : first(env.OPENVIKING_USER, cli.user, cli.user_id, ovClient.userId);
-  const peerId = useCli
-    ? first(cli.actor_peer_id, cli.peer_id)
-    : first(env.OPENVIKING_PEER_ID, cli.actor_peer_id, cli.peer_id, ovClient.peerId, ovClient.peer_id);
-
+  const files: Files = {
+    env,
+    mode,
+    cli,
+    ovServer: asRecord(ov.server),
+    ovClient: { ...asRecord(ov.codex), ...asRecord(ov.kimicode) },
+    useCli: mode === "cli" || (mode === "auto" && !envSet && cliHasCreds),
+  };
+  const { baseUrl, source } = baseUrlOf(files, warnings);
+  const key = apiKeyOf(files);
   let mcpUrl = `${baseUrl}/mcp`;
   if (mode !== "cli" && str(env.OPENVIKING_MCP_URL)) {
     mcpUrl = normalizeUrl(str(env.OPENVIKING_MCP_URL), warnings, "OPENVIKING_MCP_URL") ?? mcpUrl;
   }
-
   return {
     baseUrl,
     mcpUrl,
-    apiKey,
-    account,
-    user,
-    peerId,
+    apiKey: key.apiKey,
+    ...identityOf(files),
     credentialMode: mode,
-    credentialSource: useCli ? "ovcli.conf" : credentialSource,
-    apiKeySource,
+    credentialSource: files.useCli ? "ovcli.conf" : source,
+    apiKeySource: key.source,
     cliConfigPath: sources.cliConfigPath,
     ovConfigPath: sources.ovConfigPath,
   };

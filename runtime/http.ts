@@ -7,7 +7,14 @@
 
 import * as z from "zod/mini";
 import { readBody } from "./body.ts";
-import { checkResult, classifyReply, failure, type OvResponse, withoutUserinfo } from "./reply.ts";
+import {
+  checkResult,
+  classifyReply,
+  failure,
+  type OvFailure,
+  type OvResponse,
+  withoutUserinfo,
+} from "./reply.ts";
 
 /** A deadline shared by every request of one hook run. */
 export class Budget {
@@ -134,6 +141,57 @@ export function buildHeaders(
 /** Reply bodies larger than this are not read (inflated bytes; a route may set its own bound). */
 export const DEFAULT_MAX_REPLY_BYTES = 1 << 20;
 
+/** The time one request may take: the client's (or the request's) timeout, within what its budget has left. */
+function requestTimeout(options: ClientOptions, req: RequestOptions): number | OvFailure {
+  const timeout = req.timeoutMs ?? options.timeoutMs;
+  if (!req.budget) return timeout;
+  const left = req.budget.remaining();
+  if (left < MIN_REQUEST_MS) {
+    return failure("unreachable", 0, { code: "BUDGET_SPENT", message: "time budget spent" });
+  }
+  return Math.min(timeout, left);
+}
+
+/** The failure of a request that got no complete answer: no answer in time, or none at all. */
+function noAnswer(timedOut: boolean, timeout: number, timedOutText: string, otherText: string): OvFailure {
+  return failure("unreachable", 0, {
+    code: timedOut ? "TIMEOUT" : "NETWORK",
+    message: timedOut ? `${timedOutText} within ${timeout} ms` : otherText,
+  });
+}
+
+/** One request's bytes: its reply's status, headers and bounded body, or the failure that stopped it. */
+async function exchange(
+  doFetch: typeof fetch,
+  url: URL,
+  init: { method: string; headers: Headers; body?: string },
+  limits: { timeout: number; maxBytes: number },
+): Promise<{ response: Response; bytes: Uint8Array } | OvFailure> {
+  const origin = withoutUserinfo(url.origin);
+  const signal = AbortSignal.timeout(Math.max(1, limits.timeout));
+  let response: Response;
+  try {
+    response = await doFetch(url, { ...init, signal, redirect: "manual" });
+  } catch (error) {
+    const why = `cannot reach ${origin}: ${withoutUserinfo((error as Error).message)}`;
+    return noAnswer(signal.aborted, limits.timeout, `no answer from ${origin}`, why);
+  }
+  // The request's timeout covers the body too (the signal aborts it); no separate idle limit.
+  const body = await readBody(response, { maxBytes: limits.maxBytes, idleMs: Infinity, signal });
+  if (!("stop" in body)) return { response, bytes: body.bytes };
+  if (body.stop.kind === "too-large") {
+    return failure("too-large", response.status, {
+      code: "TOO_LARGE",
+      message: `the reply from ${origin} is larger than ${limits.maxBytes} bytes; it was not read`,
+    });
+  }
+  const cause = body.stop.kind === "cut"
+    ? String((body.stop.cause as Error)?.message ?? body.stop.cause)
+    : "";
+  const why = `the reply from ${origin} was cut: ${withoutUserinfo(cause)}`;
+  return noAnswer(signal.aborted, limits.timeout, `the reply from ${origin} did not finish`, why);
+}
+
 /** Creates a client. */
 export function createClient(options: ClientOptions): OpenVikingClient {
   const doFetch = options.fetch ?? fetch;
@@ -146,65 +204,25 @@ export function createClient(options: ClientOptions): OpenVikingClient {
       schema: S,
       req: RequestOptions = {},
     ): Promise<OvResponse<z.output<S>>> {
-      let timeout = req.timeoutMs ?? options.timeoutMs;
-      if (req.budget) {
-        const left = req.budget.remaining();
-        if (left < MIN_REQUEST_MS) {
-          return failure("unreachable", 0, { code: "BUDGET_SPENT", message: "time budget spent" });
-        }
-        timeout = Math.min(timeout, left);
-      }
+      const timeout = requestTimeout(options, req);
+      if (typeof timeout !== "number") return timeout;
       const url = new URL(base + path);
       for (const [k, v] of Object.entries(req.query ?? {})) {
         if (v !== undefined) url.searchParams.set(k, String(v));
       }
-      const origin = withoutUserinfo(url.origin);
       const hasBody = req.body !== undefined;
-      const signal = AbortSignal.timeout(Math.max(1, timeout));
-      let response: Response;
-      try {
-        response = await doFetch(url, {
-          method,
-          headers: buildHeaders(options, req.peerId, hasBody),
-          body: hasBody ? JSON.stringify(req.body) : undefined,
-          signal,
-          redirect: "manual",
-        });
-      } catch (error) {
-        const timedOut = signal.aborted;
-        return failure("unreachable", 0, {
-          code: timedOut ? "TIMEOUT" : "NETWORK",
-          message: timedOut
-            ? `no answer from ${origin} within ${timeout} ms`
-            : `cannot reach ${origin}: ${withoutUserinfo((error as Error).message)}`,
-        });
-      }
-      const maxBytes = req.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES;
-      // The request's timeout covers the body too (the signal aborts it); no separate idle limit.
-      const body = await readBody(response, { maxBytes, idleMs: Infinity, signal });
-      if ("stop" in body) {
-        if (body.stop.kind === "too-large") {
-          return failure("too-large", response.status, {
-            code: "TOO_LARGE",
-            message: `the reply from ${origin} is larger than ${maxBytes} bytes; it was not read`,
-          });
-        }
-        const timedOut = signal.aborted;
-        const cause = body.stop.kind === "cut"
-          ? String((body.stop.cause as Error)?.message ?? body.stop.cause)
-          : "";
-        return failure("unreachable", 0, {
-          code: timedOut ? "TIMEOUT" : "NETWORK",
-          message: timedOut
-            ? `the reply from ${origin} did not finish within ${timeout} ms`
-            : `the reply from ${origin} was cut: ${withoutUserinfo(cause)}`,
-        });
-      }
+      const got = await exchange(doFetch, url, {
+        method,
+        headers: buildHeaders(options, req.peerId, hasBody),
+        body: hasBody ? JSON.stringify(req.body) : undefined,
+      }, { timeout, maxBytes: req.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES });
+      if ("ok" in got) return got;
+      const origin = withoutUserinfo(url.origin);
       const reply = classifyReply({
-        status: response.status,
-        location: response.headers.get("location"),
-        contentType: response.headers.get("content-type"),
-        text: new TextDecoder().decode(body.bytes),
+        status: got.response.status,
+        location: got.response.headers.get("location"),
+        contentType: got.response.headers.get("content-type"),
+        text: new TextDecoder().decode(got.bytes),
         origin,
       });
       return reply.ok ? checkResult(reply, schema, `${origin} ${method} ${path}`) : reply;
