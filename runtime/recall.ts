@@ -290,51 +290,59 @@ function findItems(result: z.output<typeof FindReply>, bucket: "memory" | "skill
   );
 }
 
-/** Recalls memories for a prompt through the fallback chain. Never throws. */
-export async function recallForPrompt(
+/** What a stage that assembles its text on the server answered: a block, or nothing relevant. */
+function assembled(text: string, source: "context" | "recall"): RecallResult {
+  return text
+    ? { block: contextBlock(text), source, uris: urisIn(text.slice(0, PRINT_MAX_CHARS)) }
+    : { source, uris: [] };
+}
+
+/** ① The context face; undefined when the chain goes on (it failed, or is remembered as missing). */
+async function fromContextFace(
   client: OpenVikingClient,
   s: RecallSettings,
   r: RecallRequest,
-): Promise<RecallResult> {
-  const none: RecallResult = { source: "none", uris: [] };
-  const query = r.query.trim();
-  if (!query) return none;
-  const now = r.now ?? Date.now();
+  now: number,
+): Promise<RecallResult | undefined> {
   const baseUrl = client.options.baseUrl;
-
-  // ① context face
-  if (!(await isLegacyMemoed(r.stateDir, baseUrl, now))) {
-    const res = await client.request("POST", "/api/v1/search/search", ContextReply, {
-      body: contextSearchBody(s, r),
-      budget: r.budget,
-    });
-    if (res.ok) {
-      const result = res.result;
-      if (result.stats?.rewrite === "no_relevant") return { ...none, source: "context" };
-      const text = result.digest?.trim() || (result.rendered?.trim() ?? "");
-      return text
-        ? { block: contextBlock(text), source: "context", uris: urisIn(text.slice(0, PRINT_MAX_CHARS)) }
-        : { ...none, source: "context" };
-    }
-    if (isLegacyRejection(res)) await memoLegacy(r.stateDir, baseUrl, now);
+  if (await isLegacyMemoed(r.stateDir, baseUrl, now)) return undefined;
+  const res = await client.request("POST", "/api/v1/search/search", ContextReply, {
+    body: contextSearchBody(s, r),
+    budget: r.budget,
+  });
+  if (res.ok) {
+    const result = res.result;
+    if (result.stats?.rewrite === "no_relevant") return { source: "context", uris: [] };
+    return assembled(result.digest?.trim() || (result.rendered?.trim() ?? ""), "context");
   }
+  if (isLegacyRejection(res)) await memoLegacy(r.stateDir, baseUrl, now);
+  return undefined;
+}
 
-  // ② deprecated /search/recall (retried once without peer_scope on 400/422)
+/** ② The deprecated `/search/recall`, retried once without peer_scope on 400/422; undefined when it failed. */
+async function fromRecallEndpoint(
+  client: OpenVikingClient,
+  s: RecallSettings,
+  query: string,
+  budget: Budget,
+): Promise<RecallResult | undefined> {
   let body = recallEndpointBody(s, query);
-  let res = await client.request("POST", "/api/v1/search/recall", RecallReply, { body, budget: r.budget });
+  let res = await client.request("POST", "/api/v1/search/recall", RecallReply, { body, budget });
   if (!res.ok && (res.status === 400 || res.status === 422) && "peer_scope" in body) {
     body = { ...body };
     delete body.peer_scope;
-    res = await client.request("POST", "/api/v1/search/recall", RecallReply, { body, budget: r.budget });
+    res = await client.request("POST", "/api/v1/search/recall", RecallReply, { body, budget });
   }
-  if (res.ok) {
-    const text = res.result.rendered?.trim() ?? "";
-    return text
-      ? { block: contextBlock(text), source: "recall", uris: urisIn(text.slice(0, PRINT_MAX_CHARS)) }
-      : { ...none, source: "recall" };
-  }
+  return res.ok ? assembled(res.result.rendered?.trim() ?? "", "recall") : undefined;
+}
 
-  // ③ find per source, ranked and assembled here
+/** ③ `/search/find` per source, ranked and assembled here (content read where the abstract will not do). */
+async function fromFind(
+  client: OpenVikingClient,
+  s: RecallSettings,
+  r: RecallRequest,
+  query: string,
+): Promise<RecallResult> {
   const sources: [string, "memory" | "skill"][] = [["viking://~/memories", "memory"], [
     "viking://~/skills",
     "skill",
@@ -349,7 +357,7 @@ export async function recallForPrompt(
   );
   const exclude = new Set(r.excludeUris ?? []);
   const ranked = rankFindItems(results.flat().filter((it) => !exclude.has(it.uri)), query, s);
-  if (!ranked.length) return none;
+  if (!ranked.length) return { source: "none", uris: [] };
   const withContent = await Promise.all(ranked.map(async (item) => {
     if (s.recallPreferAbstract && item.abstract) return { item, content: item.abstract };
     if (item.level === 2 || !item.abstract) {
@@ -361,6 +369,18 @@ export async function recallForPrompt(
     }
     return { item, content: item.abstract };
   }));
-  const block = findBlock(withContent, s);
-  return { block, source: "find", uris: ranked.map((x) => x.uri) };
+  return { block: findBlock(withContent, s), source: "find", uris: ranked.map((x) => x.uri) };
+}
+
+/** Recalls memories for a prompt through the fallback chain. Never throws. */
+export async function recallForPrompt(
+  client: OpenVikingClient,
+  s: RecallSettings,
+  r: RecallRequest,
+): Promise<RecallResult> {
+  const query = r.query.trim();
+  if (!query) return { source: "none", uris: [] };
+  return (await fromContextFace(client, s, r, r.now ?? Date.now())) ??
+    (await fromRecallEndpoint(client, s, query, r.budget)) ??
+    await fromFind(client, s, r, query);
 }
