@@ -25,15 +25,15 @@ export async function turnsOf(
   );
 }
 
+/** Options of `openviking-kimi turns` (parsed by cli/commands.ts). */
+export interface TurnsOptions {
+  kimiSessionId: string;
+  json: boolean;
+}
+
 /** The `turns` command. */
-export async function turnsCommand(args: string[]): Promise<number> {
-  const id = args.find((a) => !a.startsWith("--"));
-  if (!id) {
-    console.error(
-      "usage: openviking-kimi turns <kimi-session-id> [--json]   (session ids look like session_…)",
-    );
-    return 2;
-  }
+export async function turnsCommand(options: TurnsOptions): Promise<number> {
+  const id = options.kimiSessionId;
   const env = processEnv();
   const home = kimiHome(env);
   const found = await locateJournal(home, id);
