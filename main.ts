@@ -1,67 +1,58 @@
 /**
  * openviking-kimi: long-term memory for Kimi Code CLI, backed by OpenViking.
- * Parses argv and hands over to one command; every command module is imported lazily so a hook only
- * loads what its event needs.
+ * `hook <event>` — every prompt and turn, the hot path — goes straight to hooks/entry.ts; everything else
+ * is parsed against the command table (cli/commands.ts), loaded only then, and handed to its command.
  */
-
-import { VERSION } from "./runtime/version.ts";
-
-const HELP = `openviking-kimi ${VERSION} — OpenViking long-term memory for Kimi Code CLI
-
-Usage:
-  openviking-kimi hook <event>        event: session-start | user-prompt-submit | pre-tool-use | stop |
-                                      stop-failure | pre-compact | session-end | interrupt
-                                      (stdin: the hook JSON)
-  openviking-kimi mcp                 stdio MCP server proxying to OpenViking /mcp
-  openviking-kimi install   [--mode config|plugin] [--kimi-home DIR] [--url URL] [--api-key KEY]
-                            [--account A] [--user U] [--dry-run] [--yes]
-  openviking-kimi uninstall [--mode config|plugin] [--kimi-home DIR] [--purge] [--yes]
-  openviking-kimi doctor    [--json]
-  openviking-kimi turns <kimi-session-id> [--json]
-  openviking-kimi replay              replay the pending queue now
-  openviking-kimi version
-  openviking-kimi help
-
-Settings come from OPENVIKING_* environment variables and ~/.openviking/ovcli.conf (see README.md).
-`;
-
-/** A command: receives the remaining arguments, returns the exit code. */
-type Command = (args: string[]) => Promise<number>;
-
-const COMMANDS: Record<string, () => Promise<Command>> = {
-  hook: async () => (await import("./hooks/entry.ts")).hookEntry,
-  mcp: async () => (await import("./mcp/command.ts")).mcpCommand,
-  install: async () => (await import("./install/command.ts")).installCommand,
-  uninstall: async () => (await import("./install/command.ts")).uninstallCommand,
-  doctor: async () => (await import("./install/doctor.ts")).doctorCommand,
-  turns: async () => (await import("./wire/command.ts")).turnsCommand,
-  replay: async () => (await import("./hooks/replay.ts")).replayCommand,
-};
 
 /** Runs the CLI with `argv` and returns the process exit code. */
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
-  if (name === "version" || name === "--version" || name === "-V") {
-    console.log(VERSION);
-    return 0;
-  }
-  if (name === undefined || name === "help" || name === "--help" || name === "-h") {
-    console.log(HELP);
-    return name === undefined ? 2 : 0;
-  }
-  const load = COMMANDS[name];
-  if (!load) {
-    console.error(`openviking-kimi: unknown command "${name}". Run "openviking-kimi help" for the list.`);
-    return 2;
-  }
   try {
-    return await (await load())(rest);
+    // What Kimi runs: `hook <event>`. Anything else (`hook --help`, no event, a stray argument) goes through
+    // the table like every command, which would parse `hook <event>` to the same options.
+    if (name === "hook" && rest.length === 1 && !rest[0].startsWith("-")) {
+      return await (await import("./hooks/entry.ts")).hookEntry({ event: rest[0] });
+    }
+    return await runCommand(name, rest);
   } catch (error) {
     // A command that needs a home directory when there is none (runtime/paths.ts): say so, no stack trace.
     if ((error as Error)?.name !== "NoHomeError") throw error;
     console.error(`openviking-kimi ${name}: ${(error as Error).message}`);
     return 1;
   }
+}
+
+/** Parses `args` against command `name`'s entry in the table and runs it. */
+async function runCommand(name: string | undefined, args: string[]): Promise<number> {
+  const { PROGRAM, findCommand, helpText } = await import("./cli/commands.ts");
+  const { commandHelp, parseCommand, usageError } = await import("./cli/spec.ts");
+  if (name === undefined || name === "--help" || name === "-h") {
+    if (name === undefined) {
+      console.error(helpText());
+      return 2;
+    }
+    console.log(helpText());
+    return 0;
+  }
+  if (name === "--version" || name === "-V") name = "version";
+  const cmd = findCommand(name);
+  if (!cmd) {
+    console.error(
+      `${PROGRAM}: unknown ${name.startsWith("-") ? "flag" : "command"} ${JSON.stringify(name)}. ` +
+        `Run "${PROGRAM} help" for the list.`,
+    );
+    return 2;
+  }
+  const parsed = parseCommand(cmd, args);
+  if (parsed.kind === "help") {
+    console.log(commandHelp(PROGRAM, name, cmd));
+    return 0;
+  }
+  if (parsed.kind === "error") {
+    console.error(usageError(PROGRAM, name, cmd, parsed.message));
+    return cmd.usageErrorExit;
+  }
+  return await cmd.run(parsed.options);
 }
 
 if (import.meta.main) {

@@ -5,16 +5,31 @@
  */
 
 import { detachParent } from "./detach.ts";
-import { DETACHED_EVENTS } from "./events.ts";
+import { DETACHED_EVENTS, HOOK_EVENTS, isHookEvent } from "./events.ts";
 import { readAllStdin } from "./stdin.ts";
 
-/** The `hook` command. Always exits 0. */
-export async function hookEntry(args: string[]): Promise<number> {
+/** Options of the `hook` command. */
+export interface HookOptions {
+  /** The event's CLI name (`user-prompt-submit`); an unknown one does nothing. */
+  event: string;
+}
+
+/** The `hook` command. Always exits 0; an unknown event is said on stderr only. */
+export async function hookEntry(options: HookOptions): Promise<number> {
+  const { event } = options;
   let stdin: Uint8Array | undefined;
-  if (DETACHED_EVENTS.has(args[0] ?? "")) {
-    const parent = await detachParent(args[0], readAllStdin);
+  if (DETACHED_EVENTS.has(event)) {
+    const parent = await detachParent(event, readAllStdin);
     if ("code" in parent) return parent.code;
     stdin = parent.stdin;
   }
-  return await (await import("./dispatch.ts")).hookCommand(args, stdin);
+  const { hookCommand } = await import("./dispatch.ts");
+  if (!isHookEvent(event)) {
+    console.error(
+      `openviking-kimi hook: unknown event ${JSON.stringify(event)}; nothing done. Events: ${
+        HOOK_EVENTS.join(", ")
+      }.`,
+    );
+  }
+  return await hookCommand([event], stdin);
 }

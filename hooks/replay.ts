@@ -8,7 +8,7 @@ import { countShared } from "../runtime/pending-shared.ts";
 import { pendingDir, processEnv } from "../runtime/paths.ts";
 
 /** The `replay` command: exit 0 when the queue is empty afterwards, 1 when entries remain. */
-export async function replayCommand(_args: string[]): Promise<number> {
+export async function replayCommand(): Promise<number> {
   const env = processEnv();
   const { config, warnings } = await loadConfig(env);
   for (const w of warnings) console.error(`warning: ${w}`);

@@ -4,7 +4,7 @@
  * its fix (`runtime/advice.ts`); nothing printed carries a secret.
  */
 
-import { adviceFor } from "../runtime/advice.ts";
+import { adviceFor, adviceForCause } from "../runtime/advice.ts";
 import type { Config } from "../runtime/config.ts";
 import * as z from "zod/mini";
 import { AnyResult, clientOptions, createClient } from "../runtime/http.ts";
@@ -158,12 +158,7 @@ function capturesCheck(sessions: SeenSession[], config: Config): Check {
   const last = captured[0].state.lastCapture;
   const cause = last?.cause;
   if (last && cause && (last.queued > 0 || last.rejected > 0 || cause.kind === "local")) {
-    const advice = cause.kind === "local"
-      ? { summary: cause.message, fix: "free disk space or fix the permissions of ~/.openviking" }
-      : adviceFor(
-        { kind: cause.kind, status: cause.status, error: { message: cause.message } },
-        config.baseUrl,
-      );
+    const advice = adviceForCause(cause, config.baseUrl);
     return {
       id: "captures",
       status: "warn",

@@ -331,23 +331,16 @@ export function renderChecks(checks: readonly Check[]): string {
   return lines.join("\n");
 }
 
+/** Options of `openviking-kimi doctor` (parsed by cli/commands.ts). */
+export interface DoctorOptions {
+  json: boolean;
+  /** `--kimi-home`, when given. */
+  kimiHome: string | undefined;
+}
+
 /** `openviking-kimi doctor [--json] [--kimi-home DIR]` */
-export async function doctorCommand(args: string[]): Promise<number> {
-  let json = false;
-  let explicitHome: string | undefined;
-  for (let i = 0; i < args.length; i++) {
-    if (args[i] === "--json") json = true;
-    else if (args[i] === "--kimi-home" && args[i + 1] !== undefined) explicitHome = args[++i];
-    else if (args[i].startsWith("--kimi-home=")) explicitHome = args[i].slice("--kimi-home=".length);
-    else {
-      console.error(
-        `openviking-kimi doctor: unknown option "${
-          args[i]
-        }"\nusage: openviking-kimi doctor [--json] [--kimi-home DIR]`,
-      );
-      return 2;
-    }
-  }
+export async function doctorCommand(options: DoctorOptions): Promise<number> {
+  const { json, kimiHome: explicitHome } = options;
   const env = processEnv();
   // "" without a home: the checks say so instead of looking at a directory relative to here.
   const home = orNoHome(() => kimiHomeFor(env, explicitHome, Deno.cwd())) ?? "";

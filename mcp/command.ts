@@ -20,13 +20,6 @@ import { displayUrl, Upstream } from "./upstream.ts";
 /** How long running requests may finish after stdin closed. */
 export const EOF_GRACE_MS = 5_000;
 
-const USAGE = `Usage: openviking-kimi mcp
-
-Runs the stdio MCP server that forwards to OpenViking's /mcp (newline-delimited JSON-RPC on stdin/stdout).
-Connection and credentials: OPENVIKING_URL, OPENVIKING_MCP_URL, OPENVIKING_API_KEY, OPENVIKING_ACCOUNT,
-OPENVIKING_USER, or ~/.openviking/ovcli.conf. Debug log: OPENVIKING_DEBUG=1.
-`;
-
 /**
  * The workspace the actor peer is derived from: the process cwd, except when Kimi runs us from a plugin's
  * folder (cwd = `$KIMI_PLUGIN_ROOT`), where the inherited `PWD` is the folder Kimi was started in.
@@ -130,16 +123,8 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
   return 0;
 }
 
-/** Entry point of `openviking-kimi mcp`. */
-export async function mcpCommand(args: string[]): Promise<number> {
-  if (args.includes("--help") || args.includes("-h")) {
-    console.error(USAGE);
-    return 0;
-  }
-  if (args.length > 0) {
-    console.error(`openviking-kimi mcp: unexpected argument "${args[0]}".\n\n${USAGE}`);
-    return 2;
-  }
+/** Entry point of `openviking-kimi mcp` (no options: cli/commands.ts has refused any argument). */
+export async function mcpCommand(): Promise<number> {
   const stop = new AbortController();
   const onSignal = () => stop.abort();
   const signals: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGTERM", "SIGINT", "SIGHUP"];

@@ -1,8 +1,12 @@
-/** The documentation stays true to the code: every knob in README, CI runs README's test command. */
+/**
+ * The documentation stays true to the code: every knob in README, CI runs README's test command, README's
+ * command list is the generated top-level help.
+ */
 
 import { assertTrue } from "./support/assert.ts";
 import { KNOBS } from "../runtime/knobs.ts";
 import { VERSION } from "../runtime/version.ts";
+import { helpText } from "../cli/commands.ts";
 
 const root = new URL("../", import.meta.url);
 const readme = await Deno.readTextFile(new URL("README.md", root));
@@ -21,4 +25,14 @@ Deno.test("CI runs README's test command word for word; deno.json and the code a
   assertTrue(ci.split("\n").some((l) => l.trim() === test), ".ci/run runs it");
   const deno = JSON.parse(await Deno.readTextFile(new URL("deno.json", root)));
   assertTrue(deno.version === VERSION, `deno.json ${deno.version} vs runtime/version.ts ${VERSION}`);
+});
+
+Deno.test("README's command list is exactly `openviking-kimi help`", () => {
+  const section = readme.slice(readme.indexOf("## Commands\n"));
+  const block = /^```\n([\s\S]*?)^```$/m.exec(section)?.[1];
+  assertTrue(block !== undefined, "README has a fenced block under ## Commands");
+  assertTrue(
+    block === `${helpText()}\n`,
+    "README's ## Commands block differs from the help: paste the output of `deno task cli help` there",
+  );
 });

@@ -1,39 +1,104 @@
 /**
  * `openviking-kimi turns <kimi-session-id> [--json]`: what capture would send from that session's main
- * journal — every closed turn after cleaning, filtering and redaction, one JSON object per line
- * (`{"turn_id","role","content"}`), in journal order. No network, no state change.
+ * journal — every closed turn after cleaning, filtering and redaction, in journal order: one line per
+ * message (turn, role, a preview) in 80 columns, or with `--json` one JSON object per message
+ * (`{"turn_id","role","content"}`). No network, no state change.
  */
 
 import { loadConfig } from "../runtime/config.ts";
-import { terminalJson } from "../runtime/neutralize.ts";
+import { neutralize, terminalJson } from "../runtime/neutralize.ts";
 import { kimiHome, processEnv } from "../runtime/paths.ts";
 import { locateJournal } from "./locate.ts";
 import { planCapture } from "./plan.ts";
 import { readJournal } from "./read.ts";
 import { scanTurns, turnLineFilter } from "./turns.ts";
 
-/** Lines `turns` prints for the journal at `path` (pure apart from reading the file). */
+/** One message capture would send. */
+export interface TurnMessage {
+  turn_id: string;
+  role: "user" | "assistant";
+  content: string;
+}
+
+/** The messages capture would send from the journal at `path` (pure apart from reading the file). */
+export async function messagesOf(
+  path: string,
+  options: { maxLength: number; redact: boolean },
+): Promise<TurnMessage[]> {
+  const read = await readJournal(path, undefined, turnLineFilter);
+  const { turns } = scanTurns(read.lines, 0);
+  const plan = planCapture(turns, new Set(), 0, { ...options, includeOpen: false });
+  return plan.toSend.map((c) => ({ turn_id: c.payload.turn_id, role: c.role, content: c.payload.content }));
+}
+
+/** Lines `turns --json` prints for the journal at `path`: one JSON object per message. */
 export async function turnsOf(
   path: string,
   options: { maxLength: number; redact: boolean },
 ): Promise<string[]> {
-  const read = await readJournal(path, undefined, turnLineFilter);
-  const { turns } = scanTurns(read.lines, 0);
-  const plan = planCapture(turns, new Set(), 0, { ...options, includeOpen: false });
-  return plan.toSend.map((c) =>
-    terminalJson({ turn_id: c.payload.turn_id, role: c.role, content: c.payload.content })
-  );
+  return (await messagesOf(path, options)).map((m) => terminalJson(m));
+}
+
+/** A turn id longer than this is cut in the readable form (ids are small numbers in every known journal). */
+const TURN_COLUMN_MAX = 8;
+
+/** Characters a terminal shows two columns wide (CJK, Hangul, full-width forms, most emoji). */
+const WIDE =
+  /[\u1100-\u115f\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6\u{1f300}-\u{1f64f}\u{1f900}-\u{1f9ff}\u{20000}-\u{3fffd}]/u;
+
+/** Terminal columns of one character: 0 for combining marks and joiners, 2 for wide ones, else 1. */
+function columnsOf(char: string): number {
+  if (/^[\p{M}\u200c\u200d]$/u.test(char)) return 0;
+  return WIDE.test(char) ? 2 : 1;
+}
+
+/** Terminal columns of `text` (one line, already neutralised). */
+function widthOf(text: string): number {
+  let n = 0;
+  for (const char of text) n += columnsOf(char);
+  return n;
+}
+
+/** `text` as one line of at most `width` terminal columns: whitespace runs become a space, a cut ends in `…`. */
+export function preview(text: string, width: number): string {
+  const flat = neutralize(text).replace(/\s+/g, " ").trim();
+  if (widthOf(flat) <= width) return flat;
+  let used = 0;
+  let kept = "";
+  for (const char of flat) {
+    used += columnsOf(char);
+    if (used > width - 1) break;
+    kept += char;
+  }
+  return `${kept.trimEnd()}…`;
+}
+
+/** The readable form of `turns`: a header, one line per message in `width` columns, and a count. */
+export function renderTurns(messages: readonly TurnMessage[], width = 80): string[] {
+  if (messages.length === 0) return ["Nothing to send: the journal has no closed turn with text."];
+  const ids = messages.map((m) => preview(m.turn_id, TURN_COLUMN_MAX));
+  const turnWidth = Math.max(4, ...ids.map(widthOf));
+  const roleWidth = "assistant".length;
+  const textWidth = width - turnWidth - roleWidth - 4;
+  const row = (turn: string, role: string, text: string) =>
+    `${turn}${" ".repeat(turnWidth - widthOf(turn))}  ${role.padEnd(roleWidth)}  ${text}`.trimEnd();
+  const turns = new Set(messages.map((m) => m.turn_id)).size;
+  return [
+    row("turn", "role", "message"),
+    ...messages.map((m, i) => row(ids[i], m.role, preview(m.content, textWidth))),
+    `${messages.length} message(s) in ${turns} turn(s) would be sent; --json prints each one in full.`,
+  ];
+}
+
+/** Options of `openviking-kimi turns` (parsed by cli/commands.ts). */
+export interface TurnsOptions {
+  kimiSessionId: string;
+  json: boolean;
 }
 
 /** The `turns` command. */
-export async function turnsCommand(args: string[]): Promise<number> {
-  const id = args.find((a) => !a.startsWith("--"));
-  if (!id) {
-    console.error(
-      "usage: openviking-kimi turns <kimi-session-id> [--json]   (session ids look like session_…)",
-    );
-    return 2;
-  }
+export async function turnsCommand(options: TurnsOptions): Promise<number> {
+  const id = options.kimiSessionId;
   const env = processEnv();
   const home = kimiHome(env);
   const found = await locateJournal(home, id);
@@ -44,8 +109,11 @@ export async function turnsCommand(args: string[]): Promise<number> {
     return 1;
   }
   const { config } = await loadConfig(env);
-  for (
-    const line of await turnsOf(found.path, { maxLength: config.captureMaxLength, redact: config.redact })
-  ) console.log(line);
+  const messages = await messagesOf(found.path, {
+    maxLength: config.captureMaxLength,
+    redact: config.redact,
+  });
+  const lines = options.json ? messages.map((m) => terminalJson(m)) : renderTurns(messages);
+  for (const line of lines) console.log(line);
   return 0;
 }

@@ -6,17 +6,13 @@ import {
   assertTrue,
 } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
-import {
-  type Context,
-  type InstallOptions,
-  parseInstallArgs,
-  runInstall,
-  runUninstall,
-} from "../../install/command.ts";
+import { type Context, type InstallOptions, runInstall, runUninstall } from "../../install/command.ts";
 import { currentSelf, type Self } from "../../install/placement.ts";
 import { readKimiState } from "../../install/detect.ts";
 import { registrations } from "../../install/doctor.ts";
 import { VERSION } from "../../runtime/version.ts";
+import { COMMANDS } from "../../cli/commands.ts";
+import { parseCommand } from "../../cli/spec.ts";
 
 const isWindows = Deno.build.os === "windows";
 
@@ -341,28 +337,18 @@ Deno.test("uninstall leaves what is not ours and says so", async () => {
 });
 
 Deno.test("argument parsing", () => {
-  const all = [
-    "--mode",
-    "--kimi-home",
-    "--url",
-    "--api-key",
-    "--account",
-    "--user",
-    "--dry-run",
-    "--yes",
-    "-y",
-  ];
-  const ok = parseInstallArgs(["--mode=plugin", "--kimi-home", "/k", "--api-key", "", "-y"], all);
-  assertTrue(ok.ok);
-  if (ok.ok) {
+  const parse = (args: string[]) => parseCommand(COMMANDS.install, args);
+  const ok = parse(["--mode=plugin", "--kimi-home", "/k", "--api-key", "", "-y"]);
+  assertTrue(ok.kind === "run");
+  if (ok.kind === "run") {
     assertEquals(ok.options.mode, "plugin");
     assertEquals(ok.options.kimiHome, "/k");
-    assertEquals(ok.options.credentials.apiKey, "");
+    assertEquals(ok.options.apiKey, "");
     assertTrue(ok.options.yes);
   }
-  assertEquals(parseInstallArgs(["--mode", "both"], all).ok, false);
-  assertEquals(parseInstallArgs(["--purge"], all).ok, false);
-  assertEquals(parseInstallArgs(["--url"], all).ok, false);
+  assertEquals(parse(["--mode", "both"]).kind, "error");
+  assertEquals(parse(["--purge"]).kind, "error");
+  assertEquals(parse(["--url"]).kind, "error");
 });
 
 Deno.test({

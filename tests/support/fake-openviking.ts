@@ -91,6 +91,18 @@ export interface FakeSession {
   archived?: number;
 }
 
+/** A background task, as `GET /api/v1/tasks/{id}` answers it (the real server's shape, 0.5.2). */
+export interface FakeTask {
+  task_id: string;
+  task_type: "session_commit";
+  status: "pending" | "running" | "completed" | "failed";
+  resource_id: string;
+  created_at: number;
+  updated_at: number;
+  result: Record<string, unknown> | null;
+  error: string | null;
+}
+
 /** Options of the fake. */
 export interface FakeOptions {
   port?: number;
@@ -253,6 +265,20 @@ export class FakeOpenViking {
     ],
     "viking://~/skills": [],
   };
+  /**
+   * What a commit's task becomes: "completed" (default; with a memory diff naming `memoryAdds`), "failed"
+   * (with `taskError`), or "pending"/"running" (it stays so until a test changes `tasks`).
+   */
+  taskOutcome: FakeTask["status"] = "completed";
+  taskError = "memory extraction failed: the model returned no JSON";
+  /** Memories the next completed commit reports as added (`memory_diff.json`'s `operations.adds`). */
+  memoryAdds: { uri: string; memory_type: string; after: string }[] = [{
+    uri: "viking://user/default/memories/preferences/default/tabs.md",
+    memory_type: "preferences",
+    after: "- The user prefers tabs over spaces",
+  }];
+  /** Commit tasks by id. */
+  readonly tasks = new Map<string, FakeTask>();
   /** File contents for /content/read. */
   files = new Map<string, string>([
     ["viking://user/default/memories/profile.md", "# Profile\nName: Test User\nLikes: tabs"],
@@ -505,6 +531,21 @@ export class FakeOpenViking {
       if (content === undefined) throw new HttpError(404, "NOT_FOUND", `${uri} not found`);
       return content;
     }
+    if (method === "GET" && p === "/api/v1/tasks") {
+      const rid = q.get("resource_id");
+      return [...this.tasks.values()].filter((t) => !rid || t.resource_id === rid);
+    }
+    const task = /^\/api\/v1\/tasks\/([^/]+)$/.exec(p);
+    if (task && method === "GET") {
+      const t = this.tasks.get(decodeURIComponent(task[1]));
+      if (!t) {
+        throw new HttpError(404, "NOT_FOUND", "Task not found or expired", {
+          resource: task[1],
+          type: "task",
+        });
+      }
+      return t;
+    }
     const ctx = /^\/api\/v1\/sessions\/([^/]+)\/context$/.exec(p);
     if (ctx && method === "GET") {
       const s = this.session(decodeURIComponent(ctx[1]), false);
@@ -548,7 +589,39 @@ export class FakeOpenViking {
         }
         s.commits++;
         s.archived = s.messages.length;
-        return { session_id: id, status: "accepted", task_id: `task-${s.commits}`, archived: true };
+        const taskId = `task-${id}-${s.commits}`;
+        const archive = `viking://user/default/sessions/${id}/history/archive_${
+          String(s.commits).padStart(3, "0")
+        }`;
+        const diffUri = `${archive}/memory_diff.json`;
+        const done = this.taskOutcome === "completed";
+        this.tasks.set(taskId, {
+          task_id: taskId,
+          task_type: "session_commit",
+          status: this.taskOutcome,
+          resource_id: id,
+          created_at: Date.now() / 1000,
+          updated_at: Date.now() / 1000,
+          result: done
+            ? {
+              session_id: id,
+              archive_uri: archive,
+              memories_extracted: { memory_write: this.memoryAdds.length },
+              memory_diff_uri: diffUri,
+            }
+            : null,
+          error: this.taskOutcome === "failed" ? this.taskError : null,
+        });
+        if (done) {
+          this.files.set(
+            diffUri,
+            JSON.stringify({
+              archive_uri: archive,
+              operations: { adds: this.memoryAdds, updates: [], deletes: [] },
+            }),
+          );
+        }
+        return { session_id: id, status: "accepted", task_id: taskId, archive_uri: archive, archived: true };
       }
     }
     throw new HttpError(404, "NOT_FOUND", "Not Found");

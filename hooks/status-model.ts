@@ -1,0 +1,135 @@
+/**
+ * The shape of `openviking-kimi status --json` (stable, documented in README "status"), and the pure fold of a
+ * session's ledger into its numbers. Changing a field here is a breaking change of the JSON form.
+ */
+
+import * as z from "zod/mini";
+import type { LedgerEntry } from "../runtime/ledger.ts";
+
+const Problem = z.object({
+  kind: z.string(),
+  message: z.string(),
+  fix: z.string(),
+});
+
+/** A commit and what OpenViking did with it. */
+export const CommitStatusSchema = z.object({
+  at: z.number(),
+  /** committed (sent), queued (waits in the queue), rejected, failed (could not even be queued), skipped-budget. */
+  outcome: z.string(),
+  taskId: z.optional(z.string()),
+  /** The task as the server reports it now; absent when it was not (or could not be) asked. */
+  task: z.optional(z.object({
+    status: z.string(),
+    error: z.optional(z.string()),
+    /** URIs of memories the commit added or updated (from its memory diff). */
+    memories: z.array(z.string()),
+  })),
+});
+export type CommitStatus = z.infer<typeof CommitStatusSchema>;
+
+/** One Kimi session as the ledger saw it. */
+export const SessionStatusSchema = z.object({
+  kimiSessionId: z.string(),
+  openVikingSessionId: z.string(),
+  lastActivity: z.number(),
+  prompts: z.object({
+    seen: z.number(),
+    /** Memories injected, summed over prompts. */
+    injected: z.number(),
+    /** Memories left out as already in this session. */
+    suppressed: z.number(),
+    /** The recall stage that answered last (context, recall, find, none, reused…). */
+    lastPath: z.optional(z.string()),
+  }),
+  captures: z.object({
+    runs: z.number(),
+    turns: z.number(),
+    sent: z.number(),
+    queued: z.number(),
+    rejected: z.number(),
+  }),
+  commits: z.array(CommitStatusSchema),
+  /** What of this session still waits in the queue. */
+  queue: z.object({ entries: z.number(), messages: z.number(), commits: z.number() }),
+  lastError: z.optional(z.object({ at: z.number(), ...Problem.shape })),
+});
+export type SessionStatus = z.infer<typeof SessionStatusSchema>;
+
+/** The whole `status --json` object. */
+export const StatusSchema = z.object({
+  version: z.string(),
+  connection: z.object({
+    url: z.string(),
+    reachable: z.boolean(),
+    /** null when it could not be asked (the server is not reachable). */
+    authenticated: z.nullable(z.boolean()),
+    serverVersion: z.optional(z.string()),
+    account: z.optional(z.string()),
+    user: z.optional(z.string()),
+    /** The actor peer for the directory status ran in ("" = none) and where it came from. */
+    peer: z.object({ id: z.string(), source: z.string() }),
+    problem: z.optional(Problem),
+  }),
+  sessions: z.array(SessionStatusSchema),
+  queue: z.object({
+    entries: z.number(),
+    messages: z.number(),
+    commits: z.number(),
+    sessions: z.number(),
+    oldest: z.optional(z.number()),
+    /** Writes other OpenViking plugins left in the shared queue. */
+    shared: z.number(),
+    /** When the queue is tried next, in words. */
+    nextReplay: z.string(),
+  }),
+  /** What could not be asked of the server (it was down, or the key was refused). */
+  notAsked: z.array(z.string()),
+});
+export type Status = z.infer<typeof StatusSchema>;
+
+/** A session's numbers from its ledger entries (pure; the queue and the tasks are filled in by the caller). */
+export function foldSession(
+  kimiSessionId: string,
+  openVikingSessionId: string,
+  entries: readonly LedgerEntry[],
+  advise: (cause: { kind: string; status: number; message: string }) => { fix: string; summary: string },
+): SessionStatus {
+  const s: SessionStatus = {
+    kimiSessionId,
+    openVikingSessionId,
+    lastActivity: 0,
+    prompts: { seen: 0, injected: 0, suppressed: 0 },
+    captures: { runs: 0, turns: 0, sent: 0, queued: 0, rejected: 0 },
+    commits: [],
+    queue: { entries: 0, messages: 0, commits: 0 },
+  };
+  for (const e of entries) {
+    s.lastActivity = Math.max(s.lastActivity, e.at);
+    if (e.kind === "prompt") {
+      s.prompts.seen++;
+      s.prompts.injected += e.injected.length;
+      s.prompts.suppressed += e.suppressed.length;
+      s.prompts.lastPath = e.path;
+    } else if (e.kind === "capture") {
+      s.captures.runs++;
+      s.captures.turns += e.turns;
+      s.captures.sent += e.sent;
+      s.captures.queued += e.queued;
+      s.captures.rejected += e.rejected;
+      if (e.commit !== "none") s.commits.push({ at: e.at, outcome: e.commit, taskId: e.taskId });
+    } else {
+      for (const t of e.commitTasks) {
+        if (t.sessionId === openVikingSessionId) {
+          s.commits.push({ at: e.at, outcome: "replayed", taskId: t.taskId });
+        }
+      }
+    }
+    const cause = e.kind === "prompt" ? e.failure : e.cause;
+    if (cause) {
+      const advice = advise(cause);
+      s.lastError = { at: e.at, kind: cause.kind, message: advice.summary, fix: advice.fix };
+    }
+  }
+  return s;
+}

@@ -1,0 +1,185 @@
+/**
+ * `openviking-kimi status`: what memory did, from the local ledger and state, and what OpenViking did with the
+ * commits (its task API). With the server down it still tells everything local and says what it could not ask.
+ * Bounded: a few seconds per request, the task list once per session, memory diffs of the newest commits only.
+ */
+
+import * as z from "zod/mini";
+import { adviceFor, adviceForCause } from "../runtime/advice.ts";
+import { type Config, loadConfig } from "../runtime/config.ts";
+import { clientOptions, createClient, type OpenVikingClient } from "../runtime/http.ts";
+import { ledgerFiles, readLedger, REPLAY_FILE } from "../runtime/ledger.ts";
+import { countShared } from "../runtime/pending-shared.ts";
+import { queueSummary } from "../runtime/pending.ts";
+import { type Env, joinPath, openVikingHome, pendingDir } from "../runtime/paths.ts";
+import { peerOptions, resolvePeer } from "../runtime/peer.ts";
+import { asRecord, isRecord, type JsonRecord } from "../runtime/record.ts";
+import type { FailureKind } from "../runtime/reply.ts";
+import { scrub } from "../runtime/scrub.ts";
+import { safeId } from "../runtime/state.ts";
+import { VERSION } from "../runtime/version.ts";
+import { SESSION_PREFIX } from "./context.ts";
+import { foldSession, type SessionStatus, type Status } from "./status-model.ts";
+
+/** Sessions shown without `--all` or `--session`. */
+export const LATEST_SESSIONS = 5;
+/** Memory diffs read per status run (the newest completed commits). */
+export const MAX_DIFFS = 6;
+/** Time each server request may take. */
+export const STATUS_TIMEOUT_MS = 3000;
+
+/** Where the ledger of this plugin lives. */
+export function ledgerDir(env: Env): string {
+  return joinPath(openVikingHome(env), "ledger", "kimicode");
+}
+
+/** Which sessions to show. */
+export type SessionChoice = { kind: "latest" } | { kind: "all" } | { kind: "one"; id: string };
+
+const advise = (config: Config) => (cause: { kind: string; status: number; message: string }) =>
+  adviceForCause({ ...cause, kind: cause.kind as FailureKind | "local" }, config.baseUrl);
+
+const optionalText = z.catch(z.optional(z.string()), undefined);
+
+/** `/health`: the server's version and, on some versions, the account. */
+const HealthReply = z.looseObject({ version: optionalText, account_id: optionalText });
+
+/** `/system/status`: the user the key belongs to. */
+const StatusReply = z.looseObject({ user: optionalText });
+
+/** The connection part, asking `/health` and `/api/v1/system/status`. */
+async function connection(
+  client: OpenVikingClient,
+  config: Config,
+  cwd: string,
+): Promise<Status["connection"]> {
+  const peer = await resolvePeer(cwd, peerOptions(config));
+  const out: Status["connection"] = {
+    url: config.baseUrl,
+    reachable: false,
+    authenticated: null,
+    account: config.account || undefined,
+    user: config.user || undefined,
+    peer: { id: peer.peerId, source: peer.source },
+  };
+  const health = await client.request("GET", "/health", HealthReply);
+  if (!health.ok) {
+    const a = adviceFor(health, config.baseUrl);
+    out.problem = { kind: health.kind, message: a.summary, fix: a.fix };
+    return out;
+  }
+  out.reachable = true;
+  if (health.result.version !== undefined) out.serverVersion = health.result.version;
+  if (!out.account && health.result.account_id !== undefined) out.account = health.result.account_id;
+  const me = await client.request("GET", "/api/v1/system/status", StatusReply);
+  if (me.ok) {
+    out.authenticated = true;
+    if (me.result.user) out.user = me.result.user;
+  } else {
+    out.authenticated = me.kind === "auth" ? false : null;
+    const a = adviceFor(me, config.baseUrl);
+    out.problem = { kind: me.kind, message: a.summary, fix: a.fix };
+  }
+  return out;
+}
+
+/** The memories a completed commit added or updated, from its memory diff (`memory_diff_uri`). */
+async function memoriesOf(client: OpenVikingClient, task: JsonRecord): Promise<string[]> {
+  const uri = asRecord(task.result).memory_diff_uri;
+  if (typeof uri !== "string") return [];
+  const read = await client.request("GET", "/api/v1/content/read", z.string(), { query: { uri } });
+  if (!read.ok) return [];
+  try {
+    const ops = asRecord(asRecord(JSON.parse(read.result)).operations);
+    return [...(Array.isArray(ops.adds) ? ops.adds : []), ...(Array.isArray(ops.updates) ? ops.updates : [])]
+      .filter(isRecord).map((o) => o.uri).filter((u): u is string => typeof u === "string");
+  } catch {
+    return [];
+  }
+}
+
+/** Fills in what OpenViking did with each commit of `s`: its task list, and the memory diffs within `diffs`. */
+async function askTasks(
+  client: OpenVikingClient,
+  s: SessionStatus,
+  diffs: { left: number },
+): Promise<boolean> {
+  const list = await client.request("GET", "/api/v1/tasks", z.array(z.unknown()), {
+    query: { resource_id: s.openVikingSessionId },
+  });
+  if (!list.ok) return false;
+  const tasks = new Map(list.result.filter(isRecord).map((t) => [String(t.task_id), t]));
+  const known = new Set(s.commits.map((c) => c.taskId).filter(Boolean));
+  for (const [id, t] of tasks) {
+    // A commit queued here and replayed by another run (or another client) still counts for this session.
+    if (!known.has(id)) {
+      s.commits.push({ at: Number(t.created_at ?? 0) * 1000, outcome: "server", taskId: id });
+    }
+  }
+  s.commits.sort((a, b) => a.at - b.at);
+  for (const c of [...s.commits].reverse()) {
+    const t = c.taskId ? tasks.get(c.taskId) : undefined;
+    if (!t) continue;
+    const status = String(t.status ?? "unknown");
+    const memories = status === "completed" && diffs.left > 0
+      ? (diffs.left--, await memoriesOf(client, t))
+      : [];
+    c.task = { status, memories, ...(typeof t.error === "string" && t.error ? { error: t.error } : {}) };
+  }
+  return true;
+}
+
+/** Everything `status` shows. */
+export async function collectStatus(
+  env: Env,
+  options: { cwd: string; sessions: SessionChoice; fetch?: typeof fetch; now?: number },
+): Promise<Status> {
+  const { config } = await loadConfig(env, options.cwd);
+  const client = createClient(
+    clientOptions(config, "", { timeoutMs: STATUS_TIMEOUT_MS, fetch: options.fetch }),
+  );
+  const conn = await connection(client, config, options.cwd);
+  const dir = ledgerDir(env);
+  const replays = await readLedger(dir, REPLAY_FILE).catch(() => []);
+  const files = (await ledgerFiles(dir).catch(() => [])).filter((f) => f.name !== REPLAY_FILE);
+  const chosen = options.sessions.kind === "one"
+    ? [await safeId(options.sessions.id)]
+    : files.map((f) => f.name).slice(0, options.sessions.kind === "all" ? undefined : LATEST_SESSIONS);
+  const queue = await queueSummary(pendingDir(env)).catch(() => ({ sessions: [], entries: 0 }));
+  const sessions: SessionStatus[] = [];
+  for (const name of chosen) {
+    const entries = [...await readLedger(dir, name).catch(() => []), ...replays].sort((a, b) => a.at - b.at);
+    const ov = `${SESSION_PREFIX}${name}`;
+    const s = foldSession(name, ov, entries, advise(config));
+    const q = queue.sessions.find((x) => x.sessionId === ov);
+    if (q) s.queue = { entries: q.entries, messages: q.messages, commits: q.commits };
+    sessions.push(s);
+  }
+  const notAsked: string[] = [];
+  const canAsk = conn.reachable && conn.authenticated !== false;
+  const diffs = { left: MAX_DIFFS };
+  for (const s of sessions) {
+    if (!s.commits.length) continue;
+    if (!canAsk || !(await askTasks(client, s, diffs))) {
+      notAsked.push(`the commit tasks of ${s.kimiSessionId}`);
+    }
+  }
+  if (!conn.reachable) notAsked.unshift("whether the key is accepted");
+  const shared = await countShared(pendingDir(env)).catch(() => 0);
+  const status: Status = {
+    version: VERSION,
+    connection: conn,
+    sessions,
+    queue: {
+      entries: queue.entries,
+      messages: queue.sessions.reduce((n, s) => n + s.messages, 0),
+      commits: queue.sessions.reduce((n, s) => n + s.commits, 0),
+      sessions: queue.sessions.length,
+      oldest: queue.sessions[0]?.oldest,
+      shared,
+      nextReplay: "at the next Kimi session start, or the session's next turn; now: `openviking-kimi replay`",
+    },
+    notAsked,
+  };
+  return scrub(status, [config.apiKey]) as Status;
+}

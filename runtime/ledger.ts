@@ -1,0 +1,195 @@
+/**
+ * The local ledger: one JSON line per hook run that did something — a prompt's recall, a capture, a queue
+ * replay — per Kimi session, under `<openviking home>/ledger/kimicode/<session>.jsonl` (0600 files in 0700
+ * directories). Lines are appended with one write each (O_APPEND: lines of concurrent writers never mix);
+ * a reader skips a line it cannot parse. Bounded: a session's file is cut to its newest half when it passes
+ * its share of the total, and `pruneLedger` drops files past the age limit and the oldest ones past the total.
+ * Entries hold URIs, counts, outcomes and a short redacted snippet of the prompt — never a key, never text from
+ * inside `<private>` (the snippet is made by the caller from the redacted query).
+ */
+
+import * as z from "zod/mini";
+import { ensurePrivateDir, isNotFound, writeFileAtomic } from "./fs.ts";
+import { joinPath } from "./paths.ts";
+
+/** Longest prompt snippet kept. */
+export const SNIPPET_CHARS = 80;
+/** Most memories listed per prompt entry (the rest are counted). */
+export const MAX_LISTED = 20;
+/** A session's file may hold this share of the total budget (at least `MIN_SESSION_BYTES`). */
+export const SESSION_SHARE = 1 / 32;
+export const MIN_SESSION_BYTES = 64 * 1024;
+
+const Memory = z.object({ uri: z.string(), score: z.optional(z.number()), chars: z.number() });
+const Failure = z.object({ kind: z.string(), status: z.number(), message: z.string() });
+
+/** What one prompt hook run did. */
+export const PromptEntrySchema = z.object({
+  kind: z.literal("prompt"),
+  at: z.number(),
+  ms: z.number(),
+  /** The start of the redacted query. */
+  prompt: z.string(),
+  /** Which recall stage answered: context, recall, find; reused (the same prompt again), none, or skipped. */
+  path: z.string(),
+  injected: z.array(Memory),
+  /** Memories left out because this session already had them. */
+  suppressed: z.array(z.string()),
+  /** More injected/suppressed than listed. */
+  more: z.optional(z.number()),
+  profile: z.optional(z.string()),
+  printedChars: z.number(),
+  failure: z.optional(Failure),
+});
+export type PromptEntry = z.infer<typeof PromptEntrySchema>;
+
+/** What one capture did. */
+export const CaptureEntrySchema = z.object({
+  kind: z.literal("capture"),
+  at: z.number(),
+  ms: z.number(),
+  event: z.string(),
+  turns: z.number(),
+  sent: z.number(),
+  queued: z.number(),
+  rejected: z.number(),
+  commit: z.string(),
+  taskId: z.optional(z.string()),
+  cause: z.optional(Failure),
+});
+export type CaptureEntry = z.infer<typeof CaptureEntrySchema>;
+
+/** What one queue replay did for this session (or, in the `_replay` file, for every session). */
+export const ReplayEntrySchema = z.object({
+  kind: z.literal("replay"),
+  at: z.number(),
+  ms: z.number(),
+  replayed: z.number(),
+  messages: z.number(),
+  rejected: z.number(),
+  deferred: z.number(),
+  commitTasks: z.array(z.object({ sessionId: z.string(), taskId: z.string() })),
+  cause: z.optional(Failure),
+});
+export type ReplayEntry = z.infer<typeof ReplayEntrySchema>;
+
+/** One ledger line. */
+export const LedgerEntrySchema = z.discriminatedUnion("kind", [
+  PromptEntrySchema,
+  CaptureEntrySchema,
+  ReplayEntrySchema,
+]);
+export type LedgerEntry = z.infer<typeof LedgerEntrySchema>;
+
+/** Where replays that span sessions are recorded (a name no session id can have). */
+export const REPLAY_FILE = "_replay";
+
+/** Ledger settings (from the config). */
+export interface LedgerLimits {
+  /** All files together stay under this. */
+  maxTotalBytes: number;
+  /** Files untouched this long are dropped. */
+  maxAgeDays: number;
+}
+
+/** The share of the total one session's file may hold. */
+export function sessionBudget(limits: LedgerLimits): number {
+  return Math.max(MIN_SESSION_BYTES, Math.floor(limits.maxTotalBytes * SESSION_SHARE));
+}
+
+/** The path of a session's ledger (`name` must already be file-name safe). */
+export function ledgerFile(dir: string, name: string): string {
+  return joinPath(dir, `${name}.jsonl`);
+}
+
+/** A short, single-line snippet of an (already redacted) prompt. Pure. */
+export function snippet(text: string): string {
+  const one = text.replace(/\s+/g, " ").trim();
+  return one.length <= SNIPPET_CHARS ? one : `${one.slice(0, SNIPPET_CHARS - 1)}…`;
+}
+
+/**
+ * Appends one entry to `name`'s ledger, then cuts the file to its newest half if it outgrew its budget. Never
+ * throws (the ledger is a record, not a dependency): returns false when it could not write.
+ */
+export async function appendLedger(
+  dir: string,
+  name: string,
+  entry: LedgerEntry,
+  limits: LedgerLimits,
+): Promise<boolean> {
+  const path = ledgerFile(dir, name);
+  const line = new TextEncoder().encode(`${JSON.stringify(entry)}\n`);
+  try {
+    await ensurePrivateDir(dir);
+    const file = await Deno.open(path, { append: true, create: true, mode: 0o600 });
+    try {
+      await file.write(line); // one write: an O_APPEND line never mixes with another writer's
+      const size = (await file.stat()).size;
+      if (size > sessionBudget(limits)) await compact(path, Math.floor(sessionBudget(limits) / 2));
+    } finally {
+      file.close();
+    }
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Keeps the newest whole lines of `path` within `keepBytes` (temp + rename). */
+async function compact(path: string, keepBytes: number): Promise<void> {
+  const text = await Deno.readTextFile(path);
+  let start = Math.max(0, text.length - keepBytes);
+  if (start > 0) start = text.indexOf("\n", start - 1) + 1;
+  await writeFileAtomic(path, text.slice(start), { privateDir: false });
+}
+
+/** The parseable entries of `name`'s ledger, oldest first (missing file: none). */
+export async function readLedger(dir: string, name: string): Promise<LedgerEntry[]> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(ledgerFile(dir, name));
+  } catch (error) {
+    if (isNotFound(error)) return [];
+    throw error;
+  }
+  const out: LedgerEntry[] = [];
+  for (const line of text.split("\n")) {
+    if (!line) continue;
+    try {
+      const parsed = LedgerEntrySchema.safeParse(JSON.parse(line));
+      if (parsed.success) out.push(parsed.data);
+    } catch {
+      // a torn or foreign line
+    }
+  }
+  return out;
+}
+
+/** The ledger files in `dir`, newest first: `{name, mtime, size}`. */
+export async function ledgerFiles(dir: string): Promise<{ name: string; mtime: number; size: number }[]> {
+  const out: { name: string; mtime: number; size: number }[] = [];
+  try {
+    for await (const e of Deno.readDir(dir)) {
+      if (!e.isFile || !e.name.endsWith(".jsonl")) continue;
+      const info = await Deno.stat(joinPath(dir, e.name)).catch(() => undefined);
+      if (info) out.push({ name: e.name.slice(0, -6), mtime: info.mtime?.getTime() ?? 0, size: info.size });
+    }
+  } catch (error) {
+    if (!isNotFound(error)) throw error;
+  }
+  return out.sort((a, b) => b.mtime - a.mtime);
+}
+
+/** Drops ledger files untouched for `maxAgeDays`, then the oldest ones past `maxTotalBytes`. Returns how many. */
+export async function pruneLedger(dir: string, limits: LedgerLimits, now = Date.now()): Promise<number> {
+  let removed = 0;
+  let total = 0;
+  for (const f of await ledgerFiles(dir)) {
+    const old = now - f.mtime > limits.maxAgeDays * 86_400_000;
+    if (old || total + f.size > limits.maxTotalBytes) {
+      if (await Deno.remove(ledgerFile(dir, f.name)).then(() => true, () => false)) removed++;
+    } else total += f.size;
+  }
+  return removed;
+}

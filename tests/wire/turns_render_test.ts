@@ -1,0 +1,44 @@
+/** The readable form of `turns`: one line per message in 80 terminal columns, nothing a terminal acts on. */
+
+import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
+import { preview, renderTurns, type TurnMessage } from "../../wire/command.ts";
+
+/** Terminal columns, counting the CJK and full-width characters used here as two. */
+const columns = (line: string) =>
+  [...line].reduce((n, c) => n + (/[\u3000-\u9fff\uff00-\uff60]/.test(c) ? 2 : 1), 0);
+
+Deno.test("preview: one line, whitespace runs as one space, cut with … inside the width", () => {
+  assertEquals(preview("a\n\n b\t c  ", 10), "a b c");
+  assertEquals(preview("abcdefghij", 10), "abcdefghij");
+  assertEquals(preview("abcdefghijk", 10), "abcdefghi…");
+  assertEquals(preview("abcd efghijk", 6), "abcd…", "no space before the mark");
+  assertEquals(preview("好的好的好的", 7), "好的好…", "wide characters take two columns");
+  assertEquals(columns(preview("好".repeat(100), 41)), 41);
+  assertEquals(preview("e\u0301".repeat(5), 5), "e\u0301".repeat(5), "combining marks take none");
+});
+
+Deno.test("preview: escape sequences, controls and markup from the journal are neutralised", () => {
+  assertEquals(preview("\u001b]0;owned\u0007\u001b[2Jclean\u202e", 80), "clean");
+  assertEquals(
+    preview("</openviking-context><system-reminder>", 80),
+    "&lt;/openviking-context>&lt;system-reminder>",
+  );
+});
+
+Deno.test("renderTurns: a header, one line per message within 80 columns, a count", () => {
+  const messages: TurnMessage[] = [
+    { turn_id: "0", role: "user", content: "remember that I like tabs" },
+    { turn_id: "0", role: "assistant", content: "x".repeat(500) },
+    { turn_id: "12345678901234567890", role: "user", content: "我".repeat(100) },
+  ];
+  const lines = renderTurns(messages);
+  assertEquals(lines.length, messages.length + 2);
+  assertMatch(lines[0], /^turn +role +message$/);
+  assertMatch(lines[1], /^0 +user +remember that I like tabs$/);
+  assertMatch(lines[2], /^0 +assistant +x+…$/);
+  assertMatch(lines[3], /^1234567… +user +我+…$/, "a long turn id is cut");
+  for (const line of lines) assertTrue(columns(line) <= 80, `${columns(line)} columns: ${line}`);
+  assertEquals(columns(lines[2]), 80, "the preview uses the whole width");
+  assertMatch(lines[4], /^3 message\(s\) in 2 turn\(s\) would be sent/);
+  assertEquals(renderTurns([]), ["Nothing to send: the journal has no closed turn with text."]);
+});
