@@ -135,7 +135,12 @@ Deno.test("fuzz: MCP replies — any body, content type and break-off is read wi
           (item) => void seen.push(item),
         );
         assertEquals(outcome.delivered, seen.length, "every delivered message reached the sink");
-        assertTrue(outcome.invalid >= 0 && (outcome.invalidSample ?? "").length <= 201);
+        assertEquals(
+          outcome.invalidSample !== undefined,
+          outcome.invalid > 0,
+          "a sample exactly when something was invalid",
+        );
+        assertTrue((outcome.invalidSample ?? "").length <= 201, "the sample is bounded");
         if (outcome.answered) {
           assertTrue(
             seen.some((m) => m.kind === "response" && m.message.id === expectId),
