@@ -56,8 +56,8 @@ async function waitForTurnEnd(path: string, cursor: Cursor | undefined, waitMs: 
   }
 }
 
-/** The result of one capture, for logs and tests. */
-export interface CaptureReport {
+/** The result of one capture, for the log. */
+interface CaptureReport {
   journal?: string;
   turns: number;
   planned: number;
@@ -84,7 +84,7 @@ export interface CaptureReport {
 }
 
 /** A long backlog is planned and sent in steps of this many turns, each recorded before the next. */
-export const TURNS_PER_STEP = 200;
+const TURNS_PER_STEP = 200;
 
 /** One capture under the session lock: what it works on and what it has done so far. */
 interface Run {

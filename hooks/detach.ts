@@ -37,7 +37,7 @@ export async function spawnWorker(event: string, stdin: Uint8Array): Promise<boo
 const OFF = /^\s*(0|false|no|off)\s*$/i;
 
 /** Whether the environment switches detaching off (then the full hook path runs and applies the gates). */
-export function detachDisabled(env: Env): boolean {
+function detachDisabled(env: Env): boolean {
   return [env.OPENVIKING_MEMORY_ENABLED, env.OPENVIKING_AUTO_CAPTURE, env.OPENVIKING_WRITE_PATH_ASYNC]
     .some((v) => v !== undefined && OFF.test(v));
 }

@@ -50,7 +50,7 @@ export interface HookDirs {
 }
 
 /** The hook run's directories, never relative: see {@link HookDirs}. */
-export function hookDirs(env: Env): HookDirs {
+function hookDirs(env: Env): HookDirs {
   const reasons: string[] = [];
   const locate = (where: (env: Env) => string, required: boolean): string | undefined => {
     try {

@@ -24,7 +24,7 @@ interface HeldMessage {
 const ContextReply = z.looseObject({ messages: z.catch(z.array(z.unknown()), []) });
 
 /** The messages of a session's context reply. Pure. */
-export function heldMessages(result: z.output<typeof ContextReply>): HeldMessage[] {
+function heldMessages(result: z.output<typeof ContextReply>): HeldMessage[] {
   return result.messages.filter(isRecord).map((m) => ({
     role: String(m.role ?? ""),
     turnId: typeof m.turn_id === "string" ? m.turn_id : undefined,
@@ -37,7 +37,7 @@ export function heldMessages(result: z.output<typeof ContextReply>): HeldMessage
 }
 
 /** Whether the server holds this message (same role, turn and text). Pure. */
-export function isHeld(held: readonly HeldMessage[], c: Candidate): boolean {
+function isHeld(held: readonly HeldMessage[], c: Candidate): boolean {
   return held.some((m) =>
     m.role === c.payload.role && m.text === c.payload.content &&
     (m.turnId === undefined || m.turnId === c.payload.turn_id)

@@ -13,7 +13,7 @@ function tolerant<T extends z.ZodMiniType>(schema: T) {
 }
 
 /** Fields of Kimi Code hook payloads this plugin reads. */
-export const HookInputSchema = z.looseObject({
+const HookInputSchema = z.looseObject({
   hook_event_name: tolerant(z.string()),
   session_id: tolerant(z.string()),
   sessionId: tolerant(z.string()),

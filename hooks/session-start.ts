@@ -13,10 +13,10 @@ import { clientFor, type HookContext, type HookResult } from "./context.ts";
 import { spawnWorker } from "./detach.ts";
 
 /** A SessionStart this close to the previous one is the same start fired twice. */
-export const REPEAT_WINDOW_MS = 2000;
+const REPEAT_WINDOW_MS = 2000;
 
 /** Replays the pending queues within the configured bounds. */
-export async function replayQueues(ctx: HookContext): Promise<HookResult> {
+async function replayQueues(ctx: HookContext): Promise<HookResult> {
   const options = replayOptions(ctx.config, { budget: new Budget(ctx.config.replayBudgetMs) });
   const report = await replayAll(ctx.pendingDir, clientFor(ctx), options);
   // Writes killed mid-way leave temp files behind; an hour is far beyond any write.

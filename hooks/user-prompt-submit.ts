@@ -21,7 +21,7 @@ import { keepPrompt } from "./prompt-fallback.ts";
 export const DUPLICATE_WINDOW_MS = 500;
 
 /** Wraps the profile block as the documented session-start context. */
-export function profileContext(profile: SafeText): Block {
+function profileContext(profile: SafeText): Block {
   return {
     open: safe`<openviking-context source="session-start">`,
     body: profile,

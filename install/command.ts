@@ -8,7 +8,7 @@ import { defaultContext } from "./run.ts";
 import { runInstall } from "./install.ts";
 import { runUninstall } from "./uninstall.ts";
 
-export type { Context, InstallOptions, Output } from "./run.ts";
+export type { Context, InstallOptions } from "./run.ts";
 export { runInstall } from "./install.ts";
 export { runUninstall } from "./uninstall.ts";
 

@@ -36,7 +36,7 @@ export interface KimiPaths {
 }
 
 /** The files of a Kimi home. */
-export function kimiPaths(home: string): KimiPaths {
+function kimiPaths(home: string): KimiPaths {
   return {
     home,
     config: joinPath(home, "config.toml"),

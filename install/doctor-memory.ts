@@ -16,7 +16,7 @@ import { type Env, hookStateDir, joinPath, pendingDir } from "../runtime/paths.t
 import type { Check } from "./check.ts";
 
 /** Journal protocol versions this release was tested with. */
-export const KNOWN_PROTOCOLS = ["1.4", "1.5"];
+const KNOWN_PROTOCOLS = ["1.4", "1.5"];
 
 /** `/health`: OpenViking's says `healthy: true` (or `status: "ok"`) and its version. */
 const HealthReply = z.looseObject({

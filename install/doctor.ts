@@ -16,7 +16,7 @@ import { kimiHomeFor, type KimiState, readKimiState } from "./detect.ts";
 import { isRecord } from "../runtime/record.ts";
 import { currentOs, type OsFamily } from "./placement.ts";
 
-export type { Check, CheckStatus } from "./check.ts";
+export type { Check } from "./check.ts";
 
 /** What doctor needs, injectable for tests. */
 export interface DoctorContext {
@@ -170,7 +170,7 @@ function mcpCheck(state: KimiState): Check {
 }
 
 /** The commands the registrations point at, as `<command> version` lines with their working directory. */
-export function versionCommands(
+function versionCommands(
   state: KimiState,
   os: OsFamily,
 ): { label: string; command: string; cwd: string }[] {

@@ -278,7 +278,7 @@ function removeMember(text: string, obj: JsonObjectSpan, index: number): string 
 }
 
 /** The entry with env values and headers hidden (they may hold credentials). */
-export function redactEntry(entry: unknown): unknown {
+function redactEntry(entry: unknown): unknown {
   if (!isRecord(entry)) return entry;
   const out: Record<string, unknown> = { ...entry };
   for (const k of ["env", "headers"]) {

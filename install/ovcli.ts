@@ -21,7 +21,7 @@ export type OvcliPlan =
   | { ok: false; error: string };
 
 /** Whether any setting was given. */
-export function hasCredentialArgs(args: CredentialArgs): boolean {
+function hasCredentialArgs(args: CredentialArgs): boolean {
   return [args.url, args.apiKey, args.account, args.user].some((v) => v !== undefined);
 }
 

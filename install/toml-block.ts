@@ -44,7 +44,7 @@ export function detectEol(text: string): Eol {
 }
 
 /** A TOML basic string. */
-export function tomlString(value: string): string {
+function tomlString(value: string): string {
   let out = '"';
   for (const ch of value) {
     const code = ch.codePointAt(0)!;

@@ -56,7 +56,7 @@ export function withoutHooks(
 }
 
 /** The first top-level key (or `hooks[i]`) whose value differs, for messages. */
-export function firstDifference(a: Record<string, unknown>, b: Record<string, unknown>): string {
+function firstDifference(a: Record<string, unknown>, b: Record<string, unknown>): string {
   const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort();
   for (const k of keys) {
     if (tomlEqual(a[k], b[k])) continue;

@@ -18,7 +18,7 @@ import { readToolCache, toolCachePath, writeToolCache } from "./tool-cache.ts";
 import { displayUrl, Upstream } from "./upstream.ts";
 
 /** How long running requests may finish after stdin closed. */
-export const EOF_GRACE_MS = 5_000;
+const EOF_GRACE_MS = 5_000;
 
 /**
  * The workspace the actor peer is derived from: the process cwd, except when Kimi runs us from a plugin's

@@ -23,7 +23,7 @@ export interface ErrorContext {
 }
 
 /** Where the URL was configured, in words. */
-export function describeUrlSource(ctx: ErrorContext): string {
+function describeUrlSource(ctx: ErrorContext): string {
   switch (ctx.credentialSource) {
     case "env":
       return "the environment (OPENVIKING_URL / OPENVIKING_MCP_URL)";
@@ -37,7 +37,7 @@ export function describeUrlSource(ctx: ErrorContext): string {
 }
 
 /** Where the API key came from and how to fix it, in words. */
-export function describeKeyFix(ctx: ErrorContext): { source: string; fix: string } {
+function describeKeyFix(ctx: ErrorContext): { source: string; fix: string } {
   const reread = `the proxy re-reads ${ctx.cliConfigPath} on the next call, no restart needed`;
   const src = ctx.apiKeySource;
   if (src === "none") {
@@ -243,7 +243,7 @@ export function failureError(
 }
 
 /** A byte count in words: "16 MiB", "64 KiB". */
-export function describeBytes(bytes: number): string {
+function describeBytes(bytes: number): string {
   if (bytes >= 1024 * 1024) return `${+(bytes / (1024 * 1024)).toFixed(1)} MiB`;
   if (bytes >= 1024) return `${+(bytes / 1024).toFixed(1)} KiB`;
   return `${bytes} bytes`;

@@ -33,7 +33,7 @@ const IdSchema = z.union([z.string(), z.number()]);
 const ParamsSchema = z.optional(z.union([z.record(z.string(), z.unknown()), z.array(z.unknown())]));
 
 /** A request: has `method` and `id`. Unknown members (e.g. `_meta`) are kept. */
-export const RequestSchema = z.looseObject({
+const RequestSchema = z.looseObject({
   jsonrpc: z.literal("2.0"),
   id: IdSchema,
   method: z.string().check(z.minLength(1)),
@@ -41,28 +41,28 @@ export const RequestSchema = z.looseObject({
 });
 
 /** A notification: has `method`, no `id`. */
-export const NotificationSchema = z.looseObject({
+const NotificationSchema = z.looseObject({
   jsonrpc: z.literal("2.0"),
   method: z.string().check(z.minLength(1)),
   params: ParamsSchema,
 });
 
 /** The `error` member of an error response. */
-export const ErrorObjectSchema = z.looseObject({
+const ErrorObjectSchema = z.looseObject({
   code: z.int(),
   message: z.string(),
   data: z.optional(z.unknown()),
 });
 
 /** A success response. */
-export const ResultResponseSchema = z.looseObject({
+const ResultResponseSchema = z.looseObject({
   jsonrpc: z.literal("2.0"),
   id: IdSchema,
   result: z.unknown(),
 });
 
 /** An error response (`id` is null when the request could not be read). */
-export const ErrorResponseSchema = z.looseObject({
+const ErrorResponseSchema = z.looseObject({
   jsonrpc: z.literal("2.0"),
   id: z.nullable(IdSchema),
   error: ErrorObjectSchema,
@@ -118,7 +118,7 @@ function salvageId(value: unknown): JsonRpcId | null {
 }
 
 /** Classifies one decoded JSON value as a JSON-RPC message, or returns the error response it earns. */
-export function classify(value: unknown): Classified | JsonRpcErrorResponse {
+function classify(value: unknown): Classified | JsonRpcErrorResponse {
   const invalid = (why: string) =>
     errorResponse(salvageId(value), ErrorCode.InvalidRequest, `Invalid Request: ${why}`);
   if (!isRecord(value)) return invalid("a JSON-RPC message must be an object");

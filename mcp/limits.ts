@@ -42,17 +42,17 @@ export function uniformTiming(ms: number): Timing {
 }
 
 /** Limit for `initialize` / `tools/list`, as a whole, so a dead host still leaves Kimi's 30 s startup budget. */
-export const STARTUP_TIMEOUT_CAP_MS = 10_000;
+const STARTUP_TIMEOUT_CAP_MS = 10_000;
 /**
  * Limit for a tool call as a whole (headers, body, SSE reconnections), and for any request: long tools are
  * bounded by the client's own timeout (Kimi's default is 60 s), this only ends what nobody waits for anymore.
  */
-export const TOOL_CALL_TIMEOUT_MS = 600_000;
+const TOOL_CALL_TIMEOUT_MS = 600_000;
 /**
  * How long an SSE reply may go without a byte. OpenViking's server sends a keep-alive comment every 15 s, so
  * this is eight missed in a row; a server without keep-alives must send progress at least this often.
  */
-export const STREAM_IDLE_MS = 120_000;
+const STREAM_IDLE_MS = 120_000;
 
 /** The time bounds the proxy applies (ms); tests shorten them. */
 export interface ProxyLimits {

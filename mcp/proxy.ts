@@ -38,11 +38,11 @@ import { LineWriter } from "./lines.ts";
 import { validTools } from "./tool-cache.ts";
 
 /** How many tool calls may be in flight upstream at once. */
-export const MAX_IN_FLIGHT = 16;
+const MAX_IN_FLIGHT = 16;
 /** How many other requests (`tools/list`, `resources/…`) may be in flight at once, in slots of their own. */
-export const MAX_OTHER_IN_FLIGHT = 8;
+const MAX_OTHER_IN_FLIGHT = 8;
 /** How long the session DELETE may take at shutdown. */
-export const DELETE_TIMEOUT_MS = 2_000;
+const DELETE_TIMEOUT_MS = 2_000;
 
 /** Where tool lists are remembered between sessions. */
 export interface ToolStore {

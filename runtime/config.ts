@@ -55,7 +55,7 @@ const WORKSPACE_FORBIDDEN = [
 ];
 
 /** Removes connection fields from a workspace settings object (workspace files may not redirect credentials). */
-export function sanitizeWorkspace(value: unknown, where: string, warnings: string[]): JsonRecord {
+function sanitizeWorkspace(value: unknown, where: string, warnings: string[]): JsonRecord {
   const o = { ...asRecord(value) };
   for (const k of WORKSPACE_FORBIDDEN) {
     if (k in o) {

@@ -28,7 +28,7 @@ export class Budget {
   }
 }
 
-export type { FailureKind, OvError, OvFailure, OvResponse, OvSuccess } from "./reply.ts";
+export type { FailureKind, OvFailure, OvResponse } from "./reply.ts";
 
 /** Who requests are from: what the identity headers carry. */
 export interface Identity {
@@ -105,7 +105,7 @@ export interface RequestOptions {
 }
 
 /** Requests shorter than this are not worth starting when the budget is nearly spent. */
-export const MIN_REQUEST_MS = 50;
+const MIN_REQUEST_MS = 50;
 
 /** An OpenViking client bound to one configuration. */
 export interface OpenVikingClient {
@@ -139,7 +139,7 @@ export function buildHeaders(
 }
 
 /** Reply bodies larger than this are not read (inflated bytes; a route may set its own bound). */
-export const DEFAULT_MAX_REPLY_BYTES = 1 << 20;
+const DEFAULT_MAX_REPLY_BYTES = 1 << 20;
 
 /** The time one request may take: the client's (or the request's) timeout, within what its budget has left. */
 function requestTimeout(options: ClientOptions, req: RequestOptions): number | OvFailure {

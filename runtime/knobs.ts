@@ -100,9 +100,6 @@ export const KNOBS = {
   debugLogPath: optionalKnob("OPENVIKING_DEBUG_LOG", pathKnob),
 };
 
-/** Name of a knob. */
-export type KnobName = keyof typeof KNOBS;
-
 /** The one schema of the knobs: each field the knob's value, or its default when it is not given. */
 const SettingsSchema = z.object(KNOBS);
 

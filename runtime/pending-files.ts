@@ -73,14 +73,13 @@ export interface QueueFile {
 const pad = (seq: number) => String(seq).padStart(10, "0");
 
 /** The name of an entry: `<seq>-<tag>.json`. */
-export const entryName = (seq: number, tag: string): string => `${pad(seq)}-${tag}.json`;
+const entryName = (seq: number, tag: string): string => `${pad(seq)}-${tag}.json`;
 
 /** The name of an entry claimed by replay process `pid`: `<seq>-<tag>.<pid>.claim`. */
 export const claimName = (seq: number, tag: string, pid: number): string => `${pad(seq)}-${tag}.${pid}.claim`;
 
 /** The tag of an entry's name: `c` for a commit, `m<count>` for messages. */
-export const tagOf = (entry: QueueEntry): string =>
-  entry.kind === "commit" ? "c" : `m${entry.messages.length}`;
+const tagOf = (entry: QueueEntry): string => entry.kind === "commit" ? "c" : `m${entry.messages.length}`;
 
 /** The file of entry `seq` named for what it holds: `entry`'s contents, or a tag already known. */
 export function entryFile(seq: number, holds: QueueEntry | string): QueueFile {

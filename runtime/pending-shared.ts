@@ -12,9 +12,6 @@ import { joinPath } from "./paths.ts";
 import { AnyResult, type Budget, type OpenVikingClient, type OvFailure, type OvResponse } from "./http.ts";
 import { sessionPath } from "./deliver.ts";
 
-/** Kinds of queued writes. */
-export type PendingType = "addMessage" | "commitSession";
-
 /** One queued write. */
 export const SharedEntrySchema = z.object({
   type: z.enum(["addMessage", "commitSession"]),
@@ -27,7 +24,7 @@ export const SharedEntrySchema = z.object({
 export type SharedEntry = z.infer<typeof SharedEntrySchema>;
 
 /** A `.processing` file older than this (or dated a minute in the future) was abandoned and is put back. */
-export const ABANDONED_AFTER_MS = 10 * 60_000;
+const ABANDONED_AFTER_MS = 10 * 60_000;
 const FUTURE_SLACK_MS = 60_000;
 
 const ENTRY_NAME = /^([0-9a-f]{64})_(\d+)\.(json|processing)$/;
@@ -75,7 +72,7 @@ export async function listShared(dir: string): Promise<SharedFile[]> {
 }
 
 /** Puts `.processing` files abandoned for longer than `ABANDONED_AFTER_MS` back into the queue. */
-export async function recoverAbandonedShared(dir: string, now = Date.now()): Promise<number> {
+async function recoverAbandonedShared(dir: string, now = Date.now()): Promise<number> {
   let recovered = 0;
   try {
     for await (const e of Deno.readDir(dir)) {
@@ -190,7 +187,7 @@ export async function countShared(dir: string): Promise<number> {
  * Sessions with a write claimed (`.processing`) by a replay sending it now or by one killed while doing so,
  * each with the `createdAt` of its oldest claimed write.
  */
-export async function claimedSessions(dir: string): Promise<Map<string, number>> {
+async function claimedSessions(dir: string): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   try {
     for await (const e of Deno.readDir(dir)) {

@@ -60,7 +60,7 @@ const OPEN = safe`<openviking-context>`;
 const CLOSE = safe`</openviking-context>`;
 
 /** Token estimate used for budgets: a quarter of the characters. */
-export function estimateTokens(text: string): number {
+function estimateTokens(text: string): number {
   return Math.ceil(text.length / 4);
 }
 
@@ -106,7 +106,7 @@ export function contextSearchBody(
 }
 
 /** Body of the deprecated `/api/v1/search/recall` request. */
-export function recallEndpointBody(s: RecallSettings, query: string) {
+function recallEndpointBody(s: RecallSettings, query: string) {
   const quotas = { ...scaleQuotas(s.recallLimit, RECALL_WEIGHTS), experiences: 0 };
   const body: Record<string, unknown> = {
     query,
@@ -120,7 +120,7 @@ export function recallEndpointBody(s: RecallSettings, query: string) {
 }
 
 /** Whether a context-face failure means "this server has no context mode". */
-export function isLegacyRejection(res: OvResponse<unknown>): boolean {
+function isLegacyRejection(res: OvResponse<unknown>): boolean {
   if (res.ok || (res.status !== 400 && res.status !== 422)) return false;
   const text = JSON.stringify(res.error).toLowerCase();
   return text.includes("extra") || text.includes("mode") || text.includes("unexpected");
@@ -159,7 +159,7 @@ export function storedRecallBlock(text: string): Block | undefined {
 }
 
 /** URIs mentioned in `uri="…"` attributes or as bare `viking://` references. */
-export function urisIn(text: string): string[] {
+function urisIn(text: string): string[] {
   const found = new Set<string>();
   for (const m of text.matchAll(/viking:\/\/[^\s"'`<>)\]]+/g)) found.add(m[0]);
   return [...found];
@@ -254,7 +254,7 @@ function oneLine(text: string, max: number): string {
 }
 
 /** Renders ranked find items into the find-fallback block within the token budget (pure). */
-export function findBlock(
+function findBlock(
   items: { item: FindItem; content: string }[],
   s: RecallSettings,
 ): Block | undefined {

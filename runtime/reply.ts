@@ -137,7 +137,7 @@ function errorOf(body: Obj, status: number): OvError {
 }
 
 /** Whether a 404 envelope names a missing resource (a session, a file) rather than a missing route. */
-export function namesMissingResource(error: OvError): boolean {
+function namesMissingResource(error: OvError): boolean {
   const d = error.details;
   return isRecord(d) &&
     (typeof d.resource === "string" || typeof d.type === "string" || typeof d.uri === "string");

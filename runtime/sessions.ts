@@ -15,8 +15,6 @@ import {
 } from "./deliver.ts";
 import { SessionQueue } from "./pending.ts";
 
-export type { MessagePayload } from "./deliver.ts";
-
 /** What happened to a list of messages. */
 export interface SendReport {
   /** Leading messages that are settled (sent, queued, or rejected); only these may be acknowledged. */

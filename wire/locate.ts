@@ -7,7 +7,7 @@ import { joinPath } from "../runtime/paths.ts";
 import { isRecord } from "../runtime/record.ts";
 
 /** Path of the main agent's journal inside a session directory. */
-export function mainJournalPath(sessionDir: string): string {
+function mainJournalPath(sessionDir: string): string {
   return joinPath(sessionDir, "agents", "main", "wire.jsonl");
 }
 

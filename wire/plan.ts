@@ -64,7 +64,7 @@ export function captureKey(turnIndex: number, role: "user" | "assistant"): strin
 }
 
 /** Two FNV-1a passes (different offset bases) over a text's UTF-16 units, as 16 hex digits; synchronous. */
-export function textHash(text: string): string {
+function textHash(text: string): string {
   let [h1, h2] = [0x811c9dc5, 0x050c5d1f];
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
@@ -83,7 +83,7 @@ export function fallbackKey(text: string, at: number): string {
  * How far a journal prompt's `time` may be from the moment the prompt hook saw it and still be that prompt:
  * the v2 engine writes `turn.prompt` after the hook (≤ 20 s), the legacy engine just before it.
  */
-export const FALLBACK_MATCH_MS = { before: 10_000, after: 60_000 };
+const FALLBACK_MATCH_MS = { before: 10_000, after: 60_000 };
 
 /** The fallback keys among `acked`, by text hash: the times their prompts were seen. */
 function fallbackSent(acked: ReadonlySet<string>): Map<string, number[]> {

@@ -37,13 +37,13 @@ export interface JournalRead {
 }
 
 /** Bytes before the cursor that are hashed to notice a rewrite of the same length. */
-export const TAIL_BYTES = 64;
+const TAIL_BYTES = 64;
 
 const CHUNK = 1 << 20;
 const NEWLINE = 0x0a;
 
 /** Identity of an open file: `dev:ino`, or "" where unavailable. */
-export function fileIdOf(info: Deno.FileInfo): string {
+function fileIdOf(info: Deno.FileInfo): string {
   return info.ino !== null && info.ino !== undefined ? `${info.dev}:${info.ino}` : "";
 }
 
@@ -60,7 +60,7 @@ async function readAt(file: Deno.FsFile, offset: number, length: number): Promis
 }
 
 /** Hash of the `TAIL_BYTES` bytes that end at `offset`. */
-export async function tailHashAt(file: Deno.FsFile, offset: number): Promise<string> {
+async function tailHashAt(file: Deno.FsFile, offset: number): Promise<string> {
   const start = Math.max(0, offset - TAIL_BYTES);
   return await sha256Hex(await readAt(file, start, offset - start));
 }

@@ -120,7 +120,7 @@ function isMain(agentId: string | undefined): boolean {
 }
 
 /** Text of content parts (text parts only, joined by newlines), or a plain string prompt. */
-export function partsText(input: unknown): string {
+function partsText(input: unknown): string {
   if (typeof input === "string") return input;
   if (!Array.isArray(input)) return "";
   return input
@@ -134,7 +134,7 @@ export function partsText(input: unknown): string {
 const CONTINUING = new Set(["tool_use", "tool_calls", "tool-calls"]);
 
 /** Whether a user message is what `/undo` counts: real user input (Kimi's `isUndoAnchor`). */
-export function isUndoAnchor(
+function isUndoAnchor(
   origin: { kind: string; inTurn?: unknown; trigger?: unknown } | undefined,
 ): boolean {
   if (origin === undefined) return true;
