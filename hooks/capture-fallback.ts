@@ -10,7 +10,13 @@ import { readState, type SessionState, updateState } from "../runtime/state.ts";
 import { fallbackKey } from "../wire/plan.ts";
 import { type CaptureMode, commitIfDue } from "./capture-mode.ts";
 import { clientFor, type HookContext, type HookResult } from "./context.ts";
-import { duePrompts } from "./prompt-fallback.ts";
+import type { FallbackPrompt } from "./prompt-fallback.ts";
+
+/** The kept prompts still to send (pure): seen after the last journal capture, not sent by a fallback yet. */
+export function duePrompts(kept: readonly FallbackPrompt[], capture: SessionState): FallbackPrompt[] {
+  const sent = new Set(capture.capturedKeys);
+  return kept.filter((p) => p.at > (capture.lastCaptureAt ?? 0) && !sent.has(fallbackKey(p.text, p.at)));
+}
 
 /**
  * Sends the due kept prompts of a session whose journal cannot be found (`reason`) as user messages under

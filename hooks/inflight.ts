@@ -10,7 +10,7 @@ import { sessionPath } from "../runtime/deliver.ts";
 import type { Budget, OpenVikingClient } from "../runtime/http.ts";
 import { queuedMessageKeys } from "../runtime/pending.ts";
 import { messageKey } from "../runtime/pending-files.ts";
-import { isRecord } from "../runtime/record.ts";
+import { isRecord } from "../runtime/parsed.ts";
 import type { Candidate } from "../wire/plan.ts";
 
 /** A message the server holds, as far as matching goes. */

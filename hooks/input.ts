@@ -1,7 +1,7 @@
 /** The hook payload Kimi Code writes on stdin, parsed once at the edge (unknown fields allowed). */
 
 import * as z from "zod/mini";
-import { isRecord } from "../runtime/record.ts";
+import { isRecord } from "../runtime/parsed.ts";
 
 const ContentPart = z.looseObject({ type: z.string(), text: z.optional(z.string()) });
 const PromptValue = z.union([z.string(), z.array(ContentPart)]);

@@ -10,7 +10,7 @@
  */
 
 import type { SessionState } from "../runtime/state.ts";
-import { fallbackKey, prepareText } from "../wire/plan.ts";
+import { prepareText } from "../wire/clean.ts";
 
 /** Prompts kept per session. */
 export const MAX_FALLBACK_PROMPTS = 20;
@@ -44,10 +44,4 @@ export function keepPrompt(
   let chars = kept.reduce((n, p) => n + p.text.length, 0);
   while (kept.length > 1 && chars > MAX_FALLBACK_CHARS) chars -= kept.shift()!.text.length;
   return { ...state, fallbackPrompts: kept };
-}
-
-/** The kept prompts still to send (pure): seen after the last journal capture, not sent by a fallback yet. */
-export function duePrompts(kept: readonly FallbackPrompt[], capture: SessionState): FallbackPrompt[] {
-  const sent = new Set(capture.capturedKeys);
-  return kept.filter((p) => p.at > (capture.lastCaptureAt ?? 0) && !sent.has(fallbackKey(p.text, p.at)));
 }

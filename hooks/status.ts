@@ -13,7 +13,7 @@ import { countShared } from "../runtime/pending-shared.ts";
 import { queueSummary } from "../runtime/pending.ts";
 import { type Env, joinPath, openVikingHome, pendingDir } from "../runtime/paths.ts";
 import { peerOptions, resolvePeer } from "../runtime/peer.ts";
-import { asRecord, isRecord, type JsonRecord } from "../runtime/record.ts";
+import { asRecord, isRecord, type JsonRecord } from "../runtime/parsed.ts";
 import type { FailureKind } from "../runtime/reply.ts";
 import { scrub } from "../runtime/scrub.ts";
 import { safeId } from "../runtime/state.ts";

@@ -15,7 +15,7 @@ import { classifyMcpEntry, type McpOwner } from "./mcp-json.ts";
 import { findRecord, parseRegistry, type RegistryRecord } from "./registry.ts";
 import { classifyManifest } from "./plugin.ts";
 import { parseJson } from "./json-file.ts";
-import { isRecord } from "../runtime/record.ts";
+import { isRecord } from "../runtime/parsed.ts";
 
 /**
  * The Kimi home a command works on: `--kimi-home` (`~` expanded, a relative one taken from `cwd`), else

@@ -13,7 +13,7 @@ import { VERSION } from "../runtime/version.ts";
 import { HOOKS } from "../hooks/events.ts";
 import { isOurHookCommand, isUpstreamHookCommand, MCP_SERVER_NAME, PLUGIN_ID } from "./spec.ts";
 import { kimiHomeFor, type KimiState, readKimiState } from "./detect.ts";
-import { isRecord } from "../runtime/record.ts";
+import { isRecord } from "../runtime/parsed.ts";
 import { currentOs, type OsFamily } from "./placement.ts";
 
 export type { Check } from "./check.ts";

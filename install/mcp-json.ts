@@ -8,7 +8,7 @@
 
 import * as z from "zod/mini";
 import { MCP_SERVER_NAME } from "./spec.ts";
-import { isRecord } from "../runtime/record.ts";
+import { isRecord } from "../runtime/parsed.ts";
 import {
   jsonEqual,
   type JsonLayout,

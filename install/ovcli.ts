@@ -5,7 +5,7 @@
  */
 
 import { formatJson, jsonStyle, parseJson } from "./json-file.ts";
-import { isRecord } from "../runtime/record.ts";
+import { isRecord } from "../runtime/parsed.ts";
 
 /** Connection settings given on the command line (`undefined` = not given, `""` = delete). */
 export interface CredentialArgs {

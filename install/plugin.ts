@@ -9,7 +9,7 @@ import { commandLine, type Invocation } from "../runtime/self.ts";
 import { joinPath } from "../runtime/paths.ts";
 import { EXECUTABLE_NAME, hookEntries, type HookEntry, MCP_SERVER_NAME, PLUGIN_ID } from "./spec.ts";
 import type { OsFamily } from "./placement.ts";
-import { isRecord } from "../runtime/record.ts";
+import { isRecord } from "../runtime/parsed.ts";
 
 /** A plugin manifest as we write it. */
 export interface Manifest {

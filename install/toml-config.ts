@@ -5,7 +5,7 @@
  * OpenViking's plugin outside a block are refused (they would run twice). Pure.
  */
 
-import { isRecord } from "../runtime/record.ts";
+import { isRecord } from "../runtime/parsed.ts";
 import { ALLOWED_HOOK_KEYS, type HookEntry, isOurHookCommand, isUpstreamHookCommand } from "./spec.ts";
 import {
   type BlockRange,

@@ -5,8 +5,7 @@
  */
 
 import * as z from "zod/mini";
-import { issueText } from "../runtime/issue.ts";
-import { isRecord } from "../runtime/record.ts";
+import { isRecord, issueText } from "../runtime/parsed.ts";
 
 /** Error codes the proxy answers with. */
 export const ErrorCode = {

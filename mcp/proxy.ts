@@ -9,7 +9,7 @@
  */
 
 import type { Logger } from "../runtime/log.ts";
-import { isRecord } from "../runtime/record.ts";
+import { isRecord } from "../runtime/parsed.ts";
 import { BUILTIN_TOOLS, type ToolDefinition } from "./catalog.ts";
 import { failureError } from "./errors.ts";
 import {

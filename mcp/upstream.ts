@@ -8,7 +8,7 @@
 
 import { buildHeaders, type Identity } from "../runtime/http.ts";
 import { readPrefix } from "../runtime/body.ts";
-import { asRecord } from "../runtime/record.ts";
+import { asRecord } from "../runtime/parsed.ts";
 import { BYTE_LIMITS, type ByteLimits, ERROR_BODY_BYTES, type Timing } from "./limits.ts";
 import type { JsonRpcId, JsonRpcMessage } from "./jsonrpc.ts";
 import { isEventStream, type MessageSink, readReply, type ReplyOutcome } from "./reply.ts";

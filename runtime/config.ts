@@ -1,17 +1,14 @@
 /**
- * Configuration: connection and identity (credentials.ts) and every behaviour knob (knobs.ts), resolved from
- * the environment, the credential files (`~/.openviking/ovcli.conf`, `ov.conf`) and the workspace's
- * `.openviking/config*.json`, which may choose knobs but never where data goes or who we are.
+ * Configuration: connection and identity — server URL, MCP URL, API key, account, user, actor peer — resolved
+ * from the environment, ovcli.conf and ov.conf by the rules OpenViking's other plugins follow (their shared
+ * plugin runtime), and every behaviour knob (knobs.ts); read from the environment, the credential files
+ * (`~/.openviking/ovcli.conf`, `ov.conf`) and the workspace's `.openviking/config*.json`, which may choose
+ * knobs but never where data goes or who we are. Resolution is pure; only `loadConfig` reads files.
  */
 
-import {
-  type Credentials,
-  type CredentialSources,
-  looksLikeOvcli,
-  resolveCredentials,
-} from "./credentials.ts";
 import { resolveSettings, type Settings, type SettingSources } from "./knobs.ts";
-import { asRecord, type JsonRecord } from "./record.ts";
+import { asRecord, type JsonRecord } from "./parsed.ts";
+import { withoutUserinfo } from "./reply.ts";
 import {
   absoluteOverride,
   type Env,
@@ -23,6 +20,207 @@ import {
   orNoHome,
 } from "./paths.ts";
 import { USER_AGENT } from "./version.ts";
+
+/** Default server address, the same as every other OpenViking client. */
+export const DEFAULT_BASE_URL = "http://127.0.0.1:1933";
+
+/** How credentials were chosen. */
+export type CredentialMode = "env" | "cli" | "auto";
+
+/** Connection and identity. */
+export interface Credentials {
+  baseUrl: string;
+  mcpUrl: string;
+  apiKey: string;
+  account: string;
+  user: string;
+  /** Explicit actor peer id; empty means "derive from the workspace". */
+  peerId: string;
+  credentialMode: CredentialMode;
+  /** Which source supplied the connection: "env", "ovcli.conf", "ov.conf" or "default". */
+  credentialSource: string;
+  /** Which source supplied the API key ("none" when there is none). */
+  apiKeySource: string;
+  cliConfigPath: string;
+  ovConfigPath: string;
+}
+
+/** What credentials are resolved from. */
+export interface CredentialSources {
+  env: Env;
+  /** Parsed ovcli.conf, if it exists and parses. */
+  ovcli?: unknown;
+  cliConfigPath: string;
+  /** Parsed ov.conf, if it exists and parses. */
+  ovconf?: unknown;
+  ovConfigPath: string;
+}
+
+const ENV_CREDENTIAL_VARS = [
+  "OPENVIKING_URL",
+  "OPENVIKING_BASE_URL",
+  "OPENVIKING_MCP_URL",
+  "OPENVIKING_BEARER_TOKEN",
+  "OPENVIKING_API_KEY",
+  "OPENVIKING_ACCOUNT",
+  "OPENVIKING_USER",
+  "OPENVIKING_PEER_ID",
+];
+const OVCLI_CREDENTIAL_KEYS = [
+  "url",
+  "api_key",
+  "account",
+  "account_id",
+  "user",
+  "user_id",
+  "actor_peer_id",
+  "peer_id",
+];
+
+const str = (v: unknown): string => (typeof v === "string" ? v.trim() : "");
+const first = (...values: unknown[]): string => {
+  for (const v of values) if (str(v)) return str(v);
+  return "";
+};
+
+/** Credential mode from `OPENVIKING_CREDENTIAL_SOURCE` (alias `OPENVIKING_CREDENTIALS_SOURCE`). */
+export function credentialMode(env: Env): CredentialMode {
+  const raw = (env.OPENVIKING_CREDENTIAL_SOURCE ?? env.OPENVIKING_CREDENTIALS_SOURCE ?? "").trim()
+    .toLowerCase();
+  if (raw === "env" || raw === "environment") return "env";
+  if (["cli", "ovcli", "file", "config"].includes(raw)) return "cli";
+  return "auto";
+}
+
+/** Whether a parsed ov.conf is really an ovcli.conf (the back-compat rule for `OPENVIKING_CONFIG_FILE`). */
+export function looksLikeOvcli(value: unknown): boolean {
+  const o = asRecord(value);
+  if (o.server !== undefined && typeof o.server === "object") return false;
+  return OVCLI_CREDENTIAL_KEYS.some((k) => typeof o[k] === "string");
+}
+
+function normalizeUrl(raw: string, warnings: string[], what: string): string | undefined {
+  try {
+    const url = new URL(raw);
+    if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error("not http(s)");
+    if (url.username || url.password) {
+      // fetch refuses such URLs, and they would put the secret on screen: the key belongs in ovcli.conf.
+      warnings.push(
+        `${what} carries a user name or password (${
+          withoutUserinfo(raw)
+        }); it is ignored: save the key with ` +
+          "`openviking-kimi install --api-key-stdin` instead",
+      );
+      url.username = "";
+      url.password = "";
+      return url.toString().replace(/\/+$/, "");
+    }
+    return raw.replace(/\/+$/, "");
+  } catch {
+    warnings.push(
+      `${what} "${withoutUserinfo(raw)}" is not an http(s) URL; using the default ${DEFAULT_BASE_URL}`,
+    );
+    return undefined;
+  }
+}
+
+/** The credential files as resolution reads them, and whether ovcli.conf alone decides. */
+interface Files {
+  env: Env;
+  mode: CredentialMode;
+  cli: JsonRecord;
+  ovServer: JsonRecord;
+  /** ov.conf's client sections (`codex`, then `kimicode`). */
+  ovClient: JsonRecord;
+  useCli: boolean;
+}
+
+/** The server URL and where it came from: env, ovcli.conf, ov.conf's server (URL, or host and port), default. */
+function baseUrlOf(f: Files, warnings: string[]): { baseUrl: string; source: string } {
+  const { env, mode, cli, ovServer } = f;
+  let url = "";
+  let source = "default";
+  const envUrl = first(env.OPENVIKING_URL, env.OPENVIKING_BASE_URL);
+  if (mode !== "cli" && envUrl) [url, source] = [envUrl, "env"];
+  else if (mode !== "env" && str(cli.url)) [url, source] = [str(cli.url), "ovcli.conf"];
+  else if (str(ovServer.url)) [url, source] = [str(ovServer.url), "ov.conf"];
+  else if (ovServer.host !== undefined || ovServer.port !== undefined) {
+    const host = str(ovServer.host) === "0.0.0.0" || !str(ovServer.host) ? "127.0.0.1" : str(ovServer.host);
+    const port = typeof ovServer.port === "number" || str(ovServer.port) ? String(ovServer.port) : "1933";
+    [url, source] = [`http://${host}:${port}`, "ov.conf"];
+  }
+  const normalized = url ? normalizeUrl(url, warnings, `OpenViking URL from ${source}`) : undefined;
+  return normalized ? { baseUrl: normalized, source } : { baseUrl: DEFAULT_BASE_URL, source: "default" };
+}
+
+/** The API key and where it came from ("none" when there is none). */
+function apiKeyOf(f: Files): { apiKey: string; source: string } {
+  if (f.useCli) {
+    const apiKey = str(f.cli.api_key);
+    return { apiKey, source: apiKey ? "ovcli.conf" : "none" };
+  }
+  const candidates: [unknown, string][] = [
+    [f.env.OPENVIKING_BEARER_TOKEN, "env OPENVIKING_BEARER_TOKEN"],
+    [f.env.OPENVIKING_API_KEY, "env OPENVIKING_API_KEY"],
+    [f.cli.api_key, "ovcli.conf"],
+    [f.ovClient.apiKey, "ov.conf"],
+    [f.ovServer.root_api_key, "ov.conf"],
+  ];
+  const hit = candidates.find(([v]) => str(v));
+  return hit ? { apiKey: str(hit[0]), source: hit[1] } : { apiKey: "", source: "none" };
+}
+
+/** Account, user and explicit actor peer: ovcli.conf alone, or env before the files. */
+function identityOf(f: Files): { account: string; user: string; peerId: string } {
+  const { env, cli, ovClient } = f;
+  if (f.useCli) {
+    return {
+      account: first(cli.account, cli.account_id),
+      user: first(cli.user, cli.user_id),
+      peerId: first(cli.actor_peer_id, cli.peer_id),
+    };
+  }
+  return {
+    account: first(env.OPENVIKING_ACCOUNT, cli.account, cli.account_id, ovClient.accountId),
+    user: first(env.OPENVIKING_USER, cli.user, cli.user_id, ovClient.userId),
+    peerId: first(env.OPENVIKING_PEER_ID, cli.actor_peer_id, cli.peer_id, ovClient.peerId, ovClient.peer_id),
+  };
+}
+
+/** Resolves connection and identity exactly as OpenViking's shared plugin runtime does. */
+export function resolveCredentials(sources: CredentialSources, warnings: string[] = []): Credentials {
+  const { env } = sources;
+  const mode = credentialMode(env);
+  const cli = asRecord(sources.ovcli);
+  const ov = asRecord(sources.ovconf);
+  const envSet = ENV_CREDENTIAL_VARS.some((k) => str(env[k]));
+  const cliHasCreds = OVCLI_CREDENTIAL_KEYS.some((k) => str(cli[k]));
+  const files: Files = {
+    env,
+    mode,
+    cli,
+    ovServer: asRecord(ov.server),
+    ovClient: { ...asRecord(ov.codex), ...asRecord(ov.kimicode) },
+    useCli: mode === "cli" || (mode === "auto" && !envSet && cliHasCreds),
+  };
+  const { baseUrl, source } = baseUrlOf(files, warnings);
+  const key = apiKeyOf(files);
+  let mcpUrl = `${baseUrl}/mcp`;
+  if (mode !== "cli" && str(env.OPENVIKING_MCP_URL)) {
+    mcpUrl = normalizeUrl(str(env.OPENVIKING_MCP_URL), warnings, "OPENVIKING_MCP_URL") ?? mcpUrl;
+  }
+  return {
+    baseUrl,
+    mcpUrl,
+    apiKey: key.apiKey,
+    ...identityOf(files),
+    credentialMode: mode,
+    credentialSource: files.useCli ? "ovcli.conf" : source,
+    apiKeySource: key.source,
+    cliConfigPath: sources.cliConfigPath,
+    ovConfigPath: sources.ovConfigPath,
+  };
+}
 
 /** Everything a command needs. */
 export interface Config extends Credentials, Settings {

@@ -6,7 +6,7 @@
 
 import * as z from "zod/mini";
 import { AnyResult, type Budget, type OpenVikingClient, type OvFailure } from "./http.ts";
-import { asRecord } from "./record.ts";
+import { asRecord } from "./parsed.ts";
 
 /** Largest batch the server accepts. */
 export const BATCH_LIMIT = 100;

@@ -6,8 +6,7 @@
  */
 
 import * as z from "zod/mini";
-import { issueText } from "./issue.ts";
-import { asRecord, type JsonRecord } from "./record.ts";
+import { asRecord, issueText, type JsonRecord } from "./parsed.ts";
 import { absoluteOverride, type Env, joinPath, openVikingHome, orNoHome } from "./paths.ts";
 
 const BOOL_TRUE = new Set(["1", "true", "yes", "on"]);

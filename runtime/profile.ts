@@ -8,7 +8,7 @@ import * as z from "zod/mini";
 import type { Budget, OpenVikingClient } from "./http.ts";
 import { neutralize, safe, SafeText } from "./neutralize.ts";
 import { PRINT_MAX_CHARS } from "./printed.ts";
-import { asRecord } from "./record.ts";
+import { asRecord } from "./parsed.ts";
 
 /** Token estimate: CJK characters count 1.5, everything else a quarter. */
 export function profileTokens(text: string): number {
@@ -48,14 +48,30 @@ export interface MemoryLeaf {
   abstract: string;
 }
 
-/** `/system/status`'s result: the user the key belongs to. */
-const StatusReply = z.looseObject({ user: z.catch(z.optional(z.string()), undefined) });
+/** The profile's reply schemas. */
+function buildProfileReplies() {
+  const entries = z.array(z.unknown());
+  return {
+    /** `/system/status`'s result: the user the key belongs to. */
+    status: z.looseObject({ user: z.catch(z.optional(z.string()), undefined) }),
+    /** The user spaces (`fs/ls viking://user`). */
+    spaces: entries,
+    /** An `fs/ls` result: the entries, as a list or (some versions) under `entries`. */
+    listing: z.union([entries, z.looseObject({ entries })]),
+    /** `/content/read`'s result: the text. */
+    content: z.string(),
+  };
+}
 
-/** An `fs/ls` result: the entries, as a list or (some versions) under `entries`. */
-const ListingReply = z.union([z.array(z.unknown()), z.looseObject({ entries: z.array(z.unknown()) })]);
+let profileReplyCache: ReturnType<typeof buildProfileReplies> | undefined;
+
+/** The profile's reply schemas, built when a profile is first fetched (once per session, not per prompt). */
+function profileReplies(): ReturnType<typeof buildProfileReplies> {
+  return profileReplyCache ??= buildProfileReplies();
+}
 
 /** A listing as parsed. */
-export type Listing = z.output<typeof ListingReply>;
+export type Listing = z.output<ReturnType<typeof profileReplies>["listing"]>;
 
 /** The entries of a listing. */
 function entriesOf(listing: Listing): Record<string, unknown>[] {
@@ -136,8 +152,8 @@ export async function buildProfile(
   budget: Budget,
 ): Promise<SafeText | null> {
   const [status, ls] = await Promise.all([
-    client.request("GET", "/api/v1/system/status", StatusReply, { budget }),
-    client.request("GET", "/api/v1/fs/ls", z.array(z.unknown()), {
+    client.request("GET", "/api/v1/system/status", profileReplies().status, { budget }),
+    client.request("GET", "/api/v1/fs/ls", profileReplies().spaces, {
       query: { uri: "viking://user", output: "original" },
       budget,
     }),
@@ -152,12 +168,12 @@ export async function buildProfile(
     (dirs.length === 1 && dirs[0]) || statusUser || "default";
   const base = `viking://user/${space}/memories`;
   const listing = (name: string) =>
-    client.request("GET", "/api/v1/fs/ls", ListingReply, {
+    client.request("GET", "/api/v1/fs/ls", profileReplies().listing, {
       query: { uri: `${base}/${name}`, output: "agent", recursive: true, abs_limit: 512, node_limit: 512 },
       budget,
     }).then((r) => (r.ok ? memoryLeaves(r.result) : []));
   const [profile, preferences, entities] = await Promise.all([
-    client.request("GET", "/api/v1/content/read", z.string(), {
+    client.request("GET", "/api/v1/content/read", profileReplies().content, {
       query: { uri: `${base}/profile.md` },
       budget,
     })

@@ -11,7 +11,7 @@ import type { Budget, OpenVikingClient, OvResponse } from "./http.ts";
 import { parseJsonOrUndefined, readTextIfExists, writeFileAtomic } from "./fs.ts";
 import { neutralize, safe, SafeText } from "./neutralize.ts";
 import { joinPath } from "./paths.ts";
-import { isRecord } from "./record.ts";
+import { isRecord } from "./parsed.ts";
 import { type Block, PRINT_MAX_CHARS, storedBlock } from "./printed.ts";
 
 /** Settings recall needs (a subset of the config). */
@@ -175,24 +175,36 @@ const ContextReply = z.looseObject({
   stats: z.catch(z.optional(z.looseObject({ rewrite: z.optional(z.unknown()) })), undefined),
 });
 
-/** The deprecated recall endpoint's result: the rendered text. */
-const RecallReply = z.looseObject({ rendered: optionalText });
+/** The fallbacks' reply schemas: the recall endpoint's, find's and a content read's. */
+function buildFallbackReplies() {
+  /** One hit of `/search/find`; a hit without a URI is dropped, other odd members read as absent. */
+  const hit = z.catch(
+    z.nullable(z.looseObject({
+      uri: z.string(),
+      level: z.catch(z.optional(z.number()), undefined),
+      score: z.catch(z.number(), 0),
+      abstract: z.catch(z.string(), ""),
+      context_type: optionalText,
+    })),
+    null,
+  );
+  const hits = z.catch(z.array(hit), []);
+  return {
+    /** The deprecated recall endpoint's result: the rendered text. */
+    recall: z.looseObject({ rendered: optionalText }),
+    /** `/search/find`'s result: hits by kind (a list that is not one reads as empty). */
+    find: z.looseObject({ memories: hits, skills: hits, resources: hits }),
+    /** `/content/read`'s result: the text. */
+    content: z.string(),
+  };
+}
 
-/** One hit of `/search/find`; a hit without a URI is dropped, other odd members read as absent. */
-const FindHit = z.catch(
-  z.nullable(z.looseObject({
-    uri: z.string(),
-    level: z.catch(z.optional(z.number()), undefined),
-    score: z.catch(z.number(), 0),
-    abstract: z.catch(z.string(), ""),
-    context_type: optionalText,
-  })),
-  null,
-);
-const FindHits = z.catch(z.array(FindHit), []);
+let fallbackReplyCache: ReturnType<typeof buildFallbackReplies> | undefined;
 
-/** `/search/find`'s result: hits by kind (a list that is not one reads as empty). */
-const FindReply = z.looseObject({ memories: FindHits, skills: FindHits, resources: FindHits });
+/** The fallbacks' reply schemas, built when a fallback first runs: most prompts never need them. */
+function fallbackReplies(): ReturnType<typeof buildFallbackReplies> {
+  return fallbackReplyCache ??= buildFallbackReplies();
+}
 
 /** A find result item. */
 interface FindItem {
@@ -275,7 +287,10 @@ function findBlock(
 }
 
 /** The hits of a find result as items of `bucket`. */
-function findItems(result: z.output<typeof FindReply>, bucket: "memory" | "skill"): FindItem[] {
+function findItems(
+  result: z.output<ReturnType<typeof fallbackReplies>["find"]>,
+  bucket: "memory" | "skill",
+): FindItem[] {
   return [...result.memories, ...result.skills, ...result.resources].flatMap((x) =>
     x
       ? [{
@@ -327,6 +342,7 @@ async function fromRecallEndpoint(
   budget: Budget,
 ): Promise<RecallResult | undefined> {
   let body = recallEndpointBody(s, query);
+  const RecallReply = fallbackReplies().recall;
   let res = await client.request("POST", "/api/v1/search/recall", RecallReply, { body, budget });
   if (!res.ok && (res.status === 400 || res.status === 422) && "peer_scope" in body) {
     body = { ...body };
@@ -349,7 +365,7 @@ async function fromFind(
   ]];
   const results = await Promise.all(
     sources.map(([target_uri, bucket]) =>
-      client.request("POST", "/api/v1/search/find", FindReply, {
+      client.request("POST", "/api/v1/search/find", fallbackReplies().find, {
         body: { query, target_uri, limit: Math.max(s.recallLimit * 2, 8), score_threshold: 0 },
         budget: r.budget,
       }).then((x) => (x.ok ? findItems(x.result, bucket) : []))
@@ -361,7 +377,7 @@ async function fromFind(
   const withContent = await Promise.all(ranked.map(async (item) => {
     if (s.recallPreferAbstract && item.abstract) return { item, content: item.abstract };
     if (item.level === 2 || !item.abstract) {
-      const read = await client.request("GET", "/api/v1/content/read", z.string(), {
+      const read = await client.request("GET", "/api/v1/content/read", fallbackReplies().content, {
         query: { uri: item.uri },
         budget: r.budget,
       });

@@ -6,7 +6,7 @@
  */
 
 import type * as z from "zod/mini";
-import { isRecord, type JsonRecord as Obj } from "./record.ts";
+import { isRecord, type JsonRecord as Obj } from "./parsed.ts";
 
 /** An error as the server (or the transport) reported it. */
 export interface OvError {

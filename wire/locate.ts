@@ -4,7 +4,7 @@
  */
 
 import { joinPath } from "../runtime/paths.ts";
-import { isRecord } from "../runtime/record.ts";
+import { isRecord } from "../runtime/parsed.ts";
 
 /** Path of the main agent's journal inside a session directory. */
 function mainJournalPath(sessionDir: string): string {

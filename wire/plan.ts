@@ -8,8 +8,7 @@
  * prompt hook around the time the turn began) is skipped as "sent-by-fallback", each key once.
  */
 
-import { redact } from "../runtime/redact.ts";
-import { cleanInjected, type SkipReason, skipReason, truncate } from "./clean.ts";
+import { prepareText, type SkipReason } from "./clean.ts";
 import { assistantText, type Turn, userText } from "./turns.ts";
 
 /** One message to send. */
@@ -44,18 +43,6 @@ export interface PlanOptions {
   includeOpen: boolean;
   /** Consider at most this many turns (a long backlog is captured in bounded steps). */
   maxTurns?: number;
-}
-
-/** A message's text after cleaning, redaction and the filters: `{text}` to send or `{reason}` to skip. */
-export function prepareText(
-  raw: string,
-  role: "user" | "assistant",
-  options: Pick<PlanOptions, "maxLength" | "redact">,
-): { text: string; reason: SkipReason } {
-  const cleaned = cleanInjected(raw);
-  const safe = options.redact ? redact(cleaned).trim() : cleaned;
-  const reason = skipReason(safe, role);
-  return { text: reason ? "" : truncate(safe, options.maxLength), reason };
 }
 
 /** The key of a turn's message. */

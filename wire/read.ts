@@ -4,7 +4,7 @@
  */
 
 import { sha256Hex } from "../runtime/hash.ts";
-import { isRecord } from "../runtime/record.ts";
+import { isRecord } from "../runtime/parsed.ts";
 
 /** Where a previous read stopped and what the file looked like there. */
 export interface ReadCursor {

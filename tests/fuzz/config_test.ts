@@ -8,8 +8,7 @@
 import fc from "fast-check";
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
-import { type Config, loadConfig, resolveConfig } from "../../runtime/config.ts";
-import { DEFAULT_BASE_URL } from "../../runtime/credentials.ts";
+import { type Config, DEFAULT_BASE_URL, loadConfig, resolveConfig } from "../../runtime/config.ts";
 import { KNOBS } from "../../runtime/knobs.ts";
 import { mutated, nastyString, params, wrongValue } from "./arbitraries.ts";
 

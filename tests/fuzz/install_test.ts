@@ -12,7 +12,7 @@ import { assertEquals, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { tomlDocument } from "../install/toml_arbitrary.ts";
 import { type Context, runInstall, runUninstall } from "../../install/command.ts";
-import { isRecord as isObject } from "../../runtime/record.ts";
+import { isRecord as isObject } from "../../runtime/parsed.ts";
 import { planMcpInstall, planMcpUninstall } from "../../install/mcp-json.ts";
 import { planOvcli } from "../../install/ovcli.ts";
 import { currentSelf } from "../../install/placement.ts";

@@ -1,6 +1,5 @@
 import { assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
-import { type ConfigSources, loadConfig, resolveConfig } from "../../runtime/config.ts";
-import { credentialMode } from "../../runtime/credentials.ts";
+import { type ConfigSources, credentialMode, loadConfig, resolveConfig } from "../../runtime/config.ts";
 import { KNOBS } from "../../runtime/knobs.ts";
 import { tempDir } from "../support/temp.ts";
 

@@ -1,9 +1,23 @@
 /**
- * What a zod/mini check found wrong, in a few words. zod/mini loads no locale (its messages all read
+ * What parsed, untrusted values are: the one test for "a plain JSON object" (not null, not an array), and
+ * what a zod/mini check found wrong, in a few words — zod/mini loads no locale (its messages all read
  * "Invalid input"), so warnings and error replies describe the issue themselves.
  */
 
 import type * as z from "zod/mini";
+
+/** A JSON object's members. */
+export type JsonRecord = Record<string, unknown>;
+
+/** Whether `value` is a plain object (what `JSON.parse` makes of `{…}`), not null and not an array. */
+export function isRecord(value: unknown): value is JsonRecord {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+/** `value` when it is a plain object, else an empty one (reading a member of it then gives `undefined`). */
+export function asRecord(value: unknown): JsonRecord {
+  return isRecord(value) ? value : {};
+}
 
 /** The first issue of a failed parse in words ("expected number", "must be at most 100", …). */
 export function issueText(issue: z.core.$ZodIssue | undefined): string {
