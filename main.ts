@@ -10,7 +10,8 @@ const HELP = `openviking-kimi ${VERSION} — OpenViking long-term memory for Kim
 
 Usage:
   openviking-kimi hook <event>        event: session-start | user-prompt-submit | pre-tool-use | stop |
-                                      pre-compact | session-end | interrupt   (stdin: the hook JSON)
+                                      stop-failure | pre-compact | session-end | interrupt
+                                      (stdin: the hook JSON)
   openviking-kimi mcp                 stdio MCP server proxying to OpenViking /mcp
   openviking-kimi install   [--mode config|plugin] [--kimi-home DIR] [--url URL] [--api-key KEY]
                             [--account A] [--user U] [--dry-run] [--yes]

@@ -1,5 +1,6 @@
 /**
- * Capture for Stop, PreCompact, SessionEnd (detached worker) and Interrupt (synchronous, 2 s budget):
+ * Capture for Stop, StopFailure, PreCompact, SessionEnd (detached worker) and Interrupt (synchronous, 2 s
+ * budget):
  * wait — outside the lock — for the newest turn to close, then under the session lock read the journal from
  * the cursor, plan, send (or queue), acknowledge a contiguous prefix, move the cursor, and commit.
  */
@@ -60,6 +61,11 @@ export function captureMode(
   if (event === "stop") return { ...base, waitMs: config.captureWaitMs, force: false, commitAlways: false };
   if (event === "session-end") {
     return { ...base, waitMs: Math.min(config.captureWaitMs, 3000), force: true, commitAlways: true };
+  }
+  if (event === "stop-failure") {
+    // A failed turn fires StopFailure, never Stop: its prompt (and any text of steps before the failure) goes
+    // now. The v2 engine still writes the turn's `turn.ended`; a legacy failed turn never closes: forced.
+    return { ...base, waitMs: Math.min(config.captureWaitMs, 3000), force: true, commitAlways: false };
   }
   return { ...base, waitMs: 0, force: false, commitAlways: true }; // pre-compact
 }
@@ -210,7 +216,7 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
 }
 
 /**
- * Hook handler for stop, pre-compact, session-end and interrupt. It runs in the detached worker (the parent
+ * Hook handler for stop, stop-failure, pre-compact, session-end and interrupt. It runs in the detached worker (the parent
  * only forwarded stdin, see detach.ts) or synchronously: for interrupt, or when detaching is switched off.
  */
 export async function captureHook(ctx: HookContext): Promise<HookResult> {

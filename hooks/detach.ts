@@ -1,5 +1,5 @@
 /**
- * The detached worker. For Stop, PreCompact and SessionEnd the hook process only hands its stdin to a new
+ * The detached worker. For Stop, StopFailure, PreCompact and SessionEnd the hook process only hands its stdin to a new
  * process of this same program (own session and process group, no inherited stdio) and exits: it loads no
  * config and no schema, so Kimi waits as little as possible. The parent keeps the worker's stdin open until
  * it exits, so the worker sees end-of-input — and starts working — only after the parent is gone. The worker
@@ -13,7 +13,12 @@ import { selfInvocation } from "../runtime/self.ts";
 export const WORKER_ENV = "OPENVIKING_KIMI_HOOK_WORKER";
 
 /** Events whose work runs in a detached worker. */
-export const DETACHED_EVENTS: ReadonlySet<string> = new Set(["stop", "pre-compact", "session-end"]);
+export const DETACHED_EVENTS: ReadonlySet<string> = new Set([
+  "stop",
+  "stop-failure",
+  "pre-compact",
+  "session-end",
+]);
 
 /** Starts `openviking-kimi hook <event>` as a detached worker fed with `stdin`; false if it could not start. */
 export async function spawnWorker(event: string, stdin: Uint8Array): Promise<boolean> {

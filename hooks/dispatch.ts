@@ -31,6 +31,7 @@ const HANDLERS: Record<HookEvent, () => Promise<Handler>> = {
   "user-prompt-submit": async () => (await import("./user-prompt-submit.ts")).userPromptSubmit,
   "pre-tool-use": async () => (await import("./pre-tool-use.ts")).preToolUse,
   "stop": async () => (await import("./capture.ts")).captureHook,
+  "stop-failure": async () => (await import("./capture.ts")).captureHook,
   "pre-compact": async () => (await import("./capture.ts")).captureHook,
   "session-end": async () => (await import("./capture.ts")).captureHook,
   "interrupt": async () => (await import("./capture.ts")).captureHook,

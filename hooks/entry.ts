@@ -1,5 +1,5 @@
 /**
- * Entry of `openviking-kimi hook <event>`. Stop, PreCompact and SessionEnd take a lean path that only starts
+ * Entry of `openviking-kimi hook <event>`. Stop, StopFailure, PreCompact and SessionEnd take a lean path that only starts
  * the detached worker (no config, no schemas); everything else — and those events when detaching is off or
  * impossible — goes through the full dispatcher.
  */

@@ -39,6 +39,7 @@ export const HOOK_EVENTS = [
   "user-prompt-submit",
   "pre-tool-use",
   "stop",
+  "stop-failure",
   "pre-compact",
   "session-end",
   "interrupt",

@@ -36,15 +36,16 @@ export interface HookSpec {
 
 /**
  * The hooks, in registration order. Timeouts: the prompt hook works inside a 17 s budget (20); interrupt
- * inside 2 s (5); stop / pre-compact / session-end parents return at once and detach a worker, session-start
- * detaches its queue replay (10 is ample for a parent that only spawns, and bounds a stall); the
- * `viking://` guard is local (5).
+ * inside 2 s (5); stop / stop-failure / pre-compact / session-end parents return at once and detach a worker,
+ * session-start detaches its queue replay (10 is ample for a parent that only spawns, and bounds a stall); the
+ * `viking://` guard is local (5). StopFailure is what Kimi fires instead of Stop when a turn fails.
  */
 export const HOOKS: readonly HookSpec[] = [
   { event: "SessionStart", cli: "session-start", timeout: 10 },
   { event: "UserPromptSubmit", cli: "user-prompt-submit", timeout: 20 },
   { event: "PreToolUse", cli: "pre-tool-use", matcher: "Read|Glob|Grep", timeout: 5 },
   { event: "Stop", cli: "stop", timeout: 10 },
+  { event: "StopFailure", cli: "stop-failure", timeout: 10 },
   { event: "PreCompact", cli: "pre-compact", timeout: 10 },
   { event: "SessionEnd", cli: "session-end", timeout: 10 },
   { event: "Interrupt", cli: "interrupt", timeout: 5 },
