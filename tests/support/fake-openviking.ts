@@ -61,14 +61,14 @@ export interface RawReply {
 /** A gzip body that inflates to `inflatedBytes` of `fill` (a "zip bomb" reply for size-bound tests). */
 export async function gzipBomb(inflatedBytes: number, fill = " "): Promise<Uint8Array> {
   const chunk = new TextEncoder().encode(fill.repeat(1 << 16));
-  const stream = new ReadableStream<Uint8Array>({
+  const stream = new ReadableStream<Uint8Array<ArrayBuffer>>({
     pull(controller) {
       if (inflatedBytes <= 0) return controller.close();
       const n = Math.min(chunk.length, inflatedBytes);
       inflatedBytes -= n;
       controller.enqueue(chunk.subarray(0, n));
     },
-  }).pipeThrough(new CompressionStream("gzip"));
+  }).pipeThrough<Uint8Array<ArrayBuffer>>(new CompressionStream("gzip"));
   return new Uint8Array(await new Response(stream).arrayBuffer());
 }
 
