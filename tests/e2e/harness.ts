@@ -7,7 +7,7 @@
 
 import { join } from "node:path";
 import { assertEquals, assertTrue } from "../support/assert.ts";
-import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { FAKE_PROFILE_BLOCK, FAKE_RECALL_BLOCK, FakeOpenViking } from "../support/fake-openviking.ts";
 import {
   KimiEnv,
   type KimiInstall,
@@ -27,7 +27,7 @@ import {
   type Script,
 } from "../support/model-server.ts";
 import { denoDir, runCli } from "../support/run.ts";
-export { FAKE_PROFILE_BLOCK, FAKE_RECALL_BLOCK } from "../support/fake-openviking.ts";
+export { FAKE_PROFILE_BLOCK, FAKE_RECALL_BLOCK };
 
 /** How the plugin is installed into Kimi. */
 export type Mode = "config" | "plugin";
@@ -203,8 +203,8 @@ export async function poll<T>(
  * The model the e2e tests script. Markers in the user's prompt:
  * `RUN_TOOL` (text, a Bash call, then text with reasoning), `RUN_AGENT` (an Agent call, then text),
  * `CALL_MCP` (our MCP `search` tool, named by {@link MCP_PREFIX}), `READ_VIKING` (a Read of a viking:// URI),
- * `SLOW` (a long slow stream); anything else is answered `ACK: <prompt>`. Compaction and subagent requests
- * get the default script's answers.
+ * `SLOW` (a long slow stream), `FAIL_TURN` (the provider answers HTTP 400: a failed turn); anything else is
+ * answered `ACK: <prompt>`. Compaction and subagent requests get the default script's answers.
  */
 export function e2eScript(mode: Mode): Script {
   return (req: ChatRequest): Reply => {
@@ -237,9 +237,13 @@ export function e2eScript(mode: Mode): Script {
         : { kind: "tool", calls: [{ name: "Read", args: { path: VIKING_URI } }] };
     }
     if (p.includes("SLOW")) return { kind: "text", text: SLOW_TEXT, chunkSize: 13, intervalMs: 100 };
+    if (p.includes("FAIL_TURN")) return { kind: "error", status: 400, message: "mock request rejected" };
     return { kind: "text", text: `ACK: ${p}` };
   };
 }
+
+/** The answer of a RUN_TOOL turn as OpenViking gets it: the text of both steps, a blank line between. */
+export const TOOL_TURN_ANSWER = "Let me check with a tool.\n\nThe tool has finished.";
 
 /** The Bash command of the RUN_TOOL turn; its output must never be captured. */
 export const TOOL_COMMAND = "echo TOOL-OUTPUT-4242";
@@ -396,6 +400,24 @@ export class Rig {
   /** Disposes at the end of an `await using` scope. */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.dispose();
+  }
+}
+
+/**
+ * Checks the model's view of a session (v2 engine): in the last main request, each prompt comes right after
+ * one UserPromptSubmit hook result; the first carries the profile and the recall, the others the recall only.
+ */
+export function assertRecallBeforeEachPrompt(rig: Rig, prompts: string[]): void {
+  const msgs = rig.mainRequests().at(-1)?.body.messages ?? [];
+  assertEquals(
+    msgs.filter(isHookResult).map(messageText),
+    prompts.map((_, i) =>
+      hookResult(i === 0 ? `${FAKE_PROFILE_BLOCK}\n\n${FAKE_RECALL_BLOCK}` : FAKE_RECALL_BLOCK)
+    ),
+  );
+  for (const prompt of prompts) {
+    const at = msgs.findIndex((m) => m.role === "user" && messageText(m) === prompt);
+    assertTrue(at > 0 && isHookResult(msgs[at - 1]), `the recall comes right before "${prompt}"`);
   }
 }
 
