@@ -479,26 +479,59 @@ export function leaks(text: string): string[] {
   return markers.filter((m) => text.includes(m));
 }
 
-/** A queued write as found in the pending directory. */
+/** A queued write as found in the pending directory (a message or a commit; batches are listed message by message). */
 export interface QueueFile {
   name: string;
   mode: number;
-  entry: { type: string; sessionId: string; payload: unknown };
+  entry: { type: "addMessage" | "commitSession"; sessionId: string; payload: unknown };
 }
 
-/** The queue's entry files (not temp files), with their permission bits. */
+/**
+ * Every queued write, with the permission bits of its file: our per-session queue (`kimicode/<session>/`,
+ * a batch of messages or a commit per file) flattened to one item per message or commit, then anything in
+ * the shared per-message format.
+ */
 export async function listQueue(dir: string): Promise<QueueFile[]> {
   const out: QueueFile[] = [];
-  try {
-    for await (const e of Deno.readDir(dir)) {
-      if (!e.isFile || !/^[0-9a-f]{64}_\d+\.(json|processing)$/.test(e.name)) continue;
-      const path = `${dir}/${e.name}`;
-      try {
-        const entry = JSON.parse(await Deno.readTextFile(path));
-        out.push({ name: e.name, mode: (await Deno.stat(path)).mode! & 0o777, entry });
-      } catch { /* replayed meanwhile */ }
+  const read = async (path: string) => {
+    try {
+      return {
+        entry: JSON.parse(await Deno.readTextFile(path)),
+        mode: (await Deno.stat(path)).mode! & 0o777,
+      };
+    } catch {
+      return undefined; // replayed meanwhile
     }
-  } catch { /* no queue yet */ }
+  };
+  const ours = join(dir, "kimicode");
+  for (const d of await Array.fromAsync(Deno.readDir(ours)).catch(() => [] as Deno.DirEntry[])) {
+    const names = (await Array.fromAsync(Deno.readDir(join(ours, d.name))).catch(() => [] as Deno.DirEntry[]))
+      .map((e) => e.name).filter((n) => /^\d{10}-(m\d+|c)(\.json|\.\d+\.claim)$/.test(n)).sort();
+    for (const name of names) {
+      const got = await read(join(ours, d.name, name));
+      if (!got) continue;
+      const e = got.entry as { kind: string; sessionId: string; messages?: { payload: unknown }[] };
+      if (e.kind === "commit") {
+        out.push({
+          name,
+          mode: got.mode,
+          entry: { type: "commitSession", sessionId: e.sessionId, payload: {} },
+        });
+      }
+      for (const m of e.messages ?? []) {
+        out.push({
+          name,
+          mode: got.mode,
+          entry: { type: "addMessage", sessionId: e.sessionId, payload: m.payload },
+        });
+      }
+    }
+  }
+  for (const e of await Array.fromAsync(Deno.readDir(dir)).catch(() => [] as Deno.DirEntry[])) {
+    if (!e.isFile || !/^[0-9a-f]{64}_\d+\.(json|processing)$/.test(e.name)) continue;
+    const got = await read(join(dir, e.name));
+    if (got) out.push({ name: e.name, mode: got.mode, entry: got.entry });
+  }
   return out;
 }
 

@@ -343,9 +343,9 @@ for (const { version, mode, legacy } of VARIANTS) {
         ], 1);
         assertEquals(await listQueue(rig.pendingDir), [], "the queue is empty again");
         const replayed = fake.requests.slice(seen).filter((q) => q.path.includes(encodeURIComponent(ov)));
+        // One request per queued entry: the turn's messages as one batch, then its commit.
         assertEquals(replayed.map((q) => q.route), [
-          "POST /api/v1/sessions/:id/messages",
-          "POST /api/v1/sessions/:id/messages",
+          "POST /api/v1/sessions/:id/messages/batch",
           "POST /api/v1/sessions/:id/commit",
         ]);
         // The new session's own recall ran normally once the server was back.

@@ -197,9 +197,9 @@ export async function downAndBack(rig: Rig, surface: Surface): Promise<void> {
   ], 1);
   assertEquals(await listQueue(rig.pendingDir), [], "the queue is empty again");
   const replayed = fake.requests.slice(seen).filter((q) => q.path.includes(encodeURIComponent(ov)));
+  // One request per queued entry: the turn's messages as one batch, then its commit.
   assertEquals(replayed.map((q) => q.route), [
-    "POST /api/v1/sessions/:id/messages",
-    "POST /api/v1/sessions/:id/messages",
+    "POST /api/v1/sessions/:id/messages/batch",
     "POST /api/v1/sessions/:id/commit",
   ]);
 }
