@@ -7,7 +7,7 @@
 
 import { join } from "node:path";
 import { assertEquals, assertTrue } from "../support/assert.ts";
-import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { FAKE_PROFILE_BLOCK, FAKE_RECALL_BLOCK, FakeOpenViking } from "../support/fake-openviking.ts";
 import {
   KimiEnv,
   type KimiInstall,
@@ -27,7 +27,7 @@ import {
   type Script,
 } from "../support/model-server.ts";
 import { denoDir, runCli } from "../support/run.ts";
-export { FAKE_PROFILE_BLOCK, FAKE_RECALL_BLOCK } from "../support/fake-openviking.ts";
+export { FAKE_PROFILE_BLOCK, FAKE_RECALL_BLOCK };
 
 /** How the plugin is installed into Kimi. */
 export type Mode = "config" | "plugin";
@@ -203,8 +203,8 @@ export async function poll<T>(
  * The model the e2e tests script. Markers in the user's prompt:
  * `RUN_TOOL` (text, a Bash call, then text with reasoning), `RUN_AGENT` (an Agent call, then text),
  * `CALL_MCP` (our MCP `search` tool, named by {@link MCP_PREFIX}), `READ_VIKING` (a Read of a viking:// URI),
- * `SLOW` (a long slow stream); anything else is answered `ACK: <prompt>`. Compaction and subagent requests
- * get the default script's answers.
+ * `SLOW` (a long slow stream), `FAIL_TURN` (the provider answers HTTP 400: a failed turn); anything else is
+ * answered `ACK: <prompt>`. Compaction and subagent requests get the default script's answers.
  */
 export function e2eScript(mode: Mode): Script {
   return (req: ChatRequest): Reply => {
@@ -237,9 +237,13 @@ export function e2eScript(mode: Mode): Script {
         : { kind: "tool", calls: [{ name: "Read", args: { path: VIKING_URI } }] };
     }
     if (p.includes("SLOW")) return { kind: "text", text: SLOW_TEXT, chunkSize: 13, intervalMs: 100 };
+    if (p.includes("FAIL_TURN")) return { kind: "error", status: 400, message: "mock request rejected" };
     return { kind: "text", text: `ACK: ${p}` };
   };
 }
+
+/** The answer of a RUN_TOOL turn as OpenViking gets it: the text of both steps, a blank line between. */
+export const TOOL_TURN_ANSWER = "Let me check with a tool.\n\nThe tool has finished.";
 
 /** The Bash command of the RUN_TOOL turn; its output must never be captured. */
 export const TOOL_COMMAND = "echo TOOL-OUTPUT-4242";
@@ -399,6 +403,24 @@ export class Rig {
   }
 }
 
+/**
+ * Checks the model's view of a session (v2 engine): in the last main request, each prompt comes right after
+ * one UserPromptSubmit hook result; the first carries the profile and the recall, the others the recall only.
+ */
+export function assertRecallBeforeEachPrompt(rig: Rig, prompts: string[]): void {
+  const msgs = rig.mainRequests().at(-1)?.body.messages ?? [];
+  assertEquals(
+    msgs.filter(isHookResult).map(messageText),
+    prompts.map((_, i) =>
+      hookResult(i === 0 ? `${FAKE_PROFILE_BLOCK}\n\n${FAKE_RECALL_BLOCK}` : FAKE_RECALL_BLOCK)
+    ),
+  );
+  for (const prompt of prompts) {
+    const at = msgs.findIndex((m) => m.role === "user" && messageText(m) === prompt);
+    assertTrue(at > 0 && isHookResult(msgs[at - 1]), `the recall comes right before "${prompt}"`);
+  }
+}
+
 /** A captured message as the tests compare them: `[turn_id, role, text]`. */
 export type Msg = [string, string, string];
 
@@ -457,26 +479,59 @@ export function leaks(text: string): string[] {
   return markers.filter((m) => text.includes(m));
 }
 
-/** A queued write as found in the pending directory. */
+/** A queued write as found in the pending directory (a message or a commit; batches are listed message by message). */
 export interface QueueFile {
   name: string;
   mode: number;
-  entry: { type: string; sessionId: string; payload: unknown };
+  entry: { type: "addMessage" | "commitSession"; sessionId: string; payload: unknown };
 }
 
-/** The queue's entry files (not temp files), with their permission bits. */
+/**
+ * Every queued write, with the permission bits of its file: our per-session queue (`kimicode/<session>/`,
+ * a batch of messages or a commit per file) flattened to one item per message or commit, then anything in
+ * the shared per-message format.
+ */
 export async function listQueue(dir: string): Promise<QueueFile[]> {
   const out: QueueFile[] = [];
-  try {
-    for await (const e of Deno.readDir(dir)) {
-      if (!e.isFile || !/^[0-9a-f]{64}_\d+\.(json|processing)$/.test(e.name)) continue;
-      const path = `${dir}/${e.name}`;
-      try {
-        const entry = JSON.parse(await Deno.readTextFile(path));
-        out.push({ name: e.name, mode: (await Deno.stat(path)).mode! & 0o777, entry });
-      } catch { /* replayed meanwhile */ }
+  const read = async (path: string) => {
+    try {
+      return {
+        entry: JSON.parse(await Deno.readTextFile(path)),
+        mode: (await Deno.stat(path)).mode! & 0o777,
+      };
+    } catch {
+      return undefined; // replayed meanwhile
     }
-  } catch { /* no queue yet */ }
+  };
+  const ours = join(dir, "kimicode");
+  for (const d of await Array.fromAsync(Deno.readDir(ours)).catch(() => [] as Deno.DirEntry[])) {
+    const names = (await Array.fromAsync(Deno.readDir(join(ours, d.name))).catch(() => [] as Deno.DirEntry[]))
+      .map((e) => e.name).filter((n) => /^\d{10}-(m\d+|c)(\.json|\.\d+\.claim)$/.test(n)).sort();
+    for (const name of names) {
+      const got = await read(join(ours, d.name, name));
+      if (!got) continue;
+      const e = got.entry as { kind: string; sessionId: string; messages?: { payload: unknown }[] };
+      if (e.kind === "commit") {
+        out.push({
+          name,
+          mode: got.mode,
+          entry: { type: "commitSession", sessionId: e.sessionId, payload: {} },
+        });
+      }
+      for (const m of e.messages ?? []) {
+        out.push({
+          name,
+          mode: got.mode,
+          entry: { type: "addMessage", sessionId: e.sessionId, payload: m.payload },
+        });
+      }
+    }
+  }
+  for (const e of await Array.fromAsync(Deno.readDir(dir)).catch(() => [] as Deno.DirEntry[])) {
+    if (!e.isFile || !/^[0-9a-f]{64}_\d+\.(json|processing)$/.test(e.name)) continue;
+    const got = await read(join(dir, e.name));
+    if (got) out.push({ name: e.name, mode: got.mode, entry: got.entry });
+  }
   return out;
 }
 

@@ -1,11 +1,11 @@
 /**
- * End to end in print mode (`kimi -p`, `kimi -S <id> -p`): the real Kimi Code CLI 2.1.0 and 0.41.0, our
- * plugin installed by `openviking-kimi install` in config mode and in plugin mode, the fake OpenViking behind
+ * End to end in print mode (`kimi -p`, `kimi -S <id> -p`): the real Kimi Code CLI — every release of the
+ * matrix (`KIMI_E2E_VERSIONS`, default 2.1.0 and 0.41.0; the legacy engine on 0.41.0) — our plugin installed by `openviking-kimi install` in config mode and in plugin mode, the fake OpenViking behind
  * a gate. Each scenario checks what the model received (model server requests) and what OpenViking received.
  */
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
-import { KIMI_VERSIONS } from "../support/kimi.ts";
+import { kimiE2eVersions } from "../support/kimi.ts";
 import { type ChatMessage, messageText } from "../support/model-server.ts";
 import { OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
 import {
@@ -46,8 +46,10 @@ interface Variant {
 }
 
 const VARIANTS: Variant[] = [
-  ...KIMI_VERSIONS.flatMap((version) => MODES.map((mode) => ({ version, mode, legacy: false }))),
-  { version: "0.41.0", mode: "config", legacy: true },
+  ...kimiE2eVersions().flatMap((version) => MODES.map((mode) => ({ version, mode, legacy: false }))),
+  ...kimiE2eVersions().includes("0.41.0")
+    ? [{ version: "0.41.0", mode: "config" as const, legacy: true }]
+    : [],
 ];
 
 /**
@@ -208,6 +210,18 @@ for (const { version, mode, legacy } of VARIANTS) {
       ], 1);
     });
 
+    await t.step(
+      "a failed turn (provider error): exit 1; its prompt alone reaches OpenViking at once, committed",
+      async () => {
+        const prompt = "this turn will FAIL_TURN at the provider";
+        const r = await rig.env.print(prompt, { timeoutMs: 90_000 });
+        assertEquals(r.code, 1, `kimi -p exits 1 on a provider error:\n${r.stderr}`);
+        assertTrue(r.sessionId, "the failed run's session is in session_index.jsonl");
+        // No later turn will come in this session: only StopFailure (and, legacy, SessionEnd) can deliver it.
+        await expectFakeSession(fake, `kc-${r.sessionId}`, [["0", "user", prompt]], 1);
+      },
+    );
+
     // The legacy engine fires no Interrupt on SIGINT (tests/fixtures/journals/README.md).
     if (!legacy) {
       await t.step(
@@ -329,9 +343,9 @@ for (const { version, mode, legacy } of VARIANTS) {
         ], 1);
         assertEquals(await listQueue(rig.pendingDir), [], "the queue is empty again");
         const replayed = fake.requests.slice(seen).filter((q) => q.path.includes(encodeURIComponent(ov)));
+        // One request per queued entry: the turn's messages as one batch, then its commit.
         assertEquals(replayed.map((q) => q.route), [
-          "POST /api/v1/sessions/:id/messages",
-          "POST /api/v1/sessions/:id/messages",
+          "POST /api/v1/sessions/:id/messages/batch",
           "POST /api/v1/sessions/:id/commit",
         ]);
         // The new session's own recall ran normally once the server was back.

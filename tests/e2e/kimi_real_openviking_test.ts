@@ -314,9 +314,24 @@ Deno.test({ name: NAME, ignore: installs.length === 0, ...E2E_TEST }, async (t) 
             () => api.commitTasks(`kc-${taught.sessionId}`),
           );
           assertMatch(String(memory.uri), new RegExp(`^viking://user/${space}/memories/preferences/`));
+          const question = "tabs or spaces for TypeScript indentation?";
+          // The prompt hook searches once (context mode): wait until the server's own context search has the
+          // memory too — on a loaded machine it can trail the find hit.
+          await poll(
+            "the memory in the server's context search",
+            async () => {
+              const r = await api.call("POST", "/api/v1/search/search", {
+                query: question,
+                mode: "context",
+                purpose: "coding",
+                score_threshold: 0.35,
+              });
+              return arr(obj(r.json.result).entries).some((e) => e.uri === memory.uri) ? true : undefined;
+            },
+            60_000,
+          );
 
           const before = rig.model.chatRequests().length;
-          const question = "tabs or spaces for TypeScript indentation?";
           const r = await rig.print(question);
           const state = JSON.parse(
             await Deno.readTextFile(`${rig.ovHome}/hook-state/kimicode/${r.sessionId}.prompt.json`),

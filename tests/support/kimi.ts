@@ -11,8 +11,32 @@
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-/** The Kimi Code versions the project is tested against. */
-export const KIMI_VERSIONS = ["2.1.0", "0.41.0"] as const;
+/**
+ * Every release of `@moonshot-ai/kimi-code` on npm since 0.41.0, oldest first: the compatibility matrix
+ * (README "Compatibility"). Add a new release here and run the suite with `KIMI_E2E_VERSIONS=all`.
+ */
+export const KIMI_RELEASES = ["0.41.0", "0.42.0", "0.43.0", "0.43.1", "2.0.2", "2.1.0"] as const;
+
+/** The versions every run tests (CI's default): the newest and the oldest release. */
+export const KIMI_VERSIONS = [KIMI_RELEASES[KIMI_RELEASES.length - 1], KIMI_RELEASES[0]] as const;
+
+/**
+ * The versions the matrix scenarios (print mode, ACP, web) run on: `KIMI_E2E_VERSIONS=all` → every release
+ * in {@link KIMI_RELEASES}; a comma list (`0.43.1,2.0.2`) → those; unset or empty → {@link KIMI_VERSIONS}.
+ */
+export function kimiE2eVersions(setting = Deno.env.get("KIMI_E2E_VERSIONS") ?? ""): string[] {
+  const value = setting.trim();
+  if (value === "") return [...KIMI_VERSIONS];
+  if (value === "all") return [...KIMI_RELEASES].reverse();
+  const list = value.split(",").map((v) => v.trim()).filter(Boolean);
+  const bad = list.filter((v) => !/^\d+\.\d+\.\d+(?:-[\w.]+)?$/.test(v));
+  if (bad.length) {
+    throw new Error(
+      `KIMI_E2E_VERSIONS: ${bad.join(", ")} is not a version (use "all" or e.g. "0.43.1,2.1.0")`,
+    );
+  }
+  return [...new Set(list)];
+}
 
 /** The npm package that ships a Node >= 22.19 binary (Kimi needs it). */
 export const NODE_PACKAGE_VERSION = "24";
@@ -108,15 +132,53 @@ async function isComplete(inst: KimiInstall): Promise<boolean> {
   return await exists(join(inst.dir, ".complete")) && await exists(inst.main) && await exists(inst.node);
 }
 
+/** How long an install lock may be held before another process takes it (a killed installer's). */
+const INSTALL_LOCK_STALE_MS = 10 * 60_000;
+
+/**
+ * Runs `fn` holding `<cache>/.lock-<version>` (an exclusively created directory), so that test files running
+ * in parallel install each version once per run: the others wait, then find the install complete. A lock
+ * older than {@link INSTALL_LOCK_STALE_MS} (its installer was killed) is taken over.
+ */
+async function withInstallLock<T>(cacheRoot: string, version: string, fn: () => Promise<T>): Promise<T> {
+  const lock = join(cacheRoot, `.lock-${version}`);
+  await Deno.mkdir(cacheRoot, { recursive: true });
+  for (;;) {
+    try {
+      await Deno.mkdir(lock);
+      break;
+    } catch (e) {
+      if (!(e instanceof Deno.errors.AlreadyExists)) throw e;
+      const age = await Deno.stat(lock).then((st) => Date.now() - (st.mtime?.getTime() ?? 0), () => 0);
+      if (age > INSTALL_LOCK_STALE_MS) await Deno.remove(lock, { recursive: true }).catch(() => {});
+      else await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+  try {
+    return await fn();
+  } finally {
+    await Deno.remove(lock, { recursive: true }).catch(() => {});
+  }
+}
+
 /**
  * Installs `@moonshot-ai/kimi-code@<version>` and the Node binary package with npm into
- * `<cache>/<version>` (reused when already complete) and returns the paths. Safe to call concurrently:
- * each caller installs into its own staging dir, the first rename wins.
+ * `<cache>/<version>` (reused when already complete) and returns the paths. Concurrent callers, in this
+ * process or others, install a version once: the first holds the version's lock, the rest wait and reuse it.
  */
 export async function installKimi(version: string, cacheRoot = kimiCacheRoot()): Promise<KimiInstall> {
   const target = installPaths(join(cacheRoot, version), version);
   if (await isComplete(target)) return target;
-  await Deno.mkdir(cacheRoot, { recursive: true });
+  return await withInstallLock(cacheRoot, version, () => installUnlocked(version, cacheRoot, target));
+}
+
+/** The npm install itself, under the version's lock (staging dir, then a rename into place). */
+async function installUnlocked(
+  version: string,
+  cacheRoot: string,
+  target: KimiInstall,
+): Promise<KimiInstall> {
+  if (await isComplete(target)) return target;
   const staging = await Deno.makeTempDir({ dir: cacheRoot, prefix: `.staging-${version}-` });
   try {
     const npm = Deno.build.os === "windows" ? "npm.cmd" : "npm";

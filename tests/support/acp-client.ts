@@ -1,0 +1,216 @@
+/**
+ * Drives `kimi acp` (Kimi Code as an Agent Client Protocol server on stdio) the way an editor such as Zed
+ * does, through the official ACP client library (`@agentclientprotocol/sdk`, stable protocol v1; Kimi's own
+ * server is built on the same library): `initialize`, `session/new`, `session/prompt`, and every
+ * `session/request_permission` answered with an allow option. Everything the agent sends is recorded, so a
+ * test can say what the editor was shown.
+ */
+
+import * as acp from "@agentclientprotocol/sdk";
+import type { KimiEnv } from "./kimi.ts";
+
+/** What one `session/prompt` produced, as the client saw it. */
+export interface AcpTurn {
+  /** The prompt response's stop reason (`end_turn`, `cancelled`, …); undefined when the request failed. */
+  stopReason: string | undefined;
+  /** The error of a failed `session/prompt` request (JSON-RPC error message). */
+  error: string | undefined;
+  /** Every `agent_message_chunk` text, joined: what the editor shows as the answer. */
+  text: string;
+  /** Every `agent_thought_chunk` text, joined. */
+  thoughts: string;
+  /** Titles of the tool calls the agent reported. */
+  toolCalls: string[];
+  /** Permission requests answered during the turn (tool call titles). */
+  permissions: string[];
+  /** Every update of the turn, raw. */
+  updates: acp.SessionUpdate[];
+  durationMs: number;
+}
+
+/** The text of a message or thought chunk ("" for other updates and non-text content). */
+function chunkText(update: acp.SessionUpdate): string {
+  if (update.sessionUpdate !== "agent_message_chunk" && update.sessionUpdate !== "agent_thought_chunk") {
+    return "";
+  }
+  return update.content.type === "text" ? update.content.text : "";
+}
+
+/** Kimi did not answer in time, or exited: unlike an error reply, the connection is unusable. */
+export class AcpTransportError extends Error {}
+
+/** A running `kimi acp` with one client connection. */
+export class KimiAcp {
+  readonly #child: Deno.ChildProcess;
+  readonly #conn: acp.ClientConnection;
+  readonly #updates = new Map<string, acp.SessionUpdate[]>();
+  readonly #permissions = new Map<string, string[]>();
+  #stderr = "";
+  readonly #exited: Promise<Deno.CommandStatus>;
+  /** The agent's `initialize` answer. */
+  initialized: acp.InitializeResponse | undefined;
+
+  private constructor(child: Deno.ChildProcess) {
+    this.#child = child;
+    this.#exited = child.status;
+    void (async () => {
+      for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) {
+        this.#stderr = (this.#stderr + chunk).slice(-20_000);
+      }
+    })().catch(() => {});
+    this.#conn = acp.client({ name: "openviking-kimi e2e" })
+      .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
+        const allow = params.options.find((o) => o.kind === "allow_once") ??
+          params.options.find((o) => o.kind.startsWith("allow"));
+        this.#list(this.#permissions, params.sessionId).push(params.toolCall.title ?? "");
+        if (!allow) return { outcome: { outcome: "cancelled" } };
+        return { outcome: { outcome: "selected", optionId: allow.optionId } };
+      })
+      .onNotification(acp.methods.client.session.update, ({ params }) => {
+        this.#list(this.#updates, params.sessionId).push(params.update);
+      })
+      .connect(acp.ndJsonStream(child.stdin, child.stdout));
+  }
+
+  #list<T>(map: Map<string, T[]>, key: string): T[] {
+    let list = map.get(key);
+    if (!list) map.set(key, list = []);
+    return list;
+  }
+
+  /** Starts `kimi acp` in `cwd` (default the env's work dir) and runs `initialize`. */
+  static async start(
+    env: KimiEnv,
+    opts: { cwd?: string; env?: Record<string, string> } = {},
+  ): Promise<KimiAcp> {
+    const child = new Deno.Command(env.install.node, {
+      args: [env.install.main, "acp"],
+      cwd: opts.cwd ?? env.workDir,
+      env: env.env(opts.env),
+      clearEnv: true,
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const agent = new KimiAcp(child);
+    try {
+      agent.initialized = await agent.#await(
+        "initialize",
+        agent.#conn.agent.request(acp.methods.agent.initialize, {
+          protocolVersion: acp.PROTOCOL_VERSION,
+          clientCapabilities: {},
+        }),
+        60_000,
+      );
+    } catch (e) {
+      await agent.close();
+      throw e;
+    }
+    return agent;
+  }
+
+  /** Waits for `reply` (a request to the agent), failing on a timeout or if Kimi exits meanwhile. */
+  async #await<T>(what: string, reply: Promise<T>, timeoutMs: number): Promise<T> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new AcpTransportError(`ACP ${what}: no answer within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+    });
+    const exited = this.#exited.then((s): never => {
+      throw new AcpTransportError(`kimi acp exited (code ${s.code}) during ${what}:\n${this.#stderr}`);
+    });
+    try {
+      return await Promise.race([reply, timeout, exited]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** `session/new` in `cwd`: returns Kimi's session id (`session_…`). */
+  async newSession(cwd: string): Promise<string> {
+    const r = await this.#await(
+      "session/new",
+      this.#conn.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] }),
+      60_000,
+    );
+    return r.sessionId;
+  }
+
+  /** `session/prompt` with one text block; resolves when the turn ends (or the request fails). */
+  async prompt(sessionId: string, text: string, timeoutMs = 90_000): Promise<AcpTurn> {
+    const updates = this.#list(this.#updates, sessionId);
+    const permissions = this.#list(this.#permissions, sessionId);
+    const [u0, p0] = [updates.length, permissions.length];
+    const started = Date.now();
+    let stopReason: string | undefined;
+    let error: string | undefined;
+    try {
+      const r = await this.#await(
+        "session/prompt",
+        this.#conn.agent.request(acp.methods.agent.session.prompt, {
+          sessionId,
+          prompt: [{ type: "text", text }],
+        }),
+        timeoutMs,
+      );
+      stopReason = r.stopReason;
+    } catch (e) {
+      if (e instanceof AcpTransportError) throw e;
+      error = e instanceof Error ? e.message : JSON.stringify(e);
+    }
+    const durationMs = Date.now() - started;
+    // Notifications sent just before the response may still be in the client's queue.
+    await new Promise((r) => setTimeout(r, 50));
+    const mine = updates.slice(u0);
+    const chunks = (kind: string) => mine.map((u) => u.sessionUpdate === kind ? chunkText(u) : "").join("");
+    return {
+      stopReason,
+      error,
+      text: chunks("agent_message_chunk"),
+      thoughts: chunks("agent_thought_chunk"),
+      toolCalls: mine.flatMap((u) => u.sessionUpdate === "tool_call" ? [u.title] : []),
+      permissions: permissions.slice(p0),
+      updates: mine,
+      durationMs,
+    };
+  }
+
+  /** Every update the agent sent for a session. */
+  updates(sessionId: string): acp.SessionUpdate[] {
+    return [...(this.#updates.get(sessionId) ?? [])];
+  }
+
+  /** The last 20 KB of the agent's stderr. */
+  get stderr(): string {
+    return this.#stderr;
+  }
+
+  /**
+   * Ends the connection the way an editor does when it closes: stdin is closed, and Kimi exits on its own
+   * (SIGTERM, then SIGKILL, if it has not within 10 s). Returns its exit status.
+   */
+  async close(): Promise<Deno.CommandStatus> {
+    this.#conn.close();
+    try {
+      await this.#child.stdin.close();
+    } catch { /* already closed by the connection */ }
+    for (const signal of ["SIGTERM", "SIGKILL"] as const) {
+      const status = await Promise.race([
+        this.#exited,
+        new Promise<undefined>((r) => setTimeout(() => r(undefined), 10_000)),
+      ]);
+      if (status) return status;
+      try {
+        this.#child.kill(signal);
+      } catch { /* gone */ }
+    }
+    return await this.#exited;
+  }
+
+  /** Closes at the end of an `await using` scope. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+}
