@@ -2,7 +2,7 @@
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
-import { ROOT } from "../support/run.ts";
+import { cliArgs, denoDir, ROOT } from "../support/run.ts";
 import { artifactName, compileArgs, compileFlags, explainFailure, TARGETS } from "../../scripts/compile.ts";
 import { productionFlags } from "../../runtime/self.ts";
 import { manifestText } from "../../install/plugin.ts";
@@ -141,5 +141,70 @@ Deno.test({
     }).output();
     assertEquals(none.code, 127);
     assertMatch(new TextDecoder().decode(none.stderr), /needs Deno 2/);
+  },
+});
+
+Deno.test("each platform's job compiles its target and smoke-tests that binary before uploading it", async () => {
+  const yml = await Deno.readTextFile(`${ROOT}/.github/workflows/release.yml`);
+  const build = yml.slice(yml.indexOf("\n  build:"), yml.indexOf("\n  release:"));
+  const targets = [...build.matchAll(/target: ([a-z0-9_-]+), runner: ([a-z0-9.-]+)/g)].map((m) => m[1]);
+  assertEquals(targets.sort(), [...TARGETS].sort(), "one job per compile target");
+  const compile = build.indexOf("deno task compile --target ${{ matrix.target }}");
+  const smoke = build.indexOf(
+    'scripts/smoke.ts "dist/openviking-kimi-${{ matrix.target }}${{ matrix.exe }}"',
+  );
+  const upload = build.indexOf("actions/upload-artifact");
+  assertTrue(compile > 0 && smoke > compile && upload > smoke, "compile, then smoke, then upload");
+  const release = yml.slice(yml.indexOf("\n  release:"));
+  assertMatch(release, /needs: build/);
+  assertTrue(release.indexOf("sha256sum") < release.indexOf("gh release create"), "sums before publishing");
+});
+
+/** A stand-in for the compiled binary: this checkout run with the production flags, as one executable. */
+async function standIn(dir: string, body: (cli: string) => string): Promise<string> {
+  const cli = [Deno.execPath(), ...(await cliArgs())].map((w) => `'${w}'`).join(" ");
+  const path = `${dir}/openviking-kimi-stand-in`;
+  await Deno.writeTextFile(path, `#!/bin/sh\nexport DENO_DIR='${denoDir()}'\n${body(cli)}\n`, {
+    mode: 0o755,
+  });
+  return path;
+}
+
+async function runSmoke(exe: string): Promise<{ code: number; stderr: string }> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      ...await productionFlags(ROOT),
+      "--config",
+      `${ROOT}/tests/deno.json`,
+      `${ROOT}/scripts/smoke.ts`,
+      exe,
+    ],
+    stdout: "piped",
+    stderr: "piped",
+    signal: AbortSignal.timeout(120_000),
+  }).output();
+  return { code: out.code, stderr: new TextDecoder().decode(out.stderr) };
+}
+
+Deno.test({
+  name: "the smoke test passes a working executable and names the step a broken one fails",
+  ignore: !posix,
+  async fn() {
+    await using dir = await tempDir();
+    const good = await runSmoke(await standIn(dir.path, (cli) => `exec ${cli} "$@"`));
+    assertEquals(good.code, 0, good.stderr);
+    for (const step of ["version", "doctor --json on an empty home", "prompt hook", "Stop hook"]) {
+      assertStringIncludes(good.stderr, `✓ ${step}`);
+    }
+    // A binary whose Stop captures nothing (its worker never starts) fails at that step, exit 1.
+    const noWorker = await runSmoke(
+      await standIn(dir.path, (cli) => `[ "$2" = stop ] && { cat >/dev/null; exit 0; }\nexec ${cli} "$@"`),
+    );
+    assertEquals(noWorker.code, 1, noWorker.stderr);
+    assertMatch(noWorker.stderr, /FAILED Stop hook .*the turn stored/);
+    const wrongVersion = await runSmoke(await standIn(dir.path, () => "echo 0.0.0"));
+    assertEquals(wrongVersion.code, 1);
+    assertMatch(wrongVersion.stderr, /FAILED version: expected exit 0 and /);
   },
 });
