@@ -4,8 +4,11 @@
  * is parsed against the command table (cli/commands.ts), loaded only then, and handed to its command.
  */
 
+import { holdCopyLock } from "./runtime/self.ts";
+
 /** Runs the CLI with `argv` and returns the process exit code. */
 export async function main(argv: string[]): Promise<number> {
+  holdCopyLock(); // an installed copy is not removed while it runs
   const [name, ...rest] = argv;
   try {
     // What Kimi runs: `hook <event>`. Anything else (`hook --help`, no event, a stray argument) goes through

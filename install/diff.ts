@@ -34,10 +34,11 @@ function editScript(a: string[], b: string[]): Op[] {
       ops.push({ kind: " ", line: a[i] });
       i++;
       j++;
-    } else if (j < m && (i >= n || lcs[i][j + 1] >= lcs[i + 1][j])) {
-      ops.push({ kind: "+", line: b[j++] });
-    } else {
+    } else if (i < n && (j >= m || lcs[i + 1][j] >= lcs[i][j + 1])) {
+      // On a tie the removed line comes first, as in `diff -u`.
       ops.push({ kind: "-", line: a[i++] });
+    } else {
+      ops.push({ kind: "+", line: b[j++] });
     }
   }
   return ops;

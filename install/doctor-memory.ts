@@ -25,8 +25,15 @@ const HealthReply = z.looseObject({
   version: z.optional(z.unknown()),
 });
 
-/** Server checks: `/health` is OpenViking's and answers; a search is accepted with the configured key. */
-export async function serverChecks(config: Config, fetchImpl?: typeof fetch): Promise<Check[]> {
+/**
+ * Server checks: `/health` is OpenViking's and answers; a search is accepted with the configured key
+ * (unless `healthOnly`, as install asks after installing).
+ */
+export async function serverChecks(
+  config: Config,
+  fetchImpl?: typeof fetch,
+  options: { healthOnly?: boolean } = {},
+): Promise<Check[]> {
   const checks: Check[] = [];
   const client = createClient(clientOptions(config, "", { timeoutMs: 5000, fetch: fetchImpl }));
   const where = `${config.baseUrl} (from ${config.credentialSource})`;
@@ -51,6 +58,7 @@ export async function serverChecks(config: Config, fetchImpl?: typeof fetch): Pr
     status: "ok",
     summary: `OpenViking ${typeof h.version === "string" ? h.version : ""} at ${where}`.replace("  ", " "),
   });
+  if (options.healthOnly) return checks;
   const search = await client.request("POST", "/api/v1/search/find", AnyResult, {
     body: { query: "openviking-kimi doctor", limit: 1 },
   });

@@ -15,6 +15,7 @@ import { isOurHookCommand, isUpstreamHookCommand, MCP_SERVER_NAME, PLUGIN_ID } f
 import { kimiHomeFor, type KimiState, readKimiState } from "./detect.ts";
 import { isRecord } from "../runtime/parsed.ts";
 import { currentOs, type OsFamily } from "./placement.ts";
+import { firstWord, pluginDirCheck, programChecks, type RegisteredProgram } from "./doctor-program.ts";
 
 export type { Check } from "./check.ts";
 
@@ -169,55 +170,79 @@ function mcpCheck(state: KimiState): Check {
   return { id: "mcp", status: note ? "warn" : "ok", summary: `registered in ${where[0]}${note}` };
 }
 
-/** The commands the registrations point at, as `<command> version` lines with their working directory. */
-function versionCommands(
-  state: KimiState,
-  os: OsFamily,
-): { label: string; command: string; cwd: string }[] {
-  const out: { label: string; command: string; cwd: string }[] = [];
+/** A registration's program and the `<program> version` line that proves it runs, with its working directory. */
+interface Registered {
+  program: RegisteredProgram;
+  command: string;
+  cwd: string;
+}
+
+/** The programs the registrations point at: config.toml's hooks, and our plugin's `bin/`. */
+function registeredPrograms(state: KimiState, os: OsFamily): Registered[] {
+  const out: Registered[] = [];
   const ours = state.configHooks.find((h) => isOurHookCommand(h.command));
   if (ours) {
     const prefix = ours.command.replace(/\s+hook\s+\S+\s*$/, "");
-    out.push({ label: "config.toml hooks", command: `${prefix} version`, cwd: state.paths.home });
+    out.push({
+      program: { label: "config.toml hooks", path: firstWord(prefix), mode: "config" },
+      command: `${prefix} version`,
+      cwd: state.paths.home,
+    });
   }
   if (state.plugin?.owner === "ours") {
     const exe = os === "windows" ? ".\\bin\\openviking-kimi.exe" : "./bin/openviking-kimi";
-    out.push({ label: `plugin ${PLUGIN_ID}`, command: `${exe} version`, cwd: state.plugin.root });
+    const path = `${state.plugin.root}/bin/openviking-kimi${os === "windows" ? ".exe" : ""}`;
+    out.push({
+      program: { label: `plugin ${PLUGIN_ID}`, path, mode: "plugin" },
+      command: `${exe} version`,
+      cwd: state.plugin.root,
+    });
   }
   return out;
 }
 
-async function commandChecks(ctx: DoctorContext, state: KimiState): Promise<Check[]> {
+/** Runs `<program> version` the way Kimi runs the hooks (a shell, the registration's working directory). */
+async function versionCheck(ctx: DoctorContext, state: KimiState, c: Registered): Promise<Check> {
   const run = ctx.runShell ?? defaultRunShell;
+  const env = { ...ctx.env, KIMI_CODE_HOME: state.paths.home, KIMI_PLUGIN_ROOT: c.cwd };
+  let result: { code: number; stdout: string; stderr: string };
+  try {
+    result = await run(c.command, c.cwd, env);
+  } catch (error) {
+    result = { code: -1, stdout: "", stderr: (error as Error).message };
+  }
+  const version = result.stdout.trim().split("\n").at(-1) ?? "";
+  const label = c.program.label;
+  if (result.code !== 0) {
+    return {
+      id: "command",
+      status: "fail",
+      summary: `${label}: \`${c.command}\` does not run (exit ${result.code})`,
+      detail: result.stderr.trim() ? [result.stderr.trim().split("\n").slice(-3).join(" | ")] : undefined,
+      fix: "run `openviking-kimi install` again (from a checkout: `deno task -q install`)",
+    };
+  }
+  if (version !== VERSION) {
+    return {
+      id: "command",
+      status: "warn",
+      summary: `${label} run openviking-kimi ${version || "(unknown)"}, this is ${VERSION}`,
+      fix: "run `openviking-kimi install` with the version you want the hooks to use",
+    };
+  }
+  return { id: "command", status: "ok", summary: `${label}: \`${c.command}\` runs (${version})` };
+}
+
+/** For each registration: its program (there, its copy whole, its Deno found), then that it runs. */
+async function commandChecks(ctx: DoctorContext, state: KimiState): Promise<Check[]> {
   const checks: Check[] = [];
-  for (const c of versionCommands(state, ctx.os)) {
-    const env = { ...ctx.env, KIMI_CODE_HOME: state.paths.home, KIMI_PLUGIN_ROOT: c.cwd };
-    let result: { code: number; stdout: string; stderr: string };
-    try {
-      result = await run(c.command, c.cwd, env);
-    } catch (error) {
-      result = { code: -1, stdout: "", stderr: (error as Error).message };
-    }
-    const version = result.stdout.trim().split("\n").at(-1) ?? "";
-    if (result.code !== 0) {
-      checks.push({
-        id: "command",
-        status: "fail",
-        summary: `${c.label}: \`${c.command}\` does not run (exit ${result.code})`,
-        detail: result.stderr.trim() ? [result.stderr.trim().split("\n").slice(-3).join(" | ")] : undefined,
-        fix:
-          "the executable moved or was deleted: run `openviking-kimi install` again from where it now lives",
-      });
-    } else if (version !== VERSION) {
-      checks.push({
-        id: "command",
-        status: "warn",
-        summary: `${c.label} run openviking-kimi ${version || "(unknown)"}, this is ${VERSION}`,
-        fix: "run `openviking-kimi install` with the version you want the hooks to use",
-      });
-    } else {
-      checks.push({ id: "command", status: "ok", summary: `${c.label}: \`${c.command}\` runs (${version})` });
-    }
+  const plugin = await pluginDirCheck(state, ctx.os);
+  if (plugin) checks.push(plugin);
+  for (const c of registeredPrograms(state, ctx.os)) {
+    if (plugin && c.program.mode === "plugin") continue; // said already: the plugin directory is incomplete
+    const program = await programChecks(c.program, ctx.env, ctx.os);
+    checks.push(...program.checks);
+    if (program.runnable) checks.push(await versionCheck(ctx, state, c));
   }
   return checks;
 }
@@ -233,7 +258,14 @@ function kimiChecks(home: string, state: KimiState): Check[] {
         "install Kimi Code (`npm install -g @moonshot-ai/kimi-code`) and run it once, or set KIMI_CODE_HOME",
     },
   ];
-  if (state.configError) {
+  if (state.configError?.startsWith("cannot be read")) {
+    checks.push({
+      id: "config",
+      status: "fail",
+      summary: `${state.paths.config} ${state.configError}`,
+      fix: "make it a readable UTF-8 file again (or restore config.toml.bak); Kimi cannot read it either",
+    });
+  } else if (state.configError) {
     checks.push({
       id: "config",
       status: "fail",
@@ -291,26 +323,44 @@ function settingsCheck(warnings: string[]): Check[] {
     : [];
 }
 
+/**
+ * Runs one part of doctor; whatever it throws becomes a failing check that says what could not be checked
+ * (doctor itself never crashes: it is what a user runs when something is broken).
+ */
+async function guarded(id: string, what: string, part: () => Check[] | Promise<Check[]>): Promise<Check[]> {
+  try {
+    return await part();
+  } catch (error) {
+    return [{
+      id,
+      status: "fail",
+      summary: `doctor could not check ${what}: ${(error as Error)?.message ?? String(error)}`,
+      fix: "fix what the message names and run doctor again; if it persists, report it with this output",
+    }];
+  }
+}
+
 /** Runs every check. */
 export async function runDoctor(ctx: DoctorContext): Promise<Check[]> {
-  const homes = await homeChecks(ctx.env);
+  const homes = await guarded("home", "the home directory", () => homeChecks(ctx.env));
   const { config, warnings } = await loadConfig(ctx.env);
+  const server = () => guarded("server", "the server", () => serverChecks(config, ctx.fetch));
   // Without Kimi's home there is nothing on disk to inspect; the server is still worth a look.
-  if (!ctx.home) {
-    return scrub([...homes, ...await serverChecks(config, ctx.fetch)], [config.apiKey]) as Check[];
-  }
+  if (!ctx.home) return scrub([...homes, ...await server()], [config.apiKey]) as Check[];
   const state = await readKimiState(ctx.home);
   const checks: Check[] = [
-    ...kimiChecks(ctx.home, state),
-    ...registrationChecks(state),
-    ...await commandChecks(ctx, state),
+    ...await guarded("kimi-home", "Kimi's home", () => kimiChecks(ctx.home, state)),
+    ...await guarded("hooks", "the registrations", () => registrationChecks(state)),
+    ...await guarded("command", "the registered program", () => commandChecks(ctx, state)),
     ...homes,
     ...settingsCheck(warnings),
-    ...await serverChecks(config, ctx.fetch),
+    ...await server(),
   ];
   if (homes.every((c) => c.id !== "home" || c.status !== "fail")) {
-    checks.push(await queueCheck(ctx.env, ctx.now));
-    checks.push(...await captureChecks(ctx.env, config));
+    checks.push(
+      ...await guarded("queue", "the pending queue", async () => [await queueCheck(ctx.env, ctx.now)]),
+    );
+    checks.push(...await guarded("captures", "the captures", () => captureChecks(ctx.env, config)));
   }
   // A server's error text may quote the key back (`invalid api key: Bearer …`): nothing leaves unscrubbed.
   return scrub(checks, [config.apiKey]) as Check[];
@@ -342,9 +392,14 @@ export interface DoctorOptions {
 export async function doctorCommand(options: DoctorOptions): Promise<number> {
   const { json, kimiHome: explicitHome } = options;
   const env = processEnv();
-  // "" without a home: the checks say so instead of looking at a directory relative to here.
-  const home = orNoHome(() => kimiHomeFor(env, explicitHome, Deno.cwd())) ?? "";
-  const checks = await runDoctor({ env, home, os: currentOs(), now: Date.now() });
+  let checks: Check[];
+  try {
+    // "" without a home: the checks say so instead of looking at a directory relative to here.
+    const home = orNoHome(() => kimiHomeFor(env, explicitHome, Deno.cwd())) ?? "";
+    checks = await runDoctor({ env, home, os: currentOs(), now: Date.now() });
+  } catch (error) {
+    checks = await guarded("doctor", "the setup", () => Promise.reject(error));
+  }
   const ok = !checks.some((c) => c.status === "fail");
   if (json) console.log(JSON.stringify({ version: VERSION, ok, checks }, null, 2));
   else console.log(renderChecks(checks));

@@ -3,9 +3,10 @@
  * text that is not UTF-8 refused rather than mangled). `checkChange` finds while planning everything a write
  * needs — where a symlink points, that the file and its backup are files, that its directory can be made —
  * so a refusal comes before the first write. `applyChange` re-checks that nobody changed the file since it was
- * read, keeps a backup of the previous content, writes temp + fsync + rename (old or new content, never torn),
- * mode 0600, and returns how to take it all back (the previous bytes and mode, the previous backup, the
- * directories it made). Parent directories that exist are left as they are; new ones are 0700. A symlinked
+ * read, keeps a backup of the previous content (not when the change deletes the file: the planners delete
+ * only files install created, so all it held was ours), writes temp + fsync + rename (old or new content,
+ * never torn), mode 0600, and returns how to take it all back (the previous bytes and mode, the previous
+ * backup, the directories it made). Parent directories that exist are left as they are; new ones are 0700. A symlinked
  * file is written through the link.
  */
 
@@ -180,7 +181,7 @@ export async function checkChange(change: FileChange, now: Date): Promise<string
     const problem = await checkCreatable(target);
     if (problem) return problem;
   }
-  if (change.before !== undefined) {
+  if (change.before !== undefined && change.after !== undefined) {
     const backup = backupPath(change, now);
     const b = await lstatOrUndefined(backup).catch(() => undefined);
     if (b?.isDirectory) {
@@ -272,7 +273,7 @@ export async function applyChange(
   }
   try {
     let backup: string | undefined;
-    if (current.text !== undefined) {
+    if (current.text !== undefined && change.after !== undefined) {
       const path = backupPath(change, now);
       const previous = await keep(path);
       await writeFileAtomic(path, current.text, { mode: 0o600, privateDir: false, durable: true });

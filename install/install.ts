@@ -1,15 +1,17 @@
 /**
- * `openviking-kimi install`: a planner per mode — config mode (our `config.toml` block, `mcp.json` entry and,
- * for the compiled binary, its copy) or plugin mode (the native plugin directory and its registry record) —
- * each taking the other mode's registration out, after the shared part (ovcli.conf), feeding one plan that
- * run.ts checks and carries out all or nothing.
+ * `openviking-kimi install`: the program the registrations run (the compiled binary's copy, or a program copy
+ * built from the checkout: install/copy.ts), then a planner per mode — config mode (our `config.toml` block
+ * and `mcp.json` entry) or plugin mode (the native plugin directory and its registry record) — each taking
+ * the other mode's registration out, after the shared part (ovcli.conf), feeding one plan that run.ts checks
+ * and carries out all or nothing. Once installed, it asks the server whether it answers (no server yet?).
  */
 
-import { credentialFilePaths } from "../runtime/config.ts";
+import { credentialFilePaths, loadConfig } from "../runtime/config.ts";
 import { readTextIfExists } from "../runtime/fs.ts";
 import { dirName, joinPath, openVikingHome } from "../runtime/paths.ts";
-import { commandLine } from "../runtime/self.ts";
-import { hookEntries, PLUGIN_ID } from "./spec.ts";
+import { productionFlags } from "../runtime/self.ts";
+import { scrub } from "../runtime/scrub.ts";
+import { EXECUTABLE_NAME, hookEntries, PLUGIN_ID } from "./spec.ts";
 import { planConfigInstall, planConfigUninstall } from "./toml-config.ts";
 import { planMcpInstall, planMcpUninstall } from "./mcp-json.ts";
 import { planRegistryDisable, planRegistryInstall, planRegistryUninstall } from "./registry.ts";
@@ -21,11 +23,15 @@ import {
   configMcpEntry,
   executableFileName,
   installedBinaryPath,
+  sameBytes,
   sameFile,
 } from "./placement.ts";
-import { checkoutLauncher, manifestText, type PluginFile } from "./plugin.ts";
+import { manifestText, type PluginFile } from "./plugin.ts";
 import { carryOut, type Context, fail, type InstallOptions, newPlan, type Plan, planFile } from "./run.ts";
 import { copyStep, fileStep, placeStep, removalStep } from "./steps.ts";
+import { buildCopy, copyPlacement, homeStep, placeCopyStep, sweepStep, versionsDir } from "./copy.ts";
+import { launcherName } from "./launcher.ts";
+import { serverChecks } from "./doctor-memory.ts";
 
 /** Why OpenViking's own plugin stands in the way, where it is registered, and the two ways on. */
 function upstreamMessage(state: KimiState): string {
@@ -70,7 +76,7 @@ async function planCredentials(ctx: Context, creds: CredentialArgs, plan: Plan):
   );
   plan.steps.push({
     ...step,
-    describe: `update ${path} (${ov.summary.join(", ")})`,
+    describe: `update ${path}: ${ov.steps.join(", ")}`,
     run: async () => ({
       ...(await step.run()),
       message: `connection settings saved to ${path}: ${ov.summary.join(", ")}`,
@@ -109,22 +115,101 @@ function planLeavePluginMode(ctx: Context, state: KimiState, plan: Plan): string
   return undefined;
 }
 
-/** Plans config mode: the executable's copy (compiled), plugin mode out, our `mcp.json` entry and hook block. */
-async function planConfigMode(
+/** The program the registrations run, once in place. */
+interface Program {
+  /** What config mode's hooks and `mcp.json` run: the binary's place, or a program copy's launcher. */
+  command: string;
+  /** The plugin directory's `bin/` file: the binary, or the launcher. */
+  pluginBin: PluginFile;
+  /** Where the plugin came from (the registry record's `originalSource`). */
+  source: string;
+  /** A note on what runs. */
+  note: string;
+  /** The program copy's id (the sweep keeps it). */
+  keep?: string;
+}
+
+/** Plans putting the program in place: the compiled binary's copy, a program copy of the checkout, or none. */
+async function planProgram(
   ctx: Context,
-  options: InstallOptions,
-  state: KimiState,
+  mode: "config" | "plugin",
+  home: string,
   plan: Plan,
-): Promise<string | undefined> {
-  const prefix = configCommandPrefix(ctx.self, ctx.env, ctx.os);
-  if (ctx.self.kind === "compiled") {
+): Promise<Program | string> {
+  const self = ctx.self;
+  const bin = `bin/${EXECUTABLE_NAME}`;
+  if (self.kind === "compiled") {
     const target = installedBinaryPath(ctx.env, ctx.os);
-    const from = ctx.self.execPath;
-    if (!(await sameFile(from, target))) plan.steps.push(copyStep(from, target, ctx.os));
+    const same = (await sameFile(self.execPath, target)) || (await sameBytes(self.execPath, target));
+    if (mode === "config" && !same) {
+      plan.steps.push(copyStep(self.execPath, target, ctx.os));
+    }
+    return {
+      command: target,
+      pluginBin: {
+        path: `bin/${executableFileName(ctx.os)}`,
+        content: { copyFrom: self.execPath },
+        mode: 0o755,
+      },
+      source: self.execPath,
+      note: "",
+    };
   }
+  if (self.kind === "copy") {
+    const launcher = joinPath(self.dir, "bin", launcherName(ctx.os));
+    const text = await readTextIfExists(launcher).catch(() => undefined);
+    if (text === undefined) {
+      return `this program copy (${self.dir}) has no launcher ${launcher}; run install from an openviking-kimi ` +
+        "checkout or a release binary";
+    }
+    const step = await homeStep(ctx.env, home);
+    if (step) plan.steps.push(step);
+    const keep = self.dir.slice(self.dir.lastIndexOf("/") + 1);
+    return {
+      command: launcher,
+      pluginBin: { path: bin, content: text, mode: 0o755 },
+      source: self.dir,
+      note: "",
+      keep,
+    };
+  }
+  const deno = ctx.deno ?? Deno.execPath();
+  let placement;
+  try {
+    const flags = await productionFlags(self.root);
+    // Built by the Deno running install (whose `deno bundle` this relies on); run by the recorded one.
+    placement = copyPlacement(await buildCopy(self.root, Deno.execPath(), flags), ctx.env, ctx.os, {
+      deno,
+      flags,
+      source: self.root,
+    });
+  } catch (error) {
+    return `cannot install from the checkout ${self.root}: ${(error as Error).message}`;
+  }
+  const step = await placeCopyStep(placement, ctx.env, ctx.os, home);
+  if (step) plan.steps.push(step);
+  return {
+    command: placement.launcher,
+    pluginBin: { path: bin, content: placement.launcherText, mode: 0o755 },
+    source: self.root,
+    note: `The hooks run the program copy ${placement.dir} with ${deno}, not this checkout: moving or ` +
+      "deleting the checkout changes nothing; run install again to update them.",
+    keep: placement.copy.id,
+  };
+}
+
+/** Plans config mode: plugin mode out, our `mcp.json` entry and hook block. */
+function planConfigMode(
+  options: InstallOptions,
+  ctx: Context,
+  state: KimiState,
+  program: Program,
+  plan: Plan,
+): string | undefined {
+  const prefix = configCommandPrefix(program.command, ctx.os);
   const leave = planLeavePluginMode(ctx, state, plan);
   if (leave) return leave;
-  const mcp = planMcpInstall(state.mcpText, configMcpEntry(ctx.self, ctx.env, ctx.os), {
+  const mcp = planMcpInstall(state.mcpText, configMcpEntry(program.command, ctx.os), {
     replaceOthers: options.yes,
   });
   if (!mcp.ok) return mcp.error;
@@ -161,18 +246,24 @@ function planLeaveConfigMode(options: InstallOptions, state: KimiState, plan: Pl
   return undefined;
 }
 
-/** The files of the plugin directory: its manifest and its `bin/` (the binary, or a checkout's launcher). */
-function pluginFiles(ctx: Context): PluginFile[] {
+/** The files of the plugin directory: its manifest and its `bin/` (the binary, or a program copy's launcher). */
+function pluginFiles(ctx: Context, program: Program): PluginFile[] {
   return [
     { path: "kimi.plugin.json", content: manifestText(ctx.os), mode: 0o644 },
-    ctx.self.kind === "compiled"
-      ? { path: `bin/${executableFileName(ctx.os)}`, content: { copyFrom: ctx.self.execPath }, mode: 0o755 }
-      : {
-        path: "bin/openviking-kimi",
-        content: checkoutLauncher(ctx.self.invocation, ctx.self.root),
-        mode: 0o755,
-      },
+    program.pluginBin,
   ];
+}
+
+/** Whether the plugin directory holds these files already, byte for byte (then it is not placed again). */
+async function pluginInPlace(root: string, files: PluginFile[]): Promise<boolean> {
+  for (const f of files) {
+    const now = await Deno.readFile(joinPath(root, f.path)).catch(() => undefined);
+    const want = typeof f.content === "string"
+      ? new TextEncoder().encode(f.content)
+      : await Deno.readFile(f.content.copyFrom).catch(() => undefined);
+    if (!now || !want || now.length !== want.length || !now.every((b, i) => b === want[i])) return false;
+  }
+  return true;
 }
 
 /** Plans plugin mode: config mode out, the plugin directory placed whole, its registry record. */
@@ -180,48 +271,70 @@ async function planPluginMode(
   ctx: Context,
   options: InstallOptions,
   state: KimiState,
+  program: Program,
   plan: Plan,
 ): Promise<string | undefined> {
-  if (ctx.self.kind === "checkout" && ctx.os === "windows") {
-    return "plugin mode from a source checkout needs a POSIX shell for its launcher; on Windows use a " +
-      "release binary (openviking-kimi.exe install --mode plugin) or --mode config.";
-  }
   if (state.registryError) return state.registryError;
   const leave = planLeaveConfigMode(options, state, plan);
   if (leave) return leave;
   const root = joinPath(state.paths.managedDir, PLUGIN_ID);
   const manifestPath = joinPath(root, "kimi.plugin.json");
-  // Shown in dry runs only: the directory itself is placed whole by the step below.
-  plan.changes.push({
-    path: manifestPath,
-    before: await readTextIfExists(manifestPath).catch(() => undefined),
-    after: manifestText(ctx.os),
-    backup: "bak",
-    displayOnly: true,
-  });
-  const keepPrevious = state.plugin?.owner === "upstream" || state.plugin?.owner === "other";
-  const bin = ctx.self.kind === "compiled" ? executableFileName(ctx.os) : "openviking-kimi launcher";
-  plan.steps.push(
-    placeStep(
-      state.paths.managedDir,
-      pluginFiles(ctx),
-      { keepPrevious, now: ctx.now },
-      `place the plugin directory ${root} (kimi.plugin.json, bin/${bin})`,
-    ),
-  );
-  const source = ctx.self.kind === "compiled" ? ctx.self.execPath : ctx.self.root;
-  const reg = planRegistryInstall(state.registryText, { root, originalSource: source }, ctx.now);
+  const files = pluginFiles(ctx, program);
+  const placing = state.plugin?.owner !== "ours" || !(await pluginInPlace(root, files));
+  if (placing) {
+    // Shown in dry runs only: the directory itself is placed whole by the step below.
+    plan.changes.push({
+      path: manifestPath,
+      before: await readTextIfExists(manifestPath).catch(() => undefined),
+      after: manifestText(ctx.os),
+      backup: "bak",
+      displayOnly: true,
+    });
+    const keepPrevious = state.plugin?.owner === "upstream" || state.plugin?.owner === "other";
+    const bin = program.pluginBin.path.slice("bin/".length);
+    plan.steps.push(
+      placeStep(
+        state.paths.managedDir,
+        files,
+        { keepPrevious, now: ctx.now },
+        `place the plugin directory ${root} (kimi.plugin.json, bin/${bin})`,
+      ),
+    );
+  }
+  const reg = planRegistryInstall(state.registryText, { root, originalSource: program.source }, ctx.now);
   if (!reg.ok) return reg.error;
-  planFile(plan, state.paths.registry, state.registryText, reg.after, `plugin "${PLUGIN_ID}" registered`);
+  const p = reg.previous;
+  // The same directory, registered the same way: only the record's updatedAt would change.
+  const same = !placing && p?.root === root && p.source === "local-path" &&
+    p.originalSource === program.source;
+  if (!same) {
+    planFile(plan, state.paths.registry, state.registryText, reg.after, `plugin "${PLUGIN_ID}" registered`);
+  }
   if (reg.previous && reg.previous.enabled === false) {
     plan.notes.push(`Note: the plugin is disabled in Kimi; enable it with \`/plugins enable ${PLUGIN_ID}\`.`);
   }
-  plan.notes.push(
-    ctx.self.kind === "compiled"
-      ? `Hooks run: ./bin/${executableFileName(ctx.os)} hook <event> in ${root}`
-      : `Hooks run: ${root}/bin/openviking-kimi (launcher: ${commandLine(ctx.self.invocation)})`,
-  );
+  plan.notes.push(`Hooks run: ./${program.pluginBin.path} hook <event>, in ${root}`);
   return undefined;
+}
+
+/**
+ * After an install, whether the server answers: if not, where to start (README's "No server yet?"). The key
+ * is doctor's to check (a search), this only asks `/health`.
+ */
+async function serverNote(ctx: Context): Promise<void> {
+  const { config } = await loadConfig(ctx.env);
+  const checks = scrub(await serverChecks(config, ctx.fetch, { healthOnly: true }), [
+    config.apiKey,
+  ]) as Awaited<
+    ReturnType<typeof serverChecks>
+  >;
+  const failed = checks.find((c) => c.status === "fail");
+  if (!failed) {
+    ctx.out.info(`Server: ${checks.map((c) => c.summary).join("; ")}.`);
+    return;
+  }
+  ctx.out.info(`Note: ${failed.summary}.`);
+  if (failed.fix) ctx.out.info(`  fix: ${failed.fix}`);
 }
 
 /** Installs in `mode` and returns the exit code. */
@@ -232,21 +345,39 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
   if (state.unreadable.length) return fail(ctx.out, "install", state.unreadable[0]);
   if (!state.homeExists) {
     ctx.out.info(
-      `Kimi Code home ${home} does not exist yet; it will be created (is Kimi Code installed? ` +
-        "`npm install -g @moonshot-ai/kimi-code`, or pass --kimi-home).",
+      `Kimi Code home ${home} does not exist yet; it ${options.dryRun ? "would" : "will"} be created (is ` +
+        "Kimi Code installed? `npm install -g @moonshot-ai/kimi-code`, or pass --kimi-home).",
     );
   }
   if (hasUpstream(state) && !options.yes) return fail(ctx.out, "install", upstreamMessage(state));
+  if (mode === "plugin" && ctx.self.kind !== "compiled" && ctx.os === "windows") {
+    return fail(
+      ctx.out,
+      "install",
+      "plugin mode from a source checkout needs a POSIX shell for its launcher; on Windows use a " +
+        "release binary (openviking-kimi.exe install --mode plugin) or --mode config.",
+    );
+  }
   const plan = newPlan(ctx.now);
-  const problem = (await planCredentials(ctx, options.credentials, plan)) ??
-    (mode === "config"
-      ? await planConfigMode(ctx, options, state, plan)
-      : await planPluginMode(ctx, options, state, plan));
+  const credentials = await planCredentials(ctx, options.credentials, plan);
+  if (credentials) return fail(ctx.out, "install", credentials);
+  const program = await planProgram(ctx, mode, home, plan);
+  if (typeof program === "string") return fail(ctx.out, "install", program);
+  const problem = mode === "config"
+    ? planConfigMode(options, ctx, state, program, plan)
+    : await planPluginMode(ctx, options, state, program, plan);
   if (problem) return fail(ctx.out, "install", problem);
-  return await carryOut(plan, ctx.out, {
+  if (program.note) plan.notes.push(program.note);
+  if (plan.steps.length && await Deno.lstat(versionsDir(ctx.env)).then(() => true, () => false)) {
+    plan.steps.push(sweepStep(ctx.env, { keep: program.keep, kimiHome: home }));
+  }
+  const code = await carryOut(plan, ctx.out, {
     command: "install",
     dryRun: options.dryRun,
     start: `Installing openviking-kimi into ${home} (${mode} mode)`,
     done: "Start a new Kimi Code session (or /reload) to load it; `openviking-kimi doctor` checks the setup.",
+    nothing: `openviking-kimi is installed in ${home} (${mode} mode) just as this install would leave it.`,
   });
+  if (code === 0 && !options.dryRun) await serverNote(ctx);
+  return code;
 }

@@ -11,14 +11,40 @@ import { isRecord } from "../runtime/parsed.ts";
 export interface CredentialArgs {
   url?: string;
   apiKey?: string;
+  /** Where the key came from (stdin, the environment, the terminal), said next to "not shown". */
+  apiKeyFrom?: string;
   account?: string;
   user?: string;
 }
 
-/** A planned ovcli.conf change. */
+/**
+ * A planned ovcli.conf change. `summary` says what the file holds afterwards (`url = …`, `api_key set (not
+ * shown)`, `account deleted`), `steps` what will be done (`set url to …`, `delete account`), for dry runs.
+ */
 export type OvcliPlan =
-  | { ok: true; after: string | undefined; changed: boolean; summary: string[] }
+  | { ok: true; after: string | undefined; changed: boolean; summary: string[]; steps: string[] }
   | { ok: false; error: string };
+
+/** One setting written or deleted. */
+interface Setting {
+  name: string;
+  /** The value shown; undefined = deleted. */
+  shown?: string;
+  note?: string;
+}
+
+/** What the file holds afterwards, per setting. */
+function done(s: Setting): string {
+  return s.shown === undefined
+    ? `${s.name} deleted${s.note ? ` (${s.note})` : ""}`
+    : `${s.name} = ${s.shown}`;
+}
+
+/** What will be done, per setting. */
+function todo(s: Setting): string {
+  if (s.shown === undefined) return `delete ${s.name}${s.note ? ` (${s.note})` : ""}`;
+  return s.shown.startsWith("(") ? `set ${s.name} ${s.shown}` : `set ${s.name} to ${s.shown}`;
+}
 
 /** Whether any setting was given. */
 function hasCredentialArgs(args: CredentialArgs): boolean {
@@ -26,34 +52,45 @@ function hasCredentialArgs(args: CredentialArgs): boolean {
 }
 
 /** Sets (or with "" deletes) the server URL in `doc`; says what it did, or why the URL is refused. */
-function mergeUrl(doc: Record<string, unknown>, given: string, summary: string[]): string | undefined {
+function mergeUrl(doc: Record<string, unknown>, given: string, settings: Setting[]): string | undefined {
   const url = given.trim().replace(/\/+$/, "");
   if (url === "") {
     delete doc.url;
-    summary.push("url removed (the default http://127.0.0.1:1933 applies)");
+    settings.push({ name: "url", note: "the default http://127.0.0.1:1933 applies" });
     return undefined;
   }
-  let ok = false;
+  let parsed: URL | undefined;
   try {
-    ok = ["http:", "https:"].includes(new URL(url).protocol);
+    parsed = new URL(url);
   } catch {
-    ok = false;
+    parsed = undefined;
   }
-  if (!ok) return `--url "${given}" is not an http(s) URL, e.g. http://127.0.0.1:1933`;
+  if (!parsed || !["http:", "https:"].includes(parsed.protocol)) {
+    return `--url "${
+      given.replace(/\/\/[^/@]*@/, "//…@")
+    }" is not an http(s) URL, e.g. http://127.0.0.1:1933`;
+  }
+  if (parsed.username || parsed.password) {
+    return "--url carries a user name or password, which would be saved and shown as part of the address: " +
+      "give the address alone and the key with --api-key-stdin (or OPENVIKING_API_KEY)";
+  }
   doc.url = url;
-  summary.push(`url = ${url}`);
+  settings.push({ name: "url", shown: url });
   return undefined;
 }
 
 /** Sets (or with "" deletes) the key, account and user in `doc` (an alias spelling goes); says what it did. */
-function mergeIdentity(doc: Record<string, unknown>, args: CredentialArgs, summary: string[]): void {
+function mergeIdentity(doc: Record<string, unknown>, args: CredentialArgs, settings: Setting[]): void {
   if (args.apiKey !== undefined) {
     if (args.apiKey === "") {
       delete doc.api_key;
-      summary.push("api_key removed");
+      settings.push({ name: "api_key" });
     } else {
       doc.api_key = args.apiKey;
-      summary.push("api_key saved (not shown)");
+      settings.push({
+        name: "api_key",
+        shown: `(not shown${args.apiKeyFrom ? `; from ${args.apiKeyFrom}` : ""})`,
+      });
     }
   }
   for (
@@ -63,18 +100,18 @@ function mergeIdentity(doc: Record<string, unknown>, args: CredentialArgs, summa
     if (value === "") {
       delete doc[name as string];
       delete doc[alias as string];
-      summary.push(`${name} removed`);
+      settings.push({ name: name as string });
     } else {
       doc[name as string] = value;
       if (alias && alias in doc) delete doc[alias as string];
-      summary.push(`${name} = ${value}`);
+      settings.push({ name: name as string, shown: value });
     }
   }
 }
 
 /** Plans the merge of `args` into ovcli.conf's text. */
 export function planOvcli(current: string | undefined, args: CredentialArgs, path: string): OvcliPlan {
-  if (!hasCredentialArgs(args)) return { ok: true, after: current, changed: false, summary: [] };
+  if (!hasCredentialArgs(args)) return { ok: true, after: current, changed: false, summary: [], steps: [] };
   let doc: Record<string, unknown> = {};
   if (current !== undefined && current.trim() !== "") {
     const parsed = parseJson(current);
@@ -88,12 +125,18 @@ export function planOvcli(current: string | undefined, args: CredentialArgs, pat
     }
     doc = { ...parsed.value };
   }
-  const summary: string[] = [];
-  const refused = args.url !== undefined ? mergeUrl(doc, args.url, summary) : undefined;
+  const settings: Setting[] = [];
+  const refused = args.url !== undefined ? mergeUrl(doc, args.url, settings) : undefined;
   if (refused) return { ok: false, error: refused };
-  mergeIdentity(doc, args, summary);
+  mergeIdentity(doc, args, settings);
   const after = formatJson(doc, jsonStyle(current));
-  return { ok: true, after, changed: after !== current, summary };
+  return {
+    ok: true,
+    after,
+    changed: after !== current,
+    summary: settings.map(done),
+    steps: settings.map(todo),
+  };
 }
 
 /** Replaces the values of secret-looking JSON fields (`api_key`, `*token*`, `*secret*`) with asterisks. */

@@ -1,10 +1,10 @@
 /**
- * Where the executable that hook entries point at lives, and how it is invoked: the compiled binary copies
- * itself to `~/.openviking/agent-integrations/kimicode/bin/`; a source checkout is run as
- * `<absolute deno> run <cli task flags> --config <root>/deno.json <root>/main.ts` (runtime/self.ts).
+ * Where the program that hook entries point at lives, and how it is invoked: the compiled binary copies
+ * itself to `~/.openviking/agent-integrations/kimicode/bin/`; a source checkout installs a program copy with
+ * its launcher under `…/kimicode/versions/<id>/` (install/copy.ts); an installed copy registers itself.
  */
 
-import { commandLine, type Invocation, isCompiled, selfInvocation, shellQuote } from "../runtime/self.ts";
+import { copyDir, isCompiled, shellQuote } from "../runtime/self.ts";
 import { checkoutRoot } from "../runtime/self.ts";
 import { type Env, joinPath, openVikingHome } from "../runtime/paths.ts";
 import { EXECUTABLE_NAME } from "./spec.ts";
@@ -13,20 +13,22 @@ import type { McpEntry } from "./mcp-json.ts";
 /** The operating-system family that decides file names and command quoting. */
 export type OsFamily = "posix" | "windows";
 
-/** How this program is being run. */
+/** How this program is being run: the compiled binary, a checkout, or an installed copy. */
 export type Self =
   | { kind: "compiled"; execPath: string }
-  | { kind: "checkout"; invocation: Invocation; root: string };
+  | { kind: "checkout"; root: string }
+  | { kind: "copy"; dir: string };
 
 /** The OS family of this process. */
 export function currentOs(): OsFamily {
   return Deno.build.os === "windows" ? "windows" : "posix";
 }
 
-/** Describes the running program (compiled binary or checkout). */
-export async function currentSelf(): Promise<Self> {
-  if (isCompiled()) return { kind: "compiled", execPath: Deno.execPath() };
-  return { kind: "checkout", invocation: await selfInvocation([]), root: checkoutRoot() };
+/** Describes the running program (compiled binary, installed copy or checkout). */
+export function currentSelf(): Promise<Self> {
+  if (isCompiled()) return Promise.resolve({ kind: "compiled", execPath: Deno.execPath() });
+  const copy = copyDir();
+  return Promise.resolve(copy ? { kind: "copy", dir: copy } : { kind: "checkout", root: checkoutRoot() });
 }
 
 /** The executable's file name on an OS. */
@@ -54,25 +56,19 @@ export function commandFor(words: readonly string[], os: OsFamily): string {
   return words.map(os === "windows" ? cmdQuote : shellQuote).join(" ");
 }
 
-/** The program and arguments that run `openviking-kimi` in config mode (before `hook <event>` / `mcp`). */
-function configInvocation(self: Self, env: Env, os: OsFamily): Invocation {
-  if (self.kind === "compiled") {
-    const path = installedBinaryPath(env, os);
-    return { command: os === "windows" ? path.replace(/\//g, "\\") : path, args: [] };
-  }
-  return self.invocation;
+/** A program path as the shell Kimi runs hooks with on `os` wants it (backslashes on Windows). */
+function nativePath(path: string, os: OsFamily): string {
+  return os === "windows" ? path.replace(/\//g, "\\") : path;
 }
 
-/** The hook command prefix in config mode. */
-export function configCommandPrefix(self: Self, env: Env, os: OsFamily): string {
-  const inv = configInvocation(self, env, os);
-  return os === "posix" ? commandLine(inv) : commandFor([inv.command, ...inv.args], os);
+/** The hook command prefix in config mode: the program (the binary, or a copy's launcher), quoted. */
+export function configCommandPrefix(program: string, os: OsFamily): string {
+  return commandFor([nativePath(program, os)], os);
 }
 
 /** The `mcp.json` entry in config mode. */
-export function configMcpEntry(self: Self, env: Env, os: OsFamily): McpEntry {
-  const inv = configInvocation(self, env, os);
-  return { command: inv.command, args: [...inv.args, "mcp"] };
+export function configMcpEntry(program: string, os: OsFamily): McpEntry {
+  return { command: nativePath(program, os), args: ["mcp"] };
 }
 
 /** Copies a file so that readers see the old or the new one, never half of it (temp + rename), mode 0755. */
@@ -96,4 +92,33 @@ export async function sameFile(a: string, b: string): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/** Whether two files hold the same bytes (a binary installed again from its download: nothing to copy). */
+export async function sameBytes(a: string, b: string): Promise<boolean> {
+  const [sa, sb] = await Promise.all([
+    Deno.stat(a).catch(() => undefined),
+    Deno.stat(b).catch(() => undefined),
+  ]);
+  if (!sa?.isFile || !sb?.isFile || sa.size !== sb.size) return false;
+  using fa = await Deno.open(a);
+  using fb = await Deno.open(b);
+  const [ba, bb] = [new Uint8Array(1 << 20), new Uint8Array(1 << 20)];
+  for (;;) {
+    const [na, nb] = [await readFull(fa, ba), await readFull(fb, bb)];
+    if (na !== nb) return false;
+    if (na === 0) return true;
+    for (let i = 0; i < na; i++) if (ba[i] !== bb[i]) return false;
+  }
+}
+
+/** Reads until `buf` is full or the file ends; returns how many bytes were read. */
+async function readFull(file: Deno.FsFile, buf: Uint8Array): Promise<number> {
+  let n = 0;
+  while (n < buf.length) {
+    const got = await file.read(buf.subarray(n));
+    if (got === null) break;
+    n += got;
+  }
+  return n;
 }

@@ -1,11 +1,11 @@
 /**
  * The native Kimi plugin: its manifest (`kimi.plugin.json`, hook and MCP commands as `./` paths because Kimi
- * runs plugin hooks in the plugin root and rejects absolute MCP commands), the launcher script used from a
- * source checkout, and the atomic placement of the plugin directory under `$KIMI_CODE_HOME/plugins/managed`.
+ * runs plugin hooks in the plugin root and rejects absolute MCP commands), and the atomic placement of the
+ * plugin directory under `$KIMI_CODE_HOME/plugins/managed`. Its `bin/` holds the compiled binary, or the
+ * launcher of a program copy (install/launcher.ts).
  */
 
 import { VERSION } from "../runtime/version.ts";
-import { commandLine, type Invocation } from "../runtime/self.ts";
 import { joinPath } from "../runtime/paths.ts";
 import { EXECUTABLE_NAME, hookEntries, type HookEntry, MCP_SERVER_NAME, PLUGIN_ID } from "./spec.ts";
 import type { OsFamily } from "./placement.ts";
@@ -56,17 +56,6 @@ export function classifyManifest(manifest: unknown): "ours" | "upstream" | "othe
   if (commands.some((c) => /bin[\\/]openviking-kimi(\.exe)?\s+hook\s/.test(c))) return "ours";
   if (commands.some((c) => /\.mjs\b/.test(c))) return "upstream";
   return manifest.name === PLUGIN_ID ? "upstream" : "other";
-}
-
-/** The launcher written into the plugin's `bin/` when installing from a checkout: runs this checkout. */
-export function checkoutLauncher(invocation: Invocation, root: string): string {
-  return [
-    "#!/bin/sh",
-    `# openviking-kimi from the source checkout ${root}`,
-    "# (written by `openviking-kimi install --mode plugin`; runs deno with the production flags of deno.json's cli task)",
-    `exec ${commandLine(invocation)} "$@"`,
-    "",
-  ].join("\n");
 }
 
 /** A file of the plugin directory. */

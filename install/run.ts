@@ -38,6 +38,10 @@ export interface Context {
   out: Output;
   now: Date;
   cwd: string;
+  /** The Deno a program copy records (default: the one running). */
+  deno?: string;
+  /** How install asks the server whether it answers (default: fetch). */
+  fetch?: typeof fetch;
 }
 
 /** The context of a real run: this process, its environment, the console, now. */
@@ -78,7 +82,7 @@ export function planFile(
   plan.steps.push(fileStep(change, what, plan.now));
 }
 
-/** Prints what a dry run would do: the steps, the diff of every file, the notes. */
+/** Prints what a dry run would do: the steps, the diff of every file (removed lines first), the notes. */
 function printDryRun(plan: Plan, out: Output): void {
   out.info("Dry run: nothing was changed. These changes would be made:");
   for (const step of plan.steps) out.info(`  - ${step.describe}`);
@@ -141,8 +145,10 @@ async function execute(plan: Plan, out: Output): Promise<string | undefined> {
       }. The previous content of each file is in its .bak copy.`;
     }
   }
-  for (const d of done) await d.commit?.();
+  const finished: string[] = [];
+  for (const d of done) finished.push(...(await d.commit?.() ?? []));
   for (const d of done) if (d.message) out.info(`  ✓ ${d.message}`);
+  for (const line of finished) out.info(`  ✓ ${line}`);
   for (const note of plan.notes) out.info(note);
   return undefined;
 }
@@ -155,6 +161,8 @@ export interface Outcome {
   start: string;
   /** Said once every step succeeded. */
   done?: string;
+  /** Said when there is nothing to do (no step at all). */
+  nothing: string;
 }
 
 /** Reports `message` as the run's error; returns the exit code 1. */
@@ -167,6 +175,11 @@ export function fail(out: Output, command: Outcome["command"], message: string):
 export async function carryOut(plan: Plan, out: Output, outcome: Outcome): Promise<number> {
   const problem = await checkPlan(plan);
   if (problem) return fail(out, outcome.command, problem);
+  if (plan.steps.length === 0) {
+    out.info(`${outcome.dryRun ? "Dry run: nothing" : "Nothing"} to change: ${outcome.nothing}`);
+    for (const note of plan.notes) out.info(note);
+    return 0;
+  }
   if (outcome.dryRun) {
     printDryRun(plan, out);
     return 0;

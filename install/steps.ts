@@ -28,7 +28,8 @@ export interface Done {
   /** What it changed, named in a rollback message. */
   changed?: string;
   undo?: Undo;
-  commit?: () => Promise<void>;
+  /** Finishes the step once every step succeeded; returns lines to report (what it removed, kept). */
+  commit?: () => Promise<string[] | void>;
 }
 
 /** An action of a run (a file write, the binary copy, the plugin directory, a removal), described for dry runs. */

@@ -1,7 +1,8 @@
 /**
  * `openviking-kimi uninstall`: a planner per mode (both unless one is named) that takes out exactly what
- * install added, and with `--purge` the executable, the plugin directory and per-session state, feeding one
- * plan that run.ts checks and carries out all or nothing. ovcli.conf and the shared queue stay.
+ * install added, and with `--purge` the program (the executable, the program copies nothing else uses), the
+ * plugin directory and per-session state, feeding one plan that run.ts checks and carries out all or
+ * nothing. ovcli.conf and the shared queue stay.
  */
 
 import { readTextIfExists } from "../runtime/fs.ts";
@@ -10,7 +11,8 @@ import { PLUGIN_ID } from "./spec.ts";
 import { planConfigUninstall } from "./toml-config.ts";
 import { planMcpUninstall } from "./mcp-json.ts";
 import { hasOurPlugin, kimiHomeFor, type KimiState, readKimiState } from "./detect.ts";
-import { integrationDir } from "./placement.ts";
+import { installedBinaryPath, integrationDir } from "./placement.ts";
+import { sweepStep, versionsDir } from "./copy.ts";
 import { planUnregister } from "./install.ts";
 import { carryOut, type Context, fail, type InstallOptions, newPlan, type Plan, planFile } from "./run.ts";
 import { removalStep } from "./steps.ts";
@@ -50,7 +52,12 @@ function planPluginRemoval(state: KimiState, plan: Plan): string | undefined {
   return undefined;
 }
 
-/** Plans `--purge`: our plugin directory (when `plugin`), the executable, per-session state and our log. */
+/** Whether something is at `path`. */
+function exists(path: string): Promise<boolean> {
+  return Deno.lstat(path).then(() => true, () => false);
+}
+
+/** Plans `--purge`: our plugin directory (when `plugin`), the program, per-session state and our log. */
 async function planPurge(ctx: Context, state: KimiState, plugin: boolean, plan: Plan): Promise<void> {
   const targets: string[] = [];
   const managed = joinPath(state.paths.managedDir, PLUGIN_ID);
@@ -59,31 +66,51 @@ async function planPurge(ctx: Context, state: KimiState, plugin: boolean, plan: 
     if (manifest === undefined || /bin[\\/]+openviking-kimi/.test(manifest)) targets.push(managed);
   }
   targets.push(
-    integrationDir(ctx.env),
+    dirName(installedBinaryPath(ctx.env, ctx.os)),
     hookStateDir(ctx.env),
     joinPath(openVikingHome(ctx.env), "logs", "kimicode-hooks.log"),
   );
   for (const t of targets) {
-    const exists = await Deno.lstat(t).then(() => true, () => false);
-    if (exists) plan.steps.push(removalStep(t, `delete ${t}`, `removed ${t}`));
+    if (await exists(t)) plan.steps.push(removalStep(t, `delete ${t}`, `removed ${t}`));
   }
-  if (targets.includes(managed)) {
-    plan.steps.push({
-      describe: `delete ${state.paths.managedDir} and its parent when empty`,
-      run: () =>
-        Promise.resolve({
-          // At the end, once the plugin directory itself is gone.
-          commit: async () => {
-            await Deno.remove(state.paths.managedDir).catch(() => {});
-            await Deno.remove(dirName(state.paths.managedDir)).catch(() => {});
-          },
-        }),
-    });
-  }
+  if (await exists(versionsDir(ctx.env))) plan.steps.push(sweepStep(ctx.env, { kimiHome: state.paths.home }));
   plan.notes.push(
     "Kept: ~/.openviking/ovcli.conf and the pending queue (~/.openviking/pending), which OpenViking's other " +
       "clients share.",
   );
+  if (plan.steps.length === 0) return;
+  plan.steps.push({
+    describe: `delete the directories left empty (${state.paths.managedDir}, ${integrationDir(ctx.env)})`,
+    run: () =>
+      Promise.resolve({
+        // At the end, once what was in them is gone (the sweep keeps the copies still in use).
+        commit: async () => {
+          if (targets.includes(managed)) {
+            await Deno.remove(state.paths.managedDir).catch(() => {});
+            await Deno.remove(dirName(state.paths.managedDir)).catch(() => {});
+          }
+          await Deno.remove(versionsDir(ctx.env)).catch(() => {});
+          if (!(await exists(versionsDir(ctx.env)))) {
+            await Deno.remove(joinPath(integrationDir(ctx.env), "kimi-homes")).catch(() => {});
+            await Deno.remove(integrationDir(ctx.env)).catch(() => {});
+          }
+        },
+      }),
+  });
+}
+
+/** What uninstall leaves for `--purge`, in words: only what is there (the program, the plugin directory). */
+async function keptFiles(ctx: Context, state: KimiState, plugin: boolean): Promise<string | undefined> {
+  const kept: string[] = [];
+  if (await exists(installedBinaryPath(ctx.env, ctx.os))) {
+    kept.push(`the executable ${installedBinaryPath(ctx.env, ctx.os)}`);
+  }
+  if (await exists(versionsDir(ctx.env))) kept.push(`the program copies in ${versionsDir(ctx.env)}`);
+  const managed = joinPath(state.paths.managedDir, PLUGIN_ID);
+  if (plugin && state.plugin?.owner === "ours" && (await exists(managed))) {
+    kept.push(`the plugin directory ${managed}`);
+  }
+  return kept.length ? `Files kept (remove them with --purge): ${kept.join(", ")}.` : undefined;
 }
 
 /** Uninstalls and returns the exit code. */
@@ -107,8 +134,7 @@ export async function runUninstall(ctx: Context, options: InstallOptions): Promi
     command: "uninstall",
     dryRun: options.dryRun,
     start: `Removing openviking-kimi from ${home}`,
-    done: options.purge
-      ? undefined
-      : "Files kept (remove them with --purge): the executable and the plugin directory.",
+    done: options.purge ? undefined : await keptFiles(ctx, state, plugin),
+    nothing: `nothing of openviking-kimi is registered in ${home}.`,
   });
 }

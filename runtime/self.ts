@@ -1,7 +1,10 @@
 /**
- * How this program runs itself again: the compiled binary is its own path; from a checkout it is the running
- * deno with the production flags of deno.json's `cli` task (the one place they are defined) and this
- * checkout's main.ts. Used by the detached hook worker and by the installer's hook commands.
+ * How this program runs itself again, in each of the three ways it can be running: the compiled binary (its
+ * own path); an installed copy (the bundle install/copy.ts places under
+ * `~/.openviking/agent-integrations/kimicode/versions/<id>/`, run by the running deno with the flags its
+ * `copy.json` recorded); a checkout (the running deno with the production flags of deno.json's `cli` task —
+ * the one place they are defined — and the checkout's main.ts). Used by the detached hook worker and by the
+ * installer.
  */
 
 import { joinPath } from "./paths.ts";
@@ -11,6 +14,22 @@ export interface Invocation {
   command: string;
   args: string[];
 }
+
+/**
+ * The files of an installed copy, relative to its directory: the two bundles (everything, and the lean
+ * `hook <event>` path), what install recorded, the lock every process of the copy holds while it runs, and
+ * Deno's cache (its compiled-code cache) for the copy alone.
+ */
+export const COPY_FILES = {
+  main: "main.js",
+  hook: "hook.js",
+  info: "copy.json",
+  lock: "in-use.lock",
+  denoDir: "cache",
+} as const;
+
+/** The flags a copy runs with besides the production ones: no deno.json, npm or remote module of the cwd. */
+export const COPY_RUN_FLAGS: readonly string[] = ["--no-config", "--no-npm", "--no-remote"];
 
 /** The checkout's root directory (where deno.json and main.ts live). */
 export function checkoutRoot(): string {
@@ -42,9 +61,62 @@ export function isCompiled(): boolean {
   return Deno.build.standalone === true;
 }
 
+/**
+ * The directory of the installed copy this process runs from, or undefined (a checkout or the binary). A
+ * copy is the only way this program runs as bundled `.js`: its two bundles sit in the copy's directory.
+ */
+export function copyDir(): string | undefined {
+  const url = new URL(import.meta.url);
+  const name = url.pathname.slice(url.pathname.lastIndexOf("/") + 1);
+  if (url.protocol !== "file:" || (name !== COPY_FILES.main && name !== COPY_FILES.hook)) return undefined;
+  return decodeURIComponent(new URL(".", url).pathname).replace(/^\/([A-Za-z]:)/, "$1").replace(/\/$/, "");
+}
+
+let lockFile: Deno.FsFile | undefined;
+
+/**
+ * In an installed copy, takes a shared lock on its `in-use.lock` for as long as this process lives (the
+ * kernel releases it at exit, kill -9 included): install removes a previous version only when it can lock
+ * that file exclusively, i.e. when no process of it runs. Never waits; a copy without the file goes on.
+ */
+export function holdCopyLock(): void {
+  const dir = copyDir();
+  if (!dir || lockFile) return;
+  try {
+    const file = Deno.openSync(joinPath(dir, COPY_FILES.lock), { read: true });
+    if (file.tryLockSync(false)) lockFile = file;
+    else file.close();
+  } catch {
+    // No lock file (a hand-made copy) or an unreadable one: nothing to hold.
+  }
+}
+
+/** The production flags an installed copy recorded in its copy.json. */
+async function copyFlags(dir: string): Promise<string[]> {
+  const info = JSON.parse(await Deno.readTextFile(joinPath(dir, COPY_FILES.info))) as { flags?: unknown };
+  if (!Array.isArray(info.flags) || !info.flags.every((f) => typeof f === "string")) {
+    throw new Error(`${dir}/${COPY_FILES.info} has no flags`);
+  }
+  return info.flags;
+}
+
+/** The entry of an installed copy that runs `args`: the lean hook bundle for `hook <event>`, else main. */
+export function copyEntry(args: readonly string[]): string {
+  return args.length === 2 && args[0] === "hook" && !args[1].startsWith("-")
+    ? COPY_FILES.hook
+    : COPY_FILES.main;
+}
+
 /** The invocation that runs `openviking-kimi <args>` the way this process was run. */
 export async function selfInvocation(args: string[]): Promise<Invocation> {
   if (isCompiled()) return { command: Deno.execPath(), args };
+  const copy = copyDir();
+  if (copy) {
+    return {
+      command: Deno.execPath(),
+      args: ["run", ...(await copyFlags(copy)), ...COPY_RUN_FLAGS, joinPath(copy, copyEntry(args)), ...args],
+    };
+  }
   const root = checkoutRoot();
   return {
     command: Deno.execPath(),

@@ -19,6 +19,13 @@ const isWindows = Deno.build.os === "windows";
 /** Raw Deno / OS error text that must never reach the user. */
 const RAW_ERROR = /os error|realpath|readfile|\(os |Uncaught|at async|NotFound:|EISDIR|ENOENT/;
 
+/** Bytes as one character each (in pieces: a program copy's bundle is too big for one spread). */
+function latin1(bytes: Uint8Array): string {
+  let text = "";
+  for (let i = 0; i < bytes.length; i += 8192) text += String.fromCharCode(...bytes.subarray(i, i + 8192));
+  return text;
+}
+
 /** Every entry under `dir`: file bytes (hex-free, as latin1), directories, and symlink targets. */
 async function snapshot(dir: string): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
@@ -30,7 +37,7 @@ async function snapshot(dir: string): Promise<Record<string, string>> {
       else if (info.isDirectory) {
         out[p] = `<dir ${(info.mode ?? 0) & 0o777}>`;
         await walk(p);
-      } else out[p] = `${(info.mode ?? 0) & 0o777} ${String.fromCharCode(...await Deno.readFile(p))}`;
+      } else out[p] = `${(info.mode ?? 0) & 0o777} ${latin1(await Deno.readFile(p))}`;
     }
   }
   await walk(dir);

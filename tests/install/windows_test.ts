@@ -2,7 +2,13 @@
 
 import { assertEquals, assertMatch } from "../support/assert.ts";
 import { renderManifest } from "../../install/plugin.ts";
-import { cmdQuote, commandFor, configCommandPrefix, configMcpEntry } from "../../install/placement.ts";
+import {
+  cmdQuote,
+  commandFor,
+  configCommandPrefix,
+  configMcpEntry,
+  installedBinaryPath,
+} from "../../install/placement.ts";
 import { parseToml, renderBlock } from "../../install/toml-block.ts";
 import { hookEntries } from "../../install/spec.ts";
 
@@ -14,15 +20,16 @@ Deno.test("windows plugin manifest: cmd-friendly hook paths, ./ MCP command with
 
 Deno.test("windows config mode: quoted absolute .exe, survives TOML round trip", () => {
   const env = { USERPROFILE: "C:\\Users\\Ann Lee" };
-  const self = { kind: "compiled" as const, execPath: "C:\\Downloads\\openviking-kimi.exe" };
-  const prefix = configCommandPrefix(self, env, "windows");
+  // What install registers for a compiled binary (it copies itself there first).
+  const program = installedBinaryPath(env, "windows");
+  const prefix = configCommandPrefix(program, "windows");
   assertEquals(
     prefix,
     '"C:\\Users\\Ann Lee\\.openviking\\agent-integrations\\kimicode\\bin\\openviking-kimi.exe"',
   );
   const parsed = parseToml(renderBlock(hookEntries(prefix), "\r\n"));
   assertEquals(parsed.ok && (parsed.value.hooks as { command: string }[])[3].command, `${prefix} hook stop`);
-  assertEquals(configMcpEntry(self, env, "windows").args, ["mcp"]);
+  assertEquals(configMcpEntry(program, "windows").args, ["mcp"]);
   assertEquals(cmdQuote('a"b c'), '"a""b c"');
   assertMatch(commandFor(["C:\\x\\y.exe", "hook"], "windows"), /^C:\\x\\y\.exe hook$/);
 });

@@ -1,0 +1,293 @@
+/**
+ * The launcher of an installed copy (install/copy.ts): the small script the hooks, the MCP server and the
+ * user run. It finds Deno — the one install used, then `deno` on PATH, then the usual install places — and
+ * runs the copy with the production flags, offline. Without Deno it never breaks Kimi: a hook drains its
+ * stdin and exits 0 silently (a debug log line says why), `mcp` answers every request with an error that
+ * names the fix, `doctor` prints its report with that one failing check, and any other command says so and
+ * exits 1. The search list is defined once here: the script and doctor's own search both come from it.
+ */
+
+import { COPY_FILES, COPY_RUN_FLAGS, shellQuote } from "../runtime/self.ts";
+import { type Env, joinPath } from "../runtime/paths.ts";
+import type { Check } from "./check.ts";
+import type { OsFamily } from "./placement.ts";
+import { cmdQuote } from "./placement.ts";
+
+/** What a launcher needs to know. */
+export interface LauncherSpec {
+  /** The copy's directory. */
+  dir: string;
+  /** The Deno install used (`Deno.execPath()` of the install). */
+  deno: string;
+  /** The production flags (deno.json's `cli` task). */
+  flags: readonly string[];
+  version: string;
+  id: string;
+  /** The checkout the copy was built from. */
+  source: string;
+}
+
+/** The marker line of a launcher: what doctor reads back (`# openviking-kimi copy {json}`). */
+const MARKER = "# openviking-kimi copy ";
+
+/** Where else Deno usually lives (after the recorded one and PATH): `$VAR/rest`, a glob in the last part. */
+const USUAL_PLACES: readonly { base?: "HOME" | "DENO_INSTALL" | "NVM_DIR"; path: string }[] = [
+  { base: "DENO_INSTALL", path: "bin/deno" },
+  { base: "HOME", path: ".deno/bin/deno" },
+  { base: "HOME", path: ".local/bin/deno" },
+  { path: "/opt/homebrew/bin/deno" },
+  { path: "/usr/local/bin/deno" },
+  { path: "/usr/bin/deno" },
+  { base: "NVM_DIR", path: "versions/node/*/bin/deno" },
+];
+
+/** The usual places in words, for messages. */
+const USUAL_WORDS = "~/.deno/bin, ~/.local/bin, $DENO_INSTALL/bin, /opt/homebrew/bin, /usr/local/bin, " +
+  "/usr/bin, nvm's Node versions";
+
+/**
+ * The failing check a copy without Deno reports: what is missing and how to get it back (the install
+ * command for `mode` when known; the launcher, shared by both modes, names both).
+ */
+export function denoNotFound(
+  spec: Pick<LauncherSpec, "deno" | "source"> & { mode?: "config" | "plugin" },
+  os: OsFamily,
+): Check {
+  const install = spec.mode === undefined
+    ? "`deno task -q install` (with `--mode plugin` for plugin mode)"
+    : `\`deno task -q install${spec.mode === "plugin" ? " --mode plugin" : ""}\``;
+  return {
+    id: "deno",
+    status: "fail",
+    summary: `Deno not found at ${spec.deno} (the one install used), on PATH or in the usual places (${
+      os === "windows" ? "%USERPROFILE%\\.deno\\bin" : USUAL_WORDS
+    }): the hooks do nothing and the MCP server cannot start`,
+    fix:
+      `reinstall with: install Deno 2 (\`npm install -g deno\`, or see https://deno.com), then run ${install} ` +
+      `in an openviking-kimi checkout (this copy was built from ${spec.source}); or install a release binary, ` +
+      "which needs no Deno",
+  };
+}
+
+/** One line saying it: "Deno not found at …; reinstall with …". */
+export function denoNotFoundLine(check: Check): string {
+  return `${check.summary.replace(/: the hooks do nothing.*$/, "")}; ${check.fix}`;
+}
+
+/** The launcher's text for `os` (a POSIX sh script, or a cmd.exe batch file). */
+export function launcherText(spec: LauncherSpec, os: OsFamily): string {
+  return os === "windows" ? windowsLauncher(spec) : posixLauncher(spec);
+}
+
+/** The launcher's file name. */
+export function launcherName(os: OsFamily): string {
+  return os === "windows" ? "openviking-kimi.cmd" : "openviking-kimi";
+}
+
+/** A JSON string's inside (no quotes), for text the script prints inside JSON. */
+function jsonInside(text: string): string {
+  return JSON.stringify(text).slice(1, -1);
+}
+
+/** The candidate list of the sh script: the recorded Deno, PATH, then the usual places. */
+function posixCandidates(deno: string): string {
+  const usual = USUAL_PLACES.map((p) => {
+    if (!p.base) return p.path;
+    const base = p.base === "NVM_DIR"
+      ? '"${NVM_DIR:-${HOME:-/nonexistent}/.nvm}"'
+      : `"\${${p.base}:-/nonexistent}"`;
+    return `${base}/${p.path}`;
+  });
+  return [shellQuote(deno), '"$(command -v deno 2>/dev/null)"', ...usual].join(" \\\n  ");
+}
+
+/** The doctor report of a copy without Deno, as `doctor` and `doctor --json` print it. */
+function doctorReports(spec: LauncherSpec, check: Check): { text: string; json: string } {
+  const text = [
+    `openviking-kimi doctor ${spec.version}`,
+    `✗ ${check.id}: ${check.summary}`,
+    `    fix: ${check.fix}`,
+    "1 problem(s) found.",
+  ].join("\n");
+  const json = JSON.stringify({ version: spec.version, ok: false, checks: [check] }, null, 2);
+  return { text, json };
+}
+
+/** The POSIX launcher. */
+function posixLauncher(spec: LauncherSpec): string {
+  const check = denoNotFound(spec, "posix");
+  const why = denoNotFoundLine(check);
+  const reports = doctorReports(spec, check);
+  const run = [...spec.flags, ...COPY_RUN_FLAGS].map(shellQuote).join(" ");
+  const marker = JSON.stringify({ dir: spec.dir, deno: spec.deno, id: spec.id });
+  return `#!/bin/sh
+# openviking-kimi ${spec.version}: runs the program copy in ${spec.dir}
+# (bundled from ${spec.source.replace(/\n/g, " ")} by \`openviking-kimi install\`) with Deno and the
+# production flags, offline. Deno is looked for where install found it, then on PATH, then in the usual places.
+${MARKER}${marker}
+dir=${shellQuote(spec.dir)}
+deno=
+for d in ${posixCandidates(spec.deno)}; do
+  if [ -f "$d" ] && [ -x "$d" ]; then deno=$d; break; fi
+done
+if [ -n "$deno" ]; then
+  entry=${COPY_FILES.main}
+  if [ "$1" = hook ] && [ "$#" -eq 2 ]; then case $2 in -*) ;; *) entry=${COPY_FILES.hook} ;; esac; fi
+  DENO_DIR="$dir/${COPY_FILES.denoDir}" exec "$deno" run ${run} "$dir/$entry" "$@"
+fi
+# No Deno: a hook stays silent and exits 0 (Kimi must never break); everything else says why.
+why=${shellQuote(why)}
+case $1 in
+hook)
+  [ -t 0 ] || cat >/dev/null 2>&1
+  case \${OPENVIKING_DEBUG:-} in
+  1 | [Tt][Rr][Uu][Ee] | [Yy][Ee][Ss] | [Oo][Nn])
+    case $2 in *[!a-z-]* | '') event=unknown ;; *) event=$2 ;; esac
+    log=\${OPENVIKING_DEBUG_LOG:-}
+    case $log in /*) ;; *) log= ;; esac
+    if [ -z "$log" ]; then
+      case \${OPENVIKING_HOME:-} in
+      /*) log=$OPENVIKING_HOME/logs/kimicode-hooks.log ;;
+      *) case \${HOME:-} in /*) log=$HOME/.openviking/logs/kimicode-hooks.log ;; esac ;;
+      esac
+    fi
+    if [ -n "$log" ]; then
+      (umask 077 && mkdir -p "\${log%/*}" && printf '{"ts":"%s","pid":%s,"source":"kimicode:%s","stage":"done","event":"%s","outcome":"deno-not-found","reason":"%s"}\\n' \\
+        "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$$" "$event" "$event" ${
+    shellQuote(jsonInside(why))
+  } >>"$log") 2>/dev/null
+    fi
+    ;;
+  esac
+  exit 0
+  ;;
+mcp)
+  printf 'openviking-kimi mcp: %s\\n' "$why" >&2
+  while IFS= read -r line || [ -n "$line" ]; do
+    id=$(printf '%s\\n' "$line" | awk 'match($0, /"id"[ \\t]*:[ \\t]*(-?[0-9]+|"[^"\\\\]*")/) { s = substr($0, RSTART, RLENGTH); sub(/^"id"[ \\t]*:[ \\t]*/, "", s); print s }')
+    if [ -n "$id" ]; then
+      printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"%s"}}\\n' "$id" ${
+    shellQuote(jsonInside(`openviking-kimi: ${why}`))
+  }
+    fi
+  done
+  exit 0
+  ;;
+doctor)
+  case " $* " in
+  *" --json "*)
+    cat <<'OPENVIKING_KIMI_JSON'
+${reports.json}
+OPENVIKING_KIMI_JSON
+    ;;
+  *)
+    cat <<'OPENVIKING_KIMI_TEXT'
+${reports.text}
+OPENVIKING_KIMI_TEXT
+    ;;
+  esac
+  exit 1
+  ;;
+esac
+printf 'openviking-kimi: %s\\n' "$why" >&2
+exit 1
+`;
+}
+
+/** The Windows launcher (cmd.exe, which Kimi's hooks run through there). */
+function windowsLauncher(spec: LauncherSpec): string {
+  const check = denoNotFound(spec, "windows");
+  const why = denoNotFoundLine(check).replace(/[%^&|<>]/g, "^$&");
+  const run = [...spec.flags, ...COPY_RUN_FLAGS].map(cmdQuote).join(" ");
+  const win = (p: string) => p.replace(/\//g, "\\");
+  const marker = JSON.stringify({ dir: spec.dir, deno: spec.deno, id: spec.id });
+  return [
+    "@echo off",
+    `rem openviking-kimi ${spec.version}: runs the program copy in ${win(spec.dir)} with Deno, offline.`,
+    `rem ${MARKER.slice(2)}${marker}`,
+    "setlocal",
+    `set "dir=${win(spec.dir)}"`,
+    'set "deno="',
+    `if exist "${win(spec.deno)}" set "deno=${win(spec.deno)}"`,
+    'if not defined deno for /f "delims=" %%d in (\'where deno.exe 2^>nul\') do if not defined deno set "deno=%%d"',
+    'if not defined deno if exist "%USERPROFILE%\\.deno\\bin\\deno.exe" set "deno=%USERPROFILE%\\.deno\\bin\\deno.exe"',
+    "if not defined deno goto nodeno",
+    `set "entry=${COPY_FILES.main}"`,
+    `if "%~1"=="hook" if not "%~2"=="" if "%~3"=="" set "entry=${COPY_FILES.hook}"`,
+    `set "DENO_DIR=%dir%\\${COPY_FILES.denoDir}"`,
+    `"%deno%" run ${run} "%dir%\\%entry%" %*`,
+    "exit /b %ERRORLEVEL%",
+    ":nodeno",
+    'if "%~1"=="hook" exit /b 0',
+    `echo openviking-kimi: ${why} 1>&2`,
+    "exit /b 1",
+    "",
+  ].join("\r\n");
+}
+
+/** What a launcher says of its copy (its marker line), or undefined when the text is not a launcher. */
+export function launcherInfo(text: string): { dir: string; deno: string; id: string } | undefined {
+  const line = text.split(/\r?\n/).find((l) =>
+    l.startsWith(MARKER) || l.startsWith(`rem ${MARKER.slice(2)}`)
+  );
+  if (!line) return undefined;
+  try {
+    const info = JSON.parse(line.slice(line.indexOf("{"))) as Record<string, unknown>;
+    const [dir, deno, id] = [info.dir, info.deno, info.id];
+    if (typeof dir !== "string" || typeof deno !== "string" || typeof id !== "string") return undefined;
+    return { dir, deno, id };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether `path` is an executable file. */
+async function isExecutable(path: string, os: OsFamily): Promise<boolean> {
+  try {
+    const info = await Deno.stat(path);
+    return info.isFile && (os === "windows" || ((info.mode ?? 0) & 0o111) !== 0);
+  } catch {
+    return false;
+  }
+}
+
+/** The files a usual place names (its glob expanded), given the environment. */
+async function usualPaths(place: (typeof USUAL_PLACES)[number], env: Env): Promise<string[]> {
+  let base = "";
+  if (place.base === "NVM_DIR") base = env.NVM_DIR || (env.HOME ? joinPath(env.HOME, ".nvm") : "");
+  else if (place.base) base = env[place.base] ?? "";
+  if (place.base && !base.startsWith("/")) return [];
+  const full = place.base ? joinPath(base, place.path) : place.path;
+  const star = full.indexOf("*");
+  if (star < 0) return [full];
+  const parent = full.slice(0, full.lastIndexOf("/", star));
+  const rest = full.slice(full.indexOf("/", star));
+  const out: string[] = [];
+  try {
+    for await (const e of Deno.readDir(parent)) out.push(`${parent}/${e.name}${rest}`);
+  } catch {
+    // no such directory
+  }
+  return out.sort();
+}
+
+/**
+ * The Deno the launcher would run (the same search, for doctor): the recorded one, then PATH, then the
+ * usual places; undefined when there is none.
+ */
+export async function findDeno(recorded: string, env: Env, os: OsFamily): Promise<string | undefined> {
+  if (await isExecutable(recorded, os)) return recorded;
+  const exe = os === "windows" ? "deno.exe" : "deno";
+  for (const dir of (env.PATH ?? "").split(os === "windows" ? ";" : ":")) {
+    if (dir && (await isExecutable(joinPath(dir, exe), os))) return joinPath(dir, exe);
+  }
+  if (os === "windows") {
+    const home = env.USERPROFILE;
+    const p = home ? `${home}\\.deno\\bin\\deno.exe` : "";
+    return p && (await isExecutable(p, os)) ? p : undefined;
+  }
+  for (const place of USUAL_PLACES) {
+    for (const p of await usualPaths(place, env)) if (await isExecutable(p, os)) return p;
+  }
+  return undefined;
+}

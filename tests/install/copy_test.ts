@@ -1,0 +1,246 @@
+/**
+ * The program copy an install from a checkout places (install/copy.ts, issue #15 point 1): bundled, with
+ * its npm dependencies inside, versioned by content under ~/.openviking/agent-integrations/kimicode/versions;
+ * never changed once placed (a new Deno only rewrites its launcher); a previous version kept while a
+ * process of it runs or another Kimi home registers it, and removed once nothing uses it.
+ */
+
+import {
+  assertEquals,
+  assertMatch,
+  assertNotMatch,
+  assertStringIncludes,
+  assertTrue,
+} from "../support/assert.ts";
+import { tempDir } from "../support/temp.ts";
+import { type Context, type InstallOptions, runInstall } from "../../install/command.ts";
+import { currentSelf } from "../../install/placement.ts";
+import { versionsDir } from "../../install/copy.ts";
+import { launcherInfo, launcherText } from "../../install/launcher.ts";
+import { COPY_FILES, COPY_RUN_FLAGS, productionFlags } from "../../runtime/self.ts";
+import { VERSION } from "../../runtime/version.ts";
+import { ROOT } from "../support/run.ts";
+
+const posix = Deno.build.os !== "windows";
+
+interface Home {
+  home: string;
+  kimi: string;
+  versions: string;
+  said: () => string;
+  all: () => string;
+  install: (partial?: Partial<InstallOptions>, extra?: Partial<Context>) => Promise<number>;
+}
+
+async function setup(root: string): Promise<Home> {
+  const home = `${root}/home`;
+  const kimi = `${home}/.kimi-code`;
+  await Deno.mkdir(kimi, { recursive: true });
+  const lines: string[] = [];
+  let seen = 0;
+  const env = { HOME: home, PATH: Deno.env.get("PATH"), OPENVIKING_URL: "http://127.0.0.1:9" };
+  const self = await currentSelf();
+  return {
+    home,
+    kimi,
+    versions: versionsDir(env),
+    said: () => {
+      const text = lines.slice(seen).join("\n");
+      seen = lines.length;
+      return text;
+    },
+    all: () => lines.join("\n"),
+    install: (partial = {}, extra = {}) =>
+      runInstall(
+        {
+          env,
+          self,
+          os: "posix",
+          out: { info: (l) => lines.push(l), error: (l) => lines.push(`ERR ${l}`) },
+          now: new Date(),
+          cwd: root,
+          ...extra,
+        },
+        { credentials: {}, dryRun: false, yes: false, purge: false, ...partial },
+      ),
+  };
+}
+
+/** The one version directory there is. */
+function onlyVersion(t: Home): string {
+  const names = [...Deno.readDirSync(t.versions)].map((e) => e.name);
+  assertEquals(names.length, 1, names.join(", "));
+  return `${t.versions}/${names[0]}`;
+}
+
+/** Copies a directory tree (what an older install left). */
+async function copyTree(from: string, to: string): Promise<void> {
+  await Deno.mkdir(to, { recursive: true });
+  for await (const e of Deno.readDir(from)) {
+    if (e.isDirectory) await copyTree(`${from}/${e.name}`, `${to}/${e.name}`);
+    else await Deno.copyFile(`${from}/${e.name}`, `${to}/${e.name}`);
+  }
+}
+
+Deno.test({
+  name:
+    "install from a checkout places a versioned, self-contained copy; the same copy again changes nothing",
+  ignore: !posix,
+  async fn() {
+    await using dir = await tempDir();
+    const t = await setup(dir.path);
+    assertEquals(await t.install(), 0, t.all());
+    const out = t.said();
+    const copy = onlyVersion(t);
+    assertMatch(copy, new RegExp(`/versions/${VERSION.replace(/\./g, "\\.")}-[0-9a-f]{12}$`));
+    assertStringIncludes(out, `program copy in place: ${copy}`);
+    for (
+      const f of [COPY_FILES.main, COPY_FILES.hook, COPY_FILES.info, COPY_FILES.lock, "bin/openviking-kimi"]
+    ) {
+      assertTrue((await Deno.stat(`${copy}/${f}`)).isFile, f);
+    }
+    // Everything inside: no import the bundle would have to resolve or fetch when it runs.
+    for (const f of [COPY_FILES.main, COPY_FILES.hook]) {
+      const js = await Deno.readTextFile(`${copy}/${f}`);
+      assertNotMatch(js, /\bfrom\s+["'](npm:|jsr:|https?:)|import\(\s*["'](npm:|jsr:|https?:|\.\/)/, f);
+    }
+    const info = JSON.parse(await Deno.readTextFile(`${copy}/${COPY_FILES.info}`));
+    assertEquals(info.flags, await productionFlags(ROOT), "the production flags, from deno.json's cli task");
+    assertEquals([info.version, info.deno, info.source], [VERSION, Deno.execPath(), ROOT]);
+    const launcher = await Deno.readTextFile(`${copy}/bin/openviking-kimi`);
+    assertStringIncludes(launcher, [...info.flags, ...COPY_RUN_FLAGS].join(" "));
+    assertEquals(launcherInfo(launcher), { dir: copy, deno: Deno.execPath(), id: copy.split("/").at(-1)! });
+    const v = await new Deno.Command(`${copy}/bin/openviking-kimi`, {
+      args: ["version"],
+      env: { HOME: t.home, PATH: "/usr/bin:/bin" },
+      clearEnv: true,
+      stdout: "piped",
+    }).output();
+    assertEquals(new TextDecoder().decode(v.stdout).trim(), VERSION);
+    const stats = await Promise.all(
+      [COPY_FILES.main, COPY_FILES.hook].map((f) =>
+        Deno.stat(`${copy}/${f}`).then((s) => s.mtime?.getTime())
+      ),
+    );
+
+    assertEquals(await t.install(), 0);
+    assertMatch(t.said(), /^Nothing to change/m);
+    assertEquals(
+      await Promise.all(
+        [COPY_FILES.main, COPY_FILES.hook].map((f) =>
+          Deno.stat(`${copy}/${f}`).then((s) => s.mtime?.getTime())
+        ),
+      ),
+      stats,
+      "the bundles are not written again",
+    );
+  },
+});
+
+Deno.test({
+  name: "another Deno rewrites only the launcher; a damaged copy is placed again whole",
+  ignore: !posix,
+  async fn() {
+    await using dir = await tempDir();
+    const t = await setup(dir.path);
+    assertEquals(await t.install(), 0, t.all());
+    const copy = onlyVersion(t);
+    const main = await Deno.readFile(`${copy}/${COPY_FILES.main}`);
+    assertEquals(await t.install({}, { deno: "/opt/other/deno" }), 0, t.all());
+    const relaunched = t.said();
+    assertStringIncludes(relaunched, "launcher of the program copy updated");
+    assertStringIncludes(await Deno.readTextFile(`${copy}/bin/openviking-kimi`), "for d in /opt/other/deno ");
+    assertEquals(await Deno.readFile(`${copy}/${COPY_FILES.main}`), main, "its code is not touched");
+
+    await Deno.remove(`${copy}/${COPY_FILES.hook}`);
+    assertEquals(await t.install(), 0, t.all());
+    assertStringIncludes(t.said(), `program copy in place: ${copy}`);
+    assertTrue((await Deno.stat(`${copy}/${COPY_FILES.hook}`)).isFile);
+    assertEquals(onlyVersion(t), copy, "no leftover of the damaged one");
+  },
+});
+
+Deno.test({
+  name: "a previous version stays while a process of it runs or another Kimi home registers it, then goes",
+  ignore: !posix,
+  async fn() {
+    await using dir = await tempDir();
+    const t = await setup(dir.path);
+    assertEquals(await t.install(), 0, t.all());
+    const current = onlyVersion(t);
+    const old = `${t.versions}/0.0.1-0123456789ab`;
+    const other = `${t.versions}/0.0.2-ba9876543210`;
+    await copyTree(current, old);
+    await copyTree(current, other);
+    const stale = `${t.versions}/.0.0.3-ffffffffffff.1234abcd.staging`;
+    await Deno.mkdir(stale);
+    await Deno.utime(stale, new Date(Date.now() - 2 * 3_600_000), new Date(Date.now() - 2 * 3_600_000));
+    // A second Kimi home, installed into earlier, still registers the other version.
+    const kimi2 = `${dir.path}/home/.kimi-code-work`;
+    await Deno.mkdir(kimi2);
+    await Deno.writeTextFile(
+      `${kimi2}/config.toml`,
+      `[[hooks]]\nevent = "Stop"\ncommand = "${other}/bin/openviking-kimi hook stop"\n`,
+    );
+    await Deno.writeTextFile(
+      `${t.home}/.openviking/agent-integrations/kimicode/kimi-homes`,
+      `${t.kimi}\n${kimi2}\n`,
+    );
+    // A process of the old version runs (an MCP server lives as long as its Kimi session).
+    const server = new Deno.Command(Deno.execPath(), {
+      args: ["run", ...await productionFlags(ROOT), ...COPY_RUN_FLAGS, `${old}/${COPY_FILES.main}`, "mcp"],
+      env: { HOME: t.home, OPENVIKING_URL: "http://127.0.0.1:9", DENO_DIR: `${old}/${COPY_FILES.denoDir}` },
+      clearEnv: true,
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "null",
+    }).spawn();
+    const writer = server.stdin.getWriter();
+    const reader = server.stdout.getReader();
+    await writer.write(new TextEncoder().encode('{"jsonrpc":"2.0","id":1,"method":"ping"}\n'));
+    await reader.read(); // it answers: it runs, and holds its copy's lock
+
+    const files = async (d: string) => await Array.fromAsync(Deno.readDir(d), (e) => e.name);
+    const oldFiles = (await files(old)).sort();
+    assertEquals(await t.install({ credentials: { url: "http://127.0.0.1:2" } }), 0, t.all());
+    const kept = t.said();
+    assertMatch(kept, new RegExp(`kept the previous version ${old}: in use by a running process`));
+    assertMatch(kept, new RegExp(`kept the previous version ${other}: registered in ${kimi2}`));
+    assertEquals((await files(old)).sort(), oldFiles, "nothing of a running version changes");
+    assertEquals(await Deno.lstat(stale).then(() => true, () => false), false, "an old leftover goes");
+
+    await writer.close();
+    reader.releaseLock();
+    await server.status;
+    await server.stdout.cancel().catch(() => {});
+    assertEquals(await t.install({ credentials: { url: "http://127.0.0.1:3" } }), 0, t.all());
+    const removed = t.said();
+    assertStringIncludes(removed, `previous version removed: ${old}`);
+    assertEquals(await Deno.lstat(old).then(() => true, () => false), false);
+    assertTrue(await Deno.lstat(other).then(() => true, () => false), "still registered elsewhere");
+    assertTrue(await Deno.lstat(current).then(() => true, () => false), "the current one stays");
+  },
+});
+
+Deno.test("the Windows launcher finds Deno the same way and routes hooks to the lean bundle", () => {
+  const spec = {
+    dir: "C:/Users/Ann Lee/.openviking/agent-integrations/kimicode/versions/0.1.0-0123456789ab",
+    deno: "C:/Users/Ann Lee/.deno/bin/deno.exe",
+    flags: ["--allow-read", "--no-prompt"],
+    version: VERSION,
+    id: "0.1.0-0123456789ab",
+    source: "C:/src/openviking-kimi",
+  };
+  const cmd = launcherText(spec, "windows");
+  assertStringIncludes(cmd, 'if exist "C:\\Users\\Ann Lee\\.deno\\bin\\deno.exe"');
+  assertStringIncludes(cmd, "where deno.exe");
+  assertStringIncludes(cmd, `if "%~1"=="hook" if not "%~2"=="" if "%~3"=="" set "entry=${COPY_FILES.hook}"`);
+  assertStringIncludes(
+    cmd,
+    '"%deno%" run --allow-read --no-prompt --no-config --no-npm --no-remote "%dir%\\%entry%" %*',
+  );
+  assertStringIncludes(cmd, 'if "%~1"=="hook" exit /b 0');
+  assertTrue(cmd.includes("\r\n") && !/[^\r]\n/.test(cmd), "CRLF line ends");
+  assertEquals(launcherInfo(cmd), { dir: spec.dir, deno: spec.deno, id: spec.id });
+  assertEquals(launcherInfo(launcherText(spec, "posix")), { dir: spec.dir, deno: spec.deno, id: spec.id });
+});

@@ -1,0 +1,188 @@
+/**
+ * Install's and uninstall's messages say what happened (issue #15, point 5): an empty plan says "nothing to
+ * change"; a dry run says what would be done, never what was; diffs show removed lines before added ones;
+ * uninstall names only what that mode had on disk; no `.bak` of a file install created is left behind (the
+ * user's own file keeps its `.bak`).
+ */
+
+import {
+  assertEquals,
+  assertMatch,
+  assertNotMatch,
+  assertStringIncludes,
+  assertTrue,
+} from "../support/assert.ts";
+import { tempDir } from "../support/temp.ts";
+import { type Context, type InstallOptions, runInstall, runUninstall } from "../../install/command.ts";
+import { currentSelf, type Self } from "../../install/placement.ts";
+import { unifiedDiff } from "../../install/diff.ts";
+import { VERSION } from "../../runtime/version.ts";
+
+interface Home {
+  home: string;
+  kimi: string;
+  lines: string[];
+  ctx: (self: Self) => Context;
+  /** The lines printed since the last call. */
+  said: () => string;
+  /** Every line printed (for assertion messages: it does not move the mark). */
+  all: () => string;
+}
+
+async function setup(root: string): Promise<Home> {
+  const home = `${root}/home`;
+  const kimi = `${home}/.kimi-code`;
+  await Deno.mkdir(kimi, { recursive: true });
+  const lines: string[] = [];
+  let seen = 0;
+  return {
+    home,
+    kimi,
+    lines,
+    ctx: (self) => ({
+      env: { HOME: home, PATH: Deno.env.get("PATH"), OPENVIKING_URL: "http://127.0.0.1:9" },
+      self,
+      os: "posix",
+      out: { info: (l) => lines.push(l), error: (l) => lines.push(`ERR ${l}`) },
+      now: new Date("2026-11-30T12:00:00.000Z"),
+      cwd: root,
+    }),
+    said: () => {
+      const text = lines.slice(seen).join("\n");
+      seen = lines.length;
+      return text;
+    },
+    all: () => lines.join("\n"),
+  };
+}
+
+function opts(partial: Partial<InstallOptions> = {}): InstallOptions {
+  return { credentials: {}, dryRun: false, yes: false, purge: false, ...partial };
+}
+
+async function fakeCompiled(root: string): Promise<Self> {
+  const exe = `${root}/dist/openviking-kimi`;
+  await Deno.mkdir(`${root}/dist`, { recursive: true });
+  await Deno.writeTextFile(exe, `#!/bin/sh\n[ "$1" = version ] && echo ${VERSION}\nexit 0\n`, {
+    mode: 0o755,
+  });
+  return { kind: "compiled", execPath: exe };
+}
+
+const exists = (path: string) => Deno.lstat(path).then(() => true, () => false);
+
+Deno.test("an install with nothing to change says so, in a dry run too", async () => {
+  await using dir = await tempDir();
+  const t = await setup(dir.path);
+  const self = await fakeCompiled(dir.path);
+  for (const mode of ["config", "plugin"] as const) {
+    assertEquals(await runInstall(t.ctx(self), opts({ mode })), 0, t.all());
+    t.said();
+    assertEquals(await runInstall(t.ctx(self), opts({ mode })), 0);
+    const again = t.said();
+    assertMatch(again, /^Nothing to change: openviking-kimi is installed in .* \((config|plugin) mode\)/m);
+    assertNotMatch(again, /^Installing|✓/m);
+    assertEquals(await runInstall(t.ctx(self), opts({ mode, dryRun: true })), 0);
+    const dry = t.said();
+    assertMatch(dry, /^Dry run: nothing to change/m);
+    assertNotMatch(dry, /would be made/);
+  }
+});
+
+Deno.test("a dry run says what would be done, not what was", async () => {
+  await using dir = await tempDir();
+  const t = await setup(dir.path);
+  const self = await fakeCompiled(dir.path);
+  const code = await runInstall(
+    t.ctx(self),
+    opts({ dryRun: true, credentials: { url: "http://127.0.0.1:1933", apiKey: "sk-dry-run-key-1" } }),
+  );
+  assertEquals(code, 0);
+  const out = t.said();
+  assertStringIncludes(out, "Dry run: nothing was changed. These changes would be made:");
+  assertMatch(out, /update .*ovcli\.conf: set url to http:\/\/127\.0\.0\.1:1933, set api_key \(not shown\)/);
+  assertNotMatch(out, /saved|registered:|✓/, "nothing is said to have happened");
+  assertNotMatch(out, /sk-dry-run-key-1/);
+  assertEquals(await exists(`${t.home}/.openviking/ovcli.conf`), false);
+});
+
+Deno.test("a diff shows the removed lines before the added ones", async () => {
+  const diff = unifiedDiff("f", "a\nold one\nold two\nc\n", "a\nnew one\nc\n");
+  assertEquals(
+    diff.split("\n").filter((l) => /^[-+][^-+]/.test(l)),
+    ["-old one", "-old two", "+new one"],
+  );
+  // The same in a dry run: the URL saved before goes first, the one that replaces it after.
+  await using dir = await tempDir();
+  const t = await setup(dir.path);
+  await Deno.mkdir(`${t.home}/.openviking`);
+  await Deno.writeTextFile(`${t.home}/.openviking/ovcli.conf`, '{\n  "url": "http://old:1933"\n}\n');
+  const self = await fakeCompiled(dir.path);
+  await runInstall(t.ctx(self), opts({ dryRun: true, credentials: { url: "http://new:1933" } }));
+  const out = t.said();
+  assertTrue(out.indexOf('-  "url": "http://old:1933"') < out.indexOf('+  "url": "http://new:1933"'), out);
+  assertTrue(out.includes('-  "url": "http://old:1933"'), out);
+});
+
+Deno.test("uninstall names only what that mode left on disk", async () => {
+  await using dir = await tempDir();
+  const t = await setup(dir.path);
+  const self = await fakeCompiled(dir.path);
+  assertEquals(await runInstall(t.ctx(self), opts({ mode: "config" })), 0, t.all());
+  t.said();
+  assertEquals(await runUninstall(t.ctx(self), opts()), 0);
+  const config = t.said();
+  assertMatch(config, /Files kept \(remove them with --purge\): the executable .*\/bin\/openviking-kimi\.$/m);
+  assertNotMatch(config, /plugin directory/);
+  assertEquals(await runUninstall(t.ctx(self), opts({ purge: true })), 0, t.all());
+  t.said();
+
+  assertEquals(await runInstall(t.ctx(self), opts({ mode: "plugin" })), 0, t.all());
+  t.said();
+  assertEquals(await runUninstall(t.ctx(self), opts({ mode: "plugin" })), 0);
+  const plugin = t.said();
+  assertMatch(
+    plugin,
+    /Files kept \(remove them with --purge\): the plugin directory .*openviking-memory\.$/m,
+  );
+  assertNotMatch(plugin, /executable/, "plugin mode keeps the binary inside the plugin directory");
+  assertEquals(await runUninstall(t.ctx(self), opts({ purge: true })), 0);
+  t.said();
+  assertEquals(await runUninstall(t.ctx(self), opts()), 0);
+  assertNotMatch(t.said(), /Files kept/, "nothing left, nothing named");
+});
+
+Deno.test("a checkout's install keeps a program copy, and uninstall names that", async () => {
+  await using dir = await tempDir();
+  const t = await setup(dir.path);
+  const self = await currentSelf();
+  assertEquals(await runInstall(t.ctx(self), opts()), 0, t.all());
+  t.said();
+  assertEquals(await runUninstall(t.ctx(self), opts()), 0);
+  const out = t.said();
+  assertMatch(out, /Files kept \(remove them with --purge\): the program copies in .*\/versions\.$/m);
+  assertNotMatch(out, /executable|plugin directory/);
+});
+
+Deno.test("no .bak of a file install created is left behind; the user's own file keeps its .bak", async () => {
+  await using dir = await tempDir();
+  const t = await setup(dir.path);
+  const self = await fakeCompiled(dir.path);
+  for (const mode of ["config", "plugin"] as const) {
+    assertEquals(await runInstall(t.ctx(self), opts({ mode })), 0, t.all());
+    assertEquals(await runUninstall(t.ctx(self), opts({ mode })), 0, t.all());
+  }
+  const left = [...Deno.readDirSync(t.kimi)].map((e) => e.name);
+  const plugins = await exists(`${t.kimi}/plugins`)
+    ? [...Deno.readDirSync(`${t.kimi}/plugins`)].map((e) => e.name)
+    : [];
+  assertEquals([...left, ...plugins].filter((n) => n.endsWith(".bak")), [], "install created them all");
+
+  const other = { id: "other", root: "/elsewhere", source: "github", enabled: true };
+  const theirs = JSON.stringify({ version: 1, plugins: [other] });
+  await Deno.writeTextFile(`${t.kimi}/plugins/installed.json`, theirs);
+  assertEquals(await runInstall(t.ctx(self), opts({ mode: "plugin" })), 0, t.all());
+  assertEquals(await Deno.readTextFile(`${t.kimi}/plugins/installed.json.bak`), theirs);
+  assertEquals(await runUninstall(t.ctx(self), opts({ mode: "plugin" })), 0, t.all());
+  assertTrue(await exists(`${t.kimi}/plugins/installed.json.bak`), "the .bak of the user's registry stays");
+});
