@@ -48,7 +48,8 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
   install: command({
     summary:
       "Wires openviking-kimi into Kimi Code (hooks and MCP server), and saves the connection settings " +
-      "given to ~/.openviking/ovcli.conf (0600).",
+      "given to ~/.openviking/ovcli.conf (0600). From a checkout it installs a copy of the program that " +
+      "runs without it. The API key comes from --api-key-stdin, OPENVIKING_API_KEY, or a prompt.",
     positionals: [],
     flags: {
       mode: {
@@ -58,7 +59,17 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
       },
       "kimi-home": kimiHome,
       url: { type: "string", value: "URL", description: 'OpenViking server URL ("" removes it)' },
-      "api-key": { type: "string", value: "KEY", description: 'OpenViking API key ("" removes it)' },
+      "api-key-stdin": {
+        type: "boolean",
+        description:
+          "read the OpenViking API key from stdin (its first line); on a terminal, ask without echo",
+      },
+      "api-key": {
+        type: "string",
+        value: "KEY",
+        description:
+          'the key on the command line, kept in shell history: prefer --api-key-stdin ("" removes it)',
+      },
       account: { type: "string", value: "A", description: 'OpenViking account ("" removes it)' },
       user: { type: "string", value: "U", description: 'OpenViking user ("" removes it)' },
       "dry-run": dryRun,
@@ -78,7 +89,8 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
       "kimi-home": kimiHome,
       purge: {
         type: "boolean",
-        description: "also delete the executable, the plugin directory and per-session state",
+        description:
+          "also delete the program (copy or executable), the plugin directory and per-session state",
       },
       "dry-run": dryRun,
       yes: { type: "boolean", short: "y", description: "accepted and ignored (uninstall never asks)" },

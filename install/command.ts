@@ -1,12 +1,14 @@
 /**
  * `openviking-kimi install` / `uninstall`: the parsed flags (cli/commands.ts parses them) handed to the run
  * (install.ts, uninstall.ts: a planner per mode; run.ts: the plan checked first, so every refusal comes before
- * the first write, printed by `--dry-run`, carried out all or nothing).
+ * the first write, printed by `--dry-run`, carried out all or nothing). The API key is taken here, at the
+ * edge, from stdin, the environment or a terminal that does not echo it (key.ts).
  */
 
-import { defaultContext } from "./run.ts";
+import { defaultContext, fail } from "./run.ts";
 import { runInstall } from "./install.ts";
 import { runUninstall } from "./uninstall.ts";
+import { askHiddenOnTerminal, chooseApiKey } from "./key.ts";
 
 export type { Context, InstallOptions } from "./run.ts";
 export { runInstall } from "./install.ts";
@@ -18,6 +20,7 @@ export interface InstallFlags {
   kimiHome: string | undefined;
   url: string | undefined;
   apiKey: string | undefined;
+  apiKeyStdin: boolean;
   account: string | undefined;
   user: string | undefined;
   dryRun: boolean;
@@ -35,10 +38,19 @@ export interface UninstallFlags {
 
 /** `openviking-kimi install …` */
 export async function installCommand(flags: InstallFlags): Promise<number> {
-  const { url, apiKey, account, user, ...rest } = flags;
-  return await runInstall(await defaultContext(), {
+  const { url, apiKey, apiKeyStdin, account, user, ...rest } = flags;
+  const ctx = await defaultContext();
+  const key = await chooseApiKey({ apiKey, apiKeyStdin, url, dryRun: flags.dryRun }, {
+    env: ctx.env,
+    stdinIsTerminal: () => Deno.stdin.isTerminal(),
+    readStdin: () => new Response(Deno.stdin.readable).bytes(),
+    askHidden: askHiddenOnTerminal,
+    warn: (line) => ctx.out.error(line),
+  });
+  if (!key.ok) return fail(ctx.out, "install", key.error);
+  return await runInstall(ctx, {
     ...rest,
-    credentials: { url, apiKey, account, user },
+    credentials: { url, apiKey: key.apiKey, apiKeyFrom: key.from, account, user },
     purge: false,
   });
 }

@@ -140,6 +140,7 @@ Deno.test("install's options: --flag=value, -y, an empty value, the default mode
     mode: "plugin",
     kimiHome: "/k",
     url: undefined,
+    apiKeyStdin: false,
     apiKey: "",
     account: undefined,
     user: undefined,

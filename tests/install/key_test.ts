@@ -1,0 +1,325 @@
+/**
+ * The key never on screen or in history (issue #15, point 4): install takes it from `--api-key-stdin`,
+ * from `OPENVIKING_API_KEY` in its environment, or from a terminal prompt that does not echo; `--api-key KEY`
+ * still works and warns. No command prints the key — every command's stdout and stderr, run directly and
+ * through `deno task`, against a server that behaves and one that quotes the key back in its errors.
+ */
+
+import {
+  assertEquals,
+  assertMatch,
+  assertNotMatch,
+  assertStringIncludes,
+  assertTrue,
+} from "../support/assert.ts";
+import { tempDir } from "../support/temp.ts";
+import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { JournalBuilder } from "../support/journal.ts";
+import { placeJournal } from "../support/hook-context.ts";
+import { cliArgs, ROOT, runCli, type RunResult } from "../support/run.ts";
+import { isolatedEnv } from "./helpers.ts";
+import { chooseApiKey, type KeyFlags, type KeyIo } from "../../install/key.ts";
+import { HOOKS } from "../../hooks/events.ts";
+
+const posix = Deno.build.os !== "windows";
+const KEY = "sk-never-shown-7c21e9a4";
+
+/** A fake terminal and stdin for chooseApiKey. */
+function io(options: { terminal?: boolean; stdin?: string; env?: Record<string, string>; answer?: string }) {
+  const asked: string[] = [];
+  const warned: string[] = [];
+  const fake: KeyIo = {
+    env: options.env ?? { HOME: "/nonexistent-home" },
+    stdinIsTerminal: () => options.terminal ?? false,
+    readStdin: () => Promise.resolve(new TextEncoder().encode(options.stdin ?? "")),
+    askHidden: (q) => {
+      asked.push(q);
+      return Promise.resolve(options.answer);
+    },
+    warn: (l) => warned.push(l),
+  };
+  return { fake, asked, warned };
+}
+
+const flags = (partial: Partial<KeyFlags>): KeyFlags => ({
+  apiKey: undefined,
+  apiKeyStdin: false,
+  url: undefined,
+  dryRun: false,
+  ...partial,
+});
+
+Deno.test("where install takes the key from, and when it asks", async () => {
+  const stdin = io({ stdin: `${KEY}\r\nsecond line\n` });
+  assertEquals(await chooseApiKey(flags({ apiKeyStdin: true }), stdin.fake), {
+    ok: true,
+    apiKey: KEY,
+    from: "stdin",
+  });
+  const empty = await chooseApiKey(flags({ apiKeyStdin: true }), io({ stdin: "\n" }).fake);
+  assertTrue(!empty.ok && /nothing came on stdin/.test(empty.error));
+  const both = await chooseApiKey(flags({ apiKeyStdin: true, apiKey: KEY }), io({}).fake);
+  assertTrue(!both.ok && /one way/.test(both.error));
+
+  const flag = io({});
+  assertEquals(await chooseApiKey(flags({ apiKey: KEY }), flag.fake), {
+    ok: true,
+    apiKey: KEY,
+    from: "--api-key",
+  });
+  assertMatch(flag.warned.join(), /--api-key puts the key on the command line.*--api-key-stdin/);
+  assertNotMatch(flag.warned.join(), new RegExp(KEY));
+  const removal = io({});
+  assertEquals((await chooseApiKey(flags({ apiKey: "" }), removal.fake)).ok, true);
+  assertEquals(removal.warned, [], '--api-key "" deletes the key: nothing to warn about');
+
+  const env = io({ env: { OPENVIKING_API_KEY: ` ${KEY} ` }, terminal: true });
+  assertEquals(await chooseApiKey(flags({ url: "http://h:1933" }), env.fake), {
+    ok: true,
+    apiKey: KEY,
+    from: "OPENVIKING_API_KEY",
+  });
+  assertEquals(env.asked, [], "a key in the environment is not asked for");
+
+  const tty = io({ terminal: true, answer: KEY });
+  assertEquals(await chooseApiKey(flags({ url: "http://h:1933" }), tty.fake), {
+    ok: true,
+    apiKey: KEY,
+    from: "the terminal",
+  });
+  assertMatch(
+    tty.asked[0],
+    /^OpenViking API key for http:\/\/h:1933 \(not shown as you type; Enter for none\)/,
+  );
+  assertEquals(await chooseApiKey(flags({ url: "http://h:1933" }), io({ terminal: true, answer: "" }).fake), {
+    ok: true,
+  });
+  const cancelled = await chooseApiKey(flags({ url: "http://h:1933" }), io({ terminal: true }).fake);
+  assertTrue(!cancelled.ok && /cancelled/.test(cancelled.error));
+  for (const quiet of [flags({}), flags({ url: "http://h:1933", dryRun: true })]) {
+    const none = io({ terminal: true, answer: KEY });
+    assertEquals(await chooseApiKey(quiet, none.fake), { ok: true });
+    assertEquals(none.asked, [], "no --url, or a dry run: nothing is asked");
+  }
+  assertEquals(
+    await chooseApiKey(flags({ url: "http://h:1933" }), io({ answer: KEY }).fake),
+    { ok: true },
+    "no terminal",
+  );
+  const onTerminal = io({ terminal: true, answer: KEY });
+  assertEquals((await chooseApiKey(flags({ apiKeyStdin: true }), onTerminal.fake)).ok, true);
+  assertMatch(
+    onTerminal.asked[0],
+    /Enter to cancel/,
+    "--api-key-stdin on a terminal asks instead of echoing",
+  );
+});
+
+Deno.test({
+  name: "on a terminal, install asks for the key without echoing it",
+  ignore: !posix ||
+    !(await new Deno.Command("python3", { args: ["-c", "import pty"] }).output().then(
+      (o) => o.success,
+      () => false,
+    )),
+  async fn() {
+    await using dir = await tempDir();
+    const home = `${dir.path}/home`;
+    await Deno.mkdir(`${home}/.kimi-code`, { recursive: true });
+    // python's pty gives the install a real terminal; it waits for the question, types the key and Enter.
+    const script = `
+import json, os, pty, select, sys, time
+argv, env = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+pid, fd = pty.fork()
+if pid == 0:
+    os.execve(argv[0], argv, env)
+out, deadline = b"", time.time() + 120
+while b"API key" not in out and time.time() < deadline:
+    if select.select([fd], [], [], 1)[0]:
+        out += os.read(fd, 4096)
+os.write(fd, b"${KEY}\\r")
+while True:
+    try:
+        data = os.read(fd, 4096)
+    except OSError:
+        break
+    if not data:
+        break
+    out += data
+status = os.waitpid(pid, 0)[1]
+sys.stdout.buffer.write(out)
+sys.exit(os.waitstatus_to_exitcode(status))
+`;
+    const argv = [Deno.execPath(), ...await cliArgs(), "install", "--url", "http://127.0.0.1:9"];
+    const out = await new Deno.Command("python3", {
+      args: ["-c", script, JSON.stringify(argv), JSON.stringify(isolatedEnv(home))],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const screen = new TextDecoder().decode(out.stdout);
+    assertEquals(out.code, 0, screen + new TextDecoder().decode(out.stderr));
+    assertStringIncludes(screen, "OpenViking API key for http://127.0.0.1:9 (not shown as you type");
+    assertNotMatch(screen, new RegExp(KEY), "the typed key is not echoed");
+    assertStringIncludes(screen, "api_key = (not shown; from the terminal)");
+    assertEquals(JSON.parse(await Deno.readTextFile(`${home}/.openviking/ovcli.conf`)).api_key, KEY);
+  },
+});
+
+/** Runs `deno task <args>` in this repository with `env`, and `stdin`. */
+async function denoTask(args: string[], env: Record<string, string>, stdin = ""): Promise<RunResult> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["task", ...args],
+    cwd: ROOT,
+    env,
+    clearEnv: true,
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const w = child.stdin.getWriter();
+  await w.write(new TextEncoder().encode(stdin));
+  await w.close().catch(() => {});
+  const out = await child.output();
+  const dec = new TextDecoder();
+  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+}
+
+function payload(event: string, sid: string, cwd: string): string {
+  const base = { hook_event_name: event, session_id: sid, cwd };
+  const extra: Record<string, Record<string, unknown>> = {
+    SessionStart: { source: "startup" },
+    UserPromptSubmit: { prompt: [{ type: "text", text: `my key is ${KEY}, remember how I indent` }] },
+    PreToolUse: { tool_name: "Read", tool_input: { file_path: "viking://user/x.md" } },
+    Stop: { stop_hook_active: false },
+    Interrupt: { turn_id: 0, reason: "cancelled" },
+  };
+  return JSON.stringify({ ...base, ...extra[event] });
+}
+
+Deno.test({
+  name: "no command prints the key: every command's stdout and stderr, directly and through deno task",
+  ignore: !posix,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn(t) {
+    await using dir = await tempDir();
+    await using fake = await FakeOpenViking.start({ apiKey: KEY, mcp: { sse: true } });
+    const home = `${dir.path}/home`;
+    const work = `${dir.path}/project`;
+    await Deno.mkdir(`${home}/.kimi-code`, { recursive: true });
+    await Deno.mkdir(work);
+    const env = isolatedEnv(home, { OPENVIKING_URL: fake.url, OPENVIKING_TIMEOUT_MS: "3000" });
+    const ran: string[] = [];
+    const clean = (what: string, r: RunResult) => {
+      ran.push(what);
+      for (const [name, text] of [["stdout", r.stdout], ["stderr", r.stderr]]) {
+        assertTrue(!text.includes(KEY), `${what}: the key is on its ${name}:\n${text}`);
+      }
+      return r;
+    };
+    const cli = async (args: string[], stdin?: string, extra: Record<string, string> = {}) =>
+      clean(
+        args.join(" "),
+        await runCli(args, { env: { ...env, ...extra }, clearEnv: true, cwd: work, stdin }),
+      );
+    const saved = async () => JSON.parse(await Deno.readTextFile(`${home}/.openviking/ovcli.conf`)).api_key;
+
+    await t.step("install, each way the key can come", async () => {
+      assertEquals((await cli(["install", "--url", fake.url, "--api-key-stdin"], `${KEY}\n`)).code, 0);
+      assertEquals(await saved(), KEY);
+      assertEquals((await cli(["install", "--api-key", ""])).code, 0);
+      assertEquals(
+        (await cli(["install", "--url", fake.url], undefined, { OPENVIKING_API_KEY: KEY })).code,
+        0,
+      );
+      assertEquals(await saved(), KEY);
+      const flag = await cli(["install", "--mode", "plugin", "--api-key", KEY]);
+      assertEquals(flag.code, 0);
+      assertMatch(flag.stderr, /Warning: --api-key puts the key on the command line/);
+      assertEquals((await cli(["install", "--dry-run", "--api-key-stdin"], `${KEY}-new\n`)).code, 0);
+      assertEquals((await cli(["install", "--api-kye", KEY])).code, 2, "a mistyped flag is refused");
+      assertEquals((await cli(["install", `--api-key=${KEY}`, "stray"])).code, 2);
+      await cli(["install", "--url", `http://user:${KEY}@127.0.0.1:1933`]);
+      await cli(["install", "--url", `ftp://${KEY}@x`]);
+      assertEquals(await saved(), KEY);
+    });
+
+    const sid = "session_00000000-0000-4000-8000-0000000000ee";
+    await placeJournal(home, sid, new JournalBuilder().simpleTurn(`note ${KEY}`, "Noted.").toString());
+    for (const hostile of [false, true]) {
+      await t.step(
+        hostile ? "against a server that quotes the key in its errors" : "against a working server",
+        async () => {
+          if (hostile) {
+            fake.fault({
+              route: "*",
+              status: 401,
+              error: { code: "UNAUTHENTICATED", message: `bad key Bearer ${KEY}` },
+            });
+          }
+          for (
+            const args of [["help"], ["version"], ["install", "--help"], ["doctor"], ["doctor", "--json"]]
+          ) {
+            await cli(args);
+          }
+          for (const h of HOOKS) {
+            await cli(["hook", h.cli], payload(h.event, sid, work), { OPENVIKING_DEBUG: "1" });
+          }
+          const mcp = [
+            {
+              jsonrpc: "2.0",
+              id: 1,
+              method: "initialize",
+              params: { protocolVersion: "2025-11-25", capabilities: {} },
+            },
+            { jsonrpc: "2.0", method: "notifications/initialized" },
+            { jsonrpc: "2.0", id: 2, method: "tools/list" },
+            {
+              jsonrpc: "2.0",
+              id: 3,
+              method: "tools/call",
+              params: { name: "search", arguments: { query: "tabs" } },
+            },
+          ].map((m) => JSON.stringify(m)).join("\n") + "\n";
+          await cli(["mcp"], mcp);
+          await cli(["turns", sid]);
+          await cli(["turns", sid, "--json"]);
+          await cli(["replay"]);
+          fake.clearFaults();
+        },
+      );
+    }
+
+    await t.step("the debug log and the files install wrote do not hold it either", async () => {
+      const log = await Deno.readTextFile(`${home}/.openviking/logs/kimicode-hooks.log`);
+      assertTrue(log.length > 0 && !log.includes(KEY), "the debug log");
+      assertNotMatch(
+        await Deno.readTextFile(`${home}/.kimi-code/config.toml`).catch(() => ""),
+        new RegExp(KEY),
+      );
+    });
+
+    await t.step("through deno task, with and without -q", async () => {
+      const task = async (args: string[], stdin = "") =>
+        clean(`deno task ${args.join(" ")}`, await denoTask(args, env, stdin));
+      assertEquals((await task(["-q", "install", "--url", fake.url, "--api-key-stdin"], `${KEY}\n`)).code, 0);
+      const loud = await task(["install", "--url", fake.url, "--api-key-stdin"], `${KEY}\n`);
+      assertEquals(loud.code, 0);
+      assertMatch(
+        loud.stderr,
+        /Task install deno task -q cli install '--url'/,
+        "deno echoes the arguments only",
+      );
+      assertEquals((await task(["-q", "cli", "doctor"])).code, 0);
+      assertEquals((await task(["-q", "uninstall", "--purge"])).code, 0);
+      assertEquals(await saved(), KEY, "ovcli.conf stays");
+    });
+
+    await t.step("uninstall", async () => {
+      await cli(["uninstall", "--dry-run"]);
+      await cli(["uninstall"]);
+      await cli(["uninstall", "--purge"]);
+    });
+    assertTrue(ran.length > 40, `${ran.length} runs checked`);
+  },
+});

@@ -1,0 +1,380 @@
+/**
+ * An installed plugin stands on its own (issue #15): installed from a temporary clone in each mode, with a
+ * Deno that can later disappear, and the clone then deleted, the hooks Kimi would run recall and capture,
+ * `mcp` answers `initialize`, `doctor` passes; with Deno gone each piece fails safe and names the fix (hooks
+ * silent with exit 0, a debug log line, MCP errors, doctor's report, exit 1); with another Deno on PATH it
+ * all works again and doctor says which Deno runs. Doctor, run from the installed copy, names each problem
+ * of a half-removed plugin directory, an unreadable config and a damaged copy, and never crashes.
+ */
+
+import { parse as parseToml } from "smol-toml";
+import {
+  assertEquals,
+  assertMatch,
+  assertNotMatch,
+  assertStringIncludes,
+  assertTrue,
+} from "../support/assert.ts";
+import { tempDir } from "../support/temp.ts";
+import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { JournalBuilder } from "../support/journal.ts";
+import { placeJournal } from "../support/hook-context.ts";
+import { ROOT, runCli } from "../support/run.ts";
+import { isolatedEnv } from "./helpers.ts";
+import { productionFlags } from "../../runtime/self.ts";
+import { findDeno } from "../../install/launcher.ts";
+
+const posix = Deno.build.os !== "windows";
+const KEY = "sk-standalone-9f3e1d";
+/** The PATH of a machine without Deno (the launcher must find the one install recorded, or none). */
+const BARE_PATH = "/usr/bin:/bin";
+
+interface Ran {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `command` through /bin/sh in `cwd`, as Kimi runs a hook, with `stdin`. */
+async function sh(command: string, cwd: string, env: Record<string, string>, stdin = ""): Promise<Ran> {
+  const child = new Deno.Command("/bin/sh", {
+    args: ["-c", command],
+    cwd,
+    env,
+    clearEnv: true,
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+    signal: AbortSignal.timeout(60_000),
+  }).spawn();
+  const w = child.stdin.getWriter();
+  await w.write(new TextEncoder().encode(stdin));
+  await w.close().catch(() => {});
+  const out = await child.output();
+  const dec = new TextDecoder();
+  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+}
+
+/** Starts an MCP server command, sends `initialize`, returns its first reply line; then closes its stdin. */
+async function initialize(command: string, args: string[], cwd: string, env: Record<string, string>) {
+  const child = new Deno.Command(command, {
+    args,
+    cwd,
+    env,
+    clearEnv: true,
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const w = child.stdin.getWriter();
+  await w.write(new TextEncoder().encode(
+    JSON.stringify({
+      jsonrpc: "2.0",
+      id: 0,
+      method: "initialize",
+      params: {
+        protocolVersion: "2025-11-25",
+        capabilities: {},
+        clientInfo: { name: "kimi-code", version: "0" },
+      },
+    }) + "\n",
+  ));
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let text = "";
+  const deadline = Date.now() + 30_000;
+  while (!text.includes("\n") && Date.now() < deadline) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += value;
+  }
+  await w.close().catch(() => {});
+  reader.releaseLock();
+  const status = await child.status;
+  await child.stdout.cancel().catch(() => {});
+  const stderr = await new Response(child.stderr).text();
+  return { reply: JSON.parse(text.split("\n")[0] || "null"), code: status.code, stderr };
+}
+
+/** A Deno of our own that can be taken away later (a hard link when possible, else a copy). */
+async function ownDeno(dir: string): Promise<string> {
+  await Deno.mkdir(`${dir}/deno-bin`);
+  const path = `${dir}/deno-bin/deno`;
+  await Deno.link(Deno.execPath(), path).catch(() => Deno.copyFile(Deno.execPath(), path));
+  return path;
+}
+
+/** A clone of this checkout: every tracked file the program needs (tests and CI left out). */
+async function clone(dir: string): Promise<string> {
+  const to = `${dir}/clone`;
+  const listed = new TextDecoder().decode(
+    (await new Deno.Command("git", {
+      args: ["ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+      cwd: ROOT,
+      stdout: "piped",
+    }).output()).stdout,
+  ).split("\0").filter((p) => p && !/^(tests|\.github|docs)\//.test(p));
+  for (const rel of listed) {
+    await Deno.mkdir(`${to}/${rel}`.replace(/\/[^/]*$/, ""), { recursive: true });
+    await Deno.copyFile(`${ROOT}/${rel}`, `${to}/${rel}`).catch(() => {});
+  }
+  return to;
+}
+
+/** What Kimi would run for one mode: the hook commands (and their cwd), the MCP server, doctor's program. */
+interface Registered {
+  hook: (event: string) => string;
+  hookCwd: string;
+  hookEnv: Record<string, string>;
+  mcp: { command: string; args: string[]; cwd: string };
+  launcher: string;
+}
+
+async function registered(mode: "config" | "plugin", home: string, project: string): Promise<Registered> {
+  const kimi = `${home}/.kimi-code`;
+  const env = { HOME: home, PATH: BARE_PATH };
+  if (mode === "config") {
+    const hooks =
+      (parseToml(await Deno.readTextFile(`${kimi}/config.toml`)) as { hooks: { command: string }[] })
+        .hooks;
+    const mcp = JSON.parse(await Deno.readTextFile(`${kimi}/mcp.json`)).mcpServers.openviking;
+    const launcher = hooks[0].command.replace(/ hook \S+$/, "");
+    return {
+      hook: (e) => hooks.find((h) => h.command.endsWith(` hook ${e}`))!.command,
+      hookCwd: project,
+      hookEnv: env,
+      mcp: { command: mcp.command, args: mcp.args, cwd: project },
+      launcher,
+    };
+  }
+  const root = `${kimi}/plugins/managed/openviking-memory`;
+  const manifest = JSON.parse(await Deno.readTextFile(`${root}/kimi.plugin.json`));
+  const mcp = manifest.mcpServers.openviking;
+  return {
+    hook: (e) =>
+      (manifest.hooks as { command: string }[]).find((h) => h.command.endsWith(` hook ${e}`))!.command,
+    hookCwd: root,
+    hookEnv: { ...env, KIMI_CODE_HOME: kimi, KIMI_PLUGIN_ROOT: root },
+    mcp: { command: `${root}/${mcp.command.replace(/^\.\//, "")}`, args: mcp.args, cwd: root },
+    launcher: `${root}/bin/openviking-kimi`,
+  };
+}
+
+for (const mode of ["config", "plugin"] as const) {
+  Deno.test({
+    name:
+      `installed from a clone (${mode} mode) that is then deleted: it all works; without Deno it fails safe`,
+    ignore: !posix,
+    sanitizeOps: false,
+    sanitizeResources: false,
+    async fn(t) {
+      await using dir = await tempDir();
+      await using fake = await FakeOpenViking.start({ apiKey: KEY });
+      const home = `${dir.path}/home`;
+      const project = `${dir.path}/project`;
+      await Deno.mkdir(`${home}/.kimi-code`, { recursive: true });
+      await Deno.mkdir(project);
+      const deno = await ownDeno(dir.path);
+      const source = await clone(dir.path);
+
+      await t.step("install from the clone, the key on stdin", async () => {
+        const child = new Deno.Command(deno, {
+          args: [
+            "run",
+            ...await productionFlags(ROOT),
+            "--config",
+            `${source}/deno.json`,
+            `${source}/main.ts`,
+            "install",
+            "--mode",
+            mode,
+            "--url",
+            fake.url,
+            "--api-key-stdin",
+          ],
+          cwd: source,
+          env: isolatedEnv(home),
+          clearEnv: true,
+          stdin: "piped",
+          stdout: "piped",
+          stderr: "piped",
+        }).spawn();
+        const w = child.stdin.getWriter();
+        await w.write(new TextEncoder().encode(`${KEY}\n`));
+        await w.close();
+        const out = await child.output();
+        const [stdout, stderr] = [out.stdout, out.stderr].map((b) => new TextDecoder().decode(b));
+        assertEquals(out.code, 0, stderr);
+        assertNotMatch(stdout + stderr, new RegExp(KEY), "the key is never printed");
+        assertMatch(stdout, /program copy in place: .*\/versions\//);
+        assertMatch(stdout, /Server: OpenViking/);
+        await Deno.remove(source, { recursive: true });
+      });
+
+      const reg = await registered(mode, home, project);
+      const sid = `session_00000000-0000-4000-8000-0000000000${mode === "config" ? "c1" : "p1"}`;
+      const prompt = JSON.stringify({
+        session_id: sid,
+        cwd: project,
+        prompt: [{ type: "text", text: "how should I indent this file?" }],
+      });
+
+      await t.step("the clone gone: a prompt hook recalls, a Stop captures", async () => {
+        const recall = await sh(reg.hook("user-prompt-submit"), reg.hookCwd, reg.hookEnv, prompt);
+        assertEquals([recall.code, recall.stderr], [0, ""]);
+        assertStringIncludes(recall.stdout, "User prefers tabs over spaces.");
+        await placeJournal(
+          home,
+          sid,
+          new JournalBuilder().simpleTurn("remember: tabs", "Noted, tabs.").toString(),
+        );
+        const stop = await sh(
+          reg.hook("stop"),
+          reg.hookCwd,
+          reg.hookEnv,
+          JSON.stringify({ session_id: sid, cwd: project, stop_hook_active: false }),
+        );
+        assertEquals([stop.code, stop.stdout, stop.stderr], [0, "", ""]);
+        const deadline = Date.now() + 20_000;
+        while (fake.messages(`kc-${sid}`).length < 2 && Date.now() < deadline) {
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        assertEquals(fake.messages(`kc-${sid}`).map((m) => m.role), ["user", "assistant"]);
+      });
+
+      await t.step("mcp answers initialize; doctor passes", async () => {
+        const mcp = await initialize(reg.mcp.command, reg.mcp.args, reg.mcp.cwd, reg.hookEnv);
+        assertTrue(mcp.reply?.result?.protocolVersion, JSON.stringify(mcp.reply));
+        const doctor = await sh(`'${reg.launcher}' doctor --json`, project, reg.hookEnv);
+        const report = JSON.parse(doctor.stdout);
+        assertEquals([doctor.code, report.ok], [0, true], doctor.stdout);
+        assertEquals(report.checks.find((c: { id: string }) => c.id === "program").status, "ok");
+      });
+
+      await Deno.remove(deno);
+      const stillThere = await findDeno(deno, reg.hookEnv, "posix");
+      if (stillThere) {
+        console.log(
+          `skipped the steps without Deno: this machine has ${stillThere} where the launcher looks`,
+        );
+        return;
+      }
+
+      await t.step("Deno gone: hooks silent, exit 0, and the debug log says why", async () => {
+        for (const event of ["session-start", "user-prompt-submit", "stop"]) {
+          const r = await sh(reg.hook(event), reg.hookCwd, { ...reg.hookEnv, OPENVIKING_DEBUG: "1" }, prompt);
+          assertEquals([r.code, r.stdout, r.stderr], [0, "", ""], event);
+        }
+        const log = await Deno.readTextFile(`${home}/.openviking/logs/kimicode-hooks.log`);
+        const line = log.trim().split("\n").map((l) => JSON.parse(l)).findLast((l) => l.event === "stop");
+        assertEquals(line.outcome, "deno-not-found");
+        assertStringIncludes(line.reason, `Deno not found at ${deno}`);
+        assertStringIncludes(line.reason, "reinstall with");
+      });
+
+      await t.step("Deno gone: mcp answers with the fix; doctor names it, exit 1", async () => {
+        const mcp = await initialize(reg.mcp.command, reg.mcp.args, reg.mcp.cwd, reg.hookEnv);
+        assertEquals(mcp.reply.id, 0);
+        assertMatch(mcp.reply.error.message, new RegExp(`Deno not found at ${deno}.*; reinstall with: `));
+        const doctor = await sh(`'${reg.launcher}' doctor`, project, reg.hookEnv);
+        assertEquals(doctor.code, 1);
+        assertStringIncludes(doctor.stdout, `✗ deno: Deno not found at ${deno}`);
+        assertStringIncludes(doctor.stdout, "fix: reinstall with: install Deno 2");
+        const json = await sh(`'${reg.launcher}' doctor --json`, project, reg.hookEnv);
+        assertEquals([json.code, JSON.parse(json.stdout).checks[0].id], [1, "deno"]);
+      });
+
+      await t.step("another Deno on PATH: it works again, and doctor says which Deno runs", async () => {
+        const onPath = { ...reg.hookEnv, PATH: `${Deno.execPath().replace(/\/[^/]*$/, "")}:${BARE_PATH}` };
+        const recall = await sh(
+          reg.hook("user-prompt-submit"),
+          reg.hookCwd,
+          onPath,
+          prompt.replace("indent", "name"),
+        );
+        assertEquals(recall.code, 0);
+        assertStringIncludes(recall.stdout, "<openviking-context");
+        const doctor = await sh(`'${reg.launcher}' doctor --json`, project, onPath);
+        const deno = JSON.parse(doctor.stdout).checks.find((c: { id: string }) => c.id === "deno");
+        assertEquals(deno.status, "warn");
+        assertMatch(deno.summary, /the Deno install used \(.*\) is gone; the launcher runs /);
+      });
+    },
+  });
+}
+
+/** Doctor's JSON report, checked to come from a run that did not crash. */
+function report(
+  r: Ran,
+): { ok: boolean; checks: { id: string; status: string; summary: string; fix?: string }[] } {
+  assertNotMatch(r.stderr, /Uncaught|\n\s+at /, `doctor crashed:\n${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
+
+Deno.test({
+  name: "doctor, run from the installed copy, names each problem of a damaged setup and never crashes",
+  ignore: !posix,
+  async fn(t) {
+    await using dir = await tempDir();
+    const home = `${dir.path}/home`;
+    const kimi = `${home}/.kimi-code`;
+    await Deno.mkdir(kimi, { recursive: true });
+    const env = isolatedEnv(home, { OPENVIKING_URL: "http://127.0.0.1:9" });
+    assertEquals((await runCli(["install", "--mode", "plugin"], { env, clearEnv: true })).code, 0);
+    const root = `${kimi}/plugins/managed/openviking-memory`;
+    const doctor = async () =>
+      report(
+        await sh(`'${root}/bin/openviking-kimi' doctor --json`, dir.path, { HOME: home, PATH: BARE_PATH }),
+      );
+    const failing = (r: ReturnType<typeof report>, id: string) =>
+      r.checks.find((c) => c.id === id && c.status === "fail");
+    const launcher = await Deno.readTextFile(`${root}/bin/openviking-kimi`);
+
+    await t.step("a plugin directory without its manifest", async () => {
+      await Deno.rename(`${root}/kimi.plugin.json`, `${dir.path}/manifest`);
+      const r = await doctor();
+      assertEquals(r.ok, false);
+      assertMatch(failing(r, "plugin")!.summary, /has no kimi\.plugin\.json/);
+      assertMatch(failing(r, "plugin")!.fix!, /install --mode plugin/);
+      await Deno.rename(`${dir.path}/manifest`, `${root}/kimi.plugin.json`);
+    });
+
+    await t.step(
+      "an unreadable config.toml, mcp.json that is not UTF-8, ovcli.conf a directory",
+      async () => {
+        await Deno.mkdir(`${kimi}/config.toml`);
+        await Deno.writeFile(`${kimi}/mcp.json`, new Uint8Array([0xff, 0xfe, 0x7b]));
+        await Deno.mkdir(`${home}/.openviking/ovcli.conf`, { recursive: true });
+        const r = await doctor();
+        assertEquals(r.ok, false);
+        assertMatch(failing(r, "config")!.summary, /config\.toml cannot be read: it is a directory/);
+        assertMatch(failing(r, "mcp")!.summary, /mcp\.json/);
+        await Deno.remove(`${kimi}/config.toml`);
+        await Deno.remove(`${kimi}/mcp.json`);
+        await Deno.remove(`${home}/.openviking/ovcli.conf`);
+      },
+    );
+
+    await t.step("a damaged program copy", async () => {
+      const copy = JSON.parse(/# openviking-kimi copy (.*)/.exec(launcher)![1]).dir as string;
+      await Deno.rename(`${copy}/hook.js`, `${dir.path}/hook.js`);
+      const r = await doctor();
+      assertMatch(failing(r, "command")!.summary, /the program copy .* is incomplete \(missing hook\.js\)/);
+      assertMatch(failing(r, "command")!.fix!, /run install again/);
+      await Deno.rename(`${dir.path}/hook.js`, `${copy}/hook.js`);
+    });
+
+    await t.step("a plugin directory without its bin/ (doctor run from the copy itself)", async () => {
+      const copy = JSON.parse(/# openviking-kimi copy (.*)/.exec(launcher)![1]).dir as string;
+      await Deno.remove(`${root}/bin`, { recursive: true });
+      const r = report(
+        await sh(`'${copy}/bin/openviking-kimi' doctor --json`, dir.path, { HOME: home, PATH: BARE_PATH }),
+      );
+      assertMatch(failing(r, "plugin")!.summary, /bin\/openviking-kimi is missing/);
+      assertEquals(
+        r.checks.filter((c) => c.status === "fail").map((c) => c.id).sort(),
+        ["plugin", "server"],
+        JSON.stringify(r.checks),
+      );
+    });
+  },
+});
