@@ -1,0 +1,106 @@
+/**
+ * End to end against an install whose checkout is gone (issue #15): the plugin installed by
+ * `openviking-kimi install` run from a temporary clone — in each mode, on the newest Kimi release of the
+ * matrix — and the clone deleted before Kimi starts. The real Kimi Code CLI then recalls before each prompt,
+ * captures each turn whole and committed, and lists our MCP tools to the model: everything runs the
+ * installed program copy, nothing the checkout.
+ */
+
+import { assertEquals, assertTrue } from "../support/assert.ts";
+import { kimiE2eVersions } from "../support/kimi.ts";
+import { OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
+import { ROOT } from "../support/run.ts";
+import { productionFlags } from "../../runtime/self.ts";
+import {
+  assertRecallBeforeEachPrompt,
+  E2E_TEST,
+  expectFakeSession,
+  kimiOrSkip,
+  MCP_PREFIX,
+  type Mode,
+  type Msg,
+  Rig,
+} from "./harness.ts";
+
+const version = kimiE2eVersions()[0];
+
+/** A copy of this checkout's tracked (and new, unignored) files, tests and CI left out. */
+async function cloneInto(dir: string): Promise<string> {
+  const listed = new TextDecoder().decode(
+    (await new Deno.Command("git", {
+      args: ["ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+      cwd: ROOT,
+      stdout: "piped",
+    }).output()).stdout,
+  ).split("\0").filter((p) => p && !/^(tests|\.github|docs)\//.test(p));
+  for (const rel of listed) {
+    await Deno.mkdir(`${dir}/${rel}`.replace(/\/[^/]*$/, ""), { recursive: true });
+    await Deno.copyFile(`${ROOT}/${rel}`, `${dir}/${rel}`).catch(() => {});
+  }
+  return dir;
+}
+
+for (const mode of ["config", "plugin"] as Mode[]) {
+  const name = `e2e kimi ${version} -p, ${mode} mode, installed from a clone that is then deleted`;
+  const install = await kimiOrSkip(version, name);
+  Deno.test({ name, ignore: !install, ...E2E_TEST }, async (t) => {
+    await using rig = await Rig.create(install!, { mode, noInstall: true });
+    const fake = rig.fake!;
+
+    await t.step("install from the clone, then delete it", async () => {
+      const clone = await cloneInto(await Deno.makeTempDir({ prefix: "ovk-clone-" }));
+      const out = await new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          ...await productionFlags(ROOT),
+          "--config",
+          `${clone}/deno.json`,
+          `${clone}/main.ts`,
+          "install",
+          "--mode",
+          mode,
+          ...rig.credentialArgs,
+        ],
+        cwd: clone,
+        env: rig.env.env(),
+        clearEnv: true,
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      assertEquals(out.code, 0, new TextDecoder().decode(out.stderr));
+      await Deno.remove(clone, { recursive: true });
+      // What runs: the hook commands, the MCP server, the launcher's program and Deno (it names the clone
+      // it was built from in its comments and messages, nothing more).
+      const kimi = `${rig.env.home}/.kimi-code`;
+      const run = mode === "config"
+        ? [await Deno.readTextFile(`${kimi}/config.toml`), await Deno.readTextFile(`${kimi}/mcp.json`)]
+        : (await Deno.readTextFile(`${kimi}/plugins/managed/openviking-memory/bin/openviking-kimi`)).split(
+          "\n",
+        )
+          .filter((l) => /^(dir=|for d in| {2}DENO_DIR=)/.test(l));
+      assertTrue(
+        run.length > 0 && run.every((text) => !text.includes(clone)),
+        "nothing that runs is in the clone",
+      );
+    });
+
+    await t.step(
+      "recall before each prompt, each turn captured whole and committed, MCP tools offered",
+      async () => {
+        const prompts = ["hello, remember that I prefer tabs over spaces", "second: thanks, that is all"];
+        const expected: Msg[] = [];
+        let sessionId: string | undefined;
+        for (const [i, prompt] of prompts.entries()) {
+          const r = await rig.print(prompt, { sessionId });
+          sessionId = r.sessionId!;
+          expected.push([String(i), "user", prompt], [String(i), "assistant", `ACK: ${prompt}`]);
+          await expectFakeSession(fake, `kc-${sessionId}`, expected, i + 1);
+        }
+        assertRecallBeforeEachPrompt(rig, prompts);
+        const offered = rig.mainRequests()[0].toolNames.filter((n) => n.startsWith("mcp__"));
+        assertEquals(offered.sort(), OPENVIKING_TOOLS.map((n) => `${MCP_PREFIX[mode]}${n}`).sort());
+      },
+    );
+  });
+}
