@@ -64,7 +64,8 @@ export class BoundedBody {
       if (this.bytes > maxBytes) return await this.end({ kind: "too-large", limitBytes: maxBytes });
       return chunk;
     } finally {
-      clearTimeout(timer);
+      // Only when one was set: the first clearTimeout loads Node's timers module (~4 ms of a hook run).
+      if (timer !== undefined) clearTimeout(timer);
       if (onAbort) signal?.removeEventListener("abort", onAbort);
     }
   }

@@ -51,20 +51,42 @@ export async function withLock<T>(
     if (Date.now() >= deadline) return { acquired: false };
     await new Promise((r) => setTimeout(r, Math.min(pollMs, Math.max(1, deadline - Date.now()))));
   }
-  // Keep the lock fresh while a long holder works, so nobody mistakes it for a dead one.
-  const heartbeat = setInterval(() => {
-    const now = new Date();
-    Deno.utime(lockPath, now, now).catch(() => {});
-  }, Math.max(1_000, Math.floor(staleMs / 4)));
-  Deno.unrefTimer(heartbeat);
+  const heartbeat = startHeartbeat(lockPath, Math.max(1_000, Math.floor(staleMs / 4)));
   const lease: Lease = { held: async () => (await readOwner(lockPath)).token === token };
   try {
     return { acquired: true, value: await fn(lease) };
   } finally {
-    clearInterval(heartbeat);
+    heartbeat.stop();
     // Only our own lock is removed: one taken over meanwhile belongs to its new holder.
     if (await lease.held()) await Deno.remove(lockPath, { recursive: true }).catch(() => {});
   }
+}
+
+/**
+ * Keeps the lock fresh while a long holder works, so nobody mistakes it for a dead one. The first beat waits
+ * on an AbortSignal timer, the later ones on an unref'd interval: a short hold (every prompt) never touches
+ * Deno 2.9's setInterval/clearInterval, whose first use loads Node's timers module (~4 ms per hook run).
+ */
+function startHeartbeat(lockPath: string, everyMs: number): { stop(): void } {
+  const touch = () => {
+    const now = new Date();
+    Deno.utime(lockPath, now, now).catch(() => {});
+  };
+  let interval: ReturnType<typeof setInterval> | undefined;
+  const first = AbortSignal.timeout(everyMs);
+  const start = () => {
+    touch();
+    const beat = setInterval(touch, everyMs);
+    Deno.unrefTimer(beat);
+    interval = beat;
+  };
+  first.addEventListener("abort", start, { once: true });
+  return {
+    stop() {
+      first.removeEventListener("abort", start);
+      if (interval !== undefined) clearInterval(interval);
+    },
+  };
 }
 
 const OWNER_FILE = "owner";

@@ -1,0 +1,56 @@
+/**
+ * The prompt hook uses no Node timer: in Deno 2.9 the first setTimeout, setInterval or clearTimeout loads
+ * Node's timers module, ~4 ms of every hook run (measured: `clearTimeout(undefined)` alone costs it). A long
+ * lock holder still gets its heartbeat.
+ */
+
+import { assertEquals, assertStringIncludes, assertTrue } from "../support/assert.ts";
+import { tempDir } from "../support/temp.ts";
+import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { prodRunArgs, ROOT } from "../support/run.ts";
+import { isolatedEnv } from "../install/helpers.ts";
+import { withLock } from "../../runtime/lock.ts";
+
+/** Runs a hook through the timer probe; returns which timers it used and what it printed. */
+async function probe(event: string, payload: unknown, env: Record<string, string>) {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [...await prodRunArgs(), `${ROOT}/tests/support/timer-probe.ts`, event],
+    env,
+    clearEnv: true,
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const w = child.stdin.getWriter();
+  await w.write(new TextEncoder().encode(JSON.stringify(payload)));
+  await w.close();
+  const out = await child.output();
+  assertTrue(out.success, new TextDecoder().decode(out.stderr));
+  return JSON.parse(new TextDecoder().decode(out.stdout)) as { calls: string[]; stdout: string };
+}
+
+Deno.test("the prompt hook recalls without touching a Node timer, first prompt and later ones", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = isolatedEnv(`${dir.path}/home`, { OPENVIKING_URL: fake.url, OPENVIKING_DEBUG: "1" });
+  for (const text of ["how should I indent this file?", "and how should I name the tests?"]) {
+    const payload = { session_id: "session_timers", cwd: dir.path, prompt: [{ type: "text", text }] };
+    const run = await probe("user-prompt-submit", payload, env);
+    assertStringIncludes(run.stdout, "<openviking-context");
+    assertEquals(run.calls, [], "no setTimeout/setInterval/clearTimeout/clearInterval");
+  }
+});
+
+Deno.test("a lock held longer than a beat is kept fresh (its heartbeat still runs)", async () => {
+  await using dir = await tempDir();
+  const lock = `${dir.path}/state.lock`;
+  let acquiredAt = 0;
+  let touchedAt = 0;
+  const held = await withLock(lock, async () => {
+    acquiredAt = (await Deno.stat(lock)).mtime!.getTime();
+    await new Promise((r) => setTimeout(r, 2_600));
+    touchedAt = (await Deno.stat(lock)).mtime!.getTime();
+  }, { staleMs: 4_000 });
+  assertTrue(held.acquired);
+  assertTrue(touchedAt - acquiredAt >= 900, `the lock's mtime moved ${touchedAt - acquiredAt} ms`);
+});
