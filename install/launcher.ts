@@ -89,8 +89,8 @@ function jsonInside(text: string): string {
   return JSON.stringify(text).slice(1, -1);
 }
 
-/** The candidate list of the sh script: the recorded Deno, PATH, then the usual places. */
-function posixCandidates(deno: string): string {
+/** The candidates of the sh script after the recorded Deno: PATH, then the usual places. */
+function posixCandidates(): string {
   const usual = USUAL_PLACES.map((p) => {
     if (!p.base) return p.path;
     const base = p.base === "NVM_DIR"
@@ -98,7 +98,7 @@ function posixCandidates(deno: string): string {
       : `"\${${p.base}:-/nonexistent}"`;
     return `${base}/${p.path}`;
   });
-  return [shellQuote(deno), '"$(command -v deno 2>/dev/null)"', ...usual].join(" \\\n  ");
+  return ['"$(command -v deno 2>/dev/null)"', ...usual].join(" \\\n    ");
 }
 
 /** The doctor report of a copy without Deno, as `doctor` and `doctor --json` print it. */
@@ -126,10 +126,13 @@ function posixLauncher(spec: LauncherSpec): string {
 # production flags, offline. Deno is looked for where install found it, then on PATH, then in the usual places.
 ${MARKER}${marker}
 dir=${shellQuote(spec.dir)}
-deno=
-for d in ${posixCandidates(spec.deno)}; do
-  if [ -f "$d" ] && [ -x "$d" ]; then deno=$d; break; fi
-done
+deno=${shellQuote(spec.deno)}
+if [ ! -f "$deno" ] || [ ! -x "$deno" ]; then
+  deno=
+  for d in ${posixCandidates()}; do
+    if [ -f "$d" ] && [ -x "$d" ]; then deno=$d; break; fi
+  done
+fi
 if [ -n "$deno" ]; then
   entry=${COPY_FILES.main}
   if [ "$1" = hook ] && [ "$#" -eq 2 ]; then case $2 in -*) ;; *) entry=${COPY_FILES.hook} ;; esac; fi

@@ -78,7 +78,7 @@ for (const mode of ["config", "plugin"] as Mode[]) {
         : (await Deno.readTextFile(`${kimi}/plugins/managed/openviking-memory/bin/openviking-kimi`)).split(
           "\n",
         )
-          .filter((l) => /^(dir=|for d in| {2}DENO_DIR=)/.test(l));
+          .filter((l) => /^(dir=|deno=| {2}DENO_DIR=)/.test(l));
       assertTrue(
         run.length > 0 && run.every((text) => !text.includes(clone)),
         "nothing that runs is in the clone",

@@ -149,7 +149,7 @@ Deno.test({
     assertEquals(await t.install({}, { deno: "/opt/other/deno" }), 0, t.all());
     const relaunched = t.said();
     assertStringIncludes(relaunched, "launcher of the program copy updated");
-    assertStringIncludes(await Deno.readTextFile(`${copy}/bin/openviking-kimi`), "for d in /opt/other/deno ");
+    assertStringIncludes(await Deno.readTextFile(`${copy}/bin/openviking-kimi`), "\ndeno=/opt/other/deno\n");
     assertEquals(await Deno.readFile(`${copy}/${COPY_FILES.main}`), main, "its code is not touched");
 
     await Deno.remove(`${copy}/${COPY_FILES.hook}`);
