@@ -48,7 +48,7 @@ export function classifyMcpEntry(entry: unknown): McpOwner {
   const { command = "", args = [], env = {} } = parsed.data;
   if (args.some((a) => /mcp-proxy\.mjs$/.test(a)) || "OPENVIKING_INTEGRATION_ID" in env) return "upstream";
   const base = command.split(/[\\/]/).pop() ?? "";
-  if (/^openviking-kimi(\.exe)?$/.test(base) && args.length === 1 && args[0] === "mcp") return "ours";
+  if (/^openviking-kimi(\.exe|\.cmd)?$/.test(base) && args.length === 1 && args[0] === "mcp") return "ours";
   if (args[0] === "run" && args.at(-1) === "mcp" && /main\.ts$/.test(args.at(-2) ?? "")) return "ours";
   return "foreign";
 }

@@ -43,11 +43,14 @@ export function hookEntries(prefix: string): HookEntry[] {
   }));
 }
 
-/** Whether a hook command string is one of ours (`… openviking-kimi hook <event>` or `… main.ts hook <event>`). */
+/**
+ * Whether a hook command string is one of ours (`… openviking-kimi[.exe|.cmd] hook <event>`: the binary or a
+ * program copy's launcher, or `… main.ts hook <event>` from before program copies).
+ */
 export function isOurHookCommand(command: string): boolean {
   const events = HOOKS.map((h) => h.cli).join("|");
   const re = new RegExp(
-    `(?:openviking-kimi(?:\\.exe)?|main\\.ts)['"]?\\s+hook\\s+(?:${events})\\s*$`,
+    `(?:openviking-kimi(?:\\.exe|\\.cmd)?|main\\.ts)['"]?\\s+hook\\s+(?:${events})\\s*$`,
   );
   return re.test(command);
 }

@@ -10,7 +10,8 @@ import {
   installedBinaryPath,
 } from "../../install/placement.ts";
 import { parseToml, renderBlock } from "../../install/toml-block.ts";
-import { hookEntries } from "../../install/spec.ts";
+import { hookEntries, isOurHookCommand } from "../../install/spec.ts";
+import { classifyMcpEntry } from "../../install/mcp-json.ts";
 
 Deno.test("windows plugin manifest: cmd-friendly hook paths, ./ MCP command with .exe", () => {
   const m = renderManifest("windows");
@@ -32,4 +33,16 @@ Deno.test("windows config mode: quoted absolute .exe, survives TOML round trip",
   assertEquals(configMcpEntry(program, "windows").args, ["mcp"]);
   assertEquals(cmdQuote('a"b c'), '"a""b c"');
   assertMatch(commandFor(["C:\\x\\y.exe", "hook"], "windows"), /^C:\\x\\y\.exe hook$/);
+});
+
+Deno.test("windows config mode from a checkout: the copy's .cmd launcher is recognised as ours", () => {
+  const launcher =
+    "C:/Users/Ann Lee/.openviking/agent-integrations/kimicode/versions/0.1.0-0123456789ab/bin/openviking-kimi.cmd";
+  const prefix = configCommandPrefix(launcher, "windows");
+  assertEquals(
+    prefix,
+    '"C:\\Users\\Ann Lee\\.openviking\\agent-integrations\\kimicode\\versions\\0.1.0-0123456789ab\\bin\\openviking-kimi.cmd"',
+  );
+  assertEquals(hookEntries(prefix).every((h) => isOurHookCommand(h.command)), true);
+  assertEquals(classifyMcpEntry(configMcpEntry(launcher, "windows")), "ours");
 });
