@@ -129,73 +129,92 @@ interface Program {
   keep?: string;
 }
 
-/** Plans putting the program in place: the compiled binary's copy, a program copy of the checkout, or none. */
-async function planProgram(
+/** The compiled binary: config mode runs its copy in `…/kimicode/bin/` (copied unless the same bytes are there). */
+async function binaryProgram(
+  ctx: Context,
+  self: { execPath: string },
+  mode: "config" | "plugin",
+  plan: Plan,
+): Promise<Program> {
+  const target = installedBinaryPath(ctx.env, ctx.os);
+  const same = (await sameFile(self.execPath, target)) || (await sameBytes(self.execPath, target));
+  if (mode === "config" && !same) plan.steps.push(copyStep(self.execPath, target, ctx.os));
+  return {
+    command: target,
+    pluginBin: {
+      path: `bin/${executableFileName(ctx.os)}`,
+      content: { copyFrom: self.execPath },
+      mode: 0o755,
+    },
+    source: self.execPath,
+    note: "",
+  };
+}
+
+/** An installed program copy installing itself (say, into another mode): it registers its own launcher. */
+async function ownCopyProgram(
+  ctx: Context,
+  dir: string,
+  home: string,
+  plan: Plan,
+): Promise<Program | string> {
+  const launcher = joinPath(dir, "bin", launcherName(ctx.os));
+  const text = await readTextIfExists(launcher).catch(() => undefined);
+  if (text === undefined) {
+    return `this program copy (${dir}) has no launcher ${launcher}; run install from an openviking-kimi ` +
+      "checkout or a release binary";
+  }
+  const step = await homeStep(ctx.env, home);
+  if (step) plan.steps.push(step);
+  return {
+    command: launcher,
+    pluginBin: { path: `bin/${EXECUTABLE_NAME}`, content: text, mode: 0o755 },
+    source: dir,
+    note: "",
+    keep: dir.slice(dir.lastIndexOf("/") + 1),
+  };
+}
+
+/** A checkout: a program copy built from it (install/copy.ts), placed unless the same one is in place. */
+async function checkoutProgram(
+  ctx: Context,
+  root: string,
+  home: string,
+  plan: Plan,
+): Promise<Program | string> {
+  const deno = ctx.deno ?? Deno.execPath();
+  let placement;
+  try {
+    const flags = await productionFlags(root);
+    // Built by the Deno running install (whose `deno bundle` this relies on); run by the recorded one.
+    const copy = await buildCopy(root, Deno.execPath(), flags);
+    placement = copyPlacement(copy, ctx.env, ctx.os, { deno, flags, source: root });
+  } catch (error) {
+    return `cannot install from the checkout ${root}: ${(error as Error).message}`;
+  }
+  const step = await placeCopyStep(placement, ctx.env, ctx.os, home);
+  if (step) plan.steps.push(step);
+  return {
+    command: placement.launcher,
+    pluginBin: { path: `bin/${EXECUTABLE_NAME}`, content: placement.launcherText, mode: 0o755 },
+    source: root,
+    note: `The hooks run the program copy ${placement.dir} with ${deno}, not this checkout: moving or ` +
+      "deleting the checkout changes nothing; run install again to update them.",
+    keep: placement.copy.id,
+  };
+}
+
+/** Plans putting the program in place, however this process runs. */
+function planProgram(
   ctx: Context,
   mode: "config" | "plugin",
   home: string,
   plan: Plan,
 ): Promise<Program | string> {
   const self = ctx.self;
-  const bin = `bin/${EXECUTABLE_NAME}`;
-  if (self.kind === "compiled") {
-    const target = installedBinaryPath(ctx.env, ctx.os);
-    const same = (await sameFile(self.execPath, target)) || (await sameBytes(self.execPath, target));
-    if (mode === "config" && !same) {
-      plan.steps.push(copyStep(self.execPath, target, ctx.os));
-    }
-    return {
-      command: target,
-      pluginBin: {
-        path: `bin/${executableFileName(ctx.os)}`,
-        content: { copyFrom: self.execPath },
-        mode: 0o755,
-      },
-      source: self.execPath,
-      note: "",
-    };
-  }
-  if (self.kind === "copy") {
-    const launcher = joinPath(self.dir, "bin", launcherName(ctx.os));
-    const text = await readTextIfExists(launcher).catch(() => undefined);
-    if (text === undefined) {
-      return `this program copy (${self.dir}) has no launcher ${launcher}; run install from an openviking-kimi ` +
-        "checkout or a release binary";
-    }
-    const step = await homeStep(ctx.env, home);
-    if (step) plan.steps.push(step);
-    const keep = self.dir.slice(self.dir.lastIndexOf("/") + 1);
-    return {
-      command: launcher,
-      pluginBin: { path: bin, content: text, mode: 0o755 },
-      source: self.dir,
-      note: "",
-      keep,
-    };
-  }
-  const deno = ctx.deno ?? Deno.execPath();
-  let placement;
-  try {
-    const flags = await productionFlags(self.root);
-    // Built by the Deno running install (whose `deno bundle` this relies on); run by the recorded one.
-    placement = copyPlacement(await buildCopy(self.root, Deno.execPath(), flags), ctx.env, ctx.os, {
-      deno,
-      flags,
-      source: self.root,
-    });
-  } catch (error) {
-    return `cannot install from the checkout ${self.root}: ${(error as Error).message}`;
-  }
-  const step = await placeCopyStep(placement, ctx.env, ctx.os, home);
-  if (step) plan.steps.push(step);
-  return {
-    command: placement.launcher,
-    pluginBin: { path: bin, content: placement.launcherText, mode: 0o755 },
-    source: self.root,
-    note: `The hooks run the program copy ${placement.dir} with ${deno}, not this checkout: moving or ` +
-      "deleting the checkout changes nothing; run install again to update them.",
-    keep: placement.copy.id,
-  };
+  if (self.kind === "compiled") return binaryProgram(ctx, self, mode, plan);
+  if (self.kind === "copy") return ownCopyProgram(ctx, self.dir, home, plan);
+  return checkoutProgram(ctx, self.root, home, plan);
 }
 
 /** Plans config mode: plugin mode out, our `mcp.json` entry and hook block. */

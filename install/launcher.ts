@@ -113,11 +113,8 @@ function doctorReports(spec: LauncherSpec, check: Check): { text: string; json: 
   return { text, json };
 }
 
-/** The POSIX launcher. */
+/** The POSIX launcher: its header, the Deno search and the run, then what it does without Deno. */
 function posixLauncher(spec: LauncherSpec): string {
-  const check = denoNotFound(spec, "posix");
-  const why = denoNotFoundLine(check);
-  const reports = doctorReports(spec, check);
   const run = [...spec.flags, ...COPY_RUN_FLAGS].map(shellQuote).join(" ");
   const marker = JSON.stringify({ dir: spec.dir, deno: spec.deno, id: spec.id });
   return `#!/bin/sh
@@ -138,7 +135,15 @@ if [ -n "$deno" ]; then
   if [ "$1" = hook ] && [ "$#" -eq 2 ]; then case $2 in -*) ;; *) entry=${COPY_FILES.hook} ;; esac; fi
   DENO_DIR="$dir/${COPY_FILES.denoDir}" exec "$deno" run ${run} "$dir/$entry" "$@"
 fi
-# No Deno: a hook stays silent and exits 0 (Kimi must never break); everything else says why.
+${posixWithoutDeno(spec)}`;
+}
+
+/** The end of the POSIX launcher, reached without Deno: hooks silent, mcp and doctor saying why. */
+function posixWithoutDeno(spec: LauncherSpec): string {
+  const check = denoNotFound(spec, "posix");
+  const why = denoNotFoundLine(check);
+  const reports = doctorReports(spec, check);
+  return `# No Deno: a hook stays silent and exits 0 (Kimi must never break); everything else says why.
 why=${shellQuote(why)}
 case $1 in
 hook)

@@ -80,6 +80,58 @@ async function waitFor(ready: () => boolean, ms: number): Promise<boolean> {
   return ready();
 }
 
+/** `doctor --json` on an empty home: JSON saying nothing is registered, exit 1. */
+async function doctorStep(exe: string, env: Record<string, string>): Promise<void> {
+  const doctor = await run(exe, ["doctor", "--json"], env);
+  let report: { ok?: boolean; checks?: { id: string; status: string }[] } = {};
+  try {
+    report = JSON.parse(doctor.stdout);
+  } catch {
+    report = {};
+  }
+  const hooks = report.checks?.find((c) => c.id === "hooks")?.status;
+  expect(
+    "doctor --json on an empty home",
+    doctor.code === 1 && report.ok === false && hooks === "fail",
+    doctor,
+    'exit 1 and JSON with ok false and the "hooks" check failing (nothing is installed)',
+  );
+}
+
+/** One prompt hook (the recall block on stdout), then one Stop (exit 0 at once, its worker captures). */
+async function hookSteps(exe: string, env: Record<string, string>, fake: FakeOpenViking): Promise<void> {
+  const home = env.HOME;
+  const sid = "session_00000000-0000-4000-8000-00000000501e";
+  const prompt = await run(
+    exe,
+    ["hook", "user-prompt-submit"],
+    env,
+    JSON.stringify({ session_id: sid, cwd: home, prompt: [{ type: "text", text: "how do I indent?" }] }),
+  );
+  expect(
+    "prompt hook",
+    prompt.code === 0 && prompt.stdout.includes("<openviking-context") && prompt.stderr === "",
+    prompt,
+    "exit 0, the recall block on stdout and nothing on stderr",
+  );
+  await placeJournal(home, sid, new JournalBuilder().simpleTurn("remember: tabs", "Noted: tabs.").toString());
+  const stop = await run(
+    exe,
+    ["hook", "stop"],
+    env,
+    JSON.stringify({ session_id: sid, cwd: home, stop_hook_active: false }),
+  );
+  const captured = await waitFor(() => fake.messages(`kc-${sid}`).length >= 2, 20_000);
+  expect(
+    "Stop hook (its detached worker captures the turn)",
+    stop.code === 0 && stop.stdout === "" && captured,
+    stop,
+    `exit 0, no output, and the turn stored in kc-${sid} within 20 s (stored: ${
+      fake.messages(`kc-${sid}`).length
+    })`,
+  );
+}
+
 /** Runs every step against `exe`; returns the exit code. */
 export async function smoke(exe: string): Promise<number> {
   const home = await Deno.makeTempDir({ prefix: "openviking-kimi-smoke-" });
@@ -93,56 +145,8 @@ export async function smoke(exe: string): Promise<number> {
       version,
       `exit 0 and ${VERSION}`,
     );
-
-    const doctor = await run(exe, ["doctor", "--json"], env);
-    let report: { ok?: boolean; checks?: { id: string; status: string }[] } = {};
-    try {
-      report = JSON.parse(doctor.stdout);
-    } catch {
-      report = {};
-    }
-    const hooks = report.checks?.find((c) => c.id === "hooks")?.status;
-    expect(
-      "doctor --json on an empty home",
-      doctor.code === 1 && report.ok === false && hooks === "fail",
-      doctor,
-      'exit 1 and JSON with ok false and the "hooks" check failing (nothing is installed)',
-    );
-
-    const sid = "session_00000000-0000-4000-8000-00000000501e";
-    const prompt = await run(
-      exe,
-      ["hook", "user-prompt-submit"],
-      env,
-      JSON.stringify({ session_id: sid, cwd: home, prompt: [{ type: "text", text: "how do I indent?" }] }),
-    );
-    expect(
-      "prompt hook",
-      prompt.code === 0 && prompt.stdout.includes("<openviking-context") && prompt.stderr === "",
-      prompt,
-      "exit 0, the recall block on stdout and nothing on stderr",
-    );
-
-    await placeJournal(
-      home,
-      sid,
-      new JournalBuilder().simpleTurn("remember: tabs", "Noted: tabs.").toString(),
-    );
-    const stop = await run(
-      exe,
-      ["hook", "stop"],
-      env,
-      JSON.stringify({ session_id: sid, cwd: home, stop_hook_active: false }),
-    );
-    const captured = await waitFor(() => fake.messages(`kc-${sid}`).length >= 2, 20_000);
-    expect(
-      "Stop hook (its detached worker captures the turn)",
-      stop.code === 0 && stop.stdout === "" && captured,
-      stop,
-      `exit 0, no output, and the turn stored in kc-${sid} within 20 s (stored: ${
-        fake.messages(`kc-${sid}`).length
-      })`,
-    );
+    await doctorStep(exe, env);
+    await hookSteps(exe, env, fake);
     console.error(`smoke: ${exe} passed`);
     return 0;
   } catch (error) {
