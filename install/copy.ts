@@ -162,7 +162,15 @@ export function copyPlacement(
 ): CopyPlacement {
   const dir = joinPath(versionsDir(env), copy.id);
   const full: LauncherSpec = { ...spec, dir, id: copy.id, version: VERSION };
-  const info = { version: VERSION, id: copy.id, flags: spec.flags, deno: spec.deno, source: spec.source };
+  const info = {
+    version: VERSION,
+    id: copy.id,
+    flags: spec.flags,
+    deno: spec.deno,
+    source: spec.source,
+    // What the bundle was made with: `deno bundle` is experimental in Deno 2.9, so the builder is recorded.
+    bundledBy: `deno ${Deno.version.deno}`,
+  };
   return {
     copy,
     dir,

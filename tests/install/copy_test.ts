@@ -107,6 +107,11 @@ Deno.test({
     const info = JSON.parse(await Deno.readTextFile(`${copy}/${COPY_FILES.info}`));
     assertEquals(info.flags, await productionFlags(ROOT), "the production flags, from deno.json's cli task");
     assertEquals([info.version, info.deno, info.source], [VERSION, Deno.execPath(), ROOT]);
+    assertEquals(
+      info.bundledBy,
+      `deno ${Deno.version.deno}`,
+      "the experimental bundler that made it, recorded",
+    );
     const launcher = await Deno.readTextFile(`${copy}/bin/openviking-kimi`);
     assertStringIncludes(launcher, [...info.flags, ...COPY_RUN_FLAGS].join(" "));
     assertEquals(launcherInfo(launcher), { dir: copy, deno: Deno.execPath(), id: copy.split("/").at(-1)! });
