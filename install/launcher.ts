@@ -133,6 +133,7 @@ fi
 if [ -n "$deno" ]; then
   entry=${COPY_FILES.main}
   if [ "$1" = hook ] && [ "$#" -eq 2 ]; then case $2 in -*) ;; *) entry=${COPY_FILES.hook} ;; esac; fi
+  umask 077 # what Deno writes in its cache is private too, like every file of ours
   DENO_DIR="$dir/${COPY_FILES.denoDir}" exec "$deno" run ${run} "$dir/$entry" "$@"
 fi
 ${posixWithoutDeno(spec)}`;
