@@ -101,6 +101,20 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
     flags: { json: { type: "boolean", description: "one JSON object per message, in full" } },
     handler: async () => (await import("../wire/command.ts")).turnsCommand,
   }),
+  status: command({
+    summary: "What memory did: recalls, captures, commits and what OpenViking made of them, the queue.",
+    positionals: [],
+    flags: {
+      session: {
+        type: "string",
+        value: "ID",
+        description: "one Kimi session (session_…) instead of the latest",
+      },
+      all: { type: "boolean", description: "every session the ledger knows" },
+      json: { type: "boolean", description: 'the same as JSON (its shape: README "status")' },
+    },
+    handler: async () => (await import("../hooks/status.ts")).statusCommand,
+  }),
   replay: command({
     summary: "Replays the pending queue now. Exits 1 when entries remain.",
     positionals: [],

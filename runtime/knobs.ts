@@ -95,6 +95,9 @@ export const KNOBS = {
   pendingReplayLimit: knob("OPENVIKING_PENDING_REPLAY_LIMIT", numKnob(1, 100_000), 50),
   pendingMaxRetries: knob("OPENVIKING_PENDING_MAX_RETRIES", numKnob(1, 1000), 3),
   pendingTtlDays: knob("OPENVIKING_PENDING_TTL_DAYS", numKnob(1, 3650), 7),
+  /** The local ledger (what hook runs did, for `status`): all sessions' files together, and their age. */
+  ledgerMaxBytes: knob("OPENVIKING_LEDGER_MAX_BYTES", numKnob(64 * 1024, 1024 ** 3), 8 * 1024 * 1024),
+  ledgerMaxAgeDays: knob("OPENVIKING_LEDGER_MAX_AGE_DAYS", numKnob(1, 3650), 30),
   debug: knob("OPENVIKING_DEBUG", boolKnob, false),
   debugLogPath: optionalKnob("OPENVIKING_DEBUG_LOG", pathKnob),
 };
