@@ -9,7 +9,7 @@
  * it before loading this table (the hot path), and comes here only for `hook --help` and mistakes.
  */
 
-import { HOOKS } from "../install/spec.ts";
+import { HOOKS } from "../hooks/events.ts";
 import { VERSION } from "../runtime/version.ts";
 import { type Command, command, commandHelp, type FlagSpec, topLevelHelp, usageError } from "./spec.ts";
 

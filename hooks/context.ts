@@ -3,9 +3,10 @@
 import type { Config } from "../runtime/config.ts";
 import type { Env } from "../runtime/paths.ts";
 import type { Logger } from "../runtime/log.ts";
-import { createClient, type OpenVikingClient } from "../runtime/http.ts";
+import { clientOptions, createClient, type OpenVikingClient } from "../runtime/http.ts";
 import type { StatePaths } from "../runtime/state.ts";
-import type { HookEvent, HookInput } from "./input.ts";
+import type { HookEvent } from "./events.ts";
+import type { HookInput } from "./input.ts";
 
 /** Everything a handler needs about one hook run. */
 export interface HookContext {
@@ -35,19 +36,20 @@ export interface HookContext {
   isWorker: boolean;
 }
 
+/** What a handler reports: the stdout text (if any) and a short outcome for the log. */
+export interface HookResult {
+  stdout?: string;
+  outcome: string;
+  data?: Record<string, unknown>;
+}
+
+/** A hook handler. */
+export type Handler = (ctx: HookContext) => Promise<HookResult>;
+
 /** Prefix of OpenViking session ids made from Kimi session ids. */
 export const SESSION_PREFIX = "kc-";
 
 /** An OpenViking client for this run; `peerId` is the workspace peer ("" for none). */
 export function clientFor(ctx: HookContext, peerId = ""): OpenVikingClient {
-  const c = ctx.config;
-  return createClient({
-    baseUrl: c.baseUrl,
-    apiKey: c.apiKey,
-    account: c.account,
-    user: c.user,
-    peerId,
-    userAgent: c.userAgent,
-    timeoutMs: c.timeoutMs,
-  });
+  return createClient(clientOptions(ctx.config, peerId));
 }

@@ -12,14 +12,6 @@ import { selfInvocation } from "../runtime/self.ts";
 /** Environment variable marking the detached worker process. */
 export const WORKER_ENV = "OPENVIKING_KIMI_HOOK_WORKER";
 
-/** Events whose work runs in a detached worker. */
-export const DETACHED_EVENTS: ReadonlySet<string> = new Set([
-  "stop",
-  "stop-failure",
-  "pre-compact",
-  "session-end",
-]);
-
 /** Starts `openviking-kimi hook <event>` as a detached worker fed with `stdin`; false if it could not start. */
 export async function spawnWorker(event: string, stdin: Uint8Array): Promise<boolean> {
   try {
@@ -45,7 +37,7 @@ export async function spawnWorker(event: string, stdin: Uint8Array): Promise<boo
 const OFF = /^\s*(0|false|no|off)\s*$/i;
 
 /** Whether the environment switches detaching off (then the full hook path runs and applies the gates). */
-export function detachDisabled(env: Env): boolean {
+function detachDisabled(env: Env): boolean {
   return [env.OPENVIKING_MEMORY_ENABLED, env.OPENVIKING_AUTO_CAPTURE, env.OPENVIKING_WRITE_PATH_ASYNC]
     .some((v) => v !== undefined && OFF.test(v));
 }

@@ -22,22 +22,12 @@ import {
 } from "../runtime/paths.ts";
 import { safeId, statePaths } from "../runtime/state.ts";
 import { unusableFileReason, unwritableReason } from "../runtime/writable.ts";
-import type { HookContext } from "./context.ts";
-import { SESSION_PREFIX } from "./context.ts";
+import { type Handler, type HookContext, SESSION_PREFIX } from "./context.ts";
 import { gateReason } from "./gates.ts";
 import { WORKER_ENV } from "./detach.ts";
 import { readAllStdin } from "./stdin.ts";
-import { type HookEvent, type HookInput, hostSessionId, isHookEvent, parseHookInput } from "./input.ts";
-
-/** What a handler reports: the stdout text (if any) and a short outcome for the log. */
-export interface HookResult {
-  stdout?: string;
-  outcome: string;
-  data?: Record<string, unknown>;
-}
-
-/** A hook handler. */
-export type Handler = (ctx: HookContext) => Promise<HookResult>;
+import { CAPTURING_EVENTS, type HookEvent, isHookEvent, STATEFUL_EVENTS } from "./events.ts";
+import { type HookInput, hostSessionId, parseHookInput } from "./input.ts";
 
 const HANDLERS: Record<HookEvent, () => Promise<Handler>> = {
   "session-start": async () => (await import("./session-start.ts")).sessionStart,
@@ -50,18 +40,6 @@ const HANDLERS: Record<HookEvent, () => Promise<Handler>> = {
   "interrupt": async () => (await import("./capture.ts")).captureHook,
 };
 
-/** Events that keep state (and the queue): without a home they do nothing. */
-const STATEFUL: ReadonlySet<HookEvent> = new Set([
-  "session-start",
-  "stop",
-  "pre-compact",
-  "session-end",
-  "interrupt",
-]);
-
-/** Events that send what the state must record. */
-const CAPTURING: ReadonlySet<HookEvent> = new Set(["stop", "pre-compact", "session-end", "interrupt"]);
-
 /** Where a hook run keeps things; a field is absent when it needs a home there is none of. */
 export interface HookDirs {
   stateDir?: string;
@@ -72,7 +50,7 @@ export interface HookDirs {
 }
 
 /** The hook run's directories, never relative: see {@link HookDirs}. */
-export function hookDirs(env: Env): HookDirs {
+function hookDirs(env: Env): HookDirs {
   const reasons: string[] = [];
   const locate = (where: (env: Env) => string, required: boolean): string | undefined => {
     try {
@@ -113,7 +91,7 @@ export async function createContext(parts: {
     cwd: parts.input.cwd ?? "",
     capturePaths: hostId && stateDir ? await statePaths(stateDir, hostId) : undefined,
     promptPaths: hostId && stateDir ? await statePaths(stateDir, `${hostId}.prompt`) : undefined,
-    // "" only without a home, when no handler that uses them runs (see STATEFUL).
+    // "" only without a home, when no handler that uses them runs (see STATEFUL_EVENTS).
     pendingDir: dirs.pendingDir ?? "",
     sharedStateDir: dirs.sharedStateDir ?? "",
   };
@@ -126,14 +104,13 @@ async function stateProblem(ctx: HookContext): Promise<{ outcome: string; reason
     if (ctx.event === "pre-tool-use") return undefined; // keeps nothing anyway
     ctx.log.stage("no-home", {
       reason: dirs.noHome,
-      effect: STATEFUL.has(ctx.event) ? "nothing kept, nothing captured" : "recall without state",
+      effect: STATEFUL_EVENTS.has(ctx.event) ? "nothing kept, nothing captured" : "recall without state",
     });
-    if (STATEFUL.has(ctx.event)) return { outcome: "no-home", reason: dirs.noHome };
+    if (STATEFUL_EVENTS.has(ctx.event)) return { outcome: "no-home", reason: dirs.noHome };
     return undefined;
   }
   // SessionStart's state is best effort and its queue replay needs none: only capture must stop here.
-  if (!CAPTURING.has(ctx.event) || !dirs.stateDir) return undefined;
-  if (CAPTURING.has(ctx.event) && !ctx.config.autoCapture) return undefined;
+  if (!CAPTURING_EVENTS.has(ctx.event) || !dirs.stateDir || !ctx.config.autoCapture) return undefined;
   const reason = (await unwritableReason(dirs.stateDir)) ||
     (ctx.capturePaths ? await unusableFileReason(ctx.capturePaths.file) : "");
   if (!reason) return undefined;

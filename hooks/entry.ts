@@ -4,7 +4,8 @@
  * impossible — goes through the full dispatcher.
  */
 
-import { DETACHED_EVENTS, detachParent } from "./detach.ts";
+import { detachParent } from "./detach.ts";
+import { DETACHED_EVENTS, HOOK_EVENTS, isHookEvent } from "./events.ts";
 import { readAllStdin } from "./stdin.ts";
 
 /** Options of the `hook` command. */
@@ -23,7 +24,6 @@ export async function hookEntry(options: HookOptions): Promise<number> {
     stdin = parent.stdin;
   }
   const { hookCommand } = await import("./dispatch.ts");
-  const { HOOK_EVENTS, isHookEvent } = await import("./input.ts"); // already loaded by dispatch.ts
   if (!isHookEvent(event)) {
     console.error(
       `openviking-kimi hook: unknown event ${JSON.stringify(event)}; nothing done. Events: ${

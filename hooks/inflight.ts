@@ -5,8 +5,12 @@
  * there instead of sending them again. Messages found nowhere are sent again (a duplicate is better than a loss).
  */
 
+import * as z from "zod/mini";
+import { sessionPath } from "../runtime/deliver.ts";
 import type { Budget, OpenVikingClient } from "../runtime/http.ts";
-import { messageKey, queuedMessageKeys } from "../runtime/pending.ts";
+import { queuedMessageKeys } from "../runtime/pending.ts";
+import { messageKey } from "../runtime/pending-files.ts";
+import { isRecord } from "../runtime/parsed.ts";
 import type { Candidate } from "../wire/plan.ts";
 
 /** A message the server holds, as far as matching goes. */
@@ -16,17 +20,16 @@ interface HeldMessage {
   text: string;
 }
 
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === "object" && !Array.isArray(v);
+/** A session's context (`GET …/context`): its messages, whose text is in `parts` (or, older, `content`). */
+const ContextReply = z.looseObject({ messages: z.catch(z.array(z.unknown()), []) });
 
-/** The messages of a session's context reply (`GET …/context` → `messages[]` with `parts`). Pure. */
-export function heldMessages(result: unknown): HeldMessage[] {
-  const list = isObj(result) && Array.isArray(result.messages) ? result.messages : [];
-  return list.filter(isObj).map((m) => ({
+/** The messages of a session's context reply. Pure. */
+function heldMessages(result: z.output<typeof ContextReply>): HeldMessage[] {
+  return result.messages.filter(isRecord).map((m) => ({
     role: String(m.role ?? ""),
     turnId: typeof m.turn_id === "string" ? m.turn_id : undefined,
     text: Array.isArray(m.parts)
-      ? m.parts.filter(isObj).map((p) => (typeof p.text === "string" ? p.text : "")).join("")
+      ? m.parts.filter(isRecord).map((p) => (typeof p.text === "string" ? p.text : "")).join("")
       : typeof m.content === "string"
       ? m.content
       : "",
@@ -34,7 +37,7 @@ export function heldMessages(result: unknown): HeldMessage[] {
 }
 
 /** Whether the server holds this message (same role, turn and text). Pure. */
-export function isHeld(held: readonly HeldMessage[], c: Candidate): boolean {
+function isHeld(held: readonly HeldMessage[], c: Candidate): boolean {
   return held.some((m) =>
     m.role === c.payload.role && m.text === c.payload.content &&
     (m.turnId === undefined || m.turnId === c.payload.turn_id)
@@ -58,7 +61,8 @@ export async function settledElsewhere(
   if (!rest.length) return { keys, asked: "queue" };
   const res = await client.request(
     "GET",
-    `/api/v1/sessions/${encodeURIComponent(options.sessionId)}/context`,
+    `${sessionPath(options.sessionId)}/context`,
+    ContextReply,
     {
       budget: options.budget,
       peerId: null,

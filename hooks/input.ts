@@ -1,6 +1,7 @@
 /** The hook payload Kimi Code writes on stdin, parsed once at the edge (unknown fields allowed). */
 
 import * as z from "zod/mini";
+import { isRecord } from "../runtime/parsed.ts";
 
 const ContentPart = z.looseObject({ type: z.string(), text: z.optional(z.string()) });
 const PromptValue = z.union([z.string(), z.array(ContentPart)]);
@@ -12,7 +13,7 @@ function tolerant<T extends z.ZodMiniType>(schema: T) {
 }
 
 /** Fields of Kimi Code hook payloads this plugin reads. */
-export const HookInputSchema = z.looseObject({
+const HookInputSchema = z.looseObject({
   hook_event_name: tolerant(z.string()),
   session_id: tolerant(z.string()),
   sessionId: tolerant(z.string()),
@@ -33,26 +34,6 @@ export const HookInputSchema = z.looseObject({
 /** A parsed hook payload. */
 export type HookInput = z.infer<typeof HookInputSchema>;
 
-/** The events this program handles, by their CLI names. */
-export const HOOK_EVENTS = [
-  "session-start",
-  "user-prompt-submit",
-  "pre-tool-use",
-  "stop",
-  "stop-failure",
-  "pre-compact",
-  "session-end",
-  "interrupt",
-] as const;
-
-/** One of the handled events. */
-export type HookEvent = (typeof HOOK_EVENTS)[number];
-
-/** Whether a string names a handled event. */
-export function isHookEvent(name: string | undefined): name is HookEvent {
-  return (HOOK_EVENTS as readonly string[]).includes(name ?? "");
-}
-
 /** Parses raw stdin bytes into a payload, or explains why it is unusable. */
 export function parseHookInput(
   bytes: Uint8Array,
@@ -65,7 +46,7 @@ export function parseHookInput(
   } catch {
     return { ok: false, reason: `stdin is not JSON (${bytes.length} bytes)` };
   }
-  if (!value || typeof value !== "object" || Array.isArray(value)) {
+  if (!isRecord(value)) {
     return {
       ok: false,
       reason: `stdin is JSON but not an object (${Array.isArray(value) ? "array" : typeof value})`,

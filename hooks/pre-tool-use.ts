@@ -3,8 +3,7 @@
  * so the call is denied with a reason that names the MCP tool to use instead and an example.
  */
 
-import type { HookContext } from "./context.ts";
-import type { HookResult } from "./dispatch.ts";
+import type { HookContext, HookResult } from "./context.ts";
 
 const VIKING_URI = /\bviking:\/\/[^\s"'`<>)]*/i;
 const PREFERRED_KEYS = [

@@ -15,10 +15,10 @@ import { cleanInjected } from "../wire/clean.ts";
 export const QUERY_MAX_CHARS = 2000;
 
 /** How much of the raw prompt is cleaned and redacted at all: generous, since cleaning may remove a lot. */
-export const QUERY_RAW_MAX_CHARS = 32 * QUERY_MAX_CHARS;
+const QUERY_RAW_MAX_CHARS = 32 * QUERY_MAX_CHARS;
 
 /** `text` cut to at most `max` characters at the last whitespace in its second half, else at `max`. */
-export function cutAtWord(text: string, max: number): string {
+function cutAtWord(text: string, max: number): string {
   if (text.length <= max) return text;
   let end = max;
   for (let i = max; i > max / 2; i--) {

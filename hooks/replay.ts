@@ -1,8 +1,9 @@
 /** `openviking-kimi replay`: replays the pending queue now and prints what happened. */
 
 import { loadConfig } from "../runtime/config.ts";
-import { Budget, createClient } from "../runtime/http.ts";
-import { queueSummary, replayAll } from "../runtime/pending.ts";
+import { Budget, clientOptions, createClient } from "../runtime/http.ts";
+import { queueSummary } from "../runtime/pending.ts";
+import { replayAll, replayOptions } from "../runtime/replay.ts";
 import { countShared } from "../runtime/pending-shared.ts";
 import { pendingDir, processEnv } from "../runtime/paths.ts";
 
@@ -12,13 +13,15 @@ export async function replayCommand(): Promise<number> {
   const { config, warnings } = await loadConfig(env);
   for (const w of warnings) console.error(`warning: ${w}`);
   const dir = pendingDir(env);
-  const client = createClient({ ...config, peerId: "" });
-  const report = await replayAll(dir, client, {
-    limit: Number.MAX_SAFE_INTEGER,
-    maxRetries: config.pendingMaxRetries,
-    ttlDays: config.pendingTtlDays,
-    budget: new Budget(Math.max(config.replayBudgetMs, 60_000)),
-  });
+  const client = createClient(clientOptions(config));
+  const report = await replayAll(
+    dir,
+    client,
+    replayOptions(config, {
+      limit: Number.MAX_SAFE_INTEGER,
+      budget: new Budget(Math.max(config.replayBudgetMs, 60_000)),
+    }),
+  );
   const left = (await queueSummary(dir)).entries + await countShared(dir);
   const cause = report.cause
     ? { kind: report.cause.kind, status: report.cause.status, message: report.cause.error.message }

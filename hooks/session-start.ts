@@ -7,24 +7,18 @@
 import { removeStaleTemps } from "../runtime/fs.ts";
 import { Budget } from "../runtime/http.ts";
 import { hookStateDir } from "../runtime/paths.ts";
-import { replayAll } from "../runtime/pending.ts";
+import { replayAll, replayOptions } from "../runtime/replay.ts";
 import { updateState } from "../runtime/state.ts";
-import { clientFor, type HookContext } from "./context.ts";
-import type { HookResult } from "./dispatch.ts";
+import { clientFor, type HookContext, type HookResult } from "./context.ts";
 import { spawnWorker } from "./detach.ts";
 
 /** A SessionStart this close to the previous one is the same start fired twice. */
-export const REPEAT_WINDOW_MS = 2000;
+const REPEAT_WINDOW_MS = 2000;
 
 /** Replays the pending queues within the configured bounds. */
-export async function replayQueues(ctx: HookContext): Promise<HookResult> {
-  const c = ctx.config;
-  const report = await replayAll(ctx.pendingDir, clientFor(ctx), {
-    limit: c.pendingReplayLimit,
-    maxRetries: c.pendingMaxRetries,
-    ttlDays: c.pendingTtlDays,
-    budget: new Budget(c.replayBudgetMs),
-  });
+async function replayQueues(ctx: HookContext): Promise<HookResult> {
+  const options = replayOptions(ctx.config, { budget: new Budget(ctx.config.replayBudgetMs) });
+  const report = await replayAll(ctx.pendingDir, clientFor(ctx), options);
   // Writes killed mid-way leave temp files behind; an hour is far beyond any write.
   const temps = (await removeStaleTemps(ctx.pendingDir, 3600_000)) +
     (await removeStaleTemps(hookStateDir(ctx.env), 3600_000));

@@ -4,14 +4,16 @@
  * Bounded: a few seconds per request, the task list once per session, memory diffs of the newest commits only.
  */
 
-import { adviceFor } from "../runtime/advice.ts";
+import * as z from "zod/mini";
+import { adviceFor, adviceForCause } from "../runtime/advice.ts";
 import { type Config, loadConfig } from "../runtime/config.ts";
-import { createClient, type OpenVikingClient } from "../runtime/http.ts";
+import { clientOptions, createClient, type OpenVikingClient } from "../runtime/http.ts";
 import { ledgerFiles, readLedger, REPLAY_FILE } from "../runtime/ledger.ts";
 import { countShared } from "../runtime/pending-shared.ts";
 import { queueSummary } from "../runtime/pending.ts";
 import { type Env, joinPath, openVikingHome, pendingDir } from "../runtime/paths.ts";
-import { resolvePeer } from "../runtime/peer.ts";
+import { peerOptions, resolvePeer } from "../runtime/peer.ts";
+import { asRecord, isRecord, type JsonRecord } from "../runtime/parsed.ts";
 import type { FailureKind } from "../runtime/reply.ts";
 import { scrub } from "../runtime/scrub.ts";
 import { safeId } from "../runtime/state.ts";
@@ -34,16 +36,16 @@ export function ledgerDir(env: Env): string {
 /** Which sessions to show. */
 export type SessionChoice = { kind: "latest" } | { kind: "all" } | { kind: "one"; id: string };
 
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === "object" && !Array.isArray(v);
-
 const advise = (config: Config) => (cause: { kind: string; status: number; message: string }) =>
-  cause.kind === "local"
-    ? { summary: cause.message, fix: "free disk space or fix the permissions of ~/.openviking" }
-    : adviceFor(
-      { kind: cause.kind as FailureKind, status: cause.status, error: { message: cause.message } },
-      config.baseUrl,
-    );
+  adviceForCause({ ...cause, kind: cause.kind as FailureKind | "local" }, config.baseUrl);
+
+const optionalText = z.catch(z.optional(z.string()), undefined);
+
+/** `/health`: the server's version and, on some versions, the account. */
+const HealthReply = z.looseObject({ version: optionalText, account_id: optionalText });
+
+/** `/system/status`: the user the key belongs to. */
+const StatusReply = z.looseObject({ user: optionalText });
 
 /** The connection part, asking `/health` and `/api/v1/system/status`. */
 async function connection(
@@ -51,11 +53,7 @@ async function connection(
   config: Config,
   cwd: string,
 ): Promise<Status["connection"]> {
-  const peer = await resolvePeer(cwd, {
-    explicitPeerId: config.peerId,
-    workspacePeer: config.workspacePeer,
-    peerSource: config.peerSource,
-  });
+  const peer = await resolvePeer(cwd, peerOptions(config));
   const out: Status["connection"] = {
     url: config.baseUrl,
     reachable: false,
@@ -64,19 +62,19 @@ async function connection(
     user: config.user || undefined,
     peer: { id: peer.peerId, source: peer.source },
   };
-  const health = await client.request<Obj>("GET", "/health");
+  const health = await client.request("GET", "/health", HealthReply);
   if (!health.ok) {
     const a = adviceFor(health, config.baseUrl);
     out.problem = { kind: health.kind, message: a.summary, fix: a.fix };
     return out;
   }
   out.reachable = true;
-  if (typeof health.result?.version === "string") out.serverVersion = health.result.version;
-  if (!out.account && typeof health.result?.account_id === "string") out.account = health.result.account_id;
-  const me = await client.request<Obj>("GET", "/api/v1/system/status");
+  if (health.result.version !== undefined) out.serverVersion = health.result.version;
+  if (!out.account && health.result.account_id !== undefined) out.account = health.result.account_id;
+  const me = await client.request("GET", "/api/v1/system/status", StatusReply);
   if (me.ok) {
     out.authenticated = true;
-    if (typeof me.result?.user === "string" && me.result.user) out.user = me.result.user;
+    if (me.result.user) out.user = me.result.user;
   } else {
     out.authenticated = me.kind === "auth" ? false : null;
     const a = adviceFor(me, config.baseUrl);
@@ -86,16 +84,15 @@ async function connection(
 }
 
 /** The memories a completed commit added or updated, from its memory diff (`memory_diff_uri`). */
-async function memoriesOf(client: OpenVikingClient, task: Obj): Promise<string[]> {
-  const uri = isObj(task.result) ? task.result.memory_diff_uri : undefined;
+async function memoriesOf(client: OpenVikingClient, task: JsonRecord): Promise<string[]> {
+  const uri = asRecord(task.result).memory_diff_uri;
   if (typeof uri !== "string") return [];
-  const read = await client.request<unknown>("GET", "/api/v1/content/read", { query: { uri } });
-  if (!read.ok || typeof read.result !== "string") return [];
+  const read = await client.request("GET", "/api/v1/content/read", z.string(), { query: { uri } });
+  if (!read.ok) return [];
   try {
-    const diff = JSON.parse(read.result) as Obj;
-    const ops = isObj(diff.operations) ? diff.operations : {};
+    const ops = asRecord(asRecord(JSON.parse(read.result)).operations);
     return [...(Array.isArray(ops.adds) ? ops.adds : []), ...(Array.isArray(ops.updates) ? ops.updates : [])]
-      .filter(isObj).map((o) => o.uri).filter((u): u is string => typeof u === "string");
+      .filter(isRecord).map((o) => o.uri).filter((u): u is string => typeof u === "string");
   } catch {
     return [];
   }
@@ -107,11 +104,11 @@ async function askTasks(
   s: SessionStatus,
   diffs: { left: number },
 ): Promise<boolean> {
-  const list = await client.request<unknown[]>("GET", "/api/v1/tasks", {
+  const list = await client.request("GET", "/api/v1/tasks", z.array(z.unknown()), {
     query: { resource_id: s.openVikingSessionId },
   });
-  if (!list.ok || !Array.isArray(list.result)) return false;
-  const tasks = new Map(list.result.filter(isObj).map((t) => [String(t.task_id), t]));
+  if (!list.ok) return false;
+  const tasks = new Map(list.result.filter(isRecord).map((t) => [String(t.task_id), t]));
   const known = new Set(s.commits.map((c) => c.taskId).filter(Boolean));
   for (const [id, t] of tasks) {
     // A commit queued here and replayed by another run (or another client) still counts for this session.
@@ -138,7 +135,9 @@ export async function collectStatus(
   options: { cwd: string; sessions: SessionChoice; fetch?: typeof fetch; now?: number },
 ): Promise<Status> {
   const { config } = await loadConfig(env, options.cwd);
-  const client = createClient({ ...config, peerId: "", timeoutMs: STATUS_TIMEOUT_MS, fetch: options.fetch });
+  const client = createClient(
+    clientOptions(config, "", { timeoutMs: STATUS_TIMEOUT_MS, fetch: options.fetch }),
+  );
   const conn = await connection(client, config, options.cwd);
   const dir = ledgerDir(env);
   const replays = await readLedger(dir, REPLAY_FILE).catch(() => []);

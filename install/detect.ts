@@ -6,23 +6,25 @@
 
 import { readTextIfExists } from "../runtime/fs.ts";
 import { readText } from "./files.ts";
-import { joinPath } from "../runtime/paths.ts";
+import { type Env, isAbsolutePath, joinPath, kimiHome } from "../runtime/paths.ts";
 import { PLUGIN_ID } from "./spec.ts";
-import {
-  blockInfo,
-  type BlockOwner,
-  findBlocks,
-  type FoundHook,
-  hooksOf,
-  invalidHookKeys,
-  parseToml,
-  removeBlocks,
-} from "./toml-block.ts";
+import { findBlocks, parseToml, removeBlocks } from "./toml-block.ts";
+import { blockInfo, type BlockOwner, type FoundHook, hooksOf, invalidHookKeys } from "./toml-config.ts";
 import { isOurHookCommand, isUpstreamHookCommand, MCP_SERVER_NAME } from "./spec.ts";
 import { classifyMcpEntry, type McpOwner } from "./mcp-json.ts";
 import { findRecord, parseRegistry, type RegistryRecord } from "./registry.ts";
 import { classifyManifest } from "./plugin.ts";
-import { isObject, parseJson } from "./json-file.ts";
+import { parseJson } from "./json-file.ts";
+import { isRecord } from "../runtime/parsed.ts";
+
+/**
+ * The Kimi home a command works on: `--kimi-home` (`~` expanded, a relative one taken from `cwd`), else
+ * `$KIMI_CODE_HOME`, else `~/.kimi-code`. Throws NoHomeError when it needs a home there is none of.
+ */
+export function kimiHomeFor(env: Env, explicit: string | undefined, cwd: string): string {
+  const home = kimiHome(env, explicit);
+  return isAbsolutePath(home) ? home : joinPath(cwd, home);
+}
 
 /** Paths of the files we touch in a Kimi home. */
 export interface KimiPaths {
@@ -34,7 +36,7 @@ export interface KimiPaths {
 }
 
 /** The files of a Kimi home. */
-export function kimiPaths(home: string): KimiPaths {
+function kimiPaths(home: string): KimiPaths {
   return {
     home,
     config: joinPath(home, "config.toml"),
@@ -86,18 +88,86 @@ async function readManifest(root: string): Promise<Record<string, unknown> | und
     const text = await readTextIfExists(joinPath(root, name)).catch(() => undefined);
     if (text === undefined) continue;
     const parsed = parseJson(text);
-    return parsed.ok && isObject(parsed.value) ? parsed.value : undefined;
+    return parsed.ok && isRecord(parsed.value) ? parsed.value : undefined;
   }
   return undefined;
 }
 
+/** A file's exact text (BOM kept); a read error is recorded in `state` and the file treated as absent. */
+async function readFile(state: KimiState, path: string): Promise<{ text?: string; error?: string }> {
+  const r = await readText(path);
+  if (r.ok) return { text: r.text };
+  state.unreadable.push(r.error);
+  return { error: `cannot be read: ${r.reason}` };
+}
+
+/** config.toml: our blocks, every hook entry, the ones Kimi rejects, and ours or upstream's outside a block. */
+async function readConfig(state: KimiState): Promise<void> {
+  const config = await readFile(state, state.paths.config);
+  state.configText = config.text;
+  state.configError = config.error;
+  if (state.configText === undefined) return;
+  const parsed = parseToml(state.configText);
+  const found = findBlocks(state.configText);
+  if (!parsed.ok) state.configError = parsed.error;
+  else if ("error" in found) state.configError = found.error;
+  else {
+    state.blocks = found.blocks.map(blockInfo);
+    state.configHooks = hooksOf(parsed.value);
+    state.invalidHookKeys = invalidHookKeys(parsed.value);
+    const outside = parseToml(removeBlocks(state.configText));
+    if (outside.ok) {
+      state.strayHooks = hooksOf(outside.value).filter((h) => isOurHookCommand(h.command));
+      state.upstreamHooks = hooksOf(outside.value).filter((h) => isUpstreamHookCommand(h.command));
+    }
+  }
+}
+
+/** mcp.json: the entry under our server's name and who wrote it. */
+async function readMcp(state: KimiState): Promise<void> {
+  const mcp = await readFile(state, state.paths.mcp);
+  state.mcpText = mcp.text;
+  state.mcpError = mcp.error;
+  if (state.mcpText === undefined || state.mcpText.trim() === "") return;
+  const parsed = parseJson(state.mcpText);
+  if (!parsed.ok || !isRecord(parsed.value)) {
+    state.mcpError = parsed.ok ? "not a JSON object" : parsed.error;
+    return;
+  }
+  const servers = isRecord(parsed.value.mcpServers) ? parsed.value.mcpServers : {};
+  state.mcpEntry = servers[MCP_SERVER_NAME];
+  state.mcpOwner = classifyMcpEntry(state.mcpEntry);
+}
+
+/** plugins/installed.json: the `openviking-memory` record, its manifest and who it belongs to. */
+async function readPlugin(state: KimiState): Promise<void> {
+  const registryFile = await readFile(state, state.paths.registry);
+  state.registryText = registryFile.text;
+  const registry = parseRegistry(state.registryText);
+  if (registryFile.error) state.registryError = registryFile.error;
+  else if (!registry.ok) state.registryError = registry.error;
+  const record = registry.ok && !registryFile.error ? findRecord(registry.value, PLUGIN_ID) : undefined;
+  if (!record) return;
+  const root = typeof record.root === "string" ? record.root : "";
+  const manifest = root ? await readManifest(root) : undefined;
+  const caps = isRecord(record.capabilities) ? record.capabilities : {};
+  const servers = isRecord(caps.mcpServers) ? caps.mcpServers : {};
+  const ours = isRecord(servers[MCP_SERVER_NAME]) ? servers[MCP_SERVER_NAME] : {};
+  state.plugin = {
+    record,
+    root,
+    enabled: record.enabled !== false,
+    owner: manifest ? classifyManifest(manifest) : "missing",
+    manifest,
+    mcpDisabled: ours.enabled === false,
+  };
+}
+
 /** Reads and classifies every registration in the Kimi home `home`. */
 export async function readKimiState(home: string): Promise<KimiState> {
-  const paths = kimiPaths(home);
-  const homeExists = await Deno.stat(home).then((s) => s.isDirectory, () => false);
   const state: KimiState = {
-    paths,
-    homeExists,
+    paths: kimiPaths(home),
+    homeExists: await Deno.stat(home).then((s) => s.isDirectory, () => false),
     blocks: [],
     strayHooks: [],
     upstreamHooks: [],
@@ -106,79 +176,10 @@ export async function readKimiState(home: string): Promise<KimiState> {
     mcpOwner: "absent",
     unreadable: [],
   };
-  /** A file's exact text (BOM kept); a read error is recorded and the file treated as absent. */
-  const read = async (path: string): Promise<{ text?: string; error?: string }> => {
-    const r = await readText(path);
-    if (r.ok) return { text: r.text };
-    state.unreadable.push(r.error);
-    return { error: `cannot be read: ${r.reason}` };
-  };
-
-  const config = await read(paths.config);
-  state.configText = config.text;
-  state.configError = config.error;
-  if (state.configText !== undefined) {
-    const parsed = parseToml(state.configText);
-    const found = findBlocks(state.configText);
-    if (!parsed.ok) state.configError = parsed.error;
-    else if ("error" in found) state.configError = found.error;
-    else {
-      state.blocks = found.blocks.map(blockInfo);
-      state.configHooks = hooksOf(parsed.value);
-      state.invalidHookKeys = invalidHookKeys(parsed.value);
-      const outside = parseToml(removeBlocks(state.configText));
-      if (outside.ok) {
-        state.strayHooks = hooksOf(outside.value).filter((h) => isOurHookCommand(h.command));
-        state.upstreamHooks = hooksOf(outside.value).filter((h) => isUpstreamHookCommand(h.command));
-      }
-    }
-  }
-
-  const mcp = await read(paths.mcp);
-  state.mcpText = mcp.text;
-  state.mcpError = mcp.error;
-  if (state.mcpText !== undefined && state.mcpText.trim() !== "") {
-    const parsed = parseJson(state.mcpText);
-    if (!parsed.ok || !isObject(parsed.value)) {
-      state.mcpError = parsed.ok ? "not a JSON object" : parsed.error;
-    } else {
-      const servers = isObject(parsed.value.mcpServers) ? parsed.value.mcpServers : {};
-      state.mcpEntry = servers[MCP_SERVER_NAME];
-      state.mcpOwner = classifyMcpEntry(state.mcpEntry);
-    }
-  }
-
-  const registryFile = await read(paths.registry);
-  state.registryText = registryFile.text;
-  const registry = parseRegistry(state.registryText);
-  if (registryFile.error) state.registryError = registryFile.error;
-  else if (!registry.ok) state.registryError = registry.error;
-  else {
-    const record = findRecord(registry.value, PLUGIN_ID);
-    if (record) {
-      const root = typeof record.root === "string" ? record.root : "";
-      const manifest = root ? await readManifest(root) : undefined;
-      const caps = isObject(record.capabilities) ? record.capabilities : {};
-      const servers = isObject(caps.mcpServers) ? caps.mcpServers : {};
-      const ours = isObject(servers[MCP_SERVER_NAME])
-        ? servers[MCP_SERVER_NAME] as Record<string, unknown>
-        : {};
-      state.plugin = {
-        record,
-        root,
-        enabled: record.enabled !== false,
-        owner: manifest ? classifyManifest(manifest) : "missing",
-        manifest,
-        mcpDisabled: ours.enabled === false,
-      };
-    }
-  }
+  await readConfig(state);
+  await readMcp(state);
+  await readPlugin(state);
   return state;
-}
-
-/** Whether config mode is registered by us (our block present). */
-export function hasOurConfig(state: KimiState): boolean {
-  return state.blocks.some((b) => b.owner === "ours") || state.mcpOwner === "ours";
 }
 
 /** Whether plugin mode is registered by us (our plugin record). */

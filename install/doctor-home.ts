@@ -9,7 +9,7 @@ import {
   pendingDir,
 } from "../runtime/paths.ts";
 import { unwritableReason } from "../runtime/writable.ts";
-import type { Check } from "./doctor.ts";
+import type { Check } from "./check.ts";
 
 /**
  * Where our files go: a failing "home" check without one (hooks then keep nothing and capture nothing), and

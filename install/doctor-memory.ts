@@ -4,31 +4,39 @@
  * its fix (`runtime/advice.ts`); nothing printed carries a secret.
  */
 
-import { adviceFor } from "../runtime/advice.ts";
+import { adviceFor, adviceForCause } from "../runtime/advice.ts";
 import type { Config } from "../runtime/config.ts";
-import { createClient } from "../runtime/http.ts";
+import * as z from "zod/mini";
+import { AnyResult, clientOptions, createClient } from "../runtime/http.ts";
 import { countShared } from "../runtime/pending-shared.ts";
 import { queueSummary } from "../runtime/pending.ts";
-import { SessionStateSchema } from "../runtime/state.ts";
+import { type SessionState, SessionStateSchema } from "../runtime/state.ts";
 import { parseJsonOrUndefined } from "../runtime/fs.ts";
 import { type Env, hookStateDir, joinPath, pendingDir } from "../runtime/paths.ts";
-import type { Check } from "./doctor.ts";
+import type { Check } from "./check.ts";
 
 /** Journal protocol versions this release was tested with. */
-export const KNOWN_PROTOCOLS = ["1.4", "1.5"];
+const KNOWN_PROTOCOLS = ["1.4", "1.5"];
+
+/** `/health`: OpenViking's says `healthy: true` (or `status: "ok"`) and its version. */
+const HealthReply = z.looseObject({
+  healthy: z.optional(z.unknown()),
+  status: z.optional(z.unknown()),
+  version: z.optional(z.unknown()),
+});
 
 /** Server checks: `/health` is OpenViking's and answers; a search is accepted with the configured key. */
 export async function serverChecks(config: Config, fetchImpl?: typeof fetch): Promise<Check[]> {
   const checks: Check[] = [];
-  const client = createClient({ ...config, peerId: "", timeoutMs: 5000, fetch: fetchImpl });
+  const client = createClient(clientOptions(config, "", { timeoutMs: 5000, fetch: fetchImpl }));
   const where = `${config.baseUrl} (from ${config.credentialSource})`;
-  const health = await client.request<Record<string, unknown>>("GET", "/health");
+  const health = await client.request("GET", "/health", HealthReply);
   if (!health.ok) {
     const advice = adviceFor(health, config.baseUrl);
     checks.push({ id: "server", status: "fail", summary: `${where}: ${advice.summary}`, fix: advice.fix });
     return checks;
   }
-  const h = health.result ?? {};
+  const h = health.result;
   if (h.healthy !== true && h.status !== "ok") {
     checks.push({
       id: "server",
@@ -43,7 +51,7 @@ export async function serverChecks(config: Config, fetchImpl?: typeof fetch): Pr
     status: "ok",
     summary: `OpenViking ${typeof h.version === "string" ? h.version : ""} at ${where}`.replace("  ", " "),
   });
-  const search = await client.request("POST", "/api/v1/search/find", {
+  const search = await client.request("POST", "/api/v1/search/find", AnyResult, {
     body: { query: "openviking-kimi doctor", limit: 1 },
   });
   const keyNote = config.apiKey ? `API key from ${config.apiKeySource}` : "no API key";
@@ -102,10 +110,15 @@ export async function queueCheck(env: Env, now: number): Promise<Check> {
     : { id: "queue", status: "info", summary: text };
 }
 
-/** What the last captures did: when, whether messages were queued or refused, and why. */
-export async function captureChecks(env: Env, config: Config): Promise<Check[]> {
-  const dir = hookStateDir(env);
-  const sessions: { name: string; state: ReturnType<typeof SessionStateSchema.parse> }[] = [];
+/** A session's capture state as doctor finds it. */
+interface SeenSession {
+  name: string;
+  state: SessionState;
+}
+
+/** The capture states in the hook state directory (prompt states skipped), or why it cannot be read. */
+async function seenSessions(dir: string): Promise<SeenSession[] | { error: string }> {
+  const sessions: SeenSession[] = [];
   try {
     for await (const e of Deno.readDir(dir)) {
       if (!e.isFile || !e.name.endsWith(".json") || e.name.endsWith(".prompt.json")) continue;
@@ -114,76 +127,85 @@ export async function captureChecks(env: Env, config: Config): Promise<Check[]> 
       if (parsed.success) sessions.push({ name: e.name.replace(/\.json$/, ""), state: parsed.data });
     }
   } catch (error) {
-    if (!(error instanceof Deno.errors.NotFound)) {
-      return [{ id: "captures", status: "warn", summary: `cannot read ${dir}: ${(error as Error).message}` }];
-    }
+    if (!(error instanceof Deno.errors.NotFound)) return { error: (error as Error).message };
   }
+  return sessions;
+}
+
+/** One line per recent capture: when, on which event, what it did, the journal's protocol. */
+function captureLine({ name, state }: SeenSession): string {
+  const l = state.lastCapture;
+  const what = l ? `: sent ${l.sent}, queued ${l.queued}, refused ${l.rejected}` : "";
+  return `${name}: ${new Date(state.lastCaptureAt ?? 0).toISOString()}${
+    state.lastCaptureEvent ? ` on ${state.lastCaptureEvent}` : ""
+  }${what}${state.protocolVersion ? `, journal protocol ${state.protocolVersion}` : ""}`;
+}
+
+/** The captures check: none yet, the last one could not deliver (and why), or all is well. */
+function capturesCheck(sessions: SeenSession[], config: Config): Check {
   const captured = sessions.filter((s) => (s.state.lastCaptureAt ?? 0) > 0)
     .sort((a, b) => (b.state.lastCaptureAt ?? 0) - (a.state.lastCaptureAt ?? 0));
-  const checks: Check[] = [];
   if (captured.length === 0) {
-    checks.push({
+    return {
       id: "captures",
       status: "info",
       summary: sessions.length
         ? `${sessions.length} session(s) seen, none captured yet`
         : "no capture recorded yet (finish a turn in Kimi Code, then run doctor again)",
-    });
-  } else {
-    const detail = captured.slice(0, 5).map(({ name, state }) => {
-      const l = state.lastCapture;
-      const what = l ? `: sent ${l.sent}, queued ${l.queued}, refused ${l.rejected}` : "";
-      return `${name}: ${new Date(state.lastCaptureAt ?? 0).toISOString()}${
-        state.lastCaptureEvent ? ` on ${state.lastCaptureEvent}` : ""
-      }${what}${state.protocolVersion ? `, journal protocol ${state.protocolVersion}` : ""}`;
-    });
-    const last = captured[0].state.lastCapture;
-    const cause = last?.cause;
-    if (last && cause && (last.queued > 0 || last.rejected > 0 || cause.kind === "local")) {
-      const advice = cause.kind === "local"
-        ? { summary: cause.message, fix: "free disk space or fix the permissions of ~/.openviking" }
-        : adviceFor(
-          { kind: cause.kind, status: cause.status, error: { message: cause.message } },
-          config.baseUrl,
-        );
-      checks.push({
-        id: "captures",
-        status: "warn",
-        summary: last.rejected > 0
-          ? `the last capture had ${last.rejected} message(s) refused by OpenViking: ${cause.message}`
-          : `the last capture could not deliver: ${advice.summary}` +
-            (last.queued ? ` (${last.queued} message(s) wait in the queue)` : ""),
-        detail,
-        fix: advice.fix,
-      });
-    } else {
-      checks.push({
-        id: "captures",
-        status: "ok",
-        summary: `last capture ${
-          new Date(captured[0].state.lastCaptureAt ?? 0).toISOString()
-        } (${captured.length} session(s))`,
-        detail,
-      });
-    }
+    };
   }
+  const detail = captured.slice(0, 5).map(captureLine);
+  const last = captured[0].state.lastCapture;
+  const cause = last?.cause;
+  if (last && cause && (last.queued > 0 || last.rejected > 0 || cause.kind === "local")) {
+    const advice = adviceForCause(cause, config.baseUrl);
+    return {
+      id: "captures",
+      status: "warn",
+      summary: last.rejected > 0
+        ? `the last capture had ${last.rejected} message(s) refused by OpenViking: ${cause.message}`
+        : `the last capture could not deliver: ${advice.summary}` +
+          (last.queued ? ` (${last.queued} message(s) wait in the queue)` : ""),
+      detail,
+      fix: advice.fix,
+    };
+  }
+  return {
+    id: "captures",
+    status: "ok",
+    summary: `last capture ${
+      new Date(captured[0].state.lastCaptureAt ?? 0).toISOString()
+    } (${captured.length} session(s))`,
+    detail,
+  };
+}
+
+/** The journal protocol versions the captures saw, against the ones this release knows. */
+function protocolCheck(sessions: SeenSession[]): Check | undefined {
   const protocols = [
     ...new Set(sessions.map((s) => s.state.protocolVersion).filter((p): p is string => !!p)),
   ];
-  if (protocols.length) {
-    const unknown = protocols.filter((p) => !KNOWN_PROTOCOLS.includes(p));
-    checks.push(
-      unknown.length
-        ? {
-          id: "protocol",
-          status: "warn",
-          summary: `journal protocol ${unknown.join(", ")} seen; this release knows ${
-            KNOWN_PROTOCOLS.join(", ")
-          }`,
-          fix: "update openviking-kimi; until then capture may miss parts of turns",
-        }
-        : { id: "protocol", status: "ok", summary: `journal protocol ${protocols.join(", ")}` },
-    );
+  if (!protocols.length) return undefined;
+  const unknown = protocols.filter((p) => !KNOWN_PROTOCOLS.includes(p));
+  return unknown.length
+    ? {
+      id: "protocol",
+      status: "warn",
+      summary: `journal protocol ${unknown.join(", ")} seen; this release knows ${
+        KNOWN_PROTOCOLS.join(", ")
+      }`,
+      fix: "update openviking-kimi; until then capture may miss parts of turns",
+    }
+    : { id: "protocol", status: "ok", summary: `journal protocol ${protocols.join(", ")}` };
+}
+
+/** What the last captures did: when, whether messages were queued or refused, and why. */
+export async function captureChecks(env: Env, config: Config): Promise<Check[]> {
+  const dir = hookStateDir(env);
+  const sessions = await seenSessions(dir);
+  if ("error" in sessions) {
+    return [{ id: "captures", status: "warn", summary: `cannot read ${dir}: ${sessions.error}` }];
   }
-  return checks;
+  const protocol = protocolCheck(sessions);
+  return [capturesCheck(sessions, config), ...(protocol ? [protocol] : [])];
 }

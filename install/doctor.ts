@@ -5,26 +5,18 @@
 
 import { loadConfig } from "../runtime/config.ts";
 import { scrub } from "../runtime/scrub.ts";
-import { type Env, isAbsolutePath, joinPath, kimiHome, orNoHome, processEnv } from "../runtime/paths.ts";
+import { type Env, orNoHome, processEnv } from "../runtime/paths.ts";
+import type { Check, CheckStatus } from "./check.ts";
 import { captureChecks, queueCheck, serverChecks } from "./doctor-memory.ts";
 import { homeChecks } from "./doctor-home.ts";
 import { VERSION } from "../runtime/version.ts";
-import { HOOKS, isOurHookCommand, isUpstreamHookCommand, MCP_SERVER_NAME, PLUGIN_ID } from "./spec.ts";
-import { type KimiState, readKimiState } from "./detect.ts";
-import { isObject } from "./json-file.ts";
+import { HOOKS } from "../hooks/events.ts";
+import { isOurHookCommand, isUpstreamHookCommand, MCP_SERVER_NAME, PLUGIN_ID } from "./spec.ts";
+import { kimiHomeFor, type KimiState, readKimiState } from "./detect.ts";
+import { isRecord } from "../runtime/parsed.ts";
 import { currentOs, type OsFamily } from "./placement.ts";
 
-/** A check's verdict. */
-export type CheckStatus = "ok" | "info" | "warn" | "fail";
-
-/** One check. */
-export interface Check {
-  id: string;
-  status: CheckStatus;
-  summary: string;
-  detail?: string[];
-  fix?: string;
-}
+export type { Check } from "./check.ts";
 
 /** What doctor needs, injectable for tests. */
 export interface DoctorContext {
@@ -82,7 +74,7 @@ export function registrations(state: KimiState): Map<string, string[]> {
     const where = p.owner === "ours"
       ? `plugin ${PLUGIN_ID}`
       : `plugin ${PLUGIN_ID} (OpenViking's Node plugin)`;
-    for (const h of p.manifest.hooks) if (isObject(h)) add(h.event, where);
+    for (const h of p.manifest.hooks) if (isRecord(h)) add(h.event, where);
   }
   return byEvent;
 }
@@ -142,7 +134,7 @@ function mcpCheck(state: KimiState): Check {
   if (state.mcpOwner === "upstream") where.push("mcp.json (OpenViking's Node proxy)");
   const p = state.plugin;
   if (
-    p && p.enabled && p.manifest && isObject(p.manifest.mcpServers) &&
+    p && p.enabled && p.manifest && isRecord(p.manifest.mcpServers) &&
     MCP_SERVER_NAME in p.manifest.mcpServers
   ) {
     if (!p.mcpDisabled) where.push(`plugin ${PLUGIN_ID}`);
@@ -178,7 +170,7 @@ function mcpCheck(state: KimiState): Check {
 }
 
 /** The commands the registrations point at, as `<command> version` lines with their working directory. */
-export function versionCommands(
+function versionCommands(
   state: KimiState,
   os: OsFamily,
 ): { label: string; command: string; cwd: string }[] {
@@ -230,25 +222,17 @@ async function commandChecks(ctx: DoctorContext, state: KimiState): Promise<Chec
   return checks;
 }
 
-/** Runs every check. */
-export async function runDoctor(ctx: DoctorContext): Promise<Check[]> {
-  const homes = await homeChecks(ctx.env);
-  const { config, warnings } = await loadConfig(ctx.env);
-  // Without Kimi's home there is nothing on disk to inspect; the server is still worth a look.
-  if (!ctx.home) {
-    return scrub([...homes, ...await serverChecks(config, ctx.fetch)], [config.apiKey]) as Check[];
-  }
-  const state = await readKimiState(ctx.home);
-  const checks: Check[] = [];
-  checks.push(
-    state.homeExists ? { id: "kimi-home", status: "ok", summary: `Kimi Code home ${ctx.home}` } : {
+/** Whether Kimi's home is there, and whether config.toml parses with [[hooks]] Kimi accepts. */
+function kimiChecks(home: string, state: KimiState): Check[] {
+  const checks: Check[] = [
+    state.homeExists ? { id: "kimi-home", status: "ok", summary: `Kimi Code home ${home}` } : {
       id: "kimi-home",
       status: "fail",
-      summary: `Kimi Code home ${ctx.home} does not exist`,
+      summary: `Kimi Code home ${home} does not exist`,
       fix:
         "install Kimi Code (`npm install -g @moonshot-ai/kimi-code`) and run it once, or set KIMI_CODE_HOME",
     },
-  );
+  ];
   if (state.configError) {
     checks.push({
       id: "config",
@@ -274,7 +258,12 @@ export async function runDoctor(ctx: DoctorContext): Promise<Check[]> {
   if (state.registryError && state.registryText !== undefined) {
     checks.push({ id: "plugins", status: "fail", summary: state.registryError });
   }
-  checks.push(hookCheck(state));
+  return checks;
+}
+
+/** What is registered: the hooks (and any of ours outside the block), the MCP server. */
+function registrationChecks(state: KimiState): Check[] {
+  const checks = [hookCheck(state)];
   if (state.strayHooks.length) {
     checks.push({
       id: "hooks-outside-block",
@@ -286,18 +275,39 @@ export async function runDoctor(ctx: DoctorContext): Promise<Check[]> {
     });
   }
   checks.push(mcpCheck(state));
-  checks.push(...await commandChecks(ctx, state));
-  checks.push(...homes);
-  if (warnings.length) {
-    checks.push({
+  return checks;
+}
+
+/** The settings that were ignored, with their fix. */
+function settingsCheck(warnings: string[]): Check[] {
+  return warnings.length
+    ? [{
       id: "settings",
       status: "warn",
       summary: "some settings were ignored",
       detail: warnings,
       fix: "correct the values named above (environment or ~/.openviking/ovcli.conf)",
-    });
+    }]
+    : [];
+}
+
+/** Runs every check. */
+export async function runDoctor(ctx: DoctorContext): Promise<Check[]> {
+  const homes = await homeChecks(ctx.env);
+  const { config, warnings } = await loadConfig(ctx.env);
+  // Without Kimi's home there is nothing on disk to inspect; the server is still worth a look.
+  if (!ctx.home) {
+    return scrub([...homes, ...await serverChecks(config, ctx.fetch)], [config.apiKey]) as Check[];
   }
-  checks.push(...await serverChecks(config, ctx.fetch));
+  const state = await readKimiState(ctx.home);
+  const checks: Check[] = [
+    ...kimiChecks(ctx.home, state),
+    ...registrationChecks(state),
+    ...await commandChecks(ctx, state),
+    ...homes,
+    ...settingsCheck(warnings),
+    ...await serverChecks(config, ctx.fetch),
+  ];
   if (homes.every((c) => c.id !== "home" || c.status !== "fail")) {
     checks.push(await queueCheck(ctx.env, ctx.now));
     checks.push(...await captureChecks(ctx.env, config));
@@ -333,8 +343,7 @@ export async function doctorCommand(options: DoctorOptions): Promise<number> {
   const { json, kimiHome: explicitHome } = options;
   const env = processEnv();
   // "" without a home: the checks say so instead of looking at a directory relative to here.
-  let home = orNoHome(() => kimiHome(env, explicitHome)) ?? "";
-  if (home && !isAbsolutePath(home)) home = joinPath(Deno.cwd(), home);
+  const home = orNoHome(() => kimiHomeFor(env, explicitHome, Deno.cwd())) ?? "";
   const checks = await runDoctor({ env, home, os: currentOs(), now: Date.now() });
   const ok = !checks.some((c) => c.status === "fail");
   if (json) console.log(JSON.stringify({ version: VERSION, ok, checks }, null, 2));

@@ -137,7 +137,7 @@ export async function checkCreatable(path: string): Promise<string | undefined> 
 }
 
 /** The backup path of a change. */
-export function backupPath(change: FileChange, now: Date): string {
+function backupPath(change: FileChange, now: Date): string {
   return change.backup === "bak"
     ? `${change.path}.bak`
     : `${change.path}.bak.${Math.floor(now.getTime() / 1000)}`;

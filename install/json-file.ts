@@ -1,5 +1,7 @@
 /** Pure helpers to re-serialize a JSON file the way it was written (indent, line ending, final newline). */
 
+import { isRecord } from "../runtime/parsed.ts";
+
 /** How a JSON file is laid out. */
 export interface JsonStyle {
   indent: string;
@@ -34,11 +36,6 @@ export function parseJson(text: string): { ok: true; value: unknown } | { ok: fa
   }
 }
 
-/** A plain JSON object. */
-export function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === "object" && !Array.isArray(value);
-}
-
 /** Whether two JSON values are equal (object key order ignored). */
 export function jsonEqual(a: unknown, b: unknown): boolean {
   if (a === b) return true;
@@ -46,7 +43,7 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
     return Array.isArray(a) && Array.isArray(b) && a.length === b.length &&
       a.every((v, i) => jsonEqual(v, b[i]));
   }
-  if (!isObject(a) || !isObject(b)) return false;
+  if (!isRecord(a) || !isRecord(b)) return false;
   const keys = Object.keys(a);
   return keys.length === Object.keys(b).length &&
     keys.every((k) => Object.hasOwn(b, k) && jsonEqual(a[k], b[k]));
@@ -169,7 +166,7 @@ export interface JsonLayout {
 export function renderJson(value: unknown, layout: JsonLayout, base = ""): string {
   const entries: [string | undefined, unknown][] | undefined = Array.isArray(value)
     ? value.map((v) => [undefined, v])
-    : isObject(value)
+    : isRecord(value)
     ? Object.entries(value)
     : undefined;
   if (entries === undefined) return JSON.stringify(value) ?? "null";

@@ -6,10 +6,10 @@
  * everything else stay byte for byte. A file `JSON.parse` refuses is refused.
  */
 
-import { z } from "zod";
+import * as z from "zod/mini";
 import { MCP_SERVER_NAME } from "./spec.ts";
+import { isRecord } from "../runtime/parsed.ts";
 import {
-  isObject,
   jsonEqual,
   type JsonLayout,
   type JsonMemberSpan,
@@ -31,13 +31,13 @@ export interface McpEntry {
 /** Who wrote an `mcpServers.openviking` entry. */
 export type McpOwner = "ours" | "upstream" | "foreign" | "absent";
 
-const McpFileSchema = z.looseObject({ mcpServers: z.record(z.string(), z.unknown()).optional() });
+const McpFileSchema = z.looseObject({ mcpServers: z.optional(z.record(z.string(), z.unknown())) });
 
 const EntrySchema = z.looseObject({
-  command: z.string().optional(),
-  args: z.array(z.string()).optional(),
-  env: z.record(z.string(), z.unknown()).optional(),
-  url: z.string().optional(),
+  command: z.optional(z.string()),
+  args: z.optional(z.array(z.string())),
+  env: z.optional(z.record(z.string(), z.unknown())),
+  url: z.optional(z.string()),
 });
 
 /** Classifies an entry: ours (runs `openviking-kimi mcp` / `… main.ts mcp`), OpenViking's Node proxy, or other. */
@@ -86,7 +86,7 @@ function load(current: string | undefined): { ok: true; file: McpDoc } | { ok: f
   }
   const checked = McpFileSchema.safeParse(parsed.value);
   const root = locateRoot(current);
-  if (!checked.success || !isObject(parsed.value) || root === undefined) {
+  if (!checked.success || !isRecord(parsed.value) || root === undefined) {
     return refuse('must be an object whose "mcpServers" is an object. Fix it and run again');
   }
   const file: McpDoc = { text: current, doc: parsed.value, root };
@@ -108,7 +108,7 @@ function load(current: string | undefined): { ok: true; file: McpDoc } | { ok: f
 
 /** The entry under our name, if any. */
 function currentEntry(doc: Record<string, unknown>): unknown {
-  const servers = isObject(doc.mcpServers) ? doc.mcpServers : {};
+  const servers = isRecord(doc.mcpServers) ? doc.mcpServers : {};
   return Object.hasOwn(servers, MCP_SERVER_NAME) ? servers[MCP_SERVER_NAME] : undefined;
 }
 
@@ -151,9 +151,7 @@ export function planMcpUninstall(
   current: string | undefined,
   options: { removeUpstream?: boolean } = {},
 ): JsonPlan {
-  if (current === undefined) {
-    return { ok: true, after: undefined, changed: false, previous: "absent", warnings: [] };
-  }
+  // No file reads as an empty one: nothing of ours in it, nothing to change.
   const loaded = load(current);
   if (!loaded.ok) return loaded;
   const { file } = loaded;
@@ -280,11 +278,11 @@ function removeMember(text: string, obj: JsonObjectSpan, index: number): string 
 }
 
 /** The entry with env values and headers hidden (they may hold credentials). */
-export function redactEntry(entry: unknown): unknown {
-  if (!isObject(entry)) return entry;
+function redactEntry(entry: unknown): unknown {
+  if (!isRecord(entry)) return entry;
   const out: Record<string, unknown> = { ...entry };
   for (const k of ["env", "headers"]) {
-    if (isObject(out[k])) out[k] = Object.fromEntries(Object.keys(out[k] as object).map((n) => [n, "…"]));
+    if (isRecord(out[k])) out[k] = Object.fromEntries(Object.keys(out[k] as object).map((n) => [n, "…"]));
   }
   return out;
 }

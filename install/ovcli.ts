@@ -4,7 +4,8 @@
  * The API key is never printed: `maskSecrets` hides it in diffs and summaries.
  */
 
-import { formatJson, isObject, jsonStyle, parseJson } from "./json-file.ts";
+import { formatJson, jsonStyle, parseJson } from "./json-file.ts";
+import { isRecord } from "../runtime/parsed.ts";
 
 /** Connection settings given on the command line (`undefined` = not given, `""` = delete). */
 export interface CredentialArgs {
@@ -20,48 +21,32 @@ export type OvcliPlan =
   | { ok: false; error: string };
 
 /** Whether any setting was given. */
-export function hasCredentialArgs(args: CredentialArgs): boolean {
+function hasCredentialArgs(args: CredentialArgs): boolean {
   return [args.url, args.apiKey, args.account, args.user].some((v) => v !== undefined);
 }
 
-/** Plans the merge of `args` into ovcli.conf's text. */
-export function planOvcli(current: string | undefined, args: CredentialArgs, path: string): OvcliPlan {
-  if (!hasCredentialArgs(args)) return { ok: true, after: current, changed: false, summary: [] };
-  let doc: Record<string, unknown> = {};
-  if (current !== undefined && current.trim() !== "") {
-    const parsed = parseJson(current);
-    if (!parsed.ok || !isObject(parsed.value)) {
-      return {
-        ok: false,
-        error:
-          `${path} is not a JSON object${
-            parsed.ok ? "" : ` (${parsed.error})`
-          }. Fix it or move it away, then ` +
-          "run install again; nothing was changed.",
-      };
-    }
-    doc = { ...parsed.value };
+/** Sets (or with "" deletes) the server URL in `doc`; says what it did, or why the URL is refused. */
+function mergeUrl(doc: Record<string, unknown>, given: string, summary: string[]): string | undefined {
+  const url = given.trim().replace(/\/+$/, "");
+  if (url === "") {
+    delete doc.url;
+    summary.push("url removed (the default http://127.0.0.1:1933 applies)");
+    return undefined;
   }
-  const summary: string[] = [];
-  if (args.url !== undefined) {
-    const url = args.url.trim().replace(/\/+$/, "");
-    if (url === "") {
-      delete doc.url;
-      summary.push("url removed (the default http://127.0.0.1:1933 applies)");
-    } else {
-      let ok = false;
-      try {
-        ok = ["http:", "https:"].includes(new URL(url).protocol);
-      } catch {
-        ok = false;
-      }
-      if (!ok) {
-        return { ok: false, error: `--url "${args.url}" is not an http(s) URL, e.g. http://127.0.0.1:1933` };
-      }
-      doc.url = url;
-      summary.push(`url = ${url}`);
-    }
+  let ok = false;
+  try {
+    ok = ["http:", "https:"].includes(new URL(url).protocol);
+  } catch {
+    ok = false;
   }
+  if (!ok) return `--url "${given}" is not an http(s) URL, e.g. http://127.0.0.1:1933`;
+  doc.url = url;
+  summary.push(`url = ${url}`);
+  return undefined;
+}
+
+/** Sets (or with "" deletes) the key, account and user in `doc` (an alias spelling goes); says what it did. */
+function mergeIdentity(doc: Record<string, unknown>, args: CredentialArgs, summary: string[]): void {
   if (args.apiKey !== undefined) {
     if (args.apiKey === "") {
       delete doc.api_key;
@@ -85,6 +70,28 @@ export function planOvcli(current: string | undefined, args: CredentialArgs, pat
       summary.push(`${name} = ${value}`);
     }
   }
+}
+
+/** Plans the merge of `args` into ovcli.conf's text. */
+export function planOvcli(current: string | undefined, args: CredentialArgs, path: string): OvcliPlan {
+  if (!hasCredentialArgs(args)) return { ok: true, after: current, changed: false, summary: [] };
+  let doc: Record<string, unknown> = {};
+  if (current !== undefined && current.trim() !== "") {
+    const parsed = parseJson(current);
+    if (!parsed.ok || !isRecord(parsed.value)) {
+      return {
+        ok: false,
+        error:
+          `${path} is not a JSON object${parsed.ok ? "" : ` (${parsed.error})`}. Fix it or move it away, ` +
+          "then run install again; nothing was changed.",
+      };
+    }
+    doc = { ...parsed.value };
+  }
+  const summary: string[] = [];
+  const refused = args.url !== undefined ? mergeUrl(doc, args.url, summary) : undefined;
+  if (refused) return { ok: false, error: refused };
+  mergeIdentity(doc, args, summary);
   const after = formatJson(doc, jsonStyle(current));
   return { ok: true, after, changed: after !== current, summary };
 }

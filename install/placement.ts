@@ -55,7 +55,7 @@ export function commandFor(words: readonly string[], os: OsFamily): string {
 }
 
 /** The program and arguments that run `openviking-kimi` in config mode (before `hook <event>` / `mcp`). */
-export function configInvocation(self: Self, env: Env, os: OsFamily): Invocation {
+function configInvocation(self: Self, env: Env, os: OsFamily): Invocation {
   if (self.kind === "compiled") {
     const path = installedBinaryPath(env, os);
     return { command: os === "windows" ? path.replace(/\//g, "\\") : path, args: [] };

@@ -9,7 +9,7 @@ import { commandLine, type Invocation } from "../runtime/self.ts";
 import { joinPath } from "../runtime/paths.ts";
 import { EXECUTABLE_NAME, hookEntries, type HookEntry, MCP_SERVER_NAME, PLUGIN_ID } from "./spec.ts";
 import type { OsFamily } from "./placement.ts";
-import { isObject } from "./json-file.ts";
+import { isRecord } from "../runtime/parsed.ts";
 
 /** A plugin manifest as we write it. */
 export interface Manifest {
@@ -49,10 +49,10 @@ export function manifestText(os: OsFamily): string {
 
 /** Who a plugin manifest belongs to: us (`bin/openviking-kimi hook …`), OpenViking's Node plugin, or other. */
 export function classifyManifest(manifest: unknown): "ours" | "upstream" | "other" {
-  if (!isObject(manifest) || !Array.isArray(manifest.hooks)) return "other";
+  if (!isRecord(manifest) || !Array.isArray(manifest.hooks)) return "other";
   const commands = manifest.hooks.flatMap((
     h,
-  ) => (isObject(h) && typeof h.command === "string" ? [h.command] : []));
+  ) => (isRecord(h) && typeof h.command === "string" ? [h.command] : []));
   if (commands.some((c) => /bin[\\/]openviking-kimi(\.exe)?\s+hook\s/.test(c))) return "ours";
   if (commands.some((c) => /\.mjs\b/.test(c))) return "upstream";
   return manifest.name === PLUGIN_ID ? "upstream" : "other";

@@ -4,11 +4,11 @@
  * other field stay as they are; re-install keeps `enabled`, `installedAt` and `capabilities`.
  */
 
-import { z } from "zod";
+import * as z from "zod/mini";
 import { PLUGIN_ID } from "./spec.ts";
 import { formatJson, jsonStyle, parseJson } from "./json-file.ts";
 
-const RecordSchema = z.looseObject({ id: z.string(), root: z.string().optional() });
+const RecordSchema = z.looseObject({ id: z.string(), root: z.optional(z.string()) });
 const RegistrySchema = z.looseObject({ version: z.literal(1), plugins: z.array(RecordSchema) });
 
 /** A parsed registry. */

@@ -6,18 +6,19 @@
  */
 
 import { credentialFilePaths, loadConfig } from "../runtime/config.ts";
-import { createLogger } from "../runtime/log.ts";
+import { createLogger, type Logger } from "../runtime/log.ts";
 import { type Env, processEnv } from "../runtime/paths.ts";
-import { resolvePeer } from "../runtime/peer.ts";
+import { peerOptions, resolvePeer } from "../runtime/peer.ts";
 import { CredentialWatcher, type ProxySettings, proxySettings } from "./credentials.ts";
 import { lineSink, readLines } from "./lines.ts";
-import { Proxy, PROXY_LIMITS, type ProxyLimits } from "./proxy.ts";
+import { BYTE_LIMITS, type ByteLimits, PROXY_LIMITS, type ProxyLimits } from "./limits.ts";
+import { Proxy } from "./proxy.ts";
 import { Session } from "./session.ts";
 import { readToolCache, toolCachePath, writeToolCache } from "./tool-cache.ts";
-import { BYTE_LIMITS, type ByteLimits, displayUrl, Upstream } from "./upstream.ts";
+import { displayUrl, Upstream } from "./upstream.ts";
 
 /** How long running requests may finish after stdin closed. */
-export const EOF_GRACE_MS = 5_000;
+const EOF_GRACE_MS = 5_000;
 
 /**
  * The workspace the actor peer is derived from: the process cwd, except when Kimi runs us from a plugin's
@@ -48,35 +49,30 @@ export interface McpServerIo {
   bytes?: ByteLimits;
 }
 
-/** Runs the proxy until stdin ends, the output goes away or `signal` aborts; resolves to the exit code. */
-export async function runMcpServer(io: McpServerIo): Promise<number> {
-  const workspace = workspaceDir(io.env, io.cwd);
-  const load = async (): Promise<
-    { settings: ProxySettings; warnings: string[]; debug: boolean; log: string }
-  > => {
-    const { config, warnings } = await loadConfig(io.env, workspace);
-    const peer = await resolvePeer(workspace, {
-      explicitPeerId: config.peerId,
-      workspacePeer: config.workspacePeer,
-      peerSource: config.peerSource,
-    });
-    return {
-      settings: proxySettings(config, peer.peerId),
-      warnings,
-      debug: config.debug,
-      log: config.debugLogPath,
-    };
+/** The settings the proxy runs with, loaded (again after a credential change) for the workspace. */
+interface Loaded {
+  settings: ProxySettings;
+  warnings: string[];
+  debug: boolean;
+  log: string;
+}
+
+/** Loads the config for `workspace` and resolves its actor peer. */
+async function loadSettings(env: Env, workspace: string | undefined): Promise<Loaded> {
+  const { config, warnings } = await loadConfig(env, workspace);
+  const peer = await resolvePeer(workspace, peerOptions(config));
+  return {
+    settings: proxySettings(config, peer.peerId),
+    warnings,
+    debug: config.debug,
+    log: config.debugLogPath,
   };
-  const first = await load();
-  for (const warning of first.warnings) io.diagnostic(`openviking-kimi mcp: ${warning}`);
-  const log = createLogger({
-    enabled: first.debug,
-    path: first.log,
-    source: "mcp",
-    secrets: first.settings.context.secrets as string[],
-  });
+}
+
+/** The session and the proxy over it, with credentials watched and tool lists cached. */
+async function startProxy(io: McpServerIo, first: Loaded, log: Logger, reload: () => Promise<Loaded>) {
   const paths = credentialFilePaths(io.env);
-  const watcher = new CredentialWatcher([paths.cli, paths.ov], async () => (await load()).settings);
+  const watcher = new CredentialWatcher([paths.cli, paths.ov], async () => (await reload()).settings);
   await watcher.snapshot();
   const cachePath = toolCachePath(io.env);
   const late: { proxy?: Proxy } = {};
@@ -90,7 +86,7 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
     passthrough: (item) => late.proxy?.passthrough(item),
     onReinitialized: () => late.proxy?.onReinitialized(),
   });
-  const running = new Proxy({
+  late.proxy = new Proxy({
     session,
     writeLine: io.writeLine,
     log,
@@ -100,13 +96,11 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
       write: (tools) => writeToolCache(cachePath, session.settings.target.mcpUrl, tools),
     },
   });
-  late.proxy = running;
-  log.stage("start", {
-    url: displayUrl(first.settings.target.mcpUrl),
-    credentialSource: first.settings.context.credentialSource,
-    apiKeySource: first.settings.context.apiKeySource,
-    peer: first.settings.target.peerId || undefined,
-  });
+  return late.proxy;
+}
+
+/** Feeds stdin's lines to the proxy until stdin ends ("eof"), `signal` aborts or the output goes ("signal"). */
+async function serve(io: McpServerIo, running: Proxy): Promise<"eof" | "signal"> {
   const reading = (async () => {
     for await (const line of readLines(io.input)) {
       if (running.stopped.signal.aborted) break;
@@ -119,7 +113,29 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
     io.signal?.addEventListener("abort", () => resolve("signal"), { once: true });
     running.stopped.signal.addEventListener("abort", () => resolve("signal"), { once: true });
   });
-  const why = await Promise.race([reading, stopped]);
+  return await Promise.race([reading, stopped]);
+}
+
+/** Runs the proxy until stdin ends, the output goes away or `signal` aborts; resolves to the exit code. */
+export async function runMcpServer(io: McpServerIo): Promise<number> {
+  const workspace = workspaceDir(io.env, io.cwd);
+  const load = () => loadSettings(io.env, workspace);
+  const first = await load();
+  for (const warning of first.warnings) io.diagnostic(`openviking-kimi mcp: ${warning}`);
+  const log = createLogger({
+    enabled: first.debug,
+    path: first.log,
+    source: "mcp",
+    secrets: first.settings.context.secrets as string[],
+  });
+  const running = await startProxy(io, first, log, load);
+  log.stage("start", {
+    url: displayUrl(first.settings.target.mcpUrl),
+    credentialSource: first.settings.context.credentialSource,
+    apiKeySource: first.settings.context.apiKeySource,
+    peer: first.settings.target.peerId || undefined,
+  });
+  const why = await serve(io, running);
   await running.shutdown(why === "eof" ? EOF_GRACE_MS : 0);
   log.stage("exit", { why });
   await log.flush();

@@ -6,6 +6,7 @@
 
 import type { Config } from "../runtime/config.ts";
 import { readTextIfExists } from "../runtime/fs.ts";
+import { identityOf } from "../runtime/http.ts";
 import type { ErrorContext } from "./errors.ts";
 import type { UpstreamTarget } from "./upstream.ts";
 
@@ -20,14 +21,7 @@ export interface ProxySettings {
 /** Builds the proxy settings from a loaded config and the resolved actor peer. */
 export function proxySettings(config: Config, peerId: string): ProxySettings {
   return {
-    target: {
-      mcpUrl: config.mcpUrl,
-      apiKey: config.apiKey,
-      account: config.account,
-      user: config.user,
-      peerId,
-      userAgent: config.userAgent,
-    },
+    target: { mcpUrl: config.mcpUrl, ...identityOf(config, peerId) },
     context: {
       mcpUrl: config.mcpUrl,
       credentialSource: config.credentialSource,

@@ -23,7 +23,7 @@ export interface ErrorContext {
 }
 
 /** Where the URL was configured, in words. */
-export function describeUrlSource(ctx: ErrorContext): string {
+function describeUrlSource(ctx: ErrorContext): string {
   switch (ctx.credentialSource) {
     case "env":
       return "the environment (OPENVIKING_URL / OPENVIKING_MCP_URL)";
@@ -37,7 +37,7 @@ export function describeUrlSource(ctx: ErrorContext): string {
 }
 
 /** Where the API key came from and how to fix it, in words. */
-export function describeKeyFix(ctx: ErrorContext): { source: string; fix: string } {
+function describeKeyFix(ctx: ErrorContext): { source: string; fix: string } {
   const reread = `the proxy re-reads ${ctx.cliConfigPath} on the next call, no restart needed`;
   const src = ctx.apiKeySource;
   if (src === "none") {
@@ -100,106 +100,95 @@ export function authError(
   );
 }
 
-/** The error answering a failed exchange. */
-export function failureError(
-  id: JsonRpcId | null,
-  failure: Failure,
+/** What an error reply says: its code, its words and its data. */
+interface Parts {
+  code: number;
+  message: string;
+  data: Record<string, unknown>;
+}
+
+const AGAIN = "The tools work again as soon as the server answers; no restart needed.";
+
+/** A failure of the transport: no answer, or an answer that went silent, ran over or broke off. */
+function transportParts(
+  failure: Extract<Failure, { kind: "network" | "timeout" | "stalled" | "deadline" | "cut" }>,
+  url: string,
   ctx: ErrorContext,
-): JsonRpcErrorResponse {
-  const url = displayUrl(ctx.mcpUrl);
-  const again = "The tools work again as soon as the server answers; no restart needed.";
+): Parts {
+  const code = ErrorCode.Network;
   switch (failure.kind) {
-    case "auth":
-      return authError(id, failure.status, failure.serverMessage, ctx);
     case "network":
-      return clean(
-        errorResponse(
-          id,
-          ErrorCode.Network,
-          `OpenViking MCP request failed: cannot reach ${url} (${failure.cause}). Check that the OpenViking ` +
-            `server is running (openviking-server) and that the URL is right (it comes from ${
-              describeUrlSource(ctx)
-            }). ${again}`,
-          { url, cause: failure.cause, urlSource: ctx.credentialSource },
-        ),
-        ctx,
-      );
+      return {
+        code,
+        message: `OpenViking MCP request failed: cannot reach ${url} (${failure.cause}). Check that the ` +
+          `OpenViking server is running (openviking-server) and that the URL is right (it comes from ${
+            describeUrlSource(ctx)
+          }). ${AGAIN}`,
+        data: { url, cause: failure.cause, urlSource: ctx.credentialSource },
+      };
     case "timeout":
-      return clean(
-        errorResponse(
-          id,
-          ErrorCode.Network,
-          `OpenViking at ${url} did not answer within ${describeMs(failure.ms)}. Check that the ` +
-            `server is running and not overloaded, or raise OPENVIKING_TIMEOUT_MS. ${again}`,
-          { url, timeoutMs: failure.ms, urlSource: ctx.credentialSource },
-        ),
-        ctx,
-      );
+      return {
+        code,
+        message: `OpenViking at ${url} did not answer within ${describeMs(failure.ms)}. Check that the ` +
+          `server is running and not overloaded, or raise OPENVIKING_TIMEOUT_MS. ${AGAIN}`,
+        data: { url, timeoutMs: failure.ms, urlSource: ctx.credentialSource },
+      };
     case "stalled":
-      return clean(
-        errorResponse(
-          id,
-          ErrorCode.Network,
-          `OpenViking at ${url} started its reply, then sent nothing for ${describeMs(failure.ms)}, so the ` +
-            `proxy gave up on it. Retry the call; if it keeps happening, check the server's log, or raise ` +
-            `OPENVIKING_TIMEOUT_MS.`,
-          { url, idleMs: failure.ms },
-        ),
-        ctx,
-      );
+      return {
+        code,
+        message: `OpenViking at ${url} started its reply, then sent nothing for ${describeMs(failure.ms)}, ` +
+          `so the proxy gave up on it. Retry the call; if it keeps happening, check the server's log, or ` +
+          `raise OPENVIKING_TIMEOUT_MS.`,
+        data: { url, idleMs: failure.ms },
+      };
     case "deadline":
-      return clean(
-        errorResponse(
-          id,
-          ErrorCode.Network,
-          `OpenViking at ${url} did not finish its reply within ${
-            describeMs(failure.ms)
-          }, the proxy's limit ` +
-            `for one request. Ask for less at once (fewer results, a narrower URI) or retry; if it keeps ` +
-            `happening, check the server's log.`,
-          { url, limitMs: failure.ms },
-        ),
-        ctx,
-      );
-    case "too-large": {
-      const limit = describeBytes(failure.limitBytes);
-      const what = failure.part === "stream"
-        ? `OpenViking's reply stream passed ${limit} before the response arrived`
-        : `OpenViking's reply was larger than ${limit}, the most the proxy reads of one reply`;
-      return clean(
-        errorResponse(
-          id,
-          ErrorCode.ReplyTooLarge,
-          `${what}; the proxy stopped reading it and dropped it (the session goes on). Ask for less: fewer ` +
-            `results (a lower limit or node_limit), a narrower URI, or part of a file (offset and limit).`,
-          { url, limitBytes: failure.limitBytes, part: failure.part },
-        ),
-        ctx,
-      );
-    }
+      return {
+        code,
+        message: `OpenViking at ${url} did not finish its reply within ${describeMs(failure.ms)}, the ` +
+          `proxy's limit for one request. Ask for less at once (fewer results, a narrower URI) or retry; if ` +
+          `it keeps happening, check the server's log.`,
+        data: { url, limitMs: failure.ms },
+      };
     case "cut":
-      return clean(
-        errorResponse(
-          id,
-          ErrorCode.Network,
+      return {
+        code,
+        message:
           `The connection to OpenViking at ${url} broke before the reply was complete (${failure.cause}). ` +
-            `Retry the call; if it keeps happening, check the server's log.`,
-          { url, cause: failure.cause },
-        ),
-        ctx,
-      );
+          `Retry the call; if it keeps happening, check the server's log.`,
+        data: { url, cause: failure.cause },
+      };
+  }
+}
+
+/** A reply over one of the proxy's byte bounds. */
+function tooLargeParts(failure: Extract<Failure, { kind: "too-large" }>, url: string): Parts {
+  const limit = describeBytes(failure.limitBytes);
+  const what = failure.part === "stream"
+    ? `OpenViking's reply stream passed ${limit} before the response arrived`
+    : `OpenViking's reply was larger than ${limit}, the most the proxy reads of one reply`;
+  return {
+    code: ErrorCode.ReplyTooLarge,
+    message: `${what}; the proxy stopped reading it and dropped it (the session goes on). Ask for less: ` +
+      `fewer results (a lower limit or node_limit), a narrower URI, or part of a file (offset and limit).`,
+    data: { url, limitBytes: failure.limitBytes, part: failure.part },
+  };
+}
+
+/** An answer that is not the response: a redirect elsewhere, an HTTP error, nothing, or not JSON-RPC. */
+function answerParts(
+  failure: Extract<Failure, { kind: "redirect" | "http" | "empty" | "bad-reply" }>,
+  url: string,
+  ctx: ErrorContext,
+): Parts {
+  switch (failure.kind) {
     case "redirect":
-      return clean(
-        errorResponse(
-          id,
-          ErrorCode.UpstreamHttp,
-          `OpenViking at ${url} redirected to ${failure.location}, another origin; the proxy sends ` +
-            `credentials only to the configured URL. If that is the right server, set it as the URL ` +
-            `(${describeUrlSource(ctx)}).`,
-          { status: failure.status, url, location: failure.location },
-        ),
-        ctx,
-      );
+      return {
+        code: ErrorCode.UpstreamHttp,
+        message: `OpenViking at ${url} redirected to ${failure.location}, another origin; the proxy sends ` +
+          `credentials only to the configured URL. If that is the right server, set it as the URL ` +
+          `(${describeUrlSource(ctx)}).`,
+        data: { status: failure.status, url, location: failure.location },
+      };
     case "http": {
       const said = failure.serverMessage ? `: ${failure.serverMessage}` : "";
       const hint = failure.status === 404 || failure.status === 405
@@ -208,45 +197,53 @@ export function failureError(
         : failure.status >= 500
         ? " The server failed; check its log, then retry."
         : "";
-      return clean(
-        errorResponse(
-          id,
-          ErrorCode.UpstreamHttp,
-          `OpenViking MCP upstream returned HTTP ${failure.status}${said}.${hint}`,
-          { status: failure.status, url, serverMessage: failure.serverMessage },
-        ),
-        ctx,
-      );
+      return {
+        code: ErrorCode.UpstreamHttp,
+        message: `OpenViking MCP upstream returned HTTP ${failure.status}${said}.${hint}`,
+        data: { status: failure.status, url, serverMessage: failure.serverMessage },
+      };
     }
     case "empty":
-      return clean(
-        errorResponse(
-          id,
-          ErrorCode.EmptyReply,
-          `OpenViking accepted the request (HTTP ${failure.status}) but sent no response to it. Retry the ` +
-            `call; if it keeps happening, check the server's log.`,
-          { status: failure.status, url },
-        ),
-        ctx,
-      );
+      return {
+        code: ErrorCode.EmptyReply,
+        message: `OpenViking accepted the request (HTTP ${failure.status}) but sent no response to it. ` +
+          `Retry the call; if it keeps happening, check the server's log.`,
+        data: { status: failure.status, url },
+      };
     case "bad-reply":
-      return clean(
-        errorResponse(
-          id,
-          ErrorCode.UpstreamHttp,
-          `OpenViking sent a reply that is not JSON-RPC (HTTP ${failure.status}). Check that ${url} is an ` +
-            `MCP endpoint.`,
-          { status: failure.status, url, sample: failure.sample },
-        ),
-        ctx,
-      );
-    case "aborted":
-      return errorResponse(id, ErrorCode.Network, "The request was cancelled.");
+      return {
+        code: ErrorCode.UpstreamHttp,
+        message: `OpenViking sent a reply that is not JSON-RPC (HTTP ${failure.status}). Check that ${url} ` +
+          `is an MCP endpoint.`,
+        data: { status: failure.status, url, sample: failure.sample },
+      };
   }
 }
 
+/** The error answering a failed exchange. */
+export function failureError(
+  id: JsonRpcId | null,
+  failure: Failure,
+  ctx: ErrorContext,
+): JsonRpcErrorResponse {
+  const url = displayUrl(ctx.mcpUrl);
+  switch (failure.kind) {
+    case "auth":
+      return authError(id, failure.status, failure.serverMessage, ctx);
+    case "aborted":
+      return errorResponse(id, ErrorCode.Network, "The request was cancelled.");
+  }
+  const parts = failure.kind === "too-large"
+    ? tooLargeParts(failure, url)
+    : failure.kind === "redirect" || failure.kind === "http" || failure.kind === "empty" ||
+        failure.kind === "bad-reply"
+    ? answerParts(failure, url, ctx)
+    : transportParts(failure, url, ctx);
+  return clean(errorResponse(id, parts.code, parts.message, parts.data), ctx);
+}
+
 /** A byte count in words: "16 MiB", "64 KiB". */
-export function describeBytes(bytes: number): string {
+function describeBytes(bytes: number): string {
   if (bytes >= 1024 * 1024) return `${+(bytes / (1024 * 1024)).toFixed(1)} MiB`;
   if (bytes >= 1024) return `${+(bytes / 1024).toFixed(1)} KiB`;
   return `${bytes} bytes`;

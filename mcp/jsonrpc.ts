@@ -4,7 +4,8 @@
  * Pure: no I/O.
  */
 
-import { z } from "zod";
+import * as z from "zod/mini";
+import { isRecord, issueText } from "../runtime/parsed.ts";
 
 /** Error codes the proxy answers with. */
 export const ErrorCode = {
@@ -12,8 +13,6 @@ export const ErrorCode = {
   ParseError: -32700,
   /** JSON, but not a JSON-RPC 2.0 message. */
   InvalidRequest: -32600,
-  /** The method is unknown (used by servers; the proxy forwards everything). */
-  MethodNotFound: -32601,
   /** OpenViking refused the credentials (HTTP 401/403). */
   Authentication: -32001,
   /** OpenViking answered with an HTTP error status, a refused redirect, or a reply that is not JSON-RPC. */
@@ -30,41 +29,41 @@ export const ErrorCode = {
 export type JsonRpcId = string | number;
 
 const IdSchema = z.union([z.string(), z.number()]);
-const ParamsSchema = z.union([z.record(z.string(), z.unknown()), z.array(z.unknown())]).optional();
+const ParamsSchema = z.optional(z.union([z.record(z.string(), z.unknown()), z.array(z.unknown())]));
 
 /** A request: has `method` and `id`. Unknown members (e.g. `_meta`) are kept. */
-export const RequestSchema = z.looseObject({
+const RequestSchema = z.looseObject({
   jsonrpc: z.literal("2.0"),
   id: IdSchema,
-  method: z.string().min(1),
+  method: z.string().check(z.minLength(1)),
   params: ParamsSchema,
 });
 
 /** A notification: has `method`, no `id`. */
-export const NotificationSchema = z.looseObject({
+const NotificationSchema = z.looseObject({
   jsonrpc: z.literal("2.0"),
-  method: z.string().min(1),
+  method: z.string().check(z.minLength(1)),
   params: ParamsSchema,
 });
 
 /** The `error` member of an error response. */
-export const ErrorObjectSchema = z.looseObject({
-  code: z.number().int(),
+const ErrorObjectSchema = z.looseObject({
+  code: z.int(),
   message: z.string(),
-  data: z.unknown().optional(),
+  data: z.optional(z.unknown()),
 });
 
 /** A success response. */
-export const ResultResponseSchema = z.looseObject({
+const ResultResponseSchema = z.looseObject({
   jsonrpc: z.literal("2.0"),
   id: IdSchema,
   result: z.unknown(),
 });
 
 /** An error response (`id` is null when the request could not be read). */
-export const ErrorResponseSchema = z.looseObject({
+const ErrorResponseSchema = z.looseObject({
   jsonrpc: z.literal("2.0"),
-  id: IdSchema.nullable(),
+  id: z.nullable(IdSchema),
   error: ErrorObjectSchema,
 });
 
@@ -110,10 +109,6 @@ export function errorResponse(
   };
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 /** The id of a broken message, when it has a usable one (else null). */
 function salvageId(value: unknown): JsonRpcId | null {
   if (!isRecord(value)) return null;
@@ -122,7 +117,7 @@ function salvageId(value: unknown): JsonRpcId | null {
 }
 
 /** Classifies one decoded JSON value as a JSON-RPC message, or returns the error response it earns. */
-export function classify(value: unknown): Classified | JsonRpcErrorResponse {
+function classify(value: unknown): Classified | JsonRpcErrorResponse {
   const invalid = (why: string) =>
     errorResponse(salvageId(value), ErrorCode.InvalidRequest, `Invalid Request: ${why}`);
   if (!isRecord(value)) return invalid("a JSON-RPC message must be an object");
@@ -154,10 +149,10 @@ export function classify(value: unknown): Classified | JsonRpcErrorResponse {
   return invalid('a message needs "method", "result" or "error"');
 }
 
-function describe(error: z.ZodError, what: string): string {
+function describe(error: { issues: z.core.$ZodIssue[] }, what: string): string {
   const issue = error.issues[0];
   const where = issue?.path.length ? `"${issue.path.join(".")}"` : what;
-  return `bad ${what}: ${where} ${issue?.message ?? "is invalid"}`.replace(/\s+/g, " ");
+  return `bad ${what}: ${where} ${issueText(issue)}`.replace(/\s+/g, " ");
 }
 
 /** Whether a classified item is an error response produced for a broken message. */
@@ -198,9 +193,4 @@ export function classifyUpstream(value: unknown): Classified | undefined {
 /** Serialises a message (or batch) as one line without the newline; JSON never contains a raw newline. */
 export function toLine(value: JsonRpcMessage | JsonRpcMessage[]): string {
   return JSON.stringify(value);
-}
-
-/** Whether a response answers the request with `id`. */
-export function answers(message: Classified, id: JsonRpcId): boolean {
-  return message.kind === "response" && message.message.id === id;
 }

@@ -10,7 +10,7 @@ import type { JsonRpcId, JsonRpcResult } from "./jsonrpc.ts";
 import { DEFAULT_PROTOCOL_VERSION, type Failure } from "./upstream.ts";
 
 /** Protocol versions the proxy can relay (the message shapes of tools and ping are the same in all). */
-export const KNOWN_PROTOCOL_VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] as const;
+const KNOWN_PROTOCOL_VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] as const;
 
 /**
  * The version to answer an offline `initialize` with: the client's own ask when it is a known version no newer

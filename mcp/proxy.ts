@@ -9,6 +9,7 @@
  */
 
 import type { Logger } from "../runtime/log.ts";
+import { isRecord } from "../runtime/parsed.ts";
 import { BUILTIN_TOOLS, type ToolDefinition } from "./catalog.ts";
 import { failureError } from "./errors.ts";
 import {
@@ -20,7 +21,6 @@ import {
   type JsonRpcRequest,
   type JsonRpcResponse,
   parseLine,
-  toLine,
 } from "./jsonrpc.ts";
 import { Limiter } from "./limiter.ts";
 import {
@@ -32,65 +32,17 @@ import {
   TOOLS_CHANGED,
 } from "./offline.ts";
 import type { Session } from "./session.ts";
-import { displayUrl, type Failure, type Timing, uniformTiming } from "./upstream.ts";
+import { displayUrl, type Exchange, type Failure } from "./upstream.ts";
+import { exchangeTiming, PROXY_LIMITS, type ProxyLimits, type Timing } from "./limits.ts";
+import { LineWriter } from "./lines.ts";
 import { validTools } from "./tool-cache.ts";
 
 /** How many tool calls may be in flight upstream at once. */
-export const MAX_IN_FLIGHT = 16;
+const MAX_IN_FLIGHT = 16;
 /** How many other requests (`tools/list`, `resources/…`) may be in flight at once, in slots of their own. */
-export const MAX_OTHER_IN_FLIGHT = 8;
-/** Limit for `initialize` / `tools/list`, as a whole, so a dead host still leaves Kimi's 30 s startup budget. */
-export const STARTUP_TIMEOUT_CAP_MS = 10_000;
-/**
- * Limit for a tool call as a whole (headers, body, SSE reconnections), and for any request: long tools are
- * bounded by the client's own timeout (Kimi's default is 60 s), this only ends what nobody waits for anymore.
- */
-export const TOOL_CALL_TIMEOUT_MS = 600_000;
-/**
- * How long an SSE reply may go without a byte. OpenViking's server sends a keep-alive comment every 15 s, so
- * this is eight missed in a row; a server without keep-alives must send progress at least this often.
- */
-export const STREAM_IDLE_MS = 120_000;
+const MAX_OTHER_IN_FLIGHT = 8;
 /** How long the session DELETE may take at shutdown. */
-export const DELETE_TIMEOUT_MS = 2_000;
-
-/** The time bounds the proxy applies (ms); tests shorten them. */
-export interface ProxyLimits {
-  startupMs: number;
-  toolCallMs: number;
-  streamIdleMs: number;
-}
-
-/** The production bounds. */
-export const PROXY_LIMITS: Readonly<ProxyLimits> = {
-  startupMs: STARTUP_TIMEOUT_CAP_MS,
-  toolCallMs: TOOL_CALL_TIMEOUT_MS,
-  streamIdleMs: STREAM_IDLE_MS,
-};
-
-/** Methods Kimi needs at session start: bounded as a whole by the startup limit. */
-const STARTUP_METHODS = new Set(["initialize", "tools/list"]);
-
-/**
- * The time limits of one exchange, the one place they are decided (`timeoutMs` = OPENVIKING_TIMEOUT_MS;
- * `method` undefined = a notification or a response sent upstream):
- * - `initialize`, `tools/list`: everything within min(timeoutMs, startup limit);
- * - notifications and responses: everything within timeoutMs (their reply is an empty 202);
- * - other requests: headers within timeoutMs (a tool call's within the tool-call limit), a JSON body silent
- *   at most timeoutMs, an SSE stream silent at most max(timeoutMs, stream idle limit) with keep-alive
- *   comments resetting it, and the whole exchange within max(timeoutMs, tool-call limit).
- */
-export function exchangeTiming(method: string | undefined, timeoutMs: number, limits: ProxyLimits): Timing {
-  if (method === undefined) return uniformTiming(timeoutMs);
-  if (STARTUP_METHODS.has(method)) return uniformTiming(Math.min(timeoutMs, limits.startupMs));
-  const longest = Math.max(timeoutMs, limits.toolCallMs);
-  return {
-    headersMs: method === "tools/call" ? longest : timeoutMs,
-    bodyIdleMs: timeoutMs,
-    streamIdleMs: Math.max(timeoutMs, limits.streamIdleMs),
-    totalMs: longest,
-  };
-}
+const DELETE_TIMEOUT_MS = 2_000;
 
 /** Where tool lists are remembered between sessions. */
 export interface ToolStore {
@@ -118,42 +70,6 @@ interface InFlight {
 }
 
 const idKey = (id: JsonRpcId) => `${typeof id}:${id}`;
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-/** Serialises output: whole lines, one at a time, in call order. */
-export class LineWriter {
-  private chain: Promise<void> = Promise.resolve();
-  /** Set when the output is gone (the client went away). */
-  closed = false;
-
-  constructor(
-    private readonly writeLine: (line: string) => Promise<void>,
-    private readonly onClose: () => void,
-  ) {}
-
-  /** Queues a message (or batch) for output. */
-  write(message: JsonRpcMessage | JsonRpcMessage[]): Promise<void> {
-    const line = toLine(message);
-    this.chain = this.chain.then(async () => {
-      if (this.closed) return;
-      try {
-        await this.writeLine(line);
-      } catch {
-        this.closed = true;
-        this.onClose();
-      }
-    });
-    return this.chain;
-  }
-
-  /** Resolves once everything queued is written. */
-  idle(): Promise<void> {
-    return this.chain;
-  }
-}
 
 /** The stdio ↔ Streamable HTTP proxy. */
 export class Proxy {
@@ -252,19 +168,34 @@ export class Proxy {
     };
   }
 
+  /** Sends a request upstream (as the client's initialize, or any other), catching its response. */
+  private async exchange(
+    how: "initialize" | "send",
+    request: JsonRpcRequest,
+    collect: boolean,
+    signal: AbortSignal,
+  ): Promise<{ exchange: Exchange; response?: JsonRpcResponse }> {
+    let response: JsonRpcResponse | undefined;
+    const options = {
+      expectId: request.id,
+      sink: this.sinkFor(request.id, collect, (r) => response = r),
+      signal,
+      timing: this.timing(request.method),
+    };
+    const session = this.options.session;
+    const exchange = how === "initialize"
+      ? await session.initialize(request, options)
+      : await session.send(request, options);
+    return { exchange, response };
+  }
+
   private async initialize(request: JsonRpcRequest, collect: boolean): Promise<JsonRpcResponse | undefined> {
     let open!: () => void;
     const previous = this.initGate;
     this.initGate = new Promise<void>((resolve) => open = resolve);
     try {
       await previous;
-      let response: JsonRpcResponse | undefined;
-      const exchange = await this.options.session.initialize(request, {
-        expectId: request.id,
-        sink: this.sinkFor(request.id, collect, (r) => response = r),
-        signal: this.stopped.signal,
-        timing: this.timing(request.method),
-      });
+      const { exchange, response } = await this.exchange("initialize", request, collect, this.stopped.signal);
       if (exchange.ok) return collect ? response : undefined;
       if (exchange.failure.kind === "aborted") return undefined;
       const params = isRecord(request.params) ? request.params : {};
@@ -299,13 +230,7 @@ export class Proxy {
       await initGate;
       if (entry.controller.signal.aborted) return undefined;
       entry.sent = true;
-      let response: JsonRpcResponse | undefined;
-      const exchange = await this.options.session.send(request, {
-        expectId: request.id,
-        sink: this.sinkFor(request.id, collect, (r) => response = r),
-        signal: entry.controller.signal,
-        timing: this.timing(request.method),
-      });
+      const { exchange, response } = await this.exchange("send", request, collect, entry.controller.signal);
       if (exchange.ok) {
         if (request.method === "tools/list" && response) this.remember(request, response);
         return collect ? response : undefined;

@@ -104,41 +104,32 @@ function stopped(outcome: ReplyOutcome, stop: BodyStop, part: "reply" | "stream"
   else outcome.stop = { kind: "too-large", limitBytes: stop.limitBytes, part };
 }
 
-/**
- * Reads a reply body into messages within `limits` (bytes default to the proxy's bounds); stops early once the
- * expected response arrived on an SSE stream, and at any bound (see `stop`), cancelling the body.
- */
-export async function readReply(
-  response: Response,
-  expectId: JsonRpcId | undefined,
-  sink: MessageSink,
-  limits: Partial<ReplyLimits> = {},
-): Promise<ReplyOutcome> {
-  const bounds: ReplyLimits = {
-    replyBytes: MAX_REPLY_BYTES,
-    streamBytes: MAX_STREAM_BYTES,
-    ...NO_TIME_BOUNDS,
-    ...limits,
-  };
-  const collector = new Collector(expectId, sink);
+/** A JSON reply: one body within the reply bound, its messages delivered. */
+async function readJsonReply(response: Response, collector: Collector, bounds: ReplyLimits): Promise<void> {
   const outcome = collector.outcome;
-  if (!response.body) return outcome;
-  if (!isEventStream(response.headers.get("content-type"))) {
-    const read = await readBody(response, {
-      maxBytes: bounds.replyBytes,
-      idleMs: bounds.bodyIdleMs,
-      signal: bounds.signal,
-    });
-    if ("stop" in read) {
-      stopped(outcome, read.stop, "reply");
-      return outcome;
-    }
-    outcome.bytes = read.bytes.length;
-    const text = new TextDecoder().decode(read.bytes);
-    if (text.trim() !== "") await collector.text(text);
-    return outcome;
-  }
-  const body = new BoundedBody(response.body, {
+  const read = await readBody(response, {
+    maxBytes: bounds.replyBytes,
+    idleMs: bounds.bodyIdleMs,
+    signal: bounds.signal,
+  });
+  if ("stop" in read) return stopped(outcome, read.stop, "reply");
+  outcome.bytes = read.bytes.length;
+  const text = new TextDecoder().decode(read.bytes);
+  if (text.trim() !== "") await collector.text(text);
+}
+
+/**
+ * An SSE reply: events delivered as they come, within the stream bound and the bound of one event, until
+ * the response to `expectId` arrived or the stream ends.
+ */
+async function readSseReply(
+  body: ReadableStream<Uint8Array>,
+  collector: Collector,
+  bounds: ReplyLimits,
+  expectId: JsonRpcId | undefined,
+): Promise<void> {
+  const outcome = collector.outcome;
+  const stream = new BoundedBody(body, {
     maxBytes: bounds.streamBytes,
     idleMs: bounds.streamIdleMs,
     signal: bounds.signal,
@@ -147,8 +138,8 @@ export async function readReply(
   const parser = new SseParser();
   const decoder = new TextDecoder();
   reading: for (;;) {
-    const chunk = await body.next();
-    if (!chunk && body.stop) break;
+    const chunk = await stream.next();
+    if (!chunk && stream.stop) break;
     const events = chunk
       ? parser.push(decoder.decode(chunk, { stream: true }))
       : [...parser.push(decoder.decode()), ...parser.end()];
@@ -167,10 +158,33 @@ export async function readReply(
     }
     if (expectId !== undefined && outcome.answered) break;
   }
-  await body.cancel();
-  if (body.stop) stopped(outcome, body.stop, "stream");
-  outcome.bytes = body.bytes;
+  await stream.cancel();
+  if (stream.stop) stopped(outcome, stream.stop, "stream");
+  outcome.bytes = stream.bytes;
   outcome.lastEventId = parser.lastEventId;
   outcome.retryMs = parser.retryMs;
-  return outcome;
+}
+
+/**
+ * Reads a reply body into messages within `limits` (bytes default to the proxy's bounds); stops early once the
+ * expected response arrived on an SSE stream, and at any bound (see `stop`), cancelling the body.
+ */
+export async function readReply(
+  response: Response,
+  expectId: JsonRpcId | undefined,
+  sink: MessageSink,
+  limits: Partial<ReplyLimits> = {},
+): Promise<ReplyOutcome> {
+  const bounds: ReplyLimits = {
+    replyBytes: MAX_REPLY_BYTES,
+    streamBytes: MAX_STREAM_BYTES,
+    ...NO_TIME_BOUNDS,
+    ...limits,
+  };
+  const collector = new Collector(expectId, sink);
+  if (!response.body) return collector.outcome;
+  if (isEventStream(response.headers.get("content-type"))) {
+    await readSseReply(response.body, collector, bounds, expectId);
+  } else await readJsonReply(response, collector, bounds);
+  return collector.outcome;
 }

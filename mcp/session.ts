@@ -6,16 +6,16 @@
  */
 
 import type { Logger } from "../runtime/log.ts";
+import { isRecord } from "../runtime/parsed.ts";
 import type { ProxySettings } from "./credentials.ts";
 import type { Classified, JsonRpcId, JsonRpcMessage, JsonRpcRequest } from "./jsonrpc.ts";
 import type { MessageSink } from "./reply.ts";
+import { type Timing, uniformTiming } from "./limits.ts";
 import {
   DEFAULT_PROTOCOL_VERSION,
   displayUrl,
   type Exchange,
   type Failure,
-  type Timing,
-  uniformTiming,
   type Upstream,
 } from "./upstream.ts";
 
@@ -47,10 +47,6 @@ export interface SessionOptions {
 }
 
 type Ready = { ok: true } | { ok: false; failure: Failure };
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /** The session state and the retry rules. */
 export class Session {

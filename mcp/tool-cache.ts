@@ -3,23 +3,26 @@
  * still offers the same tools the server had. One file, the list of the most recent MCP URL.
  */
 
-import { z } from "zod";
+import * as z from "zod/mini";
 import { readTextIfExists, writeFileAtomic } from "../runtime/fs.ts";
 import { type Env, joinPath, orNoHome, sharedStateDir } from "../runtime/paths.ts";
 import type { ToolDefinition } from "./catalog.ts";
 
 /** Schema of one tool in the cache (only what an MCP tool must have is checked; the rest is kept). */
 const ToolSchema = z.looseObject({
-  name: z.string().min(1),
-  description: z.string().optional(),
+  name: z.string().check(z.minLength(1)),
+  description: z.optional(z.string()),
   inputSchema: z.looseObject({ type: z.literal("object") }),
 });
+
+/** A usable tool list: at least one tool. */
+const ToolsSchema = z.array(ToolSchema).check(z.minLength(1));
 
 /** Schema of the cache file. */
 const CacheSchema = z.object({
   mcpUrl: z.string(),
   savedAt: z.string(),
-  tools: z.array(ToolSchema).min(1),
+  tools: ToolsSchema,
 });
 
 /** Path of the cache file; "" without a home (then nothing is cached). */
@@ -30,7 +33,7 @@ export function toolCachePath(env: Env): string {
 
 /** Validates a `tools/list` result's tools; `undefined` when they are not a usable, non-empty list. */
 export function validTools(value: unknown): ToolDefinition[] | undefined {
-  const parsed = z.array(ToolSchema).min(1).safeParse(value);
+  const parsed = ToolsSchema.safeParse(value);
   return parsed.success ? parsed.data as ToolDefinition[] : undefined;
 }
 

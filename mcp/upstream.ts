@@ -6,9 +6,10 @@
  * do about them (re-initialise, reload credentials, answer an error) is decided by the session layer.
  */
 
-import { buildHeaders } from "../runtime/http.ts";
+import { buildHeaders, type Identity } from "../runtime/http.ts";
 import { readPrefix } from "../runtime/body.ts";
-import { ERROR_BODY_BYTES, MAX_REPLY_BYTES, MAX_STREAM_BYTES } from "./limits.ts";
+import { asRecord } from "../runtime/parsed.ts";
+import { BYTE_LIMITS, type ByteLimits, ERROR_BODY_BYTES, type Timing } from "./limits.ts";
 import type { JsonRpcId, JsonRpcMessage } from "./jsonrpc.ts";
 import { isEventStream, type MessageSink, readReply, type ReplyOutcome } from "./reply.ts";
 
@@ -16,14 +17,8 @@ import { isEventStream, type MessageSink, readReply, type ReplyOutcome } from ".
 export const DEFAULT_PROTOCOL_VERSION = "2025-06-18";
 
 /** Where requests go and who they are from. */
-export interface UpstreamTarget {
+export interface UpstreamTarget extends Identity {
   mcpUrl: string;
-  apiKey: string;
-  account: string;
-  user: string;
-  /** `X-OpenViking-Actor-Peer` ("" = none). */
-  peerId: string;
-  userAgent: string;
 }
 
 /** Why an exchange did not produce the response it should have. */
@@ -57,37 +52,6 @@ export type Failure =
 export type Exchange =
   | { ok: true; status: number; sessionId?: string; reply: ReplyOutcome }
   | { ok: false; failure: Failure; delivered: number };
-
-/** The time limits of one exchange (ms). */
-export interface Timing {
-  /** For the response headers to arrive. */
-  headersMs: number;
-  /** How long a JSON (or error) body may go without a byte. */
-  bodyIdleMs: number;
-  /** How long an SSE stream may go without a byte; keep-alive comments count. */
-  streamIdleMs: number;
-  /** For the whole exchange: headers, body, and SSE reconnections. */
-  totalMs: number;
-}
-
-/** The same limit for every part of an exchange (short exchanges: startup, notifications). */
-export function uniformTiming(ms: number): Timing {
-  return { headersMs: ms, bodyIdleMs: ms, streamIdleMs: ms, totalMs: ms };
-}
-
-/** Byte bounds of the replies read (see body.ts). */
-export interface ByteLimits {
-  /** A JSON body, or one SSE event. */
-  replyBytes: number;
-  /** An SSE stream as a whole, reconnections included. */
-  streamBytes: number;
-}
-
-/** The proxy's byte bounds. */
-export const BYTE_LIMITS: Readonly<ByteLimits> = {
-  replyBytes: MAX_REPLY_BYTES,
-  streamBytes: MAX_STREAM_BYTES,
-};
 
 /** Options of one POST. */
 export interface PostOptions {
@@ -134,15 +98,13 @@ export function serverMessageOf(text: string): string {
   const trimmed = text.trim();
   if (!trimmed) return "";
   try {
-    const body = JSON.parse(trimmed) as Record<string, unknown>;
-    const error = body?.error;
-    if (error && typeof error === "object") {
-      const message = (error as Record<string, unknown>).message;
-      if (typeof message === "string") return message.slice(0, MESSAGE_CHARS);
-    }
+    const body = asRecord(JSON.parse(trimmed));
+    const error = body.error;
+    const message = asRecord(error).message;
+    if (typeof message === "string") return message.slice(0, MESSAGE_CHARS);
     if (typeof error === "string") return error.slice(0, MESSAGE_CHARS);
-    if (typeof body?.detail === "string") return body.detail.slice(0, MESSAGE_CHARS);
-    if (typeof body?.message === "string") return body.message.slice(0, MESSAGE_CHARS);
+    if (typeof body.detail === "string") return body.detail.slice(0, MESSAGE_CHARS);
+    if (typeof body.message === "string") return body.message.slice(0, MESSAGE_CHARS);
   } catch {
     // plain text
   }
@@ -184,20 +146,7 @@ export class Upstream {
 
   /** The headers of a request to the MCP endpoint. */
   headers(withSession: boolean): Headers {
-    const t = this.target;
-    const headers = buildHeaders(
-      {
-        baseUrl: t.mcpUrl,
-        apiKey: t.apiKey,
-        account: t.account,
-        user: t.user,
-        peerId: t.peerId,
-        userAgent: t.userAgent,
-        timeoutMs: 0,
-      },
-      undefined,
-      true,
-    );
+    const headers = buildHeaders(this.target, undefined, true);
     headers.set("Accept", "application/json, text/event-stream");
     headers.set("MCP-Protocol-Version", this.protocolVersion);
     if (withSession && this.sessionId) headers.set("Mcp-Session-Id", this.sessionId);

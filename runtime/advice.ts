@@ -11,6 +11,20 @@ export interface Advice {
   fix: string;
 }
 
+/**
+ * The advice for a recorded cause — a failure kind, or "local" (our own state or queue could not be
+ * written) — as capture states and the ledger keep it.
+ */
+export function adviceForCause(
+  cause: { kind: OvFailure["kind"] | "local"; status: number; message: string },
+  baseUrl: string,
+): Advice {
+  if (cause.kind === "local") {
+    return { summary: cause.message, fix: "free disk space or fix the permissions of ~/.openviking" };
+  }
+  return adviceFor({ kind: cause.kind, status: cause.status, error: { message: cause.message } }, baseUrl);
+}
+
 /** The advice for a failure seen while talking to `baseUrl`. */
 export function adviceFor(
   f: Pick<OvFailure, "kind" | "status" | "error" | "location">,

@@ -1,10 +1,13 @@
 /**
- * Configuration: credentials (env → ovcli.conf → ov.conf, the rules OpenViking's other plugins follow) and
- * every behaviour knob (env → workspace files → ovcli.conf `plugin` section → default), validated by one zod
- * schema. A bad value never crashes anything: it is reported as a warning and replaced by its default.
+ * Configuration: connection and identity — server URL, MCP URL, API key, account, user, actor peer — resolved
+ * from the environment, ovcli.conf and ov.conf by the rules OpenViking's other plugins follow (their shared
+ * plugin runtime), and every behaviour knob (knobs.ts); read from the environment, the credential files
+ * (`~/.openviking/ovcli.conf`, `ov.conf`) and the workspace's `.openviking/config*.json`, which may choose
+ * knobs but never where data goes or who we are. Resolution is pure; only `loadConfig` reads files.
  */
 
-import * as z from "zod/mini";
+import { resolveSettings, type Settings, type SettingSources } from "./knobs.ts";
+import { asRecord, type JsonRecord } from "./parsed.ts";
 import { withoutUserinfo } from "./reply.ts";
 import {
   absoluteOverride,
@@ -20,129 +23,6 @@ import { USER_AGENT } from "./version.ts";
 
 /** Default server address, the same as every other OpenViking client. */
 export const DEFAULT_BASE_URL = "http://127.0.0.1:1933";
-
-const BOOL_TRUE = new Set(["1", "true", "yes", "on"]);
-const BOOL_FALSE = new Set(["0", "false", "no", "off"]);
-
-/** A boolean knob: accepts real booleans and the strings 1/0, true/false, yes/no, on/off. */
-const boolKnob = z.pipe(
-  z.transform((v: unknown) => {
-    if (typeof v !== "string") return v;
-    const s = v.trim().toLowerCase();
-    return BOOL_TRUE.has(s) ? true : BOOL_FALSE.has(s) ? false : v;
-  }),
-  z.boolean(),
-);
-
-/** A numeric knob within [min, max]; strings are parsed. */
-function numKnob(min: number, max: number, int = true) {
-  const base = int ? z.int() : z.number();
-  return z.pipe(
-    z.transform((v: unknown) => (typeof v === "string" && v.trim() !== "" ? Number(v.trim()) : v)),
-    base.check(z.minimum(min), z.maximum(max)),
-  );
-}
-
-/** An enumerated knob; matching is case-insensitive. */
-function enumKnob<const T extends readonly [string, ...string[]]>(values: T) {
-  return z.pipe(
-    z.transform((v: unknown) => (typeof v === "string" ? v.trim().toLowerCase() : v)),
-    z.enum(values),
-  );
-}
-
-/** A list knob: a comma-separated string or an array of strings. */
-const listKnob = z.pipe(
-  z.transform((
-    v: unknown,
-  ) => (typeof v === "string" ? v.split(",").map((s) => s.trim()).filter(Boolean) : v)),
-  z.array(z.string()),
-);
-
-const pathKnob = z.string().check(z.minLength(1));
-
-/** Every knob: its environment variable, its schema and its default. The single source of truth. */
-export const KNOBS = {
-  enabled: { env: "OPENVIKING_MEMORY_ENABLED", schema: boolKnob, default: true },
-  autoRecall: { env: "OPENVIKING_AUTO_RECALL", schema: boolKnob, default: true },
-  autoCapture: { env: "OPENVIKING_AUTO_CAPTURE", schema: boolKnob, default: true },
-  workspacePeer: { env: "OPENVIKING_WORKSPACE_PEER", schema: boolKnob, default: true },
-  peerSource: { env: "OPENVIKING_PEER_SOURCE", schema: enumKnob(["git", "cwd", "none"]), default: "git" },
-  bypassSession: { env: "OPENVIKING_BYPASS_SESSION", schema: boolKnob, default: false },
-  bypassSessionPatterns: {
-    env: "OPENVIKING_BYPASS_SESSION_PATTERNS",
-    schema: listKnob,
-    default: [] as string[],
-  },
-  recallLimit: { env: "OPENVIKING_RECALL_LIMIT", schema: numKnob(1, 100), default: 10 },
-  recallTokenBudget: { env: "OPENVIKING_RECALL_TOKEN_BUDGET", schema: numKnob(200, 100_000), default: 2000 },
-  recallMaxContentChars: {
-    env: "OPENVIKING_RECALL_MAX_CONTENT_CHARS",
-    schema: numKnob(50, 100_000),
-    default: 500,
-  },
-  scoreThreshold: { env: "OPENVIKING_SCORE_THRESHOLD", schema: numKnob(0, 1, false), default: 0.35 },
-  recallPreferAbstract: { env: "OPENVIKING_RECALL_PREFER_ABSTRACT", schema: boolKnob, default: true },
-  recallPeerScope: {
-    env: "OPENVIKING_RECALL_PEER_SCOPE",
-    schema: enumKnob(["all", "actor"]),
-    default: "all",
-  },
-  recallDedupTurns: { env: "OPENVIKING_RECALL_DEDUP_TURNS", schema: numKnob(0, 20), default: 5 },
-  recallMaxTokens: {
-    env: "OPENVIKING_RECALL_MAX_TOKENS",
-    schema: numKnob(64, 32_000),
-    default: undefined as number | undefined,
-  },
-  recallQueryExpansion: {
-    env: "OPENVIKING_RECALL_QUERY_EXPANSION",
-    schema: enumKnob(["off", "auto"]),
-    default: undefined as "off" | "auto" | undefined,
-  },
-  minQueryLength: { env: "OPENVIKING_MIN_QUERY_LENGTH", schema: numKnob(0, 10_000), default: 3 },
-  timeoutMs: { env: "OPENVIKING_TIMEOUT_MS", schema: numKnob(1000, 600_000), default: 15_000 },
-  promptBudgetMs: { env: "OPENVIKING_PROMPT_BUDGET_MS", schema: numKnob(500, 600_000), default: 17_000 },
-  interruptBudgetMs: { env: "OPENVIKING_INTERRUPT_BUDGET_MS", schema: numKnob(200, 600_000), default: 2000 },
-  replayBudgetMs: { env: "OPENVIKING_REPLAY_BUDGET_MS", schema: numKnob(200, 600_000), default: 10_000 },
-  captureWaitMs: { env: "OPENVIKING_CAPTURE_WAIT_MS", schema: numKnob(0, 600_000), default: 10_000 },
-  profileTokenBudget: {
-    env: "OPENVIKING_PROFILE_TOKEN_BUDGET",
-    schema: numKnob(500, 100_000),
-    default: 6000,
-  },
-  commitTurnThreshold: { env: "OPENVIKING_COMMIT_TURN_THRESHOLD", schema: numKnob(1, 100_000), default: 1 },
-  captureMaxLength: {
-    env: "OPENVIKING_CAPTURE_MAX_LENGTH",
-    schema: numKnob(100, 10_000_000),
-    default: 24_000,
-  },
-  redact: { env: "OPENVIKING_REDACT", schema: boolKnob, default: true },
-  writePathAsync: { env: "OPENVIKING_WRITE_PATH_ASYNC", schema: boolKnob, default: true },
-  pendingReplayLimit: { env: "OPENVIKING_PENDING_REPLAY_LIMIT", schema: numKnob(1, 100_000), default: 50 },
-  pendingMaxRetries: { env: "OPENVIKING_PENDING_MAX_RETRIES", schema: numKnob(1, 1000), default: 3 },
-  pendingTtlDays: { env: "OPENVIKING_PENDING_TTL_DAYS", schema: numKnob(1, 3650), default: 7 },
-  debug: { env: "OPENVIKING_DEBUG", schema: boolKnob, default: false },
-  debugLogPath: { env: "OPENVIKING_DEBUG_LOG", schema: pathKnob, default: undefined as string | undefined },
-} as const;
-
-/** Name of a knob. */
-export type KnobName = keyof typeof KNOBS;
-
-/** Resolved knob values. */
-export type Settings =
-  & { -readonly [K in KnobName]: (typeof KNOBS)[K]["default"] | z.output<(typeof KNOBS)[K]["schema"]> }
-  & {
-    debugLogPath: string;
-    /** The recall limit was set by the user (only then does recall send quotas, like the other plugins). */
-    recallLimitConfigured: boolean;
-  };
-
-/** The one zod schema of the settings object, derived from the knob table. */
-export const SettingsSchema = z.object(
-  Object.fromEntries(Object.entries(KNOBS).map(([k, knob]) => [k, z.optional(knob.schema)])) as {
-    [K in KnobName]: z.ZodMiniOptional<(typeof KNOBS)[K]["schema"]>;
-  },
-);
 
 /** How credentials were chosen. */
 export type CredentialMode = "env" | "cli" | "auto";
@@ -165,13 +45,8 @@ export interface Credentials {
   ovConfigPath: string;
 }
 
-/** Everything a command needs. */
-export interface Config extends Credentials, Settings {
-  userAgent: string;
-}
-
-/** Raw inputs to resolution, so the rules are pure and testable. */
-export interface ConfigSources {
+/** What credentials are resolved from. */
+export interface CredentialSources {
   env: Env;
   /** Parsed ovcli.conf, if it exists and parses. */
   ovcli?: unknown;
@@ -179,14 +54,6 @@ export interface ConfigSources {
   /** Parsed ov.conf, if it exists and parses. */
   ovconf?: unknown;
   ovConfigPath: string;
-  /** Workspace settings objects, highest precedence first (`config.local.json`, then `config.json`). */
-  workspace?: unknown[];
-}
-
-/** The result of resolution: the config and what was wrong with the inputs. */
-export interface Resolved {
-  config: Config;
-  warnings: string[];
 }
 
 const ENV_CREDENTIAL_VARS = [
@@ -210,8 +77,6 @@ const OVCLI_CREDENTIAL_KEYS = [
   "peer_id",
 ];
 
-type Obj = Record<string, unknown>;
-const asObj = (v: unknown): Obj => (v !== null && typeof v === "object" && !Array.isArray(v) ? v as Obj : {});
 const str = (v: unknown): string => (typeof v === "string" ? v.trim() : "");
 const first = (...values: unknown[]): string => {
   for (const v of values) if (str(v)) return str(v);
@@ -229,7 +94,7 @@ export function credentialMode(env: Env): CredentialMode {
 
 /** Whether a parsed ov.conf is really an ovcli.conf (the back-compat rule for `OPENVIKING_CONFIG_FILE`). */
 export function looksLikeOvcli(value: unknown): boolean {
-  const o = asObj(value);
+  const o = asRecord(value);
   if (o.server !== undefined && typeof o.server === "object") return false;
   return OVCLI_CREDENTIAL_KEYS.some((k) => typeof o[k] === "string");
 }
@@ -259,135 +124,116 @@ function normalizeUrl(raw: string, warnings: string[], what: string): string | u
   }
 }
 
-/** Resolves connection and identity exactly as OpenViking's shared plugin runtime does. */
-export function resolveCredentials(sources: ConfigSources, warnings: string[] = []): Credentials {
-  const { env } = sources;
-  const mode = credentialMode(env);
-  const cli = asObj(sources.ovcli);
-  const ov = asObj(sources.ovconf);
-  const ovServer = asObj(ov.server);
-  const ovClient = { ...asObj(ov.codex), ...asObj(ov.kimicode) };
-  const envSet = ENV_CREDENTIAL_VARS.some((k) => str(env[k]));
-  const cliHasCreds = OVCLI_CREDENTIAL_KEYS.some((k) => str(cli[k]));
-  const useCli = mode === "cli" || (mode === "auto" && !envSet && cliHasCreds);
+/** The credential files as resolution reads them, and whether ovcli.conf alone decides. */
+interface Files {
+  env: Env;
+  mode: CredentialMode;
+  cli: JsonRecord;
+  ovServer: JsonRecord;
+  /** ov.conf's client sections (`codex`, then `kimicode`). */
+  ovClient: JsonRecord;
+  useCli: boolean;
+}
 
-  let baseUrl = "";
-  let credentialSource = "default";
+/** The server URL and where it came from: env, ovcli.conf, ov.conf's server (URL, or host and port), default. */
+function baseUrlOf(f: Files, warnings: string[]): { baseUrl: string; source: string } {
+  const { env, mode, cli, ovServer } = f;
+  let url = "";
+  let source = "default";
   const envUrl = first(env.OPENVIKING_URL, env.OPENVIKING_BASE_URL);
-  if (mode !== "cli" && envUrl) [baseUrl, credentialSource] = [envUrl, "env"];
-  else if (mode !== "env" && str(cli.url)) [baseUrl, credentialSource] = [str(cli.url), "ovcli.conf"];
-  else if (str(ovServer.url)) [baseUrl, credentialSource] = [str(ovServer.url), "ov.conf"];
+  if (mode !== "cli" && envUrl) [url, source] = [envUrl, "env"];
+  else if (mode !== "env" && str(cli.url)) [url, source] = [str(cli.url), "ovcli.conf"];
+  else if (str(ovServer.url)) [url, source] = [str(ovServer.url), "ov.conf"];
   else if (ovServer.host !== undefined || ovServer.port !== undefined) {
     const host = str(ovServer.host) === "0.0.0.0" || !str(ovServer.host) ? "127.0.0.1" : str(ovServer.host);
     const port = typeof ovServer.port === "number" || str(ovServer.port) ? String(ovServer.port) : "1933";
-    [baseUrl, credentialSource] = [`http://${host}:${port}`, "ov.conf"];
+    [url, source] = [`http://${host}:${port}`, "ov.conf"];
   }
-  const normalized = baseUrl
-    ? normalizeUrl(baseUrl, warnings, `OpenViking URL from ${credentialSource}`)
-    : undefined;
-  if (normalized) baseUrl = normalized;
-  else [baseUrl, credentialSource] = [DEFAULT_BASE_URL, "default"];
+  const normalized = url ? normalizeUrl(url, warnings, `OpenViking URL from ${source}`) : undefined;
+  return normalized ? { baseUrl: normalized, source } : { baseUrl: DEFAULT_BASE_URL, source: "default" };
+}
 
-  let apiKey: string;
-  let apiKeySource = "none";
-  if (useCli) {
-    apiKey = str(cli.api_key);
-    if (apiKey) apiKeySource = "ovcli.conf";
-  } else {
-    const candidates: [unknown, string][] = [
-      [env.OPENVIKING_BEARER_TOKEN, "env OPENVIKING_BEARER_TOKEN"],
-      [env.OPENVIKING_API_KEY, "env OPENVIKING_API_KEY"],
-      [cli.api_key, "ovcli.conf"],
-      [ovClient.apiKey, "ov.conf"],
-      [ovServer.root_api_key, "ov.conf"],
-    ];
-    const hit = candidates.find(([v]) => str(v));
-    apiKey = hit ? str(hit[0]) : "";
-    if (hit) apiKeySource = hit[1];
+/** The API key and where it came from ("none" when there is none). */
+function apiKeyOf(f: Files): { apiKey: string; source: string } {
+  if (f.useCli) {
+    const apiKey = str(f.cli.api_key);
+    return { apiKey, source: apiKey ? "ovcli.conf" : "none" };
   }
+  const candidates: [unknown, string][] = [
+    [f.env.OPENVIKING_BEARER_TOKEN, "env OPENVIKING_BEARER_TOKEN"],
+    [f.env.OPENVIKING_API_KEY, "env OPENVIKING_API_KEY"],
+    [f.cli.api_key, "ovcli.conf"],
+    [f.ovClient.apiKey, "ov.conf"],
+    [f.ovServer.root_api_key, "ov.conf"],
+  ];
+  const hit = candidates.find(([v]) => str(v));
+  return hit ? { apiKey: str(hit[0]), source: hit[1] } : { apiKey: "", source: "none" };
+}
 
-  const account = useCli
-    ? first(cli.account, cli.account_id)
-    : first(env.OPENVIKING_ACCOUNT, cli.account, cli.account_id, ovClient.accountId);
-  const user = useCli
-    ? first(cli.user, cli.user_id)
-    : first(env.OPENVIKING_USER, cli.user, cli.user_id, ovClient.userId);
-  const peerId = useCli
-    ? first(cli.actor_peer_id, cli.peer_id)
-    : first(env.OPENVIKING_PEER_ID, cli.actor_peer_id, cli.peer_id, ovClient.peerId, ovClient.peer_id);
+/** Account, user and explicit actor peer: ovcli.conf alone, or env before the files. */
+function identityOf(f: Files): { account: string; user: string; peerId: string } {
+  const { env, cli, ovClient } = f;
+  if (f.useCli) {
+    return {
+      account: first(cli.account, cli.account_id),
+      user: first(cli.user, cli.user_id),
+      peerId: first(cli.actor_peer_id, cli.peer_id),
+    };
+  }
+  return {
+    account: first(env.OPENVIKING_ACCOUNT, cli.account, cli.account_id, ovClient.accountId),
+    user: first(env.OPENVIKING_USER, cli.user, cli.user_id, ovClient.userId),
+    peerId: first(env.OPENVIKING_PEER_ID, cli.actor_peer_id, cli.peer_id, ovClient.peerId, ovClient.peer_id),
+  };
+}
 
+/** Resolves connection and identity exactly as OpenViking's shared plugin runtime does. */
+export function resolveCredentials(sources: CredentialSources, warnings: string[] = []): Credentials {
+  const { env } = sources;
+  const mode = credentialMode(env);
+  const cli = asRecord(sources.ovcli);
+  const ov = asRecord(sources.ovconf);
+  const envSet = ENV_CREDENTIAL_VARS.some((k) => str(env[k]));
+  const cliHasCreds = OVCLI_CREDENTIAL_KEYS.some((k) => str(cli[k]));
+  const files: Files = {
+    env,
+    mode,
+    cli,
+    ovServer: asRecord(ov.server),
+    ovClient: { ...asRecord(ov.codex), ...asRecord(ov.kimicode) },
+    useCli: mode === "cli" || (mode === "auto" && !envSet && cliHasCreds),
+  };
+  const { baseUrl, source } = baseUrlOf(files, warnings);
+  const key = apiKeyOf(files);
   let mcpUrl = `${baseUrl}/mcp`;
   if (mode !== "cli" && str(env.OPENVIKING_MCP_URL)) {
     mcpUrl = normalizeUrl(str(env.OPENVIKING_MCP_URL), warnings, "OPENVIKING_MCP_URL") ?? mcpUrl;
   }
-
   return {
     baseUrl,
     mcpUrl,
-    apiKey,
-    account,
-    user,
-    peerId,
+    apiKey: key.apiKey,
+    ...identityOf(files),
     credentialMode: mode,
-    credentialSource: useCli ? "ovcli.conf" : credentialSource,
-    apiKeySource,
+    credentialSource: files.useCli ? "ovcli.conf" : source,
+    apiKeySource: key.source,
     cliConfigPath: sources.cliConfigPath,
     ovConfigPath: sources.ovConfigPath,
   };
 }
 
-/** Resolves every knob: env, then workspace files, then ovcli.conf `plugin.kimicode`, then `plugin`, then default. */
-export function resolveSettings(sources: ConfigSources, warnings: string[] = []): Settings {
-  const { env } = sources;
-  const plugin = asObj(asObj(sources.ovcli).plugin);
-  const layers: [string, Obj][] = [
-    ...(sources.workspace ?? []).map((w, i): [string, Obj] => [`workspace config #${i + 1}`, asObj(w)]),
-    ["ovcli.conf plugin.kimicode", asObj(plugin.kimicode)],
-    ["ovcli.conf plugin", plugin],
-  ];
-  const out: Record<string, unknown> = {};
-  let configured = false;
-  for (const [name, knob] of Object.entries(KNOBS) as [KnobName, (typeof KNOBS)[KnobName]][]) {
-    let raw: unknown = undefined;
-    let from = "";
-    const envValue = env[knob.env];
-    if (envValue !== undefined && envValue.trim() !== "") [raw, from] = [envValue, knob.env];
-    else {
-      for (const [layerName, layer] of layers) {
-        if (layer[name] !== undefined && layer[name] !== null) {
-          [raw, from] = [layer[name], `${layerName} "${name}"`];
-          break;
-        }
-      }
-    }
-    if (raw === undefined) {
-      out[name] = knob.default;
-      continue;
-    }
-    const parsed = knob.schema.safeParse(raw);
-    if (parsed.success) {
-      out[name] = parsed.data;
-      if (name === "recallLimit") configured = true;
-    } else {
-      const shown = typeof raw === "string" ? JSON.stringify(raw) : JSON.stringify(raw) ?? String(raw);
-      warnings.push(
-        `${from}: invalid value ${shown} (${
-          parsed.error.issues[0]?.message ?? "invalid"
-        }); using the default`,
-      );
-      out[name] = knob.default;
-    }
-  }
-  const settings = { ...SettingsSchema.parse(out), recallLimitConfigured: configured } as Settings;
-  settings.debugLogPath = debugLogPath(settings.debugLogPath, env, warnings);
-  return settings;
+/** Everything a command needs. */
+export interface Config extends Credentials, Settings {
+  userAgent: string;
 }
 
-/** The log path: the knob if it is absolute (`~` expanded), else `~/.openviking/logs/…`; "" = no log (no home). */
-function debugLogPath(knob: string | undefined, env: Env, warnings: string[]): string {
-  const explicit = absoluteOverride(knob, env);
-  if (knob && !explicit) warnings.push(`debug log path "${knob}" is not an absolute path; using the default`);
-  return explicit ?? orNoHome(() => joinPath(openVikingHome(env), "logs", "kimicode-hooks.log")) ?? "";
+/** Raw inputs to resolution, so the rules are pure and testable. */
+export type ConfigSources = CredentialSources & SettingSources;
+
+/** The result of resolution: the config and what was wrong with the inputs. */
+export interface Resolved {
+  config: Config;
+  warnings: string[];
 }
 
 /**
@@ -407,8 +253,8 @@ const WORKSPACE_FORBIDDEN = [
 ];
 
 /** Removes connection fields from a workspace settings object (workspace files may not redirect credentials). */
-export function sanitizeWorkspace(value: unknown, where: string, warnings: string[]): Obj {
-  const o = { ...asObj(value) };
+function sanitizeWorkspace(value: unknown, where: string, warnings: string[]): JsonRecord {
+  const o = { ...asRecord(value) };
   for (const k of WORKSPACE_FORBIDDEN) {
     if (k in o) {
       warnings.push(`${where}: "${k}" is ignored; put connection settings in ~/.openviking/ovcli.conf`);

@@ -4,7 +4,9 @@
  * every message is settled or a failure that is not a rejection stops it. Used by capture and by replay.
  */
 
-import type { Budget, OpenVikingClient, OvFailure } from "./http.ts";
+import * as z from "zod/mini";
+import { AnyResult, type Budget, type OpenVikingClient, type OvFailure } from "./http.ts";
+import { asRecord } from "./parsed.ts";
 
 /** Largest batch the server accepts. */
 export const BATCH_LIMIT = 100;
@@ -27,7 +29,19 @@ export interface Rejection {
 }
 
 /** The API path of a session. */
-export const sessionPath = (sid: string) => `/api/v1/sessions/${encodeURIComponent(sid)}`;
+export const sessionPath = (sid: string): string => `/api/v1/sessions/${encodeURIComponent(sid)}`;
+
+/**
+ * The result of a commit: its task id, when the server gave one. A commit is a write, so any result is
+ * taken (the "ok" is what counts) and a task id that is not a non-empty string reads as none.
+ */
+export const CommitResultSchema = z.pipe(
+  z.unknown(),
+  z.transform((v) => {
+    const id = asRecord(v).task_id;
+    return { taskId: typeof id === "string" && id ? id : undefined };
+  }),
+);
 
 /** Byte size of a message in a JSON body (close enough for batching). */
 function payloadBytes(p: MessagePayload): number {
@@ -87,7 +101,7 @@ export async function deliverMessages(
     const end = serial ? from + 1 : nextBatchEnd(payloads, from);
     await options.beforeRequest?.(from, end);
     if (!serial) {
-      const res = await client.request("POST", `${sessionPath(sid)}/messages/batch`, {
+      const res = await client.request("POST", `${sessionPath(sid)}/messages/batch`, AnyResult, {
         body: { messages: payloads.slice(from, end) },
         budget: options.budget,
         peerId: null,
@@ -115,7 +129,7 @@ export async function deliverMessages(
       if (inner.stop) return { ...d, stop: inner.stop };
       continue;
     }
-    const res = await client.request("POST", `${sessionPath(sid)}/messages`, {
+    const res = await client.request("POST", `${sessionPath(sid)}/messages`, AnyResult, {
       body: payloads[from],
       budget: options.budget,
       peerId: null,

@@ -46,6 +46,24 @@ export async function writeFileAtomic(
   }
 }
 
+/** Creates a file with complete content or not at all, never replacing one (temp + fsync + hard link). */
+export async function createExclusive(path: string, text: string): Promise<void> {
+  const tmp = tempSibling(path);
+  try {
+    const file = await Deno.open(tmp, { write: true, createNew: true, mode: 0o600 });
+    try {
+      const bytes = new TextEncoder().encode(text);
+      for (let written = 0; written < bytes.length;) written += await file.write(bytes.subarray(written));
+      await file.sync(); // what is queued must survive more than a killed process
+    } finally {
+      file.close();
+    }
+    await Deno.link(tmp, path);
+  } finally {
+    await Deno.remove(tmp).catch(() => {});
+  }
+}
+
 /** Reads a text file; `undefined` when it does not exist. Other errors propagate. */
 export async function readTextIfExists(path: string): Promise<string | undefined> {
   try {

@@ -29,10 +29,10 @@ export interface Lease {
 }
 
 /** A lock whose live owner stopped refreshing it for this long is taken over anyway (the owner hangs). */
-export const LIVE_STALE_MS = 10 * 60_000;
+const LIVE_STALE_MS = 10 * 60_000;
 
 /** A lock directory without a readable owner this old (or this far in the future) was abandoned mid-create. */
-export const OWNERLESS_MS = 2_000;
+const OWNERLESS_MS = 2_000;
 
 /** Runs `fn` while holding the lock at `lockPath`; never runs it when the lock cannot be had in time. */
 export async function withLock<T>(

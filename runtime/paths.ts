@@ -31,7 +31,7 @@ export function isAbsolutePath(path: string): boolean {
 }
 
 /** The user's home directory from `HOME` (or `USERPROFILE` on Windows); "" when unset or not absolute. */
-export function homeDir(env: Env): string {
+function homeDir(env: Env): string {
   const home = env.HOME || env.USERPROFILE || "";
   return isAbsolutePath(home) ? home : "";
 }

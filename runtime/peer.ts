@@ -32,7 +32,7 @@ async function capLength(id: string, full: string): Promise<string> {
 }
 
 /** The legacy rule OpenViking's plugins used: every non-alphanumeric character becomes `-`. */
-export async function pathPeerId(path: string): Promise<string> {
+async function pathPeerId(path: string): Promise<string> {
   if (!path) return "";
   return await capLength(path.replace(/[^A-Za-z0-9]/g, "-"), path);
 }
@@ -95,7 +95,7 @@ async function readText(path: string): Promise<string | undefined> {
 }
 
 /** Finds the git work-tree root at or above `cwd` and the git directory holding its config. */
-export async function findGitRepo(cwd: string): Promise<{ root: string; configPath: string } | undefined> {
+async function findGitRepo(cwd: string): Promise<{ root: string; configPath: string } | undefined> {
   let dir = cwd.replace(/[\\/]+$/, "") || "/";
   for (let depth = 0; depth < 64; depth++) {
     const dotGit = joinPath(dir, ".git");
@@ -125,6 +125,17 @@ export interface PeerOptions {
   explicitPeerId: string;
   workspacePeer: boolean;
   peerSource: "git" | "cwd" | "none";
+}
+
+/** The peer options of a config: its explicit peer, whether the workspace gives one, and how. */
+export function peerOptions(
+  config: { peerId: string; workspacePeer: boolean; peerSource: PeerOptions["peerSource"] },
+): PeerOptions {
+  return {
+    explicitPeerId: config.peerId,
+    workspacePeer: config.workspacePeer,
+    peerSource: config.peerSource,
+  };
 }
 
 /** Resolves the actor peer for a workspace directory. */

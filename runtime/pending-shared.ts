@@ -9,10 +9,8 @@
 import * as z from "zod/mini";
 import { isNotFound } from "./fs.ts";
 import { joinPath } from "./paths.ts";
-import type { Budget, OpenVikingClient, OvFailure, OvResponse } from "./http.ts";
-
-/** Kinds of queued writes. */
-export type PendingType = "addMessage" | "commitSession";
+import { AnyResult, type Budget, type OpenVikingClient, type OvFailure, type OvResponse } from "./http.ts";
+import { sessionPath } from "./deliver.ts";
 
 /** One queued write. */
 export const SharedEntrySchema = z.object({
@@ -26,7 +24,7 @@ export const SharedEntrySchema = z.object({
 export type SharedEntry = z.infer<typeof SharedEntrySchema>;
 
 /** A `.processing` file older than this (or dated a minute in the future) was abandoned and is put back. */
-export const ABANDONED_AFTER_MS = 10 * 60_000;
+const ABANDONED_AFTER_MS = 10 * 60_000;
 const FUTURE_SLACK_MS = 60_000;
 
 const ENTRY_NAME = /^([0-9a-f]{64})_(\d+)\.(json|processing)$/;
@@ -74,7 +72,7 @@ export async function listShared(dir: string): Promise<SharedFile[]> {
 }
 
 /** Puts `.processing` files abandoned for longer than `ABANDONED_AFTER_MS` back into the queue. */
-export async function recoverAbandonedShared(dir: string, now = Date.now()): Promise<number> {
+async function recoverAbandonedShared(dir: string, now = Date.now()): Promise<number> {
   let recovered = 0;
   try {
     for await (const e of Deno.readDir(dir)) {
@@ -122,11 +120,8 @@ function sendEntry(
   entry: SharedEntry,
   budget: Budget,
 ): Promise<OvResponse<unknown>> {
-  const sid = encodeURIComponent(entry.sessionId);
-  const path = entry.type === "commitSession"
-    ? `/api/v1/sessions/${sid}/commit`
-    : `/api/v1/sessions/${sid}/messages`;
-  return client.request("POST", path, { body: entry.payload ?? {}, budget, peerId: null });
+  const path = `${sessionPath(entry.sessionId)}/${entry.type === "commitSession" ? "commit" : "messages"}`;
+  return client.request("POST", path, AnyResult, { body: entry.payload ?? {}, budget, peerId: null });
 }
 
 /**
@@ -192,7 +187,7 @@ export async function countShared(dir: string): Promise<number> {
  * Sessions with a write claimed (`.processing`) by a replay sending it now or by one killed while doing so,
  * each with the `createdAt` of its oldest claimed write.
  */
-export async function claimedSessions(dir: string): Promise<Map<string, number>> {
+async function claimedSessions(dir: string): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   try {
     for await (const e of Deno.readDir(dir)) {

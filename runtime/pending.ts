@@ -1,131 +1,27 @@
 /**
- * Our offline write queue: `<pending>/kimicode/<session>/` holds one file per queued request — a batch of up to
- * 100 messages (`kind: "messages"`) or one commit (`kind: "commit"`) — named by a per-session sequence
- * number, so a session's writes replay in the order they were queued whatever the clock says, and asking
- * "has this session unsent writes?" reads one small directory. Messages carry a dedupe key, so queueing a
- * message that is already queued is a no-op. File names carry the kind and size (`<seq>-m<count>.json`,
- * `<seq>-c.json`), so listing a queue reads no file. Replay claims a file by renaming it to
- * `<seq>-<tag>.<pid>.claim`; a claim whose process is gone (or that is older than `ABANDONED_AFTER_MS`, or dated
- * in the future) is put back.
+ * Writing our offline queue (the files are described in pending-files.ts): a session's writes are appended
+ * after its last one, each file created whole or not at all (exclusive create, fsync), so a session's
+ * writes replay in the order they were queued and asking "has this session unsent writes?" reads one small
+ * directory. Queueing a message that is already queued is a no-op. Replay (replay.ts) only removes files.
  * Only OpenViking's own rejection drops a message; nothing else spends anything.
  */
 
-import * as z from "zod/mini";
-import { sha256Hex, stableStringify } from "./hash.ts";
-import { ensurePrivateDir, isAlreadyExists, isNotFound, tempSibling, writeFileAtomic } from "./fs.ts";
-import type { Budget, OpenVikingClient, OvFailure } from "./http.ts";
-import { isProcessGone } from "./lock.ts";
+import { createExclusive, ensurePrivateDir, isAlreadyExists } from "./fs.ts";
 import { joinPath } from "./paths.ts";
-import { safeId } from "./state.ts";
-import { deliverMessages, type MessagePayload, nextBatchEnd } from "./deliver.ts";
-import { replayShared, type SharedReplayReport } from "./pending-shared.ts";
+import { type MessagePayload, nextBatchEnd } from "./deliver.ts";
+import {
+  entryFile,
+  messageKey,
+  messagesIn,
+  type QueueEntry,
+  type QueueFile,
+  queueFiles,
+  readEntry,
+  sessionDirs,
+  sessionQueueDir,
+} from "./pending-files.ts";
 
-/** Subdirectory of the shared pending directory that holds our queue. */
-export const QUEUE_SUBDIR = "kimicode";
-
-/** A claim older than this, or dated this far in the future, was abandoned and is put back. */
-export const ABANDONED_AFTER_MS = 10 * 60_000;
-const FUTURE_SLACK_MS = 60_000;
-
-const MessageSchema = z.object({
-  role: z.enum(["user", "assistant"]),
-  content: z.string(),
-  turn_id: z.optional(z.string()),
-});
-
-/** One queued request. */
-export const QueueEntrySchema = z.discriminatedUnion("kind", [
-  z.object({
-    version: z.literal(1),
-    kind: z.literal("messages"),
-    sessionId: z.string().check(z.minLength(1)),
-    seq: z.int().check(z.positive()),
-    createdAt: z.number(),
-    messages: z.array(z.object({ key: z.string(), payload: MessageSchema })).check(z.minLength(1)),
-  }),
-  z.object({
-    version: z.literal(1),
-    kind: z.literal("commit"),
-    sessionId: z.string().check(z.minLength(1)),
-    seq: z.int().check(z.positive()),
-    createdAt: z.number(),
-    key: z.string(),
-  }),
-]);
-export type QueueEntry = z.infer<typeof QueueEntrySchema>;
-
-/** `<seq>-<tag>.json`, tag `m<count>` (messages) or `c` (a commit): listing a queue never reads its files. */
-const ENTRY = /^(\d{10})-(m\d+|c)\.json$/;
-/** `<seq>-<tag>.<pid>.claim`: claimed by replay process `pid`. */
-const CLAIM = /^(\d{10})-(m\d+|c)\.(\d+)\.claim$/;
-
-/** The dedupe key of a message: sha256 of session id and the payload with sorted keys. */
-export async function messageKey(sessionId: string, payload: MessagePayload): Promise<string> {
-  return await sha256Hex(`addMessage\n${sessionId}\n${stableStringify(payload)}`);
-}
-
-/** The queue directory of one OpenViking session. */
-export async function sessionQueueDir(pendingDir: string, sessionId: string): Promise<string> {
-  return joinPath(pendingDir, QUEUE_SUBDIR, await safeId(sessionId));
-}
-
-/** A file of a session's queue. */
-interface QueueFile {
-  name: string;
-  seq: number;
-  /** `m<count>` or `c`. */
-  tag: string;
-  /** The pid of the replay that claimed it (claims only). */
-  claimedBy?: number;
-}
-
-const pad = (seq: number) => String(seq).padStart(10, "0");
-const entryName = (seq: number, tag: string) => `${pad(seq)}-${tag}.json`;
-const claimName = (seq: number, tag: string, pid: number) => `${pad(seq)}-${tag}.${pid}.claim`;
-const tagOf = (entry: QueueEntry) => entry.kind === "commit" ? "c" : `m${entry.messages.length}`;
-const messagesIn = (tag: string) => tag.startsWith("m") ? Number(tag.slice(1)) : 0;
-
-async function queueFiles(dir: string): Promise<QueueFile[]> {
-  const out: QueueFile[] = [];
-  try {
-    for await (const e of Deno.readDir(dir)) {
-      if (e.isDirectory) continue;
-      const m = ENTRY.exec(e.name);
-      if (m) out.push({ name: e.name, seq: Number(m[1]), tag: m[2] });
-      const c = CLAIM.exec(e.name);
-      if (c) out.push({ name: e.name, seq: Number(c[1]), tag: c[2], claimedBy: Number(c[3]) });
-    }
-  } catch (error) {
-    if (!isNotFound(error)) throw error;
-  }
-  return out.sort((a, b) => a.seq - b.seq);
-}
-
-async function readEntry(path: string): Promise<QueueEntry | undefined> {
-  try {
-    return QueueEntrySchema.safeParse(JSON.parse(await Deno.readTextFile(path))).data;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Creates a file with complete content or not at all, never replacing one (temp + fsync + hard link). */
-async function createExclusive(path: string, text: string): Promise<void> {
-  const tmp = tempSibling(path);
-  try {
-    const file = await Deno.open(tmp, { write: true, createNew: true, mode: 0o600 });
-    try {
-      const bytes = new TextEncoder().encode(text);
-      for (let written = 0; written < bytes.length;) written += await file.write(bytes.subarray(written));
-      await file.sync(); // a queued turn must survive more than a killed process
-    } finally {
-      file.close();
-    }
-    await Deno.link(tmp, path);
-  } finally {
-    await Deno.remove(tmp).catch(() => {});
-  }
-}
+export { QUEUE_SUBDIR, type QueueEntry, QueueEntrySchema, sessionQueueDir } from "./pending-files.ts";
 
 /** Writes entries after the session's last one; returns the files stored (stops at the first failure). */
 async function appendEntries(
@@ -141,10 +37,10 @@ async function appendEntries(
     for (let attempt = 0;; attempt++) {
       seq++;
       const entry = make(seq);
-      const name = entryName(seq, tagOf(entry));
+      const file = entryFile(seq, entry);
       try {
-        await createExclusive(joinPath(dir, name), `${JSON.stringify(entry)}\n`);
-        stored.push({ name, seq, tag: tagOf(entry) });
+        await createExclusive(joinPath(dir, file.name), `${JSON.stringify(entry)}\n`);
+        stored.push(file);
         break;
       } catch (error) {
         if (isAlreadyExists(error) && attempt < 100) continue;
@@ -291,252 +187,20 @@ export interface QueueSummary {
 
 /** Every session's queued entries (for doctor and status); reads only each session's first entry. */
 export async function queueSummary(pendingDir: string): Promise<QueueSummary> {
-  const root = joinPath(pendingDir, QUEUE_SUBDIR);
   const out: QueueSummary = { sessions: [], entries: 0 };
-  try {
-    for await (const e of Deno.readDir(root)) {
-      if (!e.isDirectory) continue;
-      const dir = joinPath(root, e.name);
-      const files = await queueFiles(dir);
-      if (!files.length) continue;
-      const first = await readEntry(joinPath(dir, files[0].name));
-      out.sessions.push({
-        sessionId: first?.sessionId ?? e.name,
-        entries: files.length,
-        messages: files.reduce((n, f) => n + messagesIn(f.tag), 0),
-        commits: files.filter((f) => f.tag === "c").length,
-        oldest: first?.createdAt ?? Date.now(),
-      });
-      out.entries += files.length;
-    }
-  } catch (error) {
-    if (!isNotFound(error)) throw error;
+  for (const dir of await sessionDirs(pendingDir)) {
+    const files = await queueFiles(dir);
+    if (!files.length) continue;
+    const first = await readEntry(joinPath(dir, files[0].name));
+    out.sessions.push({
+      sessionId: first?.sessionId ?? dir.slice(dir.lastIndexOf("/") + 1),
+      entries: files.length,
+      messages: files.reduce((n, f) => n + messagesIn(f.tag), 0),
+      commits: files.filter((f) => f.tag === "c").length,
+      oldest: first?.createdAt ?? Date.now(),
+    });
+    out.entries += files.length;
   }
   out.sessions.sort((a, b) => a.oldest - b.oldest);
   return out;
-}
-
-/** Puts claims back whose replay process is gone, that are older than `ABANDONED_AFTER_MS`, or future-dated. */
-async function recoverClaims(dir: string, files: QueueFile[], now: number): Promise<QueueFile[]> {
-  const out: QueueFile[] = [];
-  for (const f of files) {
-    if (f.claimedBy === undefined) {
-      out.push(f);
-      continue;
-    }
-    const path = joinPath(dir, f.name);
-    const mtime = (await Deno.stat(path).catch(() => undefined))?.mtime?.getTime() ?? now;
-    const abandoned = isProcessGone(f.claimedBy) || now - mtime > ABANDONED_AFTER_MS ||
-      mtime - now > FUTURE_SLACK_MS;
-    // Progress inside a claim shrinks its content, not its name: name it after what is left.
-    const left = abandoned ? await readEntry(path) : undefined;
-    const back = entryName(f.seq, left ? tagOf(left) : f.tag);
-    if (abandoned && await Deno.rename(path, joinPath(dir, back)).then(() => true, () => false)) {
-      out.push({ name: back, seq: f.seq, tag: left ? tagOf(left) : f.tag });
-    } else out.push(f);
-  }
-  return out;
-}
-
-/** Limits of one replay run. */
-export interface ReplayOptions {
-  /** At most this many entries are sent per run. */
-  limit: number;
-  /** Entries older than this are dropped. */
-  ttlDays: number;
-  budget: Budget;
-  /** Only this OpenViking session. */
-  sessionId?: string;
-  now?: number;
-}
-
-/** What a replay run did. */
-export interface ReplayReport {
-  /** Entries delivered (all their messages sent or rejected, or the commit accepted). */
-  replayed: number;
-  /** Messages sent (of replayed or partly replayed entries). */
-  messages: number;
-  /** Messages (or commits) OpenViking rejected: dropped. */
-  rejected: number;
-  /** Entries dropped for age (TTL). */
-  expired: number;
-  /** Entries left for a later run (limit, budget, a failure, or a session busy elsewhere). */
-  deferred: number;
-  /** Task ids of the commits replayed. */
-  commitTasks: string[];
-  /** The failure that stopped the run (or a session), if any. */
-  cause?: OvFailure;
-}
-
-/** A failure that says the server as a whole cannot be used now (every session would fail the same way). */
-function stopsEverything(res: OvFailure): boolean {
-  return res.kind === "unreachable" || res.kind === "auth" || res.kind === "redirect" ||
-    res.kind === "not-openviking" || res.kind === "missing-route";
-}
-
-/** Replays one claimed entry; returns the failure that stopped it, if any (progress is kept in the claim). */
-async function replayEntry(
-  client: OpenVikingClient,
-  claimPath: string,
-  entry: QueueEntry,
-  budget: Budget,
-  report: ReplayReport,
-): Promise<OvFailure | undefined> {
-  const sid = encodeURIComponent(entry.sessionId);
-  if (entry.kind === "commit") {
-    const res = await client.request("POST", `/api/v1/sessions/${sid}/commit`, {
-      body: {},
-      budget,
-      peerId: null,
-    });
-    if (res.ok) {
-      const task = (res.result as Record<string, unknown> | undefined)?.task_id;
-      if (typeof task === "string") report.commitTasks.push(task);
-      return undefined;
-    }
-    if (res.kind === "rejected") {
-      report.rejected++;
-      return undefined;
-    }
-    return res;
-  }
-  const messages = entry.messages;
-  const d = await deliverMessages(client, entry.sessionId, messages.map((m) => m.payload), {
-    budget,
-    onSettled: async (settled) => {
-      // Progress is kept in the claim: a replay killed later never sends these again.
-      if (settled < messages.length) {
-        await writeFileAtomic(
-          claimPath,
-          `${JSON.stringify({ ...entry, messages: messages.slice(settled) })}\n`,
-          {
-            privateDir: false,
-            durable: true,
-          },
-        );
-      }
-    },
-  });
-  report.messages += d.sent;
-  report.rejected += d.rejections.length;
-  return d.stop;
-}
-
-/** Replays our queue: sessions oldest first, each in sequence order, bounded in entries and time. */
-export async function replayQueue(
-  pendingDir: string,
-  client: OpenVikingClient,
-  options: ReplayOptions,
-): Promise<ReplayReport> {
-  const report: ReplayReport = {
-    replayed: 0,
-    messages: 0,
-    rejected: 0,
-    expired: 0,
-    deferred: 0,
-    commitTasks: [],
-  };
-  const now = options.now ?? Date.now();
-  const ttlMs = options.ttlDays * 86_400_000;
-  const root = joinPath(pendingDir, QUEUE_SUBDIR);
-  const dirs: string[] = [];
-  if (options.sessionId !== undefined) dirs.push(await sessionQueueDir(pendingDir, options.sessionId));
-  else {
-    try {
-      for await (const e of Deno.readDir(root)) if (e.isDirectory) dirs.push(joinPath(root, e.name));
-    } catch (error) {
-      if (!isNotFound(error)) throw error;
-    }
-  }
-  const sessions: { dir: string; files: QueueFile[]; first: number }[] = [];
-  for (const dir of dirs) {
-    const files = await recoverClaims(dir, await queueFiles(dir), now);
-    if (!files.length) {
-      await Deno.remove(dir).catch(() => {}); // an empty session directory is not kept
-      continue;
-    }
-    const first = files[0].claimedBy === undefined
-      ? (await readEntry(joinPath(dir, files[0].name)))?.createdAt ?? now
-      : now;
-    sessions.push({ dir, files, first });
-  }
-  sessions.sort((a, b) => a.first - b.first);
-  let sent = 0;
-  let stopAll = false;
-  for (const s of sessions) {
-    let i = 0;
-    for (; i < s.files.length && !stopAll; i++) {
-      const f = s.files[i];
-      // A claimed entry is being sent by another replay: this session's later writes wait for it.
-      if (f.claimedBy !== undefined) break;
-      if (sent >= options.limit || options.budget.remaining() < 100) {
-        stopAll = true;
-        break;
-      }
-      const path = joinPath(s.dir, f.name);
-      const claim = joinPath(s.dir, claimName(f.seq, f.tag, Deno.pid));
-      if (!(await Deno.rename(path, claim).then(() => true, () => false))) break;
-      const entry = await readEntry(claim);
-      if (!entry) {
-        // Not ours to understand (torn by hand, or a newer format): keep it aside rather than block the session.
-        await Deno.rename(claim, `${path}.unreadable`).catch(() => {});
-        continue;
-      }
-      if (now - entry.createdAt > ttlMs) {
-        await Deno.remove(claim).catch(() => {});
-        report.expired++;
-        continue;
-      }
-      sent++;
-      const stop = await replayEntry(client, claim, entry, options.budget, report);
-      if (!stop) {
-        await Deno.remove(claim).catch(() => {});
-        report.replayed++;
-        continue;
-      }
-      report.cause = stop;
-      const left = await readEntry(claim);
-      await Deno.rename(claim, joinPath(s.dir, entryName(f.seq, left ? tagOf(left) : f.tag))).catch(() => {});
-      if (stopsEverything(stop)) stopAll = true;
-      break;
-    }
-    report.deferred += s.files.length - i;
-    if (i === s.files.length) await Deno.remove(s.dir).catch(() => {});
-  }
-  return report;
-}
-
-/** Limits of a replay of both queues (ours, then the shared one). */
-export interface ReplayAllOptions extends ReplayOptions {
-  /** Shared-queue entries whose retries (spent by other plugins) reached this are dropped. */
-  maxRetries: number;
-}
-
-/** What a replay of both queues did. */
-export interface ReplayAllReport extends ReplayReport {
-  shared: SharedReplayReport;
-}
-
-/**
- * Replays our queue, then (unless limited to one session) what other plugins left in the shared queue, within
- * one entry limit and one budget.
- */
-export async function replayAll(
-  pendingDir: string,
-  client: OpenVikingClient,
-  options: ReplayAllOptions,
-): Promise<ReplayAllReport> {
-  const ours = await replayQueue(pendingDir, client, options);
-  const shared: SharedReplayReport = { replayed: 0, dropped: 0, deferred: 0 };
-  const stopped = ours.cause !== undefined && stopsEverything(ours.cause);
-  if (options.sessionId === undefined && !stopped) {
-    Object.assign(
-      shared,
-      await replayShared(pendingDir, client, {
-        ...options,
-        limit: Math.max(0, options.limit - ours.replayed),
-      }),
-    );
-  }
-  return { ...ours, cause: ours.cause ?? shared.cause, shared };
 }

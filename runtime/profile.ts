@@ -4,12 +4,11 @@
  * build it. `null` when the server has nothing for this user. Every server text in it is neutralised.
  */
 
+import * as z from "zod/mini";
 import type { Budget, OpenVikingClient } from "./http.ts";
 import { neutralize, safe, SafeText } from "./neutralize.ts";
 import { PRINT_MAX_CHARS } from "./printed.ts";
-
-type Obj = Record<string, unknown>;
-const obj = (v: unknown): Obj => (v && typeof v === "object" && !Array.isArray(v) ? v as Obj : {});
+import { asRecord } from "./parsed.ts";
 
 /** Token estimate: CJK characters count 1.5, everything else a quarter. */
 export function profileTokens(text: string): number {
@@ -49,14 +48,39 @@ export interface MemoryLeaf {
   abstract: string;
 }
 
+/** The profile's reply schemas. */
+function buildProfileReplies() {
+  const entries = z.array(z.unknown());
+  return {
+    /** `/system/status`'s result: the user the key belongs to. */
+    status: z.looseObject({ user: z.catch(z.optional(z.string()), undefined) }),
+    /** The user spaces (`fs/ls viking://user`). */
+    spaces: entries,
+    /** An `fs/ls` result: the entries, as a list or (some versions) under `entries`. */
+    listing: z.union([entries, z.looseObject({ entries })]),
+    /** `/content/read`'s result: the text. */
+    content: z.string(),
+  };
+}
+
+let profileReplyCache: ReturnType<typeof buildProfileReplies> | undefined;
+
+/** The profile's reply schemas, built when a profile is first fetched (once per session, not per prompt). */
+function profileReplies(): ReturnType<typeof buildProfileReplies> {
+  return profileReplyCache ??= buildProfileReplies();
+}
+
+/** A listing as parsed. */
+export type Listing = z.output<ReturnType<typeof profileReplies>["listing"]>;
+
+/** The entries of a listing. */
+function entriesOf(listing: Listing): Record<string, unknown>[] {
+  return (Array.isArray(listing) ? listing : listing.entries).map(asRecord);
+}
+
 /** Leaves (`.md` files) of an `fs/ls` result, sorted. */
-export function memoryLeaves(result: unknown): MemoryLeaf[] {
-  const items = Array.isArray(result)
-    ? result
-    : Array.isArray(obj(result).entries)
-    ? obj(result).entries as unknown[]
-    : [];
-  return items.map(obj)
+export function memoryLeaves(result: Listing): MemoryLeaf[] {
+  return entriesOf(result)
     .filter((e) => e.isDir !== true && e.is_dir !== true)
     .map((e) => ({
       path: String(e.rel_path ?? e.name ?? e.uri ?? ""),
@@ -128,31 +152,32 @@ export async function buildProfile(
   budget: Budget,
 ): Promise<SafeText | null> {
   const [status, ls] = await Promise.all([
-    client.request<Obj>("GET", "/api/v1/system/status", { budget }),
-    client.request<unknown>("GET", "/api/v1/fs/ls", {
+    client.request("GET", "/api/v1/system/status", profileReplies().status, { budget }),
+    client.request("GET", "/api/v1/fs/ls", profileReplies().spaces, {
       query: { uri: "viking://user", output: "original" },
       budget,
     }),
   ]);
   if (!status.ok && !ls.ok) return null;
-  const statusUser = status.ok ? String(obj(status.result).user ?? "") : "";
+  const statusUser = status.ok ? status.result.user ?? "" : "";
   const dirs = ls.ok
-    ? (Array.isArray(ls.result) ? ls.result : []).map(obj).filter((e) => e.isDir !== false).map((e) =>
-      String(e.name ?? "")
-    )
+    ? entriesOf(ls.result).filter((e) => e.isDir !== false).map((e) => String(e.name ?? ""))
     : [];
   const space = (statusUser && dirs.includes(statusUser) && statusUser) ||
     (dirs.includes("default") && "default") ||
     (dirs.length === 1 && dirs[0]) || statusUser || "default";
   const base = `viking://user/${space}/memories`;
   const listing = (name: string) =>
-    client.request<unknown>("GET", "/api/v1/fs/ls", {
+    client.request("GET", "/api/v1/fs/ls", profileReplies().listing, {
       query: { uri: `${base}/${name}`, output: "agent", recursive: true, abs_limit: 512, node_limit: 512 },
       budget,
     }).then((r) => (r.ok ? memoryLeaves(r.result) : []));
   const [profile, preferences, entities] = await Promise.all([
-    client.request<unknown>("GET", "/api/v1/content/read", { query: { uri: `${base}/profile.md` }, budget })
-      .then((r) => (r.ok && typeof r.result === "string" ? r.result : "")),
+    client.request("GET", "/api/v1/content/read", profileReplies().content, {
+      query: { uri: `${base}/profile.md` },
+      budget,
+    })
+      .then((r) => (r.ok ? r.result : "")),
     listing("preferences"),
     listing("entities"),
   ]);

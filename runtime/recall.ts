@@ -6,10 +6,12 @@
  * neutralised), or none.
  */
 
+import * as z from "zod/mini";
 import type { Budget, OpenVikingClient, OvResponse } from "./http.ts";
 import { parseJsonOrUndefined, readTextIfExists, writeFileAtomic } from "./fs.ts";
 import { neutralize, safe, SafeText } from "./neutralize.ts";
 import { joinPath } from "./paths.ts";
+import { isRecord } from "./parsed.ts";
 import { type Block, PRINT_MAX_CHARS, storedBlock } from "./printed.ts";
 
 /** Settings recall needs (a subset of the config). */
@@ -58,7 +60,7 @@ const OPEN = safe`<openviking-context>`;
 const CLOSE = safe`</openviking-context>`;
 
 /** Token estimate used for budgets: a quarter of the characters. */
-export function estimateTokens(text: string): number {
+function estimateTokens(text: string): number {
   return Math.ceil(text.length / 4);
 }
 
@@ -104,7 +106,7 @@ export function contextSearchBody(
 }
 
 /** Body of the deprecated `/api/v1/search/recall` request. */
-export function recallEndpointBody(s: RecallSettings, query: string) {
+function recallEndpointBody(s: RecallSettings, query: string) {
   const quotas = { ...scaleQuotas(s.recallLimit, RECALL_WEIGHTS), experiences: 0 };
   const body: Record<string, unknown> = {
     query,
@@ -118,7 +120,7 @@ export function recallEndpointBody(s: RecallSettings, query: string) {
 }
 
 /** Whether a context-face failure means "this server has no context mode". */
-export function isLegacyRejection(res: OvResponse<unknown>): boolean {
+function isLegacyRejection(res: OvResponse<unknown>): boolean {
   if (res.ok || (res.status !== 400 && res.status !== 422)) return false;
   const text = JSON.stringify(res.error).toLowerCase();
   return text.includes("extra") || text.includes("mode") || text.includes("unexpected");
@@ -129,8 +131,8 @@ const memoPath = (dir: string) => joinPath(dir, "context-face.json");
 async function isLegacyMemoed(dir: string, baseUrl: string, now: number): Promise<boolean> {
   if (!dir) return false;
   const memo = parseJsonOrUndefined(await readTextIfExists(memoPath(dir)).catch(() => undefined));
-  if (!memo || typeof memo !== "object") return false;
-  const m = memo as { legacyUntil?: unknown; baseUrl?: unknown };
+  if (!isRecord(memo)) return false;
+  const m = memo;
   if (typeof m.baseUrl === "string" && m.baseUrl !== baseUrl) return false;
   return typeof m.legacyUntil === "number" && m.legacyUntil > now;
 }
@@ -157,14 +159,49 @@ export function storedRecallBlock(text: string): Block | undefined {
 }
 
 /** URIs mentioned in `uri="…"` attributes or as bare `viking://` references. */
-export function urisIn(text: string): string[] {
+function urisIn(text: string): string[] {
   const found = new Set<string>();
   for (const m of text.matchAll(/viking:\/\/[^\s"'`<>)\]]+/g)) found.add(m[0]);
   return [...found];
 }
 
-type Obj = Record<string, unknown>;
-const obj = (v: unknown): Obj => (v && typeof v === "object" && !Array.isArray(v) ? v as Obj : {});
+/** A text member a reply may have: absent (or of another type) reads as undefined. */
+const optionalText = z.catch(z.optional(z.string()), undefined);
+
+/** The context face's result: the assembled text (`digest`, else `rendered`), and "no_relevant" stats. */
+const ContextReply = z.looseObject({
+  digest: optionalText,
+  rendered: optionalText,
+  stats: z.catch(z.optional(z.looseObject({ rewrite: z.optional(z.unknown()) })), undefined),
+});
+
+/** The fallbacks' reply schemas: the recall endpoint's, find's and a content read's. */
+function buildFallbackReplies() {
+  /** One hit of `/search/find`; a hit without a URI is dropped, other odd members read as absent. */
+  const hit = z.catch(
+    z.nullable(z.looseObject({
+      uri: z.string(),
+      level: z.catch(z.optional(z.number()), undefined),
+      score: z.catch(z.number(), 0),
+      abstract: z.catch(z.string(), ""),
+      context_type: optionalText,
+    })),
+    null,
+  );
+  const hits = z.catch(z.array(hit), []);
+  return {
+    /** The deprecated recall endpoint's result: the rendered text. */
+    recall: z.looseObject({ rendered: optionalText }),
+    /** `/search/find`'s result: hits by kind (a list that is not one reads as empty). */
+    find: z.looseObject({ memories: hits, skills: hits, resources: hits }),
+    /** `/content/read`'s result: the text. */
+    content: z.string(),
+  };
+}
+
+let fallbackReplyCache: ReturnType<typeof buildFallbackReplies> | undefined;
+/** The fallbacks' reply schemas, built when a fallback first runs: most prompts never need them. */
+const fallbackReplies = () => fallbackReplyCache ??= buildFallbackReplies();
 
 /** A find result item. */
 interface FindItem {
@@ -226,7 +263,7 @@ function oneLine(text: string, max: number): string {
 }
 
 /** Renders ranked find items into the find-fallback block within the token budget (pure). */
-export function findBlock(
+function findBlock(
   items: { item: FindItem; content: string }[],
   s: RecallSettings,
 ): Block | undefined {
@@ -246,21 +283,103 @@ export function findBlock(
   return { open: OPEN, body: SafeText.join([FIND_HEADER, ...lines], safe`\n`), close: CLOSE };
 }
 
-function findItems(result: unknown, bucket: "memory" | "skill"): FindItem[] {
-  const r = obj(result);
-  const raw = [
-    ...(Array.isArray(r.memories) ? r.memories : []),
-    ...(Array.isArray(r.skills) ? r.skills : []),
-    ...(Array.isArray(r.resources) ? r.resources : []),
-  ];
-  return raw.map(obj).filter((x) => typeof x.uri === "string").map((x) => ({
-    uri: String(x.uri),
-    level: typeof x.level === "number" ? x.level : undefined,
-    score: typeof x.score === "number" ? x.score : 0,
-    abstract: typeof x.abstract === "string" ? x.abstract : "",
-    contextType: typeof x.context_type === "string" ? x.context_type : bucket,
-    bucket,
+/** The hits of a find result as items of `bucket`. */
+function findItems(
+  result: z.output<ReturnType<typeof fallbackReplies>["find"]>,
+  bucket: "memory" | "skill",
+): FindItem[] {
+  return [...result.memories, ...result.skills, ...result.resources].flatMap((x) =>
+    x
+      ? [{
+        uri: x.uri,
+        level: x.level,
+        score: x.score,
+        abstract: x.abstract,
+        contextType: x.context_type ?? bucket,
+        bucket,
+      }]
+      : []
+  );
+}
+
+/** What a stage that assembles its text on the server answered: a block, or nothing relevant. */
+function assembled(text: string, source: "context" | "recall"): RecallResult {
+  return text
+    ? { block: contextBlock(text), source, uris: urisIn(text.slice(0, PRINT_MAX_CHARS)) }
+    : { source, uris: [] };
+}
+
+/** ① The context face; undefined when the chain goes on (it failed, or is remembered as missing). */
+async function fromContextFace(
+  client: OpenVikingClient,
+  s: RecallSettings,
+  r: RecallRequest,
+  now: number,
+): Promise<RecallResult | undefined> {
+  const baseUrl = client.options.baseUrl;
+  if (await isLegacyMemoed(r.stateDir, baseUrl, now)) return undefined;
+  const res = await client.request("POST", "/api/v1/search/search", ContextReply, {
+    body: contextSearchBody(s, r),
+    budget: r.budget,
+  });
+  if (res.ok) {
+    const result = res.result;
+    if (result.stats?.rewrite === "no_relevant") return { source: "context", uris: [] };
+    return assembled(result.digest?.trim() || (result.rendered?.trim() ?? ""), "context");
+  }
+  if (isLegacyRejection(res)) await memoLegacy(r.stateDir, baseUrl, now);
+  return undefined;
+}
+
+/** ② The deprecated `/search/recall`, retried once without peer_scope on 400/422; undefined when it failed. */
+async function fromRecallEndpoint(
+  client: OpenVikingClient,
+  s: RecallSettings,
+  query: string,
+  budget: Budget,
+): Promise<RecallResult | undefined> {
+  let body = recallEndpointBody(s, query);
+  const RecallReply = fallbackReplies().recall;
+  let res = await client.request("POST", "/api/v1/search/recall", RecallReply, { body, budget });
+  if (!res.ok && (res.status === 400 || res.status === 422) && "peer_scope" in body) {
+    body = { ...body };
+    delete body.peer_scope;
+    res = await client.request("POST", "/api/v1/search/recall", RecallReply, { body, budget });
+  }
+  return res.ok ? assembled(res.result.rendered?.trim() ?? "", "recall") : undefined;
+}
+
+/** ③ `/search/find` per source, ranked and assembled here (content read where the abstract will not do). */
+async function fromFind(
+  client: OpenVikingClient,
+  s: RecallSettings,
+  r: RecallRequest,
+  query: string,
+): Promise<RecallResult> {
+  const sources = [["viking://~/memories", "memory"], ["viking://~/skills", "skill"]] as const;
+  const results = await Promise.all(
+    sources.map(([target_uri, bucket]) =>
+      client.request("POST", "/api/v1/search/find", fallbackReplies().find, {
+        body: { query, target_uri, limit: Math.max(s.recallLimit * 2, 8), score_threshold: 0 },
+        budget: r.budget,
+      }).then((x) => (x.ok ? findItems(x.result, bucket) : []))
+    ),
+  );
+  const exclude = new Set(r.excludeUris ?? []);
+  const ranked = rankFindItems(results.flat().filter((it) => !exclude.has(it.uri)), query, s);
+  if (!ranked.length) return { source: "none", uris: [] };
+  const withContent = await Promise.all(ranked.map(async (item) => {
+    if (s.recallPreferAbstract && item.abstract) return { item, content: item.abstract };
+    if (item.level === 2 || !item.abstract) {
+      const read = await client.request("GET", "/api/v1/content/read", fallbackReplies().content, {
+        query: { uri: item.uri },
+        budget: r.budget,
+      });
+      if (read.ok) return { item, content: read.result };
+    }
+    return { item, content: item.abstract };
   }));
+  return { block: findBlock(withContent, s), source: "find", uris: ranked.map((x) => x.uri) };
 }
 
 /** Recalls memories for a prompt through the fallback chain. Never throws. */
@@ -269,73 +388,9 @@ export async function recallForPrompt(
   s: RecallSettings,
   r: RecallRequest,
 ): Promise<RecallResult> {
-  const none: RecallResult = { source: "none", uris: [] };
   const query = r.query.trim();
-  if (!query) return none;
-  const now = r.now ?? Date.now();
-  const baseUrl = client.options.baseUrl;
-
-  // ① context face
-  if (!(await isLegacyMemoed(r.stateDir, baseUrl, now))) {
-    const res = await client.request<Obj>("POST", "/api/v1/search/search", {
-      body: contextSearchBody(s, r),
-      budget: r.budget,
-    });
-    if (res.ok) {
-      const result = obj(res.result);
-      if (obj(result.stats).rewrite === "no_relevant") return { ...none, source: "context" };
-      const text = (typeof result.digest === "string" && result.digest.trim()) ||
-        (typeof result.rendered === "string" ? result.rendered.trim() : "");
-      return text
-        ? { block: contextBlock(text), source: "context", uris: urisIn(text.slice(0, PRINT_MAX_CHARS)) }
-        : { ...none, source: "context" };
-    }
-    if (isLegacyRejection(res)) await memoLegacy(r.stateDir, baseUrl, now);
-  }
-
-  // ② deprecated /search/recall (retried once without peer_scope on 400/422)
-  let body = recallEndpointBody(s, query);
-  let res = await client.request<Obj>("POST", "/api/v1/search/recall", { body, budget: r.budget });
-  if (!res.ok && (res.status === 400 || res.status === 422) && "peer_scope" in body) {
-    body = { ...body };
-    delete body.peer_scope;
-    res = await client.request<Obj>("POST", "/api/v1/search/recall", { body, budget: r.budget });
-  }
-  if (res.ok) {
-    const rendered = obj(res.result).rendered;
-    const text = typeof rendered === "string" ? rendered.trim() : "";
-    return text
-      ? { block: contextBlock(text), source: "recall", uris: urisIn(text.slice(0, PRINT_MAX_CHARS)) }
-      : { ...none, source: "recall" };
-  }
-
-  // ③ find per source, ranked and assembled here
-  const sources: [string, "memory" | "skill"][] = [["viking://~/memories", "memory"], [
-    "viking://~/skills",
-    "skill",
-  ]];
-  const results = await Promise.all(
-    sources.map(([target_uri, bucket]) =>
-      client.request("POST", "/api/v1/search/find", {
-        body: { query, target_uri, limit: Math.max(s.recallLimit * 2, 8), score_threshold: 0 },
-        budget: r.budget,
-      }).then((x) => (x.ok ? findItems(x.result, bucket) : []))
-    ),
-  );
-  const exclude = new Set(r.excludeUris ?? []);
-  const ranked = rankFindItems(results.flat().filter((it) => !exclude.has(it.uri)), query, s);
-  if (!ranked.length) return none;
-  const withContent = await Promise.all(ranked.map(async (item) => {
-    if (s.recallPreferAbstract && item.abstract) return { item, content: item.abstract };
-    if (item.level === 2 || !item.abstract) {
-      const read = await client.request<unknown>("GET", "/api/v1/content/read", {
-        query: { uri: item.uri },
-        budget: r.budget,
-      });
-      if (read.ok && typeof read.result === "string") return { item, content: read.result };
-    }
-    return { item, content: item.abstract };
-  }));
-  const block = findBlock(withContent, s);
-  return { block, source: "find", uris: ranked.map((x) => x.uri) };
+  if (!query) return { source: "none", uris: [] };
+  return (await fromContextFace(client, s, r, r.now ?? Date.now())) ??
+    (await fromRecallEndpoint(client, s, query, r.budget)) ??
+    await fromFind(client, s, r, query);
 }

@@ -11,7 +11,7 @@ export const REDACTED = "[REDACTED]";
 const SECRET_NAME = /SECRET|TOKEN|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIALS?/;
 
 /** Credential rules: each pattern and its replacement. */
-export const RULES: readonly [RegExp, string | ((...groups: string[]) => string)][] = [
+const RULES: readonly [RegExp, string | ((...groups: string[]) => string)][] = [
   // Provider keys and tokens.
   [/\bsk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{16,}/g, REDACTED],
   [/\b(?:AKIA|ASIA)[0-9A-Z]{16}\b/g, REDACTED],
@@ -48,7 +48,7 @@ export interface SpanRule {
  * Removes every span of `rule`; an opened span without its close runs to the end of the text. One scan:
  * each search starts where the previous one stopped, and a failed search ends the scan.
  */
-export function removeSpans(text: string, rule: SpanRule): string {
+function removeSpans(text: string, rule: SpanRule): string {
   let out = "";
   let at = 0;
   for (;;) {
@@ -81,7 +81,7 @@ const PRIVATE: SpanRule = {
  * Removes `<private>…</private>` spans. An unclosed `<private>` hides everything after it: privacy beats
  * completeness.
  */
-export function stripPrivate(text: string): string {
+function stripPrivate(text: string): string {
   return removeSpans(text, PRIVATE);
 }
 
@@ -93,12 +93,12 @@ const KEY_BLOCK: SpanRule = {
 };
 
 /** Replaces PEM / OpenSSH private key blocks; an unclosed one is redacted to the end of the text. */
-export function redactKeyBlocks(text: string): string {
+function redactKeyBlocks(text: string): string {
   return removeSpans(text, KEY_BLOCK);
 }
 
 /** Replaces obvious credentials with `[REDACTED]`. */
-export function redactSecrets(text: string): string {
+function redactSecrets(text: string): string {
   let out = redactKeyBlocks(text);
   for (const [pattern, replacement] of RULES) {
     out = typeof replacement === "string"

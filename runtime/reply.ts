@@ -5,6 +5,9 @@
  * server error, no answer — leaves a write queued and spends no retry. Pure: no I/O.
  */
 
+import type * as z from "zod/mini";
+import { isRecord, type JsonRecord as Obj } from "./parsed.ts";
+
 /** An error as the server (or the transport) reported it. */
 export interface OvError {
   code?: string;
@@ -19,7 +22,8 @@ export interface OvError {
  * - `server`: OpenViking answered "not now" (5xx, 429, 408, a retryable conflict).
  * - `unreachable`: no complete answer (refused, reset, timeout, budget spent, reply cut).
  * - `redirect`: a 3xx; credentials are never sent on to another place.
- * - `not-openviking`: a reply without OpenViking's envelope (a proxy's page, another server, an empty 200).
+ * - `not-openviking`: a reply without OpenViking's envelope (a proxy's page, another server, an empty 200),
+ *   or an "ok" envelope whose result is not what the route returns (`checkResult`): not an answer to use.
  * - `missing-route`: OpenViking says the route does not exist (404 naming no resource, 405): an older server.
  * - `too-large`: the reply was larger than this route may return.
  */
@@ -106,9 +110,6 @@ export function withoutUserinfo(url: string): string {
   }
 }
 
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === "object" && !Array.isArray(v);
-
 /** OpenViking's envelope: a JSON object whose `status` is "ok" or "error". */
 export function envelopeOf(text: string): Obj | undefined {
   if (!text || !/^\s*\{/.test(text)) return undefined;
@@ -118,12 +119,12 @@ export function envelopeOf(text: string): Obj | undefined {
   } catch {
     return undefined;
   }
-  return isObj(body) && (body.status === "ok" || body.status === "error") ? body : undefined;
+  return isRecord(body) && (body.status === "ok" || body.status === "error") ? body : undefined;
 }
 
 function errorOf(body: Obj, status: number): OvError {
   const e = body.error;
-  if (isObj(e)) {
+  if (isRecord(e)) {
     return {
       code: typeof e.code === "string" ? e.code : undefined,
       message: typeof e.message === "string" ? e.message : `HTTP ${status}`,
@@ -136,9 +137,9 @@ function errorOf(body: Obj, status: number): OvError {
 }
 
 /** Whether a 404 envelope names a missing resource (a session, a file) rather than a missing route. */
-export function namesMissingResource(error: OvError): boolean {
+function namesMissingResource(error: OvError): boolean {
   const d = error.details;
-  return isObj(d) &&
+  return isRecord(d) &&
     (typeof d.resource === "string" || typeof d.type === "string" || typeof d.uri === "string");
 }
 
@@ -150,8 +151,29 @@ function sampleOf(text: string, contentType: string | null | undefined): string 
   return title ? `${kind} "${title}"` : kind;
 }
 
-/** Classifies one HTTP answer (pure). */
-export function classifyReply<T>(raw: RawReply): OvResponse<T> {
+/**
+ * A success whose `result` parses with the route's `schema`, or a `not-openviking` failure naming `what`
+ * was asked and the first mismatch. Such a reply is not OpenViking's answer (another server, a proxy, a
+ * version that changed the route): like any reply that is not OpenViking's it drops nothing (writes stay
+ * queued) and spends no retry. Writes use a schema that takes any result: only their "ok" counts.
+ */
+export function checkResult<S extends z.ZodMiniType>(
+  success: OvSuccess<unknown>,
+  schema: S,
+  what: string,
+): OvResponse<z.output<S>> {
+  const parsed = schema.safeParse(success.result);
+  if (parsed.success) return { ...success, result: parsed.data };
+  const issue = parsed.error.issues[0];
+  const where = issue?.path.length ? `"${issue.path.join(".")}"` : "the result";
+  return failure("not-openviking", success.status, {
+    code: "UNEXPECTED_RESULT",
+    message: `${what} answered OK, but ${where} is not what OpenViking sends (${issue?.code ?? "invalid"})`,
+  });
+}
+
+/** Classifies one HTTP answer (pure); a success carries the envelope's `result` as it came. */
+export function classifyReply(raw: RawReply): OvResponse<unknown> {
   const { status } = raw;
   if (status >= 300 && status < 400) {
     const location = raw.location ? withoutUserinfo(new URL(raw.location, raw.origin).toString()) : "";
@@ -178,14 +200,14 @@ export function classifyReply<T>(raw: RawReply): OvResponse<T> {
   }
   if (body.status === "ok" && status >= 200 && status < 300) {
     // `/health` is the one route whose fields sit beside `status` instead of in `result`.
-    return { ok: true, status, result: ("result" in body ? body.result : body) as T };
+    return { ok: true, status, result: "result" in body ? body.result : body };
   }
   const error = errorOf(body, status);
   if (AUTH_CODES.has(error.code ?? "")) return failure("auth", status >= 400 ? status : 401, error);
   if (status >= 500 || status === 429 || status === 408 || TRANSIENT_CODES.has(error.code ?? "")) {
     return failure("server", status >= 400 ? status : 503, error);
   }
-  if (status === 409 && isObj(error.details) && error.details.retryable === true) {
+  if (status === 409 && isRecord(error.details) && error.details.retryable === true) {
     return failure("server", status, error);
   }
   if (status === 405 || (status === 404 && !namesMissingResource(error))) {

@@ -5,7 +5,7 @@
  */
 
 /** Text with every secret masked: the given ones, bearer tokens and URL userinfo. */
-export function scrubText(text: string, secrets: readonly string[] = []): string {
+function scrubText(text: string, secrets: readonly string[] = []): string {
   let s = text;
   for (const secret of secrets) if (secret && secret.length >= 4) s = s.split(secret).join("***");
   return s

@@ -6,10 +6,14 @@
  */
 
 import type { Budget, OpenVikingClient, OvFailure } from "./http.ts";
-import { deliverMessages, type MessagePayload, type Rejection, sessionPath } from "./deliver.ts";
+import {
+  CommitResultSchema,
+  deliverMessages,
+  type MessagePayload,
+  type Rejection,
+  sessionPath,
+} from "./deliver.ts";
 import { SessionQueue } from "./pending.ts";
-
-export type { MessagePayload } from "./deliver.ts";
 
 /** What happened to a list of messages. */
 export interface SendReport {
@@ -110,16 +114,10 @@ export async function sendMessages(
 
 /** Outcome of a commit. */
 export type CommitOutcome =
-  | { kind: "committed"; taskId?: string; result: unknown }
+  | { kind: "committed"; taskId?: string }
   | { kind: "queued"; cause?: OvFailure }
   | { kind: "rejected"; status: number; message: string }
   | { kind: "failed"; message: string };
-
-/** The task id of a commit result (`task_id`), if the server gave one. */
-export function commitTaskId(result: unknown): string | undefined {
-  const id = result && typeof result === "object" ? (result as Record<string, unknown>).task_id : undefined;
-  return typeof id === "string" && id ? id : undefined;
-}
 
 /**
  * Commits session `sid`. `key` names this commit (one per capture), so queued commits of different captures
@@ -135,12 +133,12 @@ export async function commitSession(
       ? { kind: "queued", cause }
       : { kind: "failed", message: `the pending queue ${options.pendingDir} could not store the commit` };
   if (options.queueOnly) return await queue();
-  const res = await client.request("POST", `${sessionPath(sid)}/commit`, {
+  const res = await client.request("POST", `${sessionPath(sid)}/commit`, CommitResultSchema, {
     body: {},
     budget: options.budget,
     peerId: null,
   });
-  if (res.ok) return { kind: "committed", taskId: commitTaskId(res.result), result: res.result };
+  if (res.ok) return { kind: "committed", taskId: res.result.taskId };
   if (res.kind === "rejected") return { kind: "rejected", status: res.status, message: res.error.message };
   return await queue(res);
 }

@@ -8,7 +8,7 @@ import { joinPath } from "./paths.ts";
 import { type Lease, type LockOptions, type LockResult, withLock } from "./lock.ts";
 
 /** Where the journal reader stopped: a byte offset plus what identifies the file it belongs to. */
-export const CursorSchema = z.object({
+const CursorSchema = z.object({
   path: z.string(),
   offset: z.int().check(z.nonnegative()),
   /** Device/inode (or "" where unknown) of the file when the offset was taken. */
@@ -85,7 +85,7 @@ export function emptyState(): SessionState {
 export const MAX_CAPTURED_KEYS = 1000;
 
 /** Largest number of injected URIs remembered per session (the server takes at most 200 `exclude_uris`). */
-export const MAX_INJECTED_URIS = 200;
+const MAX_INJECTED_URIS = 200;
 
 /**
  * Maps any id to a file-name-safe one: `[A-Za-z0-9._-]` only, never empty, never dot-only, ≤ 100 chars.

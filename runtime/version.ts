@@ -2,7 +2,7 @@
 export const VERSION = "0.1.0";
 
 /** Client id used in paths and the User-Agent, the same one OpenViking's own Kimi plugin uses. */
-export const CLIENT_ID = "kimicode";
+const CLIENT_ID = "kimicode";
 
 /** The User-Agent every request to OpenViking carries. */
 export const USER_AGENT = `openviking-memory-${CLIENT_ID}/${VERSION}`;

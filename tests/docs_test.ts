@@ -4,7 +4,7 @@
  */
 
 import { assertTrue } from "./support/assert.ts";
-import { KNOBS } from "../runtime/config.ts";
+import { KNOBS } from "../runtime/knobs.ts";
 import { VERSION } from "../runtime/version.ts";
 import { helpText } from "../cli/commands.ts";
 

@@ -1,8 +1,11 @@
 /**
  * Text cleaning for capture: strips everything that was injected into the conversation (our own recall
  * blocks, other memory plugins' blocks, system reminders, hook results), then the capture filters
- * (empty, acknowledgements, slash commands, punctuation only, too short) and truncation.
+ * (empty, acknowledgements, slash commands, punctuation only, too short) and truncation; `prepareText` is
+ * the whole preparation of one message, redaction included (capture and the prompt hook's kept prompts).
  */
+
+import { redact } from "../runtime/redact.ts";
 
 /**
  * Tags whose whole element (open tag … close tag) is injected context. Only whole elements are removed: an
@@ -232,4 +235,16 @@ export function truncate(text: string, max: number): string {
   const code = text.charCodeAt(cut - 1);
   if (code >= 0xd800 && code <= 0xdbff) cut--;
   return text.slice(0, cut) + TRUNCATION_MARK;
+}
+
+/** A message's text after cleaning, redaction and the filters: `{text}` to send or `{reason}` to skip. */
+export function prepareText(
+  raw: string,
+  role: "user" | "assistant",
+  options: { maxLength: number; redact: boolean },
+): { text: string; reason: SkipReason } {
+  const cleaned = cleanInjected(raw);
+  const safe = options.redact ? redact(cleaned).trim() : cleaned;
+  const reason = skipReason(safe, role);
+  return { text: reason ? "" : truncate(safe, options.maxLength), reason };
 }

@@ -21,7 +21,7 @@ export interface TurnMessage {
 }
 
 /** The messages capture would send from the journal at `path` (pure apart from reading the file). */
-export async function messagesOf(
+async function messagesOf(
   path: string,
   options: { maxLength: number; redact: boolean },
 ): Promise<TurnMessage[]> {

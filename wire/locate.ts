@@ -4,9 +4,10 @@
  */
 
 import { joinPath } from "../runtime/paths.ts";
+import { isRecord } from "../runtime/parsed.ts";
 
 /** Path of the main agent's journal inside a session directory. */
-export function mainJournalPath(sessionDir: string): string {
+function mainJournalPath(sessionDir: string): string {
   return joinPath(sessionDir, "agents", "main", "wire.jsonl");
 }
 
@@ -21,8 +22,8 @@ export function sessionDirFromIndex(text: string, sessionId: string): string | n
     } catch {
       continue;
     }
-    if (!row || typeof row !== "object") continue;
-    const r = row as Record<string, unknown>;
+    if (!isRecord(row)) continue;
+    const r = row;
     if (r.sessionId !== sessionId) continue;
     if (r.deleted === true) dir = null;
     else if (typeof r.sessionDir === "string" && r.sessionDir) dir = r.sessionDir;

@@ -8,8 +8,7 @@
  * prompt hook around the time the turn began) is skipped as "sent-by-fallback", each key once.
  */
 
-import { redact } from "../runtime/redact.ts";
-import { cleanInjected, type SkipReason, skipReason, truncate } from "./clean.ts";
+import { prepareText, type SkipReason } from "./clean.ts";
 import { assistantText, type Turn, userText } from "./turns.ts";
 
 /** One message to send. */
@@ -46,25 +45,13 @@ export interface PlanOptions {
   maxTurns?: number;
 }
 
-/** A message's text after cleaning, redaction and the filters: `{text}` to send or `{reason}` to skip. */
-export function prepareText(
-  raw: string,
-  role: "user" | "assistant",
-  options: Pick<PlanOptions, "maxLength" | "redact">,
-): { text: string; reason: SkipReason } {
-  const cleaned = cleanInjected(raw);
-  const safe = options.redact ? redact(cleaned).trim() : cleaned;
-  const reason = skipReason(safe, role);
-  return { text: reason ? "" : truncate(safe, options.maxLength), reason };
-}
-
 /** The key of a turn's message. */
 export function captureKey(turnIndex: number, role: "user" | "assistant"): string {
   return `${turnIndex}:${role}`;
 }
 
 /** Two FNV-1a passes (different offset bases) over a text's UTF-16 units, as 16 hex digits; synchronous. */
-export function textHash(text: string): string {
+function textHash(text: string): string {
   let [h1, h2] = [0x811c9dc5, 0x050c5d1f];
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
@@ -83,7 +70,7 @@ export function fallbackKey(text: string, at: number): string {
  * How far a journal prompt's `time` may be from the moment the prompt hook saw it and still be that prompt:
  * the v2 engine writes `turn.prompt` after the hook (≤ 20 s), the legacy engine just before it.
  */
-export const FALLBACK_MATCH_MS = { before: 10_000, after: 60_000 };
+const FALLBACK_MATCH_MS = { before: 10_000, after: 60_000 };
 
 /** The fallback keys among `acked`, by text hash: the times their prompts were seen. */
 function fallbackSent(acked: ReadonlySet<string>): Map<string, number[]> {

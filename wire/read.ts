@@ -4,6 +4,7 @@
  */
 
 import { sha256Hex } from "../runtime/hash.ts";
+import { isRecord } from "../runtime/parsed.ts";
 
 /** Where a previous read stopped and what the file looked like there. */
 export interface ReadCursor {
@@ -36,13 +37,13 @@ export interface JournalRead {
 }
 
 /** Bytes before the cursor that are hashed to notice a rewrite of the same length. */
-export const TAIL_BYTES = 64;
+const TAIL_BYTES = 64;
 
 const CHUNK = 1 << 20;
 const NEWLINE = 0x0a;
 
 /** Identity of an open file: `dev:ino`, or "" where unavailable. */
-export function fileIdOf(info: Deno.FileInfo): string {
+function fileIdOf(info: Deno.FileInfo): string {
   return info.ino !== null && info.ino !== undefined ? `${info.dev}:${info.ino}` : "";
 }
 
@@ -59,7 +60,7 @@ async function readAt(file: Deno.FsFile, offset: number, length: number): Promis
 }
 
 /** Hash of the `TAIL_BYTES` bytes that end at `offset`. */
-export async function tailHashAt(file: Deno.FsFile, offset: number): Promise<string> {
+async function tailHashAt(file: Deno.FsFile, offset: number): Promise<string> {
   const start = Math.max(0, offset - TAIL_BYTES);
   return await sha256Hex(await readAt(file, start, offset - start));
 }
@@ -83,52 +84,61 @@ export async function readJournal(
       const sameFile = !cursor.fileId || !fileId || cursor.fileId === fileId;
       const fits = info.size >= start;
       const sameTail = fits && sameFile && (await tailHashAt(file, start)) === cursor.tailHash;
-      if (!sameTail) {
-        start = 0;
-        rewritten = true;
-      }
+      if (!sameTail) [start, rewritten] = [0, true];
     }
-    const lines: JournalLine[] = [];
-    let garbage = 0;
-    let pos = start;
-    let carry = new Uint8Array(0);
-    const decoder = new TextDecoder();
-    await file.seek(start, Deno.SeekMode.Start);
-    const buf = new Uint8Array(CHUNK);
-    for (;;) {
-      const n = await file.read(buf);
-      if (n === null) break;
-      let data = buf.subarray(0, n);
-      if (carry.length) {
-        const joined = new Uint8Array(carry.length + n);
-        joined.set(carry);
-        joined.set(data, carry.length);
-        data = joined;
-      }
-      let lineStart = 0;
-      for (let i = data.indexOf(NEWLINE); i !== -1; i = data.indexOf(NEWLINE, i + 1)) {
-        const raw = data.subarray(lineStart, i);
-        const lineOffset = pos + lineStart;
-        lineStart = i + 1;
-        if (raw.length === 0) continue;
-        const text = decoder.decode(raw);
-        if (filter && !filter(text)) continue;
-        try {
-          const value = JSON.parse(text);
-          if (value && typeof value === "object" && !Array.isArray(value)) {
-            lines.push({ offset: lineOffset, end: pos + lineStart, value });
-          } else garbage++;
-        } catch {
-          garbage++;
-        }
-      }
-      pos += lineStart;
-      carry = data.slice(lineStart);
-    }
-    return { lines, startOffset: start, endOffset: pos, fileId, rewritten, garbage };
+    const { lines, garbage, end } = await completeLines(file, start, filter);
+    return { lines, startOffset: start, endOffset: end, fileId, rewritten, garbage };
   } finally {
     file.close();
   }
+}
+
+/**
+ * The complete lines of `file` from `start` that are JSON objects (and pass `filter`), where the last one
+ * ends (`end`: a line without its newline is not read), and how many complete lines were not objects.
+ */
+async function completeLines(
+  file: Deno.FsFile,
+  start: number,
+  filter?: LineFilter,
+): Promise<{ lines: JournalLine[]; garbage: number; end: number }> {
+  const lines: JournalLine[] = [];
+  let garbage = 0;
+  let pos = start;
+  let carry = new Uint8Array(0);
+  const decoder = new TextDecoder();
+  await file.seek(start, Deno.SeekMode.Start);
+  const buf = new Uint8Array(CHUNK);
+  for (;;) {
+    const n = await file.read(buf);
+    if (n === null) break;
+    let data = buf.subarray(0, n);
+    if (carry.length) {
+      const joined = new Uint8Array(carry.length + n);
+      joined.set(carry);
+      joined.set(data, carry.length);
+      data = joined;
+    }
+    let lineStart = 0;
+    for (let i = data.indexOf(NEWLINE); i !== -1; i = data.indexOf(NEWLINE, i + 1)) {
+      const raw = data.subarray(lineStart, i);
+      const lineOffset = pos + lineStart;
+      lineStart = i + 1;
+      if (raw.length === 0) continue;
+      const text = decoder.decode(raw);
+      if (filter && !filter(text)) continue;
+      try {
+        const value = JSON.parse(text);
+        if (isRecord(value)) lines.push({ offset: lineOffset, end: pos + lineStart, value });
+        else garbage++;
+      } catch {
+        garbage++;
+      }
+    }
+    pos += lineStart;
+    carry = data.slice(lineStart);
+  }
+  return { lines, garbage, end: pos };
 }
 
 /** A cursor for `offset` in `path` (hashing the bytes before it). */

@@ -17,6 +17,7 @@
  */
 
 import * as z from "zod/mini";
+import { isRecord } from "../runtime/parsed.ts";
 import type { JournalLine, LineFilter } from "./read.ts";
 
 /** A turn as read from the journal (text not yet cleaned). */
@@ -119,12 +120,12 @@ function isMain(agentId: string | undefined): boolean {
 }
 
 /** Text of content parts (text parts only, joined by newlines), or a plain string prompt. */
-export function partsText(input: unknown): string {
+function partsText(input: unknown): string {
   if (typeof input === "string") return input;
   if (!Array.isArray(input)) return "";
   return input
-    .filter((p) => p && typeof p === "object" && (p as { type?: unknown }).type === "text")
-    .map((p) => String((p as { text?: unknown }).text ?? ""))
+    .filter((p) => isRecord(p) && p.type === "text")
+    .map((p) => String(p.text ?? ""))
     .filter((t) => t.length > 0)
     .join("\n");
 }
@@ -133,7 +134,7 @@ export function partsText(input: unknown): string {
 const CONTINUING = new Set(["tool_use", "tool_calls", "tool-calls"]);
 
 /** Whether a user message is what `/undo` counts: real user input (Kimi's `isUndoAnchor`). */
-export function isUndoAnchor(
+function isUndoAnchor(
   origin: { kind: string; inTurn?: unknown; trigger?: unknown } | undefined,
 ): boolean {
   if (origin === undefined) return true;
@@ -169,137 +170,168 @@ function retract(turns: Turn[], cut: Anchor): void {
   }
 }
 
-/** Builds the main agent's turns from journal lines; `firstIndex` numbers turns when the journal has no ids. */
-export function scanTurns(lines: readonly JournalLine[], firstIndex = 0): TurnScan {
-  const turns: Turn[] = [];
-  const byId = new Map<string, Turn>();
-  let nextIndex = firstIndex;
-  let protocolVersion: string | undefined;
-  let current: Turn | undefined;
-  let [rebound, unbound, undoBeyondStretch] = [0, 0, 0];
+/** The state of one scan: the turns so far, the open one, and what `/undo` can still reach. */
+class TurnScanner {
+  readonly turns: Turn[] = [];
+  private readonly byId = new Map<string, Turn>();
+  nextIndex: number;
+  protocolVersion: string | undefined;
+  private current: Turn | undefined;
+  rebound = 0;
+  unbound = 0;
+  undoBeyondStretch = 0;
   /** User inputs `/undo` can still reach, oldest first (reset at a compaction or a clear). */
-  let anchors: Anchor[] = [];
-  const anchored = new Set<Turn>();
-  /** The turn an id names; an id no prompt of the stretch had goes to the open turn (see the header). */
-  const turnFor = (id: string | number | undefined, carriesText: boolean): Turn | undefined => {
-    const known = id === undefined ? current : byId.get(String(id));
-    if (known) return known;
-    if (current && !current.closed) {
-      if (carriesText) rebound++;
-      return current;
-    }
-    if (carriesText) unbound++;
-    return undefined;
-  };
+  private anchors: Anchor[] = [];
+  private readonly anchored = new Set<Turn>();
 
-  for (const { offset, value } of lines) {
+  constructor(firstIndex: number) {
+    this.nextIndex = firstIndex;
+  }
+
+  /** The turn an id names; an id no prompt of the stretch had goes to the open turn (see the header). */
+  private turnFor(id: string | number | undefined, carriesText: boolean): Turn | undefined {
+    const known = id === undefined ? this.current : this.byId.get(String(id));
+    if (known) return known;
+    if (this.current && !this.current.closed) {
+      if (carriesText) this.rebound++;
+      return this.current;
+    }
+    if (carriesText) this.unbound++;
+    return undefined;
+  }
+
+  /** Reads one journal record. */
+  read(offset: number, value: JournalLine["value"]): void {
     switch (value.type) {
       case "metadata": {
         const m = MetadataRecord.safeParse(value);
-        if (m.success) protocolVersion = m.data.protocol_version;
-        break;
+        if (m.success) this.protocolVersion = m.data.protocol_version;
+        return;
       }
-      case "turn.prompt": {
-        const r = PromptRecord.safeParse(value);
-        if (!r.success || !isMain(r.data.agentId)) break;
-        // Keys use the position among the agent's prompts: monotonic even if the engine's ids ever restart.
-        const index = nextIndex++;
-        for (const t of turns) {
-          if (!t.closed) [t.closed, t.closeReason] = [true, "next-prompt"];
-        }
-        const origin = r.data.origin?.kind ?? "user";
-        const text = partsText(r.data.input);
-        current = {
-          id: r.data.turnId !== undefined ? String(r.data.turnId) : String(index),
-          index,
-          startOffset: offset,
-          origin,
-          userParts: origin === "user" && text ? [text] : [],
-          assistantParts: [],
-          closed: false,
-          closeReason: "",
-          v2: r.data.agentId !== undefined,
-          time: typeof value.time === "number" ? value.time : undefined,
-          retracted: false,
-        };
-        turns.push(current);
-        byId.set(current.id, current);
-        break;
-      }
-      case "turn.steer": {
-        const r = PromptRecord.safeParse(value);
-        if (!r.success || !isMain(r.data.agentId)) break;
-        const text = partsText(r.data.input);
-        const target = turnFor(r.data.turnId, Boolean(text));
-        if (target && !target.closed && text && (r.data.origin?.kind ?? "user") === "user") {
-          target.userParts.push(text);
-        }
-        break;
-      }
+      case "turn.prompt":
+        return this.prompt(offset, value);
+      case "turn.steer":
+        return this.steer(value);
       case "turn.cancel": {
         // Legacy journals mark a cancelled turn only by a bare turn.cancel (v2 also writes turn.ended).
         const agentId = typeof value.agentId === "string" ? value.agentId : undefined;
-        if (agentId === undefined && current && !current.v2 && !current.closed) {
-          [current.closed, current.closeReason] = [true, "cancelled"];
-        }
-        break;
+        const t = this.current;
+        if (agentId === undefined && t && !t.v2 && !t.closed) [t.closed, t.closeReason] = [true, "cancelled"];
+        return;
       }
       case "turn.ended": {
         const r = EndedRecord.safeParse(value);
-        if (!r.success || !isMain(r.data.agentId)) break;
-        const t = turnFor(r.data.turnId, false);
+        if (!r.success || !isMain(r.data.agentId)) return;
+        const t = this.turnFor(r.data.turnId, false);
         if (t && !t.closed) [t.closed, t.closeReason] = [true, r.data.reason ?? "ended"];
-        break;
+        return;
       }
-      case "context.append_message": {
-        const r = MessageRecord.safeParse(value);
-        if (!r.success || !isMain(r.data.agentId)) break;
-        const m = r.data.message;
-        if (m.role !== "user" || !isUndoAnchor(m.origin)) break;
-        const whole = !current || !anchored.has(current);
-        if (current) anchored.add(current);
-        // A later input of the same turn (a 0.41.0 steer): cut back to just before it.
-        const steer = current && !whole ? current.userParts.lastIndexOf(partsText(m.content)) : -1;
-        anchors.push({
-          turn: current,
-          whole,
-          userParts: steer > 0 ? steer : current?.userParts.length ?? 0,
-          assistantParts: current?.assistantParts.length ?? 0,
-        });
-        break;
-      }
-      case "context.undo": {
-        const r = UndoRecord.safeParse(value);
-        if (!r.success || !isMain(r.data.agentId)) break;
-        if (r.data.count > anchors.length) undoBeyondStretch++;
-        const cut = anchors.splice(Math.max(0, anchors.length - r.data.count))[0];
-        if (cut) retract(turns, cut);
-        break;
-      }
+      case "context.append_message":
+        return this.message(value);
+      case "context.undo":
+        return this.undo(value);
       case "context.clear":
       case "context.apply_compaction": {
         // Boundaries: /undo never reaches back across them.
         const agentId = typeof value.agentId === "string" ? value.agentId : undefined;
-        if (isMain(agentId)) anchors = [];
-        break;
+        if (isMain(agentId)) this.anchors = [];
+        return;
       }
-      case "context.append_loop_event": {
-        const r = LoopRecord.safeParse(value);
-        if (!r.success || !isMain(r.data.agentId)) break;
-        const ev = r.data.event;
-        const carriesText = ev.type === "content.part" && ev.part?.type === "text" && Boolean(ev.part.text);
-        const t = turnFor(ev.turnId, carriesText);
-        if (!t || t.closed) break;
-        if (ev.type === "content.part" && ev.part?.type === "text" && ev.part.text) {
-          t.assistantParts.push({ step: String(ev.stepUuid ?? ev.step ?? ""), text: ev.part.text });
-        } else if (ev.type === "step.end" && !t.v2 && ev.finishReason && !CONTINUING.has(ev.finishReason)) {
-          // Legacy journals never write turn.ended: a step that does not continue ends the turn.
-          [t.closed, t.closeReason] = [true, "final-step"];
-        }
-        break;
-      }
+      case "context.append_loop_event":
+        return this.loopEvent(value);
     }
   }
+
+  /** A prompt starts the next turn and closes every open one. */
+  private prompt(offset: number, value: JournalLine["value"]): void {
+    const r = PromptRecord.safeParse(value);
+    if (!r.success || !isMain(r.data.agentId)) return;
+    // Keys use the position among the agent's prompts: monotonic even if the engine's ids ever restart.
+    const index = this.nextIndex++;
+    for (const t of this.turns) {
+      if (!t.closed) [t.closed, t.closeReason] = [true, "next-prompt"];
+    }
+    const origin = r.data.origin?.kind ?? "user";
+    const text = partsText(r.data.input);
+    const turn: Turn = {
+      id: r.data.turnId !== undefined ? String(r.data.turnId) : String(index),
+      index,
+      startOffset: offset,
+      origin,
+      userParts: origin === "user" && text ? [text] : [],
+      assistantParts: [],
+      closed: false,
+      closeReason: "",
+      v2: r.data.agentId !== undefined,
+      time: typeof value.time === "number" ? value.time : undefined,
+      retracted: false,
+    };
+    this.current = turn;
+    this.turns.push(turn);
+    this.byId.set(turn.id, turn);
+  }
+
+  /** A steer adds the user's text to its open turn. */
+  private steer(value: JournalLine["value"]): void {
+    const r = PromptRecord.safeParse(value);
+    if (!r.success || !isMain(r.data.agentId)) return;
+    const text = partsText(r.data.input);
+    const target = this.turnFor(r.data.turnId, Boolean(text));
+    if (target && !target.closed && text && (r.data.origin?.kind ?? "user") === "user") {
+      target.userParts.push(text);
+    }
+  }
+
+  /** A user message is an input `/undo` can cut back to (Kimi's own rule, `isUndoAnchor`). */
+  private message(value: JournalLine["value"]): void {
+    const r = MessageRecord.safeParse(value);
+    if (!r.success || !isMain(r.data.agentId)) return;
+    const m = r.data.message;
+    if (m.role !== "user" || !isUndoAnchor(m.origin)) return;
+    const current = this.current;
+    const whole = !current || !this.anchored.has(current);
+    if (current) this.anchored.add(current);
+    // A later input of the same turn (a 0.41.0 steer): cut back to just before it.
+    const steer = current && !whole ? current.userParts.lastIndexOf(partsText(m.content)) : -1;
+    this.anchors.push({
+      turn: current,
+      whole,
+      userParts: steer > 0 ? steer : current?.userParts.length ?? 0,
+      assistantParts: current?.assistantParts.length ?? 0,
+    });
+  }
+
+  /** `/undo n` withdraws everything from the n-th last input on. */
+  private undo(value: JournalLine["value"]): void {
+    const r = UndoRecord.safeParse(value);
+    if (!r.success || !isMain(r.data.agentId)) return;
+    if (r.data.count > this.anchors.length) this.undoBeyondStretch++;
+    const cut = this.anchors.splice(Math.max(0, this.anchors.length - r.data.count))[0];
+    if (cut) retract(this.turns, cut);
+  }
+
+  /** A loop event: assistant text for its turn, or (legacy) the final step that ends it. */
+  private loopEvent(value: JournalLine["value"]): void {
+    const r = LoopRecord.safeParse(value);
+    if (!r.success || !isMain(r.data.agentId)) return;
+    const ev = r.data.event;
+    const carriesText = ev.type === "content.part" && ev.part?.type === "text" && Boolean(ev.part.text);
+    const t = this.turnFor(ev.turnId, carriesText);
+    if (!t || t.closed) return;
+    if (ev.type === "content.part" && ev.part?.type === "text" && ev.part.text) {
+      t.assistantParts.push({ step: String(ev.stepUuid ?? ev.step ?? ""), text: ev.part.text });
+    } else if (ev.type === "step.end" && !t.v2 && ev.finishReason && !CONTINUING.has(ev.finishReason)) {
+      // Legacy journals never write turn.ended: a step that does not continue ends the turn.
+      [t.closed, t.closeReason] = [true, "final-step"];
+    }
+  }
+}
+
+/** Builds the main agent's turns from journal lines; `firstIndex` numbers turns when the journal has no ids. */
+export function scanTurns(lines: readonly JournalLine[], firstIndex = 0): TurnScan {
+  const s = new TurnScanner(firstIndex);
+  for (const { offset, value } of lines) s.read(offset, value);
+  const { turns, nextIndex, protocolVersion, rebound, unbound, undoBeyondStretch } = s;
   return { turns, nextIndex, protocolVersion, rebound, unbound, undoBeyondStretch };
 }
 

@@ -12,7 +12,7 @@ import { assertEquals, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { tomlDocument } from "../install/toml_arbitrary.ts";
 import { type Context, runInstall, runUninstall } from "../../install/command.ts";
-import { isObject } from "../../install/json-file.ts";
+import { isRecord as isObject } from "../../runtime/parsed.ts";
 import { planMcpInstall, planMcpUninstall } from "../../install/mcp-json.ts";
 import { planOvcli } from "../../install/ovcli.ts";
 import { currentSelf } from "../../install/placement.ts";
@@ -23,13 +23,8 @@ import {
   planRegistryUninstall,
 } from "../../install/registry.ts";
 import { BLOCK_BEGIN, BLOCK_END, hookEntries, MCP_SERVER_NAME, PLUGIN_ID } from "../../install/spec.ts";
-import {
-  findBlocks,
-  parseToml,
-  planConfigInstall,
-  planConfigUninstall,
-  tomlEqual,
-} from "../../install/toml-block.ts";
+import { findBlocks, parseToml } from "../../install/toml-block.ts";
+import { planConfigInstall, planConfigUninstall, tomlEqual } from "../../install/toml-config.ts";
 import { mutated, nastyString, params } from "./arbitraries.ts";
 import { MCP_ENTRY, mcpDocument } from "../install/json_arbitrary.ts";
 import { changedRegion, deletionOf, insertionOf, parseLoose } from "../install/text_diff.ts";

@@ -10,6 +10,7 @@ import fc from "fast-check";
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { tempDir } from "../support/temp.ts";
+import { concatBytes } from "../../runtime/bytes.ts";
 import { TRUNCATION_MARK } from "../../wire/clean.ts";
 import { acknowledge, planCapture } from "../../wire/plan.ts";
 import { cursorAt, type JournalLine, readJournal } from "../../wire/read.ts";
@@ -87,13 +88,7 @@ const journalBytes = fc.tuple(
   }
   const parts: Uint8Array[] = lines.map((l) => encoder.encode(`${l}${crlf ? "\r\n" : "\n"}`));
   stray.forEach((b, i) => parts.splice((positions[i + 1] ?? 0) % (parts.length + 1), 0, b));
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
+  return concatBytes(parts);
 });
 
 function checkRead(bytes: Uint8Array, lines: JournalLine[], start: number, end: number): void {

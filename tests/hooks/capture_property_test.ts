@@ -3,6 +3,10 @@
  * captured after each piece under random server failure schedules, deliver every closed turn's messages
  * exactly once and in order — the only allowed duplicates are writes the server stored while the reply was
  * lost (counted) — and never anything injected or redacted.
+ *
+ * The expected messages come from the generated turn model itself (what the user typed, what each step
+ * said), not from the planner under test: the model's own texts, with redaction and the capture filters
+ * (both unit-tested on their own: tests/runtime/redact_test.ts, tests/wire/clean_test.ts) applied.
  */
 
 import fc from "fast-check";
@@ -13,8 +17,10 @@ import { makeContext, placeJournal, sandboxEnv } from "../support/hook-context.t
 import { tempDir } from "../support/temp.ts";
 import { captureSession, WORKER_LOCK_WAIT_MS } from "../../hooks/capture.ts";
 import { Budget, createClient } from "../../runtime/http.ts";
-import { queueSummary, replayAll } from "../../runtime/pending.ts";
-import { turnsOf } from "../../wire/command.ts";
+import { queueSummary } from "../../runtime/pending.ts";
+import { replayAll } from "../../runtime/replay.ts";
+import { redact } from "../../runtime/redact.ts";
+import { skipReason } from "../../wire/clean.ts";
 
 const MARK = "INJECTED-MARKER";
 const SECRET = "sk-propertytestsecretvalue0123";
@@ -80,6 +86,38 @@ const faultArb: fc.Arbitrary<Fault | null> = fc.oneof(
     times: fc.constant(1),
   }),
 );
+
+/** A message as the server stores it. */
+interface Stored {
+  turn_id: string;
+  role: "user" | "assistant";
+  content: string;
+}
+
+/** The text capture sends for `text` (redacted, trimmed), or undefined when the filters skip it. */
+function captured(text: string, role: "user" | "assistant"): string | undefined {
+  const sent = redact(text).trim();
+  return skipReason(sent, role) ? undefined : sent;
+}
+
+/**
+ * What OpenViking must end up with, from the model alone: per turn, in order, the user's own words (the
+ * injected reminder is not theirs) and the assistant's text — the parts of one step joined as they came, the
+ * steps apart by a blank line (thinking and tool traffic are not text). Turn ids are the turns' positions.
+ */
+function expectedMessages(model: TurnModel[]): Stored[] {
+  return model.flatMap((t, i): Stored[] => {
+    const user = captured(`${t.user}${t.secret ? ` key ${SECRET}` : ""}`, "user");
+    const steps = t.steps.map((s) => s.texts.join("").trim()).filter((s) => s !== "");
+    const assistant = captured(steps.join("\n\n"), "assistant");
+    return [
+      ...(user === undefined ? [] : [{ turn_id: String(i), role: "user" as const, content: user }]),
+      ...(assistant === undefined
+        ? []
+        : [{ turn_id: String(i), role: "assistant" as const, content: assistant }]),
+    ];
+  });
+}
 
 function build(turns: TurnModel[], v2: boolean): JournalBuilder {
   const j = new JournalBuilder({ v2 });
@@ -173,9 +211,7 @@ Deno.test({
             }
             assertEquals(await queued(), 0);
 
-            const expected = (await turnsOf(path, { maxLength: 24000, redact: true })).map((l) =>
-              JSON.parse(l)
-            );
+            const expected = expectedMessages(model);
             const got = fake.messages(ctx.ovSessionId).map((m) => ({
               turn_id: m.turn_id,
               role: m.role,

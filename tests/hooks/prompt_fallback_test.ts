@@ -10,12 +10,8 @@ import { JournalBuilder } from "../support/journal.ts";
 import { placeJournal } from "../support/hook-context.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import {
-  duePrompts,
-  keepPrompt,
-  MAX_FALLBACK_CHARS,
-  MAX_FALLBACK_PROMPTS,
-} from "../../hooks/prompt-fallback.ts";
+import { keepPrompt, MAX_FALLBACK_CHARS, MAX_FALLBACK_PROMPTS } from "../../hooks/prompt-fallback.ts";
+import { duePrompts } from "../../hooks/capture-fallback.ts";
 import { emptyState, readState } from "../../runtime/state.ts";
 import { fallbackKey, planCapture } from "../../wire/plan.ts";
 import { scanTurns } from "../../wire/turns.ts";

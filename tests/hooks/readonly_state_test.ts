@@ -81,7 +81,11 @@ async function recallButNoCapture(b: Box, run: (args: string[], stdin: string) =
   );
   assertEquals([prompt.code, prompt.stderr], [0, ""]);
   assertTrue(prompt.stdout.endsWith(`${FAKE_RECALL_BLOCK}\n`), `recall works: ${prompt.stdout}`);
-  for (const [event, name] of [["stop", "Stop"], ["interrupt", "Interrupt"], ["session-end", "SessionEnd"]]) {
+  const captures = [["stop", "Stop"], ["stop-failure", "StopFailure"], ["interrupt", "Interrupt"], [
+    "session-end",
+    "SessionEnd",
+  ]];
+  for (const [event, name] of captures) {
     const r = await run(["hook", event], payload(name));
     assertEquals([r.code, r.stdout, r.stderr], [0, "", ""]);
   }
@@ -96,6 +100,7 @@ async function recallButNoCapture(b: Box, run: (args: string[], stdin: string) =
   assertEquals(await outcomes(b.log), [
     ["user-prompt-submit", "injected"],
     ["stop", "state-unwritable"],
+    ["stop-failure", "state-unwritable"],
     ["interrupt", "state-unwritable"],
     ["session-end", "state-unwritable"],
   ]);

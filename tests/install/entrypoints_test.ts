@@ -8,7 +8,7 @@ import { assertEquals, assertNotMatch, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { cliArgs } from "../support/run.ts";
 import { isolatedEnv } from "./helpers.ts";
-import { HOOKS } from "../../install/spec.ts";
+import { HOOKS } from "../../hooks/events.ts";
 import { VERSION } from "../../runtime/version.ts";
 
 const PERMISSION_ERROR =

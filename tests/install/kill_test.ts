@@ -8,7 +8,8 @@ import { assertEquals, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { cliArgs } from "../support/run.ts";
 import { isolatedEnv } from "./helpers.ts";
-import { planConfigInstall, renderBlock } from "../../install/toml-block.ts";
+import { renderBlock } from "../../install/toml-block.ts";
+import { planConfigInstall } from "../../install/toml-config.ts";
 import { hookEntries } from "../../install/spec.ts";
 
 const HERE = new URL(".", import.meta.url).pathname;

@@ -1,17 +1,14 @@
 import fc from "fast-check";
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
+import { CREATED_LINE, findBlocks, parseToml, removeBlocks, renderBlock } from "../../install/toml-block.ts";
 import {
-  CREATED_LINE,
-  findBlocks,
-  parseToml,
   planConfigInstall,
   planConfigUninstall,
-  removeBlocks,
-  renderBlock,
   tomlEqual,
   withoutHooks,
-} from "../../install/toml-block.ts";
-import { BLOCK_BEGIN, BLOCK_END, hookEntries, HOOKS } from "../../install/spec.ts";
+} from "../../install/toml-config.ts";
+import { BLOCK_BEGIN, BLOCK_END, hookEntries } from "../../install/spec.ts";
+import { HOOKS } from "../../hooks/events.ts";
 import { tomlDocument, trailingSection } from "./toml_arbitrary.ts";
 
 const ENTRIES = hookEntries("'/opt/open viking/bin/openviking-kimi'");

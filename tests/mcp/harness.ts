@@ -4,8 +4,7 @@
  */
 
 import { runMcpServer } from "../../mcp/command.ts";
-import type { ProxyLimits } from "../../mcp/proxy.ts";
-import type { ByteLimits } from "../../mcp/upstream.ts";
+import type { ByteLimits, ProxyLimits } from "../../mcp/limits.ts";
 import { assertTrue } from "../support/assert.ts";
 
 /** A JSON object as it came out of the proxy. */

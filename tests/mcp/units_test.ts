@@ -16,7 +16,7 @@ import { displayUrl, networkCause, serverMessageOf, Upstream } from "../../mcp/u
 import { CredentialWatcher, type ProxySettings } from "../../mcp/credentials.ts";
 import { workspaceDir } from "../../mcp/command.ts";
 import { BoundedBody, readPrefix } from "../../runtime/body.ts";
-import { exchangeTiming, PROXY_LIMITS } from "../../mcp/proxy.ts";
+import { exchangeTiming, PROXY_LIMITS } from "../../mcp/limits.ts";
 
 Deno.test("sse: events, comments, multi-line data, ids, retry, BOM, unknown fields", () => {
   const text = '\ufeff: hello\n\nevent: message\nid: 1\nretry: 250\ndata: {"a":\ndata: 1}\n\n' +

@@ -1,11 +1,6 @@
 import { assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
-import {
-  type ConfigSources,
-  credentialMode,
-  KNOBS,
-  loadConfig,
-  resolveConfig,
-} from "../../runtime/config.ts";
+import { type ConfigSources, credentialMode, loadConfig, resolveConfig } from "../../runtime/config.ts";
+import { KNOBS } from "../../runtime/knobs.ts";
 import { tempDir } from "../support/temp.ts";
 
 function sources(partial: Partial<ConfigSources>): ConfigSources {

@@ -1,6 +1,7 @@
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking as FakeOpenViking, gzipBomb } from "../support/fake-openviking.ts";
-import { Budget, createClient } from "../../runtime/http.ts";
+import * as z from "zod/mini";
+import { AnyResult, Budget, createClient } from "../../runtime/http.ts";
 
 Deno.test("client: headers, envelope, never the key in an error", async () => {
   const fake = await FakeOpenViking.start({ apiKey: "sekrit-key-123" });
@@ -14,11 +15,8 @@ Deno.test("client: headers, envelope, never the key in an error", async () => {
       userAgent: "openviking-memory-kimicode/0.1.0",
       timeoutMs: 2000,
     });
-    const ok = await client.request<{ initialized: boolean }>("GET", "/api/v1/system/status");
-    assertEquals(
-      ok,
-      { ok: true, status: 200, result: { initialized: true, user: "default" } } as unknown as typeof ok,
-    );
+    const ok = await client.request("GET", "/api/v1/system/status", AnyResult);
+    assertEquals(ok, { ok: true, status: 200, result: { initialized: true, user: "default" } });
     const h = fake.requests[0].headers;
     assertEquals([
       h.authorization,
@@ -33,7 +31,7 @@ Deno.test("client: headers, envelope, never the key in an error", async () => {
       "github.com-x-y",
       "openviking-memory-kimicode/0.1.0",
     ]);
-    const noPeer = await client.request("POST", "/api/v1/sessions/kc-1/messages", {
+    const noPeer = await client.request("POST", "/api/v1/sessions/kc-1/messages", AnyResult, {
       body: { role: "user", content: "x" },
       peerId: null,
     });
@@ -41,7 +39,7 @@ Deno.test("client: headers, envelope, never the key in an error", async () => {
     assertEquals(fake.requests[1].headers["x-openviking-actor-peer"], undefined);
     assertEquals(fake.requests[1].headers["content-type"], "application/json");
     const bad = createClient({ ...client.options, apiKey: "wrong-key-456" });
-    const denied = await bad.request("GET", "/api/v1/system/status");
+    const denied = await bad.request("GET", "/api/v1/system/status", AnyResult);
     assertEquals(denied.ok, false);
     if (!denied.ok) {
       assertEquals([denied.status, denied.kind, denied.retryable, denied.error.code], [
@@ -52,7 +50,7 @@ Deno.test("client: headers, envelope, never the key in an error", async () => {
       ]);
       assertTrue(!JSON.stringify(denied).includes("wrong-key-456"));
     }
-    const notFound = await client.request("POST", "/api/v1/sessions/nope/commit", { body: {} });
+    const notFound = await client.request("POST", "/api/v1/sessions/nope/commit", AnyResult, { body: {} });
     assertEquals(notFound.ok ? 0 : notFound.status, 404);
   } finally {
     await fake.close();
@@ -67,7 +65,7 @@ Deno.test("client: 5xx, dropped connections and timeouts are retryable failures 
     fake.fault({ route: "GET /api/v1/system/status", drop: true, times: 1 });
     fake.fault({ route: "GET /api/v1/system/status", delayMs: 1500, times: 1 });
     const results = [];
-    for (let i = 0; i < 3; i++) results.push(await client.request("GET", "/api/v1/system/status"));
+    for (let i = 0; i < 3; i++) results.push(await client.request("GET", "/api/v1/system/status", AnyResult));
     assertEquals(results.map((r) => [r.ok, r.status, !r.ok && r.retryable]), [[false, 503, true], [
       false,
       0,
@@ -84,12 +82,12 @@ Deno.test("client: a spent budget fails fast without a request; the timeout neve
   const fake = await FakeOpenViking.start();
   try {
     const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 60_000 });
-    const spent = await client.request("GET", "/health", { budget: new Budget(10) });
+    const spent = await client.request("GET", "/health", AnyResult, { budget: new Budget(10) });
     assertEquals(spent.ok ? "" : spent.error.code, "BUDGET_SPENT");
     assertEquals(fake.requests.length, 0);
     fake.fault({ route: "GET /health", delayMs: 2000, times: 1 });
     const budget = new Budget(300);
-    const r = await client.request("GET", "/health", { budget });
+    const r = await client.request("GET", "/health", AnyResult, { budget });
     assertEquals(r.ok ? "" : r.error.code, "TIMEOUT");
     assertTrue(budget.remaining() === 0 || budget.remaining() < 50);
   } finally {
@@ -104,7 +102,7 @@ Deno.test("client: network failure names the origin and never throws", async () 
     userAgent: "t",
     timeoutMs: 1000,
   });
-  const r = await client.request("GET", "/health");
+  const r = await client.request("GET", "/health", AnyResult);
   assertEquals(r.ok, false);
   if (!r.ok) {
     assertEquals([r.status, r.retryable, r.error.code], [0, true, "NETWORK"]);
@@ -126,7 +124,7 @@ Deno.test("client: a 300 KB gzip reply that inflates to 2 GB is not read past th
   });
   const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 20_000 });
   const before = Deno.memoryUsage().rss;
-  const r = await client.request("POST", "/api/v1/search/search", { body: { query: "x" } });
+  const r = await client.request("POST", "/api/v1/search/search", AnyResult, { body: { query: "x" } });
   const grown = Deno.memoryUsage().rss - before;
   assertEquals(r.ok ? "" : r.kind, "too-large");
   assertTrue(grown < 256 * 1024 ** 2, `RSS grew ${Math.round(grown / 1024 ** 2)} MB`);
@@ -136,8 +134,54 @@ Deno.test("client: a 300 KB gzip reply that inflates to 2 GB is not read past th
     route: "GET /api/v1/content/read",
     raw: { status: 200, body: "x".repeat(1 << 16), repeatBytes: 1 << 30 },
   });
-  const big = await client.request("GET", "/api/v1/content/read", { query: { uri: "viking://x" } });
+  const big = await client.request("GET", "/api/v1/content/read", AnyResult, {
+    query: { uri: "viking://x" },
+  });
   assertEquals(big.ok ? "" : big.kind, "too-large");
-  const allowed = await client.request("GET", "/health", { maxReplyBytes: 1 << 20 });
+  const allowed = await client.request("GET", "/health", AnyResult, { maxReplyBytes: 1 << 20 });
   assertTrue(allowed.ok, "the client works on after refusing giants");
+});
+
+Deno.test("client: an OK envelope whose result is not the route's shape is a not-openviking failure, never a cast", async () => {
+  await using fake = await FakeOpenViking.start();
+  const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 2000 });
+  const Status = z.looseObject({ user: z.string() });
+  const fine = await client.request("GET", "/api/v1/system/status", Status);
+  assertEquals(fine.ok ? fine.result.user : "", "default", "a matching result comes back parsed");
+  for (const result of ["not an object", { user: 42 }, null]) {
+    fake.clearFaults();
+    fake.fault({
+      route: "GET /api/v1/system/status",
+      raw: {
+        status: 200,
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ status: "ok", result }),
+      },
+    });
+    const r = await client.request("GET", "/api/v1/system/status", Status);
+    assertEquals(r.ok ? "ok" : [r.kind, r.status, r.retryable, r.error.code], [
+      "not-openviking",
+      200,
+      true,
+      "UNEXPECTED_RESULT",
+    ], JSON.stringify(result));
+    if (!r.ok) {
+      assertMatch(
+        r.error.message,
+        /GET \/api\/v1\/system\/status answered OK, but .* is not what OpenViking sends/,
+      );
+    }
+  }
+  // A write takes any result: only the envelope's "ok" counts.
+  fake.clearFaults();
+  fake.fault({
+    route: "POST /api/v1/sessions/:id/messages",
+    raw: {
+      status: 200,
+      headers: { "content-type": "application/json" },
+      body: '{"status":"ok","result":"stored"}',
+    },
+  });
+  const write = await client.request("POST", "/api/v1/sessions/s/messages", AnyResult, { body: { x: 1 } });
+  assertEquals(write.ok, true);
 });

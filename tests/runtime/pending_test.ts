@@ -17,10 +17,9 @@ import {
   hasUnsent,
   QUEUE_SUBDIR,
   queueSummary,
-  replayAll,
-  replayQueue,
   sessionQueueDir,
 } from "../../runtime/pending.ts";
+import { replayAll, replayQueue } from "../../runtime/replay.ts";
 import { countShared, listShared, replayShared } from "../../runtime/pending-shared.ts";
 import { sha256Hex } from "../../runtime/hash.ts";
 

@@ -4,7 +4,8 @@ import { loadConfig } from "../../runtime/config.ts";
 import { silentLogger } from "../../runtime/log.ts";
 import { createContext } from "../../hooks/dispatch.ts";
 import type { HookContext } from "../../hooks/context.ts";
-import type { HookEvent, HookInput } from "../../hooks/input.ts";
+import type { HookEvent } from "../../hooks/events.ts";
+import type { HookInput } from "../../hooks/input.ts";
 
 /** A context for `event` with `input`, in a sandbox whose HOME is `home`. */
 export async function makeContext(

@@ -5,7 +5,12 @@
  */
 
 import { sha256Hex, stableStringify } from "../../runtime/hash.ts";
-import { ensurePrivateDir, isAlreadyExists, isNotFound, tempSibling } from "../../runtime/fs.ts";
+import {
+  createExclusive as createFileExclusive,
+  ensurePrivateDir,
+  isAlreadyExists,
+  isNotFound,
+} from "../../runtime/fs.ts";
 import { joinPath } from "../../runtime/paths.ts";
 import type { SharedEntry } from "../../runtime/pending-shared.ts";
 import { QUEUE_SUBDIR, type QueueEntry, QueueEntrySchema } from "../../runtime/pending.ts";
@@ -76,24 +81,11 @@ export async function enqueueShared(dir: string, writes: PendingWrite[], now = D
   return stored;
 }
 
-/** Creates a file with complete content or not at all, never replacing an existing one (temp + fsync + hard link). */
+/** Creates a file whole or not at all; an existing one (the same write queued already) is left as it is. */
 async function createExclusive(path: string, text: string): Promise<void> {
-  const tmp = tempSibling(path);
-  const file = await Deno.open(tmp, { write: true, createNew: true, mode: 0o600 });
-  try {
-    const bytes = new TextEncoder().encode(text);
-    for (let written = 0; written < bytes.length;) written += await file.write(bytes.subarray(written));
-    await file.sync(); // a queued turn must survive more than a killed process
-  } finally {
-    file.close();
-  }
-  try {
-    await Deno.link(tmp, path);
-  } catch (error) {
+  await createFileExclusive(path, text).catch((error) => {
     if (!isAlreadyExists(error)) throw error;
-  } finally {
-    await Deno.remove(tmp).catch(() => {});
-  }
+  });
 }
 
 /** One item of our queue, flattened: a message or a commit, in replay order. */

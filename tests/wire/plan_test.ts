@@ -1,6 +1,7 @@
 import { assertEquals } from "../support/assert.ts";
 import { JournalBuilder } from "../support/journal.ts";
-import { acknowledge, planCapture, prepareText } from "../../wire/plan.ts";
+import { acknowledge, planCapture } from "../../wire/plan.ts";
+import { prepareText } from "../../wire/clean.ts";
 import { scanTurns } from "../../wire/turns.ts";
 import type { JournalLine } from "../../wire/read.ts";
 

@@ -1,0 +1,112 @@
+/**
+ * How a capture runs, by event — how long it waits for the turn's end and for the lock, whether it takes open
+ * turns, its time budget — and the one rule for when it commits. Shared by the journal capture (capture.ts)
+ * and the prompt fallback's (capture-fallback.ts).
+ */
+
+import { Budget, type OpenVikingClient } from "../runtime/http.ts";
+import type { SessionQueue } from "../runtime/pending.ts";
+import { commitSession } from "../runtime/sessions.ts";
+import type { SaveState, SessionState } from "../runtime/state.ts";
+import type { HookEvent } from "./events.ts";
+
+/** How one capture behaves, by event. */
+export interface CaptureMode {
+  /** Wait up to this long (before locking) for the newest turn's end. */
+  waitMs: number;
+  /** Take open turns too, after the wait. */
+  force: boolean;
+  /** How long to wait for the session lock. */
+  lockWaitMs: number;
+  budget: Budget;
+  /** Commit whenever anything is pending commit, regardless of the threshold. */
+  commitAlways: boolean;
+}
+
+/** A detached worker waits this long for the lock: no host timeout applies to it. */
+export const WORKER_LOCK_WAIT_MS = 120_000;
+
+/** Time a worker gives its network work, independent of the host. */
+const WORKER_BUDGET_MS = 60_000;
+
+/** Below this much remaining budget an interrupt capture skips its commit. */
+export const MIN_COMMIT_MS = 250;
+
+/** The capture mode of an event run (in the worker, or synchronously). */
+export function captureMode(
+  event: HookEvent,
+  config: { captureWaitMs: number; interruptBudgetMs: number },
+  startedAt: number,
+): CaptureMode {
+  if (event === "interrupt") {
+    const total = config.interruptBudgetMs;
+    const budget = new Budget(total - (Date.now() - startedAt));
+    return {
+      waitMs: Math.min(config.captureWaitMs, Math.floor(total * 0.4)),
+      force: true,
+      lockWaitMs: Math.floor(total * 0.3),
+      budget,
+      commitAlways: true,
+    };
+  }
+  const base = { lockWaitMs: WORKER_LOCK_WAIT_MS, budget: new Budget(WORKER_BUDGET_MS) };
+  if (event === "stop") return { ...base, waitMs: config.captureWaitMs, force: false, commitAlways: false };
+  if (event === "session-end") {
+    return { ...base, waitMs: Math.min(config.captureWaitMs, 3000), force: true, commitAlways: true };
+  }
+  if (event === "stop-failure") {
+    // A failed turn fires StopFailure, never Stop: its prompt (and any text of steps before the failure) goes
+    // now. The v2 engine still writes the turn's `turn.ended`; a legacy failed turn never closes: forced.
+    return { ...base, waitMs: Math.min(config.captureWaitMs, 3000), force: true, commitAlways: false };
+  }
+  return { ...base, waitMs: 0, force: false, commitAlways: true }; // pre-compact
+}
+
+/** What a commit needs: where to send or queue it, and what names it. */
+export interface CommitRequest {
+  client: OpenVikingClient;
+  sessionId: string;
+  pendingDir: string;
+  /** Names this commit (the session and the last message it covers), so queued commits never merge. */
+  key: string;
+  /** Earlier writes of the session are queued: the commit queues behind them. */
+  queueOnly: boolean;
+  queue?: SessionQueue;
+}
+
+/** What commitIfDue did: the commit's outcome ("none", "skipped-budget", or the commit's kind). */
+export interface CommitDone {
+  state: SessionState;
+  commit: string;
+  taskId?: string;
+}
+
+/**
+ * Commits when something is pending commit and the mode or the threshold asks for it, inside the budget.
+ * What was sent or queued is recorded first (`save`), so a kill during the commit never resends it; a commit
+ * that went through or was queued resets the count.
+ */
+export async function commitIfDue(
+  state: SessionState,
+  mode: CaptureMode,
+  threshold: number,
+  save: SaveState,
+  request: CommitRequest,
+): Promise<CommitDone> {
+  const due = state.capturedSinceCommit > 0 && (mode.commitAlways || state.capturedSinceCommit >= threshold);
+  if (!due) return { state, commit: "none" };
+  if (mode.budget.remaining() < MIN_COMMIT_MS) return { state, commit: "skipped-budget" };
+  await save(state);
+  const outcome = await commitSession(request.client, request.sessionId, {
+    budget: mode.budget,
+    pendingDir: request.pendingDir,
+    key: request.key,
+    queueOnly: request.queueOnly,
+    queue: request.queue,
+  });
+  return {
+    state: outcome.kind === "failed" ? state : { ...state, capturedSinceCommit: 0 },
+    commit: outcome.kind,
+    taskId: outcome.kind === "committed" ? outcome.taskId : undefined,
+  };
+}

@@ -1,0 +1,179 @@
+/**
+ * A run of install or uninstall: what it needs (injectable for tests), its plan — ordered steps, the
+ * text-file changes they make, notes for the user — and carrying the plan out: every check first, so every
+ * refusal comes before the first write; a dry run prints the diffs instead; a step that still fails mid-way
+ * rolls back the steps already taken.
+ */
+
+import { type Env, processEnv } from "../runtime/paths.ts";
+import { checkChange, describeFsError, type FileChange, isFsError, readText, undoAll } from "./files.ts";
+import { unifiedDiff } from "./diff.ts";
+import { currentOs, currentSelf, type OsFamily, type Self } from "./placement.ts";
+import type { CredentialArgs } from "./ovcli.ts";
+import { type Done, fileStep, type Step } from "./steps.ts";
+
+/** Where messages go (tests capture them). */
+export interface Output {
+  info(line: string): void;
+  error(line: string): void;
+}
+
+const consoleOutput: Output = { info: (l) => console.log(l), error: (l) => console.error(l) };
+
+/** Parsed options of install / uninstall. */
+export interface InstallOptions {
+  mode?: "config" | "plugin";
+  kimiHome?: string;
+  credentials: CredentialArgs;
+  dryRun: boolean;
+  yes: boolean;
+  purge: boolean;
+}
+
+/** Everything a run needs, injectable for tests. */
+export interface Context {
+  env: Env;
+  self: Self;
+  os: OsFamily;
+  out: Output;
+  now: Date;
+  cwd: string;
+}
+
+/** The context of a real run: this process, its environment, the console, now. */
+export async function defaultContext(): Promise<Context> {
+  return {
+    env: processEnv(),
+    self: await currentSelf(),
+    os: currentOs(),
+    out: consoleOutput,
+    now: new Date(),
+    cwd: Deno.cwd(),
+  };
+}
+
+/** A planned run: ordered steps; text-file changes are steps too. */
+export interface Plan {
+  steps: Step[];
+  changes: FileChange[];
+  notes: string[];
+  now: Date;
+}
+
+/** An empty plan made at `now`. */
+export function newPlan(now: Date): Plan {
+  return { steps: [], changes: [], notes: [], now };
+}
+
+/** Plans a change to one of Kimi's files (kept as a `.bak`) and the step that writes it. */
+export function planFile(
+  plan: Plan,
+  path: string,
+  before: string | undefined,
+  after: string | undefined,
+  what: string,
+): void {
+  const change: FileChange = { path, before, after, backup: "bak" };
+  plan.changes.push(change);
+  plan.steps.push(fileStep(change, what, plan.now));
+}
+
+/** Prints what a dry run would do: the steps, the diff of every file, the notes. */
+function printDryRun(plan: Plan, out: Output): void {
+  out.info("Dry run: nothing was changed. These changes would be made:");
+  for (const step of plan.steps) out.info(`  - ${step.describe}`);
+  for (const change of plan.changes) {
+    const show = change.display ?? ((t: string) => t);
+    const diff = unifiedDiff(
+      change.path,
+      change.before === undefined ? undefined : show(change.before),
+      change.after === undefined ? undefined : show(change.after),
+    );
+    if (diff) out.info(diff.trimEnd());
+  }
+  for (const note of plan.notes) out.info(note);
+}
+
+/** Why the plan cannot be carried out, found before anything is written; undefined when it can. */
+async function checkPlan(plan: Plan): Promise<string | undefined> {
+  for (const change of plan.changes) {
+    const problem = await checkChange(change, plan.now);
+    if (problem) return problem;
+  }
+  for (const step of plan.steps) {
+    const problem = await step.check?.();
+    if (problem) return problem;
+  }
+  return undefined;
+}
+
+/**
+ * Takes the steps in order. When one fails, the ones already taken are rolled back (files get their exact
+ * previous bytes) and the error says so; returns that error, or undefined when every step succeeded.
+ */
+async function execute(plan: Plan, out: Output): Promise<string | undefined> {
+  for (const change of plan.changes) {
+    if (change.displayOnly || change.before === change.after) continue;
+    const now = await readText(change.path);
+    if (!now.ok || now.text !== change.before) {
+      return `${change.path} changed while openviking-kimi was working on it; run the command again; ` +
+        "nothing was changed.";
+    }
+  }
+  const done: Done[] = [];
+  for (const step of plan.steps) {
+    try {
+      done.push(await step.run());
+    } catch (error) {
+      const reason = isFsError(error)
+        ? `${step.describe} failed: ${describeFsError(error)}`
+        : (error as Error).message;
+      const taken = done.filter((d) => d.undo);
+      if (taken.length === 0) return `${reason}; nothing was changed. Fix that and run again.`;
+      const failed = await undoAll(taken.map((d) => d.undo!));
+      const names = taken.flatMap((d) => (d.changed ? [d.changed] : []));
+      if (failed.length === 0) {
+        return `${reason}. Rolled back the changes already made: ${names.join(", ")} as before, so ` +
+          "nothing was changed. Fix that and run again.";
+      }
+      return `${reason}. Rolled back the changes already made (${names.join(", ")}), except: ${
+        failed.join("; ")
+      }. The previous content of each file is in its .bak copy.`;
+    }
+  }
+  for (const d of done) await d.commit?.();
+  for (const d of done) if (d.message) out.info(`  ✓ ${d.message}`);
+  for (const note of plan.notes) out.info(note);
+  return undefined;
+}
+
+/** How a run ends: its command's name (for errors), what it says before and after applying. */
+export interface Outcome {
+  command: "install" | "uninstall";
+  dryRun: boolean;
+  /** Said before the first step is taken. */
+  start: string;
+  /** Said once every step succeeded. */
+  done?: string;
+}
+
+/** Reports `message` as the run's error; returns the exit code 1. */
+export function fail(out: Output, command: Outcome["command"], message: string): number {
+  out.error(`openviking-kimi ${command}: ${message}`);
+  return 1;
+}
+
+/** Checks the plan, then prints it (dry run) or carries it out; returns the exit code. */
+export async function carryOut(plan: Plan, out: Output, outcome: Outcome): Promise<number> {
+  const problem = await checkPlan(plan);
+  if (problem) return fail(out, outcome.command, problem);
+  if (outcome.dryRun) {
+    printDryRun(plan, out);
+    return 0;
+  }
+  out.info(outcome.start);
+  const failed = await execute(plan, out);
+  if (failed) return fail(out, outcome.command, failed);
+  if (outcome.done) out.info(outcome.done);
+  return 0;
+}

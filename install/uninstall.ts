@@ -1,0 +1,114 @@
+/**
+ * `openviking-kimi uninstall`: a planner per mode (both unless one is named) that takes out exactly what
+ * install added, and with `--purge` the executable, the plugin directory and per-session state, feeding one
+ * plan that run.ts checks and carries out all or nothing. ovcli.conf and the shared queue stay.
+ */
+
+import { readTextIfExists } from "../runtime/fs.ts";
+import { dirName, hookStateDir, joinPath, openVikingHome } from "../runtime/paths.ts";
+import { PLUGIN_ID } from "./spec.ts";
+import { planConfigUninstall } from "./toml-config.ts";
+import { planMcpUninstall } from "./mcp-json.ts";
+import { hasOurPlugin, kimiHomeFor, type KimiState, readKimiState } from "./detect.ts";
+import { integrationDir } from "./placement.ts";
+import { planUnregister } from "./install.ts";
+import { carryOut, type Context, fail, type InstallOptions, newPlan, type Plan, planFile } from "./run.ts";
+import { removalStep } from "./steps.ts";
+
+/** Plans taking config mode out: our block and our `mcp.json` entry (hooks outside the block are named). */
+function planConfigRemoval(state: KimiState, plan: Plan): string | undefined {
+  const cfg = planConfigUninstall(state.configText);
+  if (!cfg.ok) return cfg.error;
+  const mcp = planMcpUninstall(state.mcpText);
+  if (!mcp.ok) return mcp.error;
+  if (cfg.changed) planFile(plan, state.paths.config, state.configText, cfg.after, "hooks removed");
+  if (mcp.changed) {
+    planFile(plan, state.paths.mcp, state.mcpText, mcp.after, 'MCP server "openviking" removed');
+  }
+  plan.notes.push(...cfg.warnings.map((w) => `Note: ${w}`), ...mcp.warnings.map((w) => `Note: ${w}`));
+  if (state.strayHooks.length) {
+    plan.notes.push(
+      `Note: config.toml still has openviking-kimi [[hooks]] outside the marked block (${
+        state.strayHooks.map((h) => h.command).join("; ")
+      }); delete those [[hooks]] tables by hand.`,
+    );
+  }
+  return undefined;
+}
+
+/** Plans taking plugin mode out: our registry record (OpenViking's own plugin is left in place). */
+function planPluginRemoval(state: KimiState, plan: Plan): string | undefined {
+  if (state.registryError && state.registryText !== undefined) {
+    plan.notes.push(`Note: ${state.registryError}`);
+  } else if (hasOurPlugin(state) || state.plugin?.owner === "missing") {
+    return planUnregister(plan, state, `plugin "${PLUGIN_ID}" unregistered`);
+  } else if (state.plugin?.owner === "upstream") {
+    plan.notes.push(
+      `Note: the "${PLUGIN_ID}" plugin registered in Kimi is OpenViking's own one; left in place.`,
+    );
+  }
+  return undefined;
+}
+
+/** Plans `--purge`: our plugin directory (when `plugin`), the executable, per-session state and our log. */
+async function planPurge(ctx: Context, state: KimiState, plugin: boolean, plan: Plan): Promise<void> {
+  const targets: string[] = [];
+  const managed = joinPath(state.paths.managedDir, PLUGIN_ID);
+  if (plugin && (state.plugin?.owner !== "upstream" && state.plugin?.owner !== "other")) {
+    const manifest = await readTextIfExists(joinPath(managed, "kimi.plugin.json")).catch(() => undefined);
+    if (manifest === undefined || /bin[\\/]+openviking-kimi/.test(manifest)) targets.push(managed);
+  }
+  targets.push(
+    integrationDir(ctx.env),
+    hookStateDir(ctx.env),
+    joinPath(openVikingHome(ctx.env), "logs", "kimicode-hooks.log"),
+  );
+  for (const t of targets) {
+    const exists = await Deno.lstat(t).then(() => true, () => false);
+    if (exists) plan.steps.push(removalStep(t, `delete ${t}`, `removed ${t}`));
+  }
+  if (targets.includes(managed)) {
+    plan.steps.push({
+      describe: `delete ${state.paths.managedDir} and its parent when empty`,
+      run: () =>
+        Promise.resolve({
+          // At the end, once the plugin directory itself is gone.
+          commit: async () => {
+            await Deno.remove(state.paths.managedDir).catch(() => {});
+            await Deno.remove(dirName(state.paths.managedDir)).catch(() => {});
+          },
+        }),
+    });
+  }
+  plan.notes.push(
+    "Kept: ~/.openviking/ovcli.conf and the pending queue (~/.openviking/pending), which OpenViking's other " +
+      "clients share.",
+  );
+}
+
+/** Uninstalls and returns the exit code. */
+export async function runUninstall(ctx: Context, options: InstallOptions): Promise<number> {
+  const { out } = ctx;
+  const home = kimiHomeFor(ctx.env, options.kimiHome, ctx.cwd);
+  const state = await readKimiState(home);
+  if (state.unreadable.length) return fail(out, "uninstall", state.unreadable[0]);
+  const plan = newPlan(ctx.now);
+  const plugin = options.mode !== "config";
+  const problem = (options.mode !== "plugin" ? planConfigRemoval(state, plan) : undefined) ??
+    (plugin ? planPluginRemoval(state, plan) : undefined);
+  if (problem) return fail(out, "uninstall", problem);
+  if (options.purge) await planPurge(ctx, state, plugin, plan);
+  if (plan.steps.length === 0) {
+    out.info(`Nothing of openviking-kimi is registered in ${home}.`);
+    for (const note of plan.notes) out.info(note);
+    return 0;
+  }
+  return await carryOut(plan, out, {
+    command: "uninstall",
+    dryRun: options.dryRun,
+    start: `Removing openviking-kimi from ${home}`,
+    done: options.purge
+      ? undefined
+      : "Files kept (remove them with --purge): the executable and the plugin directory.",
+  });
+}

@@ -1,0 +1,279 @@
+/**
+ * Replaying our offline queue (pending-files.ts): sessions oldest first, each in sequence order, bounded in
+ * entries and time; then what other plugins left in the shared queue (pending-shared.ts). A session's file is
+ * claimed by renaming it to `<seq>-<tag>.<pid>.claim`; a claim whose process is gone (or older than
+ * `ABANDONED_AFTER_MS`, or dated in the future) is put back, and while another run holds a claim of a
+ * session that session's later writes wait. Progress inside an entry is kept in its claim. Only OpenViking's
+ * own rejection drops a message; no failure spends anything.
+ */
+
+import { writeFileAtomic } from "./fs.ts";
+import type { Budget, OpenVikingClient, OvFailure } from "./http.ts";
+import { isProcessGone } from "./lock.ts";
+import { joinPath } from "./paths.ts";
+import { CommitResultSchema, deliverMessages, sessionPath } from "./deliver.ts";
+import {
+  ABANDONED_AFTER_MS,
+  claimName,
+  entryFile,
+  type QueueEntry,
+  type QueueFile,
+  queueFiles,
+  readEntry,
+  sessionDirs,
+} from "./pending-files.ts";
+import { replayShared, type SharedReplayReport } from "./pending-shared.ts";
+
+const FUTURE_SLACK_MS = 60_000;
+
+/** Puts claims back whose replay process is gone, that are older than `ABANDONED_AFTER_MS`, or future-dated. */
+async function recoverClaims(dir: string, files: QueueFile[], now: number): Promise<QueueFile[]> {
+  const out: QueueFile[] = [];
+  for (const f of files) {
+    if (f.claimedBy === undefined) {
+      out.push(f);
+      continue;
+    }
+    const path = joinPath(dir, f.name);
+    const mtime = (await Deno.stat(path).catch(() => undefined))?.mtime?.getTime() ?? now;
+    const abandoned = isProcessGone(f.claimedBy) || now - mtime > ABANDONED_AFTER_MS ||
+      mtime - now > FUTURE_SLACK_MS;
+    // Progress inside a claim shrinks its content, not its name: name it after what is left.
+    const left = abandoned ? await readEntry(path) : undefined;
+    const back = entryFile(f.seq, left ?? f.tag);
+    if (abandoned && await Deno.rename(path, joinPath(dir, back.name)).then(() => true, () => false)) {
+      out.push(back);
+    } else out.push(f);
+  }
+  return out;
+}
+
+/** Limits of one replay run. */
+export interface ReplayOptions {
+  /** At most this many entries are sent per run. */
+  limit: number;
+  /** Entries older than this are dropped. */
+  ttlDays: number;
+  budget: Budget;
+  /** Only this OpenViking session. */
+  sessionId?: string;
+  now?: number;
+}
+
+/** What a replay run did. */
+export interface ReplayReport {
+  /** Entries delivered (all their messages sent or rejected, or the commit accepted). */
+  replayed: number;
+  /** Messages sent (of replayed or partly replayed entries). */
+  messages: number;
+  /** Messages (or commits) OpenViking rejected: dropped. */
+  rejected: number;
+  /** Entries dropped for age (TTL). */
+  expired: number;
+  /** Entries left for a later run (limit, budget, a failure, or a session busy elsewhere). */
+  deferred: number;
+  /** Task ids of the commits replayed. */
+  commitTasks: string[];
+  /** The failure that stopped the run (or a session), if any. */
+  cause?: OvFailure;
+}
+
+/** A failure that says the server as a whole cannot be used now (every session would fail the same way). */
+function stopsEverything(res: OvFailure): boolean {
+  return res.kind === "unreachable" || res.kind === "auth" || res.kind === "redirect" ||
+    res.kind === "not-openviking" || res.kind === "missing-route";
+}
+
+/** Replays one claimed entry; returns the failure that stopped it, if any (progress is kept in the claim). */
+async function replayEntry(
+  client: OpenVikingClient,
+  claimPath: string,
+  entry: QueueEntry,
+  budget: Budget,
+  report: ReplayReport,
+): Promise<OvFailure | undefined> {
+  if (entry.kind === "commit") {
+    const res = await client.request("POST", `${sessionPath(entry.sessionId)}/commit`, CommitResultSchema, {
+      body: {},
+      budget,
+      peerId: null,
+    });
+    if (res.ok) {
+      if (res.result.taskId) report.commitTasks.push(res.result.taskId);
+      return undefined;
+    }
+    if (res.kind === "rejected") {
+      report.rejected++;
+      return undefined;
+    }
+    return res;
+  }
+  const messages = entry.messages;
+  const d = await deliverMessages(client, entry.sessionId, messages.map((m) => m.payload), {
+    budget,
+    onSettled: async (settled) => {
+      // Progress is kept in the claim: a replay killed later never sends these again.
+      if (settled < messages.length) {
+        await writeFileAtomic(
+          claimPath,
+          `${JSON.stringify({ ...entry, messages: messages.slice(settled) })}\n`,
+          {
+            privateDir: false,
+            durable: true,
+          },
+        );
+      }
+    },
+  });
+  report.messages += d.sent;
+  report.rejected += d.rejections.length;
+  return d.stop;
+}
+
+/** A session's queue as replay finds it: its files, and when its oldest write was queued. */
+interface QueuedSession {
+  dir: string;
+  files: QueueFile[];
+  first: number;
+}
+
+/** The sessions to replay (one, or every one), abandoned claims put back, oldest first; empty ones removed. */
+async function queuedSessions(pendingDir: string, sessionId: string | undefined, now: number) {
+  const sessions: QueuedSession[] = [];
+  for (const dir of await sessionDirs(pendingDir, sessionId)) {
+    const files = await recoverClaims(dir, await queueFiles(dir), now);
+    if (!files.length) {
+      await Deno.remove(dir).catch(() => {}); // an empty session directory is not kept
+      continue;
+    }
+    const first = files[0].claimedBy === undefined
+      ? (await readEntry(joinPath(dir, files[0].name)))?.createdAt ?? now
+      : now;
+    sessions.push({ dir, files, first });
+  }
+  return sessions.sort((a, b) => a.first - b.first);
+}
+
+/** One replay run: its bounds, what it has sent, whether it must stop, and its report. */
+interface ReplayRun {
+  client: OpenVikingClient;
+  options: ReplayOptions;
+  now: number;
+  sent: number;
+  stopAll: boolean;
+  report: ReplayReport;
+}
+
+/**
+ * Replays one file of a session's queue: "next" when the session may go on (sent, rejected, expired, or put
+ * aside as unreadable), "stop" when its later writes must wait (claimed elsewhere, a failure, the run's bounds).
+ */
+async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"next" | "stop"> {
+  const { options, report } = run;
+  // A claimed entry is being sent by another replay: this session's later writes wait for it.
+  if (f.claimedBy !== undefined) return "stop";
+  if (run.sent >= options.limit || options.budget.remaining() < 100) {
+    run.stopAll = true;
+    return "stop";
+  }
+  const path = joinPath(dir, f.name);
+  const claim = joinPath(dir, claimName(f.seq, f.tag, Deno.pid));
+  if (!(await Deno.rename(path, claim).then(() => true, () => false))) return "stop";
+  const entry = await readEntry(claim);
+  if (!entry) {
+    // Not ours to understand (torn by hand, or a newer format): keep it aside rather than block the session.
+    await Deno.rename(claim, `${path}.unreadable`).catch(() => {});
+    return "next";
+  }
+  if (run.now - entry.createdAt > options.ttlDays * 86_400_000) {
+    await Deno.remove(claim).catch(() => {});
+    report.expired++;
+    return "next";
+  }
+  run.sent++;
+  const stop = await replayEntry(run.client, claim, entry, options.budget, report);
+  if (!stop) {
+    await Deno.remove(claim).catch(() => {});
+    report.replayed++;
+    return "next";
+  }
+  report.cause = stop;
+  const left = await readEntry(claim);
+  await Deno.rename(claim, joinPath(dir, entryFile(f.seq, left ?? f.tag).name)).catch(() => {});
+  if (stopsEverything(stop)) run.stopAll = true;
+  return "stop";
+}
+
+/** Replays our queue: sessions oldest first, each in sequence order, bounded in entries and time. */
+export async function replayQueue(
+  pendingDir: string,
+  client: OpenVikingClient,
+  options: ReplayOptions,
+): Promise<ReplayReport> {
+  const report: ReplayReport = {
+    replayed: 0,
+    messages: 0,
+    rejected: 0,
+    expired: 0,
+    deferred: 0,
+    commitTasks: [],
+  };
+  const now = options.now ?? Date.now();
+  const run: ReplayRun = { client, options, now, sent: 0, stopAll: false, report };
+  for (const s of await queuedSessions(pendingDir, options.sessionId, now)) {
+    let i = 0;
+    while (i < s.files.length && !run.stopAll && await replayFile(run, s.dir, s.files[i]) === "next") i++;
+    report.deferred += s.files.length - i;
+    if (i === s.files.length) await Deno.remove(s.dir).catch(() => {});
+  }
+  return report;
+}
+
+/** Limits of a replay of both queues (ours, then the shared one). */
+export interface ReplayAllOptions extends ReplayOptions {
+  /** Shared-queue entries whose retries (spent by other plugins) reached this are dropped. */
+  maxRetries: number;
+}
+
+/** What a replay of both queues did. */
+export interface ReplayAllReport extends ReplayReport {
+  shared: SharedReplayReport;
+}
+
+/**
+ * Replays our queue, then (unless limited to one session) what other plugins left in the shared queue, within
+ * one entry limit and one budget.
+ */
+export async function replayAll(
+  pendingDir: string,
+  client: OpenVikingClient,
+  options: ReplayAllOptions,
+): Promise<ReplayAllReport> {
+  const ours = await replayQueue(pendingDir, client, options);
+  const shared: SharedReplayReport = { replayed: 0, dropped: 0, deferred: 0 };
+  const stopped = ours.cause !== undefined && stopsEverything(ours.cause);
+  if (options.sessionId === undefined && !stopped) {
+    Object.assign(
+      shared,
+      await replayShared(pendingDir, client, {
+        ...options,
+        limit: Math.max(0, options.limit - ours.replayed),
+      }),
+    );
+  }
+  return { ...ours, cause: ours.cause ?? shared.cause, shared };
+}
+
+/** The bounds of a replay from the config: its entry limit (unless given), retries, age, and `run`'s budget. */
+export function replayOptions(
+  config: { pendingReplayLimit: number; pendingMaxRetries: number; pendingTtlDays: number },
+  run: { budget: Budget; limit?: number; sessionId?: string },
+): ReplayAllOptions {
+  return {
+    limit: run.limit ?? config.pendingReplayLimit,
+    maxRetries: config.pendingMaxRetries,
+    ttlDays: config.pendingTtlDays,
+    budget: run.budget,
+    ...(run.sessionId !== undefined ? { sessionId: run.sessionId } : {}),
+  };
+}

@@ -1,0 +1,144 @@
+/**
+ * The profile block's own policy, without processes: the CJK-aware token estimate, fitting a profile into
+ * its half of the budget (head and tail with the middle elided, else a cut), the listing of preference and
+ * entity memories within what is left, and which user space is read.
+ */
+
+import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
+import { fail, ok, route, scriptedClient } from "../support/scripted-client.ts";
+import { Budget } from "../../runtime/http.ts";
+import {
+  buildProfile,
+  fitProfile,
+  memoryLeaves,
+  profileTokens,
+  renderProfile,
+} from "../../runtime/profile.ts";
+
+Deno.test("profile tokens: a quarter per ASCII character, 1.5 per CJK character, rounded up", () => {
+  assertEquals(profileTokens(""), 0);
+  assertEquals(profileTokens("abcd"), 1);
+  assertEquals(profileTokens("abcde"), 2);
+  assertEquals(profileTokens("喜欢"), 3);
+  assertEquals(profileTokens("a喜"), 2);
+});
+
+Deno.test("fitProfile: a profile within its budget is kept as it is", () => {
+  const text = "line one\nline two";
+  assertEquals(fitProfile(text, profileTokens(text)), text);
+});
+
+Deno.test("fitProfile: a long profile of many lines keeps its first 8 and last 3 lines when that fits", () => {
+  const lines = Array.from({ length: 30 }, (_, i) => `fact ${i}: ${"detail ".repeat(5)}`);
+  const fitted = fitProfile(lines.join("\n"), 200);
+  assertEquals(fitted.split("\n"), [
+    ...lines.slice(0, 8),
+    "... [profile middle elided] ...",
+    ...lines.slice(-3),
+  ]);
+  assertTrue(profileTokens(fitted) <= 200);
+});
+
+Deno.test("fitProfile: when head and tail do not fit (or there are few lines), it is cut to the budget and says so", () => {
+  const fewLines = "word ".repeat(400);
+  const cut = fitProfile(fewLines, 50);
+  assertMatch(cut, /\n\.\.\. \[profile truncated\]$/);
+  assertEquals(cut.length, (50 - 6) * 4 + "\n... [profile truncated]".length, "(budget − 6) tokens of text");
+  const wide = Array.from({ length: 20 }, () => "x".repeat(400)).join("\n");
+  assertMatch(
+    fitProfile(wide, 100),
+    /\[profile truncated\]$/,
+    "an elided form over the budget is cut instead",
+  );
+  const cjk = "喜欢".repeat(100);
+  const cjkCut = fitProfile(cjk, 30).replace("\n... [profile truncated]", "");
+  assertTrue(profileTokens(cjkCut) <= 24, "a CJK text is cut by its own token weight, on whole characters");
+  assertTrue(cjk.startsWith(cjkCut));
+});
+
+Deno.test("renderProfile: the profile takes at most half, the listing what is left, then '+N more'", () => {
+  const leaves = (prefix: string, n: number) =>
+    Array.from(
+      { length: n },
+      (_, i) => ({ path: `${prefix}${i}.md`, abstract: `abstract of ${prefix}${i}` }),
+    );
+  const text = renderProfile({
+    space: "alice",
+    profile: "Alice writes Go.\n".repeat(200),
+    preferences: leaves("p", 40),
+    entities: leaves("e", 40),
+  }, 600)!.text;
+  const [profilePart] = text.split("<available-memories>");
+  assertTrue(profileTokens(profilePart) <= 300 + 20, "the profile is fitted into half the budget");
+  assertTrue(profileTokens(text) <= 600 + 60, "the whole block stays near the budget");
+  assertMatch(text, /<user-profile uri="viking:\/\/user\/alice\/memories\/profile\.md">/);
+  assertMatch(text, /viking:\/\/user\/alice\/memories\/preferences\/\n {4}- p0\.md — abstract of p0/);
+  assertMatch(text, /\.\.\. \+\d+ more: use the search MCP tool/);
+  const shown = (text.match(/ {4}- [pe]\d+\.md/g) ?? []).length;
+  assertTrue(shown > 0 && shown < 80, `some leaves listed, not all (${shown})`);
+});
+
+Deno.test("renderProfile: nothing at all is null; a space with markup is percent-encoded in the URI", () => {
+  assertEquals(renderProfile({ space: "x", profile: "  ", preferences: [], entities: [] }, 1000), null);
+  const text = renderProfile({ space: 'a"b</x>', profile: "p", preferences: [], entities: [] }, 1000)!.text;
+  assertMatch(text, /viking:\/\/user\/a%22b%3C%2Fx%3E\/memories\/profile\.md/);
+});
+
+Deno.test("memoryLeaves: .md files only (directories out), from a list or its `entries`, sorted", () => {
+  const entries = [
+    { rel_path: "b.md", abstract: "B" },
+    { name: "a.md" },
+    { uri: "viking://x/dir", isDir: true },
+    { rel_path: "notes.txt" },
+    { rel_path: "c.md", is_dir: true },
+    "junk",
+  ];
+  const want = [{ path: "a.md", abstract: "" }, { path: "b.md", abstract: "B" }];
+  assertEquals(memoryLeaves(entries), want);
+  assertEquals(memoryLeaves({ entries }), want);
+});
+
+Deno.test("buildProfile: the space is the status user when it exists, else default, else the only one", async () => {
+  for (
+    const [user, dirs, space] of [
+      ["alice", ["alice", "default"], "alice"],
+      ["ghost", ["default", "bob"], "default"],
+      ["", ["bob"], "bob"],
+      ["carol", [], "carol"],
+    ] as const
+  ) {
+    const { client, calls } = scriptedClient((c) => {
+      if (route(c) === "GET /api/v1/system/status") return ok({ user });
+      if (c.query?.uri === "viking://user") return ok(dirs.map((name) => ({ name, isDir: true })));
+      if (route(c) === "GET /api/v1/content/read") return ok("profile text");
+      return ok([]);
+    });
+    const block = await buildProfile(client, 1000, new Budget(5000));
+    assertMatch(block!.text, new RegExp(`viking://user/${space}/memories/profile\\.md`), `${user} ${dirs}`);
+    const read = calls.find((c) => route(c) === "GET /api/v1/content/read");
+    assertEquals(read?.query?.uri, `viking://user/${space}/memories/profile.md`);
+  }
+});
+
+Deno.test("buildProfile: nothing reachable is null; a profile without listings is still a profile", async () => {
+  const down = scriptedClient(() => fail("unreachable", 0));
+  assertEquals(await buildProfile(down.client, 1000, new Budget(5000)), null);
+  const partial = scriptedClient((c) =>
+    route(c) === "GET /api/v1/content/read" ? ok("only the profile") : fail("server", 503)
+  );
+  assertEquals(
+    await buildProfile(partial.client, 1000, new Budget(5000)),
+    null,
+    "status and listing both failed",
+  );
+  const noDirs = scriptedClient((c) =>
+    route(c) === "GET /api/v1/content/read"
+      ? ok("only the profile")
+      : c.query?.uri === "viking://user"
+      ? fail("server", 503)
+      : ok({ user: "dana" })
+  );
+  const block = await buildProfile(noDirs.client, 1000, new Budget(5000));
+  assertMatch(block!.text, /only the profile/);
+  assertTrue(!block!.text.includes("<available-memories>"));
+});

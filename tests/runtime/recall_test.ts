@@ -1,0 +1,306 @@
+/**
+ * Recall's own policy, without processes: the fallback chain (context face → recall endpoint → find with
+ * local ranking), the 6 h memo of a server without context mode, the quotas, and the local ranking.
+ */
+
+import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
+import { type Answer, type Call, fail, ok, route, scriptedClient } from "../support/scripted-client.ts";
+import { tempDir } from "../support/temp.ts";
+import { Budget } from "../../runtime/http.ts";
+import {
+  contextSearchBody,
+  LEGACY_MEMO_MS,
+  rankFindItems,
+  recallForPrompt,
+  type RecallSettings,
+  scaleQuotas,
+} from "../../runtime/recall.ts";
+import { blockText } from "../../runtime/printed.ts";
+
+const SETTINGS: RecallSettings = {
+  recallLimit: 3,
+  recallLimitConfigured: false,
+  recallTokenBudget: 2000,
+  recallMaxContentChars: 500,
+  scoreThreshold: 0.35,
+  recallPreferAbstract: true,
+  recallPeerScope: "all",
+  recallDedupTurns: 5,
+};
+
+const SEARCH = "POST /api/v1/search/search";
+const RECALL = "POST /api/v1/search/recall";
+const FIND = "POST /api/v1/search/find";
+const READ = "GET /api/v1/content/read";
+
+/** A request for `query` with a fresh budget; `stateDir` "" keeps no memo. */
+const request = (query: string, stateDir = "", now = 1_000_000) => ({
+  query,
+  budget: new Budget(5000),
+  stateDir,
+  now,
+  sessionId: "kc-s",
+  excludeUris: [] as string[],
+});
+
+/** A script by route; a route it does not name fails as a missing route. */
+function byRoute(routes: Record<string, Answer | ((c: Call) => Answer)>): (c: Call) => Answer {
+  return (c) => {
+    const a = routes[route(c)];
+    return a === undefined ? fail("missing-route", 404) : typeof a === "function" ? a(c) : a;
+  };
+}
+
+type Item = Parameters<typeof rankFindItems>[0][number];
+const item = (uri: string, score: number, abstract = "", level?: number): Item => ({
+  uri,
+  score,
+  abstract,
+  level,
+  contextType: "memory",
+  bucket: "memory",
+});
+
+Deno.test("recall chain: the context face answers; nothing else is asked", async () => {
+  const { client, calls } = scriptedClient(
+    byRoute({ [SEARCH]: ok({ digest: "  tabs, not spaces: viking://user/d/memories/a.md  " }) }),
+  );
+  const r = await recallForPrompt(client, SETTINGS, request("how do I indent?"));
+  assertEquals(r.source, "context");
+  assertEquals(r.uris, ["viking://user/d/memories/a.md"]);
+  assertMatch(
+    blockText(r.block!),
+    /^<openviking-context>\nRelevant memory from OpenViking\..*\ntabs, not spaces/s,
+  );
+  assertEquals(calls.map(route), [SEARCH]);
+  assertEquals((calls[0].body as { mode: string }).mode, "context");
+});
+
+Deno.test("recall chain: 'no_relevant' from the context face is the answer (no fallback), and so is an empty one", async () => {
+  for (
+    const result of [{ stats: { rewrite: "no_relevant" }, digest: "ignored" }, { digest: "  ", rendered: "" }]
+  ) {
+    const { client, calls } = scriptedClient(byRoute({ [SEARCH]: ok(result) }));
+    const r = await recallForPrompt(client, SETTINGS, request("anything relevant?"));
+    assertEquals(
+      [r.source, r.block, calls.map(route)],
+      ["context", undefined, [SEARCH]],
+      JSON.stringify(result),
+    );
+  }
+});
+
+Deno.test("recall chain: a failing context face falls to the recall endpoint; rendered is used, digest is not", async () => {
+  const { client, calls } = scriptedClient(byRoute({
+    [SEARCH]: fail("server", 503),
+    [RECALL]: ok({ rendered: "remembered: viking://user/d/memories/r.md" }),
+  }));
+  const r = await recallForPrompt(
+    client,
+    { ...SETTINGS, recallPeerScope: "actor" },
+    request("what did I say?"),
+  );
+  assertEquals([r.source, r.uris], ["recall", ["viking://user/d/memories/r.md"]]);
+  assertEquals(calls.map(route), [SEARCH, RECALL]);
+  const body = calls[1].body as Record<string, unknown>;
+  assertEquals([body.peer_scope, body.render, body.query], ["actor", true, "what did I say?"]);
+});
+
+Deno.test("recall chain: a context result that is not OpenViking's shape is not an answer: the chain goes on", async () => {
+  const { client, calls } = scriptedClient(byRoute({
+    [SEARCH]: ok("not an object"),
+    [RECALL]: ok({ rendered: "from the recall endpoint" }),
+  }));
+  const r = await recallForPrompt(client, SETTINGS, request("shape check"));
+  assertEquals([r.source, calls.map(route)], ["recall", [SEARCH, RECALL]]);
+});
+
+Deno.test("recall chain: the recall endpoint refusing peer_scope (400/422) is asked once more without it", async () => {
+  for (const status of [400, 422]) {
+    const { client, calls } = scriptedClient(byRoute({
+      [SEARCH]: fail("server", 500),
+      [RECALL]: (c) =>
+        "peer_scope" in (c.body as object)
+          ? fail("rejected", status, "peer_scope unknown")
+          : ok({ rendered: "ok" }),
+    }));
+    const r = await recallForPrompt(client, { ...SETTINGS, recallPeerScope: "actor" }, request("retry me"));
+    assertEquals(r.source, "recall");
+    assertEquals(calls.map(route), [SEARCH, RECALL, RECALL]);
+    assertEquals("peer_scope" in (calls[2].body as object), false);
+  }
+  // Without peer_scope there is nothing to drop: no second try, on to find.
+  const { client, calls } = scriptedClient(
+    byRoute({ [SEARCH]: fail("server", 500), [RECALL]: fail("rejected", 400) }),
+  );
+  await recallForPrompt(client, SETTINGS, request("no retry"));
+  assertEquals(calls.map(route), [SEARCH, RECALL, FIND, FIND]);
+});
+
+Deno.test("recall chain: a server without context mode is remembered for 6 h, per server URL", async () => {
+  await using dir = await tempDir();
+  const legacy = byRoute({
+    [SEARCH]: { fail: "rejected", status: 422, message: "extra fields not permitted: mode" },
+    [RECALL]: ok({ rendered: "legacy answer" }),
+  });
+  const first = scriptedClient(legacy);
+  assertEquals((await recallForPrompt(first.client, SETTINGS, request("q1", dir.path, 0))).source, "recall");
+  assertEquals(first.calls.map(route), [SEARCH, RECALL]);
+  const later = scriptedClient(legacy);
+  await recallForPrompt(later.client, SETTINGS, request("q2", dir.path, LEGACY_MEMO_MS - 1));
+  assertEquals(later.calls.map(route), [RECALL], "the memo skips the context face");
+  const expired = scriptedClient(legacy);
+  await recallForPrompt(expired.client, SETTINGS, request("q3", dir.path, LEGACY_MEMO_MS + 1));
+  assertEquals(expired.calls.map(route), [SEARCH, RECALL], "after 6 h it is asked again");
+  const other = scriptedClient(legacy, { baseUrl: "http://other.test:1933" });
+  await recallForPrompt(other.client, SETTINGS, request("q4", dir.path, 1));
+  assertEquals(other.calls.map(route), [SEARCH, RECALL], "another server is not taken for the legacy one");
+  // Any other failure is not a missing context mode: nothing is remembered.
+  await using fresh = await tempDir();
+  const busy = scriptedClient(byRoute({ [SEARCH]: fail("server", 503), [RECALL]: ok({ rendered: "x" }) }));
+  await recallForPrompt(busy.client, SETTINGS, request("q5", fresh.path, 0));
+  const again = scriptedClient(byRoute({ [SEARCH]: ok({ digest: "back" }) }));
+  assertEquals(
+    (await recallForPrompt(again.client, SETTINGS, request("q6", fresh.path, 1))).source,
+    "context",
+  );
+});
+
+Deno.test("recall chain: find per source, excluded URIs out, ranked and cut to the limit, content read when the abstract will not do", async () => {
+  const { client, calls } = scriptedClient(byRoute({
+    [SEARCH]: fail("unreachable", 0),
+    [RECALL]: fail("missing-route", 404),
+    [FIND]: (c) =>
+      (c.body as { target_uri: string }).target_uri === "viking://~/memories"
+        ? ok({
+          memories: [
+            { uri: "viking://user/d/memories/a.md", score: 0.9, abstract: "" },
+            { uri: "viking://user/d/memories/seen.md", score: 0.99, abstract: "already injected" },
+            { uri: "viking://user/d/memories/low.md", score: 0.1, abstract: "below the threshold" },
+            { score: 1, abstract: "no uri: dropped" },
+            "not a hit",
+          ],
+        })
+        : ok({
+          skills: [{ uri: "viking://agent/skills/deploy", score: 0.7, abstract: "how to deploy", level: 1 }],
+        }),
+    [READ]: ok("the whole memory a"),
+  }));
+  const r = await recallForPrompt(client, SETTINGS, {
+    ...request("deploy memory"),
+    excludeUris: ["viking://user/d/memories/seen.md"],
+  });
+  assertEquals(r.source, "find");
+  assertEquals(r.uris, ["viking://user/d/memories/a.md", "viking://agent/skills/deploy"]);
+  assertEquals(calls.filter((c) => route(c) === READ).map((c) => c.query?.uri), [
+    "viking://user/d/memories/a.md",
+  ]);
+  const text = blockText(r.block!);
+  assertMatch(text, /- \[memory 90%\] the whole memory a/);
+  assertMatch(text, /- \[skill 70%\] how to deploy/);
+  assertTrue(
+    !text.includes("already injected") && !text.includes("below the threshold") && !text.includes("no uri"),
+  );
+  const finds = calls.filter((c) => route(c) === FIND).map((c) =>
+    c.body as { limit: number; score_threshold: number }
+  );
+  assertEquals(finds.map((b) => [b.limit, b.score_threshold]), [[8, 0], [8, 0]]);
+});
+
+Deno.test("recall chain: an empty query asks nothing; nothing found anywhere is 'none'", async () => {
+  const empty = scriptedClient(() => ok({}));
+  assertEquals((await recallForPrompt(empty.client, SETTINGS, request("   "))).source, "none");
+  assertEquals(empty.calls.length, 0);
+  const nothing = scriptedClient(
+    byRoute({ [SEARCH]: fail("server", 500), [RECALL]: fail("server", 500), [FIND]: ok({}) }),
+  );
+  const r = await recallForPrompt(nothing.client, SETTINGS, request("find nothing"));
+  assertEquals([r.source, r.block, r.uris], ["none", undefined, []]);
+});
+
+Deno.test("quotas: the limit split by weights with the largest remainders, each bucket at least 1", () => {
+  assertEquals(scaleQuotas(10, { a: 1, b: 2, c: 1 }), { a: 3, b: 5, c: 2 });
+  assertEquals(scaleQuotas(5, { a: 1, b: 1, c: 1 }), { a: 2, b: 2, c: 1 });
+  assertEquals(scaleQuotas(2, { a: 1, b: 1, c: 1 }), { a: 1, b: 1, c: 1 }, "fewer than buckets: one each");
+  for (const limit of [3, 7, 10, 23, 100]) {
+    const q = scaleQuotas(limit, {
+      events: 1,
+      entities: 2,
+      preferences: 1,
+      experiences: 1,
+      resources: 3,
+      skills: 2,
+    });
+    assertEquals(Object.values(q).reduce((a, b) => a + b, 0), Math.max(limit, 6), `sum for ${limit}`);
+  }
+  // Quotas go out only when the user set the limit, as the other plugins do.
+  assertEquals("quotas" in contextSearchBody(SETTINGS, { query: "q" }), false);
+  assertEquals(contextSearchBody({ ...SETTINGS, recallLimitConfigured: true }, { query: "q" }).quotas, {
+    events: 1,
+    entities: 1,
+    preferences: 1,
+    experiences: 1,
+    resources: 1,
+    skills: 1,
+  });
+});
+
+Deno.test("local ranking: threshold, file boost, temporal and preference boosts, word overlap, dedupe, limit", () => {
+  const s = { ...SETTINGS, recallLimit: 10 };
+  // Below the threshold: out, whatever else it has.
+  assertEquals(rankFindItems([item("viking://x/low", 0.34, "indent")], "indent", s), []);
+  // A leaf (.md or level 2) outranks a directory of the same score.
+  assertEquals(
+    rankFindItems([item("viking://x/dir", 0.6, "a"), item("viking://x/leaf.md", 0.6, "b")], "zzz", s).map((
+      i,
+    ) => i.uri),
+    ["viking://x/leaf.md", "viking://x/dir"],
+  );
+  assertEquals(
+    rankFindItems([item("viking://x/dir", 0.6, "a"), item("viking://x/l2", 0.6, "b", 2)], "zzz", s)[0].uri,
+    "viking://x/l2",
+  );
+  // A temporal question lifts events; a preference question lifts preferences (not the other way round).
+  const evt = item("viking://u/memories/events/e1", 0.5, "an event");
+  const pref = item("viking://u/memories/preferences/p1", 0.5, "a preference");
+  assertEquals(rankFindItems([pref, evt], "what did we do yesterday?", s)[0], evt);
+  assertEquals(rankFindItems([evt, pref], "which style do I prefer?", s)[0], pref);
+  assertEquals(rankFindItems([evt, pref], "上次 我们做了什么", s)[0], evt, "CJK temporal words count");
+  // Word overlap with the abstract and URI lifts by up to 0.2: 0.5 + 0.2 beats 0.65.
+  const overlap = item("viking://x/a", 0.5, "indentation with tabs in python");
+  const higher = item("viking://x/b", 0.65, "unrelated words entirely");
+  assertEquals(rankFindItems([higher, overlap], "python tabs indentation", s)[0], overlap);
+  // Duplicate abstracts (case and blanks aside) keep the best one; events and cases dedupe by URI only.
+  const dup = rankFindItems(
+    [
+      item("viking://x/1", 0.9, "Same Thing "),
+      item("viking://x/2", 0.8, "same thing"),
+      item("viking://u/events/3", 0.7, "same thing"),
+      item("viking://u/cases/4", 0.6, "same thing"),
+    ],
+    "q",
+    s,
+  );
+  assertEquals(dup.map((i) => i.uri), ["viking://x/1", "viking://u/events/3", "viking://u/cases/4"]);
+  // The limit cuts the list, best first.
+  const many = Array.from({ length: 8 }, (_, i) => item(`viking://x/${i}`, 0.4 + i / 20, `abstract ${i}`));
+  assertEquals(rankFindItems(many, "q", { ...s, recallLimit: 3 }).map((i) => i.uri), [
+    "viking://x/7",
+    "viking://x/6",
+    "viking://x/5",
+  ]);
+  // A score above 1 counts as 1: it does not outrank a 1 that comes first.
+  assertEquals(
+    rankFindItems([item("viking://x/one", 1, "y"), item("viking://x/huge", 7, "x")], "q", s).map((i) =>
+      i.uri
+    ),
+    ["viking://x/one", "viking://x/huge"],
+  );
+});
+
+Deno.test("regex metacharacters in a query are plain text to the ranking", () => {
+  const s = { ...SETTINGS, recallLimit: 10 };
+  const hit = item("viking://x/a", 0.5, "cost (in $) of c++ builds [ci]");
+  const other = item("viking://x/b", 0.55, "nothing shared");
+  assertEquals(rankFindItems([other, hit], "c++ (in $) [ci] builds? .* ^cost", s)[0], hit);
+});

@@ -1,0 +1,66 @@
+/**
+ * An OpenViking client that answers from a script instead of the network, for unit tests of the policies
+ * above the client (recall's fallback chain, delivery, the profile). Every call is recorded; a result is
+ * checked against the route's schema exactly as the real client does (runtime/reply.ts `checkResult`).
+ */
+
+import type * as z from "zod/mini";
+import type { ClientOptions, OpenVikingClient, RequestOptions } from "../../runtime/http.ts";
+import { checkResult, failure, type FailureKind, type OvResponse } from "../../runtime/reply.ts";
+
+/** One request as the client was asked it. */
+export interface Call {
+  method: string;
+  path: string;
+  body?: unknown;
+  query?: RequestOptions["query"];
+  peerId?: string | null;
+}
+
+/** A scripted answer: OpenViking's "ok" with a result, or a failure of a kind. */
+export type Answer = { result: unknown } | {
+  fail: FailureKind;
+  status: number;
+  message?: string;
+  details?: unknown;
+};
+
+/** OK with `result`. */
+export const ok = (result: unknown): Answer => ({ result });
+
+/** A failure of `kind` with HTTP `status`. */
+export const fail = (kind: FailureKind, status: number, message = `HTTP ${status}`): Answer => ({
+  fail: kind,
+  status,
+  message,
+});
+
+/** A client whose every request is answered by `script` (given the call and its number, from 0). */
+export function scriptedClient(
+  script: (call: Call, n: number) => Answer,
+  options: Partial<ClientOptions> = {},
+): { client: OpenVikingClient; calls: Call[] } {
+  const calls: Call[] = [];
+  const client: OpenVikingClient = {
+    options: { baseUrl: "http://ov.test:1933", userAgent: "test", timeoutMs: 1000, ...options },
+    request<S extends z.ZodMiniType>(
+      method: string,
+      path: string,
+      schema: S,
+      req: RequestOptions = {},
+    ): Promise<OvResponse<z.output<S>>> {
+      const call: Call = { method, path, body: req.body, query: req.query, peerId: req.peerId };
+      const answer = script(call, calls.length);
+      calls.push(call);
+      if ("result" in answer) {
+        return Promise.resolve(checkResult({ ok: true, status: 200, result: answer.result }, schema, path));
+      }
+      const error = { message: answer.message ?? `HTTP ${answer.status}`, details: answer.details };
+      return Promise.resolve(failure(answer.fail, answer.status, error));
+    },
+  };
+  return { client, calls };
+}
+
+/** The route of a call: `POST /api/v1/search/search`. */
+export const route = (c: Call): string => `${c.method} ${c.path}`;
