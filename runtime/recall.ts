@@ -200,11 +200,8 @@ function buildFallbackReplies() {
 }
 
 let fallbackReplyCache: ReturnType<typeof buildFallbackReplies> | undefined;
-
 /** The fallbacks' reply schemas, built when a fallback first runs: most prompts never need them. */
-function fallbackReplies(): ReturnType<typeof buildFallbackReplies> {
-  return fallbackReplyCache ??= buildFallbackReplies();
-}
+const fallbackReplies = () => fallbackReplyCache ??= buildFallbackReplies();
 
 /** A find result item. */
 interface FindItem {
@@ -359,10 +356,7 @@ async function fromFind(
   r: RecallRequest,
   query: string,
 ): Promise<RecallResult> {
-  const sources: [string, "memory" | "skill"][] = [["viking://~/memories", "memory"], [
-    "viking://~/skills",
-    "skill",
-  ]];
+  const sources = [["viking://~/memories", "memory"], ["viking://~/skills", "skill"]] as const;
   const results = await Promise.all(
     sources.map(([target_uri, bucket]) =>
       client.request("POST", "/api/v1/search/find", fallbackReplies().find, {
