@@ -11,6 +11,21 @@ export function fit(line: string, width = STATUS_COLUMNS): string {
   return chars.length <= width ? line : `${chars.slice(0, width - 1).join("")}…`;
 }
 
+/** A long line wrapped at word boundaries into lines of at most `width`; wrapped lines get `indent`. */
+export function wrap(line: string, indent: string, width = STATUS_COLUMNS): string[] {
+  const out: string[] = [];
+  let rest = line;
+  while ([...rest].length > width) {
+    const head = [...rest].slice(0, width).join("");
+    const cut = head.lastIndexOf(" ");
+    const at = cut > indent.length + 10 ? cut : head.length;
+    out.push(rest.slice(0, at).trimEnd());
+    rest = `${indent}${rest.slice(at).trimStart()}`;
+  }
+  out.push(rest);
+  return out;
+}
+
 /** A time as a short age ("4 min ago"). */
 export function ago(at: number, now: number): string {
   const s = Math.max(0, Math.round((now - at) / 1000));
@@ -90,5 +105,6 @@ export function renderStatus(st: Status, now: number): string {
   );
   if (q.entries || q.shared) lines.push(`        next replay: ${q.nextReplay}`);
   if (st.notAsked.length) lines.push("", `Not asked (server unavailable): ${st.notAsked.join(", ")}`);
-  return lines.map((l) => fit(l)).join("\n");
+  return lines.flatMap((l) => wrap(l, " ".repeat(Math.min(12, l.length - l.trimStart().length + 2))))
+    .map((l) => fit(l)).join("\n");
 }

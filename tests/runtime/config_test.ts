@@ -221,6 +221,8 @@ Deno.test("knobs: every env name is read, with typed values", () => {
     pendingReplayLimit: ["2", 2],
     pendingMaxRetries: ["5", 5],
     pendingTtlDays: ["1", 1],
+    ledgerMaxBytes: ["65536", 65536],
+    ledgerMaxAgeDays: ["9", 9],
     debug: ["1", true],
     debugLogPath: ["/tmp/x.log", "/tmp/x.log"],
   };
