@@ -314,6 +314,18 @@ Deno.test({ name: NAME, ignore: installs.length === 0, ...E2E_TEST }, async (t) 
             () => api.commitTasks(`kc-${taught.sessionId}`),
           );
           assertMatch(String(memory.uri), new RegExp(`^viking://user/${space}/memories/preferences/`));
+          // `status` says the same from the local ledger and the task API: the commit's task finished and
+          // made this memory.
+          const done = await poll(
+            "status naming the memory the commit made",
+            async () => {
+              const st = await rig.cli(["status", "--json", "--session", String(taught.sessionId)]);
+              const session = arr(obj(JSON.parse(st.stdout)).sessions)[0];
+              return arr(session?.commits).find((c) => obj(c.task).status === "completed");
+            },
+            60_000,
+          );
+          assertEquals(obj(done.task).memories, [memory.uri]);
           const question = "tabs or spaces for TypeScript indentation?";
           // The prompt hook searches once (context mode): wait until the server's own context search has the
           // memory too — on a loaded machine it can trail the find hit.
