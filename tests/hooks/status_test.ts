@@ -15,7 +15,6 @@ import { STATUS_COLUMNS } from "../../hooks/status-render.ts";
 import { readState } from "../../runtime/state.ts";
 
 const SESSION = "session_5747a705-0000-4000-8000-000000000014";
-const OV = `kc-${SESSION}`;
 
 Deno.test("status: every field after a scripted session, with the server down and back", async () => {
   await using dir = await tempDir();
