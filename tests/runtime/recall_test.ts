@@ -9,11 +9,14 @@ import { tempDir } from "../support/temp.ts";
 import { Budget } from "../../runtime/http.ts";
 import {
   contextSearchBody,
+  fullRecallBlock,
   LEGACY_MEMO_MS,
   rankFindItems,
   recallForPrompt,
+  type RecallResult,
   type RecallSettings,
   scaleQuotas,
+  urisIn,
 } from "../../runtime/recall.ts";
 import { blockText } from "../../runtime/printed.ts";
 
@@ -32,6 +35,12 @@ const SEARCH = "POST /api/v1/search/search";
 const RECALL = "POST /api/v1/search/recall";
 const FIND = "POST /api/v1/search/find";
 const READ = "GET /api/v1/content/read";
+
+/** The URIs a result names: its memories', or those in the text it assembled. */
+const urisOf = (r: RecallResult) => [...r.memories.map((m) => m.uri), ...urisIn(r.assembled ?? "")];
+
+/** The full-format block of a result showing all its memories. */
+const blockOf = (r: RecallResult) => fullRecallBlock(r, r.memories, SETTINGS);
 
 /** A request for `query` with a fresh budget; `stateDir` "" keeps no memo. */
 const request = (query: string, stateDir = "", now = 1_000_000) => ({
@@ -67,9 +76,9 @@ Deno.test("recall chain: the context face answers; nothing else is asked", async
   );
   const r = await recallForPrompt(client, SETTINGS, request("how do I indent?"));
   assertEquals(r.source, "context");
-  assertEquals(r.uris, ["viking://user/d/memories/a.md"]);
+  assertEquals(urisOf(r), ["viking://user/d/memories/a.md"]);
   assertMatch(
-    blockText(r.block!),
+    blockText(blockOf(r)!),
     /^<openviking-context>\nRelevant memory from OpenViking\..*\ntabs, not spaces/s,
   );
   assertEquals(calls.map(route), [SEARCH]);
@@ -83,7 +92,7 @@ Deno.test("recall chain: 'no_relevant' from the context face is the answer (no f
     const { client, calls } = scriptedClient(byRoute({ [SEARCH]: ok(result) }));
     const r = await recallForPrompt(client, SETTINGS, request("anything relevant?"));
     assertEquals(
-      [r.source, r.block, calls.map(route)],
+      [r.source, blockOf(r), calls.map(route)],
       ["context", undefined, [SEARCH]],
       JSON.stringify(result),
     );
@@ -100,7 +109,7 @@ Deno.test("recall chain: a failing context face falls to the recall endpoint; re
     { ...SETTINGS, recallPeerScope: "actor" },
     request("what did I say?"),
   );
-  assertEquals([r.source, r.uris], ["recall", ["viking://user/d/memories/r.md"]]);
+  assertEquals([r.source, urisOf(r)], ["recall", ["viking://user/d/memories/r.md"]]);
   assertEquals(calls.map(route), [SEARCH, RECALL]);
   const body = calls[1].body as Record<string, unknown>;
   assertEquals([body.peer_scope, body.render, body.query], ["actor", true, "what did I say?"]);
@@ -191,11 +200,11 @@ Deno.test("recall chain: find per source, excluded URIs out, ranked and cut to t
     excludeUris: ["viking://user/d/memories/seen.md"],
   });
   assertEquals(r.source, "find");
-  assertEquals(r.uris, ["viking://user/d/memories/a.md", "viking://agent/skills/deploy"]);
+  assertEquals(urisOf(r), ["viking://user/d/memories/a.md", "viking://agent/skills/deploy"]);
   assertEquals(calls.filter((c) => route(c) === READ).map((c) => c.query?.uri), [
     "viking://user/d/memories/a.md",
   ]);
-  const text = blockText(r.block!);
+  const text = blockText(blockOf(r)!);
   assertMatch(text, /- \[memory 90%\] the whole memory a/);
   assertMatch(text, /- \[skill 70%\] how to deploy/);
   assertTrue(
@@ -215,7 +224,7 @@ Deno.test("recall chain: an empty query asks nothing; nothing found anywhere is 
     byRoute({ [SEARCH]: fail("server", 500), [RECALL]: fail("server", 500), [FIND]: ok({}) }),
   );
   const r = await recallForPrompt(nothing.client, SETTINGS, request("find nothing"));
-  assertEquals([r.source, r.block, r.uris], ["none", undefined, []]);
+  assertEquals([r.source, blockOf(r), urisOf(r)], ["none", undefined, []]);
 });
 
 Deno.test("quotas: the limit split by weights with the largest remainders, each bucket at least 1", () => {
