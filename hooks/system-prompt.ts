@@ -70,7 +70,7 @@ export function systemPromptText(
   } else if (section.kind === "none") {
     body = "OpenViking has no profile of this user yet; it grows from finished turns.";
   } else {
-    body = "Not loaded yet (OpenViking did not answer); it is filled in at a later session start. Search " +
+    body = "Not loaded yet: openviking-kimi fills it in from OpenViking at the next session start. Search " +
       "memory when the user's preferences matter.";
   }
   return fitBytes(`${head}${body}\n`, SYSTEM_PROMPT_MAX_BYTES - 1).trimEnd() + "\n";

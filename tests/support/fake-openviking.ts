@@ -227,10 +227,12 @@ export const FAKE_MEMORY_LINE =
   "- User prefers tabs over spaces. (viking://user/default/memories/preferences/indent.md)";
 
 /** The profile's digest row against the default fake. */
-export const FAKE_PROFILE_ROW = "Profile (viking://user/default/memories/profile.md): Name: Test User · Likes: tabs";
+export const FAKE_PROFILE_ROW =
+  "Profile (viking://user/default/memories/profile.md): Name: Test User · Likes: tabs";
 
 /** What the prompt hook prints first in a session in config mode against the default fake: profile and memory. */
-export const FAKE_DIGEST_FIRST = `<openviking-context>\n${FAKE_PROFILE_ROW}\n${FAKE_MEMORY_LINE}\n</openviking-context>`;
+export const FAKE_DIGEST_FIRST =
+  `<openviking-context>\n${FAKE_PROFILE_ROW}\n${FAKE_MEMORY_LINE}\n</openviking-context>`;
 
 /** What the prompt hook prints for the default memory alone (first prompt in plugin mode, or without the profile). */
 export const FAKE_DIGEST = `<openviking-context>\n${FAKE_MEMORY_LINE}\n</openviking-context>`;
@@ -259,7 +261,12 @@ export function queryMemoryLine(query: string): string {
  * `context`, ignores `exclude_uris`: only the hook's own filter keeps a memory from coming twice.
  */
 export function echoContext(body: Record<string, unknown>): Record<string, unknown> {
-  return { entries: [DEFAULT_ENTRY, queryEntry(String(body.query ?? ""))], rendered: "", digest: "", stats: {} };
+  return {
+    entries: [DEFAULT_ENTRY, queryEntry(String(body.query ?? ""))],
+    rendered: "",
+    digest: "",
+    stats: {},
+  };
 }
 
 /** The full format's profile block against the default fake (OPENVIKING_RECALL_FORMAT=full). */
