@@ -763,6 +763,12 @@ export class KimiTui {
     return await this.#tmux(["capture-pane", "-p", "-t", "kimi"]);
   }
 
+  /** The pane's text with its scrollback (what scrolled off the top too), one terminal row per line. */
+  async history(): Promise<string> {
+    if (!(await this.alive())) return "";
+    return await this.#tmux(["capture-pane", "-p", "-S", "-5000", "-t", "kimi"]);
+  }
+
   /** Waits until the pane matches (regex, substring or predicate); returns the screen. */
   async waitFor(
     pattern: RegExp | string | ((screen: string) => boolean),
