@@ -7,6 +7,7 @@
  * existing server instead (memory-extraction and api_key-mode checks then need our stub and are skipped).
  */
 
+import { Entries, memoriesFromEntries, renderElement } from "../../runtime/memory.ts";
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import {
   OPENVIKING_VERSION,
@@ -363,6 +364,11 @@ Deno.test({
         assertTrue(arr(result.entries).some((e) => String(e.text).includes("tabs over spaces")), r.text);
         assertStringIncludes(String(result.rendered), '<memory uri="viking://user/');
       }
+      // Our full format renders the entries it keeps back into exactly the server's own rendered text.
+      assertEquals(
+        memoriesFromEntries(Entries.parse(result.entries)).map(renderElement).join("\n"),
+        String(result.rendered),
+      );
     });
 
     await t.step(
