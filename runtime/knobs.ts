@@ -111,6 +111,8 @@ export type Settings = Omit<z.output<typeof SettingsSchema>, "debugLogPath"> & {
   debugLogPath: string;
   /** The recall limit was set by the user (only then does recall send quotas, like the other plugins). */
   recallLimitConfigured: boolean;
+  /** The server-side dedupe window was set by the user (the digest sends it only then: see recall.ts). */
+  recallDedupTurnsConfigured: boolean;
 };
 
 /** Where knob values come from besides the environment. */
@@ -171,6 +173,7 @@ export function resolveSettings(sources: SettingSources, warnings: string[] = []
     ...settings,
     debugLogPath: debugLogPath(settings.debugLogPath, sources.env, warnings),
     recallLimitConfigured: "recallLimit" in values,
+    recallDedupTurnsConfigured: "recallDedupTurns" in values,
   };
 }
 

@@ -33,6 +33,10 @@ export interface RecallSettings {
   recallPreferAbstract: boolean;
   recallPeerScope: "all" | "actor";
   recallDedupTurns: number;
+  /** True when the user set the dedupe window. */
+  recallDedupTurnsConfigured?: boolean;
+  /** The output format: the digest shows only some of what the server returns. */
+  recallFormat?: "digest" | "full";
   recallMaxTokens?: number;
   recallQueryExpansion?: "off" | "auto";
 }
@@ -94,6 +98,18 @@ export function scaleQuotas(limit: number, weights: Record<string, number>): Rec
 const CODING_WEIGHTS = { events: 1, entities: 2, preferences: 1, experiences: 1, resources: 3, skills: 2 };
 const RECALL_WEIGHTS = { events: 10, entities: 10, preferences: 3 };
 
+/**
+ * The `dedup_turns` to send. The server holds back for that many turns every URI it returned, shown or not;
+ * the digest shows at most a few of them, so by default it sends none and relies on `exclude_uris` (exactly
+ * what the session was shown) and its own filter instead — measured with the budget bench: with 5, a third
+ * of an 80-memory store was never shown in a 20-prompt session. The full format shows all it gets: 5 stays.
+ */
+function serverDedupTurns(s: RecallSettings): number {
+  return s.recallFormat === "full" || s.recallFormat === undefined || s.recallDedupTurnsConfigured
+    ? s.recallDedupTurns
+    : 0;
+}
+
 /** Body of the context-face request (`/api/v1/search/search`, mode context). */
 export function contextSearchBody(
   s: RecallSettings,
@@ -111,7 +127,7 @@ export function contextSearchBody(
   if (r.sessionId) {
     body.session_id = r.sessionId;
     if (s.recallQueryExpansion) body.query_expansion = s.recallQueryExpansion;
-    if (s.recallDedupTurns > 0) body.dedup_turns = s.recallDedupTurns;
+    if (serverDedupTurns(s) > 0) body.dedup_turns = serverDedupTurns(s);
   }
   if (r.excludeUris?.length) body.exclude_uris = r.excludeUris.slice(-200);
   return body;

@@ -111,6 +111,8 @@ async function session(label: string, root: string, mode: Run["mode"], url: stri
   const project = `${home}/project`;
   await Deno.mkdir(project);
   const env: Record<string, string> = {
+    ...Object.fromEntries(Object.entries(Deno.env.toObject()).filter(([k]) => k.startsWith("BUDGET_OV_"))
+      .map(([k, v]) => [k.replace("BUDGET_OV_", "OPENVIKING_"), v])),
     HOME: home,
     KIMI_CODE_HOME: `${home}/.kimi-code`,
     OPENVIKING_URL: url,
@@ -160,6 +162,7 @@ async function session(label: string, root: string, mode: Run["mode"], url: stri
         prompt: [{ type: "text", text }],
       }),
     );
+    if (Deno.env.get("BUDGET_DUMP")) console.error(`--- ${label} ${mode} #${i + 1}: ${text}\n${r.stdout}`);
     const uris = memoryUris(r.stdout);
     prompts.push({
       chars: r.stdout.length,

@@ -313,3 +313,14 @@ Deno.test("regex metacharacters in a query are plain text to the ranking", () =>
   const other = item("viking://x/b", 0.55, "nothing shared");
   assertEquals(rankFindItems([other, hit], "c++ (in $) [ci] builds? .* ^cost", s)[0], hit);
 });
+
+Deno.test("context body: the digest sends no dedup_turns unless the user set it; the full format keeps 5", () => {
+  const r = { query: "q", sessionId: "kc-s" };
+  assertEquals("dedup_turns" in contextSearchBody({ ...SETTINGS, recallFormat: "digest" }, r), false);
+  assertEquals(
+    contextSearchBody({ ...SETTINGS, recallFormat: "digest", recallDedupTurnsConfigured: true }, r)
+      .dedup_turns,
+    5,
+  );
+  assertEquals(contextSearchBody({ ...SETTINGS, recallFormat: "full" }, r).dedup_turns, 5);
+});
