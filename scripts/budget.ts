@@ -244,4 +244,9 @@ const report = [
   "",
 ].join("\n");
 console.log(report);
-if (writeTo) await Deno.writeTextFile(writeTo, report);
+if (writeTo) {
+  await Deno.writeTextFile(writeTo, report);
+  // As `deno fmt --check` wants it (the repository's line width).
+  await new Deno.Command(Deno.execPath(), { args: ["fmt", "--quiet", writeTo], stdout: "null", stderr: "null" })
+    .output();
+}
