@@ -102,7 +102,8 @@ const RECALL_WEIGHTS = { events: 10, entities: 10, preferences: 3 };
  * The `dedup_turns` to send. The server holds back for that many turns every URI it returned, shown or not;
  * the digest shows at most a few of them, so by default it sends none and relies on `exclude_uris` (exactly
  * what the session was shown) and its own filter instead — measured with the budget bench: with 5, 33 of
- * the 80 memories of its store were never shown in its 20-prompt session (none without). The full format shows all it gets: 5 stays.
+ * the 80 memories of its store were never shown in its 20-prompt session (none without). The full format
+ * shows all it gets: it keeps 5.
  */
 function serverDedupTurns(s: RecallSettings): number {
   return s.recallFormat === "full" || s.recallFormat === undefined || s.recallDedupTurnsConfigured
