@@ -19,10 +19,10 @@ import { memoryInstructions, SYSTEM_PROMPT_TITLE } from "./instructions.ts";
 import { systemPromptFile } from "./plugin-root.ts";
 
 /** Kimi's limit for a plugin's system-prompt file (a larger one is ignored whole). */
-export const SYSTEM_PROMPT_MAX_BYTES = 32 * 1024;
+const SYSTEM_PROMPT_MAX_BYTES = 32 * 1024;
 
 /** How often a commit may refresh the file (SessionStart always does). */
-export const REFRESH_INTERVAL_MS = 10 * 60_000;
+const REFRESH_INTERVAL_MS = 10 * 60_000;
 
 /** How long a refresh may wait for the server. */
 const REFRESH_BUDGET_MS = 5000;
@@ -33,7 +33,7 @@ export type ProfileSection = { kind: "profile"; parts: ProfileParts } | { kind: 
 };
 
 /** `text` cut at a line end so that its UTF-8 form has at most `max` bytes (pure). */
-export function fitBytes(text: string, max: number): string {
+function fitBytes(text: string, max: number): string {
   const bytes = new TextEncoder().encode(text);
   if (bytes.length <= max) return text;
   const head = new TextDecoder().decode(bytes.subarray(0, max)).replace(/\uFFFD$/, "");

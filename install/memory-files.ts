@@ -51,7 +51,7 @@ export function pluginMemoryFiles(): PluginFile[] {
 }
 
 /** Where config mode puts the memory skill: Kimi's user skills directory. */
-export function configSkillPath(state: KimiState): string {
+function configSkillPath(state: KimiState): string {
   return joinPath(state.paths.home, "skills", SKILL_NAME, "SKILL.md");
 }
 

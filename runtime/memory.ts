@@ -19,13 +19,13 @@ export interface Memory {
 }
 
 /** Most memories taken from one reply (a server may send thousands). */
-export const MAX_MEMORIES = 50;
+const MAX_MEMORIES = 50;
 
 /** Longest memory text kept (more than any output format prints of one memory). */
 export const MAX_MEMORY_TEXT = 4000;
 
 /** Longest URI kept: a longer one is not a memory anyone can read back, and is dropped. */
-export const MAX_URI = 300;
+const MAX_URI = 300;
 
 const optionalText = z.catch(z.optional(z.string()), undefined);
 const optionalNumber = z.catch(z.optional(z.number()), undefined);

@@ -24,11 +24,6 @@ const NL = safe`\n`;
 const GAP = safe`\n\n`;
 const TRUNCATED = safe`\n[truncated]`;
 
-/** A block's text: marker, body, marker, one per line. */
-export function blockText(block: Block): string {
-  return SafeText.join([block.open, block.body, block.close], NL).text;
-}
-
 /** Splits `room` over `sizes`: each gets what it needs, the rest shared equally among the larger ones. */
 function shares(sizes: readonly number[], room: number): number[] {
   const out = sizes.map(() => 0);

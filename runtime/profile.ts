@@ -199,13 +199,3 @@ export async function fetchProfile(
   ]);
   return { space, profile, preferences, entities };
 }
-
-/** Fetches and renders the profile block. Never throws; `null` when empty or unreachable. */
-export async function buildProfile(
-  client: OpenVikingClient,
-  budgetTokens: number,
-  budget: Budget,
-): Promise<SafeText | null> {
-  const parts = await fetchProfile(client, budget);
-  return parts ? renderProfile(parts, budgetTokens) : null;
-}

@@ -18,7 +18,7 @@ import {
   scaleQuotas,
   urisIn,
 } from "../../runtime/recall.ts";
-import { blockText } from "../../runtime/printed.ts";
+import { type Block, printBlocks } from "../../runtime/printed.ts";
 
 const SETTINGS: RecallSettings = {
   recallLimit: 3,
@@ -70,6 +70,9 @@ const item = (uri: string, score: number, abstract = "", level?: number): Item =
   bucket: "memory",
 });
 
+/** A block as printed alone, without the final newline. */
+const blockOfText = (b: Block) => printBlocks([b]).trimEnd();
+
 Deno.test("recall chain: the context face answers; nothing else is asked", async () => {
   const { client, calls } = scriptedClient(
     byRoute({ [SEARCH]: ok({ digest: "  tabs, not spaces: viking://user/d/memories/a.md  " }) }),
@@ -78,7 +81,7 @@ Deno.test("recall chain: the context face answers; nothing else is asked", async
   assertEquals(r.source, "context");
   assertEquals(urisOf(r), ["viking://user/d/memories/a.md"]);
   assertMatch(
-    blockText(blockOf(r)!),
+    blockOfText(blockOf(r)!),
     /^<openviking-context>\nRelevant memory from OpenViking\..*\ntabs, not spaces/s,
   );
   assertEquals(calls.map(route), [SEARCH]);
@@ -204,7 +207,7 @@ Deno.test("recall chain: find per source, excluded URIs out, ranked and cut to t
   assertEquals(calls.filter((c) => route(c) === READ).map((c) => c.query?.uri), [
     "viking://user/d/memories/a.md",
   ]);
-  const text = blockText(blockOf(r)!);
+  const text = blockOfText(blockOf(r)!);
   assertMatch(text, /- \[memory 90%\] the whole memory a/);
   assertMatch(text, /- \[skill 70%\] how to deploy/);
   assertTrue(
