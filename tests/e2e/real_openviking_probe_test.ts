@@ -429,6 +429,41 @@ Deno.test({
       assertEquals(obj(missing.json.error).code, "NOT_FOUND");
     });
 
+    await t.step(
+      "the profile is the user's, not the workspace's: the same bytes under two actor peers",
+      async () => {
+        // Why the plugin's one system prompt can carry it for every workspace (docs/ARCHITECTURE.md, 23).
+        const status = await call(server, "GET", "/api/v1/system/status");
+        const base = `viking://user/${String(obj(status.json.result).user ?? "default")}/memories`;
+        const w = await call(server, "POST", "/api/v1/content/write", {
+          uri: `${base}/profile.md`,
+          content: "# Profile\nName: Probe User",
+          mode: "create",
+          wait: true,
+        });
+        assertTrue(w.status === 200 || w.status === 409, w.text);
+        const as = (peer: string) => (h: Headers) => h.set("X-OpenViking-Actor-Peer", peer);
+        const seen = await Promise.all(["repo-a", "repo-b"].map(async (peer) => [
+          (await call(
+            server,
+            "GET",
+            `/api/v1/content/read?uri=${encodeURIComponent(`${base}/profile.md`)}`,
+            undefined,
+            as(peer),
+          )).text,
+          (await call(
+            server,
+            "GET",
+            `/api/v1/fs/ls?uri=${encodeURIComponent(`${base}/preferences`)}&output=agent&recursive=true`,
+            undefined,
+            as(peer),
+          )).text,
+        ]));
+        assertStringIncludes(seen[0][0], "Name: Probe User");
+        assertEquals(seen[1], seen[0]);
+      },
+    );
+
     await t.step("/mcp: stateless streamable HTTP, SSE replies, no Mcp-Session-Id", async () => {
       const init = await mcp(server, {
         jsonrpc: "2.0",
