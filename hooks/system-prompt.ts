@@ -116,10 +116,19 @@ export async function refreshPromptFile(
   }
 }
 
-/** Refreshes the system prompt of the plugin this hook runs from (nothing in config mode); logs what it did. */
+/** What a hook run inside Kimi's wait (no detached worker) may still spend on a refresh: Kimi waits 10 s. */
+const INLINE_LIMIT_MS = 8000;
+
+/**
+ * Refreshes the system prompt of the plugin this hook runs from (nothing in config mode); logs what it did.
+ * A detached worker has its own time; a run Kimi waits for (detaching off) only what is left of its timeout.
+ */
 export async function refreshFromHook(ctx: HookContext, force: boolean): Promise<void> {
   const file = systemPromptFile(ctx.env);
   if (!file) return;
-  const outcome = await refreshPromptFile(file, ctx.config, { force });
+  const budgetMs = ctx.isWorker
+    ? REFRESH_BUDGET_MS
+    : Math.min(REFRESH_BUDGET_MS, INLINE_LIMIT_MS - (Date.now() - ctx.startedAt));
+  const outcome = budgetMs < 500 ? "no-time" : await refreshPromptFile(file, ctx.config, { force, budgetMs });
   ctx.log.stage("system-prompt", { outcome, file });
 }
