@@ -111,8 +111,10 @@ async function session(label: string, root: string, mode: Run["mode"], url: stri
   const project = `${home}/project`;
   await Deno.mkdir(project);
   const env: Record<string, string> = {
-    ...Object.fromEntries(Object.entries(Deno.env.toObject()).filter(([k]) => k.startsWith("BUDGET_OV_"))
-      .map(([k, v]) => [k.replace("BUDGET_OV_", "OPENVIKING_"), v])),
+    ...Object.fromEntries(
+      Object.entries(Deno.env.toObject()).filter(([k]) => k.startsWith("BUDGET_OV_"))
+        .map(([k, v]) => [k.replace("BUDGET_OV_", "OPENVIKING_"), v]),
+    ),
     HOME: home,
     KIMI_CODE_HOME: `${home}/.kimi-code`,
     OPENVIKING_URL: url,
@@ -247,6 +249,10 @@ console.log(report);
 if (writeTo) {
   await Deno.writeTextFile(writeTo, report);
   // As `deno fmt --check` wants it (the repository's line width).
-  await new Deno.Command(Deno.execPath(), { args: ["fmt", "--quiet", writeTo], stdout: "null", stderr: "null" })
+  await new Deno.Command(Deno.execPath(), {
+    args: ["fmt", "--quiet", writeTo],
+    stdout: "null",
+    stderr: "null",
+  })
     .output();
 }
