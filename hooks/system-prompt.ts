@@ -28,9 +28,11 @@ const REFRESH_INTERVAL_MS = 10 * 60_000;
 const REFRESH_BUDGET_MS = 5000;
 
 /** What the system prompt says of the profile: its block, or why there is none. */
-export type ProfileSection = { kind: "profile"; parts: ProfileParts } | { kind: "none" } | {
-  kind: "unknown";
-};
+export type ProfileSection =
+  | { kind: "profile"; parts: ProfileParts }
+  | { kind: "none" }
+  | { kind: "unknown" }
+  | { kind: "off" };
 
 /** `text` cut at a line end so that its UTF-8 form has at most `max` bytes (pure). */
 function fitBytes(text: string, max: number): string {
@@ -55,7 +57,7 @@ function redacted(parts: ProfileParts): ProfileParts {
   };
 }
 
-/** The whole file: the instructions, then the profile section, within {@link SYSTEM_PROMPT_MAX_BYTES} (pure). */
+/** The whole file: the instructions, then the profile section, within Kimi's 32 KB (pure). */
 export function systemPromptText(
   section: ProfileSection,
   settings: { redact: boolean; profileTokenBudget: number },
@@ -69,6 +71,9 @@ export function systemPromptText(
     body = `From OpenViking, ${now.toISOString().slice(0, 16).replace("T", " ")} UTC:\n\n${rendered.text}`;
   } else if (section.kind === "none") {
     body = "OpenViking has no profile of this user yet; it grows from finished turns.";
+  } else if (section.kind === "off") {
+    body = "Not given: recall is switched off for openviking-kimi (OPENVIKING_AUTO_RECALL). Search memory " +
+      "when the user's preferences matter.";
   } else {
     body = "Not loaded yet: openviking-kimi fills it in from OpenViking at the next session start. Search " +
       "memory when the user's preferences matter.";
@@ -100,7 +105,7 @@ export async function refreshPromptFile(
     if (!opts.force && info.mtime && now.getTime() - info.mtime.getTime() < REFRESH_INTERVAL_MS) {
       return "fresh";
     }
-    let section: ProfileSection = { kind: "none" };
+    let section: ProfileSection = { kind: "off" };
     if (c.enabled && c.autoRecall) {
       const client = createClient(clientOptions(c, ""));
       const parts = await fetchProfile(client, new Budget(opts.budgetMs ?? REFRESH_BUDGET_MS));

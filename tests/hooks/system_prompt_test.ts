@@ -194,3 +194,15 @@ Deno.test("plugin mode: a commit's worker refreshes the system prompt when it is
   });
   assertStringIncludes(text, "## The user's profile");
 });
+
+Deno.test("refresh: with recall switched off the system prompt carries no profile, and says why", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const p = await plugin(dir.path, fake.url);
+  const { config } = await loadConfig({ ...p.env, OPENVIKING_AUTO_RECALL: "0" });
+  assertEquals(await refreshPromptFile(p.file, config, { force: true }), "written");
+  const text = await Deno.readTextFile(p.file);
+  assertStringIncludes(text, "recall is switched off");
+  assertTrue(!text.includes("Name: Test User"));
+  assertEquals(fake.requests.length, 0, "nothing asked");
+});
