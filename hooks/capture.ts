@@ -27,6 +27,7 @@ import { captureFromPrompts } from "./capture-fallback.ts";
 import { type CaptureMode, captureMode, commitIfDue, MIN_COMMIT_MS } from "./capture-mode.ts";
 import { clientFor, type HookContext, type HookResult } from "./context.ts";
 import { settledElsewhere } from "./inflight.ts";
+import { refreshFromHook } from "./system-prompt.ts";
 
 export { captureMode, WORKER_LOCK_WAIT_MS } from "./capture-mode.ts";
 
@@ -363,11 +364,13 @@ export async function captureHook(ctx: HookContext): Promise<HookResult> {
   if (!ctx.config.autoCapture) return { outcome: "capture-off" };
   if (ctx.event === "pre-compact" && ctx.promptPaths) {
     // The compacted context loses earlier injections: let the profile and memories be injected again.
-    await updateState(
-      ctx.promptPaths,
-      (s) => Promise.resolve({ state: { ...s, profileInjected: false, injectedUris: [] }, value: null }),
-      { waitMs: 1000 },
-    );
+    const reset = { profileInjected: false, injectedUris: [], compacted: true };
+    await updateState(ctx.promptPaths, (s) => Promise.resolve({ state: { ...s, ...reset }, value: null }), {
+      waitMs: 1000,
+    });
   }
-  return await captureSession(ctx, captureMode(ctx.event, ctx.config, ctx.startedAt));
+  const result = await captureSession(ctx, captureMode(ctx.event, ctx.config, ctx.startedAt));
+  // A commit may have taught OpenViking more of the user: refresh the plugin's system prompt (detached only).
+  if (ctx.isWorker && result.data?.commit === "committed") await refreshFromHook(ctx, false);
+  return result;
 }

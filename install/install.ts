@@ -26,6 +26,12 @@ import {
 import { checkoutLauncher, manifestText, type PluginFile } from "./plugin.ts";
 import { carryOut, type Context, fail, type InstallOptions, newPlan, type Plan, planFile } from "./run.ts";
 import { copyStep, fileStep, placeStep, removalStep } from "./steps.ts";
+import {
+  planConfigSkill,
+  planConfigSkillRemoval,
+  pluginMemoryFiles,
+  refreshInstalledPrompt,
+} from "./memory-files.ts";
 
 /** Why OpenViking's own plugin stands in the way, where it is registered, and the two ways on. */
 function upstreamMessage(state: KimiState): string {
@@ -134,6 +140,7 @@ async function planConfigMode(
     planFile(plan, state.paths.mcp, state.mcpText, mcp.after, 'MCP server "openviking" registered');
   }
   if (cfg.changed) planFile(plan, state.paths.config, state.configText, cfg.after, "hooks registered");
+  await planConfigSkill(state, plan);
   for (const w of cfg.warnings) plan.notes.push(`Warning: config.toml ${w}.`);
   plan.notes.push(`Hooks run: ${prefix} hook <event>`);
   return undefined;
@@ -161,10 +168,11 @@ function planLeaveConfigMode(options: InstallOptions, state: KimiState, plan: Pl
   return undefined;
 }
 
-/** The files of the plugin directory: its manifest and its `bin/` (the binary, or a checkout's launcher). */
+/** The files of the plugin directory: its manifest, its `bin/` (the binary, or a checkout's launcher), memory's. */
 function pluginFiles(ctx: Context): PluginFile[] {
   return [
     { path: "kimi.plugin.json", content: manifestText(ctx.os), mode: 0o644 },
+    ...pluginMemoryFiles(),
     ctx.self.kind === "compiled"
       ? { path: `bin/${executableFileName(ctx.os)}`, content: { copyFrom: ctx.self.execPath }, mode: 0o755 }
       : {
@@ -189,6 +197,7 @@ async function planPluginMode(
   if (state.registryError) return state.registryError;
   const leave = planLeaveConfigMode(options, state, plan);
   if (leave) return leave;
+  await planConfigSkillRemoval(state, plan);
   const root = joinPath(state.paths.managedDir, PLUGIN_ID);
   const manifestPath = joinPath(root, "kimi.plugin.json");
   // Shown in dry runs only: the directory itself is placed whole by the step below.
@@ -243,10 +252,15 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
       ? await planConfigMode(ctx, options, state, plan)
       : await planPluginMode(ctx, options, state, plan));
   if (problem) return fail(ctx.out, "install", problem);
-  return await carryOut(plan, ctx.out, {
+  const code = await carryOut(plan, ctx.out, {
     command: "install",
     dryRun: options.dryRun,
     start: `Installing openviking-kimi into ${home} (${mode} mode)`,
-    done: "Start a new Kimi Code session (or /reload) to load it; `openviking-kimi doctor` checks the setup.",
   });
+  if (code !== 0 || options.dryRun) return code;
+  if (mode === "plugin") await refreshInstalledPrompt(ctx, joinPath(state.paths.managedDir, PLUGIN_ID));
+  ctx.out.info(
+    "Start a new Kimi Code session (or /reload) to load it; `openviking-kimi doctor` checks the setup.",
+  );
+  return code;
 }

@@ -81,6 +81,9 @@ export const KNOBS = {
   recallDedupTurns: knob("OPENVIKING_RECALL_DEDUP_TURNS", numKnob(0, 20), 5),
   recallMaxTokens: optionalKnob("OPENVIKING_RECALL_MAX_TOKENS", numKnob(64, 32_000)),
   recallQueryExpansion: optionalKnob("OPENVIKING_RECALL_QUERY_EXPANSION", enumKnob(["off", "auto"])),
+  recallFormat: knob("OPENVIKING_RECALL_FORMAT", enumKnob(["digest", "full"]), "digest"),
+  recallDigestLimit: knob("OPENVIKING_RECALL_DIGEST_LIMIT", numKnob(1, 50), 5),
+  recallDigestChars: knob("OPENVIKING_RECALL_DIGEST_CHARS", numKnob(300, 32_000), 1200),
   minQueryLength: knob("OPENVIKING_MIN_QUERY_LENGTH", numKnob(0, 10_000), 3),
   timeoutMs: knob("OPENVIKING_TIMEOUT_MS", numKnob(1000, 600_000), 15_000),
   promptBudgetMs: knob("OPENVIKING_PROMPT_BUDGET_MS", numKnob(500, 600_000), 17_000),
@@ -111,6 +114,8 @@ export type Settings = Omit<z.output<typeof SettingsSchema>, "debugLogPath"> & {
   debugLogPath: string;
   /** The recall limit was set by the user (only then does recall send quotas, like the other plugins). */
   recallLimitConfigured: boolean;
+  /** The server-side dedupe window was set by the user (the digest sends it only then: see recall.ts). */
+  recallDedupTurnsConfigured: boolean;
 };
 
 /** Where knob values come from besides the environment. */
@@ -171,6 +176,7 @@ export function resolveSettings(sources: SettingSources, warnings: string[] = []
     ...settings,
     debugLogPath: debugLogPath(settings.debugLogPath, sources.env, warnings),
     recallLimitConfigured: "recallLimit" in values,
+    recallDedupTurnsConfigured: "recallDedupTurns" in values,
   };
 }
 
