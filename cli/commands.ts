@@ -115,6 +115,17 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
     },
     handler: async () => (await import("../hooks/status.ts")).statusCommand,
   }),
+  recall: command({
+    summary:
+      "Shows exactly what the prompt hook would inject for <text> here now, then each memory with its " +
+      "score and URI (changes nothing).",
+    positionals: [{ name: "text", required: true, description: "the prompt to recall for" }],
+    flags: {
+      cwd: { type: "string", value: "DIR", description: "the workspace to recall in (default: here)" },
+      json: { type: "boolean", description: 'the same as JSON (its shape: README "recall")' },
+    },
+    handler: async () => (await import("../hooks/recall-command.ts")).recallCommand,
+  }),
   replay: command({
     summary: "Replays the pending queue now. Exits 1 when entries remain.",
     positionals: [],

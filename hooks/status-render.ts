@@ -26,6 +26,11 @@ export function wrap(line: string, indent: string, width = STATUS_COLUMNS): stri
   return out;
 }
 
+/** `n` with its noun in the singular or the plural. */
+function plural(n: number, one: string, many: string): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
 /** A time as a short age ("4 min ago"). */
 export function ago(at: number, now: number): string {
   const s = Math.max(0, Math.round((now - at) / 1000));
@@ -55,7 +60,8 @@ function commitLine(c: CommitStatus, now: number): string {
 function sessionLines(s: SessionStatus, now: number): string[] {
   const lines = [
     `  ${s.kimiSessionId} — ${ago(s.lastActivity, now)}`,
-    `    prompts ${s.prompts.seen}: ${s.prompts.injected} memories injected, ${s.prompts.suppressed} left out as repeats` +
+    `    prompts ${s.prompts.seen}: ${plural(s.prompts.injected, "memory", "memories")} injected, ` +
+    `${s.prompts.suppressed} left out as repeats` +
     (s.prompts.lastPath ? ` (last via ${s.prompts.lastPath})` : ""),
     `    captured ${s.captures.turns} turn(s): ${s.captures.sent} message(s) delivered, ${s.captures.queued} queued` +
     (s.captures.rejected ? `, ${s.captures.rejected} refused` : ""),

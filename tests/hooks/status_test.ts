@@ -62,7 +62,9 @@ Deno.test("status: every field after a scripted session, with the server down an
     assertTrue(down.notAsked.includes("whether the key is accepted"));
     assertTrue(down.notAsked.some((x) => x.includes(SESSION)), "says it could not ask for the tasks");
     const d = down.sessions.find((s) => s.kimiSessionId === SESSION)!;
-    assertEquals(d.prompts.seen, 3);
+    // The first prompt shows the fake's one memory; the second finds it again and leaves it out; the third
+    // (server down) gets nothing.
+    assertEquals(d.prompts, { seen: 3, injected: 1, suppressed: 1, lastPath: "none" });
     assertEquals([d.captures.runs, d.captures.turns, d.captures.sent, d.captures.queued], [3, 3, 4, 2]);
     assertEquals(d.commits.map((c) => [c.outcome, c.task?.status]), [
       ["committed", undefined],
