@@ -35,7 +35,7 @@ Deno.test("Stop before the turn is in the journal: the worker waits for it and c
   j.simpleTurn("first question about the release notes", "first answer: they live in CHANGES.md");
   await placeJournal(dir.path, SESSION, j.toString());
   await stop();
-  const waitFor = async (cond: () => Promise<boolean>) => {
+  const waitFor = async (cond: () => boolean | Promise<boolean>) => {
     const end = Date.now() + 20_000;
     while (!(await cond())) {
       if (Date.now() > end) throw new Error("timed out");
@@ -48,7 +48,7 @@ Deno.test("Stop before the turn is in the journal: the worker waits for it and c
   await new Promise((r) => setTimeout(r, 1000));
   j.simpleTurn("second question: who reviews them?", "second answer: the release manager");
   await placeJournal(dir.path, SESSION, j.toString());
-  await waitFor(async () => fake.messages(`kc-${SESSION}`).length >= 4);
+  await waitFor(() => fake.messages(`kc-${SESSION}`).length >= 4);
   assertEquals(fake.messages(`kc-${SESSION}`).map((m) => `${m.turn_id}:${m.role}`), [
     "0:user",
     "0:assistant",
