@@ -113,6 +113,31 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
     flags: { json: { type: "boolean", description: "one JSON object per message, in full" } },
     handler: async () => (await import("../wire/command.ts")).turnsCommand,
   }),
+  status: command({
+    summary: "What memory did: recalls, captures, commits and what OpenViking made of them, the queue.",
+    positionals: [],
+    flags: {
+      session: {
+        type: "string",
+        value: "ID",
+        description: "one Kimi session (session_…) instead of the latest",
+      },
+      all: { type: "boolean", description: "every session the ledger knows" },
+      json: { type: "boolean", description: 'the same as JSON (its shape: README "status")' },
+    },
+    handler: async () => (await import("../hooks/status.ts")).statusCommand,
+  }),
+  recall: command({
+    summary:
+      "Shows exactly what the prompt hook would inject for <text> here now, then each memory with its " +
+      "score and URI (changes nothing).",
+    positionals: [{ name: "text", required: true, description: "the prompt to recall for" }],
+    flags: {
+      cwd: { type: "string", value: "DIR", description: "the workspace to recall in (default: here)" },
+      json: { type: "boolean", description: 'the same as JSON (its shape: README "recall")' },
+    },
+    handler: async () => (await import("../hooks/recall-command.ts")).recallCommand,
+  }),
   replay: command({
     summary: "Replays the pending queue now. Exits 1 when entries remain.",
     positionals: [],

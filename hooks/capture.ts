@@ -27,6 +27,7 @@ import { captureFromPrompts } from "./capture-fallback.ts";
 import { type CaptureMode, captureMode, commitIfDue, MIN_COMMIT_MS } from "./capture-mode.ts";
 import { clientFor, type HookContext, type HookResult } from "./context.ts";
 import { settledElsewhere } from "./inflight.ts";
+import { refreshFromHook } from "./system-prompt.ts";
 
 export { captureMode, WORKER_LOCK_WAIT_MS } from "./capture-mode.ts";
 
@@ -44,13 +45,23 @@ async function scan(path: string, cursor: Cursor | undefined): Promise<Scan> {
   return { turns: scanTurns(read.lines, first), read };
 }
 
-/** Waits (bounded) until the newest main-agent turn after the cursor is closed. */
-async function waitForTurnEnd(path: string, cursor: Cursor | undefined, waitMs: number): Promise<boolean> {
+/**
+ * Waits (bounded) until the newest main-agent turn after the cursor is closed. With `expectTurn` (Stop: a turn
+ * just ended) it also waits for that turn to show up at all: Kimi may not have written it to the journal yet
+ * when the hook fires (seen under load with 0.41.0 over ACP), and a capture that read the journal too early
+ * would leave the turn until the session's next hook — which `kimi -p` never has.
+ */
+async function waitForTurnEnd(
+  path: string,
+  cursor: Cursor | undefined,
+  waitMs: number,
+  expectTurn: boolean,
+): Promise<boolean> {
   const deadline = Date.now() + waitMs;
   for (;;) {
     const { turns } = await scan(path, cursor).catch(() => ({ turns: undefined }));
     const newest = turns?.turns.at(-1);
-    if (!newest || newest.closed) return true;
+    if (newest ? newest.closed : !expectTurn) return true;
     if (Date.now() >= deadline) return false;
     await new Promise((r) => setTimeout(r, Math.min(100, Math.max(1, deadline - Date.now()))));
   }
@@ -323,7 +334,10 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
   // A forced capture ends the turns that had begun when it started, never one the resumed session began while
   // this capture waited (for the turn end, the lock or the server): that one is captured whole later.
   const forceLimit = mode.force ? await Deno.stat(journal).then((i) => i.size, () => 0) : 0;
-  const waited = mode.waitMs > 0 ? await waitForTurnEnd(journal, before.cursor, mode.waitMs) : true;
+  const expectTurn = ctx.event === "stop" || ctx.event === "stop-failure";
+  const waited = mode.waitMs > 0
+    ? await waitForTurnEnd(journal, before.cursor, mode.waitMs, expectTurn)
+    : true;
   const client = clientFor(ctx);
   const res = await updateState(ctx.capturePaths, async (start, save) => {
     const s = await scan(journal, start.cursor);
@@ -350,11 +364,13 @@ export async function captureHook(ctx: HookContext): Promise<HookResult> {
   if (!ctx.config.autoCapture) return { outcome: "capture-off" };
   if (ctx.event === "pre-compact" && ctx.promptPaths) {
     // The compacted context loses earlier injections: let the profile and memories be injected again.
-    await updateState(
-      ctx.promptPaths,
-      (s) => Promise.resolve({ state: { ...s, profileInjected: false, injectedUris: [] }, value: null }),
-      { waitMs: 1000 },
-    );
+    const reset = { profileInjected: false, injectedUris: [], compacted: true };
+    await updateState(ctx.promptPaths, (s) => Promise.resolve({ state: { ...s, ...reset }, value: null }), {
+      waitMs: 1000,
+    });
   }
-  return await captureSession(ctx, captureMode(ctx.event, ctx.config, ctx.startedAt));
+  const result = await captureSession(ctx, captureMode(ctx.event, ctx.config, ctx.startedAt));
+  // A commit may have taught OpenViking more of the user: refresh the plugin's system prompt (detached only).
+  if (ctx.isWorker && result.data?.commit === "committed") await refreshFromHook(ctx, false);
+  return result;
 }

@@ -24,7 +24,7 @@ export interface HookContext {
   cwd: string;
   /** Capture state (cursor, acknowledged keys, commit counter); absent without a session id. */
   capturePaths?: StatePaths;
-  /** Prompt state (dedupe, profile flag, last recall block), kept apart so a prompt never waits on a capture. */
+  /** Prompt state (dedupe, profile flag, last recall, URIs shown), kept apart so a prompt never waits on a capture. */
   promptPaths?: StatePaths;
   pendingDir: string;
   /** Shared plugin state directory (legacy memo). */

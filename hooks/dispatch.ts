@@ -122,13 +122,33 @@ async function stateProblem(ctx: HookContext): Promise<{ outcome: string; reason
   return { outcome: "state-unwritable", reason };
 }
 
-/** Runs one hook event with the given stdin; never throws. Returns what to print on stdout. */
+/** What a hook run prints, and what it records once that is printed (the ledger; never throws). */
+export interface HookRun {
+  stdout: string;
+  record: () => Promise<void>;
+}
+
+/** Runs one hook event with the given stdin and records it in the ledger; never throws. Returns its stdout. */
 export async function runHook(
   eventName: string | undefined,
   raw: Uint8Array,
   env = processEnv(),
   startedAt = Date.now(),
 ): Promise<string> {
+  const run = await startHook(eventName, raw, env, startedAt);
+  await run.record();
+  return run.stdout;
+}
+
+/** Runs one hook event with the given stdin; never throws. The ledger is written by `record`, later. */
+async function startHook(
+  eventName: string | undefined,
+  raw: Uint8Array,
+  env: Env,
+  startedAt: number,
+): Promise<HookRun> {
+  let record = () => Promise.resolve();
+  const done = (stdout = ""): HookRun => ({ stdout, record });
   const isWorker = env[WORKER_ENV] === "1";
   let log: Logger | undefined;
   let event = eventName ?? "";
@@ -148,12 +168,12 @@ export async function runHook(
     if (warnings.length) log.stage("config-warnings", { warnings });
     if (!isHookEvent(eventName)) {
       outcome = "unknown-event";
-      return "";
+      return done();
     }
     event = eventName;
     if (!parsed.ok) {
       outcome = `bad-input: ${parsed.reason}`;
-      return "";
+      return done();
     }
     const input = parsed.input;
     const hostId = hostSessionId(input);
@@ -161,22 +181,24 @@ export async function runHook(
     const gate = gateReason(config, hostId, cwd);
     if (gate) {
       outcome = `skipped: ${gate}`;
-      return "";
+      return done();
     }
     const ctx = await createContext({ event: eventName, input, raw, env, config, log, startedAt, isWorker });
     const problem = await stateProblem(ctx);
     if (problem) {
       outcome = problem.outcome;
-      return "";
+      return done();
     }
     const handler = await HANDLERS[eventName]();
     const result = await handler(ctx);
     outcome = result.outcome;
     data = result.data;
-    return result.stdout ?? "";
+    // Recorded once the output is written: the prompt never waits for the ledger.
+    record = () => import("./ledger-entry.ts").then((m) => m.recordRun(ctx, result, startedAt));
+    return done(result.stdout ?? "");
   } catch (error) {
     outcome = `error: ${(error as Error)?.message ?? String(error)}`;
-    return "";
+    return done();
   } finally {
     log?.stage("done", { event, session, durationMs: Date.now() - startedAt, outcome, ...data });
     await log?.flush();
@@ -187,11 +209,12 @@ export async function runHook(
 export async function hookCommand(args: string[], raw?: Uint8Array): Promise<number> {
   const startedAt = Date.now();
   raw ??= await readAllStdin();
-  const stdout = await runHook(args[0], raw, processEnv(), startedAt);
-  if (stdout) {
-    const bytes = new TextEncoder().encode(stdout);
+  const run = await startHook(args[0], raw, processEnv(), startedAt);
+  if (run.stdout) {
+    const bytes = new TextEncoder().encode(run.stdout);
     let written = 0;
     while (written < bytes.length) written += await Deno.stdout.write(bytes.subarray(written));
   }
+  await run.record();
   return 0;
 }

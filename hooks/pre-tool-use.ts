@@ -4,6 +4,7 @@
  */
 
 import type { HookContext, HookResult } from "./context.ts";
+import { mcpToolPrefix, pluginRoot } from "./plugin-root.ts";
 
 const VIKING_URI = /\bviking:\/\/[^\s"'`<>)]*/i;
 const PREFERRED_KEYS = [
@@ -37,11 +38,6 @@ export function findVikingUri(input: unknown, depth = 0): string {
   return "";
 }
 
-/** MCP tool name prefix under which Kimi exposes our server (plugin mode names it after the plugin). */
-export function mcpToolPrefix(pluginRoot: string | undefined): string {
-  return pluginRoot ? "mcp__plugin-openviking-memory_openviking__" : "mcp__openviking__";
-}
-
 /** The deny reason for a file tool called with a viking:// URI. */
 export function guardMessage(toolName: string, uri: string, prefix: string): string {
   const tool = toolName.toLowerCase();
@@ -61,7 +57,7 @@ export function guardMessage(toolName: string, uri: string, prefix: string): str
 export function preToolUse(ctx: HookContext): Promise<HookResult> {
   const uri = findVikingUri(ctx.input.tool_input);
   if (!uri) return Promise.resolve({ outcome: "allow" });
-  const reason = guardMessage(ctx.input.tool_name ?? "Read", uri, mcpToolPrefix(ctx.env.KIMI_PLUGIN_ROOT));
+  const reason = guardMessage(ctx.input.tool_name ?? "Read", uri, mcpToolPrefix(pluginRoot(ctx.env)));
   const stdout = JSON.stringify({
     hookSpecificOutput: { permissionDecision: "deny", permissionDecisionReason: reason },
   });

@@ -1,7 +1,7 @@
 /**
  * SessionStart: ignores a repeat within 2 s, resets the profile flag of a new (not resumed) session, and
- * replays the pending queue — in a detached worker, so session creation never waits on the network.
- * Prints nothing.
+ * replays the pending queue and (plugin mode) refreshes the plugin's system prompt with the current profile —
+ * in a detached worker, so session creation never waits on the network. Prints nothing.
  */
 
 import { removeStaleTemps } from "../runtime/fs.ts";
@@ -11,11 +11,12 @@ import { replayAll, replayOptions } from "../runtime/replay.ts";
 import { updateState } from "../runtime/state.ts";
 import { clientFor, type HookContext, type HookResult } from "./context.ts";
 import { spawnWorker } from "./detach.ts";
+import { refreshFromHook } from "./system-prompt.ts";
 
 /** A SessionStart this close to the previous one is the same start fired twice. */
 const REPEAT_WINDOW_MS = 2000;
 
-/** Replays the pending queues within the configured bounds. */
+/** Replays the pending queues within the configured bounds, then refreshes the plugin's system prompt. */
 async function replayQueues(ctx: HookContext): Promise<HookResult> {
   const options = replayOptions(ctx.config, { budget: new Budget(ctx.config.replayBudgetMs) });
   const report = await replayAll(ctx.pendingDir, clientFor(ctx), options);
@@ -23,6 +24,8 @@ async function replayQueues(ctx: HookContext): Promise<HookResult> {
   const temps = (await removeStaleTemps(ctx.pendingDir, 3600_000)) +
     (await removeStaleTemps(hookStateDir(ctx.env), 3600_000));
   const cause = report.cause ? { kind: report.cause.kind, status: report.cause.status } : undefined;
+  // For the next Kimi start or /reload: this session's system prompt was frozen when Kimi created it.
+  await refreshFromHook(ctx, true);
   return { outcome: "replayed", data: { ...report, cause, staleTempsRemoved: temps } };
 }
 
@@ -42,7 +45,7 @@ export async function sessionStart(ctx: HookContext): Promise<HookResult> {
         state: {
           ...s,
           lastSessionStartAt: ctx.startedAt,
-          ...(resumed ? {} : { profileInjected: false, injectedUris: [] }),
+          ...(resumed ? {} : { profileInjected: false, injectedUris: [], compacted: false }),
         },
         value: "ok",
       });

@@ -11,6 +11,26 @@ export function fit(line: string, width = STATUS_COLUMNS): string {
   return chars.length <= width ? line : `${chars.slice(0, width - 1).join("")}…`;
 }
 
+/** A long line wrapped at word boundaries into lines of at most `width`; wrapped lines get `indent`. */
+export function wrap(line: string, indent: string, width = STATUS_COLUMNS): string[] {
+  const out: string[] = [];
+  let rest = line;
+  while ([...rest].length > width) {
+    const head = [...rest].slice(0, width).join("");
+    const cut = head.lastIndexOf(" ");
+    const at = cut > indent.length + 10 ? cut : head.length;
+    out.push(rest.slice(0, at).trimEnd());
+    rest = `${indent}${rest.slice(at).trimStart()}`;
+  }
+  out.push(rest);
+  return out;
+}
+
+/** `n` with its noun in the singular or the plural. */
+function plural(n: number, one: string, many: string): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
 /** A time as a short age ("4 min ago"). */
 export function ago(at: number, now: number): string {
   const s = Math.max(0, Math.round((now - at) / 1000));
@@ -40,7 +60,8 @@ function commitLine(c: CommitStatus, now: number): string {
 function sessionLines(s: SessionStatus, now: number): string[] {
   const lines = [
     `  ${s.kimiSessionId} — ${ago(s.lastActivity, now)}`,
-    `    prompts ${s.prompts.seen}: ${s.prompts.injected} memories injected, ${s.prompts.suppressed} left out as repeats` +
+    `    prompts ${s.prompts.seen}: ${plural(s.prompts.injected, "memory", "memories")} injected, ` +
+    `${s.prompts.suppressed} left out as repeats` +
     (s.prompts.lastPath ? ` (last via ${s.prompts.lastPath})` : ""),
     `    captured ${s.captures.turns} turn(s): ${s.captures.sent} message(s) delivered, ${s.captures.queued} queued` +
     (s.captures.rejected ? `, ${s.captures.rejected} refused` : ""),
@@ -90,5 +111,6 @@ export function renderStatus(st: Status, now: number): string {
   );
   if (q.entries || q.shared) lines.push(`        next replay: ${q.nextReplay}`);
   if (st.notAsked.length) lines.push("", `Not asked (server unavailable): ${st.notAsked.join(", ")}`);
-  return lines.map((l) => fit(l)).join("\n");
+  return lines.flatMap((l) => wrap(l, " ".repeat(Math.min(12, l.length - l.trimStart().length + 2))))
+    .map((l) => fit(l)).join("\n");
 }

@@ -10,8 +10,8 @@ import { type Config, loadConfig } from "../runtime/config.ts";
 import { clientOptions, createClient, type OpenVikingClient } from "../runtime/http.ts";
 import { ledgerFiles, readLedger, REPLAY_FILE } from "../runtime/ledger.ts";
 import { countShared } from "../runtime/pending-shared.ts";
-import { queueSummary } from "../runtime/pending.ts";
-import { type Env, joinPath, openVikingHome, pendingDir } from "../runtime/paths.ts";
+import { type QueueSummary, queueSummary } from "../runtime/pending.ts";
+import { type Env, ledgerDir, pendingDir, processEnv } from "../runtime/paths.ts";
 import { peerOptions, resolvePeer } from "../runtime/peer.ts";
 import { asRecord, isRecord, type JsonRecord } from "../runtime/parsed.ts";
 import type { FailureKind } from "../runtime/reply.ts";
@@ -27,11 +27,6 @@ export const LATEST_SESSIONS = 5;
 export const MAX_DIFFS = 6;
 /** Time each server request may take. */
 export const STATUS_TIMEOUT_MS = 3000;
-
-/** Where the ledger of this plugin lives. */
-export function ledgerDir(env: Env): string {
-  return joinPath(openVikingHome(env), "ledger", "kimicode");
-}
 
 /** Which sessions to show. */
 export type SessionChoice = { kind: "latest" } | { kind: "all" } | { kind: "one"; id: string };
@@ -129,6 +124,31 @@ async function askTasks(
   return true;
 }
 
+/** The chosen sessions as the ledger and the queue know them (no network). */
+async function localSessions(
+  env: Env,
+  config: Config,
+  choice: SessionChoice,
+  queue: QueueSummary,
+): Promise<SessionStatus[]> {
+  const dir = ledgerDir(env);
+  const replays = await readLedger(dir, REPLAY_FILE).catch(() => []);
+  const files = (await ledgerFiles(dir).catch(() => [])).filter((f) => f.name !== REPLAY_FILE);
+  const chosen = choice.kind === "one"
+    ? [await safeId(choice.id)]
+    : files.map((f) => f.name).slice(0, choice.kind === "all" ? undefined : LATEST_SESSIONS);
+  const sessions: SessionStatus[] = [];
+  for (const name of chosen) {
+    const entries = [...await readLedger(dir, name).catch(() => []), ...replays].sort((a, b) => a.at - b.at);
+    const ov = `${SESSION_PREFIX}${name}`;
+    const s = foldSession(name, ov, entries, advise(config));
+    const q = queue.sessions.find((x) => x.sessionId === ov);
+    if (q) s.queue = { entries: q.entries, messages: q.messages, commits: q.commits };
+    sessions.push(s);
+  }
+  return sessions;
+}
+
 /** Everything `status` shows. */
 export async function collectStatus(
   env: Env,
@@ -139,22 +159,8 @@ export async function collectStatus(
     clientOptions(config, "", { timeoutMs: STATUS_TIMEOUT_MS, fetch: options.fetch }),
   );
   const conn = await connection(client, config, options.cwd);
-  const dir = ledgerDir(env);
-  const replays = await readLedger(dir, REPLAY_FILE).catch(() => []);
-  const files = (await ledgerFiles(dir).catch(() => [])).filter((f) => f.name !== REPLAY_FILE);
-  const chosen = options.sessions.kind === "one"
-    ? [await safeId(options.sessions.id)]
-    : files.map((f) => f.name).slice(0, options.sessions.kind === "all" ? undefined : LATEST_SESSIONS);
   const queue = await queueSummary(pendingDir(env)).catch(() => ({ sessions: [], entries: 0 }));
-  const sessions: SessionStatus[] = [];
-  for (const name of chosen) {
-    const entries = [...await readLedger(dir, name).catch(() => []), ...replays].sort((a, b) => a.at - b.at);
-    const ov = `${SESSION_PREFIX}${name}`;
-    const s = foldSession(name, ov, entries, advise(config));
-    const q = queue.sessions.find((x) => x.sessionId === ov);
-    if (q) s.queue = { entries: q.entries, messages: q.messages, commits: q.commits };
-    sessions.push(s);
-  }
+  const sessions = await localSessions(env, config, options.sessions, queue);
   const notAsked: string[] = [];
   const canAsk = conn.reachable && conn.authenticated !== false;
   const diffs = { left: MAX_DIFFS };
@@ -182,4 +188,28 @@ export async function collectStatus(
     notAsked,
   };
   return scrub(status, [config.apiKey]) as Status;
+}
+
+/** Options of `openviking-kimi status`. */
+export interface StatusOptions {
+  session: string | undefined;
+  all: boolean;
+  json: boolean;
+}
+
+/** `openviking-kimi status [--session ID | --all] [--json]`: exit 0, or 2 for both --session and --all. */
+export async function statusCommand(options: StatusOptions): Promise<number> {
+  if (options.session !== undefined && options.all) {
+    console.error("openviking-kimi status: --session and --all exclude each other; give one of them.");
+    return 2;
+  }
+  const sessions: SessionChoice = options.session !== undefined
+    ? { kind: "one", id: options.session }
+    : options.all
+    ? { kind: "all" }
+    : { kind: "latest" };
+  const status = await collectStatus(processEnv(), { cwd: Deno.cwd(), sessions });
+  if (options.json) console.log(JSON.stringify(status, null, 2));
+  else console.log((await import("./status-render.ts")).renderStatus(status, Date.now()));
+  return 0;
 }

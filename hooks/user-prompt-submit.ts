@@ -1,52 +1,54 @@
 /**
- * UserPromptSubmit: recall (and, once per session, the profile) printed as plain text, which Kimi Code
- * appends to the model context. Duplicate hook runs print nothing; the same prompt again reuses its stored
- * block. The whole hook stays inside its budget (default 17 s, under the host's 20 s) and never blocks.
+ * UserPromptSubmit: what inject.ts finds for the prompt — memories the session does not have yet (and, on
+ * the first prompt of a session in config mode, the profile) — printed as plain text, which Kimi Code shows
+ * the user and appends to the model context. In plugin mode the profile is in the plugin's system prompt
+ * instead (system-prompt.ts). Duplicate hook runs print nothing; the same prompt again asks the server
+ * nothing. The whole hook stays inside its budget (default 17 s, under the host's 20 s) and never blocks.
  */
 
 import { sha256Hex } from "../runtime/hash.ts";
 import { Budget } from "../runtime/http.ts";
 import { peerOptions, resolvePeer } from "../runtime/peer.ts";
-import { safe, type SafeText } from "../runtime/neutralize.ts";
-import { type Block, blockText, printBlocks } from "../runtime/printed.ts";
-import { buildProfile } from "../runtime/profile.ts";
-import { recallForPrompt, type RecallResult, storedRecallBlock } from "../runtime/recall.ts";
+import type { RecallResult } from "../runtime/recall.ts";
 import { type SessionState, updateState } from "../runtime/state.ts";
 import { clientFor, type HookContext, type HookResult } from "./context.ts";
 import { promptText } from "./input.ts";
 import { recallQuery } from "./prompt-query.ts";
 import { keepPrompt } from "./prompt-fallback.ts";
+import { type Injection, injectionFor } from "./inject.ts";
+import { systemPromptInUse } from "./plugin-root.ts";
 
 /** The same text within this window is the same prompt's hook fired twice. */
 export const DUPLICATE_WINDOW_MS = 500;
 
-/** Wraps the profile block as the documented session-start context. */
-function profileContext(profile: SafeText): Block {
-  return {
-    open: safe`<openviking-context source="session-start">`,
-    body: profile,
-    close: safe`</openviking-context>`,
-  };
+/** What the stored prompt state says of this prompt. */
+export interface PromptDecision {
+  /** The same prompt's hook fired twice: print nothing. */
+  duplicate: boolean;
+  /** The previous prompt had the same text: its recall, to use again. */
+  reuse?: RecallResult;
+  /** The session has not had its profile yet. */
+  needProfile: boolean;
+  /** A compaction dropped the session's injections since. */
+  afterCompaction: boolean;
 }
 
 /** Decides, from the stored prompt state, whether this run is a duplicate and what can be reused (pure). */
 export function promptDecision(
   state: SessionState,
   prompt: { hash: string; eventId: string; at: number },
-): { duplicate: boolean; reuse?: string; needProfile: boolean } {
+): PromptDecision {
   const duplicate = prompt.eventId
     ? state.promptEventId === prompt.eventId
     : state.promptHash === prompt.hash && state.promptAt !== undefined &&
       Math.abs(prompt.at - state.promptAt) < DUPLICATE_WINDOW_MS;
-  const reuse = state.promptHash === prompt.hash && typeof state.recallBlock === "string"
-    ? state.recallBlock
-    : undefined;
-  return { duplicate, reuse, needProfile: !state.profileInjected };
+  const reuse = state.promptHash === prompt.hash && state.recall ? state.recall : undefined;
+  return { duplicate, reuse, needProfile: !state.profileInjected, afterCompaction: state.compacted };
 }
 
 /** What the claim found: the decision, the URIs the session already has, and why the state was not usable. */
 interface Claim {
-  decision: ReturnType<typeof promptDecision>;
+  decision: PromptDecision;
   exclude: string[];
   stateError: string;
 }
@@ -54,7 +56,7 @@ interface Claim {
 /**
  * Phase 1: claims this prompt (short lock, no network inside) and keeps it for capture's fallback. Best
  * effort: recall needs no state, so a state that cannot be kept (read-only home, a file in the way) only
- * costs dedupe and the profile.
+ * costs dedupe, the profile and the session's memory of what it was shown.
  */
 async function claimPrompt(
   ctx: HookContext,
@@ -62,7 +64,11 @@ async function claimPrompt(
   lockWait: number,
 ): Promise<Claim> {
   const c = ctx.config;
-  const claim: Claim = { decision: { duplicate: false, needProfile: false }, exclude: [], stateError: "" };
+  const claim: Claim = {
+    decision: { duplicate: false, needProfile: false, afterCompaction: false },
+    exclude: [],
+    stateError: "",
+  };
   if (!ctx.promptPaths) return claim;
   const fallbackOptions = { maxLength: c.captureMaxLength, redact: c.redact };
   try {
@@ -75,7 +81,7 @@ async function claimPrompt(
         promptHash: prompt.hash,
         promptEventId: prompt.eventId || undefined,
         promptAt: ctx.startedAt,
-        recallBlock: d.reuse ?? null,
+        recall: d.reuse ?? null,
       };
       return Promise.resolve({ state: next, value: { d, exclude: s.injectedUris } });
     }, { waitMs: lockWait });
@@ -84,25 +90,29 @@ async function claimPrompt(
     claim.stateError = (error as Error).message;
     ctx.log.stage("prompt-state-unavailable", {
       error: claim.stateError,
-      effect: "recall without dedupe or profile",
+      effect: "recall without dedupe, profile or the session's memory of what it was shown",
     });
   }
   return claim;
 }
 
-/** Phase 3: remembers what was injected (best effort, like the claim). */
+/** Phase 3: remembers what was printed (best effort, like the claim). */
 async function rememberInjected(
   ctx: HookContext,
   hash: string,
-  injected: { recall?: RecallResult; profile: SafeText | null },
+  inj: Injection,
   budget: Budget,
 ): Promise<void> {
-  const { recall, profile } = injected;
-  if (!ctx.promptPaths || !(recall || profile)) return;
+  if (!ctx.promptPaths) return;
+  const profileDone = inj.profile === "injected" || inj.profile === "empty";
+  if (!inj.found && !inj.injected.length && !profileDone) return;
   await updateState(ctx.promptPaths, (s) => {
-    const next: SessionState = { ...s, profileInjected: s.profileInjected || Boolean(profile) };
-    if (recall && s.promptHash === hash) next.recallBlock = recall.block ? blockText(recall.block) : "";
-    if (recall?.uris.length) next.injectedUris = [...new Set([...s.injectedUris, ...recall.uris])];
+    const next: SessionState = { ...s, profileInjected: s.profileInjected || profileDone };
+    if (inj.profile === "injected") next.compacted = false;
+    if (inj.found && s.promptHash === hash) next.recall = inj.found;
+    if (inj.injected.length) {
+      next.injectedUris = [...new Set([...s.injectedUris, ...inj.injected.map((m) => m.uri)])];
+    }
     return Promise.resolve({ state: next, value: null });
   }, { waitMs: Math.min(1000, budget.remaining()) }).catch((error: Error) => {
     ctx.log.stage("prompt-state-unavailable", { error: error.message });
@@ -124,32 +134,29 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   if (decision.duplicate) return { outcome: "duplicate" };
   if (!c.autoRecall) return { outcome: "recall-off" };
 
-  // Phase 2: recall and profile in parallel, inside the budget.
+  // Phase 2: what to print, inside the budget. In plugin mode the profile is in the system prompt.
+  const pluginPrompt = decision.needProfile && await systemPromptInUse(ctx.env);
   const peer = await resolvePeer(ctx.cwd, peerOptions(c));
-  const client = clientFor(ctx, peer.peerId);
-  const wantRecall = decision.reuse === undefined && prompt.length >= c.minQueryLength;
-  const [recall, profile] = await Promise.all([
-    wantRecall
-      ? recallForPrompt(client, c, {
-        query: prompt,
-        sessionId: ctx.ovSessionId || undefined,
-        excludeUris: exclude,
-        budget,
-        stateDir: ctx.sharedStateDir,
-      })
-      : Promise.resolve(undefined),
-    decision.needProfile ? buildProfile(client, c.profileTokenBudget, budget) : Promise.resolve(null),
-  ]);
-  const recallBlock = decision.reuse !== undefined ? storedRecallBlock(decision.reuse) : recall?.block;
-  if (!stateError) await rememberInjected(ctx, hash, { recall, profile }, budget);
-
-  const blocks = [profile ? profileContext(profile) : undefined, recallBlock].filter((b) => b !== undefined);
+  const inj = await injectionFor(clientFor(ctx, peer.peerId), c, {
+    query: prompt,
+    sessionId: ctx.ovSessionId || undefined,
+    injected: exclude,
+    reuse: decision.reuse,
+    profile: decision.needProfile && !pluginPrompt,
+    afterCompaction: decision.afterCompaction,
+    budget,
+    stateDir: ctx.sharedStateDir,
+  });
+  if (!stateError) await rememberInjected(ctx, hash, inj, budget);
   return {
-    stdout: printBlocks(blocks),
-    outcome: blocks.length ? "injected" : "nothing",
+    stdout: inj.stdout,
+    outcome: inj.stdout ? "injected" : "nothing",
     data: {
-      recall: decision.reuse !== undefined ? "reused" : recall?.source ?? "skipped",
-      profile: profile ? "injected" : decision.needProfile ? "unavailable" : "already",
+      recall: inj.recall,
+      injected: inj.injected,
+      suppressed: inj.suppressed,
+      profile: pluginPrompt ? "system-prompt" : inj.profile === "not-asked" ? "already" : inj.profile,
+      printedChars: inj.printedChars,
       peer: peer.source,
       ...(stateError ? { state: "unavailable" } : {}),
     },

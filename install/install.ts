@@ -27,11 +27,18 @@ import {
   sameFile,
 } from "./placement.ts";
 import { manifestText, type PluginFile } from "./plugin.ts";
+import { SYSTEM_PROMPT_FILE } from "../hooks/plugin-root.ts";
 import { carryOut, type Context, fail, type InstallOptions, newPlan, type Plan, planFile } from "./run.ts";
 import { copyStep, fileStep, placeStep, removalStep } from "./steps.ts";
 import { buildCopy, copyPlacement, homeStep, placeCopyStep, sweepStep, versionsDir } from "./copy.ts";
 import { launcherName } from "./launcher.ts";
 import { serverChecks } from "./doctor-memory.ts";
+import {
+  planConfigSkill,
+  planConfigSkillRemoval,
+  pluginMemoryFiles,
+  refreshInstalledPrompt,
+} from "./memory-files.ts";
 
 /** Why OpenViking's own plugin stands in the way, where it is registered, and the two ways on. */
 function upstreamMessage(state: KimiState): string {
@@ -218,13 +225,13 @@ function planProgram(
 }
 
 /** Plans config mode: plugin mode out, our `mcp.json` entry and hook block. */
-function planConfigMode(
+async function planConfigMode(
   options: InstallOptions,
   ctx: Context,
   state: KimiState,
   program: Program,
   plan: Plan,
-): string | undefined {
+): Promise<string | undefined> {
   const prefix = configCommandPrefix(program.command, ctx.os);
   const leave = planLeavePluginMode(ctx, state, plan);
   if (leave) return leave;
@@ -238,6 +245,7 @@ function planConfigMode(
     planFile(plan, state.paths.mcp, state.mcpText, mcp.after, 'MCP server "openviking" registered');
   }
   if (cfg.changed) planFile(plan, state.paths.config, state.configText, cfg.after, "hooks registered");
+  await planConfigSkill(state, plan);
   for (const w of cfg.warnings) plan.notes.push(`Warning: config.toml ${w}.`);
   plan.notes.push(`Hooks run: ${prefix} hook <event>`);
   return undefined;
@@ -265,10 +273,11 @@ function planLeaveConfigMode(options: InstallOptions, state: KimiState, plan: Pl
   return undefined;
 }
 
-/** The files of the plugin directory: its manifest and its `bin/` (the binary, or a program copy's launcher). */
+/** The files of the plugin directory: its manifest, its `bin/` (the binary, or a program copy's launcher), memory's. */
 function pluginFiles(ctx: Context, program: Program): PluginFile[] {
   return [
     { path: "kimi.plugin.json", content: manifestText(ctx.os), mode: 0o644 },
+    ...pluginMemoryFiles(),
     program.pluginBin,
   ];
 }
@@ -277,6 +286,11 @@ function pluginFiles(ctx: Context, program: Program): PluginFile[] {
 async function pluginInPlace(root: string, files: PluginFile[]): Promise<boolean> {
   for (const f of files) {
     const now = await Deno.readFile(joinPath(root, f.path)).catch(() => undefined);
+    // The hooks rewrite the system prompt with the user's profile: it is in place when it is there.
+    if (f.path === SYSTEM_PROMPT_FILE) {
+      if (!now) return false;
+      continue;
+    }
     const want = typeof f.content === "string"
       ? new TextEncoder().encode(f.content)
       : await Deno.readFile(f.content.copyFrom).catch(() => undefined);
@@ -296,6 +310,7 @@ async function planPluginMode(
   if (state.registryError) return state.registryError;
   const leave = planLeaveConfigMode(options, state, plan);
   if (leave) return leave;
+  await planConfigSkillRemoval(state, plan);
   const root = joinPath(state.paths.managedDir, PLUGIN_ID);
   const manifestPath = joinPath(root, "kimi.plugin.json");
   const files = pluginFiles(ctx, program);
@@ -383,7 +398,7 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
   const program = await planProgram(ctx, mode, home, plan);
   if (typeof program === "string") return fail(ctx.out, "install", program);
   const problem = mode === "config"
-    ? planConfigMode(options, ctx, state, program, plan)
+    ? await planConfigMode(options, ctx, state, program, plan)
     : await planPluginMode(ctx, options, state, program, plan);
   if (problem) return fail(ctx.out, "install", problem);
   if (program.note) plan.notes.push(program.note);
@@ -397,6 +412,8 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
     done: "Start a new Kimi Code session (or /reload) to load it; `openviking-kimi doctor` checks the setup.",
     nothing: `openviking-kimi is installed in ${home} (${mode} mode) just as this install would leave it.`,
   });
-  if (code === 0 && !options.dryRun) await serverNote(ctx);
+  if (code !== 0 || options.dryRun) return code;
+  if (mode === "plugin") await refreshInstalledPrompt(ctx, joinPath(state.paths.managedDir, PLUGIN_ID));
+  await serverNote(ctx);
   return code;
 }

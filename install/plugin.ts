@@ -10,6 +10,7 @@ import { joinPath } from "../runtime/paths.ts";
 import { EXECUTABLE_NAME, hookEntries, type HookEntry, MCP_SERVER_NAME, PLUGIN_ID } from "./spec.ts";
 import type { OsFamily } from "./placement.ts";
 import { isRecord } from "../runtime/parsed.ts";
+import { memoryManifestFields } from "./memory-layout.ts";
 
 /** A plugin manifest as we write it. */
 export interface Manifest {
@@ -20,6 +21,10 @@ export interface Manifest {
   interface: { displayName: string; shortDescription: string };
   hooks: HookEntry[];
   mcpServers: Record<string, { command: string; args: string[] }>;
+  /** The memory files (install/memory-files.ts): the system prompt, the skill, the commands. */
+  systemPromptPath: string;
+  skills: string;
+  commands: string;
 }
 
 /** The manifest for a plugin whose executable is `bin/openviking-kimi[.exe]` under the plugin root. */
@@ -39,6 +44,7 @@ export function renderManifest(os: OsFamily): Manifest {
     },
     hooks: hookEntries(hookPrefix),
     mcpServers: { [MCP_SERVER_NAME]: { command: mcpCommand, args: ["mcp"] } },
+    ...memoryManifestFields(),
   };
 }
 

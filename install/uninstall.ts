@@ -16,6 +16,7 @@ import { sweepStep, versionsDir } from "./copy.ts";
 import { planUnregister } from "./install.ts";
 import { carryOut, type Context, fail, type InstallOptions, newPlan, type Plan, planFile } from "./run.ts";
 import { removalStep } from "./steps.ts";
+import { planConfigSkillRemoval, planSystemPromptRemoval } from "./memory-files.ts";
 
 /** Plans taking config mode out: our block and our `mcp.json` entry (hooks outside the block are named). */
 function planConfigRemoval(state: KimiState, plan: Plan): string | undefined {
@@ -124,6 +125,8 @@ export async function runUninstall(ctx: Context, options: InstallOptions): Promi
   const problem = (options.mode !== "plugin" ? planConfigRemoval(state, plan) : undefined) ??
     (plugin ? planPluginRemoval(state, plan) : undefined);
   if (problem) return fail(out, "uninstall", problem);
+  if (options.mode !== "plugin") await planConfigSkillRemoval(state, plan);
+  if (plugin) await planSystemPromptRemoval(state, plan);
   if (options.purge) await planPurge(ctx, state, plugin, plan);
   if (plan.steps.length === 0) {
     out.info(`Nothing of openviking-kimi is registered in ${home}.`);

@@ -81,6 +81,9 @@ export const KNOBS = {
   recallDedupTurns: knob("OPENVIKING_RECALL_DEDUP_TURNS", numKnob(0, 20), 5),
   recallMaxTokens: optionalKnob("OPENVIKING_RECALL_MAX_TOKENS", numKnob(64, 32_000)),
   recallQueryExpansion: optionalKnob("OPENVIKING_RECALL_QUERY_EXPANSION", enumKnob(["off", "auto"])),
+  recallFormat: knob("OPENVIKING_RECALL_FORMAT", enumKnob(["digest", "full"]), "digest"),
+  recallDigestLimit: knob("OPENVIKING_RECALL_DIGEST_LIMIT", numKnob(1, 50), 5),
+  recallDigestChars: knob("OPENVIKING_RECALL_DIGEST_CHARS", numKnob(300, 32_000), 1200),
   minQueryLength: knob("OPENVIKING_MIN_QUERY_LENGTH", numKnob(0, 10_000), 3),
   timeoutMs: knob("OPENVIKING_TIMEOUT_MS", numKnob(1000, 600_000), 15_000),
   promptBudgetMs: knob("OPENVIKING_PROMPT_BUDGET_MS", numKnob(500, 600_000), 17_000),
@@ -95,6 +98,9 @@ export const KNOBS = {
   pendingReplayLimit: knob("OPENVIKING_PENDING_REPLAY_LIMIT", numKnob(1, 100_000), 50),
   pendingMaxRetries: knob("OPENVIKING_PENDING_MAX_RETRIES", numKnob(1, 1000), 3),
   pendingTtlDays: knob("OPENVIKING_PENDING_TTL_DAYS", numKnob(1, 3650), 7),
+  /** The local ledger (what hook runs did, for `status`): all sessions' files together, and their age. */
+  ledgerMaxBytes: knob("OPENVIKING_LEDGER_MAX_BYTES", numKnob(64 * 1024, 1024 ** 3), 8 * 1024 * 1024),
+  ledgerMaxAgeDays: knob("OPENVIKING_LEDGER_MAX_AGE_DAYS", numKnob(1, 3650), 30),
   debug: knob("OPENVIKING_DEBUG", boolKnob, false),
   debugLogPath: optionalKnob("OPENVIKING_DEBUG_LOG", pathKnob),
 };
@@ -108,6 +114,8 @@ export type Settings = Omit<z.output<typeof SettingsSchema>, "debugLogPath"> & {
   debugLogPath: string;
   /** The recall limit was set by the user (only then does recall send quotas, like the other plugins). */
   recallLimitConfigured: boolean;
+  /** The server-side dedupe window was set by the user (the digest sends it only then: see recall.ts). */
+  recallDedupTurnsConfigured: boolean;
 };
 
 /** Where knob values come from besides the environment. */
@@ -168,6 +176,7 @@ export function resolveSettings(sources: SettingSources, warnings: string[] = []
     ...settings,
     debugLogPath: debugLogPath(settings.debugLogPath, sources.env, warnings),
     recallLimitConfigured: "recallLimit" in values,
+    recallDedupTurnsConfigured: "recallDedupTurns" in values,
   };
 }
 

@@ -22,12 +22,15 @@ export const MIN_SESSION_BYTES = 64 * 1024;
 
 const Memory = z.object({ uri: z.string(), score: z.optional(z.number()), chars: z.number() });
 const Failure = z.object({ kind: z.string(), status: z.number(), message: z.string() });
+/** When a run started and how long it took: every entry has them. */
+const Run = { at: z.number(), ms: z.number() };
+/** What a write to OpenViking did, in messages. */
+const Counts = { rejected: z.number(), cause: z.optional(Failure) };
 
 /** What one prompt hook run did. */
 export const PromptEntrySchema = z.object({
   kind: z.literal("prompt"),
-  at: z.number(),
-  ms: z.number(),
+  ...Run,
   /** The start of the redacted query. */
   prompt: z.string(),
   /** Which recall stage answered: context, recall, find; reused (the same prompt again), none, or skipped. */
@@ -46,30 +49,26 @@ export type PromptEntry = z.infer<typeof PromptEntrySchema>;
 /** What one capture did. */
 export const CaptureEntrySchema = z.object({
   kind: z.literal("capture"),
-  at: z.number(),
-  ms: z.number(),
+  ...Run,
+  ...Counts,
   event: z.string(),
   turns: z.number(),
   sent: z.number(),
   queued: z.number(),
-  rejected: z.number(),
   commit: z.string(),
   taskId: z.optional(z.string()),
-  cause: z.optional(Failure),
 });
 export type CaptureEntry = z.infer<typeof CaptureEntrySchema>;
 
 /** What one queue replay did for this session (or, in the `_replay` file, for every session). */
 export const ReplayEntrySchema = z.object({
   kind: z.literal("replay"),
-  at: z.number(),
-  ms: z.number(),
+  ...Run,
+  ...Counts,
   replayed: z.number(),
   messages: z.number(),
-  rejected: z.number(),
   deferred: z.number(),
   commitTasks: z.array(z.object({ sessionId: z.string(), taskId: z.string() })),
-  cause: z.optional(Failure),
 });
 export type ReplayEntry = z.infer<typeof ReplayEntrySchema>;
 

@@ -26,13 +26,13 @@ export function issueText(issue: z.core.$ZodIssue | undefined): string {
     case "invalid_type":
       return `expected ${issue.expected}`;
     case "too_small":
-      return issue.origin === "number" || issue.origin === "int"
+      return isNumeric(issue.origin)
         ? `must be at least ${issue.minimum}`
-        : `needs at least ${issue.minimum} ${issue.origin === "string" ? "characters" : "items"}`;
+        : `needs at least ${count(Number(issue.minimum), issue.origin)}`;
     case "too_big":
-      return issue.origin === "number" || issue.origin === "int"
+      return isNumeric(issue.origin)
         ? `must be at most ${issue.maximum}`
-        : `takes at most ${issue.maximum} ${issue.origin === "string" ? "characters" : "items"}`;
+        : `takes at most ${count(Number(issue.maximum), issue.origin)}`;
     case "invalid_value":
       return `must be ${issue.values.map((v) => JSON.stringify(v)).join(" or ")}`;
     case "invalid_union":
@@ -40,4 +40,13 @@ export function issueText(issue: z.core.$ZodIssue | undefined): string {
     default:
       return issue.message;
   }
+}
+
+/** Whether a size issue is about a number's value (else a length). */
+const isNumeric = (origin: string) => origin === "number" || origin === "int" || origin === "bigint";
+
+/** `n` characters (of a string) or items (of anything else), in words. */
+function count(n: number, origin: string): string {
+  const unit = origin === "string" ? "character" : "item";
+  return `${n} ${unit}${n === 1 ? "" : "s"}`;
 }

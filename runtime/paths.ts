@@ -93,6 +93,11 @@ export function sharedStateDir(env: Env): string {
   return absoluteOverride(env.OPENVIKING_STATE_DIR, env) ?? joinPath(openVikingHome(env), "state");
 }
 
+/** The local ledger of what hook runs did (`status`): `<openviking home>/ledger/kimicode`. */
+export function ledgerDir(env: Env): string {
+  return joinPath(openVikingHome(env), "ledger", "kimicode");
+}
+
 /** `location(env)`, or undefined when it needs a home there is none of (other errors propagate). */
 export function orNoHome<T>(location: () => T): T | undefined {
   try {

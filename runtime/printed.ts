@@ -24,21 +24,6 @@ const NL = safe`\n`;
 const GAP = safe`\n\n`;
 const TRUNCATED = safe`\n[truncated]`;
 
-/** A block's text: marker, body, marker, one per line. */
-export function blockText(block: Block): string {
-  return SafeText.join([block.open, block.body, block.close], NL).text;
-}
-
-/** Parses a block stored by an earlier run (`blockText`) with these markers; the body passes the gate again. */
-export function storedBlock(text: string, open: SafeText, close: SafeText): Block | undefined {
-  const head = `${open.text}\n`;
-  const tail = `\n${close.text}`;
-  if (text.length < head.length + tail.length || !text.startsWith(head) || !text.endsWith(tail)) {
-    return undefined;
-  }
-  return { open, body: safe`${text.slice(head.length, text.length - tail.length)}`, close };
-}
-
 /** Splits `room` over `sizes`: each gets what it needs, the rest shared equally among the larger ones. */
 function shares(sizes: readonly number[], room: number): number[] {
   const out = sizes.map(() => 0);

@@ -106,11 +106,28 @@ function oneLine(text: string, max: number): string {
   return neutralize(text.slice(0, max * 4 + 64)).replace(/\s+/g, " ").trim().slice(0, max);
 }
 
+/** What the profile is made of, as the server has it (every string untrusted). */
+export interface ProfileParts {
+  /** The user space (`viking://user/<space>/…`). */
+  space: string;
+  /** profile.md's text; "" when there is none. */
+  profile: string;
+  preferences: MemoryLeaf[];
+  entities: MemoryLeaf[];
+}
+
+/** The URI of the profile of a user space, as printed. */
+export function profileUri(space: string): string {
+  return `viking://user/${printableSpace(space)}/memories/profile.md`;
+}
+
+/** Whether the server has nothing of the profile at all. */
+export function isEmptyProfile(parts: ProfileParts): boolean {
+  return !parts.profile.trim() && !parts.preferences.length && !parts.entities.length;
+}
+
 /** Renders the profile block from its parts within `budget` tokens (pure). */
-export function renderProfile(
-  parts: { space: string; profile: string; preferences: MemoryLeaf[]; entities: MemoryLeaf[] },
-  budget: number,
-): SafeText | null {
+export function renderProfile(parts: ProfileParts, budget: number): SafeText | null {
   const base = safe`viking://user/${printableSpace(parts.space)}/memories`;
   const sections: SafeText[] = [];
   let used = 0;
@@ -145,12 +162,11 @@ export function renderProfile(
   return sections.length ? SafeText.join(sections, safe`\n`) : null;
 }
 
-/** Fetches and renders the profile block. Never throws; `null` when empty or unreachable. */
-export async function buildProfile(
+/** Fetches the profile's parts. Never throws; undefined when the server could not be asked at all. */
+export async function fetchProfile(
   client: OpenVikingClient,
-  budgetTokens: number,
   budget: Budget,
-): Promise<SafeText | null> {
+): Promise<ProfileParts | undefined> {
   const [status, ls] = await Promise.all([
     client.request("GET", "/api/v1/system/status", profileReplies().status, { budget }),
     client.request("GET", "/api/v1/fs/ls", profileReplies().spaces, {
@@ -158,7 +174,7 @@ export async function buildProfile(
       budget,
     }),
   ]);
-  if (!status.ok && !ls.ok) return null;
+  if (!status.ok && !ls.ok) return undefined;
   const statusUser = status.ok ? status.result.user ?? "" : "";
   const dirs = ls.ok
     ? entriesOf(ls.result).filter((e) => e.isDir !== false).map((e) => String(e.name ?? ""))
@@ -181,5 +197,5 @@ export async function buildProfile(
     listing("preferences"),
     listing("entities"),
   ]);
-  return renderProfile({ space, profile, preferences, entities }, budgetTokens);
+  return { space, profile, preferences, entities };
 }

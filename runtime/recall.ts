@@ -2,8 +2,8 @@
  * Recall for a prompt, with the same chain and request bodies as OpenViking's other plugins:
  * ① `POST /api/v1/search/search` in context mode → ② the deprecated `POST /api/v1/search/recall` →
  * ③ `POST /api/v1/search/find` per source with local ranking and assembly. Servers that reject context mode
- * are remembered for 6 h. The result is one `<openviking-context>` block (every server text in it
- * neutralised), or none.
+ * are remembered for 6 h. The result is the memories the answering stage listed, in its order (see
+ * memory.ts); the output formats (digest.ts, and {@link fullRecallBlock} here) print them.
  */
 
 import * as z from "zod/mini";
@@ -12,7 +12,15 @@ import { parseJsonOrUndefined, readTextIfExists, writeFileAtomic } from "./fs.ts
 import { neutralize, safe, SafeText } from "./neutralize.ts";
 import { joinPath } from "./paths.ts";
 import { isRecord } from "./parsed.ts";
-import { type Block, PRINT_MAX_CHARS, storedBlock } from "./printed.ts";
+import { type Block, PRINT_MAX_CHARS } from "./printed.ts";
+import {
+  Entries,
+  MAX_MEMORY_TEXT,
+  memoriesFromEntries,
+  memoriesFromRendered,
+  type Memory,
+  renderElement,
+} from "./memory.ts";
 
 /** Settings recall needs (a subset of the config). */
 export interface RecallSettings {
@@ -25,6 +33,10 @@ export interface RecallSettings {
   recallPreferAbstract: boolean;
   recallPeerScope: "all" | "actor";
   recallDedupTurns: number;
+  /** True when the user set the dedupe window. */
+  recallDedupTurnsConfigured?: boolean;
+  /** The output format: the digest shows only some of what the server returns. */
+  recallFormat?: "digest" | "full";
   recallMaxTokens?: number;
   recallQueryExpansion?: "off" | "auto";
 }
@@ -44,11 +56,15 @@ export interface RecallRequest {
 
 /** What recall produced. */
 export interface RecallResult {
-  block?: Block;
   /** Which stage answered: "context", "recall", "find", or "none". */
   source: "context" | "recall" | "find" | "none";
-  /** URIs the block mentions. */
-  uris: string[];
+  /** The memories it listed, in its order (find: ranked here). */
+  memories: Memory[];
+  /**
+   * The text the server assembled (its `digest`, else its `rendered` text): the full format prints it as it
+   * is when none of the memories is left out.
+   */
+  assembled?: string;
 }
 
 /** How long a server that rejected context mode is not asked again. */
@@ -82,6 +98,19 @@ export function scaleQuotas(limit: number, weights: Record<string, number>): Rec
 const CODING_WEIGHTS = { events: 1, entities: 2, preferences: 1, experiences: 1, resources: 3, skills: 2 };
 const RECALL_WEIGHTS = { events: 10, entities: 10, preferences: 3 };
 
+/**
+ * The `dedup_turns` to send. The server holds back for that many turns every URI it returned, shown or not;
+ * the digest shows at most a few of them, so by default it sends none and relies on `exclude_uris` (exactly
+ * what the session was shown) and its own filter instead — measured with the budget bench: with 5, 33 of
+ * the 80 memories of its store were never shown in its 20-prompt session (none without). The full format
+ * shows all it gets: it keeps 5.
+ */
+function serverDedupTurns(s: RecallSettings): number {
+  return s.recallFormat === "full" || s.recallFormat === undefined || s.recallDedupTurnsConfigured
+    ? s.recallDedupTurns
+    : 0;
+}
+
 /** Body of the context-face request (`/api/v1/search/search`, mode context). */
 export function contextSearchBody(
   s: RecallSettings,
@@ -99,7 +128,7 @@ export function contextSearchBody(
   if (r.sessionId) {
     body.session_id = r.sessionId;
     if (s.recallQueryExpansion) body.query_expansion = s.recallQueryExpansion;
-    if (s.recallDedupTurns > 0) body.dedup_turns = s.recallDedupTurns;
+    if (serverDedupTurns(s) > 0) body.dedup_turns = serverDedupTurns(s);
   }
   if (r.excludeUris?.length) body.exclude_uris = r.excludeUris.slice(-200);
   return body;
@@ -149,17 +178,12 @@ function untrusted(text: string, max = PRINT_MAX_CHARS): string {
 }
 
 /** Wraps server-assembled text in the documented block. */
-export function contextBlock(text: string): Block {
+function contextBlock(text: string): Block {
   return { open: OPEN, body: safe`${CONTEXT_HEADER}\n${untrusted(text).trim()}`, close: CLOSE };
 }
 
-/** A recall block stored by an earlier run, for reuse; `undefined` when the text is not one. */
-export function storedRecallBlock(text: string): Block | undefined {
-  return storedBlock(text, OPEN, CLOSE);
-}
-
 /** URIs mentioned in `uri="…"` attributes or as bare `viking://` references. */
-function urisIn(text: string): string[] {
+export function urisIn(text: string): string[] {
   const found = new Set<string>();
   for (const m of text.matchAll(/viking:\/\/[^\s"'`<>)\]]+/g)) found.add(m[0]);
   return [...found];
@@ -168,8 +192,9 @@ function urisIn(text: string): string[] {
 /** A text member a reply may have: absent (or of another type) reads as undefined. */
 const optionalText = z.catch(z.optional(z.string()), undefined);
 
-/** The context face's result: the assembled text (`digest`, else `rendered`), and "no_relevant" stats. */
+/** The context face's result: its entries, the assembled text (`digest`, `rendered`), "no_relevant" stats. */
 const ContextReply = z.looseObject({
+  entries: Entries,
   digest: optionalText,
   rendered: optionalText,
   stats: z.catch(z.optional(z.looseObject({ rewrite: z.optional(z.unknown()) })), undefined),
@@ -190,8 +215,8 @@ function buildFallbackReplies() {
   );
   const hits = z.catch(z.array(hit), []);
   return {
-    /** The deprecated recall endpoint's result: the rendered text. */
-    recall: z.looseObject({ rendered: optionalText }),
+    /** The deprecated recall endpoint's result: its entries and the rendered text. */
+    recall: z.looseObject({ entries: Entries, rendered: optionalText }),
     /** `/search/find`'s result: hits by kind (a list that is not one reads as empty). */
     find: z.looseObject({ memories: hits, skills: hits, resources: hits }),
     /** `/content/read`'s result: the text. */
@@ -200,11 +225,8 @@ function buildFallbackReplies() {
 }
 
 let fallbackReplyCache: ReturnType<typeof buildFallbackReplies> | undefined;
-
 /** The fallbacks' reply schemas, built when a fallback first runs: most prompts never need them. */
-function fallbackReplies(): ReturnType<typeof buildFallbackReplies> {
-  return fallbackReplyCache ??= buildFallbackReplies();
-}
+const fallbackReplies = () => fallbackReplyCache ??= buildFallbackReplies();
 
 /** A find result item. */
 interface FindItem {
@@ -265,25 +287,41 @@ function oneLine(text: string, max: number): string {
   return line.length > max ? `${line.slice(0, max)}...` : line;
 }
 
-/** Renders ranked find items into the find-fallback block within the token budget (pure). */
-function findBlock(
-  items: { item: FindItem; content: string }[],
-  s: RecallSettings,
-): Block | undefined {
-  if (!items.length) return undefined;
+/** The find fallback's block in the full format, within the token budget (pure). */
+function findBlock(memories: readonly Memory[], s: RecallSettings): Block | undefined {
+  if (!memories.length) return undefined;
   const budget = Math.max(200, s.recallTokenBudget);
   const max = Math.max(50, s.recallMaxContentChars);
   let used = estimateTokens(FIND_HEADER.text);
   const lines: SafeText[] = [];
-  for (const { item, content } of items) {
-    const pct = Math.round(Math.min(1, Math.max(0, item.score)) * 100);
-    const uri = oneLine(item.uri, 1000);
-    let line = safe`- [${item.bucket} ${pct}%] ${oneLine(content, max) || uri}`;
-    if (used + estimateTokens(line.text) > budget) line = safe`- [${item.bucket} ${pct}%] ${uri}`;
+  for (const m of memories) {
+    const pct = Math.round(Math.min(1, Math.max(0, m.score ?? 0)) * 100);
+    const bucket = m.category ?? "memory";
+    const uri = oneLine(m.uri, 1000);
+    let line = safe`- [${bucket} ${pct}%] ${oneLine(m.text, max) || uri}`;
+    if (used + estimateTokens(line.text) > budget) line = safe`- [${bucket} ${pct}%] ${uri}`;
     used += estimateTokens(line.text);
     lines.push(line);
   }
   return { open: OPEN, body: SafeText.join([FIND_HEADER, ...lines], safe`\n`), close: CLOSE };
+}
+
+/**
+ * The full output format of a recall (OpenViking's own plugins' block), showing `shown` of its memories:
+ * the server's assembled text as it is when nothing is left out, else the memories to show in the server's
+ * `<memory>` form; the find fallback's lines. Every server text in it is neutralised. Undefined when there is
+ * nothing to show.
+ */
+export function fullRecallBlock(
+  r: RecallResult,
+  shown: readonly Memory[],
+  s: RecallSettings,
+): Block | undefined {
+  if (r.source === "find") return findBlock(shown, s);
+  // Nothing left out: the server's own text, as it sent it. Else the memories still to show, in its form.
+  if (r.assembled !== undefined && shown.length === r.memories.length) return contextBlock(r.assembled);
+  if (!shown.length) return undefined;
+  return contextBlock(shown.map(renderElement).join("\n"));
 }
 
 /** The hits of a find result as items of `bucket`. */
@@ -305,11 +343,21 @@ function findItems(
   );
 }
 
-/** What a stage that assembles its text on the server answered: a block, or nothing relevant. */
-function assembled(text: string, source: "context" | "recall"): RecallResult {
-  return text
-    ? { block: contextBlock(text), source, uris: urisIn(text.slice(0, PRINT_MAX_CHARS)) }
-    : { source, uris: [] };
+/**
+ * What a stage that assembles its text on the server answered: its entries as memories (else the
+ * `<memory>` elements of its rendered text), and the text it assembled; nothing relevant when both are empty.
+ */
+function assembled(
+  entries: z.output<typeof Entries>,
+  text: { digest?: string; rendered?: string },
+  source: "context" | "recall",
+): RecallResult {
+  const digest = text.digest?.trim() ?? "";
+  const rendered = (text.rendered?.trim() ?? "").slice(0, PRINT_MAX_CHARS);
+  const fromEntries = memoriesFromEntries(entries);
+  const memories = fromEntries.length ? fromEntries : memoriesFromRendered(rendered);
+  const whole = (digest || rendered).slice(0, PRINT_MAX_CHARS);
+  return whole ? { source, memories, assembled: whole } : { source, memories };
 }
 
 /** ① The context face; undefined when the chain goes on (it failed, or is remembered as missing). */
@@ -327,8 +375,8 @@ async function fromContextFace(
   });
   if (res.ok) {
     const result = res.result;
-    if (result.stats?.rewrite === "no_relevant") return { source: "context", uris: [] };
-    return assembled(result.digest?.trim() || (result.rendered?.trim() ?? ""), "context");
+    if (result.stats?.rewrite === "no_relevant") return { source: "context", memories: [] };
+    return assembled(result.entries, result, "context");
   }
   if (isLegacyRejection(res)) await memoLegacy(r.stateDir, baseUrl, now);
   return undefined;
@@ -349,7 +397,7 @@ async function fromRecallEndpoint(
     delete body.peer_scope;
     res = await client.request("POST", "/api/v1/search/recall", RecallReply, { body, budget });
   }
-  return res.ok ? assembled(res.result.rendered?.trim() ?? "", "recall") : undefined;
+  return res.ok ? assembled(res.result.entries, { rendered: res.result.rendered }, "recall") : undefined;
 }
 
 /** ③ `/search/find` per source, ranked and assembled here (content read where the abstract will not do). */
@@ -359,10 +407,7 @@ async function fromFind(
   r: RecallRequest,
   query: string,
 ): Promise<RecallResult> {
-  const sources: [string, "memory" | "skill"][] = [["viking://~/memories", "memory"], [
-    "viking://~/skills",
-    "skill",
-  ]];
+  const sources = [["viking://~/memories", "memory"], ["viking://~/skills", "skill"]] as const;
   const results = await Promise.all(
     sources.map(([target_uri, bucket]) =>
       client.request("POST", "/api/v1/search/find", fallbackReplies().find, {
@@ -373,19 +418,25 @@ async function fromFind(
   );
   const exclude = new Set(r.excludeUris ?? []);
   const ranked = rankFindItems(results.flat().filter((it) => !exclude.has(it.uri)), query, s);
-  if (!ranked.length) return { source: "none", uris: [] };
-  const withContent = await Promise.all(ranked.map(async (item) => {
-    if (s.recallPreferAbstract && item.abstract) return { item, content: item.abstract };
+  if (!ranked.length) return { source: "none", memories: [] };
+  const content = await Promise.all(ranked.map(async (item) => {
+    if (s.recallPreferAbstract && item.abstract) return item.abstract;
     if (item.level === 2 || !item.abstract) {
       const read = await client.request("GET", "/api/v1/content/read", fallbackReplies().content, {
         query: { uri: item.uri },
         budget: r.budget,
       });
-      if (read.ok) return { item, content: read.result };
+      if (read.ok) return read.result;
     }
-    return { item, content: item.abstract };
+    return item.abstract;
   }));
-  return { block: findBlock(withContent, s), source: "find", uris: ranked.map((x) => x.uri) };
+  const memories = ranked.map((item, i): Memory => ({
+    uri: item.uri,
+    text: content[i].slice(0, MAX_MEMORY_TEXT),
+    score: item.score,
+    category: item.bucket,
+  }));
+  return { source: "find", memories };
 }
 
 /** Recalls memories for a prompt through the fallback chain. Never throws. */
@@ -395,7 +446,7 @@ export async function recallForPrompt(
   r: RecallRequest,
 ): Promise<RecallResult> {
   const query = r.query.trim();
-  if (!query) return { source: "none", uris: [] };
+  if (!query) return { source: "none", memories: [] };
   return (await fromContextFace(client, s, r, r.now ?? Date.now())) ??
     (await fromRecallEndpoint(client, s, query, r.budget)) ??
     await fromFind(client, s, r, query);

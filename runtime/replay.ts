@@ -72,8 +72,8 @@ export interface ReplayReport {
   expired: number;
   /** Entries left for a later run (limit, budget, a failure, or a session busy elsewhere). */
   deferred: number;
-  /** Task ids of the commits replayed. */
-  commitTasks: string[];
+  /** The commits replayed and the task OpenViking started for each. */
+  commitTasks: { sessionId: string; taskId: string }[];
   /** The failure that stopped the run (or a session), if any. */
   cause?: OvFailure;
 }
@@ -99,7 +99,9 @@ async function replayEntry(
       peerId: null,
     });
     if (res.ok) {
-      if (res.result.taskId) report.commitTasks.push(res.result.taskId);
+      if (res.result.taskId) {
+        report.commitTasks.push({ sessionId: entry.sessionId, taskId: res.result.taskId });
+      }
       return undefined;
     }
     if (res.kind === "rejected") {

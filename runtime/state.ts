@@ -6,6 +6,7 @@ import { FAILURE_KINDS } from "./reply.ts";
 import { parseJsonOrUndefined, readTextIfExists, writeFileAtomic } from "./fs.ts";
 import { joinPath } from "./paths.ts";
 import { type Lease, type LockOptions, type LockResult, withLock } from "./lock.ts";
+import { MemorySchema } from "./memory.ts";
 
 /** Where the journal reader stopped: a byte offset plus what identifies the file it belongs to. */
 const CursorSchema = z.object({
@@ -28,9 +29,22 @@ export const SessionStateSchema = z.object({
   promptHash: z.catch(z.optional(z.string()), undefined),
   promptEventId: z.catch(z.optional(z.string()), undefined),
   promptAt: z.catch(z.optional(z.number()), undefined),
-  recallBlock: z.catch(z.optional(z.nullable(z.string())), undefined),
-  /** URIs recall already put into this session's context (sent as `exclude_uris`). */
+  /**
+   * What recall found for the last prompt (`promptHash`), kept so the same prompt again asks the server
+   * nothing; null while that prompt's recall is still running.
+   */
+  recall: z.catch(
+    z.optional(z.nullable(z.object({
+      source: z.enum(["context", "recall", "find", "none"]),
+      memories: z.array(MemorySchema),
+      assembled: z.optional(z.string()),
+    }))),
+    undefined,
+  ),
+  /** URIs already printed into this session's context: never printed again (and sent as `exclude_uris`). */
   injectedUris: z.catch(z.array(z.string()), []),
+  /** A compaction dropped the session's injections: the profile printed next says it comes again. */
+  compacted: z.catch(z.boolean(), false),
   /**
    * Prompt state: the prompts the prompt hook saw, prepared like captured text (redacted, bounded), for a
    * capture that cannot find the journal (hooks/prompt-fallback.ts).
@@ -74,6 +88,7 @@ export function emptyState(): SessionState {
     version: 1,
     profileInjected: false,
     injectedUris: [],
+    compacted: false,
     fallbackPrompts: [],
     capturedKeys: [],
     capturedSinceCommit: 0,
@@ -84,8 +99,8 @@ export function emptyState(): SessionState {
 /** Largest number of acknowledged capture keys kept per session. */
 export const MAX_CAPTURED_KEYS = 1000;
 
-/** Largest number of injected URIs remembered per session (the server takes at most 200 `exclude_uris`). */
-const MAX_INJECTED_URIS = 200;
+/** Largest number of injected URIs remembered per session (the newest 200 are sent as `exclude_uris`). */
+const MAX_INJECTED_URIS = 1000;
 
 /**
  * Maps any id to a file-name-safe one: `[A-Za-z0-9._-]` only, never empty, never dot-only, ≤ 100 chars.

@@ -1,7 +1,8 @@
 /**
  * `deno task compile [--target T]… [--out DIR]`: builds the standalone executable for every target Deno can
  * compile to, with the permission flags of deno.json's `cli` task (defined once, parsed like runtime/self.ts
- * does), plus the plugin directory of each target (`kimi.plugin.json` + `bin/openviking-kimi[.exe]`) that the
+ * does), plus the plugin directory of each target (`kimi.plugin.json` + `bin/openviking-kimi[.exe]` + the memory
+ * files: `system-prompt.md`, `skills/`, `commands/`) that the
  * release workflow zips.
  *
  * Output: `<out>/openviking-kimi-<target>[.exe]` and `<out>/plugin/<target>/…` (default out: `dist`).
@@ -12,6 +13,7 @@
 import { checkoutRoot, flagsFromTask } from "../runtime/self.ts";
 import { joinPath } from "../runtime/paths.ts";
 import { manifestText } from "../install/plugin.ts";
+import { pluginMemoryFiles } from "../install/memory-files.ts";
 import { EXECUTABLE_NAME } from "../install/spec.ts";
 
 /** Every target `deno compile --target` accepts (Deno 2.9). */
@@ -127,7 +129,17 @@ async function build(
   );
   await Deno.copyFile(exe, joinPath(pluginDir, "bin", binName));
   if (Deno.build.os !== "windows") await Deno.chmod(joinPath(pluginDir, "bin", binName), 0o755);
+  await writeMemoryFiles(pluginDir);
   return undefined;
+}
+
+/** The plugin's memory files (system prompt, skill, commands) under `pluginDir`, as install places them. */
+async function writeMemoryFiles(pluginDir: string): Promise<void> {
+  for (const f of pluginMemoryFiles()) {
+    const path = joinPath(pluginDir, f.path);
+    await Deno.mkdir(path.slice(0, path.lastIndexOf("/")), { recursive: true });
+    if (typeof f.content === "string") await Deno.writeTextFile(path, f.content, { mode: f.mode });
+  }
 }
 
 /** Runs the build; returns the exit code. */

@@ -11,6 +11,7 @@
 import type { FakeOpenViking, RecordedRequest, StoredMessage } from "../support/fake-openviking.ts";
 import { QueueEntrySchema } from "../../runtime/pending.ts";
 import { SharedEntrySchema } from "../../runtime/pending-shared.ts";
+import { LedgerEntrySchema } from "../../runtime/ledger.ts";
 import { SessionStateSchema } from "../../runtime/state.ts";
 import { readJournal } from "../../wire/read.ts";
 import { scanTurns, turnLineFilter } from "../../wire/turns.ts";
@@ -255,6 +256,15 @@ export async function audit(input: AuditInput): Promise<AuditResult> {
     } else if (f.path.startsWith(`${ov}/logs/`)) {
       if ((await Deno.readTextFile(f.path)).includes(input.apiKey)) {
         violations.push(`the API key is in ${f.path}`);
+      }
+    } else if (f.path.startsWith(`${ov}/ledger/kimicode/`) && name.endsWith(".jsonl")) {
+      // The ledger: whole lines only (one write per line, even from processes killed mid-run), no key.
+      const text = await Deno.readTextFile(f.path);
+      if (text.includes(input.apiKey)) violations.push(`the API key is in ${f.path}`);
+      for (const line of text.split("\n").filter(Boolean)) {
+        if (!LedgerEntrySchema.safeParse(JSON.parse(line)).success) {
+          violations.push(`a ledger line of ${name} does not match the ledger schema: ${line.slice(0, 80)}`);
+        }
       }
     } else violations.push(`unexpected file ${f.path}`);
   }

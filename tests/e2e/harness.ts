@@ -7,7 +7,13 @@
 
 import { join } from "node:path";
 import { assertEquals, assertTrue } from "../support/assert.ts";
-import { FAKE_PROFILE_BLOCK, FAKE_RECALL_BLOCK, FakeOpenViking } from "../support/fake-openviking.ts";
+import {
+  echoContext,
+  FAKE_MEMORY_LINE,
+  FAKE_PROFILE_ROW,
+  FakeOpenViking,
+  queryMemoryLine,
+} from "../support/fake-openviking.ts";
 import {
   KimiEnv,
   type KimiInstall,
@@ -27,7 +33,7 @@ import {
   type Script,
 } from "../support/model-server.ts";
 import { denoDir, runCli } from "../support/run.ts";
-export { FAKE_PROFILE_BLOCK, FAKE_RECALL_BLOCK };
+export { FAKE_MEMORY_LINE, FAKE_PROFILE_ROW, queryMemoryLine };
 
 /** How the plugin is installed into Kimi. */
 export type Mode = "config" | "plugin";
@@ -45,6 +51,22 @@ export const MCP_PREFIX: Record<Mode, string> = {
 export function hookResult(stdout: string): string {
   return `<hook_result hook_event="UserPromptSubmit">\n${stdout.trim()}\n</hook_result>`;
 }
+
+/**
+ * What the prompt hook prints for `prompt` against a rig's fake (which answers every query with the default
+ * memory and one of that query's, {@link echoContext}): the first prompt of a session the profile's row (config
+ * mode; in plugin mode the profile is in the system prompt), the default memory and the prompt's; a later
+ * prompt only its own memory — the default one is never printed twice in a session.
+ */
+export function expectedDigest(mode: Mode, prompt: string, first: boolean): string {
+  const lines = first
+    ? [...(mode === "config" ? [FAKE_PROFILE_ROW] : []), FAKE_MEMORY_LINE, queryMemoryLine(prompt)]
+    : [queryMemoryLine(prompt)];
+  return `<openviking-context>\n${lines.join("\n")}\n</openviking-context>`;
+}
+
+/** The first line of the plugin's system prompt (hooks/instructions.ts). */
+export const SYSTEM_PROMPT_TITLE = "# OpenViking memory (openviking-kimi)";
 
 /** Whether a chat message is a UserPromptSubmit hook result. */
 export function isHookResult(m: ChatMessage): boolean {
@@ -236,10 +258,39 @@ export function e2eScript(mode: Mode): Script {
         ? { kind: "text", text: "The read was refused." }
         : { kind: "tool", calls: [{ name: "Read", args: { path: VIKING_URI } }] };
     }
+    const command = commandCall(mode, p);
+    if (command) {
+      return req.hasToolResult ? { kind: "text", text: COMMAND_DONE } : { kind: "tool", calls: [command] };
+    }
     if (p.includes("SLOW")) return { kind: "text", text: SLOW_TEXT, chunkSize: 13, intervalMs: 100 };
     if (p.includes("FAIL_TURN")) return { kind: "error", status: 400, message: "mock request rejected" };
     return { kind: "text", text: `ACK: ${p}` };
   };
+}
+
+/** The answer of a memory command's turn once its tool answered. */
+export const COMMAND_DONE = "The memory tool answered.";
+
+/**
+ * The tool call a model makes for one of the plugin's commands (their bodies, hooks/instructions.ts, name
+ * the tool and end with the user's arguments), or undefined when the prompt is not one.
+ */
+function commandCall(
+  mode: Mode,
+  prompt: string,
+): { name: string; args: Record<string, unknown> } | undefined {
+  const args = prompt.split("\n\n").at(-1)?.trim() ?? "";
+  const tool = (name: string) => `${MCP_PREFIX[mode]}${name}`;
+  if (prompt.startsWith("Store this in OpenViking") && prompt.includes(tool("remember"))) {
+    return { name: tool("remember"), args: { messages: [{ role: "user", content: args }] } };
+  }
+  if (prompt.startsWith("The user wants OpenViking to forget") && prompt.includes(tool("forget"))) {
+    return { name: tool("forget"), args: { uri: args } };
+  }
+  if (prompt.startsWith("Search OpenViking long-term memory") && prompt.includes(tool("search"))) {
+    return { name: tool("search"), args: { query: args } };
+  }
+  return undefined;
 }
 
 /** The answer of a RUN_TOOL turn as OpenViking gets it: the text of both steps, a blank line between. */
@@ -306,6 +357,8 @@ export class Rig {
     const fake = opts.serverUrl
       ? undefined
       : await FakeOpenViking.start({ mcp: { sse: true }, apiKey: `ovk-e2e-${crypto.randomUUID()}` });
+    // Every prompt gets a memory of its own, and the default one again (the fake ignores exclude_uris).
+    if (fake) fake.contextFor = echoContext;
     const gate = Gate.start(opts.serverUrl ?? fake!.url);
     const model = await ModelServer.start(e2eScript(opts.mode));
     const env = await KimiEnv.create(install, {
@@ -405,15 +458,14 @@ export class Rig {
 
 /**
  * Checks the model's view of a session (v2 engine): in the last main request, each prompt comes right after
- * one UserPromptSubmit hook result; the first carries the profile and the recall, the others the recall only.
+ * one UserPromptSubmit hook result; the first carries the profile (config mode) and the default memory, every
+ * one its own memory, and no memory comes twice.
  */
 export function assertRecallBeforeEachPrompt(rig: Rig, prompts: string[]): void {
   const msgs = rig.mainRequests().at(-1)?.body.messages ?? [];
   assertEquals(
     msgs.filter(isHookResult).map(messageText),
-    prompts.map((_, i) =>
-      hookResult(i === 0 ? `${FAKE_PROFILE_BLOCK}\n\n${FAKE_RECALL_BLOCK}` : FAKE_RECALL_BLOCK)
-    ),
+    prompts.map((p, i) => hookResult(expectedDigest(rig.mode, p, i === 0))),
   );
   for (const prompt of prompts) {
     const at = msgs.findIndex((m) => m.role === "user" && messageText(m) === prompt);
@@ -475,6 +527,9 @@ export function leaks(text: string): string[] {
     "SUBAGENT",
     "viking:// URIs are OpenViking virtual paths",
     "fake search:",
+    SYSTEM_PROMPT_TITLE,
+    "Profile (viking://",
+    "Name: Test User",
   ];
   return markers.filter((m) => text.includes(m));
 }

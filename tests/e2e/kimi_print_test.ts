@@ -10,9 +10,8 @@ import { type ChatMessage, messageText } from "../support/model-server.ts";
 import { OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
 import {
   E2E_TEST,
+  expectedDigest,
   expectFakeSession,
-  FAKE_PROFILE_BLOCK,
-  FAKE_RECALL_BLOCK,
   fakeMessages,
   filesContaining,
   hookResult,
@@ -103,21 +102,17 @@ for (const { version, mode, legacy } of VARIANTS) {
         const last = rig.mainRequests().at(-1)!;
         const msgs = last.body.messages;
         const results = msgs.filter(isHookResult).map(messageText);
-        assertEquals(results, [
-          hookResult(`${FAKE_PROFILE_BLOCK}\n\n${FAKE_RECALL_BLOCK}`),
-          hookResult(FAKE_RECALL_BLOCK),
-          hookResult(FAKE_RECALL_BLOCK),
-          hookResult(FAKE_RECALL_BLOCK),
-        ]);
+        // Each prompt its own memory; the default one once (-S resumes keep what the session was shown).
+        assertEquals(results, prompts.map((p, i) => hookResult(expectedDigest(mode, p, i === 0))));
         for (const prompt of prompts) {
           const beside = besidePrompt(msgs, prompt, legacy);
           assertTrue(beside && isHookResult(beside), `the recall comes with "${prompt}"`);
         }
         for (const r of rig.mainRequests()) {
-          const profiles = r.body.messages.map(messageText).filter((x) =>
-            x.includes('source="session-start"')
-          );
-          assertEquals(profiles.length, 1, "exactly one profile block in every request of the session");
+          const profiles = r.body.messages.map(messageText).filter((x) => x.includes("Profile (viking://"));
+          // Config mode: once, in the first prompt's digest. Plugin mode: in the system prompt, never a message.
+          assertEquals(profiles.length, mode === "config" ? 1 : 0, "the profile once in every request");
+          if (mode === "plugin") assertStringIncludes(r.system, "Name: Test User");
         }
         // The tool really ran (its output reached the model) — and still was not captured.
         assertTrue(
@@ -133,11 +128,16 @@ for (const { version, mode, legacy } of VARIANTS) {
           searches.map((b) => [b.query, b.mode, b.session_id]),
           prompts.map((p) => [p, "context", ov]),
         );
+        const profiles = (await rig.hookRuns()).filter((r) => r.event === "user-prompt-submit")
+          .map((r) => r.profile);
         assertEquals(
-          fake.requestsTo("GET /api/v1/system/status").length,
-          1,
-          "profile fetched once per session",
+          profiles,
+          mode === "config"
+            ? ["injected", "already", "already", "already"]
+            : prompts.map(() => "system-prompt"),
+          "the profile once per session, by the prompt hook only in config mode",
         );
+        if (mode === "config") assertEquals(fake.requestsTo("GET /api/v1/system/status").length, 1);
         assertEquals(fake.requestsTo("POST /api/v1/sessions/:id/commit").length, 4);
         for (const [, , text] of fakeMessages(fake, ov)) assertEquals(leaks(text), [], text);
 

@@ -314,6 +314,18 @@ Deno.test({ name: NAME, ignore: installs.length === 0, ...E2E_TEST }, async (t) 
             () => api.commitTasks(`kc-${taught.sessionId}`),
           );
           assertMatch(String(memory.uri), new RegExp(`^viking://user/${space}/memories/preferences/`));
+          // `status` says the same from the local ledger and the task API: the commit's task finished and
+          // made this memory.
+          const done = await poll(
+            "status naming the memory the commit made",
+            async () => {
+              const st = await rig.cli(["status", "--json", "--session", String(taught.sessionId)]);
+              const session = arr(obj(JSON.parse(st.stdout)).sessions)[0];
+              return arr(session?.commits).find((c) => obj(c.task).status === "completed");
+            },
+            60_000,
+          );
+          assertEquals(obj(done.task).memories, [memory.uri]);
           const question = "tabs or spaces for TypeScript indentation?";
           // The prompt hook searches once (context mode): wait until the server's own context search has the
           // memory too — on a loaded machine it can trail the find hit.
@@ -335,23 +347,21 @@ Deno.test({ name: NAME, ignore: installs.length === 0, ...E2E_TEST }, async (t) 
           const r = await rig.print(question);
           const state = JSON.parse(
             await Deno.readTextFile(`${rig.ovHome}/hook-state/kimicode/${r.sessionId}.prompt.json`),
-          ) as { recallBlock?: string };
-          const recall = state.recallBlock ?? "";
-          assertMatch(
-            recall,
-            /^<openviking-context>\nRelevant memory from OpenViking\. Use the search\/read MCP tools/,
-          );
-          assertStringIncludes(recall, `&lt;memory uri="${memory.uri}"`); // the server's markup, defanged
-          assertStringIncludes(recall, "tabs over spaces");
+          ) as {
+            recall?: { source: string; memories: { uri: string; text: string }[] };
+            injectedUris: string[];
+          };
+          assertEquals(state.recall?.source, "context");
+          const kept = state.recall?.memories.find((m) => m.uri === memory.uri);
+          assertStringIncludes(kept?.text ?? "", "tabs over spaces");
+          assertTrue(state.injectedUris.includes(String(memory.uri)), "the session remembers it was shown");
           const msgs = rig.model.chatRequests().slice(before)[0].body.messages;
           const at = msgs.findIndex((m) => m.role === "user" && messageText(m) === question);
           const injected = messageText(msgs[at - 1]);
-          // The profile (the memories listing) first, then the recall block exactly as the hook got it.
-          assertMatch(
-            injected,
-            /^<hook_result hook_event="UserPromptSubmit">\n<openviking-context source="session-start">\n/,
-          );
-          assertTrue(injected.endsWith(`\n\n${recall}\n</hook_result>`), injected);
+          // The digest: one line per memory, its text and its URI; the real memory among them.
+          assertMatch(injected, /^<hook_result hook_event="UserPromptSubmit">\n<openviking-context>\n/);
+          assertMatch(injected, new RegExp(`\n- [^\n]*tabs over spaces[^\n]* \\(${memory.uri}\\)\n`));
+          assertTrue(!injected.includes("&lt;memory"), "no server markup in the digest");
 
           // 6: the tool list Kimi offers is the real server's, under our prefix; the call returns its text.
           const prefix = MCP_PREFIX[mode];
@@ -377,9 +387,9 @@ Deno.test({ name: NAME, ignore: installs.length === 0, ...E2E_TEST }, async (t) 
           );
           assertStringIncludes(got, String(memory.uri));
 
-          // The profile was injected once in this session: not again on the resumed turn.
+          // The memory was shown once in this session: not again on the resumed turn.
           const all = reqs.at(-1)!.body.messages.filter(isHookResult).map(messageText);
-          assertEquals(all.filter((x) => x.includes('source="session-start"')).length, 1);
+          assertEquals(all.filter((x) => x.includes(`(${memory.uri})`)).length, 1);
           // OpenViking got the turns without anything injected.
           await expectRealSession(api, `kc-${r.sessionId}`, [
             ["0", "user", question],

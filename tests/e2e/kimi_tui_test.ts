@@ -1,30 +1,84 @@
 /**
- * End to end in the interactive UI (under a private tmux server), where print mode cannot reach: Esc during a
- * slow answer (the Interrupt hook captures the partial turn synchronously) and `/compact` (PreCompact). Real
- * Kimi Code CLI 2.1.0 and 0.41.0, our plugin installed by `openviking-kimi install`, the fake OpenViking.
+ * End to end in the interactive UI (under a private tmux server, 160×50), where print mode cannot reach:
+ * Esc during a slow answer (the Interrupt hook captures the partial turn synchronously), `/compact`
+ * (PreCompact), and what the user sees of memory — the hook's rows on screen on the first and a later prompt,
+ * nothing for a question asked again — with, in plugin mode, the profile and the tool hint in the model's
+ * system prompt instead of the transcript, the memory skill listed to the model, and the plugin's commands
+ * calling their tools through our MCP proxy. Real Kimi Code CLI 2.1.0 and 0.41.0, our plugin installed by
+ * `openviking-kimi install`, the fake OpenViking.
  */
 
+import { join } from "node:path";
 import { assertEquals, assertStringIncludes, assertTrue } from "../support/assert.ts";
-import { KIMI_VERSIONS, tmuxAvailable } from "../support/kimi.ts";
+import { KIMI_VERSIONS, type KimiTui, tmuxAvailable } from "../support/kimi.ts";
 import { isCompaction, messageText } from "../support/model-server.ts";
+import { DEFAULT_ENTRY, FAKE_PROFILE_ROW, queryEntry } from "../support/fake-openviking.ts";
+import { terminalRows } from "../support/rows.ts";
 import {
+  COMMAND_DONE,
   E2E_TEST,
+  expectedDigest,
   expectFakeSession,
-  FAKE_PROFILE_BLOCK,
-  FAKE_RECALL_BLOCK,
+  FAKE_MEMORY_LINE,
   fakeMessages,
   hookResult,
   isHookResult,
   kimiOrSkip,
+  leaks,
+  MCP_PREFIX,
   type Mode,
   type Msg,
   poll,
+  queryMemoryLine,
   Rig,
   SLOW_TEXT,
+  SYSTEM_PROMPT_TITLE,
+  VIKING_URI,
 } from "./harness.ts";
 
 const MODES: Mode[] = ["config", "plugin"];
 const tmux = await tmuxAvailable();
+
+/** Rows the hook's output may take: the first prompt (profile row, two memories) and a later one. */
+const FIRST_ROWS_MAX = 6;
+const LATER_ROWS_MAX = 5;
+
+/**
+ * The rows the TUI shows under each "● UserPromptSubmit hook", in screen order: what follows the header's
+ * blank line up to the blank line before the next item (measured: 3 columns of indent, no folding).
+ */
+function hookBlocks(screen: string): string[][] {
+  const lines = screen.split("\n");
+  const blocks: string[][] = [];
+  lines.forEach((line, i) => {
+    if (!line.includes("● UserPromptSubmit hook")) return;
+    const rows: string[] = [];
+    for (let j = i + 2; j < lines.length && !/^ (?:[●✨▶]|╭)/.test(lines[j]); j++) rows.push(lines[j]);
+    while (rows.length && rows.at(-1)!.trim() === "") rows.pop();
+    blocks.push(rows);
+  });
+  return blocks;
+}
+
+/** Checks the newest hook block on screen is `digest`, row for row, within `maxRows`. */
+async function assertShown(tui: KimiTui, digest: string, maxRows: number): Promise<number> {
+  const blocks = hookBlocks(await tui.history());
+  const rows = blocks.at(-1) ?? [];
+  assertEquals(rows.map((r) => r.trimEnd()), digest.split("\n").map((l) => `   ${l}`), "shown as printed");
+  assertEquals(rows.length, terminalRows(digest), "the rows the bench counts are the rows the TUI shows");
+  assertTrue(rows.length <= maxRows, `${rows.length} rows > ${maxRows}`);
+  return blocks.length;
+}
+
+/** The memory lines of the digest printed after a compaction in `mode` for `prompt`. */
+function afterCompaction(mode: Mode, prompt: string): string {
+  const profile = mode === "config"
+    ? [FAKE_PROFILE_ROW.replace("Profile (", "Profile, again after compaction (")]
+    : [];
+  return `<openviking-context>\n${
+    [...profile, FAKE_MEMORY_LINE, queryMemoryLine(prompt)].join("\n")
+  }\n</openviking-context>`;
+}
 
 for (const version of KIMI_VERSIONS) {
   for (const mode of MODES) {
@@ -80,13 +134,10 @@ for (const version of KIMI_VERSIONS) {
           assertEquals(fake.sessions.get(ov)?.commits, 1, "the interrupt capture commits");
           turns.push(user, assistant);
 
-          // What the model received: the recall (with the profile) right before the slow prompt.
+          // What the model received: the digest (with the profile's row in config mode) before the slow prompt.
           const msgs = rig.mainRequests()[0].body.messages;
           const at = msgs.findIndex((m) => m.role === "user" && messageText(m) === slowPrompt);
-          assertEquals(
-            messageText(msgs[at - 1]),
-            hookResult(`${FAKE_PROFILE_BLOCK}\n\n${FAKE_RECALL_BLOCK}`),
-          );
+          assertEquals(messageText(msgs[at - 1]), hookResult(expectedDigest(mode, slowPrompt, true)));
 
           // The next turn goes on from the partial answer; it is captured once, the partial turn is not resent.
           await tui.submit("ok, just say hi then");
@@ -102,7 +153,7 @@ for (const version of KIMI_VERSIONS) {
       );
 
       await t.step(
-        "5: /compact → the turns before it are captured, nothing lost, the profile comes back",
+        "5: /compact → the turns before it are captured, nothing lost, memory (and in config mode the profile) comes back once",
         async () => {
           await tui.compact();
           assertEquals(rig.model.chatRequests().filter(isCompaction).length, 1, "Kimi asked for a summary");
@@ -116,11 +167,11 @@ for (const version of KIMI_VERSIONS) {
           await tui.waitFor(`ACK: ${after}`);
           turns.push(["2", "user", after], ["2", "assistant", `ACK: ${after}`]);
           await expectFakeSession(fake, ov, turns, 3);
-          // The compacted context lost the first injection, so the profile is injected again (once).
+          // The compacted context lost the first injection: it comes again, once, saying so.
           const msgs = rig.mainRequests().at(-1)!.body.messages;
           assertEquals(
             msgs.filter(isHookResult).map(messageText).at(-1),
-            hookResult(`${FAKE_PROFILE_BLOCK}\n\n${FAKE_RECALL_BLOCK}`),
+            hookResult(afterCompaction(mode, after)),
           );
           assertEquals(await tui.exit(), 0);
           // SessionEnd captures again: nothing new, nothing twice.
@@ -131,6 +182,150 @@ for (const version of KIMI_VERSIONS) {
           await expectFakeSession(fake, ov, turns, 3);
         },
       );
+
+      // A new session in a new TUI: what the user sees of memory.
+      await using quiet = await rig.env.tui();
+      const first = "which indentation do I prefer in this project?";
+      const later = "and how do I name the test files?";
+
+      await t.step(
+        "quiet: a few rows for the first prompt, one memory for a later one, nothing for a question asked again",
+        async () => {
+          const before = rig.mainRequests().length;
+          await quiet.submit(first);
+          await quiet.waitFor(`ACK: ${first}`);
+          const firstDigest = expectedDigest(mode, first, true);
+          const shown = await assertShown(quiet, firstDigest, FIRST_ROWS_MAX);
+          await quiet.submit(later);
+          await quiet.waitFor(`ACK: ${later}`);
+          assertEquals(
+            await assertShown(quiet, expectedDigest(mode, later, false), LATER_ROWS_MAX),
+            shown + 1,
+          );
+          // The same question again: the session has its memories already — no second copy, on screen or for the model.
+          await quiet.submit(later);
+          await poll(
+            "the answer to the question asked again",
+            async () => (await quiet.history()).split(`ACK: ${later}`).length > 2 ? true : undefined,
+          );
+          assertEquals(hookBlocks(await quiet.history()).length, shown + 1, "no hook output the second time");
+          const reqs = rig.mainRequests().slice(before);
+          const msgs = reqs.at(-1)!.body.messages;
+          assertEquals(
+            msgs.filter(isHookResult).map(messageText),
+            [hookResult(firstDigest), hookResult(expectedDigest(mode, later, false))],
+          );
+          const runs = (await rig.hookRuns()).filter((r) => r.event === "user-prompt-submit").slice(-3);
+          assertEquals(runs.map((r) => r.recall), ["context", "context", "reused"]);
+          assertEquals(runs.at(-1)!.suppressed, [DEFAULT_ENTRY.uri, queryEntry(later).uri]);
+          assertEquals(
+            runs.map((r) => r.profile),
+            mode === "plugin"
+              ? ["system-prompt", "system-prompt", "system-prompt"]
+              : ["injected", "already", "already"],
+          );
+        },
+      );
+
+      await t.step(
+        mode === "plugin"
+          ? "plugin mode: the profile and the tool hint are in the system prompt, in no user message, never captured; the skill is listed"
+          : "config mode: the profile comes in the first prompt's digest; the skill (Kimi's user skills) is listed",
+        async () => {
+          const reqs = rig.mainRequests();
+          const last = reqs.at(-1)!;
+          const skillPath = mode === "plugin"
+            ? join(rig.env.kimiHome, "plugins/managed/openviking-memory/skills/openviking-memory/SKILL.md")
+            : join(rig.env.kimiHome, "skills/openviking-memory/SKILL.md");
+          assertStringIncludes(
+            last.system,
+            "- openviking-memory: Long-term memory of the user in OpenViking",
+          );
+          assertStringIncludes(last.system, "When to use: The user refers to earlier sessions");
+          assertStringIncludes(last.system, skillPath);
+          const userTexts = reqs.flatMap((r) =>
+            r.body.messages.filter((m) => m.role === "user").map(messageText)
+          );
+          if (mode === "plugin") {
+            assertStringIncludes(last.system, "# Plugin Instructions");
+            assertStringIncludes(
+              last.system,
+              `<!-- From: plugin openviking-memory -->\n${SYSTEM_PROMPT_TITLE}`,
+            );
+            assertStringIncludes(last.system, `\`${MCP_PREFIX.plugin}search\``);
+            assertStringIncludes(last.system, "Name: Test User");
+            for (const text of userTexts) {
+              assertEquals(
+                [SYSTEM_PROMPT_TITLE, "Name: Test User", "Use the search/read MCP tools"].filter((x) =>
+                  text.includes(x)
+                ),
+                [],
+                text,
+              );
+            }
+          } else {
+            assertTrue(!last.system.includes(SYSTEM_PROMPT_TITLE), "no plugin system prompt in config mode");
+            assertEquals(
+              last.body.messages.filter((m) => m.role === "user" && messageText(m).includes(FAKE_PROFILE_ROW))
+                .length,
+              1,
+              "in one hook result",
+            );
+          }
+          const sid = (await rig.env.sessionIndex()).at(-1)!.sessionId;
+          await expectFakeSession(fake, `kc-${sid}`, [
+            ["0", "user", first],
+            ["0", "assistant", `ACK: ${first}`],
+            ["1", "user", later],
+            ["1", "assistant", `ACK: ${later}`],
+            ["2", "user", later],
+            ["2", "assistant", `ACK: ${later}`],
+          ], 3);
+          for (const [, , text] of fakeMessages(fake, `kc-${sid}`)) assertEquals(leaks(text), [], text);
+        },
+      );
+
+      if (mode === "plugin") {
+        await t.step(
+          "plugin mode: /openviking-memory:remember, :recall and :forget call their tools through our MCP proxy",
+          async () => {
+            const calls = () => fake.mcp.receivedMethod("tools/call").map((m) => m.params);
+            const seen = calls().length;
+            const run = async (command: string) => {
+              const done = (await quiet.history()).split(COMMAND_DONE).length;
+              await quiet.submit(command);
+              // The TUI asks before an MCP tool runs: approve it once, as the user would.
+              let approved = false;
+              await poll(`the answer to ${command}`, async () => {
+                if (!approved && (await quiet.screen()).includes("1. Approve once")) {
+                  approved = true;
+                  await quiet.keys("1");
+                }
+                return (await quiet.history()).split(COMMAND_DONE).length > done ? true : undefined;
+              });
+            };
+            await run("/openviking-memory:remember I prefer tabs over spaces, always");
+            await run("/openviking-memory:recall indentation preference");
+            await run(`/openviking-memory:forget ${VIKING_URI}`);
+            await poll(
+              "three tool calls at the fake's /mcp",
+              () => calls().length >= seen + 3 ? true : undefined,
+            );
+            assertEquals(calls().slice(seen), [
+              {
+                name: "remember",
+                arguments: { messages: [{ role: "user", content: "I prefer tabs over spaces, always" }] },
+              },
+              { name: "search", arguments: { query: "indentation preference" } },
+              { name: "forget", arguments: { uri: VIKING_URI } },
+            ]);
+            // Kimi submits a command's body as the user message, with no UserPromptSubmit: nothing printed for it.
+            const runs = (await rig.hookRuns()).filter((r) => r.event === "user-prompt-submit");
+            assertEquals(runs.length, 3 + 3, "the two TUI sessions' prompts, no command among them");
+          },
+        );
+      }
+      assertEquals(await quiet.exit(), 0);
     });
   }
 }

@@ -10,9 +10,8 @@ import { KIMI_VERSIONS } from "../support/kimi.ts";
 import { messageText } from "../support/model-server.ts";
 import {
   E2E_TEST,
+  expectedDigest,
   expectFakeSession,
-  FAKE_PROFILE_BLOCK,
-  FAKE_RECALL_BLOCK,
   hookResult,
   isHookResult,
   kimiOrSkip,
@@ -84,7 +83,9 @@ for (const version of KIMI_VERSIONS) {
       // Kimi reads the result: our hooks and the user's hook both run, the model gets the recall.
       const r = await rig.print("hello, does my memory work with my own config?");
       const first = rig.mainRequests()[0].body.messages.filter(isHookResult).map(messageText);
-      assertEquals(first, [hookResult(`${FAKE_PROFILE_BLOCK}\n\n${FAKE_RECALL_BLOCK}`)]);
+      assertEquals(first, [
+        hookResult(expectedDigest(mode, "hello, does my memory work with my own config?", true)),
+      ]);
       await expectFakeSession(fake, `kc-${r.sessionId}`, [
         ["0", "user", "hello, does my memory work with my own config?"],
         ["0", "assistant", "ACK: hello, does my memory work with my own config?"],
@@ -113,6 +114,13 @@ for (const version of KIMI_VERSIONS) {
         "config.toml is the user's again, byte for byte",
       );
       assertEquals(await exists(mcpJson), false, "mcp.json did not exist before install");
+      assertEquals(
+        await exists(join(rig.env.kimiHome, "skills")),
+        false,
+        "the memory skill went, skills/ with it",
+      );
+      const prompt = join(rig.env.kimiHome, "plugins", "managed", "openviking-memory", "system-prompt.md");
+      assertEquals(await exists(prompt), false, "the profile in the plugin's system prompt went");
       assertEquals(await exists(registry), false, "plugins/installed.json did not exist before install");
 
       // And Kimi runs without us: no recall, no OpenViking tools, nothing sent.

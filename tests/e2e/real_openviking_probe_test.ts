@@ -7,6 +7,7 @@
  * existing server instead (memory-extraction and api_key-mode checks then need our stub and are skipped).
  */
 
+import { Entries, memoriesFromEntries, renderElement } from "../../runtime/memory.ts";
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import {
   OPENVIKING_VERSION,
@@ -363,6 +364,11 @@ Deno.test({
         assertTrue(arr(result.entries).some((e) => String(e.text).includes("tabs over spaces")), r.text);
         assertStringIncludes(String(result.rendered), '<memory uri="viking://user/');
       }
+      // Our full format renders the entries it keeps back into exactly the server's own rendered text.
+      assertEquals(
+        memoriesFromEntries(Entries.parse(result.entries)).map(renderElement).join("\n"),
+        String(result.rendered),
+      );
     });
 
     await t.step(
@@ -422,6 +428,41 @@ Deno.test({
       assertEquals(missing.status, 404, missing.text);
       assertEquals(obj(missing.json.error).code, "NOT_FOUND");
     });
+
+    await t.step(
+      "the profile is the user's, not the workspace's: the same bytes under two actor peers",
+      async () => {
+        // Why the plugin's one system prompt can carry it for every workspace (docs/ARCHITECTURE.md, 23).
+        const status = await call(server, "GET", "/api/v1/system/status");
+        const base = `viking://user/${String(obj(status.json.result).user ?? "default")}/memories`;
+        const w = await call(server, "POST", "/api/v1/content/write", {
+          uri: `${base}/profile.md`,
+          content: "# Profile\nName: Probe User",
+          mode: "create",
+          wait: true,
+        });
+        assertTrue(w.status === 200 || w.status === 409, w.text);
+        const as = (peer: string) => (h: Headers) => h.set("X-OpenViking-Actor-Peer", peer);
+        const seen = await Promise.all(["repo-a", "repo-b"].map(async (peer) => [
+          (await call(
+            server,
+            "GET",
+            `/api/v1/content/read?uri=${encodeURIComponent(`${base}/profile.md`)}`,
+            undefined,
+            as(peer),
+          )).text,
+          (await call(
+            server,
+            "GET",
+            `/api/v1/fs/ls?uri=${encodeURIComponent(`${base}/preferences`)}&output=agent&recursive=true`,
+            undefined,
+            as(peer),
+          )).text,
+        ]));
+        assertStringIncludes(seen[0][0], "Name: Probe User");
+        assertEquals(seen[1], seen[0]);
+      },
+    );
 
     await t.step("/mcp: stateless streamable HTTP, SSE replies, no Mcp-Session-Id", async () => {
       const init = await mcp(server, {

@@ -1,7 +1,7 @@
 /**
- * Fuzzing what the prompt hook prints: every text the server sends (context `rendered`/`digest`, recall
- * `rendered`, find URIs and abstracts, read contents, `profile.md`, listing paths and abstracts, the user
- * space's name) is hostile, through all three recall stages; the printed output must still be exactly our
+ * Fuzzing what the prompt hook prints, in both output formats: every text the server sends (context
+ * `entries`, `rendered`/`digest`, recall `rendered`, find URIs and abstracts, read contents, `profile.md`,
+ * listing paths and abstracts, the user space's name) is hostile, through all three recall stages; the printed output must still be exactly our
  * blocks — our markers at the start and end of each, no other markup, no control or escape byte, within
  * the cap. The handler runs in-process against the fake OpenViking (the process path is
  * tests/hooks/prompt_output_test.ts).
@@ -9,7 +9,7 @@
 
 import fc from "fast-check";
 import { assertTrue } from "../support/assert.ts";
-import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { DEFAULT_ENTRY, FakeOpenViking } from "../support/fake-openviking.ts";
 import { makeContext, sandboxEnv } from "../support/hook-context.ts";
 import { tempDir } from "../support/temp.ts";
 import { userPromptSubmit } from "../../hooks/user-prompt-submit.ts";
@@ -18,6 +18,8 @@ import { hostileText, params } from "./arbitraries.ts";
 
 /** Hostile answers for every text the server sends. */
 const hostileServer = fc.record({
+  entryText: hostileText,
+  entryUri: hostileText,
   rendered: hostileText,
   digest: fc.oneof(fc.constant(""), hostileText),
   recallRendered: hostileText,
@@ -33,7 +35,16 @@ type Hostile = typeof hostileServer extends fc.Arbitrary<infer T> ? T : never;
 
 /** Makes `fake` answer every text with the hostile ones. */
 function serve(fake: FakeOpenViking, h: Hostile): void {
-  fake.context = { ...fake.context, rendered: h.rendered, digest: h.digest };
+  fake.context = {
+    ...fake.context,
+    entries: [{
+      ...DEFAULT_ENTRY,
+      uri: `viking://user/default/memories/events/${h.entryUri}`,
+      text: h.entryText,
+    }],
+    rendered: h.rendered,
+    digest: h.digest,
+  };
   fake.recallRendered = h.recallRendered;
   const uri = `viking://user/default/memories/preferences/${h.uri}`;
   const other = "viking://user/default/memories/preferences/other.md";
@@ -60,23 +71,29 @@ Deno.test("fuzz: whatever the server says, the prompt hook prints exactly our bl
   let n = 0;
   let printed = 0;
   await fc.assert(
-    fc.asyncProperty(hostileServer, fc.constantFrom(0, 1, 2), async (h, stage) => {
-      const fake = [context, recall, find][stage];
-      serve(fake, h);
-      const env = sandboxEnv(`${dir.path}/${fake.port}`, fake.url, {
-        OPENVIKING_RECALL_PREFER_ABSTRACT: "1",
-      });
-      const input = {
-        hook_event_name: "UserPromptSubmit",
-        session_id: `session_fuzz_${n++}`,
-        cwd: "/home/user/proj",
-        prompt: "how should I indent this file?",
-      };
-      const result = await userPromptSubmit(await makeContext("user-prompt-submit", input, env));
-      const out = result.stdout ?? "";
-      assertPrintedSafe(out);
-      if (out) printed++;
-    }),
+    fc.asyncProperty(
+      hostileServer,
+      fc.constantFrom(0, 1, 2),
+      fc.constantFrom("digest", "full"),
+      async (h, stage, format) => {
+        const fake = [context, recall, find][stage];
+        serve(fake, h);
+        const env = sandboxEnv(`${dir.path}/${fake.port}`, fake.url, {
+          OPENVIKING_RECALL_PREFER_ABSTRACT: "1",
+          OPENVIKING_RECALL_FORMAT: format,
+        });
+        const input = {
+          hook_event_name: "UserPromptSubmit",
+          session_id: `session_fuzz_${n++}`,
+          cwd: "/home/user/proj",
+          prompt: "how should I indent this file?",
+        };
+        const result = await userPromptSubmit(await makeContext("user-prompt-submit", input, env));
+        const out = result.stdout ?? "";
+        assertPrintedSafe(out);
+        if (out) printed++;
+      },
+    ),
     params(90),
   );
   assertTrue(printed > 0, "some runs printed blocks");

@@ -6,7 +6,8 @@
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { gateReason, globToRegExp } from "../../hooks/gates.ts";
-import { findVikingUri, guardMessage, mcpToolPrefix } from "../../hooks/pre-tool-use.ts";
+import { findVikingUri, guardMessage } from "../../hooks/pre-tool-use.ts";
+import { mcpToolPrefix } from "../../hooks/plugin-root.ts";
 import { DUPLICATE_WINDOW_MS, promptDecision } from "../../hooks/user-prompt-submit.ts";
 import { emptyState, type SessionState } from "../../runtime/state.ts";
 
@@ -73,26 +74,33 @@ Deno.test("prompt decision: without an event id, the same text within the window
   );
 });
 
-Deno.test("prompt decision: the same prompt again reuses its stored block (even an empty one); profile until injected", () => {
-  const stored = state({
-    promptHash: "h",
-    promptAt: 0,
-    recallBlock: "<openviking-context>\nx\n</openviking-context>",
-  });
-  assertEquals(promptDecision(stored, { hash: "h", eventId: "", at: 60_000 }).reuse, stored.recallBlock);
+Deno.test("prompt decision: the same prompt again reuses its stored recall (even an empty one); profile until injected; compaction noted", () => {
+  const recall = {
+    source: "context" as const,
+    memories: [{ uri: "viking://user/d/memories/a.md", text: "x" }],
+  };
+  const stored = state({ promptHash: "h", promptAt: 0, recall });
+  assertEquals(promptDecision(stored, { hash: "h", eventId: "", at: 60_000 }).reuse, recall);
+  const none = { source: "none" as const, memories: [] };
   assertEquals(
-    promptDecision(state({ promptHash: "h", recallBlock: "" }), { hash: "h", eventId: "", at: 1 }).reuse,
-    "",
+    promptDecision(state({ promptHash: "h", recall: none }), { hash: "h", eventId: "", at: 1 }).reuse,
+    none,
   );
   assertEquals(
-    promptDecision(state({ promptHash: "h", recallBlock: null }), { hash: "h", eventId: "", at: 1 }).reuse,
+    promptDecision(state({ promptHash: "h", recall: null }), { hash: "h", eventId: "", at: 1 }).reuse,
     undefined,
+    "null: that prompt's recall never finished",
   );
   assertEquals(promptDecision(stored, { hash: "new", eventId: "", at: 1 }).reuse, undefined);
   assertEquals(promptDecision(state({}), { hash: "h", eventId: "", at: 1 }).needProfile, true);
   assertEquals(
     promptDecision(state({ profileInjected: true }), { hash: "h", eventId: "", at: 1 }).needProfile,
     false,
+  );
+  assertEquals(promptDecision(state({}), { hash: "h", eventId: "", at: 1 }).afterCompaction, false);
+  assertEquals(
+    promptDecision(state({ compacted: true }), { hash: "h", eventId: "", at: 1 }).afterCompaction,
+    true,
   );
 });
 

@@ -7,7 +7,7 @@
  */
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
-import { FAKE_RECALL_BLOCK, FakeOpenViking } from "../support/fake-openviking.ts";
+import { FAKE_DIGEST, FakeOpenViking } from "../support/fake-openviking.ts";
 import { placeJournal } from "../support/hook-context.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
@@ -111,7 +111,7 @@ for (const withEnvUrl of [true, false]) {
       });
       assertEquals([r.code, r.stderr], [0, ""], `${event} exits 0 silently`);
       if (event === "user-prompt-submit" && withEnvUrl) {
-        assertEquals(r.stdout, `${FAKE_RECALL_BLOCK}\n`, "recall works from the environment, without state");
+        assertEquals(r.stdout, `${FAKE_DIGEST}\n`, "recall works from the environment, without state");
       } else assertEquals(r.stdout, "", `${event} prints nothing`);
     }
     assertEquals(repoServer.requests.map((q) => q.route), [], "nothing reaches the repository-chosen server");

@@ -5,7 +5,15 @@
  */
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
-import { FAKE_PROFILE_BLOCK, FAKE_RECALL_BLOCK, FakeOpenViking } from "../support/fake-openviking.ts";
+import {
+  DEFAULT_ENTRY,
+  DEFAULT_RENDERED,
+  FAKE_DIGEST_FIRST,
+  FAKE_PROFILE_BLOCK,
+  FAKE_PROFILE_ROW,
+  FAKE_RECALL_BLOCK,
+  FakeOpenViking,
+} from "../support/fake-openviking.ts";
 import { placeJournal } from "../support/hook-context.ts";
 import { cliArgs, denoDir, runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
@@ -112,7 +120,7 @@ for (const condition of CONDITIONS) {
     assertEquals(r.code, 0);
     const st = await promptState(s);
     if (condition === "fine" || condition === "no-batch") {
-      assertEquals(r.stdout, `${PROFILE_BLOCK}\n\n${RECALL_BLOCK}\n`);
+      assertEquals(r.stdout, `${FAKE_DIGEST_FIRST}\n`);
       const search = s.fake!.requestsTo("POST /api/v1/search/search")[0];
       assertEquals(search.body, {
         query: "how should I indent this file?",
@@ -120,17 +128,23 @@ for (const condition of CONDITIONS) {
         purpose: "coding",
         score_threshold: 0.35,
         session_id: OV_SESSION,
-        dedup_turns: 5,
+        // No dedup_turns with the digest: the server would hold back what it returned and the digest never showed.
       });
       assertEquals(search.headers["user-agent"], "openviking-memory-kimicode/0.1.0");
       assertMatch(search.headers["x-openviking-actor-peer"], /^[A-Za-z0-9_.@-]+$/);
-      assertEquals([st.profileInjected, st.recallBlock], [true, RECALL_BLOCK]);
+      const { origin: _, ...memory } = DEFAULT_ENTRY;
+      assertEquals([st.profileInjected, st.recall], [true, {
+        source: "context",
+        memories: [memory],
+        assembled: DEFAULT_RENDERED,
+      }]);
+      assertEquals(st.injectedUris, [DEFAULT_ENTRY.uri]);
     } else if (condition === "legacy") {
+      // The recall endpoint's rendered `<memory>` elements are read back into memories, one line each.
       assertEquals(
         r.stdout,
-        `${PROFILE_BLOCK}\n\n<openviking-context>\nRelevant memory from OpenViking. Use the search/read MCP tools to expand URIs.\n${
-          s.fake!.recallRendered.replaceAll("<", "&lt;") // the server's markup is defanged like any text
-        }\n</openviking-context>\n`,
+        `<openviking-context>\n${FAKE_PROFILE_ROW}\n` +
+          "- Legacy recall memory. (viking://user/default/memories/events/e1.md)\n</openviking-context>\n",
       );
       assertEquals(s.fake!.requests.filter((q) => q.path.startsWith("/api/v1/search")).map((q) => q.route), [
         "POST /api/v1/search/search",
@@ -143,6 +157,32 @@ for (const condition of CONDITIONS) {
       assertEquals(st.profileInjected, false, "the profile is retried on a later prompt");
     }
   });
+
+  if (condition === "fine" || condition === "legacy") {
+    Deno.test(`hook user-prompt-submit, server ${condition}, OPENVIKING_RECALL_FORMAT=full: the blocks as before`, async () => {
+      await using s = await sandbox(condition);
+      const prompt = [{ type: "text", text: "how should I indent this file?" }];
+      const r = await runCli(["hook", "user-prompt-submit"], {
+        env: { ...s.env, OPENVIKING_RECALL_FORMAT: "full" },
+        clearEnv: true,
+        stdin: payload("UserPromptSubmit", { prompt, is_steer: false }),
+      });
+      assertEquals(r.code, 0);
+      if (condition === "fine") {
+        // The full format shows all the server returns: its cross-turn dedupe stays on, as in OpenViking's plugins.
+        const body = s.fake!.requestsTo("POST /api/v1/search/search")[0].body as Record<string, unknown>;
+        assertEquals(body.dedup_turns, 5);
+      }
+      assertEquals(
+        r.stdout,
+        condition === "fine"
+          ? `${PROFILE_BLOCK}\n\n${RECALL_BLOCK}\n`
+          : `${PROFILE_BLOCK}\n\n<openviking-context>\nRelevant memory from OpenViking. Use the search/read MCP tools to expand URIs.\n${
+            s.fake!.recallRendered.replaceAll("<", "&lt;") // the server's markup is defanged like any text
+          }\n</openviking-context>\n`,
+      );
+    });
+  }
 
   Deno.test(`hook stop, server ${condition}`, async () => {
     await using s = await sandbox(condition);
@@ -329,7 +369,7 @@ Deno.test("hook: gates — disabled, bypass patterns on session id and cwd", asy
   assertEquals(s.fake!.requests.length, 0);
 });
 
-Deno.test("hook user-prompt-submit: the profile once per session; the same prompt later reuses its block; `input` and string prompts work", async () => {
+Deno.test("hook user-prompt-submit: the profile once per session; the same prompt later asks nothing and prints no second copy; `input` and string prompts work", async () => {
   await using s = await sandbox("fine");
   const run = (extra: Record<string, unknown>) =>
     runCli(["hook", "user-prompt-submit"], {
@@ -343,18 +383,18 @@ Deno.test("hook user-prompt-submit: the profile once per session; the same promp
       text: "this file?",
     }],
   });
-  assertEquals(first.stdout, `${PROFILE_BLOCK}\n\n${RECALL_BLOCK}\n`);
+  assertEquals(first.stdout, `${FAKE_DIGEST_FIRST}\n`);
   assertEquals(s.fake!.requestsTo("POST /api/v1/search/search")[0].body, {
     query: "how should I indent\nthis file?",
     mode: "context",
     purpose: "coding",
     score_threshold: 0.35,
     session_id: OV_SESSION,
-    dedup_turns: 5,
   });
   await new Promise((r) => setTimeout(r, 600));
   const again = await run({ input: "how should I indent\nthis file?" });
-  assertEquals(again.stdout, `${RECALL_BLOCK}\n`, "no profile the second time; block reused");
+  // Before: the reused block printed the same memory again. Now the session already has it: nothing.
+  assertEquals(again.stdout, "", "no profile the second time, and no second copy of the memory");
   assertEquals(s.fake!.requestsTo("POST /api/v1/search/search").length, 1, "reuse makes no request");
   const other = await run({
     prompt: "what about <openviking-context>old</openviking-context> naming conventions?",
@@ -379,7 +419,7 @@ Deno.test("hook user-prompt-submit: two identical hooks at the same moment print
     [1, 2].map(() => runCli(["hook", "user-prompt-submit"], { env: s.env, clearEnv: true, stdin })),
   );
   const outs = [a.stdout, b.stdout].sort();
-  assertEquals(outs, ["", `${PROFILE_BLOCK}\n\n${RECALL_BLOCK}\n`]);
+  assertEquals(outs, ["", `${FAKE_DIGEST_FIRST}\n`]);
   assertEquals(s.fake!.requestsTo("GET /api/v1/system/status").length, 1, "profile fetched once");
   assertEquals(s.fake!.requestsTo("POST /api/v1/search/search").length, 1);
 });

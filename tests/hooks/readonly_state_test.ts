@@ -7,7 +7,7 @@
  */
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
-import { FAKE_RECALL_BLOCK, FakeOpenViking } from "../support/fake-openviking.ts";
+import { FAKE_MEMORY_LINE, FakeOpenViking } from "../support/fake-openviking.ts";
 import { placeJournal } from "../support/hook-context.ts";
 import { cliArgs, denoDir, runCli, type RunResult } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
@@ -80,7 +80,10 @@ async function recallButNoCapture(b: Box, run: (args: string[], stdin: string) =
     payload("UserPromptSubmit", { prompt: "how do I indent?" }),
   );
   assertEquals([prompt.code, prompt.stderr], [0, ""]);
-  assertTrue(prompt.stdout.endsWith(`${FAKE_RECALL_BLOCK}\n`), `recall works: ${prompt.stdout}`);
+  assertTrue(
+    prompt.stdout.endsWith(`${FAKE_MEMORY_LINE}\n</openviking-context>\n`),
+    `recall works: ${prompt.stdout}`,
+  );
   const captures = [["stop", "Stop"], ["stop-failure", "StopFailure"], ["interrupt", "Interrupt"], [
     "session-end",
     "SessionEnd",

@@ -6,6 +6,7 @@ import { cliArgs, denoDir, ROOT } from "../support/run.ts";
 import { artifactName, compileArgs, compileFlags, explainFailure, TARGETS } from "../../scripts/compile.ts";
 import { productionFlags } from "../../runtime/self.ts";
 import { manifestText } from "../../install/plugin.ts";
+import { pluginMemoryFiles } from "../../install/memory-files.ts";
 import { VERSION } from "../../runtime/version.ts";
 import { isolatedEnv } from "./helpers.ts";
 
@@ -89,7 +90,7 @@ Deno.test("the release workflow builds on a tag, sums and attaches binaries and 
       "sha256sum",
       "SHA256SUMS",
       "-plugin.zip",
-      "kimi.plugin.json bin",
+      "kimi.plugin.json bin system-prompt.md skills commands",
       "gh release create",
     ]
   ) {
@@ -103,6 +104,23 @@ Deno.test("the repository's kimi.plugin.json is the generated manifest, at this 
   const deno = JSON.parse(await Deno.readTextFile(`${ROOT}/deno.json`)) as { version: string };
   assertEquals([JSON.parse(text).version, deno.version], [VERSION, VERSION]);
   for (const h of JSON.parse(text).hooks) assertEquals(Object.keys(h).includes("env"), false);
+});
+
+Deno.test("the repository's system prompt, skill and commands are the generated ones (what install places)", async () => {
+  const manifest = JSON.parse(await Deno.readTextFile(`${ROOT}/kimi.plugin.json`));
+  assertEquals(
+    [manifest.systemPromptPath, manifest.skills, manifest.commands],
+    ["./system-prompt.md", "./skills", "./commands"],
+  );
+  for (const f of pluginMemoryFiles()) {
+    assertEquals(
+      await Deno.readTextFile(`${ROOT}/${f.path}`),
+      f.content,
+      `regenerate ${f.path} from install/memory-files.ts pluginMemoryFiles()`,
+    );
+  }
+  const size = new TextEncoder().encode(await Deno.readTextFile(`${ROOT}/system-prompt.md`)).length;
+  assertTrue(size <= 32 * 1024, `${size} bytes: Kimi ignores a system prompt over 32 KB`);
 });
 
 Deno.test({

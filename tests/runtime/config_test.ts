@@ -207,6 +207,9 @@ Deno.test("knobs: every env name is read, with typed values", () => {
     recallDedupTurns: ["0", 0],
     recallMaxTokens: ["800", 800],
     recallQueryExpansion: ["off", "off"],
+    recallFormat: ["FULL", "full"],
+    recallDigestLimit: ["3", 3],
+    recallDigestChars: ["800", 800],
     minQueryLength: ["1", 1],
     timeoutMs: ["2000", 2000],
     promptBudgetMs: ["5000", 5000],
@@ -221,6 +224,8 @@ Deno.test("knobs: every env name is read, with typed values", () => {
     pendingReplayLimit: ["2", 2],
     pendingMaxRetries: ["5", 5],
     pendingTtlDays: ["1", 1],
+    ledgerMaxBytes: ["65536", 65536],
+    ledgerMaxAgeDays: ["9", 9],
     debug: ["1", true],
     debugLogPath: ["/tmp/x.log", "/tmp/x.log"],
   };
@@ -243,6 +248,8 @@ Deno.test("knobs: bad values are logged and replaced by the default, never a cra
     OPENVIKING_AUTO_RECALL: "maybe",
     OPENVIKING_PEER_SOURCE: "svn",
     OPENVIKING_RECALL_LIMIT_EXTRA: "ignored",
+    OPENVIKING_RECALL_FORMAT: "xml",
+    OPENVIKING_RECALL_DIGEST_CHARS: "10",
   };
   const { config, warnings } = resolveConfig(sources({ env }));
   assertEquals(config.recallLimit, 10);
@@ -250,7 +257,8 @@ Deno.test("knobs: bad values are logged and replaced by the default, never a cra
   assertEquals(config.scoreThreshold, 0.35);
   assertEquals(config.autoRecall, true);
   assertEquals(config.peerSource, "git");
-  assertEquals(warnings.length, 5);
+  assertEquals([config.recallFormat, config.recallDigestChars], ["digest", 1200]);
+  assertEquals(warnings.length, 7);
   assertMatch(warnings.join("\n"), /OPENVIKING_RECALL_LIMIT: invalid value "lots"/);
 });
 

@@ -8,12 +8,19 @@ import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { fail, ok, route, scriptedClient } from "../support/scripted-client.ts";
 import { Budget } from "../../runtime/http.ts";
 import {
-  buildProfile,
+  fetchProfile,
   fitProfile,
   memoryLeaves,
   profileTokens,
   renderProfile,
 } from "../../runtime/profile.ts";
+import type { OpenVikingClient } from "../../runtime/http.ts";
+
+/** The profile block as the full format and the plugin's system prompt render it; null when unreachable or empty. */
+async function profileBlock(client: OpenVikingClient, tokens: number, budget: Budget) {
+  const parts = await fetchProfile(client, budget);
+  return parts ? renderProfile(parts, tokens) : null;
+}
 
 Deno.test("profile tokens: a quarter per ASCII character, 1.5 per CJK character, rounded up", () => {
   assertEquals(profileTokens(""), 0);
@@ -98,7 +105,7 @@ Deno.test("memoryLeaves: .md files only (directories out), from a list or its `e
   assertEquals(memoryLeaves({ entries }), want);
 });
 
-Deno.test("buildProfile: the space is the status user when it exists, else default, else the only one", async () => {
+Deno.test("fetchProfile: the space is the status user when it exists, else default, else the only one", async () => {
   for (
     const [user, dirs, space] of [
       ["alice", ["alice", "default"], "alice"],
@@ -113,21 +120,21 @@ Deno.test("buildProfile: the space is the status user when it exists, else defau
       if (route(c) === "GET /api/v1/content/read") return ok("profile text");
       return ok([]);
     });
-    const block = await buildProfile(client, 1000, new Budget(5000));
+    const block = await profileBlock(client, 1000, new Budget(5000));
     assertMatch(block!.text, new RegExp(`viking://user/${space}/memories/profile\\.md`), `${user} ${dirs}`);
     const read = calls.find((c) => route(c) === "GET /api/v1/content/read");
     assertEquals(read?.query?.uri, `viking://user/${space}/memories/profile.md`);
   }
 });
 
-Deno.test("buildProfile: nothing reachable is null; a profile without listings is still a profile", async () => {
+Deno.test("fetchProfile: nothing reachable is null; a profile without listings is still a profile", async () => {
   const down = scriptedClient(() => fail("unreachable", 0));
-  assertEquals(await buildProfile(down.client, 1000, new Budget(5000)), null);
+  assertEquals(await profileBlock(down.client, 1000, new Budget(5000)), null);
   const partial = scriptedClient((c) =>
     route(c) === "GET /api/v1/content/read" ? ok("only the profile") : fail("server", 503)
   );
   assertEquals(
-    await buildProfile(partial.client, 1000, new Budget(5000)),
+    await profileBlock(partial.client, 1000, new Budget(5000)),
     null,
     "status and listing both failed",
   );
@@ -138,7 +145,7 @@ Deno.test("buildProfile: nothing reachable is null; a profile without listings i
       ? fail("server", 503)
       : ok({ user: "dana" })
   );
-  const block = await buildProfile(noDirs.client, 1000, new Budget(5000));
+  const block = await profileBlock(noDirs.client, 1000, new Budget(5000));
   assertMatch(block!.text, /only the profile/);
   assertTrue(!block!.text.includes("<available-memories>"));
 });

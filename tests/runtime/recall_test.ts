@@ -9,13 +9,16 @@ import { tempDir } from "../support/temp.ts";
 import { Budget } from "../../runtime/http.ts";
 import {
   contextSearchBody,
+  fullRecallBlock,
   LEGACY_MEMO_MS,
   rankFindItems,
   recallForPrompt,
+  type RecallResult,
   type RecallSettings,
   scaleQuotas,
+  urisIn,
 } from "../../runtime/recall.ts";
-import { blockText } from "../../runtime/printed.ts";
+import { type Block, printBlocks } from "../../runtime/printed.ts";
 
 const SETTINGS: RecallSettings = {
   recallLimit: 3,
@@ -32,6 +35,12 @@ const SEARCH = "POST /api/v1/search/search";
 const RECALL = "POST /api/v1/search/recall";
 const FIND = "POST /api/v1/search/find";
 const READ = "GET /api/v1/content/read";
+
+/** The URIs a result names: its memories', or those in the text it assembled. */
+const urisOf = (r: RecallResult) => [...r.memories.map((m) => m.uri), ...urisIn(r.assembled ?? "")];
+
+/** The full-format block of a result showing all its memories. */
+const blockOf = (r: RecallResult) => fullRecallBlock(r, r.memories, SETTINGS);
 
 /** A request for `query` with a fresh budget; `stateDir` "" keeps no memo. */
 const request = (query: string, stateDir = "", now = 1_000_000) => ({
@@ -61,15 +70,18 @@ const item = (uri: string, score: number, abstract = "", level?: number): Item =
   bucket: "memory",
 });
 
+/** A block as printed alone, without the final newline. */
+const blockOfText = (b: Block) => printBlocks([b]).trimEnd();
+
 Deno.test("recall chain: the context face answers; nothing else is asked", async () => {
   const { client, calls } = scriptedClient(
     byRoute({ [SEARCH]: ok({ digest: "  tabs, not spaces: viking://user/d/memories/a.md  " }) }),
   );
   const r = await recallForPrompt(client, SETTINGS, request("how do I indent?"));
   assertEquals(r.source, "context");
-  assertEquals(r.uris, ["viking://user/d/memories/a.md"]);
+  assertEquals(urisOf(r), ["viking://user/d/memories/a.md"]);
   assertMatch(
-    blockText(r.block!),
+    blockOfText(blockOf(r)!),
     /^<openviking-context>\nRelevant memory from OpenViking\..*\ntabs, not spaces/s,
   );
   assertEquals(calls.map(route), [SEARCH]);
@@ -83,7 +95,7 @@ Deno.test("recall chain: 'no_relevant' from the context face is the answer (no f
     const { client, calls } = scriptedClient(byRoute({ [SEARCH]: ok(result) }));
     const r = await recallForPrompt(client, SETTINGS, request("anything relevant?"));
     assertEquals(
-      [r.source, r.block, calls.map(route)],
+      [r.source, blockOf(r), calls.map(route)],
       ["context", undefined, [SEARCH]],
       JSON.stringify(result),
     );
@@ -100,7 +112,7 @@ Deno.test("recall chain: a failing context face falls to the recall endpoint; re
     { ...SETTINGS, recallPeerScope: "actor" },
     request("what did I say?"),
   );
-  assertEquals([r.source, r.uris], ["recall", ["viking://user/d/memories/r.md"]]);
+  assertEquals([r.source, urisOf(r)], ["recall", ["viking://user/d/memories/r.md"]]);
   assertEquals(calls.map(route), [SEARCH, RECALL]);
   const body = calls[1].body as Record<string, unknown>;
   assertEquals([body.peer_scope, body.render, body.query], ["actor", true, "what did I say?"]);
@@ -191,11 +203,11 @@ Deno.test("recall chain: find per source, excluded URIs out, ranked and cut to t
     excludeUris: ["viking://user/d/memories/seen.md"],
   });
   assertEquals(r.source, "find");
-  assertEquals(r.uris, ["viking://user/d/memories/a.md", "viking://agent/skills/deploy"]);
+  assertEquals(urisOf(r), ["viking://user/d/memories/a.md", "viking://agent/skills/deploy"]);
   assertEquals(calls.filter((c) => route(c) === READ).map((c) => c.query?.uri), [
     "viking://user/d/memories/a.md",
   ]);
-  const text = blockText(r.block!);
+  const text = blockOfText(blockOf(r)!);
   assertMatch(text, /- \[memory 90%\] the whole memory a/);
   assertMatch(text, /- \[skill 70%\] how to deploy/);
   assertTrue(
@@ -215,7 +227,7 @@ Deno.test("recall chain: an empty query asks nothing; nothing found anywhere is 
     byRoute({ [SEARCH]: fail("server", 500), [RECALL]: fail("server", 500), [FIND]: ok({}) }),
   );
   const r = await recallForPrompt(nothing.client, SETTINGS, request("find nothing"));
-  assertEquals([r.source, r.block, r.uris], ["none", undefined, []]);
+  assertEquals([r.source, blockOf(r), urisOf(r)], ["none", undefined, []]);
 });
 
 Deno.test("quotas: the limit split by weights with the largest remainders, each bucket at least 1", () => {
@@ -303,4 +315,15 @@ Deno.test("regex metacharacters in a query are plain text to the ranking", () =>
   const hit = item("viking://x/a", 0.5, "cost (in $) of c++ builds [ci]");
   const other = item("viking://x/b", 0.55, "nothing shared");
   assertEquals(rankFindItems([other, hit], "c++ (in $) [ci] builds? .* ^cost", s)[0], hit);
+});
+
+Deno.test("context body: the digest sends no dedup_turns unless the user set it; the full format keeps 5", () => {
+  const r = { query: "q", sessionId: "kc-s" };
+  assertEquals("dedup_turns" in contextSearchBody({ ...SETTINGS, recallFormat: "digest" }, r), false);
+  assertEquals(
+    contextSearchBody({ ...SETTINGS, recallFormat: "digest", recallDedupTurnsConfigured: true }, r)
+      .dedup_turns,
+    5,
+  );
+  assertEquals(contextSearchBody({ ...SETTINGS, recallFormat: "full" }, r).dedup_turns, 5);
 });

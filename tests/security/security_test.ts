@@ -11,6 +11,8 @@ import { tempDir } from "../support/temp.ts";
 
 const KEY = "sk-ov-SECRET-4f9c2a7e1b3d";
 const SESSION = "session_5ec0e7a1-0000-4000-8000-000000000001";
+/** Text inside `<private>`: it never leaves the prompt, not even into our own files. */
+const PRIVATE = "my-private-note-7f3e91";
 
 /** Every file under `dir`, recursively, with its mode. */
 async function walk(dir: string, out: { path: string; isDir: boolean; mode: number }[] = []) {
@@ -54,6 +56,10 @@ async function liveASession(home: string, fake: FakeOpenViking, down: string) {
   await run(["hook", "session-start"], payload({ source: "startup" }));
   await run(["hook", "user-prompt-submit"], payload({ prompt: `my key is ${KEY}, how do I indent?` }));
   await run(
+    ["hook", "user-prompt-submit"],
+    payload({ prompt: `<private>${PRIVATE}</private> which indent does this project use?` }),
+  );
+  await run(
     ["hook", "pre-tool-use"],
     payload({ tool_name: "Read", tool_input: { file_path: "viking://x" } }),
   );
@@ -75,6 +81,8 @@ async function liveASession(home: string, fake: FakeOpenViking, down: string) {
   });
   await run(["hook", "stop"], payload({}), { OPENVIKING_URL: down, OPENVIKING_WRITE_PATH_ASYNC: "0" });
   await run(["replay"], undefined, { OPENVIKING_URL: down });
+  await run(["status"]);
+  await run(["status", "--json", "--all"]);
   return outputs;
 }
 
@@ -90,6 +98,7 @@ Deno.test("security: every file we write is 0600 and every directory 0700; the k
     const ours = await walk(`${dir.path}/.openviking`);
     assertTrue(ours.some((f) => f.path.includes("/pending/")), "the offline queue was used");
     assertTrue(ours.some((f) => f.path.endsWith("kimicode-hooks.log")), "the debug log was written");
+    assertTrue(ours.some((f) => f.path.includes("/ledger/kimicode/")), "the ledger was written");
     for (const f of ours) {
       if (f.path.includes("/agent-integrations/") && f.path.includes("/bin/")) continue; // an executable copy
       assertEquals(f.mode & 0o077, 0, `${f.path} is private (mode ${f.mode.toString(8)})`);
@@ -99,9 +108,11 @@ Deno.test("security: every file we write is 0600 and every directory 0700; the k
       if (f.isDir || /ovcli\.conf(\.bak.*)?$/.test(f.path)) continue;
       const text = await Deno.readTextFile(f.path).catch(() => "");
       assertTrue(!text.includes(KEY), `${f.path} must not contain the API key`);
+      assertTrue(!text.includes(PRIVATE), `${f.path} must not contain <private> text`);
     }
     for (const o of outputs) {
       assertTrue(!o.includes(KEY), `command output must not contain the API key: ${o.slice(0, 200)}`);
+      assertTrue(!o.includes(PRIVATE), `command output must not contain <private> text: ${o.slice(0, 200)}`);
     }
     assertTrue(fake.requests.length > 0, "the authenticated server was used");
     const search = fake.requestsTo("POST /api/v1/search/search");

@@ -212,7 +212,64 @@ function validateMessage(m: unknown): StoredMessage {
 export const DEFAULT_RENDERED =
   `<memory uri="viking://user/default/memories/preferences/indent.md" type="preferences" score="0.87" detail="abstract">\nUser prefers tabs over spaces.\n</memory>`;
 
-/** What the prompt hook prints first in a session against the default fake (the profile). */
+/** The default memory as the context face lists it (the real 0.5.2 server's entry shape). */
+export const DEFAULT_ENTRY = {
+  uri: "viking://user/default/memories/preferences/indent.md",
+  category: "preferences",
+  score: 0.87,
+  detail: "abstract",
+  text: "User prefers tabs over spaces.",
+  origin: "self",
+};
+
+/** The default memory's digest line. */
+export const FAKE_MEMORY_LINE =
+  "- User prefers tabs over spaces. (viking://user/default/memories/preferences/indent.md)";
+
+/** The profile's digest row against the default fake. */
+export const FAKE_PROFILE_ROW =
+  "Profile (viking://user/default/memories/profile.md): Name: Test User · Likes: tabs";
+
+/** What the prompt hook prints first in a session in config mode against the default fake: profile and memory. */
+export const FAKE_DIGEST_FIRST =
+  `<openviking-context>\n${FAKE_PROFILE_ROW}\n${FAKE_MEMORY_LINE}\n</openviking-context>`;
+
+/** What the prompt hook prints for the default memory alone (first prompt in plugin mode, or without the profile). */
+export const FAKE_DIGEST = `<openviking-context>\n${FAKE_MEMORY_LINE}\n</openviking-context>`;
+
+/** A memory the fake invents for a query (see {@link echoContext}): one per distinct query. */
+export function queryEntry(query: string): typeof DEFAULT_ENTRY {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < query.length; i++) h = Math.imul(h ^ query.charCodeAt(i), 0x01000193) >>> 0;
+  return {
+    ...DEFAULT_ENTRY,
+    uri: `viking://user/default/memories/events/q-${h.toString(16).padStart(8, "0")}.md`,
+    category: "events",
+    score: 0.7,
+    text: `Earlier the user asked: ${query}`,
+  };
+}
+
+/** The digest line of {@link queryEntry}. */
+export function queryMemoryLine(query: string): string {
+  const e = queryEntry(query);
+  return `- ${e.text} (${e.uri})`;
+}
+
+/**
+ * A context face that answers every query with the default memory and one memory of that query — and, like
+ * `context`, ignores `exclude_uris`: only the hook's own filter keeps a memory from coming twice.
+ */
+export function echoContext(body: Record<string, unknown>): Record<string, unknown> {
+  return {
+    entries: [DEFAULT_ENTRY, queryEntry(String(body.query ?? ""))],
+    rendered: "",
+    digest: "",
+    stats: {},
+  };
+}
+
+/** The full format's profile block against the default fake (OPENVIKING_RECALL_FORMAT=full). */
 export const FAKE_PROFILE_BLOCK = `<openviking-context source="session-start">
 <user-profile uri="viking://user/default/memories/profile.md">
 # Profile
@@ -225,7 +282,7 @@ Likes: tabs
 </available-memories>
 </openviking-context>`;
 
-/** What the prompt hook prints for every prompt against the default fake (the recall; server markup defanged). */
+/** The full format's recall block against the default fake (the server's markup defanged). */
 export const FAKE_RECALL_BLOCK = `<openviking-context>
 Relevant memory from OpenViking. Use the search/read MCP tools to expand URIs.
 &lt;memory uri="viking://user/default/memories/preferences/indent.md" type="preferences" score="0.87" detail="abstract">
@@ -240,15 +297,13 @@ export class FakeOpenViking {
   faults: Fault[] = [];
   /** The context face's answer (`result` of /search/search with mode=context). */
   context: Record<string, unknown> = {
-    entries: [{
-      uri: "viking://user/default/memories/preferences/indent.md",
-      category: "preferences",
-      score: 0.87,
-    }],
+    entries: [DEFAULT_ENTRY],
     rendered: DEFAULT_RENDERED,
     digest: "",
     stats: { used_tokens: 20 },
   };
+  /** When set, the context face's answer for each request body instead of `context` (ignores exclude_uris like `context`). */
+  contextFor?: (body: Record<string, unknown>) => Record<string, unknown>;
   /** /search/recall's rendered text. */
   recallRendered =
     `<memory uri="viking://user/default/memories/events/e1.md" type="events" score="0.7">\nLegacy recall memory.\n</memory>`;
@@ -497,7 +552,7 @@ export class FakeOpenViking {
         }
       }
       if (typeof b.query !== "string") throw new HttpError(400, "INVALID_ARGUMENT", "query is required");
-      if (b.mode === "context") return this.context;
+      if (b.mode === "context") return this.contextFor?.(b) ?? this.context;
       return { memories: this.findResults["viking://~/memories"] ?? [], resources: [], skills: [], total: 1 };
     }
     if (method === "POST" && p === "/api/v1/search/recall") {

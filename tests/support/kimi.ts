@@ -752,7 +752,8 @@ export class KimiTui {
   async submit(text: string, timeoutMs = 10_000): Promise<void> {
     await this.type(text);
     const probe = text.slice(0, 40);
-    await this.waitFor((s) => s.includes(probe), timeoutMs);
+    // In the input box ("│ > …"), not anywhere: the same text asked before is on screen already.
+    await this.waitFor((s) => s.split("\n").some((l) => l.includes("│ >") && l.includes(probe)), timeoutMs);
     await new Promise((r) => setTimeout(r, 400));
     await this.keys("Enter");
   }
@@ -761,6 +762,12 @@ export class KimiTui {
   async screen(): Promise<string> {
     if (!(await this.alive())) return "";
     return await this.#tmux(["capture-pane", "-p", "-t", "kimi"]);
+  }
+
+  /** The pane's text with its scrollback (what scrolled off the top too), one terminal row per line. */
+  async history(): Promise<string> {
+    if (!(await this.alive())) return "";
+    return await this.#tmux(["capture-pane", "-p", "-S", "-5000", "-t", "kimi"]);
   }
 
   /** Waits until the pane matches (regex, substring or predicate); returns the screen. */

@@ -13,6 +13,7 @@ export const TAG_LIKE = /<[\p{M}\u200c\u200d]*(?:[\p{L}_:/!?|]|$)/u;
 const OUR_TAGS: [RegExp, string][] = [
   [/<openviking-context>/y, "<openviking-context>"],
   [/<openviking-context source="session-start">/y, "<openviking-context>"],
+  [/<openviking-context source="after-compaction">/y, "<openviking-context>"],
   [/<\/openviking-context>/y, "</openviking-context>"],
   [/<user-profile uri="viking:\/\/user\/[\p{L}\p{N}_.@%-]+\/memories\/profile\.md">/uy, "<user-profile>"],
   [/<\/user-profile>/y, "</user-profile>"],

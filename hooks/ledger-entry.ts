@@ -1,0 +1,116 @@
+/**
+ * What a hook run writes to the local ledger (runtime/ledger.ts), made from what its handler reported: a
+ * prompt's recall, a capture, a queue replay. Runs after the hook's output is written, so the prompt never
+ * waits for it. The prompt's snippet is cut from the redacted query, so no key and no `<private>` text is kept.
+ */
+
+import * as z from "zod/mini";
+import { appendLedger, type LedgerEntry, pruneLedger, REPLAY_FILE, snippet } from "../runtime/ledger.ts";
+import { ledgerDir, orNoHome } from "../runtime/paths.ts";
+import { safeId } from "../runtime/state.ts";
+import type { HookContext, HookResult } from "./context.ts";
+import { promptText } from "./input.ts";
+import { recallQuery } from "./prompt-query.ts";
+
+const num = z.catch(z.number(), 0);
+const text = z.catch(z.optional(z.string()), undefined);
+const Cause = z.catch(
+  z.optional(
+    z.object({ kind: z.string(), status: z.catch(z.number(), 0), message: z.catch(z.string(), "") }),
+  ),
+  undefined,
+);
+
+/** The prompt handler's report (fields it may leave out read as empty). */
+const PromptData = z.object({
+  recall: z.catch(z.string(), "skipped"),
+  injected: z.catch(
+    z.array(z.object({ uri: z.string(), score: z.optional(z.number()), chars: z.catch(z.number(), 0) })),
+    [],
+  ),
+  suppressed: z.catch(z.array(z.string()), []),
+  profile: text,
+  printedChars: z.optional(z.number()),
+  failure: Cause,
+});
+
+/** A capture's report. */
+const CaptureData = z.object({
+  turns: num,
+  sent: num,
+  queued: num,
+  rejected: num,
+  commit: z.catch(z.string(), "none"),
+  taskId: text,
+  cause: Cause,
+});
+
+/** A replay's report. */
+const ReplayData = z.object({
+  replayed: num,
+  messages: num,
+  rejected: num,
+  deferred: num,
+  commitTasks: z.catch(z.array(z.object({ sessionId: z.string(), taskId: z.string() })), []),
+  cause: Cause,
+});
+
+const LISTED = 20;
+
+/** The ledger entry of one hook run, or undefined when it did nothing worth recording (pure). */
+export function ledgerEntryOf(
+  ctx: Pick<HookContext, "event" | "input" | "config" | "isWorker">,
+  result: HookResult,
+  timing: { startedAt: number; now: number },
+): LedgerEntry | undefined {
+  const base = { at: timing.startedAt, ms: timing.now - timing.startedAt };
+  const data = result.data ?? {};
+  if (ctx.event === "user-prompt-submit") {
+    if (result.outcome === "duplicate" || result.outcome === "recall-off") return undefined;
+    const d = PromptData.parse(data);
+    const more = Math.max(0, d.injected.length - LISTED) + Math.max(0, d.suppressed.length - LISTED);
+    return {
+      kind: "prompt",
+      ...base,
+      prompt: snippet(recallQuery(promptText(ctx.input), ctx.config.redact)),
+      path: d.recall,
+      injected: d.injected.slice(0, LISTED),
+      suppressed: d.suppressed.slice(0, LISTED),
+      ...(more ? { more } : {}),
+      ...(d.profile ? { profile: d.profile } : {}),
+      printedChars: d.printedChars ?? (result.stdout ?? "").length,
+      ...(d.failure ? { failure: d.failure } : {}),
+    };
+  }
+  if (ctx.event === "session-start") {
+    if (result.outcome !== "replayed") return undefined;
+    const d = ReplayData.parse(data);
+    if (!d.replayed && !d.rejected && !d.cause) return undefined; // an empty queue is not news
+    const { cause, ...counts } = d;
+    return { kind: "replay", ...base, ...counts, ...(cause ? { cause } : {}) };
+  }
+  if (result.outcome !== "captured") return undefined;
+  const { cause, ...counts } = CaptureData.parse(data);
+  return { kind: "capture", ...base, event: ctx.event, ...counts, ...(cause ? { cause } : {}) };
+}
+
+/**
+ * Appends the run's entry to its session's ledger (a replay to the replay ledger, which also prunes the ledger
+ * to its bounds). Never throws, never blocks the hook for long: the ledger is a record, not a dependency.
+ */
+export async function recordRun(ctx: HookContext, result: HookResult, startedAt: number): Promise<void> {
+  const entry = ledgerEntryOf(ctx, result, { startedAt, now: Date.now() });
+  const dir = orNoHome(() => ledgerDir(ctx.env));
+  if (!dir) return;
+  const limits = { maxTotalBytes: ctx.config.ledgerMaxBytes, maxAgeDays: ctx.config.ledgerMaxAgeDays };
+  try {
+    const name = entry?.kind === "replay"
+      ? REPLAY_FILE
+      : ctx.hostSessionId && await safeId(ctx.hostSessionId);
+    if (entry && name) await appendLedger(dir, name, entry, limits);
+    // The queue replay at each session start also keeps the ledger within its bounds.
+    if (ctx.event === "session-start" && ctx.isWorker) await pruneLedger(dir, limits);
+  } catch (error) {
+    ctx.log.stage("ledger-unwritable", { error: (error as Error).message });
+  }
+}

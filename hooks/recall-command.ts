@@ -1,0 +1,88 @@
+/**
+ * `openviking-kimi recall "<text>" [--cwd DIR] [--json]`: exactly what the prompt hook would inject for that
+ * text in that workspace now — the text as the hook prints it, then each memory with its score and URI — for a
+ * prompt of a session that has been shown nothing yet (a session's first prompt in config mode also gets the
+ * profile; later prompts leave out what the session was already shown). Changes no state, writes no ledger.
+ */
+
+import * as z from "zod/mini";
+import { loadConfig } from "../runtime/config.ts";
+import { type Env, isAbsolutePath, joinPath, processEnv } from "../runtime/paths.ts";
+import { peerOptions, resolvePeer } from "../runtime/peer.ts";
+import { scrub } from "../runtime/scrub.ts";
+import { previewInjection } from "./inject.ts";
+import { recallQuery } from "./prompt-query.ts";
+
+/** The shape of `recall --json` (stable, documented in README "recall"). */
+export const RecallOutputSchema = z.object({
+  /** The query sent to OpenViking: the text bounded, cleaned and redacted. */
+  query: z.string(),
+  cwd: z.string(),
+  /** The workspace's actor peer ("" = none) and where it came from. */
+  peer: z.object({ id: z.string(), source: z.string() }),
+  /** Which recall stage answered: context, recall, find, none — or skipped (recall is off, or no text). */
+  path: z.string(),
+  /** What the hook prints, byte for byte ("" when it would print nothing). */
+  stdout: z.string(),
+  /** The memories printed, in order: URI, score (when the server gave one), characters of the output. */
+  memories: z.array(z.object({ uri: z.string(), score: z.optional(z.number()), chars: z.number() })),
+});
+export type RecallOutput = z.infer<typeof RecallOutputSchema>;
+
+/** What the prompt hook would inject for `text` in `cwd` now. */
+export async function recallPreview(
+  text: string,
+  cwd: string,
+  env: Env = processEnv(),
+): Promise<RecallOutput> {
+  const { config } = await loadConfig(env, cwd);
+  const peer = await resolvePeer(cwd, peerOptions(config));
+  const injection = await previewInjection(text, { cwd, env });
+  const out: RecallOutput = {
+    query: recallQuery(text, config.redact),
+    cwd,
+    peer: { id: peer.peerId, source: peer.source },
+    path: injection.recall,
+    stdout: injection.stdout,
+    memories: injection.injected.map((m) => ({
+      uri: m.uri,
+      ...(m.score !== undefined ? { score: m.score } : {}),
+      chars: m.chars,
+    })),
+  };
+  return scrub(out, [config.apiKey]) as RecallOutput;
+}
+
+/** The text form: the hook's output as it is, then one line per memory. */
+export function renderRecall(r: RecallOutput): string {
+  const lines = [
+    r.stdout ? r.stdout.trimEnd() : "(the prompt hook would print nothing for this text)",
+    "",
+    `${r.memories.length} memor${r.memories.length === 1 ? "y" : "ies"} via ${r.path}` +
+    (r.peer.id ? ` (peer ${r.peer.id}, from ${r.peer.source})` : ""),
+    ...r.memories.map((m) =>
+      `  ${m.score !== undefined ? m.score.toFixed(2) : "  – "}  ${m.uri}  (${m.chars} chars)`
+    ),
+  ];
+  return lines.join("\n");
+}
+
+/** Options of `openviking-kimi recall`. */
+export interface RecallOptions {
+  text: string;
+  cwd: string | undefined;
+  json: boolean;
+}
+
+/** `openviking-kimi recall`: exit 0, or 2 when the directory does not exist. */
+export async function recallCommand(options: RecallOptions): Promise<number> {
+  const cwd = options.cwd ?? Deno.cwd();
+  if (!(await Deno.stat(cwd).then((i) => i.isDirectory, () => false))) {
+    console.error(`openviking-kimi recall: --cwd ${JSON.stringify(cwd)} is not a directory.`);
+    return 2;
+  }
+  // As the hook gets it from Kimi: the directory's path as given (absolute), not a resolved real path.
+  const r = await recallPreview(options.text, isAbsolutePath(cwd) ? cwd : joinPath(Deno.cwd(), cwd));
+  console.log(options.json ? JSON.stringify(r, null, 2) : renderRecall(r));
+  return 0;
+}

@@ -1,0 +1,197 @@
+/**
+ * What the prompt hook prints for a text (hooks/inject.ts), without processes: memories the session already
+ * has are left out whatever the server does with `exclude_uris`; nothing new prints nothing; the same prompt
+ * again asks nothing; the profile and the memories share one digest; the full format keeps the server's
+ * text when nothing is left out; and the preview touches no state.
+ */
+
+import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
+import { fail, ok, route, scriptedClient } from "../support/scripted-client.ts";
+import { DEFAULT_ENTRY, FAKE_DIGEST_FIRST, FakeOpenViking } from "../support/fake-openviking.ts";
+import { tempDir } from "../support/temp.ts";
+import { Budget } from "../../runtime/http.ts";
+import { loadConfig } from "../../runtime/config.ts";
+import { injectionFor, type InjectionRequest, previewInjection } from "../../hooks/inject.ts";
+
+const SEARCH = "POST /api/v1/search/search";
+const entry = (n: number, text = `memory ${n}`) => ({
+  uri: `viking://user/default/memories/events/e${n}.md`,
+  category: "events",
+  score: 0.9 - n / 100,
+  detail: "abstract",
+  text,
+});
+const rendered = (entries: ReturnType<typeof entry>[]) =>
+  entries.map((e) =>
+    `<memory uri="${e.uri}" type="${e.category}" score="${
+      e.score.toFixed(2)
+    }" detail="abstract">\n${e.text}\n</memory>`
+  ).join("\n");
+
+/** The config of a sandbox with `env` on top. */
+async function config(env: Record<string, string> = {}) {
+  return (await loadConfig({ HOME: "/nonexistent-home", ...env })).config;
+}
+
+const request = (over: Partial<InjectionRequest> = {}): InjectionRequest => ({
+  query: "what did we decide about the cache?",
+  sessionId: "kc-s",
+  injected: [],
+  profile: false,
+  afterCompaction: false,
+  budget: new Budget(5000),
+  stateDir: "",
+  ...over,
+});
+
+/** A server whose context face lists `entries` whatever it is asked to exclude. */
+const listing = (entries: ReturnType<typeof entry>[]) =>
+  scriptedClient((c) =>
+    route(c) === SEARCH
+      ? ok({ entries, rendered: rendered(entries), digest: "" })
+      : fail("missing-route", 404)
+  );
+
+Deno.test("inject: memories the session already has are left out, even when the server sends them again", async () => {
+  const { client, calls } = listing([entry(1), entry(2), entry(3)]);
+  const inj = await injectionFor(client, await config(), request({ injected: [entry(1).uri, entry(3).uri] }));
+  assertEquals(
+    inj.stdout,
+    `<openviking-context>\n- memory 2 (${entry(2).uri})\n</openviking-context>\n`,
+  );
+  assertEquals(inj.suppressed, [entry(1).uri, entry(3).uri]);
+  assertEquals(inj.injected, [{
+    uri: entry(2).uri,
+    score: entry(2).score,
+    chars: `- memory 2 (${entry(2).uri})`.length,
+  }]);
+  assertEquals([inj.recall, inj.printedChars], ["context", inj.stdout.length]);
+  assertEquals((calls[0].body as { exclude_uris: string[] }).exclude_uris, [entry(1).uri, entry(3).uri]);
+});
+
+Deno.test("inject: nothing new is nothing printed; a too short prompt asks nothing", async () => {
+  const { client } = listing([entry(1)]);
+  const inj = await injectionFor(client, await config(), request({ injected: [entry(1).uri] }));
+  assertEquals([inj.stdout, inj.injected, inj.suppressed], ["", [], [entry(1).uri]]);
+  const quiet = listing([entry(1)]);
+  const short = await injectionFor(quiet.client, await config(), request({ query: "ok" }));
+  assertEquals([short.stdout, short.recall, quiet.calls.length], ["", "skipped", 0]);
+});
+
+Deno.test("inject: the same prompt again uses its kept recall without asking, and still prints no second copy", async () => {
+  const { client, calls } = listing([]);
+  const kept = { source: "context" as const, memories: [{ uri: entry(1).uri, text: "memory 1" }] };
+  const again = await injectionFor(
+    client,
+    await config(),
+    request({ reuse: kept, injected: [entry(1).uri] }),
+  );
+  assertEquals([again.stdout, again.recall, again.found, calls.length], ["", "reused", undefined, 0]);
+  // After a compaction the session's set was cleared: the kept memory comes back, still without a request.
+  const after = await injectionFor(client, await config(), request({ reuse: kept }));
+  assertEquals(after.stdout, `<openviking-context>\n- memory 1 (${entry(1).uri})\n</openviking-context>\n`);
+  assertEquals(calls.length, 0);
+});
+
+Deno.test("inject: at most the limit of memories and the characters allowed; the rest comes on a later prompt", async () => {
+  const long = "a long memory text about the tile cache and how its key ignores the style version ".repeat(3);
+  const entries = Array.from({ length: 9 }, (_, i) => entry(i, long));
+  const { client } = listing(entries);
+  const inj = await injectionFor(client, await config(), request());
+  assertEquals(inj.injected.length, 5);
+  assertTrue(inj.stdout.length <= 1200, String(inj.stdout.length));
+  const { client: c2 } = listing(entries);
+  const later = await injectionFor(c2, await config(), request({ injected: inj.injected.map((m) => m.uri) }));
+  assertEquals(later.injected.map((m) => m.uri), entries.slice(5).map((e) => e.uri));
+  const narrow = await injectionFor(
+    listing(entries).client,
+    await config({ OPENVIKING_RECALL_DIGEST_LIMIT: "2", OPENVIKING_RECALL_DIGEST_CHARS: "400" }),
+    request(),
+  );
+  assertEquals(narrow.injected.length, 2);
+  assertTrue(narrow.stdout.length <= 400, String(narrow.stdout.length));
+});
+
+Deno.test("inject: the profile's rows and the memories share one block; an unanswered profile is retried, an empty one is done", async () => {
+  await using fake = await FakeOpenViking.start();
+  const { createClient, clientOptions } = await import("../../runtime/http.ts");
+  const c = await config({ OPENVIKING_URL: fake.url });
+  const client = createClient(clientOptions(c, ""));
+  const first = await injectionFor(client, c, request({ profile: true }));
+  assertEquals(first.stdout, `${FAKE_DIGEST_FIRST}\n`);
+  assertEquals(first.profile, "injected");
+  const compacted = await injectionFor(client, c, request({ profile: true, afterCompaction: true }));
+  assertMatch(
+    compacted.stdout,
+    /^<openviking-context>\nProfile, again after compaction \(viking:\/\/user\/default\/memories\/profile\.md\): /,
+  );
+  fake.files.delete("viking://user/default/memories/profile.md");
+  fake.dirs.set("viking://user/default/memories/preferences", []);
+  const empty = await injectionFor(client, c, request({ profile: true, injected: [DEFAULT_ENTRY.uri] }));
+  assertEquals([empty.stdout, empty.profile], ["", "empty"]);
+  fake.fault({ route: "*", status: 503 });
+  const down = await injectionFor(client, c, request({ profile: true }));
+  assertEquals([down.stdout, down.profile], ["", "unavailable"]);
+});
+
+Deno.test("inject: the full format prints the server's text as it is, or its memories without those already seen", async () => {
+  const entries = [entry(1), entry(2)];
+  const c = await config({ OPENVIKING_RECALL_FORMAT: "full" });
+  const head =
+    "<openviking-context>\nRelevant memory from OpenViking. Use the search/read MCP tools to expand URIs.\n";
+  const all = await injectionFor(listing(entries).client, c, request());
+  assertEquals(all.stdout, `${head}${rendered(entries).replaceAll("<", "&lt;")}\n</openviking-context>\n`);
+  const some = await injectionFor(listing(entries).client, c, request({ injected: [entry(1).uri] }));
+  assertEquals(
+    some.stdout,
+    `${head}${rendered([entry(2)]).replaceAll("<", "&lt;")}\n</openviking-context>\n`,
+  );
+  assertEquals(some.suppressed, [entry(1).uri]);
+  const none = await injectionFor(
+    listing(entries).client,
+    c,
+    request({ injected: entries.map((e) => e.uri) }),
+  );
+  assertEquals(none.stdout, "");
+});
+
+Deno.test("inject: a server text with no memories listed still prints (its lines), and is left out once every URI it names was seen", async () => {
+  const text = "- uses tabs source: viking://user/d/memories/a.md";
+  const client = () => scriptedClient(() => ok({ digest: text })).client;
+  const first = await injectionFor(client(), await config(), request());
+  assertEquals(
+    first.stdout,
+    `<openviking-context>\n- uses tabs (viking://user/d/memories/a.md)\n</openviking-context>\n`,
+  );
+  const again = await injectionFor(
+    client(),
+    await config(),
+    request({ injected: ["viking://user/d/memories/a.md"] }),
+  );
+  assertEquals([again.stdout, again.suppressed], ["", ["viking://user/d/memories/a.md"]]);
+});
+
+Deno.test("preview: what the hook would print for a text in a workspace, with nothing written anywhere", async () => {
+  await using fake = await FakeOpenViking.start();
+  await using home = await tempDir();
+  const env = { HOME: home.path, OPENVIKING_URL: fake.url, PATH: Deno.env.get("PATH") ?? "" };
+  const plain = await previewInjection("how should I indent this file?", { cwd: home.path, env });
+  assertEquals(
+    plain.stdout,
+    `<openviking-context>\n- User prefers tabs over spaces. (${DEFAULT_ENTRY.uri})\n</openviking-context>\n`,
+  );
+  const withProfile = await previewInjection("how should I indent this file?", {
+    cwd: home.path,
+    env,
+    profile: true,
+  });
+  assertEquals(withProfile.stdout, `${FAKE_DIGEST_FIRST}\n`);
+  assertEquals([...Deno.readDirSync(home.path)], [], "no state, no memo, no log");
+  const search = fake.requestsTo("POST /api/v1/search/search")[0].body as Record<string, unknown>;
+  assertEquals("session_id" in search, false, "no session");
+  const off = await previewInjection("how should I indent this file?", {
+    cwd: home.path,
+    env: { ...env, OPENVIKING_AUTO_RECALL: "0" },
+  });
+  assertEquals([off.stdout, off.recall], ["", "skipped"]);
+});

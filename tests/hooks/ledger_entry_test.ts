@@ -1,0 +1,88 @@
+import { assertEquals } from "../support/assert.ts";
+import { ledgerEntryOf } from "../../hooks/ledger-entry.ts";
+import type { HookContext } from "../../hooks/context.ts";
+import type { HookEvent } from "../../hooks/events.ts";
+
+const ctx = (
+  event: HookEvent,
+  prompt = "",
+): Pick<HookContext, "event" | "input" | "config" | "isWorker"> => ({
+  event,
+  input: { prompt },
+  config: { redact: true } as HookContext["config"],
+  isWorker: true,
+});
+const timing = { startedAt: 1000, now: 1042 };
+
+Deno.test("ledger entry of a prompt: the redacted snippet, what was injected and left out, the stage", () => {
+  const e = ledgerEntryOf(
+    ctx("user-prompt-submit", "my token=abc123secret <private>hidden</private> and how do I build?"),
+    {
+      stdout: "x".repeat(10),
+      outcome: "injected",
+      data: {
+        recall: "context",
+        injected: [{ uri: "viking://a", score: 0.9, chars: 40 }],
+        suppressed: ["viking://b"],
+        profile: "already",
+      },
+    },
+    timing,
+  );
+  assertEquals(e, {
+    kind: "prompt",
+    at: 1000,
+    ms: 42,
+    prompt: "my token=[REDACTED] and how do I build?",
+    path: "context",
+    injected: [{ uri: "viking://a", score: 0.9, chars: 40 }],
+    suppressed: ["viking://b"],
+    profile: "already",
+    printedChars: 10,
+  });
+});
+
+Deno.test("ledger entry: duplicates and switched-off recall are not recorded; fields a handler leaves out read empty", () => {
+  assertEquals(ledgerEntryOf(ctx("user-prompt-submit", "x"), { outcome: "duplicate" }, timing), undefined);
+  assertEquals(ledgerEntryOf(ctx("user-prompt-submit", "x"), { outcome: "recall-off" }, timing), undefined);
+  const bare = ledgerEntryOf(
+    ctx("user-prompt-submit", "a question"),
+    { outcome: "nothing", data: {} },
+    timing,
+  );
+  assertEquals(bare && bare.kind === "prompt" ? [bare.path, bare.injected, bare.printedChars] : [], [
+    "skipped",
+    [],
+    0,
+  ]);
+});
+
+Deno.test("ledger entry of a capture and of a replay; an empty replay is no news", () => {
+  const cap = ledgerEntryOf(ctx("stop"), {
+    outcome: "captured",
+    data: { turns: 2, sent: 4, queued: 0, rejected: 0, commit: "committed", taskId: "t1", planned: 4 },
+  }, timing);
+  assertEquals(cap, {
+    kind: "capture",
+    at: 1000,
+    ms: 42,
+    event: "stop",
+    turns: 2,
+    sent: 4,
+    queued: 0,
+    rejected: 0,
+    commit: "committed",
+    taskId: "t1",
+  });
+  assertEquals(ledgerEntryOf(ctx("stop"), { outcome: "lock-timeout" }, timing), undefined);
+  const empty = { replayed: 0, messages: 0, rejected: 0, deferred: 0, commitTasks: [] };
+  assertEquals(ledgerEntryOf(ctx("session-start"), { outcome: "replayed", data: empty }, timing), undefined);
+  const r = ledgerEntryOf(ctx("session-start"), {
+    outcome: "replayed",
+    data: { ...empty, replayed: 2, messages: 3, commitTasks: [{ sessionId: "kc-a", taskId: "t9" }] },
+  }, timing);
+  assertEquals(r?.kind === "replay" ? [r.replayed, r.messages, r.commitTasks] : [], [2, 3, [{
+    sessionId: "kc-a",
+    taskId: "t9",
+  }]]);
+});

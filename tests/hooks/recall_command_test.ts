@@ -1,0 +1,96 @@
+/**
+ * `recall "<text>"`: what the prompt hook would print for that text in that workspace, byte for byte, then each
+ * memory with its score and URI — and nothing changes on disk (no state, no ledger, no memo).
+ */
+
+import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
+import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { runCli } from "../support/run.ts";
+import { tempDir } from "../support/temp.ts";
+import { RecallOutputSchema } from "../../hooks/recall-command.ts";
+
+/** Every path under `dir` with its size and mtime: a snapshot that any write changes. */
+async function snapshot(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  const walk = async (d: string) => {
+    for await (const e of Deno.readDir(d)) {
+      const p = `${d}/${e.name}`;
+      const info = await Deno.lstat(p);
+      out.push(`${p} ${info.size} ${info.mtime?.getTime()}`);
+      if (info.isDirectory) await walk(p);
+    }
+  };
+  await walk(dir);
+  return out.sort();
+}
+
+Deno.test("recall: the hook's own output for the text, then the memories; nothing written anywhere", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const project = `${dir.path}/project`;
+  await Deno.mkdir(project);
+  // A plugin-mode install: the profile reaches the model through the plugin's system prompt.
+  const plugin = `${dir.path}/plugin`;
+  await Deno.mkdir(plugin);
+  await Deno.writeTextFile(`${plugin}/system-prompt.md`, "instructions and the profile");
+  const env = {
+    HOME: dir.path,
+    KIMI_CODE_HOME: `${dir.path}/.kimi-code`,
+    OPENVIKING_URL: fake.url,
+    PATH: Deno.env.get("PATH") ?? "/usr/bin",
+  };
+  const text = "how should I indent TypeScript in this repo?";
+  // A sandbox with some state already: recall must leave all of it as it is.
+  await runCli(["hook", "session-start"], {
+    env,
+    clearEnv: true,
+    stdin: JSON.stringify({ hook_event_name: "SessionStart", session_id: "session_other", cwd: project }),
+  });
+  const before = await snapshot(dir.path);
+  const r = await runCli(["recall", text, "--cwd", project, "--json"], { env, clearEnv: true });
+  assertEquals(r.code, 0, r.stderr);
+  assertEquals(await snapshot(dir.path), before, "recall wrote nothing (state, ledger, memo, logs)");
+  const out = RecallOutputSchema.parse(JSON.parse(r.stdout));
+  assertTrue(out.memories.length > 0, "the fake's memory is recalled");
+  assertEquals(out.memories[0].uri, "viking://user/default/memories/preferences/indent.md");
+  assertEquals(out.path, "context");
+  assertEquals(out.query, text);
+  // The hook, first prompt of a new plugin-mode session (no profile in the transcript, nothing shown yet).
+  const hook = await runCli(["hook", "user-prompt-submit"], {
+    env: { ...env, KIMI_PLUGIN_ROOT: plugin },
+    clearEnv: true,
+    stdin: JSON.stringify({
+      hook_event_name: "UserPromptSubmit",
+      session_id: "session_new",
+      cwd: project,
+      prompt: text,
+    }),
+  });
+  assertEquals(out.stdout, hook.stdout, "byte for byte what the hook prints");
+  const textForm = await runCli(["recall", text, "--cwd", project], { env, clearEnv: true });
+  assertTrue(
+    textForm.stdout.startsWith(hook.stdout.trimEnd()),
+    "the text form starts with the hook's output",
+  );
+  assertMatch(textForm.stdout, /1 memory via context/);
+  assertMatch(textForm.stdout, /viking:\/\/user\/default\/memories\/preferences\/indent\.md/);
+  assertEquals(
+    (await runCli(["recall", text, "--cwd", `${dir.path}/nope`], { env, clearEnv: true })).code,
+    2,
+  );
+});
+
+Deno.test("recall: with the server down it says it would print nothing, and still writes nothing", async () => {
+  await using dir = await tempDir();
+  const env = {
+    HOME: dir.path,
+    OPENVIKING_URL: "http://127.0.0.1:9",
+    OPENVIKING_TIMEOUT_MS: "1000",
+    PATH: Deno.env.get("PATH") ?? "/usr/bin",
+  };
+  const before = await snapshot(dir.path);
+  const r = await runCli(["recall", "anything about the build?", "--cwd", dir.path], { env, clearEnv: true });
+  assertEquals(r.code, 0, r.stderr);
+  assertMatch(r.stdout, /would print nothing/);
+  assertEquals(await snapshot(dir.path), before);
+});

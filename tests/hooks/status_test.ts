@@ -1,0 +1,149 @@
+/**
+ * `status` after a scripted session, through the real entry point with the production flags: prompts, a
+ * capture whose commit's task completes (naming the memory it made), one whose task fails, and a write queued
+ * while the server is down — with the server down, then back.
+ */
+
+import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
+import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { placeJournal } from "../support/hook-context.ts";
+import { JournalBuilder } from "../support/journal.ts";
+import { runCli } from "../support/run.ts";
+import { tempDir } from "../support/temp.ts";
+import { StatusSchema } from "../../hooks/status-model.ts";
+import { STATUS_COLUMNS } from "../../hooks/status-render.ts";
+import { readState } from "../../runtime/state.ts";
+
+const SESSION = "session_5747a705-0000-4000-8000-000000000014";
+
+Deno.test("status: every field after a scripted session, with the server down and back", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env: Record<string, string> = {
+    HOME: dir.path,
+    KIMI_CODE_HOME: `${dir.path}/.kimi-code`,
+    OPENVIKING_URL: fake.url,
+    OPENVIKING_TIMEOUT_MS: "1500",
+    OPENVIKING_CAPTURE_WAIT_MS: "0",
+    OPENVIKING_WRITE_PATH_ASYNC: "0", // each capture is over when its hook exits
+    PATH: Deno.env.get("PATH") ?? "/usr/bin",
+  };
+  const hook = async (event: string, name: string, extra: Record<string, unknown> = {}) => {
+    const r = await runCli(["hook", event], {
+      env,
+      clearEnv: true,
+      stdin: JSON.stringify({ hook_event_name: name, session_id: SESSION, cwd: dir.path, ...extra }),
+    });
+    assertEquals(r.code, 0);
+    return r;
+  };
+  const status = async () => {
+    const r = await runCli(["status", "--json"], { env, clearEnv: true, cwd: dir.path });
+    assertEquals(r.code, 0, r.stderr);
+    return StatusSchema.parse(JSON.parse(r.stdout));
+  };
+  const j = new JournalBuilder();
+  const turn = async (text: string) => {
+    await hook("user-prompt-submit", "UserPromptSubmit", { prompt: text });
+    j.simpleTurn(text, `an answer to: ${text}`);
+    await placeJournal(dir.path, SESSION, j.toString());
+    await hook("stop", "Stop");
+  };
+  {
+    await turn("how should I indent TypeScript here?"); // commit → task completed, one memory
+    fake.taskOutcome = "failed";
+    await turn("and what about the tests folder?"); // commit → task failed
+    fake.fault({ route: "*", drop: true }); // the server goes away
+    await turn("remember that the build runs in CI only"); // queued, with its commit
+
+    const down = await status();
+    assertEquals([down.connection.reachable, down.connection.authenticated], [false, null]);
+    assertMatch(down.connection.problem!.fix, /start the server|install --url/);
+    assertTrue(down.notAsked.includes("whether the key is accepted"));
+    assertTrue(down.notAsked.some((x) => x.includes(SESSION)), "says it could not ask for the tasks");
+    const d = down.sessions.find((s) => s.kimiSessionId === SESSION)!;
+    // The first prompt shows the fake's one memory; the second finds it again and leaves it out; the third
+    // (server down) gets nothing.
+    assertEquals(d.prompts, { seen: 3, injected: 1, suppressed: 1, lastPath: "none" });
+    assertEquals([d.captures.runs, d.captures.turns, d.captures.sent, d.captures.queued], [3, 3, 4, 2]);
+    assertEquals(d.commits.map((c) => [c.outcome, c.task?.status]), [
+      ["committed", undefined],
+      ["committed", undefined],
+      ["queued", undefined],
+    ]);
+    assertEquals(d.queue, { entries: 2, messages: 2, commits: 1 });
+    assertEquals(d.lastError?.kind, "unreachable");
+    assertEquals([down.queue.entries, down.queue.messages, down.queue.commits, down.queue.sessions], [
+      2,
+      2,
+      1,
+      1,
+    ]);
+
+    fake.clearFaults(); // back
+    fake.taskOutcome = "completed";
+    const up = await status();
+    assertEquals([up.connection.reachable, up.connection.authenticated], [true, true]);
+    assertEquals(up.notAsked, []);
+    const u = up.sessions.find((s) => s.kimiSessionId === SESSION)!;
+    assertEquals(u.commits.map((c) => [c.outcome, c.task?.status, c.task?.memories.length]), [
+      ["committed", "completed", 1],
+      ["committed", "failed", 0],
+      ["queued", undefined, undefined],
+    ]);
+    assertEquals(u.commits[1].task?.error, fake.taskError);
+
+    // Replay delivers the queued turn and its commit; status then names the memory that commit made.
+    assertEquals((await runCli(["replay"], { env, clearEnv: true })).code, 0);
+    const after = await status();
+    const s = after.sessions.find((x) => x.kimiSessionId === SESSION)!;
+    const replayed = s.commits.filter((c) => c.taskId);
+    assertEquals(replayed.at(-1)?.task?.status, "completed");
+    assertEquals(replayed.at(-1)?.task?.memories, [fake.memoryAdds[0].uri]);
+    assertEquals(after.queue.entries, 0);
+    const text = await runCli(["status"], { env, clearEnv: true, cwd: dir.path });
+    for (const line of text.stdout.split("\n")) {
+      assertTrue([...line].length <= STATUS_COLUMNS, `wider than ${STATUS_COLUMNS}: ${line}`);
+    }
+    assertMatch(text.stdout, new RegExp(SESSION));
+    assertMatch(text.stdout, /completed → 1 memory/);
+    assertEquals(
+      (await readState(`${dir.path}/.openviking/hook-state/kimicode/${SESSION}.json`)).capturedKeys.length,
+      6,
+    );
+  }
+});
+
+Deno.test("status: a commit whose task fails shows the server's error; one that succeeds names its memory", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env: Record<string, string> = {
+    HOME: dir.path,
+    KIMI_CODE_HOME: `${dir.path}/.kimi-code`,
+    OPENVIKING_URL: fake.url,
+    OPENVIKING_CAPTURE_WAIT_MS: "0",
+    OPENVIKING_WRITE_PATH_ASYNC: "0",
+    PATH: Deno.env.get("PATH") ?? "/usr/bin",
+  };
+  const j = new JournalBuilder();
+  const stop = async (text: string) => {
+    j.simpleTurn(text, `an answer to: ${text}`);
+    await placeJournal(dir.path, SESSION, j.toString());
+    await runCli(["hook", "stop"], {
+      env,
+      clearEnv: true,
+      stdin: JSON.stringify({ hook_event_name: "Stop", session_id: SESSION, cwd: dir.path }),
+    });
+  };
+  await stop("first question about the deploy script");
+  fake.taskOutcome = "failed";
+  await stop("second question about the deploy script");
+  const r = await runCli(["status", "--json", "--session", SESSION], { env, clearEnv: true, cwd: dir.path });
+  const st = StatusSchema.parse(JSON.parse(r.stdout));
+  assertEquals(st.sessions.length, 1);
+  assertEquals(st.sessions[0].commits.map((c) => [c.task?.status, c.task?.error, c.task?.memories]), [
+    ["completed", undefined, [fake.memoryAdds[0].uri]],
+    ["failed", fake.taskError, []],
+  ]);
+  assertEquals((await runCli(["status", "--session", SESSION, "--all"], { env, clearEnv: true })).code, 2);
+});

@@ -1,0 +1,167 @@
+/**
+ * Install and uninstall of memory's files (install/memory-files.ts): in plugin mode the manifest points at a
+ * system prompt (0600, ours, filled with the profile right after install when OpenViking answers), the memory
+ * skill and the three commands; in config mode the skill goes to Kimi's user skills directory. Uninstall
+ * takes out exactly these — the profile with the system prompt — and nothing of the user's.
+ */
+
+import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
+import { tempDir } from "../support/temp.ts";
+import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { type Context, type InstallOptions, runInstall, runUninstall } from "../../install/command.ts";
+import { currentSelf } from "../../install/placement.ts";
+import { COMMANDS, OWNED_MARK, skillText, SYSTEM_PROMPT_TITLE } from "../../hooks/instructions.ts";
+
+const posix = Deno.build.os !== "windows";
+
+/** A Kimi home under `root`, an install context whose output is kept in `lines`, pointing at `url`. */
+async function setup(root: string, url = "http://127.0.0.1:9") {
+  const home = `${root}/home`;
+  const kimi = `${home}/.kimi-code`;
+  await Deno.mkdir(kimi, { recursive: true });
+  const lines: string[] = [];
+  const self = await currentSelf();
+  const ctx = (): Context => ({
+    env: { HOME: home, PATH: Deno.env.get("PATH"), OPENVIKING_URL: url, OPENVIKING_TIMEOUT_MS: "1000" },
+    self,
+    os: "posix",
+    out: { info: (l) => lines.push(l), error: (l) => lines.push(`ERR ${l}`) },
+    now: new Date("2026-11-30T12:00:00.000Z"),
+    cwd: root,
+  });
+  return { home, kimi, lines, ctx, root: `${kimi}/plugins/managed/openviking-memory` };
+}
+
+const opts = (partial: Partial<InstallOptions> = {}): InstallOptions => ({
+  credentials: {},
+  dryRun: false,
+  yes: false,
+  purge: false,
+  ...partial,
+});
+
+const read = (path: string) => Deno.readTextFile(path).catch(() => undefined);
+const mode = async (path: string) => (await Deno.stat(path)).mode! & 0o777;
+
+Deno.test("plugin mode: the manifest points at the system prompt, the skill and the commands, all placed", async () => {
+  await using dir = await tempDir();
+  const t = await setup(dir.path);
+  assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0, t.lines.join("\n"));
+  const manifest = JSON.parse((await read(`${t.root}/kimi.plugin.json`))!);
+  assertEquals(
+    [manifest.systemPromptPath, manifest.skills, manifest.commands],
+    ["./system-prompt.md", "./skills", "./commands"],
+  );
+  const prompt = (await read(`${t.root}/system-prompt.md`))!;
+  assertTrue(prompt.startsWith(SYSTEM_PROMPT_TITLE), prompt);
+  assertStringIncludes(prompt, "`mcp__plugin-openviking-memory_openviking__read`");
+  if (posix) assertEquals(await mode(`${t.root}/system-prompt.md`), 0o600, "it will hold the profile");
+  assertEquals(await read(`${t.root}/skills/openviking-memory/SKILL.md`), skillText("plugin"));
+  for (const c of COMMANDS) {
+    const text = (await read(`${t.root}/commands/${c.name}.md`))!;
+    assertMatch(text, new RegExp(`^---\\nname: ${c.name}\\ndescription: .+\\n---\\n`));
+    assertStringIncludes(text, "$ARGUMENTS");
+    assertStringIncludes(
+      text,
+      `mcp__plugin-openviking-memory_openviking__${c.name === "recall" ? "search" : c.name}`,
+    );
+  }
+  // OpenViking did not answer (nothing listens on port 9): install says so and the hooks fill it in later.
+  assertMatch(
+    t.lines.join("\n"),
+    /the plugin's system prompt has no profile yet \(OpenViking did not answer\)/,
+  );
+  assertStringIncludes(prompt, "Not loaded yet");
+});
+
+Deno.test("plugin mode: with OpenViking answering, install fills the system prompt with the (redacted) profile", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  fake.files.set(
+    "viking://user/default/memories/profile.md",
+    "# Profile\nName: Test User\nToken: sk-live-0123456789abcdef0123456789abcdef\n<private>diary</private>",
+  );
+  const t = await setup(dir.path, fake.url);
+  assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0, t.lines.join("\n"));
+  const prompt = (await read(`${t.root}/system-prompt.md`))!;
+  assertStringIncludes(prompt, "## The user's profile\n\nFrom OpenViking, 2026-11-30 12:00 UTC:");
+  assertStringIncludes(prompt, "Name: Test User");
+  assertStringIncludes(prompt, "indent.md — Tabs over spaces");
+  assertTrue(!prompt.includes("sk-live-0123") && !prompt.includes("diary"), prompt);
+  assertMatch(t.lines.join("\n"), /✓ the user's profile is in the plugin's system prompt/);
+  if (posix) assertEquals(await mode(`${t.root}/system-prompt.md`), 0o600);
+});
+
+Deno.test("plugin mode: uninstall removes the system prompt (the profile), keeps the rest unless --purge", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const t = await setup(dir.path, fake.url);
+  assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0);
+  assertEquals(await runUninstall(t.ctx(), opts()), 0, t.lines.join("\n"));
+  assertEquals(await read(`${t.root}/system-prompt.md`), undefined);
+  assertTrue(await read(`${t.root}/skills/openviking-memory/SKILL.md`) !== undefined);
+  assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0);
+  assertEquals(await runUninstall(t.ctx(), opts({ purge: true })), 0, t.lines.join("\n"));
+  assertEquals(await read(`${t.root}/kimi.plugin.json`), undefined);
+});
+
+Deno.test("config mode: the skill goes to Kimi's user skills directory, ours; uninstall takes it (and an emptied skills/) out", async () => {
+  await using dir = await tempDir();
+  const t = await setup(dir.path);
+  const skill = `${t.kimi}/skills/openviking-memory/SKILL.md`;
+  assertEquals(await runInstall(t.ctx(), opts()), 0, t.lines.join("\n"));
+  const text = (await read(skill))!;
+  assertEquals(text, skillText("config"));
+  assertStringIncludes(text, OWNED_MARK);
+  assertStringIncludes(text, "`mcp__openviking__search`");
+  assertTrue(!text.includes("mcp__plugin-"), "config mode's tool names");
+  assertMatch(text, /^---\nname: openviking-memory\ndescription: .+\nwhen-to-use: .+\n---\n/);
+  assertEquals(await runInstall(t.ctx(), opts()), 0);
+  assertEquals(await read(skill), text, "re-install changes nothing");
+  assertEquals(await runUninstall(t.ctx(), opts()), 0, t.lines.join("\n"));
+  assertEquals(await Deno.stat(`${t.kimi}/skills`).then(() => "there", () => "gone"), "gone");
+});
+
+Deno.test("config mode: a skill of the user's keeps its place and its bytes; their other skills stay", async () => {
+  await using dir = await tempDir();
+  const t = await setup(dir.path);
+  await Deno.mkdir(`${t.kimi}/skills/openviking-memory`, { recursive: true });
+  await Deno.mkdir(`${t.kimi}/skills/mine`, { recursive: true });
+  const theirs = "---\nname: openviking-memory\ndescription: my own\n---\nmine\n";
+  await Deno.writeTextFile(`${t.kimi}/skills/openviking-memory/SKILL.md`, theirs);
+  await Deno.writeTextFile(`${t.kimi}/skills/mine/SKILL.md`, "---\nname: mine\n---\n");
+  assertEquals(await runInstall(t.ctx(), opts()), 0, t.lines.join("\n"));
+  assertMatch(t.lines.join("\n"), /is a skill of your own; left as it is/);
+  assertEquals(await read(`${t.kimi}/skills/openviking-memory/SKILL.md`), theirs);
+  assertEquals(await runUninstall(t.ctx(), opts()), 0);
+  assertEquals(await read(`${t.kimi}/skills/openviking-memory/SKILL.md`), theirs);
+  assertEquals(await read(`${t.kimi}/skills/mine/SKILL.md`), "---\nname: mine\n---\n");
+});
+
+Deno.test("switching modes moves the skill: config mode's out when the plugin brings its own, and back", async () => {
+  await using dir = await tempDir();
+  const t = await setup(dir.path);
+  const skill = `${t.kimi}/skills/openviking-memory/SKILL.md`;
+  assertEquals(await runInstall(t.ctx(), opts({ mode: "config" })), 0);
+  assertTrue(await read(skill) !== undefined);
+  assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0, t.lines.join("\n"));
+  assertEquals(await read(skill), undefined, "one skill, with the plugin's tool names");
+  assertTrue(await read(`${t.root}/skills/openviking-memory/SKILL.md`) !== undefined);
+  assertEquals(await runInstall(t.ctx(), opts({ mode: "config" })), 0);
+  assertEquals(await read(skill), skillText("config"));
+  assertEquals(
+    await read(`${t.root}/system-prompt.md`),
+    undefined,
+    "the plugin directory went, profile with it",
+  );
+});
+
+Deno.test("--dry-run shows the skill it would write and writes nothing", async () => {
+  await using dir = await tempDir();
+  const t = await setup(dir.path);
+  assertEquals(await runInstall(t.ctx(), opts({ dryRun: true })), 0);
+  const out = t.lines.join("\n");
+  assertMatch(out, /create .*skills\/openviking-memory\/SKILL\.md \(memory skill installed\)/);
+  assertStringIncludes(out, "+name: openviking-memory");
+  assertEquals(await read(`${t.kimi}/skills/openviking-memory/SKILL.md`), undefined);
+});

@@ -1,0 +1,45 @@
+/** The one plain-object guard, and zod/mini issues in words (zod/mini has no locale of its own). */
+
+import * as z from "zod/mini";
+import { assertEquals } from "../support/assert.ts";
+import { asRecord, isRecord, issueText } from "../../runtime/parsed.ts";
+import { resolveConfig } from "../../runtime/config.ts";
+
+Deno.test("isRecord: a plain object only (not null, not an array, not a primitive)", () => {
+  assertEquals([{}, { a: 1 }, Object.create(null)].map(isRecord), [true, true, true]);
+  assertEquals([null, undefined, [], [1], "x", 1, true].map(isRecord), [
+    false,
+    false,
+    false,
+    false,
+    false,
+    false,
+    false,
+  ]);
+  assertEquals(asRecord([1, 2]), {});
+  assertEquals(asRecord({ a: 1 }).a, 1);
+});
+
+Deno.test("issueText: what was wrong, in a few words", () => {
+  const text = (s: z.ZodMiniType, v: unknown) => issueText(s.safeParse(v).error?.issues[0]);
+  assertEquals(text(z.number(), "x"), "expected number");
+  assertEquals(text(z.string().check(z.minLength(1)), ""), "needs at least 1 character");
+  assertEquals(text(z.array(z.string()).check(z.minLength(2)), ["a"]), "needs at least 2 items");
+  assertEquals(text(z.int().check(z.minimum(1), z.maximum(100)), 500), "must be at most 100");
+  assertEquals(text(z.int().check(z.minimum(1)), 0), "must be at least 1");
+  assertEquals(text(z.enum(["git", "cwd"]), "svn"), 'must be "git" or "cwd"');
+  assertEquals(text(z.union([z.string(), z.number()]), null), "has none of the accepted types");
+  assertEquals(issueText(undefined), "is invalid");
+});
+
+Deno.test("a bad knob's warning says why, in those words", () => {
+  const { warnings } = resolveConfig({
+    env: { OPENVIKING_RECALL_LIMIT: "500", OPENVIKING_PEER_SOURCE: "svn" },
+    cliConfigPath: "/h/.openviking/ovcli.conf",
+    ovConfigPath: "/h/.openviking/ov.conf",
+  });
+  assertEquals(warnings, [
+    'OPENVIKING_PEER_SOURCE: invalid value "svn" (must be "git" or "cwd" or "none"); using the default',
+    'OPENVIKING_RECALL_LIMIT: invalid value "500" (must be at most 100); using the default',
+  ]);
+});
