@@ -6,7 +6,7 @@
 
 import { assertEquals, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
-import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { echoContext, FakeOpenViking } from "../support/fake-openviking.ts";
 import { prodRunArgs, ROOT } from "../support/run.ts";
 import { isolatedEnv } from "../install/helpers.ts";
 import { withLock } from "../../runtime/lock.ts";
@@ -32,6 +32,7 @@ async function probe(event: string, payload: unknown, env: Record<string, string
 Deno.test("the prompt hook recalls without touching a Node timer, first prompt and later ones", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
+  fake.contextFor = echoContext; // a memory per query: the later prompt has one the session has not seen
   const env = isolatedEnv(`${dir.path}/home`, { OPENVIKING_URL: fake.url, OPENVIKING_DEBUG: "1" });
   for (const text of ["how should I indent this file?", "and how should I name the tests?"]) {
     const payload = { session_id: "session_timers", cwd: dir.path, prompt: [{ type: "text", text }] };

@@ -16,7 +16,7 @@ import {
   assertTrue,
 } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
-import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { echoContext, FakeOpenViking } from "../support/fake-openviking.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { placeJournal } from "../support/hook-context.ts";
 import { ROOT, runCli } from "../support/run.ts";
@@ -169,6 +169,7 @@ for (const mode of ["config", "plugin"] as const) {
     async fn(t) {
       await using dir = await tempDir();
       await using fake = await FakeOpenViking.start({ apiKey: KEY });
+      fake.contextFor = echoContext; // a memory per query: a later prompt has one the session has not seen
       const home = `${dir.path}/home`;
       const project = `${dir.path}/project`;
       await Deno.mkdir(`${home}/.kimi-code`, { recursive: true });
