@@ -4,7 +4,7 @@
  * needs — where a symlink points, that the file and its backup are files, that its directory can be made —
  * so a refusal comes before the first write. `applyChange` re-checks that nobody changed the file since it was
  * read, keeps a backup of the previous content (not when the change deletes the file: the planners delete
- * only files install created, so all it held was ours), writes temp + fsync + rename (old or new content,
+ * only files install created, so all it held was ours; nor when the planner says all of it is ours), writes temp + fsync + rename (old or new content,
  * never torn), mode 0600, and returns how to take it all back (the previous bytes and mode, the previous
  * backup, the directories it made). Parent directories that exist are left as they are; new ones are 0700. A symlinked
  * file is written through the link.
@@ -18,8 +18,11 @@ export interface FileChange {
   path: string;
   before: string | undefined;
   after: string | undefined;
-  /** `bak`: `<file>.bak`; `timestamped`: `<file>.bak.<epoch seconds>` (OpenViking's installers do so for ovcli.conf). */
-  backup: "bak" | "timestamped";
+  /**
+   * `bak`: `<file>.bak`; `timestamped`: `<file>.bak.<epoch seconds>` (OpenViking's installers do so for
+   * ovcli.conf); `none`: everything in the file was written by install, so no copy of it is kept.
+   */
+  backup: "bak" | "timestamped" | "none";
   /** Only shown by a dry run (the file is written by another step, e.g. the plugin directory placement). */
   displayOnly?: boolean;
   /** How the file is shown in a dry run (secrets masked). */
@@ -181,7 +184,7 @@ export async function checkChange(change: FileChange, now: Date): Promise<string
     const problem = await checkCreatable(target);
     if (problem) return problem;
   }
-  if (change.before !== undefined && change.after !== undefined) {
+  if (change.before !== undefined && change.after !== undefined && change.backup !== "none") {
     const backup = backupPath(change, now);
     const b = await lstatOrUndefined(backup).catch(() => undefined);
     if (b?.isDirectory) {
@@ -273,7 +276,7 @@ export async function applyChange(
   }
   try {
     let backup: string | undefined;
-    if (current.text !== undefined && change.after !== undefined) {
+    if (current.text !== undefined && change.after !== undefined && change.backup !== "none") {
       const path = backupPath(change, now);
       const previous = await keep(path);
       await writeFileAtomic(path, current.text, { mode: 0o600, privateDir: false, durable: true });

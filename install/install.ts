@@ -40,6 +40,20 @@ import {
   refreshInstalledPrompt,
 } from "./memory-files.ts";
 
+/**
+ * The backup a change of one of Kimi's files keeps: none when everything in it is ours (taking our part out
+ * would delete the file — install created it and nobody added to it), else `<file>.bak`.
+ */
+function backupFor(file: "config" | "mcp" | "registry", text: string | undefined): "bak" | "none" {
+  if (text === undefined) return "bak";
+  const out = file === "config"
+    ? planConfigUninstall(text)
+    : file === "mcp"
+    ? planMcpUninstall(text)
+    : planRegistryUninstall(text);
+  return out.ok && out.changed && out.after === undefined ? "none" : "bak";
+}
+
 /** Why OpenViking's own plugin stands in the way, where it is registered, and the two ways on. */
 function upstreamMessage(state: KimiState): string {
   const found: string[] = [];
@@ -242,9 +256,13 @@ async function planConfigMode(
   const cfg = planConfigInstall(state.configText, hookEntries(prefix), { replaceUpstream: options.yes });
   if (!cfg.ok) return cfg.error;
   if (mcp.changed) {
-    planFile(plan, state.paths.mcp, state.mcpText, mcp.after, 'MCP server "openviking" registered');
+    const backup = backupFor("mcp", state.mcpText);
+    planFile(plan, state.paths.mcp, state.mcpText, mcp.after, 'MCP server "openviking" registered', backup);
   }
-  if (cfg.changed) planFile(plan, state.paths.config, state.configText, cfg.after, "hooks registered");
+  if (cfg.changed) {
+    const backup = backupFor("config", state.configText);
+    planFile(plan, state.paths.config, state.configText, cfg.after, "hooks registered", backup);
+  }
   await planConfigSkill(state, plan);
   for (const w of cfg.warnings) plan.notes.push(`Warning: config.toml ${w}.`);
   plan.notes.push(`Hooks run: ${prefix} hook <event>`);
@@ -342,7 +360,15 @@ async function planPluginMode(
   const same = !placing && p?.root === root && p.source === "local-path" &&
     p.originalSource === program.source;
   if (!same) {
-    planFile(plan, state.paths.registry, state.registryText, reg.after, `plugin "${PLUGIN_ID}" registered`);
+    const what = `plugin "${PLUGIN_ID}" registered`;
+    planFile(
+      plan,
+      state.paths.registry,
+      state.registryText,
+      reg.after,
+      what,
+      backupFor("registry", state.registryText),
+    );
   }
   if (reg.previous && reg.previous.enabled === false) {
     plan.notes.push(`Note: the plugin is disabled in Kimi; enable it with \`/plugins enable ${PLUGIN_ID}\`.`);

@@ -69,15 +69,16 @@ export function newPlan(now: Date): Plan {
   return { steps: [], changes: [], notes: [], now };
 }
 
-/** Plans a change to one of Kimi's files (kept as a `.bak`) and the step that writes it. */
+/** Plans a change to one of Kimi's files (kept as a `.bak` unless all of it is ours) and the step that writes it. */
 export function planFile(
   plan: Plan,
   path: string,
   before: string | undefined,
   after: string | undefined,
   what: string,
+  backup: FileChange["backup"] = "bak",
 ): void {
-  const change: FileChange = { path, before, after, backup: "bak" };
+  const change: FileChange = { path, before, after, backup };
   plan.changes.push(change);
   plan.steps.push(fileStep(change, what, plan.now));
 }

@@ -186,3 +186,32 @@ Deno.test("no .bak of a file install created is left behind; the user's own file
   assertEquals(await runUninstall(t.ctx(self), opts({ mode: "plugin" })), 0, t.all());
   assertTrue(await exists(`${t.kimi}/plugins/installed.json.bak`), "the .bak of the user's registry stays");
 });
+
+Deno.test("an install that updates files only it wrote keeps no .bak of them (an upgrade, then uninstall)", async () => {
+  await using dir = await tempDir();
+  const t = await setup(dir.path);
+  const self = await fakeCompiled(dir.path);
+  // Config mode: an older version's block and entry (another timeout, other args), all of it ours.
+  assertEquals(await runInstall(t.ctx(self), opts({ mode: "config" })), 0, t.all());
+  const config = `${t.kimi}/config.toml`;
+  const mcp = `${t.kimi}/mcp.json`;
+  await Deno.writeTextFile(config, (await Deno.readTextFile(config)).replace("timeout = 20", "timeout = 30"));
+  const old = { command: "deno", args: ["run", "-A", "/old/clone/main.ts", "mcp"] }; // how 0.0.x ran it
+  await Deno.writeTextFile(mcp, JSON.stringify({ mcpServers: { openviking: old } }, null, 2) + "\n");
+  t.said();
+  assertEquals(await runInstall(t.ctx(self), opts({ mode: "config" })), 0, t.all());
+  const updated = t.said();
+  assertMatch(updated, /hooks registered/);
+  assertMatch(updated, /MCP server "openviking" registered/);
+  assertNotMatch(updated, /previous copy/, "nothing of the user's was in them");
+  // Plugin mode: the same binary installed again from another place rewrites only our registry record.
+  assertEquals(await runInstall(t.ctx(self), opts({ mode: "plugin" })), 0, t.all());
+  const moved = await fakeCompiled(`${dir.path}/newer`);
+  assertEquals(await runInstall(t.ctx(moved), opts({ mode: "plugin" })), 0, t.all());
+  assertEquals(await runUninstall(t.ctx(moved), opts({ mode: "plugin" })), 0, t.all());
+  const left = [...Deno.readDirSync(t.kimi)].map((e) => e.name);
+  const plugins = await exists(`${t.kimi}/plugins`)
+    ? [...Deno.readDirSync(`${t.kimi}/plugins`)].map((e) => e.name)
+    : [];
+  assertEquals([...left, ...plugins].filter((n) => n.endsWith(".bak")), [], t.all());
+});
