@@ -3,8 +3,8 @@
  * text that is not UTF-8 refused rather than mangled). `checkChange` finds while planning everything a write
  * needs — where a symlink points, that the file and its backup are files, that its directory can be made —
  * so a refusal comes before the first write. `applyChange` re-checks that nobody changed the file since it was
- * read, keeps a backup of the previous content (not when the change deletes the file: the planners delete
- * only files install created, so all it held was ours; nor when the planner says all of it is ours), writes temp + fsync + rename (old or new content,
+ * read, keeps a backup of the previous content (a deleted file's too) unless the planner says all of it was ours
+ * (install/backup.ts), writes temp + fsync + rename (old or new content,
  * never torn), mode 0600, and returns how to take it all back (the previous bytes and mode, the previous
  * backup, the directories it made). Parent directories that exist are left as they are; new ones are 0700. A symlinked
  * file is written through the link.
@@ -184,7 +184,7 @@ export async function checkChange(change: FileChange, now: Date): Promise<string
     const problem = await checkCreatable(target);
     if (problem) return problem;
   }
-  if (change.before !== undefined && change.after !== undefined && change.backup !== "none") {
+  if (change.before !== undefined && change.backup !== "none") {
     const backup = backupPath(change, now);
     const b = await lstatOrUndefined(backup).catch(() => undefined);
     if (b?.isDirectory) {
@@ -276,7 +276,7 @@ export async function applyChange(
   }
   try {
     let backup: string | undefined;
-    if (current.text !== undefined && change.after !== undefined && change.backup !== "none") {
+    if (current.text !== undefined && change.backup !== "none") {
       const path = backupPath(change, now);
       const previous = await keep(path);
       await writeFileAtomic(path, current.text, { mode: 0o600, privateDir: false, durable: true });

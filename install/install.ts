@@ -15,6 +15,7 @@ import { EXECUTABLE_NAME, hookEntries, PLUGIN_ID } from "./spec.ts";
 import { planConfigInstall, planConfigUninstall } from "./toml-config.ts";
 import { planMcpInstall, planMcpUninstall } from "./mcp-json.ts";
 import { planRegistryDisable, planRegistryInstall, planRegistryUninstall } from "./registry.ts";
+import { backupFor } from "./backup.ts";
 import { type CredentialArgs, maskSecrets, planOvcli } from "./ovcli.ts";
 import { type FileChange, makeDirs, readText } from "./files.ts";
 import { hasOurPlugin, hasUpstream, kimiHomeFor, type KimiState, readKimiState } from "./detect.ts";
@@ -40,20 +41,6 @@ import {
   refreshInstalledPrompt,
 } from "./memory-files.ts";
 
-/**
- * The backup a change of one of Kimi's files keeps: none when everything in it is ours (taking our part out
- * would delete the file — install created it and nobody added to it), else `<file>.bak`.
- */
-function backupFor(file: "config" | "mcp" | "registry", text: string | undefined): "bak" | "none" {
-  if (text === undefined) return "bak";
-  const out = file === "config"
-    ? planConfigUninstall(text)
-    : file === "mcp"
-    ? planMcpUninstall(text)
-    : planRegistryUninstall(text);
-  return out.ok && out.changed && out.after === undefined ? "none" : "bak";
-}
-
 /** Why OpenViking's own plugin stands in the way, where it is registered, and the two ways on. */
 function upstreamMessage(state: KimiState): string {
   const found: string[] = [];
@@ -73,7 +60,8 @@ function upstreamMessage(state: KimiState): string {
 export function planUnregister(plan: Plan, state: KimiState, what: string): string | undefined {
   const reg = planRegistryUninstall(state.registryText);
   if (!reg.ok) return reg.error;
-  planFile(plan, state.paths.registry, state.registryText, reg.after, what);
+  const backup = backupFor("registry", state.registryText, state.plugin?.owner === "ours");
+  planFile(plan, state.paths.registry, state.registryText, reg.after, what, backup);
   return undefined;
 }
 
@@ -275,7 +263,14 @@ function planLeaveConfigMode(options: InstallOptions, state: KimiState, plan: Pl
   if (!cfg.ok) return cfg.error;
   if (cfg.changed) {
     const what = "config-mode hooks removed (switching to plugin mode)";
-    planFile(plan, state.paths.config, state.configText, cfg.after, what);
+    planFile(
+      plan,
+      state.paths.config,
+      state.configText,
+      cfg.after,
+      what,
+      backupFor("config", state.configText),
+    );
   }
   if (state.strayHooks.length) {
     return `config.toml has openviking-kimi [[hooks]] outside the marked block (${
@@ -286,7 +281,7 @@ function planLeaveConfigMode(options: InstallOptions, state: KimiState, plan: Pl
   if (!mcp.ok) return mcp.error;
   if (mcp.changed) {
     const what = "config-mode MCP entry removed (the plugin declares it)";
-    planFile(plan, state.paths.mcp, state.mcpText, mcp.after, what);
+    planFile(plan, state.paths.mcp, state.mcpText, mcp.after, what, backupFor("mcp", state.mcpText));
   }
   return undefined;
 }
@@ -367,7 +362,7 @@ async function planPluginMode(
       state.registryText,
       reg.after,
       what,
-      backupFor("registry", state.registryText),
+      backupFor("registry", state.registryText, state.plugin?.owner === "ours"),
     );
   }
   if (reg.previous && reg.previous.enabled === false) {

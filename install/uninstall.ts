@@ -14,6 +14,7 @@ import { hasOurPlugin, kimiHomeFor, type KimiState, readKimiState } from "./dete
 import { installedBinaryPath, integrationDir } from "./placement.ts";
 import { sweepStep, versionsDir } from "./copy.ts";
 import { planUnregister } from "./install.ts";
+import { backupFor } from "./backup.ts";
 import { carryOut, type Context, fail, type InstallOptions, newPlan, type Plan, planFile } from "./run.ts";
 import { removalStep } from "./steps.ts";
 import { planConfigSkillRemoval, planSystemPromptRemoval } from "./memory-files.ts";
@@ -24,9 +25,19 @@ function planConfigRemoval(state: KimiState, plan: Plan): string | undefined {
   if (!cfg.ok) return cfg.error;
   const mcp = planMcpUninstall(state.mcpText);
   if (!mcp.ok) return mcp.error;
-  if (cfg.changed) planFile(plan, state.paths.config, state.configText, cfg.after, "hooks removed");
+  if (cfg.changed) {
+    planFile(
+      plan,
+      state.paths.config,
+      state.configText,
+      cfg.after,
+      "hooks removed",
+      backupFor("config", state.configText),
+    );
+  }
   if (mcp.changed) {
-    planFile(plan, state.paths.mcp, state.mcpText, mcp.after, 'MCP server "openviking" removed');
+    const backup = backupFor("mcp", state.mcpText);
+    planFile(plan, state.paths.mcp, state.mcpText, mcp.after, 'MCP server "openviking" removed', backup);
   }
   plan.notes.push(...cfg.warnings.map((w) => `Note: ${w}`), ...mcp.warnings.map((w) => `Note: ${w}`));
   if (state.strayHooks.length) {
