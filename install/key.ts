@@ -111,11 +111,12 @@ function dropLastChar(bytes: number[]): void {
 /** Asks on the terminal without echo (raw mode): Enter ends, Backspace and Ctrl-U edit, Ctrl-C cancels. */
 export async function askHiddenOnTerminal(question: string): Promise<string | undefined> {
   const encoder = new TextEncoder();
-  await Deno.stderr.write(encoder.encode(question));
   const bytes: number[] = [];
   let cancelled = false;
+  // Echo off before the question shows: a key typed (or pasted) the moment it appears is never echoed.
   Deno.stdin.setRaw(true);
   try {
+    await Deno.stderr.write(encoder.encode(question));
     const buf = new Uint8Array(256);
     reading: for (;;) {
       const n = await Deno.stdin.read(buf);
