@@ -14,7 +14,7 @@
  * report into FILE (docs/BUDGET.md).
  */
 
-import { denoDir } from "../tests/support/run.ts";
+import { denoDir, runProcess } from "../tests/support/run.ts";
 import { startRealOpenViking } from "../tests/support/real-openviking.ts";
 import { terminalRows } from "../tests/support/rows.ts";
 import { productionFlags } from "../runtime/self.ts";
@@ -64,19 +64,8 @@ async function run(
   stdin = "",
 ): Promise<{ stdout: string; ms: number; code: number }> {
   const t0 = performance.now();
-  const child = new Deno.Command(Deno.execPath(), {
-    args: cmd,
-    env,
-    clearEnv: true,
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const w = child.stdin.getWriter();
-  await w.write(new TextEncoder().encode(stdin));
-  await w.close();
-  const out = await child.output();
-  return { stdout: new TextDecoder().decode(out.stdout), ms: performance.now() - t0, code: out.code };
+  const out = await runProcess(Deno.execPath(), cmd, { env, clearEnv: true, stdin });
+  return { stdout: out.stdout, ms: performance.now() - t0, code: out.code };
 }
 
 /** Writes the store through the server's content API and waits until recall finds it. */

@@ -12,33 +12,15 @@
 import { FakeOpenViking } from "../tests/support/fake-openviking.ts";
 import { JournalBuilder } from "../tests/support/journal.ts";
 import { placeJournal } from "../tests/support/hook-context.ts";
+import { runProcess, type RunResult } from "../tests/support/run.ts";
 import { VERSION } from "../runtime/version.ts";
 
 /** What one run of the executable gave. */
-interface Ran {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+type Ran = RunResult;
 
 /** Runs `exe args` with `stdin` in the smoke home's environment. */
 async function run(exe: string, args: string[], env: Record<string, string>, stdin = ""): Promise<Ran> {
-  const child = new Deno.Command(exe, {
-    args,
-    env,
-    clearEnv: true,
-    cwd: env.HOME,
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-    signal: AbortSignal.timeout(60_000),
-  }).spawn();
-  const w = child.stdin.getWriter();
-  await w.write(new TextEncoder().encode(stdin));
-  await w.close().catch(() => {});
-  const out = await child.output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+  return await runProcess(exe, args, { env, clearEnv: true, cwd: env.HOME, stdin, timeoutMs: 60_000 });
 }
 
 /** A failed step: what was expected, and what the run gave. */

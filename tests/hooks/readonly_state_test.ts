@@ -9,7 +9,7 @@
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { FAKE_MEMORY_LINE, FakeOpenViking } from "../support/fake-openviking.ts";
 import { placeJournal } from "../support/hook-context.ts";
-import { cliArgs, denoDir, runCli, type RunResult } from "../support/run.ts";
+import { cliArgs, denoDir, runCli, runProcess, type RunResult } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 
 const SESSION = "session_bb98d39e-e56d-47b5-bd98-4e903585486d";
@@ -197,32 +197,18 @@ Deno.test("a read-only mount at ~/.openviking: recall works, capture sends nothi
     return;
   }
   const args = await cliArgs();
-  const run = async (cli: string[], stdin: string): Promise<RunResult> => {
-    const child = new Deno.Command("unshare", {
-      args: [
-        "-rm",
-        "sh",
-        "-c",
-        'mount -t tmpfs -o ro tmpfs "$1" && shift && exec "$@"',
-        "sh",
-        `${b.home}/.openviking`,
-        Deno.execPath(),
-        ...args,
-        ...cli,
-      ],
-      env: { DENO_DIR: denoDir(), ...b.env },
-      clearEnv: true,
-      stdin: "piped",
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
-    const w = child.stdin.getWriter();
-    await w.write(new TextEncoder().encode(stdin));
-    await w.close();
-    const out = await child.output();
-    const dec = new TextDecoder();
-    return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
-  };
+  const run = (cli: string[], stdin: string): Promise<RunResult> =>
+    runProcess("unshare", [
+      "-rm",
+      "sh",
+      "-c",
+      'mount -t tmpfs -o ro tmpfs "$1" && shift && exec "$@"',
+      "sh",
+      `${b.home}/.openviking`,
+      Deno.execPath(),
+      ...args,
+      ...cli,
+    ], { env: { DENO_DIR: denoDir(), ...b.env }, clearEnv: true, stdin });
   await recallButNoCapture(b, run);
   assertEquals(await paths(`${b.home}/.openviking`), [], "the mount point underneath stayed empty");
 });

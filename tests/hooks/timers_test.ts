@@ -7,26 +7,20 @@
 import { assertEquals, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { echoContext, FakeOpenViking } from "../support/fake-openviking.ts";
-import { prodRunArgs, ROOT } from "../support/run.ts";
+import { prodRunArgs, ROOT, runProcess } from "../support/run.ts";
 import { isolatedEnv } from "../install/helpers.ts";
 import { withLock } from "../../runtime/lock.ts";
 
 /** Runs a hook through the timer probe; returns which timers it used and what it printed. */
 async function probe(event: string, payload: unknown, env: Record<string, string>) {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [...await prodRunArgs(), `${ROOT}/tests/support/timer-probe.ts`, event],
+  const args = [...await prodRunArgs(), `${ROOT}/tests/support/timer-probe.ts`, event];
+  const out = await runProcess(Deno.execPath(), args, {
     env,
     clearEnv: true,
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const w = child.stdin.getWriter();
-  await w.write(new TextEncoder().encode(JSON.stringify(payload)));
-  await w.close();
-  const out = await child.output();
-  assertTrue(out.success, new TextDecoder().decode(out.stderr));
-  return JSON.parse(new TextDecoder().decode(out.stdout)) as { calls: string[]; stdout: string };
+    stdin: JSON.stringify(payload),
+  });
+  assertEquals(out.code, 0, out.stderr);
+  return JSON.parse(out.stdout) as { calls: string[]; stdout: string };
 }
 
 Deno.test("the prompt hook recalls without touching a Node timer, first prompt and later ones", async () => {

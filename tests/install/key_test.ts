@@ -16,7 +16,7 @@ import { tempDir } from "../support/temp.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { placeJournal } from "../support/hook-context.ts";
-import { cliArgs, ROOT, runCli, type RunResult } from "../support/run.ts";
+import { cliArgs, ROOT, runCli, runProcess, type RunResult } from "../support/run.ts";
 import { isolatedEnv } from "./helpers.ts";
 import { chooseApiKey, type KeyFlags, type KeyIo } from "../../install/key.ts";
 import { HOOKS } from "../../hooks/events.ts";
@@ -167,21 +167,7 @@ sys.exit(os.waitstatus_to_exitcode(status))
 
 /** Runs `deno task <args>` in this repository with `env`, and `stdin`. */
 async function denoTask(args: string[], env: Record<string, string>, stdin = ""): Promise<RunResult> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["task", ...args],
-    cwd: ROOT,
-    env,
-    clearEnv: true,
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const w = child.stdin.getWriter();
-  await w.write(new TextEncoder().encode(stdin));
-  await w.close().catch(() => {});
-  const out = await child.output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+  return await runProcess(Deno.execPath(), ["task", ...args], { cwd: ROOT, env, clearEnv: true, stdin });
 }
 
 function payload(event: string, sid: string, cwd: string): string {

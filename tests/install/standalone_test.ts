@@ -19,7 +19,7 @@ import { tempDir } from "../support/temp.ts";
 import { echoContext, FakeOpenViking } from "../support/fake-openviking.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { placeJournal } from "../support/hook-context.ts";
-import { ROOT, runCli } from "../support/run.ts";
+import { ROOT, runCli, runProcess, type RunResult } from "../support/run.ts";
 import { isolatedEnv } from "./helpers.ts";
 import { productionFlags } from "../../runtime/self.ts";
 import { findDeno } from "../../install/launcher.ts";
@@ -29,30 +29,11 @@ const KEY = "sk-standalone-9f3e1d";
 /** The PATH of a machine without Deno (the launcher must find the one install recorded, or none). */
 const BARE_PATH = "/usr/bin:/bin";
 
-interface Ran {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+type Ran = RunResult;
 
 /** Runs `command` through /bin/sh in `cwd`, as Kimi runs a hook, with `stdin`. */
 async function sh(command: string, cwd: string, env: Record<string, string>, stdin = ""): Promise<Ran> {
-  const child = new Deno.Command("/bin/sh", {
-    args: ["-c", command],
-    cwd,
-    env,
-    clearEnv: true,
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-    signal: AbortSignal.timeout(60_000),
-  }).spawn();
-  const w = child.stdin.getWriter();
-  await w.write(new TextEncoder().encode(stdin));
-  await w.close().catch(() => {});
-  const out = await child.output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+  return await runProcess("/bin/sh", ["-c", command], { cwd, env, clearEnv: true, stdin, timeoutMs: 60_000 });
 }
 
 /** Starts an MCP server command, sends `initialize`, returns its first reply line; then closes its stdin. */

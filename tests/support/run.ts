@@ -35,33 +35,54 @@ export function denoDir(): string {
   return denoDirCache;
 }
 
+/** How {@link runProcess} runs a command. */
+export interface ProcessOptions {
+  /** The environment (with `clearEnv`, all of it). */
+  env?: Record<string, string>;
+  clearEnv?: boolean;
+  cwd?: string;
+  /** Bytes for its stdin (closed after them); none: stdin is /dev/null. */
+  stdin?: string | Uint8Array;
+  /** Killed after this long (a hung child fails the test instead of hanging it). */
+  timeoutMs?: number;
+}
+
+/** Runs `command args` to its end, feeding `stdin`; its exit code and decoded output. */
+export async function runProcess(
+  command: string,
+  args: string[],
+  options: ProcessOptions = {},
+): Promise<RunResult> {
+  const child = new Deno.Command(command, {
+    args,
+    env: options.env,
+    clearEnv: options.clearEnv,
+    cwd: options.cwd,
+    stdin: options.stdin === undefined ? "null" : "piped",
+    stdout: "piped",
+    stderr: "piped",
+    signal: options.timeoutMs ? AbortSignal.timeout(options.timeoutMs) : undefined,
+  }).spawn();
+  if (options.stdin !== undefined) {
+    const w = child.stdin.getWriter();
+    const bytes = typeof options.stdin === "string" ? new TextEncoder().encode(options.stdin) : options.stdin;
+    // A child that exits without reading its stdin closes the pipe: that is its business, not an error here.
+    await w.write(bytes).catch(() => {});
+    await w.close().catch(() => {});
+  }
+  const out = await child.output();
+  const dec = new TextDecoder();
+  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+}
+
 /** Runs `openviking-kimi <args>` under the production flags with the given env and stdin bytes. */
 export async function runCli(
   args: string[],
   options: { env?: Record<string, string>; stdin?: string | Uint8Array; cwd?: string; clearEnv?: boolean } =
     {},
 ): Promise<RunResult> {
-  const cmd = new Deno.Command(Deno.execPath(), {
-    args: [...(await cliArgs()), ...args],
+  return await runProcess(Deno.execPath(), [...(await cliArgs()), ...args], {
+    ...options,
     env: options.env ? { DENO_DIR: denoDir(), ...options.env } : undefined,
-    clearEnv: options.clearEnv,
-    cwd: options.cwd,
-    stdin: options.stdin === undefined ? "null" : "piped",
-    stdout: "piped",
-    stderr: "piped",
   });
-  const child = cmd.spawn();
-  if (options.stdin !== undefined) {
-    const w = child.stdin.getWriter();
-    await w.write(
-      typeof options.stdin === "string" ? new TextEncoder().encode(options.stdin) : options.stdin,
-    );
-    await w.close().catch(() => {});
-  }
-  const out = await child.output();
-  return {
-    code: out.code,
-    stdout: new TextDecoder().decode(out.stdout),
-    stderr: new TextDecoder().decode(out.stderr),
-  };
 }
