@@ -10,6 +10,7 @@ import { assertEquals, assertTrue } from "../support/assert.ts";
 import { kimiE2eVersions } from "../support/kimi.ts";
 import { OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
 import { ROOT } from "../support/run.ts";
+import { cloneCheckout } from "../install/helpers.ts";
 import { productionFlags } from "../../runtime/self.ts";
 import {
   assertRecallBeforeEachPrompt,
@@ -24,22 +25,6 @@ import {
 
 const version = kimiE2eVersions()[0];
 
-/** A copy of this checkout's tracked (and new, unignored) files, tests and CI left out. */
-async function cloneInto(dir: string): Promise<string> {
-  const listed = new TextDecoder().decode(
-    (await new Deno.Command("git", {
-      args: ["ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-      cwd: ROOT,
-      stdout: "piped",
-    }).output()).stdout,
-  ).split("\0").filter((p) => p && !/^(tests|\.github|docs)\//.test(p));
-  for (const rel of listed) {
-    await Deno.mkdir(`${dir}/${rel}`.replace(/\/[^/]*$/, ""), { recursive: true });
-    await Deno.copyFile(`${ROOT}/${rel}`, `${dir}/${rel}`).catch(() => {});
-  }
-  return dir;
-}
-
 for (const mode of ["config", "plugin"] as Mode[]) {
   const name = `e2e kimi ${version} -p, ${mode} mode, installed from a clone that is then deleted`;
   const install = await kimiOrSkip(version, name);
@@ -48,7 +33,7 @@ for (const mode of ["config", "plugin"] as Mode[]) {
     const fake = rig.fake!;
 
     await t.step("install from the clone, then delete it", async () => {
-      const clone = await cloneInto(await Deno.makeTempDir({ prefix: "ovk-clone-" }));
+      const clone = await cloneCheckout(await Deno.makeTempDir({ prefix: "ovk-clone-" }));
       const out = await new Deno.Command(Deno.execPath(), {
         args: [
           "run",

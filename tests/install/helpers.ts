@@ -1,6 +1,8 @@
 /** Helpers for running the real CLI in an isolated HOME without losing Deno's module cache. */
 
-import { denoDir } from "../support/run.ts";
+import { denoDir, ROOT } from "../support/run.ts";
+import type { Self } from "../../install/placement.ts";
+import { VERSION } from "../../runtime/version.ts";
 
 export { denoDir };
 
@@ -15,4 +17,30 @@ export function isolatedEnv(
     env[k] = v;
   }
   return { ...env, HOME: home, USERPROFILE: home, DENO_DIR: denoDir(), NO_COLOR: "1", ...extra };
+}
+
+/** A stand-in release binary at `<root>/dist/openviking-kimi`: it says the version and exits 0. */
+export async function fakeCompiled(root: string): Promise<Self> {
+  const exe = `${root}/dist/openviking-kimi`;
+  await Deno.mkdir(`${root}/dist`, { recursive: true });
+  await Deno.writeTextFile(exe, `#!/bin/sh\n[ "$1" = version ] && echo ${VERSION}\nexit 0\n`, {
+    mode: 0o755,
+  });
+  return { kind: "compiled", execPath: exe };
+}
+
+/** A clone of this checkout at `to`: its tracked (and new, unignored) files, tests, CI and docs left out. */
+export async function cloneCheckout(to: string): Promise<string> {
+  const listed = new TextDecoder().decode(
+    (await new Deno.Command("git", {
+      args: ["ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+      cwd: ROOT,
+      stdout: "piped",
+    }).output()).stdout,
+  ).split("\0").filter((p) => p && !/^(tests|\.github|docs)\//.test(p));
+  for (const rel of listed) {
+    await Deno.mkdir(`${to}/${rel}`.replace(/\/[^/]*$/, ""), { recursive: true });
+    await Deno.copyFile(`${ROOT}/${rel}`, `${to}/${rel}`).catch(() => {});
+  }
+  return to;
 }

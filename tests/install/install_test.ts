@@ -6,6 +6,7 @@ import {
   assertTrue,
 } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
+import { fakeCompiled } from "./helpers.ts";
 import { type Context, type InstallOptions, runInstall, runUninstall } from "../../install/command.ts";
 import { currentSelf, type Self } from "../../install/placement.ts";
 import { readKimiState } from "../../install/detect.ts";
@@ -74,15 +75,6 @@ async function snapshot(dir: string): Promise<Record<string, string>> {
   }
   await walk(dir);
   return out;
-}
-
-async function fakeCompiled(root: string): Promise<Self> {
-  const exe = `${root}/dist/openviking-kimi`;
-  await Deno.mkdir(`${root}/dist`, { recursive: true });
-  await Deno.writeTextFile(exe, `#!/bin/sh\n[ "$1" = version ] && echo ${VERSION}\nexit 0\n`, {
-    mode: 0o755,
-  });
-  return { kind: "compiled", execPath: exe };
 }
 
 const USER_CONFIG =

@@ -13,10 +13,10 @@ import {
   assertTrue,
 } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
+import { fakeCompiled } from "./helpers.ts";
 import { type Context, type InstallOptions, runInstall, runUninstall } from "../../install/command.ts";
 import { currentSelf, type Self } from "../../install/placement.ts";
 import { unifiedDiff } from "../../install/diff.ts";
-import { VERSION } from "../../runtime/version.ts";
 
 interface Home {
   home: string;
@@ -58,15 +58,6 @@ async function setup(root: string): Promise<Home> {
 
 function opts(partial: Partial<InstallOptions> = {}): InstallOptions {
   return { credentials: {}, dryRun: false, yes: false, purge: false, ...partial };
-}
-
-async function fakeCompiled(root: string): Promise<Self> {
-  const exe = `${root}/dist/openviking-kimi`;
-  await Deno.mkdir(`${root}/dist`, { recursive: true });
-  await Deno.writeTextFile(exe, `#!/bin/sh\n[ "$1" = version ] && echo ${VERSION}\nexit 0\n`, {
-    mode: 0o755,
-  });
-  return { kind: "compiled", execPath: exe };
 }
 
 const exists = (path: string) => Deno.lstat(path).then(() => true, () => false);

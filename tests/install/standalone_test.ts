@@ -20,7 +20,7 @@ import { echoContext, FakeOpenViking } from "../support/fake-openviking.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { placeJournal } from "../support/hook-context.ts";
 import { ROOT, runCli, runProcess, type RunResult } from "../support/run.ts";
-import { isolatedEnv } from "./helpers.ts";
+import { cloneCheckout, isolatedEnv } from "./helpers.ts";
 import { productionFlags } from "../../runtime/self.ts";
 import { findDeno } from "../../install/launcher.ts";
 
@@ -84,23 +84,6 @@ async function ownDeno(dir: string): Promise<string> {
   return path;
 }
 
-/** A clone of this checkout: every tracked file the program needs (tests and CI left out). */
-async function clone(dir: string): Promise<string> {
-  const to = `${dir}/clone`;
-  const listed = new TextDecoder().decode(
-    (await new Deno.Command("git", {
-      args: ["ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-      cwd: ROOT,
-      stdout: "piped",
-    }).output()).stdout,
-  ).split("\0").filter((p) => p && !/^(tests|\.github|docs)\//.test(p));
-  for (const rel of listed) {
-    await Deno.mkdir(`${to}/${rel}`.replace(/\/[^/]*$/, ""), { recursive: true });
-    await Deno.copyFile(`${ROOT}/${rel}`, `${to}/${rel}`).catch(() => {});
-  }
-  return to;
-}
-
 /** What Kimi would run for one mode: the hook commands (and their cwd), the MCP server, doctor's program. */
 interface Registered {
   hook: (event: string) => string;
@@ -156,7 +139,7 @@ for (const mode of ["config", "plugin"] as const) {
       await Deno.mkdir(`${home}/.kimi-code`, { recursive: true });
       await Deno.mkdir(project);
       const deno = await ownDeno(dir.path);
-      const source = await clone(dir.path);
+      const source = await cloneCheckout(`${dir.path}/clone`);
 
       await t.step("install from the clone, the key on stdin", async () => {
         const child = new Deno.Command(deno, {
