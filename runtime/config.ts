@@ -6,6 +6,7 @@
  * knobs but never where data goes or who we are. Resolution is pure; only `loadConfig` reads files.
  */
 
+import { settled } from "./fs.ts";
 import { resolveSettings, type Settings, type SettingSources } from "./knobs.ts";
 import { asRecord, type JsonRecord } from "./parsed.ts";
 import { withoutUserinfo } from "./reply.ts";
@@ -284,11 +285,12 @@ export function credentialFilePaths(env: Env): { cli: string; ov: string } {
   };
 }
 
-async function readJsonFile(path: string, warnings: string[]): Promise<unknown> {
+/** A JSON file's value; undefined when it is missing, unreadable (a warning) or not JSON (a warning). */
+function readJsonFile(path: string, warnings: string[]): unknown {
   if (!path) return undefined;
   let text: string;
   try {
-    text = await Deno.readTextFile(path);
+    text = Deno.readTextFileSync(path); // small files: a synchronous read spares a trip through the thread pool
   } catch (error) {
     if (!(error instanceof Deno.errors.NotFound)) {
       warnings.push(`cannot read ${path}: ${(error as Error).message}`);
@@ -307,12 +309,12 @@ async function readJsonFile(path: string, warnings: string[]): Promise<unknown> 
  * Workspace settings files for `cwd`, nearest first: `.openviking/config.local.json`, `.openviking/config.json`
  * (none for a relative cwd: it would resolve against this process's directory, not the workspace).
  */
-async function readWorkspace(cwd: string | undefined, warnings: string[]): Promise<unknown[]> {
+function readWorkspace(cwd: string | undefined, warnings: string[]): unknown[] {
   if (!cwd || !isAbsolutePath(cwd)) return [];
   const out: unknown[] = [];
   for (const name of ["config.local.json", "config.json"]) {
     const path = joinPath(cwd, ".openviking", name);
-    const value = await readJsonFile(path, warnings);
+    const value = readJsonFile(path, warnings);
     if (value !== undefined) out.push(sanitizeWorkspace(value, path, warnings));
   }
   return out;
@@ -323,17 +325,22 @@ async function readWorkspace(cwd: string | undefined, warnings: string[]): Promi
  * (HOME unset or relative, no absolute OPENVIKING_HOME) no file is read but those the environment names by
  * absolute path: no workspace file, nothing relative to the cwd.
  */
-export async function loadConfig(env: Env, cwd?: string): Promise<Resolved> {
+export function loadConfig(env: Env, cwd?: string): Promise<Resolved> {
+  return settled(() => loadConfigSync(env, cwd));
+}
+
+/** {@link loadConfig}, synchronously. */
+function loadConfigSync(env: Env, cwd?: string): Resolved {
   const warnings: string[] = ignoredOverrides(env).map((o) => `${o} is not an absolute path; ignored`);
   const noHome = noHomeReason(env);
   const paths = credentialFilePaths(env);
   let cliPath = paths.cli;
-  let ovcli: unknown = await readJsonFile(paths.cli, warnings);
-  let ovconf: unknown = await readJsonFile(paths.ov, warnings);
+  let ovcli: unknown = readJsonFile(paths.cli, warnings);
+  let ovconf: unknown = readJsonFile(paths.ov, warnings);
   if (env.OPENVIKING_CONFIG_FILE && !env.OPENVIKING_CLI_CONFIG_FILE && looksLikeOvcli(ovconf)) {
     [ovcli, cliPath, ovconf] = [ovconf, paths.ov, undefined];
   }
-  const workspace = noHome ? [] : await readWorkspace(cwd, warnings);
+  const workspace = noHome ? [] : readWorkspace(cwd, warnings);
   const resolved = resolveConfig({
     env,
     ovcli,

@@ -1,13 +1,32 @@
-/** Private, atomic file operations: directories 0700, files 0600, writes by temp file + rename. */
+/**
+ * Private, atomic file operations: directories 0700, files 0600, writes by temp file + rename. The small ones
+ * are Deno's synchronous calls behind a promise: each asynchronous call is a trip through Deno's thread pool
+ * (the prompt hook makes a dozen), and an asynchronous file write loads Deno's streams module (see
+ * docs/BENCHMARKS.md). Their errors are the same, and still arrive as rejections.
+ */
 
 import { dirName } from "./paths.ts";
 
 const isWindows = Deno.build.os === "windows";
 
+/** Runs a synchronous file operation as a promise: its result, or its error as a rejection. */
+export function settled<T>(op: () => T): Promise<T> {
+  try {
+    return Promise.resolve(op());
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
 /** Creates a directory (and parents) private to the user; tightens an existing one to 0700. */
-export async function ensurePrivateDir(path: string): Promise<void> {
-  await Deno.mkdir(path, { recursive: true, mode: 0o700 });
-  if (!isWindows) await Deno.chmod(path, 0o700);
+export function ensurePrivateDir(path: string): Promise<void> {
+  return settled(() => ensurePrivateDirSync(path));
+}
+
+/** {@link ensurePrivateDir}, synchronously. */
+function ensurePrivateDirSync(path: string): void {
+  Deno.mkdirSync(path, { recursive: true, mode: 0o700 });
+  if (!isWindows) Deno.chmodSync(path, 0o700);
 }
 
 /** A unique sibling name for a temporary file. */
@@ -20,29 +39,47 @@ export function tempSibling(path: string): string {
  * process cannot tear it). `durable` adds an fsync before the rename, for data that must survive a power
  * loss too; hook state skips it because it sits on every prompt's path and is re-derivable.
  */
-export async function writeFileAtomic(
+export function writeFileAtomic(
   path: string,
   data: string | Uint8Array,
   options: { mode?: number; privateDir?: boolean; durable?: boolean } = {},
 ): Promise<void> {
+  return settled(() => writeFileAtomicSync(path, data, options));
+}
+
+/** {@link writeFileAtomic}, synchronously. */
+function writeFileAtomicSync(
+  path: string,
+  data: string | Uint8Array,
+  options: { mode?: number; privateDir?: boolean; durable?: boolean },
+): void {
   const mode = options.mode ?? 0o600;
-  if (options.privateDir !== false) await ensurePrivateDir(dirName(path));
+  if (options.privateDir !== false) ensurePrivateDirSync(dirName(path));
   const tmp = tempSibling(path);
   const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
   try {
-    const file = await Deno.open(tmp, { write: true, createNew: true, mode });
+    const file = Deno.openSync(tmp, { write: true, createNew: true, mode });
     try {
       let written = 0;
-      while (written < bytes.length) written += await file.write(bytes.subarray(written));
-      if (options.durable) await file.sync();
+      while (written < bytes.length) written += file.writeSync(bytes.subarray(written));
+      if (options.durable) file.syncSync();
     } finally {
       file.close();
     }
-    if (!isWindows) await Deno.chmod(tmp, mode);
-    await Deno.rename(tmp, path);
+    if (!isWindows) Deno.chmodSync(tmp, mode);
+    Deno.renameSync(tmp, path);
   } catch (error) {
-    await Deno.remove(tmp).catch(() => {});
+    removeQuietly(tmp);
     throw error;
+  }
+}
+
+/** Removes a file if it can ("not there" and every other failure alike are nothing to report). */
+function removeQuietly(path: string): void {
+  try {
+    Deno.removeSync(path);
+  } catch {
+    // never created, or gone already
   }
 }
 
@@ -65,9 +102,14 @@ export async function createExclusive(path: string, text: string): Promise<void>
 }
 
 /** Reads a text file; `undefined` when it does not exist. Other errors propagate. */
-export async function readTextIfExists(path: string): Promise<string | undefined> {
+export function readTextIfExists(path: string): Promise<string | undefined> {
+  return settled(() => readTextIfExistsSync(path));
+}
+
+/** {@link readTextIfExists}, synchronously. */
+export function readTextIfExistsSync(path: string): string | undefined {
   try {
-    return await Deno.readTextFile(path);
+    return Deno.readTextFileSync(path);
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return undefined;
     throw error;

@@ -1,69 +1,89 @@
 /**
- * Every behaviour knob, defined once: its environment variable, its schema and its default. A knob's value
+ * Every behaviour knob, defined once: its environment variable, its parser and its default. A knob's value
  * comes from the environment, then the workspace files, then ovcli.conf's `plugin.kimicode` section, then its
- * `plugin` section, then the default. The knobs together are one zod/mini object schema, parsed once per
- * resolution; a bad value never crashes anything: it is reported as a warning and replaced by its default.
+ * `plugin` section, then the default. A bad value never crashes anything: it is reported as a warning and
+ * replaced by its default.
+ *
+ * The parsers are small hand checks, not zod schemas: the table is resolved on every hook run, and building
+ * ~40 zod/mini schemas at import cost the prompt hook ~4 ms of its start (docs/BENCHMARKS.md). Their words
+ * are the ones parsed.ts gives zod's issues ("expected number", "must be at most 100").
  */
 
-import * as z from "zod/mini";
-import { asRecord, issueText, type JsonRecord } from "./parsed.ts";
+import { asRecord, type JsonRecord } from "./parsed.ts";
 import { absoluteOverride, type Env, joinPath, openVikingHome, orNoHome } from "./paths.ts";
 
-const BOOL_TRUE = new Set(["1", "true", "yes", "on"]);
-const BOOL_FALSE = new Set(["0", "false", "no", "off"]);
+/** What a knob's parser made of a configured value: the value, or why it is unusable, in a few words. */
+export type KnobParse<T> = { ok: true; value: T } | { ok: false; reason: string };
+
+/** A knob's parser: any configured value (a string from the environment, any JSON value from a file). */
+type Parser<T> = (value: unknown) => KnobParse<T>;
+
+const ok = <T>(value: T): KnobParse<T> => ({ ok: true, value });
+const bad = (reason: string): KnobParse<never> => ({ ok: false, reason });
+
+const BOOL_WORDS = new Map([
+  ...["1", "true", "yes", "on"].map((w): [string, boolean] => [w, true]),
+  ...["0", "false", "no", "off"].map((w): [string, boolean] => [w, false]),
+]);
 
 /** A boolean knob: accepts real booleans and the strings 1/0, true/false, yes/no, on/off. */
-const boolKnob = z.pipe(
-  z.transform((v: unknown) => {
-    if (typeof v !== "string") return v;
-    const s = v.trim().toLowerCase();
-    return BOOL_TRUE.has(s) ? true : BOOL_FALSE.has(s) ? false : v;
-  }),
-  z.boolean(),
-);
+const boolKnob: Parser<boolean> = (raw) => {
+  const v = typeof raw === "string" ? BOOL_WORDS.get(raw.trim().toLowerCase()) : raw;
+  return typeof v === "boolean" ? ok(v) : bad("expected boolean");
+};
 
-/** A numeric knob within [min, max]; strings are parsed. */
-function numKnob(min: number, max: number, int = true) {
-  const base = int ? z.int() : z.number();
-  return z.pipe(
-    z.transform((v: unknown) => (typeof v === "string" && v.trim() !== "" ? Number(v.trim()) : v)),
-    base.check(z.minimum(min), z.maximum(max)),
-  );
+/** A numeric knob within [min, max] (an integer unless `int` is false); strings are parsed. */
+function numKnob(min: number, max: number, int = true): Parser<number> {
+  return (raw) => {
+    const v = typeof raw === "string" && raw.trim() !== "" ? Number(raw.trim()) : raw;
+    if (typeof v !== "number" || !Number.isFinite(v)) return bad("expected number");
+    if (int && !Number.isInteger(v)) return bad("expected int");
+    if (int && v > Number.MAX_SAFE_INTEGER) return bad(`must be at most ${Number.MAX_SAFE_INTEGER}`);
+    if (int && v < Number.MIN_SAFE_INTEGER) return bad(`must be at least ${Number.MIN_SAFE_INTEGER}`);
+    if (v < min) return bad(`must be at least ${min}`);
+    if (v > max) return bad(`must be at most ${max}`);
+    return ok(v);
+  };
 }
 
 /** An enumerated knob; matching is case-insensitive. */
-function enumKnob<const T extends readonly [string, ...string[]]>(values: T) {
-  return z.pipe(
-    z.transform((v: unknown) => (typeof v === "string" ? v.trim().toLowerCase() : v)),
-    z.enum(values),
-  );
+function enumKnob<const T extends readonly [string, ...string[]]>(values: T): Parser<T[number]> {
+  const words = `must be ${values.map((v) => JSON.stringify(v)).join(" or ")}`;
+  return (raw) => {
+    const v = typeof raw === "string" ? raw.trim().toLowerCase() : raw;
+    return values.includes(v as string) ? ok(v as T[number]) : bad(words);
+  };
 }
 
 /** A list knob: a comma-separated string or an array of strings. */
-const listKnob = z.pipe(
-  z.transform((
-    v: unknown,
-  ) => (typeof v === "string" ? v.split(",").map((s) => s.trim()).filter(Boolean) : v)),
-  z.array(z.string()),
-);
+const listKnob: Parser<string[]> = (raw) => {
+  if (typeof raw === "string") return ok(raw.split(",").map((s) => s.trim()).filter(Boolean));
+  if (!Array.isArray(raw)) return bad("expected array");
+  return raw.every((s) => typeof s === "string") ? ok([...raw]) : bad("expected string");
+};
 
-const pathKnob = z.string().check(z.minLength(1));
+/** A path knob: a non-empty string. */
+const pathKnob: Parser<string> = (raw) =>
+  typeof raw !== "string" ? bad("expected string") : raw ? ok(raw) : bad("needs at least 1 character");
 
-/** A knob with a default: its field of the settings schema, carrying its variable, schema and default. */
-function knob<S extends z.ZodMiniType>(
-  env: string,
-  schema: S,
-  fallback: z.core.util.NoUndefined<z.output<S>>,
-) {
-  return Object.assign(z._default(schema, fallback), { env, schema, default: fallback });
+/** One knob: its environment variable, its parser and its default (undefined: unset unless configured). */
+export interface Knob<T, D extends T | undefined = T> {
+  env: string;
+  parse: Parser<T>;
+  default: D;
+}
+
+/** A knob with a default. */
+function knob<T>(env: string, parse: Parser<T>, fallback: T): Knob<T, T> {
+  return { env, parse, default: fallback };
 }
 
 /** A knob that is unset unless configured. */
-function optionalKnob<S extends z.ZodMiniType>(env: string, schema: S) {
-  return Object.assign(z.optional(schema), { env, schema, default: undefined });
+function optionalKnob<T>(env: string, parse: Parser<T>): Knob<T, undefined> {
+  return { env, parse, default: undefined };
 }
 
-/** Every knob: its environment variable, its schema and its default. The single source of truth. */
+/** Every knob: its environment variable, its parser and its default. The single source of truth. */
 export const KNOBS = {
   enabled: knob("OPENVIKING_MEMORY_ENABLED", boolKnob, true),
   autoRecall: knob("OPENVIKING_AUTO_RECALL", boolKnob, true),
@@ -105,11 +125,19 @@ export const KNOBS = {
   debugLogPath: optionalKnob("OPENVIKING_DEBUG_LOG", pathKnob),
 };
 
-/** The one schema of the knobs: each field the knob's value, or its default when it is not given. */
-const SettingsSchema = z.object(KNOBS);
+type Knobs = typeof KNOBS;
+/** The knobs that have a default, and those unset unless configured. */
+type Defaulted = { [K in keyof Knobs]: Knobs[K]["default"] extends undefined ? never : K }[keyof Knobs];
+type Optional = Exclude<keyof Knobs, Defaulted>;
+type ValueOf<K extends keyof Knobs> = Knobs[K] extends { parse: Parser<infer T> } ? T : never;
+
+/** Every knob's value: its configured value, else its default (an unset optional knob is absent). */
+type KnobValues =
+  & { [K in Defaulted]: ValueOf<K> }
+  & { [K in Optional]?: ValueOf<K> };
 
 /** Resolved knob values. */
-export type Settings = Omit<z.output<typeof SettingsSchema>, "debugLogPath"> & {
+export type Settings = Omit<KnobValues, "debugLogPath"> & {
   /** Where the debug log goes ("" = nowhere: there is no home). */
   debugLogPath: string;
   /** The recall limit was set by the user (only then does recall send quotas, like the other plugins). */
@@ -155,26 +183,26 @@ function chosenValues(sources: SettingSources): { values: JsonRecord; from: Map<
 
 /**
  * Resolves every knob: env, then workspace files, then ovcli.conf `plugin.kimicode`, then `plugin`, then
- * default. One parse of the chosen values; when some are invalid, each is named in `warnings` and the
- * others are parsed again without them (their defaults apply).
+ * default. Each chosen value is parsed by its knob; an invalid one is named in `warnings` (in the table's
+ * order) and its default applies.
  */
 export function resolveSettings(sources: SettingSources, warnings: string[] = []): Settings {
   const { values, from } = chosenValues(sources);
-  let parsed = SettingsSchema.safeParse(values);
-  if (!parsed.success) {
-    for (const issue of parsed.error.issues) {
-      const name = String(issue.path[0]);
-      if (!(name in values)) continue;
+  const settings: JsonRecord = {};
+  for (const [name, knob] of Object.entries(KNOBS) as [string, Knob<unknown, unknown>][]) {
+    const parsed = name in values ? knob.parse(values[name]) : undefined;
+    if (parsed && !parsed.ok) {
       const shown = JSON.stringify(values[name]) ?? String(values[name]);
-      warnings.push(`${from.get(name)}: invalid value ${shown} (${issueText(issue)}); using the default`);
+      warnings.push(`${from.get(name)}: invalid value ${shown} (${parsed.reason}); using the default`);
       delete values[name];
     }
-    parsed = SettingsSchema.safeParse(values);
+    const value = parsed?.ok ? parsed.value : Array.isArray(knob.default) ? [...knob.default] : knob.default;
+    if (value !== undefined) settings[name] = value;
   }
-  const settings = parsed.success ? parsed.data : SettingsSchema.parse({});
+  const knobs = settings as KnobValues;
   return {
-    ...settings,
-    debugLogPath: debugLogPath(settings.debugLogPath, sources.env, warnings),
+    ...knobs,
+    debugLogPath: debugLogPath(knobs.debugLogPath, sources.env, warnings),
     recallLimitConfigured: "recallLimit" in values,
     recallDedupTurnsConfigured: "recallDedupTurns" in values,
   };

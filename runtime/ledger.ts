@@ -121,10 +121,11 @@ export async function appendLedger(
   const line = new TextEncoder().encode(`${JSON.stringify(entry)}\n`);
   try {
     await ensurePrivateDir(dir);
-    const file = await Deno.open(path, { append: true, create: true, mode: 0o600 });
+    // Synchronous calls: a hook run's last few file operations, each spared a trip through the thread pool.
+    const file = Deno.openSync(path, { append: true, create: true, mode: 0o600 });
     try {
-      await file.write(line); // one write: an O_APPEND line never mixes with another writer's
-      const size = (await file.stat()).size;
+      file.writeSync(line); // one write: an O_APPEND line never mixes with another writer's
+      const size = file.statSync().size;
       if (size > sessionBudget(limits)) await compact(path, Math.floor(sessionBudget(limits) / 2));
     } finally {
       file.close();

@@ -52,13 +52,14 @@ export async function withLock<T>(
     await new Promise((r) => setTimeout(r, Math.min(pollMs, Math.max(1, deadline - Date.now()))));
   }
   const heartbeat = startHeartbeat(lockPath, Math.max(1_000, Math.floor(staleMs / 4)));
-  const lease: Lease = { held: async () => (await readOwner(lockPath)).token === token };
+  const held = () => readOwner(lockPath).token === token;
+  const lease: Lease = { held: () => Promise.resolve(held()) };
   try {
     return { acquired: true, value: await fn(lease) };
   } finally {
     heartbeat.stop();
     // Only our own lock is removed: one taken over meanwhile belongs to its new holder.
-    if (await lease.held()) await Deno.remove(lockPath, { recursive: true }).catch(() => {});
+    if (held()) removeLockDir(lockPath);
   }
 }
 
@@ -91,6 +92,15 @@ function startHeartbeat(lockPath: string, everyMs: number): { stop(): void } {
 
 const OWNER_FILE = "owner";
 
+/** Removes a lock directory with its owner file; one gone already is no error. */
+function removeLockDir(lockPath: string): void {
+  try {
+    Deno.removeSync(lockPath, { recursive: true });
+  } catch {
+    // gone already
+  }
+}
+
 /**
  * Whether process `pid` is certainly gone. A harmless SIGCONT probes it (it needs only the run permission the
  * production flags grant; /proc would need --allow-all). Anything but "no such process" counts as alive.
@@ -106,32 +116,41 @@ export function isProcessGone(pid: number): boolean {
 }
 
 /** The owner recorded in a lock directory: `<pid>:<uuid>` (or a bare pid, as older versions wrote it). */
-async function readOwner(lockPath: string): Promise<{ pid?: number; token?: string }> {
-  const text = (await Deno.readTextFile(`${lockPath}/${OWNER_FILE}`).catch(() => "")).trim();
+function readOwner(lockPath: string): { pid?: number; token?: string } {
+  let text = "";
+  try {
+    text = Deno.readTextFileSync(`${lockPath}/${OWNER_FILE}`).trim();
+  } catch {
+    // no owner (yet), or no lock
+  }
   const m = /^(\d+)(:[0-9a-f-]{36})?$/.exec(text);
   return m ? { pid: Number(m[1]), token: m[2] ? text : undefined } : {};
 }
 
-async function makeLockDir(lockPath: string, token: string): Promise<boolean> {
+function makeLockDir(lockPath: string, token: string): boolean {
   try {
-    await Deno.mkdir(lockPath, { mode: 0o700 });
+    Deno.mkdirSync(lockPath, { mode: 0o700 });
   } catch (error) {
     if (isAlreadyExists(error)) return false;
     throw error;
   }
   // Written in place (not renamed in): a reader sees no owner for a moment, never a torn one it trusts.
-  await Deno.writeTextFile(`${lockPath}/${OWNER_FILE}`, token, { mode: 0o600 }).catch(() => {});
+  try {
+    Deno.writeTextFileSync(`${lockPath}/${OWNER_FILE}`, token, { mode: 0o600 });
+  } catch {
+    // an ownerless lock: taken over once it is OWNERLESS_MS old
+  }
   return true;
 }
 
 async function tryAcquire(lockPath: string, token: string): Promise<boolean> {
   try {
-    return await makeLockDir(lockPath, token);
+    return makeLockDir(lockPath, token);
   } catch (error) {
     if (!isNotFound(error)) throw error;
     // Parent directory missing: create it and try once more.
     await ensurePrivateDir(dirName(lockPath));
-    return await makeLockDir(lockPath, token);
+    return makeLockDir(lockPath, token);
   }
 }
 
@@ -150,7 +169,7 @@ async function removeIfStale(lockPath: string, staleMs: number): Promise<void> {
   try {
     const info = await Deno.stat(lockPath);
     const ageMs = Date.now() - (info.mtime?.getTime() ?? Date.now());
-    const { pid } = await readOwner(lockPath);
+    const { pid } = readOwner(lockPath);
     const owner: OwnerState = pid === undefined
       ? "none"
       : Deno.build.os === "windows"

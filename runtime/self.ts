@@ -28,8 +28,19 @@ export const COPY_FILES = {
   denoDir: "cache",
 } as const;
 
-/** The flags a copy runs with besides the production ones: no deno.json, npm or remote module of the cwd. */
-export const COPY_RUN_FLAGS: readonly string[] = ["--no-config", "--no-npm", "--no-remote"];
+/**
+ * The flags a copy runs with besides the production ones: no deno.json, npm or remote module of the cwd; and
+ * V8 compiling every function of the bundle up front, so that Deno's code cache (made when a file is first
+ * compiled) holds them all: otherwise each run compiles again each function it calls (~14 ms of a prompt
+ * hook; docs/BENCHMARKS.md). `--lazy` is one of V8's oldest flags; install runs the bundle with these flags
+ * before it places anything, so a Deno that refused one would fail there, not in a hook.
+ */
+export const COPY_RUN_FLAGS: readonly string[] = [
+  "--no-config",
+  "--no-npm",
+  "--no-remote",
+  "--v8-flags=--no-lazy",
+];
 
 /** The checkout's root directory (where deno.json and main.ts live). */
 export function checkoutRoot(): string {

@@ -53,7 +53,7 @@ function checkConfig(config: Config, warnings: string[]): void {
   for (const name of KNOB_NAMES) {
     const knob = KNOBS[name];
     const value = config[name];
-    const ok = value === knob.default || (value !== undefined && knob.schema.safeParse(value).success) ||
+    const ok = value === knob.default || (value !== undefined && knob.parse(value).ok) ||
       name === "debugLogPath";
     assertTrue(ok, `knob ${name} = ${JSON.stringify(value)} is within its schema`);
   }

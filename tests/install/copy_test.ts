@@ -242,7 +242,7 @@ Deno.test("the Windows launcher finds Deno the same way and routes hooks to the 
   assertStringIncludes(cmd, `if "%~1"=="hook" if not "%~2"=="" if "%~3"=="" set "entry=${COPY_FILES.hook}"`);
   assertStringIncludes(
     cmd,
-    '"%deno%" run --allow-read --no-prompt --no-config --no-npm --no-remote "%dir%\\%entry%" %*',
+    '"%deno%" run --allow-read --no-prompt --no-config --no-npm --no-remote --v8-flags=--no-lazy "%dir%\\%entry%" %*',
   );
   assertStringIncludes(cmd, 'if "%~1"=="hook" exit /b 0');
   assertTrue(cmd.includes("\r\n") && !/[^\r]\n/.test(cmd), "CRLF line ends");
