@@ -5,8 +5,9 @@
  * replaced by its default.
  *
  * The parsers are small hand checks, not zod schemas: the table is resolved on every hook run, and building
- * ~40 zod/mini schemas at import cost the prompt hook ~4 ms of its start (docs/BENCHMARKS.md). Their words
- * are the ones parsed.ts gives zod's issues ("expected number", "must be at most 100").
+ * ~40 zod/mini schemas at import was ~4 ms of the prompt hook's start in a lazily compiled bundle (0–1.5 ms
+ * once the program copy compiles up front: docs/BENCHMARKS.md). Their words are the ones parsed.ts gives
+ * zod's issues ("expected number", "must be at most 100"); tests/runtime/knobs_test.ts pins them.
  */
 
 import { asRecord, type JsonRecord } from "./parsed.ts";
