@@ -29,7 +29,7 @@ export const WORKER_LOCK_WAIT_MS = 120_000;
 /** Time a worker gives its network work, independent of the host. */
 const WORKER_BUDGET_MS = 60_000;
 
-/** Below this much remaining budget an interrupt capture skips its commit. */
+/** Below this much remaining budget a capture sends no more requests: its commit is queued instead. */
 export const MIN_COMMIT_MS = 250;
 
 /** The capture mode of an event run (in the worker, or synchronously). */
@@ -74,7 +74,7 @@ export interface CommitRequest {
   queue?: SessionQueue;
 }
 
-/** What commitIfDue did: the commit's outcome ("none", "skipped-budget", or the commit's kind). */
+/** What commitIfDue did: the commit's outcome ("none", or the commit's kind: committed, queued, …). */
 export interface CommitDone {
   state: SessionState;
   commit: string;
@@ -95,13 +95,14 @@ export async function commitIfDue(
 ): Promise<CommitDone> {
   const due = state.capturedSinceCommit > 0 && (mode.commitAlways || state.capturedSinceCommit >= threshold);
   if (!due) return { state, commit: "none" };
-  if (mode.budget.remaining() < MIN_COMMIT_MS) return { state, commit: "skipped-budget" };
   await save(state);
+  // No time left for a request (an interrupt on a loaded machine): the commit waits in the queue, a local write.
+  const short = mode.budget.remaining() < MIN_COMMIT_MS;
   const outcome = await commitSession(request.client, request.sessionId, {
     budget: mode.budget,
     pendingDir: request.pendingDir,
     key: request.key,
-    queueOnly: request.queueOnly,
+    queueOnly: request.queueOnly || short,
     queue: request.queue,
   });
   return {

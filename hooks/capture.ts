@@ -25,6 +25,7 @@ import { cursorAt, type JournalRead, readJournal } from "../wire/read.ts";
 import { scanTurns, turnLineFilter, type TurnScan } from "../wire/turns.ts";
 import { captureFromPrompts } from "./capture-fallback.ts";
 import { type CaptureMode, captureMode, commitIfDue, MIN_COMMIT_MS } from "./capture-mode.ts";
+import { spawnReplay } from "./detach.ts";
 import { clientFor, type HookContext, type HookResult } from "./context.ts";
 import { settledElsewhere } from "./inflight.ts";
 import { refreshFromHook } from "./system-prompt.ts";
@@ -372,5 +373,9 @@ export async function captureHook(ctx: HookContext): Promise<HookResult> {
   const result = await captureSession(ctx, captureMode(ctx.event, ctx.config, ctx.startedAt));
   // A commit may have taught OpenViking more of the user: refresh the plugin's system prompt (detached only).
   if (ctx.isWorker && result.data?.commit === "committed") await refreshFromHook(ctx, false);
+  // A synchronous run that had to queue: a detached replay delivers it now (no later hook may come).
+  if (!ctx.isWorker && (Number(result.data?.queued) > 0 || result.data?.commit === "queued")) {
+    if (await spawnReplay()) result.data = { ...result.data, replay: "detached" };
+  }
   return result;
 }

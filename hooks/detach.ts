@@ -12,17 +12,21 @@ import { selfInvocation } from "../runtime/self.ts";
 /** Environment variable marking the detached worker process. */
 export const WORKER_ENV = "OPENVIKING_KIMI_HOOK_WORKER";
 
-/** Starts `openviking-kimi hook <event>` as a detached worker fed with `stdin`; false if it could not start. */
-export async function spawnWorker(event: string, stdin: Uint8Array): Promise<boolean> {
+/** Starts this program with `args`, detached, fed with `stdin`; false if it could not start. */
+async function spawnDetached(
+  args: string[],
+  stdin: Uint8Array,
+  env: Record<string, string>,
+): Promise<boolean> {
   try {
-    const inv = await selfInvocation(["hook", event]);
+    const inv = await selfInvocation(args);
     const child = new Deno.Command(inv.command, {
       args: inv.args,
       stdin: "piped",
       stdout: "null",
       stderr: "null",
       detached: true,
-      env: { [WORKER_ENV]: "1" },
+      env,
     }).spawn();
     const writer = child.stdin.getWriter();
     await writer.write(stdin);
@@ -32,6 +36,19 @@ export async function spawnWorker(event: string, stdin: Uint8Array): Promise<boo
   } catch {
     return false;
   }
+}
+
+/** Starts `openviking-kimi hook <event>` as a detached worker fed with `stdin`; false if it could not start. */
+export function spawnWorker(event: string, stdin: Uint8Array): Promise<boolean> {
+  return spawnDetached(["hook", event], stdin, { [WORKER_ENV]: "1" });
+}
+
+/**
+ * Starts `openviking-kimi replay` detached, once this process is gone: what a synchronous hook had to queue
+ * (an interrupt out of time) goes out now, not at the next hook — after a SIGINT in print mode none comes.
+ */
+export function spawnReplay(): Promise<boolean> {
+  return spawnDetached(["replay"], new Uint8Array(), {});
 }
 
 const OFF = /^\s*(0|false|no|off)\s*$/i;

@@ -15,7 +15,7 @@ const Problem = z.object({
 /** A commit and what OpenViking did with it. */
 export const CommitStatusSchema = z.object({
   at: z.number(),
-  /** committed (sent), queued (waits in the queue), rejected, failed (could not even be queued), skipped-budget. */
+  /** committed (sent), queued (waits in the queue), rejected, failed (could not even be queued). */
   outcome: z.string(),
   taskId: z.optional(z.string()),
   /** The task as the server reports it now; absent when it was not (or could not be) asked. */

@@ -570,3 +570,22 @@ Deno.test("hook logs: one JSONL line per run with event, session, duration and o
   assertTrue(!text.includes("supersecretkey"), "no secret in the log");
   assertEquals((await Deno.stat(`${s.home}/.openviking/logs/kimicode-hooks.log`)).mode! & 0o777, 0o600);
 });
+
+Deno.test("hook interrupt whose 2 s budget runs out before the commit: the commit is queued and goes out at once, detached", async () => {
+  await using s = await sandbox("fine");
+  // A loaded machine or a slow server: the batch alone takes nearly all of Interrupt's 2 s.
+  s.fake!.fault({ route: "POST /api/v1/sessions/:id/messages/batch", delayMs: 1900, times: 1 });
+  const r = await runCli(["hook", "interrupt"], {
+    env: { ...s.env, OPENVIKING_TIMEOUT_MS: "5000" },
+    clearEnv: true,
+    stdin: payload("Interrupt", { turn_id: 2, reason: "cancelled" }),
+  });
+  assertEquals([r.code, r.stdout], [0, ""]);
+  // No other hook comes after a SIGINT in print mode: nothing but the interrupt run itself may deliver it.
+  const end = Date.now() + 15_000;
+  while ((s.fake!.sessions.get(OV_SESSION)?.commits ?? 0) < 1 && Date.now() < end) {
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  assertEquals(s.fake!.messages(OV_SESSION).length, 6);
+  assertEquals(s.fake!.sessions.get(OV_SESSION)?.commits, 1, "the interrupted session is committed");
+});
