@@ -63,9 +63,15 @@ function cause(stderr: Uint8Array): string {
 async function runDeno(
   deno: string,
   args: string[],
-  env?: Record<string, string>,
+  options: { env?: Record<string, string>; cwd?: string } = {},
 ): Promise<string | undefined> {
-  const out = await new Deno.Command(deno, { args, env, stdin: "null", stdout: "piped", stderr: "piped" })
+  const out = await new Deno.Command(deno, {
+    args,
+    ...options,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  })
     .output();
   return out.success ? undefined : cause(out.stderr) || `exit ${out.code}`;
 }
@@ -89,7 +95,7 @@ async function bundleInto(
       "--output",
       joinPath(out, e.out),
       joinPath(root, e.source),
-    ])
+    ], { cwd: root }) // the bundle names modules relative to its cwd: our own ones the same in any checkout
   ));
   const failed = failures.find((f) => f !== undefined);
   if (failed) {
@@ -110,6 +116,15 @@ async function bundleInto(
     })`;
   }
   return "";
+}
+
+/** An npm package's path in Deno's cache as a bundle names it (relative to the checkout: `../../…/npm/registry.npmjs.org/`). */
+const NPM_CACHE_PATH = /(?:\.\.\/)*[^\s"'`]*?\/npm\/registry\.npmjs\.org\//g;
+
+/** The bundles' bytes with where Deno's npm cache is left out: what the version hashes (same code, same id). */
+function comparable(bytes: Uint8Array): Uint8Array {
+  const text = new TextDecoder().decode(bytes).replace(NPM_CACHE_PATH, "<npm>/");
+  return new TextEncoder().encode(text);
 }
 
 const builds = new Map<string, Promise<BuiltCopy>>();
@@ -133,7 +148,11 @@ export function buildCopy(root: string, deno: string, flags: readonly string[]):
           all.set(f.bytes, at);
           at += f.bytes.length + 1;
         }
-        return { id: `${VERSION}-${(await sha256Hex(all)).slice(0, 12)}`, files, bytes: all.length };
+        return {
+          id: `${VERSION}-${(await sha256Hex(comparable(all))).slice(0, 12)}`,
+          files,
+          bytes: all.length,
+        };
       } finally {
         await Deno.remove(tmp, { recursive: true }).catch(() => {});
       }

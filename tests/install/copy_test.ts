@@ -15,7 +15,8 @@ import {
 import { tempDir } from "../support/temp.ts";
 import { type Context, type InstallOptions, runInstall } from "../../install/command.ts";
 import { currentSelf } from "../../install/placement.ts";
-import { versionsDir } from "../../install/copy.ts";
+import { buildCopy, versionsDir } from "../../install/copy.ts";
+import { cloneCheckout } from "./helpers.ts";
 import { launcherInfo, launcherText } from "../../install/launcher.ts";
 import { COPY_FILES, COPY_RUN_FLAGS, productionFlags } from "../../runtime/self.ts";
 import { VERSION } from "../../runtime/version.ts";
@@ -248,4 +249,21 @@ Deno.test("the Windows launcher finds Deno the same way and routes hooks to the 
   assertTrue(cmd.includes("\r\n") && !/[^\r]\n/.test(cmd), "CRLF line ends");
   assertEquals(launcherInfo(cmd), { dir: spec.dir, deno: spec.deno, id: spec.id });
   assertEquals(launcherInfo(launcherText(spec, "posix")), { dir: spec.dir, deno: spec.deno, id: spec.id });
+});
+
+Deno.test("the same code gets the same version wherever the checkout is and wherever install runs", async () => {
+  await using dir = await tempDir();
+  const flags = await productionFlags(ROOT);
+  const ids: string[] = [];
+  for (const [at, cwd] of [["a", "/"], ["deeper/still/b", dir.path]] as const) {
+    const root = await cloneCheckout(`${dir.path}/${at}`);
+    const here = Deno.cwd();
+    Deno.chdir(cwd);
+    try {
+      ids.push((await buildCopy(root, Deno.execPath(), flags)).id);
+    } finally {
+      Deno.chdir(here);
+    }
+  }
+  assertEquals(ids[0], ids[1], "one version for one program");
 });
