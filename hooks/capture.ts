@@ -373,8 +373,10 @@ export async function captureHook(ctx: HookContext): Promise<HookResult> {
   const result = await captureSession(ctx, captureMode(ctx.event, ctx.config, ctx.startedAt));
   // A commit may have taught OpenViking more of the user: refresh the plugin's system prompt (detached only).
   if (ctx.isWorker && result.data?.commit === "committed") await refreshFromHook(ctx, false);
-  // A synchronous run that had to queue: a detached replay delivers it now (no later hook may come).
-  if (!ctx.isWorker && (Number(result.data?.queued) > 0 || result.data?.commit === "queued")) {
+  // An interrupt (always synchronous) that had to queue: a detached replay delivers it now — after a SIGINT in
+  // print mode no later hook comes. Not when the user switched detached writes off.
+  const queued = Number(result.data?.queued) > 0 || result.data?.commit === "queued";
+  if (ctx.event === "interrupt" && !ctx.isWorker && ctx.config.writePathAsync && queued) {
     if (await spawnReplay()) result.data = { ...result.data, replay: "detached" };
   }
   return result;
