@@ -376,20 +376,18 @@ async function planPluginMode(
  * After an install, whether the server answers: if not, where to start (README's "No server yet?"). The key
  * is doctor's to check (a search), this only asks `/health`.
  */
-async function serverNote(ctx: Context): Promise<void> {
+async function serverNote(ctx: Context): Promise<boolean> {
   const { config } = await loadConfig(ctx.env);
-  const checks = scrub(await serverChecks(config, ctx.fetch, { healthOnly: true }), [
-    config.apiKey,
-  ]) as Awaited<
-    ReturnType<typeof serverChecks>
-  >;
+  const checks = await serverChecks(config, ctx.fetch, { healthOnly: true });
+  const say = (text: string) => ctx.out.info(String(scrub(text, [config.apiKey])));
   const failed = checks.find((c) => c.status === "fail");
   if (!failed) {
-    ctx.out.info(`Server: ${checks.map((c) => c.summary).join("; ")}.`);
-    return;
+    say(`Server: ${checks.map((c) => c.summary).join("; ")}.`);
+    return true;
   }
-  ctx.out.info(`Note: ${failed.summary}.`);
-  if (failed.fix) ctx.out.info(`  fix: ${failed.fix}`);
+  say(`Note: ${failed.summary}.`);
+  if (failed.fix) say(`  fix: ${failed.fix}`);
+  return false;
 }
 
 /** Installs in `mode` and returns the exit code. */
@@ -434,7 +432,10 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
     nothing: `openviking-kimi is installed in ${home} (${mode} mode) just as this install would leave it.`,
   });
   if (code !== 0 || options.dryRun) return code;
-  if (mode === "plugin") await refreshInstalledPrompt(ctx, joinPath(state.paths.managedDir, PLUGIN_ID));
-  await serverNote(ctx);
+  // One look at the server: the profile is fetched for the plugin's system prompt only when it answers.
+  const answers = await serverNote(ctx);
+  if (mode === "plugin") {
+    await refreshInstalledPrompt(ctx, joinPath(state.paths.managedDir, PLUGIN_ID), answers);
+  }
   return code;
 }

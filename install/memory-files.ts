@@ -138,13 +138,15 @@ export async function planSystemPromptRemoval(state: KimiState, plan: Plan): Pro
 }
 
 /**
- * After a plugin-mode install: fills the new system prompt with the user's profile, if OpenViking answers
- * within a few seconds (else the next session start does). Best effort, says what happened.
+ * After a plugin-mode install: fills the new system prompt with the user's profile, if OpenViking answered
+ * (`answers`; then within a few seconds, else the next session start does). Best effort, says what happened.
  */
-export async function refreshInstalledPrompt(ctx: Context, root: string): Promise<void> {
-  const { config } = await loadConfig(ctx.env);
+export async function refreshInstalledPrompt(ctx: Context, root: string, answers: boolean): Promise<void> {
   const file = joinPath(root, SYSTEM_PROMPT_FILE);
-  const outcome = await refreshPromptFile(file, config, { force: true, now: ctx.now, budgetMs: 3000 });
+  const { config } = await loadConfig(ctx.env);
+  const outcome = answers
+    ? await refreshPromptFile(file, config, { force: true, now: ctx.now, budgetMs: 3000 })
+    : "unreachable";
   const why = outcome === "unreachable" ? "OpenViking did not answer" : `refresh: ${outcome}`;
   ctx.out.info(
     outcome === "written"
