@@ -12,7 +12,7 @@ import { dirName, joinPath, openVikingHome } from "../runtime/paths.ts";
 import { productionFlags } from "../runtime/self.ts";
 import { scrub } from "../runtime/scrub.ts";
 import { EXECUTABLE_NAME, hookEntries, PLUGIN_ID } from "./spec.ts";
-import { planConfigInstall, planConfigUninstall } from "./toml-config.ts";
+import { outsideHooksProblem, planConfigInstall, planConfigUninstall } from "./toml-config.ts";
 import { planMcpInstall, planMcpUninstall } from "./mcp-json.ts";
 import { planRegistryDisable, planRegistryInstall, planRegistryUninstall } from "./registry.ts";
 import { backupFor } from "./backup.ts";
@@ -272,11 +272,8 @@ function planLeaveConfigMode(options: InstallOptions, state: KimiState, plan: Pl
       backupFor("config", state.configText),
     );
   }
-  if (state.strayHooks.length) {
-    return `config.toml has openviking-kimi [[hooks]] outside the marked block (${
-      state.strayHooks.map((h) => h.command).join("; ")
-    }); with the plugin they would run twice. Delete those [[hooks]] tables and run again.`;
-  }
+  const outside = outsideHooksProblem(state.strayHooks, state.upstreamHooks);
+  if (outside) return outside;
   const mcp = planMcpUninstall(state.mcpText, { removeUpstream: options.yes });
   if (!mcp.ok) return mcp.error;
   if (mcp.changed) {

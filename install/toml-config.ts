@@ -157,13 +157,24 @@ const UPSTREAM_BLOCK =
 
 /** Why hook entries outside any block stand in the way (ours, or OpenViking's plugin's), or "". */
 function hooksOutsideProblem(user: Record<string, unknown>): string {
-  const strays = hooksOf(user).filter((h) => isOurHookCommand(h.command));
+  const hooks = hooksOf(user);
+  return outsideHooksProblem(
+    hooks.filter((h) => isOurHookCommand(h.command)),
+    hooks.filter((h) => isUpstreamHookCommand(h.command)),
+  );
+}
+
+/**
+ * Why [[hooks]] outside any block stand in the way of either mode, or "": ours (Kimi may have rewritten the
+ * file) or OpenViking's own plugin's — with ours beside them every turn would be captured twice. `--yes`
+ * replaces blocks, never loose tables: the user deletes them.
+ */
+export function outsideHooksProblem(strays: FoundHook[], upstream: FoundHook[]): string {
   if (strays.length) {
     return `config.toml has openviking-kimi [[hooks]] outside the marked block (${
       strays.map((h) => `hooks[${h.index}]: ${h.command}`).join("; ")
     }); Kimi may have rewritten the file. Delete those [[hooks]] tables and run install again.`;
   }
-  const upstream = hooksOf(user).filter((h) => isUpstreamHookCommand(h.command));
   if (upstream.length) {
     return `config.toml has [[hooks]] of OpenViking's own Kimi plugin (${
       upstream.map((h) => h.command).join("; ")
