@@ -226,10 +226,11 @@ async function sendStep(
     budget: run.mode.budget,
     pendingDir: run.ctx.pendingDir,
     ...queue,
-    // The intent is on disk before the request: if its outcome cannot be recorded, the next run asks.
+    // The intent is on disk before the request: if its outcome cannot be recorded, the next run asks. It
+    // builds on what earlier requests of this step had acknowledged (`from`), never on the step's start.
     beforeRequest: async (from, to) =>
       await run.save({
-        ...base,
+        ...(from > 0 ? await stateAfter(run, base, plan, from, from) : base),
         inflight: { keys: plan.toSend.slice(from, to).map((x) => x.key), at: Date.now() },
       }),
     // Recorded before the next request: a kill later on never makes the next capture send these again.

@@ -15,6 +15,7 @@ import {
   FakeOpenViking,
 } from "../support/fake-openviking.ts";
 import { placeJournal } from "../support/hook-context.ts";
+import { JournalBuilder } from "../support/journal.ts";
 import { cliArgs, denoDir, runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { enqueueMessages } from "../../runtime/pending.ts";
@@ -588,4 +589,36 @@ Deno.test("hook interrupt whose 2 s budget runs out before the commit: the commi
   }
   assertEquals(s.fake!.messages(OV_SESSION).length, 6);
   assertEquals(s.fake!.sessions.get(OV_SESSION)?.commits, 1, "the interrupted session is committed");
+});
+
+Deno.test("hook stop: a worker killed during its second batch keeps the first one acknowledged — never sent twice", async () => {
+  await using s = await sandbox("fine");
+  const j = new JournalBuilder();
+  for (let i = 0; i < 60; i++) j.simpleTurn(`question ${i}`, `answer ${i}`); // 120 messages: batches of 100 + 20
+  await placeJournal(s.home, SESSION, j.toString());
+  const route = "POST /api/v1/sessions/:id/messages/batch";
+  s.fake!.fault({ route, delayMs: 5000, skip: 1, times: 1 }); // the second batch hangs
+  let batches = 0;
+  s.fake!.onRequest = (r) => batches += r.route === route ? 1 : 0;
+  const worker = new Deno.Command(Deno.execPath(), {
+    args: [...(await cliArgs()), "hook", "stop"],
+    env: { DENO_DIR: denoDir(), ...s.env, OPENVIKING_KIMI_HOOK_WORKER: "1" },
+    clearEnv: true,
+    stdin: "piped",
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  const w = worker.stdin.getWriter();
+  await w.write(new TextEncoder().encode(payload("Stop")));
+  await w.close();
+  await waitFor("the worker's second batch", () => batches >= 2);
+  worker.kill("SIGKILL");
+  await worker.status;
+  assertEquals((await captureState(s)).ackedBelow, 50, "the first batch's 50 turns stay acknowledged");
+  s.fake!.clearFaults();
+  const r = await runCli(["hook", "stop"], { env: s.env, clearEnv: true, stdin: payload("Stop") });
+  assertEquals(r.code, 0);
+  await waitFor("the next capture", async () => (await captureState(s)).ackedBelow === 60);
+  const first = s.fake!.messages(OV_SESSION).filter((m) => Number(m.turn_id) < 50);
+  assertEquals(first.length, 100, "turns 0–49 stored once each");
 });
