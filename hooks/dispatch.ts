@@ -26,7 +26,7 @@ import { type Handler, type HookContext, SESSION_PREFIX } from "./context.ts";
 import { gateReason } from "./gates.ts";
 import { WORKER_ENV } from "./detach.ts";
 import { readAllStdin } from "./stdin.ts";
-import { CAPTURING_EVENTS, type HookEvent, isHookEvent, STATEFUL_EVENTS } from "./events.ts";
+import { CAPTURING_EVENTS, type HookEvent, isHookEvent, LEDGER_EVENTS, STATEFUL_EVENTS } from "./events.ts";
 import { type HookInput, hostSessionId, parseHookInput } from "./input.ts";
 
 const HANDLERS: Record<HookEvent, () => Promise<Handler>> = {
@@ -193,8 +193,11 @@ async function startHook(
     const result = await handler(ctx);
     outcome = result.outcome;
     data = result.data;
-    // Recorded once the output is written: the prompt never waits for the ledger.
-    record = () => import("./ledger-entry.ts").then((m) => m.recordRun(ctx, result, startedAt));
+    // Recorded once the output is written: the prompt never waits for the ledger. The viking:// guard (every
+    // Read, Glob and Grep) records nothing and never loads the ledger's code.
+    if (LEDGER_EVENTS.has(eventName)) {
+      record = () => import("./ledger-entry.ts").then((m) => m.recordRun(ctx, result, startedAt));
+    }
     return done(result.stdout ?? "");
   } catch (error) {
     outcome = `error: ${(error as Error)?.message ?? String(error)}`;

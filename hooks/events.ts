@@ -26,6 +26,8 @@ export interface HookSpec {
   readonly stateful: boolean;
   /** Sends what the capture state must record: it stops before sending when that state cannot be written. */
   readonly captures: boolean;
+  /** What a run did goes into the session's ledger, for `status` (the local viking:// guard's runs do not). */
+  readonly ledger: boolean;
 }
 
 /** The hooks, in registration order. */
@@ -37,6 +39,7 @@ export const HOOKS = [
     detached: false,
     stateful: true,
     captures: false,
+    ledger: true,
   },
   {
     event: "UserPromptSubmit",
@@ -45,6 +48,7 @@ export const HOOKS = [
     detached: false,
     stateful: false,
     captures: false,
+    ledger: true,
   },
   {
     event: "PreToolUse",
@@ -54,12 +58,45 @@ export const HOOKS = [
     detached: false,
     stateful: false,
     captures: false,
+    ledger: false,
   },
-  { event: "Stop", cli: "stop", timeout: 10, detached: true, stateful: true, captures: true },
-  { event: "StopFailure", cli: "stop-failure", timeout: 10, detached: true, stateful: true, captures: true },
-  { event: "PreCompact", cli: "pre-compact", timeout: 10, detached: true, stateful: true, captures: true },
-  { event: "SessionEnd", cli: "session-end", timeout: 10, detached: true, stateful: true, captures: true },
-  { event: "Interrupt", cli: "interrupt", timeout: 5, detached: false, stateful: true, captures: true },
+  { event: "Stop", cli: "stop", timeout: 10, detached: true, stateful: true, captures: true, ledger: true },
+  {
+    event: "StopFailure",
+    cli: "stop-failure",
+    timeout: 10,
+    detached: true,
+    stateful: true,
+    captures: true,
+    ledger: true,
+  },
+  {
+    event: "PreCompact",
+    cli: "pre-compact",
+    timeout: 10,
+    detached: true,
+    stateful: true,
+    captures: true,
+    ledger: true,
+  },
+  {
+    event: "SessionEnd",
+    cli: "session-end",
+    timeout: 10,
+    detached: true,
+    stateful: true,
+    captures: true,
+    ledger: true,
+  },
+  {
+    event: "Interrupt",
+    cli: "interrupt",
+    timeout: 5,
+    detached: false,
+    stateful: true,
+    captures: true,
+    ledger: true,
+  },
 ] as const satisfies readonly HookSpec[];
 
 /** One of the handled events, by its CLI name. */
@@ -69,7 +106,7 @@ export type HookEvent = (typeof HOOKS)[number]["cli"];
 export const HOOK_EVENTS: readonly HookEvent[] = HOOKS.map((h) => h.cli);
 
 /** The CLI names of the events whose `flag` is set. */
-function eventsWhere(flag: "detached" | "stateful" | "captures"): ReadonlySet<string> {
+function eventsWhere(flag: "detached" | "stateful" | "captures" | "ledger"): ReadonlySet<string> {
   return new Set(HOOKS.filter((h) => h[flag]).map((h) => h.cli));
 }
 
@@ -81,6 +118,9 @@ export const STATEFUL_EVENTS = eventsWhere("stateful");
 
 /** Events that send what the capture state must record. */
 export const CAPTURING_EVENTS = eventsWhere("captures");
+
+/** Events whose runs the ledger records. */
+export const LEDGER_EVENTS = eventsWhere("ledger");
 
 /** Whether a string names a handled event. */
 export function isHookEvent(name: string | undefined): name is HookEvent {

@@ -5,7 +5,14 @@
  */
 
 import * as z from "zod/mini";
-import { appendLedger, type LedgerEntry, pruneLedger, REPLAY_FILE, snippet } from "../runtime/ledger.ts";
+import {
+  appendLedger,
+  type LedgerEntry,
+  MAX_LISTED,
+  pruneLedger,
+  REPLAY_FILE,
+  snippet,
+} from "../runtime/ledger.ts";
 import { ledgerDir, orNoHome } from "../runtime/paths.ts";
 import { safeId } from "../runtime/state.ts";
 import type { HookContext, HookResult } from "./context.ts";
@@ -55,8 +62,6 @@ const ReplayData = z.object({
   cause: Cause,
 });
 
-const LISTED = 20;
-
 /** The ledger entry of one hook run, or undefined when it did nothing worth recording (pure). */
 export function ledgerEntryOf(
   ctx: Pick<HookContext, "event" | "input" | "config" | "isWorker">,
@@ -68,14 +73,14 @@ export function ledgerEntryOf(
   if (ctx.event === "user-prompt-submit") {
     if (result.outcome === "duplicate" || result.outcome === "recall-off") return undefined;
     const d = PromptData.parse(data);
-    const more = Math.max(0, d.injected.length - LISTED) + Math.max(0, d.suppressed.length - LISTED);
+    const more = Math.max(0, d.injected.length - MAX_LISTED) + Math.max(0, d.suppressed.length - MAX_LISTED);
     return {
       kind: "prompt",
       ...base,
       prompt: snippet(recallQuery(promptText(ctx.input), ctx.config.redact)),
       path: d.recall,
-      injected: d.injected.slice(0, LISTED),
-      suppressed: d.suppressed.slice(0, LISTED),
+      injected: d.injected.slice(0, MAX_LISTED),
+      suppressed: d.suppressed.slice(0, MAX_LISTED),
       ...(more ? { more } : {}),
       ...(d.profile ? { profile: d.profile } : {}),
       printedChars: d.printedChars ?? (result.stdout ?? "").length,
