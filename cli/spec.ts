@@ -105,12 +105,12 @@ export type Parsed =
 const HELP: FlagSpec = { type: "boolean", short: "h", description: "show this help" };
 
 /** The option key of a flag or positional name (`kimi-home` → `kimiHome`). */
-export function optionKey(name: string): string {
+function optionKey(name: string): string {
   return name.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
 }
 
 /** How a flag is written in usage lines and messages: `--kimi-home DIR`, `--mode config|plugin`, `--json`. */
-export function flagForm(name: string, flag: FlagSpec): string {
+function flagForm(name: string, flag: FlagSpec): string {
   if (flag.type === "boolean") return `--${name}`;
   return `--${name} ${flag.value ?? flag.choices?.join("|") ?? "VALUE"}`;
 }
@@ -178,10 +178,10 @@ export function parseCommand(cmd: Command, args: readonly string[]): Parsed {
 }
 
 /** Help and usage lines are wrapped to this many columns. */
-export const WIDTH = 80;
+const WIDTH = 80;
 
 /** Words joined into lines of at most `width` columns (a longer word stays whole on its own line). */
-export function wrap(words: readonly string[], width: number): string[] {
+function wrap(words: readonly string[], width: number): string[] {
   const lines: string[] = [];
   let line = "";
   for (const word of words) {

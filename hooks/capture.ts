@@ -219,9 +219,6 @@ async function sendStep(
   plan: Plan,
   queue: { queueOnly: boolean; queue?: SessionQueue },
 ): Promise<SendReport> {
-  if (!plan.toSend.length) {
-    return { acked: 0, sent: 0, queued: 0, rejected: 0, rejections: [], usedBatch: false };
-  }
   return await sendMessages(run.client, run.ctx.ovSessionId, plan.toSend.map((x) => x.payload), {
     budget: run.mode.budget,
     pendingDir: run.ctx.pendingDir,

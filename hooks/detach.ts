@@ -44,8 +44,9 @@ export function spawnWorker(event: string, stdin: Uint8Array): Promise<boolean> 
 }
 
 /**
- * Starts `openviking-kimi replay` detached, once this process is gone: what a synchronous hook had to queue
- * (an interrupt out of time) goes out now, not at the next hook — after a SIGINT in print mode none comes.
+ * Starts `openviking-kimi replay` detached (it reads no stdin, so it starts at once, under the queue's own
+ * claims): what a synchronous hook had to queue (an interrupt out of time) goes out now, not at the next
+ * hook — after a SIGINT in print mode none comes.
  */
 export function spawnReplay(): Promise<boolean> {
   return spawnDetached(["replay"], new Uint8Array(), {});

@@ -13,7 +13,7 @@ const Problem = z.object({
 });
 
 /** A commit and what OpenViking did with it. */
-export const CommitStatusSchema = z.object({
+const CommitStatusSchema = z.object({
   at: z.number(),
   /** committed (sent), queued (waits in the queue), rejected, failed (could not even be queued). */
   outcome: z.string(),
@@ -29,7 +29,7 @@ export const CommitStatusSchema = z.object({
 export type CommitStatus = z.infer<typeof CommitStatusSchema>;
 
 /** One Kimi session as the ledger saw it. */
-export const SessionStatusSchema = z.object({
+const SessionStatusSchema = z.object({
   kimiSessionId: z.string(),
   openVikingSessionId: z.string(),
   lastActivity: z.number(),

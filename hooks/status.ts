@@ -22,11 +22,11 @@ import { SESSION_PREFIX } from "./context.ts";
 import { foldSession, type SessionStatus, type Status } from "./status-model.ts";
 
 /** Sessions shown without `--all` or `--session`. */
-export const LATEST_SESSIONS = 5;
+const LATEST_SESSIONS = 5;
 /** Memory diffs read per status run (the newest completed commits). */
-export const MAX_DIFFS = 6;
+const MAX_DIFFS = 6;
 /** Time each server request may take. */
-export const STATUS_TIMEOUT_MS = 3000;
+const STATUS_TIMEOUT_MS = 3000;
 
 /** Which sessions to show. */
 export type SessionChoice = { kind: "latest" } | { kind: "all" } | { kind: "one"; id: string };
@@ -150,7 +150,7 @@ async function localSessions(
 }
 
 /** Everything `status` shows. */
-export async function collectStatus(
+async function collectStatus(
   env: Env,
   options: { cwd: string; sessions: SessionChoice; fetch?: typeof fetch; now?: number },
 ): Promise<Status> {

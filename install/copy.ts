@@ -23,10 +23,10 @@ import { sha256Hex } from "../runtime/hash.ts";
 import { type Env, joinPath } from "../runtime/paths.ts";
 import { VERSION } from "../runtime/version.ts";
 import { PLUGIN_ID } from "./spec.ts";
-import { checkCreatable, describeFsError, isFsError, makeDirs, moveAside } from "./files.ts";
+import { checkCreatable, describeFsError, makeDirs, moveAside } from "./files.ts";
 import { integrationDir, type OsFamily } from "./placement.ts";
 import { launcherName, type LauncherSpec, launcherText } from "./launcher.ts";
-import type { Step } from "./steps.ts";
+import { attempt, type Step } from "./steps.ts";
 
 /** The entry points bundled, and the file each becomes. */
 const ENTRIES: readonly { source: string; out: string }[] = [
@@ -240,15 +240,6 @@ async function writeCopy(p: CopyPlacement, os: OsFamily): Promise<void> {
   }
 }
 
-/** Runs `action`; a file-system error becomes "could not <what>: <cause>". */
-async function attempt<T>(what: string, action: () => Promise<T>): Promise<T> {
-  try {
-    return await action();
-  } catch (error) {
-    throw isFsError(error) ? new Error(`could not ${what}: ${describeFsError(error)}`) : error;
-  }
-}
-
 /**
  * The step that places the copy (none when the same copy is in place already); the undo takes out what it
  * placed; once every step succeeded, the versions nothing uses any more are removed.
@@ -381,7 +372,7 @@ async function registeredIn(id: string, homes: string[]): Promise<string | undef
 }
 
 /** A version kept by a sweep, and why. */
-export interface KeptVersion {
+interface KeptVersion {
   dir: string;
   why: string;
 }
@@ -391,7 +382,7 @@ export interface KeptVersion {
  * exclusively) and no Kimi home installed into registers it. Leftovers of interrupted placements older than
  * an hour go too. Returns what was removed and what was kept.
  */
-export async function sweepVersions(
+async function sweepVersions(
   env: Env,
   options: { keep?: string; kimiHome: string; now?: number },
 ): Promise<{ removed: string[]; kept: KeptVersion[] }> {

@@ -9,7 +9,7 @@ import { type Env, joinPath } from "../runtime/paths.ts";
 import { readTextIfExists } from "../runtime/fs.ts";
 import type { Check } from "./check.ts";
 import type { KimiState } from "./detect.ts";
-import { denoNotFound, findDeno, launcherInfo } from "./launcher.ts";
+import { denoNotFound, findDeno, isExecutable, launcherInfo } from "./launcher.ts";
 import type { OsFamily } from "./placement.ts";
 import { PLUGIN_ID } from "./spec.ts";
 
@@ -34,12 +34,6 @@ export function firstWord(command: string): string {
 /** The fix for a program that is gone or broken. */
 const REINSTALL = "run install again: `deno task -q install` in an openviking-kimi checkout, or " +
   "`openviking-kimi install` with a release binary (add `--mode plugin` for plugin mode)";
-
-/** Whether `path` is an executable file. */
-async function executable(path: string, os: OsFamily): Promise<boolean> {
-  const info = await Deno.stat(path).catch(() => undefined);
-  return !!info?.isFile && (os === "windows" || ((info.mode ?? 0) & 0o111) !== 0);
-}
 
 /** The checks of one program copy behind a launcher: its files, and the Deno its launcher would run. */
 async function copyChecks(
@@ -96,7 +90,7 @@ export async function programChecks(
   env: Env,
   os: OsFamily,
 ): Promise<{ checks: Check[]; runnable: boolean }> {
-  if (!(await executable(p.path, os))) {
+  if (!(await isExecutable(p.path, os))) {
     const gone = !(await Deno.lstat(p.path).then(() => true, () => false));
     return {
       checks: [{

@@ -295,16 +295,14 @@ function pluginFiles(ctx: Context, program: Program): PluginFile[] {
 /** Whether the plugin directory holds these files already, byte for byte (then it is not placed again). */
 async function pluginInPlace(root: string, files: PluginFile[]): Promise<boolean> {
   for (const f of files) {
-    const now = await Deno.readFile(joinPath(root, f.path)).catch(() => undefined);
-    // The hooks rewrite the system prompt with the user's profile: it is in place when it is there.
-    if (f.path === SYSTEM_PROMPT_FILE) {
-      if (!now) return false;
+    const path = joinPath(root, f.path);
+    if (typeof f.content !== "string") {
+      if (!(await sameBytes(path, f.content.copyFrom))) return false; // a binary: compared as it streams
       continue;
     }
-    const want = typeof f.content === "string"
-      ? new TextEncoder().encode(f.content)
-      : await Deno.readFile(f.content.copyFrom).catch(() => undefined);
-    if (!now || !want || now.length !== want.length || !now.every((b, i) => b === want[i])) return false;
+    const now = await readTextIfExists(path).catch(() => undefined);
+    // The hooks rewrite the system prompt with the user's profile: it is in place when it is there.
+    if (now === undefined || (f.path !== SYSTEM_PROMPT_FILE && now !== f.content)) return false;
   }
   return true;
 }

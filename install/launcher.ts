@@ -70,7 +70,7 @@ export function denoNotFound(
 }
 
 /** One line saying it: "Deno not found at …; reinstall with …". */
-export function denoNotFoundLine(check: Check): string {
+function denoNotFoundLine(check: Check): string {
   return `${check.summary.replace(/: the hooks do nothing.*$/, "")}; ${check.fix}`;
 }
 
@@ -251,7 +251,7 @@ export function launcherInfo(text: string): { dir: string; deno: string; id: str
 }
 
 /** Whether `path` is an executable file. */
-async function isExecutable(path: string, os: OsFamily): Promise<boolean> {
+export async function isExecutable(path: string, os: OsFamily): Promise<boolean> {
   try {
     const info = await Deno.stat(path);
     return info.isFile && (os === "windows" || ((info.mode ?? 0) & 0o111) !== 0);

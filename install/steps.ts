@@ -49,7 +49,7 @@ async function writeFailure(change: FileChange, error: unknown): Promise<Error> 
 }
 
 /** Runs `action`; a file-system error becomes "could not <what>: <cause>". */
-async function attempt<T>(what: string, action: () => Promise<T>): Promise<T> {
+export async function attempt<T>(what: string, action: () => Promise<T>): Promise<T> {
   try {
     return await action();
   } catch (error) {

@@ -107,7 +107,7 @@ export function readTextIfExists(path: string): Promise<string | undefined> {
 }
 
 /** {@link readTextIfExists}, synchronously. */
-export function readTextIfExistsSync(path: string): string | undefined {
+function readTextIfExistsSync(path: string): string | undefined {
   try {
     return Deno.readTextFileSync(path);
   } catch (error) {

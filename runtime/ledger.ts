@@ -13,12 +13,12 @@ import { ensurePrivateDir, isNotFound, writeFileAtomic } from "./fs.ts";
 import { joinPath } from "./paths.ts";
 
 /** Longest prompt snippet kept. */
-export const SNIPPET_CHARS = 80;
+const SNIPPET_CHARS = 80;
 /** Most memories listed per prompt entry (the rest are counted). */
 export const MAX_LISTED = 20;
 /** A session's file may hold this share of the total budget (at least `MIN_SESSION_BYTES`). */
-export const SESSION_SHARE = 1 / 32;
-export const MIN_SESSION_BYTES = 64 * 1024;
+const SESSION_SHARE = 1 / 32;
+const MIN_SESSION_BYTES = 64 * 1024;
 
 const Memory = z.object({ uri: z.string(), score: z.optional(z.number()), chars: z.number() });
 const Failure = z.object({ kind: z.string(), status: z.number(), message: z.string() });
@@ -28,7 +28,7 @@ const Run = { at: z.number(), ms: z.number() };
 const Counts = { rejected: z.number(), cause: z.optional(Failure) };
 
 /** What one prompt hook run did. */
-export const PromptEntrySchema = z.object({
+const PromptEntrySchema = z.object({
   kind: z.literal("prompt"),
   ...Run,
   /** The start of the redacted query. */
@@ -47,7 +47,7 @@ export const PromptEntrySchema = z.object({
 export type PromptEntry = z.infer<typeof PromptEntrySchema>;
 
 /** What one capture did. */
-export const CaptureEntrySchema = z.object({
+const CaptureEntrySchema = z.object({
   kind: z.literal("capture"),
   ...Run,
   ...Counts,
@@ -61,7 +61,7 @@ export const CaptureEntrySchema = z.object({
 export type CaptureEntry = z.infer<typeof CaptureEntrySchema>;
 
 /** What one queue replay did for this session (or, in the `_replay` file, for every session). */
-export const ReplayEntrySchema = z.object({
+const ReplayEntrySchema = z.object({
   kind: z.literal("replay"),
   ...Run,
   ...Counts,

@@ -17,8 +17,11 @@ import type { MessagePayload } from "./deliver.ts";
 /** Subdirectory of the shared pending directory that holds our queue. */
 export const QUEUE_SUBDIR = "kimicode";
 
-/** A claim older than this (or dated more than a minute in the future) was abandoned and is put back. */
+/** A claim older than this (or dated more than FUTURE_SLACK_MS in the future) was abandoned and is put back. */
 export const ABANDONED_AFTER_MS = 10 * 60_000;
+
+/** A claim dated this far in the future (a clock set back) counts as abandoned too. */
+export const FUTURE_SLACK_MS = 60_000;
 
 const MessageSchema = z.object({
   role: z.enum(["user", "assistant"]),

@@ -11,6 +11,7 @@ import { isNotFound } from "./fs.ts";
 import { joinPath } from "./paths.ts";
 import { AnyResult, type Budget, type OpenVikingClient, type OvFailure, type OvResponse } from "./http.ts";
 import { sessionPath } from "./deliver.ts";
+import { ABANDONED_AFTER_MS, FUTURE_SLACK_MS } from "./pending-files.ts";
 
 /** One queued write. */
 export const SharedEntrySchema = z.object({
@@ -22,10 +23,6 @@ export const SharedEntrySchema = z.object({
   dedupKey: z.optional(z.string()),
 });
 export type SharedEntry = z.infer<typeof SharedEntrySchema>;
-
-/** A `.processing` file older than this (or dated a minute in the future) was abandoned and is put back. */
-const ABANDONED_AFTER_MS = 10 * 60_000;
-const FUTURE_SLACK_MS = 60_000;
 
 const ENTRY_NAME = /^([0-9a-f]{64})_(\d+)\.(json|processing)$/;
 

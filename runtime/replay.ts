@@ -16,6 +16,7 @@ import {
   ABANDONED_AFTER_MS,
   claimName,
   entryFile,
+  FUTURE_SLACK_MS,
   type QueueEntry,
   type QueueFile,
   queueFiles,
@@ -23,8 +24,6 @@ import {
   sessionDirs,
 } from "./pending-files.ts";
 import { replayShared, type SharedReplayReport } from "./pending-shared.ts";
-
-const FUTURE_SLACK_MS = 60_000;
 
 /** Puts claims back whose replay process is gone, that are older than `ABANDONED_AFTER_MS`, or future-dated. */
 async function recoverClaims(dir: string, files: QueueFile[], now: number): Promise<QueueFile[]> {

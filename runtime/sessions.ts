@@ -24,7 +24,6 @@ export interface SendReport {
   /** Refused by OpenViking itself (its error envelope); they are dropped. */
   rejected: number;
   rejections: Rejection[];
-  usedBatch: boolean;
   /** Why messages were queued instead of sent (the first failure that stopped sending). */
   cause?: OvFailure;
   /** Set when sending stopped with messages neither sent nor queued (the queue or the state could not be written). */
@@ -65,7 +64,6 @@ export async function sendMessages(
     queued: 0,
     rejected: 0,
     rejections: [],
-    usedBatch: false,
   };
   const queueFrom = async (i: number) => {
     if (i >= payloads.length) return;
@@ -99,7 +97,6 @@ export async function sendMessages(
       sent: d.sent,
       rejected: d.rejections.length,
       rejections: d.rejections,
-      usedBatch: d.usedBatch,
     });
     if (d.stop) {
       report.cause = d.stop;
