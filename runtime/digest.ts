@@ -7,6 +7,7 @@
  */
 
 import { neutralize, safe, type SafeText } from "./neutralize.ts";
+import { charColumns } from "./columns.ts";
 import type { Memory } from "./memory.ts";
 
 /** How much one digest may hold. */
@@ -32,21 +33,12 @@ export const PROFILE_ROWS = 6;
 
 const ELLIPSIS = "…";
 
-/** Terminal columns of one code point: East Asian wide and fullwidth characters and emoji take two. */
-function columns(cp: number): number {
-  const wide = (cp >= 0x1100 && cp <= 0x115f) || (cp >= 0x2e80 && cp <= 0xa4cf) ||
-    (cp >= 0xac00 && cp <= 0xd7a3) || (cp >= 0xf900 && cp <= 0xfaff) || (cp >= 0xfe30 && cp <= 0xfe4f) ||
-    (cp >= 0xff00 && cp <= 0xff60) || (cp >= 0xffe0 && cp <= 0xffe6) || (cp >= 0x1f300 && cp <= 0x1faff) ||
-    (cp >= 0x20000 && cp <= 0x3fffd);
-  return wide ? 2 : 1;
-}
-
 /** How many UTF-16 code units of `text` fit in `width` terminal columns. */
 function unitsWithin(text: string, width: number): number {
   let cols = 0;
   let units = 0;
   for (const ch of text) {
-    cols += columns(ch.codePointAt(0)!);
+    cols += charColumns(ch);
     if (cols > width) break;
     units += ch.length;
   }

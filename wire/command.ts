@@ -7,6 +7,7 @@
 
 import { loadConfig } from "../runtime/config.ts";
 import { neutralize, terminalJson } from "../runtime/neutralize.ts";
+import { charColumns, textColumns } from "../runtime/columns.ts";
 import { kimiHome, processEnv } from "../runtime/paths.ts";
 import { locateJournal } from "./locate.ts";
 import { planCapture } from "./plan.ts";
@@ -42,31 +43,14 @@ export async function turnsOf(
 /** A turn id longer than this is cut in the readable form (ids are small numbers in every known journal). */
 const TURN_COLUMN_MAX = 8;
 
-/** Characters a terminal shows two columns wide (CJK, Hangul, full-width forms, most emoji). */
-const WIDE =
-  /[\u1100-\u115f\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6\u{1f300}-\u{1f64f}\u{1f900}-\u{1f9ff}\u{20000}-\u{3fffd}]/u;
-
-/** Terminal columns of one character: 0 for combining marks and joiners, 2 for wide ones, else 1. */
-function columnsOf(char: string): number {
-  if (/^[\p{M}\u200c\u200d]$/u.test(char)) return 0;
-  return WIDE.test(char) ? 2 : 1;
-}
-
-/** Terminal columns of `text` (one line, already neutralised). */
-function widthOf(text: string): number {
-  let n = 0;
-  for (const char of text) n += columnsOf(char);
-  return n;
-}
-
 /** `text` as one line of at most `width` terminal columns: whitespace runs become a space, a cut ends in `…`. */
 export function preview(text: string, width: number): string {
   const flat = neutralize(text).replace(/\s+/g, " ").trim();
-  if (widthOf(flat) <= width) return flat;
+  if (textColumns(flat) <= width) return flat;
   let used = 0;
   let kept = "";
   for (const char of flat) {
-    used += columnsOf(char);
+    used += charColumns(char);
     if (used > width - 1) break;
     kept += char;
   }
@@ -77,11 +61,11 @@ export function preview(text: string, width: number): string {
 export function renderTurns(messages: readonly TurnMessage[], width = 80): string[] {
   if (messages.length === 0) return ["Nothing to send: the journal has no closed turn with text."];
   const ids = messages.map((m) => preview(m.turn_id, TURN_COLUMN_MAX));
-  const turnWidth = Math.max(4, ...ids.map(widthOf));
+  const turnWidth = Math.max(4, ...ids.map(textColumns));
   const roleWidth = "assistant".length;
   const textWidth = width - turnWidth - roleWidth - 4;
   const row = (turn: string, role: string, text: string) =>
-    `${turn}${" ".repeat(turnWidth - widthOf(turn))}  ${role.padEnd(roleWidth)}  ${text}`.trimEnd();
+    `${turn}${" ".repeat(turnWidth - textColumns(turn))}  ${role.padEnd(roleWidth)}  ${text}`.trimEnd();
   const turns = new Set(messages.map((m) => m.turn_id)).size;
   return [
     row("turn", "role", "message"),
