@@ -17,6 +17,8 @@ import { planUnregister } from "./install.ts";
 import { backupFor } from "./backup.ts";
 import { carryOut, type Context, fail, type InstallOptions, newPlan, type Plan, planFile } from "./run.ts";
 import { removalStep } from "./steps.ts";
+import { parseJson } from "./json-file.ts";
+import { classifyManifest } from "./plugin.ts";
 import { planConfigSkillRemoval, planSystemPromptRemoval } from "./memory-files.ts";
 
 /** Plans taking config mode out: our block and our `mcp.json` entry (hooks outside the block are named). */
@@ -74,8 +76,10 @@ async function planPurge(ctx: Context, state: KimiState, plugin: boolean, plan: 
   const targets: string[] = [];
   const managed = joinPath(state.paths.managedDir, PLUGIN_ID);
   if (plugin && (state.plugin?.owner !== "upstream" && state.plugin?.owner !== "other")) {
-    const manifest = await readTextIfExists(joinPath(managed, "kimi.plugin.json")).catch(() => undefined);
-    if (manifest === undefined || /bin[\\/]+openviking-kimi/.test(manifest)) targets.push(managed);
+    // Ours by the rule detect and doctor use (its hooks run bin/openviking-kimi), or no manifest left at all.
+    const text = await readTextIfExists(joinPath(managed, "kimi.plugin.json")).catch(() => undefined);
+    const manifest = text === undefined ? undefined : parseJson(text);
+    if (!manifest || (manifest.ok && classifyManifest(manifest.value) === "ours")) targets.push(managed);
   }
   targets.push(
     dirName(installedBinaryPath(ctx.env, ctx.os)),
