@@ -575,7 +575,10 @@ Deno.test("hook logs: one JSONL line per run with event, session, duration and o
 Deno.test("hook interrupt whose 2 s budget runs out before the commit: the commit is queued and goes out at once, detached", async () => {
   await using s = await sandbox("fine");
   // A loaded machine or a slow server: the batch alone takes nearly all of Interrupt's 2 s.
-  s.fake!.fault({ route: "POST /api/v1/sessions/:id/messages/batch", delayMs: 1900, times: 1 });
+  const route = "POST /api/v1/sessions/:id/messages/batch";
+  s.fake!.fault({ route, delayMs: 1900, times: 1 });
+  let batchArrived = 0;
+  s.fake!.onRequest = (req) => batchArrived ||= req.route === route ? Date.now() : 0;
   const r = await runCli(["hook", "interrupt"], {
     env: { ...s.env, OPENVIKING_TIMEOUT_MS: "5000" },
     clearEnv: true,
@@ -587,8 +590,17 @@ Deno.test("hook interrupt whose 2 s budget runs out before the commit: the commi
   while ((s.fake!.sessions.get(OV_SESSION)?.commits ?? 0) < 1 && Date.now() < end) {
     await new Promise((res) => setTimeout(res, 100));
   }
-  assertEquals(s.fake!.messages(OV_SESSION).length, 6);
-  assertEquals(s.fake!.sessions.get(OV_SESSION)?.commits, 1, "the interrupted session is committed");
+  // On a loaded machine the budget may end before the slow batch's reply: the client gives up, the server
+  // stores it anyway, and the queued copy is sent again — the one duplicate a lost reply may cause.
+  while (batchArrived && Date.now() < batchArrived + 2500) await new Promise((res) => setTimeout(res, 100));
+  const stored = s.fake!.messages(OV_SESSION).map((m) => `${m.turn_id}:${m.role}`);
+  assertEquals(new Set(stored).size, 6, "every message of the interrupted session is stored");
+  assertTrue(
+    stored.length - 6 <= s.fake!.lostReplyMessages,
+    "duplicates only from a reply the hook never read",
+  );
+  assertTrue((s.fake!.sessions.get(OV_SESSION)?.commits ?? 0) >= 1, "the interrupted session is committed");
+  await waitFor("the queue to empty", async () => (await ourQueue(pendingDir(s))).length === 0);
 });
 
 Deno.test("hook stop: a worker killed during its second batch keeps the first one acknowledged — never sent twice", async () => {
