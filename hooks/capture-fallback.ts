@@ -35,7 +35,7 @@ export async function captureFromPrompts(
   const sid = ctx.ovSessionId;
   const res = await updateState(ctx.capturePaths, async (state, save) => {
     const due = duePrompts(kept, state);
-    if (!due.length) return { value: { sent: 0, queued: 0, commit: "none" } };
+    if (!due.length) return { value: { turns: 0, sent: 0, queued: 0, commit: "none" } };
     const settled = (acked: number, captured: number): SessionState => ({
       ...state,
       capturedKeys: [...state.capturedKeys, ...due.slice(0, acked).map((p) => fallbackKey(p.text, p.at))],
@@ -68,7 +68,9 @@ export async function captureFromPrompts(
         queueOnly: queueOnly || report.queued > 0,
       },
     );
-    return { state: done.state, value: { sent: report.sent, queued: report.queued, commit: done.commit } };
+    // Each kept prompt is a turn of its own (its answer is not known without the journal).
+    const value = { turns: report.acked, sent: report.sent, queued: report.queued, commit: done.commit };
+    return { state: done.state, value };
   }, { waitMs: mode.lockWaitMs });
   if (!res.acquired) return { outcome: "lock-timeout", data: { reason } };
   return {

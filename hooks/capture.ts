@@ -71,6 +71,9 @@ async function waitForTurnEnd(
 /** The result of one capture, for the log. */
 interface CaptureReport {
   journal?: string;
+  /** Turns read after the cursor (an open one is read again by the next run). */
+  scanned: number;
+  /** Turns whose messages this run settled (delivered, queued or refused by OpenViking): `status` counts these. */
   turns: number;
   planned: number;
   sent: number;
@@ -108,13 +111,16 @@ interface Run {
   planOptions: PlanOptions;
   report: CaptureReport;
   save: SaveState;
+  /** Indexes of the turns whose messages this run settled (the report's `turns`). */
+  captured: Set<number>;
 }
 
 /** The report of a capture that has not planned anything yet. */
 function emptyReport(journal: string, s: Scan, waited: boolean): CaptureReport {
   return {
     journal,
-    turns: s.turns.turns.length,
+    scanned: s.turns.turns.length,
+    turns: 0,
     planned: 0,
     sent: 0,
     queued: 0,
@@ -259,6 +265,8 @@ async function sendSteps(
     run.report.skipped += plan.skipped.length;
     const sent = await sendStep(run, state, plan, { queueOnly, queue });
     noteSent(run.report, sent);
+    for (const c of plan.toSend.slice(0, sent.acked)) run.captured.add(c.turnIndex);
+    run.report.turns = run.captured.size;
     if (sent.stoppedBy) return { state, stopped: true, queueOnly };
     if (sent.queued > 0) queueOnly = true; // what follows queues behind it
     state = await stateAfter(run, state, plan, sent.acked, sent.sent + sent.queued);
@@ -348,7 +356,7 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
       maxTurns: TURNS_PER_STEP,
     };
     const report = emptyReport(journal, s, waited);
-    const run: Run = { ctx, mode, client, journal, scan: s, planOptions, report, save };
+    const run: Run = { ctx, mode, client, journal, scan: s, planOptions, report, save, captured: new Set() };
     return { state: await captureLocked(run, start), value: report };
   }, { waitMs: mode.lockWaitMs });
   if (!res.acquired) return { outcome: "lock-timeout", data: { journal } };

@@ -94,7 +94,9 @@ export function ledgerEntryOf(
     const { cause, ...counts } = d;
     return { kind: "replay", ...base, ...counts, ...(cause ? { cause } : {}) };
   }
-  if (result.outcome !== "captured") return undefined;
+  // A capture from the kept prompts (no journal) is one too, when it settled any.
+  const fromPrompts = result.outcome === "no-journal" && Number(data.fallback) > 0;
+  if (result.outcome !== "captured" && !fromPrompts) return undefined;
   const { cause, ...counts } = CaptureData.parse(data);
   return { kind: "capture", ...base, event: ctx.event, ...counts, ...(cause ? { cause } : {}) };
 }

@@ -75,6 +75,18 @@ Deno.test("ledger entry of a capture and of a replay; an empty replay is no news
     taskId: "t1",
   });
   assertEquals(ledgerEntryOf(ctx("stop"), { outcome: "lock-timeout" }, timing), undefined);
+  // No journal: a capture of the kept prompts is recorded when it settled any, not when there were none.
+  const fromPrompts = { reason: "no journal", turns: 1, sent: 1, queued: 0, commit: "none" };
+  const fb = ledgerEntryOf(
+    ctx("stop"),
+    { outcome: "no-journal", data: { ...fromPrompts, fallback: 1 } },
+    timing,
+  );
+  assertEquals(fb?.kind === "capture" ? [fb.turns, fb.sent] : [], [1, 1]);
+  assertEquals(
+    ledgerEntryOf(ctx("stop"), { outcome: "no-journal", data: { reason: "x", fallback: 0 } }, timing),
+    undefined,
+  );
   const empty = { replayed: 0, messages: 0, rejected: 0, deferred: 0, commitTasks: [] };
   assertEquals(ledgerEntryOf(ctx("session-start"), { outcome: "replayed", data: empty }, timing), undefined);
   const r = ledgerEntryOf(ctx("session-start"), {

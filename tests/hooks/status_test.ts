@@ -147,3 +147,63 @@ Deno.test("status: a commit whose task fails shows the server's error; one that 
   ]);
   assertEquals((await runCli(["status", "--session", SESSION, "--all"], { env, clearEnv: true })).code, 2);
 });
+
+Deno.test("status: a turn still open at one Stop and captured at the next is counted once", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env: Record<string, string> = {
+    HOME: dir.path,
+    KIMI_CODE_HOME: `${dir.path}/.kimi-code`,
+    OPENVIKING_URL: fake.url,
+    OPENVIKING_CAPTURE_WAIT_MS: "0", // the Stop does not wait for the open turn to end
+    OPENVIKING_WRITE_PATH_ASYNC: "0",
+    PATH: Deno.env.get("PATH") ?? "/usr/bin",
+  };
+  const stop = async (journal: string) => {
+    await placeJournal(dir.path, SESSION, journal);
+    const r = await runCli(["hook", "stop"], {
+      env,
+      clearEnv: true,
+      stdin: JSON.stringify({ hook_event_name: "Stop", session_id: SESSION, cwd: dir.path }),
+    });
+    assertEquals(r.code, 0);
+  };
+  const j = new JournalBuilder().simpleTurn("first question about the deploy script", "the first answer");
+  j.prompt("second question about the deploy script").stepBegin().text("the second answer").stepEnd(
+    "end_turn",
+  );
+  await stop(j.toString()); // the second turn's end is not on disk yet
+  await stop(j.ended().toString());
+  await stop(j.toString()); // nothing new
+  const r = await runCli(["status", "--json", "--session", SESSION], { env, clearEnv: true, cwd: dir.path });
+  const s = StatusSchema.parse(JSON.parse(r.stdout)).sessions[0];
+  assertEquals(fake.messages(`kc-${SESSION}`).length, 4, "both turns stored");
+  assertEquals([s.captures.turns, s.captures.sent], [2, 4], "each turn counted once, when it is captured");
+});
+
+Deno.test("status: turns captured from the kept prompts (no journal) are counted too", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env: Record<string, string> = {
+    HOME: dir.path,
+    KIMI_CODE_HOME: `${dir.path}/.kimi-code`,
+    OPENVIKING_URL: fake.url,
+    OPENVIKING_CAPTURE_WAIT_MS: "0",
+    OPENVIKING_WRITE_PATH_ASYNC: "0",
+    PATH: Deno.env.get("PATH") ?? "/usr/bin",
+  };
+  const hook = async (event: string, name: string, extra: Record<string, unknown> = {}) => {
+    const r = await runCli(["hook", event], {
+      env,
+      clearEnv: true,
+      stdin: JSON.stringify({ hook_event_name: name, session_id: SESSION, cwd: dir.path, ...extra }),
+    });
+    assertEquals(r.code, 0);
+  };
+  await hook("user-prompt-submit", "UserPromptSubmit", { prompt: "where does the deploy script live?" });
+  await hook("stop", "Stop"); // no wire.jsonl anywhere: the kept prompt is the turn
+  const r = await runCli(["status", "--json", "--session", SESSION], { env, clearEnv: true, cwd: dir.path });
+  const s = StatusSchema.parse(JSON.parse(r.stdout)).sessions[0];
+  assertEquals(fake.messages(`kc-${SESSION}`).map((m) => m.content), ["where does the deploy script live?"]);
+  assertEquals([s.captures.runs, s.captures.turns, s.captures.sent], [1, 1, 1]);
+});
