@@ -8,7 +8,7 @@ import { hasUnsent } from "../runtime/pending.ts";
 import { sendMessages } from "../runtime/sessions.ts";
 import { readState, type SessionState, updateState } from "../runtime/state.ts";
 import { fallbackKey } from "../wire/plan.ts";
-import { type CaptureMode, commitIfDue } from "./capture-mode.ts";
+import { type CaptureMode, commitIfDue, lockedMode } from "./capture-mode.ts";
 import { clientFor, type HookContext, type HookResult } from "./context.ts";
 import type { FallbackPrompt } from "./prompt-fallback.ts";
 
@@ -24,7 +24,7 @@ export function duePrompts(kept: readonly FallbackPrompt[], capture: SessionStat
  */
 export async function captureFromPrompts(
   ctx: HookContext,
-  mode: CaptureMode,
+  waiting: CaptureMode,
   reason: string,
 ): Promise<HookResult> {
   const none: HookResult = { outcome: "no-journal", data: { reason, fallback: 0 } };
@@ -34,6 +34,7 @@ export async function captureFromPrompts(
   const client = clientFor(ctx);
   const sid = ctx.ovSessionId;
   const res = await updateState(ctx.capturePaths, async (state, save) => {
+    const mode = lockedMode(waiting); // a worker's budget starts now, after its wait for the lock
     const due = duePrompts(kept, state);
     if (!due.length) return { value: { turns: 0, sent: 0, queued: 0, commit: "none" } };
     const settled = (acked: number, captured: number): SessionState => ({
@@ -71,7 +72,7 @@ export async function captureFromPrompts(
     // Each kept prompt is a turn of its own (its answer is not known without the journal).
     const value = { turns: report.acked, sent: report.sent, queued: report.queued, commit: done.commit };
     return { state: done.state, value };
-  }, { waitMs: mode.lockWaitMs });
+  }, { waitMs: waiting.lockWaitMs });
   if (!res.acquired) return { outcome: "lock-timeout", data: { reason } };
   return {
     outcome: "no-journal",

@@ -18,7 +18,10 @@ export interface CaptureMode {
   force: boolean;
   /** How long to wait for the session lock. */
   lockWaitMs: number;
+  /** Time for network work. An interrupt's runs from the hook's start (the host's clock); see `budgetAtLockMs`. */
   budget: Budget;
+  /** A worker's budget is this long from when it holds the lock: its waits for the turn and the lock are not network time. */
+  budgetAtLockMs?: number;
   /** Commit whenever anything is pending commit, regardless of the threshold. */
   commitAlways: boolean;
 }
@@ -49,7 +52,11 @@ export function captureMode(
       commitAlways: true,
     };
   }
-  const base = { lockWaitMs: WORKER_LOCK_WAIT_MS, budget: new Budget(WORKER_BUDGET_MS) };
+  const base = {
+    lockWaitMs: WORKER_LOCK_WAIT_MS,
+    budget: new Budget(WORKER_BUDGET_MS),
+    budgetAtLockMs: WORKER_BUDGET_MS,
+  };
   if (event === "stop") return { ...base, waitMs: config.captureWaitMs, force: false, commitAlways: false };
   if (event === "session-end") {
     return { ...base, waitMs: Math.min(config.captureWaitMs, 3000), force: true, commitAlways: true };
@@ -60,6 +67,11 @@ export function captureMode(
     return { ...base, waitMs: Math.min(config.captureWaitMs, 3000), force: true, commitAlways: false };
   }
   return { ...base, waitMs: 0, force: false, commitAlways: true }; // pre-compact
+}
+
+/** The mode a capture works in once it holds the lock: a worker's budget starts now (see `budgetAtLockMs`). */
+export function lockedMode(mode: CaptureMode): CaptureMode {
+  return mode.budgetAtLockMs === undefined ? mode : { ...mode, budget: new Budget(mode.budgetAtLockMs) };
 }
 
 /** What a commit needs: where to send or queue it, and what names it. */

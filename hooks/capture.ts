@@ -24,7 +24,7 @@ import { acknowledge, type Plan, planCapture, type PlanOptions } from "../wire/p
 import { cursorAt, type JournalRead, readJournal } from "../wire/read.ts";
 import { scanTurns, turnLineFilter, type TurnScan } from "../wire/turns.ts";
 import { captureFromPrompts } from "./capture-fallback.ts";
-import { type CaptureMode, captureMode, commitIfDue, MIN_COMMIT_MS } from "./capture-mode.ts";
+import { type CaptureMode, captureMode, commitIfDue, lockedMode, MIN_COMMIT_MS } from "./capture-mode.ts";
 import { spawnReplay } from "./detach.ts";
 import { clientFor, type HookContext, type HookResult } from "./context.ts";
 import { settledElsewhere } from "./inflight.ts";
@@ -356,7 +356,17 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
       maxTurns: TURNS_PER_STEP,
     };
     const report = emptyReport(journal, s, waited);
-    const run: Run = { ctx, mode, client, journal, scan: s, planOptions, report, save, captured: new Set() };
+    const run: Run = {
+      ctx,
+      mode: lockedMode(mode), // a worker's budget starts now, after its waits
+      client,
+      journal,
+      scan: s,
+      planOptions,
+      report,
+      save,
+      captured: new Set(),
+    };
     return { state: await captureLocked(run, start), value: report };
   }, { waitMs: mode.lockWaitMs });
   if (!res.acquired) return { outcome: "lock-timeout", data: { journal } };

@@ -1,0 +1,62 @@
+/**
+ * A detached worker's 60 s for the network starts when it holds the session's lock, not when it starts: one
+ * that waited long behind another capture (a slow server, a big backlog) still sends instead of queueing all.
+ * The wait is simulated by moving the clock while the lock is held (the lock's own staleness rule gives a live
+ * holder ten minutes, so nothing else notices).
+ */
+
+import { assertEquals, assertTrue } from "../support/assert.ts";
+import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { makeContext, placeJournal, sandboxEnv } from "../support/hook-context.ts";
+import { JournalBuilder } from "../support/journal.ts";
+import { ourQueue } from "../support/queue.ts";
+import { tempDir } from "../support/temp.ts";
+import { captureMode, captureSession } from "../../hooks/capture.ts";
+import { lockedMode } from "../../hooks/capture-mode.ts";
+import { withLock } from "../../runtime/lock.ts";
+
+const SESSION = "session_worker-budget";
+
+Deno.test("a Stop worker that waited 61 s for the lock still sends (its budget starts at the lock)", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = sandboxEnv(dir.path, fake.url, { OPENVIKING_CAPTURE_WAIT_MS: "0" });
+  await placeJournal(
+    dir.path,
+    SESSION,
+    new JournalBuilder().simpleTurn("where do the logs go?", "to ~/logs").toString(),
+  );
+  const ctx = await makeContext("stop", { session_id: SESSION, cwd: "/home/user/proj" }, env);
+  const realNow = Date.now;
+  let capture: Promise<{ data?: Record<string, unknown> }> | undefined;
+  try {
+    await withLock(ctx.capturePaths!.lock, async () => {
+      capture = captureSession(ctx, captureMode("stop", ctx.config, Date.now()));
+      await new Promise((r) => setTimeout(r, 300)); // the worker is waiting for the lock
+      const shift = 61_000;
+      Date.now = () => realNow() + shift; // …for a minute and a second
+    });
+    const report = await capture!;
+    assertEquals([report.data?.sent, report.data?.queued], [2, 0]);
+  } finally {
+    Date.now = realNow;
+  }
+  assertEquals(fake.messages(`kc-${SESSION}`).map((m) => m.content), ["where do the logs go?", "to ~/logs"]);
+  assertEquals((await ourQueue(ctx.pendingDir)).length, 0, "nothing queued");
+});
+
+Deno.test("lockedMode: a worker's budget starts at the lock; an interrupt's keeps running from the hook's start", () => {
+  const config = { captureWaitMs: 0, interruptBudgetMs: 2000 };
+  const interrupt = captureMode("interrupt", config, Date.now() - 1500);
+  assertEquals(lockedMode(interrupt).budget, interrupt.budget, "Kimi's 2 s do not restart");
+  const stop = captureMode("stop", config, Date.now());
+  const realNow = Date.now;
+  try {
+    Date.now = () => realNow() + 61_000;
+    assertEquals(stop.budget.remaining(), 0, "the minute it had at the start is gone");
+    const left = lockedMode(stop).budget.remaining();
+    assertTrue(left > 59_000 && left <= 60_000, `a fresh minute, not ${left} ms`);
+  } finally {
+    Date.now = realNow;
+  }
+});
