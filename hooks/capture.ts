@@ -21,52 +21,16 @@ import {
 } from "../runtime/state.ts";
 import { locateJournal } from "../wire/locate.ts";
 import { acknowledge, type Plan, planCapture, type PlanOptions } from "../wire/plan.ts";
-import { cursorAt, type JournalRead, readJournal } from "../wire/read.ts";
-import { scanTurns, turnLineFilter, type TurnScan } from "../wire/turns.ts";
+import { cursorAt } from "../wire/read.ts";
 import { captureFromPrompts } from "./capture-fallback.ts";
 import { type CaptureMode, captureMode, commitIfDue, lockedMode, MIN_COMMIT_MS } from "./capture-mode.ts";
 import { spawnReplay } from "./detach.ts";
 import { clientFor, type HookContext, type HookResult } from "./context.ts";
 import { settledElsewhere } from "./inflight.ts";
+import { type Scan, scanJournal, waitForTurnEnd } from "./journal-scan.ts";
 import { refreshFromHook } from "./system-prompt.ts";
 
 export { captureMode, WORKER_LOCK_WAIT_MS } from "./capture-mode.ts";
-
-/** A journal read after a cursor and its turns. */
-interface Scan {
-  turns: TurnScan;
-  read: JournalRead;
-}
-
-/** Reads the journal after `cursor` and scans its turns (no lock, no writes). */
-async function scan(path: string, cursor: Cursor | undefined): Promise<Scan> {
-  const usable = cursor && cursor.path === path ? cursor : undefined;
-  const read = await readJournal(path, usable, turnLineFilter);
-  const first = usable && !read.rewritten ? usable.nextIndex : 0;
-  return { turns: scanTurns(read.lines, first), read };
-}
-
-/**
- * Waits (bounded) until the newest main-agent turn after the cursor is closed. With `expectTurn` (Stop: a turn
- * just ended) it also waits for that turn to show up at all: Kimi may not have written it to the journal yet
- * when the hook fires (seen under load with 0.41.0 over ACP), and a capture that read the journal too early
- * would leave the turn until the session's next hook — which `kimi -p` never has.
- */
-async function waitForTurnEnd(
-  path: string,
-  cursor: Cursor | undefined,
-  waitMs: number,
-  expectTurn: boolean,
-): Promise<boolean> {
-  const deadline = Date.now() + waitMs;
-  for (;;) {
-    const { turns } = await scan(path, cursor).catch(() => ({ turns: undefined }));
-    const newest = turns?.turns.at(-1);
-    if (newest ? newest.closed : !expectTurn) return true;
-    if (Date.now() >= deadline) return false;
-    await new Promise((r) => setTimeout(r, Math.min(100, Math.max(1, deadline - Date.now()))));
-  }
-}
 
 /** The result of one capture, for the log. */
 interface CaptureReport {
@@ -347,7 +311,7 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
     : true;
   const client = clientFor(ctx);
   const res = await updateState(ctx.capturePaths, async (start, save) => {
-    const s = await scan(journal, start.cursor);
+    const s = await scanJournal(journal, start.cursor);
     const newest = s.turns.turns.at(-1);
     const planOptions: PlanOptions = {
       maxLength: ctx.config.captureMaxLength,
