@@ -154,16 +154,22 @@ async function settleInflight(run: Run, state: SessionState): Promise<SessionSta
   };
 }
 
-/** Replays the session's queued writes first, so the server sees turns in order; true when some still wait. */
-async function replayBacklog(run: Run): Promise<boolean> {
+/**
+ * Replays the session's queued writes first, so the server sees turns in order, then opens the queue once for
+ * this run's appends (a long backlog queued in many steps never re-reads what this run queued). `backlog`: some
+ * still wait, so new writes queue behind them.
+ */
+async function replayBacklog(run: Run): Promise<{ backlog: boolean; queue?: SessionQueue }> {
   const { ctx } = run;
-  if (!(await hasUnsent(ctx.pendingDir, ctx.ovSessionId))) return false;
-  await replayQueue(
-    ctx.pendingDir,
-    run.client,
-    replayOptions(ctx.config, { budget: run.mode.budget, sessionId: ctx.ovSessionId }),
-  );
-  return await hasUnsent(ctx.pendingDir, ctx.ovSessionId);
+  if (await hasUnsent(ctx.pendingDir, ctx.ovSessionId)) {
+    await replayQueue(
+      ctx.pendingDir,
+      run.client,
+      replayOptions(ctx.config, { budget: run.mode.budget, sessionId: ctx.ovSessionId }),
+    );
+  }
+  const queue = await SessionQueue.open(ctx.pendingDir, ctx.ovSessionId).catch(() => undefined);
+  return { backlog: queue ? queue.waiting : await hasUnsent(ctx.pendingDir, ctx.ovSessionId), queue };
 }
 
 /** Adds what one send did to the report; the first failure (or refusal) names the cause. */
@@ -245,9 +251,7 @@ async function sendSteps(
 async function captureLocked(run: Run, start: SessionState): Promise<SessionState> {
   const { ctx, mode, report } = run;
   const settled = await settleInflight(run, start);
-  const backlog = await replayBacklog(run);
-  // Opened once: a long backlog queued in many steps never re-reads what this run queued.
-  const queue = await SessionQueue.open(ctx.pendingDir, ctx.ovSessionId).catch(() => undefined);
+  const { backlog, queue } = await replayBacklog(run);
   const sent = await sendSteps(run, settled, backlog, queue);
   let state = sent.state;
   report.left =

@@ -82,6 +82,11 @@ export class SessionQueue {
     return new SessionQueue(dir, sessionId, files, await queuedKeys(dir, files));
   }
 
+  /** Whether writes of the session wait in the queue (as of opening, plus what was appended since). */
+  get waiting(): boolean {
+    return this.files.length > 0;
+  }
+
   private async append(makers: ((seq: number) => QueueEntry)[]): Promise<number> {
     const stored = await appendEntries(this.dir, makers, this.files);
     this.files.push(...stored);

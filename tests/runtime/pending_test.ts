@@ -17,6 +17,7 @@ import {
   hasUnsent,
   QUEUE_SUBDIR,
   queueSummary,
+  SessionQueue,
   sessionQueueDir,
 } from "../../runtime/pending.ts";
 import { replayAll, replayQueue } from "../../runtime/replay.ts";
@@ -379,4 +380,18 @@ Deno.test("shared queue: an entry written by another OpenViking plugin (Claude C
   const r = await replayAll(dir.path, clientOf(fake.url), { ...opts(), maxRetries: 3 });
   assertEquals(r.shared.replayed, 1);
   assertEquals(fake.messages("cc-abc"), [p]);
+});
+
+Deno.test("SessionQueue.waiting: what was queued when it was opened, and what it queued since", async () => {
+  await using dir = await tempDir();
+  const empty = await SessionQueue.open(dir.path, "kc-s1");
+  assertEquals(empty.waiting, false);
+  assertEquals(await empty.messages(range(2)), 2);
+  assertEquals(empty.waiting, true, "its own appends count");
+  assertEquals((await SessionQueue.open(dir.path, "kc-s1")).waiting, true);
+  assertEquals(
+    (await SessionQueue.open(dir.path, "kc-s2")).waiting,
+    false,
+    "another session's queue is its own",
+  );
 });
