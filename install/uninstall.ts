@@ -1,12 +1,15 @@
 /**
  * `openviking-kimi uninstall`: a planner per mode (both unless one is named) that takes out exactly what
  * install added, and with `--purge` the program (the executable, the program copies nothing else uses), the
- * plugin directory and per-session state, feeding one plan that run.ts checks and carries out all or
- * nothing. ovcli.conf and the shared queue stay.
+ * plugin directory, per-session state, the ledger, the log and an empty queue of ours, feeding one plan that
+ * run.ts checks and carries out all or nothing. ovcli.conf, other clients' queue files and undelivered writes stay.
  */
 
+import { loadConfig } from "../runtime/config.ts";
 import { readTextIfExists } from "../runtime/fs.ts";
-import { dirName, hookStateDir, joinPath, openVikingHome } from "../runtime/paths.ts";
+import { isOurLog } from "../runtime/log.ts";
+import { QUEUE_SUBDIR, queueSummary } from "../runtime/pending.ts";
+import { defaultLogPath, dirName, hookStateDir, joinPath, ledgerDir, pendingDir } from "../runtime/paths.ts";
 import { PLUGIN_ID } from "./spec.ts";
 import { planConfigUninstall } from "./toml-config.ts";
 import { planMcpUninstall } from "./mcp-json.ts";
@@ -71,7 +74,35 @@ function exists(path: string): Promise<boolean> {
   return Deno.lstat(path).then(() => true, () => false);
 }
 
-/** Plans `--purge`: our plugin directory (when `plugin`), the program, per-session state and our log. */
+/**
+ * The log and queue `--purge` deletes: the default log, a configured one whose every line is ours, and our queue
+ * when nothing in it waits (a turn not yet delivered is never deleted: a note says how to deliver or drop it).
+ */
+async function purgeableData(ctx: Context, plan: Plan): Promise<string[]> {
+  const out = [defaultLogPath(ctx.env)];
+  const configured = (await loadConfig(ctx.env, ctx.cwd)).config.debugLogPath;
+  if (configured && configured !== out[0]) {
+    const text = await readTextIfExists(configured).catch(() => undefined);
+    if (text !== undefined && isOurLog(text)) out.push(configured);
+    else if (text !== undefined) {
+      plan.notes.push(`Kept: ${configured} (the configured log) holds lines not ours.`);
+    }
+  }
+  const queue = joinPath(pendingDir(ctx.env), QUEUE_SUBDIR);
+  const waiting = await queueSummary(pendingDir(ctx.env)).catch(() => undefined);
+  if (waiting?.entries === 0) out.push(queue);
+  else if (waiting) {
+    const messages = waiting.sessions.reduce((n, x) => n + x.messages, 0);
+    plan.notes.push(
+      `Kept: ${waiting.entries} queued write(s) (${messages} message(s) of ${waiting.sessions.length} session(s)) ` +
+        `not yet delivered, in ${queue}. Install again and the next session start replays them (or run ` +
+        `"openviking-kimi replay"); to drop them, delete that directory.`,
+    );
+  }
+  return out;
+}
+
+/** Plans `--purge`: our plugin directory (when `plugin`), the program, per-session state, the ledger, our log and queue. */
 async function planPurge(ctx: Context, state: KimiState, plugin: boolean, plan: Plan): Promise<void> {
   const targets: string[] = [];
   const managed = joinPath(state.paths.managedDir, PLUGIN_ID);
@@ -84,15 +115,15 @@ async function planPurge(ctx: Context, state: KimiState, plugin: boolean, plan: 
   targets.push(
     dirName(installedBinaryPath(ctx.env, ctx.os)),
     hookStateDir(ctx.env),
-    joinPath(openVikingHome(ctx.env), "logs", "kimicode-hooks.log"),
+    ledgerDir(ctx.env),
+    ...await purgeableData(ctx, plan),
   );
   for (const t of targets) {
     if (await exists(t)) plan.steps.push(removalStep(t, `delete ${t}`, `removed ${t}`));
   }
   if (await exists(versionsDir(ctx.env))) plan.steps.push(sweepStep(ctx.env, { kimiHome: state.paths.home }));
   plan.notes.push(
-    "Kept: ~/.openviking/ovcli.conf and the pending queue (~/.openviking/pending), which OpenViking's other " +
-      "clients share.",
+    "Kept: ~/.openviking/ovcli.conf and the queue files of OpenViking's other clients in ~/.openviking/pending.",
   );
   if (plan.steps.length === 0) return;
   plan.steps.push({
@@ -104,6 +135,9 @@ async function planPurge(ctx: Context, state: KimiState, plugin: boolean, plan: 
           if (targets.includes(managed)) {
             await Deno.remove(state.paths.managedDir).catch(() => {});
             await Deno.remove(dirName(state.paths.managedDir)).catch(() => {});
+          }
+          for (const dir of [ledgerDir(ctx.env), hookStateDir(ctx.env), defaultLogPath(ctx.env)]) {
+            await Deno.remove(dirName(dir)).catch(() => {}); // only when left empty
           }
           await Deno.remove(versionsDir(ctx.env)).catch(() => {});
           if (!(await exists(versionsDir(ctx.env)))) {
@@ -143,11 +177,6 @@ export async function runUninstall(ctx: Context, options: InstallOptions): Promi
   if (options.mode !== "plugin") await planConfigSkillRemoval(state, plan);
   if (plugin) await planSystemPromptRemoval(state, plan);
   if (options.purge) await planPurge(ctx, state, plugin, plan);
-  if (plan.steps.length === 0) {
-    out.info(`Nothing of openviking-kimi is registered in ${home}.`);
-    for (const note of plan.notes) out.info(note);
-    return 0;
-  }
   return await carryOut(plan, out, {
     command: "uninstall",
     dryRun: options.dryRun,

@@ -11,7 +11,7 @@
  */
 
 import { asRecord, type JsonRecord } from "./parsed.ts";
-import { absoluteOverride, type Env, joinPath, openVikingHome, orNoHome } from "./paths.ts";
+import { absoluteOverride, defaultLogPath, type Env, orNoHome } from "./paths.ts";
 
 /** What a knob's parser made of a configured value: the value, or why it is unusable, in a few words. */
 export type KnobParse<T> = { ok: true; value: T } | { ok: false; reason: string };
@@ -213,5 +213,5 @@ export function resolveSettings(sources: SettingSources, warnings: string[] = []
 function debugLogPath(knob: string | undefined, env: Env, warnings: string[]): string {
   const explicit = absoluteOverride(knob, env);
   if (knob && !explicit) warnings.push(`debug log path "${knob}" is not an absolute path; using the default`);
-  return explicit ?? orNoHome(() => joinPath(openVikingHome(env), "logs", "kimicode-hooks.log")) ?? "";
+  return explicit ?? orNoHome(() => defaultLogPath(env)) ?? "";
 }

@@ -93,6 +93,11 @@ export function sharedStateDir(env: Env): string {
   return absoluteOverride(env.OPENVIKING_STATE_DIR, env) ?? joinPath(openVikingHome(env), "state");
 }
 
+/** The hook log when no other path is configured: `<openviking home>/logs/kimicode-hooks.log`. */
+export function defaultLogPath(env: Env): string {
+  return joinPath(openVikingHome(env), "logs", "kimicode-hooks.log");
+}
+
 /** The local ledger of what hook runs did (`status`): `<openviking home>/ledger/kimicode`. */
 export function ledgerDir(env: Env): string {
   return joinPath(openVikingHome(env), "ledger", "kimicode");

@@ -14,6 +14,8 @@ import { registrations } from "../../install/doctor.ts";
 import { VERSION } from "../../runtime/version.ts";
 import { COMMANDS } from "../../cli/commands.ts";
 import { parseCommand } from "../../cli/spec.ts";
+import { enqueueMessages } from "../../runtime/pending.ts";
+import { queuedMessages } from "../support/queue.ts";
 
 const isWindows = Deno.build.os === "windows";
 
@@ -123,6 +125,53 @@ Deno.test("config mode into an empty Kimi home creates config.toml, uninstall --
     left.sort(),
     [`${t.home}/.kimi-code`, `${t.home}/.openviking`, `${t.home}/.openviking/agent-integrations`].sort(),
   );
+});
+
+Deno.test("uninstall --purge deletes the ledger and the log wherever it was configured; a queue still waiting stays, and says how to deliver it", async () => {
+  await using dir = await tempDir();
+  const t = await setup(dir.path);
+  const self = await fakeCompiled(dir.path);
+  const log = `${dir.path}/elsewhere/openviking.log`;
+  const ctx = (): Context => ({ ...t.ctx(self), env: { ...t.ctx(self).env, OPENVIKING_DEBUG_LOG: log } });
+  assertEquals(await runInstall(ctx(), opts()), 0, t.lines.join("\n"));
+  // What hook runs leave behind: a session's ledger (prompt snippets), its state, the log, a queued turn.
+  const ledger = `${t.ov}/ledger/kimicode/session_1.jsonl`;
+  const logLine = `${
+    JSON.stringify({ ts: "2026-11-30T12:00:00.000Z", pid: 7, source: "hook", stage: "done" })
+  }\n`;
+  for (const f of [ledger, log, `${t.ov}/logs/kimicode-hooks.log`, `${t.ov}/hook-state/kimicode/s.json`]) {
+    await Deno.mkdir(f.slice(0, f.lastIndexOf("/")), { recursive: true });
+    await Deno.writeTextFile(f, logLine);
+  }
+  assertEquals(await enqueueMessages(`${t.ov}/pending`, "kc-s1", [{ role: "user", content: "a turn" }]), 1);
+  t.lines.length = 0;
+  assertEquals(await runUninstall(ctx(), opts({ purge: true })), 0, t.lines.join("\n"));
+  for (
+    const gone of [`${t.ov}/ledger`, log, `${t.ov}/logs/kimicode-hooks.log`, `${t.ov}/hook-state/kimicode`]
+  ) {
+    assertEquals(await Deno.lstat(gone).then(() => "there", () => "gone"), "gone", gone);
+  }
+  assertEquals(
+    (await queuedMessages(`${t.ov}/pending`)).length,
+    1,
+    "a turn not yet delivered is never deleted",
+  );
+  assertMatch(t.lines.join("\n"), /Kept: 1 queued write\(s\) .*not yet delivered.*replay/);
+
+  // Once the queue is empty, a second purge removes our queue directory too.
+  await Deno.remove(`${t.ov}/pending/kimicode`, { recursive: true });
+  await Deno.mkdir(`${t.ov}/pending/kimicode`);
+  t.lines.length = 0;
+  assertEquals(await runUninstall(ctx(), opts({ purge: true })), 0, t.lines.join("\n"));
+  assertEquals(await Deno.lstat(`${t.ov}/pending/kimicode`).then(() => "there", () => "gone"), "gone");
+
+  // A configured log path that holds someone else's lines is not ours to delete.
+  await Deno.writeTextFile(log, `${logLine}an application's own line\n`);
+  assertEquals(await runInstall(ctx(), opts()), 0);
+  t.lines.length = 0;
+  assertEquals(await runUninstall(ctx(), opts({ purge: true })), 0, t.lines.join("\n"));
+  assertEquals(await Deno.readTextFile(log), `${logLine}an application's own line\n`);
+  assertMatch(t.lines.join("\n"), new RegExp(`Kept: ${log} .*not ours`));
 });
 
 Deno.test("--dry-run prints the diff (API key masked) and changes nothing", async () => {
@@ -323,7 +372,7 @@ Deno.test("uninstall leaves what is not ours and says so", async () => {
   await Deno.writeTextFile(`${t.kimi}/mcp.json`, mcp);
   assertEquals(await runUninstall(t.ctx(), opts()), 0);
   assertEquals(await read(`${t.kimi}/mcp.json`), mcp);
-  assertMatch(t.lines.join("\n"), /Nothing of openviking-kimi is registered/);
+  assertMatch(t.lines.join("\n"), /^Nothing to change: nothing of openviking-kimi is registered/m);
   assertEquals(await runInstall(t.ctx(), opts()), 1, "a foreign openviking MCP server is not overwritten");
   assertEquals(await read(`${t.kimi}/mcp.json`), mcp);
 });
