@@ -48,7 +48,7 @@ export function writeFileAtomic(
 }
 
 /** {@link writeFileAtomic}, synchronously. */
-function writeFileAtomicSync(
+export function writeFileAtomicSync(
   path: string,
   data: string | Uint8Array,
   options: { mode?: number; privateDir?: boolean; durable?: boolean },

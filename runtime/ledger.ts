@@ -1,7 +1,8 @@
 /**
  * The local ledger: one JSON line per hook run that did something — a prompt's recall, a capture, a queue
  * replay — per Kimi session, under `<openviking home>/ledger/kimicode/<session>.jsonl` (0600 files in 0700
- * directories). Lines are appended with one write each (O_APPEND: lines of concurrent writers never mix);
+ * directories). Lines are appended with one write each (O_APPEND: lines of concurrent writers never mix),
+ * under a shared lock that a compaction takes exclusively (a line is never written into a file being replaced);
  * a reader skips a line it cannot parse. Bounded: a session's file is cut to its newest half when it passes
  * its share of the total, and `pruneLedger` drops files past the age limit and the oldest ones past the total.
  * Entries hold URIs, counts, outcomes and a short redacted snippet of the prompt — never a key, never text from
@@ -9,7 +10,7 @@
  */
 
 import * as z from "zod/mini";
-import { ensurePrivateDir, isNotFound, writeFileAtomic } from "./fs.ts";
+import { ensurePrivateDir, isNotFound, writeFileAtomicSync } from "./fs.ts";
 import { joinPath } from "./paths.ts";
 
 /** Longest prompt snippet kept. */
@@ -122,26 +123,58 @@ export async function appendLedger(
   try {
     await ensurePrivateDir(dir);
     // Synchronous calls: a hook run's last few file operations, each spared a trip through the thread pool.
-    const file = Deno.openSync(path, { append: true, create: true, mode: 0o600 });
-    try {
-      file.writeSync(line); // one write: an O_APPEND line never mixes with another writer's
-      const size = file.statSync().size;
-      if (size > sessionBudget(limits)) await compact(path, Math.floor(sessionBudget(limits) / 2));
-    } finally {
-      file.close();
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const file = Deno.openSync(path, { append: true, create: true, mode: 0o600 });
+      let size: number;
+      try {
+        // Shared with other writers, exclusive to a compaction: a line is never written to a file being
+        // replaced. Taken after opening, so a file compacted meanwhile (no longer at `path`) is opened again.
+        file.lockSync(false);
+        if (!sameFile(file.statSync(), Deno.statSync(path))) continue;
+        file.writeSync(line); // one write: an O_APPEND line never mixes with another writer's
+        size = file.statSync().size;
+      } finally {
+        file.close(); // releases the lock
+      }
+      if (size > sessionBudget(limits)) compact(path, Math.floor(sessionBudget(limits) / 2));
+      return true;
     }
-    return true;
+    return false;
   } catch {
     return false;
   }
 }
 
-/** Keeps the newest whole lines of `path` within `keepBytes` (temp + rename). */
-async function compact(path: string, keepBytes: number): Promise<void> {
-  const text = await Deno.readTextFile(path);
-  let start = Math.max(0, text.length - keepBytes);
-  if (start > 0) start = text.indexOf("\n", start - 1) + 1;
-  await writeFileAtomic(path, text.slice(start), { privateDir: false });
+/** Whether two stats are of one file (no inode numbers, as on Windows: taken to be). */
+function sameFile(a: Deno.FileInfo, b: Deno.FileInfo): boolean {
+  return a.ino === null || b.ino === null || (a.ino === b.ino && a.dev === b.dev);
+}
+
+/**
+ * Keeps the newest whole lines of `path` within `keepBytes`: under the file's exclusive lock (no writer
+ * appends meanwhile), written beside it and renamed over it. A file another compaction replaced is left.
+ */
+function compact(path: string, keepBytes: number): void {
+  const file = Deno.openSync(path, { read: true });
+  try {
+    file.lockSync(true);
+    if (!sameFile(file.statSync(), Deno.statSync(path))) return;
+    const size = file.statSync().size;
+    if (size <= keepBytes * 2) return; // another compaction got here first
+    const bytes = new Uint8Array(size);
+    let read = 0;
+    while (read < size) {
+      const n = file.readSync(bytes.subarray(read));
+      if (n === null) break;
+      read += n;
+    }
+    const text = new TextDecoder().decode(bytes.subarray(0, read));
+    let start = Math.max(0, text.length - keepBytes);
+    if (start > 0) start = text.indexOf("\n", start - 1) + 1;
+    writeFileAtomicSync(path, text.slice(start), { privateDir: false });
+  } finally {
+    file.close();
+  }
 }
 
 /** The parseable entries of `name`'s ledger, oldest first (missing file: none). */

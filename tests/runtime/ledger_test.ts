@@ -96,6 +96,50 @@ Deno.test("ledger: two processes appending at once never mix their lines", async
   assertTrue(entries.every((e) => e.kind === "prompt" && /^(a+|b+)$/.test(e.prompt)));
 });
 
+Deno.test("ledger: three processes appending while files are compacted lose no line", async () => {
+  await using dir = await tempDir();
+  // Each of 40 sessions gets ~1.1 times its 64 KB budget from three writers at once: one compaction each, so
+  // every line after the half it keeps is still there. Lines are numbered per writer: what survives of one
+  // writer in a session must be an unbroken run ending at its last line — a line lost to a compaction is a gap.
+  const LINES = 110;
+  const script = `
+    import { appendLedger } from "${new URL("../../runtime/ledger.ts", import.meta.url).href}";
+    const [dir, who] = Deno.args;
+    while (!(await Deno.stat(dir + "/go").then(() => true, () => false))) await new Promise((r) => setTimeout(r, 5));
+    for (let i = 0; i < ${LINES}; i++) {
+      for (let s = 0; s < 40; s++) {
+        await appendLedger(dir, "s" + s, { kind: "prompt", at: i, ms: 1, prompt: who.repeat(120), path: "none",
+          injected: [], suppressed: [], printedChars: 0 }, { maxTotalBytes: 1024, maxAgeDays: 30 });
+      }
+    }`;
+  const path = `${dir.path}/w.ts`;
+  await Deno.writeTextFile(path, script);
+  const run = (who: string) =>
+    new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "--config", `${ROOT}/deno.json`, path, dir.path, who],
+      stdout: "null",
+    }).output();
+  const writers = ["a", "b", "c"];
+  const done = Promise.all(writers.map(run));
+  await new Promise((r) => setTimeout(r, 1500)); // all three have started and wait
+  await Deno.writeTextFile(`${dir.path}/go`, "");
+  assertTrue((await done).every((o) => o.success));
+  const broken: string[] = [];
+  for (let s = 0; s < 40; s++) {
+    const entries = await readLedger(dir.path, `s${s}`);
+    assertTrue(entries.length < 3 * LINES, `s${s} was compacted`);
+    for (const who of writers) {
+      const seen = entries.filter((e) => e.kind === "prompt" && e.prompt.startsWith(who)).map((e) => e.at);
+      const from = seen[0] ?? LINES;
+      const missing = Array.from({ length: LINES - from }, (_, i) => from + i).filter((n) =>
+        !seen.includes(n)
+      );
+      if (!seen.length || missing.length) broken.push(`s${s}/${who}: kept from ${from}, missing ${missing}`);
+    }
+  }
+  assertEquals(broken, []);
+});
+
 Deno.test("ledger: snippets are one short line", () => {
   assertEquals(snippet("  a\n\tb  "), "a b");
   const long = snippet("x".repeat(500));
