@@ -6,7 +6,7 @@
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { placeJournal } from "../support/hook-context.ts";
+import { placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
@@ -16,18 +16,19 @@ import { readState } from "../../runtime/state.ts";
 
 const SESSION = "session_5747a705-0000-4000-8000-000000000014";
 
+/** A sandbox's environment where each capture is over when its hook exits and no Stop waits for a turn's end. */
+function statusEnv(home: string, url: string): Record<string, string> {
+  return sandboxEnv(home, url, {
+    OPENVIKING_TIMEOUT_MS: "1500",
+    OPENVIKING_CAPTURE_WAIT_MS: "0",
+    OPENVIKING_WRITE_PATH_ASYNC: "0",
+  });
+}
+
 Deno.test("status: every field after a scripted session, with the server down and back", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
-  const env: Record<string, string> = {
-    HOME: dir.path,
-    KIMI_CODE_HOME: `${dir.path}/.kimi-code`,
-    OPENVIKING_URL: fake.url,
-    OPENVIKING_TIMEOUT_MS: "1500",
-    OPENVIKING_CAPTURE_WAIT_MS: "0",
-    OPENVIKING_WRITE_PATH_ASYNC: "0", // each capture is over when its hook exits
-    PATH: Deno.env.get("PATH") ?? "/usr/bin",
-  };
+  const env = statusEnv(dir.path, fake.url);
   const hook = async (event: string, name: string, extra: Record<string, unknown> = {}) => {
     const r = await runCli(["hook", event], {
       env,
@@ -117,14 +118,7 @@ Deno.test("status: every field after a scripted session, with the server down an
 Deno.test("status: a commit whose task fails shows the server's error; one that succeeds names its memory", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
-  const env: Record<string, string> = {
-    HOME: dir.path,
-    KIMI_CODE_HOME: `${dir.path}/.kimi-code`,
-    OPENVIKING_URL: fake.url,
-    OPENVIKING_CAPTURE_WAIT_MS: "0",
-    OPENVIKING_WRITE_PATH_ASYNC: "0",
-    PATH: Deno.env.get("PATH") ?? "/usr/bin",
-  };
+  const env = statusEnv(dir.path, fake.url);
   const j = new JournalBuilder();
   const stop = async (text: string) => {
     j.simpleTurn(text, `an answer to: ${text}`);
@@ -151,14 +145,7 @@ Deno.test("status: a commit whose task fails shows the server's error; one that 
 Deno.test("status: a turn still open at one Stop and captured at the next is counted once", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
-  const env: Record<string, string> = {
-    HOME: dir.path,
-    KIMI_CODE_HOME: `${dir.path}/.kimi-code`,
-    OPENVIKING_URL: fake.url,
-    OPENVIKING_CAPTURE_WAIT_MS: "0", // the Stop does not wait for the open turn to end
-    OPENVIKING_WRITE_PATH_ASYNC: "0",
-    PATH: Deno.env.get("PATH") ?? "/usr/bin",
-  };
+  const env = statusEnv(dir.path, fake.url);
   const stop = async (journal: string) => {
     await placeJournal(dir.path, SESSION, journal);
     const r = await runCli(["hook", "stop"], {
@@ -184,14 +171,7 @@ Deno.test("status: a turn still open at one Stop and captured at the next is cou
 Deno.test("status: turns captured from the kept prompts (no journal) are counted too", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
-  const env: Record<string, string> = {
-    HOME: dir.path,
-    KIMI_CODE_HOME: `${dir.path}/.kimi-code`,
-    OPENVIKING_URL: fake.url,
-    OPENVIKING_CAPTURE_WAIT_MS: "0",
-    OPENVIKING_WRITE_PATH_ASYNC: "0",
-    PATH: Deno.env.get("PATH") ?? "/usr/bin",
-  };
+  const env = statusEnv(dir.path, fake.url);
   const hook = async (event: string, name: string, extra: Record<string, unknown> = {}) => {
     const r = await runCli(["hook", event], {
       env,
