@@ -25,19 +25,23 @@ function statusEnv(home: string, url: string): Record<string, string> {
   });
 }
 
+/** Runs hook `event` of the session (payload `name` with `extra`) through the real entry point; exit 0. */
+async function runHook(env: Record<string, string>, cwd: string, event: string, name: string, extra = {}) {
+  const r = await runCli(["hook", event], {
+    env,
+    clearEnv: true,
+    stdin: JSON.stringify({ hook_event_name: name, session_id: SESSION, cwd, ...extra }),
+  });
+  assertEquals(r.code, 0);
+  return r;
+}
+
 Deno.test("status: every field after a scripted session, with the server down and back", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
   const env = statusEnv(dir.path, fake.url);
-  const hook = async (event: string, name: string, extra: Record<string, unknown> = {}) => {
-    const r = await runCli(["hook", event], {
-      env,
-      clearEnv: true,
-      stdin: JSON.stringify({ hook_event_name: name, session_id: SESSION, cwd: dir.path, ...extra }),
-    });
-    assertEquals(r.code, 0);
-    return r;
-  };
+  const hook = (event: string, name: string, extra: Record<string, unknown> = {}) =>
+    runHook(env, dir.path, event, name, extra);
   const status = async () => {
     const r = await runCli(["status", "--json"], { env, clearEnv: true, cwd: dir.path });
     assertEquals(r.code, 0, r.stderr);
@@ -123,11 +127,7 @@ Deno.test("status: a commit whose task fails shows the server's error; one that 
   const stop = async (text: string) => {
     j.simpleTurn(text, `an answer to: ${text}`);
     await placeJournal(dir.path, SESSION, j.toString());
-    await runCli(["hook", "stop"], {
-      env,
-      clearEnv: true,
-      stdin: JSON.stringify({ hook_event_name: "Stop", session_id: SESSION, cwd: dir.path }),
-    });
+    await runHook(env, dir.path, "stop", "Stop");
   };
   await stop("first question about the deploy script");
   fake.taskOutcome = "failed";
@@ -148,12 +148,7 @@ Deno.test("status: a turn still open at one Stop and captured at the next is cou
   const env = statusEnv(dir.path, fake.url);
   const stop = async (journal: string) => {
     await placeJournal(dir.path, SESSION, journal);
-    const r = await runCli(["hook", "stop"], {
-      env,
-      clearEnv: true,
-      stdin: JSON.stringify({ hook_event_name: "Stop", session_id: SESSION, cwd: dir.path }),
-    });
-    assertEquals(r.code, 0);
+    await runHook(env, dir.path, "stop", "Stop");
   };
   const j = new JournalBuilder().simpleTurn("first question about the deploy script", "the first answer");
   j.prompt("second question about the deploy script").stepBegin().text("the second answer").stepEnd(
@@ -172,16 +167,9 @@ Deno.test("status: turns captured from the kept prompts (no journal) are counted
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
   const env = statusEnv(dir.path, fake.url);
-  const hook = async (event: string, name: string, extra: Record<string, unknown> = {}) => {
-    const r = await runCli(["hook", event], {
-      env,
-      clearEnv: true,
-      stdin: JSON.stringify({ hook_event_name: name, session_id: SESSION, cwd: dir.path, ...extra }),
-    });
-    assertEquals(r.code, 0);
-  };
-  await hook("user-prompt-submit", "UserPromptSubmit", { prompt: "where does the deploy script live?" });
-  await hook("stop", "Stop"); // no wire.jsonl anywhere: the kept prompt is the turn
+  const prompt = { prompt: "where does the deploy script live?" };
+  await runHook(env, dir.path, "user-prompt-submit", "UserPromptSubmit", prompt);
+  await runHook(env, dir.path, "stop", "Stop"); // no wire.jsonl anywhere: the kept prompt is the turn
   const r = await runCli(["status", "--json", "--session", SESSION], { env, clearEnv: true, cwd: dir.path });
   const s = StatusSchema.parse(JSON.parse(r.stdout)).sessions[0];
   assertEquals(fake.messages(`kc-${SESSION}`).map((m) => m.content), ["where does the deploy script live?"]);

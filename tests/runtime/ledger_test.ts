@@ -74,6 +74,20 @@ Deno.test("ledger: a torn or foreign line is skipped, not fatal", async () => {
   assertEquals((await readLedger(dir.path, "s")).map((e) => e.kind), ["prompt", "capture"]);
 });
 
+/** Runs `script` (given the directory and a writer's name as arguments) in one process per writer, at once. */
+async function writers(dir: string, script: string, names: string[], beforeStart?: () => Promise<void>) {
+  const path = `${dir}/w.ts`;
+  await Deno.writeTextFile(path, script);
+  const run = (who: string) =>
+    new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "--config", `${ROOT}/deno.json`, path, dir, who],
+      stdout: "null",
+    }).output();
+  const done = Promise.all(names.map(run));
+  await beforeStart?.();
+  assertTrue((await done).every((o) => o.success), "every writer finished");
+}
+
 Deno.test("ledger: two processes appending at once never mix their lines", async () => {
   await using dir = await tempDir();
   const script = `
@@ -83,14 +97,7 @@ Deno.test("ledger: two processes appending at once never mix their lines", async
       await appendLedger(dir, "s", { kind: "prompt", at: i, ms: 1, prompt: who.repeat(200), path: "none",
         injected: [], suppressed: [], printedChars: 0 }, { maxTotalBytes: 1 << 30, maxAgeDays: 30 });
     }`;
-  const path = `${dir.path}/w.ts`;
-  await Deno.writeTextFile(path, script);
-  const run = (who: string) =>
-    new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "--config", `${ROOT}/deno.json`, path, dir.path, who],
-      stdout: "null",
-    }).output();
-  await Promise.all([run("a"), run("b")]);
+  await writers(dir.path, script, ["a", "b"]);
   const entries = await readLedger(dir.path, "s");
   assertEquals(entries.length, 600, "every line parses whole");
   assertTrue(entries.every((e) => e.kind === "prompt" && /^(a+|b+)$/.test(e.prompt)));
@@ -112,23 +119,16 @@ Deno.test("ledger: three processes appending while files are compacted lose no l
           injected: [], suppressed: [], printedChars: 0 }, { maxTotalBytes: 1024, maxAgeDays: 30 });
       }
     }`;
-  const path = `${dir.path}/w.ts`;
-  await Deno.writeTextFile(path, script);
-  const run = (who: string) =>
-    new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "--config", `${ROOT}/deno.json`, path, dir.path, who],
-      stdout: "null",
-    }).output();
-  const writers = ["a", "b", "c"];
-  const done = Promise.all(writers.map(run));
-  await new Promise((r) => setTimeout(r, 1500)); // all three have started and wait
-  await Deno.writeTextFile(`${dir.path}/go`, "");
-  assertTrue((await done).every((o) => o.success));
+  const names = ["a", "b", "c"];
+  await writers(dir.path, script, names, async () => {
+    await new Promise((r) => setTimeout(r, 1500)); // all three have started and wait
+    await Deno.writeTextFile(`${dir.path}/go`, "");
+  });
   const broken: string[] = [];
   for (let s = 0; s < 40; s++) {
     const entries = await readLedger(dir.path, `s${s}`);
     assertTrue(entries.length < 3 * LINES, `s${s} was compacted`);
-    for (const who of writers) {
+    for (const who of names) {
       const seen = entries.filter((e) => e.kind === "prompt" && e.prompt.startsWith(who)).map((e) => e.at);
       const from = seen[0] ?? LINES;
       const missing = Array.from({ length: LINES - from }, (_, i) => from + i).filter((n) =>
