@@ -346,14 +346,15 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
  * (the parent only forwarded stdin, see detach.ts) or synchronously: for interrupt, or when detaching is off.
  */
 export async function captureHook(ctx: HookContext): Promise<HookResult> {
-  if (!ctx.config.autoCapture) return { outcome: "capture-off" };
   if (ctx.event === "pre-compact" && ctx.promptPaths) {
-    // The compacted context loses earlier injections: let the profile and memories be injected again.
+    // The compacted context loses earlier injections: let the profile and memories be injected again — with
+    // capture switched off too (recall still runs).
     const reset = { profileInjected: false, injectedUris: [], compacted: true };
     await updateState(ctx.promptPaths, (s) => Promise.resolve({ state: { ...s, ...reset }, value: null }), {
       waitMs: 1000,
     });
   }
+  if (!ctx.config.autoCapture) return { outcome: "capture-off" };
   const result = await captureSession(ctx, captureMode(ctx.event, ctx.config, ctx.startedAt));
   // A commit may have taught OpenViking more of the user: refresh the plugin's system prompt (detached only).
   if (ctx.isWorker && result.data?.commit === "committed") await refreshFromHook(ctx, false);

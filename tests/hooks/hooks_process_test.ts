@@ -572,6 +572,34 @@ Deno.test("hook logs: one JSONL line per run with event, session, duration and o
   assertEquals((await Deno.stat(`${s.home}/.openviking/logs/kimicode-hooks.log`)).mode! & 0o777, 0o600);
 });
 
+Deno.test("hook pre-compact with capture switched off still lets the memories and the profile come again", async () => {
+  await using s = await sandbox("fine");
+  const env = { ...s.env, OPENVIKING_AUTO_CAPTURE: "false" };
+  const ask = (prompt: string) =>
+    runCli(["hook", "user-prompt-submit"], {
+      env,
+      clearEnv: true,
+      stdin: payload("UserPromptSubmit", { prompt }),
+    });
+  assertTrue(
+    (await ask("how should I indent this file?")).stdout !== "",
+    "the first prompt shows the memory",
+  );
+  assertEquals(
+    (await ask("and the tests folder, tabs too?")).stdout,
+    "",
+    "the same memory is not shown twice",
+  );
+  const r = await runCli(["hook", "pre-compact"], { env, clearEnv: true, stdin: payload("PreCompact") });
+  assertEquals([r.code, r.stdout], [0, ""]);
+  await waitFor("the compaction reset", async () => (await promptState(s)).injectedUris.length === 0);
+  assertTrue(
+    (await ask("what about the docs folder?")).stdout !== "",
+    "after /compact it is lost: shown again",
+  );
+  assertEquals(s.fake!.messages(OV_SESSION).length, 0, "and nothing was captured");
+});
+
 Deno.test("hook interrupt whose 2 s budget runs out before the commit: the commit is queued and goes out at once, detached", async () => {
   await using s = await sandbox("fine");
   // A loaded machine or a slow server: the batch alone takes nearly all of Interrupt's 2 s.
