@@ -80,6 +80,11 @@ Deno.test("digest: CJK text (no spaces) is cut at a word the segmenter finds, ne
   assertTrue(cut.length <= 30);
   assertMatch(cut, /…$/);
   assertTrue(cjk.startsWith(cut.slice(0, -1)));
+  // "而不是" is one word: a cut with room for 11 characters before the marker ends before it, never inside
+  // it (a plain character cut gives "…缩进而…" / "…缩进而不…").
+  assertEquals(cutAtWord(cjk, 12), "用户喜欢用制表符缩进…");
+  assertEquals(cutAtWord(cjk, 13), "用户喜欢用制表符缩进…");
+  assertEquals(cutAtWord(cjk, 15), "用户喜欢用制表符缩进而不是…");
   const emoji = "🙂".repeat(50);
   const e = cutAtWord(emoji, 11);
   assertTrue(e.isWellFormed(), "no lone surrogate");
