@@ -193,8 +193,8 @@ async function startHook(
     const result = await handler(ctx);
     outcome = result.outcome;
     data = result.data;
-    // Recorded once the output is written: the prompt never waits for the ledger. The viking:// guard (every
-    // Read, Glob and Grep) records nothing and never loads the ledger's code.
+    // Recorded once the output is written, before the process exits (Kimi waits for the exit: a few sync file
+    // calls, within noise). The viking:// guard (every Read, Glob and Grep) records nothing, loads no ledger code.
     if (LEDGER_EVENTS.has(eventName)) {
       record = () => import("./ledger-entry.ts").then((m) => m.recordRun(ctx, result, startedAt));
     }
