@@ -53,9 +53,9 @@ const writeTo = args.includes("--write") ? args[args.indexOf("--write") + 1] : u
 
 const URI = /viking:\/\/[^\s"'`<>)\]]+/g;
 
-/** Memory URIs a printed text names (directories and the profile itself left out). */
+/** Memory URIs a printed text names (a directory's overview counts as one; the profile itself does not). */
 function memoryUris(text: string): string[] {
-  return [...new Set(text.match(URI) ?? [])].filter((u) => u.endsWith(".md") && !u.endsWith("/profile.md"));
+  return [...new Set(text.match(URI) ?? [])].filter((u) => !u.endsWith("/profile.md"));
 }
 
 async function run(
