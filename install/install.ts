@@ -31,7 +31,15 @@ import { manifestText, type PluginFile } from "./plugin.ts";
 import { SYSTEM_PROMPT_FILE } from "../hooks/plugin-root.ts";
 import { carryOut, type Context, fail, type InstallOptions, newPlan, type Plan, planFile } from "./run.ts";
 import { copyStep, fileStep, placeStep, removalStep } from "./steps.ts";
-import { buildCopy, copyPlacement, homeStep, placeCopyStep, sweepStep, versionsDir } from "./copy.ts";
+import {
+  buildCopy,
+  copyPlacement,
+  homeStep,
+  placeCopyStep,
+  placedSource,
+  sweepStep,
+  versionsDir,
+} from "./copy.ts";
 import { launcherName } from "./launcher.ts";
 import { serverChecks } from "./doctor-memory.ts";
 import {
@@ -197,7 +205,9 @@ async function checkoutProgram(
     const flags = await productionFlags(root);
     // Built by the Deno running install (whose `deno bundle` this relies on); run by the recorded one.
     const copy = await buildCopy(root, Deno.execPath(), flags);
-    placement = copyPlacement(copy, ctx.env, ctx.os, { deno, flags, source: root });
+    // The same code placed from another clone keeps the origin it recorded: nothing of it is rewritten.
+    const source = (await placedSource(ctx.env, copy.id)) ?? root;
+    placement = copyPlacement(copy, ctx.env, ctx.os, { deno, flags, source });
   } catch (error) {
     return `cannot install from the checkout ${root}: ${(error as Error).message}`;
   }
@@ -206,7 +216,7 @@ async function checkoutProgram(
   return {
     command: placement.launcher,
     pluginBin: { path: `bin/${EXECUTABLE_NAME}`, content: placement.launcherText, mode: 0o755 },
-    source: root,
+    source: placement.source,
     note: `The hooks run the program copy ${placement.dir} with ${deno}, not this checkout: moving or ` +
       "deleting the checkout changes nothing; run install again to update them.",
     keep: placement.copy.id,
