@@ -149,7 +149,7 @@ async function snapshot(dir: string): Promise<string[]> {
   const walk = async (d: string) => {
     const s = await Deno.lstat(d);
     out.push(`${d.slice(dir.length) || "/"} ${s.ino} ${s.mtime?.getTime()}`);
-    if (s.isDirectory) for await (const e of Deno.readDir(d)) await walk(`${d}/${e.name}`);
+    if (s.isDirectory) { for await (const e of Deno.readDir(d)) await walk(`${d}/${e.name}`); }
   };
   await walk(dir);
   return out.sort();
@@ -157,7 +157,8 @@ async function snapshot(dir: string): Promise<string[]> {
 
 for (const mode of ["config", "plugin"] as const) {
   Deno.test({
-    name: `the same code installed again from another clone (${mode} mode): nothing to change, the copy untouched`,
+    name:
+      `the same code installed again from another clone (${mode} mode): nothing to change, the copy untouched`,
     ignore: !posix,
     async fn() {
       await using dir = await tempDir();

@@ -343,3 +343,76 @@ Deno.test({
     });
   },
 });
+
+Deno.test({
+  name: "a program copy gone from under its launcher fails safe: hooks silent, mcp and doctor name the fix",
+  ignore: !posix,
+  async fn(t) {
+    await using dir = await tempDir();
+    const home = `${dir.path}/home`;
+    const kimi = `${home}/.kimi-code`;
+    await Deno.mkdir(kimi, { recursive: true });
+    const env = isolatedEnv(home, { OPENVIKING_URL: "http://127.0.0.1:9" });
+    assertEquals((await runCli(["install", "--mode", "plugin"], { env, clearEnv: true })).code, 0);
+    const root = `${kimi}/plugins/managed/openviking-memory`;
+    const bin = `${root}/bin/openviking-kimi`;
+    const copy = JSON.parse(/# openviking-kimi copy (.*)/.exec(await Deno.readTextFile(bin))![1])
+      .dir as string;
+    // Deno is where install found it: only the copy's code is missing.
+    const bare = { HOME: home, PATH: BARE_PATH, KIMI_CODE_HOME: kimi, KIMI_PLUGIN_ROOT: root };
+    const prompt = JSON.stringify({
+      session_id: "session_00000000-0000-4000-8000-0000000000a1",
+      cwd: dir.path,
+      prompt: [{ type: "text", text: "hello" }],
+    });
+    const fix =
+      /run install again: `deno task -q install` \(with `--mode plugin` for plugin mode\) in an openviking-kimi checkout/;
+
+    await t.step(
+      "hook.js alone missing: the prompt hook is silent, exit 0, and the debug log says why",
+      async () => {
+        await Deno.rename(`${copy}/hook.js`, `${dir.path}/hook.js`);
+        const r = await sh(
+          `'${bin}' hook user-prompt-submit`,
+          root,
+          { ...bare, OPENVIKING_DEBUG: "1" },
+          prompt,
+        );
+        assertEquals([r.code, r.stdout, r.stderr], [0, "", ""]);
+        const log = await Deno.readTextFile(`${home}/.openviking/logs/kimicode-hooks.log`);
+        const line = JSON.parse(log.trim().split("\n").at(-1)!);
+        assertEquals([line.event, line.outcome], ["user-prompt-submit", "copy-incomplete"]);
+        assertStringIncludes(line.reason, `the program copy ${copy} is gone or incomplete`);
+        assertMatch(line.reason, fix);
+        await Deno.rename(`${dir.path}/hook.js`, `${copy}/hook.js`);
+      },
+    );
+
+    await Deno.rename(copy, `${dir.path}/moved-away`);
+
+    await t.step("the copy moved away: every hook silent, exit 0", async () => {
+      for (const event of ["session-start", "user-prompt-submit", "stop"]) {
+        const r = await sh(`'${bin}' hook ${event}`, root, bare, prompt);
+        assertEquals([r.code, r.stdout, r.stderr], [0, "", ""], event);
+      }
+    });
+
+    await t.step("mcp answers with the fix; doctor reports it, exit 1", async () => {
+      const mcp = await initialize(bin, ["mcp"], root, bare);
+      assertEquals(mcp.reply.id, 0, JSON.stringify(mcp));
+      assertMatch(mcp.reply.error.message, new RegExp(`the program copy ${copy} is gone or incomplete`));
+      assertMatch(mcp.reply.error.message, fix);
+      assertNotMatch(mcp.stderr, /Module not found|\n\s+at /);
+      const doctor = await sh(`'${bin}' doctor`, dir.path, bare);
+      assertEquals(doctor.code, 1, doctor.stdout + doctor.stderr);
+      assertStringIncludes(doctor.stdout, `✗ command: the program copy ${copy} is gone or incomplete`);
+      assertMatch(doctor.stdout, /fix: run install again: /);
+      assertNotMatch(doctor.stderr, /Module not found|\n\s+at /);
+      const json = await sh(`'${bin}' doctor --json`, dir.path, bare);
+      assertEquals([json.code, JSON.parse(json.stdout).checks[0].id], [1, "command"]);
+      const other = await sh(`'${bin}' version`, dir.path, bare);
+      assertEquals(other.code, 1);
+      assertStringIncludes(other.stderr, `openviking-kimi: the program copy ${copy} is gone or incomplete`);
+    });
+  },
+});
