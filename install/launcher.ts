@@ -30,8 +30,15 @@ export interface LauncherSpec {
 /** The marker line of a launcher: what doctor reads back (`# openviking-kimi copy {json}`). */
 const MARKER = "# openviking-kimi copy ";
 
+/**
+ * The variables the usual places start from, in the order the script sets them. A relative value counts as
+ * unset (it would name a file of the directory the hook runs in, a cloned project's); NVM_DIR then means
+ * `~/.nvm`.
+ */
+const BASES = ["DENO_INSTALL", "HOME", "NVM_DIR"] as const;
+
 /** Where else Deno usually lives (after the recorded one and PATH): `$VAR/rest`, a glob in the last part. */
-const USUAL_PLACES: readonly { base?: "HOME" | "DENO_INSTALL" | "NVM_DIR"; path: string }[] = [
+const USUAL_PLACES: readonly { base?: (typeof BASES)[number]; path: string }[] = [
   { base: "DENO_INSTALL", path: "bin/deno" },
   { base: "HOME", path: ".deno/bin/deno" },
   { base: "HOME", path: ".local/bin/deno" },
@@ -109,15 +116,17 @@ function jsonInside(text: string): string {
   return JSON.stringify(text).slice(1, -1);
 }
 
+/** The sh lines that set each usual place's base (`base_HOME`, …), absolute or `/nonexistent`. */
+function posixBases(): string {
+  return BASES.map((b) => {
+    const fallback = b === "NVM_DIR" ? "$base_HOME/.nvm" : "/nonexistent";
+    return `  case \${${b}:-} in /*) base_${b}=$${b} ;; *) base_${b}=${fallback} ;; esac`;
+  }).join("\n");
+}
+
 /** The candidates of the sh script after the recorded Deno: PATH, then the usual places. */
 function posixCandidates(): string {
-  const usual = USUAL_PLACES.map((p) => {
-    if (!p.base) return p.path;
-    const base = p.base === "NVM_DIR"
-      ? '"${NVM_DIR:-${HOME:-/nonexistent}/.nvm}"'
-      : `"\${${p.base}:-/nonexistent}"`;
-    return `${base}/${p.path}`;
-  });
+  const usual = USUAL_PLACES.map((p) => (p.base ? `"$base_${p.base}"/${p.path}` : p.path));
   return ['"$(command -v deno 2>/dev/null)"', ...usual].join(" \\\n    ");
 }
 
@@ -146,6 +155,7 @@ dir=${shellQuote(spec.dir)}
 deno=${shellQuote(spec.deno)}
 if [ ! -f "$deno" ] || [ ! -x "$deno" ]; then
   deno=
+${posixBases()}
   for d in ${posixCandidates()}; do
     if [ -f "$d" ] && [ -x "$d" ]; then deno=$d; break; fi
   done
@@ -299,11 +309,13 @@ export async function isExecutable(path: string, os: OsFamily): Promise<boolean>
 
 /** The files a usual place names (its glob expanded), given the environment. */
 async function usualPaths(place: (typeof USUAL_PLACES)[number], env: Env): Promise<string[]> {
-  let base = "";
-  if (place.base === "NVM_DIR") base = env.NVM_DIR || (env.HOME ? joinPath(env.HOME, ".nvm") : "");
-  else if (place.base) base = env[place.base] ?? "";
-  if (place.base && !base.startsWith("/")) return [];
-  const full = place.base ? joinPath(base, place.path) : place.path;
+  const absolute = (v: string | undefined) => (v?.startsWith("/") ? v : undefined);
+  const home = absolute(env.HOME);
+  const base = place.base === "NVM_DIR"
+    ? absolute(env.NVM_DIR) ?? (home && joinPath(home, ".nvm"))
+    : place.base && absolute(env[place.base]);
+  if (place.base && !base) return [];
+  const full = base ? joinPath(base, place.path) : place.path;
   const star = full.indexOf("*");
   if (star < 0) return [full];
   const parent = full.slice(0, full.lastIndexOf("/", star));

@@ -47,7 +47,8 @@ async function sandbox(root: string) {
   const run = async (extra: Record<string, string> = {}) => {
     await Deno.remove(record).catch(() => {});
     const env = { HOME: home, PATH: emptyPath, OVK_RECORD: record, ...extra };
-    const r = await runProcess(launcher, ["hook", "stop"], { env, clearEnv: true, stdin: "{}" });
+    // Run where a project's files could be: a relative base must never reach them.
+    const r = await runProcess(launcher, ["hook", "stop"], { env, clearEnv: true, stdin: "{}", cwd: root });
     const ran = await Deno.readTextFile(record).then((t) => t.trimEnd().split("\n"), () => undefined);
     return { code: r.code, ran, found: await findDeno(spec.deno, env, "posix") };
   };
@@ -85,7 +86,10 @@ Deno.test({
     const installed = await standIn(`${dir.path}/deno-install/bin/deno`);
     r = await s.run({ DENO_INSTALL: `${dir.path}/deno-install` });
     assertEquals([r.ran?.[0], r.found], [installed, installed]);
-    r = await s.run({ DENO_INSTALL: "relative/deno-install" });
+    // A relative base would name a file of whatever directory the hook runs in (a cloned project's).
+    await standIn(`${dir.path}/relative/bin/deno`);
+    await standIn(`${dir.path}/relative/versions/node/v1/bin/deno`);
+    r = await s.run({ DENO_INSTALL: "relative" });
     assertEquals([r.ran?.[0], r.found], [dotDeno, dotDeno], "a relative DENO_INSTALL is not looked in");
 
     await Deno.chmod(dotDeno, 0o644);
@@ -127,5 +131,13 @@ Deno.test({
     r = await s.run({ NVM_DIR: nvmDir });
     assertEquals([r.ran?.[0], r.found], [custom, custom], "a version without deno is passed over");
     assertTrue(r.ran!.includes(`${s.copy}/${COPY_FILES.hook}`));
+
+    // Relative bases name files of whatever directory the hook runs in (a cloned project's): never looked in.
+    await standIn(`${dir.path}/relative/versions/node/v1/bin/deno`);
+    await standIn(`${dir.path}/relative-home/.nvm/versions/node/v1/bin/deno`);
+    r = await s.run({ NVM_DIR: "relative" });
+    assertEquals([r.ran?.[0], r.found], [inHome, inHome], "a relative NVM_DIR: ~/.nvm, as if unset");
+    r = await s.run({ HOME: "relative-home" });
+    assertEquals([r.code, r.ran, r.found], [0, undefined, undefined], "a relative HOME is not looked in");
   },
 });
