@@ -167,9 +167,25 @@ export function buildCopy(root: string, deno: string, flags: readonly string[]):
 export interface CopyPlacement {
   copy: BuiltCopy;
   dir: string;
+  /** The checkout it was built from, as its launcher and copy.json say. */
+  source: string;
   launcher: string;
   launcherText: string;
   infoText: string;
+}
+
+/**
+ * The checkout a placed version says it was built from (its copy.json), or undefined when `id` is not in
+ * place. The same code installed from another clone keeps it: its launcher and records stay as they are.
+ */
+export async function placedSource(env: Env, id: string): Promise<string | undefined> {
+  const text = await readTextIfExists(joinPath(versionsDir(env), id, COPY_FILES.info)).catch(() => undefined);
+  try {
+    const source = (JSON.parse(text ?? "null") as { source?: unknown } | null)?.source;
+    return typeof source === "string" && source !== "" ? source : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The placement of `copy` for this environment and the Deno that runs it. */
@@ -193,20 +209,29 @@ export function copyPlacement(
   return {
     copy,
     dir,
+    source: spec.source,
     launcher: joinPath(dir, "bin", launcherName(os)),
     launcherText: launcherText(full, os),
     infoText: `${JSON.stringify(info, null, 2)}\n`,
   };
 }
 
-/** What is at a copy's place now: nothing, the same copy, the same code with another launcher, or a wreck. */
+/** Whether two bundles hold the same code: their bytes alike once where Deno's npm cache is is left out. */
+function sameCode(a: Uint8Array, b: Uint8Array): boolean {
+  const same = (x: Uint8Array, y: Uint8Array) => x.length === y.length && x.every((v, i) => v === y[i]);
+  return same(a, b) || same(comparable(a), comparable(b));
+}
+
+/**
+ * What is at a copy's place now: nothing, the same copy, the same code with another launcher, or a wreck.
+ * The code is compared as the version hashes it, so the same program built in another clone (another path
+ * to Deno's npm cache inside the bundles) is the copy in place, not a wreck to write again.
+ */
 async function placedState(p: CopyPlacement): Promise<"absent" | "same" | "relaunch" | "broken"> {
   if (!(await Deno.lstat(p.dir).then(() => true, () => false))) return "absent";
   for (const f of p.copy.files) {
     const bytes = await Deno.readFile(joinPath(p.dir, f.name)).catch(() => undefined);
-    if (!bytes || bytes.length !== f.bytes.length || !bytes.every((b, i) => b === f.bytes[i])) {
-      return "broken";
-    }
+    if (!bytes || !sameCode(bytes, f.bytes)) return "broken";
   }
   const lock = await Deno.stat(joinPath(p.dir, COPY_FILES.lock)).then((s) => s.isFile, () => false);
   if (!lock) return "broken";

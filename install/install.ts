@@ -29,9 +29,26 @@ import {
 } from "./placement.ts";
 import { manifestText, type PluginFile } from "./plugin.ts";
 import { SYSTEM_PROMPT_FILE } from "../hooks/plugin-root.ts";
-import { carryOut, type Context, fail, type InstallOptions, newPlan, type Plan, planFile } from "./run.ts";
+import {
+  carryOut,
+  type Context,
+  fail,
+  type InstallOptions,
+  newPlan,
+  type Note,
+  type Plan,
+  planFile,
+} from "./run.ts";
 import { copyStep, fileStep, placeStep, removalStep } from "./steps.ts";
-import { buildCopy, copyPlacement, homeStep, placeCopyStep, sweepStep, versionsDir } from "./copy.ts";
+import {
+  buildCopy,
+  copyPlacement,
+  homeStep,
+  placeCopyStep,
+  placedSource,
+  sweepStep,
+  versionsDir,
+} from "./copy.ts";
 import { launcherName } from "./launcher.ts";
 import { serverChecks } from "./doctor-memory.ts";
 import {
@@ -85,7 +102,7 @@ async function planCredentials(ctx: Context, creds: CredentialArgs, plan: Plan):
   );
   plan.steps.push({
     ...step,
-    describe: `update ${path}: ${ov.steps.join(", ")}`,
+    describe: `${before === undefined ? "create" : "update"} ${path}: ${ov.steps.join(", ")}`,
     run: async () => ({
       ...(await step.run()),
       message: `connection settings saved to ${path}: ${ov.summary.join(", ")}`,
@@ -133,7 +150,7 @@ interface Program {
   /** Where the plugin came from (the registry record's `originalSource`). */
   source: string;
   /** A note on what runs. */
-  note: string;
+  note: Note;
   /** The program copy's id (the sweep keeps it). */
   keep?: string;
 }
@@ -197,7 +214,9 @@ async function checkoutProgram(
     const flags = await productionFlags(root);
     // Built by the Deno running install (whose `deno bundle` this relies on); run by the recorded one.
     const copy = await buildCopy(root, Deno.execPath(), flags);
-    placement = copyPlacement(copy, ctx.env, ctx.os, { deno, flags, source: root });
+    // The same code placed from another clone keeps the origin it recorded: nothing of it is rewritten.
+    const source = (await placedSource(ctx.env, copy.id)) ?? root;
+    placement = copyPlacement(copy, ctx.env, ctx.os, { deno, flags, source });
   } catch (error) {
     return `cannot install from the checkout ${root}: ${(error as Error).message}`;
   }
@@ -206,9 +225,13 @@ async function checkoutProgram(
   return {
     command: placement.launcher,
     pluginBin: { path: `bin/${EXECUTABLE_NAME}`, content: placement.launcherText, mode: 0o755 },
-    source: root,
-    note: `The hooks run the program copy ${placement.dir} with ${deno}, not this checkout: moving or ` +
-      "deleting the checkout changes nothing; run install again to update them.",
+    source: placement.source,
+    note: {
+      done: `The hooks run the program copy ${placement.dir} with ${deno}, not this checkout: moving or ` +
+        "deleting the checkout changes nothing; run install again to update them.",
+      planned: `The hooks would run the program copy ${placement.dir} with ${deno}, not this checkout: ` +
+        "moving or deleting the checkout would change nothing; run install again to update them.",
+    },
     keep: placement.copy.id,
   };
 }
@@ -224,6 +247,11 @@ function planProgram(
   if (self.kind === "compiled") return binaryProgram(ctx, self, mode, plan);
   if (self.kind === "copy") return ownCopyProgram(ctx, self.dir, home, plan);
   return checkoutProgram(ctx, self.root, home, plan);
+}
+
+/** The note naming the command the hooks run (would run, in a dry run). */
+function hooksRun(command: string): Note {
+  return { done: `Hooks run: ${command}`, planned: `Hooks would run: ${command}` };
 }
 
 /** Plans config mode: plugin mode out, our `mcp.json` entry and hook block. */
@@ -253,7 +281,7 @@ async function planConfigMode(
   }
   await planConfigSkill(state, plan);
   for (const w of cfg.warnings) plan.notes.push(`Warning: config.toml ${w}.`);
-  plan.notes.push(`Hooks run: ${prefix} hook <event>`);
+  plan.notes.push(hooksRun(`${prefix} hook <event>`));
   return undefined;
 }
 
@@ -363,7 +391,7 @@ async function planPluginMode(
   if (reg.previous && reg.previous.enabled === false) {
     plan.notes.push(`Note: the plugin is disabled in Kimi; enable it with \`/plugins enable ${PLUGIN_ID}\`.`);
   }
-  plan.notes.push(`Hooks run: ./${program.pluginBin.path} hook <event>, in ${root}`);
+  plan.notes.push(hooksRun(`./${program.pluginBin.path} hook <event>, in ${root}`));
   return undefined;
 }
 

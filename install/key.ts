@@ -2,7 +2,8 @@
  * Where install takes the API key from, so that it is never on screen or in shell history:
  * `--api-key-stdin` (the first line of stdin), `OPENVIKING_API_KEY` in install's environment, or a prompt
  * on a terminal that does not echo (asked when `--url` is given and no key is saved yet; Enter for none).
- * `--api-key KEY` still works, with a warning: the key is then on the command line.
+ * `--api-key KEY` still works, with a warning: the key is then on the command line (and in the "Task …" line
+ * `deno task` without -q prints).
  */
 
 import { credentialFilePaths } from "../runtime/config.ts";
@@ -61,9 +62,12 @@ export async function chooseApiKey(flags: KeyFlags, io: KeyIo): Promise<KeyChoic
   }
   if (flags.apiKey !== undefined) {
     if (flags.apiKey !== "") {
+      // Deno's own "Task install …" line echoes every argument: nothing here can stop it, so it is named.
       io.warn(
         "Warning: --api-key puts the key on the command line, where shell history and the process list keep " +
-          "it; next time pipe it in with --api-key-stdin, or set OPENVIKING_API_KEY.",
+          'it; run as `deno task install` without -q, Deno has also just printed it (its "Task install …" ' +
+          "line). Next time use --api-key-stdin: it reads a pipe (`< keyfile`) or, on a terminal, asks for it " +
+          "without showing what you type; or set OPENVIKING_API_KEY.",
       );
     }
     return { ok: true, apiKey: flags.apiKey, from: "--api-key" };

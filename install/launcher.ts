@@ -1,10 +1,10 @@
 /**
  * The launcher of an installed copy (install/copy.ts): the small script the hooks, the MCP server and the
  * user run. It finds Deno — the one install used, then `deno` on PATH, then the usual install places — and
- * runs the copy with the production flags, offline. Without Deno it never breaks Kimi: a hook drains its
- * stdin and exits 0 silently (a debug log line says why), `mcp` answers every request with an error that
- * names the fix, `doctor` prints its report with that one failing check, and any other command says so and
- * exits 1. The search list is defined once here: the script and doctor's own search both come from it.
+ * runs the copy with the production flags, offline. Without Deno, or with the copy's code gone (its version
+ * directory moved or deleted, a bundle missing), it never breaks Kimi: a hook drains its stdin and exits 0
+ * silently (a debug log line says why), `mcp` answers every request with an error that names the fix,
+ * `doctor` prints its report with that one failing check, and any other command says so and exits 1. The search list is defined once here: the script and doctor's own search both come from it.
  */
 
 import { COPY_FILES, COPY_RUN_FLAGS, shellQuote } from "../runtime/self.ts";
@@ -30,8 +30,15 @@ export interface LauncherSpec {
 /** The marker line of a launcher: what doctor reads back (`# openviking-kimi copy {json}`). */
 const MARKER = "# openviking-kimi copy ";
 
+/**
+ * The variables the usual places start from, in the order the script sets them. A relative value counts as
+ * unset (it would name a file of the directory the hook runs in, a cloned project's); NVM_DIR then means
+ * `~/.nvm`.
+ */
+const BASES = ["DENO_INSTALL", "HOME", "NVM_DIR"] as const;
+
 /** Where else Deno usually lives (after the recorded one and PATH): `$VAR/rest`, a glob in the last part. */
-const USUAL_PLACES: readonly { base?: "HOME" | "DENO_INSTALL" | "NVM_DIR"; path: string }[] = [
+const USUAL_PLACES: readonly { base?: (typeof BASES)[number]; path: string }[] = [
   { base: "DENO_INSTALL", path: "bin/deno" },
   { base: "HOME", path: ".deno/bin/deno" },
   { base: "HOME", path: ".local/bin/deno" },
@@ -53,9 +60,7 @@ export function denoNotFound(
   spec: Pick<LauncherSpec, "deno" | "source"> & { mode?: "config" | "plugin" },
   os: OsFamily,
 ): Check {
-  const install = spec.mode === undefined
-    ? "`deno task -q install` (with `--mode plugin` for plugin mode)"
-    : `\`deno task -q install${spec.mode === "plugin" ? " --mode plugin" : ""}\``;
+  const install = installCommand(spec.mode);
   return {
     id: "deno",
     status: "fail",
@@ -69,8 +74,30 @@ export function denoNotFound(
   };
 }
 
-/** One line saying it: "Deno not found at …; reinstall with …". */
-function denoNotFoundLine(check: Check): string {
+/** The install command for `mode`, in words (both modes when unknown: the launcher serves either). */
+function installCommand(mode: "config" | "plugin" | undefined): string {
+  return mode === undefined
+    ? "`deno task -q install` (with `--mode plugin` for plugin mode)"
+    : `\`deno task -q install${mode === "plugin" ? " --mode plugin" : ""}\``;
+}
+
+/**
+ * The failing check a launcher whose copy lost its code reports (the version directory moved or deleted, a
+ * bundle missing): the same fail-safe route as without Deno, and the fix is to install again.
+ */
+function copyIncomplete(spec: Pick<LauncherSpec, "dir" | "source">): Check {
+  return {
+    id: "command",
+    status: "fail",
+    summary: `the program copy ${spec.dir} is gone or incomplete (${COPY_FILES.main} or ${COPY_FILES.hook} ` +
+      "is missing): the hooks do nothing and the MCP server cannot start",
+    fix: `run install again: ${installCommand(undefined)} in an openviking-kimi checkout (this copy was ` +
+      `built from ${spec.source}); or install a release binary, which needs no Deno`,
+  };
+}
+
+/** One line saying it: "Deno not found at …; reinstall with …", "the program copy … is gone …; run …". */
+function problemLine(check: Check): string {
   return `${check.summary.replace(/: the hooks do nothing.*$/, "")}; ${check.fix}`;
 }
 
@@ -89,19 +116,21 @@ function jsonInside(text: string): string {
   return JSON.stringify(text).slice(1, -1);
 }
 
+/** The sh lines that set each usual place's base (`base_HOME`, …), absolute or `/nonexistent`. */
+function posixBases(): string {
+  return BASES.map((b) => {
+    const fallback = b === "NVM_DIR" ? "$base_HOME/.nvm" : "/nonexistent";
+    return `  case \${${b}:-} in /*) base_${b}=$${b} ;; *) base_${b}=${fallback} ;; esac`;
+  }).join("\n");
+}
+
 /** The candidates of the sh script after the recorded Deno: PATH, then the usual places. */
 function posixCandidates(): string {
-  const usual = USUAL_PLACES.map((p) => {
-    if (!p.base) return p.path;
-    const base = p.base === "NVM_DIR"
-      ? '"${NVM_DIR:-${HOME:-/nonexistent}/.nvm}"'
-      : `"\${${p.base}:-/nonexistent}"`;
-    return `${base}/${p.path}`;
-  });
+  const usual = USUAL_PLACES.map((p) => (p.base ? `"$base_${p.base}"/${p.path}` : p.path));
   return ['"$(command -v deno 2>/dev/null)"', ...usual].join(" \\\n    ");
 }
 
-/** The doctor report of a copy without Deno, as `doctor` and `doctor --json` print it. */
+/** The doctor report of a copy that cannot run (no Deno, or its code missing), as `doctor [--json]` print it. */
 function doctorReports(spec: LauncherSpec, check: Check): { text: string; json: string } {
   const text = [
     `openviking-kimi doctor ${spec.version}`,
@@ -113,7 +142,7 @@ function doctorReports(spec: LauncherSpec, check: Check): { text: string; json: 
   return { text, json };
 }
 
-/** The POSIX launcher: its header, the Deno search and the run, then what it does without Deno. */
+/** The POSIX launcher: its header, the Deno search and the run, then what it does without Deno or code. */
 function posixLauncher(spec: LauncherSpec): string {
   const run = [...spec.flags, ...COPY_RUN_FLAGS].map(shellQuote).join(" ");
   const marker = JSON.stringify({ dir: spec.dir, deno: spec.deno, id: spec.id });
@@ -126,26 +155,55 @@ dir=${shellQuote(spec.dir)}
 deno=${shellQuote(spec.deno)}
 if [ ! -f "$deno" ] || [ ! -x "$deno" ]; then
   deno=
+${posixBases()}
   for d in ${posixCandidates()}; do
     if [ -f "$d" ] && [ -x "$d" ]; then deno=$d; break; fi
   done
 fi
-if [ -n "$deno" ]; then
-  entry=${COPY_FILES.main}
-  if [ "$1" = hook ] && [ "$#" -eq 2 ]; then case $2 in -*) ;; *) entry=${COPY_FILES.hook} ;; esac; fi
+entry=${COPY_FILES.main}
+if [ "$1" = hook ] && [ "$#" -eq 2 ]; then case $2 in -*) ;; *) entry=${COPY_FILES.hook} ;; esac; fi
+if [ -n "$deno" ] && [ -f "$dir/$entry" ]; then
   umask 077 # what Deno writes in its cache is private too, like every file of ours
   DENO_DIR="$dir/${COPY_FILES.denoDir}" exec "$deno" run ${run} "$dir/$entry" "$@"
 fi
-${posixWithoutDeno(spec)}`;
+${posixCannotRun(spec)}`;
 }
 
-/** The end of the POSIX launcher, reached without Deno: hooks silent, mcp and doctor saying why. */
-function posixWithoutDeno(spec: LauncherSpec): string {
-  const check = denoNotFound(spec, "posix");
-  const why = denoNotFoundLine(check);
-  const reports = doctorReports(spec, check);
-  return `# No Deno: a hook stays silent and exits 0 (Kimi must never break); everything else says why.
-why=${shellQuote(why)}
+/** The end of the POSIX launcher, reached without Deno or without the copy's code: hooks silent, the rest say why. */
+function posixCannotRun(spec: LauncherSpec): string {
+  const problems = [
+    { outcome: "deno-not-found", check: denoNotFound(spec, "posix") },
+    { outcome: "copy-incomplete", check: copyIncomplete(spec) },
+  ];
+  const [noDeno, noCode] = problems.map(({ outcome, check }) => {
+    const why = problemLine(check);
+    const json = jsonInside(why);
+    return [
+      `  outcome=${outcome}`,
+      `  why=${shellQuote(why)}`,
+      `  why_json=${json === why ? '"$why"' : shellQuote(json)}`,
+    ].join("\n");
+  });
+  const reports = problems.map(({ outcome, check }) => {
+    const r = doctorReports(spec, check);
+    return `  ${outcome}-json)
+    cat <<'OPENVIKING_KIMI_JSON'
+${r.json}
+OPENVIKING_KIMI_JSON
+    ;;
+  ${outcome}-)
+    cat <<'OPENVIKING_KIMI_TEXT'
+${r.text}
+OPENVIKING_KIMI_TEXT
+    ;;`;
+  }).join("\n");
+  return `# No Deno, or the copy's code is missing: a hook stays silent and exits 0 (Kimi must never break);
+# everything else says why.
+if [ -z "$deno" ]; then
+${noDeno}
+else
+${noCode}
+fi
 case $1 in
 hook)
   [ -t 0 ] || cat >/dev/null 2>&1
@@ -161,10 +219,8 @@ hook)
       esac
     fi
     if [ -n "$log" ]; then
-      (umask 077 && mkdir -p "\${log%/*}" && printf '{"ts":"%s","pid":%s,"source":"kimicode:%s","stage":"done","event":"%s","outcome":"deno-not-found","reason":"%s"}\\n' \\
-        "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$$" "$event" "$event" ${
-    shellQuote(jsonInside(why))
-  } >>"$log") 2>/dev/null
+      (umask 077 && mkdir -p "\${log%/*}" && printf '{"ts":"%s","pid":%s,"source":"kimicode:%s","stage":"done","event":"%s","outcome":"%s","reason":"%s"}\\n' \\
+        "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$$" "$event" "$event" "$outcome" "$why_json" >>"$log") 2>/dev/null
     fi
     ;;
   esac
@@ -175,25 +231,16 @@ mcp)
   while IFS= read -r line || [ -n "$line" ]; do
     id=$(printf '%s\\n' "$line" | awk 'match($0, /"id"[ \\t]*:[ \\t]*(-?[0-9]+|"[^"\\\\]*")/) { s = substr($0, RSTART, RLENGTH); sub(/^"id"[ \\t]*:[ \\t]*/, "", s); print s }')
     if [ -n "$id" ]; then
-      printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"%s"}}\\n' "$id" ${
-    shellQuote(jsonInside(`openviking-kimi: ${why}`))
-  }
+      printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"%s"}}\\n' "$id" "openviking-kimi: $why_json"
     fi
   done
   exit 0
   ;;
 doctor)
-  case " $* " in
-  *" --json "*)
-    cat <<'OPENVIKING_KIMI_JSON'
-${reports.json}
-OPENVIKING_KIMI_JSON
-    ;;
-  *)
-    cat <<'OPENVIKING_KIMI_TEXT'
-${reports.text}
-OPENVIKING_KIMI_TEXT
-    ;;
+  json=
+  case " $* " in *" --json "*) json=json ;; esac
+  case $outcome-$json in
+${reports}
   esac
   exit 1
   ;;
@@ -206,7 +253,7 @@ exit 1
 /** The Windows launcher (cmd.exe, which Kimi's hooks run through there). */
 function windowsLauncher(spec: LauncherSpec): string {
   const check = denoNotFound(spec, "windows");
-  const why = denoNotFoundLine(check).replace(/[%^&|<>]/g, "^$&");
+  const why = problemLine(check).replace(/[%^&|<>]/g, "^$&");
   const run = [...spec.flags, ...COPY_RUN_FLAGS].map(cmdQuote).join(" ");
   const win = (p: string) => p.replace(/\//g, "\\");
   const marker = JSON.stringify({ dir: spec.dir, deno: spec.deno, id: spec.id });
@@ -262,11 +309,13 @@ export async function isExecutable(path: string, os: OsFamily): Promise<boolean>
 
 /** The files a usual place names (its glob expanded), given the environment. */
 async function usualPaths(place: (typeof USUAL_PLACES)[number], env: Env): Promise<string[]> {
-  let base = "";
-  if (place.base === "NVM_DIR") base = env.NVM_DIR || (env.HOME ? joinPath(env.HOME, ".nvm") : "");
-  else if (place.base) base = env[place.base] ?? "";
-  if (place.base && !base.startsWith("/")) return [];
-  const full = place.base ? joinPath(base, place.path) : place.path;
+  const absolute = (v: string | undefined) => (v?.startsWith("/") ? v : undefined);
+  const home = absolute(env.HOME);
+  const base = place.base === "NVM_DIR"
+    ? absolute(env.NVM_DIR) ?? (home && joinPath(home, ".nvm"))
+    : place.base && absolute(env[place.base]);
+  if (place.base && !base) return [];
+  const full = base ? joinPath(base, place.path) : place.path;
   const star = full.indexOf("*");
   if (star < 0) return [full];
   const parent = full.slice(0, full.lastIndexOf("/", star));

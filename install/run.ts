@@ -56,12 +56,23 @@ export async function defaultContext(): Promise<Context> {
   };
 }
 
+/**
+ * A note for the user after the run: the same words whatever happens, or what is said once it is done and,
+ * in a dry run that would change something, what would be (nothing runs yet).
+ */
+export type Note = string | { done: string; planned: string };
+
 /** A planned run: ordered steps; text-file changes are steps too. */
 export interface Plan {
   steps: Step[];
   changes: FileChange[];
-  notes: string[];
+  notes: Note[];
   now: Date;
+}
+
+/** A note's words: as done, or as planned (a dry run with changes). */
+function noteText(note: Note, planned: boolean): string {
+  return typeof note === "string" ? note : planned ? note.planned : note.done;
 }
 
 /** An empty plan made at `now`. */
@@ -96,7 +107,7 @@ function printDryRun(plan: Plan, out: Output): void {
     );
     if (diff) out.info(diff.trimEnd());
   }
-  for (const note of plan.notes) out.info(note);
+  for (const note of plan.notes) out.info(noteText(note, true));
 }
 
 /** Why the plan cannot be carried out, found before anything is written; undefined when it can. */
@@ -150,7 +161,7 @@ async function execute(plan: Plan, out: Output): Promise<string | undefined> {
   for (const d of done) finished.push(...(await d.commit?.() ?? []));
   for (const d of done) if (d.message) out.info(`  ✓ ${d.message}`);
   for (const line of finished) out.info(`  ✓ ${line}`);
-  for (const note of plan.notes) out.info(note);
+  for (const note of plan.notes) out.info(noteText(note, false));
   return undefined;
 }
 
@@ -178,7 +189,7 @@ export async function carryOut(plan: Plan, out: Output, outcome: Outcome): Promi
   if (problem) return fail(out, outcome.command, problem);
   if (plan.steps.length === 0) {
     out.info(`${outcome.dryRun ? "Dry run: nothing" : "Nothing"} to change: ${outcome.nothing}`);
-    for (const note of plan.notes) out.info(note);
+    for (const note of plan.notes) out.info(noteText(note, false)); // it is all in place: as done
     return 0;
   }
   if (outcome.dryRun) {

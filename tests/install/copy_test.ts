@@ -143,6 +143,45 @@ Deno.test({
   },
 });
 
+/** What a version directory is on disk: each entry's inode and mtime (the same when nothing was rewritten). */
+async function snapshot(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  const walk = async (d: string) => {
+    const s = await Deno.lstat(d);
+    out.push(`${d.slice(dir.length) || "/"} ${s.ino} ${s.mtime?.getTime()}`);
+    if (s.isDirectory) { for await (const e of Deno.readDir(d)) await walk(`${d}/${e.name}`); }
+  };
+  await walk(dir);
+  return out.sort();
+}
+
+for (const mode of ["config", "plugin"] as const) {
+  Deno.test({
+    name:
+      `the same code installed again from another clone (${mode} mode): nothing to change, the copy untouched`,
+    ignore: !posix,
+    async fn() {
+      await using dir = await tempDir();
+      const t = await setup(dir.path);
+      assertEquals(await t.install({ mode }), 0, t.all());
+      const copy = onlyVersion(t);
+      const before = await snapshot(copy);
+      // Another place, another depth: the bundles name Deno's npm cache by another relative path.
+      const clone = await cloneCheckout(`${dir.path}/elsewhere/deeper/clone`);
+      const self = { kind: "checkout", root: clone } as const;
+      t.said();
+      assertEquals(await t.install({ mode, dryRun: true }, { self }), 0, t.all());
+      assertMatch(t.said(), /^Dry run: nothing to change/m);
+      assertEquals(await t.install({ mode }, { self }), 0, t.all());
+      const again = t.said();
+      assertMatch(again, /^Nothing to change: /m);
+      assertNotMatch(again, /program copy in place|launcher of the program copy updated/);
+      assertEquals(onlyVersion(t), copy, "one version for one program");
+      assertEquals(await snapshot(copy), before, "nothing of the placed version is written again");
+    },
+  });
+}
+
 Deno.test({
   name: "another Deno rewrites only the launcher; a damaged copy is placed again whole",
   ignore: !posix,

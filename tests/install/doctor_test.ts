@@ -7,7 +7,8 @@ import { currentSelf } from "../../install/placement.ts";
 import { enqueueCommit } from "../../runtime/pending.ts";
 import { emptyState, writeState } from "../../runtime/state.ts";
 import { hookStateDir, pendingDir } from "../../runtime/paths.ts";
-import { isolatedEnv } from "./helpers.ts";
+import { closedAddress, isolatedEnv, NO_SERVER_FIX, NO_SERVER_HEADING } from "./helpers.ts";
+import { ROOT, runCli } from "../support/run.ts";
 
 const NOW = Date.parse("2026-11-30T12:00:00.000Z");
 
@@ -130,4 +131,22 @@ Deno.test("doctor: a disabled plugin, a config Kimi rejects, a missing Kimi home
   assertMatch(c.config.detail!.join(), /"cwd"/);
   const missing = await runDoctor({ env: t.env, home: `${dir.path}/nope`, os: "posix", now: NOW });
   assertEquals(byId(missing)["kimi-home"].status, "fail");
+});
+
+Deno.test('doctor with nothing answering at the address points to README\'s "No server yet?"', async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  await Deno.mkdir(`${home}/.kimi-code`, { recursive: true });
+  const url = closedAddress();
+  const env = isolatedEnv(home, { OPENVIKING_URL: url });
+  const text = await runCli(["doctor"], { env, clearEnv: true, cwd: dir.path });
+  assertEquals(text.code, 1, text.stderr);
+  const lines = text.stdout.split("\n");
+  const at = lines.findIndex((l) => l.startsWith("✗ server: "));
+  assertMatch(lines[at], new RegExp(`OpenViking at ${url} is not reachable: `));
+  assertEquals(lines[at + 1], `    fix: ${NO_SERVER_FIX}`);
+  const json = await runCli(["doctor", "--json"], { env, clearEnv: true, cwd: dir.path });
+  const server = (JSON.parse(json.stdout).checks as Check[]).find((c) => c.id === "server");
+  assertEquals([server?.status, server?.fix], ["fail", NO_SERVER_FIX]);
+  assertTrue((await Deno.readTextFile(`${ROOT}/README.md`)).includes(`\n${NO_SERVER_HEADING}\n`));
 });

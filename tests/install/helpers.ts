@@ -44,3 +44,21 @@ export async function cloneCheckout(to: string): Promise<string> {
   }
   return to;
 }
+
+/**
+ * The fix install and doctor give when nothing answers at the address, word for word: it names README's
+ * section for a machine without a server ({@link NO_SERVER_HEADING}).
+ */
+export const NO_SERVER_FIX = 'start the server (README: "No server yet?"), or save its address: ' +
+  "`openviking-kimi install --url http://HOST:1933`; writes wait in the queue until then";
+
+/** README's heading that {@link NO_SERVER_FIX} points to. */
+export const NO_SERVER_HEADING = "### No server yet?";
+
+/** A 127.0.0.1 address where nothing listens (a port just let go). */
+export function closedAddress(): string {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { port } = listener.addr as Deno.NetAddr;
+  listener.close();
+  return `http://127.0.0.1:${port}`;
+}

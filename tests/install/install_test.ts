@@ -6,7 +6,8 @@ import {
   assertTrue,
 } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
-import { fakeCompiled } from "./helpers.ts";
+import { closedAddress, fakeCompiled, isolatedEnv, NO_SERVER_FIX, NO_SERVER_HEADING } from "./helpers.ts";
+import { ROOT, runCli } from "../support/run.ts";
 import { type Context, type InstallOptions, runInstall, runUninstall } from "../../install/command.ts";
 import { currentSelf, type Self } from "../../install/placement.ts";
 import { readKimiState } from "../../install/detect.ts";
@@ -426,4 +427,24 @@ Deno.test("plugin --dry-run shows the manifest it would write", async () => {
   assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin", dryRun: true })), 0);
   assertMatch(t.lines.join("\n"), /^\+\s+"command": "\.\/bin\/openviking-kimi hook stop",$/m);
   assertEquals(await read(`${t.kimi}/plugins/managed/openviking-memory/kimi.plugin.json`), undefined);
+});
+
+Deno.test('install with nothing answering at the address points to README\'s "No server yet?"', async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  await Deno.mkdir(`${home}/.kimi-code`, { recursive: true });
+  const url = closedAddress();
+  const r = await runCli(["install", "--url", url], {
+    env: isolatedEnv(home),
+    clearEnv: true,
+    cwd: dir.path,
+  });
+  assertEquals(r.code, 0, r.stderr);
+  const lines = r.stdout.trimEnd().split("\n");
+  assertMatch(
+    lines.at(-2)!,
+    new RegExp(`^Note: ${url} \\(from ovcli\\.conf\\): OpenViking at ${url} is not reachable: `),
+  );
+  assertEquals(lines.at(-1), `  fix: ${NO_SERVER_FIX}`);
+  assertStringIncludes(await Deno.readTextFile(`${ROOT}/README.md`), `\n${NO_SERVER_HEADING}\n`);
 });

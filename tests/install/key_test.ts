@@ -68,6 +68,12 @@ Deno.test("where install takes the key from, and when it asks", async () => {
     from: "--api-key",
   });
   assertMatch(flag.warned.join(), /--api-key puts the key on the command line.*--api-key-stdin/);
+  assertMatch(
+    flag.warned.join(),
+    /shell history and the process list keep it; run as `deno task install` without -q, Deno has also just printed it/,
+    "deno task's echo of the arguments is named too",
+  );
+  assertMatch(flag.warned.join(), /on a terminal, asks for it without showing what you type/);
   assertNotMatch(flag.warned.join(), new RegExp(KEY));
   const removal = io({});
   assertEquals((await chooseApiKey(flags({ apiKey: "" }), removal.fake)).ok, true);
@@ -244,7 +250,15 @@ Deno.test({
             });
           }
           for (
-            const args of [["help"], ["version"], ["install", "--help"], ["doctor"], ["doctor", "--json"]]
+            const args of [
+              ["help"],
+              ["version"],
+              ["install", "--help"],
+              ["doctor"],
+              ["doctor", "--json"],
+              ["status"],
+              ["status", "--json"],
+            ]
           ) {
             await cli(args);
           }
@@ -296,6 +310,14 @@ Deno.test({
         /Task install deno task -q cli install '--url'/,
         "deno echoes the arguments only",
       );
+      // --api-key through deno task without -q: Deno's "Task install …" line shows it (nothing stops that);
+      // the warning says so, and nothing else of the run shows it.
+      const echoed = await denoTask(["install", "--url", fake.url, "--api-key", KEY], env);
+      assertEquals(echoed.code, 0, echoed.stderr);
+      const [taskLine, ...rest] = echoed.stderr.split("\n");
+      assertMatch(taskLine, new RegExp(`^Task install deno task -q cli install .*'${KEY}'`));
+      assertTrue(!rest.join("\n").includes(KEY) && !echoed.stdout.includes(KEY), echoed.stderr);
+      assertMatch(echoed.stderr, /`deno task install` without -q, Deno has also just printed it/);
       assertEquals((await task(["-q", "cli", "doctor"])).code, 0);
       assertEquals((await task(["-q", "uninstall", "--purge"])).code, 0);
       assertEquals(await saved(), KEY, "ovcli.conf stays");

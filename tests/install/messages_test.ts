@@ -91,10 +91,50 @@ Deno.test("a dry run says what would be done, not what was", async () => {
   assertEquals(code, 0);
   const out = t.said();
   assertStringIncludes(out, "Dry run: nothing was changed. These changes would be made:");
-  assertMatch(out, /update .*ovcli\.conf: set url to http:\/\/127\.0\.0\.1:1933, set api_key \(not shown\)/);
+  assertMatch(out, /create .*ovcli\.conf: set url to http:\/\/127\.0\.0\.1:1933, set api_key \(not shown\)/);
   assertNotMatch(out, /saved|registered:|✓/, "nothing is said to have happened");
   assertNotMatch(out, /sk-dry-run-key-1/);
   assertEquals(await exists(`${t.home}/.openviking/ovcli.conf`), false);
+});
+
+Deno.test("a dry run on an empty home says what it would create and what would run, not what runs", async () => {
+  await using dir = await tempDir();
+  const t = await setup(dir.path);
+  const self = await currentSelf();
+  const url = "http://127.0.0.1:9";
+  const versions = `${t.home}/.openviking/agent-integrations/kimicode/versions`;
+  for (const mode of ["config", "plugin"] as const) {
+    assertEquals(
+      await runInstall(t.ctx(self), opts({ mode, dryRun: true, credentials: { url } })),
+      0,
+      t.all(),
+    );
+    const lines = t.said().split("\n");
+    assertTrue(
+      lines.includes(`  - create ${t.home}/.openviking/ovcli.conf: set url to ${url}`),
+      lines.join("\n"),
+    );
+    const copy = /^ {2}- place the program copy (\S+) /.exec(lines.find((l) => l.includes(versions))!)![1];
+    const run = mode === "config"
+      ? `Hooks would run: ${copy}/bin/openviking-kimi hook <event>`
+      : `Hooks would run: ./bin/openviking-kimi hook <event>, in ${t.kimi}/plugins/managed/openviking-memory`;
+    assertEquals(lines.slice(-2), [
+      run,
+      `The hooks would run the program copy ${copy} with ${Deno.execPath()}, not this checkout: moving or ` +
+      "deleting the checkout would change nothing; run install again to update them.",
+    ]);
+    assertEquals(lines.filter((l) => /^(Hooks run|The hooks run)\b|\bupdate .*ovcli\.conf/.test(l)), []);
+  }
+  // Once installed, a real run says what runs; with the file there, a dry run says "update".
+  assertEquals(await runInstall(t.ctx(self), opts({ credentials: { url } })), 0, t.all());
+  assertMatch(t.said(), /^Hooks run: .*\/bin\/openviking-kimi hook <event>$/m);
+  assertEquals(
+    await runInstall(t.ctx(self), opts({ dryRun: true, credentials: { url: "http://127.0.0.1:8" } })),
+    0,
+  );
+  const again = t.said();
+  assertStringIncludes(again, `  - update ${t.home}/.openviking/ovcli.conf: set url to http://127.0.0.1:8`);
+  assertMatch(again, /^Hooks would run: /m);
 });
 
 Deno.test("a diff shows the removed lines before the added ones", async () => {
