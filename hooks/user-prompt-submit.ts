@@ -105,14 +105,12 @@ async function rememberInjected(
 ): Promise<void> {
   if (!ctx.promptPaths) return;
   const profileDone = inj.profile === "injected" || inj.profile === "empty";
-  if (!inj.found && !inj.injected.length && !profileDone) return;
+  if (!inj.found && !inj.shown.length && !profileDone) return;
   await updateState(ctx.promptPaths, (s) => {
     const next: SessionState = { ...s, profileInjected: s.profileInjected || profileDone };
     if (inj.profile === "injected") next.compacted = false;
     if (inj.found && s.promptHash === hash) next.recall = inj.found;
-    if (inj.injected.length) {
-      next.injectedUris = [...new Set([...s.injectedUris, ...inj.injected.map((m) => m.uri)])];
-    }
+    if (inj.shown.length) next.injectedUris = [...new Set([...s.injectedUris, ...inj.shown])];
     return Promise.resolve({ state: next, value: null });
   }, { waitMs: Math.min(1000, budget.remaining()) }).catch((error: Error) => {
     ctx.log.stage("prompt-state-unavailable", { error: error.message });
