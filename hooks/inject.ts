@@ -5,7 +5,13 @@
  * "what would be injected for this text in this workspace now" calls {@link previewInjection}.
  */
 
-import { Budget, clientOptions, createClient, type OpenVikingClient } from "../runtime/http.ts";
+import {
+  Budget,
+  clientOptions,
+  createClient,
+  type OpenVikingClient,
+  type OvFailure,
+} from "../runtime/http.ts";
 import type { Config } from "../runtime/config.ts";
 import { loadConfig } from "../runtime/config.ts";
 import type { Env } from "../runtime/paths.ts";
@@ -13,7 +19,7 @@ import { peerOptions, resolvePeer } from "../runtime/peer.ts";
 import { safe, SafeText } from "../runtime/neutralize.ts";
 import { type Block, printBlocks } from "../runtime/printed.ts";
 import {
-  fetchProfile,
+  fetchProfileOrFailure,
   isEmptyProfile,
   type ProfileParts,
   profileUri,
@@ -75,8 +81,10 @@ export interface Injection {
   /** The profile: printed, asked for but unavailable (the server did not answer), or not asked for. */
   profile: "injected" | "empty" | "unavailable" | "not-asked";
   printedChars: number;
-  /** What recall found, to keep for the same prompt (undefined when the server was not asked). */
+  /** What recall found, to keep for the same prompt (undefined when the server was not asked, or failed). */
   found?: RecallResult;
+  /** Why recall (first) or the profile could not be had: the server's failure, as it came. */
+  failure?: OvFailure;
 }
 
 /**
@@ -247,7 +255,7 @@ export async function injectionFor(
   req: InjectionRequest,
 ): Promise<Injection> {
   const ask = req.reuse === undefined && req.query.length >= c.minQueryLength && req.query.trim() !== "";
-  const [recalled, parts] = await Promise.all([
+  const [recalled, asked] = await Promise.all([
     ask
       ? recallForPrompt(client, c, {
         query: req.query,
@@ -257,8 +265,10 @@ export async function injectionFor(
         stateDir: req.stateDir,
       })
       : Promise.resolve(req.reuse),
-    req.profile ? fetchProfile(client, req.budget) : Promise.resolve(undefined),
+    req.profile ? fetchProfileOrFailure(client, req.budget) : Promise.resolve(undefined),
   ]);
+  const parts = asked === undefined || "ok" in asked ? undefined : asked;
+  const failure = recalled?.failure ?? (asked && "ok" in asked ? asked : undefined);
   const shownSet = new Set(req.injected);
   const found: Found = !recalled
     ? { visible: [], suppressed: [], keys: new Map() }
@@ -288,7 +298,9 @@ export async function injectionFor(
       ? "injected"
       : "empty",
     printedChars: out.stdout.length,
-    found: ask ? recalled : undefined,
+    // A recall that failed is not kept: the same prompt again asks the server again.
+    found: ask && !recalled?.failure ? recalled : undefined,
+    ...(failure ? { failure } : {}),
   };
 }
 

@@ -4,7 +4,7 @@
  * no entries), and a prompt whose recall failed says so in the ledger and in `status`.
  */
 
-import { assertEquals } from "../support/assert.ts";
+import { assertEquals, assertMatch } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { sandboxEnv } from "../support/hook-context.ts";
 import { runCli } from "../support/run.ts";
@@ -15,7 +15,9 @@ const A = "viking://user/default/memories/preferences/tabs.md";
 const B = "viking://user/default/memories/preferences/deno.md";
 const C = "viking://user/default/memories/events/ci.md";
 
-/** Runs the prompt hook of the session for `prompt`; exit 0, its stdout. */
+let prompts = 0;
+
+/** Runs the prompt hook of the session for `prompt` (each run its own prompt id); exit 0, its stdout. */
 async function prompt(env: Record<string, string>, text: string): Promise<string> {
   const r = await runCli(["hook", "user-prompt-submit"], {
     env,
@@ -25,6 +27,7 @@ async function prompt(env: Record<string, string>, text: string): Promise<string
       session_id: SESSION,
       cwd: "/home/user/proj",
       prompt: text,
+      prompt_id: `prompt-${++prompts}`,
     }),
   });
   assertEquals(r.code, 0, r.stderr);
@@ -69,4 +72,59 @@ Deno.test("prompt session: a server that sends only its text never gets a memory
     s.kimiSessionId === SESSION
   );
   assertEquals([session.prompts.injected, session.prompts.suppressed], [3, 4]);
+});
+
+Deno.test("prompt session: a prompt whose recall or profile failed says why in its ledger line and in status", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const key = "sk-quoted-back-4711";
+  const up = sandboxEnv(dir.path, fake.url, { OPENVIKING_API_KEY: key });
+  const down = sandboxEnv(dir.path, "http://127.0.0.1:9", { OPENVIKING_API_KEY: key });
+  const ledger = async () =>
+    (await Deno.readTextFile(`${dir.path}/.openviking/ledger/kimicode/${SESSION}.jsonl`))
+      .trim().split("\n").map((l) => JSON.parse(l));
+  const lastError = async () => {
+    const r = await runCli(["status", "--json"], { env: up, clearEnv: true });
+    assertEquals(r.code, 0, r.stderr);
+    return JSON.parse(r.stdout).sessions.find((s: { kimiSessionId: string }) => s.kimiSessionId === SESSION)
+      ?.lastError;
+  };
+
+  // Every route answers 503, its message quoting the key back: the ledger keeps the failure, not the key.
+  fake.fault({ route: "*", status: 503, error: { message: `overloaded, key ${key}` } });
+  assertEquals(await prompt(up, "how should I indent this file?"), "");
+  fake.clearFaults();
+  // The server is not there at all.
+  assertEquals(await prompt(down, "and the tests folder?"), "");
+  const [busy, gone] = await ledger();
+  assertEquals([busy.path, busy.failure?.kind, busy.failure?.status], ["none", "server", 503]);
+  assertMatch(busy.failure.message, /overloaded, key \*\*\*/);
+  assertEquals([gone.path, gone.failure?.kind, gone.failure?.status], ["none", "unreachable", 0]);
+  assertMatch(gone.failure.message, /127\.0\.0\.1:9/);
+  const error = await lastError();
+  assertEquals(error?.kind, "unreachable");
+  assertMatch(error?.fix ?? "", /start the server|install --url/);
+
+  // The same prompt again, recall answering now but not the profile (its routes refuse the key): the failed
+  // recall was not kept for it, the server is asked again and the memory prints; the line says why there
+  // was no profile.
+  fake.fault({ route: "GET /api/v1/system/status", status: 401 });
+  fake.fault({ route: "GET /api/v1/fs/ls", status: 401 });
+  assertMatch(await prompt(up, "and the tests folder?"), /User prefers tabs/);
+  fake.clearFaults();
+  const third = (await ledger())[2];
+  assertEquals([third.path, third.profile, third.failure?.kind, third.failure?.status], [
+    "context",
+    "unavailable",
+    "auth",
+    401,
+  ]);
+  assertEquals((await lastError())?.kind, "auth");
+  // Back to normal: no failure on the line.
+  await prompt(up, "what about the build?");
+  assertEquals((await ledger())[3].failure, undefined);
+  assertEquals(
+    (await Deno.readTextFile(`${dir.path}/.openviking/ledger/kimicode/${SESSION}.jsonl`)).includes(key),
+    false,
+  );
 });
