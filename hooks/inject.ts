@@ -5,7 +5,13 @@
  * "what would be injected for this text in this workspace now" calls {@link previewInjection}.
  */
 
-import { Budget, clientOptions, createClient, type OpenVikingClient } from "../runtime/http.ts";
+import {
+  Budget,
+  clientOptions,
+  createClient,
+  type OpenVikingClient,
+  type OvFailure,
+} from "../runtime/http.ts";
 import type { Config } from "../runtime/config.ts";
 import { loadConfig } from "../runtime/config.ts";
 import type { Env } from "../runtime/paths.ts";
@@ -13,7 +19,7 @@ import { peerOptions, resolvePeer } from "../runtime/peer.ts";
 import { safe, SafeText } from "../runtime/neutralize.ts";
 import { type Block, printBlocks } from "../runtime/printed.ts";
 import {
-  fetchProfile,
+  fetchProfileOrFailure,
   isEmptyProfile,
   type ProfileParts,
   profileUri,
@@ -22,6 +28,7 @@ import {
 import { fullRecallBlock, recallForPrompt, type RecallResult, urisIn } from "../runtime/recall.ts";
 import { DIGEST_CLOSE, DIGEST_OPEN, digestLines, profileDigest } from "../runtime/digest.ts";
 import type { Memory } from "../runtime/memory.ts";
+import { sha256Hex } from "../runtime/hash.ts";
 import { recallQuery } from "./prompt-query.ts";
 
 /** What to inject for one prompt. */
@@ -30,7 +37,7 @@ export interface InjectionRequest {
   query: string;
   /** OpenViking session id, for the server's own expansion and dedupe. */
   sessionId?: string;
-  /** URIs the session's context already holds: never printed again. */
+  /** What the session's context already holds (its URIs, and keys of lines without one): never printed again. */
   injected: readonly string[];
   /** The same prompt's recall, kept by the previous run: the server is not asked again. */
   reuse?: RecallResult;
@@ -53,6 +60,13 @@ export interface Injected {
   chars: number;
 }
 
+/** What one output format printed: its text, the memories in it, what the session holds now. */
+interface Output {
+  stdout: string;
+  injected: Injected[];
+  shown: string[];
+}
+
 /** What would be printed, and why. */
 export interface Injection {
   /** The hook's stdout ("" for nothing). */
@@ -62,32 +76,110 @@ export interface Injection {
   injected: Injected[];
   /** URIs recall found that were left out because the session already has them. */
   suppressed: string[];
+  /** What the session holds now that it did not: every URI printed, and the keys of lines printed without one. */
+  shown: string[];
   /** The profile: printed, asked for but unavailable (the server did not answer), or not asked for. */
   profile: "injected" | "empty" | "unavailable" | "not-asked";
   printedChars: number;
-  /** What recall found, to keep for the same prompt (undefined when the server was not asked). */
+  /** What recall found, to keep for the same prompt (undefined when the server was not asked, or failed). */
   found?: RecallResult;
+  /** Why recall (first) or the profile could not be had: the server's failure, as it came. */
+  failure?: OvFailure;
+}
+
+/**
+ * Keys of the session's shown set that are not URIs start with this: a printed line without a URI, by its
+ * text. They stay in the session's set with its URIs (a compaction clears both) and never go to the server.
+ */
+const TEXT_KEY = "text:";
+
+/** Whether a key of the session's shown set is a URI (the server's `exclude_uris` takes only those). */
+const isUriKey = (key: string): boolean => !key.startsWith(TEXT_KEY);
+
+/** The key of a line without a URI: its words, blanks and case aside. */
+async function textKey(line: string): Promise<string> {
+  return `${TEXT_KEY}${(await sha256Hex(line.replace(/\s+/g, " ").trim().toLowerCase())).slice(0, 32)}`;
+}
+
+/** What of a recall the session does not have yet. */
+interface Found {
+  r?: RecallResult;
+  /** The memories to show: the listed ones not shown yet, or the lines left of a text the server assembled. */
+  visible: Memory[];
+  /** URIs left out because the session already has them. */
+  suppressed: string[];
+  /** What showing a memory adds to the session's set, where it is not just its URI (a text's lines). */
+  keys: Map<Memory, string[]>;
+  /** A text the server assembled (no memories listed): what the full format prints of it. */
+  text?: string;
+  /** That text names memories: its lines without a URI never print alone. */
+  named?: boolean;
 }
 
 /** The memories of `r` the session does not have yet, and the URIs it left out. */
-function unseen(r: RecallResult, injected: ReadonlySet<string>): { visible: Memory[]; suppressed: string[] } {
+function unseen(r: RecallResult, injected: ReadonlySet<string>): Found {
   const visible = r.memories.filter((m) => !injected.has(m.uri));
   const suppressed = r.memories.filter((m) => injected.has(m.uri)).map((m) => m.uri);
-  if (r.assembled !== undefined && !r.memories.length) {
-    const uris = urisIn(r.assembled);
-    if (uris.length && uris.every((u) => injected.has(u))) suppressed.push(...uris);
-  }
-  return { visible, suppressed };
+  return { r, visible, suppressed, keys: new Map() };
 }
 
-/** Memories a text the server assembled stands for, when it listed none (the digest prints its lines). */
-function assembledLines(text: string): Memory[] {
-  return text.split("\n").map((line) => line.trim()).filter(Boolean).map((line) => {
-    const uri = urisIn(line)[0] ?? "";
+/** One line of a text the server assembled: as it wrote it, as a memory for the digest, the URIs it names. */
+interface TextLine {
+  raw: string;
+  memory: Memory;
+  uris: string[];
+}
+
+/** The lines of a text the server assembled, when it listed no memories (the digest prints its lines). */
+function assembledLines(text: string): TextLine[] {
+  return text.split("\n").map((line) => line.trim()).filter(Boolean).map((raw) => {
+    const uris = urisIn(raw);
+    const uri = uris[0] ?? "";
     // The URI goes to the end of the line, as on every digest line ("… source: <uri>" is the rewrite's form).
-    return { uri, text: uri ? line.replace(uri, "").replace(/\s*(?:source:)?\s*$/i, "") : line };
+    const text = uri ? raw.replace(uri, "").replace(/\s*(?:source:)?\s*$/i, "") : raw;
+    return { raw, memory: { uri, text }, uris };
   });
 }
+
+/**
+ * The lines of a text the server assembled that the session does not have yet. A line naming URIs goes when
+ * every one of them was shown. A line without a URI (a heading, a sentence the server wrote without its
+ * source) cannot be told by a URI, so its text is its key: it prints once a session, and only beside a line
+ * that brings a new memory — over memories all shown it would stand alone, about what the session has. A
+ * text naming no URI at all is only such lines: it prints once.
+ */
+async function unseenLines(r: RecallResult, injected: ReadonlySet<string>): Promise<Found> {
+  const text = r.assembled ?? "";
+  const lines = assembledLines(text);
+  const named = lines.some((l) => l.uris.length);
+  const withMemory = !named || lines.some((l) => l.uris.some((u) => !injected.has(u)));
+  const seen = new Set(injected);
+  const suppressed = new Set<string>();
+  const kept: TextLine[] = [];
+  const keys = new Map<Memory, string[]>();
+  for (const line of lines) {
+    const lineKeys = line.uris.length ? line.uris : [await textKey(line.raw)];
+    if (lineKeys.every((k) => seen.has(k))) { // shown before, or already on an earlier line of this text
+      for (const u of line.uris) if (injected.has(u)) suppressed.add(u);
+      continue;
+    }
+    if (!line.uris.length && !withMemory) continue;
+    for (const k of lineKeys) seen.add(k);
+    kept.push(line);
+    keys.set(line.memory, lineKeys);
+  }
+  return {
+    r,
+    visible: kept.map((l) => l.memory),
+    suppressed: [...suppressed],
+    keys,
+    text: kept.length === lines.length ? text : kept.map((l) => l.raw).join("\n"),
+    named,
+  };
+}
+
+/** What showing `m` adds to the session's set. */
+const keysOf = (found: Found, m: Memory): string[] => found.keys.get(m) ?? [m.uri];
 
 /** The profile's rows for the digest. */
 function profileRows(parts: ProfileParts, afterCompaction: boolean): SafeText[] {
@@ -100,21 +192,17 @@ function profileRows(parts: ProfileParts, afterCompaction: boolean): SafeText[] 
 }
 
 /** The digest output: one block, the profile's rows first, then a line per memory not seen yet. */
-function digestOutput(
-  c: Config,
-  found: { r?: RecallResult; visible: Memory[]; suppressed: string[] },
-  profile: SafeText[],
-): { stdout: string; injected: Injected[] } {
-  const textOnly = found.r?.assembled !== undefined && !found.r.memories.length;
-  const memories = textOnly && !found.suppressed.length ? assembledLines(found.r!.assembled!) : found.visible;
+function digestOutput(c: Config, found: Found, profile: SafeText[]): Output {
   const frame = DIGEST_OPEN.length + DIGEST_CLOSE.length + 2;
   const reserved = frame + profile.reduce((n, l) => n + l.length + 1, 0);
-  const lines = digestLines(memories, {
+  let lines = digestLines(found.visible, {
     memories: c.recallDigestLimit,
     chars: c.recallDigestChars + reserved - frame,
   }, reserved);
+  // The limits may leave out every line that named a memory: the lines without one do not print alone.
+  if (found.named && !lines.some((l) => l.memory.uri)) lines = [];
   const body = [...profile, ...lines.map((l) => l.line)];
-  if (!body.length) return { stdout: "", injected: [] };
+  if (!body.length) return { stdout: "", injected: [], shown: [] };
   const block: Block = { open: DIGEST_OPEN, body: SafeText.join(body, safe`\n`), close: DIGEST_CLOSE };
   return {
     stdout: printBlocks([block]),
@@ -123,16 +211,12 @@ function digestOutput(
       ...(l.memory.score !== undefined ? { score: l.memory.score } : {}),
       chars: l.line.length,
     })),
+    shown: lines.flatMap((l) => keysOf(found, l.memory)),
   };
 }
 
 /** The full output (OpenViking's own plugins' blocks): the profile block, then the recall block. */
-function fullOutput(
-  c: Config,
-  found: { r?: RecallResult; visible: Memory[]; suppressed: string[] },
-  profile: SafeText | null,
-  afterCompaction: boolean,
-): { stdout: string; injected: Injected[] } {
+function fullOutput(c: Config, found: Found, profile: SafeText | null, afterCompaction: boolean): Output {
   const blocks: Block[] = [];
   if (profile) {
     const open = afterCompaction
@@ -140,19 +224,24 @@ function fullOutput(
       : safe`<openviking-context source="session-start">`;
     blocks.push({ open, body: profile, close: safe`</openviking-context>` });
   }
-  const assembledSeen = found.r?.assembled !== undefined && found.suppressed.length > 0 &&
-    !found.visible.length;
-  const recall = found.r && !assembledSeen ? fullRecallBlock(found.r, found.visible, c) : undefined;
+  // A text the server assembled prints as it is when nothing was left out, else the lines left of it.
+  const recall = !found.r
+    ? undefined
+    : found.text === undefined
+    ? fullRecallBlock(found.r, found.visible, c)
+    : found.text
+    ? fullRecallBlock({ ...found.r, assembled: found.text }, [], c)
+    : undefined;
   if (recall) blocks.push(recall);
+  const shown = recall ? found.visible : [];
   return {
     stdout: printBlocks(blocks),
-    injected: recall
-      ? found.visible.map((m) => ({
-        uri: m.uri,
-        ...(m.score !== undefined ? { score: m.score } : {}),
-        chars: m.text.length,
-      }))
-      : [],
+    injected: shown.filter((m) => m.uri).map((m) => ({
+      uri: m.uri,
+      ...(m.score !== undefined ? { score: m.score } : {}),
+      chars: m.text.length,
+    })),
+    shown: shown.flatMap((m) => keysOf(found, m)),
   };
 }
 
@@ -166,22 +255,26 @@ export async function injectionFor(
   req: InjectionRequest,
 ): Promise<Injection> {
   const ask = req.reuse === undefined && req.query.length >= c.minQueryLength && req.query.trim() !== "";
-  const [recalled, parts] = await Promise.all([
+  const [recalled, asked] = await Promise.all([
     ask
       ? recallForPrompt(client, c, {
         query: req.query,
         sessionId: req.sessionId,
-        excludeUris: [...req.injected],
+        excludeUris: req.injected.filter(isUriKey),
         budget: req.budget,
         stateDir: req.stateDir,
       })
       : Promise.resolve(req.reuse),
-    req.profile ? fetchProfile(client, req.budget) : Promise.resolve(undefined),
+    req.profile ? fetchProfileOrFailure(client, req.budget) : Promise.resolve(undefined),
   ]);
-  const { visible, suppressed } = recalled
-    ? unseen(recalled, new Set(req.injected))
-    : { visible: [], suppressed: [] };
-  const found = { r: recalled, visible, suppressed };
+  const parts = asked === undefined || "ok" in asked ? undefined : asked;
+  const failure = recalled?.failure ?? (asked && "ok" in asked ? asked : undefined);
+  const shownSet = new Set(req.injected);
+  const found: Found = !recalled
+    ? { visible: [], suppressed: [], keys: new Map() }
+    : recalled.assembled !== undefined && !recalled.memories.length
+    ? await unseenLines(recalled, shownSet)
+    : unseen(recalled, shownSet);
   const hasProfile = parts !== undefined && !isEmptyProfile(parts);
   const out = c.recallFormat === "full"
     ? fullOutput(
@@ -195,7 +288,8 @@ export async function injectionFor(
     stdout: out.stdout,
     recall: req.reuse !== undefined ? "reused" : recalled?.source ?? "skipped",
     injected: out.injected,
-    suppressed,
+    suppressed: found.suppressed,
+    shown: out.shown,
     profile: !req.profile
       ? "not-asked"
       : parts === undefined
@@ -204,7 +298,9 @@ export async function injectionFor(
       ? "injected"
       : "empty",
     printedChars: out.stdout.length,
-    found: ask ? recalled : undefined,
+    // A recall that failed is not kept: the same prompt again asks the server again.
+    found: ask && !recalled?.failure ? recalled : undefined,
+    ...(failure ? { failure } : {}),
   };
 }
 
@@ -222,6 +318,7 @@ export async function previewInjection(
     recall: "skipped",
     injected: [],
     suppressed: [],
+    shown: [],
     profile: "not-asked",
     printedChars: 0,
   };

@@ -2,10 +2,12 @@
  * `openviking-kimi recall "<text>" [--cwd DIR] [--json]`: exactly what the prompt hook would inject for that
  * text in that workspace now — the text as the hook prints it, then each memory with its score and URI — for a
  * prompt of a session that has been shown nothing yet (a session's first prompt in config mode also gets the
- * profile; later prompts leave out what the session was already shown). Changes no state, writes no ledger.
+ * profile; later prompts leave out what the session was already shown), and why recall failed when the
+ * server could not give it. Changes no state, writes no ledger.
  */
 
 import * as z from "zod/mini";
+import { adviceFor } from "../runtime/advice.ts";
 import { loadConfig } from "../runtime/config.ts";
 import { type Env, isAbsolutePath, joinPath, processEnv } from "../runtime/paths.ts";
 import { peerOptions, resolvePeer } from "../runtime/peer.ts";
@@ -26,6 +28,17 @@ export const RecallOutputSchema = z.object({
   stdout: z.string(),
   /** The memories printed, in order: URI, score (when the server gave one), characters of the output. */
   memories: z.array(z.object({ uri: z.string(), score: z.optional(z.number()), chars: z.number() })),
+  /**
+   * Why recall could not be had — the server did not answer, refused the key… — as opposed to nothing
+   * relevant: the failure's kind, HTTP status (0: no answer) and message, what it means and the fix.
+   */
+  failure: z.optional(z.object({
+    kind: z.string(),
+    status: z.number(),
+    message: z.string(),
+    summary: z.string(),
+    fix: z.string(),
+  })),
 });
 export type RecallOutput = z.infer<typeof RecallOutputSchema>;
 
@@ -50,13 +63,19 @@ export async function recallPreview(
       chars: m.chars,
     })),
   };
+  if (injection.failure) {
+    const f = injection.failure;
+    const advice = adviceFor(f, config.baseUrl);
+    out.failure = { kind: f.kind, status: f.status, message: f.error.message, ...advice };
+  }
   return scrub(out, [config.apiKey]) as RecallOutput;
 }
 
-/** The text form: the hook's output as it is, then one line per memory. */
+/** The text form: the hook's output as it is (and why recall failed, if it did), then one line per memory. */
 export function renderRecall(r: RecallOutput): string {
   const lines = [
     r.stdout ? r.stdout.trimEnd() : "(the prompt hook would print nothing for this text)",
+    ...(r.failure ? [`recall failed: ${r.failure.summary}`, `  fix: ${r.failure.fix}`] : []),
     "",
     `${r.memories.length} memor${r.memories.length === 1 ? "y" : "ies"} via ${r.path}` +
     (r.peer.id ? ` (peer ${r.peer.id}, from ${r.peer.source})` : ""),

@@ -7,7 +7,8 @@
  */
 
 import { sha256Hex } from "../runtime/hash.ts";
-import { Budget } from "../runtime/http.ts";
+import { Budget, type OvFailure } from "../runtime/http.ts";
+import { scrub } from "../runtime/scrub.ts";
 import { peerOptions, resolvePeer } from "../runtime/peer.ts";
 import type { RecallResult } from "../runtime/recall.ts";
 import { type SessionState, updateState } from "../runtime/state.ts";
@@ -105,18 +106,25 @@ async function rememberInjected(
 ): Promise<void> {
   if (!ctx.promptPaths) return;
   const profileDone = inj.profile === "injected" || inj.profile === "empty";
-  if (!inj.found && !inj.injected.length && !profileDone) return;
+  if (!inj.found && !inj.shown.length && !profileDone) return;
   await updateState(ctx.promptPaths, (s) => {
     const next: SessionState = { ...s, profileInjected: s.profileInjected || profileDone };
     if (inj.profile === "injected") next.compacted = false;
     if (inj.found && s.promptHash === hash) next.recall = inj.found;
-    if (inj.injected.length) {
-      next.injectedUris = [...new Set([...s.injectedUris, ...inj.injected.map((m) => m.uri)])];
-    }
+    if (inj.shown.length) next.injectedUris = [...new Set([...s.injectedUris, ...inj.shown])];
     return Promise.resolve({ state: next, value: null });
   }, { waitMs: Math.min(1000, budget.remaining()) }).catch((error: Error) => {
     ctx.log.stage("prompt-state-unavailable", { error: error.message });
   });
+}
+
+/** Longest failure message kept: a server's error text can be anything, of any length. */
+const FAILURE_MESSAGE_CHARS = 500;
+
+/** A failure as the ledger keeps it (and status reads it): kind, HTTP status, message — no key in it. */
+function failureCause(f: OvFailure, apiKey: string): { kind: string; status: number; message: string } {
+  const message = scrub(f.error.message, [apiKey]) as string;
+  return { kind: f.kind, status: f.status, message: message.slice(0, FAILURE_MESSAGE_CHARS) };
 }
 
 /** The UserPromptSubmit handler. */
@@ -159,6 +167,7 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
       printedChars: inj.printedChars,
       peer: peer.source,
       ...(stateError ? { state: "unavailable" } : {}),
+      ...(inj.failure ? { failure: failureCause(inj.failure, c.apiKey) } : {}),
     },
   };
 }

@@ -5,7 +5,7 @@
  */
 
 import * as z from "zod/mini";
-import type { Budget, OpenVikingClient } from "./http.ts";
+import type { Budget, OpenVikingClient, OvFailure } from "./http.ts";
 import { neutralize, safe, SafeText } from "./neutralize.ts";
 import { PRINT_MAX_CHARS } from "./printed.ts";
 import { asRecord } from "./parsed.ts";
@@ -167,6 +167,15 @@ export async function fetchProfile(
   client: OpenVikingClient,
   budget: Budget,
 ): Promise<ProfileParts | undefined> {
+  const got = await fetchProfileOrFailure(client, budget);
+  return "ok" in got ? undefined : got;
+}
+
+/** The profile's parts, or why the server could not be asked at all (its first failure). Never throws. */
+export async function fetchProfileOrFailure(
+  client: OpenVikingClient,
+  budget: Budget,
+): Promise<ProfileParts | OvFailure> {
   const [status, ls] = await Promise.all([
     client.request("GET", "/api/v1/system/status", profileReplies().status, { budget }),
     client.request("GET", "/api/v1/fs/ls", profileReplies().spaces, {
@@ -174,7 +183,7 @@ export async function fetchProfile(
       budget,
     }),
   ]);
-  if (!status.ok && !ls.ok) return undefined;
+  if (!status.ok && !ls.ok) return status;
   const statusUser = status.ok ? status.result.user ?? "" : "";
   const dirs = ls.ok
     ? entriesOf(ls.result).filter((e) => e.isDir !== false).map((e) => String(e.name ?? ""))

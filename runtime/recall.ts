@@ -7,7 +7,7 @@
  */
 
 import * as z from "zod/mini";
-import type { Budget, OpenVikingClient, OvResponse } from "./http.ts";
+import type { Budget, OpenVikingClient, OvFailure, OvResponse } from "./http.ts";
 import { parseJsonOrUndefined, readTextIfExists, writeFileAtomic } from "./fs.ts";
 import { neutralize, safe, SafeText } from "./neutralize.ts";
 import { joinPath } from "./paths.ts";
@@ -65,6 +65,11 @@ export interface RecallResult {
    * is when none of the memories is left out.
    */
   assembled?: string;
+  /**
+   * Why no stage answered, when none did (source "none"): the first failure that was not the server lacking
+   * that stage, as it came. Undefined when a stage answered, even with nothing.
+   */
+  failure?: OvFailure;
 }
 
 /** How long a server that rejected context mode is not asked again. */
@@ -360,13 +365,16 @@ function assembled(
   return whole ? { source, memories, assembled: whole } : { source, memories };
 }
 
-/** ① The context face; undefined when the chain goes on (it failed, or is remembered as missing). */
+/**
+ * ① The context face; its failure, or undefined when it is remembered as missing or says it has no context
+ * mode (the chain goes on either way).
+ */
 async function fromContextFace(
   client: OpenVikingClient,
   s: RecallSettings,
   r: RecallRequest,
   now: number,
-): Promise<RecallResult | undefined> {
+): Promise<RecallResult | OvFailure | undefined> {
   const baseUrl = client.options.baseUrl;
   if (await isLegacyMemoed(r.stateDir, baseUrl, now)) return undefined;
   const res = await client.request("POST", "/api/v1/search/search", ContextReply, {
@@ -378,17 +386,18 @@ async function fromContextFace(
     if (result.stats?.rewrite === "no_relevant") return { source: "context", memories: [] };
     return assembled(result.entries, result, "context");
   }
-  if (isLegacyRejection(res)) await memoLegacy(r.stateDir, baseUrl, now);
+  if (!isLegacyRejection(res)) return res;
+  await memoLegacy(r.stateDir, baseUrl, now);
   return undefined;
 }
 
-/** ② The deprecated `/search/recall`, retried once without peer_scope on 400/422; undefined when it failed. */
+/** ② The deprecated `/search/recall`, retried once without peer_scope on 400/422; its failure when it failed. */
 async function fromRecallEndpoint(
   client: OpenVikingClient,
   s: RecallSettings,
   query: string,
   budget: Budget,
-): Promise<RecallResult | undefined> {
+): Promise<RecallResult | OvFailure> {
   let body = recallEndpointBody(s, query);
   const RecallReply = fallbackReplies().recall;
   let res = await client.request("POST", "/api/v1/search/recall", RecallReply, { body, budget });
@@ -397,27 +406,33 @@ async function fromRecallEndpoint(
     delete body.peer_scope;
     res = await client.request("POST", "/api/v1/search/recall", RecallReply, { body, budget });
   }
-  return res.ok ? assembled(res.result.entries, { rendered: res.result.rendered }, "recall") : undefined;
+  return res.ok ? assembled(res.result.entries, { rendered: res.result.rendered }, "recall") : res;
 }
 
-/** ③ `/search/find` per source, ranked and assembled here (content read where the abstract will not do). */
+/**
+ * ③ `/search/find` per source, ranked and assembled here (content read where the abstract will not do); a
+ * failure when no source answered.
+ */
 async function fromFind(
   client: OpenVikingClient,
   s: RecallSettings,
   r: RecallRequest,
   query: string,
-): Promise<RecallResult> {
+): Promise<RecallResult | OvFailure> {
   const sources = [["viking://~/memories", "memory"], ["viking://~/skills", "skill"]] as const;
   const results = await Promise.all(
-    sources.map(([target_uri, bucket]) =>
+    sources.map(([target_uri]) =>
       client.request("POST", "/api/v1/search/find", fallbackReplies().find, {
         body: { query, target_uri, limit: Math.max(s.recallLimit * 2, 8), score_threshold: 0 },
         budget: r.budget,
-      }).then((x) => (x.ok ? findItems(x.result, bucket) : []))
+      })
     ),
   );
+  const failed = results.flatMap((x) => (x.ok ? [] : [x]));
+  if (failed.length === results.length) return failed[0];
+  const items = results.flatMap((x, i) => (x.ok ? findItems(x.result, sources[i][1]) : []));
   const exclude = new Set(r.excludeUris ?? []);
-  const ranked = rankFindItems(results.flat().filter((it) => !exclude.has(it.uri)), query, s);
+  const ranked = rankFindItems(items.filter((it) => !exclude.has(it.uri)), query, s);
   if (!ranked.length) return { source: "none", memories: [] };
   const content = await Promise.all(ranked.map(async (item) => {
     if (s.recallPreferAbstract && item.abstract) return item.abstract;
@@ -447,7 +462,19 @@ export async function recallForPrompt(
 ): Promise<RecallResult> {
   const query = r.query.trim();
   if (!query) return { source: "none", memories: [] };
-  return (await fromContextFace(client, s, r, r.now ?? Date.now())) ??
-    (await fromRecallEndpoint(client, s, query, r.budget)) ??
-    await fromFind(client, s, r, query);
+  const failures: OvFailure[] = [];
+  const stages = [
+    () => fromContextFace(client, s, r, r.now ?? Date.now()),
+    () => fromRecallEndpoint(client, s, query, r.budget),
+    () => fromFind(client, s, r, query),
+  ];
+  for (const stage of stages) {
+    const got = await stage();
+    if (got === undefined) continue;
+    if (!("ok" in got)) return got;
+    failures.push(got);
+  }
+  // A stage the server does not have (an older or newer OpenViking) says less than why the others failed.
+  const failure = failures.find((f) => f.kind !== "missing-route") ?? failures[failures.length - 1];
+  return { source: "none", memories: [], failure };
 }

@@ -41,7 +41,10 @@ export const SessionStateSchema = z.object({
     }))),
     undefined,
   ),
-  /** URIs already printed into this session's context: never printed again (and sent as `exclude_uris`). */
+  /**
+   * URIs already printed into this session's context, and `text:` keys of printed lines without one
+   * (hooks/inject.ts): never printed again; the URIs are sent as `exclude_uris`.
+   */
   injectedUris: z.catch(z.array(z.string()), []),
   /** A compaction dropped the session's injections: the profile printed next says it comes again. */
   compacted: z.catch(z.boolean(), false),

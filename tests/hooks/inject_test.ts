@@ -171,6 +171,50 @@ Deno.test("inject: a server text with no memories listed still prints (its lines
   assertEquals([again.stdout, again.suppressed], ["", ["viking://user/d/memories/a.md"]]);
 });
 
+Deno.test("inject: a server text with no memories listed loses each line whose URI was shown, not only the whole text", async () => {
+  const [a, b] = ["viking://user/d/memories/a.md", "viking://user/d/memories/b.md"];
+  const text = `- uses tabs source: ${a}\n- likes Deno source: ${b}`;
+  for (const format of ["digest", "full"]) {
+    const c = await config({ OPENVIKING_RECALL_FORMAT: format });
+    const inj = await injectionFor(
+      scriptedClient(() => ok({ digest: text })).client,
+      c,
+      request({ injected: [a] }),
+    );
+    assertEquals(inj.stdout.includes("memories/a.md"), false, `${format}: a.md printed a second time`);
+    assertMatch(inj.stdout, /likes Deno/);
+    assertEquals([inj.injected.map((m) => m.uri), inj.suppressed], [[b], [a]], format);
+    assertTrue(inj.shown.includes(b), `${format}: the shown set gains b.md`);
+  }
+});
+
+Deno.test("inject: lines of a server text without a URI print once a session, and never without a new memory", async () => {
+  const [a, b] = ["viking://user/d/memories/a.md", "viking://user/d/memories/b.md"];
+  const c = await config();
+  const ask = (text: string, injected: string[]) =>
+    injectionFor(scriptedClient(() => ok({ digest: text })).client, c, request({ injected }));
+  // A heading over the memories: printed with them the first time.
+  const first = await ask(`What we know:\n- uses tabs source: ${a}`, []);
+  assertEquals(
+    first.stdout,
+    `<openviking-context>\n- What we know:\n- uses tabs (${a})\n</openviking-context>\n`,
+  );
+  // The same heading over a new memory: the memory prints, the heading (already shown) does not.
+  const second = await ask(`What we know:\n- uses tabs source: ${a}\n- likes Deno source: ${b}`, first.shown);
+  assertEquals(second.stdout, `<openviking-context>\n- likes Deno (${b})\n</openviking-context>\n`);
+  // A new line without a URI over memories all shown: nothing (it would stand alone, about what was shown).
+  const third = await ask(`New heading:\n- uses tabs source: ${a}`, [...first.shown, ...second.shown]);
+  assertEquals([third.stdout, third.suppressed], ["", [a]]);
+  // A text that names no URI at all: once, then not again.
+  const plain = await ask("The build runs in CI only.", []);
+  assertMatch(plain.stdout, /The build runs in CI only\./);
+  assertEquals((await ask("The build runs in CI only.", plain.shown)).stdout, "");
+  // Nothing that is not a URI is sent to the server as one.
+  const { client, calls } = scriptedClient(() => ok({ digest: "x" }));
+  await injectionFor(client, c, request({ injected: [...plain.shown, a] }));
+  assertEquals((calls[0].body as { exclude_uris: string[] }).exclude_uris, [a]);
+});
+
 Deno.test("preview: what the hook would print for a text in a workspace, with nothing written anywhere", async () => {
   await using fake = await FakeOpenViking.start();
   await using home = await tempDir();

@@ -94,3 +94,47 @@ Deno.test("recall: with the server down it says it would print nothing, and stil
   assertMatch(r.stdout, /would print nothing/);
   assertEquals(await snapshot(dir.path), before);
 });
+
+Deno.test("recall: a server that does not answer is told apart from nothing relevant, with the fix, in text and JSON", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start({ apiKey: "the-right-key-123" });
+  const env = (url: string, key = "an-expired-key-456") => ({
+    HOME: dir.path,
+    OPENVIKING_URL: url,
+    OPENVIKING_API_KEY: key,
+    OPENVIKING_TIMEOUT_MS: "1000",
+    PATH: Deno.env.get("PATH") ?? "/usr/bin",
+  });
+  const recall = async (e: Record<string, string>, json: boolean) => {
+    const args = ["recall", "anything about the build?", "--cwd", dir.path, ...(json ? ["--json"] : [])];
+    const r = await runCli(args, { env: e, clearEnv: true });
+    assertEquals(r.code, 0, r.stderr);
+    return r.stdout;
+  };
+  // Down: no answer at all.
+  const down = RecallOutputSchema.parse(JSON.parse(await recall(env("http://127.0.0.1:9"), true)));
+  assertEquals([down.stdout, down.path, down.failure?.kind, down.failure?.status], [
+    "",
+    "none",
+    "unreachable",
+    0,
+  ]);
+  assertMatch(down.failure!.summary, /not reachable/);
+  assertMatch(down.failure!.fix, /start the server|install --url/);
+  const downText = await recall(env("http://127.0.0.1:9"), false);
+  assertMatch(downText, /would print nothing/);
+  assertMatch(downText, /recall failed: OpenViking at http:\/\/127\.0\.0\.1:9 is not reachable/);
+  assertMatch(downText, /fix: start the server/);
+  // The key refused: its own words and fix.
+  const refused = RecallOutputSchema.parse(JSON.parse(await recall(env(fake.url), true)));
+  assertEquals([refused.failure?.kind, refused.failure?.status], ["auth", 401]);
+  assertMatch(refused.failure!.fix, /--api-key-stdin/);
+  assertMatch(await recall(env(fake.url), false), /recall failed: the server refused the key/);
+  // Up, with the right key and nothing relevant: no failure, in either form.
+  fake.context = { entries: [], digest: "", rendered: "", stats: { rewrite: "no_relevant" } };
+  const nothing = RecallOutputSchema.parse(
+    JSON.parse(await recall(env(fake.url, "the-right-key-123"), true)),
+  );
+  assertEquals([nothing.stdout, nothing.path, nothing.failure], ["", "context", undefined]);
+  assertEquals((await recall(env(fake.url, "the-right-key-123"), false)).includes("recall failed"), false);
+});

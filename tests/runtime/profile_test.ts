@@ -9,6 +9,7 @@ import { fail, ok, route, scriptedClient } from "../support/scripted-client.ts";
 import { Budget } from "../../runtime/http.ts";
 import {
   fetchProfile,
+  fetchProfileOrFailure,
   fitProfile,
   memoryLeaves,
   profileTokens,
@@ -130,6 +131,8 @@ Deno.test("fetchProfile: the space is the status user when it exists, else defau
 Deno.test("fetchProfile: nothing reachable is null; a profile without listings is still a profile", async () => {
   const down = scriptedClient(() => fail("unreachable", 0));
   assertEquals(await profileBlock(down.client, 1000, new Budget(5000)), null);
+  const why = await fetchProfileOrFailure(down.client, new Budget(5000));
+  assertEquals("ok" in why ? [why.kind, why.status] : why, ["unreachable", 0], "and why, for the ledger");
   const partial = scriptedClient((c) =>
     route(c) === "GET /api/v1/content/read" ? ok("only the profile") : fail("server", 503)
   );

@@ -227,7 +227,35 @@ Deno.test("recall chain: an empty query asks nothing; nothing found anywhere is 
     byRoute({ [SEARCH]: fail("server", 500), [RECALL]: fail("server", 500), [FIND]: ok({}) }),
   );
   const r = await recallForPrompt(nothing.client, SETTINGS, request("find nothing"));
-  assertEquals([r.source, blockOf(r), urisOf(r)], ["none", undefined, []]);
+  assertEquals([r.source, blockOf(r), urisOf(r), r.failure], ["none", undefined, [], undefined]);
+});
+
+Deno.test("recall chain: when no stage answers, the result says why — the first failure that is not a missing stage", async () => {
+  const down = scriptedClient(() => fail("unreachable", 0, "cannot reach http://ov.test:1933"));
+  const r = await recallForPrompt(down.client, SETTINGS, request("anything about the build?"));
+  assertEquals([r.source, r.failure?.kind, r.failure?.error.message], [
+    "none",
+    "unreachable",
+    "cannot reach http://ov.test:1933",
+  ]);
+  // The recall endpoint a newer server dropped says less than the find that was refused.
+  const mixed = scriptedClient(byRoute({ [SEARCH]: fail("server", 503), [FIND]: fail("auth", 401) }));
+  const m = await recallForPrompt(mixed.client, SETTINGS, request("what about the tests?"));
+  assertEquals([m.failure?.kind, m.failure?.status], ["server", 503]);
+  const missing = scriptedClient(byRoute({ [FIND]: fail("auth", 401) }));
+  assertEquals(
+    (await recallForPrompt(missing.client, SETTINGS, request("and the cache?"))).failure?.kind,
+    "auth",
+  );
+  // A stage that answers, even with nothing, is no failure; one find source answering is enough.
+  const half = scriptedClient(
+    byRoute({
+      [FIND]: (c) =>
+        (c.body as { target_uri: string }).target_uri.includes("skills") ? fail("server", 503) : ok({}),
+    }),
+  );
+  const h = await recallForPrompt(half.client, SETTINGS, request("how is it deployed?"));
+  assertEquals([h.source, h.failure], ["none", undefined]);
 });
 
 Deno.test("quotas: the limit split by weights with the largest remainders, each bucket at least 1", () => {
