@@ -40,6 +40,13 @@ export function ago(at: number, now: number): string {
   return `${Math.round(s / 86_400)} d ago`;
 }
 
+/** What became of a queued commit: still waiting, delivered by a replay (when), or gone from the queue. */
+function queuedFate(c: CommitStatus, now: number): string {
+  if (c.waiting) return "queued, waits in the queue";
+  if (c.replayedAt !== undefined) return `queued, delivered by a replay ${ago(c.replayedAt, now)}`;
+  return c.taskId ? "queued, since delivered" : "queued, no longer in the queue";
+}
+
 function commitLine(c: CommitStatus, now: number): string {
   const task = c.task
     ? `${c.task.status}${c.task.error ? `: ${c.task.error}` : ""}${
@@ -49,12 +56,11 @@ function commitLine(c: CommitStatus, now: number): string {
     }`
     : c.taskId
     ? "task not asked"
-    : c.outcome === "queued"
-    ? "waits in the queue"
-    : c.outcome;
-  return `    commit ${ago(c.at, now)}: ${c.outcome}${
-    c.taskId ? ` (task ${c.taskId.slice(0, 8)})` : ""
-  }, ${task}`;
+    : undefined;
+  const outcome = c.outcome === "queued" ? queuedFate(c, now) : c.outcome;
+  return `    commit ${ago(c.at, now)}: ${outcome}${c.taskId ? ` (task ${c.taskId.slice(0, 8)})` : ""}${
+    task ? `, ${task}` : c.outcome === "queued" ? "" : `, ${c.outcome}`
+  }`;
 }
 
 function sessionLines(s: SessionStatus, now: number): string[] {

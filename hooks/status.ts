@@ -19,7 +19,13 @@ import { scrub } from "../runtime/scrub.ts";
 import { safeId } from "../runtime/state.ts";
 import { VERSION } from "../runtime/version.ts";
 import { SESSION_PREFIX } from "./context.ts";
-import { foldSession, type SessionStatus, type Status } from "./status-model.ts";
+import {
+  foldSession,
+  markWaiting,
+  matchUnrecorded,
+  type SessionStatus,
+  type Status,
+} from "./status-model.ts";
 
 /** Sessions shown without `--all` or `--session`. */
 const LATEST_SESSIONS = 5;
@@ -105,12 +111,11 @@ async function askTasks(
   if (!list.ok) return false;
   const tasks = new Map(list.result.filter(isRecord).map((t) => [String(t.task_id), t]));
   const known = new Set(s.commits.map((c) => c.taskId).filter(Boolean));
-  for (const [id, t] of tasks) {
-    // A commit queued here and replayed by another run (or another client) still counts for this session.
-    if (!known.has(id)) {
-      s.commits.push({ at: Number(t.created_at ?? 0) * 1000, outcome: "server", taskId: id });
-    }
-  }
+  const unknown = [...tasks].filter(([id]) => !known.has(id))
+    .map(([id, t]) => ({ id, at: Number(t.created_at ?? 0) * 1000 }));
+  // Tasks no entry names: a queued commit replayed with no record of it takes its own; the rest (another
+  // client's commits of this session) still count for it.
+  for (const t of matchUnrecorded(s, unknown)) s.commits.push({ at: t.at, outcome: "server", taskId: t.id });
   s.commits.sort((a, b) => a.at - b.at);
   for (const c of [...s.commits].reverse()) {
     const t = c.taskId ? tasks.get(c.taskId) : undefined;
@@ -144,6 +149,7 @@ async function localSessions(
     const s = foldSession(name, ov, entries, advise(config));
     const q = queue.sessions.find((x) => x.sessionId === ov);
     if (q) s.queue = { entries: q.entries, messages: q.messages, commits: q.commits };
+    markWaiting(s, s.queue.commits);
     sessions.push(s);
   }
   return sessions;

@@ -12,6 +12,7 @@ import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { StatusSchema } from "../../hooks/status-model.ts";
 import { STATUS_COLUMNS } from "../../hooks/status-render.ts";
+import { readLedger, REPLAY_FILE, type ReplayEntry } from "../../runtime/ledger.ts";
 import { readState } from "../../runtime/state.ts";
 
 const SESSION = "session_5747a705-0000-4000-8000-000000000014";
@@ -174,4 +175,139 @@ Deno.test("status: turns captured from the kept prompts (no journal) are counted
   const s = StatusSchema.parse(JSON.parse(r.stdout)).sessions[0];
   assertEquals(fake.messages(`kc-${SESSION}`).map((m) => m.content), ["where does the deploy script live?"]);
   assertEquals([s.captures.runs, s.captures.turns, s.captures.sent], [1, 1, 1]);
+});
+
+/** `status --json` (with `args`) through the real entry point: exit 0, the parsed object. */
+async function statusJson(env: Record<string, string>, cwd: string, args: string[] = []) {
+  const r = await runCli(["status", "--json", ...args], { env, clearEnv: true, cwd });
+  assertEquals(r.code, 0, r.stderr);
+  return StatusSchema.parse(JSON.parse(r.stdout));
+}
+
+/** `status` as text through the real entry point: exit 0, its lines within the screen width. */
+async function statusText(env: Record<string, string>, cwd: string, args: string[] = []): Promise<string> {
+  const r = await runCli(["status", ...args], { env, clearEnv: true, cwd });
+  assertEquals(r.code, 0, r.stderr);
+  for (const line of r.stdout.split("\n")) {
+    assertTrue([...line].length <= STATUS_COLUMNS, `wider than ${STATUS_COLUMNS}: ${line}`);
+  }
+  return r.stdout;
+}
+
+/** The replay entries of the replay ledger (every replay that sent something records one). */
+async function replayLedger(home: string): Promise<ReplayEntry[]> {
+  const entries = await readLedger(`${home}/.openviking/ledger/kimicode`, REPLAY_FILE);
+  return entries.filter((e): e is ReplayEntry => e.kind === "replay");
+}
+
+/** One turn of the session: its prompt, the journal with it, then Stop (capture and commit). */
+function sessionTurns(env: Record<string, string>, home: string) {
+  const j = new JournalBuilder();
+  return async (text: string) => {
+    await runHook(env, home, "user-prompt-submit", "UserPromptSubmit", { prompt: text });
+    j.simpleTurn(text, `an answer to: ${text}`);
+    await placeJournal(home, SESSION, j.toString());
+    await runHook(env, home, "stop", "Stop");
+  };
+}
+
+Deno.test("status after `openviking-kimi replay`: the queued commit is shown delivered by it, not waiting in an empty queue", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = statusEnv(dir.path, fake.url);
+  const turn = sessionTurns(env, dir.path);
+  fake.fault({ route: "*", drop: true }); // the server is away: the turn and its commit are queued
+  await turn("remember that the build runs in CI only");
+  fake.clearFaults();
+  assertEquals((await runCli(["replay"], { env, clearEnv: true })).code, 0);
+
+  const [taskId] = [...fake.tasks.keys()];
+  const replays = await replayLedger(dir.path);
+  assertEquals(replays.map((e) => [e.replayed, e.messages, e.commitTasks]), [
+    [2, 2, [{ sessionId: `kc-${SESSION}`, taskId }]],
+  ], "the replay is in the replay ledger");
+  const s = (await statusJson(env, dir.path)).sessions.find((x) => x.kimiSessionId === SESSION)!;
+  assertEquals(s.commits.map((c) => [c.outcome, c.waiting, c.replayedAt, c.taskId, c.task?.status]), [
+    ["queued", false, replays[0].at, taskId, "completed"],
+  ], "one commit: the queued one, delivered by the replay (no second `server` entry)");
+  const text = await statusText(env, dir.path);
+  assertMatch(text, /Queue {3}empty/);
+  assertEquals(text.includes("waits in the queue"), false, text);
+  assertMatch(text, /commit \d+ s ago: queued, delivered by a replay \d+ s ago \(task task-kc-/);
+  assertMatch(text, /completed → 1 memory/);
+});
+
+Deno.test("status after a capture replayed its session's backlog: the queued commit is delivered, the new one committed", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = statusEnv(dir.path, fake.url);
+  const turn = sessionTurns(env, dir.path);
+  fake.fault({ route: "*", drop: true });
+  await turn("remember that the build runs in CI only"); // queued, with its commit
+  fake.clearFaults();
+  await turn("and the release is cut on Fridays"); // replays the backlog first, then sends and commits
+
+  const [first, second] = [...fake.tasks.keys()];
+  const replays = await replayLedger(dir.path);
+  assertEquals(replays.map((e) => e.commitTasks), [[{ sessionId: `kc-${SESSION}`, taskId: first }]]);
+  const s = (await statusJson(env, dir.path)).sessions.find((x) => x.kimiSessionId === SESSION)!;
+  assertEquals(s.commits.map((c) => [c.outcome, c.waiting, c.replayedAt !== undefined, c.taskId]), [
+    ["queued", false, true, first],
+    ["committed", undefined, false, second],
+  ]);
+  assertEquals(s.queue.entries, 0);
+  const text = await statusText(env, dir.path);
+  assertEquals(text.includes("waits in the queue"), false, text);
+  assertMatch(text, /queued, delivered by a replay/);
+});
+
+Deno.test("status after an interrupt whose commit went out through its detached replay", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  // Detached writes on (the default), so an interrupt that had to queue starts `openviking-kimi replay`.
+  const env = sandboxEnv(dir.path, fake.url, {
+    OPENVIKING_TIMEOUT_MS: "5000",
+    OPENVIKING_CAPTURE_WAIT_MS: "0",
+  });
+  await placeJournal(
+    dir.path,
+    SESSION,
+    new JournalBuilder().simpleTurn("deploy on Fridays?", "no").toString(),
+  );
+  // The batch alone takes nearly all of Interrupt's 2 s: its commit is queued.
+  fake.fault({ route: "POST /api/v1/sessions/:id/messages/batch", delayMs: 1900, times: 1 });
+  await runHook(env, dir.path, "interrupt", "Interrupt", { turn_id: 1, reason: "cancelled" });
+  const end = Date.now() + 20_000;
+  while (!(await replayLedger(dir.path)).some((e) => e.commitTasks.length) && Date.now() < end) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const replays = await replayLedger(dir.path);
+  const [taskId] = [...fake.tasks.keys()];
+  assertEquals(replays.flatMap((e) => e.commitTasks), [{ sessionId: `kc-${SESSION}`, taskId }]);
+  const s = (await statusJson(env, dir.path)).sessions.find((x) => x.kimiSessionId === SESSION)!;
+  assertEquals(s.commits.map((c) => [c.outcome, c.waiting, c.replayedAt !== undefined, c.taskId]), [
+    ["queued", false, true, taskId],
+  ]);
+  assertEquals((await statusText(env, dir.path)).includes("waits in the queue"), false);
+});
+
+Deno.test("status: a queued commit that left the queue through a replay the ledger missed takes the session's new task", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = statusEnv(dir.path, fake.url);
+  const turn = sessionTurns(env, dir.path);
+  fake.fault({ route: "*", drop: true });
+  await turn("remember that the build runs in CI only");
+  fake.clearFaults();
+  assertEquals((await runCli(["replay"], { env, clearEnv: true })).code, 0);
+  // An older version's replay, or one whose ledger line could not be written: no record of it.
+  await Deno.remove(`${dir.path}/.openviking/ledger/kimicode/${REPLAY_FILE}.jsonl`).catch(() => {});
+  const [taskId] = [...fake.tasks.keys()];
+  const s = (await statusJson(env, dir.path)).sessions.find((x) => x.kimiSessionId === SESSION)!;
+  assertEquals(s.commits.map((c) => [c.outcome, c.waiting, c.replayedAt, c.taskId, c.task?.status]), [
+    ["queued", false, undefined, taskId, "completed"],
+  ]);
+  const text = await statusText(env, dir.path);
+  assertMatch(text, /queued, since delivered \(task task-kc-/);
+  assertEquals(text.includes("waits in the queue"), false, text);
 });
