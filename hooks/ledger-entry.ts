@@ -168,8 +168,9 @@ export async function recordRun(ctx: HookContext, result: HookResult, startedAt:
       await recordReplay(ctx.env, limits, result.data.backlog, startedAt);
     }
     if (entry && name) await appendLedger(dir, name, entry, limits);
-    // The queue replay at each session start also keeps the ledger within its bounds.
-    if (ctx.event === "session-start" && ctx.isWorker) await pruneLedger(dir, limits);
+    // The queue replay at each session start also keeps the ledger within its bounds: in the detached worker,
+    // or inline when detached writes are off (the parent that detached replays nothing).
+    if (ctx.event === "session-start" && result.outcome === "replayed") await pruneLedger(dir, limits);
   } catch (error) {
     ctx.log.stage("ledger-unwritable", { error: (error as Error).message });
   }
