@@ -12,6 +12,9 @@ const Problem = z.object({
   fix: z.string(),
 });
 
+/** Commits of a session the screen shows (the newest); the rest are counted. */
+export const SHOWN_COMMITS = 3;
+
 /** A commit and what OpenViking did with it. */
 const CommitStatusSchema = z.object({
   at: z.number(),
@@ -25,8 +28,12 @@ const CommitStatusSchema = z.object({
   waiting: z.optional(z.boolean()),
   /** A queued commit: when the replay that delivered it ran (its `taskId` is the one that replay started). */
   replayedAt: z.optional(z.number()),
-  /** The task as the server reports it now; absent when it was not (or could not be) asked. */
+  /**
+   * The task as the server reports it now; absent when it was not (or could not be) asked — a commit the
+   * task list leaves out is asked by its id only among the newest `SHOWN_COMMITS`.
+   */
   task: z.optional(z.object({
+    /** The server's (pending, running, completed, failed…), or expired: the server no longer has it. */
     status: z.string(),
     error: z.optional(z.string()),
     /** URIs of memories the commit added or updated (from its memory diff). */

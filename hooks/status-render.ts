@@ -1,6 +1,6 @@
 /** `openviking-kimi status` as text: one screen, lines of at most 80 columns. Pure. */
 
-import type { CommitStatus, SessionStatus, Status } from "./status-model.ts";
+import { type CommitStatus, type SessionStatus, SHOWN_COMMITS, type Status } from "./status-model.ts";
 
 /** Widest line the text form prints. */
 export const STATUS_COLUMNS = 80;
@@ -48,7 +48,9 @@ function queuedFate(c: CommitStatus, now: number): string {
 }
 
 function commitLine(c: CommitStatus, now: number): string {
-  const task = c.task
+  const task = c.task?.status === "expired"
+    ? "expired (the server keeps finished tasks 24 h, failed ones 7 days)"
+    : c.task
     ? `${c.task.status}${c.task.error ? `: ${c.task.error}` : ""}${
       c.task.memories.length
         ? ` → ${c.task.memories.length} memor${c.task.memories.length === 1 ? "y" : "ies"}`
@@ -72,11 +74,13 @@ function sessionLines(s: SessionStatus, now: number): string[] {
     `    captured ${s.captures.turns} turn(s): ${s.captures.sent} message(s) delivered, ${s.captures.queued} queued` +
     (s.captures.rejected ? `, ${s.captures.rejected} refused` : ""),
   ];
-  for (const c of s.commits.slice(-3)) {
+  for (const c of s.commits.slice(-SHOWN_COMMITS)) {
     lines.push(commitLine(c, now));
     for (const uri of c.task?.memories.slice(0, 3) ?? []) lines.push(`      + ${uri}`);
   }
-  if (s.commits.length > 3) lines.push(`    … ${s.commits.length - 3} earlier commit(s)`);
+  if (s.commits.length > SHOWN_COMMITS) {
+    lines.push(`    … ${s.commits.length - SHOWN_COMMITS} earlier commit(s)`);
+  }
   if (s.queue.entries) {
     lines.push(`    waiting: ${s.queue.messages} message(s), ${s.queue.commits} commit(s) in the queue`);
   }

@@ -1,7 +1,8 @@
 /**
  * `openviking-kimi status`: what memory did, from the local ledger and state, and what OpenViking did with the
  * commits (its task API). With the server down it still tells everything local and says what it could not ask.
- * Bounded: a few seconds per request, the task list once per session, memory diffs of the newest commits only.
+ * Bounded: a few seconds per request, the task list once per session (and by id the shown commits it left
+ * out), memory diffs of the newest commits only.
  */
 
 import * as z from "zod/mini";
@@ -24,6 +25,7 @@ import {
   markWaiting,
   matchUnrecorded,
   type SessionStatus,
+  SHOWN_COMMITS,
   type Status,
 } from "./status-model.ts";
 
@@ -31,6 +33,8 @@ import {
 const LATEST_SESSIONS = 5;
 /** Memory diffs read per status run (the newest completed commits). */
 const MAX_DIFFS = 6;
+/** Tasks asked per session's list: the most the server gives (its default is 50). */
+const MAX_LISTED_TASKS = 200;
 /** Time each server request may take. */
 const STATUS_TIMEOUT_MS = 3000;
 
@@ -99,16 +103,41 @@ async function memoriesOf(client: OpenVikingClient, task: JsonRecord): Promise<s
   }
 }
 
-/** Fills in what OpenViking did with each commit of `s`: its task list, and the memory diffs within `diffs`. */
+/**
+ * The tasks of the newest commits of `s` (those the screen shows) that the list left out, each asked by its id:
+ * found, or expired (404: the server no longer keeps it). Returns how many could not be asked.
+ */
+async function lookUpMissing(
+  client: OpenVikingClient,
+  s: SessionStatus,
+  tasks: Map<string, JsonRecord>,
+  expired: Set<string>,
+): Promise<number> {
+  let failed = 0;
+  for (const c of s.commits.slice(-SHOWN_COMMITS)) {
+    if (!c.taskId || tasks.has(c.taskId)) continue;
+    const one = await client.request("GET", `/api/v1/tasks/${encodeURIComponent(c.taskId)}`, z.unknown());
+    if (one.ok && isRecord(one.result)) tasks.set(c.taskId, one.result);
+    else if (!one.ok && one.kind === "rejected" && one.status === 404) expired.add(c.taskId);
+    else failed++;
+  }
+  return failed;
+}
+
+/**
+ * Fills in what OpenViking did with each commit of `s`: its task list (newest first, as many as the server
+ * gives), the newest commits it left out by their ids, and the memory diffs within `diffs`. Returns what it
+ * could not ask.
+ */
 async function askTasks(
   client: OpenVikingClient,
   s: SessionStatus,
   diffs: { left: number },
-): Promise<boolean> {
+): Promise<string[]> {
   const list = await client.request("GET", "/api/v1/tasks", z.array(z.unknown()), {
-    query: { resource_id: s.openVikingSessionId },
+    query: { resource_id: s.openVikingSessionId, limit: MAX_LISTED_TASKS },
   });
-  if (!list.ok) return false;
+  if (!list.ok) return [`the commit tasks of ${s.kimiSessionId}`];
   const tasks = new Map(list.result.filter(isRecord).map((t) => [String(t.task_id), t]));
   const known = new Set(s.commits.map((c) => c.taskId).filter(Boolean));
   const unknown = [...tasks].filter(([id]) => !known.has(id))
@@ -117,7 +146,10 @@ async function askTasks(
   // client's commits of this session) still count for it.
   for (const t of matchUnrecorded(s, unknown)) s.commits.push({ at: t.at, outcome: "server", taskId: t.id });
   s.commits.sort((a, b) => a.at - b.at);
+  const expired = new Set<string>();
+  const failed = await lookUpMissing(client, s, tasks, expired);
   for (const c of [...s.commits].reverse()) {
+    if (c.taskId && expired.has(c.taskId)) c.task = { status: "expired", memories: [] };
     const t = c.taskId ? tasks.get(c.taskId) : undefined;
     if (!t) continue;
     const status = String(t.status ?? "unknown");
@@ -126,7 +158,7 @@ async function askTasks(
       : [];
     c.task = { status, memories, ...(typeof t.error === "string" && t.error ? { error: t.error } : {}) };
   }
-  return true;
+  return failed ? [`the tasks of ${failed} commit(s) of ${s.kimiSessionId}`] : [];
 }
 
 /** The chosen sessions as the ledger and the queue know them (no network). */
@@ -172,9 +204,8 @@ async function collectStatus(
   const diffs = { left: MAX_DIFFS };
   for (const s of sessions) {
     if (!s.commits.length) continue;
-    if (!canAsk || !(await askTasks(client, s, diffs))) {
-      notAsked.push(`the commit tasks of ${s.kimiSessionId}`);
-    }
+    if (canAsk) notAsked.push(...await askTasks(client, s, diffs));
+    else notAsked.push(`the commit tasks of ${s.kimiSessionId}`);
   }
   if (!conn.reachable) notAsked.unshift("whether the key is accepted");
   const shared = await countShared(pendingDir(env)).catch(() => 0);

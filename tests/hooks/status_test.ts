@@ -12,7 +12,7 @@ import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { StatusSchema } from "../../hooks/status-model.ts";
 import { STATUS_COLUMNS } from "../../hooks/status-render.ts";
-import { readLedger, REPLAY_FILE, type ReplayEntry } from "../../runtime/ledger.ts";
+import { appendLedger, readLedger, REPLAY_FILE, type ReplayEntry } from "../../runtime/ledger.ts";
 import { readState } from "../../runtime/state.ts";
 
 const SESSION = "session_5747a705-0000-4000-8000-000000000014";
@@ -310,4 +310,95 @@ Deno.test("status: a queued commit that left the queue through a replay the ledg
   const text = await statusText(env, dir.path);
   assertMatch(text, /queued, since delivered \(task task-kc-/);
   assertEquals(text.includes("waits in the queue"), false, text);
+});
+
+Deno.test("status: commits whose tasks the server expired say so — the newest ones, each looked up by its id", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = statusEnv(dir.path, fake.url);
+  const turn = sessionTurns(env, dir.path);
+  for (const text of ["first question", "second question", "third question", "fourth question"]) {
+    await turn(`${text} about the deploy script`);
+  }
+  fake.tasks.clear(); // a day later: OpenViking keeps a finished task 24 h
+  fake.requests.length = 0;
+  const st = await statusJson(env, dir.path, ["--session", SESSION]);
+  assertEquals(st.notAsked, []);
+  assertEquals(st.sessions[0].commits.map((c) => c.task), [
+    undefined, // not shown on the screen: not looked up
+    { status: "expired", memories: [] },
+    { status: "expired", memories: [] },
+    { status: "expired", memories: [] },
+  ]);
+  const lookups = fake.requests.filter((r) => r.path.startsWith("/api/v1/tasks/")).map((r) => r.path);
+  assertEquals(lookups.sort(), [2, 3, 4].map((n) => `/api/v1/tasks/task-kc-${SESSION}-${n}`));
+  const text = await statusText(env, dir.path, ["--session", SESSION]);
+  assertEquals(text.includes("task not asked"), false, text);
+  const flat = text.replace(/\s+/g, " ");
+  assertEquals(
+    flat.match(/expired \(the server keeps finished tasks 24 h, failed ones 7 days\)/g)?.length,
+    3,
+    text,
+  );
+});
+
+Deno.test("status: a commit the task list leaves out is looked up by its id", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = statusEnv(dir.path, fake.url);
+  await sessionTurns(env, dir.path)("how should I indent TypeScript here?");
+  // A list that does not reach it (newer tasks of the session fill it): only the task's own route has it.
+  fake.fault({ route: "GET /api/v1/tasks", raw: { status: 200, body: '{"status":"ok","result":[]}' } });
+  const st = await statusJson(env, dir.path, ["--session", SESSION]);
+  assertEquals(st.notAsked, []);
+  assertEquals(st.sessions[0].commits.map((c) => [c.outcome, c.task?.status, c.task?.memories]), [
+    ["committed", "completed", [fake.memoryAdds[0].uri]],
+  ]);
+  // Its own route busy as well: status says what it could not ask.
+  fake.fault({ route: "GET /api/v1/tasks/*", status: 503 });
+  const busy = await statusJson(env, dir.path, ["--session", SESSION]);
+  assertEquals(busy.sessions[0].commits.map((c) => c.task), [undefined]);
+  assertEquals(busy.notAsked, [`the tasks of 1 commit(s) of ${SESSION}`]);
+});
+
+Deno.test("status: a session of 60 commits has every task from one list (the server's default is 50)", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = statusEnv(dir.path, fake.url);
+  const ledger = `${dir.path}/.openviking/ledger/kimicode`;
+  const limits = { maxTotalBytes: 8 * 1024 * 1024, maxAgeDays: 30 };
+  const start = Date.now() - 3600_000;
+  for (let i = 0; i < 60; i++) {
+    const taskId = `task-${String(i).padStart(2, "0")}`;
+    const at = start + i * 1000;
+    assertTrue(
+      await appendLedger(ledger, SESSION, {
+        kind: "capture",
+        at,
+        ms: 50,
+        event: "stop",
+        turns: 1,
+        sent: 2,
+        queued: 0,
+        rejected: 0,
+        commit: "committed",
+        taskId,
+      }, limits),
+    );
+    fake.tasks.set(taskId, {
+      task_id: taskId,
+      task_type: "session_commit",
+      status: i % 2 ? "completed" : "failed",
+      resource_id: `kc-${SESSION}`,
+      created_at: at / 1000,
+      updated_at: at / 1000,
+      result: null,
+      error: i % 2 ? null : "no JSON",
+    });
+  }
+  const st = await statusJson(env, dir.path, ["--session", SESSION]);
+  const commits = st.sessions[0].commits;
+  assertEquals(commits.length, 60);
+  assertEquals(commits.map((c) => c.task?.status), commits.map((_, i) => i % 2 ? "completed" : "failed"));
+  assertEquals(fake.requestsTo("GET /api/v1/tasks").map((r) => r.query.limit), ["200"]);
 });
