@@ -67,7 +67,7 @@ function commitLine(c: CommitStatus, now: number): string {
 
 function sessionLines(s: SessionStatus, now: number): string[] {
   const lines = [
-    `  ${s.kimiSessionId} — ${ago(s.lastActivity, now)}`,
+    `  ${s.kimiSessionId} — ${s.lastActivity ? ago(s.lastActivity, now) : "no hook run in the ledger"}`,
     `    prompts ${s.prompts.seen}: ${plural(s.prompts.injected, "memory", "memories")} injected, ` +
     `${s.prompts.suppressed} left out as repeats` +
     (s.prompts.lastPath ? ` (last via ${s.prompts.lastPath})` : ""),

@@ -9,15 +9,15 @@ import * as z from "zod/mini";
 import { adviceFor, adviceForCause } from "../runtime/advice.ts";
 import { type Config, loadConfig } from "../runtime/config.ts";
 import { clientOptions, createClient, type OpenVikingClient } from "../runtime/http.ts";
-import { ledgerFiles, readLedger, REPLAY_FILE } from "../runtime/ledger.ts";
+import { ledgerFile, ledgerFiles, readLedger, REPLAY_FILE } from "../runtime/ledger.ts";
 import { countShared } from "../runtime/pending-shared.ts";
-import { type QueueSummary, queueSummary } from "../runtime/pending.ts";
-import { type Env, ledgerDir, pendingDir, processEnv } from "../runtime/paths.ts";
+import { hasUnsent, type QueueSummary, queueSummary } from "../runtime/pending.ts";
+import { type Env, hookStateDir, ledgerDir, orNoHome, pendingDir, processEnv } from "../runtime/paths.ts";
 import { peerOptions, resolvePeer } from "../runtime/peer.ts";
 import { asRecord, isRecord, type JsonRecord } from "../runtime/parsed.ts";
 import type { FailureKind } from "../runtime/reply.ts";
 import { scrub } from "../runtime/scrub.ts";
-import { safeId } from "../runtime/state.ts";
+import { safeId, statePaths } from "../runtime/state.ts";
 import { VERSION } from "../runtime/version.ts";
 import { SESSION_PREFIX } from "./context.ts";
 import {
@@ -227,6 +227,20 @@ async function collectStatus(
   return scrub(status, [config.apiKey]) as Status;
 }
 
+/** Whether anything local is known of Kimi session `id`: its ledger, its state, or writes in the queue. */
+async function knownSession(env: Env, id: string): Promise<boolean> {
+  const exists = (path: string) => Deno.stat(path).then(() => true, () => false);
+  const ledger = orNoHome(() => ledgerDir(env));
+  if (ledger && await exists(ledgerFile(ledger, await safeId(id)))) return true;
+  const state = orNoHome(() => hookStateDir(env));
+  for (const name of [id, `${id}.prompt`]) {
+    if (state && await exists((await statePaths(state, name)).file)) return true;
+  }
+  const queue = orNoHome(() => pendingDir(env));
+  return queue !== undefined &&
+    await hasUnsent(queue, `${SESSION_PREFIX}${await safeId(id)}`).catch(() => false);
+}
+
 /** Options of `openviking-kimi status`. */
 export interface StatusOptions {
   session: string | undefined;
@@ -234,11 +248,21 @@ export interface StatusOptions {
   json: boolean;
 }
 
-/** `openviking-kimi status [--session ID | --all] [--json]`: exit 0, or 2 for both --session and --all. */
+/**
+ * `openviking-kimi status [--session ID | --all] [--json]`: exit 0; 1 for a session nothing is known of; 2 for
+ * both --session and --all.
+ */
 export async function statusCommand(options: StatusOptions): Promise<number> {
   if (options.session !== undefined && options.all) {
     console.error("openviking-kimi status: --session and --all exclude each other; give one of them.");
     return 2;
+  }
+  if (options.session !== undefined && !(await knownSession(processEnv(), options.session))) {
+    console.error(
+      `openviking-kimi status: no ledger or state exists for session ${JSON.stringify(options.session)}. ` +
+        "`openviking-kimi status --all` lists the sessions the ledger knows.",
+    );
+    return 1;
   }
   const sessions: SessionChoice = options.session !== undefined
     ? { kind: "one", id: options.session }

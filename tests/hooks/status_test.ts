@@ -402,3 +402,32 @@ Deno.test("status: a session of 60 commits has every task from one list (the ser
   assertEquals(commits.map((c) => c.task?.status), commits.map((_, i) => i % 2 ? "completed" : "failed"));
   assertEquals(fake.requestsTo("GET /api/v1/tasks").map((r) => r.query.limit), ["200"]);
 });
+
+Deno.test("status --session with an id nothing is known of: says so and points to --all, exit 1", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = statusEnv(dir.path, fake.url);
+  await sessionTurns(env, dir.path)("how should I indent TypeScript here?"); // a session that does exist
+  for (const args of [["--session", "nosuch-session"], ["--session", "nosuch-session", "--json"]]) {
+    const r = await runCli(["status", ...args], { env, clearEnv: true, cwd: dir.path });
+    assertEquals([r.code, r.stdout], [1, ""], r.stdout);
+    assertMatch(r.stderr, /no ledger or state .*nosuch-session/);
+    assertMatch(r.stderr, /openviking-kimi status --all/);
+  }
+  assertEquals((await statusJson(env, dir.path, ["--session", SESSION])).sessions.length, 1);
+  // A session with state but nothing in the ledger (a start with an empty queue) is known: shown, no age.
+  const other = "session_5747a705-0000-4000-8000-0000000000ff";
+  const start = await runCli(["hook", "session-start"], {
+    env,
+    clearEnv: true,
+    stdin: JSON.stringify({
+      hook_event_name: "SessionStart",
+      session_id: other,
+      cwd: dir.path,
+      source: "startup",
+    }),
+  });
+  assertEquals(start.code, 0);
+  const text = await statusText(env, dir.path, ["--session", other]);
+  assertMatch(text, new RegExp(`${other} — no hook run in the ledger`));
+});
