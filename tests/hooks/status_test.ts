@@ -8,6 +8,7 @@ import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
+import { enqueueShared } from "../support/queue.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { StatusSchema } from "../../hooks/status-model.ts";
@@ -18,11 +19,12 @@ import { readState } from "../../runtime/state.ts";
 const SESSION = "session_5747a705-0000-4000-8000-000000000014";
 
 /** A sandbox's environment where each capture is over when its hook exits and no Stop waits for a turn's end. */
-function statusEnv(home: string, url: string): Record<string, string> {
+function statusEnv(home: string, url: string, extra: Record<string, string> = {}): Record<string, string> {
   return sandboxEnv(home, url, {
     OPENVIKING_TIMEOUT_MS: "1500",
     OPENVIKING_CAPTURE_WAIT_MS: "0",
     OPENVIKING_WRITE_PATH_ASYNC: "0",
+    ...extra,
   });
 }
 
@@ -40,7 +42,8 @@ async function runHook(env: Record<string, string>, cwd: string, event: string, 
 Deno.test("status: every field after a scripted session, with the server down and back", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
-  const env = statusEnv(dir.path, fake.url);
+  // The configured account and user: status shows them while the server cannot be asked.
+  const env = statusEnv(dir.path, fake.url, { OPENVIKING_ACCOUNT: "acme", OPENVIKING_USER: "carol" });
   const hook = (event: string, name: string, extra: Record<string, unknown> = {}) =>
     runHook(env, dir.path, event, name, extra);
   const status = async () => {
@@ -49,22 +52,42 @@ Deno.test("status: every field after a scripted session, with the server down an
     return StatusSchema.parse(JSON.parse(r.stdout));
   };
   const j = new JournalBuilder();
+  /** When each turn's Stop ran: its commit is dated within. */
+  const stops: [number, number][] = [];
   const turn = async (text: string) => {
     await hook("user-prompt-submit", "UserPromptSubmit", { prompt: text });
     j.simpleTurn(text, `an answer to: ${text}`);
     await placeJournal(dir.path, SESSION, j.toString());
+    const from = Date.now();
     await hook("stop", "Stop");
+    stops.push([from, Date.now()]);
   };
+  const within = (at: number | undefined, [from, to]: [number, number]) =>
+    at !== undefined && from <= at && at <= to;
   {
     await turn("how should I indent TypeScript here?"); // commit → task completed, one memory
     fake.taskOutcome = "failed";
     await turn("and what about the tests folder?"); // commit → task failed
     fake.fault({ route: "*", drop: true }); // the server goes away
     await turn("remember that the build runs in CI only"); // queued, with its commit
+    // A write another OpenViking plugin left in the shared queue.
+    const other = {
+      type: "addMessage" as const,
+      sessionId: "cc-other",
+      payload: { role: "user", content: "hi" },
+    };
+    assertEquals(await enqueueShared(`${dir.path}/.openviking/pending`, [other]), 1);
 
     const down = await status();
     assertEquals([down.connection.reachable, down.connection.authenticated], [false, null]);
     assertMatch(down.connection.problem!.fix, /start the server|install --url/);
+    // Not asked: what the config says; the server's version unknown; the peer from the directory alone.
+    assertEquals([down.connection.account, down.connection.user, down.connection.serverVersion], [
+      "acme",
+      "carol",
+      undefined,
+    ]);
+    assertEquals(down.connection.peer, { id: dir.path.replace(/[^A-Za-z0-9]/g, "-"), source: "cwd" });
     assertTrue(down.notAsked.includes("whether the key is accepted"));
     assertTrue(down.notAsked.some((x) => x.includes(SESSION)), "says it could not ask for the tasks");
     const d = down.sessions.find((s) => s.kimiSessionId === SESSION)!;
@@ -79,18 +102,31 @@ Deno.test("status: every field after a scripted session, with the server down an
     ]);
     assertEquals(d.queue, { entries: 2, messages: 2, commits: 1 });
     assertEquals(d.lastError?.kind, "unreachable");
+    assertTrue(within(d.lastError?.at, stops[2]), "the error of the third turn's capture");
+    assertMatch(d.lastError!.message, new RegExp(`^OpenViking at ${fake.url} is not reachable`));
+    assertMatch(d.lastError!.fix, /writes wait in the queue/);
+    assertEquals(d.commits.map((c, i) => within(c.at, stops[i])), [true, true, true], "each commit's time");
     assertEquals([down.queue.entries, down.queue.messages, down.queue.commits, down.queue.sessions], [
       2,
       2,
       1,
       1,
     ]);
+    assertTrue(within(down.queue.oldest, stops[2]), "the oldest queued write is the third turn's");
+    assertEquals(down.queue.shared, 1);
+    assertMatch(down.queue.nextReplay, /next Kimi session start.*`openviking-kimi replay`/);
 
     fake.clearFaults(); // back
     fake.taskOutcome = "completed";
     const up = await status();
     assertEquals([up.connection.reachable, up.connection.authenticated], [true, true]);
     assertEquals(up.notAsked, []);
+    // Asked: the server's version, and the user its key belongs to (the fake's is "default").
+    assertEquals([up.connection.account, up.connection.user, up.connection.serverVersion], [
+      "acme",
+      "default",
+      "0.5.2-fake",
+    ]);
     const u = up.sessions.find((s) => s.kimiSessionId === SESSION)!;
     assertEquals(u.commits.map((c) => [c.outcome, c.task?.status, c.task?.memories.length]), [
       ["committed", "completed", 1],
@@ -106,7 +142,7 @@ Deno.test("status: every field after a scripted session, with the server down an
     const replayed = s.commits.filter((c) => c.taskId);
     assertEquals(replayed.at(-1)?.task?.status, "completed");
     assertEquals(replayed.at(-1)?.task?.memories, [fake.memoryAdds[0].uri]);
-    assertEquals(after.queue.entries, 0);
+    assertEquals([after.queue.entries, after.queue.shared, after.queue.oldest], [0, 0, undefined]);
     const text = await runCli(["status"], { env, clearEnv: true, cwd: dir.path });
     for (const line of text.stdout.split("\n")) {
       assertTrue([...line].length <= STATUS_COLUMNS, `wider than ${STATUS_COLUMNS}: ${line}`);
@@ -117,6 +153,20 @@ Deno.test("status: every field after a scripted session, with the server down an
       (await readState(`${dir.path}/.openviking/hook-state/kimicode/${SESSION}.json`)).capturedKeys.length,
       6,
     );
+
+    // Commits whose tasks OpenViking has not finished: their state as it is, no memories yet.
+    fake.taskOutcome = "running";
+    await turn("is the cache shared between jobs?");
+    fake.taskOutcome = "pending";
+    await turn("and between branches?");
+    const busy = (await status()).sessions.find((x) => x.kimiSessionId === SESSION)!;
+    assertEquals(busy.commits.slice(-2).map((c) => [c.outcome, c.task]), [
+      ["committed", { status: "running", memories: [] }],
+      ["committed", { status: "pending", memories: [] }],
+    ]);
+    assertEquals(busy.commits.slice(-2).map((c, i) => within(c.at, stops[3 + i])), [true, true]);
+    const busyText = await runCli(["status"], { env, clearEnv: true, cwd: dir.path });
+    assertMatch(busyText.stdout, /\(task task-kc-\), running\n.*\(task task-kc-\), pending\n/);
   }
 });
 
