@@ -152,7 +152,7 @@ export function foldSession(
 
 /**
  * Marks the queued commits of `s` the queue still holds (`queuedCommits` of them: the newest not delivered by a
- * recorded replay) as waiting, and the older ones as gone from it (pure on its argument).
+ * recorded replay) as waiting, and the older ones as gone from it (no I/O; changes `s`).
  */
 export function markWaiting(s: SessionStatus, queuedCommits: number): void {
   const undelivered = s.commits.filter((c) => c.outcome === "queued" && !c.taskId);
@@ -163,7 +163,7 @@ export function markWaiting(s: SessionStatus, queuedCommits: number): void {
 /**
  * Gives the queued commits that left the queue with no replay on record (an older version's, or one whose
  * ledger line was lost) the tasks the server started for this session afterwards that no entry names, oldest
- * first; returns the tasks left over (pure on `s`).
+ * first; returns the tasks left over (no I/O; changes `s`).
  */
 export function matchUnrecorded<T extends { id: string; at: number }>(s: SessionStatus, tasks: T[]): T[] {
   const left = [...tasks].sort((a, b) => a.at - b.at);
