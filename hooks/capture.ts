@@ -9,7 +9,7 @@
 import type { FailureKind, OpenVikingClient } from "../runtime/http.ts";
 import { kimiHome } from "../runtime/paths.ts";
 import { hasUnsent, SessionQueue } from "../runtime/pending.ts";
-import { replayOptions, replayQueue } from "../runtime/replay.ts";
+import { replayOptions, replayQueue, type ReplayReport } from "../runtime/replay.ts";
 import { sendMessages, type SendReport } from "../runtime/sessions.ts";
 import {
   type Cursor,
@@ -60,6 +60,8 @@ interface CaptureReport {
   unbound: number;
   rewritten: boolean;
   waited: boolean;
+  /** What the replay of the session's queued writes did, when there were any. */
+  backlog?: ReplayReport;
 }
 
 /** A long backlog is planned and sent in steps of this many turns, each recorded before the next. */
@@ -162,7 +164,8 @@ async function settleInflight(run: Run, state: SessionState): Promise<SessionSta
 async function replayBacklog(run: Run): Promise<{ backlog: boolean; queue?: SessionQueue }> {
   const { ctx } = run;
   if (await hasUnsent(ctx.pendingDir, ctx.ovSessionId)) {
-    await replayQueue(
+    // Reported, so the ledger records this replay (status: the queued commit it delivered).
+    run.report.backlog = await replayQueue(
       ctx.pendingDir,
       run.client,
       replayOptions(ctx.config, { budget: run.mode.budget, sessionId: ctx.ovSessionId }),

@@ -5,15 +5,18 @@
  */
 
 import * as z from "zod/mini";
+import type { Config } from "../runtime/config.ts";
 import {
   appendLedger,
   type LedgerEntry,
+  type LedgerLimits,
   MAX_LISTED,
   pruneLedger,
   REPLAY_FILE,
   snippet,
 } from "../runtime/ledger.ts";
-import { ledgerDir, orNoHome } from "../runtime/paths.ts";
+import { asRecord, isRecord } from "../runtime/parsed.ts";
+import { type Env, ledgerDir, orNoHome } from "../runtime/paths.ts";
 import { safeId } from "../runtime/state.ts";
 import type { HookContext, HookResult } from "./context.ts";
 import { promptText } from "./input.ts";
@@ -62,6 +65,30 @@ const ReplayData = z.object({
   cause: Cause,
 });
 
+/** The replay entry of a replay's report, or undefined when it sent and met nothing (pure). */
+export function replayEntryOf(
+  report: unknown,
+  timing: { startedAt: number; now: number },
+): LedgerEntry | undefined {
+  const d = ReplayData.parse(isRecord(report) ? { ...report, cause: plainCause(report.cause) } : {});
+  if (!d.replayed && !d.rejected && !d.cause) return undefined; // an empty queue is not news
+  const { cause, ...counts } = d;
+  return {
+    kind: "replay",
+    at: timing.startedAt,
+    ms: timing.now - timing.startedAt,
+    ...counts,
+    ...(cause ? { cause } : {}),
+  };
+}
+
+/** A failure as the ledger keeps it: `{kind, status, message}`, also from a client failure (`error.message`). */
+function plainCause(cause: unknown): unknown {
+  if (!isRecord(cause) || typeof cause.message === "string") return cause;
+  const message = asRecord(cause.error).message;
+  return { kind: cause.kind, status: cause.status, message: typeof message === "string" ? message : "" };
+}
+
 /** The ledger entry of one hook run, or undefined when it did nothing worth recording (pure). */
 export function ledgerEntryOf(
   ctx: Pick<HookContext, "event" | "input" | "config" | "isWorker">,
@@ -88,11 +115,7 @@ export function ledgerEntryOf(
     };
   }
   if (ctx.event === "session-start") {
-    if (result.outcome !== "replayed") return undefined;
-    const d = ReplayData.parse(data);
-    if (!d.replayed && !d.rejected && !d.cause) return undefined; // an empty queue is not news
-    const { cause, ...counts } = d;
-    return { kind: "replay", ...base, ...counts, ...(cause ? { cause } : {}) };
+    return result.outcome === "replayed" ? replayEntryOf(data, timing) : undefined;
   }
   // A capture from the kept prompts (no journal) is one too, when it settled any.
   const fromPrompts = result.outcome === "no-journal" && Number(data.fallback) > 0;
@@ -101,22 +124,53 @@ export function ledgerEntryOf(
   return { kind: "capture", ...base, event: ctx.event, ...counts, ...(cause ? { cause } : {}) };
 }
 
+/** The ledger's bounds from the config. */
+export function ledgerLimits(config: Pick<Config, "ledgerMaxBytes" | "ledgerMaxAgeDays">): LedgerLimits {
+  return { maxTotalBytes: config.ledgerMaxBytes, maxAgeDays: config.ledgerMaxAgeDays };
+}
+
 /**
- * Appends the run's entry to its session's ledger (a replay to the replay ledger, which also prunes the ledger
- * to its bounds). Never throws, never blocks the hook for long: the ledger is a record, not a dependency.
+ * Appends a replay's entry to the replay ledger, unless it sent and met nothing: `openviking-kimi replay` (also
+ * the one an interrupt starts detached) and a capture's replay of its backlog. Never throws: false when it could not.
+ */
+export async function recordReplay(
+  env: Env,
+  limits: LedgerLimits,
+  report: unknown,
+  startedAt: number,
+): Promise<boolean> {
+  const entry = replayEntryOf(report, { startedAt, now: Date.now() });
+  if (!entry) return true;
+  try {
+    const dir = orNoHome(() => ledgerDir(env));
+    return dir !== undefined && await appendLedger(dir, REPLAY_FILE, entry, limits);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Appends the run's entry to its session's ledger (a replay to the replay ledger, and so a capture's replay of
+ * its backlog); a session start's queue replay also prunes the ledger to its bounds. Never throws, never blocks
+ * the hook for long: the ledger is a record, not a dependency.
  */
 export async function recordRun(ctx: HookContext, result: HookResult, startedAt: number): Promise<void> {
   const entry = ledgerEntryOf(ctx, result, { startedAt, now: Date.now() });
   const dir = orNoHome(() => ledgerDir(ctx.env));
   if (!dir) return;
-  const limits = { maxTotalBytes: ctx.config.ledgerMaxBytes, maxAgeDays: ctx.config.ledgerMaxAgeDays };
+  const limits = ledgerLimits(ctx.config);
   try {
     const name = entry?.kind === "replay"
       ? REPLAY_FILE
       : ctx.hostSessionId && await safeId(ctx.hostSessionId);
+    // A capture first replays what its session had queued: recorded before the capture, as it happened.
+    if (result.data?.backlog) {
+      await recordReplay(ctx.env, limits, result.data.backlog, startedAt);
+    }
     if (entry && name) await appendLedger(dir, name, entry, limits);
-    // The queue replay at each session start also keeps the ledger within its bounds.
-    if (ctx.event === "session-start" && ctx.isWorker) await pruneLedger(dir, limits);
+    // The queue replay at each session start also keeps the ledger within its bounds: in the detached worker,
+    // or inline when detached writes are off (the parent that detached replays nothing).
+    if (ctx.event === "session-start" && result.outcome === "replayed") await pruneLedger(dir, limits);
   } catch (error) {
     ctx.log.stage("ledger-unwritable", { error: (error as Error).message });
   }

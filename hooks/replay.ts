@@ -1,4 +1,4 @@
-/** `openviking-kimi replay`: replays the pending queue now and prints what happened. */
+/** `openviking-kimi replay`: replays the pending queue now, prints what happened and records it in the ledger. */
 
 import { loadConfig } from "../runtime/config.ts";
 import { Budget, clientOptions, createClient } from "../runtime/http.ts";
@@ -6,9 +6,11 @@ import { queueSummary } from "../runtime/pending.ts";
 import { replayAll, replayOptions } from "../runtime/replay.ts";
 import { countShared } from "../runtime/pending-shared.ts";
 import { pendingDir, processEnv } from "../runtime/paths.ts";
+import { ledgerLimits, recordReplay } from "./ledger-entry.ts";
 
 /** The `replay` command: exit 0 when the queue is empty afterwards, 1 when entries remain. */
 export async function replayCommand(): Promise<number> {
+  const startedAt = Date.now();
   const env = processEnv();
   const { config, warnings } = await loadConfig(env);
   for (const w of warnings) console.error(`warning: ${w}`);
@@ -27,6 +29,8 @@ export async function replayCommand(): Promise<number> {
     ? { kind: report.cause.kind, status: report.cause.status, message: report.cause.error.message }
     : undefined;
   console.log(JSON.stringify({ ...report, cause, left, server: config.baseUrl }));
+  // For `status`: which queued commits this replay delivered (this is also the interrupt's detached replay).
+  await recordReplay(env, ledgerLimits(config), { ...report, cause }, startedAt);
   if (left > 0) {
     console.error(
       `${left} entries are still queued in ${dir}; is ${config.baseUrl} reachable? Run "openviking-kimi doctor".`,

@@ -12,14 +12,28 @@ const Problem = z.object({
   fix: z.string(),
 });
 
+/** Commits of a session the screen shows (the newest); the rest are counted. */
+export const SHOWN_COMMITS = 3;
+
 /** A commit and what OpenViking did with it. */
 const CommitStatusSchema = z.object({
   at: z.number(),
-  /** committed (sent), queued (waits in the queue), rejected, failed (could not even be queued). */
+  /**
+   * What the capture did with it: committed (sent), queued, rejected, failed (could not even be queued); or
+   * replayed (a replay delivered a commit the ledger has no capture of), server (a task only the server knows).
+   */
   outcome: z.string(),
   taskId: z.optional(z.string()),
-  /** The task as the server reports it now; absent when it was not (or could not be) asked. */
+  /** A queued commit: whether the queue still holds it. */
+  waiting: z.optional(z.boolean()),
+  /** A queued commit: when the replay that delivered it ran (its `taskId` is the one that replay started). */
+  replayedAt: z.optional(z.number()),
+  /**
+   * The task as the server reports it now; absent when it was not (or could not be) asked — a commit the
+   * task list leaves out is asked by its id only among the newest `SHOWN_COMMITS`.
+   */
   task: z.optional(z.object({
+    /** The server's (pending, running, completed, failed…), or expired: the server no longer has it. */
     status: z.string(),
     error: z.optional(z.string()),
     /** URIs of memories the commit added or updated (from its memory diff). */
@@ -120,9 +134,11 @@ export function foldSession(
       if (e.commit !== "none") s.commits.push({ at: e.at, outcome: e.commit, taskId: e.taskId });
     } else {
       for (const t of e.commitTasks) {
-        if (t.sessionId === openVikingSessionId) {
-          s.commits.push({ at: e.at, outcome: "replayed", taskId: t.taskId });
-        }
+        if (t.sessionId !== openVikingSessionId) continue;
+        // A session's queue goes out in order: the replay delivered its oldest queued commit.
+        const queued = s.commits.find((c) => c.outcome === "queued" && !c.taskId);
+        if (queued) Object.assign(queued, { taskId: t.taskId, replayedAt: e.at });
+        else s.commits.push({ at: e.at, outcome: "replayed", taskId: t.taskId });
       }
     }
     const cause = e.kind === "prompt" ? e.failure : e.cause;
@@ -132,4 +148,29 @@ export function foldSession(
     }
   }
   return s;
+}
+
+/**
+ * Marks the queued commits of `s` the queue still holds (`queuedCommits` of them: the newest not delivered by a
+ * recorded replay) as waiting, and the older ones as gone from it (no I/O; changes `s`).
+ */
+export function markWaiting(s: SessionStatus, queuedCommits: number): void {
+  const undelivered = s.commits.filter((c) => c.outcome === "queued" && !c.taskId);
+  undelivered.forEach((c, i) => c.waiting = i >= undelivered.length - queuedCommits);
+  for (const c of s.commits) if (c.outcome === "queued" && c.taskId) c.waiting = false;
+}
+
+/**
+ * Gives the queued commits that left the queue with no replay on record (an older version's, or one whose
+ * ledger line was lost) the tasks the server started for this session afterwards that no entry names, oldest
+ * first; returns the tasks left over (no I/O; changes `s`).
+ */
+export function matchUnrecorded<T extends { id: string; at: number }>(s: SessionStatus, tasks: T[]): T[] {
+  const left = [...tasks].sort((a, b) => a.at - b.at);
+  for (const c of s.commits) {
+    if (c.outcome !== "queued" || c.taskId || c.waiting !== false) continue;
+    const i = left.findIndex((t) => t.at >= c.at);
+    if (i >= 0) c.taskId = left.splice(i, 1)[0].id;
+  }
+  return left;
 }

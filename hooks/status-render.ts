@@ -1,6 +1,6 @@
 /** `openviking-kimi status` as text: one screen, lines of at most 80 columns. Pure. */
 
-import type { CommitStatus, SessionStatus, Status } from "./status-model.ts";
+import { type CommitStatus, type SessionStatus, SHOWN_COMMITS, type Status } from "./status-model.ts";
 
 /** Widest line the text form prints. */
 export const STATUS_COLUMNS = 80;
@@ -40,8 +40,17 @@ export function ago(at: number, now: number): string {
   return `${Math.round(s / 86_400)} d ago`;
 }
 
+/** What became of a queued commit: still waiting, delivered by a replay (when), or gone from the queue. */
+function queuedFate(c: CommitStatus, now: number): string {
+  if (c.waiting) return "queued, waits in the queue";
+  if (c.replayedAt !== undefined) return `queued, delivered by a replay ${ago(c.replayedAt, now)}`;
+  return c.taskId ? "queued, since delivered" : "queued, no longer in the queue";
+}
+
 function commitLine(c: CommitStatus, now: number): string {
-  const task = c.task
+  const task = c.task?.status === "expired"
+    ? "expired (the server keeps finished tasks 24 h, failed ones 7 days)"
+    : c.task
     ? `${c.task.status}${c.task.error ? `: ${c.task.error}` : ""}${
       c.task.memories.length
         ? ` → ${c.task.memories.length} memor${c.task.memories.length === 1 ? "y" : "ies"}`
@@ -49,28 +58,29 @@ function commitLine(c: CommitStatus, now: number): string {
     }`
     : c.taskId
     ? "task not asked"
-    : c.outcome === "queued"
-    ? "waits in the queue"
-    : c.outcome;
-  return `    commit ${ago(c.at, now)}: ${c.outcome}${
-    c.taskId ? ` (task ${c.taskId.slice(0, 8)})` : ""
-  }, ${task}`;
+    : undefined;
+  const outcome = c.outcome === "queued" ? queuedFate(c, now) : c.outcome;
+  return `    commit ${ago(c.at, now)}: ${outcome}${c.taskId ? ` (task ${c.taskId.slice(0, 8)})` : ""}${
+    task ? `, ${task}` : c.outcome === "queued" ? "" : `, ${c.outcome}`
+  }`;
 }
 
 function sessionLines(s: SessionStatus, now: number): string[] {
   const lines = [
-    `  ${s.kimiSessionId} — ${ago(s.lastActivity, now)}`,
+    `  ${s.kimiSessionId} — ${s.lastActivity ? ago(s.lastActivity, now) : "no hook run in the ledger"}`,
     `    prompts ${s.prompts.seen}: ${plural(s.prompts.injected, "memory", "memories")} injected, ` +
     `${s.prompts.suppressed} left out as repeats` +
     (s.prompts.lastPath ? ` (last via ${s.prompts.lastPath})` : ""),
     `    captured ${s.captures.turns} turn(s): ${s.captures.sent} message(s) delivered, ${s.captures.queued} queued` +
     (s.captures.rejected ? `, ${s.captures.rejected} refused` : ""),
   ];
-  for (const c of s.commits.slice(-3)) {
+  for (const c of s.commits.slice(-SHOWN_COMMITS)) {
     lines.push(commitLine(c, now));
     for (const uri of c.task?.memories.slice(0, 3) ?? []) lines.push(`      + ${uri}`);
   }
-  if (s.commits.length > 3) lines.push(`    … ${s.commits.length - 3} earlier commit(s)`);
+  if (s.commits.length > SHOWN_COMMITS) {
+    lines.push(`    … ${s.commits.length - SHOWN_COMMITS} earlier commit(s)`);
+  }
   if (s.queue.entries) {
     lines.push(`    waiting: ${s.queue.messages} message(s), ${s.queue.commits} commit(s) in the queue`);
   }

@@ -1,30 +1,40 @@
 /**
  * `openviking-kimi status`: what memory did, from the local ledger and state, and what OpenViking did with the
  * commits (its task API). With the server down it still tells everything local and says what it could not ask.
- * Bounded: a few seconds per request, the task list once per session, memory diffs of the newest commits only.
+ * Bounded: a few seconds per request, the task list once per session (and by id the shown commits it left
+ * out), memory diffs of the newest commits only.
  */
 
 import * as z from "zod/mini";
 import { adviceFor, adviceForCause } from "../runtime/advice.ts";
 import { type Config, loadConfig } from "../runtime/config.ts";
 import { clientOptions, createClient, type OpenVikingClient } from "../runtime/http.ts";
-import { ledgerFiles, readLedger, REPLAY_FILE } from "../runtime/ledger.ts";
+import { ledgerFile, ledgerFiles, readLedger, REPLAY_FILE } from "../runtime/ledger.ts";
 import { countShared } from "../runtime/pending-shared.ts";
-import { type QueueSummary, queueSummary } from "../runtime/pending.ts";
-import { type Env, ledgerDir, pendingDir, processEnv } from "../runtime/paths.ts";
+import { hasUnsent, type QueueSummary, queueSummary } from "../runtime/pending.ts";
+import { type Env, hookStateDir, ledgerDir, orNoHome, pendingDir, processEnv } from "../runtime/paths.ts";
 import { peerOptions, resolvePeer } from "../runtime/peer.ts";
 import { asRecord, isRecord, type JsonRecord } from "../runtime/parsed.ts";
 import type { FailureKind } from "../runtime/reply.ts";
 import { scrub } from "../runtime/scrub.ts";
-import { safeId } from "../runtime/state.ts";
+import { safeId, statePaths } from "../runtime/state.ts";
 import { VERSION } from "../runtime/version.ts";
 import { SESSION_PREFIX } from "./context.ts";
-import { foldSession, type SessionStatus, type Status } from "./status-model.ts";
+import {
+  foldSession,
+  markWaiting,
+  matchUnrecorded,
+  type SessionStatus,
+  SHOWN_COMMITS,
+  type Status,
+} from "./status-model.ts";
 
 /** Sessions shown without `--all` or `--session`. */
 const LATEST_SESSIONS = 5;
 /** Memory diffs read per status run (the newest completed commits). */
 const MAX_DIFFS = 6;
+/** Tasks asked per session's list: the most the server gives (its default is 50). */
+const MAX_LISTED_TASKS = 200;
 /** Time each server request may take. */
 const STATUS_TIMEOUT_MS = 3000;
 
@@ -93,26 +103,53 @@ async function memoriesOf(client: OpenVikingClient, task: JsonRecord): Promise<s
   }
 }
 
-/** Fills in what OpenViking did with each commit of `s`: its task list, and the memory diffs within `diffs`. */
+/**
+ * The tasks of the newest commits of `s` (those the screen shows) that the list left out, each asked by its id:
+ * found, or expired (404: the server no longer keeps it). Returns how many could not be asked.
+ */
+async function lookUpMissing(
+  client: OpenVikingClient,
+  s: SessionStatus,
+  tasks: Map<string, JsonRecord>,
+  expired: Set<string>,
+): Promise<number> {
+  let failed = 0;
+  for (const c of s.commits.slice(-SHOWN_COMMITS)) {
+    if (!c.taskId || tasks.has(c.taskId)) continue;
+    const one = await client.request("GET", `/api/v1/tasks/${encodeURIComponent(c.taskId)}`, z.unknown());
+    if (one.ok && isRecord(one.result)) tasks.set(c.taskId, one.result);
+    else if (!one.ok && one.kind === "rejected" && one.status === 404) expired.add(c.taskId);
+    else failed++;
+  }
+  return failed;
+}
+
+/**
+ * Fills in what OpenViking did with each commit of `s`: its task list (newest first, as many as the server
+ * gives), the newest commits it left out by their ids, and the memory diffs within `diffs`. Returns what it
+ * could not ask.
+ */
 async function askTasks(
   client: OpenVikingClient,
   s: SessionStatus,
   diffs: { left: number },
-): Promise<boolean> {
+): Promise<string[]> {
   const list = await client.request("GET", "/api/v1/tasks", z.array(z.unknown()), {
-    query: { resource_id: s.openVikingSessionId },
+    query: { resource_id: s.openVikingSessionId, limit: MAX_LISTED_TASKS },
   });
-  if (!list.ok) return false;
+  if (!list.ok) return [`the commit tasks of ${s.kimiSessionId}`];
   const tasks = new Map(list.result.filter(isRecord).map((t) => [String(t.task_id), t]));
   const known = new Set(s.commits.map((c) => c.taskId).filter(Boolean));
-  for (const [id, t] of tasks) {
-    // A commit queued here and replayed by another run (or another client) still counts for this session.
-    if (!known.has(id)) {
-      s.commits.push({ at: Number(t.created_at ?? 0) * 1000, outcome: "server", taskId: id });
-    }
-  }
+  const unknown = [...tasks].filter(([id]) => !known.has(id))
+    .map(([id, t]) => ({ id, at: Number(t.created_at ?? 0) * 1000 }));
+  // Tasks no entry names: a queued commit replayed with no record of it takes its own; the rest (another
+  // client's commits of this session) still count for it.
+  for (const t of matchUnrecorded(s, unknown)) s.commits.push({ at: t.at, outcome: "server", taskId: t.id });
   s.commits.sort((a, b) => a.at - b.at);
+  const expired = new Set<string>();
+  const failed = await lookUpMissing(client, s, tasks, expired);
   for (const c of [...s.commits].reverse()) {
+    if (c.taskId && expired.has(c.taskId)) c.task = { status: "expired", memories: [] };
     const t = c.taskId ? tasks.get(c.taskId) : undefined;
     if (!t) continue;
     const status = String(t.status ?? "unknown");
@@ -121,7 +158,7 @@ async function askTasks(
       : [];
     c.task = { status, memories, ...(typeof t.error === "string" && t.error ? { error: t.error } : {}) };
   }
-  return true;
+  return failed ? [`the tasks of ${failed} commit(s) of ${s.kimiSessionId}`] : [];
 }
 
 /** The chosen sessions as the ledger and the queue know them (no network). */
@@ -144,6 +181,7 @@ async function localSessions(
     const s = foldSession(name, ov, entries, advise(config));
     const q = queue.sessions.find((x) => x.sessionId === ov);
     if (q) s.queue = { entries: q.entries, messages: q.messages, commits: q.commits };
+    markWaiting(s, s.queue.commits);
     sessions.push(s);
   }
   return sessions;
@@ -166,9 +204,8 @@ async function collectStatus(
   const diffs = { left: MAX_DIFFS };
   for (const s of sessions) {
     if (!s.commits.length) continue;
-    if (!canAsk || !(await askTasks(client, s, diffs))) {
-      notAsked.push(`the commit tasks of ${s.kimiSessionId}`);
-    }
+    if (canAsk) notAsked.push(...await askTasks(client, s, diffs));
+    else notAsked.push(`the commit tasks of ${s.kimiSessionId}`);
   }
   if (!conn.reachable) notAsked.unshift("whether the key is accepted");
   const shared = await countShared(pendingDir(env)).catch(() => 0);
@@ -190,6 +227,20 @@ async function collectStatus(
   return scrub(status, [config.apiKey]) as Status;
 }
 
+/** Whether anything local is known of Kimi session `id`: its ledger, its state, or writes in the queue. */
+async function knownSession(env: Env, id: string): Promise<boolean> {
+  const exists = (path: string) => Deno.stat(path).then(() => true, () => false);
+  const ledger = orNoHome(() => ledgerDir(env));
+  if (ledger && await exists(ledgerFile(ledger, await safeId(id)))) return true;
+  const state = orNoHome(() => hookStateDir(env));
+  for (const name of [id, `${id}.prompt`]) {
+    if (state && await exists((await statePaths(state, name)).file)) return true;
+  }
+  const queue = orNoHome(() => pendingDir(env));
+  return queue !== undefined &&
+    await hasUnsent(queue, `${SESSION_PREFIX}${await safeId(id)}`).catch(() => false);
+}
+
 /** Options of `openviking-kimi status`. */
 export interface StatusOptions {
   session: string | undefined;
@@ -197,11 +248,21 @@ export interface StatusOptions {
   json: boolean;
 }
 
-/** `openviking-kimi status [--session ID | --all] [--json]`: exit 0, or 2 for both --session and --all. */
+/**
+ * `openviking-kimi status [--session ID | --all] [--json]`: exit 0; 1 for a session nothing is known of; 2 for
+ * both --session and --all.
+ */
 export async function statusCommand(options: StatusOptions): Promise<number> {
   if (options.session !== undefined && options.all) {
     console.error("openviking-kimi status: --session and --all exclude each other; give one of them.");
     return 2;
+  }
+  if (options.session !== undefined && !(await knownSession(processEnv(), options.session))) {
+    console.error(
+      `openviking-kimi status: no ledger or state exists for session ${JSON.stringify(options.session)}. ` +
+        "`openviking-kimi status --all` lists the sessions the ledger knows.",
+    );
+    return 1;
   }
   const sessions: SessionChoice = options.session !== undefined
     ? { kind: "one", id: options.session }

@@ -1,5 +1,5 @@
 import { assertEquals } from "../support/assert.ts";
-import { ledgerEntryOf } from "../../hooks/ledger-entry.ts";
+import { ledgerEntryOf, replayEntryOf } from "../../hooks/ledger-entry.ts";
 import type { HookContext } from "../../hooks/context.ts";
 import type { HookEvent } from "../../hooks/events.ts";
 
@@ -97,4 +97,29 @@ Deno.test("ledger entry of a capture and of a replay; an empty replay is no news
     sessionId: "kc-a",
     taskId: "t9",
   }]]);
+});
+
+Deno.test("ledger entry of a replay outside a session start (the replay command, a capture's backlog): its cause kept as text", () => {
+  const report = {
+    replayed: 1,
+    messages: 2,
+    rejected: 0,
+    expired: 0,
+    deferred: 1,
+    commitTasks: [],
+    // A capture's backlog report carries the client's failure as it is.
+    cause: { ok: false, kind: "server", status: 503, error: { message: "busy" }, retryable: true },
+  };
+  assertEquals(replayEntryOf(report, timing), {
+    kind: "replay",
+    at: 1000,
+    ms: 42,
+    replayed: 1,
+    messages: 2,
+    rejected: 0,
+    deferred: 1,
+    commitTasks: [],
+    cause: { kind: "server", status: 503, message: "busy" },
+  });
+  assertEquals(replayEntryOf({ ...report, replayed: 0, cause: undefined }, timing), undefined, "no news");
 });

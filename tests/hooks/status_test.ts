@@ -8,20 +8,23 @@ import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
+import { enqueueShared } from "../support/queue.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { StatusSchema } from "../../hooks/status-model.ts";
 import { STATUS_COLUMNS } from "../../hooks/status-render.ts";
+import { appendLedger, readLedger, REPLAY_FILE, type ReplayEntry } from "../../runtime/ledger.ts";
 import { readState } from "../../runtime/state.ts";
 
 const SESSION = "session_5747a705-0000-4000-8000-000000000014";
 
 /** A sandbox's environment where each capture is over when its hook exits and no Stop waits for a turn's end. */
-function statusEnv(home: string, url: string): Record<string, string> {
+function statusEnv(home: string, url: string, extra: Record<string, string> = {}): Record<string, string> {
   return sandboxEnv(home, url, {
     OPENVIKING_TIMEOUT_MS: "1500",
     OPENVIKING_CAPTURE_WAIT_MS: "0",
     OPENVIKING_WRITE_PATH_ASYNC: "0",
+    ...extra,
   });
 }
 
@@ -39,7 +42,8 @@ async function runHook(env: Record<string, string>, cwd: string, event: string, 
 Deno.test("status: every field after a scripted session, with the server down and back", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
-  const env = statusEnv(dir.path, fake.url);
+  // The configured account and user: status shows them while the server cannot be asked.
+  const env = statusEnv(dir.path, fake.url, { OPENVIKING_ACCOUNT: "acme", OPENVIKING_USER: "carol" });
   const hook = (event: string, name: string, extra: Record<string, unknown> = {}) =>
     runHook(env, dir.path, event, name, extra);
   const status = async () => {
@@ -48,22 +52,42 @@ Deno.test("status: every field after a scripted session, with the server down an
     return StatusSchema.parse(JSON.parse(r.stdout));
   };
   const j = new JournalBuilder();
+  /** When each turn's Stop ran: its commit is dated within. */
+  const stops: [number, number][] = [];
   const turn = async (text: string) => {
     await hook("user-prompt-submit", "UserPromptSubmit", { prompt: text });
     j.simpleTurn(text, `an answer to: ${text}`);
     await placeJournal(dir.path, SESSION, j.toString());
+    const from = Date.now();
     await hook("stop", "Stop");
+    stops.push([from, Date.now()]);
   };
+  const within = (at: number | undefined, [from, to]: [number, number]) =>
+    at !== undefined && from <= at && at <= to;
   {
     await turn("how should I indent TypeScript here?"); // commit → task completed, one memory
     fake.taskOutcome = "failed";
     await turn("and what about the tests folder?"); // commit → task failed
     fake.fault({ route: "*", drop: true }); // the server goes away
     await turn("remember that the build runs in CI only"); // queued, with its commit
+    // A write another OpenViking plugin left in the shared queue.
+    const other = {
+      type: "addMessage" as const,
+      sessionId: "cc-other",
+      payload: { role: "user", content: "hi" },
+    };
+    assertEquals(await enqueueShared(`${dir.path}/.openviking/pending`, [other]), 1);
 
     const down = await status();
     assertEquals([down.connection.reachable, down.connection.authenticated], [false, null]);
     assertMatch(down.connection.problem!.fix, /start the server|install --url/);
+    // Not asked: what the config says; the server's version unknown; the peer from the directory alone.
+    assertEquals([down.connection.account, down.connection.user, down.connection.serverVersion], [
+      "acme",
+      "carol",
+      undefined,
+    ]);
+    assertEquals(down.connection.peer, { id: dir.path.replace(/[^A-Za-z0-9]/g, "-"), source: "cwd" });
     assertTrue(down.notAsked.includes("whether the key is accepted"));
     assertTrue(down.notAsked.some((x) => x.includes(SESSION)), "says it could not ask for the tasks");
     const d = down.sessions.find((s) => s.kimiSessionId === SESSION)!;
@@ -78,18 +102,31 @@ Deno.test("status: every field after a scripted session, with the server down an
     ]);
     assertEquals(d.queue, { entries: 2, messages: 2, commits: 1 });
     assertEquals(d.lastError?.kind, "unreachable");
+    assertTrue(within(d.lastError?.at, stops[2]), "the error of the third turn's capture");
+    assertMatch(d.lastError!.message, new RegExp(`^OpenViking at ${fake.url} is not reachable`));
+    assertMatch(d.lastError!.fix, /writes wait in the queue/);
+    assertEquals(d.commits.map((c, i) => within(c.at, stops[i])), [true, true, true], "each commit's time");
     assertEquals([down.queue.entries, down.queue.messages, down.queue.commits, down.queue.sessions], [
       2,
       2,
       1,
       1,
     ]);
+    assertTrue(within(down.queue.oldest, stops[2]), "the oldest queued write is the third turn's");
+    assertEquals(down.queue.shared, 1);
+    assertMatch(down.queue.nextReplay, /next Kimi session start.*`openviking-kimi replay`/);
 
     fake.clearFaults(); // back
     fake.taskOutcome = "completed";
     const up = await status();
     assertEquals([up.connection.reachable, up.connection.authenticated], [true, true]);
     assertEquals(up.notAsked, []);
+    // Asked: the server's version, and the user its key belongs to (the fake's is "default").
+    assertEquals([up.connection.account, up.connection.user, up.connection.serverVersion], [
+      "acme",
+      "default",
+      "0.5.2-fake",
+    ]);
     const u = up.sessions.find((s) => s.kimiSessionId === SESSION)!;
     assertEquals(u.commits.map((c) => [c.outcome, c.task?.status, c.task?.memories.length]), [
       ["committed", "completed", 1],
@@ -105,7 +142,7 @@ Deno.test("status: every field after a scripted session, with the server down an
     const replayed = s.commits.filter((c) => c.taskId);
     assertEquals(replayed.at(-1)?.task?.status, "completed");
     assertEquals(replayed.at(-1)?.task?.memories, [fake.memoryAdds[0].uri]);
-    assertEquals(after.queue.entries, 0);
+    assertEquals([after.queue.entries, after.queue.shared, after.queue.oldest], [0, 0, undefined]);
     const text = await runCli(["status"], { env, clearEnv: true, cwd: dir.path });
     for (const line of text.stdout.split("\n")) {
       assertTrue([...line].length <= STATUS_COLUMNS, `wider than ${STATUS_COLUMNS}: ${line}`);
@@ -116,6 +153,20 @@ Deno.test("status: every field after a scripted session, with the server down an
       (await readState(`${dir.path}/.openviking/hook-state/kimicode/${SESSION}.json`)).capturedKeys.length,
       6,
     );
+
+    // Commits whose tasks OpenViking has not finished: their state as it is, no memories yet.
+    fake.taskOutcome = "running";
+    await turn("is the cache shared between jobs?");
+    fake.taskOutcome = "pending";
+    await turn("and between branches?");
+    const busy = (await status()).sessions.find((x) => x.kimiSessionId === SESSION)!;
+    assertEquals(busy.commits.slice(-2).map((c) => [c.outcome, c.task]), [
+      ["committed", { status: "running", memories: [] }],
+      ["committed", { status: "pending", memories: [] }],
+    ]);
+    assertEquals(busy.commits.slice(-2).map((c, i) => within(c.at, stops[3 + i])), [true, true]);
+    const busyText = await runCli(["status"], { env, clearEnv: true, cwd: dir.path });
+    assertMatch(busyText.stdout, /\(task task-kc-\), running\n.*\(task task-kc-\), pending\n/);
   }
 });
 
@@ -174,4 +225,259 @@ Deno.test("status: turns captured from the kept prompts (no journal) are counted
   const s = StatusSchema.parse(JSON.parse(r.stdout)).sessions[0];
   assertEquals(fake.messages(`kc-${SESSION}`).map((m) => m.content), ["where does the deploy script live?"]);
   assertEquals([s.captures.runs, s.captures.turns, s.captures.sent], [1, 1, 1]);
+});
+
+/** `status --json` (with `args`) through the real entry point: exit 0, the parsed object. */
+async function statusJson(env: Record<string, string>, cwd: string, args: string[] = []) {
+  const r = await runCli(["status", "--json", ...args], { env, clearEnv: true, cwd });
+  assertEquals(r.code, 0, r.stderr);
+  return StatusSchema.parse(JSON.parse(r.stdout));
+}
+
+/** `status` as text through the real entry point: exit 0, its lines within the screen width. */
+async function statusText(env: Record<string, string>, cwd: string, args: string[] = []): Promise<string> {
+  const r = await runCli(["status", ...args], { env, clearEnv: true, cwd });
+  assertEquals(r.code, 0, r.stderr);
+  for (const line of r.stdout.split("\n")) {
+    assertTrue([...line].length <= STATUS_COLUMNS, `wider than ${STATUS_COLUMNS}: ${line}`);
+  }
+  return r.stdout;
+}
+
+/** The replay entries of the replay ledger (every replay that sent something records one). */
+async function replayLedger(home: string): Promise<ReplayEntry[]> {
+  const entries = await readLedger(`${home}/.openviking/ledger/kimicode`, REPLAY_FILE);
+  return entries.filter((e): e is ReplayEntry => e.kind === "replay");
+}
+
+/** One turn of the session: its prompt, the journal with it, then Stop (capture and commit). */
+function sessionTurns(env: Record<string, string>, home: string) {
+  const j = new JournalBuilder();
+  return async (text: string) => {
+    await runHook(env, home, "user-prompt-submit", "UserPromptSubmit", { prompt: text });
+    j.simpleTurn(text, `an answer to: ${text}`);
+    await placeJournal(home, SESSION, j.toString());
+    await runHook(env, home, "stop", "Stop");
+  };
+}
+
+Deno.test("status after `openviking-kimi replay`: the queued commit is shown delivered by it, not waiting in an empty queue", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = statusEnv(dir.path, fake.url);
+  const turn = sessionTurns(env, dir.path);
+  fake.fault({ route: "*", drop: true }); // the server is away: the turn and its commit are queued
+  await turn("remember that the build runs in CI only");
+  fake.clearFaults();
+  assertEquals((await runCli(["replay"], { env, clearEnv: true })).code, 0);
+
+  const [taskId] = [...fake.tasks.keys()];
+  const replays = await replayLedger(dir.path);
+  assertEquals(replays.map((e) => [e.replayed, e.messages, e.commitTasks]), [
+    [2, 2, [{ sessionId: `kc-${SESSION}`, taskId }]],
+  ], "the replay is in the replay ledger");
+  const s = (await statusJson(env, dir.path)).sessions.find((x) => x.kimiSessionId === SESSION)!;
+  assertEquals(s.commits.map((c) => [c.outcome, c.waiting, c.replayedAt, c.taskId, c.task?.status]), [
+    ["queued", false, replays[0].at, taskId, "completed"],
+  ], "one commit: the queued one, delivered by the replay (no second `server` entry)");
+  const text = await statusText(env, dir.path);
+  assertMatch(text, /Queue {3}empty/);
+  assertEquals(text.includes("waits in the queue"), false, text);
+  assertMatch(text, /commit \d+ s ago: queued, delivered by a replay \d+ s ago \(task task-kc-/);
+  assertMatch(text, /completed → 1 memory/);
+});
+
+Deno.test("status after a capture replayed its session's backlog: the queued commit is delivered, the new one committed", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = statusEnv(dir.path, fake.url);
+  const turn = sessionTurns(env, dir.path);
+  fake.fault({ route: "*", drop: true });
+  await turn("remember that the build runs in CI only"); // queued, with its commit
+  fake.clearFaults();
+  await turn("and the release is cut on Fridays"); // replays the backlog first, then sends and commits
+
+  const [first, second] = [...fake.tasks.keys()];
+  const replays = await replayLedger(dir.path);
+  assertEquals(replays.map((e) => e.commitTasks), [[{ sessionId: `kc-${SESSION}`, taskId: first }]]);
+  const s = (await statusJson(env, dir.path)).sessions.find((x) => x.kimiSessionId === SESSION)!;
+  assertEquals(s.commits.map((c) => [c.outcome, c.waiting, c.replayedAt !== undefined, c.taskId]), [
+    ["queued", false, true, first],
+    ["committed", undefined, false, second],
+  ]);
+  assertEquals(s.queue.entries, 0);
+  const text = await statusText(env, dir.path);
+  assertEquals(text.includes("waits in the queue"), false, text);
+  assertMatch(text, /queued, delivered by a replay/);
+});
+
+Deno.test("status after an interrupt whose commit went out through its detached replay", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  // Detached writes on (the default), so an interrupt that had to queue starts `openviking-kimi replay`.
+  const env = sandboxEnv(dir.path, fake.url, {
+    OPENVIKING_TIMEOUT_MS: "5000",
+    OPENVIKING_CAPTURE_WAIT_MS: "0",
+  });
+  await placeJournal(
+    dir.path,
+    SESSION,
+    new JournalBuilder().simpleTurn("deploy on Fridays?", "no").toString(),
+  );
+  // The batch alone takes nearly all of Interrupt's 2 s: its commit is queued.
+  fake.fault({ route: "POST /api/v1/sessions/:id/messages/batch", delayMs: 1900, times: 1 });
+  await runHook(env, dir.path, "interrupt", "Interrupt", { turn_id: 1, reason: "cancelled" });
+  const end = Date.now() + 20_000;
+  while (!(await replayLedger(dir.path)).some((e) => e.commitTasks.length) && Date.now() < end) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const replays = await replayLedger(dir.path);
+  const [taskId] = [...fake.tasks.keys()];
+  assertEquals(replays.flatMap((e) => e.commitTasks), [{ sessionId: `kc-${SESSION}`, taskId }]);
+  const s = (await statusJson(env, dir.path)).sessions.find((x) => x.kimiSessionId === SESSION)!;
+  assertEquals(s.commits.map((c) => [c.outcome, c.waiting, c.replayedAt !== undefined, c.taskId]), [
+    ["queued", false, true, taskId],
+  ]);
+  assertEquals((await statusText(env, dir.path)).includes("waits in the queue"), false);
+});
+
+Deno.test("status: a queued commit that left the queue through a replay the ledger missed takes the session's new task", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = statusEnv(dir.path, fake.url);
+  const turn = sessionTurns(env, dir.path);
+  fake.fault({ route: "*", drop: true });
+  await turn("remember that the build runs in CI only");
+  fake.clearFaults();
+  assertEquals((await runCli(["replay"], { env, clearEnv: true })).code, 0);
+  // An older version's replay, or one whose ledger line could not be written: no record of it.
+  await Deno.remove(`${dir.path}/.openviking/ledger/kimicode/${REPLAY_FILE}.jsonl`).catch(() => {});
+  const [taskId] = [...fake.tasks.keys()];
+  const s = (await statusJson(env, dir.path)).sessions.find((x) => x.kimiSessionId === SESSION)!;
+  assertEquals(s.commits.map((c) => [c.outcome, c.waiting, c.replayedAt, c.taskId, c.task?.status]), [
+    ["queued", false, undefined, taskId, "completed"],
+  ]);
+  const text = await statusText(env, dir.path);
+  assertMatch(text, /queued, since delivered \(task task-kc-/);
+  assertEquals(text.includes("waits in the queue"), false, text);
+});
+
+Deno.test("status: commits whose tasks the server expired say so — the newest ones, each looked up by its id", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = statusEnv(dir.path, fake.url);
+  const turn = sessionTurns(env, dir.path);
+  for (const text of ["first question", "second question", "third question", "fourth question"]) {
+    await turn(`${text} about the deploy script`);
+  }
+  fake.tasks.clear(); // a day later: OpenViking keeps a finished task 24 h
+  fake.requests.length = 0;
+  const st = await statusJson(env, dir.path, ["--session", SESSION]);
+  assertEquals(st.notAsked, []);
+  assertEquals(st.sessions[0].commits.map((c) => c.task), [
+    undefined, // not shown on the screen: not looked up
+    { status: "expired", memories: [] },
+    { status: "expired", memories: [] },
+    { status: "expired", memories: [] },
+  ]);
+  const lookups = fake.requests.filter((r) => r.path.startsWith("/api/v1/tasks/")).map((r) => r.path);
+  assertEquals(lookups.sort(), [2, 3, 4].map((n) => `/api/v1/tasks/task-kc-${SESSION}-${n}`));
+  const text = await statusText(env, dir.path, ["--session", SESSION]);
+  assertEquals(text.includes("task not asked"), false, text);
+  const flat = text.replace(/\s+/g, " ");
+  assertEquals(
+    flat.match(/expired \(the server keeps finished tasks 24 h, failed ones 7 days\)/g)?.length,
+    3,
+    text,
+  );
+});
+
+Deno.test("status: a commit the task list leaves out is looked up by its id", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = statusEnv(dir.path, fake.url);
+  await sessionTurns(env, dir.path)("how should I indent TypeScript here?");
+  // A list that does not reach it (newer tasks of the session fill it): only the task's own route has it.
+  fake.fault({ route: "GET /api/v1/tasks", raw: { status: 200, body: '{"status":"ok","result":[]}' } });
+  const st = await statusJson(env, dir.path, ["--session", SESSION]);
+  assertEquals(st.notAsked, []);
+  assertEquals(st.sessions[0].commits.map((c) => [c.outcome, c.task?.status, c.task?.memories]), [
+    ["committed", "completed", [fake.memoryAdds[0].uri]],
+  ]);
+  // Its own route busy as well: status says what it could not ask.
+  fake.fault({ route: "GET /api/v1/tasks/*", status: 503 });
+  const busy = await statusJson(env, dir.path, ["--session", SESSION]);
+  assertEquals(busy.sessions[0].commits.map((c) => c.task), [undefined]);
+  assertEquals(busy.notAsked, [`the tasks of 1 commit(s) of ${SESSION}`]);
+});
+
+Deno.test("status: a session of 60 commits has every task from one list (the server's default is 50)", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = statusEnv(dir.path, fake.url);
+  const ledger = `${dir.path}/.openviking/ledger/kimicode`;
+  const limits = { maxTotalBytes: 8 * 1024 * 1024, maxAgeDays: 30 };
+  const start = Date.now() - 3600_000;
+  for (let i = 0; i < 60; i++) {
+    const taskId = `task-${String(i).padStart(2, "0")}`;
+    const at = start + i * 1000;
+    assertTrue(
+      await appendLedger(ledger, SESSION, {
+        kind: "capture",
+        at,
+        ms: 50,
+        event: "stop",
+        turns: 1,
+        sent: 2,
+        queued: 0,
+        rejected: 0,
+        commit: "committed",
+        taskId,
+      }, limits),
+    );
+    fake.tasks.set(taskId, {
+      task_id: taskId,
+      task_type: "session_commit",
+      status: i % 2 ? "completed" : "failed",
+      resource_id: `kc-${SESSION}`,
+      created_at: at / 1000,
+      updated_at: at / 1000,
+      result: null,
+      error: i % 2 ? null : "no JSON",
+    });
+  }
+  const st = await statusJson(env, dir.path, ["--session", SESSION]);
+  const commits = st.sessions[0].commits;
+  assertEquals(commits.length, 60);
+  assertEquals(commits.map((c) => c.task?.status), commits.map((_, i) => i % 2 ? "completed" : "failed"));
+  assertEquals(fake.requestsTo("GET /api/v1/tasks").map((r) => r.query.limit), ["200"]);
+});
+
+Deno.test("status --session with an id nothing is known of: says so and points to --all, exit 1", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = statusEnv(dir.path, fake.url);
+  await sessionTurns(env, dir.path)("how should I indent TypeScript here?"); // a session that does exist
+  for (const args of [["--session", "nosuch-session"], ["--session", "nosuch-session", "--json"]]) {
+    const r = await runCli(["status", ...args], { env, clearEnv: true, cwd: dir.path });
+    assertEquals([r.code, r.stdout], [1, ""], r.stdout);
+    assertMatch(r.stderr, /no ledger or state .*nosuch-session/);
+    assertMatch(r.stderr, /openviking-kimi status --all/);
+  }
+  assertEquals((await statusJson(env, dir.path, ["--session", SESSION])).sessions.length, 1);
+  // A session with state but nothing in the ledger (a start with an empty queue) is known: shown, no age.
+  const other = "session_5747a705-0000-4000-8000-0000000000ff";
+  const start = await runCli(["hook", "session-start"], {
+    env,
+    clearEnv: true,
+    stdin: JSON.stringify({
+      hook_event_name: "SessionStart",
+      session_id: other,
+      cwd: dir.path,
+      source: "startup",
+    }),
+  });
+  assertEquals(start.code, 0);
+  const text = await statusText(env, dir.path, ["--session", other]);
+  assertMatch(text, new RegExp(`${other} — no hook run in the ledger`));
 });

@@ -332,7 +332,10 @@ export class FakeOpenViking {
     memory_type: "preferences",
     after: "- The user prefers tabs over spaces",
   }];
-  /** Commit tasks by id. */
+  /**
+   * Commit tasks by id. Deleting one is the real server expiring it (a finished task after 24 h, a failed one
+   * after 7 days): `GET /api/v1/tasks/{id}` then answers 404 "Task not found or expired".
+   */
   readonly tasks = new Map<string, FakeTask>();
   /** File contents for /content/read. */
   files = new Map<string, string>([
@@ -587,8 +590,14 @@ export class FakeOpenViking {
       return content;
     }
     if (method === "GET" && p === "/api/v1/tasks") {
+      // Like the real list (openviking/server/routers/tasks.py): newest first, `limit` 50 unless given, 1–200.
       const rid = q.get("resource_id");
-      return [...this.tasks.values()].filter((t) => !rid || t.resource_id === rid);
+      const limit = Number(q.get("limit") ?? 50);
+      if (!Number.isInteger(limit) || limit < 1 || limit > 200) {
+        throw new HttpError(422, "INVALID_ARGUMENT", "limit must be an integer from 1 to 200");
+      }
+      return [...this.tasks.values()].filter((t) => !rid || t.resource_id === rid)
+        .sort((a, b) => b.created_at - a.created_at || (a.task_id < b.task_id ? 1 : -1)).slice(0, limit);
     }
     const task = /^\/api\/v1\/tasks\/([^/]+)$/.exec(p);
     if (task && method === "GET") {
