@@ -169,3 +169,18 @@ Deno.test("failure text: a 401 quoting the key and a URL's password leaves neith
     for (const f of files) assertTrue(!f.text.includes(secret), `${secret} written to ${f.path}`);
   }
 });
+
+Deno.test("failure text: doctor's captures check names where a redirect points, as its server check does", async () => {
+  await using s = await sandbox();
+  await s.journal(1);
+  s.fake.fault({ route: "*", raw: { status: 301, headers: { location: "https://ov.example.com/" } } });
+  await s.stop();
+  const doctor = await s.run(["doctor"]);
+  assertMatch(checkBlock(doctor.stdout, "server"), /install --url https:\/\/ov\.example\.com`/);
+  const captures = checkBlock(doctor.stdout, "captures");
+  assertMatch(captures, /redirects to https:\/\/ov\.example\.com\/ \(HTTP 301\)/);
+  assertMatch(
+    captures,
+    /fix: save the address it redirects to: `openviking-kimi install --url https:\/\/ov\.example\.com`/,
+  );
+});
