@@ -6,7 +6,8 @@
  * writes). Without a journal the prompts the prompt hook kept are sent instead (capture-fallback.ts).
  */
 
-import type { FailureKind, OpenVikingClient } from "../runtime/http.ts";
+import { type Cause, causeOf } from "../runtime/advice.ts";
+import type { OpenVikingClient } from "../runtime/http.ts";
 import { kimiHome } from "../runtime/paths.ts";
 import { hasUnsent, SessionQueue } from "../runtime/pending.ts";
 import { replayOptions, replayQueue, type ReplayReport } from "../runtime/replay.ts";
@@ -52,7 +53,7 @@ interface CaptureReport {
   commit: string;
   taskId?: string;
   /** Why messages were queued, or why the capture stopped ("local": our own state or queue could not be written). */
-  cause?: { kind: FailureKind | "local"; status: number; message: string };
+  cause?: Cause;
   /** Messages of an unrecorded earlier request found queued or on the server (not sent again). */
   settledElsewhere: number;
   /** Loop events whose turn id matched no prompt: bound to the open turn, or (no open turn) not bound. */
@@ -181,9 +182,7 @@ function noteSent(report: CaptureReport, sent: SendReport): void {
   report.queued += sent.queued;
   report.rejected += sent.rejected;
   report.acked += sent.acked;
-  if (sent.cause && !report.cause) {
-    report.cause = { kind: sent.cause.kind, status: sent.cause.status, message: sent.cause.error.message };
-  }
+  if (sent.cause && !report.cause) report.cause = causeOf(sent.cause);
   if (sent.rejections.length && !report.cause) {
     const r = sent.rejections[0];
     report.cause = { kind: "rejected", status: r.status, message: r.message };

@@ -9,13 +9,14 @@ import { credentialFilePaths, loadConfig } from "../runtime/config.ts";
 import { createLogger, type Logger } from "../runtime/log.ts";
 import { type Env, processEnv } from "../runtime/paths.ts";
 import { peerOptions, resolvePeer } from "../runtime/peer.ts";
+import { withoutUserinfo } from "../runtime/scrub.ts";
 import { CredentialWatcher, type ProxySettings, proxySettings } from "./credentials.ts";
 import { lineSink, readLines } from "./lines.ts";
 import { BYTE_LIMITS, type ByteLimits, PROXY_LIMITS, type ProxyLimits } from "./limits.ts";
 import { Proxy } from "./proxy.ts";
 import { Session } from "./session.ts";
 import { readToolCache, toolCachePath, writeToolCache } from "./tool-cache.ts";
-import { displayUrl, Upstream } from "./upstream.ts";
+import { Upstream } from "./upstream.ts";
 
 /** How long running requests may finish after stdin closed. */
 const EOF_GRACE_MS = 5_000;
@@ -130,7 +131,7 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
   });
   const running = await startProxy(io, first, log, load);
   log.stage("start", {
-    url: displayUrl(first.settings.target.mcpUrl),
+    url: withoutUserinfo(first.settings.target.mcpUrl),
     credentialSource: first.settings.context.credentialSource,
     apiKeySource: first.settings.context.apiKeySource,
     peer: first.settings.target.peerId || undefined,

@@ -3,9 +3,9 @@
  * involved came from, and what to do. API keys never appear (every text is scrubbed). Pure.
  */
 
-import { scrub } from "../runtime/log.ts";
+import { scrub, withoutUserinfo } from "../runtime/scrub.ts";
 import { ErrorCode, errorResponse, type JsonRpcErrorResponse, type JsonRpcId } from "./jsonrpc.ts";
-import { displayUrl, type Failure } from "./upstream.ts";
+import type { Failure } from "./upstream.ts";
 
 /** What an error message may say about the configuration (never the key itself). */
 export interface ErrorContext {
@@ -93,7 +93,7 @@ export function authError(
       status,
       credentialSource: ctx.apiKeySource,
       credentialPath: credentialPath(ctx),
-      url: displayUrl(ctx.mcpUrl),
+      url: withoutUserinfo(ctx.mcpUrl),
       serverMessage,
     }),
     ctx,
@@ -226,7 +226,7 @@ export function failureError(
   failure: Failure,
   ctx: ErrorContext,
 ): JsonRpcErrorResponse {
-  const url = displayUrl(ctx.mcpUrl);
+  const url = withoutUserinfo(ctx.mcpUrl);
   switch (failure.kind) {
     case "auth":
       return authError(id, failure.status, failure.serverMessage, ctx);

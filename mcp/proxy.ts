@@ -10,6 +10,7 @@
 
 import type { Logger } from "../runtime/log.ts";
 import { isRecord } from "../runtime/parsed.ts";
+import { withoutUserinfo } from "../runtime/scrub.ts";
 import { BUILTIN_TOOLS, type ToolDefinition } from "./catalog.ts";
 import { failureError } from "./errors.ts";
 import {
@@ -32,7 +33,7 @@ import {
   TOOLS_CHANGED,
 } from "./offline.ts";
 import type { Session } from "./session.ts";
-import { displayUrl, type Exchange, type Failure } from "./upstream.ts";
+import type { Exchange, Failure } from "./upstream.ts";
 import { exchangeTiming, PROXY_LIMITS, type ProxyLimits, type Timing } from "./limits.ts";
 import { LineWriter } from "./lines.ts";
 import { validTools } from "./tool-cache.ts";
@@ -199,7 +200,7 @@ export class Proxy {
       if (exchange.ok) return collect ? response : undefined;
       if (exchange.failure.kind === "aborted") return undefined;
       const params = isRecord(request.params) ? request.params : {};
-      const url = displayUrl(this.options.session.settings.target.mcpUrl);
+      const url = withoutUserinfo(this.options.session.settings.target.mcpUrl);
       this.options.session.answeredOffline(offlineProtocolVersion(params.protocolVersion));
       this.options.log.stage("offline-initialize", { failure: describe(exchange.failure) });
       return offlineInitializeResult(

@@ -7,17 +7,12 @@
 
 import type { Logger } from "../runtime/log.ts";
 import { isRecord } from "../runtime/parsed.ts";
+import { withoutUserinfo } from "../runtime/scrub.ts";
 import type { ProxySettings } from "./credentials.ts";
 import type { Classified, JsonRpcId, JsonRpcMessage, JsonRpcRequest } from "./jsonrpc.ts";
 import type { MessageSink } from "./reply.ts";
 import { type Timing, uniformTiming } from "./limits.ts";
-import {
-  DEFAULT_PROTOCOL_VERSION,
-  displayUrl,
-  type Exchange,
-  type Failure,
-  type Upstream,
-} from "./upstream.ts";
+import { DEFAULT_PROTOCOL_VERSION, type Exchange, type Failure, type Upstream } from "./upstream.ts";
 
 /** Reloads the settings when the credential files changed (`undefined` when they did not). */
 export interface CredentialReloader {
@@ -221,7 +216,7 @@ export class Session {
       this.options.upstream.target = next.target;
       this.generation++;
       if (this.clientInit) this.ready = false;
-      this.options.log.stage("credentials-reloaded", { url: displayUrl(next.target.mcpUrl) });
+      this.options.log.stage("credentials-reloaded", { url: withoutUserinfo(next.target.mcpUrl) });
       return true;
     })().finally(() => {
       this.reloading = undefined;

@@ -8,7 +8,8 @@
 
 import { buildHeaders, type Identity } from "../runtime/http.ts";
 import { readPrefix } from "../runtime/body.ts";
-import { asRecord } from "../runtime/parsed.ts";
+import { serverMessageOf } from "../runtime/reply.ts";
+import { withoutUserinfo } from "../runtime/scrub.ts";
 import { BYTE_LIMITS, type ByteLimits, ERROR_BODY_BYTES, type Timing } from "./limits.ts";
 import type { JsonRpcId, JsonRpcMessage } from "./jsonrpc.ts";
 import { isEventStream, type MessageSink, readReply, type ReplyOutcome } from "./reply.ts";
@@ -72,43 +73,12 @@ const MAX_REDIRECTS = 5;
 const DEFAULT_RETRY_MS = 500;
 const MAX_RETRY_MS = 5_000;
 const MAX_IDLE_RESUMES = 3;
-const MESSAGE_CHARS = 300;
 
-/** A URL with any `user:password@` removed, for messages and logs. */
-export function displayUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    u.username = "";
-    u.password = "";
-    return u.toString();
-  } catch {
-    return url.replace(/\/\/[^/@\s]*@/, "//");
-  }
-}
-
-/** The short cause of a fetch error, without Deno's "error sending request for url (…)" prefix. */
+/** The short cause of a fetch error, without Deno's "error sending request for url (…)" prefix or userinfo. */
 export function networkCause(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
   const stripped = message.replace(/^error sending request for url \([^)]*\):\s*/i, "");
-  return stripped.replace(/\/\/[^/@\s]*@/g, "//") || "unknown network error";
-}
-
-/** The server's own words from an error body (JSON-RPC error, OpenViking envelope, or plain text). */
-export function serverMessageOf(text: string): string {
-  const trimmed = text.trim();
-  if (!trimmed) return "";
-  try {
-    const body = asRecord(JSON.parse(trimmed));
-    const error = body.error;
-    const message = asRecord(error).message;
-    if (typeof message === "string") return message.slice(0, MESSAGE_CHARS);
-    if (typeof error === "string") return error.slice(0, MESSAGE_CHARS);
-    if (typeof body.detail === "string") return body.detail.slice(0, MESSAGE_CHARS);
-    if (typeof body.message === "string") return body.message.slice(0, MESSAGE_CHARS);
-  } catch {
-    // plain text
-  }
-  return trimmed.slice(0, MESSAGE_CHARS);
+  return withoutUserinfo(stripped) || "unknown network error";
 }
 
 /** Waits `ms`; false when `signal` aborted first. */
@@ -198,7 +168,11 @@ export class Upstream {
         const next = new URL(location, url);
         if (next.origin !== origin) {
           return {
-            failure: { kind: "redirect", status: response.status, location: displayUrl(next.toString()) },
+            failure: {
+              kind: "redirect",
+              status: response.status,
+              location: withoutUserinfo(next.toString()),
+            },
           };
         }
         if (hop >= MAX_REDIRECTS) {

@@ -3,7 +3,7 @@
  * replay and status. Pure.
  */
 
-import type { OvFailure } from "./reply.ts";
+import type { FailureKind, OvFailure } from "./reply.ts";
 
 /** A failure told to a person: what happened and the fix. */
 export interface Advice {
@@ -12,17 +12,42 @@ export interface Advice {
 }
 
 /**
- * The advice for a recorded cause — a failure kind, or "local" (our own state or queue could not be
- * written) — as capture states and the ledger keep it.
+ * A failure as capture states and the ledger record it: its kind — or "local", our own state or queue could not
+ * be written — its status and words, and for a redirect where it points.
  */
-export function adviceForCause(
-  cause: { kind: OvFailure["kind"] | "local"; status: number; message: string },
-  baseUrl: string,
-): Advice {
+export interface Cause {
+  kind: FailureKind | "local";
+  status: number;
+  message: string;
+  location?: string;
+}
+
+/** The cause to record for failure `f`: the one mapping, so a redirect's target is never lost on the way. */
+export function causeOf(f: OvFailure): Cause {
+  return {
+    kind: f.kind,
+    status: f.status,
+    message: f.error.message,
+    ...(f.location ? { location: f.location } : {}),
+  };
+}
+
+/** The advice for a recorded cause, as capture states and the ledger keep it. */
+export function adviceForCause(cause: Cause, baseUrl: string): Advice {
   if (cause.kind === "local") {
     return { summary: cause.message, fix: "free disk space or fix the permissions of ~/.openviking" };
   }
-  return adviceFor({ kind: cause.kind, status: cause.status, error: { message: cause.message } }, baseUrl);
+  const { kind, status, location } = cause;
+  return adviceFor({ kind, status, location, error: { message: cause.message } }, baseUrl);
+}
+
+/** The origin of `url`, or undefined when it is not a URL (a recorded cause may come from an edited file). */
+function originOf(url: string | undefined): string | undefined {
+  try {
+    return url ? new URL(url).origin : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The advice for a failure seen while talking to `baseUrl`. */
@@ -31,16 +56,16 @@ export function adviceFor(
   baseUrl: string,
 ): Advice {
   switch (f.kind) {
-    case "redirect":
+    case "redirect": {
+      const target = originOf(f.location);
       return {
         summary: `${baseUrl} redirects${f.location ? ` to ${f.location}` : ""} (HTTP ${f.status}); ` +
           "requests are not sent on, so the key never leaves for another address",
-        fix: f.location
-          ? `save the address it redirects to: \`openviking-kimi install --url ${
-            new URL(f.location).origin
-          }\``
+        fix: target
+          ? `save the address it redirects to: \`openviking-kimi install --url ${target}\``
           : "save the server's real address with `openviking-kimi install --url URL`",
       };
+    }
     case "not-openviking":
       return {
         summary: `${baseUrl} is not an OpenViking server: ${f.error.message}`,

@@ -9,7 +9,7 @@
 import { settled } from "./fs.ts";
 import { resolveSettings, type Settings, type SettingSources } from "./knobs.ts";
 import { asRecord, type JsonRecord } from "./parsed.ts";
-import { withoutUserinfo } from "./reply.ts";
+import { withoutUserinfo } from "./scrub.ts";
 import {
   absoluteOverride,
   type Env,

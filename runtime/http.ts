@@ -2,7 +2,8 @@
  * The one OpenViking HTTP client: auth and identity headers, a per-request timeout inside a caller's time
  * budget (covering the body too), a bound on every reply body, the classification of replies (`reply.ts`),
  * and the check of every result against the route's schema: a caller gets the parsed value or a failure,
- * never an unchecked cast. It never logs and never puts a credential into an error message.
+ * never an unchecked cast. It never logs, and every failure it returns has passed `cleanFailure`: no control,
+ * escape sequence or markup, no key, token or URL userinfo in its words, whatever the server said.
  */
 
 import * as z from "zod/mini";
@@ -10,11 +11,12 @@ import { readBody } from "./body.ts";
 import {
   checkResult,
   classifyReply,
+  cleanFailure,
   failure,
   type OvFailure,
   type OvResponse,
-  withoutUserinfo,
 } from "./reply.ts";
+import { withoutUserinfo } from "./scrub.ts";
 
 /** A deadline shared by every request of one hook run. */
 export class Budget {
@@ -196,6 +198,37 @@ async function exchange(
 export function createClient(options: ClientOptions): OpenVikingClient {
   const doFetch = options.fetch ?? fetch;
   const base = options.baseUrl.replace(/\/+$/, "");
+  const secrets = options.apiKey ? [options.apiKey] : [];
+  /** One request, its failure as it came (`request` cleans it). */
+  const send = async <S extends z.ZodMiniType>(
+    method: string,
+    path: string,
+    schema: S,
+    req: RequestOptions,
+  ): Promise<OvResponse<z.output<S>>> => {
+    const timeout = requestTimeout(options, req);
+    if (typeof timeout !== "number") return timeout;
+    const url = new URL(base + path);
+    for (const [k, v] of Object.entries(req.query ?? {})) {
+      if (v !== undefined) url.searchParams.set(k, String(v));
+    }
+    const hasBody = req.body !== undefined;
+    const got = await exchange(doFetch, url, {
+      method,
+      headers: buildHeaders(options, req.peerId, hasBody),
+      body: hasBody ? JSON.stringify(req.body) : undefined,
+    }, { timeout, maxBytes: req.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES });
+    if ("ok" in got) return got;
+    const origin = withoutUserinfo(url.origin);
+    const reply = classifyReply({
+      status: got.response.status,
+      location: got.response.headers.get("location"),
+      contentType: got.response.headers.get("content-type"),
+      text: new TextDecoder().decode(got.bytes),
+      origin,
+    });
+    return reply.ok ? checkResult(reply, schema, `${origin} ${method} ${path}`) : reply;
+  };
   return {
     options,
     async request<S extends z.ZodMiniType>(
@@ -204,28 +237,8 @@ export function createClient(options: ClientOptions): OpenVikingClient {
       schema: S,
       req: RequestOptions = {},
     ): Promise<OvResponse<z.output<S>>> {
-      const timeout = requestTimeout(options, req);
-      if (typeof timeout !== "number") return timeout;
-      const url = new URL(base + path);
-      for (const [k, v] of Object.entries(req.query ?? {})) {
-        if (v !== undefined) url.searchParams.set(k, String(v));
-      }
-      const hasBody = req.body !== undefined;
-      const got = await exchange(doFetch, url, {
-        method,
-        headers: buildHeaders(options, req.peerId, hasBody),
-        body: hasBody ? JSON.stringify(req.body) : undefined,
-      }, { timeout, maxBytes: req.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES });
-      if ("ok" in got) return got;
-      const origin = withoutUserinfo(url.origin);
-      const reply = classifyReply({
-        status: got.response.status,
-        location: got.response.headers.get("location"),
-        contentType: got.response.headers.get("content-type"),
-        text: new TextDecoder().decode(got.bytes),
-        origin,
-      });
-      return reply.ok ? checkResult(reply, schema, `${origin} ${method} ${path}`) : reply;
+      const r = await send(method, path, schema, req);
+      return r.ok ? r : cleanFailure(r, secrets);
     },
   };
 }

@@ -6,12 +6,15 @@
  */
 
 import type * as z from "zod/mini";
+import { neutralize } from "./neutralize.ts";
 import { isRecord, type JsonRecord as Obj } from "./parsed.ts";
+import { scrubText, withoutUserinfo } from "./scrub.ts";
 
 /** An error as the server (or the transport) reported it. */
 export interface OvError {
   code?: string;
   message: string;
+  /** The rest of what the server said: read by the classification only (the client drops it). */
   details?: unknown;
 }
 
@@ -97,17 +100,20 @@ export function failure(kind: FailureKind, status: number, error: OvError, locat
   };
 }
 
-/** A URL with any `user:password@` removed (for messages and logs). */
-export function withoutUserinfo(url: string): string {
-  try {
-    const u = new URL(url);
-    if (!u.username && !u.password) return url;
-    u.username = "";
-    u.password = "";
-    return u.toString();
-  } catch {
-    return url.replace(/\/\/[^/@\s]*@/g, "//");
-  }
+/**
+ * `f` as the client hands it out: its words (the message and code) and the place a redirect pointed to with no
+ * control, escape sequence or markup (neutralize.ts) and no secret — the given `secrets`, bearer tokens, URL
+ * userinfo (scrub.ts); `details`, which only the classification reads, dropped. Every failure of a request
+ * passes here, so doctor, replay, status, the state, the ledger and the log all get the same clean words.
+ */
+export function cleanFailure(f: OvFailure, secrets: readonly string[]): OvFailure {
+  const clean = (text: string) => scrubText(neutralize(text), secrets);
+  const { code, message } = f.error;
+  return {
+    ...f,
+    error: { ...(code === undefined ? {} : { code: clean(code) }), message: clean(message) },
+    ...(f.location ? { location: clean(f.location) } : {}),
+  };
 }
 
 /** OpenViking's envelope: a JSON object whose `status` is "ok" or "error". */
@@ -122,18 +128,40 @@ export function envelopeOf(text: string): Obj | undefined {
   return isRecord(body) && (body.status === "ok" || body.status === "error") ? body : undefined;
 }
 
-function errorOf(body: Obj, status: number): OvError {
+/** Longest server message kept. */
+const MESSAGE_CHARS = 300;
+
+/** The server's own words in a parsed error body: `error.message`, `error` as text, `detail` or `message`. */
+function wordsOf(body: unknown): string | undefined {
+  if (!isRecord(body)) return undefined;
   const e = body.error;
-  if (isRecord(e)) {
-    return {
-      code: typeof e.code === "string" ? e.code : undefined,
-      message: typeof e.message === "string" ? e.message : `HTTP ${status}`,
-      details: e.details,
-    };
+  const words = [isRecord(e) ? e.message : e, body.detail, body.message].find((w) => typeof w === "string");
+  return words === undefined ? undefined : String(words).slice(0, MESSAGE_CHARS);
+}
+
+/**
+ * The server's own words in the text of an error body — a JSON-RPC error, OpenViking's envelope, FastAPI's
+ * `detail`, or plain text — at most 300 characters ("" for an empty body).
+ */
+export function serverMessageOf(text: string): string {
+  const trimmed = text.trim();
+  if (!trimmed) return "";
+  let body: unknown;
+  try {
+    body = JSON.parse(trimmed);
+  } catch {
+    // plain text
   }
-  if (typeof e === "string") return { message: e };
-  if (typeof body.detail === "string") return { message: body.detail };
-  return { message: `HTTP ${status}` };
+  return wordsOf(body) ?? trimmed.slice(0, MESSAGE_CHARS);
+}
+
+function errorOf(body: Obj, status: number): OvError {
+  const e = isRecord(body.error) ? body.error : {};
+  return {
+    code: typeof e.code === "string" ? e.code : undefined,
+    message: wordsOf(body) ?? `HTTP ${status}`,
+    details: e.details,
+  };
 }
 
 /** Whether a 404 envelope names a missing resource (a session, a file) rather than a missing route. */
@@ -172,14 +200,29 @@ export function checkResult<S extends z.ZodMiniType>(
   });
 }
 
+/** Where a redirect points, absolute and without userinfo; "" when that is not a URL, undefined when unsaid. */
+function redirectTarget(raw: RawReply): string | undefined {
+  if (!raw.location) return undefined;
+  try {
+    return withoutUserinfo(new URL(raw.location, raw.origin).toString());
+  } catch {
+    return "";
+  }
+}
+
 /** Classifies one HTTP answer (pure); a success carries the envelope's `result` as it came. */
 export function classifyReply(raw: RawReply): OvResponse<unknown> {
   const { status } = raw;
   if (status >= 300 && status < 400) {
-    const location = raw.location ? withoutUserinfo(new URL(raw.location, raw.origin).toString()) : "";
+    const location = redirectTarget(raw);
+    const to = location === undefined
+      ? ""
+      : location
+      ? ` to ${location}`
+      : " to an address that is not a URL";
     return failure("redirect", status, {
       code: "REDIRECT",
-      message: `${raw.origin} redirects (HTTP ${status})${location ? ` to ${location}` : ""}`,
+      message: `${raw.origin} redirects (HTTP ${status})${to}`,
     }, location || undefined);
   }
   const body = envelopeOf(raw.text);

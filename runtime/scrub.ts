@@ -4,13 +4,22 @@
  * replay and the MCP error texts. Pure.
  */
 
+/**
+ * The `user:password@` of an address: after `//`, up to the last `@` before the path, query or fragment (a
+ * password may hold an `@` of its own).
+ */
+const USERINFO = /\/\/[^/?#\s"'<>]*@/g;
+
+/** A URL — or any text naming URLs — with every `user:password@` removed (for messages and logs). */
+export function withoutUserinfo(text: string): string {
+  return text.replace(USERINFO, "//");
+}
+
 /** Text with every secret masked: the given ones, bearer tokens and URL userinfo. */
-function scrubText(text: string, secrets: readonly string[] = []): string {
+export function scrubText(text: string, secrets: readonly string[] = []): string {
   let s = text;
   for (const secret of secrets) if (secret && secret.length >= 4) s = s.split(secret).join("***");
-  return s
-    .replace(/\b(Bearer)\s+[^\s"',;]+/gi, "$1 ***")
-    .replace(/(\b[a-z][a-z0-9+.-]{0,30}:\/\/)[^/@\s"'<>]+@/gi, "$1");
+  return withoutUserinfo(s.replace(/\b(Bearer)\s+[^\s"',;]+/gi, "$1 ***"));
 }
 
 const SECRET_KEY =

@@ -70,9 +70,17 @@ export const SessionStateSchema = z.object({
       sent: z.number(),
       queued: z.number(),
       rejected: z.number(),
-      /** Why messages were queued or refused (a failure kind, or "local": our own state or queue), and its words. */
+      /**
+       * Why messages were queued or refused (a failure kind, or "local": our own state or queue), its words and
+       * where a redirect pointed (advice.ts `Cause`).
+       */
       cause: z.optional(
-        z.object({ kind: z.enum([...FAILURE_KINDS, "local"]), status: z.number(), message: z.string() }),
+        z.object({
+          kind: z.enum([...FAILURE_KINDS, "local"]),
+          status: z.number(),
+          message: z.string(),
+          location: z.optional(z.string()),
+        }),
       ),
       commit: z.optional(z.string()),
       taskId: z.optional(z.string()),

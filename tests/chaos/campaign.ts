@@ -4,7 +4,8 @@
  * processes run against it — Stop, two Stops at once, Stop from a subagent mid-turn, PreCompact,
  * SessionStart, Interrupt, SessionEnd, prompt hooks, direct capture workers and `replay` — under random
  * server faults (5xx, 429, 408, dropped connections, replies lost after the write was stored, timeouts, replies
- * that are not OpenViking's — HTML pages, empty or foreign 200s and 404s, redirects — and an expiring key) and
+ * that are not OpenViking's — HTML pages, empty or foreign 200s and 404s, redirects — and an expiring key;
+ * every kind in at least one of any 11 consecutive seeds, see `faultPlan`) and
  * random kill -9 of hook processes and of their detached workers. Then the server heals, the journal is
  * finished, every process ends, abandoned claims age past their window, and a final replay + capture run.
  * The audit (audit.ts) decides what that left behind.
@@ -46,9 +47,11 @@ const NOT_OPENVIKING: NonNullable<Fault["raw"]>[] = [
   { status: 502, headers: { "content-type": "text/html" }, body: "<html>Bad Gateway</html>" },
 ];
 
-/** A random server fault. */
-function randomFault(rng: Rng): Fault {
-  const kind = rng.int(0, 10);
+/** How many kinds of server fault a schedule draws from (`drawFault`). */
+export const FAULT_KINDS = 11;
+
+/** A server fault of `kind` (0 … FAULT_KINDS - 1), its details drawn from `rng`. */
+function drawFault(rng: Rng, kind: number): Fault {
   const times = rng.int(1, 3);
   switch (kind) {
     case 0:
@@ -81,6 +84,30 @@ function randomFault(rng: Rng): Fault {
   }
 }
 
+/** A fault of a schedule's plan, with its kind. */
+export interface PlannedFault {
+  kind: number;
+  fault: Fault;
+}
+
+/**
+ * The server faults of each of `stages` stages of the schedule of `seed`, drawn from `rng`: a stage has one
+ * or two faults of random kinds with probability 0.6, and one stage (drawn) also has a fault of kind
+ * `seed mod FAULT_KINDS` — so any FAULT_KINDS consecutive seeds (a default run's 12 schedules) draw every
+ * kind at least once, and a seed still gives the same plan on every run.
+ */
+export function faultPlan(rng: Rng, seed: number, stages: number): PlannedFault[][] {
+  const forced = ((seed % FAULT_KINDS) + FAULT_KINDS) % FAULT_KINDS;
+  const forcedStage = rng.int(0, stages - 1);
+  const planned = (kind: number): PlannedFault => ({ kind, fault: drawFault(rng, kind) });
+  return Array.from({ length: stages }, (_, s) => {
+    const drawn = rng.chance(0.6)
+      ? Array.from({ length: rng.int(1, 2) }, () => planned(rng.int(0, FAULT_KINDS - 1)))
+      : [];
+    return s === forcedStage ? [planned(forced), ...drawn] : drawn;
+  });
+}
+
 /** What a schedule did, for the summary. */
 export interface ScheduleResult extends AuditResult {
   seed: number;
@@ -88,6 +115,8 @@ export interface ScheduleResult extends AuditResult {
   kills: number;
   workerKills: number;
   faults: number;
+  /** The fault kinds its plan drew. */
+  faultKinds: number[];
   stages: number;
   durationMs: number;
 }
@@ -269,18 +298,17 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
 
     const snapshots = { files: 0, problems: [] as string[] };
     const stages = rng.int(4, 8);
+    const plan = faultPlan(rng, seed, stages);
     const total = journal.size();
     for (let s = 0; s < stages; s++) {
       const cut = Math.floor(total * ((s + rng.next()) / stages));
-      const faults = rng.chance(0.6)
-        ? Array.from({ length: rng.int(1, 2) }, () => randomFault(rng))
-        : undefined;
+      const faults = plan[s].map((p) => p.fault);
       const burst = Array.from({ length: rng.int(1, 3) }, () => actions[rng.pick(actionNames)](rng));
       const growth = rng.chance(0.5) ? { afterMs: rng.int(0, 800), bytes: rng.int(1, 2000) } : undefined;
       const pause = rng.chance(0.5) ? rng.int(0, 300) : 0;
 
       await journal.growTo(cut);
-      if (faults) {
+      if (faults.length) {
         countFaults();
         fake.clearFaults();
         faults.forEach(setFault);
@@ -351,6 +379,7 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
       kills: procs.kills.length,
       workerKills: procs.kills.filter((k) => k.label === "detached worker").length,
       faults: faultsHit,
+      faultKinds: [...new Set(plan.flat().map((p) => p.kind))],
       stages,
       durationMs: Date.now() - started,
     };

@@ -1,12 +1,12 @@
 /**
  * The fault campaign: `CHAOS_SEEDS` schedules (default 12) from `CHAOS_SEED` on (default: time-based, printed),
  * each a sandbox with real hook processes, server faults, kill -9 and a growing journal (campaign.ts),
- * audited afterwards (audit.ts). Ends with one `CHAOS SUMMARY:` line; a failing schedule names the
- * `CHAOS_SEED=… CHAOS_SEEDS=1` that replays it.
+ * audited afterwards (audit.ts); 11 or more schedules draw every fault kind. Ends with one `CHAOS SUMMARY:`
+ * line; a failing schedule names the `CHAOS_SEED=… CHAOS_SEEDS=1` that replays it.
  */
 
 import { assertEquals } from "../support/assert.ts";
-import { runSchedule, type ScheduleResult } from "./campaign.ts";
+import { FAULT_KINDS, runSchedule, type ScheduleResult } from "./campaign.ts";
 
 const SEEDS = Number(Deno.env.get("CHAOS_SEEDS") ?? 12);
 const BASE = Number(Deno.env.get("CHAOS_SEED") ?? Date.now() % 1_000_000);
@@ -50,6 +50,10 @@ Deno.test({
     };
     await Promise.all(Array.from({ length: Math.max(1, PARALLEL) }, lane));
     const sum = (f: (r: ScheduleResult) => number) => results.reduce((a, r) => a + f(r), 0);
+    const kinds = new Set(results.flatMap((r) => r.faultKinds));
+    if (results.length >= FAULT_KINDS && kinds.size < FAULT_KINDS) {
+      failures.push(`only ${kinds.size} of ${FAULT_KINDS} fault kinds drawn in ${results.length} schedules`);
+    }
     const counts: [string, number | string][] = [
       ["schedules", results.length],
       ["seed", BASE],
@@ -63,6 +67,7 @@ Deno.test({
       ["kills", sum((r) => r.kills)],
       ["worker-kills", sum((r) => r.workerKills)],
       ["faults", sum((r) => r.faults)],
+      ["fault-kinds", `${kinds.size}/${FAULT_KINDS}`],
       ["hook-runs", sum((r) => r.hookRuns)],
       ["out-of-order", sum((r) => r.outOfOrder)],
       ["mid-run-files-parsed", sum((r) => r.snapshotFiles)],

@@ -12,7 +12,9 @@ import { Limiter } from "../../mcp/limiter.ts";
 import { readLines } from "../../mcp/lines.ts";
 import { readReply } from "../../mcp/reply.ts";
 import { authError, type ErrorContext, failureError } from "../../mcp/errors.ts";
-import { displayUrl, networkCause, serverMessageOf, Upstream } from "../../mcp/upstream.ts";
+import { networkCause, Upstream } from "../../mcp/upstream.ts";
+import { serverMessageOf } from "../../runtime/reply.ts";
+import { withoutUserinfo } from "../../runtime/scrub.ts";
 import { CredentialWatcher, type ProxySettings } from "../../mcp/credentials.ts";
 import { workspaceDir } from "../../mcp/command.ts";
 import { BoundedBody, readPrefix } from "../../runtime/body.ts";
@@ -235,7 +237,14 @@ Deno.test("upstream helpers: server messages, network causes, display URLs", () 
     ),
     "tcp connect error: refused",
   );
-  assertEquals(displayUrl("https://u:p@h.example/mcp"), "https://h.example/mcp");
+  assertEquals(withoutUserinfo("https://u:p@h.example/mcp"), "https://h.example/mcp");
+});
+
+Deno.test("upstream helpers: a password holding an @ never shows in a network cause", () => {
+  assertEquals(
+    networkCause(new TypeError("proxy http://u:p@ss@x:8080/ refused the tunnel")),
+    "proxy http://x:8080/ refused the tunnel",
+  );
 });
 
 Deno.test("upstream: the session DELETE gives up after its time limit", async () => {

@@ -185,3 +185,47 @@ Deno.test("client: an OK envelope whose result is not the route's shape is a not
   const write = await client.request("POST", "/api/v1/sessions/s/messages", AnyResult, { body: { x: 1 } });
   assertEquals(write.ok, true);
 });
+
+Deno.test("client: a failure's words come neutralised and without a secret, whatever the server put in them", async () => {
+  const key = "sk-client-0123456789abcdef";
+  await using fake = await FakeOpenViking.start({ apiKey: "another-key" });
+  const client = createClient({ baseUrl: fake.url, apiKey: key, userAgent: "t", timeoutMs: 2000 });
+  fake.fault({
+    route: "GET /api/v1/system/status",
+    status: 401,
+    error: {
+      code: "UNAUTHENTICATED\x1b[2J",
+      message: `no: Bearer ${key} (${key})\x1b]0;owned\x07 <b>at</b> https://u:pw-123456@h.example/`,
+      details: { key, note: "\x1b[31m" },
+    },
+    times: 1,
+  });
+  const refused = await client.request("GET", "/api/v1/system/status", AnyResult);
+  assertEquals(refused.ok ? "" : [refused.kind, refused.error], ["auth", {
+    code: "UNAUTHENTICATED",
+    message: "no: Bearer *** (***) &lt;b>at&lt;/b> https://h.example/",
+  }]);
+  fake.fault({
+    route: "GET /health",
+    raw: { status: 200, headers: { "content-type": "text/html" }, body: "<title>Sign\x1b[8m in</title>" },
+    times: 1,
+  });
+  const page = await client.request("GET", "/health", AnyResult);
+  assertEquals(
+    page.ok ? "" : page.error.message,
+    `${fake.url} answered HTTP 200 with text/html "Sign in", not an OpenViking reply`,
+  );
+});
+
+Deno.test("client: a redirect to an address that is not a URL is a redirect failure, never a throw", async () => {
+  await using fake = await FakeOpenViking.start();
+  fake.fault({ route: "*", raw: { status: 301, headers: { location: "http://exa mple.com/" } } });
+  const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 2000 });
+  const r = await client.request("GET", "/health", AnyResult);
+  assertEquals(r.ok ? "" : [r.kind, r.status, r.location, r.error.message], [
+    "redirect",
+    301,
+    undefined,
+    `${fake.url} redirects (HTTP 301) to an address that is not a URL`,
+  ]);
+});

@@ -1,7 +1,11 @@
 /** The one classification of replies: only OpenViking's own envelope rejects; everything else keeps writes. */
 
-import { assertEquals } from "../support/assert.ts";
-import { classifyReply, type FailureKind, withoutUserinfo } from "../../runtime/reply.ts";
+import fc from "fast-check";
+import { assertEquals, assertTrue } from "../support/assert.ts";
+import { neutralize } from "../../runtime/neutralize.ts";
+import { classifyReply, cleanFailure, type FailureKind } from "../../runtime/reply.ts";
+import { withoutUserinfo } from "../../runtime/scrub.ts";
+import { hostileText, params } from "../fuzz/arbitraries.ts";
 
 const origin = "http://127.0.0.1:1933";
 const env = (status: "ok" | "error", extra: Record<string, unknown> = {}) =>
@@ -65,5 +69,24 @@ Deno.test("classifyReply: a page that is not OpenViking's is named by its title,
   assertEquals(
     r.ok ? "" : r.error.message,
     `${origin} answered HTTP 200 with text/html "Sign in", not an OpenViking reply`,
+  );
+});
+
+Deno.test("fuzz: a failure as the client hands it out is neutral and holds no secret, whatever the server said", () => {
+  const key = "sk-fuzz-0123456789abcdef";
+  fc.assert(
+    fc.property(
+      hostileText,
+      hostileText,
+      fc.constantFrom("", key, `Bearer ${key}`, "https://u:p4ss@h/"),
+      (a, b, s) => {
+        const said = classifyReply({ status: 401, origin, text: err("UNAUTHENTICATED", `${a}${s}${b}`) });
+        if (said.ok) throw new Error("a 401 is a failure");
+        const told = cleanFailure(said, [key]);
+        assertEquals(neutralize(told.error.message), told.error.message);
+        assertTrue(!told.error.message.includes(key) && !told.error.message.includes("p4ss"));
+      },
+    ),
+    params(300),
   );
 });

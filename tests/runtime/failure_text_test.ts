@@ -1,0 +1,186 @@
+/**
+ * What a failed request says, through the real entry points with the production flags: the words a server
+ * put in a reply (an error message, a proxy page's title, where a redirect points) reach the screen and our
+ * files neutralised and without a secret, whoever shows them — doctor, replay, the state, the ledger, the log.
+ */
+
+import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
+import { FakeOpenViking, type Fault } from "../support/fake-openviking.ts";
+import { placeJournal } from "../support/hook-context.ts";
+import { JournalBuilder } from "../support/journal.ts";
+import { queuedMessages } from "../support/queue.ts";
+import { runCli } from "../support/run.ts";
+import { tempDir } from "../support/temp.ts";
+
+const SESSION = "session_7e1f0a2b-3c4d-4e5f-8a6b-7c8d9e0f1a2b";
+/** A window title, a screen clear and a colour: what a hostile server would like a terminal to act on. */
+const ESCAPES = "\x1b]0;owned\x07\x1b[2J\x1b[31m";
+/** Every byte of those sequences that a terminal acts on. */
+// deno-lint-ignore no-control-regex
+const CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/;
+
+/** A sandbox: HOME, the fake server, and the environment every run gets (nothing of the real user). */
+async function sandbox(options: Parameters<typeof FakeOpenViking.start>[0] = {}, key = "") {
+  const dir = await tempDir();
+  const fake = await FakeOpenViking.start(options);
+  const env: Record<string, string> = {
+    HOME: dir.path,
+    KIMI_CODE_HOME: `${dir.path}/.kimi-code`,
+    OPENVIKING_URL: fake.url,
+    OPENVIKING_TIMEOUT_MS: "2000",
+    OPENVIKING_CAPTURE_WAIT_MS: "0",
+    // The capture runs in the hook process itself: its outcome is recorded when the hook exits.
+    OPENVIKING_WRITE_PATH_ASYNC: "0",
+    OPENVIKING_DEBUG: "1",
+    PATH: Deno.env.get("PATH") ?? "/usr/bin",
+    ...(key ? { OPENVIKING_API_KEY: key } : {}),
+  };
+  const outputs: string[] = [];
+  const run = async (args: string[], stdin?: Record<string, unknown>) => {
+    const r = await runCli(args, {
+      env,
+      clearEnv: true,
+      stdin: stdin ? JSON.stringify({ session_id: SESSION, cwd: dir.path, ...stdin }) : undefined,
+    });
+    outputs.push(r.stdout, r.stderr);
+    return r;
+  };
+  const stop = async () => {
+    const r = await run(["hook", "stop"], { hook_event_name: "Stop" });
+    assertEquals([r.code, r.stdout], [0, ""], r.stderr);
+  };
+  return {
+    home: dir.path,
+    fake,
+    env,
+    outputs,
+    run,
+    stop,
+    pending: `${dir.path}/.openviking/pending`,
+    journal: (turns: number) => {
+      const j = new JournalBuilder();
+      for (let i = 0; i < turns; i++) j.simpleTurn(`question ${i} about the build`, `answer ${i}: run tests`);
+      return placeJournal(dir.path, SESSION, j.toString());
+    },
+    async [Symbol.asyncDispose]() {
+      await fake.close();
+      await dir[Symbol.asyncDispose]();
+    },
+  };
+}
+
+/** Every file under `dir` with its text. */
+async function filesUnder(dir: string, out: { path: string; text: string }[] = []) {
+  for await (const e of Deno.readDir(dir)) {
+    const path = `${dir}/${e.name}`;
+    if (e.isDirectory) await filesUnder(path, out);
+    else if (e.isFile) out.push({ path, text: await Deno.readTextFile(path) });
+  }
+  return out;
+}
+
+/** The lines of a text doctor check: its line and the indented ones under it. */
+function checkBlock(doctorOut: string, id: string): string {
+  const lines = doctorOut.split("\n");
+  const at = lines.findIndex((l) => new RegExp(`^\\S+ ${id}: `).test(l));
+  if (at < 0) return "";
+  const end = lines.findIndex((l, i) => i > at && !l.startsWith("    "));
+  return lines.slice(at, end < 0 ? undefined : end).join("\n");
+}
+
+const hostile401: Fault = {
+  route: "POST /api/v1/search/find",
+  status: 401,
+  error: { code: "UNAUTHENTICATED", message: `bad key ${ESCAPES}RED` },
+};
+const hostilePage: Fault = {
+  route: "GET /health",
+  raw: {
+    status: 200,
+    headers: { "content-type": "text/html" },
+    body: `<html><title>Portal ${ESCAPES}login</title></html>`,
+  },
+};
+
+for (
+  const [name, fault, check, words] of [
+    ["a 401 message", hostile401, "auth", /bad key .*RED/],
+    ["a proxy page's title", hostilePage, "server", /text\/html "Portal .*login"/],
+  ] as const
+) {
+  Deno.test(`failure text: doctor prints ${name} with escape codes from the server, none of them raw`, async () => {
+    await using s = await sandbox();
+    s.fake.fault(fault);
+    const doctor = await s.run(["doctor"]);
+    const block = checkBlock(doctor.stdout, check);
+    assertMatch(block, words, "the server's words are still told");
+    for (const text of [doctor.stdout, doctor.stderr]) {
+      assertTrue(!CONTROL.test(text), `a control byte printed: ${JSON.stringify(text)}`);
+      assertTrue(!text.includes("]0;owned"), "no part of the window title sequence survives");
+    }
+  });
+}
+
+Deno.test("failure text: replay and the files a refusal leaves name its cause without escape codes", async () => {
+  await using s = await sandbox();
+  await s.journal(2);
+  s.fake.fault({ ...hostile401, route: "*" });
+  await s.stop();
+  assertEquals((await queuedMessages(s.pending)).length, 4, "the refused writes wait in the queue");
+  const replay = await s.run(["replay"]);
+  assertMatch(replay.stdout, /"cause":\{"kind":"auth","status":401,"message":"bad key [^"]*RED"/);
+  for (const text of s.outputs) {
+    assertTrue(!CONTROL.test(text), `a control byte printed: ${JSON.stringify(text)}`);
+  }
+  for (const f of await filesUnder(`${s.home}/.openviking`)) {
+    assertTrue(!f.text.includes("]0;owned") && !f.text.includes("\\u001b"), `escape codes kept in ${f.path}`);
+  }
+});
+
+Deno.test("failure text: a 401 quoting the key and a URL's password leaves neither in any output or file", async () => {
+  const key = "sk-leaky-0123456789abcdef";
+  const password = "hunter2-pa55word";
+  await using s = await sandbox({ apiKey: "the-right-key-789" }, key);
+  await s.journal(2);
+  s.fake.fault({
+    route: "*",
+    status: 401,
+    error: {
+      code: "UNAUTHENTICATED",
+      message:
+        `invalid api key: Bearer ${key} (key=${key}); sign in at https://admin:${password}@sso.example/`,
+    },
+  });
+  await s.stop();
+  assertEquals((await queuedMessages(s.pending)).length, 4, "the refused writes wait in the queue");
+  const prompt = await s.run(["hook", "user-prompt-submit"], {
+    hook_event_name: "UserPromptSubmit",
+    prompt: "how do I indent code here",
+  });
+  assertEquals(prompt.code, 0, prompt.stderr);
+  const replay = await s.run(["replay"]);
+  assertMatch(replay.stdout, /"kind":"auth","status":401,"message":"invalid api key: Bearer \*\*\*/);
+  await s.stop();
+  const files = await filesUnder(s.home);
+  assertTrue(files.some((f) => f.path.includes("/ledger/")), "the ledger was written");
+  assertTrue(files.some((f) => f.path.includes("/logs/")), "the log was written");
+  for (const secret of [key, password]) {
+    for (const text of s.outputs) assertTrue(!text.includes(secret), `printed: ${text}`);
+    for (const f of files) assertTrue(!f.text.includes(secret), `${secret} written to ${f.path}`);
+  }
+});
+
+Deno.test("failure text: doctor's captures check names where a redirect points, as its server check does", async () => {
+  await using s = await sandbox();
+  await s.journal(1);
+  s.fake.fault({ route: "*", raw: { status: 301, headers: { location: "https://ov.example.com/" } } });
+  await s.stop();
+  const doctor = await s.run(["doctor"]);
+  assertMatch(checkBlock(doctor.stdout, "server"), /install --url https:\/\/ov\.example\.com`/);
+  const captures = checkBlock(doctor.stdout, "captures");
+  assertMatch(captures, /redirects to https:\/\/ov\.example\.com\/ \(HTTP 301\)/);
+  assertMatch(
+    captures,
+    /fix: save the address it redirects to: `openviking-kimi install --url https:\/\/ov\.example\.com`/,
+  );
+});
