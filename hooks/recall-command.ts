@@ -6,6 +6,7 @@
  * server could not give it. Changes no state, writes no ledger.
  */
 
+import { printable, reportJson } from "../runtime/neutralize.ts";
 import * as z from "zod/mini";
 import { adviceFor } from "../runtime/advice.ts";
 import { loadConfig } from "../runtime/config.ts";
@@ -102,6 +103,6 @@ export async function recallCommand(options: RecallOptions): Promise<number> {
   }
   // As the hook gets it from Kimi: the directory's path as given (absolute), not a resolved real path.
   const r = await recallPreview(options.text, isAbsolutePath(cwd) ? cwd : joinPath(Deno.cwd(), cwd));
-  console.log(options.json ? JSON.stringify(r, null, 2) : renderRecall(r));
+  console.log(options.json ? reportJson(r, 2) : printable(renderRecall(r))); // the server's URIs too
   return 0;
 }

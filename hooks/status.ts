@@ -5,6 +5,7 @@
  * out), memory diffs of the newest commits only.
  */
 
+import { printable, reportJson } from "../runtime/neutralize.ts";
 import * as z from "zod/mini";
 import { adviceFor, adviceForCause } from "../runtime/advice.ts";
 import { type Config, loadConfig } from "../runtime/config.ts";
@@ -270,7 +271,8 @@ export async function statusCommand(options: StatusOptions): Promise<number> {
     ? { kind: "all" }
     : { kind: "latest" };
   const status = await collectStatus(processEnv(), { cwd: Deno.cwd(), sessions });
-  if (options.json) console.log(JSON.stringify(status, null, 2));
-  else console.log((await import("./status-render.ts")).renderStatus(status, Date.now()));
+  // What the server said is printed as a person may safely read it: no escape sequence reaches the terminal.
+  if (options.json) console.log(reportJson(status, 2));
+  else console.log(printable((await import("./status-render.ts")).renderStatus(status, Date.now())));
   return 0;
 }

@@ -3,6 +3,7 @@
  * ok / info / warn / fail with the fix; the exit code is 1 when any check fails. Never prints a credential.
  */
 
+import { printable, reportJson } from "../runtime/neutralize.ts";
 import { loadConfig } from "../runtime/config.ts";
 import { scrub } from "../runtime/scrub.ts";
 import { type Env, orNoHome, processEnv } from "../runtime/paths.ts";
@@ -401,7 +402,8 @@ export async function doctorCommand(options: DoctorOptions): Promise<number> {
     checks = await guarded("doctor", "the setup", () => Promise.reject(error));
   }
   const ok = !checks.some((c) => c.status === "fail");
-  if (json) console.log(JSON.stringify({ version: VERSION, ok, checks }, null, 2));
-  else console.log(renderChecks(checks));
+  // A server's words (its version, a proxy's page) are printed as a person may safely read them.
+  if (json) console.log(reportJson({ version: VERSION, ok, checks }, 2));
+  else console.log(printable(renderChecks(checks)));
   return ok ? 0 : 1;
 }

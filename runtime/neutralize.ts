@@ -46,12 +46,19 @@ const TAG_OPEN = /<(?=[\p{M}\u200c\u200d]*(?:[\p{L}_:/!?|]|$))/gu;
 
 /** Untrusted text made safe to print: no control or escape sequence, no markup (see the module doc). */
 export function neutralize(text: string): string {
+  return printable(text).replace(TAG_OPEN, "&lt;");
+}
+
+/**
+ * Rule 1 alone: no control, escape sequence or invisible character, for what only a person reads (a command's
+ * report, never the model's context), where `<` stays as written.
+ */
+export function printable(text: string): string {
   return text
     .replace(ESCAPE_SEQUENCE, "")
     .replace(LINE_BREAK, "\n")
     .replace(INVISIBLE, "")
-    .toWellFormed()
-    .replace(TAG_OPEN, "&lt;");
+    .toWellFormed();
 }
 
 const TOKEN = Symbol("SafeText");
@@ -127,12 +134,29 @@ const JSON_UNSAFE = /[\x7f-\x9f\u2028\u2029\p{Cf}]/gu;
  * `JSON.stringify(value)` safe to print on a terminal: the same JSON value, with every character a terminal
  * could act on or hide written as a `\uXXXX` escape (JSON already escapes C0 and lone surrogates).
  */
-export function terminalJson(value: unknown): string {
-  return JSON.stringify(value).replace(
+export function terminalJson(value: unknown, indent?: number): string {
+  return JSON.stringify(value, null, indent).replace(
     JSON_UNSAFE,
     (c) =>
       [...c].map((u) => u.codePointAt(0)!).flatMap((cp) =>
         cp > 0xffff ? [0xd800 + ((cp - 0x10000) >> 10), 0xdc00 + ((cp - 0x10000) & 0x3ff)] : [cp]
       ).map((u) => `\\u${u.toString(16).padStart(4, "0")}`).join(""),
   );
+}
+
+/**
+ * A command's report as JSON for a person or a script to read: every string in it made {@link printable}
+ * (a server's words are data here, never terminal commands, whichever program prints them next), then
+ * {@link terminalJson}.
+ */
+export function reportJson(value: unknown, indent?: number): string {
+  const clean = (v: unknown): unknown =>
+    typeof v === "string"
+      ? printable(v)
+      : Array.isArray(v)
+      ? v.map(clean)
+      : v !== null && typeof v === "object"
+      ? Object.fromEntries(Object.entries(v).map(([k, x]) => [printable(k), clean(x)]))
+      : v;
+  return terminalJson(clean(value), indent);
 }

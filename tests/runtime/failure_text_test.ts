@@ -5,7 +5,7 @@
  */
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
-import { FakeOpenViking, type Fault } from "../support/fake-openviking.ts";
+import { DEFAULT_ENTRY, FakeOpenViking, type Fault } from "../support/fake-openviking.ts";
 import { placeJournal } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { queuedMessages } from "../support/queue.ts";
@@ -183,4 +183,38 @@ Deno.test("failure text: doctor's captures check names where a redirect points, 
     captures,
     /fix: save the address it redirects to: `openviking-kimi install --url https:\/\/ov\.example\.com`/,
   );
+});
+
+Deno.test("failure text: status, recall and doctor print what a server says of its tasks, memories and itself without its escape codes", async () => {
+  await using s = await sandbox();
+  s.fake.taskOutcome = "failed";
+  s.fake.taskError = `extraction failed ${ESCAPES}RED`;
+  s.fake.context.entries = [{ ...DEFAULT_ENTRY, uri: `viking://user/default/memories/x${ESCAPES}.md` }];
+  await s.journal(1);
+  await s.stop(); // committed: its task fails with the hostile error
+  s.fake.fault({
+    route: "GET /health",
+    raw: {
+      status: 200,
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ status: "ok", healthy: true, version: `0.5.2${ESCAPES}` }),
+    },
+  });
+  const printed = {
+    status: await s.run(["status", "--session", SESSION]),
+    statusJson: await s.run(["status", "--json", "--session", SESSION]),
+    recall: await s.run(["recall", "how should I indent this file?", "--cwd", s.home]),
+    recallJson: await s.run(["recall", "how should I indent this file?", "--cwd", s.home, "--json"]),
+    doctor: await s.run(["doctor"]),
+    doctorJson: await s.run(["doctor", "--json"]),
+  };
+  assertMatch(printed.status.stdout, /extraction failed/, "the task's error is still told");
+  assertMatch(printed.recall.stdout, /viking:\/\/user\/default\/memories\/x/, "the memory is still listed");
+  assertMatch(printed.doctor.stdout, /OpenViking 0\.5\.2/, "the server's version is still told");
+  for (const [what, r] of Object.entries(printed)) {
+    for (const text of [r.stdout, r.stderr]) {
+      assertTrue(!CONTROL.test(text), `${what} printed a control byte: ${JSON.stringify(text)}`);
+      assertTrue(!text.includes("]0;owned"), `${what}: no part of the window title sequence survives`);
+    }
+  }
 });
