@@ -97,12 +97,14 @@ export async function runCli(
 
 /**
  * Starts `openviking-kimi <args>` under the production flags with exactly `env` (output discarded), feeds it
- * `stdin` and closes it: for a test that must kill the process, or watch it while it runs.
+ * `stdin` and closes it: for a test that must kill the process, or watch it while it runs. Still running after
+ * `timeoutMs`, it is killed.
  */
 export async function startCli(
   args: string[],
   env: Record<string, string>,
   stdin: string,
+  timeoutMs = 120_000,
 ): Promise<Deno.ChildProcess> {
   const child = new Deno.Command(Deno.execPath(), {
     args: [...(await cliArgs()), ...args],
@@ -111,6 +113,7 @@ export async function startCli(
     stdin: "piped",
     stdout: "null",
     stderr: "null",
+    signal: AbortSignal.timeout(timeoutMs),
   }).spawn();
   const w = child.stdin.getWriter();
   await w.write(new TextEncoder().encode(stdin));
