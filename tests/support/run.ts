@@ -75,14 +75,48 @@ export async function runProcess(
   return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
 }
 
-/** Runs `openviking-kimi <args>` under the production flags with the given env and stdin bytes. */
+/**
+ * Runs `openviking-kimi <args>` under the production flags with the given env and stdin bytes; a run still going
+ * after `timeoutMs` is killed (the test then fails instead of hanging).
+ */
 export async function runCli(
   args: string[],
-  options: { env?: Record<string, string>; stdin?: string | Uint8Array; cwd?: string; clearEnv?: boolean } =
-    {},
+  options: {
+    env?: Record<string, string>;
+    stdin?: string | Uint8Array;
+    cwd?: string;
+    clearEnv?: boolean;
+    timeoutMs?: number;
+  } = {},
 ): Promise<RunResult> {
   return await runProcess(Deno.execPath(), [...(await cliArgs()), ...args], {
     ...options,
     env: options.env ? { DENO_DIR: denoDir(), ...options.env } : undefined,
   });
+}
+
+/**
+ * Starts `openviking-kimi <args>` under the production flags with exactly `env` (output discarded), feeds it
+ * `stdin` and closes it: for a test that must kill the process, or watch it while it runs. Still running after
+ * `timeoutMs`, it is killed.
+ */
+export async function startCli(
+  args: string[],
+  env: Record<string, string>,
+  stdin: string,
+  timeoutMs = 120_000,
+): Promise<Deno.ChildProcess> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [...(await cliArgs()), ...args],
+    env: { DENO_DIR: denoDir(), ...env },
+    clearEnv: true,
+    stdin: "piped",
+    stdout: "null",
+    stderr: "null",
+    signal: AbortSignal.timeout(timeoutMs),
+  }).spawn();
+  const w = child.stdin.getWriter();
+  await w.write(new TextEncoder().encode(stdin));
+  await w.close();
+  return child;
 }

@@ -1,0 +1,198 @@
+/**
+ * Issue #11, finding 12, through the real entry points (production flags, real stdin, the fake OpenViking): a
+ * 20,000-turn session captured while the server is down. A 100,000-turn backlog used to spend the worker's 60 s
+ * planning, then write a fsync'd queue file per message (244 s), and every other session's Stop took ~11 s
+ * while it drained 50 entries per run. Now a capture goes in bounded steps that each record their progress
+ * (a run cut short resumes where it stopped), the queue holds a batch per file, and only the session's own
+ * queue is replayed by its capture.
+ */
+
+import { assertEquals, assertTrue } from "../support/assert.ts";
+import { FakeOpenViking, type StoredMessage } from "../support/fake-openviking.ts";
+import { placeJournal, sandboxEnv } from "../support/hook-context.ts";
+import { JournalBuilder } from "../support/journal.ts";
+import { waitUntil } from "../support/kimi.ts";
+import { ourQueue } from "../support/queue.ts";
+import { runCli, startCli } from "../support/run.ts";
+import { tempDir } from "../support/temp.ts";
+import { QUEUE_SUBDIR } from "../../runtime/pending.ts";
+import { readState } from "../../runtime/state.ts";
+
+const TURNS = 20_000;
+const MESSAGES = 2 * TURNS;
+const SESSION = "session_12b4c6d8-back-4log-9a0b-20000turns012";
+const OTHER = "session_12b4c6d8-othr-4e5f-8a9b-quickstop012";
+const CWD = "/home/user/proj";
+
+const question = (i: number) => `question ${i} about the build`;
+const answer = (i: number) => `answer ${i}: run the tests first`;
+
+/** A queue entry's file name (or a replay's claim of one), as ourQueue reads them. */
+const ENTRY = /^\d{10}-(m\d+|c)(\.json|\.\d+\.claim)$/;
+
+/** Names of the files in our queue (every session's), from the directory listing alone. */
+function queueFileNames(pending: string): string[] {
+  const root = `${pending}/${QUEUE_SUBDIR}`;
+  const names: string[] = [];
+  try {
+    for (const d of Deno.readDirSync(root)) {
+      if (!d.isDirectory) continue;
+      for (const f of Deno.readDirSync(`${root}/${d.name}`)) if (f.isFile) names.push(f.name);
+    }
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+  return names;
+}
+
+/** How many queue entries (batches, commits, claims) wait. */
+const queueEntries = (pending: string) => queueFileNames(pending).filter((n) => ENTRY.test(n)).length;
+
+/** Every `*.tmp` file under `dir` (recursively), by path. */
+function tempFiles(dir: string): string[] {
+  const out: string[] = [];
+  try {
+    for (const e of Deno.readDirSync(dir)) {
+      const path = `${dir}/${e.name}`;
+      if (e.isDirectory) out.push(...tempFiles(path));
+      else if (e.name.endsWith(".tmp")) out.push(path);
+    }
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+  return out;
+}
+
+/** A journal of `turns` numbered turns. */
+function backlogJournal(turns: number): string {
+  const j = new JournalBuilder();
+  for (let i = 0; i < turns; i++) j.simpleTurn(question(i), answer(i));
+  return j.toString();
+}
+
+/** Which stored message of a `turns`-turn backlog is not where it belongs (-1: each in its place, once). */
+function misplacedAt(stored: StoredMessage[], turns: number): number {
+  if (stored.length !== 2 * turns) return Math.min(stored.length, 2 * turns);
+  return stored.findIndex((m, k) => {
+    const i = Math.floor(k / 2);
+    const [role, content] = k % 2 ? ["assistant", answer(i)] : ["user", question(i)];
+    return m.turn_id !== String(i) || m.role !== role || m.content !== content;
+  });
+}
+
+const stopInput = (session: string) =>
+  JSON.stringify({ hook_event_name: "Stop", session_id: session, cwd: CWD });
+
+Deno.test("hook stop: a 20,000-turn backlog with the server down queues in batches, resumes after a kill, never holds up another session; replay delivers all 40,000 once", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  await placeJournal(dir.path, SESSION, backlogJournal(TURNS));
+  const env = sandboxEnv(dir.path, fake.url, {
+    OPENVIKING_CAPTURE_WAIT_MS: "0",
+    OPENVIKING_TIMEOUT_MS: "2000",
+  });
+  const worker = { ...env, OPENVIKING_KIMI_HOOK_WORKER: "1" };
+  const pending = `${dir.path}/.openviking/pending`;
+  const state = (session: string) => readState(`${dir.path}/.openviking/hook-state/kimicode/${session}.json`);
+  fake.fault({ route: "*", status: 503 }); // the server is down
+
+  // A Stop worker cut short part-way through the backlog (killed: a run that did not get to finish).
+  const cut = await startCli(["hook", "stop"], worker, stopInput(SESSION));
+  await waitUntil(() => queueEntries(pending) >= 20, 60_000, "the first queued batches", 10);
+  cut.kill("SIGKILL");
+  await cut.status;
+  const atCut = await state(SESSION);
+  const filesAtCut = queueEntries(pending);
+  assertTrue(
+    atCut.ackedBelow > 0 && atCut.ackedBelow < TURNS,
+    `cut part-way (acked below ${atCut.ackedBelow})`,
+  );
+
+  // The next Stop resumes where the last recorded step ended. Once it queues again (its replay of the backlog
+  // met the outage), the server is back and another session's Stop runs meanwhile.
+  const resumed = await startCli(["hook", "stop"], worker, stopInput(SESSION));
+  await waitUntil(() => queueEntries(pending) > filesAtCut, 60_000, "the resumed run's batches", 10);
+  fake.clearFaults();
+  await placeJournal(
+    dir.path,
+    OTHER,
+    new JournalBuilder().simpleTurn("where do the logs go?", "To ~/.openviking/logs.").toString(),
+  );
+  const other = await runCli(["hook", "stop"], {
+    env: { ...env, OPENVIKING_WRITE_PATH_ASYNC: "0" },
+    clearEnv: true,
+    stdin: stopInput(OTHER),
+    timeoutMs: 60_000,
+  });
+  assertEquals([other.code, other.stdout], [0, ""], other.stderr);
+  assertEquals(fake.messages(`kc-${OTHER}`).map((m) => [m.turn_id, m.role, m.content]), [
+    ["0", "user", "where do the logs go?"],
+    ["0", "assistant", "To ~/.openviking/logs."],
+  ]);
+  assertEquals(fake.sessions.get(`kc-${OTHER}`)?.commits, 1);
+  assertEquals(fake.messages(`kc-${SESSION}`).length, 0, "the other Stop replayed nothing of the backlog");
+
+  assertEquals((await resumed.status).code, 0, "the resumed run finished on its own");
+  const st = await state(SESSION);
+  assertEquals([st.ackedBelow, st.lastCapture?.sent, st.lastCapture?.commit], [TURNS, 0, "queued"]);
+  const queued = await ourQueue(pending);
+  const keys = new Set(
+    queued.filter((q) => q.kind === "message").map((q) => `${q.payload?.turn_id}:${q.payload?.role}`),
+  );
+  assertEquals([keys.size, queued.filter((q) => q.kind === "message").length], [MESSAGES, MESSAGES]);
+  assertEquals(queued.filter((q) => q.kind === "commit").length, 1);
+  const files = queueEntries(pending);
+  // A batch of 100 per file, the commit, and at most one short batch where the killed run stopped.
+  assertTrue(files <= MESSAGES / 100 + 2, `${files} queue files for ${MESSAGES} messages`);
+
+  // The server is back: `replay` delivers every message exactly once, in order, then the commit.
+  const replay = await runCli(["replay"], { env, clearEnv: true, timeoutMs: 120_000 });
+  assertEquals(replay.code, 0, replay.stderr);
+  const stored = fake.messages(`kc-${SESSION}`);
+  const storedKeys = new Set(stored.map((m) => `${m.turn_id}:${m.role}`));
+  assertEquals([storedKeys.size, stored.length], [MESSAGES, MESSAGES], "each message exactly once");
+  const misplaced = misplacedAt(stored, TURNS);
+  assertEquals(misplaced, -1, `message ${misplaced} out of order: ${JSON.stringify(stored[misplaced])}`);
+  assertEquals(fake.sessions.get(`kc-${SESSION}`)?.commits, 1);
+  assertEquals([(await ourQueue(pending)).length, queueEntries(pending)], [0, 0], "the queue is empty");
+});
+
+Deno.test("hook stop: a worker killed while it writes a queue file leaves no temp file behind once the session is captured again and replayed", async () => {
+  const turns = 1_000;
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  await placeJournal(dir.path, SESSION, backlogJournal(turns));
+  const env = sandboxEnv(dir.path, fake.url, {
+    OPENVIKING_CAPTURE_WAIT_MS: "0",
+    OPENVIKING_TIMEOUT_MS: "2000",
+  });
+  const worker = { ...env, OPENVIKING_KIMI_HOOK_WORKER: "1" };
+  const home = `${dir.path}/.openviking`;
+  fake.fault({ route: "*", status: 503 }); // the server is down: the backlog is queued, a fsync'd file per batch
+  const cut = await startCli(["hook", "stop"], worker, stopInput(SESSION));
+  let exited = false;
+  const status = cut.status.then((s) => (exited = true, s));
+  // Killed the moment a queue file is being written (its temporary sibling exists).
+  await waitUntil(
+    () => exited || tempFiles(`${home}/pending`).length > 0,
+    60_000,
+    "a queue file being written",
+    1,
+  );
+  if (!exited) cut.kill("SIGKILL");
+  await status;
+
+  fake.clearFaults();
+  const again = await runCli(["hook", "stop"], {
+    env: worker,
+    clearEnv: true,
+    stdin: stopInput(SESSION),
+    timeoutMs: 60_000,
+  });
+  assertEquals(again.code, 0, again.stderr);
+  const replay = await runCli(["replay"], { env, clearEnv: true, timeoutMs: 60_000 });
+  assertEquals(replay.code, 0, replay.stderr);
+  assertEquals(misplacedAt(fake.messages(`kc-${SESSION}`), turns), -1, "every message once, in order");
+  assertEquals(queueFileNames(`${home}/pending`), [], "nothing left in the queue");
+  assertEquals(tempFiles(home), [], "no temporary file left under ~/.openviking");
+});
