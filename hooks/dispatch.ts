@@ -10,6 +10,7 @@
  * not be recorded, so the next capture would send it again; the journal keeps every turn meanwhile.
  */
 
+import { removeAbandonedTemps } from "../runtime/fs.ts";
 import { type Config, loadConfig } from "../runtime/config.ts";
 import { createLogger, type Logger } from "../runtime/log.ts";
 import {
@@ -113,7 +114,10 @@ async function stateProblem(ctx: HookContext): Promise<{ outcome: string; reason
   if (!CAPTURING_EVENTS.has(ctx.event) || !dirs.stateDir || !ctx.config.autoCapture) return undefined;
   const reason = (await unwritableReason(dirs.stateDir)) ||
     (ctx.capturePaths ? await unusableFileReason(ctx.capturePaths.file) : "");
-  if (!reason) return undefined;
+  if (!reason) {
+    await removeAbandonedTemps(dirs.stateDir); // a probe or state write of a killed run, never swept otherwise
+    return undefined;
+  }
   ctx.log.stage("state-unwritable", {
     reason,
     effect:

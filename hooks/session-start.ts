@@ -4,7 +4,7 @@
  * in a detached worker, so session creation never waits on the network. Prints nothing.
  */
 
-import { removeStaleTemps } from "../runtime/fs.ts";
+import { removeAbandonedTemps } from "../runtime/fs.ts";
 import { Budget } from "../runtime/http.ts";
 import { hookStateDir } from "../runtime/paths.ts";
 import { replayAll, replayOptions } from "../runtime/replay.ts";
@@ -20,9 +20,9 @@ const REPEAT_WINDOW_MS = 2000;
 async function replayQueues(ctx: HookContext): Promise<HookResult> {
   const options = replayOptions(ctx.config, { budget: new Budget(ctx.config.replayBudgetMs) });
   const report = await replayAll(ctx.pendingDir, clientFor(ctx), options);
-  // Writes killed mid-way leave temp files behind; an hour is far beyond any write.
-  const temps = (await removeStaleTemps(ctx.pendingDir, 3600_000)) +
-    (await removeStaleTemps(hookStateDir(ctx.env), 3600_000));
+  // Writes killed mid-way leave temp files behind (in a session's queue, the replay above swept them).
+  const temps = (await removeAbandonedTemps(ctx.pendingDir)) +
+    (await removeAbandonedTemps(hookStateDir(ctx.env)));
   const cause = report.cause ? { kind: report.cause.kind, status: report.cause.status } : undefined;
   // For the next Kimi start or /reload: this session's system prompt was frozen when Kimi created it.
   await refreshFromHook(ctx, true);

@@ -6,6 +6,7 @@
  */
 
 import { dirName } from "./paths.ts";
+import { isProcessGone } from "./process.ts";
 
 const isWindows = Deno.build.os === "windows";
 
@@ -136,15 +137,39 @@ export function isNotFound(error: unknown): boolean {
   return error instanceof Deno.errors.NotFound;
 }
 
-/** Deletes `*.tmp` files in `dir` older than `olderThanMs`: what a write killed mid-way leaves behind. */
-export async function removeStaleTemps(dir: string, olderThanMs: number, now = Date.now()): Promise<number> {
+/** A temp file this old was left by a write killed mid-way, whoever wrote it: an hour is far beyond any write. */
+const TEMP_GRACE_MS = 3600_000;
+
+/** {@link removeStaleTemps} with the usual grace, and at once what a process that is gone left. */
+export function removeAbandonedTemps(dir: string): Promise<number> {
+  return removeStaleTemps(dir, TEMP_GRACE_MS, { writerGone: isProcessGone });
+}
+
+/** The process a temp sibling's name says wrote it (`<name>.<pid>.<id>.tmp`, see {@link tempSibling}). */
+function tempWriter(name: string): number | undefined {
+  const m = /\.(\d+)\.[0-9a-f]{8}\.tmp$/.exec(name);
+  return m ? Number(m[1]) : undefined;
+}
+
+/**
+ * Deletes `*.tmp` files in `dir` that a write killed mid-way left behind: those older than `olderThanMs`, and
+ * at once those whose writer is gone (`writerGone`, given the pid the name carries). Returns how many.
+ */
+export async function removeStaleTemps(
+  dir: string,
+  olderThanMs: number,
+  options: { now?: number; writerGone?: (pid: number) => boolean } = {},
+): Promise<number> {
+  const now = options.now ?? Date.now();
   let removed = 0;
   try {
     for await (const e of Deno.readDir(dir)) {
       if (!e.isFile || !e.name.endsWith(".tmp")) continue;
       const path = `${dir}/${e.name}`;
-      const info = await Deno.stat(path).catch(() => undefined);
-      if (info?.mtime && now - info.mtime.getTime() > olderThanMs) {
+      const writer = tempWriter(e.name);
+      const gone = writer !== undefined && options.writerGone?.(writer) === true;
+      const info = gone ? undefined : await Deno.stat(path).catch(() => undefined);
+      if (gone || (info?.mtime && now - info.mtime.getTime() > olderThanMs)) {
         await Deno.remove(path).then(() => removed++, () => {});
       }
     }

@@ -8,6 +8,7 @@
 
 import { ensurePrivateDir, isAlreadyExists, isNotFound } from "./fs.ts";
 import { dirName } from "./paths.ts";
+import { isProcessGone } from "./process.ts";
 
 /** How long to wait for a lock, when a holder counts as dead, and how often to look. */
 export interface LockOptions {
@@ -98,20 +99,6 @@ function removeLockDir(lockPath: string): void {
     Deno.removeSync(lockPath, { recursive: true });
   } catch {
     // gone already
-  }
-}
-
-/**
- * Whether process `pid` is certainly gone. A harmless SIGCONT probes it (it needs only the run permission the
- * production flags grant; /proc would need --allow-all). Anything but "no such process" counts as alive.
- */
-export function isProcessGone(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0 || pid === Deno.pid || Deno.build.os === "windows") return false;
-  try {
-    Deno.kill(pid, "SIGCONT");
-    return false;
-  } catch (error) {
-    return error instanceof Deno.errors.NotFound;
   }
 }
 

@@ -6,7 +6,7 @@
  * Only OpenViking's own rejection drops a message; nothing else spends anything.
  */
 
-import { createExclusive, ensurePrivateDir, isAlreadyExists } from "./fs.ts";
+import { createExclusive, ensurePrivateDir, isAlreadyExists, removeAbandonedTemps } from "./fs.ts";
 import { joinPath } from "./paths.ts";
 import { type MessagePayload, nextBatchEnd } from "./deliver.ts";
 import {
@@ -78,6 +78,7 @@ export class SessionQueue {
   /** Opens the queue of `sessionId` under `pendingDir`. */
   static async open(pendingDir: string, sessionId: string): Promise<SessionQueue> {
     const dir = await sessionQueueDir(pendingDir, sessionId);
+    await removeAbandonedTemps(dir); // what a killed capture of this session left mid-write
     const files = await queueFiles(dir);
     return new SessionQueue(dir, sessionId, files, await queuedKeys(dir, files));
   }

@@ -7,9 +7,9 @@
  * own rejection drops a message; no failure spends anything.
  */
 
-import { writeFileAtomic } from "./fs.ts";
+import { removeAbandonedTemps, writeFileAtomic } from "./fs.ts";
 import type { Budget, OpenVikingClient, OvFailure } from "./http.ts";
-import { isProcessGone } from "./lock.ts";
+import { isProcessGone } from "./process.ts";
 import { joinPath } from "./paths.ts";
 import { CommitResultSchema, deliverMessages, sessionPath } from "./deliver.ts";
 import {
@@ -142,6 +142,7 @@ interface QueuedSession {
 async function queuedSessions(pendingDir: string, sessionId: string | undefined, now: number) {
   const sessions: QueuedSession[] = [];
   for (const dir of await sessionDirs(pendingDir, sessionId)) {
+    await removeAbandonedTemps(dir); // what a write killed mid-way left (else the directory is never empty)
     const files = await recoverClaims(dir, await queueFiles(dir), now);
     if (!files.length) {
       await Deno.remove(dir).catch(() => {}); // an empty session directory is not kept

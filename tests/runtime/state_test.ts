@@ -9,7 +9,7 @@ import {
   writeState,
 } from "../../runtime/state.ts";
 import { staleReason, withLock } from "../../runtime/lock.ts";
-import { removeStaleTemps } from "../../runtime/fs.ts";
+import { removeAbandonedTemps, removeStaleTemps } from "../../runtime/fs.ts";
 import { tempDir } from "../support/temp.ts";
 import { prodRunArgs, ROOT } from "../support/run.ts";
 
@@ -226,6 +226,17 @@ Deno.test("removeStaleTemps: temp files a killed write left behind go after the 
     "fresh.json.9.ffff.tmp",
     "keep.json",
   ]);
+});
+
+Deno.test("removeAbandonedTemps: a fresh temp file of a process that is gone goes at once; a live writer's stays", async () => {
+  await using dir = await tempDir();
+  const child = new Deno.Command("true").spawn();
+  await child.status; // a pid nobody has now
+  const dead = `${dir.path}/0000000001-m100.json.${child.pid}.0123abcd.tmp`;
+  const live = `${dir.path}/0000000002-m100.json.${Deno.pid}.4567cdef.tmp`;
+  for (const f of [dead, live]) await Deno.writeTextFile(f, "x");
+  assertEquals(await removeAbandonedTemps(dir.path), 1);
+  assertEquals([...Deno.readDirSync(dir.path)].map((e) => `${dir.path}/${e.name}`), [live]);
 });
 
 Deno.test("lock: an ownerless lock dated in the future is taken in seconds, not after 121 s", async () => {
