@@ -26,7 +26,12 @@ const num = z.catch(z.number(), 0);
 const text = z.catch(z.optional(z.string()), undefined);
 const Cause = z.catch(
   z.optional(
-    z.object({ kind: z.string(), status: z.catch(z.number(), 0), message: z.catch(z.string(), "") }),
+    z.object({
+      kind: z.string(),
+      status: z.catch(z.number(), 0),
+      message: z.catch(z.string(), ""),
+      location: z.catch(z.optional(z.string()), undefined),
+    }),
   ),
   undefined,
 );

@@ -1,5 +1,6 @@
 /** `openviking-kimi replay`: replays the pending queue now, prints what happened and records it in the ledger. */
 
+import { adviceForCause, causeOf } from "../runtime/advice.ts";
 import { loadConfig } from "../runtime/config.ts";
 import { Budget, clientOptions, createClient } from "../runtime/http.ts";
 import { queueSummary } from "../runtime/pending.ts";
@@ -25,15 +26,17 @@ export async function replayCommand(): Promise<number> {
     }),
   );
   const left = (await queueSummary(dir)).entries + await countShared(dir);
-  const cause = report.cause
-    ? { kind: report.cause.kind, status: report.cause.status, message: report.cause.error.message }
-    : undefined;
+  const cause = report.cause ? causeOf(report.cause) : undefined;
   console.log(JSON.stringify({ ...report, cause, left, server: config.baseUrl }));
   // For `status`: which queued commits this replay delivered (this is also the interrupt's detached replay).
   await recordReplay(env, ledgerLimits(config), { ...report, cause }, startedAt);
   if (left > 0) {
+    // Why, in the words doctor uses, with the fix (a redirect names where it points, a refused key says so).
+    const why = cause ? adviceForCause(cause, config.baseUrl) : undefined;
     console.error(
-      `${left} entries are still queued in ${dir}; is ${config.baseUrl} reachable? Run "openviking-kimi doctor".`,
+      why
+        ? `${left} entries are still queued in ${dir}: ${why.summary}\n  fix: ${why.fix}`
+        : `${left} entries are still queued in ${dir}; run "openviking-kimi doctor" to see why.`,
     );
   }
   return left > 0 ? 1 : 0;

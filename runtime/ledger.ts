@@ -22,7 +22,12 @@ const SESSION_SHARE = 1 / 32;
 const MIN_SESSION_BYTES = 64 * 1024;
 
 const Memory = z.object({ uri: z.string(), score: z.optional(z.number()), chars: z.number() });
-const Failure = z.object({ kind: z.string(), status: z.number(), message: z.string() });
+const Failure = z.object({
+  kind: z.string(),
+  status: z.number(),
+  message: z.string(),
+  location: z.optional(z.string()),
+});
 /** When a run started and how long it took: every entry has them. */
 const Run = { at: z.number(), ms: z.number() };
 /** What a write to OpenViking did, in messages. */

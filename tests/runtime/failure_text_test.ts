@@ -183,6 +183,14 @@ Deno.test("failure text: doctor's captures check names where a redirect points, 
     captures,
     /fix: save the address it redirects to: `openviking-kimi install --url https:\/\/ov\.example\.com`/,
   );
+  // replay and status say the same, not "is it reachable?" nor a bare `--url URL`.
+  const replay = await s.run(["replay"]);
+  assertEquals(replay.code, 1);
+  assertMatch(replay.stderr, /still queued in .*: .*redirects to https:\/\/ov\.example\.com\//);
+  assertMatch(replay.stderr, /fix: .*install --url https:\/\/ov\.example\.com`/);
+  const status = await s.run(["status", "--json", "--session", SESSION]);
+  const lastError = JSON.parse(status.stdout).sessions[0].lastError;
+  assertMatch(lastError.fix, /install --url https:\/\/ov\.example\.com`/);
 });
 
 Deno.test("failure text: status, recall and doctor print what a server says of its tasks, memories and itself without its escape codes", async () => {
