@@ -36,19 +36,6 @@ export function parseJson(text: string): { ok: true; value: unknown } | { ok: fa
   }
 }
 
-/** Whether two JSON values are equal (object key order ignored). */
-export function jsonEqual(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (Array.isArray(a) || Array.isArray(b)) {
-    return Array.isArray(a) && Array.isArray(b) && a.length === b.length &&
-      a.every((v, i) => jsonEqual(v, b[i]));
-  }
-  if (!isRecord(a) || !isRecord(b)) return false;
-  const keys = Object.keys(a);
-  return keys.length === Object.keys(b).length &&
-    keys.every((k) => Object.hasOwn(b, k) && jsonEqual(a[k], b[k]));
-}
-
 // --- Where things are in JSON text, for edits that leave every other byte alone. ---
 
 /** One member of a JSON object in its text (UTF-16 offsets). */

@@ -8,9 +8,8 @@
 
 import * as z from "zod/mini";
 import { MCP_SERVER_NAME } from "./spec.ts";
-import { isRecord } from "../runtime/parsed.ts";
+import { deepEqual, isRecord } from "../runtime/parsed.ts";
 import {
-  jsonEqual,
   type JsonLayout,
   type JsonMemberSpan,
   type JsonObjectSpan,
@@ -133,7 +132,7 @@ export function planMcpInstall(
     };
   }
   const value = { ...entry };
-  if (previous !== "absent" && jsonEqual(existing, value)) {
+  if (previous !== "absent" && deepEqual(existing, value)) {
     return { ok: true, after: current, changed: false, previous, warnings: [] };
   }
   const after = file.root === undefined

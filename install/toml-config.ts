@@ -5,7 +5,7 @@
  * OpenViking's plugin outside a block are refused (they would run twice). Pure.
  */
 
-import { isRecord } from "../runtime/parsed.ts";
+import { deepEqual, isRecord } from "../runtime/parsed.ts";
 import { ALLOWED_HOOK_KEYS, type HookEntry, isOurHookCommand, isUpstreamHookCommand } from "./spec.ts";
 import {
   type BlockRange,
@@ -18,25 +18,6 @@ import {
   spliceBlock,
 } from "./toml-block.ts";
 
-/** Structural equality of parsed TOML values (prototype-agnostic; dates by value). */
-export function tomlEqual(a: unknown, b: unknown): boolean {
-  if (Object.is(a, b)) return true;
-  if (a instanceof Date || b instanceof Date) {
-    return a instanceof Date && b instanceof Date && String(a) === String(b) &&
-      Object.is(a.getTime(), b.getTime());
-  }
-  if (Array.isArray(a) || Array.isArray(b)) {
-    return Array.isArray(a) && Array.isArray(b) && a.length === b.length &&
-      a.every((x, i) => tomlEqual(x, b[i]));
-  }
-  if (isRecord(a) && isRecord(b)) {
-    const ka = Object.keys(a).sort();
-    const kb = Object.keys(b).sort();
-    return tomlEqual(ka, kb) && ka.every((k) => tomlEqual(a[k], b[k]));
-  }
-  return false;
-}
-
 /** The document without one occurrence of each given hook entry (`hooks` dropped if that empties it). */
 export function withoutHooks(
   doc: Record<string, unknown>,
@@ -46,7 +27,7 @@ export function withoutHooks(
   if (!Array.isArray(hooks) || entries.length === 0) return doc;
   const rest = [...hooks];
   for (const e of entries) {
-    const i = rest.findIndex((h) => tomlEqual(h, e));
+    const i = rest.findIndex((h) => deepEqual(h, e));
     if (i >= 0) rest.splice(i, 1);
   }
   const out: Record<string, unknown> = { ...doc };
@@ -59,12 +40,12 @@ export function withoutHooks(
 function firstDifference(a: Record<string, unknown>, b: Record<string, unknown>): string {
   const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort();
   for (const k of keys) {
-    if (tomlEqual(a[k], b[k])) continue;
+    if (deepEqual(a[k], b[k])) continue;
     const x = a[k];
     const y = b[k];
     if (Array.isArray(x) && Array.isArray(y)) {
       const n = Math.max(x.length, y.length);
-      for (let i = 0; i < n; i++) if (!tomlEqual(x[i], y[i])) return `${k}[${i}]`;
+      for (let i = 0; i < n; i++) if (!deepEqual(x[i], y[i])) return `${k}[${i}]`;
     }
     if (isRecord(x) && isRecord(y)) return `${k}.${firstDifference(x, y)}`;
     return k;
@@ -199,7 +180,7 @@ function checkMeaning(
     };
   }
   const stripped = withoutHooks(parsedAfter.value, entries);
-  if (tomlEqual(stripped, user)) return { ok: true, doc: parsedAfter.value };
+  if (deepEqual(stripped, user)) return { ok: true, doc: parsedAfter.value };
   return {
     ok: false,
     error: `installing would change the meaning of "${firstDifference(stripped, user)}" in ` +
@@ -259,7 +240,7 @@ export function planConfigUninstall(
   const after = removeRanges(current, removable.map((i) => i.block));
   const parsedAfter = parseToml(after);
   const expected = withoutHooks(loaded.doc, removable.flatMap((i) => i.entries));
-  if (!parsedAfter.ok || !tomlEqual(parsedAfter.value, expected)) {
+  if (!parsedAfter.ok || !deepEqual(parsedAfter.value, expected)) {
     return {
       ok: false,
       error:

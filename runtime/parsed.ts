@@ -1,6 +1,6 @@
 /**
- * What parsed, untrusted values are: the one test for "a plain JSON object" (not null, not an array), and
- * what a zod/mini check found wrong, in a few words — zod/mini loads no locale (its messages all read
+ * What parsed, untrusted values are: the one test for "a plain JSON object" (not null, not an array), the one
+ * structural equality of parsed JSON and TOML, and what a zod/mini check found wrong, in a few words — zod/mini loads no locale (its messages all read
  * "Invalid input"), so warnings and error replies describe the issue themselves.
  */
 
@@ -12,6 +12,23 @@ export type JsonRecord = Record<string, unknown>;
 /** Whether `value` is a plain object (what `JSON.parse` makes of `{…}`), not null and not an array. */
 export function isRecord(value: unknown): value is JsonRecord {
   return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+/** Structural equality of parsed JSON or TOML values: object key order ignored, dates by value. */
+export function deepEqual(a: unknown, b: unknown): boolean {
+  if (Object.is(a, b)) return true;
+  if (a instanceof Date || b instanceof Date) {
+    return a instanceof Date && b instanceof Date && String(a) === String(b) &&
+      Object.is(a.getTime(), b.getTime());
+  }
+  if (Array.isArray(a) || Array.isArray(b)) {
+    return Array.isArray(a) && Array.isArray(b) && a.length === b.length &&
+      a.every((x, i) => deepEqual(x, b[i]));
+  }
+  if (!isRecord(a) || !isRecord(b)) return false;
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length &&
+    keys.every((k) => Object.hasOwn(b, k) && deepEqual(a[k], b[k]));
 }
 
 /** `value` when it is a plain object, else an empty one (reading a member of it then gives `undefined`). */

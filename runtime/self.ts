@@ -146,8 +146,3 @@ export async function selfInvocation(args: string[]): Promise<Invocation> {
 export function shellQuote(word: string): string {
   return /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
 }
-
-/** Renders an invocation as one shell command line. */
-export function commandLine(inv: Invocation): string {
-  return [inv.command, ...inv.args].map(shellQuote).join(" ");
-}

@@ -24,7 +24,8 @@ import {
 } from "../../install/registry.ts";
 import { BLOCK_BEGIN, BLOCK_END, hookEntries, MCP_SERVER_NAME, PLUGIN_ID } from "../../install/spec.ts";
 import { findBlocks, parseToml } from "../../install/toml-block.ts";
-import { planConfigInstall, planConfigUninstall, tomlEqual } from "../../install/toml-config.ts";
+import { planConfigInstall, planConfigUninstall } from "../../install/toml-config.ts";
+import { deepEqual } from "../../runtime/parsed.ts";
 import { mutated, nastyString, params } from "./arbitraries.ts";
 import { MCP_ENTRY, mcpDocument } from "../install/json_arbitrary.ts";
 import { changedRegion, deletionOf, insertionOf, parseLoose } from "../install/text_diff.ts";
@@ -115,7 +116,7 @@ Deno.test("fuzz: config.toml planners — a result that parses (install → unin
         const parsed = parseToml(install.after!);
         assertTrue(parsed.ok, "what install writes parses");
         const hooks = parsed.ok && Array.isArray(parsed.value.hooks) ? parsed.value.hooks : [];
-        for (const e of ENTRIES) assertTrue(hooks.some((h) => tomlEqual(h, e)), `hook ${e.event} registered`);
+        for (const e of ENTRIES) assertTrue(hooks.some((h) => deepEqual(h, e)), `hook ${e.event} registered`);
         const blocks = text === undefined ? { blocks: [] } : findBlocks(text);
         if (text !== undefined && "blocks" in blocks && blocks.blocks.length === 0) {
           const back = planConfigUninstall(install.after);

@@ -1,12 +1,8 @@
+import { deepEqual } from "../../runtime/parsed.ts";
 import fc from "fast-check";
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { CREATED_LINE, findBlocks, parseToml, removeBlocks, renderBlock } from "../../install/toml-block.ts";
-import {
-  planConfigInstall,
-  planConfigUninstall,
-  tomlEqual,
-  withoutHooks,
-} from "../../install/toml-config.ts";
+import { planConfigInstall, planConfigUninstall, withoutHooks } from "../../install/toml-config.ts";
 import { BLOCK_BEGIN, BLOCK_END, hookEntries } from "../../install/spec.ts";
 import { HOOKS } from "../../hooks/events.ts";
 import { tomlDocument, trailingSection } from "./toml_arbitrary.ts";
@@ -62,9 +58,9 @@ Deno.test("property: install leaves every user key's parsed value unchanged and 
     fc.property(tomlDocument(), (doc) => {
       fc.pre(valid(doc));
       const after = parsed(install(doc));
-      assertTrue(tomlEqual(withoutHooks(after, ENTRIES as unknown as unknown[]), parsed(doc)));
+      assertTrue(deepEqual(withoutHooks(after, ENTRIES as unknown as unknown[]), parsed(doc)));
       const hooks = (after.hooks as Record<string, unknown>[]).filter((h) =>
-        ENTRIES.some((e) => tomlEqual(e, h))
+        ENTRIES.some((e) => deepEqual(e, h))
       );
       assertEquals(hooks.length, HOOKS.length);
     }),
@@ -99,7 +95,7 @@ Deno.test("property: a table the user adds after our block keeps its meaning thr
       assertEquals(install(edited), edited);
       const removed = uninstall(edited)!;
       const expected = doc + (doc === "" || doc.endsWith("\n") ? "" : "\n") + extra;
-      assertTrue(tomlEqual(parsed(removed), parsed(expected)), `${JSON.stringify(removed)}`);
+      assertTrue(deepEqual(parsed(removed), parsed(expected)), `${JSON.stringify(removed)}`);
     }),
     { numRuns: 150 },
   );

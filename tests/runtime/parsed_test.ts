@@ -1,8 +1,8 @@
-/** The one plain-object guard, and zod/mini issues in words (zod/mini has no locale of its own). */
+/** The one plain-object guard, structural equality, and zod/mini issues in words (zod/mini has no locale of its own). */
 
 import * as z from "zod/mini";
-import { assertEquals } from "../support/assert.ts";
-import { asRecord, isRecord, issueText } from "../../runtime/parsed.ts";
+import { assertEquals, assertTrue } from "../support/assert.ts";
+import { asRecord, deepEqual, isRecord, issueText } from "../../runtime/parsed.ts";
 import { resolveConfig } from "../../runtime/config.ts";
 
 Deno.test("isRecord: a plain object only (not null, not an array, not a primitive)", () => {
@@ -42,4 +42,15 @@ Deno.test("a bad knob's warning says why, in those words", () => {
     'OPENVIKING_PEER_SOURCE: invalid value "svn" (must be "git" or "cwd" or "none"); using the default',
     'OPENVIKING_RECALL_LIMIT: invalid value "500" (must be at most 100); using the default',
   ]);
+});
+
+Deno.test("deepEqual: key order ignored, arrays in order, dates by value, nothing else equal by shape", () => {
+  assertTrue(deepEqual({ a: 1, b: [1, { c: "x" }] }, { b: [1, { c: "x" }], a: 1 }));
+  assertTrue(!deepEqual({ a: 1 }, { a: 1, b: undefined }), "a key more is a difference");
+  assertTrue(!deepEqual([1, 2], [2, 1]));
+  assertTrue(deepEqual(new Date("2026-12-01T00:00:00Z"), new Date("2026-12-01T00:00:00Z")));
+  assertTrue(!deepEqual(new Date("2026-12-01T00:00:00Z"), new Date("2026-12-02T00:00:00Z")));
+  assertTrue(!deepEqual(new Date(0), {}), "a date is not an empty object");
+  assertTrue(!deepEqual("1", 1));
+  assertTrue(deepEqual(Number.NaN, Number.NaN));
 });
