@@ -76,6 +76,7 @@ const ReplayEntrySchema = z.object({
   deferred: z.number(),
   commitTasks: z.array(z.object({ sessionId: z.string(), taskId: z.string() })),
 });
+export type ReplayEntry = z.infer<typeof ReplayEntrySchema>;
 
 /** One ledger line. */
 export const LedgerEntrySchema = z.discriminatedUnion("kind", [
