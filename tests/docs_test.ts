@@ -3,7 +3,9 @@
  * command list is the generated top-level help.
  */
 
-import { assertTrue } from "./support/assert.ts";
+import { assertEquals, assertTrue } from "./support/assert.ts";
+import { StatusSchema } from "../hooks/status-model.ts";
+import { RecallOutputSchema } from "../hooks/recall-command.ts";
 import { KNOBS } from "../runtime/knobs.ts";
 import { VERSION } from "../runtime/version.ts";
 import { helpText } from "../cli/commands.ts";
@@ -82,4 +84,88 @@ Deno.test("README's ov.conf for a local server has the shape the real-server tes
   assertTrue(
     section.includes("python3 -m pip install openviking==") && section.includes("\nopenviking-server\n"),
   );
+});
+
+/** A zod/mini schema's definition, as far as the walk below needs it. */
+interface SchemaNode {
+  _zod: {
+    def: { type: string; shape?: Record<string, SchemaNode>; innerType?: SchemaNode; element?: SchemaNode };
+  };
+}
+
+/** Every leaf field of `schema` as a path (`a.b`, `list[].c`; optional and nullable see through). */
+function schemaLeaves(schema: SchemaNode, prefix = ""): string[] {
+  const def = schema._zod.def;
+  if (def.innerType) return schemaLeaves(def.innerType, prefix);
+  if (def.type === "array" && def.element) return schemaLeaves(def.element, `${prefix}[]`);
+  if (def.type === "object" && def.shape) {
+    return Object.entries(def.shape).flatMap(([k, v]) => schemaLeaves(v, prefix ? `${prefix}.${k}` : k));
+  }
+  return [prefix];
+}
+
+/** The paths a README shape like `{a, b?, c: {d}, e: [{f}], g[]}` names, under `prefix`. */
+function shapePaths(shape: string, prefix: string): string[] {
+  const inner = shape.trim().replace(/^\{/, "").replace(/\}$/, "");
+  const parts: string[] = [];
+  let depth = 0;
+  let start = 0;
+  for (let i = 0; i <= inner.length; i++) {
+    const c = inner[i];
+    if (c === "{" || c === "[") depth++;
+    if (c === "}" || c === "]") depth--;
+    if ((c === "," && depth === 0) || i === inner.length) {
+      parts.push(inner.slice(start, i).trim());
+      start = i + 1;
+    }
+  }
+  return parts.filter(Boolean).flatMap((part) => {
+    const m = /^(\w+)(\[\])?\??(?::\s*(\[)?(\{.*\})\]?)?$/.exec(part);
+    if (!m) throw new Error(`cannot read "${part}" in README's ${prefix || "shape"}`);
+    const path = `${prefix ? `${prefix}.` : ""}${m[1]}${m[2] || m[3] ? "[]" : ""}`;
+    return m[4] ? shapePaths(m[4], path) : [path];
+  });
+}
+
+/** Paths README's status table names: `a.b`, `.c` (a sibling of the first), and the shapes in its meanings. */
+function tablePaths(table: string): string[] {
+  const out: string[] = [];
+  for (const row of table.split("\n").filter((l) => l.startsWith("| `"))) {
+    const [field, meaning] = row.split("|").slice(1, 3);
+    const names = [...field.matchAll(/`([^`]+)`/g)].map((m) => m[1]);
+    const parent = names[0].includes(".") ? names[0].slice(0, names[0].lastIndexOf(".")) : "";
+    const paths = names.map((n) => n.startsWith(".") ? `${parent}${n}` : n);
+    out.push(...paths);
+    const shape = /`(\{.*\})`/.exec(meaning)?.[1];
+    if (shape) out.push(...shapePaths(shape, paths[0]));
+  }
+  return out;
+}
+
+/** Fields the schema has that README does not name, and names README has that the schema lacks. */
+function drift(leaves: string[], documented: string[]): { undocumented: string[]; unknown: string[] } {
+  const named = new Set(documented);
+  const known = new Set(leaves.flatMap((l) => l.split(".").map((_, i, a) => a.slice(0, i + 1).join("."))));
+  for (const l of [...known]) if (l.endsWith("[]")) known.add(l.slice(0, -2));
+  return {
+    undocumented: leaves.filter((l) => !named.has(l)),
+    unknown: documented.filter((d) => !known.has(d)),
+  };
+}
+
+Deno.test("README's status --json table names every field of StatusSchema, and no field it lacks", () => {
+  const at = readme.indexOf("`--json` prints one object (schema `StatusSchema`");
+  const table = readme.slice(at, readme.indexOf("\n\n", readme.indexOf("| field", at)));
+  const d = drift(schemaLeaves(StatusSchema as unknown as SchemaNode), tablePaths(table));
+  assertEquals(d, { undocumented: [], unknown: [] });
+});
+
+Deno.test("README's recall --json shape names every field of RecallOutputSchema, and no field it lacks", () => {
+  const at = readme.indexOf("`--json`: `{query");
+  const para = readme.slice(at, readme.indexOf("\n\n", at));
+  const main = /`(\{query[^`]*\})`/.exec(para)![1];
+  const failure = /`failure`\s+`(\{[^`]*\})`/.exec(para.replace(/\n/g, " "))?.[1] ?? "{}";
+  const documented = [...shapePaths(main, ""), ...shapePaths(failure, "failure")];
+  const d = drift(schemaLeaves(RecallOutputSchema as unknown as SchemaNode), documented);
+  assertEquals(d, { undocumented: [], unknown: [] });
 });
