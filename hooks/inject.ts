@@ -181,24 +181,32 @@ async function unseenLines(r: RecallResult, injected: ReadonlySet<string>): Prom
 /** What showing `m` adds to the session's set. */
 const keysOf = (found: Found, m: Memory): string[] => found.keys.get(m) ?? [m.uri];
 
-/** The profile's rows for the digest. */
-function profileRows(parts: ProfileParts, afterCompaction: boolean): SafeText[] {
+/**
+ * The profile's rows for the digest: at most half its characters, so the memories the prompt asked for keep
+ * the other half (the first prompt in config mode stays a compact digest, ≤ ~12 rows at 160 columns).
+ */
+function profileRows(c: Config, parts: ProfileParts, afterCompaction: boolean): SafeText[] {
   return profileDigest({
     profile: parts.profile,
     uri: profileUri(parts.space),
     abstracts: [...parts.preferences, ...parts.entities].map((l) => l.abstract).filter(Boolean),
     afterCompaction,
+    maxChars: Math.floor(c.recallDigestChars / 2),
   });
 }
 
-/** The digest output: one block, the profile's rows first, then a line per memory not seen yet. */
+/**
+ * The digest output: one block, the profile's rows first, then a line per memory not seen yet — all of it
+ * within the digest's characters (the markers and the profile's rows taken first).
+ */
 function digestOutput(c: Config, found: Found, profile: SafeText[]): Output {
   const frame = DIGEST_OPEN.length + DIGEST_CLOSE.length + 2;
   const reserved = frame + profile.reduce((n, l) => n + l.length + 1, 0);
-  let lines = digestLines(found.visible, {
-    memories: c.recallDigestLimit,
-    chars: c.recallDigestChars + reserved - frame,
-  }, reserved);
+  let lines = digestLines(
+    found.visible,
+    { memories: c.recallDigestLimit, chars: c.recallDigestChars },
+    reserved,
+  );
   // The limits may leave out every line that named a memory: the lines without one do not print alone.
   if (found.named && !lines.some((l) => l.memory.uri)) lines = [];
   const body = [...profile, ...lines.map((l) => l.line)];
@@ -283,7 +291,7 @@ export async function injectionFor(
       hasProfile ? renderProfile(parts, c.profileTokenBudget) : null,
       req.afterCompaction,
     )
-    : digestOutput(c, found, hasProfile ? profileRows(parts, req.afterCompaction) : []);
+    : digestOutput(c, found, hasProfile ? profileRows(c, parts, req.afterCompaction) : []);
   return {
     stdout: out.stdout,
     recall: req.reuse !== undefined ? "reused" : recalled?.source ?? "skipped",

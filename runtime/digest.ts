@@ -127,6 +127,8 @@ export interface ProfileDigestInput {
   abstracts: readonly string[];
   /** Printed again because a compaction dropped the session's first copy. */
   afterCompaction: boolean;
+  /** Characters the rows may take together, newlines included (default: no limit but the rows'). */
+  maxChars?: number;
 }
 
 /** The profile's pieces: its lines on one line each, headings and blank lines dropped, each cut to a row. */
@@ -141,8 +143,8 @@ function profilePieces(input: ProfileDigestInput): string[] {
 
 /**
  * A few rows of the profile: a label naming its URI (and, after a compaction, saying so), then its lines
- * joined with " · " into rows of at most {@link PROFILE_ROW} characters, at most {@link PROFILE_ROWS} rows,
- * an ellipsis when more was left out. Empty when there is nothing to show.
+ * joined with " · " into rows of at most {@link PROFILE_ROW} characters, at most {@link PROFILE_ROWS} rows
+ * and `maxChars` in all, an ellipsis when more was left out. Empty when there is nothing to show.
  */
 export function profileDigest(input: ProfileDigestInput): SafeText[] {
   const pieces = profilePieces(input);
@@ -160,7 +162,9 @@ export function profileDigest(input: ProfileDigestInput): SafeText[] {
       continue;
     }
     rows.push(row);
-    if (rows.length >= PROFILE_ROWS) {
+    // The next row may grow to a whole PROFILE_ROW: it starts only when one fits in what is left.
+    const used = rows.reduce((n, r) => n + r.length + 1, 0);
+    if (rows.length >= PROFILE_ROWS || used + PROFILE_ROW + 1 > (input.maxChars ?? Infinity)) {
       cut = true;
       break;
     }

@@ -5,6 +5,7 @@
  * terminal, output and query are bounded, and a huge CRLF prompt keeps the hook fast.
  */
 
+import { terminalRows } from "../support/rows.ts";
 import { assertEquals, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { DEFAULT_ENTRY, FakeOpenViking } from "../support/fake-openviking.ts";
 import { sandboxEnv } from "../support/hook-context.ts";
@@ -148,12 +149,16 @@ Deno.test("prompt hook: a huge server reply prints at most the cap, markers whol
   assertPrintedSafe(stdout);
   assertTrue(stdout.length <= PRINT_MAX_CHARS && stdout.length > PRINT_MAX_CHARS / 2, `${stdout.length}`);
   assertStringIncludes(stdout, "memory line\n[truncated]\n</openviking-context>\n");
-  // The digest: six rows of profile and five memories within 1200 characters, whatever the server sent.
+  // The digest, a config-mode first prompt: the profile's rows and the memories share its 1200 characters
+  // (issue #13: "a compact digest, ≤ ~12 rows at 160 columns"), whatever the server sent.
   const quiet = await prompt(sandboxEnv(`${dir.path}/digest`, fake.url), "how should I indent this file?");
   assertPrintedSafe(quiet.stdout);
   const lines = quiet.stdout.split("\n");
-  assertEquals(lines.filter((l) => l.startsWith("- memory line")).length, 5);
-  assertTrue(quiet.stdout.length <= 1200 + 6 * 151, `${quiet.stdout.length}`);
+  assertTrue(lines.some((l) => l.startsWith("Profile (")), "the profile is there");
+  const memories = lines.filter((l) => l.startsWith("- memory line")).length;
+  assertTrue(memories >= 2 && memories <= 5, `${memories} memories: the profile leaves room for some`);
+  assertTrue(quiet.stdout.length <= 1200, `${quiet.stdout.length} characters`);
+  assertTrue(terminalRows(quiet.stdout) <= 12, `${terminalRows(quiet.stdout)} rows at 160 columns`);
 });
 
 Deno.test("prompt hook: a 5 MB prompt is not sent whole — the query is its head, cut at a word", async () => {

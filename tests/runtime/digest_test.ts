@@ -166,6 +166,20 @@ Deno.test("profile digest: a label with its URI, the lines joined into at most 6
   assertMatch(many[0].text, /^Profile, again after compaction \(viking:\/\/u\/p\.md\): fact 0:/);
   assertMatch(many.at(-1)!.text, / …$/, "what was left out is marked");
   assertTrue(terminalRows(many.map((r) => r.text).join("\n")) <= PROFILE_ROWS);
+  // Within half the digest's 1200 characters, the rows stop sooner, still marked.
+  const half = profileDigest({
+    profile: long,
+    uri: "viking://u/p.md",
+    abstracts: [],
+    afterCompaction: false,
+    maxChars: 600,
+  });
+  const used = half.reduce((n, r) => n + r.length + 1, 0);
+  assertTrue(
+    half.length > 1 && half.length < PROFILE_ROWS && used <= 600,
+    `${half.length} rows, ${used} chars`,
+  );
+  assertMatch(half.at(-1)!.text, / …$/);
 });
 
 Deno.test("profile digest: without profile.md the preference and entity abstracts stand in; nothing at all is nothing", () => {
