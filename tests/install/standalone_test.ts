@@ -288,6 +288,16 @@ for (const mode of ["config", "plugin"] as const) {
   });
 }
 
+/** A plugin-mode install into `<dir>/home` (nothing answering at the URL): its HOME, Kimi home, plugin root. */
+async function installedPlugin(dir: string): Promise<{ home: string; kimi: string; root: string }> {
+  const home = `${dir}/home`;
+  const kimi = `${home}/.kimi-code`;
+  await Deno.mkdir(kimi, { recursive: true });
+  const env = isolatedEnv(home, { OPENVIKING_URL: "http://127.0.0.1:9" });
+  assertEquals((await runCli(["install", "--mode", "plugin"], { env, clearEnv: true })).code, 0);
+  return { home, kimi, root: `${kimi}/plugins/managed/openviking-memory` };
+}
+
 /** Doctor's JSON report, checked to come from a run that did not crash. */
 function report(
   r: Ran,
@@ -301,12 +311,7 @@ Deno.test({
   ignore: !posix,
   async fn(t) {
     await using dir = await tempDir();
-    const home = `${dir.path}/home`;
-    const kimi = `${home}/.kimi-code`;
-    await Deno.mkdir(kimi, { recursive: true });
-    const env = isolatedEnv(home, { OPENVIKING_URL: "http://127.0.0.1:9" });
-    assertEquals((await runCli(["install", "--mode", "plugin"], { env, clearEnv: true })).code, 0);
-    const root = `${kimi}/plugins/managed/openviking-memory`;
+    const { home, kimi, root } = await installedPlugin(dir.path);
     const doctor = async () =>
       report(
         await sh(`'${root}/bin/openviking-kimi' doctor --json`, dir.path, { HOME: home, PATH: BARE_PATH }),
@@ -370,12 +375,7 @@ Deno.test({
   ignore: !posix,
   async fn(t) {
     await using dir = await tempDir();
-    const home = `${dir.path}/home`;
-    const kimi = `${home}/.kimi-code`;
-    await Deno.mkdir(kimi, { recursive: true });
-    const env = isolatedEnv(home, { OPENVIKING_URL: "http://127.0.0.1:9" });
-    assertEquals((await runCli(["install", "--mode", "plugin"], { env, clearEnv: true })).code, 0);
-    const root = `${kimi}/plugins/managed/openviking-memory`;
+    const { home, kimi, root } = await installedPlugin(dir.path);
     const bin = `${root}/bin/openviking-kimi`;
     const copy = JSON.parse(/# openviking-kimi copy (.*)/.exec(await Deno.readTextFile(bin))![1])
       .dir as string;
