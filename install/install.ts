@@ -40,15 +40,10 @@ import {
   planFile,
 } from "./run.ts";
 import { copyStep, fileStep, placeStep, removalStep } from "./steps.ts";
-import {
-  buildCopy,
-  copyPlacement,
-  homeStep,
-  placeCopyStep,
-  placedSource,
-  sweepStep,
-  versionsDir,
-} from "./copy.ts";
+import { buildCopy, versionsDir } from "./copy.ts";
+import { copyPlacement, placeCopyStep, placedSource } from "./copy-place.ts";
+import { homeStep } from "./copy-homes.ts";
+import { sweepStep } from "./copy-sweep.ts";
 import { launcherName } from "./launcher.ts";
 import { serverChecks } from "./doctor-memory.ts";
 import {
