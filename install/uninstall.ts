@@ -17,7 +17,7 @@ import { hasOurPlugin, kimiHomeFor, type KimiState, readKimiState } from "./dete
 import { installedBinaryPath, integrationDir } from "./placement.ts";
 import { versionsDir } from "./copy.ts";
 import { sweepStep } from "./copy-sweep.ts";
-import { planUnregister } from "./install.ts";
+import { planUnregister } from "./plugin-mode.ts";
 import { backupFor } from "./backup.ts";
 import { carryOut, type Context, fail, type InstallOptions, newPlan, type Plan, planFile } from "./run.ts";
 import { removalStep } from "./steps.ts";
