@@ -25,7 +25,9 @@ import {
   profileUri,
   renderProfile,
 } from "../runtime/profile.ts";
-import { fullRecallBlock, recallForPrompt, type RecallResult, urisIn } from "../runtime/recall.ts";
+import { recallForPrompt, urisIn } from "../runtime/recall.ts";
+import type { RecallResult } from "../runtime/recall-types.ts";
+import { fullRecallBlock } from "../runtime/recall-full.ts";
 import { DIGEST_CLOSE, DIGEST_OPEN, digestLines, profileDigest } from "../runtime/digest.ts";
 import type { Memory } from "../runtime/memory.ts";
 import { sha256Hex } from "../runtime/hash.ts";

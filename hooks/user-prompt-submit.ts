@@ -10,7 +10,7 @@ import { sha256Hex } from "../runtime/hash.ts";
 import { Budget, type OvFailure } from "../runtime/http.ts";
 import { scrub } from "../runtime/scrub.ts";
 import { peerOptions, resolvePeer } from "../runtime/peer.ts";
-import type { RecallResult } from "../runtime/recall.ts";
+import type { RecallResult } from "../runtime/recall-types.ts";
 import { type SessionState, updateState } from "../runtime/state.ts";
 import { clientFor, type HookContext, type HookResult } from "./context.ts";
 import { promptText } from "./input.ts";

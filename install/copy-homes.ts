@@ -1,0 +1,79 @@
+/**
+ * The Kimi homes a program copy was installed into (`kimi-homes` in the integration directory, one absolute
+ * path a line): recording one, as a step or inside another, with its undo; and which of them still registers
+ * a version (the sweep keeps that version: install/copy-sweep.ts).
+ */
+
+import { readTextIfExists, writeFileAtomic } from "../runtime/fs.ts";
+import { type Env, joinPath } from "../runtime/paths.ts";
+import { PLUGIN_ID } from "./spec.ts";
+import { checkCreatable, makeDirs } from "./files.ts";
+import { integrationDir } from "./placement.ts";
+import { launcherName } from "./launcher.ts";
+import { attempt, type Step } from "./steps.ts";
+
+/** The file listing the Kimi homes installed into (one absolute path a line), for the removal rule. */
+export function homesFile(env: Env): string {
+  return joinPath(integrationDir(env), "kimi-homes");
+}
+
+/** The lines of the homes file as they are (none when it is missing or unreadable). */
+export async function listedHomes(env: Env): Promise<string[]> {
+  return (await readTextIfExists(homesFile(env)).catch(() => undefined))?.split("\n") ?? [];
+}
+
+/** The step that records `kimiHome` among the homes installed into (none when it is listed already). */
+export async function homeStep(env: Env, kimiHome: string): Promise<Step | undefined> {
+  const listed = await listedHomes(env);
+  if (listed.includes(kimiHome)) return undefined;
+  return {
+    describe: `record ${kimiHome} in ${homesFile(env)}`,
+    check: () => checkCreatable(homesFile(env)),
+    run: () =>
+      attempt(`record ${kimiHome} in ${homesFile(env)}`, async () => {
+        const dirs = await makeDirs(integrationDir(env), { private: true });
+        const undo = await recordHome(env, kimiHome, listed);
+        return { changed: homesFile(env), undo: { undo: async () => (await undo(), await dirs.undo()) } };
+      }),
+  };
+}
+
+/** Adds `home` to the list of Kimi homes installed into (`listed`: the list as read); returns the undo. */
+export async function recordHome(env: Env, home: string, listed: string[]): Promise<() => Promise<void>> {
+  if (listed.includes(home)) return () => Promise.resolve();
+  const path = homesFile(env);
+  const before = await readTextIfExists(path);
+  const kept = listed.filter((l) => l.trim() !== "");
+  await writeFileAtomic(path, `${[...kept, home].join("\n")}\n`, { privateDir: false });
+  return async () => {
+    if (before === undefined) await Deno.remove(path).catch(() => {});
+    else await writeFileAtomic(path, before, { privateDir: false });
+  };
+}
+
+/** The Kimi homes of `env` installed into, and `also`. */
+export async function knownHomes(env: Env, also: string[]): Promise<string[]> {
+  const listed = await listedHomes(env);
+  return [
+    ...new Set(
+      [...listed, ...also].map((l) => l.trim()).filter((l) => l.startsWith("/") || /^[A-Za-z]:/.test(l)),
+    ),
+  ];
+}
+
+/** The first Kimi home whose registration (config.toml, mcp.json, plugin launcher) names `id`. */
+export async function registeredIn(id: string, homes: string[]): Promise<string | undefined> {
+  for (const home of homes) {
+    const plugin = joinPath(home, "plugins", "managed", PLUGIN_ID, "bin");
+    const files = [
+      joinPath(home, "config.toml"),
+      joinPath(home, "mcp.json"),
+      joinPath(plugin, launcherName("posix")),
+      joinPath(plugin, launcherName("windows")),
+    ];
+    for (const f of files) {
+      if ((await readTextIfExists(f).catch(() => undefined))?.includes(id)) return home;
+    }
+  }
+  return undefined;
+}

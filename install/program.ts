@@ -1,0 +1,132 @@
+/**
+ * The program install registers, however this process runs: the compiled binary (config mode runs its copy
+ * in `…/kimicode/bin/`), an installed program copy installing itself (its own launcher), or a checkout (a
+ * program copy built from it and placed: install/copy.ts, copy-place.ts); the steps that put it in place.
+ */
+
+import { readTextIfExists } from "../runtime/fs.ts";
+import { joinPath } from "../runtime/paths.ts";
+import { productionFlags } from "../runtime/self.ts";
+import { EXECUTABLE_NAME } from "./spec.ts";
+import { executableFileName, installedBinaryPath, sameBytes, sameFile } from "./placement.ts";
+import type { PluginFile } from "./plugin.ts";
+import type { Context, Note, Plan } from "./run.ts";
+import { copyStep } from "./steps.ts";
+import { buildCopy } from "./copy.ts";
+import { copyPlacement, placeCopyStep, placedSource } from "./copy-place.ts";
+import { homeStep } from "./copy-homes.ts";
+import { launcherName } from "./launcher.ts";
+
+/** The program the registrations run, once in place. */
+export interface Program {
+  /** What config mode's hooks and `mcp.json` run: the binary's place, or a program copy's launcher. */
+  command: string;
+  /** The plugin directory's `bin/` file: the binary, or the launcher. */
+  pluginBin: PluginFile;
+  /** Where the plugin came from (the registry record's `originalSource`). */
+  source: string;
+  /** A note on what runs. */
+  note: Note;
+  /** The program copy's id (the sweep keeps it). */
+  keep?: string;
+}
+
+/** The compiled binary: config mode runs its copy in `…/kimicode/bin/` (copied unless the same bytes are there). */
+async function binaryProgram(
+  ctx: Context,
+  self: { execPath: string },
+  mode: "config" | "plugin",
+  plan: Plan,
+): Promise<Program> {
+  const target = installedBinaryPath(ctx.env, ctx.os);
+  const same = (await sameFile(self.execPath, target)) || (await sameBytes(self.execPath, target));
+  if (mode === "config" && !same) plan.steps.push(copyStep(self.execPath, target, ctx.os));
+  return {
+    command: target,
+    pluginBin: {
+      path: `bin/${executableFileName(ctx.os)}`,
+      content: { copyFrom: self.execPath },
+      mode: 0o755,
+    },
+    source: self.execPath,
+    note: "",
+  };
+}
+
+/** An installed program copy installing itself (say, into another mode): it registers its own launcher. */
+async function ownCopyProgram(
+  ctx: Context,
+  dir: string,
+  home: string,
+  plan: Plan,
+): Promise<Program | string> {
+  const launcher = joinPath(dir, "bin", launcherName(ctx.os));
+  const text = await readTextIfExists(launcher).catch(() => undefined);
+  if (text === undefined) {
+    return `this program copy (${dir}) has no launcher ${launcher}; run install from an openviking-kimi ` +
+      "checkout or a release binary";
+  }
+  const step = await homeStep(ctx.env, home);
+  if (step) plan.steps.push(step);
+  return {
+    command: launcher,
+    pluginBin: { path: `bin/${EXECUTABLE_NAME}`, content: text, mode: 0o755 },
+    source: dir,
+    note: "",
+    keep: dir.slice(dir.lastIndexOf("/") + 1),
+  };
+}
+
+/** A checkout: a program copy built from it (install/copy.ts), placed unless the same one is in place. */
+async function checkoutProgram(
+  ctx: Context,
+  root: string,
+  home: string,
+  plan: Plan,
+): Promise<Program | string> {
+  const deno = ctx.deno ?? Deno.execPath();
+  let placement;
+  try {
+    const flags = await productionFlags(root);
+    // Built by the Deno running install (whose `deno bundle` this relies on); run by the recorded one.
+    const copy = await buildCopy(root, Deno.execPath(), flags);
+    // The same code placed from another clone keeps the origin it recorded: nothing of it is rewritten.
+    const source = (await placedSource(ctx.env, copy.id)) ?? root;
+    placement = copyPlacement(copy, ctx.env, ctx.os, { deno, flags, source });
+  } catch (error) {
+    return `cannot install from the checkout ${root}: ${(error as Error).message}`;
+  }
+  const step = await placeCopyStep(placement, ctx.env, ctx.os, home);
+  if (step) plan.steps.push(step);
+  return {
+    command: placement.launcher,
+    pluginBin: { path: `bin/${EXECUTABLE_NAME}`, content: placement.launcherText, mode: 0o755 },
+    source: placement.source,
+    note: {
+      done: `The hooks run the program copy ${placement.dir} with ${deno}, not this checkout: moving or ` +
+        "deleting the checkout changes nothing; run install again to update them.",
+      planned: `The hooks would run the program copy ${placement.dir} with ${deno}, not this checkout: ` +
+        "moving or deleting the checkout would change nothing; run install again to update them.",
+    },
+    keep: placement.copy.id,
+  };
+}
+
+/** Plans putting the program in place, however this process runs. */
+/** Plans putting the program in place, however this process runs; returns why it cannot, as a string. */
+export function planProgram(
+  ctx: Context,
+  mode: "config" | "plugin",
+  home: string,
+  plan: Plan,
+): Promise<Program | string> {
+  const self = ctx.self;
+  if (self.kind === "compiled") return binaryProgram(ctx, self, mode, plan);
+  if (self.kind === "copy") return ownCopyProgram(ctx, self.dir, home, plan);
+  return checkoutProgram(ctx, self.root, home, plan);
+}
+
+/** The note naming the command the hooks run (would run, in a dry run). */
+export function hooksRun(command: string): Note {
+  return { done: `Hooks run: ${command}`, planned: `Hooks would run: ${command}` };
+}
