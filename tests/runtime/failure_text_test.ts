@@ -6,7 +6,7 @@
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { DEFAULT_ENTRY, FakeOpenViking, type Fault } from "../support/fake-openviking.ts";
-import { placeJournal } from "../support/hook-context.ts";
+import { placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { queuedMessages } from "../support/queue.ts";
 import { runCli } from "../support/run.ts";
@@ -23,18 +23,14 @@ const CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/;
 async function sandbox(options: Parameters<typeof FakeOpenViking.start>[0] = {}, key = "") {
   const dir = await tempDir();
   const fake = await FakeOpenViking.start(options);
-  const env: Record<string, string> = {
-    HOME: dir.path,
-    KIMI_CODE_HOME: `${dir.path}/.kimi-code`,
-    OPENVIKING_URL: fake.url,
+  const env = sandboxEnv(dir.path, fake.url, {
     OPENVIKING_TIMEOUT_MS: "2000",
     OPENVIKING_CAPTURE_WAIT_MS: "0",
     // The capture runs in the hook process itself: its outcome is recorded when the hook exits.
     OPENVIKING_WRITE_PATH_ASYNC: "0",
     OPENVIKING_DEBUG: "1",
-    PATH: Deno.env.get("PATH") ?? "/usr/bin",
     ...(key ? { OPENVIKING_API_KEY: key } : {}),
-  };
+  });
   const outputs: string[] = [];
   const run = async (args: string[], stdin?: Record<string, unknown>) => {
     const r = await runCli(args, {
