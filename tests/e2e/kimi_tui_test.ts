@@ -326,6 +326,24 @@ for (const version of KIMI_VERSIONS) {
         );
       }
       assertEquals(await quiet.exit(), 0);
+
+      // A third session, whose first turn the provider fails: Kimi fires StopFailure, never Stop.
+      await using failing = await rig.env.tui();
+      await t.step(
+        "a failed turn (provider error): its prompt alone reaches OpenViking at once, committed",
+        async () => {
+          const known = new Set((await rig.env.sessionIndex()).map((e) => e.sessionId));
+          const prompt = "this turn will FAIL_TURN at the provider";
+          await failing.submit(prompt);
+          const sid = (await poll("the failing session in session_index.jsonl", async () =>
+            (await rig.env.sessionIndex()).find((e) =>
+              !known.has(e.sessionId)
+            ))).sessionId;
+          // No answer invented, and not withheld until a later turn: the StopFailure capture, committed.
+          await expectFakeSession(fake, `kc-${sid}`, [["0", "user", prompt]], 1);
+        },
+      );
+      assertEquals(await failing.exit(), 0);
     });
   }
 }
