@@ -9,7 +9,7 @@ import { assertEquals } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { placeJournal } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
-import { cliArgs, denoDir, runCli } from "../support/run.ts";
+import { runCli, startCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { readState } from "../../runtime/state.ts";
 
@@ -52,17 +52,7 @@ async function killWorkerWhen(
   let hit = false;
   fake.onRequest = (r) => hit ||= killAt(r.route);
   const stdin = JSON.stringify({ hook_event_name: "Stop", session_id: SESSION, cwd: CWD });
-  const worker = new Deno.Command(Deno.execPath(), {
-    args: [...(await cliArgs()), "hook", "stop"],
-    env: { DENO_DIR: denoDir(), ...env, OPENVIKING_KIMI_HOOK_WORKER: "1" },
-    clearEnv: true,
-    stdin: "piped",
-    stdout: "null",
-    stderr: "null",
-  }).spawn();
-  const w = worker.stdin.getWriter();
-  await w.write(new TextEncoder().encode(stdin));
-  await w.close();
+  const worker = await startCli(["hook", "stop"], { ...env, OPENVIKING_KIMI_HOOK_WORKER: "1" }, stdin);
   await waitFor("the request to kill at", () => hit);
   worker.kill("SIGKILL");
   await worker.status;

@@ -16,7 +16,7 @@ import {
 } from "../support/fake-openviking.ts";
 import { placeJournal } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
-import { cliArgs, denoDir, runCli } from "../support/run.ts";
+import { cliArgs, denoDir, runCli, startCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { enqueueMessages } from "../../runtime/pending.ts";
 import { ourQueue, queuedMessages } from "../support/queue.ts";
@@ -511,17 +511,11 @@ Deno.test("hook stop: a worker killed in the middle of its write loses nothing â
   s.fake!.fault({ route: "POST /api/v1/sessions/:id/messages/batch", delayMs: 800, times: 1 });
   let arrived = false;
   s.fake!.onRequest = (r) => arrived ||= r.route.endsWith("/messages/batch");
-  const worker = new Deno.Command(Deno.execPath(), {
-    args: [...(await cliArgs()), "hook", "stop"],
-    env: { DENO_DIR: denoDir(), ...s.env, OPENVIKING_KIMI_HOOK_WORKER: "1" },
-    clearEnv: true,
-    stdin: "piped",
-    stdout: "null",
-    stderr: "null",
-  }).spawn();
-  const w = worker.stdin.getWriter();
-  await w.write(new TextEncoder().encode(payload("Stop")));
-  await w.close();
+  const worker = await startCli(
+    ["hook", "stop"],
+    { ...s.env, OPENVIKING_KIMI_HOOK_WORKER: "1" },
+    payload("Stop"),
+  );
   await waitFor("the worker's batch request", () => arrived);
   worker.kill("SIGKILL");
   await worker.status;
@@ -640,17 +634,11 @@ Deno.test("hook stop: a worker killed during its second batch keeps the first on
   s.fake!.fault({ route, delayMs: 5000, skip: 1, times: 1 }); // the second batch hangs
   let batches = 0;
   s.fake!.onRequest = (r) => batches += r.route === route ? 1 : 0;
-  const worker = new Deno.Command(Deno.execPath(), {
-    args: [...(await cliArgs()), "hook", "stop"],
-    env: { DENO_DIR: denoDir(), ...s.env, OPENVIKING_KIMI_HOOK_WORKER: "1" },
-    clearEnv: true,
-    stdin: "piped",
-    stdout: "null",
-    stderr: "null",
-  }).spawn();
-  const w = worker.stdin.getWriter();
-  await w.write(new TextEncoder().encode(payload("Stop")));
-  await w.close();
+  const worker = await startCli(
+    ["hook", "stop"],
+    { ...s.env, OPENVIKING_KIMI_HOOK_WORKER: "1" },
+    payload("Stop"),
+  );
   await waitFor("the worker's second batch", () => batches >= 2);
   worker.kill("SIGKILL");
   await worker.status;
