@@ -7,8 +7,8 @@
  */
 
 import { sha256Hex } from "../runtime/hash.ts";
-import { Budget, type OvFailure } from "../runtime/http.ts";
-import { scrub } from "../runtime/scrub.ts";
+import { Budget } from "../runtime/http.ts";
+import { causeOf } from "../runtime/advice.ts";
 import { peerOptions, resolvePeer } from "../runtime/peer.ts";
 import type { RecallResult } from "../runtime/recall-types.ts";
 import { type SessionState, updateState } from "../runtime/state.ts";
@@ -118,15 +118,6 @@ async function rememberInjected(
   });
 }
 
-/** Longest failure message kept: a server's error text can be anything, of any length. */
-const FAILURE_MESSAGE_CHARS = 500;
-
-/** A failure as the ledger keeps it (and status reads it): kind, HTTP status, message — no key in it. */
-function failureCause(f: OvFailure, apiKey: string): { kind: string; status: number; message: string } {
-  const message = scrub(f.error.message, [apiKey]) as string;
-  return { kind: f.kind, status: f.status, message: message.slice(0, FAILURE_MESSAGE_CHARS) };
-}
-
 /** The UserPromptSubmit handler. */
 export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   const c = ctx.config;
@@ -167,7 +158,7 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
       printedChars: inj.printedChars,
       peer: peer.source,
       ...(stateError ? { state: "unavailable" } : {}),
-      ...(inj.failure ? { failure: failureCause(inj.failure, c.apiKey) } : {}),
+      ...(inj.failure ? { failure: causeOf(inj.failure) } : {}), // cleaned, bounded and keyless in the client
     },
   };
 }
