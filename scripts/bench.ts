@@ -10,7 +10,7 @@
 
 import { FakeOpenViking } from "../tests/support/fake-openviking.ts";
 import { JournalBuilder } from "../tests/support/journal.ts";
-import { cliArgs, denoDir, ROOT, runCli } from "../tests/support/run.ts";
+import { cliArgs, denoEnv, ROOT, runCli } from "../tests/support/run.ts";
 import { placeJournal } from "../tests/support/hook-context.ts";
 import { benchMcpProxy, percentile } from "../bench/mcp_bench.ts";
 
@@ -161,7 +161,7 @@ const baseEnv = {
   HOME: home,
   KIMI_CODE_HOME: `${home}/.kimi-code`,
   OPENVIKING_URL: fake.url,
-  DENO_DIR: denoDir(),
+  ...denoEnv(),
   PATH: Deno.env.get("PATH") ?? "/usr/bin",
 };
 const deno = Deno.execPath();

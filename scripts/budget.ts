@@ -14,7 +14,7 @@
  * report into FILE (docs/BUDGET.md).
  */
 
-import { denoDir, runProcess } from "../tests/support/run.ts";
+import { denoEnv, runProcess } from "../tests/support/run.ts";
 import { startRealOpenViking } from "../tests/support/real-openviking.ts";
 import { terminalRows } from "../tests/support/rows.ts";
 import { productionFlags } from "../runtime/self.ts";
@@ -107,7 +107,7 @@ async function session(label: string, root: string, mode: Run["mode"], url: stri
     HOME: home,
     KIMI_CODE_HOME: `${home}/.kimi-code`,
     OPENVIKING_URL: url,
-    DENO_DIR: denoDir(),
+    ...denoEnv(),
     PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
   };
   const main = [

@@ -6,7 +6,7 @@
  * which parent's detached worker) made each request.
  */
 
-import { cliArgs, denoDir } from "../support/run.ts";
+import { cliArgs, denoEnv } from "../support/run.ts";
 
 /** How a process ended. */
 export interface Ended {
@@ -94,7 +94,7 @@ export class Processes {
     const origin = options.origin ?? this.newOrigin();
     const child = new Deno.Command(Deno.execPath(), {
       args: [...this.argv, ...args],
-      env: { DENO_DIR: denoDir(), ...this.env, OPENVIKING_USER: origin, ...options.extraEnv },
+      env: { ...denoEnv(), ...this.env, OPENVIKING_USER: origin, ...options.extraEnv },
       clearEnv: true,
       stdin: "piped",
       stdout: "piped",

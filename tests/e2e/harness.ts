@@ -32,7 +32,7 @@ import {
   type Reply,
   type Script,
 } from "../support/model-server.ts";
-import { denoDir, runCli } from "../support/run.ts";
+import { denoEnv, runCli } from "../support/run.ts";
 export { FAKE_MEMORY_LINE, FAKE_PROFILE_ROW, queryMemoryLine };
 
 /** How the plugin is installed into Kimi. */
@@ -367,7 +367,7 @@ export class Rig {
       workDirName: opts.workDirName,
       // A temporary HOME would give deno an empty module cache: the hooks must share the test's.
       // The hooks' debug log (~/.openviking/logs/kimicode-hooks.log) explains a failure: see hookRuns().
-      env: { DENO_DIR: denoDir(), OPENVIKING_DEBUG: "1", ...opts.env },
+      env: { ...denoEnv(), OPENVIKING_DEBUG: "1", ...opts.env },
     });
     const rig = new Rig(opts.mode, env, model, gate, fake);
     rig.#ownsRoot = opts.root === undefined;

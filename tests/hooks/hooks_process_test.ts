@@ -16,7 +16,7 @@ import {
 } from "../support/fake-openviking.ts";
 import { placeJournal } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
-import { cliArgs, denoDir, runCli, startCli } from "../support/run.ts";
+import { cliArgs, denoEnv, runCli, startCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { enqueueMessages } from "../../runtime/pending.ts";
 import { ourQueue, queuedMessages } from "../support/queue.ts";
@@ -485,7 +485,7 @@ Deno.test({
     s.fake!.onRequest = () => seen.push(procState(parentPid));
     const child = new Deno.Command(Deno.execPath(), {
       args: [...(await cliArgs()), "hook", "stop"],
-      env: { DENO_DIR: denoDir(), ...s.env },
+      env: { ...denoEnv(), ...s.env },
       clearEnv: true,
       stdin: "piped",
       stdout: "piped",

@@ -9,7 +9,7 @@
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { FAKE_MEMORY_LINE, FakeOpenViking } from "../support/fake-openviking.ts";
 import { placeJournal } from "../support/hook-context.ts";
-import { cliArgs, denoDir, runCli, runProcess, type RunResult } from "../support/run.ts";
+import { cliArgs, denoEnv, runCli, runProcess, type RunResult } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 
 const SESSION = "session_bb98d39e-e56d-47b5-bd98-4e903585486d";
@@ -208,7 +208,7 @@ Deno.test("a read-only mount at ~/.openviking: recall works, capture sends nothi
       Deno.execPath(),
       ...args,
       ...cli,
-    ], { env: { DENO_DIR: denoDir(), ...b.env }, clearEnv: true, stdin });
+    ], { env: { ...denoEnv(), ...b.env }, clearEnv: true, stdin });
   await recallButNoCapture(b, run);
   assertEquals(await paths(`${b.home}/.openviking`), [], "the mount point underneath stayed empty");
 });

@@ -10,7 +10,7 @@ import { FakeOpenViking, type Fault, gzipBomb } from "../support/fake-openviking
 import { placeJournal } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { ourQueue, queuedMessages } from "../support/queue.ts";
-import { cliArgs, denoDir, runCli } from "../support/run.ts";
+import { cliArgs, denoEnv, runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { readState } from "../../runtime/state.ts";
 import { enqueueMessages, sessionQueueDir } from "../../runtime/pending.ts";
@@ -231,7 +231,7 @@ Deno.test("world: a 2.7 MB gzip reply that inflates to 2 GB on every recall rout
   const args = [...await cliArgs(), "hook", "user-prompt-submit"];
   const child = new Deno.Command(time ? "/usr/bin/time" : Deno.execPath(), {
     args: time ? ["-f", "maxrss_kb=%M", Deno.execPath(), ...args] : args,
-    env: { ...w.env, DENO_DIR: denoDir() },
+    env: { ...w.env, ...denoEnv() },
     clearEnv: true,
     stdin: "piped",
     stdout: "piped",

@@ -1,10 +1,8 @@
 /** Helpers for running the real CLI in an isolated HOME without losing Deno's module cache. */
 
-import { denoDir, ROOT } from "../support/run.ts";
+import { denoEnv, ROOT } from "../support/run.ts";
 import type { Self } from "../../install/placement.ts";
 import { VERSION } from "../../runtime/version.ts";
-
-export { denoDir };
 
 /** The test process's environment with HOME replaced and every Kimi/OpenViking variable removed. */
 export function isolatedEnv(
@@ -16,7 +14,7 @@ export function isolatedEnv(
     if (/^(KIMI_|OPENVIKING_)/.test(k)) continue;
     env[k] = v;
   }
-  return { ...env, HOME: home, USERPROFILE: home, DENO_DIR: denoDir(), NO_COLOR: "1", ...extra };
+  return { ...env, HOME: home, USERPROFILE: home, ...denoEnv(), NO_COLOR: "1", ...extra };
 }
 
 /** A stand-in release binary at `<root>/dist/openviking-kimi`: it says the version and exits 0. */

@@ -12,7 +12,8 @@ import { OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
 import { installKimi, kimiCacheRoot, KimiEnv } from "../support/kimi.ts";
 import { type ChatRequest, ModelServer } from "../support/model-server.ts";
 import { freePort } from "./harness.ts";
-import { cacheDir, productionCommand, REPO_ROOT } from "./subprocess.ts";
+import { productionCommand, REPO_ROOT } from "./subprocess.ts";
+import { denoEnv } from "../support/run.ts";
 
 const VERSION = "2.1.0";
 const installed = (() => {
@@ -51,7 +52,7 @@ Deno.test({
               command,
               args: args.map((a) => (a === "main.ts" ? join(REPO_ROOT, "main.ts") : a)),
               cwd: REPO_ROOT,
-              env: { OPENVIKING_URL: `http://127.0.0.1:${port}`, DENO_DIR: await cacheDir() },
+              env: { OPENVIKING_URL: `http://127.0.0.1:${port}`, ...denoEnv() },
             },
           },
         }),

@@ -35,6 +35,35 @@ export function denoDir(): string {
   return denoDirCache;
 }
 
+/**
+ * The machine's network and TLS settings: a child that may reach a package registry (install's first `deno
+ * bundle` downloads esbuild) needs them even when its environment is otherwise cleared. Here the registries'
+ * CA comes in `NODE_EXTRA_CA_CERTS`; without it a fresh DENO_DIR cannot download anything.
+ */
+const NETWORK_VARS = [
+  "NODE_EXTRA_CA_CERTS",
+  "DENO_CERT",
+  "DENO_TLS_CA_STORE",
+  "SSL_CERT_FILE",
+  "SSL_CERT_DIR",
+  "HTTP_PROXY",
+  "HTTPS_PROXY",
+  "NO_PROXY",
+  "http_proxy",
+  "https_proxy",
+  "no_proxy",
+];
+
+/** What a child with a cleared environment still needs of this machine: Deno's cache and the network settings. */
+export function denoEnv(): Record<string, string> {
+  const env: Record<string, string> = { DENO_DIR: denoDir() };
+  for (const name of NETWORK_VARS) {
+    const value = Deno.env.get(name);
+    if (value !== undefined) env[name] = value;
+  }
+  return env;
+}
+
 /** How {@link runProcess} runs a command. */
 export interface ProcessOptions {
   /** The environment (with `clearEnv`, all of it). */
@@ -91,7 +120,7 @@ export async function runCli(
 ): Promise<RunResult> {
   return await runProcess(Deno.execPath(), [...(await cliArgs()), ...args], {
     ...options,
-    env: options.env ? { DENO_DIR: denoDir(), ...options.env } : undefined,
+    env: options.env ? { ...denoEnv(), ...options.env } : undefined,
   });
 }
 
@@ -108,7 +137,7 @@ export async function startCli(
 ): Promise<Deno.ChildProcess> {
   const child = new Deno.Command(Deno.execPath(), {
     args: [...(await cliArgs()), ...args],
-    env: { DENO_DIR: denoDir(), ...env },
+    env: { ...denoEnv(), ...env },
     clearEnv: true,
     stdin: "piped",
     stdout: "null",
