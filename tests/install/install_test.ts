@@ -124,7 +124,7 @@ Deno.test("config mode into an empty Kimi home creates config.toml, uninstall --
   const left = Object.keys(await snapshot(t.home)).filter((p) => !p.endsWith(".bak"));
   assertEquals(
     left.sort(),
-    [`${t.home}/.kimi-code`, `${t.home}/.openviking`, `${t.home}/.openviking/agent-integrations`].sort(),
+    [`${t.home}/.kimi-code`, `${t.home}/.local`, `${t.home}/.local/bin`, `${t.home}/.openviking`].sort(),
   );
 });
 
