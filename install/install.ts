@@ -125,9 +125,10 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
     command: "install",
     dryRun: options.dryRun,
     start: `Installing openviking-kimi into ${home} (${mode} mode)`,
-    done: `Start a new Kimi Code session (or /reload) to load it; \`${
-      commandName(ctx.env)
-    } doctor\` checks the setup.`,
+    done: () =>
+      `Start a new Kimi Code session (or /reload) to load it; \`${
+        commandName(ctx.env)
+      } doctor\` checks the setup.`,
     nothing: `openviking-kimi is installed in ${home} (${mode} mode) just as this install would leave it.`,
   });
   if (code !== 0 || options.dryRun) return code;

@@ -35,6 +35,7 @@ import { removalStep } from "./steps.ts";
 import { parseJson } from "./json-file.ts";
 import { classifyManifest } from "./plugin.ts";
 import { planConfigSkillRemoval, planSystemPromptRemoval } from "./memory-files.ts";
+import { commandName } from "../runtime/self.ts";
 
 /** Plans taking config mode out: our block and our `mcp.json` entry (hooks outside the block are named). */
 function planConfigRemoval(state: KimiState, plan: Plan): string | undefined {
@@ -108,7 +109,7 @@ async function purgeableData(ctx: Context, plan: Plan): Promise<string[]> {
     plan.notes.push(
       `Kept: ${waiting.entries} queued write(s) (${messages} message(s) of ${waiting.sessions.length} session(s)) ` +
         `not yet delivered, in ${queue}. Install again and the next session start replays them (or run ` +
-        `"openviking-kimi replay"); to drop them, delete that directory.`,
+        `"${commandName(ctx.env)} replay"); to drop them, delete that directory.`,
     );
   }
   return out;

@@ -217,3 +217,17 @@ export function invocationCwd(env: Env = processEnv()): string {
   if (isCompiled() || copyDir() || !init || !isAbsolutePath(init)) return cwd;
   return realPath(cwd) === realPath(checkoutRoot()) ? init : cwd;
 }
+
+/**
+ * The workspace a command works on: `given` (a relative one from where the user ran the command), else that
+ * directory, as given (absolute, not a resolved real path: as a hook gets it from Kimi); undefined when it is
+ * not a directory.
+ */
+export async function workspaceDir(
+  given: string | undefined,
+  env: Env = processEnv(),
+): Promise<string | undefined> {
+  const here = invocationCwd(env);
+  const dir = given === undefined ? here : isAbsolutePath(given) ? given : joinPath(here, given);
+  return (await Deno.stat(dir).then((i) => i.isDirectory, () => false)) ? dir : undefined;
+}
