@@ -72,8 +72,9 @@ export async function installedHomes(env: Env, except: string): Promise<string[]
   const installed: string[] = [];
   for (const home of homes.filter((h) => h !== except)) {
     const state = await readKimiState(home);
+    // A home whose files cannot be read may have it: what it may use stays.
     const ours = state.blocks.some((b) => b.owner === "ours") || state.mcpOwner === "ours" ||
-      hasOurPlugin(state);
+      hasOurPlugin(state) || state.unreadable.length > 0;
     if (ours) installed.push(home);
   }
   return installed;

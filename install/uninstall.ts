@@ -181,13 +181,7 @@ async function planPurge(ctx: Context, state: KimiState, plugin: boolean, plan: 
   const shared = await sharedTargets(ctx, plan);
   const inUse = others.length ? await versionsUsedBy(ctx.env, others) : [];
   if (others.length === 0) targets.push(...shared);
-  else {
-    plan.notes.push(
-      `Kept for the Kimi home${others.length > 1 ? "s" : ""} still installed (${others.join(", ")}): ${
-        [...inUse, ...shared].join(", ")
-      }; purging the last one removes them.`,
-    );
-  }
+  else plan.notes.push(keptForOthers(others, [...inUse, ...shared]));
   for (const t of targets) plan.steps.push(removalStep(t, `delete ${t}`, `removed ${t}`));
   const sweep = await sweepStep(ctx.env, { kimiHome: state.paths.home });
   if (sweep) plan.steps.push(sweep);
@@ -220,20 +214,36 @@ async function planPurge(ctx: Context, state: KimiState, plugin: boolean, plan: 
   });
 }
 
-/** What uninstall leaves for `--purge`, in words: only what is there (the program, the plugin directory). */
+/** The note naming what is kept because Kimi homes other than this one still have openviking-kimi. */
+function keptForOthers(others: string[], kept: string[]): string {
+  return `Kept for the Kimi home${others.length > 1 ? "s" : ""} still installed (${others.join(", ")}): ${
+    kept.join(", ")
+  }; purging the last one removes them.`;
+}
+
+/**
+ * What uninstall leaves for `--purge`, in words: only what is there (the program, the command, the plugin
+ * directory); what another installed Kimi home shares is named as kept for it.
+ */
 async function keptFiles(ctx: Context, state: KimiState, plugin: boolean): Promise<string | undefined> {
-  const kept: string[] = [];
+  const shared: string[] = [];
   if (await exists(installedBinaryPath(ctx.env, ctx.os))) {
-    kept.push(`the executable ${installedBinaryPath(ctx.env, ctx.os)}`);
+    shared.push(`the executable ${installedBinaryPath(ctx.env, ctx.os)}`);
   }
-  if (await exists(versionsDir(ctx.env))) kept.push(`the program copies in ${versionsDir(ctx.env)}`);
+  if (await exists(versionsDir(ctx.env))) shared.push(`the program copies in ${versionsDir(ctx.env)}`);
   const command = pathCommand(ctx.env, ctx.os);
-  if (command && (await commandAt(command, ctx.env)).kind === "ours") kept.push(`the command ${command}`);
+  if (command && (await commandAt(command, ctx.env)).kind === "ours") shared.push(`the command ${command}`);
+  const others = await installedHomes(ctx.env, state.paths.home);
+  const kept = others.length ? [] : shared;
   const managed = joinPath(state.paths.managedDir, PLUGIN_ID);
   if (plugin && state.plugin?.owner === "ours" && (await exists(managed))) {
     kept.push(`the plugin directory ${managed}`);
   }
-  return kept.length ? `Files kept (remove them with --purge): ${kept.join(", ")}.` : undefined;
+  const lines = [
+    ...(kept.length ? [`Files kept (remove them with --purge): ${kept.join(", ")}.`] : []),
+    ...(others.length && shared.length ? [keptForOthers(others, shared)] : []),
+  ];
+  return lines.length ? lines.join("\n") : undefined;
 }
 
 /** Uninstalls and returns the exit code. */

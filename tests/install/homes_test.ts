@@ -72,6 +72,13 @@ Deno.test({
     await prompt(env, home);
     const ov = `${home}/.openviking`;
     const before = await tree(ov, /^\/agent-integrations\/kimicode\/kimi-homes$/);
+    // Uninstalled first without --purge: what --purge would remove, and what it keeps for A.
+    const plain = await cli(env, ["uninstall", "--kimi-home", b]);
+    assertMatch(
+      plain,
+      /^Files kept \(remove them with --purge\): the plugin directory \S+openviking-memory\.$/m,
+    );
+    assertMatch(plain, new RegExp(`^Kept for the Kimi home still installed \\(${a}\\): .*the command `, "m"));
     const purged = await cli(env, ["uninstall", "--purge", "--kimi-home", b]);
 
     // B is gone: its plugin directory and its registration.
