@@ -52,7 +52,7 @@ async function runCommand(name: string | undefined, args: string[]): Promise<num
     return 0;
   }
   if (parsed.kind === "error") {
-    console.error(usageError(PROGRAM, name, cmd, parsed.message));
+    console.error(usageError(PROGRAM, name, cmd, parsed.message, commandName()));
     return cmd.usageErrorExit;
   }
   return await cmd.run(parsed.options);

@@ -11,6 +11,7 @@
 
 import { HOOKS } from "../hooks/events.ts";
 import { VERSION } from "../runtime/version.ts";
+import { commandName } from "../runtime/self.ts";
 import { type Command, command, commandHelp, type FlagSpec, topLevelHelp, usageError } from "./spec.ts";
 
 /** The program's name in usage lines. */
@@ -194,7 +195,13 @@ function helpCommand(options: { command: string | undefined }): Promise<number> 
   const cmd = findCommand(options.command);
   if (!cmd) {
     console.error(
-      usageError(PROGRAM, "help", COMMANDS.help, `unknown command ${JSON.stringify(options.command)}`),
+      usageError(
+        PROGRAM,
+        "help",
+        COMMANDS.help,
+        `unknown command ${JSON.stringify(options.command)}`,
+        commandName(),
+      ),
     );
     return Promise.resolve(2);
   }

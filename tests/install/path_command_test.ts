@@ -59,6 +59,8 @@ Deno.test({
     assertEquals((await shell(bare, `${command} version`)).trim(), VERSION);
     const doctor = await shell(bare, `${command} doctor`, 1);
     assertStringIncludes(doctor, `    fix: ${noServerFix(command)}`);
+    const usage = await shell(bare, `${command} status --bogus`, 2);
+    assertStringIncludes(usage, `Run "${command} status --help" for its help.`);
 
     // On PATH: its name.
     assertStringIncludes(
@@ -69,6 +71,8 @@ Deno.test({
     const named = await shell(onPath, "openviking-kimi doctor", 1);
     assertStringIncludes(named, `    fix: ${noServerFix("openviking-kimi")}`);
     assertNotMatch(named, new RegExp(`${command} `), "no path where the name works");
+    const help = await shell(onPath, "openviking-kimi status --bogus", 2);
+    assertStringIncludes(help, 'Run "openviking-kimi status --help" for its help.');
     // Another openviking-kimi first on PATH: ours by its path again.
     await Deno.mkdir(`${dir.path}/other`);
     await Deno.writeTextFile(`${dir.path}/other/openviking-kimi`, "#!/bin/sh\nexit 3\n", { mode: 0o755 });
