@@ -1,8 +1,10 @@
 /**
  * `openviking-kimi uninstall`: a planner per mode (both unless one is named) that takes out exactly what
- * install added, and with `--purge` the program (the executable, the program copies nothing else uses), the
- * plugin directory, per-session state, the ledger, the log and an empty queue of ours, feeding one plan that
- * run.ts checks and carries out all or nothing. ovcli.conf, other clients' queue files and undelivered writes stay.
+ * install added, and with `--purge` the home's plugin directory and our part of its `.bak` copies, the program
+ * copies nothing else uses, and what every home shares (the executable, the PATH command, per-session state,
+ * the ledger, the log, an empty queue of ours, the MCP tool cache) unless another Kimi home still has
+ * openviking-kimi registered; feeding one plan that run.ts checks and carries out all or nothing. ovcli.conf,
+ * other clients' queue files and undelivered writes stay.
  */
 
 import { loadConfig } from "../runtime/config.ts";
@@ -181,7 +183,7 @@ async function planPurge(ctx: Context, state: KimiState, plugin: boolean, plan: 
   const shared = await sharedTargets(ctx, plan);
   const inUse = others.length ? await versionsUsedBy(ctx.env, others) : [];
   if (others.length === 0) targets.push(...shared);
-  else plan.notes.push(keptForOthers(others, [...inUse, ...shared]));
+  else if (inUse.length || shared.length) plan.notes.push(keptForOthers(others, [...inUse, ...shared]));
   for (const t of targets) plan.steps.push(removalStep(t, `delete ${t}`, `removed ${t}`));
   const sweep = await sweepStep(ctx.env, { kimiHome: state.paths.home });
   if (sweep) plan.steps.push(sweep);
