@@ -4,7 +4,7 @@
  * is parsed against the command table (cli/commands.ts), loaded only then, and handed to its command.
  */
 
-import { holdCopyLock } from "./runtime/self.ts";
+import { commandName, holdCopyLock } from "./runtime/self.ts";
 
 /** Runs the CLI with `argv` and returns the process exit code. */
 export async function main(argv: string[]): Promise<number> {
@@ -42,7 +42,7 @@ async function runCommand(name: string | undefined, args: string[]): Promise<num
   if (!cmd) {
     console.error(
       `${PROGRAM}: unknown ${name.startsWith("-") ? "flag" : "command"} ${JSON.stringify(name)}. ` +
-        `Run "${PROGRAM} help" for the list.`,
+        `Run "${commandName()} help" for the list.`,
     );
     return 2;
   }
@@ -52,7 +52,7 @@ async function runCommand(name: string | undefined, args: string[]): Promise<num
     return 0;
   }
   if (parsed.kind === "error") {
-    console.error(usageError(PROGRAM, name, cmd, parsed.message));
+    console.error(usageError(PROGRAM, name, cmd, parsed.message, commandName()));
     return cmd.usageErrorExit;
   }
   return await cmd.run(parsed.options);

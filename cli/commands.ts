@@ -11,6 +11,7 @@
 
 import { HOOKS } from "../hooks/events.ts";
 import { VERSION } from "../runtime/version.ts";
+import { commandName } from "../runtime/self.ts";
 import { type Command, command, commandHelp, type FlagSpec, topLevelHelp, usageError } from "./spec.ts";
 
 /** The program's name in usage lines. */
@@ -23,6 +24,11 @@ const kimiHome = {
   description: "Kimi Code's home directory (default: $KIMI_CODE_HOME, else ~/.kimi-code)",
 } as const satisfies FlagSpec;
 const modes = { type: "string", choices: ["config", "plugin"] } as const;
+const workspace = {
+  type: "string",
+  value: "DIR",
+  description: "the workspace (default: here)",
+} as const satisfies FlagSpec;
 const dryRun = {
   type: "boolean",
   description: "print the changes as diffs and change nothing",
@@ -123,6 +129,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
         description: "one Kimi session (session_…) instead of the latest",
       },
       all: { type: "boolean", description: "every session the ledger knows" },
+      cwd: workspace,
       json: { type: "boolean", description: 'the same as JSON (its shape: README "status")' },
     },
     handler: async () => (await import("../hooks/status.ts")).statusCommand,
@@ -133,7 +140,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
       "score and URI (changes nothing).",
     positionals: [{ name: "text", required: true, description: "the prompt to recall for" }],
     flags: {
-      cwd: { type: "string", value: "DIR", description: "the workspace to recall in (default: here)" },
+      cwd: workspace,
       json: { type: "boolean", description: 'the same as JSON (its shape: README "recall")' },
     },
     handler: async () => (await import("../hooks/recall-command.ts")).recallCommand,
@@ -188,7 +195,13 @@ function helpCommand(options: { command: string | undefined }): Promise<number> 
   const cmd = findCommand(options.command);
   if (!cmd) {
     console.error(
-      usageError(PROGRAM, "help", COMMANDS.help, `unknown command ${JSON.stringify(options.command)}`),
+      usageError(
+        PROGRAM,
+        "help",
+        COMMANDS.help,
+        `unknown command ${JSON.stringify(options.command)}`,
+        commandName(),
+      ),
     );
     return Promise.resolve(2);
   }

@@ -263,11 +263,17 @@ export function topLevelHelp(
   return lines.join("\n");
 }
 
-/** What a usage error prints: the problem, the command's usage, where its help is. */
-export function usageError(program: string, name: string, cmd: Command, message: string): string {
+/** What a usage error prints: the problem, the command's usage, where its help is (`run`: how it is run here). */
+export function usageError(
+  program: string,
+  name: string,
+  cmd: Command,
+  message: string,
+  run = program,
+): string {
   return [
     `${program} ${name}: ${message}`,
     ...usageLines(program, name, cmd),
-    `Run "${program} ${name} --help" for its help.`,
+    `Run "${run} ${name} --help" for its help.`,
   ].join("\n");
 }

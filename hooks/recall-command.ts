@@ -10,7 +10,8 @@ import { printable, reportJson } from "../runtime/neutralize.ts";
 import * as z from "zod/mini";
 import { adviceFor } from "../runtime/advice.ts";
 import { loadConfig } from "../runtime/config.ts";
-import { type Env, isAbsolutePath, joinPath, processEnv } from "../runtime/paths.ts";
+import { type Env, processEnv } from "../runtime/paths.ts";
+import { workspaceDir } from "../runtime/self.ts";
 import { peerOptions, resolvePeer } from "../runtime/peer.ts";
 import { scrub } from "../runtime/scrub.ts";
 import { previewInjection } from "./inject.ts";
@@ -96,13 +97,12 @@ export interface RecallOptions {
 
 /** `openviking-kimi recall`: exit 0, or 2 when the directory does not exist. */
 export async function recallCommand(options: RecallOptions): Promise<number> {
-  const cwd = options.cwd ?? Deno.cwd();
-  if (!(await Deno.stat(cwd).then((i) => i.isDirectory, () => false))) {
-    console.error(`openviking-kimi recall: --cwd ${JSON.stringify(cwd)} is not a directory.`);
+  const cwd = await workspaceDir(options.cwd);
+  if (!cwd) {
+    console.error(`openviking-kimi recall: --cwd ${JSON.stringify(options.cwd)} is not a directory.`);
     return 2;
   }
-  // As the hook gets it from Kimi: the directory's path as given (absolute), not a resolved real path.
-  const r = await recallPreview(options.text, isAbsolutePath(cwd) ? cwd : joinPath(Deno.cwd(), cwd));
+  const r = await recallPreview(options.text, cwd);
   console.log(options.json ? reportJson(r, 2) : printable(renderRecall(r))); // the server's URIs too
   return 0;
 }

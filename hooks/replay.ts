@@ -8,6 +8,7 @@ import { replayAll, replayOptions } from "../runtime/replay.ts";
 import { countShared } from "../runtime/pending-shared.ts";
 import { pendingDir, processEnv } from "../runtime/paths.ts";
 import { ledgerLimits, recordReplay } from "./ledger-entry.ts";
+import { commandName } from "../runtime/self.ts";
 
 /** The `replay` command: exit 0 when the queue is empty afterwards, 1 when entries remain. */
 export async function replayCommand(): Promise<number> {
@@ -36,7 +37,7 @@ export async function replayCommand(): Promise<number> {
     console.error(
       why
         ? `${left} entries are still queued in ${dir}: ${why.summary}\n  fix: ${why.fix}`
-        : `${left} entries are still queued in ${dir}; run "openviking-kimi doctor" to see why.`,
+        : `${left} entries are still queued in ${dir}; run "${commandName()} doctor" to see why.`,
     );
   }
   return left > 0 ? 1 : 0;

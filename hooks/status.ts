@@ -20,6 +20,7 @@ import type { FailureKind } from "../runtime/reply.ts";
 import { scrub } from "../runtime/scrub.ts";
 import { safeId, statePaths } from "../runtime/state.ts";
 import { VERSION } from "../runtime/version.ts";
+import { commandName, workspaceDir } from "../runtime/self.ts";
 import { SESSION_PREFIX } from "./context.ts";
 import {
   foldSession,
@@ -221,7 +222,9 @@ async function collectStatus(
       sessions: queue.sessions.length,
       oldest: queue.sessions[0]?.oldest,
       shared,
-      nextReplay: "at the next Kimi session start, or the session's next turn; now: `openviking-kimi replay`",
+      nextReplay: `at the next Kimi session start, or the session's next turn; now: \`${
+        commandName(env)
+      } replay\``,
     },
     notAsked,
   };
@@ -246,12 +249,13 @@ async function knownSession(env: Env, id: string): Promise<boolean> {
 export interface StatusOptions {
   session: string | undefined;
   all: boolean;
+  cwd: string | undefined;
   json: boolean;
 }
 
 /**
- * `openviking-kimi status [--session ID | --all] [--json]`: exit 0; 1 for a session nothing is known of; 2 for
- * both --session and --all.
+ * `openviking-kimi status [--session ID | --all] [--cwd DIR] [--json]`: exit 0; 1 for a session nothing is
+ * known of; 2 for both --session and --all, or a --cwd that is not a directory.
  */
 export async function statusCommand(options: StatusOptions): Promise<number> {
   if (options.session !== undefined && options.all) {
@@ -261,7 +265,7 @@ export async function statusCommand(options: StatusOptions): Promise<number> {
   if (options.session !== undefined && !(await knownSession(processEnv(), options.session))) {
     console.error(
       `openviking-kimi status: no ledger or state exists for session ${JSON.stringify(options.session)}. ` +
-        "`openviking-kimi status --all` lists the sessions the ledger knows.",
+        `\`${commandName()} status --all\` lists the sessions the ledger knows.`,
     );
     return 1;
   }
@@ -270,7 +274,12 @@ export async function statusCommand(options: StatusOptions): Promise<number> {
     : options.all
     ? { kind: "all" }
     : { kind: "latest" };
-  const status = await collectStatus(processEnv(), { cwd: Deno.cwd(), sessions });
+  const cwd = await workspaceDir(options.cwd);
+  if (!cwd) {
+    console.error(`openviking-kimi status: --cwd ${JSON.stringify(options.cwd)} is not a directory.`);
+    return 2;
+  }
+  const status = await collectStatus(processEnv(), { cwd, sessions });
   // What the server said is printed as a person may safely read it: no escape sequence reaches the terminal.
   if (options.json) console.log(reportJson(status, 2));
   else console.log(printable((await import("./status-render.ts")).renderStatus(status, Date.now())));

@@ -21,10 +21,16 @@ export type KimiFile = "config" | "mcp" | "registry";
  */
 export function backupFor(file: KimiFile, before: string | undefined, recordIsOurs = true): "bak" | "none" {
   if (before === undefined || (file === "registry" && !recordIsOurs)) return "bak";
+  const out = withoutOurs(file, before);
+  return out.changed && out.after === undefined ? "none" : "bak";
+}
+
+/** `text` of `file` with our part taken out: whether there was one, and what is left (undefined: nothing). */
+export function withoutOurs(file: KimiFile, text: string): { changed: boolean; after?: string } {
   const out = file === "config"
-    ? planConfigUninstall(before)
+    ? planConfigUninstall(text)
     : file === "mcp"
-    ? planMcpUninstall(before)
-    : planRegistryUninstall(before);
-  return out.ok && out.changed && out.after === undefined ? "none" : "bak";
+    ? planMcpUninstall(text)
+    : planRegistryUninstall(text);
+  return out.ok ? { changed: out.changed, after: out.after } : { changed: false };
 }

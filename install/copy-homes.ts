@@ -1,15 +1,16 @@
 /**
- * The Kimi homes a program copy was installed into (`kimi-homes` in the integration directory, one absolute
- * path a line): recording one, as a step or inside another, with its undo; and which of them still registers
- * a version (the sweep keeps that version: install/copy-sweep.ts).
+ * The Kimi homes installed into (`kimi-homes` in the integration directory, one absolute path a line):
+ * recording one, as a step or inside another, with its undo; which of them still have openviking-kimi
+ * registered (a purge keeps what they share: install/uninstall.ts); and what still uses a version — a home
+ * registering it, or the PATH command (the sweep keeps that version: install/copy-sweep.ts).
  */
 
 import { readTextIfExists, writeFileAtomic } from "../runtime/fs.ts";
-import { type Env, joinPath } from "../runtime/paths.ts";
+import { type Env, integrationDir, joinPath, kimiHome, orNoHome } from "../runtime/paths.ts";
 import { PLUGIN_ID } from "./spec.ts";
 import { checkCreatable, makeDirs } from "./files.ts";
-import { integrationDir } from "./placement.ts";
 import { launcherName } from "./launcher.ts";
+import { hasOurPlugin, readKimiState } from "./detect.ts";
 import { attempt, type Step } from "./steps.ts";
 
 /** The file listing the Kimi homes installed into (one absolute path a line), for the removal rule. */
@@ -61,8 +62,32 @@ export async function knownHomes(env: Env, also: string[]): Promise<string[]> {
   ];
 }
 
-/** The first Kimi home whose registration (config.toml, mcp.json, plugin launcher) names `id`. */
-export async function registeredIn(id: string, homes: string[]): Promise<string | undefined> {
+/**
+ * The Kimi homes other than `except` where openviking-kimi is still registered (our block, our `mcp.json`
+ * entry or our plugin): they share what purging `except` would otherwise delete. The homes installed into,
+ * and the default one (an install from before the list was kept).
+ */
+export async function installedHomes(env: Env, except: string): Promise<string[]> {
+  const homes = await knownHomes(env, [orNoHome(() => kimiHome(env)) ?? ""]);
+  const installed: string[] = [];
+  for (const home of homes.filter((h) => h !== except)) {
+    const state = await readKimiState(home);
+    // A home whose files cannot be read may have it: what it may use stays.
+    const ours = state.blocks.some((b) => b.owner === "ours") || state.mcpOwner === "ours" ||
+      hasOurPlugin(state) || state.unreadable.length > 0;
+    if (ours) installed.push(home);
+  }
+  return installed;
+}
+
+/**
+ * What still uses version `id`, in words: the `command` linked to it (the PATH command, when given), or the
+ * first Kimi home whose registration (config.toml, mcp.json, plugin launcher) names it; undefined: nothing.
+ */
+export async function usedBy(id: string, homes: string[], command?: string): Promise<string | undefined> {
+  if (command && (await Deno.readLink(command).catch(() => "")).includes(`/${id}/`)) {
+    return `the command ${command} runs it`;
+  }
   for (const home of homes) {
     const plugin = joinPath(home, "plugins", "managed", PLUGIN_ID, "bin");
     const files = [
@@ -72,7 +97,9 @@ export async function registeredIn(id: string, homes: string[]): Promise<string 
       joinPath(plugin, launcherName("windows")),
     ];
     for (const f of files) {
-      if ((await readTextIfExists(f).catch(() => undefined))?.includes(id)) return home;
+      if ((await readTextIfExists(f).catch(() => undefined))?.includes(id)) {
+        return `the Kimi home ${home} runs it`;
+      }
     }
   }
   return undefined;

@@ -1,7 +1,8 @@
 /**
  * Removing the program copies nothing uses any more, as the last step of a run that changed something: a
- * version goes only when no process of it runs (its in-use.lock can be locked exclusively) and no Kimi home
- * installed into registers it; leftovers of interrupted placements go after an hour.
+ * version goes only when no process of it runs (its in-use.lock can be locked exclusively), no Kimi home
+ * installed into registers it and the PATH command does not run it; leftovers of interrupted placements go
+ * after an hour.
  */
 
 import { COPY_FILES } from "../runtime/self.ts";
@@ -9,7 +10,8 @@ import { type Env, joinPath } from "../runtime/paths.ts";
 import { describeFsError } from "./files.ts";
 import type { Step } from "./steps.ts";
 import { versionsDir } from "./copy.ts";
-import { knownHomes, registeredIn } from "./copy-homes.ts";
+import { knownHomes, usedBy } from "./copy-homes.ts";
+import { pathCommand } from "./placement.ts";
 
 /** A version kept by a sweep, and why. */
 interface KeptVersion {
@@ -45,9 +47,9 @@ async function sweepVersions(
       if (age > 3_600_000) await Deno.remove(path, { recursive: true }).catch(() => {});
       continue;
     }
-    const home = await registeredIn(e.name, homes);
-    if (home) {
-      kept.push({ dir: path, why: `registered in ${home}` });
+    const user = await usedBy(e.name, homes, pathCommand(env, "posix"));
+    if (user) {
+      kept.push({ dir: path, why: user });
       continue;
     }
     let lock: Deno.FsFile | undefined;
@@ -55,7 +57,11 @@ async function sweepVersions(
       lock = await Deno.open(joinPath(path, COPY_FILES.lock), { read: true, write: true });
       if (!(await lock.tryLock(true))) {
         lock.close();
-        kept.push({ dir: path, why: "in use by a running process (a Kimi session's MCP server or a hook)" });
+        kept.push({
+          dir: path,
+          why:
+            "a running process uses it (a Kimi session's MCP server or a hook); a later install removes it",
+        });
         continue;
       }
     } catch {
@@ -65,7 +71,10 @@ async function sweepVersions(
       await Deno.remove(path, { recursive: true });
       removed.push(path);
     } catch (error) {
-      kept.push({ dir: path, why: `it could not be removed (${describeFsError(error)})` });
+      kept.push({
+        dir: path,
+        why: `it could not be removed (${describeFsError(error)}); a later install removes it`,
+      });
     } finally {
       lock?.close();
     }
@@ -73,21 +82,55 @@ async function sweepVersions(
   return { removed, kept };
 }
 
-/** The messages of a sweep: one line per version removed, and a note per version kept. */
-function sweepMessages(sweep: { removed: string[]; kept: KeptVersion[] }): string[] {
+/**
+ * The messages of a sweep: one line per version removed, and a note per version kept (next to the one
+ * installed, `previous`; else just a version: one another home or a process runs may be anybody's current).
+ */
+function sweepMessages(sweep: { removed: string[]; kept: KeptVersion[] }, previous: boolean): string[] {
+  const what = previous ? "previous version" : "version";
   return [
-    ...sweep.removed.map((d) => `previous version removed: ${d}`),
-    ...sweep.kept.map((k) => `kept the previous version ${k.dir}: ${k.why}; a later install removes it`),
+    ...sweep.removed.map((d) => `${what} removed: ${d}`),
+    ...sweep.kept.map((k) => `kept the version ${k.dir}: ${k.why}`),
   ];
+}
+
+/** The versions in place other than `keep`: their names (leftovers of placements start with "."). */
+async function otherVersions(env: Env, keep: string | undefined): Promise<string[]> {
+  const names = await Array.fromAsync(Deno.readDir(versionsDir(env)), (e) => e.isDirectory ? e.name : "")
+    .catch(() => []);
+  return names.filter((n) => n !== "" && n !== keep);
+}
+
+/** The versions a Kimi home of `homes` registers, each as "<its directory> (<which home runs it>)". */
+export async function versionsUsedBy(env: Env, homes: string[]): Promise<string[]> {
+  const out: string[] = [];
+  for (const name of await otherVersions(env, undefined)) {
+    const user = name.startsWith(".") ? undefined : await usedBy(name, homes);
+    if (user) out.push(`${joinPath(versionsDir(env), name)} (${user})`);
+  }
+  return out;
 }
 
 /**
  * The last step of a run that changed something: nothing to do until every step succeeded, then the sweep
- * (so a failed run never removes a version it would have to put back).
+ * (so a failed run never removes a version it would have to put back). None when no version but `keep` is
+ * there, or only ones another Kimi home installed into registers (a run in `kimiHome` cannot free those).
  */
-export function sweepStep(env: Env, options: { keep?: string; kimiHome: string }): Step {
+export async function sweepStep(
+  env: Env,
+  options: { keep?: string; kimiHome: string },
+): Promise<Step | undefined> {
+  const homes = (await knownHomes(env, [])).filter((h) => h !== options.kimiHome);
+  let any = false;
+  for (const name of await otherVersions(env, options.keep)) {
+    if (name.startsWith(".") || !(await usedBy(name, homes))) any = true;
+  }
+  if (!any) return undefined;
   return {
     describe: `remove the versions in ${versionsDir(env)} that nothing uses any more`,
-    run: () => Promise.resolve({ commit: async () => sweepMessages(await sweepVersions(env, options)) }),
+    run: () =>
+      Promise.resolve({
+        commit: async () => sweepMessages(await sweepVersions(env, options), options.keep !== undefined),
+      }),
   };
 }

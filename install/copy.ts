@@ -22,9 +22,8 @@
 
 import { COPY_FILES, COPY_RUN_FLAGS } from "../runtime/self.ts";
 import { sha256Hex } from "../runtime/hash.ts";
-import { type Env, joinPath } from "../runtime/paths.ts";
+import { type Env, integrationDir, joinPath } from "../runtime/paths.ts";
 import { VERSION } from "../runtime/version.ts";
-import { integrationDir } from "./placement.ts";
 
 /** The entry points bundled, and the file each becomes. */
 const ENTRIES: readonly { source: string; out: string }[] = [

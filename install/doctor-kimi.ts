@@ -9,9 +9,12 @@ import { HOOKS } from "../hooks/events.ts";
 import { isOurHookCommand, isUpstreamHookCommand, MCP_SERVER_NAME, PLUGIN_ID } from "./spec.ts";
 import type { KimiState } from "./detect.ts";
 import { isRecord } from "../runtime/parsed.ts";
+import { commandName } from "../runtime/self.ts";
 
 /** The fix when our hooks or MCP server are not (all) registered. */
-const INSTALL_FIX = "run `openviking-kimi install` (or `install --mode plugin`)";
+function installFix(): string {
+  return `run \`${commandName()} install\` (or \`install --mode plugin\`)`;
+}
 
 /** Where each event is registered (config block, plugin, OpenViking's own plugin). */
 export function registrations(state: KimiState): Map<string, string[]> {
@@ -48,7 +51,7 @@ function hookCheck(state: KimiState): Check {
       status: "fail",
       summary: `the ${PLUGIN_ID} plugin is disabled in Kimi`,
       detail,
-      fix: `in Kimi run \`/plugins enable ${PLUGIN_ID}\` (or run \`openviking-kimi install --mode plugin\`)`,
+      fix: `in Kimi run \`/plugins enable ${PLUGIN_ID}\` (or run \`${commandName()} install --mode plugin\`)`,
     };
   }
   if (twice.length) {
@@ -60,8 +63,8 @@ function hookCheck(state: KimiState): Check {
       }): ` +
         "every turn would be captured twice",
       detail,
-      fix: "run `openviking-kimi install` in the mode you want (it replaces its own other mode), or " +
-        "`openviking-kimi uninstall --mode config|plugin`; remove OpenViking's Node plugin with `/plugins remove " +
+      fix: `run \`${commandName()} install\` in the mode you want (it replaces its own other mode), or ` +
+        `\`${commandName()} uninstall --mode config|plugin\`; remove OpenViking's Node plugin with \`/plugins remove ` +
         `${PLUGIN_ID}\` or its \`install.sh --harness kimicode --uninstall --yes\``,
     };
   }
@@ -71,7 +74,7 @@ function hookCheck(state: KimiState): Check {
       status: "fail",
       summary: "no openviking hook is registered",
       detail,
-      fix: INSTALL_FIX,
+      fix: installFix(),
     };
   }
   if (missing.length) {
@@ -80,7 +83,7 @@ function hookCheck(state: KimiState): Check {
       status: "fail",
       summary: `not registered: ${missing.join(", ")}`,
       detail,
-      fix: `${INSTALL_FIX} again to restore every hook`,
+      fix: `${installFix()} again to restore every hook`,
     };
   }
   return { id: "hooks", status: "ok", summary: `all ${HOOKS.length} hooks registered once`, detail };
@@ -103,13 +106,13 @@ function mcpCheck(state: KimiState): Check {
       id: "mcp",
       status: "fail",
       summary: `mcp.json is not valid JSON (${state.mcpError})`,
-      fix: "fix mcp.json or restore mcp.json.bak, then run `openviking-kimi install`",
+      fix: `fix mcp.json or restore mcp.json.bak, then run \`${commandName()} install\``,
     };
   }
   if (where.length === 0) {
     const fix = p?.owner === "ours" && p.mcpDisabled
       ? `in Kimi run \`/plugins mcp enable ${PLUGIN_ID} ${MCP_SERVER_NAME}\``
-      : INSTALL_FIX;
+      : installFix();
     return { id: "mcp", status: "fail", summary: "the OpenViking MCP server is not registered", fix };
   }
   if (where.length > 1) {
@@ -119,7 +122,7 @@ function mcpCheck(state: KimiState): Check {
       summary: `MCP server registered ${where.length} times (${
         where.join(" + ")
       }): the model sees every tool twice`,
-      fix: "run `openviking-kimi install` in one mode; it removes the other",
+      fix: `run \`${commandName()} install\` in one mode; it removes the other`,
     };
   }
   const note = state.mcpOwner === "foreign"
@@ -184,7 +187,7 @@ export function registrationChecks(state: KimiState): Check[] {
       summary:
         "openviking-kimi [[hooks]] found outside the marked block (Kimi may have rewritten config.toml)",
       detail: state.strayHooks.map((h) => `hooks[${h.index}]: ${h.command}`),
-      fix: "uninstall cannot remove these: delete them by hand, then run `openviking-kimi install`",
+      fix: `uninstall cannot remove these: delete them by hand, then run \`${commandName()} install\``,
     });
   }
   checks.push(mcpCheck(state));

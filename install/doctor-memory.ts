@@ -14,6 +14,7 @@ import { type SessionState, SessionStateSchema } from "../runtime/state.ts";
 import { parseJsonOrUndefined } from "../runtime/fs.ts";
 import { type Env, hookStateDir, joinPath, pendingDir } from "../runtime/paths.ts";
 import type { Check } from "./check.ts";
+import { commandName } from "../runtime/self.ts";
 
 /** Journal protocol versions this release was tested with. */
 const KNOWN_PROTOCOLS = ["1.4", "1.5"];
@@ -49,7 +50,8 @@ export async function serverChecks(
       id: "server",
       status: "fail",
       summary: `${where} answers /health, but not as OpenViking does`,
-      fix: "check the address (a proxy must forward to OpenViking), then `openviking-kimi install --url URL`",
+      fix:
+        `check the address (a proxy must forward to OpenViking), then \`${commandName()} install --url URL\``,
     });
     return checks;
   }
@@ -113,7 +115,7 @@ export async function queueCheck(env: Env, now: number): Promise<Check> {
         `${s.sessionId}: ${s.messages} message(s), ${s.commits} commit(s)`
       ),
       fix: "they are sent when the server takes them (at the next session start); send them now with " +
-        "`openviking-kimi replay`, and see the captures check below for why they wait",
+        `\`${commandName()} replay\`, and see the captures check below for why they wait`,
     }
     : { id: "queue", status: "info", summary: text };
 }

@@ -5,7 +5,7 @@
  * runs the hooks). Every problem comes with its fix; nothing here throws.
  */
 
-import { COPY_FILES } from "../runtime/self.ts";
+import { commandName, COPY_FILES } from "../runtime/self.ts";
 import { type Env, joinPath } from "../runtime/paths.ts";
 import { readTextIfExists } from "../runtime/fs.ts";
 import { VERSION } from "../runtime/version.ts";
@@ -35,7 +35,7 @@ function firstWord(command: string): string {
 
 /** The fix for a program that is gone or broken. */
 const REINSTALL = "run install again: `deno task -q install` in an openviking-kimi checkout, or " +
-  "`openviking-kimi install` with a release binary (add `--mode plugin` for plugin mode)";
+  "`./openviking-kimi-<target> install` with a release binary (add `--mode plugin` for plugin mode)";
 
 /** The checks of one program copy behind a launcher: its files, and the Deno its launcher would run. */
 async function copyChecks(
@@ -127,8 +127,8 @@ async function pluginDirCheck(state: KimiState, os: OsFamily): Promise<Check | u
     status: "fail",
     summary: `plugins/installed.json registers "${PLUGIN_ID}", but its directory is incomplete: ${what}`,
     fix:
-      "run `openviking-kimi install --mode plugin` again (or `openviking-kimi uninstall --mode plugin` to " +
-      "drop the record)",
+      `run \`${commandName()} install --mode plugin\` again (or \`${commandName()} uninstall --mode plugin\` ` +
+      "to drop the record)",
   };
 }
 
@@ -216,7 +216,7 @@ async function versionCheck(ctx: CommandContext, state: KimiState, c: Registered
       status: "fail",
       summary: `${label}: \`${c.command}\` does not run (exit ${result.code})`,
       detail: result.stderr.trim() ? [result.stderr.trim().split("\n").slice(-3).join(" | ")] : undefined,
-      fix: "run `openviking-kimi install` again (from a checkout: `deno task -q install`)",
+      fix: `run \`${commandName()} install\` again (from a checkout: \`deno task -q install\`)`,
     };
   }
   if (version !== VERSION) {
@@ -224,7 +224,7 @@ async function versionCheck(ctx: CommandContext, state: KimiState, c: Registered
       id: "command",
       status: "warn",
       summary: `${label} run openviking-kimi ${version || "(unknown)"}, this is ${VERSION}`,
-      fix: "run `openviking-kimi install` with the version you want the hooks to use",
+      fix: `run \`${commandName()} install\` with the version you want the hooks to use`,
     };
   }
   return { id: "command", status: "ok", summary: `${label}: \`${c.command}\` runs (${version})` };

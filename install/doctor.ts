@@ -15,6 +15,7 @@ import { homeChecks } from "./doctor-home.ts";
 import { kimiChecks, registrationChecks } from "./doctor-kimi.ts";
 import { commandChecks, type RunShell } from "./doctor-program.ts";
 import { VERSION } from "../runtime/version.ts";
+import { invocationCwd } from "../runtime/self.ts";
 import { kimiHomeFor, readKimiState } from "./detect.ts";
 import { currentOs, type OsFamily } from "./placement.ts";
 
@@ -118,7 +119,7 @@ export async function doctorCommand(options: DoctorOptions): Promise<number> {
   let checks: Check[];
   try {
     // "" without a home: the checks say so instead of looking at a directory relative to here.
-    const home = orNoHome(() => kimiHomeFor(env, explicitHome, Deno.cwd())) ?? "";
+    const home = orNoHome(() => kimiHomeFor(env, explicitHome, invocationCwd(env))) ?? "";
     checks = await runDoctor({ env, home, os: currentOs(), now: Date.now() });
   } catch (error) {
     checks = await guarded("doctor", "the setup", () => Promise.reject(error));

@@ -10,13 +10,13 @@
 import { credentialFilePaths, loadConfig } from "../runtime/config.ts";
 import { dirName, joinPath, openVikingHome } from "../runtime/paths.ts";
 import { scrub } from "../runtime/scrub.ts";
+import { commandName } from "../runtime/self.ts";
 import { PLUGIN_ID } from "./spec.ts";
 import { type CredentialArgs, maskSecrets, planOvcli } from "./ovcli.ts";
 import { type FileChange, makeDirs, readText } from "./files.ts";
 import { hasUpstream, kimiHomeFor, type KimiState, readKimiState } from "./detect.ts";
 import { carryOut, type Context, fail, type InstallOptions, newPlan, type Plan } from "./run.ts";
 import { fileStep } from "./steps.ts";
-import { versionsDir } from "./copy.ts";
 import { sweepStep } from "./copy-sweep.ts";
 import { serverChecks } from "./doctor-memory.ts";
 import { refreshInstalledPrompt } from "./memory-files.ts";
@@ -117,14 +117,18 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
     : await planPluginMode(ctx, options, state, program, plan);
   if (problem) return fail(ctx.out, "install", problem);
   if (program.note) plan.notes.push(program.note);
-  if (plan.steps.length && await Deno.lstat(versionsDir(ctx.env)).then(() => true, () => false)) {
-    plan.steps.push(sweepStep(ctx.env, { keep: program.keep, kimiHome: home }));
-  }
+  const sweep = plan.steps.length
+    ? await sweepStep(ctx.env, { keep: program.keep, kimiHome: home })
+    : undefined;
+  if (sweep) plan.steps.push(sweep);
   const code = await carryOut(plan, ctx.out, {
     command: "install",
     dryRun: options.dryRun,
     start: `Installing openviking-kimi into ${home} (${mode} mode)`,
-    done: "Start a new Kimi Code session (or /reload) to load it; `openviking-kimi doctor` checks the setup.",
+    done: () =>
+      `Start a new Kimi Code session (or /reload) to load it; \`${
+        commandName(ctx.env)
+      } doctor\` checks the setup.`,
     nothing: `openviking-kimi is installed in ${home} (${mode} mode) just as this install would leave it.`,
   });
   if (code !== 0 || options.dryRun) return code;

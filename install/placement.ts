@@ -6,7 +6,14 @@
 
 import { copyDir, isCompiled, shellQuote } from "../runtime/self.ts";
 import { checkoutRoot } from "../runtime/self.ts";
-import { type Env, joinPath, openVikingHome } from "../runtime/paths.ts";
+import {
+  commandDir,
+  type Env,
+  integrationDir,
+  isAbsolutePath,
+  joinPath,
+  orNoHome,
+} from "../runtime/paths.ts";
 import { EXECUTABLE_NAME } from "./spec.ts";
 import type { McpEntry } from "./mcp-json.ts";
 
@@ -36,14 +43,31 @@ export function executableFileName(os: OsFamily): string {
   return os === "windows" ? `${EXECUTABLE_NAME}.exe` : EXECUTABLE_NAME;
 }
 
-/** Our directory under OpenViking's home: `~/.openviking/agent-integrations/kimicode`. */
-export function integrationDir(env: Env): string {
-  return joinPath(openVikingHome(env), "agent-integrations", "kimicode");
-}
-
 /** Where config mode keeps the compiled executable. */
 export function installedBinaryPath(env: Env, os: OsFamily): string {
   return joinPath(integrationDir(env), "bin", executableFileName(os));
+}
+
+/**
+ * Where install links the `openviking-kimi` the user's shell finds (runtime/paths.ts commandDir); none on
+ * Windows (no symlink without privileges there) or without a home.
+ */
+export function pathCommand(env: Env, os: OsFamily): string | undefined {
+  if (os === "windows") return undefined;
+  const dir = orNoHome(() => commandDir(env));
+  return dir && joinPath(dir, EXECUTABLE_NAME);
+}
+
+/** What is at the PATH command's place: nothing, our link (and where it points), or something not ours. */
+export type CommandAt = { kind: "absent" } | { kind: "ours"; target: string } | { kind: "other" };
+
+/** What is at `path`: our link is a symlink into our integration directory (whether or not it dangles). */
+export async function commandAt(path: string, env: Env): Promise<CommandAt> {
+  const info = await Deno.lstat(path).catch(() => undefined);
+  if (!info) return { kind: "absent" };
+  const target = info.isSymlink ? await Deno.readLink(path).catch(() => "") : "";
+  const ours = isAbsolutePath(target) && target.startsWith(`${integrationDir(env)}/`);
+  return ours ? { kind: "ours", target } : { kind: "other" };
 }
 
 /** Quotes one word for cmd.exe (which Kimi's `shell: true` uses on Windows). */

@@ -5,13 +5,21 @@
  */
 
 import { readTextIfExists } from "../runtime/fs.ts";
-import { joinPath } from "../runtime/paths.ts";
+import { dirName, type Env, joinPath } from "../runtime/paths.ts";
 import { productionFlags } from "../runtime/self.ts";
 import { EXECUTABLE_NAME } from "./spec.ts";
-import { executableFileName, installedBinaryPath, sameBytes, sameFile } from "./placement.ts";
+import {
+  commandAt,
+  executableFileName,
+  installedBinaryPath,
+  pathCommand,
+  sameBytes,
+  sameFile,
+} from "./placement.ts";
 import type { PluginFile } from "./plugin.ts";
 import type { Context, Note, Plan } from "./run.ts";
-import { copyStep } from "./steps.ts";
+import { copyStep, linkStep } from "./steps.ts";
+import { checkCreatable } from "./files.ts";
 import { buildCopy } from "./copy.ts";
 import { copyPlacement, placeCopyStep, placedSource } from "./copy-place.ts";
 import { homeStep } from "./copy-homes.ts";
@@ -31,16 +39,23 @@ export interface Program {
   keep?: string;
 }
 
-/** The compiled binary: config mode runs its copy in `…/kimicode/bin/` (copied unless the same bytes are there). */
+/**
+ * The compiled binary: config mode and the PATH command run its copy in `…/kimicode/bin/` (copied unless the
+ * same bytes are there); the Kimi home is recorded among those installed into.
+ */
 async function binaryProgram(
   ctx: Context,
   self: { execPath: string },
   mode: "config" | "plugin",
+  home: string,
   plan: Plan,
 ): Promise<Program> {
   const target = installedBinaryPath(ctx.env, ctx.os);
   const same = (await sameFile(self.execPath, target)) || (await sameBytes(self.execPath, target));
-  if (mode === "config" && !same) plan.steps.push(copyStep(self.execPath, target, ctx.os));
+  const used = mode === "config" || pathCommand(ctx.env, ctx.os) !== undefined;
+  if (used && !same) plan.steps.push(copyStep(self.execPath, target, ctx.os));
+  const step = await homeStep(ctx.env, home);
+  if (step) plan.steps.push(step);
   return {
     command: target,
     pluginBin: {
@@ -112,18 +127,56 @@ async function checkoutProgram(
   };
 }
 
-/** Plans putting the program in place, however this process runs. */
+/** Where the PATH command is, and what to add to PATH when its directory is not there. */
+function pathNote(env: Env, path: string): Note {
+  const dir = dirName(path);
+  const where = (env.PATH ?? "").split(":").includes(dir)
+    ? `(${dir} is on PATH)`
+    : `— ${dir} is not on PATH: add it (\`export PATH="${dir}:$PATH"\` in ~/.profile or your shell's rc ` +
+      `file), or run ${path}`;
+  return {
+    done: `Command: openviking-kimi is ${path} ${where}.`,
+    planned: `Command: openviking-kimi would be ${path} ${where}.`,
+  };
+}
+
+/**
+ * Plans the `openviking-kimi` the user's shell finds (placement.ts pathCommand) as a link to `target`: made,
+ * or moved to a new target when the link there is ours; never over a file that is not ours.
+ */
+async function planPathCommand(ctx: Context, target: string, plan: Plan): Promise<void> {
+  const path = pathCommand(ctx.env, ctx.os);
+  if (!path) return;
+  const at = await commandAt(path, ctx.env);
+  if (at.kind === "other" || (await checkCreatable(path))) {
+    plan.notes.push(
+      `Note: no openviking-kimi command placed at ${path} (${
+        at.kind === "other" ? "a file that is not ours is there" : `${dirName(path)} cannot be made`
+      }; set OPENVIKING_KIMI_BIN_DIR for another place); run ${target}.`,
+    );
+    return;
+  }
+  if (at.kind === "absent" || at.target !== target) {
+    plan.steps.push(linkStep(path, target, at.kind === "ours" ? at.target : undefined));
+  }
+  plan.notes.push(pathNote(ctx.env, path));
+}
+
 /** Plans putting the program in place, however this process runs; returns why it cannot, as a string. */
-export function planProgram(
+export async function planProgram(
   ctx: Context,
   mode: "config" | "plugin",
   home: string,
   plan: Plan,
 ): Promise<Program | string> {
   const self = ctx.self;
-  if (self.kind === "compiled") return binaryProgram(ctx, self, mode, plan);
-  if (self.kind === "copy") return ownCopyProgram(ctx, self.dir, home, plan);
-  return checkoutProgram(ctx, self.root, home, plan);
+  const program = self.kind === "compiled"
+    ? await binaryProgram(ctx, self, mode, home, plan)
+    : self.kind === "copy"
+    ? await ownCopyProgram(ctx, self.dir, home, plan)
+    : await checkoutProgram(ctx, self.root, home, plan);
+  if (typeof program !== "string") await planPathCommand(ctx, program.command, plan);
+  return program;
 }
 
 /** The note naming the command the hooks run (would run, in a dry run). */

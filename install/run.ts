@@ -6,6 +6,7 @@
  */
 
 import { type Env, processEnv } from "../runtime/paths.ts";
+import { invocationCwd } from "../runtime/self.ts";
 import { checkChange, describeFsError, type FileChange, isFsError, readText, undoAll } from "./files.ts";
 import { unifiedDiff } from "./diff.ts";
 import { currentOs, currentSelf, type OsFamily, type Self } from "./placement.ts";
@@ -52,7 +53,7 @@ export async function defaultContext(): Promise<Context> {
     os: currentOs(),
     out: consoleOutput,
     now: new Date(),
-    cwd: Deno.cwd(),
+    cwd: invocationCwd(),
   };
 }
 
@@ -171,8 +172,8 @@ export interface Outcome {
   dryRun: boolean;
   /** Said before the first step is taken. */
   start: string;
-  /** Said once every step succeeded. */
-  done?: string;
+  /** Said once every step succeeded (made then: it may name what the steps placed). */
+  done?: string | (() => string);
   /** Said when there is nothing to do (no step at all). */
   nothing: string;
 }
@@ -199,6 +200,6 @@ export async function carryOut(plan: Plan, out: Output, outcome: Outcome): Promi
   out.info(outcome.start);
   const failed = await execute(plan, out);
   if (failed) return fail(out, outcome.command, failed);
-  if (outcome.done) out.info(outcome.done);
+  if (outcome.done) out.info(typeof outcome.done === "string" ? outcome.done : outcome.done());
   return 0;
 }

@@ -114,6 +114,39 @@ export function copyStep(from: string, target: string, os: OsFamily): Step {
   };
 }
 
+/** Links `path` to `target` (over our link there, atomically); the undo puts back the link it replaced. */
+export function linkStep(path: string, target: string, previous: string | undefined): Step {
+  const swap = async (to: string) => {
+    const tmp = `${path}.${crypto.randomUUID().slice(0, 8)}.tmp`;
+    await Deno.symlink(to, tmp);
+    await Deno.rename(tmp, path).catch(async (error) => {
+      await Deno.remove(tmp).catch(() => {});
+      throw error;
+    });
+  };
+  return {
+    describe: `link ${path} to ${target}`,
+    run: () =>
+      attempt(`link ${path}`, async () => {
+        const dirs = await makeDirs(dirName(path));
+        await swap(target).catch(async (error) => {
+          await dirs.undo().catch(() => {});
+          throw error;
+        });
+        return {
+          message: `command in place: ${path} (runs ${target})`,
+          changed: path,
+          undo: {
+            undo: async () => {
+              await (previous ? swap(previous) : Deno.remove(path));
+              await dirs.undo();
+            },
+          },
+        };
+      }),
+  };
+}
+
 /** Places the plugin directory; the undo takes it out and puts the one it replaced back. */
 export function placeStep(
   managedDir: string,

@@ -1,29 +1,43 @@
 /**
  * `openviking-kimi uninstall`: a planner per mode (both unless one is named) that takes out exactly what
- * install added, and with `--purge` the program (the executable, the program copies nothing else uses), the
- * plugin directory, per-session state, the ledger, the log and an empty queue of ours, feeding one plan that
- * run.ts checks and carries out all or nothing. ovcli.conf, other clients' queue files and undelivered writes stay.
+ * install added, and with `--purge` the home's plugin directory and our part of its `.bak` copies, the program
+ * copies nothing else uses, and what every home shares (the executable, the PATH command, per-session state,
+ * the ledger, the log, an empty queue of ours, the MCP tool cache) unless another Kimi home still has
+ * openviking-kimi registered; feeding one plan that run.ts checks and carries out all or nothing. ovcli.conf,
+ * other clients' queue files and undelivered writes stay.
  */
 
 import { loadConfig } from "../runtime/config.ts";
 import { readTextIfExists } from "../runtime/fs.ts";
 import { isOurLog } from "../runtime/log.ts";
 import { QUEUE_SUBDIR, queueSummary } from "../runtime/pending.ts";
-import { defaultLogPath, dirName, hookStateDir, joinPath, ledgerDir, pendingDir } from "../runtime/paths.ts";
+import {
+  defaultLogPath,
+  dirName,
+  hookStateDir,
+  integrationDir,
+  joinPath,
+  ledgerDir,
+  mcpToolCachePath,
+  pendingDir,
+  sharedStateDir,
+} from "../runtime/paths.ts";
 import { PLUGIN_ID } from "./spec.ts";
 import { planConfigUninstall } from "./toml-config.ts";
 import { planMcpUninstall } from "./mcp-json.ts";
 import { hasOurPlugin, kimiHomeFor, type KimiState, readKimiState } from "./detect.ts";
-import { installedBinaryPath, integrationDir } from "./placement.ts";
+import { commandAt, installedBinaryPath, pathCommand } from "./placement.ts";
 import { versionsDir } from "./copy.ts";
-import { sweepStep } from "./copy-sweep.ts";
+import { sweepStep, versionsUsedBy } from "./copy-sweep.ts";
 import { planUnregister } from "./plugin-mode.ts";
-import { backupFor } from "./backup.ts";
+import { backupFor, type KimiFile, withoutOurs } from "./backup.ts";
+import { homesFile, installedHomes } from "./copy-homes.ts";
 import { carryOut, type Context, fail, type InstallOptions, newPlan, type Plan, planFile } from "./run.ts";
 import { removalStep } from "./steps.ts";
 import { parseJson } from "./json-file.ts";
 import { classifyManifest } from "./plugin.ts";
 import { planConfigSkillRemoval, planSystemPromptRemoval } from "./memory-files.ts";
+import { commandName } from "../runtime/self.ts";
 
 /** Plans taking config mode out: our block and our `mcp.json` entry (hooks outside the block are named). */
 function planConfigRemoval(state: KimiState, plan: Plan): string | undefined {
@@ -97,13 +111,63 @@ async function purgeableData(ctx: Context, plan: Plan): Promise<string[]> {
     plan.notes.push(
       `Kept: ${waiting.entries} queued write(s) (${messages} message(s) of ${waiting.sessions.length} session(s)) ` +
         `not yet delivered, in ${queue}. Install again and the next session start replays them (or run ` +
-        `"openviking-kimi replay"); to drop them, delete that directory.`,
+        `"${commandName(ctx.env)} replay"); to drop them, delete that directory.`,
     );
   }
   return out;
 }
 
-/** Plans `--purge`: our plugin directory (when `plugin`), the program, per-session state, the ledger, our log and queue. */
+/** The files of a Kimi home whose `.bak` may hold our part: each one's kind, path and text. */
+function kimiFiles(state: KimiState): [KimiFile, string, string | undefined][] {
+  const { config, mcp, registry } = state.paths;
+  return [
+    ["config", config, state.configText],
+    ["mcp", mcp, state.mcpText],
+    ["registry", registry, state.registryText],
+  ];
+}
+
+/**
+ * Plans our part out of the `.bak` copies of Kimi's files, and no new `.bak` for this run's changes (it would
+ * hold our part): a `.bak` left with nothing but what the file will hold anyway is deleted, another one keeps
+ * the rest. The user's `.bak` (nothing of ours in it) stays as it is.
+ */
+async function planBackupsClean(state: KimiState, plan: Plan): Promise<void> {
+  for (const [kind, path, now] of kimiFiles(state)) {
+    const change = plan.changes.find((c) => c.path === path);
+    if (change) change.backup = "none";
+    const bak = `${path}.bak`;
+    const text = await readTextIfExists(bak).catch(() => undefined);
+    const cleaned = text === undefined ? undefined : withoutOurs(kind, text);
+    if (!cleaned?.changed) continue;
+    const left = cleaned.after === (change ? change.after : now) ? undefined : cleaned.after;
+    planFile(plan, bak, text, left, "our part taken out of a backup", "none");
+  }
+}
+
+/**
+ * The files and directories every Kimi home installed into shares: the executable, per-session state, the
+ * ledger, the log, our queue, the MCP tool cache, the PATH command (each only when there, and ours).
+ */
+async function sharedTargets(ctx: Context, plan: Plan): Promise<string[]> {
+  const command = pathCommand(ctx.env, ctx.os);
+  const targets = [
+    dirName(installedBinaryPath(ctx.env, ctx.os)),
+    hookStateDir(ctx.env),
+    ledgerDir(ctx.env),
+    ...await purgeableData(ctx, plan),
+    mcpToolCachePath(ctx.env),
+    ...(command && (await commandAt(command, ctx.env)).kind === "ours" ? [command] : []),
+  ];
+  const there = await Promise.all(targets.map(exists));
+  return targets.filter((_, i) => there[i]);
+}
+
+/**
+ * Plans `--purge`: our plugin directory (when `plugin`) and our part of the home's `.bak` copies; the program
+ * copies nothing else uses; and what every installed home shares (sharedTargets) unless another Kimi home
+ * still has openviking-kimi registered — then a note says what was kept for it.
+ */
 async function planPurge(ctx: Context, state: KimiState, plugin: boolean, plan: Plan): Promise<void> {
   const targets: string[] = [];
   const managed = joinPath(state.paths.managedDir, PLUGIN_ID);
@@ -111,57 +175,77 @@ async function planPurge(ctx: Context, state: KimiState, plugin: boolean, plan: 
     // Ours by the rule detect and doctor use (its hooks run bin/openviking-kimi), or no manifest left at all.
     const text = await readTextIfExists(joinPath(managed, "kimi.plugin.json")).catch(() => undefined);
     const manifest = text === undefined ? undefined : parseJson(text);
-    if (!manifest || (manifest.ok && classifyManifest(manifest.value) === "ours")) targets.push(managed);
+    const ours = !manifest || (manifest.ok && classifyManifest(manifest.value) === "ours");
+    if (ours && await exists(managed)) targets.push(managed);
   }
-  targets.push(
-    dirName(installedBinaryPath(ctx.env, ctx.os)),
-    hookStateDir(ctx.env),
-    ledgerDir(ctx.env),
-    ...await purgeableData(ctx, plan),
-  );
-  for (const t of targets) {
-    if (await exists(t)) plan.steps.push(removalStep(t, `delete ${t}`, `removed ${t}`));
-  }
-  if (await exists(versionsDir(ctx.env))) plan.steps.push(sweepStep(ctx.env, { kimiHome: state.paths.home }));
+  await planBackupsClean(state, plan);
+  const others = await installedHomes(ctx.env, state.paths.home);
+  const shared = await sharedTargets(ctx, plan);
+  const inUse = others.length ? await versionsUsedBy(ctx.env, others) : [];
+  if (others.length === 0) targets.push(...shared);
+  else if (inUse.length || shared.length) plan.notes.push(keptForOthers(others, [...inUse, ...shared]));
+  for (const t of targets) plan.steps.push(removalStep(t, `delete ${t}`, `removed ${t}`));
+  const sweep = await sweepStep(ctx.env, { kimiHome: state.paths.home });
+  if (sweep) plan.steps.push(sweep);
   plan.notes.push(
     "Kept: ~/.openviking/ovcli.conf and the queue files of OpenViking's other clients in ~/.openviking/pending.",
   );
   if (plan.steps.length === 0) return;
+  const integration = integrationDir(ctx.env);
   plan.steps.push({
-    describe: `delete the directories left empty (${state.paths.managedDir}, ${integrationDir(ctx.env)})`,
+    describe: `delete the directories left empty (${state.paths.managedDir}, ${integration})`,
     run: () =>
       Promise.resolve({
-        // At the end, once what was in them is gone (the sweep keeps the copies still in use).
+        // At the end, once what was in them is gone (the sweep keeps the copies still in use); each only when
+        // left empty.
         commit: async () => {
-          if (targets.includes(managed)) {
-            await Deno.remove(state.paths.managedDir).catch(() => {});
-            await Deno.remove(dirName(state.paths.managedDir)).catch(() => {});
+          const env = ctx.env;
+          const dirs = targets.includes(managed)
+            ? [state.paths.managedDir, dirName(state.paths.managedDir)]
+            : [];
+          if (others.length === 0) {
+            dirs.push(dirName(ledgerDir(env)), dirName(hookStateDir(env)), dirName(defaultLogPath(env)));
+            dirs.push(pendingDir(env), sharedStateDir(env), versionsDir(env));
           }
-          for (const dir of [ledgerDir(ctx.env), hookStateDir(ctx.env), defaultLogPath(ctx.env)]) {
-            await Deno.remove(dirName(dir)).catch(() => {}); // only when left empty
-          }
-          await Deno.remove(versionsDir(ctx.env)).catch(() => {});
-          if (!(await exists(versionsDir(ctx.env)))) {
-            await Deno.remove(joinPath(integrationDir(ctx.env), "kimi-homes")).catch(() => {});
-            await Deno.remove(integrationDir(ctx.env)).catch(() => {});
-          }
+          for (const dir of dirs) await Deno.remove(dir).catch(() => {});
+          if (others.length || (await exists(versionsDir(env)))) return;
+          await Deno.remove(homesFile(env)).catch(() => {});
+          for (const dir of [integration, dirName(integration)]) await Deno.remove(dir).catch(() => {});
         },
       }),
   });
 }
 
-/** What uninstall leaves for `--purge`, in words: only what is there (the program, the plugin directory). */
+/** The note naming what is kept because Kimi homes other than this one still have openviking-kimi. */
+function keptForOthers(others: string[], kept: string[]): string {
+  return `Kept for the Kimi home${others.length > 1 ? "s" : ""} still installed (${others.join(", ")}): ${
+    kept.join(", ")
+  }; purging the last one removes them.`;
+}
+
+/**
+ * What uninstall leaves for `--purge`, in words: only what is there (the program, the command, the plugin
+ * directory); what another installed Kimi home shares is named as kept for it.
+ */
 async function keptFiles(ctx: Context, state: KimiState, plugin: boolean): Promise<string | undefined> {
-  const kept: string[] = [];
+  const shared: string[] = [];
   if (await exists(installedBinaryPath(ctx.env, ctx.os))) {
-    kept.push(`the executable ${installedBinaryPath(ctx.env, ctx.os)}`);
+    shared.push(`the executable ${installedBinaryPath(ctx.env, ctx.os)}`);
   }
-  if (await exists(versionsDir(ctx.env))) kept.push(`the program copies in ${versionsDir(ctx.env)}`);
+  if (await exists(versionsDir(ctx.env))) shared.push(`the program copies in ${versionsDir(ctx.env)}`);
+  const command = pathCommand(ctx.env, ctx.os);
+  if (command && (await commandAt(command, ctx.env)).kind === "ours") shared.push(`the command ${command}`);
+  const others = await installedHomes(ctx.env, state.paths.home);
+  const kept = others.length ? [] : shared;
   const managed = joinPath(state.paths.managedDir, PLUGIN_ID);
   if (plugin && state.plugin?.owner === "ours" && (await exists(managed))) {
     kept.push(`the plugin directory ${managed}`);
   }
-  return kept.length ? `Files kept (remove them with --purge): ${kept.join(", ")}.` : undefined;
+  const lines = [
+    ...(kept.length ? [`Files kept (remove them with --purge): ${kept.join(", ")}.`] : []),
+    ...(others.length && shared.length ? [keptForOthers(others, shared)] : []),
+  ];
+  return lines.length ? lines.join("\n") : undefined;
 }
 
 /** Uninstalls and returns the exit code. */

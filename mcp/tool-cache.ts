@@ -5,7 +5,7 @@
 
 import * as z from "zod/mini";
 import { readTextIfExists, writeFileAtomic } from "../runtime/fs.ts";
-import { type Env, joinPath, orNoHome, sharedStateDir } from "../runtime/paths.ts";
+import { type Env, mcpToolCachePath, orNoHome } from "../runtime/paths.ts";
 import type { ToolDefinition } from "./catalog.ts";
 
 /** Schema of one tool in the cache (only what an MCP tool must have is checked; the rest is kept). */
@@ -27,8 +27,7 @@ const CacheSchema = z.object({
 
 /** Path of the cache file; "" without a home (then nothing is cached). */
 export function toolCachePath(env: Env): string {
-  const dir = orNoHome(() => sharedStateDir(env));
-  return dir ? joinPath(dir, "kimicode-mcp-tools.json") : "";
+  return orNoHome(() => mcpToolCachePath(env)) ?? "";
 }
 
 /** Validates a `tools/list` result's tools; `undefined` when they are not a usable, non-empty list. */

@@ -4,6 +4,7 @@
  */
 
 import type { FailureKind, OvFailure } from "./reply.ts";
+import { commandName } from "./self.ts";
 
 /** A failure told to a person: what happened and the fix. */
 export interface Advice {
@@ -62,15 +63,15 @@ export function adviceFor(
         summary: `${baseUrl} redirects${f.location ? ` to ${f.location}` : ""} (HTTP ${f.status}); ` +
           "requests are not sent on, so the key never leaves for another address",
         fix: target
-          ? `save the address it redirects to: \`openviking-kimi install --url ${target}\``
-          : "save the server's real address with `openviking-kimi install --url URL`",
+          ? `save the address it redirects to: \`${commandName()} install --url ${target}\``
+          : `save the server's real address with \`${commandName()} install --url URL\``,
       };
     }
     case "not-openviking":
       return {
         summary: `${baseUrl} is not an OpenViking server: ${f.error.message}`,
         fix: "check the address and path (a reverse proxy must forward /api/v1 to OpenViking), then " +
-          "`openviking-kimi install --url URL`; writes wait in the queue until then",
+          `\`${commandName()} install --url URL\`; writes wait in the queue until then`,
       };
     case "missing-route":
       return {
@@ -81,7 +82,7 @@ export function adviceFor(
     case "auth":
       return {
         summary: `the server refused the key (HTTP ${f.status}): ${f.error.message}`,
-        fix: "save a valid key: `openviking-kimi install --api-key-stdin` (or OPENVIKING_API_KEY), and " +
+        fix: `save a valid key: \`${commandName()} install --api-key-stdin\` (or OPENVIKING_API_KEY), and ` +
           "--account/--user when the server runs in trusted mode; writes wait in the queue until then",
       };
     case "server":
@@ -104,7 +105,7 @@ export function adviceFor(
       return {
         summary: `OpenViking at ${baseUrl} is not reachable: ${f.error.message}`,
         fix: 'start the server (README: "No server yet?"), or save its address: ' +
-          "`openviking-kimi install --url http://HOST:1933`; writes wait in the queue until then",
+          `\`${commandName()} install --url http://HOST:1933\`; writes wait in the queue until then`,
       };
   }
 }

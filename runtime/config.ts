@@ -21,6 +21,7 @@ import {
   orNoHome,
 } from "./paths.ts";
 import { USER_AGENT } from "./version.ts";
+import { commandName } from "./self.ts";
 
 /** Default server address, the same as every other OpenViking client. */
 export const DEFAULT_BASE_URL = "http://127.0.0.1:1933";
@@ -109,8 +110,7 @@ function normalizeUrl(raw: string, warnings: string[], what: string): string | u
       warnings.push(
         `${what} carries a user name or password (${
           withoutUserinfo(raw)
-        }); it is ignored: save the key with ` +
-          "`openviking-kimi install --api-key-stdin` instead",
+        }); it is ignored: save the key with \`${commandName()} install --api-key-stdin\` instead`,
       );
       url.username = "";
       url.password = "";

@@ -93,9 +93,27 @@ export function sharedStateDir(env: Env): string {
   return absoluteOverride(env.OPENVIKING_STATE_DIR, env) ?? joinPath(openVikingHome(env), "state");
 }
 
+/** The MCP server's last tool list (mcp/tool-cache.ts), in the shared state directory. */
+export function mcpToolCachePath(env: Env): string {
+  return joinPath(sharedStateDir(env), "kimicode-mcp-tools.json");
+}
+
 /** The hook log when no other path is configured: `<openviking home>/logs/kimicode-hooks.log`. */
 export function defaultLogPath(env: Env): string {
   return joinPath(openVikingHome(env), "logs", "kimicode-hooks.log");
+}
+
+/** Our directory under OpenViking's home: `~/.openviking/agent-integrations/kimicode`. */
+export function integrationDir(env: Env): string {
+  return joinPath(openVikingHome(env), "agent-integrations", "kimicode");
+}
+
+/**
+ * Where install puts the `openviking-kimi` command the user's shell finds: `$OPENVIKING_KIMI_BIN_DIR`, else
+ * `~/.local/bin` (where pipx and uv put their commands).
+ */
+export function commandDir(env: Env): string {
+  return absoluteOverride(env.OPENVIKING_KIMI_BIN_DIR, env) ?? underHome(env, ".local/bin", "the command");
 }
 
 /** The local ledger of what hook runs did (`status`): `<openviking home>/ledger/kimicode`. */
@@ -134,6 +152,7 @@ export function ignoredOverrides(env: Env): string[] {
     "OPENVIKING_CLI_CONFIG_FILE",
     "OPENVIKING_CONFIG_FILE",
     "KIMI_CODE_HOME",
+    "OPENVIKING_KIMI_BIN_DIR",
   ];
   return names.filter((n) => env[n] && !absoluteOverride(env[n], env)).map((n) => `${n}=${env[n]}`);
 }

@@ -7,7 +7,15 @@
  * installer.
  */
 
-import { joinPath } from "./paths.ts";
+import {
+  commandDir,
+  type Env,
+  integrationDir,
+  isAbsolutePath,
+  joinPath,
+  orNoHome,
+  processEnv,
+} from "./paths.ts";
 
 /** A program and its arguments. */
 export interface Invocation {
@@ -145,4 +153,81 @@ export async function selfInvocation(args: string[]): Promise<Invocation> {
 /** Quotes one word for a POSIX shell (`sh -c`), as Kimi Code runs hook commands. */
 export function shellQuote(word: string): string {
   return /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+/** The real path of `path`, or undefined when nothing is there. */
+function realPath(path: string): string | undefined {
+  try {
+    return Deno.realPathSync(path);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether the real path `path` lies inside the real directory `dir`. */
+function inside(path: string, dir: string): boolean {
+  return path.startsWith(dir) && (path[dir.length] === "/" || path[dir.length] === "\\");
+}
+
+/** Quotes a path for the user's shell (cmd.exe's double quotes on Windows). */
+function quotePath(path: string): string {
+  if (Deno.build.os !== "windows") return shellQuote(path);
+  return /^[A-Za-z0-9_@%+=:,./\\-]+$/.test(path) ? path : `"${path}"`;
+}
+
+/**
+ * The words that run openviking-kimi on this machine, for every message that names one of its commands:
+ * `openviking-kimi` when the first one on PATH is ours (it resolves into our integration directory, or to
+ * this very program), else ours by its absolute path — the command install put where the shell looks, this
+ * binary, this copy's launcher — and from a checkout with none of them, the checkout's `cli` task.
+ */
+export function commandName(env: Env = processEnv()): string {
+  const windows = Deno.build.os === "windows";
+  const copy = copyDir();
+  const running = isCompiled()
+    ? Deno.execPath()
+    : copy && joinPath(copy, "bin", windows ? "openviking-kimi.cmd" : "openviking-kimi");
+  const base = realPath(orNoHome(() => integrationDir(env)) ?? "");
+  const self = running ? realPath(running) : undefined;
+  const isOurs = (path: string) => {
+    const real = realPath(path);
+    return real !== undefined && ((base !== undefined && inside(real, base)) || real === self);
+  };
+  const names = windows ? ["openviking-kimi.exe", "openviking-kimi.cmd"] : ["openviking-kimi"];
+  for (const dir of (env.PATH ?? "").split(windows ? ";" : ":").filter(isAbsolutePath)) {
+    const hit = names.map((n) => joinPath(dir, n)).find((p) => realPath(p) !== undefined);
+    if (hit) {
+      if (isOurs(hit)) return "openviking-kimi";
+      break; // the shell runs that one: name ours by its path
+    }
+  }
+  const placed = windows ? undefined : orNoHome(() => joinPath(commandDir(env), "openviking-kimi"));
+  if (placed && isOurs(placed)) return quotePath(placed);
+  if (running) return quotePath(running);
+  return `deno task -q --config ${quotePath(joinPath(checkoutRoot(), "deno.json"))} cli`;
+}
+
+/**
+ * The directory the user ran this command in. `deno task` runs a checkout's `cli` task in deno.json's folder
+ * and gives the directory it was run in as `INIT_CWD`: from a checkout run there, that is the user's.
+ */
+export function invocationCwd(env: Env = processEnv()): string {
+  const cwd = Deno.cwd();
+  const init = env.INIT_CWD;
+  if (isCompiled() || copyDir() || !init || !isAbsolutePath(init)) return cwd;
+  return realPath(cwd) === realPath(checkoutRoot()) ? init : cwd;
+}
+
+/**
+ * The workspace a command works on: `given` (a relative one from where the user ran the command), else that
+ * directory, as given (absolute, not a resolved real path: as a hook gets it from Kimi); undefined when it is
+ * not a directory.
+ */
+export async function workspaceDir(
+  given: string | undefined,
+  env: Env = processEnv(),
+): Promise<string | undefined> {
+  const here = invocationCwd(env);
+  const dir = given === undefined ? here : isAbsolutePath(given) ? given : joinPath(here, given);
+  return (await Deno.stat(dir).then((i) => i.isDirectory, () => false)) ? dir : undefined;
 }

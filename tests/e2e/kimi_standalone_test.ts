@@ -3,13 +3,15 @@
  * `openviking-kimi install` run from a temporary clone — in each mode, on the newest Kimi release of the
  * matrix — and the clone deleted before Kimi starts. The real Kimi Code CLI then recalls before each prompt,
  * captures each turn whole and committed, and lists our MCP tools to the model: everything runs the
- * installed program copy, nothing the checkout.
+ * installed program copy, nothing the checkout. The `openviking-kimi` install put in `~/.local/bin` (issue
+ * #19 point 5) still runs once the clone is gone: `doctor` through it passes, and names its commands by it.
  */
 
-import { assertEquals, assertTrue } from "../support/assert.ts";
+import { assertEquals, assertNotMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { kimiE2eVersions } from "../support/kimi.ts";
 import { OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
-import { ROOT } from "../support/run.ts";
+import { ROOT, runProcess } from "../support/run.ts";
+import { VERSION } from "../../runtime/version.ts";
 import { cloneCheckout } from "../install/helpers.ts";
 import { productionFlags } from "../../runtime/self.ts";
 import {
@@ -32,8 +34,9 @@ for (const mode of ["config", "plugin"] as Mode[]) {
     await using rig = await Rig.create(install!, { mode, noInstall: true });
     const fake = rig.fake!;
 
+    let clone = "";
     await t.step("install from the clone, then delete it", async () => {
-      const clone = await cloneCheckout(await Deno.makeTempDir({ prefix: "ovk-clone-" }));
+      clone = await cloneCheckout(await Deno.makeTempDir({ prefix: "ovk-clone-" }));
       const out = await new Deno.Command(Deno.execPath(), {
         args: [
           "run",
@@ -54,6 +57,10 @@ for (const mode of ["config", "plugin"] as Mode[]) {
         stderr: "piped",
       }).output();
       assertEquals(out.code, 0, new TextDecoder().decode(out.stderr));
+      assertStringIncludes(
+        new TextDecoder().decode(out.stdout),
+        `Command: openviking-kimi is ${rig.env.home}/.local/bin/`,
+      );
       await Deno.remove(clone, { recursive: true });
       // What runs: the hook commands, the MCP server, the launcher's program and Deno (it names the clone
       // it was built from in its comments and messages, nothing more).
@@ -87,5 +94,21 @@ for (const mode of ["config", "plugin"] as Mode[]) {
         assertEquals(offered.sort(), OPENVIKING_TOOLS.map((n) => `${MCP_PREFIX[mode]}${n}`).sort());
       },
     );
+
+    await t.step("the openviking-kimi command on PATH works without the clone", async () => {
+      // The user's shell, ~/.local/bin first on its PATH: the command runs the copy with the Deno install used.
+      const env = { ...rig.env.env(), PATH: `${rig.env.home}/.local/bin:/usr/bin:/bin` };
+      const sh = (line: string) =>
+        runProcess("/bin/sh", ["-c", line], { env, clearEnv: true, cwd: rig.env.workDir, timeoutMs: 60_000 });
+      const version = await sh("openviking-kimi version");
+      assertEquals([version.code, version.stdout.trim()], [0, VERSION], version.stderr);
+      const doctor = await sh("openviking-kimi doctor");
+      assertEquals(doctor.code, 0, `${doctor.stdout}\n${doctor.stderr}`);
+      assertNotMatch(doctor.stdout, new RegExp(clone.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")));
+      // Its messages name it as the user runs it.
+      const unknown = await sh("openviking-kimi status --session session_nosuch");
+      assertEquals(unknown.code, 1, unknown.stderr);
+      assertStringIncludes(unknown.stderr, "`openviking-kimi status --all` lists the sessions");
+    });
   });
 }

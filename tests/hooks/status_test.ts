@@ -4,7 +4,7 @@
  * while the server is down — with the server down, then back.
  */
 
-import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
+import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
@@ -15,6 +15,7 @@ import { StatusSchema } from "../../hooks/status-model.ts";
 import { STATUS_COLUMNS } from "../../hooks/status-render.ts";
 import { appendLedger, readLedger, REPLAY_FILE, type ReplayEntry } from "../../runtime/ledger.ts";
 import { readState } from "../../runtime/state.ts";
+import { commandName } from "../../runtime/self.ts";
 
 const SESSION = "session_5747a705-0000-4000-8000-000000000014";
 
@@ -114,7 +115,7 @@ Deno.test("status: every field after a scripted session, with the server down an
     ]);
     assertTrue(within(down.queue.oldest, stops[2]), "the oldest queued write is the third turn's");
     assertEquals(down.queue.shared, 1);
-    assertMatch(down.queue.nextReplay, /next Kimi session start.*`openviking-kimi replay`/);
+    assertStringIncludes(down.queue.nextReplay, `; now: \`${commandName(env)} replay\``);
 
     fake.clearFaults(); // back
     fake.taskOutcome = "completed";
@@ -462,7 +463,7 @@ Deno.test("status --session with an id nothing is known of: says so and points t
     const r = await runCli(["status", ...args], { env, clearEnv: true, cwd: dir.path });
     assertEquals([r.code, r.stdout], [1, ""], r.stdout);
     assertMatch(r.stderr, /no ledger or state .*nosuch-session/);
-    assertMatch(r.stderr, /openviking-kimi status --all/);
+    assertStringIncludes(r.stderr, `\`${commandName(env)} status --all\``);
   }
   assertEquals((await statusJson(env, dir.path, ["--session", SESSION])).sessions.length, 1);
   // A session with state but nothing in the ledger (a start with an empty queue) is known: shown, no age.

@@ -249,8 +249,8 @@ Deno.test({
     const oldFiles = (await files(old)).sort();
     assertEquals(await t.install({ credentials: { url: "http://127.0.0.1:2" } }), 0, t.all());
     const kept = t.said();
-    assertMatch(kept, new RegExp(`kept the previous version ${old}: in use by a running process`));
-    assertMatch(kept, new RegExp(`kept the previous version ${other}: registered in ${kimi2}`));
+    assertMatch(kept, new RegExp(`kept the version ${old}: a running process uses it`));
+    assertMatch(kept, new RegExp(`kept the version ${other}: the Kimi home ${kimi2} runs it`));
     assertEquals((await files(old)).sort(), oldFiles, "nothing of a running version changes");
     assertEquals(await Deno.lstat(stale).then(() => true, () => false), false, "an old leftover goes");
 

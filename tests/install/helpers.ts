@@ -44,13 +44,16 @@ export async function cloneCheckout(to: string): Promise<string> {
 }
 
 /**
- * The fix install and doctor give when nothing answers at the address, word for word: it names README's
- * section for a machine without a server ({@link NO_SERVER_HEADING}).
+ * The fix install and doctor give when nothing answers at the address, word for word, naming the command
+ * that runs openviking-kimi there (runtime/self.ts commandName): it names README's section for a machine
+ * without a server ({@link NO_SERVER_HEADING}).
  */
-export const NO_SERVER_FIX = 'start the server (README: "No server yet?"), or save its address: ' +
-  "`openviking-kimi install --url http://HOST:1933`; writes wait in the queue until then";
+export function noServerFix(command: string): string {
+  return 'start the server (README: "No server yet?"), or save its address: ' +
+    `\`${command} install --url http://HOST:1933\`; writes wait in the queue until then`;
+}
 
-/** README's heading that {@link NO_SERVER_FIX} points to. */
+/** README's heading that {@link noServerFix} points to. */
 export const NO_SERVER_HEADING = "### No server yet?";
 
 /** A 127.0.0.1 address where nothing listens (a port just let go). */

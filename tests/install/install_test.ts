@@ -6,7 +6,7 @@ import {
   assertTrue,
 } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
-import { closedAddress, fakeCompiled, isolatedEnv, NO_SERVER_FIX, NO_SERVER_HEADING } from "./helpers.ts";
+import { closedAddress, fakeCompiled, isolatedEnv, NO_SERVER_HEADING, noServerFix } from "./helpers.ts";
 import { ROOT, runCli } from "../support/run.ts";
 import { type Context, type InstallOptions, runInstall, runUninstall } from "../../install/command.ts";
 import { currentSelf, type Self } from "../../install/placement.ts";
@@ -124,7 +124,7 @@ Deno.test("config mode into an empty Kimi home creates config.toml, uninstall --
   const left = Object.keys(await snapshot(t.home)).filter((p) => !p.endsWith(".bak"));
   assertEquals(
     left.sort(),
-    [`${t.home}/.kimi-code`, `${t.home}/.openviking`, `${t.home}/.openviking/agent-integrations`].sort(),
+    [`${t.home}/.kimi-code`, `${t.home}/.local`, `${t.home}/.local/bin`, `${t.home}/.openviking`].sort(),
   );
 });
 
@@ -445,6 +445,10 @@ Deno.test('install with nothing answering at the address points to README\'s "No
     lines.at(-2)!,
     new RegExp(`^Note: ${url} \\(from ovcli\\.conf\\): OpenViking at ${url} is not reachable: `),
   );
-  assertEquals(lines.at(-1), `  fix: ${NO_SERVER_FIX}`);
+  assertEquals(
+    lines.at(-1),
+    `  fix: ${noServerFix(`${home}/.local/bin/openviking-kimi`)}`,
+    "the command install placed",
+  );
   assertStringIncludes(await Deno.readTextFile(`${ROOT}/README.md`), `\n${NO_SERVER_HEADING}\n`);
 });

@@ -163,7 +163,10 @@ Deno.test("uninstall names only what that mode left on disk", async () => {
   t.said();
   assertEquals(await runUninstall(t.ctx(self), opts()), 0);
   const config = t.said();
-  assertMatch(config, /Files kept \(remove them with --purge\): the executable .*\/bin\/openviking-kimi\.$/m);
+  assertMatch(
+    config,
+    /Files kept \(remove them with --purge\): the executable .*\/bin\/openviking-kimi, the command .*\/\.local\/bin\/openviking-kimi\.$/m,
+  );
   assertNotMatch(config, /plugin directory/);
   assertEquals(await runUninstall(t.ctx(self), opts({ purge: true })), 0, t.all());
   t.said();
@@ -174,9 +177,9 @@ Deno.test("uninstall names only what that mode left on disk", async () => {
   const plugin = t.said();
   assertMatch(
     plugin,
-    /Files kept \(remove them with --purge\): the plugin directory .*openviking-memory\.$/m,
+    /Files kept \(remove them with --purge\): the executable \S+, the command \S+, the plugin directory .*openviking-memory\.$/m,
+    "the command runs the executable's copy, not a plugin directory another purge may delete",
   );
-  assertNotMatch(plugin, /executable/, "plugin mode keeps the binary inside the plugin directory");
   assertEquals(await runUninstall(t.ctx(self), opts({ purge: true })), 0);
   t.said();
   assertEquals(await runUninstall(t.ctx(self), opts()), 0);
@@ -191,7 +194,10 @@ Deno.test("a checkout's install keeps a program copy, and uninstall names that",
   t.said();
   assertEquals(await runUninstall(t.ctx(self), opts()), 0);
   const out = t.said();
-  assertMatch(out, /Files kept \(remove them with --purge\): the program copies in .*\/versions\.$/m);
+  assertMatch(
+    out,
+    /Files kept \(remove them with --purge\): the program copies in .*\/versions, the command \S+\.$/m,
+  );
   assertNotMatch(out, /executable|plugin directory/);
 });
 

@@ -3,6 +3,7 @@
 import { assertEquals } from "../support/assert.ts";
 import { adviceFor, adviceForCause, causeOf } from "../../runtime/advice.ts";
 import { classifyReply } from "../../runtime/reply.ts";
+import { commandName } from "../../runtime/self.ts";
 
 const origin = "http://127.0.0.1:1933";
 
@@ -13,7 +14,7 @@ Deno.test("adviceForCause: a recorded redirect is advised as the redirect itself
   assertEquals(adviceForCause(recorded, origin), adviceFor(f, origin));
   assertEquals(
     adviceForCause(recorded, origin).fix,
-    "save the address it redirects to: `openviking-kimi install --url https://ov.example.com`",
+    `save the address it redirects to: \`${commandName()} install --url https://ov.example.com\``,
   );
 });
 
@@ -22,5 +23,5 @@ Deno.test("adviceForCause: a recorded target that is not a URL (an edited file) 
     { kind: "redirect", status: 302, message: "m", location: "not a url" },
     origin,
   );
-  assertEquals(advice.fix, "save the server's real address with `openviking-kimi install --url URL`");
+  assertEquals(advice.fix, `save the server's real address with \`${commandName()} install --url URL\``);
 });

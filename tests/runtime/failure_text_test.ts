@@ -4,13 +4,14 @@
  * files neutralised and without a secret, whoever shows them — doctor, replay, the state, the ledger, the log.
  */
 
-import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
+import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { DEFAULT_ENTRY, FakeOpenViking, type Fault } from "../support/fake-openviking.ts";
 import { placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { queuedMessages } from "../support/queue.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
+import { commandName } from "../../runtime/self.ts";
 
 const SESSION = "session_7e1f0a2b-3c4d-4e5f-8a6b-7c8d9e0f1a2b";
 /** A window title, a screen clear and a colour: what a hostile server would like a terminal to act on. */
@@ -175,9 +176,9 @@ Deno.test("failure text: doctor's captures check names where a redirect points, 
   assertMatch(checkBlock(doctor.stdout, "server"), /install --url https:\/\/ov\.example\.com`/);
   const captures = checkBlock(doctor.stdout, "captures");
   assertMatch(captures, /redirects to https:\/\/ov\.example\.com\/ \(HTTP 301\)/);
-  assertMatch(
+  assertStringIncludes(
     captures,
-    /fix: save the address it redirects to: `openviking-kimi install --url https:\/\/ov\.example\.com`/,
+    `fix: save the address it redirects to: \`${commandName(s.env)} install --url https://ov.example.com\``,
   );
   // replay and status say the same, not "is it reachable?" nor a bare `--url URL`.
   const replay = await s.run(["replay"]);

@@ -1,0 +1,185 @@
+/**
+ * Issue #19 points 4 and 6, through the real entry point with the production flags, installing from this
+ * checkout into temporary Kimi homes: purging one home keeps everything another installed home uses (the
+ * program copy, per-session state, the ledger, the log, the queue, the tool cache, the PATH command) and
+ * names the version that home runs as in use, not as "the previous version"; purging the last one leaves
+ * nothing of ours — no tool cache, no empty directory we made, no `.bak` still holding our block — and none
+ * of the user's files changed; a dry run announces removing unused versions only when there is one.
+ */
+
+import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../support/assert.ts";
+import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { runCli, runProcess } from "../support/run.ts";
+import { tempDir } from "../support/temp.ts";
+import { isolatedEnv } from "./helpers.ts";
+import { BLOCK_BEGIN } from "../../install/spec.ts";
+import { toolCachePath, writeToolCache } from "../../mcp/tool-cache.ts";
+import { StatusSchema } from "../../hooks/status-model.ts";
+
+const posix = Deno.build.os !== "windows";
+const SESSION = "session_19040000-0000-4000-8000-000000000004";
+
+/** Runs the CLI with `env` (and nothing else of this process's environment); exit 0 expected unless `code`. */
+async function cli(env: Record<string, string>, args: string[], code = 0) {
+  const r = await runCli(args, { env, clearEnv: true, cwd: env.HOME, timeoutMs: 120_000 });
+  assertEquals(r.code, code, `${args.join(" ")}\n${r.stdout}\n${r.stderr}`);
+  return `${r.stdout}${r.stderr}`;
+}
+
+/** Every path under `dir` (directories end in "/"), sorted. */
+async function tree(dir: string, skip: RegExp = /^$/): Promise<string[]> {
+  const out: string[] = [];
+  const walk = async (d: string) => {
+    for await (const e of Deno.readDir(d)) {
+      const p = `${d}/${e.name}`;
+      if (skip.test(p.slice(dir.length))) continue;
+      out.push(`${p.slice(dir.length)}${e.isDirectory ? "/" : ""}`);
+      if (e.isDirectory) await walk(p);
+    }
+  };
+  await walk(dir);
+  return out.sort();
+}
+
+/** A session's prompt through the real hook: the ledger line and the prompt state it leaves. */
+async function prompt(env: Record<string, string>, cwd: string): Promise<void> {
+  const r = await runCli(["hook", "user-prompt-submit"], {
+    env,
+    clearEnv: true,
+    stdin: JSON.stringify({
+      hook_event_name: "UserPromptSubmit",
+      session_id: SESSION,
+      cwd,
+      prompt: "how do I indent the tile encoder?",
+    }),
+  });
+  assertEquals(r.code, 0, r.stderr);
+}
+
+Deno.test({
+  name: "uninstall --purge of one Kimi home keeps what the other installed home uses, and says it is in use",
+  ignore: !posix,
+  async fn() {
+    await using dir = await tempDir();
+    await using fake = await FakeOpenViking.start();
+    const home = `${dir.path}/home`;
+    const [a, b] = [`${home}/kimi-a`, `${home}/kimi-b`];
+    await Deno.mkdir(a, { recursive: true });
+    await Deno.mkdir(b, { recursive: true });
+    const env = isolatedEnv(home, { OPENVIKING_URL: fake.url, PATH: `${home}/.local/bin:/usr/bin:/bin` });
+    await cli(env, ["install", "--kimi-home", a]);
+    await cli(env, ["install", "--kimi-home", b, "--mode", "plugin"]);
+    await prompt(env, home);
+    const ov = `${home}/.openviking`;
+    const before = await tree(ov, /^\/agent-integrations\/kimicode\/kimi-homes$/);
+    // Uninstalled first without --purge: what --purge would remove, and what it keeps for A.
+    const plain = await cli(env, ["uninstall", "--kimi-home", b]);
+    assertMatch(
+      plain,
+      /^Files kept \(remove them with --purge\): the plugin directory \S+openviking-memory\.$/m,
+    );
+    assertMatch(plain, new RegExp(`^Kept for the Kimi home still installed \\(${a}\\): .*the command `, "m"));
+    const purged = await cli(env, ["uninstall", "--purge", "--kimi-home", b]);
+
+    // B is gone: its plugin directory and its registration.
+    assertEquals(
+      await Deno.lstat(`${b}/plugins/managed/openviking-memory`).then(() => true, () => false),
+      false,
+    );
+    assertNotMatch(
+      await Deno.readTextFile(`${b}/plugins/installed.json`).catch(() => ""),
+      /openviking-memory/,
+    );
+    // What A uses stays: the program copy it runs, the state, the ledger, the log, the queue, the command.
+    assertEquals(await tree(ov, /^\/agent-integrations\/kimicode\/kimi-homes$/), before, purged);
+    const status = StatusSchema.parse(JSON.parse(await cli(env, ["status", "--json"])));
+    assertEquals(status.sessions.map((s) => s.kimiSessionId), [SESSION], "A's session is still recorded");
+    const launcher = (await Deno.readTextFile(`${a}/config.toml`)).match(/command = "(\S+) hook stop"/)![1];
+    const version = await runProcess(launcher, ["version"], { env, clearEnv: true });
+    assertEquals(version.code, 0, version.stderr);
+    // The messages name the version A runs as in use by A, and what was kept for it.
+    const id = launcher.split("/").at(-3)!;
+    assertNotMatch(purged, /previous version/);
+    assertMatch(
+      purged,
+      new RegExp(
+        `Kept for the Kimi home still installed \\(${a}\\): \\S*${id} \\(the Kimi home ${a} runs it\\), `,
+      ),
+    );
+    assertNotMatch(purged, /removed \S*(hook-state|ledger)/);
+
+    // Then A: nothing of ours is left (the directory of the PATH command is the user's).
+    await cli(env, ["uninstall", "--purge", "--kimi-home", a]);
+    assertEquals(await tree(home), [
+      "/.local/",
+      "/.local/bin/",
+      "/.openviking/",
+      "/kimi-a/",
+      "/kimi-b/",
+    ]);
+  },
+});
+
+Deno.test({
+  name: "uninstall --purge leaves no tool cache, no empty directory we made and no .bak holding our block",
+  ignore: !posix,
+  async fn() {
+    await using dir = await tempDir();
+    const home = `${dir.path}/home`;
+    const kimi = `${home}/.kimi-code`;
+    await Deno.mkdir(kimi, { recursive: true });
+    const config = '# mine\ndefault_model = "k3"\n';
+    const mcp = '{"mcpServers":{"mine":{"command":"my-server"}}}\n';
+    await Deno.writeTextFile(`${kimi}/config.toml`, config);
+    await Deno.writeTextFile(`${kimi}/mcp.json`, mcp);
+    const env = isolatedEnv(home, { OPENVIKING_URL: "http://127.0.0.1:9", PATH: "/usr/bin:/bin" });
+    // Config mode, then plugin mode: the switch kept a .bak of config.toml as it was, our block in it.
+    for (const mode of ["config", "plugin"]) await cli(env, ["install", "--mode", mode]);
+    assertTrue((await Deno.readTextFile(`${kimi}/config.toml.bak`)).includes(BLOCK_BEGIN));
+    // The MCP server's last tool list, as `mcp` keeps it.
+    const tools = [{ name: "search", inputSchema: { type: "object" as const } }];
+    assertTrue(await writeToolCache(toolCachePath(env), "http://127.0.0.1:9/mcp", tools));
+    await cli(env, ["uninstall", "--purge"]);
+
+    assertEquals(await Deno.readTextFile(`${kimi}/config.toml`), config);
+    assertEquals(await Deno.readTextFile(`${kimi}/mcp.json`), mcp);
+    for (const bak of await tree(home)) {
+      if (!bak.includes(".bak")) continue;
+      const text = await Deno.readTextFile(`${home}${bak}`);
+      assertNotMatch(
+        text,
+        new RegExp(`${BLOCK_BEGIN}|openviking-kimi|agent-integrations`),
+        `${bak}:\n${text}`,
+      );
+    }
+    const left = (await tree(home)).filter((p) => !/\.bak(\.\d+)?$/.test(p));
+    assertEquals(left, [
+      "/.kimi-code/",
+      "/.kimi-code/config.toml",
+      "/.kimi-code/mcp.json",
+      "/.local/",
+      "/.local/bin/",
+      "/.openviking/",
+    ]);
+  },
+});
+
+Deno.test({
+  name: "a dry run announces removing unused versions only when there is one",
+  ignore: !posix,
+  async fn() {
+    await using dir = await tempDir();
+    const home = `${dir.path}/home`;
+    await Deno.mkdir(`${home}/.kimi-code`, { recursive: true });
+    const env = isolatedEnv(home, { OPENVIKING_URL: "http://127.0.0.1:9", PATH: "/usr/bin:/bin" });
+    await cli(env, ["install"]);
+    const sweep = /remove the versions .* that nothing uses/;
+    assertNotMatch(await cli(env, ["install", "--dry-run", "--url", "http://127.0.0.1:8"]), sweep);
+    assertNotMatch(await cli(env, ["install", "--dry-run", "--mode", "plugin"]), sweep);
+    // An older version nothing registers: now there is one to remove.
+    const versions = `${home}/.openviking/agent-integrations/kimicode/versions`;
+    await Deno.mkdir(`${versions}/0.0.1-0123456789ab`);
+    assertMatch(await cli(env, ["install", "--dry-run", "--url", "http://127.0.0.1:8"]), sweep);
+    assertMatch(await cli(env, ["uninstall", "--dry-run", "--purge"]), sweep);
+  },
+});

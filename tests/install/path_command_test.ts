@@ -1,0 +1,126 @@
+/**
+ * Issue #19 point 5, through the real entry point: install puts a runnable `openviking-kimi` where the user's
+ * shell finds it (`~/.local/bin`, or `$OPENVIKING_KIMI_BIN_DIR`), says where and what to add to PATH when
+ * that place is not on it, never overwrites a file there that is not ours, and `uninstall --purge` removes
+ * it; every message names a command that works on this machine — `openviking-kimi` when that is ours on
+ * PATH, else ours by its absolute path.
+ */
+
+import { assertEquals, assertMatch, assertNotMatch, assertStringIncludes } from "../support/assert.ts";
+import { ROOT, runCli, runProcess } from "../support/run.ts";
+import { tempDir } from "../support/temp.ts";
+import { closedAddress, isolatedEnv, noServerFix } from "./helpers.ts";
+import { VERSION } from "../../runtime/version.ts";
+
+const posix = Deno.build.os !== "windows";
+const BARE_PATH = "/usr/bin:/bin";
+
+/** `openviking-kimi <args>` from this checkout with exactly `env`: exit `code`, stdout and stderr together. */
+async function cli(env: Record<string, string>, args: string[], code = 0): Promise<string> {
+  const r = await runCli(args, { env, clearEnv: true, cwd: env.HOME, timeoutMs: 120_000 });
+  assertEquals(r.code, code, `${args.join(" ")}\n${r.stdout}\n${r.stderr}`);
+  return `${r.stdout}${r.stderr}`;
+}
+
+/** Runs `line` in /bin/sh with `env`, as the user's shell would; exit `code`. */
+async function shell(env: Record<string, string>, line: string, code = 0): Promise<string> {
+  const r = await runProcess("/bin/sh", ["-c", line], {
+    env,
+    clearEnv: true,
+    cwd: env.HOME,
+    timeoutMs: 60_000,
+  });
+  assertEquals(r.code, code, `${line}\n${r.stdout}\n${r.stderr}`);
+  return `${r.stdout}${r.stderr}`;
+}
+
+/** Whether something (a link too, dangling or not) is at `path`. */
+const there = (path: string) => Deno.lstat(path).then(() => true, () => false);
+
+Deno.test({
+  name: "install puts openviking-kimi in ~/.local/bin, says what to add to PATH, and messages name it",
+  ignore: !posix,
+  async fn() {
+    await using dir = await tempDir();
+    const home = `${dir.path}/home`;
+    await Deno.mkdir(`${home}/.kimi-code`, { recursive: true });
+    const bin = `${home}/.local/bin`;
+    const command = `${bin}/openviking-kimi`;
+    const url = closedAddress();
+    const bare = isolatedEnv(home, { OPENVIKING_URL: url, PATH: BARE_PATH });
+    const onPath = { ...bare, PATH: `${bin}:${BARE_PATH}` };
+
+    // Not on PATH: where it is, what to add, and the absolute path in every message.
+    const out = await cli(bare, ["install"]);
+    assertStringIncludes(out, `Command: openviking-kimi is ${command} — ${bin} is not on PATH: add it`);
+    assertStringIncludes(out, `\`export PATH="${bin}:$PATH"\``);
+    assertStringIncludes(out, `\`${command} doctor\` checks the setup`);
+    assertStringIncludes(out, `  fix: ${noServerFix(command)}`);
+    assertEquals((await shell(bare, `${command} version`)).trim(), VERSION);
+    const doctor = await shell(bare, `${command} doctor`, 1);
+    assertStringIncludes(doctor, `    fix: ${noServerFix(command)}`);
+    const usage = await shell(bare, `${command} status --bogus`, 2);
+    assertStringIncludes(usage, `Run "${command} status --help" for its help.`);
+
+    // On PATH: its name.
+    assertStringIncludes(
+      await cli(onPath, ["install"]),
+      `Command: openviking-kimi is ${command} (${bin} is on PATH).`,
+    );
+    assertEquals((await shell(onPath, "openviking-kimi version")).trim(), VERSION);
+    const named = await shell(onPath, "openviking-kimi doctor", 1);
+    assertStringIncludes(named, `    fix: ${noServerFix("openviking-kimi")}`);
+    assertNotMatch(named, new RegExp(`${command} `), "no path where the name works");
+    const help = await shell(onPath, "openviking-kimi status --bogus", 2);
+    assertStringIncludes(help, 'Run "openviking-kimi status --help" for its help.');
+    // Another openviking-kimi first on PATH: ours by its path again.
+    await Deno.mkdir(`${dir.path}/other`);
+    await Deno.writeTextFile(`${dir.path}/other/openviking-kimi`, "#!/bin/sh\nexit 3\n", { mode: 0o755 });
+    const shadowed = { ...onPath, PATH: `${dir.path}/other:${onPath.PATH}` };
+    assertStringIncludes(await shell(shadowed, `${command} doctor`, 1), `    fix: ${noServerFix(command)}`);
+
+    // uninstall keeps it with the program (and says so); --purge removes it.
+    assertMatch(await cli(bare, ["uninstall"]), new RegExp(`Files kept .*the command ${command}\\.$`, "m"));
+    assertEquals((await shell(bare, `${command} version`)).trim(), VERSION);
+    await cli(bare, ["uninstall", "--purge"]);
+    assertEquals(await there(command), false);
+  },
+});
+
+Deno.test({
+  name: "install never overwrites an openviking-kimi that is not ours; OPENVIKING_KIMI_BIN_DIR moves it",
+  ignore: !posix,
+  async fn() {
+    await using dir = await tempDir();
+    const home = `${dir.path}/home`;
+    await Deno.mkdir(`${home}/.kimi-code`, { recursive: true });
+    const bin = `${home}/.local/bin`;
+    await Deno.mkdir(bin, { recursive: true });
+    const mine = "#!/bin/sh\necho my own openviking-kimi\n";
+    await Deno.writeTextFile(`${bin}/openviking-kimi`, mine, { mode: 0o755 });
+    const env = isolatedEnv(home, { OPENVIKING_URL: closedAddress(), PATH: `${bin}:${BARE_PATH}` });
+
+    const out = await cli(env, ["install"]);
+    assertMatch(
+      out,
+      new RegExp(`no openviking-kimi command placed at ${bin}/openviking-kimi \\(a file that is not ours`),
+    );
+    assertEquals(await Deno.readTextFile(`${bin}/openviking-kimi`), mine);
+    // The shell would run that one: the note names ours by its path, and messages from this checkout its task.
+    const launcher = out.match(/^Hooks run: (\S+) hook <event>$/m)![1];
+    assertMatch(out, new RegExp(`not ours.*; run ${launcher}\\.$`, "m"));
+    assertStringIncludes(out, `\`deno task -q --config ${ROOT}/deno.json cli doctor\` checks the setup`);
+    await cli(env, ["uninstall", "--purge"]);
+    assertEquals(await Deno.readTextFile(`${bin}/openviking-kimi`), mine, "a purge leaves it too");
+
+    const elsewhere = `${dir.path}/tools`;
+    const moved = { ...env, OPENVIKING_KIMI_BIN_DIR: elsewhere, PATH: `${elsewhere}:${BARE_PATH}` };
+    assertStringIncludes(
+      await cli(moved, ["install"]),
+      `Command: openviking-kimi is ${elsewhere}/openviking-kimi (`,
+    );
+    assertEquals((await shell(moved, "openviking-kimi version")).trim(), VERSION);
+    await cli(moved, ["uninstall", "--purge"]);
+    assertEquals(await there(`${elsewhere}/openviking-kimi`), false);
+  },
+});
