@@ -108,8 +108,8 @@ Deno.test("viking:// finder: preferred keys first, then any nested string; case-
   assertEquals(findVikingUri("read viking://user/x/a.md please"), "viking://user/x/a.md");
   assertEquals(
     findVikingUri({ note: "viking://other", path: "VIKING://user/p" }),
-    "VIKING://user/p",
-    "path wins",
+    "viking://user/p",
+    "path wins; the URI is told as viking://",
   );
   assertEquals(findVikingUri({ a: { b: ["x", { c: "see viking://deep/one)" }] } }), "viking://deep/one");
   assertEquals(findVikingUri({ pattern: "'viking://q/*.md'" }), "viking://q/*.md");
@@ -120,6 +120,45 @@ Deno.test("viking:// finder: preferred keys first, then any nested string; case-
   let deep: unknown = "viking://too/deep";
   for (let i = 0; i < 8; i++) deep = { x: deep };
   assertEquals(findVikingUri(deep), "", "no deeper than 6 levels");
+});
+
+Deno.test("viking:// finder: every spelling that names a viking URI, never an ordinary path with the word", () => {
+  const named = [
+    ["viking:/user/default/memories/a.md", "viking://user/default/memories/a.md"],
+    ["viking:///user/a.md", "viking://user/a.md"],
+    ["viking:////user/a.md", "viking://user/a.md"],
+    ["viking%3A%2F%2Fuser%2Fa.md", "viking://user/a.md"],
+    ["viking%3a//user/a.md", "viking://user/a.md"],
+    ["viking%253A%252F%252Fuser%252Fa.md", "viking://user/a.md"],
+    ["%76iking%3A%2F%2Fuser/a.md", "viking://user/a.md"],
+    ["viking:\\\\user\\a.md", "viking://user/a.md"],
+    ["viking:\\user\\a.md", "viking://user/a.md"],
+    ["viking:\\/\\/user/a.md", "viking://user/a.md"],
+    ["ViKiNg://User/A.md", "viking://User/A.md"],
+    ["/home/u/project/viking:/user/a.md", "viking://user/a.md"],
+    ["C:\\proj\\viking:\\user\\a.md", "viking://user/a.md"],
+    ['{"path": "viking:\\/\\/user\\/a.md"}', "viking://user/a.md"],
+    ["viking\\u003a\\u002f\\u002fuser/a.md", "viking://user/a.md"],
+    ["viking\uff1a\uff0f\uff0fuser/a.md", "viking://user/a.md"],
+    ["viking:/", "viking://"],
+  ];
+  for (const [input, uri] of named) {
+    assertEquals(findVikingUri({ file_path: input }), uri, input);
+  }
+  for (
+    const path of [
+      "/home/u/openviking/README.md",
+      "/work/openviking-kimi/hooks/pre-tool-use.ts",
+      "src/viking/notes.md",
+      "viking.md",
+      "openviking://x",
+      "see the viking: a sea raider",
+      "/srv/openviking%3Adata/a.md",
+      "C:\\code\\openviking\\x.ts",
+    ]
+  ) {
+    assertEquals(findVikingUri({ path }), "", path);
+  }
 });
 
 Deno.test("guard message: names the MCP tool for each file tool, with an example, under the mode's prefix", () => {
