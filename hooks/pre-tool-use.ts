@@ -5,6 +5,7 @@
  * instead and an example. A path that merely contains the word (`openviking/`) is not one.
  */
 
+import type { MemoryTool } from "../mcp/catalog.ts";
 import type { HookContext, HookResult } from "./context.ts";
 import { mcpToolPrefix, pluginRoot } from "./plugin-root.ts";
 
@@ -67,7 +68,7 @@ export function findVikingUri(input: unknown, depth = 0): string {
 /** The deny reason for a file tool called with a viking:// URI. */
 export function guardMessage(toolName: string, uri: string, prefix: string): string {
   const tool = toolName.toLowerCase();
-  const [name, example] = tool === "glob"
+  const [name, example]: [MemoryTool, string] = tool === "glob"
     ? ["glob", `glob(pattern="**/*.md", uri="${uri}")`]
     : tool === "grep"
     ? ["grep", `grep(uri="${uri}", pattern="<text>")`]

@@ -50,7 +50,14 @@ Deno.test("fuzz/guard: every spelling of a viking URI is found, as viking:// and
 });
 
 Deno.test("fuzz/guard: a local path that only contains the word viking is never denied", () => {
-  const word = fc.constantFrom("openviking", "viking-notes", "vikings", "my_viking", "viking.md", "openviking:x");
+  const word = fc.constantFrom(
+    "openviking",
+    "viking-notes",
+    "vikings",
+    "my_viking",
+    "viking.md",
+    "openviking:x",
+  );
   const segment = fc.oneof(word, fc.stringMatching(/^[A-Za-z0-9_. -]{1,10}$/));
   const path = fc.record({
     root: fc.constantFrom("/", "./", "C:\\", "~/", ""),

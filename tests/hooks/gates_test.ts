@@ -1,12 +1,15 @@
 /**
  * The hooks' pure decisions, without processes: the gates (enabled, bypass, bypass patterns whose globs may
  * hold any regex metacharacter as plain text), the prompt hook's dedupe and reuse decision, and the
- * `viking://` guard's finder and deny message.
+ * `viking://` guard's finder and deny message, and the tools the memory texts name.
  */
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { gateReason, globToRegExp } from "../../hooks/gates.ts";
 import { findVikingUri, guardMessage } from "../../hooks/pre-tool-use.ts";
+import { COMMANDS, commandText, memoryInstructions, skillText } from "../../hooks/instructions.ts";
+import { offeredTools } from "../../mcp/catalog.ts";
+import { OFFERED_TOOLS, OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
 import { mcpToolPrefix } from "../../hooks/plugin-root.ts";
 import { DUPLICATE_WINDOW_MS, promptDecision } from "../../hooks/user-prompt-submit.ts";
 import { emptyState, type SessionState } from "../../runtime/state.ts";
@@ -175,4 +178,26 @@ Deno.test("guard message: names the MCP tool for each file tool, with an example
   assertMatch(guardMessage("grep", uri, "P_"), /P_grep\(uri="viking:\/\/user\/x", pattern="<text>"\)/);
   assertMatch(guardMessage("Read", uri, "P_"), /P_read\(uris="viking:\/\/user\/x"\)/);
   assertMatch(guardMessage("SomethingElse", uri, "P_"), /P_read/, "any other tool is pointed at read");
+});
+
+Deno.test("the memory texts and the guard name only tools the proxy offers by default, in both modes", () => {
+  for (
+    const [mode, root] of [["config", undefined], ["plugin", "/k/plugins/managed/openviking-memory"]] as const
+  ) {
+    const prefix = mcpToolPrefix(root);
+    const texts = [
+      memoryInstructions(mode),
+      skillText(mode),
+      ...COMMANDS.map((c) => commandText(mode, c)),
+      ...["Read", "Glob", "Grep"].map((t) => guardMessage(t, "viking://user/x", prefix)),
+    ];
+    const named = texts.flatMap((
+      t,
+    ) => [...t.matchAll(/mcp__[\w-]+?_openviking__(\w+)|mcp__openviking__(\w+)/g)])
+      .map((m) => m[1] ?? m[2]);
+    assertTrue(named.length >= 10, `${mode}: the texts name tools`);
+    const offered = offeredTools(OPENVIKING_TOOLS.map((name) => ({ name })), []).map((t) => t.name);
+    assertEquals(offered, OFFERED_TOOLS);
+    for (const name of named) assertTrue(offered.includes(name), `${mode}: ${name} is not offered`);
+  }
 });
