@@ -146,9 +146,9 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
     handler: async () => (await import("../hooks/recall-command.ts")).recallCommand,
   }),
   replay: command({
-    summary: "Replays the pending queue now. Exits 1 when entries remain.",
+    summary: "Replays the pending queue now and says what it sent. Exits 1 when entries remain.",
     positionals: [],
-    flags: {},
+    flags: { json: { type: "boolean", description: "the report as JSON" } },
     handler: async () => (await import("../hooks/replay.ts")).replayCommand,
   }),
   version: command({

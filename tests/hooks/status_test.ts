@@ -495,7 +495,12 @@ Deno.test("status and doctor once the server is back: doctor names replay (or th
   fake.clearFaults(); // back
   const doctor = async () => {
     const r = await runCli(["doctor", "--json"], { env, clearEnv: true, cwd: dir.path });
-    const checks = JSON.parse(r.stdout).checks as { id: string; status: string; summary: string; fix?: string }[];
+    const checks = JSON.parse(r.stdout).checks as {
+      id: string;
+      status: string;
+      summary: string;
+      fix?: string;
+    }[];
     return Object.fromEntries(checks.map((c) => [c.id, c]));
   };
   const waiting = await doctor();
