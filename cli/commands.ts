@@ -137,7 +137,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
   recall: command({
     summary:
       "Shows exactly what the prompt hook would inject for <text> here now, then each memory with its " +
-      "score and URI (changes nothing).",
+      "score and URI (changes nothing). Exits 1 when recall failed.",
     positionals: [{ name: "text", required: true, description: "the prompt to recall for" }],
     flags: {
       cwd: workspace,
