@@ -142,3 +142,42 @@ Deno.test("recall: a server that does not answer is told apart from nothing rele
     false,
   );
 });
+
+Deno.test("recall: memories in score order, and a folder's summary is no memory — in the hook's digest and the list", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const entry = (uri: string, score: number, text: string, detail = "abstract") => ({
+    uri: `viking://user/default/memories/${uri}`,
+    category: "preferences",
+    score,
+    detail,
+    text,
+    origin: "self",
+  });
+  // As the real server ranks them (a peer penalty puts a higher score lower), with a directory's overview.
+  fake.context.entries = [
+    entry("preferences/default", 0.91, "# Preferences Overview\nUser: default\nTabs and quotes.", "overview"),
+    entry("preferences/default/quotes.md", 0.52, "The user prefers double quotes."),
+    entry("preferences/default/tabs.md", 0.87, "The user indents with tabs."),
+  ];
+  const env = { HOME: dir.path, OPENVIKING_URL: fake.url, PATH: Deno.env.get("PATH") ?? "/usr/bin" };
+  const r = await runCli(["recall", "how do I format this file?", "--cwd", dir.path, "--json"], {
+    env,
+    clearEnv: true,
+  });
+  assertEquals(r.code, 0, r.stderr);
+  const out = RecallOutputSchema.parse(JSON.parse(r.stdout));
+  assertEquals(out.memories.map((m) => [m.uri.replace(/^.*\/memories\//, ""), m.score]), [
+    ["preferences/default/tabs.md", 0.87],
+    ["preferences/default/quotes.md", 0.52],
+  ]);
+  assertTrue(!out.stdout.includes("Overview") && !out.stdout.includes("preferences/default)"), out.stdout);
+  const text = await runCli(["recall", "how do I format this file?", "--cwd", dir.path], {
+    env,
+    clearEnv: true,
+  });
+  assertMatch(
+    text.stdout,
+    /2 memories via context[^\n]*\n {2}0\.87 [^\n]*tabs\.md[^\n]*\n {2}0\.52 [^\n]*quotes\.md/,
+  );
+});
