@@ -166,8 +166,9 @@ export function queuedFate(name: string, queue: QueueSummary, serverAnswers: boo
 }
 
 /** The fix for messages that wait in the queue while the server answers: nothing, or a replay now. */
-const WAITING_FIX = "nothing to do: the session's next turn or the next Kimi session start sends them; to " +
-  "send them now: `openviking-kimi replay`";
+const waitingFix = () =>
+  "nothing to do: the session's next turn or the next Kimi session start sends them; to send them now: " +
+  `\`${commandName()} replay\``;
 
 /** The captures check: none yet, the last one could not deliver (and why, or what became of it), or all is well. */
 function capturesCheck(sessions: SeenSession[], config: Config, fate: (name: string) => QueuedFate): Check {
@@ -204,7 +205,7 @@ function capturesCheck(sessions: SeenSession[], config: Config, fate: (name: str
         : `the last capture could not deliver: ${advice.summary}` +
           (last.queued ? ` (${last.queued} message(s) wait in the queue)` : ""),
       detail,
-      fix: queued === "waiting" ? WAITING_FIX : advice.fix,
+      fix: queued === "waiting" ? waitingFix() : advice.fix,
     };
   }
   return {
