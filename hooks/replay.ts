@@ -1,17 +1,44 @@
-/** `openviking-kimi replay`: replays the pending queue now, prints what happened and records it in the ledger. */
+/**
+ * `openviking-kimi replay [--json]`: replays the pending queue now, says what happened (in words, or the
+ * report as JSON) and records it in the ledger.
+ */
 
 import { adviceForCause, causeOf } from "../runtime/advice.ts";
+import { reportJson } from "../runtime/neutralize.ts";
 import { loadConfig } from "../runtime/config.ts";
 import { Budget, clientOptions, createClient } from "../runtime/http.ts";
 import { queueSummary } from "../runtime/pending.ts";
-import { replayAll, replayOptions } from "../runtime/replay.ts";
+import { replayAll, type ReplayAllReport, replayOptions } from "../runtime/replay.ts";
 import { countShared } from "../runtime/pending-shared.ts";
 import { pendingDir, processEnv } from "../runtime/paths.ts";
 import { ledgerLimits, recordReplay } from "./ledger-entry.ts";
 import { commandName } from "../runtime/self.ts";
 
+/** What a replay did, in words: what it sent where (and dropped), then what is left in the queue. Pure. */
+export function renderReplay(r: ReplayAllReport, left: number, server: string): string {
+  const done = [
+    `${r.messages} message(s) sent`,
+    `${r.commitTasks.length} commit(s) started`,
+    ...(r.rejected ? [`${r.rejected} refused by OpenViking`] : []),
+    ...(r.expired ? [`${r.expired} dropped as too old`] : []),
+    ...(r.shared.replayed ? [`${r.shared.replayed} of other OpenViking plugins`] : []),
+    ...(r.shared.dropped ? [`${r.shared.dropped} of other plugins dropped`] : []),
+  ];
+  const writes = r.replayed + r.shared.replayed;
+  const rest = left ? `${left} write(s) are still queued.` : "The queue is empty.";
+  if (!writes && !r.rejected && !r.expired && !r.shared.dropped) {
+    return `Replayed nothing to ${server}: ${left ? rest : "the queue is empty."}`;
+  }
+  return `Replayed ${writes} queued write(s) to ${server}: ${done.join(", ")}.\n${rest}`;
+}
+
+/** Options of `openviking-kimi replay`. */
+export interface ReplayCommandOptions {
+  json: boolean;
+}
+
 /** The `replay` command: exit 0 when the queue is empty afterwards, 1 when entries remain. */
-export async function replayCommand(): Promise<number> {
+export async function replayCommand(options: ReplayCommandOptions = { json: false }): Promise<number> {
   const startedAt = Date.now();
   const env = processEnv();
   const { config, warnings } = await loadConfig(env);
@@ -28,7 +55,11 @@ export async function replayCommand(): Promise<number> {
   );
   const left = (await queueSummary(dir)).entries + await countShared(dir);
   const cause = report.cause ? causeOf(report.cause) : undefined;
-  console.log(JSON.stringify({ ...report, cause, left, server: config.baseUrl }));
+  console.log(
+    options.json
+      ? reportJson({ ...report, cause, left, server: config.baseUrl })
+      : renderReplay(report, left, config.baseUrl),
+  );
   // For `status`: which queued commits this replay delivered (this is also the interrupt's detached replay).
   await recordReplay(env, ledgerLimits(config), { ...report, cause }, startedAt);
   if (left > 0) {

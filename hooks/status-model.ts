@@ -140,14 +140,29 @@ export function foldSession(
         if (queued) Object.assign(queued, { taskId: t.taskId, replayedAt: e.at });
         else s.commits.push({ at: e.at, outcome: "replayed", taskId: t.taskId });
       }
+      // Queued messages a replay sent are delivered now, no longer queued.
+      const sent = e.delivered?.find((d) => d.sessionId === openVikingSessionId)?.messages ?? 0;
+      s.captures.sent += sent;
+      s.captures.queued = Math.max(0, s.captures.queued - sent);
     }
     const cause = e.kind === "prompt" ? e.failure : e.cause;
     if (cause) {
       const advice = advise(cause);
       s.lastError = { at: e.at, kind: cause.kind, message: advice.summary, fix: advice.fix };
-    }
+    } else if (workedFor(e, openVikingSessionId)) delete s.lastError;
   }
   return s;
+}
+
+/**
+ * Whether entry `e` reached the server for session `ovSession` and met no failure: a recall the server
+ * answered, a capture, or a replay that delivered some of the session's queue — the last error is then over.
+ */
+function workedFor(e: LedgerEntry, ovSession: string): boolean {
+  if (e.kind === "prompt") return e.path !== "skipped" && e.path !== "reused";
+  if (e.kind === "capture") return true;
+  return e.commitTasks.some((t) => t.sessionId === ovSession) ||
+    (e.delivered ?? []).some((d) => d.sessionId === ovSession);
 }
 
 /**

@@ -1,28 +1,30 @@
-/** `openviking-kimi status` as text: one screen, lines of at most 80 columns. Pure. */
+/** `openviking-kimi status` as text: one screen, lines of at most 80 columns (a longer URI whole). Pure. */
 
 import { type CommitStatus, type SessionStatus, SHOWN_COMMITS, type Status } from "./status-model.ts";
 
 /** Widest line the text form prints. */
 export const STATUS_COLUMNS = 80;
 
-/** Cuts a line to the screen width (an ellipsis marks the cut). */
-export function fit(line: string, width = STATUS_COLUMNS): string {
-  const chars = [...line];
-  return chars.length <= width ? line : `${chars.slice(0, width - 1).join("")}…`;
-}
-
-/** A long line wrapped at word boundaries into lines of at most `width`; wrapped lines get `indent`. */
+/**
+ * A long line wrapped at spaces into lines of at most `width`; wrapped lines get `indent`. A word is never
+ * broken or cut — a URI longer than a line goes whole onto a line of its own — and the line's indent and
+ * list marker (`+ `, `- `) stay with its first word.
+ */
 export function wrap(line: string, indent: string, width = STATUS_COLUMNS): string[] {
+  const cols = (t: string) => [...t].length;
+  if (cols(line) <= width) return [line];
+  const lead = /^ *(?:[+-] )?/.exec(line)![0];
+  const [first, ...words] = line.slice(lead.length).split(/(?<= )(?=[^ ])/); // each word with its spaces
   const out: string[] = [];
-  let rest = line;
-  while ([...rest].length > width) {
-    const head = [...rest].slice(0, width).join("");
-    const cut = head.lastIndexOf(" ");
-    const at = cut > indent.length + 10 ? cut : head.length;
-    out.push(rest.slice(0, at).trimEnd());
-    rest = `${indent}${rest.slice(at).trimStart()}`;
+  let current = `${lead}${first}`;
+  for (const word of words) {
+    if (cols(current) + cols(word.trimEnd()) <= width) current += word;
+    else {
+      out.push(current.trimEnd());
+      current = `${indent}${word}`;
+    }
   }
-  out.push(rest);
+  out.push(current.trimEnd());
   return out;
 }
 
@@ -122,5 +124,5 @@ export function renderStatus(st: Status, now: number): string {
   if (q.entries || q.shared) lines.push(`        next replay: ${q.nextReplay}`);
   if (st.notAsked.length) lines.push("", `Not asked (server unavailable): ${st.notAsked.join(", ")}`);
   return lines.flatMap((l) => wrap(l, " ".repeat(Math.min(12, l.length - l.trimStart().length + 2))))
-    .map((l) => fit(l)).join("\n");
+    .join("\n");
 }

@@ -9,10 +9,11 @@ import type { Config } from "../runtime/config.ts";
 import * as z from "zod/mini";
 import { AnyResult, clientOptions, createClient } from "../runtime/http.ts";
 import { countShared } from "../runtime/pending-shared.ts";
-import { queueSummary } from "../runtime/pending.ts";
+import { type QueueSummary, queueSummary } from "../runtime/pending.ts";
 import { type SessionState, SessionStateSchema } from "../runtime/state.ts";
 import { parseJsonOrUndefined } from "../runtime/fs.ts";
 import { type Env, hookStateDir, joinPath, pendingDir } from "../runtime/paths.ts";
+import { SESSION_PREFIX } from "../hooks/context.ts";
 import type { Check } from "./check.ts";
 import { commandName } from "../runtime/self.ts";
 
@@ -151,8 +152,26 @@ function captureLine({ name, state }: SeenSession): string {
   }${what}${state.protocolVersion ? `, journal protocol ${state.protocolVersion}` : ""}`;
 }
 
-/** The captures check: none yet, the last one could not deliver (and why), or all is well. */
-function capturesCheck(sessions: SeenSession[], config: Config): Check {
+/**
+ * What became of a capture's queued messages, as doctor can tell now: `delivered` when its session's queue
+ * holds nothing any more, `waiting` when it still does but the server answers (the queue goes out on its own),
+ * `blocked` while the server still cannot take them.
+ */
+export type QueuedFate = "delivered" | "waiting" | "blocked";
+
+/** The fate of session `name`'s queued messages from its queue now and whether the server answers (pure). */
+export function queuedFate(name: string, queue: QueueSummary, serverAnswers: boolean): QueuedFate {
+  const left = queue.sessions.find((q) => q.sessionId === `${SESSION_PREFIX}${name}`)?.entries ?? 0;
+  return left === 0 ? "delivered" : serverAnswers ? "waiting" : "blocked";
+}
+
+/** The fix for messages that wait in the queue while the server answers: nothing, or a replay now. */
+const waitingFix = () =>
+  "nothing to do: the session's next turn or the next Kimi session start sends them; to send them now: " +
+  `\`${commandName()} replay\``;
+
+/** The captures check: none yet, the last one could not deliver (and why, or what became of it), or all is well. */
+function capturesCheck(sessions: SeenSession[], config: Config, fate: (name: string) => QueuedFate): Check {
   const captured = sessions.filter((s) => (s.state.lastCaptureAt ?? 0) > 0)
     .sort((a, b) => (b.state.lastCaptureAt ?? 0) - (a.state.lastCaptureAt ?? 0));
   if (captured.length === 0) {
@@ -167,25 +186,36 @@ function capturesCheck(sessions: SeenSession[], config: Config): Check {
   const detail = captured.slice(0, 5).map(captureLine);
   const last = captured[0].state.lastCapture;
   const cause = last?.cause;
-  if (last && cause && (last.queued > 0 || last.rejected > 0 || cause.kind === "local")) {
+  const queued = last && cause && last.queued > 0 && last.rejected === 0 && cause.kind !== "local"
+    ? fate(captured[0].name)
+    : undefined;
+  if (
+    last && cause && queued !== "delivered" &&
+    (last.queued > 0 || last.rejected > 0 || cause.kind === "local")
+  ) {
     const advice = adviceForCause(cause, config.baseUrl);
     return {
       id: "captures",
       status: "warn",
       summary: last.rejected > 0
         ? `the last capture had ${last.rejected} message(s) refused by OpenViking: ${cause.message}`
+        : queued === "waiting"
+        ? `the last capture could not deliver then (${advice.summary}); the server answers now, and its ` +
+          `${last.queued} message(s) wait in the queue`
         : `the last capture could not deliver: ${advice.summary}` +
           (last.queued ? ` (${last.queued} message(s) wait in the queue)` : ""),
       detail,
-      fix: advice.fix,
+      fix: queued === "waiting" ? waitingFix() : advice.fix,
     };
   }
   return {
     id: "captures",
     status: "ok",
-    summary: `last capture ${
-      new Date(captured[0].state.lastCaptureAt ?? 0).toISOString()
-    } (${captured.length} session(s))`,
+    summary:
+      `last capture ${new Date(captured[0].state.lastCaptureAt ?? 0).toISOString()} (${captured.length} ` +
+      `session(s))${
+        queued === "delivered" ? `; the ${last?.queued} message(s) it queued have left the queue` : ""
+      }`,
     detail,
   };
 }
@@ -209,13 +239,18 @@ function protocolCheck(sessions: SeenSession[]): Check | undefined {
     : { id: "protocol", status: "ok", summary: `journal protocol ${protocols.join(", ")}` };
 }
 
-/** What the last captures did: when, whether messages were queued or refused, and why. */
-export async function captureChecks(env: Env, config: Config): Promise<Check[]> {
+/**
+ * What the last captures did: when, whether messages were queued or refused, and why — or, for queued ones,
+ * what became of them since (`serverAnswers`: the server and key checks passed just now).
+ */
+export async function captureChecks(env: Env, config: Config, serverAnswers: boolean): Promise<Check[]> {
   const dir = hookStateDir(env);
   const sessions = await seenSessions(dir);
   if ("error" in sessions) {
     return [{ id: "captures", status: "warn", summary: `cannot read ${dir}: ${sessions.error}` }];
   }
+  const queue = await queueSummary(pendingDir(env)).catch((): QueueSummary => ({ sessions: [], entries: 0 }));
   const protocol = protocolCheck(sessions);
-  return [capturesCheck(sessions, config), ...(protocol ? [protocol] : [])];
+  const fate = (name: string) => queuedFate(name, queue, serverAnswers);
+  return [capturesCheck(sessions, config, fate), ...(protocol ? [protocol] : [])];
 }

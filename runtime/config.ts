@@ -238,8 +238,9 @@ export interface Resolved {
 }
 
 /**
- * Fields a workspace file may never set: where data goes (server, MCP URL, log path) and who we are (keys,
- * account, user, peer). A repository chooses knobs, never a destination or an identity.
+ * Fields a workspace file may never set: where data goes (server, MCP URL, log path), who we are (keys,
+ * account, user, peer) and what the model may do (the MCP tools offered). A repository chooses knobs, never
+ * a destination, an identity or a power.
  */
 const WORKSPACE_FORBIDDEN = [
   "url",
@@ -251,6 +252,7 @@ const WORKSPACE_FORBIDDEN = [
   "user",
   "peerId",
   "debugLogPath",
+  "mcpTools",
 ];
 
 /** Removes connection fields from a workspace settings object (workspace files may not redirect credentials). */
@@ -258,7 +260,9 @@ function sanitizeWorkspace(value: unknown, where: string, warnings: string[]): J
   const o = { ...asRecord(value) };
   for (const k of WORKSPACE_FORBIDDEN) {
     if (k in o) {
-      warnings.push(`${where}: "${k}" is ignored; put connection settings in ~/.openviking/ovcli.conf`);
+      warnings.push(
+        `${where}: "${k}" is ignored (a workspace file may not set it); put it in ~/.openviking/ovcli.conf`,
+      );
       delete o[k];
     }
   }

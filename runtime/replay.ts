@@ -73,6 +73,8 @@ export interface ReplayReport {
   deferred: number;
   /** The commits replayed and the task OpenViking started for each. */
   commitTasks: { sessionId: string; taskId: string }[];
+  /** Messages sent per session (for `status`: they count as delivered, no longer as queued). */
+  delivered: { sessionId: string; messages: number }[];
   /** The failure that stopped the run (or a session), if any. */
   cause?: OvFailure;
 }
@@ -128,6 +130,9 @@ async function replayEntry(
   });
   report.messages += d.sent;
   report.rejected += d.rejections.length;
+  const mine = report.delivered.find((x) => x.sessionId === entry.sessionId);
+  if (mine) mine.messages += d.sent;
+  else if (d.sent) report.delivered.push({ sessionId: entry.sessionId, messages: d.sent });
   return d.stop;
 }
 
@@ -219,6 +224,7 @@ export async function replayQueue(
     expired: 0,
     deferred: 0,
     commitTasks: [],
+    delivered: [],
   };
   const now = options.now ?? Date.now();
   const run: ReplayRun = { client, options, now, sent: 0, stopAll: false, report };

@@ -19,6 +19,8 @@ import {
 } from "../support/real-openviking.ts";
 import { USER_AGENT } from "../../runtime/version.ts";
 import { cannedReply, embedText, startEmbeddingStub } from "../support/embedding-stub.ts";
+import { OFFERED_TOOLS, OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
+import { startProxy, toolNames } from "../mcp/harness.ts";
 
 const REAL = Deno.env.get("OPENVIKING_REAL") ?? "";
 const PEER = "-work-main";
@@ -464,6 +466,36 @@ Deno.test({
       },
     );
 
+    await t.step("/mcp through the proxy: the model is offered the tools memory needs", async () => {
+      const home = await Deno.makeTempDir({ prefix: "ovk-probe-mcp-" });
+      const listed = async (extra: Record<string, string>) => {
+        const proxy = startProxy({
+          HOME: home,
+          OPENVIKING_URL: server.url,
+          ...(server.apiKey ? { OPENVIKING_API_KEY: server.apiKey } : {}),
+          ...(server.account ? { OPENVIKING_ACCOUNT: server.account } : {}),
+          ...(server.user ? { OPENVIKING_USER: server.user } : {}),
+          ...extra,
+        });
+        await proxy.initialize();
+        const reply = await proxy.request(1, "tools/list");
+        assertEquals(await proxy.close(), 0);
+        return { names: toolNames(reply), bytes: JSON.stringify(reply.result).length };
+      };
+      try {
+        const all = await listed({ OPENVIKING_MCP_TOOLS: "all" });
+        const offered = await listed({});
+        assertEquals(all.names, OPENVIKING_TOOLS);
+        assertEquals(offered.names, OFFERED_TOOLS);
+        log(
+          `tools/list the model gets: ${all.names.length} tools, ${all.bytes} bytes (all) → ` +
+            `${offered.names.length} tools, ${offered.bytes} bytes (default)`,
+        );
+      } finally {
+        await Deno.remove(home, { recursive: true });
+      }
+    });
+
     await t.step("/mcp: stateless streamable HTTP, SSE replies, no Mcp-Session-Id", async () => {
       const init = await mcp(server, {
         jsonrpc: "2.0",
@@ -490,6 +522,11 @@ Deno.test({
       for (const name of ["find", "search", "read", "list", "remember", "health"]) {
         assertTrue(tools.includes(name), `tool ${name}`);
       }
+      assertEquals(
+        tools,
+        OPENVIKING_TOOLS,
+        "the fake's tool list (tests/support/fake-mcp.ts) is the real one",
+      );
       const found = await eventually(
         () =>
           mcp(server, {

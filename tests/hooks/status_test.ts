@@ -482,3 +482,43 @@ Deno.test("status --session with an id nothing is known of: says so and points t
   const text = await statusText(env, dir.path, ["--session", other]);
   assertMatch(text, new RegExp(`${other} — no hook run in the ledger`));
 });
+
+Deno.test("status and doctor once the server is back: doctor names replay (or the next turn), not the server; after the replay status counts the messages delivered and drops the old error", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = statusEnv(dir.path, fake.url);
+  const j = new JournalBuilder();
+  fake.fault({ route: "*", drop: true }); // the server is away for the turn
+  j.simpleTurn("remember that the build runs in CI only", "noted: CI only");
+  await placeJournal(dir.path, SESSION, j.toString());
+  await runHook(env, dir.path, "stop", "Stop");
+  fake.clearFaults(); // back
+  const doctor = async () => {
+    const r = await runCli(["doctor", "--json"], { env, clearEnv: true, cwd: dir.path });
+    const checks = JSON.parse(r.stdout).checks as {
+      id: string;
+      status: string;
+      summary: string;
+      fix?: string;
+    }[];
+    return Object.fromEntries(checks.map((c) => [c.id, c]));
+  };
+  const waiting = await doctor();
+  assertEquals(waiting.server.status, "ok");
+  assertEquals(waiting.captures.status, "warn");
+  assertMatch(waiting.captures.summary, /2 message\(s\) wait in the queue/);
+  assertTrue(!/start the server/.test(waiting.captures.fix ?? ""), waiting.captures.fix);
+  assertMatch(waiting.captures.fix!, /next turn/);
+  assertStringIncludes(waiting.captures.fix!, `\`${commandName(env)} replay\``);
+
+  assertEquals((await runCli(["replay"], { env, clearEnv: true })).code, 0);
+  assertEquals(fake.messages(`kc-${SESSION}`).length, 2);
+  const delivered = await doctor();
+  assertEquals(delivered.captures.status, "ok", delivered.captures.summary);
+  const s = (await statusJson(env, dir.path)).sessions[0];
+  assertEquals([s.captures.sent, s.captures.queued], [2, 0]);
+  assertEquals(s.lastError, undefined, "the old error is over");
+  const text = await statusText(env, dir.path);
+  assertMatch(text, /captured 1 turn\(s\): 2 message\(s\) delivered, 0 queued/);
+  assertTrue(!text.includes("last error"), text);
+});

@@ -226,6 +226,7 @@ Deno.test("knobs: every env name is read, with typed values", () => {
     pendingTtlDays: ["1", 1],
     ledgerMaxBytes: ["65536", 65536],
     ledgerMaxAgeDays: ["9", 9],
+    mcpTools: ["all", ["all"]],
     debug: ["1", true],
     debugLogPath: ["/tmp/x.log", "/tmp/x.log"],
   };
