@@ -15,6 +15,8 @@ import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { runCli, type RunResult } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { closedAddress, isolatedEnv } from "./helpers.ts";
+import { placeJournal } from "../support/hook-context.ts";
+import { JournalBuilder } from "../support/journal.ts";
 
 const ROOT_KEY = "root-4c7f0d1e9a2b";
 const SESSION = "session_5ec0e7a1-0000-4000-8000-0000000000a1";
@@ -193,12 +195,17 @@ Deno.test("the hooks never send ov.conf's root key; status and doctor say a save
 Deno.test("status with a wrong key: the server is reachable and the key refused (not 'NOT reachable')", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start({ apiKey: "sk-right" });
-  const t = await sandbox(dir.path);
+  const t = await sandbox(dir.path, { OPENVIKING_CAPTURE_WAIT_MS: "0", OPENVIKING_WRITE_PATH_ASYNC: "0" });
+  const conf = `${t.home}/.openviking/ovcli.conf`;
   await Deno.mkdir(`${t.home}/.openviking`, { recursive: true });
-  await Deno.writeTextFile(
-    `${t.home}/.openviking/ovcli.conf`,
-    JSON.stringify({ url: fake.url, api_key: "sk-bad" }),
+  await Deno.writeTextFile(conf, JSON.stringify({ url: fake.url, api_key: "sk-right" }));
+  await placeJournal(t.home, SESSION, new JournalBuilder().simpleTurn("a question", "an answer").toString());
+  await t.cli(
+    ["hook", "stop"],
+    JSON.stringify({ hook_event_name: "Stop", session_id: SESSION, cwd: dir.path }),
   );
+  assertTrue(fake.requestsTo("POST /api/v1/sessions/:id/commit").length > 0, "a commit to ask about");
+  await Deno.writeTextFile(conf, JSON.stringify({ url: fake.url, api_key: "sk-bad" }));
   const status = JSON.parse((await t.cli(["status", "--json"])).stdout);
   assertEquals([status.connection.reachable, status.connection.authenticated], [true, false]);
   assertMatch(status.connection.problem.message, /refused the key \(HTTP 401\): Invalid API key/);
@@ -206,6 +213,7 @@ Deno.test("status with a wrong key: the server is reachable and the key refused 
   assertNotMatch(JSON.stringify(status.notAsked), /whether the key is accepted/);
   const text = (await t.cli(["status"])).stdout;
   assertMatch(text, /reachable \(OpenViking 0\.5\.2-fake\)\n\s+key REFUSED/);
+  assertMatch(text, /Not asked \(key refused\): the commit tasks of\s/);
 });
 
 Deno.test("install --url NEW: the saved key is not kept for the new address, and /health never gets a key", async () => {
