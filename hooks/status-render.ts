@@ -122,7 +122,8 @@ export function renderStatus(st: Status, now: number): string {
       : "Queue   empty",
   );
   if (q.entries || q.shared) lines.push(`        next replay: ${q.nextReplay}`);
-  if (st.notAsked.length) lines.push("", `Not asked (server unavailable): ${st.notAsked.join(", ")}`);
+  const why = !c.reachable ? "server unavailable" : c.authenticated === false ? "key refused" : "no answer";
+  if (st.notAsked.length) lines.push("", `Not asked (${why}): ${st.notAsked.join(", ")}`);
   return lines.flatMap((l) => wrap(l, " ".repeat(Math.min(12, l.length - l.trimStart().length + 2))))
     .join("\n");
 }

@@ -9,7 +9,7 @@ import { printable, reportJson } from "../runtime/neutralize.ts";
 import * as z from "zod/mini";
 import { adviceFor, adviceForCause } from "../runtime/advice.ts";
 import { type Config, loadConfig } from "../runtime/config.ts";
-import { clientOptions, createClient, type OpenVikingClient } from "../runtime/http.ts";
+import { askDataAccess, clientOptions, createClient, type OpenVikingClient } from "../runtime/http.ts";
 import { ledgerFile, ledgerFiles, readLedger, REPLAY_FILE } from "../runtime/ledger.ts";
 import { countShared } from "../runtime/pending-shared.ts";
 import { hasUnsent, type QueueSummary, queueSummary } from "../runtime/pending.ts";
@@ -48,13 +48,16 @@ const advise = (config: Config) => (cause: { kind: string; status: number; messa
 
 const optionalText = z.catch(z.optional(z.string()), undefined);
 
-/** `/health`: the server's version and, on some versions, the account. */
-const HealthReply = z.looseObject({ version: optionalText, account_id: optionalText });
+/** `/health`: the server's version. */
+const HealthReply = z.looseObject({ version: optionalText });
 
 /** `/system/status`: the user the key belongs to. */
 const StatusReply = z.looseObject({ user: optionalText });
 
-/** The connection part, asking `/health` and `/api/v1/system/status`. */
+/**
+ * The connection part: `/health` (no key) says whether OpenViking answers; `/api/v1/system/status` whether
+ * the key is accepted and whose it is; a data route whether it may read memory (a root key may not).
+ */
 async function connection(
   client: OpenVikingClient,
   config: Config,
@@ -77,15 +80,15 @@ async function connection(
   }
   out.reachable = true;
   if (health.result.version !== undefined) out.serverVersion = health.result.version;
-  if (!out.account && health.result.account_id !== undefined) out.account = health.result.account_id;
   const me = await client.request("GET", "/api/v1/system/status", StatusReply);
-  if (me.ok) {
+  const data = me.ok && config.apiKey ? await askDataAccess(client) : me;
+  if (data.ok || (data.kind !== "auth" && me.ok)) {
     out.authenticated = true;
-    if (me.result.user) out.user = me.result.user;
+    if (me.ok && me.result.user) out.user = me.result.user;
   } else {
-    out.authenticated = me.kind === "auth" ? false : null;
-    const a = adviceFor(me, config.baseUrl);
-    out.problem = { kind: me.kind, message: a.summary, fix: a.fix };
+    out.authenticated = data.kind === "auth" ? false : null;
+    const a = adviceFor(data, config.baseUrl);
+    out.problem = { kind: data.kind, message: a.summary, fix: a.fix };
   }
   return out;
 }

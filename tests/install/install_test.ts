@@ -205,7 +205,7 @@ Deno.test("a config.toml that does not parse is refused and left untouched", asy
   assertMatch(t.lines.join("\n"), /ERR .*does not parse/);
 });
 
-Deno.test("credentials go to ovcli.conf (merged, 0600, backup), never to a command line or the output", async () => {
+Deno.test("credentials go to ovcli.conf (merged, 0600, no copy: it holds the key), never to a command line or the output", async () => {
   await using dir = await tempDir();
   const t = await setup(dir.path);
   await Deno.mkdir(t.ov, { recursive: true });
@@ -233,7 +233,7 @@ Deno.test("credentials go to ovcli.conf (merged, 0600, backup), never to a comma
     assertEquals((await Deno.stat(t.ov)).mode! & 0o777, 0o700);
   }
   const backups = [...Deno.readDirSync(t.ov)].filter((e) => e.name.startsWith("ovcli.conf.bak."));
-  assertEquals(backups.length, 1);
+  assertEquals(backups.length, 0, "no copy keeps the key it replaced");
   assertNotMatch(t.lines.join("\n"), /sk-secret-1/);
   assertNotMatch((await read(`${t.kimi}/config.toml`))!, /sk-secret-1/);
   assertNotMatch((await read(`${t.kimi}/mcp.json`))!, /sk-secret-1/);
