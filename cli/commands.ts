@@ -148,7 +148,13 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
   replay: command({
     summary: "Replays the pending queue now. Exits 1 when entries remain.",
     positionals: [],
-    flags: {},
+    flags: {
+      rejected: {
+        type: "boolean",
+        description:
+          "send again the writes OpenViking refused (kept in ~/.openviking/pending/kimicode-rejected)",
+      },
+    },
     handler: async () => (await import("../hooks/replay.ts")).replayCommand,
   }),
   version: command({
