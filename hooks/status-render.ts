@@ -59,9 +59,13 @@ function commitLine(c: CommitStatus, now: number): string {
     : c.taskId
     ? "task not asked"
     : undefined;
-  const outcome = c.outcome === "queued" ? queuedFate(c, now) : c.outcome;
+  const outcome = c.outcome === "queued"
+    ? queuedFate(c, now)
+    : c.outcome === "rejected"
+    ? "refused by OpenViking"
+    : c.outcome;
   return `    commit ${ago(c.at, now)}: ${outcome}${c.taskId ? ` (task ${c.taskId.slice(0, 8)})` : ""}${
-    task ? `, ${task}` : c.outcome === "queued" ? "" : `, ${c.outcome}`
+    task ? `, ${task}` : c.outcome === "queued" || c.outcome === "rejected" ? "" : `, ${c.outcome}`
   }`;
 }
 

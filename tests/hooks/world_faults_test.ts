@@ -192,6 +192,7 @@ Deno.test("world: every message write refused for good is kept and shown as refu
   const status = await runCli(["status"], { env: w.env, clearEnv: true, cwd: w.dir.path });
   assertMatch(status.stdout, /captured 3 turn\(s\): 0 message\(s\) delivered, 2 queued, 4 refused/);
   assertMatch(status.stdout, /refused and kept: 6 message\(s\), 2 commit\(s\)/);
+  assertMatch(status.stdout, /commit \d+ s ago: refused by OpenViking\n/);
   assertMatch(status.stdout, /Rejected 6 message\(s\), 2 commit\(s\) of 1 session\(s\)/);
   assertMatch(status.stdout, /openviking-kimi replay --rejected/);
   assertTrue(!/[1-9]\d* message\(s\) delivered/.test(status.stdout), status.stdout);
