@@ -108,6 +108,8 @@ export const StatusSchema = z.object({
     dir: z.string(),
     /** The newest refusal: when, the server's HTTP status (0: never reached it) and words. */
     last: z.optional(z.object({ at: z.number(), status: z.number(), message: z.string() })),
+    /** What to do about them, in words. */
+    fix: z.string(),
   }),
   /** What could not be asked of the server (it was down, or the key was refused). */
   notAsked: z.array(z.string()),

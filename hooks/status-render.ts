@@ -111,9 +111,7 @@ function rejectedLines(r: Status["rejected"], now: number): string[] {
     const status = r.last.status ? `HTTP ${r.last.status}` : "never sent";
     lines.push(`        last ${ago(r.last.at, now)} (${status}): ${r.last.message}`);
   }
-  lines.push(
-    "        fix: fix what the server says (its log, its settings), then `openviking-kimi replay --rejected`",
-  );
+  lines.push(`        fix: ${r.fix}`);
   return lines;
 }
 

@@ -252,6 +252,7 @@ async function collectStatus(
       sessions: rejected.sessions.length,
       dir: joinPath(pendingDir(env), REJECTED_SUBDIR),
       ...(rejected.last ? { last: rejected.last } : {}),
+      fix: `fix what the server says (its log, its settings), then \`${commandName(env)} replay --rejected\``,
     },
     notAsked,
   };

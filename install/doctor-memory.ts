@@ -241,7 +241,7 @@ async function rejectedCheck(env: Env): Promise<Check> {
       `${s.sessionId}: ${s.messages} message(s), ${s.commits} commit(s)`
     ),
     fix: "fix what the server says (its log, its settings), then send them again with " +
-      `\`openviking-kimi replay --rejected\`; to drop them, delete ${dir}. It keeps the newest ` +
+      `\`${commandName(env)} replay --rejected\`; to drop them, delete ${dir}. It keeps the newest ` +
       `${REJECTED_MAX_ENTRIES} writes and ${REJECTED_MAX_BYTES >> 20} MiB; past that the oldest are dropped`,
   };
 }

@@ -100,7 +100,7 @@ export function adviceFor(
       return {
         summary: `OpenViking refused the request (HTTP ${f.status}): ${f.error.message}`,
         fix: "the write is kept, not sent again on its own: fix what the server says, then " +
-          "`openviking-kimi replay --rejected` (doctor's rejected check lists them)",
+          `\`${commandName()} replay --rejected\` (doctor's rejected check lists them)`,
       };
     case "unreachable":
       return {

@@ -260,7 +260,8 @@ export function classifyReply(raw: RawReply): OvResponse<unknown> {
   if (status === 405 || (status === 404 && !namesMissingResource(error) && !fromUpstream(error))) {
     return failure("missing-route", status, error);
   }
-  if (status >= 400 && status < 500 && FINAL_CODES.has(error.code ?? "") && !fromUpstream(error)) {
+  const final = body.status === "error" && FINAL_CODES.has(error.code ?? "") && !fromUpstream(error);
+  if (final && status >= 400 && status < 500) {
     // OpenViking itself refused this request for good (bad input, a session that does not exist, …).
     return failure("rejected", status, error);
   }

@@ -194,7 +194,7 @@ Deno.test("world: every message write refused for good is kept and shown as refu
   assertMatch(status.stdout, /refused and kept: 6 message\(s\), 2 commit\(s\)/);
   assertMatch(status.stdout, /commit \d+ s ago: refused by OpenViking\n/);
   assertMatch(status.stdout, /Rejected 6 message\(s\), 2 commit\(s\) of 1 session\(s\)/);
-  assertMatch(status.stdout, /openviking-kimi replay --rejected/);
+  assertMatch(status.stdout, / replay --rejected`/);
   assertTrue(!/[1-9]\d* message\(s\) delivered/.test(status.stdout), status.stdout);
   const json = JSON.parse((await runCli(["status", "--json"], { env: w.env, clearEnv: true })).stdout);
   assertEquals(json.sessions[0].rejected, { entries: 8, messages: 6, commits: 2 });
@@ -209,7 +209,7 @@ Deno.test("world: every message write refused for good is kept and shown as refu
     /8 write\(s\) OpenViking refused \(6 message\(s\), 2 commit\(s\) of 1 session\(s\)\)/,
   );
   assertMatch(check.summary, /HTTP 404: Session not found/, "the server's words for the newest");
-  assertMatch(check.fix ?? "", /openviking-kimi replay --rejected/);
+  assertMatch(check.fix ?? "", / replay --rejected`/);
 
   // The server is fixed: every kept write goes out once, in order; nothing is left.
   w.fake.clearFaults();

@@ -39,6 +39,12 @@ const CASES: [string, number, string, FailureKind | "ok", Record<string, string>
   ["an error envelope with no code, in a 200", 200, env("error"), "server"],
   ["an error envelope with no code, in a 400", 400, env("error", { error: { message: "no" } }), "server"],
   ["a final code in a 200", 200, err("INVALID_ARGUMENT"), "server"],
+  [
+    "an ok envelope with a final code, in a 400",
+    400,
+    env("ok", { error: { code: "INVALID_ARGUMENT" } }),
+    "server",
+  ],
   ["a code OpenViking does not send", 400, err("NO_SUCH_CODE"), "server"],
   [
     "an upstream model refused the server's request",
