@@ -148,7 +148,14 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
   replay: command({
     summary: "Replays the pending queue now and says what it sent. Exits 1 when entries remain.",
     positionals: [],
-    flags: { json: { type: "boolean", description: "the report as JSON" } },
+    flags: {
+      rejected: {
+        type: "boolean",
+        description:
+          "send again the writes OpenViking refused (kept in ~/.openviking/pending/kimicode-rejected)",
+      },
+      json: { type: "boolean", description: "the report as JSON" },
+    },
     handler: async () => (await import("../hooks/replay.ts")).replayCommand,
   }),
   version: command({

@@ -1,16 +1,17 @@
 /**
- * `openviking-kimi replay [--json]`: replays the pending queue now, says what happened (in words, or the
- * report as JSON) and records it in the ledger.
+ * `openviking-kimi replay [--rejected] [--json]`: replays the pending queue now (with `--rejected`, the writes
+ * OpenViking refused, kept aside), says what happened (in words, or the report as JSON) and records it in the
+ * ledger.
  */
 
 import { adviceForCause, causeOf } from "../runtime/advice.ts";
 import { reportJson } from "../runtime/neutralize.ts";
 import { loadConfig } from "../runtime/config.ts";
 import { Budget, clientOptions, createClient } from "../runtime/http.ts";
-import { queueSummary } from "../runtime/pending.ts";
-import { replayAll, type ReplayAllReport, replayOptions } from "../runtime/replay.ts";
+import { queueSummary, REJECTED_SUBDIR } from "../runtime/pending.ts";
+import { replayAll, type ReplayAllReport, replayOptions, replayQueue } from "../runtime/replay.ts";
 import { countShared } from "../runtime/pending-shared.ts";
-import { pendingDir, processEnv } from "../runtime/paths.ts";
+import { joinPath, pendingDir, processEnv } from "../runtime/paths.ts";
 import { ledgerLimits, recordReplay } from "./ledger-entry.ts";
 import { commandName } from "../runtime/self.ts";
 
@@ -35,25 +36,33 @@ export function renderReplay(r: ReplayAllReport, left: number, server: string): 
 /** Options of `openviking-kimi replay`. */
 export interface ReplayCommandOptions {
   json: boolean;
+  rejected: boolean;
 }
 
-/** The `replay` command: exit 0 when the queue is empty afterwards, 1 when entries remain. */
-export async function replayCommand(options: ReplayCommandOptions = { json: false }): Promise<number> {
+/** The `replay` command: exit 0 when the queue (or the rejected place) is empty afterwards, 1 when entries remain. */
+export async function replayCommand(
+  options: ReplayCommandOptions = { json: false, rejected: false },
+): Promise<number> {
   const startedAt = Date.now();
   const env = processEnv();
   const { config, warnings } = await loadConfig(env);
   for (const w of warnings) console.error(`warning: ${w}`);
   const dir = pendingDir(env);
   const client = createClient(clientOptions(config));
-  const report = await replayAll(
-    dir,
-    client,
-    replayOptions(config, {
-      limit: Number.MAX_SAFE_INTEGER,
-      budget: new Budget(Math.max(config.replayBudgetMs, 60_000)),
-    }),
-  );
-  const left = (await queueSummary(dir)).entries + await countShared(dir);
+  const bounds = replayOptions(config, {
+    limit: Number.MAX_SAFE_INTEGER,
+    budget: new Budget(Math.max(config.replayBudgetMs, 60_000)),
+  });
+  const report: ReplayAllReport = options.rejected
+    ? {
+      ...await replayQueue(dir, client, { ...bounds, rejected: true }),
+      shared: { replayed: 0, dropped: 0, deferred: 0 },
+    }
+    : await replayAll(dir, client, bounds);
+  const left = options.rejected
+    ? (await queueSummary(dir, REJECTED_SUBDIR)).entries
+    : (await queueSummary(dir)).entries + await countShared(dir);
+  const place = options.rejected ? joinPath(dir, REJECTED_SUBDIR) : dir;
   const cause = report.cause ? causeOf(report.cause) : undefined;
   console.log(
     options.json
@@ -67,8 +76,8 @@ export async function replayCommand(options: ReplayCommandOptions = { json: fals
     const why = cause ? adviceForCause(cause, config.baseUrl) : undefined;
     console.error(
       why
-        ? `${left} entries are still queued in ${dir}: ${why.summary}\n  fix: ${why.fix}`
-        : `${left} entries are still queued in ${dir}; run "${commandName()} doctor" to see why.`,
+        ? `${left} entries are still queued in ${place}: ${why.summary}\n  fix: ${why.fix}`
+        : `${left} entries are still queued in ${place}; run "${commandName()} doctor" to see why.`,
     );
   }
   return left > 0 ? 1 : 0;

@@ -66,6 +66,8 @@ const SessionStatusSchema = z.object({
   commits: z.array(CommitStatusSchema),
   /** What of this session still waits in the queue. */
   queue: z.object({ entries: z.number(), messages: z.number(), commits: z.number() }),
+  /** What of this session OpenViking refused, kept for `replay --rejected`. */
+  rejected: z.object({ entries: z.number(), messages: z.number(), commits: z.number() }),
   lastError: z.optional(z.object({ at: z.number(), ...Problem.shape })),
 });
 export type SessionStatus = z.infer<typeof SessionStatusSchema>;
@@ -97,6 +99,18 @@ export const StatusSchema = z.object({
     /** When the queue is tried next, in words. */
     nextReplay: z.string(),
   }),
+  /** The writes OpenViking refused for good (or that waited past the queue's age limit), kept in `dir`. */
+  rejected: z.object({
+    entries: z.number(),
+    messages: z.number(),
+    commits: z.number(),
+    sessions: z.number(),
+    dir: z.string(),
+    /** The newest refusal: when, the server's HTTP status (0: never reached it) and words. */
+    last: z.optional(z.object({ at: z.number(), status: z.number(), message: z.string() })),
+    /** What to do about them, in words. */
+    fix: z.string(),
+  }),
   /** What could not be asked of the server (it was down, or the key was refused). */
   notAsked: z.array(z.string()),
 });
@@ -117,6 +131,7 @@ export function foldSession(
     captures: { runs: 0, turns: 0, sent: 0, queued: 0, rejected: 0 },
     commits: [],
     queue: { entries: 0, messages: 0, commits: 0 },
+    rejected: { entries: 0, messages: 0, commits: 0 },
   };
   for (const e of entries) {
     s.lastActivity = Math.max(s.lastActivity, e.at);

@@ -61,9 +61,13 @@ function commitLine(c: CommitStatus, now: number): string {
     : c.taskId
     ? "task not asked"
     : undefined;
-  const outcome = c.outcome === "queued" ? queuedFate(c, now) : c.outcome;
+  const outcome = c.outcome === "queued"
+    ? queuedFate(c, now)
+    : c.outcome === "rejected"
+    ? "refused by OpenViking"
+    : c.outcome;
   return `    commit ${ago(c.at, now)}: ${outcome}${c.taskId ? ` (task ${c.taskId.slice(0, 8)})` : ""}${
-    task ? `, ${task}` : c.outcome === "queued" ? "" : `, ${c.outcome}`
+    task ? `, ${task}` : c.outcome === "queued" || c.outcome === "rejected" ? "" : `, ${c.outcome}`
   }`;
 }
 
@@ -86,12 +90,30 @@ function sessionLines(s: SessionStatus, now: number): string[] {
   if (s.queue.entries) {
     lines.push(`    waiting: ${s.queue.messages} message(s), ${s.queue.commits} commit(s) in the queue`);
   }
+  if (s.rejected.entries) {
+    lines.push(`    refused and kept: ${s.rejected.messages} message(s), ${s.rejected.commits} commit(s)`);
+  }
   if (s.lastError) {
     lines.push(
       `    last error ${ago(s.lastError.at, now)}: ${s.lastError.message}`,
       `      fix: ${s.lastError.fix}`,
     );
   }
+  return lines;
+}
+
+/** What OpenViking refused, kept aside: how much, where, the newest refusal's words, and the fix. */
+function rejectedLines(r: Status["rejected"], now: number): string[] {
+  if (!r.entries) return [];
+  const lines = [
+    "",
+    `Rejected ${r.messages} message(s), ${r.commits} commit(s) of ${r.sessions} session(s), kept in ${r.dir}`,
+  ];
+  if (r.last) {
+    const status = r.last.status ? `HTTP ${r.last.status}` : "never sent";
+    lines.push(`        last ${ago(r.last.at, now)} (${status}): ${r.last.message}`);
+  }
+  lines.push(`        fix: ${r.fix}`);
   return lines;
 }
 
@@ -122,6 +144,7 @@ export function renderStatus(st: Status, now: number): string {
       : "Queue   empty",
   );
   if (q.entries || q.shared) lines.push(`        next replay: ${q.nextReplay}`);
+  lines.push(...rejectedLines(st.rejected, now));
   const why = !c.reachable ? "server unavailable" : c.authenticated === false ? "key refused" : "no answer";
   if (st.notAsked.length) lines.push("", `Not asked (${why}): ${st.notAsked.join(", ")}`);
   return lines.flatMap((l) => wrap(l, " ".repeat(Math.min(12, l.length - l.trimStart().length + 2))))

@@ -12,8 +12,23 @@ import { type Config, loadConfig } from "../runtime/config.ts";
 import { askDataAccess, clientOptions, createClient, type OpenVikingClient } from "../runtime/http.ts";
 import { ledgerFile, ledgerFiles, readLedger, REPLAY_FILE } from "../runtime/ledger.ts";
 import { countShared } from "../runtime/pending-shared.ts";
-import { hasUnsent, type QueueSummary, queueSummary } from "../runtime/pending.ts";
-import { type Env, hookStateDir, ledgerDir, orNoHome, pendingDir, processEnv } from "../runtime/paths.ts";
+import {
+  hasUnsent,
+  type QueueSummary,
+  queueSummary,
+  REJECTED_SUBDIR,
+  type RejectedSummary,
+  rejectedSummary,
+} from "../runtime/pending.ts";
+import {
+  type Env,
+  hookStateDir,
+  joinPath,
+  ledgerDir,
+  orNoHome,
+  pendingDir,
+  processEnv,
+} from "../runtime/paths.ts";
 import { peerOptions, resolvePeer } from "../runtime/peer.ts";
 import { asRecord, isRecord, type JsonRecord } from "../runtime/parsed.ts";
 import type { FailureKind } from "../runtime/reply.ts";
@@ -166,12 +181,12 @@ async function askTasks(
   return failed ? [`the tasks of ${failed} commit(s) of ${s.kimiSessionId}`] : [];
 }
 
-/** The chosen sessions as the ledger and the queue know them (no network). */
+/** The chosen sessions as the ledger, the queue and the rejected place know them (no network). */
 async function localSessions(
   env: Env,
   config: Config,
   choice: SessionChoice,
-  queue: QueueSummary,
+  places: { queue: QueueSummary; rejected: QueueSummary },
 ): Promise<SessionStatus[]> {
   const dir = ledgerDir(env);
   const replays = await readLedger(dir, REPLAY_FILE).catch(() => []);
@@ -184,8 +199,10 @@ async function localSessions(
     const entries = [...await readLedger(dir, name).catch(() => []), ...replays].sort((a, b) => a.at - b.at);
     const ov = `${SESSION_PREFIX}${name}`;
     const s = foldSession(name, ov, entries, advise(config));
-    const q = queue.sessions.find((x) => x.sessionId === ov);
+    const q = places.queue.sessions.find((x) => x.sessionId === ov);
     if (q) s.queue = { entries: q.entries, messages: q.messages, commits: q.commits };
+    const r = places.rejected.sessions.find((x) => x.sessionId === ov);
+    if (r) s.rejected = { entries: r.entries, messages: r.messages, commits: r.commits };
     markWaiting(s, s.queue.commits);
     sessions.push(s);
   }
@@ -203,7 +220,9 @@ async function collectStatus(
   );
   const conn = await connection(client, config, options.cwd);
   const queue = await queueSummary(pendingDir(env)).catch(() => ({ sessions: [], entries: 0 }));
-  const sessions = await localSessions(env, config, options.sessions, queue);
+  const rejected: RejectedSummary = await rejectedSummary(pendingDir(env))
+    .catch(() => ({ sessions: [], entries: 0 }));
+  const sessions = await localSessions(env, config, options.sessions, { queue, rejected });
   const notAsked: string[] = [];
   const canAsk = conn.reachable && conn.authenticated !== false;
   const diffs = { left: MAX_DIFFS };
@@ -228,6 +247,15 @@ async function collectStatus(
       nextReplay: `at the next Kimi session start, or the session's next turn; now: \`${
         commandName(env)
       } replay\``,
+    },
+    rejected: {
+      entries: rejected.entries,
+      messages: rejected.sessions.reduce((n, s) => n + s.messages, 0),
+      commits: rejected.sessions.reduce((n, s) => n + s.commits, 0),
+      sessions: rejected.sessions.length,
+      dir: joinPath(pendingDir(env), REJECTED_SUBDIR),
+      ...(rejected.last ? { last: rejected.last } : {}),
+      fix: `fix what the server says (its log, its settings), then \`${commandName(env)} replay --rejected\``,
     },
     notAsked,
   };

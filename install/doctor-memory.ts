@@ -1,7 +1,7 @@
 /**
  * Doctor's checks of memory itself: the server (reachable, really OpenViking, the key accepted), the pending
- * queues, and what the last captures did (messages queued or refused, and why). Every failure is told with
- * its fix (`runtime/advice.ts`); nothing printed carries a secret.
+ * queues, what the last captures did (messages queued or refused, and why) and the writes OpenViking refused,
+ * kept aside. Every failure is told with its fix (`runtime/advice.ts`); nothing printed carries a secret.
  */
 
 import { adviceFor, adviceForCause } from "../runtime/advice.ts";
@@ -9,7 +9,14 @@ import type { Config } from "../runtime/config.ts";
 import * as z from "zod/mini";
 import { AnyResult, askDataAccess, clientOptions, createClient } from "../runtime/http.ts";
 import { countShared } from "../runtime/pending-shared.ts";
-import { type QueueSummary, queueSummary } from "../runtime/pending.ts";
+import {
+  type QueueSummary,
+  queueSummary,
+  REJECTED_MAX_BYTES,
+  REJECTED_MAX_ENTRIES,
+  REJECTED_SUBDIR,
+  rejectedSummary,
+} from "../runtime/pending.ts";
 import { type SessionState, SessionStateSchema } from "../runtime/state.ts";
 import { parseJsonOrUndefined } from "../runtime/fs.ts";
 import { type Env, hookStateDir, joinPath, pendingDir } from "../runtime/paths.ts";
@@ -244,6 +251,37 @@ function protocolCheck(sessions: SeenSession[]): Check | undefined {
     : { id: "protocol", status: "ok", summary: `journal protocol ${protocols.join(", ")}` };
 }
 
+/** The writes OpenViking refused for good (or that waited past the queue's age limit), kept aside. */
+async function rejectedCheck(env: Env): Promise<Check> {
+  const dir = joinPath(pendingDir(env), REJECTED_SUBDIR);
+  const kept = await rejectedSummary(pendingDir(env)).catch((error) => ({ error: (error as Error).message }));
+  if ("error" in kept) {
+    return { id: "rejected", status: "warn", summary: `cannot read ${dir}: ${kept.error}` };
+  }
+  if (!kept.entries) return { id: "rejected", status: "ok", summary: "no write refused by OpenViking" };
+  const count = (f: "messages" | "commits") => kept.sessions.reduce((n, s) => n + s[f], 0);
+  const last = kept.last;
+  return {
+    id: "rejected",
+    status: "warn",
+    summary:
+      `${kept.entries} write(s) OpenViking refused (${count("messages")} message(s), ${
+        count("commits")
+      } commit(s) of ${kept.sessions.length} session(s)) are kept in ${dir}` +
+      (last
+        ? `; the newest, ${new Date(last.at).toISOString()}: ${
+          last.status ? `HTTP ${last.status}` : "never sent"
+        }: ${last.message}`
+        : ""),
+    detail: kept.sessions.slice(0, 5).map((s) =>
+      `${s.sessionId}: ${s.messages} message(s), ${s.commits} commit(s)`
+    ),
+    fix: "fix what the server says (its log, its settings), then send them again with " +
+      `\`${commandName(env)} replay --rejected\`; to drop them, delete ${dir}. It keeps the newest ` +
+      `${REJECTED_MAX_ENTRIES} writes and ${REJECTED_MAX_BYTES >> 20} MiB; past that the oldest are dropped`,
+  };
+}
+
 /**
  * What the last captures did: when, whether messages were queued or refused, and why — or, for queued ones,
  * what became of them since (`serverAnswers`: the server and key checks passed just now).
@@ -251,11 +289,12 @@ function protocolCheck(sessions: SeenSession[]): Check | undefined {
 export async function captureChecks(env: Env, config: Config, serverAnswers: boolean): Promise<Check[]> {
   const dir = hookStateDir(env);
   const sessions = await seenSessions(dir);
+  const rejected = await rejectedCheck(env);
   if ("error" in sessions) {
-    return [{ id: "captures", status: "warn", summary: `cannot read ${dir}: ${sessions.error}` }];
+    return [{ id: "captures", status: "warn", summary: `cannot read ${dir}: ${sessions.error}` }, rejected];
   }
   const queue = await queueSummary(pendingDir(env)).catch((): QueueSummary => ({ sessions: [], entries: 0 }));
   const protocol = protocolCheck(sessions);
   const fate = (name: string) => queuedFate(name, queue, serverAnswers);
-  return [capturesCheck(sessions, config, fate), ...(protocol ? [protocol] : [])];
+  return [capturesCheck(sessions, config, fate), rejected, ...(protocol ? [protocol] : [])];
 }

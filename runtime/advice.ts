@@ -114,7 +114,8 @@ export function adviceFor(
     case "rejected":
       return {
         summary: `OpenViking refused the request (HTTP ${f.status}): ${f.error.message}`,
-        fix: "this message was dropped; if it keeps happening, report it with the server's log",
+        fix: "the write is kept, not sent again on its own: fix what the server says, then " +
+          `\`${commandName()} replay --rejected\` (doctor's rejected check lists them)`,
       };
     case "unreachable":
       return {

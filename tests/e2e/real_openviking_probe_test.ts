@@ -18,6 +18,7 @@ import {
   startRealOpenViking,
 } from "../support/real-openviking.ts";
 import { USER_AGENT } from "../../runtime/version.ts";
+import { classifyReply } from "../../runtime/reply.ts";
 import { cannedReply, embedText, startEmbeddingStub } from "../support/embedding-stub.ts";
 import { OFFERED_TOOLS, OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
 import { startProxy, toolNames } from "../mcp/harness.ts";
@@ -580,6 +581,35 @@ Deno.test({
         assertEquals(batch.status, 200, batch.text);
         const commit = await call(server, "POST", `/api/v1/sessions/${sessionId}/commit`, { bogus: 1 });
         assertEquals(commit.status, 200, commit.text);
+      },
+    );
+
+    await t.step(
+      "what the server refuses gets the verdict of ARCHITECTURE decision 15 (reply.ts)",
+      async () => {
+        const verdict = (r: Reply) => {
+          const c = classifyReply({ status: r.status, text: r.text, origin: server.url });
+          return c.ok ? "ok" : c.kind;
+        };
+        const fresh = `kc-refused-${crypto.randomUUID()}`;
+        // A malformed message (a numeric turn_id): refused for good, so the plugin keeps it aside.
+        const bad = await call(server, "POST", `/api/v1/sessions/${fresh}/messages`, {
+          role: "user",
+          content: "x",
+          turn_id: 7,
+        });
+        assertEquals([bad.status, obj(bad.json.error).code, verdict(bad)], [
+          400,
+          "INVALID_ARGUMENT",
+          "rejected",
+        ]);
+        // The commit of a session no message reached: refused for good too (the error names the session).
+        const none = await call(server, "POST", `/api/v1/sessions/${fresh}/commit`, {});
+        assertEquals([none.status, obj(none.json.error).code, verdict(none)], [404, "NOT_FOUND", "rejected"]);
+        // A route the server lacks refuses nothing: the write stays queued.
+        const route = await call(server, "POST", `/api/v1/sessions/${fresh}/no-such-route`, {});
+        assertTrue([404, 405].includes(route.status), route.text);
+        assertEquals(verdict(route), "missing-route", route.text);
       },
     );
 

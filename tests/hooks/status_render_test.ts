@@ -35,6 +35,7 @@ function statusWith(uris: string[]): Status {
         task: { status: "completed", memories: uris },
       }],
       queue: { entries: 0, messages: 0, commits: 0 },
+      rejected: { entries: 0, messages: 0, commits: 0 },
       lastError: {
         at: NOW - 30_000,
         kind: "rejected",
@@ -43,6 +44,7 @@ function statusWith(uris: string[]): Status {
       },
     }],
     queue: { entries: 0, messages: 0, commits: 0, sessions: 0, shared: 0, nextReplay: "now" },
+    rejected: { entries: 0, messages: 0, commits: 0, sessions: 0, dir: "", fix: "" },
     notAsked: [],
   };
 }

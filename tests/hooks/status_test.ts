@@ -226,6 +226,19 @@ Deno.test("status: turns captured from the kept prompts (no journal) are counted
   const s = StatusSchema.parse(JSON.parse(r.stdout)).sessions[0];
   assertEquals(fake.messages(`kc-${SESSION}`).map((m) => m.content), ["where does the deploy script live?"]);
   assertEquals([s.captures.runs, s.captures.turns, s.captures.sent], [1, 1, 1]);
+
+  // Refused for good, a kept prompt is counted as refused (and kept), not as delivered nor left out.
+  fake.fault({ route: "POST /api/v1/sessions/:id/*", status: 400, error: { message: "content: too long" } });
+  await runHook(env, dir.path, "user-prompt-submit", "UserPromptSubmit", { prompt: "and the staging one?" });
+  await runHook(env, dir.path, "stop", "Stop");
+  const after = (await statusJson(env, dir.path, ["--session", SESSION])).sessions[0];
+  assertEquals([after.captures.runs, after.captures.turns, after.captures.sent, after.captures.rejected], [
+    2,
+    2,
+    1,
+    1,
+  ]);
+  assertEquals(after.rejected, { entries: 2, messages: 1, commits: 1 });
 });
 
 /** `status --json` (with `args`) through the real entry point: exit 0, the parsed object. */

@@ -15,8 +15,8 @@ import { registrations } from "../../install/doctor.ts";
 import { VERSION } from "../../runtime/version.ts";
 import { COMMANDS } from "../../cli/commands.ts";
 import { parseCommand } from "../../cli/spec.ts";
-import { enqueueMessages } from "../../runtime/pending.ts";
-import { queuedMessages } from "../support/queue.ts";
+import { enqueueMessages, keepRejected } from "../../runtime/pending.ts";
+import { queuedMessages, rejectedWrites } from "../support/queue.ts";
 
 const isWindows = Deno.build.os === "windows";
 
@@ -128,7 +128,7 @@ Deno.test("config mode into an empty Kimi home creates config.toml, uninstall --
   );
 });
 
-Deno.test("uninstall --purge deletes the ledger and the log wherever it was configured; a queue still waiting stays, and says how to deliver it", async () => {
+Deno.test("uninstall --purge deletes the ledger and the log wherever it was configured; a queue still waiting and the writes OpenViking refused stay, and it says how to deliver them", async () => {
   await using dir = await tempDir();
   const t = await setup(dir.path);
   const self = await fakeCompiled(dir.path);
@@ -145,6 +145,8 @@ Deno.test("uninstall --purge deletes the ledger and the log wherever it was conf
     await Deno.writeTextFile(f, logLine);
   }
   assertEquals(await enqueueMessages(`${t.ov}/pending`, "kc-s1", [{ role: "user", content: "a turn" }]), 1);
+  const refused = { role: "user" as const, content: "a refused turn" };
+  await keepRejected(`${t.ov}/pending`, "kc-s1", { messages: [refused] }, { status: 400, message: "no" });
   t.lines.length = 0;
   assertEquals(await runUninstall(ctx(), opts({ purge: true })), 0, t.lines.join("\n"));
   for (
@@ -158,13 +160,22 @@ Deno.test("uninstall --purge deletes the ledger and the log wherever it was conf
     "a turn not yet delivered is never deleted",
   );
   assertMatch(t.lines.join("\n"), /Kept: 1 queued write\(s\) .*not yet delivered.*replay/);
+  assertEquals((await rejectedWrites(`${t.ov}/pending`)).map((k) => k.payload), [refused], "nor one refused");
+  assertMatch(
+    t.lines.join("\n"),
+    /Kept: 1 write\(s\) OpenViking refused .*kimicode-rejected.*replay --rejected/,
+  );
 
-  // Once the queue is empty, a second purge removes our queue directory too.
-  await Deno.remove(`${t.ov}/pending/kimicode`, { recursive: true });
-  await Deno.mkdir(`${t.ov}/pending/kimicode`);
+  // Once the queue and the rejected place are empty, a second purge removes their directories too.
+  for (const d of ["kimicode", "kimicode-rejected"]) {
+    await Deno.remove(`${t.ov}/pending/${d}`, { recursive: true });
+    await Deno.mkdir(`${t.ov}/pending/${d}`);
+  }
   t.lines.length = 0;
   assertEquals(await runUninstall(ctx(), opts({ purge: true })), 0, t.lines.join("\n"));
-  assertEquals(await Deno.lstat(`${t.ov}/pending/kimicode`).then(() => "there", () => "gone"), "gone");
+  for (const d of ["kimicode", "kimicode-rejected"]) {
+    assertEquals(await Deno.lstat(`${t.ov}/pending/${d}`).then(() => "there", () => "gone"), "gone", d);
+  }
 
   // A configured log path that holds someone else's lines is not ours to delete.
   await Deno.writeTextFile(log, `${logLine}an application's own line\n`);

@@ -30,7 +30,7 @@ export interface RecordedRequest {
 export interface Fault {
   /** Route key or glob ("*" matches anything; "POST /api/v1/sessions/:id/*" matches a prefix). */
   route: string;
-  /** Answer with this HTTP status (and an OpenViking error envelope). */
+  /** Answer with this HTTP status (and an OpenViking error envelope with the server's code for it). */
   status?: number;
   /** Extra body for the error envelope's `error` object. */
   error?: Record<string, unknown>;
@@ -189,6 +189,68 @@ interface FakeUser {
 function userKey(account: string, user: string): string {
   const b64 = (t: string) => btoa(t).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
   return [account, user, crypto.randomUUID().replaceAll("-", "")].map(b64).join(".");
+}
+
+/**
+ * Every error code OpenViking 0.5.2 sends, with its HTTP status (`openviking/server/models.py`
+ * `ERROR_CODE_TO_HTTP_STATUS`). An injected fault of a status carries the first code listed with it, as the
+ * server's own framework errors do (CONFLICT before ALREADY_EXISTS); a status not listed carries UNKNOWN.
+ */
+export const SERVER_ERROR_CODES: Readonly<Record<string, number>> = {
+  INVALID_ARGUMENT: 400,
+  GIT_AUTH_FAILED: 400,
+  INVALID_URI: 400,
+  UNSUPPORTED_URI: 400,
+  UNSUPPORTED_MODE: 400,
+  SKILL_INVALID: 400,
+  SKILL_CAPABILITY_UNAVAILABLE: 400,
+  INVALID_FILTER: 400,
+  UNAUTHENTICATED: 401,
+  PERMISSION_DENIED: 403,
+  NOT_FOUND: 404,
+  CONFLICT: 409,
+  ALREADY_EXISTS: 409,
+  ABORTED: 409,
+  WRITE_CONFLICT: 409,
+  SESSION_EXPIRED: 410,
+  FAILED_PRECONDITION: 412,
+  RESOURCE_EXHAUSTED: 429,
+  INTERNAL: 500,
+  NOT_INITIALIZED: 500,
+  PROCESSING_ERROR: 500,
+  EMBEDDING_FAILED: 500,
+  VLM_FAILED: 500,
+  RESTORE_WRITEBACK_PARTIAL: 500,
+  AGENT_OUTPUT_INVALID: 500,
+  WRITE_FAILED: 500,
+  REFRESH_FAILED: 500,
+  INTERNAL_ERROR: 500,
+  UNKNOWN: 500,
+  UNIMPLEMENTED: 501,
+  UNAVAILABLE: 503,
+  MODEL_UNAVAILABLE: 503,
+  BOT_RESTARTED: 503,
+  NO_VECTOR_DB: 503,
+  DEADLINE_EXCEEDED: 504,
+};
+
+/**
+ * The codes that refuse a write for good, the tests' copy of docs/ARCHITECTURE.md decision 15 (a 4xx naming
+ * one of them; NOT_FOUND only when it names a missing resource): every other code keeps the write.
+ */
+export const FINAL_CODES = [
+  "INVALID_ARGUMENT",
+  "INVALID_URI",
+  "UNSUPPORTED_URI",
+  "UNSUPPORTED_MODE",
+  "SKILL_INVALID",
+  "INVALID_FILTER",
+  "NOT_FOUND",
+];
+
+/** The code OpenViking gives an error of HTTP `status` (see SERVER_ERROR_CODES). */
+export function serverCodeFor(status: number): string {
+  return Object.entries(SERVER_ERROR_CODES).find(([, s]) => s === status)?.[0] ?? "UNKNOWN";
 }
 
 class HttpError extends Error {
@@ -498,7 +560,7 @@ export class FakeOpenViking {
     if (fault?.status) {
       return send(res, fault.status, {
         status: "error",
-        error: { code: "FAULT", message: `injected ${fault.status}`, ...fault.error },
+        error: { code: serverCodeFor(fault.status), message: `injected ${fault.status}`, ...fault.error },
       });
     }
     try {
