@@ -179,7 +179,7 @@ Deno.test("the hooks never send ov.conf's root key; status and doctor say a save
   const status = JSON.parse((await t.cli(["status", "--json"])).stdout);
   assertEquals([status.connection.reachable, status.connection.authenticated], [true, false]);
   assertMatch(status.connection.problem.message, /it is OpenViking's root key/);
-  assertMatch(status.connection.problem.fix, /openviking-kimi install --api-key-stdin/);
+  assertMatch(status.connection.problem.fix, /(openviking-kimi| cli) install --api-key-stdin/);
   const text = (await t.cli(["status"])).stdout;
   assertMatch(text, /reachable \(OpenViking 0\.5\.2-fake\)\n\s+key REFUSED/);
   const doctor = JSON.parse((await t.cli(["doctor", "--json"])).stdout) as {

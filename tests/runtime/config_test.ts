@@ -1,3 +1,4 @@
+import { commandName } from "../../runtime/self.ts";
 import { assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
 import {
   type ConfigSources,
@@ -191,8 +192,8 @@ Deno.test("credentials: a key withheld from another origin is said, and keyFor k
   const moved = resolveConfig(sources({ env: { OPENVIKING_URL: "http://env.example:9" }, ovcli: OVCLI }));
   assertEquals(moved.warnings, [
     "the API key in ovcli.conf was saved for http://cli.example:1933; it is not sent to http://env.example:9: " +
-    "give that server's key in OPENVIKING_API_KEY, or save it with `openviking-kimi install --url URL " +
-    "--api-key-stdin`",
+    "give that server's key in OPENVIKING_API_KEY, or save it with " +
+    `\`${commandName()} install --url URL --api-key-stdin\``,
   ]);
   const mcp = resolveConfig(sources({ env: { OPENVIKING_MCP_URL: "http://mcp.example/mcp" }, ovcli: OVCLI }));
   assertEquals([mcp.config.apiKey, mcp.config.baseUrl], ["cli-key", "http://cli.example:1933"]);
