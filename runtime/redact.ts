@@ -82,12 +82,13 @@ const KEY_BLOCK: SpanRule = {
 const TOKEN_SHAPES: Readonly<Record<string, RegExp>> = {
   "ai-api-key": /\b(?:sk-[\w-]{16,}|pplx-[A-Za-z0-9]{40,}|gsk_[A-Za-z0-9]{40,})/g,
   "aws-access-token": /\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b/g,
+  "aws-amazon-bedrock-api-key": /\bABSK[A-Za-z0-9+/]{100,}/g,
   "gcp-api-key": /\bAIza[\w-]{30,}/g,
   "google-oauth": /\b(?:ya29\.|GOCSPX-)[\w-]{20,}/g,
   "azure-ad-client-secret": /(?<![\w~.-])[\w~.]{3}\dQ~[\w~.-]{31,}/g,
   digitalocean: /\bdo[opr]_v1_[a-f0-9]{64}/g,
   "heroku-api-key-v2": /\bHRKU-AA[\w-]{50,}/g,
-  "vault-token": /\bhv[sb]\.[\w-]{24,}/g,
+  "vault-token": /\b(?:hv[sb]\.[\w-]{24,}|s\.(?=[A-Za-z]*\d)[A-Za-z0-9]{24}\b)/g,
   "doppler-api-token": /\bdp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}/g,
   "databricks-api-token": /\bdapi[a-f0-9]{32}/g,
   github: /\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,})/g,
@@ -96,11 +97,11 @@ const TOKEN_SHAPES: Readonly<Record<string, RegExp>> = {
   "npm-access-token": /\bnpm_[A-Za-z0-9]{36,}/g,
   "pypi-upload-token": /\bpypi-AgEIcHlwaS5vcmc[\w-]{50,}/g,
   "docker-hub-pat": /\bdckr_pat_[\w-]{20,}/g,
-  "huggingface-access-token": /\b(?:hf|api_org)_[A-Za-z0-9]{30,}/g,
+  "huggingface-access-token": /\b(?:hf|api_org)_[A-Za-z]{34}\b/g,
   stripe: /\b(?:(?:sk|rk)_(?:test|live|prod)|whsec)_[A-Za-z0-9]{10,}/g,
   "square-access-token": /(?<![\w+/=-])(?:EAAA|sq0atp-|sq0csp-)[\w-]{22,}/g,
   shopify: /\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}/g,
-  "slack-token": /\bx(?:ox[abposre]|app)-[A-Za-z0-9-]{10,}/g,
+  "slack-token": /\bx(?:ox[abprse]|app)-[A-Za-z0-9-]{10,}/g,
   "slack-webhook-url": /\bhooks\.slack\.com\/(?:services|workflows|triggers)\/[A-Za-z0-9+/]{20,}/g,
   "discord-webhook-url": /\bdiscord(?:app)?\.com\/api\/webhooks\/\d+\/[\w-]{20,}/g,
   "sendgrid-api-token": /\bSG\.[\w-]{16,}\.[\w-]{16,}/g,
@@ -126,8 +127,12 @@ const AUTHORIZATION =
 /** A bearer token anywhere (one with a digit: `Bearer authentication` is a phrase). */
 const BEARER = /\b(Bearer)[ \t]+(?=[\w.~+/=-]*\d)[\w.~+/=-]{8,}/gi;
 
-/** The password of `-u user:password` / `--user user:password` (curl and friends; `-u 1000:1000` is an id). */
-const USER_OPTION = /(?<![\w-])((?:--user|-u)(?:[ \t]+|=)["']?[^\s"':@]+:)(?!\d+(?:[\s"']|$))[^\s"']+/g;
+/**
+ * The password of `-u user:password` / `--user user:password` (curl and friends): not a number (`-u 1000:1000`
+ * is an id), not a variable or a placeholder.
+ */
+const USER_OPTION =
+  /(?<![\w-])((?:--user|-u)(?:[ \t]+|=)["']?(?![$%{<[])[^\s"':]*:["']?)(?!\d+(?:[\s"']|$)|[$%{<[])[^\s"']+/g;
 
 /** Where a key that may name a secret is: a secret word in it, the scan's quick first look. */
 const SECRET_HINT = /secret|token|pass|pwd|cred|auth|key|sig/gi;
@@ -195,6 +200,7 @@ const ABOUT_SECRET = new Set([
   "prefix",
   "provider",
   "version",
+  "id",
 ]);
 
 /** Words before a last `key` that make it no secret: `public_key`, `primary_key`, `sort_key`, `s3_key`. */
@@ -223,6 +229,8 @@ const PLAIN_KEYS = new Set([
   "translation",
   "group",
   "order",
+  "bucket",
+  "schema",
 ]);
 
 /** Whether a key name says its value is a secret: a secret word in it, or `…_key` of a secret kind. */
@@ -309,7 +317,7 @@ function redactAssignments(text: string): string {
     const envLine = op === "=" && !/["'`]/.test(text[end] ?? "") && atLineStart(text, m.index);
     const value = (stickyAt(envLine ? LINE_REST : VALUE, text, end)?.[0] ?? "").trimEnd();
     const next = text[end + value.length] ?? "";
-    const prefix = /["'`]/.test(next) && !/^["'`]/.test(value); // a string's prefix: f"…", b'…'
+    const prefix = /["'`]/.test(next) && /^[A-Za-z]{1,2}$/.test(value); // a string's prefix: f"…", rb'…'
     const literal = op === "=" && ((!before && !after) || (envLine && !/[a-z]/.test(key)));
     const redacted = value !== "" && !prefix && secretValue(value, literal);
     if (redacted) {

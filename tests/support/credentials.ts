@@ -95,8 +95,8 @@ export const CREDENTIALS: readonly Credential[] = [
   sample(
     "ai-api-key",
     "OPENAI_API_KEY is {} for now",
-    "sk-proj-",
-    "l_ZkAFezmkyGKNGupcIDCEhbMJrQ5tJ3uvZpq2SCogy3wwko",
+    "sk-proj-PtYgjmUhBel31iEl2hpChYgCfrL1spNxnyVmihA-2O76UMFxFkM-R5Kjp1vRt_1fjORS-6ilI8T3Blbk",
+    "FJihN5KXSc7Tvo-hBKqFYY-kv5ZJr3J1TWDtkwtDDb_xHKas1VOqg6YYZYn9ZhyiA4uoRgnatmUd",
   ),
   sample(
     "ai-api-key",
@@ -107,6 +107,12 @@ export const CREDENTIALS: readonly Credential[] = [
   sample("ai-api-key", "perplexity {}", "pplx-", "UUSZjBjRuWc98zaApwqilvDGe7Tcga71iuAPF3vgDWW6RErQ"),
   sample("ai-api-key", "groq {}", "gsk_", "9HQN2uTFeorUb4NtkDZarfvqTG6saV4FmkthYu930I3dwkX2fsoR"),
   sample("aws-access-token", "the key id {} is active", "AKIA", "B4XNGMU3N2ZJSP6Z"),
+  sample(
+    "aws-amazon-bedrock-api-key",
+    "AWS_BEARER_TOKEN_BEDROCK={}",
+    "ABSKR64cXQLioDnkHIfxIq2HZt/PlJhx2jIclHkCiHp6bR1IqfEouHgxzNNAL5wIScGeb",
+    "cy8F5n3/YNBDRzrZSgqbjG3uhkWKFLf6xuI5aHUQPFeNBTxaQWk8JzFalHlsZfYcMMD",
+  ),
   sample(
     "google-oauth",
     "access token {}",
@@ -133,6 +139,7 @@ export const CREDENTIALS: readonly Credential[] = [
     "hvs.",
     "hJhvoDsc4odqSuAgH4HbZn7q3VxnUVMU7L_D2-1KlkdvkT2VgpAZv2oHsHSoEMBAY-912gw7pgyEAYEvuFZkBKaCoN",
   ),
+  sample("vault-token", "an old vault token: {}", "s.fL9H2WjQ5T7Y", "4MyWuUFjsUNP"),
   sample("doppler-api-token", "doppler {}", "dp.pt.", "PFjvVl0BicLVbvZTYVVMOFx4lFQeBTQxaZhX0QULeqG"),
   sample("databricks-api-token", "databricks {}", "dapi", "39669107579d7dad45932b123cc920f8"),
   sample("github", "git push with {}", "ghp_", "ZX7DfL3FuoXmsC4vynNdwifV0xbWhEpIjsXU"),
@@ -146,7 +153,7 @@ export const CREDENTIALS: readonly Credential[] = [
     "atlassian-api-token",
     "jira token {}",
     "ATATT3x",
-    "To_Pmduqb3stNdcxiMtJcnjJEv3cX4Dsjax3rBJSogkUrTMKvHDAt_t2PfjYTJQvyr=hrIKFx8KL0ykTYagqsKw=7zPnn1oW46j2z7Pp1hz3qYJYfLHjT-Gp0Kv18fwX_bjcc1lOsCXbVn752_IDK2FIbVP2w7i_bEoQaNakuOvWdyxmxxa4",
+    "jAWtGSU8po_799NksnRH9ucAUsdMlHUvTC=QCyEZDz-TddJ8HyS5SUkCnD8zRA9a9SkpXz9w3QlY7Zkuvqdt7s8Stqcbnr3yBdGBL=EPH1qhT61=qtc4xatws8phP9nhFyJfm=5di4P=zJ59=FHz5r1pY4OjE2jBMptUsGr7CmY_uCu3ZR1zTOlUc",
   ),
   sample(
     "pypi-upload-token",
@@ -250,4 +257,7 @@ export const NOT_SECRETS: readonly string[] = [
   "docker run -u 1000:1000 image@sha256:4f2a9c1e7b4d5f60718293a4b5c6d7e8f90123456789abcdef0123456789abcd",
   "I prefer the password manager 1Password. ask-for-help and task-12345 are fine.",
   "Use tabs, not spaces. PASSWORD_MIN_LENGTH=12 and the token is refreshed hourly.",
+  "![](https://indieweb.org/images/3/35/2018-250-xoxo-indieweb-1.jpg) - (id)hf_requiredCharacteristicTypesForDisplayMetadata;",
+  's.makeKubeConfigController = args; credentialsId: "deploy-creds"; "bucket_key": "SalesResults-1.2"',
+  'curl -sL --user "$GITHUB_USER:$GITHUB_PASSWORD" "$URL"; curl -u <user:password> https://example.com',
 ];
