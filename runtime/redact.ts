@@ -136,10 +136,15 @@ const USER_OPTION =
 
 /** Where a key that may name a secret is: a secret word in it, the scan's quick first look. */
 const SECRET_HINT = /secret|token|pass|pwd|cred|auth|key|sig/gi;
-/** A key and its assignment operator at a key's start, optionally quoted (`KEY=`, `"key": `, `--key=`, `key =>`). */
-const KEY_AT = /-{0,2}(["']?)([A-Za-z_][\w.-]*)\1([ \t]*)(:=|=>|\?=|=|:)([ \t]*)/y;
-/** An assignment's value: a quoted string on its line, else a run of value characters. */
-const VALUE = /"[^"\r\n]*"|'[^'\r\n]*'|`[^`\r\n]*`|[^\s"'`,;&]+/y;
+/**
+ * A key and its assignment operator at a key's start, optionally quoted (`KEY=`, `"key": `, `--key=`,
+ * `key =>`, and `\"key\": ` of JSON inside a JSON string).
+ */
+const KEY_AT = /-{0,2}(\\?["']?)([A-Za-z_][\w.-]*)\1([ \t]*)(:=|=>|\?=|=|:)([ \t]*)/y;
+/** An assignment's value: a quoted string on its line (`\"…\"` too), else a run of value characters. */
+const VALUE = /\\"[^"\r\n]*\\"|"[^"\r\n]*"|'[^'\r\n]*'|`[^`\r\n]*`|[^\s"'`,;&]+/y;
+/** A value's opening quote. */
+const OPENING_QUOTE = /^\\?["'`]/;
 /** The rest of a `.env` line. */
 const LINE_REST = /[^\r\n]+/y;
 
@@ -260,10 +265,10 @@ function looksRandom(v: string): boolean {
  * blank-spaced `=` (prose, YAML, code), only when it {@link looksRandom}.
  */
 function secretValue(raw: string, literal: boolean): boolean {
-  const quoted = /^["'`]/.test(raw);
-  const v = quoted ? raw.slice(1, -1).trim() : raw.trimEnd();
+  const quote = OPENING_QUOTE.exec(raw)?.[0] ?? "";
+  const v = quote ? raw.slice(quote.length, -quote.length).trim() : raw.trimEnd();
   if (!v || NO_SECRET.test(v)) return false;
-  if (quoted) return true;
+  if (quote) return true;
   if (CODE.test(v)) return false;
   return literal || looksRandom(v);
 }
@@ -310,14 +315,16 @@ function redactAssignments(text: string): string {
     while (keyEnd < text.length && keyChar(text, keyEnd)) keyEnd++;
     SECRET_HINT.lastIndex = keyEnd;
     const quoted = start > 0 && (text[start - 1] === '"' || text[start - 1] === "'");
-    const m = (quoted ? stickyAt(KEY_AT, text, start - 1) : null) ?? stickyAt(KEY_AT, text, start);
+    const escaped = quoted && text[start - 2] === "\\";
+    const m = (escaped ? stickyAt(KEY_AT, text, start - 2) : null) ??
+      (quoted ? stickyAt(KEY_AT, text, start - 1) : null) ?? stickyAt(KEY_AT, text, start);
     if (!m || !secretName(m[2])) continue;
     const [head, , key, before, op, after] = m;
     const end = m.index + head.length;
-    const envLine = op === "=" && !/["'`]/.test(text[end] ?? "") && atLineStart(text, m.index);
+    const envLine = op === "=" && !OPENING_QUOTE.test(text.slice(end, end + 2)) && atLineStart(text, m.index);
     const value = (stickyAt(envLine ? LINE_REST : VALUE, text, end)?.[0] ?? "").trimEnd();
-    const next = text[end + value.length] ?? "";
-    const prefix = /["'`]/.test(next) && /^[A-Za-z]{1,2}$/.test(value); // a string's prefix: f"…", rb'…'
+    const prefix = OPENING_QUOTE.test(text.slice(end + value.length, end + value.length + 2)) &&
+      /^[A-Za-z]{1,2}$/.test(value); // a string's prefix: f"…", rb'…'
     const literal = op === "=" && ((!before && !after) || (envLine && !/[a-z]/.test(key)));
     const redacted = value !== "" && !prefix && secretValue(value, literal);
     if (redacted) {
@@ -329,8 +336,19 @@ function redactAssignments(text: string): string {
   return out + text.slice(copied);
 }
 
-/** A rule that replaces every match of `re` with `[REDACTED]`. */
-const whole = (re: RegExp) => (text: string) => text.replace(re, REDACTED);
+/**
+ * `re` (a shape, starting with `\b` or a look-behind) that may also start right after a `\n`, `\r` or `\t`
+ * escape: in pasted JSON, `\b` sees the escape's letter before a token.
+ */
+function orAfterEscape(re: RegExp): RegExp {
+  return new RegExp(re.source.replace(/^(\\b|\(\?<![^)]*\))/, String.raw`(?:$1|(?<=\\[nrt]))`), re.flags);
+}
+
+/** A rule that replaces every match of a shape with `[REDACTED]`. */
+function whole(shape: RegExp): (text: string) => string {
+  const re = orAfterEscape(shape);
+  return (text) => text.replace(re, REDACTED);
+}
 
 /**
  * Every credential rule, in the order they run, by name (tests/support/credentials.ts holds a real-format

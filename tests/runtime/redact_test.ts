@@ -30,7 +30,10 @@ Deno.test("redact: obvious credentials", () => {
   for (const [input, expected] of cases) assertEquals(redact(input), expected, input);
 });
 
-/** A sample's text where it may sit: alone, inside prose, with CRLF line ends, twice in a row, in a code fence. */
+/**
+ * A sample's text where it may sit: alone, inside prose, with CRLF line ends, twice in a row, in a code
+ * fence, and as a JSON string (a pasted log line: escaped newlines and quotes).
+ */
 function contexts(text: string): string[] {
   return [
     text,
@@ -38,6 +41,7 @@ function contexts(text: string): string[] {
     text.replaceAll("\n", "\r\n") + "\r\n",
     `${text}\n${text}`,
     "```\n" + text + "\n```",
+    JSON.stringify({ level: "error", msg: `request failed:\n${text}` }),
   ];
 }
 
@@ -46,7 +50,8 @@ Deno.test("redact: every real-format credential goes, wherever it sits", () => {
   for (const c of CREDENTIALS) {
     for (const text of contexts(c.text)) {
       const out = redact(text);
-      if (out.includes(c.secret) || !out.includes(REDACTED)) missed.push(`${c.rule}: ${JSON.stringify(out)}`);
+      const leaked = out.includes(c.secret) || out.includes(JSON.stringify(c.secret).slice(1, -1));
+      if (leaked || !out.includes(REDACTED)) missed.push(`${c.rule}: ${JSON.stringify(out)}`);
     }
   }
   assertEquals(missed, []);
@@ -69,6 +74,7 @@ Deno.test("redact: every rule has a real-format sample, and that rule alone remo
 Deno.test("redact: ordinary code and prose hold no secret and are left as they are", () => {
   for (const t of NOT_SECRETS) assertEquals(redact(t), t);
   assertEquals(redact(NOT_SECRETS.join("\r\n")), NOT_SECRETS.join("\r\n"));
+  assertEquals(redact(JSON.stringify(NOT_SECRETS)), JSON.stringify(NOT_SECRETS));
 });
 
 Deno.test("redact: ordinary prose and code are untouched", () => {
