@@ -141,12 +141,15 @@ const SECRET_HINT = /secret|token|pass|pwd|cred|auth|key|sig/gi;
  * `key =>`, and `\"key\": ` of JSON inside a JSON string).
  */
 const KEY_AT = /-{0,2}(\\?["']?)([A-Za-z_][\w.-]*)\1([ \t]*)(:=|=>|\?=|=|:)([ \t]*)/y;
-/** An assignment's value: a quoted string on its line (`\"…\"` too), else a run of value characters. */
-const VALUE = /\\"[^"\r\n]*\\"|"[^"\r\n]*"|'[^'\r\n]*'|`[^`\r\n]*`|[^\s"'`,;&]+/y;
+/**
+ * An assignment's value: a quoted string on its line (`\"…\"` too), else a run of value characters (which
+ * a `\n`, `\r` or `\t` escape of pasted JSON ends, like the line break it stands for).
+ */
+const VALUE = /\\"[^"\r\n]*\\"|"[^"\r\n]*"|'[^'\r\n]*'|`[^`\r\n]*`|(?:[^\s"'`,;&\\]|\\(?![nrt]))+/y;
 /** A value's opening quote. */
 const OPENING_QUOTE = /^\\?["'`]/;
-/** The rest of a `.env` line. */
-const LINE_REST = /[^\r\n]+/y;
+/** The rest of a `.env` line (to a line break, or its `\n` / `\r` escape). */
+const LINE_REST = /(?:[^\r\n\\]|\\(?![nr]))+/y;
 
 /** The words of a key name: `AWSSecretAccessKey`, `_authToken`, `DB_PASSWORD`, `x-api-key`. */
 const KEY_WORDS = /[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+/g;
@@ -286,6 +289,11 @@ function stickyAt(re: RegExp, text: string, at: number): RegExpExecArray | null 
   return re.exec(text);
 }
 
+/** Whether `i` follows a line break, or its `\n` / `\r` escape (pasted JSON). */
+function afterBreak(text: string, i: number): boolean {
+  return text[i - 1] === "\n" || text[i - 1] === "\r" || (text[i - 2] === "\\" && /[nr]/.test(text[i - 1]));
+}
+
 /** Whether only blanks, and an `export`, stand between the start of `at`'s line and `at`. */
 function atLineStart(text: string, at: number): boolean {
   const blanksBefore = (i: number) => {
@@ -294,7 +302,7 @@ function atLineStart(text: string, at: number): boolean {
   };
   let i = blanksBefore(at);
   if (i < at && i >= 6 && text.startsWith("export", i - 6)) i = blanksBefore(i - 6);
-  return i === 0 || text[i - 1] === "\n" || text[i - 1] === "\r";
+  return i === 0 || afterBreak(text, i);
 }
 
 /**
@@ -311,6 +319,7 @@ function redactAssignments(text: string): string {
   for (let hint = SECRET_HINT.exec(text); hint; hint = SECRET_HINT.exec(text)) {
     let start = hint.index;
     while (start > 0 && keyChar(text, start - 1)) start--;
+    if (start < hint.index && text[start - 1] === "\\" && /[nrt]/.test(text[start])) start++; // after `\n`
     let keyEnd = hint.index + hint[0].length;
     while (keyEnd < text.length && keyChar(text, keyEnd)) keyEnd++;
     SECRET_HINT.lastIndex = keyEnd;
