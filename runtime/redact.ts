@@ -148,8 +148,9 @@ const KEY_AT = /-{0,2}(\\?["']?)([A-Za-z_][\w.-]*)\1([ \t]*)(:=|=>|\?=|=|:)([ \t
 const VALUE = /\\"[^"\r\n]*\\"|"[^"\r\n]*"|'[^'\r\n]*'|`[^`\r\n]*`|(?:[^\s"'`,;&\\]|\\(?![nrt]))+/y;
 /** A value's opening quote. */
 const OPENING_QUOTE = /^\\?["'`]/;
-/** The rest of a `.env` line (to a line break, or its `\n` / `\r` escape). */
-const LINE_REST = /(?:[^\r\n\\]|\\(?![nr]))+/y;
+/** The rest of a `.env` line; in a JSON string (after a `\n` escape), to the next escape or the string's end. */
+const LINE_REST = /[^\r\n]+/y;
+const ESCAPED_LINE_REST = /(?:[^\r\n\\"]|\\(?![nrt]))+/y;
 
 /** The words of a key name: `AWSSecretAccessKey`, `_authToken`, `DB_PASSWORD`, `x-api-key`. */
 const KEY_WORDS = /[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+/g;
@@ -289,20 +290,19 @@ function stickyAt(re: RegExp, text: string, at: number): RegExpExecArray | null 
   return re.exec(text);
 }
 
-/** Whether `i` follows a line break, or its `\n` / `\r` escape (pasted JSON). */
-function afterBreak(text: string, i: number): boolean {
-  return text[i - 1] === "\n" || text[i - 1] === "\r" || (text[i - 2] === "\\" && /[nr]/.test(text[i - 1]));
-}
-
-/** Whether only blanks, and an `export`, stand between the start of `at`'s line and `at`. */
-function atLineStart(text: string, at: number): boolean {
+/**
+ * Whether only blanks, and an `export`, stand between the start of `at`'s line and `at`: "line" after a
+ * line break (or at the text's start), "escaped" after a `\n` / `\r` escape of pasted JSON, else "".
+ */
+function lineStart(text: string, at: number): "line" | "escaped" | "" {
   const blanksBefore = (i: number) => {
     while (i > 0 && (text[i - 1] === " " || text[i - 1] === "\t")) i--;
     return i;
   };
   let i = blanksBefore(at);
   if (i < at && i >= 6 && text.startsWith("export", i - 6)) i = blanksBefore(i - 6);
-  return i === 0 || afterBreak(text, i);
+  if (i === 0 || text[i - 1] === "\n" || text[i - 1] === "\r") return "line";
+  return text[i - 2] === "\\" && /[nr]/.test(text[i - 1]) ? "escaped" : "";
 }
 
 /**
@@ -330,8 +330,10 @@ function redactAssignments(text: string): string {
     if (!m || !secretName(m[2])) continue;
     const [head, , key, before, op, after] = m;
     const end = m.index + head.length;
-    const envLine = op === "=" && !OPENING_QUOTE.test(text.slice(end, end + 2)) && atLineStart(text, m.index);
-    const value = (stickyAt(envLine ? LINE_REST : VALUE, text, end)?.[0] ?? "").trimEnd();
+    const line = op === "=" && !OPENING_QUOTE.test(text.slice(end, end + 2)) ? lineStart(text, m.index) : "";
+    const envLine = line !== "";
+    const rest = line === "line" ? LINE_REST : line === "escaped" ? ESCAPED_LINE_REST : VALUE;
+    const value = (stickyAt(rest, text, end)?.[0] ?? "").trimEnd();
     const prefix = OPENING_QUOTE.test(text.slice(end + value.length, end + value.length + 2)) &&
       /^[A-Za-z]{1,2}$/.test(value); // a string's prefix: f"…", rb'…'
     const literal = op === "=" && ((!before && !after) || (envLine && !/[a-z]/.test(key)));

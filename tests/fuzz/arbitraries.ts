@@ -238,11 +238,11 @@ export const credentialArb: fc.Arbitrary<Credential> = fc.tuple(
     return kind ? kind[(draws[i % draws.length] + i * 7919) % kind.length] : ch;
   }).join("");
   const secret = c.secret.slice(0, half) + tail;
-  drawnSecrets.add(secret);
-  return { rule: c.rule, text: c.text.replace(c.secret, secret), secret };
+  drawnSecrets.add(tail.length >= 8 ? tail : secret);
+  return { rule: c.rule, text: c.text.replace(c.secret, secret), secret, tail };
 });
 
-/** Every secret `credentialArb` drew: nothing sent or written may hold one. */
+/** Every secret `credentialArb` drew (its drawn half, when long enough to be its own): none may be sent or written. */
 export const drawnSecrets = new Set<string>();
 
 /** The drawn secrets `text` holds, as they are or escaped in JSON. */
@@ -260,5 +260,5 @@ export const credentialText: fc.Arbitrary<{ text: string; secrets: string[] }> =
   fc.constantFrom("\n", "\r\n"),
 ).map(([creds, around, eol]) => ({
   text: [around[0], ...creds.flatMap((c, i) => [c.text, around[i + 1]])].join(eol),
-  secrets: creds.map((c) => c.secret),
+  secrets: creds.map((c) => (c.tail.length >= 8 ? c.tail : c.secret)),
 }));

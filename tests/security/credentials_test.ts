@@ -98,7 +98,7 @@ Deno.test("security: no real-format credential leaves in a recall query or a cap
   assertTrue(landed.some(([p]) => p.endsWith("kimicode-hooks.log")), "the debug log was written");
   assertTrue(landed.some(([p]) => p.includes("/ledger/")), "the ledger was written");
   assertTrue(landed.some(([p]) => p.endsWith(".prompt.json")), "the prompt state (kept prompts) was written");
-  const secrets = CREDENTIALS.map((c) => c.secret);
+  const secrets = CREDENTIALS.flatMap((c) => [c.secret, c.tail]);
   assertEquals([...sent, ...landed].flatMap(([where, text]) => leaks(where, text, secrets)), []);
   assertTrue(sent.some(([, text]) => text.includes("[REDACTED]")), "what was sent was redacted, not dropped");
 });

@@ -6,17 +6,21 @@
  * for a leak.
  */
 
-/** A credential sample: the rule that must catch it, the text it sits in, and the secret itself. */
+/**
+ * A credential sample: the rule that must catch it, the text it sits in, the secret itself, and its last
+ * piece (what a redaction that stopped short would leave).
+ */
 export interface Credential {
   rule: string;
   text: string;
   secret: string;
+  tail: string;
 }
 
-/** `text` with `secret` in it at `{}`. */
+/** `text` with the secret, written in pieces, in it at `{}`. */
 function sample(rule: string, text: string, ...secret: string[]): Credential {
   const s = secret.join("");
-  return { rule, text: text.replace("{}", s), secret: s };
+  return { rule, text: text.replace("{}", s), secret: s, tail: secret.at(-1)! };
 }
 
 const PGP = [
