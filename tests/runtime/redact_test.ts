@@ -172,6 +172,12 @@ Deno.test("redact: every rule is linear — 1 MB of its worst case in well under
     "Square heads in one run": mb("EAAA"),
     "PGP key blocks begun never ended": mb("-----BEGIN PGP PRIVATE KEY BLOCK-----\n"),
     "Slack webhook paths": mb("hooks.slack.com/services/"),
+    // pasted JSON: escapes and escaped quotes
+    "JSON escapes": mb("\\n"),
+    "escaped quoted keys never assigned": mb('\\"token\\" '),
+    "escaped quoted values never closed": mb('\\"token\\": \\"a'),
+    ".env lines after escapes": mb("\\nPASSWORD=a b"),
+    "tokens after escapes": mb("\\nghp_"),
   };
   assertLinear("redact", redact, cases);
 });
