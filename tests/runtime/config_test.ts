@@ -336,7 +336,7 @@ Deno.test("loadConfig: a cloned repository's .openviking/config.json may make me
   assertEquals(config.baseUrl, "http://127.0.0.1:1933");
   assertEquals([config.autoCapture, config.ledgerMaxAgeDays], [false, 1], "stricter is taken");
   assertEquals(warnings, [
-    `${file}: "url" is ignored; put connection settings in ~/.openviking/ovcli.conf`,
+    `${file}: "url" is ignored (a workspace file may not set it); put it in ~/.openviking/ovcli.conf`,
     `${file} "peerSource": "none" is ignored: a workspace file may not set it`,
     `${file} "captureMaxLength": 10000000 is ignored: a workspace file may only lower it`,
     `${file} "redact": false is ignored: a workspace file may only turn it on`,

@@ -235,6 +235,7 @@ const WORKSPACE: Record<Name, Allowed> = {
   pendingTtlDays: never(7, 1),
   ledgerMaxBytes: lower(64 * 1024, 1024 ** 3),
   ledgerMaxAgeDays: lower(1, 3650),
+  mcpTools: never(["memory"], ["all"]),
   debug: off,
   debugLogPath: never("/var/log/a.log", "/tmp/leak.log"),
 };
