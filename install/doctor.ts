@@ -27,6 +27,8 @@ export { registrations } from "./doctor-kimi.ts";
 export interface DoctorContext {
   env: Env;
   home: string;
+  /** Where doctor runs: its workspace's `.openviking/config*.json` are read like a hook's. */
+  cwd?: string;
   os: OsFamily;
   now: number;
   /** Runs a shell command line in `cwd`; returns exit code and output. */
@@ -42,7 +44,8 @@ function settingsCheck(warnings: string[]): Check[] {
       status: "warn",
       summary: "some settings were ignored",
       detail: warnings,
-      fix: "correct the values named above (environment or ~/.openviking/ovcli.conf)",
+      fix: "correct the values named above (environment or ~/.openviking/ovcli.conf); " +
+        "a workspace file may only make memory stricter: set the others in ~/.openviking/ovcli.conf",
     }]
     : [];
 }
@@ -67,7 +70,7 @@ async function guarded(id: string, what: string, part: () => Check[] | Promise<C
 /** Runs every check. */
 export async function runDoctor(ctx: DoctorContext): Promise<Check[]> {
   const homes = await guarded("home", "the home directory", () => homeChecks(ctx.env));
-  const { config, warnings } = await loadConfig(ctx.env);
+  const { config, warnings } = await loadConfig(ctx.env, ctx.cwd);
   const server = () => guarded("server", "the server", () => serverChecks(config, ctx.fetch));
   // Without Kimi's home there is nothing on disk to inspect; the server is still worth a look.
   if (!ctx.home) return scrub([...homes, ...await server()], [config.apiKey]) as Check[];
@@ -120,8 +123,9 @@ export async function doctorCommand(options: DoctorOptions): Promise<number> {
   let checks: Check[];
   try {
     // "" without a home: the checks say so instead of looking at a directory relative to here.
-    const home = orNoHome(() => kimiHomeFor(env, explicitHome, invocationCwd(env))) ?? "";
-    checks = await runDoctor({ env, home, os: currentOs(), now: Date.now() });
+    const cwd = invocationCwd(env);
+    const home = orNoHome(() => kimiHomeFor(env, explicitHome, cwd)) ?? "";
+    checks = await runDoctor({ env, home, os: currentOs(), now: Date.now(), cwd });
   } catch (error) {
     checks = await guarded("doctor", "the setup", () => Promise.reject(error));
   }

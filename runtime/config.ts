@@ -2,12 +2,13 @@
  * Configuration: connection and identity — server URL, MCP URL, API key, account, user, actor peer — resolved
  * from the environment, ovcli.conf and ov.conf by the rules OpenViking's other plugins follow (their shared
  * plugin runtime), and every behaviour knob (knobs.ts); read from the environment, the credential files
- * (`~/.openviking/ovcli.conf`, `ov.conf`) and the workspace's `.openviking/config*.json`, which may choose
- * knobs but never where data goes or who we are. Resolution is pure; only `loadConfig` reads files.
+ * (`~/.openviking/ovcli.conf`, `ov.conf`) and the workspace's `.openviking/config*.json` — anyone's
+ * repository: it may make memory stricter (each knob's rule, knobs.ts), never set where data goes or who we
+ * are. Resolution is pure; only `loadConfig` reads files.
  */
 
 import { settled } from "./fs.ts";
-import { resolveSettings, type Settings, type SettingSources } from "./knobs.ts";
+import { resolveSettings, type Settings, type SettingSources, type WorkspaceFile } from "./knobs.ts";
 import { asRecord, type JsonRecord } from "./parsed.ts";
 import { withoutUserinfo } from "./scrub.ts";
 import {
@@ -274,9 +275,9 @@ export interface Resolved {
 }
 
 /**
- * Fields a workspace file may never set: where data goes (server, MCP URL, log path), who we are (keys,
- * account, user, peer) and what the model may do (the MCP tools offered). A repository chooses knobs, never
- * a destination, an identity or a power.
+ * Connection fields a workspace file may never set: where data goes (server, MCP URL) and who we are (keys,
+ * account, user, peer). The knobs say for themselves what a workspace may do with them (the log path and the
+ * MCP tools offered: nothing).
  */
 const WORKSPACE_FORBIDDEN = [
   "url",
@@ -287,8 +288,6 @@ const WORKSPACE_FORBIDDEN = [
   "account",
   "user",
   "peerId",
-  "debugLogPath",
-  "mcpTools",
 ];
 
 /** Removes connection fields from a workspace settings object (workspace files may not redirect credentials). */
@@ -349,13 +348,13 @@ function readJsonFile(path: string, warnings: string[]): unknown {
  * Workspace settings files for `cwd`, nearest first: `.openviking/config.local.json`, `.openviking/config.json`
  * (none for a relative cwd: it would resolve against this process's directory, not the workspace).
  */
-function readWorkspace(cwd: string | undefined, warnings: string[]): unknown[] {
+function readWorkspace(cwd: string | undefined, warnings: string[]): WorkspaceFile[] {
   if (!cwd || !isAbsolutePath(cwd)) return [];
-  const out: unknown[] = [];
+  const out: WorkspaceFile[] = [];
   for (const name of ["config.local.json", "config.json"]) {
     const path = joinPath(cwd, ".openviking", name);
     const value = readJsonFile(path, warnings);
-    if (value !== undefined) out.push(sanitizeWorkspace(value, path, warnings));
+    if (value !== undefined) out.push({ path, value: sanitizeWorkspace(value, path, warnings) });
   }
   return out;
 }

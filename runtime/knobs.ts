@@ -1,8 +1,13 @@
 /**
- * Every behaviour knob, defined once: its environment variable, its parser and its default. A knob's value
- * comes from the environment, then the workspace files, then ovcli.conf's `plugin.kimicode` section, then its
- * `plugin` section, then the default. A bad value never crashes anything: it is reported as a warning and
- * replaced by its default.
+ * Every behaviour knob, defined once: its environment variable, its parser, its default, and what a workspace
+ * file may do with it. A knob's value comes from the environment, then the workspace files, then ovcli.conf's
+ * `plugin.kimicode` section, then its `plugin` section, then the default. A bad value never crashes
+ * anything: it is reported as a warning and replaced by its default.
+ *
+ * A workspace file (`<repo>/.openviking/config*.json`) is anyone's repository: it may make memory stricter
+ * (capture or recall off, a shorter capture or retention, redaction on), never weaker, and never choose where
+ * data goes or who we are. Its value is taken only when its knob's rule allows it against the user's own
+ * value (environment, ovcli.conf, or the default); else it is named in a warning and ignored.
  *
  * The parsers are small hand checks, not zod schemas: the table is resolved on every hook run, and building
  * ~40 zod/mini schemas at import was ~4 ms of the prompt hook's start in a lazily compiled bundle (0–1.5 ms
@@ -67,65 +72,103 @@ const listKnob: Parser<string[]> = (raw) => {
 const pathKnob: Parser<string> = (raw) =>
   typeof raw !== "string" ? bad("expected string") : raw ? ok(raw) : bad("needs at least 1 character");
 
-/** One knob: its environment variable, its parser and its default (undefined: unset unless configured). */
+/**
+ * What a workspace file may do with a knob: whether its value `asked` is allowed against the user's own
+ * value, and the words for it (README's table and the warning for a value it does not allow say them).
+ */
+export interface WorkspaceRule {
+  allows: (asked: unknown, user: unknown) => boolean;
+  /** What a workspace file may do with the knob: "set it", "turn it off", "lower it"…; "" = nothing. */
+  may: string;
+}
+
+/** Any value: the knob shapes what is shown, not what is kept, sent or to whom. */
+const ANY: WorkspaceRule = { allows: () => true, may: "set it" };
+/** No value: the knob decides who we are, where data goes, what the model may do, or when the user's data is dropped. */
+const NEVER: WorkspaceRule = { allows: () => false, may: "" };
+/** A value no higher than the user's: a shorter capture, retention or wait. */
+const LOWER: WorkspaceRule = { allows: (asked, user) => Number(asked) <= Number(user), may: "lower it" };
+/** A list holding every item of the user's: more sessions left alone. */
+const ADD: WorkspaceRule = {
+  allows: (asked, user) => (user as string[]).every((item) => (asked as string[]).includes(item)),
+  may: "add to it",
+};
+/** The user's value, or `strict`: a switch only toward off (or on), a scope only toward the narrower. */
+const toward = (strict: unknown, may: string): WorkspaceRule => ({
+  allows: (asked, user) => asked === strict || asked === user,
+  may,
+});
+const OFF = toward(false, "turn it off");
+const ON = toward(true, "turn it on");
+
+/** One knob: its environment variable, its parser, its default (undefined: unset unless configured), its rule. */
 export interface Knob<T, D extends T | undefined = T> {
   env: string;
   parse: Parser<T>;
   default: D;
+  workspace: WorkspaceRule;
 }
 
 /** A knob with a default. */
-function knob<T>(env: string, parse: Parser<T>, fallback: T): Knob<T, T> {
-  return { env, parse, default: fallback };
+function knob<T>(env: string, parse: Parser<T>, fallback: T, workspace: WorkspaceRule): Knob<T, T> {
+  return { env, parse, default: fallback, workspace };
 }
 
 /** A knob that is unset unless configured. */
-function optionalKnob<T>(env: string, parse: Parser<T>): Knob<T, undefined> {
-  return { env, parse, default: undefined };
+function optionalKnob<T>(env: string, parse: Parser<T>, workspace: WorkspaceRule): Knob<T, undefined> {
+  return { env, parse, default: undefined, workspace };
 }
 
-/** Every knob: its environment variable, its parser and its default. The single source of truth. */
+/**
+ * Every knob: its environment variable, its parser, its default and what a workspace file may do with it.
+ * The single source of truth.
+ */
 export const KNOBS = {
-  enabled: knob("OPENVIKING_MEMORY_ENABLED", boolKnob, true),
-  autoRecall: knob("OPENVIKING_AUTO_RECALL", boolKnob, true),
-  autoCapture: knob("OPENVIKING_AUTO_CAPTURE", boolKnob, true),
-  workspacePeer: knob("OPENVIKING_WORKSPACE_PEER", boolKnob, true),
-  peerSource: knob("OPENVIKING_PEER_SOURCE", enumKnob(["git", "cwd", "none"]), "git"),
-  bypassSession: knob("OPENVIKING_BYPASS_SESSION", boolKnob, false),
-  bypassSessionPatterns: knob("OPENVIKING_BYPASS_SESSION_PATTERNS", listKnob, []),
-  recallLimit: knob("OPENVIKING_RECALL_LIMIT", numKnob(1, 100), 10),
-  recallTokenBudget: knob("OPENVIKING_RECALL_TOKEN_BUDGET", numKnob(200, 100_000), 2000),
-  recallMaxContentChars: knob("OPENVIKING_RECALL_MAX_CONTENT_CHARS", numKnob(50, 100_000), 500),
-  scoreThreshold: knob("OPENVIKING_SCORE_THRESHOLD", numKnob(0, 1, false), 0.35),
-  recallPreferAbstract: knob("OPENVIKING_RECALL_PREFER_ABSTRACT", boolKnob, true),
-  recallPeerScope: knob("OPENVIKING_RECALL_PEER_SCOPE", enumKnob(["all", "actor"]), "all"),
-  recallDedupTurns: knob("OPENVIKING_RECALL_DEDUP_TURNS", numKnob(0, 20), 5),
-  recallMaxTokens: optionalKnob("OPENVIKING_RECALL_MAX_TOKENS", numKnob(64, 32_000)),
-  recallQueryExpansion: optionalKnob("OPENVIKING_RECALL_QUERY_EXPANSION", enumKnob(["off", "auto"])),
-  recallFormat: knob("OPENVIKING_RECALL_FORMAT", enumKnob(["digest", "full"]), "digest"),
-  recallDigestLimit: knob("OPENVIKING_RECALL_DIGEST_LIMIT", numKnob(1, 50), 5),
-  recallDigestChars: knob("OPENVIKING_RECALL_DIGEST_CHARS", numKnob(300, 32_000), 1200),
-  minQueryLength: knob("OPENVIKING_MIN_QUERY_LENGTH", numKnob(0, 10_000), 3),
-  timeoutMs: knob("OPENVIKING_TIMEOUT_MS", numKnob(1000, 600_000), 15_000),
-  promptBudgetMs: knob("OPENVIKING_PROMPT_BUDGET_MS", numKnob(500, 600_000), 17_000),
-  interruptBudgetMs: knob("OPENVIKING_INTERRUPT_BUDGET_MS", numKnob(200, 600_000), 2000),
-  replayBudgetMs: knob("OPENVIKING_REPLAY_BUDGET_MS", numKnob(200, 600_000), 10_000),
-  captureWaitMs: knob("OPENVIKING_CAPTURE_WAIT_MS", numKnob(0, 600_000), 10_000),
-  profileTokenBudget: knob("OPENVIKING_PROFILE_TOKEN_BUDGET", numKnob(500, 100_000), 6000),
-  commitTurnThreshold: knob("OPENVIKING_COMMIT_TURN_THRESHOLD", numKnob(1, 100_000), 1),
-  captureMaxLength: knob("OPENVIKING_CAPTURE_MAX_LENGTH", numKnob(100, 10_000_000), 24_000),
-  redact: knob("OPENVIKING_REDACT", boolKnob, true),
-  writePathAsync: knob("OPENVIKING_WRITE_PATH_ASYNC", boolKnob, true),
-  pendingReplayLimit: knob("OPENVIKING_PENDING_REPLAY_LIMIT", numKnob(1, 100_000), 50),
-  pendingMaxRetries: knob("OPENVIKING_PENDING_MAX_RETRIES", numKnob(1, 1000), 3),
-  pendingTtlDays: knob("OPENVIKING_PENDING_TTL_DAYS", numKnob(1, 3650), 7),
+  enabled: knob("OPENVIKING_MEMORY_ENABLED", boolKnob, true, OFF),
+  autoRecall: knob("OPENVIKING_AUTO_RECALL", boolKnob, true, OFF),
+  autoCapture: knob("OPENVIKING_AUTO_CAPTURE", boolKnob, true, OFF),
+  workspacePeer: knob("OPENVIKING_WORKSPACE_PEER", boolKnob, true, NEVER),
+  peerSource: knob("OPENVIKING_PEER_SOURCE", enumKnob(["git", "cwd", "none"]), "git", NEVER),
+  bypassSession: knob("OPENVIKING_BYPASS_SESSION", boolKnob, false, ON),
+  bypassSessionPatterns: knob("OPENVIKING_BYPASS_SESSION_PATTERNS", listKnob, [], ADD),
+  recallLimit: knob("OPENVIKING_RECALL_LIMIT", numKnob(1, 100), 10, ANY),
+  recallTokenBudget: knob("OPENVIKING_RECALL_TOKEN_BUDGET", numKnob(200, 100_000), 2000, ANY),
+  recallMaxContentChars: knob("OPENVIKING_RECALL_MAX_CONTENT_CHARS", numKnob(50, 100_000), 500, ANY),
+  scoreThreshold: knob("OPENVIKING_SCORE_THRESHOLD", numKnob(0, 1, false), 0.35, ANY),
+  recallPreferAbstract: knob("OPENVIKING_RECALL_PREFER_ABSTRACT", boolKnob, true, ANY),
+  recallPeerScope: knob(
+    "OPENVIKING_RECALL_PEER_SCOPE",
+    enumKnob(["all", "actor"]),
+    "all",
+    toward("actor", 'set it to "actor"'),
+  ),
+  recallDedupTurns: knob("OPENVIKING_RECALL_DEDUP_TURNS", numKnob(0, 20), 5, ANY),
+  recallMaxTokens: optionalKnob("OPENVIKING_RECALL_MAX_TOKENS", numKnob(64, 32_000), ANY),
+  recallQueryExpansion: optionalKnob("OPENVIKING_RECALL_QUERY_EXPANSION", enumKnob(["off", "auto"]), ANY),
+  recallFormat: knob("OPENVIKING_RECALL_FORMAT", enumKnob(["digest", "full"]), "digest", ANY),
+  recallDigestLimit: knob("OPENVIKING_RECALL_DIGEST_LIMIT", numKnob(1, 50), 5, ANY),
+  recallDigestChars: knob("OPENVIKING_RECALL_DIGEST_CHARS", numKnob(300, 32_000), 1200, ANY),
+  minQueryLength: knob("OPENVIKING_MIN_QUERY_LENGTH", numKnob(0, 10_000), 3, ANY),
+  timeoutMs: knob("OPENVIKING_TIMEOUT_MS", numKnob(1000, 600_000), 15_000, LOWER),
+  promptBudgetMs: knob("OPENVIKING_PROMPT_BUDGET_MS", numKnob(500, 600_000), 17_000, LOWER),
+  interruptBudgetMs: knob("OPENVIKING_INTERRUPT_BUDGET_MS", numKnob(200, 600_000), 2000, LOWER),
+  replayBudgetMs: knob("OPENVIKING_REPLAY_BUDGET_MS", numKnob(200, 600_000), 10_000, LOWER),
+  captureWaitMs: knob("OPENVIKING_CAPTURE_WAIT_MS", numKnob(0, 600_000), 10_000, LOWER),
+  profileTokenBudget: knob("OPENVIKING_PROFILE_TOKEN_BUDGET", numKnob(500, 100_000), 6000, ANY),
+  commitTurnThreshold: knob("OPENVIKING_COMMIT_TURN_THRESHOLD", numKnob(1, 100_000), 1, ANY),
+  captureMaxLength: knob("OPENVIKING_CAPTURE_MAX_LENGTH", numKnob(100, 10_000_000), 24_000, LOWER),
+  redact: knob("OPENVIKING_REDACT", boolKnob, true, ON),
+  writePathAsync: knob("OPENVIKING_WRITE_PATH_ASYNC", boolKnob, true, ANY),
+  pendingReplayLimit: knob("OPENVIKING_PENDING_REPLAY_LIMIT", numKnob(1, 100_000), 50, ANY),
+  pendingMaxRetries: knob("OPENVIKING_PENDING_MAX_RETRIES", numKnob(1, 1000), 3, NEVER),
+  pendingTtlDays: knob("OPENVIKING_PENDING_TTL_DAYS", numKnob(1, 3650), 7, NEVER),
   /** The local ledger (what hook runs did, for `status`): all sessions' files together, and their age. */
-  ledgerMaxBytes: knob("OPENVIKING_LEDGER_MAX_BYTES", numKnob(64 * 1024, 1024 ** 3), 8 * 1024 * 1024),
-  ledgerMaxAgeDays: knob("OPENVIKING_LEDGER_MAX_AGE_DAYS", numKnob(1, 3650), 30),
-  /** The MCP tools offered to the model beyond memory's (`all`: every tool); a workspace file cannot set it. */
-  mcpTools: knob("OPENVIKING_MCP_TOOLS", listKnob, ["memory"]),
-  debug: knob("OPENVIKING_DEBUG", boolKnob, false),
-  debugLogPath: optionalKnob("OPENVIKING_DEBUG_LOG", pathKnob),
+  ledgerMaxBytes: knob("OPENVIKING_LEDGER_MAX_BYTES", numKnob(64 * 1024, 1024 ** 3), 8 * 1024 * 1024, LOWER),
+  ledgerMaxAgeDays: knob("OPENVIKING_LEDGER_MAX_AGE_DAYS", numKnob(1, 3650), 30, LOWER),
+  /** The MCP tools offered to the model beyond memory's (`all`: every tool): a power, not a repository's. */
+  mcpTools: knob("OPENVIKING_MCP_TOOLS", listKnob, ["memory"], NEVER),
+  debug: knob("OPENVIKING_DEBUG", boolKnob, false, OFF),
+  debugLogPath: optionalKnob("OPENVIKING_DEBUG_LOG", pathKnob, NEVER),
 };
 
 type Knobs = typeof KNOBS;
@@ -149,65 +192,83 @@ export type Settings = Omit<KnobValues, "debugLogPath"> & {
   recallDedupTurnsConfigured: boolean;
 };
 
+/** A workspace settings file: where it is, and its parsed value. */
+export interface WorkspaceFile {
+  path: string;
+  value: unknown;
+}
+
 /** Where knob values come from besides the environment. */
 export interface SettingSources {
   env: Env;
   /** Parsed ovcli.conf, if it exists and parses. */
   ovcli?: unknown;
-  /** Workspace settings objects, highest precedence first (`config.local.json`, then `config.json`). */
-  workspace?: unknown[];
+  /** Workspace settings files, highest precedence first (`config.local.json`, then `config.json`). */
+  workspace?: WorkspaceFile[];
 }
 
-/** Each knob's configured value (the first layer that has one) and where it came from, for messages. */
-function chosenValues(sources: SettingSources): { values: JsonRecord; from: Map<string, string> } {
-  const plugin = asRecord(asRecord(sources.ovcli).plugin);
-  const layers: [string, JsonRecord][] = [
-    ...(sources.workspace ?? []).map((
-      w,
-      i,
-    ): [string, JsonRecord] => [`workspace config #${i + 1}`, asRecord(w)]),
-    ["ovcli.conf plugin.kimicode", asRecord(plugin.kimicode)],
-    ["ovcli.conf plugin", plugin],
-  ];
-  const values: JsonRecord = {};
-  const from = new Map<string, string>();
-  const choose = (name: string, value: unknown, where: string) => {
-    values[name] = value;
-    from.set(name, where);
-  };
-  for (const [name, { env }] of Object.entries(KNOBS)) {
-    const envValue = sources.env[env];
-    const layer = layers.find(([, l]) => l[name] !== undefined && l[name] !== null);
-    if (envValue !== undefined && envValue.trim() !== "") choose(name, envValue, env);
-    else if (layer) choose(name, layer[1][name], `${layer[0]} "${name}"`);
-  }
-  return { values, from };
+/** A configured value and where it came from, for messages. */
+interface Configured {
+  value: unknown;
+  where: string;
+}
+
+/** A value as a warning shows it. */
+const shown = (value: unknown) => JSON.stringify(value) ?? String(value);
+
+/** The first of `layers` that sets `name` (null counts as unset). */
+function firstSetting(layers: [string, JsonRecord][], name: string): Configured | undefined {
+  const layer = layers.find(([, l]) => l[name] !== undefined && l[name] !== null);
+  return layer && { value: layer[1][name], where: `${layer[0]} "${name}"` };
 }
 
 /**
- * Resolves every knob: env, then workspace files, then ovcli.conf `plugin.kimicode`, then `plugin`, then
- * default. Each chosen value is parsed by its knob; an invalid one is named in `warnings` (in the table's
- * order) and its default applies.
+ * Resolves every knob. The user's value: the environment, else ovcli.conf `plugin.kimicode`, else `plugin`,
+ * else the default. Then, unless the environment set it, the first workspace file that sets the knob, if
+ * the knob's rule allows that value against the user's. Each value is parsed by its knob; an invalid or
+ * disallowed one is named in `warnings` (in the table's order) and not used.
  */
 export function resolveSettings(sources: SettingSources, warnings: string[] = []): Settings {
-  const { values, from } = chosenValues(sources);
+  const plugin = asRecord(asRecord(sources.ovcli).plugin);
+  const userLayers: [string, JsonRecord][] = [
+    ["ovcli.conf plugin.kimicode", asRecord(plugin.kimicode)],
+    ["ovcli.conf plugin", plugin],
+  ];
+  const workspace = (sources.workspace ?? []).map((w): [string, JsonRecord] => [w.path, asRecord(w.value)]);
   const settings: JsonRecord = {};
+  const configured = new Set<string>();
   for (const [name, knob] of Object.entries(KNOBS) as [string, Knob<unknown, unknown>][]) {
-    const parsed = name in values ? knob.parse(values[name]) : undefined;
-    if (parsed && !parsed.ok) {
-      const shown = JSON.stringify(values[name]) ?? String(values[name]);
-      warnings.push(`${from.get(name)}: invalid value ${shown} (${parsed.reason}); using the default`);
-      delete values[name];
+    const envValue = sources.env[knob.env];
+    const fromEnv = envValue !== undefined && envValue.trim() !== "";
+    const user = fromEnv ? { value: envValue, where: knob.env } : firstSetting(userLayers, name);
+    let value = Array.isArray(knob.default) ? [...knob.default] : knob.default;
+    const take = (v: unknown) => {
+      value = v;
+      configured.add(name);
+    };
+    const parsed = user && knob.parse(user.value);
+    if (parsed?.ok) take(parsed.value);
+    else if (user && parsed) {
+      warnings.push(
+        `${user.where}: invalid value ${shown(user.value)} (${parsed.reason}); using the default`,
+      );
     }
-    const value = parsed?.ok ? parsed.value : Array.isArray(knob.default) ? [...knob.default] : knob.default;
+    const asked = fromEnv ? undefined : firstSetting(workspace, name);
+    const wanted = asked && knob.parse(asked.value);
+    if (asked && wanted && !wanted.ok) {
+      warnings.push(`${asked.where}: invalid value ${shown(asked.value)} (${wanted.reason}); ignored`);
+    } else if (asked && wanted?.ok && !knob.workspace.allows(wanted.value, value)) {
+      const may = knob.workspace.may ? `may only ${knob.workspace.may}` : "may not set it";
+      warnings.push(`${asked.where}: ${shown(asked.value)} is ignored: a workspace file ${may}`);
+    } else if (wanted?.ok) take(wanted.value);
     if (value !== undefined) settings[name] = value;
   }
   const knobs = settings as KnobValues;
   return {
     ...knobs,
     debugLogPath: debugLogPath(knobs.debugLogPath, sources.env, warnings),
-    recallLimitConfigured: "recallLimit" in values,
-    recallDedupTurnsConfigured: "recallDedupTurns" in values,
+    recallLimitConfigured: configured.has("recallLimit"),
+    recallDedupTurnsConfigured: configured.has("recallDedupTurns"),
   };
 }
 

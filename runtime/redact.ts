@@ -1,37 +1,19 @@
 /**
- * Redaction applied to captured text before it leaves the machine: `<private>` spans and obvious credentials.
- * Every rule runs in linear time on any input (no quantifier can rescan what another already covered; spans
- * are found with an index scanner): a prompt hook has 20 s, and prompts are pasted logs.
+ * Redaction of text before it leaves the machine or lands on disk: `<private>` spans and credentials.
+ *
+ * The credential rules follow gitleaks' rule list (config/gitleaks.toml, MIT): its rules for credentials
+ * with a shape of their own — a provider's prefix, alphabet and length — are a table here under gitleaks'
+ * names, each taking any length past its minimum (a redaction may take a little more, never less). What
+ * gitleaks finds by context and entropy, rules here find by reading the context: private key blocks of
+ * every kind, URL userinfo, auth headers, `-u user:password`, and assignments whose key names a secret.
+ *
+ * Every rule runs in linear time on any input: a pattern whose start could recur inside its own run looks
+ * behind for the run's characters (so it starts only where a run starts), each assignment's value is read
+ * once, and spans are found with an index scanner — a prompt hook has 20 s, and prompts are pasted logs.
  */
 
 /** Placeholder that replaces a secret. */
 export const REDACTED = "[REDACTED]";
-
-/** The key names of `.env`-style lines whose value is a secret. */
-const SECRET_NAME = /SECRET|TOKEN|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIALS?/;
-
-/** Credential rules: each pattern and its replacement. */
-const RULES: readonly [RegExp, string | ((...groups: string[]) => string)][] = [
-  // Provider keys and tokens.
-  [/\bsk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{16,}/g, REDACTED],
-  [/\b(?:AKIA|ASIA)[0-9A-Z]{16}\b/g, REDACTED],
-  [/\bgh[pousr]_[A-Za-z0-9]{20,}\b/g, REDACTED],
-  [/\bgithub_pat_[A-Za-z0-9_]{20,}/g, REDACTED],
-  [/\bxox[abposr]-[A-Za-z0-9-]{10,}/g, REDACTED],
-  [/\b(Bearer)\s+[A-Za-z0-9._~+/=-]{8,}/gi, `$1 ${REDACTED}`],
-  // .env-style lines whose key says secret / token / password / key. Blanks only within the line (`\s`
-  // would run across blank lines, and CRLF lines, from every line start); the key is one greedy run,
-  // checked for its secret word afterwards.
-  [
-    /^([ \t]*(?:export[ \t]+)?([A-Z0-9_]+)[ \t]*=[ \t]*)(\S.*)$/gm,
-    (line, head, name) => (SECRET_NAME.test(name) ? `${head}${REDACTED}` : line),
-  ],
-  // Inline assignments: password=…, token=…, secret=…, api_key=… (also JSON/YAML-quoted).
-  [
-    /\b((?:password|passwd|pwd|token|secret|api[_-]?key|access[_-]?token|client[_-]?secret)["']?\s*[=:]\s*)("[^"\n]*"|'[^'\n]*'|[^\s,;&"'}]+)/gi,
-    `$1${REDACTED}`,
-  ],
-];
 
 /** A kind of span: how it opens, where its opener ends, what closes it, and what replaces it. */
 export interface SpanRule {
@@ -85,30 +67,322 @@ function stripPrivate(text: string): string {
   return removeSpans(text, PRIVATE);
 }
 
+/** PEM, OpenSSH, PKCS#8, encrypted and PGP private key blocks: `-----BEGIN … PRIVATE KEY[ BLOCK]-----`. */
 const KEY_BLOCK: SpanRule = {
-  open: /-----BEGIN ([A-Z0-9 ]{0,40})PRIVATE KEY-----/g,
+  open: /-----BEGIN ([A-Z0-9 _-]{0,40}PRIVATE KEY(?: BLOCK)?)-----/g,
   openerEnd: (_text, m) => m.index + m[0].length,
-  close: (m) => new RegExp(`-----END ${m[1]}PRIVATE KEY-----`, "g"),
+  close: (m) => new RegExp(`-----END ${m[1]}-----`, "g"),
   replacement: REDACTED,
 };
 
-/** Replaces PEM / OpenSSH private key blocks; an unclosed one is redacted to the end of the text. */
-function redactKeyBlocks(text: string): string {
-  return removeSpans(text, KEY_BLOCK);
+/**
+ * Credentials known by a shape of their own, named after gitleaks' rules (grouped where one provider has
+ * several): the whole match is the secret.
+ */
+const TOKEN_SHAPES: Readonly<Record<string, RegExp>> = {
+  "ai-api-key": /\b(?:sk-[\w-]{16,}|pplx-[A-Za-z0-9]{40,}|gsk_[A-Za-z0-9]{40,})/g,
+  "aws-access-token": /\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b/g,
+  "aws-amazon-bedrock-api-key": /\bABSK[A-Za-z0-9+/]{100,}/g,
+  "gcp-api-key": /\bAIza[\w-]{30,}/g,
+  "google-oauth": /\b(?:ya29\.|GOCSPX-)[\w-]{20,}/g,
+  "azure-ad-client-secret": /(?<![\w~.-])[\w~.]{3}\dQ~[\w~.-]{31,}/g,
+  digitalocean: /\bdo[opr]_v1_[a-f0-9]{64}/g,
+  "heroku-api-key-v2": /\bHRKU-AA[\w-]{50,}/g,
+  "vault-token": /\b(?:hv[sb]\.[\w-]{24,}|s\.(?=[A-Za-z]*\d)[A-Za-z0-9]{24}\b)/g,
+  "doppler-api-token": /\bdp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}/g,
+  "databricks-api-token": /\bdapi[a-f0-9]{32}/g,
+  github: /\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,})/g,
+  gitlab: /\b(?:gl(?:pat|dt|ft|rt|soat|ffct|cbt|imt|agent|oas|ptt)-|GR1348941)[\w.-]{20,}/g,
+  "atlassian-api-token": /\bATATT3[\w=-]{100,}/g,
+  "npm-access-token": /\bnpm_[A-Za-z0-9]{36,}/g,
+  "pypi-upload-token": /\bpypi-AgEIcHlwaS5vcmc[\w-]{50,}/g,
+  "docker-hub-pat": /\bdckr_pat_[\w-]{20,}/g,
+  "huggingface-access-token": /\b(?:hf|api_org)_[A-Za-z]{34}\b/g,
+  stripe: /\b(?:(?:sk|rk)_(?:test|live|prod)|whsec)_[A-Za-z0-9]{10,}/g,
+  "square-access-token": /(?<![\w+/=-])(?:EAAA|sq0atp-|sq0csp-)[\w-]{22,}/g,
+  shopify: /\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}/g,
+  "slack-token": /\bx(?:ox[abprse]|app)-[A-Za-z0-9-]{10,}/g,
+  "slack-webhook-url": /\bhooks\.slack\.com\/(?:services|workflows|triggers)\/[A-Za-z0-9+/]{20,}/g,
+  "discord-webhook-url": /\bdiscord(?:app)?\.com\/api\/webhooks\/\d+\/[\w-]{20,}/g,
+  "sendgrid-api-token": /\bSG\.[\w-]{16,}\.[\w-]{16,}/g,
+  "twilio-api-key": /\bSK[0-9a-fA-F]{32}\b/g,
+  "linear-api-key": /\blin_api_[A-Za-z0-9]{40,}/g,
+  "postman-api-token": /\bPMAK-[a-f0-9]{24}-[a-f0-9]{34}/g,
+  "sentry-token": /\bsntry[su]_[\w+/=]{40,}/g,
+  "grafana-token": /\bgl(?:sa|c)_[\w+/=]{32,}/g,
+  "age-secret-key": /\bAGE-SECRET-KEY-1[0-9A-Z]{58}/g,
+  jwt: /(?<![\w-])eyJ[\w-]{10,}\.eyJ[\w-]{10,}\.[\w-]*/g,
+};
+
+/**
+ * The password of a URL's `user:password@` (up to the last `@` before the path: a password may hold one).
+ * The search starts at `://`, after a scheme's character.
+ */
+const URL_USERINFO = /(?<=[a-z0-9+.-]):\/\/([^\s/?#@:"'<>]*:)[^\s/?#"'<>]+@/gi;
+
+/** An `Authorization` header's credentials, after the scheme word (`Basic`, `Bearer`, `token`…). */
+const AUTHORIZATION =
+  /\b((?:proxy-)?authorization["'`]?[ \t]*[:=][ \t]*["'`]?(?:(?:basic|bearer|token|digest|negotiate|ntlm)[ \t]+)?)(?!(?:basic|bearer|token|digest|negotiate|ntlm)\b|[$%{<[])[^\s"'`,;]+/gi;
+
+/** A bearer token anywhere (one with a digit: `Bearer authentication` is a phrase). */
+const BEARER = /\b(Bearer)[ \t]+(?=[\w.~+/=-]*\d)[\w.~+/=-]{8,}/gi;
+
+/**
+ * The password of `-u user:password` / `--user user:password` (curl and friends): not a number (`-u 1000:1000`
+ * is an id), not a variable or a placeholder.
+ */
+const USER_OPTION =
+  /(?<![\w-])((?:--user|-u)(?:[ \t]+|=)["']?(?![$%{<[])[^\s"':]*:["']?)(?!\d+(?:[\s"']|$)|[$%{<[])[^\s"']+/g;
+
+/** Where a key that may name a secret is: a secret word in it, the scan's quick first look. */
+const SECRET_HINT = /secret|token|pass|pwd|cred|auth|key|sig/gi;
+/**
+ * A key and its assignment operator at a key's start, optionally quoted (`KEY=`, `"key": `, `--key=`,
+ * `key =>`, and `\"key\": ` of JSON inside a JSON string).
+ */
+const KEY_AT = /-{0,2}(\\?["']?)([A-Za-z_][\w.-]*)\1([ \t]*)(:=|=>|\?=|=|:)([ \t]*)/y;
+/**
+ * An assignment's value: a quoted string on its line (`\"…\"` too), else a run of value characters (which
+ * a `\n`, `\r` or `\t` escape of pasted JSON ends, like the line break it stands for).
+ */
+const VALUE = /\\"[^"\r\n]*\\"|"[^"\r\n]*"|'[^'\r\n]*'|`[^`\r\n]*`|(?:[^\s"'`,;&\\]|\\(?![nrt]))+/y;
+/** A value's opening quote. */
+const OPENING_QUOTE = /^\\?["'`]/;
+/** The rest of a `.env` line; in a JSON string (after a `\n` escape), to the next escape or the string's end. */
+const LINE_REST = /[^\r\n]+/y;
+const ESCAPED_LINE_REST = /(?:[^\r\n\\"]|\\(?![nrt]))+/y;
+
+/** The words of a key name: `AWSSecretAccessKey`, `_authToken`, `DB_PASSWORD`, `x-api-key`. */
+const KEY_WORDS = /[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+/g;
+
+/** Words that make a key name a secret's, wherever they stand in it. */
+const SECRET_WORDS = new Set([
+  "secret",
+  "token",
+  "password",
+  "passwd",
+  "pwd",
+  "pass",
+  "passphrase",
+  "credential",
+  "credentials",
+  "creds",
+  "auth",
+  "apikey",
+  "accesstoken",
+  "authtoken",
+  "secretkey",
+  "privatekey",
+  "accesskey",
+  "sig",
+  "signature",
+]);
+
+/** Last words that make a key name one about a secret, not of one: `TOKEN_URL`, `password_file`, `token_type`. */
+const ABOUT_SECRET = new Set([
+  "url",
+  "uri",
+  "endpoint",
+  "host",
+  "path",
+  "file",
+  "dir",
+  "name",
+  "type",
+  "mode",
+  "method",
+  "header",
+  "count",
+  "length",
+  "len",
+  "size",
+  "limit",
+  "max",
+  "min",
+  "enabled",
+  "required",
+  "ttl",
+  "timeout",
+  "expiry",
+  "expires",
+  "format",
+  "prefix",
+  "provider",
+  "version",
+  "id",
+]);
+
+/** Words before a last `key` that make it no secret: `public_key`, `primary_key`, `sort_key`, `s3_key`. */
+const PLAIN_KEYS = new Set([
+  "public",
+  "pub",
+  "primary",
+  "foreign",
+  "sort",
+  "partition",
+  "cache",
+  "hash",
+  "range",
+  "row",
+  "lookup",
+  "idempotency",
+  "unique",
+  "map",
+  "dict",
+  "object",
+  "index",
+  "composite",
+  "hot",
+  "s3",
+  "i18n",
+  "translation",
+  "group",
+  "order",
+  "bucket",
+  "schema",
+]);
+
+/** Whether a key name says its value is a secret: a secret word in it, or `…_key` of a secret kind. */
+function secretName(key: string): boolean {
+  const words = (key.match(KEY_WORDS) ?? []).map((w) => w.toLowerCase());
+  const last = words.at(-1) ?? "";
+  if (ABOUT_SECRET.has(last)) return false;
+  if (last === "key" || last === "keys") return words.length > 1 && !PLAIN_KEYS.has(words.at(-2)!);
+  return words.some((w) => SECRET_WORDS.has(w));
 }
 
-/** Replaces obvious credentials with `[REDACTED]`. */
-function redactSecrets(text: string): string {
-  let out = redactKeyBlocks(text);
-  for (const [pattern, replacement] of RULES) {
-    out = typeof replacement === "string"
-      ? out.replace(pattern, replacement)
-      : out.replace(pattern, replacement as (...groups: string[]) => string);
+/** Values that hold no secret: a redaction already made, a placeholder or variable, a number, a keyword. */
+const NO_SECRET =
+  /^(?:\[REDACTED\].*|\*+|[$%].*|\{\{.*|<[^>]*>|\d[\d._]*|true|false|null|none|nil|undefined|yes|no|on|off)$/i;
+
+/** Unquoted values that are code: a call, an index or a block, a member path, a URL, an operator. */
+const CODE = /[()[\]{}]|^[=<>!&|?]|^[A-Za-z_$][\w$]*(?:\??\.[A-Za-z_$][\w$]*)+;?$|^[a-z][a-z0-9+.-]*:\/\//i;
+
+/** An unquoted value that is more than a word of prose: a digit and a letter, a symbol, or a long run. */
+function looksRandom(v: string): boolean {
+  return (/\d/.test(v) && /[A-Za-z]/.test(v)) || /[^\w.-]/.test(v) || v.length >= 16;
+}
+
+/**
+ * Whether an assignment's value is a secret. Quoted values are literals; an unquoted one is code when it
+ * looks like code, and a literal when written `key=value` (shell, URL query, `.env`) — else, after `:` or a
+ * blank-spaced `=` (prose, YAML, code), only when it {@link looksRandom}.
+ */
+function secretValue(raw: string, literal: boolean): boolean {
+  const quote = OPENING_QUOTE.exec(raw)?.[0] ?? "";
+  const v = quote ? raw.slice(quote.length, -quote.length).trim() : raw.trimEnd();
+  if (!v || NO_SECRET.test(v)) return false;
+  if (quote) return true;
+  if (CODE.test(v)) return false;
+  return literal || looksRandom(v);
+}
+
+/** Whether the character at `i` may be part of a key name (`[\w.-]`). */
+function keyChar(text: string, i: number): boolean {
+  const c = text.charCodeAt(i);
+  return (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 95 || c === 46 ||
+    c === 45;
+}
+
+/** The match of sticky `re` at `at`, or null. */
+function stickyAt(re: RegExp, text: string, at: number): RegExpExecArray | null {
+  re.lastIndex = at;
+  return re.exec(text);
+}
+
+/**
+ * Whether only blanks, and an `export`, stand between the start of `at`'s line and `at`: "line" after a
+ * line break (or at the text's start), "escaped" after a `\n` / `\r` escape of pasted JSON, else "".
+ */
+function lineStart(text: string, at: number): "line" | "escaped" | "" {
+  const blanksBefore = (i: number) => {
+    while (i > 0 && (text[i - 1] === " " || text[i - 1] === "\t")) i--;
+    return i;
+  };
+  let i = blanksBefore(at);
+  if (i < at && i >= 6 && text.startsWith("export", i - 6)) i = blanksBefore(i - 6);
+  if (i === 0 || text[i - 1] === "\n" || text[i - 1] === "\r") return "line";
+  return text[i - 2] === "\\" && /[nr]/.test(text[i - 1]) ? "escaped" : "";
+}
+
+/**
+ * Replaces the values of assignments whose key names a secret (`db_password=…`, `"client_secret": "…"`,
+ * `aws_secret_access_key = …`, `AccountKey=…;`, `?access_token=…&`). A `.env` line's unquoted value is the
+ * rest of its line. One scan from secret word to secret word: each key is read once (the scan goes on past
+ * its end), and so is each value of a secret's key (past it, unless it is a `.env` line's rest kept: that
+ * may hold further keys).
+ */
+function redactAssignments(text: string): string {
+  let out = "";
+  let copied = 0;
+  SECRET_HINT.lastIndex = 0;
+  for (let hint = SECRET_HINT.exec(text); hint; hint = SECRET_HINT.exec(text)) {
+    let start = hint.index;
+    while (start > 0 && keyChar(text, start - 1)) start--;
+    if (start < hint.index && text[start - 1] === "\\" && /[nrt]/.test(text[start])) start++; // after `\n`
+    let keyEnd = hint.index + hint[0].length;
+    while (keyEnd < text.length && keyChar(text, keyEnd)) keyEnd++;
+    SECRET_HINT.lastIndex = keyEnd;
+    const quoted = start > 0 && (text[start - 1] === '"' || text[start - 1] === "'");
+    const escaped = quoted && text[start - 2] === "\\";
+    const m = (escaped ? stickyAt(KEY_AT, text, start - 2) : null) ??
+      (quoted ? stickyAt(KEY_AT, text, start - 1) : null) ?? stickyAt(KEY_AT, text, start);
+    if (!m || !secretName(m[2])) continue;
+    const [head, , key, before, op, after] = m;
+    const end = m.index + head.length;
+    const line = op === "=" && !OPENING_QUOTE.test(text.slice(end, end + 2)) ? lineStart(text, m.index) : "";
+    const envLine = line !== "";
+    const rest = line === "line" ? LINE_REST : line === "escaped" ? ESCAPED_LINE_REST : VALUE;
+    const value = (stickyAt(rest, text, end)?.[0] ?? "").trimEnd();
+    const prefix = OPENING_QUOTE.test(text.slice(end + value.length, end + value.length + 2)) &&
+      /^[A-Za-z]{1,2}$/.test(value); // a string's prefix: f"…", rb'…'
+    const literal = op === "=" && ((!before && !after) || (envLine && !/[a-z]/.test(key)));
+    const redacted = value !== "" && !prefix && secretValue(value, literal);
+    if (redacted) {
+      out += text.slice(copied, end) + REDACTED;
+      copied = end + value.length;
+    }
+    if (redacted || !envLine) SECRET_HINT.lastIndex = Math.max(keyEnd, end + value.length);
   }
+  return out + text.slice(copied);
+}
+
+/**
+ * `re` (a shape, starting with `\b` or a look-behind) that may also start right after a `\n`, `\r` or `\t`
+ * escape: in pasted JSON, `\b` sees the escape's letter before a token.
+ */
+function orAfterEscape(re: RegExp): RegExp {
+  return new RegExp(re.source.replace(/^(\\b|\(\?<![^)]*\))/, String.raw`(?:$1|(?<=\\[nrt]))`), re.flags);
+}
+
+/** A rule that replaces every match of a shape with `[REDACTED]`. */
+function whole(shape: RegExp): (text: string) => string {
+  const re = orAfterEscape(shape);
+  return (text) => text.replace(re, REDACTED);
+}
+
+/**
+ * Every credential rule, in the order they run, by name (tests/support/credentials.ts holds a real-format
+ * sample for each): key blocks first (their bodies are not tokens), then the shapes, then the contexts.
+ */
+export const CREDENTIAL_RULES: Readonly<Record<string, (text: string) => string>> = {
+  "private-key": (text) => removeSpans(text, KEY_BLOCK),
+  ...Object.fromEntries(Object.entries(TOKEN_SHAPES).map(([name, re]) => [name, whole(re)])),
+  "url-userinfo": (text) => text.replace(URL_USERINFO, `://$1${REDACTED}@`),
+  authorization: (text) => text.replace(AUTHORIZATION, `$1${REDACTED}`),
+  bearer: (text) => text.replace(BEARER, `$1 ${REDACTED}`),
+  "user-option": (text) => text.replace(USER_OPTION, `$1${REDACTED}`),
+  assignment: redactAssignments,
+};
+
+/** Replaces every credential with `[REDACTED]` (the log, doctor and error texts use this too: scrub.ts). */
+export function redactCredentials(text: string): string {
+  let out = text;
+  for (const rule of Object.values(CREDENTIAL_RULES)) out = rule(out);
   return out;
 }
 
 /** Full redaction: private spans first, then credentials. */
 export function redact(text: string): string {
-  return redactSecrets(stripPrivate(text));
+  return redactCredentials(stripPrivate(text));
 }

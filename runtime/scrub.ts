@@ -1,8 +1,11 @@
 /**
  * Secrets out of everything we show or write: the configured key (and any given secret) wherever it appears,
- * `Bearer …` tokens, `user:password@` in URLs, and fields whose names say secret. Used by the log, doctor,
- * replay and the MCP error texts. Pure.
+ * every credential redaction knows (redact.ts: the same rules as captured text), `Bearer …` tokens,
+ * `user:password@` in URLs, and fields whose names say secret. Used by the log, doctor, status, replay and
+ * the MCP error texts. Pure.
  */
+
+import { redactCredentials } from "./redact.ts";
 
 /**
  * The `user:password@` of an address: after `//`, up to the last `@` before the path, query or fragment (a
@@ -15,11 +18,11 @@ export function withoutUserinfo(text: string): string {
   return text.replace(USERINFO, "//");
 }
 
-/** Text with every secret masked: the given ones, bearer tokens and URL userinfo. */
+/** Text with every secret masked: the given ones, every credential, bearer tokens and URL userinfo. */
 export function scrubText(text: string, secrets: readonly string[] = []): string {
   let s = text;
   for (const secret of secrets) if (secret && secret.length >= 4) s = s.split(secret).join("***");
-  return withoutUserinfo(s.replace(/\b(Bearer)\s+[^\s"',;]+/gi, "$1 ***"));
+  return withoutUserinfo(redactCredentials(s).replace(/\b(Bearer)\s+[^\s"',;]+/gi, "$1 ***"));
 }
 
 const SECRET_KEY =

@@ -155,6 +155,20 @@ function journalOfSize(bytes: number): { text: string; turns: number } {
   return { text: j.toString(), turns };
 }
 
+/**
+ * A pasted log of 64 KB — as much of a prompt as the recall query cleans and redacts — with CRLF lines and
+ * credentials in it: the prompt that makes redaction work the hardest it is asked to.
+ */
+const PASTED_LOG = Array.from(
+  { length: 800 },
+  (_, i) =>
+    i % 40 === 0
+      ? `DB_PASSWORD=hunter${i} DATABASE_URL=postgres://app:pw${i}@db/app Authorization: Bearer tok${i}abcdef`
+      : `2026-12-01T00:00:${i % 60}Z INFO GET /api/v1/items?id=${i} 200 ${
+        i % 90
+      }ms user=bob token_count=${i}`,
+).join("\r\n").slice(0, 64_000);
+
 const fake = await FakeOpenViking.start();
 const home = await Deno.makeTempDir({ prefix: "ovk-bench-" });
 const baseEnv = {
@@ -188,6 +202,12 @@ try {
       cwd: home,
       prompt: [{ type: "text", text: `how should I name test ${i}?` }],
     });
+  const pasted = (prefix: string) => (i: number) =>
+    JSON.stringify({
+      session_id: `session_${prefix}`,
+      cwd: home,
+      prompt: [{ type: "text", text: `why does deploy ${i} fail?\r\n${PASTED_LOG}` }],
+    });
   const first = (prefix: string) => (i: number) =>
     JSON.stringify({
       session_id: `session_${prefix}_${i}`,
@@ -208,6 +228,7 @@ try {
     results.bare,
     results.prompt,
     results.copyPrompt,
+    results.copyPasted,
     results.promptFirst,
     results.copyPromptFirst,
     results.stop,
@@ -232,6 +253,13 @@ try {
       cmd: launcher,
       args: ["hook", "user-prompt-submit"],
       stdin: prompt("later_copy"),
+      env: baseEnv,
+    },
+    {
+      label: "installed copy: user-prompt-submit, later prompt with a 64 KB pasted log",
+      cmd: launcher,
+      args: ["hook", "user-prompt-submit"],
+      stdin: pasted("pasted_copy"),
       env: baseEnv,
     },
     {
@@ -317,6 +345,10 @@ const row = (what: string, measured: number, limit?: number): [string, string, s
 const rows: [string, string, string, string][] = [
   row("prompt hook (later prompt), installed copy ÷ bare deno, p50", r.copyPrompt.p50 / r.bare.p50, 2.5),
   row("prompt hook (later prompt), checkout ÷ bare deno, p50", r.prompt.p50 / r.bare.p50),
+  row(
+    "prompt hook, 64 KB pasted log ÷ short prompt, installed copy, p50",
+    r.copyPasted.p50 / r.copyPrompt.p50,
+  ),
   row("Stop parent, installed copy ÷ bare deno, p50", r.copyStop.p50 / r.bare.p50, 1.3),
   row("Stop parent, checkout ÷ bare deno, p50", r.stop.p50 / r.bare.p50),
   [
@@ -349,6 +381,9 @@ here (\`deno compile\` needs dl.deno.land).
 | bare \`deno run\` of an empty file (same flags) | ${fmt(r.bare)} |
 | installed copy: user-prompt-submit, later prompt (recall, 1 request) | ${fmt(r.copyPrompt)} |
 | checkout: user-prompt-submit, later prompt | ${fmt(r.prompt)} |
+| installed copy: user-prompt-submit, later prompt with a 64 KB pasted log (CRLF, credentials) | ${
+  fmt(r.copyPasted)
+} |
 | installed copy: user-prompt-submit, first prompt of a session (profile + recall, 6 requests) | ${
   fmt(r.copyPromptFirst)
 } |

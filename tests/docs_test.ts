@@ -185,3 +185,12 @@ Deno.test("README's recall --json shape names every field of RecallOutputSchema,
   const d = drift(schemaLeaves(RecallOutputSchema as unknown as SchemaNode), documented);
   assertEquals(d, { undocumented: [], unknown: [] });
 });
+
+Deno.test("README's knob table says what a workspace file may do with each knob, in the code's words", () => {
+  for (const knob of Object.values(KNOBS)) {
+    const row = readme.split("\n").find((l) => l.startsWith(`| \`${knob.env}\` `));
+    assertTrue(row !== undefined, `${knob.env} has a row in the knob table`);
+    const cell = row!.split("|")[3].trim();
+    assertEquals(cell, knob.workspace.may || "—", knob.env);
+  }
+});

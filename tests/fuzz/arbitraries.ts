@@ -6,6 +6,7 @@
  */
 
 import fc from "fast-check";
+import { type Credential, CREDENTIALS } from "../support/credentials.ts";
 
 /** Number of runs for a property: `n` times `FUZZ_SCALE` (default 1). */
 export function runs(n: number): number {
@@ -85,7 +86,13 @@ export function payloadArb(sessionIds: readonly string[], cwds: readonly string[
     session_id: fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...sessionIds) }, nastyString),
     sessionId: nastyString,
     cwd: fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...cwds) }, nastyString),
-    prompt: fc.oneof(text, nastyString, contentParts),
+    prompt: fc.oneof(
+      text,
+      nastyString,
+      contentParts,
+      credentialText.map((c) => c.text),
+      credentialText.map((c) => [{ type: "text", text: c.text }]),
+    ),
     input: fc.oneof(fc.string({ maxLength: 40 }), contentParts),
     prompt_id: fc.oneof(fc.string({ maxLength: 8 }), fc.integer()),
     request_id: fc.integer(),
@@ -212,3 +219,46 @@ export const hostileText: fc.Arbitrary<string> = fc.array(
   ),
   { maxLength: 24 },
 ).map((parts) => parts.join(""));
+
+/** Letters and digits by kind: a drawn credential keeps each character's kind (hex stays hex). */
+const KINDS = ["0123456789", "abcdef", "ghijklmnopqrstuvwxyz", "ABCDEF", "GHIJKLMNOPQRSTUVWXYZ"];
+
+/**
+ * A real-format credential (tests/support/credentials.ts) with the second half of its secret drawn anew —
+ * each letter or digit for one of its kind, the rest as it was — so its prefix, alphabet and length stay
+ * the provider's. Every secret drawn is added to `drawnSecrets`.
+ */
+export const credentialArb: fc.Arbitrary<Credential> = fc.tuple(
+  fc.constantFrom(...CREDENTIALS),
+  fc.array(fc.nat(), { minLength: 8, maxLength: 8 }),
+).map(([c, draws]) => {
+  const half = Math.ceil(c.secret.length / 2);
+  const tail = [...c.secret.slice(half)].map((ch, i) => {
+    const kind = KINDS.find((k) => k.includes(ch));
+    return kind ? kind[(draws[i % draws.length] + i * 7919) % kind.length] : ch;
+  }).join("");
+  const secret = c.secret.slice(0, half) + tail;
+  drawnSecrets.add(tail.length >= 8 ? tail : secret);
+  return { rule: c.rule, text: c.text.replace(c.secret, secret), secret, tail };
+});
+
+/** Every secret `credentialArb` drew (its drawn half, when long enough to be its own): none may be sent or written. */
+export const drawnSecrets = new Set<string>();
+
+/** The drawn secrets `text` holds, as they are or escaped in JSON. */
+export function leakedSecrets(text: string): string[] {
+  return [...drawnSecrets].filter((s) => text.includes(s) || text.includes(JSON.stringify(s).slice(1, -1)));
+}
+
+/**
+ * A text holding one or two credentials, each on its own line amid random text (a line break apart, as a
+ * pasted log has them: glued to a word, a token is no longer the provider's).
+ */
+export const credentialText: fc.Arbitrary<{ text: string; secrets: string[] }> = fc.tuple(
+  fc.array(credentialArb, { minLength: 1, maxLength: 2 }),
+  fc.array(fc.oneof(nastyString, hostileText), { minLength: 3, maxLength: 3 }),
+  fc.constantFrom("\n", "\r\n"),
+).map(([creds, around, eol]) => ({
+  text: [around[0], ...creds.flatMap((c, i) => [c.text, around[i + 1]])].join(eol),
+  secrets: creds.map((c) => (c.tail.length >= 8 ? c.tail : c.secret)),
+}));

@@ -118,16 +118,24 @@ Deno.test("fuzz: resolveConfig takes any values as parsed files and workspace la
         },
       ),
       fc.dictionary(fc.constantFrom(...KNOB_NAMES.map((k) => KNOBS[k].env), "OPENVIKING_URL"), nastyString),
-      (ovcli, ovconf, workspace, env) => {
-        const { config, warnings } = resolveConfig({
+      (ovcli, ovconf, values, env) => {
+        const mine = {
           env: { HOME: "/h", ...env },
           ovcli,
           ovconf,
-          workspace,
           cliConfigPath: "/h/.openviking/ovcli.conf",
           ovConfigPath: "/h/.openviking/ov.conf",
-        });
+        };
+        const workspace = values.map((value, i) => ({ path: `/w/.openviking/config${i}.json`, value }));
+        const { config, warnings } = resolveConfig({ ...mine, workspace });
         checkConfig(config, warnings);
+        // Whatever the workspace says, each knob ends where its rule lets a workspace move the user's value.
+        const own = resolveConfig(mine).config as unknown as Record<string, unknown>;
+        for (const name of KNOB_NAMES) {
+          const got = (config as unknown as Record<string, unknown>)[name];
+          const same = JSON.stringify(got) === JSON.stringify(own[name]);
+          assertTrue(same || KNOBS[name].workspace.allows(got, own[name]), `${name}: ${own[name]} → ${got}`);
+        }
       },
     ),
     params(2000),

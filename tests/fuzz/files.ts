@@ -3,8 +3,12 @@
 import { QueueEntrySchema } from "../../runtime/pending.ts";
 import { SharedEntrySchema } from "../../runtime/pending-shared.ts";
 import { SessionStateSchema } from "../../runtime/state.ts";
+import { leakedSecrets } from "./arbitraries.ts";
 
-/** Problems with the files under `dir`: modes other than 0700/0600, state or queue files that do not parse. */
+/**
+ * Problems with the files under `dir`: modes other than 0700/0600, state or queue files that do not parse,
+ * and any file holding a credential the fuzzers drew (arbitraries.ts).
+ */
 export async function auditPrivateFiles(dir: string): Promise<string[]> {
   const problems: string[] = [];
   const walk = async (d: string): Promise<void> => {
@@ -24,10 +28,12 @@ export async function auditPrivateFiles(dir: string): Promise<string[]> {
         await walk(path);
         continue;
       }
+      const text = await Deno.readTextFile(path).catch(() => "");
+      for (const s of leakedSecrets(text)) problems.push(`${path}: holds the credential ${s}`);
       if (!e.name.endsWith(".json") && !e.name.endsWith(".claim")) continue;
       let value: unknown;
       try {
-        value = JSON.parse(await Deno.readTextFile(path));
+        value = JSON.parse(text);
       } catch (error) {
         problems.push(`${path}: ${(error as Error).message}`);
         continue;

@@ -3,7 +3,8 @@
  * BOM-prefixed and byte-flipped payloads, huge strings and deep nesting — many runs through `runHook()`
  * in-process and a bounded number through the real entry point as processes. Every run must end without an
  * internal error (the log's outcome), print nothing but the documented stdout (plain `<openviking-context>`
- * text from user-prompt-submit, deny JSON from pre-tool-use), exit 0, and leave only parseable, private files.
+ * text from user-prompt-submit, deny JSON from pre-tool-use), exit 0, and leave only parseable, private files;
+ * prompts holding real-format credentials send none of them to OpenViking and write none to a file.
  */
 
 import fc from "fast-check";
@@ -15,7 +16,7 @@ import { tempDir } from "../support/temp.ts";
 import { runHook } from "../../hooks/dispatch.ts";
 import { HOOK_EVENTS, isHookEvent } from "../../hooks/events.ts";
 import { Processes } from "../chaos/procs.ts";
-import { deep, params, runs, stdinArb } from "./arbitraries.ts";
+import { deep, leakedSecrets, params, runs, stdinArb } from "./arbitraries.ts";
 import { auditPrivateFiles } from "./files.ts";
 
 const SESSION = "session_fuzz-journal";
@@ -144,6 +145,10 @@ Deno.test({
         `hook stdin fuzz: ${total} in-process runs; outcomes ${JSON.stringify(Object.fromEntries(seen))}`,
       );
       assertEquals(await auditPrivateFiles(`${dir.path}/.openviking`), []);
+      const sent = fake.requests.flatMap((r) => leakedSecrets(JSON.stringify(r.body) ?? ""));
+      assertEquals(sent, [], "no credential pasted into a prompt reached OpenViking");
+      const redacted = fake.requests.filter((r) => JSON.stringify(r.body)?.includes("[REDACTED]")).length;
+      assertTrue(redacted > 0, "prompts with credentials were sent, redacted");
     } finally {
       Object.assign(console, original);
       await fake.close();
@@ -201,6 +206,8 @@ Deno.test({
       const errors = outcomes.filter((o) => o.startsWith("error"));
       assertEquals(errors, [], `FUZZ_SEED=${seed}: internal errors in hook runs or their workers`);
       assertEquals(await auditPrivateFiles(`${dir.path}/.openviking`), []);
+      const sent = fake.requests.flatMap((r) => leakedSecrets(JSON.stringify(r.body) ?? ""));
+      assertEquals(sent, [], `FUZZ_SEED=${seed}: a credential pasted into a prompt reached OpenViking`);
       console.log(
         `hook stdin fuzz: ${cases.length} processes (FUZZ_SEED=${seed}), ${outcomes.length} outcomes`,
       );

@@ -3,7 +3,8 @@
  * CRLF, invalid-UTF-8 and huge lines go through readJournal → scanTurns → planCapture → acknowledge without
  * throwing, and what comes out keeps its invariants (offsets, complete lines only, unique keys, nothing
  * already acknowledged, bounded text). Reading in two pieces through a cursor gives the same lines as one
- * read, wherever the cut falls (inside a line, inside a UTF-8 sequence).
+ * read, wherever the cut falls (inside a line, inside a UTF-8 sequence). Turns that say real-format
+ * credentials plan none of them for sending.
  */
 
 import fc from "fast-check";
@@ -15,7 +16,7 @@ import { TRUNCATION_MARK } from "../../wire/clean.ts";
 import { acknowledge, planCapture } from "../../wire/plan.ts";
 import { cursorAt, type JournalLine, readJournal } from "../../wire/read.ts";
 import { assistantText, scanTurns, turnLineFilter, userText } from "../../wire/turns.ts";
-import { nastyString, params, wrongValue } from "./arbitraries.ts";
+import { credentialText, leakedSecrets, nastyString, params, wrongValue } from "./arbitraries.ts";
 
 const TYPES = [
   "metadata",
@@ -28,8 +29,11 @@ const TYPES = [
   "prompt.completed",
 ];
 
+/** What a turn's user or assistant says: random text, sometimes with real-format credentials in it. */
+const said = fc.oneof({ weight: 3, arbitrary: nastyString }, credentialText.map((c) => c.text));
+
 /** Real records of a random small session (v2 or legacy). */
-const realLines = fc.tuple(fc.boolean(), fc.array(fc.tuple(nastyString, nastyString), { maxLength: 4 }))
+const realLines = fc.tuple(fc.boolean(), fc.array(fc.tuple(said, said), { maxLength: 4 }))
   .map(([v2, turns]) => {
     const j = new JournalBuilder({ v2 });
     for (const [u, a] of turns) j.prompt(u).stepBegin().text(a).stepEnd("end_turn").ended();
@@ -140,6 +144,7 @@ Deno.test("fuzz: any journal reads, scans, plans and acknowledges without throwi
             assertTrue(!acked.has(c.key) && c.turnIndex >= ackedBelow, "nothing acknowledged is planned");
             assertTrue(c.payload.content.trim().length > 0, "no empty message");
             assertTrue(c.payload.content.length <= maxLength + TRUNCATION_MARK.length, "bounded length");
+            assertEquals(leakedSecrets(c.payload.content), [], "no credential is planned for sending");
             assertEquals(typeof c.payload.turn_id, "string");
           }
           const ack = acknowledge(

@@ -158,3 +158,20 @@ Deno.test('doctor with nothing answering at the address points to README\'s "No 
   assertEquals([server?.status, server?.fix], ["fail", fix]);
   assertTrue((await Deno.readTextFile(`${ROOT}/README.md`)).includes(`\n${NO_SERVER_HEADING}\n`));
 });
+
+Deno.test("doctor, run in a repository whose .openviking/config.json turns redaction off, names what was ignored", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  await Deno.mkdir(`${home}/.kimi-code`, { recursive: true });
+  await Deno.mkdir(`${dir.path}/repo/.openviking`, { recursive: true });
+  const file = `${dir.path}/repo/.openviking/config.json`;
+  await Deno.writeTextFile(file, JSON.stringify({ redact: false }));
+  const env = isolatedEnv(home, { OPENVIKING_URL: closedAddress() });
+  const json = await runCli(["doctor", "--json"], { env, clearEnv: true, cwd: `${dir.path}/repo` });
+  const settings = (JSON.parse(json.stdout).checks as Check[]).find((c) => c.id === "settings");
+  assertEquals(settings?.status, "warn");
+  assertEquals(settings?.detail, [
+    `${file} "redact": false is ignored: a workspace file may only turn it on`,
+  ]);
+  assertMatch(settings?.fix ?? "", /workspace file may only make memory stricter/);
+});

@@ -171,3 +171,124 @@ Deno.test("knobs: every bad value gives one warning, in the table's order; the g
   assertEquals(named, expected);
   assertEquals(warnings.at(-1), 'debug log path "bogus" is not an absolute path; using the default');
 });
+
+/** A user's value (ovcli.conf), a workspace file's, and whether the workspace's is taken. */
+type Case = [user: unknown, asked: unknown, taken: boolean];
+/** What a workspace file may do with a knob (README's table says the same words), and cases that show it. */
+interface Allowed {
+  may: string;
+  cases: Case[];
+}
+
+const off: Allowed = {
+  may: "turn it off",
+  cases: [[true, false, true], [false, true, false], [true, true, true]],
+};
+const on: Allowed = {
+  may: "turn it on",
+  cases: [[false, true, true], [true, false, false], [false, false, true]],
+};
+const any = (a: unknown, b: unknown): Allowed => ({ may: "set it", cases: [[a, b, true], [b, a, true]] });
+const lower = (lo: number, hi: number): Allowed => ({
+  may: "lower it",
+  cases: [[hi, lo, true], [lo, hi, false], [lo, lo, true]],
+});
+const never = (a: unknown, b: unknown): Allowed => ({ may: "", cases: [[a, b, false], [b, a, false]] });
+
+/** Every knob's rule for a workspace file: stricter, never weaker; never where data goes or who we are. */
+const WORKSPACE: Record<Name, Allowed> = {
+  enabled: off,
+  autoRecall: off,
+  autoCapture: off,
+  workspacePeer: never(true, false),
+  peerSource: never("git", "none"),
+  bypassSession: on,
+  bypassSessionPatterns: {
+    may: "add to it",
+    cases: [[["/a/**"], ["/a/**", "/b/**"], true], [["/a/**"], ["/b/**"], false], [[], ["x*"], true]],
+  },
+  recallLimit: any(10, 50),
+  recallTokenBudget: any(2000, 9000),
+  recallMaxContentChars: any(500, 5000),
+  scoreThreshold: any(0.35, 0.1),
+  recallPreferAbstract: any(true, false),
+  recallPeerScope: { may: 'set it to "actor"', cases: [["all", "actor", true], ["actor", "all", false]] },
+  recallDedupTurns: any(5, 0),
+  recallMaxTokens: any(100, 8000),
+  recallQueryExpansion: any("off", "auto"),
+  recallFormat: any("digest", "full"),
+  recallDigestLimit: any(5, 50),
+  recallDigestChars: any(1200, 32_000),
+  minQueryLength: any(3, 0),
+  timeoutMs: lower(1000, 60_000),
+  promptBudgetMs: lower(500, 17_000),
+  interruptBudgetMs: lower(200, 2000),
+  replayBudgetMs: lower(200, 10_000),
+  captureWaitMs: lower(0, 10_000),
+  profileTokenBudget: any(6000, 500),
+  commitTurnThreshold: any(1, 100),
+  captureMaxLength: lower(1000, 10_000_000),
+  redact: on,
+  writePathAsync: any(true, false),
+  pendingReplayLimit: any(50, 5),
+  pendingMaxRetries: never(3, 1),
+  pendingTtlDays: never(7, 1),
+  ledgerMaxBytes: lower(64 * 1024, 1024 ** 3),
+  ledgerMaxAgeDays: lower(1, 3650),
+  mcpTools: never(["memory"], ["all"]),
+  debug: off,
+  debugLogPath: never("/var/log/a.log", "/tmp/leak.log"),
+};
+
+const WS = "/repo/.openviking/config.json";
+
+/** Resolves one knob with the user's value in ovcli.conf and a workspace file's. */
+function withWorkspace(name: Name, user: unknown, asked: unknown) {
+  const warnings: string[] = [];
+  const sources = { env: { HOME: "/h" }, ovcli: { plugin: { [name]: user } } };
+  const s = resolveSettings({ ...sources, workspace: [{ path: WS, value: { [name]: asked } }] }, warnings);
+  return { value: (s as Record<string, unknown>)[name], warnings };
+}
+
+Deno.test("knobs: a workspace file makes every knob stricter, never weaker, in the direction its rule says", () => {
+  assertEquals(Object.keys(WORKSPACE).sort(), Object.keys(KNOBS).sort(), "every knob has its rule here");
+  for (const [name, { may, cases }] of Object.entries(WORKSPACE) as [Name, Allowed][]) {
+    assertEquals(KNOBS[name].workspace.may, may, name);
+    for (const [user, asked, taken] of cases) {
+      const why = `${name}: ${JSON.stringify(user)} → ${JSON.stringify(asked)}`;
+      const ignored = `${WS} "${name}": ${JSON.stringify(asked)} is ignored: a workspace file ${
+        may ? `may only ${may}` : "may not set it"
+      }`;
+      assertEquals(withWorkspace(name, user, asked), {
+        value: taken ? asked : user,
+        warnings: taken ? [] : [ignored],
+      }, why);
+    }
+  }
+});
+
+Deno.test("knobs: redaction stays on whatever a repository says; the user's own choice is the user's", () => {
+  assertEquals(withWorkspace("redact", true, false), {
+    value: true,
+    warnings: [`${WS} "redact": false is ignored: a workspace file may only turn it on`],
+  });
+  const fromDefault: string[] = [];
+  const s = resolveSettings(
+    { env: {}, workspace: [{ path: WS, value: { redact: "off", debug: true } }] },
+    fromDefault,
+  );
+  assertEquals([s.redact, s.debug], [true, false], "against the defaults too");
+  assertEquals(fromDefault.length, 2);
+  // The environment is the user's: it decides, and the workspace is not even weighed against it.
+  const env: string[] = [];
+  const e = resolveSettings(
+    { env: { OPENVIKING_REDACT: "0" }, workspace: [{ path: WS, value: { redact: true } }] },
+    env,
+  );
+  assertEquals([e.redact, env], [false, []]);
+  // A bad workspace value leaves the user's own, and says so.
+  assertEquals(withWorkspace("captureMaxLength", 5000, "huge"), {
+    value: 5000,
+    warnings: [`${WS} "captureMaxLength": invalid value "huge" (expected number); ignored`],
+  });
+});

@@ -1,5 +1,6 @@
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
+import { CREDENTIALS } from "../support/credentials.ts";
 import { createLogger, scrub } from "../../runtime/log.ts";
 
 Deno.test("scrub masks secret fields and the key wherever it appears", () => {
@@ -31,4 +32,22 @@ Deno.test("logger: off by default; when on, JSONL lines, 0600, no secret", async
   assertEquals(lines[0].source, "kimicode:stop");
   assertTrue(!(await Deno.readTextFile(path)).includes("super-secret-key"));
   assertEquals((await Deno.stat(path)).mode! & 0o777, 0o600);
+});
+
+Deno.test("logger: no credential of any format reaches the log, even in a warning that quotes a file's value", async () => {
+  await using dir = await tempDir();
+  const path = `${dir.path}/x.log`;
+  const log = createLogger({ enabled: true, path, source: "kimicode:user-prompt-submit" });
+  log.stage("config-warnings", {
+    warnings: CREDENTIALS.map((c) =>
+      `ovcli.conf plugin "recallLimit": invalid value ${JSON.stringify(c.text)}`
+    ),
+  });
+  log.stage("done", { outcome: `error: ${CREDENTIALS.map((c) => c.text).join("\n")}` });
+  await log.flush();
+  // The lines as their readers see them: JSON decoded (a key block's newlines are escapes on disk).
+  const lines = (await Deno.readTextFile(path)).trim().split("\n").map((l) => JSON.parse(l));
+  const text = lines.map((l) => [l.outcome ?? "", ...(l.warnings ?? [])].join("\n")).join("\n");
+  assertEquals(CREDENTIALS.filter((c) => text.includes(c.secret)).map((c) => c.rule), []);
+  assertTrue(text.includes("[REDACTED]"), "the texts were logged, redacted");
 });

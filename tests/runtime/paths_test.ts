@@ -149,7 +149,10 @@ Deno.test("loadConfig with a home: workspace files set knobs only — never a UR
   );
   assertEquals(config.debugLogPath, `${dir.path}/home/.openviking/logs/kimicode-hooks.log`);
   assertEquals(config.recallLimit, 3, "knobs still apply");
-  assertMatch(warnings.join("\n"), /"debugLogPath" is ignored/);
+  assertMatch(
+    warnings.join("\n"),
+    /"debugLogPath": "\/etc\/evil\.log" is ignored: a workspace file may not set it/,
+  );
 });
 
 Deno.test("loadConfig: a relative debug log path or override is ignored with a warning", async () => {

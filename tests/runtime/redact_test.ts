@@ -1,6 +1,7 @@
-import { assertEquals } from "../support/assert.ts";
+import { assertEquals, assertTrue } from "../support/assert.ts";
+import { CREDENTIALS, NOT_SECRETS } from "../support/credentials.ts";
 import { assertLinear, mb } from "../support/linear.ts";
-import { redact, REDACTED } from "../../runtime/redact.ts";
+import { CREDENTIAL_RULES, redact, REDACTED } from "../../runtime/redact.ts";
 
 Deno.test("redact: <private> spans go, even unclosed", () => {
   assertEquals(redact("keep <private>my ssn 123</private> this"), "keep  this");
@@ -17,7 +18,8 @@ Deno.test("redact: obvious credentials", () => {
     ["github_pat_11ABCDEFG0123456789_abcdefghijklmnop", REDACTED],
     ["xoxb-1234567890-abcdefghij", REDACTED],
     ["Authorization: Bearer eyJhbGciOi.abc.def", `Authorization: Bearer ${REDACTED}`],
-    ["password=hunter2 and more", `password=${REDACTED} and more`],
+    ["use password=hunter2 and more", `use password=${REDACTED} and more`],
+    ["password=hunter2 and more", `password=${REDACTED}`], // a line of its own is a .env line, whatever the case
     ['{"token": "abc123xyz"}', `{"token": ${REDACTED}}`],
     ["secret='s3cr3t'", `secret=${REDACTED}`],
     ["DB_PASSWORD=p@ss word", `DB_PASSWORD=${REDACTED}`],
@@ -26,6 +28,55 @@ Deno.test("redact: obvious credentials", () => {
     ["-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blb", REDACTED],
   ];
   for (const [input, expected] of cases) assertEquals(redact(input), expected, input);
+});
+
+/**
+ * A sample's text where it may sit: alone, inside prose, with CRLF line ends, twice in a row, in a code
+ * fence, and as a JSON string (a pasted log line: escaped newlines and quotes).
+ */
+function contexts(text: string): string[] {
+  return [
+    text,
+    `Here is what I ran:\n${text}\nWhy does it fail?`,
+    text.replaceAll("\n", "\r\n") + "\r\n",
+    `${text}\n${text}`,
+    "```\n" + text + "\n```",
+    JSON.stringify({ level: "error", msg: `request failed:\n${text}` }),
+  ];
+}
+
+Deno.test("redact: every real-format credential goes, wherever it sits", () => {
+  const missed: string[] = [];
+  for (const c of CREDENTIALS) {
+    for (const text of contexts(c.text)) {
+      const out = redact(text);
+      const leaked = [c.secret, c.tail].some((s) =>
+        out.includes(s) || out.includes(JSON.stringify(s).slice(1, -1))
+      );
+      if (leaked || !out.includes(REDACTED)) missed.push(`${c.rule}: ${JSON.stringify(out)}`);
+    }
+  }
+  assertEquals(missed, []);
+});
+
+Deno.test("redact: every rule has a real-format sample, and that rule alone removes it", () => {
+  for (const name of Object.keys(CREDENTIAL_RULES)) {
+    assertTrue(CREDENTIALS.some((c) => c.rule === name), `no sample for the rule ${name}`);
+  }
+  for (const c of CREDENTIALS) {
+    const rule = CREDENTIAL_RULES[c.rule];
+    assertTrue(rule !== undefined, `${c.rule} is no rule`);
+    assertTrue(
+      !rule(c.text).includes(c.secret),
+      `${c.rule} alone leaves ${c.secret} in ${JSON.stringify(c.text)}`,
+    );
+  }
+});
+
+Deno.test("redact: ordinary code and prose hold no secret and are left as they are", () => {
+  for (const t of NOT_SECRETS) assertEquals(redact(t), t);
+  assertEquals(redact(NOT_SECRETS.join("\r\n")), NOT_SECRETS.join("\r\n"));
+  assertEquals(redact(JSON.stringify(NOT_SECRETS)), JSON.stringify(NOT_SECRETS));
 });
 
 Deno.test("redact: ordinary prose and code are untouched", () => {
@@ -98,6 +149,35 @@ Deno.test("redact: every rule is linear — 1 MB of its worst case in well under
     "token= with an open quote": mb('token="'),
     "token: mixed quotes": mb('token=\'a"token="'),
     "password: blanks": mb("password:  \n"),
+    // the credential shapes and contexts
+    "a secret key whose value is code, chained": mb("token:a("),
+    "a spaced secret key whose value is code": mb("token = a("),
+    "a secret key whose value is a placeholder": mb("token:<"),
+    "keys that name no secret, chained": mb("a="),
+    "secret keys, chained": mb("token="),
+    ".env lines with a variable": mb("PASSWORD=$\n"),
+    ".env lines with blanks": mb("PASSWORD=a b c\n"),
+    "a quoted key never assigned": mb('"token'),
+    "a JWT head that never gets its dot": mb("eyJ" + "a".repeat(20) + "-"),
+    "JWT heads with dots": mb("eyJ" + "a".repeat(10) + "."),
+    "SendGrid heads": mb("SG."),
+    "a SendGrid head and one run": mb("SG." + "a".repeat(20)),
+    "schemes with a user, never an @": mb("a://b:"),
+    "a scheme and a password that never ends": "a://b:" + mb("c"),
+    "Authorization headers without a value": mb("Authorization: "),
+    "Bearer and a run without a digit": "Bearer " + mb("a"),
+    "-u options": mb("-u a:"),
+    "-u= options in one run": mb("-u=a:"),
+    "Azure secret heads in one run": mb("abc8Q~"),
+    "Square heads in one run": mb("EAAA"),
+    "PGP key blocks begun never ended": mb("-----BEGIN PGP PRIVATE KEY BLOCK-----\n"),
+    "Slack webhook paths": mb("hooks.slack.com/services/"),
+    // pasted JSON: escapes and escaped quotes
+    "JSON escapes": mb("\\n"),
+    "escaped quoted keys never assigned": mb('\\"token\\" '),
+    "escaped quoted values never closed": mb('\\"token\\": \\"a'),
+    ".env lines after escapes": mb("\\nPASSWORD=a b"),
+    "tokens after escapes": mb("\\nghp_"),
   };
   assertLinear("redact", redact, cases);
 });
