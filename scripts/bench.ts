@@ -16,6 +16,7 @@ import { JournalBuilder } from "../tests/support/journal.ts";
 import { cliArgs, denoEnv, ROOT, runCli } from "../tests/support/run.ts";
 import { placeJournal } from "../tests/support/hook-context.ts";
 import { benchMcpProxy, percentile } from "../bench/mcp_bench.ts";
+import { startHungServer } from "../tests/support/hung-server.ts";
 
 const args = Deno.args;
 const quick = args.includes("--quick");
@@ -125,22 +126,6 @@ async function measureInterleaved(variants: Variant[], runs = RUNS): Promise<Sta
     out.push(st);
   }
   return out;
-}
-
-/** A server on 127.0.0.1 that accepts every connection and never answers (until `close`). */
-function hungServer(): { url: string; close: () => void } {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const held: Deno.Conn[] = [];
-  (async () => {
-    for await (const conn of listener) held.push(conn);
-  })().catch(() => {});
-  return {
-    url: `http://127.0.0.1:${(listener.addr as Deno.NetAddr).port}`,
-    close: () => {
-      listener.close();
-      for (const conn of held) conn.close();
-    },
-  };
 }
 
 /** Prompts of one session against a server that never answers. */
@@ -283,7 +268,7 @@ try {
   ]);
 
   // Prompts of one session against a hung server, one after another: each prompt's wall time.
-  const hung = hungServer();
+  const hung = startHungServer();
   try {
     for (let i = 0; i < HUNG_PROMPTS; i++) {
       const stdin = JSON.stringify({
@@ -299,7 +284,7 @@ try {
       );
     }
   } finally {
-    hung.close();
+    await hung.close();
   }
   console.error(`hung server, ${HUNG_PROMPTS} prompts: ${hungMs.map((ms) => ms.toFixed(0)).join(", ")} ms`);
 
