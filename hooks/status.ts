@@ -8,12 +8,21 @@
 import { printable, reportJson } from "../runtime/neutralize.ts";
 import * as z from "zod/mini";
 import { adviceFor, adviceForCause } from "../runtime/advice.ts";
+import { nextProbeAt, readBreaker } from "../runtime/breaker.ts";
 import { type Config, loadConfig } from "../runtime/config.ts";
 import { clientOptions, createClient, type OpenVikingClient } from "../runtime/http.ts";
 import { ledgerFile, ledgerFiles, readLedger, REPLAY_FILE } from "../runtime/ledger.ts";
 import { countShared } from "../runtime/pending-shared.ts";
 import { hasUnsent, type QueueSummary, queueSummary } from "../runtime/pending.ts";
-import { type Env, hookStateDir, ledgerDir, orNoHome, pendingDir, processEnv } from "../runtime/paths.ts";
+import {
+  type Env,
+  hookStateDir,
+  ledgerDir,
+  orNoHome,
+  pendingDir,
+  processEnv,
+  sharedStateDir,
+} from "../runtime/paths.ts";
 import { peerOptions, resolvePeer } from "../runtime/peer.ts";
 import { asRecord, isRecord, type JsonRecord } from "../runtime/parsed.ts";
 import type { FailureKind } from "../runtime/reply.ts";
@@ -211,6 +220,7 @@ async function collectStatus(
   }
   if (!conn.reachable) notAsked.unshift("whether the key is accepted");
   const shared = await countShared(pendingDir(env)).catch(() => 0);
+  const b = await readBreaker(orNoHome(() => sharedStateDir(env)) ?? "", config.baseUrl);
   const status: Status = {
     version: VERSION,
     connection: conn,
@@ -227,6 +237,17 @@ async function collectStatus(
       } replay\``,
     },
     notAsked,
+    ...(b
+      ? {
+        paused: {
+          since: b.since,
+          reason: b.reason,
+          failures: b.failures,
+          nextProbeAt: nextProbeAt(b),
+          ...(b.answeredAt !== undefined && b.answeredAt >= b.at ? { answeredAt: b.answeredAt } : {}),
+        },
+      }
+      : {}),
   };
   return scrub(status, [config.apiKey]) as Status;
 }

@@ -5,6 +5,7 @@
  */
 
 import { adviceFor, adviceForCause } from "../runtime/advice.ts";
+import { isOpen, nextProbeAt, readBreaker } from "../runtime/breaker.ts";
 import type { Config } from "../runtime/config.ts";
 import * as z from "zod/mini";
 import { AnyResult, clientOptions, createClient } from "../runtime/http.ts";
@@ -12,7 +13,7 @@ import { countShared } from "../runtime/pending-shared.ts";
 import { queueSummary } from "../runtime/pending.ts";
 import { type SessionState, SessionStateSchema } from "../runtime/state.ts";
 import { parseJsonOrUndefined } from "../runtime/fs.ts";
-import { type Env, hookStateDir, joinPath, pendingDir } from "../runtime/paths.ts";
+import { type Env, hookStateDir, joinPath, orNoHome, pendingDir, sharedStateDir } from "../runtime/paths.ts";
 import type { Check } from "./check.ts";
 import { commandName } from "../runtime/self.ts";
 
@@ -218,4 +219,29 @@ export async function captureChecks(env: Env, config: Config): Promise<Check[]> 
   }
   const protocol = protocolCheck(sessions);
   return [capturesCheck(sessions, config), ...(protocol ? [protocol] : [])];
+}
+
+/** Recall paused (runtime/breaker.ts): since when and why, and when the server is asked again; nothing when not. */
+export async function recallChecks(env: Env, config: Config): Promise<Check[]> {
+  const b = await readBreaker(orNoHome(() => sharedStateDir(env)) ?? "", config.baseUrl);
+  if (!b) return [];
+  const since = `memory paused since ${new Date(b.since).toISOString()}: ${b.reason}`;
+  if (!isOpen(b)) {
+    return [{
+      id: "recall",
+      status: "info",
+      summary: `${since}; the server answered at ${new Date(b.answeredAt ?? 0).toISOString()}: ` +
+        "the next prompt asks it again",
+    }];
+  }
+  return [{
+    id: "recall",
+    status: "warn",
+    summary: `${since}; prompts do not ask the server`,
+    fix:
+      `nothing to do once the server answers: the first prompt or session start after ${
+        new Date(nextProbeAt(b)).toISOString()
+      } probes it (GET /health) and recall resumes; meanwhile check the server and its embedding and chat ` +
+      "models (OpenViking's log)",
+  }];
 }

@@ -110,6 +110,23 @@ Deno.test("a hung server: the first prompt waits its budget once and says so in 
     assertMatch(await prompt(env, "session_b", "what is the release process?"), PAUSED_LINE);
     assertEquals(await prompt(env, "session_b", "and the changelog?"), "");
     assertEquals(searches(hung.requests), asked, "no later prompt asked the server");
+
+    // status and doctor say since when, why, and when the server is probed.
+    const status = await runCli(["status", "--json"], { env, clearEnv: true, cwd: dir.path });
+    const paused = JSON.parse(status.stdout).paused;
+    assertEquals([paused.reason, paused.failures], [first.failure?.message, 1]);
+    assertTrue(paused.since >= first.at && paused.nextProbeAt > paused.since, JSON.stringify(paused));
+    const text = await runCli(["status"], { env, clearEnv: true, cwd: dir.path });
+    assertMatch(
+      text.stdout,
+      /\nMemory  PAUSED: prompts do not ask the server since \d+ s ago\n +no answer from /,
+    );
+    await Deno.mkdir(`${dir.path}/.kimi-code`, { recursive: true });
+    const doctor = await runCli(["doctor", "--json"], { env, clearEnv: true, cwd: dir.path });
+    const recall = JSON.parse(doctor.stdout).checks.find((c: { id: string }) => c.id === "recall");
+    assertEquals(recall.status, "warn");
+    assertMatch(recall.summary, /^memory paused since .*: no answer from .*; prompts do not ask the server$/);
+    assertMatch(recall.fix, /probes it \(GET \/health\) and recall resumes/);
   } finally {
     await hung.close();
   }
@@ -172,6 +189,7 @@ Deno.test("a hung server that comes back: SessionStart's worker probes it, so th
     "the probe's answer",
     async () => (await breakers(dir.path))[0]?.value.answeredAt !== undefined,
   );
+  assertEquals(fake.requestsTo("GET /health").length, 1, "the worker probed /health");
   assertEquals(await prompt(env, "session_b", "how should I indent this file?"), `${FAKE_DIGEST_FIRST}\n`);
   assertEquals(await breakers(dir.path), []);
 });
