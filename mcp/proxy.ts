@@ -62,6 +62,11 @@ export interface ProxyOptions {
   maxInFlight?: number;
   /** Time bounds (default {@link PROXY_LIMITS}). */
   limits?: ProxyLimits;
+  /**
+   * Whether OpenViking is known not to answer now (its recall breaker is open, runtime/breaker.ts): then
+   * `initialize` and `tools/list` are answered at once, offline, instead of waiting for it.
+   */
+  paused?: () => Promise<boolean>;
 }
 
 interface InFlight {
@@ -196,19 +201,14 @@ export class Proxy {
     this.initGate = new Promise<void>((resolve) => open = resolve);
     try {
       await previous;
+      if (await this.paused()) {
+        this.options.session.deferInitialize(request);
+        return this.offlineInitialize(request, "paused", "did not answer in time");
+      }
       const { exchange, response } = await this.exchange("initialize", request, collect, this.stopped.signal);
       if (exchange.ok) return collect ? response : undefined;
       if (exchange.failure.kind === "aborted") return undefined;
-      const params = isRecord(request.params) ? request.params : {};
-      const url = withoutUserinfo(this.options.session.settings.target.mcpUrl);
-      this.options.session.answeredOffline(offlineProtocolVersion(params.protocolVersion));
-      this.options.log.stage("offline-initialize", { failure: describe(exchange.failure) });
-      return offlineInitializeResult(
-        request.id,
-        params.protocolVersion,
-        url,
-        offlineReason(exchange.failure),
-      );
+      return this.offlineInitialize(request, describe(exchange.failure), offlineReason(exchange.failure));
     } finally {
       open();
     }
@@ -230,6 +230,9 @@ export class Proxy {
       await barrier;
       await initGate;
       if (entry.controller.signal.aborted) return undefined;
+      if (request.method === "tools/list" && await this.paused()) {
+        return await this.fallback(request, { kind: "timeout", ms: 0 });
+      }
       entry.sent = true;
       const { exchange, response } = await this.exchange("send", request, collect, entry.controller.signal);
       if (exchange.ok) {
@@ -243,6 +246,20 @@ export class Proxy {
       this.stopped.signal.removeEventListener("abort", onStop);
       if (this.inFlight.get(key) === entry) this.inFlight.delete(key);
     }
+  }
+
+  /** The client's `initialize` answered by the proxy itself; the server is initialised at the first request. */
+  private offlineInitialize(request: JsonRpcRequest, failure: string, reason: string): JsonRpcResponse {
+    const params = isRecord(request.params) ? request.params : {};
+    const url = withoutUserinfo(this.options.session.settings.target.mcpUrl);
+    this.options.session.answeredOffline(offlineProtocolVersion(params.protocolVersion));
+    this.options.log.stage("offline-initialize", { failure });
+    return offlineInitializeResult(request.id, params.protocolVersion, url, reason);
+  }
+
+  /** Whether OpenViking is known not to answer now (never throws). */
+  private async paused(): Promise<boolean> {
+    return await this.options.paused?.().catch(() => false) ?? false;
   }
 
   /** The answer when the server could not give one: a local result where Kimi needs it, else an error. */

@@ -6,6 +6,7 @@
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { kimiE2eVersions } from "../support/kimi.ts";
+import { KNOBS } from "../../runtime/knobs.ts";
 import { type ChatMessage, messageText } from "../support/model-server.ts";
 import { OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
 import {
@@ -33,8 +34,8 @@ import {
 
 const MODES: Mode[] = ["config", "plugin"];
 
-/** How long a turn may take while OpenViking refuses connections: far below the prompt hook's 17 s budget. */
-const DOWN_TURN_BOUND_MS = 12_000;
+/** The prompt hook's budget: a turn that waited out half of it more than a normal turn did waited for OpenViking. */
+const BUDGET_MS = KNOBS.promptBudgetMs.default;
 
 /** A Kimi version, install mode and engine to run the print scenarios with. */
 interface Variant {
@@ -283,10 +284,10 @@ for (const { version, mode, legacy } of VARIANTS) {
         const downPrompt = "second: the server is down now, RUN_TOOL anyway";
         const down = await rig.print(downPrompt, { sessionId: first.sessionId });
         assertStringIncludes(down.stdout, "The tool has finished.");
-        // Generous bound, not a benchmark: had any hook waited out its budget (17 s) the turn would exceed it.
+        // Generous bound, not a benchmark: had any hook waited out its budget the turn would exceed it.
         assertTrue(
-          down.durationMs < DOWN_TURN_BOUND_MS,
-          `turn took ${down.durationMs} ms with the server down`,
+          down.durationMs < first.durationMs + BUDGET_MS / 2,
+          `turn took ${down.durationMs} ms with the server down (${first.durationMs} ms up)`,
         );
         console.log(
           `  kimi -p with OpenViking down: ${down.durationMs} ms (with it up: ${first.durationMs} ms)`,
@@ -353,6 +354,44 @@ for (const { version, mode, legacy } of VARIANTS) {
           messageText(rig.mainRequests().at(-1)!.body.messages.find(isHookResult)!),
           /openviking-context/,
         );
+      },
+    );
+
+    await t.step(
+      "4: OpenViking hung → one prompt waits its budget and says memory is paused; the next waits for nothing",
+      async () => {
+        const normal = await rig.print("first: the server answers");
+        rig.gate.hang();
+        const at = rig.model.chatRequests().length;
+        const hungPrompt = "second: the server hangs now";
+        const hung = await rig.print(hungPrompt, { sessionId: normal.sessionId });
+        const told = besidePrompt(rig.model.chatRequests()[at].body.messages, hungPrompt, legacy);
+        assertTrue(told !== undefined && isHookResult(told), "the hook's output reached the model");
+        assertMatch(
+          messageText(told!),
+          /^<hook_result hook_event="UserPromptSubmit">\nopenviking-kimi: memory paused — OpenViking at http:\/\/127\.0\.0\.1:\d+ did not answer; `openviking-kimi status` says why\n<\/hook_result>$/,
+        );
+        const next = rig.model.chatRequests().length;
+        const againPrompt = "third: the server still hangs";
+        const again = await rig.print(againPrompt, { sessionId: normal.sessionId });
+        const beside = besidePrompt(rig.model.chatRequests()[next].body.messages, againPrompt, legacy);
+        assertTrue(
+          beside !== undefined && !isHookResult(beside),
+          "told once: nothing printed the second time",
+        );
+        console.log(
+          `  kimi -p against a hung OpenViking: ${hung.durationMs} ms, then ${again.durationMs} ms ` +
+            `(answering: ${normal.durationMs} ms)`,
+        );
+        assertTrue(
+          hung.durationMs - normal.durationMs > BUDGET_MS / 2,
+          "the first prompt waited for the server",
+        );
+        assertTrue(
+          again.durationMs - normal.durationMs < BUDGET_MS / 10,
+          `the second waited for nothing: ${again.durationMs} ms against ${normal.durationMs} ms answering`,
+        );
+        await rig.gate.up();
       },
     );
   });
