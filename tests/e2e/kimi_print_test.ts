@@ -7,6 +7,8 @@
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { kimiE2eVersions } from "../support/kimi.ts";
 import { KNOBS } from "../../runtime/knobs.ts";
+import { readLedger } from "../../runtime/ledger.ts";
+import { join } from "node:path";
 import { type ChatMessage, messageText } from "../support/model-server.ts";
 import { OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
 import {
@@ -362,36 +364,50 @@ for (const { version, mode, legacy } of VARIANTS) {
       async () => {
         const normal = await rig.print("first: the server answers");
         rig.gate.hang();
-        const at = rig.model.chatRequests().length;
         const hungPrompt = "second: the server hangs now";
         const hung = await rig.print(hungPrompt, { sessionId: normal.sessionId });
-        const told = besidePrompt(rig.model.chatRequests()[at].body.messages, hungPrompt, legacy);
-        assertTrue(told !== undefined && isHookResult(told), "the hook's output reached the model");
-        assertMatch(
-          messageText(told!),
-          /^<hook_result hook_event="UserPromptSubmit">\nopenviking-kimi: memory paused — OpenViking at http:\/\/127\.0\.0\.1:\d+ did not answer; `openviking-kimi status` says why\n<\/hook_result>$/,
-        );
-        const next = rig.model.chatRequests().length;
         const againPrompt = "third: the server still hangs";
         const again = await rig.print(againPrompt, { sessionId: normal.sessionId });
-        const beside = besidePrompt(rig.model.chatRequests()[next].body.messages, againPrompt, legacy);
-        assertTrue(
-          beside !== undefined && !isHookResult(beside),
-          "told once: nothing printed the second time",
-        );
+        await rig.gate.up();
         console.log(
           `  kimi -p against a hung OpenViking: ${hung.durationMs} ms, then ${again.durationMs} ms ` +
             `(answering: ${normal.durationMs} ms)`,
         );
+        /** What the model got beside `prompt` in the turn's first request. */
+        const besideOf = (prompt: string) => {
+          const req = rig.mainRequests().find((r) =>
+            r.body.messages.some((m) => m.role === "user" && messageText(m) === prompt)
+          );
+          return req && besidePrompt(req.body.messages, prompt, legacy);
+        };
+        // The hook's own time (the ledger), then Kimi's whole turn against the same run's answering one.
+        const prompts = (await readLedger(join(rig.ovHome, "ledger", "kimicode"), normal.sessionId!))
+          .filter((e) => e.kind === "prompt");
+        const told = besideOf(hungPrompt);
         assertTrue(
-          hung.durationMs - normal.durationMs > BUDGET_MS / 2,
-          "the first prompt waited for the server",
+          told !== undefined && isHookResult(told),
+          `the hook's output reached the model; the ledger's prompts: ${JSON.stringify(prompts.slice(-3))}`,
         );
+        assertMatch(
+          messageText(told!),
+          /^<hook_result hook_event="UserPromptSubmit">\nopenviking-kimi: memory paused — OpenViking at http:\/\/127\.0\.0\.1:\d+ did not answer; `openviking-kimi status` says why\n<\/hook_result>$/,
+        );
+        const beside = besideOf(againPrompt);
         assertTrue(
-          again.durationMs - normal.durationMs < BUDGET_MS / 10,
-          `the second waited for nothing: ${again.durationMs} ms against ${normal.durationMs} ms answering`,
+          beside !== undefined && !isHookResult(beside),
+          "told once: nothing printed the second time",
         );
-        await rig.gate.up();
+        assertEquals(prompts.slice(-2).map((e) => e.kind === "prompt" && e.path), ["none", "paused"]);
+        assertTrue(prompts.at(-2)!.ms > BUDGET_MS / 2, "the first prompt waited for the server");
+        assertTrue(
+          prompts.at(-1)!.ms < BUDGET_MS / 10,
+          `the second waited for nothing (${prompts.at(-1)!.ms} ms)`,
+        );
+        assertTrue(hung.durationMs - normal.durationMs > BUDGET_MS / 2, "the first turn waited for it");
+        assertTrue(
+          again.durationMs - normal.durationMs < BUDGET_MS / 2,
+          `the second turn waited for nothing: ${again.durationMs} ms against ${normal.durationMs} ms answering`,
+        );
       },
     );
   });
