@@ -64,7 +64,7 @@ export interface ProxyOptions {
   limits?: ProxyLimits;
   /**
    * Whether OpenViking is known not to answer now (its recall breaker is open, runtime/breaker.ts): then
-   * `initialize` and `tools/list` are answered at once, offline, instead of waiting for it.
+   * `initialize`, `tools/list` and every other request but a tool call are answered at once, offline.
    */
   paused?: () => Promise<boolean>;
 }
@@ -76,6 +76,9 @@ interface InFlight {
 }
 
 const idKey = (id: JsonRpcId) => `${typeof id}:${id}`;
+
+/** Why a request was answered here while the server's recall breaker is open. */
+const PAUSED: Failure = { kind: "network", cause: "it left a recent request unanswered; memory is paused" };
 
 /** The stdio ↔ Streamable HTTP proxy. */
 export class Proxy {
@@ -230,8 +233,9 @@ export class Proxy {
       await barrier;
       await initGate;
       if (entry.controller.signal.aborted) return undefined;
-      if (request.method === "tools/list" && await this.paused()) {
-        return await this.fallback(request, { kind: "timeout", ms: 0 });
+      // Start-up and listings are answered here while the server is known not to answer; a tool call tries it.
+      if (request.method !== "tools/call" && await this.paused()) {
+        return await this.fallback(request, PAUSED);
       }
       entry.sent = true;
       const { exchange, response } = await this.exchange("send", request, collect, entry.controller.signal);
