@@ -22,6 +22,8 @@ import {
 } from "../runtime/breaker.ts";
 import { safe } from "../runtime/neutralize.ts";
 import { PRINT_MAX_CHARS } from "../runtime/printed.ts";
+import type { Env } from "../runtime/paths.ts";
+import { commandName } from "../runtime/self.ts";
 import { peerOptions, resolvePeer } from "../runtime/peer.ts";
 import type { RecallResult } from "../runtime/recall-types.ts";
 import { type SessionState, updateState } from "../runtime/state.ts";
@@ -151,10 +153,11 @@ async function rememberInjected(
   });
 }
 
-/** The line that tells the session memory is paused: what did not answer, and where to see why. */
-function pausedLine(b: Breaker): string {
-  const why = safe`\`openviking-kimi status\` says why`;
-  return safe`openviking-kimi: memory paused — OpenViking at ${b.origin} did not answer; ${why}\n`.text;
+/** The line that tells the session memory is paused: what did not answer, and the command that says why. */
+function pausedLine(b: Breaker, env: Env): string {
+  const status = `${commandName(env)} status`;
+  return safe`openviking-kimi: memory paused — OpenViking at ${b.origin} did not answer; \`${status}\` says why\n`
+    .text;
 }
 
 /**
@@ -168,7 +171,7 @@ async function pausedPrompt(ctx: HookContext, b: Breaker, tell: boolean): Promis
     await noteProbing(ctx.sharedStateDir, b);
     probing = await spawnWorker("user-prompt-submit", ctx.raw);
   }
-  const stdout = tell ? pausedLine(b) : "";
+  const stdout = tell ? pausedLine(b, ctx.env) : "";
   return {
     stdout,
     outcome: "paused",
@@ -218,7 +221,7 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   const after = await noteRecall(ctx.sharedStateDir, c.baseUrl, breaker, { asked, failure: inj.failure });
   // Told once per outage: the prompt that opened the breaker tells it, unless this session already knows.
   const told = after && isOpen(after) && after.since !== decision.told ? after.since : undefined;
-  const withLine = told === undefined ? inj.stdout : inj.stdout + pausedLine(after!);
+  const withLine = told === undefined ? inj.stdout : inj.stdout + pausedLine(after!, ctx.env);
   const stdout = withLine.length <= PRINT_MAX_CHARS ? withLine : inj.stdout;
   if (!stateError) await rememberInjected(ctx, hash, inj, budget, told);
   return {

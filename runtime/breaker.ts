@@ -54,6 +54,13 @@ async function breakerFile(dir: string, baseUrl: string): Promise<string> {
   return joinPath(dir, `kimicode-breaker-${(await sha256Hex(originOf(baseUrl))).slice(0, 16)}.json`);
 }
 
+/** Every breaker file in `dir`, whatever server it belongs to (what `uninstall --purge` removes). */
+export async function breakerFiles(dir: string): Promise<string[]> {
+  const entries = dir ? await Array.fromAsync(Deno.readDir(dir)).catch(() => []) : [];
+  return entries.filter((e) => e.isFile && /^kimicode-breaker-[0-9a-f]{16}\.json$/.test(e.name))
+    .map((e) => joinPath(dir, e.name));
+}
+
 /** The open breaker of `baseUrl`'s origin, or undefined (closed, no home, or a file that is not one). */
 export async function readBreaker(dir: string, baseUrl: string): Promise<Breaker | undefined> {
   if (!dir) return undefined;

@@ -390,7 +390,7 @@ for (const { version, mode, legacy } of VARIANTS) {
         );
         assertMatch(
           messageText(told!),
-          /^<hook_result hook_event="UserPromptSubmit">\nopenviking-kimi: memory paused — OpenViking at http:\/\/127\.0\.0\.1:\d+ did not answer; `openviking-kimi status` says why\n<\/hook_result>$/,
+          /^<hook_result hook_event="UserPromptSubmit">\nopenviking-kimi: memory paused — OpenViking at http:\/\/127\.0\.0\.1:\d+ did not answer; `[^`\n]+ status` says why\n<\/hook_result>$/,
         );
         const beside = besideOf(againPrompt);
         assertTrue(

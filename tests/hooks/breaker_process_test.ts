@@ -13,7 +13,7 @@ import { type PromptEntry, readLedger } from "../../runtime/ledger.ts";
 
 const CWD = "/home/user/proj";
 const PAUSED_LINE =
-  /^openviking-kimi: memory paused — OpenViking at http:\/\/127\.0\.0\.1:\d+ did not answer; `openviking-kimi status` says why\n$/;
+  /^openviking-kimi: memory paused — OpenViking at http:\/\/127\.0\.0\.1:\d+ did not answer; `[^`\n]+ status` says why\n$/;
 
 /** The environment of a home `home` whose server is `url`, with a prompt budget of `budgetMs`. */
 function envFor(home: string, url: string, budgetMs: number): Record<string, string> {
