@@ -3,9 +3,9 @@
  * the first prompt of a session in config mode, the profile) — printed as plain text, which Kimi Code shows
  * the user and appends to the model context. In plugin mode the profile is in the plugin's system prompt
  * instead (system-prompt.ts). Duplicate hook runs print nothing; the same prompt again asks the server
- * nothing. The whole hook stays inside its budget (OPENVIKING_PROMPT_BUDGET_MS, under the host's 20 s) and never
- * blocks; a server that let a recall go unanswered is not asked again until it answers (runtime/breaker.ts),
- * and the session is told so once, in one line.
+ * nothing. The whole hook stays inside its budget (OPENVIKING_PROMPT_BUDGET_MS, under the host's 20 s) and
+ * never blocks; a server that let a recall go unanswered is not asked again until it answers
+ * (runtime/breaker.ts), and the session is told so once, in one line.
  */
 
 import { sha256Hex } from "../runtime/hash.ts";
