@@ -137,7 +137,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
   recall: command({
     summary:
       "Shows exactly what the prompt hook would inject for <text> here now, then each memory with its " +
-      "score and URI (changes nothing).",
+      "score and URI (changes nothing). Exits 1 when recall failed.",
     positionals: [{ name: "text", required: true, description: "the prompt to recall for" }],
     flags: {
       cwd: workspace,
@@ -146,9 +146,16 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
     handler: async () => (await import("../hooks/recall-command.ts")).recallCommand,
   }),
   replay: command({
-    summary: "Replays the pending queue now. Exits 1 when entries remain.",
+    summary: "Replays the pending queue now and says what it sent. Exits 1 when entries remain.",
     positionals: [],
-    flags: {},
+    flags: {
+      rejected: {
+        type: "boolean",
+        description:
+          "send again the writes OpenViking refused (kept in ~/.openviking/pending/kimicode-rejected)",
+      },
+      json: { type: "boolean", description: "the report as JSON" },
+    },
     handler: async () => (await import("../hooks/replay.ts")).replayCommand,
   }),
   version: command({

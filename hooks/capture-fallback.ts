@@ -36,7 +36,7 @@ export async function captureFromPrompts(
   const res = await updateState(ctx.capturePaths, async (state, save) => {
     const mode = lockedMode(waiting); // a worker's budget starts now, after its wait for the lock
     const due = duePrompts(kept, state);
-    if (!due.length) return { value: { turns: 0, sent: 0, queued: 0, commit: "none" } };
+    if (!due.length) return { value: { turns: 0, sent: 0, queued: 0, rejected: 0, commit: "none" } };
     const settled = (acked: number, captured: number): SessionState => ({
       ...state,
       capturedKeys: [...state.capturedKeys, ...due.slice(0, acked).map((p) => fallbackKey(p.text, p.at))],
@@ -57,7 +57,7 @@ export async function captureFromPrompts(
     );
     const last = due[report.acked - 1];
     const done = await commitIfDue(
-      settled(report.acked, report.sent + report.queued),
+      settled(report.acked, report.acked),
       mode,
       ctx.config.commitTurnThreshold,
       save,
@@ -70,12 +70,14 @@ export async function captureFromPrompts(
       },
     );
     // Each kept prompt is a turn of its own (its answer is not known without the journal).
-    const value = { turns: report.acked, sent: report.sent, queued: report.queued, commit: done.commit };
+    const { sent, queued, rejected } = report;
+    const value = { turns: report.acked, sent, queued, rejected, commit: done.commit };
     return { state: done.state, value };
   }, { waitMs: waiting.lockWaitMs });
   if (!res.acquired) return { outcome: "lock-timeout", data: { reason } };
   return {
     outcome: "no-journal",
-    data: { reason, fallback: res.value.sent + res.value.queued, ...res.value },
+    // Settled: sent, queued, or refused and kept (counted as refused, never as delivered).
+    data: { reason, fallback: res.value.turns, ...res.value },
   };
 }

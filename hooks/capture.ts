@@ -242,7 +242,8 @@ async function sendSteps(
     run.report.turns = run.captured.size;
     if (sent.stoppedBy) return { state, stopped: true, queueOnly };
     if (sent.queued > 0) queueOnly = true; // what follows queues behind it
-    state = await stateAfter(run, state, plan, sent.acked, sent.sent + sent.queued);
+    // Refused messages count too: their commit is kept with them, so `replay --rejected` commits what it sends.
+    state = await stateAfter(run, state, plan, sent.acked, sent.acked);
     if (sent.acked < plan.toSend.length) return { state, stopped: true, queueOnly };
     if (plan.turns.length < TURNS_PER_STEP) return { state, stopped: false, queueOnly };
     if (run.mode.budget.remaining() < MIN_COMMIT_MS) return { state, stopped: false, queueOnly };

@@ -7,6 +7,7 @@
  * system prompt from them.
  */
 
+import type { MemoryTool } from "../mcp/catalog.ts";
 import { CONFIG_TOOL_PREFIX, PLUGIN_TOOL_PREFIX } from "./plugin-root.ts";
 
 /** Install mode (as install names it). */
@@ -21,8 +22,8 @@ export const OWNED_MARK = "<!-- written by openviking-kimi; `openviking-kimi uni
 /** First line of the plugin's system prompt (and how a refresh knows the file is ours). */
 export const SYSTEM_PROMPT_TITLE = "# OpenViking memory (openviking-kimi)";
 
-/** The full name Kimi gives one of our MCP tools in `mode`. */
-export function toolName(mode: InstallMode, tool: "search" | "read" | "remember" | "forget"): string {
+/** The full name Kimi gives one of the MCP tools offered (memory's) in `mode`. */
+export function toolName(mode: InstallMode, tool: MemoryTool): string {
   return `${mode === "plugin" ? PLUGIN_TOOL_PREFIX : CONFIG_TOOL_PREFIX}${tool}`;
 }
 

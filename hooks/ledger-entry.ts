@@ -67,6 +67,7 @@ const ReplayData = z.object({
   rejected: num,
   deferred: num,
   commitTasks: z.catch(z.array(z.object({ sessionId: z.string(), taskId: z.string() })), []),
+  delivered: z.catch(z.array(z.object({ sessionId: z.string(), messages: z.number() })), []),
   cause: Cause,
 });
 

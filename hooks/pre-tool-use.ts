@@ -1,12 +1,39 @@
 /**
- * PreToolUse guard for Read|Glob|Grep: a `viking://` URI anywhere in the tool input is not a local path,
- * so the call is denied with a reason that names the MCP tool to use instead and an example.
+ * PreToolUse guard for Read|Glob|Grep: a viking URI anywhere in the tool input is not a local path, however
+ * it is spelled (`viking:/…` with any number of slashes or backslashes, percent-encoded, JSON-escaped, in
+ * any case, after a local directory), so the call is denied with a reason that names the MCP tool to use
+ * instead and an example. A path that merely contains the word (`openviking/`) is not one.
  */
 
+import type { MemoryTool } from "../mcp/catalog.ts";
 import type { HookContext, HookResult } from "./context.ts";
 import { mcpToolPrefix, pluginRoot } from "./plugin-root.ts";
 
-const VIKING_URI = /\bviking:\/\/[^\s"'`<>)]*/i;
+/** In decoded text: the scheme, not the end of a longer word (`openviking:`), then at least one slash. */
+const VIKING_URI = /(?<![\p{L}\p{N}_+.-])viking:\/+([^\s"'`<>)]*)/iu;
+
+/**
+ * `text` with every spelling of a path undone: percent-encoding (ASCII only) and JSON escapes (`\u002f`, `\/`,
+ * `\\`), each also nested in the other, then compatibility forms (full-width `：／`) and backslashes as slashes.
+ */
+function decoded(text: string): string {
+  let s = text;
+  for (let i = 0; i < 4; i++) {
+    const next = s.replace(/%([0-7][0-9a-f])/gi, (_, hex) => String.fromCharCode(parseInt(hex, 16)))
+      .replace(/\\u([0-9a-fA-F]{4})/g, (_, hex) => String.fromCharCode(parseInt(hex, 16)))
+      .replace(/\\([\\/"])/g, "$1");
+    if (next === s) break;
+    s = next;
+  }
+  return s.normalize("NFKC").replace(/\\/g, "/");
+}
+
+/** The viking URI `text` names, as `viking://…`, or undefined. */
+function vikingUriIn(text: string): string | undefined {
+  const hit = VIKING_URI.exec(decoded(text));
+  return hit ? `viking://${hit[1]}` : undefined;
+}
+
 const PREFERRED_KEYS = [
   "filePath",
   "file_path",
@@ -18,15 +45,15 @@ const PREFERRED_KEYS = [
   "pattern",
 ];
 
-/** The first `viking://` URI in a tool input (preferred keys first, then any nested string), or "". */
+/** The first viking URI in a tool input (preferred keys first, then any nested string), or "". */
 export function findVikingUri(input: unknown, depth = 0): string {
-  if (typeof input === "string") return VIKING_URI.exec(input)?.[0] ?? "";
+  if (typeof input === "string") return vikingUriIn(input) ?? "";
   if (!input || typeof input !== "object" || depth > 6) return "";
   if (!Array.isArray(input)) {
     const rec = input as Record<string, unknown>;
     for (const k of PREFERRED_KEYS) {
       if (typeof rec[k] === "string") {
-        const hit = VIKING_URI.exec(rec[k] as string)?.[0];
+        const hit = vikingUriIn(rec[k] as string);
         if (hit) return hit;
       }
     }
@@ -41,7 +68,7 @@ export function findVikingUri(input: unknown, depth = 0): string {
 /** The deny reason for a file tool called with a viking:// URI. */
 export function guardMessage(toolName: string, uri: string, prefix: string): string {
   const tool = toolName.toLowerCase();
-  const [name, example] = tool === "glob"
+  const [name, example]: [MemoryTool, string] = tool === "glob"
     ? ["glob", `glob(pattern="**/*.md", uri="${uri}")`]
     : tool === "grep"
     ? ["grep", `grep(uri="${uri}", pattern="<text>")`]

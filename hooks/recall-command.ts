@@ -95,7 +95,7 @@ export interface RecallOptions {
   json: boolean;
 }
 
-/** `openviking-kimi recall`: exit 0, or 2 when the directory does not exist. */
+/** `openviking-kimi recall`: exit 0; 1 when recall failed (the server did not give it); 2 for no such directory. */
 export async function recallCommand(options: RecallOptions): Promise<number> {
   const cwd = await workspaceDir(options.cwd);
   if (!cwd) {
@@ -104,5 +104,5 @@ export async function recallCommand(options: RecallOptions): Promise<number> {
   }
   const r = await recallPreview(options.text, cwd);
   console.log(options.json ? reportJson(r, 2) : printable(renderRecall(r))); // the server's URIs too
-  return 0;
+  return r.failure ? 1 : 0;
 }

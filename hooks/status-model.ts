@@ -66,6 +66,8 @@ const SessionStatusSchema = z.object({
   commits: z.array(CommitStatusSchema),
   /** What of this session still waits in the queue. */
   queue: z.object({ entries: z.number(), messages: z.number(), commits: z.number() }),
+  /** What of this session OpenViking refused, kept for `replay --rejected`. */
+  rejected: z.object({ entries: z.number(), messages: z.number(), commits: z.number() }),
   lastError: z.optional(z.object({ at: z.number(), ...Problem.shape })),
 });
 export type SessionStatus = z.infer<typeof SessionStatusSchema>;
@@ -96,6 +98,18 @@ export const StatusSchema = z.object({
     shared: z.number(),
     /** When the queue is tried next, in words. */
     nextReplay: z.string(),
+  }),
+  /** The writes OpenViking refused for good (or that waited past the queue's age limit), kept in `dir`. */
+  rejected: z.object({
+    entries: z.number(),
+    messages: z.number(),
+    commits: z.number(),
+    sessions: z.number(),
+    dir: z.string(),
+    /** The newest refusal: when, the server's HTTP status (0: never reached it) and words. */
+    last: z.optional(z.object({ at: z.number(), status: z.number(), message: z.string() })),
+    /** What to do about them, in words. */
+    fix: z.string(),
   }),
   /** What could not be asked of the server (it was down, or the key was refused). */
   notAsked: z.array(z.string()),
@@ -128,6 +142,7 @@ export function foldSession(
     captures: { runs: 0, turns: 0, sent: 0, queued: 0, rejected: 0 },
     commits: [],
     queue: { entries: 0, messages: 0, commits: 0 },
+    rejected: { entries: 0, messages: 0, commits: 0 },
   };
   for (const e of entries) {
     s.lastActivity = Math.max(s.lastActivity, e.at);
@@ -151,14 +166,29 @@ export function foldSession(
         if (queued) Object.assign(queued, { taskId: t.taskId, replayedAt: e.at });
         else s.commits.push({ at: e.at, outcome: "replayed", taskId: t.taskId });
       }
+      // Queued messages a replay sent are delivered now, no longer queued.
+      const sent = e.delivered?.find((d) => d.sessionId === openVikingSessionId)?.messages ?? 0;
+      s.captures.sent += sent;
+      s.captures.queued = Math.max(0, s.captures.queued - sent);
     }
     const cause = e.kind === "prompt" ? e.failure : e.cause;
     if (cause) {
       const advice = advise(cause);
       s.lastError = { at: e.at, kind: cause.kind, message: advice.summary, fix: advice.fix };
-    }
+    } else if (workedFor(e, openVikingSessionId)) delete s.lastError;
   }
   return s;
+}
+
+/**
+ * Whether entry `e` reached the server for session `ovSession` and met no failure: a recall the server
+ * answered, a capture, or a replay that delivered some of the session's queue — the last error is then over.
+ */
+function workedFor(e: LedgerEntry, ovSession: string): boolean {
+  if (e.kind === "prompt") return e.path !== "skipped" && e.path !== "reused";
+  if (e.kind === "capture") return true;
+  return e.commitTasks.some((t) => t.sessionId === ovSession) ||
+    (e.delivered ?? []).some((d) => d.sessionId === ovSession);
 }
 
 /**

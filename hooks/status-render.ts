@@ -1,28 +1,30 @@
-/** `openviking-kimi status` as text: one screen, lines of at most 80 columns. Pure. */
+/** `openviking-kimi status` as text: one screen, lines of at most 80 columns (a longer URI whole). Pure. */
 
 import { type CommitStatus, type SessionStatus, SHOWN_COMMITS, type Status } from "./status-model.ts";
 
 /** Widest line the text form prints. */
 export const STATUS_COLUMNS = 80;
 
-/** Cuts a line to the screen width (an ellipsis marks the cut). */
-export function fit(line: string, width = STATUS_COLUMNS): string {
-  const chars = [...line];
-  return chars.length <= width ? line : `${chars.slice(0, width - 1).join("")}…`;
-}
-
-/** A long line wrapped at word boundaries into lines of at most `width`; wrapped lines get `indent`. */
+/**
+ * A long line wrapped at spaces into lines of at most `width`; wrapped lines get `indent`. A word is never
+ * broken or cut — a URI longer than a line goes whole onto a line of its own — and the line's indent and
+ * list marker (`+ `, `- `) stay with its first word.
+ */
 export function wrap(line: string, indent: string, width = STATUS_COLUMNS): string[] {
+  const cols = (t: string) => [...t].length;
+  if (cols(line) <= width) return [line];
+  const lead = /^ *(?:[+-] )?/.exec(line)![0];
+  const [first, ...words] = line.slice(lead.length).split(/(?<= )(?=[^ ])/); // each word with its spaces
   const out: string[] = [];
-  let rest = line;
-  while ([...rest].length > width) {
-    const head = [...rest].slice(0, width).join("");
-    const cut = head.lastIndexOf(" ");
-    const at = cut > indent.length + 10 ? cut : head.length;
-    out.push(rest.slice(0, at).trimEnd());
-    rest = `${indent}${rest.slice(at).trimStart()}`;
+  let current = `${lead}${first}`;
+  for (const word of words) {
+    if (cols(current) + cols(word.trimEnd()) <= width) current += word;
+    else {
+      out.push(current.trimEnd());
+      current = `${indent}${word}`;
+    }
   }
-  out.push(rest);
+  out.push(current.trimEnd());
   return out;
 }
 
@@ -59,9 +61,13 @@ function commitLine(c: CommitStatus, now: number): string {
     : c.taskId
     ? "task not asked"
     : undefined;
-  const outcome = c.outcome === "queued" ? queuedFate(c, now) : c.outcome;
+  const outcome = c.outcome === "queued"
+    ? queuedFate(c, now)
+    : c.outcome === "rejected"
+    ? "refused by OpenViking"
+    : c.outcome;
   return `    commit ${ago(c.at, now)}: ${outcome}${c.taskId ? ` (task ${c.taskId.slice(0, 8)})` : ""}${
-    task ? `, ${task}` : c.outcome === "queued" ? "" : `, ${c.outcome}`
+    task ? `, ${task}` : c.outcome === "queued" || c.outcome === "rejected" ? "" : `, ${c.outcome}`
   }`;
 }
 
@@ -84,12 +90,30 @@ function sessionLines(s: SessionStatus, now: number): string[] {
   if (s.queue.entries) {
     lines.push(`    waiting: ${s.queue.messages} message(s), ${s.queue.commits} commit(s) in the queue`);
   }
+  if (s.rejected.entries) {
+    lines.push(`    refused and kept: ${s.rejected.messages} message(s), ${s.rejected.commits} commit(s)`);
+  }
   if (s.lastError) {
     lines.push(
       `    last error ${ago(s.lastError.at, now)}: ${s.lastError.message}`,
       `      fix: ${s.lastError.fix}`,
     );
   }
+  return lines;
+}
+
+/** What OpenViking refused, kept aside: how much, where, the newest refusal's words, and the fix. */
+function rejectedLines(r: Status["rejected"], now: number): string[] {
+  if (!r.entries) return [];
+  const lines = [
+    "",
+    `Rejected ${r.messages} message(s), ${r.commits} commit(s) of ${r.sessions} session(s), kept in ${r.dir}`,
+  ];
+  if (r.last) {
+    const status = r.last.status ? `HTTP ${r.last.status}` : "never sent";
+    lines.push(`        last ${ago(r.last.at, now)} (${status}): ${r.last.message}`);
+  }
+  lines.push(`        fix: ${r.fix}`);
   return lines;
 }
 
@@ -135,7 +159,9 @@ export function renderStatus(st: Status, now: number): string {
       : "Queue   empty",
   );
   if (q.entries || q.shared) lines.push(`        next replay: ${q.nextReplay}`);
-  if (st.notAsked.length) lines.push("", `Not asked (server unavailable): ${st.notAsked.join(", ")}`);
+  lines.push(...rejectedLines(st.rejected, now));
+  const why = !c.reachable ? "server unavailable" : c.authenticated === false ? "key refused" : "no answer";
+  if (st.notAsked.length) lines.push("", `Not asked (${why}): ${st.notAsked.join(", ")}`);
   return lines.flatMap((l) => wrap(l, " ".repeat(Math.min(12, l.length - l.trimStart().length + 2))))
-    .map((l) => fit(l)).join("\n");
+    .join("\n");
 }

@@ -10,13 +10,21 @@ import * as z from "zod/mini";
 import { adviceFor, adviceForCause } from "../runtime/advice.ts";
 import { nextProbeAt, readBreaker } from "../runtime/breaker.ts";
 import { type Config, loadConfig } from "../runtime/config.ts";
-import { clientOptions, createClient, type OpenVikingClient } from "../runtime/http.ts";
+import { askDataAccess, clientOptions, createClient, type OpenVikingClient } from "../runtime/http.ts";
 import { ledgerFile, ledgerFiles, readLedger, REPLAY_FILE } from "../runtime/ledger.ts";
 import { countShared } from "../runtime/pending-shared.ts";
-import { hasUnsent, type QueueSummary, queueSummary } from "../runtime/pending.ts";
+import {
+  hasUnsent,
+  type QueueSummary,
+  queueSummary,
+  REJECTED_SUBDIR,
+  type RejectedSummary,
+  rejectedSummary,
+} from "../runtime/pending.ts";
 import {
   type Env,
   hookStateDir,
+  joinPath,
   ledgerDir,
   orNoHome,
   pendingDir,
@@ -57,13 +65,16 @@ const advise = (config: Config) => (cause: { kind: string; status: number; messa
 
 const optionalText = z.catch(z.optional(z.string()), undefined);
 
-/** `/health`: the server's version and, on some versions, the account. */
-const HealthReply = z.looseObject({ version: optionalText, account_id: optionalText });
+/** `/health`: the server's version. */
+const HealthReply = z.looseObject({ version: optionalText });
 
 /** `/system/status`: the user the key belongs to. */
 const StatusReply = z.looseObject({ user: optionalText });
 
-/** The connection part, asking `/health` and `/api/v1/system/status`. */
+/**
+ * The connection part: `/health` (no key) says whether OpenViking answers; `/api/v1/system/status` whether
+ * the key is accepted and whose it is; a data route whether it may read memory (a root key may not).
+ */
 async function connection(
   client: OpenVikingClient,
   config: Config,
@@ -86,15 +97,15 @@ async function connection(
   }
   out.reachable = true;
   if (health.result.version !== undefined) out.serverVersion = health.result.version;
-  if (!out.account && health.result.account_id !== undefined) out.account = health.result.account_id;
   const me = await client.request("GET", "/api/v1/system/status", StatusReply);
-  if (me.ok) {
+  const data = me.ok && config.apiKey ? await askDataAccess(client) : me;
+  if (data.ok || (data.kind !== "auth" && me.ok)) {
     out.authenticated = true;
-    if (me.result.user) out.user = me.result.user;
+    if (me.ok && me.result.user) out.user = me.result.user;
   } else {
-    out.authenticated = me.kind === "auth" ? false : null;
-    const a = adviceFor(me, config.baseUrl);
-    out.problem = { kind: me.kind, message: a.summary, fix: a.fix };
+    out.authenticated = data.kind === "auth" ? false : null;
+    const a = adviceFor(data, config.baseUrl);
+    out.problem = { kind: data.kind, message: a.summary, fix: a.fix };
   }
   return out;
 }
@@ -172,12 +183,12 @@ async function askTasks(
   return failed ? [`the tasks of ${failed} commit(s) of ${s.kimiSessionId}`] : [];
 }
 
-/** The chosen sessions as the ledger and the queue know them (no network). */
+/** The chosen sessions as the ledger, the queue and the rejected place know them (no network). */
 async function localSessions(
   env: Env,
   config: Config,
   choice: SessionChoice,
-  queue: QueueSummary,
+  places: { queue: QueueSummary; rejected: QueueSummary },
 ): Promise<SessionStatus[]> {
   const dir = ledgerDir(env);
   const replays = await readLedger(dir, REPLAY_FILE).catch(() => []);
@@ -190,8 +201,10 @@ async function localSessions(
     const entries = [...await readLedger(dir, name).catch(() => []), ...replays].sort((a, b) => a.at - b.at);
     const ov = `${SESSION_PREFIX}${name}`;
     const s = foldSession(name, ov, entries, advise(config));
-    const q = queue.sessions.find((x) => x.sessionId === ov);
+    const q = places.queue.sessions.find((x) => x.sessionId === ov);
     if (q) s.queue = { entries: q.entries, messages: q.messages, commits: q.commits };
+    const r = places.rejected.sessions.find((x) => x.sessionId === ov);
+    if (r) s.rejected = { entries: r.entries, messages: r.messages, commits: r.commits };
     markWaiting(s, s.queue.commits);
     sessions.push(s);
   }
@@ -209,7 +222,9 @@ async function collectStatus(
   );
   const conn = await connection(client, config, options.cwd);
   const queue = await queueSummary(pendingDir(env)).catch(() => ({ sessions: [], entries: 0 }));
-  const sessions = await localSessions(env, config, options.sessions, queue);
+  const rejected: RejectedSummary = await rejectedSummary(pendingDir(env))
+    .catch(() => ({ sessions: [], entries: 0 }));
+  const sessions = await localSessions(env, config, options.sessions, { queue, rejected });
   const notAsked: string[] = [];
   const canAsk = conn.reachable && conn.authenticated !== false;
   const diffs = { left: MAX_DIFFS };
@@ -235,6 +250,15 @@ async function collectStatus(
       nextReplay: `at the next Kimi session start, or the session's next turn; now: \`${
         commandName(env)
       } replay\``,
+    },
+    rejected: {
+      entries: rejected.entries,
+      messages: rejected.sessions.reduce((n, s) => n + s.messages, 0),
+      commits: rejected.sessions.reduce((n, s) => n + s.commits, 0),
+      sessions: rejected.sessions.length,
+      dir: joinPath(pendingDir(env), REJECTED_SUBDIR),
+      ...(rejected.last ? { last: rejected.last } : {}),
+      fix: `fix what the server says (its log, its settings), then \`${commandName(env)} replay --rejected\``,
     },
     notAsked,
     ...(b

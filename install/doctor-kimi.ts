@@ -162,7 +162,7 @@ export function kimiChecks(home: string, state: KimiState): Check[] {
       status: "fail",
       summary: "config.toml has [[hooks]] entries Kimi rejects, so Kimi ignores all of them",
       detail: state.invalidHookKeys,
-      fix: "remove the keys named above",
+      fix: "do what each line above says",
     });
   } else {
     checks.push({

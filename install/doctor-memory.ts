@@ -1,19 +1,27 @@
 /**
  * Doctor's checks of memory itself: the server (reachable, really OpenViking, the key accepted), the pending
- * queues, and what the last captures did (messages queued or refused, and why). Every failure is told with
- * its fix (`runtime/advice.ts`); nothing printed carries a secret.
+ * queues, what the last captures did (messages queued or refused, and why) and the writes OpenViking refused,
+ * kept aside. Every failure is told with its fix (`runtime/advice.ts`); nothing printed carries a secret.
  */
 
 import { adviceFor, adviceForCause } from "../runtime/advice.ts";
 import { isOpen, nextProbeAt, readBreaker } from "../runtime/breaker.ts";
 import type { Config } from "../runtime/config.ts";
 import * as z from "zod/mini";
-import { AnyResult, clientOptions, createClient } from "../runtime/http.ts";
+import { AnyResult, askDataAccess, clientOptions, createClient } from "../runtime/http.ts";
 import { countShared } from "../runtime/pending-shared.ts";
-import { queueSummary } from "../runtime/pending.ts";
+import {
+  type QueueSummary,
+  queueSummary,
+  REJECTED_MAX_BYTES,
+  REJECTED_MAX_ENTRIES,
+  REJECTED_SUBDIR,
+  rejectedSummary,
+} from "../runtime/pending.ts";
 import { type SessionState, SessionStateSchema } from "../runtime/state.ts";
 import { parseJsonOrUndefined } from "../runtime/fs.ts";
 import { type Env, hookStateDir, joinPath, orNoHome, pendingDir, sharedStateDir } from "../runtime/paths.ts";
+import { SESSION_PREFIX } from "../hooks/context.ts";
 import type { Check } from "./check.ts";
 import { commandName } from "../runtime/self.ts";
 
@@ -28,13 +36,13 @@ const HealthReply = z.looseObject({
 });
 
 /**
- * Server checks: `/health` is OpenViking's and answers; a search is accepted with the configured key
- * (unless `healthOnly`, as install asks after installing).
+ * Server checks: `/health` is OpenViking's and answers; a search is accepted with the configured key (with
+ * `quick`, as install asks after installing: only whether the key may use memory's routes, no search).
  */
 export async function serverChecks(
   config: Config,
   fetchImpl?: typeof fetch,
-  options: { healthOnly?: boolean } = {},
+  options: { quick?: boolean } = {},
 ): Promise<Check[]> {
   const checks: Check[] = [];
   const client = createClient(clientOptions(config, "", { timeoutMs: 5000, fetch: fetchImpl }));
@@ -61,18 +69,23 @@ export async function serverChecks(
     status: "ok",
     summary: `OpenViking ${typeof h.version === "string" ? h.version : ""} at ${where}`.replace("  ", " "),
   });
-  if (options.healthOnly) return checks;
-  const search = await client.request("POST", "/api/v1/search/find", AnyResult, {
-    body: { query: "openviking-kimi doctor", limit: 1 },
-  });
+  const search = options.quick
+    ? await askDataAccess(client)
+    : await client.request("POST", "/api/v1/search/find", AnyResult, {
+      body: { query: "openviking-kimi doctor", limit: 1 },
+    });
   const keyNote = config.apiKey ? `API key from ${config.apiKeySource}` : "no API key";
-  if (search.ok) checks.push({ id: "auth", status: "ok", summary: `a search works (${keyNote})` });
-  else {
+  const what = options.quick ? "memory's routes answer" : "a search works";
+  if (search.ok || (options.quick && search.kind !== "auth")) {
+    checks.push({ id: "auth", status: "ok", summary: `${what} (${keyNote})` });
+  } else {
     const advice = adviceFor(search, config.baseUrl);
     checks.push({
       id: "auth",
       status: "fail",
-      summary: `a search failed (${keyNote}): ${advice.summary}`,
+      summary: `${
+        options.quick ? "memory's routes refuse the key" : "a search failed"
+      } (${keyNote}): ${advice.summary}`,
       fix: advice.fix,
     });
   }
@@ -152,8 +165,26 @@ function captureLine({ name, state }: SeenSession): string {
   }${what}${state.protocolVersion ? `, journal protocol ${state.protocolVersion}` : ""}`;
 }
 
-/** The captures check: none yet, the last one could not deliver (and why), or all is well. */
-function capturesCheck(sessions: SeenSession[], config: Config): Check {
+/**
+ * What became of a capture's queued messages, as doctor can tell now: `delivered` when its session's queue
+ * holds nothing any more, `waiting` when it still does but the server answers (the queue goes out on its own),
+ * `blocked` while the server still cannot take them.
+ */
+export type QueuedFate = "delivered" | "waiting" | "blocked";
+
+/** The fate of session `name`'s queued messages from its queue now and whether the server answers (pure). */
+export function queuedFate(name: string, queue: QueueSummary, serverAnswers: boolean): QueuedFate {
+  const left = queue.sessions.find((q) => q.sessionId === `${SESSION_PREFIX}${name}`)?.entries ?? 0;
+  return left === 0 ? "delivered" : serverAnswers ? "waiting" : "blocked";
+}
+
+/** The fix for messages that wait in the queue while the server answers: nothing, or a replay now. */
+const waitingFix = () =>
+  "nothing to do: the session's next turn or the next Kimi session start sends them; to send them now: " +
+  `\`${commandName()} replay\``;
+
+/** The captures check: none yet, the last one could not deliver (and why, or what became of it), or all is well. */
+function capturesCheck(sessions: SeenSession[], config: Config, fate: (name: string) => QueuedFate): Check {
   const captured = sessions.filter((s) => (s.state.lastCaptureAt ?? 0) > 0)
     .sort((a, b) => (b.state.lastCaptureAt ?? 0) - (a.state.lastCaptureAt ?? 0));
   if (captured.length === 0) {
@@ -168,25 +199,36 @@ function capturesCheck(sessions: SeenSession[], config: Config): Check {
   const detail = captured.slice(0, 5).map(captureLine);
   const last = captured[0].state.lastCapture;
   const cause = last?.cause;
-  if (last && cause && (last.queued > 0 || last.rejected > 0 || cause.kind === "local")) {
+  const queued = last && cause && last.queued > 0 && last.rejected === 0 && cause.kind !== "local"
+    ? fate(captured[0].name)
+    : undefined;
+  if (
+    last && cause && queued !== "delivered" &&
+    (last.queued > 0 || last.rejected > 0 || cause.kind === "local")
+  ) {
     const advice = adviceForCause(cause, config.baseUrl);
     return {
       id: "captures",
       status: "warn",
       summary: last.rejected > 0
         ? `the last capture had ${last.rejected} message(s) refused by OpenViking: ${cause.message}`
+        : queued === "waiting"
+        ? `the last capture could not deliver then (${advice.summary}); the server answers now, and its ` +
+          `${last.queued} message(s) wait in the queue`
         : `the last capture could not deliver: ${advice.summary}` +
           (last.queued ? ` (${last.queued} message(s) wait in the queue)` : ""),
       detail,
-      fix: advice.fix,
+      fix: queued === "waiting" ? waitingFix() : advice.fix,
     };
   }
   return {
     id: "captures",
     status: "ok",
-    summary: `last capture ${
-      new Date(captured[0].state.lastCaptureAt ?? 0).toISOString()
-    } (${captured.length} session(s))`,
+    summary:
+      `last capture ${new Date(captured[0].state.lastCaptureAt ?? 0).toISOString()} (${captured.length} ` +
+      `session(s))${
+        queued === "delivered" ? `; the ${last?.queued} message(s) it queued have left the queue` : ""
+      }`,
     detail,
   };
 }
@@ -210,15 +252,52 @@ function protocolCheck(sessions: SeenSession[]): Check | undefined {
     : { id: "protocol", status: "ok", summary: `journal protocol ${protocols.join(", ")}` };
 }
 
-/** What the last captures did: when, whether messages were queued or refused, and why. */
-export async function captureChecks(env: Env, config: Config): Promise<Check[]> {
+/** The writes OpenViking refused for good (or that waited past the queue's age limit), kept aside. */
+async function rejectedCheck(env: Env): Promise<Check> {
+  const dir = joinPath(pendingDir(env), REJECTED_SUBDIR);
+  const kept = await rejectedSummary(pendingDir(env)).catch((error) => ({ error: (error as Error).message }));
+  if ("error" in kept) {
+    return { id: "rejected", status: "warn", summary: `cannot read ${dir}: ${kept.error}` };
+  }
+  if (!kept.entries) return { id: "rejected", status: "ok", summary: "no write refused by OpenViking" };
+  const count = (f: "messages" | "commits") => kept.sessions.reduce((n, s) => n + s[f], 0);
+  const last = kept.last;
+  return {
+    id: "rejected",
+    status: "warn",
+    summary:
+      `${kept.entries} write(s) OpenViking refused (${count("messages")} message(s), ${
+        count("commits")
+      } commit(s) of ${kept.sessions.length} session(s)) are kept in ${dir}` +
+      (last
+        ? `; the newest, ${new Date(last.at).toISOString()}: ${
+          last.status ? `HTTP ${last.status}` : "never sent"
+        }: ${last.message}`
+        : ""),
+    detail: kept.sessions.slice(0, 5).map((s) =>
+      `${s.sessionId}: ${s.messages} message(s), ${s.commits} commit(s)`
+    ),
+    fix: "fix what the server says (its log, its settings), then send them again with " +
+      `\`${commandName(env)} replay --rejected\`; to drop them, delete ${dir}. It keeps the newest ` +
+      `${REJECTED_MAX_ENTRIES} writes and ${REJECTED_MAX_BYTES >> 20} MiB; past that the oldest are dropped`,
+  };
+}
+
+/**
+ * What the last captures did: when, whether messages were queued or refused, and why — or, for queued ones,
+ * what became of them since (`serverAnswers`: the server and key checks passed just now).
+ */
+export async function captureChecks(env: Env, config: Config, serverAnswers: boolean): Promise<Check[]> {
   const dir = hookStateDir(env);
   const sessions = await seenSessions(dir);
+  const rejected = await rejectedCheck(env);
   if ("error" in sessions) {
-    return [{ id: "captures", status: "warn", summary: `cannot read ${dir}: ${sessions.error}` }];
+    return [{ id: "captures", status: "warn", summary: `cannot read ${dir}: ${sessions.error}` }, rejected];
   }
+  const queue = await queueSummary(pendingDir(env)).catch((): QueueSummary => ({ sessions: [], entries: 0 }));
   const protocol = protocolCheck(sessions);
-  return [capturesCheck(sessions, config), ...(protocol ? [protocol] : [])];
+  const fate = (name: string) => queuedFate(name, queue, serverAnswers);
+  return [capturesCheck(sessions, config, fate), rejected, ...(protocol ? [protocol] : [])];
 }
 
 /** Recall paused (runtime/breaker.ts): since when and why, and when the server is asked again; nothing when not. */

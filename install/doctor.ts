@@ -84,7 +84,8 @@ export async function runDoctor(ctx: DoctorContext): Promise<Check[]> {
     checks.push(
       ...await guarded("queue", "the pending queue", async () => [await queueCheck(ctx.env, ctx.now)]),
     );
-    checks.push(...await guarded("captures", "the captures", () => captureChecks(ctx.env, config)));
+    const answers = !checks.some((c) => (c.id === "server" || c.id === "auth") && c.status === "fail");
+    checks.push(...await guarded("captures", "the captures", () => captureChecks(ctx.env, config, answers)));
     checks.push(...await guarded("recall", "the recall breaker", () => recallChecks(ctx.env, config)));
   }
   // A server's error text may quote the key back (`invalid api key: Bearer …`): nothing leaves unscrubbed.

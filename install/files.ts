@@ -19,10 +19,10 @@ export interface FileChange {
   before: string | undefined;
   after: string | undefined;
   /**
-   * `bak`: `<file>.bak`; `timestamped`: `<file>.bak.<epoch seconds>` (OpenViking's installers do so for
-   * ovcli.conf); `none`: everything in the file was written by install, so no copy of it is kept.
+   * `bak`: `<file>.bak`; `none`: no copy is kept — everything in the file was written by install, or it holds
+   * a secret (ovcli.conf's key) that must not stay on disk once replaced.
    */
-  backup: "bak" | "timestamped" | "none";
+  backup: "bak" | "none";
   /** Only shown by a dry run (the file is written by another step, e.g. the plugin directory placement). */
   displayOnly?: boolean;
   /** How the file is shown in a dry run (secrets masked). */
@@ -140,15 +140,8 @@ export async function checkCreatable(path: string): Promise<string | undefined> 
   return undefined;
 }
 
-/** The backup path of a change. */
-function backupPath(change: FileChange, now: Date): string {
-  return change.backup === "bak"
-    ? `${change.path}.bak`
-    : `${change.path}.bak.${Math.floor(now.getTime() / 1000)}`;
-}
-
 /** Why `change` cannot be written (a dangling symlink, a directory in the way, …), or undefined. */
-export async function checkChange(change: FileChange, now: Date): Promise<string | undefined> {
+export async function checkChange(change: FileChange): Promise<string | undefined> {
   if (change.displayOnly || change.before === change.after) return undefined;
   const { path } = change;
   let info: Deno.FileInfo | undefined;
@@ -185,7 +178,7 @@ export async function checkChange(change: FileChange, now: Date): Promise<string
     if (problem) return problem;
   }
   if (change.before !== undefined && change.backup !== "none") {
-    const backup = backupPath(change, now);
+    const backup = `${change.path}.bak`;
     const b = await lstatOrUndefined(backup).catch(() => undefined);
     if (b?.isDirectory) {
       return `${backup} is a directory, so the previous ${path} cannot be kept there. Move it away and run ` +
@@ -258,7 +251,6 @@ export async function undoAll(undos: readonly Undo[]): Promise<string[]> {
  */
 export async function applyChange(
   change: FileChange,
-  now = new Date(),
 ): Promise<{ backup?: string; undo: Undo }> {
   const undos: Undo[] = [];
   const undo: Undo = {
@@ -277,7 +269,7 @@ export async function applyChange(
   try {
     let backup: string | undefined;
     if (current.text !== undefined && change.backup !== "none") {
-      const path = backupPath(change, now);
+      const path = `${change.path}.bak`;
       const previous = await keep(path);
       await writeFileAtomic(path, current.text, { mode: 0o600, privateDir: false, durable: true });
       undos.push({ undo: () => restore(path, previous) });

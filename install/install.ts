@@ -7,12 +7,13 @@
  * whether it answers (no server yet?).
  */
 
-import { credentialFilePaths, loadConfig } from "../runtime/config.ts";
+import { credentialFilePaths, DEFAULT_BASE_URL, loadConfig, originOf } from "../runtime/config.ts";
 import { dirName, joinPath, openVikingHome } from "../runtime/paths.ts";
 import { scrub } from "../runtime/scrub.ts";
 import { commandName } from "../runtime/self.ts";
 import { PLUGIN_ID } from "./spec.ts";
-import { type CredentialArgs, maskSecrets, planOvcli } from "./ovcli.ts";
+import { type CredentialArgs, keptCopies, maskSecrets, planOvcli, savedConnection } from "./ovcli.ts";
+import { keyToSave } from "./user-key.ts";
 import { type FileChange, makeDirs, readText } from "./files.ts";
 import { hasUpstream, kimiHomeFor, type KimiState, readKimiState } from "./detect.ts";
 import { carryOut, type Context, fail, type InstallOptions, newPlan, type Plan } from "./run.ts";
@@ -39,30 +40,89 @@ function upstreamMessage(state: KimiState): string {
     "to let openviking-kimi take its place (its plugin is disabled or replaced, its block and MCP entry replaced).";
 }
 
-/** Plans the shared part: the connection settings given on the command line, saved to ovcli.conf. */
-async function planCredentials(ctx: Context, creds: CredentialArgs, plan: Plan): Promise<string | undefined> {
+/**
+ * The key to save: a key given is asked of the server first (user-key.ts: a root key becomes a user key, a
+ * refused one stops install); with none given, the saved one stays for its own address (said) and a new
+ * address gets none.
+ */
+async function keyOf(
+  ctx: Context,
+  creds: CredentialArgs,
+  saved: { url: string; apiKey: string },
+  options: InstallOptions,
+  plan: Plan,
+): Promise<CredentialArgs | string> {
+  const url = creds.url === undefined ? saved.url : creds.url.trim().replace(/\/+$/, "") || DEFAULT_BASE_URL;
+  if (!creds.apiKey) {
+    if (creds.apiKey === undefined && saved.apiKey && originOf(url) === originOf(saved.url)) {
+      plan.notes.push(
+        `API key: the one saved for ${originOf(url)} is kept (to change it: --api-key-stdin).`,
+      );
+    }
+    return creds;
+  }
+  const key = await keyToSave(ctx, { apiKey: creds.apiKey, from: creds.apiKeyFrom ?? "" }, {
+    url,
+    account: creds.account,
+    user: creds.user,
+    dryRun: options.dryRun,
+  });
+  if (!key.ok) return key.error;
+  for (const line of key.said) ctx.out.info(line);
+  return { ...creds, apiKey: key.apiKey, apiKeyFrom: key.from };
+}
+
+/**
+ * Plans the shared part: the connection settings given on the command line, saved to ovcli.conf without a
+ * backup (it holds the key); once written, the copies earlier installs kept of it (each with the key it
+ * replaced) are removed.
+ */
+async function planCredentials(
+  ctx: Context,
+  options: InstallOptions,
+  plan: Plan,
+): Promise<string | undefined> {
   const path = credentialFilePaths(ctx.env).cli;
   const read = await readText(path);
   if (!read.ok) return read.error;
   const before = read.text;
-  const ov = planOvcli(before, creds, path);
+  const saved = await savedConnection(ctx.env);
+  const valid = planOvcli(before, options.credentials, path, saved.url);
+  if (!valid.ok) return valid.error;
+  const creds = await keyOf(ctx, options.credentials, saved, options, plan);
+  if (typeof creds === "string") return creds;
+  const ov = planOvcli(before, creds, path, saved.url);
   if (!ov.ok) return ov.error;
   if (!ov.changed) return undefined;
-  const change: FileChange = { path, before, after: ov.after, backup: "timestamped", display: maskSecrets };
+  const change: FileChange = { path, before, after: ov.after, backup: "none", display: maskSecrets };
   plan.changes.push(change);
   const ownDir = dirName(path) === openVikingHome(ctx.env);
   const step = fileStep(
     change,
     "connection settings",
-    plan.now,
     ownDir ? () => makeDirs(dirName(path), { private: true }) : undefined,
   );
+  const copies = await keptCopies(path);
+  const removing = copies.length
+    ? `; remove the ${copies.length} copies of it earlier installs kept (ovcli.conf.bak.<time>), with the keys they replaced`
+    : "";
   plan.steps.push({
     ...step,
-    describe: `${before === undefined ? "create" : "update"} ${path}: ${ov.steps.join(", ")}`,
+    describe: `${before === undefined ? "create" : "update"} ${path}: ${ov.steps.join(", ")}${removing}`,
     run: async () => ({
       ...(await step.run()),
       message: `connection settings saved to ${path}: ${ov.summary.join(", ")}`,
+      commit: async () => {
+        const gone = [];
+        for (const copy of copies) if (await Deno.remove(copy).then(() => true, () => false)) gone.push(copy);
+        return gone.length
+          ? [
+            `removed ${
+              gone.join(", ")
+            }: copies of ovcli.conf earlier installs kept, with the keys they replaced`,
+          ]
+          : [];
+      },
     }),
   });
   return undefined;
@@ -74,7 +134,7 @@ async function planCredentials(ctx: Context, creds: CredentialArgs, plan: Plan):
  */
 async function serverNote(ctx: Context): Promise<boolean> {
   const { config } = await loadConfig(ctx.env);
-  const checks = await serverChecks(config, ctx.fetch, { healthOnly: true });
+  const checks = await serverChecks(config, ctx.fetch, { quick: true });
   const say = (text: string) => ctx.out.info(String(scrub(text, [config.apiKey])));
   const failed = checks.find((c) => c.status === "fail");
   if (!failed) {
@@ -108,7 +168,7 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
     );
   }
   const plan = newPlan(ctx.now);
-  const credentials = await planCredentials(ctx, options.credentials, plan);
+  const credentials = await planCredentials(ctx, options, plan);
   if (credentials) return fail(ctx.out, "install", credentials);
   const program = await planProgram(ctx, mode, home, plan);
   if (typeof program === "string") return fail(ctx.out, "install", program);

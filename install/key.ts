@@ -1,15 +1,14 @@
 /**
  * Where install takes the API key from, so that it is never on screen or in shell history:
  * `--api-key-stdin` (the first line of stdin), `OPENVIKING_API_KEY` in install's environment, or a prompt
- * on a terminal that does not echo (asked when `--url` is given and no key is saved yet; Enter for none).
- * `--api-key KEY` still works, with a warning: the key is then on the command line (and in the "Task …" line
- * `deno task` without -q prints).
+ * on a terminal that does not echo — asked when `--url` is given and no key is saved for that address yet
+ * (Enter for none); a key saved for it is kept. `--api-key KEY` still works, with a warning: the key is then
+ * on the command line (and in the "Task …" line `deno task` without -q prints).
  */
 
-import { credentialFilePaths } from "../runtime/config.ts";
-import { readTextIfExists } from "../runtime/fs.ts";
-import { asRecord } from "../runtime/parsed.ts";
+import { originOf } from "../runtime/config.ts";
 import type { Env } from "../runtime/paths.ts";
+import { savedConnection } from "./ovcli.ts";
 
 /** How the key was asked for on the command line. */
 export interface KeyFlags {
@@ -44,15 +43,10 @@ function firstLine(bytes: Uint8Array): string {
   return new TextDecoder().decode(bytes).split(/\r?\n/)[0].trim();
 }
 
-/** Whether ovcli.conf already holds a key (then a terminal is not asked for one). */
-async function savedKey(env: Env): Promise<boolean> {
-  const text = await readTextIfExists(credentialFilePaths(env).cli).catch(() => undefined);
-  try {
-    const conf = asRecord(JSON.parse(text ?? "{}"));
-    return typeof conf.api_key === "string" && conf.api_key !== "";
-  } catch {
-    return false;
-  }
+/** Whether ovcli.conf holds a key saved for `url`'s server (then a terminal is not asked for one). */
+async function savedKeyFor(env: Env, url: string): Promise<boolean> {
+  const saved = await savedConnection(env);
+  return saved.apiKey !== "" && originOf(saved.url) === originOf(url.trim());
 }
 
 /** Chooses the API key install saves, from the flags, stdin, the environment or a hidden prompt. */
@@ -64,10 +58,10 @@ export async function chooseApiKey(flags: KeyFlags, io: KeyIo): Promise<KeyChoic
     if (flags.apiKey !== "") {
       // Deno's own "Task install …" line echoes every argument: nothing here can stop it, so it is named.
       io.warn(
-        "Warning: --api-key puts the key on the command line, where shell history and the process list keep " +
-          'it; run as `deno task install` without -q, Deno has also just printed it (its "Task install …" ' +
-          "line). Next time use --api-key-stdin: it reads a pipe (`< keyfile`) or, on a terminal, asks for it " +
-          "without showing what you type; or set OPENVIKING_API_KEY.",
+        "Warning: --api-key puts the key on the command line, where your shell history and the process list " +
+          "keep it (and if you ran `deno task install` without -q, Deno has printed it too, in its " +
+          '"Task install …" line). Next time use --api-key-stdin: it reads the key from a pipe (`< keyfile`) ' +
+          "or, on a terminal, asks for it without showing what you type; or set OPENVIKING_API_KEY.",
       );
     }
     return { ok: true, apiKey: flags.apiKey, from: "--api-key" };
@@ -86,7 +80,8 @@ export async function chooseApiKey(flags: KeyFlags, io: KeyIo): Promise<KeyChoic
   const fromEnv = io.env.OPENVIKING_API_KEY?.trim();
   if (fromEnv) return { ok: true, apiKey: fromEnv, from: "OPENVIKING_API_KEY" };
   if (
-    flags.url && flags.url.trim() !== "" && !flags.dryRun && io.stdinIsTerminal() && !(await savedKey(io.env))
+    flags.url && flags.url.trim() !== "" && !flags.dryRun && io.stdinIsTerminal() &&
+    !(await savedKeyFor(io.env, flags.url))
   ) {
     return await ask(io, flags.url, false);
   }
@@ -97,7 +92,8 @@ export async function chooseApiKey(flags: KeyFlags, io: KeyIo): Promise<KeyChoic
 async function ask(io: KeyIo, url: string | undefined, required: boolean): Promise<KeyChoice> {
   const where = url ? ` for ${url.replace(/\/\/[^/@]*@/, "//")}` : "";
   const answer = await io.askHidden(
-    `OpenViking API key${where} (not shown as you type; Enter ${required ? "to cancel" : "for none"}): `,
+    `OpenViking API key${where} (a user key, or the server's root key to make one; not shown as you type; ` +
+      `Enter ${required ? "to cancel" : "for none"}): `,
   );
   if (answer === undefined) return { ok: false, error: "cancelled; nothing was changed" };
   if (answer === "") {

@@ -41,11 +41,11 @@ export function pluginMemoryFiles(): PluginFile[] {
       content: systemPromptText({ kind: "unknown" }, { redact: true, profileTokenBudget: 0 }),
       mode: 0o600,
     },
-    { path: PLUGIN_SKILL_FILE, content: skillText("plugin"), mode: 0o644 },
+    { path: PLUGIN_SKILL_FILE, content: skillText("plugin"), mode: 0o600 },
     ...COMMANDS.map((c) => ({
       path: `${PLUGIN_COMMANDS_DIR}/${c.name}.md`,
       content: commandText("plugin", c),
-      mode: 0o644,
+      mode: 0o600,
     })),
   ];
 }

@@ -1,11 +1,15 @@
 /**
  * Saving connection settings to `~/.openviking/ovcli.conf` the way OpenViking's other installers do: merge
- * into the existing JSON (unknown fields kept), `""` deletes a field, mode 0600, a timestamped backup.
+ * into the existing JSON (unknown fields kept), `""` deletes a field, mode 0600 — but no backup: the file
+ * holds the API key, and a copy would keep a replaced key on disk. Its `url` is the server its `api_key` was
+ * given for: install writes them together, and a new address drops the saved key unless one is given.
  * The API key is never printed: `maskSecrets` hides it in diffs and summaries.
  */
 
 import { formatJson, jsonStyle, parseJson } from "./json-file.ts";
 import { isRecord } from "../runtime/parsed.ts";
+import { DEFAULT_BASE_URL, loadConfig, originOf } from "../runtime/config.ts";
+import { dirName, type Env, joinPath } from "../runtime/paths.ts";
 
 /** Connection settings given on the command line (`undefined` = not given, `""` = delete). */
 export interface CredentialArgs {
@@ -79,14 +83,31 @@ function mergeUrl(doc: Record<string, unknown>, given: string, settings: Setting
   return undefined;
 }
 
-/** Sets (or with "" deletes) the key, account and user in `doc` (an alias spelling goes); says what it did. */
-function mergeIdentity(doc: Record<string, unknown>, args: CredentialArgs, settings: Setting[]): void {
+/**
+ * Sets (or with "" deletes) the key, account and user in `doc` (an alias spelling goes); says what it did. The
+ * key saved for `keyWasFor` does not stay when the URL moves to another origin and no key is given; a key
+ * given is written with the address it is for.
+ */
+function mergeIdentity(
+  doc: Record<string, unknown>,
+  args: CredentialArgs,
+  settings: Setting[],
+  keyWasFor: string,
+): void {
+  const url = typeof doc.url === "string" ? doc.url : DEFAULT_BASE_URL;
+  const moved = args.url !== undefined && originOf(url) !== originOf(keyWasFor);
+  if (moved && args.apiKey === undefined && typeof doc.api_key === "string") {
+    delete doc.api_key;
+    const note = `it was saved for ${originOf(keyWasFor)}; a new address gets no key unless you give one`;
+    settings.push({ name: "api_key", note });
+  }
   if (args.apiKey !== undefined) {
     if (args.apiKey === "") {
       delete doc.api_key;
       settings.push({ name: "api_key" });
     } else {
       doc.api_key = args.apiKey;
+      if (doc.url === undefined) doc.url = keyWasFor;
       settings.push({
         name: "api_key",
         shown: `(not shown${args.apiKeyFrom ? `; from ${args.apiKeyFrom}` : ""})`,
@@ -109,8 +130,16 @@ function mergeIdentity(doc: Record<string, unknown>, args: CredentialArgs, setti
   }
 }
 
-/** Plans the merge of `args` into ovcli.conf's text. */
-export function planOvcli(current: string | undefined, args: CredentialArgs, path: string): OvcliPlan {
+/**
+ * Plans the merge of `args` into ovcli.conf's text; `keyWasFor` is the address the files gave until now (where
+ * a saved key went; {@link savedConnection}).
+ */
+export function planOvcli(
+  current: string | undefined,
+  args: CredentialArgs,
+  path: string,
+  keyWasFor = DEFAULT_BASE_URL,
+): OvcliPlan {
   if (!hasCredentialArgs(args)) return { ok: true, after: current, changed: false, summary: [], steps: [] };
   let doc: Record<string, unknown> = {};
   if (current !== undefined && current.trim() !== "") {
@@ -128,7 +157,7 @@ export function planOvcli(current: string | undefined, args: CredentialArgs, pat
   const settings: Setting[] = [];
   const refused = args.url !== undefined ? mergeUrl(doc, args.url, settings) : undefined;
   if (refused) return { ok: false, error: refused };
-  mergeIdentity(doc, args, settings);
+  mergeIdentity(doc, args, settings, keyWasFor);
   const after = formatJson(doc, jsonStyle(current));
   return {
     ok: true,
@@ -145,4 +174,29 @@ export function maskSecrets(text: string): string {
     /("(?:[A-Za-z_]*(?:api_?key|token|secret|password)[A-Za-z_]*)"\s*:\s*)"(?:[^"\\]|\\.)*"/gi,
     '$1"********"',
   );
+}
+
+/** The address the credential files give now and the key saved for it ("" = none), the environment aside. */
+export async function savedConnection(env: Env): Promise<{ url: string; apiKey: string }> {
+  const { config } = await loadConfig({ ...env, OPENVIKING_CREDENTIAL_SOURCE: "ovcli" });
+  return { url: config.baseUrl, apiKey: config.apiKey };
+}
+
+/**
+ * The copies of ovcli.conf at `path` that earlier installs kept (`<name>.bak.<epoch seconds>`), each holding
+ * the key it replaced; none when the directory cannot be read.
+ */
+export async function keptCopies(path: string): Promise<string[]> {
+  const dir = dirName(path);
+  const prefix = `${path.slice(dir.length).replace(/^[\\/]+/, "")}.bak.`;
+  const found: string[] = [];
+  try {
+    for await (const e of Deno.readDir(dir)) {
+      const ours = e.name.startsWith(prefix) && /^\d{10}$/.test(e.name.slice(prefix.length));
+      if (e.isFile && ours) found.push(joinPath(dir, e.name));
+    }
+  } catch {
+    return [];
+  }
+  return found.sort();
 }

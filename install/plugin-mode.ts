@@ -58,16 +58,23 @@ function planLeaveConfigMode(options: InstallOptions, state: KimiState, plan: Pl
 /** The files of the plugin directory: its manifest, its `bin/` (the binary, or a program copy's launcher), memory's. */
 function pluginFiles(ctx: Context, program: Program): PluginFile[] {
   return [
-    { path: "kimi.plugin.json", content: manifestText(ctx.os), mode: 0o644 },
+    { path: "kimi.plugin.json", content: manifestText(ctx.os), mode: 0o600 },
     ...pluginMemoryFiles(),
     program.pluginBin,
   ];
 }
 
-/** Whether the plugin directory holds these files already, byte for byte (then it is not placed again). */
+/**
+ * Whether the plugin directory holds these files already, byte for byte and with their modes (then it is not
+ * placed again).
+ */
 async function pluginInPlace(root: string, files: PluginFile[]): Promise<boolean> {
   for (const f of files) {
     const path = joinPath(root, f.path);
+    const mode = await Deno.stat(path).then((i) => i.mode, () => null);
+    if (mode === null || (mode !== undefined && Deno.build.os !== "windows" && (mode & 0o777) !== f.mode)) {
+      return false;
+    }
     if (typeof f.content !== "string") {
       if (!(await sameBytes(path, f.content.copyFrom))) return false; // a binary: compared as it streams
       continue;

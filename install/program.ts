@@ -61,7 +61,7 @@ async function binaryProgram(
     pluginBin: {
       path: `bin/${executableFileName(ctx.os)}`,
       content: { copyFrom: self.execPath },
-      mode: 0o755,
+      mode: 0o700,
     },
     source: self.execPath,
     note: "",
@@ -85,7 +85,7 @@ async function ownCopyProgram(
   if (step) plan.steps.push(step);
   return {
     command: launcher,
-    pluginBin: { path: `bin/${EXECUTABLE_NAME}`, content: text, mode: 0o755 },
+    pluginBin: { path: `bin/${EXECUTABLE_NAME}`, content: text, mode: 0o700 },
     source: dir,
     note: "",
     keep: dir.slice(dir.lastIndexOf("/") + 1),
@@ -115,7 +115,7 @@ async function checkoutProgram(
   if (step) plan.steps.push(step);
   return {
     command: placement.launcher,
-    pluginBin: { path: `bin/${EXECUTABLE_NAME}`, content: placement.launcherText, mode: 0o755 },
+    pluginBin: { path: `bin/${EXECUTABLE_NAME}`, content: placement.launcherText, mode: 0o700 },
     source: placement.source,
     note: {
       done: `The hooks run the program copy ${placement.dir} with ${deno}, not this checkout: moving or ` +

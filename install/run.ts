@@ -92,7 +92,7 @@ export function planFile(
 ): void {
   const change: FileChange = { path, before, after, backup };
   plan.changes.push(change);
-  plan.steps.push(fileStep(change, what, plan.now));
+  plan.steps.push(fileStep(change, what));
 }
 
 /** Prints what a dry run would do: the steps, the diff of every file (removed lines first), the notes. */
@@ -114,7 +114,7 @@ function printDryRun(plan: Plan, out: Output): void {
 /** Why the plan cannot be carried out, found before anything is written; undefined when it can. */
 async function checkPlan(plan: Plan): Promise<string | undefined> {
   for (const change of plan.changes) {
-    const problem = await checkChange(change, plan.now);
+    const problem = await checkChange(change);
     if (problem) return problem;
   }
   for (const step of plan.steps) {

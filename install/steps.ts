@@ -58,7 +58,7 @@ export async function attempt<T>(what: string, action: () => Promise<T>): Promis
 }
 
 /** Writes one planned change (after `makeDir`, when given: the directory it needs, made undoably). */
-export function fileStep(change: FileChange, what: string, now: Date, makeDir?: () => Promise<Undo>): Step {
+export function fileStep(change: FileChange, what: string, makeDir?: () => Promise<Undo>): Step {
   return {
     describe: `${
       change.after === undefined ? "delete" : change.before === undefined ? "create" : "update"
@@ -66,7 +66,7 @@ export function fileStep(change: FileChange, what: string, now: Date, makeDir?: 
     run: async () => {
       const dir = makeDir ? await attempt(`create the directory of ${change.path}`, makeDir) : undefined;
       try {
-        const { backup, undo } = await applyChange(change, now);
+        const { backup, undo } = await applyChange(change);
         return {
           message: backup
             ? `${what}: ${change.path} (previous copy in ${backup})`

@@ -69,19 +69,31 @@ export function hooksOf(doc: Record<string, unknown>): FoundHook[] {
   );
 }
 
-/** Messages about `[[hooks]]` entries with keys Kimi rejects (one such key makes Kimi drop every hook). */
+/**
+ * What to do with settings written after our block, which TOML reads as part of its last `[[hooks]]` table:
+ * the one advice install, uninstall and doctor give (the settings are the user's: never "remove them").
+ */
+export const SETTINGS_AFTER_BLOCK =
+  "move the settings written after the openviking block above it, or under their own [table] header";
+
+/**
+ * Messages about `[[hooks]]` entries with keys Kimi rejects (one such key makes Kimi drop every hook), each
+ * with its fix: a key in one of ours is a setting written after our block; one in the user's table is removed.
+ */
 export function invalidHookKeys(doc: Record<string, unknown>): string[] {
   return hooksOf(doc).flatMap((h) => {
     const bad = Object.keys(h.value).filter((k) => !ALLOWED_HOOK_KEYS.includes(k));
-    return bad.length
-      ? [
-        `hooks[${h.index}] has ${bad.map((k) => `"${k}"`).join(", ")} (Kimi allows only ${
-          ALLOWED_HOOK_KEYS.join(", ")
-        }), so Kimi ignores every [[hooks]] entry, ours included; remove ${
+    if (!bad.length) return [];
+    const keys = bad.map((k) => `"${k}"`).join(", ");
+    const drop = `(Kimi allows only ${ALLOWED_HOOK_KEYS.join(", ")}), so Kimi ignores every [[hooks]] entry`;
+    return [
+      isOurHookCommand(h.command)
+        ? `hooks[${h.index}], the openviking block's last, has ${keys}: written after the block, TOML reads ` +
+          `${bad.length > 1 ? "them" : "it"} as part of that [[hooks]] table ${drop}; ${SETTINGS_AFTER_BLOCK}`
+        : `hooks[${h.index}] has ${keys} ${drop}, ours included; remove ${
           bad.length > 1 ? "those keys" : "that key"
         }`,
-      ]
-      : [];
+    ];
   });
 }
 
@@ -184,8 +196,8 @@ function checkMeaning(
   return {
     ok: false,
     error: `installing would change the meaning of "${firstDifference(stripped, user)}" in ` +
-      "config.toml (settings after the openviking block would belong to its last [[hooks]] table). Move " +
-      "those settings above the block or under their own [table] header, then run again; nothing was changed.",
+      "config.toml (settings after the openviking block would belong to its last [[hooks]] table): " +
+      `${SETTINGS_AFTER_BLOCK}, then run again; nothing was changed.`,
   };
 }
 
@@ -243,10 +255,9 @@ export function planConfigUninstall(
   if (!parsedAfter.ok || !deepEqual(parsedAfter.value, expected)) {
     return {
       ok: false,
-      error:
-        "removing the openviking block would change the meaning of settings written after it (TOML reads " +
-        "them as part of its last [[hooks]] table). Move those settings above the block or under their own " +
-        "[table] header, then run uninstall again; nothing was changed.",
+      error: "removing the openviking block would change the meaning of settings written after it (TOML " +
+        `reads them as part of its last [[hooks]] table): ${SETTINGS_AFTER_BLOCK}, then run uninstall again; ` +
+        "nothing was changed.",
     };
   }
   const replaced = removable.some((i) => i.owner === "upstream") ? "upstream" : "ours";

@@ -10,7 +10,7 @@
 import { loadConfig } from "../runtime/config.ts";
 import { readTextIfExists } from "../runtime/fs.ts";
 import { isOurLog } from "../runtime/log.ts";
-import { QUEUE_SUBDIR, queueSummary } from "../runtime/pending.ts";
+import { QUEUE_SUBDIR, queueSummary, REJECTED_SUBDIR, rejectedSummary } from "../runtime/pending.ts";
 import {
   defaultLogPath,
   dirName,
@@ -93,7 +93,8 @@ function exists(path: string): Promise<boolean> {
 
 /**
  * The log and queue `--purge` deletes: the default log, a configured one whose every line is ours, and our queue
- * when nothing in it waits (a turn not yet delivered is never deleted: a note says how to deliver or drop it).
+ * and rejected place when nothing is in them (a turn not yet delivered, or refused and kept, is never deleted: a
+ * note says how to deliver or drop it).
  */
 async function purgeableData(ctx: Context, plan: Plan): Promise<string[]> {
   const out = [defaultLogPath(ctx.env)];
@@ -114,6 +115,17 @@ async function purgeableData(ctx: Context, plan: Plan): Promise<string[]> {
       `Kept: ${waiting.entries} queued write(s) (${messages} message(s) of ${waiting.sessions.length} session(s)) ` +
         `not yet delivered, in ${queue}. Install again and the next session start replays them (or run ` +
         `"${commandName(ctx.env)} replay"); to drop them, delete that directory.`,
+    );
+  }
+  const rejected = joinPath(pendingDir(ctx.env), REJECTED_SUBDIR);
+  const kept = await rejectedSummary(pendingDir(ctx.env)).catch(() => undefined);
+  if (kept?.entries === 0) out.push(rejected);
+  else if (kept) {
+    const messages = kept.sessions.reduce((n, x) => n + x.messages, 0);
+    plan.notes.push(
+      `Kept: ${kept.entries} write(s) OpenViking refused (${messages} message(s) of ${kept.sessions.length} ` +
+        `session(s)), in ${rejected}. Once the server takes them, install again and run ` +
+        `"${commandName(ctx.env)} replay --rejected"; to drop them, delete that directory.`,
     );
   }
   return out;

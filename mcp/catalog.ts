@@ -1,8 +1,8 @@
 /**
- * OpenViking's MCP tools as the server lists them (its 15 tools, schemas in plain types), used to answer
- * `tools/list` while the server cannot be reached and no list from an earlier session is cached. Kimi Code
- * asks for the tool list once, when the session starts, so this list is what the model can use all session.
- * Pure data.
+ * Which of OpenViking's MCP tools the model is offered (the ones memory needs, unless the user asks for more),
+ * and those tools as the server lists them (schemas in plain types), used to answer `tools/list` while the
+ * server cannot be reached and no list from an earlier session is cached. Kimi Code asks for the tool list
+ * once, when the session starts, so this list is what the model can use all session. Pure.
  */
 
 /** An MCP tool definition as `tools/list` returns it. */
@@ -44,21 +44,31 @@ function tool(
   };
 }
 
-/** The built-in catalog of OpenViking's MCP tools. */
+/**
+ * The tools memory needs, in OpenViking's names: search; read and browse (a URI, a directory, a glob, a
+ * grep: the guard points Read, Glob and Grep at these); remember; forget. The proxy offers only these unless
+ * `OPENVIKING_MCP_TOOLS` asks for more; the memory texts (hooks/instructions.ts) and the guard name no other.
+ */
+export const MEMORY_TOOLS = ["search", "read", "list", "remember", "grep", "glob", "forget"] as const;
+
+/** One of the tools memory needs. */
+export type MemoryTool = (typeof MEMORY_TOOLS)[number];
+
+/**
+ * The tools of `tools` offered to the model: the ones memory needs and those `choice` names, every one when
+ * it names `all` (`choice` is the `OPENVIKING_MCP_TOOLS` knob; `memory` names the default set). Order kept.
+ */
+export function offeredTools<T>(tools: readonly T[], choice: readonly string[]): T[] {
+  if (choice.includes("all")) return [...tools];
+  const names = new Set<string>([...MEMORY_TOOLS, ...choice]);
+  return tools.filter((t) => {
+    const name = (t as { name?: unknown } | null)?.name;
+    return typeof name === "string" && names.has(name);
+  });
+}
+
+/** The built-in catalog: the tools memory needs, in OpenViking's order. */
 export const BUILTIN_TOOLS: readonly ToolDefinition[] = [
-  tool(
-    "find",
-    "Semantic search over viking:// memories, resources and skills; returns matching URIs with abstracts.",
-    {
-      query: str("What to look for."),
-      target_uri: str("Restrict the search to this viking:// subtree.", { default: "" }),
-      limit: int("Maximum results.", { default: 10 }),
-      min_score: num("Minimum relevance score (0-1).", { default: 0.35 }),
-      level: { type: "array", items: { type: "integer" }, description: "Context levels to include." },
-      context_type: strList("Context types to include (memory, resource, skill)."),
-    },
-    ["query"],
-  ),
   tool(
     "search",
     "Search with session context: mode=list returns matches, mode=context returns an assembled, " +
@@ -86,12 +96,6 @@ export const BUILTIN_TOOLS: readonly ToolDefinition[] = [
     uri: str("The viking:// directory."),
     recursive: bool("List subdirectories too."),
   }, ["uri"]),
-  tool("tree", "Show the viking:// directory tree.", {
-    uri: str("Root of the tree.", { default: "viking://" }),
-    level_limit: int("Maximum depth.", { default: 3 }),
-    node_limit: int("Maximum entries.", { default: 1000 }),
-    include_abstract: bool("Include each entry's abstract."),
-  }),
   tool("remember", "Store conversation messages as memory (extracted by the server).", {
     messages: {
       type: "array",
@@ -106,37 +110,6 @@ export const BUILTIN_TOOLS: readonly ToolDefinition[] = [
       },
     },
   }, ["messages"]),
-  tool("write", "Write a viking:// file (replace, append or create).", {
-    uri: str("The viking:// file."),
-    content: str("Text to write."),
-    mode: str("replace, append or create.", { enum: ["replace", "append", "create"], default: "replace" }),
-    wait: bool("Wait until the server has processed the file."),
-    timeout: num("Seconds to wait when wait=true."),
-  }, ["uri", "content"]),
-  tool("edit", "Replace text in a viking:// file.", {
-    uri: str("The viking:// file."),
-    old_string: str("Exact text to replace."),
-    new_string: str("Replacement text."),
-    replace_all: bool("Replace every occurrence."),
-    wait: bool("Wait until the server has processed the file."),
-    timeout: num("Seconds to wait when wait=true."),
-  }, ["uri", "old_string", "new_string"]),
-  tool("add_resource", "Add a file, directory or URL to OpenViking as a resource (optionally watched).", {
-    path: str("Local path or URL to add.", { default: "" }),
-    temp_file_id: str("Id of an uploaded temporary file.", { default: "" }),
-    add_type: str("Kind of resource.", { default: "" }),
-    description: str("What the resource is.", { default: "" }),
-    watch_interval: num("Re-import every N minutes (0 = never).", { default: 0 }),
-    processing_mode: str("How the server processes it."),
-    to: str("Target viking:// URI.", { default: "" }),
-    parent: str("Parent viking:// URI.", { default: "" }),
-    tags: strList("Tags."),
-    tag_mode: str("replace or merge.", { default: "replace" }),
-  }),
-  tool("list_watches", "List watched resources."),
-  tool("cancel_watch", "Stop watching a resource.", { to_uri: str("The watched viking:// URI.") }, [
-    "to_uri",
-  ]),
   tool("grep", "Search viking:// file contents with a pattern.", {
     uri: str("Where to search."),
     pattern: strList("Pattern(s) to match."),
@@ -152,5 +125,4 @@ export const BUILTIN_TOOLS: readonly ToolDefinition[] = [
     uri: str("The viking:// URI to delete."),
     recursive: bool("Delete a directory and everything in it."),
   }, ["uri"]),
-  tool("health", "Check that the OpenViking server is healthy."),
 ];

@@ -57,6 +57,8 @@ interface Loaded {
   warnings: string[];
   debug: boolean;
   log: string;
+  /** The MCP tools offered to the model (`OPENVIKING_MCP_TOOLS`). */
+  offer: readonly string[];
 }
 
 /** Loads the config for `workspace` and resolves its actor peer. */
@@ -68,6 +70,7 @@ async function loadSettings(env: Env, workspace: string | undefined): Promise<Lo
     warnings,
     debug: config.debug,
     log: config.debugLogPath,
+    offer: config.mcpTools,
   };
 }
 
@@ -93,6 +96,7 @@ async function startProxy(io: McpServerIo, first: Loaded, log: Logger, reload: (
     writeLine: io.writeLine,
     log,
     limits,
+    offer: first.offer,
     tools: {
       read: () => readToolCache(cachePath, session.settings.target.mcpUrl),
       write: (tools) => writeToolCache(cachePath, session.settings.target.mcpUrl, tools),

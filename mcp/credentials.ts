@@ -4,7 +4,7 @@
  * configuration reloaded and the request retried.
  */
 
-import type { Config } from "../runtime/config.ts";
+import { type Config, keyFor } from "../runtime/config.ts";
 import { readTextIfExists } from "../runtime/fs.ts";
 import { identityOf } from "../runtime/http.ts";
 import type { ErrorContext } from "./errors.ts";
@@ -18,10 +18,16 @@ export interface ProxySettings {
   timeoutMs: number;
 }
 
-/** Builds the proxy settings from a loaded config and the resolved actor peer. */
+/**
+ * Builds the proxy settings from a loaded config and the resolved actor peer; a key saved for another origin
+ * than the MCP URL's is not sent there.
+ */
 export function proxySettings(config: Config, peerId: string): ProxySettings {
   return {
-    target: { mcpUrl: config.mcpUrl, ...identityOf(config, peerId) },
+    target: {
+      mcpUrl: config.mcpUrl,
+      ...identityOf({ ...config, apiKey: keyFor(config, config.mcpUrl) }, peerId),
+    },
     context: {
       mcpUrl: config.mcpUrl,
       credentialSource: config.credentialSource,

@@ -11,7 +11,7 @@
 import type { Logger } from "../runtime/log.ts";
 import { isRecord } from "../runtime/parsed.ts";
 import { withoutUserinfo } from "../runtime/scrub.ts";
-import { BUILTIN_TOOLS, type ToolDefinition } from "./catalog.ts";
+import { BUILTIN_TOOLS, offeredTools, type ToolDefinition } from "./catalog.ts";
 import { failureError } from "./errors.ts";
 import {
   type Classified,
@@ -58,6 +58,8 @@ export interface ProxyOptions {
   writeLine: (line: string) => Promise<void>;
   log: Logger;
   tools?: ToolStore;
+  /** Which tools `tools/list` offers the model (the `OPENVIKING_MCP_TOOLS` knob; default: memory's). */
+  offer?: readonly string[];
   /** Tool calls in flight at once (default {@link MAX_IN_FLIGHT}). */
   maxInFlight?: number;
   /** Time bounds (default {@link PROXY_LIMITS}). */
@@ -238,9 +240,18 @@ export class Proxy {
         return await this.fallback(request, PAUSED);
       }
       entry.sent = true;
-      const { exchange, response } = await this.exchange("send", request, collect, entry.controller.signal);
+      const list = request.method === "tools/list"; // its reply is filtered, so it is never written as it came
+      const { exchange, response } = await this.exchange(
+        "send",
+        request,
+        collect || list,
+        entry.controller.signal,
+      );
       if (exchange.ok) {
-        if (request.method === "tools/list" && response) this.remember(request, response);
+        if (list && response) {
+          this.remember(request, response);
+          return this.offered(response);
+        }
         return collect ? response : undefined;
       }
       if (exchange.failure.kind === "aborted" || entry.controller.signal.aborted) return undefined;
@@ -274,13 +285,22 @@ export class Proxy {
       const cached = await this.options.tools?.read().catch(() => undefined);
       this.servedCatalog = true;
       this.options.log.stage("offline-tools-list", { failure: describe(failure), cached: Boolean(cached) });
-      return catalogResult(request.id, cached ?? BUILTIN_TOOLS);
+      return catalogResult(request.id, offeredTools(cached ?? BUILTIN_TOOLS, this.options.offer ?? []));
     }
     this.options.log.stage("request-failed", { method: request.method, failure: describe(failure) });
     return failureError(request.id, failure, session.settings.context);
   }
 
-  /** Saves a served tool list for sessions that start while the server is down. */
+  /** A `tools/list` reply with only the tools offered to the model (anything else passes as it came). */
+  private offered(response: JsonRpcResponse): JsonRpcResponse {
+    if (!("result" in response) || !isRecord(response.result) || !Array.isArray(response.result.tools)) {
+      return response;
+    }
+    const tools = offeredTools(response.result.tools, this.options.offer ?? []);
+    return { ...response, result: { ...response.result, tools } };
+  }
+
+  /** Saves a served tool list (all of it) for sessions that start while the server is down. */
   private remember(request: JsonRpcRequest, response: JsonRpcResponse): void {
     const store = this.options.tools;
     if (!store || !("result" in response) || !isRecord(response.result)) return;

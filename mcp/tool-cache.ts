@@ -1,6 +1,7 @@
 /**
- * The last tool list OpenViking served, kept on disk (0600) so a session that starts while the server is down
- * still offers the same tools the server had. One file, the list of the most recent MCP URL.
+ * The last tool list OpenViking served (all of it: the proxy picks what it offers when it serves it), kept on
+ * disk (0600) so a session that starts while the server is down still offers the same tools the server had.
+ * One file, the list of the most recent MCP URL.
  */
 
 import * as z from "zod/mini";

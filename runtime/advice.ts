@@ -51,6 +51,11 @@ function originOf(url: string | undefined): string | undefined {
   }
 }
 
+/** Whether `f` is OpenViking refusing a root key on a data route (api_key mode; the server's own words). */
+export function isRootKeyRefusal(f: Pick<OvFailure, "kind" | "status" | "error">): boolean {
+  return f.kind === "auth" && f.status === 403 && /ROOT API keys cannot access/i.test(f.error.message);
+}
+
 /** The advice for a failure seen while talking to `baseUrl`. */
 export function adviceFor(
   f: Pick<OvFailure, "kind" | "status" | "error" | "location">,
@@ -80,11 +85,21 @@ export function adviceFor(
         fix: "upgrade OpenViking (0.5 or newer); writes wait in the queue until then",
       };
     case "auth":
-      return {
-        summary: `the server refused the key (HTTP ${f.status}): ${f.error.message}`,
-        fix: `save a valid key: \`${commandName()} install --api-key-stdin\` (or OPENVIKING_API_KEY), and ` +
-          "--account/--user when the server runs in trusted mode; writes wait in the queue until then",
-      };
+      return isRootKeyRefusal(f)
+        ? {
+          summary: `the server refused the key (HTTP ${f.status}): it is OpenViking's root key, which ` +
+            "administers the server and may not use memory",
+          fix:
+            `give it once to \`${commandName()} install --api-key-stdin\`: install makes a user key with it ` +
+            'and saves only that (README: "Server with API keys"); writes wait in the queue until then',
+        }
+        : {
+          summary: `the server refused the key (HTTP ${f.status}): ${f.error.message}`,
+          fix: `save your OpenViking user's key: \`${commandName()} install --api-key-stdin\` — given the ` +
+            "server's root key (ov.conf's server.root_api_key) once, install makes a user key and saves " +
+            "only that; or the server's admin makes one (`ov admin register-user ACCOUNT USER`); in trusted " +
+            "mode add --account/--user; writes wait in the queue until then",
+        };
     case "server":
       return {
         summary: `OpenViking at ${baseUrl} cannot take requests now (HTTP ${f.status}): ${f.error.message}`,
@@ -99,7 +114,8 @@ export function adviceFor(
     case "rejected":
       return {
         summary: `OpenViking refused the request (HTTP ${f.status}): ${f.error.message}`,
-        fix: "this message was dropped; if it keeps happening, report it with the server's log",
+        fix: "the write is kept, not sent again on its own: fix what the server says, then " +
+          `\`${commandName()} replay --rejected\` (doctor's rejected check lists them)`,
       };
     case "unreachable":
       return {

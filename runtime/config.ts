@@ -43,6 +43,11 @@ export interface Credentials {
   credentialSource: string;
   /** Which source supplied the API key ("none" when there is none). */
   apiKeySource: string;
+  /**
+   * The origin the key was saved for, when it came from a file ("" for one from the environment, given for
+   * whatever address this run uses, or for no key): {@link keyFor} sends it there only.
+   */
+  apiKeyOrigin: string;
   cliConfigPath: string;
   ovConfigPath: string;
 }
@@ -154,21 +159,48 @@ function baseUrlOf(f: Files, warnings: string[]): { baseUrl: string; source: str
   return normalized ? { baseUrl: normalized, source } : { baseUrl: DEFAULT_BASE_URL, source: "default" };
 }
 
-/** The API key and where it came from ("none" when there is none). */
-function apiKeyOf(f: Files): { apiKey: string; source: string } {
-  if (f.useCli) {
-    const apiKey = str(f.cli.api_key);
-    return { apiKey, source: apiKey ? "ovcli.conf" : "none" };
+/** The origin of `url` ("" when it is not a URL). */
+export function originOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return "";
   }
-  const candidates: [unknown, string][] = [
-    [f.env.OPENVIKING_BEARER_TOKEN, "env OPENVIKING_BEARER_TOKEN"],
-    [f.env.OPENVIKING_API_KEY, "env OPENVIKING_API_KEY"],
-    [f.cli.api_key, "ovcli.conf"],
-    [f.ovClient.apiKey, "ov.conf"],
-    [f.ovServer.root_api_key, "ov.conf"],
+}
+
+/** The key of `c` for a request to `url`: none when the key was saved for another origin. */
+export function keyFor(c: Pick<Credentials, "apiKey" | "apiKeyOrigin">, url: string): string {
+  return c.apiKeyOrigin === "" || c.apiKeyOrigin === originOf(url) ? c.apiKey : "";
+}
+
+/**
+ * The API key for `baseUrl` and where it came from ("none" when there is none). A key saved in a file
+ * belongs to the server that file names — ovcli.conf's key to the address the files give (its `url`, else
+ * ov.conf's server, else the default), ov.conf's client key to ov.conf's server — and is never sent to
+ * another origin (an `OPENVIKING_URL` elsewhere): `warnings` says so. ov.conf's `server.root_api_key` is
+ * never a client's key: OpenViking refuses it on data routes, and it administers the whole server.
+ */
+function apiKeyOf(
+  f: Files,
+  baseUrl: string,
+  warnings: string[],
+): { apiKey: string; source: string; origin: string } {
+  const filesUrl = (files: Files) => originOf(baseUrlOf({ ...files, mode: "cli" }, []).baseUrl);
+  const candidates: [unknown, string, string][] = [
+    [f.env.OPENVIKING_BEARER_TOKEN, "env OPENVIKING_BEARER_TOKEN", ""],
+    [f.env.OPENVIKING_API_KEY, "env OPENVIKING_API_KEY", ""],
+    [f.cli.api_key, "ovcli.conf", filesUrl(f)],
+    [f.ovClient.apiKey, "ov.conf", filesUrl({ ...f, cli: {} })],
   ];
-  const hit = candidates.find(([v]) => str(v));
-  return hit ? { apiKey: str(hit[0]), source: hit[1] } : { apiKey: "", source: "none" };
+  for (const [value, source, origin] of f.useCli ? candidates.slice(2, 3) : candidates) {
+    if (!str(value)) continue;
+    if (origin === "" || origin === originOf(baseUrl)) return { apiKey: str(value), source, origin };
+    warnings.push(
+      `the API key in ${source} was saved for ${origin}; it is not sent to ${baseUrl}: give that server's ` +
+        `key in OPENVIKING_API_KEY, or save it with \`${commandName()} install --url URL --api-key-stdin\``,
+    );
+  }
+  return { apiKey: "", source: "none", origin: "" };
 }
 
 /** Account, user and explicit actor peer: ovcli.conf alone, or env before the files. */
@@ -205,10 +237,13 @@ export function resolveCredentials(sources: CredentialSources, warnings: string[
     useCli: mode === "cli" || (mode === "auto" && !envSet && cliHasCreds),
   };
   const { baseUrl, source } = baseUrlOf(files, warnings);
-  const key = apiKeyOf(files);
+  const key = apiKeyOf(files, baseUrl, warnings);
   let mcpUrl = `${baseUrl}/mcp`;
   if (mode !== "cli" && str(env.OPENVIKING_MCP_URL)) {
     mcpUrl = normalizeUrl(str(env.OPENVIKING_MCP_URL), warnings, "OPENVIKING_MCP_URL") ?? mcpUrl;
+  }
+  if (key.apiKey && !keyFor({ apiKey: key.apiKey, apiKeyOrigin: key.origin }, mcpUrl)) {
+    warnings.push(`the API key in ${key.source} was saved for ${key.origin}; it is not sent to ${mcpUrl}`);
   }
   return {
     baseUrl,
@@ -218,6 +253,7 @@ export function resolveCredentials(sources: CredentialSources, warnings: string[
     credentialMode: mode,
     credentialSource: files.useCli ? "ovcli.conf" : source,
     apiKeySource: key.source,
+    apiKeyOrigin: key.origin,
     cliConfigPath: sources.cliConfigPath,
     ovConfigPath: sources.ovConfigPath,
   };
@@ -238,8 +274,9 @@ export interface Resolved {
 }
 
 /**
- * Fields a workspace file may never set: where data goes (server, MCP URL, log path) and who we are (keys,
- * account, user, peer). A repository chooses knobs, never a destination or an identity.
+ * Fields a workspace file may never set: where data goes (server, MCP URL, log path), who we are (keys,
+ * account, user, peer) and what the model may do (the MCP tools offered). A repository chooses knobs, never
+ * a destination, an identity or a power.
  */
 const WORKSPACE_FORBIDDEN = [
   "url",
@@ -251,6 +288,7 @@ const WORKSPACE_FORBIDDEN = [
   "user",
   "peerId",
   "debugLogPath",
+  "mcpTools",
 ];
 
 /** Removes connection fields from a workspace settings object (workspace files may not redirect credentials). */
@@ -258,7 +296,9 @@ function sanitizeWorkspace(value: unknown, where: string, warnings: string[]): J
   const o = { ...asRecord(value) };
   for (const k of WORKSPACE_FORBIDDEN) {
     if (k in o) {
-      warnings.push(`${where}: "${k}" is ignored; put connection settings in ~/.openviking/ovcli.conf`);
+      warnings.push(
+        `${where}: "${k}" is ignored (a workspace file may not set it); put it in ~/.openviking/ovcli.conf`,
+      );
       delete o[k];
     }
   }

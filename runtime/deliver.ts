@@ -1,7 +1,8 @@
 /**
  * Delivers messages to an OpenViking session in order: batches (≤ 100 messages, ≤ 512 KB), one by one when the
- * server has no batch route or refuses a batch (so only a message OpenViking itself refuses is dropped), until
- * every message is settled or a failure that is not a rejection stops it. Used by capture and by replay.
+ * server has no batch route or refuses a batch (so only a message OpenViking itself refuses is set aside, and
+ * kept by the caller), until every message is settled or a failure that is not a rejection stops it. Used by
+ * capture and by replay.
  */
 
 import * as z from "zod/mini";
@@ -21,7 +22,7 @@ export interface MessagePayload {
   turn_id?: string;
 }
 
-/** A message OpenViking refused for good, and its words. */
+/** A message OpenViking refused for good, and its words (the caller keeps it: `onRejected`). */
 export interface Rejection {
   index: number;
   status: number;
@@ -81,7 +82,8 @@ export interface Delivery {
 
 /**
  * Delivers messages in order — batches, falling back to one by one — until all are settled or a failure that
- * is not a rejection stops it. `beforeRequest`/`onSettled` are called around every request.
+ * is not a rejection stops it. `beforeRequest`/`onSettled` are called around every request; `onRejected`
+ * keeps a message OpenViking refused before it counts as settled (if it throws, delivery stops before it).
  */
 export async function deliverMessages(
   client: OpenVikingClient,
@@ -92,6 +94,7 @@ export async function deliverMessages(
     serial?: boolean;
     beforeRequest?: (from: number, to: number) => Promise<void>;
     onSettled?: (settled: number) => Promise<void>;
+    onRejected?: (payload: MessagePayload, rejection: Rejection) => Promise<void>;
   },
 ): Promise<Delivery> {
   const d: Delivery = { settled: 0, sent: 0, rejections: [], usedBatch: false };
@@ -116,7 +119,7 @@ export async function deliverMessages(
       const why = wantsSerial(res);
       if (!why) return { ...d, stop: res };
       if (why === "route") serial = true; // an older server without the batch route: one by one from here on
-      // A refused batch goes one by one, so only a message OpenViking refuses is dropped.
+      // A refused batch goes one by one, so only a message OpenViking refuses is set aside.
       const inner = await deliverMessages(client, sid, payloads.slice(from, end), {
         ...options,
         serial: true,
@@ -136,7 +139,9 @@ export async function deliverMessages(
     });
     if (res.ok) d.sent++;
     else if (res.kind === "rejected") {
-      d.rejections.push({ index: from, status: res.status, message: res.error.message });
+      const rejection = { index: from, status: res.status, message: res.error.message };
+      await options.onRejected?.(payloads[from], rejection);
+      d.rejections.push(rejection);
     } else return { ...d, stop: res };
     d.settled = from + 1;
     await options.onSettled?.(d.settled);

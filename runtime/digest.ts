@@ -8,7 +8,7 @@
 
 import { neutralize, safe, type SafeText } from "./neutralize.ts";
 import { charColumns } from "./columns.ts";
-import type { Memory } from "./memory.ts";
+import { isFolderSummary, type Memory } from "./memory.ts";
 
 /** How much one digest may hold. */
 export interface DigestLimits {
@@ -79,10 +79,13 @@ export function cutAtWord(text: string, max: number): string {
   return `${text.slice(0, end).trimEnd()}${ELLIPSIS}`;
 }
 
-/** Memory URIs that are not leaves (a directory's overview) come after the leaves, the server's order kept. */
-function leavesFirst(memories: readonly Memory[]): Memory[] {
-  const directory = (m: Memory) => m.uri.includes("/memories/") && !m.uri.endsWith(".md");
-  return [...memories.filter((m) => !directory(m)), ...memories.filter(directory)];
+/**
+ * The memories a digest shows, in the server's choice and in score order (highest first; without scores, the
+ * server's order): never a folder's summary, which is no memory.
+ */
+function shownOrder(memories: readonly Memory[], limit: number): Memory[] {
+  const chosen = memories.filter((m) => !isFolderSummary(m.uri)).slice(0, Math.max(0, limit));
+  return chosen.sort((a, b) => a.score === undefined || b.score === undefined ? 0 : b.score - a.score);
 }
 
 /** One digest line and the memory it shows. */
@@ -97,7 +100,7 @@ export interface DigestLine {
  * the next; a memory whose URI alone does not fit is left out.
  */
 export function digestLines(memories: readonly Memory[], limits: DigestLimits, reserved = 0): DigestLine[] {
-  const order = leavesFirst(memories).slice(0, Math.max(0, limits.memories));
+  const order = shownOrder(memories, limits.memories);
   const out: DigestLine[] = [];
   let left = limits.chars - reserved;
   order.forEach((memory, i) => {

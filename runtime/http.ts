@@ -213,9 +213,11 @@ export function createClient(options: ClientOptions): OpenVikingClient {
       if (v !== undefined) url.searchParams.set(k, String(v));
     }
     const hasBody = req.body !== undefined;
+    // `/health` needs no key, and it is what is asked of an address not known to be OpenViking yet.
+    const identity = path === "/health" ? { ...options, apiKey: undefined } : options;
     const got = await exchange(doFetch, url, {
       method,
-      headers: buildHeaders(options, req.peerId, hasBody),
+      headers: buildHeaders(identity, req.peerId, hasBody),
       body: hasBody ? JSON.stringify(req.body) : undefined,
     }, { timeout, maxBytes: req.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES });
     if ("ok" in got) return got;
@@ -241,4 +243,14 @@ export function createClient(options: ClientOptions): OpenVikingClient {
       return r.ok ? r : cleanFailure(r, secrets);
     },
   };
+}
+
+/**
+ * Whether the client's key may use memory's routes: one entry of `viking://user/` is read (a root key, which
+ * only administers, is refused there with a 403 while `/api/v1/system/status` accepts it).
+ */
+export function askDataAccess(client: OpenVikingClient): Promise<OvResponse<unknown>> {
+  return client.request("GET", "/api/v1/fs/ls", AnyResult, {
+    query: { uri: "viking://user/", simple: true, node_limit: 1 },
+  });
 }

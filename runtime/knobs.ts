@@ -122,6 +122,8 @@ export const KNOBS = {
   /** The local ledger (what hook runs did, for `status`): all sessions' files together, and their age. */
   ledgerMaxBytes: knob("OPENVIKING_LEDGER_MAX_BYTES", numKnob(64 * 1024, 1024 ** 3), 8 * 1024 * 1024),
   ledgerMaxAgeDays: knob("OPENVIKING_LEDGER_MAX_AGE_DAYS", numKnob(1, 3650), 30),
+  /** The MCP tools offered to the model beyond memory's (`all`: every tool); a workspace file cannot set it. */
+  mcpTools: knob("OPENVIKING_MCP_TOOLS", listKnob, ["memory"]),
   debug: knob("OPENVIKING_DEBUG", boolKnob, false),
   debugLogPath: optionalKnob("OPENVIKING_DEBUG_LOG", pathKnob),
 };

@@ -75,6 +75,8 @@ const ReplayEntrySchema = z.object({
   messages: z.number(),
   deferred: z.number(),
   commitTasks: z.array(z.object({ sessionId: z.string(), taskId: z.string() })),
+  /** Messages sent per session (absent in lines of older versions). */
+  delivered: z.optional(z.array(z.object({ sessionId: z.string(), messages: z.number() }))),
 });
 export type ReplayEntry = z.infer<typeof ReplayEntrySchema>;
 

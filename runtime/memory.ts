@@ -18,6 +18,22 @@ export interface Memory {
   detail?: string;
 }
 
+/** A URI in the user's or an agent's memory space (`…/memories` and below). */
+const MEMORY_SPACE = /\/memories(?:\/|$)/;
+
+/** The names OpenViking gives a directory's own summaries: its L0 abstract and L1 overview. */
+const SUMMARY_FILE = /\/\.(?:abstract|overview)\.md$/;
+
+/**
+ * Whether a recalled URI of the memory space is a folder's summary rather than a memory, by the server's own
+ * marks: find names such a hit by its sidecar (`…/.overview.md` at level 1, `…/.abstract.md` at level 0);
+ * the context face and the recall endpoint name the directory itself and send no level or leaf field; and
+ * a memory is a `.md` file other than those two — the rule OpenViking's memory code lists leaves by.
+ */
+export function isFolderSummary(uri: string): boolean {
+  return MEMORY_SPACE.test(uri) && (SUMMARY_FILE.test(uri) || !uri.endsWith(".md"));
+}
+
 /** Most memories taken from one reply (a server may send thousands). */
 const MAX_MEMORIES = 50;
 

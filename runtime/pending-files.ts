@@ -4,6 +4,8 @@
  * sequence number, so a session's writes replay in the order they were queued whatever the clock says.
  * File names carry the kind and size (`<seq>-m<count>.json`, `<seq>-c.json`), so listing a queue reads no
  * file; replay claims a file by renaming it to `<seq>-<tag>.<pid>.claim`. Messages carry a dedupe key.
+ * The writes OpenViking refused for good (or that waited past the queue's age limit) are kept beside it in the
+ * same form, one per file, with the server's words and when: `<pending>/kimicode-rejected/<session>/`.
  * The writer is pending.ts, the replay replay.ts.
  */
 
@@ -12,10 +14,14 @@ import { sha256Hex, stableStringify } from "./hash.ts";
 import { isNotFound } from "./fs.ts";
 import { joinPath } from "./paths.ts";
 import { safeId } from "./state.ts";
+import { isRecord } from "./parsed.ts";
 import type { MessagePayload } from "./deliver.ts";
 
 /** Subdirectory of the shared pending directory that holds our queue. */
 export const QUEUE_SUBDIR = "kimicode";
+
+/** Subdirectory of the shared pending directory that keeps the writes OpenViking refused (`replay --rejected`). */
+export const REJECTED_SUBDIR = "kimicode-rejected";
 
 /** A claim older than this (or dated more than FUTURE_SLACK_MS in the future) was abandoned and is put back. */
 export const ABANDONED_AFTER_MS = 10 * 60_000;
@@ -48,6 +54,10 @@ export const QueueEntrySchema = z.discriminatedUnion("kind", [
 ]);
 export type QueueEntry = z.infer<typeof QueueEntrySchema>;
 
+/** Why a kept write was refused: the server's HTTP status (0: it never reached it) and words, and when. */
+const RejectionSchema = z.object({ at: z.number(), status: z.number(), message: z.string() });
+export type Rejection = z.infer<typeof RejectionSchema>;
+
 /** `<seq>-<tag>.json`, tag `m<count>` (messages) or `c` (a commit): listing a queue never reads its files. */
 const ENTRY = /^(\d{10})-(m\d+|c)\.json$/;
 /** `<seq>-<tag>.<pid>.claim`: claimed by replay process `pid`. */
@@ -58,9 +68,13 @@ export async function messageKey(sessionId: string, payload: MessagePayload): Pr
   return await sha256Hex(`addMessage\n${sessionId}\n${stableStringify(payload)}`);
 }
 
-/** The queue directory of one OpenViking session. */
-export async function sessionQueueDir(pendingDir: string, sessionId: string): Promise<string> {
-  return joinPath(pendingDir, QUEUE_SUBDIR, await safeId(sessionId));
+/** The queue directory of one OpenViking session (its rejected writes' with `subdir` REJECTED_SUBDIR). */
+export async function sessionQueueDir(
+  pendingDir: string,
+  sessionId: string,
+  subdir = QUEUE_SUBDIR,
+): Promise<string> {
+  return joinPath(pendingDir, subdir, await safeId(sessionId));
 }
 
 /** A file of a session's queue. */
@@ -91,9 +105,13 @@ export function entryFile(seq: number, holds: QueueEntry | string): QueueFile {
 }
 
 /** The queue directories of one session, or of every session that has one (none when there is no queue). */
-export async function sessionDirs(pendingDir: string, sessionId?: string): Promise<string[]> {
-  if (sessionId !== undefined) return [await sessionQueueDir(pendingDir, sessionId)];
-  const root = joinPath(pendingDir, QUEUE_SUBDIR);
+export async function sessionDirs(
+  pendingDir: string,
+  sessionId?: string,
+  subdir = QUEUE_SUBDIR,
+): Promise<string[]> {
+  if (sessionId !== undefined) return [await sessionQueueDir(pendingDir, sessionId, subdir)];
+  const root = joinPath(pendingDir, subdir);
   const dirs: string[] = [];
   try {
     for await (const e of Deno.readDir(root)) if (e.isDirectory) dirs.push(joinPath(root, e.name));
@@ -127,6 +145,16 @@ export async function queueFiles(dir: string): Promise<QueueFile[]> {
 export async function readEntry(path: string): Promise<QueueEntry | undefined> {
   try {
     return QueueEntrySchema.safeParse(JSON.parse(await Deno.readTextFile(path))).data;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Why the write in a file of the rejected place was refused; undefined when the file does not say. */
+export async function readRejection(path: string): Promise<Rejection | undefined> {
+  try {
+    const raw: unknown = JSON.parse(await Deno.readTextFile(path));
+    return RejectionSchema.safeParse(isRecord(raw) ? raw.rejection : undefined).data;
   } catch {
     return undefined;
   }

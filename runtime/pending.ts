@@ -3,7 +3,8 @@
  * after its last one, each file created whole or not at all (exclusive create, fsync), so a session's
  * writes replay in the order they were queued and asking "has this session unsent writes?" reads one small
  * directory. Queueing a message that is already queued is a no-op. Replay (replay.ts) only removes files.
- * Only OpenViking's own rejection drops a message; nothing else spends anything.
+ * A write OpenViking refuses for good is kept in the rejected place (`keepRejected`), bounded, never dropped
+ * before the bound; nothing else spends anything.
  */
 
 import { createExclusive, ensurePrivateDir, isAlreadyExists, removeAbandonedTemps } from "./fs.ts";
@@ -13,20 +14,35 @@ import {
   entryFile,
   messageKey,
   messagesIn,
+  QUEUE_SUBDIR,
   type QueueEntry,
   type QueueFile,
   queueFiles,
   readEntry,
+  readRejection,
+  REJECTED_SUBDIR,
+  type Rejection,
   sessionDirs,
   sessionQueueDir,
 } from "./pending-files.ts";
 
-export { QUEUE_SUBDIR, type QueueEntry, QueueEntrySchema, sessionQueueDir } from "./pending-files.ts";
+export {
+  QUEUE_SUBDIR,
+  type QueueEntry,
+  QueueEntrySchema,
+  REJECTED_SUBDIR,
+  sessionQueueDir,
+} from "./pending-files.ts";
+
+/** The rejected place keeps at most this many writes; past it the oldest are dropped. */
+export const REJECTED_MAX_ENTRIES = 1000;
+/** … and at most this many bytes. */
+export const REJECTED_MAX_BYTES = 16 * 1024 * 1024;
 
 /** Writes entries after the session's last one; returns the files stored (stops at the first failure). */
 async function appendEntries(
   dir: string,
-  entries: ((seq: number) => QueueEntry)[],
+  entries: ((seq: number) => QueueEntry & { rejection?: Rejection })[],
   files: QueueFile[],
 ): Promise<QueueFile[]> {
   const stored: QueueFile[] = [];
@@ -174,10 +190,110 @@ export async function enqueueCommit(
   }
 }
 
-/** Dedupe keys of every message queued (or being replayed) for a session. */
+/** Dedupe keys of every message queued (or being replayed) for a session, or kept as refused. */
 export async function queuedMessageKeys(pendingDir: string, sessionId: string): Promise<Set<string>> {
-  const dir = await sessionQueueDir(pendingDir, sessionId);
-  return await queuedKeys(dir, await queueFiles(dir));
+  const keys = new Set<string>();
+  for (const subdir of [QUEUE_SUBDIR, REJECTED_SUBDIR]) {
+    const dir = await sessionQueueDir(pendingDir, sessionId, subdir);
+    for (const k of await queuedKeys(dir, await queueFiles(dir))) keys.add(k);
+  }
+  return keys;
+}
+
+/** A write to keep in the rejected place: messages, or the commit named `commit`. */
+export type KeptWrite = { messages: readonly MessagePayload[] } | { commit: string };
+
+/**
+ * Keeps a write OpenViking refused for good (`why`: its status and words) — or one that waited past the queue's
+ * age limit — in the rejected place, after the session's last one there, then drops the oldest kept writes
+ * past the bounds. `replay --rejected` sends them again. Throws when it cannot be stored: the caller must not
+ * count the write as settled.
+ */
+export async function keepRejected(
+  pendingDir: string,
+  sessionId: string,
+  write: KeptWrite,
+  why: { status: number; message: string },
+  createdAt = Date.now(),
+): Promise<void> {
+  const dir = await sessionQueueDir(pendingDir, sessionId, REJECTED_SUBDIR);
+  const body = "commit" in write ? { kind: "commit" as const, key: write.commit } : {
+    kind: "messages" as const,
+    messages: await Promise.all(write.messages.map(async (payload) => ({
+      key: await messageKey(sessionId, payload),
+      payload,
+    }))),
+  };
+  const rejection = { at: Date.now(), status: why.status, message: why.message };
+  const make = (seq: number) => ({ version: 1 as const, sessionId, seq, createdAt, ...body, rejection });
+  const stored = await appendEntries(dir, [make], await queueFiles(dir)).catch(() => []);
+  if (stored.length !== 1) throw new Error(`${dir} could not keep a write OpenViking refused`);
+  await trimRejected(pendingDir, joinPath(dir, stored[0].name));
+}
+
+/** A file of the rejected place: where it is, its size and when it was kept. */
+interface KeptFile {
+  path: string;
+  bytes: number;
+  at: number;
+}
+
+/** Every write the rejected place keeps (claims of a running `replay --rejected` left out), oldest first. */
+async function keptFiles(pendingDir: string): Promise<KeptFile[]> {
+  const out: KeptFile[] = [];
+  for (const dir of await sessionDirs(pendingDir, undefined, REJECTED_SUBDIR)) {
+    for (const f of await queueFiles(dir)) {
+      if (f.claimedBy !== undefined) continue;
+      const path = joinPath(dir, f.name);
+      const info = await Deno.stat(path).catch(() => undefined);
+      if (info) out.push({ path, bytes: info.size, at: info.mtime?.getTime() ?? 0 });
+    }
+  }
+  return out.sort((a, b) => a.at - b.at || (a.path < b.path ? -1 : 1));
+}
+
+/**
+ * The rejected place as this process knows it, per pending directory: listed at its first write there, then
+ * kept up to date by its own writes, so a capture keeping many refused messages stats each file once. Another
+ * process's writes since are not in it: the bound is then kept loosely, never by dropping more than it says.
+ */
+const knownPlaces = new Map<string, { files: KeptFile[]; bytes: number }>();
+
+/** Adds `added` to what the rejected place keeps and drops its oldest writes while it is past its bounds. */
+async function trimRejected(pendingDir: string, added: string): Promise<void> {
+  let place = knownPlaces.get(pendingDir);
+  if (!place) {
+    const files = await keptFiles(pendingDir);
+    knownPlaces.set(pendingDir, place = { files, bytes: files.reduce((n, f) => n + f.bytes, 0) });
+  } else {
+    const info = await Deno.stat(added).catch(() => undefined);
+    if (info) place.files.push({ path: added, bytes: info.size, at: Date.now() });
+    place.bytes += info?.size ?? 0;
+  }
+  // Never the write just kept: a single write larger than the bound stays alone.
+  while (
+    place.files.length > 1 && (place.files.length > REJECTED_MAX_ENTRIES || place.bytes > REJECTED_MAX_BYTES)
+  ) {
+    const oldest = place.files.shift()!;
+    await Deno.remove(oldest.path).catch(() => {});
+    place.bytes -= oldest.bytes;
+  }
+}
+
+/** What the rejected place keeps: per session, in all, and the newest refusal's words. */
+export interface RejectedSummary extends QueueSummary {
+  last?: Rejection;
+}
+
+/** The rejected place as doctor, status and uninstall tell it; reads each session's first and newest file. */
+export async function rejectedSummary(pendingDir: string): Promise<RejectedSummary> {
+  const out: RejectedSummary = await queueSummary(pendingDir, REJECTED_SUBDIR);
+  for (const dir of await sessionDirs(pendingDir, undefined, REJECTED_SUBDIR)) {
+    const newest = (await queueFiles(dir)).at(-1);
+    const why = newest && await readRejection(joinPath(dir, newest.name));
+    if (why && why.at >= (out.last?.at ?? 0)) out.last = why;
+  }
+  return out;
 }
 
 /** Whether session `sessionId` has writes queued or being replayed right now (new writes must queue behind them). */
@@ -191,10 +307,13 @@ export interface QueueSummary {
   entries: number;
 }
 
-/** Every session's queued entries (for doctor and status); reads only each session's first entry. */
-export async function queueSummary(pendingDir: string): Promise<QueueSummary> {
+/**
+ * Every session's queued entries (for doctor and status; the rejected place's with `subdir` REJECTED_SUBDIR);
+ * reads only each session's first entry.
+ */
+export async function queueSummary(pendingDir: string, subdir = QUEUE_SUBDIR): Promise<QueueSummary> {
   const out: QueueSummary = { sessions: [], entries: 0 };
-  for (const dir of await sessionDirs(pendingDir)) {
+  for (const dir of await sessionDirs(pendingDir, undefined, subdir)) {
     const files = await queueFiles(dir);
     if (!files.length) continue;
     const first = await readEntry(joinPath(dir, files[0].name));

@@ -9,10 +9,14 @@ import { type FindItem, rankFindItems } from "./recall-rank.ts";
 import { fallbackReplies, type FindReply } from "./recall-replies.ts";
 import type { RecallRequest, RecallResult, RecallSettings } from "./recall-types.ts";
 
-/** The hits of a find result as items of `bucket`. */
+/**
+ * The hits of a find result as items of `bucket`; in memories, a folder's summary (find's level 0 or 1) is
+ * left out: it is no memory.
+ */
 function findItems(result: FindReply, bucket: "memory" | "skill"): FindItem[] {
+  const summary = (level: number | undefined) => bucket === "memory" && level !== undefined && level !== 2;
   return [...result.memories, ...result.skills, ...result.resources].flatMap((x) =>
-    x
+    x && !summary(x.level)
       ? [{
         uri: x.uri,
         level: x.level,

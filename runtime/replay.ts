@@ -3,8 +3,9 @@
  * entries and time; then what other plugins left in the shared queue (pending-shared.ts). A session's file is
  * claimed by renaming it to `<seq>-<tag>.<pid>.claim`; a claim whose process is gone (or older than
  * `ABANDONED_AFTER_MS`, or dated in the future) is put back, and while another run holds a claim of a
- * session that session's later writes wait. Progress inside an entry is kept in its claim. Only OpenViking's
- * own rejection drops a message; no failure spends anything.
+ * session that session's later writes wait. Progress inside an entry is kept in its claim. A write OpenViking
+ * refuses for good, or one queued past the age limit, moves to the rejected place (pending.ts `keepRejected`),
+ * which `replay --rejected` replays the same way; no failure spends anything.
  */
 
 import { removeAbandonedTemps, writeFileAtomic } from "./fs.ts";
@@ -21,8 +22,10 @@ import {
   type QueueFile,
   queueFiles,
   readEntry,
+  REJECTED_SUBDIR,
   sessionDirs,
 } from "./pending-files.ts";
+import { keepRejected, type KeptWrite } from "./pending.ts";
 import { replayShared, type SharedReplayReport } from "./pending-shared.ts";
 
 /** Puts claims back whose replay process is gone, that are older than `ABANDONED_AFTER_MS`, or future-dated. */
@@ -51,11 +54,13 @@ async function recoverClaims(dir: string, files: QueueFile[], now: number): Prom
 export interface ReplayOptions {
   /** At most this many entries are sent per run. */
   limit: number;
-  /** Entries older than this are dropped. */
+  /** Entries older than this move to the rejected place. */
   ttlDays: number;
   budget: Budget;
   /** Only this OpenViking session. */
   sessionId?: string;
+  /** Replay the rejected place (`replay --rejected`, no age limit) instead of the queue. */
+  rejected?: boolean;
   now?: number;
 }
 
@@ -65,14 +70,16 @@ export interface ReplayReport {
   replayed: number;
   /** Messages sent (of replayed or partly replayed entries). */
   messages: number;
-  /** Messages (or commits) OpenViking rejected: dropped. */
+  /** Messages (or commits) OpenViking rejected: kept in the rejected place. */
   rejected: number;
-  /** Entries dropped for age (TTL). */
+  /** Entries queued past the age limit (TTL): moved to the rejected place. */
   expired: number;
   /** Entries left for a later run (limit, budget, a failure, or a session busy elsewhere). */
   deferred: number;
   /** The commits replayed and the task OpenViking started for each. */
   commitTasks: { sessionId: string; taskId: string }[];
+  /** Messages sent per session (for `status`: they count as delivered, no longer as queued). */
+  delivered: { sessionId: string; messages: number }[];
   /** The failure that stopped the run (or a session), if any. */
   cause?: OvFailure;
 }
@@ -83,14 +90,21 @@ function stopsEverything(res: OvFailure): boolean {
     res.kind === "not-openviking" || res.kind === "missing-route";
 }
 
-/** Replays one claimed entry; returns the failure that stopped it, if any (progress is kept in the claim). */
+/** The write an entry holds, as the rejected place keeps it. */
+const writeOf = (entry: QueueEntry): KeptWrite =>
+  entry.kind === "commit" ? { commit: entry.key } : { messages: entry.messages.map((m) => m.payload) };
+
+/**
+ * Replays one claimed entry; returns the failure that stopped it, if any (progress is kept in the claim). A
+ * write OpenViking refuses is kept in the rejected place first; if that fails, this throws.
+ */
 async function replayEntry(
-  client: OpenVikingClient,
+  run: ReplayRun,
   claimPath: string,
   entry: QueueEntry,
-  budget: Budget,
-  report: ReplayReport,
 ): Promise<OvFailure | undefined> {
+  const { client, report, pendingDir } = run;
+  const budget = run.options.budget;
   if (entry.kind === "commit") {
     const res = await client.request("POST", `${sessionPath(entry.sessionId)}/commit`, CommitResultSchema, {
       body: {},
@@ -104,6 +118,8 @@ async function replayEntry(
       return undefined;
     }
     if (res.kind === "rejected") {
+      const why = { status: res.status, message: res.error.message };
+      await keepRejected(pendingDir, entry.sessionId, writeOf(entry), why, entry.createdAt);
       report.rejected++;
       return undefined;
     }
@@ -112,6 +128,8 @@ async function replayEntry(
   const messages = entry.messages;
   const d = await deliverMessages(client, entry.sessionId, messages.map((m) => m.payload), {
     budget,
+    onRejected: (payload, r) =>
+      keepRejected(pendingDir, entry.sessionId, { messages: [payload] }, r, entry.createdAt),
     onSettled: async (settled) => {
       // Progress is kept in the claim: a replay killed later never sends these again.
       if (settled < messages.length) {
@@ -128,6 +146,9 @@ async function replayEntry(
   });
   report.messages += d.sent;
   report.rejected += d.rejections.length;
+  const mine = report.delivered.find((x) => x.sessionId === entry.sessionId);
+  if (mine) mine.messages += d.sent;
+  else if (d.sent) report.delivered.push({ sessionId: entry.sessionId, messages: d.sent });
   return d.stop;
 }
 
@@ -139,9 +160,10 @@ interface QueuedSession {
 }
 
 /** The sessions to replay (one, or every one), abandoned claims put back, oldest first; empty ones removed. */
-async function queuedSessions(pendingDir: string, sessionId: string | undefined, now: number) {
+async function queuedSessions(pendingDir: string, options: ReplayOptions, now: number) {
   const sessions: QueuedSession[] = [];
-  for (const dir of await sessionDirs(pendingDir, sessionId)) {
+  const subdir = options.rejected ? REJECTED_SUBDIR : undefined;
+  for (const dir of await sessionDirs(pendingDir, options.sessionId, subdir)) {
     await removeAbandonedTemps(dir); // what a write killed mid-way left (else the directory is never empty)
     const files = await recoverClaims(dir, await queueFiles(dir), now);
     if (!files.length) {
@@ -159,6 +181,7 @@ async function queuedSessions(pendingDir: string, sessionId: string | undefined,
 /** One replay run: its bounds, what it has sent, whether it must stop, and its report. */
 interface ReplayRun {
   client: OpenVikingClient;
+  pendingDir: string;
   options: ReplayOptions;
   now: number;
   sent: number;
@@ -187,22 +210,28 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
     await Deno.rename(claim, `${path}.unreadable`).catch(() => {});
     return "next";
   }
-  if (run.now - entry.createdAt > options.ttlDays * 86_400_000) {
-    await Deno.remove(claim).catch(() => {});
-    report.expired++;
-    return "next";
+  const expired = !options.rejected && run.now - entry.createdAt > options.ttlDays * 86_400_000;
+  let stop: OvFailure | "local" | undefined;
+  if (expired) {
+    const why = { status: 0, message: `waited in the queue longer than ${options.ttlDays} days` };
+    stop = await keepRejected(run.pendingDir, entry.sessionId, writeOf(entry), why, entry.createdAt)
+      .then(() => undefined, () => "local" as const);
+  } else {
+    run.sent++;
+    stop = await replayEntry(run, claim, entry).catch(() => "local" as const);
   }
-  run.sent++;
-  const stop = await replayEntry(run.client, claim, entry, options.budget, report);
   if (!stop) {
     await Deno.remove(claim).catch(() => {});
-    report.replayed++;
+    if (expired) report.expired++;
+    else report.replayed++;
     return "next";
   }
-  report.cause = stop;
+  // Back in its place, named after what is left of it (progress inside it is kept).
   const left = await readEntry(claim);
   await Deno.rename(claim, joinPath(dir, entryFile(f.seq, left ?? f.tag).name)).catch(() => {});
-  if (stopsEverything(stop)) run.stopAll = true;
+  if (stop !== "local") report.cause = stop;
+  // "local": the rejected place could not keep a write (a full disk), so nothing more is settled now.
+  if (stop === "local" || stopsEverything(stop)) run.stopAll = true;
   return "stop";
 }
 
@@ -219,10 +248,11 @@ export async function replayQueue(
     expired: 0,
     deferred: 0,
     commitTasks: [],
+    delivered: [],
   };
   const now = options.now ?? Date.now();
-  const run: ReplayRun = { client, options, now, sent: 0, stopAll: false, report };
-  for (const s of await queuedSessions(pendingDir, options.sessionId, now)) {
+  const run: ReplayRun = { client, pendingDir, options, now, sent: 0, stopAll: false, report };
+  for (const s of await queuedSessions(pendingDir, options, now)) {
     let i = 0;
     while (i < s.files.length && !run.stopAll && await replayFile(run, s.dir, s.files[i]) === "next") i++;
     report.deferred += s.files.length - i;

@@ -1,8 +1,9 @@
 /**
  * The one classification of OpenViking replies, used by capture, replay, commit, recall, doctor and status.
- * Only OpenViking's own error envelope can reject a request for good (`rejected`); every other failure — a
- * redirect, a reply that is not OpenViking's (an HTML page, a foreign 404, an empty 200), a refused key, a
- * server error, no answer — leaves a write queued and spends no retry. Pure: no I/O.
+ * Only OpenViking's own error envelope naming a final code can reject a request for good (`rejected`: the
+ * write is kept aside, see pending.ts); every other failure — another code or none, a redirect, a reply that
+ * is not OpenViking's (an HTML page, a foreign 404, an empty 200), a refused key, a server error, no answer —
+ * leaves a write queued and spends no retry. Pure: no I/O.
  */
 
 import type * as z from "zod/mini";
@@ -20,9 +21,9 @@ export interface OvError {
 
 /**
  * Why a call failed.
- * - `rejected`: OpenViking's envelope refused this request (bad input, unknown session…): drop the write.
+ * - `rejected`: OpenViking's envelope refused this request for good (`FINAL_CODES`): set the write aside.
  * - `auth`: 401/403 — the key or identity is refused.
- * - `server`: OpenViking answered "not now" (5xx, 429, 408, a retryable conflict).
+ * - `server`: OpenViking answered "not now" (5xx, 429, 408, any code that is not final, an error with no code).
  * - `unreachable`: no complete answer (refused, reset, timeout, budget spent, reply cut).
  * - `redirect`: a 3xx; credentials are never sent on to another place.
  * - `not-openviking`: a reply without OpenViking's envelope (a proxy's page, another server, an empty 200),
@@ -76,15 +77,19 @@ export interface RawReply {
   origin: string;
 }
 
-/** Server error codes that mean "not now" rather than "never". */
-const TRANSIENT_CODES = new Set([
-  "UNAVAILABLE",
-  "RESOURCE_EXHAUSTED",
-  "DEADLINE_EXCEEDED",
-  "ABORTED",
-  "INTERNAL",
-  "UNKNOWN",
-  "PROCESSING",
+/**
+ * The codes of a 4xx that refuse a request for good: sent again unchanged it gets the same answer, whatever an
+ * admin does (NOT_FOUND only when it names a missing resource). Every other code, or none, keeps the write:
+ * the table of each code the server sends and why is docs/ARCHITECTURE.md, decision 15.
+ */
+const FINAL_CODES = new Set([
+  "INVALID_ARGUMENT",
+  "INVALID_URI",
+  "UNSUPPORTED_URI",
+  "UNSUPPORTED_MODE",
+  "SKILL_INVALID",
+  "INVALID_FILTER",
+  "NOT_FOUND",
 ]);
 const AUTH_CODES = new Set(["UNAUTHENTICATED", "PERMISSION_DENIED"]);
 
@@ -162,6 +167,11 @@ function errorOf(body: Obj, status: number): OvError {
     message: wordsOf(body) ?? `HTTP ${status}`,
     details: e.details,
   };
+}
+
+/** Whether an error is an upstream model provider's answer the server passes on (its state, not our request). */
+function fromUpstream(error: OvError): boolean {
+  return isRecord(error.details) && "upstream_message" in error.details;
 }
 
 /** Whether a 404 envelope names a missing resource (a session, a file) rather than a missing route. */
@@ -247,15 +257,14 @@ export function classifyReply(raw: RawReply): OvResponse<unknown> {
   }
   const error = errorOf(body, status);
   if (AUTH_CODES.has(error.code ?? "")) return failure("auth", status >= 400 ? status : 401, error);
-  if (status >= 500 || status === 429 || status === 408 || TRANSIENT_CODES.has(error.code ?? "")) {
-    return failure("server", status >= 400 ? status : 503, error);
-  }
-  if (status === 409 && isRecord(error.details) && error.details.retryable === true) {
-    return failure("server", status, error);
-  }
-  if (status === 405 || (status === 404 && !namesMissingResource(error))) {
+  if (status === 405 || (status === 404 && !namesMissingResource(error) && !fromUpstream(error))) {
     return failure("missing-route", status, error);
   }
-  // OpenViking itself refused this request (bad input, a session that does not exist, …).
-  return failure("rejected", status >= 400 ? status : 400, error);
+  const final = body.status === "error" && FINAL_CODES.has(error.code ?? "") && !fromUpstream(error);
+  if (final && status >= 400 && status < 500) {
+    // OpenViking itself refused this request for good (bad input, a session that does not exist, …).
+    return failure("rejected", status, error);
+  }
+  // Anything else is not certainly final — a state an admin fixes, a conflict, an outage, no code at all.
+  return failure("server", status >= 400 ? status : 503, error);
 }

@@ -1,8 +1,9 @@
 /**
  * Writes to an OpenViking session: messages delivered in order (`deliver.ts`), the rest queued in order when
- * the server cannot take them now, and commit. Only OpenViking's own rejection drops a message; every other failure (no answer, a
- * refused key, a redirect, a reply that is not OpenViking's, a server error) queues it. Reports how many
- * leading messages are acknowledged — sent, durably queued, or rejected — so callers only ever ack a prefix.
+ * the server cannot take them now, and commit. A write OpenViking itself refuses for good is kept in the
+ * rejected place (`keepRejected`); every other failure (no answer, a refused key, a redirect, a reply that is
+ * not OpenViking's, a server error) queues it. Reports how many leading messages are acknowledged — sent,
+ * durably queued, or rejected and durably kept — so callers only ever ack a prefix.
  */
 
 import type { Budget, OpenVikingClient, OvFailure } from "./http.ts";
@@ -13,20 +14,23 @@ import {
   type Rejection,
   sessionPath,
 } from "./deliver.ts";
-import { SessionQueue } from "./pending.ts";
+import { keepRejected, SessionQueue } from "./pending.ts";
 
 /** What happened to a list of messages. */
 export interface SendReport {
-  /** Leading messages that are settled (sent, queued, or rejected); only these may be acknowledged. */
+  /** Leading messages that are settled (sent, queued, or rejected and kept); only these may be acknowledged. */
   acked: number;
   sent: number;
   queued: number;
-  /** Refused by OpenViking itself (its error envelope); they are dropped. */
+  /** Refused by OpenViking itself (a final code of its error envelope); kept in the rejected place. */
   rejected: number;
   rejections: Rejection[];
   /** Why messages were queued instead of sent (the first failure that stopped sending). */
   cause?: OvFailure;
-  /** Set when sending stopped with messages neither sent nor queued (the queue or the state could not be written). */
+  /**
+   * Set when sending stopped with messages neither sent nor queued (the queue, the rejected place or the state
+   * could not be written).
+   */
   stoppedBy?: { code: string; message: string };
 }
 
@@ -87,6 +91,7 @@ export async function sendMessages(
     const d = await deliverMessages(client, sid, payloads, {
       budget: options.budget,
       beforeRequest: options.beforeRequest,
+      onRejected: (payload, r) => keepRejected(options.pendingDir, sid, { messages: [payload] }, r),
       onSettled: async (settled) => {
         report.acked = settled;
         await options.onAcked?.(settled);
@@ -136,6 +141,10 @@ export async function commitSession(
     peerId: null,
   });
   if (res.ok) return { kind: "committed", taskId: res.result.taskId };
-  if (res.kind === "rejected") return { kind: "rejected", status: res.status, message: res.error.message };
-  return await queue(res);
+  if (res.kind !== "rejected") return await queue(res);
+  const why = { status: res.status, message: res.error.message };
+  return await keepRejected(options.pendingDir, sid, { commit: options.key }, why).then(
+    (): CommitOutcome => ({ kind: "rejected", ...why }),
+    (error): CommitOutcome => ({ kind: "failed", message: (error as Error).message }),
+  );
 }

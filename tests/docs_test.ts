@@ -9,7 +9,7 @@ import { RecallOutputSchema } from "../hooks/recall-command.ts";
 import { KNOBS } from "../runtime/knobs.ts";
 import { VERSION } from "../runtime/version.ts";
 import { helpText } from "../cli/commands.ts";
-import { buildOvConf } from "./support/real-openviking.ts";
+import { buildOvConf, OPENVIKING_VERSION } from "./support/real-openviking.ts";
 
 const root = new URL("../", import.meta.url);
 const readme = await Deno.readTextFile(new URL("README.md", root));
@@ -81,9 +81,25 @@ Deno.test("README's ov.conf for a local server has the shape the real-server tes
     conf.server.port === 1933 && conf.embedding.dense.provider === "openai",
     "OpenAI-compatible, port 1933",
   );
-  assertTrue(
-    section.includes("python3 -m pip install openviking==") && section.includes("\nopenviking-server\n"),
-  );
+});
+
+Deno.test("README's local server: installed into a venv (PEP 668), the tested version, ov.conf private before it holds a key", () => {
+  const section = readme.slice(readme.indexOf("### No server yet?"), readme.indexOf("### From a release"));
+  const script = /```sh\n([\s\S]*?)```/.exec(section)?.[1] ?? "";
+  const commands = script.replace(/<<'EOF'\n[\s\S]*?\nEOF\n/, "<<'EOF'\n").split("\n").filter(Boolean);
+  const venv = "~/.openviking/venv";
+  assertEquals(commands, [
+    `python3 -m venv ${venv}`,
+    `${venv}/bin/pip install openviking==${OPENVIKING_VERSION}`,
+    "touch ~/.openviking/ov.conf && chmod 600 ~/.openviking/ov.conf",
+    "cat > ~/.openviking/ov.conf <<'EOF'",
+    `${venv}/bin/openviking-server`,
+  ]);
+  // A global pip install is what Debian/Ubuntu refuse; the text says so, and how big and slow it is.
+  assertTrue(!/^(?:python3 -m )?pip3? install/m.test(script), "no global pip install");
+  for (const words of ["PEP 668", "pipx", "uv", "1.3 GB", "0600"]) {
+    assertTrue(section.includes(words), `the section says ${words}`);
+  }
 });
 
 /** A zod/mini schema's definition, as far as the walk below needs it. */

@@ -1,11 +1,12 @@
 /**
  * What a chaos schedule must leave behind, checked once the server is healthy, every process has ended and
- * the queue was replayed: every message of every closed turn on the server (lost = 0); duplicates only where
- * a reply never reached a process that could record it (the fake's lost-reply writes, or the last request of
- * a process killed by -9); first copies in journal order; nothing injected, nothing secret, nothing that is
- * not in the journal; every state and queue file parses (queue entries against the queue schema), files 0600
- * and directories 0700 under ~/.openviking; the user's Kimi config byte-identical; the API key in no log;
- * hooks exited 0 with only the documented stdout.
+ * the queue and the rejected place were replayed: every message of every closed turn on the server (lost =
+ * 0); duplicates only where a reply never reached a process that could record it (the fake's lost-reply
+ * writes, or the last request of a process killed by -9); first copies in journal order, but for messages
+ * OpenViking refused and `replay --rejected` sent later; nothing injected, nothing secret, nothing that is not
+ * in the journal; every state and queue file parses (queue entries against the queue schema), the queue and
+ * the rejected place empty, files 0600 and directories 0700 under ~/.openviking; the user's Kimi config
+ * byte-identical; the API key in no log; hooks exited 0 with only the documented stdout.
  */
 
 import type { FakeOpenViking, RecordedRequest, StoredMessage } from "../support/fake-openviking.ts";
@@ -35,6 +36,8 @@ export interface AuditResult {
   killExplained: number;
   /** Messages the server stored whose reply was lost (fake's count): the other allowed duplicates. */
   lostReplyWrites: number;
+  /** Messages refused for good while the server was faulty, kept, and delivered by `replay --rejected`. */
+  resentRejected: number;
   /** Messages delivered out of journal order (first copies). */
   outOfOrder: number;
   /** Claims (.processing) left by killed replays, put back after the abandonment window. */
@@ -58,13 +61,17 @@ export interface AuditResult {
 export async function snapshotProblems(ov: string): Promise<{ files: number; problems: string[] }> {
   const problems: string[] = [];
   let files = 0;
-  const queueDirs = (await Array.fromAsync(Deno.readDir(`${ov}/pending/kimicode`)).catch(() => []))
-    .filter((e) => e.isDirectory).map((e) => `${ov}/pending/kimicode/${e.name}`);
+  const queueDirs: string[] = [];
+  for (const place of [`${ov}/pending/kimicode`, `${ov}/pending/kimicode-rejected`]) {
+    const dirs = await Array.fromAsync(Deno.readDir(place)).catch(() => []);
+    queueDirs.push(...dirs.filter((e) => e.isDirectory).map((e) => `${place}/${e.name}`));
+  }
   for (const dir of [`${ov}/hook-state/kimicode`, `${ov}/pending`, ...queueDirs]) {
     const entries = await Array.fromAsync(Deno.readDir(dir)).catch(() => [] as Deno.DirEntry[]);
     for (const e of entries) {
       const shared = dir.endsWith("/pending");
-      const queue = shared || dir.includes("/pending/kimicode/");
+      const queue = shared || dir.includes("/pending/kimicode/") ||
+        dir.includes("/pending/kimicode-rejected/");
       const pattern = shared ? ENTRY_NAME : OUR_ENTRY_NAME;
       if (!e.isFile || !(queue ? pattern.test(e.name) : e.name.endsWith(".json"))) continue;
       const text = await Deno.readTextFile(`${dir}/${e.name}`).catch(() => undefined);
@@ -155,6 +162,9 @@ export async function audit(input: AuditInput): Promise<AuditResult> {
     for (const m of items) if (m && typeof m === "object") requestOf.set(m as StoredMessage, r);
   }
   const killedWriters = new Set(procs.kills.filter((k) => k.writer).map((k) => k.origin));
+  const rejectedReplays = new Set(
+    procs.runs.filter((r) => r.label === "replay --rejected").map((r) => r.origin),
+  );
   const inDoubt = (m: StoredMessage): boolean => {
     const r = requestOf.get(m);
     if (!r) return false;
@@ -197,7 +207,14 @@ export async function audit(input: AuditInput): Promise<AuditResult> {
       `${duplicates} duplicates, ${killExplained} explained by kills, but only ${lostReplyWrites} lost-reply writes`,
     );
   }
-  const firstOrder = [...copies.keys()].map((k) => expectedIndex.get(k)!);
+  // Messages refused for good and sent later by `replay --rejected` arrive after later ones: their order is not
+  // the journal's. Every other first copy is.
+  const resent = new Set(
+    [...copies].filter(([, list]) =>
+      rejectedReplays.has(requestOf.get(list[0])?.headers["x-openviking-user"] ?? "")
+    ).map(([k]) => k),
+  );
+  const firstOrder = [...copies.keys()].filter((k) => !resent.has(k)).map((k) => expectedIndex.get(k)!);
   let outOfOrder = 0;
   for (let i = 1; i < firstOrder.length; i++) if (firstOrder[i] < firstOrder[i - 1]) outOfOrder++;
   if (outOfOrder) violations.push(`${outOfOrder} messages reached the server before an earlier one`);
@@ -228,12 +245,13 @@ export async function audit(input: AuditInput): Promise<AuditResult> {
     }
     if (f.path.includes(".lock")) continue; // the owner pid file of a left lock
     if (f.path.startsWith(`${ov}/pending/`)) {
-      const ours = f.path.startsWith(`${ov}/pending/kimicode/`);
+      const ours = f.path.startsWith(`${ov}/pending/kimicode/`) ||
+        f.path.startsWith(`${ov}/pending/kimicode-rejected/`);
       if (!(ours ? OUR_ENTRY_NAME : ENTRY_NAME).test(name)) {
         violations.push(`unexpected file in the queue: ${name}`);
         continue;
       }
-      violations.push(`queue not empty after the final replay: ${name}`);
+      violations.push(`queue or rejected place not empty after the final replays: ${name}`);
       try {
         const parsed = (ours ? QueueEntrySchema : SharedEntrySchema).safeParse(
           JSON.parse(await Deno.readTextFile(f.path)),
@@ -283,7 +301,7 @@ export async function audit(input: AuditInput): Promise<AuditResult> {
   for (const run of procs.runs) {
     if (run.killed) continue;
     const out = await run.ended;
-    if (run.label === "replay") {
+    if (run.label.startsWith("replay")) {
       if (out.code !== 0 && out.code !== 1) {
         violations.push(`replay exited ${out.code}: ${out.stderr.slice(0, 300)}`);
       }
@@ -306,6 +324,7 @@ export async function audit(input: AuditInput): Promise<AuditResult> {
     killExplained,
     lostReplyWrites,
     outOfOrder,
+    resentRejected: resent.size,
     abandoned: input.abandoned,
     snapshotFiles: input.snapshots.files,
     orphanTemps,

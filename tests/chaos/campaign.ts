@@ -2,16 +2,17 @@
  * One chaos schedule, from a seed: a sandbox (HOME with a Kimi home holding the user's config.toml and
  * mcp.json, the fake OpenViking), a journal written in random byte pieces while random bursts of real hook
  * processes run against it — Stop, two Stops at once, Stop from a subagent mid-turn, PreCompact,
- * SessionStart, Interrupt, SessionEnd, prompt hooks, direct capture workers and `replay` — under random
- * server faults (5xx, 429, 408, dropped connections, replies lost after the write was stored, timeouts, replies
- * that are not OpenViking's — HTML pages, empty or foreign 200s and 404s, redirects — and an expiring key;
- * every kind in at least one of any 11 consecutive seeds, see `faultPlan`) and
- * random kill -9 of hook processes and of their detached workers. Then the server heals, the journal is
- * finished, every process ends, abandoned claims age past their window, and a final replay + capture run.
- * The audit (audit.ts) decides what that left behind.
+ * SessionStart, Interrupt, SessionEnd, prompt hooks, direct capture workers, `replay` and `replay --rejected`
+ * — under random server faults (5xx, 429, 408, OpenViking's error envelope of every code that is not final and
+ * of none, refusals for good of a batch or of single messages, dropped connections, replies lost after the
+ * write was stored, timeouts, replies that are not OpenViking's — HTML pages, empty or foreign 200s and 404s,
+ * redirects — and an expiring key; every kind in at least one of any 11 consecutive seeds, see `faultPlan`)
+ * and random kill -9 of hook processes and of their detached workers. Then the server heals, the journal is
+ * finished, every process ends, abandoned claims age past their window, and a final replay, capture and
+ * `replay --rejected` run. The audit (audit.ts) decides what that left behind.
  */
 
-import { FakeOpenViking, type Fault } from "../support/fake-openviking.ts";
+import { FakeOpenViking, type Fault, FINAL_CODES, SERVER_ERROR_CODES } from "../support/fake-openviking.ts";
 import { placeJournal } from "../support/hook-context.ts";
 import { tempDir } from "../support/temp.ts";
 import { audit, type AuditResult, snapshotProblems } from "./audit.ts";
@@ -47,6 +48,16 @@ const NOT_OPENVIKING: NonNullable<Fault["raw"]>[] = [
   { status: 502, headers: { "content-type": "text/html" }, body: "<html>Bad Gateway</html>" },
 ];
 
+/** OpenViking's own error envelopes that are not final: every such code of the server's, and one with no code. */
+const NOT_FINAL: NonNullable<Fault["raw"]>[] = [
+  ...Object.entries(SERVER_ERROR_CODES).filter(([code]) => !FINAL_CODES.includes(code)),
+  ["NOT_FOUND", 404] as const, // a final code, but naming no resource: a missing route
+].map(([code, status]) => ({
+  status,
+  headers: { "content-type": "application/json" },
+  body: JSON.stringify({ status: "error", error: { code, message: `${code} from the chaos server` } }),
+})).concat([{ status: 200, headers: { "content-type": "application/json" }, body: '{"status":"error"}' }]);
+
 /** How many kinds of server fault a schedule draws from (`drawFault`). */
 export const FAULT_KINDS = 11;
 
@@ -54,8 +65,10 @@ export const FAULT_KINDS = 11;
 function drawFault(rng: Rng, kind: number): Fault {
   const times = rng.int(1, 3);
   switch (kind) {
-    case 0:
-      return { route: rng.pick(WRITE_ROUTES), status: rng.pick([500, 502, 503, 429, 408]), times };
+    case 0: // the server cannot take the write now: a bare status, or its own envelope of a code that is not final
+      return rng.chance(0.5)
+        ? { route: rng.pick(WRITE_ROUTES), status: rng.pick([500, 502, 503, 429, 408]), times }
+        : { route: rng.pick(WRITE_ROUTES), raw: rng.pick(NOT_FINAL), times };
     case 1:
       return { route: "POST /api/v1/sessions/:id/*", status: 503, times: rng.int(1, 5) };
     case 2:
@@ -68,8 +81,10 @@ function drawFault(rng: Rng, kind: number): Fault {
       return { route: rng.pick(WRITE_ROUTES), delayMs: 1300, times: 1 };
     case 6: // slow but answered: widens every window a kill can hit
       return { route: "*", delayMs: rng.int(100, 700), times: rng.int(1, 4) };
-    case 7: // the batch refused as a whole: capture falls back to one message at a time
-      return { route: WRITE_ROUTES[0], status: 400, times: 1 };
+    case 7: // refused for good: a batch (one message at a time then), or messages (kept, later `replay --rejected`)
+      return rng.chance(0.5)
+        ? { route: WRITE_ROUTES[0], status: 400, times: 1 }
+        : { route: "POST /api/v1/sessions/:id/messages*", status: 400, times };
     case 8: // something that is not OpenViking answers: a proxy's page, a redirect, an empty or foreign reply
       return { route: rng.pick(["*", ...WRITE_ROUTES]), raw: rng.pick(NOT_OPENVIKING), times: rng.int(1, 5) };
     case 9: // the key expires, then is accepted again (the fault runs out)
@@ -288,8 +303,11 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
       },
       replay: (r) => {
         const kill = drawKill(r, false);
+        const rejected = r.chance(0.3);
         return async () => {
-          const run = await procs.start(["replay"], "", { writer: true });
+          const run = await procs.start(rejected ? ["replay", "--rejected"] : ["replay"], "", {
+            writer: true,
+          });
           await applyKills(run, kill);
         };
       },
@@ -357,7 +375,9 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
         extraEnv: { OPENVIKING_KIMI_HOOK_WORKER: "1", OPENVIKING_CAPTURE_WAIT_MS: "0" },
       })).ended;
       const left = await (await procs.start(["replay"], "", { writer: true })).ended;
-      if (left.code === 0) break;
+      // What OpenViking refused for good while it was faulty is kept: the healed server takes it now.
+      const kept = await (await procs.start(["replay", "--rejected"], "", { writer: true })).ended;
+      if (left.code === 0 && kept.code === 0) break;
     }
     await procs.settle(30_000);
 

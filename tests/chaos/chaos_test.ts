@@ -38,7 +38,8 @@ Deno.test({
         console.log(
           `chaos seed ${seed}: ${r.turns} turns, ${r.delivered}/${r.expected} delivered, ${r.duplicates} dup ` +
             `(${r.killExplained} kill, ${r.lostReplyWrites} lost-reply), ${r.kills} kills, ${r.faults} faults, ` +
-            `${r.hookRuns} runs, ${r.outOfOrder} out of order, ${(r.durationMs / 1000).toFixed(1)} s`,
+            `${r.hookRuns} runs, ${r.outOfOrder} out of order, ${r.resentRejected} refused then resent, ` +
+            `${(r.durationMs / 1000).toFixed(1)} s`,
         );
         if (r.violations.length) {
           failures.push(`CHAOS_SEED=${seed} CHAOS_SEEDS=1:\n  ${r.violations.join("\n  ")}`);
@@ -70,6 +71,7 @@ Deno.test({
       ["fault-kinds", `${kinds.size}/${FAULT_KINDS}`],
       ["hook-runs", sum((r) => r.hookRuns)],
       ["out-of-order", sum((r) => r.outOfOrder)],
+      ["refused-then-resent", sum((r) => r.resentRejected)],
       ["mid-run-files-parsed", sum((r) => r.snapshotFiles)],
       ["abandoned-claims", sum((r) => r.abandoned)],
       ["orphan-temps", sum((r) => r.orphanTemps)],

@@ -10,7 +10,7 @@ import { KNOBS } from "../../runtime/knobs.ts";
 import { type PromptEntry, readLedger } from "../../runtime/ledger.ts";
 import { join } from "node:path";
 import { type ChatMessage, messageText } from "../support/model-server.ts";
-import { OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
+import { OFFERED_TOOLS } from "../support/fake-mcp.ts";
 import {
   E2E_TEST,
   expectedDigest,
@@ -171,7 +171,7 @@ for (const { version, mode, legacy } of VARIANTS) {
         const prefix = MCP_PREFIX[mode];
         const other = MCP_PREFIX[mode === "config" ? "plugin" : "config"];
         const offered = reqs[0].toolNames.filter((n) => n.startsWith("mcp__"));
-        assertEquals(offered.sort(), OPENVIKING_TOOLS.map((n) => `${prefix}${n}`).sort());
+        assertEquals(offered.sort(), OFFERED_TOOLS.map((n) => `${prefix}${n}`).sort());
         assertTrue(!reqs[0].toolNames.some((n) => n.startsWith(other)), `no ${other}* tools`);
         const calls = fake.mcp.receivedMethod("tools/call").map((m) => m.params);
         assertEquals(calls, [{ name: "search", arguments: MCP_ARGS }]);
@@ -304,10 +304,10 @@ for (const { version, mode, legacy } of VARIANTS) {
           beside !== undefined && !isHookResult(beside),
           "no recall without a server, and no error text either",
         );
-        // The MCP proxy still hands Kimi OpenViking's tools (from its cache) while the server is down.
+        // The MCP proxy still hands Kimi memory's tools (from its cache) while the server is down.
         assertEquals(
           downReqs[0].toolNames.filter((n) => n.startsWith("mcp__")).sort(),
-          OPENVIKING_TOOLS.map((n) => `${MCP_PREFIX[mode]}${n}`).sort(),
+          OFFERED_TOOLS.map((n) => `${MCP_PREFIX[mode]}${n}`).sort(),
         );
 
         const queued = await poll(

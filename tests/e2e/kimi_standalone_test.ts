@@ -9,7 +9,7 @@
 
 import { assertEquals, assertNotMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { kimiE2eVersions } from "../support/kimi.ts";
-import { OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
+import { OFFERED_TOOLS } from "../support/fake-mcp.ts";
 import { ROOT, runProcess } from "../support/run.ts";
 import { VERSION } from "../../runtime/version.ts";
 import { cloneCheckout } from "../install/helpers.ts";
@@ -91,7 +91,7 @@ for (const mode of ["config", "plugin"] as Mode[]) {
         }
         assertRecallBeforeEachPrompt(rig, prompts);
         const offered = rig.mainRequests()[0].toolNames.filter((n) => n.startsWith("mcp__"));
-        assertEquals(offered.sort(), OPENVIKING_TOOLS.map((n) => `${MCP_PREFIX[mode]}${n}`).sort());
+        assertEquals(offered.sort(), OFFERED_TOOLS.map((n) => `${MCP_PREFIX[mode]}${n}`).sort());
       },
     );
 

@@ -18,7 +18,10 @@ import {
   startRealOpenViking,
 } from "../support/real-openviking.ts";
 import { USER_AGENT } from "../../runtime/version.ts";
+import { classifyReply } from "../../runtime/reply.ts";
 import { cannedReply, embedText, startEmbeddingStub } from "../support/embedding-stub.ts";
+import { OFFERED_TOOLS, OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
+import { startProxy, toolNames } from "../mcp/harness.ts";
 
 const REAL = Deno.env.get("OPENVIKING_REAL") ?? "";
 const PEER = "-work-main";
@@ -464,6 +467,36 @@ Deno.test({
       },
     );
 
+    await t.step("/mcp through the proxy: the model is offered the tools memory needs", async () => {
+      const home = await Deno.makeTempDir({ prefix: "ovk-probe-mcp-" });
+      const listed = async (extra: Record<string, string>) => {
+        const proxy = startProxy({
+          HOME: home,
+          OPENVIKING_URL: server.url,
+          ...(server.apiKey ? { OPENVIKING_API_KEY: server.apiKey } : {}),
+          ...(server.account ? { OPENVIKING_ACCOUNT: server.account } : {}),
+          ...(server.user ? { OPENVIKING_USER: server.user } : {}),
+          ...extra,
+        });
+        await proxy.initialize();
+        const reply = await proxy.request(1, "tools/list");
+        assertEquals(await proxy.close(), 0);
+        return { names: toolNames(reply), bytes: JSON.stringify(reply.result).length };
+      };
+      try {
+        const all = await listed({ OPENVIKING_MCP_TOOLS: "all" });
+        const offered = await listed({});
+        assertEquals(all.names, OPENVIKING_TOOLS);
+        assertEquals(offered.names, OFFERED_TOOLS);
+        log(
+          `tools/list the model gets: ${all.names.length} tools, ${all.bytes} bytes (all) → ` +
+            `${offered.names.length} tools, ${offered.bytes} bytes (default)`,
+        );
+      } finally {
+        await Deno.remove(home, { recursive: true });
+      }
+    });
+
     await t.step("/mcp: stateless streamable HTTP, SSE replies, no Mcp-Session-Id", async () => {
       const init = await mcp(server, {
         jsonrpc: "2.0",
@@ -490,6 +523,11 @@ Deno.test({
       for (const name of ["find", "search", "read", "list", "remember", "health"]) {
         assertTrue(tools.includes(name), `tool ${name}`);
       }
+      assertEquals(
+        tools,
+        OPENVIKING_TOOLS,
+        "the fake's tool list (tests/support/fake-mcp.ts) is the real one",
+      );
       const found = await eventually(
         () =>
           mcp(server, {
@@ -543,6 +581,35 @@ Deno.test({
         assertEquals(batch.status, 200, batch.text);
         const commit = await call(server, "POST", `/api/v1/sessions/${sessionId}/commit`, { bogus: 1 });
         assertEquals(commit.status, 200, commit.text);
+      },
+    );
+
+    await t.step(
+      "what the server refuses gets the verdict of ARCHITECTURE decision 15 (reply.ts)",
+      async () => {
+        const verdict = (r: Reply) => {
+          const c = classifyReply({ status: r.status, text: r.text, origin: server.url });
+          return c.ok ? "ok" : c.kind;
+        };
+        const fresh = `kc-refused-${crypto.randomUUID()}`;
+        // A malformed message (a numeric turn_id): refused for good, so the plugin keeps it aside.
+        const bad = await call(server, "POST", `/api/v1/sessions/${fresh}/messages`, {
+          role: "user",
+          content: "x",
+          turn_id: 7,
+        });
+        assertEquals([bad.status, obj(bad.json.error).code, verdict(bad)], [
+          400,
+          "INVALID_ARGUMENT",
+          "rejected",
+        ]);
+        // The commit of a session no message reached: refused for good too (the error names the session).
+        const none = await call(server, "POST", `/api/v1/sessions/${fresh}/commit`, {});
+        assertEquals([none.status, obj(none.json.error).code, verdict(none)], [404, "NOT_FOUND", "rejected"]);
+        // A route the server lacks refuses nothing: the write stays queued.
+        const route = await call(server, "POST", `/api/v1/sessions/${fresh}/no-such-route`, {});
+        assertTrue([404, 405].includes(route.status), route.text);
+        assertEquals(verdict(route), "missing-route", route.text);
       },
     );
 

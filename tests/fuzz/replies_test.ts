@@ -14,6 +14,7 @@ import { type Classified, parseLine } from "../../mcp/jsonrpc.ts";
 import { AnyResult, createClient } from "../../runtime/http.ts";
 import { envelopeOf } from "../../runtime/reply.ts";
 import { nastyString, params } from "./arbitraries.ts";
+import { FINAL_CODES, SERVER_ERROR_CODES } from "../support/fake-openviking.ts";
 
 const eol = fc.constantFrom("\n", "\r\n", "\r");
 
@@ -168,7 +169,7 @@ Deno.test("fuzz: OpenViking replies — any status, body or transport failure be
   await fc.assert(
     fc.asyncProperty(
       fc.constantFrom<Behaviour>("answer", "answer", "answer", "throw", "hang", "cut"),
-      fc.integer({ min: 200, max: 599 }),
+      fc.oneof(fc.integer({ min: 200, max: 599 }), fc.constantFrom(...Object.values(SERVER_ERROR_CODES))),
       fc.oneof(
         fc.string({ maxLength: 40 }),
         fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)),
@@ -178,9 +179,15 @@ Deno.test("fuzz: OpenViking replies — any status, body or transport failure be
           error: fc.oneof(
             fc.string({ maxLength: 10 }),
             fc.record({
-              code: fc.oneof(fc.constantFrom("UNAVAILABLE", "NOT_FOUND", "CONFLICT", "X"), fc.integer()),
+              // Every code the server sends, one it does not, or none at all (requiredKeys: []).
+              code: fc.oneof(fc.constantFrom(...Object.keys(SERVER_ERROR_CODES), "X"), fc.integer()),
               message: fc.oneof(fc.string({ maxLength: 10 }), fc.integer()),
-              details: fc.oneof(fc.record({ retryable: fc.boolean() }), fc.jsonValue({ maxDepth: 1 })),
+              details: fc.oneof(
+                fc.record({ retryable: fc.boolean() }),
+                fc.record({ resource: fc.string({ maxLength: 5 }) }),
+                fc.record({ upstream_message: fc.string({ maxLength: 5 }) }),
+                fc.jsonValue({ maxDepth: 1 }),
+              ),
             }, { requiredKeys: [] }),
           ),
           detail: fc.string({ maxLength: 10 }),
@@ -196,7 +203,12 @@ Deno.test("fuzz: OpenViking replies — any status, body or transport failure be
           }
           const bytes = encoder.encode(body);
           return Promise.resolve(
-            response([bytes.subarray(0, bytes.length >> 1)], "application/json", behaviour === "cut"),
+            // Whole, or (cut) half of it and then the connection breaks.
+            response(
+              [behaviour === "cut" ? bytes.subarray(0, bytes.length >> 1) : bytes],
+              "application/json",
+              behaviour === "cut",
+            ),
           )
             .then((r) => new Response(r.body, { status }));
         };
@@ -219,8 +231,17 @@ Deno.test("fuzz: OpenViking replies — any status, body or transport failure be
         assertEquals(typeof res.error.message, "string");
         assertEquals(res.retryable, res.kind !== "rejected", "one rule: only a rejection is final");
         if (res.kind === "rejected") {
-          assertTrue(envelopeOf(sent) !== undefined, "only OpenViking itself (its envelope) rejects");
-          assertTrue(status >= 400 || envelopeOf(sent)?.status === "error", "a rejection is an error answer");
+          const error = envelopeOf(sent)?.error as { code?: unknown; details?: unknown } | undefined;
+          assertTrue(
+            envelopeOf(sent)?.status === "error",
+            "only OpenViking itself (its error envelope) rejects",
+          );
+          assertTrue(status >= 400 && status < 500, "a rejection is a 4xx");
+          assertTrue(
+            FINAL_CODES.includes(String(error?.code)),
+            `only a final code rejects, not ${error?.code}`,
+          );
+          assertTrue(JSON.stringify(error?.details ?? {}).includes("upstream_message") === false);
         }
         if (behaviour !== "answer") assertEquals(res.status, 0, "no HTTP answer is status 0 (retryable)");
         assertTrue(!res.error.message.includes(apiKey), "the API key is never in an error message");

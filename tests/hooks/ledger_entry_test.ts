@@ -109,6 +109,7 @@ Deno.test("ledger entry of a replay outside a session start (the replay command,
     expired: 0,
     deferred: 1,
     commitTasks: [],
+    delivered: [{ sessionId: "kc-a", messages: 2 }],
     // A capture's backlog report carries the client's failure as it is.
     cause: { ok: false, kind: "server", status: 503, error: { message: "busy" }, retryable: true },
   };
@@ -121,6 +122,7 @@ Deno.test("ledger entry of a replay outside a session start (the replay command,
     rejected: 0,
     deferred: 1,
     commitTasks: [],
+    delivered: [{ sessionId: "kc-a", messages: 2 }],
     cause: { kind: "server", status: 503, message: "busy" },
   });
   assertEquals(replayEntryOf({ ...report, replayed: 0, cause: undefined }, timing), undefined, "no news");

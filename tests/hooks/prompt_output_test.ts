@@ -114,7 +114,7 @@ Deno.test("prompt hook: the legacy recall and the find fallback (abstracts, URIs
     {
       context_type: "memory",
       uri: "viking://user/default/memories/preferences/b.md",
-      level: 1,
+      level: 2,
       score: 0.8,
       abstract: `abstract ${INJECTION}\u009b2J`,
     },

@@ -80,7 +80,7 @@ Deno.test("recall: the hook's own output for the text, then the memories; nothin
   );
 });
 
-Deno.test("recall: with the server down it says it would print nothing, and still writes nothing", async () => {
+Deno.test("recall: with the server down it says it would print nothing, exits 1, and still writes nothing", async () => {
   await using dir = await tempDir();
   const env = {
     HOME: dir.path,
@@ -90,7 +90,7 @@ Deno.test("recall: with the server down it says it would print nothing, and stil
   };
   const before = await snapshot(dir.path);
   const r = await runCli(["recall", "anything about the build?", "--cwd", dir.path], { env, clearEnv: true });
-  assertEquals(r.code, 0, r.stderr);
+  assertEquals(r.code, 1, "recall failed");
   assertMatch(r.stdout, /would print nothing/);
   assertEquals(await snapshot(dir.path), before);
 });
@@ -105,10 +105,11 @@ Deno.test("recall: a server that does not answer is told apart from nothing rele
     OPENVIKING_TIMEOUT_MS: "1000",
     PATH: Deno.env.get("PATH") ?? "/usr/bin",
   });
-  const recall = async (e: Record<string, string>, json: boolean) => {
+  /** recall's output: exit 1 when recall failed, 0 when it answered (`failed` says which is expected). */
+  const recall = async (e: Record<string, string>, json: boolean, failed = true) => {
     const args = ["recall", "anything about the build?", "--cwd", dir.path, ...(json ? ["--json"] : [])];
     const r = await runCli(args, { env: e, clearEnv: true });
-    assertEquals(r.code, 0, r.stderr);
+    assertEquals(r.code, failed ? 1 : 0, r.stderr);
     return r.stdout;
   };
   // Down: no answer at all.
@@ -133,8 +134,50 @@ Deno.test("recall: a server that does not answer is told apart from nothing rele
   // Up, with the right key and nothing relevant: no failure, in either form.
   fake.context = { entries: [], digest: "", rendered: "", stats: { rewrite: "no_relevant" } };
   const nothing = RecallOutputSchema.parse(
-    JSON.parse(await recall(env(fake.url, "the-right-key-123"), true)),
+    JSON.parse(await recall(env(fake.url, "the-right-key-123"), true, false)),
   );
   assertEquals([nothing.stdout, nothing.path, nothing.failure], ["", "context", undefined]);
-  assertEquals((await recall(env(fake.url, "the-right-key-123"), false)).includes("recall failed"), false);
+  assertEquals(
+    (await recall(env(fake.url, "the-right-key-123"), false, false)).includes("recall failed"),
+    false,
+  );
+});
+
+Deno.test("recall: memories in score order, and a folder's summary is no memory — in the hook's digest and the list", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const entry = (uri: string, score: number, text: string, detail = "abstract") => ({
+    uri: `viking://user/default/memories/${uri}`,
+    category: "preferences",
+    score,
+    detail,
+    text,
+    origin: "self",
+  });
+  // As the real server ranks them (a peer penalty puts a higher score lower), with a directory's overview.
+  fake.context.entries = [
+    entry("preferences/default", 0.91, "# Preferences Overview\nUser: default\nTabs and quotes.", "overview"),
+    entry("preferences/default/quotes.md", 0.52, "The user prefers double quotes."),
+    entry("preferences/default/tabs.md", 0.87, "The user indents with tabs."),
+  ];
+  const env = { HOME: dir.path, OPENVIKING_URL: fake.url, PATH: Deno.env.get("PATH") ?? "/usr/bin" };
+  const r = await runCli(["recall", "how do I format this file?", "--cwd", dir.path, "--json"], {
+    env,
+    clearEnv: true,
+  });
+  assertEquals(r.code, 0, r.stderr);
+  const out = RecallOutputSchema.parse(JSON.parse(r.stdout));
+  assertEquals(out.memories.map((m) => [m.uri.replace(/^.*\/memories\//, ""), m.score]), [
+    ["preferences/default/tabs.md", 0.87],
+    ["preferences/default/quotes.md", 0.52],
+  ]);
+  assertTrue(!out.stdout.includes("Overview") && !out.stdout.includes("preferences/default)"), out.stdout);
+  const text = await runCli(["recall", "how do I format this file?", "--cwd", dir.path], {
+    env,
+    clearEnv: true,
+  });
+  assertMatch(
+    text.stdout,
+    /2 memories via context[^\n]*\n {2}0\.87 [^\n]*tabs\.md[^\n]*\n {2}0\.52 [^\n]*quotes\.md/,
+  );
 });

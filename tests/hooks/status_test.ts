@@ -226,6 +226,19 @@ Deno.test("status: turns captured from the kept prompts (no journal) are counted
   const s = StatusSchema.parse(JSON.parse(r.stdout)).sessions[0];
   assertEquals(fake.messages(`kc-${SESSION}`).map((m) => m.content), ["where does the deploy script live?"]);
   assertEquals([s.captures.runs, s.captures.turns, s.captures.sent], [1, 1, 1]);
+
+  // Refused for good, a kept prompt is counted as refused (and kept), not as delivered nor left out.
+  fake.fault({ route: "POST /api/v1/sessions/:id/*", status: 400, error: { message: "content: too long" } });
+  await runHook(env, dir.path, "user-prompt-submit", "UserPromptSubmit", { prompt: "and the staging one?" });
+  await runHook(env, dir.path, "stop", "Stop");
+  const after = (await statusJson(env, dir.path, ["--session", SESSION])).sessions[0];
+  assertEquals([after.captures.runs, after.captures.turns, after.captures.sent, after.captures.rejected], [
+    2,
+    2,
+    1,
+    1,
+  ]);
+  assertEquals(after.rejected, { entries: 2, messages: 1, commits: 1 });
 });
 
 /** `status --json` (with `args`) through the real entry point: exit 0, the parsed object. */
@@ -481,4 +494,44 @@ Deno.test("status --session with an id nothing is known of: says so and points t
   assertEquals(start.code, 0);
   const text = await statusText(env, dir.path, ["--session", other]);
   assertMatch(text, new RegExp(`${other} — no hook run in the ledger`));
+});
+
+Deno.test("status and doctor once the server is back: doctor names replay (or the next turn), not the server; after the replay status counts the messages delivered and drops the old error", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = statusEnv(dir.path, fake.url);
+  const j = new JournalBuilder();
+  fake.fault({ route: "*", drop: true }); // the server is away for the turn
+  j.simpleTurn("remember that the build runs in CI only", "noted: CI only");
+  await placeJournal(dir.path, SESSION, j.toString());
+  await runHook(env, dir.path, "stop", "Stop");
+  fake.clearFaults(); // back
+  const doctor = async () => {
+    const r = await runCli(["doctor", "--json"], { env, clearEnv: true, cwd: dir.path });
+    const checks = JSON.parse(r.stdout).checks as {
+      id: string;
+      status: string;
+      summary: string;
+      fix?: string;
+    }[];
+    return Object.fromEntries(checks.map((c) => [c.id, c]));
+  };
+  const waiting = await doctor();
+  assertEquals(waiting.server.status, "ok");
+  assertEquals(waiting.captures.status, "warn");
+  assertMatch(waiting.captures.summary, /2 message\(s\) wait in the queue/);
+  assertTrue(!/start the server/.test(waiting.captures.fix ?? ""), waiting.captures.fix);
+  assertMatch(waiting.captures.fix!, /next turn/);
+  assertStringIncludes(waiting.captures.fix!, `\`${commandName(env)} replay\``);
+
+  assertEquals((await runCli(["replay"], { env, clearEnv: true })).code, 0);
+  assertEquals(fake.messages(`kc-${SESSION}`).length, 2);
+  const delivered = await doctor();
+  assertEquals(delivered.captures.status, "ok", delivered.captures.summary);
+  const s = (await statusJson(env, dir.path)).sessions[0];
+  assertEquals([s.captures.sent, s.captures.queued], [2, 0]);
+  assertEquals(s.lastError, undefined, "the old error is over");
+  const text = await statusText(env, dir.path);
+  assertMatch(text, /captured 1 turn\(s\): 2 message\(s\) delivered, 0 queued/);
+  assertTrue(!text.includes("last error"), text);
 });

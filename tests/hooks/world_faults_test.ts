@@ -1,15 +1,17 @@
 /**
  * The faults users actually hit, through the real entry point with the production flags: a server that is not
- * OpenViking's (an HTML page, a non-JSON or empty 200, a 404 for the whole API), a redirect, a refused key at
- * session end. Before the reply classification each of these dropped every captured turn for good
- * (`planned 6, sent 0, queued 0, rejected 6, acked 6`) and doctor said "✓ captures".
+ * OpenViking's (an HTML page, a non-JSON or empty 200, a 404 for the whole API), a redirect, OpenViking's own
+ * error envelope of a code that is not final (none at all, FAILED_PRECONDITION, a conflict, an expired session,
+ * a server that is not ready), a refused key at session end. Before the reply classification each of these
+ * dropped every captured turn for good (`planned 6, sent 0, queued 0, rejected 6, acked 6`) and doctor said
+ * "✓ captures"; the envelopes did until their codes were told apart (0 of 6 delivered after the server healed).
  */
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking, type Fault, gzipBomb } from "../support/fake-openviking.ts";
 import { placeJournal } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
-import { ourQueue, queuedMessages } from "../support/queue.ts";
+import { ourQueue, queuedMessages, rejectedWrites } from "../support/queue.ts";
 import { cliArgs, denoEnv, runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { readState } from "../../runtime/state.ts";
@@ -75,6 +77,12 @@ const html = {
   headers: { "content-type": "text/html" },
   body: "<html><title>Portal</title></html>",
 };
+/** OpenViking's own error envelope of `code` (HTTP `status`) on every route. */
+const envelope = (status: number, code: string, message: string): Fault => ({
+  route: "*",
+  status,
+  error: { code, message },
+});
 const KINDS: [string, Fault, string][] = [
   ["HTML 200", { route: "*", raw: html }, "not-openviking"],
   ["non-JSON 200", { route: "*", raw: { status: 200, body: "OK" } }, "not-openviking"],
@@ -90,7 +98,28 @@ const KINDS: [string, Fault, string][] = [
     { route: "*", raw: { status: 301, headers: { location: "https://127.0.0.1:9/" } } },
     "redirect",
   ],
+  [
+    'HTTP 200 {"status":"error"} (an envelope with no code)',
+    { route: "*", raw: { status: 200, body: '{"status":"error"}' } },
+    "server",
+  ],
+  [
+    "412 FAILED_PRECONDITION",
+    envelope(412, "FAILED_PRECONDITION", "Model provider API key is not configured"),
+    "server",
+  ],
+  ["409 WRITE_CONFLICT", envelope(409, "WRITE_CONFLICT", "write conflict"), "server"],
+  ["409 CONFLICT", envelope(409, "CONFLICT", "Resource is busy"), "server"],
+  ["410 SESSION_EXPIRED", envelope(410, "SESSION_EXPIRED", "Session expired: kc-x"), "server"],
+  ["500 NOT_INITIALIZED", envelope(500, "NOT_INITIALIZED", "Vikingfs not initialized."), "server"],
+  ["500 EMBEDDING_FAILED", envelope(500, "EMBEDDING_FAILED", "Embedding generation failed"), "server"],
 ];
+/** What doctor's captures check says for each kind. */
+const SAYS: Record<string, RegExp> = {
+  redirect: /redirects/,
+  "not-openviking": /not an OpenViking server/,
+  server: /cannot take requests now/,
+};
 
 for (const [name, fault, kind] of KINDS) {
   Deno.test(`world: a ${name} while capturing keeps every turn queued; fixed, replay delivers 6 of 6 once`, async () => {
@@ -115,7 +144,7 @@ for (const [name, fault, kind] of KINDS) {
     }[];
     const captures = checks.find((c) => c.id === "captures")!;
     assertEquals(captures.status, "warn", 'not "✓ captures"');
-    assertMatch(captures.summary, kind === "redirect" ? /redirects/ : /not an OpenViking server/);
+    assertMatch(captures.summary, SAYS[kind]);
     assertTrue(Boolean(captures.fix), "names the fix");
     assertEquals(checks.find((c) => c.id === "server")?.status, "fail");
 
@@ -131,6 +160,69 @@ for (const [name, fault, kind] of KINDS) {
     assertEquals(w.fake.messages(OV_SESSION).length, 6, "the next Stop sends nothing again");
   });
 }
+
+Deno.test("world: every message write refused for good is kept and shown as refused, never delivered; fixed, `replay --rejected` delivers 6 of 6", async () => {
+  await using w = await world();
+  const j = new JournalBuilder();
+  const refuse = () => {
+    w.fake.clearFaults();
+    for (const route of ["POST /api/v1/sessions/:id/messages/batch", "POST /api/v1/sessions/:id/messages"]) {
+      w.fake.fault({ route, status: 400, error: { code: "INVALID_ARGUMENT", message: "content: too long" } });
+    }
+  };
+  refuse();
+  await placeJournal(w.dir.path, SESSION, addTurns(j, 2));
+  await w.hook("stop", "Stop"); // turns 0–1 refused as they are sent
+  w.fake.clearFaults();
+  w.fake.fault({ route: "*", drop: true });
+  await placeJournal(w.dir.path, SESSION, addTurns(j, 1));
+  await w.hook("stop", "Stop"); // turn 2 queued while the server is away…
+  refuse();
+  const replay = await runCli(["replay"], { env: w.env, clearEnv: true });
+  assertEquals(replay.code, 0, "…and refused when the queue is replayed: the queue is empty");
+  assertEquals([w.fake.messages(OV_SESSION).length, (await queuedMessages(w.pending)).length], [0, 0]);
+  const kept = await rejectedWrites(w.pending);
+  assertEquals(
+    kept.filter((k) => k.kind === "message").map((k) => `${k.payload?.turn_id}:${k.payload?.role}`),
+    [
+      ...["0:user", "0:assistant", "1:user", "1:assistant", "2:user", "2:assistant"],
+    ],
+  );
+
+  const status = await runCli(["status"], { env: w.env, clearEnv: true, cwd: w.dir.path });
+  assertMatch(status.stdout, /captured 3 turn\(s\): 0 message\(s\) delivered, 2 queued, 4 refused/);
+  assertMatch(status.stdout, /refused and kept: 6 message\(s\), 2 commit\(s\)/);
+  assertMatch(status.stdout, /commit \d+ s ago: refused by OpenViking\n/);
+  assertMatch(status.stdout, /Rejected 6 message\(s\), 2 commit\(s\) of 1 session\(s\)/);
+  assertMatch(status.stdout, / replay --rejected`/);
+  assertTrue(!/[1-9]\d* message\(s\) delivered/.test(status.stdout), status.stdout);
+  const json = JSON.parse((await runCli(["status", "--json"], { env: w.env, clearEnv: true })).stdout);
+  assertEquals(json.sessions[0].rejected, { entries: 8, messages: 6, commits: 2 });
+  assertEquals([json.rejected.messages, json.rejected.commits, json.rejected.sessions], [6, 2, 1]);
+
+  const doctor = JSON.parse((await runCli(["doctor", "--json"], { env: w.env, clearEnv: true })).stdout);
+  const check = (doctor.checks as { id: string; status: string; summary: string; fix?: string }[])
+    .find((c) => c.id === "rejected")!;
+  assertEquals(check.status, "warn");
+  assertMatch(
+    check.summary,
+    /8 write\(s\) OpenViking refused \(6 message\(s\), 2 commit\(s\) of 1 session\(s\)\)/,
+  );
+  assertMatch(check.summary, /HTTP 404: Session not found/, "the server's words for the newest");
+  assertMatch(check.fix ?? "", / replay --rejected`/);
+
+  // The server is fixed: every kept write goes out once, in order; nothing is left.
+  w.fake.clearFaults();
+  const again = await runCli(["replay", "--rejected"], { env: w.env, clearEnv: true });
+  assertEquals(again.code, 0, again.stderr);
+  assertEquals(
+    w.fake.messages(OV_SESSION).map((m) => [m.turn_id, m.role]),
+    [0, 1, 2].flatMap((t) => [[String(t), "user"], [String(t), "assistant"]]),
+  );
+  assertEquals([w.fake.sessions.get(OV_SESSION)?.commits, await rejectedWrites(w.pending)], [2, []]);
+  const after = JSON.parse((await runCli(["doctor", "--json"], { env: w.env, clearEnv: true })).stdout);
+  assertEquals(after.checks.find((c: { id: string }) => c.id === "rejected")?.status, "ok");
+});
 
 Deno.test("world: a refused key while the session ends queues everything; with the key fixed all 6 arrive", async () => {
   await using w = await world({ apiKey: "the-right-key-123" });

@@ -15,8 +15,8 @@ import { registrations } from "../../install/doctor.ts";
 import { VERSION } from "../../runtime/version.ts";
 import { COMMANDS } from "../../cli/commands.ts";
 import { parseCommand } from "../../cli/spec.ts";
-import { enqueueMessages } from "../../runtime/pending.ts";
-import { queuedMessages } from "../support/queue.ts";
+import { enqueueMessages, keepRejected } from "../../runtime/pending.ts";
+import { queuedMessages, rejectedWrites } from "../support/queue.ts";
 
 const isWindows = Deno.build.os === "windows";
 
@@ -128,7 +128,7 @@ Deno.test("config mode into an empty Kimi home creates config.toml, uninstall --
   );
 });
 
-Deno.test("uninstall --purge deletes the ledger and the log wherever it was configured; a queue still waiting stays, and says how to deliver it", async () => {
+Deno.test("uninstall --purge deletes the ledger and the log wherever it was configured; a queue still waiting and the writes OpenViking refused stay, and it says how to deliver them", async () => {
   await using dir = await tempDir();
   const t = await setup(dir.path);
   const self = await fakeCompiled(dir.path);
@@ -145,6 +145,8 @@ Deno.test("uninstall --purge deletes the ledger and the log wherever it was conf
     await Deno.writeTextFile(f, logLine);
   }
   assertEquals(await enqueueMessages(`${t.ov}/pending`, "kc-s1", [{ role: "user", content: "a turn" }]), 1);
+  const refused = { role: "user" as const, content: "a refused turn" };
+  await keepRejected(`${t.ov}/pending`, "kc-s1", { messages: [refused] }, { status: 400, message: "no" });
   t.lines.length = 0;
   assertEquals(await runUninstall(ctx(), opts({ purge: true })), 0, t.lines.join("\n"));
   for (
@@ -158,13 +160,22 @@ Deno.test("uninstall --purge deletes the ledger and the log wherever it was conf
     "a turn not yet delivered is never deleted",
   );
   assertMatch(t.lines.join("\n"), /Kept: 1 queued write\(s\) .*not yet delivered.*replay/);
+  assertEquals((await rejectedWrites(`${t.ov}/pending`)).map((k) => k.payload), [refused], "nor one refused");
+  assertMatch(
+    t.lines.join("\n"),
+    /Kept: 1 write\(s\) OpenViking refused .*kimicode-rejected.*replay --rejected/,
+  );
 
-  // Once the queue is empty, a second purge removes our queue directory too.
-  await Deno.remove(`${t.ov}/pending/kimicode`, { recursive: true });
-  await Deno.mkdir(`${t.ov}/pending/kimicode`);
+  // Once the queue and the rejected place are empty, a second purge removes their directories too.
+  for (const d of ["kimicode", "kimicode-rejected"]) {
+    await Deno.remove(`${t.ov}/pending/${d}`, { recursive: true });
+    await Deno.mkdir(`${t.ov}/pending/${d}`);
+  }
   t.lines.length = 0;
   assertEquals(await runUninstall(ctx(), opts({ purge: true })), 0, t.lines.join("\n"));
-  assertEquals(await Deno.lstat(`${t.ov}/pending/kimicode`).then(() => "there", () => "gone"), "gone");
+  for (const d of ["kimicode", "kimicode-rejected"]) {
+    assertEquals(await Deno.lstat(`${t.ov}/pending/${d}`).then(() => "there", () => "gone"), "gone", d);
+  }
 
   // A configured log path that holds someone else's lines is not ours to delete.
   await Deno.writeTextFile(log, `${logLine}an application's own line\n`);
@@ -205,7 +216,7 @@ Deno.test("a config.toml that does not parse is refused and left untouched", asy
   assertMatch(t.lines.join("\n"), /ERR .*does not parse/);
 });
 
-Deno.test("credentials go to ovcli.conf (merged, 0600, backup), never to a command line or the output", async () => {
+Deno.test("credentials go to ovcli.conf (merged, 0600, no copy: it holds the key), never to a command line or the output", async () => {
   await using dir = await tempDir();
   const t = await setup(dir.path);
   await Deno.mkdir(t.ov, { recursive: true });
@@ -233,7 +244,7 @@ Deno.test("credentials go to ovcli.conf (merged, 0600, backup), never to a comma
     assertEquals((await Deno.stat(t.ov)).mode! & 0o777, 0o700);
   }
   const backups = [...Deno.readDirSync(t.ov)].filter((e) => e.name.startsWith("ovcli.conf.bak."));
-  assertEquals(backups.length, 1);
+  assertEquals(backups.length, 0, "no copy keeps the key it replaced");
   assertNotMatch(t.lines.join("\n"), /sk-secret-1/);
   assertNotMatch((await read(`${t.kimi}/config.toml`))!, /sk-secret-1/);
   assertNotMatch((await read(`${t.kimi}/mcp.json`))!, /sk-secret-1/);

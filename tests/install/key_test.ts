@@ -70,7 +70,7 @@ Deno.test("where install takes the key from, and when it asks", async () => {
   assertMatch(flag.warned.join(), /--api-key puts the key on the command line.*--api-key-stdin/);
   assertMatch(
     flag.warned.join(),
-    /shell history and the process list keep it; run as `deno task install` without -q, Deno has also just printed it/,
+    /where your shell history and the process list keep it \(and if you ran `deno task install` without -q, Deno has printed it too, in its "Task install …" line\)\. Next time/,
     "deno task's echo of the arguments is named too",
   );
   assertMatch(flag.warned.join(), /on a terminal, asks for it without showing what you type/);
@@ -95,7 +95,7 @@ Deno.test("where install takes the key from, and when it asks", async () => {
   });
   assertMatch(
     tty.asked[0],
-    /^OpenViking API key for http:\/\/h:1933 \(not shown as you type; Enter for none\)/,
+    /^OpenViking API key for http:\/\/h:1933 \(a user key, or the server's root key to make one; not shown as you type; Enter for none\)/,
   );
   assertEquals(await chooseApiKey(flags({ url: "http://h:1933" }), io({ terminal: true, answer: "" }).fake), {
     ok: true,
@@ -119,6 +119,25 @@ Deno.test("where install takes the key from, and when it asks", async () => {
     /Enter to cancel/,
     "--api-key-stdin on a terminal asks instead of echoing",
   );
+});
+
+Deno.test("a key saved for the address is kept without asking; another address is asked for its own", async () => {
+  await using dir = await tempDir();
+  await Deno.mkdir(`${dir.path}/.openviking`);
+  await Deno.writeTextFile(
+    `${dir.path}/.openviking/ovcli.conf`,
+    JSON.stringify({ url: "http://h:1933", api_key: KEY }),
+  );
+  const same = io({ terminal: true, answer: "typed", env: { HOME: dir.path } });
+  assertEquals(await chooseApiKey(flags({ url: "http://h:1933/" }), same.fake), { ok: true });
+  assertEquals(same.asked, [], "the saved key is for this address: nothing is asked");
+  const other = io({ terminal: true, answer: "typed", env: { HOME: dir.path } });
+  assertEquals(await chooseApiKey(flags({ url: "http://elsewhere:1933" }), other.fake), {
+    ok: true,
+    apiKey: "typed",
+    from: "the terminal",
+  });
+  assertMatch(other.asked[0], /^OpenViking API key for http:\/\/elsewhere:1933 /);
 });
 
 Deno.test({
@@ -164,7 +183,10 @@ sys.exit(os.waitstatus_to_exitcode(status))
     }).output();
     const screen = new TextDecoder().decode(out.stdout);
     assertEquals(out.code, 0, screen + new TextDecoder().decode(out.stderr));
-    assertStringIncludes(screen, "OpenViking API key for http://127.0.0.1:9 (not shown as you type");
+    assertStringIncludes(
+      screen,
+      "OpenViking API key for http://127.0.0.1:9 (a user key, or the server's root key",
+    );
     assertNotMatch(screen, new RegExp(KEY), "the typed key is not echoed");
     assertStringIncludes(screen, "api_key = (not shown; from the terminal)");
     assertEquals(JSON.parse(await Deno.readTextFile(`${home}/.openviking/ovcli.conf`)).api_key, KEY);
@@ -228,7 +250,9 @@ Deno.test({
       const flag = await cli(["install", "--mode", "plugin", "--api-key", KEY]);
       assertEquals(flag.code, 0);
       assertMatch(flag.stderr, /Warning: --api-key puts the key on the command line/);
-      assertEquals((await cli(["install", "--dry-run", "--api-key-stdin"], `${KEY}-new\n`)).code, 0);
+      assertEquals((await cli(["install", "--dry-run", "--api-key-stdin"], `${KEY}\n`)).code, 0);
+      const refused = await cli(["install", "--dry-run", "--api-key-stdin"], `${KEY}-new\n`);
+      assertEquals(refused.code, 1, "a key the server refuses is not taken, in a dry run either");
       assertEquals((await cli(["install", "--api-kye", KEY])).code, 2, "a mistyped flag is refused");
       assertEquals((await cli(["install", `--api-key=${KEY}`, "stray"])).code, 2);
       await cli(["install", "--url", `http://user:${KEY}@127.0.0.1:1933`]);
@@ -317,7 +341,7 @@ Deno.test({
       const [taskLine, ...rest] = echoed.stderr.split("\n");
       assertMatch(taskLine, new RegExp(`^Task install deno task -q cli install .*'${KEY}'`));
       assertTrue(!rest.join("\n").includes(KEY) && !echoed.stdout.includes(KEY), echoed.stderr);
-      assertMatch(echoed.stderr, /`deno task install` without -q, Deno has also just printed it/);
+      assertMatch(echoed.stderr, /if you ran `deno task install` without -q, Deno has printed it too/);
       assertEquals((await task(["-q", "cli", "doctor"])).code, 0);
       assertEquals((await task(["-q", "uninstall", "--purge"])).code, 0);
       assertEquals(await saved(), KEY, "ovcli.conf stays");

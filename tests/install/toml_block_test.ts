@@ -1,8 +1,14 @@
 import { deepEqual } from "../../runtime/parsed.ts";
 import fc from "fast-check";
-import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
+import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { CREATED_LINE, findBlocks, parseToml, removeBlocks, renderBlock } from "../../install/toml-block.ts";
-import { planConfigInstall, planConfigUninstall, withoutHooks } from "../../install/toml-config.ts";
+import {
+  invalidHookKeys,
+  planConfigInstall,
+  planConfigUninstall,
+  SETTINGS_AFTER_BLOCK,
+  withoutHooks,
+} from "../../install/toml-config.ts";
 import { BLOCK_BEGIN, BLOCK_END, hookEntries } from "../../install/spec.ts";
 import { HOOKS } from "../../hooks/events.ts";
 import { tomlDocument, trailingSection } from "./toml_arbitrary.ts";
@@ -215,4 +221,24 @@ Deno.test("our block writes only the four keys Kimi allows, and escapes commands
     (value.hooks as Record<string, unknown>[])[0].command,
     `'C:\\Program Files\\ov "x"\\openviking-kimi.exe' hook session-start`,
   );
+});
+
+Deno.test("settings written after our block: doctor and install give the same advice — move them above, never remove them", () => {
+  const doc = `model = "k2"\n${renderBlock(ENTRIES, "\n")}\ndefault_thinking = true\n`;
+  const parsedDoc = parseToml(doc);
+  assertTrue(parsedDoc.ok);
+  const doctorSays = parsedDoc.ok ? invalidHookKeys(parsedDoc.value) : [];
+  assertEquals(doctorSays.length, 1);
+  assertMatch(doctorSays[0], /"default_thinking"/);
+  assertTrue(!/remove/.test(doctorSays[0]), doctorSays[0]);
+  assertStringIncludes(doctorSays[0], SETTINGS_AFTER_BLOCK);
+  const install = planConfigInstall(doc, OTHER_ENTRIES);
+  assertEquals(install.ok, false);
+  if (!install.ok) assertStringIncludes(install.error, SETTINGS_AFTER_BLOCK);
+  const uninstall = planConfigUninstall(doc);
+  assertEquals(uninstall.ok, false);
+  if (!uninstall.ok) assertStringIncludes(uninstall.error, SETTINGS_AFTER_BLOCK);
+  // A key of the user's own [[hooks]] table is still theirs to remove.
+  const own = parseToml('[[hooks]]\nevent = "Stop"\ncommand = "x"\ncwd = "/tmp"\n');
+  assertMatch(own.ok ? invalidHookKeys(own.value).join() : "", /remove that key/);
 });

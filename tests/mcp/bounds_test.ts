@@ -7,7 +7,7 @@
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking, gzipBomb } from "../support/fake-openviking.ts";
-import { OPENVIKING_TOOLS, sseBody, sseReply } from "../support/fake-mcp.ts";
+import { OFFERED_TOOLS, sseBody, sseReply } from "../support/fake-mcp.ts";
 import { tempDir } from "../support/temp.ts";
 import { errorOf, type Json, resultOf, startProxy, toolNames } from "./harness.ts";
 import { HostileMcp } from "./hostile-mcp.ts";
@@ -56,7 +56,7 @@ Deno.test("mcp/bounds: a JSON body or an SSE event over the bound is a -32005 er
       textOf(await proxy.request(3, "tools/call", { name: "health", arguments: {} })),
       "fake health: {}",
     );
-    assertEquals(toolNames(await proxy.request(4, "tools/list")), OPENVIKING_TOOLS);
+    assertEquals(toolNames(await proxy.request(4, "tools/list")), OFFERED_TOOLS);
     assertEquals(await proxy.close(), 0);
   }
 });
@@ -207,7 +207,7 @@ Deno.test("mcp/bounds: 20 stalled tool calls do not delay ping, tools/list or in
   }
   await until(() => fake.mcp.active === 16, "16 calls in flight");
   assertEquals(resultOf(await proxy.request("ping", "ping")), {});
-  assertEquals(toolNames(await proxy.request("list", "tools/list")), OPENVIKING_TOOLS);
+  assertEquals(toolNames(await proxy.request("list", "tools/list")), OFFERED_TOOLS);
   await proxy.send({
     jsonrpc: "2.0",
     id: "init-again",

@@ -8,7 +8,7 @@
 import { join } from "node:path";
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
+import { OFFERED_TOOLS } from "../support/fake-mcp.ts";
 import { installKimi, kimiCacheRoot, KimiEnv } from "../support/kimi.ts";
 import { type ChatRequest, ModelServer } from "../support/model-server.ts";
 import { freePort } from "./harness.ts";
@@ -37,7 +37,7 @@ Deno.test({
       seen.push(req);
       if (!req.hasToolResult) {
         fake = await FakeOpenViking.start({ port, mcp: { sse: true } }); // the server comes up mid-session
-        return { kind: "tool", calls: [{ name: "mcp__openviking__find", args: { query: "indentation" } }] };
+        return { kind: "tool", calls: [{ name: "mcp__openviking__search", args: { query: "indentation" } }] };
       }
       return { kind: "text", text: "done" };
     });
@@ -60,9 +60,9 @@ Deno.test({
       const result = await env.print("Which indentation do I prefer?", { timeoutMs: 90_000 });
       assertEquals(result.code, 0, result.stderr);
       const offered = seen[0].toolNames.filter((n) => n.startsWith("mcp__openviking__"));
-      assertEquals(offered.sort(), OPENVIKING_TOOLS.map((t) => `mcp__openviking__${t}`).sort());
+      assertEquals(offered.sort(), OFFERED_TOOLS.map((t) => `mcp__openviking__${t}`).sort());
       const toolOutput = seen.find((r) => r.hasToolResult)?.lastToolOutput ?? "";
-      assertMatch(toolOutput, /fake find: \{"query":"indentation"\}/);
+      assertMatch(toolOutput, /fake search: \{"query":"indentation"\}/);
       assertTrue(fake !== undefined && fake.mcp.receivedMethod("initialize").length === 1);
     } finally {
       await env.dispose();

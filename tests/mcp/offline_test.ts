@@ -6,7 +6,7 @@
 
 import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
+import { OFFERED_TOOLS, OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
 import { tempDir } from "../support/temp.ts";
 import { BUILTIN_TOOLS } from "../../mcp/catalog.ts";
 import { offlineProtocolVersion } from "../../mcp/offline.ts";
@@ -18,8 +18,8 @@ import { failure } from "../../runtime/reply.ts";
 
 const KEY = "offline-test-key-55aa";
 
-Deno.test("mcp/offline: the built-in catalog is OpenViking's 15 tools with object schemas", () => {
-  assertEquals(BUILTIN_TOOLS.map((t) => t.name), OPENVIKING_TOOLS);
+Deno.test("mcp/offline: the built-in catalog is the tools memory needs, with object schemas", () => {
+  assertEquals(BUILTIN_TOOLS.map((t) => t.name), OFFERED_TOOLS);
   for (const t of BUILTIN_TOOLS) {
     assertEquals(t.inputSchema.type, "object");
     assertTrue((t.description ?? "").length > 10, `${t.name} has a description`);
@@ -97,7 +97,7 @@ Deno.test("mcp/offline: server down at start, then up: no restart needed, tools 
   assertEquals(init.capabilities, { tools: { listChanged: true } });
   assertEquals((init.serverInfo as Json).name, "openviking");
   assertMatch(String(init.instructions), /not reachable/);
-  assertEquals(toolNames(await proxy.request(1, "tools/list")), OPENVIKING_TOOLS);
+  assertEquals(toolNames(await proxy.request(1, "tools/list")), OFFERED_TOOLS);
   assertEquals(resultOf(await proxy.request(2, "ping")), {});
   const down = errorOf(await proxy.request(3, "tools/call", { name: "find", arguments: { query: "q" } }));
   assertEquals(down.code, -32004);
@@ -120,7 +120,7 @@ Deno.test("mcp/offline: server down at start, then up: no restart needed, tools 
     assertEquals(fake.mcp.receivedMethod("notifications/initialized").length, 1);
     // the client re-lists and now gets the server's own list, which is cached for offline starts
     const listed = resultOf(await proxy.request(5, "tools/list"));
-    assertEquals((listed.tools as Json[])[0].description, "OpenViking find");
+    assertEquals((listed.tools as Json[])[0].description, "OpenViking search");
     assertEquals(await proxy.close(), 0);
     assertEquals(fake.mcp.deleted, 1);
     assertEquals(proxy.messages().filter((m) => m.method === "notifications/tools/list_changed").length, 1);
@@ -132,8 +132,8 @@ Deno.test("mcp/offline: server down at start, then up: no restart needed, tools 
   const again = startProxy({ HOME: home.path, OPENVIKING_URL: url, OPENVIKING_API_KEY: KEY });
   await again.initialize();
   const cached = resultOf(await again.request(1, "tools/list"));
-  assertEquals((cached.tools as Json[]).map((t) => t.name), OPENVIKING_TOOLS);
-  assertEquals((cached.tools as Json[])[0].description, "OpenViking find");
+  assertEquals((cached.tools as Json[]).map((t) => t.name), OFFERED_TOOLS);
+  assertEquals((cached.tools as Json[])[0].description, "OpenViking search");
   assertEquals(await again.close(), 0);
   for (const text of [...proxy.lines, ...again.lines]) assertNotMatch(text, new RegExp(KEY));
 });
@@ -148,7 +148,7 @@ Deno.test("mcp/offline: server with no /mcp (old OpenViking) gets a clear 404 hi
       OPENVIKING_URL: fake.url,
     });
     resultOf(await proxy.initialize());
-    assertEquals(toolNames(await proxy.request(1, "tools/list")).length, 15);
+    assertEquals(toolNames(await proxy.request(1, "tools/list")), OFFERED_TOOLS);
     const e = errorOf(await proxy.request(2, "tools/call", { name: "health", arguments: {} }));
     assertEquals(e.code, -32002);
     assertMatch(e.message, /HTTP 404.*no MCP endpoint/);
@@ -249,4 +249,46 @@ Deno.test("mcp/redirect: a redirect to another origin is not followed; the key n
     await r.server.shutdown();
     await other.server.shutdown();
   }
+});
+
+Deno.test("mcp/tools: the model is offered what memory needs; OPENVIKING_MCP_TOOLS offers more, or all; a workspace file cannot", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  await using fake = await FakeOpenViking.start();
+  const listed = async (env: Record<string, string>, cwd?: string) => {
+    const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url, ...env }, cwd ? { cwd } : {});
+    await proxy.initialize();
+    const names = toolNames(await proxy.request(1, "tools/list"));
+    assertEquals(await proxy.close(), 0);
+    return names;
+  };
+  assertEquals(await listed({}), OFFERED_TOOLS);
+  assertEquals(
+    await listed({ OPENVIKING_MCP_TOOLS: "add_resource, set_acl" }),
+    OPENVIKING_TOOLS.filter((t) => OFFERED_TOOLS.includes(t) || t === "add_resource" || t === "set_acl"),
+  );
+  assertEquals(await listed({ OPENVIKING_MCP_TOOLS: "all" }), OPENVIKING_TOOLS);
+  const dir = `${home.path}/.openviking`;
+  await Deno.mkdir(dir, { recursive: true });
+  await Deno.writeTextFile(
+    `${dir}/ovcli.conf`,
+    JSON.stringify({ plugin: { kimicode: { mcpTools: ["all"] } } }),
+  );
+  assertEquals(await listed({}), OPENVIKING_TOOLS);
+  await Deno.remove(`${dir}/ovcli.conf`);
+  // A cloned repository cannot widen what the model is offered (nor hand it admin tools).
+  const repo = `${home.path}/repo`;
+  await Deno.mkdir(`${repo}/.openviking`, { recursive: true });
+  await Deno.writeTextFile(`${repo}/.openviking/config.json`, JSON.stringify({ mcpTools: "all" }));
+  assertEquals(await listed({}, repo), OFFERED_TOOLS);
+
+  // Offline, the cached list (the server's whole list) is offered through the same choice.
+  await fake.close();
+  assertEquals(await listed({}), OFFERED_TOOLS);
+  assertEquals(await listed({ OPENVIKING_MCP_TOOLS: "all" }), OPENVIKING_TOOLS);
+  await Deno.remove(toolCachePath({ HOME: home.path }));
+  assertEquals(
+    await listed({ OPENVIKING_MCP_TOOLS: "all" }),
+    OFFERED_TOOLS,
+    "without a cache: the built-in ones",
+  );
 });

@@ -5,7 +5,7 @@
 
 import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { OPENVIKING_TOOLS, sseBody, sseReply } from "../support/fake-mcp.ts";
+import { OFFERED_TOOLS, sseBody, sseReply } from "../support/fake-mcp.ts";
 import { tempDir } from "../support/temp.ts";
 import { errorOf, type Json, resultOf, startProxy, toolNames } from "./harness.ts";
 
@@ -47,7 +47,7 @@ Deno.test("mcp/fake: every request carries auth, identity, protocol version and 
   });
   const init = resultOf(await proxy.initialize());
   assertEquals(init.protocolVersion, "2025-11-25");
-  assertEquals(toolNames(await proxy.request(2, "tools/list")), OPENVIKING_TOOLS);
+  assertEquals(toolNames(await proxy.request(2, "tools/list")), OFFERED_TOOLS);
   const called = resultOf(
     await proxy.send(call(3, "find", { query: "tabs" })).then(() => proxy.response(3)),
   );
@@ -357,7 +357,7 @@ Deno.test("mcp/fake: 401 names the credential source and how to fix it; a rewrit
   const init = resultOf(await proxy.initialize());
   assertEquals((init.capabilities as Json).tools, { listChanged: true });
   assertMatch(String(init.instructions), /refused the credentials \(HTTP 401\)/);
-  assertEquals(toolNames(await proxy.request(1, "tools/list")), OPENVIKING_TOOLS);
+  assertEquals(toolNames(await proxy.request(1, "tools/list")), OFFERED_TOOLS);
   const before = fake.requestsTo("POST /mcp").length;
   const denied = errorOf(await proxy.request(2, "tools/call", { name: "find", arguments: { query: "x" } }));
   assertEquals(denied.code, -32001);

@@ -28,7 +28,13 @@ for (const stateful of [true, false]) {
       await using home = await tempDir("ovk-mcp-");
       const server = SdkServer.start({ stateful, json, apiKey: KEY });
       try {
-        const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: server.url, OPENVIKING_API_KEY: KEY });
+        // The SDK peer's tools are not OpenViking's: all of them are offered (the protocol is under test here).
+        const proxy = startProxy({
+          HOME: home.path,
+          OPENVIKING_URL: server.url,
+          OPENVIKING_API_KEY: KEY,
+          OPENVIKING_MCP_TOOLS: "all",
+        });
         const init = resultOf(await proxy.initialize("2025-11-25"));
         assertEquals(init.protocolVersion, "2025-11-25");
         assertEquals((init.serverInfo as Json).name, "sdk-peer");

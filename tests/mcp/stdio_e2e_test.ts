@@ -17,7 +17,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { assertEquals, assertMatch, assertNotMatch, assertRejects, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking, gzipBomb, type RawReply } from "../support/fake-openviking.ts";
-import { OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
+import { OFFERED_TOOLS } from "../support/fake-mcp.ts";
 import { tempDir } from "../support/temp.ts";
 import { freePort } from "./harness.ts";
 import { HostileMcp } from "./hostile-mcp.ts";
@@ -57,9 +57,9 @@ Deno.test("mcp/e2e: SDK client over stdio against the SDK server: the full life 
   await using home = await tempDir("ovk-mcp-");
   const server = SdkServer.start({ stateful: true, json: false, apiKey: KEY });
   try {
-    const { client } = await connect(home.path, { OPENVIKING_URL: server.url, OPENVIKING_API_KEY: KEY }, {
-      roots: { listChanged: true },
-    });
+    // The SDK peer's tools are not OpenViking's: all of them are offered (the protocol is under test here).
+    const env = { OPENVIKING_URL: server.url, OPENVIKING_API_KEY: KEY, OPENVIKING_MCP_TOOLS: "all" };
+    const { client } = await connect(home.path, env, { roots: { listChanged: true } });
     client.setRequestHandler(ListRootsRequestSchema, () => ({ roots: [{ uri: "file:///work/proj" }] }));
     const logs: unknown[] = [];
     client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void logs.push(n.params.data));
@@ -124,7 +124,7 @@ Deno.test("mcp/e2e: SDK client over stdio against the fake OpenViking: auth fail
     let changed = 0;
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changed++);
 
-    assertEquals((await client.listTools()).tools.map((t) => t.name), OPENVIKING_TOOLS);
+    assertEquals((await client.listTools()).tools.map((t) => t.name), OFFERED_TOOLS);
     const denied = await client.callTool({ name: "find", arguments: { query: "tabs" } }).catch((e) => e);
     assertTrue(denied instanceof McpError, `expected an MCP error, got ${JSON.stringify(denied)}`);
     assertEquals(denied.code, -32001);
@@ -136,7 +136,7 @@ Deno.test("mcp/e2e: SDK client over stdio against the fake OpenViking: auth fail
       'fake find: {"query":"tabs"}',
     );
     await until(() => changed === 1, "tools/list_changed");
-    assertEquals((await client.listTools()).tools[0].description, "OpenViking find");
+    assertEquals((await client.listTools()).tools[0].description, "OpenViking search");
     await client.close();
     await until(() => fake.mcp.deleted === 1, "the session DELETE");
 
@@ -159,7 +159,7 @@ Deno.test("mcp/e2e: OpenViking down when Kimi starts: tools still listed; works 
   client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changed++);
   assertEquals(client.getServerVersion()?.name, "openviking");
   assertEquals(client.getServerCapabilities()?.tools, { listChanged: true });
-  assertEquals((await client.listTools()).tools.map((t) => t.name), OPENVIKING_TOOLS);
+  assertEquals((await client.listTools()).tools.map((t) => t.name), OFFERED_TOOLS);
   const down = await client.callTool({ name: "health", arguments: {} }).catch((e) => e);
   assertTrue(down instanceof McpError);
   assertEquals(down.code, -32004);
@@ -403,7 +403,7 @@ Deno.test("mcp/e2e: gzip bombs and 1 GB replies (JSON, SSE) to tools/call become
     await p.send({ jsonrpc: "2.0", id, method: "tools/list" });
     assertEquals(
       ((await p.response(id++)).result as { tools: { name: string }[] }).tools.map((t) => t.name),
-      OPENVIKING_TOOLS,
+      OFFERED_TOOLS,
     );
     await p.send({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "health", arguments: {} } });
     assertEquals(textOf((await p.response(id++)).result), "fake health: {}");
@@ -437,7 +437,7 @@ Deno.test("mcp/e2e: 16 tool calls stalled after their headers do not hold up pin
   await p.send({ jsonrpc: "2.0", id: "list", method: "tools/list" });
   assertEquals((await p.response("ping")).result, {});
   const listed = (await p.response("list")).result as { tools: { name: string }[] };
-  assertEquals(listed.tools.map((t) => t.name), OPENVIKING_TOOLS);
+  assertEquals(listed.tools.map((t) => t.name), OFFERED_TOOLS);
   // answered while every stalled call was still waiting
   const stalledAnswered = p.lines.map((l) => JSON.parse(l).id).filter((id) =>
     typeof id === "number" && id > 0

@@ -1,7 +1,8 @@
 /** The advice for a recorded cause: the same words and fix as for the failure it was recorded from. */
 
-import { assertEquals } from "../support/assert.ts";
+import { assertEquals, assertMatch } from "../support/assert.ts";
 import { adviceFor, adviceForCause, causeOf } from "../../runtime/advice.ts";
+import { ROOT_KEY_REFUSAL } from "../support/fake-openviking.ts";
 import { classifyReply } from "../../runtime/reply.ts";
 import { commandName } from "../../runtime/self.ts";
 
@@ -24,4 +25,20 @@ Deno.test("adviceForCause: a recorded target that is not a URL (an edited file) 
     origin,
   );
   assertEquals(advice.fix, `save the server's real address with \`${commandName()} install --url URL\``);
+});
+
+Deno.test("adviceFor a refused key: a root key is named as one; every refusal says where a user key comes from", () => {
+  const envelope = (status: number, code: string, message: string) =>
+    classifyReply({ status, text: JSON.stringify({ status: "error", error: { code, message } }), origin });
+  const root = envelope(403, "PERMISSION_DENIED", ROOT_KEY_REFUSAL);
+  const wrong = envelope(401, "UNAUTHENTICATED", "Invalid API key");
+  if (root.ok || wrong.ok) throw new Error("refusals are failures");
+  const r = adviceFor(root, origin);
+  assertMatch(r.summary, /^the server refused the key \(HTTP 403\): it is OpenViking's root key/);
+  assertMatch(r.fix, /^give it once to `openviking-kimi install --api-key-stdin`: install makes a user key/);
+  const w = adviceFor(wrong, origin);
+  assertEquals(w.summary, "the server refused the key (HTTP 401): Invalid API key");
+  assertMatch(w.fix, /root key \(ov\.conf's server\.root_api_key\) once, install makes a user key/);
+  assertMatch(w.fix, /`ov admin register-user ACCOUNT USER`/);
+  assertEquals(adviceForCause(causeOf(root), origin), r, "recorded, the same advice");
 });

@@ -1,5 +1,11 @@
 import { assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
-import { type ConfigSources, credentialMode, loadConfig, resolveConfig } from "../../runtime/config.ts";
+import {
+  type ConfigSources,
+  credentialMode,
+  keyFor,
+  loadConfig,
+  resolveConfig,
+} from "../../runtime/config.ts";
 import { KNOBS } from "../../runtime/knobs.ts";
 import { tempDir } from "../support/temp.ts";
 
@@ -60,10 +66,10 @@ Deno.test("credentials: precedence table env vs ovcli.conf vs ov.conf", () => {
       expect: { baseUrl: "https://ov.example", apiKey: "" },
     },
     {
-      name: "ov.conf root_api_key when no client key",
+      name: "ov.conf's root_api_key is never a client's key (it only administers the server)",
       env: {},
       ovconf: { server: { root_api_key: "root-key" } },
-      expect: { apiKey: "root-key", baseUrl: "http://127.0.0.1:1933" },
+      expect: { apiKey: "", apiKeySource: "none", baseUrl: "http://127.0.0.1:1933" },
     },
     {
       name: "ovcli.conf beats ov.conf",
@@ -104,10 +110,29 @@ Deno.test("credentials: precedence table env vs ovcli.conf vs ov.conf", () => {
       },
     },
     {
-      name: "env URL beats ovcli url",
+      name: "env URL beats ovcli url; ovcli.conf's key, saved for its own url, is not sent there",
       env: { OPENVIKING_URL: "http://env.example:9/" },
       ovcli: OVCLI,
-      expect: { baseUrl: "http://env.example:9", apiKey: "cli-key", credentialSource: "env" },
+      expect: { baseUrl: "http://env.example:9", apiKey: "", apiKeySource: "none", credentialSource: "env" },
+    },
+    {
+      name: "env URL at ovcli.conf's origin: the saved key goes with it",
+      env: { OPENVIKING_URL: "http://cli.example:1933/" },
+      ovcli: OVCLI,
+      expect: { apiKey: "cli-key", apiKeyOrigin: "http://cli.example:1933" },
+    },
+    {
+      name: "ovcli.conf without a url: its key is for the address the files give (ov.conf's server)",
+      env: { OPENVIKING_URL: "http://127.0.0.1:2000" },
+      ovcli: { api_key: "cli-key" },
+      ovconf: { server: { port: 2000 } },
+      expect: { apiKey: "cli-key", apiKeySource: "ovcli.conf" },
+    },
+    {
+      name: "an env key goes wherever this run goes",
+      env: { OPENVIKING_URL: "http://env.example:9", OPENVIKING_API_KEY: "env-key" },
+      ovcli: OVCLI,
+      expect: { apiKey: "env-key", apiKeyOrigin: "" },
     },
     {
       name: "OPENVIKING_BASE_URL alias",
@@ -147,11 +172,11 @@ Deno.test("credentials: precedence table env vs ovcli.conf vs ov.conf", () => {
       },
     },
     {
-      name: "mode env ignores ovcli url",
+      name: "mode env ignores ovcli url; ov.conf's client key is for its server, ovcli.conf's is not",
       env: { OPENVIKING_CREDENTIALS_SOURCE: "environment" },
       ovcli: OVCLI,
       ovconf: OVCONF,
-      expect: { baseUrl: "http://127.0.0.1:2000", apiKey: "cli-key" },
+      expect: { baseUrl: "http://127.0.0.1:2000", apiKey: "codex-key", apiKeySource: "ov.conf" },
     },
   ];
   for (const c of cases) {
@@ -160,6 +185,27 @@ Deno.test("credentials: precedence table env vs ovcli.conf vs ov.conf", () => {
       assertEquals((config as unknown as Record<string, unknown>)[k], v, `${c.name}: ${k}`);
     }
   }
+});
+
+Deno.test("credentials: a key withheld from another origin is said, and keyFor keeps it off another MCP URL", () => {
+  const moved = resolveConfig(sources({ env: { OPENVIKING_URL: "http://env.example:9" }, ovcli: OVCLI }));
+  assertEquals(moved.warnings, [
+    "the API key in ovcli.conf was saved for http://cli.example:1933; it is not sent to http://env.example:9: " +
+    "give that server's key in OPENVIKING_API_KEY, or save it with `openviking-kimi install --url URL " +
+    "--api-key-stdin`",
+  ]);
+  const mcp = resolveConfig(sources({ env: { OPENVIKING_MCP_URL: "http://mcp.example/mcp" }, ovcli: OVCLI }));
+  assertEquals([mcp.config.apiKey, mcp.config.baseUrl], ["cli-key", "http://cli.example:1933"]);
+  assertEquals(keyFor(mcp.config, mcp.config.mcpUrl), "", "not sent to the MCP URL of another origin");
+  assertEquals(keyFor(mcp.config, mcp.config.baseUrl), "cli-key");
+  assertMatch(
+    mcp.warnings.join(),
+    /saved for http:\/\/cli\.example:1933; it is not sent to http:\/\/mcp\.example\/mcp/,
+  );
+  const env = resolveConfig(
+    sources({ env: { OPENVIKING_API_KEY: "e", OPENVIKING_MCP_URL: "http://mcp.example/mcp" } }),
+  );
+  assertEquals(keyFor(env.config, env.config.mcpUrl), "e", "an env key is given for this run's addresses");
 });
 
 Deno.test("credentials: a bad URL is reported and the default used", () => {
@@ -226,6 +272,7 @@ Deno.test("knobs: every env name is read, with typed values", () => {
     pendingTtlDays: ["1", 1],
     ledgerMaxBytes: ["65536", 65536],
     ledgerMaxAgeDays: ["9", 9],
+    mcpTools: ["all", ["all"]],
     debug: ["1", true],
     debugLogPath: ["/tmp/x.log", "/tmp/x.log"],
   };

@@ -1,14 +1,15 @@
 /**
  * Delivery's own policy, without processes: batches of at most 100 messages / 512 KB; one by one when the
  * server has no batch route (from then on) or refuses a batch (that batch only), so that only a message
- * OpenViking itself refuses is dropped; a failure that is not a rejection stops at a settled prefix, which is
- * all a caller ever acknowledges — and what sendMessages queues after it.
+ * OpenViking itself refuses is set aside (sendMessages keeps it in the rejected place); a failure that is not a
+ * rejection stops at a settled prefix, which is all a caller ever acknowledges — and what sendMessages queues
+ * after it.
  */
 
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import { type Answer, type Call, fail, ok, route, scriptedClient } from "../support/scripted-client.ts";
 import { tempDir } from "../support/temp.ts";
-import { queuedMessages } from "../support/queue.ts";
+import { queuedMessages, rejectedWrites } from "../support/queue.ts";
 import { Budget } from "../../runtime/http.ts";
 import {
   BATCH_LIMIT,
@@ -166,7 +167,7 @@ Deno.test("sendMessages: queueOnly sends nothing; a failing intent record or pro
   assertEquals([noProgress.stoppedBy?.code, noProgress.queued], ["STATE", 0]);
 });
 
-Deno.test("sendMessages: a queue that cannot be written stops it with nothing acknowledged; rejections are reported, not queued", async () => {
+Deno.test("sendMessages: a queue that cannot be written stops it with nothing acknowledged; rejections are kept aside, not queued", async () => {
   await using dir = await tempDir();
   await Deno.writeTextFile(`${dir.path}/kimicode`, "a file where the queue directory goes\n");
   const down = scriptedClient(() => fail("unreachable", 0));
@@ -186,4 +187,20 @@ Deno.test("sendMessages: a queue that cannot be written stops it with nothing ac
   });
   assertEquals([s.acked, s.sent, s.rejected, s.queued, s.rejections.map((x) => x.index)], [3, 2, 1, 0, [1]]);
   assertEquals(await queuedMessages(ok2.path, "kc-s"), []);
+  assertEquals(
+    (await rejectedWrites(ok2.path)).map((
+      k,
+    ) => [k.sessionId, k.payload, k.rejection?.status, k.rejection?.message]),
+    [["kc-s", msg(1), 400, "no"]],
+    "the refused message is kept with the server's words",
+  );
+
+  // Where the rejected place cannot be written, the refused message is not acknowledged: sending stops before it.
+  await using full = await tempDir();
+  await Deno.writeTextFile(`${full.path}/kimicode-rejected`, "a file where the rejected place goes\n");
+  const stuck = await sendMessages(picky.client, "kc-s", msgs(3), {
+    budget: new Budget(5000),
+    pendingDir: full.path,
+  });
+  assertEquals([stuck.acked, stuck.stoppedBy?.code], [1, "STATE"]);
 });

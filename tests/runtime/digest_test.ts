@@ -1,7 +1,7 @@
 /**
  * The digest's own policy, without processes: one line per memory within the number and the characters
  * allowed, texts cut at a word boundary (CJK too), hostile text neutralised (a memory holding our end marker,
- * ANSI escapes), leaves before directory overviews, and the profile's few rows.
+ * ANSI escapes), memories in score order and never a folder's summary, and the profile's few rows.
  */
 
 import fc from "fast-check";
@@ -141,12 +141,54 @@ Deno.test("digest: markdown markers and links are reduced to their words", () =>
   );
 });
 
-Deno.test("digest: a directory's overview comes after the leaf memories; the server's order otherwise", () => {
-  const dir = { uri: "viking://user/default/memories/preferences/default", text: "# Preferences Overview" };
-  const lines = digestLines([dir, mem(1, "b"), mem(2, "a")], { memories: 2, chars: 1200 });
+Deno.test("digest: memories, not folder summaries — a memory directory (as the context face names it) or its sidecar (as find does) is never a line", () => {
+  // The real server's entries: a directory by its own URI, detail overview or uri, its overview as the text.
+  const dir = {
+    uri: "viking://user/default/memories/preferences/default",
+    text: "# Preferences Overview\nUser: default …",
+    score: 0.91,
+    category: "preferences",
+    detail: "overview",
+  };
+  const root = {
+    uri: "viking://user/default/memories",
+    text: "User's long-term memory storage.",
+    score: 0.9,
+  };
+  const sidecar = {
+    uri: "viking://user/default/memories/.overview.md",
+    text: "User's long-term memory",
+    score: 0.8,
+  };
+  const abstract = { uri: "viking://user/default/memories/events/.abstract.md", text: "Events", score: 0.8 };
+  const lines = digestLines([dir, mem(1, "b"), root, sidecar, abstract, mem(2, "a")], {
+    memories: 2,
+    chars: 1200,
+  });
   assertEquals(lines.map((l) => l.memory.uri), [mem(1, "").uri, mem(2, "").uri]);
+  assertTrue(!lines.some((l) => /Overview/.test(l.line.text)));
+  // Outside the memory space a URI without .md is a resource or skill: it stays.
   const resource = { uri: "viking://resources/docs", text: "the docs" };
   assertEquals(digestLines([resource, mem(1, "b")], { memories: 2, chars: 1200 })[0].memory, resource);
+});
+
+Deno.test("digest: memories in score order, highest first; those without a score keep their place", () => {
+  const scored = [
+    mem(1, "low", { score: 0.41 }),
+    mem(2, "high", { score: 0.87 }),
+    mem(3, "mid", { score: 0.6 }),
+  ];
+  assertEquals(digestLines(scored, { memories: 5, chars: 1200 }).map((l) => l.memory.score), [
+    0.87,
+    0.6,
+    0.41,
+  ]);
+  const plain = [mem(1, "first"), mem(2, "second"), mem(3, "third")];
+  assertEquals(digestLines(plain, { memories: 5, chars: 1200 }).map((l) => l.memory.text), [
+    "first",
+    "second",
+    "third",
+  ]);
 });
 
 Deno.test("profile digest: a label with its URI, the lines joined into at most 6 rows of 150, headings dropped", () => {

@@ -124,8 +124,9 @@ Deno.test("failure text: replay and the files a refusal leaves name its cause wi
   s.fake.fault({ ...hostile401, route: "*" });
   await s.stop();
   assertEquals((await queuedMessages(s.pending)).length, 4, "the refused writes wait in the queue");
-  const replay = await s.run(["replay"]);
-  assertMatch(replay.stdout, /"cause":\{"kind":"auth","status":401,"message":"bad key [^"]*RED"/);
+  const replay = await s.run(["replay", "--json"]);
+  assertMatch(JSON.parse(replay.stdout).cause.message, /^bad key [^"]*RED/);
+  assertEquals(JSON.parse(replay.stdout).cause.kind, "auth");
   for (const text of s.outputs) {
     assertTrue(!CONTROL.test(text), `a control byte printed: ${JSON.stringify(text)}`);
   }
@@ -155,8 +156,8 @@ Deno.test("failure text: a 401 quoting the key and a URL's password leaves neith
     prompt: "how do I indent code here",
   });
   assertEquals(prompt.code, 0, prompt.stderr);
-  const replay = await s.run(["replay"]);
-  assertMatch(replay.stdout, /"kind":"auth","status":401,"message":"invalid api key: Bearer \*\*\*/);
+  const replay = await s.run(["replay", "--json"]);
+  assertMatch(JSON.parse(replay.stdout).cause.message, /^invalid api key: Bearer \*\*\*/);
   await s.stop();
   const files = await filesUnder(s.home);
   assertTrue(files.some((f) => f.path.includes("/ledger/")), "the ledger was written");

@@ -57,6 +57,22 @@ Deno.test("client: headers, envelope, never the key in an error", async () => {
   }
 });
 
+Deno.test("client: /health is asked without the key (an address not known to be OpenViking gets none)", async () => {
+  await using fake = await FakeOpenViking.start({ apiKey: "sekrit-key-123" });
+  const client = createClient({
+    baseUrl: fake.url,
+    apiKey: "sekrit-key-123",
+    userAgent: "t",
+    timeoutMs: 2000,
+  });
+  assertTrue((await client.request("GET", "/health", AnyResult)).ok);
+  assertTrue((await client.request("GET", "/api/v1/system/status", AnyResult)).ok);
+  assertEquals(fake.requests.map((r) => [r.path, r.headers.authorization]), [
+    ["/health", undefined],
+    ["/api/v1/system/status", "Bearer sekrit-key-123"],
+  ]);
+});
+
 Deno.test("client: 5xx, dropped connections and timeouts are retryable failures with status 0 or 5xx", async () => {
   const fake = await FakeOpenViking.start();
   try {

@@ -161,7 +161,12 @@ Deno.test("knobs: every bad value gives one warning, in the table's order; the g
   assertEquals(s.recallDedupTurnsConfigured, false, "a bad value counts as not configured");
   const named = warnings.filter((w) => w.startsWith("OPENVIKING_")).map((w) => w.slice(0, w.indexOf(":")));
   const expected = Object.values(KNOBS).map((k) => k.env).filter((e) =>
-    !["OPENVIKING_RECALL_LIMIT", "OPENVIKING_BYPASS_SESSION_PATTERNS", "OPENVIKING_DEBUG_LOG"].includes(e)
+    ![
+      "OPENVIKING_RECALL_LIMIT",
+      "OPENVIKING_BYPASS_SESSION_PATTERNS",
+      "OPENVIKING_MCP_TOOLS",
+      "OPENVIKING_DEBUG_LOG",
+    ].includes(e)
   );
   assertEquals(named, expected);
   assertEquals(warnings.at(-1), 'debug log path "bogus" is not an absolute path; using the default');

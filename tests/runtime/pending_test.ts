@@ -8,15 +8,26 @@ import { assertEquals, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking, gzipBomb } from "../support/fake-openviking.ts";
 import { tempDir } from "../support/temp.ts";
 import { prodRunArgs, ROOT } from "../support/run.ts";
-import { enqueueShared, ourQueue, type PendingWrite, queuedMessages } from "../support/queue.ts";
+import {
+  enqueueShared,
+  ourQueue,
+  type PendingWrite,
+  queuedMessages,
+  rejectedWrites,
+} from "../support/queue.ts";
 import { Budget, createClient } from "../../runtime/http.ts";
 import type { MessagePayload } from "../../runtime/deliver.ts";
 import {
   enqueueCommit,
   enqueueMessages,
   hasUnsent,
+  keepRejected,
   QUEUE_SUBDIR,
   queueSummary,
+  REJECTED_MAX_BYTES,
+  REJECTED_MAX_ENTRIES,
+  REJECTED_SUBDIR,
+  rejectedSummary,
   SessionQueue,
   sessionQueueDir,
 } from "../../runtime/pending.ts";
@@ -166,21 +177,131 @@ Deno.test("replay: a reply that is not OpenViking's verdict keeps every write qu
   }
 });
 
-Deno.test("replay: OpenViking's own rejection drops only the refused message; the TTL drops old entries", async () => {
+Deno.test("replay: what OpenViking refuses for good and what waited past the TTL are kept, with why and when; --rejected sends them after the fix", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
-  await enqueueMessages(dir.path, "kc-old", range(2), Date.now() - 8 * 86_400_000);
+  const old = Date.now() - 8 * 86_400_000;
+  await enqueueMessages(dir.path, "kc-old", range(2), old);
   await enqueueMessages(dir.path, "kc-s1", range(3));
-  // OpenViking refuses the batch, then the second message alone (its own error envelope, HTTP 400).
+  await enqueueCommit(dir.path, "kc-s1", "k1");
+  // OpenViking refuses the batch, then the second message alone, then the commit (its own envelope, HTTP 400).
   const refused = { status: 400, error: { code: "INVALID_ARGUMENT", message: "content: too long" } };
   fake.fault({ route: "POST /api/v1/sessions/:id/messages/batch", ...refused, times: 1 });
   fake.fault({ route: "POST /api/v1/sessions/:id/messages", ...refused, times: 1, skip: 1 });
+  fake.fault({
+    route: "POST /api/v1/sessions/:id/commit",
+    status: 404,
+    error: { details: { resource: "kc-s1" } },
+  });
+  const before = Date.now();
   const r = await replayQueue(dir.path, clientOf(fake.url), opts());
-  assertEquals([r.replayed, r.rejected, r.expired], [1, 1, 1]);
+  assertEquals([r.replayed, r.rejected, r.expired], [2, 2, 1]);
   assertEquals(contents(fake), ["message 0", "message 2"]);
   assertEquals(fake.messages("kc-old").length, 0);
   assertEquals(fake.requestsTo("POST /api/v1/sessions/:id/messages/batch").length, 1, "only kc-s1 was sent");
   assertEquals((await ourQueue(dir.path)).length, 0);
+  const kept = await rejectedWrites(dir.path);
+  assertEquals(kept.map((k) => [k.sessionId, k.payload?.content ?? k.commitKey, k.rejection?.status]), [
+    ["kc-old", "message 0", 0],
+    ["kc-old", "message 1", 0],
+    ["kc-s1", "message 1", 400],
+    ["kc-s1", "k1", 404],
+  ]);
+  assertEquals(kept.map((k) => k.rejection?.message), [
+    "waited in the queue longer than 7 days",
+    "waited in the queue longer than 7 days",
+    "content: too long",
+    "injected 404",
+  ]);
+  assertTrue(kept.every((k) => k.rejection!.at >= before && k.rejection!.at <= Date.now()), "when");
+  for (const k of kept) assertEquals((await Deno.stat(k.file)).mode! & 0o777, 0o600, k.file);
+  for (const d of [REJECTED_SUBDIR, `${REJECTED_SUBDIR}/kc-s1`]) {
+    assertEquals((await Deno.stat(`${dir.path}/${d}`)).mode! & 0o777, 0o700, d);
+  }
+  assertEquals((await rejectedSummary(dir.path)).last?.message, "injected 404", "the newest refusal's words");
+
+  // A plain replay leaves them be; fixed, `replay --rejected` sends each once, in order.
+  fake.clearFaults();
+  assertEquals((await replayQueue(dir.path, clientOf(fake.url), opts())).replayed, 0);
+  const again = await replayQueue(dir.path, clientOf(fake.url), opts({ rejected: true }));
+  assertEquals([again.replayed, again.rejected, again.expired], [3, 0, 0], "no age limit for what is kept");
+  assertEquals(contents(fake), ["message 0", "message 2", "message 1"]);
+  assertEquals(contents(fake, "kc-old"), ["message 0", "message 1"]);
+  assertEquals(fake.sessions.get("kc-s1")?.commits, 1);
+  assertEquals(await rejectedWrites(dir.path), []);
+});
+
+Deno.test("replay --rejected: refused again it stays kept with the new words; an outage puts it back whole", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  await keepRejected(dir.path, "kc-s1", { messages: range(1) }, { status: 400, message: "first" });
+  await keepRejected(dir.path, "kc-s1", { commit: "k" }, { status: 404, message: "no session" });
+  fake.fault({ route: "POST /api/v1/sessions/:id/messages/batch", status: 400, times: 1 });
+  fake.fault({ route: "POST /api/v1/sessions/:id/messages", status: 412, times: 1 });
+  const r = await replayQueue(dir.path, clientOf(fake.url), opts({ rejected: true }));
+  assertEquals([r.replayed, r.rejected, r.cause?.kind], [0, 0, "server"], "412 is not final: kept as it was");
+  assertEquals((await rejectedWrites(dir.path)).map((k) => k.rejection?.message), ["first", "no session"]);
+  fake.fault({ route: "POST /api/v1/sessions/:id/messages/batch", status: 400, times: 1 });
+  fake.fault({ route: "POST /api/v1/sessions/:id/messages", status: 400, times: 1 });
+  // Refused again: the message, and so the commit of a session that has nothing (the server's own 404).
+  const r2 = await replayQueue(dir.path, clientOf(fake.url), opts({ rejected: true }));
+  assertEquals([r2.replayed, r2.rejected], [2, 2]);
+  const words = (await rejectedWrites(dir.path)).map((
+    k,
+  ) => [k.payload?.content ?? k.commitKey, k.rejection?.status]);
+  assertEquals(words, [["message 0", 400], ["k", 404]]);
+  const r3 = await replayQueue(dir.path, clientOf(fake.url), opts({ rejected: true }));
+  assertEquals([r3.replayed, r3.rejected, contents(fake), fake.sessions.get("kc-s1")?.commits], [
+    2,
+    0,
+    ["message 0"],
+    1,
+  ]);
+  assertEquals(await rejectedWrites(dir.path), []);
+});
+
+Deno.test("the rejected place is bounded: past its count the oldest are dropped, the newest kept", async () => {
+  await using dir = await tempDir();
+  // The place filled by earlier runs (written directly: a durable write each would take minutes), oldest first.
+  const t0 = Date.now() - 3_600_000;
+  for (let i = 0; i < REJECTED_MAX_ENTRIES; i++) {
+    const sid = `kc-${i % 7}`;
+    const sdir = await sessionQueueDir(dir.path, sid, REJECTED_SUBDIR);
+    await Deno.mkdir(sdir, { recursive: true, mode: 0o700 });
+    const file = `${sdir}/${String(Math.floor(i / 7) + 1).padStart(10, "0")}-m1.json`;
+    const messages = [{ key: `k${i}`, payload: payload(i) }];
+    const rejection = { at: t0 + i, status: 400, message: `no ${i}` };
+    await Deno.writeTextFile(
+      file,
+      JSON.stringify({
+        version: 1,
+        kind: "messages",
+        sessionId: sid,
+        seq: 1,
+        createdAt: t0,
+        messages,
+        rejection,
+      }),
+      { mode: 0o600 },
+    );
+    await Deno.utime(file, new Date(t0 + i * 1000), new Date(t0 + i * 1000));
+  }
+  for (let i = REJECTED_MAX_ENTRIES; i < REJECTED_MAX_ENTRIES + 3; i++) {
+    await keepRejected(dir.path, `kc-${i % 7}`, { messages: [payload(i)] }, {
+      status: 400,
+      message: `no ${i}`,
+    });
+  }
+  const s = await rejectedSummary(dir.path);
+  assertEquals(s.entries, REJECTED_MAX_ENTRIES);
+  const kept = new Set((await rejectedWrites(dir.path)).map((k) => k.payload?.content));
+  assertEquals([kept.has("message 0"), kept.has("message 2"), kept.has("message 3")], [false, false, true]);
+  assertEquals(kept.has(`message ${REJECTED_MAX_ENTRIES + 2}`), true);
+  assertEquals(s.last?.message, `no ${REJECTED_MAX_ENTRIES + 2}`);
+  // Bytes: one write larger than the whole bound leaves only itself (the newest is never dropped).
+  const big = { role: "user" as const, content: "x".repeat(REJECTED_MAX_BYTES) };
+  await keepRejected(dir.path, "kc-big", { messages: [big] }, { status: 400, message: "too long" });
+  assertEquals((await rejectedWrites(dir.path)).map((k) => k.sessionId), ["kc-big"]);
 });
 
 Deno.test("replay: progress inside an entry is kept, so a stop half-way never sends the first half again", async () => {

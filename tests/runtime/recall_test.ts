@@ -178,7 +178,7 @@ Deno.test("recall chain: a server without context mode is remembered for 6 h, pe
   );
 });
 
-Deno.test("recall chain: find per source, excluded URIs out, ranked and cut to the limit, content read when the abstract will not do", async () => {
+Deno.test("recall chain: find per source, excluded URIs and folder summaries out, ranked and cut to the limit, content read when the abstract will not do", async () => {
   const { client, calls } = scriptedClient(byRoute({
     [SEARCH]: fail("unreachable", 0),
     [RECALL]: fail("missing-route", 404),
@@ -189,6 +189,19 @@ Deno.test("recall chain: find per source, excluded URIs out, ranked and cut to t
             { uri: "viking://user/d/memories/a.md", score: 0.9, abstract: "" },
             { uri: "viking://user/d/memories/seen.md", score: 0.99, abstract: "already injected" },
             { uri: "viking://user/d/memories/low.md", score: 0.1, abstract: "below the threshold" },
+            // Folder summaries, as find marks them (level 1 and 0): no memories, never a line.
+            {
+              uri: "viking://user/d/memories/.overview.md",
+              score: 0.95,
+              abstract: "Memory overview",
+              level: 1,
+            },
+            {
+              uri: "viking://user/d/memories/events/.abstract.md",
+              score: 0.93,
+              abstract: "Events",
+              level: 0,
+            },
             { score: 1, abstract: "no uri: dropped" },
             "not a hit",
           ],
@@ -211,7 +224,8 @@ Deno.test("recall chain: find per source, excluded URIs out, ranked and cut to t
   assertMatch(text, /- \[memory 90%\] the whole memory a/);
   assertMatch(text, /- \[skill 70%\] how to deploy/);
   assertTrue(
-    !text.includes("already injected") && !text.includes("below the threshold") && !text.includes("no uri"),
+    !text.includes("already injected") && !text.includes("below the threshold") && !text.includes("no uri") &&
+      !text.includes("overview") && !text.includes("Events"),
   );
   const finds = calls.filter((c) => route(c) === FIND).map((c) =>
     c.body as { limit: number; score_threshold: number }

@@ -6,6 +6,7 @@ import { neutralize } from "../../runtime/neutralize.ts";
 import { classifyReply, cleanFailure, type FailureKind } from "../../runtime/reply.ts";
 import { withoutUserinfo } from "../../runtime/scrub.ts";
 import { hostileText, params } from "../fuzz/arbitraries.ts";
+import { FINAL_CODES, SERVER_ERROR_CODES } from "../support/fake-openviking.ts";
 
 const origin = "http://127.0.0.1:1933";
 const env = (status: "ok" | "error", extra: Record<string, unknown> = {}) =>
@@ -33,8 +34,26 @@ const CASES: [string, number, string, FailureKind | "ok", Record<string, string>
   ["invalid argument", 400, err("INVALID_ARGUMENT"), "rejected"],
   ["too long (OpenViking)", 413, err("INVALID_ARGUMENT"), "rejected"],
   ["too long (proxy)", 413, "<html>413 Request Entity Too Large</html>", "not-openviking"],
-  ["conflict", 409, err("CONFLICT"), "rejected"],
+  ["conflict", 409, err("CONFLICT"), "server"],
   ["retryable conflict", 409, err("CONFLICT", "busy", { retryable: true }), "server"],
+  ["an error envelope with no code, in a 200", 200, env("error"), "server"],
+  ["an error envelope with no code, in a 400", 400, env("error", { error: { message: "no" } }), "server"],
+  ["a final code in a 200", 200, err("INVALID_ARGUMENT"), "server"],
+  [
+    "an ok envelope with a final code, in a 400",
+    400,
+    env("ok", { error: { code: "INVALID_ARGUMENT" } }),
+    "server",
+  ],
+  ["a code OpenViking does not send", 400, err("NO_SUCH_CODE"), "server"],
+  [
+    "an upstream model refused the server's request",
+    400,
+    err("INVALID_ARGUMENT", "Upstream model request was rejected (HTTP 400)", {
+      upstream_message: "bad model",
+    }),
+    "server",
+  ],
   ["401 envelope", 401, err("UNAUTHENTICATED"), "auth"],
   ["401 bare", 401, "Unauthorized", "auth"],
   ["403", 403, err("PERMISSION_DENIED"), "auth"],
@@ -54,6 +73,28 @@ Deno.test("classifyReply: every reply kind users meet, one verdict each", () => 
     assertEquals(r.ok ? "ok" : r.kind, want, name);
     if (!r.ok) assertEquals(r.retryable, r.kind !== "rejected", `${name}: only a rejection is final`);
   }
+});
+
+// What each code OpenViking 0.5.2 sends means for a write: only a request that would get the same answer
+// unchanged, whatever an admin does, is final.
+Deno.test("classifyReply: every code OpenViking sends, with its status — only a malformed request is final", () => {
+  const verdicts = Object.entries(SERVER_ERROR_CODES).map(([code, status]) => {
+    const r = classifyReply({ status, text: err(code, "Model provider API key is not configured"), origin });
+    return [code, r.ok ? "ok" : r.kind];
+  });
+  assertEquals(
+    verdicts,
+    Object.entries(SERVER_ERROR_CODES).map(([code]) => [
+      code,
+      code === "NOT_FOUND"
+        ? "missing-route" // naming no resource: the route itself is missing (an older server)
+        : FINAL_CODES.includes(code)
+        ? "rejected"
+        : code === "UNAUTHENTICATED" || code === "PERMISSION_DENIED"
+        ? "auth"
+        : "server",
+    ]),
+  );
 });
 
 Deno.test("classifyReply: a redirect names where it points, without user info", () => {

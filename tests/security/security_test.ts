@@ -103,9 +103,9 @@ Deno.test("security: every file we write is 0600 and every directory 0700; the k
       if (f.path.includes("/agent-integrations/") && f.path.includes("/bin/")) continue; // an executable copy
       assertEquals(f.mode & 0o077, 0, `${f.path} is private (mode ${f.mode.toString(8)})`);
     }
-    // The key: only in ovcli.conf (and its backup) — not in logs, state, queue, Kimi's config or outputs.
+    // The key: only in ovcli.conf (no copy of it) — not in logs, state, queue, Kimi's config or outputs.
     for (const f of [...ours, ...(await walk(`${dir.path}/.kimi-code`))]) {
-      if (f.isDir || /ovcli\.conf(\.bak.*)?$/.test(f.path)) continue;
+      if (f.isDir || f.path.endsWith("/.openviking/ovcli.conf")) continue;
       const text = await Deno.readTextFile(f.path).catch(() => "");
       assertTrue(!text.includes(KEY), `${f.path} must not contain the API key`);
       assertTrue(!text.includes(PRIVATE), `${f.path} must not contain <private> text`);

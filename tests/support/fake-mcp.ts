@@ -1,5 +1,5 @@
 /**
- * The fake OpenViking's `/mcp` endpoint: MCP Streamable HTTP with the server's 15 tools, JSON or SSE replies,
+ * The fake OpenViking's `/mcp` endpoint: MCP Streamable HTTP with the server's 24 tools, JSON or SSE replies,
  * stateless (like OpenViking) or with session ids, and session expiry on demand. For proxy tests it can also
  * hold tool calls until released (to control reply order and concurrency), answer with a scripted reply (SSE
  * bodies with comments, multi-line data, server requests, `[DONE]`; empty or broken bodies; redirects), and
@@ -23,17 +23,26 @@ export interface McpReply {
   body: string;
 }
 
-/** OpenViking's MCP tool names. */
+/** OpenViking 0.5.2's MCP tool names, in its order (its `/mcp` tools/list; real_openviking_probe_test checks it). */
 export const OPENVIKING_TOOLS = [
+  "list_users",
+  "list_groups",
+  "get_acl",
+  "set_acl",
+  "privacy_tree",
+  "privacy_resolve",
+  "privacy_upsert",
   "find",
   "search",
   "read",
+  "download",
   "list",
   "tree",
   "remember",
   "write",
   "edit",
   "add_resource",
+  "add_skill",
   "list_watches",
   "cancel_watch",
   "grep",
@@ -41,6 +50,9 @@ export const OPENVIKING_TOOLS = [
   "forget",
   "health",
 ];
+
+/** The tools the proxy offers by default: what memory needs (search, read and browse, remember, forget). */
+export const OFFERED_TOOLS = ["search", "read", "list", "remember", "grep", "glob", "forget"];
 
 type Msg = Record<string, unknown>;
 

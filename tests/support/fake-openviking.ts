@@ -30,7 +30,7 @@ export interface RecordedRequest {
 export interface Fault {
   /** Route key or glob ("*" matches anything; "POST /api/v1/sessions/:id/*" matches a prefix). */
   route: string;
-  /** Answer with this HTTP status (and an OpenViking error envelope). */
+  /** Answer with this HTTP status (and an OpenViking error envelope with the server's code for it). */
   status?: number;
   /** Extra body for the error envelope's `error` object. */
   error?: Record<string, unknown>;
@@ -108,6 +108,14 @@ export interface FakeOptions {
   port?: number;
   /** Require `Authorization: Bearer <apiKey>` on everything but /health. */
   apiKey?: string;
+  /**
+   * api_key mode as the real 0.5.2 server runs it (`server.root_api_key`): this root key administers — the admin
+   * API, system status, tasks — and is refused on every data route with the real 403; the user keys the admin
+   * API makes are accepted like `apiKey`. The account `default` exists from the start, with no user.
+   */
+  rootKey?: string;
+  /** The admin API's user list shows key prefixes only (`encryption.api_key_hashing.enabled`), never a key. */
+  hashedKeys?: boolean;
   /** An older server: /search/search has no context mode (context fields rejected). */
   legacySearch?: boolean;
   /** /search/recall does not exist (404). */
@@ -163,6 +171,87 @@ const RECALL_FIELDS = [
   "max_tokens",
 ];
 const PEER = /^[A-Za-z0-9_.@-]+$/;
+/** The real server's words for a root key on a data route (openviking/server/auth/plugins/api_key.py). */
+export const ROOT_KEY_REFUSAL = "ROOT API keys cannot access tenant-scoped data APIs in api_key mode. " +
+  "Use a user/admin API key for data access, or trusted mode for upstream identity assertion.";
+/** Routes the real server lets a root key use in api_key mode. */
+const ROOT_ROUTES = /^\/api\/v1\/(system\/status$|system\/wait$|debug\/health$|admin|observer|console|tasks)/;
+/** An admin route: `/api/v1/admin/accounts[/{account}/users[/{user}/key]]`. */
+const ADMIN_ROUTE = /^\/api\/v1\/admin\/accounts(?:\/([^/]+)\/users(?:\/([^/]+)\/key)?)?$/;
+
+/** A user of the fake's admin API. */
+interface FakeUser {
+  role: string;
+  key: string;
+}
+
+/** A user key in the real server's format: account, user and a random secret, each base64url. */
+function userKey(account: string, user: string): string {
+  const b64 = (t: string) => btoa(t).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return [account, user, crypto.randomUUID().replaceAll("-", "")].map(b64).join(".");
+}
+
+/**
+ * Every error code OpenViking 0.5.2 sends, with its HTTP status (`openviking/server/models.py`
+ * `ERROR_CODE_TO_HTTP_STATUS`). An injected fault of a status carries the first code listed with it, as the
+ * server's own framework errors do (CONFLICT before ALREADY_EXISTS); a status not listed carries UNKNOWN.
+ */
+export const SERVER_ERROR_CODES: Readonly<Record<string, number>> = {
+  INVALID_ARGUMENT: 400,
+  GIT_AUTH_FAILED: 400,
+  INVALID_URI: 400,
+  UNSUPPORTED_URI: 400,
+  UNSUPPORTED_MODE: 400,
+  SKILL_INVALID: 400,
+  SKILL_CAPABILITY_UNAVAILABLE: 400,
+  INVALID_FILTER: 400,
+  UNAUTHENTICATED: 401,
+  PERMISSION_DENIED: 403,
+  NOT_FOUND: 404,
+  CONFLICT: 409,
+  ALREADY_EXISTS: 409,
+  ABORTED: 409,
+  WRITE_CONFLICT: 409,
+  SESSION_EXPIRED: 410,
+  FAILED_PRECONDITION: 412,
+  RESOURCE_EXHAUSTED: 429,
+  INTERNAL: 500,
+  NOT_INITIALIZED: 500,
+  PROCESSING_ERROR: 500,
+  EMBEDDING_FAILED: 500,
+  VLM_FAILED: 500,
+  RESTORE_WRITEBACK_PARTIAL: 500,
+  AGENT_OUTPUT_INVALID: 500,
+  WRITE_FAILED: 500,
+  REFRESH_FAILED: 500,
+  INTERNAL_ERROR: 500,
+  UNKNOWN: 500,
+  UNIMPLEMENTED: 501,
+  UNAVAILABLE: 503,
+  MODEL_UNAVAILABLE: 503,
+  BOT_RESTARTED: 503,
+  NO_VECTOR_DB: 503,
+  DEADLINE_EXCEEDED: 504,
+};
+
+/**
+ * The codes that refuse a write for good, the tests' copy of docs/ARCHITECTURE.md decision 15 (a 4xx naming
+ * one of them; NOT_FOUND only when it names a missing resource): every other code keeps the write.
+ */
+export const FINAL_CODES = [
+  "INVALID_ARGUMENT",
+  "INVALID_URI",
+  "UNSUPPORTED_URI",
+  "UNSUPPORTED_MODE",
+  "SKILL_INVALID",
+  "INVALID_FILTER",
+  "NOT_FOUND",
+];
+
+/** The code OpenViking gives an error of HTTP `status` (see SERVER_ERROR_CODES). */
+export function serverCodeFor(status: number): string {
+  return Object.entries(SERVER_ERROR_CODES).find(([, s]) => s === status)?.[0] ?? "UNKNOWN";
+}
 
 class HttpError extends Error {
   constructor(readonly status: number, readonly code: string, message: string, readonly details?: unknown) {
@@ -357,6 +446,8 @@ export class FakeOpenViking {
     ["viking://user/default/memories/entities", []],
   ]);
   readonly mcp: FakeMcp;
+  /** api_key mode (`rootKey`): the accounts and their users, as the admin API made them. */
+  readonly accounts = new Map<string, Map<string, FakeUser>>([["default", new Map()]]);
   /** Called synchronously as each request arrives (tests observe ordering with it). */
   onRequest?: (request: RecordedRequest) => void;
   /** Messages stored whose reply never reached the client (the only source of allowed duplicates). */
@@ -469,23 +560,27 @@ export class FakeOpenViking {
     if (fault?.status) {
       return send(res, fault.status, {
         status: "error",
-        error: { code: "FAULT", message: `injected ${fault.status}`, ...fault.error },
+        error: { code: serverCodeFor(fault.status), message: `injected ${fault.status}`, ...fault.error },
       });
     }
     try {
       if (badJson) throw new HttpError(400, "INVALID_ARGUMENT", "body is not JSON");
       if (url.pathname === "/mcp") {
-        this.checkAuth(headers);
+        this.checkAuth(headers, url.pathname);
         const reply = await this.mcp.handle(method, headers, body);
         if (fault?.lostReply) return void req.socket.destroy();
         return sendRaw(res, reply.status, reply.headers, reply.body);
       }
-      if (url.pathname !== "/health") this.checkAuth(headers);
+      // Like the real /health: no key needed, but a key it is given must be valid.
+      const who = url.pathname !== "/health" || headers.authorization
+        ? this.checkAuth(headers, url.pathname)
+        : undefined;
       const peer = headers["x-openviking-actor-peer"];
       if (peer !== undefined && !PEER.test(peer)) {
         throw new HttpError(400, "INVALID_ARGUMENT", "invalid actor peer");
       }
-      const result = this.route(method, url, body);
+      const admin = ADMIN_ROUTE.exec(url.pathname);
+      const result = admin ? this.admin(method, url, admin, body, who) : this.route(method, url, body, who);
       if (fault?.lostReply || req.socket.destroyed) {
         // Stored, but the client never hears about it (cut connection, or it gave up waiting).
         this.lostReplyMessages += Array.isArray((body as { messages?: unknown[] })?.messages)
@@ -502,6 +597,7 @@ export class FakeOpenViking {
       if (error instanceof HttpError) {
         return send(res, error.status, {
           status: "error",
+          result: null,
           error: {
             code: error.code,
             message: error.message,
@@ -513,11 +609,98 @@ export class FakeOpenViking {
     }
   }
 
-  private checkAuth(headers: Record<string, string>): void {
-    if (!this.options.apiKey) return;
-    if (headers.authorization !== `Bearer ${this.options.apiKey}`) {
-      throw new HttpError(401, "UNAUTHENTICATED", "Invalid API key");
+  /** Who the request's key is (undefined: no key needed), or the real server's 401/403 for it on `path`. */
+  private checkAuth(
+    headers: Record<string, string>,
+    path: string,
+  ): { user: string; root: boolean } | undefined {
+    if (!this.options.apiKey && !this.options.rootKey) return undefined;
+    const auth = headers.authorization;
+    const key = auth?.startsWith("Bearer ") ? auth.slice(7) : undefined;
+    if (this.options.rootKey && key === this.options.rootKey) {
+      if (path !== "/health" && !ROOT_ROUTES.test(path)) {
+        throw new HttpError(403, "PERMISSION_DENIED", ROOT_KEY_REFUSAL);
+      }
+      return { user: "default", root: true };
     }
+    if (key !== undefined && key === this.options.apiKey) return { user: "default", root: false };
+    for (const users of this.accounts.values()) {
+      for (const [user, u] of users) if (u.key === key) return { user, root: false };
+    }
+    throw new HttpError(
+      401,
+      "UNAUTHENTICATED",
+      key === undefined ? "Missing API Key when resolving identity." : "Invalid API key",
+    );
+  }
+
+  /** The admin API's account and user routes, as the real 0.5.2 server answers them (root only here). */
+  private admin(
+    method: string,
+    url: URL,
+    m: RegExpExecArray,
+    body: unknown,
+    who: { root: boolean } | undefined,
+  ): unknown {
+    if (!who?.root) throw new HttpError(403, "PERMISSION_DENIED", "Requires role: root");
+    const [, account, user] = m.map((v) => v && decodeURIComponent(v));
+    const b = method === "POST" ? requireObject(body ?? {}) : {};
+    const users = account === undefined ? undefined : this.accounts.get(account);
+    if (account !== undefined && !users) {
+      throw new HttpError(404, "NOT_FOUND", `Account not found: ${account}`, {
+        type: "account",
+        resource: account,
+      });
+    }
+    const add = (to: Map<string, FakeUser>, acct: string, id: string, role: string) => {
+      to.set(id, { role, key: userKey(acct, id) });
+      return to.get(id)!.key;
+    };
+    if (method === "POST" && account === undefined) {
+      const [id, admin] = [String(b.account_id ?? ""), String(b.admin_user_id ?? "")];
+      if (this.accounts.has(id)) {
+        throw new HttpError(409, "ALREADY_EXISTS", `Account already exists: ${id}`, {
+          resource: id,
+          type: "account",
+        });
+      }
+      this.accounts.set(id, new Map());
+      return {
+        account_id: id,
+        admin_user_id: admin,
+        user_key: add(this.accounts.get(id)!, id, admin, "admin"),
+      };
+    }
+    if (method === "POST" && users && user === undefined) {
+      const id = String(b.user_id ?? "");
+      if (users.has(id)) {
+        throw new HttpError(409, "ALREADY_EXISTS", `User already exists: ${id}`, {
+          resource: id,
+          type: "user",
+        });
+      }
+      return {
+        account_id: account,
+        user_id: id,
+        user_key: add(users, account!, id, String(b.role ?? "user")),
+      };
+    }
+    if (method === "GET" && users && user === undefined) {
+      const name = url.searchParams.get("name");
+      return [...users].filter(([id]) => name === null || id === name).map(([id, u]) => ({
+        user_id: id,
+        role: u.role,
+        ...(this.options.hashedKeys ? { key_prefix: u.key.slice(0, 8) } : { api_key: u.key }),
+      }));
+    }
+    if (method === "POST" && users && user !== undefined) {
+      const u = users.get(user);
+      if (!u) {
+        throw new HttpError(404, "NOT_FOUND", `User not found: ${user}`, { type: "user", resource: user });
+      }
+      return { user_key: add(users, account!, user, u.role) };
+    }
+    throw new HttpError(405, "METHOD_NOT_ALLOWED", "Method Not Allowed");
   }
 
   private session(id: string, create: boolean): FakeSession {
@@ -529,7 +712,7 @@ export class FakeOpenViking {
     return s;
   }
 
-  private route(method: string, url: URL, body: unknown): unknown {
+  private route(method: string, url: URL, body: unknown, who?: { user: string; root: boolean }): unknown {
     const p = url.pathname;
     const q = url.searchParams;
     if (method === "GET" && p === "/health") {
@@ -537,10 +720,13 @@ export class FakeOpenViking {
         status: "ok",
         healthy: true,
         version: "0.5.2-fake",
-        auth_mode: this.options.apiKey ? "api_key" : "dev",
+        auth_mode: this.options.apiKey || this.options.rootKey ? "api_key" : "dev",
+        ...(who ? { user_id: who.user, role: who.root ? "root" : "user" } : {}),
       };
     }
-    if (method === "GET" && p === "/api/v1/system/status") return { initialized: true, user: "default" };
+    if (method === "GET" && p === "/api/v1/system/status") {
+      return { initialized: true, user: who?.user ?? "default" };
+    }
     if (method === "POST" && p === "/api/v1/search/search") {
       const b = requireObject(body);
       if (this.options.legacySearch) {

@@ -1,7 +1,7 @@
 /**
  * Test helpers for the two pending queues: writing entries in the shared per-message format (what OpenViking's
  * other plugins and older versions of this one leave in `~/.openviking/pending/`), and reading back what our
- * own per-session queue holds.
+ * own per-session queue holds, and what the rejected place keeps.
  */
 
 import { sha256Hex, stableStringify } from "../../runtime/hash.ts";
@@ -13,7 +13,7 @@ import {
 } from "../../runtime/fs.ts";
 import { joinPath } from "../../runtime/paths.ts";
 import type { SharedEntry } from "../../runtime/pending-shared.ts";
-import { QUEUE_SUBDIR, type QueueEntry, QueueEntrySchema } from "../../runtime/pending.ts";
+import { QUEUE_SUBDIR, type QueueEntry, QueueEntrySchema, REJECTED_SUBDIR } from "../../runtime/pending.ts";
 
 /** Kinds of queued writes in the shared format. */
 export type PendingType = "addMessage" | "commitSession";
@@ -95,11 +95,13 @@ export interface QueuedItem {
   payload?: { role: string; content: string; turn_id?: string };
   commitKey?: string;
   file: string;
+  /** In the rejected place: why the server refused it, and when. */
+  rejection?: { at: number; status: number; message: string };
 }
 
-/** Everything our queue holds (claims included), sessions by name, entries by sequence. */
-export async function ourQueue(pendingDir: string): Promise<QueuedItem[]> {
-  const root = joinPath(pendingDir, QUEUE_SUBDIR);
+/** Everything our queue (or `subdir`) holds (claims included), sessions by name, entries by sequence. */
+export async function ourQueue(pendingDir: string, subdir = QUEUE_SUBDIR): Promise<QueuedItem[]> {
+  const root = joinPath(pendingDir, subdir);
   const out: QueuedItem[] = [];
   let dirs: string[] = [];
   try {
@@ -115,18 +117,24 @@ export async function ourQueue(pendingDir: string): Promise<QueuedItem[]> {
       // A replay running meanwhile renames or removes entries: what is gone is no longer queued.
       const text = await Deno.readTextFile(file).catch(() => undefined);
       if (text === undefined) continue;
-      const entry: QueueEntry = QueueEntrySchema.parse(JSON.parse(text));
+      const raw = JSON.parse(text);
+      const entry: QueueEntry = QueueEntrySchema.parse(raw);
+      const rejection = subdir === REJECTED_SUBDIR ? { rejection: raw.rejection } : {};
       if (entry.kind === "commit") {
-        out.push({ sessionId: entry.sessionId, kind: "commit", commitKey: entry.key, file });
+        out.push({ sessionId: entry.sessionId, kind: "commit", commitKey: entry.key, file, ...rejection });
       } else {
         for (const m of entry.messages) {
-          out.push({ sessionId: entry.sessionId, kind: "message", payload: m.payload, file });
+          out.push({ sessionId: entry.sessionId, kind: "message", payload: m.payload, file, ...rejection });
         }
       }
     }
   }
   return out;
 }
+
+/** What the rejected place keeps, as `ourQueue` reads it (each item with its rejection). */
+export const rejectedWrites = (pendingDir: string): Promise<QueuedItem[]> =>
+  ourQueue(pendingDir, REJECTED_SUBDIR);
 
 /** Messages waiting in our queue (optionally of one session). */
 export async function queuedMessages(pendingDir: string, sessionId?: string): Promise<QueuedItem[]> {

@@ -6,7 +6,8 @@
  *   `OPENVIKING_VENV`; pick the interpreter with `OPENVIKING_PYTHON`), guarded by a lock directory.
  * - `startRealOpenViking()` writes an ov.conf into a temp dir (workspace there, host 127.0.0.1, a free
  *   port), starts `openviking-server --config <file>` with a clean environment and `HOME` in the temp
- *   dir, and waits for `/health`. In `api_key` mode it also creates an account and a user key.
+ *   dir, and waits for `/health`. In `api_key` mode it also creates an account and a user key (unless
+ *   `makeUser: false`).
  * - When `OPENVIKING_E2E_URL` is set that server is used instead (`OPENVIKING_E2E_API_KEY`,
  *   `OPENVIKING_E2E_ACCOUNT`, `OPENVIKING_E2E_USER` optional) and nothing is installed or started.
  */
@@ -28,6 +29,8 @@ export type RealAuthMode = "dev" | "api_key";
 export interface RealOpenVikingOptions {
   /** `dev` (no key, loopback only) or `api_key` (root key + a created user key). Default `dev`. */
   auth?: RealAuthMode;
+  /** In `api_key` mode, make the account `kimi-e2e` and its user key (default); `false`: the root key only. */
+  makeUser?: boolean;
   /** Embedding dimension served by the stub (default 64). */
   dimension?: number;
   /** How long to wait for `/health` (default 90 s, or `OPENVIKING_START_TIMEOUT_MS`). */
@@ -344,7 +347,7 @@ export async function startRealOpenViking(options: RealOpenVikingOptions = {}): 
     let apiKey: string | undefined;
     let account: string | undefined;
     let user: string | undefined;
-    if (rootApiKey) {
+    if (rootApiKey && options.makeUser !== false) {
       account = "kimi-e2e";
       user = "coder";
       await postJson(`${url}/api/v1/admin/accounts`, rootApiKey, {

@@ -1,0 +1,75 @@
+/**
+ * The status screen's text (hooks/status-render.ts, pure): lines of at most 80 columns, wrapped at spaces,
+ * and a URI — or any word longer than a line — never broken or cut: it goes whole onto a line of its own.
+ */
+
+import { assertEquals, assertTrue } from "../support/assert.ts";
+import { renderStatus, STATUS_COLUMNS } from "../../hooks/status-render.ts";
+import type { Status } from "../../hooks/status-model.ts";
+
+const NOW = Date.parse("2026-12-01T12:00:00.000Z");
+const LONG =
+  "viking://user/default/memories/preferences/default/the-user-indents-typescript-with-tabs-never-spaces.md";
+const MID = "viking://user/default/memories/preferences/default/tabs.md";
+
+/** A status whose session names `uris` as memories of a commit and in its last error. */
+function statusWith(uris: string[]): Status {
+  return {
+    version: "0.1.0",
+    connection: {
+      url: "http://127.0.0.1:1933",
+      reachable: true,
+      authenticated: true,
+      peer: { id: "github.com-acme-shop", source: "git-remote" },
+    },
+    sessions: [{
+      kimiSessionId: "session_4c1e6a2f-2b1d-4f0e-9a55-8b3c2d1e0f9a",
+      openVikingSessionId: "kc-session_4c1e6a2f-2b1d-4f0e-9a55-8b3c2d1e0f9a",
+      lastActivity: NOW - 60_000,
+      prompts: { seen: 1, injected: 1, suppressed: 0 },
+      captures: { runs: 1, turns: 1, sent: 2, queued: 0, rejected: 0 },
+      commits: [{
+        at: NOW - 60_000,
+        outcome: "committed",
+        taskId: "2e9f038e-0000",
+        task: { status: "completed", memories: uris },
+      }],
+      queue: { entries: 0, messages: 0, commits: 0 },
+      rejected: { entries: 0, messages: 0, commits: 0 },
+      lastError: {
+        at: NOW - 30_000,
+        kind: "rejected",
+        message: `OpenViking refused the request (HTTP 400): cannot write ${uris.join(" or ")} now`,
+        fix: "this message was dropped; if it keeps happening, report it with the server's log",
+      },
+    }],
+    queue: { entries: 0, messages: 0, commits: 0, sessions: 0, shared: 0, nextReplay: "now" },
+    rejected: { entries: 0, messages: 0, commits: 0, sessions: 0, dir: "", fix: "" },
+    notAsked: [],
+  };
+}
+
+Deno.test("status text: a URI is never broken or cut, wherever the wrap falls", () => {
+  for (let pad = 0; pad < 30; pad++) {
+    const mid = MID.replace("tabs", `tabs${"x".repeat(pad)}`);
+    const text = renderStatus(statusWith([LONG, mid]), NOW);
+    const lines = text.split("\n");
+    for (const uri of [LONG, mid]) {
+      assertTrue(lines.some((l) => l.includes(uri)), `${uri} whole on one line:\n${text}`);
+    }
+    for (const line of lines) {
+      const words = line.trim().split(" ");
+      assertTrue(
+        [...line].length <= STATUS_COLUMNS || words.length === 1 || (words.length === 2 && words[0] === "+"),
+        `wider than ${STATUS_COLUMNS} with more than one word: ${line}`,
+      );
+      assertTrue(!line.endsWith("…"), `cut: ${line}`);
+    }
+  }
+});
+
+Deno.test("status text: ordinary lines still wrap at spaces within 80 columns", () => {
+  const text = renderStatus(statusWith([MID]), NOW);
+  for (const line of text.split("\n")) assertTrue([...line].length <= STATUS_COLUMNS, line);
+  assertEquals(text.split("\n").filter((l) => l.includes("fix: this message was dropped")).length, 1);
+});

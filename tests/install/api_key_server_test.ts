@@ -1,0 +1,334 @@
+/**
+ * A server with API keys (issue #19, point 2) and a key that goes only where it was given (issue #20, point 3),
+ * through the real `install`, hooks, `status` and `doctor` processes against a fake OpenViking that answers a
+ * root key as the real 0.5.2 server does (tests/e2e/readme_api_key_test.ts pins the fake to the real one).
+ */
+
+import {
+  assertEquals,
+  assertMatch,
+  assertNotMatch,
+  assertStringIncludes,
+  assertTrue,
+} from "../support/assert.ts";
+import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { runCli, type RunResult } from "../support/run.ts";
+import { tempDir } from "../support/temp.ts";
+import { closedAddress, isolatedEnv } from "./helpers.ts";
+import { placeJournal } from "../support/hook-context.ts";
+import { JournalBuilder } from "../support/journal.ts";
+
+const ROOT_KEY = "root-4c7f0d1e9a2b";
+const SESSION = "session_5ec0e7a1-0000-4000-8000-0000000000a1";
+const posix = Deno.build.os !== "windows";
+
+/** A sandboxed HOME with a Kimi home, and a runner of the CLI in it. */
+async function sandbox(root: string, extra: Record<string, string> = {}) {
+  const home = `${root}/home`;
+  await Deno.mkdir(`${home}/.kimi-code`, { recursive: true });
+  const env = isolatedEnv(home, { OPENVIKING_TIMEOUT_MS: "3000", ...extra });
+  const outputs: string[] = [];
+  const cli = async (
+    args: string[],
+    stdin?: string,
+    more: Record<string, string> = {},
+  ): Promise<RunResult> => {
+    const r = await runCli(args, { env: { ...env, ...more }, clearEnv: true, cwd: root, stdin });
+    outputs.push(r.stdout, r.stderr);
+    return r;
+  };
+  const ovcli = async () =>
+    JSON.parse(await Deno.readTextFile(`${home}/.openviking/ovcli.conf`).catch(() => "{}")) as Record<
+      string,
+      unknown
+    >;
+  const prompt = (text: string, more: Record<string, string> = {}) =>
+    cli(
+      ["hook", "user-prompt-submit"],
+      JSON.stringify({ session_id: SESSION, cwd: root, prompt: text }),
+      more,
+    );
+  return { home, env, cli, ovcli, prompt, outputs };
+}
+
+/** Every file under `dir` whose text holds `secret`. */
+async function filesHolding(dir: string, secret: string): Promise<string[]> {
+  const found: string[] = [];
+  for await (const e of Deno.readDir(dir)) {
+    const path = `${dir}/${e.name}`;
+    if (e.isDirectory) found.push(...await filesHolding(path, secret));
+    else if (e.isFile && (await Deno.readTextFile(path).catch(() => "")).includes(secret)) found.push(path);
+  }
+  return found;
+}
+
+const authOf = (fake: FakeOpenViking) => fake.requests.map((r) => r.headers.authorization ?? "");
+
+Deno.test("install given the root key makes a user key with it and saves only that; the root key is nowhere", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start({ rootKey: ROOT_KEY });
+  const t = await sandbox(dir.path);
+  const first = await t.cli(["install", "--url", fake.url, "--api-key-stdin"], `${ROOT_KEY}\n`);
+  assertEquals(first.code, 0, first.stdout + first.stderr);
+  assertMatch(first.stdout, /the key given is OpenViking's root key .*: it is not saved/);
+  assertMatch(first.stdout, /install made user default in account default and saves that user's key instead/);
+  const made = fake.accounts.get("default")?.get("default");
+  assertEquals(made?.role, "user");
+  assertEquals((await t.ovcli()).api_key, made?.key, "the user key is saved");
+  assertEquals((await t.ovcli()).url, fake.url);
+  assertStringIncludes(first.stdout, "memory's routes answer (API key from ovcli.conf)");
+
+  const sentBefore = fake.requests.length;
+  await t.prompt("how do I indent this project?");
+  const after = fake.requests.slice(sentBefore);
+  assertTrue(after.some((r) => r.route === "POST /api/v1/search/search"), "recall ran");
+  for (const r of after) assertEquals(r.headers.authorization, `Bearer ${made?.key}`, r.route);
+
+  const again = await t.cli(["install", "--url", fake.url, "--api-key-stdin"], `${ROOT_KEY}\n`);
+  assertEquals(again.code, 0, again.stderr);
+  assertMatch(again.stdout, /install reused the key of user default in account default/);
+  assertEquals((await t.ovcli()).api_key, made?.key, "the same user, the same key");
+
+  const status = JSON.parse((await t.cli(["status", "--json"])).stdout);
+  assertEquals([status.connection.reachable, status.connection.authenticated], [true, true]);
+  assertEquals(await filesHolding(t.home, ROOT_KEY), [], "no file holds the root key");
+  for (const o of t.outputs) assertTrue(!o.includes(ROOT_KEY), `an output holds the root key: ${o}`);
+  const rootSent = fake.requests.filter((r) => r.headers.authorization === `Bearer ${ROOT_KEY}`);
+  assertTrue(
+    rootSent.every((r) => /^(GET|POST) \/api\/v1\/(admin|fs\/ls)/.test(r.route)),
+    "only install used it",
+  );
+});
+
+Deno.test("a server that keeps only hashes of keys: install makes the user a new key and says the old one stops working", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start({ rootKey: ROOT_KEY, hashedKeys: true });
+  const t = await sandbox(dir.path);
+  const args = ["install", "--url", fake.url, "--api-key-stdin", "--account", "team", "--user", "ann"];
+  assertEquals((await t.cli(args, `${ROOT_KEY}\n`)).code, 0);
+  assertEquals(
+    fake.accounts.get("team")?.get("ann")?.role,
+    "admin",
+    "a new account's first user is its admin",
+  );
+  const again = await t.cli(args, `${ROOT_KEY}\n`);
+  assertEquals(again.code, 0, again.stderr);
+  assertMatch(again.stdout, /made a new key for user ann in account team .*its previous key no longer works/);
+  assertEquals((await t.ovcli()).api_key, fake.accounts.get("team")?.get("ann")?.key);
+});
+
+Deno.test("ov.conf's root key with no server to make a user: install stops, saves nothing and prints the commands", async () => {
+  await using dir = await tempDir();
+  const t = await sandbox(dir.path);
+  await Deno.mkdir(`${t.home}/.openviking`, { recursive: true });
+  await Deno.writeTextFile(
+    `${t.home}/.openviking/ov.conf`,
+    JSON.stringify({ server: { host: "127.0.0.1", port: 1933, root_api_key: ROOT_KEY } }),
+  );
+  const url = closedAddress();
+  const r = await t.cli(["install", "--url", url, "--api-key-stdin"], `${ROOT_KEY}\n`);
+  assertEquals(r.code, 1, r.stdout);
+  assertMatch(r.stderr, /OpenViking's root key .* it is not saved, and no user key could be made with it/);
+  assertStringIncludes(
+    r.stderr,
+    `curl -sS -X POST ${url}/api/v1/admin/accounts/default/users -H "Authorization: Bearer $ROOT_KEY" ` +
+      `-H "Content-Type: application/json" -d '{"user_id":"default","role":"user"}'`,
+  );
+  assertEquals(
+    await filesHolding(t.home, ROOT_KEY),
+    [`${t.home}/.openviking/ov.conf`],
+    "only the user's ov.conf",
+  );
+  assertEquals(await Deno.stat(`${t.home}/.openviking/ovcli.conf`).catch(() => undefined), undefined);
+  assertEquals(await Deno.stat(`${t.home}/.kimi-code/config.toml`).catch(() => undefined), undefined);
+  for (const o of t.outputs) assertTrue(!o.includes(ROOT_KEY));
+});
+
+Deno.test("a key the server refuses is not saved; the refusal says where a key comes from", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start({ apiKey: "sk-right" });
+  const t = await sandbox(dir.path);
+  const r = await t.cli(["install", "--url", fake.url, "--api-key-stdin"], "sk-wrong\n");
+  assertEquals(r.code, 1, r.stdout);
+  assertMatch(
+    r.stderr,
+    /refused this key \(HTTP 401: Invalid API key\); it is not saved and nothing was changed/,
+  );
+  assertMatch(r.stderr, /A user key comes from the server's root key \(ov\.conf's server\.root_api_key\)/);
+  assertEquals(await t.ovcli(), {});
+});
+
+Deno.test("the hooks never send ov.conf's root key; status and doctor say a saved root key is one", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start({ rootKey: ROOT_KEY });
+  const t = await sandbox(dir.path);
+  await Deno.mkdir(`${t.home}/.openviking`, { recursive: true });
+  await Deno.writeTextFile(
+    `${t.home}/.openviking/ov.conf`,
+    JSON.stringify({ server: { host: "127.0.0.1", port: fake.port, root_api_key: ROOT_KEY } }),
+  );
+  await t.prompt("which indent does this project use?");
+  assertTrue(fake.requests.length > 0, "the hook asked the server ov.conf names");
+  assertEquals(authOf(fake).filter((a) => a.includes(ROOT_KEY)), [], "no hook sent the root key");
+
+  // An install before this one saved the root key in ovcli.conf: status and doctor tell what it is.
+  await Deno.writeTextFile(
+    `${t.home}/.openviking/ovcli.conf`,
+    JSON.stringify({ url: fake.url, api_key: ROOT_KEY }),
+  );
+  const status = JSON.parse((await t.cli(["status", "--json"])).stdout);
+  assertEquals([status.connection.reachable, status.connection.authenticated], [true, false]);
+  assertMatch(status.connection.problem.message, /it is OpenViking's root key/);
+  assertMatch(status.connection.problem.fix, /openviking-kimi install --api-key-stdin/);
+  const text = (await t.cli(["status"])).stdout;
+  assertMatch(text, /reachable \(OpenViking 0\.5\.2-fake\)\n\s+key REFUSED/);
+  const doctor = JSON.parse((await t.cli(["doctor", "--json"])).stdout) as {
+    checks: Record<string, string>[];
+  };
+  const auth = doctor.checks.find((c) => c.id === "auth")!;
+  assertEquals(auth.status, "fail");
+  assertMatch(auth.summary, /root key/);
+  assertMatch(auth.fix, /install makes a user key with it/);
+  for (const o of t.outputs) assertTrue(!o.includes(ROOT_KEY));
+});
+
+Deno.test("status with a wrong key: the server is reachable and the key refused (not 'NOT reachable')", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start({ apiKey: "sk-right" });
+  const t = await sandbox(dir.path, { OPENVIKING_CAPTURE_WAIT_MS: "0", OPENVIKING_WRITE_PATH_ASYNC: "0" });
+  const conf = `${t.home}/.openviking/ovcli.conf`;
+  await Deno.mkdir(`${t.home}/.openviking`, { recursive: true });
+  await Deno.writeTextFile(conf, JSON.stringify({ url: fake.url, api_key: "sk-right" }));
+  await placeJournal(t.home, SESSION, new JournalBuilder().simpleTurn("a question", "an answer").toString());
+  await t.cli(
+    ["hook", "stop"],
+    JSON.stringify({ hook_event_name: "Stop", session_id: SESSION, cwd: dir.path }),
+  );
+  assertTrue(fake.requestsTo("POST /api/v1/sessions/:id/commit").length > 0, "a commit to ask about");
+  await Deno.writeTextFile(conf, JSON.stringify({ url: fake.url, api_key: "sk-bad" }));
+  const status = JSON.parse((await t.cli(["status", "--json"])).stdout);
+  assertEquals([status.connection.reachable, status.connection.authenticated], [true, false]);
+  assertMatch(status.connection.problem.message, /refused the key \(HTTP 401\): Invalid API key/);
+  assertMatch(status.connection.problem.fix, /install makes a user key/);
+  assertNotMatch(JSON.stringify(status.notAsked), /whether the key is accepted/);
+  const text = (await t.cli(["status"])).stdout;
+  assertMatch(text, /reachable \(OpenViking 0\.5\.2-fake\)\n\s+key REFUSED/);
+  assertMatch(text, /Not asked \(key refused\): the commit tasks of\s/);
+});
+
+Deno.test("install --url NEW: the saved key is not kept for the new address, and /health never gets a key", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start({ apiKey: "sk-for-a" });
+  const seen: string[] = [];
+  await using page = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, (req) => {
+    seen.push(
+      `${req.method} ${new URL(req.url).pathname} auth=${req.headers.get("authorization") ?? "none"}`,
+    );
+    return new Response("<html>not OpenViking</html>", { headers: { "content-type": "text/html" } });
+  });
+  const other = `http://127.0.0.1:${page.addr.port}`;
+  const t = await sandbox(dir.path);
+  assertEquals((await t.cli(["install", "--url", fake.url, "--api-key-stdin"], "sk-for-a\n")).code, 0);
+  const kept = await t.cli(["install", "--url", fake.url]);
+  assertStringIncludes(kept.stdout, `API key: the one saved for ${fake.url} is kept`);
+  assertEquals((await t.ovcli()).api_key, "sk-for-a");
+
+  const moved = await t.cli(["install", "--url", other]);
+  assertEquals(moved.code, 0, moved.stderr);
+  assertStringIncludes(
+    moved.stdout,
+    `api_key deleted (it was saved for ${fake.url}; a new address gets no key`,
+  );
+  assertEquals(await t.ovcli(), { url: other });
+  await t.prompt("which indent does this project use?");
+  assertTrue(seen.length > 0, "the new address was asked");
+  assertEquals(seen.filter((s) => !s.endsWith("auth=none")), [], "the new address never got a key");
+  const health = fake.requestsTo("GET /health");
+  assertTrue(health.length > 0);
+  assertEquals(health.filter((r) => r.headers.authorization), [], "/health is asked without a key");
+});
+
+Deno.test("a key from ovcli.conf is not sent to an OPENVIKING_URL or OPENVIKING_MCP_URL of another origin", async () => {
+  await using dir = await tempDir();
+  await using saved = await FakeOpenViking.start({ apiKey: "sk-saved" });
+  await using elsewhere = await FakeOpenViking.start();
+  const t = await sandbox(dir.path);
+  assertEquals((await t.cli(["install", "--url", saved.url, "--api-key-stdin"], "sk-saved\n")).code, 0);
+  await t.prompt("which indent does this project use?", { OPENVIKING_URL: elsewhere.url });
+  assertTrue(elsewhere.requestsTo("POST /api/v1/search/*").length > 0, "recall went to OPENVIKING_URL");
+  const mcp = [
+    {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {} },
+    },
+    { jsonrpc: "2.0", method: "notifications/initialized" },
+    { jsonrpc: "2.0", id: 2, method: "tools/list" },
+  ].map((m) => JSON.stringify(m)).join("\n") + "\n";
+  await t.cli(["mcp"], mcp, { OPENVIKING_MCP_URL: `${elsewhere.url}/mcp` });
+  assertTrue(elsewhere.requests.some((r) => r.path === "/mcp"), "the proxy went to OPENVIKING_MCP_URL");
+  assertEquals(authOf(elsewhere).filter(Boolean), [], "no request to the other origin carried the key");
+  const doctor = await t.cli(["doctor"], undefined, { OPENVIKING_URL: elsewhere.url });
+  assertStringIncludes(
+    doctor.stdout,
+    `the API key in ovcli.conf was saved for ${saved.url}; it is not sent to`,
+  );
+  // The same origin from the environment is the key's own: it goes there.
+  const before = saved.requests.length;
+  await t.prompt("and which line width?", { OPENVIKING_URL: `${saved.url}/` });
+  assertTrue(saved.requests.slice(before).some((r) => r.headers.authorization === "Bearer sk-saved"));
+});
+
+Deno.test("install keeps no copy of ovcli.conf, and removes the copies earlier installs kept (each held a key)", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start({ apiKey: "sk-new" });
+  const t = await sandbox(dir.path);
+  const ov = `${t.home}/.openviking`;
+  await Deno.mkdir(ov, { recursive: true, mode: 0o700 });
+  await Deno.writeTextFile(`${ov}/ovcli.conf`, JSON.stringify({ url: fake.url, api_key: "sk-old" }));
+  for (const at of ["1790000000", "1790000100"]) {
+    await Deno.writeTextFile(`${ov}/ovcli.conf.bak.${at}`, JSON.stringify({ api_key: `sk-leaked-${at}` }));
+  }
+  await Deno.writeTextFile(`${ov}/ovcli.conf.bak.1790000000000`, "{}"); // another tool's (milliseconds)
+  const r = await t.cli(["install", "--url", fake.url, "--api-key-stdin"], "sk-new\n");
+  assertEquals(r.code, 0, r.stderr);
+  assertMatch(
+    r.stdout,
+    /removed .*ovcli\.conf\.bak\.1790000000, .*ovcli\.conf\.bak\.1790000100: copies of ovcli\.conf/,
+  );
+  const left = [...Deno.readDirSync(ov)].map((e) => e.name).filter((n) => n.startsWith("ovcli.conf")).sort();
+  assertEquals(left, ["ovcli.conf", "ovcli.conf.bak.1790000000000"]);
+  assertEquals(await filesHolding(t.home, "sk-old"), [], "the replaced key is nowhere");
+  assertEquals(await filesHolding(t.home, "sk-leaked"), []);
+});
+
+Deno.test({
+  name: "plugin mode: every file of the plugin directory is private, and an install fixes one placed 0644",
+  ignore: !posix,
+  async fn() {
+    await using dir = await tempDir();
+    const t = await sandbox(dir.path, { OPENVIKING_URL: closedAddress() });
+    const root = `${t.home}/.kimi-code/plugins/managed/openviking-memory`;
+    const modes = async (d = root, out: Record<string, number> = {}) => {
+      for await (const e of Deno.readDir(d)) {
+        const path = `${d}/${e.name}`;
+        if (e.isDirectory) await modes(path, out);
+        else out[path.slice(root.length + 1)] = (await Deno.stat(path)).mode! & 0o777;
+      }
+      return out;
+    };
+    assertEquals((await t.cli(["install", "--mode", "plugin"])).code, 0);
+    const placed = await modes();
+    assertTrue(
+      "kimi.plugin.json" in placed && "skills/openviking-memory/SKILL.md" in placed,
+      Object.keys(placed).join(),
+    );
+    for (const [path, mode] of Object.entries(placed)) {
+      assertEquals(mode, path.startsWith("bin/") ? 0o700 : 0o600, `${path} is ${mode.toString(8)}`);
+    }
+    await Deno.chmod(`${root}/kimi.plugin.json`, 0o644);
+    assertEquals((await t.cli(["install", "--mode", "plugin"])).code, 0);
+    assertEquals((await modes())["kimi.plugin.json"], 0o600);
+  },
+});
