@@ -77,7 +77,7 @@ Deno.test("mcp/offline: a server whose recall went unanswered is not waited for 
       String(init.instructions),
       new RegExp(`OpenViking at ${hung.url}/mcp did not answer in time`),
     );
-    assertEquals(toolNames(await proxy.request(1, "tools/list")), OPENVIKING_TOOLS);
+    assertEquals(toolNames(await proxy.request(1, "tools/list")), OFFERED_TOOLS);
     assertMatch(errorOf(await proxy.request(2, "resources/list")).message, /memory is paused/);
     assertEquals(hung.requests, [], "start-up and listings asked the hung server nothing");
     assertEquals(await proxy.close(), 0);
