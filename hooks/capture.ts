@@ -7,6 +7,7 @@
  */
 
 import { type Cause, causeOf } from "../runtime/advice.ts";
+import { noteAnswered } from "../runtime/breaker.ts";
 import type { OpenVikingClient } from "../runtime/http.ts";
 import { kimiHome } from "../runtime/paths.ts";
 import { hasUnsent, SessionQueue } from "../runtime/pending.ts";
@@ -359,6 +360,10 @@ export async function captureHook(ctx: HookContext): Promise<HookResult> {
   }
   if (!ctx.config.autoCapture) return { outcome: "capture-off" };
   const result = await captureSession(ctx, captureMode(ctx.event, ctx.config, ctx.startedAt));
+  // The server took what was sent: a paused recall may ask it again.
+  if (Number(result.data?.sent) > 0 || result.data?.commit === "committed") {
+    await noteAnswered(ctx.sharedStateDir, ctx.config.baseUrl);
+  }
   // A commit may have taught OpenViking more of the user: refresh the plugin's system prompt (detached only).
   if (ctx.isWorker && result.data?.commit === "committed") await refreshFromHook(ctx, false);
   // An interrupt (always synchronous) that had to queue: a detached replay delivers it now — after a SIGINT in

@@ -4,10 +4,11 @@
  * dispatcher's stateful and capturing events and every `[[hooks]]` / manifest entry come from this table.
  * Pure data: the lean detach path of `hook <event>` loads it and nothing else.
  *
- * Timeouts (Kimi `timeout`, whole seconds): the prompt hook works inside a 17 s budget (20); interrupt inside
- * 2 s (5); the stop / stop-failure / pre-compact / session-end parents return at once and detach a worker, and
- * session-start detaches its queue replay (10 is ample for a parent that only spawns, and bounds a stall); the
- * `viking://` guard is local (5). StopFailure is what Kimi fires instead of Stop when a turn fails.
+ * Timeouts (Kimi `timeout`, whole seconds): the prompt hook works inside OPENVIKING_PROMPT_BUDGET_MS (20, well
+ * above its default); interrupt inside 2 s (5); the stop / stop-failure / pre-compact / session-end parents
+ * return at once and detach a worker, and session-start detaches its queue replay (10 is ample for a parent
+ * that only spawns, and bounds a stall); the `viking://` guard is local (5). StopFailure is what Kimi fires
+ * instead of Stop when a turn fails.
  */
 
 /** One hook event. */

@@ -104,7 +104,8 @@ export function ledgerEntryOf(
   const base = { at: timing.startedAt, ms: timing.now - timing.startedAt };
   const data = result.data ?? {};
   if (ctx.event === "user-prompt-submit") {
-    if (result.outcome === "duplicate" || result.outcome === "recall-off") return undefined;
+    // A duplicate run, recall switched off and a paused prompt's probe of the server are no prompts of the user.
+    if (["duplicate", "recall-off", "probe"].includes(result.outcome)) return undefined;
     const d = PromptData.parse(data);
     const more = Math.max(0, d.injected.length - MAX_LISTED) + Math.max(0, d.suppressed.length - MAX_LISTED);
     return {

@@ -5,6 +5,7 @@
  */
 
 import { removeAbandonedTemps } from "../runtime/fs.ts";
+import { probeIfDue } from "../runtime/breaker.ts";
 import { Budget } from "../runtime/http.ts";
 import { hookStateDir } from "../runtime/paths.ts";
 import { replayAll, replayOptions } from "../runtime/replay.ts";
@@ -18,6 +19,8 @@ const REPEAT_WINDOW_MS = 2000;
 
 /** Replays the pending queues within the configured bounds, then refreshes the plugin's system prompt. */
 async function replayQueues(ctx: HookContext): Promise<HookResult> {
+  // A paused recall's server, probed when due: a new session's first prompt may then ask it at once.
+  await probeIfDue(clientFor(ctx), ctx.sharedStateDir);
   const options = replayOptions(ctx.config, { budget: new Budget(ctx.config.replayBudgetMs) });
   const report = await replayAll(ctx.pendingDir, clientFor(ctx), options);
   // Writes killed mid-way leave temp files behind (in a session's queue, the replay above swept them).

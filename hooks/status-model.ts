@@ -113,6 +113,17 @@ export const StatusSchema = z.object({
   }),
   /** What could not be asked of the server (it was down, or the key was refused). */
   notAsked: z.array(z.string()),
+  /** Recall paused: the server let a prompt's recall go unanswered (runtime/breaker.ts); absent when not. */
+  paused: z.optional(z.object({
+    since: z.number(),
+    reason: z.string(),
+    /** Unanswered recalls in this outage. */
+    failures: z.number(),
+    /** From then on, the next prompt or session start probes the server. */
+    nextProbeAt: z.number(),
+    /** The server answered a probe or a capture since: the next prompt asks it again. */
+    answeredAt: z.optional(z.number()),
+  })),
 });
 export type Status = z.infer<typeof StatusSchema>;
 

@@ -132,6 +132,21 @@ export function renderStatus(st: Status, now: number): string {
     }${who ? `; ${who}` : ""}; peer ${c.peer.id ? `${c.peer.id} (${c.peer.source})` : "none"}`,
   ];
   if (c.problem) lines.push(`        ${c.problem.message}`, `        fix: ${c.problem.fix}`);
+  const p = st.paused;
+  if (p) {
+    const next = p.answeredAt
+      ? `the server answered ${ago(p.answeredAt, now)}: the next prompt asks it again`
+      : `the first prompt or session start ${
+        p.nextProbeAt > now ? `in ${Math.ceil((p.nextProbeAt - now) / 1000)} s or later` : "from now on"
+      } probes it (GET /health); recall resumes once it answers`;
+    lines.push(
+      `Memory  ${p.answeredAt ? "paused" : "PAUSED: prompts do not ask the server"} since ${
+        ago(p.since, now)
+      }`,
+      `        ${p.reason}`,
+      `        ${next}`,
+    );
+  }
   lines.push("", st.sessions.length ? "Sessions (newest first)" : "Sessions: none recorded yet");
   for (const s of st.sessions) lines.push(...sessionLines(s, now));
   const q = st.queue;

@@ -8,6 +8,7 @@
 import { printable, reportJson } from "../runtime/neutralize.ts";
 import * as z from "zod/mini";
 import { adviceFor, adviceForCause } from "../runtime/advice.ts";
+import { nextProbeAt, readBreaker } from "../runtime/breaker.ts";
 import { type Config, loadConfig } from "../runtime/config.ts";
 import { askDataAccess, clientOptions, createClient, type OpenVikingClient } from "../runtime/http.ts";
 import { ledgerFile, ledgerFiles, readLedger, REPLAY_FILE } from "../runtime/ledger.ts";
@@ -28,6 +29,7 @@ import {
   orNoHome,
   pendingDir,
   processEnv,
+  sharedStateDir,
 } from "../runtime/paths.ts";
 import { peerOptions, resolvePeer } from "../runtime/peer.ts";
 import { asRecord, isRecord, type JsonRecord } from "../runtime/parsed.ts";
@@ -233,6 +235,7 @@ async function collectStatus(
   }
   if (!conn.reachable) notAsked.unshift("whether the key is accepted");
   const shared = await countShared(pendingDir(env)).catch(() => 0);
+  const b = await readBreaker(orNoHome(() => sharedStateDir(env)) ?? "", config.baseUrl);
   const status: Status = {
     version: VERSION,
     connection: conn,
@@ -258,6 +261,17 @@ async function collectStatus(
       fix: `fix what the server says (its log, its settings), then \`${commandName(env)} replay --rejected\``,
     },
     notAsked,
+    ...(b
+      ? {
+        paused: {
+          since: b.since,
+          reason: b.reason,
+          failures: b.failures,
+          nextProbeAt: nextProbeAt(b),
+          ...(b.answeredAt !== undefined && b.answeredAt >= b.at ? { answeredAt: b.answeredAt } : {}),
+        },
+      }
+      : {}),
   };
   return scrub(status, [config.apiKey]) as Status;
 }

@@ -3,12 +3,27 @@
  * the first prompt of a session in config mode, the profile) — printed as plain text, which Kimi Code shows
  * the user and appends to the model context. In plugin mode the profile is in the plugin's system prompt
  * instead (system-prompt.ts). Duplicate hook runs print nothing; the same prompt again asks the server
- * nothing. The whole hook stays inside its budget (default 17 s, under the host's 20 s) and never blocks.
+ * nothing. The whole hook stays inside its budget (OPENVIKING_PROMPT_BUDGET_MS, under the host's 20 s) and
+ * never blocks; a server that let a recall go unanswered is not asked again until it answers
+ * (runtime/breaker.ts), and the session is told so once, in one line.
  */
 
 import { sha256Hex } from "../runtime/hash.ts";
 import { Budget } from "../runtime/http.ts";
 import { causeOf } from "../runtime/advice.ts";
+import {
+  type Breaker,
+  isOpen,
+  nextProbeAt,
+  noteProbing,
+  noteRecall,
+  probe,
+  readBreaker,
+} from "../runtime/breaker.ts";
+import { safe } from "../runtime/neutralize.ts";
+import { PRINT_MAX_CHARS } from "../runtime/printed.ts";
+import type { Env } from "../runtime/paths.ts";
+import { commandName } from "../runtime/self.ts";
 import { peerOptions, resolvePeer } from "../runtime/peer.ts";
 import type { RecallResult } from "../runtime/recall-types.ts";
 import { type SessionState, updateState } from "../runtime/state.ts";
@@ -18,6 +33,7 @@ import { recallQuery } from "./prompt-query.ts";
 import { keepPrompt } from "./prompt-fallback.ts";
 import { type Injection, injectionFor } from "./inject.ts";
 import { systemPromptInUse } from "./plugin-root.ts";
+import { spawnWorker } from "./detach.ts";
 
 /** The same text within this window is the same prompt's hook fired twice. */
 export const DUPLICATE_WINDOW_MS = 500;
@@ -32,6 +48,8 @@ export interface PromptDecision {
   needProfile: boolean;
   /** A compaction dropped the session's injections since. */
   afterCompaction: boolean;
+  /** The outage the session was told of (its start), if any. */
+  told?: number;
 }
 
 /** Decides, from the stored prompt state, whether this run is a duplicate and what can be reused (pure). */
@@ -44,14 +62,24 @@ export function promptDecision(
     : state.promptHash === prompt.hash && state.promptAt !== undefined &&
       Math.abs(prompt.at - state.promptAt) < DUPLICATE_WINDOW_MS;
   const reuse = state.promptHash === prompt.hash && state.recall ? state.recall : undefined;
-  return { duplicate, reuse, needProfile: !state.profileInjected, afterCompaction: state.compacted };
+  return {
+    duplicate,
+    reuse,
+    needProfile: !state.profileInjected,
+    afterCompaction: state.compacted,
+    told: state.pausedNotice,
+  };
 }
 
-/** What the claim found: the decision, the URIs the session already has, and why the state was not usable. */
+/**
+ * What the claim found: the decision, the URIs the session already has, why the state was not usable, and
+ * whether the session is to be told now of the outage the claim was given.
+ */
 interface Claim {
   decision: PromptDecision;
   exclude: string[];
   stateError: string;
+  tell: boolean;
 }
 
 /**
@@ -61,7 +89,7 @@ interface Claim {
  */
 async function claimPrompt(
   ctx: HookContext,
-  prompt: { hash: string; eventId: string },
+  prompt: { hash: string; eventId: string; outage?: number },
   lockWait: number,
 ): Promise<Claim> {
   const c = ctx.config;
@@ -69,24 +97,29 @@ async function claimPrompt(
     decision: { duplicate: false, needProfile: false, afterCompaction: false },
     exclude: [],
     stateError: "",
+    tell: false,
   };
   if (!ctx.promptPaths) return claim;
   const fallbackOptions = { maxLength: c.captureMaxLength, redact: c.redact };
   try {
     const claimed = await updateState(ctx.promptPaths, (s) => {
       const d = promptDecision(s, { ...prompt, at: ctx.startedAt });
-      if (d.duplicate) return Promise.resolve({ value: { d, exclude: [] as string[] } });
+      if (d.duplicate) {
+        return Promise.resolve({ value: { decision: d, exclude: [] as string[], tell: false } });
+      }
       const kept = c.autoCapture ? keepPrompt(s, promptText(ctx.input), ctx.startedAt, fallbackOptions) : s;
+      const tell = prompt.outage !== undefined && s.pausedNotice !== prompt.outage;
       const next: SessionState = {
         ...kept,
         promptHash: prompt.hash,
         promptEventId: prompt.eventId || undefined,
         promptAt: ctx.startedAt,
         recall: d.reuse ?? null,
+        ...(tell ? { pausedNotice: prompt.outage } : {}),
       };
-      return Promise.resolve({ state: next, value: { d, exclude: s.injectedUris } });
+      return Promise.resolve({ state: next, value: { decision: d, exclude: s.injectedUris, tell } });
     }, { waitMs: lockWait });
-    if (claimed.acquired) [claim.decision, claim.exclude] = [claimed.value.d, claimed.value.exclude];
+    if (claimed.acquired) Object.assign(claim, claimed.value);
   } catch (error) {
     claim.stateError = (error as Error).message;
     ctx.log.stage("prompt-state-unavailable", {
@@ -97,18 +130,20 @@ async function claimPrompt(
   return claim;
 }
 
-/** Phase 3: remembers what was printed (best effort, like the claim). */
+/** Phase 3: remembers what was printed, and the outage the session was told of (best effort, like the claim). */
 async function rememberInjected(
   ctx: HookContext,
   hash: string,
   inj: Injection,
   budget: Budget,
+  told: number | undefined,
 ): Promise<void> {
   if (!ctx.promptPaths) return;
   const profileDone = inj.profile === "injected" || inj.profile === "empty";
-  if (!inj.found && !inj.shown.length && !profileDone) return;
+  if (!inj.found && !inj.shown.length && !profileDone && told === undefined) return;
   await updateState(ctx.promptPaths, (s) => {
     const next: SessionState = { ...s, profileInjected: s.profileInjected || profileDone };
+    if (told !== undefined) next.pausedNotice = told;
     if (inj.profile === "injected") next.compacted = false;
     if (inj.found && s.promptHash === hash) next.recall = inj.found;
     if (inj.shown.length) next.injectedUris = [...new Set([...s.injectedUris, ...inj.shown])];
@@ -118,9 +153,38 @@ async function rememberInjected(
   });
 }
 
-/** The UserPromptSubmit handler. */
+/** The line that tells the session memory is paused: what did not answer, and the command that says why. */
+function pausedLine(b: Breaker, env: Env): string {
+  const status = `${commandName(env)} status`;
+  return safe`openviking-kimi: memory paused — OpenViking at ${b.origin} did not answer; \`${status}\` says why\n`
+    .text;
+}
+
+/**
+ * A prompt while the breaker is open: the server is not asked (so no profile either: it comes once the server
+ * answers); the session is told once; a probe is started when one is due, detached (the prompt never waits
+ * for it: the worker starts once this process has exited).
+ */
+async function pausedPrompt(ctx: HookContext, b: Breaker, tell: boolean): Promise<HookResult> {
+  let probing = false;
+  if (ctx.sharedStateDir && Date.now() >= nextProbeAt(b)) {
+    await noteProbing(ctx.sharedStateDir, b);
+    probing = await spawnWorker("user-prompt-submit", ctx.raw);
+  }
+  const stdout = tell ? pausedLine(b, ctx.env) : "";
+  return {
+    stdout,
+    outcome: "paused",
+    data: { recall: "paused", injected: [], suppressed: [], printedChars: stdout.length, probing },
+  };
+}
+
+/** The UserPromptSubmit handler; in a detached worker (a paused prompt's), the probe of the server. */
 export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   const c = ctx.config;
+  if (ctx.isWorker) {
+    return { outcome: "probe", data: { answered: await probe(clientFor(ctx), ctx.sharedStateDir) } };
+  }
   // With capture on, the claim below still keeps the prompt for capture's fallback (prompt-fallback.ts).
   if (!c.autoRecall && !c.autoCapture) return { outcome: "recall-off" };
   const budget = new Budget(c.promptBudgetMs - (Date.now() - ctx.startedAt));
@@ -129,9 +193,16 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   const eventId = ctx.input.prompt_id ?? ctx.input.request_id ?? ctx.input.message_id ?? "";
   const hash = await sha256Hex(prompt);
   const lockWait = Math.min(2000, Math.floor(budget.remaining() / 4));
-  const { decision, exclude, stateError } = await claimPrompt(ctx, { hash, eventId }, lockWait);
+  const breaker = c.autoRecall ? await readBreaker(ctx.sharedStateDir, c.baseUrl) : undefined;
+  const paused = breaker && isOpen(breaker) ? breaker : undefined;
+  const { decision, exclude, stateError, tell } = await claimPrompt(
+    ctx,
+    { hash, eventId, outage: paused?.since },
+    lockWait,
+  );
   if (decision.duplicate) return { outcome: "duplicate" };
   if (!c.autoRecall) return { outcome: "recall-off" };
+  if (paused) return await pausedPrompt(ctx, paused, tell);
 
   // Phase 2: what to print, inside the budget. In plugin mode the profile is in the system prompt.
   const pluginPrompt = decision.needProfile && await systemPromptInUse(ctx.env);
@@ -146,9 +217,15 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
     budget,
     stateDir: ctx.sharedStateDir,
   });
-  if (!stateError) await rememberInjected(ctx, hash, inj, budget);
+  const asked = (inj.recall !== "reused" && inj.recall !== "skipped") || inj.profile !== "not-asked";
+  const after = await noteRecall(ctx.sharedStateDir, c.baseUrl, breaker, { asked, failure: inj.failure });
+  // Told once per outage: the prompt that opened the breaker tells it, unless this session already knows.
+  const told = after && isOpen(after) && after.since !== decision.told ? after.since : undefined;
+  const withLine = told === undefined ? inj.stdout : inj.stdout + pausedLine(after!, ctx.env);
+  const stdout = withLine.length <= PRINT_MAX_CHARS ? withLine : inj.stdout;
+  if (!stateError) await rememberInjected(ctx, hash, inj, budget, told);
   return {
-    stdout: inj.stdout,
+    stdout,
     outcome: inj.stdout ? "injected" : "nothing",
     data: {
       recall: inj.recall,

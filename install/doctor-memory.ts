@@ -5,6 +5,7 @@
  */
 
 import { adviceFor, adviceForCause } from "../runtime/advice.ts";
+import { isOpen, nextProbeAt, readBreaker } from "../runtime/breaker.ts";
 import type { Config } from "../runtime/config.ts";
 import * as z from "zod/mini";
 import { AnyResult, askDataAccess, clientOptions, createClient } from "../runtime/http.ts";
@@ -19,7 +20,7 @@ import {
 } from "../runtime/pending.ts";
 import { type SessionState, SessionStateSchema } from "../runtime/state.ts";
 import { parseJsonOrUndefined } from "../runtime/fs.ts";
-import { type Env, hookStateDir, joinPath, pendingDir } from "../runtime/paths.ts";
+import { type Env, hookStateDir, joinPath, orNoHome, pendingDir, sharedStateDir } from "../runtime/paths.ts";
 import { SESSION_PREFIX } from "../hooks/context.ts";
 import type { Check } from "./check.ts";
 import { commandName } from "../runtime/self.ts";
@@ -297,4 +298,29 @@ export async function captureChecks(env: Env, config: Config, serverAnswers: boo
   const protocol = protocolCheck(sessions);
   const fate = (name: string) => queuedFate(name, queue, serverAnswers);
   return [capturesCheck(sessions, config, fate), rejected, ...(protocol ? [protocol] : [])];
+}
+
+/** Recall paused (runtime/breaker.ts): since when and why, and when the server is asked again; nothing when not. */
+export async function recallChecks(env: Env, config: Config): Promise<Check[]> {
+  const b = await readBreaker(orNoHome(() => sharedStateDir(env)) ?? "", config.baseUrl);
+  if (!b) return [];
+  const since = `memory paused since ${new Date(b.since).toISOString()}: ${b.reason}`;
+  if (!isOpen(b)) {
+    return [{
+      id: "recall",
+      status: "info",
+      summary: `${since}; the server answered at ${new Date(b.answeredAt ?? 0).toISOString()}: ` +
+        "the next prompt asks it again",
+    }];
+  }
+  return [{
+    id: "recall",
+    status: "warn",
+    summary: `${since}; prompts do not ask the server`,
+    fix:
+      `nothing to do once the server answers: the first prompt or session start after ${
+        new Date(nextProbeAt(b)).toISOString()
+      } probes it (GET /health) and recall resumes; meanwhile check the server and its embedding and chat ` +
+      "models (OpenViking's log)",
+  }];
 }

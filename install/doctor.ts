@@ -10,7 +10,7 @@ import { loadConfig } from "../runtime/config.ts";
 import { scrub } from "../runtime/scrub.ts";
 import { type Env, orNoHome, processEnv } from "../runtime/paths.ts";
 import type { Check, CheckStatus } from "./check.ts";
-import { captureChecks, queueCheck, serverChecks } from "./doctor-memory.ts";
+import { captureChecks, queueCheck, recallChecks, serverChecks } from "./doctor-memory.ts";
 import { homeChecks } from "./doctor-home.ts";
 import { kimiChecks, registrationChecks } from "./doctor-kimi.ts";
 import { commandChecks, type RunShell } from "./doctor-program.ts";
@@ -89,6 +89,7 @@ export async function runDoctor(ctx: DoctorContext): Promise<Check[]> {
     );
     const answers = !checks.some((c) => (c.id === "server" || c.id === "auth") && c.status === "fail");
     checks.push(...await guarded("captures", "the captures", () => captureChecks(ctx.env, config, answers)));
+    checks.push(...await guarded("recall", "the recall breaker", () => recallChecks(ctx.env, config)));
   }
   // A server's error text may quote the key back (`invalid api key: Bearer …`): nothing leaves unscrubbed.
   return scrub(checks, [config.apiKey]) as Check[];

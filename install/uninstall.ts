@@ -19,9 +19,11 @@ import {
   joinPath,
   ledgerDir,
   mcpToolCachePath,
+  orNoHome,
   pendingDir,
   sharedStateDir,
 } from "../runtime/paths.ts";
+import { breakerFiles } from "../runtime/breaker.ts";
 import { PLUGIN_ID } from "./spec.ts";
 import { planConfigUninstall } from "./toml-config.ts";
 import { planMcpUninstall } from "./mcp-json.ts";
@@ -159,7 +161,8 @@ async function planBackupsClean(state: KimiState, plan: Plan): Promise<void> {
 
 /**
  * The files and directories every Kimi home installed into shares: the executable, per-session state, the
- * ledger, the log, our queue, the MCP tool cache, the PATH command (each only when there, and ours).
+ * ledger, the log, our queue, the MCP tool cache, the recall breakers, the PATH command (each only when there,
+ * and ours).
  */
 async function sharedTargets(ctx: Context, plan: Plan): Promise<string[]> {
   const command = pathCommand(ctx.env, ctx.os);
@@ -169,6 +172,7 @@ async function sharedTargets(ctx: Context, plan: Plan): Promise<string[]> {
     ledgerDir(ctx.env),
     ...await purgeableData(ctx, plan),
     mcpToolCachePath(ctx.env),
+    ...await breakerFiles(orNoHome(() => sharedStateDir(ctx.env)) ?? ""),
     ...(command && (await commandAt(command, ctx.env)).kind === "ours" ? [command] : []),
   ];
   const there = await Promise.all(targets.map(exists));

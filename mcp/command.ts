@@ -6,8 +6,9 @@
  */
 
 import { credentialFilePaths, loadConfig } from "../runtime/config.ts";
+import { isOpen, readBreaker } from "../runtime/breaker.ts";
 import { createLogger, type Logger } from "../runtime/log.ts";
-import { type Env, processEnv } from "../runtime/paths.ts";
+import { type Env, orNoHome, processEnv, sharedStateDir } from "../runtime/paths.ts";
 import { peerOptions, resolvePeer } from "../runtime/peer.ts";
 import { withoutUserinfo } from "../runtime/scrub.ts";
 import { CredentialWatcher, type ProxySettings, proxySettings } from "./credentials.ts";
@@ -99,6 +100,13 @@ async function startProxy(io: McpServerIo, first: Loaded, log: Logger, reload: (
     tools: {
       read: () => readToolCache(cachePath, session.settings.target.mcpUrl),
       write: (tools) => writeToolCache(cachePath, session.settings.target.mcpUrl, tools),
+    },
+    paused: async () => {
+      const b = await readBreaker(
+        orNoHome(() => sharedStateDir(io.env)) ?? "",
+        session.settings.target.mcpUrl,
+      );
+      return b !== undefined && isOpen(b);
     },
   });
   return late.proxy;

@@ -64,6 +64,11 @@ export interface ProxyOptions {
   maxInFlight?: number;
   /** Time bounds (default {@link PROXY_LIMITS}). */
   limits?: ProxyLimits;
+  /**
+   * Whether OpenViking is known not to answer now (its recall breaker is open, runtime/breaker.ts): then
+   * `initialize`, `tools/list` and every other request but a tool call are answered at once, offline.
+   */
+  paused?: () => Promise<boolean>;
 }
 
 interface InFlight {
@@ -73,6 +78,9 @@ interface InFlight {
 }
 
 const idKey = (id: JsonRpcId) => `${typeof id}:${id}`;
+
+/** Why a request was answered here while the server's recall breaker is open. */
+const PAUSED: Failure = { kind: "network", cause: "it left a recent request unanswered; memory is paused" };
 
 /** The stdio ↔ Streamable HTTP proxy. */
 export class Proxy {
@@ -198,19 +206,14 @@ export class Proxy {
     this.initGate = new Promise<void>((resolve) => open = resolve);
     try {
       await previous;
+      if (await this.paused()) {
+        this.options.session.deferInitialize(request);
+        return this.offlineInitialize(request, "paused", "did not answer in time");
+      }
       const { exchange, response } = await this.exchange("initialize", request, collect, this.stopped.signal);
       if (exchange.ok) return collect ? response : undefined;
       if (exchange.failure.kind === "aborted") return undefined;
-      const params = isRecord(request.params) ? request.params : {};
-      const url = withoutUserinfo(this.options.session.settings.target.mcpUrl);
-      this.options.session.answeredOffline(offlineProtocolVersion(params.protocolVersion));
-      this.options.log.stage("offline-initialize", { failure: describe(exchange.failure) });
-      return offlineInitializeResult(
-        request.id,
-        params.protocolVersion,
-        url,
-        offlineReason(exchange.failure),
-      );
+      return this.offlineInitialize(request, describe(exchange.failure), offlineReason(exchange.failure));
     } finally {
       open();
     }
@@ -232,6 +235,10 @@ export class Proxy {
       await barrier;
       await initGate;
       if (entry.controller.signal.aborted) return undefined;
+      // Start-up and listings are answered here while the server is known not to answer; a tool call tries it.
+      if (request.method !== "tools/call" && await this.paused()) {
+        return await this.fallback(request, PAUSED);
+      }
       entry.sent = true;
       const list = request.method === "tools/list"; // its reply is filtered, so it is never written as it came
       const { exchange, response } = await this.exchange(
@@ -254,6 +261,20 @@ export class Proxy {
       this.stopped.signal.removeEventListener("abort", onStop);
       if (this.inFlight.get(key) === entry) this.inFlight.delete(key);
     }
+  }
+
+  /** The client's `initialize` answered by the proxy itself; the server is initialised at the first request. */
+  private offlineInitialize(request: JsonRpcRequest, failure: string, reason: string): JsonRpcResponse {
+    const params = isRecord(request.params) ? request.params : {};
+    const url = withoutUserinfo(this.options.session.settings.target.mcpUrl);
+    this.options.session.answeredOffline(offlineProtocolVersion(params.protocolVersion));
+    this.options.log.stage("offline-initialize", { failure });
+    return offlineInitializeResult(request.id, params.protocolVersion, url, reason);
+  }
+
+  /** Whether OpenViking is known not to answer now (never throws). */
+  private async paused(): Promise<boolean> {
+    return await this.options.paused?.().catch(() => false) ?? false;
   }
 
   /** The answer when the server could not give one: a local result where Kimi needs it, else an error. */

@@ -95,6 +95,13 @@ export class Session {
     }
   }
 
+  /** Keeps the client's `initialize` without sending it (the server is known not to answer): sent when needed. */
+  deferInitialize(request: JsonRpcRequest): void {
+    this.clientInit = isRecord(request.params) ? { ...request.params } : {};
+    this.ready = false;
+    this.options.upstream.sessionId = undefined;
+  }
+
   /** After an offline `initialize`: initialise the server later asking for the version the client was given. */
   answeredOffline(protocolVersion: string): void {
     if (this.clientInit) this.clientInit.protocolVersion = protocolVersion;

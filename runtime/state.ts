@@ -48,6 +48,8 @@ export const SessionStateSchema = z.object({
   injectedUris: z.catch(z.array(z.string()), []),
   /** A compaction dropped the session's injections: the profile printed next says it comes again. */
   compacted: z.catch(z.boolean(), false),
+  /** The outage (its start, runtime/breaker.ts) this session was told of: "memory paused" once per outage. */
+  pausedNotice: z.catch(z.optional(z.number()), undefined),
   /**
    * Prompt state: the prompts the prompt hook saw, prepared like captured text (redacted, bounded), for a
    * capture that cannot find the journal (hooks/prompt-fallback.ts).

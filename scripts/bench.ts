@@ -5,6 +5,9 @@
  * empty file, their runs interleaved in one run — and writes docs/BENCHMARKS.md. Figures are ratios within
  * one run, so the machine's speed cancels out.
  *
+ * Then 5 prompts of one session against a server that accepts connections and never answers, one after
+ * another, as Kimi would send them.
+ *
  *   deno task bench [--runs N] [--quick]      (--quick: fewer runs and no 100 MB journal, for a smoke check)
  */
 
@@ -13,6 +16,7 @@ import { JournalBuilder } from "../tests/support/journal.ts";
 import { cliArgs, denoEnv, ROOT, runCli } from "../tests/support/run.ts";
 import { placeJournal } from "../tests/support/hook-context.ts";
 import { benchMcpProxy, percentile } from "../bench/mcp_bench.ts";
+import { startHungServer } from "../tests/support/hung-server.ts";
 
 const args = Deno.args;
 const quick = args.includes("--quick");
@@ -124,6 +128,9 @@ async function measureInterleaved(variants: Variant[], runs = RUNS): Promise<Sta
   return out;
 }
 
+/** Prompts of one session against a server that never answers. */
+const HUNG_PROMPTS = 5;
+
 function machine(): string {
   let cpu = "unknown CPU";
   try {
@@ -184,6 +191,8 @@ const empty = `${home}/empty.ts`;
 await Deno.writeTextFile(empty, "");
 const flags = cli.slice(1, cli.indexOf("--config"));
 const results: Record<string, Stats> = {};
+/** Wall time of each prompt against the hung server. */
+const hungMs: number[] = [];
 
 // The installed program copy, placed by install itself; its launcher is what the hooks run.
 await Deno.mkdir(`${home}/.kimi-code`, { recursive: true });
@@ -286,6 +295,27 @@ try {
     },
   ]);
 
+  // Prompts of one session against a hung server, one after another: each prompt's wall time.
+  const hung = startHungServer();
+  try {
+    for (let i = 0; i < HUNG_PROMPTS; i++) {
+      const stdin = JSON.stringify({
+        session_id: "session_hung",
+        cwd: home,
+        prompt: [{ type: "text", text: `how should I name hung test ${i}?` }],
+      });
+      hungMs.push(
+        await timed(launcher, ["hook", "user-prompt-submit"], stdin, {
+          ...baseEnv,
+          OPENVIKING_URL: hung.url,
+        }),
+      );
+    }
+  } finally {
+    await hung.close();
+  }
+  console.error(`hung server, ${HUNG_PROMPTS} prompts: ${hungMs.map((ms) => ms.toFixed(0)).join(", ")} ms`);
+
   // Capture of one new turn on journals of growing size, the cursor already at the end of the old part.
   const sizes = quick ? [1, 10] : [1, 10, 100];
   for (const mb of sizes) {
@@ -342,6 +372,9 @@ const row = (what: string, measured: number, limit?: number): [string, string, s
   limit === undefined ? "—" : `≤ ${limit}`,
   limit === undefined ? "" : measured <= limit ? "met" : "missed",
 ];
+/** Time each prompt against the hung server added to a later prompt's p50 against the fake, and their mean. */
+const hungAdded = hungMs.map((ms) => ms - r.copyPrompt.p50);
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 const rows: [string, string, string, string][] = [
   row("prompt hook (later prompt), installed copy ÷ bare deno, p50", r.copyPrompt.p50 / r.bare.p50, 2.5),
   row("prompt hook (later prompt), checkout ÷ bare deno, p50", r.prompt.p50 / r.bare.p50),
@@ -351,6 +384,15 @@ const rows: [string, string, string, string][] = [
   ),
   row("Stop parent, installed copy ÷ bare deno, p50", r.copyStop.p50 / r.bare.p50, 1.3),
   row("Stop parent, checkout ÷ bare deno, p50", r.stop.p50 / r.bare.p50),
+  row(
+    `hung server: added time per prompt over ${HUNG_PROMPTS} prompts, installed copy ÷ bare deno`,
+    mean(hungAdded) / r.bare.p50,
+  ),
+  row(
+    `hung server: added time per prompt after the first, installed copy ÷ bare deno`,
+    mean(hungAdded.slice(1)) / r.bare.p50,
+    1,
+  ),
   [
     `${r.capture100 ? "100" : "10"} MB capture ÷ 1 MB capture, p50`,
     ratio(cap100.p50, r.capture1.p50),
@@ -393,6 +435,17 @@ here (\`deno compile\` needs dl.deno.land).
 ${
   (quick ? [1, 10] : [1, 10, 100]).map((mb) =>
     `| capture of one new turn, ${mb} MB journal (worker process) | ${fmt(r[`capture${mb}`])} |`
+  ).join("\n")
+}
+
+Against a server that accepts connections and never answers: ${HUNG_PROMPTS} prompts of one session, one after
+another, through the installed copy (added: its wall time less the later prompt's p50 above):
+
+| prompt | wall ms | added ms | added ÷ bare p50 |
+| ---: | ---: | ---: | ---: |
+${
+  hungMs.map((ms, i) =>
+    `| ${i + 1} | ${ms.toFixed(0)} | ${hungAdded[i].toFixed(0)} | ${(hungAdded[i] / r.bare.p50).toFixed(2)} |`
   ).join("\n")
 }
 

@@ -106,13 +106,14 @@ export async function kimiOrSkip(version: string, what: string): Promise<KimiIns
 
 /**
  * A loopback TCP forwarder in front of an OpenViking server. `down()` closes the listener and every live
- * connection, so new connections are refused at once (what a stopped server looks like); `up()` listens on
- * the same port again.
+ * connection, so new connections are refused at once (what a stopped server looks like); `hang()` takes every
+ * new connection and never answers (a hung server); `up()` forwards again, on the same port.
  */
 export class Gate {
   readonly port: number;
   readonly #target: { hostname: string; port: number };
   #listener: Deno.Listener | undefined;
+  #hung = false;
   readonly #conns = new Set<Deno.Conn>();
 
   private constructor(port: number, target: { hostname: string; port: number }) {
@@ -153,6 +154,7 @@ export class Gate {
 
   async #forward(conn: Deno.Conn): Promise<void> {
     this.#conns.add(conn);
+    if (this.#hung) return; // held until the client gives up or the gate changes
     let upstream: Deno.Conn | undefined;
     try {
       upstream = await Deno.connect(this.#target);
@@ -186,8 +188,15 @@ export class Gate {
     this.#conns.clear();
   }
 
-  /** Accepts connections again, on the same port. */
+  /** An open gate takes connections from now on and never answers; `up()` forwards again. */
+  hang(): void {
+    this.#hung = true;
+  }
+
+  /** Forwards connections again, on the same port (the ones a hung gate held are cut). */
   async up(): Promise<void> {
+    if (this.#hung) this.down();
+    this.#hung = false;
     if (this.#listener) return;
     const deadline = Date.now() + 5000;
     for (;;) {

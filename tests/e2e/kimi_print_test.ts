@@ -6,6 +6,9 @@
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { kimiE2eVersions } from "../support/kimi.ts";
+import { KNOBS } from "../../runtime/knobs.ts";
+import { type PromptEntry, readLedger } from "../../runtime/ledger.ts";
+import { join } from "node:path";
 import { type ChatMessage, messageText } from "../support/model-server.ts";
 import { OFFERED_TOOLS } from "../support/fake-mcp.ts";
 import {
@@ -33,8 +36,8 @@ import {
 
 const MODES: Mode[] = ["config", "plugin"];
 
-/** How long a turn may take while OpenViking refuses connections: far below the prompt hook's 17 s budget. */
-const DOWN_TURN_BOUND_MS = 12_000;
+/** The prompt hook's budget: a turn that waited out half of it more than a normal turn did waited for OpenViking. */
+const BUDGET_MS = KNOBS.promptBudgetMs.default;
 
 /** A Kimi version, install mode and engine to run the print scenarios with. */
 interface Variant {
@@ -283,10 +286,13 @@ for (const { version, mode, legacy } of VARIANTS) {
         const downPrompt = "second: the server is down now, RUN_TOOL anyway";
         const down = await rig.print(downPrompt, { sessionId: first.sessionId });
         assertStringIncludes(down.stdout, "The tool has finished.");
-        // Generous bound, not a benchmark: had any hook waited out its budget (17 s) the turn would exceed it.
+        // Not a benchmark: had the prompt hook waited out its budget, its own time (the ledger) would show
+        // it, and the whole turn would be slower by the budget than the same run's turn with the server up.
+        const [downRun] = (await promptRuns(rig, first.sessionId!)).slice(-1);
+        assertTrue(downRun.ms < BUDGET_MS / 10, `the prompt hook waited for nothing (${downRun.ms} ms)`);
         assertTrue(
-          down.durationMs < DOWN_TURN_BOUND_MS,
-          `turn took ${down.durationMs} ms with the server down`,
+          down.durationMs < first.durationMs + BUDGET_MS,
+          `turn took ${down.durationMs} ms with the server down (${first.durationMs} ms up)`,
         );
         console.log(
           `  kimi -p with OpenViking down: ${down.durationMs} ms (with it up: ${first.durationMs} ms)`,
@@ -355,7 +361,75 @@ for (const { version, mode, legacy } of VARIANTS) {
         );
       },
     );
+
+    await t.step(
+      "4: OpenViking hung → one prompt waits its budget and says memory is paused; the next waits for nothing",
+      async () => {
+        await rig.gate.up(); // whatever an earlier step left
+        const normal = await rig.print("first: the server answers");
+        rig.gate.hang();
+        const hungPrompt = "second: the server hangs now";
+        const hung = await rig.print(hungPrompt, { sessionId: normal.sessionId });
+        const againPrompt = "third: the server still hangs";
+        const again = await rig.print(againPrompt, { sessionId: normal.sessionId });
+        await rig.gate.up();
+        console.log(
+          `  kimi -p against a hung OpenViking: ${hung.durationMs} ms, then ${again.durationMs} ms ` +
+            `(answering: ${normal.durationMs} ms)`,
+        );
+        /** What the model got beside `prompt` in the turn's first request. */
+        const besideOf = (prompt: string) => {
+          const req = rig.mainRequests().find((r) =>
+            r.body.messages.some((m) => m.role === "user" && messageText(m) === prompt)
+          );
+          return req && besidePrompt(req.body.messages, prompt, legacy);
+        };
+        // The hook's own time (the ledger), then Kimi's whole turn against the same run's answering one.
+        const prompts = await promptRuns(rig, normal.sessionId!);
+        const told = besideOf(hungPrompt);
+        assertTrue(
+          told !== undefined && isHookResult(told),
+          `the hook's output reached the model; the ledger's prompts: ${JSON.stringify(prompts.slice(-3))}`,
+        );
+        assertMatch(
+          messageText(told!),
+          /^<hook_result hook_event="UserPromptSubmit">\nopenviking-kimi: memory paused — OpenViking at http:\/\/127\.0\.0\.1:\d+ did not answer; `[^`\n]+ status` says why\n<\/hook_result>$/,
+        );
+        const beside = besideOf(againPrompt);
+        assertTrue(
+          beside !== undefined && !isHookResult(beside),
+          "told once: nothing printed the second time",
+        );
+        assertEquals(prompts.slice(-2).map((e) => e.kind === "prompt" && e.path), ["none", "paused"]);
+        assertTrue(prompts.at(-2)!.ms > BUDGET_MS / 2, "the first prompt waited for the server");
+        assertTrue(
+          prompts.at(-1)!.ms < BUDGET_MS / 10,
+          `the second waited for nothing (${prompts.at(-1)!.ms} ms)`,
+        );
+        assertTrue(hung.durationMs - normal.durationMs > BUDGET_MS / 2, "the first turn waited for it");
+        assertTrue(
+          again.durationMs - normal.durationMs < BUDGET_MS / 2,
+          `the second turn waited for nothing: ${again.durationMs} ms against ${normal.durationMs} ms answering; ` +
+            `the log of that turn:\n${await logSince(rig, Date.now() - again.durationMs)}`,
+        );
+      },
+    );
   });
+}
+
+/** The prompt hook runs of a session, as its ledger has them. */
+async function promptRuns(rig: Rig, sessionId: string): Promise<PromptEntry[]> {
+  const entries = await readLedger(join(rig.ovHome, "ledger", "kimicode"), sessionId);
+  return entries.filter((e): e is PromptEntry => e.kind === "prompt");
+}
+
+/** The hooks' and the MCP server's debug log lines since `at` (ms since the epoch). */
+async function logSince(rig: Rig, at: number): Promise<string> {
+  const text = await Deno.readTextFile(join(rig.ovHome, "logs", "kimicode-hooks.log")).catch(() => "");
+  return text.split("\n").filter((l) => {
+    const ts = /"ts":"([^"]+)"/.exec(l)?.[1];
+    return ts !== undefined && Date.parse(ts) >= at;
+  }).join("\n");
 }
 
 /** A tool output without the "Wall time: … seconds" line Kimi 2.1.0 puts first. */

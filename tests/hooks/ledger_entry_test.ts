@@ -42,9 +42,11 @@ Deno.test("ledger entry of a prompt: the redacted snippet, what was injected and
   });
 });
 
-Deno.test("ledger entry: duplicates and switched-off recall are not recorded; fields a handler leaves out read empty", () => {
+Deno.test("ledger entry: duplicates, switched-off recall and probes are not recorded; fields a handler leaves out read empty", () => {
   assertEquals(ledgerEntryOf(ctx("user-prompt-submit", "x"), { outcome: "duplicate" }, timing), undefined);
   assertEquals(ledgerEntryOf(ctx("user-prompt-submit", "x"), { outcome: "recall-off" }, timing), undefined);
+  // A paused prompt's detached probe of the server is no prompt of the user.
+  assertEquals(ledgerEntryOf(ctx("user-prompt-submit", "x"), { outcome: "probe" }, timing), undefined);
   const bare = ledgerEntryOf(
     ctx("user-prompt-submit", "a question"),
     { outcome: "nothing", data: {} },

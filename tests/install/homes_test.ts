@@ -15,6 +15,8 @@ import { isolatedEnv } from "./helpers.ts";
 import { BLOCK_BEGIN } from "../../install/spec.ts";
 import { toolCachePath, writeToolCache } from "../../mcp/tool-cache.ts";
 import { StatusSchema } from "../../hooks/status-model.ts";
+import { noteRecall } from "../../runtime/breaker.ts";
+import { failure } from "../../runtime/reply.ts";
 
 const posix = Deno.build.os !== "windows";
 const SESSION = "session_19040000-0000-4000-8000-000000000004";
@@ -121,7 +123,8 @@ Deno.test({
 });
 
 Deno.test({
-  name: "uninstall --purge leaves no tool cache, no empty directory we made and no .bak holding our block",
+  name:
+    "uninstall --purge leaves no tool cache, no breaker, no empty directory we made and no .bak holding our block",
   ignore: !posix,
   async fn() {
     await using dir = await tempDir();
@@ -139,6 +142,12 @@ Deno.test({
     // The MCP server's last tool list, as `mcp` keeps it.
     const tools = [{ name: "search", inputSchema: { type: "object" as const } }];
     assertTrue(await writeToolCache(toolCachePath(env), "http://127.0.0.1:9/mcp", tools));
+    // A recall breaker, as a prompt against a server that never answered leaves it.
+    const timeout = failure("unreachable", 0, { code: "TIMEOUT", message: "no answer" });
+    await noteRecall(`${home}/.openviking/state`, env.OPENVIKING_URL, undefined, {
+      asked: true,
+      failure: timeout,
+    });
     await cli(env, ["uninstall", "--purge"]);
 
     assertEquals(await Deno.readTextFile(`${kimi}/config.toml`), config);

@@ -12,6 +12,9 @@ import { BUILTIN_TOOLS } from "../../mcp/catalog.ts";
 import { offlineProtocolVersion } from "../../mcp/offline.ts";
 import { readToolCache, toolCachePath, writeToolCache } from "../../mcp/tool-cache.ts";
 import { errorOf, freePort, type Json, resultOf, startProxy, toolNames } from "./harness.ts";
+import { startHungServer } from "../support/hung-server.ts";
+import { noteRecall } from "../../runtime/breaker.ts";
+import { failure } from "../../runtime/reply.ts";
 
 const KEY = "offline-test-key-55aa";
 
@@ -56,6 +59,31 @@ Deno.test("mcp/offline: tool cache round trip, per URL, rejects junk, rewrites o
     JSON.stringify({ mcpUrl: "http://a/mcp", savedAt: "x", tools: [{ name: 1 }] }),
   );
   assertEquals(await readToolCache(path, "http://a/mcp"), undefined);
+});
+
+Deno.test("mcp/offline: a server whose recall went unanswered is not waited for at start: no request reaches it", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  const hung = startHungServer();
+  try {
+    // What a prompt hook leaves when the server took its recall and never answered (runtime/breaker.ts).
+    const timeout = failure("unreachable", 0, { code: "TIMEOUT", message: `no answer from ${hung.url}` });
+    await noteRecall(`${home.path}/.openviking/state`, hung.url, undefined, {
+      asked: true,
+      failure: timeout,
+    });
+    const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: hung.url });
+    const init = resultOf(await proxy.initialize("2025-06-18"));
+    assertMatch(
+      String(init.instructions),
+      new RegExp(`OpenViking at ${hung.url}/mcp did not answer in time`),
+    );
+    assertEquals(toolNames(await proxy.request(1, "tools/list")), OFFERED_TOOLS);
+    assertMatch(errorOf(await proxy.request(2, "resources/list")).message, /memory is paused/);
+    assertEquals(hung.requests, [], "start-up and listings asked the hung server nothing");
+    assertEquals(await proxy.close(), 0);
+  } finally {
+    await hung.close();
+  }
 });
 
 Deno.test("mcp/offline: server down at start, then up: no restart needed, tools announced again", async () => {

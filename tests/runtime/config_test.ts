@@ -232,7 +232,7 @@ Deno.test("knobs: every default when nothing is set", () => {
   assertEquals(config.debugLogPath, "/h/.openviking/logs/kimicode-hooks.log");
   assertEquals(config.commitTurnThreshold, 1);
   assertEquals(config.captureMaxLength, 24000);
-  assertEquals(config.promptBudgetMs, 17000);
+  assertEquals(config.promptBudgetMs, 8000);
   assertEquals(config.userAgent, "openviking-memory-kimicode/0.1.0");
 });
 

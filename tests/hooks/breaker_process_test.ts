@@ -1,0 +1,209 @@
+/**
+ * The recall breaker through the real entry point (`hook user-prompt-submit`, `hook session-start`): a server
+ * that takes the connection and never answers costs one prompt its budget, once; later prompts ask it nothing,
+ * the session is told once in one line, and a probe brings recall back once the server answers.
+ */
+
+import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
+import { FAKE_DIGEST_FIRST, FakeOpenViking } from "../support/fake-openviking.ts";
+import { startHungServer } from "../support/hung-server.ts";
+import { runCli } from "../support/run.ts";
+import { tempDir } from "../support/temp.ts";
+import { type PromptEntry, readLedger } from "../../runtime/ledger.ts";
+
+const CWD = "/home/user/proj";
+const PAUSED_LINE =
+  /^openviking-kimi: memory paused — OpenViking at http:\/\/127\.0\.0\.1:\d+ did not answer; `[^`\n]+ status` says why\n$/;
+
+/** The environment of a home `home` whose server is `url`, with a prompt budget of `budgetMs`. */
+function envFor(home: string, url: string, budgetMs: number): Record<string, string> {
+  return {
+    HOME: home,
+    KIMI_CODE_HOME: `${home}/.kimi-code`,
+    OPENVIKING_URL: url,
+    OPENVIKING_PROMPT_BUDGET_MS: String(budgetMs),
+    PATH: Deno.env.get("PATH") ?? "/usr/bin",
+  };
+}
+
+/** Runs one prompt hook of `session`; its stdout. */
+async function prompt(env: Record<string, string>, session: string, text: string): Promise<string> {
+  const r = await runCli(["hook", "user-prompt-submit"], {
+    env,
+    clearEnv: true,
+    stdin: JSON.stringify({
+      hook_event_name: "UserPromptSubmit",
+      session_id: session,
+      cwd: CWD,
+      prompt: [{ type: "text", text }],
+    }),
+  });
+  assertEquals(r.code, 0, r.stderr);
+  return r.stdout;
+}
+
+/** The prompt entries of `session`'s ledger. */
+async function prompts(home: string, session: string): Promise<PromptEntry[]> {
+  const entries = await readLedger(`${home}/.openviking/ledger/kimicode`, session);
+  return entries.filter((e): e is PromptEntry => e.kind === "prompt");
+}
+
+/** The breaker files in the home's state directory, parsed. */
+async function breakers(home: string): Promise<{ path: string; value: Record<string, number> }[]> {
+  const dir = `${home}/.openviking/state`;
+  const names = await Array.fromAsync(Deno.readDir(dir)).catch(() => []);
+  return await Promise.all(
+    names.filter((e) => e.name.startsWith("kimicode-breaker-")).map(async (e) => ({
+      path: `${dir}/${e.name}`,
+      value: JSON.parse(await Deno.readTextFile(`${dir}/${e.name}`)),
+    })),
+  );
+}
+
+/** Moves the breaker's latest failure and probe a minute into the past: the probe interval has gone by. */
+async function ageBreaker(home: string): Promise<void> {
+  const [b] = await breakers(home);
+  const back = (t: number | undefined) => t === undefined ? undefined : t - 60_000;
+  await Deno.writeTextFile(
+    b.path,
+    JSON.stringify({ ...b.value, at: back(b.value.at), probedAt: back(b.value.probedAt) }),
+  );
+}
+
+async function waitFor(
+  what: string,
+  cond: () => Promise<boolean> | boolean,
+  timeoutMs = 30_000,
+): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const searches = (requests: string[]) => requests.filter((r) => r.startsWith("POST /api/v1/search/")).length;
+
+Deno.test("a hung server: the first prompt waits its budget once and says so in one line; the next asks nothing", async () => {
+  await using dir = await tempDir();
+  const hung = startHungServer();
+  try {
+    const budget = 6000;
+    const env = envFor(dir.path, hung.url, budget);
+    assertMatch(await prompt(env, "session_a", "how should I indent this file?"), PAUSED_LINE);
+    const [first] = await prompts(dir.path, "session_a");
+    assertEquals(first.failure?.kind, "unreachable");
+    assertMatch(first.failure?.message ?? "", /no answer from .* within/);
+    assertTrue(first.ms >= budget * 0.9, `the first prompt waited for the server (${first.ms} ms)`);
+    const asked = searches(hung.requests);
+    assertTrue(asked > 0, "the first prompt asked the server");
+
+    // The same session again: nothing asked, nothing printed (it was told), no wait.
+    assertEquals(await prompt(env, "session_a", "and where do the tests go?"), "");
+    const second = (await prompts(dir.path, "session_a"))[1];
+    assertEquals(searches(hung.requests), asked, "the second prompt asked the server nothing");
+    assertEquals(second.path, "paused");
+    assertTrue(second.ms < budget / 10, `the second prompt waited for nothing (${second.ms} ms)`);
+    assertEquals(hung.requests.filter((r) => r.startsWith("GET /health")), [], "no probe before it is due");
+
+    // Another session is told once too, and waits for nothing either.
+    assertMatch(await prompt(env, "session_b", "what is the release process?"), PAUSED_LINE);
+    assertEquals(await prompt(env, "session_b", "and the changelog?"), "");
+    assertEquals(searches(hung.requests), asked, "no later prompt asked the server");
+
+    // status and doctor say since when, why, and when the server is probed.
+    const status = await runCli(["status", "--json"], { env, clearEnv: true, cwd: dir.path });
+    const paused = JSON.parse(status.stdout).paused;
+    assertEquals([paused.reason, paused.failures], [first.failure?.message, 1]);
+    assertTrue(paused.since >= first.at && paused.nextProbeAt > paused.since, JSON.stringify(paused));
+    const text = await runCli(["status"], { env, clearEnv: true, cwd: dir.path });
+    assertMatch(
+      text.stdout,
+      /\nMemory  PAUSED: prompts do not ask the server since \d+ s ago\n +no answer from /,
+    );
+    await Deno.mkdir(`${dir.path}/.kimi-code`, { recursive: true });
+    const doctor = await runCli(["doctor", "--json"], { env, clearEnv: true, cwd: dir.path });
+    const recall = JSON.parse(doctor.stdout).checks.find((c: { id: string }) => c.id === "recall");
+    assertEquals(recall.status, "warn");
+    assertMatch(recall.summary, /^memory paused since .*: no answer from .*; prompts do not ask the server$/);
+    assertMatch(recall.fix, /probes it \(GET \/health\) and recall resumes/);
+  } finally {
+    await hung.close();
+  }
+});
+
+Deno.test("a hung server that comes back: a due probe closes the breaker and recall resumes", async () => {
+  await using dir = await tempDir();
+  const hung = startHungServer();
+  const env = envFor(dir.path, hung.url, 1500);
+  assertMatch(await prompt(env, "session_a", "how should I indent this file?"), PAUSED_LINE);
+  await hung.close();
+  await using fake = await FakeOpenViking.start({ port: hung.port });
+
+  // Not due yet: paused, and no probe.
+  assertEquals(await prompt(env, "session_a", "how should I indent this file, again?"), "");
+  assertEquals(fake.requests.length, 0, "a paused prompt before the probe is due asks the server nothing");
+
+  await ageBreaker(dir.path);
+  assertEquals(await prompt(env, "session_a", "how should I indent this file, once more?"), "");
+  await waitFor(
+    "the probe's answer",
+    async () => (await breakers(dir.path))[0]?.value.answeredAt !== undefined,
+  );
+  assertEquals(
+    fake.requests.map((r) => `${r.method} ${r.path}`),
+    ["GET /health"],
+    "the probe asked /health only",
+  );
+
+  assertEquals(await prompt(env, "session_a", "how should I indent this file?"), `${FAKE_DIGEST_FIRST}\n`);
+  assertEquals(await breakers(dir.path), [], "the answer closed the breaker");
+  assertEquals((await prompts(dir.path, "session_a")).map((p) => p.path), [
+    "none",
+    "paused",
+    "paused",
+    "context",
+  ]);
+});
+
+Deno.test("a hung server that comes back: SessionStart's worker probes it, so the session's first prompt recalls", async () => {
+  await using dir = await tempDir();
+  const hung = startHungServer();
+  const env = envFor(dir.path, hung.url, 1500);
+  assertMatch(await prompt(env, "session_a", "how should I indent this file?"), PAUSED_LINE);
+  await hung.close();
+  await using fake = await FakeOpenViking.start({ port: hung.port });
+  await ageBreaker(dir.path);
+  const start = await runCli(["hook", "session-start"], {
+    env,
+    clearEnv: true,
+    stdin: JSON.stringify({
+      hook_event_name: "SessionStart",
+      session_id: "session_b",
+      cwd: CWD,
+      source: "startup",
+    }),
+  });
+  assertEquals([start.code, start.stdout], [0, ""]);
+  await waitFor(
+    "the probe's answer",
+    async () => (await breakers(dir.path))[0]?.value.answeredAt !== undefined,
+  );
+  assertEquals(fake.requestsTo("GET /health").length, 1, "the worker probed /health");
+  assertEquals(await prompt(env, "session_b", "how should I indent this file?"), `${FAKE_DIGEST_FIRST}\n`);
+  assertEquals(await breakers(dir.path), []);
+});
+
+Deno.test("a refused connection costs nothing and opens nothing: no line, no breaker", async () => {
+  await using dir = await tempDir();
+  const closed = startHungServer();
+  await closed.close();
+  const env = envFor(dir.path, closed.url, 1500);
+  assertEquals(await prompt(env, "session_a", "how should I indent this file?"), "");
+  assertEquals(await prompt(env, "session_a", "and where do the tests go?"), "");
+  assertEquals(await breakers(dir.path), []);
+  assertEquals((await prompts(dir.path, "session_a")).map((p) => p.failure?.kind), [
+    "unreachable",
+    "unreachable",
+  ]);
+});
