@@ -119,7 +119,7 @@ Deno.test("a hung server: the first prompt waits its budget once and says so in 
     const text = await runCli(["status"], { env, clearEnv: true, cwd: dir.path });
     assertMatch(
       text.stdout,
-      /\nMemory  PAUSED: prompts do not ask the server since \d+ s ago\n +no answer from /,
+      /\nMemory {2}PAUSED: prompts do not ask the server since \d+ s ago\n +no answer from /,
     );
     await Deno.mkdir(`${dir.path}/.kimi-code`, { recursive: true });
     const doctor = await runCli(["doctor", "--json"], { env, clearEnv: true, cwd: dir.path });
