@@ -78,8 +78,16 @@ const contentParts = fc.array(
   { maxLength: 4 },
 );
 
-/** An object shaped like a Kimi hook payload: well-typed fields, then sometimes one or two of the wrong type. */
-export function payloadArb(sessionIds: readonly string[], cwds: readonly string[]): fc.Arbitrary<unknown> {
+/**
+ * An object shaped like a Kimi hook payload: well-typed fields, then sometimes one or two of the wrong type.
+ * With `credentials`, some prompts hold real-format credentials (each drawn secret must then never be sent or
+ * kept).
+ */
+export function payloadArb(
+  sessionIds: readonly string[],
+  cwds: readonly string[],
+  credentials = true,
+): fc.Arbitrary<unknown> {
   const text = fc.string({ unit: "grapheme", maxLength: 80 });
   const good = fc.record({
     hook_event_name: fc.constantFrom("SessionStart", "UserPromptSubmit", "PreToolUse", "Stop", "PreCompact"),
@@ -90,8 +98,9 @@ export function payloadArb(sessionIds: readonly string[], cwds: readonly string[
       text,
       nastyString,
       contentParts,
-      credentialText.map((c) => c.text),
-      credentialText.map((c) => [{ type: "text", text: c.text }]),
+      ...(credentials
+        ? [credentialText.map((c) => c.text), credentialText.map((c) => [{ type: "text", text: c.text }])]
+        : []),
     ),
     input: fc.oneof(fc.string({ maxLength: 40 }), contentParts),
     prompt_id: fc.oneof(fc.string({ maxLength: 8 }), fc.integer()),
@@ -119,9 +128,14 @@ export function payloadArb(sessionIds: readonly string[], cwds: readonly string[
 
 const encoder = new TextEncoder();
 
-/** Hook stdin bytes: random bytes, random JSON, payload-shaped JSON (whole, truncated, BOM-prefixed, flipped). */
+/**
+ * Hook stdin bytes: random bytes, random JSON, payload-shaped JSON (whole, truncated, BOM-prefixed, flipped).
+ * A flipped byte can break a credential's prefix and leave a random string that is no credential any more but
+ * still holds its drawn secret: the flipped payloads hold none.
+ */
 export function stdinArb(sessionIds: readonly string[], cwds: readonly string[]): fc.Arbitrary<Uint8Array> {
   const payloadText = payloadArb(sessionIds, cwds).map((p) => JSON.stringify(p));
+  const plainText = payloadArb(sessionIds, cwds, false).map((p) => JSON.stringify(p));
   return fc.oneof(
     { weight: 1, arbitrary: fc.uint8Array({ maxLength: 300 }) },
     { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 4 }).map((v) => encoder.encode(JSON.stringify(v))) },
@@ -135,7 +149,7 @@ export function stdinArb(sessionIds: readonly string[], cwds: readonly string[])
     { weight: 1, arbitrary: payloadText.map((t) => encoder.encode(`\ufeff${t}`)) },
     {
       weight: 1,
-      arbitrary: fc.tuple(payloadText, fc.nat(), fc.integer({ min: 0, max: 255 })).map(([t, i, b]) => {
+      arbitrary: fc.tuple(plainText, fc.nat(), fc.integer({ min: 0, max: 255 })).map(([t, i, b]) => {
         const bytes = encoder.encode(t);
         if (bytes.length) bytes[i % bytes.length] = b;
         return bytes;

@@ -39,14 +39,14 @@ function serve(fake: FakeOpenViking, h: Hostile): void {
     ...fake.context,
     entries: [{
       ...DEFAULT_ENTRY,
-      uri: `viking://user/default/memories/events/${h.entryUri}`,
+      uri: `viking://user/default/memories/events/${h.entryUri}.md`, // a memory is a .md file
       text: h.entryText,
     }],
     rendered: h.rendered,
     digest: h.digest,
   };
   fake.recallRendered = h.recallRendered;
-  const uri = `viking://user/default/memories/preferences/${h.uri}`;
+  const uri = `viking://user/default/memories/preferences/${h.uri}.md`;
   const other = "viking://user/default/memories/preferences/other.md";
   fake.findResults["viking://~/memories"] = [
     { context_type: "memory", uri, level: 2, score: 0.9, abstract: h.abstract },

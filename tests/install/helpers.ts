@@ -11,7 +11,7 @@ export function isolatedEnv(
 ): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(Deno.env.toObject())) {
-    if (/^(KIMI_|OPENVIKING_)/.test(k)) continue;
+    if (/^(KIMI_|OPENVIKING_)/.test(k) || k === "INIT_CWD") continue; // INIT_CWD: set by the deno task running the tests
     env[k] = v;
   }
   return { ...env, HOME: home, USERPROFILE: home, ...denoEnv(), NO_COLOR: "1", ...extra };

@@ -7,7 +7,10 @@ import type { HookContext } from "../../hooks/context.ts";
 import type { HookEvent } from "../../hooks/events.ts";
 import type { HookInput } from "../../hooks/input.ts";
 
-/** A context for `event` with `input`, in a sandbox whose HOME is `home`. */
+/**
+ * A context for `event` with `input`, in a sandbox whose HOME is `home`: a detached worker's by default, but for
+ * the prompt hook, whose worker is the breaker's probe of the server.
+ */
 export async function makeContext(
   event: HookEvent,
   input: HookInput,
@@ -23,7 +26,7 @@ export async function makeContext(
     config,
     log: silentLogger,
     startedAt: options.startedAt ?? Date.now(),
-    isWorker: options.isWorker ?? true,
+    isWorker: options.isWorker ?? event !== "user-prompt-submit",
   });
 }
 
