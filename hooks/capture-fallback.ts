@@ -72,7 +72,7 @@ export async function captureFromPrompts(
     // Each kept prompt is a turn of its own (its answer is not known without the journal).
     const value = { turns: report.acked, sent: report.sent, queued: report.queued, commit: done.commit };
     return { state: done.state, value };
-  }, { waitMs: waiting.lockWaitMs });
+  }, { waitMs: waiting.lockWaitMs, durable: true });
   if (!res.acquired) return { outcome: "lock-timeout", data: { reason } };
   return {
     outcome: "no-journal",
