@@ -68,6 +68,14 @@ function wantsSerial(res: OvFailure): "route" | "batch" | "" {
   return "";
 }
 
+/**
+ * Whether a write that failed this way may still have been stored: no reply came (a timeout, a cut
+ * connection) or a server error. Such a write is queued unsure, and asked about before it is sent again.
+ */
+export function mayHaveArrived(f: OvFailure): boolean {
+  return f.status === 0 || f.status >= 500;
+}
+
 /** What delivering a list of messages did, up to where it stopped. */
 export interface Delivery {
   /** Messages settled from the start: sent or rejected. */

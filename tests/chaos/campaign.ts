@@ -5,9 +5,10 @@
  * SessionStart, Interrupt, SessionEnd, prompt hooks, direct capture workers and `replay` — under random
  * server faults (5xx, 429, 408, dropped connections, replies lost after the write was stored, timeouts, replies
  * that are not OpenViking's — HTML pages, empty or foreign 200s and 404s, redirects — and an expiring key;
- * every kind in at least one of any 11 consecutive seeds, see `faultPlan`) and
- * random kill -9 of hook processes and of their detached workers. Then the server heals, the journal is
- * finished, every process ends, abandoned claims age past their window, and a final replay + capture run.
+ * every kind in at least one of any 11 consecutive seeds, see `faultPlan`) and random kill -9 of hook
+ * processes, of their detached workers and of replays (run directly, or detached by an interrupt). Then the
+ * server heals, the journal is finished, every process ends, the shared queue's abandoned claims age past
+ * their window, and a final replay + capture run.
  * The audit (audit.ts) decides what that left behind.
  */
 
@@ -252,7 +253,7 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
       },
       interrupt: (r) => {
         const cancelAfter = r.int(0, 900);
-        const kill = drawKill(r, false);
+        const kill = drawKill(r, true); // its detached replay, when it starts one
         return async () => {
           const k = await journal.cancelOpenTurn(1000);
           const run = await procs.start(["hook", "interrupt"], payload("Interrupt", { turn_id: k ?? 0 }), {
@@ -287,7 +288,8 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
         };
       },
       replay: (r) => {
-        const kill = drawKill(r, false);
+        // Killed at any instant of its run (start-up, claims, requests, progress), half the time.
+        const kill = { runAfterMs: r.chance(0.5) ? r.int(0, 1500) : undefined };
         return async () => {
           const run = await procs.start(["replay"], "", { writer: true });
           await applyKills(run, kill);
@@ -332,8 +334,8 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
     fake.clearFaults();
     await journal.finish();
     await procs.settle(150_000);
-    // Claims abandoned by killed replays: ours name their (now dead) process and are put back at once; the
-    // shared queue's are put back after 10 minutes, so let that time pass for them.
+    // Claims abandoned by killed replays: ours are taken over at once (no replay holds their session's lock);
+    // the shared queue's are put back after 10 minutes, so let that time pass for them.
     const pendingDir = `${home}/.openviking/pending`;
     let abandoned = 0;
     for (const d of await Array.fromAsync(Deno.readDir(`${pendingDir}/kimicode`)).catch(() => [])) {

@@ -24,6 +24,10 @@ export interface RecordedRequest {
   body: unknown;
   /** Route key, e.g. "POST /api/v1/sessions/:id/messages/batch". */
   route: string;
+  /** When the server did what was asked (stored the write, read the state): a count over every request. */
+  handled?: number;
+  /** The success reply was sent (not lost, not a fault). */
+  answered?: boolean;
 }
 
 /** A fault applied to requests whose route matches. */
@@ -380,6 +384,7 @@ export class FakeOpenViking {
   lostReplyMessages = 0;
   private server!: Server;
   private seq = 0;
+  private handledCount = 0;
   /** Requests a `hold` fault keeps waiting: released when the next request arrives. */
   private holding: (() => void)[] = [];
   url = "";
@@ -511,6 +516,7 @@ export class FakeOpenViking {
         throw new HttpError(400, "INVALID_ARGUMENT", "invalid actor peer");
       }
       const result = this.route(method, url, body);
+      record.handled = ++this.handledCount;
       if (fault?.lostReply || req.socket.destroyed) {
         // Stored, but the client never hears about it (cut connection, or it gave up waiting).
         this.lostReplyMessages += Array.isArray((body as { messages?: unknown[] })?.messages)
@@ -521,6 +527,7 @@ export class FakeOpenViking {
         req.socket.destroy();
         return;
       }
+      record.answered = true;
       if (url.pathname === "/health") return send(res, 200, result);
       return send(res, 200, { status: "ok", result });
     } catch (error) {
