@@ -10,7 +10,6 @@
  * not be recorded, so the next capture would send it again; the journal keeps every turn meanwhile.
  */
 
-import { removeAbandonedTemps } from "../runtime/fs.ts";
 import { type Config, loadConfig } from "../runtime/config.ts";
 import { createLogger, type Logger } from "../runtime/log.ts";
 import {
@@ -113,10 +112,7 @@ async function stateProblem(ctx: HookContext): Promise<{ outcome: string; reason
   // SessionStart's state is best effort and its queue replay needs none: only capture must stop here.
   if (!CAPTURING_EVENTS.has(ctx.event) || !dirs.stateDir || !ctx.config.autoCapture) return undefined;
   const reason = await unwritableReason(dirs.stateDir);
-  if (!reason) {
-    await removeAbandonedTemps(dirs.stateDir); // a probe or state write of a killed run, never swept otherwise
-    return undefined;
-  }
+  if (!reason) return undefined;
   ctx.log.stage("state-unwritable", {
     reason,
     effect:

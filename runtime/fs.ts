@@ -88,7 +88,7 @@ function syncDir(dir: string): void {
 }
 
 /** Removes a file if it can ("not there" and every other failure alike are nothing to report). */
-function removeQuietly(path: string): void {
+export function removeQuietly(path: string): void {
   try {
     Deno.removeSync(path);
   } catch {

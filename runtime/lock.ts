@@ -2,10 +2,12 @@
  * A cross-process mutex: an exclusive kernel lock (`flock`; `LockFileEx` on Windows) on a lock file, tried
  * until a deadline. The kernel drops it when the holder's file closes — at exit, on kill -9, and before a
  * killed process is reaped, so a zombie holds nothing: a dead holder never blocks anyone, a live one is waited
- * for. Nobody can take a held lock over, so a holder never checks that it still holds it.
+ * for. Nobody can take a held lock over, so a holder never checks that it still holds it. The holder removes
+ * the lock file when it is done (one file per session would pile up otherwise): a waiter that then locks the
+ * removed file notices it is no longer at its path, and opens the path again.
  */
 
-import { ensurePrivateDir, isNotFound } from "./fs.ts";
+import { ensurePrivateDir, isNotFound, removeQuietly } from "./fs.ts";
 import { dirName } from "./paths.ts";
 
 /** How long to wait for a lock, and how often to try. */
@@ -36,7 +38,7 @@ async function openLockFile(path: string): Promise<Deno.FsFile> {
   }
 }
 
-/** Whether the lock we hold is still the file at `path` (a holder may remove its lock file once done). */
+/** Whether the lock we hold is still the file at `path` (the previous holder removed it once done). */
 function stillAtPath(file: Deno.FsFile, path: string): boolean {
   try {
     const [held, now] = [file.statSync(), Deno.statSync(path)];
@@ -46,11 +48,7 @@ function stillAtPath(file: Deno.FsFile, path: string): boolean {
   }
 }
 
-/**
- * Runs `fn` holding the lock at `lockPath`; never runs it when the lock cannot be had in time. `fn` may remove
- * the lock file before it returns (a queue directory it empties): a waiter then locks a file no longer there,
- * notices, and opens the path again.
- */
+/** Runs `fn` holding the lock at `lockPath`; never runs it when the lock cannot be had in time. */
 export async function withLock<T>(
   lockPath: string,
   fn: () => Promise<T>,
@@ -62,8 +60,12 @@ export async function withLock<T>(
     const file = await openLockFile(lockPath);
     try {
       if (file.tryLockSync(true)) {
-        if (stillAtPath(file, lockPath)) return { acquired: true, value: await fn() };
-        continue;
+        if (!stillAtPath(file, lockPath)) continue;
+        try {
+          return { acquired: true, value: await fn() };
+        } finally {
+          removeQuietly(lockPath); // still held: whoever opens the path next makes a new one
+        }
       }
     } finally {
       file.close(); // releases the lock

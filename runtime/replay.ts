@@ -197,21 +197,19 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
 
 /**
  * Replays one session's queue under its lock; a session another replay holds is left to a later run. An
- * emptied queue directory goes, its lock file with it.
+ * emptied queue directory goes.
  */
 async function replaySession(run: ReplayRun, dir: string): Promise<void> {
-  const lock = joinPath(dir, QUEUE_LOCK);
-  const done = await withLock(lock, async () => {
+  const done = await withLock(joinPath(dir, QUEUE_LOCK), async () => {
     await removeAbandonedTemps(dir); // what a write killed mid-way left (else the directory is never empty)
     const files = await queueFiles(dir);
     let i = 0;
     while (i < files.length && !run.stopAll && await replayFile(run, dir, files[i]) === "next") i++;
     run.report.deferred += files.length - i;
-    if (i < files.length) return;
-    await Deno.remove(lock).catch(() => {});
-    await Deno.remove(dir).catch(() => {}); // a capture that queued meanwhile keeps it
+    return i === files.length;
   }, { waitMs: 0 });
   if (!done.acquired) run.report.deferred += (await queueFiles(dir)).length;
+  else if (done.value) await Deno.remove(dir).catch(() => {}); // a capture that queued meanwhile keeps it
 }
 
 /** Replays our queue: sessions oldest first, each in sequence order, bounded in entries and time. */
