@@ -44,7 +44,10 @@ export function isHeld(held: readonly HeldMessage[], payload: MessagePayload): b
   );
 }
 
-/** One GET of the session: its result, `null` when the session (or archive) does not exist, else undefined. */
+/**
+ * One GET of the session: its result; `null` when the server says there is no such thing (a 404: the session,
+ * an archive whose extraction failed or is not done, a route an older server lacks); else undefined.
+ */
 async function get<S extends z.ZodMiniType>(
   client: OpenVikingClient,
   path: string,
@@ -53,7 +56,7 @@ async function get<S extends z.ZodMiniType>(
 ): Promise<z.output<S> | null | undefined> {
   const res = await client.request("GET", path, schema, { budget, peerId: null, maxReplyBytes: 16 << 20 });
   if (res.ok) return res.result;
-  return res.kind === "rejected" && res.status === 404 ? null : undefined;
+  return res.status === 404 ? null : undefined;
 }
 
 /** The messages the session holds since its last commit; undefined when the server cannot say. */
@@ -75,10 +78,12 @@ export async function newestHeld(
   sid: string,
   budget: Budget,
 ): Promise<HeldMessage | null | undefined> {
-  const live = await liveMessages(client, sid, budget);
-  if (live === undefined || live.length) return live?.at(-1);
+  const live = await get(client, `${sessionPath(sid)}/context`, MessagesReply, budget);
+  if (!live) return live; // no such session (null), or no answer
+  const newest = heldIn(live).at(-1);
+  if (newest) return newest;
   const meta = await get(client, sessionPath(sid), SessionReply, budget);
-  if (!meta) return meta;
+  if (!meta) return undefined; // it was there a moment ago
   for (let n = meta.commit_count; n > 0; n--) {
     const id = `archive_${String(n).padStart(3, "0")}`;
     const archive = await get(client, `${sessionPath(sid)}/archives/${id}`, MessagesReply, budget);
