@@ -73,7 +73,7 @@ export async function captureFromPrompts(
     const { sent, queued, rejected } = report;
     const value = { turns: report.acked, sent, queued, rejected, commit: done.commit };
     return { state: done.state, value };
-  }, { waitMs: waiting.lockWaitMs });
+  }, { waitMs: waiting.lockWaitMs, durable: true });
   if (!res.acquired) return { outcome: "lock-timeout", data: { reason } };
   return {
     outcome: "no-journal",

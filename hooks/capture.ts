@@ -10,7 +10,9 @@ import { type Cause, causeOf } from "../runtime/advice.ts";
 import { noteAnswered } from "../runtime/breaker.ts";
 import type { OpenVikingClient } from "../runtime/http.ts";
 import { kimiHome } from "../runtime/paths.ts";
-import { hasUnsent, SessionQueue } from "../runtime/pending.ts";
+import { isHeld, newestHeld } from "../runtime/held.ts";
+import { hasUnsent, queuedMessageKeys, SessionQueue } from "../runtime/pending.ts";
+import { messageKey } from "../runtime/pending-files.ts";
 import { replayOptions, replayQueue, type ReplayReport } from "../runtime/replay.ts";
 import { sendMessages, type SendReport } from "../runtime/sessions.ts";
 import {
@@ -57,6 +59,8 @@ interface CaptureReport {
   cause?: Cause;
   /** Messages of an unrecorded earlier request found queued or on the server (not sent again). */
   settledElsewhere: number;
+  /** The state was damaged: messages found on the server or queued, acknowledged instead of sent again. */
+  recovered?: number;
   /** Loop events whose turn id matched no prompt: bound to the open turn, or (no open turn) not bound. */
   rebound: number;
   unbound: number;
@@ -159,6 +163,31 @@ async function settleInflight(run: Run, state: SessionState): Promise<SessionSta
 }
 
 /**
+ * A capture state found damaged (state.ts set it aside): OpenViking says what the session holds — its newest
+ * message, live or archived — and the planned messages up to the journal's copy of it, with those queued after
+ * them, are acknowledged instead of sent again. Undefined while the server cannot say: nothing is sent then.
+ */
+async function recoverState(run: Run, state: SessionState): Promise<SessionState | undefined> {
+  const { ctx } = run;
+  const plan = planCapture(run.scan.turns.turns, new Set(state.capturedKeys), state.ackedBelow, {
+    ...run.planOptions,
+    maxTurns: undefined,
+  });
+  const newest = await newestHeld(run.client, ctx.ovSessionId, run.mode.budget);
+  if (newest === undefined) return undefined;
+  const queued = await queuedMessageKeys(ctx.pendingDir, ctx.ovSessionId);
+  let held = newest ? plan.toSend.findLastIndex((c) => isHeld([newest], c.payload)) + 1 : 0;
+  while (
+    held < plan.toSend.length && queued.has(await messageKey(ctx.ovSessionId, plan.toSend[held].payload))
+  ) {
+    held++;
+  }
+  run.report.recovered = held;
+  ctx.log.stage("state-recovered", { aside: state.recover?.aside, held, planned: plan.toSend.length });
+  return { ...(await stateAfter(run, state, plan, held, 0)), recover: undefined };
+}
+
+/**
  * Replays the session's queued writes first, so the server sees turns in order, then opens the queue once for
  * this run's appends (a long backlog queued in many steps never re-reads what this run queued). `backlog`: some
  * still wait, so new writes queue behind them.
@@ -254,7 +283,18 @@ async function sendSteps(
 /** The whole capture under the lock: settle, replay the backlog, send in steps, commit, record. */
 async function captureLocked(run: Run, start: SessionState): Promise<SessionState> {
   const { ctx, mode, report } = run;
-  const settled = await settleInflight(run, start);
+  const recovered = start.recover ? await recoverState(run, start) : start;
+  if (!recovered) {
+    report.cause = {
+      kind: "local",
+      status: 0,
+      message:
+        `the capture state was damaged (kept at ${start.recover?.aside}) and OpenViking could not say ` +
+        "what the session already holds: nothing is sent until it can",
+    };
+    return start;
+  }
+  const settled = await settleInflight(run, recovered);
   const { backlog, queue } = await replayBacklog(run);
   const sent = await sendSteps(run, settled, backlog, queue);
   let state = sent.state;
@@ -340,7 +380,7 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
       captured: new Set(),
     };
     return { state: await captureLocked(run, start), value: report };
-  }, { waitMs: mode.lockWaitMs });
+  }, { waitMs: mode.lockWaitMs, durable: true });
   if (!res.acquired) return { outcome: "lock-timeout", data: { journal } };
   return { outcome: "captured", data: { ...res.value } };
 }

@@ -10,7 +10,6 @@
  * not be recorded, so the next capture would send it again; the journal keeps every turn meanwhile.
  */
 
-import { removeAbandonedTemps } from "../runtime/fs.ts";
 import { type Config, loadConfig } from "../runtime/config.ts";
 import { createLogger, type Logger } from "../runtime/log.ts";
 import {
@@ -22,7 +21,7 @@ import {
   sharedStateDir,
 } from "../runtime/paths.ts";
 import { safeId, statePaths } from "../runtime/state.ts";
-import { unusableFileReason, unwritableReason } from "../runtime/writable.ts";
+import { unwritableReason } from "../runtime/writable.ts";
 import { type Handler, type HookContext, SESSION_PREFIX } from "./context.ts";
 import { gateReason } from "./gates.ts";
 import { WORKER_ENV } from "./detach.ts";
@@ -112,12 +111,8 @@ async function stateProblem(ctx: HookContext): Promise<{ outcome: string; reason
   }
   // SessionStart's state is best effort and its queue replay needs none: only capture must stop here.
   if (!CAPTURING_EVENTS.has(ctx.event) || !dirs.stateDir || !ctx.config.autoCapture) return undefined;
-  const reason = (await unwritableReason(dirs.stateDir)) ||
-    (ctx.capturePaths ? await unusableFileReason(ctx.capturePaths.file) : "");
-  if (!reason) {
-    await removeAbandonedTemps(dirs.stateDir); // a probe or state write of a killed run, never swept otherwise
-    return undefined;
-  }
+  const reason = await unwritableReason(dirs.stateDir);
+  if (!reason) return undefined;
   ctx.log.stage("state-unwritable", {
     reason,
     effect:

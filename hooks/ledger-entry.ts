@@ -16,7 +16,8 @@ import {
   snippet,
 } from "../runtime/ledger.ts";
 import { asRecord, isRecord } from "../runtime/parsed.ts";
-import { type Env, ledgerDir, orNoHome } from "../runtime/paths.ts";
+import { removeAbandonedTemps, writeFileAtomic } from "../runtime/fs.ts";
+import { type Env, hookStateDir, joinPath, ledgerDir, orNoHome } from "../runtime/paths.ts";
 import { safeId } from "../runtime/state.ts";
 import type { HookContext, HookResult } from "./context.ts";
 import { promptText } from "./input.ts";
@@ -156,10 +157,33 @@ export async function recordReplay(
   }
 }
 
+/** Session start's sweep of the whole home runs at most this often. */
+const HOUSEKEEPING_EVERY_MS = 86_400_000;
+
+/** The stamp (in the shared state directory) of the last sweep of the whole home. */
+const HOUSEKEEPING_STAMP = "kimicode-housekeeping.json";
+
+/**
+ * What a session start does with the whole home — remove temp files that killed writes left in the queue and in
+ * the hook state, cut the ledger to its bounds — costs in proportion to the history, and runs beside the
+ * session's first prompt: at most once a day (the stamp says when it last ran). Returns the temp files removed,
+ * or undefined when it was not due. Never throws.
+ */
+export async function houseKeeping(ctx: HookContext, now = Date.now()): Promise<number | undefined> {
+  const stamp = ctx.sharedStateDir ? joinPath(ctx.sharedStateDir, HOUSEKEEPING_STAMP) : "";
+  const last = stamp ? (await Deno.stat(stamp).catch(() => undefined))?.mtime?.getTime() : undefined;
+  if (last !== undefined && now >= last && now - last < HOUSEKEEPING_EVERY_MS) return undefined;
+  if (stamp) await writeFileAtomic(stamp, `${JSON.stringify({ at: now })}\n`).catch(() => {});
+  const temps = (await removeAbandonedTemps(ctx.pendingDir)) +
+    (await removeAbandonedTemps(hookStateDir(ctx.env)));
+  const dir = orNoHome(() => ledgerDir(ctx.env));
+  if (dir) await pruneLedger(dir, ledgerLimits(ctx.config), now).catch(() => 0);
+  return temps;
+}
+
 /**
  * Appends the run's entry to its session's ledger (a replay to the replay ledger, and so a capture's replay of
- * its backlog); a session start's queue replay also prunes the ledger to its bounds. Never throws, never blocks
- * the hook for long: the ledger is a record, not a dependency.
+ * its backlog). Never throws, never blocks the hook for long: the ledger is a record, not a dependency.
  */
 export async function recordRun(ctx: HookContext, result: HookResult, startedAt: number): Promise<void> {
   const entry = ledgerEntryOf(ctx, result, { startedAt, now: Date.now() });
@@ -175,9 +199,6 @@ export async function recordRun(ctx: HookContext, result: HookResult, startedAt:
       await recordReplay(ctx.env, limits, result.data.backlog, startedAt);
     }
     if (entry && name) await appendLedger(dir, name, entry, limits);
-    // The queue replay at each session start also keeps the ledger within its bounds: in the detached worker,
-    // or inline when detached writes are off (the parent that detached replays nothing).
-    if (ctx.event === "session-start" && result.outcome === "replayed") await pruneLedger(dir, limits);
   } catch (error) {
     ctx.log.stage("ledger-unwritable", { error: (error as Error).message });
   }

@@ -4,14 +4,13 @@
  * in a detached worker, so session creation never waits on the network. Prints nothing.
  */
 
-import { removeAbandonedTemps } from "../runtime/fs.ts";
 import { probeIfDue } from "../runtime/breaker.ts";
 import { Budget } from "../runtime/http.ts";
-import { hookStateDir } from "../runtime/paths.ts";
 import { replayAll, replayOptions } from "../runtime/replay.ts";
 import { updateState } from "../runtime/state.ts";
 import { clientFor, type HookContext, type HookResult } from "./context.ts";
 import { spawnWorker } from "./detach.ts";
+import { houseKeeping } from "./ledger-entry.ts";
 import { refreshFromHook } from "./system-prompt.ts";
 
 /** A SessionStart this close to the previous one is the same start fired twice. */
@@ -23,13 +22,15 @@ async function replayQueues(ctx: HookContext): Promise<HookResult> {
   await probeIfDue(clientFor(ctx), ctx.sharedStateDir);
   const options = replayOptions(ctx.config, { budget: new Budget(ctx.config.replayBudgetMs) });
   const report = await replayAll(ctx.pendingDir, clientFor(ctx), options);
-  // Writes killed mid-way leave temp files behind (in a session's queue, the replay above swept them).
-  const temps = (await removeAbandonedTemps(ctx.pendingDir)) +
-    (await removeAbandonedTemps(hookStateDir(ctx.env)));
+  // Temp files of writes killed mid-way (a session's queue was swept by the replay above), the ledger's bounds.
+  const temps = await houseKeeping(ctx);
   const cause = report.cause ? { kind: report.cause.kind, status: report.cause.status } : undefined;
   // For the next Kimi start or /reload: this session's system prompt was frozen when Kimi created it.
   await refreshFromHook(ctx, true);
-  return { outcome: "replayed", data: { ...report, cause, staleTempsRemoved: temps } };
+  return {
+    outcome: "replayed",
+    data: { ...report, cause, ...(temps === undefined ? {} : { staleTempsRemoved: temps }) },
+  };
 }
 
 /** The SessionStart handler. */

@@ -69,6 +69,16 @@ function wantsSerial(res: OvFailure): "route" | "batch" | "" {
   return "";
 }
 
+/**
+ * Whether a write that failed this way may still have been stored: it went out and no reply came (a timeout,
+ * a cut connection), or a server error came. Such a write is queued unsure, and asked about before it is sent
+ * again; one that never went out (no connection, no time left) is not.
+ */
+export function mayHaveArrived(f: OvFailure): boolean {
+  if (f.status !== 0) return f.status >= 500;
+  return f.error.code !== "CONNECT" && f.error.code !== "BUDGET_SPENT";
+}
+
 /** What delivering a list of messages did, up to where it stopped. */
 export interface Delivery {
   /** Messages settled from the start: sent or rejected. */

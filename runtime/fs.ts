@@ -37,8 +37,9 @@ export function tempSibling(path: string): string {
 
 /**
  * Writes a file so readers see the old or the new content, never a torn one (temp + rename; a killed
- * process cannot tear it). `durable` adds an fsync before the rename, for data that must survive a power
- * loss too; hook state skips it because it sits on every prompt's path and is re-derivable.
+ * process cannot tear it). `durable` syncs the data before the rename and the directory after it, so a power
+ * loss cannot leave an empty or torn file either (a rename can reach the disk before the data it names) nor
+ * undo the write; the prompt state skips it because it sits on every prompt's path and is re-derivable.
  */
 export function writeFileAtomic(
   path: string,
@@ -73,10 +74,21 @@ export function writeFileAtomicSync(
     removeQuietly(tmp);
     throw error;
   }
+  if (options.durable && !isWindows) syncDir(dirName(path));
+}
+
+/** Syncs a directory's entries to disk (a rename into it is durable once this returns). */
+function syncDir(dir: string): void {
+  const file = Deno.openSync(dir, { read: true });
+  try {
+    file.syncSync();
+  } finally {
+    file.close();
+  }
 }
 
 /** Removes a file if it can ("not there" and every other failure alike are nothing to report). */
-function removeQuietly(path: string): void {
+export function removeQuietly(path: string): void {
   try {
     Deno.removeSync(path);
   } catch {

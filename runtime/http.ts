@@ -154,10 +154,19 @@ function requestTimeout(options: ClientOptions, req: RequestOptions): number | O
   return Math.min(timeout, left);
 }
 
-/** The failure of a request that got no complete answer: no answer in time, or none at all. */
-function noAnswer(timedOut: boolean, timeout: number, timedOutText: string, otherText: string): OvFailure {
+/**
+ * The failure of a request that got no complete answer: no answer in time, or none at all — `CONNECT` when no
+ * connection was made (refused, no such host: nothing reached the server), else `NETWORK`.
+ */
+function noAnswer(
+  timedOut: boolean,
+  timeout: number,
+  timedOutText: string,
+  otherText: string,
+  connect = false,
+): OvFailure {
   return failure("unreachable", 0, {
-    code: timedOut ? "TIMEOUT" : "NETWORK",
+    code: timedOut ? "TIMEOUT" : connect ? "CONNECT" : "NETWORK",
     message: timedOut ? `${timedOutText} within ${timeout} ms` : otherText,
   });
 }
@@ -176,7 +185,8 @@ async function exchange(
     response = await doFetch(url, { ...init, signal, redirect: "manual" });
   } catch (error) {
     const why = `cannot reach ${origin}: ${withoutUserinfo((error as Error).message)}`;
-    return noAnswer(signal.aborted, limits.timeout, `no answer from ${origin}`, why);
+    const connect = /\(Connect\)/.test(String((error as Error).cause ?? "")); // hyper's connect phase
+    return noAnswer(signal.aborted, limits.timeout, `no answer from ${origin}`, why, connect);
   }
   // The request's timeout covers the body too (the signal aborts it); no separate idle limit.
   const body = await readBody(response, { maxBytes: limits.maxBytes, idleMs: Infinity, signal });

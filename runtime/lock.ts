@@ -1,176 +1,76 @@
 /**
- * A cross-process mutex: a lock directory created with a non-recursive mkdir, holding the owner's pid and a
- * token. A lock is taken over at once when its owner is dead, when it has no owner for a moment (or its time is
- * in the future), and when it is stale (untouched for `staleMs`) and its owner cannot be probed; a live owner
- * that stopped refreshing is waited for up to `LIVE_STALE_MS`. Holders check their token (`Lease.held`) before
- * they write, so a holder whose lock was taken over never writes over the new holder's work.
+ * A cross-process mutex: an exclusive kernel lock (`flock`; `LockFileEx` on Windows) on a lock file, tried
+ * until a deadline. The kernel drops it when the holder's file closes — at exit, on kill -9, and before a
+ * killed process is reaped, so a zombie holds nothing: a dead holder never blocks anyone, a live one is waited
+ * for. Nobody can take a held lock over, so a holder never checks that it still holds it. The holder removes
+ * the lock file when it is done (one file per session would pile up otherwise): a waiter that then locks the
+ * removed file notices it is no longer at its path, and opens the path again.
  */
 
-import { ensurePrivateDir, isAlreadyExists, isNotFound } from "./fs.ts";
+import { ensurePrivateDir, isNotFound, removeQuietly } from "./fs.ts";
 import { dirName } from "./paths.ts";
-import { isProcessGone } from "./process.ts";
 
-/** How long to wait for a lock, when a holder counts as dead, and how often to look. */
+/** How long to wait for a lock, and how often to try. */
 export interface LockOptions {
-  /** Give up after this long (default 5 s). */
+  /** Give up after this long (default 5 s; 0: one try). */
   waitMs?: number;
-  /** A lock untouched for this long is taken over (default 60 s). */
-  staleMs?: number;
-  /** Poll interval while waiting (default 50 ms). */
+  /** Try again this often while waiting (default 50 ms). */
   pollMs?: number;
 }
 
 /** The outcome of `withLock`: the callback's value, or `acquired: false` when the wait ran out. */
 export type LockResult<T> = { acquired: true; value: T } | { acquired: false };
 
-/** What a holder can ask about its lock. */
-export interface Lease {
-  /** Whether the lock is still ours (not taken over as stale while we worked). */
-  held(): Promise<boolean>;
+/** The lock file at `path`, opened (created 0600 in a 0700 directory when missing). */
+async function openLockFile(path: string): Promise<Deno.FsFile> {
+  const open = () => Deno.openSync(path, { read: true, write: true, create: true, mode: 0o600 });
+  try {
+    return open();
+  } catch (error) {
+    if (!isNotFound(error)) {
+      // An older version's lock was a directory: holders of it check it before every write, so it may go.
+      if (!(await Deno.lstat(path).then((i) => i.isDirectory, () => false))) throw error;
+      await Deno.remove(path, { recursive: true });
+      return open();
+    }
+    await ensurePrivateDir(dirName(path));
+    return open();
+  }
 }
 
-/** A lock whose live owner stopped refreshing it for this long is taken over anyway (the owner hangs). */
-const LIVE_STALE_MS = 10 * 60_000;
+/** Whether the lock we hold is still the file at `path` (the previous holder removed it once done). */
+function stillAtPath(file: Deno.FsFile, path: string): boolean {
+  try {
+    const [held, now] = [file.statSync(), Deno.statSync(path)];
+    return held.ino === null || (held.ino === now.ino && held.dev === now.dev);
+  } catch {
+    return false;
+  }
+}
 
-/** A lock directory without a readable owner this old (or this far in the future) was abandoned mid-create. */
-const OWNERLESS_MS = 2_000;
-
-/** Runs `fn` while holding the lock at `lockPath`; never runs it when the lock cannot be had in time. */
+/** Runs `fn` holding the lock at `lockPath`; never runs it when the lock cannot be had in time. */
 export async function withLock<T>(
   lockPath: string,
-  fn: (lease: Lease) => Promise<T>,
+  fn: () => Promise<T>,
   options: LockOptions = {},
 ): Promise<LockResult<T>> {
-  const waitMs = options.waitMs ?? 5_000;
-  const staleMs = options.staleMs ?? 60_000;
+  const deadline = Date.now() + (options.waitMs ?? 5_000);
   const pollMs = options.pollMs ?? 50;
-  const deadline = Date.now() + waitMs;
-  const token = `${Deno.pid}:${crypto.randomUUID()}`;
   for (;;) {
-    if (await tryAcquire(lockPath, token)) break;
-    await removeIfStale(lockPath, staleMs);
+    const file = await openLockFile(lockPath);
+    try {
+      if (file.tryLockSync(true)) {
+        if (!stillAtPath(file, lockPath)) continue;
+        try {
+          return { acquired: true, value: await fn() };
+        } finally {
+          removeQuietly(lockPath); // still held: whoever opens the path next makes a new one
+        }
+      }
+    } finally {
+      file.close(); // releases the lock
+    }
     if (Date.now() >= deadline) return { acquired: false };
     await new Promise((r) => setTimeout(r, Math.min(pollMs, Math.max(1, deadline - Date.now()))));
-  }
-  const heartbeat = startHeartbeat(lockPath, Math.max(1_000, Math.floor(staleMs / 4)));
-  const held = () => readOwner(lockPath).token === token;
-  const lease: Lease = { held: () => Promise.resolve(held()) };
-  try {
-    return { acquired: true, value: await fn(lease) };
-  } finally {
-    heartbeat.stop();
-    // Only our own lock is removed: one taken over meanwhile belongs to its new holder.
-    if (held()) removeLockDir(lockPath);
-  }
-}
-
-/**
- * Keeps the lock fresh while a long holder works, so nobody mistakes it for a dead one. The first beat waits
- * on an AbortSignal timer, the later ones on an unref'd interval: a short hold (every prompt) never touches
- * Deno 2.9's setInterval/clearInterval, whose first use loads Node's timers module (~4 ms per hook run).
- */
-function startHeartbeat(lockPath: string, everyMs: number): { stop(): void } {
-  const touch = () => {
-    const now = new Date();
-    Deno.utime(lockPath, now, now).catch(() => {});
-  };
-  let interval: ReturnType<typeof setInterval> | undefined;
-  const first = AbortSignal.timeout(everyMs);
-  const start = () => {
-    touch();
-    const beat = setInterval(touch, everyMs);
-    Deno.unrefTimer(beat);
-    interval = beat;
-  };
-  first.addEventListener("abort", start, { once: true });
-  return {
-    stop() {
-      first.removeEventListener("abort", start);
-      if (interval !== undefined) clearInterval(interval);
-    },
-  };
-}
-
-const OWNER_FILE = "owner";
-
-/** Removes a lock directory with its owner file; one gone already is no error. */
-function removeLockDir(lockPath: string): void {
-  try {
-    Deno.removeSync(lockPath, { recursive: true });
-  } catch {
-    // gone already
-  }
-}
-
-/** The owner recorded in a lock directory: `<pid>:<uuid>` (or a bare pid, as older versions wrote it). */
-function readOwner(lockPath: string): { pid?: number; token?: string } {
-  let text = "";
-  try {
-    text = Deno.readTextFileSync(`${lockPath}/${OWNER_FILE}`).trim();
-  } catch {
-    // no owner (yet), or no lock
-  }
-  const m = /^(\d+)(:[0-9a-f-]{36})?$/.exec(text);
-  return m ? { pid: Number(m[1]), token: m[2] ? text : undefined } : {};
-}
-
-function makeLockDir(lockPath: string, token: string): boolean {
-  try {
-    Deno.mkdirSync(lockPath, { mode: 0o700 });
-  } catch (error) {
-    if (isAlreadyExists(error)) return false;
-    throw error;
-  }
-  // Written in place (not renamed in): a reader sees no owner for a moment, never a torn one it trusts.
-  try {
-    Deno.writeTextFileSync(`${lockPath}/${OWNER_FILE}`, token, { mode: 0o600 });
-  } catch {
-    // an ownerless lock: taken over once it is OWNERLESS_MS old
-  }
-  return true;
-}
-
-async function tryAcquire(lockPath: string, token: string): Promise<boolean> {
-  try {
-    return makeLockDir(lockPath, token);
-  } catch (error) {
-    if (!isNotFound(error)) throw error;
-    // Parent directory missing: create it and try once more.
-    await ensurePrivateDir(dirName(lockPath));
-    return makeLockDir(lockPath, token);
-  }
-}
-
-/** What is known of a lock's owner: none recorded, dead, alive, or not probeable here (Windows). */
-export type OwnerState = "none" | "dead" | "alive" | "unknown";
-
-/** Why a lock found held may be taken over now ("" = wait for it). Pure. */
-export function staleReason(lock: { ageMs: number; owner: OwnerState }, staleMs: number): string {
-  if (lock.owner === "dead") return "owner-dead";
-  if (lock.owner === "none" && Math.abs(lock.ageMs) > OWNERLESS_MS) return "ownerless";
-  const limit = lock.owner === "alive" ? Math.max(staleMs, LIVE_STALE_MS) : staleMs;
-  return lock.ageMs > limit ? "stale" : "";
-}
-
-async function removeIfStale(lockPath: string, staleMs: number): Promise<void> {
-  try {
-    const info = await Deno.stat(lockPath);
-    const ageMs = Date.now() - (info.mtime?.getTime() ?? Date.now());
-    const { pid } = readOwner(lockPath);
-    const owner: OwnerState = pid === undefined
-      ? "none"
-      : Deno.build.os === "windows"
-      ? "unknown"
-      : isProcessGone(pid)
-      ? "dead"
-      : "alive";
-    // A holder killed with -9 leaves its lock behind: it is taken at once, not after it goes stale.
-    if (!staleReason({ ageMs, owner }, staleMs)) return;
-    // Rename first so two processes never both delete a lock one of them just re-created.
-    const aside = `${lockPath}.stale-${Deno.pid}-${crypto.randomUUID().slice(0, 8)}`;
-    await Deno.rename(lockPath, aside);
-    await Deno.remove(aside, { recursive: true });
-  } catch {
-    // Gone already, or another process is handling it.
   }
 }

@@ -35,12 +35,17 @@ const MessageSchema = z.object({
   turn_id: z.optional(z.string()),
 });
 
-/** What every queued request has: the format version, its session, its place in the session's queue, its time. */
+/**
+ * What every queued request has: the format version, its session, its place in the session's queue, its time;
+ * `unsure` when a request of it may have reached the server without the reply reaching us (no reply came, or
+ * the replay sending it died): replay asks the session what it holds before sending it again.
+ */
 const ENTRY_BASE = {
   version: z.literal(1),
   sessionId: z.string().check(z.minLength(1)),
   seq: z.int().check(z.positive()),
   createdAt: z.number(),
+  unsure: z.optional(z.literal(true)),
 };
 
 /** One queued request: a batch of messages, or a commit. */

@@ -112,9 +112,14 @@ export class SessionQueue {
 
   /**
    * Queues messages in order, in batches; messages already queued are skipped. Returns how many of the leading
-   * messages are durably queued (a failure stops it: the rest is not acknowledged).
+   * messages are durably queued (a failure stops it: the rest is not acknowledged). `unsure`: the first batch
+   * is one whose request may have arrived (replay asks the session before sending it).
    */
-  async messages(payloads: readonly MessagePayload[], now = Date.now()): Promise<number> {
+  async messages(
+    payloads: readonly MessagePayload[],
+    options: { now?: number; unsure?: boolean } = {},
+  ): Promise<number> {
+    const now = options.now ?? Date.now();
     if (payloads.length === 0) return 0;
     try {
       const keyed = await Promise.all(payloads.map(async (payload, index) => ({
@@ -130,12 +135,13 @@ export class SessionQueue {
         i = end;
       }
       const sessionId = this.sessionId;
-      const stored = await this.append(batches.map((b) => (seq) => ({
+      const stored = await this.append(batches.map((b, i) => (seq) => ({
         version: 1,
         kind: "messages",
         sessionId,
         seq,
         createdAt: now,
+        ...(i === 0 && options.unsure ? { unsure: true as const } : {}),
         messages: b.map(({ key, payload }) => ({ key, payload })),
       })));
       for (const b of batches.slice(0, stored)) for (const m of b) this.keys.add(m.key);
@@ -170,7 +176,7 @@ export async function enqueueMessages(
   now = Date.now(),
 ): Promise<number> {
   try {
-    return await (await SessionQueue.open(pendingDir, sessionId)).messages(payloads, now);
+    return await (await SessionQueue.open(pendingDir, sessionId)).messages(payloads, { now });
   } catch {
     return 0;
   }

@@ -1,23 +1,24 @@
 /**
  * Replaying our offline queue (pending-files.ts): sessions oldest first, each in sequence order, bounded in
- * entries and time; then what other plugins left in the shared queue (pending-shared.ts). A session's file is
- * claimed by renaming it to `<seq>-<tag>.<pid>.claim`; a claim whose process is gone (or older than
- * `ABANDONED_AFTER_MS`, or dated in the future) is put back, and while another run holds a claim of a
- * session that session's later writes wait. Progress inside an entry is kept in its claim. A write OpenViking
- * refuses for good, or one queued past the age limit, moves to the rejected place (pending.ts `keepRejected`),
- * which `replay --rejected` replays the same way; no failure spends anything.
+ * entries and time; then what other plugins left in the shared queue (pending-shared.ts). A replay of a session
+ * holds a kernel lock in the session's queue directory (a session another replay holds waits for a later run),
+ * and claims a file by renaming it to `<seq>-<tag>.<pid>.claim`, keeping its progress inside. The lock dies
+ * with its replay (kill -9 and zombies included), so a claim found under it is one whose replay died: like an
+ * entry whose request got no reply, it is marked unsure, and the session is asked what it already holds before
+ * it is sent again. A write OpenViking refuses for good, or one queued past the age limit, moves to the
+ * rejected place (pending.ts `keepRejected`), which `replay --rejected` replays the same way; no failure spends
+ * anything.
  */
 
 import { removeAbandonedTemps, writeFileAtomic } from "./fs.ts";
 import type { Budget, OpenVikingClient, OvFailure } from "./http.ts";
-import { isProcessGone } from "./process.ts";
+import { withLock } from "./lock.ts";
 import { joinPath } from "./paths.ts";
-import { CommitResultSchema, deliverMessages, sessionPath } from "./deliver.ts";
+import { CommitResultSchema, deliverMessages, mayHaveArrived, sessionPath } from "./deliver.ts";
+import { isHeld, liveMessages } from "./held.ts";
 import {
-  ABANDONED_AFTER_MS,
   claimName,
   entryFile,
-  FUTURE_SLACK_MS,
   type QueueEntry,
   type QueueFile,
   queueFiles,
@@ -28,26 +29,13 @@ import {
 import { keepRejected, type KeptWrite } from "./pending.ts";
 import { replayShared, type SharedReplayReport } from "./pending-shared.ts";
 
-/** Puts claims back whose replay process is gone, that are older than `ABANDONED_AFTER_MS`, or future-dated. */
-async function recoverClaims(dir: string, files: QueueFile[], now: number): Promise<QueueFile[]> {
-  const out: QueueFile[] = [];
-  for (const f of files) {
-    if (f.claimedBy === undefined) {
-      out.push(f);
-      continue;
-    }
-    const path = joinPath(dir, f.name);
-    const mtime = (await Deno.stat(path).catch(() => undefined))?.mtime?.getTime() ?? now;
-    const abandoned = isProcessGone(f.claimedBy) || now - mtime > ABANDONED_AFTER_MS ||
-      mtime - now > FUTURE_SLACK_MS;
-    // Progress inside a claim shrinks its content, not its name: name it after what is left.
-    const left = abandoned ? await readEntry(path) : undefined;
-    const back = entryFile(f.seq, left ?? f.tag);
-    if (abandoned && await Deno.rename(path, joinPath(dir, back.name)).then(() => true, () => false)) {
-      out.push(back);
-    } else out.push(f);
-  }
-  return out;
+/** The lock a replay of a session holds, in the session's queue directory. */
+const QUEUE_LOCK = "replay.lock";
+
+/** Writes what is left of a claimed entry into its claim: durably, a replay killed later starts from there. */
+async function keep<E extends QueueEntry>(claimPath: string, entry: E): Promise<E> {
+  await writeFileAtomic(claimPath, `${JSON.stringify(entry)}\n`, { privateDir: false, durable: true });
+  return entry;
 }
 
 /** Limits of one replay run. */
@@ -59,9 +47,9 @@ export interface ReplayOptions {
   budget: Budget;
   /** Only this OpenViking session. */
   sessionId?: string;
+  now?: number;
   /** Replay the rejected place (`replay --rejected`, no age limit) instead of the queue. */
   rejected?: boolean;
-  now?: number;
 }
 
 /** What a replay run did. */
@@ -70,6 +58,8 @@ export interface ReplayReport {
   replayed: number;
   /** Messages sent (of replayed or partly replayed entries). */
   messages: number;
+  /** Messages of unsure entries the session already held: not sent again. */
+  held: number;
   /** Messages (or commits) OpenViking rejected: kept in the rejected place. */
   rejected: number;
   /** Entries queued past the age limit (TTL): moved to the rejected place. */
@@ -78,10 +68,10 @@ export interface ReplayReport {
   deferred: number;
   /** The commits replayed and the task OpenViking started for each. */
   commitTasks: { sessionId: string; taskId: string }[];
-  /** Messages sent per session (for `status`: they count as delivered, no longer as queued). */
-  delivered: { sessionId: string; messages: number }[];
   /** The failure that stopped the run (or a session), if any. */
   cause?: OvFailure;
+  /** Messages sent per session (for `status`: they count as delivered, no longer as queued). */
+  delivered: { sessionId: string; messages: number }[];
 }
 
 /** A failure that says the server as a whole cannot be used now (every session would fail the same way). */
@@ -125,23 +115,27 @@ async function replayEntry(
     }
     return res;
   }
-  const messages = entry.messages;
+  let sure = entry;
+  if (entry.unsure) {
+    // Its last request may have arrived: what the session holds is not sent again. When the server cannot
+    // say, everything is sent (a duplicate is better than a loss); the entry stays unsure until delivered.
+    const held = await liveMessages(client, entry.sessionId, budget);
+    if (held) {
+      const { unsure: _, ...rest } = entry;
+      const messages = entry.messages.filter((m) => !isHeld(held, m.payload));
+      report.held += entry.messages.length - messages.length;
+      if (!messages.length) return undefined;
+      sure = await keep(claimPath, { ...rest, messages });
+    }
+  }
+  const messages = sure.messages;
   const d = await deliverMessages(client, entry.sessionId, messages.map((m) => m.payload), {
     budget,
     onRejected: (payload, r) =>
       keepRejected(pendingDir, entry.sessionId, { messages: [payload] }, r, entry.createdAt),
+    // Progress is kept in the claim: a replay killed later never sends these again.
     onSettled: async (settled) => {
-      // Progress is kept in the claim: a replay killed later never sends these again.
-      if (settled < messages.length) {
-        await writeFileAtomic(
-          claimPath,
-          `${JSON.stringify({ ...entry, messages: messages.slice(settled) })}\n`,
-          {
-            privateDir: false,
-            durable: true,
-          },
-        );
-      }
+      if (settled < messages.length) await keep(claimPath, { ...sure, messages: messages.slice(settled) });
     },
   });
   report.messages += d.sent;
@@ -152,28 +146,23 @@ async function replayEntry(
   return d.stop;
 }
 
-/** A session's queue as replay finds it: its files, and when its oldest write was queued. */
+/** A session's queue as replay finds it: its directory, and when its oldest write was queued. */
 interface QueuedSession {
   dir: string;
-  files: QueueFile[];
   first: number;
 }
 
-/** The sessions to replay (one, or every one), abandoned claims put back, oldest first; empty ones removed. */
+/** The sessions to replay (one, or every one that has a queue directory), oldest first. */
 async function queuedSessions(pendingDir: string, options: ReplayOptions, now: number) {
   const sessions: QueuedSession[] = [];
   const subdir = options.rejected ? REJECTED_SUBDIR : undefined;
   for (const dir of await sessionDirs(pendingDir, options.sessionId, subdir)) {
-    await removeAbandonedTemps(dir); // what a write killed mid-way left (else the directory is never empty)
-    const files = await recoverClaims(dir, await queueFiles(dir), now);
-    if (!files.length) {
-      await Deno.remove(dir).catch(() => {}); // an empty session directory is not kept
-      continue;
-    }
-    const first = files[0].claimedBy === undefined
-      ? (await readEntry(joinPath(dir, files[0].name)))?.createdAt ?? now
+    if (!(await Deno.stat(dir).then((i) => i.isDirectory, () => false))) continue;
+    const [head] = await queueFiles(dir);
+    const first = head?.claimedBy === undefined && head
+      ? (await readEntry(joinPath(dir, head.name)))?.createdAt ?? now
       : now;
-    sessions.push({ dir, files, first });
+    sessions.push({ dir, first });
   }
   return sessions.sort((a, b) => a.first - b.first);
 }
@@ -190,21 +179,20 @@ interface ReplayRun {
 }
 
 /**
- * Replays one file of a session's queue: "next" when the session may go on (sent, rejected, expired, or put
- * aside as unreadable), "stop" when its later writes must wait (claimed elsewhere, a failure, the run's bounds).
+ * Replays one file of a session's queue, under the session's lock: "next" when the session may go on (sent,
+ * rejected, expired, or put aside as unreadable), "stop" when its later writes must wait (a failure, the run's
+ * bounds). A claim there is one whose replay died: it is taken over, unsure.
  */
 async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"next" | "stop"> {
   const { options, report } = run;
-  // A claimed entry is being sent by another replay: this session's later writes wait for it.
-  if (f.claimedBy !== undefined) return "stop";
   if (run.sent >= options.limit || options.budget.remaining() < 100) {
     run.stopAll = true;
     return "stop";
   }
-  const path = joinPath(dir, f.name);
+  const path = joinPath(dir, entryFile(f.seq, f.tag).name);
   const claim = joinPath(dir, claimName(f.seq, f.tag, Deno.pid));
-  if (!(await Deno.rename(path, claim).then(() => true, () => false))) return "stop";
-  const entry = await readEntry(claim);
+  if (!(await Deno.rename(joinPath(dir, f.name), claim).then(() => true, () => false))) return "stop";
+  let entry = await readEntry(claim);
   if (!entry) {
     // Not ours to understand (torn by hand, or a newer format): keep it aside rather than block the session.
     await Deno.rename(claim, `${path}.unreadable`).catch(() => {});
@@ -217,6 +205,7 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
     stop = await keepRejected(run.pendingDir, entry.sessionId, writeOf(entry), why, entry.createdAt)
       .then(() => undefined, () => "local" as const);
   } else {
+    if (f.claimedBy !== undefined && !entry.unsure) entry = await keep(claim, { ...entry, unsure: true });
     run.sent++;
     stop = await replayEntry(run, claim, entry).catch(() => "local" as const);
   }
@@ -227,12 +216,32 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
     return "next";
   }
   // Back in its place, named after what is left of it (progress inside it is kept).
-  const left = await readEntry(claim);
-  await Deno.rename(claim, joinPath(dir, entryFile(f.seq, left ?? f.tag).name)).catch(() => {});
+  let left = await readEntry(claim) ?? entry;
+  if (stop !== "local" && mayHaveArrived(stop) && !left.unsure) {
+    left = await keep(claim, { ...left, unsure: true });
+  }
+  await Deno.rename(claim, joinPath(dir, entryFile(f.seq, left).name)).catch(() => {});
   if (stop !== "local") report.cause = stop;
   // "local": the rejected place could not keep a write (a full disk), so nothing more is settled now.
   if (stop === "local" || stopsEverything(stop)) run.stopAll = true;
   return "stop";
+}
+
+/**
+ * Replays one session's queue under its lock; a session another replay holds is left to a later run. An
+ * emptied queue directory goes.
+ */
+async function replaySession(run: ReplayRun, dir: string): Promise<void> {
+  const done = await withLock(joinPath(dir, QUEUE_LOCK), async () => {
+    await removeAbandonedTemps(dir); // what a write killed mid-way left (else the directory is never empty)
+    const files = await queueFiles(dir);
+    let i = 0;
+    while (i < files.length && !run.stopAll && await replayFile(run, dir, files[i]) === "next") i++;
+    run.report.deferred += files.length - i;
+    return i === files.length;
+  }, { waitMs: 0 });
+  if (!done.acquired) run.report.deferred += (await queueFiles(dir)).length;
+  else if (done.value) await Deno.remove(dir).catch(() => {}); // a capture that queued meanwhile keeps it
 }
 
 /** Replays our queue: sessions oldest first, each in sequence order, bounded in entries and time. */
@@ -244,6 +253,7 @@ export async function replayQueue(
   const report: ReplayReport = {
     replayed: 0,
     messages: 0,
+    held: 0,
     rejected: 0,
     expired: 0,
     deferred: 0,
@@ -252,12 +262,7 @@ export async function replayQueue(
   };
   const now = options.now ?? Date.now();
   const run: ReplayRun = { client, pendingDir, options, now, sent: 0, stopAll: false, report };
-  for (const s of await queuedSessions(pendingDir, options, now)) {
-    let i = 0;
-    while (i < s.files.length && !run.stopAll && await replayFile(run, s.dir, s.files[i]) === "next") i++;
-    report.deferred += s.files.length - i;
-    if (i === s.files.length) await Deno.remove(s.dir).catch(() => {});
-  }
+  for (const s of await queuedSessions(pendingDir, options, now)) await replaySession(run, s.dir);
   return report;
 }
 

@@ -10,6 +10,7 @@ import type { Budget, OpenVikingClient, OvFailure } from "./http.ts";
 import {
   CommitResultSchema,
   deliverMessages,
+  mayHaveArrived,
   type MessagePayload,
   type Rejection,
   sessionPath,
@@ -69,11 +70,12 @@ export async function sendMessages(
     rejected: 0,
     rejections: [],
   };
-  const queueFrom = async (i: number) => {
+  /** Queues `payloads[i…]`, the first batch unsure when its request may have arrived. */
+  const queueFrom = async (i: number, unsure = false) => {
     if (i >= payloads.length) return;
     await options.beforeRequest?.(i, payloads.length);
     const queue = options.queue ?? await SessionQueue.open(options.pendingDir, sid);
-    const stored = await queue.messages(payloads.slice(i));
+    const stored = await queue.messages(payloads.slice(i), { unsure });
     report.queued += stored;
     report.acked += stored;
     if (stored < payloads.length - i) {
@@ -105,7 +107,7 @@ export async function sendMessages(
     });
     if (d.stop) {
       report.cause = d.stop;
-      await queueFrom(d.settled);
+      await queueFrom(d.settled, mayHaveArrived(d.stop));
     }
   } catch (error) {
     // The caller could not record its progress: stop here; what is not acknowledged stays in the journal.

@@ -3,10 +3,11 @@
 import * as z from "zod/mini";
 import { sha256Hex } from "./hash.ts";
 import { FAILURE_KINDS } from "./reply.ts";
-import { parseJsonOrUndefined, readTextIfExists, writeFileAtomic } from "./fs.ts";
+import { isNotFound, parseJsonOrUndefined, readTextIfExists, settled, writeFileAtomic } from "./fs.ts";
 import { joinPath } from "./paths.ts";
-import { type Lease, type LockOptions, type LockResult, withLock } from "./lock.ts";
+import { type LockOptions, type LockResult, withLock } from "./lock.ts";
 import { MemorySchema } from "./memory.ts";
+import { isRecord } from "./parsed.ts";
 
 /** Where the journal reader stopped: a byte offset plus what identifies the file it belongs to. */
 const CursorSchema = z.object({
@@ -62,6 +63,11 @@ export const SessionStateSchema = z.object({
   ackedBelow: z.catch(z.int().check(z.nonnegative()), 0),
   /** Capture keys whose request was about to go out when the last run stopped without recording its outcome. */
   inflight: z.catch(z.optional(z.object({ keys: z.array(z.string()), at: z.number() })), undefined),
+  /**
+   * The file was found damaged and set aside at `aside`: what the session already holds must be asked before
+   * anything is sent (the capture recovers its cursor from the server, hooks/capture.ts).
+   */
+  recover: z.catch(z.optional(z.object({ aside: z.string(), at: z.number() })), undefined),
   /** The last capture key acknowledged: names the commit that covers everything up to it. */
   lastAckedKey: z.catch(z.optional(z.string()), undefined),
   /** What the last finished capture did (for doctor and status). */
@@ -145,42 +151,60 @@ export async function readState(file: string): Promise<SessionState> {
   return parsed.success ? parsed.data : emptyState();
 }
 
-/** Writes a session's state atomically (0600 in a 0700 directory). */
-export async function writeState(file: string, state: SessionState): Promise<void> {
+/**
+ * Reads a session's state under its lock. A path that holds no JSON object (an empty, torn or garbage file)
+ * or is no file at all (a directory in the way) is damaged: it is set aside as `<file>.damaged-<time>`, kept
+ * for the user, and replaced by a fresh state that says so (`recover`) — written before the damaged one goes,
+ * so a crash in between finds the damaged file again.
+ */
+async function loadState(file: string, durable: boolean): Promise<SessionState> {
+  const info = await settled(() => Deno.lstatSync(file)).catch((error) => {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  });
+  if (!info) return emptyState();
+  const bytes = info.isFile ? await settled(() => Deno.readFileSync(file)) : undefined;
+  const raw = parseJsonOrUndefined(bytes && new TextDecoder().decode(bytes));
+  if (isRecord(raw)) return SessionStateSchema.parse(raw);
+  const at = Date.now();
+  const aside = `${file}.damaged-${at}`;
+  const state: SessionState = { ...emptyState(), recover: { aside, at } };
+  if (bytes === undefined) await Deno.rename(file, aside); // not a file: nothing to copy, it moves
+  else await writeFileAtomic(aside, bytes, { durable });
+  await writeState(file, state, durable);
+  return state;
+}
+
+/**
+ * Writes a session's state atomically (0600 in a 0700 directory); `durable` (the capture state) syncs it to
+ * disk before it replaces the old one, so a crash leaves the old state or the new one, never a torn file.
+ */
+export async function writeState(file: string, state: SessionState, durable = false): Promise<void> {
   const trimmed = {
     ...state,
     capturedKeys: state.capturedKeys.slice(-MAX_CAPTURED_KEYS),
     injectedUris: state.injectedUris.slice(-MAX_INJECTED_URIS),
   };
-  await writeFileAtomic(file, `${JSON.stringify(trimmed)}\n`);
+  await writeFileAtomic(file, `${JSON.stringify(trimmed)}\n`, { durable });
 }
 
-/** Writes the state while the lock is still ours; throws (and writes nothing) when it was taken over. */
+/** Writes the state under the lock `updateState` holds. */
 export type SaveState = (state: SessionState) => Promise<void>;
-
-/** Thrown when a holder finds its lock taken over: it must stop without writing. */
-export class LockLost extends Error {
-  override name = "LockLost";
-}
 
 /**
  * Read-modify-write of a session's state under its lock. `update` gets the state and a `save` for progress
- * written before it returns; it returns the new state (or undefined to keep it). Every write checks that the
- * lock is still held, so two holders never both write.
+ * written before it returns; it returns the new state (or undefined to keep it). `durable`: see `writeState`.
  */
 export async function updateState<T>(
   paths: StatePaths,
   update: (state: SessionState, save: SaveState) => Promise<{ state?: SessionState; value: T }>,
-  lockOptions?: LockOptions,
+  options: LockOptions & { durable?: boolean } = {},
 ): Promise<LockResult<T>> {
-  return await withLock(paths.lock, async (lease: Lease) => {
-    const save: SaveState = async (state) => {
-      if (!(await lease.held())) throw new LockLost(`lost the lock ${paths.lock} to another process`);
-      await writeState(paths.file, state);
-    };
-    const current = await readState(paths.file);
-    const { state, value } = await update(current, save);
+  const durable = options.durable ?? false;
+  return await withLock(paths.lock, async () => {
+    const save: SaveState = (state) => writeState(paths.file, state, durable);
+    const { state, value } = await update(await loadState(paths.file, durable), save);
     if (state) await save(state);
     return value;
-  }, lockOptions);
+  }, options);
 }

@@ -31,16 +31,6 @@ export async function unwritableReason(
   }
 }
 
-/** Why the state file at `path` cannot be replaced by a rename, or "" (absent or a regular file is fine). */
-export async function unusableFileReason(path: string): Promise<string> {
-  try {
-    const info = await Deno.lstat(path);
-    return info.isFile ? "" : `${path} is not a regular file`;
-  } catch (error) {
-    return isNotFound(error) ? "" : `cannot use ${path}: ${(error as Error).message}`;
-  }
-}
-
 /** The directories from `dir` upwards that do not exist yet, deepest first. */
 async function missingAncestors(dir: string): Promise<string[]> {
   const out: string[] = [];

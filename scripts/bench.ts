@@ -175,6 +175,80 @@ const PASTED_LOG = Array.from(
         i % 90
       }ms user=bob token_count=${i}`,
 ).join("\r\n").slice(0, 64_000);
+ * Fills `home` with the history of `sessions` past sessions — each one's capture and prompt state and its
+ * ledger, `ledgerLines` lines in all — as a long-used home has them. Returns it in words.
+ */
+function largeHome(home: string, sessions: number, ledgerLines: number): string {
+  const ov = `${home}/.openviking`;
+  const [state, ledger] = [`${ov}/hook-state/kimicode`, `${ov}/ledger/kimicode`];
+  for (const d of [state, ledger]) Deno.mkdirSync(d, { recursive: true, mode: 0o700 });
+  const line = (at: number) =>
+    JSON.stringify({
+      kind: "prompt",
+      at,
+      ms: 120,
+      prompt: "how should I name the parser tests?",
+      path: "context",
+      injected: [{ uri: "viking://user/default/memories/preferences/naming.md", chars: 80 }],
+      suppressed: [],
+      printedChars: 160,
+    });
+  const perSession = Math.ceil(ledgerLines / sessions);
+  const now = Date.now();
+  for (let i = 0; i < sessions; i++) {
+    const id = `session_past-${i}`;
+    const at = now - (sessions - i) * 60_000;
+    const capture = { version: 1, capturedKeys: ["0:user", "0:assistant"], ackedBelow: 1, lastCaptureAt: at };
+    Deno.writeTextFileSync(`${state}/${id}.json`, JSON.stringify(capture), { mode: 0o600 });
+    const promptState = {
+      version: 1,
+      profileInjected: true,
+      injectedUris: ["viking://user/default/memories/x"],
+    };
+    Deno.writeTextFileSync(`${state}/${id}.prompt.json`, JSON.stringify(promptState), { mode: 0o600 });
+    const lines = Array.from({ length: perSession }, (_, k) => line(at + k * 1000));
+    Deno.writeTextFileSync(`${ledger}/${id}.jsonl`, `${lines.join("\n")}\n`, { mode: 0o600 });
+  }
+  return `${sessions} past sessions, ${perSession * sessions} ledger lines`;
+}
+
+/**
+ * Rounds of: a bare `deno run`, then in each home a SessionStart through `launcher` followed at once by the
+ * session's first prompt, timed (the start's detached worker is waited for before the next round: its `done`
+ * line in the debug log). The bare runs and the prompt hooks' times, per home.
+ */
+async function measureStartThenPrompt(
+  bareArgs: string[],
+  launcher: string,
+  envs: Record<string, string>[],
+): Promise<Stats[]> {
+  const samples = [[], ...envs.map(() => [])] as Sample[][];
+  for (let i = -3; i < RUNS; i++) {
+    const bare = await timed(deno, bareArgs, "", envs[0]);
+    if (i >= 0) samples[0].push({ ms: bare, rssKb: 0 });
+    for (const [k, base] of envs.entries()) {
+      const log = `${base.HOME}/start-prompt.log`;
+      const env = { ...base, OPENVIKING_DEBUG: "1", OPENVIKING_DEBUG_LOG: log };
+      const session = `session_start_${i}`;
+      const start = JSON.stringify({ session_id: session, cwd: base.HOME, source: "startup" });
+      await timed(launcher, ["hook", "session-start"], start, env);
+      const prompt = JSON.stringify({
+        session_id: session,
+        cwd: base.HOME,
+        prompt: `how should I name test ${i}?`,
+      });
+      const ms = await timed(launcher, ["hook", "user-prompt-submit"], prompt, env);
+      if (i >= 0) samples[k + 1].push({ ms, rssKb: 0 });
+      const done = new RegExp(
+        `"source":"kimicode:session-start:worker","stage":"done".*"session":"${session}"`,
+      );
+      for (let t = 0; t < 600 && !done.test(await Deno.readTextFile(log).catch(() => "")); t++) {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+  }
+  return samples.map((x) => stats(x));
+}
 
 const fake = await FakeOpenViking.start();
 const home = await Deno.makeTempDir({ prefix: "ovk-bench-" });
@@ -193,6 +267,8 @@ const flags = cli.slice(1, cli.indexOf("--config"));
 const results: Record<string, Stats> = {};
 /** Wall time of each prompt against the hung server. */
 const hungMs: number[] = [];
+/** The long history of the large-home case, in words. */
+let bigHistory = "";
 
 // The installed program copy, placed by install itself; its launcher is what the hooks run.
 await Deno.mkdir(`${home}/.kimi-code`, { recursive: true });
@@ -315,6 +391,17 @@ try {
     await hung.close();
   }
   console.error(`hung server, ${HUNG_PROMPTS} prompts: ${hungMs.map((ms) => ms.toFixed(0)).join(", ")} ms`);
+  // The first prompt of a session, right after its SessionStart (as `kimi -p` fires them: the session start's
+  // detached worker runs beside the prompt), in the empty home and in one with a long history (10,000 past
+  // sessions, 100,000 ledger lines), interleaved with a bare `deno run`: a prompt's cost must not grow with it.
+  const bigHome = await Deno.makeTempDir({ prefix: "ovk-bench-big-" });
+  bigHistory = largeHome(bigHome, quick ? 1_000 : 10_000, quick ? 10_000 : 100_000);
+  [results.bareAgain, results.startPrompt, results.startPromptBig] = await measureStartThenPrompt(
+    ["run", ...flags, empty],
+    launcher,
+    [baseEnv, { ...baseEnv, HOME: bigHome, KIMI_CODE_HOME: `${bigHome}/.kimi-code` }],
+  );
+  await Deno.remove(bigHome, { recursive: true }).catch(() => {});
 
   // Capture of one new turn on journals of growing size, the cursor already at the end of the old part.
   const sizes = quick ? [1, 10] : [1, 10, 100];
@@ -381,6 +468,14 @@ const rows: [string, string, string, string][] = [
   row(
     "prompt hook, 64 KB pasted log ÷ short prompt, installed copy, p50",
     r.copyPasted.p50 / r.copyPrompt.p50,
+    "first prompt after session start, long history ÷ empty home, p50",
+    r.startPromptBig.p50 / r.startPrompt.p50,
+    1.1,
+  ),
+  row("first prompt after session start, empty home ÷ bare deno, p50", r.startPrompt.p50 / r.bareAgain.p50),
+  row(
+    "first prompt after session start, long history ÷ bare deno, p50",
+    r.startPromptBig.p50 / r.bareAgain.p50,
   ),
   row("Stop parent, installed copy ÷ bare deno, p50", r.copyStop.p50 / r.bare.p50, 1.3),
   row("Stop parent, checkout ÷ bare deno, p50", r.stop.p50 / r.bare.p50),
@@ -432,6 +527,11 @@ here (\`deno compile\` needs dl.deno.land).
 | checkout: user-prompt-submit, first prompt of a session | ${fmt(r.promptFirst)} |
 | installed copy: stop, until the parent returns (worker detached) | ${fmt(r.copyStop)} |
 | checkout: stop, until the parent returns | ${fmt(r.stop)} |
+| bare \`deno run\` again, interleaved with the two rows below | ${fmt(r.bareAgain)} |
+| installed copy: user-prompt-submit right after session-start (its worker beside it), empty home | ${
+  fmt(r.startPrompt)
+} |
+| installed copy: the same, in a home with ${bigHistory} | ${fmt(r.startPromptBig)} |
 ${
   (quick ? [1, 10] : [1, 10, 100]).map((mb) =>
     `| capture of one new turn, ${mb} MB journal (worker process) | ${fmt(r[`capture${mb}`])} |`

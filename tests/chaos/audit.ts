@@ -2,11 +2,12 @@
  * What a chaos schedule must leave behind, checked once the server is healthy, every process has ended and
  * the queue and the rejected place were replayed: every message of every closed turn on the server (lost =
  * 0); duplicates only where a reply never reached a process that could record it (the fake's lost-reply
- * writes, or the last request of a process killed by -9); first copies in journal order, but for messages
- * OpenViking refused and `replay --rejected` sent later; nothing injected, nothing secret, nothing that is not
- * in the journal; every state and queue file parses (queue entries against the queue schema), the queue and
- * the rejected place empty, files 0600 and directories 0700 under ~/.openviking; the user's Kimi config
- * byte-identical; the API key in no log; hooks exited 0 with only the documented stdout.
+ * writes, or the last request of a process killed by -9 — and then only when the process sending it again
+ * could not ask the session what it held); first copies in journal order, but for messages OpenViking refused
+ * and `replay --rejected` sent later; nothing injected, nothing secret, nothing that is not in the journal;
+ * every state and queue file parses (queue entries against the queue schema), the queue and the rejected place
+ * empty, files 0600 and directories 0700 under ~/.openviking; the user's Kimi config byte-identical; the API
+ * key in no log; hooks exited 0 with only the documented stdout.
  */
 
 import type { FakeOpenViking, RecordedRequest, StoredMessage } from "../support/fake-openviking.ts";
@@ -32,7 +33,10 @@ export interface AuditResult {
   unexpected: number;
   /** Stored copies beyond the first of a message. */
   duplicates: number;
-  /** Duplicates whose earlier copy went to a process killed before it could record the reply. */
+  /**
+   * Duplicates whose earlier copy went to a process killed before it could record the reply, sent again by a
+   * process that could not ask the session what it held.
+   */
   killExplained: number;
   /** Messages the server stored whose reply was lost (fake's count): the other allowed duplicates. */
   lostReplyWrites: number;
@@ -192,12 +196,26 @@ export async function audit(input: AuditInput): Promise<AuditResult> {
     }
     copies.set(k, [...(copies.get(k) ?? []), m]);
   }
+  // Whoever sends a message again after a killed process's request must ask the session first (capture's
+  // recorded intent, replay's unsure entries): a copy is explained by the kill only if the resending process
+  // had no answer to such a question since the earlier copy was stored.
+  const asked = fake.requests.filter((r) => r.route === "GET /api/v1/sessions/:id/context" && r.answered);
+  const knew = (earlier: RecordedRequest, resend: RecordedRequest): boolean =>
+    asked.some((g) =>
+      g.headers["x-openviking-user"] === resend.headers["x-openviking-user"] && g.seq < resend.seq &&
+      (g.handled ?? 0) > (earlier.handled ?? Infinity)
+    );
   let duplicates = 0;
   let killExplained = 0;
   for (const list of copies.values()) {
-    const extra = list.length - 1;
-    duplicates += extra;
-    killExplained += Math.min(extra, list.filter(inDoubt).length);
+    duplicates += list.length - 1;
+    for (let i = 1; i < list.length; i++) {
+      const resend = requestOf.get(list[i]);
+      const explained = list.slice(0, i).some((m) =>
+        inDoubt(m) && resend !== undefined && !knew(requestOf.get(m)!, resend)
+      );
+      if (explained) killExplained++;
+    }
   }
   const lost = expected.filter((m) => !copies.has(keyOf(m)));
   for (const m of lost) violations.push(`lost: ${keyOf(m).slice(0, 200)}`);

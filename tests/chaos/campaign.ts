@@ -7,9 +7,10 @@
  * of none, refusals for good of a batch or of single messages, dropped connections, replies lost after the
  * write was stored, timeouts, replies that are not OpenViking's — HTML pages, empty or foreign 200s and 404s,
  * redirects — and an expiring key; every kind in at least one of any 11 consecutive seeds, see `faultPlan`)
- * and random kill -9 of hook processes and of their detached workers. Then the server heals, the journal is
- * finished, every process ends, abandoned claims age past their window, and a final replay, capture and
- * `replay --rejected` run. The audit (audit.ts) decides what that left behind.
+ * and random kill -9 of hook processes, of their detached workers and of replays (run directly, or detached by
+ * an interrupt). Then the server heals, the journal is finished, every process ends, the shared queue's
+ * abandoned claims age past their window, and a final replay, capture and `replay --rejected` run. The audit
+ * (audit.ts) decides what that left behind.
  */
 
 import { FakeOpenViking, type Fault, FINAL_CODES, SERVER_ERROR_CODES } from "../support/fake-openviking.ts";
@@ -267,7 +268,7 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
       },
       interrupt: (r) => {
         const cancelAfter = r.int(0, 900);
-        const kill = drawKill(r, false);
+        const kill = drawKill(r, true); // its detached replay, when it starts one
         return async () => {
           const k = await journal.cancelOpenTurn(1000);
           const run = await procs.start(["hook", "interrupt"], payload("Interrupt", { turn_id: k ?? 0 }), {
@@ -302,7 +303,8 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
         };
       },
       replay: (r) => {
-        const kill = drawKill(r, false);
+        // Killed at any instant of its run (start-up, claims, requests, progress), half the time.
+        const kill = { runAfterMs: r.chance(0.5) ? r.int(0, 1500) : undefined };
         const rejected = r.chance(0.3);
         return async () => {
           const run = await procs.start(rejected ? ["replay", "--rejected"] : ["replay"], "", {
@@ -350,8 +352,8 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
     fake.clearFaults();
     await journal.finish();
     await procs.settle(150_000);
-    // Claims abandoned by killed replays: ours name their (now dead) process and are put back at once; the
-    // shared queue's are put back after 10 minutes, so let that time pass for them.
+    // Claims abandoned by killed replays: ours are taken over at once (no replay holds their session's lock);
+    // the shared queue's are put back after 10 minutes, so let that time pass for them.
     const pendingDir = `${home}/.openviking/pending`;
     let abandoned = 0;
     for (const d of await Array.fromAsync(Deno.readDir(`${pendingDir}/kimicode`)).catch(() => [])) {

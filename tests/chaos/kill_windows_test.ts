@@ -2,16 +2,17 @@
  * Kill -9 at the moments the fault campaign found dangerous, each as one deterministic process test: a
  * capture worker killed while a later request is in flight (the commit, or the next message to a server
  * without the batch endpoint) must already have recorded what the server accepted, so the next capture sends
- * none of it again.
+ * none of it again; a replay killed mid-batch (and left a zombie) blocks nothing and its batch is asked about.
  */
 
 import { assertEquals } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { placeJournal } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
-import { runCli, startCli } from "../support/run.ts";
+import { cliArgs, denoEnv, runCli, startCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { readState } from "../../runtime/state.ts";
+import { enqueueCommit, enqueueMessages } from "../../runtime/pending.ts";
 
 const SESSION = "session_kill-window";
 const NO_SIGKILL = Deno.build.os === "windows";
@@ -116,5 +117,61 @@ Deno.test({
     assertEquals(stored.length - 4, fake.lostReplyMessages, "the only duplicate is the lost reply");
   } finally {
     await fake.close();
+  }
+});
+
+Deno.test({
+  name:
+    "kill -9 of a replay mid-batch, left a zombie: the next replay goes on at once and sends nothing twice",
+  ignore: NO_SIGKILL,
+}, async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = {
+    ...denoEnv(),
+    HOME: dir.path,
+    OPENVIKING_URL: fake.url,
+    OPENVIKING_TIMEOUT_MS: "5000",
+    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+  };
+  const sid = `kc-${SESSION}`;
+  const pending = `${dir.path}/.openviking/pending`;
+  await enqueueMessages(
+    pending,
+    sid,
+    [0, 1, 2].map((i) => ({ role: "user" as const, content: `note ${i}` })),
+  );
+  await enqueueCommit(pending, sid, `${sid}:2`);
+  // The batch reaches the server, which stores it only once its replay is dead (before the next request).
+  fake.fault({ route: "POST /api/v1/sessions/:id/messages/batch", hold: true, times: 1 });
+  let batches = 0;
+  fake.onRequest = (r) => batches += r.route.endsWith("/batch") ? 1 : 0;
+  // The replay's parent is `sleep` (sh execs it): nobody waits for the replay, so killed it stays a zombie.
+  const replay = [Deno.execPath(), ...(await cliArgs()), "replay"].map((w) => `'${w}'`).join(" ");
+  const parent = new Deno.Command("sh", {
+    args: ["-c", `${replay} >/dev/null 2>&1 & echo $!; exec sleep 60`],
+    env,
+    clearEnv: true,
+    stdout: "piped",
+  }).spawn();
+  try {
+    const reader = parent.stdout.getReader();
+    const pid = Number(new TextDecoder().decode((await reader.read()).value).trim());
+    reader.releaseLock();
+    await waitFor("the replay's batch", () => batches === 1);
+    Deno.kill(pid, "SIGKILL");
+    const stat = () =>
+      new TextDecoder().decode(
+        new Deno.Command("ps", { args: ["-o", "stat=", "-p", String(pid)], stdout: "piped" }).outputSync()
+          .stdout,
+      ).trim();
+    await waitFor("the killed replay to be a zombie", () => stat().startsWith("Z"));
+    const again = await runCli(["replay"], { env, clearEnv: true });
+    assertEquals(again.code, 0, `the queue is empty afterwards: ${again.stdout} ${again.stderr}`);
+    assertEquals(fake.messages(sid).map((m) => m.content), ["note 0", "note 1", "note 2"], "each once");
+    assertEquals(fake.sessions.get(sid)?.commits, 1);
+  } finally {
+    parent.kill("SIGKILL");
+    await parent.status;
   }
 });

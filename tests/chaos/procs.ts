@@ -135,11 +135,16 @@ export class Processes {
     return true;
   }
 
-  /** Live detached workers of this sandbox (processes we did not start), with their origin. */
+  /**
+   * Live detached processes of this sandbox (ones we did not start), with their origin: hook workers, and the
+   * `replay` an interrupt starts.
+   */
   async workers(): Promise<{ pid: number; origin: string }[]> {
     const ours = new Set(this.runs.map((r) => r.child.pid));
     return (await this.live())
-      .filter((row) => !ours.has(row.pid) && row.words.has("OPENVIKING_KIMI_HOOK_WORKER=1"))
+      .filter((row) =>
+        !ours.has(row.pid) && (row.words.has("OPENVIKING_KIMI_HOOK_WORKER=1") || row.words.has("replay"))
+      )
       .map((row) => ({ pid: row.pid, origin: originOf(row) }));
   }
 

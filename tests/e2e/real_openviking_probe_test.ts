@@ -19,6 +19,8 @@ import {
 } from "../support/real-openviking.ts";
 import { USER_AGENT } from "../../runtime/version.ts";
 import { classifyReply } from "../../runtime/reply.ts";
+import { Budget, createClient } from "../../runtime/http.ts";
+import { newestHeld } from "../../runtime/held.ts";
 import { cannedReply, embedText, startEmbeddingStub } from "../support/embedding-stub.ts";
 import { OFFERED_TOOLS, OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
 import { startProxy, toolNames } from "../mcp/harness.ts";
@@ -292,6 +294,41 @@ Deno.test({
         );
       }
     });
+
+    await t.step(
+      "what a damaged capture state is recovered from (runtime/held.ts): the newest message held, archived",
+      async () => {
+        const client = createClient({
+          baseUrl: server.url,
+          apiKey: server.apiKey,
+          account: server.account,
+          user: server.user,
+          userAgent: USER_AGENT,
+          timeoutMs: 30_000,
+        });
+        const budget = new Budget(60_000);
+        const meta = obj((await call(server, "GET", `/api/v1/sessions/${sessionId}`)).json.result);
+        assertEquals(meta.commit_count, 1);
+        const archive = await call(server, "GET", `/api/v1/sessions/${sessionId}/archives/archive_001`);
+        if (ours) {
+          assertEquals(archive.status, 200, archive.text);
+          assertEquals(arr(obj(archive.json.result).messages).map((x) => [x.role, x.turn_id]), [
+            ["user", "0"],
+            ["assistant", "0"],
+            ["user", "1"],
+          ]);
+        }
+        assertEquals(await newestHeld(client, sessionId, budget), {
+          role: "user",
+          turnId: "1",
+          text: "Deno is my favourite runtime",
+        });
+        const unknown = `kc-none-${crypto.randomUUID()}`;
+        assertEquals(await newestHeld(client, unknown, budget), null, "an unknown session");
+        const none = await call(server, "GET", `/api/v1/sessions/${sessionId}/archives/archive_009`);
+        assertEquals(none.status, 404, "an archive that is not there (or not complete) is a 404");
+      },
+    );
 
     await t.step("commit again: skipped/no_messages; unknown session: 404", async () => {
       const again = await call(server, "POST", `/api/v1/sessions/${sessionId}/commit`, {});

@@ -2,8 +2,8 @@
  * Issue #11 finding 9, through the real entry point: a state directory that cannot be written must not turn
  * recall off, and capture must not send what it cannot record (the journal stays the truth). The tests run
  * as root too, where permission bits stop nothing, so the state is made unusable in ways that stop root as
- * well: a regular file where a directory should be, a directory where the state file should be, and — where
- * the platform allows it — a real read-only mount.
+ * well: a regular file where a directory should be and, where the platform allows it, a real read-only mount.
+ * (A directory where the state file should be is damaged state, set aside: tests/hooks/damaged_state_test.ts.)
  */
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
@@ -116,15 +116,6 @@ Deno.test("~/.openviking is a regular file: the prompt hook recalls, capture sen
   await recallButNoCapture(b, (args, stdin) => runCli(args, { env: b.env, clearEnv: true, stdin }));
   assertEquals((await paths(b.home)).filter((p) => p !== "/hooks.log"), before, "nothing new, no temp file");
   assertEquals(await Deno.readTextFile(`${b.home}/.openviking`), "not a directory\n");
-});
-
-Deno.test("the capture state file is a directory: nothing is sent (it could not be recorded), recall still works", async () => {
-  await using b = await box();
-  const stateFile = `${b.home}/.openviking/hook-state/kimicode/${SESSION}.json`;
-  await Deno.mkdir(stateFile, { recursive: true });
-  await recallButNoCapture(b, (args, stdin) => runCli(args, { env: b.env, clearEnv: true, stdin }));
-  const left = (await paths(`${b.home}/.openviking`)).filter((p) => p.endsWith(".tmp"));
-  assertEquals(left, [], "no temp file lingers");
 });
 
 Deno.test("a state that becomes writable again: the next capture sends every turn once", async () => {

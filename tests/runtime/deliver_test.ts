@@ -15,10 +15,13 @@ import {
   BATCH_LIMIT,
   BATCH_MAX_BYTES,
   deliverMessages,
+  mayHaveArrived,
   type MessagePayload,
   nextBatchEnd,
 } from "../../runtime/deliver.ts";
 import { sendMessages } from "../../runtime/sessions.ts";
+import { failure } from "../../runtime/reply.ts";
+import { sessionQueueDir } from "../../runtime/pending.ts";
 
 const BATCH = "POST /api/v1/sessions/kc-s/messages/batch";
 const ONE = "POST /api/v1/sessions/kc-s/messages";
@@ -203,4 +206,32 @@ Deno.test("sendMessages: a queue that cannot be written stops it with nothing ac
     pendingDir: full.path,
   });
   assertEquals([stuck.acked, stuck.stoppedBy?.code], [1, "STATE"]);
+});
+
+Deno.test("mayHaveArrived: a write that went out without a reply (or met a 5xx) may be stored; one never sent is not", () => {
+  const f = (kind: Parameters<typeof failure>[0], status: number, code?: string) =>
+    mayHaveArrived(failure(kind, status, { code, message: "" }));
+  assertEquals(
+    [f("unreachable", 0, "TIMEOUT"), f("unreachable", 0, "NETWORK"), f("server", 502), f("server", 500)],
+    [true, true, true, true],
+  );
+  assertEquals(
+    [f("unreachable", 0, "CONNECT"), f("unreachable", 0, "BUDGET_SPENT"), f("server", 429), f("auth", 401)],
+    [false, false, false, false],
+  );
+});
+
+Deno.test("sendMessages: the batch whose request got no reply is queued unsure, the ones behind it are not", async () => {
+  await using dir = await tempDir();
+  const { client } = scriptedClient((c) => route(c) === BATCH ? fail("unreachable", 0) : ok({}));
+  const r = await sendMessages(client, "kc-s", msgs(130), { budget: new Budget(5000), pendingDir: dir.path });
+  assertEquals([r.acked, r.sent, r.queued], [130, 0, 130]);
+  const entries = await Array.fromAsync(Deno.readDir(await sessionQueueDir(dir.path, "kc-s")));
+  const unsure = await Promise.all(
+    entries.map((e) => e.name).sort().map(async (name) =>
+      JSON.parse(await Deno.readTextFile(`${await sessionQueueDir(dir.path, "kc-s")}/${name}`)).unsure ===
+        true
+    ),
+  );
+  assertEquals(unsure, [true, false]);
 });

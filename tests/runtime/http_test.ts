@@ -245,3 +245,12 @@ Deno.test("client: a redirect to an address that is not a URL is a redirect fail
     `${fake.url} redirects (HTTP 301) to an address that is not a URL`,
   ]);
 });
+
+Deno.test("client: a connection never made (refused) is CONNECT: nothing reached the server", async () => {
+  const closed = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (closed.addr as Deno.NetAddr).port;
+  closed.close();
+  const client = createClient({ baseUrl: `http://127.0.0.1:${port}`, userAgent: "t", timeoutMs: 1000 });
+  const r = await client.request("POST", "/api/v1/sessions/kc-s/messages/batch", AnyResult, { body: {} });
+  assertEquals(r.ok ? "" : [r.status, r.error.code], [0, "CONNECT"]);
+});

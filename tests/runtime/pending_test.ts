@@ -32,6 +32,7 @@ import {
   sessionQueueDir,
 } from "../../runtime/pending.ts";
 import { replayAll, replayQueue } from "../../runtime/replay.ts";
+import { withLock } from "../../runtime/lock.ts";
 import { countShared, listShared, replayShared } from "../../runtime/pending-shared.ts";
 import { sha256Hex } from "../../runtime/hash.ts";
 
@@ -334,28 +335,39 @@ Deno.test("replay: bounded in entries per run; a session filter replays only tha
   );
 });
 
-Deno.test("replay: claims of a dead process, older than 10 min, or dated in the future are put back; a live one waits", async () => {
+Deno.test("replay: a claim whose replay died is taken over at once, whatever its pid; what the session holds is not sent again", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
-  const claimed = async (sid: string, pid: number, mtime?: Date) => {
-    await enqueueMessages(dir.path, sid, [payload(0)]);
+  const claimed = async (sid: string, pid: number) => {
+    await enqueueMessages(dir.path, sid, range(2));
     const sdir = await sessionQueueDir(dir.path, sid);
-    const claim = `${sdir}/0000000001-m1.${pid}.claim`;
-    await Deno.rename(`${sdir}/0000000001-m1.json`, claim);
-    if (mtime) await Deno.utime(claim, mtime, mtime);
+    await Deno.rename(`${sdir}/0000000001-m2.json`, `${sdir}/0000000001-m2.${pid}.claim`);
+    return sdir;
   };
-  const dead = new Deno.Command("true").spawn();
-  await dead.status;
-  await claimed("kc-dead", dead.pid);
-  await claimed("kc-old", Deno.pid + 0, new Date(Date.now() - 11 * 60_000));
-  await claimed("kc-future", Deno.pid, new Date(Date.now() + 3_600_000));
-  await claimed("kc-live", Deno.pid);
-  await replayQueue(dir.path, clientOf(fake.url), opts());
-  assertEquals(
-    ["kc-dead", "kc-old", "kc-future", "kc-live"].map((s) => fake.messages(s).length),
-    [1, 1, 1, 0],
+  const gone = new Deno.Command("true").spawn();
+  await gone.status;
+  await claimed("kc-gone", gone.pid);
+  await claimed("kc-alive-pid", Deno.pid); // a live process by that pid (reused, or a zombie) proves nothing
+  // The dead replays had sent the first message of each before they died.
+  for (const sid of ["kc-gone", "kc-alive-pid"]) {
+    fake.sessions.set(sid, { messages: [{ ...payload(0) }], commits: 0 });
+  }
+  const busy = await claimed("kc-busy", gone.pid);
+  // A replay of kc-busy runs right now in another process: its lock is held.
+  const report = await withLock(
+    `${busy}/replay.lock`,
+    () => replayQueue(dir.path, clientOf(fake.url), opts()),
   );
-  assertEquals(await hasUnsent(dir.path, "kc-live"), true, "a replay is sending it right now");
+  assertEquals(
+    ["kc-gone", "kc-alive-pid"].map((s) => contents(fake, s)),
+    [["message 0", "message 1"], ["message 0", "message 1"]],
+    "taken over at once; the message already there not sent again",
+  );
+  assertEquals(contents(fake, "kc-busy"), [], "a session another replay holds waits for it");
+  assertTrue(report.acquired);
+  assertEquals([report.value.replayed, report.value.held, report.value.deferred], [2, 2, 1]);
+  assertEquals(await hasUnsent(dir.path, "kc-busy"), true);
+  assertEquals(await hasUnsent(dir.path, "kc-gone"), false, "an emptied queue directory goes");
 });
 
 Deno.test("two processes replaying one queue send each message exactly once", async () => {

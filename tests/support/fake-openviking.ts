@@ -24,6 +24,10 @@ export interface RecordedRequest {
   body: unknown;
   /** Route key, e.g. "POST /api/v1/sessions/:id/messages/batch". */
   route: string;
+  /** When the server did what was asked (stored the write, read the state): a count over every request. */
+  handled?: number;
+  /** The success reply was sent (not lost, not a fault). */
+  answered?: boolean;
 }
 
 /** A fault applied to requests whose route matches. */
@@ -40,6 +44,11 @@ export interface Fault {
   drop?: boolean;
   /** Store the write, then close the connection without an answer. */
   lostReply?: boolean;
+  /**
+   * Hold the request unanswered until the next request arrives, then handle it just before that one: a write
+   * the server takes after its client gave up waiting, and before anything else is asked.
+   */
+  hold?: boolean;
   /**
    * Answer with exactly this (status, headers, body) instead of handling the request: an HTML page, a
    * redirect, an empty or non-JSON 200 — what a proxy or another server in front of OpenViking says.
@@ -89,6 +98,8 @@ export interface FakeSession {
   commits: number;
   /** Messages before this index were archived by a commit (no longer in the session's context). */
   archived?: number;
+  /** Where each commit's archive ends (`archive_001` holds the messages before the first of these). */
+  archiveEnds?: number[];
 }
 
 /** A background task, as `GET /api/v1/tasks/{id}` answers it (the real server's shape, 0.5.2). */
@@ -251,6 +262,16 @@ export const FINAL_CODES = [
 /** The code OpenViking gives an error of HTTP `status` (see SERVER_ERROR_CODES). */
 export function serverCodeFor(status: number): string {
   return Object.entries(SERVER_ERROR_CODES).find(([, s]) => s === status)?.[0] ?? "UNKNOWN";
+}
+
+/** A stored message as the server returns it (`Message.to_dict`: its text in `parts`). */
+function asServerMessage(msg: StoredMessage, i: number) {
+  return {
+    id: `msg_${i}`,
+    role: msg.role,
+    parts: [{ type: "text", text: msg.content ?? "" }],
+    ...(msg.turn_id !== undefined ? { turn_id: msg.turn_id } : {}),
+  };
 }
 
 class HttpError extends Error {
@@ -454,6 +475,9 @@ export class FakeOpenViking {
   lostReplyMessages = 0;
   private server!: Server;
   private seq = 0;
+  private handledCount = 0;
+  /** Requests a `hold` fault keeps waiting: released when the next request arrives. */
+  private holding: (() => void)[] = [];
   url = "";
   port = 0;
 
@@ -550,7 +574,13 @@ export class FakeOpenViking {
     };
     this.requests.push(record);
     this.onRequest?.(record);
+    const held = this.holding.splice(0);
+    if (held.length) {
+      for (const release of held) release();
+      await new Promise((r) => setTimeout(r, 0)); // the held ones are handled first
+    }
     const fault = this.takeFault(route);
+    if (fault?.hold) await new Promise<void>((r) => this.holding.push(r));
     if (fault?.delayMs) await new Promise((r) => setTimeout(r, fault.delayMs));
     if (fault?.drop) {
       req.socket.destroy();
@@ -581,6 +611,7 @@ export class FakeOpenViking {
       }
       const admin = ADMIN_ROUTE.exec(url.pathname);
       const result = admin ? this.admin(method, url, admin, body, who) : this.route(method, url, body, who);
+      record.handled = ++this.handledCount;
       if (fault?.lostReply || req.socket.destroyed) {
         // Stored, but the client never hears about it (cut connection, or it gave up waiting).
         this.lostReplyMessages += Array.isArray((body as { messages?: unknown[] })?.messages)
@@ -591,6 +622,7 @@ export class FakeOpenViking {
         req.socket.destroy();
         return;
       }
+      record.answered = true;
       if (url.pathname === "/health") return send(res, 200, result);
       return send(res, 200, { status: "ok", result });
     } catch (error) {
@@ -800,13 +832,35 @@ export class FakeOpenViking {
     if (ctx && method === "GET") {
       const s = this.session(decodeURIComponent(ctx[1]), false);
       const active = s.messages.slice(s.archived ?? 0);
+      return { messages: active.map(asServerMessage) };
+    }
+    const meta = /^\/api\/v1\/sessions\/([^/]+)$/.exec(p);
+    if (meta && method === "GET") {
+      const id = decodeURIComponent(meta[1]);
+      const s = this.session(id, false);
       return {
-        messages: active.map((msg, i) => ({
-          id: `msg_${i}`,
-          role: msg.role,
-          parts: [{ type: "text", text: msg.content ?? "" }],
-          ...(msg.turn_id !== undefined ? { turn_id: msg.turn_id } : {}),
-        })),
+        session_id: id,
+        uri: `viking://session/default/${id}`,
+        message_count: s.messages.length - (s.archived ?? 0),
+        commit_count: s.commits,
+      };
+    }
+    const archive = /^\/api\/v1\/sessions\/([^/]+)\/archives\/archive_(\d+)$/.exec(p);
+    if (archive && method === "GET") {
+      const s = this.session(decodeURIComponent(archive[1]), false);
+      const n = Number(archive[2]);
+      const ends = s.archiveEnds ?? [];
+      if (n < 1 || n > ends.length) {
+        throw new HttpError(404, "NOT_FOUND", `Archive archive_${archive[2]} not found`, {
+          resource: archive[2],
+        });
+      }
+      const messages = s.messages.slice(n > 1 ? ends[n - 2] : 0, ends[n - 1]);
+      return {
+        archive_id: `archive_${archive[2]}`,
+        abstract: "",
+        overview: "",
+        messages: messages.map(asServerMessage),
       };
     }
     const m = /^\/api\/v1\/sessions\/([^/]+)(\/messages(?:\/batch)?|\/commit)?$/.exec(p);
@@ -839,6 +893,7 @@ export class FakeOpenViking {
         }
         s.commits++;
         s.archived = s.messages.length;
+        s.archiveEnds = [...(s.archiveEnds ?? []), s.messages.length];
         const taskId = `task-${id}-${s.commits}`;
         const archive = `viking://user/default/sessions/${id}/history/archive_${
           String(s.commits).padStart(3, "0")

@@ -3,5 +3,5 @@ import { withLock } from "../../runtime/lock.ts";
 
 await withLock(Deno.args[0], async () => {
   console.log("held");
-  await new Promise(() => {});
+  await new Promise(() => setInterval(() => {}, 60_000));
 });
