@@ -53,7 +53,7 @@ async function breakers(home: string): Promise<{ path: string; value: Record<str
   const dir = `${home}/.openviking/state`;
   const names = await Array.fromAsync(Deno.readDir(dir)).catch(() => []);
   return await Promise.all(
-    names.filter((e) => e.name.startsWith("kimicode-breaker-")).map(async (e) => ({
+    names.filter((e) => /^kimicode-breaker-[^.]+\.json$/.test(e.name)).map(async (e) => ({ // no temp file
       path: `${dir}/${e.name}`,
       value: JSON.parse(await Deno.readTextFile(`${dir}/${e.name}`)),
     })),

@@ -40,9 +40,10 @@ Deno.test("recall: the hook's own output for the text, then the memories; nothin
     PATH: Deno.env.get("PATH") ?? "/usr/bin",
   };
   const text = "how should I indent TypeScript in this repo?";
-  // A sandbox with some state already: recall must leave all of it as it is.
+  // A sandbox with some state already: recall must leave all of it as it is (the session start's work done
+  // inline, so none of it lands after the snapshot).
   await runCli(["hook", "session-start"], {
-    env,
+    env: { ...env, OPENVIKING_WRITE_PATH_ASYNC: "0" },
     clearEnv: true,
     stdin: JSON.stringify({ hook_event_name: "SessionStart", session_id: "session_other", cwd: project }),
   });
