@@ -175,6 +175,8 @@ const PASTED_LOG = Array.from(
         i % 90
       }ms user=bob token_count=${i}`,
 ).join("\r\n").slice(0, 64_000);
+
+/**
  * Fills `home` with the history of `sessions` past sessions — each one's capture and prompt state and its
  * ledger, `ledgerLines` lines in all — as a long-used home has them. Returns it in words.
  */
@@ -465,9 +467,8 @@ const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 const rows: [string, string, string, string][] = [
   row("prompt hook (later prompt), installed copy ÷ bare deno, p50", r.copyPrompt.p50 / r.bare.p50, 2.5),
   row("prompt hook (later prompt), checkout ÷ bare deno, p50", r.prompt.p50 / r.bare.p50),
+  row("prompt hook, 64 KB pasted log ÷ short prompt, installed copy, p50", r.copyPasted.p50 / r.copyPrompt.p50),
   row(
-    "prompt hook, 64 KB pasted log ÷ short prompt, installed copy, p50",
-    r.copyPasted.p50 / r.copyPrompt.p50,
     "first prompt after session start, long history ÷ empty home, p50",
     r.startPromptBig.p50 / r.startPrompt.p50,
     1.1,
