@@ -467,7 +467,10 @@ const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 const rows: [string, string, string, string][] = [
   row("prompt hook (later prompt), installed copy ÷ bare deno, p50", r.copyPrompt.p50 / r.bare.p50, 2.5),
   row("prompt hook (later prompt), checkout ÷ bare deno, p50", r.prompt.p50 / r.bare.p50),
-  row("prompt hook, 64 KB pasted log ÷ short prompt, installed copy, p50", r.copyPasted.p50 / r.copyPrompt.p50),
+  row(
+    "prompt hook, 64 KB pasted log ÷ short prompt, installed copy, p50",
+    r.copyPasted.p50 / r.copyPrompt.p50,
+  ),
   row(
     "first prompt after session start, long history ÷ empty home, p50",
     r.startPromptBig.p50 / r.startPrompt.p50,
