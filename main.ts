@@ -4,7 +4,7 @@
  * is parsed against the command table (cli/commands.ts), loaded only then, and handed to its command.
  */
 
-import { commandName, holdCopyLock } from "./runtime/self.ts";
+import { commandName, holdCopyLock } from "./lib/self.ts";
 
 /** Runs the CLI with `argv` and returns the process exit code. */
 export async function main(argv: string[]): Promise<number> {
@@ -14,7 +14,7 @@ export async function main(argv: string[]): Promise<number> {
     // What Kimi runs: `hook <event>`. Anything else (`hook --help`, no event, a stray argument) goes through
     // the table like every command, which would parse `hook <event>` to the same options.
     if (name === "hook" && rest.length === 1 && !rest[0].startsWith("-")) {
-      return await (await import("./hooks/entry.ts")).hookEntry({ event: rest[0] });
+      return await (await import("./commands/hook.ts")).hookEntry({ event: rest[0] });
     }
     return await runCommand(name, rest);
   } catch (error) {
@@ -27,8 +27,8 @@ export async function main(argv: string[]): Promise<number> {
 
 /** Parses `args` against command `name`'s entry in the table and runs it. */
 async function runCommand(name: string | undefined, args: string[]): Promise<number> {
-  const { PROGRAM, findCommand, helpText } = await import("./cli/commands.ts");
-  const { commandHelp, parseCommand, usageError } = await import("./cli/spec.ts");
+  const { PROGRAM, findCommand, helpText } = await import("./commands/mod.ts");
+  const { commandHelp, parseCommand, usageError } = await import("./commands/args.ts");
   if (name === undefined || name === "--help" || name === "-h") {
     if (name === undefined) {
       console.error(helpText());

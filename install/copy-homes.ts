@@ -5,8 +5,8 @@
  * registering it, or the PATH command (the sweep keeps that version: install/copy-sweep.ts).
  */
 
-import { readTextIfExists, writeFileAtomic } from "../runtime/fs.ts";
-import { type Env, integrationDir, joinPath, kimiHome, orNoHome } from "../runtime/paths.ts";
+import { readTextIfExists, writeFileAtomic } from "../lib/fs.ts";
+import { type Env, integrationDir, joinPath, kimiHome, orNoHome } from "../lib/paths.ts";
 import { PLUGIN_ID } from "./spec.ts";
 import { checkCreatable, makeDirs } from "./files.ts";
 import { launcherName } from "./launcher.ts";

@@ -4,10 +4,10 @@
  * through a staging directory, or only rewrites its launcher for a new Deno path, with the undo of either.
  */
 
-import { COPY_FILES } from "../runtime/self.ts";
-import { readTextIfExists, writeFileAtomic } from "../runtime/fs.ts";
-import { type Env, joinPath } from "../runtime/paths.ts";
-import { VERSION } from "../runtime/version.ts";
+import { COPY_FILES } from "../lib/self.ts";
+import { readTextIfExists, writeFileAtomic } from "../lib/fs.ts";
+import { type Env, joinPath } from "../lib/paths.ts";
+import { VERSION } from "../lib/version.ts";
 import { checkCreatable, makeDirs, moveAside } from "./files.ts";
 import type { OsFamily } from "./placement.ts";
 import { launcherName, type LauncherSpec, launcherText } from "./launcher.ts";

@@ -5,8 +5,8 @@
  * after an hour.
  */
 
-import { COPY_FILES } from "../runtime/self.ts";
-import { type Env, joinPath } from "../runtime/paths.ts";
+import { COPY_FILES } from "../lib/self.ts";
+import { type Env, joinPath } from "../lib/paths.ts";
 import { describeFsError } from "./files.ts";
 import type { Step } from "./steps.ts";
 import { versionsDir } from "./copy.ts";

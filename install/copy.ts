@@ -20,15 +20,15 @@
  * the list of Kimi homes installed into, copy-sweep.ts removes the versions nothing uses.
  */
 
-import { COPY_FILES, COPY_RUN_FLAGS } from "../runtime/self.ts";
-import { sha256Hex } from "../runtime/hash.ts";
-import { type Env, integrationDir, joinPath } from "../runtime/paths.ts";
-import { VERSION } from "../runtime/version.ts";
+import { COPY_FILES, COPY_RUN_FLAGS } from "../lib/self.ts";
+import { sha256Hex } from "../lib/hash.ts";
+import { type Env, integrationDir, joinPath } from "../lib/paths.ts";
+import { VERSION } from "../lib/version.ts";
 
 /** The entry points bundled, and the file each becomes. */
 const ENTRIES: readonly { source: string; out: string }[] = [
   { source: "main.ts", out: COPY_FILES.main },
-  { source: "hooks/hook.ts", out: COPY_FILES.hook },
+  { source: "commands/hook-main.ts", out: COPY_FILES.hook },
 ];
 
 /** A built program copy: its id and its files (not yet placed anywhere). */

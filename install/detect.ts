@@ -4,9 +4,9 @@
  * uninstall and doctor all decide from this one picture.
  */
 
-import { readTextIfExists } from "../runtime/fs.ts";
+import { readTextIfExists } from "../lib/fs.ts";
 import { readText } from "./files.ts";
-import { type Env, isAbsolutePath, joinPath, kimiHome } from "../runtime/paths.ts";
+import { type Env, isAbsolutePath, joinPath, kimiHome } from "../lib/paths.ts";
 import { PLUGIN_ID } from "./spec.ts";
 import { findBlocks, parseToml, removeBlocks } from "./toml-block.ts";
 import { blockInfo, type BlockOwner, type FoundHook, hooksOf, invalidHookKeys } from "./toml-config.ts";
@@ -15,7 +15,7 @@ import { classifyMcpEntry, type McpOwner } from "./mcp-json.ts";
 import { findRecord, parseRegistry, type RegistryRecord } from "./registry.ts";
 import { classifyManifest } from "./plugin.ts";
 import { parseJson } from "./json-file.ts";
-import { isRecord } from "../runtime/parsed.ts";
+import { isRecord } from "../lib/parsed.ts";
 
 /**
  * The Kimi home a command works on: `--kimi-home` (`~` expanded, a relative one taken from `cwd`), else

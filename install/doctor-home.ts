@@ -7,8 +7,8 @@ import {
   noHomeReason,
   orNoHome,
   pendingDir,
-} from "../runtime/paths.ts";
-import { unwritableReason } from "../runtime/writable.ts";
+} from "../lib/paths.ts";
+import { unwritableReason } from "../lib/writable.ts";
 import type { Check } from "./check.ts";
 
 /**

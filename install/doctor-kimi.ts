@@ -5,11 +5,11 @@
  */
 
 import type { Check } from "./check.ts";
-import { HOOKS } from "../hooks/events.ts";
+import { HOOKS } from "../kimi/hooks.ts";
 import { isOurHookCommand, isUpstreamHookCommand, MCP_SERVER_NAME, PLUGIN_ID } from "./spec.ts";
 import type { KimiState } from "./detect.ts";
-import { isRecord } from "../runtime/parsed.ts";
-import { commandName } from "../runtime/self.ts";
+import { isRecord } from "../lib/parsed.ts";
+import { commandName } from "../lib/self.ts";
 
 /** The fix when our hooks or MCP server are not (all) registered. */
 function installFix(): string {

@@ -4,12 +4,12 @@
  * kept aside. Every failure is told with its fix (`runtime/advice.ts`); nothing printed carries a secret.
  */
 
-import { adviceFor, adviceForCause } from "../runtime/advice.ts";
-import { isOpen, nextProbeAt, readBreaker } from "../runtime/breaker.ts";
-import type { Config } from "../runtime/config.ts";
+import { adviceFor, adviceForCause } from "../openviking/advice.ts";
+import { isOpen, nextProbeAt, readBreaker } from "../openviking/breaker.ts";
+import type { Config } from "../openviking/config.ts";
 import * as z from "zod/mini";
-import { AnyResult, askDataAccess, clientOptions, createClient } from "../runtime/http.ts";
-import { countShared } from "../runtime/pending-shared.ts";
+import { AnyResult, askDataAccess, clientOptions, createClient } from "../openviking/client.ts";
+import { countShared } from "../openviking/shared-queue.ts";
 import {
   type QueueSummary,
   queueSummary,
@@ -17,13 +17,13 @@ import {
   REJECTED_MAX_ENTRIES,
   REJECTED_SUBDIR,
   rejectedSummary,
-} from "../runtime/pending.ts";
-import { type SessionState, SessionStateSchema } from "../runtime/state.ts";
-import { parseJsonOrUndefined } from "../runtime/fs.ts";
-import { type Env, hookStateDir, joinPath, orNoHome, pendingDir, sharedStateDir } from "../runtime/paths.ts";
-import { SESSION_PREFIX } from "../hooks/context.ts";
+} from "../openviking/queue.ts";
+import { type SessionState, SessionStateSchema } from "../memory/state.ts";
+import { parseJsonOrUndefined } from "../lib/fs.ts";
+import { type Env, hookStateDir, joinPath, orNoHome, pendingDir, sharedStateDir } from "../lib/paths.ts";
+import { SESSION_PREFIX } from "../memory/context.ts";
 import type { Check } from "./check.ts";
-import { commandName } from "../runtime/self.ts";
+import { commandName } from "../lib/self.ts";
 
 /** Journal protocol versions this release was tested with. */
 const KNOWN_PROTOCOLS = ["1.4", "1.5"];

@@ -5,10 +5,10 @@
  * runs the hooks). Every problem comes with its fix; nothing here throws.
  */
 
-import { commandName, COPY_FILES } from "../runtime/self.ts";
-import { type Env, joinPath } from "../runtime/paths.ts";
-import { readTextIfExists } from "../runtime/fs.ts";
-import { VERSION } from "../runtime/version.ts";
+import { commandName, COPY_FILES } from "../lib/self.ts";
+import { type Env, joinPath } from "../lib/paths.ts";
+import { readTextIfExists } from "../lib/fs.ts";
+import { VERSION } from "../lib/version.ts";
 import type { Check } from "./check.ts";
 import type { KimiState } from "./detect.ts";
 import { denoNotFound, findDeno, isExecutable, launcherInfo } from "./launcher.ts";

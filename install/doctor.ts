@@ -5,17 +5,17 @@
  * directories (doctor-home.ts), the server, the queue and the captures (doctor-memory.ts).
  */
 
-import { printable, reportJson } from "../runtime/neutralize.ts";
-import { loadConfig } from "../runtime/config.ts";
-import { scrub } from "../runtime/scrub.ts";
-import { type Env, orNoHome, processEnv } from "../runtime/paths.ts";
+import { printable, reportJson } from "../lib/neutralize.ts";
+import { loadConfig } from "../openviking/config.ts";
+import { scrub } from "../lib/scrub.ts";
+import { type Env, orNoHome, processEnv } from "../lib/paths.ts";
 import type { Check, CheckStatus } from "./check.ts";
 import { captureChecks, queueCheck, recallChecks, serverChecks } from "./doctor-memory.ts";
 import { homeChecks } from "./doctor-home.ts";
 import { kimiChecks, registrationChecks } from "./doctor-kimi.ts";
 import { commandChecks, type RunShell } from "./doctor-program.ts";
-import { VERSION } from "../runtime/version.ts";
-import { invocationCwd } from "../runtime/self.ts";
+import { VERSION } from "../lib/version.ts";
+import { invocationCwd } from "../lib/self.ts";
 import { kimiHomeFor, readKimiState } from "./detect.ts";
 import { currentOs, type OsFamily } from "./placement.ts";
 

@@ -10,8 +10,8 @@
  * file is written through the link.
  */
 
-import { writeFileAtomic } from "../runtime/fs.ts";
-import { dirName, isAbsolutePath, joinPath } from "../runtime/paths.ts";
+import { writeFileAtomic } from "../lib/fs.ts";
+import { dirName, isAbsolutePath, joinPath } from "../lib/paths.ts";
 
 /** A planned change of one text file (`undefined` = absent). */
 export interface FileChange {

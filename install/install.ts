@@ -7,10 +7,10 @@
  * whether it answers (no server yet?).
  */
 
-import { credentialFilePaths, DEFAULT_BASE_URL, loadConfig, originOf } from "../runtime/config.ts";
-import { dirName, joinPath, openVikingHome } from "../runtime/paths.ts";
-import { scrub } from "../runtime/scrub.ts";
-import { commandName } from "../runtime/self.ts";
+import { credentialFilePaths, DEFAULT_BASE_URL, loadConfig, originOf } from "../openviking/config.ts";
+import { dirName, joinPath, openVikingHome } from "../lib/paths.ts";
+import { scrub } from "../lib/scrub.ts";
+import { commandName } from "../lib/self.ts";
 import { PLUGIN_ID } from "./spec.ts";
 import { type CredentialArgs, keptCopies, maskSecrets, planOvcli, savedConnection } from "./ovcli.ts";
 import { keyToSave } from "./user-key.ts";

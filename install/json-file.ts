@@ -1,6 +1,6 @@
 /** Pure helpers to re-serialize a JSON file the way it was written (indent, line ending, final newline). */
 
-import { isRecord } from "../runtime/parsed.ts";
+import { isRecord } from "../lib/parsed.ts";
 
 /** How a JSON file is laid out. */
 export interface JsonStyle {

@@ -6,8 +6,8 @@
  * on the command line (and in the "Task …" line `deno task` without -q prints).
  */
 
-import { originOf } from "../runtime/config.ts";
-import type { Env } from "../runtime/paths.ts";
+import { originOf } from "../openviking/config.ts";
+import type { Env } from "../lib/paths.ts";
 import { savedConnection } from "./ovcli.ts";
 
 /** How the key was asked for on the command line. */

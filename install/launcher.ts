@@ -7,8 +7,8 @@
  * `doctor` prints its report with that one failing check, and any other command says so and exits 1. The search list is defined once here: the script and doctor's own search both come from it.
  */
 
-import { COPY_FILES, COPY_RUN_FLAGS, shellQuote } from "../runtime/self.ts";
-import { type Env, joinPath } from "../runtime/paths.ts";
+import { COPY_FILES, COPY_RUN_FLAGS, shellQuote } from "../lib/self.ts";
+import { type Env, joinPath } from "../lib/paths.ts";
 import type { Check } from "./check.ts";
 import type { OsFamily } from "./placement.ts";
 import { cmdQuote } from "./placement.ts";

@@ -8,7 +8,7 @@
 
 import * as z from "zod/mini";
 import { MCP_SERVER_NAME } from "./spec.ts";
-import { deepEqual, isRecord } from "../runtime/parsed.ts";
+import { deepEqual, isRecord } from "../lib/parsed.ts";
 import {
   type JsonLayout,
   type JsonMemberSpan,

@@ -12,9 +12,9 @@
  * mode, the system-prompt file (the plugin directory itself stays unless --purge).
  */
 
-import { readTextIfExists, writeFileAtomic } from "../runtime/fs.ts";
-import { loadConfig } from "../runtime/config.ts";
-import { dirName, joinPath } from "../runtime/paths.ts";
+import { readTextIfExists, writeFileAtomic } from "../lib/fs.ts";
+import { loadConfig } from "../openviking/config.ts";
+import { dirName, joinPath } from "../lib/paths.ts";
 import {
   COMMANDS,
   commandText,
@@ -22,9 +22,9 @@ import {
   SKILL_NAME,
   skillText,
   SYSTEM_PROMPT_TITLE,
-} from "../hooks/instructions.ts";
-import { SYSTEM_PROMPT_FILE } from "../hooks/plugin-root.ts";
-import { refreshPromptFile, systemPromptText } from "../hooks/system-prompt.ts";
+} from "../memory/instructions.ts";
+import { SYSTEM_PROMPT_FILE } from "../kimi/plugin-root.ts";
+import { refreshPromptFile, systemPromptText } from "../memory/system-prompt.ts";
 import { PLUGIN_ID } from "./spec.ts";
 import { PLUGIN_COMMANDS_DIR, PLUGIN_SKILL_FILE } from "./memory-layout.ts";
 import { makeDirs } from "./files.ts";

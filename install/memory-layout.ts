@@ -4,8 +4,8 @@
  * what places the files (memory-files.ts).
  */
 
-import { SYSTEM_PROMPT_FILE } from "../hooks/plugin-root.ts";
-import { SKILL_NAME } from "../hooks/instructions.ts";
+import { SYSTEM_PROMPT_FILE } from "../kimi/plugin-root.ts";
+import { SKILL_NAME } from "../memory/instructions.ts";
 
 /** The skill's file, relative to the plugin root. */
 export const PLUGIN_SKILL_FILE = `skills/${SKILL_NAME}/SKILL.md`;

@@ -7,9 +7,9 @@
  */
 
 import { formatJson, jsonStyle, parseJson } from "./json-file.ts";
-import { isRecord } from "../runtime/parsed.ts";
-import { DEFAULT_BASE_URL, loadConfig, originOf } from "../runtime/config.ts";
-import { dirName, type Env, joinPath } from "../runtime/paths.ts";
+import { isRecord } from "../lib/parsed.ts";
+import { DEFAULT_BASE_URL, loadConfig, originOf } from "../openviking/config.ts";
+import { dirName, type Env, joinPath } from "../lib/paths.ts";
 
 /** Connection settings given on the command line (`undefined` = not given, `""` = delete). */
 export interface CredentialArgs {

@@ -4,16 +4,9 @@
  * its launcher under `…/kimicode/versions/<id>/` (install/copy.ts); an installed copy registers itself.
  */
 
-import { copyDir, isCompiled, shellQuote } from "../runtime/self.ts";
-import { checkoutRoot } from "../runtime/self.ts";
-import {
-  commandDir,
-  type Env,
-  integrationDir,
-  isAbsolutePath,
-  joinPath,
-  orNoHome,
-} from "../runtime/paths.ts";
+import { copyDir, isCompiled, shellQuote } from "../lib/self.ts";
+import { checkoutRoot } from "../lib/self.ts";
+import { commandDir, type Env, integrationDir, isAbsolutePath, joinPath, orNoHome } from "../lib/paths.ts";
 import { EXECUTABLE_NAME } from "./spec.ts";
 import type { McpEntry } from "./mcp-json.ts";
 

@@ -4,8 +4,8 @@
  * plugins/installed.json; and taking that record out again (switching to config mode, uninstall).
  */
 
-import { readTextIfExists } from "../runtime/fs.ts";
-import { joinPath } from "../runtime/paths.ts";
+import { readTextIfExists } from "../lib/fs.ts";
+import { joinPath } from "../lib/paths.ts";
 import { PLUGIN_ID } from "./spec.ts";
 import { outsideHooksProblem, planConfigUninstall } from "./toml-config.ts";
 import { planMcpUninstall } from "./mcp-json.ts";
@@ -14,7 +14,7 @@ import { backupFor } from "./backup.ts";
 import type { KimiState } from "./detect.ts";
 import { sameBytes } from "./placement.ts";
 import { manifestText, type PluginFile } from "./plugin.ts";
-import { SYSTEM_PROMPT_FILE } from "../hooks/plugin-root.ts";
+import { SYSTEM_PROMPT_FILE } from "../kimi/plugin-root.ts";
 import { type Context, type InstallOptions, type Plan, planFile } from "./run.ts";
 import { placeStep } from "./steps.ts";
 import { planConfigSkillRemoval, pluginMemoryFiles } from "./memory-files.ts";

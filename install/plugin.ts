@@ -5,11 +5,11 @@
  * launcher of a program copy (install/launcher.ts).
  */
 
-import { VERSION } from "../runtime/version.ts";
-import { joinPath } from "../runtime/paths.ts";
+import { VERSION } from "../lib/version.ts";
+import { joinPath } from "../lib/paths.ts";
 import { EXECUTABLE_NAME, hookEntries, type HookEntry, MCP_SERVER_NAME, PLUGIN_ID } from "./spec.ts";
 import type { OsFamily } from "./placement.ts";
-import { isRecord } from "../runtime/parsed.ts";
+import { isRecord } from "../lib/parsed.ts";
 import { memoryManifestFields } from "./memory-layout.ts";
 
 /** A plugin manifest as we write it. */

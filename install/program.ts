@@ -4,9 +4,9 @@
  * program copy built from it and placed: install/copy.ts, copy-place.ts); the steps that put it in place.
  */
 
-import { readTextIfExists } from "../runtime/fs.ts";
-import { dirName, type Env, joinPath } from "../runtime/paths.ts";
-import { productionFlags } from "../runtime/self.ts";
+import { readTextIfExists } from "../lib/fs.ts";
+import { dirName, type Env, joinPath } from "../lib/paths.ts";
+import { productionFlags } from "../lib/self.ts";
 import { EXECUTABLE_NAME } from "./spec.ts";
 import {
   commandAt,

@@ -5,8 +5,8 @@
  * rolls back the steps already taken.
  */
 
-import { type Env, processEnv } from "../runtime/paths.ts";
-import { invocationCwd } from "../runtime/self.ts";
+import { type Env, processEnv } from "../lib/paths.ts";
+import { invocationCwd } from "../lib/self.ts";
 import { checkChange, describeFsError, type FileChange, isFsError, readText, undoAll } from "./files.ts";
 import { unifiedDiff } from "./diff.ts";
 import { currentOs, currentSelf, type OsFamily, type Self } from "./placement.ts";

@@ -5,7 +5,7 @@
  * doctor all read these.
  */
 
-import { HOOKS } from "../hooks/events.ts";
+import { HOOKS } from "../kimi/hooks.ts";
 
 /** Plugin id (same as OpenViking's own Kimi plugin, so the two can never be enabled side by side). */
 export const PLUGIN_ID = "openviking-memory";

@@ -4,7 +4,7 @@
  * taken, how it is taken back when a later step fails, and what is finished once every step succeeded.
  */
 
-import { dirName, joinPath } from "../runtime/paths.ts";
+import { dirName, joinPath } from "../lib/paths.ts";
 import { PLUGIN_ID } from "./spec.ts";
 import {
   applyChange,

@@ -12,7 +12,7 @@
 
 import { parse } from "smol-toml";
 import { BLOCK_BEGIN, BLOCK_END, type HookEntry } from "./spec.ts";
-import { VERSION } from "../runtime/version.ts";
+import { VERSION } from "../lib/version.ts";
 
 /** A line ending. */
 export type Eol = "\n" | "\r\n";

@@ -5,7 +5,7 @@
  * OpenViking's plugin outside a block are refused (they would run twice). Pure.
  */
 
-import { deepEqual, isRecord } from "../runtime/parsed.ts";
+import { deepEqual, isRecord } from "../lib/parsed.ts";
 import { ALLOWED_HOOK_KEYS, type HookEntry, isOurHookCommand, isUpstreamHookCommand } from "./spec.ts";
 import {
   type BlockRange,

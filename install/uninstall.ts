@@ -7,10 +7,10 @@
  * other clients' queue files and undelivered writes stay.
  */
 
-import { loadConfig } from "../runtime/config.ts";
-import { readTextIfExists } from "../runtime/fs.ts";
-import { isOurLog } from "../runtime/log.ts";
-import { QUEUE_SUBDIR, queueSummary, REJECTED_SUBDIR, rejectedSummary } from "../runtime/pending.ts";
+import { loadConfig } from "../openviking/config.ts";
+import { readTextIfExists } from "../lib/fs.ts";
+import { isOurLog } from "../lib/log.ts";
+import { QUEUE_SUBDIR, queueSummary, REJECTED_SUBDIR, rejectedSummary } from "../openviking/queue.ts";
 import {
   defaultLogPath,
   dirName,
@@ -22,8 +22,8 @@ import {
   orNoHome,
   pendingDir,
   sharedStateDir,
-} from "../runtime/paths.ts";
-import { breakerFiles } from "../runtime/breaker.ts";
+} from "../lib/paths.ts";
+import { breakerFiles } from "../openviking/breaker.ts";
 import { PLUGIN_ID } from "./spec.ts";
 import { planConfigUninstall } from "./toml-config.ts";
 import { planMcpUninstall } from "./mcp-json.ts";
@@ -39,7 +39,7 @@ import { removalStep } from "./steps.ts";
 import { parseJson } from "./json-file.ts";
 import { classifyManifest } from "./plugin.ts";
 import { planConfigSkillRemoval, planSystemPromptRemoval } from "./memory-files.ts";
-import { commandName } from "../runtime/self.ts";
+import { commandName } from "../lib/self.ts";
 
 /** Plans taking config mode out: our block and our `mcp.json` entry (hooks outside the block are named). */
 function planConfigRemoval(state: KimiState, plan: Plan): string | undefined {

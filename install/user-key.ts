@@ -7,12 +7,12 @@
  */
 
 import * as z from "zod/mini";
-import { adviceFor, isRootKeyRefusal } from "../runtime/advice.ts";
-import { credentialFilePaths } from "../runtime/config.ts";
-import { askDataAccess, createClient, type OpenVikingClient, type OvFailure } from "../runtime/http.ts";
-import { asRecord } from "../runtime/parsed.ts";
-import { commandName } from "../runtime/self.ts";
-import { USER_AGENT } from "../runtime/version.ts";
+import { adviceFor, isRootKeyRefusal } from "../openviking/advice.ts";
+import { credentialFilePaths } from "../openviking/config.ts";
+import { askDataAccess, createClient, type OpenVikingClient, type OvFailure } from "../openviking/client.ts";
+import { asRecord } from "../lib/parsed.ts";
+import { commandName } from "../lib/self.ts";
+import { USER_AGENT } from "../lib/version.ts";
 import type { Context } from "./run.ts";
 
 /** The account and user install makes with a root key unless --account/--user name others (dev mode's own). */

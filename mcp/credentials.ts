@@ -4,9 +4,9 @@
  * configuration reloaded and the request retried.
  */
 
-import { type Config, keyFor } from "../runtime/config.ts";
-import { readTextIfExists } from "../runtime/fs.ts";
-import { identityOf } from "../runtime/http.ts";
+import { type Config, keyFor } from "../openviking/config.ts";
+import { readTextIfExists } from "../lib/fs.ts";
+import { identityOf } from "../openviking/client.ts";
 import type { ErrorContext } from "./errors.ts";
 import type { UpstreamTarget } from "./upstream.ts";
 

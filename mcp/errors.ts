@@ -3,7 +3,7 @@
  * involved came from, and what to do. API keys never appear (every text is scrubbed). Pure.
  */
 
-import { scrub, withoutUserinfo } from "../runtime/scrub.ts";
+import { scrub, withoutUserinfo } from "../lib/scrub.ts";
 import { ErrorCode, errorResponse, type JsonRpcErrorResponse, type JsonRpcId } from "./jsonrpc.ts";
 import type { Failure } from "./upstream.ts";
 

@@ -5,7 +5,7 @@
  */
 
 import * as z from "zod/mini";
-import { isRecord, issueText } from "../runtime/parsed.ts";
+import { isRecord, issueText } from "../lib/parsed.ts";
 
 /** Error codes the proxy answers with. */
 export const ErrorCode = {

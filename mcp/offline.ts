@@ -4,8 +4,8 @@
  * and the empty `ping` result (which the proxy always answers itself). Pure.
  */
 
-import { VERSION } from "../runtime/version.ts";
-import type { ToolDefinition } from "./catalog.ts";
+import { VERSION } from "../lib/version.ts";
+import type { ToolDefinition } from "../memory/tools.ts";
 import type { JsonRpcId, JsonRpcResult } from "./jsonrpc.ts";
 import { DEFAULT_PROTOCOL_VERSION, type Failure } from "./upstream.ts";
 

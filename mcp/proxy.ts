@@ -8,10 +8,10 @@
  * its tools.
  */
 
-import type { Logger } from "../runtime/log.ts";
-import { isRecord } from "../runtime/parsed.ts";
-import { withoutUserinfo } from "../runtime/scrub.ts";
-import { BUILTIN_TOOLS, offeredTools, type ToolDefinition } from "./catalog.ts";
+import type { Logger } from "../lib/log.ts";
+import { isRecord } from "../lib/parsed.ts";
+import { withoutUserinfo } from "../lib/scrub.ts";
+import { BUILTIN_TOOLS, offeredTools, type ToolDefinition } from "../memory/tools.ts";
 import { failureError } from "./errors.ts";
 import {
   type Classified,

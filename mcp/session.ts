@@ -5,9 +5,9 @@
  * changed. Stateless servers (no `Mcp-Session-Id`, like OpenViking's) go through the same paths.
  */
 
-import type { Logger } from "../runtime/log.ts";
-import { isRecord } from "../runtime/parsed.ts";
-import { withoutUserinfo } from "../runtime/scrub.ts";
+import type { Logger } from "../lib/log.ts";
+import { isRecord } from "../lib/parsed.ts";
+import { withoutUserinfo } from "../lib/scrub.ts";
 import type { ProxySettings } from "./credentials.ts";
 import type { Classified, JsonRpcId, JsonRpcMessage, JsonRpcRequest } from "./jsonrpc.ts";
 import type { MessageSink } from "./reply.ts";

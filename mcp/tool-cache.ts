@@ -5,9 +5,9 @@
  */
 
 import * as z from "zod/mini";
-import { readTextIfExists, writeFileAtomic } from "../runtime/fs.ts";
-import { type Env, mcpToolCachePath, orNoHome } from "../runtime/paths.ts";
-import type { ToolDefinition } from "./catalog.ts";
+import { readTextIfExists, writeFileAtomic } from "../lib/fs.ts";
+import { type Env, mcpToolCachePath, orNoHome } from "../lib/paths.ts";
+import type { ToolDefinition } from "../memory/tools.ts";
 
 /** Schema of one tool in the cache (only what an MCP tool must have is checked; the rest is kept). */
 const ToolSchema = z.looseObject({

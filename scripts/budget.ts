@@ -17,8 +17,8 @@
 import { denoEnv, runProcess } from "../tests/support/run.ts";
 import { startRealOpenViking } from "../tests/support/real-openviking.ts";
 import { terminalRows } from "../tests/support/rows.ts";
-import { productionFlags } from "../runtime/self.ts";
-import { profileTokens } from "../runtime/profile.ts";
+import { productionFlags } from "../lib/self.ts";
+import { profileTokens } from "../memory/profile.ts";
 import { SEED_MEMORIES, SEED_PROFILE, SESSION_PROMPTS } from "../bench/budget_session.ts";
 
 /** One measured prompt. */

@@ -10,8 +10,8 @@
  * script says so (set DENORT_BIN to a local denort of the target to build offline).
  */
 
-import { checkoutRoot, flagsFromTask } from "../runtime/self.ts";
-import { joinPath } from "../runtime/paths.ts";
+import { checkoutRoot, flagsFromTask } from "../lib/self.ts";
+import { joinPath } from "../lib/paths.ts";
 import { manifestText } from "../install/plugin.ts";
 import { pluginMemoryFiles } from "../install/memory-files.ts";
 import { EXECUTABLE_NAME } from "../install/spec.ts";

@@ -13,7 +13,7 @@ import { FakeOpenViking } from "../tests/support/fake-openviking.ts";
 import { JournalBuilder } from "../tests/support/journal.ts";
 import { placeJournal } from "../tests/support/hook-context.ts";
 import { runProcess, type RunResult } from "../tests/support/run.ts";
-import { VERSION } from "../runtime/version.ts";
+import { VERSION } from "../lib/version.ts";
 
 /** What one run of the executable gave. */
 type Ran = RunResult;

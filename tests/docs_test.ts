@@ -4,11 +4,11 @@
  */
 
 import { assertEquals, assertTrue } from "./support/assert.ts";
-import { StatusSchema } from "../hooks/status-model.ts";
-import { RecallOutputSchema } from "../hooks/recall-command.ts";
-import { KNOBS } from "../runtime/knobs.ts";
-import { VERSION } from "../runtime/version.ts";
-import { helpText } from "../cli/commands.ts";
+import { StatusSchema } from "../commands/status-model.ts";
+import { RecallOutputSchema } from "../commands/recall.ts";
+import { KNOBS } from "../openviking/knobs.ts";
+import { VERSION } from "../lib/version.ts";
+import { helpText } from "../commands/mod.ts";
 import { buildOvConf, OPENVIKING_VERSION } from "./support/real-openviking.ts";
 
 const root = new URL("../", import.meta.url);

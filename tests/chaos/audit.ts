@@ -11,13 +11,13 @@
  */
 
 import type { FakeOpenViking, RecordedRequest, StoredMessage } from "../support/fake-openviking.ts";
-import { QueueEntrySchema } from "../../runtime/pending.ts";
-import { SharedEntrySchema } from "../../runtime/pending-shared.ts";
-import { LedgerEntrySchema } from "../../runtime/ledger.ts";
-import { SessionStateSchema } from "../../runtime/state.ts";
-import { readJournal } from "../../wire/read.ts";
-import { scanTurns, turnLineFilter } from "../../wire/turns.ts";
-import { turnsOf } from "../../wire/command.ts";
+import { QueueEntrySchema } from "../../openviking/queue.ts";
+import { SharedEntrySchema } from "../../openviking/shared-queue.ts";
+import { LedgerEntrySchema } from "../../memory/ledger.ts";
+import { SessionStateSchema } from "../../memory/state.ts";
+import { readJournal } from "../../kimi/journal/read.ts";
+import { scanTurns, turnLineFilter } from "../../kimi/journal/turns.ts";
+import { turnsOf } from "../../commands/turns.ts";
 import { MARK, SECRET } from "./journal-model.ts";
 import type { Processes } from "./procs.ts";
 

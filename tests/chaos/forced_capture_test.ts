@@ -9,8 +9,8 @@ import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { makeContext, placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { tempDir } from "../support/temp.ts";
-import { captureMode, captureSession } from "../../hooks/capture.ts";
-import { withLock } from "../../runtime/lock.ts";
+import { captureMode, captureSession } from "../../memory/capture.ts";
+import { withLock } from "../../lib/lock.ts";
 
 const SESSION = "session_forced-later-turn";
 

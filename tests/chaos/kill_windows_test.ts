@@ -11,8 +11,8 @@ import { placeJournal } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { cliArgs, denoEnv, runCli, startCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { readState } from "../../runtime/state.ts";
-import { enqueueCommit, enqueueMessages } from "../../runtime/pending.ts";
+import { readState } from "../../memory/state.ts";
+import { enqueueCommit, enqueueMessages } from "../../openviking/queue.ts";
 
 const SESSION = "session_kill-window";
 const NO_SIGKILL = Deno.build.os === "windows";

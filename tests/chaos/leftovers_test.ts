@@ -5,7 +5,7 @@
 
 import { assertEquals } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
-import { withLock } from "../../runtime/lock.ts";
+import { withLock } from "../../lib/lock.ts";
 
 Deno.test("a lock file (left behind by a holder killed inside it) is private: 0600 in a 0700 directory", async () => {
   await using dir = await tempDir();

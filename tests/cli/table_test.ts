@@ -9,8 +9,8 @@ import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { ROOT, runCli } from "../support/run.ts";
 import { isolatedEnv } from "../install/helpers.ts";
-import { COMMANDS, helpText, PROGRAM } from "../../cli/commands.ts";
-import { commandHelp, parseCommand, type Parsed, usageLines } from "../../cli/spec.ts";
+import { COMMANDS, helpText, PROGRAM } from "../../commands/mod.ts";
+import { commandHelp, parseCommand, type Parsed, usageLines } from "../../commands/args.ts";
 
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
@@ -212,13 +212,13 @@ Deno.test("hook <event> reaches hooks/entry.ts without the table, node:util or z
   const graph = JSON.parse(new TextDecoder().decode(out.stdout)) as InfoGraph;
   const main = `file://${ROOT}/main.ts`;
   const everything = loaded(graph, main, [".ts"]);
-  assertTrue([...everything].some((m) => m.endsWith("/cli/commands.ts")), "the graph walk sees the table");
+  assertTrue([...everything].some((m) => m.endsWith("/commands/mod.ts")), "the graph walk sees the table");
   assertTrue(everything.has("node:util"), "the graph walk sees node:util");
   // Stop, StopFailure, PreCompact, SessionEnd: main.ts, then hooks/entry.ts and what it imports statically.
-  const detached = [...loaded(graph, main, ["/hooks/entry.ts"])];
+  const detached = [...loaded(graph, main, ["/commands/hook.ts"])];
   const lean = detached.filter((m) => m.includes("/cli/") || m.startsWith("node:") || m.startsWith("npm:"));
   assertEquals(lean, [], `the detaching parent loads ${detached.join(", ")}`);
   // The other events go on into the dispatcher (zod is its payload schema); still no table, no node:util.
-  const full = [...loaded(graph, main, ["/hooks/entry.ts", "/hooks/dispatch.ts"])];
+  const full = [...loaded(graph, main, ["/commands/hook.ts", "/memory/dispatch.ts"])];
   assertEquals(full.filter((m) => m.includes("/cli/") || m.startsWith("node:")), [], full.join(", "));
 });

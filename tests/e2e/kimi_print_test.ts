@@ -6,8 +6,8 @@
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { kimiE2eVersions } from "../support/kimi.ts";
-import { KNOBS } from "../../runtime/knobs.ts";
-import { type PromptEntry, readLedger } from "../../runtime/ledger.ts";
+import { KNOBS } from "../../openviking/knobs.ts";
+import { type PromptEntry, readLedger } from "../../memory/ledger.ts";
 import { join } from "node:path";
 import { type ChatMessage, messageText } from "../support/model-server.ts";
 import { OFFERED_TOOLS } from "../support/fake-mcp.ts";

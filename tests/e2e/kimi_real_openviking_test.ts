@@ -10,7 +10,7 @@
  * it against an existing server instead.
  */
 
-import { MEMORY_TOOLS } from "../../mcp/catalog.ts";
+import { MEMORY_TOOLS } from "../../memory/tools.ts";
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { KIMI_VERSIONS, type KimiInstall } from "../support/kimi.ts";
 import { messageText } from "../support/model-server.ts";
@@ -20,8 +20,8 @@ import {
   type RealOpenViking,
   startRealOpenViking,
 } from "../support/real-openviking.ts";
-import { USER_AGENT } from "../../runtime/version.ts";
-import { KNOBS } from "../../runtime/knobs.ts";
+import { USER_AGENT } from "../../lib/version.ts";
+import { KNOBS } from "../../openviking/knobs.ts";
 import {
   E2E_TEST,
   isHookResult,

@@ -11,9 +11,9 @@ import { assertEquals, assertNotMatch, assertStringIncludes, assertTrue } from "
 import { kimiE2eVersions } from "../support/kimi.ts";
 import { OFFERED_TOOLS } from "../support/fake-mcp.ts";
 import { ROOT, runProcess } from "../support/run.ts";
-import { VERSION } from "../../runtime/version.ts";
+import { VERSION } from "../../lib/version.ts";
 import { cloneCheckout } from "../install/helpers.ts";
-import { productionFlags } from "../../runtime/self.ts";
+import { productionFlags } from "../../lib/self.ts";
 import {
   assertRecallBeforeEachPrompt,
   E2E_TEST,

@@ -7,7 +7,7 @@
  * existing server instead (memory-extraction and api_key-mode checks then need our stub and are skipped).
  */
 
-import { Entries, memoriesFromEntries, renderElement } from "../../runtime/memory.ts";
+import { Entries, memoriesFromEntries, renderElement } from "../../memory/recalled.ts";
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import {
   OPENVIKING_VERSION,
@@ -17,10 +17,10 @@ import {
   rssKiB,
   startRealOpenViking,
 } from "../support/real-openviking.ts";
-import { USER_AGENT } from "../../runtime/version.ts";
-import { classifyReply } from "../../runtime/reply.ts";
-import { Budget, createClient } from "../../runtime/http.ts";
-import { newestHeld } from "../../runtime/held.ts";
+import { USER_AGENT } from "../../lib/version.ts";
+import { classifyReply } from "../../openviking/reply.ts";
+import { Budget, createClient } from "../../openviking/client.ts";
+import { newestHeld } from "../../openviking/held.ts";
 import { cannedReply, embedText, startEmbeddingStub } from "../support/embedding-stub.ts";
 import { OFFERED_TOOLS, OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
 import { startProxy, toolNames } from "../mcp/harness.ts";

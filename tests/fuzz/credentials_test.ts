@@ -7,13 +7,13 @@
 
 import fc from "fast-check";
 import { assertEquals } from "../support/assert.ts";
-import { redact } from "../../runtime/redact.ts";
-import { scrub, scrubText } from "../../runtime/scrub.ts";
-import { snippet } from "../../runtime/ledger.ts";
-import { emptyState } from "../../runtime/state.ts";
-import { recallQuery } from "../../hooks/prompt-query.ts";
-import { keepPrompt } from "../../hooks/prompt-fallback.ts";
-import { prepareText } from "../../wire/clean.ts";
+import { redact } from "../../lib/redact.ts";
+import { scrub, scrubText } from "../../lib/scrub.ts";
+import { snippet } from "../../memory/ledger.ts";
+import { emptyState } from "../../memory/state.ts";
+import { recallQuery } from "../../memory/query.ts";
+import { keepPrompt } from "../../memory/prompt-fallback.ts";
+import { prepareText } from "../../kimi/journal/clean.ts";
 import { credentialText, params } from "./arbitraries.ts";
 
 const capture = { maxLength: 24_000, redact: true };

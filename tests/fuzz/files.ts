@@ -1,8 +1,8 @@
 /** The file audit of the fuzz tests: what hooks left under ~/.openviking is private and parses. */
 
-import { QueueEntrySchema } from "../../runtime/pending.ts";
-import { SharedEntrySchema } from "../../runtime/pending-shared.ts";
-import { SessionStateSchema } from "../../runtime/state.ts";
+import { QueueEntrySchema } from "../../openviking/queue.ts";
+import { SharedEntrySchema } from "../../openviking/shared-queue.ts";
+import { SessionStateSchema } from "../../memory/state.ts";
 import { leakedSecrets } from "./arbitraries.ts";
 
 /**

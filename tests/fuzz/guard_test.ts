@@ -7,7 +7,7 @@
 
 import fc from "fast-check";
 import { assertEquals } from "../support/assert.ts";
-import { findVikingUri } from "../../hooks/pre-tool-use.ts";
+import { findVikingUri } from "../../memory/guard.ts";
 import { params } from "./arbitraries.ts";
 
 /** A path of a viking URI: segments of plain path characters. */

@@ -11,11 +11,11 @@ import fc from "fast-check";
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { tempDir } from "../support/temp.ts";
-import { concatBytes } from "../../runtime/bytes.ts";
-import { TRUNCATION_MARK } from "../../wire/clean.ts";
-import { acknowledge, planCapture } from "../../wire/plan.ts";
-import { cursorAt, type JournalLine, readJournal } from "../../wire/read.ts";
-import { assistantText, scanTurns, turnLineFilter, userText } from "../../wire/turns.ts";
+import { concatBytes } from "../../lib/bytes.ts";
+import { TRUNCATION_MARK } from "../../kimi/journal/clean.ts";
+import { acknowledge, planCapture } from "../../kimi/journal/plan.ts";
+import { cursorAt, type JournalLine, readJournal } from "../../kimi/journal/read.ts";
+import { assistantText, scanTurns, turnLineFilter, userText } from "../../kimi/journal/turns.ts";
 import { credentialText, leakedSecrets, nastyString, params, wrongValue } from "./arbitraries.ts";
 
 const TYPES = [

@@ -12,7 +12,7 @@ import { assertTrue } from "../support/assert.ts";
 import { DEFAULT_ENTRY, FakeOpenViking } from "../support/fake-openviking.ts";
 import { makeContext, sandboxEnv } from "../support/hook-context.ts";
 import { tempDir } from "../support/temp.ts";
-import { userPromptSubmit } from "../../hooks/user-prompt-submit.ts";
+import { userPromptSubmit } from "../../memory/prompt.ts";
 import { assertPrintedSafe } from "../support/printed.ts";
 import { hostileText, params } from "./arbitraries.ts";
 

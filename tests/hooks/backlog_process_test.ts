@@ -15,8 +15,8 @@ import { waitUntil } from "../support/kimi.ts";
 import { ourQueue } from "../support/queue.ts";
 import { runCli, startCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { QUEUE_SUBDIR } from "../../runtime/pending.ts";
-import { readState } from "../../runtime/state.ts";
+import { QUEUE_SUBDIR } from "../../openviking/queue.ts";
+import { readState } from "../../memory/state.ts";
 
 const TURNS = 20_000;
 const MESSAGES = 2 * TURNS;

@@ -9,7 +9,7 @@ import { FAKE_DIGEST_FIRST, FakeOpenViking } from "../support/fake-openviking.ts
 import { startHungServer } from "../support/hung-server.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { type PromptEntry, readLedger } from "../../runtime/ledger.ts";
+import { type PromptEntry, readLedger } from "../../memory/ledger.ts";
 
 const CWD = "/home/user/proj";
 const PAUSED_LINE =

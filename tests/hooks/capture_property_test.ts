@@ -15,12 +15,12 @@ import { FakeOpenViking, type Fault } from "../support/fake-openviking.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { makeContext, placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { tempDir } from "../support/temp.ts";
-import { captureSession, WORKER_LOCK_WAIT_MS } from "../../hooks/capture.ts";
-import { Budget, createClient } from "../../runtime/http.ts";
-import { queueSummary } from "../../runtime/pending.ts";
-import { replayAll } from "../../runtime/replay.ts";
-import { redact } from "../../runtime/redact.ts";
-import { skipReason } from "../../wire/clean.ts";
+import { captureSession, WORKER_LOCK_WAIT_MS } from "../../memory/capture.ts";
+import { Budget, createClient } from "../../openviking/client.ts";
+import { queueSummary } from "../../openviking/queue.ts";
+import { replayAll } from "../../openviking/replay.ts";
+import { redact } from "../../lib/redact.ts";
+import { skipReason } from "../../kimi/journal/clean.ts";
 
 const MARK = "INJECTED-MARKER";
 const SECRET = "sk-propertytestsecretvalue0123";

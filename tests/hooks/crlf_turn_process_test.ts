@@ -11,7 +11,7 @@ import { placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { readState } from "../../runtime/state.ts";
+import { readState } from "../../memory/state.ts";
 
 const SESSION = "session_7c1f0e2a-crlf-4d6b-9a0e-160kb00000004";
 const OV_SESSION = `kc-${SESSION}`;

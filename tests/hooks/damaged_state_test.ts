@@ -11,7 +11,7 @@ import { placeJournal } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { readState } from "../../runtime/state.ts";
+import { readState } from "../../memory/state.ts";
 
 const SESSION = "session_damaged-state";
 const OV_SESSION = `kc-${SESSION}`;

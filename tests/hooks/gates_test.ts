@@ -5,14 +5,14 @@
  */
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
-import { gateReason, globToRegExp } from "../../hooks/gates.ts";
-import { findVikingUri, guardMessage } from "../../hooks/pre-tool-use.ts";
-import { COMMANDS, commandText, memoryInstructions, skillText } from "../../hooks/instructions.ts";
-import { offeredTools } from "../../mcp/catalog.ts";
+import { gateReason, globToRegExp } from "../../kimi/gates.ts";
+import { findVikingUri, guardMessage } from "../../memory/guard.ts";
+import { COMMANDS, commandText, memoryInstructions, skillText } from "../../memory/instructions.ts";
+import { offeredTools } from "../../memory/tools.ts";
 import { OFFERED_TOOLS, OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
-import { mcpToolPrefix } from "../../hooks/plugin-root.ts";
-import { DUPLICATE_WINDOW_MS, promptDecision } from "../../hooks/user-prompt-submit.ts";
-import { emptyState, type SessionState } from "../../runtime/state.ts";
+import { mcpToolPrefix } from "../../kimi/plugin-root.ts";
+import { DUPLICATE_WINDOW_MS, promptDecision } from "../../memory/prompt.ts";
+import { emptyState, type SessionState } from "../../memory/state.ts";
 
 Deno.test("globs: ** is any text, * any text without /, anchored at both ends", () => {
   const re = globToRegExp("/home/*/scratch/**");

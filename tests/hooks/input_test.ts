@@ -1,5 +1,5 @@
 import { assertEquals } from "../support/assert.ts";
-import { hostSessionId, parseHookInput, promptText } from "../../hooks/input.ts";
+import { hostSessionId, parseHookInput, promptText } from "../../kimi/payload.ts";
 
 const parse = (v: unknown) => parseHookInput(new TextEncoder().encode(JSON.stringify(v)));
 

@@ -10,7 +10,7 @@ import { placeJournal } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { readState } from "../../runtime/state.ts";
+import { readState } from "../../memory/state.ts";
 
 const SESSION = "session_1a7e0000-0000-4000-8000-00000000a11e";
 

@@ -1,7 +1,7 @@
 import { assertEquals } from "../support/assert.ts";
-import { ledgerEntryOf, replayEntryOf } from "../../hooks/ledger-entry.ts";
-import type { HookContext } from "../../hooks/context.ts";
-import type { HookEvent } from "../../hooks/events.ts";
+import { ledgerEntryOf, replayEntryOf } from "../../memory/ledger-entry.ts";
+import type { HookContext } from "../../memory/context.ts";
+import type { HookEvent } from "../../kimi/hooks.ts";
 
 const ctx = (
   event: HookEvent,

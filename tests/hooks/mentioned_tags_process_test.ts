@@ -12,7 +12,7 @@ import { JournalBuilder } from "../support/journal.ts";
 import { waitUntil } from "../support/kimi.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { readState } from "../../runtime/state.ts";
+import { readState } from "../../memory/state.ts";
 
 const SESSION = "session_5b0c1d2e-tags-4f5a-8b6c-mentioned0005";
 const OV_SESSION = `kc-${SESSION}`;

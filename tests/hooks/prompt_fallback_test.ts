@@ -10,12 +10,12 @@ import { JournalBuilder } from "../support/journal.ts";
 import { placeJournal } from "../support/hook-context.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { keepPrompt, MAX_FALLBACK_CHARS, MAX_FALLBACK_PROMPTS } from "../../hooks/prompt-fallback.ts";
-import { duePrompts } from "../../hooks/capture-fallback.ts";
-import { emptyState, readState } from "../../runtime/state.ts";
-import { fallbackKey, planCapture } from "../../wire/plan.ts";
-import { scanTurns } from "../../wire/turns.ts";
-import type { JournalLine } from "../../wire/read.ts";
+import { keepPrompt, MAX_FALLBACK_CHARS, MAX_FALLBACK_PROMPTS } from "../../memory/prompt-fallback.ts";
+import { duePrompts } from "../../memory/capture-fallback.ts";
+import { emptyState, readState } from "../../memory/state.ts";
+import { fallbackKey, planCapture } from "../../kimi/journal/plan.ts";
+import { scanTurns } from "../../kimi/journal/turns.ts";
+import type { JournalLine } from "../../kimi/journal/read.ts";
 
 const opts = { maxLength: 24_000, redact: true };
 

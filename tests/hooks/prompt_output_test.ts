@@ -12,8 +12,8 @@ import { sandboxEnv } from "../support/hook-context.ts";
 import { assertPrintedSafe } from "../support/printed.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { QUERY_MAX_CHARS } from "../../hooks/prompt-query.ts";
-import { PRINT_MAX_CHARS } from "../../runtime/printed.ts";
+import { QUERY_MAX_CHARS } from "../../memory/query.ts";
+import { PRINT_MAX_CHARS } from "../../lib/printed.ts";
 
 let sessions = 0;
 

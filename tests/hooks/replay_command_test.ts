@@ -8,7 +8,7 @@ import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { sandboxEnv } from "../support/hook-context.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { enqueueCommit, enqueueMessages } from "../../runtime/pending.ts";
+import { enqueueCommit, enqueueMessages } from "../../openviking/queue.ts";
 
 const SESSION = "kc-session_5747a705-0000-4000-8000-000000000099";
 

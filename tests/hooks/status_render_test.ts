@@ -4,8 +4,8 @@
  */
 
 import { assertEquals, assertTrue } from "../support/assert.ts";
-import { renderStatus, STATUS_COLUMNS } from "../../hooks/status-render.ts";
-import type { Status } from "../../hooks/status-model.ts";
+import { renderStatus, STATUS_COLUMNS } from "../../commands/status-render.ts";
+import type { Status } from "../../commands/status-model.ts";
 
 const NOW = Date.parse("2026-12-01T12:00:00.000Z");
 const LONG =

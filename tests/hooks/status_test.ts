@@ -11,11 +11,11 @@ import { JournalBuilder } from "../support/journal.ts";
 import { enqueueShared } from "../support/queue.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { StatusSchema } from "../../hooks/status-model.ts";
-import { STATUS_COLUMNS } from "../../hooks/status-render.ts";
-import { appendLedger, readLedger, REPLAY_FILE, type ReplayEntry } from "../../runtime/ledger.ts";
-import { readState } from "../../runtime/state.ts";
-import { commandName } from "../../runtime/self.ts";
+import { StatusSchema } from "../../commands/status-model.ts";
+import { STATUS_COLUMNS } from "../../commands/status-render.ts";
+import { appendLedger, readLedger, REPLAY_FILE, type ReplayEntry } from "../../memory/ledger.ts";
+import { readState } from "../../memory/state.ts";
+import { commandName } from "../../lib/self.ts";
 
 const SESSION = "session_5747a705-0000-4000-8000-000000000014";
 

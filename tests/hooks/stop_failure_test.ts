@@ -10,7 +10,7 @@ import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { readState } from "../../runtime/state.ts";
+import { readState } from "../../memory/state.ts";
 
 const SESSION = "session_5fd1c2a4-3c1e-4d0a-9b1e-0f7a35c0e001";
 const PROMPT = "this will FAIL at the provider";

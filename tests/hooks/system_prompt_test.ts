@@ -12,9 +12,9 @@ import { placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { loadConfig } from "../../runtime/config.ts";
-import { systemPromptText } from "../../hooks/system-prompt.ts";
-import { refreshPromptFile } from "../../hooks/system-prompt.ts";
+import { loadConfig } from "../../openviking/config.ts";
+import { systemPromptText } from "../../memory/system-prompt.ts";
+import { refreshPromptFile } from "../../memory/system-prompt.ts";
 
 const SESSION = "session_5b1c1f0e-1111-4222-8333-944455556666";
 

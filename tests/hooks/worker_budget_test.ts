@@ -11,9 +11,9 @@ import { makeContext, placeJournal, sandboxEnv } from "../support/hook-context.t
 import { JournalBuilder } from "../support/journal.ts";
 import { ourQueue } from "../support/queue.ts";
 import { tempDir } from "../support/temp.ts";
-import { captureMode, captureSession } from "../../hooks/capture.ts";
-import { lockedMode } from "../../hooks/capture-mode.ts";
-import { withLock } from "../../runtime/lock.ts";
+import { captureMode, captureSession } from "../../memory/capture.ts";
+import { lockedMode } from "../../memory/capture-mode.ts";
+import { withLock } from "../../lib/lock.ts";
 
 const SESSION = "session_worker-budget";
 

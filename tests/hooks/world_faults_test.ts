@@ -14,8 +14,8 @@ import { JournalBuilder } from "../support/journal.ts";
 import { ourQueue, queuedMessages, rejectedWrites } from "../support/queue.ts";
 import { cliArgs, denoEnv, runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { readState } from "../../runtime/state.ts";
-import { enqueueMessages, sessionQueueDir } from "../../runtime/pending.ts";
+import { readState } from "../../memory/state.ts";
+import { enqueueMessages, sessionQueueDir } from "../../openviking/queue.ts";
 
 const SESSION = "session_0f0e0d0c-1111-4222-8333-944455556666";
 const OV_SESSION = `kc-${SESSION}`;

@@ -13,13 +13,13 @@ import {
   assertTrue,
 } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
-import { type Context, type InstallOptions, runInstall } from "../../install/command.ts";
+import { type Context, type InstallOptions, runInstall } from "../../commands/install.ts";
 import { currentSelf } from "../../install/placement.ts";
 import { buildCopy, versionsDir } from "../../install/copy.ts";
 import { cloneCheckout } from "./helpers.ts";
 import { launcherInfo, launcherText } from "../../install/launcher.ts";
-import { COPY_FILES, COPY_RUN_FLAGS, productionFlags } from "../../runtime/self.ts";
-import { VERSION } from "../../runtime/version.ts";
+import { COPY_FILES, COPY_RUN_FLAGS, productionFlags } from "../../lib/self.ts";
+import { VERSION } from "../../lib/version.ts";
 import { ROOT } from "../support/run.ts";
 
 const posix = Deno.build.os !== "windows";

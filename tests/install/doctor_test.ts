@@ -8,13 +8,13 @@ import {
 import { tempDir } from "../support/temp.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { type Check, renderChecks, runDoctor } from "../../install/doctor.ts";
-import { runInstall } from "../../install/command.ts";
+import { runInstall } from "../../commands/install.ts";
 import { currentSelf } from "../../install/placement.ts";
-import { enqueueCommit } from "../../runtime/pending.ts";
-import { emptyState, writeState } from "../../runtime/state.ts";
-import { hookStateDir, pendingDir } from "../../runtime/paths.ts";
+import { enqueueCommit } from "../../openviking/queue.ts";
+import { emptyState, writeState } from "../../memory/state.ts";
+import { hookStateDir, pendingDir } from "../../lib/paths.ts";
 import { closedAddress, isolatedEnv, NO_SERVER_HEADING, noServerFix } from "./helpers.ts";
-import { commandName } from "../../runtime/self.ts";
+import { commandName } from "../../lib/self.ts";
 import { ROOT, runCli } from "../support/run.ts";
 
 const NOW = Date.parse("2026-11-30T12:00:00.000Z");

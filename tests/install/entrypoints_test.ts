@@ -8,8 +8,8 @@ import { assertEquals, assertNotMatch, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { cliArgs } from "../support/run.ts";
 import { isolatedEnv } from "./helpers.ts";
-import { HOOKS } from "../../hooks/events.ts";
-import { VERSION } from "../../runtime/version.ts";
+import { HOOKS } from "../../kimi/hooks.ts";
+import { VERSION } from "../../lib/version.ts";
 
 const PERMISSION_ERROR =
   /PermissionDenied|NotCapable|Requires \w+ access|run again with the --allow|--allow-\w+ flag/i;

@@ -2,7 +2,7 @@
 
 import { denoEnv, ROOT } from "../support/run.ts";
 import type { Self } from "../../install/placement.ts";
-import { VERSION } from "../../runtime/version.ts";
+import { VERSION } from "../../lib/version.ts";
 
 /** The test process's environment with HOME replaced and every Kimi/OpenViking variable removed. */
 export function isolatedEnv(

@@ -14,9 +14,9 @@ import { tempDir } from "../support/temp.ts";
 import { isolatedEnv } from "./helpers.ts";
 import { BLOCK_BEGIN } from "../../install/spec.ts";
 import { toolCachePath, writeToolCache } from "../../mcp/tool-cache.ts";
-import { StatusSchema } from "../../hooks/status-model.ts";
-import { noteRecall } from "../../runtime/breaker.ts";
-import { failure } from "../../runtime/reply.ts";
+import { StatusSchema } from "../../commands/status-model.ts";
+import { noteRecall } from "../../openviking/breaker.ts";
+import { failure } from "../../openviking/reply.ts";
 
 const posix = Deno.build.os !== "windows";
 const SESSION = "session_19040000-0000-4000-8000-000000000004";

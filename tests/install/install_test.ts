@@ -8,14 +8,14 @@ import {
 import { tempDir } from "../support/temp.ts";
 import { closedAddress, fakeCompiled, isolatedEnv, NO_SERVER_HEADING, noServerFix } from "./helpers.ts";
 import { ROOT, runCli } from "../support/run.ts";
-import { type Context, type InstallOptions, runInstall, runUninstall } from "../../install/command.ts";
+import { type Context, type InstallOptions, runInstall, runUninstall } from "../../commands/install.ts";
 import { currentSelf, type Self } from "../../install/placement.ts";
 import { readKimiState } from "../../install/detect.ts";
 import { registrations } from "../../install/doctor.ts";
-import { VERSION } from "../../runtime/version.ts";
-import { COMMANDS } from "../../cli/commands.ts";
-import { parseCommand } from "../../cli/spec.ts";
-import { enqueueMessages, keepRejected } from "../../runtime/pending.ts";
+import { VERSION } from "../../lib/version.ts";
+import { COMMANDS } from "../../commands/mod.ts";
+import { parseCommand } from "../../commands/args.ts";
+import { enqueueMessages, keepRejected } from "../../openviking/queue.ts";
 import { queuedMessages, rejectedWrites } from "../support/queue.ts";
 
 const isWindows = Deno.build.os === "windows";

@@ -19,7 +19,7 @@ import { placeJournal } from "../support/hook-context.ts";
 import { cliArgs, ROOT, runCli, runProcess, type RunResult } from "../support/run.ts";
 import { isolatedEnv } from "./helpers.ts";
 import { chooseApiKey, type KeyFlags, type KeyIo } from "../../install/key.ts";
-import { HOOKS } from "../../hooks/events.ts";
+import { HOOKS } from "../../kimi/hooks.ts";
 
 const posix = Deno.build.os !== "windows";
 const KEY = "sk-never-shown-7c21e9a4";

@@ -10,8 +10,8 @@ import { assertEquals, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { runProcess } from "../support/run.ts";
 import { findDeno, launcherText } from "../../install/launcher.ts";
-import { COPY_FILES } from "../../runtime/self.ts";
-import { VERSION } from "../../runtime/version.ts";
+import { COPY_FILES } from "../../lib/self.ts";
+import { VERSION } from "../../lib/version.ts";
 
 const posix = Deno.build.os !== "windows";
 

@@ -14,7 +14,7 @@ import {
 } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { fakeCompiled } from "./helpers.ts";
-import { type Context, type InstallOptions, runInstall, runUninstall } from "../../install/command.ts";
+import { type Context, type InstallOptions, runInstall, runUninstall } from "../../commands/install.ts";
 import { currentSelf, type Self } from "../../install/placement.ts";
 import { unifiedDiff } from "../../install/diff.ts";
 

@@ -10,7 +10,7 @@ import { assertEquals, assertMatch, assertNotMatch, assertStringIncludes } from 
 import { ROOT, runCli, runProcess } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { closedAddress, isolatedEnv, noServerFix } from "./helpers.ts";
-import { VERSION } from "../../runtime/version.ts";
+import { VERSION } from "../../lib/version.ts";
 
 const posix = Deno.build.os !== "windows";
 const BARE_PATH = "/usr/bin:/bin";

@@ -4,10 +4,10 @@ import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../
 import { tempDir } from "../support/temp.ts";
 import { cliArgs, denoDir, ROOT } from "../support/run.ts";
 import { artifactName, compileArgs, compileFlags, explainFailure, TARGETS } from "../../scripts/compile.ts";
-import { productionFlags } from "../../runtime/self.ts";
+import { productionFlags } from "../../lib/self.ts";
 import { manifestText } from "../../install/plugin.ts";
 import { pluginMemoryFiles } from "../../install/memory-files.ts";
-import { VERSION } from "../../runtime/version.ts";
+import { VERSION } from "../../lib/version.ts";
 import { isolatedEnv } from "./helpers.ts";
 
 const posix = Deno.build.os !== "windows";

@@ -21,7 +21,7 @@ import { JournalBuilder } from "../support/journal.ts";
 import { placeJournal } from "../support/hook-context.ts";
 import { ROOT, runCli, runProcess, type RunResult } from "../support/run.ts";
 import { cloneCheckout, isolatedEnv } from "./helpers.ts";
-import { productionFlags } from "../../runtime/self.ts";
+import { productionFlags } from "../../lib/self.ts";
 import { findDeno } from "../../install/launcher.ts";
 
 const posix = Deno.build.os !== "windows";

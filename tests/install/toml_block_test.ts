@@ -1,4 +1,4 @@
-import { deepEqual } from "../../runtime/parsed.ts";
+import { deepEqual } from "../../lib/parsed.ts";
 import fc from "fast-check";
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { CREATED_LINE, findBlocks, parseToml, removeBlocks, renderBlock } from "../../install/toml-block.ts";
@@ -10,7 +10,7 @@ import {
   withoutHooks,
 } from "../../install/toml-config.ts";
 import { BLOCK_BEGIN, BLOCK_END, hookEntries } from "../../install/spec.ts";
-import { HOOKS } from "../../hooks/events.ts";
+import { HOOKS } from "../../kimi/hooks.ts";
 import { tomlDocument, trailingSection } from "./toml_arbitrary.ts";
 
 const ENTRIES = hookEntries("'/opt/open viking/bin/openviking-kimi'");

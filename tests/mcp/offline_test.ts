@@ -8,13 +8,13 @@ import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../suppor
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { OFFERED_TOOLS, OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
 import { tempDir } from "../support/temp.ts";
-import { BUILTIN_TOOLS } from "../../mcp/catalog.ts";
+import { BUILTIN_TOOLS } from "../../memory/tools.ts";
 import { offlineProtocolVersion } from "../../mcp/offline.ts";
 import { readToolCache, toolCachePath, writeToolCache } from "../../mcp/tool-cache.ts";
 import { errorOf, freePort, type Json, resultOf, startProxy, toolNames } from "./harness.ts";
 import { startHungServer } from "../support/hung-server.ts";
-import { noteRecall } from "../../runtime/breaker.ts";
-import { failure } from "../../runtime/reply.ts";
+import { noteRecall } from "../../openviking/breaker.ts";
+import { failure } from "../../openviking/reply.ts";
 
 const KEY = "offline-test-key-55aa";
 

@@ -1,10 +1,10 @@
 /** The advice for a recorded cause: the same words and fix as for the failure it was recorded from. */
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
-import { adviceFor, adviceForCause, causeOf } from "../../runtime/advice.ts";
+import { adviceFor, adviceForCause, causeOf } from "../../openviking/advice.ts";
 import { ROOT_KEY_REFUSAL } from "../support/fake-openviking.ts";
-import { classifyReply } from "../../runtime/reply.ts";
-import { commandName } from "../../runtime/self.ts";
+import { classifyReply } from "../../openviking/reply.ts";
+import { commandName } from "../../lib/self.ts";
 
 const origin = "http://127.0.0.1:1933";
 

@@ -19,8 +19,8 @@ import {
   PROBE_MAX_MS,
   probeIfDue,
   readBreaker,
-} from "../../runtime/breaker.ts";
-import { failure } from "../../runtime/reply.ts";
+} from "../../openviking/breaker.ts";
+import { failure } from "../../openviking/reply.ts";
 
 const URL_A = "http://127.0.0.1:1933";
 const timeout = failure("unreachable", 0, {

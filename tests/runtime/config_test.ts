@@ -1,4 +1,4 @@
-import { commandName } from "../../runtime/self.ts";
+import { commandName } from "../../lib/self.ts";
 import { assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
 import {
   type ConfigSources,
@@ -6,8 +6,8 @@ import {
   keyFor,
   loadConfig,
   resolveConfig,
-} from "../../runtime/config.ts";
-import { KNOBS } from "../../runtime/knobs.ts";
+} from "../../openviking/config.ts";
+import { KNOBS } from "../../openviking/knobs.ts";
 import { tempDir } from "../support/temp.ts";
 
 function sources(partial: Partial<ConfigSources>): ConfigSources {

@@ -13,9 +13,9 @@ import {
   PROFILE_ROW,
   PROFILE_ROWS,
   profileDigest,
-} from "../../runtime/digest.ts";
-import { Entries, memoriesFromEntries, memoriesFromRendered, renderElement } from "../../runtime/memory.ts";
-import type { Memory } from "../../runtime/memory.ts";
+} from "../../memory/digest.ts";
+import { Entries, memoriesFromEntries, memoriesFromRendered, renderElement } from "../../memory/recalled.ts";
+import type { Memory } from "../../memory/recalled.ts";
 import { UNPRINTABLE } from "../support/printed.ts";
 import { hostileText, params } from "../fuzz/arbitraries.ts";
 import { terminalRows } from "../support/rows.ts";

@@ -11,7 +11,7 @@ import { JournalBuilder } from "../support/journal.ts";
 import { queuedMessages } from "../support/queue.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { commandName } from "../../runtime/self.ts";
+import { commandName } from "../../lib/self.ts";
 
 const SESSION = "session_7e1f0a2b-3c4d-4e5f-8a6b-7c8d9e0f1a2b";
 /** A window title, a screen clear and a colour: what a hostile server would like a terminal to act on. */

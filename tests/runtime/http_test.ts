@@ -1,7 +1,7 @@
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking as FakeOpenViking, gzipBomb } from "../support/fake-openviking.ts";
 import * as z from "zod/mini";
-import { AnyResult, Budget, createClient } from "../../runtime/http.ts";
+import { AnyResult, Budget, createClient } from "../../openviking/client.ts";
 
 Deno.test("client: headers, envelope, never the key in an error", async () => {
   const fake = await FakeOpenViking.start({ apiKey: "sekrit-key-123" });

@@ -11,7 +11,7 @@ import {
   readLedger,
   sessionBudget,
   snippet,
-} from "../../runtime/ledger.ts";
+} from "../../memory/ledger.ts";
 
 const limits = { maxTotalBytes: 4 * 1024 * 1024, maxAgeDays: 30 };
 const prompt = (i: number): PromptEntry => ({
@@ -91,7 +91,7 @@ async function writers(dir: string, script: string, names: string[], beforeStart
 Deno.test("ledger: two processes appending at once never mix their lines", async () => {
   await using dir = await tempDir();
   const script = `
-    import { appendLedger } from "${new URL("../../runtime/ledger.ts", import.meta.url).href}";
+    import { appendLedger } from "${new URL("../../memory/ledger.ts", import.meta.url).href}";
     const [dir, who] = Deno.args;
     for (let i = 0; i < 300; i++) {
       await appendLedger(dir, "s", { kind: "prompt", at: i, ms: 1, prompt: who.repeat(200), path: "none",
@@ -110,7 +110,7 @@ Deno.test("ledger: three processes appending while files are compacted lose no l
   // writer in a session must be an unbroken run ending at its last line — a line lost to a compaction is a gap.
   const LINES = 110;
   const script = `
-    import { appendLedger } from "${new URL("../../runtime/ledger.ts", import.meta.url).href}";
+    import { appendLedger } from "${new URL("../../memory/ledger.ts", import.meta.url).href}";
     const [dir, who] = Deno.args;
     while (!(await Deno.stat(dir + "/go").then(() => true, () => false))) await new Promise((r) => setTimeout(r, 5));
     for (let i = 0; i < ${LINES}; i++) {

@@ -1,7 +1,7 @@
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { CREDENTIALS } from "../support/credentials.ts";
-import { createLogger, scrub } from "../../runtime/log.ts";
+import { createLogger, scrub } from "../../lib/log.ts";
 
 Deno.test("scrub masks secret fields and the key wherever it appears", () => {
   const out = scrub({

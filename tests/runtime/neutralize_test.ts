@@ -1,10 +1,10 @@
 import fc from "fast-check";
 import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../support/assert.ts";
 import { assertLinear, mb } from "../support/linear.ts";
-import { cut, neutralize, safe, SafeText, terminalJson } from "../../runtime/neutralize.ts";
-import { type Block, printBlocks } from "../../runtime/printed.ts";
-import { fullRecallBlock } from "../../runtime/recall.ts";
-import { digestLines } from "../../runtime/digest.ts";
+import { cut, neutralize, safe, SafeText, terminalJson } from "../../lib/neutralize.ts";
+import { type Block, printBlocks } from "../../lib/printed.ts";
+import { fullRecallBlock } from "../../memory/recall.ts";
+import { digestLines } from "../../memory/digest.ts";
 import { hostileText, params } from "../fuzz/arbitraries.ts";
 import { TAG_LIKE, UNPRINTABLE } from "../support/printed.ts";
 

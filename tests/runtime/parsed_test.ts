@@ -2,8 +2,8 @@
 
 import * as z from "zod/mini";
 import { assertEquals, assertTrue } from "../support/assert.ts";
-import { asRecord, deepEqual, isRecord, issueText } from "../../runtime/parsed.ts";
-import { resolveConfig } from "../../runtime/config.ts";
+import { asRecord, deepEqual, isRecord, issueText } from "../../lib/parsed.ts";
+import { resolveConfig } from "../../openviking/config.ts";
 
 Deno.test("isRecord: a plain object only (not null, not an array, not a primitive)", () => {
   assertEquals([{}, { a: 1 }, Object.create(null)].map(isRecord), [true, true, true]);

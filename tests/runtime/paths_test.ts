@@ -13,8 +13,8 @@ import {
   openVikingHome,
   pendingDir,
   sharedStateDir,
-} from "../../runtime/paths.ts";
-import { credentialFilePaths, loadConfig } from "../../runtime/config.ts";
+} from "../../lib/paths.ts";
+import { credentialFilePaths, loadConfig } from "../../openviking/config.ts";
 import { tempDir } from "../support/temp.ts";
 
 const LOCATIONS: [string, (env: Env) => string][] = [

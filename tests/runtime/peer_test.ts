@@ -7,7 +7,7 @@ import {
   remotePeerId,
   remoteUrlFromGitConfig,
   resolvePeer,
-} from "../../runtime/peer.ts";
+} from "../../openviking/peer.ts";
 
 const opts = { explicitPeerId: "", workspacePeer: true, peerSource: "git" as const };
 

@@ -15,8 +15,8 @@ import {
   queuedMessages,
   rejectedWrites,
 } from "../support/queue.ts";
-import { Budget, createClient } from "../../runtime/http.ts";
-import type { MessagePayload } from "../../runtime/deliver.ts";
+import { Budget, createClient } from "../../openviking/client.ts";
+import type { MessagePayload } from "../../openviking/deliver.ts";
 import {
   enqueueCommit,
   enqueueMessages,
@@ -30,11 +30,11 @@ import {
   rejectedSummary,
   SessionQueue,
   sessionQueueDir,
-} from "../../runtime/pending.ts";
-import { replayAll, replayQueue } from "../../runtime/replay.ts";
-import { withLock } from "../../runtime/lock.ts";
-import { countShared, listShared, replayShared } from "../../runtime/pending-shared.ts";
-import { sha256Hex } from "../../runtime/hash.ts";
+} from "../../openviking/queue.ts";
+import { replayAll, replayQueue } from "../../openviking/replay.ts";
+import { withLock } from "../../lib/lock.ts";
+import { countShared, listShared, replayShared } from "../../openviking/shared-queue.ts";
+import { sha256Hex } from "../../lib/hash.ts";
 
 const payload = (i: number): MessagePayload => ({
   role: i % 2 ? "assistant" : "user",

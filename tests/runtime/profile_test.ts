@@ -6,7 +6,7 @@
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { fail, ok, route, scriptedClient } from "../support/scripted-client.ts";
-import { Budget } from "../../runtime/http.ts";
+import { Budget } from "../../openviking/client.ts";
 import {
   fetchProfile,
   fetchProfileOrFailure,
@@ -14,8 +14,8 @@ import {
   memoryLeaves,
   profileTokens,
   renderProfile,
-} from "../../runtime/profile.ts";
-import type { OpenVikingClient } from "../../runtime/http.ts";
+} from "../../memory/profile.ts";
+import type { OpenVikingClient } from "../../openviking/client.ts";
 
 /** The profile block as the full format and the plugin's system prompt render it; null when unreachable or empty. */
 async function profileBlock(client: OpenVikingClient, tokens: number, budget: Budget) {

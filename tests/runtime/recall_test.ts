@@ -6,7 +6,7 @@
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { type Answer, type Call, fail, ok, route, scriptedClient } from "../support/scripted-client.ts";
 import { tempDir } from "../support/temp.ts";
-import { Budget } from "../../runtime/http.ts";
+import { Budget } from "../../openviking/client.ts";
 import {
   contextSearchBody,
   fullRecallBlock,
@@ -17,8 +17,8 @@ import {
   type RecallSettings,
   scaleQuotas,
   urisIn,
-} from "../../runtime/recall.ts";
-import { type Block, printBlocks } from "../../runtime/printed.ts";
+} from "../../memory/recall.ts";
+import { type Block, printBlocks } from "../../lib/printed.ts";
 
 const SETTINGS: RecallSettings = {
   recallLimit: 3,

@@ -2,9 +2,9 @@
 
 import fc from "fast-check";
 import { assertEquals, assertTrue } from "../support/assert.ts";
-import { neutralize } from "../../runtime/neutralize.ts";
-import { classifyReply, cleanFailure, type FailureKind } from "../../runtime/reply.ts";
-import { withoutUserinfo } from "../../runtime/scrub.ts";
+import { neutralize } from "../../lib/neutralize.ts";
+import { classifyReply, cleanFailure, type FailureKind } from "../../openviking/reply.ts";
+import { withoutUserinfo } from "../../lib/scrub.ts";
 import { hostileText, params } from "../fuzz/arbitraries.ts";
 import { FINAL_CODES, SERVER_ERROR_CODES } from "../support/fake-openviking.ts";
 

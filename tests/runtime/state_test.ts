@@ -1,7 +1,8 @@
 import { assertEquals, assertTrue } from "../support/assert.ts";
-import { emptyState, readState, safeId, statePaths, updateState, writeState } from "../../runtime/state.ts";
-import { withLock } from "../../runtime/lock.ts";
-import { removeAbandonedTemps, removeStaleTemps } from "../../runtime/fs.ts";
+import { emptyState, readState, statePaths, updateState, writeState } from "../../memory/state.ts";
+import { safeId } from "../../lib/paths.ts";
+import { withLock } from "../../lib/lock.ts";
+import { removeAbandonedTemps, removeStaleTemps } from "../../lib/fs.ts";
 import { tempDir } from "../support/temp.ts";
 import { prodRunArgs, ROOT } from "../support/run.ts";
 

@@ -11,7 +11,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { FakeMcp, type FakeMcpOptions } from "./fake-mcp.ts";
-import { concatBytes } from "../../runtime/bytes.ts";
+import { concatBytes } from "../../lib/bytes.ts";
 
 /** A request as the fake saw it. */
 export interface RecordedRequest {

@@ -1,11 +1,11 @@
 /** Builds hook contexts in-process for tests that call handlers directly (no subprocess). */
 
-import { loadConfig } from "../../runtime/config.ts";
-import { silentLogger } from "../../runtime/log.ts";
-import { createContext } from "../../hooks/dispatch.ts";
-import type { HookContext } from "../../hooks/context.ts";
-import type { HookEvent } from "../../hooks/events.ts";
-import type { HookInput } from "../../hooks/input.ts";
+import { loadConfig } from "../../openviking/config.ts";
+import { silentLogger } from "../../lib/log.ts";
+import { createContext } from "../../memory/dispatch.ts";
+import type { HookContext } from "../../memory/context.ts";
+import type { HookEvent } from "../../kimi/hooks.ts";
+import type { HookInput } from "../../kimi/payload.ts";
 
 /**
  * A context for `event` with `input`, in a sandbox whose HOME is `home`: a detached worker's by default, but for

@@ -1,5 +1,5 @@
 /** Test helper process: increments a counter file `n` times, each time under the lock. */
-import { withLock } from "../../runtime/lock.ts";
+import { withLock } from "../../lib/lock.ts";
 
 const [lockPath, counterPath, n] = Deno.args;
 for (let i = 0; i < Number(n); i++) {

@@ -1,5 +1,5 @@
 /** Test helper process: takes the lock at argv[0], says "held", and keeps it until killed. */
-import { withLock } from "../../runtime/lock.ts";
+import { withLock } from "../../lib/lock.ts";
 
 await withLock(Deno.args[0], async () => {
   console.log("held");

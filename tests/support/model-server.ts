@@ -11,7 +11,7 @@
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { concatBytes } from "../../runtime/bytes.ts";
+import { concatBytes } from "../../lib/bytes.ts";
 
 /** A tool call as the model emits it. */
 export interface ToolCallSpec {

@@ -4,16 +4,16 @@
  * own per-session queue holds, and what the rejected place keeps.
  */
 
-import { sha256Hex, stableStringify } from "../../runtime/hash.ts";
+import { sha256Hex, stableStringify } from "../../lib/hash.ts";
 import {
   createExclusive as createFileExclusive,
   ensurePrivateDir,
   isAlreadyExists,
   isNotFound,
-} from "../../runtime/fs.ts";
-import { joinPath } from "../../runtime/paths.ts";
-import type { SharedEntry } from "../../runtime/pending-shared.ts";
-import { QUEUE_SUBDIR, type QueueEntry, QueueEntrySchema, REJECTED_SUBDIR } from "../../runtime/pending.ts";
+} from "../../lib/fs.ts";
+import { joinPath } from "../../lib/paths.ts";
+import type { SharedEntry } from "../../openviking/shared-queue.ts";
+import { QUEUE_SUBDIR, type QueueEntry, QueueEntrySchema, REJECTED_SUBDIR } from "../../openviking/queue.ts";
 
 /** Kinds of queued writes in the shared format. */
 export type PendingType = "addMessage" | "commitSession";

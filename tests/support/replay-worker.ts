@@ -1,6 +1,6 @@
 /** Test helper process: replays both pending queues in `dir` against `url` once. */
-import { Budget, createClient } from "../../runtime/http.ts";
-import { replayAll } from "../../runtime/replay.ts";
+import { Budget, createClient } from "../../openviking/client.ts";
+import { replayAll } from "../../openviking/replay.ts";
 
 const [dir, url] = Deno.args;
 const client = createClient({ baseUrl: url, userAgent: "test", timeoutMs: 5000 });

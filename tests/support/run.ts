@@ -1,6 +1,6 @@
 /** Helpers to run this project's entry points as real processes, with the production flags. */
 
-import { productionFlags } from "../../runtime/self.ts";
+import { productionFlags } from "../../lib/self.ts";
 
 /** Repository root. */
 export const ROOT = new URL("../../", import.meta.url).pathname.replace(/\/$/, "");

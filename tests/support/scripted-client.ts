@@ -5,8 +5,8 @@
  */
 
 import type * as z from "zod/mini";
-import type { ClientOptions, OpenVikingClient, RequestOptions } from "../../runtime/http.ts";
-import { checkResult, failure, type FailureKind, type OvResponse } from "../../runtime/reply.ts";
+import type { ClientOptions, OpenVikingClient, RequestOptions } from "../../openviking/client.ts";
+import { checkResult, failure, type FailureKind, type OvResponse } from "../../openviking/reply.ts";
 
 /** One request as the client was asked it. */
 export interface Call {

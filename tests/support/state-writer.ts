@@ -1,5 +1,5 @@
 /** Test helper process: rewrites one state file forever with growing content, until killed. */
-import { emptyState, writeState } from "../../runtime/state.ts";
+import { emptyState, writeState } from "../../memory/state.ts";
 
 const [file] = Deno.args;
 for (let i = 0;; i++) {

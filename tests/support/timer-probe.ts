@@ -14,7 +14,7 @@ for (const name of ["setTimeout", "setInterval", "clearTimeout", "clearInterval"
     writable: true,
   });
 }
-const { runHook } = await import("../../hooks/dispatch.ts");
+const { runHook } = await import("../../memory/dispatch.ts");
 const stdin = new Uint8Array(await new Response(Deno.stdin.readable).arrayBuffer());
 const stdout = await runHook(Deno.args[0], stdin);
 console.log(JSON.stringify({ calls, stdout }));

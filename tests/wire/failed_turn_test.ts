@@ -7,9 +7,9 @@
 
 import { assertEquals } from "../support/assert.ts";
 import { JournalBuilder } from "../support/journal.ts";
-import { planCapture } from "../../wire/plan.ts";
-import type { JournalLine } from "../../wire/read.ts";
-import { scanTurns } from "../../wire/turns.ts";
+import { planCapture } from "../../kimi/journal/plan.ts";
+import type { JournalLine } from "../../kimi/journal/read.ts";
+import { scanTurns } from "../../kimi/journal/turns.ts";
 
 const OPTS = { maxLength: 24000, redact: true, includeOpen: false };
 

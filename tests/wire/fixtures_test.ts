@@ -8,11 +8,11 @@ import { assertEquals, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { makeContext, placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { tempDir } from "../support/temp.ts";
-import { captureMode, captureSession } from "../../hooks/capture.ts";
-import { Budget } from "../../runtime/http.ts";
-import { turnsOf } from "../../wire/command.ts";
-import { readJournal } from "../../wire/read.ts";
-import { scanTurns, turnLineFilter } from "../../wire/turns.ts";
+import { captureMode, captureSession } from "../../memory/capture.ts";
+import { Budget } from "../../openviking/client.ts";
+import { turnsOf } from "../../commands/turns.ts";
+import { readJournal } from "../../kimi/journal/read.ts";
+import { scanTurns, turnLineFilter } from "../../kimi/journal/turns.ts";
 
 const ROOT = new URL("../fixtures/journals/", import.meta.url).pathname;
 const VARIANTS = ["2.1.0", "0.41.0", "0.41.0-legacy"] as const;

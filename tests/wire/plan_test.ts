@@ -1,9 +1,9 @@
 import { assertEquals } from "../support/assert.ts";
 import { JournalBuilder } from "../support/journal.ts";
-import { acknowledge, planCapture } from "../../wire/plan.ts";
-import { prepareText } from "../../wire/clean.ts";
-import { scanTurns } from "../../wire/turns.ts";
-import type { JournalLine } from "../../wire/read.ts";
+import { acknowledge, planCapture } from "../../kimi/journal/plan.ts";
+import { prepareText } from "../../kimi/journal/clean.ts";
+import { scanTurns } from "../../kimi/journal/turns.ts";
+import type { JournalLine } from "../../kimi/journal/read.ts";
 
 const opts = { maxLength: 24000, redact: true, includeOpen: false };
 const turnsOf = (j: JournalBuilder) => {

@@ -1,6 +1,6 @@
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
-import { cursorAt, readJournal } from "../../wire/read.ts";
+import { cursorAt, readJournal } from "../../kimi/journal/read.ts";
 
 const line = (o: unknown) => `${JSON.stringify(o)}\n`;
 

@@ -6,8 +6,8 @@
  */
 
 import { assertEquals, assertTrue } from "../support/assert.ts";
-import { assistantText, scanTurns } from "../../wire/turns.ts";
-import type { JournalLine } from "../../wire/read.ts";
+import { assistantText, scanTurns } from "../../kimi/journal/turns.ts";
+import type { JournalLine } from "../../kimi/journal/read.ts";
 
 const ROOT = new URL("../fixtures/journals/", import.meta.url).pathname;
 const VARIANTS = ["2.1.0", "0.41.0", "0.41.0-legacy"];

@@ -1,7 +1,7 @@
 import { assertEquals } from "../support/assert.ts";
 import { JournalBuilder } from "../support/journal.ts";
-import { assistantText, scanTurns, userText } from "../../wire/turns.ts";
-import type { JournalLine } from "../../wire/read.ts";
+import { assistantText, scanTurns, userText } from "../../kimi/journal/turns.ts";
+import type { JournalLine } from "../../kimi/journal/read.ts";
 
 const RECORDED = new URL("../fixtures/journals/2.1.0/resumed/", import.meta.url);
 

@@ -7,10 +7,10 @@
 
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import { JournalBuilder } from "../support/journal.ts";
-import { readJournal } from "../../wire/read.ts";
-import { assistantText, scanTurns, turnLineFilter, userText } from "../../wire/turns.ts";
-import { acknowledge, captureKey, planCapture } from "../../wire/plan.ts";
-import type { JournalLine } from "../../wire/read.ts";
+import { readJournal } from "../../kimi/journal/read.ts";
+import { assistantText, scanTurns, turnLineFilter, userText } from "../../kimi/journal/turns.ts";
+import { acknowledge, captureKey, planCapture } from "../../kimi/journal/plan.ts";
+import type { JournalLine } from "../../kimi/journal/read.ts";
 
 const ROOT = new URL("../fixtures/journals/", import.meta.url).pathname;
 const opts = { maxLength: 24000, redact: true, includeOpen: false };

@@ -1,0 +1,84 @@
+/**
+ * `openviking-kimi replay [--rejected] [--json]`: replays the pending queue now (with `--rejected`, the writes
+ * OpenViking refused, kept aside), says what happened (in words, or the report as JSON) and records it in the
+ * ledger.
+ */
+
+import { adviceForCause, causeOf } from "../openviking/advice.ts";
+import { reportJson } from "../lib/neutralize.ts";
+import { loadConfig } from "../openviking/config.ts";
+import { Budget, clientOptions, createClient } from "../openviking/client.ts";
+import { queueSummary, REJECTED_SUBDIR } from "../openviking/queue.ts";
+import { replayAll, type ReplayAllReport, replayOptions, replayQueue } from "../openviking/replay.ts";
+import { countShared } from "../openviking/shared-queue.ts";
+import { joinPath, pendingDir, processEnv } from "../lib/paths.ts";
+import { ledgerLimits, recordReplay } from "../memory/ledger-entry.ts";
+import { commandName } from "../lib/self.ts";
+
+/** What a replay did, in words: what it sent where (and dropped), then what is left in the queue. Pure. */
+export function renderReplay(r: ReplayAllReport, left: number, server: string): string {
+  const done = [
+    `${r.messages} message(s) sent`,
+    `${r.commitTasks.length} commit(s) started`,
+    ...(r.rejected ? [`${r.rejected} refused by OpenViking`] : []),
+    ...(r.expired ? [`${r.expired} dropped as too old`] : []),
+    ...(r.shared.replayed ? [`${r.shared.replayed} of other OpenViking plugins`] : []),
+    ...(r.shared.dropped ? [`${r.shared.dropped} of other plugins dropped`] : []),
+  ];
+  const writes = r.replayed + r.shared.replayed;
+  const rest = left ? `${left} write(s) are still queued.` : "The queue is empty.";
+  if (!writes && !r.rejected && !r.expired && !r.shared.dropped) {
+    return `Replayed nothing to ${server}: ${left ? rest : "the queue is empty."}`;
+  }
+  return `Replayed ${writes} queued write(s) to ${server}: ${done.join(", ")}.\n${rest}`;
+}
+
+/** Options of `openviking-kimi replay`. */
+export interface ReplayCommandOptions {
+  json: boolean;
+  rejected: boolean;
+}
+
+/** The `replay` command: exit 0 when the queue (or the rejected place) is empty afterwards, 1 when entries remain. */
+export async function replayCommand(
+  options: ReplayCommandOptions = { json: false, rejected: false },
+): Promise<number> {
+  const startedAt = Date.now();
+  const env = processEnv();
+  const { config, warnings } = await loadConfig(env);
+  for (const w of warnings) console.error(`warning: ${w}`);
+  const dir = pendingDir(env);
+  const client = createClient(clientOptions(config));
+  const bounds = replayOptions(config, {
+    limit: Number.MAX_SAFE_INTEGER,
+    budget: new Budget(Math.max(config.replayBudgetMs, 60_000)),
+  });
+  const report: ReplayAllReport = options.rejected
+    ? {
+      ...await replayQueue(dir, client, { ...bounds, rejected: true }),
+      shared: { replayed: 0, dropped: 0, deferred: 0 },
+    }
+    : await replayAll(dir, client, bounds);
+  const left = options.rejected
+    ? (await queueSummary(dir, REJECTED_SUBDIR)).entries
+    : (await queueSummary(dir)).entries + await countShared(dir);
+  const place = options.rejected ? joinPath(dir, REJECTED_SUBDIR) : dir;
+  const cause = report.cause ? causeOf(report.cause) : undefined;
+  console.log(
+    options.json
+      ? reportJson({ ...report, cause, left, server: config.baseUrl })
+      : renderReplay(report, left, config.baseUrl),
+  );
+  // For `status`: which queued commits this replay delivered (this is also the interrupt's detached replay).
+  await recordReplay(env, ledgerLimits(config), { ...report, cause }, startedAt);
+  if (left > 0) {
+    // Why, in the words doctor uses, with the fix (a redirect names where it points, a refused key says so).
+    const why = cause ? adviceForCause(cause, config.baseUrl) : undefined;
+    console.error(
+      why
+        ? `${left} entries are still queued in ${place}: ${why.summary}\n  fix: ${why.fix}`
+        : `${left} entries are still queued in ${place}; run "${commandName()} doctor" to see why.`,
+    );
+  }
+  return left > 0 ? 1 : 0;
+}

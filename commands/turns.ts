@@ -1,0 +1,103 @@
+/**
+ * `openviking-kimi turns <kimi-session-id> [--json]`: what capture would send from that session's main
+ * journal — every closed turn after cleaning, filtering and redaction, in journal order: one line per
+ * message (turn, role, a preview) in 80 columns, or with `--json` one JSON object per message
+ * (`{"turn_id","role","content"}`). No network, no state change.
+ */
+
+import { loadConfig } from "../openviking/config.ts";
+import { neutralize, terminalJson } from "../lib/neutralize.ts";
+import { charColumns, textColumns } from "../lib/columns.ts";
+import { kimiHome, processEnv } from "../lib/paths.ts";
+import { locateJournal } from "../kimi/journal/locate.ts";
+import { planCapture } from "../kimi/journal/plan.ts";
+import { readJournal } from "../kimi/journal/read.ts";
+import { scanTurns, turnLineFilter } from "../kimi/journal/turns.ts";
+
+/** One message capture would send. */
+export interface TurnMessage {
+  turn_id: string;
+  role: "user" | "assistant";
+  content: string;
+}
+
+/** The messages capture would send from the journal at `path` (pure apart from reading the file). */
+async function messagesOf(
+  path: string,
+  options: { maxLength: number; redact: boolean },
+): Promise<TurnMessage[]> {
+  const read = await readJournal(path, undefined, turnLineFilter);
+  const { turns } = scanTurns(read.lines, 0);
+  const plan = planCapture(turns, new Set(), 0, { ...options, includeOpen: false });
+  return plan.toSend.map((c) => ({ turn_id: c.payload.turn_id, role: c.role, content: c.payload.content }));
+}
+
+/** Lines `turns --json` prints for the journal at `path`: one JSON object per message. */
+export async function turnsOf(
+  path: string,
+  options: { maxLength: number; redact: boolean },
+): Promise<string[]> {
+  return (await messagesOf(path, options)).map((m) => terminalJson(m));
+}
+
+/** A turn id longer than this is cut in the readable form (ids are small numbers in every known journal). */
+const TURN_COLUMN_MAX = 8;
+
+/** `text` as one line of at most `width` terminal columns: whitespace runs become a space, a cut ends in `…`. */
+export function preview(text: string, width: number): string {
+  const flat = neutralize(text).replace(/\s+/g, " ").trim();
+  if (textColumns(flat) <= width) return flat;
+  let used = 0;
+  let kept = "";
+  for (const char of flat) {
+    used += charColumns(char);
+    if (used > width - 1) break;
+    kept += char;
+  }
+  return `${kept.trimEnd()}…`;
+}
+
+/** The readable form of `turns`: a header, one line per message in `width` columns, and a count. */
+export function renderTurns(messages: readonly TurnMessage[], width = 80): string[] {
+  if (messages.length === 0) return ["Nothing to send: the journal has no closed turn with text."];
+  const ids = messages.map((m) => preview(m.turn_id, TURN_COLUMN_MAX));
+  const turnWidth = Math.max(4, ...ids.map(textColumns));
+  const roleWidth = "assistant".length;
+  const textWidth = width - turnWidth - roleWidth - 4;
+  const row = (turn: string, role: string, text: string) =>
+    `${turn}${" ".repeat(turnWidth - textColumns(turn))}  ${role.padEnd(roleWidth)}  ${text}`.trimEnd();
+  const turns = new Set(messages.map((m) => m.turn_id)).size;
+  return [
+    row("turn", "role", "message"),
+    ...messages.map((m, i) => row(ids[i], m.role, preview(m.content, textWidth))),
+    `${messages.length} message(s) in ${turns} turn(s) would be sent; --json prints each one in full.`,
+  ];
+}
+
+/** Options of `openviking-kimi turns` (parsed by cli/commands.ts). */
+export interface TurnsOptions {
+  kimiSessionId: string;
+  json: boolean;
+}
+
+/** The `turns` command. */
+export async function turnsCommand(options: TurnsOptions): Promise<number> {
+  const id = options.kimiSessionId;
+  const env = processEnv();
+  const home = kimiHome(env);
+  const found = await locateJournal(home, id);
+  if (!found.ok) {
+    console.error(
+      `openviking-kimi: ${found.reason}. Check the id with "kimi session list --json" or set KIMI_CODE_HOME.`,
+    );
+    return 1;
+  }
+  const { config } = await loadConfig(env);
+  const messages = await messagesOf(found.path, {
+    maxLength: config.captureMaxLength,
+    redact: config.redact,
+  });
+  const lines = options.json ? messages.map((m) => terminalJson(m)) : renderTurns(messages);
+  for (const line of lines) console.log(line);
+  return 0;
+}

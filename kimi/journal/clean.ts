@@ -1,0 +1,250 @@
+/**
+ * Text cleaning for capture: strips everything that was injected into the conversation (our own recall
+ * blocks, other memory plugins' blocks, system reminders, hook results), then the capture filters
+ * (empty, acknowledgements, slash commands, punctuation only, too short) and truncation; `prepareText` is
+ * the whole preparation of one message, redaction included (capture and the prompt hook's kept prompts).
+ */
+
+import { redact } from "../../lib/redact.ts";
+
+/**
+ * Tags whose whole element (open tag … close tag) is injected context. Only whole elements are removed: an
+ * open tag without its close (a message that mentions `<system-reminder>`) is ordinary text.
+ */
+const INJECTED_TAGS = [
+  "openviking-context",
+  "relevant-memories",
+  "relevant-memory",
+  "system-reminder",
+  "hook_result",
+  "user-profile",
+  "available-memories",
+  "available-skills",
+  "memory-context",
+  "claude-mem-context",
+];
+
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\-]/g, "\\$&");
+
+/** Per tag: where an open or close tag of it starts (group 1 is "/" for a close). */
+const TAGS = INJECTED_TAGS.map((tag) => new RegExp(`<(/)?${escapeRegExp(tag)}(?=[\\s>/])`, "gi"));
+
+/** The blanks and `>` that end a close tag. */
+const CLOSE_END = /\s*>/y;
+/** The next `<` or `>`: where an open tag's attributes stop. */
+const ANGLE = /[<>]/g;
+
+/**
+ * Removes the whole elements of one tag: `<tag …>` … `</tag>`, matched like brackets (nested ones inside
+ * an outer one go with it), and `<tag …/>`. An open tag without its close — and a close without its open —
+ * is ordinary text. Tags are found in one scan; each character is looked at a bounded number of times.
+ */
+function removeElements(text: string, tag: RegExp): string {
+  const spans: [number, number][] = [];
+  const opens: number[] = [];
+  tag.lastIndex = 0;
+  for (let m = tag.exec(text); m; m = tag.exec(text)) {
+    const after = m.index + m[0].length;
+    if (m[1]) { // a close tag
+      CLOSE_END.lastIndex = after;
+      if (!CLOSE_END.exec(text)) continue;
+      const start = opens.pop();
+      if (start !== undefined) spans.push([start, CLOSE_END.lastIndex]);
+      tag.lastIndex = CLOSE_END.lastIndex;
+      continue;
+    }
+    ANGLE.lastIndex = after;
+    const angle = ANGLE.exec(text);
+    if (!angle || angle[0] === "<") continue; // not an open tag: its attributes never end
+    if (text[angle.index - 1] === "/") spans.push([m.index, angle.index + 1]); // self-closing
+    else opens.push(m.index);
+    tag.lastIndex = angle.index + 1;
+  }
+  if (!spans.length) return text;
+  spans.sort((a, b) => a[0] - b[0]);
+  let out = "";
+  let at = 0;
+  for (const [start, end] of spans) {
+    if (end <= at) continue; // inside a span already removed
+    out += text.slice(at, start);
+    at = end;
+  }
+  return out + text.slice(at);
+}
+
+/** Removes the sender/metadata fences some hosts prepend: a ``` fence holding a JSON object with such a key. */
+function removeMetadataFences(text: string): string {
+  let out = "";
+  let at = 0;
+  let from = 0;
+  for (;;) {
+    const i = text.indexOf("```", from);
+    if (i < 0) break;
+    const j = text.indexOf("`", i + 3); // the body holds no backtick: its close is the next one
+    if (j < 0) break;
+    const body = text.slice(i + 3, j);
+    if (text.startsWith("```", j) && METADATA_BODY.test(body) && METADATA_KEY.test(body)) {
+      out += text.slice(at, i);
+      at = from = j + 3;
+    } else from = j;
+  }
+  return out + text.slice(at);
+}
+
+const METADATA_BODY = /^(?:json)?\s*\n\s*\{[\s\S]*\}\s*\n$/;
+const METADATA_KEY = /"(?:sender|conversation_label|session_id|message_id)"/;
+
+const OTHER_INJECTIONS: RegExp[] = [
+  // Digest blocks other OpenViking plugins inject (up to a blank line).
+  /(?:^|\n)OpenViking (?:session archive|memory) digest:[\s\S]*?(?:\n\s*\n|$)/g,
+  // The "use the MCP tools" hint line.
+  /^.*More detail: use the OpenViking MCP.*$/gm,
+  // Sender / conversation-metadata blocks some hosts prepend.
+  /^(?:Conversation info|Conversation metadata|Sender)(?: \(untrusted metadata\))?:\s*\n```[\s\S]*?```\s*/gm,
+  // "[openviking-memory] …" status lines.
+  /^\[openviking-memory\].*$/gm,
+];
+
+/** A leading "[Mon 2026-11-30 12:00 UTC]" style timestamp. */
+const LEADING_TIMESTAMP =
+  /^\s*\[(?:[A-Z][a-z]{2} )?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?: ?[A-Z]{2,5}|Z|[+-]\d{2}:?\d{2})?\]\s*/;
+
+/** `text` with trailing blanks removed from every line (a loop: a regex would rescan long blank runs). */
+function trimLineEnds(text: string): string {
+  return text.split("\n").map((line) => {
+    let end = line.length;
+    while (end > 0 && (line[end - 1] === " " || line[end - 1] === "\t")) end--;
+    return end === line.length ? line : line.slice(0, end);
+  }).join("\n");
+}
+
+/** Removes every injected block from a text and normalises blank lines. */
+export function cleanInjected(text: string): string {
+  let out = text.replace(/\0/g, "");
+  for (const tag of TAGS) out = removeElements(out, tag);
+  out = removeMetadataFences(out);
+  for (const p of OTHER_INJECTIONS) out = out.replace(p, "");
+  out = out.replace(LEADING_TIMESTAMP, "");
+  return trimLineEnds(out).replace(/\n{3,}/g, "\n\n").trim();
+}
+
+const ACKS = new Set([
+  "ok",
+  "okay",
+  "k",
+  "kk",
+  "yes",
+  "yep",
+  "yeah",
+  "y",
+  "no",
+  "nope",
+  "n",
+  "sure",
+  "thanks",
+  "thank you",
+  "thx",
+  "ty",
+  "got it",
+  "cool",
+  "nice",
+  "great",
+  "go",
+  "go on",
+  "continue",
+  "next",
+  "done",
+  "good",
+  "fine",
+  "lgtm",
+  "收到",
+  "好的",
+  "好",
+  "嗯",
+  "嗯嗯",
+  "可以",
+  "继续",
+  "不用",
+  "不需要",
+  "没了",
+  "好了",
+  "谢谢",
+  "行",
+  "对",
+]);
+
+/** Why a text is not captured, or "" when it is. */
+export type SkipReason = "" | "empty" | "ack" | "slash-command" | "punctuation" | "too-short";
+
+function isCjk(cp: number): boolean {
+  return (cp >= 0x3040 && cp <= 0x30ff) || (cp >= 0x3400 && cp <= 0x4dbf) || (cp >= 0x4e00 && cp <= 0x9fff) ||
+    (cp >= 0xac00 && cp <= 0xd7af) || (cp >= 0xf900 && cp <= 0xfaff);
+}
+
+/** A one-line `/command` with at most three arguments (a path like "/tmp is full, clean it" is not one). */
+function isSlashCommand(text: string): boolean {
+  if (text.includes("\n")) return false;
+  const m = /^\/[a-z0-9_:-]{1,64}(?:\s+(.*))?$/i.exec(text);
+  return m !== null && (m[1] ?? "").split(/\s+/).filter(Boolean).length <= 3;
+}
+
+const EDGE = /[\s\p{P}\p{S}]/u;
+const LEADING_EDGE = /^[\s\p{P}\p{S}]*/u;
+
+/** `text` without blanks, punctuation and symbols at either end (the end by a loop: `[…]+$` rescans runs). */
+function stripEdgePunctuation(text: string): string {
+  const start = LEADING_EDGE.exec(text)![0].length;
+  let end = text.length;
+  while (end > start) {
+    const low = text.charCodeAt(end - 1);
+    const pair = low >= 0xdc00 && low <= 0xdfff && end - 2 >= start;
+    const width = pair && (text.charCodeAt(end - 2) & 0xfc00) === 0xd800 ? 2 : 1;
+    if (!EDGE.test(text.slice(end - width, end))) break;
+    end -= width;
+  }
+  return text.slice(start, end);
+}
+
+/** The capture filters: why `text` (already cleaned) from `role` should not be captured, or "". */
+export function skipReason(text: string, role: "user" | "assistant"): SkipReason {
+  const t = text.trim();
+  if (!t) return "empty";
+  if (role === "user" && isSlashCommand(t)) return "slash-command";
+  const bare = stripEdgePunctuation(t.toLowerCase());
+  if (!bare) return "punctuation";
+  if (ACKS.has(bare)) return "ack";
+  if (t.length >= 12) return "";
+  let cjk = 0;
+  let alnum = 0;
+  for (const ch of t) {
+    const cp = ch.codePointAt(0)!;
+    if (isCjk(cp)) cjk++;
+    else if (/[\p{L}\p{N}]/u.test(ch)) alnum++;
+  }
+  if (cjk < 4 && alnum < 6 && t.length < 12) return "too-short";
+  return "";
+}
+
+/** Marker appended to a truncated text. */
+export const TRUNCATION_MARK = "\n[truncated]";
+
+/** Cuts a text to at most `max` characters (marker included), never splitting a surrogate pair. */
+export function truncate(text: string, max: number): string {
+  if (text.length <= max) return text;
+  let cut = Math.max(0, max - TRUNCATION_MARK.length);
+  const code = text.charCodeAt(cut - 1);
+  if (code >= 0xd800 && code <= 0xdbff) cut--;
+  return text.slice(0, cut) + TRUNCATION_MARK;
+}
+
+/** A message's text after cleaning, redaction and the filters: `{text}` to send or `{reason}` to skip. */
+export function prepareText(
+  raw: string,
+  role: "user" | "assistant",
+  options: { maxLength: number; redact: boolean },
+): { text: string; reason: SkipReason } {
+  const cleaned = cleanInjected(raw);
+  const safe = options.redact ? redact(cleaned).trim() : cleaned;
+  const reason = skipReason(safe, role);
+  return { text: reason ? "" : truncate(safe, options.maxLength), reason };
+}

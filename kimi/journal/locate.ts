@@ -1,0 +1,66 @@
+/**
+ * Finds a session's main journal: `$KIMI_CODE_HOME/session_index.jsonl` (last non-deleted row for the id;
+ * torn or garbled lines tolerated), else a scan of `sessions/<work dir key>/<id>/`.
+ */
+
+import { joinPath } from "../../lib/paths.ts";
+import { isRecord } from "../../lib/parsed.ts";
+
+/** Path of the main agent's journal inside a session directory. */
+function mainJournalPath(sessionDir: string): string {
+  return joinPath(sessionDir, "agents", "main", "wire.jsonl");
+}
+
+/** The session directory recorded for `sessionId` in an index file's text; `null` when deleted or absent. */
+export function sessionDirFromIndex(text: string, sessionId: string): string | null {
+  let dir: string | null = null;
+  for (const line of text.split("\n")) {
+    if (!line.includes(sessionId)) continue;
+    let row: unknown;
+    try {
+      row = JSON.parse(line);
+    } catch {
+      continue;
+    }
+    if (!isRecord(row)) continue;
+    const r = row;
+    if (r.sessionId !== sessionId) continue;
+    if (r.deleted === true) dir = null;
+    else if (typeof r.sessionDir === "string" && r.sessionDir) dir = r.sessionDir;
+  }
+  return dir;
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    return (await Deno.stat(path)).isFile;
+  } catch {
+    return false;
+  }
+}
+
+/** Where a journal was found, or why not. */
+export type Located = { ok: true; path: string; via: "index" | "scan" } | { ok: false; reason: string };
+
+/** Locates the main journal of `sessionId` under Kimi's home. */
+export async function locateJournal(kimiHome: string, sessionId: string): Promise<Located> {
+  if (!sessionId || /[\\/\0]/.test(sessionId) || sessionId === "." || sessionId === "..") {
+    return { ok: false, reason: `invalid session id ${JSON.stringify(sessionId)}` };
+  }
+  const indexText = await Deno.readTextFile(joinPath(kimiHome, "session_index.jsonl")).catch(() => "");
+  const fromIndex = sessionDirFromIndex(indexText, sessionId);
+  if (fromIndex) {
+    const path = mainJournalPath(fromIndex);
+    if (await exists(path)) return { ok: true, path, via: "index" };
+  }
+  try {
+    for await (const wd of Deno.readDir(joinPath(kimiHome, "sessions"))) {
+      if (!wd.isDirectory) continue;
+      const path = mainJournalPath(joinPath(kimiHome, "sessions", wd.name, sessionId));
+      if (await exists(path)) return { ok: true, path, via: "scan" };
+    }
+  } catch {
+    // no sessions directory
+  }
+  return { ok: false, reason: `no journal for ${sessionId} under ${kimiHome}` };
+}

@@ -1,0 +1,40 @@
+/**
+ * Which install mode a hook runs in, from what Kimi tells it: a plugin's hooks (and its MCP server) get
+ * `KIMI_PLUGIN_ROOT`, the plugin's directory (Kimi 0.41.0 – 2.1.0 `enabledHooks`); config-mode hooks do not.
+ * What follows from it: the names Kimi gives our MCP tools, and where the plugin's system prompt is.
+ */
+
+import { type Env, isAbsolutePath, joinPath } from "../lib/paths.ts";
+
+/** The plugin's system-prompt file, relative to the plugin root (the manifest's `systemPromptPath`). */
+export const SYSTEM_PROMPT_FILE = "system-prompt.md";
+
+/** MCP tool name prefix in config mode (`mcp.json` server "openviking"). */
+export const CONFIG_TOOL_PREFIX = "mcp__openviking__";
+
+/** MCP tool name prefix in plugin mode: Kimi names a plugin's server `plugin-<plugin id>_<server>`. */
+export const PLUGIN_TOOL_PREFIX = "mcp__plugin-openviking-memory_openviking__";
+
+/** The plugin root Kimi gave this hook, or undefined in config mode (or when it is not an absolute path). */
+export function pluginRoot(env: Env): string | undefined {
+  const root = env.KIMI_PLUGIN_ROOT?.trim();
+  return root && isAbsolutePath(root) ? root : undefined;
+}
+
+/** MCP tool name prefix under which Kimi exposes our server in the mode `pluginRootDir` says. */
+export function mcpToolPrefix(pluginRootDir: string | undefined): string {
+  return pluginRootDir ? PLUGIN_TOOL_PREFIX : CONFIG_TOOL_PREFIX;
+}
+
+/** The system-prompt file of the plugin this hook runs from, or undefined in config mode. */
+export function systemPromptFile(env: Env): string | undefined {
+  const root = pluginRoot(env);
+  return root ? joinPath(root, SYSTEM_PROMPT_FILE) : undefined;
+}
+
+/** Whether the profile goes to the model through the plugin's system prompt (the file is there). */
+export async function systemPromptInUse(env: Env): Promise<boolean> {
+  const file = systemPromptFile(env);
+  if (!file) return false;
+  return await Deno.stat(file).then((i) => i.isFile, () => false);
+}

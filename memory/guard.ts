@@ -1,0 +1,96 @@
+/**
+ * PreToolUse guard for Read|Glob|Grep: a viking URI anywhere in the tool input is not a local path, however
+ * it is spelled (`viking:/…` with any number of slashes or backslashes, percent-encoded, JSON-escaped, in
+ * any case, after a local directory), so the call is denied with a reason that names the MCP tool to use
+ * instead and an example. A path that merely contains the word (`openviking/`) is not one.
+ */
+
+import type { MemoryTool } from "./tools.ts";
+import type { HookContext, HookResult } from "./context.ts";
+import { mcpToolPrefix, pluginRoot } from "../kimi/plugin-root.ts";
+
+/** In decoded text: the scheme, not the end of a longer word (`openviking:`), then at least one slash. */
+const VIKING_URI = /(?<![\p{L}\p{N}_+.-])viking:\/+([^\s"'`<>)]*)/iu;
+
+/**
+ * `text` with every spelling of a path undone: percent-encoding (ASCII only) and JSON escapes (`\u002f`, `\/`,
+ * `\\`), each also nested in the other, then compatibility forms (full-width `：／`) and backslashes as slashes.
+ */
+function decoded(text: string): string {
+  let s = text;
+  for (let i = 0; i < 4; i++) {
+    const next = s.replace(/%([0-7][0-9a-f])/gi, (_, hex) => String.fromCharCode(parseInt(hex, 16)))
+      .replace(/\\u([0-9a-fA-F]{4})/g, (_, hex) => String.fromCharCode(parseInt(hex, 16)))
+      .replace(/\\([\\/"])/g, "$1");
+    if (next === s) break;
+    s = next;
+  }
+  return s.normalize("NFKC").replace(/\\/g, "/");
+}
+
+/** The viking URI `text` names, as `viking://…`, or undefined. */
+function vikingUriIn(text: string): string | undefined {
+  const hit = VIKING_URI.exec(decoded(text));
+  return hit ? `viking://${hit[1]}` : undefined;
+}
+
+const PREFERRED_KEYS = [
+  "filePath",
+  "file_path",
+  "filepath",
+  "path",
+  "uri",
+  "target_uri",
+  "targetUri",
+  "pattern",
+];
+
+/** The first viking URI in a tool input (preferred keys first, then any nested string), or "". */
+export function findVikingUri(input: unknown, depth = 0): string {
+  if (typeof input === "string") return vikingUriIn(input) ?? "";
+  if (!input || typeof input !== "object" || depth > 6) return "";
+  if (!Array.isArray(input)) {
+    const rec = input as Record<string, unknown>;
+    for (const k of PREFERRED_KEYS) {
+      if (typeof rec[k] === "string") {
+        const hit = vikingUriIn(rec[k] as string);
+        if (hit) return hit;
+      }
+    }
+  }
+  for (const v of Object.values(input as Record<string, unknown>)) {
+    const hit = findVikingUri(v, depth + 1);
+    if (hit) return hit;
+  }
+  return "";
+}
+
+/** The deny reason for a file tool called with a viking:// URI. */
+export function guardMessage(toolName: string, uri: string, prefix: string): string {
+  const tool = toolName.toLowerCase();
+  const [name, example]: [MemoryTool, string] = tool === "glob"
+    ? ["glob", `glob(pattern="**/*.md", uri="${uri}")`]
+    : tool === "grep"
+    ? ["grep", `grep(uri="${uri}", pattern="<text>")`]
+    : ["read", `read(uris="${uri}")`];
+  return [
+    "viking:// URIs are OpenViking virtual paths, not local filesystem paths.",
+    `Use the OpenViking MCP tool ${prefix}${name} instead.`,
+    `Example: ${prefix}${example}`,
+  ].join("\n");
+}
+
+/** The handler: deny JSON on stdout when the input names a viking:// URI, nothing otherwise. */
+export function preToolUse(ctx: HookContext): Promise<HookResult> {
+  const uri = findVikingUri(ctx.input.tool_input);
+  if (!uri) return Promise.resolve({ outcome: "allow" });
+  const reason = guardMessage(ctx.input.tool_name ?? "Read", uri, mcpToolPrefix(pluginRoot(ctx.env)));
+  const stdout = JSON.stringify({
+    hookSpecificOutput: { permissionDecision: "deny", permissionDecisionReason: reason },
+  });
+  return Promise.resolve({
+    stdout: `${stdout}\n`,
+    outcome: "deny",
+    data: { tool: ctx.input.tool_name, uri },
+  });
+}

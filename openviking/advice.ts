@@ -1,0 +1,127 @@
+/**
+ * What a failure means for the user and what to do about it: one sentence per failure kind, used by doctor,
+ * replay and status. Pure.
+ */
+
+import type { FailureKind, OvFailure } from "./reply.ts";
+import { commandName } from "../lib/self.ts";
+
+/** A failure told to a person: what happened and the fix. */
+export interface Advice {
+  summary: string;
+  fix: string;
+}
+
+/**
+ * A failure as capture states and the ledger record it: its kind — or "local", our own state or queue could not
+ * be written — its status and words, and for a redirect where it points.
+ */
+export interface Cause {
+  kind: FailureKind | "local";
+  status: number;
+  message: string;
+  location?: string;
+}
+
+/** The cause to record for failure `f`: the one mapping, so a redirect's target is never lost on the way. */
+export function causeOf(f: OvFailure): Cause {
+  return {
+    kind: f.kind,
+    status: f.status,
+    message: f.error.message,
+    ...(f.location ? { location: f.location } : {}),
+  };
+}
+
+/** The advice for a recorded cause, as capture states and the ledger keep it. */
+export function adviceForCause(cause: Cause, baseUrl: string): Advice {
+  if (cause.kind === "local") {
+    return { summary: cause.message, fix: "free disk space or fix the permissions of ~/.openviking" };
+  }
+  const { kind, status, location } = cause;
+  return adviceFor({ kind, status, location, error: { message: cause.message } }, baseUrl);
+}
+
+/** The origin of `url`, or undefined when it is not a URL (a recorded cause may come from an edited file). */
+function originOf(url: string | undefined): string | undefined {
+  try {
+    return url ? new URL(url).origin : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether `f` is OpenViking refusing a root key on a data route (api_key mode; the server's own words). */
+export function isRootKeyRefusal(f: Pick<OvFailure, "kind" | "status" | "error">): boolean {
+  return f.kind === "auth" && f.status === 403 && /ROOT API keys cannot access/i.test(f.error.message);
+}
+
+/** The advice for a failure seen while talking to `baseUrl`. */
+export function adviceFor(
+  f: Pick<OvFailure, "kind" | "status" | "error" | "location">,
+  baseUrl: string,
+): Advice {
+  switch (f.kind) {
+    case "redirect": {
+      const target = originOf(f.location);
+      return {
+        summary: `${baseUrl} redirects${f.location ? ` to ${f.location}` : ""} (HTTP ${f.status}); ` +
+          "requests are not sent on, so the key never leaves for another address",
+        fix: target
+          ? `save the address it redirects to: \`${commandName()} install --url ${target}\``
+          : `save the server's real address with \`${commandName()} install --url URL\``,
+      };
+    }
+    case "not-openviking":
+      return {
+        summary: `${baseUrl} is not an OpenViking server: ${f.error.message}`,
+        fix: "check the address and path (a reverse proxy must forward /api/v1 to OpenViking), then " +
+          `\`${commandName()} install --url URL\`; writes wait in the queue until then`,
+      };
+    case "missing-route":
+      return {
+        summary:
+          `the OpenViking server at ${baseUrl} has no such route (HTTP ${f.status}): ${f.error.message}`,
+        fix: "upgrade OpenViking (0.5 or newer); writes wait in the queue until then",
+      };
+    case "auth":
+      return isRootKeyRefusal(f)
+        ? {
+          summary: `the server refused the key (HTTP ${f.status}): it is OpenViking's root key, which ` +
+            "administers the server and may not use memory",
+          fix:
+            `give it once to \`${commandName()} install --api-key-stdin\`: install makes a user key with it ` +
+            'and saves only that (README: "Server with API keys"); writes wait in the queue until then',
+        }
+        : {
+          summary: `the server refused the key (HTTP ${f.status}): ${f.error.message}`,
+          fix: `save your OpenViking user's key: \`${commandName()} install --api-key-stdin\` — given the ` +
+            "server's root key (ov.conf's server.root_api_key) once, install makes a user key and saves " +
+            "only that; or the server's admin makes one (`ov admin register-user ACCOUNT USER`); in trusted " +
+            "mode add --account/--user; writes wait in the queue until then",
+        };
+    case "server":
+      return {
+        summary: `OpenViking at ${baseUrl} cannot take requests now (HTTP ${f.status}): ${f.error.message}`,
+        fix: "check the server's log; writes wait in the queue and are sent when it recovers",
+      };
+    case "too-large":
+      return {
+        summary: `${baseUrl} sent a reply larger than this plugin reads: ${f.error.message}`,
+        fix:
+          "check what answers at that address (a proxy's error page?); lower OPENVIKING_RECALL_LIMIT for recall",
+      };
+    case "rejected":
+      return {
+        summary: `OpenViking refused the request (HTTP ${f.status}): ${f.error.message}`,
+        fix: "the write is kept, not sent again on its own: fix what the server says, then " +
+          `\`${commandName()} replay --rejected\` (doctor's rejected check lists them)`,
+      };
+    case "unreachable":
+      return {
+        summary: `OpenViking at ${baseUrl} is not reachable: ${f.error.message}`,
+        fix: 'start the server (README: "No server yet?"), or save its address: ' +
+          `\`${commandName()} install --url http://HOST:1933\`; writes wait in the queue until then`,
+      };
+  }
+}

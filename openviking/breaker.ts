@@ -1,0 +1,157 @@
+/**
+ * The recall breaker: once OpenViking let a prompt's recall go unanswered (it took the connection and said
+ * nothing within the budget), later prompts do not wait for it again. While the breaker is open a prompt asks
+ * the server nothing and, at most every {@link PROBE_INTERVAL_MS} (twice as long after each unanswered retry,
+ * up to {@link PROBE_MAX_MS}), has a detached worker probe `/health`. A probe or a capture that gets any
+ * answer marks the server as answering: the next prompt asks again, and its answer closes the breaker (its
+ * silence opens it again). A refused connection costs nothing, so it opens nothing.
+ *
+ * One small private file per server origin in OpenViking's state directory, there only while the breaker is
+ * open, written atomically; a missing or damaged file is a closed breaker. Without a home ("" for the
+ * directory) there is no breaker.
+ */
+
+import { parseJsonOrUndefined, readTextIfExists, writeFileAtomic } from "../lib/fs.ts";
+import { sha256Hex } from "../lib/hash.ts";
+import { AnyResult, type OpenVikingClient, type OvFailure } from "./client.ts";
+import { isRecord } from "../lib/parsed.ts";
+import { joinPath } from "../lib/paths.ts";
+
+/** The shortest time between two probes of a server that did not answer; also a probe's own timeout. */
+export const PROBE_INTERVAL_MS = 10_000;
+
+/** The longest time between two probes. */
+export const PROBE_MAX_MS = 300_000;
+
+/** An open breaker: one outage of one server. */
+export interface Breaker {
+  origin: string;
+  /** When the outage began: its first unanswered recall. */
+  since: number;
+  /** Its latest unanswered recall. */
+  at: number;
+  /** Why, in the client's (cleaned) words. */
+  reason: string;
+  /** Unanswered recalls in this outage; each after the first doubles the time between probes. */
+  failures: number;
+  /** When the latest probe started. */
+  probedAt?: number;
+  /** When a probe or a capture got an answer after {@link Breaker.at}: the next prompt asks again. */
+  answeredAt?: number;
+}
+
+/** The origin of `baseUrl` (the server a breaker belongs to); the text itself when it is not a URL. */
+function originOf(baseUrl: string): string {
+  try {
+    return new URL(baseUrl).origin;
+  } catch {
+    return baseUrl;
+  }
+}
+
+/** The breaker file of `baseUrl`'s origin in `dir`. */
+async function breakerFile(dir: string, baseUrl: string): Promise<string> {
+  return joinPath(dir, `kimicode-breaker-${(await sha256Hex(originOf(baseUrl))).slice(0, 16)}.json`);
+}
+
+/** Every breaker file in `dir`, whatever server it belongs to (what `uninstall --purge` removes). */
+export async function breakerFiles(dir: string): Promise<string[]> {
+  const entries = dir ? await Array.fromAsync(Deno.readDir(dir)).catch(() => []) : [];
+  return entries.filter((e) => e.isFile && /^kimicode-breaker-[0-9a-f]{16}\.json$/.test(e.name))
+    .map((e) => joinPath(dir, e.name));
+}
+
+/** The open breaker of `baseUrl`'s origin, or undefined (closed, no home, or a file that is not one). */
+export async function readBreaker(dir: string, baseUrl: string): Promise<Breaker | undefined> {
+  if (!dir) return undefined;
+  const b = parseJsonOrUndefined(
+    await readTextIfExists(await breakerFile(dir, baseUrl)).catch(() => undefined),
+  );
+  if (!isRecord(b) || b.origin !== originOf(baseUrl)) return undefined;
+  const num = (v: unknown) => typeof v === "number" && Number.isFinite(v);
+  if (!num(b.since) || !num(b.at) || !num(b.failures) || typeof b.reason !== "string") return undefined;
+  if ((b.probedAt !== undefined && !num(b.probedAt)) || (b.answeredAt !== undefined && !num(b.answeredAt))) {
+    return undefined;
+  }
+  return b as unknown as Breaker;
+}
+
+/** Writes `b` (best effort: a breaker that cannot be kept only costs the next prompt a wait). */
+async function writeBreaker(dir: string, b: Breaker): Promise<void> {
+  await writeFileAtomic(await breakerFile(dir, b.origin), `${JSON.stringify(b)}\n`).catch(() => {});
+}
+
+/** Whether `b` keeps prompts from asking: open, and no answer since its latest unanswered recall (pure). */
+export function isOpen(b: Breaker): boolean {
+  return !(b.answeredAt !== undefined && b.answeredAt >= b.at);
+}
+
+/** When `b` may be probed next (pure). */
+export function nextProbeAt(b: Breaker): number {
+  const wait = Math.min(PROBE_INTERVAL_MS * 2 ** Math.max(0, b.failures - 1), PROBE_MAX_MS);
+  return Math.max(b.at, b.probedAt ?? 0) + wait;
+}
+
+/** Whether a failure is the server taking the request and not answering in time: it opens the breaker (pure). */
+export function isUnanswered(f: OvFailure | undefined): boolean {
+  return f?.kind === "unreachable" && f.error.code === "TIMEOUT";
+}
+
+/**
+ * What a prompt's recall says of the server: unanswered opens the breaker (or keeps it open, one failure
+ * more); any answer closes it; a refused connection, or nothing asked, changes nothing. Returns the breaker
+ * as it is now (undefined: closed).
+ */
+export async function noteRecall(
+  dir: string,
+  baseUrl: string,
+  before: Breaker | undefined,
+  outcome: { asked: boolean; failure?: OvFailure },
+  now = Date.now(),
+): Promise<Breaker | undefined> {
+  if (!dir) return undefined;
+  if (isUnanswered(outcome.failure)) {
+    const b: Breaker = {
+      origin: originOf(baseUrl),
+      since: before?.since ?? now,
+      at: now,
+      reason: outcome.failure?.error.message ?? "",
+      failures: (before?.failures ?? 0) + 1,
+    };
+    await writeBreaker(dir, b);
+    return b;
+  }
+  if (!before || !outcome.asked || outcome.failure?.kind === "unreachable") return before;
+  await Deno.remove(await breakerFile(dir, baseUrl)).catch(() => {});
+  return undefined;
+}
+
+/** Records that a probe of `b` starts now (the rate limit of probes). */
+export async function noteProbing(dir: string, b: Breaker, now = Date.now()): Promise<void> {
+  await writeBreaker(dir, { ...b, probedAt: now });
+}
+
+/** Records that the server of `baseUrl` answered (a probe, a capture): an open breaker lets the next prompt ask. */
+export async function noteAnswered(dir: string, baseUrl: string, now = Date.now()): Promise<void> {
+  const b = await readBreaker(dir, baseUrl);
+  if (b && isOpen(b)) await writeBreaker(dir, { ...b, answeredAt: now });
+}
+
+/**
+ * Probes the server `client` talks to: `GET /health` within {@link PROBE_INTERVAL_MS}; any answer (even an
+ * error page: it did not hang) is noted. Returns whether it answered.
+ */
+export async function probe(client: OpenVikingClient, dir: string): Promise<boolean> {
+  const res = await client.request("GET", "/health", AnyResult, { timeoutMs: PROBE_INTERVAL_MS });
+  const answered = res.ok || res.kind !== "unreachable";
+  if (answered) await noteAnswered(dir, client.options.baseUrl);
+  return answered;
+}
+
+/** Probes the server when its breaker is open and a probe is due (a detached worker's; never a prompt's). */
+export async function probeIfDue(client: OpenVikingClient, dir: string, now = Date.now()): Promise<void> {
+  const b = await readBreaker(dir, client.options.baseUrl);
+  if (!b || !isOpen(b) || now < nextProbeAt(b)) return;
+  await noteProbing(dir, b, now);
+  await probe(client, dir);
+}

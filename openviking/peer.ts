@@ -1,0 +1,159 @@
+/**
+ * The workspace "actor peer": which project a memory belongs to, derived from the hook payload's cwd.
+ * Rule: the git `origin` remote (normalised host/path), else the git root, else the cwd itself — read from
+ * the file system, never by running `git`. Every id matches `^[A-Za-z0-9_.@-]+$` (the server's rule).
+ */
+
+import { sha256Hex } from "../lib/hash.ts";
+import { dirName, isAbsolutePath, joinPath } from "../lib/paths.ts";
+
+/** Ids the server accepts as `X-OpenViking-Actor-Peer`. */
+export const PEER_ID_PATTERN = /^[A-Za-z0-9_.@-]+$/;
+
+const MAX_PEER_LENGTH = 100;
+
+/** Where a peer id came from. */
+export type PeerSource = "explicit" | "git-remote" | "git-root" | "cwd" | "none";
+
+/** A resolved peer id ("" when there is none) and its source. */
+export interface Peer {
+  peerId: string;
+  source: PeerSource;
+}
+
+/** Whether an id is acceptable to the server: the pattern, at most one `@`, not `.` or `..`. */
+export function isValidPeerId(id: string): boolean {
+  return PEER_ID_PATTERN.test(id) && (id.match(/@/g) ?? []).length <= 1 && id !== "." && id !== "..";
+}
+
+async function capLength(id: string, full: string): Promise<string> {
+  if (id.length <= MAX_PEER_LENGTH) return id;
+  return `${id.slice(0, MAX_PEER_LENGTH - 13)}-${(await sha256Hex(full)).slice(0, 12)}`;
+}
+
+/** The legacy rule OpenViking's plugins used: every non-alphanumeric character becomes `-`. */
+async function pathPeerId(path: string): Promise<string> {
+  if (!path) return "";
+  return await capLength(path.replace(/[^A-Za-z0-9]/g, "-"), path);
+}
+
+/** Normalises a git remote URL to lower-case `host/path` (no user, port or `.git`); "" if unusable. */
+export function normalizeRemote(url: string): string {
+  let s = url.trim();
+  if (!s) return "";
+  let hostPath: string;
+  const scp = /^(?:[^@/\s]+@)?([^:/\s]+):(?!\/\/)(.+)$/.exec(s);
+  if (!s.includes("://") && scp && !/^[A-Za-z]:[\\/]/.test(s)) {
+    hostPath = `${scp[1]}/${scp[2]}`;
+  } else if (s.includes("://")) {
+    try {
+      const u = new URL(s);
+      hostPath = `${u.hostname}${decodeURIComponent(u.pathname)}`;
+    } catch {
+      hostPath = s.replace(/^[a-z+]+:\/\//i, "").replace(/^[^@/]*@/, "");
+    }
+  } else {
+    hostPath = s; // a local path remote
+  }
+  s = hostPath.replace(/\\/g, "/").replace(/\/+$/, "").replace(/\.git$/i, "").replace(/\/+$/, "");
+  return s.toLowerCase();
+}
+
+/** Turns a normalised remote into a peer id: unsafe runs become `-`, trimmed, length-capped. */
+export async function remotePeerId(normalized: string): Promise<string> {
+  let id = normalized.replace(/[^a-zA-Z0-9_.-]+/g, "-").replace(/-+/g, "-").replace(/^[-.]+|[-.]+$/g, "");
+  if (id.startsWith("ext-")) id = `x-${id}`;
+  if (!id) return "";
+  return await capLength(id, normalized);
+}
+
+/** Extracts the URL of remote `origin` (else the first remote with a URL) from a git config file's text. */
+export function remoteUrlFromGitConfig(text: string): string {
+  let section = "";
+  const urls = new Map<string, string>();
+  for (const raw of text.split(/\r?\n/)) {
+    const line = raw.trim();
+    if (!line || line.startsWith("#") || line.startsWith(";")) continue;
+    const header = /^\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]/.exec(line);
+    if (header) {
+      section = header[1].toLowerCase() === "remote" && header[2] !== undefined ? header[2] : "";
+      continue;
+    }
+    if (!section) continue;
+    const kv = /^url\s*=\s*(.*)$/i.exec(line);
+    if (kv && !urls.has(section)) urls.set(section, kv[1].replace(/^"(.*)"$/, "$1").trim());
+  }
+  return urls.get("origin") ?? urls.values().next().value ?? "";
+}
+
+async function readText(path: string): Promise<string | undefined> {
+  try {
+    return await Deno.readTextFile(path);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Finds the git work-tree root at or above `cwd` and the git directory holding its config. */
+async function findGitRepo(cwd: string): Promise<{ root: string; configPath: string } | undefined> {
+  let dir = cwd.replace(/[\\/]+$/, "") || "/";
+  for (let depth = 0; depth < 64; depth++) {
+    const dotGit = joinPath(dir, ".git");
+    try {
+      const info = await Deno.stat(dotGit);
+      let gitDir = dotGit;
+      if (info.isFile) {
+        const m = /^gitdir:\s*(.+)$/m.exec((await readText(dotGit)) ?? "");
+        if (!m) return undefined;
+        gitDir = isAbsolutePath(m[1].trim()) ? m[1].trim() : joinPath(dir, m[1].trim());
+        const common = (await readText(joinPath(gitDir, "commondir")))?.trim();
+        if (common) gitDir = isAbsolutePath(common) ? common : joinPath(gitDir, common);
+      }
+      return { root: dir, configPath: joinPath(gitDir, "config") };
+    } catch {
+      // not here; go up
+    }
+    const parent = dirName(dir);
+    if (!parent || parent === dir) return undefined;
+    dir = parent;
+  }
+  return undefined;
+}
+
+/** Options of peer resolution (from the config). */
+export interface PeerOptions {
+  explicitPeerId: string;
+  workspacePeer: boolean;
+  peerSource: "git" | "cwd" | "none";
+}
+
+/** The peer options of a config: its explicit peer, whether the workspace gives one, and how. */
+export function peerOptions(
+  config: { peerId: string; workspacePeer: boolean; peerSource: PeerOptions["peerSource"] },
+): PeerOptions {
+  return {
+    explicitPeerId: config.peerId,
+    workspacePeer: config.workspacePeer,
+    peerSource: config.peerSource,
+  };
+}
+
+/** Resolves the actor peer for a workspace directory. */
+export async function resolvePeer(cwd: string | undefined, options: PeerOptions): Promise<Peer> {
+  if (options.explicitPeerId && isValidPeerId(options.explicitPeerId)) {
+    return { peerId: options.explicitPeerId, source: "explicit" };
+  }
+  if (!options.workspacePeer || options.peerSource === "none" || !cwd) return { peerId: "", source: "none" };
+  if (options.peerSource === "git") {
+    const repo = await findGitRepo(cwd);
+    if (repo) {
+      const url = remoteUrlFromGitConfig((await readText(repo.configPath)) ?? "");
+      const fromRemote = url ? await remotePeerId(normalizeRemote(url)) : "";
+      if (fromRemote && isValidPeerId(fromRemote)) return { peerId: fromRemote, source: "git-remote" };
+      const fromRoot = await pathPeerId(repo.root);
+      if (fromRoot) return { peerId: fromRoot, source: "git-root" };
+    }
+  }
+  const fromCwd = await pathPeerId(cwd);
+  return fromCwd ? { peerId: fromCwd, source: "cwd" } : { peerId: "", source: "none" };
+}

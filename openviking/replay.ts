@@ -1,0 +1,316 @@
+/**
+ * Replaying our offline queue (pending-files.ts): sessions oldest first, each in sequence order, bounded in
+ * entries and time; then what other plugins left in the shared queue (pending-shared.ts). A replay of a session
+ * holds a kernel lock in the session's queue directory (a session another replay holds waits for a later run),
+ * and claims a file by renaming it to `<seq>-<tag>.<pid>.claim`, keeping its progress inside. The lock dies
+ * with its replay (kill -9 and zombies included), so a claim found under it is one whose replay died: like an
+ * entry whose request got no reply, it is marked unsure, and the session is asked what it already holds before
+ * it is sent again. A write OpenViking refuses for good, or one queued past the age limit, moves to the
+ * rejected place (pending.ts `keepRejected`), which `replay --rejected` replays the same way; no failure spends
+ * anything.
+ */
+
+import { removeAbandonedTemps, writeFileAtomic } from "../lib/fs.ts";
+import type { Budget, OpenVikingClient, OvFailure } from "./client.ts";
+import { withLock } from "../lib/lock.ts";
+import { joinPath } from "../lib/paths.ts";
+import { CommitResultSchema, deliverMessages, mayHaveArrived, sessionPath } from "./deliver.ts";
+import { isHeld, liveMessages } from "./held.ts";
+import {
+  claimName,
+  entryFile,
+  type QueueEntry,
+  type QueueFile,
+  queueFiles,
+  readEntry,
+  REJECTED_SUBDIR,
+  sessionDirs,
+} from "./queue-files.ts";
+import { keepRejected, type KeptWrite } from "./queue.ts";
+import { replayShared, type SharedReplayReport } from "./shared-queue.ts";
+
+/** The lock a replay of a session holds, in the session's queue directory. */
+const QUEUE_LOCK = "replay.lock";
+
+/** Writes what is left of a claimed entry into its claim: durably, a replay killed later starts from there. */
+async function keep<E extends QueueEntry>(claimPath: string, entry: E): Promise<E> {
+  await writeFileAtomic(claimPath, `${JSON.stringify(entry)}\n`, { privateDir: false, durable: true });
+  return entry;
+}
+
+/** Limits of one replay run. */
+export interface ReplayOptions {
+  /** At most this many entries are sent per run. */
+  limit: number;
+  /** Entries older than this move to the rejected place. */
+  ttlDays: number;
+  budget: Budget;
+  /** Only this OpenViking session. */
+  sessionId?: string;
+  now?: number;
+  /** Replay the rejected place (`replay --rejected`, no age limit) instead of the queue. */
+  rejected?: boolean;
+}
+
+/** What a replay run did. */
+export interface ReplayReport {
+  /** Entries delivered (all their messages sent or rejected, or the commit accepted). */
+  replayed: number;
+  /** Messages sent (of replayed or partly replayed entries). */
+  messages: number;
+  /** Messages of unsure entries the session already held: not sent again. */
+  held: number;
+  /** Messages (or commits) OpenViking rejected: kept in the rejected place. */
+  rejected: number;
+  /** Entries queued past the age limit (TTL): moved to the rejected place. */
+  expired: number;
+  /** Entries left for a later run (limit, budget, a failure, or a session busy elsewhere). */
+  deferred: number;
+  /** The commits replayed and the task OpenViking started for each. */
+  commitTasks: { sessionId: string; taskId: string }[];
+  /** The failure that stopped the run (or a session), if any. */
+  cause?: OvFailure;
+  /** Messages sent per session (for `status`: they count as delivered, no longer as queued). */
+  delivered: { sessionId: string; messages: number }[];
+}
+
+/** A failure that says the server as a whole cannot be used now (every session would fail the same way). */
+function stopsEverything(res: OvFailure): boolean {
+  return res.kind === "unreachable" || res.kind === "auth" || res.kind === "redirect" ||
+    res.kind === "not-openviking" || res.kind === "missing-route";
+}
+
+/** The write an entry holds, as the rejected place keeps it. */
+const writeOf = (entry: QueueEntry): KeptWrite =>
+  entry.kind === "commit" ? { commit: entry.key } : { messages: entry.messages.map((m) => m.payload) };
+
+/**
+ * Replays one claimed entry; returns the failure that stopped it, if any (progress is kept in the claim). A
+ * write OpenViking refuses is kept in the rejected place first; if that fails, this throws.
+ */
+async function replayEntry(
+  run: ReplayRun,
+  claimPath: string,
+  entry: QueueEntry,
+): Promise<OvFailure | undefined> {
+  const { client, report, pendingDir } = run;
+  const budget = run.options.budget;
+  if (entry.kind === "commit") {
+    const res = await client.request("POST", `${sessionPath(entry.sessionId)}/commit`, CommitResultSchema, {
+      body: {},
+      budget,
+      peerId: null,
+    });
+    if (res.ok) {
+      if (res.result.taskId) {
+        report.commitTasks.push({ sessionId: entry.sessionId, taskId: res.result.taskId });
+      }
+      return undefined;
+    }
+    if (res.kind === "rejected") {
+      const why = { status: res.status, message: res.error.message };
+      await keepRejected(pendingDir, entry.sessionId, writeOf(entry), why, entry.createdAt);
+      report.rejected++;
+      return undefined;
+    }
+    return res;
+  }
+  let sure = entry;
+  if (entry.unsure) {
+    // Its last request may have arrived: what the session holds is not sent again. When the server cannot
+    // say, everything is sent (a duplicate is better than a loss); the entry stays unsure until delivered.
+    const held = await liveMessages(client, entry.sessionId, budget);
+    if (held) {
+      const { unsure: _, ...rest } = entry;
+      const messages = entry.messages.filter((m) => !isHeld(held, m.payload));
+      report.held += entry.messages.length - messages.length;
+      if (!messages.length) return undefined;
+      sure = await keep(claimPath, { ...rest, messages });
+    }
+  }
+  const messages = sure.messages;
+  const d = await deliverMessages(client, entry.sessionId, messages.map((m) => m.payload), {
+    budget,
+    onRejected: (payload, r) =>
+      keepRejected(pendingDir, entry.sessionId, { messages: [payload] }, r, entry.createdAt),
+    // Progress is kept in the claim: a replay killed later never sends these again.
+    onSettled: async (settled) => {
+      if (settled < messages.length) await keep(claimPath, { ...sure, messages: messages.slice(settled) });
+    },
+  });
+  report.messages += d.sent;
+  report.rejected += d.rejections.length;
+  const mine = report.delivered.find((x) => x.sessionId === entry.sessionId);
+  if (mine) mine.messages += d.sent;
+  else if (d.sent) report.delivered.push({ sessionId: entry.sessionId, messages: d.sent });
+  return d.stop;
+}
+
+/** A session's queue as replay finds it: its directory, and when its oldest write was queued. */
+interface QueuedSession {
+  dir: string;
+  first: number;
+}
+
+/** The sessions to replay (one, or every one that has a queue directory), oldest first. */
+async function queuedSessions(pendingDir: string, options: ReplayOptions, now: number) {
+  const sessions: QueuedSession[] = [];
+  const subdir = options.rejected ? REJECTED_SUBDIR : undefined;
+  for (const dir of await sessionDirs(pendingDir, options.sessionId, subdir)) {
+    if (!(await Deno.stat(dir).then((i) => i.isDirectory, () => false))) continue;
+    const [head] = await queueFiles(dir);
+    const first = head?.claimedBy === undefined && head
+      ? (await readEntry(joinPath(dir, head.name)))?.createdAt ?? now
+      : now;
+    sessions.push({ dir, first });
+  }
+  return sessions.sort((a, b) => a.first - b.first);
+}
+
+/** One replay run: its bounds, what it has sent, whether it must stop, and its report. */
+interface ReplayRun {
+  client: OpenVikingClient;
+  pendingDir: string;
+  options: ReplayOptions;
+  now: number;
+  sent: number;
+  stopAll: boolean;
+  report: ReplayReport;
+}
+
+/**
+ * Replays one file of a session's queue, under the session's lock: "next" when the session may go on (sent,
+ * rejected, expired, or put aside as unreadable), "stop" when its later writes must wait (a failure, the run's
+ * bounds). A claim there is one whose replay died: it is taken over, unsure.
+ */
+async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"next" | "stop"> {
+  const { options, report } = run;
+  if (run.sent >= options.limit || options.budget.remaining() < 100) {
+    run.stopAll = true;
+    return "stop";
+  }
+  const path = joinPath(dir, entryFile(f.seq, f.tag).name);
+  const claim = joinPath(dir, claimName(f.seq, f.tag, Deno.pid));
+  if (!(await Deno.rename(joinPath(dir, f.name), claim).then(() => true, () => false))) return "stop";
+  let entry = await readEntry(claim);
+  if (!entry) {
+    // Not ours to understand (torn by hand, or a newer format): keep it aside rather than block the session.
+    await Deno.rename(claim, `${path}.unreadable`).catch(() => {});
+    return "next";
+  }
+  const expired = !options.rejected && run.now - entry.createdAt > options.ttlDays * 86_400_000;
+  let stop: OvFailure | "local" | undefined;
+  if (expired) {
+    const why = { status: 0, message: `waited in the queue longer than ${options.ttlDays} days` };
+    stop = await keepRejected(run.pendingDir, entry.sessionId, writeOf(entry), why, entry.createdAt)
+      .then(() => undefined, () => "local" as const);
+  } else {
+    if (f.claimedBy !== undefined && !entry.unsure) entry = await keep(claim, { ...entry, unsure: true });
+    run.sent++;
+    stop = await replayEntry(run, claim, entry).catch(() => "local" as const);
+  }
+  if (!stop) {
+    await Deno.remove(claim).catch(() => {});
+    if (expired) report.expired++;
+    else report.replayed++;
+    return "next";
+  }
+  // Back in its place, named after what is left of it (progress inside it is kept).
+  let left = await readEntry(claim) ?? entry;
+  if (stop !== "local" && mayHaveArrived(stop) && !left.unsure) {
+    left = await keep(claim, { ...left, unsure: true });
+  }
+  await Deno.rename(claim, joinPath(dir, entryFile(f.seq, left).name)).catch(() => {});
+  if (stop !== "local") report.cause = stop;
+  // "local": the rejected place could not keep a write (a full disk), so nothing more is settled now.
+  if (stop === "local" || stopsEverything(stop)) run.stopAll = true;
+  return "stop";
+}
+
+/**
+ * Replays one session's queue under its lock; a session another replay holds is left to a later run. An
+ * emptied queue directory goes.
+ */
+async function replaySession(run: ReplayRun, dir: string): Promise<void> {
+  const done = await withLock(joinPath(dir, QUEUE_LOCK), async () => {
+    await removeAbandonedTemps(dir); // what a write killed mid-way left (else the directory is never empty)
+    const files = await queueFiles(dir);
+    let i = 0;
+    while (i < files.length && !run.stopAll && await replayFile(run, dir, files[i]) === "next") i++;
+    run.report.deferred += files.length - i;
+    return i === files.length;
+  }, { waitMs: 0 });
+  if (!done.acquired) run.report.deferred += (await queueFiles(dir)).length;
+  else if (done.value) await Deno.remove(dir).catch(() => {}); // a capture that queued meanwhile keeps it
+}
+
+/** Replays our queue: sessions oldest first, each in sequence order, bounded in entries and time. */
+export async function replayQueue(
+  pendingDir: string,
+  client: OpenVikingClient,
+  options: ReplayOptions,
+): Promise<ReplayReport> {
+  const report: ReplayReport = {
+    replayed: 0,
+    messages: 0,
+    held: 0,
+    rejected: 0,
+    expired: 0,
+    deferred: 0,
+    commitTasks: [],
+    delivered: [],
+  };
+  const now = options.now ?? Date.now();
+  const run: ReplayRun = { client, pendingDir, options, now, sent: 0, stopAll: false, report };
+  for (const s of await queuedSessions(pendingDir, options, now)) await replaySession(run, s.dir);
+  return report;
+}
+
+/** Limits of a replay of both queues (ours, then the shared one). */
+export interface ReplayAllOptions extends ReplayOptions {
+  /** Shared-queue entries whose retries (spent by other plugins) reached this are dropped. */
+  maxRetries: number;
+}
+
+/** What a replay of both queues did. */
+export interface ReplayAllReport extends ReplayReport {
+  shared: SharedReplayReport;
+}
+
+/**
+ * Replays our queue, then (unless limited to one session) what other plugins left in the shared queue, within
+ * one entry limit and one budget.
+ */
+export async function replayAll(
+  pendingDir: string,
+  client: OpenVikingClient,
+  options: ReplayAllOptions,
+): Promise<ReplayAllReport> {
+  const ours = await replayQueue(pendingDir, client, options);
+  const shared: SharedReplayReport = { replayed: 0, dropped: 0, deferred: 0 };
+  const stopped = ours.cause !== undefined && stopsEverything(ours.cause);
+  if (options.sessionId === undefined && !stopped) {
+    Object.assign(
+      shared,
+      await replayShared(pendingDir, client, {
+        ...options,
+        limit: Math.max(0, options.limit - ours.replayed),
+      }),
+    );
+  }
+  return { ...ours, cause: ours.cause ?? shared.cause, shared };
+}
+
+/** The bounds of a replay from the config: its entry limit (unless given), retries, age, and `run`'s budget. */
+export function replayOptions(
+  config: { pendingReplayLimit: number; pendingMaxRetries: number; pendingTtlDays: number },
+  run: { budget: Budget; limit?: number; sessionId?: string },
+): ReplayAllOptions {
+  return {
+    limit: run.limit ?? config.pendingReplayLimit,
+    maxRetries: config.pendingMaxRetries,
+    ttlDays: config.pendingTtlDays,
+    budget: run.budget,
+    ...(run.sessionId !== undefined ? { sessionId: run.sessionId } : {}),
+  };
+}
