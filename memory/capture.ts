@@ -400,9 +400,9 @@ export async function captureHook(ctx: HookContext): Promise<HookResult> {
   }
   if (!ctx.config.autoCapture) return { outcome: "capture-off" };
   const result = await captureSession(ctx, captureMode(ctx.event, ctx.config, ctx.startedAt));
-  // The server took what was sent: a paused recall may ask it again.
+  // The server took what was sent since this run began: a paused recall may ask it again.
   if (Number(result.data?.sent) > 0 || result.data?.commit === "committed") {
-    await noteAnswered(ctx.sharedStateDir, ctx.config.baseUrl);
+    await noteAnswered(ctx.sharedStateDir, ctx.config.baseUrl, ctx.startedAt);
   }
   // A commit may have taught OpenViking more of the user: refresh the plugin's system prompt (detached only).
   if (ctx.isWorker && result.data?.commit === "committed") await refreshFromHook(ctx, false);

@@ -131,10 +131,14 @@ export async function noteProbing(dir: string, b: Breaker, now = Date.now()): Pr
   await writeBreaker(dir, { ...b, probedAt: now });
 }
 
-/** Records that the server of `baseUrl` answered (a probe, a capture): an open breaker lets the next prompt ask. */
-export async function noteAnswered(dir: string, baseUrl: string, now = Date.now()): Promise<void> {
+/**
+ * Records that the server of `baseUrl` answered what was asked at `askedAt` (a probe, a capture): an open
+ * breaker lets the next prompt ask. An answer to a question older than the breaker's latest unanswered recall
+ * says nothing of the server now, and changes nothing.
+ */
+export async function noteAnswered(dir: string, baseUrl: string, askedAt: number): Promise<void> {
   const b = await readBreaker(dir, baseUrl);
-  if (b && isOpen(b)) await writeBreaker(dir, { ...b, answeredAt: now });
+  if (b && isOpen(b) && askedAt >= b.at) await writeBreaker(dir, { ...b, answeredAt: askedAt });
 }
 
 /**
@@ -142,9 +146,10 @@ export async function noteAnswered(dir: string, baseUrl: string, now = Date.now(
  * error page: it did not hang) is noted. Returns whether it answered.
  */
 export async function probe(client: OpenVikingClient, dir: string): Promise<boolean> {
+  const askedAt = Date.now();
   const res = await client.request("GET", "/health", AnyResult, { timeoutMs: PROBE_INTERVAL_MS });
   const answered = res.ok || res.kind !== "unreachable";
-  if (answered) await noteAnswered(dir, client.options.baseUrl);
+  if (answered) await noteAnswered(dir, client.options.baseUrl, askedAt);
   return answered;
 }
 

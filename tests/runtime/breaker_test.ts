@@ -70,6 +70,12 @@ Deno.test("breaker: opened by an unanswered recall, kept by the next, closed by 
   );
   assertEquals(await readBreaker(dir.path, URL_A), first);
 
+  await noteAnswered(dir.path, URL_A, 999);
+  assertEquals(
+    await readBreaker(dir.path, URL_A),
+    first,
+    "an answer to what was asked before the latest unanswered recall says nothing of now",
+  );
   await noteAnswered(dir.path, URL_A, 3000);
   const answered = await readBreaker(dir.path, URL_A);
   assertEquals(
