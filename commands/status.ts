@@ -33,7 +33,7 @@ import {
 } from "../lib/paths.ts";
 import { peerOptions, resolvePeer } from "../openviking/peer.ts";
 import { asRecord, isRecord, type JsonRecord } from "../lib/parsed.ts";
-import type { FailureKind } from "../openviking/reply.ts";
+import type { FailureKind } from "../openviking/client.ts";
 import { scrub } from "../lib/scrub.ts";
 import { statePaths } from "../memory/state.ts";
 import { safeId } from "../lib/paths.ts";

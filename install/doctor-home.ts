@@ -8,7 +8,7 @@ import {
   orNoHome,
   pendingDir,
 } from "../lib/paths.ts";
-import { unwritableReason } from "../lib/writable.ts";
+import { unwritableReason } from "../lib/fs.ts";
 import type { Check } from "./check.ts";
 
 /**

@@ -1,7 +1,6 @@
 /**
- * How many terminal columns text takes — the one rule for every width we lay out (the digest's cuts, the
- * `turns` table): combining marks and zero-width joiners take none; East Asian wide and fullwidth characters
- * (CJK, Hangul, fullwidth forms) and emoji take two; everything else one.
+ * How many terminal columns text takes: combining marks and zero-width joiners none; East Asian wide and
+ * fullwidth characters and emoji two; everything else one.
  *
  * @example textColumns("ab漢字") // 6
  */

@@ -1,12 +1,9 @@
 /**
- * Private, atomic file operations: directories 0700, files 0600, writes by temp file + rename. The small ones
- * are Deno's synchronous calls behind a promise: each asynchronous call is a trip through Deno's thread pool
- * (the prompt hook makes a dozen), and an asynchronous file write loads Deno's streams module (see
- * docs/BENCHMARKS.md). Their errors are the same, and still arrive as rejections.
+ * Private, atomic files: directories 0700, files 0600, writes by temp file + rename. The small operations are
+ * Deno's synchronous calls behind a promise (their errors still arrive as rejections).
  */
 
-import { dirName } from "./paths.ts";
-import { isProcessGone } from "./process.ts";
+import { dirName, joinPath } from "./paths.ts";
 
 const isWindows = Deno.build.os === "windows";
 
@@ -24,27 +21,31 @@ export function ensurePrivateDir(path: string): Promise<void> {
   return settled(() => ensurePrivateDirSync(path));
 }
 
-/** {@link ensurePrivateDir}, synchronously. */
 function ensurePrivateDirSync(path: string): void {
   Deno.mkdirSync(path, { recursive: true, mode: 0o700 });
   if (!isWindows) Deno.chmodSync(path, 0o700);
 }
 
-/** A unique sibling name for a temporary file. */
+/** A unique sibling name for a temporary file: `<path>.<pid>.<id>.tmp`. */
 export function tempSibling(path: string): string {
   return `${path}.${Deno.pid}.${crypto.randomUUID().slice(0, 8)}.tmp`;
 }
 
-/**
- * Writes a file so readers see the old or the new content, never a torn one (temp + rename; a killed
- * process cannot tear it). `durable` syncs the data before the rename and the directory after it, so a power
- * loss cannot leave an empty or torn file either (a rename can reach the disk before the data it names) nor
- * undo the write; the prompt state skips it because it sits on every prompt's path and is re-derivable.
- */
+/** Options of an atomic write. */
+export interface WriteOptions {
+  /** File mode (default 0600). */
+  mode?: number;
+  /** Create the parent directory 0700 first (default true). */
+  privateDir?: boolean;
+  /** Sync the data before the rename and the directory after it, so a power loss cannot tear or undo it. */
+  durable?: boolean;
+}
+
+/** Writes a file so readers see the old or the new content, never a torn one (temp + rename). */
 export function writeFileAtomic(
   path: string,
   data: string | Uint8Array,
-  options: { mode?: number; privateDir?: boolean; durable?: boolean } = {},
+  options: WriteOptions = {},
 ): Promise<void> {
   return settled(() => writeFileAtomicSync(path, data, options));
 }
@@ -53,17 +54,15 @@ export function writeFileAtomic(
 export function writeFileAtomicSync(
   path: string,
   data: string | Uint8Array,
-  options: { mode?: number; privateDir?: boolean; durable?: boolean },
+  options: WriteOptions = {},
 ): void {
   const mode = options.mode ?? 0o600;
   if (options.privateDir !== false) ensurePrivateDirSync(dirName(path));
   const tmp = tempSibling(path);
-  const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
   try {
     const file = Deno.openSync(tmp, { write: true, createNew: true, mode });
     try {
-      let written = 0;
-      while (written < bytes.length) written += file.writeSync(bytes.subarray(written));
+      writeAll(file, typeof data === "string" ? new TextEncoder().encode(data) : data);
       if (options.durable) file.syncSync();
     } finally {
       file.close();
@@ -74,20 +73,21 @@ export function writeFileAtomicSync(
     removeQuietly(tmp);
     throw error;
   }
-  if (options.durable && !isWindows) syncDir(dirName(path));
-}
-
-/** Syncs a directory's entries to disk (a rename into it is durable once this returns). */
-function syncDir(dir: string): void {
-  const file = Deno.openSync(dir, { read: true });
-  try {
-    file.syncSync();
-  } finally {
-    file.close();
+  if (options.durable && !isWindows) {
+    const dir = Deno.openSync(dirName(path), { read: true });
+    try {
+      dir.syncSync();
+    } finally {
+      dir.close();
+    }
   }
 }
 
-/** Removes a file if it can ("not there" and every other failure alike are nothing to report). */
+function writeAll(file: Deno.FsFile, bytes: Uint8Array): void {
+  for (let written = 0; written < bytes.length;) written += file.writeSync(bytes.subarray(written));
+}
+
+/** Removes a file if it can; any failure is nothing to report. */
 export function removeQuietly(path: string): void {
   try {
     Deno.removeSync(path);
@@ -96,44 +96,39 @@ export function removeQuietly(path: string): void {
   }
 }
 
-/** Creates a file with complete content or not at all, never replacing one (temp + fsync + hard link). */
+/** Creates a file with complete, synced content or not at all, never replacing one (temp + fsync + link). */
 export async function createExclusive(path: string, text: string): Promise<void> {
   const tmp = tempSibling(path);
   try {
     const file = await Deno.open(tmp, { write: true, createNew: true, mode: 0o600 });
     try {
-      const bytes = new TextEncoder().encode(text);
-      for (let written = 0; written < bytes.length;) written += await file.write(bytes.subarray(written));
-      await file.sync(); // what is queued must survive more than a killed process
+      writeAll(file, new TextEncoder().encode(text));
+      await file.sync();
     } finally {
       file.close();
     }
     await Deno.link(tmp, path);
   } finally {
-    await Deno.remove(tmp).catch(() => {});
+    removeQuietly(tmp);
   }
 }
 
 /** Reads a text file; `undefined` when it does not exist. Other errors propagate. */
 export function readTextIfExists(path: string): Promise<string | undefined> {
-  return settled(() => readTextIfExistsSync(path));
-}
-
-/** {@link readTextIfExists}, synchronously. */
-function readTextIfExistsSync(path: string): string | undefined {
-  try {
-    return Deno.readTextFileSync(path);
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return undefined;
-    throw error;
-  }
+  return settled(() => {
+    try {
+      return Deno.readTextFileSync(path);
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
+  });
 }
 
 /** Parses JSON, returning `undefined` instead of throwing. */
 export function parseJsonOrUndefined(text: string | undefined): unknown {
-  if (text === undefined) return undefined;
   try {
-    return JSON.parse(text);
+    return text === undefined ? undefined : JSON.parse(text);
   } catch {
     return undefined;
   }
@@ -149,23 +144,28 @@ export function isNotFound(error: unknown): boolean {
   return error instanceof Deno.errors.NotFound;
 }
 
-/** A temp file this old was left by a write killed mid-way, whoever wrote it: an hour is far beyond any write. */
-const TEMP_GRACE_MS = 3600_000;
-
-/** {@link removeStaleTemps} with the usual grace, and at once what a process that is gone left. */
-export function removeAbandonedTemps(dir: string): Promise<number> {
-  return removeStaleTemps(dir, TEMP_GRACE_MS, { writerGone: isProcessGone });
+/**
+ * Whether process `pid` is certainly gone: a harmless SIGCONT (the run permission the production flags grant)
+ * answers "no such process". Anything else counts as alive.
+ */
+function isProcessGone(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0 || pid === Deno.pid || isWindows) return false;
+  try {
+    Deno.kill(pid, "SIGCONT");
+    return false;
+  } catch (error) {
+    return error instanceof Deno.errors.NotFound;
+  }
 }
 
-/** The process a temp sibling's name says wrote it (`<name>.<pid>.<id>.tmp`, see {@link tempSibling}). */
-function tempWriter(name: string): number | undefined {
-  const m = /\.(\d+)\.[0-9a-f]{8}\.tmp$/.exec(name);
-  return m ? Number(m[1]) : undefined;
+/** {@link removeStaleTemps} after an hour (far beyond any write), and at once what a process that is gone left. */
+export function removeAbandonedTemps(dir: string): Promise<number> {
+  return removeStaleTemps(dir, 3600_000, { writerGone: isProcessGone });
 }
 
 /**
- * Deletes `*.tmp` files in `dir` that a write killed mid-way left behind: those older than `olderThanMs`, and
- * at once those whose writer is gone (`writerGone`, given the pid the name carries). Returns how many.
+ * Deletes the `*.tmp` files a write killed mid-way left in `dir`: those older than `olderThanMs`, and at once
+ * those whose writer (the pid in the name, see {@link tempSibling}) is `writerGone`. Returns how many.
  */
 export async function removeStaleTemps(
   dir: string,
@@ -174,19 +174,44 @@ export async function removeStaleTemps(
 ): Promise<number> {
   const now = options.now ?? Date.now();
   let removed = 0;
-  try {
-    for await (const e of Deno.readDir(dir)) {
-      if (!e.isFile || !e.name.endsWith(".tmp")) continue;
-      const path = `${dir}/${e.name}`;
-      const writer = tempWriter(e.name);
-      const gone = writer !== undefined && options.writerGone?.(writer) === true;
-      const info = gone ? undefined : await Deno.stat(path).catch(() => undefined);
-      if (gone || (info?.mtime && now - info.mtime.getTime() > olderThanMs)) {
-        await Deno.remove(path).then(() => removed++, () => {});
-      }
-    }
-  } catch {
-    // no such directory
+  for (const e of await Array.fromAsync(Deno.readDir(dir)).catch(() => [])) {
+    if (!e.isFile || !e.name.endsWith(".tmp")) continue;
+    const path = joinPath(dir, e.name);
+    const writer = /\.(\d+)\.[0-9a-f]{8}\.tmp$/.exec(e.name);
+    const gone = writer !== null && options.writerGone?.(Number(writer[1])) === true;
+    const mtime = gone ? 0 : (await Deno.stat(path).catch(() => undefined))?.mtime?.getTime();
+    if (gone || (mtime && now - mtime > olderThanMs)) await Deno.remove(path).then(() => removed++, () => {});
   }
   return removed;
+}
+
+/**
+ * Why `dir` cannot hold our files, or "" when it can, found by doing it: the directory made, a file created
+ * in it and removed. `removeCreated` leaves no directory it made behind.
+ */
+export async function unwritableReason(
+  dir: string,
+  options: { removeCreated?: boolean } = {},
+): Promise<string> {
+  const created: string[] = [];
+  for (let d = dir; options.removeCreated && d && d !== dirName(d); d = dirName(d)) {
+    if (await Deno.lstat(d).then(() => true, (error) => !isNotFound(error))) break;
+    created.push(d);
+  }
+  const probe = tempSibling(joinPath(dir, ".write-probe"));
+  try {
+    await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
+    const file = await Deno.open(probe, { write: true, createNew: true, mode: 0o600 });
+    try {
+      writeAll(file, new Uint8Array([10]));
+    } finally {
+      file.close();
+    }
+    return "";
+  } catch (error) {
+    return `cannot write ${dir}: ${(error as Error).message}`;
+  } finally {
+    removeQuietly(probe);
+    for (const d of created) await Deno.remove(d).catch(() => {});
+  }
 }

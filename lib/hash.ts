@@ -1,4 +1,4 @@
-/** SHA-256 helpers on WebCrypto (no node:crypto import: it costs ~14 ms of start-up on every hook). */
+/** SHA-256 on WebCrypto (node:crypto would add to every hook's start-up), and JSON that hashes alike. */
 
 const encoder = new TextEncoder();
 

@@ -1,20 +1,16 @@
 /**
- * A cross-process mutex: an exclusive kernel lock (`flock`; `LockFileEx` on Windows) on a lock file, tried
- * until a deadline. The kernel drops it when the holder's file closes — at exit, on kill -9, and before a
- * killed process is reaped, so a zombie holds nothing: a dead holder never blocks anyone, a live one is waited
- * for. Nobody can take a held lock over, so a holder never checks that it still holds it. The holder removes
- * the lock file when it is done (one file per session would pile up otherwise): a waiter that then locks the
- * removed file notices it is no longer at its path, and opens the path again.
+ * A cross-process mutex: an exclusive kernel lock (`flock`, `LockFileEx`) on a lock file, tried until a
+ * deadline. The kernel drops it when its holder dies (kill -9 and zombies included), so a dead holder never
+ * blocks anyone and nobody takes a live one's over. The holder removes the file when done; a waiter that then
+ * locked the removed file sees it is no longer at its path and opens the path again.
  */
 
 import { ensurePrivateDir, isNotFound, removeQuietly } from "./fs.ts";
 import { dirName } from "./paths.ts";
 
-/** How long to wait for a lock, and how often to try. */
+/** How long to wait for a lock (default 5 s; 0: one try), and how often to try (default 50 ms). */
 export interface LockOptions {
-  /** Give up after this long (default 5 s; 0: one try). */
   waitMs?: number;
-  /** Try again this often while waiting (default 50 ms). */
   pollMs?: number;
 }
 
@@ -27,13 +23,11 @@ async function openLockFile(path: string): Promise<Deno.FsFile> {
   try {
     return open();
   } catch (error) {
-    if (!isNotFound(error)) {
-      // An older version's lock was a directory: holders of it check it before every write, so it may go.
-      if (!(await Deno.lstat(path).then((i) => i.isDirectory, () => false))) throw error;
+    if (isNotFound(error)) await ensurePrivateDir(dirName(path));
+    // An older version's lock was a directory: its holders check it before every write, so it may go.
+    else if (await Deno.lstat(path).then((i) => i.isDirectory, () => false)) {
       await Deno.remove(path, { recursive: true });
-      return open();
-    }
-    await ensurePrivateDir(dirName(path));
+    } else throw error;
     return open();
   }
 }

@@ -1,10 +1,8 @@
 /** JSONL debug log: off unless `OPENVIKING_DEBUG`; one line per stage; secrets are never written. */
 
 import { ensurePrivateDir } from "./fs.ts";
-import { scrub } from "./scrub.ts";
-
-export { scrub } from "./scrub.ts";
 import { dirName } from "./paths.ts";
+import { scrub } from "./scrub.ts";
 
 /** Whether `text` holds nothing but lines this logger writes (so a file at a configured path is ours to delete). */
 export function isOurLog(text: string): boolean {

@@ -1,29 +1,13 @@
 /**
- * The one gate between untrusted text — memories, profiles, listings, anything a server or a journal says —
- * and what a hook prints. Two rules, neither of which depends on the output format:
- *
- * 1. **Nothing but printable text and `\n`/`\t` reaches the terminal**: escape sequences (7-bit `ESC …` —
- *    CSI, OSC, DCS, SOS, PM, APC, two-byte escapes — and their 8-bit C1 forms) are removed whole; every other
- *    C0/C1 control, DEL and format character (bidi embeddings/overrides/isolates, zero-width space, BOM, the
- *    Unicode tag characters of invisible-ASCII "smuggling", …) goes too, as do lone surrogates; `\r\n`, `\r`,
- *    NEL and the Unicode line/paragraph separators become `\n`.
- * 2. **Nothing reads as markup**: every `<` that starts a tag-like token — followed by a letter, `_`, `:`,
- *    `/`, `!`, `?` or `|` — or that ends the text becomes `&lt;`. No list of tag names: whatever a later
- *    output format (or Kimi, or the model) treats as structure (`</openviking-context>`,
- *    `<system-reminder>`, `<hook_result>`, `<system>`, `<|im_end|>`, `<![CDATA[`, …), untrusted text cannot
- *    open or close it, alone or glued to what follows it. `a < b`, `x<5`, `<-` and `<=` stay as they are.
- *    Look-alike brackets (`＜`, `‹`) are left alone: no parser reads them as markup.
- *
- * `neutralize` is idempotent. Printed output is built only from {@link SafeText}: the `safe` template keeps
- * its literal parts (our own markup, written in code) and neutralises every interpolated string, so a new
- * output format cannot forget the gate — a plain string is not a `SafeText`, and interpolating one
- * neutralises it.
+ * The one gate between untrusted text (memories, profiles, anything a server or a journal says) and what a
+ * hook prints. (1) Nothing but printable text and `\n`/`\t` reaches the terminal: escape sequences go whole,
+ * every other control and format character goes, line breaks become `\n`. (2) Nothing reads as markup: a `<`
+ * that starts something tag-like (a letter, `_`, `:`, `/`, `!`, `?`, `|`) or ends the text becomes `&lt;`,
+ * whatever the tag's name; `a < b` stays. Printed output is built only from {@link SafeText}: the `safe`
+ * template keeps its literal parts and neutralises every interpolated string.
  */
 
-/**
- * Escape sequences, removed whole: CSI, OSC/DCS/SOS/PM/APC strings (to their terminator, else to the next
- * control such as the line end), two-byte escapes, and the 8-bit forms. Linear: no part can rescan another.
- */
+/** Escape sequences, removed whole: CSI, OSC/DCS/SOS/PM/APC (to their end, else the next control), 8-bit forms. */
 const ESCAPE_SEQUENCE =
   // deno-lint-ignore no-control-regex
   /\x1b(?:\[[0-?]*[ -/]*[@-~]|[\]PX^_][^\x00-\x1f\x7f-\x9f]*(?:\x07|\x1b\\|\x9c)?|[ -/]*[0-~])|\x9b[0-?]*[ -/]*[@-~]|[\x90\x98\x9d\x9e\x9f][^\x00-\x1f\x7f-\x9f]*(?:\x07|\x1b\\|\x9c)?/g;
@@ -31,17 +15,10 @@ const ESCAPE_SEQUENCE =
 /** Line breaks other than `\n`. */
 const LINE_BREAK = /\r\n?|[\x85\u2028\u2029]/g;
 
-/**
- * Controls and invisible format characters: every C0/C1 control and DEL but `\t` and `\n`, and every format
- * character (bidi marks, embeddings, overrides and isolates, zero-width space, word joiner, BOM, soft
- * hyphen, the tag block U+E0000–U+E007F, …) but ZWNJ/ZWJ, which scripts and emoji need.
- */
+/** Every control but `\t`/`\n`, and every format character (bidi, zero-width, BOM, tags…) but ZWNJ/ZWJ. */
 const INVISIBLE = /(?![\t\n\u200c\u200d])[\p{Cc}\p{Cf}]/gu;
 
-/**
- * A `<` that starts something tag-like (invisible joiners and combining marks in between do not hide it), or
- * that ends the text (so no concatenation can complete it into a tag).
- */
+/** A `<` that starts something tag-like (joiners and marks in between do not hide it), or ends the text. */
 const TAG_OPEN = /<(?=[\p{M}\u200c\u200d]*(?:[\p{L}_:/!?|]|$))/gu;
 
 /** Untrusted text made safe to print: no control or escape sequence, no markup (see the module doc). */
@@ -49,10 +26,7 @@ export function neutralize(text: string): string {
   return printable(text).replace(TAG_OPEN, "&lt;");
 }
 
-/**
- * Rule 1 alone: no control, escape sequence or invisible character, for what only a person reads (a command's
- * report, never the model's context), where `<` stays as written.
- */
+/** Rule 1 alone, for what only a person reads (a command's report, never the model's context). */
 export function printable(text: string): string {
   return text
     .replace(ESCAPE_SEQUENCE, "")
@@ -67,7 +41,6 @@ const TOKEN = Symbol("SafeText");
 export class SafeText {
   readonly #text: string;
 
-  /** Only this module makes one (`safe`, `SafeText.join`, `cut`). */
   constructor(token: typeof TOKEN, text: string) {
     if (token !== TOKEN) throw new TypeError("SafeText is made with safe`…`");
     this.#text = text;
@@ -93,9 +66,8 @@ export class SafeText {
 export type SafePiece = string | number | SafeText;
 
 /**
- * Template tag for printed text: the literal parts are ours and kept; each interpolated string is
- * neutralised, each `SafeText` kept as it is. Only a real template literal is accepted, and an untrusted
- * string right after a literal `<` or `</` (naming a tag) is refused.
+ * Template tag for printed text: literal parts kept, each interpolated string neutralised, each `SafeText`
+ * kept. Only a real template literal is accepted, and no untrusted string right after a literal `<` or `</`.
  */
 export function safe(strings: TemplateStringsArray, ...values: SafePiece[]): SafeText {
   if (!Object.isFrozen(strings) || !Array.isArray(strings.raw)) {
@@ -130,10 +102,7 @@ export function cut(text: SafeText, max: number, mark: SafeText): SafeText {
 /** Characters JSON leaves raw that a terminal may act on or hide: DEL, C1, format characters, separators. */
 const JSON_UNSAFE = /[\x7f-\x9f\u2028\u2029\p{Cf}]/gu;
 
-/**
- * `JSON.stringify(value)` safe to print on a terminal: the same JSON value, with every character a terminal
- * could act on or hide written as a `\uXXXX` escape (JSON already escapes C0 and lone surrogates).
- */
+/** `JSON.stringify(value)` with every character a terminal could act on or hide as a `\uXXXX` escape. */
 export function terminalJson(value: unknown, indent?: number): string {
   return JSON.stringify(value, null, indent).replace(
     JSON_UNSAFE,
@@ -144,11 +113,7 @@ export function terminalJson(value: unknown, indent?: number): string {
   );
 }
 
-/**
- * A command's report as JSON for a person or a script to read: every string in it made {@link printable}
- * (a server's words are data here, never terminal commands, whichever program prints them next), then
- * {@link terminalJson}.
- */
+/** A command's report as JSON: every string (keys too) made {@link printable}, then {@link terminalJson}. */
 export function reportJson(value: unknown, indent?: number): string {
   const clean = (v: unknown): unknown =>
     typeof v === "string"

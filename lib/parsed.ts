@@ -1,7 +1,6 @@
 /**
- * What parsed, untrusted values are: the one test for "a plain JSON object" (not null, not an array), the one
- * structural equality of parsed JSON and TOML, and what a zod/mini check found wrong, in a few words — zod/mini loads no locale (its messages all read
- * "Invalid input"), so warnings and error replies describe the issue themselves.
+ * Parsed, untrusted values: the one "plain JSON object" test, structural equality of parsed JSON and TOML,
+ * and a zod/mini issue in words (zod/mini loads no locale: its messages all read "Invalid input").
  */
 
 import type * as z from "zod/mini";

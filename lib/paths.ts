@@ -1,9 +1,7 @@
 /**
- * Where things live: OpenViking's home, Kimi Code's home, and `~` expansion. No I/O beyond env reads.
- * Never a relative path: a location that would need the home directory when there is none (HOME unset or
- * relative) throws {@link NoHomeError}, and overrides that are not absolute are ignored — a relative path
- * would resolve against the hook's cwd, the user's project, which must never hold our state or choose our
- * server.
+ * Where things live: OpenViking's home, Kimi Code's home, `~` expansion. Never a relative path: a location
+ * that needs a home when there is none (HOME unset or relative) is a {@link NoHomeError}, and an override that
+ * is not absolute is ignored — it would resolve against the hook's cwd, the user's project.
  */
 
 import { sha256Hex } from "./hash.ts";
@@ -32,7 +30,7 @@ export function isAbsolutePath(path: string): boolean {
   return path.startsWith("/") || /^[A-Za-z]:[\\/]/.test(path) || path.startsWith("\\\\");
 }
 
-/** The user's home directory from `HOME` (or `USERPROFILE` on Windows); "" when unset or not absolute. */
+/** `HOME` (or `USERPROFILE`) when absolute, else "". */
 function homeDir(env: Env): string {
   const home = env.HOME || env.USERPROFILE || "";
   return isAbsolutePath(home) ? home : "";
@@ -43,7 +41,13 @@ export function joinPath(...parts: string[]): string {
   return parts.filter((p) => p !== "").join("/").replace(/(?<!^)\/{2,}/g, "/");
 }
 
-/** Expands a leading `~` or `~/` against the home directory; throws {@link NoHomeError} when there is none. */
+/** Parent directory of a path ("" for a bare name). */
+export function dirName(path: string): string {
+  const i = Math.max(path.lastIndexOf("/"), path.lastIndexOf("\\"));
+  return i <= 0 ? (i === 0 ? "/" : "") : path.slice(0, i);
+}
+
+/** Expands a leading `~` against the home directory; {@link NoHomeError} when there is none. */
 export function expandHome(path: string, env: Env): string {
   if (path !== "~" && !path.startsWith("~/") && !path.startsWith("~\\")) return path;
   const home = homeDir(env);
@@ -51,14 +55,13 @@ export function expandHome(path: string, env: Env): string {
   return path === "~" ? home : joinPath(home, path.slice(2));
 }
 
-/** An override variable's absolute path (`~` expanded), or undefined when unset, unexpandable or relative. */
+/** An override's absolute path (`~` expanded); undefined when unset, unexpandable or relative. */
 export function absoluteOverride(value: string | undefined, env: Env): string | undefined {
-  if (!value) return undefined;
-  const path = orNoHome(() => expandHome(value, env));
+  const path = value ? orNoHome(() => expandHome(value, env)) : undefined;
   return path && isAbsolutePath(path) ? path : undefined;
 }
 
-/** `<home>/<name>`, or {@link NoHomeError} when there is no home. */
+/** `<home>/<name>`, or {@link NoHomeError}. */
 function underHome(env: Env, name: string, what: string): string {
   const home = homeDir(env);
   if (!home) throw new NoHomeError(what);
@@ -71,36 +74,37 @@ export function openVikingHome(env: Env): string {
     underHome(env, ".openviking", "OpenViking's files (~/.openviking)");
 }
 
-/** Kimi Code's home: an explicit directory, else `$KIMI_CODE_HOME`, else `~/.kimi-code`. */
+/** Kimi Code's home: `explicit`, else `$KIMI_CODE_HOME`, else `~/.kimi-code`. */
 export function kimiHome(env: Env, explicit?: string): string {
   if (explicit) return expandHome(explicit, env);
   return absoluteOverride(env.KIMI_CODE_HOME, env) ??
     underHome(env, ".kimi-code", "Kimi Code's home (~/.kimi-code)");
 }
 
-/** Directory holding per-session hook state: `$OPENVIKING_HOOK_STATE_DIR/kimicode` or `~/.openviking/hook-state/kimicode`. */
+/** Per-session hook state: `$OPENVIKING_HOOK_STATE_DIR/kimicode`, else `~/.openviking/hook-state/kimicode`. */
 export function hookStateDir(env: Env): string {
-  const base = absoluteOverride(env.OPENVIKING_HOOK_STATE_DIR, env) ??
-    joinPath(openVikingHome(env), "hook-state");
-  return joinPath(base, "kimicode");
+  return joinPath(
+    absoluteOverride(env.OPENVIKING_HOOK_STATE_DIR, env) ?? joinPath(openVikingHome(env), "hook-state"),
+    "kimicode",
+  );
 }
 
-/** The offline write queue shared with OpenViking's other plugins. */
+/** The offline write queues: `$OPENVIKING_PENDING_DIR`, else `~/.openviking/pending`. */
 export function pendingDir(env: Env): string {
   return absoluteOverride(env.OPENVIKING_PENDING_DIR, env) ?? joinPath(openVikingHome(env), "pending");
 }
 
-/** Shared plugin state (e.g. the legacy context-face memo). */
+/** Shared plugin state: `$OPENVIKING_STATE_DIR`, else `~/.openviking/state`. */
 export function sharedStateDir(env: Env): string {
   return absoluteOverride(env.OPENVIKING_STATE_DIR, env) ?? joinPath(openVikingHome(env), "state");
 }
 
-/** The MCP server's last tool list (mcp/tool-cache.ts), in the shared state directory. */
+/** The MCP server's last tool list, in the shared state directory. */
 export function mcpToolCachePath(env: Env): string {
   return joinPath(sharedStateDir(env), "kimicode-mcp-tools.json");
 }
 
-/** The hook log when no other path is configured: `<openviking home>/logs/kimicode-hooks.log`. */
+/** The hook log when no other path is configured. */
 export function defaultLogPath(env: Env): string {
   return joinPath(openVikingHome(env), "logs", "kimicode-hooks.log");
 }
@@ -110,20 +114,17 @@ export function integrationDir(env: Env): string {
   return joinPath(openVikingHome(env), "agent-integrations", "kimicode");
 }
 
-/**
- * Where install puts the `openviking-kimi` command the user's shell finds: `$OPENVIKING_KIMI_BIN_DIR`, else
- * `~/.local/bin` (where pipx and uv put their commands).
- */
+/** Where install puts the `openviking-kimi` command: `$OPENVIKING_KIMI_BIN_DIR`, else `~/.local/bin`. */
 export function commandDir(env: Env): string {
   return absoluteOverride(env.OPENVIKING_KIMI_BIN_DIR, env) ?? underHome(env, ".local/bin", "the command");
 }
 
-/** The local ledger of what hook runs did (`status`): `<openviking home>/ledger/kimicode`. */
+/** The local ledger of what hook runs did (`status`). */
 export function ledgerDir(env: Env): string {
   return joinPath(openVikingHome(env), "ledger", "kimicode");
 }
 
-/** `location(env)`, or undefined when it needs a home there is none of (other errors propagate). */
+/** `location()`, or undefined when it needs a home there is none of (other errors propagate). */
 export function orNoHome<T>(location: () => T): T | undefined {
   try {
     return location();
@@ -133,7 +134,7 @@ export function orNoHome<T>(location: () => T): T | undefined {
   }
 }
 
-/** Why OpenViking's home cannot be resolved ("" when it can): the one test for "no home". */
+/** Why OpenViking's home cannot be resolved ("" when it can). */
 export function noHomeReason(env: Env): string {
   try {
     openVikingHome(env);
@@ -144,34 +145,28 @@ export function noHomeReason(env: Env): string {
   }
 }
 
-/** Override variables set to something that is not an absolute path (they are ignored). */
-export function ignoredOverrides(env: Env): string[] {
-  const names = [
-    "OPENVIKING_HOME",
-    "OPENVIKING_HOOK_STATE_DIR",
-    "OPENVIKING_PENDING_DIR",
-    "OPENVIKING_STATE_DIR",
-    "OPENVIKING_CLI_CONFIG_FILE",
-    "OPENVIKING_CONFIG_FILE",
-    "KIMI_CODE_HOME",
-    "OPENVIKING_KIMI_BIN_DIR",
-  ];
-  return names.filter((n) => env[n] && !absoluteOverride(env[n], env)).map((n) => `${n}=${env[n]}`);
-}
+const OVERRIDES = [
+  "OPENVIKING_HOME",
+  "OPENVIKING_HOOK_STATE_DIR",
+  "OPENVIKING_PENDING_DIR",
+  "OPENVIKING_STATE_DIR",
+  "OPENVIKING_CLI_CONFIG_FILE",
+  "OPENVIKING_CONFIG_FILE",
+  "KIMI_CODE_HOME",
+  "OPENVIKING_KIMI_BIN_DIR",
+];
 
-/** Parent directory of a path ("" for a bare name). */
-export function dirName(path: string): string {
-  const i = Math.max(path.lastIndexOf("/"), path.lastIndexOf("\\"));
-  return i <= 0 ? (i === 0 ? "/" : "") : path.slice(0, i);
+/** The override variables set to something that is not an absolute path (they are ignored), as `NAME=value`. */
+export function ignoredOverrides(env: Env): string[] {
+  return OVERRIDES.filter((n) => env[n] && !absoluteOverride(env[n], env)).map((n) => `${n}=${env[n]}`);
 }
 
 /**
- * Maps any id to a file-name-safe one: `[A-Za-z0-9._-]` only, never empty, never dot-only, ≤ 100 chars.
- * Ids that had to change get a hash suffix so different ids never share a file.
+ * Any id as a file name: `[A-Za-z0-9._-]` only, never empty or dot-first, ≤ 100 characters; an id that had
+ * to change gets a hash suffix, so two ids never share a file.
  */
 export async function safeId(id: string): Promise<string> {
   const cleaned = id.replace(/[^A-Za-z0-9._-]/g, "-").replace(/^[.-]+/, "");
   if (cleaned === id && cleaned.length > 0 && cleaned.length <= 100) return cleaned;
-  const suffix = (await sha256Hex(id)).slice(0, 16);
-  return `${cleaned.slice(0, 80) || "id"}-${suffix}`;
+  return `${cleaned.slice(0, 80) || "id"}-${(await sha256Hex(id)).slice(0, 16)}`;
 }

@@ -1,16 +1,8 @@
-/**
- * What the prompt hook prints: blocks made only of {@link SafeText} (our markers around a neutralised body),
- * separated by a blank line, never longer than {@link PRINT_MAX_CHARS} in total — the terminal shows every
- * byte, and the model pays for every token.
- */
+/** What the prompt hook prints: blocks of {@link SafeText}, a blank line apart, within {@link PRINT_MAX_CHARS}. */
 
 import { cut, safe, SafeText } from "./neutralize.ts";
 
-/**
- * Hard cap on the prompt hook's stdout, in UTF-16 code units, whatever the format. The default budgets' worst
- * case fits (profile 6000 tokens ≈ 24 000 ASCII characters, recall 2000 tokens ≈ 8 000); more is a server
- * ignoring its limits, or budgets raised past what a terminal can usefully show.
- */
+/** Hard cap on the prompt hook's stdout, in UTF-16 code units, whatever the format. */
 export const PRINT_MAX_CHARS = 32_000;
 
 /** One printed block: our opening marker, a body, our closing marker (each on its own line). */

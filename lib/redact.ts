@@ -1,22 +1,16 @@
 /**
- * Redaction of text before it leaves the machine or lands on disk: `<private>` spans and credentials.
- *
- * The credential rules follow gitleaks' rule list (config/gitleaks.toml, MIT): its rules for credentials
- * with a shape of their own — a provider's prefix, alphabet and length — are a table here under gitleaks'
- * names, each taking any length past its minimum (a redaction may take a little more, never less). What
- * gitleaks finds by context and entropy, rules here find by reading the context: private key blocks of
- * every kind, URL userinfo, auth headers, `-u user:password`, and assignments whose key names a secret.
- *
- * Every rule runs in linear time on any input: a pattern whose start could recur inside its own run looks
- * behind for the run's characters (so it starts only where a run starts), each assignment's value is read
- * once, and spans are found with an index scanner — a prompt hook has 20 s, and prompts are pasted logs.
+ * Redaction of text before it leaves the machine or lands on disk: `<private>` spans and credentials — the
+ * shapes of gitleaks' rule list (MIT) under its names, and by their context: private key blocks, URL
+ * userinfo, auth headers, `-u user:password`, assignments whose key names a secret. Every rule is linear on
+ * any input (a pattern whose start could recur in its own run looks behind; values and spans are scanned
+ * once).
  */
 
 /** Placeholder that replaces a secret. */
 export const REDACTED = "[REDACTED]";
 
 /** A kind of span: how it opens, where its opener ends, what closes it, and what replaces it. */
-export interface SpanRule {
+interface SpanRule {
   /** The opener's start (a global regex). */
   open: RegExp;
   /** Index just past the opener that starts with `m`, or -1 when it never ends (then no later one does). */
@@ -155,92 +149,26 @@ const ESCAPED_LINE_REST = /(?:[^\r\n\\"]|\\(?![nrt]))+/y;
 /** The words of a key name: `AWSSecretAccessKey`, `_authToken`, `DB_PASSWORD`, `x-api-key`. */
 const KEY_WORDS = /[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+/g;
 
+/** The words of a space-separated list, as a set. */
+const wordSet = (list: string): ReadonlySet<string> => new Set(list.split(" "));
+
 /** Words that make a key name a secret's, wherever they stand in it. */
-const SECRET_WORDS = new Set([
-  "secret",
-  "token",
-  "password",
-  "passwd",
-  "pwd",
-  "pass",
-  "passphrase",
-  "credential",
-  "credentials",
-  "creds",
-  "auth",
-  "apikey",
-  "accesstoken",
-  "authtoken",
-  "secretkey",
-  "privatekey",
-  "accesskey",
-  "sig",
-  "signature",
-]);
+const SECRET_WORDS = wordSet(
+  "secret token password passwd pwd pass passphrase credential credentials creds auth apikey " +
+    "accesstoken authtoken secretkey privatekey accesskey sig signature",
+);
 
 /** Last words that make a key name one about a secret, not of one: `TOKEN_URL`, `password_file`, `token_type`. */
-const ABOUT_SECRET = new Set([
-  "url",
-  "uri",
-  "endpoint",
-  "host",
-  "path",
-  "file",
-  "dir",
-  "name",
-  "type",
-  "mode",
-  "method",
-  "header",
-  "count",
-  "length",
-  "len",
-  "size",
-  "limit",
-  "max",
-  "min",
-  "enabled",
-  "required",
-  "ttl",
-  "timeout",
-  "expiry",
-  "expires",
-  "format",
-  "prefix",
-  "provider",
-  "version",
-  "id",
-]);
+const ABOUT_SECRET = wordSet(
+  "url uri endpoint host path file dir name type mode method header count length len size limit max min " +
+    "enabled required ttl timeout expiry expires format prefix provider version id",
+);
 
 /** Words before a last `key` that make it no secret: `public_key`, `primary_key`, `sort_key`, `s3_key`. */
-const PLAIN_KEYS = new Set([
-  "public",
-  "pub",
-  "primary",
-  "foreign",
-  "sort",
-  "partition",
-  "cache",
-  "hash",
-  "range",
-  "row",
-  "lookup",
-  "idempotency",
-  "unique",
-  "map",
-  "dict",
-  "object",
-  "index",
-  "composite",
-  "hot",
-  "s3",
-  "i18n",
-  "translation",
-  "group",
-  "order",
-  "bucket",
-  "schema",
-]);
+const PLAIN_KEYS = wordSet(
+  "public pub primary foreign sort partition cache hash range row lookup idempotency unique map dict " +
+    "object index composite hot s3 i18n translation group order bucket schema",
+);
 
 /** Whether a key name says its value is a secret: a secret word in it, or `…_key` of a secret kind. */
 function secretName(key: string): boolean {

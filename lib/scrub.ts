@@ -1,16 +1,11 @@
 /**
- * Secrets out of everything we show or write: the configured key (and any given secret) wherever it appears,
- * every credential redaction knows (redact.ts: the same rules as captured text), `Bearer …` tokens,
- * `user:password@` in URLs, and fields whose names say secret. Used by the log, doctor, status, replay and
- * the MCP error texts. Pure.
+ * Secrets out of everything we show or write: the given secrets (the key) wherever they appear, every
+ * credential redaction knows, `Bearer …` tokens, URL userinfo, and fields whose names say secret.
  */
 
 import { redactCredentials } from "./redact.ts";
 
-/**
- * The `user:password@` of an address: after `//`, up to the last `@` before the path, query or fragment (a
- * password may hold an `@` of its own).
- */
+/** The `user:password@` of an address: after `//`, up to the last `@` before the path (a password may hold one). */
 const USERINFO = /\/\/[^/?#\s"'<>]*@/g;
 
 /** A URL — or any text naming URLs — with every `user:password@` removed (for messages and logs). */

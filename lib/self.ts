@@ -1,10 +1,7 @@
 /**
- * How this program runs itself again, in each of the three ways it can be running: the compiled binary (its
- * own path); an installed copy (the bundle install/copy.ts places under
- * `~/.openviking/agent-integrations/kimicode/versions/<id>/`, run by the running deno with the flags its
- * `copy.json` recorded); a checkout (the running deno with the production flags of deno.json's `cli` task —
- * the one place they are defined — and the checkout's main.ts). Used by the detached hook worker and by the
- * installer.
+ * This program as it runs: the compiled binary, an installed copy (the bundles install/copy.ts places under
+ * `…/kimicode/versions/<id>/`, run with the flags its `copy.json` recorded) or a checkout (deno.json's `cli`
+ * task flags, the one place they are defined) — how it runs itself again, and the command a message names.
  */
 
 import {
@@ -23,11 +20,7 @@ export interface Invocation {
   args: string[];
 }
 
-/**
- * The files of an installed copy, relative to its directory: the two bundles (everything, and the lean
- * `hook <event>` path), what install recorded, the lock every process of the copy holds while it runs, and
- * Deno's cache (its compiled-code cache) for the copy alone.
- */
+/** An installed copy's files: its bundles (all, and the `hook <event>` path), its record, its lock, its cache. */
 export const COPY_FILES = {
   main: "main.js",
   hook: "hook.js",
@@ -37,11 +30,9 @@ export const COPY_FILES = {
 } as const;
 
 /**
- * The flags a copy runs with besides the production ones: no deno.json, npm or remote module of the cwd; and
- * V8 compiling every function of the bundle up front, so that Deno's code cache (made when a file is first
- * compiled) holds them all: otherwise each run compiles again each function it calls (~14 ms of a prompt
- * hook; docs/BENCHMARKS.md). `--lazy` is one of V8's oldest flags; install runs the bundle with these flags
- * before it places anything, so a Deno that refused one would fail there, not in a hook.
+ * The flags a copy runs with besides the production ones: nothing of the cwd's deno.json, npm or remote
+ * modules; every function compiled up front, so Deno's code cache holds them all (install runs the bundle
+ * with these flags before it places anything).
  */
 export const COPY_RUN_FLAGS: readonly string[] = [
   "--no-config",
@@ -50,10 +41,13 @@ export const COPY_RUN_FLAGS: readonly string[] = [
   "--v8-flags=--no-lazy",
 ];
 
+/** The file path of a directory URL, without its final slash. */
+const pathOf = (url: URL) =>
+  decodeURIComponent(url.pathname).replace(/^\/([A-Za-z]:)/, "$1").replace(/\/$/, "");
+
 /** The checkout's root directory (where deno.json and main.ts live). */
 export function checkoutRoot(): string {
-  const url = new URL("../", import.meta.url);
-  return decodeURIComponent(url.pathname).replace(/^\/([A-Za-z]:)/, "$1").replace(/\/$/, "");
+  return pathOf(new URL("../", import.meta.url));
 }
 
 /** Extracts the permission and runtime flags from a `deno run … main.ts` task line. */
@@ -80,23 +74,19 @@ export function isCompiled(): boolean {
   return Deno.build.standalone === true;
 }
 
-/**
- * The directory of the installed copy this process runs from, or undefined (a checkout or the binary). A
- * copy is the only way this program runs as bundled `.js`: its two bundles sit in the copy's directory.
- */
+/** The directory of the installed copy this process runs from (its bundles sit there); else undefined. */
 export function copyDir(): string | undefined {
   const url = new URL(import.meta.url);
   const name = url.pathname.slice(url.pathname.lastIndexOf("/") + 1);
   if (url.protocol !== "file:" || (name !== COPY_FILES.main && name !== COPY_FILES.hook)) return undefined;
-  return decodeURIComponent(new URL(".", url).pathname).replace(/^\/([A-Za-z]:)/, "$1").replace(/\/$/, "");
+  return pathOf(new URL(".", url));
 }
 
 let lockFile: Deno.FsFile | undefined;
 
 /**
- * In an installed copy, takes a shared lock on its `in-use.lock` for as long as this process lives (the
- * kernel releases it at exit, kill -9 included): install removes a previous version only when it can lock
- * that file exclusively, i.e. when no process of it runs. Never waits; a copy without the file goes on.
+ * In an installed copy, holds a shared lock on its `in-use.lock` while this process lives: install removes a
+ * version only when it can lock that file exclusively. Never waits; a copy without the file goes on.
  */
 export function holdCopyLock(): void {
   const dir = copyDir();
@@ -120,7 +110,7 @@ async function copyFlags(dir: string): Promise<string[]> {
 }
 
 /** The entry of an installed copy that runs `args`: the lean hook bundle for `hook <event>`, else main. */
-export function copyEntry(args: readonly string[]): string {
+function copyEntry(args: readonly string[]): string {
   return args.length === 2 && args[0] === "hook" && !args[1].startsWith("-")
     ? COPY_FILES.hook
     : COPY_FILES.main;
@@ -176,10 +166,10 @@ function quotePath(path: string): string {
 }
 
 /**
- * The words that run openviking-kimi on this machine, for every message that names one of its commands:
- * `openviking-kimi` when the first one on PATH is ours (it resolves into our integration directory, or to
- * this very program), else ours by its absolute path — the command install put where the shell looks, this
- * binary, this copy's launcher — and from a checkout with none of them, the checkout's `cli` task.
+ * The words that run openviking-kimi here, for every message naming a command: `openviking-kimi` when the
+ * first one on PATH is ours (it resolves into our integration directory, or to this program), else ours by
+ * its absolute path (the PATH command install placed, this binary, this copy's launcher), else the checkout's
+ * `cli` task.
  */
 export function commandName(env: Env = processEnv()): string {
   const windows = Deno.build.os === "windows";
@@ -207,10 +197,7 @@ export function commandName(env: Env = processEnv()): string {
   return `deno task -q --config ${quotePath(joinPath(checkoutRoot(), "deno.json"))} cli`;
 }
 
-/**
- * The directory the user ran this command in. `deno task` runs a checkout's `cli` task in deno.json's folder
- * and gives the directory it was run in as `INIT_CWD`: from a checkout run there, that is the user's.
- */
+/** The directory the user ran this command in (`deno task` runs a checkout's task in its root: `INIT_CWD`). */
 export function invocationCwd(env: Env = processEnv()): string {
   const cwd = Deno.cwd();
   const init = env.INIT_CWD;
@@ -218,11 +205,7 @@ export function invocationCwd(env: Env = processEnv()): string {
   return realPath(cwd) === realPath(checkoutRoot()) ? init : cwd;
 }
 
-/**
- * The workspace a command works on: `given` (a relative one from where the user ran the command), else that
- * directory, as given (absolute, not a resolved real path: as a hook gets it from Kimi); undefined when it is
- * not a directory.
- */
+/** The workspace a command works on: `given` (relative to {@link invocationCwd}) or that; undefined if no directory. */
 export async function workspaceDir(
   given: string | undefined,
   env: Env = processEnv(),

@@ -6,7 +6,7 @@
  * decisions about status codes.
  */
 
-import { type BodyStop, BoundedBody, readBody } from "../openviking/body.ts";
+import { type BodyStop, BoundedBody, readBody } from "../openviking/client.ts";
 import { MAX_REPLY_BYTES, MAX_STREAM_BYTES } from "./limits.ts";
 import { type Classified, classifyUpstream, type JsonRpcId } from "./jsonrpc.ts";
 import { isEmptyEventData, SseParser } from "./sse.ts";

@@ -6,9 +6,7 @@
  * do about them (re-initialise, reload credentials, answer an error) is decided by the session layer.
  */
 
-import { buildHeaders, type Identity } from "../openviking/client.ts";
-import { readPrefix } from "../openviking/body.ts";
-import { serverMessageOf } from "../openviking/reply.ts";
+import { buildHeaders, type Identity, readPrefix, serverMessageOf } from "../openviking/client.ts";
 import { withoutUserinfo } from "../lib/scrub.ts";
 import { BYTE_LIMITS, type ByteLimits, ERROR_BODY_BYTES, type Timing } from "./limits.ts";
 import type { JsonRpcId, JsonRpcMessage } from "./jsonrpc.ts";

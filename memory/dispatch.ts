@@ -15,7 +15,7 @@ import { createLogger, type Logger } from "../lib/log.ts";
 import { type Env, hookStateDir, NoHomeError, pendingDir, processEnv, sharedStateDir } from "../lib/paths.ts";
 import { statePaths } from "./state.ts";
 import { safeId } from "../lib/paths.ts";
-import { unwritableReason } from "../lib/writable.ts";
+import { unwritableReason } from "../lib/fs.ts";
 import { type Handler, type HookContext, SESSION_PREFIX } from "./context.ts";
 import { gateReason } from "../kimi/gates.ts";
 import { WORKER_ENV } from "../kimi/detach.ts";

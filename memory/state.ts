@@ -1,7 +1,7 @@
 /** Per-session hook state: one private JSON file per Kimi session, read-modify-written under a lock. */
 
 import * as z from "zod/mini";
-import { FAILURE_KINDS } from "../openviking/reply.ts";
+import { FAILURE_KINDS } from "../openviking/client.ts";
 import { isNotFound, parseJsonOrUndefined, readTextIfExists, settled, writeFileAtomic } from "../lib/fs.ts";
 import { joinPath, safeId } from "../lib/paths.ts";
 import { type LockOptions, type LockResult, withLock } from "../lib/lock.ts";

@@ -1,9 +1,6 @@
-/**
- * What a failure means for the user and what to do about it: one sentence per failure kind, used by doctor,
- * replay and status. Pure.
- */
+/** What a failure means for the user and what to do about it, per failure kind: doctor, replay, status. */
 
-import type { FailureKind, OvFailure } from "./reply.ts";
+import type { FailureKind, OvFailure } from "./client.ts";
 import { commandName } from "../lib/self.ts";
 
 /** A failure told to a person: what happened and the fix. */
@@ -12,10 +9,7 @@ export interface Advice {
   fix: string;
 }
 
-/**
- * A failure as capture states and the ledger record it: its kind — or "local", our own state or queue could not
- * be written — its status and words, and for a redirect where it points.
- */
+/** A failure as capture states and the ledger record it ("local": our own state or queue could not be written). */
 export interface Cause {
   kind: FailureKind | "local";
   status: number;
@@ -23,7 +17,7 @@ export interface Cause {
   location?: string;
 }
 
-/** The cause to record for failure `f`: the one mapping, so a redirect's target is never lost on the way. */
+/** The cause to record for failure `f` (a redirect's target kept). */
 export function causeOf(f: OvFailure): Cause {
   return {
     kind: f.kind,

@@ -1,22 +1,17 @@
 /**
- * The one OpenViking HTTP client: auth and identity headers, a per-request timeout inside a caller's time
- * budget (covering the body too), a bound on every reply body, the classification of replies (`reply.ts`),
- * and the check of every result against the route's schema: a caller gets the parsed value or a failure,
- * never an unchecked cast. It never logs, and every failure it returns has passed `cleanFailure`: no control,
- * escape sequence or markup, no key, token or URL userinfo in its words, whatever the server said.
+ * The one OpenViking HTTP client and the one classification of its replies. A request carries the identity
+ * headers (no key on `/health`), a timeout within the caller's budget that covers the body too, a bound on the
+ * reply body (counted after inflate), and its result is checked against the route's schema: a caller gets the
+ * parsed value or a failure, never a cast. Only OpenViking's own error envelope naming a final code rejects a
+ * request for good; everything else leaves a write queued (docs/ARCHITECTURE.md, decision 15). Every failure
+ * handed out is cleaned once: neutralised, no key, bearer token or URL userinfo in its words.
  */
 
 import * as z from "zod/mini";
-import { readBody } from "./body.ts";
-import {
-  checkResult,
-  classifyReply,
-  cleanFailure,
-  failure,
-  type OvFailure,
-  type OvResponse,
-} from "./reply.ts";
-import { withoutUserinfo } from "../lib/scrub.ts";
+import { concatBytes } from "../lib/bytes.ts";
+import { neutralize } from "../lib/neutralize.ts";
+import { isRecord, type JsonRecord } from "../lib/parsed.ts";
+import { scrubText, withoutUserinfo } from "../lib/scrub.ts";
 
 /** A deadline shared by every request of one hook run. */
 export class Budget {
@@ -30,7 +25,358 @@ export class Budget {
   }
 }
 
-export type { FailureKind, OvFailure, OvResponse } from "./reply.ts";
+/**
+ * Why a call failed.
+ * - `rejected`: OpenViking's envelope refused this request for good (a final code): set the write aside.
+ * - `auth`: 401/403 — the key or identity is refused.
+ * - `server`: OpenViking answered "not now" (5xx, 429, 408, a code that is not final, an error without one).
+ * - `unreachable`: no complete answer (refused, reset, timeout, budget spent, reply cut).
+ * - `redirect`: a 3xx; credentials are never sent on to another place.
+ * - `not-openviking`: no OpenViking envelope (a proxy's page, another server, an empty 200), or a result that
+ *   is not the route's shape.
+ * - `missing-route`: OpenViking says the route does not exist (404 naming no resource, 405): an older server.
+ * - `too-large`: the reply was larger than this route may return.
+ */
+export type FailureKind = (typeof FAILURE_KINDS)[number];
+
+/** Every failure kind, in the order above. */
+export const FAILURE_KINDS = [
+  "rejected",
+  "auth",
+  "server",
+  "unreachable",
+  "redirect",
+  "not-openviking",
+  "missing-route",
+  "too-large",
+] as const;
+
+/** An error as the server (or the transport) reported it; `details` is read by the classification only. */
+export interface OvError {
+  code?: string;
+  message: string;
+  details?: unknown;
+}
+
+/** A successful call: the envelope's `result`. */
+export interface OvSuccess<T> {
+  ok: true;
+  status: number;
+  result: T;
+}
+
+/** A failed call; `status` 0 means no HTTP answer; `retryable` is false only for `rejected`. */
+export interface OvFailure {
+  ok: false;
+  status: number;
+  kind: FailureKind;
+  error: OvError;
+  retryable: boolean;
+  /** Where a redirect pointed (userinfo removed). */
+  location?: string;
+}
+
+/** The outcome of a call. */
+export type OvResponse<T> = OvSuccess<T> | OvFailure;
+
+/** Builds a failure of `kind`. */
+export function failure(kind: FailureKind, status: number, error: OvError, location?: string): OvFailure {
+  return {
+    ok: false,
+    status,
+    kind,
+    error,
+    retryable: kind !== "rejected",
+    ...(location ? { location } : {}),
+  };
+}
+
+/**
+ * `f` as the client hands it out: its code, message and redirect target neutralised and without `secrets`,
+ * bearer tokens or URL userinfo; `details` dropped.
+ */
+export function cleanFailure(f: OvFailure, secrets: readonly string[]): OvFailure {
+  const clean = (text: string) => scrubText(neutralize(text), secrets);
+  const { code, message } = f.error;
+  return {
+    ...f,
+    error: { ...(code === undefined ? {} : { code: clean(code) }), message: clean(message) },
+    ...(f.location ? { location: clean(f.location) } : {}),
+  };
+}
+
+// ---- replies ----
+
+/**
+ * The codes of a 4xx that refuse a request for good: sent again unchanged, it gets the same answer whatever an
+ * admin does (NOT_FOUND only when it names a missing resource).
+ */
+const FINAL_CODES = new Set([
+  "INVALID_ARGUMENT",
+  "INVALID_URI",
+  "UNSUPPORTED_URI",
+  "UNSUPPORTED_MODE",
+  "SKILL_INVALID",
+  "INVALID_FILTER",
+  "NOT_FOUND",
+]);
+const AUTH_CODES = new Set(["UNAUTHENTICATED", "PERMISSION_DENIED"]);
+
+/** A raw HTTP answer, its body already bounded. */
+export interface RawReply {
+  status: number;
+  location?: string | null;
+  contentType?: string | null;
+  text: string;
+  /** The origin answered, for messages. */
+  origin: string;
+}
+
+/** The parsed JSON of `text`, or undefined. */
+function json(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** OpenViking's envelope: a JSON object whose `status` is "ok" or "error". */
+export function envelopeOf(text: string): JsonRecord | undefined {
+  const body = /^\s*\{/.test(text) ? json(text) : undefined;
+  return isRecord(body) && (body.status === "ok" || body.status === "error") ? body : undefined;
+}
+
+/** Longest server message kept. */
+const MESSAGE_CHARS = 300;
+
+/** The server's own words in a parsed error body: `error.message`, `error` as text, `detail` or `message`. */
+function wordsOf(body: unknown): string | undefined {
+  if (!isRecord(body)) return undefined;
+  const e = body.error;
+  const words = [isRecord(e) ? e.message : e, body.detail, body.message].find((w) => typeof w === "string");
+  return words === undefined ? undefined : String(words).slice(0, MESSAGE_CHARS);
+}
+
+/**
+ * The server's own words in an error body — a JSON-RPC error, OpenViking's envelope, FastAPI's `detail`, or
+ * plain text — at most 300 characters ("" for an empty body).
+ */
+export function serverMessageOf(text: string): string {
+  const trimmed = text.trim();
+  return trimmed ? wordsOf(json(trimmed)) ?? trimmed.slice(0, MESSAGE_CHARS) : "";
+}
+
+function errorOf(body: JsonRecord, status: number): OvError {
+  const e = isRecord(body.error) ? body.error : {};
+  return {
+    code: typeof e.code === "string" ? e.code : undefined,
+    message: wordsOf(body) ?? `HTTP ${status}`,
+    details: e.details,
+  };
+}
+
+/** Whether an error is a model provider's answer the server passes on (its state, not our request). */
+const fromUpstream = (e: OvError) => isRecord(e.details) && "upstream_message" in e.details;
+
+/** Whether a 404 envelope names a missing resource (a session, a file) rather than a missing route. */
+const namesResource = ({ details: d }: OvError) =>
+  isRecord(d) && [d.resource, d.type, d.uri].some((v) => typeof v === "string");
+
+/** A short, printable description of a body that is not OpenViking's: its content type and title. */
+function sampleOf(text: string, contentType: string | null | undefined): string {
+  if (!text.trim()) return "an empty body";
+  const title = /<title[^>]*>([^<]{1,80})/i.exec(text)?.[1]?.trim();
+  const kind = (contentType ?? "").split(";")[0].trim() || "no content type";
+  return title ? `${kind} "${title}"` : kind;
+}
+
+/**
+ * A success whose `result` parses with the route's `schema`, else a `not-openviking` failure naming `what`
+ * was asked and where the result differs. Writes take any result: only their "ok" counts.
+ */
+export function checkResult<S extends z.ZodMiniType>(
+  success: OvSuccess<unknown>,
+  schema: S,
+  what: string,
+): OvResponse<z.output<S>> {
+  const parsed = schema.safeParse(success.result);
+  if (parsed.success) return { ...success, result: parsed.data };
+  const issue = parsed.error.issues[0];
+  const where = issue?.path.length ? `"${issue.path.join(".")}"` : "the result";
+  return failure("not-openviking", success.status, {
+    code: "UNEXPECTED_RESULT",
+    message: `${what} answered OK, but ${where} is not what OpenViking sends (${issue?.code ?? "invalid"})`,
+  });
+}
+
+/** Where a redirect points, absolute and without userinfo; "" when not a URL, undefined when unsaid. */
+function redirectTarget(raw: RawReply): string | undefined {
+  if (!raw.location) return undefined;
+  try {
+    return withoutUserinfo(new URL(raw.location, raw.origin).toString());
+  } catch {
+    return "";
+  }
+}
+
+/** Classifies one HTTP answer (pure); a success carries the envelope's `result` as it came. */
+export function classifyReply(raw: RawReply): OvResponse<unknown> {
+  const { status, origin } = raw;
+  if (status >= 300 && status < 400) {
+    const location = redirectTarget(raw);
+    const to = location === undefined
+      ? ""
+      : location
+      ? ` to ${location}`
+      : " to an address that is not a URL";
+    const message = `${origin} redirects (HTTP ${status})${to}`;
+    return failure("redirect", status, { code: "REDIRECT", message }, location || undefined);
+  }
+  const body = envelopeOf(raw.text);
+  if (status === 401 || status === 403) {
+    return failure(
+      "auth",
+      status,
+      body ? errorOf(body, status) : { code: "AUTH", message: `HTTP ${status}` },
+    );
+  }
+  if (!body) {
+    if (status >= 500 || status === 429 || status === 408) {
+      return failure("server", status, { code: "HTTP", message: `HTTP ${status} from ${origin}` });
+    }
+    const message = `${origin} answered HTTP ${status} with ${sampleOf(raw.text, raw.contentType)}, ` +
+      "not an OpenViking reply";
+    return failure("not-openviking", status, { code: "NOT_OPENVIKING", message });
+  }
+  if (body.status === "ok" && status >= 200 && status < 300) {
+    // `/health` is the one route whose fields sit beside `status` instead of in `result`.
+    return { ok: true, status, result: "result" in body ? body.result : body };
+  }
+  const error = errorOf(body, status);
+  if (AUTH_CODES.has(error.code ?? "")) return failure("auth", status >= 400 ? status : 401, error);
+  if (status === 405 || (status === 404 && !namesResource(error) && !fromUpstream(error))) {
+    return failure("missing-route", status, error);
+  }
+  const final = body.status === "error" && FINAL_CODES.has(error.code ?? "") && !fromUpstream(error);
+  if (final && status >= 400 && status < 500) return failure("rejected", status, error);
+  return failure("server", status >= 400 ? status : 503, error);
+}
+
+// ---- bounded bodies ----
+
+/** Why reading a body stopped before its end. */
+export type BodyStop =
+  | { kind: "too-large"; limitBytes: number }
+  | { kind: "stalled"; ms: number }
+  | { kind: "cut"; cause: unknown };
+
+/** The bounds of one read: bytes (after inflate), time without a byte (Infinity: none), an abort signal. */
+export interface BodyLimits {
+  maxBytes: number;
+  idleMs: number;
+  signal?: AbortSignal;
+}
+
+/**
+ * A body read chunk by chunk within its bounds. At a bound it stops (see `stop`) and cancels the body, which
+ * closes the connection; it never buffers past the bound and never throws.
+ */
+export class BoundedBody {
+  /** Bytes read so far (a chunk refused for passing the bound included). */
+  bytes = 0;
+  /** Why reading stopped early; undefined while it goes on or after a normal end. */
+  stop: BodyStop | undefined;
+  private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
+  private finished = false;
+
+  constructor(body: ReadableStream<Uint8Array>, private readonly limits: BodyLimits) {
+    this.reader = body.getReader();
+  }
+
+  /** The next chunk; undefined at the end of the body or once a bound stopped it. */
+  async next(): Promise<Uint8Array | undefined> {
+    if (this.finished) return undefined;
+    const { signal, idleMs, maxBytes } = this.limits;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let onAbort: (() => void) | undefined;
+    const interrupted = new Promise<BodyStop>((resolve) => {
+      if (Number.isFinite(idleMs)) timer = setTimeout(() => resolve({ kind: "stalled", ms: idleMs }), idleMs);
+      onAbort = () => resolve({ kind: "cut", cause: signal?.reason ?? new Error("aborted") });
+      if (signal?.aborted) onAbort();
+      else signal?.addEventListener("abort", onAbort, { once: true });
+    });
+    try {
+      const read = this.reader.read().then(
+        (result) => ({ result }),
+        (cause: unknown) => ({ stop: { kind: "cut", cause } as BodyStop }),
+      );
+      const got = await Promise.race([read, interrupted.then((stop) => ({ stop }))]);
+      if ("stop" in got) return await this.end(got.stop);
+      if (got.result.done) return await this.end(undefined);
+      this.bytes += got.result.value.length;
+      if (this.bytes > maxBytes) return await this.end({ kind: "too-large", limitBytes: maxBytes });
+      return got.result.value;
+    } finally {
+      if (timer !== undefined) clearTimeout(timer); // only when set: the first call loads Node's timers
+      if (onAbort) signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  /** Stops reading and releases the connection. */
+  async cancel(): Promise<void> {
+    await this.end(undefined);
+  }
+
+  private async end(stop: BodyStop | undefined): Promise<undefined> {
+    if (this.finished) return undefined;
+    this.finished = true;
+    this.stop = stop;
+    await this.reader.cancel().catch(() => {});
+    try {
+      this.reader.releaseLock();
+    } catch {
+      // a read still pending on a body that never settles; the cancel above closed it
+    }
+    return undefined;
+  }
+}
+
+/** A whole body within its bounds: its bytes, or why it stopped. */
+export async function readBody(
+  response: Response,
+  limits: BodyLimits,
+): Promise<{ bytes: Uint8Array } | { stop: BodyStop }> {
+  if (!response.body) return { bytes: new Uint8Array() };
+  const body = new BoundedBody(response.body, limits);
+  const chunks: Uint8Array[] = [];
+  // Fetch may hand out small views of a larger buffer: keeping those would keep the whole buffers.
+  for (let c = await body.next(); c; c = await body.next()) {
+    chunks.push(c.byteLength < c.buffer.byteLength ? c.slice() : c);
+  }
+  return body.stop ? { stop: body.stop } : { bytes: concatBytes(chunks) };
+}
+
+/** The text of the first `maxBytes` of a body (an error page's start); the rest is not read. Never throws. */
+export async function readPrefix(
+  response: Response,
+  maxBytes: number,
+  idleMs: number,
+  signal?: AbortSignal,
+): Promise<string> {
+  if (!response.body) return "";
+  const body = new BoundedBody(response.body, { maxBytes: Number.MAX_SAFE_INTEGER, idleMs, signal });
+  const chunks: Uint8Array[] = [];
+  let kept = 0;
+  for (let c = await body.next(); c; c = kept < maxBytes ? await body.next() : undefined) {
+    chunks.push(c.subarray(0, maxBytes - kept));
+    kept += chunks.at(-1)!.length;
+  }
+  await body.cancel();
+  return new TextDecoder().decode(concatBytes(chunks));
+}
+
+// ---- the client ----
 
 /** Who requests are from: what the identity headers carry. */
 export interface Identity {
@@ -61,32 +407,20 @@ export interface Connection {
   timeoutMs: number;
 }
 
-/** The identity of `config` with `peerId` as the actor peer ("" = none): the one mapping of it. */
+/** The identity of `config` with `peerId` as the actor peer ("" = none). */
 export function identityOf(config: Omit<Connection, "baseUrl" | "timeoutMs">, peerId: string): Identity {
-  return {
-    apiKey: config.apiKey,
-    account: config.account,
-    user: config.user,
-    peerId,
-    userAgent: config.userAgent,
-  };
+  const { apiKey, account, user, userAgent } = config;
+  return { apiKey, account, user, peerId, userAgent };
 }
 
-/**
- * The client options of `config` — its server, identity and timeout — with `peerId` as the actor peer ("" =
- * none) and, for doctor and tests, another timeout or fetch.
- */
+/** The client options of `config` with `peerId` as the actor peer and, for doctor and tests, another timeout or fetch. */
 export function clientOptions(
   config: Connection,
   peerId = "",
   overrides: { timeoutMs?: number; fetch?: typeof fetch } = {},
 ): ClientOptions {
-  return {
-    baseUrl: config.baseUrl,
-    ...identityOf(config, peerId),
-    timeoutMs: overrides.timeoutMs ?? config.timeoutMs,
-    ...(overrides.fetch ? { fetch: overrides.fetch } : {}),
-  };
+  const { timeoutMs = config.timeoutMs, fetch } = overrides;
+  return { baseUrl: config.baseUrl, ...identityOf(config, peerId), timeoutMs, ...(fetch ? { fetch } : {}) };
 }
 
 /** The schema of a result nobody reads (writes): only OpenViking's "ok" counts. */
@@ -100,22 +434,16 @@ export interface RequestOptions {
   timeoutMs?: number;
   /** The request never outlives this budget. */
   budget?: Budget;
-  /** Overrides the default actor peer for this request (null = send none). */
+  /** Overrides the default actor peer (null = send none). */
   peerId?: string | null;
-  /** Largest reply body read (inflated bytes); default `DEFAULT_MAX_REPLY_BYTES`. */
+  /** Largest reply body read (inflated bytes); default 1 MiB. */
   maxReplyBytes?: number;
 }
-
-/** Requests shorter than this are not worth starting when the budget is nearly spent. */
-const MIN_REQUEST_MS = 50;
 
 /** An OpenViking client bound to one configuration. */
 export interface OpenVikingClient {
   readonly options: ClientOptions;
-  /**
-   * One request: the envelope's `result` parsed with `schema` (a reply whose result does not match is a
-   * `not-openviking` failure, see reply.ts `checkResult`), or the failure.
-   */
+  /** One request: the envelope's `result` parsed with `schema`, or the failure. */
   request<S extends z.ZodMiniType>(
     method: string,
     path: string,
@@ -125,83 +453,57 @@ export interface OpenVikingClient {
 }
 
 /** Headers every OpenViking request carries: `identity`, with `peerId` overriding its actor peer (null = none). */
-export function buildHeaders(
-  options: Identity,
-  peerId: string | null | undefined,
-  json: boolean,
-): Headers {
-  const headers = new Headers({ "User-Agent": options.userAgent, Accept: "application/json" });
+export function buildHeaders(identity: Identity, peerId: string | null | undefined, json: boolean): Headers {
+  const headers = new Headers({ "User-Agent": identity.userAgent, Accept: "application/json" });
   if (json) headers.set("Content-Type", "application/json");
-  if (options.apiKey) headers.set("Authorization", `Bearer ${options.apiKey}`);
-  if (options.account) headers.set("X-OpenViking-Account", options.account);
-  if (options.user) headers.set("X-OpenViking-User", options.user);
-  const peer = peerId === undefined ? options.peerId : peerId;
+  if (identity.apiKey) headers.set("Authorization", `Bearer ${identity.apiKey}`);
+  if (identity.account) headers.set("X-OpenViking-Account", identity.account);
+  if (identity.user) headers.set("X-OpenViking-User", identity.user);
+  const peer = peerId === undefined ? identity.peerId : peerId;
   if (peer) headers.set("X-OpenViking-Actor-Peer", peer);
   return headers;
 }
 
-/** Reply bodies larger than this are not read (inflated bytes; a route may set its own bound). */
-const DEFAULT_MAX_REPLY_BYTES = 1 << 20;
-
-/** The time one request may take: the client's (or the request's) timeout, within what its budget has left. */
-function requestTimeout(options: ClientOptions, req: RequestOptions): number | OvFailure {
-  const timeout = req.timeoutMs ?? options.timeoutMs;
-  if (!req.budget) return timeout;
-  const left = req.budget.remaining();
-  if (left < MIN_REQUEST_MS) {
-    return failure("unreachable", 0, { code: "BUDGET_SPENT", message: "time budget spent" });
-  }
-  return Math.min(timeout, left);
-}
-
 /**
- * The failure of a request that got no complete answer: no answer in time, or none at all — `CONNECT` when no
- * connection was made (refused, no such host: nothing reached the server), else `NETWORK`.
+ * A request that got no complete answer: no answer in time (`TIMEOUT`), no connection made (`CONNECT`:
+ * nothing reached the server), or another transport failure (`NETWORK`).
  */
-function noAnswer(
-  timedOut: boolean,
-  timeout: number,
-  timedOutText: string,
-  otherText: string,
-  connect = false,
-): OvFailure {
+function noAnswer(timedOut: boolean, timeout: number, late: string, why: string, connect = false): OvFailure {
   return failure("unreachable", 0, {
     code: timedOut ? "TIMEOUT" : connect ? "CONNECT" : "NETWORK",
-    message: timedOut ? `${timedOutText} within ${timeout} ms` : otherText,
+    message: timedOut ? `${late} within ${timeout} ms` : why,
   });
 }
 
-/** One request's bytes: its reply's status, headers and bounded body, or the failure that stopped it. */
+/** One request's reply: its response and bounded body, or the failure that stopped it. */
 async function exchange(
   doFetch: typeof fetch,
   url: URL,
   init: { method: string; headers: Headers; body?: string },
-  limits: { timeout: number; maxBytes: number },
+  timeout: number,
+  maxBytes: number,
 ): Promise<{ response: Response; bytes: Uint8Array } | OvFailure> {
   const origin = withoutUserinfo(url.origin);
-  const signal = AbortSignal.timeout(Math.max(1, limits.timeout));
+  const signal = AbortSignal.timeout(Math.max(1, timeout));
   let response: Response;
   try {
     response = await doFetch(url, { ...init, signal, redirect: "manual" });
   } catch (error) {
     const why = `cannot reach ${origin}: ${withoutUserinfo((error as Error).message)}`;
     const connect = /\(Connect\)/.test(String((error as Error).cause ?? "")); // hyper's connect phase
-    return noAnswer(signal.aborted, limits.timeout, `no answer from ${origin}`, why, connect);
+    return noAnswer(signal.aborted, timeout, `no answer from ${origin}`, why, connect);
   }
-  // The request's timeout covers the body too (the signal aborts it); no separate idle limit.
-  const body = await readBody(response, { maxBytes: limits.maxBytes, idleMs: Infinity, signal });
-  if (!("stop" in body)) return { response, bytes: body.bytes };
+  const body = await readBody(response, { maxBytes, idleMs: Infinity, signal });
+  if ("bytes" in body) return { response, bytes: body.bytes };
   if (body.stop.kind === "too-large") {
-    return failure("too-large", response.status, {
-      code: "TOO_LARGE",
-      message: `the reply from ${origin} is larger than ${limits.maxBytes} bytes; it was not read`,
-    });
+    const message = `the reply from ${origin} is larger than ${maxBytes} bytes; it was not read`;
+    return failure("too-large", response.status, { code: "TOO_LARGE", message });
   }
   const cause = body.stop.kind === "cut"
     ? String((body.stop.cause as Error)?.message ?? body.stop.cause)
     : "";
   const why = `the reply from ${origin} was cut: ${withoutUserinfo(cause)}`;
-  return noAnswer(signal.aborted, limits.timeout, `the reply from ${origin} did not finish`, why);
+  return noAnswer(signal.aborted, timeout, `the reply from ${origin} did not finish`, why);
 }
 
 /** Creates a client. */
@@ -209,15 +511,18 @@ export function createClient(options: ClientOptions): OpenVikingClient {
   const doFetch = options.fetch ?? fetch;
   const base = options.baseUrl.replace(/\/+$/, "");
   const secrets = options.apiKey ? [options.apiKey] : [];
-  /** One request, its failure as it came (`request` cleans it). */
   const send = async <S extends z.ZodMiniType>(
     method: string,
     path: string,
     schema: S,
     req: RequestOptions,
   ): Promise<OvResponse<z.output<S>>> => {
-    const timeout = requestTimeout(options, req);
-    if (typeof timeout !== "number") return timeout;
+    let timeout = req.timeoutMs ?? options.timeoutMs;
+    if (req.budget) {
+      const left = req.budget.remaining();
+      if (left < 50) return failure("unreachable", 0, { code: "BUDGET_SPENT", message: "time budget spent" });
+      timeout = Math.min(timeout, left);
+    }
     const url = new URL(base + path);
     for (const [k, v] of Object.entries(req.query ?? {})) {
       if (v !== undefined) url.searchParams.set(k, String(v));
@@ -225,11 +530,15 @@ export function createClient(options: ClientOptions): OpenVikingClient {
     const hasBody = req.body !== undefined;
     // `/health` needs no key, and it is what is asked of an address not known to be OpenViking yet.
     const identity = path === "/health" ? { ...options, apiKey: undefined } : options;
-    const got = await exchange(doFetch, url, {
-      method,
-      headers: buildHeaders(identity, req.peerId, hasBody),
-      body: hasBody ? JSON.stringify(req.body) : undefined,
-    }, { timeout, maxBytes: req.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES });
+    const headers = buildHeaders(identity, req.peerId, hasBody);
+    const body = hasBody ? JSON.stringify(req.body) : undefined;
+    const got = await exchange(
+      doFetch,
+      url,
+      { method, headers, body },
+      timeout,
+      req.maxReplyBytes ?? 1 << 20,
+    );
     if ("ok" in got) return got;
     const origin = withoutUserinfo(url.origin);
     const reply = classifyReply({
@@ -243,12 +552,7 @@ export function createClient(options: ClientOptions): OpenVikingClient {
   };
   return {
     options,
-    async request<S extends z.ZodMiniType>(
-      method: string,
-      path: string,
-      schema: S,
-      req: RequestOptions = {},
-    ): Promise<OvResponse<z.output<S>>> {
+    async request(method, path, schema, req = {}) {
       const r = await send(method, path, schema, req);
       return r.ok ? r : cleanFailure(r, secrets);
     },
@@ -257,7 +561,7 @@ export function createClient(options: ClientOptions): OpenVikingClient {
 
 /**
  * Whether the client's key may use memory's routes: one entry of `viking://user/` is read (a root key, which
- * only administers, is refused there with a 403 while `/api/v1/system/status` accepts it).
+ * only administers, is refused there while `/api/v1/system/status` accepts it).
  */
 export function askDataAccess(client: OpenVikingClient): Promise<OvResponse<unknown>> {
   return client.request("GET", "/api/v1/fs/ls", AnyResult, {

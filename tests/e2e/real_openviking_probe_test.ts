@@ -18,8 +18,7 @@ import {
   startRealOpenViking,
 } from "../support/real-openviking.ts";
 import { USER_AGENT } from "../../lib/version.ts";
-import { classifyReply } from "../../openviking/reply.ts";
-import { Budget, createClient } from "../../openviking/client.ts";
+import { Budget, classifyReply, createClient } from "../../openviking/client.ts";
 import { newestHeld } from "../../openviking/held.ts";
 import { cannedReply, embedText, startEmbeddingStub } from "../support/embedding-stub.ts";
 import { OFFERED_TOOLS, OPENVIKING_TOOLS } from "../support/fake-mcp.ts";

@@ -11,8 +11,7 @@ import { assertEquals, assertTrue } from "../support/assert.ts";
 import { parseSse, SseParser } from "../../mcp/sse.ts";
 import { readReply } from "../../mcp/reply.ts";
 import { type Classified, parseLine } from "../../mcp/jsonrpc.ts";
-import { AnyResult, createClient } from "../../openviking/client.ts";
-import { envelopeOf } from "../../openviking/reply.ts";
+import { AnyResult, createClient, envelopeOf } from "../../openviking/client.ts";
 import { nastyString, params } from "./arbitraries.ts";
 import { FINAL_CODES, SERVER_ERROR_CODES } from "../support/fake-openviking.ts";
 

@@ -16,7 +16,7 @@ import { BLOCK_BEGIN } from "../../install/spec.ts";
 import { toolCachePath, writeToolCache } from "../../mcp/tool-cache.ts";
 import { StatusSchema } from "../../commands/status-model.ts";
 import { noteRecall } from "../../openviking/breaker.ts";
-import { failure } from "../../openviking/reply.ts";
+import { failure } from "../../openviking/client.ts";
 
 const posix = Deno.build.os !== "windows";
 const SESSION = "session_19040000-0000-4000-8000-000000000004";

@@ -14,7 +14,7 @@ import { readToolCache, toolCachePath, writeToolCache } from "../../mcp/tool-cac
 import { errorOf, freePort, type Json, resultOf, startProxy, toolNames } from "./harness.ts";
 import { startHungServer } from "../support/hung-server.ts";
 import { noteRecall } from "../../openviking/breaker.ts";
-import { failure } from "../../openviking/reply.ts";
+import { failure } from "../../openviking/client.ts";
 
 const KEY = "offline-test-key-55aa";
 

@@ -13,11 +13,10 @@ import { readLines } from "../../mcp/lines.ts";
 import { readReply } from "../../mcp/reply.ts";
 import { authError, type ErrorContext, failureError } from "../../mcp/errors.ts";
 import { networkCause, Upstream } from "../../mcp/upstream.ts";
-import { serverMessageOf } from "../../openviking/reply.ts";
+import { BoundedBody, readPrefix, serverMessageOf } from "../../openviking/client.ts";
 import { withoutUserinfo } from "../../lib/scrub.ts";
 import { CredentialWatcher, type ProxySettings } from "../../mcp/credentials.ts";
 import { workspaceDir } from "../../commands/mcp.ts";
-import { BoundedBody, readPrefix } from "../../openviking/body.ts";
 import { exchangeTiming, PROXY_LIMITS } from "../../mcp/limits.ts";
 
 Deno.test("sse: events, comments, multi-line data, ids, retry, BOM, unknown fields", () => {

@@ -3,7 +3,7 @@
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { adviceFor, adviceForCause, causeOf } from "../../openviking/advice.ts";
 import { ROOT_KEY_REFUSAL } from "../support/fake-openviking.ts";
-import { classifyReply } from "../../openviking/reply.ts";
+import { classifyReply } from "../../openviking/client.ts";
 import { commandName } from "../../lib/self.ts";
 
 const origin = "http://127.0.0.1:1933";

@@ -20,7 +20,7 @@ import {
   probeIfDue,
   readBreaker,
 } from "../../openviking/breaker.ts";
-import { failure } from "../../openviking/reply.ts";
+import { failure } from "../../openviking/client.ts";
 
 const URL_A = "http://127.0.0.1:1933";
 const timeout = failure("unreachable", 0, {

@@ -10,7 +10,7 @@ import { assertEquals, assertTrue } from "../support/assert.ts";
 import { type Answer, type Call, fail, ok, route, scriptedClient } from "../support/scripted-client.ts";
 import { tempDir } from "../support/temp.ts";
 import { queuedMessages, rejectedWrites } from "../support/queue.ts";
-import { Budget } from "../../openviking/client.ts";
+import { Budget, failure } from "../../openviking/client.ts";
 import {
   BATCH_LIMIT,
   BATCH_MAX_BYTES,
@@ -20,7 +20,6 @@ import {
   nextBatchEnd,
 } from "../../openviking/deliver.ts";
 import { sendMessages } from "../../openviking/sessions.ts";
-import { failure } from "../../openviking/reply.ts";
 import { sessionQueueDir } from "../../openviking/queue.ts";
 
 const BATCH = "POST /api/v1/sessions/kc-s/messages/batch";

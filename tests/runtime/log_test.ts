@@ -1,7 +1,8 @@
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { CREDENTIALS } from "../support/credentials.ts";
-import { createLogger, scrub } from "../../lib/log.ts";
+import { createLogger } from "../../lib/log.ts";
+import { scrub } from "../../lib/scrub.ts";
 
 Deno.test("scrub masks secret fields and the key wherever it appears", () => {
   const out = scrub({

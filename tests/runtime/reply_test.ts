@@ -3,7 +3,7 @@
 import fc from "fast-check";
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import { neutralize } from "../../lib/neutralize.ts";
-import { classifyReply, cleanFailure, type FailureKind } from "../../openviking/reply.ts";
+import { classifyReply, cleanFailure, type FailureKind } from "../../openviking/client.ts";
 import { withoutUserinfo } from "../../lib/scrub.ts";
 import { hostileText, params } from "../fuzz/arbitraries.ts";
 import { FINAL_CODES, SERVER_ERROR_CODES } from "../support/fake-openviking.ts";

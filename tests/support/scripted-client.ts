@@ -5,8 +5,15 @@
  */
 
 import type * as z from "zod/mini";
-import type { ClientOptions, OpenVikingClient, RequestOptions } from "../../openviking/client.ts";
-import { checkResult, failure, type FailureKind, type OvResponse } from "../../openviking/reply.ts";
+import {
+  checkResult,
+  type ClientOptions,
+  failure,
+  type FailureKind,
+  type OpenVikingClient,
+  type OvResponse,
+  type RequestOptions,
+} from "../../openviking/client.ts";
 
 /** One request as the client was asked it. */
 export interface Call {
