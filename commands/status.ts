@@ -10,33 +10,14 @@ import * as z from "zod/mini";
 import { adviceFor, adviceForCause } from "../openviking/advice.ts";
 import { nextProbeAt, readBreaker } from "../openviking/breaker.ts";
 import { type Config, loadConfig } from "../openviking/config.ts";
-import { askDataAccess, clientOptions, createClient, type OpenVikingClient } from "../openviking/client.ts";
+import { askDataAccess, clientOptions, createClient, type FailureKind, type OpenVikingClient } from "../openviking/client.ts";
 import { ledgerFile, ledgerFiles, readLedger, REPLAY_FILE } from "../memory/ledger.ts";
-import { countShared } from "../openviking/shared-queue.ts";
-import {
-  hasUnsent,
-  type QueueSummary,
-  queueSummary,
-  REJECTED_SUBDIR,
-  type RejectedSummary,
-  rejectedSummary,
-} from "../openviking/queue.ts";
-import {
-  type Env,
-  hookStateDir,
-  joinPath,
-  ledgerDir,
-  orNoHome,
-  pendingDir,
-  processEnv,
-  sharedStateDir,
-} from "../lib/paths.ts";
+import { countShared, hasUnsent, type QueueSummary, queueSummary, REJECTED_SUBDIR, type RejectedSummary, rejectedSummary } from "../openviking/queue.ts";
+import { type Env, hookStateDir, joinPath, ledgerDir, orNoHome, pendingDir, processEnv, safeId, sharedStateDir } from "../lib/paths.ts";
 import { peerOptions, resolvePeer } from "../openviking/peer.ts";
 import { asRecord, isRecord, type JsonRecord } from "../lib/parsed.ts";
-import type { FailureKind } from "../openviking/client.ts";
 import { scrub } from "../lib/scrub.ts";
 import { statePaths } from "../memory/state.ts";
-import { safeId } from "../lib/paths.ts";
 import { VERSION } from "../lib/version.ts";
 import { commandName, workspaceDir } from "../lib/self.ts";
 import { SESSION_PREFIX } from "../memory/context.ts";

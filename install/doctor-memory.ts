@@ -9,8 +9,8 @@ import { isOpen, nextProbeAt, readBreaker } from "../openviking/breaker.ts";
 import type { Config } from "../openviking/config.ts";
 import * as z from "zod/mini";
 import { AnyResult, askDataAccess, clientOptions, createClient } from "../openviking/client.ts";
-import { countShared } from "../openviking/shared-queue.ts";
 import {
+  countShared,
   type QueueSummary,
   queueSummary,
   REJECTED_MAX_BYTES,

@@ -10,11 +10,9 @@ import { type Cause, causeOf } from "../openviking/advice.ts";
 import { noteAnswered } from "../openviking/breaker.ts";
 import type { OpenVikingClient } from "../openviking/client.ts";
 import { kimiHome } from "../lib/paths.ts";
-import { isHeld, newestHeld } from "../openviking/held.ts";
-import { hasUnsent, queuedMessageKeys, SessionQueue } from "../openviking/queue.ts";
-import { messageKey } from "../openviking/queue-files.ts";
+import { isHeld, newestHeld, sendMessages, type SendReport } from "../openviking/sessions.ts";
+import { hasUnsent, messageKey, queuedMessageKeys, SessionQueue } from "../openviking/queue.ts";
 import { replayOptions, replayQueue, type ReplayReport } from "../openviking/replay.ts";
-import { sendMessages, type SendReport } from "../openviking/sessions.ts";
 import {
   type Cursor,
   MAX_CAPTURED_KEYS,

@@ -7,9 +7,8 @@
  */
 
 import type { Budget, OpenVikingClient } from "../openviking/client.ts";
-import { isHeld, liveMessages } from "../openviking/held.ts";
-import { queuedMessageKeys } from "../openviking/queue.ts";
-import { messageKey } from "../openviking/queue-files.ts";
+import { isHeld, liveMessages } from "../openviking/sessions.ts";
+import { messageKey, queuedMessageKeys } from "../openviking/queue.ts";
 import type { Candidate } from "../kimi/journal/plan.ts";
 
 /** Keys among `candidates` that are already queued or already in the session; the rest must be sent. */

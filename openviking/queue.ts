@@ -1,38 +1,198 @@
 /**
- * Writing our offline queue (the files are described in pending-files.ts): a session's writes are appended
- * after its last one, each file created whole or not at all (exclusive create, fsync), so a session's
- * writes replay in the order they were queued and asking "has this session unsent writes?" reads one small
- * directory. Queueing a message that is already queued is a no-op. Replay (replay.ts) only removes files.
- * A write OpenViking refuses for good is kept in the rejected place (`keepRejected`), bounded, never dropped
- * before the bound; nothing else spends anything.
+ * The offline queues on disk. Ours: `<pending>/kimicode/<session>/` holds one file per queued request — a batch
+ * of up to 100 messages or one commit — named `<seq>-m<count>.json` / `<seq>-c.json` by a per-session sequence
+ * number, so a session's writes replay in the order they were queued and listing a queue reads no file; each
+ * file is created whole or not at all, and replay (replay.ts) claims one by renaming it to
+ * `<seq>-<tag>.<pid>.claim`. Writes OpenViking refused for good (or that waited past the age limit) are kept,
+ * bounded, in the same form under `<pending>/kimicode-rejected/<session>/`. The shared queue of OpenViking's
+ * other plugins (`<pending>/<sha256>_<retries>.json`) is replayed, never written.
  */
 
-import { createExclusive, ensurePrivateDir, isAlreadyExists, removeAbandonedTemps } from "../lib/fs.ts";
-import { joinPath } from "../lib/paths.ts";
-import { type MessagePayload, nextBatchEnd } from "./deliver.ts";
+import * as z from "zod/mini";
 import {
-  entryFile,
-  messageKey,
-  messagesIn,
-  QUEUE_SUBDIR,
-  type QueueEntry,
-  type QueueFile,
-  queueFiles,
-  readEntry,
-  readRejection,
-  REJECTED_SUBDIR,
-  type Rejection,
-  sessionDirs,
-  sessionQueueDir,
-} from "./queue-files.ts";
+  createExclusive,
+  ensurePrivateDir,
+  isAlreadyExists,
+  isNotFound,
+  removeAbandonedTemps,
+} from "../lib/fs.ts";
+import { sha256Hex, stableStringify } from "../lib/hash.ts";
+import { isRecord } from "../lib/parsed.ts";
+import { joinPath, safeId } from "../lib/paths.ts";
+import { AnyResult, type Budget, type OpenVikingClient, type OvFailure, type OvResponse } from "./client.ts";
 
-export {
-  QUEUE_SUBDIR,
-  type QueueEntry,
-  QueueEntrySchema,
-  REJECTED_SUBDIR,
-  sessionQueueDir,
-} from "./queue-files.ts";
+/** Subdirectory of the shared pending directory that holds our queue. */
+export const QUEUE_SUBDIR = "kimicode";
+
+/** Subdirectory of the shared pending directory that keeps the writes OpenViking refused (`replay --rejected`). */
+export const REJECTED_SUBDIR = "kimicode-rejected";
+
+/** A claim older than this (or dated more than FUTURE_SLACK_MS in the future) was abandoned and is put back. */
+export const ABANDONED_AFTER_MS = 10 * 60_000;
+
+/** A claim dated this far in the future (a clock set back) counts as abandoned too. */
+export const FUTURE_SLACK_MS = 60_000;
+
+/** A message as the server takes it. */
+const MessageSchema = z.object({
+  role: z.enum(["user", "assistant"]),
+  content: z.string(),
+  turn_id: z.optional(z.string()),
+});
+
+/**
+ * What every queued request has: the format version, its session, its place in the session's queue, its time;
+ * `unsure` when a request of it may have reached the server without the reply reaching us (no reply came, or
+ * the replay sending it died): replay asks the session what it holds before sending it again.
+ */
+const ENTRY_BASE = {
+  version: z.literal(1),
+  sessionId: z.string().check(z.minLength(1)),
+  seq: z.int().check(z.positive()),
+  createdAt: z.number(),
+  unsure: z.optional(z.literal(true)),
+};
+
+/** One queued request: a batch of messages, or a commit. */
+export const QueueEntrySchema = z.discriminatedUnion("kind", [
+  z.object({
+    ...ENTRY_BASE,
+    kind: z.literal("messages"),
+    messages: z.array(z.object({ key: z.string(), payload: MessageSchema })).check(z.minLength(1)),
+  }),
+  z.object({ ...ENTRY_BASE, kind: z.literal("commit"), key: z.string() }),
+]);
+export type QueueEntry = z.infer<typeof QueueEntrySchema>;
+export type MessagePayload = z.infer<typeof MessageSchema>;
+
+/** Why a kept write was refused: the server's HTTP status (0: it never reached it) and words, and when. */
+const RejectionSchema = z.object({ at: z.number(), status: z.number(), message: z.string() });
+export type Rejection = z.infer<typeof RejectionSchema>;
+
+/** `<seq>-<tag>.json`, tag `m<count>` (messages) or `c` (a commit): listing a queue never reads its files. */
+const ENTRY = /^(\d{10})-(m\d+|c)\.json$/;
+/** `<seq>-<tag>.<pid>.claim`: claimed by replay process `pid`. */
+const CLAIM = /^(\d{10})-(m\d+|c)\.(\d+)\.claim$/;
+
+/** The dedupe key of a message: sha256 of session id and the payload with sorted keys. */
+export async function messageKey(sessionId: string, payload: MessagePayload): Promise<string> {
+  return await sha256Hex(`addMessage\n${sessionId}\n${stableStringify(payload)}`);
+}
+
+/** The queue directory of one OpenViking session (its rejected writes' with `subdir` REJECTED_SUBDIR). */
+export async function sessionQueueDir(
+  pendingDir: string,
+  sessionId: string,
+  subdir = QUEUE_SUBDIR,
+): Promise<string> {
+  return joinPath(pendingDir, subdir, await safeId(sessionId));
+}
+
+/** A file of a session's queue. */
+export interface QueueFile {
+  name: string;
+  seq: number;
+  /** `m<count>` or `c`. */
+  tag: string;
+  /** The pid of the replay that claimed it (claims only). */
+  claimedBy?: number;
+}
+
+const pad = (seq: number) => String(seq).padStart(10, "0");
+
+/** The name of an entry: `<seq>-<tag>.json`. */
+const entryName = (seq: number, tag: string): string => `${pad(seq)}-${tag}.json`;
+
+/** The name of an entry claimed by replay process `pid`: `<seq>-<tag>.<pid>.claim`. */
+export const claimName = (seq: number, tag: string, pid: number): string => `${pad(seq)}-${tag}.${pid}.claim`;
+
+/** The tag of an entry's name: `c` for a commit, `m<count>` for messages. */
+const tagOf = (entry: QueueEntry): string => entry.kind === "commit" ? "c" : `m${entry.messages.length}`;
+
+/** The file of entry `seq` named for what it holds: `entry`'s contents, or a tag already known. */
+export function entryFile(seq: number, holds: QueueEntry | string): QueueFile {
+  const tag = typeof holds === "string" ? holds : tagOf(holds);
+  return { name: entryName(seq, tag), seq, tag };
+}
+
+/** The queue directories of one session, or of every session that has one (none when there is no queue). */
+export async function sessionDirs(
+  pendingDir: string,
+  sessionId?: string,
+  subdir = QUEUE_SUBDIR,
+): Promise<string[]> {
+  if (sessionId !== undefined) return [await sessionQueueDir(pendingDir, sessionId, subdir)];
+  const root = joinPath(pendingDir, subdir);
+  const dirs: string[] = [];
+  try {
+    for await (const e of Deno.readDir(root)) if (e.isDirectory) dirs.push(joinPath(root, e.name));
+  } catch (error) {
+    if (!isNotFound(error)) throw error;
+  }
+  return dirs;
+}
+
+/** How many messages an entry's tag says it holds. */
+export const messagesIn = (tag: string): number => tag.startsWith("m") ? Number(tag.slice(1)) : 0;
+
+/** The entries and claims of a session's queue directory, in sequence order (none when it does not exist). */
+export async function queueFiles(dir: string): Promise<QueueFile[]> {
+  const out: QueueFile[] = [];
+  try {
+    for await (const e of Deno.readDir(dir)) {
+      if (e.isDirectory) continue;
+      const m = ENTRY.exec(e.name);
+      if (m) out.push({ name: e.name, seq: Number(m[1]), tag: m[2] });
+      const c = CLAIM.exec(e.name);
+      if (c) out.push({ name: e.name, seq: Number(c[1]), tag: c[2], claimedBy: Number(c[3]) });
+    }
+  } catch (error) {
+    if (!isNotFound(error)) throw error;
+  }
+  return out.sort((a, b) => a.seq - b.seq);
+}
+
+/** An entry file, parsed; undefined when it is gone or not an entry this version understands. */
+export async function readEntry(path: string): Promise<QueueEntry | undefined> {
+  try {
+    return QueueEntrySchema.safeParse(JSON.parse(await Deno.readTextFile(path))).data;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Why the write in a file of the rejected place was refused; undefined when the file does not say. */
+export async function readRejection(path: string): Promise<Rejection | undefined> {
+  try {
+    const raw: unknown = JSON.parse(await Deno.readTextFile(path));
+    return RejectionSchema.safeParse(isRecord(raw) ? raw.rejection : undefined).data;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Largest batch the server accepts. */
+export const BATCH_LIMIT = 100;
+
+/** Largest batch body we send (a proxy in front of OpenViking often refuses bodies over 1 MB). */
+export const BATCH_MAX_BYTES = 512 * 1024;
+
+/** Byte size of a message in a JSON body (close enough for batching). */
+function payloadBytes(p: MessagePayload): number {
+  return new TextEncoder().encode(JSON.stringify(p)).length + 1;
+}
+
+/** Splits `payloads[from…]` into the next batch: ≤ `BATCH_LIMIT` messages and ≤ `BATCH_MAX_BYTES` (≥ 1 message). */
+export function nextBatchEnd(payloads: readonly MessagePayload[], from: number): number {
+  let bytes = 0;
+  let end = from;
+  while (end < payloads.length && end - from < BATCH_LIMIT) {
+    bytes += payloadBytes(payloads[end]);
+    if (end > from && bytes > BATCH_MAX_BYTES) break;
+    end++;
+  }
+  return end;
+}
 
 /** The rejected place keeps at most this many writes; past it the oldest are dropped. */
 export const REJECTED_MAX_ENTRIES = 1000;
@@ -334,4 +494,204 @@ export async function queueSummary(pendingDir: string, subdir = QUEUE_SUBDIR): P
   }
   out.sessions.sort((a, b) => a.oldest - b.oldest);
   return out;
+}
+
+// The shared queue of OpenViking's other plugins.
+
+/** The API path of a session. */
+export const sessionPath = (sid: string): string => `/api/v1/sessions/${encodeURIComponent(sid)}`;
+
+/** One queued write. */
+export const SharedEntrySchema = z.object({
+  type: z.enum(["addMessage", "commitSession"]),
+  sessionId: z.string().check(z.minLength(1)),
+  payload: z.unknown(),
+  createdAt: z.number(),
+  retries: z.catch(z.int().check(z.nonnegative()), 0),
+  dedupKey: z.optional(z.string()),
+});
+export type SharedEntry = z.infer<typeof SharedEntrySchema>;
+
+const ENTRY_NAME = /^([0-9a-f]{64})_(\d+)\.(json|processing)$/;
+
+/** A queued entry as found on disk. */
+export interface SharedFile {
+  name: string;
+  key: string;
+  entry: SharedEntry;
+}
+
+/** Lists parseable `.json` entries, oldest first. Unparseable files older than a minute are deleted. */
+export async function listShared(dir: string): Promise<SharedFile[]> {
+  const out: SharedFile[] = [];
+  let names: string[] = [];
+  try {
+    for await (const e of Deno.readDir(dir)) if (e.isFile) names.push(e.name);
+  } catch (error) {
+    if (isNotFound(error)) return [];
+    throw error;
+  }
+  names = names.sort();
+  for (const name of names) {
+    const m = ENTRY_NAME.exec(name);
+    if (!m || m[3] !== "json") continue;
+    const path = joinPath(dir, name);
+    let raw: unknown;
+    try {
+      raw = JSON.parse(await Deno.readTextFile(path));
+    } catch (error) {
+      if (isNotFound(error)) continue;
+      const info = await Deno.stat(path).catch(() => undefined);
+      if (info?.mtime && Date.now() - info.mtime.getTime() > 60_000) await Deno.remove(path).catch(() => {});
+      continue;
+    }
+    const parsed = SharedEntrySchema.safeParse(raw);
+    if (!parsed.success) continue;
+    out.push({
+      name,
+      key: m[1],
+      entry: { ...parsed.data, retries: Math.max(parsed.data.retries, Number(m[2])) },
+    });
+  }
+  return out.sort((a, b) => a.entry.createdAt - b.entry.createdAt || (a.name < b.name ? -1 : 1));
+}
+
+/** Puts `.processing` files abandoned for longer than `ABANDONED_AFTER_MS` back into the queue. */
+async function recoverAbandonedShared(dir: string, now = Date.now()): Promise<number> {
+  let recovered = 0;
+  try {
+    for await (const e of Deno.readDir(dir)) {
+      const m = ENTRY_NAME.exec(e.name);
+      if (!m || m[3] !== "processing") continue;
+      const path = joinPath(dir, e.name);
+      const info = await Deno.stat(path).catch(() => undefined);
+      if (!info?.mtime) continue;
+      const age = now - info.mtime.getTime();
+      if (age <= ABANDONED_AFTER_MS && -age <= FUTURE_SLACK_MS) continue;
+      await Deno.rename(path, joinPath(dir, `${m[1]}_${m[2]}.json`)).then(() => recovered++, () => {});
+    }
+  } catch (error) {
+    if (!isNotFound(error)) throw error;
+  }
+  return recovered;
+}
+
+/** Limits of one replay run. */
+export interface SharedReplayOptions {
+  /** At most this many entries are sent per run. */
+  limit: number;
+  /** Entries whose retries (spent by other plugins' replays) reached this are dropped. */
+  maxRetries: number;
+  /** Entries older than this are dropped. */
+  ttlDays: number;
+  budget: Budget;
+  now?: number;
+}
+
+/** What a replay run did. */
+export interface SharedReplayReport {
+  replayed: number;
+  /** Entries dropped: rejected by OpenViking, retries spent elsewhere, or too old. */
+  dropped: number;
+  /** Entries left for a later run (limit, budget, a failure, or a session busy elsewhere). */
+  deferred: number;
+  /** The failure that stopped the run, if any. */
+  cause?: OvFailure;
+}
+
+/** Sends one queued write. */
+function sendEntry(
+  client: OpenVikingClient,
+  entry: SharedEntry,
+  budget: Budget,
+): Promise<OvResponse<unknown>> {
+  const path = `${sessionPath(entry.sessionId)}/${entry.type === "commitSession" ? "commit" : "messages"}`;
+  return client.request("POST", path, AnyResult, { body: entry.payload ?? {}, budget, peerId: null });
+}
+
+/**
+ * Replays the shared queue oldest first, bounded in count and time. A failure that is not OpenViking's
+ * rejection puts the entry back untouched and stops the run, so order is kept and nothing is spent.
+ */
+export async function replayShared(
+  dir: string,
+  client: OpenVikingClient,
+  options: SharedReplayOptions,
+): Promise<SharedReplayReport> {
+  const report: SharedReplayReport = { replayed: 0, dropped: 0, deferred: 0 };
+  const now = options.now ?? Date.now();
+  await recoverAbandonedShared(dir, now);
+  const ttlMs = options.ttlDays * 86_400_000;
+  const queue: SharedFile[] = [];
+  for (const f of await listShared(dir)) {
+    if (now - f.entry.createdAt > ttlMs || f.entry.retries >= options.maxRetries) {
+      await Deno.remove(joinPath(dir, f.name)).then(() => report.dropped++, () => {});
+    } else queue.push(f);
+  }
+  // While another run holds a write of a session (sending it now, or killed while doing so), that session's
+  // later writes stay queued: the server sees each session's writes in order.
+  const claimed = await claimedSessions(dir);
+  let waiting = 0;
+  let i = 0;
+  for (; i < queue.length; i++) {
+    if (i >= options.limit || options.budget.remaining() < 100) break;
+    const f = queue[i];
+    if (f.entry.createdAt > (claimed.get(f.entry.sessionId) ?? Infinity)) {
+      waiting++;
+      continue;
+    }
+    const processing = joinPath(dir, f.name.replace(/\.json$/, ".processing"));
+    try {
+      await Deno.rename(joinPath(dir, f.name), processing);
+    } catch {
+      waiting++;
+      claimed.set(f.entry.sessionId, Math.min(f.entry.createdAt, claimed.get(f.entry.sessionId) ?? Infinity));
+      continue;
+    }
+    const res = await sendEntry(client, f.entry, options.budget);
+    if (res.ok || res.kind === "rejected") {
+      await Deno.remove(processing).catch(() => {});
+      if (res.ok) report.replayed++;
+      else report.dropped++;
+      continue;
+    }
+    report.cause = res;
+    await Deno.rename(processing, joinPath(dir, f.name)).catch(() => {});
+    break;
+  }
+  report.deferred = queue.length - i + waiting;
+  return report;
+}
+
+/** Number of entries in the shared queue. */
+export async function countShared(dir: string): Promise<number> {
+  return (await listShared(dir)).length;
+}
+
+/**
+ * Sessions with a write claimed (`.processing`) by a replay sending it now or by one killed while doing so,
+ * each with the `createdAt` of its oldest claimed write.
+ */
+async function claimedSessions(dir: string): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  try {
+    for await (const e of Deno.readDir(dir)) {
+      const m = ENTRY_NAME.exec(e.name);
+      if (!m || m[3] !== "processing") continue;
+      const raw = await Deno.readTextFile(joinPath(dir, e.name)).catch(() => "");
+      const entry = SharedEntrySchema.safeParse(parseOrNull(raw)).data;
+      if (entry) out.set(entry.sessionId, Math.min(entry.createdAt, out.get(entry.sessionId) ?? Infinity));
+    }
+  } catch (error) {
+    if (!isNotFound(error)) throw error;
+  }
+  return out;
+}
+
+function parseOrNull(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
 }

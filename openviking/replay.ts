@@ -14,20 +14,22 @@ import { removeAbandonedTemps, writeFileAtomic } from "../lib/fs.ts";
 import type { Budget, OpenVikingClient, OvFailure } from "./client.ts";
 import { withLock } from "../lib/lock.ts";
 import { joinPath } from "../lib/paths.ts";
-import { CommitResultSchema, deliverMessages, mayHaveArrived, sessionPath } from "./deliver.ts";
-import { isHeld, liveMessages } from "./held.ts";
+import { CommitResultSchema, deliverMessages, isHeld, liveMessages, mayHaveArrived } from "./sessions.ts";
 import {
   claimName,
   entryFile,
+  keepRejected,
+  type KeptWrite,
   type QueueEntry,
   type QueueFile,
   queueFiles,
   readEntry,
   REJECTED_SUBDIR,
+  replayShared,
   sessionDirs,
-} from "./queue-files.ts";
-import { keepRejected, type KeptWrite } from "./queue.ts";
-import { replayShared, type SharedReplayReport } from "./shared-queue.ts";
+  sessionPath,
+  type SharedReplayReport,
+} from "./queue.ts";
 
 /** The lock a replay of a session holds, in the session's queue directory. */
 const QUEUE_LOCK = "replay.lock";

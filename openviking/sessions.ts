@@ -1,21 +1,132 @@
 /**
- * Writes to an OpenViking session: messages delivered in order (`deliver.ts`), the rest queued in order when
- * the server cannot take them now, and commit. A write OpenViking itself refuses for good is kept in the
- * rejected place (`keepRejected`); every other failure (no answer, a refused key, a redirect, a reply that is
- * not OpenViking's, a server error) queues it. Reports how many leading messages are acknowledged — sent,
- * durably queued, or rejected and durably kept — so callers only ever ack a prefix.
+ * Writes to an OpenViking session: messages delivered in order — batches, one by one when the server has no
+ * batch route or refuses a batch, so only a message OpenViking itself refuses is set aside (kept in the
+ * rejected place) — the rest queued in order when the server cannot take them now, and commit. Reports how
+ * many leading messages are acknowledged (sent, durably queued, or rejected and durably kept), so callers only
+ * ever ack a prefix. Also what a session already holds, asked before sending again what may have arrived.
  */
 
-import type { Budget, OpenVikingClient, OvFailure } from "./client.ts";
-import {
-  CommitResultSchema,
-  deliverMessages,
-  mayHaveArrived,
-  type MessagePayload,
-  type Rejection,
-  sessionPath,
-} from "./deliver.ts";
-import { keepRejected, SessionQueue } from "./queue.ts";
+import * as z from "zod/mini";
+import { asRecord, isRecord } from "../lib/parsed.ts";
+import { AnyResult, type Budget, type OpenVikingClient, type OvFailure } from "./client.ts";
+import { keepRejected, type MessagePayload, nextBatchEnd, sessionPath, SessionQueue } from "./queue.ts";
+
+/** A message OpenViking refused for good, and its words (the caller keeps it: `onRejected`). */
+export interface Rejection {
+  index: number;
+  status: number;
+  message: string;
+}
+
+/**
+ * The result of a commit: its task id, when the server gave one. A commit is a write, so any result is
+ * taken (the "ok" is what counts) and a task id that is not a non-empty string reads as none.
+ */
+export const CommitResultSchema = z.pipe(
+  z.unknown(),
+  z.transform((v) => {
+    const id = asRecord(v).task_id;
+    return { taskId: typeof id === "string" && id ? id : undefined };
+  }),
+);
+
+/** Whether a batch failure means "send these one by one" rather than "stop and queue". */
+function wantsSerial(res: OvFailure): "route" | "batch" | "" {
+  if (res.kind === "missing-route") return "route";
+  if (res.kind === "not-openviking" && (res.status === 404 || res.status === 405)) return "route";
+  if (res.kind === "rejected" || res.status === 413) return "batch";
+  return "";
+}
+
+/**
+ * Whether a write that failed this way may still have been stored: it went out and no reply came (a timeout,
+ * a cut connection), or a server error came. Such a write is queued unsure, and asked about before it is sent
+ * again; one that never went out (no connection, no time left) is not.
+ */
+export function mayHaveArrived(f: OvFailure): boolean {
+  if (f.status !== 0) return f.status >= 500;
+  return f.error.code !== "CONNECT" && f.error.code !== "BUDGET_SPENT";
+}
+
+/** What delivering a list of messages did, up to where it stopped. */
+export interface Delivery {
+  /** Messages settled from the start: sent or rejected. */
+  settled: number;
+  sent: number;
+  rejections: Rejection[];
+  usedBatch: boolean;
+  /** The failure that stopped delivery at `settled` (the rest was not sent). */
+  stop?: OvFailure;
+}
+
+/**
+ * Delivers messages in order — batches, falling back to one by one — until all are settled or a failure that
+ * is not a rejection stops it. `beforeRequest`/`onSettled` are called around every request; `onRejected`
+ * keeps a message OpenViking refused before it counts as settled (if it throws, delivery stops before it).
+ */
+export async function deliverMessages(
+  client: OpenVikingClient,
+  sid: string,
+  payloads: readonly MessagePayload[],
+  options: {
+    budget: Budget;
+    serial?: boolean;
+    beforeRequest?: (from: number, to: number) => Promise<void>;
+    onSettled?: (settled: number) => Promise<void>;
+    onRejected?: (payload: MessagePayload, rejection: Rejection) => Promise<void>;
+  },
+): Promise<Delivery> {
+  const d: Delivery = { settled: 0, sent: 0, rejections: [], usedBatch: false };
+  let serial = options.serial ?? false;
+  while (d.settled < payloads.length) {
+    const from = d.settled;
+    const end = serial ? from + 1 : nextBatchEnd(payloads, from);
+    await options.beforeRequest?.(from, end);
+    if (!serial) {
+      const res = await client.request("POST", `${sessionPath(sid)}/messages/batch`, AnyResult, {
+        body: { messages: payloads.slice(from, end) },
+        budget: options.budget,
+        peerId: null,
+      });
+      if (res.ok) {
+        d.usedBatch = true;
+        d.sent += end - from;
+        d.settled = end;
+        await options.onSettled?.(d.settled);
+        continue;
+      }
+      const why = wantsSerial(res);
+      if (!why) return { ...d, stop: res };
+      if (why === "route") serial = true; // an older server without the batch route: one by one from here on
+      // A refused batch goes one by one, so only a message OpenViking refuses is set aside.
+      const inner = await deliverMessages(client, sid, payloads.slice(from, end), {
+        ...options,
+        serial: true,
+        beforeRequest: undefined,
+        onSettled: async (n) => await options.onSettled?.(from + n),
+      });
+      d.sent += inner.sent;
+      d.rejections.push(...inner.rejections.map((r) => ({ ...r, index: r.index + from })));
+      d.settled = from + inner.settled;
+      if (inner.stop) return { ...d, stop: inner.stop };
+      continue;
+    }
+    const res = await client.request("POST", `${sessionPath(sid)}/messages`, AnyResult, {
+      body: payloads[from],
+      budget: options.budget,
+      peerId: null,
+    });
+    if (res.ok) d.sent++;
+    else if (res.kind === "rejected") {
+      const rejection = { index: from, status: res.status, message: res.error.message };
+      await options.onRejected?.(payloads[from], rejection);
+      d.rejections.push(rejection);
+    } else return { ...d, stop: res };
+    d.settled = from + 1;
+    await options.onSettled?.(d.settled);
+  }
+  return d;
+}
 
 /** What happened to a list of messages. */
 export interface SendReport {
@@ -149,4 +260,88 @@ export async function commitSession(
     (): CommitOutcome => ({ kind: "rejected", ...why }),
     (error): CommitOutcome => ({ kind: "failed", message: (error as Error).message }),
   );
+}
+
+/** A message the server holds, as far as matching goes. */
+export interface HeldMessage {
+  role: string;
+  turnId?: string;
+  text: string;
+}
+
+/** Messages in a reply (`GET …/context`, an archive): their text is in `parts` (or, older, `content`). */
+const MessagesReply = z.looseObject({ messages: z.catch(z.array(z.unknown()), []) });
+
+/** The session's meta (`GET /sessions/{id}`): how many commits (archives) it has. */
+const SessionReply = z.looseObject({ commit_count: z.catch(z.int(), 0) });
+
+/** The messages of a reply. Pure. */
+function heldIn(result: z.output<typeof MessagesReply>): HeldMessage[] {
+  return result.messages.filter(isRecord).map((m) => ({
+    role: String(m.role ?? ""),
+    turnId: typeof m.turn_id === "string" ? m.turn_id : undefined,
+    text: Array.isArray(m.parts)
+      ? m.parts.filter(isRecord).map((p) => (typeof p.text === "string" ? p.text : "")).join("")
+      : typeof m.content === "string"
+      ? m.content
+      : "",
+  }));
+}
+
+/** Whether `held` has this message. Pure. */
+export function isHeld(held: readonly HeldMessage[], payload: MessagePayload): boolean {
+  return held.some((m) =>
+    m.role === payload.role && m.text === payload.content &&
+    (m.turnId === undefined || m.turnId === payload.turn_id)
+  );
+}
+
+/**
+ * One GET of the session: its result; `null` when the server says there is no such thing (a 404: the session,
+ * an archive whose extraction failed or is not done, a route an older server lacks); else undefined.
+ */
+async function get<S extends z.ZodMiniType>(
+  client: OpenVikingClient,
+  path: string,
+  schema: S,
+  budget: Budget,
+): Promise<z.output<S> | null | undefined> {
+  const res = await client.request("GET", path, schema, { budget, peerId: null, maxReplyBytes: 16 << 20 });
+  if (res.ok) return res.result;
+  return res.status === 404 ? null : undefined;
+}
+
+/** The messages the session holds since its last commit; undefined when the server cannot say. */
+export async function liveMessages(
+  client: OpenVikingClient,
+  sid: string,
+  budget: Budget,
+): Promise<HeldMessage[] | undefined> {
+  const live = await get(client, `${sessionPath(sid)}/context`, MessagesReply, budget);
+  return live === undefined ? undefined : live === null ? [] : heldIn(live);
+}
+
+/**
+ * The newest message the session holds, archived ones included: the newest live one, else the last of the
+ * newest archive that can be read (`null`: none at all); undefined when the server cannot say.
+ */
+export async function newestHeld(
+  client: OpenVikingClient,
+  sid: string,
+  budget: Budget,
+): Promise<HeldMessage | null | undefined> {
+  const live = await get(client, `${sessionPath(sid)}/context`, MessagesReply, budget);
+  if (!live) return live; // no such session (null), or no answer
+  const newest = heldIn(live).at(-1);
+  if (newest) return newest;
+  const meta = await get(client, sessionPath(sid), SessionReply, budget);
+  if (!meta) return undefined; // it was there a moment ago
+  for (let n = meta.commit_count; n > 0; n--) {
+    const id = `archive_${String(n).padStart(3, "0")}`;
+    const archive = await get(client, `${sessionPath(sid)}/archives/${id}`, MessagesReply, budget);
+    if (archive === undefined) return undefined;
+    const last = archive && heldIn(archive).at(-1);
+    if (last) return last;
+  }
+  return null;
 }

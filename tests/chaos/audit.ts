@@ -11,8 +11,7 @@
  */
 
 import type { FakeOpenViking, RecordedRequest, StoredMessage } from "../support/fake-openviking.ts";
-import { QueueEntrySchema } from "../../openviking/queue.ts";
-import { SharedEntrySchema } from "../../openviking/shared-queue.ts";
+import { QueueEntrySchema, SharedEntrySchema } from "../../openviking/queue.ts";
 import { LedgerEntrySchema } from "../../memory/ledger.ts";
 import { SessionStateSchema } from "../../memory/state.ts";
 import { readJournal } from "../../kimi/journal/read.ts";

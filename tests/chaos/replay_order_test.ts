@@ -8,7 +8,7 @@ import { assertEquals } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { tempDir } from "../support/temp.ts";
 import { Budget, createClient } from "../../openviking/client.ts";
-import { listShared, replayShared } from "../../openviking/shared-queue.ts";
+import { listShared, replayShared } from "../../openviking/queue.ts";
 import { enqueueShared as enqueueAll, type PendingWrite } from "../support/queue.ts";
 
 const msg = (i: number, sessionId: string): PendingWrite => ({

@@ -19,7 +19,7 @@ import {
 } from "../support/real-openviking.ts";
 import { USER_AGENT } from "../../lib/version.ts";
 import { Budget, classifyReply, createClient } from "../../openviking/client.ts";
-import { newestHeld } from "../../openviking/held.ts";
+import { newestHeld } from "../../openviking/sessions.ts";
 import { cannedReply, embedText, startEmbeddingStub } from "../support/embedding-stub.ts";
 import { OFFERED_TOOLS, OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
 import { startProxy, toolNames } from "../mcp/harness.ts";

@@ -1,7 +1,6 @@
 /** The file audit of the fuzz tests: what hooks left under ~/.openviking is private and parses. */
 
-import { QueueEntrySchema } from "../../openviking/queue.ts";
-import { SharedEntrySchema } from "../../openviking/shared-queue.ts";
+import { QueueEntrySchema, SharedEntrySchema } from "../../openviking/queue.ts";
 import { SessionStateSchema } from "../../memory/state.ts";
 import { leakedSecrets } from "./arbitraries.ts";
 

@@ -11,16 +11,14 @@ import { type Answer, type Call, fail, ok, route, scriptedClient } from "../supp
 import { tempDir } from "../support/temp.ts";
 import { queuedMessages, rejectedWrites } from "../support/queue.ts";
 import { Budget, failure } from "../../openviking/client.ts";
+import { deliverMessages, mayHaveArrived, sendMessages } from "../../openviking/sessions.ts";
 import {
   BATCH_LIMIT,
   BATCH_MAX_BYTES,
-  deliverMessages,
-  mayHaveArrived,
   type MessagePayload,
   nextBatchEnd,
-} from "../../openviking/deliver.ts";
-import { sendMessages } from "../../openviking/sessions.ts";
-import { sessionQueueDir } from "../../openviking/queue.ts";
+  sessionQueueDir,
+} from "../../openviking/queue.ts";
 
 const BATCH = "POST /api/v1/sessions/kc-s/messages/batch";
 const ONE = "POST /api/v1/sessions/kc-s/messages";

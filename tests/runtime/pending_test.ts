@@ -16,24 +16,26 @@ import {
   rejectedWrites,
 } from "../support/queue.ts";
 import { Budget, createClient } from "../../openviking/client.ts";
-import type { MessagePayload } from "../../openviking/deliver.ts";
 import {
+  countShared,
   enqueueCommit,
   enqueueMessages,
   hasUnsent,
   keepRejected,
+  listShared,
+  type MessagePayload,
   QUEUE_SUBDIR,
   queueSummary,
   REJECTED_MAX_BYTES,
   REJECTED_MAX_ENTRIES,
   REJECTED_SUBDIR,
   rejectedSummary,
+  replayShared,
   SessionQueue,
   sessionQueueDir,
 } from "../../openviking/queue.ts";
 import { replayAll, replayQueue } from "../../openviking/replay.ts";
 import { withLock } from "../../lib/lock.ts";
-import { countShared, listShared, replayShared } from "../../openviking/shared-queue.ts";
 import { sha256Hex } from "../../lib/hash.ts";
 
 const payload = (i: number): MessagePayload => ({

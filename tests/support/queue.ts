@@ -12,8 +12,13 @@ import {
   isNotFound,
 } from "../../lib/fs.ts";
 import { joinPath } from "../../lib/paths.ts";
-import type { SharedEntry } from "../../openviking/shared-queue.ts";
-import { QUEUE_SUBDIR, type QueueEntry, QueueEntrySchema, REJECTED_SUBDIR } from "../../openviking/queue.ts";
+import {
+  QUEUE_SUBDIR,
+  type QueueEntry,
+  QueueEntrySchema,
+  REJECTED_SUBDIR,
+  type SharedEntry,
+} from "../../openviking/queue.ts";
 
 /** Kinds of queued writes in the shared format. */
 export type PendingType = "addMessage" | "commitSession";
