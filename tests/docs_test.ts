@@ -6,7 +6,7 @@
 import { assertEquals, assertTrue } from "./support/assert.ts";
 import { StatusSchema } from "../commands/status-model.ts";
 import { RecallOutputSchema } from "../commands/recall.ts";
-import { KNOBS } from "../openviking/knobs.ts";
+import { KNOBS } from "../openviking/config.ts";
 import { VERSION } from "../lib/version.ts";
 import { helpText } from "../commands/mod.ts";
 import { buildOvConf, OPENVIKING_VERSION } from "./support/real-openviking.ts";

@@ -6,7 +6,7 @@
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { kimiE2eVersions } from "../support/kimi.ts";
-import { KNOBS } from "../../openviking/knobs.ts";
+import { KNOBS } from "../../openviking/config.ts";
 import { type PromptEntry, readLedger } from "../../memory/ledger.ts";
 import { join } from "node:path";
 import { type ChatMessage, messageText } from "../support/model-server.ts";

@@ -21,7 +21,7 @@ import {
   startRealOpenViking,
 } from "../support/real-openviking.ts";
 import { USER_AGENT } from "../../lib/version.ts";
-import { KNOBS } from "../../openviking/knobs.ts";
+import { KNOBS } from "../../openviking/config.ts";
 import {
   E2E_TEST,
   isHookResult,

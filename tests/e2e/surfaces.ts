@@ -6,7 +6,7 @@
 
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import { messageText } from "../support/model-server.ts";
-import { KNOBS } from "../../openviking/knobs.ts";
+import { KNOBS } from "../../openviking/config.ts";
 import {
   assertRecallBeforeEachPrompt,
   expectFakeSession,

@@ -8,8 +8,7 @@
 import fc from "fast-check";
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
-import { type Config, DEFAULT_BASE_URL, loadConfig, resolveConfig } from "../../openviking/config.ts";
-import { KNOBS } from "../../openviking/knobs.ts";
+import { type Config, DEFAULT_BASE_URL, KNOBS, loadConfig, resolveConfig } from "../../openviking/config.ts";
 import { mutated, nastyString, params, wrongValue } from "./arbitraries.ts";
 
 const KNOB_NAMES = Object.keys(KNOBS) as (keyof typeof KNOBS)[];

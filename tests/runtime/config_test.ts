@@ -4,10 +4,10 @@ import {
   type ConfigSources,
   credentialMode,
   keyFor,
+  KNOBS,
   loadConfig,
   resolveConfig,
 } from "../../openviking/config.ts";
-import { KNOBS } from "../../openviking/knobs.ts";
 import { tempDir } from "../support/temp.ts";
 
 function sources(partial: Partial<ConfigSources>): ConfigSources {

@@ -6,7 +6,7 @@
  */
 
 import { assertEquals } from "../support/assert.ts";
-import { KNOBS, resolveSettings, type Settings } from "../../openviking/knobs.ts";
+import { KNOBS, resolveSettings, type Settings } from "../../openviking/config.ts";
 
 type Name = keyof typeof KNOBS;
 
