@@ -1,9 +1,9 @@
 /** The one plain-object guard, structural equality, and zod/mini issues in words (zod/mini has no locale of its own). */
 
 import * as z from "zod/mini";
-import { assertEquals, assertTrue } from "../support/assert.ts";
-import { asRecord, deepEqual, isRecord, issueText } from "../../lib/parsed.ts";
-import { resolveConfig } from "../../openviking/config.ts";
+import { assertEquals, assertTrue } from "../tests/support/assert.ts";
+import { asRecord, deepEqual, isRecord, issueText } from "./parsed.ts";
+import { resolveConfig } from "../openviking/config.ts";
 
 Deno.test("isRecord: a plain object only (not null, not an array, not a primitive)", () => {
   assertEquals([{}, { a: 1 }, Object.create(null)].map(isRecord), [true, true, true]);

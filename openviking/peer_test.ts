@@ -1,5 +1,5 @@
-import { assertEquals, assertTrue } from "../support/assert.ts";
-import { tempDir } from "../support/temp.ts";
+import { assertEquals, assertTrue } from "../tests/support/assert.ts";
+import { tempDir } from "../tests/support/temp.ts";
 import {
   isValidPeerId,
   normalizeRemote,
@@ -7,7 +7,7 @@ import {
   remotePeerId,
   remoteUrlFromGitConfig,
   resolvePeer,
-} from "../../openviking/peer.ts";
+} from "./peer.ts";
 
 const opts = { explicitPeerId: "", workspacePeer: true, peerSource: "git" as const };
 

@@ -5,8 +5,8 @@
  * the knobs became plain hand checks: the same inputs, the same values and words.
  */
 
-import { assertEquals } from "../support/assert.ts";
-import { KNOBS, resolveSettings, type Settings } from "../../openviking/config.ts";
+import { assertEquals } from "../tests/support/assert.ts";
+import { KNOBS, resolveSettings, type Settings } from "./config.ts";
 
 type Name = keyof typeof KNOBS;
 

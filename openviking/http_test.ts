@@ -1,7 +1,7 @@
-import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
-import { FakeOpenViking as FakeOpenViking, gzipBomb } from "../support/fake-openviking.ts";
+import { assertEquals, assertMatch, assertTrue } from "../tests/support/assert.ts";
+import { FakeOpenViking as FakeOpenViking, gzipBomb } from "../tests/support/fake-openviking.ts";
 import * as z from "zod/mini";
-import { AnyResult, Budget, createClient } from "../../openviking/client.ts";
+import { AnyResult, Budget, createClient } from "./client.ts";
 
 Deno.test("client: headers, envelope, never the key in an error", async () => {
   const fake = await FakeOpenViking.start({ apiKey: "sekrit-key-123" });

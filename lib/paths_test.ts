@@ -1,7 +1,7 @@
 /** runtime/paths.ts never yields a relative path (issue #11 finding 8), and loadConfig without a home reads nothing. */
 
 import fc from "fast-check";
-import { assertEquals, assertMatch, assertThrows, assertTrue } from "../support/assert.ts";
+import { assertEquals, assertMatch, assertThrows, assertTrue } from "../tests/support/assert.ts";
 import {
   type Env,
   expandHome,
@@ -13,9 +13,9 @@ import {
   openVikingHome,
   pendingDir,
   sharedStateDir,
-} from "../../lib/paths.ts";
-import { credentialFilePaths, loadConfig } from "../../openviking/config.ts";
-import { tempDir } from "../support/temp.ts";
+} from "./paths.ts";
+import { credentialFilePaths, loadConfig } from "../openviking/config.ts";
+import { tempDir } from "../tests/support/temp.ts";
 
 const LOCATIONS: [string, (env: Env) => string][] = [
   ["openVikingHome", openVikingHome],

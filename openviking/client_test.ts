@@ -1,12 +1,12 @@
 /** The one classification of replies: only OpenViking's own envelope rejects; everything else keeps writes. */
 
 import fc from "fast-check";
-import { assertEquals, assertTrue } from "../support/assert.ts";
-import { neutralize } from "../../lib/neutralize.ts";
-import { classifyReply, cleanFailure, type FailureKind } from "../../openviking/client.ts";
-import { withoutUserinfo } from "../../lib/scrub.ts";
-import { hostileText, params } from "../fuzz/arbitraries.ts";
-import { FINAL_CODES, SERVER_ERROR_CODES } from "../support/fake-openviking.ts";
+import { assertEquals, assertTrue } from "../tests/support/assert.ts";
+import { neutralize } from "../lib/neutralize.ts";
+import { classifyReply, cleanFailure, type FailureKind } from "./client.ts";
+import { withoutUserinfo } from "../lib/scrub.ts";
+import { hostileText, params } from "../tests/fuzz/arbitraries.ts";
+import { FINAL_CODES, SERVER_ERROR_CODES } from "../tests/support/fake-openviking.ts";
 
 const origin = "http://127.0.0.1:1933";
 const env = (status: "ok" | "error", extra: Record<string, unknown> = {}) =>

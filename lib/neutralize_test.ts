@@ -1,12 +1,12 @@
 import fc from "fast-check";
-import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../support/assert.ts";
-import { assertLinear, mb } from "../support/linear.ts";
-import { cut, neutralize, safe, SafeText, terminalJson } from "../../lib/neutralize.ts";
-import { type Block, printBlocks } from "../../lib/printed.ts";
-import { fullRecallBlock } from "../../memory/recall.ts";
-import { digestLines } from "../../memory/digest.ts";
-import { hostileText, params } from "../fuzz/arbitraries.ts";
-import { TAG_LIKE, UNPRINTABLE } from "../support/printed.ts";
+import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../tests/support/assert.ts";
+import { assertLinear, mb } from "../tests/support/linear.ts";
+import { cut, neutralize, safe, SafeText, terminalJson } from "./neutralize.ts";
+import { type Block, printBlocks } from "./printed.ts";
+import { fullRecallBlock } from "../memory/recall.ts";
+import { digestLines } from "../memory/digest.ts";
+import { hostileText, params } from "../tests/fuzz/arbitraries.ts";
+import { TAG_LIKE, UNPRINTABLE } from "../tests/support/printed.ts";
 
 /** A block as printed alone, without the final newline. */
 const blockOfText = (b: Block) => printBlocks([b]).trimEnd();

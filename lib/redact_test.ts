@@ -1,7 +1,7 @@
-import { assertEquals, assertTrue } from "../support/assert.ts";
-import { CREDENTIALS, NOT_SECRETS } from "../support/credentials.ts";
-import { assertLinear, mb } from "../support/linear.ts";
-import { CREDENTIAL_RULES, redact, REDACTED } from "../../lib/redact.ts";
+import { assertEquals, assertTrue } from "../tests/support/assert.ts";
+import { CREDENTIALS, NOT_SECRETS } from "../tests/support/credentials.ts";
+import { assertLinear, mb } from "../tests/support/linear.ts";
+import { CREDENTIAL_RULES, redact, REDACTED } from "./redact.ts";
 
 Deno.test("redact: <private> spans go, even unclosed", () => {
   assertEquals(redact("keep <private>my ssn 123</private> this"), "keep  this");

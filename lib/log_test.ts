@@ -1,8 +1,8 @@
-import { assertEquals, assertTrue } from "../support/assert.ts";
-import { tempDir } from "../support/temp.ts";
-import { CREDENTIALS } from "../support/credentials.ts";
-import { createLogger } from "../../lib/log.ts";
-import { scrub } from "../../lib/scrub.ts";
+import { assertEquals, assertTrue } from "../tests/support/assert.ts";
+import { tempDir } from "../tests/support/temp.ts";
+import { CREDENTIALS } from "../tests/support/credentials.ts";
+import { createLogger } from "./log.ts";
+import { scrub } from "./scrub.ts";
 
 Deno.test("scrub masks secret fields and the key wherever it appears", () => {
   const out = scrub({

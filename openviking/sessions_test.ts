@@ -6,19 +6,13 @@
  * after it.
  */
 
-import { assertEquals, assertTrue } from "../support/assert.ts";
-import { type Answer, type Call, fail, ok, route, scriptedClient } from "../support/scripted-client.ts";
-import { tempDir } from "../support/temp.ts";
-import { queuedMessages, rejectedWrites } from "../support/queue.ts";
-import { Budget, failure } from "../../openviking/client.ts";
-import { deliverMessages, mayHaveArrived, sendMessages } from "../../openviking/sessions.ts";
-import {
-  BATCH_LIMIT,
-  BATCH_MAX_BYTES,
-  type MessagePayload,
-  nextBatchEnd,
-  sessionQueueDir,
-} from "../../openviking/queue.ts";
+import { assertEquals, assertTrue } from "../tests/support/assert.ts";
+import { type Answer, type Call, fail, ok, route, scriptedClient } from "../tests/support/scripted-client.ts";
+import { tempDir } from "../tests/support/temp.ts";
+import { queuedMessages, rejectedWrites } from "../tests/support/queue.ts";
+import { Budget, failure } from "./client.ts";
+import { deliverMessages, mayHaveArrived, sendMessages } from "./sessions.ts";
+import { BATCH_LIMIT, BATCH_MAX_BYTES, type MessagePayload, nextBatchEnd, sessionQueueDir } from "./queue.ts";
 
 const BATCH = "POST /api/v1/sessions/kc-s/messages/batch";
 const ONE = "POST /api/v1/sessions/kc-s/messages";

@@ -1,14 +1,7 @@
-import { commandName } from "../../lib/self.ts";
-import { assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
-import {
-  type ConfigSources,
-  credentialMode,
-  keyFor,
-  KNOBS,
-  loadConfig,
-  resolveConfig,
-} from "../../openviking/config.ts";
-import { tempDir } from "../support/temp.ts";
+import { commandName } from "../lib/self.ts";
+import { assertEquals, assertMatch, assertStringIncludes } from "../tests/support/assert.ts";
+import { type ConfigSources, credentialMode, keyFor, KNOBS, loadConfig, resolveConfig } from "./config.ts";
+import { tempDir } from "../tests/support/temp.ts";
 
 function sources(partial: Partial<ConfigSources>): ConfigSources {
   return {

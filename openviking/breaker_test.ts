@@ -4,9 +4,9 @@
  * one reads as closed).
  */
 
-import { assertEquals, assertTrue } from "../support/assert.ts";
-import { fail, ok, route, scriptedClient } from "../support/scripted-client.ts";
-import { tempDir } from "../support/temp.ts";
+import { assertEquals, assertTrue } from "../tests/support/assert.ts";
+import { fail, ok, route, scriptedClient } from "../tests/support/scripted-client.ts";
+import { tempDir } from "../tests/support/temp.ts";
 import {
   type Breaker,
   isOpen,
@@ -19,8 +19,8 @@ import {
   PROBE_MAX_MS,
   probeIfDue,
   readBreaker,
-} from "../../openviking/breaker.ts";
-import { failure } from "../../openviking/client.ts";
+} from "./breaker.ts";
+import { failure } from "./client.ts";
 
 const URL_A = "http://127.0.0.1:1933";
 const timeout = failure("unreachable", 0, {

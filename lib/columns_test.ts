@@ -1,5 +1,5 @@
-import { assertEquals } from "../support/assert.ts";
-import { charColumns, textColumns } from "../../lib/columns.ts";
+import { assertEquals } from "../tests/support/assert.ts";
+import { charColumns, textColumns } from "./columns.ts";
 
 Deno.test("columns: ASCII 1, CJK/Hangul/fullwidth/emoji 2, combining marks and joiners 0", () => {
   assertEquals(["a", "漢", "한", "Ａ", "🙂", "🧠", "🫠", "\u0301", "\u200d"].map(charColumns), [

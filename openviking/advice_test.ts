@@ -1,10 +1,10 @@
 /** The advice for a recorded cause: the same words and fix as for the failure it was recorded from. */
 
-import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
-import { adviceFor, adviceForCause, causeOf } from "../../openviking/advice.ts";
-import { ROOT_KEY_REFUSAL } from "../support/fake-openviking.ts";
-import { classifyReply } from "../../openviking/client.ts";
-import { commandName } from "../../lib/self.ts";
+import { assertEquals, assertMatch, assertTrue } from "../tests/support/assert.ts";
+import { adviceFor, adviceForCause, causeOf } from "./advice.ts";
+import { ROOT_KEY_REFUSAL } from "../tests/support/fake-openviking.ts";
+import { classifyReply } from "./client.ts";
+import { commandName } from "../lib/self.ts";
 
 const origin = "http://127.0.0.1:1933";
 
