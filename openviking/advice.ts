@@ -2,6 +2,7 @@
 
 import type { FailureKind, OvFailure } from "./client.ts";
 import { commandName } from "../lib/self.ts";
+import { originOf } from "./config.ts";
 
 /** A failure told to a person: what happened and the fix. */
 export interface Advice {
@@ -36,15 +37,6 @@ export function adviceForCause(cause: Cause, baseUrl: string): Advice {
   return adviceFor({ kind, status, location, error: { message: cause.message } }, baseUrl);
 }
 
-/** The origin of `url`, or undefined when it is not a URL (a recorded cause may come from an edited file). */
-function originOf(url: string | undefined): string | undefined {
-  try {
-    return url ? new URL(url).origin : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 /** Whether `f` is OpenViking refusing a root key on a data route (api_key mode; the server's own words). */
 export function isRootKeyRefusal(f: Pick<OvFailure, "kind" | "status" | "error">): boolean {
   return f.kind === "auth" && f.status === 403 && /ROOT API keys cannot access/i.test(f.error.message);
@@ -57,7 +49,7 @@ export function adviceFor(
 ): Advice {
   switch (f.kind) {
     case "redirect": {
-      const target = originOf(f.location);
+      const target = originOf(f.location ?? "");
       return {
         summary: `${baseUrl} redirects${f.location ? ` to ${f.location}` : ""} (HTTP ${f.status}); ` +
           "requests are not sent on, so the key never leaves for another address",

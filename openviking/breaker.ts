@@ -14,6 +14,7 @@
 import { parseJsonOrUndefined, readTextIfExists, writeFileAtomic } from "../lib/fs.ts";
 import { sha256Hex } from "../lib/hash.ts";
 import { AnyResult, type OpenVikingClient, type OvFailure } from "./client.ts";
+import { originOf } from "./config.ts";
 import { isRecord } from "../lib/parsed.ts";
 import { joinPath } from "../lib/paths.ts";
 
@@ -38,15 +39,6 @@ export interface Breaker {
   probedAt?: number;
   /** When a probe or a capture got an answer after {@link Breaker.at}: the next prompt asks again. */
   answeredAt?: number;
-}
-
-/** The origin of `baseUrl` (the server a breaker belongs to); the text itself when it is not a URL. */
-function originOf(baseUrl: string): string {
-  try {
-    return new URL(baseUrl).origin;
-  } catch {
-    return baseUrl;
-  }
 }
 
 /** The breaker file of `baseUrl`'s origin in `dir`. */
