@@ -64,26 +64,10 @@ export interface CredentialSources {
   ovConfigPath: string;
 }
 
-const ENV_CREDENTIAL_VARS = [
-  "OPENVIKING_URL",
-  "OPENVIKING_BASE_URL",
-  "OPENVIKING_MCP_URL",
-  "OPENVIKING_BEARER_TOKEN",
-  "OPENVIKING_API_KEY",
-  "OPENVIKING_ACCOUNT",
-  "OPENVIKING_USER",
-  "OPENVIKING_PEER_ID",
-];
-const OVCLI_CREDENTIAL_KEYS = [
-  "url",
-  "api_key",
-  "account",
-  "account_id",
-  "user",
-  "user_id",
-  "actor_peer_id",
-  "peer_id",
-];
+const ENV_CREDENTIAL_VARS =
+  "OPENVIKING_URL OPENVIKING_BASE_URL OPENVIKING_MCP_URL OPENVIKING_BEARER_TOKEN OPENVIKING_API_KEY OPENVIKING_ACCOUNT OPENVIKING_USER OPENVIKING_PEER_ID"
+    .split(" ");
+const OVCLI_CREDENTIAL_KEYS = "url api_key account account_id user user_id actor_peer_id peer_id".split(" ");
 
 const str = (v: unknown): string => (typeof v === "string" ? v.trim() : "");
 const first = (...values: unknown[]): string => {
@@ -540,16 +524,7 @@ export interface Resolved {
  * account, user, peer). The knobs say for themselves what a workspace may do with them (the log path and the
  * MCP tools offered: nothing).
  */
-const WORKSPACE_FORBIDDEN = [
-  "url",
-  "api_key",
-  "apiKey",
-  "baseUrl",
-  "mcpUrl",
-  "account",
-  "user",
-  "peerId",
-];
+const WORKSPACE_FORBIDDEN = ["url", "api_key", "apiKey", "baseUrl", "mcpUrl", "account", "user", "peerId"];
 
 /** Removes connection fields from a workspace settings object (workspace files may not redirect credentials). */
 function sanitizeWorkspace(value: unknown, where: string, warnings: string[]): JsonRecord {
