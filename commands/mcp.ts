@@ -9,7 +9,7 @@ import { credentialFilePaths, loadConfig } from "../openviking/config.ts";
 import { isOpen, readBreaker } from "../openviking/breaker.ts";
 import { createLogger, type Logger } from "../lib/log.ts";
 import { type Env, orNoHome, processEnv, sharedStateDir } from "../lib/paths.ts";
-import { peerOptions, resolvePeer } from "../openviking/peer.ts";
+import { resolvePeer } from "../openviking/peer.ts";
 import { withoutUserinfo } from "../lib/scrub.ts";
 import { CredentialWatcher, type ProxySettings, proxySettings } from "../mcp/credentials.ts";
 import { lineSink, readLines } from "../mcp/lines.ts";
@@ -64,7 +64,7 @@ interface Loaded {
 /** Loads the config for `workspace` and resolves its actor peer. */
 async function loadSettings(env: Env, workspace: string | undefined): Promise<Loaded> {
   const { config, warnings } = await loadConfig(env, workspace);
-  const peer = await resolvePeer(workspace, peerOptions(config));
+  const peer = await resolvePeer(workspace, config);
   return {
     settings: proxySettings(config, peer.peerId),
     warnings,

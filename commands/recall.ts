@@ -12,7 +12,7 @@ import { adviceFor } from "../openviking/advice.ts";
 import { loadConfig } from "../openviking/config.ts";
 import { type Env, processEnv } from "../lib/paths.ts";
 import { workspaceDir } from "../lib/self.ts";
-import { peerOptions, resolvePeer } from "../openviking/peer.ts";
+import { resolvePeer } from "../openviking/peer.ts";
 import { scrub } from "../lib/scrub.ts";
 import { previewInjection } from "../memory/inject.ts";
 import { recallQuery } from "../memory/query.ts";
@@ -51,7 +51,7 @@ export async function recallPreview(
   env: Env = processEnv(),
 ): Promise<RecallOutput> {
   const { config } = await loadConfig(env, cwd);
-  const peer = await resolvePeer(cwd, peerOptions(config));
+  const peer = await resolvePeer(cwd, config);
   const injection = await previewInjection(text, { cwd, env });
   const out: RecallOutput = {
     query: recallQuery(text, config.redact),

@@ -14,7 +14,7 @@ import { askDataAccess, clientOptions, createClient, type FailureKind, type Open
 import { ledgerFile, ledgerFiles, readLedger, REPLAY_FILE } from "../memory/ledger.ts";
 import { countShared, hasUnsent, type QueueSummary, queueSummary, REJECTED_SUBDIR, type RejectedSummary, rejectedSummary } from "../openviking/queue.ts";
 import { type Env, hookStateDir, joinPath, ledgerDir, orNoHome, pendingDir, processEnv, safeId, sharedStateDir } from "../lib/paths.ts";
-import { peerOptions, resolvePeer } from "../openviking/peer.ts";
+import { resolvePeer } from "../openviking/peer.ts";
 import { asRecord, isRecord, type JsonRecord } from "../lib/parsed.ts";
 import { scrub } from "../lib/scrub.ts";
 import { statePaths } from "../memory/state.ts";
@@ -62,7 +62,7 @@ async function connection(
   config: Config,
   cwd: string,
 ): Promise<Status["connection"]> {
-  const peer = await resolvePeer(cwd, peerOptions(config));
+  const peer = await resolvePeer(cwd, config);
   const out: Status["connection"] = {
     url: config.baseUrl,
     reachable: false,

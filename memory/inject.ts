@@ -15,7 +15,7 @@ import {
 import type { Config } from "../openviking/config.ts";
 import { loadConfig } from "../openviking/config.ts";
 import type { Env } from "../lib/paths.ts";
-import { peerOptions, resolvePeer } from "../openviking/peer.ts";
+import { resolvePeer } from "../openviking/peer.ts";
 import { safe, SafeText } from "../lib/neutralize.ts";
 import { type Block, printBlocks } from "../lib/printed.ts";
 import {
@@ -333,7 +333,7 @@ export async function previewInjection(
     printedChars: 0,
   };
   if (!config.enabled || !config.autoRecall) return empty;
-  const peer = await resolvePeer(opts.cwd, peerOptions(config));
+  const peer = await resolvePeer(opts.cwd, config);
   const client = createClient(clientOptions(config, peer.peerId));
   return await injectionFor(client, config, {
     query: recallQuery(text, config.redact),

@@ -24,7 +24,7 @@ import { safe } from "../lib/neutralize.ts";
 import { PRINT_MAX_CHARS } from "../lib/printed.ts";
 import type { Env } from "../lib/paths.ts";
 import { commandName } from "../lib/self.ts";
-import { peerOptions, resolvePeer } from "../openviking/peer.ts";
+import { resolvePeer } from "../openviking/peer.ts";
 import type { RecallResult } from "./recall-types.ts";
 import { type SessionState, updateState } from "./state.ts";
 import { clientFor, type HookContext, type HookResult } from "./context.ts";
@@ -206,7 +206,7 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
 
   // Phase 2: what to print, inside the budget. In plugin mode the profile is in the system prompt.
   const pluginPrompt = decision.needProfile && await systemPromptInUse(ctx.env);
-  const peer = await resolvePeer(ctx.cwd, peerOptions(c));
+  const peer = await resolvePeer(ctx.cwd, c);
   const inj = await injectionFor(clientFor(ctx, peer.peerId), c, {
     query: prompt,
     sessionId: ctx.ovSessionId || undefined,

@@ -120,28 +120,17 @@ async function findGitRepo(cwd: string): Promise<{ root: string; configPath: str
   return undefined;
 }
 
-/** Options of peer resolution (from the config). */
+/** What of the config peer resolution reads: the explicit peer, whether the workspace gives one, and how. */
 export interface PeerOptions {
-  explicitPeerId: string;
+  peerId: string;
   workspacePeer: boolean;
   peerSource: "git" | "cwd" | "none";
 }
 
-/** The peer options of a config: its explicit peer, whether the workspace gives one, and how. */
-export function peerOptions(
-  config: { peerId: string; workspacePeer: boolean; peerSource: PeerOptions["peerSource"] },
-): PeerOptions {
-  return {
-    explicitPeerId: config.peerId,
-    workspacePeer: config.workspacePeer,
-    peerSource: config.peerSource,
-  };
-}
-
 /** Resolves the actor peer for a workspace directory. */
 export async function resolvePeer(cwd: string | undefined, options: PeerOptions): Promise<Peer> {
-  if (options.explicitPeerId && isValidPeerId(options.explicitPeerId)) {
-    return { peerId: options.explicitPeerId, source: "explicit" };
+  if (options.peerId && isValidPeerId(options.peerId)) {
+    return { peerId: options.peerId, source: "explicit" };
   }
   if (!options.workspacePeer || options.peerSource === "none" || !cwd) return { peerId: "", source: "none" };
   if (options.peerSource === "git") {

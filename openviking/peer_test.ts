@@ -9,7 +9,7 @@ import {
   resolvePeer,
 } from "./peer.ts";
 
-const opts = { explicitPeerId: "", workspacePeer: true, peerSource: "git" as const };
+const opts = { peerId: "", workspacePeer: true, peerSource: "git" as const };
 
 Deno.test("normalizeRemote: scp, https with user/port, ssh, .git, case", () => {
   assertEquals(
@@ -77,13 +77,13 @@ Deno.test("resolvePeer: git remote from a subdirectory, worktree .git file, git 
     peerId: repo.replace(/[^A-Za-z0-9]/g, "-"),
     source: "cwd",
   });
-  assertEquals(await resolvePeer(repo, { ...opts, explicitPeerId: "me@laptop" }), {
+  assertEquals(await resolvePeer(repo, { ...opts, peerId: "me@laptop" }), {
     peerId: "me@laptop",
     source: "explicit",
   });
   assertEquals(await resolvePeer(repo, { ...opts, workspacePeer: false }), { peerId: "", source: "none" });
   assertEquals(await resolvePeer(repo, { ...opts, peerSource: "none" }), { peerId: "", source: "none" });
-  assertEquals((await resolvePeer(repo, { ...opts, explicitPeerId: "bad/peer" })).source, "git-remote");
+  assertEquals((await resolvePeer(repo, { ...opts, peerId: "bad/peer" })).source, "git-remote");
 });
 
 Deno.test("peer ids always match the server's pattern", async () => {
