@@ -134,6 +134,11 @@ export function parseJsonOrUndefined(text: string | undefined): unknown {
   }
 }
 
+/** The JSON value of the file at `path`; undefined when it is missing, unreadable or not JSON. */
+export function readJson(path: string): Promise<unknown> {
+  return readTextIfExists(path).then(parseJsonOrUndefined, () => undefined);
+}
+
 /** Whether an error is "file exists". */
 export function isAlreadyExists(error: unknown): boolean {
   return error instanceof Deno.errors.AlreadyExists;

@@ -11,7 +11,7 @@
  * directory) there is no breaker.
  */
 
-import { parseJsonOrUndefined, readTextIfExists, writeFileAtomic } from "../lib/fs.ts";
+import { readJson, writeFileAtomic } from "../lib/fs.ts";
 import { sha256Hex } from "../lib/hash.ts";
 import { AnyResult, type OpenVikingClient, type OvFailure } from "./client.ts";
 import { originOf } from "./config.ts";
@@ -56,9 +56,7 @@ export async function breakerFiles(dir: string): Promise<string[]> {
 /** The open breaker of `baseUrl`'s origin, or undefined (closed, no home, or a file that is not one). */
 export async function readBreaker(dir: string, baseUrl: string): Promise<Breaker | undefined> {
   if (!dir) return undefined;
-  const b = parseJsonOrUndefined(
-    await readTextIfExists(await breakerFile(dir, baseUrl)).catch(() => undefined),
-  );
+  const b = await readJson(await breakerFile(dir, baseUrl));
   if (!isRecord(b) || b.origin !== originOf(baseUrl)) return undefined;
   const num = (v: unknown) => typeof v === "number" && Number.isFinite(v);
   if (!num(b.since) || !num(b.at) || !num(b.failures) || typeof b.reason !== "string") return undefined;

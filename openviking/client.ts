@@ -9,6 +9,7 @@
 
 import * as z from "zod/mini";
 import { concatBytes } from "../lib/bytes.ts";
+import { parseJsonOrUndefined } from "../lib/fs.ts";
 import { neutralize } from "../lib/neutralize.ts";
 import { isRecord, type JsonRecord } from "../lib/parsed.ts";
 import { scrubText, withoutUserinfo } from "../lib/scrub.ts";
@@ -127,18 +128,9 @@ export interface RawReply {
   origin: string;
 }
 
-/** The parsed JSON of `text`, or undefined. */
-function json(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
-
 /** OpenViking's envelope: a JSON object whose `status` is "ok" or "error". */
 export function envelopeOf(text: string): JsonRecord | undefined {
-  const body = /^\s*\{/.test(text) ? json(text) : undefined;
+  const body = /^\s*\{/.test(text) ? parseJsonOrUndefined(text) : undefined;
   return isRecord(body) && (body.status === "ok" || body.status === "error") ? body : undefined;
 }
 
@@ -159,7 +151,7 @@ function wordsOf(body: unknown): string | undefined {
  */
 export function serverMessageOf(text: string): string {
   const trimmed = text.trim();
-  return trimmed ? wordsOf(json(trimmed)) ?? trimmed.slice(0, MESSAGE_CHARS) : "";
+  return trimmed ? wordsOf(parseJsonOrUndefined(trimmed)) ?? trimmed.slice(0, MESSAGE_CHARS) : "";
 }
 
 function errorOf(body: JsonRecord, status: number): OvError {

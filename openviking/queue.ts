@@ -14,6 +14,7 @@ import {
   ensurePrivateDir,
   isAlreadyExists,
   isNotFound,
+  readJson,
   removeAbandonedTemps,
 } from "../lib/fs.ts";
 import { sha256Hex, stableStringify } from "../lib/hash.ts";
@@ -154,21 +155,13 @@ export async function queueFiles(dir: string): Promise<QueueFile[]> {
 
 /** An entry file, parsed; undefined when it is gone or not an entry this version understands. */
 export async function readEntry(path: string): Promise<QueueEntry | undefined> {
-  try {
-    return QueueEntrySchema.safeParse(JSON.parse(await Deno.readTextFile(path))).data;
-  } catch {
-    return undefined;
-  }
+  return QueueEntrySchema.safeParse(await readJson(path)).data;
 }
 
 /** Why the write in a file of the rejected place was refused; undefined when the file does not say. */
 export async function readRejection(path: string): Promise<Rejection | undefined> {
-  try {
-    const raw: unknown = JSON.parse(await Deno.readTextFile(path));
-    return RejectionSchema.safeParse(isRecord(raw) ? raw.rejection : undefined).data;
-  } catch {
-    return undefined;
-  }
+  const raw = await readJson(path);
+  return RejectionSchema.safeParse(isRecord(raw) ? raw.rejection : undefined).data;
 }
 
 /** Largest batch the server accepts. */
@@ -678,20 +671,11 @@ async function claimedSessions(dir: string): Promise<Map<string, number>> {
     for await (const e of Deno.readDir(dir)) {
       const m = ENTRY_NAME.exec(e.name);
       if (!m || m[3] !== "processing") continue;
-      const raw = await Deno.readTextFile(joinPath(dir, e.name)).catch(() => "");
-      const entry = SharedEntrySchema.safeParse(parseOrNull(raw)).data;
+      const entry = SharedEntrySchema.safeParse(await readJson(joinPath(dir, e.name))).data;
       if (entry) out.set(entry.sessionId, Math.min(entry.createdAt, out.get(entry.sessionId) ?? Infinity));
     }
   } catch (error) {
     if (!isNotFound(error)) throw error;
   }
   return out;
-}
-
-function parseOrNull(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return null;
-  }
 }
