@@ -1,14 +1,8 @@
 /**
- * The recall breaker: once OpenViking let a prompt's recall go unanswered (it took the connection and said
- * nothing within the budget), later prompts do not wait for it again. While the breaker is open a prompt asks
- * the server nothing and, at most every {@link PROBE_INTERVAL_MS} (twice as long after each unanswered retry,
- * up to {@link PROBE_MAX_MS}), has a detached worker probe `/health`. A probe or a capture that gets any
- * answer marks the server as answering: the next prompt asks again, and its answer closes the breaker (its
- * silence opens it again). A refused connection costs nothing, so it opens nothing.
- *
- * One small private file per server origin in OpenViking's state directory, there only while the breaker is
- * open, written atomically; a missing or damaged file is a closed breaker. Without a home ("" for the
- * directory) there is no breaker.
+ * The recall breaker: one private file per server origin in OpenViking's state directory, there only while a
+ * prompt's recall went unanswered. While open, prompts ask nothing and a detached worker probes `/health`
+ * (backing off from {@link PROBE_INTERVAL_MS} to {@link PROBE_MAX_MS}); any answer lets the next prompt ask,
+ * whose answer closes it. A refused connection opens nothing; a missing or damaged file is a closed breaker.
  */
 
 import { readJson, writeFileAtomic } from "../lib/fs.ts";

@@ -1,10 +1,7 @@
 /**
- * The one OpenViking HTTP client and the one classification of its replies. A request carries the identity
- * headers (no key on `/health`), a timeout within the caller's budget that covers the body too, a bound on the
- * reply body (counted after inflate), and its result is checked against the route's schema: a caller gets the
- * parsed value or a failure, never a cast. Only OpenViking's own error envelope naming a final code rejects a
- * request for good; everything else leaves a write queued (docs/ARCHITECTURE.md, decision 15). Every failure
- * handed out is cleaned once: neutralised, no key, bearer token or URL userinfo in its words.
+ * The one OpenViking HTTP client and the one classification of its replies: identity headers (no key on
+ * `/health`), a timeout within the caller's budget, a bounded body, the result checked against the route's
+ * schema. Only OpenViking's envelope naming a final code rejects for good; every failure handed out is cleaned.
  */
 
 import * as z from "zod/mini";

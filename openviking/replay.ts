@@ -1,13 +1,8 @@
 /**
- * Replaying our offline queue (queue.ts): sessions oldest first, each in sequence order, bounded in
- * entries and time; then what other plugins left in the shared queue. A replay of a session
- * holds a kernel lock in the session's queue directory (a session another replay holds waits for a later run),
- * and claims a file by renaming it to `<seq>-<tag>.<pid>.claim`, keeping its progress inside. The lock dies
- * with its replay (kill -9 and zombies included), so a claim found under it is one whose replay died: like an
- * entry whose request got no reply, it is marked unsure, and the session is asked what it already holds before
- * it is sent again. A write OpenViking refuses for good, or one queued past the age limit, moves to the
- * rejected place (`keepRejected`), which `replay --rejected` replays the same way; no failure spends
- * anything.
+ * Replaying our queue (queue.ts): sessions oldest first, each in sequence order under a kernel lock in its
+ * directory, bounded in entries and time; then the shared queue. A claim found under the lock is one whose
+ * replay died: taken over as unsure (the session is asked what it holds first). Refused or expired writes move
+ * to the rejected place, which `replay --rejected` replays the same way.
  */
 
 import { removeAbandonedTemps, writeFileAtomic } from "../lib/fs.ts";
