@@ -139,6 +139,16 @@ export function readJson(path: string): Promise<unknown> {
   return readTextIfExists(path).then(parseJsonOrUndefined, () => undefined);
 }
 
+/** The entries of directory `dir`; none when it does not exist (other errors are thrown). */
+export async function listDir(dir: string): Promise<Deno.DirEntry[]> {
+  try {
+    return await Array.fromAsync(Deno.readDir(dir));
+  } catch (error) {
+    if (isNotFound(error)) return [];
+    throw error;
+  }
+}
+
 /** Whether an error is "file exists". */
 export function isAlreadyExists(error: unknown): boolean {
   return error instanceof Deno.errors.AlreadyExists;

@@ -14,6 +14,7 @@ import {
   ensurePrivateDir,
   isAlreadyExists,
   isNotFound,
+  listDir,
   readJson,
   removeAbandonedTemps,
 } from "../lib/fs.ts";
@@ -124,13 +125,7 @@ export async function sessionDirs(
 ): Promise<string[]> {
   if (sessionId !== undefined) return [await sessionQueueDir(pendingDir, sessionId, subdir)];
   const root = joinPath(pendingDir, subdir);
-  const dirs: string[] = [];
-  try {
-    for await (const e of Deno.readDir(root)) if (e.isDirectory) dirs.push(joinPath(root, e.name));
-  } catch (error) {
-    if (!isNotFound(error)) throw error;
-  }
-  return dirs;
+  return (await listDir(root)).filter((e) => e.isDirectory).map((e) => joinPath(root, e.name));
 }
 
 /** How many messages an entry's tag says it holds. */
@@ -139,16 +134,12 @@ export const messagesIn = (tag: string): number => tag.startsWith("m") ? Number(
 /** The entries and claims of a session's queue directory, in sequence order (none when it does not exist). */
 export async function queueFiles(dir: string): Promise<QueueFile[]> {
   const out: QueueFile[] = [];
-  try {
-    for await (const e of Deno.readDir(dir)) {
-      if (e.isDirectory) continue;
-      const m = ENTRY.exec(e.name);
-      if (m) out.push({ name: e.name, seq: Number(m[1]), tag: m[2] });
-      const c = CLAIM.exec(e.name);
-      if (c) out.push({ name: e.name, seq: Number(c[1]), tag: c[2], claimedBy: Number(c[3]) });
-    }
-  } catch (error) {
-    if (!isNotFound(error)) throw error;
+  for (const e of await listDir(dir)) {
+    if (e.isDirectory) continue;
+    const m = ENTRY.exec(e.name);
+    if (m) out.push({ name: e.name, seq: Number(m[1]), tag: m[2] });
+    const c = CLAIM.exec(e.name);
+    if (c) out.push({ name: e.name, seq: Number(c[1]), tag: c[2], claimedBy: Number(c[3]) });
   }
   return out.sort((a, b) => a.seq - b.seq);
 }
@@ -517,15 +508,7 @@ export interface SharedFile {
 /** Lists parseable `.json` entries, oldest first. Unparseable files older than a minute are deleted. */
 export async function listShared(dir: string): Promise<SharedFile[]> {
   const out: SharedFile[] = [];
-  let names: string[] = [];
-  try {
-    for await (const e of Deno.readDir(dir)) if (e.isFile) names.push(e.name);
-  } catch (error) {
-    if (isNotFound(error)) return [];
-    throw error;
-  }
-  names = names.sort();
-  for (const name of names) {
+  for (const name of (await listDir(dir)).filter((e) => e.isFile).map((e) => e.name).sort()) {
     const m = ENTRY_NAME.exec(name);
     if (!m || m[3] !== "json") continue;
     const path = joinPath(dir, name);
@@ -552,19 +535,15 @@ export async function listShared(dir: string): Promise<SharedFile[]> {
 /** Puts `.processing` files abandoned for longer than `ABANDONED_AFTER_MS` back into the queue. */
 async function recoverAbandonedShared(dir: string, now = Date.now()): Promise<number> {
   let recovered = 0;
-  try {
-    for await (const e of Deno.readDir(dir)) {
-      const m = ENTRY_NAME.exec(e.name);
-      if (!m || m[3] !== "processing") continue;
-      const path = joinPath(dir, e.name);
-      const info = await Deno.stat(path).catch(() => undefined);
-      if (!info?.mtime) continue;
-      const age = now - info.mtime.getTime();
-      if (age <= ABANDONED_AFTER_MS && -age <= FUTURE_SLACK_MS) continue;
-      await Deno.rename(path, joinPath(dir, `${m[1]}_${m[2]}.json`)).then(() => recovered++, () => {});
-    }
-  } catch (error) {
-    if (!isNotFound(error)) throw error;
+  for (const e of await listDir(dir)) {
+    const m = ENTRY_NAME.exec(e.name);
+    if (!m || m[3] !== "processing") continue;
+    const path = joinPath(dir, e.name);
+    const info = await Deno.stat(path).catch(() => undefined);
+    if (!info?.mtime) continue;
+    const age = now - info.mtime.getTime();
+    if (age <= ABANDONED_AFTER_MS && -age <= FUTURE_SLACK_MS) continue;
+    await Deno.rename(path, joinPath(dir, `${m[1]}_${m[2]}.json`)).then(() => recovered++, () => {});
   }
   return recovered;
 }
@@ -667,15 +646,11 @@ export async function countShared(dir: string): Promise<number> {
  */
 async function claimedSessions(dir: string): Promise<Map<string, number>> {
   const out = new Map<string, number>();
-  try {
-    for await (const e of Deno.readDir(dir)) {
-      const m = ENTRY_NAME.exec(e.name);
-      if (!m || m[3] !== "processing") continue;
-      const entry = SharedEntrySchema.safeParse(await readJson(joinPath(dir, e.name))).data;
-      if (entry) out.set(entry.sessionId, Math.min(entry.createdAt, out.get(entry.sessionId) ?? Infinity));
-    }
-  } catch (error) {
-    if (!isNotFound(error)) throw error;
+  for (const e of await listDir(dir)) {
+    const m = ENTRY_NAME.exec(e.name);
+    if (!m || m[3] !== "processing") continue;
+    const entry = SharedEntrySchema.safeParse(await readJson(joinPath(dir, e.name))).data;
+    if (entry) out.set(entry.sessionId, Math.min(entry.createdAt, out.get(entry.sessionId) ?? Infinity));
   }
   return out;
 }
