@@ -3,7 +3,6 @@
 import * as z from "zod/mini";
 import { assertEquals, assertTrue } from "../tests/support/assert.ts";
 import { asRecord, deepEqual, isRecord, issueText } from "./parsed.ts";
-import { resolveConfig } from "../openviking/config.ts";
 
 Deno.test("isRecord: a plain object only (not null, not an array, not a primitive)", () => {
   assertEquals([{}, { a: 1 }, Object.create(null)].map(isRecord), [true, true, true]);
@@ -30,18 +29,6 @@ Deno.test("issueText: what was wrong, in a few words", () => {
   assertEquals(text(z.enum(["git", "cwd"]), "svn"), 'must be "git" or "cwd"');
   assertEquals(text(z.union([z.string(), z.number()]), null), "has none of the accepted types");
   assertEquals(issueText(undefined), "is invalid");
-});
-
-Deno.test("a bad knob's warning says why, in those words", () => {
-  const { warnings } = resolveConfig({
-    env: { OPENVIKING_RECALL_LIMIT: "500", OPENVIKING_PEER_SOURCE: "svn" },
-    cliConfigPath: "/h/.openviking/ovcli.conf",
-    ovConfigPath: "/h/.openviking/ov.conf",
-  });
-  assertEquals(warnings, [
-    'OPENVIKING_PEER_SOURCE: invalid value "svn" (must be "git" or "cwd" or "none"); using the default',
-    'OPENVIKING_RECALL_LIMIT: invalid value "500" (must be at most 100); using the default',
-  ]);
 });
 
 Deno.test("deepEqual: key order ignored, arrays in order, dates by value, nothing else equal by shape", () => {
