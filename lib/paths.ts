@@ -145,16 +145,10 @@ export function noHomeReason(env: Env): string {
   }
 }
 
-const OVERRIDES = [
-  "OPENVIKING_HOME",
-  "OPENVIKING_HOOK_STATE_DIR",
-  "OPENVIKING_PENDING_DIR",
-  "OPENVIKING_STATE_DIR",
-  "OPENVIKING_CLI_CONFIG_FILE",
-  "OPENVIKING_CONFIG_FILE",
-  "KIMI_CODE_HOME",
-  "OPENVIKING_KIMI_BIN_DIR",
-];
+const OVERRIDES = (
+  "OPENVIKING_HOME OPENVIKING_HOOK_STATE_DIR OPENVIKING_PENDING_DIR OPENVIKING_STATE_DIR " +
+  "OPENVIKING_CLI_CONFIG_FILE OPENVIKING_CONFIG_FILE KIMI_CODE_HOME OPENVIKING_KIMI_BIN_DIR"
+).split(" ");
 
 /** The override variables set to something that is not an absolute path (they are ignored), as `NAME=value`. */
 export function ignoredOverrides(env: Env): string[] {

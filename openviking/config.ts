@@ -64,9 +64,10 @@ export interface CredentialSources {
   ovConfigPath: string;
 }
 
-const ENV_CREDENTIAL_VARS =
-  "OPENVIKING_URL OPENVIKING_BASE_URL OPENVIKING_MCP_URL OPENVIKING_BEARER_TOKEN OPENVIKING_API_KEY OPENVIKING_ACCOUNT OPENVIKING_USER OPENVIKING_PEER_ID"
-    .split(" ");
+const ENV_CREDENTIAL_VARS = (
+  "OPENVIKING_URL OPENVIKING_BASE_URL OPENVIKING_MCP_URL OPENVIKING_BEARER_TOKEN " +
+  "OPENVIKING_API_KEY OPENVIKING_ACCOUNT OPENVIKING_USER OPENVIKING_PEER_ID"
+).split(" ");
 const OVCLI_CREDENTIAL_KEYS = "url api_key account account_id user user_id actor_peer_id peer_id".split(" ");
 
 const str = (v: unknown): string => (typeof v === "string" ? v.trim() : "");
