@@ -328,11 +328,7 @@ Deno.test("replay: bounded in entries per run; a session filter replays only tha
   const only = await replayQueue(dir.path, clientOf(fake.url), opts({ sessionId: "kc-b" }));
   assertEquals(
     [only.replayed, fake.messages("kc-b").length, (await queuedMessages(dir.path, "kc-a")).length],
-    [
-      1,
-      1,
-      4,
-    ],
+    [1, 1, 4],
   );
 });
 

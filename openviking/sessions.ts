@@ -174,13 +174,7 @@ export async function sendMessages(
   payloads: readonly MessagePayload[],
   options: SendOptions,
 ): Promise<SendReport> {
-  const report: SendReport = {
-    acked: 0,
-    sent: 0,
-    queued: 0,
-    rejected: 0,
-    rejections: [],
-  };
+  const report: SendReport = { acked: 0, sent: 0, queued: 0, rejected: 0, rejections: [] };
   /** Queues `payloads[i…]`, the first batch unsure when its request may have arrived. */
   const queueFrom = async (i: number, unsure = false) => {
     if (i >= payloads.length) return;

@@ -66,10 +66,7 @@ Deno.test("deliver: no batch route (missing route, or a foreign 404/405) → one
   for (
     const refusal of [fail("missing-route", 404), fail("missing-route", 405), fail("not-openviking", 404)]
   ) {
-    const { d, calls, settledSeen } = await deliver(
-      (c) => route(c) === BATCH ? refusal : ok({}),
-      msgs(150),
-    );
+    const { d, calls, settledSeen } = await deliver((c) => route(c) === BATCH ? refusal : ok({}), msgs(150));
     assertEquals(calls.filter((c) => route(c) === BATCH).length, 1, "the batch route is tried once");
     assertEquals(calls.filter((c) => route(c) === ONE).flatMap(carried), msgs(150).map((_, i) => i));
     assertEquals([d.settled, d.sent, d.usedBatch], [150, 150, false]);
