@@ -10,10 +10,34 @@ import * as z from "zod/mini";
 import { adviceFor, adviceForCause } from "../openviking/advice.ts";
 import { nextProbeAt, readBreaker } from "../openviking/breaker.ts";
 import { type Config, loadConfig } from "../openviking/config.ts";
-import { askDataAccess, clientOptions, createClient, type FailureKind, type OpenVikingClient } from "../openviking/client.ts";
+import {
+  askDataAccess,
+  clientOptions,
+  createClient,
+  type FailureKind,
+  type OpenVikingClient,
+} from "../openviking/client.ts";
 import { ledgerFile, ledgerFiles, readLedger, REPLAY_FILE } from "../memory/ledger.ts";
-import { countShared, hasUnsent, type QueueSummary, queueSummary, REJECTED_SUBDIR, type RejectedSummary, rejectedSummary } from "../openviking/queue.ts";
-import { type Env, hookStateDir, joinPath, ledgerDir, orNoHome, pendingDir, processEnv, safeId, sharedStateDir } from "../lib/paths.ts";
+import {
+  countShared,
+  hasUnsent,
+  type QueueSummary,
+  queueSummary,
+  REJECTED_SUBDIR,
+  type RejectedSummary,
+  rejectedSummary,
+} from "../openviking/queue.ts";
+import {
+  type Env,
+  hookStateDir,
+  joinPath,
+  ledgerDir,
+  orNoHome,
+  pendingDir,
+  processEnv,
+  safeId,
+  sharedStateDir,
+} from "../lib/paths.ts";
 import { resolvePeer } from "../openviking/peer.ts";
 import { asRecord, isRecord, type JsonRecord } from "../lib/parsed.ts";
 import { scrub } from "../lib/scrub.ts";
