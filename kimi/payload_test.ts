@@ -1,5 +1,5 @@
-import { assertEquals } from "../support/assert.ts";
-import { hostSessionId, parseHookInput, promptText } from "../../kimi/payload.ts";
+import { assertEquals } from "../tests/support/assert.ts";
+import { hostSessionId, parseHookInput, promptText } from "./payload.ts";
 
 const parse = (v: unknown) => parseHookInput(new TextEncoder().encode(JSON.stringify(v)));
 
