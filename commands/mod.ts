@@ -12,7 +12,7 @@ import { VERSION } from "../lib/version.ts";
 import { commandName } from "../lib/self.ts";
 
 /** The program's name in usage lines. */
-export const PROGRAM = "openviking-kimi";
+const PROGRAM = "openviking-kimi";
 
 /**
  * One flag: what `parseArgs` reads (`type`, `short`, `default`), and for the help its line, the name of its
@@ -58,30 +58,7 @@ function form(name: string, flag: Flag): string {
     : `--${name} ${flag.value ?? flag.choices?.join("|") ?? "VALUE"}`;
 }
 
-type Token = ReturnType<typeof parseArgs<{ options: Flags; strict: false; tokens: true }>>["tokens"][number];
-
-/** The first flag of `tokens` that `flags` refuse, and why; "" when there is none. */
-function refusal(flags: Flags, tokens: readonly Token[]): string {
-  for (const t of tokens) {
-    if (t.kind !== "option") continue;
-    const flag = Object.hasOwn(flags, t.name) ? flags[t.name] : undefined;
-    if (!flag) return `unknown flag ${t.rawName}`;
-    const shown = t.rawName.startsWith("--") ? t.rawName : `${t.rawName} (--${t.name})`;
-    if (flag.type === "boolean") {
-      if (t.value !== undefined) return `${shown} takes no value`;
-    } else if (t.value === undefined) return `${shown} needs a value (${form(t.name, flag)})`;
-    else if (!t.inlineValue && t.value.startsWith("-") && t.value !== "-") {
-      // parseArgs takes whatever follows as the value; a flag is not a value unless written --flag=-value.
-      return `${shown} needs a value (${form(t.name, flag)}), not the flag ${t.value} ` +
-        `(write --${t.name}=${t.value} if that is the value)`;
-    } else if (flag.choices && !flag.choices.includes(t.value)) {
-      return `${shown} must be ${flag.choices.join(" or ")}, not ${JSON.stringify(t.value)}`;
-    }
-  }
-  return "";
-}
-
-/** Declares a command; `run` gets the values `parseArgs` typed from these very flags, and the positionals. */
+/** Declares a command; `run` gets the values `parseArgs` types from these very flags, and the positionals. */
 function command<const F extends Flags>(spec: {
   summary: string;
   args?: Readonly<Record<string, string>>;
@@ -91,38 +68,46 @@ function command<const F extends Flags>(spec: {
 }): Command {
   const args = spec.args ?? {};
   const names = Object.keys(args);
+  const flags: Flags = { ...spec.flags, help: HELP };
   const parse = (argv: string[]): Parsed => {
-    const options = { ...spec.flags, help: HELP };
-    const { tokens } = parseArgs({
-      args: argv,
-      options,
-      strict: false,
-      allowPositionals: true,
-      tokens: true,
-    });
+    const config = { args: argv, options: flags, strict: false, allowPositionals: true, tokens: true } as const;
+    const { tokens } = parseArgs(config);
     if (tokens.some((t) => t.kind === "option" && t.name === "help" && t.value === undefined)) {
       return { kind: "help" };
     }
     const error = (message: string): Parsed => ({ kind: "error", message });
-    const refused = refusal(options, tokens);
-    if (refused) return error(refused);
-    let parsed;
-    try {
-      parsed = parseArgs<Config<F>>({
-        args: argv,
-        options: spec.flags,
-        strict: true,
-        allowPositionals: true,
-      });
-    } catch (e) {
-      return error(e instanceof Error ? e.message : String(e));
+    const values: Record<string, string | boolean | undefined> = {};
+    const positionals: string[] = [];
+    for (const t of tokens) {
+      if (t.kind === "positional") positionals.push(t.value);
+      if (t.kind !== "option") continue;
+      const flag = Object.hasOwn(flags, t.name) ? flags[t.name] : undefined;
+      if (!flag) return error(`unknown flag ${t.rawName}`);
+      const shown = t.rawName.startsWith("--") ? t.rawName : `${t.rawName} (--${t.name})`;
+      if (flag.type === "boolean") {
+        if (t.value !== undefined) return error(`${shown} takes no value`);
+      } else if (t.value === undefined) return error(`${shown} needs a value (${form(t.name, flag)})`);
+      else if (!t.inlineValue && t.value.startsWith("-") && t.value !== "-") {
+        // parseArgs takes whatever follows as the value; a flag is not a value unless written --flag=-value.
+        return error(
+          `${shown} needs a value (${form(t.name, flag)}), not the flag ${t.value} ` +
+            `(write --${t.name}=${t.value} if that is the value)`,
+        );
+      } else if (flag.choices && !flag.choices.includes(t.value)) {
+        return error(`${shown} must be ${flag.choices.join(" or ")}, not ${JSON.stringify(t.value)}`);
+      }
+      values[t.name] = t.value ?? true;
     }
-    const { values, positionals } = parsed;
+    for (const [name, flag] of Object.entries(spec.flags)) {
+      if (flag.default !== undefined) values[name] ??= flag.default;
+    }
     const missing = names.find((n, i) => n.startsWith("<") && positionals[i] === undefined);
     if (missing) return error(`missing ${missing}`);
     const stray = positionals[names.length];
     if (stray !== undefined) return error(`unexpected argument ${JSON.stringify(stray)}`);
-    return { kind: "run", values, positionals, run: () => spec.run(values, positionals) };
+    // Built from these very flags, each checked against its declaration: the shape parseArgs would give.
+    const typed = values as Values<F>;
+    return { kind: "run", values: typed, positionals, run: () => spec.run(typed, positionals) };
   };
   return { summary: spec.summary, args, flags: spec.flags, usageExit: spec.usageExit ?? 2, parse };
 }
@@ -224,7 +209,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
     summary: "Shows what capture would send from a session's journal (no network, no state change).",
     args: { "<kimi-session-id>": 'the session id ("session_…"; `kimi session list --json` lists them)' },
     flags: { json: bool("one JSON object per message, in full") },
-    run: async ({ json }, [id]) => (await import("./turns.ts")).turnsCommand({ kimiSessionId: id, json }),
+    run: async ({ json }, [id]) => (await import("./turns.ts")).turnsCommand(id, json),
   }),
   status: command({
     summary: "What memory did: recalls, captures, commits and what OpenViking made of them, the queue.",

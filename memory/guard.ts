@@ -34,16 +34,8 @@ function vikingUriIn(text: string): string | undefined {
   return hit ? `viking://${hit[1]}` : undefined;
 }
 
-const PREFERRED_KEYS = [
-  "filePath",
-  "file_path",
-  "filepath",
-  "path",
-  "uri",
-  "target_uri",
-  "targetUri",
-  "pattern",
-];
+/** Keys of a tool input looked at first. */
+const PREFERRED_KEYS = "filePath file_path filepath path uri target_uri targetUri pattern".split(" ");
 
 /** The first viking URI in a tool input (preferred keys first, then any nested string), or "". */
 export function findVikingUri(input: unknown, depth = 0): string {
@@ -52,10 +44,8 @@ export function findVikingUri(input: unknown, depth = 0): string {
   if (!Array.isArray(input)) {
     const rec = input as Record<string, unknown>;
     for (const k of PREFERRED_KEYS) {
-      if (typeof rec[k] === "string") {
-        const hit = vikingUriIn(rec[k] as string);
-        if (hit) return hit;
-      }
+      const hit = typeof rec[k] === "string" ? vikingUriIn(rec[k]) : undefined;
+      if (hit) return hit;
     }
   }
   for (const v of Object.values(input as Record<string, unknown>)) {

@@ -128,50 +128,12 @@ export function cleanInjected(text: string): string {
   return trimLineEnds(out).replace(/\n{3,}/g, "\n\n").trim();
 }
 
-const ACKS = new Set([
-  "ok",
-  "okay",
-  "k",
-  "kk",
-  "yes",
-  "yep",
-  "yeah",
-  "y",
-  "no",
-  "nope",
-  "n",
-  "sure",
-  "thanks",
-  "thank you",
-  "thx",
-  "ty",
-  "got it",
-  "cool",
-  "nice",
-  "great",
-  "go",
-  "go on",
-  "continue",
-  "next",
-  "done",
-  "good",
-  "fine",
-  "lgtm",
-  "收到",
-  "好的",
-  "好",
-  "嗯",
-  "嗯嗯",
-  "可以",
-  "继续",
-  "不用",
-  "不需要",
-  "没了",
-  "好了",
-  "谢谢",
-  "行",
-  "对",
-]);
+/** Acknowledgements: a message that is only one of these is not captured. */
+const ACKS = new Set(
+  ("ok|okay|k|kk|yes|yep|yeah|y|no|nope|n|sure|thanks|thank you|thx|ty|got it|cool|nice|great|" +
+    "go|go on|continue|next|done|good|fine|lgtm|收到|好的|好|嗯|嗯嗯|可以|继续|不用|不需要|没了|好了|谢谢|行|对")
+    .split("|"),
+);
 
 /** Why a text is not captured, or "" when it is. */
 export type SkipReason = "" | "empty" | "ack" | "slash-command" | "punctuation" | "too-short";

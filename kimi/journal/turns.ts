@@ -1,34 +1,21 @@
 /**
- * Turns from a Kimi Code journal (wire protocol 1.5 from the v2 engine, 1.4 from the legacy one).
- * User text comes from `turn.prompt` (origin `user`) and `turn.steer`; assistant text is every `content.part`
- * text part of the turn, in order. Thinking, tool traffic, hook results, injections and reminders are not
- * turn text at all. A v2 turn is closed by its `turn.ended` (any reason) or by a later `turn.prompt`;
- * a legacy turn (no `turn.ended` is ever written) by a later prompt or a final `step.end`.
- *
- * `/undo [n]` writes `context.undo {count: n}` (every version; 2.1.0 pairs it with `agent.switched` and
- * `context.undone`, which are the same event): "treat retracted content as never having happened". As in
- * Kimi, it removes everything from the n-th last user input (a `context.append_message` of the user, not a
- * steer inside a turn in 2.1.0, not an injection) onwards, stopping at a compaction or a `context.clear`.
- * Turns it reaches are marked `retracted` and lose their text; what was already captured stays captured.
- *
- * A loop event, steer or `turn.ended` whose `turnId` matches no prompt of the stretch (read from an unusual
- * start, or an engine that renumbered) belongs to the turn that is open, never to nobody; with no open turn
- * it is counted in `unbound` rather than dropped silently.
+ * The main agent's turns from a Kimi Code journal (wire protocol 1.5 of the v2 engine, 1.4 of the legacy
+ * one): user text from prompts and steers, assistant text from text parts; `/undo` withdraws turns as Kimi
+ * does; an event whose turn id matches no prompt of the stretch belongs to the open turn.
  */
-
 import * as z from "zod/mini";
 import { isRecord } from "../../lib/parsed.ts";
 import type { JournalLine, LineFilter } from "./read.ts";
 
 /** A turn as read from the journal (text not yet cleaned). */
 export interface Turn {
-  /** Turn id as a string ("0", "1", …): the journal's own id, else the position among the agent's prompts. */
+  /** The journal's turn id, else the position among the agent's prompts, as a string. */
   id: string;
-  /** Position among the main agent's prompts (0, 1, …): what capture keys and the watermark use. */
+  /** Position among the main agent's prompts: what capture keys and the watermark use. */
   index: number;
   /** Byte offset of the line that started this turn. */
   startOffset: number;
-  /** Kind of the prompt's origin (`user`, `system_trigger`, …). */
+  /** The prompt's origin kind (`user`, `system_trigger`, …). */
   origin: string;
   /** User text parts (prompt, then steers); empty for turns the user did not start. */
   userParts: string[];
@@ -37,7 +24,7 @@ export interface Turn {
   closed: boolean;
   /** `turn.ended` reason, "next-prompt", "final-step", or "" while open. */
   closeReason: string;
-  /** Written by the v2 engine (records carry `agentId`), which always ends turns with `turn.ended`. */
+  /** Written by the v2 engine (records carry `agentId`), which ends every turn with `turn.ended`. */
   v2: boolean;
   /** `time` (ms) of the prompt record, when it had one. */
   time?: number;
@@ -107,12 +94,12 @@ const UndoRecord = z.object({
   count: z.int().check(z.positive()),
 });
 
+/** The words of the only lines that can matter for turns (the others are not parsed). */
+const TURN_WORDS =
+  /"(?:turn\.|content\.part"|step\.end"|metadata"|context\.(?:append_message|undo|clear|apply_compaction)")/;
+
 /** Only lines that can matter for turns are parsed (everything else is skipped unread). */
-export const turnLineFilter: LineFilter = (line) =>
-  line.includes('"turn.') || line.includes('"content.part"') || line.includes('"step.end"') ||
-  line.includes('"metadata"') || line.includes('"context.append_message"') ||
-  line.includes('"context.undo"') || line.includes('"context.clear"') ||
-  line.includes('"context.apply_compaction"');
+export const turnLineFilter: LineFilter = (line) => TURN_WORDS.test(line);
 
 /** The agent a record belongs to; records without `agentId` (legacy) belong to the main agent. */
 function isMain(agentId: string | undefined): boolean {

@@ -10,7 +10,7 @@ import { makeContext, placeJournal, sandboxEnv } from "../support/hook-context.t
 import { tempDir } from "../support/temp.ts";
 import { captureMode, captureSession } from "../../memory/capture.ts";
 import { Budget } from "../../openviking/client.ts";
-import { turnsOf } from "../../commands/turns.ts";
+import { messagesOf, type TurnMessage } from "../../commands/turns.ts";
 import { readJournal } from "../../kimi/journal/read.ts";
 import { scanTurns, turnLineFilter } from "../../kimi/journal/turns.ts";
 
@@ -119,8 +119,7 @@ function undoDelivered(variant: string): Msg[] {
 /** The interrupted story's length depends on when the interrupt landed: compare its start only. */
 const SLOW = "slow token 1 slow token 2 …";
 const norm = (content: string) => content.replace(/^slow token 1 slow token 2 [\s\S]*$/, SLOW);
-const asMsgs = (lines: string[]): Msg[] =>
-  lines.map((l) => JSON.parse(l)).map((o) => [o.turn_id, o.role, norm(o.content)]);
+const asMsgs = (messages: TurnMessage[]): Msg[] => messages.map((o) => [o.turn_id, o.role, norm(o.content)]);
 const INJECTED =
   /<system-reminder|<hook_result|openviking-context|SUBAGENT_TASK|pondering|\[memory\]|Wall time/;
 
@@ -141,7 +140,7 @@ Deno.test("recorded journals: every variant and scenario yields exactly the conv
       "undo",
     ]);
     for (const scenario of names) {
-      const got = asMsgs(await turnsOf(`${ROOT}${variant}/${scenario}/wire.jsonl`, opts));
+      const got = asMsgs(await messagesOf(`${ROOT}${variant}/${scenario}/wire.jsonl`, opts));
       assertEquals(got, expected(variant, scenario), `${variant}/${scenario}`);
       for (const [, , content] of got) {
         assertTrue(!INJECTED.test(content), `${variant}/${scenario}: ${content}`);
@@ -167,7 +166,7 @@ Deno.test("recorded journals at each Stop: the newest turn is never taken before
       for (const snap of stopSnapshots(dir)) {
         const read = await readJournal(`${dir}/${snap}`, undefined, turnLineFilter);
         const { turns } = scanTurns(read.lines);
-        const got = asMsgs(await turnsOf(`${dir}/${snap}`, opts));
+        const got = asMsgs(await messagesOf(`${dir}/${snap}`, opts));
         // A later /undo withdraws turns a Stop saw: that scenario has its own table.
         const want = scenario === "undo"
           ? undoAtStop(variant, Number(snap.match(/\d+/)![0]))
