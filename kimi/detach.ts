@@ -1,8 +1,6 @@
 /**
- * The detached worker. For the detached events (kimi/hooks.ts) the hook process only hands its stdin to a new
- * process of this program (own session, no inherited stdio) and exits, loading no config and no schema. It
- * keeps the worker's stdin open until it exits: the worker sees end-of-input, and starts, once the parent is
- * gone. The worker resolves the config, applies every gate and does the work.
+ * The detached worker: a detached event's hook process hands its stdin to a new process of this program (own
+ * session, no stdio) and exits, keeping the worker's stdin open so that it starts once the parent is gone.
  */
 
 import { type Env, processEnv } from "../lib/paths.ts";

@@ -1,7 +1,6 @@
 /**
- * The hook table: one row per Kimi event, how the hook process runs it and how install registers it. The
- * CLI's event names, the dispatcher's handlers (one per {@link HookEvent}, which the compiler demands) and
- * every `[[hooks]]` / manifest entry come from it. Pure data: the lean detach path of `hook <event>` loads it.
+ * The hook table: one row per Kimi event, how the hook process runs it and how install registers it. Pure
+ * data: the lean detach path of `hook <event>` loads it.
  */
 
 /**

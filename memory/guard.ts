@@ -1,8 +1,6 @@
 /**
- * PreToolUse guard for Read|Glob|Grep: a viking URI anywhere in the tool input is not a local path, however
- * it is spelled (`viking:/…` with any number of slashes or backslashes, percent-encoded, JSON-escaped, in
- * any case, after a local directory), so the call is denied with a reason that names the MCP tool to use
- * instead and an example. A path that merely contains the word (`openviking/`) is not one.
+ * PreToolUse guard for Read|Glob|Grep: a viking URI anywhere in the tool input, however spelled, is denied
+ * with a reason that names the MCP tool to use instead; a path that merely holds the word is not one.
  */
 
 import type { MemoryTool } from "./tools.ts";

@@ -1,8 +1,6 @@
 /**
- * Text cleaning for capture: strips everything that was injected into the conversation (our own recall
- * blocks, other memory plugins' blocks, system reminders, hook results), then the capture filters
- * (empty, acknowledgements, slash commands, punctuation only, too short) and truncation; `prepareText` is
- * the whole preparation of one message, redaction included (capture and the prompt hook's kept prompts).
+ * Text cleaning for capture: injected blocks stripped (ours, other memory plugins', reminders, hook results),
+ * then the filters and truncation; `prepareText` prepares one message, redaction included.
  */
 
 import { redact } from "../../lib/redact.ts";

@@ -1,6 +1,6 @@
 /**
- * Incremental journal reader: reads complete lines from a byte cursor, never consumes a last line that has
- * no newline yet (Kimi may be writing it), skips garbage, and notices a rewritten or replaced file.
+ * Incremental journal reader: complete lines from a byte cursor (a last line without its newline is left for
+ * later), garbage skipped, a rewritten or replaced file noticed.
  */
 
 import { sha256Hex } from "../../lib/hash.ts";
