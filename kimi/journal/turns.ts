@@ -32,21 +32,6 @@ export interface Turn {
   retracted: boolean;
 }
 
-/** The main agent's turns in a stretch of journal, and what else was learnt. */
-export interface TurnScan {
-  turns: Turn[];
-  /** Index the next `turn.prompt` after this stretch would get. */
-  nextIndex: number;
-  /** `protocol_version` from the metadata line, if the stretch included it. */
-  protocolVersion?: string;
-  /** Events with turn text whose `turnId` matched no prompt, bound to the open turn instead. */
-  rebound: number;
-  /** Events with turn text that had no turn to belong to (before the stretch's first prompt). */
-  unbound: number;
-  /** `context.undo` records whose count reached back before this stretch (those turns were read earlier). */
-  undoBeyondStretch: number;
-}
-
 const ContentPartSchema = z.looseObject({ type: z.string(), text: z.optional(z.string()) });
 const PromptRecord = z.object({
   type: z.enum(["turn.prompt", "turn.steer"]),
@@ -157,15 +142,20 @@ function retract(turns: Turn[], cut: Anchor): void {
   }
 }
 
-/** The state of one scan: the turns so far, the open one, and what `/undo` can still reach. */
+/** One scan of a stretch of journal: the main agent's turns, and what else was learnt. */
 class TurnScanner {
   readonly turns: Turn[] = [];
   private readonly byId = new Map<string, Turn>();
+  /** Index the next `turn.prompt` after this stretch would get. */
   nextIndex: number;
+  /** `protocol_version` from the metadata line, if the stretch included it. */
   protocolVersion: string | undefined;
   private current: Turn | undefined;
+  /** Events with turn text whose `turnId` matched no prompt, bound to the open turn instead. */
   rebound = 0;
+  /** Events with turn text that had no turn to belong to (before the stretch's first prompt). */
   unbound = 0;
+  /** `context.undo` records whose count reached back before this stretch (those turns were read earlier). */
   undoBeyondStretch = 0;
   /** User inputs `/undo` can still reach, oldest first (reset at a compaction or a clear). */
   private anchors: Anchor[] = [];
@@ -189,6 +179,7 @@ class TurnScanner {
 
   /** Reads one journal record. */
   read(offset: number, value: JournalLine["value"]): void {
+    const main = isMain(typeof value.agentId === "string" ? value.agentId : undefined);
     switch (value.type) {
       case "metadata": {
         const m = MetadataRecord.safeParse(value);
@@ -201,9 +192,10 @@ class TurnScanner {
         return this.steer(value);
       case "turn.cancel": {
         // Legacy journals mark a cancelled turn only by a bare turn.cancel (v2 also writes turn.ended).
-        const agentId = typeof value.agentId === "string" ? value.agentId : undefined;
         const t = this.current;
-        if (agentId === undefined && t && !t.v2 && !t.closed) [t.closed, t.closeReason] = [true, "cancelled"];
+        if (typeof value.agentId !== "string" && t && !t.v2 && !t.closed) {
+          [t.closed, t.closeReason] = [true, "cancelled"];
+        }
         return;
       }
       case "turn.ended": {
@@ -219,9 +211,7 @@ class TurnScanner {
         return this.undo(value);
       case "context.clear":
       case "context.apply_compaction": {
-        // Boundaries: /undo never reaches back across them.
-        const agentId = typeof value.agentId === "string" ? value.agentId : undefined;
-        if (isMain(agentId)) this.anchors = [];
+        if (main) this.anchors = []; // /undo never reaches back across them
         return;
       }
       case "context.append_loop_event":
@@ -321,6 +311,12 @@ export function scanTurns(lines: readonly JournalLine[], firstIndex = 0): TurnSc
   const { turns, nextIndex, protocolVersion, rebound, unbound, undoBeyondStretch } = s;
   return { turns, nextIndex, protocolVersion, rebound, unbound, undoBeyondStretch };
 }
+
+/** What {@link scanTurns} learnt of a stretch of journal. */
+export type TurnScan = Pick<
+  TurnScanner,
+  "turns" | "nextIndex" | "protocolVersion" | "rebound" | "unbound" | "undoBeyondStretch"
+>;
 
 /** The assistant text of a turn: parts of one step joined as-is, steps separated by a blank line. */
 export function assistantText(turn: Turn): string {
