@@ -18,9 +18,10 @@ function turnsOf(j: JournalBuilder) {
 }
 
 Deno.test("plan: keys <index>:<role>, payload {role, content, turn_id}; open turns wait", () => {
-  const j = new JournalBuilder().simpleTurn("remember I like tabs", "Noted: tabs it is.").prompt(
-    "what next then?",
-  ).stepBegin().text("partial");
+  const j = new JournalBuilder()
+    .simpleTurn("remember I like tabs", "Noted: tabs it is.").prompt("what next then?").stepBegin().text(
+      "partial",
+    );
   const plan = planCapture(turnsOf(j), new Set(), 0, opts);
   assertEquals(plan.toSend.map((c) => [c.key, c.payload]), [
     ["0:user", { role: "user", content: "remember I like tabs", turn_id: "0" }],
@@ -30,17 +31,16 @@ Deno.test("plan: keys <index>:<role>, payload {role, content, turn_id}; open tur
 });
 
 Deno.test("plan: acknowledged keys and the watermark are skipped; filtered messages are not sent", () => {
-  const j = new JournalBuilder().simpleTurn("remember I like tabs", "Noted: tabs it is.").simpleTurn(
-    "ok",
-    "Great, anything else I can do?",
-  ).simpleTurn("third question here", "third answer here");
+  const j = new JournalBuilder().simpleTurn("remember I like tabs", "Noted: tabs it is.")
+    .simpleTurn("ok", "Great, anything else I can do?").simpleTurn(
+      "third question here",
+      "third answer here",
+    );
   const turns = turnsOf(j);
   const plan = planCapture(turns, new Set(["2:user"]), 1, opts);
   assertEquals(plan.toSend.map((c) => c.key), ["1:assistant", "2:assistant"]);
-  assertEquals(plan.skipped.map((s) => [s.key, s.reason]), [["1:user", "ack"], [
-    "2:user",
-    "already-captured",
-  ]]);
+  const skipped = [["1:user", "ack"], ["2:user", "already-captured"]];
+  assertEquals(plan.skipped.map((s) => [s.key, s.reason]), skipped);
 });
 
 Deno.test("plan: redaction and truncation happen before sending; the key does not depend on them", () => {
@@ -57,11 +57,10 @@ Deno.test("plan: redaction and truncation happen before sending; the key does no
 });
 
 Deno.test("acknowledge: only a contiguous prefix; the watermark and cursor stop at the first turn not fully acknowledged", () => {
-  const j = new JournalBuilder().simpleTurn("first question", "first answer").simpleTurn(
-    "second question",
-    "second answer",
-  )
-    .simpleTurn("third question", "third answer").prompt("open question").stepBegin().text("partial");
+  const j = new JournalBuilder().simpleTurn("first question", "first answer")
+    .simpleTurn("second question", "second answer").simpleTurn("third question", "third answer").prompt(
+      "open question",
+    ).stepBegin().text("partial");
   const turns = turnsOf(j);
   const plan = planCapture(turns, new Set(), 0, opts);
   const ack = acknowledge(plan, 3, 0, turns, 4);

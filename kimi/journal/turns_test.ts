@@ -45,21 +45,17 @@ Deno.test("turns: the recorded 2.1.0 session — plain, tool and subagent turns,
 Deno.test("turns: records of another agent (agentId agent-0) never become main-agent turns", async () => {
   const sub = await Deno.readTextFile(`${RECORDED}agent-0.wire.jsonl`);
   assertEquals(scanTurns(linesOf(sub)).turns, [], "the recorded subagent journal has only agent-0 records");
-  const j = new JournalBuilder().simpleTurn("hello there friend", "hi, how can I help you today?").foreign(
-    "agent-0",
-    "SUBAGENT TEXT",
-  );
+  const j = new JournalBuilder()
+    .simpleTurn("hello there friend", "hi, how can I help you today?").foreign("agent-0", "SUBAGENT TEXT");
   assertEquals(summary(j.toString()).map((t) => t.assistant), ["hi, how can I help you today?"]);
 });
 
 Deno.test("turns: at Stop the final turn.ended is not on disk yet → the newest turn is open", () => {
-  const j = new JournalBuilder().simpleTurn("first question here", "first answer here").prompt(
-    "second question here",
-  ).stepBegin().text("partial answer");
-  assertEquals(summary(j.toString()).map((t) => [t.closed, t.assistant]), [[true, "first answer here"], [
-    false,
-    "partial answer",
-  ]]);
+  const j = new JournalBuilder()
+    .simpleTurn("first question here", "first answer here")
+    .prompt("second question here").stepBegin().text("partial answer");
+  const want = [[true, "first answer here"], [false, "partial answer"]];
+  assertEquals(summary(j.toString()).map((t) => [t.closed, t.assistant]), want);
 });
 
 Deno.test("turns: think parts, tool traffic, hook results and reminders are not turn text", () => {
@@ -78,10 +74,8 @@ Deno.test("turns: think parts, tool traffic, hook results and reminders are not 
 });
 
 Deno.test("turns: text from several steps is joined by a blank line; parts of one step are concatenated", () => {
-  const j = new JournalBuilder().prompt("explain it").stepBegin().text("Let me ").text("check.").tool(
-    "Read",
-    "x",
-  ).stepEnd("tool_use")
+  const j = new JournalBuilder()
+    .prompt("explain it").stepBegin().text("Let me ").text("check.").tool("Read", "x").stepEnd("tool_use")
     .stepBegin().text("It works like this.").stepEnd("end_turn").ended();
   assertEquals(summary(j.toString())[0].assistant, "Let me check.\n\nIt works like this.");
 });
@@ -99,12 +93,11 @@ Deno.test("turns: tool-only, interrupted and failed turns still own their user m
 });
 
 Deno.test("turns: steers join the user text; non-user prompts keep assistant text only", () => {
-  const j = new JournalBuilder().prompt("refactor the parser").steer("and keep the API").stepBegin().text(
-    "Done: parser refactored.",
-  ).stepEnd("end_turn").ended()
-    .prompt("Task notification: build finished", "system_trigger").stepBegin().text(
-      "The build finished fine.",
-    ).stepEnd("end_turn").ended();
+  const j = new JournalBuilder()
+    .prompt("refactor the parser").steer("and keep the API")
+    .stepBegin().text("Done: parser refactored.").stepEnd("end_turn").ended()
+    .prompt("Task notification: build finished", "system_trigger")
+    .stepBegin().text("The build finished fine.").stepEnd("end_turn").ended();
   assertEquals(summary(j.toString()).map((t) => [t.user, t.assistant]), [
     ["refactor the parser\n\nand keep the API", "Done: parser refactored."],
     ["", "The build finished fine."],
@@ -119,19 +112,14 @@ Deno.test("turns: legacy 1.4 journals (no agentId, no turn.ended) close by a lat
     .prompt("third question").stepBegin().text("partial");
   const s = scanTurns(linesOf(j.toString()));
   assertEquals(s.protocolVersion, "1.4");
-  assertEquals(s.turns.map((t) => [t.id, t.closed, t.closeReason]), [["0", true, "next-prompt"], [
-    "1",
-    true,
-    "final-step",
-  ], ["2", false, ""]]);
+  const want = [["0", true, "next-prompt"], ["1", true, "final-step"], ["2", false, ""]];
+  assertEquals(s.turns.map((t) => [t.id, t.closed, t.closeReason]), want);
   assertEquals(assistantText(s.turns[1]), "thinking about it\n\nsecond answer");
 });
 
 Deno.test("turns: numbering continues from a cursor (0.41 journals have no explicit ids)", () => {
-  const j = new JournalBuilder({ explicitIds: false }).simpleTurn("question one", "answer one").simpleTurn(
-    "question two",
-    "answer two",
-  );
+  const j = new JournalBuilder({ explicitIds: false })
+    .simpleTurn("question one", "answer one").simpleTurn("question two", "answer two");
   const lines = linesOf(j.toString());
   const second = lines.findIndex((l, i) =>
     i > 1 && l.value.type === "turn.prompt" &&
@@ -154,16 +142,8 @@ Deno.test("undo (recorded, every variant): /undo 1 then /undo 2 leave the first 
   for (const variant of ["2.1.0", "0.41.0", "0.41.0-legacy"]) {
     const read = await readJournal(`${ROOT}${variant}/undo/wire.jsonl`, undefined, turnLineFilter);
     const scan = scanTurns(read.lines);
-    assertEquals(
-      scan.turns.map((t) => [t.id, t.index, t.retracted, t.closed]),
-      [["0", 0, false, true], ["1", 1, true, true], ["2", 2, true, true], ["3", 3, true, true], [
-        "4",
-        4,
-        false,
-        true,
-      ]],
-      variant,
-    );
+    const want = [0, 1, 2, 3, 4].map((i) => [String(i), i, i > 0 && i < 4, true]);
+    assertEquals(scan.turns.map((t) => [t.id, t.index, t.retracted, t.closed]), want, variant);
     const plan = planCapture(scan.turns, new Set(), 0, opts);
     assertEquals(plan.toSend.map((c) => [c.key, c.payload.content]), [
       ["0:user", "first: keep this one"],
@@ -185,10 +165,8 @@ Deno.test("undo (recorded, every variant): /undo 1 then /undo 2 leave the first 
 
 Deno.test("undo (recorded): the model never saw the withdrawn turns — the same ones capture leaves out", async () => {
   for (const variant of ["2.1.0", "0.41.0", "0.41.0-legacy"]) {
-    const requests = (await Deno.readTextFile(`${ROOT}${variant}/undo/model-requests.jsonl`)).trim().split(
-      "\n",
-    )
-      .map((l) => JSON.parse(l) as { messages: { role: string; content: unknown }[] });
+    const requests = (await Deno.readTextFile(`${ROOT}${variant}/undo/model-requests.jsonl`)).trim()
+      .split("\n").map((l) => JSON.parse(l) as { messages: { role: string; content: unknown }[] });
     const last = requests.at(-1)!.messages.filter((m) => m.role === "user")
       .map((m) => typeof m.content === "string" ? m.content : JSON.stringify(m.content))
       .filter((c) => !c.includes("system-reminder"));
@@ -197,34 +175,25 @@ Deno.test("undo (recorded): the model never saw the withdrawn turns — the same
 });
 
 Deno.test("undo: counts user inputs back from the end; a second undo counts only what the first left", () => {
-  const j = new JournalBuilder().simpleTurn("alpha question", "alpha answer").simpleTurn(
-    "beta question",
-    "beta answer",
-  )
-    .undo(1).simpleTurn("gamma question", "gamma answer").undo(1).simpleTurn(
-      "delta question",
-      "delta answer",
-    );
+  const j = new JournalBuilder()
+    .simpleTurn("alpha question", "alpha answer").simpleTurn("beta question", "beta answer").undo(1)
+    .simpleTurn("gamma question", "gamma answer").undo(1).simpleTurn("delta question", "delta answer");
   assertEquals(shape(j.toString()), [
     ["alpha question", "alpha answer", false],
     ["", "", true],
     ["", "", true],
     ["delta question", "delta answer", false],
   ]);
-  const two = new JournalBuilder().simpleTurn("one question", "one answer").simpleTurn(
-    "two question",
-    "two answer",
-  )
-    .simpleTurn("three question", "three answer").undo(2);
+  const two = new JournalBuilder().simpleTurn("one question", "one answer")
+    .simpleTurn("two question", "two answer").simpleTurn("three question", "three answer").undo(2);
   assertEquals(shape(two.toString()).map((t) => t[2]), [false, true, true]);
 });
 
 Deno.test("undo: 2.1.0's switch triple and the bare record of older versions are the same undo", () => {
   for (const triple of [true, false]) {
-    const j = new JournalBuilder().simpleTurn("keep this question", "kept answer").simpleTurn(
-      "drop this question",
-      "dropped answer",
-    ).undo(1, triple);
+    const j = new JournalBuilder()
+      .simpleTurn("keep this question", "kept answer").simpleTurn("drop this question", "dropped answer")
+      .undo(1, triple);
     assertEquals(sent(j.toString()), ["keep this question", "kept answer"], `triple=${triple}`);
   }
 });
@@ -233,10 +202,8 @@ Deno.test("undo: injections, hook results and system turns are not user inputs; 
   const j = new JournalBuilder().simpleTurn("first real question", "first answer")
     .hookResult("<openviking-context>memo</openviking-context>")
     .simpleTurn("second real question", "second answer")
-    .prompt("background task finished", "system_trigger").stepBegin().text("system answer").stepEnd(
-      "end_turn",
-    )
-    .ended()
+    .prompt("background task finished", "system_trigger")
+    .stepBegin().text("system answer").stepEnd("end_turn").ended()
     .undo(1);
   // The undo reaches the second user input; the system turn after it is withdrawn with it.
   assertEquals(shape(j.toString()).map((t) => t[2]), [false, true, true]);
@@ -300,17 +267,9 @@ Deno.test("undo (legacy 1.4, no agentId): the same rules", () => {
 
 const VARIANTS = ["2.1.0", "0.41.0", "0.41.0-legacy"];
 /** Scenarios without /undo: there the independent reading (which knows no undo) would differ on purpose. */
-const SCENARIOS = [
-  "plain",
-  "tool",
-  "subagent",
-  "failed",
-  "interrupted-print",
-  "interrupted-tui",
-  "compaction",
-  "resumed",
-  "hook-context",
-];
+const SCENARIOS =
+  "plain tool subagent failed interrupted-print interrupted-tui compaction resumed hook-context"
+    .split(" ");
 
 /** The independent reading: assistant text parts per prompt, and text parts seen before any prompt. */
 function independent(lines: string[]): { turns: string[][]; orphans: number } {

@@ -23,6 +23,7 @@ const ack = (
   n: number,
   p: string,
 ): Msg[] => [[String(n - 1), "user", p], [String(n - 1), "assistant", `ACK ${n}: ${p}`]];
+const TOOL_RAN = "FINAL after tool: tool-ran";
 const AGENT = "FINAL after agent: agent_id: agent-0 | actual_subagent_type: coder";
 
 /** What capture must send for each recorded scenario's final journal (closed turns only). */
@@ -33,11 +34,7 @@ function expected(variant: string, scenario: string): Msg[] {
     case "plain":
       return ack(1, "hello, remember that I prefer tabs over spaces");
     case "tool":
-      return [["0", "user", "please RUN_TOOL and THINK about it"], [
-        "0",
-        "assistant",
-        "FINAL after tool: tool-ran",
-      ]];
+      return [["0", "user", "please RUN_TOOL and THINK about it"], ["0", "assistant", TOOL_RAN]];
     case "subagent":
       return [["0", "user", "please RUN_AGENT for me"], ["0", "assistant", AGENT]];
     case "failed":
@@ -54,11 +51,12 @@ function expected(variant: string, scenario: string): Msg[] {
         ["1", "assistant", "ACK: hi after the interruption"],
       ];
     case "compaction":
-      return [...ack(1, "first: remember that I prefer tabs"), ["1", "user", "second: RUN_TOOL please"], [
-        "1",
-        "assistant",
-        "FINAL after tool: tool-ran",
-      ], ...ack(5, "third: after the compaction").map(([, r, c]) => ["2", r, c] as Msg)];
+      return [
+        ...ack(1, "first: remember that I prefer tabs"),
+        ["1", "user", "second: RUN_TOOL please"],
+        ["1", "assistant", TOOL_RAN],
+        ...ack(5, "third: after the compaction").map(([, r, c]) => ["2", r, c] as Msg),
+      ];
     case "resumed":
       return [
         ...ack(1, "first: remember that I prefer tabs over spaces"),
@@ -71,11 +69,8 @@ function expected(variant: string, scenario: string): Msg[] {
       // `/undo 1` withdrew the second turn, `/undo 2` the third and fourth.
       return [...UNDO_TURNS[0], ...UNDO_TURNS[4]];
     case "hook-context":
-      return [...ack(1, "what do I prefer, tabs or spaces?"), ["1", "user", "and RUN_TOOL to check"], [
-        "1",
-        "assistant",
-        "FINAL after tool: tool-ran",
-      ]];
+      const tool: Msg[] = [["1", "user", "and RUN_TOOL to check"], ["1", "assistant", TOOL_RAN]];
+      return [...ack(1, "what do I prefer, tabs or spaces?"), ...tool];
   }
   throw new Error(`no expectation for ${scenario}`);
 }
@@ -127,18 +122,9 @@ Deno.test("recorded journals: every variant and scenario yields exactly the conv
   let checked = 0;
   for (const variant of VARIANTS) {
     const names = scenarios(variant);
-    assertEquals(names, [
-      "compaction",
-      "failed",
-      "hook-context",
-      "interrupted-print",
-      "interrupted-tui",
-      "plain",
-      "resumed",
-      "subagent",
-      "tool",
-      "undo",
-    ]);
+    const all =
+      "compaction failed hook-context interrupted-print interrupted-tui plain resumed subagent tool undo";
+    assertEquals(names, all.split(" "));
     for (const scenario of names) {
       const got = asMsgs(await messagesOf(`${ROOT}${variant}/${scenario}/wire.jsonl`, opts));
       assertEquals(got, expected(variant, scenario), `${variant}/${scenario}`);
