@@ -32,52 +32,39 @@ export interface Turn {
   retracted: boolean;
 }
 
-const ContentPartSchema = z.looseObject({ type: z.string(), text: z.optional(z.string()) });
+// Records, by their `type` (which `read` switches on); one of an unexpected shape is skipped.
+const Agent = z.optional(z.string());
+const TurnId = z.union([z.number(), z.string()]);
+const Part = z.looseObject({ type: z.string(), text: z.optional(z.string()) });
 const PromptRecord = z.object({
-  type: z.enum(["turn.prompt", "turn.steer"]),
-  agentId: z.optional(z.string()),
-  input: z.optional(z.union([z.array(ContentPartSchema), z.string()])),
+  agentId: Agent,
+  input: z.optional(z.union([z.array(Part), z.string()])),
   origin: z.optional(z.looseObject({ kind: z.string() })),
-  turnId: z.optional(z.union([z.number(), z.string()])),
+  turnId: z.optional(TurnId),
 });
-const EndedRecord = z.object({
-  type: z.literal("turn.ended"),
-  agentId: z.optional(z.string()),
-  turnId: z.union([z.number(), z.string()]),
-  reason: z.optional(z.string()),
-});
+const EndedRecord = z.object({ agentId: Agent, turnId: TurnId, reason: z.optional(z.string()) });
 const LoopRecord = z.object({
-  type: z.literal("context.append_loop_event"),
-  agentId: z.optional(z.string()),
+  agentId: Agent,
   event: z.looseObject({
     type: z.string(),
-    turnId: z.optional(z.union([z.number(), z.string()])),
-    step: z.optional(z.union([z.number(), z.string()])),
+    turnId: z.optional(TurnId),
+    step: z.optional(TurnId),
     stepUuid: z.optional(z.string()),
-    uuid: z.optional(z.string()),
-    part: z.optional(z.looseObject({ type: z.string(), text: z.optional(z.string()) })),
+    part: z.optional(Part),
     finishReason: z.optional(z.string()),
   }),
 });
-const MetadataRecord = z.object({ type: z.literal("metadata"), protocol_version: z.string() });
+const MetadataRecord = z.object({ protocol_version: z.string() });
+const Origin = z.looseObject({
+  kind: z.string(),
+  inTurn: z.optional(z.unknown()),
+  trigger: z.optional(z.unknown()),
+});
 const MessageRecord = z.object({
-  type: z.literal("context.append_message"),
-  agentId: z.optional(z.string()),
-  message: z.looseObject({
-    role: z.string(),
-    content: z.optional(z.unknown()),
-    origin: z.optional(z.looseObject({
-      kind: z.string(),
-      inTurn: z.optional(z.unknown()),
-      trigger: z.optional(z.unknown()),
-    })),
-  }),
+  agentId: Agent,
+  message: z.looseObject({ role: z.string(), content: z.optional(z.unknown()), origin: z.optional(Origin) }),
 });
-const UndoRecord = z.object({
-  type: z.literal("context.undo"),
-  agentId: z.optional(z.string()),
-  count: z.int().check(z.positive()),
-});
+const UndoRecord = z.object({ agentId: Agent, count: z.int().check(z.positive()) });
 
 /** The words of the only lines that can matter for turns (the others are not parsed). */
 const TURN_WORDS =
@@ -106,9 +93,7 @@ function partsText(input: unknown): string {
 const CONTINUING = new Set(["tool_use", "tool_calls", "tool-calls"]);
 
 /** Whether a user message is what `/undo` counts: real user input (Kimi's `isUndoAnchor`). */
-function isUndoAnchor(
-  origin: { kind: string; inTurn?: unknown; trigger?: unknown } | undefined,
-): boolean {
+function isUndoAnchor(origin: z.infer<typeof Origin> | undefined): boolean {
   if (origin === undefined) return true;
   if (origin.inTurn === true) return false; // a steer inside a running turn (2.1.0)
   if (origin.kind === "user") return true;
