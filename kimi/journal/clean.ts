@@ -5,22 +5,9 @@
 
 import { redact } from "../../lib/redact.ts";
 
-/**
- * Tags whose whole element (open tag … close tag) is injected context. Only whole elements are removed: an
- * open tag without its close (a message that mentions `<system-reminder>`) is ordinary text.
- */
-const INJECTED_TAGS = [
-  "openviking-context",
-  "relevant-memories",
-  "relevant-memory",
-  "system-reminder",
-  "hook_result",
-  "user-profile",
-  "available-memories",
-  "available-skills",
-  "memory-context",
-  "claude-mem-context",
-];
+/** Tags whose whole element (open tag … close tag) is injected context; an open tag alone is text. */
+const INJECTED_TAGS = ("openviking-context relevant-memories relevant-memory system-reminder hook_result " +
+  "user-profile available-memories available-skills memory-context claude-mem-context").split(" ");
 
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\-]/g, "\\$&");
 
@@ -33,9 +20,8 @@ const CLOSE_END = /\s*>/y;
 const ANGLE = /[<>]/g;
 
 /**
- * Removes the whole elements of one tag: `<tag …>` … `</tag>`, matched like brackets (nested ones inside
- * an outer one go with it), and `<tag …/>`. An open tag without its close — and a close without its open —
- * is ordinary text. Tags are found in one scan; each character is looked at a bounded number of times.
+ * Removes the whole elements of one tag, `<tag …>` … `</tag>` matched like brackets, and `<tag …/>`; an open
+ * or a close tag alone is text. One scan: each character is looked at a bounded number of times.
  */
 function removeElements(text: string, tag: RegExp): string {
   const spans: [number, number][] = [];
