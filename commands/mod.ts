@@ -59,16 +59,17 @@ function form(name: string, flag: Flag): string {
 }
 
 /** Declares a command; `run` gets the values `parseArgs` types from these very flags, and the positionals. */
-function command<const F extends Flags>(spec: {
+function command<const F extends Flags = Record<never, Flag>>(spec: {
   summary: string;
   args?: Readonly<Record<string, string>>;
-  flags: F;
+  flags?: F;
   usageExit?: number;
   run: (values: Values<F>, positionals: string[]) => Promise<number>;
 }): Command {
   const args = spec.args ?? {};
   const names = Object.keys(args);
-  const flags: Flags = { ...spec.flags, help: HELP };
+  const own: Flags = spec.flags ?? {};
+  const flags: Flags = { ...own, help: HELP };
   const parse = (argv: string[]): Parsed => {
     const config = { args: argv, options: flags, strict: false, allowPositionals: true, tokens: true } as const;
     const { tokens } = parseArgs(config);
@@ -98,7 +99,7 @@ function command<const F extends Flags>(spec: {
       }
       values[t.name] = t.value ?? true;
     }
-    for (const [name, flag] of Object.entries(spec.flags)) {
+    for (const [name, flag] of Object.entries(own)) {
       if (flag.default !== undefined) values[name] ??= flag.default;
     }
     const missing = names.find((n, i) => n.startsWith("<") && positionals[i] === undefined);
@@ -109,7 +110,7 @@ function command<const F extends Flags>(spec: {
     const typed = values as Values<F>;
     return { kind: "run", values: typed, positionals, run: () => spec.run(typed, positionals) };
   };
-  return { summary: spec.summary, args, flags: spec.flags, usageExit: spec.usageExit ?? 2, parse };
+  return { summary: spec.summary, args, flags: own, usageExit: spec.usageExit ?? 2, parse };
 }
 
 /** A flag taking a value, named `value` in usage lines. */
@@ -129,13 +130,11 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
     summary: `Runs one Kimi Code hook, <event> being ${HOOKS.map((h) => h.cli).join(", ")}; reads the hook ` +
       "JSON on stdin, always exits 0.",
     args: { "<event>": "the Kimi Code event (see above)" },
-    flags: {},
     usageExit: 0,
     run: async (_, [event]) => (await import("./hook.ts")).hookEntry(event),
   }),
   mcp: command({
     summary: "The stdio MCP server Kimi Code starts, proxying to OpenViking's /mcp.",
-    flags: {},
     run: async () => (await import("./mcp.ts")).mcpCommand(),
   }),
   install: command({
@@ -242,13 +241,11 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
   }),
   version: command({
     summary: "Prints the version.",
-    flags: {},
     run: () => Promise.resolve(print(VERSION)),
   }),
   help: command({
     summary: "Shows this help, or one command's.",
     args: { "[<command>]": "the command to describe" },
-    flags: {},
     run: (_, [name]) => {
       if (name === undefined) return Promise.resolve(print(helpText()));
       if (Object.hasOwn(COMMANDS, name)) return Promise.resolve(print(commandHelp(name)));
