@@ -61,9 +61,8 @@ export function parseHookInput(
 export function promptText(input: HookInput): string {
   const value = input.prompt ?? input.input;
   if (typeof value === "string") return value;
-  return (value ?? []).filter((p) => p.type === "text" && typeof p.text === "string").map((p) => p.text).join(
-    "\n",
-  );
+  return (value ?? []).filter((p) => p.type === "text" && typeof p.text === "string").map((p) => p.text)
+    .join("\n");
 }
 
 /** The host's session id (`session_id`, else `sessionId`), or "". */
