@@ -57,12 +57,19 @@ export function parseHookInput(
   };
 }
 
-/** The prompt text of a payload: `prompt` or `input`, a string or content parts (text parts joined). */
-export function promptText(input: HookInput): string {
-  const value = input.prompt ?? input.input;
-  if (typeof value === "string") return value;
-  return (value ?? []).filter((p) => p.type === "text" && typeof p.text === "string").map((p) => p.text)
+/** Text of content parts (text parts only, joined by newlines), or a plain string prompt. */
+export function partsText(input: unknown): string {
+  if (typeof input === "string") return input;
+  if (!Array.isArray(input)) return "";
+  return input.filter((p) => isRecord(p) && p.type === "text").map((p) => String(p.text ?? "")).filter(
+    Boolean,
+  )
     .join("\n");
+}
+
+/** The prompt text of a payload: `prompt` or `input`, a string or content parts. */
+export function promptText(input: HookInput): string {
+  return partsText(input.prompt ?? input.input);
 }
 
 /** The host's session id (`session_id`, else `sessionId`), or "". */

@@ -4,7 +4,7 @@
  * does; an event whose turn id matches no prompt of the stretch belongs to the open turn.
  */
 import * as z from "zod/mini";
-import { isRecord } from "../../lib/parsed.ts";
+import { partsText } from "../payload.ts";
 import type { JournalLine, LineFilter } from "./read.ts";
 
 /** A turn as read from the journal (text not yet cleaned). */
@@ -76,17 +76,6 @@ export const turnLineFilter: LineFilter = (line) => TURN_WORDS.test(line);
 /** The agent a record belongs to; records without `agentId` (legacy) belong to the main agent. */
 function isMain(agentId: string | undefined): boolean {
   return agentId === undefined || agentId === "main";
-}
-
-/** Text of content parts (text parts only, joined by newlines), or a plain string prompt. */
-function partsText(input: unknown): string {
-  if (typeof input === "string") return input;
-  if (!Array.isArray(input)) return "";
-  return input
-    .filter((p) => isRecord(p) && p.type === "text")
-    .map((p) => String(p.text ?? ""))
-    .filter((t) => t.length > 0)
-    .join("\n");
 }
 
 /** A step's finish reasons that mean the model keeps going. */
