@@ -70,9 +70,9 @@ function command<const F extends Flags = Record<never, Flag>>(spec: {
   const names = Object.keys(args);
   const own: Flags = spec.flags ?? {};
   const flags: Flags = { ...own, help: HELP };
+  const config = { options: flags, strict: false, allowPositionals: true, tokens: true } as const;
   const parse = (argv: string[]): Parsed => {
-    const config = { args: argv, options: flags, strict: false, allowPositionals: true, tokens: true } as const;
-    const { tokens } = parseArgs(config);
+    const { tokens } = parseArgs({ args: argv, ...config });
     if (tokens.some((t) => t.kind === "option" && t.name === "help" && t.value === undefined)) {
       return { kind: "help" };
     }

@@ -75,7 +75,8 @@ export async function turnsCommand(id: string, json: boolean): Promise<number> {
     return 1;
   }
   const { config } = await loadConfig(env);
-  const messages = await messagesOf(found.path, { maxLength: config.captureMaxLength, redact: config.redact });
+  const options = { maxLength: config.captureMaxLength, redact: config.redact };
+  const messages = await messagesOf(found.path, options);
   for (const line of json ? messages.map((m) => terminalJson(m)) : renderTurns(messages)) console.log(line);
   return 0;
 }
