@@ -78,6 +78,12 @@ function isMain(agentId: string | undefined): boolean {
   return agentId === undefined || agentId === "main";
 }
 
+/** `value` as `schema` reads it, when it is a record of the main agent. */
+function mainRecord<T extends { agentId?: string }>(schema: z.ZodMiniType<T>, value: unknown): T | undefined {
+  const r = schema.safeParse(value);
+  return r.success && isMain(r.data.agentId) ? r.data : undefined;
+}
+
 /** A step's finish reasons that mean the model keeps going. */
 const CONTINUING = new Set(["tool_use", "tool_calls", "tool-calls"]);
 
@@ -173,10 +179,9 @@ class TurnScanner {
         return;
       }
       case "turn.ended": {
-        const r = EndedRecord.safeParse(value);
-        if (!r.success || !isMain(r.data.agentId)) return;
-        const t = this.turnFor(r.data.turnId, false);
-        if (t && !t.closed) [t.closed, t.closeReason] = [true, r.data.reason ?? "ended"];
+        const r = mainRecord(EndedRecord, value);
+        const t = r && this.turnFor(r.turnId, false);
+        if (t && !t.closed) [t.closed, t.closeReason] = [true, r.reason ?? "ended"];
         return;
       }
       case "context.append_message":
@@ -195,17 +200,17 @@ class TurnScanner {
 
   /** A prompt starts the next turn and closes every open one. */
   private prompt(offset: number, value: JournalLine["value"]): void {
-    const r = PromptRecord.safeParse(value);
-    if (!r.success || !isMain(r.data.agentId)) return;
+    const r = mainRecord(PromptRecord, value);
+    if (!r) return;
     // Keys use the position among the agent's prompts: monotonic even if the engine's ids ever restart.
     const index = this.nextIndex++;
     for (const t of this.turns) {
       if (!t.closed) [t.closed, t.closeReason] = [true, "next-prompt"];
     }
-    const origin = r.data.origin?.kind ?? "user";
-    const text = partsText(r.data.input);
+    const origin = r.origin?.kind ?? "user";
+    const text = partsText(r.input);
     const turn: Turn = {
-      id: r.data.turnId !== undefined ? String(r.data.turnId) : String(index),
+      id: String(r.turnId ?? index),
       index,
       startOffset: offset,
       origin,
@@ -213,7 +218,7 @@ class TurnScanner {
       assistantParts: [],
       closed: false,
       closeReason: "",
-      v2: r.data.agentId !== undefined,
+      v2: r.agentId !== undefined,
       time: typeof value.time === "number" ? value.time : undefined,
       retracted: false,
     };
@@ -224,21 +229,19 @@ class TurnScanner {
 
   /** A steer adds the user's text to its open turn. */
   private steer(value: JournalLine["value"]): void {
-    const r = PromptRecord.safeParse(value);
-    if (!r.success || !isMain(r.data.agentId)) return;
-    const text = partsText(r.data.input);
-    const target = this.turnFor(r.data.turnId, Boolean(text));
-    if (target && !target.closed && text && (r.data.origin?.kind ?? "user") === "user") {
+    const r = mainRecord(PromptRecord, value);
+    if (!r) return;
+    const text = partsText(r.input);
+    const target = this.turnFor(r.turnId, Boolean(text));
+    if (target && !target.closed && text && (r.origin?.kind ?? "user") === "user") {
       target.userParts.push(text);
     }
   }
 
   /** A user message is an input `/undo` can cut back to (Kimi's own rule, `isUndoAnchor`). */
   private message(value: JournalLine["value"]): void {
-    const r = MessageRecord.safeParse(value);
-    if (!r.success || !isMain(r.data.agentId)) return;
-    const m = r.data.message;
-    if (m.role !== "user" || !isUndoAnchor(m.origin)) return;
+    const m = mainRecord(MessageRecord, value)?.message;
+    if (!m || m.role !== "user" || !isUndoAnchor(m.origin)) return;
     const current = this.current;
     const whole = !current || !this.anchored.has(current);
     if (current) this.anchored.add(current);
@@ -254,23 +257,22 @@ class TurnScanner {
 
   /** `/undo n` withdraws everything from the n-th last input on. */
   private undo(value: JournalLine["value"]): void {
-    const r = UndoRecord.safeParse(value);
-    if (!r.success || !isMain(r.data.agentId)) return;
-    if (r.data.count > this.anchors.length) this.undoBeyondStretch++;
-    const cut = this.anchors.splice(Math.max(0, this.anchors.length - r.data.count))[0];
+    const count = mainRecord(UndoRecord, value)?.count;
+    if (count === undefined) return;
+    if (count > this.anchors.length) this.undoBeyondStretch++;
+    const cut = this.anchors.splice(Math.max(0, this.anchors.length - count))[0];
     if (cut) retract(this.turns, cut);
   }
 
   /** A loop event: assistant text for its turn, or (legacy) the final step that ends it. */
   private loopEvent(value: JournalLine["value"]): void {
-    const r = LoopRecord.safeParse(value);
-    if (!r.success || !isMain(r.data.agentId)) return;
-    const ev = r.data.event;
-    const carriesText = ev.type === "content.part" && ev.part?.type === "text" && Boolean(ev.part.text);
-    const t = this.turnFor(ev.turnId, carriesText);
+    const ev = mainRecord(LoopRecord, value)?.event;
+    if (!ev) return;
+    const text = ev.type === "content.part" && ev.part?.type === "text" ? ev.part.text : undefined;
+    const t = this.turnFor(ev.turnId, Boolean(text));
     if (!t || t.closed) return;
-    if (ev.type === "content.part" && ev.part?.type === "text" && ev.part.text) {
-      t.assistantParts.push({ step: String(ev.stepUuid ?? ev.step ?? ""), text: ev.part.text });
+    if (text) {
+      t.assistantParts.push({ step: String(ev.stepUuid ?? ev.step ?? ""), text });
     } else if (ev.type === "step.end" && !t.v2 && ev.finishReason && !CONTINUING.has(ev.finishReason)) {
       // Legacy journals never write turn.ended: a step that does not continue ends the turn.
       [t.closed, t.closeReason] = [true, "final-step"];
