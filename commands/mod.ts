@@ -1,217 +1,354 @@
 /**
- * Every command of openviking-kimi, declared once: its positional arguments, its flags (value or boolean,
- * short alias, default, one-line description), its one-line summary and where its handler lives. The
- * parser, `<command> --help`, the top-level help and README's command list all come from this table
- * (cli/spec.ts). A new command is one entry here plus its handler; a new flag is one line in its command's
- * `flags` and one field in the handler's options type (which the compiler checks against the entry).
+ * The command table: every command with its flags as `node:util` `parseArgs` declares them, each with its
+ * help line beside it, its summary and its handler (imported only when the command runs). Usage lines,
+ * `<command> --help`, the top-level help and README's command list are rendered from it.
  *
- * Handlers are imported only when their command runs. `hook <event>` normally never gets here: main.ts runs
- * it before loading this table (the hot path), and comes here only for `hook --help` and mistakes.
+ * `hook <event>` never comes here (main.ts runs it first); only `hook --help` and mistakes do.
  */
 
+import { parseArgs } from "node:util";
 import { HOOKS } from "../kimi/hooks.ts";
 import { VERSION } from "../lib/version.ts";
 import { commandName } from "../lib/self.ts";
-import { type Command, command, commandHelp, type FlagSpec, topLevelHelp, usageError } from "./args.ts";
 
 /** The program's name in usage lines. */
-export const PROGRAM = "openviking-kimi";
+const PROGRAM = "openviking-kimi";
 
-// Flags several commands share (`as const` keeps their literal types for the handlers' option types).
-const kimiHome = {
-  type: "string",
-  value: "DIR",
-  description: "Kimi Code's home directory (default: $KIMI_CODE_HOME, else ~/.kimi-code)",
-} as const satisfies FlagSpec;
-const modes = { type: "string", choices: ["config", "plugin"] } as const;
-const workspace = {
-  type: "string",
-  value: "DIR",
-  description: "the workspace (default: here)",
-} as const satisfies FlagSpec;
-const dryRun = {
-  type: "boolean",
-  description: "print the changes as diffs and change nothing",
-} as const satisfies FlagSpec;
+/**
+ * One flag: what `parseArgs` reads (`type`, `short`, `default`), and for the help its line, the name of its
+ * value (`DIR`) and the only values it takes, when it has a fixed set.
+ */
+interface Flag {
+  readonly type: "string" | "boolean";
+  readonly short?: string;
+  readonly default?: string | boolean;
+  readonly value?: string;
+  readonly choices?: readonly string[];
+  readonly help: string;
+}
+
+type Flags = Readonly<Record<string, Flag>>;
+type Config<F extends Flags> = { args: string[]; options: F; strict: true; allowPositionals: true };
+/** The values `parseArgs` gives for flags `F` (booleans are declared with `default: false`). */
+type Values<F extends Flags> = ReturnType<typeof parseArgs<Config<F>>>["values"];
+
+/** What argv means for one command: help, a usage error, or the handler to run. */
+export type Parsed =
+  | { kind: "help" }
+  | { kind: "error"; message: string }
+  | { kind: "run"; values: Record<string, unknown>; positionals: string[]; run: () => Promise<number> };
+
+/** A command of the table. */
+export interface Command {
+  readonly summary: string;
+  /** Positionals with their help: `<name>` required, `[<name>]` optional, in order. */
+  readonly args: Readonly<Record<string, string>>;
+  readonly flags: Flags;
+  /** Exit code of a usage error (2, except `hook`: Kimi reads a hook's exit 2 as "block"). */
+  readonly usageExit: number;
+  parse(argv: string[]): Parsed;
+}
+
+const HELP: Flag = { type: "boolean", short: "h", help: "show this help" };
+
+/** How a flag is written in usage lines and messages: `--kimi-home DIR`, `--mode config|plugin`, `--json`. */
+function form(name: string, flag: Flag): string {
+  return flag.type === "boolean"
+    ? `--${name}`
+    : `--${name} ${flag.value ?? flag.choices?.join("|") ?? "VALUE"}`;
+}
+
+/** Declares a command; `run` gets the values `parseArgs` types from these very flags, and the positionals. */
+function command<const F extends Flags = Record<never, Flag>>(spec: {
+  summary: string;
+  args?: Readonly<Record<string, string>>;
+  flags?: F;
+  usageExit?: number;
+  run: (values: Values<F>, positionals: string[]) => Promise<number>;
+}): Command {
+  const args = spec.args ?? {};
+  const names = Object.keys(args);
+  const own: Flags = spec.flags ?? {};
+  const flags: Flags = { ...own, help: HELP };
+  const config = { options: flags, strict: false, allowPositionals: true, tokens: true } as const;
+  const parse = (argv: string[]): Parsed => {
+    const { tokens } = parseArgs({ args: argv, ...config });
+    if (tokens.some((t) => t.kind === "option" && t.name === "help" && t.value === undefined)) {
+      return { kind: "help" };
+    }
+    const error = (message: string): Parsed => ({ kind: "error", message });
+    const values: Record<string, string | boolean | undefined> = {};
+    const positionals: string[] = [];
+    for (const t of tokens) {
+      if (t.kind === "positional") positionals.push(t.value);
+      if (t.kind !== "option") continue;
+      const flag = Object.hasOwn(flags, t.name) ? flags[t.name] : undefined;
+      if (!flag) return error(`unknown flag ${t.rawName}`);
+      const shown = t.rawName.startsWith("--") ? t.rawName : `${t.rawName} (--${t.name})`;
+      if (flag.type === "boolean") {
+        if (t.value !== undefined) return error(`${shown} takes no value`);
+      } else if (t.value === undefined) return error(`${shown} needs a value (${form(t.name, flag)})`);
+      else if (!t.inlineValue && t.value.startsWith("-") && t.value !== "-") {
+        // parseArgs takes whatever follows as the value; a flag is not a value unless written --flag=-value.
+        return error(
+          `${shown} needs a value (${form(t.name, flag)}), not the flag ${t.value} ` +
+            `(write --${t.name}=${t.value} if that is the value)`,
+        );
+      } else if (flag.choices && !flag.choices.includes(t.value)) {
+        return error(`${shown} must be ${flag.choices.join(" or ")}, not ${JSON.stringify(t.value)}`);
+      }
+      values[t.name] = t.value ?? true;
+    }
+    for (const [name, flag] of Object.entries(own)) {
+      if (flag.default !== undefined) values[name] ??= flag.default;
+    }
+    const missing = names.find((n, i) => n.startsWith("<") && positionals[i] === undefined);
+    if (missing) return error(`missing ${missing}`);
+    const stray = positionals[names.length];
+    if (stray !== undefined) return error(`unexpected argument ${JSON.stringify(stray)}`);
+    // Built from these very flags, each checked against its declaration: the shape parseArgs would give.
+    const typed = values as Values<F>;
+    return { kind: "run", values: typed, positionals, run: () => spec.run(typed, positionals) };
+  };
+  return { summary: spec.summary, args, flags: own, usageExit: spec.usageExit ?? 2, parse };
+}
+
+/** A flag taking a value, named `value` in usage lines. */
+const str = <const V extends string>(value: V, help: string) => ({ type: "string", value, help }) as const;
+/** A boolean flag (false when absent). */
+const bool = (help: string) => ({ type: "boolean", default: false, help }) as const;
+const kimiHome = str("DIR", "Kimi Code's home directory (default: $KIMI_CODE_HOME, else ~/.kimi-code)");
+const workspace = str("DIR", "the workspace (default: here)");
+const dryRun = bool("print the changes as diffs and change nothing");
+const modes = ["config", "plugin"] as const;
+/** The mode a `--mode` value names (parsing refused any other). */
+const mode = (value: string | undefined) => modes.find((m) => m === value);
 
 /** The command table, in the order the top-level help lists it. */
 export const COMMANDS: Readonly<Record<string, Command>> = {
   hook: command({
     summary: `Runs one Kimi Code hook, <event> being ${HOOKS.map((h) => h.cli).join(", ")}; reads the hook ` +
       "JSON on stdin, always exits 0.",
-    positionals: [{ name: "event", required: true, description: "the Kimi Code event (see above)" }],
-    flags: {},
-    // Kimi reads a hook's exit 2 as "block the prompt / the tool": a hook never exits 2.
-    usageErrorExit: 0,
-    handler: async () => (await import("./hook.ts")).hookEntry,
+    args: { "<event>": "the Kimi Code event (see above)" },
+    usageExit: 0,
+    run: async (_, [event]) => (await import("./hook.ts")).hookEntry(event),
   }),
   mcp: command({
     summary: "The stdio MCP server Kimi Code starts, proxying to OpenViking's /mcp.",
-    positionals: [],
-    flags: {},
-    handler: async () => (await import("./mcp.ts")).mcpCommand,
+    run: async () => (await import("./mcp.ts")).mcpCommand(),
   }),
   install: command({
     summary:
       "Wires openviking-kimi into Kimi Code (hooks and MCP server), and saves the connection settings " +
       "given to ~/.openviking/ovcli.conf (0600). From a checkout it installs a copy of the program that " +
       "runs without it. The API key comes from --api-key-stdin, OPENVIKING_API_KEY, or a prompt.",
-    positionals: [],
     flags: {
       mode: {
-        ...modes,
+        type: "string",
+        choices: modes,
         default: "config",
-        description: "config: hooks in config.toml, the server in mcp.json; plugin: a native Kimi plugin",
+        help: "config: hooks in config.toml, the server in mcp.json; plugin: a native Kimi plugin",
       },
       "kimi-home": kimiHome,
-      url: { type: "string", value: "URL", description: 'OpenViking server URL ("" removes it)' },
-      "api-key-stdin": {
-        type: "boolean",
-        description:
-          "read the OpenViking API key from stdin (its first line); on a terminal, ask without echo",
-      },
-      "api-key": {
-        type: "string",
-        value: "KEY",
-        description:
-          'the key on the command line, kept in shell history: prefer --api-key-stdin ("" removes it)',
-      },
-      account: { type: "string", value: "A", description: 'OpenViking account ("" removes it)' },
-      user: { type: "string", value: "U", description: 'OpenViking user ("" removes it)' },
+      url: str("URL", 'OpenViking server URL ("" removes it)'),
+      "api-key-stdin": bool(
+        "read the OpenViking API key from stdin (its first line); on a terminal, ask without echo",
+      ),
+      "api-key": str(
+        "KEY",
+        'the key on the command line, kept in shell history: prefer --api-key-stdin ("" removes it)',
+      ),
+      account: str("A", 'OpenViking account ("" removes it)'),
+      user: str("U", 'OpenViking user ("" removes it)'),
       "dry-run": dryRun,
-      yes: {
-        type: "boolean",
-        short: "y",
-        description: "take the place of OpenViking's own Kimi plugin when it is registered",
-      },
+      yes: { ...bool("take the place of OpenViking's own Kimi plugin when it is registered"), short: "y" },
     },
-    handler: async () => (await import("./install.ts")).installCommand,
+    run: async (v) =>
+      (await import("./install.ts")).installCommand({
+        mode: mode(v.mode) ?? "config",
+        kimiHome: v["kimi-home"],
+        url: v.url,
+        apiKey: v["api-key"],
+        apiKeyStdin: v["api-key-stdin"],
+        account: v.account,
+        user: v.user,
+        dryRun: v["dry-run"],
+        yes: v.yes,
+      }),
   }),
   uninstall: command({
     summary: "Removes exactly what install added; config.toml comes back byte for byte.",
-    positionals: [],
     flags: {
-      mode: { ...modes, description: "remove only config mode or only plugin mode (default: both)" },
-      "kimi-home": kimiHome,
-      purge: {
-        type: "boolean",
-        description:
-          "also delete the program (copy or executable), the plugin directory and per-session state",
+      mode: {
+        type: "string",
+        choices: modes,
+        help: "remove only config mode or only plugin mode (default: both)",
       },
+      "kimi-home": kimiHome,
+      purge: bool("also delete the program (copy or executable), the plugin directory and per-session state"),
       "dry-run": dryRun,
-      yes: { type: "boolean", short: "y", description: "accepted and ignored (uninstall never asks)" },
+      yes: { ...bool("accepted and ignored (uninstall never asks)"), short: "y" },
     },
-    handler: async () => (await import("./install.ts")).uninstallCommand,
+    run: async (v) =>
+      (await import("./install.ts")).uninstallCommand({
+        mode: mode(v.mode),
+        kimiHome: v["kimi-home"],
+        purge: v.purge,
+        dryRun: v["dry-run"],
+        yes: v.yes,
+      }),
   }),
   doctor: command({
     summary: "Checks the setup and the server; each problem comes with its fix. Exits 1 when one fails.",
-    positionals: [],
-    flags: { json: { type: "boolean", description: "print the checks as JSON" }, "kimi-home": kimiHome },
-    handler: async () => (await import("../install/doctor.ts")).doctorCommand,
+    flags: { json: bool("print the checks as JSON"), "kimi-home": kimiHome },
+    run: async (v) =>
+      (await import("../install/doctor.ts")).doctorCommand({ json: v.json, kimiHome: v["kimi-home"] }),
   }),
   turns: command({
     summary: "Shows what capture would send from a session's journal (no network, no state change).",
-    positionals: [{
-      name: "kimi-session-id",
-      required: true,
-      description: 'the session id ("session_…"; `kimi session list --json` lists them)',
-    }],
-    flags: { json: { type: "boolean", description: "one JSON object per message, in full" } },
-    handler: async () => (await import("./turns.ts")).turnsCommand,
+    args: { "<kimi-session-id>": 'the session id ("session_…"; `kimi session list --json` lists them)' },
+    flags: { json: bool("one JSON object per message, in full") },
+    run: async ({ json }, [id]) => (await import("./turns.ts")).turnsCommand(id, json),
   }),
   status: command({
     summary: "What memory did: recalls, captures, commits and what OpenViking made of them, the queue.",
-    positionals: [],
     flags: {
-      session: {
-        type: "string",
-        value: "ID",
-        description: "one Kimi session (session_…) instead of the latest",
-      },
-      all: { type: "boolean", description: "every session the ledger knows" },
+      session: str("ID", "one Kimi session (session_…) instead of the latest"),
+      all: bool("every session the ledger knows"),
       cwd: workspace,
-      json: { type: "boolean", description: 'the same as JSON (its shape: README "status")' },
+      json: bool('the same as JSON (its shape: README "status")'),
     },
-    handler: async () => (await import("./status.ts")).statusCommand,
+    run: async ({ session, all, cwd, json }) =>
+      (await import("./status.ts")).statusCommand({ session, all, cwd, json }),
   }),
   recall: command({
     summary:
       "Shows exactly what the prompt hook would inject for <text> here now, then each memory with its " +
       "score and URI (changes nothing). Exits 1 when recall failed.",
-    positionals: [{ name: "text", required: true, description: "the prompt to recall for" }],
-    flags: {
-      cwd: workspace,
-      json: { type: "boolean", description: 'the same as JSON (its shape: README "recall")' },
-    },
-    handler: async () => (await import("./recall.ts")).recallCommand,
+    args: { "<text>": "the prompt to recall for" },
+    flags: { cwd: workspace, json: bool('the same as JSON (its shape: README "recall")') },
+    run: async ({ cwd, json }, [text]) => (await import("./recall.ts")).recallCommand({ text, cwd, json }),
   }),
   replay: command({
     summary: "Replays the pending queue now and says what it sent. Exits 1 when entries remain.",
-    positionals: [],
     flags: {
-      rejected: {
-        type: "boolean",
-        description:
-          "send again the writes OpenViking refused (kept in ~/.openviking/pending/kimicode-rejected)",
-      },
-      json: { type: "boolean", description: "the report as JSON" },
+      rejected: bool(
+        "send again the writes OpenViking refused (kept in ~/.openviking/pending/kimicode-rejected)",
+      ),
+      json: bool("the report as JSON"),
     },
-    handler: async () => (await import("./replay.ts")).replayCommand,
+    run: async ({ rejected, json }) => (await import("./replay.ts")).replayCommand({ rejected, json }),
   }),
   version: command({
     summary: "Prints the version.",
-    positionals: [],
-    flags: {},
-    handler: () => Promise.resolve(versionCommand),
+    run: () => Promise.resolve(print(VERSION)),
   }),
   help: command({
     summary: "Shows this help, or one command's.",
-    positionals: [{ name: "command", required: false, description: "the command to describe" }],
-    flags: {},
-    handler: () => Promise.resolve(helpCommand),
+    args: { "[<command>]": "the command to describe" },
+    run: (_, [name]) => {
+      if (name === undefined) return Promise.resolve(print(helpText()));
+      if (Object.hasOwn(COMMANDS, name)) return Promise.resolve(print(commandHelp(name)));
+      console.error(usageError("help", `unknown command ${JSON.stringify(name)}`));
+      return Promise.resolve(2);
+    },
   }),
 };
 
-const TITLE = `${PROGRAM} — OpenViking long-term memory for Kimi Code CLI`;
+/** Prints `text` on stdout; returns 0. */
+function print(text: string): number {
+  console.log(text);
+  return 0;
+}
+
+/** Help and usage lines are wrapped to this many columns. */
+const WIDTH = 80;
+
+/** The words of `text` in lines of at most `width` columns (a longer word stays whole on its own line). */
+function fill(text: string | readonly string[], width: number): string[] {
+  const lines: string[] = [];
+  for (const word of typeof text === "string" ? text.split(" ").filter(Boolean) : text) {
+    if (lines.length && lines[lines.length - 1].length + 1 + word.length <= width) {
+      lines[lines.length - 1] += ` ${word}`;
+    } else lines.push(word);
+  }
+  return lines;
+}
+
+/** The usage line(s) of command `name`, starting with `lead`: every positional and every flag. */
+export function usageLines(name: string, lead = "Usage: "): string[] {
+  const cmd = COMMANDS[name];
+  const words = [...Object.keys(cmd.args), ...Object.entries(cmd.flags).map(([n, f]) => `[${form(n, f)}]`)];
+  const prefix = `${lead}${PROGRAM} ${name} `;
+  if (!words.length) return [prefix.trimEnd()];
+  return fill(words, WIDTH - prefix.length).map((l, i) => (i ? " ".repeat(prefix.length) : prefix) + l);
+}
+
+/** Two indented columns: the left one padded to its widest entry (at most 24), the right one wrapped. */
+function columns(rows: readonly (readonly [string, string])[]): string[] {
+  const left = Math.min(24, Math.max(...rows.map(([l]) => l.length)));
+  return rows.flatMap(([l, r]) => {
+    const own = l.length > left ? [`  ${l}`] : [];
+    return [
+      ...own,
+      ...fill(r, WIDTH - left - 4).map((b, i) => `  ${(i || own.length ? "" : l).padEnd(left + 2)}${b}`),
+    ];
+  });
+}
+
+/** `<command> --help`: usage, summary, arguments and every flag with its help and default. */
+export function commandHelp(name: string): string {
+  const cmd = COMMANDS[name];
+  const lines = [...usageLines(name), "", ...fill(cmd.summary, WIDTH)];
+  const args = Object.entries(cmd.args).map(([n, h]) => [n.replace(/^\[(.*)\]$/, "$1"), h] as const);
+  if (args.length) lines.push("", "Arguments:", ...columns(args));
+  const flags = Object.entries({ ...cmd.flags, help: HELP }).map(([n, f]) =>
+    [
+      `${f.short ? `-${f.short}, ` : ""}${form(n, f)}`,
+      typeof f.default === "string" ? `${f.help} (default: ${f.default})` : f.help,
+    ] as const
+  );
+  lines.push("", "Flags:", ...columns(flags));
+  return lines.join("\n");
+}
+
 const FOOTER =
   `"${PROGRAM} <command> --help" describes each flag. Settings come from OPENVIKING_* environment ` +
   "variables and ~/.openviking/ovcli.conf (see README.md).";
 
-/** The top-level help (README's command list is exactly this text). */
+/** The top-level help: every command's usage (so every flag) and summary. README's command list is this text. */
 export function helpText(): string {
-  return topLevelHelp(PROGRAM, TITLE, COMMANDS, FOOTER);
-}
-
-/** The command of that name, if there is one. */
-export function findCommand(name: string): Command | undefined {
-  return Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
-}
-
-/** `version`: prints the version. */
-function versionCommand(): Promise<number> {
-  console.log(VERSION);
-  return Promise.resolve(0);
-}
-
-/** `help [<command>]`: the top-level help, or that command's. */
-function helpCommand(options: { command: string | undefined }): Promise<number> {
-  if (options.command === undefined) {
-    console.log(helpText());
-    return Promise.resolve(0);
+  const lines = [`${PROGRAM} — OpenViking long-term memory for Kimi Code CLI`, "", "Usage:"];
+  for (const [name, cmd] of Object.entries(COMMANDS)) {
+    lines.push(...usageLines(name, "  "), ...fill(cmd.summary, WIDTH - 6).map((l) => `      ${l}`));
   }
-  const cmd = findCommand(options.command);
-  if (!cmd) {
+  return [...lines, "", ...fill(FOOTER, WIDTH)].join("\n");
+}
+
+/** What a usage error prints: the problem, the command's usage, and how to run its help here. */
+export function usageError(name: string, message: string): string {
+  const help = `Run "${commandName()} ${name} --help" for its help.`;
+  return [`${PROGRAM} ${name}: ${message}`, ...usageLines(name), help].join("\n");
+}
+
+/** Runs command `name` with `args` (what follows its name); returns the exit code. */
+export async function runCommand(name: string | undefined, args: string[]): Promise<number> {
+  if (name === undefined) {
+    console.error(helpText());
+    return 2;
+  }
+  if (name === "--help" || name === "-h") return print(helpText());
+  if (name === "--version" || name === "-V") name = "version";
+  if (!Object.hasOwn(COMMANDS, name)) {
+    const what = name.startsWith("-") ? "flag" : "command";
     console.error(
-      usageError(
-        PROGRAM,
-        "help",
-        COMMANDS.help,
-        `unknown command ${JSON.stringify(options.command)}`,
-        commandName(),
-      ),
+      `${PROGRAM}: unknown ${what} ${JSON.stringify(name)}. Run "${commandName()} help" for the list.`,
     );
-    return Promise.resolve(2);
+    return 2;
   }
-  console.log(commandHelp(PROGRAM, options.command, cmd));
-  return Promise.resolve(0);
+  const parsed = COMMANDS[name].parse(args);
+  if (parsed.kind === "help") return print(commandHelp(name));
+  if (parsed.kind === "run") return await parsed.run();
+  console.error(usageError(name, parsed.message));
+  return COMMANDS[name].usageExit;
 }

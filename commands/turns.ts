@@ -1,8 +1,6 @@
 /**
- * `openviking-kimi turns <kimi-session-id> [--json]`: what capture would send from that session's main
- * journal — every closed turn after cleaning, filtering and redaction, in journal order: one line per
- * message (turn, role, a preview) in 80 columns, or with `--json` one JSON object per message
- * (`{"turn_id","role","content"}`). No network, no state change.
+ * `turns <kimi-session-id> [--json]`: what capture would send from that session's main journal, every closed
+ * turn cleaned, filtered and redacted: one line per message in 80 columns, or one JSON object per message.
  */
 
 import { loadConfig } from "../openviking/config.ts";
@@ -22,7 +20,7 @@ export interface TurnMessage {
 }
 
 /** The messages capture would send from the journal at `path` (pure apart from reading the file). */
-async function messagesOf(
+export async function messagesOf(
   path: string,
   options: { maxLength: number; redact: boolean },
 ): Promise<TurnMessage[]> {
@@ -30,14 +28,6 @@ async function messagesOf(
   const { turns } = scanTurns(read.lines, 0);
   const plan = planCapture(turns, new Set(), 0, { ...options, includeOpen: false });
   return plan.toSend.map((c) => ({ turn_id: c.payload.turn_id, role: c.role, content: c.payload.content }));
-}
-
-/** Lines `turns --json` prints for the journal at `path`: one JSON object per message. */
-export async function turnsOf(
-  path: string,
-  options: { maxLength: number; redact: boolean },
-): Promise<string[]> {
-  return (await messagesOf(path, options)).map((m) => terminalJson(m));
 }
 
 /** A turn id longer than this is cut in the readable form (ids are small numbers in every known journal). */
@@ -74,18 +64,10 @@ export function renderTurns(messages: readonly TurnMessage[], width = 80): strin
   ];
 }
 
-/** Options of `openviking-kimi turns` (parsed by cli/commands.ts). */
-export interface TurnsOptions {
-  kimiSessionId: string;
-  json: boolean;
-}
-
-/** The `turns` command. */
-export async function turnsCommand(options: TurnsOptions): Promise<number> {
-  const id = options.kimiSessionId;
+/** The `turns` command: prints the messages of session `id` (`json`: in full); 1 when it has no journal. */
+export async function turnsCommand(id: string, json: boolean): Promise<number> {
   const env = processEnv();
-  const home = kimiHome(env);
-  const found = await locateJournal(home, id);
+  const found = await locateJournal(kimiHome(env), id);
   if (!found.ok) {
     console.error(
       `openviking-kimi: ${found.reason}. Check the id with "kimi session list --json" or set KIMI_CODE_HOME.`,
@@ -93,11 +75,8 @@ export async function turnsCommand(options: TurnsOptions): Promise<number> {
     return 1;
   }
   const { config } = await loadConfig(env);
-  const messages = await messagesOf(found.path, {
-    maxLength: config.captureMaxLength,
-    redact: config.redact,
-  });
-  const lines = options.json ? messages.map((m) => terminalJson(m)) : renderTurns(messages);
-  for (const line of lines) console.log(line);
+  const options = { maxLength: config.captureMaxLength, redact: config.redact };
+  const messages = await messagesOf(found.path, options);
+  for (const line of json ? messages.map((m) => terminalJson(m)) : renderTurns(messages)) console.log(line);
   return 0;
 }

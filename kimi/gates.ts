@@ -1,17 +1,9 @@
 /** The gates every hook passes first: enabled, and the bypass patterns on session id and cwd. */
 
-/** Turns a bypass glob into an anchored regex: `**` any text, `*` any text without `/`. */
+/** A bypass glob as an anchored regex: `**` any text, `*` any text without `/`, every other character itself. */
 export function globToRegExp(glob: string): RegExp {
-  let out = "";
-  for (let i = 0; i < glob.length; i++) {
-    const c = glob[i];
-    if (c === "*" && glob[i + 1] === "*") {
-      out += ".*";
-      i++;
-    } else if (c === "*") out += "[^/]*";
-    else out += c.replace(/[.+?^${}()|[\]\\]/g, "\\$&");
-  }
-  return new RegExp(`^${out}$`);
+  const literal = (s: string) => s.replace(/[.+?^${}()|[\]\\]/g, "\\$&");
+  return new RegExp(`^${glob.split("**").map((p) => p.split("*").map(literal).join("[^/]*")).join(".*")}$`);
 }
 
 /** Why a hook run is skipped, or "" when it goes ahead. */
@@ -22,9 +14,9 @@ export function gateReason(
 ): string {
   if (!settings.enabled) return "disabled";
   if (settings.bypassSession) return "bypass-session";
-  for (const pattern of settings.bypassSessionPatterns) {
+  const hit = settings.bypassSessionPatterns.find((pattern) => {
     const re = globToRegExp(pattern);
-    if ((sessionId && re.test(sessionId)) || (cwd && re.test(cwd))) return `bypass-pattern ${pattern}`;
-  }
-  return "";
+    return (sessionId && re.test(sessionId)) || (cwd && re.test(cwd));
+  });
+  return hit === undefined ? "" : `bypass-pattern ${hit}`;
 }

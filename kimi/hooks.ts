@@ -1,103 +1,38 @@
 /**
- * The hook events, defined once: Kimi's name and ours, how the hook process runs the event, what it keeps,
- * and how install registers it. The CLI's event names, the events whose parent detaches a worker, the
- * dispatcher's stateful and capturing events and every `[[hooks]]` / manifest entry come from this table.
- * Pure data: the lean detach path of `hook <event>` loads it and nothing else.
- *
- * Timeouts (Kimi `timeout`, whole seconds): the prompt hook works inside OPENVIKING_PROMPT_BUDGET_MS (20, well
- * above its default); interrupt inside 2 s (5); the stop / stop-failure / pre-compact / session-end parents
- * return at once and detach a worker, and session-start detaches its queue replay (10 is ample for a parent
- * that only spawns, and bounds a stall); the `viking://` guard is local (5). StopFailure is what Kimi fires
- * instead of Stop when a turn fails.
+ * The hook table: one row per Kimi event, how the hook process runs it and how install registers it. Pure
+ * data: the lean detach path of `hook <event>` loads it.
  */
 
-/** One hook event. */
+/**
+ * What a hook run does besides its handler: `detached` — the parent only hands stdin to a detached worker
+ * and exits (kimi/detach.ts); `stateful` — keeps state or uses the queue, so without a home it does nothing;
+ * `captures` — sends what the capture state must record, so it stops when that state cannot be written;
+ * `ledger` — what a run did goes into the session's ledger, for `status`.
+ */
+export type Trait = "detached" | "stateful" | "captures" | "ledger";
+
+/** One hook event: Kimi's name, our CLI's (`hook <cli>`), Kimi's `matcher` and `timeout` (whole seconds). */
 export interface HookSpec {
-  /** Kimi's event name. */
   readonly event: string;
-  /** Our CLI's event argument (`openviking-kimi hook <cli>`). */
   readonly cli: string;
-  /** Kimi `matcher` (a JS RegExp source), when the hook is limited to some tools. */
   readonly matcher?: string;
-  /** Kimi `timeout` in whole seconds: the hook's own time budget plus start-up headroom. */
   readonly timeout: number;
-  /** The parent only hands stdin to a detached worker and exits (hooks/detach.ts). */
-  readonly detached: boolean;
-  /** Keeps state or uses the queue: without a home it does nothing. */
-  readonly stateful: boolean;
-  /** Sends what the capture state must record: it stops before sending when that state cannot be written. */
-  readonly captures: boolean;
-  /** What a run did goes into the session's ledger, for `status` (the local viking:// guard's runs do not). */
-  readonly ledger: boolean;
+  readonly traits: readonly Trait[];
 }
+
+/** Where a detached capture runs: a worker of its own, recording what it sent. */
+const WORKER = ["detached", "stateful", "captures", "ledger"] as const;
 
 /** The hooks, in registration order. */
 export const HOOKS = [
-  {
-    event: "SessionStart",
-    cli: "session-start",
-    timeout: 10,
-    detached: false,
-    stateful: true,
-    captures: false,
-    ledger: true,
-  },
-  {
-    event: "UserPromptSubmit",
-    cli: "user-prompt-submit",
-    timeout: 20,
-    detached: false,
-    stateful: false,
-    captures: false,
-    ledger: true,
-  },
-  {
-    event: "PreToolUse",
-    cli: "pre-tool-use",
-    matcher: "Read|Glob|Grep",
-    timeout: 5,
-    detached: false,
-    stateful: false,
-    captures: false,
-    ledger: false,
-  },
-  { event: "Stop", cli: "stop", timeout: 10, detached: true, stateful: true, captures: true, ledger: true },
-  {
-    event: "StopFailure",
-    cli: "stop-failure",
-    timeout: 10,
-    detached: true,
-    stateful: true,
-    captures: true,
-    ledger: true,
-  },
-  {
-    event: "PreCompact",
-    cli: "pre-compact",
-    timeout: 10,
-    detached: true,
-    stateful: true,
-    captures: true,
-    ledger: true,
-  },
-  {
-    event: "SessionEnd",
-    cli: "session-end",
-    timeout: 10,
-    detached: true,
-    stateful: true,
-    captures: true,
-    ledger: true,
-  },
-  {
-    event: "Interrupt",
-    cli: "interrupt",
-    timeout: 5,
-    detached: false,
-    stateful: true,
-    captures: true,
-    ledger: true,
-  },
+  { event: "SessionStart", cli: "session-start", timeout: 10, traits: ["stateful", "ledger"] },
+  { event: "UserPromptSubmit", cli: "user-prompt-submit", timeout: 20, traits: ["ledger"] },
+  { event: "PreToolUse", cli: "pre-tool-use", matcher: "Read|Glob|Grep", timeout: 5, traits: [] },
+  { event: "Stop", cli: "stop", timeout: 10, traits: WORKER },
+  { event: "StopFailure", cli: "stop-failure", timeout: 10, traits: WORKER },
+  { event: "PreCompact", cli: "pre-compact", timeout: 10, traits: WORKER },
+  { event: "SessionEnd", cli: "session-end", timeout: 10, traits: WORKER },
+  { event: "Interrupt", cli: "interrupt", timeout: 5, traits: ["stateful", "captures", "ledger"] },
 ] as const satisfies readonly HookSpec[];
 
 /** One of the handled events, by its CLI name. */
@@ -106,22 +41,19 @@ export type HookEvent = (typeof HOOKS)[number]["cli"];
 /** The events this program handles, by their CLI names. */
 export const HOOK_EVENTS: readonly HookEvent[] = HOOKS.map((h) => h.cli);
 
-/** The CLI names of the events whose `flag` is set. */
-function eventsWhere(flag: "detached" | "stateful" | "captures" | "ledger"): ReadonlySet<string> {
-  return new Set(HOOKS.filter((h) => h[flag]).map((h) => h.cli));
+/** The CLI names of the events that have `trait`. */
+function eventsWith(trait: Trait): ReadonlySet<string> {
+  return new Set(HOOKS.filter((h) => h.traits.some((t) => t === trait)).map((h) => h.cli));
 }
 
 /** Events whose work runs in a detached worker. */
-export const DETACHED_EVENTS = eventsWhere("detached");
-
+export const DETACHED_EVENTS = eventsWith("detached");
 /** Events that keep state (and the queue): without a home they do nothing. */
-export const STATEFUL_EVENTS = eventsWhere("stateful");
-
+export const STATEFUL_EVENTS = eventsWith("stateful");
 /** Events that send what the capture state must record. */
-export const CAPTURING_EVENTS = eventsWhere("captures");
-
+export const CAPTURING_EVENTS = eventsWith("captures");
 /** Events whose runs the ledger records. */
-export const LEDGER_EVENTS = eventsWhere("ledger");
+export const LEDGER_EVENTS = eventsWith("ledger");
 
 /** Whether a string names a handled event. */
 export function isHookEvent(name: string | undefined): name is HookEvent {

@@ -3,14 +3,14 @@
 import * as z from "zod/mini";
 import { isRecord } from "../lib/parsed.ts";
 
-const ContentPart = z.looseObject({ type: z.string(), text: z.optional(z.string()) });
-const PromptValue = z.union([z.string(), z.array(ContentPart)]);
+const PromptValue = z.union([
+  z.string(),
+  z.array(z.looseObject({ type: z.string(), text: z.optional(z.string()) })),
+]);
 const Id = z.pipe(z.union([z.string(), z.number()]), z.transform(String));
 
 /** An optional field that reads as absent when it has an unexpected type (one odd field never sinks a hook). */
-function tolerant<T extends z.ZodMiniType>(schema: T) {
-  return z.catch(z.optional(schema), undefined);
-}
+const tolerant = <T extends z.ZodMiniType>(schema: T) => z.catch(z.optional(schema), undefined);
 
 /** Fields of Kimi Code hook payloads this plugin reads. */
 const HookInputSchema = z.looseObject({
@@ -39,35 +39,37 @@ export function parseHookInput(
   bytes: Uint8Array,
 ): { ok: true; input: HookInput } | { ok: false; reason: string } {
   if (bytes.length === 0) return { ok: false, reason: "empty stdin" };
-  const text = new TextDecoder("utf-8", { fatal: false }).decode(bytes);
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = JSON.parse(new TextDecoder().decode(bytes));
   } catch {
     return { ok: false, reason: `stdin is not JSON (${bytes.length} bytes)` };
   }
   if (!isRecord(value)) {
-    return {
-      ok: false,
-      reason: `stdin is JSON but not an object (${Array.isArray(value) ? "array" : typeof value})`,
-    };
+    const kind = Array.isArray(value) ? "array" : typeof value;
+    return { ok: false, reason: `stdin is JSON but not an object (${kind})` };
   }
-  const parsed = HookInputSchema.safeParse(value);
-  if (!parsed.success) {
-    return {
-      ok: false,
-      reason: `payload fields have unexpected types: ${parsed.error.issues[0]?.path.join(".")}`,
-    };
-  }
-  return { ok: true, input: parsed.data };
+  const parsed = HookInputSchema.safeParse(value); // every field is tolerant: only a broken schema fails
+  if (parsed.success) return { ok: true, input: parsed.data };
+  return {
+    ok: false,
+    reason: `payload fields have unexpected types: ${parsed.error.issues[0]?.path.join(".")}`,
+  };
 }
 
-/** The prompt text of a payload: `prompt` or `input`, a string or content parts (text parts joined). */
+/** Text of content parts (text parts only, joined by newlines), or a plain string prompt. */
+export function partsText(input: unknown): string {
+  if (typeof input === "string") return input;
+  if (!Array.isArray(input)) return "";
+  return input.filter((p) => isRecord(p) && p.type === "text").map((p) => String(p.text ?? "")).filter(
+    Boolean,
+  )
+    .join("\n");
+}
+
+/** The prompt text of a payload: `prompt` or `input`, a string or content parts. */
 export function promptText(input: HookInput): string {
-  const value = input.prompt ?? input.input;
-  if (typeof value === "string") return value;
-  if (!Array.isArray(value)) return "";
-  return value.filter((p) => p.type === "text" && typeof p.text === "string").map((p) => p.text).join("\n");
+  return partsText(input.prompt ?? input.input);
 }
 
 /** The host's session id (`session_id`, else `sessionId`), or "". */

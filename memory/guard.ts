@@ -1,8 +1,6 @@
 /**
- * PreToolUse guard for Read|Glob|Grep: a viking URI anywhere in the tool input is not a local path, however
- * it is spelled (`viking:/…` with any number of slashes or backslashes, percent-encoded, JSON-escaped, in
- * any case, after a local directory), so the call is denied with a reason that names the MCP tool to use
- * instead and an example. A path that merely contains the word (`openviking/`) is not one.
+ * PreToolUse guard for Read|Glob|Grep: a viking URI anywhere in the tool input, however spelled, is denied
+ * with a reason that names the MCP tool to use instead; a path that merely holds the word is not one.
  */
 
 import type { MemoryTool } from "./tools.ts";
@@ -34,16 +32,8 @@ function vikingUriIn(text: string): string | undefined {
   return hit ? `viking://${hit[1]}` : undefined;
 }
 
-const PREFERRED_KEYS = [
-  "filePath",
-  "file_path",
-  "filepath",
-  "path",
-  "uri",
-  "target_uri",
-  "targetUri",
-  "pattern",
-];
+/** Keys of a tool input looked at first. */
+const PREFERRED_KEYS = "filePath file_path filepath path uri target_uri targetUri pattern".split(" ");
 
 /** The first viking URI in a tool input (preferred keys first, then any nested string), or "". */
 export function findVikingUri(input: unknown, depth = 0): string {
@@ -52,10 +42,8 @@ export function findVikingUri(input: unknown, depth = 0): string {
   if (!Array.isArray(input)) {
     const rec = input as Record<string, unknown>;
     for (const k of PREFERRED_KEYS) {
-      if (typeof rec[k] === "string") {
-        const hit = vikingUriIn(rec[k] as string);
-        if (hit) return hit;
-      }
+      const hit = typeof rec[k] === "string" ? vikingUriIn(rec[k]) : undefined;
+      if (hit) return hit;
     }
   }
   for (const v of Object.values(input as Record<string, unknown>)) {

@@ -1,28 +1,13 @@
 /**
- * Text cleaning for capture: strips everything that was injected into the conversation (our own recall
- * blocks, other memory plugins' blocks, system reminders, hook results), then the capture filters
- * (empty, acknowledgements, slash commands, punctuation only, too short) and truncation; `prepareText` is
- * the whole preparation of one message, redaction included (capture and the prompt hook's kept prompts).
+ * Text cleaning for capture: injected blocks stripped (ours, other memory plugins', reminders, hook results),
+ * then the filters and truncation; `prepareText` prepares one message, redaction included.
  */
 
 import { redact } from "../../lib/redact.ts";
 
-/**
- * Tags whose whole element (open tag … close tag) is injected context. Only whole elements are removed: an
- * open tag without its close (a message that mentions `<system-reminder>`) is ordinary text.
- */
-const INJECTED_TAGS = [
-  "openviking-context",
-  "relevant-memories",
-  "relevant-memory",
-  "system-reminder",
-  "hook_result",
-  "user-profile",
-  "available-memories",
-  "available-skills",
-  "memory-context",
-  "claude-mem-context",
-];
+/** Tags whose whole element (open tag … close tag) is injected context; an open tag alone is text. */
+const INJECTED_TAGS = ("openviking-context relevant-memories relevant-memory system-reminder hook_result " +
+  "user-profile available-memories available-skills memory-context claude-mem-context").split(" ");
 
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\-]/g, "\\$&");
 
@@ -35,9 +20,8 @@ const CLOSE_END = /\s*>/y;
 const ANGLE = /[<>]/g;
 
 /**
- * Removes the whole elements of one tag: `<tag …>` … `</tag>`, matched like brackets (nested ones inside
- * an outer one go with it), and `<tag …/>`. An open tag without its close — and a close without its open —
- * is ordinary text. Tags are found in one scan; each character is looked at a bounded number of times.
+ * Removes the whole elements of one tag, `<tag …>` … `</tag>` matched like brackets, and `<tag …/>`; an open
+ * or a close tag alone is text. One scan: each character is looked at a bounded number of times.
  */
 function removeElements(text: string, tag: RegExp): string {
   const spans: [number, number][] = [];
@@ -128,50 +112,12 @@ export function cleanInjected(text: string): string {
   return trimLineEnds(out).replace(/\n{3,}/g, "\n\n").trim();
 }
 
-const ACKS = new Set([
-  "ok",
-  "okay",
-  "k",
-  "kk",
-  "yes",
-  "yep",
-  "yeah",
-  "y",
-  "no",
-  "nope",
-  "n",
-  "sure",
-  "thanks",
-  "thank you",
-  "thx",
-  "ty",
-  "got it",
-  "cool",
-  "nice",
-  "great",
-  "go",
-  "go on",
-  "continue",
-  "next",
-  "done",
-  "good",
-  "fine",
-  "lgtm",
-  "收到",
-  "好的",
-  "好",
-  "嗯",
-  "嗯嗯",
-  "可以",
-  "继续",
-  "不用",
-  "不需要",
-  "没了",
-  "好了",
-  "谢谢",
-  "行",
-  "对",
-]);
+/** Acknowledgements: a message that is only one of these is not captured. */
+const ACKS = new Set(
+  ("ok|okay|k|kk|yes|yep|yeah|y|no|nope|n|sure|thanks|thank you|thx|ty|got it|cool|nice|great|" +
+    "go|go on|continue|next|done|good|fine|lgtm|收到|好的|好|嗯|嗯嗯|可以|继续|不用|不需要|没了|好了|谢谢|行|对")
+    .split("|"),
+);
 
 /** Why a text is not captured, or "" when it is. */
 export type SkipReason = "" | "empty" | "ack" | "slash-command" | "punctuation" | "too-short";

@@ -22,22 +22,15 @@ export function sessionDirFromIndex(text: string, sessionId: string): string | n
     } catch {
       continue;
     }
-    if (!isRecord(row)) continue;
-    const r = row;
-    if (r.sessionId !== sessionId) continue;
-    if (r.deleted === true) dir = null;
-    else if (typeof r.sessionDir === "string" && r.sessionDir) dir = r.sessionDir;
+    if (!isRecord(row) || row.sessionId !== sessionId) continue;
+    if (row.deleted === true) dir = null;
+    else if (typeof row.sessionDir === "string" && row.sessionDir) dir = row.sessionDir;
   }
   return dir;
 }
 
-async function exists(path: string): Promise<boolean> {
-  try {
-    return (await Deno.stat(path)).isFile;
-  } catch {
-    return false;
-  }
-}
+/** Whether `path` is a file. */
+const isFile = (path: string) => Deno.stat(path).then((i) => i.isFile, () => false);
 
 /** Where a journal was found, or why not. */
 export type Located = { ok: true; path: string; via: "index" | "scan" } | { ok: false; reason: string };
@@ -51,13 +44,13 @@ export async function locateJournal(kimiHome: string, sessionId: string): Promis
   const fromIndex = sessionDirFromIndex(indexText, sessionId);
   if (fromIndex) {
     const path = mainJournalPath(fromIndex);
-    if (await exists(path)) return { ok: true, path, via: "index" };
+    if (await isFile(path)) return { ok: true, path, via: "index" };
   }
   try {
     for await (const wd of Deno.readDir(joinPath(kimiHome, "sessions"))) {
       if (!wd.isDirectory) continue;
       const path = mainJournalPath(joinPath(kimiHome, "sessions", wd.name, sessionId));
-      if (await exists(path)) return { ok: true, path, via: "scan" };
+      if (await isFile(path)) return { ok: true, path, via: "scan" };
     }
   } catch {
     // no sessions directory

@@ -1,11 +1,6 @@
 /**
- * The capture plan: which messages of which turns still have to reach OpenViking, and — once some were
- * sent or queued — what may be acknowledged. Keys are `<turn index>:<role>`; only a contiguous prefix of the
- * plan is ever acknowledged, and the cursor only moves past turns whose every message is acknowledged.
- * A turn the user withdrew with `/undo` is never sent (skipped as "retracted", which settles it); one that was
- * captured before the undo stays on the server — OpenViking has no message delete, and we send none.
- * A user message the prompt fallback already sent (an acknowledged `fb:` key of the same text, taken by the
- * prompt hook around the time the turn began) is skipped as "sent-by-fallback", each key once.
+ * The capture plan: which messages of which turns still have to reach OpenViking (keys `<turn index>:<role>`)
+ * and, once some were sent or queued, what may be acknowledged: only a contiguous prefix.
  */
 
 import { prepareText, type SkipReason } from "./clean.ts";
@@ -109,12 +104,13 @@ export function planCapture(
     plan.turns.push(turn);
     for (const role of ["user", "assistant"] as const) {
       const key = captureKey(turn.index, role);
+      const skip = (reason: Skipped["reason"]) => plan.skipped.push({ key, turnIndex: turn.index, reason });
       if (acked.has(key)) {
-        plan.skipped.push({ key, turnIndex: turn.index, reason: "already-captured" });
+        skip("already-captured");
         continue;
       }
-      if (turn.retracted) {
-        plan.skipped.push({ key, turnIndex: turn.index, reason: "retracted" });
+      if (turn.retracted) { // settled: what was captured before the undo stays, nothing is deleted
+        skip("retracted");
         continue;
       }
       const { text, reason } = prepareText(
@@ -122,10 +118,9 @@ export function planCapture(
         role,
         options,
       );
-      if (reason) plan.skipped.push({ key, turnIndex: turn.index, reason });
-      else if (role === "user" && takeFallback(byFallback, text, turn.time)) {
-        plan.skipped.push({ key, turnIndex: turn.index, reason: "sent-by-fallback" });
-      } else {plan.toSend.push({
+      if (reason) skip(reason);
+      else if (role === "user" && takeFallback(byFallback, text, turn.time)) skip("sent-by-fallback");
+      else {plan.toSend.push({
           key,
           turnIndex: turn.index,
           role,

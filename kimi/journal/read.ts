@@ -1,6 +1,6 @@
 /**
- * Incremental journal reader: reads complete lines from a byte cursor, never consumes a last line that has
- * no newline yet (Kimi may be writing it), skips garbage, and notices a rewritten or replaced file.
+ * Incremental journal reader: complete lines from a byte cursor (a last line without its newline is left for
+ * later), garbage skipped, a rewritten or replaced file noticed.
  */
 
 import { sha256Hex } from "../../lib/hash.ts";
@@ -47,22 +47,17 @@ function fileIdOf(info: Deno.FileInfo): string {
   return info.ino !== null && info.ino !== undefined ? `${info.dev}:${info.ino}` : "";
 }
 
-async function readAt(file: Deno.FsFile, offset: number, length: number): Promise<Uint8Array> {
-  const buf = new Uint8Array(length);
-  await file.seek(offset, Deno.SeekMode.Start);
+/** Hash of the `TAIL_BYTES` bytes that end at `offset`. */
+async function tailHashAt(file: Deno.FsFile, offset: number): Promise<string> {
+  const buf = new Uint8Array(Math.min(offset, TAIL_BYTES));
+  await file.seek(offset - buf.length, Deno.SeekMode.Start);
   let got = 0;
-  while (got < length) {
+  while (got < buf.length) {
     const n = await file.read(buf.subarray(got));
     if (n === null) break;
     got += n;
   }
-  return buf.subarray(0, got);
-}
-
-/** Hash of the `TAIL_BYTES` bytes that end at `offset`. */
-async function tailHashAt(file: Deno.FsFile, offset: number): Promise<string> {
-  const start = Math.max(0, offset - TAIL_BYTES);
-  return await sha256Hex(await readAt(file, start, offset - start));
+  return await sha256Hex(buf.subarray(0, got));
 }
 
 /** A cheap test run before JSON.parse: lines that cannot matter to capture are not parsed at all. */

@@ -1,34 +1,21 @@
 /**
- * Turns from a Kimi Code journal (wire protocol 1.5 from the v2 engine, 1.4 from the legacy one).
- * User text comes from `turn.prompt` (origin `user`) and `turn.steer`; assistant text is every `content.part`
- * text part of the turn, in order. Thinking, tool traffic, hook results, injections and reminders are not
- * turn text at all. A v2 turn is closed by its `turn.ended` (any reason) or by a later `turn.prompt`;
- * a legacy turn (no `turn.ended` is ever written) by a later prompt or a final `step.end`.
- *
- * `/undo [n]` writes `context.undo {count: n}` (every version; 2.1.0 pairs it with `agent.switched` and
- * `context.undone`, which are the same event): "treat retracted content as never having happened". As in
- * Kimi, it removes everything from the n-th last user input (a `context.append_message` of the user, not a
- * steer inside a turn in 2.1.0, not an injection) onwards, stopping at a compaction or a `context.clear`.
- * Turns it reaches are marked `retracted` and lose their text; what was already captured stays captured.
- *
- * A loop event, steer or `turn.ended` whose `turnId` matches no prompt of the stretch (read from an unusual
- * start, or an engine that renumbered) belongs to the turn that is open, never to nobody; with no open turn
- * it is counted in `unbound` rather than dropped silently.
+ * The main agent's turns from a Kimi Code journal (wire protocol 1.5 of the v2 engine, 1.4 of the legacy
+ * one): user text from prompts and steers, assistant text from text parts; `/undo` withdraws turns as Kimi
+ * does; an event whose turn id matches no prompt of the stretch belongs to the open turn.
  */
-
 import * as z from "zod/mini";
-import { isRecord } from "../../lib/parsed.ts";
+import { partsText } from "../payload.ts";
 import type { JournalLine, LineFilter } from "./read.ts";
 
 /** A turn as read from the journal (text not yet cleaned). */
 export interface Turn {
-  /** Turn id as a string ("0", "1", …): the journal's own id, else the position among the agent's prompts. */
+  /** The journal's turn id, else the position among the agent's prompts, as a string. */
   id: string;
-  /** Position among the main agent's prompts (0, 1, …): what capture keys and the watermark use. */
+  /** Position among the main agent's prompts: what capture keys and the watermark use. */
   index: number;
   /** Byte offset of the line that started this turn. */
   startOffset: number;
-  /** Kind of the prompt's origin (`user`, `system_trigger`, …). */
+  /** The prompt's origin kind (`user`, `system_trigger`, …). */
   origin: string;
   /** User text parts (prompt, then steers); empty for turns the user did not start. */
   userParts: string[];
@@ -37,7 +24,7 @@ export interface Turn {
   closed: boolean;
   /** `turn.ended` reason, "next-prompt", "final-step", or "" while open. */
   closeReason: string;
-  /** Written by the v2 engine (records carry `agentId`), which always ends turns with `turn.ended`. */
+  /** Written by the v2 engine (records carry `agentId`), which ends every turn with `turn.ended`. */
   v2: boolean;
   /** `time` (ms) of the prompt record, when it had one. */
   time?: number;
@@ -45,98 +32,63 @@ export interface Turn {
   retracted: boolean;
 }
 
-/** The main agent's turns in a stretch of journal, and what else was learnt. */
-export interface TurnScan {
-  turns: Turn[];
-  /** Index the next `turn.prompt` after this stretch would get. */
-  nextIndex: number;
-  /** `protocol_version` from the metadata line, if the stretch included it. */
-  protocolVersion?: string;
-  /** Events with turn text whose `turnId` matched no prompt, bound to the open turn instead. */
-  rebound: number;
-  /** Events with turn text that had no turn to belong to (before the stretch's first prompt). */
-  unbound: number;
-  /** `context.undo` records whose count reached back before this stretch (those turns were read earlier). */
-  undoBeyondStretch: number;
-}
-
-const ContentPartSchema = z.looseObject({ type: z.string(), text: z.optional(z.string()) });
+// Records, by their `type` (which `read` switches on); one of an unexpected shape is skipped.
+const Agent = z.optional(z.string());
+const TurnId = z.union([z.number(), z.string()]);
+const Part = z.looseObject({ type: z.string(), text: z.optional(z.string()) });
 const PromptRecord = z.object({
-  type: z.enum(["turn.prompt", "turn.steer"]),
-  agentId: z.optional(z.string()),
-  input: z.optional(z.union([z.array(ContentPartSchema), z.string()])),
+  agentId: Agent,
+  input: z.optional(z.union([z.array(Part), z.string()])),
   origin: z.optional(z.looseObject({ kind: z.string() })),
-  turnId: z.optional(z.union([z.number(), z.string()])),
+  turnId: z.optional(TurnId),
 });
-const EndedRecord = z.object({
-  type: z.literal("turn.ended"),
-  agentId: z.optional(z.string()),
-  turnId: z.union([z.number(), z.string()]),
-  reason: z.optional(z.string()),
-});
+const EndedRecord = z.object({ agentId: Agent, turnId: TurnId, reason: z.optional(z.string()) });
 const LoopRecord = z.object({
-  type: z.literal("context.append_loop_event"),
-  agentId: z.optional(z.string()),
+  agentId: Agent,
   event: z.looseObject({
     type: z.string(),
-    turnId: z.optional(z.union([z.number(), z.string()])),
-    step: z.optional(z.union([z.number(), z.string()])),
+    turnId: z.optional(TurnId),
+    step: z.optional(TurnId),
     stepUuid: z.optional(z.string()),
-    uuid: z.optional(z.string()),
-    part: z.optional(z.looseObject({ type: z.string(), text: z.optional(z.string()) })),
+    part: z.optional(Part),
     finishReason: z.optional(z.string()),
   }),
 });
-const MetadataRecord = z.object({ type: z.literal("metadata"), protocol_version: z.string() });
+const MetadataRecord = z.object({ protocol_version: z.string() });
+const Origin = z.looseObject({
+  kind: z.string(),
+  inTurn: z.optional(z.unknown()),
+  trigger: z.optional(z.unknown()),
+});
 const MessageRecord = z.object({
-  type: z.literal("context.append_message"),
-  agentId: z.optional(z.string()),
-  message: z.looseObject({
-    role: z.string(),
-    content: z.optional(z.unknown()),
-    origin: z.optional(z.looseObject({
-      kind: z.string(),
-      inTurn: z.optional(z.unknown()),
-      trigger: z.optional(z.unknown()),
-    })),
-  }),
+  agentId: Agent,
+  message: z.looseObject({ role: z.string(), content: z.optional(z.unknown()), origin: z.optional(Origin) }),
 });
-const UndoRecord = z.object({
-  type: z.literal("context.undo"),
-  agentId: z.optional(z.string()),
-  count: z.int().check(z.positive()),
-});
+const UndoRecord = z.object({ agentId: Agent, count: z.int().check(z.positive()) });
+
+/** The words of the only lines that can matter for turns (the others are not parsed). */
+const TURN_WORDS =
+  /"(?:turn\.|content\.part"|step\.end"|metadata"|context\.(?:append_message|undo|clear|apply_compaction)")/;
 
 /** Only lines that can matter for turns are parsed (everything else is skipped unread). */
-export const turnLineFilter: LineFilter = (line) =>
-  line.includes('"turn.') || line.includes('"content.part"') || line.includes('"step.end"') ||
-  line.includes('"metadata"') || line.includes('"context.append_message"') ||
-  line.includes('"context.undo"') || line.includes('"context.clear"') ||
-  line.includes('"context.apply_compaction"');
+export const turnLineFilter: LineFilter = (line) => TURN_WORDS.test(line);
 
 /** The agent a record belongs to; records without `agentId` (legacy) belong to the main agent. */
 function isMain(agentId: string | undefined): boolean {
   return agentId === undefined || agentId === "main";
 }
 
-/** Text of content parts (text parts only, joined by newlines), or a plain string prompt. */
-function partsText(input: unknown): string {
-  if (typeof input === "string") return input;
-  if (!Array.isArray(input)) return "";
-  return input
-    .filter((p) => isRecord(p) && p.type === "text")
-    .map((p) => String(p.text ?? ""))
-    .filter((t) => t.length > 0)
-    .join("\n");
+/** `value` as `schema` reads it, when it is a record of the main agent. */
+function mainRecord<T extends { agentId?: string }>(schema: z.ZodMiniType<T>, value: unknown): T | undefined {
+  const r = schema.safeParse(value);
+  return r.success && isMain(r.data.agentId) ? r.data : undefined;
 }
 
 /** A step's finish reasons that mean the model keeps going. */
 const CONTINUING = new Set(["tool_use", "tool_calls", "tool-calls"]);
 
 /** Whether a user message is what `/undo` counts: real user input (Kimi's `isUndoAnchor`). */
-function isUndoAnchor(
-  origin: { kind: string; inTurn?: unknown; trigger?: unknown } | undefined,
-): boolean {
+function isUndoAnchor(origin: z.infer<typeof Origin> | undefined): boolean {
   if (origin === undefined) return true;
   if (origin.inTurn === true) return false; // a steer inside a running turn (2.1.0)
   if (origin.kind === "user") return true;
@@ -170,15 +122,20 @@ function retract(turns: Turn[], cut: Anchor): void {
   }
 }
 
-/** The state of one scan: the turns so far, the open one, and what `/undo` can still reach. */
+/** One scan of a stretch of journal: the main agent's turns, and what else was learnt. */
 class TurnScanner {
   readonly turns: Turn[] = [];
   private readonly byId = new Map<string, Turn>();
+  /** Index the next `turn.prompt` after this stretch would get. */
   nextIndex: number;
+  /** `protocol_version` from the metadata line, if the stretch included it. */
   protocolVersion: string | undefined;
   private current: Turn | undefined;
+  /** Events with turn text whose `turnId` matched no prompt, bound to the open turn instead. */
   rebound = 0;
+  /** Events with turn text that had no turn to belong to (before the stretch's first prompt). */
   unbound = 0;
+  /** `context.undo` records whose count reached back before this stretch (those turns were read earlier). */
   undoBeyondStretch = 0;
   /** User inputs `/undo` can still reach, oldest first (reset at a compaction or a clear). */
   private anchors: Anchor[] = [];
@@ -202,6 +159,7 @@ class TurnScanner {
 
   /** Reads one journal record. */
   read(offset: number, value: JournalLine["value"]): void {
+    const main = isMain(typeof value.agentId === "string" ? value.agentId : undefined);
     switch (value.type) {
       case "metadata": {
         const m = MetadataRecord.safeParse(value);
@@ -214,16 +172,16 @@ class TurnScanner {
         return this.steer(value);
       case "turn.cancel": {
         // Legacy journals mark a cancelled turn only by a bare turn.cancel (v2 also writes turn.ended).
-        const agentId = typeof value.agentId === "string" ? value.agentId : undefined;
         const t = this.current;
-        if (agentId === undefined && t && !t.v2 && !t.closed) [t.closed, t.closeReason] = [true, "cancelled"];
+        if (typeof value.agentId !== "string" && t && !t.v2 && !t.closed) {
+          [t.closed, t.closeReason] = [true, "cancelled"];
+        }
         return;
       }
       case "turn.ended": {
-        const r = EndedRecord.safeParse(value);
-        if (!r.success || !isMain(r.data.agentId)) return;
-        const t = this.turnFor(r.data.turnId, false);
-        if (t && !t.closed) [t.closed, t.closeReason] = [true, r.data.reason ?? "ended"];
+        const r = mainRecord(EndedRecord, value);
+        const t = r && this.turnFor(r.turnId, false);
+        if (t && !t.closed) [t.closed, t.closeReason] = [true, r.reason ?? "ended"];
         return;
       }
       case "context.append_message":
@@ -232,9 +190,7 @@ class TurnScanner {
         return this.undo(value);
       case "context.clear":
       case "context.apply_compaction": {
-        // Boundaries: /undo never reaches back across them.
-        const agentId = typeof value.agentId === "string" ? value.agentId : undefined;
-        if (isMain(agentId)) this.anchors = [];
+        if (main) this.anchors = []; // /undo never reaches back across them
         return;
       }
       case "context.append_loop_event":
@@ -244,17 +200,17 @@ class TurnScanner {
 
   /** A prompt starts the next turn and closes every open one. */
   private prompt(offset: number, value: JournalLine["value"]): void {
-    const r = PromptRecord.safeParse(value);
-    if (!r.success || !isMain(r.data.agentId)) return;
+    const r = mainRecord(PromptRecord, value);
+    if (!r) return;
     // Keys use the position among the agent's prompts: monotonic even if the engine's ids ever restart.
     const index = this.nextIndex++;
     for (const t of this.turns) {
       if (!t.closed) [t.closed, t.closeReason] = [true, "next-prompt"];
     }
-    const origin = r.data.origin?.kind ?? "user";
-    const text = partsText(r.data.input);
+    const origin = r.origin?.kind ?? "user";
+    const text = partsText(r.input);
     const turn: Turn = {
-      id: r.data.turnId !== undefined ? String(r.data.turnId) : String(index),
+      id: String(r.turnId ?? index),
       index,
       startOffset: offset,
       origin,
@@ -262,7 +218,7 @@ class TurnScanner {
       assistantParts: [],
       closed: false,
       closeReason: "",
-      v2: r.data.agentId !== undefined,
+      v2: r.agentId !== undefined,
       time: typeof value.time === "number" ? value.time : undefined,
       retracted: false,
     };
@@ -273,21 +229,19 @@ class TurnScanner {
 
   /** A steer adds the user's text to its open turn. */
   private steer(value: JournalLine["value"]): void {
-    const r = PromptRecord.safeParse(value);
-    if (!r.success || !isMain(r.data.agentId)) return;
-    const text = partsText(r.data.input);
-    const target = this.turnFor(r.data.turnId, Boolean(text));
-    if (target && !target.closed && text && (r.data.origin?.kind ?? "user") === "user") {
+    const r = mainRecord(PromptRecord, value);
+    if (!r) return;
+    const text = partsText(r.input);
+    const target = this.turnFor(r.turnId, Boolean(text));
+    if (target && !target.closed && text && (r.origin?.kind ?? "user") === "user") {
       target.userParts.push(text);
     }
   }
 
   /** A user message is an input `/undo` can cut back to (Kimi's own rule, `isUndoAnchor`). */
   private message(value: JournalLine["value"]): void {
-    const r = MessageRecord.safeParse(value);
-    if (!r.success || !isMain(r.data.agentId)) return;
-    const m = r.data.message;
-    if (m.role !== "user" || !isUndoAnchor(m.origin)) return;
+    const m = mainRecord(MessageRecord, value)?.message;
+    if (!m || m.role !== "user" || !isUndoAnchor(m.origin)) return;
     const current = this.current;
     const whole = !current || !this.anchored.has(current);
     if (current) this.anchored.add(current);
@@ -303,23 +257,22 @@ class TurnScanner {
 
   /** `/undo n` withdraws everything from the n-th last input on. */
   private undo(value: JournalLine["value"]): void {
-    const r = UndoRecord.safeParse(value);
-    if (!r.success || !isMain(r.data.agentId)) return;
-    if (r.data.count > this.anchors.length) this.undoBeyondStretch++;
-    const cut = this.anchors.splice(Math.max(0, this.anchors.length - r.data.count))[0];
+    const count = mainRecord(UndoRecord, value)?.count;
+    if (count === undefined) return;
+    if (count > this.anchors.length) this.undoBeyondStretch++;
+    const cut = this.anchors.splice(Math.max(0, this.anchors.length - count))[0];
     if (cut) retract(this.turns, cut);
   }
 
   /** A loop event: assistant text for its turn, or (legacy) the final step that ends it. */
   private loopEvent(value: JournalLine["value"]): void {
-    const r = LoopRecord.safeParse(value);
-    if (!r.success || !isMain(r.data.agentId)) return;
-    const ev = r.data.event;
-    const carriesText = ev.type === "content.part" && ev.part?.type === "text" && Boolean(ev.part.text);
-    const t = this.turnFor(ev.turnId, carriesText);
+    const ev = mainRecord(LoopRecord, value)?.event;
+    if (!ev) return;
+    const text = ev.type === "content.part" && ev.part?.type === "text" ? ev.part.text : undefined;
+    const t = this.turnFor(ev.turnId, Boolean(text));
     if (!t || t.closed) return;
-    if (ev.type === "content.part" && ev.part?.type === "text" && ev.part.text) {
-      t.assistantParts.push({ step: String(ev.stepUuid ?? ev.step ?? ""), text: ev.part.text });
+    if (text) {
+      t.assistantParts.push({ step: String(ev.stepUuid ?? ev.step ?? ""), text });
     } else if (ev.type === "step.end" && !t.v2 && ev.finishReason && !CONTINUING.has(ev.finishReason)) {
       // Legacy journals never write turn.ended: a step that does not continue ends the turn.
       [t.closed, t.closeReason] = [true, "final-step"];
@@ -334,6 +287,12 @@ export function scanTurns(lines: readonly JournalLine[], firstIndex = 0): TurnSc
   const { turns, nextIndex, protocolVersion, rebound, unbound, undoBeyondStretch } = s;
   return { turns, nextIndex, protocolVersion, rebound, unbound, undoBeyondStretch };
 }
+
+/** What {@link scanTurns} learnt of a stretch of journal. */
+export type TurnScan = Pick<
+  TurnScanner,
+  "turns" | "nextIndex" | "protocolVersion" | "rebound" | "unbound" | "undoBeyondStretch"
+>;
 
 /** The assistant text of a turn: parts of one step joined as-is, steps separated by a blank line. */
 export function assistantText(turn: Turn): string {

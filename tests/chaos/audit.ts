@@ -16,7 +16,7 @@ import { LedgerEntrySchema } from "../../memory/ledger.ts";
 import { SessionStateSchema } from "../../memory/state.ts";
 import { readJournal } from "../../kimi/journal/read.ts";
 import { scanTurns, turnLineFilter } from "../../kimi/journal/turns.ts";
-import { turnsOf } from "../../commands/turns.ts";
+import { messagesOf } from "../../commands/turns.ts";
 import { MARK, SECRET } from "./journal-model.ts";
 import type { Processes } from "./procs.ts";
 
@@ -144,9 +144,7 @@ export async function audit(input: AuditInput): Promise<AuditResult> {
   const ov = `${input.home}/.openviking`;
 
   // Delivery.
-  const expected = (await turnsOf(input.journalPath, { maxLength: 24_000, redact: true })).map((l) =>
-    JSON.parse(l) as { turn_id: string; role: string; content: string }
-  );
+  const expected = await messagesOf(input.journalPath, { maxLength: 24_000, redact: true });
   const read = await readJournal(input.journalPath, undefined, turnLineFilter);
   const turns = scanTurns(read.lines).turns.length;
   const ovSession = `kc-${input.sessionId}`;

@@ -1,87 +1,54 @@
 /**
- * The command table (cli/commands.ts) is the whole command line: every command × {--help, an unknown flag,
- * each value flag without its value, a stray argument} through the real entry point under the production
- * flags; the parser's syntax on its own; the help renderers listing every flag of every command; and the hook
- * hot path reaching hooks/entry.ts without loading the table.
+ * The command table (commands/mod.ts) is the whole command line: every command's refusals and help come from
+ * it; the real entry point under the production flags shows what only a process shows (exit codes, stdout or
+ * stderr, nothing written); `hook <event>` reaches commands/hook.ts without loading the table.
  */
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { ROOT, runCli } from "../support/run.ts";
 import { isolatedEnv } from "../install/helpers.ts";
-import { COMMANDS, helpText, PROGRAM } from "../../commands/mod.ts";
-import { commandHelp, parseCommand, type Parsed, usageLines } from "../../commands/args.ts";
+import { placeJournal } from "../support/hook-context.ts";
+import { JournalBuilder } from "../support/journal.ts";
+import { commandHelp, COMMANDS, helpText, usageError, usageLines } from "../../commands/mod.ts";
 
-const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+/** The positionals `name` requires, filled in. */
+const required = (name: string) =>
+  Object.keys(COMMANDS[name].args).filter((a) => a.startsWith("<")).map((a) => `x-${a.slice(1, -1)}`);
 
-/** One argv that must be refused, and what the refusal must name. */
-interface Refusal {
-  args: string[];
-  names: string;
+/** `name args` parsed; the values when it runs, else throws. */
+function values(name: string, args: string[]): Record<string, unknown> {
+  const parsed = COMMANDS[name].parse(args);
+  if (parsed.kind !== "run") throw new Error(`${name} ${args.join(" ")}: ${JSON.stringify(parsed)}`);
+  return { ...parsed.values, positionals: parsed.positionals };
 }
 
-/** The refusals the table implies for one command: an unknown flag, each value flag bare, a stray argument. */
-function refusals(name: string): Refusal[] {
-  const cmd = COMMANDS[name];
-  const required = cmd.positionals.filter((p) => p.required).map((p) => `x-${p.name}`);
-  const out: Refusal[] = [{ args: [name, ...required, "--no-such-flag"], names: "--no-such-flag" }];
-  for (const [flag, spec] of Object.entries(cmd.flags)) {
-    if (spec.type === "string") out.push({ args: [name, ...required, `--${flag}`], names: `--${flag}` });
+/** `name args` parsed; the usage error's message, else throws. */
+function refused(name: string, args: string[]): string {
+  const parsed = COMMANDS[name].parse(args);
+  if (parsed.kind !== "error") {
+    throw new Error(`${name} ${args.join(" ")} accepted: ${JSON.stringify(parsed)}`);
   }
-  const all = cmd.positionals.map((p) => `x-${p.name}`);
-  out.push({ args: [name, ...all, "stray-argument"], names: '"stray-argument"' });
-  return out;
+  return parsed.message;
 }
 
-Deno.test("every command × {--help, unknown flag, value flag without value, stray argument}", async (t) => {
-  await using dir = await tempDir();
-  const home = `${dir.path}/home`;
-  await Deno.mkdir(home);
-  const env = isolatedEnv(home, { OPENVIKING_URL: "http://127.0.0.1:9" });
+Deno.test("every command × {--help, unknown flag, value flag without value, stray argument}", () => {
   for (const [name, cmd] of Object.entries(COMMANDS)) {
-    await t.step(`${name} --help`, async () => {
-      for (const help of ["--help", "-h"]) {
-        const r = await runCli([name, help], { env, clearEnv: true });
-        assertEquals([r.code, r.stderr], [0, ""], `${name} ${help}`);
-        assertEquals(r.stdout, `${commandHelp(PROGRAM, name, cmd)}\n`, `${name} ${help}`);
-      }
-    });
-    for (const refusal of refusals(name)) {
-      await t.step(refusal.args.join(" "), async () => {
-        const r = await runCli(refusal.args, { env, clearEnv: true, stdin: "{}" });
-        // A hook never exits 2: Kimi reads that as "block"; the refusal is on stderr all the same.
-        assertEquals(r.code, name === "hook" ? 0 : 2, r.stderr);
-        assertEquals(r.stdout, "");
-        assertMatch(r.stderr, new RegExp(`^${PROGRAM} ${name}: .*${escape(refusal.names)}`));
-        assertTrue(
-          r.stderr.includes(usageLines(PROGRAM, name, cmd).join("\n")),
-          `usage printed: ${r.stderr}`,
-        );
-      });
+    for (const help of ["--help", "-h"]) assertEquals(cmd.parse([help]).kind, "help", `${name} ${help}`);
+    const cases: [string[], string][] = [[[...required(name), "--no-such-flag"], "--no-such-flag"]];
+    for (const [flag, spec] of Object.entries(cmd.flags)) {
+      if (spec.type === "string") cases.push([[...required(name), `--${flag}`], `--${flag}`]);
+    }
+    const all = Object.keys(cmd.args).map((a) => `x-${a}`);
+    cases.push([[...all, "stray-argument"], '"stray-argument"']);
+    for (const [args, names] of cases) {
+      const message = refused(name, args);
+      assertTrue(message.includes(names), `${name} ${args.join(" ")}: ${message}`);
+      const printed = usageError(name, message);
+      assertTrue(printed.startsWith(`openviking-kimi ${name}: ${message}\n`), printed);
+      assertTrue(printed.includes(usageLines(name).join("\n")), `usage printed: ${printed}`);
     }
   }
-  await t.step("nothing was written anywhere in HOME", async () => {
-    assertEquals(await Array.fromAsync(Deno.readDir(home)), []);
-  });
-});
-
-Deno.test("the top-level help, also as help / --help / -h, and bare: on stderr with exit 2", async () => {
-  await using dir = await tempDir();
-  const env = isolatedEnv(dir.path);
-  for (const args of [["help"], ["--help"], ["-h"]]) {
-    const r = await runCli(args, { env, clearEnv: true });
-    assertEquals([r.code, r.stdout, r.stderr], [0, `${helpText()}\n`, ""], args.join(" "));
-  }
-  const bare = await runCli([], { env, clearEnv: true });
-  assertEquals([bare.code, bare.stdout, bare.stderr], [2, "", `${helpText()}\n`]);
-  const one = await runCli(["help", "doctor"], { env, clearEnv: true });
-  assertEquals([one.code, one.stdout], [0, `${commandHelp(PROGRAM, "doctor", COMMANDS.doctor)}\n`]);
-  const unknown = await runCli(["help", "nope"], { env, clearEnv: true });
-  assertEquals(unknown.code, 2);
-  assertMatch(unknown.stderr, /unknown command "nope"/);
-  const command = await runCli(["nope"], { env, clearEnv: true });
-  assertEquals(command.code, 2);
-  assertMatch(command.stderr, /unknown command "nope"/);
 });
 
 Deno.test("the top-level help names every command with every flag and positional", () => {
@@ -92,24 +59,20 @@ Deno.test("the top-level help names every command with every flag and positional
   assertEquals(Object.keys(sections), Object.keys(COMMANDS));
   for (const [name, cmd] of Object.entries(COMMANDS)) {
     for (const flag of Object.keys(cmd.flags)) assertMatch(sections[name], new RegExp(`\\[--${flag}[ \\]]`));
-    for (const p of cmd.positionals) {
-      assertTrue(sections[name].includes(`<${p.name}>`), `${name} <${p.name}>`);
-    }
+    for (const a of Object.keys(cmd.args)) assertTrue(sections[name].includes(a), `${name} ${a}`);
   }
+  assertMatch(sections.doctor, /\[--kimi-home DIR\]/);
   for (const line of help.split("\n")) assertTrue(line.length <= 80, `wider than 80: ${line}`);
 });
 
 Deno.test("each command's help describes every flag, its default, and --help", () => {
   for (const [name, cmd] of Object.entries(COMMANDS)) {
-    const help = commandHelp(PROGRAM, name, cmd);
-    assertTrue(help.startsWith(`Usage: ${PROGRAM} ${name}`), name);
+    const help = commandHelp(name);
+    assertTrue(help.startsWith(`Usage: openviking-kimi ${name}`), name);
     for (const [flag, spec] of Object.entries(cmd.flags)) {
       assertTrue(help.includes(`--${flag}`), `${name} --${flag}`);
-      assertTrue(
-        help.includes(spec.description.split(" ").slice(0, 3).join(" ")),
-        `${name} --${flag} described`,
-      );
-      if (spec.default !== undefined) {
+      assertTrue(help.includes(spec.help.split(" ").slice(0, 3).join(" ")), `${name} --${flag} described`);
+      if (typeof spec.default === "string") {
         assertTrue(help.includes(`(default: ${spec.default})`), `${name} default`);
       }
       if (spec.short) assertTrue(help.includes(`-${spec.short}, --${flag}`), `${name} -${spec.short}`);
@@ -119,38 +82,20 @@ Deno.test("each command's help describes every flag, its default, and --help", (
   }
 });
 
-/** Parses `args` for `name`, expecting options. */
-function options(name: string, args: string[]): Record<string, unknown> {
-  const parsed: Parsed = parseCommand(COMMANDS[name], args);
-  if (parsed.kind !== "run") throw new Error(`${name} ${args.join(" ")}: ${JSON.stringify(parsed)}`);
-  return parsed.options;
-}
-
-/** Parses `args` for `name`, expecting a usage error; returns its message. */
-function refused(name: string, args: string[]): string {
-  const parsed = parseCommand(COMMANDS[name], args);
-  if (parsed.kind !== "error") {
-    throw new Error(`${name} ${args.join(" ")} accepted: ${JSON.stringify(parsed)}`);
-  }
-  return parsed.message;
-}
-
-Deno.test("install's options: --flag=value, -y, an empty value, the default mode", () => {
-  assertEquals(options("install", ["--mode=plugin", "--kimi-home", "/k", "--api-key", "", "-y"]), {
+Deno.test("install's values: --flag=value, -y, an empty value, the default mode", () => {
+  assertEquals(values("install", ["--mode=plugin", "--kimi-home", "/k", "--api-key", "", "-y"]), {
     mode: "plugin",
-    kimiHome: "/k",
-    url: undefined,
-    apiKeyStdin: false,
-    apiKey: "",
-    account: undefined,
-    user: undefined,
-    dryRun: false,
+    "kimi-home": "/k",
+    "api-key-stdin": false,
+    "api-key": "",
+    "dry-run": false,
     yes: true,
+    positionals: [],
   });
-  assertEquals(options("install", []).mode, "config");
-  assertEquals(options("install", ["--url=-odd", "--dry-run"]).url, "-odd", "a dash value written inline");
-  assertEquals(options("uninstall", []).mode, undefined, "uninstall without --mode: both modes");
-  assertEquals(options("uninstall", ["--purge", "--yes"]).purge, true);
+  assertEquals(values("install", []).mode, "config");
+  assertEquals(values("install", ["--url=-odd", "--dry-run"]).url, "-odd", "a dash value written inline");
+  assertEquals(values("uninstall", []).mode, undefined, "uninstall without --mode: both modes");
+  assertEquals(values("uninstall", ["--purge", "--yes"]).purge, true);
 });
 
 Deno.test("the parser's refusals name the flag", () => {
@@ -171,14 +116,77 @@ Deno.test("the parser's refusals name the flag", () => {
   assertEquals(refused("turns", []), "missing <kimi-session-id>");
   assertEquals(refused("turns", ["a", "b"]), 'unexpected argument "b"');
   assertEquals(
-    options("turns", ["--", "--json"]),
-    { kimiSessionId: "--json", json: false },
+    values("turns", ["--", "--json"]),
+    { json: false, positionals: ["--json"] },
     "after --, an id",
   );
   assertEquals(refused("turns", ["--", "a", "--json"]), 'unexpected argument "--json"');
+  assertEquals(refused("turns", ["session_x", "--bogus"]), "unknown flag --bogus");
+  assertEquals(refused("replay", ["extra"]), 'unexpected argument "extra"');
   assertEquals(refused("mcp", ["--constructor"]), "unknown flag --constructor");
   assertEquals(refused("mcp", ["--__proto__"]), "unknown flag --__proto__");
   assertEquals(refused("hook", ["stop", "extra"]), 'unexpected argument "extra"');
+  assertEquals(refused("hook", []), "missing <event>");
+});
+
+Deno.test("the entry point: help on stdout, refusals on stderr with exit 2 (a hook's 0), nothing written", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  await Deno.mkdir(home);
+  const env = isolatedEnv(home, { OPENVIKING_URL: "http://127.0.0.1:9", OPENVIKING_TIMEOUT_MS: "500" });
+  const cli = (args: string[]) => runCli(args, { env, clearEnv: true, stdin: "{}" });
+  const cases: [string[], number, string, string][] = [
+    [["help"], 0, `${helpText()}\n`, ""],
+    [["-h"], 0, `${helpText()}\n`, ""],
+    [[], 2, "", `${helpText()}\n`],
+    [["help", "doctor"], 0, `${commandHelp("doctor")}\n`, ""],
+    [["install", "--help"], 0, `${commandHelp("install")}\n`, ""],
+    [
+      ["install", "--url", "--yes"],
+      2,
+      "",
+      `${usageError("install", refused("install", ["--url", "--yes"]))}\n`,
+    ],
+    [["version", "--x"], 2, "", `${usageError("version", "unknown flag --x")}\n`],
+    [["hook"], 0, "", `${usageError("hook", "missing <event>")}\n`],
+  ];
+  for (const [args, code, stdout, stderr] of cases) {
+    const r = await cli(args);
+    assertEquals([r.code, r.stdout, r.stderr], [code, stdout, stderr], args.join(" "));
+  }
+  for (const args of [["help", "nope"], ["nope"]]) {
+    const r = await cli(args);
+    assertEquals([r.code, r.stdout], [2, ""], args.join(" "));
+    assertMatch(r.stderr, /unknown command "nope"/);
+  }
+  const bogus = await cli(["hook", "bogus"]);
+  assertEquals([bogus.code, bogus.stdout], [0, ""]);
+  assertMatch(bogus.stderr, /unknown event "bogus".*user-prompt-submit/);
+  assertEquals(await Array.fromAsync(Deno.readDir(home)), [], "nothing was written anywhere in HOME");
+});
+
+Deno.test("turns <id>: a readable form in 80 columns, --json one JSON object per message, exit 1 unknown", async () => {
+  await using dir = await tempDir();
+  const env = isolatedEnv(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
+  const long = `please ${"refactor the parser and keep every test green ".repeat(6)}`;
+  const journal = new JournalBuilder().simpleTurn("remember that I like tabs", "Noted:\n tabs,\tnot spaces.")
+    .simpleTurn(long, "\u001b[31mred\u001b[0m 好的，我会记住这个偏好。".repeat(4));
+  await placeJournal(dir.path, "session_turns", journal.toString());
+  const cli = (args: string[]) => runCli(["turns", ...args], { env, clearEnv: true });
+  const json = await cli(["session_turns", "--json"]);
+  assertEquals(json.code, 0, json.stderr);
+  const messages = json.stdout.trimEnd().split("\n").map((l) => JSON.parse(l));
+  assertEquals(messages.map((m) => m.role), ["user", "assistant", "user", "assistant"]);
+  assertEquals(messages[0], { turn_id: "0", role: "user", content: "remember that I like tabs" });
+  const text = await cli(["session_turns"]);
+  assertEquals(text.code, 0, text.stderr);
+  const lines = text.stdout.trimEnd().split("\n");
+  assertMatch(lines[1], /^0 +user +remember that I like tabs$/);
+  assertMatch(lines[3], /^1 +user +please refactor the parser .*…$/);
+  assertMatch(lines.at(-1)!, /4 message\(s\) in 2 turn\(s\)/);
+  const unknown = await cli(["session_none"]);
+  assertEquals([unknown.code, unknown.stdout], [1, ""]);
+  assertMatch(unknown.stderr, /kimi session list --json/);
 });
 
 /** The modules a process loads through static imports from `from`, following dynamic imports only into `via`. */
@@ -202,7 +210,7 @@ interface InfoGraph {
   modules: { specifier: string; dependencies?: { code?: { specifier: string }; isDynamic?: boolean }[] }[];
 }
 
-Deno.test("hook <event> reaches hooks/entry.ts without the table, node:util or zod", async () => {
+Deno.test("hook <event> reaches commands/hook.ts without the table, node:util or zod", async () => {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["info", "--json", "--config", `${ROOT}/deno.json`, `${ROOT}/main.ts`],
     stdout: "piped",
@@ -211,14 +219,15 @@ Deno.test("hook <event> reaches hooks/entry.ts without the table, node:util or z
   assertTrue(out.success, new TextDecoder().decode(out.stderr));
   const graph = JSON.parse(new TextDecoder().decode(out.stdout)) as InfoGraph;
   const main = `file://${ROOT}/main.ts`;
+  const table = (m: string) => m.endsWith("/commands/mod.ts");
   const everything = loaded(graph, main, [".ts"]);
-  assertTrue([...everything].some((m) => m.endsWith("/commands/mod.ts")), "the graph walk sees the table");
+  assertTrue([...everything].some(table), "the graph walk sees the table");
   assertTrue(everything.has("node:util"), "the graph walk sees node:util");
-  // Stop, StopFailure, PreCompact, SessionEnd: main.ts, then hooks/entry.ts and what it imports statically.
+  // A detached event's parent: main.ts, then commands/hook.ts and what it imports statically.
   const detached = [...loaded(graph, main, ["/commands/hook.ts"])];
-  const lean = detached.filter((m) => m.includes("/cli/") || m.startsWith("node:") || m.startsWith("npm:"));
+  const lean = detached.filter((m) => table(m) || m.startsWith("node:") || m.startsWith("npm:"));
   assertEquals(lean, [], `the detaching parent loads ${detached.join(", ")}`);
   // The other events go on into the dispatcher (zod is its payload schema); still no table, no node:util.
   const full = [...loaded(graph, main, ["/commands/hook.ts", "/memory/dispatch.ts"])];
-  assertEquals(full.filter((m) => m.includes("/cli/") || m.startsWith("node:")), [], full.join(", "));
+  assertEquals(full.filter((m) => table(m) || m.startsWith("node:")), [], full.join(", "));
 });

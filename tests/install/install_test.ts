@@ -13,8 +13,6 @@ import { currentSelf, type Self } from "../../install/placement.ts";
 import { readKimiState } from "../../install/detect.ts";
 import { registrations } from "../../install/doctor.ts";
 import { VERSION } from "../../lib/version.ts";
-import { COMMANDS } from "../../commands/mod.ts";
-import { parseCommand } from "../../commands/args.ts";
 import { enqueueMessages, keepRejected } from "../../openviking/queue.ts";
 import { queuedMessages, rejectedWrites } from "../support/queue.ts";
 
@@ -387,21 +385,6 @@ Deno.test("uninstall leaves what is not ours and says so", async () => {
   assertMatch(t.lines.join("\n"), /^Nothing to change: nothing of openviking-kimi is registered/m);
   assertEquals(await runInstall(t.ctx(), opts()), 1, "a foreign openviking MCP server is not overwritten");
   assertEquals(await read(`${t.kimi}/mcp.json`), mcp);
-});
-
-Deno.test("argument parsing", () => {
-  const parse = (args: string[]) => parseCommand(COMMANDS.install, args);
-  const ok = parse(["--mode=plugin", "--kimi-home", "/k", "--api-key", "", "-y"]);
-  assertTrue(ok.kind === "run");
-  if (ok.kind === "run") {
-    assertEquals(ok.options.mode, "plugin");
-    assertEquals(ok.options.kimiHome, "/k");
-    assertEquals(ok.options.apiKey, "");
-    assertTrue(ok.options.yes);
-  }
-  assertEquals(parse(["--mode", "both"]).kind, "error");
-  assertEquals(parse(["--purge"]).kind, "error");
-  assertEquals(parse(["--url"]).kind, "error");
 });
 
 Deno.test({

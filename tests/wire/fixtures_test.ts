@@ -10,7 +10,7 @@ import { makeContext, placeJournal, sandboxEnv } from "../support/hook-context.t
 import { tempDir } from "../support/temp.ts";
 import { captureMode, captureSession } from "../../memory/capture.ts";
 import { Budget } from "../../openviking/client.ts";
-import { turnsOf } from "../../commands/turns.ts";
+import { messagesOf, type TurnMessage } from "../../commands/turns.ts";
 import { readJournal } from "../../kimi/journal/read.ts";
 import { scanTurns, turnLineFilter } from "../../kimi/journal/turns.ts";
 
@@ -23,6 +23,7 @@ const ack = (
   n: number,
   p: string,
 ): Msg[] => [[String(n - 1), "user", p], [String(n - 1), "assistant", `ACK ${n}: ${p}`]];
+const TOOL_RAN = "FINAL after tool: tool-ran";
 const AGENT = "FINAL after agent: agent_id: agent-0 | actual_subagent_type: coder";
 
 /** What capture must send for each recorded scenario's final journal (closed turns only). */
@@ -33,11 +34,7 @@ function expected(variant: string, scenario: string): Msg[] {
     case "plain":
       return ack(1, "hello, remember that I prefer tabs over spaces");
     case "tool":
-      return [["0", "user", "please RUN_TOOL and THINK about it"], [
-        "0",
-        "assistant",
-        "FINAL after tool: tool-ran",
-      ]];
+      return [["0", "user", "please RUN_TOOL and THINK about it"], ["0", "assistant", TOOL_RAN]];
     case "subagent":
       return [["0", "user", "please RUN_AGENT for me"], ["0", "assistant", AGENT]];
     case "failed":
@@ -54,11 +51,12 @@ function expected(variant: string, scenario: string): Msg[] {
         ["1", "assistant", "ACK: hi after the interruption"],
       ];
     case "compaction":
-      return [...ack(1, "first: remember that I prefer tabs"), ["1", "user", "second: RUN_TOOL please"], [
-        "1",
-        "assistant",
-        "FINAL after tool: tool-ran",
-      ], ...ack(5, "third: after the compaction").map(([, r, c]) => ["2", r, c] as Msg)];
+      return [
+        ...ack(1, "first: remember that I prefer tabs"),
+        ["1", "user", "second: RUN_TOOL please"],
+        ["1", "assistant", TOOL_RAN],
+        ...ack(5, "third: after the compaction").map(([, r, c]) => ["2", r, c] as Msg),
+      ];
     case "resumed":
       return [
         ...ack(1, "first: remember that I prefer tabs over spaces"),
@@ -71,11 +69,8 @@ function expected(variant: string, scenario: string): Msg[] {
       // `/undo 1` withdrew the second turn, `/undo 2` the third and fourth.
       return [...UNDO_TURNS[0], ...UNDO_TURNS[4]];
     case "hook-context":
-      return [...ack(1, "what do I prefer, tabs or spaces?"), ["1", "user", "and RUN_TOOL to check"], [
-        "1",
-        "assistant",
-        "FINAL after tool: tool-ran",
-      ]];
+      const tool: Msg[] = [["1", "user", "and RUN_TOOL to check"], ["1", "assistant", TOOL_RAN]];
+      return [...ack(1, "what do I prefer, tabs or spaces?"), ...tool];
   }
   throw new Error(`no expectation for ${scenario}`);
 }
@@ -119,8 +114,7 @@ function undoDelivered(variant: string): Msg[] {
 /** The interrupted story's length depends on when the interrupt landed: compare its start only. */
 const SLOW = "slow token 1 slow token 2 …";
 const norm = (content: string) => content.replace(/^slow token 1 slow token 2 [\s\S]*$/, SLOW);
-const asMsgs = (lines: string[]): Msg[] =>
-  lines.map((l) => JSON.parse(l)).map((o) => [o.turn_id, o.role, norm(o.content)]);
+const asMsgs = (messages: TurnMessage[]): Msg[] => messages.map((o) => [o.turn_id, o.role, norm(o.content)]);
 const INJECTED =
   /<system-reminder|<hook_result|openviking-context|SUBAGENT_TASK|pondering|\[memory\]|Wall time/;
 
@@ -128,20 +122,11 @@ Deno.test("recorded journals: every variant and scenario yields exactly the conv
   let checked = 0;
   for (const variant of VARIANTS) {
     const names = scenarios(variant);
-    assertEquals(names, [
-      "compaction",
-      "failed",
-      "hook-context",
-      "interrupted-print",
-      "interrupted-tui",
-      "plain",
-      "resumed",
-      "subagent",
-      "tool",
-      "undo",
-    ]);
+    const all =
+      "compaction failed hook-context interrupted-print interrupted-tui plain resumed subagent tool undo";
+    assertEquals(names, all.split(" "));
     for (const scenario of names) {
-      const got = asMsgs(await turnsOf(`${ROOT}${variant}/${scenario}/wire.jsonl`, opts));
+      const got = asMsgs(await messagesOf(`${ROOT}${variant}/${scenario}/wire.jsonl`, opts));
       assertEquals(got, expected(variant, scenario), `${variant}/${scenario}`);
       for (const [, , content] of got) {
         assertTrue(!INJECTED.test(content), `${variant}/${scenario}: ${content}`);
@@ -167,7 +152,7 @@ Deno.test("recorded journals at each Stop: the newest turn is never taken before
       for (const snap of stopSnapshots(dir)) {
         const read = await readJournal(`${dir}/${snap}`, undefined, turnLineFilter);
         const { turns } = scanTurns(read.lines);
-        const got = asMsgs(await turnsOf(`${dir}/${snap}`, opts));
+        const got = asMsgs(await messagesOf(`${dir}/${snap}`, opts));
         // A later /undo withdraws turns a Stop saw: that scenario has its own table.
         const want = scenario === "undo"
           ? undoAtStop(variant, Number(snap.match(/\d+/)![0]))

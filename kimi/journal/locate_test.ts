@@ -1,6 +1,6 @@
-import { assertEquals } from "../support/assert.ts";
-import { tempDir } from "../support/temp.ts";
-import { locateJournal, sessionDirFromIndex } from "../../kimi/journal/locate.ts";
+import { assertEquals } from "../../tests/support/assert.ts";
+import { tempDir } from "../../tests/support/temp.ts";
+import { locateJournal, sessionDirFromIndex } from "./locate.ts";
 
 Deno.test("index: last non-deleted row wins; tombstones delete; torn and garbled lines are tolerated", () => {
   const id = "session_1";

@@ -1,7 +1,7 @@
 /** The readable form of `turns`: one line per message in 80 terminal columns, nothing a terminal acts on. */
 
-import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
-import { preview, renderTurns, type TurnMessage } from "../../commands/turns.ts";
+import { assertEquals, assertMatch, assertTrue } from "../tests/support/assert.ts";
+import { preview, renderTurns, type TurnMessage } from "./turns.ts";
 
 /** Terminal columns, counting the CJK and full-width characters used here as two. */
 const columns = (line: string) =>

@@ -1,5 +1,5 @@
-import { assertEquals } from "../support/assert.ts";
-import { hostSessionId, parseHookInput, promptText } from "../../kimi/payload.ts";
+import { assertEquals } from "../tests/support/assert.ts";
+import { hostSessionId, parseHookInput, promptText } from "./payload.ts";
 
 const parse = (v: unknown) => parseHookInput(new TextEncoder().encode(JSON.stringify(v)));
 
@@ -24,11 +24,8 @@ Deno.test("hook input: unknown fields are kept; a field of an unexpected type re
 Deno.test("hook input: ids may be numbers; prompt from `input` as a string; text parts joined", () => {
   const r = parse({ sessionId: " session_2 ", input: "plain text", prompt_id: 42 });
   if (!r.ok) throw new Error(r.reason);
-  assertEquals([hostSessionId(r.input), promptText(r.input), r.input.prompt_id], [
-    "session_2",
-    "plain text",
-    "42",
-  ]);
+  const want = ["session_2", "plain text", "42"];
+  assertEquals([hostSessionId(r.input), promptText(r.input), r.input.prompt_id], want);
   const parts = parse({
     prompt: [{ type: "text", text: "a" }, { type: "image_url", image_url: {} }, { type: "text", text: "b" }],
   });

@@ -1,12 +1,13 @@
-import { assertEquals } from "../support/assert.ts";
-import { JournalBuilder } from "../support/journal.ts";
-import { acknowledge, planCapture } from "../../kimi/journal/plan.ts";
-import { prepareText } from "../../kimi/journal/clean.ts";
-import { scanTurns } from "../../kimi/journal/turns.ts";
-import type { JournalLine } from "../../kimi/journal/read.ts";
+import { assertEquals } from "../../tests/support/assert.ts";
+import { JournalBuilder } from "../../tests/support/journal.ts";
+import { acknowledge, planCapture } from "./plan.ts";
+import { prepareText } from "./clean.ts";
+import { scanTurns } from "./turns.ts";
+import type { JournalLine } from "./read.ts";
 
 const opts = { maxLength: 24000, redact: true, includeOpen: false };
-const turnsOf = (j: JournalBuilder) => {
+/** The turns of a built journal. */
+function turnsOf(j: JournalBuilder) {
   let offset = 0;
   const lines: JournalLine[] = j.lines.map((l) => {
     const r = { offset, end: offset + l.length + 1, value: JSON.parse(l) };
@@ -14,12 +15,13 @@ const turnsOf = (j: JournalBuilder) => {
     return r;
   });
   return scanTurns(lines).turns;
-};
+}
 
 Deno.test("plan: keys <index>:<role>, payload {role, content, turn_id}; open turns wait", () => {
-  const j = new JournalBuilder().simpleTurn("remember I like tabs", "Noted: tabs it is.").prompt(
-    "what next then?",
-  ).stepBegin().text("partial");
+  const j = new JournalBuilder()
+    .simpleTurn("remember I like tabs", "Noted: tabs it is.").prompt("what next then?").stepBegin().text(
+      "partial",
+    );
   const plan = planCapture(turnsOf(j), new Set(), 0, opts);
   assertEquals(plan.toSend.map((c) => [c.key, c.payload]), [
     ["0:user", { role: "user", content: "remember I like tabs", turn_id: "0" }],
@@ -29,17 +31,16 @@ Deno.test("plan: keys <index>:<role>, payload {role, content, turn_id}; open tur
 });
 
 Deno.test("plan: acknowledged keys and the watermark are skipped; filtered messages are not sent", () => {
-  const j = new JournalBuilder().simpleTurn("remember I like tabs", "Noted: tabs it is.").simpleTurn(
-    "ok",
-    "Great, anything else I can do?",
-  ).simpleTurn("third question here", "third answer here");
+  const j = new JournalBuilder().simpleTurn("remember I like tabs", "Noted: tabs it is.")
+    .simpleTurn("ok", "Great, anything else I can do?").simpleTurn(
+      "third question here",
+      "third answer here",
+    );
   const turns = turnsOf(j);
   const plan = planCapture(turns, new Set(["2:user"]), 1, opts);
   assertEquals(plan.toSend.map((c) => c.key), ["1:assistant", "2:assistant"]);
-  assertEquals(plan.skipped.map((s) => [s.key, s.reason]), [["1:user", "ack"], [
-    "2:user",
-    "already-captured",
-  ]]);
+  const skipped = [["1:user", "ack"], ["2:user", "already-captured"]];
+  assertEquals(plan.skipped.map((s) => [s.key, s.reason]), skipped);
 });
 
 Deno.test("plan: redaction and truncation happen before sending; the key does not depend on them", () => {
@@ -56,11 +57,10 @@ Deno.test("plan: redaction and truncation happen before sending; the key does no
 });
 
 Deno.test("acknowledge: only a contiguous prefix; the watermark and cursor stop at the first turn not fully acknowledged", () => {
-  const j = new JournalBuilder().simpleTurn("first question", "first answer").simpleTurn(
-    "second question",
-    "second answer",
-  )
-    .simpleTurn("third question", "third answer").prompt("open question").stepBegin().text("partial");
+  const j = new JournalBuilder().simpleTurn("first question", "first answer")
+    .simpleTurn("second question", "second answer").simpleTurn("third question", "third answer").prompt(
+      "open question",
+    ).stepBegin().text("partial");
   const turns = turnsOf(j);
   const plan = planCapture(turns, new Set(), 0, opts);
   const ack = acknowledge(plan, 3, 0, turns, 4);
@@ -99,4 +99,61 @@ Deno.test("plan: a 160 KB CRLF message is prepared quickly (it spun a Stop worke
   const ms = performance.now() - start;
   assertEquals(out.startsWith("please fix the build"), true);
   assertEquals(ms < 1500, true, `${ms.toFixed(0)} ms`);
+});
+
+/** What a capture sends, as `[key, turn_id, content]`, and the keys it skips with their reason. */
+function planned(j: JournalBuilder, includeOpen = false) {
+  const plan = planCapture(turnsOf(j), new Set(), 0, { ...opts, includeOpen });
+  return {
+    send: plan.toSend.map((c) => [c.key, c.payload.turn_id, c.payload.content]),
+    skip: plan.skipped.map((s) => [s.key, s.reason]),
+  };
+}
+
+Deno.test("failed turn (v2, no step ran: model.not_configured): the prompt alone, at a plain Stop-style capture", () => {
+  // As 2.1.0 `kimi web` wrote it for a session with no model: prompt, an empty failing step, turn.ended failed.
+  const j = new JournalBuilder()
+    .hookResult("<openviking-context>\nrecalled\n</openviking-context>")
+    .prompt("hello before any model was chosen")
+    .stepEnd("error").ended("failed");
+  assertEquals(turnsOf(j).map((t) => [t.closed, t.closeReason]), [[true, "failed"]]);
+  assertEquals(planned(j), {
+    send: [["0:user", "0", "hello before any model was chosen"]],
+    skip: [["0:assistant", "empty"]],
+  });
+});
+
+Deno.test("failed turn (v2, provider error after a tool step): the prompt and the text said before the failure", () => {
+  const j = new JournalBuilder()
+    .prompt("check the disk, then summarise")
+    .stepBegin().text("Let me check with a tool.").tool("Bash", "TOOL-OUTPUT").stepEnd("tool_use")
+    .stepBegin().stepEnd("error").ended("failed")
+    .simpleTurn("are you there?", "Yes, sorry about that.");
+  assertEquals(planned(j).send, [
+    ["0:user", "0", "check the disk, then summarise"],
+    ["0:assistant", "0", "Let me check with a tool."],
+    ["1:user", "1", "are you there?"],
+    ["1:assistant", "1", "Yes, sorry about that."],
+  ]);
+});
+
+Deno.test("failed turn (legacy 1.4 engine writes no end marker): a forced capture takes the prompt alone", () => {
+  // 0.41.0's legacy engine: the journal just stops after the failing step's request.
+  const j = new JournalBuilder({ v2: false }).prompt("this will FAIL at the provider").stepBegin();
+  assertEquals(planned(j).send, [], "a Stop-style capture waits for the turn to end");
+  assertEquals(planned(j, true), {
+    send: [["0:user", "0", "this will FAIL at the provider"]],
+    skip: [["0:assistant", "empty"]],
+  });
+});
+
+Deno.test("failed turn then a retry of the same prompt: both are sent, as the model saw both", () => {
+  const j = new JournalBuilder()
+    .prompt("remember that I deploy on Fridays").stepBegin().stepEnd("error").ended("failed")
+    .simpleTurn("remember that I deploy on Fridays", "Noted: Friday deploys.");
+  assertEquals(planned(j).send, [
+    ["0:user", "0", "remember that I deploy on Fridays"],
+    ["1:user", "1", "remember that I deploy on Fridays"],
+    ["1:assistant", "1", "Noted: Friday deploys."],
+  ]);
 });

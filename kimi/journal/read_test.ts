@@ -1,6 +1,6 @@
-import { assertEquals, assertTrue } from "../support/assert.ts";
-import { tempDir } from "../support/temp.ts";
-import { cursorAt, readJournal } from "../../kimi/journal/read.ts";
+import { assertEquals, assertTrue } from "../../tests/support/assert.ts";
+import { tempDir } from "../../tests/support/temp.ts";
+import { cursorAt, readJournal } from "./read.ts";
 
 const line = (o: unknown) => `${JSON.stringify(o)}\n`;
 

@@ -1,8 +1,8 @@
 import fc from "fast-check";
-import { assertEquals, assertStringIncludes, assertTrue } from "../support/assert.ts";
-import { params } from "../fuzz/arbitraries.ts";
-import { assertLinear, mb } from "../support/linear.ts";
-import { cleanInjected, skipReason, truncate, TRUNCATION_MARK } from "../../kimi/journal/clean.ts";
+import { assertEquals, assertStringIncludes, assertTrue } from "../../tests/support/assert.ts";
+import { params } from "../../tests/fuzz/arbitraries.ts";
+import { assertLinear, mb } from "../../tests/support/linear.ts";
+import { cleanInjected, skipReason, truncate, TRUNCATION_MARK } from "./clean.ts";
 
 Deno.test("clean: every injected form is stripped", () => {
   const cases: [string, string][] = [

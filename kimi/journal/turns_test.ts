@@ -1,0 +1,363 @@
+import { assertEquals, assertTrue } from "../../tests/support/assert.ts";
+import { JournalBuilder } from "../../tests/support/journal.ts";
+import { assistantText, scanTurns, turnLineFilter, userText } from "./turns.ts";
+import { type JournalLine, readJournal } from "./read.ts";
+import { acknowledge, captureKey, planCapture } from "./plan.ts";
+
+const ROOT = new URL("../../tests/fixtures/journals/", import.meta.url).pathname;
+const RECORDED = `${ROOT}2.1.0/resumed/`;
+const opts = { maxLength: 24000, redact: true, includeOpen: false };
+
+function linesOf(text: string): JournalLine[] {
+  let offset = 0;
+  const out: JournalLine[] = [];
+  for (const l of text.split("\n")) {
+    const end = offset + l.length + 1;
+    if (l) out.push({ offset, end, value: JSON.parse(l) });
+    offset = end;
+  }
+  return out;
+}
+
+const summary = (text: string) =>
+  scanTurns(linesOf(text)).turns.map((t) => ({
+    id: t.id,
+    closed: t.closed,
+    reason: t.closeReason,
+    user: userText(t),
+    assistant: assistantText(t),
+  }));
+
+Deno.test("turns: the recorded 2.1.0 session — plain, tool and subagent turns, strings vs numbers normalised", async () => {
+  const text = await Deno.readTextFile(`${RECORDED}wire.jsonl`);
+  const scan = scanTurns(linesOf(text));
+  assertEquals(scan.protocolVersion, "1.5");
+  assertEquals(scan.turns.map((t) => [t.id, t.index, t.closed, t.closeReason]), [
+    ["0", 0, true, "completed"],
+    ["1", 1, true, "completed"],
+    ["2", 2, true, "completed"],
+  ]);
+  assertEquals(userText(scan.turns[0]), "first: remember that I prefer tabs over spaces");
+  assertEquals(userText(scan.turns[2]), "third: RUN_AGENT now");
+  assertEquals(assistantText(scan.turns[1]), "FINAL after tool: tool-ran");
+});
+
+Deno.test("turns: records of another agent (agentId agent-0) never become main-agent turns", async () => {
+  const sub = await Deno.readTextFile(`${RECORDED}agent-0.wire.jsonl`);
+  assertEquals(scanTurns(linesOf(sub)).turns, [], "the recorded subagent journal has only agent-0 records");
+  const j = new JournalBuilder()
+    .simpleTurn("hello there friend", "hi, how can I help you today?").foreign("agent-0", "SUBAGENT TEXT");
+  assertEquals(summary(j.toString()).map((t) => t.assistant), ["hi, how can I help you today?"]);
+});
+
+Deno.test("turns: at Stop the final turn.ended is not on disk yet → the newest turn is open", () => {
+  const j = new JournalBuilder()
+    .simpleTurn("first question here", "first answer here")
+    .prompt("second question here").stepBegin().text("partial answer");
+  const want = [[true, "first answer here"], [false, "partial answer"]];
+  assertEquals(summary(j.toString()).map((t) => [t.closed, t.assistant]), want);
+});
+
+Deno.test("turns: think parts, tool traffic, hook results and reminders are not turn text", () => {
+  const j = new JournalBuilder()
+    .hookResult("<openviking-context>INJECTED</openviking-context>")
+    .prompt("please run the tests")
+    .stepBegin().think("SECRET THOUGHTS").tool("Bash", "TOOL OUTPUT").stepEnd("tool_use")
+    .stepBegin().text("All 12 tests pass.").stepEnd("end_turn").ended();
+  assertEquals(summary(j.toString()), [{
+    id: "0",
+    closed: true,
+    reason: "completed",
+    user: "please run the tests",
+    assistant: "All 12 tests pass.",
+  }]);
+});
+
+Deno.test("turns: text from several steps is joined by a blank line; parts of one step are concatenated", () => {
+  const j = new JournalBuilder()
+    .prompt("explain it").stepBegin().text("Let me ").text("check.").tool("Read", "x").stepEnd("tool_use")
+    .stepBegin().text("It works like this.").stepEnd("end_turn").ended();
+  assertEquals(summary(j.toString())[0].assistant, "Let me check.\n\nIt works like this.");
+});
+
+Deno.test("turns: tool-only, interrupted and failed turns still own their user message", () => {
+  const j = new JournalBuilder()
+    .prompt("delete the temp files").stepBegin().tool("Bash", "ok").stepEnd("tool_use").ended("completed")
+    .prompt("write a long essay").stepBegin().text("Once upon").stepEnd("interrupted").ended("cancelled")
+    .prompt("try again please").ended("failed");
+  assertEquals(summary(j.toString()).map((t) => [t.user, t.assistant, t.reason]), [
+    ["delete the temp files", "", "completed"],
+    ["write a long essay", "Once upon", "cancelled"],
+    ["try again please", "", "failed"],
+  ]);
+});
+
+Deno.test("turns: steers join the user text; non-user prompts keep assistant text only", () => {
+  const j = new JournalBuilder()
+    .prompt("refactor the parser").steer("and keep the API")
+    .stepBegin().text("Done: parser refactored.").stepEnd("end_turn").ended()
+    .prompt("Task notification: build finished", "system_trigger")
+    .stepBegin().text("The build finished fine.").stepEnd("end_turn").ended();
+  assertEquals(summary(j.toString()).map((t) => [t.user, t.assistant]), [
+    ["refactor the parser\n\nand keep the API", "Done: parser refactored."],
+    ["", "The build finished fine."],
+  ]);
+});
+
+Deno.test("turns: legacy 1.4 journals (no agentId, no turn.ended) close by a later prompt or a final step.end", () => {
+  const j = new JournalBuilder({ v2: false })
+    .prompt("first question").stepBegin().text("first answer").tool("Bash", "x").stepEnd("tool_use")
+    .prompt("second question").stepBegin().text("thinking about it").stepEnd("tool_use")
+    .stepBegin().text("second answer").stepEnd("end_turn")
+    .prompt("third question").stepBegin().text("partial");
+  const s = scanTurns(linesOf(j.toString()));
+  assertEquals(s.protocolVersion, "1.4");
+  const want = [["0", true, "next-prompt"], ["1", true, "final-step"], ["2", false, ""]];
+  assertEquals(s.turns.map((t) => [t.id, t.closed, t.closeReason]), want);
+  assertEquals(assistantText(s.turns[1]), "thinking about it\n\nsecond answer");
+});
+
+Deno.test("turns: numbering continues from a cursor (0.41 journals have no explicit ids)", () => {
+  const j = new JournalBuilder({ explicitIds: false })
+    .simpleTurn("question one", "answer one").simpleTurn("question two", "answer two");
+  const lines = linesOf(j.toString());
+  const second = lines.findIndex((l, i) =>
+    i > 1 && l.value.type === "turn.prompt" &&
+    (l.value.input as { text: string }[])[0].text === "question two"
+  );
+  const s = scanTurns(lines.slice(second), 1);
+  assertEquals(s.turns.map((t) => [t.id, t.index, t.closed]), [["1", 1, true]]);
+  assertEquals(s.nextIndex, 2);
+});
+
+/** [user, assistant, retracted] of each turn. */
+const shape = (text: string, firstIndex = 0) =>
+  scanTurns(linesOf(text), firstIndex).turns.map((t) => [userText(t), assistantText(t), t.retracted]);
+
+/** The texts capture would send. */
+const sent = (text: string, acked = new Set<string>()) =>
+  planCapture(scanTurns(linesOf(text)).turns, acked, 0, opts).toSend.map((c) => c.payload.content);
+
+Deno.test("undo (recorded, every variant): /undo 1 then /undo 2 leave the first and the fifth turn, ids kept", async () => {
+  for (const variant of ["2.1.0", "0.41.0", "0.41.0-legacy"]) {
+    const read = await readJournal(`${ROOT}${variant}/undo/wire.jsonl`, undefined, turnLineFilter);
+    const scan = scanTurns(read.lines);
+    const want = [0, 1, 2, 3, 4].map((i) => [String(i), i, i > 0 && i < 4, true]);
+    assertEquals(scan.turns.map((t) => [t.id, t.index, t.retracted, t.closed]), want, variant);
+    const plan = planCapture(scan.turns, new Set(), 0, opts);
+    assertEquals(plan.toSend.map((c) => [c.key, c.payload.content]), [
+      ["0:user", "first: keep this one"],
+      ["0:assistant", "ACK 1: first: keep this one"],
+      ["4:user", "fifth: the last word"],
+      ["4:assistant", "ACK 6: fifth: the last word"],
+    ]);
+    assertEquals(
+      plan.skipped.map((s) => `${s.key} ${s.reason}`),
+      ["1:user", "1:assistant", "2:user", "2:assistant", "3:user", "3:assistant"].map((k) =>
+        `${k} retracted`
+      ),
+    );
+    // The withdrawn turns settle the plan: the cursor and the watermark pass them.
+    const ack = acknowledge(plan, plan.toSend.length, 0, scan.turns, scan.nextIndex);
+    assertEquals([ack.ackedBelow, ack.resumeAt], [5, undefined]);
+  }
+});
+
+Deno.test("undo (recorded): the model never saw the withdrawn turns — the same ones capture leaves out", async () => {
+  for (const variant of ["2.1.0", "0.41.0", "0.41.0-legacy"]) {
+    const requests = (await Deno.readTextFile(`${ROOT}${variant}/undo/model-requests.jsonl`)).trim()
+      .split("\n").map((l) => JSON.parse(l) as { messages: { role: string; content: unknown }[] });
+    const last = requests.at(-1)!.messages.filter((m) => m.role === "user")
+      .map((m) => typeof m.content === "string" ? m.content : JSON.stringify(m.content))
+      .filter((c) => !c.includes("system-reminder"));
+    assertEquals(last, ["first: keep this one", "fifth: the last word"], variant);
+  }
+});
+
+Deno.test("undo: counts user inputs back from the end; a second undo counts only what the first left", () => {
+  const j = new JournalBuilder()
+    .simpleTurn("alpha question", "alpha answer").simpleTurn("beta question", "beta answer").undo(1)
+    .simpleTurn("gamma question", "gamma answer").undo(1).simpleTurn("delta question", "delta answer");
+  assertEquals(shape(j.toString()), [
+    ["alpha question", "alpha answer", false],
+    ["", "", true],
+    ["", "", true],
+    ["delta question", "delta answer", false],
+  ]);
+  const two = new JournalBuilder().simpleTurn("one question", "one answer")
+    .simpleTurn("two question", "two answer").simpleTurn("three question", "three answer").undo(2);
+  assertEquals(shape(two.toString()).map((t) => t[2]), [false, true, true]);
+});
+
+Deno.test("undo: 2.1.0's switch triple and the bare record of older versions are the same undo", () => {
+  for (const triple of [true, false]) {
+    const j = new JournalBuilder()
+      .simpleTurn("keep this question", "kept answer").simpleTurn("drop this question", "dropped answer")
+      .undo(1, triple);
+    assertEquals(sent(j.toString()), ["keep this question", "kept answer"], `triple=${triple}`);
+  }
+});
+
+Deno.test("undo: injections, hook results and system turns are not user inputs; what follows the cut goes too", () => {
+  const j = new JournalBuilder().simpleTurn("first real question", "first answer")
+    .hookResult("<openviking-context>memo</openviking-context>")
+    .simpleTurn("second real question", "second answer")
+    .prompt("background task finished", "system_trigger")
+    .stepBegin().text("system answer").stepEnd("end_turn").ended()
+    .undo(1);
+  // The undo reaches the second user input; the system turn after it is withdrawn with it.
+  assertEquals(shape(j.toString()).map((t) => t[2]), [false, true, true]);
+});
+
+Deno.test("undo: a 2.1.0 steer (inTurn) is part of its turn; a 0.41.0 steer is an input of its own", () => {
+  const base = () =>
+    new JournalBuilder().simpleTurn("earlier question", "earlier answer").prompt("refactor the parser")
+      .stepBegin().text("looking at it").stepEnd("end_turn").steer("and keep the API");
+  const v21 = base().steerMessage("and keep the API", true).stepBegin().text("done, API kept")
+    .stepEnd("end_turn").ended().undo(1);
+  assertEquals(shape(v21.toString()), [["earlier question", "earlier answer", false], ["", "", true]]);
+  const v041 = base().steerMessage("and keep the API", false).stepBegin().text("done, API kept")
+    .stepEnd("end_turn").ended().undo(1, false);
+  assertEquals(shape(v041.toString()), [
+    ["earlier question", "earlier answer", false],
+    ["refactor the parser", "looking at it", false],
+  ], "the steer and what followed it are withdrawn, the prompt and the answer before it stay");
+});
+
+Deno.test("undo: never reaches back across a compaction or a /clear", () => {
+  for (const boundary of ["compacted", "clear"] as const) {
+    const j = new JournalBuilder().simpleTurn("before one question", "before one answer")
+      .simpleTurn("before two question", "before two answer");
+    j[boundary]();
+    j.simpleTurn("after question", "after answer").undo(3);
+    assertEquals(shape(j.toString()).map((t) => t[2]), [false, false, true], boundary);
+  }
+});
+
+Deno.test("undo: a subagent's undo does not touch the main agent's turns", () => {
+  const j = new JournalBuilder().simpleTurn("main question here", "main answer here");
+  j.lines.push(JSON.stringify({ type: "context.undo", agentId: "agent-0", count: 1, time: 1 }));
+  assertEquals(shape(j.toString()).map((t) => t[2]), [false]);
+});
+
+Deno.test("undo after capture: turns already captured stay (no delete, no resend); the next turn is sent", () => {
+  const j = new JournalBuilder().simpleTurn("captured question", "captured answer");
+  const captured = j.toString();
+  const firstPlan = planCapture(scanTurns(linesOf(captured)).turns, new Set(), 0, opts);
+  const keys = new Set(firstPlan.toSend.map((c) => c.key));
+  j.undo(1).simpleTurn("after the undo question", "after the undo answer");
+  // Read again from the cursor (the start of the next turn): the undo reaches before the stretch.
+  const text = j.toString();
+  const from = text.indexOf('{"type":"context.undo"');
+  const stretch = scanTurns(linesOf(text.slice(from)), 1);
+  assertEquals(stretch.undoBeyondStretch, 1);
+  assertEquals(stretch.turns.map((t) => [t.index, t.retracted]), [[1, false]]);
+  // Read from the start (a rewritten journal): the captured turn is withdrawn, and stays captured.
+  const all = planCapture(scanTurns(linesOf(text)).turns, keys, 0, opts);
+  assertEquals(all.toSend.map((c) => c.key), [captureKey(1, "user"), captureKey(1, "assistant")]);
+  assertEquals(all.skipped.map((s) => s.reason), ["already-captured", "already-captured"]);
+});
+
+Deno.test("undo (legacy 1.4, no agentId): the same rules", () => {
+  const j = new JournalBuilder({ v2: false }).simpleTurn("legacy one question", "legacy one answer")
+    .simpleTurn("legacy two question", "legacy two answer").undo(1);
+  assertEquals(shape(j.toString()).map((t) => [t[0], t[2]]), [["legacy one question", false], ["", true]]);
+  assertTrue(sent(j.toString()).every((c) => !c.includes("two")));
+});
+
+const VARIANTS = ["2.1.0", "0.41.0", "0.41.0-legacy"];
+/** Scenarios without /undo: there the independent reading (which knows no undo) would differ on purpose. */
+const SCENARIOS =
+  "plain tool subagent failed interrupted-print interrupted-tui compaction resumed hook-context"
+    .split(" ");
+
+/** The independent reading: assistant text parts per prompt, and text parts seen before any prompt. */
+function independent(lines: string[]): { turns: string[][]; orphans: number } {
+  const turns: string[][] = [];
+  let orphans = 0;
+  for (const line of lines) {
+    const r = JSON.parse(line);
+    if (r.agentId !== undefined && r.agentId !== "main") continue;
+    if (r.type === "turn.prompt") turns.push([]);
+    const e = r.type === "context.append_loop_event" ? r.event : undefined;
+    if (e?.type === "content.part" && e.part?.type === "text" && e.part.text) {
+      if (turns.length) turns.at(-1)!.push(e.part.text);
+      else orphans++;
+    }
+  }
+  return { turns, orphans };
+}
+
+/** The product's reading of the same lines. */
+function product(lines: string[], firstIndex: number) {
+  const scan = scanTurns(linesOf(lines.join("\n")), firstIndex);
+  return { scan, turns: scan.turns.map((t) => t.assistantParts.map((p) => p.text)) };
+}
+
+/** Every line of a recorded journal. */
+const journal = async (variant: string, scenario: string) =>
+  (await Deno.readTextFile(`${ROOT}${variant}/${scenario}/wire.jsonl`)).split("\n").filter(Boolean);
+
+Deno.test("turn binding: read from every prompt with the wrong numbering, every text part lands where the independent reading puts it", async () => {
+  let stretches = 0;
+  for (const variant of VARIANTS) {
+    for (const scenario of SCENARIOS) {
+      const lines = await journal(variant, scenario);
+      const starts = lines.flatMap((l, i) => (JSON.parse(l).type === "turn.prompt" ? [i] : []));
+      for (const start of starts) {
+        const stretch = lines.slice(start);
+        const want = independent(stretch);
+        // 0 and 1000: numbering that matches no turnId of a stretch that begins at a later turn.
+        for (const firstIndex of [0, 1000]) {
+          const got = product(stretch, firstIndex);
+          assertEquals(
+            got.turns,
+            want.turns,
+            `${variant}/${scenario} from line ${start}, first index ${firstIndex}`,
+          );
+          assertEquals(got.scan.unbound, 0);
+        }
+        stretches++;
+      }
+    }
+  }
+  assertEquals(stretches, 45, "every prompt of every journal");
+});
+
+Deno.test("turn binding: a rewrite that renumbered every turn id keeps every text part in its turn", async () => {
+  for (const variant of VARIANTS) {
+    for (const scenario of SCENARIOS) {
+      const lines = (await journal(variant, scenario)).map((l) => {
+        const r = JSON.parse(l);
+        if (r.type === "context.append_loop_event" && r.event?.turnId !== undefined) {
+          r.event.turnId = String(Number(r.event.turnId) + 100);
+        }
+        if (r.type === "turn.ended" && typeof r.turnId === "number") r.turnId += 100;
+        return JSON.stringify(r);
+      });
+      const want = independent(lines);
+      const got = product(lines, 0);
+      assertEquals(got.turns, want.turns, `${variant}/${scenario}`);
+      const rebound = want.turns.flat().length;
+      assertEquals(got.scan.rebound, rebound, `${variant}/${scenario}: each one counted as rebound`);
+      // The renumbered turn.ended still closes the turn it ends (the open one), so capture is not stuck.
+      if (!variant.endsWith("legacy") && scenario === "plain") {
+        assertEquals(got.scan.turns.map((t) => t.closed), [true]);
+      }
+    }
+  }
+});
+
+Deno.test("turn binding: text before the stretch's first prompt has no turn — counted as unbound, not dropped silently", async () => {
+  for (const variant of VARIANTS) {
+    const lines = await journal(variant, "resumed");
+    const firstText = lines.findIndex((l) => JSON.parse(l).event?.type === "content.part");
+    const stretch = lines.slice(firstText); // a cursor in the middle of the first turn
+    const want = independent(stretch);
+    const got = product(stretch, 0);
+    assertEquals(got.turns, want.turns, variant);
+    assertEquals(got.scan.unbound, want.orphans, variant);
+    assertTrue(want.orphans > 0);
+    assertEquals(got.scan.turns.map(assistantText).length, want.turns.length);
+  }
+});

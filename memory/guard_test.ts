@@ -1,0 +1,103 @@
+/** The `viking://` guard's finder and deny message, and the tools the memory texts name. */
+
+import { assertEquals, assertMatch, assertTrue } from "../tests/support/assert.ts";
+import { findVikingUri, guardMessage } from "./guard.ts";
+import { COMMANDS, commandText, memoryInstructions, skillText } from "./instructions.ts";
+import { offeredTools } from "./tools.ts";
+import { OFFERED_TOOLS, OPENVIKING_TOOLS } from "../tests/support/fake-mcp.ts";
+import { mcpToolPrefix } from "../kimi/plugin-root.ts";
+
+Deno.test("viking:// finder: preferred keys first, then any nested string; case-insensitive; stops at quotes and brackets", () => {
+  assertEquals(findVikingUri("read viking://user/x/a.md please"), "viking://user/x/a.md");
+  assertEquals(
+    findVikingUri({ note: "viking://other", path: "VIKING://user/p" }),
+    "viking://user/p",
+    "path wins; the URI is told as viking://",
+  );
+  assertEquals(findVikingUri({ a: { b: ["x", { c: "see viking://deep/one)" }] } }), "viking://deep/one");
+  assertEquals(findVikingUri({ pattern: "'viking://q/*.md'" }), "viking://q/*.md");
+  assertEquals(findVikingUri({ file_path: "<viking://t/x>" }), "viking://t/x");
+  assertEquals(findVikingUri({ path: "/home/u/viking-notes.md", n: 5, f: null }), "");
+  assertEquals(findVikingUri(["a", ["b", "viking://in/array"]]), "viking://in/array");
+  assertEquals(findVikingUri("notviking://x"), "", "a word boundary before the scheme");
+  let deep: unknown = "viking://too/deep";
+  for (let i = 0; i < 8; i++) deep = { x: deep };
+  assertEquals(findVikingUri(deep), "", "no deeper than 6 levels");
+});
+
+Deno.test("viking:// finder: every spelling that names a viking URI, never an ordinary path with the word", () => {
+  const named = [
+    ["viking:/user/default/memories/a.md", "viking://user/default/memories/a.md"],
+    ["viking:///user/a.md", "viking://user/a.md"],
+    ["viking:////user/a.md", "viking://user/a.md"],
+    ["viking%3A%2F%2Fuser%2Fa.md", "viking://user/a.md"],
+    ["viking%3a//user/a.md", "viking://user/a.md"],
+    ["viking%253A%252F%252Fuser%252Fa.md", "viking://user/a.md"],
+    ["%76iking%3A%2F%2Fuser/a.md", "viking://user/a.md"],
+    ["viking:\\\\user\\a.md", "viking://user/a.md"],
+    ["viking:\\user\\a.md", "viking://user/a.md"],
+    ["viking:\\/\\/user/a.md", "viking://user/a.md"],
+    ["ViKiNg://User/A.md", "viking://User/A.md"],
+    ["/home/u/project/viking:/user/a.md", "viking://user/a.md"],
+    ["C:\\proj\\viking:\\user\\a.md", "viking://user/a.md"],
+    ['{"path": "viking:\\/\\/user\\/a.md"}', "viking://user/a.md"],
+    ["viking\\u003a\\u002f\\u002fuser/a.md", "viking://user/a.md"],
+    ["viking\uff1a\uff0f\uff0fuser/a.md", "viking://user/a.md"],
+    ["viking:/", "viking://"],
+  ];
+  for (const [input, uri] of named) {
+    assertEquals(findVikingUri({ file_path: input }), uri, input);
+  }
+  for (
+    const path of [
+      "/home/u/openviking/README.md",
+      "/work/openviking-kimi/hooks/pre-tool-use.ts",
+      "src/viking/notes.md",
+      "viking.md",
+      "openviking://x",
+      "see the viking: a sea raider",
+      "/srv/openviking%3Adata/a.md",
+      "C:\\code\\openviking\\x.ts",
+    ]
+  ) {
+    assertEquals(findVikingUri({ path }), "", path);
+  }
+});
+
+Deno.test("guard message: names the MCP tool for each file tool, with an example, under the mode's prefix", () => {
+  assertEquals(mcpToolPrefix(undefined), "mcp__openviking__");
+  assertEquals(
+    mcpToolPrefix("/k/plugins/managed/openviking-memory"),
+    "mcp__plugin-openviking-memory_openviking__",
+  );
+  const uri = "viking://user/x";
+  assertMatch(
+    guardMessage("Glob", uri, "P_"),
+    /Use the OpenViking MCP tool P_glob instead\.\nExample: P_glob\(pattern=/,
+  );
+  assertMatch(guardMessage("grep", uri, "P_"), /P_grep\(uri="viking:\/\/user\/x", pattern="<text>"\)/);
+  assertMatch(guardMessage("Read", uri, "P_"), /P_read\(uris="viking:\/\/user\/x"\)/);
+  assertMatch(guardMessage("SomethingElse", uri, "P_"), /P_read/, "any other tool is pointed at read");
+});
+
+Deno.test("the memory texts and the guard name only tools the proxy offers by default, in both modes", () => {
+  for (
+    const [mode, root] of [["config", undefined], ["plugin", "/k/plugins/managed/openviking-memory"]] as const
+  ) {
+    const prefix = mcpToolPrefix(root);
+    const texts = [
+      memoryInstructions(mode),
+      skillText(mode),
+      ...COMMANDS.map((c) => commandText(mode, c)),
+      ...["Read", "Glob", "Grep"].map((t) => guardMessage(t, "viking://user/x", prefix)),
+    ];
+    const named = texts.flatMap((
+      t,
+    ) => [...t.matchAll(/mcp__[\w-]+?_openviking__(\w+)|mcp__openviking__(\w+)/g)])
+      .map((m) => m[1] ?? m[2]);
+    assertTrue(named.length >= 10, `${mode}: the texts name tools`);
+    const offered = offeredTools(OPENVIKING_TOOLS.map((name) => ({ name })), []).map((t) => t.name);
+    assertEquals(offered, OFFERED_TOOLS);
+    for (const name of named) assertTrue(offered.includes(name), `${mode}: ${name} is not offered`);
+  }
+});
