@@ -14,8 +14,8 @@ import {
   PROFILE_ROWS,
   profileDigest,
 } from "../../memory/digest.ts";
-import { Entries, memoriesFromEntries, memoriesFromRendered, renderElement } from "../../memory/recalled.ts";
-import type { Memory } from "../../memory/recalled.ts";
+import { Entries, memoriesFromEntries, memoriesFromRendered, renderElement } from "../../memory/recall.ts";
+import type { Memory } from "../../memory/recall.ts";
 import { UNPRINTABLE } from "../support/printed.ts";
 import { hostileText, params } from "../fuzz/arbitraries.ts";
 import { terminalRows } from "../support/rows.ts";

@@ -9,7 +9,6 @@ import { tempDir } from "../support/temp.ts";
 import { Budget } from "../../openviking/client.ts";
 import {
   contextSearchBody,
-  fullRecallBlock,
   LEGACY_MEMO_MS,
   rankFindItems,
   recallForPrompt,
@@ -18,17 +17,19 @@ import {
   scaleQuotas,
   urisIn,
 } from "../../memory/recall.ts";
+import { fullRecallBlock } from "../../memory/inject.ts";
 import { type Block, printBlocks } from "../../lib/printed.ts";
 
 const SETTINGS: RecallSettings = {
   recallLimit: 3,
   recallLimitConfigured: false,
-  recallTokenBudget: 2000,
   recallMaxContentChars: 500,
   scoreThreshold: 0.35,
   recallPreferAbstract: true,
   recallPeerScope: "all",
   recallDedupTurns: 5,
+  recallDedupTurnsConfigured: false,
+  recallFormat: "full",
 };
 
 const SEARCH = "POST /api/v1/search/search";
@@ -40,7 +41,8 @@ const READ = "GET /api/v1/content/read";
 const urisOf = (r: RecallResult) => [...r.memories.map((m) => m.uri), ...urisIn(r.assembled ?? "")];
 
 /** The full-format block of a result showing all its memories. */
-const blockOf = (r: RecallResult) => fullRecallBlock(r, r.memories, SETTINGS);
+const blockOf = (r: RecallResult) =>
+  fullRecallBlock(r, r.memories, { recallTokenBudget: 2000, recallMaxContentChars: 500 });
 
 /** A request for `query` with a fresh budget; `stateDir` "" keeps no memo. */
 const request = (query: string, stateDir = "", now = 1_000_000) => ({
@@ -66,7 +68,6 @@ const item = (uri: string, score: number, abstract = "", level?: number): Item =
   score,
   abstract,
   level,
-  contextType: "memory",
   bucket: "memory",
 });
 
