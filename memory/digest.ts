@@ -35,15 +35,15 @@ let segmenter: Intl.Segmenter | undefined;
 const blank = (s: Intl.SegmentData) => /^\s+$/.test(s.segment);
 
 /**
- * `text` cut to at most `max` code units, `mark` included, at the last word boundary in the second half —
+ * `text` cut to at most `max` code units, the ellipsis included, at the last word boundary in the second half —
  * where a blank begins or ends, or between two words of a script without blanks (CJK), never inside a
  * token such as `sk-…` — else at `max`, never inside a surrogate pair; unchanged when it fits.
  *
  * @example cutAtWord("tabs over spaces", 12) // "tabs over…"
  */
-export function cutAtWord(text: string, max: number, mark = "…"): string {
+export function cutAtWord(text: string, max: number): string {
   if (text.length <= max) return text;
-  const room = Math.max(0, max - mark.length);
+  const room = Math.max(0, max - 1);
   const from = Math.max(0, room - 2048);
   segmenter ??= new Intl.Segmenter(undefined, { granularity: "word" });
   let end = 0;
@@ -58,21 +58,21 @@ export function cutAtWord(text: string, max: number, mark = "…"): string {
     const code = text.charCodeAt(end - 1);
     if (code >= 0xd800 && code <= 0xdbff) end--;
   }
-  return `${text.slice(0, end).trimEnd()}${mark}`;
+  return `${text.slice(0, end).trimEnd()}…`;
 }
 
 /**
  * Untrusted text on one line: neutralised, markdown markers and links reduced to their words, blanks
- * collapsed, cut at a word to `max` (with `mark`).
+ * collapsed, cut at a word to `max`.
  */
-export function oneLine(text: string, max = LINE_TEXT_MAX * PROFILE_ROWS, mark = "…"): string {
+export function oneLine(text: string, max = LINE_TEXT_MAX * PROFILE_ROWS): string {
   const line = neutralize(text.slice(0, 4 * max + 64))
     .replace(/\[([^\]\n]*)\]\([^)\n]*\)/g, "$1")
     .replace(/^\s{0,3}(?:#{1,6}\s+|[-*+]\s+|>\s*)/gm, "")
     .replace(/\*\*|__/g, "")
     .replace(/\s+/g, " ")
     .trim();
-  return cutAtWord(line, max, mark);
+  return cutAtWord(line, max);
 }
 
 /** One digest line and the memory it shows. */

@@ -3,10 +3,10 @@
  * local ranking), the 6 h memo of a server without context mode, the quotas, and the local ranking.
  */
 
-import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
-import { type Answer, type Call, fail, ok, route, scriptedClient } from "../support/scripted-client.ts";
-import { tempDir } from "../support/temp.ts";
-import { Budget } from "../../openviking/client.ts";
+import { assertEquals, assertMatch, assertTrue } from "../tests/support/assert.ts";
+import { type Answer, type Call, fail, ok, route, scriptedClient } from "../tests/support/scripted-client.ts";
+import { tempDir } from "../tests/support/temp.ts";
+import { Budget } from "../openviking/client.ts";
 import {
   contextSearchBody,
   LEGACY_MEMO_MS,
@@ -16,9 +16,9 @@ import {
   type RecallSettings,
   scaleQuotas,
   urisIn,
-} from "../../memory/recall.ts";
-import { fullRecallBlock } from "../../memory/inject.ts";
-import { type Block, printBlocks } from "../../lib/printed.ts";
+} from "./recall.ts";
+import { fullRecallBlock } from "./inject.ts";
+import { type Block, printBlocks } from "../lib/printed.ts";
 
 const SETTINGS: RecallSettings = {
   recallLimit: 3,

@@ -4,17 +4,11 @@
  * entity memories within what is left, and which user space is read.
  */
 
-import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
-import { fail, ok, route, scriptedClient } from "../support/scripted-client.ts";
-import { Budget } from "../../openviking/client.ts";
-import {
-  estimateTokens,
-  fetchProfile,
-  fitProfile,
-  memoryLeaves,
-  renderProfile,
-} from "../../memory/profile.ts";
-import type { OpenVikingClient } from "../../openviking/client.ts";
+import { assertEquals, assertMatch, assertTrue } from "../tests/support/assert.ts";
+import { fail, ok, route, scriptedClient } from "../tests/support/scripted-client.ts";
+import { Budget } from "../openviking/client.ts";
+import { estimateTokens, fetchProfile, fitProfile, memoryLeaves, renderProfile } from "./profile.ts";
+import type { OpenVikingClient } from "../openviking/client.ts";
 
 /** The profile block as the full format and the plugin's system prompt render it; null when unreachable or empty. */
 async function profileBlock(client: OpenVikingClient, tokens: number, budget: Budget) {

@@ -5,13 +5,13 @@
  * text when nothing is left out; and the preview touches no state.
  */
 
-import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
-import { fail, ok, route, scriptedClient } from "../support/scripted-client.ts";
-import { DEFAULT_ENTRY, FAKE_DIGEST_FIRST, FakeOpenViking } from "../support/fake-openviking.ts";
-import { tempDir } from "../support/temp.ts";
-import { Budget } from "../../openviking/client.ts";
-import { loadConfig } from "../../openviking/config.ts";
-import { injectionFor, type InjectionRequest, previewInjection } from "../../memory/inject.ts";
+import { assertEquals, assertMatch, assertTrue } from "../tests/support/assert.ts";
+import { fail, ok, route, scriptedClient } from "../tests/support/scripted-client.ts";
+import { DEFAULT_ENTRY, FAKE_DIGEST_FIRST, FakeOpenViking } from "../tests/support/fake-openviking.ts";
+import { tempDir } from "../tests/support/temp.ts";
+import { Budget } from "../openviking/client.ts";
+import { loadConfig } from "../openviking/config.ts";
+import { injectionFor, type InjectionRequest, previewInjection } from "./inject.ts";
 
 const SEARCH = "POST /api/v1/search/search";
 const entry = (n: number, text = `memory ${n}`) => ({
@@ -114,7 +114,7 @@ Deno.test("inject: at most the limit of memories and the characters allowed; the
 
 Deno.test("inject: the profile's rows and the memories share one block; an unanswered profile is retried, an empty one is done", async () => {
   await using fake = await FakeOpenViking.start();
-  const { createClient, clientOptions } = await import("../../openviking/client.ts");
+  const { createClient, clientOptions } = await import("../openviking/client.ts");
   const c = await config({ OPENVIKING_URL: fake.url });
   const client = createClient(clientOptions(c, ""));
   const first = await injectionFor(client, c, request({ profile: true }));
