@@ -1,13 +1,14 @@
 /**
- * A session's prompts through the real entry point (production flags, real stdin) against the fake
- * OpenViking: a memory is never printed twice in a session whatever the server sends (here: its text only,
- * no entries), and a prompt whose recall failed says so in the ledger and in `status`.
+ * A session's prompts in-process (`runHook`) against the fake OpenViking: a memory is never printed twice in a
+ * session whatever the server sends (here: its text only, no entries), and a prompt whose recall failed says
+ * so in the ledger and in `status` (a process: another command).
  */
 
 import { assertEquals, assertMatch } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { sandboxEnv } from "../support/hook-context.ts";
 import { runCli } from "../support/run.ts";
+import { runHook } from "../../memory/dispatch.ts";
 import { tempDir } from "../support/temp.ts";
 
 const SESSION = "session_5b1c1f0e-1111-4222-8333-944455556666";
@@ -17,21 +18,16 @@ const C = "viking://user/default/memories/events/ci.md";
 
 let prompts = 0;
 
-/** Runs the prompt hook of the session for `prompt` (each run its own prompt id); exit 0, its stdout. */
+/** Runs the prompt hook of the session for `prompt` (each run its own prompt id); its stdout. */
 async function prompt(env: Record<string, string>, text: string): Promise<string> {
-  const r = await runCli(["hook", "user-prompt-submit"], {
-    env,
-    clearEnv: true,
-    stdin: JSON.stringify({
-      hook_event_name: "UserPromptSubmit",
-      session_id: SESSION,
-      cwd: "/home/user/proj",
-      prompt: text,
-      prompt_id: `prompt-${++prompts}`,
-    }),
+  const stdin = JSON.stringify({
+    hook_event_name: "UserPromptSubmit",
+    session_id: SESSION,
+    cwd: "/home/user/proj",
+    prompt: text,
+    prompt_id: `prompt-${++prompts}`,
   });
-  assertEquals(r.code, 0, r.stderr);
-  return r.stdout;
+  return await runHook("user-prompt-submit", new TextEncoder().encode(stdin), env);
 }
 
 Deno.test("prompt session: a server that sends only its text never gets a memory printed twice", async () => {

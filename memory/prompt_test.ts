@@ -1,19 +1,18 @@
 /**
- * What the prompt hook prints and sends, through the real entry point (`deno run <cli flags> main.ts hook
- * user-prompt-submit`, real stdin) against the fake OpenViking serving hostile texts (issue #11, findings 2
- * and 4): stored text cannot close our block or speak as the host, escape sequences never reach the
- * terminal, output and query are bounded, and a huge CRLF prompt keeps the hook fast.
+ * What the prompt hook prints and sends, run in-process (`runHook`) against the fake OpenViking serving hostile
+ * texts: stored text cannot close our block or speak as the host, escape sequences never reach the terminal,
+ * output and query are bounded, and a huge CRLF prompt keeps the hook fast.
  */
 
-import { terminalRows } from "../support/rows.ts";
-import { assertEquals, assertStringIncludes, assertTrue } from "../support/assert.ts";
-import { DEFAULT_ENTRY, FakeOpenViking } from "../support/fake-openviking.ts";
-import { sandboxEnv } from "../support/hook-context.ts";
-import { assertPrintedSafe } from "../support/printed.ts";
-import { runCli } from "../support/run.ts";
-import { tempDir } from "../support/temp.ts";
-import { QUERY_MAX_CHARS } from "../../memory/query.ts";
-import { PRINT_MAX_CHARS } from "../../lib/printed.ts";
+import { terminalRows } from "../tests/support/rows.ts";
+import { assertEquals, assertStringIncludes, assertTrue } from "../tests/support/assert.ts";
+import { DEFAULT_ENTRY, FakeOpenViking } from "../tests/support/fake-openviking.ts";
+import { sandboxEnv } from "../tests/support/hook-context.ts";
+import { assertPrintedSafe } from "../tests/support/printed.ts";
+import { runHook } from "./dispatch.ts";
+import { tempDir } from "../tests/support/temp.ts";
+import { QUERY_MAX_CHARS } from "./query.ts";
+import { PRINT_MAX_CHARS } from "../lib/printed.ts";
 
 let sessions = 0;
 
@@ -26,9 +25,8 @@ async function prompt(env: Record<string, string>, text: string) {
     prompt: [{ type: "text", text }],
   });
   const start = performance.now();
-  const r = await runCli(["hook", "user-prompt-submit"], { env, clearEnv: true, stdin });
-  assertEquals(r.code, 0, r.stderr);
-  return { stdout: r.stdout, ms: performance.now() - start };
+  const stdout = await runHook("user-prompt-submit", new TextEncoder().encode(stdin), env);
+  return { stdout, ms: performance.now() - start };
 }
 
 const INJECTION =
@@ -172,7 +170,7 @@ Deno.test("prompt hook: a 5 MB prompt is not sent whole — the query is its hea
   assertTrue(ms < 8000, `${ms.toFixed(0)} ms`);
 });
 
-Deno.test("prompt hook: an 80 KB CRLF prompt is answered fast (it kept the hook busy 29–37 s)", async () => {
+Deno.test("prompt hook: an 80 KB CRLF prompt is answered fast", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
   const text = `how do I indent?\r\nAPI_TOKEN=abc123\r\n${" \r\n".repeat(80 * 1024 / 3)}thanks`;
