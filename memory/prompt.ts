@@ -1,9 +1,7 @@
 /**
- * UserPromptSubmit: prints what inject.ts finds for the prompt that the session does not have yet (Kimi shows
- * it and appends it to the model's context). A duplicate run prints nothing, the same prompt again asks the
- * server nothing, the whole run stays within OPENVIKING_PROMPT_BUDGET_MS. A server that left a recall
- * unanswered is not asked until it answers (openviking/breaker.ts): the session is told once, in one line;
- * this hook's detached worker is the probe.
+ * UserPromptSubmit: prints what inject.ts finds that the session does not have yet, within
+ * OPENVIKING_PROMPT_BUDGET_MS. A server that left a recall unanswered is not asked until it answers
+ * (openviking/breaker.ts): the session is told once, in one line; this hook's detached worker is the probe.
  */
 
 import { sha256Hex } from "../lib/hash.ts";
@@ -36,25 +34,20 @@ import { spawnWorker } from "../kimi/detach.ts";
 /** The same text within this window is the same prompt's hook fired twice. */
 export const DUPLICATE_WINDOW_MS = 500;
 
-/** What the prompt state says of this prompt. */
-export interface PromptDecision {
-  /** The same prompt's hook fired twice: print nothing. */
-  duplicate: boolean;
-  /** The previous prompt had the same text: its recall, to use again. */
-  reuse?: RecallResult;
-  /** The session has not had its profile yet. */
-  needProfile: boolean;
-  /** A compaction dropped the session's injections since. */
-  afterCompaction: boolean;
-  /** The outage the session was told of (its start). */
-  told?: number;
-}
-
-/** Whether this run is a duplicate and what it can reuse, from the prompt state (pure). */
+/**
+ * What the prompt state says of this prompt (pure): a duplicate run (print nothing), the same text's kept
+ * recall, whether the profile is still due, whether a compaction dropped the injections, the outage told of.
+ */
 export function promptDecision(
   state: SessionState,
   prompt: { hash: string; eventId: string; at: number },
-): PromptDecision {
+): {
+  duplicate: boolean;
+  reuse?: RecallResult;
+  needProfile: boolean;
+  afterCompaction: boolean;
+  told?: number;
+} {
   const duplicate = prompt.eventId
     ? state.promptEventId === prompt.eventId
     : state.promptHash === prompt.hash && state.promptAt !== undefined &&
@@ -68,28 +61,22 @@ export function promptDecision(
   };
 }
 
-/** What the claim found: the decision, the session's shown set, whether to tell of the outage now. */
-interface Claim {
-  decision: PromptDecision;
-  exclude: string[];
-  tell: boolean;
-  /** Why the state could not be used ("" when it could). */
-  stateError: string;
-}
-
 /**
- * Claims this prompt under a short lock (no network inside) and keeps it for capture's fallback. Best
- * effort: a state that cannot be kept costs dedupe, the profile and the session's memory of what it saw.
+ * Claims this prompt under a short lock (no network inside) and keeps it for capture's fallback: the decision,
+ * the session's shown set, whether to tell of the outage now, and why the state was unusable ("" if it was).
+ * Best effort: a state that cannot be kept costs dedupe, the profile and the session's memory of what it saw.
  */
 async function claimPrompt(
   ctx: HookContext,
   prompt: { hash: string; eventId: string; outage?: number },
   waitMs: number,
-): Promise<Claim> {
+) {
   const c = ctx.config;
-  const claim: Claim = {
-    decision: { duplicate: false, needProfile: false, afterCompaction: false },
-    exclude: [],
+  const claim = {
+    decision: { duplicate: false, needProfile: false, afterCompaction: false } as ReturnType<
+      typeof promptDecision
+    >,
+    exclude: [] as string[],
     tell: false,
     stateError: "",
   };
