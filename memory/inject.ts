@@ -30,68 +30,51 @@ import { type Memory, recallForPrompt, type RecallResult, renderElement, urisIn 
 import { DIGEST_CLOSE, DIGEST_OPEN, digestLines, oneLine, profileDigest } from "./digest.ts";
 import { recallQuery } from "./query.ts";
 
-/** What to inject for one prompt. */
+/**
+ * What to inject for one prompt: the recall query (query.ts), the OpenViking session, what the session holds
+ * (its URIs and the keys of lines printed without one: never printed again), the same prompt's kept recall
+ * (the server is not asked again), whether the profile is due and comes again after a compaction, the memo's
+ * directory ("" keeps none).
+ */
 export interface InjectionRequest {
-  /** The recall query (query.ts). */
   query: string;
-  /** The OpenViking session, for the server's own expansion. */
   sessionId?: string;
-  /** What the session holds (its URIs, and keys of lines printed without one): never printed again. */
   injected: readonly string[];
-  /** The same prompt's recall, kept by its previous run: the server is not asked again. */
   reuse?: RecallResult;
-  /** Print the profile too (a session's first prompt in config mode). */
   profile: boolean;
-  /** A compaction dropped the session's earlier injections: the profile says it comes again. */
   afterCompaction: boolean;
   budget: Budget;
-  /** The directory of recall's memo; "" keeps none. */
   stateDir: string;
 }
 
-/** Which recall stage answered, or the same prompt's kept result, or none asked. */
-export type RecallPath = RecallResult["source"] | "reused" | "skipped";
-
 /** A memory as printed: its URI, its score, the characters of the output it took. */
-export interface Injected {
-  uri: string;
-  score?: number;
-  chars: number;
-}
+type Injected = { uri: string; score?: number; chars: number };
 
-/** What would be printed, and why. */
+/**
+ * What would be printed, and why: the hook's stdout, the recall stage that answered (or "reused", "skipped"),
+ * the memories printed, the URIs left out because the session has them, what the session holds now that it
+ * did not, the profile's fate, what recall found to keep for the same prompt (not when it failed), and why
+ * recall (first) or the profile could not be had.
+ */
 export interface Injection {
-  /** The hook's stdout ("" for nothing). */
   stdout: string;
-  recall: RecallPath;
-  /** The memories printed, in order. */
+  recall: RecallResult["source"] | "reused" | "skipped";
   injected: Injected[];
-  /** URIs recall found that the session already has. */
   suppressed: string[];
-  /** What the session holds now that it did not: the URIs printed, the keys of lines printed without one. */
   shown: string[];
   profile: "injected" | "empty" | "unavailable" | "not-asked";
-  /** What recall found, to keep for the same prompt (not when the server was not asked, or failed). */
   found?: RecallResult;
-  /** Why recall (first) or the profile could not be had. */
   failure?: OvFailure;
 }
 
 /** A memory not shown yet, what showing it adds to the session's set, and (a server text's line) its text. */
-interface Item {
-  memory: Memory;
-  keys: string[];
-  raw?: string;
-}
+type Item = { memory: Memory; keys: string[]; raw?: string };
 
-/** What of a recall the session does not have yet. */
-interface Unseen {
-  items: Item[];
-  suppressed: string[];
-  /** The recall was a text the server assembled without listing memories: whether every line is left, and
-   * whether any names a URI (then its lines without one never print alone). */
-  lines?: { all: boolean; named: boolean };
-}
+/**
+ * What of a recall the session does not have yet; for a text the server assembled without listing memories,
+ * whether every line is left and whether any names a URI (then its lines without one never print alone).
+ */
+type Unseen = { items: Item[]; suppressed: string[]; lines?: { all: boolean; named: boolean } };
 
 /** The key of a line without a URI: its words, blanks and case aside (never sent as `exclude_uris`). */
 const TEXT_KEY = "text:";
@@ -135,11 +118,7 @@ async function unseen(r: RecallResult | undefined, injected: ReadonlySet<string>
 }
 
 /** What one format printed: its text, the memories in it, what the session holds now. */
-interface Output {
-  stdout: string;
-  injected: Injected[];
-  shown: string[];
-}
+type Output = Pick<Injection, "stdout" | "injected" | "shown">;
 
 const printed = (items: Item[], chars: (m: Memory) => number): Output["injected"] =>
   items.filter((i) => i.memory.uri).map(({ memory: m }) => ({
@@ -167,16 +146,14 @@ function digestOutput(c: Config, u: Unseen, profile: SafeText[]): Output {
   };
 }
 
-const OPEN = safe`<openviking-context>`;
-const CLOSE = safe`</openviking-context>`;
 const CONTEXT_HEADER = safe`Relevant memory from OpenViking. Use the search/read MCP tools to expand URIs.`;
 const FIND_HEADER = safe`Relevant context from OpenViking. Use the read MCP tool to expand URIs.`;
 
 /** Server text in the full format's block, cut to what could ever be printed and neutralised. */
 const contextBlock = (text: string): Block => ({
-  open: OPEN,
+  open: DIGEST_OPEN,
   body: safe`${CONTEXT_HEADER}\n${neutralize(text.slice(0, PRINT_MAX_CHARS)).trim()}`,
-  close: CLOSE,
+  close: DIGEST_CLOSE,
 });
 
 /**
@@ -204,7 +181,7 @@ export function fullRecallBlock(
     used += estimateTokens(line.text);
     return line;
   });
-  return { open: OPEN, body: SafeText.join([FIND_HEADER, ...lines], safe`\n`), close: CLOSE };
+  return { open: DIGEST_OPEN, body: SafeText.join([FIND_HEADER, ...lines], safe`\n`), close: DIGEST_CLOSE };
 }
 
 /** The full format: the profile's block, then the recall's. */
@@ -220,7 +197,7 @@ function fullOutput(
     const open = again
       ? safe`<openviking-context source="after-compaction">`
       : safe`<openviking-context source="session-start">`;
-    blocks.push({ open, body: profile, close: CLOSE });
+    blocks.push({ open, body: profile, close: DIGEST_CLOSE });
   }
   // A text the server assembled prints as it is when no line was left out, else the lines left of it.
   const recall = !r || (u.lines && !u.items.length)
