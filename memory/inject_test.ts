@@ -155,22 +155,6 @@ Deno.test("inject: the full format prints the server's text as it is, or its mem
   assertEquals(none.stdout, "");
 });
 
-Deno.test("inject: a server text with no memories listed still prints (its lines), and is left out once every URI it names was seen", async () => {
-  const text = "- uses tabs source: viking://user/d/memories/a.md";
-  const client = () => scriptedClient(() => ok({ digest: text })).client;
-  const first = await injectionFor(client(), await config(), request());
-  assertEquals(
-    first.stdout,
-    `<openviking-context>\n- uses tabs (viking://user/d/memories/a.md)\n</openviking-context>\n`,
-  );
-  const again = await injectionFor(
-    client(),
-    await config(),
-    request({ injected: ["viking://user/d/memories/a.md"] }),
-  );
-  assertEquals([again.stdout, again.suppressed], ["", ["viking://user/d/memories/a.md"]]);
-});
-
 Deno.test("inject: a server text with no memories listed loses each line whose URI was shown, not only the whole text", async () => {
   const [a, b] = ["viking://user/d/memories/a.md", "viking://user/d/memories/b.md"];
   const text = `- uses tabs source: ${a}\n- likes Deno source: ${b}`;
