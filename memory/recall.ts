@@ -46,22 +46,6 @@ export const RecallSchema = z.object({
 /** What a recall gives: {@link RecallSchema}, and why no stage answered when none did. */
 export type RecallResult = z.infer<typeof RecallSchema> & { failure?: OvFailure };
 
-/** The settings recall reads. */
-export type RecallSettings = Pick<
-  Config,
-  | "recallLimit"
-  | "recallLimitConfigured"
-  | "scoreThreshold"
-  | "recallPreferAbstract"
-  | "recallPeerScope"
-  | "recallDedupTurns"
-  | "recallDedupTurnsConfigured"
-  | "recallFormat"
-  | "recallMaxContentChars"
-  | "recallMaxTokens"
-  | "recallQueryExpansion"
->;
-
 /** One recall: the query, the OpenViking session, the URIs the session has, the memo's directory ("": none). */
 export interface RecallRequest {
   query: string;
@@ -111,8 +95,11 @@ export function isFolderSummary(uri: string): boolean {
     (/\/\.(?:abstract|overview)\.md$/.test(uri) || !uri.endsWith(".md"));
 }
 
-/** `list` bounded: each URI once (empty or too long to read back: dropped), texts cut, at most 50. */
-function bounded(list: Iterable<Memory | null>): Memory[] {
+/**
+ * The memories of a list (parsed `entries`), in its order, bounded: each URI once (empty or too long to read
+ * back: dropped), texts cut, at most 50.
+ */
+export function memoriesFromEntries(list: Iterable<Memory | null>): Memory[] {
   const out = new Map<string, Memory>();
   for (const m of list) {
     if (!m || !m.uri || m.uri.length > MAX_URI || out.has(m.uri)) continue;
@@ -126,18 +113,13 @@ function bounded(list: Iterable<Memory | null>): Memory[] {
   return [...out.values()];
 }
 
-/** The memories of parsed `entries`, in the server's order. */
-export function memoriesFromEntries(entries: z.output<typeof Entries>): Memory[] {
-  return bounded(entries);
-}
-
 /** The memories of a text of `<memory uri=… type=… score=… detail=…>` elements (render.py's form). */
 export function memoriesFromRendered(rendered: string): Memory[] {
   const attr = (tag: string, name: string) => new RegExp(`\\s${name}="([^"]*)"`).exec(tag)?.[1];
   const elements = rendered.slice(0, MAX_MEMORIES * MAX_TEXT).matchAll(
     /<memory\b([^<>]*?)(\/>|>([^]*?)<\/memory>)/g,
   );
-  return bounded([...elements].map(([, tag, , body]) => {
+  return memoriesFromEntries([...elements].map(([, tag, , body]) => {
     const score = attr(tag, "score");
     return {
       uri: attr(tag, "uri") ?? "",
@@ -186,7 +168,7 @@ export function scaleQuotas(limit: number, weights: Record<string, number>): Rec
  * back every URI it returned for that many turns, shown or not; `exclude_uris` names what the session saw.
  */
 export function contextSearchBody(
-  s: RecallSettings,
+  s: Config,
   r: Pick<RecallRequest, "query" | "sessionId" | "excludeUris">,
 ) {
   const body: Record<string, unknown> = {
@@ -227,7 +209,7 @@ const memoPath = (dir: string) => joinPath(dir, "context-face.json");
 /** ① The context face; undefined when the server has no context mode (now or, by the memo, within 6 h). */
 async function fromContextFace(
   client: OpenVikingClient,
-  s: RecallSettings,
+  s: Config,
   r: RecallRequest,
 ): Promise<RecallResult | OvFailure | undefined> {
   const baseUrl = client.options.baseUrl;
@@ -265,7 +247,7 @@ function isLegacyRejection(res: OvResponse<unknown>): boolean {
 /** ② The deprecated recall endpoint, asked once more without `peer_scope` when it refuses it (400/422). */
 async function fromRecallEndpoint(
   client: OpenVikingClient,
-  s: RecallSettings,
+  s: Config,
   r: RecallRequest,
 ): Promise<RecallResult | OvFailure> {
   const body: Record<string, unknown> = {
@@ -309,7 +291,7 @@ const words = (t: string) => new Set(t.toLowerCase().split(/[^\p{L}\p{N}]+/u).fi
  * for, and for words shared with the query; below the threshold out; the same abstract once (events and
  * cases by URI); at most the recall limit.
  */
-export function rankFindItems(items: readonly FindItem[], query: string, s: RecallSettings): FindItem[] {
+export function rankFindItems(items: readonly FindItem[], query: string, s: Config): FindItem[] {
   const q = words(query);
   const temporal = TEMPORAL.test(query);
   const preference = PREFERENCE.test(query);
@@ -340,7 +322,7 @@ export function rankFindItems(items: readonly FindItem[], query: string, s: Reca
 /** ③ Find per source, ranked here; a memory's text its abstract or, where that will not do, its content. */
 async function fromFind(
   client: OpenVikingClient,
-  s: RecallSettings,
+  s: Config,
   r: RecallRequest,
 ): Promise<RecallResult | OvFailure> {
   const sources = [["viking://~/memories", "memory"], ["viking://~/skills", "skill"]] as const;
@@ -384,7 +366,7 @@ async function fromFind(
 /** Recalls memories for a prompt through the chain; never throws. */
 export async function recallForPrompt(
   client: OpenVikingClient,
-  s: RecallSettings,
+  s: Config,
   request: RecallRequest,
 ): Promise<RecallResult> {
   const r = { ...request, query: request.query.trim() };

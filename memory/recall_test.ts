@@ -13,14 +13,15 @@ import {
   rankFindItems,
   recallForPrompt,
   type RecallResult,
-  type RecallSettings,
   scaleQuotas,
   urisIn,
 } from "./recall.ts";
 import { fullRecallBlock } from "./inject.ts";
+import { type Config, loadConfig } from "../openviking/config.ts";
 import { type Block, printBlocks } from "../lib/printed.ts";
 
-const SETTINGS: RecallSettings = {
+const SETTINGS: Config = {
+  ...(await loadConfig({ HOME: "/nonexistent-home" })).config,
   recallLimit: 3,
   recallLimitConfigured: false,
   recallMaxContentChars: 500,
