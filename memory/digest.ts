@@ -63,16 +63,16 @@ export function cutAtWord(text: string, max: number): string {
 
 /**
  * Untrusted text on one line: neutralised, markdown markers and links reduced to their words, blanks
- * collapsed, cut at a word to `max`.
+ * collapsed; cut at a word to `max` when given.
  */
-export function oneLine(text: string, max = LINE_TEXT_MAX * PROFILE_ROWS): string {
-  const line = neutralize(text.slice(0, 4 * max + 64))
+export function oneLine(text: string, max?: number): string {
+  const line = neutralize(text.slice(0, 4 * (max ?? LINE_TEXT_MAX * PROFILE_ROWS) + 64))
     .replace(/\[([^\]\n]*)\]\([^)\n]*\)/g, "$1")
     .replace(/^\s{0,3}(?:#{1,6}\s+|[-*+]\s+|>\s*)/gm, "")
     .replace(/\*\*|__/g, "")
     .replace(/\s+/g, " ")
     .trim();
-  return cutAtWord(line, max);
+  return max === undefined ? line : cutAtWord(line, max);
 }
 
 /** One digest line and the memory it shows. */
