@@ -1,13 +1,15 @@
 /**
  * What the prompt hook prints and sends, run in-process (`runHook`) against the fake OpenViking serving hostile
  * texts: stored text cannot close our block or speak as the host, escape sequences never reach the terminal,
- * output and query are bounded, and a huge CRLF prompt keeps the hook fast.
+ * output and query are bounded, and a huge CRLF prompt keeps the hook fast; in config mode the profile's rows
+ * come on the first prompt and once again after a compaction.
  */
 
 import { terminalRows } from "../tests/support/rows.ts";
-import { assertEquals, assertStringIncludes, assertTrue } from "../tests/support/assert.ts";
-import { DEFAULT_ENTRY, FakeOpenViking } from "../tests/support/fake-openviking.ts";
-import { sandboxEnv } from "../tests/support/hook-context.ts";
+import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../tests/support/assert.ts";
+import { DEFAULT_ENTRY, FAKE_MEMORY_LINE, FakeOpenViking } from "../tests/support/fake-openviking.ts";
+import { placeJournal, sandboxEnv } from "../tests/support/hook-context.ts";
+import { JournalBuilder } from "../tests/support/journal.ts";
 import { assertPrintedSafe } from "../tests/support/printed.ts";
 import { runHook } from "./dispatch.ts";
 import { tempDir } from "../tests/support/temp.ts";
@@ -16,16 +18,22 @@ import { PRINT_MAX_CHARS } from "../lib/printed.ts";
 
 let sessions = 0;
 
+/** Runs hook `event` of `session` in-process with `fields` in its payload; its stdout. */
+const hook = (env: Record<string, string>, event: string, session: string, fields = {}) =>
+  runHook(
+    event.replace(/[A-Z]/g, (c, i) => `${i ? "-" : ""}${c.toLowerCase()}`),
+    new TextEncoder().encode(
+      JSON.stringify({ hook_event_name: event, session_id: session, cwd: "/home/user/proj", ...fields }),
+    ),
+    env,
+  );
+
 /** Runs the prompt hook once (a new session each time, so the profile comes too). */
 async function prompt(env: Record<string, string>, text: string) {
-  const stdin = JSON.stringify({
-    hook_event_name: "UserPromptSubmit",
-    session_id: `session_out_${sessions++}`,
-    cwd: "/home/user/proj",
+  const start = performance.now();
+  const stdout = await hook(env, "UserPromptSubmit", `session_out_${sessions++}`, {
     prompt: [{ type: "text", text }],
   });
-  const start = performance.now();
-  const stdout = await runHook("user-prompt-submit", new TextEncoder().encode(stdin), env);
   return { stdout, ms: performance.now() - start };
 }
 
@@ -141,4 +149,32 @@ Deno.test("prompt hook: an 80 KB CRLF prompt is answered fast", async () => {
   const query = (fake.requestsTo("POST /api/v1/search/search")[0].body as { query: string }).query;
   // redacted, and cut inside the blank lines (then trimmed): "thanks" lies past the query's end
   assertEquals(query, "how do I indent?\r\nAPI_TOKEN=[REDACTED]");
+});
+
+Deno.test("config mode: the first prompt carries the profile's rows; after /compact they say they come again", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = sandboxEnv(dir.path, fake.url, {
+    OPENVIKING_CAPTURE_WAIT_MS: "0",
+    OPENVIKING_WRITE_PATH_ASYNC: "0",
+  });
+  const session = "session_5b1c1f0e-1111-4222-8333-944455556666";
+  const ask = (text: string) => hook(env, "UserPromptSubmit", session, { prompt: text });
+  assertMatch(
+    await ask("how should I indent this file?"),
+    /^<openviking-context>\nProfile \(viking:\/\/user\/default\/memories\/profile\.md\): Name/,
+  );
+  assertEquals(await ask("and what about YAML files?"), "", "nothing new: nothing printed");
+  await placeJournal(dir.path, session, new JournalBuilder().simpleTurn("hi", "hello").toString());
+  await hook(env, "PreCompact", session);
+  assertEquals(
+    await ask("third question after compaction"),
+    "<openviking-context>\nProfile, again after compaction (viking://user/default/memories/profile.md): " +
+      `Name: Test User · Likes: tabs\n${FAKE_MEMORY_LINE}\n</openviking-context>\n`,
+  );
+  assertEquals(
+    await ask("fourth question, later on"),
+    "",
+    "the profile and the memory once again, not every prompt",
+  );
 });

@@ -1,12 +1,11 @@
 /**
  * The plugin's system prompt from the hooks' side, through the real entry point: in plugin mode (Kimi gives
  * the hooks `KIMI_PLUGIN_ROOT`) the SessionStart worker fills `system-prompt.md` with the current profile and
- * the first prompt prints no profile; a commit's worker refreshes it. In config mode the profile stays on the
- * first prompt, and after a compaction it says it comes again.
+ * the first prompt prints no profile; a commit's worker refreshes it.
  */
 
 import { assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
-import { FAKE_DIGEST, FAKE_MEMORY_LINE, FakeOpenViking } from "../support/fake-openviking.ts";
+import { FAKE_DIGEST, FakeOpenViking } from "../support/fake-openviking.ts";
 import { placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { runCli } from "../support/run.ts";
@@ -64,42 +63,6 @@ Deno.test("plugin mode: the SessionStart worker puts the profile into the system
   const log = await Deno.readTextFile(`${dir.path}/.openviking/logs/kimicode-hooks.log`);
   assertMatch(log, /"event":"user-prompt-submit".*"profile":"system-prompt"/);
   assertEquals(fake.requestsTo("GET /api/v1/content/read").length, 1, "profile.md read by the worker only");
-});
-
-Deno.test("config mode: the first prompt carries the profile's rows; after /compact they say they come again", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  const env = sandboxEnv(dir.path, fake.url, {
-    OPENVIKING_CAPTURE_WAIT_MS: "0",
-    OPENVIKING_WRITE_PATH_ASYNC: "0",
-  });
-  const ask = (text: string) =>
-    runCli(["hook", "user-prompt-submit"], {
-      env,
-      clearEnv: true,
-      stdin: payload("UserPromptSubmit", { prompt: text }),
-    });
-  const first = await ask("how should I indent this file?");
-  assertMatch(
-    first.stdout,
-    /^<openviking-context>\nProfile \(viking:\/\/user\/default\/memories\/profile\.md\): Name/,
-  );
-  assertEquals((await ask("and what about YAML files?")).stdout, "", "nothing new: nothing printed");
-  await placeJournal(dir.path, SESSION, new JournalBuilder().simpleTurn("hi", "hello").toString());
-  const compact = await runCli(["hook", "pre-compact"], {
-    env,
-    clearEnv: true,
-    stdin: payload("PreCompact"),
-  });
-  assertEquals(compact.code, 0);
-  const after = await ask("third question after compaction");
-  assertEquals(
-    after.stdout,
-    "<openviking-context>\nProfile, again after compaction (viking://user/default/memories/profile.md): " +
-      `Name: Test User · Likes: tabs\n${FAKE_MEMORY_LINE}\n</openviking-context>\n`,
-  );
-  const later = await ask("fourth question, later on");
-  assertEquals(later.stdout, "", "the profile and the memory once again, not every prompt");
 });
 
 Deno.test("plugin mode: a commit's worker refreshes the system prompt when it is older than 10 minutes", async () => {
