@@ -127,8 +127,18 @@ const printed = (items: Item[], chars: (m: Memory) => number): Output["injected"
     chars: chars(m),
   }));
 
-/** The digest: one block, the profile's rows first, then a line per memory, within the digest's characters. */
-function digestOutput(c: Config, u: Unseen, profile: SafeText[]): Output {
+/**
+ * The digest: one block, the profile's rows first (at most half its characters), then a line per memory,
+ * within the digest's characters.
+ */
+function digestOutput(c: Config, u: Unseen, parts: ProfileParts | undefined, again: boolean): Output {
+  const profile = !parts ? [] : profileDigest({
+    profile: parts.profile,
+    uri: profileUri(parts.space),
+    abstracts: [...parts.preferences, ...parts.entities].map((l) => l.abstract).filter(Boolean),
+    afterCompaction: again,
+    maxChars: Math.floor(c.recallDigestChars / 2),
+  });
   const reserved = DIGEST_OPEN.length + DIGEST_CLOSE.length + 2 +
     profile.reduce((n, l) => n + l.length + 1, 0);
   const limits = { memories: c.recallDigestLimit, chars: c.recallDigestChars };
@@ -185,14 +195,9 @@ export function fullRecallBlock(
 }
 
 /** The full format: the profile's block, then the recall's. */
-function fullOutput(
-  c: Config,
-  r: RecallResult | undefined,
-  u: Unseen,
-  profile: SafeText | null,
-  again: boolean,
-) {
+function fullOutput(c: Config, r: RecallResult | undefined, u: Unseen, parts?: ProfileParts, again = false) {
   const blocks: Block[] = [];
+  const profile = parts && renderProfile(parts, c.profileTokenBudget);
   if (profile) {
     const open = again
       ? safe`<openviking-context source="after-compaction">`
@@ -212,17 +217,6 @@ function fullOutput(
     injected: printed(shown, (m) => m.text.length),
     shown: shown.flatMap((i) => i.keys),
   };
-}
-
-/** The profile's rows in the digest: at most half its characters, the memories keep the rest. */
-function profileRows(c: Config, parts: ProfileParts, afterCompaction: boolean): SafeText[] {
-  return profileDigest({
-    profile: parts.profile,
-    uri: profileUri(parts.space),
-    abstracts: [...parts.preferences, ...parts.entities].map((l) => l.abstract).filter(Boolean),
-    afterCompaction,
-    maxChars: Math.floor(c.recallDigestChars / 2),
-  });
 }
 
 /** What to print for a prompt: asks the server (recall ∥ profile) within the budget; never throws. */
@@ -248,15 +242,10 @@ export async function injectionFor(
   const failure = recalled?.failure ?? (asked && "ok" in asked ? asked : undefined);
   const u = await unseen(recalled, new Set(req.injected));
   const hasProfile = parts !== undefined && !isEmptyProfile(parts);
+  const profile = hasProfile ? parts : undefined;
   const out = c.recallFormat === "full"
-    ? fullOutput(
-      c,
-      recalled,
-      u,
-      hasProfile ? renderProfile(parts, c.profileTokenBudget) : null,
-      req.afterCompaction,
-    )
-    : digestOutput(c, u, hasProfile ? profileRows(c, parts, req.afterCompaction) : []);
+    ? fullOutput(c, recalled, u, profile, req.afterCompaction)
+    : digestOutput(c, u, profile, req.afterCompaction);
   return {
     ...out,
     recall: req.reuse !== undefined ? "reused" : recalled?.source ?? "skipped",
