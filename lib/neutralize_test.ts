@@ -3,7 +3,7 @@ import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../tests/
 import { assertLinear, mb } from "../tests/support/linear.ts";
 import { cut, neutralize, safe, SafeText, terminalJson } from "./neutralize.ts";
 import { type Block, printBlocks } from "./printed.ts";
-import { fullRecallBlock } from "../memory/recall.ts";
+import { fullRecallBlock } from "../memory/inject.ts";
 import { digestLines } from "../memory/digest.ts";
 import { hostileText, params } from "../tests/fuzz/arbitraries.ts";
 import { TAG_LIKE, UNPRINTABLE } from "../tests/support/printed.ts";

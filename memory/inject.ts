@@ -1,8 +1,8 @@
 /**
- * What the prompt hook injects for a text: recall (∥ the profile, when asked for), memories the session
- * already has left out, printed as the digest (default) or the full format. One function, without a session
- * and without touching any state: the prompt hook calls it with what its state says, and a command that shows
- * "what would be injected for this text in this workspace now" calls {@link previewInjection}.
+ * What the prompt hook prints for a text: recall (∥ the profile, when asked for), what the session already
+ * holds left out, as the digest (default) or the full format (OpenViking's own plugins' blocks). Touches no
+ * state: the prompt hook passes what its state says; {@link previewInjection} answers "what would be
+ * injected for this text here now".
  */
 
 import {
@@ -12,253 +12,214 @@ import {
   type OpenVikingClient,
   type OvFailure,
 } from "../openviking/client.ts";
-import type { Config } from "../openviking/config.ts";
-import { loadConfig } from "../openviking/config.ts";
+import { type Config, loadConfig } from "../openviking/config.ts";
 import type { Env } from "../lib/paths.ts";
 import { resolvePeer } from "../openviking/peer.ts";
-import { safe, SafeText } from "../lib/neutralize.ts";
-import { type Block, printBlocks } from "../lib/printed.ts";
+import { neutralize, safe, SafeText } from "../lib/neutralize.ts";
+import { type Block, PRINT_MAX_CHARS, printBlocks } from "../lib/printed.ts";
+import { sha256Hex } from "../lib/hash.ts";
 import {
-  fetchProfileOrFailure,
+  estimateTokens,
+  fetchProfile,
   isEmptyProfile,
   type ProfileParts,
   profileUri,
   renderProfile,
 } from "./profile.ts";
-import { recallForPrompt, urisIn } from "./recall.ts";
-import type { RecallResult } from "./recall-types.ts";
-import { fullRecallBlock } from "./recall-full.ts";
-import { DIGEST_CLOSE, DIGEST_OPEN, digestLines, profileDigest } from "./digest.ts";
-import type { Memory } from "./recalled.ts";
-import { sha256Hex } from "../lib/hash.ts";
+import { type Memory, recallForPrompt, type RecallResult, renderElement, urisIn } from "./recall.ts";
+import { DIGEST_CLOSE, DIGEST_OPEN, digestLines, oneLine, profileDigest } from "./digest.ts";
 import { recallQuery } from "./query.ts";
 
-/** What to inject for one prompt. */
+/**
+ * What to inject for one prompt: the recall query (query.ts), the OpenViking session, what the session holds
+ * (its URIs and the keys of lines printed without one: never printed again), the same prompt's kept recall
+ * (the server is not asked again), whether the profile is due and comes again after a compaction, the memo's
+ * directory ("" keeps none).
+ */
 export interface InjectionRequest {
-  /** The recall query (prompt-query.ts: bounded, cleaned, redacted). */
   query: string;
-  /** OpenViking session id, for the server's own expansion and dedupe. */
   sessionId?: string;
-  /** What the session's context already holds (its URIs, and keys of lines without one): never printed again. */
   injected: readonly string[];
-  /** The same prompt's recall, kept by the previous run: the server is not asked again. */
   reuse?: RecallResult;
-  /** Print the profile too (the first prompt of a session in config mode). */
   profile: boolean;
-  /** A compaction dropped the session's earlier injections: the profile says it comes again. */
   afterCompaction: boolean;
   budget: Budget;
-  /** Directory of recall's "no context mode" memo; "" remembers nothing. */
   stateDir: string;
 }
 
-/** Which recall stage answered: the server's stages, the same prompt's kept result, or none asked. */
-export type RecallPath = RecallResult["source"] | "reused" | "skipped";
+/** A memory as printed: its URI, its score, the characters of the output it took. */
+type Injected = { uri: string; score?: number; chars: number };
 
-/** A memory as printed: its URI, its score, and how many characters of the output it took. */
-export interface Injected {
-  uri: string;
-  score?: number;
-  chars: number;
-}
-
-/** What one output format printed: its text, the memories in it, what the session holds now. */
-interface Output {
-  stdout: string;
-  injected: Injected[];
-  shown: string[];
-}
-
-/** What would be printed, and why. */
+/**
+ * What would be printed, and why: the hook's stdout, the recall stage that answered (or "reused", "skipped"),
+ * the memories printed, the URIs left out because the session has them, what the session holds now that it
+ * did not, the profile's fate, what recall found to keep for the same prompt (not when it failed), and why
+ * recall (first) or the profile could not be had.
+ */
 export interface Injection {
-  /** The hook's stdout ("" for nothing). */
   stdout: string;
-  recall: RecallPath;
-  /** The memories printed, in order. */
+  recall: RecallResult["source"] | "reused" | "skipped";
   injected: Injected[];
-  /** URIs recall found that were left out because the session already has them. */
   suppressed: string[];
-  /** What the session holds now that it did not: every URI printed, and the keys of lines printed without one. */
   shown: string[];
-  /** The profile: printed, asked for but unavailable (the server did not answer), or not asked for. */
   profile: "injected" | "empty" | "unavailable" | "not-asked";
-  printedChars: number;
-  /** What recall found, to keep for the same prompt (undefined when the server was not asked, or failed). */
   found?: RecallResult;
-  /** Why recall (first) or the profile could not be had: the server's failure, as it came. */
   failure?: OvFailure;
 }
 
+/** A memory not shown yet, what showing it adds to the session's set, and (a server text's line) its text. */
+type Item = { memory: Memory; keys: string[]; raw?: string };
+
 /**
- * Keys of the session's shown set that are not URIs start with this: a printed line without a URI, by its
- * text. They stay in the session's set with its URIs (a compaction clears both) and never go to the server.
+ * What of a recall the session does not have yet; for a text the server assembled without listing memories,
+ * whether every line is left and whether any names a URI (then its lines without one never print alone).
  */
+type Unseen = { items: Item[]; suppressed: string[]; lines?: { all: boolean; named: boolean } };
+
+/** The key of a line without a URI: its words, blanks and case aside (never sent as `exclude_uris`). */
 const TEXT_KEY = "text:";
-
-/** Whether a key of the session's shown set is a URI (the server's `exclude_uris` takes only those). */
-const isUriKey = (key: string): boolean => !key.startsWith(TEXT_KEY);
-
-/** The key of a line without a URI: its words, blanks and case aside. */
-async function textKey(line: string): Promise<string> {
-  return `${TEXT_KEY}${(await sha256Hex(line.replace(/\s+/g, " ").trim().toLowerCase())).slice(0, 32)}`;
-}
-
-/** What of a recall the session does not have yet. */
-interface Found {
-  r?: RecallResult;
-  /** The memories to show: the listed ones not shown yet, or the lines left of a text the server assembled. */
-  visible: Memory[];
-  /** URIs left out because the session already has them. */
-  suppressed: string[];
-  /** What showing a memory adds to the session's set, where it is not just its URI (a text's lines). */
-  keys: Map<Memory, string[]>;
-  /** A text the server assembled (no memories listed): what the full format prints of it. */
-  text?: string;
-  /** That text names memories: its lines without a URI never print alone. */
-  named?: boolean;
-}
-
-/** The memories of `r` the session does not have yet, and the URIs it left out. */
-function unseen(r: RecallResult, injected: ReadonlySet<string>): Found {
-  const visible = r.memories.filter((m) => !injected.has(m.uri));
-  const suppressed = r.memories.filter((m) => injected.has(m.uri)).map((m) => m.uri);
-  return { r, visible, suppressed, keys: new Map() };
-}
-
-/** One line of a text the server assembled: as it wrote it, as a memory for the digest, the URIs it names. */
-interface TextLine {
-  raw: string;
-  memory: Memory;
-  uris: string[];
-}
-
-/** The lines of a text the server assembled, when it listed no memories (the digest prints its lines). */
-function assembledLines(text: string): TextLine[] {
-  return text.split("\n").map((line) => line.trim()).filter(Boolean).map((raw) => {
-    const uris = urisIn(raw);
-    const uri = uris[0] ?? "";
-    // The URI goes to the end of the line, as on every digest line ("… source: <uri>" is the rewrite's form).
-    const text = uri ? raw.replace(uri, "").replace(/\s*(?:source:)?\s*$/i, "") : raw;
-    return { raw, memory: { uri, text }, uris };
-  });
-}
+const textKey = async (line: string) =>
+  `${TEXT_KEY}${(await sha256Hex(line.replace(/\s+/g, " ").trim().toLowerCase())).slice(0, 32)}`;
 
 /**
- * The lines of a text the server assembled that the session does not have yet. A line naming URIs goes when
- * every one of them was shown. A line without a URI (a heading, a sentence the server wrote without its
- * source) cannot be told by a URI, so its text is its key: it prints once a session, and only beside a line
- * that brings a new memory — over memories all shown it would stand alone, about what the session has. A
- * text naming no URI at all is only such lines: it prints once.
+ * What of `r` the session (`injected`) does not have. A text the server assembled without listing memories
+ * goes by its lines: a line naming URIs goes when every one of them was shown; a line without one is keyed
+ * by its text, prints once a session, and only beside a line that brings a new memory.
  */
-async function unseenLines(r: RecallResult, injected: ReadonlySet<string>): Promise<Found> {
-  const text = r.assembled ?? "";
-  const lines = assembledLines(text);
-  const named = lines.some((l) => l.uris.length);
-  const withMemory = !named || lines.some((l) => l.uris.some((u) => !injected.has(u)));
+async function unseen(r: RecallResult | undefined, injected: ReadonlySet<string>): Promise<Unseen> {
+  if (!r) return { items: [], suppressed: [] };
+  if (r.assembled === undefined || r.memories.length) {
+    return {
+      items: r.memories.filter((m) => !injected.has(m.uri)).map((memory) => ({ memory, keys: [memory.uri] })),
+      suppressed: r.memories.filter((m) => injected.has(m.uri)).map((m) => m.uri),
+    };
+  }
+  const lines = r.assembled.split("\n").map((l) => l.trim()).filter(Boolean);
+  const uris = lines.map(urisIn);
+  const named = uris.some((u) => u.length);
+  const withMemory = !named || uris.some((u) => u.some((x) => !injected.has(x)));
   const seen = new Set(injected);
   const suppressed = new Set<string>();
-  const kept: TextLine[] = [];
-  const keys = new Map<Memory, string[]>();
-  for (const line of lines) {
-    const lineKeys = line.uris.length ? line.uris : [await textKey(line.raw)];
-    if (lineKeys.every((k) => seen.has(k))) { // shown before, or already on an earlier line of this text
-      for (const u of line.uris) if (injected.has(u)) suppressed.add(u);
+  const items: Item[] = [];
+  for (const [i, raw] of lines.entries()) {
+    const keys = uris[i].length ? uris[i] : [await textKey(raw)];
+    if (keys.every((k) => seen.has(k))) { // shown before, or on an earlier line of this text
+      for (const u of uris[i]) if (injected.has(u)) suppressed.add(u);
       continue;
     }
-    if (!line.uris.length && !withMemory) continue;
-    for (const k of lineKeys) seen.add(k);
-    kept.push(line);
-    keys.set(line.memory, lineKeys);
+    if (!uris[i].length && !withMemory) continue;
+    for (const k of keys) seen.add(k);
+    // The URI goes to the end of the line, as on every digest line ("… source: <uri>" is the server's form).
+    const uri = uris[i][0] ?? "";
+    const text = uri ? raw.replace(uri, "").replace(/\s*(?:source:)?\s*$/i, "") : raw;
+    items.push({ memory: { uri, text }, keys, raw });
   }
-  return {
-    r,
-    visible: kept.map((l) => l.memory),
-    suppressed: [...suppressed],
-    keys,
-    text: kept.length === lines.length ? text : kept.map((l) => l.raw).join("\n"),
-    named,
-  };
+  return { items, suppressed: [...suppressed], lines: { all: items.length === lines.length, named } };
 }
 
-/** What showing `m` adds to the session's set. */
-const keysOf = (found: Found, m: Memory): string[] => found.keys.get(m) ?? [m.uri];
+/** What one format printed: its text, the memories in it, what the session holds now. */
+type Output = Pick<Injection, "stdout" | "injected" | "shown">;
+
+const printed = (items: Item[], chars: (m: Memory) => number): Output["injected"] =>
+  items.filter((i) => i.memory.uri).map(({ memory: m }) => ({
+    uri: m.uri,
+    ...(m.score !== undefined ? { score: m.score } : {}),
+    chars: chars(m),
+  }));
 
 /**
- * The profile's rows for the digest: at most half its characters, so the memories the prompt asked for keep
- * the other half (the first prompt in config mode stays a compact digest, ≤ ~12 rows at 160 columns).
+ * The digest: one block, the profile's rows first (at most half its characters), then a line per memory,
+ * within the digest's characters.
  */
-function profileRows(c: Config, parts: ProfileParts, afterCompaction: boolean): SafeText[] {
-  return profileDigest({
+function digestOutput(c: Config, u: Unseen, parts: ProfileParts | undefined, again: boolean): Output {
+  const profile = !parts ? [] : profileDigest({
     profile: parts.profile,
     uri: profileUri(parts.space),
     abstracts: [...parts.preferences, ...parts.entities].map((l) => l.abstract).filter(Boolean),
-    afterCompaction,
+    afterCompaction: again,
     maxChars: Math.floor(c.recallDigestChars / 2),
   });
-}
-
-/**
- * The digest output: one block, the profile's rows first, then a line per memory not seen yet — all of it
- * within the digest's characters (the markers and the profile's rows taken first).
- */
-function digestOutput(c: Config, found: Found, profile: SafeText[]): Output {
-  const frame = DIGEST_OPEN.length + DIGEST_CLOSE.length + 2;
-  const reserved = frame + profile.reduce((n, l) => n + l.length + 1, 0);
-  let lines = digestLines(
-    found.visible,
-    { memories: c.recallDigestLimit, chars: c.recallDigestChars },
-    reserved,
-  );
+  const reserved = DIGEST_OPEN.length + DIGEST_CLOSE.length + 2 +
+    profile.reduce((n, l) => n + l.length + 1, 0);
+  const limits = { memories: c.recallDigestLimit, chars: c.recallDigestChars };
+  let lines = digestLines(u.items.map((i) => i.memory), limits, reserved);
   // The limits may leave out every line that named a memory: the lines without one do not print alone.
-  if (found.named && !lines.some((l) => l.memory.uri)) lines = [];
+  if (u.lines?.named && !lines.some((l) => l.memory.uri)) lines = [];
   const body = [...profile, ...lines.map((l) => l.line)];
   if (!body.length) return { stdout: "", injected: [], shown: [] };
-  const block: Block = { open: DIGEST_OPEN, body: SafeText.join(body, safe`\n`), close: DIGEST_CLOSE };
+  const shown = lines.map((l) => u.items.find((i) => i.memory === l.memory)!);
+  const chars = new Map(lines.map((l) => [l.memory, l.line.length]));
   return {
-    stdout: printBlocks([block]),
-    injected: lines.filter((l) => l.memory.uri).map((l) => ({
-      uri: l.memory.uri,
-      ...(l.memory.score !== undefined ? { score: l.memory.score } : {}),
-      chars: l.line.length,
-    })),
-    shown: lines.flatMap((l) => keysOf(found, l.memory)),
+    stdout: printBlocks([{ open: DIGEST_OPEN, body: SafeText.join(body, safe`\n`), close: DIGEST_CLOSE }]),
+    injected: printed(shown, (m) => chars.get(m)!),
+    shown: shown.flatMap((i) => i.keys),
   };
 }
 
-/** The full output (OpenViking's own plugins' blocks): the profile block, then the recall block. */
-function fullOutput(c: Config, found: Found, profile: SafeText | null, afterCompaction: boolean): Output {
-  const blocks: Block[] = [];
-  if (profile) {
-    const open = afterCompaction
-      ? safe`<openviking-context source="after-compaction">`
-      : safe`<openviking-context source="session-start">`;
-    blocks.push({ open, body: profile, close: safe`</openviking-context>` });
-  }
-  // A text the server assembled prints as it is when nothing was left out, else the lines left of it.
-  const recall = !found.r
-    ? undefined
-    : found.text === undefined
-    ? fullRecallBlock(found.r, found.visible, c)
-    : found.text
-    ? fullRecallBlock({ ...found.r, assembled: found.text }, [], c)
-    : undefined;
-  if (recall) blocks.push(recall);
-  const shown = recall ? found.visible : [];
-  return {
-    stdout: printBlocks(blocks),
-    injected: shown.filter((m) => m.uri).map((m) => ({
-      uri: m.uri,
-      ...(m.score !== undefined ? { score: m.score } : {}),
-      chars: m.text.length,
-    })),
-    shown: shown.flatMap((m) => keysOf(found, m)),
-  };
-}
+const CONTEXT_HEADER = safe`Relevant memory from OpenViking. Use the search/read MCP tools to expand URIs.`;
+const FIND_HEADER = safe`Relevant context from OpenViking. Use the read MCP tool to expand URIs.`;
+
+/** Server text in the full format's block, cut to what could ever be printed and neutralised. */
+const contextBlock = (text: string): Block => ({
+  open: DIGEST_OPEN,
+  body: safe`${CONTEXT_HEADER}\n${neutralize(text.slice(0, PRINT_MAX_CHARS)).trim()}`,
+  close: DIGEST_CLOSE,
+});
 
 /**
- * What to print for a prompt. Asks the server (recall ∥ profile) within the request's budget, never
- * throws, touches no state: the caller keeps what it needs of the result.
+ * The full format's block of a recall showing `shown` of its memories: the server's text as it is when none
+ * is left out, else the memories in its `<memory>` form; find's memories as lines within the token budget.
+ * Undefined when there is nothing to show.
  */
+export function fullRecallBlock(
+  r: RecallResult,
+  shown: readonly Memory[],
+  s: Pick<Config, "recallTokenBudget" | "recallMaxContentChars">,
+): Block | undefined {
+  if (r.source !== "find") {
+    if (r.assembled !== undefined && shown.length === r.memories.length) return contextBlock(r.assembled);
+    return shown.length ? contextBlock(shown.map(renderElement).join("\n")) : undefined;
+  }
+  if (!shown.length) return undefined;
+  const budget = Math.max(200, s.recallTokenBudget);
+  let used = estimateTokens(FIND_HEADER.text);
+  const lines = shown.map((m) => {
+    const head = `[${m.category ?? "memory"} ${Math.round(Math.min(1, Math.max(0, m.score ?? 0)) * 100)}%]`;
+    const uri = oneLine(m.uri, 1000);
+    let line = safe`- ${head} ${oneLine(m.text, Math.max(50, s.recallMaxContentChars)) || uri}`;
+    if (used + estimateTokens(line.text) > budget) line = safe`- ${head} ${uri}`;
+    used += estimateTokens(line.text);
+    return line;
+  });
+  return { open: DIGEST_OPEN, body: SafeText.join([FIND_HEADER, ...lines], safe`\n`), close: DIGEST_CLOSE };
+}
+
+/** The full format: the profile's block, then the recall's. */
+function fullOutput(c: Config, r: RecallResult | undefined, u: Unseen, parts?: ProfileParts, again = false) {
+  const blocks: Block[] = [];
+  const profile = parts && renderProfile(parts, c.profileTokenBudget);
+  if (profile) {
+    const open = again
+      ? safe`<openviking-context source="after-compaction">`
+      : safe`<openviking-context source="session-start">`;
+    blocks.push({ open, body: profile, close: DIGEST_CLOSE });
+  }
+  // A text the server assembled prints as it is when no line was left out, else the lines left of it.
+  const recall = !r || (u.lines && !u.items.length)
+    ? undefined
+    : u.lines
+    ? contextBlock(u.lines.all ? r.assembled! : u.items.map((i) => i.raw).join("\n"))
+    : fullRecallBlock(r, u.items.map((i) => i.memory), c);
+  if (recall) blocks.push(recall);
+  const shown = recall ? u.items : [];
+  return {
+    stdout: printBlocks(blocks),
+    injected: printed(shown, (m) => m.text.length),
+    shown: shown.flatMap((i) => i.keys),
+  };
+}
+
+/** What to print for a prompt: asks the server (recall ∥ profile) within the budget; never throws. */
 export async function injectionFor(
   client: OpenVikingClient,
   c: Config,
@@ -270,44 +231,26 @@ export async function injectionFor(
       ? recallForPrompt(client, c, {
         query: req.query,
         sessionId: req.sessionId,
-        excludeUris: req.injected.filter(isUriKey),
+        excludeUris: req.injected.filter((k) => !k.startsWith(TEXT_KEY)),
         budget: req.budget,
         stateDir: req.stateDir,
       })
       : Promise.resolve(req.reuse),
-    req.profile ? fetchProfileOrFailure(client, req.budget) : Promise.resolve(undefined),
+    req.profile ? fetchProfile(client, req.budget) : Promise.resolve(undefined),
   ]);
-  const parts = asked === undefined || "ok" in asked ? undefined : asked;
+  const parts = asked && !("ok" in asked) ? asked : undefined;
   const failure = recalled?.failure ?? (asked && "ok" in asked ? asked : undefined);
-  const shownSet = new Set(req.injected);
-  const found: Found = !recalled
-    ? { visible: [], suppressed: [], keys: new Map() }
-    : recalled.assembled !== undefined && !recalled.memories.length
-    ? await unseenLines(recalled, shownSet)
-    : unseen(recalled, shownSet);
+  const u = await unseen(recalled, new Set(req.injected));
   const hasProfile = parts !== undefined && !isEmptyProfile(parts);
+  const profile = hasProfile ? parts : undefined;
   const out = c.recallFormat === "full"
-    ? fullOutput(
-      c,
-      found,
-      hasProfile ? renderProfile(parts, c.profileTokenBudget) : null,
-      req.afterCompaction,
-    )
-    : digestOutput(c, found, hasProfile ? profileRows(c, parts, req.afterCompaction) : []);
+    ? fullOutput(c, recalled, u, profile, req.afterCompaction)
+    : digestOutput(c, u, profile, req.afterCompaction);
   return {
-    stdout: out.stdout,
+    ...out,
     recall: req.reuse !== undefined ? "reused" : recalled?.source ?? "skipped",
-    injected: out.injected,
-    suppressed: found.suppressed,
-    shown: out.shown,
-    profile: !req.profile
-      ? "not-asked"
-      : parts === undefined
-      ? "unavailable"
-      : hasProfile
-      ? "injected"
-      : "empty",
-    printedChars: out.stdout.length,
+    suppressed: u.suppressed,
+    profile: !req.profile ? "not-asked" : !parts ? "unavailable" : hasProfile ? "injected" : "empty",
     // A recall that failed is not kept: the same prompt again asks the server again.
     found: ask && !recalled?.failure ? recalled : undefined,
     ...(failure ? { failure } : {}),
@@ -315,27 +258,19 @@ export async function injectionFor(
 }
 
 /**
- * What the prompt hook would print for `text` in the workspace `cwd` now, as the first prompt of a new
- * session (`profile`: in config mode, with the profile): no session, no state read or written, no memo kept.
+ * What the prompt hook would print for `text` in the workspace `cwd` now, as a new session's first prompt
+ * (`profile`: with the profile, as in config mode): no session, nothing read or written.
  */
 export async function previewInjection(
   text: string,
   opts: { cwd: string; env: Env; profile?: boolean },
 ): Promise<Injection> {
   const { config } = await loadConfig(opts.env, opts.cwd);
-  const empty: Injection = {
-    stdout: "",
-    recall: "skipped",
-    injected: [],
-    suppressed: [],
-    shown: [],
-    profile: "not-asked",
-    printedChars: 0,
-  };
-  if (!config.enabled || !config.autoRecall) return empty;
+  if (!config.enabled || !config.autoRecall) {
+    return { stdout: "", recall: "skipped", injected: [], suppressed: [], shown: [], profile: "not-asked" };
+  }
   const peer = await resolvePeer(opts.cwd, config);
-  const client = createClient(clientOptions(config, peer.peerId));
-  return await injectionFor(client, config, {
+  return await injectionFor(createClient(clientOptions(config, peer.peerId)), config, {
     query: recallQuery(text, config.redact),
     injected: [],
     profile: opts.profile ?? false,

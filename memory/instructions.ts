@@ -1,35 +1,34 @@
 /**
- * What the model is told about memory, defined once per install mode: the standing instructions of the
- * plugin's system prompt, the memory skill (`SKILL.md`: in the plugin, or in config mode Kimi's user skills
- * directory), and the plugin's `/openviking-memory:remember`, `:forget` and `:recall` commands (prompt
- * templates Kimi submits as a user message with `$ARGUMENTS` filled in). Every text names the MCP tools by
- * the names Kimi gives them in that mode. Pure data: install writes these files, the hooks refresh the
- * system prompt from them.
+ * What the model is told about memory, per install mode, naming the MCP tools as Kimi names them there: the
+ * system prompt's instructions, the memory skill (`SKILL.md`) and the plugin's commands (prompt templates,
+ * `$ARGUMENTS` filled in by Kimi). Pure data.
  */
 
 import type { MemoryTool } from "./tools.ts";
 import { CONFIG_TOOL_PREFIX, PLUGIN_TOOL_PREFIX } from "../kimi/plugin-root.ts";
 
-/** Install mode (as install names it). */
 export type InstallMode = "config" | "plugin";
 
 /** The skill's name (its directory under `skills/`). */
 export const SKILL_NAME = "openviking-memory";
 
-/** The line that marks a file as written by openviking-kimi (install replaces and uninstall removes only those). */
+/** The line that marks a file as ours (install replaces and uninstall removes only those). */
 export const OWNED_MARK = "<!-- written by openviking-kimi; `openviking-kimi uninstall` removes it -->";
 
 /** First line of the plugin's system prompt (and how a refresh knows the file is ours). */
 export const SYSTEM_PROMPT_TITLE = "# OpenViking memory (openviking-kimi)";
 
-/** The full name Kimi gives one of the MCP tools offered (memory's) in `mode`. */
+/** The name Kimi gives one of memory's MCP tools in `mode`. */
 export function toolName(mode: InstallMode, tool: MemoryTool): string {
   return `${mode === "plugin" ? PLUGIN_TOOL_PREFIX : CONFIG_TOOL_PREFIX}${tool}`;
 }
 
+/** A tool's name in `mode`, quoted as code. */
+const quoted = (mode: InstallMode) => (tool: MemoryTool) => `\`${toolName(mode, tool)}\``;
+
 /** The standing instructions (the system prompt's first part; the profile follows them). */
 export function memoryInstructions(mode: InstallMode): string {
-  const t = (tool: Parameters<typeof toolName>[1]) => `\`${toolName(mode, tool)}\``;
+  const t = quoted(mode);
   return [
     SYSTEM_PROMPT_TITLE,
     "",
@@ -56,7 +55,7 @@ export function memoryInstructions(mode: InstallMode): string {
 
 /** The memory skill's `SKILL.md` for `mode`. */
 export function skillText(mode: InstallMode): string {
-  const t = (tool: Parameters<typeof toolName>[1]) => `\`${toolName(mode, tool)}\``;
+  const t = quoted(mode);
   return [
     "---",
     `name: ${SKILL_NAME}`,

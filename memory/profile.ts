@@ -1,7 +1,7 @@
 /**
- * The user's profile block, injected once per session: `profile.md` plus a listing of the user's
- * preference and entity memories, within a token budget (CJK-aware estimate), as OpenViking's other plugins
- * build it. `null` when the server has nothing for this user. Every server text in it is neutralised.
+ * The user's profile, as OpenViking's other plugins read it: `profile.md` and a listing of the user's
+ * preference and entity memories; rendered as a block within a token budget (the full format's first prompt,
+ * the plugin's system prompt). Every server text in it is neutralised.
  */
 
 import * as z from "zod/mini";
@@ -9,101 +9,41 @@ import type { Budget, OpenVikingClient, OvFailure } from "../openviking/client.t
 import { neutralize, safe, SafeText } from "../lib/neutralize.ts";
 import { PRINT_MAX_CHARS } from "../lib/printed.ts";
 import { asRecord } from "../lib/parsed.ts";
+import { oneLine } from "./digest.ts";
 
-/** Token estimate: CJK characters count 1.5, everything else a quarter. */
-export function profileTokens(text: string): number {
-  let t = 0;
-  for (const ch of text) t += ch.codePointAt(0)! >= 0x3000 ? 1.5 : 0.25;
-  return Math.ceil(t);
+/** A text's tokens, estimated: a CJK character 1.5, any other a quarter. */
+export function estimateTokens(text: string): number {
+  return Math.ceil(tokenPrefix(text, Infinity).tokens);
 }
 
-/** Cuts text to roughly `tokens` tokens, keeping whole characters. */
-function cutToTokens(text: string, tokens: number): string {
-  let t = 0;
+/** The longest head of `text`, in whole characters, within `max` estimated tokens, and its tokens. */
+function tokenPrefix(text: string, max: number): { head: string; tokens: number } {
+  let tokens = 0;
   let i = 0;
   for (const ch of text) {
-    t += ch.codePointAt(0)! >= 0x3000 ? 1.5 : 0.25;
-    if (t > tokens) break;
+    const t = ch.codePointAt(0)! >= 0x3000 ? 1.5 : 0.25;
+    if (tokens + t > max) break;
+    tokens += t;
     i += ch.length;
   }
-  return text.slice(0, i);
+  return { head: text.slice(0, i), tokens };
 }
 
-/** Shortens a profile to at most `tokens`: head and tail with the middle elided, or a plain cut. */
+/** A profile within `tokens`: as it is, else its first 8 and last 3 lines, else cut (saying so). */
 export function fitProfile(text: string, tokens: number): string {
-  if (profileTokens(text) <= tokens) return text;
+  if (estimateTokens(text) <= tokens) return text;
   const lines = text.split("\n");
-  if (lines.length > 12) {
-    const head = lines.slice(0, 8).join("\n");
-    const tail = lines.slice(-3).join("\n");
-    const elided = `${head}\n... [profile middle elided] ...\n${tail}`;
-    if (profileTokens(elided) <= tokens) return elided;
-  }
-  return `${cutToTokens(text, Math.max(0, tokens - 6))}\n... [profile truncated]`;
+  const elided = `${lines.slice(0, 8).join("\n")}\n... [profile middle elided] ...\n${
+    lines.slice(-3).join("\n")
+  }`;
+  if (lines.length > 12 && estimateTokens(elided) <= tokens) return elided;
+  return `${tokenPrefix(text, Math.max(0, tokens - 6)).head}\n... [profile truncated]`;
 }
 
-/** A leaf memory file from a directory listing. */
+/** A memory file of a listing. */
 export interface MemoryLeaf {
   path: string;
   abstract: string;
-}
-
-/** The profile's reply schemas. */
-function buildProfileReplies() {
-  const entries = z.array(z.unknown());
-  return {
-    /** `/system/status`'s result: the user the key belongs to. */
-    status: z.looseObject({ user: z.catch(z.optional(z.string()), undefined) }),
-    /** The user spaces (`fs/ls viking://user`). */
-    spaces: entries,
-    /** An `fs/ls` result: the entries, as a list or (some versions) under `entries`. */
-    listing: z.union([entries, z.looseObject({ entries })]),
-    /** `/content/read`'s result: the text. */
-    content: z.string(),
-  };
-}
-
-let profileReplyCache: ReturnType<typeof buildProfileReplies> | undefined;
-
-/** The profile's reply schemas, built when a profile is first fetched (once per session, not per prompt). */
-function profileReplies(): ReturnType<typeof buildProfileReplies> {
-  return profileReplyCache ??= buildProfileReplies();
-}
-
-/** A listing as parsed. */
-export type Listing = z.output<ReturnType<typeof profileReplies>["listing"]>;
-
-/** The entries of a listing. */
-function entriesOf(listing: Listing): Record<string, unknown>[] {
-  return (Array.isArray(listing) ? listing : listing.entries).map(asRecord);
-}
-
-/** Leaves (`.md` files) of an `fs/ls` result, sorted. */
-export function memoryLeaves(result: Listing): MemoryLeaf[] {
-  return entriesOf(result)
-    .filter((e) => e.isDir !== true && e.is_dir !== true)
-    .map((e) => ({
-      path: String(e.rel_path ?? e.name ?? e.uri ?? ""),
-      abstract: typeof e.abstract === "string" ? e.abstract : "",
-    }))
-    .filter((e) => e.path.endsWith(".md"))
-    .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-}
-
-/** A user space as printed inside a URI: letters, digits and `_.@-` as they are, the rest percent-encoded. */
-function printableSpace(space: string): string {
-  return space.toWellFormed().slice(0, 128).replace(
-    /[^\p{L}\p{N}_.@-]/gu,
-    (c) =>
-      [...new TextEncoder().encode(c)].map((b) => `%${b.toString(16).toUpperCase().padStart(2, "0")}`).join(
-        "",
-      ),
-  );
-}
-
-/** One line of server text: neutralised, whitespace collapsed, at most `max` characters. */
-function oneLine(text: string, max: number): string {
-  return neutralize(text.slice(0, max * 4 + 64)).replace(/\s+/g, " ").trim().slice(0, max);
 }
 
 /** What the profile is made of, as the server has it (every string untrusted). */
@@ -116,26 +56,57 @@ export interface ProfileParts {
   entities: MemoryLeaf[];
 }
 
-/** The URI of the profile of a user space, as printed. */
-export function profileUri(space: string): string {
-  return `viking://user/${printableSpace(space)}/memories/profile.md`;
+const Listing = z.union([z.array(z.unknown()), z.looseObject({ entries: z.array(z.unknown()) })]);
+type Listing = z.output<typeof Listing>;
+const Status = z.looseObject({ user: z.catch(z.optional(z.string()), undefined) });
+
+const entriesOf = (l: Listing) => (Array.isArray(l) ? l : l.entries).map(asRecord);
+
+/** The `.md` files of a listing (directories out), sorted. */
+export function memoryLeaves(listing: Listing): MemoryLeaf[] {
+  return entriesOf(listing).filter((e) => e.isDir !== true && e.is_dir !== true)
+    .map((e) => ({
+      path: String(e.rel_path ?? e.name ?? e.uri ?? ""),
+      abstract: typeof e.abstract === "string" ? e.abstract : "",
+    }))
+    .filter((e) => e.path.endsWith(".md"))
+    .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
-/** Whether the server has nothing of the profile at all. */
+/** The memories folder of a user space as printed: letters, digits and `_.@-` as they are, the rest %-encoded. */
+function spaceUri(space: string): string {
+  const encoded = space.toWellFormed().slice(0, 128).replace(
+    /[^\p{L}\p{N}_.@-]/gu,
+    (c) =>
+      [...new TextEncoder().encode(c)].map((b) => `%${b.toString(16).toUpperCase().padStart(2, "0")}`).join(
+        "",
+      ),
+  );
+  return `viking://user/${encoded}/memories`;
+}
+
+/** The URI of a user space's profile, as printed. */
+export const profileUri = (space: string): string => `${spaceUri(space)}/profile.md`;
+
+/** Whether the server has nothing of the profile. */
 export function isEmptyProfile(parts: ProfileParts): boolean {
   return !parts.profile.trim() && !parts.preferences.length && !parts.entities.length;
 }
 
-/** Renders the profile block from its parts within `budget` tokens (pure). */
+/**
+ * The profile block within `budget` tokens: `<user-profile>` (at most half), then `<available-memories>`
+ * listing the preference and entity memories in what is left ("+N more" for the rest); null when empty.
+ */
 export function renderProfile(parts: ProfileParts, budget: number): SafeText | null {
-  const base = safe`viking://user/${printableSpace(parts.space)}/memories`;
+  const base = safe`${spaceUri(parts.space)}`;
   const sections: SafeText[] = [];
   let used = 0;
   const profile = neutralize(parts.profile.slice(0, PRINT_MAX_CHARS)).trim();
   if (profile) {
-    const fitted = fitProfile(profile, Math.floor(budget / 2));
-    sections.push(safe`<user-profile uri="${base}/profile.md">\n${fitted}\n</user-profile>`);
-    used += profileTokens(sections[0].text);
+    sections.push(
+      safe`<user-profile uri="${base}/profile.md">\n${fitProfile(profile, budget / 2 | 0)}\n</user-profile>`,
+    );
+    used += estimateTokens(sections[0].text);
   }
   const listing: SafeText[] = [];
   for (const [name, leaves] of [["preferences", parts.preferences], ["entities", parts.entities]] as const) {
@@ -144,11 +115,9 @@ export function renderProfile(parts: ProfileParts, budget: number): SafeText | n
     let shown = 0;
     for (const leaf of leaves) {
       const abstract = oneLine(leaf.abstract, 200);
-      const line = abstract
-        ? safe`    - ${oneLine(leaf.path, 200)} — ${abstract}`
-        : safe`    - ${oneLine(leaf.path, 200)}`;
-      if (used + profileTokens(line.text) > budget) break;
-      used += profileTokens(line.text);
+      const line = safe`    - ${oneLine(leaf.path, 200)}${abstract ? ` — ${abstract}` : ""}`;
+      if (used + estimateTokens(line.text) > budget) break;
+      used += estimateTokens(line.text);
       listing.push(line);
       shown++;
     }
@@ -162,43 +131,34 @@ export function renderProfile(parts: ProfileParts, budget: number): SafeText | n
   return sections.length ? SafeText.join(sections, safe`\n`) : null;
 }
 
-/** Fetches the profile's parts. Never throws; undefined when the server could not be asked at all. */
-export async function fetchProfile(
-  client: OpenVikingClient,
-  budget: Budget,
-): Promise<ProfileParts | undefined> {
-  const got = await fetchProfileOrFailure(client, budget);
-  return "ok" in got ? undefined : got;
-}
-
 /** The profile's parts, or why the server could not be asked at all (its first failure). Never throws. */
-export async function fetchProfileOrFailure(
+export async function fetchProfile(
   client: OpenVikingClient,
   budget: Budget,
 ): Promise<ProfileParts | OvFailure> {
   const [status, ls] = await Promise.all([
-    client.request("GET", "/api/v1/system/status", profileReplies().status, { budget }),
-    client.request("GET", "/api/v1/fs/ls", profileReplies().spaces, {
+    client.request("GET", "/api/v1/system/status", Status, { budget }),
+    client.request("GET", "/api/v1/fs/ls", Listing, {
       query: { uri: "viking://user", output: "original" },
       budget,
     }),
   ]);
   if (!status.ok && !ls.ok) return status;
-  const statusUser = status.ok ? status.result.user ?? "" : "";
+  const user = status.ok ? status.result.user ?? "" : "";
   const dirs = ls.ok
     ? entriesOf(ls.result).filter((e) => e.isDir !== false).map((e) => String(e.name ?? ""))
     : [];
-  const space = (statusUser && dirs.includes(statusUser) && statusUser) ||
-    (dirs.includes("default") && "default") ||
-    (dirs.length === 1 && dirs[0]) || statusUser || "default";
+  // The status user's space when there is one, else default, else the only one.
+  const space = (user && dirs.includes(user) && user) || (dirs.includes("default") && "default") ||
+    (dirs.length === 1 && dirs[0]) || user || "default";
   const base = `viking://user/${space}/memories`;
   const listing = (name: string) =>
-    client.request("GET", "/api/v1/fs/ls", profileReplies().listing, {
+    client.request("GET", "/api/v1/fs/ls", Listing, {
       query: { uri: `${base}/${name}`, output: "agent", recursive: true, abs_limit: 512, node_limit: 512 },
       budget,
     }).then((r) => (r.ok ? memoryLeaves(r.result) : []));
   const [profile, preferences, entities] = await Promise.all([
-    client.request("GET", "/api/v1/content/read", profileReplies().content, {
+    client.request("GET", "/api/v1/content/read", z.string(), {
       query: { uri: `${base}/profile.md` },
       budget,
     })

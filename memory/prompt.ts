@@ -1,11 +1,7 @@
 /**
- * UserPromptSubmit: what inject.ts finds for the prompt — memories the session does not have yet (and, on
- * the first prompt of a session in config mode, the profile) — printed as plain text, which Kimi Code shows
- * the user and appends to the model context. In plugin mode the profile is in the plugin's system prompt
- * instead (system-prompt.ts). Duplicate hook runs print nothing; the same prompt again asks the server
- * nothing. The whole hook stays inside its budget (OPENVIKING_PROMPT_BUDGET_MS, under the host's 20 s) and
- * never blocks; a server that let a recall go unanswered is not asked again until it answers
- * (runtime/breaker.ts), and the session is told so once, in one line.
+ * UserPromptSubmit: prints what inject.ts finds that the session does not have yet, within
+ * OPENVIKING_PROMPT_BUDGET_MS. A server that left a recall unanswered is not asked until it answers
+ * (openviking/breaker.ts): the session is told once, in one line; this hook's detached worker is the probe.
  */
 
 import { sha256Hex } from "../lib/hash.ts";
@@ -25,7 +21,7 @@ import { PRINT_MAX_CHARS } from "../lib/printed.ts";
 import type { Env } from "../lib/paths.ts";
 import { commandName } from "../lib/self.ts";
 import { resolvePeer } from "../openviking/peer.ts";
-import type { RecallResult } from "./recall-types.ts";
+import type { RecallResult } from "./recall.ts";
 import { type SessionState, updateState } from "./state.ts";
 import { clientFor, type HookContext, type HookResult } from "./context.ts";
 import { promptText } from "../kimi/payload.ts";
@@ -38,33 +34,27 @@ import { spawnWorker } from "../kimi/detach.ts";
 /** The same text within this window is the same prompt's hook fired twice. */
 export const DUPLICATE_WINDOW_MS = 500;
 
-/** What the stored prompt state says of this prompt. */
-export interface PromptDecision {
-  /** The same prompt's hook fired twice: print nothing. */
-  duplicate: boolean;
-  /** The previous prompt had the same text: its recall, to use again. */
-  reuse?: RecallResult;
-  /** The session has not had its profile yet. */
-  needProfile: boolean;
-  /** A compaction dropped the session's injections since. */
-  afterCompaction: boolean;
-  /** The outage the session was told of (its start), if any. */
-  told?: number;
-}
-
-/** Decides, from the stored prompt state, whether this run is a duplicate and what can be reused (pure). */
+/**
+ * What the prompt state says of this prompt (pure): a duplicate run (print nothing), the same text's kept
+ * recall, whether the profile is still due, whether a compaction dropped the injections, the outage told of.
+ */
 export function promptDecision(
   state: SessionState,
   prompt: { hash: string; eventId: string; at: number },
-): PromptDecision {
+): {
+  duplicate: boolean;
+  reuse?: RecallResult;
+  needProfile: boolean;
+  afterCompaction: boolean;
+  told?: number;
+} {
   const duplicate = prompt.eventId
     ? state.promptEventId === prompt.eventId
     : state.promptHash === prompt.hash && state.promptAt !== undefined &&
       Math.abs(prompt.at - state.promptAt) < DUPLICATE_WINDOW_MS;
-  const reuse = state.promptHash === prompt.hash && state.recall ? state.recall : undefined;
   return {
     duplicate,
-    reuse,
+    reuse: state.promptHash === prompt.hash && state.recall ? state.recall : undefined,
     needProfile: !state.profileInjected,
     afterCompaction: state.compacted,
     told: state.pausedNotice,
@@ -72,53 +62,42 @@ export function promptDecision(
 }
 
 /**
- * What the claim found: the decision, the URIs the session already has, why the state was not usable, and
- * whether the session is to be told now of the outage the claim was given.
- */
-interface Claim {
-  decision: PromptDecision;
-  exclude: string[];
-  stateError: string;
-  tell: boolean;
-}
-
-/**
- * Phase 1: claims this prompt (short lock, no network inside) and keeps it for capture's fallback. Best
- * effort: recall needs no state, so a state that cannot be kept (read-only home, a file in the way) only
- * costs dedupe, the profile and the session's memory of what it was shown.
+ * Claims this prompt under a short lock (no network inside) and keeps it for capture's fallback: the decision,
+ * the session's shown set, whether to tell of the outage now, and why the state was unusable ("" if it was).
+ * Best effort: a state that cannot be kept costs dedupe, the profile and the session's memory of what it saw.
  */
 async function claimPrompt(
   ctx: HookContext,
   prompt: { hash: string; eventId: string; outage?: number },
-  lockWait: number,
-): Promise<Claim> {
+  waitMs: number,
+) {
   const c = ctx.config;
-  const claim: Claim = {
-    decision: { duplicate: false, needProfile: false, afterCompaction: false },
-    exclude: [],
-    stateError: "",
+  const claim = {
+    decision: { duplicate: false, needProfile: false, afterCompaction: false } as ReturnType<
+      typeof promptDecision
+    >,
+    exclude: [] as string[],
     tell: false,
+    stateError: "",
   };
   if (!ctx.promptPaths) return claim;
-  const fallbackOptions = { maxLength: c.captureMaxLength, redact: c.redact };
   try {
     const claimed = await updateState(ctx.promptPaths, (s) => {
-      const d = promptDecision(s, { ...prompt, at: ctx.startedAt });
-      if (d.duplicate) {
-        return Promise.resolve({ value: { decision: d, exclude: [] as string[], tell: false } });
-      }
-      const kept = c.autoCapture ? keepPrompt(s, promptText(ctx.input), ctx.startedAt, fallbackOptions) : s;
+      const decision = promptDecision(s, { ...prompt, at: ctx.startedAt });
+      if (decision.duplicate) return Promise.resolve({ value: { decision, exclude: [], tell: false } });
+      const options = { maxLength: c.captureMaxLength, redact: c.redact };
+      const kept = c.autoCapture ? keepPrompt(s, promptText(ctx.input), ctx.startedAt, options) : s;
       const tell = prompt.outage !== undefined && s.pausedNotice !== prompt.outage;
-      const next: SessionState = {
+      const state: SessionState = {
         ...kept,
         promptHash: prompt.hash,
         promptEventId: prompt.eventId || undefined,
         promptAt: ctx.startedAt,
-        recall: d.reuse ?? null,
+        recall: decision.reuse ?? null,
         ...(tell ? { pausedNotice: prompt.outage } : {}),
       };
-      return Promise.resolve({ state: next, value: { decision: d, exclude: s.injectedUris, tell } });
-    }, { waitMs: lockWait });
+      return Promise.resolve({ state, value: { decision, exclude: s.injectedUris, tell } });
+    }, { waitMs });
     if (claimed.acquired) Object.assign(claim, claimed.value);
   } catch (error) {
     claim.stateError = (error as Error).message;
@@ -130,17 +109,16 @@ async function claimPrompt(
   return claim;
 }
 
-/** Phase 3: remembers what was printed, and the outage the session was told of (best effort, like the claim). */
+/** Remembers what was printed and the outage the session was told of (best effort, like the claim). */
 async function rememberInjected(
   ctx: HookContext,
   hash: string,
   inj: Injection,
   budget: Budget,
-  told: number | undefined,
-): Promise<void> {
-  if (!ctx.promptPaths) return;
+  told?: number,
+) {
   const profileDone = inj.profile === "injected" || inj.profile === "empty";
-  if (!inj.found && !inj.shown.length && !profileDone && told === undefined) return;
+  if (!ctx.promptPaths || (!inj.found && !inj.shown.length && !profileDone && told === undefined)) return;
   await updateState(ctx.promptPaths, (s) => {
     const next: SessionState = { ...s, profileInjected: s.profileInjected || profileDone };
     if (told !== undefined) next.pausedNotice = told;
@@ -153,7 +131,7 @@ async function rememberInjected(
   });
 }
 
-/** The line that tells the session memory is paused: what did not answer, and the command that says why. */
+/** The line that tells the session memory is paused, and the command that says why. */
 function pausedLine(b: Breaker, env: Env): string {
   const status = `${commandName(env)} status`;
   return safe`openviking-kimi: memory paused — OpenViking at ${b.origin} did not answer; \`${status}\` says why\n`
@@ -161,9 +139,8 @@ function pausedLine(b: Breaker, env: Env): string {
 }
 
 /**
- * A prompt while the breaker is open: the server is not asked (so no profile either: it comes once the server
- * answers); the session is told once; a probe is started when one is due, detached (the prompt never waits
- * for it: the worker starts once this process has exited).
+ * A prompt while the breaker is open: nothing asked (no profile either), the session told once, a probe
+ * started when one is due — detached: this prompt never waits for it.
  */
 async function pausedPrompt(ctx: HookContext, b: Breaker, tell: boolean): Promise<HookResult> {
   let probing = false;
@@ -185,32 +162,28 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   if (ctx.isWorker) {
     return { outcome: "probe", data: { answered: await probe(clientFor(ctx), ctx.sharedStateDir) } };
   }
-  // With capture on, the claim below still keeps the prompt for capture's fallback (prompt-fallback.ts).
+  // With capture on, the claim still keeps the prompt for capture's fallback.
   if (!c.autoRecall && !c.autoCapture) return { outcome: "recall-off" };
   const budget = new Budget(c.promptBudgetMs - (Date.now() - ctx.startedAt));
-  // The query leaves the machine too: bounded, injected blocks out, the same redaction as captured text.
-  const prompt = recallQuery(promptText(ctx.input), c.redact);
+  const query = recallQuery(promptText(ctx.input), c.redact);
   const eventId = ctx.input.prompt_id ?? ctx.input.request_id ?? ctx.input.message_id ?? "";
-  const hash = await sha256Hex(prompt);
-  const lockWait = Math.min(2000, Math.floor(budget.remaining() / 4));
+  const hash = await sha256Hex(query);
   const breaker = c.autoRecall ? await readBreaker(ctx.sharedStateDir, c.baseUrl) : undefined;
   const paused = breaker && isOpen(breaker) ? breaker : undefined;
-  const { decision, exclude, stateError, tell } = await claimPrompt(
-    ctx,
-    { hash, eventId, outage: paused?.since },
-    lockWait,
-  );
+  const lockWait = Math.min(2000, Math.floor(budget.remaining() / 4));
+  const claim = await claimPrompt(ctx, { hash, eventId, outage: paused?.since }, lockWait);
+  const { decision } = claim;
   if (decision.duplicate) return { outcome: "duplicate" };
   if (!c.autoRecall) return { outcome: "recall-off" };
-  if (paused) return await pausedPrompt(ctx, paused, tell);
+  if (paused) return await pausedPrompt(ctx, paused, claim.tell);
 
-  // Phase 2: what to print, inside the budget. In plugin mode the profile is in the system prompt.
+  // In plugin mode the profile is in the system prompt.
   const pluginPrompt = decision.needProfile && await systemPromptInUse(ctx.env);
   const peer = await resolvePeer(ctx.cwd, c);
   const inj = await injectionFor(clientFor(ctx, peer.peerId), c, {
-    query: prompt,
+    query,
     sessionId: ctx.ovSessionId || undefined,
-    injected: exclude,
+    injected: claim.exclude,
     reuse: decision.reuse,
     profile: decision.needProfile && !pluginPrompt,
     afterCompaction: decision.afterCompaction,
@@ -222,20 +195,19 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   // Told once per outage: the prompt that opened the breaker tells it, unless this session already knows.
   const told = after && isOpen(after) && after.since !== decision.told ? after.since : undefined;
   const withLine = told === undefined ? inj.stdout : inj.stdout + pausedLine(after!, ctx.env);
-  const stdout = withLine.length <= PRINT_MAX_CHARS ? withLine : inj.stdout;
-  if (!stateError) await rememberInjected(ctx, hash, inj, budget, told);
+  if (!claim.stateError) await rememberInjected(ctx, hash, inj, budget, told);
   return {
-    stdout,
+    stdout: withLine.length <= PRINT_MAX_CHARS ? withLine : inj.stdout,
     outcome: inj.stdout ? "injected" : "nothing",
     data: {
       recall: inj.recall,
       injected: inj.injected,
       suppressed: inj.suppressed,
       profile: pluginPrompt ? "system-prompt" : inj.profile === "not-asked" ? "already" : inj.profile,
-      printedChars: inj.printedChars,
+      printedChars: inj.stdout.length,
       peer: peer.source,
-      ...(stateError ? { state: "unavailable" } : {}),
-      ...(inj.failure ? { failure: causeOf(inj.failure) } : {}), // cleaned, bounded and keyless in the client
+      ...(claim.stateError ? { state: "unavailable" } : {}),
+      ...(inj.failure ? { failure: causeOf(inj.failure) } : {}),
     },
   };
 }

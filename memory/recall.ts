@@ -1,148 +1,384 @@
 /**
- * Recall for a prompt, with the same chain and request bodies (recall-bodies.ts) as OpenViking's other
- * plugins: ① `POST /api/v1/search/search` in context mode → ② the deprecated `POST /api/v1/search/recall` →
- * ③ `POST /api/v1/search/find` per source with local ranking and assembly (recall-find.ts). Servers that
- * reject context mode are remembered for 6 h. The result is the memories the answering stage listed, in its
- * order (see memory.ts); the output formats (digest.ts, and recall-full.ts) print them.
+ * Recall: the memories OpenViking finds for a prompt, asked as OpenViking's other plugins ask — ① `POST
+ * /api/v1/search/search` in context mode, ② the deprecated `POST /api/v1/search/recall`, ③ `POST
+ * /api/v1/search/find` per source. A server that rejects context mode is not asked in it for 6 h.
+ *
+ * Where ranking happens: ① and ② rank on the server (on what their request bodies say, below) and their
+ * order is kept; ③ is ranked here ({@link rankFindItems}); the digest then shows the first few of the list
+ * highest score first (digest.ts).
  */
 
-import type * as z from "zod/mini";
+import * as z from "zod/mini";
 import type { Budget, OpenVikingClient, OvFailure, OvResponse } from "../openviking/client.ts";
+import type { Config } from "../openviking/config.ts";
 import { parseJsonOrUndefined, readTextIfExists, writeFileAtomic } from "../lib/fs.ts";
 import { joinPath } from "../lib/paths.ts";
-import { isRecord } from "../lib/parsed.ts";
+import { asRecord } from "../lib/parsed.ts";
 import { PRINT_MAX_CHARS } from "../lib/printed.ts";
-import { type Entries, memoriesFromEntries, memoriesFromRendered } from "./recalled.ts";
-import type { RecallRequest, RecallResult, RecallSettings } from "./recall-types.ts";
-import { contextSearchBody, recallEndpointBody } from "./recall-bodies.ts";
-import { ContextReply, fallbackReplies } from "./recall-replies.ts";
-import { fromFind } from "./recall-find.ts";
 
-// Recall's parts, importable from here as before (its tests do).
-export type { RecallRequest, RecallResult, RecallSettings } from "./recall-types.ts";
-export { contextSearchBody, scaleQuotas } from "./recall-bodies.ts";
-export { rankFindItems } from "./recall-rank.ts";
-export { fullRecallBlock } from "./recall-full.ts";
+const text = z.catch(z.optional(z.string()), undefined);
+const num = z.catch(z.optional(z.number()), undefined);
 
-/** How long a server that rejected context mode is not asked again. */
-export const LEGACY_MEMO_MS = 6 * 3600_000;
+/**
+ * One recalled memory, as a reply's `entries` list it and prompt state keeps it (every string the server's):
+ * `category` is the server's (`preferences`, …) or find's bucket (`memory`, `skill`), `detail` how much of
+ * it the text is (`abstract`, `overview`, `full`).
+ */
+export const MemorySchema = z.object({
+  uri: z.string(),
+  text: z.catch(z.string(), ""),
+  score: num,
+  category: text,
+  detail: text,
+});
+export type Memory = z.infer<typeof MemorySchema>;
 
-/** Whether a context-face failure means "this server has no context mode". */
-function isLegacyRejection(res: OvResponse<unknown>): boolean {
-  if (res.ok || (res.status !== 400 && res.status !== 422)) return false;
-  const text = JSON.stringify(res.error).toLowerCase();
-  return text.includes("extra") || text.includes("mode") || text.includes("unexpected");
+/** What a recall found, as prompt state keeps it for the same prompt again. */
+export const RecallSchema = z.object({
+  /** Which stage answered. */
+  source: z.enum(["context", "recall", "find", "none"]),
+  /** The memories it listed, in its order. */
+  memories: z.array(MemorySchema),
+  /** The text the server assembled (its `digest`, else its `rendered` text). */
+  assembled: z.optional(z.string()),
+});
+
+/** What a recall gives: {@link RecallSchema}, and why no stage answered when none did. */
+export type RecallResult = z.infer<typeof RecallSchema> & { failure?: OvFailure };
+
+/** One recall: the query, the OpenViking session, the URIs the session has, the memo's directory ("": none). */
+export interface RecallRequest {
+  query: string;
+  sessionId?: string;
+  excludeUris?: readonly string[];
+  budget: Budget;
+  stateDir: string;
+  now?: number;
 }
 
-/** The shared legacy memo: `context-face.json` in the state directory. */
-const memoPath = (dir: string) => joinPath(dir, "context-face.json");
+/** The `entries` member of a reply: an entry without a URI, or a list that is not one, reads as nothing. */
+export const Entries = z.catch(z.array(z.catch(z.nullable(MemorySchema), null)), []);
 
-/** Whether the memo says the server at `baseUrl` has no context mode (a memo of another server says nothing). */
-async function isLegacyMemoed(dir: string, baseUrl: string, now: number): Promise<boolean> {
-  if (!dir) return false;
-  const memo = parseJsonOrUndefined(await readTextIfExists(memoPath(dir)).catch(() => undefined));
-  if (!isRecord(memo)) return false;
-  const m = memo;
-  if (typeof m.baseUrl === "string" && m.baseUrl !== baseUrl) return false;
-  return typeof m.legacyUntil === "number" && m.legacyUntil > now;
-}
+const ContextReply = z.looseObject({
+  entries: Entries,
+  digest: text,
+  rendered: text,
+  stats: z.catch(z.optional(z.looseObject({ rewrite: z.optional(z.unknown()) })), undefined),
+});
+const RecallReply = z.looseObject({ entries: Entries, rendered: text });
+const Hits = z.catch(
+  z.array(z.catch(
+    z.nullable(z.looseObject({
+      uri: z.string(),
+      level: num,
+      score: z.catch(z.number(), 0),
+      abstract: z.catch(z.string(), ""),
+    })),
+    null,
+  )),
+  [],
+);
+const FindReply = z.looseObject({ memories: Hits, skills: Hits, resources: Hits });
 
-/** Remembers, for {@link LEGACY_MEMO_MS}, that the server at `baseUrl` has no context mode. */
-async function memoLegacy(dir: string, baseUrl: string, now: number): Promise<void> {
-  if (!dir) return;
-  await writeFileAtomic(memoPath(dir), `${JSON.stringify({ legacyUntil: now + LEGACY_MEMO_MS, baseUrl })}\n`)
-    .catch(() => {});
-}
+/** Most memories taken from one reply, the longest text and URI kept of one. */
+const MAX_MEMORIES = 50;
+const MAX_TEXT = 4000;
+const MAX_URI = 300;
 
-/** URIs mentioned in `uri="…"` attributes or as bare `viking://` references. */
-export function urisIn(text: string): string[] {
-  const found = new Set<string>();
-  for (const m of text.matchAll(/viking:\/\/[^\s"'`<>)\]]+/g)) found.add(m[0]);
-  return [...found];
+/**
+ * Whether a URI of the memory space is a folder's summary, no memory: find names one by its sidecar
+ * (`…/.overview.md`, `…/.abstract.md`), the other stages by the directory itself; a memory is any other `.md`
+ * file (the rule OpenViking's memory code lists leaves by).
+ */
+export function isFolderSummary(uri: string): boolean {
+  return /\/memories(?:\/|$)/.test(uri) &&
+    (/\/\.(?:abstract|overview)\.md$/.test(uri) || !uri.endsWith(".md"));
 }
 
 /**
- * What a stage that assembles its text on the server answered: its entries as memories (else the
- * `<memory>` elements of its rendered text), and the text it assembled; nothing relevant when both are empty.
+ * The memories of a list (parsed `entries`), in its order, bounded: each URI once (empty or too long to read
+ * back: dropped), texts cut, at most 50.
  */
+export function memoriesFromEntries(list: Iterable<Memory | null>): Memory[] {
+  const out = new Map<string, Memory>();
+  for (const m of list) {
+    if (!m || !m.uri || m.uri.length > MAX_URI || out.has(m.uri)) continue;
+    const kept: Memory = { uri: m.uri, text: m.text.slice(0, MAX_TEXT) };
+    if (m.score !== undefined && Number.isFinite(m.score)) kept.score = m.score;
+    if (m.category) kept.category = m.category.slice(0, 64);
+    if (m.detail) kept.detail = m.detail.slice(0, 64);
+    out.set(m.uri, kept);
+    if (out.size >= MAX_MEMORIES) break;
+  }
+  return [...out.values()];
+}
+
+/** The memories of a text of `<memory uri=… type=… score=… detail=…>` elements (render.py's form). */
+export function memoriesFromRendered(rendered: string): Memory[] {
+  const attr = (tag: string, name: string) => new RegExp(`\\s${name}="([^"]*)"`).exec(tag)?.[1];
+  const elements = rendered.slice(0, MAX_MEMORIES * MAX_TEXT).matchAll(
+    /<memory\b([^<>]*?)(\/>|>([^]*?)<\/memory>)/g,
+  );
+  return memoriesFromEntries([...elements].map(([, tag, , body]) => {
+    const score = attr(tag, "score");
+    return {
+      uri: attr(tag, "uri") ?? "",
+      text: (body ?? "").replace(/^\n/, "").replace(/\n$/, ""),
+      score: score === undefined ? undefined : Number(score),
+      category: attr(tag, "type"),
+      detail: attr(tag, "detail"),
+    };
+  }));
+}
+
+/** One memory in render.py's form (raw: neutralised by whoever prints it). */
+export function renderElement(m: Memory): string {
+  const attrs = [`uri="${m.uri}"`];
+  if (m.category) attrs.push(`type="${m.category}"`);
+  if (m.score !== undefined) attrs.push(`score="${m.score.toFixed(2)}"`);
+  if (m.detail) attrs.push(`detail="${m.detail}"`);
+  return m.text ? `<memory ${attrs.join(" ")}>\n${m.text}\n</memory>` : `<memory ${attrs.join(" ")} />`;
+}
+
+/** The `viking://` URIs a text names. */
+export function urisIn(text: string): string[] {
+  return [...new Set(text.match(/viking:\/\/[^\s"'`<>)\]]+/g))];
+}
+
+/** Splits `limit` over weighted buckets by largest remainder, each at least 1. */
+export function scaleQuotas(limit: number, weights: Record<string, number>): Record<string, number> {
+  const keys = Object.keys(weights);
+  if (limit < keys.length) return Object.fromEntries(keys.map((k) => [k, 1]));
+  const total = keys.reduce((n, k) => n + weights[k], 0);
+  const exact = keys.map((k) => (limit * weights[k]) / total);
+  const out = exact.map((x) => Math.max(1, Math.floor(x)));
+  const order = keys.map((_, i) => i).sort((a, b) => (exact[b] % 1) - (exact[a] % 1) || a - b);
+  for (
+    let left = limit - out.reduce((a, b) => a + b, 0), j = 0;
+    left > 0;
+    left--, j = (j + 1) % keys.length
+  ) {
+    out[order[j]]++;
+  }
+  return Object.fromEntries(keys.map((k, i) => [k, out[i]]));
+}
+
+/**
+ * The context face's body. The digest sends no `dedup_turns` unless the user set it: the server would hold
+ * back every URI it returned for that many turns, shown or not; `exclude_uris` names what the session saw.
+ */
+export function contextSearchBody(
+  s: Config,
+  r: Pick<RecallRequest, "query" | "sessionId" | "excludeUris">,
+) {
+  const body: Record<string, unknown> = {
+    query: r.query,
+    mode: "context",
+    purpose: "coding",
+    score_threshold: s.scoreThreshold,
+  };
+  const weights = { events: 1, entities: 2, preferences: 1, experiences: 1, resources: 3, skills: 2 };
+  if (s.recallLimitConfigured) body.quotas = scaleQuotas(s.recallLimit, weights);
+  if (s.recallMaxTokens !== undefined) body.max_tokens = s.recallMaxTokens;
+  if (s.recallPeerScope === "actor") body.peer_scope = "actor";
+  if (r.sessionId) {
+    body.session_id = r.sessionId;
+    if (s.recallQueryExpansion) body.query_expansion = s.recallQueryExpansion;
+    const dedup = s.recallFormat === "full" || s.recallDedupTurnsConfigured ? s.recallDedupTurns : 0;
+    if (dedup > 0) body.dedup_turns = dedup;
+  }
+  if (r.excludeUris?.length) body.exclude_uris = r.excludeUris.slice(-200);
+  return body;
+}
+
+/** What a stage that assembles text answered: its entries (else the elements of its rendered text), the text. */
 function assembled(
-  entries: z.output<typeof Entries>,
-  text: { digest?: string; rendered?: string },
   source: "context" | "recall",
+  entries: z.output<typeof Entries>,
+  t: { digest?: string; rendered?: string },
 ): RecallResult {
-  const digest = text.digest?.trim() ?? "";
-  const rendered = (text.rendered?.trim() ?? "").slice(0, PRINT_MAX_CHARS);
+  const rendered = (t.rendered?.trim() ?? "").slice(0, PRINT_MAX_CHARS);
   const fromEntries = memoriesFromEntries(entries);
   const memories = fromEntries.length ? fromEntries : memoriesFromRendered(rendered);
-  const whole = (digest || rendered).slice(0, PRINT_MAX_CHARS);
+  const whole = (t.digest?.trim() || rendered).slice(0, PRINT_MAX_CHARS);
   return whole ? { source, memories, assembled: whole } : { source, memories };
 }
 
-/**
- * ① The context face; its failure, or undefined when it is remembered as missing or says it has no context
- * mode (the chain goes on either way).
- */
+const memoPath = (dir: string) => joinPath(dir, "context-face.json");
+
+/** ① The context face; undefined when the server has no context mode (now or, by the memo, within 6 h). */
 async function fromContextFace(
   client: OpenVikingClient,
-  s: RecallSettings,
+  s: Config,
   r: RecallRequest,
-  now: number,
 ): Promise<RecallResult | OvFailure | undefined> {
   const baseUrl = client.options.baseUrl;
-  if (await isLegacyMemoed(r.stateDir, baseUrl, now)) return undefined;
+  const now = r.now ?? Date.now();
+  if (r.stateDir) {
+    const memo = asRecord(parseJsonOrUndefined(await readTextIfExists(memoPath(r.stateDir)).catch(() => "")));
+    const same = memo.baseUrl === undefined || memo.baseUrl === baseUrl;
+    if (same && typeof memo.legacyUntil === "number" && memo.legacyUntil > now) return undefined;
+  }
   const res = await client.request("POST", "/api/v1/search/search", ContextReply, {
     body: contextSearchBody(s, r),
     budget: r.budget,
   });
   if (res.ok) {
-    const result = res.result;
-    if (result.stats?.rewrite === "no_relevant") return { source: "context", memories: [] };
-    return assembled(result.entries, result, "context");
+    if (res.result.stats?.rewrite === "no_relevant") return { source: "context", memories: [] };
+    return assembled("context", res.result.entries, res.result);
   }
   if (!isLegacyRejection(res)) return res;
-  await memoLegacy(r.stateDir, baseUrl, now);
+  if (r.stateDir) {
+    const memo = JSON.stringify({ legacyUntil: now + LEGACY_MEMO_MS, baseUrl });
+    await writeFileAtomic(memoPath(r.stateDir), `${memo}\n`).catch(() => {});
+  }
   return undefined;
 }
 
-/** ② The deprecated `/search/recall`, retried once without peer_scope on 400/422; its failure when it failed. */
-async function fromRecallEndpoint(
-  client: OpenVikingClient,
-  s: RecallSettings,
-  query: string,
-  budget: Budget,
-): Promise<RecallResult | OvFailure> {
-  let body = recallEndpointBody(s, query);
-  const RecallReply = fallbackReplies().recall;
-  let res = await client.request("POST", "/api/v1/search/recall", RecallReply, { body, budget });
-  if (!res.ok && (res.status === 400 || res.status === 422) && "peer_scope" in body) {
-    body = { ...body };
-    delete body.peer_scope;
-    res = await client.request("POST", "/api/v1/search/recall", RecallReply, { body, budget });
-  }
-  return res.ok ? assembled(res.result.entries, { rendered: res.result.rendered }, "recall") : res;
+/** How long a server that rejected context mode is not asked in it. */
+export const LEGACY_MEMO_MS = 6 * 3600_000;
+
+/** Whether a context-face failure says "this server has no context mode". */
+function isLegacyRejection(res: OvResponse<unknown>): boolean {
+  if (res.ok || (res.status !== 400 && res.status !== 422)) return false;
+  return /extra|mode|unexpected/.test(JSON.stringify(res.error).toLowerCase());
 }
 
-/** Recalls memories for a prompt through the fallback chain. Never throws. */
+/** ② The deprecated recall endpoint, asked once more without `peer_scope` when it refuses it (400/422). */
+async function fromRecallEndpoint(
+  client: OpenVikingClient,
+  s: Config,
+  r: RecallRequest,
+): Promise<RecallResult | OvFailure> {
+  const body: Record<string, unknown> = {
+    query: r.query,
+    quotas: { ...scaleQuotas(s.recallLimit, { events: 10, entities: 10, preferences: 3 }), experiences: 0 },
+    max_chars: Math.max(s.recallMaxContentChars * s.recallLimit, 1000),
+    min_score: s.scoreThreshold,
+    render: true,
+  };
+  if (s.recallPeerScope === "actor") body.peer_scope = "actor";
+  const ask = (b: Record<string, unknown>) =>
+    client.request("POST", "/api/v1/search/recall", RecallReply, { body: b, budget: r.budget });
+  let res = await ask(body);
+  if (!res.ok && (res.status === 400 || res.status === 422) && body.peer_scope) {
+    const { peer_scope: _, ...without } = body;
+    res = await ask(without);
+  }
+  return res.ok ? assembled("recall", res.result.entries, res.result) : res;
+}
+
+/** A hit of find, as ranked here. */
+export interface FindItem {
+  uri: string;
+  level?: number;
+  score: number;
+  abstract: string;
+  bucket: "memory" | "skill";
+}
+
+/** A query about time (events rank higher) and one about taste (preferences rank higher). */
+const TEMPORAL =
+  /\b(yesterday|today|last (week|time|month)|earlier|before|recent(ly)?|when did|ago)\b|昨天|今天|上次|之前|最近/i;
+const PREFERENCE =
+  /\b(prefer|preference|like|favorite|favourite|style|convention|always|never)\b|喜欢|偏好|习惯/i;
+
+/** The words of a text a query and a hit may share: lower case, longer than two characters. */
+const words = (t: string) => new Set(t.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((w) => w.length > 2));
+
+/**
+ * Find's hits ranked (pure): the score (at most 1), lifted for a leaf, for the kind of memory the query asks
+ * for, and for words shared with the query; below the threshold out; the same abstract once (events and
+ * cases by URI); at most the recall limit.
+ */
+export function rankFindItems(items: readonly FindItem[], query: string, s: Config): FindItem[] {
+  const q = words(query);
+  const temporal = TEMPORAL.test(query);
+  const preference = PREFERENCE.test(query);
+  const rank = (it: FindItem) => {
+    let r = Math.min(1, Math.max(0, it.score));
+    if (it.level === 2 || it.uri.endsWith(".md")) r += 0.12;
+    if (temporal && it.uri.includes("/events/")) r += 0.1;
+    if (preference && it.uri.includes("/preferences/")) r += 0.08;
+    const w = words(`${it.abstract} ${it.uri}`);
+    if (q.size) r += Math.min(0.2, ([...q].filter((x) => w.has(x)).length / q.size) * 0.2);
+    return r;
+  };
+  const ranked = items.filter((it) => it.score >= s.scoreThreshold).map((it) => ({ it, r: rank(it) }))
+    .sort((a, b) => b.r - a.r);
+  const seen = new Set<string>();
+  const out: FindItem[] = [];
+  for (const { it } of ranked) {
+    const byUri = /\/(events|cases)\//.test(it.uri) || !it.abstract;
+    const key = byUri ? `u:${it.uri}` : `a:${it.abstract.trim().toLowerCase()}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push(it);
+    if (out.length >= s.recallLimit) break;
+  }
+  return out;
+}
+
+/** ③ Find per source, ranked here; a memory's text its abstract or, where that will not do, its content. */
+async function fromFind(
+  client: OpenVikingClient,
+  s: Config,
+  r: RecallRequest,
+): Promise<RecallResult | OvFailure> {
+  const sources = [["viking://~/memories", "memory"], ["viking://~/skills", "skill"]] as const;
+  const results = await Promise.all(
+    sources.map(([target_uri]) =>
+      client.request("POST", "/api/v1/search/find", FindReply, {
+        body: { query: r.query, target_uri, limit: Math.max(s.recallLimit * 2, 8), score_threshold: 0 },
+        budget: r.budget,
+      })
+    ),
+  );
+  const failed = results.find((x) => !x.ok);
+  if (failed && results.every((x) => !x.ok)) return failed;
+  const exclude = new Set(r.excludeUris);
+  const items = results.flatMap((x, i): FindItem[] => {
+    if (!x.ok) return [];
+    const bucket = sources[i][1];
+    return [...x.result.memories, ...x.result.skills, ...x.result.resources].flatMap((h) =>
+      // A folder's summary (find's level 0 or 1 among memories) is no memory.
+      h && !exclude.has(h.uri) && !(bucket === "memory" && h.level !== undefined && h.level !== 2)
+        ? [{ uri: h.uri, level: h.level, score: h.score, abstract: h.abstract, bucket }]
+        : []
+    );
+  });
+  const ranked = rankFindItems(items, r.query, s);
+  if (!ranked.length) return { source: "none", memories: [] };
+  const memories = await Promise.all(ranked.map(async (it): Promise<Memory> => {
+    let body = it.abstract;
+    if (!(s.recallPreferAbstract && it.abstract) && (it.level === 2 || !it.abstract)) {
+      const read = await client.request("GET", "/api/v1/content/read", z.string(), {
+        query: { uri: it.uri },
+        budget: r.budget,
+      });
+      if (read.ok) body = read.result;
+    }
+    return { uri: it.uri, text: body.slice(0, MAX_TEXT), score: it.score, category: it.bucket };
+  }));
+  return { source: "find", memories };
+}
+
+/** Recalls memories for a prompt through the chain; never throws. */
 export async function recallForPrompt(
   client: OpenVikingClient,
-  s: RecallSettings,
-  r: RecallRequest,
+  s: Config,
+  request: RecallRequest,
 ): Promise<RecallResult> {
-  const query = r.query.trim();
-  if (!query) return { source: "none", memories: [] };
+  const r = { ...request, query: request.query.trim() };
+  if (!r.query) return { source: "none", memories: [] };
   const failures: OvFailure[] = [];
-  const stages = [
-    () => fromContextFace(client, s, r, r.now ?? Date.now()),
-    () => fromRecallEndpoint(client, s, query, r.budget),
-    () => fromFind(client, s, r, query),
-  ];
-  for (const stage of stages) {
-    const got = await stage();
+  for (const stage of [fromContextFace, fromRecallEndpoint, fromFind]) {
+    const got = await stage(client, s, r);
     if (got === undefined) continue;
     if (!("ok" in got)) return got;
     failures.push(got);
   }
   // A stage the server does not have (an older or newer OpenViking) says less than why the others failed.
-  const failure = failures.find((f) => f.kind !== "missing-route") ?? failures[failures.length - 1];
+  const failure = failures.find((f) => f.kind !== "missing-route") ?? failures.at(-1);
   return { source: "none", memories: [], failure };
 }

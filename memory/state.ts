@@ -5,7 +5,7 @@ import { FAILURE_KINDS } from "../openviking/client.ts";
 import { isNotFound, parseJsonOrUndefined, readTextIfExists, settled, writeFileAtomic } from "../lib/fs.ts";
 import { joinPath, safeId } from "../lib/paths.ts";
 import { type LockOptions, type LockResult, withLock } from "../lib/lock.ts";
-import { MemorySchema } from "./recalled.ts";
+import { RecallSchema } from "./recall.ts";
 import { isRecord } from "../lib/parsed.ts";
 
 /** Where the journal reader stopped: a byte offset plus what identifies the file it belongs to. */
@@ -33,14 +33,7 @@ export const SessionStateSchema = z.object({
    * What recall found for the last prompt (`promptHash`), kept so the same prompt again asks the server
    * nothing; null while that prompt's recall is still running.
    */
-  recall: z.catch(
-    z.optional(z.nullable(z.object({
-      source: z.enum(["context", "recall", "find", "none"]),
-      memories: z.array(MemorySchema),
-      assembled: z.optional(z.string()),
-    }))),
-    undefined,
-  ),
+  recall: z.catch(z.optional(z.nullable(RecallSchema)), undefined),
   /**
    * URIs already printed into this session's context, and `text:` keys of printed lines without one
    * (hooks/inject.ts): never printed again; the URIs are sent as `exclude_uris`.

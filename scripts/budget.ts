@@ -18,7 +18,7 @@ import { denoEnv, runProcess } from "../tests/support/run.ts";
 import { startRealOpenViking } from "../tests/support/real-openviking.ts";
 import { terminalRows } from "../tests/support/rows.ts";
 import { productionFlags } from "../lib/self.ts";
-import { profileTokens } from "../memory/profile.ts";
+import { estimateTokens } from "../memory/profile.ts";
 import { SEED_MEMORIES, SEED_PROFILE, SESSION_PROMPTS } from "../bench/budget_session.ts";
 
 /** One measured prompt. */
@@ -157,7 +157,7 @@ async function session(label: string, root: string, mode: Run["mode"], url: stri
     const uris = memoryUris(r.stdout);
     prompts.push({
       chars: r.stdout.length,
-      tokens: profileTokens(r.stdout),
+      tokens: estimateTokens(r.stdout),
       rows: terminalRows(r.stdout),
       uris,
       repeats: uris.filter((u) => seen.has(u)).length,

@@ -7,7 +7,7 @@
  * existing server instead (memory-extraction and api_key-mode checks then need our stub and are skipped).
  */
 
-import { Entries, memoriesFromEntries, renderElement } from "../../memory/recalled.ts";
+import { Entries, memoriesFromEntries, renderElement } from "../../memory/recall.ts";
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import {
   OPENVIKING_VERSION,

@@ -3,8 +3,7 @@
  * `entries`, `rendered`/`digest`, recall `rendered`, find URIs and abstracts, read contents, `profile.md`,
  * listing paths and abstracts, the user space's name) is hostile, through all three recall stages; the printed output must still be exactly our
  * blocks — our markers at the start and end of each, no other markup, no control or escape byte, within
- * the cap. The handler runs in-process against the fake OpenViking (the process path is
- * tests/hooks/prompt_output_test.ts).
+ * the cap. The handler runs in-process against the fake OpenViking (exact outputs: memory/prompt_test.ts).
  */
 
 import fc from "fast-check";

@@ -1,78 +1,30 @@
 /**
- * A session's prompts through the real entry point (production flags, real stdin) against the fake
- * OpenViking: a memory is never printed twice in a session whatever the server sends (here: its text only,
- * no entries), and a prompt whose recall failed says so in the ledger and in `status`.
+ * A session's prompts in-process (`runHook`) against the fake OpenViking: a prompt whose recall failed says
+ * so in the ledger and in `status` (a process: another command).
  */
 
 import { assertEquals, assertMatch } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { sandboxEnv } from "../support/hook-context.ts";
 import { runCli } from "../support/run.ts";
+import { runHook } from "../../memory/dispatch.ts";
 import { tempDir } from "../support/temp.ts";
 
 const SESSION = "session_5b1c1f0e-1111-4222-8333-944455556666";
-const A = "viking://user/default/memories/preferences/tabs.md";
-const B = "viking://user/default/memories/preferences/deno.md";
-const C = "viking://user/default/memories/events/ci.md";
 
 let prompts = 0;
 
-/** Runs the prompt hook of the session for `prompt` (each run its own prompt id); exit 0, its stdout. */
+/** Runs the prompt hook of the session for `prompt` (each run its own prompt id); its stdout. */
 async function prompt(env: Record<string, string>, text: string): Promise<string> {
-  const r = await runCli(["hook", "user-prompt-submit"], {
-    env,
-    clearEnv: true,
-    stdin: JSON.stringify({
-      hook_event_name: "UserPromptSubmit",
-      session_id: SESSION,
-      cwd: "/home/user/proj",
-      prompt: text,
-      prompt_id: `prompt-${++prompts}`,
-    }),
+  const stdin = JSON.stringify({
+    hook_event_name: "UserPromptSubmit",
+    session_id: SESSION,
+    cwd: "/home/user/proj",
+    prompt: text,
+    prompt_id: `prompt-${++prompts}`,
   });
-  assertEquals(r.code, 0, r.stderr);
-  return r.stdout;
+  return await runHook("user-prompt-submit", new TextEncoder().encode(stdin), env);
 }
-
-Deno.test("prompt session: a server that sends only its text never gets a memory printed twice", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  // No profile on the server: only recall prints.
-  fake.files.delete("viking://user/default/memories/profile.md");
-  fake.dirs.set("viking://user/default/memories/preferences", []);
-  const env = sandboxEnv(dir.path, fake.url);
-  const digest = (...lines: string[]) =>
-    fake.context = { entries: [], digest: lines.join("\n"), rendered: "" };
-
-  digest("What we know:", `- uses tabs source: ${A}`);
-  const first = await prompt(env, "how should I indent this file?");
-  assertEquals(first, `<openviking-context>\n- What we know:\n- uses tabs (${A})\n</openviking-context>\n`);
-
-  // The server sends A again with B (it ignores exclude_uris): only B prints, its heading already shown.
-  digest("What we know:", `- uses tabs source: ${A}`, `- likes Deno source: ${B}`);
-  const second = await prompt(env, "which runtime do we use?");
-  assertEquals(second, `<openviking-context>\n- likes Deno (${B})\n</openviking-context>\n`);
-
-  // Everything it names was shown: nothing, not even its new heading.
-  digest("Also relevant:", `- likes Deno source: ${B}`, `- uses tabs source: ${A}`);
-  assertEquals(await prompt(env, "anything else about the setup?"), "");
-
-  // One new among them: that one.
-  digest(`- likes Deno source: ${B}`, `- builds in CI only source: ${C}`);
-  assertEquals(
-    await prompt(env, "and how is it built?"),
-    `<openviking-context>\n- builds in CI only (${C})\n</openviking-context>\n`,
-  );
-  // What the session was shown before is what it sent as exclude_uris: its URIs, nothing else.
-  const last = fake.requestsTo("POST /api/v1/search/search").at(-1)!.body as { exclude_uris: string[] };
-  assertEquals(last.exclude_uris.toSorted(), [A, B].toSorted());
-  const status = await runCli(["status", "--json"], { env, clearEnv: true });
-  assertEquals(status.code, 0, status.stderr);
-  const session = JSON.parse(status.stdout).sessions.find((s: { kimiSessionId: string }) =>
-    s.kimiSessionId === SESSION
-  );
-  assertEquals([session.prompts.injected, session.prompts.suppressed], [3, 4]);
-});
 
 Deno.test("prompt session: a prompt whose recall or profile failed says why in its ledger line and in status", async () => {
   await using dir = await tempDir();

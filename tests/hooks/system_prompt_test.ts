@@ -1,20 +1,16 @@
 /**
  * The plugin's system prompt from the hooks' side, through the real entry point: in plugin mode (Kimi gives
  * the hooks `KIMI_PLUGIN_ROOT`) the SessionStart worker fills `system-prompt.md` with the current profile and
- * the first prompt prints no profile; a commit refreshes it at most every 10 minutes; a missing file or one
- * that is not ours is never written; an unanswered server leaves the profile it has. In config mode the
- * profile stays on the first prompt, and after a compaction it says it comes again.
+ * the first prompt prints no profile; a commit's worker refreshes it.
  */
 
-import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
-import { FAKE_DIGEST, FAKE_MEMORY_LINE, FakeOpenViking } from "../support/fake-openviking.ts";
+import { assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
+import { FAKE_DIGEST, FakeOpenViking } from "../support/fake-openviking.ts";
 import { placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { loadConfig } from "../../openviking/config.ts";
 import { systemPromptText } from "../../memory/system-prompt.ts";
-import { refreshPromptFile } from "../../memory/system-prompt.ts";
 
 const SESSION = "session_5b1c1f0e-1111-4222-8333-944455556666";
 
@@ -69,104 +65,6 @@ Deno.test("plugin mode: the SessionStart worker puts the profile into the system
   assertEquals(fake.requestsTo("GET /api/v1/content/read").length, 1, "profile.md read by the worker only");
 });
 
-Deno.test("config mode: the first prompt carries the profile's rows; after /compact they say they come again", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  const env = sandboxEnv(dir.path, fake.url, {
-    OPENVIKING_CAPTURE_WAIT_MS: "0",
-    OPENVIKING_WRITE_PATH_ASYNC: "0",
-  });
-  const ask = (text: string) =>
-    runCli(["hook", "user-prompt-submit"], {
-      env,
-      clearEnv: true,
-      stdin: payload("UserPromptSubmit", { prompt: text }),
-    });
-  const first = await ask("how should I indent this file?");
-  assertMatch(
-    first.stdout,
-    /^<openviking-context>\nProfile \(viking:\/\/user\/default\/memories\/profile\.md\): Name/,
-  );
-  assertEquals((await ask("and what about YAML files?")).stdout, "", "nothing new: nothing printed");
-  await placeJournal(dir.path, SESSION, new JournalBuilder().simpleTurn("hi", "hello").toString());
-  const compact = await runCli(["hook", "pre-compact"], {
-    env,
-    clearEnv: true,
-    stdin: payload("PreCompact"),
-  });
-  assertEquals(compact.code, 0);
-  const after = await ask("third question after compaction");
-  assertEquals(
-    after.stdout,
-    "<openviking-context>\nProfile, again after compaction (viking://user/default/memories/profile.md): " +
-      `Name: Test User · Likes: tabs\n${FAKE_MEMORY_LINE}\n</openviking-context>\n`,
-  );
-  const later = await ask("fourth question, later on");
-  assertEquals(later.stdout, "", "the profile and the memory once again, not every prompt");
-});
-
-Deno.test("refresh: a commit refreshes at most every 10 minutes; a missing or foreign file is never written; an outage keeps the profile", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  const p = await plugin(dir.path, fake.url);
-  const { config } = await loadConfig(p.env);
-  const now = new Date();
-  assertEquals(
-    await refreshPromptFile(p.file, config, { force: false, now }),
-    "fresh",
-    "just written by install",
-  );
-  assertEquals(await Deno.readTextFile(p.file), p.initial);
-  const later = new Date(now.getTime() + 11 * 60_000);
-  assertEquals(await refreshPromptFile(p.file, config, { force: false, now: later }), "written");
-  const withProfile = await Deno.readTextFile(p.file);
-  assertStringIncludes(withProfile, "Name: Test User");
-
-  fake.fault({ route: "*", status: 503 });
-  assertEquals(await refreshPromptFile(p.file, config, { force: true }), "unreachable");
-  assertEquals(await Deno.readTextFile(p.file), withProfile, "the profile it had is kept");
-  fake.faults = [];
-
-  await Deno.remove(p.file);
-  assertEquals(await refreshPromptFile(p.file, config, { force: true }), "missing");
-  assertEquals(
-    await Deno.stat(p.file).then(() => true, () => false),
-    false,
-    "uninstall removed it: stays removed",
-  );
-  await Deno.writeTextFile(p.file, "# Another plugin's prompt\n");
-  assertEquals(await refreshPromptFile(p.file, config, { force: true }), "not-ours");
-  assertEquals(await Deno.readTextFile(p.file), "# Another plugin's prompt\n");
-  await Deno.remove(p.file);
-  await Deno.symlink("/etc/hostname", p.file);
-  assertEquals(
-    await refreshPromptFile(p.file, config, { force: true }),
-    "not-ours",
-    "a link is not written through",
-  );
-});
-
-Deno.test("refresh: the file stays within Kimi's 32 KB whatever the profile holds", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  const p = await plugin(dir.path, fake.url);
-  fake.files.set("viking://user/default/memories/profile.md", "喜欢制表符 ".repeat(40_000));
-  fake.dirs.set(
-    "viking://user/default/memories/preferences",
-    Array.from({ length: 500 }, (_, i) => ({
-      name: `p${i}.md`,
-      rel_path: `p${i}.md`,
-      isDir: false,
-      abstract: "偏好 ".repeat(100),
-    })),
-  );
-  const { config } = await loadConfig({ ...p.env, OPENVIKING_PROFILE_TOKEN_BUDGET: "100000" });
-  assertEquals(await refreshPromptFile(p.file, config, { force: true }), "written");
-  const bytes = (await Deno.readFile(p.file)).length;
-  assertTrue(bytes <= 32 * 1024, `${bytes} bytes`);
-  assertTrue((await Deno.readTextFile(p.file)).isWellFormed());
-});
-
 Deno.test("plugin mode: a commit's worker refreshes the system prompt when it is older than 10 minutes", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
@@ -193,16 +91,4 @@ Deno.test("plugin mode: a commit's worker refreshes the system prompt when it is
     return t.includes("Name: Test User") ? t : undefined;
   });
   assertStringIncludes(text, "## The user's profile");
-});
-
-Deno.test("refresh: with recall switched off the system prompt carries no profile, and says why", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  const p = await plugin(dir.path, fake.url);
-  const { config } = await loadConfig({ ...p.env, OPENVIKING_AUTO_RECALL: "0" });
-  assertEquals(await refreshPromptFile(p.file, config, { force: true }), "written");
-  const text = await Deno.readTextFile(p.file);
-  assertStringIncludes(text, "recall is switched off");
-  assertTrue(!text.includes("Name: Test User"));
-  assertEquals(fake.requests.length, 0, "nothing asked");
 });

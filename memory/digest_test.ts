@@ -5,20 +5,13 @@
  */
 
 import fc from "fast-check";
-import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
-import {
-  cutAtWord,
-  digestLines,
-  oneLine,
-  PROFILE_ROW,
-  PROFILE_ROWS,
-  profileDigest,
-} from "../../memory/digest.ts";
-import { Entries, memoriesFromEntries, memoriesFromRendered, renderElement } from "../../memory/recalled.ts";
-import type { Memory } from "../../memory/recalled.ts";
-import { UNPRINTABLE } from "../support/printed.ts";
-import { hostileText, params } from "../fuzz/arbitraries.ts";
-import { terminalRows } from "../support/rows.ts";
+import { assertEquals, assertMatch, assertTrue } from "../tests/support/assert.ts";
+import { cutAtWord, digestLines, oneLine, PROFILE_ROW, PROFILE_ROWS, profileDigest } from "./digest.ts";
+import { Entries, memoriesFromEntries, memoriesFromRendered, renderElement } from "./recall.ts";
+import type { Memory } from "./recall.ts";
+import { UNPRINTABLE } from "../tests/support/printed.ts";
+import { hostileText, params } from "../tests/fuzz/arbitraries.ts";
+import { terminalRows } from "../tests/support/rows.ts";
 
 const mem = (n: number, text: string, extra: Partial<Memory> = {}): Memory => ({
   uri: `viking://user/default/memories/preferences/m${n}.md`,

@@ -3,32 +3,34 @@
  * local ranking), the 6 h memo of a server without context mode, the quotas, and the local ranking.
  */
 
-import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
-import { type Answer, type Call, fail, ok, route, scriptedClient } from "../support/scripted-client.ts";
-import { tempDir } from "../support/temp.ts";
-import { Budget } from "../../openviking/client.ts";
+import { assertEquals, assertMatch, assertTrue } from "../tests/support/assert.ts";
+import { type Answer, type Call, fail, ok, route, scriptedClient } from "../tests/support/scripted-client.ts";
+import { tempDir } from "../tests/support/temp.ts";
+import { Budget } from "../openviking/client.ts";
 import {
   contextSearchBody,
-  fullRecallBlock,
   LEGACY_MEMO_MS,
   rankFindItems,
   recallForPrompt,
   type RecallResult,
-  type RecallSettings,
   scaleQuotas,
   urisIn,
-} from "../../memory/recall.ts";
-import { type Block, printBlocks } from "../../lib/printed.ts";
+} from "./recall.ts";
+import { fullRecallBlock } from "./inject.ts";
+import { type Config, loadConfig } from "../openviking/config.ts";
+import { type Block, printBlocks } from "../lib/printed.ts";
 
-const SETTINGS: RecallSettings = {
+const SETTINGS: Config = {
+  ...(await loadConfig({ HOME: "/nonexistent-home" })).config,
   recallLimit: 3,
   recallLimitConfigured: false,
-  recallTokenBudget: 2000,
   recallMaxContentChars: 500,
   scoreThreshold: 0.35,
   recallPreferAbstract: true,
   recallPeerScope: "all",
   recallDedupTurns: 5,
+  recallDedupTurnsConfigured: false,
+  recallFormat: "full",
 };
 
 const SEARCH = "POST /api/v1/search/search";
@@ -40,7 +42,8 @@ const READ = "GET /api/v1/content/read";
 const urisOf = (r: RecallResult) => [...r.memories.map((m) => m.uri), ...urisIn(r.assembled ?? "")];
 
 /** The full-format block of a result showing all its memories. */
-const blockOf = (r: RecallResult) => fullRecallBlock(r, r.memories, SETTINGS);
+const blockOf = (r: RecallResult) =>
+  fullRecallBlock(r, r.memories, { recallTokenBudget: 2000, recallMaxContentChars: 500 });
 
 /** A request for `query` with a fresh budget; `stateDir` "" keeps no memo. */
 const request = (query: string, stateDir = "", now = 1_000_000) => ({
@@ -66,7 +69,6 @@ const item = (uri: string, score: number, abstract = "", level?: number): Item =
   score,
   abstract,
   level,
-  contextType: "memory",
   bucket: "memory",
 });
 

@@ -4,39 +4,28 @@
  * entity memories within what is left, and which user space is read.
  */
 
-import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
-import { fail, ok, route, scriptedClient } from "../support/scripted-client.ts";
-import { Budget } from "../../openviking/client.ts";
-import {
-  fetchProfile,
-  fetchProfileOrFailure,
-  fitProfile,
-  memoryLeaves,
-  profileTokens,
-  renderProfile,
-} from "../../memory/profile.ts";
-import type { OpenVikingClient } from "../../openviking/client.ts";
+import { assertEquals, assertMatch, assertTrue } from "../tests/support/assert.ts";
+import { fail, ok, route, scriptedClient } from "../tests/support/scripted-client.ts";
+import { Budget } from "../openviking/client.ts";
+import { estimateTokens, fetchProfile, fitProfile, memoryLeaves, renderProfile } from "./profile.ts";
+import type { OpenVikingClient } from "../openviking/client.ts";
 
 /** The profile block as the full format and the plugin's system prompt render it; null when unreachable or empty. */
 async function profileBlock(client: OpenVikingClient, tokens: number, budget: Budget) {
   const parts = await fetchProfile(client, budget);
-  return parts ? renderProfile(parts, tokens) : null;
+  return "ok" in parts ? null : renderProfile(parts, tokens);
 }
 
 Deno.test("profile tokens: a quarter per ASCII character, 1.5 per CJK character, rounded up", () => {
-  assertEquals(profileTokens(""), 0);
-  assertEquals(profileTokens("abcd"), 1);
-  assertEquals(profileTokens("abcde"), 2);
-  assertEquals(profileTokens("喜欢"), 3);
-  assertEquals(profileTokens("a喜"), 2);
+  assertEquals(estimateTokens(""), 0);
+  assertEquals(estimateTokens("abcd"), 1);
+  assertEquals(estimateTokens("abcde"), 2);
+  assertEquals(estimateTokens("喜欢"), 3);
+  assertEquals(estimateTokens("a喜"), 2);
 });
 
-Deno.test("fitProfile: a profile within its budget is kept as it is", () => {
-  const text = "line one\nline two";
-  assertEquals(fitProfile(text, profileTokens(text)), text);
-});
-
-Deno.test("fitProfile: a long profile of many lines keeps its first 8 and last 3 lines when that fits", () => {
+Deno.test("fitProfile: kept within its budget, else its first 8 and last 3 lines when that fits", () => {
+  assertEquals(fitProfile("line one\nline two", estimateTokens("line one\nline two")), "line one\nline two");
   const lines = Array.from({ length: 30 }, (_, i) => `fact ${i}: ${"detail ".repeat(5)}`);
   const fitted = fitProfile(lines.join("\n"), 200);
   assertEquals(fitted.split("\n"), [
@@ -44,7 +33,7 @@ Deno.test("fitProfile: a long profile of many lines keeps its first 8 and last 3
     "... [profile middle elided] ...",
     ...lines.slice(-3),
   ]);
-  assertTrue(profileTokens(fitted) <= 200);
+  assertTrue(estimateTokens(fitted) <= 200);
 });
 
 Deno.test("fitProfile: when head and tail do not fit (or there are few lines), it is cut to the budget and says so", () => {
@@ -60,7 +49,7 @@ Deno.test("fitProfile: when head and tail do not fit (or there are few lines), i
   );
   const cjk = "喜欢".repeat(100);
   const cjkCut = fitProfile(cjk, 30).replace("\n... [profile truncated]", "");
-  assertTrue(profileTokens(cjkCut) <= 24, "a CJK text is cut by its own token weight, on whole characters");
+  assertTrue(estimateTokens(cjkCut) <= 24, "a CJK text is cut by its own token weight, on whole characters");
   assertTrue(cjk.startsWith(cjkCut));
 });
 
@@ -77,8 +66,8 @@ Deno.test("renderProfile: the profile takes at most half, the listing what is le
     entities: leaves("e", 40),
   }, 600)!.text;
   const [profilePart] = text.split("<available-memories>");
-  assertTrue(profileTokens(profilePart) <= 300 + 20, "the profile is fitted into half the budget");
-  assertTrue(profileTokens(text) <= 600 + 60, "the whole block stays near the budget");
+  assertTrue(estimateTokens(profilePart) <= 300 + 20, "the profile is fitted into half the budget");
+  assertTrue(estimateTokens(text) <= 600 + 60, "the whole block stays near the budget");
   assertMatch(text, /<user-profile uri="viking:\/\/user\/alice\/memories\/profile\.md">/);
   assertMatch(text, /viking:\/\/user\/alice\/memories\/preferences\/\n {4}- p0\.md — abstract of p0/);
   assertMatch(text, /\.\.\. \+\d+ more: use the search MCP tool/);
@@ -131,7 +120,7 @@ Deno.test("fetchProfile: the space is the status user when it exists, else defau
 Deno.test("fetchProfile: nothing reachable is null; a profile without listings is still a profile", async () => {
   const down = scriptedClient(() => fail("unreachable", 0));
   assertEquals(await profileBlock(down.client, 1000, new Budget(5000)), null);
-  const why = await fetchProfileOrFailure(down.client, new Budget(5000));
+  const why = await fetchProfile(down.client, new Budget(5000));
   assertEquals("ok" in why ? [why.kind, why.status] : why, ["unreachable", 0], "and why, for the ledger");
   const partial = scriptedClient((c) =>
     route(c) === "GET /api/v1/content/read" ? ok("only the profile") : fail("server", 503)
