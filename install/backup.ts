@@ -5,9 +5,9 @@
  * install wrote, and whatever of the user's or another tool's was in a file is kept.
  */
 
-import { planConfigUninstall } from "./toml-config.ts";
-import { planMcpUninstall } from "./mcp-json.ts";
-import { planRegistryUninstall } from "./registry.ts";
+import { planConfigUninstall } from "./toml-block.ts";
+import { planMcpUninstall } from "./json-files.ts";
+import { planRegistryUninstall } from "./json-files.ts";
 
 /** Which of Kimi's files: `config.toml`, `mcp.json` or `plugins/installed.json`. */
 export type KimiFile = "config" | "mcp" | "registry";

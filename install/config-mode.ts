@@ -5,11 +5,11 @@
  */
 
 import { hookEntries } from "./spec.ts";
-import { planConfigInstall } from "./toml-config.ts";
-import { planMcpInstall } from "./mcp-json.ts";
-import { planRegistryDisable } from "./registry.ts";
+import { planConfigInstall } from "./toml-block.ts";
+import { planMcpInstall } from "./json-files.ts";
+import { planRegistryDisable } from "./json-files.ts";
 import { backupFor } from "./backup.ts";
-import { hasOurPlugin, type KimiState } from "./detect.ts";
+import type { KimiState } from "./detect.ts";
 import { configCommandPrefix, configMcpEntry } from "./placement.ts";
 import { type Context, type InstallOptions, type Plan, planFile } from "./run.ts";
 import { removalStep } from "./steps.ts";
@@ -22,7 +22,7 @@ function planLeavePluginMode(ctx: Context, state: KimiState, plan: Plan): string
   if (state.registryError && state.plugin === undefined && state.registryText !== undefined) {
     ctx.out.info(`Note: ${state.registryError}`);
   }
-  if (hasOurPlugin(state) || state.plugin?.owner === "missing") {
+  if (state.plugin?.owner === "ours" || state.plugin?.owner === "missing") {
     const error = planUnregister(plan, state, "plugin-mode registration removed (switching to config mode)");
     if (error) return error;
     if (state.plugin?.owner === "ours") {

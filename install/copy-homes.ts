@@ -10,7 +10,7 @@ import { type Env, integrationDir, joinPath, kimiHome, orNoHome } from "../lib/p
 import { PLUGIN_ID } from "./spec.ts";
 import { checkCreatable, makeDirs } from "./files.ts";
 import { launcherName } from "./launcher.ts";
-import { hasOurPlugin, readKimiState } from "./detect.ts";
+import { readKimiState } from "./detect.ts";
 import { attempt, type Step } from "./steps.ts";
 
 /** The file listing the Kimi homes installed into (one absolute path a line), for the removal rule. */
@@ -74,7 +74,7 @@ export async function installedHomes(env: Env, except: string): Promise<string[]
     const state = await readKimiState(home);
     // A home whose files cannot be read may have it: what it may use stays.
     const ours = state.blocks.some((b) => b.owner === "ours") || state.mcpOwner === "ours" ||
-      hasOurPlugin(state) || state.unreadable.length > 0;
+      state.plugin?.owner === "ours" || state.unreadable.length > 0;
     if (ours) installed.push(home);
   }
   return installed;

@@ -6,7 +6,7 @@
  * The API key is never printed: `maskSecrets` hides it in diffs and summaries.
  */
 
-import { formatJson, jsonStyle, parseJson } from "./json-file.ts";
+import { parseJson } from "./json-files.ts";
 import { isRecord } from "../lib/parsed.ts";
 import { DEFAULT_BASE_URL, loadConfig, originOf } from "../openviking/config.ts";
 import { dirName, type Env, joinPath } from "../lib/paths.ts";
@@ -158,7 +158,10 @@ export function planOvcli(
   const refused = args.url !== undefined ? mergeUrl(doc, args.url, settings) : undefined;
   if (refused) return { ok: false, error: refused };
   mergeIdentity(doc, args, settings, keyWasFor);
-  const after = formatJson(doc, jsonStyle(current));
+  const style = current?.trim() ? current : "\n";
+  const indent = /\n([ \t]+)\S/.exec(style)?.[1] ?? "  ";
+  const eol = style.includes("\r\n") ? "\r\n" : "\n";
+  const after = JSON.stringify(doc, null, indent).replace(/\n/g, eol) + (/\n$/.test(style) ? eol : "");
   return {
     ok: true,
     after,

@@ -8,7 +8,7 @@ import { copyDir, isCompiled, shellQuote } from "../lib/self.ts";
 import { checkoutRoot } from "../lib/self.ts";
 import { commandDir, type Env, integrationDir, isAbsolutePath, joinPath, orNoHome } from "../lib/paths.ts";
 import { EXECUTABLE_NAME } from "./spec.ts";
-import type { McpEntry } from "./mcp-json.ts";
+import type { McpEntry } from "./spec.ts";
 
 /** The operating-system family that decides file names and command quoting. */
 export type OsFamily = "posix" | "windows";

@@ -7,9 +7,9 @@
 import { readTextIfExists } from "../lib/fs.ts";
 import { joinPath } from "../lib/paths.ts";
 import { PLUGIN_ID } from "./spec.ts";
-import { outsideHooksProblem, planConfigUninstall } from "./toml-config.ts";
-import { planMcpUninstall } from "./mcp-json.ts";
-import { planRegistryInstall, planRegistryUninstall } from "./registry.ts";
+import { outsideHooksProblem, planConfigUninstall } from "./toml-block.ts";
+import { planMcpUninstall } from "./json-files.ts";
+import { planRegistryInstall, planRegistryUninstall } from "./json-files.ts";
 import { backupFor } from "./backup.ts";
 import type { KimiState } from "./detect.ts";
 import { sameBytes } from "./placement.ts";

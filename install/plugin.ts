@@ -9,7 +9,6 @@ import { VERSION } from "../lib/version.ts";
 import { joinPath } from "../lib/paths.ts";
 import { EXECUTABLE_NAME, hookEntries, type HookEntry, MCP_SERVER_NAME, PLUGIN_ID } from "./spec.ts";
 import type { OsFamily } from "./placement.ts";
-import { isRecord } from "../lib/parsed.ts";
 import { memoryManifestFields } from "./memory-layout.ts";
 
 /** A plugin manifest as we write it. */
@@ -51,17 +50,6 @@ export function renderManifest(os: OsFamily): Manifest {
 /** The manifest's text (2-space JSON, final newline), as committed at the repository root. */
 export function manifestText(os: OsFamily): string {
   return `${JSON.stringify(renderManifest(os), null, 2)}\n`;
-}
-
-/** Who a plugin manifest belongs to: us (`bin/openviking-kimi hook …`), OpenViking's Node plugin, or other. */
-export function classifyManifest(manifest: unknown): "ours" | "upstream" | "other" {
-  if (!isRecord(manifest) || !Array.isArray(manifest.hooks)) return "other";
-  const commands = manifest.hooks.flatMap((
-    h,
-  ) => (isRecord(h) && typeof h.command === "string" ? [h.command] : []));
-  if (commands.some((c) => /bin[\\/]openviking-kimi(\.exe)?\s+hook\s/.test(c))) return "ours";
-  if (commands.some((c) => /\.mjs\b/.test(c))) return "upstream";
-  return manifest.name === PLUGIN_ID ? "upstream" : "other";
 }
 
 /** A file of the plugin directory. */

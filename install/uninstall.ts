@@ -25,9 +25,9 @@ import {
 } from "../lib/paths.ts";
 import { breakerFiles } from "../openviking/breaker.ts";
 import { PLUGIN_ID } from "./spec.ts";
-import { planConfigUninstall } from "./toml-config.ts";
-import { planMcpUninstall } from "./mcp-json.ts";
-import { hasOurPlugin, kimiHomeFor, type KimiState, readKimiState } from "./detect.ts";
+import { planConfigUninstall } from "./toml-block.ts";
+import { planMcpUninstall } from "./json-files.ts";
+import { kimiHomeFor, type KimiState, readKimiState } from "./detect.ts";
 import { commandAt, installedBinaryPath, pathCommand } from "./placement.ts";
 import { versionsDir } from "./copy.ts";
 import { sweepStep, versionsUsedBy } from "./copy-sweep.ts";
@@ -36,8 +36,8 @@ import { backupFor, type KimiFile, withoutOurs } from "./backup.ts";
 import { homesFile, installedHomes } from "./copy-homes.ts";
 import { carryOut, type Context, fail, type InstallOptions, newPlan, type Plan, planFile } from "./run.ts";
 import { removalStep } from "./steps.ts";
-import { parseJson } from "./json-file.ts";
-import { classifyManifest } from "./plugin.ts";
+import { parseJson } from "./json-files.ts";
+import { classifyManifest } from "./spec.ts";
 import { planConfigSkillRemoval, planSystemPromptRemoval } from "./memory-files.ts";
 import { commandName } from "../lib/self.ts";
 
@@ -76,7 +76,7 @@ function planConfigRemoval(state: KimiState, plan: Plan): string | undefined {
 function planPluginRemoval(state: KimiState, plan: Plan): string | undefined {
   if (state.registryError && state.registryText !== undefined) {
     plan.notes.push(`Note: ${state.registryError}`);
-  } else if (hasOurPlugin(state) || state.plugin?.owner === "missing") {
+  } else if (state.plugin?.owner === "ours" || state.plugin?.owner === "missing") {
     return planUnregister(plan, state, `plugin "${PLUGIN_ID}" unregistered`);
   } else if (state.plugin?.owner === "upstream") {
     plan.notes.push(
