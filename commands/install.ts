@@ -5,12 +5,12 @@
  * edge, from stdin, the environment or a terminal that does not echo it (key.ts).
  */
 
-import { defaultContext, fail } from "../install/run.ts";
+import { defaultContext, fail } from "../install/transaction.ts";
 import { runInstall } from "../install/install.ts";
 import { runUninstall } from "../install/uninstall.ts";
 import { askHiddenOnTerminal, chooseApiKey } from "../install/key.ts";
 
-export type { Context, InstallOptions } from "../install/run.ts";
+export type { Context, InstallOptions } from "../install/transaction.ts";
 export { runInstall } from "../install/install.ts";
 export { runUninstall } from "../install/uninstall.ts";
 

@@ -8,10 +8,9 @@
 import { readTextIfExists, writeFileAtomic } from "../lib/fs.ts";
 import { type Env, integrationDir, joinPath, kimiHome, orNoHome } from "../lib/paths.ts";
 import { PLUGIN_ID } from "./spec.ts";
-import { checkCreatable, makeDirs } from "./files.ts";
+import { attempt, checkCreatable, makeDirs, type Step } from "./transaction.ts";
 import { launcherName } from "./launcher.ts";
 import { readKimiState } from "./detect.ts";
-import { attempt, type Step } from "./steps.ts";
 
 /** The file listing the Kimi homes installed into (one absolute path a line), for the removal rule. */
 export function homesFile(env: Env): string {
@@ -34,7 +33,7 @@ export async function homeStep(env: Env, kimiHome: string): Promise<Step | undef
       attempt(`record ${kimiHome} in ${homesFile(env)}`, async () => {
         const dirs = await makeDirs(integrationDir(env), { private: true });
         const undo = await recordHome(env, kimiHome, listed);
-        return { changed: homesFile(env), undo: { undo: async () => (await undo(), await dirs.undo()) } };
+        return { changed: homesFile(env), undo: async () => (await undo(), await dirs()) };
       }),
   };
 }

@@ -8,10 +8,9 @@ import { COPY_FILES } from "../lib/self.ts";
 import { readTextIfExists, writeFileAtomic } from "../lib/fs.ts";
 import { type Env, joinPath } from "../lib/paths.ts";
 import { VERSION } from "../lib/version.ts";
-import { checkCreatable, makeDirs, moveAside } from "./files.ts";
+import { attempt, checkCreatable, type Done, makeDirs, type Step, swapIn } from "./transaction.ts";
 import type { OsFamily } from "./placement.ts";
 import { launcherName, type LauncherSpec, launcherText } from "./launcher.ts";
-import { attempt, type Done, type Step } from "./steps.ts";
 import { type BuiltCopy, sameCode, versionsDir } from "./copy.ts";
 import { homesFile, listedHomes, recordHome } from "./copy-homes.ts";
 
@@ -148,17 +147,16 @@ async function placeCopy(
 ): Promise<Done> {
   const { env, os, state } = at;
   const dirs = await makeDirs(versionsDir(env), { private: true });
-  const undos: (() => Promise<void>)[] = [() => dirs.undo()];
+  const undos: (() => Promise<void>)[] = [dirs];
   try {
     undos.unshift(await recordHome(env, at.kimiHome, at.listed));
     if (state === "relaunch") undos.unshift(await rewriteLauncher(p, os));
-    let aside: string | undefined;
-    if (state === "broken") aside = await moveAside(p.dir);
+    const aside = state === "broken" ? await swapIn(p.dir) : undefined;
     if (state === "broken" || state === "absent") {
       await writeCopy(p, os);
       undos.unshift(async () => {
         await Deno.remove(p.dir, { recursive: true });
-        if (aside) await Deno.rename(aside, p.dir);
+        await aside?.undo();
       });
     }
     return {
@@ -168,14 +166,10 @@ async function placeCopy(
         ? `launcher of the program copy updated: ${p.launcher}`
         : `program copy in place: ${p.dir} (${at.size}; it runs without the checkout)`,
       changed: p.dir,
-      undo: {
-        undo: async () => {
-          for (const u of undos) await u();
-        },
+      undo: async () => {
+        for (const u of undos) await u();
       },
-      commit: async () => {
-        if (aside) await Deno.remove(aside, { recursive: true }).catch(() => {});
-      },
+      commit: async () => await aside?.end(),
     };
   } catch (error) {
     for (const u of undos) await u().catch(() => {});

@@ -7,8 +7,7 @@
 
 import { COPY_FILES } from "../lib/self.ts";
 import { type Env, joinPath } from "../lib/paths.ts";
-import { describeFsError } from "./files.ts";
-import type { Step } from "./steps.ts";
+import { describeFsError, type Step } from "./transaction.ts";
 import { versionsDir } from "./copy.ts";
 import { knownHomes, usedBy } from "./copy-homes.ts";
 import { pathCommand } from "./placement.ts";

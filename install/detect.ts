@@ -26,7 +26,7 @@ import {
   removeBlocks,
 } from "./toml-block.ts";
 import { findRecord, parseJson, parseRegistry, type RegistryRecord } from "./json-files.ts";
-import { readText } from "./files.ts";
+import { readText } from "./transaction.ts";
 
 /** The Kimi home a command works on: `--kimi-home` (`~` expanded, relative to `cwd`), `$KIMI_CODE_HOME`, `~/.kimi-code`. */
 export function kimiHomeFor(env: Env, explicit: string | undefined, cwd: string): string {

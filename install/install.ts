@@ -14,10 +14,19 @@ import { commandName } from "../lib/self.ts";
 import { PLUGIN_ID } from "./spec.ts";
 import { type CredentialArgs, keptCopies, maskSecrets, planOvcli, savedConnection } from "./ovcli.ts";
 import { keyToSave } from "./user-key.ts";
-import { type FileChange, makeDirs, readText } from "./files.ts";
 import { hasUpstream, kimiHomeFor, type KimiState, readKimiState } from "./detect.ts";
-import { carryOut, type Context, fail, type InstallOptions, newPlan, type Plan } from "./run.ts";
-import { fileStep } from "./steps.ts";
+import {
+  carryOut,
+  type Context,
+  fail,
+  type FileChange,
+  fileStep,
+  type InstallOptions,
+  makeDirs,
+  newPlan,
+  type Plan,
+  readText,
+} from "./transaction.ts";
 import { sweepStep } from "./copy-sweep.ts";
 import { serverChecks } from "./doctor-memory.ts";
 import { refreshInstalledPrompt } from "./memory-files.ts";

@@ -27,11 +27,9 @@ import { SYSTEM_PROMPT_FILE } from "../kimi/plugin-root.ts";
 import { refreshPromptFile, systemPromptText } from "../memory/system-prompt.ts";
 import { PLUGIN_ID } from "./spec.ts";
 import { PLUGIN_COMMANDS_DIR, PLUGIN_SKILL_FILE } from "./memory-layout.ts";
-import { makeDirs } from "./files.ts";
 import type { KimiState } from "./detect.ts";
 import type { PluginFile } from "./plugin.ts";
-import type { Context, Plan } from "./run.ts";
-import { removalStep, type Step } from "./steps.ts";
+import { type Context, makeDirs, type Plan, removalStep, type Step } from "./transaction.ts";
 
 /** The memory files of the plugin directory, as install places them (the profile is filled in after). */
 export function pluginMemoryFiles(): PluginFile[] {
@@ -69,18 +67,16 @@ function ownedFileStep(path: string, before: string | undefined, after: string, 
       try {
         await writeFileAtomic(path, after, { mode: 0o600, privateDir: false });
       } catch (error) {
-        await dirs.undo().catch(() => {});
+        await dirs().catch(() => {});
         throw error;
       }
       return {
         message: `${what}: ${path}`,
         changed: path,
-        undo: {
-          undo: async () => {
-            if (before === undefined) await Deno.remove(path);
-            else await writeFileAtomic(path, before, { mode: 0o600, privateDir: false });
-            await dirs.undo();
-          },
+        undo: async () => {
+          if (before === undefined) await Deno.remove(path);
+          else await writeFileAtomic(path, before, { mode: 0o600, privateDir: false });
+          await dirs();
         },
       };
     },

@@ -88,19 +88,6 @@ export function configMcpEntry(program: string, os: OsFamily): McpEntry {
   return { command: nativePath(program, os), args: ["mcp"] };
 }
 
-/** Copies a file so that readers see the old or the new one, never half of it (temp + rename), mode 0755. */
-export async function copyExecutableAtomic(from: string, to: string, os: OsFamily): Promise<void> {
-  const tmp = `${to}.${Deno.pid}.${crypto.randomUUID().slice(0, 8)}.tmp`;
-  try {
-    await Deno.copyFile(from, tmp);
-    if (os === "posix") await Deno.chmod(tmp, 0o755);
-    await Deno.rename(tmp, to);
-  } catch (error) {
-    await Deno.remove(tmp).catch(() => {});
-    throw error;
-  }
-}
-
 /** Whether two paths name the same existing file. */
 export async function sameFile(a: string, b: string): Promise<boolean> {
   try {

@@ -13,10 +13,19 @@ import { planRegistryInstall, planRegistryUninstall } from "./json-files.ts";
 import { backupFor } from "./backup.ts";
 import type { KimiState } from "./detect.ts";
 import { sameBytes } from "./placement.ts";
-import { manifestText, type PluginFile } from "./plugin.ts";
+import { manifestText, placePluginDir, type PluginFile } from "./plugin.ts";
 import { SYSTEM_PROMPT_FILE } from "../kimi/plugin-root.ts";
-import { type Context, type InstallOptions, type Plan, planFile } from "./run.ts";
-import { placeStep } from "./steps.ts";
+import {
+  attempt,
+  checkCreatable,
+  type Context,
+  type InstallOptions,
+  makeDirs,
+  type Plan,
+  planFile,
+  type Step,
+  swapIn,
+} from "./transaction.ts";
 import { planConfigSkillRemoval, pluginMemoryFiles } from "./memory-files.ts";
 import { hooksRun, type Program } from "./program.ts";
 
@@ -158,4 +167,44 @@ export async function planPluginMode(
   }
   plan.notes.push(hooksRun(`./${program.pluginBin.path} hook <event>, in ${root}`));
   return undefined;
+}
+
+/** Places the plugin directory; the undo takes it out and puts the one it replaced back. */
+function placeStep(
+  managedDir: string,
+  files: PluginFile[],
+  options: { keepPrevious: boolean; now: Date },
+  describe: string,
+): Step {
+  const root = joinPath(managedDir, PLUGIN_ID);
+  return {
+    describe,
+    check: () => checkCreatable(root),
+    run: () =>
+      attempt(`place the plugin directory ${root}`, async () => {
+        const dirs = await makeDirs(managedDir);
+        const placed = await placePluginDir(managedDir, files, { ...options, deferRemoval: true }).catch(
+          async (error) => {
+            await dirs().catch(() => {});
+            throw error;
+          },
+        );
+        const kept = placed.keptPrevious ? ` (the one it replaced is kept in ${placed.keptPrevious})` : "";
+        return {
+          message: `plugin directory in place: ${placed.root}${kept}`,
+          changed: placed.root,
+          undo: async () => {
+            const ours = await swapIn(placed.root);
+            if (placed.previous) await Deno.rename(placed.previous, placed.root);
+            await ours.end();
+            await dirs();
+          },
+          commit: async () => {
+            if (placed.previous && !options.keepPrevious) {
+              await Deno.remove(placed.previous, { recursive: true }).catch(() => {});
+            }
+          },
+        };
+      }),
+  };
 }

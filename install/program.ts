@@ -12,14 +12,22 @@ import {
   commandAt,
   executableFileName,
   installedBinaryPath,
+  type OsFamily,
   pathCommand,
   sameBytes,
   sameFile,
 } from "./placement.ts";
 import type { PluginFile } from "./plugin.ts";
-import type { Context, Note, Plan } from "./run.ts";
-import { copyStep, linkStep } from "./steps.ts";
-import { checkCreatable } from "./files.ts";
+import {
+  checkCreatable,
+  type Context,
+  makeDirs,
+  type Note,
+  type Plan,
+  type Step,
+  swapIn,
+  swapStep,
+} from "./transaction.ts";
 import { buildCopy } from "./copy.ts";
 import { copyPlacement, placeCopyStep, placedSource } from "./copy-place.ts";
 import { homeStep } from "./copy-homes.ts";
@@ -157,7 +165,7 @@ async function planPathCommand(ctx: Context, target: string, plan: Plan): Promis
     return;
   }
   if (at.kind === "absent" || at.target !== target) {
-    plan.steps.push(linkStep(path, target, at.kind === "ours" ? at.target : undefined));
+    plan.steps.push(linkStep(path, target));
   }
   plan.notes.push(pathNote(ctx.env, path));
 }
@@ -182,4 +190,45 @@ export async function planProgram(
 /** The note naming the command the hooks run (would run, in a dry run). */
 export function hooksRun(command: string): Note {
   return { done: `Hooks run: ${command}`, planned: `Hooks would run: ${command}` };
+}
+
+/** `swapIn` after making `path`'s directory (`private`: 0700); the undo takes both back. */
+async function swapInDir(
+  path: string,
+  make: (tmp: string) => Promise<void>,
+  options: { private?: boolean } = {},
+) {
+  const dir = await makeDirs(dirName(path), options);
+  const swap = await swapIn(path, make).catch(async (error) => {
+    await dir().catch(() => {});
+    throw error;
+  });
+  return { undo: async () => (await swap.undo(), await dir()), end: swap.end };
+}
+
+/** Copies the executable to `target` (mode 0755); the undo puts the one it replaced back. */
+function copyStep(from: string, target: string, os: OsFamily): Step {
+  const copy = async (tmp: string) => {
+    await Deno.copyFile(from, tmp);
+    if (os === "posix") await Deno.chmod(tmp, 0o755);
+  };
+  return swapStep(
+    `copy ${from} to ${target}`,
+    `copy the executable to ${target}`,
+    target,
+    () => swapInDir(target, copy, { private: true }),
+    `executable copied to ${target}`,
+    () => checkCreatable(target),
+  );
+}
+
+/** Links `path` to `target` (over our link there, atomically); the undo puts back the link it replaced. */
+function linkStep(path: string, target: string): Step {
+  return swapStep(
+    `link ${path} to ${target}`,
+    `link ${path}`,
+    path,
+    () => swapInDir(path, (tmp) => Deno.symlink(target, tmp)),
+    `command in place: ${path} (runs ${target})`,
+  );
 }

@@ -34,8 +34,16 @@ import { sweepStep, versionsUsedBy } from "./copy-sweep.ts";
 import { planUnregister } from "./plugin-mode.ts";
 import { backupFor, type KimiFile, withoutOurs } from "./backup.ts";
 import { homesFile, installedHomes } from "./copy-homes.ts";
-import { carryOut, type Context, fail, type InstallOptions, newPlan, type Plan, planFile } from "./run.ts";
-import { removalStep } from "./steps.ts";
+import {
+  carryOut,
+  type Context,
+  fail,
+  type InstallOptions,
+  newPlan,
+  type Plan,
+  planFile,
+  removalStep,
+} from "./transaction.ts";
 import { parseJson } from "./json-files.ts";
 import { classifyManifest } from "./spec.ts";
 import { planConfigSkillRemoval, planSystemPromptRemoval } from "./memory-files.ts";

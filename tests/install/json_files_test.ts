@@ -3,7 +3,7 @@ import { classifyMcpEntry } from "../../install/spec.ts";
 import { planMcpInstall, planMcpUninstall } from "../../install/json-files.ts";
 import { planRegistryDisable, planRegistryInstall, planRegistryUninstall } from "../../install/json-files.ts";
 import { maskSecrets, planOvcli } from "../../install/ovcli.ts";
-import { unifiedDiff } from "../../install/diff.ts";
+import { unifiedDiff } from "../../install/transaction.ts";
 
 const OURS = {
   command: "/home/u/.openviking/agent-integrations/kimicode/bin/openviking-kimi",

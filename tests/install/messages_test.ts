@@ -16,7 +16,7 @@ import { tempDir } from "../support/temp.ts";
 import { fakeCompiled } from "./helpers.ts";
 import { type Context, type InstallOptions, runInstall, runUninstall } from "../../commands/install.ts";
 import { currentSelf, type Self } from "../../install/placement.ts";
-import { unifiedDiff } from "../../install/diff.ts";
+import { unifiedDiff } from "../../install/transaction.ts";
 
 interface Home {
   home: string;
