@@ -8,7 +8,7 @@
 import { defaultContext, fail } from "../install/transaction.ts";
 import { runInstall } from "../install/install.ts";
 import { runUninstall } from "../install/uninstall.ts";
-import { askHiddenOnTerminal, chooseApiKey } from "../install/key.ts";
+import { askHiddenOnTerminal, chooseApiKey } from "../install/ovcli.ts";
 
 export type { Context, InstallOptions } from "../install/transaction.ts";
 export { runInstall } from "../install/install.ts";

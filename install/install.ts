@@ -27,12 +27,9 @@ import {
   type Plan,
   readText,
 } from "./transaction.ts";
-import { sweepStep } from "./copy-sweep.ts";
+import { planProgram, sweepStep } from "./program.ts";
 import { serverChecks } from "./doctor-memory.ts";
-import { refreshInstalledPrompt } from "./memory-files.ts";
-import { planProgram } from "./program.ts";
-import { planConfigMode } from "./config-mode.ts";
-import { planPluginMode } from "./plugin-mode.ts";
+import { planConfigMode, planPluginMode, refreshInstalledPrompt } from "./kimi-home.ts";
 
 /** Why OpenViking's own plugin stands in the way, where it is registered, and the two ways on. */
 function upstreamMessage(state: KimiState): string {

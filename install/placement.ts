@@ -4,11 +4,9 @@
  * its launcher under `…/kimicode/versions/<id>/` (install/copy.ts); an installed copy registers itself.
  */
 
-import { copyDir, isCompiled, shellQuote } from "../lib/self.ts";
-import { checkoutRoot } from "../lib/self.ts";
+import { checkoutRoot, copyDir, isCompiled, shellQuote } from "../lib/self.ts";
 import { commandDir, type Env, integrationDir, isAbsolutePath, joinPath, orNoHome } from "../lib/paths.ts";
-import { EXECUTABLE_NAME } from "./spec.ts";
-import type { McpEntry } from "./spec.ts";
+import { EXECUTABLE_NAME, type McpEntry } from "./spec.ts";
 
 /** The operating-system family that decides file names and command quoting. */
 export type OsFamily = "posix" | "windows";

@@ -24,16 +24,20 @@ import {
   sharedStateDir,
 } from "../lib/paths.ts";
 import { breakerFiles } from "../openviking/breaker.ts";
-import { PLUGIN_ID } from "./spec.ts";
+import { classifyManifest, PLUGIN_ID } from "./spec.ts";
 import { planConfigUninstall } from "./toml-block.ts";
-import { planMcpUninstall } from "./json-files.ts";
+import { parseJson, planMcpUninstall } from "./json-files.ts";
 import { kimiHomeFor, type KimiState, readKimiState } from "./detect.ts";
 import { commandAt, installedBinaryPath, pathCommand } from "./placement.ts";
-import { versionsDir } from "./copy.ts";
-import { sweepStep, versionsUsedBy } from "./copy-sweep.ts";
-import { planUnregister } from "./plugin-mode.ts";
-import { backupFor, type KimiFile, withoutOurs } from "./backup.ts";
-import { homesFile, installedHomes } from "./copy-homes.ts";
+import { homesFile, installedHomes, sweepStep, versionsDir, versionsUsedBy } from "./program.ts";
+import {
+  backupFor,
+  type KimiFile,
+  planConfigSkillRemoval,
+  planSystemPromptRemoval,
+  planUnregister,
+  withoutOurs,
+} from "./kimi-home.ts";
 import {
   carryOut,
   type Context,
@@ -44,9 +48,6 @@ import {
   planFile,
   removalStep,
 } from "./transaction.ts";
-import { parseJson } from "./json-files.ts";
-import { classifyManifest } from "./spec.ts";
-import { planConfigSkillRemoval, planSystemPromptRemoval } from "./memory-files.ts";
 import { commandName } from "../lib/self.ts";
 
 /** Plans taking config mode out: our block and our `mcp.json` entry (hooks outside the block are named). */

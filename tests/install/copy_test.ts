@@ -15,7 +15,7 @@ import {
 import { tempDir } from "../support/temp.ts";
 import { type Context, type InstallOptions, runInstall } from "../../commands/install.ts";
 import { currentSelf } from "../../install/placement.ts";
-import { buildCopy, versionsDir } from "../../install/copy.ts";
+import { buildCopy, versionsDir } from "../../install/program.ts";
 import { cloneCheckout } from "./helpers.ts";
 import { launcherInfo, launcherText } from "../../install/launcher.ts";
 import { COPY_FILES, COPY_RUN_FLAGS, productionFlags } from "../../lib/self.ts";

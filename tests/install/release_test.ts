@@ -5,8 +5,7 @@ import { tempDir } from "../support/temp.ts";
 import { cliArgs, denoDir, ROOT } from "../support/run.ts";
 import { artifactName, compileArgs, compileFlags, explainFailure, TARGETS } from "../../scripts/compile.ts";
 import { productionFlags } from "../../lib/self.ts";
-import { manifestText } from "../../install/plugin.ts";
-import { pluginMemoryFiles } from "../../install/memory-files.ts";
+import { manifestText, pluginMemoryFiles } from "../../install/kimi-home.ts";
 import { VERSION } from "../../lib/version.ts";
 import { isolatedEnv } from "./helpers.ts";
 

@@ -1,7 +1,7 @@
 /** Windows command shapes (cmd.exe runs Kimi's hooks there), checked on any OS. */
 
 import { assertEquals, assertMatch } from "../support/assert.ts";
-import { renderManifest } from "../../install/plugin.ts";
+import { renderManifest } from "../../install/kimi-home.ts";
 import {
   cmdQuote,
   commandFor,
