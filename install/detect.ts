@@ -157,10 +157,3 @@ export function hasUpstream(state: KimiState): boolean {
   return state.plugin?.owner === "upstream" || state.blocks.some((b) => b.owner === "upstream") ||
     state.upstreamHooks.length > 0 || state.mcpOwner === "upstream";
 }
-
-/** Whether openviking-kimi is registered there (our block, our `mcp.json` entry, our plugin), or the home cannot be read. */
-export function hasOurs(state: KimiState): boolean {
-  return state.blocks.some((b) => b.owner === "ours") || state.mcpOwner === "ours" ||
-    state.plugin?.owner === "ours" ||
-    state.unreadable.length > 0;
-}

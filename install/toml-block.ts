@@ -98,7 +98,7 @@ export function findBlocks(text: string): { blocks: BlockRange[] } | { error: st
 }
 
 /** `text` without `blocks`, each with the line ending install added for it. */
-export function removeRanges(text: string, blocks: readonly BlockRange[]): string {
+function removeRanges(text: string, blocks: readonly BlockRange[]): string {
   let out = text;
   for (const b of [...blocks].reverse()) {
     const after = /^\r?\n/.exec(out.slice(b.end))?.[0].length ?? 0;

@@ -319,7 +319,7 @@ export function swapStep(
 }
 
 /** Writes `text` at `path` (temp + fsync + rename, 0600, parents made). */
-export function writeText(path: string, text: string, mode = 0o600): Promise<void> {
+function writeText(path: string, text: string, mode = 0o600): Promise<void> {
   return writeFileAtomic(path, text, { mode, privateDir: false, durable: true });
 }
 
@@ -416,11 +416,6 @@ export function removalStep(
       });
     },
   };
-}
-
-/** A step that only finishes (once every step succeeded): a sweep, directories left empty. */
-export function finalStep(describe: string, commit: () => Promise<string[] | void>): Step {
-  return { describe, run: () => Promise.resolve({ commit }) };
 }
 
 /** A unified diff (3 lines of context) from `before` to `after`; "" when equal. A CR shows as `␍`. */
