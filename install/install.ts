@@ -115,21 +115,27 @@ async function planCredentials(
   plan.steps.push({
     ...step,
     describe: `${before === undefined ? "create" : "update"} ${path}: ${ov.steps.join(", ")}${removing}`,
-    run: async () => ({
-      ...(await step.run()),
-      message: `connection settings saved to ${path}: ${ov.summary.join(", ")}`,
-      commit: async () => {
-        const gone = [];
-        for (const copy of copies) if (await Deno.remove(copy).then(() => true, () => false)) gone.push(copy);
-        return gone.length
-          ? [
-            `removed ${
-              gone.join(", ")
-            }: copies of ovcli.conf earlier installs kept, with the keys they replaced`,
-          ]
-          : [];
-      },
-    }),
+    run: async () => {
+      const done = await step.run();
+      return {
+        ...done,
+        message: `connection settings saved to ${path}: ${ov.summary.join(", ")}`,
+        commit: async () => {
+          await done.commit?.();
+          const gone = [];
+          for (const copy of copies) {
+            if (await Deno.remove(copy).then(() => true, () => false)) gone.push(copy);
+          }
+          return gone.length
+            ? [
+              `removed ${
+                gone.join(", ")
+              }: copies of ovcli.conf earlier installs kept, with the keys they replaced`,
+            ]
+            : [];
+        },
+      };
+    },
   });
   return undefined;
 }
