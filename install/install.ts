@@ -1,12 +1,8 @@
 /**
- * `openviking-kimi install`: the program the registrations run (the compiled binary's copy, or a program copy
- * built from the checkout: program.ts), then a planner per mode — config mode (config-mode.ts: our
- * `config.toml` block and `mcp.json` entry) or plugin mode (plugin-mode.ts: the native plugin directory and
- * its registry record) — each taking the other mode's registration out, after the shared part (ovcli.conf),
- * feeding one plan that run.ts checks and carries out all or nothing. Once installed, it asks the server
- * whether it answers (no server yet?).
+ * `openviking-kimi install`: the connection settings (ovcli.conf), the program the registrations run
+ * (program.ts), then the mode's registrations (kimi-home.ts), each mode taking the other out — one plan that
+ * transaction.ts checks and carries out all or nothing. Once installed, it asks whether the server answers.
  */
-
 import { credentialFilePaths, DEFAULT_BASE_URL, loadConfig, originOf } from "../openviking/config.ts";
 import { dirName, joinPath, openVikingHome } from "../lib/paths.ts";
 import { scrub } from "../lib/scrub.ts";

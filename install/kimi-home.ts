@@ -53,7 +53,7 @@ export interface Manifest {
   interface: { displayName: string; shortDescription: string };
   hooks: HookEntry[];
   mcpServers: Record<string, { command: string; args: string[] }>;
-  /** The memory files (install/memory-files.ts): the system prompt, the skill, the commands. */
+  /** The memory files (pluginMemoryFiles): the system prompt, the skill, the commands. */
   systemPromptPath: string;
   skills: string;
   commands: string;

@@ -1,7 +1,7 @@
 /**
  * Where the program that hook entries point at lives, and how it is invoked: the compiled binary copies
  * itself to `~/.openviking/agent-integrations/kimicode/bin/`; a source checkout installs a program copy with
- * its launcher under `…/kimicode/versions/<id>/` (install/copy.ts); an installed copy registers itself.
+ * its launcher under `…/kimicode/versions/<id>/` (install/program.ts); an installed copy registers itself.
  */
 
 import { checkoutRoot, copyDir, isCompiled, shellQuote } from "../lib/self.ts";

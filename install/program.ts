@@ -1,7 +1,7 @@
 /**
  * The program install registers, however this process runs: the compiled binary (config mode runs its copy
  * in `…/kimicode/bin/`), an installed program copy installing itself (its own launcher), or a checkout (a
- * program copy built from it and placed: install/copy.ts, copy-place.ts); the steps that put it in place.
+ * program copy built from it, placed, recorded per Kimi home and swept); the steps that put it in place.
  */
 
 import { readKimiState } from "./detect.ts";
@@ -103,7 +103,7 @@ async function ownCopyProgram(
   };
 }
 
-/** A checkout: a program copy built from it (install/copy.ts), placed unless the same one is in place. */
+/** A checkout: a program copy built from it (buildCopy), placed unless the same one is in place. */
 async function checkoutProgram(
   ctx: Context,
   root: string,

@@ -3,7 +3,7 @@
  * install added, and with `--purge` the home's plugin directory and our part of its `.bak` copies, the program
  * copies nothing else uses, and what every home shares (the executable, the PATH command, per-session state,
  * the ledger, the log, an empty queue of ours, the MCP tool cache) unless another Kimi home still has
- * openviking-kimi registered; feeding one plan that run.ts checks and carries out all or nothing. ovcli.conf,
+ * openviking-kimi registered; feeding one plan that transaction.ts checks and carries out all or nothing. ovcli.conf,
  * other clients' queue files and undelivered writes stay.
  */
 

@@ -1,6 +1,6 @@
 /**
  * How this program runs itself again, in each of the three ways it can be running: the compiled binary (its
- * own path); an installed copy (the bundle install/copy.ts places under
+ * own path); an installed copy (the bundle install/program.ts places under
  * `~/.openviking/agent-integrations/kimicode/versions/<id>/`, run by the running deno with the flags its
  * `copy.json` recorded); a checkout (the running deno with the production flags of deno.json's `cli` task —
  * the one place they are defined — and the checkout's main.ts). Used by the detached hook worker and by the

@@ -1,5 +1,5 @@
 /**
- * The program copy an install from a checkout places (install/copy.ts, issue #15 point 1): bundled, with
+ * The program copy an install from a checkout places (install/program.ts, issue #15 point 1): bundled, with
  * its npm dependencies inside, versioned by content under ~/.openviking/agent-integrations/kimicode/versions;
  * never changed once placed (a new Deno only rewrites its launcher); a previous version kept while a
  * process of it runs or another Kimi home registers it, and removed once nothing uses it.

@@ -99,7 +99,7 @@ Deno.test("the release workflow builds on a tag, sums and attaches binaries and 
 
 Deno.test("the repository's kimi.plugin.json is the generated manifest, at this version", async () => {
   const text = await Deno.readTextFile(`${ROOT}/kimi.plugin.json`);
-  assertEquals(text, manifestText("posix"), "regenerate with install/plugin.ts manifestText('posix')");
+  assertEquals(text, manifestText("posix"), "regenerate with install/kimi-home.ts manifestText('posix')");
   const deno = JSON.parse(await Deno.readTextFile(`${ROOT}/deno.json`)) as { version: string };
   assertEquals([JSON.parse(text).version, deno.version], [VERSION, VERSION]);
   for (const h of JSON.parse(text).hooks) assertEquals(Object.keys(h).includes("env"), false);
@@ -115,7 +115,7 @@ Deno.test("the repository's system prompt, skill and commands are the generated 
     assertEquals(
       await Deno.readTextFile(`${ROOT}/${f.path}`),
       f.content,
-      `regenerate ${f.path} from install/memory-files.ts pluginMemoryFiles()`,
+      `regenerate ${f.path} from install/kimi-home.ts pluginMemoryFiles()`,
     );
   }
   const size = new TextEncoder().encode(await Deno.readTextFile(`${ROOT}/system-prompt.md`)).length;
