@@ -1,18 +1,12 @@
 /**
- * `openviking-kimi install` / `uninstall`: the parsed flags (cli/commands.ts parses them) handed to the run
- * (install.ts, uninstall.ts: a planner per mode; run.ts: the plan checked first, so every refusal comes before
- * the first write, printed by `--dry-run`, carried out all or nothing). The API key is taken here, at the
- * edge, from stdin, the environment or a terminal that does not echo it (key.ts).
+ * `openviking-kimi install` / `uninstall`: the parsed flags handed to the run (install/install.ts,
+ * install/uninstall.ts). The API key is taken here, at the edge: stdin, the environment, or a hidden prompt.
  */
 
-import { defaultContext, fail } from "../install/run.ts";
+import { defaultContext, fail } from "../install/transaction.ts";
 import { runInstall } from "../install/install.ts";
 import { runUninstall } from "../install/uninstall.ts";
-import { askHiddenOnTerminal, chooseApiKey } from "../install/key.ts";
-
-export type { Context, InstallOptions } from "../install/run.ts";
-export { runInstall } from "../install/install.ts";
-export { runUninstall } from "../install/uninstall.ts";
+import { askHiddenOnTerminal, chooseApiKey } from "../install/ovcli.ts";
 
 /** Flags of `openviking-kimi install`, as cli/commands.ts parses them. */
 export interface InstallFlags {

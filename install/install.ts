@@ -1,12 +1,8 @@
 /**
- * `openviking-kimi install`: the program the registrations run (the compiled binary's copy, or a program copy
- * built from the checkout: program.ts), then a planner per mode — config mode (config-mode.ts: our
- * `config.toml` block and `mcp.json` entry) or plugin mode (plugin-mode.ts: the native plugin directory and
- * its registry record) — each taking the other mode's registration out, after the shared part (ovcli.conf),
- * feeding one plan that run.ts checks and carries out all or nothing. Once installed, it asks the server
- * whether it answers (no server yet?).
+ * `openviking-kimi install`: the connection settings (ovcli.conf), the program the registrations run
+ * (program.ts), then the mode's registrations (kimi-home.ts), each mode taking the other out — one plan that
+ * transaction.ts checks and carries out all or nothing. Once installed, it asks whether the server answers.
  */
-
 import { credentialFilePaths, DEFAULT_BASE_URL, loadConfig, originOf } from "../openviking/config.ts";
 import { dirName, joinPath, openVikingHome } from "../lib/paths.ts";
 import { scrub } from "../lib/scrub.ts";
@@ -14,16 +10,22 @@ import { commandName } from "../lib/self.ts";
 import { PLUGIN_ID } from "./spec.ts";
 import { type CredentialArgs, keptCopies, maskSecrets, planOvcli, savedConnection } from "./ovcli.ts";
 import { keyToSave } from "./user-key.ts";
-import { type FileChange, makeDirs, readText } from "./files.ts";
 import { hasUpstream, kimiHomeFor, type KimiState, readKimiState } from "./detect.ts";
-import { carryOut, type Context, fail, type InstallOptions, newPlan, type Plan } from "./run.ts";
-import { fileStep } from "./steps.ts";
-import { sweepStep } from "./copy-sweep.ts";
+import {
+  carryOut,
+  type Context,
+  fail,
+  type FileChange,
+  fileStep,
+  type InstallOptions,
+  makeDirs,
+  newPlan,
+  type Plan,
+  readText,
+} from "./transaction.ts";
+import { planProgram, sweepStep } from "./program.ts";
 import { serverChecks } from "./doctor-memory.ts";
-import { refreshInstalledPrompt } from "./memory-files.ts";
-import { planProgram } from "./program.ts";
-import { planConfigMode } from "./config-mode.ts";
-import { planPluginMode } from "./plugin-mode.ts";
+import { planConfigMode, planPluginMode, refreshInstalledPrompt } from "./kimi-home.ts";
 
 /** Why OpenViking's own plugin stands in the way, where it is registered, and the two ways on. */
 function upstreamMessage(state: KimiState): string {
@@ -109,21 +111,27 @@ async function planCredentials(
   plan.steps.push({
     ...step,
     describe: `${before === undefined ? "create" : "update"} ${path}: ${ov.steps.join(", ")}${removing}`,
-    run: async () => ({
-      ...(await step.run()),
-      message: `connection settings saved to ${path}: ${ov.summary.join(", ")}`,
-      commit: async () => {
-        const gone = [];
-        for (const copy of copies) if (await Deno.remove(copy).then(() => true, () => false)) gone.push(copy);
-        return gone.length
-          ? [
-            `removed ${
-              gone.join(", ")
-            }: copies of ovcli.conf earlier installs kept, with the keys they replaced`,
-          ]
-          : [];
-      },
-    }),
+    run: async () => {
+      const done = await step.run();
+      return {
+        ...done,
+        message: `connection settings saved to ${path}: ${ov.summary.join(", ")}`,
+        commit: async () => {
+          await done.commit?.();
+          const gone = [];
+          for (const copy of copies) {
+            if (await Deno.remove(copy).then(() => true, () => false)) gone.push(copy);
+          }
+          return gone.length
+            ? [
+              `removed ${
+                gone.join(", ")
+              }: copies of ovcli.conf earlier installs kept, with the keys they replaced`,
+            ]
+            : [];
+        },
+      };
+    },
   });
   return undefined;
 }

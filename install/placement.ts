@@ -1,14 +1,12 @@
 /**
  * Where the program that hook entries point at lives, and how it is invoked: the compiled binary copies
  * itself to `~/.openviking/agent-integrations/kimicode/bin/`; a source checkout installs a program copy with
- * its launcher under `…/kimicode/versions/<id>/` (install/copy.ts); an installed copy registers itself.
+ * its launcher under `…/kimicode/versions/<id>/` (install/program.ts); an installed copy registers itself.
  */
 
-import { copyDir, isCompiled, shellQuote } from "../lib/self.ts";
-import { checkoutRoot } from "../lib/self.ts";
+import { checkoutRoot, copyDir, isCompiled, shellQuote } from "../lib/self.ts";
 import { commandDir, type Env, integrationDir, isAbsolutePath, joinPath, orNoHome } from "../lib/paths.ts";
-import { EXECUTABLE_NAME } from "./spec.ts";
-import type { McpEntry } from "./mcp-json.ts";
+import { EXECUTABLE_NAME, type McpEntry } from "./spec.ts";
 
 /** The operating-system family that decides file names and command quoting. */
 export type OsFamily = "posix" | "windows";
@@ -86,19 +84,6 @@ export function configCommandPrefix(program: string, os: OsFamily): string {
 /** The `mcp.json` entry in config mode. */
 export function configMcpEntry(program: string, os: OsFamily): McpEntry {
   return { command: nativePath(program, os), args: ["mcp"] };
-}
-
-/** Copies a file so that readers see the old or the new one, never half of it (temp + rename), mode 0755. */
-export async function copyExecutableAtomic(from: string, to: string, os: OsFamily): Promise<void> {
-  const tmp = `${to}.${Deno.pid}.${crypto.randomUUID().slice(0, 8)}.tmp`;
-  try {
-    await Deno.copyFile(from, tmp);
-    if (os === "posix") await Deno.chmod(tmp, 0o755);
-    await Deno.rename(tmp, to);
-  } catch (error) {
-    await Deno.remove(tmp).catch(() => {});
-    throw error;
-  }
 }
 
 /** Whether two paths name the same existing file. */

@@ -1,31 +1,24 @@
 /**
- * What openviking-kimi registers in Kimi Code, defined once: the hook entries (made from the hook table of
- * hooks/events.ts: event, CLI event name, matcher, timeout), the names of the plugin, the MCP server and the
- * config.toml marker block. Config mode, plugin mode, the repository's kimi.plugin.json, the release zips and
- * doctor all read these.
+ * What openviking-kimi registers in Kimi Code, defined once: the names (plugin, MCP server, config.toml
+ * block, executable), the hook entries made from the hook table, and how a registration is told to be ours,
+ * OpenViking's own Node plugin's, or someone else's.
  */
 
+import * as z from "zod/mini";
 import { HOOKS } from "../kimi/hooks.ts";
+import { isRecord } from "../lib/parsed.ts";
 
-/** Plugin id (same as OpenViking's own Kimi plugin, so the two can never be enabled side by side). */
+/** Plugin id (OpenViking's own Kimi plugin has it too, so the two are never enabled side by side). */
 export const PLUGIN_ID = "openviking-memory";
-
-/** Key of our server in `mcp.json` / the manifest's `mcpServers`. */
+/** Key of our server in `mcp.json` and in the manifest's `mcpServers`. */
 export const MCP_SERVER_NAME = "openviking";
-
-/** First line of the block we own in config.toml. */
 export const BLOCK_BEGIN = "# >>> openviking kimicode integration";
-
-/** Last line of the block we own in config.toml. */
 export const BLOCK_END = "# <<< openviking kimicode integration";
-
-/** Executable name (without `.exe`). */
 export const EXECUTABLE_NAME = "openviking-kimi";
-
 /** The keys Kimi accepts in a `[[hooks]]` entry; one more key makes Kimi drop every hook. */
 export const ALLOWED_HOOK_KEYS: readonly string[] = ["event", "matcher", "command", "timeout"];
 
-/** A `[[hooks]]` entry / manifest hook object, exactly the keys Kimi allows. */
+/** A `[[hooks]]` entry or manifest hook, exactly the keys Kimi allows. */
 export interface HookEntry {
   event: string;
   matcher?: string;
@@ -33,7 +26,7 @@ export interface HookEntry {
   timeout: number;
 }
 
-/** Builds the hook entries for a command prefix (`<prefix> hook <event>`). */
+/** The hook entries running `<prefix> hook <event>`. */
 export function hookEntries(prefix: string): HookEntry[] {
   return HOOKS.map((h) => ({
     event: h.event,
@@ -43,21 +36,59 @@ export function hookEntries(prefix: string): HookEntry[] {
   }));
 }
 
-/**
- * Whether a hook command string is one of ours (`… openviking-kimi[.exe|.cmd] hook <event>`: the binary or a
- * program copy's launcher, or `… main.ts hook <event>` from before program copies).
- */
+const OUR_HOOK = new RegExp(
+  `(?:openviking-kimi(?:\\.exe|\\.cmd)?|main\\.ts)['"]?\\s+hook\\s+(?:${
+    HOOKS.map((h) => h.cli).join("|")
+  })\\s*$`,
+);
+
+/** Whether a hook command is ours: `… openviking-kimi[.exe|.cmd] hook <event>`, or `… main.ts hook <event>`. */
 export function isOurHookCommand(command: string): boolean {
-  const events = HOOKS.map((h) => h.cli).join("|");
-  const re = new RegExp(
-    `(?:openviking-kimi(?:\\.exe|\\.cmd)?|main\\.ts)['"]?\\s+hook\\s+(?:${events})\\s*$`,
-  );
-  return re.test(command);
+  return OUR_HOOK.test(command);
 }
 
-/** Whether a hook command string belongs to OpenViking's own (Node) Kimi plugin. */
+/** Whether a hook command belongs to OpenViking's own (Node) Kimi plugin. */
 export function isUpstreamHookCommand(command: string): boolean {
   return /kimicode-hook\.mjs|uri-guard\.mjs|agent-integrations[\\/]kimicode[\\/]scripts[\\/]hook\.mjs/.test(
     command,
   );
+}
+
+/** The stdio server entry config mode writes to `mcp.json`. */
+export interface McpEntry {
+  command: string;
+  args: string[];
+}
+
+/** Who wrote an `mcpServers.openviking` entry. */
+export type McpOwner = "ours" | "upstream" | "foreign" | "absent";
+
+const EntrySchema = z.looseObject({
+  command: z.optional(z.string()),
+  args: z.optional(z.array(z.string())),
+  env: z.optional(z.record(z.string(), z.unknown())),
+});
+
+/** Ours (`openviking-kimi mcp`, `… main.ts mcp`), OpenViking's Node proxy, someone else's, or none. */
+export function classifyMcpEntry(entry: unknown): McpOwner {
+  if (entry === undefined) return "absent";
+  const parsed = EntrySchema.safeParse(entry);
+  if (!parsed.success) return "foreign";
+  const { command = "", args = [], env = {} } = parsed.data;
+  if (args.some((a) => /mcp-proxy\.mjs$/.test(a)) || "OPENVIKING_INTEGRATION_ID" in env) return "upstream";
+  const base = command.split(/[\\/]/).pop() ?? "";
+  if (/^openviking-kimi(\.exe|\.cmd)?$/.test(base) && args.length === 1 && args[0] === "mcp") return "ours";
+  if (args[0] === "run" && args.at(-1) === "mcp" && /main\.ts$/.test(args.at(-2) ?? "")) return "ours";
+  return "foreign";
+}
+
+/** Who a plugin manifest belongs to: us (`bin/openviking-kimi hook …`), OpenViking's Node plugin, or other. */
+export function classifyManifest(manifest: unknown): "ours" | "upstream" | "other" {
+  if (!isRecord(manifest) || !Array.isArray(manifest.hooks)) return "other";
+  const commands = manifest.hooks.flatMap((h) =>
+    isRecord(h) && typeof h.command === "string" ? [h.command] : []
+  );
+  if (commands.some((c) => /bin[\\/]openviking-kimi(\.exe)?\s+hook\s/.test(c))) return "ours";
+  if (commands.some((c) => /\.mjs\b/.test(c))) return "upstream";
+  return manifest.name === PLUGIN_ID ? "upstream" : "other";
 }

@@ -1,35 +1,34 @@
 /**
- * Pure text splicing of our marked block in Kimi's config.toml (toml-config.ts proves a splice keeps the
- * meaning of every key the user wrote, and plans install and uninstall).
- *
- * Placement: a new block goes at the very end of the file, so no key of the user's can ever follow one of
- * our `[[hooks]]` headers (TOML would read such a key as part of our table). A block that is already there is
- * replaced in place. The file's trailing-newline state is kept: a file that ended without a newline gets
- * `<newline><block>` (block last, no newline after it); otherwise `<block><newline>`. Removal undoes exactly
- * that, so install → uninstall gives back the same bytes. Every result is parsed with smol-toml and compared
- * with the user's own document before anyone writes it.
+ * Our marked block in Kimi's config.toml, as text: found, rendered, spliced in or taken out, and the plans of
+ * install and uninstall. A new block goes at the very end, so no key of the user's can follow one of our
+ * `[[hooks]]` headers; one already there is replaced in place; the file's line ending and final-newline state
+ * are kept, and removal undoes exactly that. A plan is kept only when the document without our hook entries
+ * parses to exactly the user's own document (every key the user wrote keeps its meaning). Pure.
  */
 
 import { parse } from "smol-toml";
-import { BLOCK_BEGIN, BLOCK_END, type HookEntry } from "./spec.ts";
+import { deepEqual, isRecord } from "../lib/parsed.ts";
 import { VERSION } from "../lib/version.ts";
+import {
+  ALLOWED_HOOK_KEYS,
+  BLOCK_BEGIN,
+  BLOCK_END,
+  type HookEntry,
+  isOurHookCommand,
+  isUpstreamHookCommand,
+} from "./spec.ts";
 
-/** A line ending. */
-export type Eol = "\n" | "\r\n";
-
-/** A marked block found in the text: `[start, end)` covers the begin marker line through the end marker (no EOL). */
+/** A marked block: `[start, end)` covers its begin marker line through the end marker (no line ending). */
 export interface BlockRange {
   start: number;
   end: number;
-  /** The text of the block, markers included. */
   text: string;
 }
 
-/** Outcome of parsing TOML. */
-export type ParseResult = { ok: true; value: Record<string, unknown> } | { ok: false; error: string };
-
-/** Parses TOML with smol-toml without throwing. */
-export function parseToml(text: string): ParseResult {
+/** TOML parsed, or the first line of why not. */
+export function parseToml(
+  text: string,
+): { ok: true; value: Record<string, unknown> } | { ok: false; error: string } {
   try {
     return { ok: true, value: parse(text) as Record<string, unknown> };
   } catch (error) {
@@ -37,34 +36,28 @@ export function parseToml(text: string): ParseResult {
   }
 }
 
-/** The file's line ending: CRLF if its first line ends so, else LF. */
-export function detectEol(text: string): Eol {
+/** The line ending of the file's first line. */
+function eolOf(text: string): "\n" | "\r\n" {
   const i = text.indexOf("\n");
   return i > 0 && text[i - 1] === "\r" ? "\r\n" : "\n";
 }
 
 /** A TOML basic string. */
 function tomlString(value: string): string {
-  let out = '"';
-  for (const ch of value) {
-    const code = ch.codePointAt(0)!;
-    if (ch === '"') out += '\\"';
-    else if (ch === "\\") out += "\\\\";
-    else if (ch === "\n") out += "\\n";
-    else if (ch === "\r") out += "\\r";
-    else if (ch === "\t") out += "\\t";
-    else if (code < 0x20 || code === 0x7f) out += `\\u${code.toString(16).padStart(4, "0")}`;
-    else out += ch;
-  }
-  return `${out}"`;
+  const escapes: Record<string, string> = { '"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t" };
+  // deno-lint-ignore no-control-regex
+  const special = /["\\\n\r\t\u0000-\u001f\u007f]/g;
+  return `"${
+    value.replace(special, (c) => escapes[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
+  }"`;
 }
 
-/** The comment line that records that install created config.toml (so uninstall deletes it again). */
+/** The comment line saying install created config.toml (uninstall deletes it again when nothing else is left). */
 export const CREATED_LINE =
   "# openviking-kimi created this file: uninstall deletes it when nothing else is left.";
 
-/** Renders our block (markers included, no trailing line ending). */
-export function renderBlock(entries: readonly HookEntry[], eol: Eol, createdFile = false): string {
+/** Our block, markers included, no final line ending. */
+export function renderBlock(entries: readonly HookEntry[], eol: string, createdFile = false): string {
   const lines = [
     BLOCK_BEGIN,
     `# Written by openviking-kimi ${VERSION}; \`openviking-kimi uninstall\` removes it. Edits inside are replaced.`,
@@ -75,82 +68,278 @@ export function renderBlock(entries: readonly HookEntry[], eol: Eol, createdFile
     if (e.matcher !== undefined) lines.push(`matcher = ${tomlString(e.matcher)}`);
     lines.push(`command = ${tomlString(e.command)}`, `timeout = ${e.timeout}`);
   }
-  lines.push(BLOCK_END);
-  return lines.join(eol);
+  return [...lines, BLOCK_END].join(eol);
 }
 
-/** Whether a line is the marker line `marker` (surrounding blanks and a CR aside). */
-function isMarker(line: string, marker: string): boolean {
-  return line.replace(/\r$/, "").trim() === marker;
-}
-
-/** Finds our marked blocks, or explains why the markers are unusable. */
+/** Our marked blocks, or why the markers are unusable. */
 export function findBlocks(text: string): { blocks: BlockRange[] } | { error: string } {
   const blocks: BlockRange[] = [];
   let open: number | undefined;
   let pos = 0;
-  let lineNo = 0;
-  while (pos <= text.length) {
-    const nl = text.indexOf("\n", pos);
-    const lineEnd = nl < 0 ? text.length : nl;
-    const line = text.slice(pos, lineEnd);
-    const contentEnd = line.endsWith("\r") ? lineEnd - 1 : lineEnd;
-    lineNo++;
-    if (isMarker(line, BLOCK_BEGIN)) {
+  for (const [i, raw] of text.split("\n").entries()) {
+    const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
+    const [start, end] = [pos, pos + line.length];
+    pos += raw.length + 1;
+    if (line.trim() === BLOCK_BEGIN) {
       if (open !== undefined) {
-        return { error: `config.toml line ${lineNo}: a second "${BLOCK_BEGIN}" before the block was closed` };
+        return { error: `config.toml line ${i + 1}: a second "${BLOCK_BEGIN}" before the block was closed` };
       }
-      open = pos;
-    } else if (isMarker(line, BLOCK_END)) {
+      open = start;
+    } else if (line.trim() === BLOCK_END) {
       if (open === undefined) {
-        return { error: `config.toml line ${lineNo}: "${BLOCK_END}" without a matching begin line` };
+        return { error: `config.toml line ${i + 1}: "${BLOCK_END}" without a matching begin line` };
       }
-      blocks.push({ start: open, end: contentEnd, text: text.slice(open, contentEnd) });
+      blocks.push({ start: open, end, text: text.slice(open, end) });
       open = undefined;
     }
-    if (nl < 0) break;
-    pos = nl + 1;
   }
   if (open !== undefined) return { error: `config.toml: "${BLOCK_BEGIN}" is never closed by "${BLOCK_END}"` };
   return { blocks };
 }
 
-/** The exact range a block occupies together with the line ending that install added for it. */
-function removalRange(text: string, b: BlockRange): [number, number] {
-  if (text.startsWith("\r\n", b.end)) return [b.start, b.end + 2];
-  if (text.startsWith("\n", b.end)) return [b.start, b.end + 1];
-  if (b.start >= 2 && text.slice(b.start - 2, b.start) === "\r\n") return [b.start - 2, b.end];
-  if (b.start >= 1 && text[b.start - 1] === "\n") return [b.start - 1, b.end];
-  return [b.start, b.end];
-}
-
-/** Removes the given blocks (as install placed them). */
-export function removeRanges(text: string, blocks: readonly BlockRange[]): string {
+/** `text` without `blocks`, each with the line ending install added for it. */
+function removeRanges(text: string, blocks: readonly BlockRange[]): string {
   let out = text;
   for (const b of [...blocks].reverse()) {
-    const [s, e] = removalRange(out, b);
-    out = out.slice(0, s) + out.slice(e);
+    const after = /^\r?\n/.exec(out.slice(b.end))?.[0].length ?? 0;
+    const before = after ? 0 : /\r?\n$/.exec(out.slice(0, b.start))?.[0].length ?? 0;
+    out = out.slice(0, b.start - before) + out.slice(b.end + after);
   }
   return out;
 }
 
-/** Removes every marked block; text without blocks is returned unchanged. */
+/** `text` without any marked block. */
 export function removeBlocks(text: string): string {
   const found = findBlocks(text);
   if ("error" in found) throw new Error(found.error);
   return removeRanges(text, found.blocks);
 }
 
-/** Puts `block` into `text`: in place of the first existing block (dropping the others), else at the end. */
-export function spliceBlock(text: string, block: string): string {
-  const found = findBlocks(text);
-  if ("error" in found) throw new Error(found.error);
-  const [first, ...rest] = found.blocks;
-  if (first) {
-    const kept = removeRanges(text, rest);
-    return kept.slice(0, first.start) + block + kept.slice(first.end);
+/** A `[[hooks]]` entry as found in a parsed config. */
+export interface FoundHook {
+  index: number;
+  value: Record<string, unknown>;
+  command: string;
+}
+
+/** The `[[hooks]]` entries of a parsed config (entries that are not tables skipped). */
+export function hooksOf(doc: Record<string, unknown>): FoundHook[] {
+  if (!Array.isArray(doc.hooks)) return [];
+  return doc.hooks.flatMap((h, index) =>
+    isRecord(h) ? [{ index, value: h, command: typeof h.command === "string" ? h.command : "" }] : []
+  );
+}
+
+/** The document without one occurrence of each of `entries` (`hooks` dropped when that empties it). */
+export function withoutHooks(
+  doc: Record<string, unknown>,
+  entries: readonly unknown[],
+): Record<string, unknown> {
+  if (!Array.isArray(doc.hooks) || entries.length === 0) return doc;
+  const rest = [...doc.hooks];
+  for (const e of entries) {
+    const i = rest.findIndex((h) => deepEqual(h, e));
+    if (i >= 0) rest.splice(i, 1);
   }
-  const eol = detectEol(text);
-  if (text === "" || text.endsWith("\n")) return text + block + eol;
-  return text + eol + block;
+  const { hooks: _, ...out } = doc;
+  return rest.length ? { ...out, hooks: rest } : out;
+}
+
+/** The first top-level key (or `key[i]`, `key.sub`) whose value differs, for messages. */
+function firstDifference(a: Record<string, unknown>, b: Record<string, unknown>): string {
+  for (const k of [...new Set([...Object.keys(a), ...Object.keys(b)])].sort()) {
+    const [x, y] = [a[k], b[k]];
+    if (deepEqual(x, y)) continue;
+    if (Array.isArray(x) && Array.isArray(y)) {
+      const i = [...Array(Math.max(x.length, y.length)).keys()].find((i) => !deepEqual(x[i], y[i]));
+      return `${k}[${i}]`;
+    }
+    return isRecord(x) && isRecord(y) ? `${k}.${firstDifference(x, y)}` : k;
+  }
+  return "(none)";
+}
+
+/** The one advice for settings written after our block, which TOML reads as part of its last `[[hooks]]`. */
+export const SETTINGS_AFTER_BLOCK =
+  "move the settings written after the openviking block above it, or under their own [table] header";
+
+/** What to say of `[[hooks]]` entries with keys Kimi rejects (one makes Kimi drop every hook), each with its fix. */
+export function invalidHookKeys(doc: Record<string, unknown>): string[] {
+  return hooksOf(doc).flatMap((h) => {
+    const bad = Object.keys(h.value).filter((k) => !ALLOWED_HOOK_KEYS.includes(k));
+    if (!bad.length) return [];
+    const keys = bad.map((k) => `"${k}"`).join(", ");
+    const drop = `(Kimi allows only ${ALLOWED_HOOK_KEYS.join(", ")}), so Kimi ignores every [[hooks]] entry`;
+    return [
+      isOurHookCommand(h.command)
+        ? `hooks[${h.index}], the openviking block's last, has ${keys}: written after the block, TOML reads ` +
+          `${bad.length > 1 ? "them" : "it"} as part of that [[hooks]] table ${drop}; ${SETTINGS_AFTER_BLOCK}`
+        : `hooks[${h.index}] has ${keys} ${drop}, ours included; remove ${
+          bad.length > 1 ? "those keys" : "that key"
+        }`,
+    ];
+  });
+}
+
+/** Who wrote a marked block (OpenViking's Node plugin used the same markers). */
+export type BlockOwner = "ours" | "upstream";
+
+/** A block's hook entries and who wrote them. */
+export function blockInfo(block: BlockRange): { owner: BlockOwner; entries: Record<string, unknown>[] } {
+  const parsed = parseToml(block.text);
+  const entries = parsed.ok ? hooksOf(parsed.value).map((h) => h.value) : [];
+  const upstream = entries.some((e) => typeof e.command === "string" && isUpstreamHookCommand(e.command));
+  return { owner: upstream ? "upstream" : "ours", entries };
+}
+
+/**
+ * Why `[[hooks]]` outside any block stand in the way, or "": ours (Kimi may have rewritten the file) or
+ * OpenViking's own plugin's — either would capture every turn twice. `--yes` replaces blocks, never these.
+ */
+export function outsideHooksProblem(strays: FoundHook[], upstream: FoundHook[]): string {
+  if (strays.length) {
+    return `config.toml has openviking-kimi [[hooks]] outside the marked block (${
+      strays.map((h) => `hooks[${h.index}]: ${h.command}`).join("; ")
+    }); Kimi may have rewritten the file. Delete those [[hooks]] tables and run install again.`;
+  }
+  if (upstream.length) {
+    return `config.toml has [[hooks]] of OpenViking's own Kimi plugin (${
+      upstream.map((h) => h.command).join("; ")
+    }). ` +
+      "Two memory integrations would capture every turn twice: delete those [[hooks]] tables (or run " +
+      "OpenViking's `install.sh --harness kimicode --uninstall --yes`) and run install again.";
+  }
+  return "";
+}
+
+/** A planned change of config.toml (`after` undefined: the file goes, or stays absent). */
+export type ConfigPlan =
+  | {
+    ok: true;
+    after: string | undefined;
+    changed: boolean;
+    replaced: BlockOwner | "none";
+    warnings: string[];
+  }
+  | { ok: false; error: string };
+
+type Refusal = { ok: false; error: string };
+
+/** The document and our blocks, or why the file cannot be changed. */
+function load(text: string): { ok: true; doc: Record<string, unknown>; blocks: BlockRange[] } | Refusal {
+  const parsed = parseToml(text);
+  if (!parsed.ok) {
+    return {
+      ok: false,
+      error: `config.toml does not parse (${parsed.error}). Fix the file (\`kimi doctor config\` shows the ` +
+        "problem, or restore config.toml.bak) and run again; nothing was changed.",
+    };
+  }
+  const found = findBlocks(text);
+  if ("error" in found) {
+    return { ok: false, error: `${found.error}. Remove the stray marker line and run again.` };
+  }
+  return { ok: true, doc: parsed.value, blocks: found.blocks };
+}
+
+/** Plans install: our block with `entries`, placed so that no key of the user's changes meaning. */
+export function planConfigInstall(
+  current: string | undefined,
+  entries: readonly HookEntry[],
+  options: { replaceUpstream?: boolean } = {},
+): ConfigPlan {
+  const before = current ?? "";
+  const loaded = load(before);
+  if (!loaded.ok) return loaded;
+  const owners = loaded.blocks.map((b) => blockInfo(b).owner);
+  const replaced = owners.includes("upstream") ? "upstream" : owners.length ? "ours" : "none";
+  if (replaced === "upstream" && !options.replaceUpstream) {
+    return {
+      ok: false,
+      error: "config.toml has the block written by OpenViking's own Kimi plugin installer (node " +
+        "…/kimicode-hook.mjs). Two memory integrations would capture every turn twice. Either remove it " +
+        "(OpenViking's `install.sh --harness kimicode --uninstall --yes`) and run install again, or run " +
+        "install again with --yes to let openviking-kimi replace that block.",
+    };
+  }
+  const user = parseToml(removeRanges(before, loaded.blocks));
+  if (!user.ok) {
+    return {
+      ok: false,
+      error: `config.toml does not parse without the openviking block (${user.error}): settings after the ` +
+        "block depend on it. Move the block to the end of the file (or delete it) and run again.",
+    };
+  }
+  const hooks = hooksOf(user.value);
+  const outside = outsideHooksProblem(
+    hooks.filter((h) => isOurHookCommand(h.command)),
+    hooks.filter((h) => isUpstreamHookCommand(h.command)),
+  );
+  if (outside) return { ok: false, error: outside };
+  const created = current === undefined ||
+    loaded.blocks.some((b) => b.text.split(/\r?\n/).includes(CREATED_LINE));
+  const block = renderBlock(entries, eolOf(before), created);
+  const [first, ...rest] = loaded.blocks;
+  const kept = removeRanges(before, rest);
+  const after = first
+    ? kept.slice(0, first.start) + block + kept.slice(first.end)
+    : before === "" || before.endsWith("\n")
+    ? before + block + eolOf(before)
+    : before + eolOf(before) + block;
+  const parsed = parseToml(after);
+  if (!parsed.ok) {
+    return {
+      ok: false,
+      error:
+        `adding [[hooks]] would make config.toml invalid (${parsed.error}); "hooks" must be an array of ` +
+        "tables ([[hooks]]) for Kimi Code. Fix that key and run again; nothing was changed.",
+    };
+  }
+  const stripped = withoutHooks(parsed.value, entries);
+  if (!deepEqual(stripped, user.value)) {
+    return {
+      ok: false,
+      error: `installing would change the meaning of "${firstDifference(stripped, user.value)}" in ` +
+        "config.toml (settings after the openviking block would belong to its last [[hooks]] table): " +
+        `${SETTINGS_AFTER_BLOCK}, then run again; nothing was changed.`,
+    };
+  }
+  return { ok: true, after, changed: after !== before, replaced, warnings: invalidHookKeys(parsed.value) };
+}
+
+/** Plans uninstall: our block out (OpenViking's only with `removeUpstream`). */
+export function planConfigUninstall(
+  current: string | undefined,
+  options: { removeUpstream?: boolean } = {},
+): ConfigPlan {
+  if (current === undefined) {
+    return { ok: true, after: undefined, changed: false, replaced: "none", warnings: [] };
+  }
+  const loaded = load(current);
+  if (!loaded.ok) return loaded;
+  const infos = loaded.blocks.map((block) => ({ block, ...blockInfo(block) }));
+  const removable = infos.filter((i) => i.owner === "ours" || options.removeUpstream);
+  const warnings = infos.filter((i) => !removable.includes(i)).map(() =>
+    "config.toml has a block written by OpenViking's own Kimi plugin installer; it was left in place " +
+    "(remove it with OpenViking's `install.sh --harness kimicode --uninstall --yes`)."
+  );
+  if (removable.length === 0) return { ok: true, after: current, changed: false, replaced: "none", warnings };
+  const after = removeRanges(current, removable.map((i) => i.block));
+  const parsed = parseToml(after);
+  if (!parsed.ok || !deepEqual(parsed.value, withoutHooks(loaded.doc, removable.flatMap((i) => i.entries)))) {
+    return {
+      ok: false,
+      error: "removing the openviking block would change the meaning of settings written after it (TOML " +
+        `reads them as part of its last [[hooks]] table): ${SETTINGS_AFTER_BLOCK}, then run uninstall again; ` +
+        "nothing was changed.",
+    };
+  }
+  const created = removable.some((i) => i.block.text.includes(CREATED_LINE));
+  return {
+    ok: true,
+    after: after === "" && created ? undefined : after,
+    changed: true,
+    replaced: removable.some((i) => i.owner === "upstream") ? "upstream" : "ours",
+    warnings,
+  };
 }

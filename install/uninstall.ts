@@ -3,7 +3,7 @@
  * install added, and with `--purge` the home's plugin directory and our part of its `.bak` copies, the program
  * copies nothing else uses, and what every home shares (the executable, the PATH command, per-session state,
  * the ledger, the log, an empty queue of ours, the MCP tool cache) unless another Kimi home still has
- * openviking-kimi registered; feeding one plan that run.ts checks and carries out all or nothing. ovcli.conf,
+ * openviking-kimi registered; feeding one plan that transaction.ts checks and carries out all or nothing. ovcli.conf,
  * other clients' queue files and undelivered writes stay.
  */
 
@@ -24,21 +24,30 @@ import {
   sharedStateDir,
 } from "../lib/paths.ts";
 import { breakerFiles } from "../openviking/breaker.ts";
-import { PLUGIN_ID } from "./spec.ts";
-import { planConfigUninstall } from "./toml-config.ts";
-import { planMcpUninstall } from "./mcp-json.ts";
-import { hasOurPlugin, kimiHomeFor, type KimiState, readKimiState } from "./detect.ts";
+import { classifyManifest, PLUGIN_ID } from "./spec.ts";
+import { planConfigUninstall } from "./toml-block.ts";
+import { parseJson, planMcpUninstall } from "./json-files.ts";
+import { kimiHomeFor, type KimiState, readKimiState } from "./detect.ts";
 import { commandAt, installedBinaryPath, pathCommand } from "./placement.ts";
-import { versionsDir } from "./copy.ts";
-import { sweepStep, versionsUsedBy } from "./copy-sweep.ts";
-import { planUnregister } from "./plugin-mode.ts";
-import { backupFor, type KimiFile, withoutOurs } from "./backup.ts";
-import { homesFile, installedHomes } from "./copy-homes.ts";
-import { carryOut, type Context, fail, type InstallOptions, newPlan, type Plan, planFile } from "./run.ts";
-import { removalStep } from "./steps.ts";
-import { parseJson } from "./json-file.ts";
-import { classifyManifest } from "./plugin.ts";
-import { planConfigSkillRemoval, planSystemPromptRemoval } from "./memory-files.ts";
+import { homesFile, installedHomes, sweepStep, versionsDir, versionsUsedBy } from "./program.ts";
+import {
+  backupFor,
+  type KimiFile,
+  planConfigSkillRemoval,
+  planSystemPromptRemoval,
+  planUnregister,
+  withoutOurs,
+} from "./kimi-home.ts";
+import {
+  carryOut,
+  type Context,
+  fail,
+  type InstallOptions,
+  newPlan,
+  type Plan,
+  planFile,
+  removalStep,
+} from "./transaction.ts";
 import { commandName } from "../lib/self.ts";
 
 /** Plans taking config mode out: our block and our `mcp.json` entry (hooks outside the block are named). */
@@ -76,7 +85,7 @@ function planConfigRemoval(state: KimiState, plan: Plan): string | undefined {
 function planPluginRemoval(state: KimiState, plan: Plan): string | undefined {
   if (state.registryError && state.registryText !== undefined) {
     plan.notes.push(`Note: ${state.registryError}`);
-  } else if (hasOurPlugin(state) || state.plugin?.owner === "missing") {
+  } else if (state.plugin?.owner === "ours" || state.plugin?.owner === "missing") {
     return planUnregister(plan, state, `plugin "${PLUGIN_ID}" unregistered`);
   } else if (state.plugin?.owner === "upstream") {
     plan.notes.push(

@@ -13,7 +13,7 @@ import { askDataAccess, createClient, type OpenVikingClient, type OvFailure } fr
 import { asRecord } from "../lib/parsed.ts";
 import { commandName } from "../lib/self.ts";
 import { USER_AGENT } from "../lib/version.ts";
-import type { Context } from "./run.ts";
+import type { Context } from "./transaction.ts";
 
 /** The account and user install makes with a root key unless --account/--user name others (dev mode's own). */
 const DEFAULT_ID = "default";

@@ -1,5 +1,5 @@
 /**
- * This program as it runs: the compiled binary, an installed copy (the bundles install/copy.ts places under
+ * This program as it runs: the compiled binary, an installed copy (the bundles install/program.ts places under
  * `…/kimicode/versions/<id>/`, run with the flags its `copy.json` recorded) or a checkout (deno.json's `cli`
  * task flags, the one place they are defined) — how it runs itself again, and the command a message names.
  */

@@ -11,9 +11,11 @@ import fc from "fast-check";
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { tomlDocument } from "../install/toml_arbitrary.ts";
-import { type Context, runInstall, runUninstall } from "../../commands/install.ts";
+import { type Context } from "../../install/transaction.ts";
+import { runInstall } from "../../install/install.ts";
+import { runUninstall } from "../../install/uninstall.ts";
 import { isRecord as isObject } from "../../lib/parsed.ts";
-import { planMcpInstall, planMcpUninstall } from "../../install/mcp-json.ts";
+import { planMcpInstall, planMcpUninstall } from "../../install/json-files.ts";
 import { planOvcli } from "../../install/ovcli.ts";
 import { currentSelf } from "../../install/placement.ts";
 import {
@@ -21,10 +23,10 @@ import {
   planRegistryDisable,
   planRegistryInstall,
   planRegistryUninstall,
-} from "../../install/registry.ts";
+} from "../../install/json-files.ts";
 import { BLOCK_BEGIN, BLOCK_END, hookEntries, MCP_SERVER_NAME, PLUGIN_ID } from "../../install/spec.ts";
 import { findBlocks, parseToml } from "../../install/toml-block.ts";
-import { planConfigInstall, planConfigUninstall } from "../../install/toml-config.ts";
+import { planConfigInstall, planConfigUninstall } from "../../install/toml-block.ts";
 import { deepEqual } from "../../lib/parsed.ts";
 import { mutated, nastyString, params } from "./arbitraries.ts";
 import { MCP_ENTRY, mcpDocument } from "../install/json_arbitrary.ts";

@@ -1,5 +1,5 @@
 /**
- * The program copy an install from a checkout places (install/copy.ts, issue #15 point 1): bundled, with
+ * The program copy an install from a checkout places (install/program.ts, issue #15 point 1): bundled, with
  * its npm dependencies inside, versioned by content under ~/.openviking/agent-integrations/kimicode/versions;
  * never changed once placed (a new Deno only rewrites its launcher); a previous version kept while a
  * process of it runs or another Kimi home registers it, and removed once nothing uses it.
@@ -13,9 +13,10 @@ import {
   assertTrue,
 } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
-import { type Context, type InstallOptions, runInstall } from "../../commands/install.ts";
+import { type Context, type InstallOptions } from "../../install/transaction.ts";
+import { runInstall } from "../../install/install.ts";
 import { currentSelf } from "../../install/placement.ts";
-import { buildCopy, versionsDir } from "../../install/copy.ts";
+import { buildCopy, versionsDir } from "../../install/program.ts";
 import { cloneCheckout } from "./helpers.ts";
 import { launcherInfo, launcherText } from "../../install/launcher.ts";
 import { COPY_FILES, COPY_RUN_FLAGS, productionFlags } from "../../lib/self.ts";

@@ -8,7 +8,7 @@ import {
 import { tempDir } from "../support/temp.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { type Check, renderChecks, runDoctor } from "../../install/doctor.ts";
-import { runInstall } from "../../commands/install.ts";
+import { runInstall } from "../../install/install.ts";
 import { currentSelf } from "../../install/placement.ts";
 import { enqueueCommit } from "../../openviking/queue.ts";
 import { emptyState, writeState } from "../../memory/state.ts";

@@ -1,8 +1,9 @@
 import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../support/assert.ts";
-import { classifyMcpEntry, planMcpInstall, planMcpUninstall } from "../../install/mcp-json.ts";
-import { planRegistryDisable, planRegistryInstall, planRegistryUninstall } from "../../install/registry.ts";
+import { classifyMcpEntry } from "../../install/spec.ts";
+import { planMcpInstall, planMcpUninstall } from "../../install/json-files.ts";
+import { planRegistryDisable, planRegistryInstall, planRegistryUninstall } from "../../install/json-files.ts";
 import { maskSecrets, planOvcli } from "../../install/ovcli.ts";
-import { unifiedDiff } from "../../install/diff.ts";
+import { unifiedDiff } from "../../install/transaction.ts";
 
 const OURS = {
   command: "/home/u/.openviking/agent-integrations/kimicode/bin/openviking-kimi",

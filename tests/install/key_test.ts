@@ -18,7 +18,7 @@ import { JournalBuilder } from "../support/journal.ts";
 import { placeJournal } from "../support/hook-context.ts";
 import { cliArgs, ROOT, runCli, runProcess, type RunResult } from "../support/run.ts";
 import { isolatedEnv } from "./helpers.ts";
-import { chooseApiKey, type KeyFlags, type KeyIo } from "../../install/key.ts";
+import { chooseApiKey, type KeyFlags, type KeyIo } from "../../install/ovcli.ts";
 import { HOOKS } from "../../kimi/hooks.ts";
 
 const posix = Deno.build.os !== "windows";

@@ -9,7 +9,7 @@ import { tempDir } from "../support/temp.ts";
 import { cliArgs } from "../support/run.ts";
 import { isolatedEnv } from "./helpers.ts";
 import { renderBlock } from "../../install/toml-block.ts";
-import { planConfigInstall } from "../../install/toml-config.ts";
+import { planConfigInstall } from "../../install/toml-block.ts";
 import { hookEntries } from "../../install/spec.ts";
 
 const HERE = new URL(".", import.meta.url).pathname;

@@ -1,12 +1,12 @@
 /**
  * Child process for the kill -9 test: rewrites one file forever through the installer's own write path
- * (`applyChange`: backup, temp + fsync + rename), alternating between two contents, and prints "ready"
+ * (`fileStep`: backup, temp + fsync + rename), alternating between two contents, and prints "ready"
  * once the first write is done. The parent kills it with SIGKILL at a random moment.
  *
  * Usage: deno run -A kill_writer.ts <target> <contentA-file> <contentB-file>
  */
 
-import { applyChange } from "../../install/files.ts";
+import { fileStep } from "../../install/transaction.ts";
 
 const [target, aFile, bFile] = Deno.args;
 const a = await Deno.readTextFile(aFile);
@@ -15,7 +15,8 @@ let current = await Deno.readTextFile(target);
 let announced = false;
 while (true) {
   const next = current === a ? b : a;
-  await applyChange({ path: target, before: current, after: next, backup: "bak" });
+  await (await fileStep({ path: target, before: current, after: next, backup: "bak" }, "kill test").run())
+    .commit?.();
   current = next;
   if (!announced) {
     await Deno.stdout.write(new TextEncoder().encode("ready\n"));

@@ -5,7 +5,7 @@
  */
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
-import { planMcpInstall, planMcpUninstall } from "../../install/mcp-json.ts";
+import { planMcpInstall, planMcpUninstall } from "../../install/json-files.ts";
 import { deletionOf, insertionOf, parseLoose } from "./text_diff.ts";
 
 const OURS = { command: "/opt/ov/bin/openviking-kimi", args: ["mcp"] };

@@ -14,9 +14,11 @@ import {
 } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { fakeCompiled } from "./helpers.ts";
-import { type Context, type InstallOptions, runInstall, runUninstall } from "../../commands/install.ts";
+import { type Context, type InstallOptions } from "../../install/transaction.ts";
+import { runInstall } from "../../install/install.ts";
+import { runUninstall } from "../../install/uninstall.ts";
 import { currentSelf, type Self } from "../../install/placement.ts";
-import { unifiedDiff } from "../../install/diff.ts";
+import { unifiedDiff } from "../../install/transaction.ts";
 
 interface Home {
   home: string;

@@ -8,7 +8,7 @@ import {
   planConfigUninstall,
   SETTINGS_AFTER_BLOCK,
   withoutHooks,
-} from "../../install/toml-config.ts";
+} from "../../install/toml-block.ts";
 import { BLOCK_BEGIN, BLOCK_END, hookEntries } from "../../install/spec.ts";
 import { HOOKS } from "../../kimi/hooks.ts";
 import { tomlDocument, trailingSection } from "./toml_arbitrary.ts";

@@ -1,7 +1,7 @@
 /** Windows command shapes (cmd.exe runs Kimi's hooks there), checked on any OS. */
 
 import { assertEquals, assertMatch } from "../support/assert.ts";
-import { renderManifest } from "../../install/plugin.ts";
+import { renderManifest } from "../../install/kimi-home.ts";
 import {
   cmdQuote,
   commandFor,
@@ -11,7 +11,7 @@ import {
 } from "../../install/placement.ts";
 import { parseToml, renderBlock } from "../../install/toml-block.ts";
 import { hookEntries, isOurHookCommand } from "../../install/spec.ts";
-import { classifyMcpEntry } from "../../install/mcp-json.ts";
+import { classifyMcpEntry } from "../../install/spec.ts";
 
 Deno.test("windows plugin manifest: cmd-friendly hook paths, ./ MCP command with .exe", () => {
   const m = renderManifest("windows");

@@ -1,0 +1,521 @@
+/**
+ * A run of install or uninstall as one transaction: a plan of steps (text-file changes among them), checked
+ * before the first write so every refusal comes first; printed as a diff by `--dry-run` (removed lines
+ * first); carried out in order, each step keeping what it replaced aside until the end, so a step that fails
+ * puts back every earlier one exactly (a file's bytes and mode, a link, a directory). Text files are read
+ * exactly (BOM kept; not UTF-8: refused) and written temp + fsync + rename, 0600, through a symlink to where
+ * it points; a change keeps the previous bytes in `<file>.bak` unless the planner says all of it was ours.
+ */
+
+import { structuredPatch } from "diff";
+import { writeFileAtomic } from "../lib/fs.ts";
+import { dirName, type Env, isAbsolutePath, joinPath, processEnv } from "../lib/paths.ts";
+import { invocationCwd } from "../lib/self.ts";
+import { currentOs, currentSelf, type OsFamily, type Self } from "./placement.ts";
+import type { CredentialArgs } from "./ovcli.ts";
+
+/** Where messages go (tests capture them). */
+export interface Output {
+  info(line: string): void;
+  error(line: string): void;
+}
+
+/** Parsed options of install and uninstall. */
+export interface InstallOptions {
+  mode?: "config" | "plugin";
+  kimiHome?: string;
+  credentials: CredentialArgs;
+  dryRun: boolean;
+  yes: boolean;
+  purge: boolean;
+}
+
+/** Everything a run needs, injectable for tests. */
+export interface Context {
+  env: Env;
+  self: Self;
+  os: OsFamily;
+  out: Output;
+  now: Date;
+  cwd: string;
+  /** The Deno a program copy records (default: the one running). */
+  deno?: string;
+  /** How install asks the server (default: fetch). */
+  fetch?: typeof fetch;
+}
+
+/** The context of a real run: this process, its environment, the console, now. */
+export async function defaultContext(): Promise<Context> {
+  return {
+    env: processEnv(),
+    self: await currentSelf(),
+    os: currentOs(),
+    out: { info: (l) => console.log(l), error: (l) => console.error(l) },
+    now: new Date(),
+    cwd: invocationCwd(),
+  };
+}
+
+/** A note after the run: the same words always, or what is said once done and what a dry run says would be. */
+export type Note = string | { done: string; planned: string };
+
+/** What a step did: its message, what it changed (named by a rollback), its undo, and what ends it once all succeeded. */
+export interface Done {
+  message?: string;
+  changed?: string;
+  undo?: () => Promise<void>;
+  commit?: () => Promise<string[] | void>;
+}
+
+/** An action of a run, described for dry runs, with why it cannot be taken (found while planning). */
+export interface Step {
+  describe: string;
+  check?: () => Promise<string | undefined>;
+  run: () => Promise<Done>;
+}
+
+/** A planned change of one text file (`undefined`: absent). */
+export interface FileChange {
+  path: string;
+  before: string | undefined;
+  after: string | undefined;
+  /** `none`: no `.bak` — all of it was ours, or it holds a key that must not stay on disk once replaced. */
+  backup: "bak" | "none";
+  /** Only shown by a dry run (another step writes it). */
+  displayOnly?: boolean;
+  /** How a dry run shows the text (secrets masked). */
+  display?: (text: string) => string;
+}
+
+/** A planned run. */
+export interface Plan {
+  steps: Step[];
+  changes: FileChange[];
+  notes: Note[];
+  now: Date;
+}
+
+export function newPlan(now: Date): Plan {
+  return { steps: [], changes: [], notes: [], now };
+}
+
+const NOTHING = "nothing was changed";
+
+/** A file-system error in words (no Deno error text). */
+export function describeFsError(error: unknown): string {
+  const words: Record<string, string> = {
+    ENOSPC: "the disk is full",
+    EDQUOT: "the disk quota is used up",
+    EROFS: "the file system is read-only",
+    EACCES: "permission denied",
+    EPERM: "the operation is not permitted",
+    ENOENT: "a directory on its path does not exist",
+    ENOTDIR: "a part of its path is a file, not a directory",
+    EISDIR: "it is a directory",
+    ENAMETOOLONG: "the file name is too long",
+    ELOOP: "its symbolic links go round in a loop",
+    EBUSY: "it is in use",
+    ETXTBSY: "it is in use",
+    EIO: "an input/output error",
+    EXDEV: "it is on another file system",
+    ENOTEMPTY: "the directory is not empty",
+  };
+  const code = (error as { code?: unknown })?.code;
+  if (typeof code === "string" && words[code]) return words[code];
+  const message = error instanceof Error ? error.message : String(error);
+  return message.replace(/\s*\(os error \d+\)[^]*$/, "").replace(/^\w+:\s*/, "") || "it failed";
+}
+
+const isFsError = (error: unknown) => typeof (error as { code?: unknown })?.code === "string";
+
+/** Runs `action`; a file-system error becomes "could not <what>: <cause>". */
+export async function attempt<T>(what: string, action: () => Promise<T>): Promise<T> {
+  try {
+    return await action();
+  } catch (error) {
+    throw isFsError(error) ? new Error(`could not ${what}: ${describeFsError(error)}`) : error;
+  }
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+/** A text file byte for byte (BOM kept); undefined when absent; a failure names the file and the fix. */
+export async function readText(
+  path: string,
+): Promise<{ ok: true; text: string | undefined } | { ok: false; error: string; reason: string }> {
+  const refuse = (reason: string, fix: string) => ({
+    ok: false as const,
+    reason,
+    error: `${path} cannot be read (${reason}). ${fix} and run again; ${NOTHING}.`,
+  });
+  let bytes: Uint8Array;
+  try {
+    bytes = await Deno.readFile(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return { ok: true, text: undefined };
+    if (error instanceof Deno.errors.IsADirectory) {
+      return refuse("it is a directory, not a file", "Move it away");
+    }
+    return refuse(describeFsError(error), "Fix that");
+  }
+  try {
+    return { ok: true, text: utf8.decode(bytes) };
+  } catch {
+    return refuse("it is not UTF-8 text", `Save it as UTF-8 (or restore ${path}.bak)`);
+  }
+}
+
+const lstat = (path: string) =>
+  Deno.lstat(path).catch((e) => (e instanceof Deno.errors.NotFound ? undefined : Promise.reject(e)));
+
+/** Why a file cannot be created at `path` (its nearest existing ancestor is not a directory), or undefined. */
+export async function checkCreatable(path: string): Promise<string | undefined> {
+  for (let dir = dirName(path); dir !== ""; dir = dirName(dir)) {
+    const info = await Deno.stat(dir).catch((e) => e as Error);
+    if (info instanceof Deno.errors.NotFound && dirName(dir) !== dir) continue;
+    if (info instanceof Error) {
+      return `cannot create ${path}: ${dir} cannot be used (${describeFsError(info)}); ${NOTHING}.`;
+    }
+    return info.isDirectory
+      ? undefined
+      : `cannot create ${path}: ${dir} is a file, not a directory. Move it away and run again; ${NOTHING}.`;
+  }
+  return undefined;
+}
+
+/** Where a chain of symbolic links ends (the first path that is not a link, or does not exist). */
+async function linkEnd(path: string): Promise<string> {
+  let p = path;
+  for (let hops = 0; hops < 40 && (await lstat(p).catch(() => undefined))?.isSymlink; hops++) {
+    const link = await Deno.readLink(p);
+    p = isAbsolutePath(link) ? link : joinPath(dirName(p), link);
+  }
+  return p;
+}
+
+/** Why `change` cannot be written (a dangling symlink, a directory in the way, …), or undefined. */
+async function checkChange(change: FileChange): Promise<string | undefined> {
+  if (change.displayOnly || change.before === change.after) return undefined;
+  const { path } = change;
+  let info = await lstat(path).catch((e) => e as Error);
+  if (info instanceof Error) {
+    return `${path} cannot be used (${describeFsError(info)}). Fix that and run again; ${NOTHING}.`;
+  }
+  let target = path;
+  if (info?.isSymlink) {
+    try {
+      target = await Deno.realPath(path);
+      info = await Deno.stat(target);
+    } catch (error) {
+      const end = await linkEnd(path);
+      return error instanceof Deno.errors.NotFound
+        ? `${path} is a symbolic link to ${end}, which does not exist. Create ${end}, point the link at an ` +
+          `existing file, or remove the link, then run again; ${NOTHING}.`
+        : `${path} is a symbolic link to ${end}, which cannot be reached (${
+          describeFsError(error)
+        }). Fix or ` +
+          `remove the link and run again; ${NOTHING}.`;
+    }
+  }
+  const via = target === path ? "" : ` (${path} links there)`;
+  if (info?.isDirectory) {
+    return `${target}${via} is a directory, not a file. Move it away and run again; ${NOTHING}.`;
+  }
+  if (info && !info.isFile) {
+    return `${target}${via} is not a regular file. Move it away and run again; ${NOTHING}.`;
+  }
+  if (!info) return await checkCreatable(target);
+  if (
+    change.before !== undefined && change.backup === "bak" &&
+    (await lstat(`${path}.bak`).catch(() => undefined))?.isDirectory
+  ) {
+    return `${path}.bak is a directory, so the previous ${path} cannot be kept there. Move it away and run again; ${NOTHING}.`;
+  }
+  return undefined;
+}
+
+/** Makes `dir` and its missing parents (new ones 0700; `private`: `dir` itself 0700); the undo removes what it made. */
+export async function makeDirs(
+  dir: string,
+  options: { private?: boolean } = {},
+): Promise<() => Promise<void>> {
+  const made: string[] = [];
+  for (let d = dir; d !== "" && !(await lstat(d).catch(() => undefined)); d = dirName(d)) {
+    made.push(d);
+    if (dirName(d) === d) break;
+  }
+  const tighten = options.private && Deno.build.os !== "windows";
+  const mode = tighten && !made.length ? (await Deno.stat(dir)).mode! & 0o7777 : 0o700;
+  await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
+  if (tighten) await Deno.chmod(dir, 0o700);
+  return async () => {
+    if (mode !== 0o700) await Deno.chmod(dir, mode);
+    for (const d of made) await Deno.remove(d).catch(() => {});
+  };
+}
+
+/**
+ * Puts at `path` what `make` creates at a temporary sibling (nothing: a removal), keeping what was there
+ * aside (a file hard-linked, so its name never goes missing; anything else renamed). Returns the undo and
+ * the end that deletes what was kept (or, with `keepAs`, renames it there).
+ */
+export async function swapIn(
+  path: string,
+  make?: (tmp: string) => Promise<void>,
+  keepAs?: string,
+): Promise<{ undo: () => Promise<void>; end: () => Promise<void> }> {
+  const id = crypto.randomUUID().slice(0, 8);
+  const [tmp, aside] = [
+    `${path}.${id}.tmp`,
+    joinPath(dirName(path), `.${path.slice(dirName(path).length + 1)}.${id}.previous`),
+  ];
+  const old = await lstat(path);
+  const undos: (() => Promise<void>)[] = [];
+  const undo = async () => {
+    for (const u of undos.reverse()) await u();
+  };
+  try {
+    if (make) {
+      undos.push(() => Deno.remove(tmp, { recursive: true }).catch(() => {}));
+      await make(tmp);
+    }
+    if (old?.isFile && make) await Deno.link(path, aside).catch(() => Deno.copyFile(path, aside));
+    else if (old) await Deno.rename(path, aside);
+    if (old) undos.push(() => Deno.rename(aside, path));
+    if (make) {
+      if (old && !old.isFile) undos.push(() => Deno.remove(path, { recursive: true }).catch(() => {}));
+      await Deno.rename(tmp, path);
+      if (!old) undos.push(() => Deno.remove(path, { recursive: true }));
+    }
+  } catch (error) {
+    await undo().catch(() => {});
+    throw error;
+  }
+  const end = async () => {
+    if (!old) return;
+    await (keepAs ? Deno.rename(aside, keepAs) : Deno.remove(aside, { recursive: true })).catch(() => {});
+  };
+  return { undo, end };
+}
+
+/** A step that does `swap` under `what` (its file-system errors in words), with its message. */
+export function swapStep(
+  describe: string,
+  what: string,
+  target: string,
+  swap: () => Promise<{ undo: () => Promise<void>; end: () => Promise<void> }>,
+  message: string,
+  check?: () => Promise<string | undefined>,
+): Step {
+  return {
+    describe,
+    check,
+    run: () =>
+      attempt(what, async () => {
+        const { undo, end } = await swap();
+        return { message, changed: target, undo, commit: end };
+      }),
+  };
+}
+
+/** Writes `text` at `path` (temp + fsync + rename, 0600, parents made). */
+function writeText(path: string, text: string, mode = 0o600): Promise<void> {
+  return writeFileAtomic(path, text, { mode, privateDir: false, durable: true });
+}
+
+/** The step writing one planned change (and its `.bak`); `makeDir` makes the directory it needs, undoably. */
+export function fileStep(
+  change: FileChange,
+  what: string,
+  makeDir?: () => Promise<() => Promise<void>>,
+): Step {
+  const { path, before, after } = change;
+  return {
+    describe: `${
+      after === undefined ? "delete" : before === undefined ? "create" : "update"
+    } ${path} (${what})`,
+    run: async () => {
+      const undos: (() => Promise<void>)[] = [];
+      const undo = async () => {
+        for (const u of [...undos].reverse()) await u();
+      };
+      const ends: (() => Promise<void>)[] = [];
+      let target = path;
+      try {
+        if (makeDir) undos.push(await attempt(`create the directory of ${path}`, makeDir));
+        const now = await readText(path);
+        if (!now.ok || now.text !== before) {
+          throw new Error(`${path} changed while openviking-kimi was working on it; run the command again.`);
+        }
+        const bak = before !== undefined && change.backup === "bak" ? `${path}.bak` : undefined;
+        const doing = [
+          ...(bak ? [{ at: bak, text: before }] : []),
+          {
+            at: after === undefined
+              ? path
+              : (target = (await lstat(path))?.isSymlink ? await Deno.realPath(path) : path),
+            text: after,
+          },
+        ];
+        for (const d of doing) {
+          if (d.text !== undefined) undos.push(await makeDirs(dirName(d.at)));
+          const swap = await swapIn(
+            d.at,
+            d.text === undefined ? undefined : (tmp) => writeText(tmp, d.text!),
+          );
+          undos.push(swap.undo);
+          ends.push(swap.end);
+        }
+        return {
+          message: bak ? `${what}: ${path} (previous copy in ${bak})` : `${what}: ${path}`,
+          changed: path,
+          undo,
+          commit: async () => void (await Promise.all(ends.map((e) => e()))),
+        };
+      } catch (error) {
+        await undo().catch(() => {});
+        if (!isFsError(error)) throw error;
+        throw new Error(
+          `could not write ${target}${target === path ? "" : ` (${path} links there)`}: ${
+            describeFsError(error)
+          }`,
+        );
+      }
+    },
+  };
+}
+
+/** Plans a change of one of Kimi's files and the step that writes it. */
+export function planFile(
+  plan: Plan,
+  path: string,
+  before: string | undefined,
+  after: string | undefined,
+  what: string,
+  backup: FileChange["backup"] = "bak",
+): void {
+  const change: FileChange = { path, before, after, backup };
+  plan.changes.push(change);
+  plan.steps.push(fileStep(change, what));
+}
+
+/** The step removing `path` (moved aside, deleted once the run succeeded); `quiet`: nothing said when it is not there. */
+export function removalStep(
+  path: string,
+  describe: string,
+  message: string,
+  options: { quiet?: boolean } = {},
+): Step {
+  return {
+    describe,
+    run: async () => {
+      if (options.quiet && !(await lstat(path).catch(() => undefined))) return {};
+      return await attempt(`remove ${path}`, async () => {
+        const { undo, end } = await swapIn(path);
+        return { message, changed: path, undo, commit: end };
+      });
+    },
+  };
+}
+
+/** A unified diff (3 lines of context) from `before` to `after`; "" when equal. A CR shows as `␍`. */
+export function unifiedDiff(path: string, before: string | undefined, after: string | undefined): string {
+  if (before === after) return "";
+  const shown = (t: string | undefined) => (t ?? "").replace(/\r(?=\n|$)/g, "␍");
+  const patch = structuredPatch(path, path, shown(before), shown(after), undefined, undefined, {
+    context: 3,
+  });
+  const head = [
+    `--- ${before === undefined ? "/dev/null" : `${path} (now)`}`,
+    `+++ ${after === undefined ? "/dev/null" : `${path} (after)`}`,
+  ];
+  const hunks = patch.hunks.flatMap((
+    h,
+  ) => [`@@ -${h.oldStart},${h.oldLines} +${h.newStart},${h.newLines} @@`, ...h.lines]);
+  return `${[...head, ...hunks].join("\n")}\n`;
+}
+
+/** How a run ends: its command (for errors), and what it says before, after, and when there is nothing to do. */
+export interface Outcome {
+  command: "install" | "uninstall";
+  dryRun: boolean;
+  start: string;
+  done?: string | (() => string);
+  nothing: string;
+}
+
+/** Reports `message` as the run's error; returns the exit code 1. */
+export function fail(out: Output, command: Outcome["command"], message: string): number {
+  out.error(`openviking-kimi ${command}: ${message}`);
+  return 1;
+}
+
+const noteText = (
+  note: Note,
+  planned: boolean,
+) => (typeof note === "string" ? note : planned ? note.planned : note.done);
+
+/** Takes the steps in order; when one fails, the ones taken are undone, last first. Returns the error, if any. */
+async function execute(plan: Plan, out: Output): Promise<string | undefined> {
+  for (const c of plan.changes) {
+    const now = c.displayOnly || c.before === c.after ? undefined : await readText(c.path);
+    if (now && (!now.ok || now.text !== c.before)) {
+      return `${c.path} changed while openviking-kimi was working on it; run the command again; ${NOTHING}.`;
+    }
+  }
+  const done: Done[] = [];
+  for (const step of plan.steps) {
+    try {
+      done.push(await step.run());
+    } catch (error) {
+      const reason = isFsError(error)
+        ? `${step.describe} failed: ${describeFsError(error)}`
+        : (error as Error).message;
+      const taken = done.filter((d) => d.undo);
+      if (!taken.length) return `${reason}; ${NOTHING}. Fix that and run again.`;
+      const failed: string[] = [];
+      for (const d of taken.reverse()) await d.undo!().catch((e) => failed.push(describeFsError(e)));
+      const names = taken.reverse().flatMap((d) => (d.changed ? [d.changed] : [])).join(", ");
+      return failed.length
+        ? `${reason}. Rolled back the changes already made (${names}), except: ${
+          failed.join("; ")
+        }. The previous content of each file is in its .bak copy.`
+        : `${reason}. Rolled back the changes already made: ${names} as before, so ${NOTHING}. Fix that and run again.`;
+    }
+  }
+  const finished: string[] = [];
+  for (const d of done) finished.push(...((await d.commit?.()) ?? []));
+  for (const d of done) if (d.message) out.info(`  ✓ ${d.message}`);
+  for (const line of finished) out.info(`  ✓ ${line}`);
+  for (const note of plan.notes) out.info(noteText(note, false));
+  return undefined;
+}
+
+/** Checks the plan, then prints it (dry run) or carries it out; returns the exit code. */
+export async function carryOut(plan: Plan, out: Output, outcome: Outcome): Promise<number> {
+  for (const check of [...plan.changes.map((c) => () => checkChange(c)), ...plan.steps.map((s) => s.check)]) {
+    const problem = await check?.();
+    if (problem) return fail(out, outcome.command, problem);
+  }
+  if (plan.steps.length === 0) {
+    out.info(`${outcome.dryRun ? "Dry run: nothing" : "Nothing"} to change: ${outcome.nothing}`);
+    for (const note of plan.notes) out.info(noteText(note, false));
+    return 0;
+  }
+  if (outcome.dryRun) {
+    out.info("Dry run: nothing was changed. These changes would be made:");
+    for (const step of plan.steps) out.info(`  - ${step.describe}`);
+    for (const c of plan.changes) {
+      const show = (t: string | undefined) => (t === undefined || !c.display ? t : c.display(t));
+      const diff = unifiedDiff(c.path, show(c.before), show(c.after));
+      if (diff) out.info(diff.trimEnd());
+    }
+    for (const note of plan.notes) out.info(noteText(note, true));
+    return 0;
+  }
+  out.info(outcome.start);
+  const failed = await execute(plan, out);
+  if (failed) return fail(out, outcome.command, failed);
+  if (outcome.done) out.info(typeof outcome.done === "string" ? outcome.done : outcome.done());
+  return 0;
+}
