@@ -1,5 +1,5 @@
 import { assertEquals } from "../support/assert.ts";
-import { ledgerEntryOf, replayEntryOf } from "../../memory/ledger-entry.ts";
+import { ledgerEntryOf, replayEntryOf } from "../../memory/ledger.ts";
 import type { HookContext } from "../../memory/context.ts";
 import type { HookEvent } from "../../kimi/hooks.ts";
 
