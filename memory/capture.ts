@@ -1,20 +1,20 @@
 /**
- * Capture for Stop, StopFailure, PreCompact, SessionEnd (detached worker) and Interrupt (synchronous, 2 s
- * budget): wait — outside the lock — for the newest turn to close, then under the session lock read the
- * journal from the cursor, settle an intent an earlier run left, and in bounded steps plan, record the intent,
- * send (or queue), acknowledge a contiguous prefix and move the cursor; then commit (queued behind queued
- * writes). Without a journal the prompts the prompt hook kept are sent instead (capture-fallback.ts).
+ * Capture for Stop, StopFailure, PreCompact, SessionEnd (detached worker) and Interrupt (synchronous, within
+ * its budget). Outside the lock it waits for the newest turn to close; under the session lock it reads the
+ * journal from the cursor, settles an intent an earlier run left, and in bounded steps plans, records the
+ * intent, sends (or queues), acknowledges a contiguous prefix and moves the cursor; then commits, queued
+ * behind queued writes. Without a journal it sends the prompts the prompt hook kept (prompt-fallback.ts).
  */
 
 import { type Cause, causeOf } from "../openviking/advice.ts";
 import { noteAnswered } from "../openviking/breaker.ts";
-import type { OpenVikingClient } from "../openviking/client.ts";
+import { Budget, type OpenVikingClient } from "../openviking/client.ts";
 import { kimiHome } from "../lib/paths.ts";
-import { isHeld, newestHeld } from "../openviking/held.ts";
+import { isHeld, liveMessages, newestHeld } from "../openviking/held.ts";
 import { hasUnsent, queuedMessageKeys, SessionQueue } from "../openviking/queue.ts";
 import { messageKey } from "../openviking/queue-files.ts";
 import { replayOptions, replayQueue, type ReplayReport } from "../openviking/replay.ts";
-import { sendMessages, type SendReport } from "../openviking/sessions.ts";
+import { commitSession, sendMessages, type SendReport } from "../openviking/sessions.ts";
 import {
   type Cursor,
   MAX_CAPTURED_KEYS,
@@ -23,18 +23,167 @@ import {
   type SessionState,
   updateState,
 } from "./state.ts";
+import type { HookEvent } from "../kimi/hooks.ts";
 import { locateJournal } from "../kimi/journal/locate.ts";
-import { acknowledge, type Plan, planCapture, type PlanOptions } from "../kimi/journal/plan.ts";
-import { cursorAt } from "../kimi/journal/read.ts";
-import { captureFromPrompts } from "./capture-fallback.ts";
-import { type CaptureMode, captureMode, commitIfDue, lockedMode, MIN_COMMIT_MS } from "./capture-mode.ts";
+import {
+  acknowledge,
+  type Candidate,
+  fallbackKey,
+  type Plan,
+  planCapture,
+  type PlanOptions,
+} from "../kimi/journal/plan.ts";
+import { cursorAt, type JournalRead, readJournal } from "../kimi/journal/read.ts";
+import { scanTurns, turnLineFilter, type TurnScan } from "../kimi/journal/turns.ts";
 import { spawnReplay } from "../kimi/detach.ts";
 import { clientFor, type HookContext, type HookResult } from "./context.ts";
-import { settledElsewhere } from "./inflight.ts";
-import { type Scan, scanJournal, waitForTurnEnd } from "./journal-scan.ts";
+import type { FallbackPrompt } from "./prompt-fallback.ts";
 import { refreshFromHook } from "./system-prompt.ts";
 
-export { captureMode, WORKER_LOCK_WAIT_MS } from "./capture-mode.ts";
+/** How one capture behaves, by event. */
+export interface CaptureMode {
+  /** Wait up to this long (before locking) for the newest turn's end. */
+  waitMs: number;
+  /** Take open turns too, after the wait. */
+  force: boolean;
+  /** How long to wait for the session lock. */
+  lockWaitMs: number;
+  /** Time for network work. An interrupt's runs from the hook's start (the host's clock); see `budgetAtLockMs`. */
+  budget: Budget;
+  /** A worker's budget is this long from when it holds the lock: its waits for the turn and the lock are not network time. */
+  budgetAtLockMs?: number;
+  /** Commit whenever anything is pending commit, regardless of the threshold. */
+  commitAlways: boolean;
+}
+
+/** A detached worker waits this long for the lock: no host timeout applies to it. */
+export const WORKER_LOCK_WAIT_MS = 120_000;
+
+/** Time a worker gives its network work, independent of the host. */
+const WORKER_BUDGET_MS = 60_000;
+
+/** Below this much remaining budget a capture sends no more requests: its commit is queued instead. */
+export const MIN_COMMIT_MS = 250;
+
+/** The capture mode of an event run (in the worker, or synchronously). */
+export function captureMode(
+  event: HookEvent,
+  config: { captureWaitMs: number; interruptBudgetMs: number },
+  startedAt: number,
+): CaptureMode {
+  if (event === "interrupt") {
+    const total = config.interruptBudgetMs;
+    const budget = new Budget(total - (Date.now() - startedAt));
+    return {
+      waitMs: Math.min(config.captureWaitMs, Math.floor(total * 0.4)),
+      force: true,
+      lockWaitMs: Math.floor(total * 0.3),
+      budget,
+      commitAlways: true,
+    };
+  }
+  const base = {
+    lockWaitMs: WORKER_LOCK_WAIT_MS,
+    budget: new Budget(WORKER_BUDGET_MS),
+    budgetAtLockMs: WORKER_BUDGET_MS,
+  };
+  if (event === "stop") return { ...base, waitMs: config.captureWaitMs, force: false, commitAlways: false };
+  if (event === "session-end") {
+    return { ...base, waitMs: Math.min(config.captureWaitMs, 3000), force: true, commitAlways: true };
+  }
+  if (event === "stop-failure") {
+    // A failed turn fires StopFailure, never Stop: its prompt (and any text of steps before the failure) goes
+    // now. The v2 engine still writes the turn's `turn.ended`; a legacy failed turn never closes: forced.
+    return { ...base, waitMs: Math.min(config.captureWaitMs, 3000), force: true, commitAlways: false };
+  }
+  return { ...base, waitMs: 0, force: false, commitAlways: true }; // pre-compact
+}
+
+/** The mode a capture works in once it holds the lock: a worker's budget starts now (see `budgetAtLockMs`). */
+export function lockedMode(mode: CaptureMode): CaptureMode {
+  return mode.budgetAtLockMs === undefined ? mode : { ...mode, budget: new Budget(mode.budgetAtLockMs) };
+}
+
+/**
+ * Commits when something is pending commit and the mode or the threshold asks for it, inside the budget,
+ * under `key` (the session and the last message it covers: queued commits never merge). What was sent or
+ * queued is recorded first, so a kill during the commit never resends it; a commit that went through or was
+ * queued resets the count. `commit` is "none" or the commit's kind.
+ */
+async function commitIfDue(
+  ctx: HookContext,
+  client: OpenVikingClient,
+  mode: CaptureMode,
+  save: SaveState,
+  state: SessionState,
+  request: { key: string; queueOnly: boolean; queue?: SessionQueue },
+): Promise<{ state: SessionState; commit: string; taskId?: string }> {
+  const since = state.capturedSinceCommit;
+  if (!since || !(mode.commitAlways || since >= ctx.config.commitTurnThreshold)) {
+    return { state, commit: "none" };
+  }
+  await save(state);
+  // No time left for a request (an interrupt on a loaded machine): the commit waits in the queue.
+  const short = mode.budget.remaining() < MIN_COMMIT_MS;
+  const outcome = await commitSession(client, ctx.ovSessionId, {
+    ...request,
+    budget: mode.budget,
+    pendingDir: ctx.pendingDir,
+    queueOnly: request.queueOnly || short,
+  });
+  return {
+    state: outcome.kind === "failed" ? state : { ...state, capturedSinceCommit: 0 },
+    commit: outcome.kind,
+    taskId: outcome.kind === "committed" ? outcome.taskId : undefined,
+  };
+}
+
+/** A journal read after a cursor and its turns. */
+export interface Scan {
+  turns: TurnScan;
+  read: JournalRead;
+}
+
+/** Reads the journal after `cursor` and scans its turns. */
+export async function scanJournal(path: string, cursor: Cursor | undefined): Promise<Scan> {
+  const usable = cursor && cursor.path === path ? cursor : undefined;
+  const read = await readJournal(path, usable, turnLineFilter);
+  const first = usable && !read.rewritten ? usable.nextIndex : 0;
+  return { turns: scanTurns(read.lines, first), read };
+}
+
+/** How often the wait looks at the journal's size and time. */
+const POLL_MS = 100;
+
+/**
+ * Waits (bounded) until the newest main-agent turn after the cursor is closed. With `expectTurn` (Stop: a turn
+ * just ended) it also waits for that turn to show up at all: Kimi may not have written it to the journal yet
+ * when the hook fires (seen under load with 0.41.0 over ACP), and a capture that read the journal too early
+ * would leave the turn until the session's next hook — which `kimi -p` never has. The journal is scanned again
+ * only when its size or time changed: a long unsent tail is not re-read ten times a second.
+ */
+export async function waitForTurnEnd(
+  path: string,
+  cursor: Cursor | undefined,
+  waitMs: number,
+  expectTurn: boolean,
+  scan: (path: string, cursor: Cursor | undefined) => Promise<Scan> = scanJournal,
+): Promise<boolean> {
+  const deadline = Date.now() + waitMs;
+  let scanned: string | undefined;
+  for (;;) {
+    const info = await Deno.stat(path).catch(() => undefined);
+    const stamp = info ? `${info.size}:${info.mtime?.getTime()}` : "gone";
+    if (stamp !== scanned) {
+      scanned = stamp;
+      const { turns } = await scan(path, cursor).catch(() => ({ turns: undefined }));
+      const newest = turns?.turns.at(-1);
+      if (newest ? newest.closed : !expectTurn) return true;
+    }
+    if (Date.now() >= deadline) return false;
+    await new Promise((r) => setTimeout(r, Math.min(POLL_MS, Math.max(1, deadline - Date.now()))));
+  }
+}
 
 /** The result of one capture, for the log. */
 interface CaptureReport {
@@ -139,26 +288,38 @@ async function stateAfter(
   };
 }
 
-/** A run that stopped without recording its last request's outcome: settles what it may have delivered. */
+/** Every message the journal after the cursor still plans, in one plan. */
+function fullPlan(run: Run, state: SessionState): Plan {
+  const options = { ...run.planOptions, maxTurns: undefined };
+  return planCapture(run.scan.turns.turns, new Set(state.capturedKeys), state.ackedBelow, options);
+}
+
+/**
+ * A run that stopped without recording its last request's outcome left its intent: those messages are
+ * acknowledged where they are found (our queue, or the session on the server) and sent again where they are
+ * not (a duplicate is better than a loss).
+ */
 async function settleInflight(run: Run, state: SessionState): Promise<SessionState> {
   if (!state.inflight?.keys.length) return state;
+  const { ctx } = run;
   const inflight = new Set(state.inflight.keys);
-  const all = planCapture(run.scan.turns.turns, new Set(state.capturedKeys), state.ackedBelow, {
-    ...run.planOptions,
-    maxTurns: undefined,
-  });
-  const candidates = all.toSend.filter((x) => inflight.has(x.key));
-  const found = await settledElsewhere(run.client, {
-    pendingDir: run.ctx.pendingDir,
-    sessionId: run.ctx.ovSessionId,
-    budget: run.mode.budget,
-  }, candidates);
-  run.report.settledElsewhere = found.keys.size;
-  run.ctx.log.stage("inflight-settled", { keys: inflight.size, found: found.keys.size, asked: found.asked });
+  const candidates = fullPlan(run, state).toSend.filter((x) => inflight.has(x.key));
+  const found = new Set<string>();
+  const queued = await queuedMessageKeys(ctx.pendingDir, ctx.ovSessionId);
+  const rest: Candidate[] = [];
+  for (const c of candidates) {
+    if (queued.has(await messageKey(ctx.ovSessionId, c.payload))) found.add(c.key);
+    else rest.push(c);
+  }
+  const held = rest.length ? await liveMessages(run.client, ctx.ovSessionId, run.mode.budget) : [];
+  for (const c of rest) if (held && isHeld(held, c.payload)) found.add(c.key);
+  const asked = !rest.length ? "queue" : held ? "server" : "unknown";
+  run.report.settledElsewhere = found.size;
+  ctx.log.stage("inflight-settled", { keys: inflight.size, found: found.size, asked });
   return {
     ...state,
     inflight: undefined,
-    capturedKeys: [...state.capturedKeys, ...found.keys].slice(-MAX_CAPTURED_KEYS),
+    capturedKeys: [...state.capturedKeys, ...found].slice(-MAX_CAPTURED_KEYS),
   };
 }
 
@@ -169,10 +330,7 @@ async function settleInflight(run: Run, state: SessionState): Promise<SessionSta
  */
 async function recoverState(run: Run, state: SessionState): Promise<SessionState | undefined> {
   const { ctx } = run;
-  const plan = planCapture(run.scan.turns.turns, new Set(state.capturedKeys), state.ackedBelow, {
-    ...run.planOptions,
-    maxTurns: undefined,
-  });
+  const plan = fullPlan(run, state);
   const newest = await newestHeld(run.client, ctx.ovSessionId, run.mode.budget);
   if (newest === undefined) return undefined;
   const queued = await queuedMessageKeys(ctx.pendingDir, ctx.ovSessionId);
@@ -303,10 +461,7 @@ async function captureLocked(run: Run, start: SessionState): Promise<SessionStat
       t.index >= state.ackedBelow && (t.closed || run.planOptions.includeOpen)
     ).length;
   if (!sent.stopped) {
-    const done = await commitIfDue(state, mode, ctx.config.commitTurnThreshold, run.save, {
-      client: run.client,
-      sessionId: ctx.ovSessionId,
-      pendingDir: ctx.pendingDir,
+    const done = await commitIfDue(ctx, run.client, mode, run.save, state, {
       key: `${ctx.ovSessionId}:${state.lastAckedKey ?? "none"}`,
       queueOnly: sent.queueOnly,
       queue,
@@ -413,4 +568,65 @@ export async function captureHook(ctx: HookContext): Promise<HookResult> {
     if (await spawnReplay()) result.data = { ...result.data, replay: "detached" };
   }
   return result;
+}
+
+/** The kept prompts still to send (pure): seen after the last journal capture, not sent by a fallback yet. */
+export function duePrompts(kept: readonly FallbackPrompt[], capture: SessionState): FallbackPrompt[] {
+  const sent = new Set(capture.capturedKeys);
+  return kept.filter((p) => p.at > (capture.lastCaptureAt ?? 0) && !sent.has(fallbackKey(p.text, p.at)));
+}
+
+/**
+ * Sends the due kept prompts of a session whose journal cannot be found (`reason`) as user messages under
+ * the session lock, records each as it is acknowledged, commits like capture does.
+ */
+export async function captureFromPrompts(
+  ctx: HookContext,
+  waiting: CaptureMode,
+  reason: string,
+): Promise<HookResult> {
+  const none: HookResult = { outcome: "no-journal", data: { reason, fallback: 0 } };
+  if (!ctx.capturePaths || !ctx.promptPaths) return none;
+  const kept = (await readState(ctx.promptPaths.file)).fallbackPrompts;
+  if (!kept.length) return none;
+  const client = clientFor(ctx);
+  const sid = ctx.ovSessionId;
+  const res = await updateState(ctx.capturePaths, async (state, save) => {
+    const mode = lockedMode(waiting); // a worker's budget starts now, after its wait for the lock
+    const due = duePrompts(kept, state);
+    if (!due.length) return { value: { turns: 0, sent: 0, queued: 0, rejected: 0, commit: "none" } };
+    const settled = (acked: number, captured: number): SessionState => ({
+      ...state,
+      capturedKeys: [...state.capturedKeys, ...due.slice(0, acked).map((p) => fallbackKey(p.text, p.at))],
+      capturedSinceCommit: state.capturedSinceCommit + captured,
+    });
+    const queueOnly = await hasUnsent(ctx.pendingDir, sid);
+    const report = await sendMessages(
+      client,
+      sid,
+      due.map((p) => ({ role: "user" as const, content: p.text })),
+      {
+        budget: mode.budget,
+        pendingDir: ctx.pendingDir,
+        queueOnly,
+        // Recorded before the next request, as capture does: a kill never makes the next run resend these.
+        onAcked: async (acked) => await save(settled(acked, acked)),
+      },
+    );
+    const last = due[report.acked - 1];
+    const done = await commitIfDue(ctx, client, mode, save, settled(report.acked, report.acked), {
+      key: `${sid}:${last ? fallbackKey(last.text, last.at) : "none"}`,
+      queueOnly: queueOnly || report.queued > 0,
+    });
+    // Each kept prompt is a turn of its own (its answer is not known without the journal).
+    const { sent, queued, rejected } = report;
+    const value = { turns: report.acked, sent, queued, rejected, commit: done.commit };
+    return { state: done.state, value };
+  }, { waitMs: waiting.lockWaitMs, durable: true });
+  if (!res.acquired) return { outcome: "lock-timeout", data: { reason } };
+  return {
+    outcome: "no-journal",
+    // Settled: sent, queued, or refused and kept (counted as refused, never as delivered).
+    data: { reason, fallback: res.value.turns, ...res.value },
+  };
 }

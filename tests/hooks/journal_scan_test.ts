@@ -3,7 +3,7 @@
 import { assertEquals } from "../support/assert.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { tempDir } from "../support/temp.ts";
-import { scanJournal, waitForTurnEnd } from "../../memory/journal-scan.ts";
+import { scanJournal, waitForTurnEnd } from "../../memory/capture.ts";
 
 Deno.test("waitForTurnEnd: an open turn that does not change is scanned once, not every 100 ms", async () => {
   await using dir = await tempDir();

@@ -11,7 +11,7 @@ import { placeJournal } from "../support/hook-context.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { keepPrompt, MAX_FALLBACK_CHARS, MAX_FALLBACK_PROMPTS } from "../../memory/prompt-fallback.ts";
-import { duePrompts } from "../../memory/capture-fallback.ts";
+import { duePrompts } from "../../memory/capture.ts";
 import { emptyState, readState } from "../../memory/state.ts";
 import { fallbackKey, planCapture } from "../../kimi/journal/plan.ts";
 import { scanTurns } from "../../kimi/journal/turns.ts";

@@ -12,7 +12,7 @@ import { JournalBuilder } from "../support/journal.ts";
 import { ourQueue } from "../support/queue.ts";
 import { tempDir } from "../support/temp.ts";
 import { captureMode, captureSession } from "../../memory/capture.ts";
-import { lockedMode } from "../../memory/capture-mode.ts";
+import { lockedMode } from "../../memory/capture.ts";
 import { withLock } from "../../lib/lock.ts";
 
 const SESSION = "session_worker-budget";
