@@ -185,40 +185,6 @@ export async function waitForTurnEnd(
   }
 }
 
-/** The result of one capture, for the log. */
-interface CaptureReport {
-  journal?: string;
-  /** Turns read after the cursor (an open one is read again by the next run). */
-  scanned: number;
-  /** Turns whose messages this run settled (delivered, queued or refused by OpenViking): `status` counts these. */
-  turns: number;
-  planned: number;
-  sent: number;
-  queued: number;
-  rejected: number;
-  acked: number;
-  skipped: number;
-  /** Bounded steps of at most `TURNS_PER_STEP` turns this run took. */
-  steps: number;
-  /** Turns left for a later run (budget spent, or something could not be settled). */
-  left: number;
-  commit: string;
-  taskId?: string;
-  /** Why messages were queued, or why the capture stopped ("local": our own state or queue could not be written). */
-  cause?: Cause;
-  /** Messages of an unrecorded earlier request found queued or on the server (not sent again). */
-  settledElsewhere: number;
-  /** The state was damaged: messages found on the server or queued, acknowledged instead of sent again. */
-  recovered?: number;
-  /** Loop events whose turn id matched no prompt: bound to the open turn, or (no open turn) not bound. */
-  rebound: number;
-  unbound: number;
-  rewritten: boolean;
-  waited: boolean;
-  /** What the replay of the session's queued writes did, when there were any. */
-  backlog?: ReplayReport;
-}
-
 /** A long backlog is planned and sent in steps of this many turns, each recorded before the next. */
 const TURNS_PER_STEP = 200;
 
@@ -236,8 +202,14 @@ interface Run {
   captured: Set<number>;
 }
 
-/** The report of a capture that has not planned anything yet. */
-function emptyReport(journal: string, s: Scan, waited: boolean): CaptureReport {
+/**
+ * The report (the log's and the ledger's data) of a capture that has not planned anything yet. `turns`: turns
+ * whose messages this run settled (delivered, queued or refused), what status counts; `left`: turns left for
+ * a later run; `settledElsewhere`: messages of an unrecorded request found queued or on the server;
+ * `recovered`: messages a damaged state's recovery acknowledged; `rebound`/`unbound`: loop events whose turn
+ * id matched no prompt; `cause`: why messages were queued or the capture stopped ("local": our own files).
+ */
+function emptyReport(journal: string, s: Scan, waited: boolean) {
   return {
     journal,
     scanned: s.turns.turns.length,
@@ -251,13 +223,19 @@ function emptyReport(journal: string, s: Scan, waited: boolean): CaptureReport {
     steps: 0,
     left: 0,
     commit: "none",
+    taskId: undefined as string | undefined,
+    cause: undefined as Cause | undefined,
     settledElsewhere: 0,
+    recovered: undefined as number | undefined,
     rebound: s.turns.rebound,
     unbound: s.turns.unbound,
     rewritten: s.read.rewritten,
     waited,
+    backlog: undefined as ReplayReport | undefined,
   };
 }
+/** What one capture did, for the log and the ledger. */
+type CaptureReport = ReturnType<typeof emptyReport>;
 
 /**
  * The state once the first `acked` planned messages of `plan` are settled (`captured` of them new). Progress
