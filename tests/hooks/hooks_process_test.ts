@@ -392,7 +392,7 @@ Deno.test("hook user-prompt-submit: the profile once per session; the same promp
   // Before: the reused block printed the same memory again. Now the session already has it: nothing.
   assertEquals(again.stdout, "", "no profile the second time, and no second copy of the memory");
   assertEquals(s.fake!.requestsTo("POST /api/v1/search/search").length, 1, "reuse makes no request");
-  const other = await run({
+  await run({
     prompt: "what about <openviking-context>old</openviking-context> naming conventions?",
   });
   const search = s.fake!.requestsTo("POST /api/v1/search/search")[1].body as Record<string, unknown>;
@@ -511,7 +511,7 @@ Deno.test("hook stop: a worker killed in the middle of its write loses nothing â
   worker.kill("SIGKILL");
   await worker.status;
   assertEquals((await captureState(s)).capturedKeys, [], "nothing was acknowledged by the killed worker");
-  const r = await hookIn("stop", { env: s.env, stdin: payload("Stop") });
+  assertEquals((await hookIn("stop", { env: s.env, stdin: payload("Stop") })).stdout, "");
   await waitFor("the next capture", async () => (await captureState(s)).capturedKeys.length === 6);
   await new Promise((r) => setTimeout(r, 900)); // let the delayed first batch land too
   const stored = s.fake!.messages(OV_SESSION).map((m) => ({
@@ -624,7 +624,7 @@ Deno.test("hook stop: a worker killed during its second batch keeps the first on
   await worker.status;
   assertEquals((await captureState(s)).ackedBelow, 50, "the first batch's 50 turns stay acknowledged");
   s.fake!.clearFaults();
-  const r = await hookIn("stop", { env: s.env, stdin: payload("Stop") });
+  assertEquals((await hookIn("stop", { env: s.env, stdin: payload("Stop") })).stdout, "");
   await waitFor("the next capture", async () => (await captureState(s)).ackedBelow === 60);
   const first = s.fake!.messages(OV_SESSION).filter((m) => Number(m.turn_id) < 50);
   assertEquals(first.length, 100, "turns 0â€“49 stored once each");
