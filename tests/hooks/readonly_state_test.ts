@@ -8,7 +8,7 @@
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { FAKE_MEMORY_LINE, FakeOpenViking } from "../support/fake-openviking.ts";
-import { placeJournal } from "../support/hook-context.ts";
+import { hookIn, placeJournal } from "../support/hook-context.ts";
 import { cliArgs, denoEnv, runCli, runProcess, type RunResult } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 
@@ -121,12 +121,12 @@ Deno.test("~/.openviking is a regular file: the prompt hook recalls, capture sen
 Deno.test("a state that becomes writable again: the next capture sends every turn once", async () => {
   await using b = await box();
   await Deno.writeTextFile(`${b.home}/.openviking`, "in the way\n");
-  const stop = () => runCli(["hook", "stop"], { env: b.env, clearEnv: true, stdin: payload("Stop") });
-  assertEquals((await stop()).code, 0);
+  const stop = () => hookIn("stop", { env: b.env, stdin: payload("Stop") });
+  assertEquals((await stop()).stdout, "");
   assertEquals(b.fake.messages(`kc-${SESSION}`).length, 0);
   await Deno.remove(`${b.home}/.openviking`);
-  assertEquals((await stop()).code, 0);
-  assertEquals((await stop()).code, 0);
+  assertEquals((await stop()).stdout, "");
+  assertEquals((await stop()).stdout, "");
   assertEquals(b.fake.messages(`kc-${SESSION}`).length, 6, "the journal was the truth: six messages, once");
 });
 
