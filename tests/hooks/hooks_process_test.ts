@@ -9,9 +9,7 @@ import {
   DEFAULT_ENTRY,
   DEFAULT_RENDERED,
   FAKE_DIGEST_FIRST,
-  FAKE_PROFILE_BLOCK,
   FAKE_PROFILE_ROW,
-  FAKE_RECALL_BLOCK,
   FakeOpenViking,
 } from "../support/fake-openviking.ts";
 import { hookIn, placeJournal } from "../support/hook-context.ts";
@@ -28,9 +26,6 @@ const SESSION = "session_bb98d39e-e56d-47b5-bd98-4e903585486d";
 const OV_SESSION = `kc-${SESSION}`;
 const FIXTURE = new URL("../fixtures/journals/2.1.0/resumed/wire.jsonl", import.meta.url);
 const CWD = "/home/user/proj";
-
-const PROFILE_BLOCK = FAKE_PROFILE_BLOCK;
-const RECALL_BLOCK = FAKE_RECALL_BLOCK;
 
 type Condition = "fine" | "down" | "slow" | "500" | "legacy" | "no-batch";
 const CONDITIONS: Condition[] = ["fine", "down", "slow", "500", "legacy", "no-batch"];
@@ -164,30 +159,6 @@ for (const condition of CONDITIONS) {
       assertEquals(st.profileInjected, false, "the profile is retried on a later prompt");
     }
   });
-
-  if (condition === "fine" || condition === "legacy") {
-    Deno.test(`hook user-prompt-submit, server ${condition}, OPENVIKING_RECALL_FORMAT=full: the blocks as before`, async () => {
-      await using s = await sandbox(condition);
-      const prompt = [{ type: "text", text: "how should I indent this file?" }];
-      const r = await hookIn("user-prompt-submit", {
-        env: { ...s.env, OPENVIKING_RECALL_FORMAT: "full" },
-        stdin: payload("UserPromptSubmit", { prompt, is_steer: false }),
-      });
-      if (condition === "fine") {
-        // The full format shows all the server returns: its cross-turn dedupe stays on, as in OpenViking's plugins.
-        const body = s.fake!.requestsTo("POST /api/v1/search/search")[0].body as Record<string, unknown>;
-        assertEquals(body.dedup_turns, 5);
-      }
-      assertEquals(
-        r.stdout,
-        condition === "fine"
-          ? `${PROFILE_BLOCK}\n\n${RECALL_BLOCK}\n`
-          : `${PROFILE_BLOCK}\n\n<openviking-context>\nRelevant memory from OpenViking. Use the search/read MCP tools to expand URIs.\n${
-            s.fake!.recallRendered.replaceAll("<", "&lt;") // the server's markup is defanged like any text
-          }\n</openviking-context>\n`,
-      );
-    });
-  }
 
   Deno.test(`hook stop, server ${condition}`, async () => {
     await using s = await sandbox(condition);
