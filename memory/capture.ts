@@ -432,37 +432,25 @@ async function captureLocked(run: Run, start: SessionState): Promise<SessionStat
   }
   const settled = await settleInflight(run, recovered);
   const { backlog, queue } = await replayBacklog(run);
-  const sent = await sendSteps(run, settled, backlog, queue);
-  let state = sent.state;
+  const steps = await sendSteps(run, settled, backlog, queue);
+  let state = steps.state;
   report.left =
     run.scan.turns.turns.filter((t) =>
       t.index >= state.ackedBelow && (t.closed || run.planOptions.includeOpen)
     ).length;
-  if (!sent.stopped) {
+  if (!steps.stopped) {
     const done = await commitIfDue(ctx, run.client, mode, run.save, state, {
       key: `${ctx.ovSessionId}:${state.lastAckedKey ?? "none"}`,
-      queueOnly: sent.queueOnly,
+      queueOnly: steps.queueOnly,
       queue,
     });
     [state, report.commit] = [done.state, done.commit];
     if (done.taskId) report.taskId = done.taskId;
   }
-  const at = Date.now();
-  return {
-    ...state,
-    lastCaptureAt: at,
-    lastCaptureEvent: ctx.event,
-    lastCapture: {
-      at,
-      event: ctx.event,
-      sent: report.sent,
-      queued: report.queued,
-      rejected: report.rejected,
-      cause: report.cause,
-      commit: report.commit,
-      taskId: report.taskId,
-    },
-  };
+  const [at, event] = [Date.now(), ctx.event];
+  const { sent, queued, rejected, cause, commit, taskId } = report;
+  const lastCapture = { at, event, sent, queued, rejected, cause, commit, taskId };
+  return { ...state, lastCaptureAt: at, lastCaptureEvent: event, lastCapture };
 }
 
 /** The session's journal: where the cursor points if it is still there, else located under Kimi's home. */

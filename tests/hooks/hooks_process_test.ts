@@ -168,7 +168,6 @@ for (const condition of CONDITIONS) {
       stdin: payload("Stop", { stop_hook_active: false }),
     });
     assertEquals(r.stdout, "");
-    await waitFor("the worker's capture", async () => (await captureState(s)).lastCaptureAt !== undefined);
     const st = await captureState(s);
     assertEquals(st.capturedKeys, [
       "0:user",
@@ -237,7 +236,7 @@ for (const condition of CONDITIONS) {
         stdin: payload(event === "pre-compact" ? "PreCompact" : "SessionEnd", extra),
       });
       assertEquals(r.stdout, "");
-      await waitFor("the worker's capture", async () => (await captureState(s)).lastCaptureEvent === event);
+      assertEquals((await captureState(s)).lastCaptureEvent, event);
       assertEquals((await captureState(s)).capturedKeys.length, 6);
       if (condition === "fine") {
         assertEquals(s.fake!.messages(OV_SESSION).length, 6);
@@ -257,13 +256,13 @@ for (const condition of CONDITIONS) {
     assertEquals(r.stdout, "");
     assertTrue((await promptState(s)).lastSessionStartAt !== undefined);
     if (condition === "fine" || condition === "legacy" || condition === "no-batch") {
-      await waitFor("the replay", () => s.fake!.messages("kc-earlier").length === 1);
-      await waitFor("the queue to empty", async () => (await ourQueue(pendingDir(s))).length === 0);
-    } else {
-      // the detached replay finishes within its budget and leaves the entry queued
-      await new Promise((r) => setTimeout(r, condition === "slow" ? 2500 : 800));
-      assertEquals((await ourQueue(pendingDir(s))).length, 1);
-    }
+      assertEquals(s.fake!.messages("kc-earlier").length, 1);
+      assertEquals((await ourQueue(pendingDir(s))).length, 0);
+    } else {assertEquals(
+        (await ourQueue(pendingDir(s))).length,
+        1,
+        "the replay's budget ends, the entry waits",
+      );}
   });
 }
 
@@ -483,7 +482,7 @@ Deno.test("hook stop: a worker killed in the middle of its write loses nothing â
   await worker.status;
   assertEquals((await captureState(s)).capturedKeys, [], "nothing was acknowledged by the killed worker");
   assertEquals((await hookIn("stop", { env: s.env, stdin: payload("Stop") })).stdout, "");
-  await waitFor("the next capture", async () => (await captureState(s)).capturedKeys.length === 6);
+  assertEquals((await captureState(s)).capturedKeys.length, 6);
   await new Promise((r) => setTimeout(r, 900)); // let the delayed first batch land too
   const stored = s.fake!.messages(OV_SESSION).map((m) => ({
     turn_id: m.turn_id,
@@ -546,7 +545,7 @@ Deno.test("hook pre-compact with capture switched off still lets the memories an
   );
   const r = await hookIn("pre-compact", { env, stdin: payload("PreCompact") });
   assertEquals(r.stdout, "");
-  await waitFor("the compaction reset", async () => (await promptState(s)).injectedUris.length === 0);
+  assertEquals((await promptState(s)).injectedUris, []);
   assertTrue(
     (await ask("what about the docs folder?")).stdout !== "",
     "after /compact it is lost: shown again",
@@ -596,7 +595,7 @@ Deno.test("hook stop: a worker killed during its second batch keeps the first on
   assertEquals((await captureState(s)).ackedBelow, 50, "the first batch's 50 turns stay acknowledged");
   s.fake!.clearFaults();
   assertEquals((await hookIn("stop", { env: s.env, stdin: payload("Stop") })).stdout, "");
-  await waitFor("the next capture", async () => (await captureState(s)).ackedBelow === 60);
+  assertEquals((await captureState(s)).ackedBelow, 60);
   const first = s.fake!.messages(OV_SESSION).filter((m) => Number(m.turn_id) < 50);
   assertEquals(first.length, 100, "turns 0â€“49 stored once each");
 });

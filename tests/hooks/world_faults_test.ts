@@ -50,12 +50,9 @@ async function world(fakeOptions: Parameters<typeof FakeOpenViking.start>[0] = {
       stdin: JSON.stringify({ hook_event_name: name, session_id: SESSION, cwd: dir.path, ...extra }),
     });
     assertEquals(r.stdout, "");
-    const end = Date.now() + 20_000;
-    while (((await state()).lastCaptureAt ?? 0) <= before) {
-      if (Date.now() > end) throw new Error(`no capture after ${event}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    return await state();
+    const after = await state();
+    assertTrue((after.lastCaptureAt ?? 0) > before, `no capture after ${event}`);
+    return after;
   };
   return {
     dir,
