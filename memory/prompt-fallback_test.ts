@@ -1,20 +1,20 @@
 /**
  * The seed's fallback: when capture cannot find the session's journal, the prompts the prompt hook kept
  * (redacted like captured text, bounded) are sent as user messages, once each; a later capture that finds
- * the journal skips the same user text and sends the rest of the turn. Unit rules, then the real entry point.
+ * the journal skips the same user text and sends the rest of the turn. Unit rules, then whole hook runs in-process.
  */
 
-import { assertEquals, assertTrue } from "../support/assert.ts";
-import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { JournalBuilder } from "../support/journal.ts";
-import { hookIn, placeJournal } from "../support/hook-context.ts";
-import { tempDir } from "../support/temp.ts";
-import { keepPrompt, MAX_FALLBACK_CHARS, MAX_FALLBACK_PROMPTS } from "../../memory/prompt-fallback.ts";
-import { duePrompts } from "../../memory/capture.ts";
-import { emptyState, readState } from "../../memory/state.ts";
-import { fallbackKey, planCapture } from "../../kimi/journal/plan.ts";
-import { scanTurns } from "../../kimi/journal/turns.ts";
-import type { JournalLine } from "../../kimi/journal/read.ts";
+import { assertEquals, assertTrue } from "../tests/support/assert.ts";
+import { FakeOpenViking } from "../tests/support/fake-openviking.ts";
+import { JournalBuilder } from "../tests/support/journal.ts";
+import { hookIn, placeJournal } from "../tests/support/hook-context.ts";
+import { tempDir } from "../tests/support/temp.ts";
+import { keepPrompt, MAX_FALLBACK_CHARS, MAX_FALLBACK_PROMPTS } from "./prompt-fallback.ts";
+import { duePrompts } from "./capture.ts";
+import { emptyState, readState } from "./state.ts";
+import { fallbackKey, planCapture } from "../kimi/journal/plan.ts";
+import { scanTurns } from "../kimi/journal/turns.ts";
+import type { JournalLine } from "../kimi/journal/read.ts";
 
 const opts = { maxLength: 24_000, redact: true };
 
