@@ -50,7 +50,7 @@ export interface CaptureMode {
   lockWaitMs: number;
   /** Time for network work. An interrupt's runs from the hook's start (the host's clock); see `budgetAtLockMs`. */
   budget: Budget;
-  /** A worker's budget is this long from when it holds the lock: its waits for the turn and the lock are not network time. */
+  /** A worker's budget, counted from when it holds the lock (its waits are no network time). */
   budgetAtLockMs?: number;
   /** Commit whenever anything is pending commit, regardless of the threshold. */
   commitAlways: boolean;
@@ -156,11 +156,8 @@ export async function scanJournal(path: string, cursor: Cursor | undefined): Pro
 const POLL_MS = 100;
 
 /**
- * Waits (bounded) until the newest main-agent turn after the cursor is closed. With `expectTurn` (Stop: a turn
- * just ended) it also waits for that turn to show up at all: Kimi may not have written it to the journal yet
- * when the hook fires (seen under load with 0.41.0 over ACP), and a capture that read the journal too early
- * would leave the turn until the session's next hook — which `kimi -p` never has. The journal is scanned again
- * only when its size or time changed: a long unsent tail is not re-read ten times a second.
+ * Waits (bounded) until the newest main-agent turn after the cursor is closed; with `expectTurn` (Stop) also
+ * until that turn is in the journal at all. Scans again only when the file's size or time changed.
  */
 export async function waitForTurnEnd(
   path: string,
@@ -379,10 +376,7 @@ async function sendStep(
   });
 }
 
-/**
- * Bounded steps: plans up to TURNS_PER_STEP turns, sends or queues them, records, and goes on while time is
- * left. `stopped` when something could not be settled (the rest waits for a later run).
- */
+/** Plans, sends and records steps of TURNS_PER_STEP turns while time is left; `stopped`: something unsettled. */
 async function sendSteps(
   run: Run,
   start: SessionState,
@@ -506,10 +500,7 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
   return { outcome: "captured", data: { ...res.value } };
 }
 
-/**
- * Hook handler for stop, stop-failure, pre-compact, session-end and interrupt. It runs in the detached worker
- * (the parent only forwarded stdin, see detach.ts) or synchronously: for interrupt, or when detaching is off.
- */
+/** The handler of stop, stop-failure, pre-compact, session-end (in the detached worker) and interrupt. */
 export async function captureHook(ctx: HookContext): Promise<HookResult> {
   if (ctx.event === "pre-compact" && ctx.promptPaths) {
     // The compacted context loses earlier injections: let the profile and memories be injected again — with
@@ -542,10 +533,7 @@ export function duePrompts(kept: readonly FallbackPrompt[], capture: SessionStat
   return kept.filter((p) => p.at > (capture.lastCaptureAt ?? 0) && !sent.has(fallbackKey(p.text, p.at)));
 }
 
-/**
- * Sends the due kept prompts of a session whose journal cannot be found (`reason`) as user messages under
- * the session lock, records each as it is acknowledged, commits like capture does.
- */
+/** Sends the due kept prompts of a session without a journal (`reason`) as user messages, as capture does. */
 export async function captureFromPrompts(
   ctx: HookContext,
   waiting: CaptureMode,

@@ -129,10 +129,7 @@ export function snippet(text: string): string {
   return one.length <= SNIPPET_CHARS ? one : `${one.slice(0, SNIPPET_CHARS - 1)}…`;
 }
 
-/**
- * Appends one entry to `name`'s ledger, then cuts the file to its newest half if it outgrew its budget. Never
- * throws (the ledger is a record, not a dependency): returns false when it could not write.
- */
+/** Appends `entry` to `name`'s ledger, cut to its newest half past its budget; false when it could not write. */
 export async function appendLedger(
   dir: string,
   name: string,
@@ -143,7 +140,6 @@ export async function appendLedger(
   const line = new TextEncoder().encode(`${JSON.stringify(entry)}\n`);
   try {
     await ensurePrivateDir(dir);
-    // Synchronous calls: a hook run's last few file operations, each spared a trip through the thread pool.
     for (let attempt = 0; attempt < 5; attempt++) {
       const file = Deno.openSync(path, { append: true, create: true, mode: 0o600 });
       let size: number;
@@ -171,10 +167,7 @@ function sameFile(a: Deno.FileInfo, b: Deno.FileInfo): boolean {
   return a.ino === null || b.ino === null || (a.ino === b.ino && a.dev === b.dev);
 }
 
-/**
- * Keeps the newest whole lines of `path` within `keepBytes`: under the file's exclusive lock (no writer
- * appends meanwhile), written beside it and renamed over it. A file another compaction replaced is left.
- */
+/** Keeps the newest whole lines of `path` within `keepBytes`, under the file's exclusive lock. */
 function compact(path: string, keepBytes: number): void {
   const file = Deno.openSync(path, { read: true });
   try {
@@ -357,10 +350,7 @@ export function ledgerEntryOf(
   return { kind: "capture", ...base, event: ctx.event, ...counts, ...(cause ? { cause } : {}) };
 }
 
-/**
- * Appends a replay's entry to the replay ledger, unless it sent and met nothing: `openviking-kimi replay` (also
- * the one an interrupt starts detached) and a capture's replay of its backlog. Never throws: false when it could not.
- */
+/** Appends a replay's entry to the replay ledger unless it sent and met nothing; false when it could not. */
 export async function recordReplay(
   env: Env,
   limits: LedgerLimits,
@@ -384,10 +374,8 @@ const HOUSEKEEPING_EVERY_MS = 86_400_000;
 const HOUSEKEEPING_STAMP = "kimicode-housekeeping.json";
 
 /**
- * What a session start does with the whole home — remove temp files that killed writes left in the queue and in
- * the hook state, cut the ledger to its bounds — costs in proportion to the history, and runs beside the
- * session's first prompt: at most once a day (the stamp says when it last ran). Returns the temp files removed,
- * or undefined when it was not due. Never throws.
+ * Session start's sweep of the whole home, at most once a day: temp files killed writes left in the queue and
+ * the hook state, the ledger cut to its bounds. The temp files removed; undefined when it was not due.
  */
 export async function houseKeeping(ctx: HookContext, now = Date.now()): Promise<number | undefined> {
   const stamp = ctx.sharedStateDir ? joinPath(ctx.sharedStateDir, HOUSEKEEPING_STAMP) : "";
@@ -401,10 +389,7 @@ export async function houseKeeping(ctx: HookContext, now = Date.now()): Promise<
   return temps;
 }
 
-/**
- * Appends the run's entry to its session's ledger (a replay to the replay ledger, and so a capture's replay of
- * its backlog). Never throws, never blocks the hook for long: the ledger is a record, not a dependency.
- */
+/** Appends the run's entry to its session's ledger (a replay's, and a capture's backlog replay, to the replay one). */
 export async function recordRun(ctx: HookContext, result: HookResult, startedAt: number): Promise<void> {
   const entry = ledgerEntryOf(ctx, result, { startedAt, now: Date.now() });
   const dir = orNoHome(() => ledgerDir(ctx.env));
