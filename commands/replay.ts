@@ -11,7 +11,7 @@ import { Budget, clientOptions, createClient } from "../openviking/client.ts";
 import { countShared, queueSummary, REJECTED_SUBDIR } from "../openviking/queue.ts";
 import { replayAll, type ReplayAllReport, replayOptions, replayQueue } from "../openviking/replay.ts";
 import { joinPath, pendingDir, processEnv } from "../lib/paths.ts";
-import { ledgerLimits, recordReplay } from "../memory/ledger-entry.ts";
+import { ledgerLimits, recordReplay } from "../memory/ledger.ts";
 import { commandName } from "../lib/self.ts";
 
 /** What a replay did, in words: what it sent where (and dropped), then what is left in the queue. Pure. */

@@ -1,16 +1,23 @@
 /**
- * Capture for Stop, StopFailure, PreCompact, SessionEnd (detached worker) and Interrupt (synchronous, 2 s
- * budget): wait — outside the lock — for the newest turn to close, then under the session lock read the
- * journal from the cursor, settle an intent an earlier run left, and in bounded steps plan, record the intent,
- * send (or queue), acknowledge a contiguous prefix and move the cursor; then commit (queued behind queued
- * writes). Without a journal the prompts the prompt hook kept are sent instead (capture-fallback.ts).
+ * Capture for Stop, StopFailure, PreCompact, SessionEnd (detached worker) and Interrupt (synchronous, within
+ * its budget). Outside the lock it waits for the newest turn to close; under the session lock it reads the
+ * journal from the cursor, settles an intent an earlier run left, and in bounded steps plans, records the
+ * intent, sends (or queues), acknowledges a contiguous prefix and moves the cursor; then commits, queued
+ * behind queued writes. Without a journal it sends the prompts the prompt hook kept (prompt-fallback.ts).
  */
 
 import { type Cause, causeOf } from "../openviking/advice.ts";
 import { noteAnswered } from "../openviking/breaker.ts";
-import type { OpenVikingClient } from "../openviking/client.ts";
+import { Budget, type OpenVikingClient } from "../openviking/client.ts";
 import { kimiHome } from "../lib/paths.ts";
-import { isHeld, newestHeld, sendMessages, type SendReport } from "../openviking/sessions.ts";
+import {
+  commitSession,
+  isHeld,
+  liveMessages,
+  newestHeld,
+  sendMessages,
+  type SendReport,
+} from "../openviking/sessions.ts";
 import { hasUnsent, messageKey, queuedMessageKeys, SessionQueue } from "../openviking/queue.ts";
 import { replayOptions, replayQueue, type ReplayReport } from "../openviking/replay.ts";
 import {
@@ -21,51 +28,163 @@ import {
   type SessionState,
   updateState,
 } from "./state.ts";
+import type { HookEvent } from "../kimi/hooks.ts";
 import { locateJournal } from "../kimi/journal/locate.ts";
-import { acknowledge, type Plan, planCapture, type PlanOptions } from "../kimi/journal/plan.ts";
-import { cursorAt } from "../kimi/journal/read.ts";
-import { captureFromPrompts } from "./capture-fallback.ts";
-import { type CaptureMode, captureMode, commitIfDue, lockedMode, MIN_COMMIT_MS } from "./capture-mode.ts";
+import {
+  acknowledge,
+  type Candidate,
+  fallbackKey,
+  type Plan,
+  planCapture,
+  type PlanOptions,
+} from "../kimi/journal/plan.ts";
+import { cursorAt, type JournalRead, readJournal } from "../kimi/journal/read.ts";
+import { scanTurns, turnLineFilter, type TurnScan } from "../kimi/journal/turns.ts";
 import { spawnReplay } from "../kimi/detach.ts";
 import { clientFor, type HookContext, type HookResult } from "./context.ts";
-import { settledElsewhere } from "./inflight.ts";
-import { type Scan, scanJournal, waitForTurnEnd } from "./journal-scan.ts";
+import type { FallbackPrompt } from "./prompt-fallback.ts";
 import { refreshFromHook } from "./system-prompt.ts";
 
-export { captureMode, WORKER_LOCK_WAIT_MS } from "./capture-mode.ts";
+/** How one capture behaves, by event. */
+export interface CaptureMode {
+  /** Wait up to this long (before locking) for the newest turn's end. */
+  waitMs: number;
+  /** Take open turns too, after the wait. */
+  force: boolean;
+  /** How long to wait for the session lock. */
+  lockWaitMs: number;
+  /** Time for network work. An interrupt's runs from the hook's start (the host's clock); see `budgetAtLockMs`. */
+  budget: Budget;
+  /** A worker's budget, counted from when it holds the lock (its waits are no network time). */
+  budgetAtLockMs?: number;
+  /** Commit whenever anything is pending commit, regardless of the threshold. */
+  commitAlways: boolean;
+}
 
-/** The result of one capture, for the log. */
-interface CaptureReport {
-  journal?: string;
-  /** Turns read after the cursor (an open one is read again by the next run). */
-  scanned: number;
-  /** Turns whose messages this run settled (delivered, queued or refused by OpenViking): `status` counts these. */
-  turns: number;
-  planned: number;
-  sent: number;
-  queued: number;
-  rejected: number;
-  acked: number;
-  skipped: number;
-  /** Bounded steps of at most `TURNS_PER_STEP` turns this run took. */
-  steps: number;
-  /** Turns left for a later run (budget spent, or something could not be settled). */
-  left: number;
-  commit: string;
-  taskId?: string;
-  /** Why messages were queued, or why the capture stopped ("local": our own state or queue could not be written). */
-  cause?: Cause;
-  /** Messages of an unrecorded earlier request found queued or on the server (not sent again). */
-  settledElsewhere: number;
-  /** The state was damaged: messages found on the server or queued, acknowledged instead of sent again. */
-  recovered?: number;
-  /** Loop events whose turn id matched no prompt: bound to the open turn, or (no open turn) not bound. */
-  rebound: number;
-  unbound: number;
-  rewritten: boolean;
-  waited: boolean;
-  /** What the replay of the session's queued writes did, when there were any. */
-  backlog?: ReplayReport;
+/** A detached worker waits this long for the lock: no host timeout applies to it. */
+export const WORKER_LOCK_WAIT_MS = 120_000;
+
+/** Time a worker gives its network work, independent of the host. */
+const WORKER_BUDGET_MS = 60_000;
+
+/** Below this much remaining budget a capture sends no more requests: its commit is queued instead. */
+export const MIN_COMMIT_MS = 250;
+
+/** The capture mode of an event run (in the worker, or synchronously). */
+export function captureMode(
+  event: HookEvent,
+  config: { captureWaitMs: number; interruptBudgetMs: number },
+  startedAt: number,
+): CaptureMode {
+  if (event === "interrupt") {
+    const total = config.interruptBudgetMs;
+    const budget = new Budget(total - (Date.now() - startedAt));
+    return {
+      waitMs: Math.min(config.captureWaitMs, Math.floor(total * 0.4)),
+      force: true,
+      lockWaitMs: Math.floor(total * 0.3),
+      budget,
+      commitAlways: true,
+    };
+  }
+  const base = {
+    lockWaitMs: WORKER_LOCK_WAIT_MS,
+    budget: new Budget(WORKER_BUDGET_MS),
+    budgetAtLockMs: WORKER_BUDGET_MS,
+  };
+  if (event === "stop") return { ...base, waitMs: config.captureWaitMs, force: false, commitAlways: false };
+  if (event === "session-end") {
+    return { ...base, waitMs: Math.min(config.captureWaitMs, 3000), force: true, commitAlways: true };
+  }
+  if (event === "stop-failure") {
+    // A failed turn fires StopFailure, never Stop: its prompt (and any text of steps before the failure) goes
+    // now. The v2 engine still writes the turn's `turn.ended`; a legacy failed turn never closes: forced.
+    return { ...base, waitMs: Math.min(config.captureWaitMs, 3000), force: true, commitAlways: false };
+  }
+  return { ...base, waitMs: 0, force: false, commitAlways: true }; // pre-compact
+}
+
+/** The mode a capture works in once it holds the lock: a worker's budget starts now (see `budgetAtLockMs`). */
+export function lockedMode(mode: CaptureMode): CaptureMode {
+  return mode.budgetAtLockMs === undefined ? mode : { ...mode, budget: new Budget(mode.budgetAtLockMs) };
+}
+
+/**
+ * Commits when something is pending commit and the mode or the threshold asks for it, inside the budget,
+ * under `key` (the session and the last message it covers: queued commits never merge). What was sent or
+ * queued is recorded first, so a kill during the commit never resends it; a commit that went through or was
+ * queued resets the count. `commit` is "none" or the commit's kind.
+ */
+async function commitIfDue(
+  ctx: HookContext,
+  client: OpenVikingClient,
+  mode: CaptureMode,
+  save: SaveState,
+  state: SessionState,
+  request: { key: string; queueOnly: boolean; queue?: SessionQueue },
+): Promise<{ state: SessionState; commit: string; taskId?: string }> {
+  const since = state.capturedSinceCommit;
+  if (!since || !(mode.commitAlways || since >= ctx.config.commitTurnThreshold)) {
+    return { state, commit: "none" };
+  }
+  await save(state);
+  // No time left for a request (an interrupt on a loaded machine): the commit waits in the queue.
+  const short = mode.budget.remaining() < MIN_COMMIT_MS;
+  const outcome = await commitSession(client, ctx.ovSessionId, {
+    ...request,
+    budget: mode.budget,
+    pendingDir: ctx.pendingDir,
+    queueOnly: request.queueOnly || short,
+  });
+  return {
+    state: outcome.kind === "failed" ? state : { ...state, capturedSinceCommit: 0 },
+    commit: outcome.kind,
+    taskId: outcome.kind === "committed" ? outcome.taskId : undefined,
+  };
+}
+
+/** A journal read after a cursor and its turns. */
+export interface Scan {
+  turns: TurnScan;
+  read: JournalRead;
+}
+
+/** Reads the journal after `cursor` and scans its turns. */
+export async function scanJournal(path: string, cursor: Cursor | undefined): Promise<Scan> {
+  const usable = cursor && cursor.path === path ? cursor : undefined;
+  const read = await readJournal(path, usable, turnLineFilter);
+  const first = usable && !read.rewritten ? usable.nextIndex : 0;
+  return { turns: scanTurns(read.lines, first), read };
+}
+
+/** How often the wait looks at the journal's size and time. */
+const POLL_MS = 100;
+
+/**
+ * Waits (bounded) until the newest main-agent turn after the cursor is closed; with `expectTurn` (Stop) also
+ * until that turn is in the journal at all. Scans again only when the file's size or time changed.
+ */
+export async function waitForTurnEnd(
+  path: string,
+  cursor: Cursor | undefined,
+  waitMs: number,
+  expectTurn: boolean,
+  scan: (path: string, cursor: Cursor | undefined) => Promise<Scan> = scanJournal,
+): Promise<boolean> {
+  const deadline = Date.now() + waitMs;
+  let scanned: string | undefined;
+  for (;;) {
+    const info = await Deno.stat(path).catch(() => undefined);
+    const stamp = info ? `${info.size}:${info.mtime?.getTime()}` : "gone";
+    if (stamp !== scanned) {
+      scanned = stamp;
+      const { turns } = await scan(path, cursor).catch(() => ({ turns: undefined }));
+      const newest = turns?.turns.at(-1);
+      if (newest ? newest.closed : !expectTurn) return true;
+    }
+    if (Date.now() >= deadline) return false;
+    await new Promise((r) => setTimeout(r, Math.min(POLL_MS, Math.max(1, deadline - Date.now()))));
+  }
 }
 
 /** A long backlog is planned and sent in steps of this many turns, each recorded before the next. */
@@ -85,8 +204,14 @@ interface Run {
   captured: Set<number>;
 }
 
-/** The report of a capture that has not planned anything yet. */
-function emptyReport(journal: string, s: Scan, waited: boolean): CaptureReport {
+/**
+ * The report (the log's and the ledger's data) of a capture that has not planned anything yet. `turns`: turns
+ * whose messages this run settled (delivered, queued or refused), what status counts; `left`: turns left for
+ * a later run; `settledElsewhere`: messages of an unrecorded request found queued or on the server;
+ * `recovered`: messages a damaged state's recovery acknowledged; `rebound`/`unbound`: loop events whose turn
+ * id matched no prompt; `cause`: why messages were queued or the capture stopped ("local": our own files).
+ */
+function emptyReport(journal: string, s: Scan, waited: boolean) {
   return {
     journal,
     scanned: s.turns.turns.length,
@@ -100,13 +225,19 @@ function emptyReport(journal: string, s: Scan, waited: boolean): CaptureReport {
     steps: 0,
     left: 0,
     commit: "none",
+    taskId: undefined as string | undefined,
+    cause: undefined as Cause | undefined,
     settledElsewhere: 0,
+    recovered: undefined as number | undefined,
     rebound: s.turns.rebound,
     unbound: s.turns.unbound,
     rewritten: s.read.rewritten,
     waited,
+    backlog: undefined as ReplayReport | undefined,
   };
 }
+/** What one capture did, for the log and the ledger. */
+type CaptureReport = ReturnType<typeof emptyReport>;
 
 /**
  * The state once the first `acked` planned messages of `plan` are settled (`captured` of them new). Progress
@@ -137,26 +268,38 @@ async function stateAfter(
   };
 }
 
-/** A run that stopped without recording its last request's outcome: settles what it may have delivered. */
+/** Every message the journal after the cursor still plans, in one plan. */
+function fullPlan(run: Run, state: SessionState): Plan {
+  const options = { ...run.planOptions, maxTurns: undefined };
+  return planCapture(run.scan.turns.turns, new Set(state.capturedKeys), state.ackedBelow, options);
+}
+
+/**
+ * A run that stopped without recording its last request's outcome left its intent: those messages are
+ * acknowledged where they are found (our queue, or the session on the server) and sent again where they are
+ * not (a duplicate is better than a loss).
+ */
 async function settleInflight(run: Run, state: SessionState): Promise<SessionState> {
   if (!state.inflight?.keys.length) return state;
+  const { ctx } = run;
   const inflight = new Set(state.inflight.keys);
-  const all = planCapture(run.scan.turns.turns, new Set(state.capturedKeys), state.ackedBelow, {
-    ...run.planOptions,
-    maxTurns: undefined,
-  });
-  const candidates = all.toSend.filter((x) => inflight.has(x.key));
-  const found = await settledElsewhere(run.client, {
-    pendingDir: run.ctx.pendingDir,
-    sessionId: run.ctx.ovSessionId,
-    budget: run.mode.budget,
-  }, candidates);
-  run.report.settledElsewhere = found.keys.size;
-  run.ctx.log.stage("inflight-settled", { keys: inflight.size, found: found.keys.size, asked: found.asked });
+  const candidates = fullPlan(run, state).toSend.filter((x) => inflight.has(x.key));
+  const found = new Set<string>();
+  const queued = await queuedMessageKeys(ctx.pendingDir, ctx.ovSessionId);
+  const rest: Candidate[] = [];
+  for (const c of candidates) {
+    if (queued.has(await messageKey(ctx.ovSessionId, c.payload))) found.add(c.key);
+    else rest.push(c);
+  }
+  const held = rest.length ? await liveMessages(run.client, ctx.ovSessionId, run.mode.budget) : [];
+  for (const c of rest) if (held && isHeld(held, c.payload)) found.add(c.key);
+  const asked = !rest.length ? "queue" : held ? "server" : "unknown";
+  run.report.settledElsewhere = found.size;
+  ctx.log.stage("inflight-settled", { keys: inflight.size, found: found.size, asked });
   return {
     ...state,
     inflight: undefined,
-    capturedKeys: [...state.capturedKeys, ...found.keys].slice(-MAX_CAPTURED_KEYS),
+    capturedKeys: [...state.capturedKeys, ...found].slice(-MAX_CAPTURED_KEYS),
   };
 }
 
@@ -167,10 +310,7 @@ async function settleInflight(run: Run, state: SessionState): Promise<SessionSta
  */
 async function recoverState(run: Run, state: SessionState): Promise<SessionState | undefined> {
   const { ctx } = run;
-  const plan = planCapture(run.scan.turns.turns, new Set(state.capturedKeys), state.ackedBelow, {
-    ...run.planOptions,
-    maxTurns: undefined,
-  });
+  const plan = fullPlan(run, state);
   const newest = await newestHeld(run.client, ctx.ovSessionId, run.mode.budget);
   if (newest === undefined) return undefined;
   const queued = await queuedMessageKeys(ctx.pendingDir, ctx.ovSessionId);
@@ -241,10 +381,7 @@ async function sendStep(
   });
 }
 
-/**
- * Bounded steps: plans up to TURNS_PER_STEP turns, sends or queues them, records, and goes on while time is
- * left. `stopped` when something could not be settled (the rest waits for a later run).
- */
+/** Plans, sends and records steps of TURNS_PER_STEP turns while time is left; `stopped`: something unsettled. */
 async function sendSteps(
   run: Run,
   start: SessionState,
@@ -294,40 +431,25 @@ async function captureLocked(run: Run, start: SessionState): Promise<SessionStat
   }
   const settled = await settleInflight(run, recovered);
   const { backlog, queue } = await replayBacklog(run);
-  const sent = await sendSteps(run, settled, backlog, queue);
-  let state = sent.state;
+  const steps = await sendSteps(run, settled, backlog, queue);
+  let state = steps.state;
   report.left =
     run.scan.turns.turns.filter((t) =>
       t.index >= state.ackedBelow && (t.closed || run.planOptions.includeOpen)
     ).length;
-  if (!sent.stopped) {
-    const done = await commitIfDue(state, mode, ctx.config.commitTurnThreshold, run.save, {
-      client: run.client,
-      sessionId: ctx.ovSessionId,
-      pendingDir: ctx.pendingDir,
+  if (!steps.stopped) {
+    const done = await commitIfDue(ctx, run.client, mode, run.save, state, {
       key: `${ctx.ovSessionId}:${state.lastAckedKey ?? "none"}`,
-      queueOnly: sent.queueOnly,
+      queueOnly: steps.queueOnly,
       queue,
     });
     [state, report.commit] = [done.state, done.commit];
     if (done.taskId) report.taskId = done.taskId;
   }
-  const at = Date.now();
-  return {
-    ...state,
-    lastCaptureAt: at,
-    lastCaptureEvent: ctx.event,
-    lastCapture: {
-      at,
-      event: ctx.event,
-      sent: report.sent,
-      queued: report.queued,
-      rejected: report.rejected,
-      cause: report.cause,
-      commit: report.commit,
-      taskId: report.taskId,
-    },
-  };
+  const [at, event] = [Date.now(), ctx.event];
+  const { sent, queued, rejected, cause, commit, taskId } = report;
+  const lastCapture = { at, event, sent, queued, rejected, cause, commit, taskId };
+  return { ...state, lastCaptureAt: at, lastCaptureEvent: event, lastCapture };
 }
 
 /** The session's journal: where the cursor points if it is still there, else located under Kimi's home. */
@@ -383,10 +505,7 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
   return { outcome: "captured", data: { ...res.value } };
 }
 
-/**
- * Hook handler for stop, stop-failure, pre-compact, session-end and interrupt. It runs in the detached worker
- * (the parent only forwarded stdin, see detach.ts) or synchronously: for interrupt, or when detaching is off.
- */
+/** The handler of stop, stop-failure, pre-compact, session-end (in the detached worker) and interrupt. */
 export async function captureHook(ctx: HookContext): Promise<HookResult> {
   if (ctx.event === "pre-compact" && ctx.promptPaths) {
     // The compacted context loses earlier injections: let the profile and memories be injected again — with
@@ -411,4 +530,62 @@ export async function captureHook(ctx: HookContext): Promise<HookResult> {
     if (await spawnReplay()) result.data = { ...result.data, replay: "detached" };
   }
   return result;
+}
+
+/** The kept prompts still to send (pure): seen after the last journal capture, not sent by a fallback yet. */
+export function duePrompts(kept: readonly FallbackPrompt[], capture: SessionState): FallbackPrompt[] {
+  const sent = new Set(capture.capturedKeys);
+  return kept.filter((p) => p.at > (capture.lastCaptureAt ?? 0) && !sent.has(fallbackKey(p.text, p.at)));
+}
+
+/** Sends the due kept prompts of a session without a journal (`reason`) as user messages, as capture does. */
+export async function captureFromPrompts(
+  ctx: HookContext,
+  waiting: CaptureMode,
+  reason: string,
+): Promise<HookResult> {
+  const none: HookResult = { outcome: "no-journal", data: { reason, fallback: 0 } };
+  if (!ctx.capturePaths || !ctx.promptPaths) return none;
+  const kept = (await readState(ctx.promptPaths.file)).fallbackPrompts;
+  if (!kept.length) return none;
+  const client = clientFor(ctx);
+  const sid = ctx.ovSessionId;
+  const res = await updateState(ctx.capturePaths, async (state, save) => {
+    const mode = lockedMode(waiting); // a worker's budget starts now, after its wait for the lock
+    const due = duePrompts(kept, state);
+    if (!due.length) return { value: { turns: 0, sent: 0, queued: 0, rejected: 0, commit: "none" } };
+    const settled = (acked: number, captured: number): SessionState => ({
+      ...state,
+      capturedKeys: [...state.capturedKeys, ...due.slice(0, acked).map((p) => fallbackKey(p.text, p.at))],
+      capturedSinceCommit: state.capturedSinceCommit + captured,
+    });
+    const queueOnly = await hasUnsent(ctx.pendingDir, sid);
+    const report = await sendMessages(
+      client,
+      sid,
+      due.map((p) => ({ role: "user" as const, content: p.text })),
+      {
+        budget: mode.budget,
+        pendingDir: ctx.pendingDir,
+        queueOnly,
+        // Recorded before the next request, as capture does: a kill never makes the next run resend these.
+        onAcked: async (acked) => await save(settled(acked, acked)),
+      },
+    );
+    const last = due[report.acked - 1];
+    const done = await commitIfDue(ctx, client, mode, save, settled(report.acked, report.acked), {
+      key: `${sid}:${last ? fallbackKey(last.text, last.at) : "none"}`,
+      queueOnly: queueOnly || report.queued > 0,
+    });
+    // Each kept prompt is a turn of its own (its answer is not known without the journal).
+    const { sent, queued, rejected } = report;
+    const value = { turns: report.acked, sent, queued, rejected, commit: done.commit };
+    return { state: done.state, value };
+  }, { waitMs: waiting.lockWaitMs, durable: true });
+  if (!res.acquired) return { outcome: "lock-timeout", data: { reason } };
+  return {
+    outcome: "no-journal",
+    // Settled: sent, queued, or refused and kept (counted as refused, never as delivered).
+    data: { reason, fallback: res.value.turns, ...res.value },
+  };
 }

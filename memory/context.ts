@@ -1,4 +1,4 @@
-/** What every hook handler gets: the parsed payload, the config for its cwd, ids, paths and a logger. */
+/** What a hook handler gets (the run's payload, config, ids, paths, log) and what it reports. */
 
 import type { Config } from "../openviking/config.ts";
 import type { Env } from "../lib/paths.ts";
@@ -8,35 +8,36 @@ import type { StatePaths } from "./state.ts";
 import type { HookEvent } from "../kimi/hooks.ts";
 import type { HookInput } from "../kimi/payload.ts";
 
-/** Everything a handler needs about one hook run. */
+/** One hook run, as its handler sees it. */
 export interface HookContext {
   event: HookEvent;
   input: HookInput;
-  /** The raw stdin, handed to a detached worker as-is. */
+  /** The stdin as read, handed to a detached worker as it is. */
   raw: Uint8Array;
   env: Env;
   config: Config;
-  /** Kimi's session id (`session_…`), "" when the payload has none. */
+  /** Kimi's session id, "" when the payload has none. */
   hostSessionId: string;
-  /** OpenViking session id: `kc-<safe host id>`. */
+  /** The OpenViking session: `kc-<safe host id>`. */
   ovSessionId: string;
-  /** The workspace: the payload's cwd (never this process's cwd). */
+  /** The workspace: the payload's cwd, never this process's. */
   cwd: string;
-  /** Capture state (cursor, acknowledged keys, commit counter); absent without a session id. */
+  /** Capture state (cursor, keys, commit counter); absent without a session id or a home. */
   capturePaths?: StatePaths;
-  /** Prompt state (dedupe, profile flag, last recall, URIs shown), kept apart so a prompt never waits on a capture. */
+  /** Prompt state, apart from capture's so a prompt never waits for a capture. */
   promptPaths?: StatePaths;
+  /** The queue's directory ("" without a home: no handler that needs it runs then). */
   pendingDir: string;
-  /** Shared plugin state directory (legacy memo). */
+  /** OpenViking's shared state directory ("" without a home). */
   sharedStateDir: string;
   log: Logger;
-  /** When the hook process started (ms epoch). */
+  /** When the hook process started (ms since the epoch). */
   startedAt: number;
   /** This process is the detached worker of a parent hook. */
   isWorker: boolean;
 }
 
-/** What a handler reports: the stdout text (if any) and a short outcome for the log. */
+/** What a handler reports: its stdout (if any), a short outcome and the data the log and ledger get. */
 export interface HookResult {
   stdout?: string;
   outcome: string;
@@ -46,10 +47,10 @@ export interface HookResult {
 /** A hook handler. */
 export type Handler = (ctx: HookContext) => Promise<HookResult>;
 
-/** Prefix of OpenViking session ids made from Kimi session ids. */
+/** The prefix of the OpenViking session made of a Kimi session. */
 export const SESSION_PREFIX = "kc-";
 
-/** An OpenViking client for this run; `peerId` is the workspace peer ("" for none). */
+/** The run's OpenViking client; `peerId` is the workspace's actor peer ("" for none). */
 export function clientFor(ctx: HookContext, peerId = ""): OpenVikingClient {
   return createClient(clientOptions(ctx.config, peerId));
 }

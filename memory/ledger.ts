@@ -1,22 +1,29 @@
 /**
- * The local ledger: one JSON line per hook run that did something — a prompt's recall, a capture, a queue
- * replay — per Kimi session, under `<openviking home>/ledger/kimicode/<session>.jsonl` (0600 files in 0700
- * directories). Lines are appended with one write each (O_APPEND: lines of concurrent writers never mix),
- * under a shared lock that a compaction takes exclusively (a line is never written into a file being replaced);
- * a reader skips a line it cannot parse. Bounded: a session's file is cut to its newest half when it passes
- * its share of the total, and `pruneLedger` drops files past the age limit and the oldest ones past the total.
- * Entries hold URIs, counts, outcomes and a short redacted snippet of the prompt — never a key, never text from
- * inside `<private>` (the snippet is made by the caller from the redacted query).
+ * The local ledger: one JSON line per hook run that did something (a prompt's recall, a capture, a queue
+ * replay) per Kimi session, in `<ledger dir>/<session>.jsonl` (0600 files in 0700 directories), and the
+ * entries made of what a hook handler reported. Entries hold URIs, counts, outcomes and a short snippet of
+ * the redacted query: never a key, never `<private>` text.
  */
 
 import * as z from "zod/mini";
-import { ensurePrivateDir, isNotFound, writeFileAtomicSync } from "../lib/fs.ts";
-import { joinPath } from "../lib/paths.ts";
+import type { Config } from "../openviking/config.ts";
+import { asRecord, isRecord } from "../lib/parsed.ts";
+import {
+  ensurePrivateDir,
+  isNotFound,
+  removeAbandonedTemps,
+  writeFileAtomic,
+  writeFileAtomicSync,
+} from "../lib/fs.ts";
+import { type Env, hookStateDir, joinPath, ledgerDir, orNoHome, safeId } from "../lib/paths.ts";
+import type { HookContext, HookResult } from "./context.ts";
+import { promptText } from "../kimi/payload.ts";
+import { recallQuery } from "./query.ts";
 
 /** Longest prompt snippet kept. */
 const SNIPPET_CHARS = 80;
 /** Most memories listed per prompt entry (the rest are counted). */
-export const MAX_LISTED = 20;
+const MAX_LISTED = 20;
 /** A session's file may hold this share of the total budget (at least `MIN_SESSION_BYTES`). */
 const SESSION_SHARE = 1 / 32;
 const MIN_SESSION_BYTES = 64 * 1024;
@@ -32,6 +39,8 @@ const Failure = z.object({
 const Run = { at: z.number(), ms: z.number() };
 /** What a write to OpenViking did, in messages. */
 const Counts = { rejected: z.number(), cause: z.optional(Failure) };
+const CommitTasks = z.array(z.object({ sessionId: z.string(), taskId: z.string() }));
+const Delivered = z.array(z.object({ sessionId: z.string(), messages: z.number() }));
 
 /** What one prompt hook run did. */
 const PromptEntrySchema = z.object({
@@ -74,9 +83,9 @@ const ReplayEntrySchema = z.object({
   replayed: z.number(),
   messages: z.number(),
   deferred: z.number(),
-  commitTasks: z.array(z.object({ sessionId: z.string(), taskId: z.string() })),
+  commitTasks: CommitTasks,
   /** Messages sent per session (absent in lines of older versions). */
-  delivered: z.optional(z.array(z.object({ sessionId: z.string(), messages: z.number() }))),
+  delivered: z.optional(Delivered),
 });
 export type ReplayEntry = z.infer<typeof ReplayEntrySchema>;
 
@@ -99,6 +108,11 @@ export interface LedgerLimits {
   maxAgeDays: number;
 }
 
+/** The ledger's bounds from the config. */
+export function ledgerLimits(config: Pick<Config, "ledgerMaxBytes" | "ledgerMaxAgeDays">): LedgerLimits {
+  return { maxTotalBytes: config.ledgerMaxBytes, maxAgeDays: config.ledgerMaxAgeDays };
+}
+
 /** The share of the total one session's file may hold. */
 export function sessionBudget(limits: LedgerLimits): number {
   return Math.max(MIN_SESSION_BYTES, Math.floor(limits.maxTotalBytes * SESSION_SHARE));
@@ -109,16 +123,13 @@ export function ledgerFile(dir: string, name: string): string {
   return joinPath(dir, `${name}.jsonl`);
 }
 
-/** A short, single-line snippet of an (already redacted) prompt. Pure. */
+/** A short, single-line snippet of an (already redacted) prompt. */
 export function snippet(text: string): string {
   const one = text.replace(/\s+/g, " ").trim();
   return one.length <= SNIPPET_CHARS ? one : `${one.slice(0, SNIPPET_CHARS - 1)}…`;
 }
 
-/**
- * Appends one entry to `name`'s ledger, then cuts the file to its newest half if it outgrew its budget. Never
- * throws (the ledger is a record, not a dependency): returns false when it could not write.
- */
+/** Appends `entry` to `name`'s ledger, cut to its newest half past its budget; false when it could not write. */
 export async function appendLedger(
   dir: string,
   name: string,
@@ -129,7 +140,6 @@ export async function appendLedger(
   const line = new TextEncoder().encode(`${JSON.stringify(entry)}\n`);
   try {
     await ensurePrivateDir(dir);
-    // Synchronous calls: a hook run's last few file operations, each spared a trip through the thread pool.
     for (let attempt = 0; attempt < 5; attempt++) {
       const file = Deno.openSync(path, { append: true, create: true, mode: 0o600 });
       let size: number;
@@ -157,10 +167,7 @@ function sameFile(a: Deno.FileInfo, b: Deno.FileInfo): boolean {
   return a.ino === null || b.ino === null || (a.ino === b.ino && a.dev === b.dev);
 }
 
-/**
- * Keeps the newest whole lines of `path` within `keepBytes`: under the file's exclusive lock (no writer
- * appends meanwhile), written beside it and renamed over it. A file another compaction replaced is left.
- */
+/** Keeps the newest whole lines of `path` within `keepBytes`, under the file's exclusive lock. */
 function compact(path: string, keepBytes: number): void {
   const file = Deno.openSync(path, { read: true });
   try {
@@ -232,4 +239,172 @@ export async function pruneLedger(dir: string, limits: LedgerLimits, now = Date.
     } else total += f.size;
   }
   return removed;
+}
+
+const num = z.catch(z.number(), 0);
+const text = z.catch(z.optional(z.string()), undefined);
+const Cause = z.catch(
+  z.optional(
+    z.object({
+      kind: z.string(),
+      status: z.catch(z.number(), 0),
+      message: z.catch(z.string(), ""),
+      location: z.catch(z.optional(z.string()), undefined),
+    }),
+  ),
+  undefined,
+);
+
+/** The prompt handler's report (fields it may leave out read as empty). */
+const PromptData = z.object({
+  recall: z.catch(z.string(), "skipped"),
+  injected: z.catch(
+    z.array(z.object({ uri: z.string(), score: z.optional(z.number()), chars: z.catch(z.number(), 0) })),
+    [],
+  ),
+  suppressed: z.catch(z.array(z.string()), []),
+  profile: text,
+  printedChars: z.optional(z.number()),
+  failure: Cause,
+});
+
+/** A capture's report. */
+const CaptureData = z.object({
+  turns: num,
+  sent: num,
+  queued: num,
+  rejected: num,
+  commit: z.catch(z.string(), "none"),
+  taskId: text,
+  cause: Cause,
+});
+
+/** A replay's report. */
+const ReplayData = z.object({
+  replayed: num,
+  messages: num,
+  rejected: num,
+  deferred: num,
+  commitTasks: z.catch(CommitTasks, []),
+  delivered: z.catch(Delivered, []),
+  cause: Cause,
+});
+
+/** The replay entry of a replay's report, or undefined when it sent and met nothing (pure). */
+export function replayEntryOf(
+  report: unknown,
+  timing: { startedAt: number; now: number },
+): LedgerEntry | undefined {
+  const d = ReplayData.parse(isRecord(report) ? { ...report, cause: plainCause(report.cause) } : {});
+  if (!d.replayed && !d.rejected && !d.cause) return undefined; // an empty queue is not news
+  const { cause, ...counts } = d;
+  return {
+    kind: "replay",
+    at: timing.startedAt,
+    ms: timing.now - timing.startedAt,
+    ...counts,
+    ...(cause ? { cause } : {}),
+  };
+}
+
+/** A failure as the ledger keeps it: `{kind, status, message}`, also from a client failure (`error.message`). */
+function plainCause(cause: unknown): unknown {
+  if (!isRecord(cause) || typeof cause.message === "string") return cause;
+  const message = asRecord(cause.error).message;
+  return { kind: cause.kind, status: cause.status, message: typeof message === "string" ? message : "" };
+}
+
+/** The ledger entry of one hook run, or undefined when it did nothing worth recording (pure). */
+export function ledgerEntryOf(
+  ctx: Pick<HookContext, "event" | "input" | "config" | "isWorker">,
+  result: HookResult,
+  timing: { startedAt: number; now: number },
+): LedgerEntry | undefined {
+  const base = { at: timing.startedAt, ms: timing.now - timing.startedAt };
+  const data = result.data ?? {};
+  if (ctx.event === "user-prompt-submit") {
+    // A duplicate run, recall switched off and a paused prompt's probe of the server are no prompts of the user.
+    if (["duplicate", "recall-off", "probe"].includes(result.outcome)) return undefined;
+    const d = PromptData.parse(data);
+    const more = Math.max(0, d.injected.length - MAX_LISTED) + Math.max(0, d.suppressed.length - MAX_LISTED);
+    return {
+      kind: "prompt",
+      ...base,
+      prompt: snippet(recallQuery(promptText(ctx.input), ctx.config.redact)),
+      path: d.recall,
+      injected: d.injected.slice(0, MAX_LISTED),
+      suppressed: d.suppressed.slice(0, MAX_LISTED),
+      ...(more ? { more } : {}),
+      ...(d.profile ? { profile: d.profile } : {}),
+      printedChars: d.printedChars ?? (result.stdout ?? "").length,
+      ...(d.failure ? { failure: d.failure } : {}),
+    };
+  }
+  if (ctx.event === "session-start") {
+    return result.outcome === "replayed" ? replayEntryOf(data, timing) : undefined;
+  }
+  // A capture from the kept prompts (no journal) is one too, when it settled any.
+  const fromPrompts = result.outcome === "no-journal" && Number(data.fallback) > 0;
+  if (result.outcome !== "captured" && !fromPrompts) return undefined;
+  const { cause, ...counts } = CaptureData.parse(data);
+  return { kind: "capture", ...base, event: ctx.event, ...counts, ...(cause ? { cause } : {}) };
+}
+
+/** Appends a replay's entry to the replay ledger unless it sent and met nothing; false when it could not. */
+export async function recordReplay(
+  env: Env,
+  limits: LedgerLimits,
+  report: unknown,
+  startedAt: number,
+): Promise<boolean> {
+  const entry = replayEntryOf(report, { startedAt, now: Date.now() });
+  if (!entry) return true;
+  try {
+    const dir = orNoHome(() => ledgerDir(env));
+    return dir !== undefined && await appendLedger(dir, REPLAY_FILE, entry, limits);
+  } catch {
+    return false;
+  }
+}
+
+/** Session start's sweep of the whole home runs at most this often. */
+const HOUSEKEEPING_EVERY_MS = 86_400_000;
+
+/** The stamp (in the shared state directory) of the last sweep of the whole home. */
+const HOUSEKEEPING_STAMP = "kimicode-housekeeping.json";
+
+/**
+ * Session start's sweep of the whole home, at most once a day: temp files killed writes left in the queue and
+ * the hook state, the ledger cut to its bounds. The temp files removed; undefined when it was not due.
+ */
+export async function houseKeeping(ctx: HookContext, now = Date.now()): Promise<number | undefined> {
+  const stamp = ctx.sharedStateDir ? joinPath(ctx.sharedStateDir, HOUSEKEEPING_STAMP) : "";
+  const last = stamp ? (await Deno.stat(stamp).catch(() => undefined))?.mtime?.getTime() : undefined;
+  if (last !== undefined && now >= last && now - last < HOUSEKEEPING_EVERY_MS) return undefined;
+  if (stamp) await writeFileAtomic(stamp, `${JSON.stringify({ at: now })}\n`).catch(() => {});
+  const temps = (await removeAbandonedTemps(ctx.pendingDir)) +
+    (await removeAbandonedTemps(hookStateDir(ctx.env)));
+  const dir = orNoHome(() => ledgerDir(ctx.env));
+  if (dir) await pruneLedger(dir, ledgerLimits(ctx.config), now).catch(() => 0);
+  return temps;
+}
+
+/** Appends the run's entry to its session's ledger (a replay's, and a capture's backlog replay, to the replay one). */
+export async function recordRun(ctx: HookContext, result: HookResult, startedAt: number): Promise<void> {
+  const entry = ledgerEntryOf(ctx, result, { startedAt, now: Date.now() });
+  const dir = orNoHome(() => ledgerDir(ctx.env));
+  if (!dir) return;
+  const limits = ledgerLimits(ctx.config);
+  try {
+    const name = entry?.kind === "replay"
+      ? REPLAY_FILE
+      : ctx.hostSessionId && await safeId(ctx.hostSessionId);
+    // A capture first replays what its session had queued: recorded before the capture, as it happened.
+    if (result.data?.backlog) {
+      await recordReplay(ctx.env, limits, result.data.backlog, startedAt);
+    }
+    if (entry && name) await appendLedger(dir, name, entry, limits);
+  } catch (error) {
+    ctx.log.stage("ledger-unwritable", { error: (error as Error).message });
+  }
 }

@@ -10,7 +10,7 @@ import { replayAll, replayOptions } from "../openviking/replay.ts";
 import { updateState } from "./state.ts";
 import { clientFor, type HookContext, type HookResult } from "./context.ts";
 import { spawnWorker } from "../kimi/detach.ts";
-import { houseKeeping } from "./ledger-entry.ts";
+import { houseKeeping } from "./ledger.ts";
 import { refreshFromHook } from "./system-prompt.ts";
 
 /** A SessionStart this close to the previous one is the same start fired twice. */

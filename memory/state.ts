@@ -1,4 +1,4 @@
-/** Per-session hook state: one private JSON file per Kimi session, read-modify-written under a lock. */
+/** Per-session hook state: one private JSON file per Kimi session, read-modify-written under its lock. */
 
 import * as z from "zod/mini";
 import { FAILURE_KINDS } from "../openviking/client.ts";
@@ -8,135 +8,105 @@ import { type LockOptions, type LockResult, withLock } from "../lib/lock.ts";
 import { RecallSchema } from "./recall.ts";
 import { isRecord } from "../lib/parsed.ts";
 
-/** Where the journal reader stopped: a byte offset plus what identifies the file it belongs to. */
+/** A field that reads as `fallback` when it is missing or of another shape. */
+const or = <T extends z.ZodMiniType>(schema: T, fallback: z.output<T>) => z.catch(schema, fallback);
+/** An optional field that reads as absent when it is of another shape. */
+const maybe = <T extends z.ZodMiniType>(schema: T) => z.catch(z.optional(schema), undefined);
+
+/** Where the journal reader stopped: a byte offset and what identifies the file there (kimi/journal/read.ts). */
 const CursorSchema = z.object({
   path: z.string(),
   offset: z.int().check(z.nonnegative()),
-  /** Device/inode (or "" where unknown) of the file when the offset was taken. */
   fileId: z.string(),
-  /** Hash of the bytes just before `offset`, to notice a rewritten file of the same length. */
   tailHash: z.string(),
-  /** Position the next turn after `offset` has among the journal's prompts. */
+  /** The position among the journal's prompts of the next turn after `offset`. */
   nextIndex: z.int().check(z.nonnegative()),
 });
 export type Cursor = z.infer<typeof CursorSchema>;
 
-/** Everything remembered about one session between hook runs. */
+/** Everything remembered of one session between hook runs; the prompt's fields and capture's share it. */
 export const SessionStateSchema = z.object({
-  version: z.catch(z.literal(1), 1),
-  lastSessionStartAt: z.catch(z.optional(z.number()), undefined),
-  profileInjected: z.catch(z.boolean(), false),
-  promptHash: z.catch(z.optional(z.string()), undefined),
-  promptEventId: z.catch(z.optional(z.string()), undefined),
-  promptAt: z.catch(z.optional(z.number()), undefined),
-  /**
-   * What recall found for the last prompt (`promptHash`), kept so the same prompt again asks the server
-   * nothing; null while that prompt's recall is still running.
-   */
-  recall: z.catch(z.optional(z.nullable(RecallSchema)), undefined),
-  /**
-   * URIs already printed into this session's context, and `text:` keys of printed lines without one
-   * (hooks/inject.ts): never printed again; the URIs are sent as `exclude_uris`.
-   */
-  injectedUris: z.catch(z.array(z.string()), []),
+  version: or(z.literal(1), 1),
+  lastSessionStartAt: maybe(z.number()),
+  profileInjected: or(z.boolean(), false),
+  promptHash: maybe(z.string()),
+  promptEventId: maybe(z.string()),
+  promptAt: maybe(z.number()),
+  /** The last prompt's recall, kept so the same prompt again asks nothing; null while it runs. */
+  recall: maybe(z.nullable(RecallSchema)),
+  /** URIs printed into the session (and `text:` keys of lines without one): never printed again. */
+  injectedUris: or(z.array(z.string()), []),
   /** A compaction dropped the session's injections: the profile printed next says it comes again. */
-  compacted: z.catch(z.boolean(), false),
-  /** The outage (its start, runtime/breaker.ts) this session was told of: "memory paused" once per outage. */
-  pausedNotice: z.catch(z.optional(z.number()), undefined),
-  /**
-   * Prompt state: the prompts the prompt hook saw, prepared like captured text (redacted, bounded), for a
-   * capture that cannot find the journal (hooks/prompt-fallback.ts).
-   */
-  fallbackPrompts: z.catch(z.array(z.object({ text: z.string(), at: z.number() })), []),
-  capturedKeys: z.catch(z.array(z.string()), []),
-  capturedSinceCommit: z.catch(z.int().check(z.nonnegative()), 0),
-  cursor: z.catch(z.optional(CursorSchema), undefined),
-  /** Every turn whose index is below this is fully acknowledged (survives a journal rewrite). */
-  ackedBelow: z.catch(z.int().check(z.nonnegative()), 0),
-  /** Capture keys whose request was about to go out when the last run stopped without recording its outcome. */
-  inflight: z.catch(z.optional(z.object({ keys: z.array(z.string()), at: z.number() })), undefined),
-  /**
-   * The file was found damaged and set aside at `aside`: what the session already holds must be asked before
-   * anything is sent (the capture recovers its cursor from the server, hooks/capture.ts).
-   */
-  recover: z.catch(z.optional(z.object({ aside: z.string(), at: z.number() })), undefined),
-  /** The last capture key acknowledged: names the commit that covers everything up to it. */
-  lastAckedKey: z.catch(z.optional(z.string()), undefined),
-  /** What the last finished capture did (for doctor and status). */
-  lastCapture: z.catch(
-    z.optional(z.object({
-      at: z.number(),
-      event: z.string(),
-      sent: z.number(),
-      queued: z.number(),
-      rejected: z.number(),
-      /**
-       * Why messages were queued or refused (a failure kind, or "local": our own state or queue), its words and
-       * where a redirect pointed (advice.ts `Cause`).
-       */
-      cause: z.optional(
-        z.object({
-          kind: z.enum([...FAILURE_KINDS, "local"]),
-          status: z.number(),
-          message: z.string(),
-          location: z.optional(z.string()),
-        }),
-      ),
-      commit: z.optional(z.string()),
-      taskId: z.optional(z.string()),
+  compacted: or(z.boolean(), false),
+  /** The outage (openviking/breaker.ts) this session was told of. */
+  pausedNotice: maybe(z.number()),
+  /** The prompts the prompt hook saw, for a capture that finds no journal (prompt-fallback.ts). */
+  fallbackPrompts: or(z.array(z.object({ text: z.string(), at: z.number() })), []),
+  capturedKeys: or(z.array(z.string()), []),
+  capturedSinceCommit: or(z.int().check(z.nonnegative()), 0),
+  cursor: maybe(CursorSchema),
+  /** Every turn below this index is acknowledged (survives a journal rewrite). */
+  ackedBelow: or(z.int().check(z.nonnegative()), 0),
+  /** Keys whose request was about to go out when the last run stopped without recording its outcome. */
+  inflight: maybe(z.object({ keys: z.array(z.string()), at: z.number() })),
+  /** The file was found damaged and set aside at `aside`: ask the server what it holds before sending. */
+  recover: maybe(z.object({ aside: z.string(), at: z.number() })),
+  /** The last key acknowledged: names the commit covering everything up to it. */
+  lastAckedKey: maybe(z.string()),
+  /** What the last finished capture did (doctor, status). */
+  lastCapture: maybe(z.object({
+    at: z.number(),
+    event: z.string(),
+    sent: z.number(),
+    queued: z.number(),
+    rejected: z.number(),
+    cause: z.optional(z.object({
+      kind: z.enum([...FAILURE_KINDS, "local"]),
+      status: z.number(),
+      message: z.string(),
+      location: z.optional(z.string()),
     })),
-    undefined,
-  ),
-  lastCaptureAt: z.catch(z.optional(z.number()), undefined),
-  lastCaptureEvent: z.catch(z.optional(z.string()), undefined),
-  protocolVersion: z.catch(z.optional(z.string()), undefined),
+    commit: z.optional(z.string()),
+    taskId: z.optional(z.string()),
+  })),
+  lastCaptureAt: maybe(z.number()),
+  lastCaptureEvent: maybe(z.string()),
+  protocolVersion: maybe(z.string()),
 });
 export type SessionState = z.infer<typeof SessionStateSchema>;
 
 /** A fresh state. */
-export function emptyState(): SessionState {
-  return {
-    version: 1,
-    profileInjected: false,
-    injectedUris: [],
-    compacted: false,
-    fallbackPrompts: [],
-    capturedKeys: [],
-    capturedSinceCommit: 0,
-    ackedBelow: 0,
-  };
-}
+export const emptyState = (): SessionState => SessionStateSchema.parse({});
 
-/** Largest number of acknowledged capture keys kept per session. */
+/** Acknowledged capture keys kept per session. */
 export const MAX_CAPTURED_KEYS = 1000;
-
-/** Largest number of injected URIs remembered per session (the newest 200 are sent as `exclude_uris`). */
+/** Injected URIs kept per session. */
 const MAX_INJECTED_URIS = 1000;
 
-/** The state file and lock directory of one session. */
+/** A session's state file and its lock file. */
 export interface StatePaths {
   file: string;
   lock: string;
 }
 
-/** Paths of a session's state inside `dir` (the id is made safe first). */
+/** The paths of `sessionId`'s state in `dir` (the id made safe first). */
 export async function statePaths(dir: string, sessionId: string): Promise<StatePaths> {
   const file = joinPath(dir, `${await safeId(sessionId)}.json`);
   return { file, lock: `${file}.lock` };
 }
 
-/** Reads a session's state; a missing or unreadable file gives a fresh state. */
+/** A session's state, without the lock; a missing or unreadable file reads as a fresh state. */
 export async function readState(file: string): Promise<SessionState> {
-  const raw = parseJsonOrUndefined(await readTextIfExists(file).catch(() => undefined));
-  const parsed = SessionStateSchema.safeParse(raw);
+  const parsed = SessionStateSchema.safeParse(
+    parseJsonOrUndefined(await readTextIfExists(file).catch(() => undefined)),
+  );
   return parsed.success ? parsed.data : emptyState();
 }
 
 /**
- * Reads a session's state under its lock. A path that holds no JSON object (an empty, torn or garbage file)
- * or is no file at all (a directory in the way) is damaged: it is set aside as `<file>.damaged-<time>`, kept
- * for the user, and replaced by a fresh state that says so (`recover`) — written before the damaged one goes,
- * so a crash in between finds the damaged file again.
+ * The state under the lock. A path holding no JSON object (empty, torn, garbage) or no file (a directory) is
+ * damaged: it moves to `<file>.damaged-<time>` for the user, and a fresh state marked `recover` is written
+ * before it goes, so a crash in between finds the damaged file again.
  */
 async function loadState(file: string, durable: boolean): Promise<SessionState> {
   const info = await settled(() => Deno.lstatSync(file)).catch((error) => {
@@ -149,16 +119,16 @@ async function loadState(file: string, durable: boolean): Promise<SessionState> 
   if (isRecord(raw)) return SessionStateSchema.parse(raw);
   const at = Date.now();
   const aside = `${file}.damaged-${at}`;
-  const state: SessionState = { ...emptyState(), recover: { aside, at } };
-  if (bytes === undefined) await Deno.rename(file, aside); // not a file: nothing to copy, it moves
+  const state = { ...emptyState(), recover: { aside, at } };
+  if (bytes === undefined) await Deno.rename(file, aside);
   else await writeFileAtomic(aside, bytes, { durable });
   await writeState(file, state, durable);
   return state;
 }
 
 /**
- * Writes a session's state atomically (0600 in a 0700 directory); `durable` (the capture state) syncs it to
- * disk before it replaces the old one, so a crash leaves the old state or the new one, never a torn file.
+ * Writes a session's state atomically, 0600 in a 0700 directory; `durable` (the capture state) syncs it before
+ * the rename, so a crash leaves the old state or the new one, never a torn file.
  */
 export async function writeState(file: string, state: SessionState, durable = false): Promise<void> {
   const trimmed = {
@@ -173,8 +143,8 @@ export async function writeState(file: string, state: SessionState, durable = fa
 export type SaveState = (state: SessionState) => Promise<void>;
 
 /**
- * Read-modify-write of a session's state under its lock. `update` gets the state and a `save` for progress
- * written before it returns; it returns the new state (or undefined to keep it). `durable`: see `writeState`.
+ * Read-modify-write under the session's lock: `update` gets the state and a `save` for progress made before it
+ * returns, and returns the new state (none: keep it) and a value.
  */
 export async function updateState<T>(
   paths: StatePaths,

@@ -7,9 +7,8 @@
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { placeJournal } from "../support/hook-context.ts";
+import { hookIn, placeJournal } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
-import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { readState } from "../../memory/state.ts";
 
@@ -41,8 +40,8 @@ async function recoverAfter(
   for (let i = 0; i < 3; i++) j.simpleTurn(`question ${i}`, `answer ${i}`);
   const journal = await placeJournal(dir.path, SESSION, j.toString());
   const run = async () => {
-    const r = await runCli(["hook", "stop"], { env, clearEnv: true, stdin: stop });
-    assertEquals([r.code, r.stdout, r.stderr], [0, "", ""]);
+    const r = await hookIn("stop", { env, stdin: stop });
+    assertEquals(r.stdout, "");
   };
   await run();
   assertEquals([fake.messages(OV_SESSION).length, fake.sessions.get(OV_SESSION)?.commits], [6, 1]);

@@ -8,7 +8,7 @@
 
 import { assertEquals } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { placeJournal } from "../support/hook-context.ts";
+import { hookIn, placeJournal } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
@@ -81,9 +81,8 @@ Deno.test({
           PATH: Deno.env.get("PATH") ?? "/usr/bin",
         };
         const hook = (event: string, name: string) =>
-          runCli(["hook", event], {
+          hookIn(event, {
             env,
-            clearEnv: true,
             stdin: JSON.stringify({ hook_event_name: name, session_id: SESSION, cwd: dir.path }),
           });
         const j = new JournalBuilder();
@@ -97,19 +96,19 @@ Deno.test({
         };
         // Some state first (as in a running session), then the disk fills up with a little room left.
         await addTurn();
-        assertEquals((await hook("stop", "Stop")).code, 0);
+        assertEquals((await hook("stop", "Stop")).stdout, "");
         await fill(ov, pages * 4096);
         for (const down of [false, true, false, true, false]) {
           await addTurn();
           if (down) fake.fault({ route: "*", status: 503 });
           else fake.clearFaults();
-          assertEquals((await hook("stop", "Stop")).code, 0);
-          assertEquals((await hook("session-start", "SessionStart")).code, 0);
+          assertEquals((await hook("stop", "Stop")).stdout, "");
+          assertEquals((await hook("session-start", "SessionStart")).stdout, "");
         }
         // The disk is freed and the server is up: everything is delivered, exactly once each.
         fake.clearFaults();
         await Deno.remove(`${ov}/filler`);
-        assertEquals((await hook("stop", "Stop")).code, 0);
+        assertEquals((await hook("stop", "Stop")).stdout, "");
         assertEquals((await runCli(["replay"], { env, clearEnv: true })).code, 0);
         const got = fake.messages(OV_SESSION).map((m) => `${m.turn_id}:${m.role}`);
         const want = [0, 1, 2, 3, 4, 5].flatMap((t) => [`${t}:user`, `${t}:assistant`]);

@@ -8,7 +8,7 @@
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { FAKE_DIGEST, FakeOpenViking } from "../support/fake-openviking.ts";
-import { placeJournal } from "../support/hook-context.ts";
+import { hookIn, placeJournal } from "../support/hook-context.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 
@@ -170,13 +170,7 @@ Deno.test("HOME set: a workspace .openviking/ never sets the URL or a key; the u
   };
   const before = await tree(repo);
   for (const [event, name, extra] of EVENTS.slice(1, 3)) {
-    const r = await runCli(["hook", event], {
-      env,
-      clearEnv: true,
-      cwd: repo,
-      stdin: payload(name, repo, extra),
-    });
-    assertEquals(r.code, 0);
+    await hookIn(event, { env, stdin: payload(name, repo, extra) });
   }
   assertEquals(repoServer.requests.length, 0, "nothing reaches the repository-chosen server");
   assertNoRepoKey(userServer);

@@ -9,12 +9,12 @@ import {
   DEFAULT_ENTRY,
   DEFAULT_RENDERED,
   FAKE_DIGEST_FIRST,
-  FAKE_PROFILE_BLOCK,
   FAKE_PROFILE_ROW,
-  FAKE_RECALL_BLOCK,
   FakeOpenViking,
 } from "../support/fake-openviking.ts";
-import { placeJournal } from "../support/hook-context.ts";
+import { hookIn, placeJournal } from "../support/hook-context.ts";
+import { loadConfig } from "../../openviking/config.ts";
+import { messagesOf } from "../../commands/turns.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { cliArgs, denoEnv, runCli, startCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
@@ -26,9 +26,6 @@ const SESSION = "session_bb98d39e-e56d-47b5-bd98-4e903585486d";
 const OV_SESSION = `kc-${SESSION}`;
 const FIXTURE = new URL("../fixtures/journals/2.1.0/resumed/wire.jsonl", import.meta.url);
 const CWD = "/home/user/proj";
-
-const PROFILE_BLOCK = FAKE_PROFILE_BLOCK;
-const RECALL_BLOCK = FAKE_RECALL_BLOCK;
 
 type Condition = "fine" | "down" | "slow" | "500" | "legacy" | "no-batch";
 const CONDITIONS: Condition[] = ["fine", "down", "slow", "500", "legacy", "no-batch"];
@@ -104,21 +101,18 @@ const pendingDir = (s: Sandbox) => `${s.home}/.openviking/pending`;
 
 /** The six messages of the recorded three-turn session, as capture must send them. */
 async function expectedMessages(s: Sandbox): Promise<unknown[]> {
-  const r = await runCli(["turns", SESSION, "--json"], { env: s.env, clearEnv: true });
-  assertEquals(r.code, 0, r.stderr);
-  return r.stdout.trim().split("\n").map((l) => JSON.parse(l));
+  const { config } = await loadConfig(s.env);
+  return await messagesOf(s.journal, { maxLength: config.captureMaxLength, redact: config.redact });
 }
 
 for (const condition of CONDITIONS) {
   Deno.test(`hook user-prompt-submit, server ${condition}`, async () => {
     await using s = await sandbox(condition);
     const prompt = [{ type: "text", text: "how should I indent this file?" }];
-    const r = await runCli(["hook", "user-prompt-submit"], {
+    const r = await hookIn("user-prompt-submit", {
       env: s.env,
-      clearEnv: true,
       stdin: payload("UserPromptSubmit", { prompt, is_steer: false }),
     });
-    assertEquals(r.code, 0);
     const st = await promptState(s);
     if (condition === "fine" || condition === "no-batch") {
       assertEquals(r.stdout, `${FAKE_DIGEST_FIRST}\n`);
@@ -165,42 +159,14 @@ for (const condition of CONDITIONS) {
     }
   });
 
-  if (condition === "fine" || condition === "legacy") {
-    Deno.test(`hook user-prompt-submit, server ${condition}, OPENVIKING_RECALL_FORMAT=full: the blocks as before`, async () => {
-      await using s = await sandbox(condition);
-      const prompt = [{ type: "text", text: "how should I indent this file?" }];
-      const r = await runCli(["hook", "user-prompt-submit"], {
-        env: { ...s.env, OPENVIKING_RECALL_FORMAT: "full" },
-        clearEnv: true,
-        stdin: payload("UserPromptSubmit", { prompt, is_steer: false }),
-      });
-      assertEquals(r.code, 0);
-      if (condition === "fine") {
-        // The full format shows all the server returns: its cross-turn dedupe stays on, as in OpenViking's plugins.
-        const body = s.fake!.requestsTo("POST /api/v1/search/search")[0].body as Record<string, unknown>;
-        assertEquals(body.dedup_turns, 5);
-      }
-      assertEquals(
-        r.stdout,
-        condition === "fine"
-          ? `${PROFILE_BLOCK}\n\n${RECALL_BLOCK}\n`
-          : `${PROFILE_BLOCK}\n\n<openviking-context>\nRelevant memory from OpenViking. Use the search/read MCP tools to expand URIs.\n${
-            s.fake!.recallRendered.replaceAll("<", "&lt;") // the server's markup is defanged like any text
-          }\n</openviking-context>\n`,
-      );
-    });
-  }
-
   Deno.test(`hook stop, server ${condition}`, async () => {
     await using s = await sandbox(condition);
     const expected = await expectedMessages(s);
-    const r = await runCli(["hook", "stop"], {
+    const r = await hookIn("stop", {
       env: s.env,
-      clearEnv: true,
       stdin: payload("Stop", { stop_hook_active: false }),
     });
-    assertEquals([r.code, r.stdout], [0, ""]);
-    await waitFor("the worker's capture", async () => (await captureState(s)).lastCaptureAt !== undefined);
+    assertEquals(r.stdout, "");
     const st = await captureState(s);
     assertEquals(st.capturedKeys, [
       "0:user",
@@ -244,12 +210,11 @@ for (const condition of CONDITIONS) {
 
   Deno.test(`hook interrupt (synchronous, 2 s budget), server ${condition}`, async () => {
     await using s = await sandbox(condition);
-    const r = await runCli(["hook", "interrupt"], {
+    const r = await hookIn("interrupt", {
       env: s.env,
-      clearEnv: true,
       stdin: payload("Interrupt", { turn_id: 2, reason: "cancelled" }),
     });
-    assertEquals([r.code, r.stdout], [0, ""]);
+    assertEquals(r.stdout, "");
     const st = await captureState(s);
     assertEquals(st.lastCaptureEvent, "interrupt", "captured before the process exited");
     assertEquals(st.capturedKeys.length, 6);
@@ -265,13 +230,12 @@ for (const condition of CONDITIONS) {
     Deno.test(`hook ${event}, server ${condition}`, async () => {
       await using s = await sandbox(condition);
       const extra = event === "pre-compact" ? { trigger: "manual", token_count: 1000 } : { reason: "exit" };
-      const r = await runCli(["hook", event], {
+      const r = await hookIn(event, {
         env: s.env,
-        clearEnv: true,
         stdin: payload(event === "pre-compact" ? "PreCompact" : "SessionEnd", extra),
       });
-      assertEquals([r.code, r.stdout], [0, ""]);
-      await waitFor("the worker's capture", async () => (await captureState(s)).lastCaptureEvent === event);
+      assertEquals(r.stdout, "");
+      assertEquals((await captureState(s)).lastCaptureEvent, event);
       assertEquals((await captureState(s)).capturedKeys.length, 6);
       if (condition === "fine") {
         assertEquals(s.fake!.messages(OV_SESSION).length, 6);
@@ -284,50 +248,46 @@ for (const condition of CONDITIONS) {
   Deno.test(`hook session-start replays the queue, server ${condition}`, async () => {
     await using s = await sandbox(condition);
     await enqueueMessages(pendingDir(s), "kc-earlier", [{ role: "user", content: "queued while offline" }]);
-    const r = await runCli(["hook", "session-start"], {
+    const r = await hookIn("session-start", {
       env: s.env,
-      clearEnv: true,
       stdin: payload("SessionStart", { source: "startup", model: "fake" }),
     });
-    assertEquals([r.code, r.stdout], [0, ""]);
+    assertEquals(r.stdout, "");
     assertTrue((await promptState(s)).lastSessionStartAt !== undefined);
     if (condition === "fine" || condition === "legacy" || condition === "no-batch") {
-      await waitFor("the replay", () => s.fake!.messages("kc-earlier").length === 1);
-      await waitFor("the queue to empty", async () => (await ourQueue(pendingDir(s))).length === 0);
-    } else {
-      // the detached replay finishes within its budget and leaves the entry queued
-      await new Promise((r) => setTimeout(r, condition === "slow" ? 2500 : 800));
-      assertEquals((await ourQueue(pendingDir(s))).length, 1);
-    }
-  });
-
-  Deno.test(`hook pre-tool-use, server ${condition}: no network, deny only viking:// paths`, async () => {
-    await using s = await sandbox(condition);
-    const deny = await runCli(["hook", "pre-tool-use"], {
-      env: s.env,
-      clearEnv: true,
-      stdin: payload("PreToolUse", {
-        tool_name: "Grep",
-        tool_input: { pattern: "TODO", path: "viking://resources/docs" },
-        tool_call_id: "c1",
-      }),
-    });
-    assertEquals(deny.code, 0);
-    const out = JSON.parse(deny.stdout);
-    assertEquals(out.hookSpecificOutput.permissionDecision, "deny");
-    assertEquals(
-      out.hookSpecificOutput.permissionDecisionReason,
-      'viking:// URIs are OpenViking virtual paths, not local filesystem paths.\nUse the OpenViking MCP tool mcp__openviking__grep instead.\nExample: mcp__openviking__grep(uri="viking://resources/docs", pattern="<text>")',
-    );
-    const allow = await runCli(["hook", "pre-tool-use"], {
-      env: s.env,
-      clearEnv: true,
-      stdin: payload("PreToolUse", { tool_name: "Read", tool_input: { file_path: "/etc/hosts" } }),
-    });
-    assertEquals([allow.code, allow.stdout], [0, ""]);
-    assertEquals(s.fake?.requests.length ?? 0, 0);
+      assertEquals(s.fake!.messages("kc-earlier").length, 1);
+      assertEquals((await ourQueue(pendingDir(s))).length, 0);
+    } else {assertEquals(
+        (await ourQueue(pendingDir(s))).length,
+        1,
+        "the replay's budget ends, the entry waits",
+      );}
   });
 }
+
+Deno.test("hook pre-tool-use: no network, deny only viking:// paths", async () => {
+  await using s = await sandbox("fine");
+  const deny = await hookIn("pre-tool-use", {
+    env: s.env,
+    stdin: payload("PreToolUse", {
+      tool_name: "Grep",
+      tool_input: { pattern: "TODO", path: "viking://resources/docs" },
+      tool_call_id: "c1",
+    }),
+  });
+  const out = JSON.parse(deny.stdout);
+  assertEquals(out.hookSpecificOutput.permissionDecision, "deny");
+  assertEquals(
+    out.hookSpecificOutput.permissionDecisionReason,
+    'viking:// URIs are OpenViking virtual paths, not local filesystem paths.\nUse the OpenViking MCP tool mcp__openviking__grep instead.\nExample: mcp__openviking__grep(uri="viking://resources/docs", pattern="<text>")',
+  );
+  const allow = await hookIn("pre-tool-use", {
+    env: s.env,
+    stdin: payload("PreToolUse", { tool_name: "Read", tool_input: { file_path: "/etc/hosts" } }),
+  });
+  assertEquals(allow.stdout, "");
+  assertEquals(s.fake?.requests.length ?? 0, 0);
+});
 
 Deno.test("hook: empty, malformed, array, binary and huge stdin → exit 0, no stdout", async () => {
   await using s = await sandbox("fine");
@@ -342,16 +302,16 @@ Deno.test("hook: empty, malformed, array, binary and huge stdin → exit 0, no s
   ];
   for (const stdin of inputs) {
     for (const event of ["user-prompt-submit", "stop", "pre-tool-use", "bogus-event"]) {
-      const r = await runCli(["hook", event], {
-        env: { ...s.env, OPENVIKING_DEBUG: "1" },
-        clearEnv: true,
-        stdin,
-      });
-      assertEquals(r.code, 0, `${event}: ${r.stderr}`);
+      const r = await hookIn(event, { env: { ...s.env, OPENVIKING_DEBUG: "1" }, stdin });
       if (stdin !== huge || event !== "user-prompt-submit") {
         assertEquals(r.stdout, "", `${event} with ${String(stdin).slice(0, 20)}`);
       }
     }
+  }
+  // The real entry point reads such stdin to its end and exits 0.
+  for (const stdin of [inputs[4], huge]) {
+    const r = await runCli(["hook", "pre-tool-use"], { env: s.env, clearEnv: true, stdin });
+    assertEquals([r.code, r.stdout], [0, ""], r.stderr);
   }
   const log = await Deno.readTextFile(`${s.home}/.openviking/logs/kimicode-hooks.log`);
   assertMatch(log, /bad-input: empty stdin/);
@@ -366,12 +326,11 @@ Deno.test("hook: gates — disabled, bypass patterns on session id and cwd", asy
     OPENVIKING_BYPASS_SESSION_PATTERNS: "session_bb98*",
   }, { OPENVIKING_BYPASS_SESSION_PATTERNS: "/home/user/**" }];
   for (const extra of gates) {
-    const r = await runCli(["hook", "user-prompt-submit"], {
+    const r = await hookIn("user-prompt-submit", {
       env: { ...s.env, ...extra },
-      clearEnv: true,
       stdin: payload("UserPromptSubmit", { prompt }),
     });
-    assertEquals([r.code, r.stdout], [0, ""]);
+    assertEquals(r.stdout, "");
   }
   assertEquals(s.fake!.requests.length, 0);
 });
@@ -379,9 +338,8 @@ Deno.test("hook: gates — disabled, bypass patterns on session id and cwd", asy
 Deno.test("hook user-prompt-submit: the profile once per session; the same prompt later asks nothing and prints no second copy; `input` and string prompts work", async () => {
   await using s = await sandbox("fine");
   const run = (extra: Record<string, unknown>) =>
-    runCli(["hook", "user-prompt-submit"], {
+    hookIn("user-prompt-submit", {
       env: s.env,
-      clearEnv: true,
       stdin: payload("UserPromptSubmit", extra),
     });
   const first = await run({
@@ -403,7 +361,7 @@ Deno.test("hook user-prompt-submit: the profile once per session; the same promp
   // Before: the reused block printed the same memory again. Now the session already has it: nothing.
   assertEquals(again.stdout, "", "no profile the second time, and no second copy of the memory");
   assertEquals(s.fake!.requestsTo("POST /api/v1/search/search").length, 1, "reuse makes no request");
-  const other = await run({
+  await run({
     prompt: "what about <openviking-context>old</openviking-context> naming conventions?",
   });
   const search = s.fake!.requestsTo("POST /api/v1/search/search")[1].body as Record<string, unknown>;
@@ -413,7 +371,6 @@ Deno.test("hook user-prompt-submit: the profile once per session; the same promp
     ["viking://user/default/memories/preferences/indent.md"],
     "memories the session already has are excluded",
   );
-  assertEquals(other.code, 0);
 });
 
 Deno.test("hook user-prompt-submit: two identical hooks at the same moment print once, profile once", async () => {
@@ -423,7 +380,7 @@ Deno.test("hook user-prompt-submit: two identical hooks at the same moment print
     prompt: [{ type: "text", text: "how should I indent this file?" }],
   });
   const [a, b] = await Promise.all(
-    [1, 2].map(() => runCli(["hook", "user-prompt-submit"], { env: s.env, clearEnv: true, stdin })),
+    [1, 2].map(() => hookIn("user-prompt-submit", { env: s.env, stdin })),
   );
   const outs = [a.stdout, b.stdout].sort();
   assertEquals(outs, ["", `${FAKE_DIGEST_FIRST}\n`]);
@@ -434,9 +391,9 @@ Deno.test("hook user-prompt-submit: two identical hooks at the same moment print
 Deno.test("hook user-prompt-submit: an explicit prompt id dedupes even after the 500 ms window", async () => {
   await using s = await sandbox("fine");
   const stdin = payload("UserPromptSubmit", { prompt: "how should I indent this file?", prompt_id: "p-1" });
-  const first = await runCli(["hook", "user-prompt-submit"], { env: s.env, clearEnv: true, stdin });
+  const first = await hookIn("user-prompt-submit", { env: s.env, stdin });
   await new Promise((r) => setTimeout(r, 600));
-  const second = await runCli(["hook", "user-prompt-submit"], { env: s.env, clearEnv: true, stdin });
+  const second = await hookIn("user-prompt-submit", { env: s.env, stdin });
   assertTrue(first.stdout.length > 0);
   assertEquals(second.stdout, "");
 });
@@ -444,17 +401,15 @@ Deno.test("hook user-prompt-submit: an explicit prompt id dedupes even after the
 Deno.test("hook session-start: a repeat within 2 s is ignored; resume keeps the profile flag, startup resets it", async () => {
   await using s = await sandbox("fine");
   const ups = () =>
-    runCli(["hook", "user-prompt-submit"], {
+    hookIn("user-prompt-submit", {
       env: s.env,
-      clearEnv: true,
       stdin: payload("UserPromptSubmit", { prompt: "how should I indent this file?" }),
     });
   await ups();
   assertEquals((await promptState(s)).profileInjected, true);
   const start = (source: string) =>
-    runCli(["hook", "session-start"], {
+    hookIn("session-start", {
       env: s.env,
-      clearEnv: true,
       stdin: payload("SessionStart", { source }),
     });
   await start("resume");
@@ -492,7 +447,6 @@ Deno.test({
     const child = new Deno.Command(Deno.execPath(), {
       args: [...(await cliArgs()), "hook", "stop"],
       env: { ...denoEnv(), ...s.env },
-      clearEnv: true,
       stdin: "piped",
       stdout: "piped",
       stderr: "piped",
@@ -526,9 +480,8 @@ Deno.test("hook stop: a worker killed in the middle of its write loses nothing �
   worker.kill("SIGKILL");
   await worker.status;
   assertEquals((await captureState(s)).capturedKeys, [], "nothing was acknowledged by the killed worker");
-  const r = await runCli(["hook", "stop"], { env: s.env, clearEnv: true, stdin: payload("Stop") });
-  assertEquals(r.code, 0);
-  await waitFor("the next capture", async () => (await captureState(s)).capturedKeys.length === 6);
+  assertEquals((await hookIn("stop", { env: s.env, stdin: payload("Stop") })).stdout, "");
+  assertEquals((await captureState(s)).capturedKeys.length, 6);
   await new Promise((r) => setTimeout(r, 900)); // let the delayed first batch land too
   const stored = s.fake!.messages(OV_SESSION).map((m) => ({
     turn_id: m.turn_id,
@@ -555,12 +508,12 @@ Deno.test("hook stop: a worker killed in the middle of its write loses nothing �
 Deno.test("hook logs: one JSONL line per run with event, session, duration and outcome; never the API key", async () => {
   await using s = await sandbox("fine");
   const env = { ...s.env, OPENVIKING_DEBUG: "1", OPENVIKING_API_KEY: "sk-live-supersecretkey123456" };
-  await runCli(["hook", "user-prompt-submit"], {
+  await hookIn("user-prompt-submit", {
     env,
-    clearEnv: true,
+
     stdin: payload("UserPromptSubmit", { prompt: "how should I indent this file?" }),
   });
-  await runCli(["hook", "interrupt"], { env, clearEnv: true, stdin: payload("Interrupt") });
+  await hookIn("interrupt", { env, stdin: payload("Interrupt") });
   const text = await Deno.readTextFile(`${s.home}/.openviking/logs/kimicode-hooks.log`);
   const lines = text.trim().split("\n").map((l) => JSON.parse(l));
   const done = lines.filter((l) => l.stage === "done");
@@ -576,9 +529,8 @@ Deno.test("hook pre-compact with capture switched off still lets the memories an
   await using s = await sandbox("fine");
   const env = { ...s.env, OPENVIKING_AUTO_CAPTURE: "false" };
   const ask = (prompt: string) =>
-    runCli(["hook", "user-prompt-submit"], {
+    hookIn("user-prompt-submit", {
       env,
-      clearEnv: true,
       stdin: payload("UserPromptSubmit", { prompt }),
     });
   assertTrue(
@@ -590,9 +542,9 @@ Deno.test("hook pre-compact with capture switched off still lets the memories an
     "",
     "the same memory is not shown twice",
   );
-  const r = await runCli(["hook", "pre-compact"], { env, clearEnv: true, stdin: payload("PreCompact") });
-  assertEquals([r.code, r.stdout], [0, ""]);
-  await waitFor("the compaction reset", async () => (await promptState(s)).injectedUris.length === 0);
+  const r = await hookIn("pre-compact", { env, stdin: payload("PreCompact") });
+  assertEquals(r.stdout, "");
+  assertEquals((await promptState(s)).injectedUris, []);
   assertTrue(
     (await ask("what about the docs folder?")).stdout !== "",
     "after /compact it is lost: shown again",
@@ -611,7 +563,7 @@ Deno.test("hook interrupt whose 2 s budget runs out before the commit: the commi
     clearEnv: true,
     stdin: payload("Interrupt", { turn_id: 2, reason: "cancelled" }),
   });
-  assertEquals([r.code, r.stdout], [0, ""]);
+  assertEquals(r.stdout, "");
   // No other hook comes after a SIGINT in print mode: nothing but the interrupt run itself may deliver it. The
   // commit comes last: once it is there, the replay only removes its claim.
   await waitFor("the commit", () => (s.fake!.sessions.get(OV_SESSION)?.commits ?? 0) >= 1);
@@ -641,9 +593,8 @@ Deno.test("hook stop: a worker killed during its second batch keeps the first on
   await worker.status;
   assertEquals((await captureState(s)).ackedBelow, 50, "the first batch's 50 turns stay acknowledged");
   s.fake!.clearFaults();
-  const r = await runCli(["hook", "stop"], { env: s.env, clearEnv: true, stdin: payload("Stop") });
-  assertEquals(r.code, 0);
-  await waitFor("the next capture", async () => (await captureState(s)).ackedBelow === 60);
+  assertEquals((await hookIn("stop", { env: s.env, stdin: payload("Stop") })).stdout, "");
+  assertEquals((await captureState(s)).ackedBelow, 60);
   const first = s.fake!.messages(OV_SESSION).filter((m) => Number(m.turn_id) < 50);
   assertEquals(first.length, 100, "turns 0–49 stored once each");
 });

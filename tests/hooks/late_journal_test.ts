@@ -6,15 +6,14 @@
 
 import { assertEquals } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { placeJournal } from "../support/hook-context.ts";
+import { hookIn, placeJournal } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
-import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { readState } from "../../memory/state.ts";
 
 const SESSION = "session_1a7e0000-0000-4000-8000-00000000a11e";
 
-Deno.test("Stop before the turn is in the journal: the worker waits for it and captures it", async () => {
+Deno.test("Stop before the turn is in the journal: the capture waits for it and captures it", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
   const env = {
@@ -25,9 +24,8 @@ Deno.test("Stop before the turn is in the journal: the worker waits for it and c
     PATH: Deno.env.get("PATH") ?? "/usr/bin",
   };
   const stop = () =>
-    runCli(["hook", "stop"], {
+    hookIn("stop", {
       env,
-      clearEnv: true,
       stdin: JSON.stringify({ hook_event_name: "Stop", session_id: SESSION, cwd: dir.path }),
     });
   const state = () => readState(`${dir.path}/.openviking/hook-state/kimicode/${SESSION}.json`);
@@ -35,20 +33,13 @@ Deno.test("Stop before the turn is in the journal: the worker waits for it and c
   j.simpleTurn("first question about the release notes", "first answer: they live in CHANGES.md");
   await placeJournal(dir.path, SESSION, j.toString());
   await stop();
-  const waitFor = async (cond: () => boolean | Promise<boolean>) => {
-    const end = Date.now() + 20_000;
-    while (!(await cond())) {
-      if (Date.now() > end) throw new Error("timed out");
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  };
-  await waitFor(async () => (await state()).capturedKeys.length === 2);
+  assertEquals((await state()).capturedKeys.length, 2);
   // The second turn ends and Stop fires — but Kimi writes the turn to the journal only a second later.
-  await stop();
+  const second = stop();
   await new Promise((r) => setTimeout(r, 1000));
   j.simpleTurn("second question: who reviews them?", "second answer: the release manager");
   await placeJournal(dir.path, SESSION, j.toString());
-  await waitFor(() => fake.messages(`kc-${SESSION}`).length >= 4);
+  await second;
   assertEquals(fake.messages(`kc-${SESSION}`).map((m) => `${m.turn_id}:${m.role}`), [
     "0:user",
     "0:assistant",

@@ -5,7 +5,7 @@
 
 import { assertEquals } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { sandboxEnv } from "../support/hook-context.ts";
+import { hookIn, sandboxEnv } from "../support/hook-context.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 
@@ -55,9 +55,8 @@ Deno.test("session start sweeps the whole home (ledger, temp files) at most once
     const fortyDays = new Date(Date.now() - 40 * 86_400_000);
     await Deno.writeTextFile(old, "{}\n", { mode: 0o600 });
     await Deno.utime(old, fortyDays, fortyDays);
-    const r = await runCli(["hook", "session-start"], {
+    const r = await hookIn("session-start", {
       env,
-      clearEnv: true,
       stdin: JSON.stringify({
         hook_event_name: "SessionStart",
         session_id: session,
@@ -65,7 +64,7 @@ Deno.test("session start sweeps the whole home (ledger, temp files) at most once
         source: "startup",
       }),
     });
-    assertEquals([r.code, r.stdout], [0, ""]);
+    assertEquals(r.stdout, "");
     return await exists(old);
   };
   const swept = (at: number) =>

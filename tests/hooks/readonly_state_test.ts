@@ -8,8 +8,8 @@
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { FAKE_MEMORY_LINE, FakeOpenViking } from "../support/fake-openviking.ts";
-import { placeJournal } from "../support/hook-context.ts";
-import { cliArgs, denoEnv, runCli, runProcess, type RunResult } from "../support/run.ts";
+import { hookIn, placeJournal } from "../support/hook-context.ts";
+import { cliArgs, denoEnv, runCli, runProcess } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 
 const SESSION = "session_bb98d39e-e56d-47b5-bd98-4e903585486d";
@@ -73,13 +73,15 @@ async function outcomes(log: string): Promise<string[][]> {
   return lines.filter((l) => l.stage === "done").map((l) => [l.event, l.outcome]);
 }
 
-/** Runs the prompt hook, then each capture event, with `run`; checks recall came and nothing was sent. */
-async function recallButNoCapture(b: Box, run: (args: string[], stdin: string) => Promise<RunResult>) {
-  const prompt = await run(
-    ["hook", "user-prompt-submit"],
-    payload("UserPromptSubmit", { prompt: "how do I indent?" }),
-  );
-  assertEquals([prompt.code, prompt.stderr], [0, ""]);
+/**
+ * Runs the prompt hook, then each capture event, with `run` (in-process, or a process whose exit code and
+ * stderr it checks); checks recall came and nothing was sent.
+ */
+async function recallButNoCapture(
+  b: Box,
+  run: (event: string, stdin: string) => Promise<{ stdout: string }>,
+) {
+  const prompt = await run("user-prompt-submit", payload("UserPromptSubmit", { prompt: "how do I indent?" }));
   assertTrue(
     prompt.stdout.endsWith(`${FAKE_MEMORY_LINE}\n</openviking-context>\n`),
     `recall works: ${prompt.stdout}`,
@@ -89,8 +91,7 @@ async function recallButNoCapture(b: Box, run: (args: string[], stdin: string) =
     "SessionEnd",
   ]];
   for (const [event, name] of captures) {
-    const r = await run(["hook", event], payload(name));
-    assertEquals([r.code, r.stdout, r.stderr], [0, "", ""]);
+    assertEquals((await run(event, payload(name))).stdout, "");
   }
   assertEquals(b.fake.requestsTo("POST /api/v1/search/search").length, 1);
   assertEquals(
@@ -113,7 +114,7 @@ Deno.test("~/.openviking is a regular file: the prompt hook recalls, capture sen
   await using b = await box();
   await Deno.writeTextFile(`${b.home}/.openviking`, "not a directory\n");
   const before = (await paths(b.home)).filter((p) => p !== "/hooks.log");
-  await recallButNoCapture(b, (args, stdin) => runCli(args, { env: b.env, clearEnv: true, stdin }));
+  await recallButNoCapture(b, (event, stdin) => hookIn(event, { env: b.env, stdin }));
   assertEquals((await paths(b.home)).filter((p) => p !== "/hooks.log"), before, "nothing new, no temp file");
   assertEquals(await Deno.readTextFile(`${b.home}/.openviking`), "not a directory\n");
 });
@@ -121,12 +122,12 @@ Deno.test("~/.openviking is a regular file: the prompt hook recalls, capture sen
 Deno.test("a state that becomes writable again: the next capture sends every turn once", async () => {
   await using b = await box();
   await Deno.writeTextFile(`${b.home}/.openviking`, "in the way\n");
-  const stop = () => runCli(["hook", "stop"], { env: b.env, clearEnv: true, stdin: payload("Stop") });
-  assertEquals((await stop()).code, 0);
+  const stop = () => hookIn("stop", { env: b.env, stdin: payload("Stop") });
+  assertEquals((await stop()).stdout, "");
   assertEquals(b.fake.messages(`kc-${SESSION}`).length, 0);
   await Deno.remove(`${b.home}/.openviking`);
-  assertEquals((await stop()).code, 0);
-  assertEquals((await stop()).code, 0);
+  assertEquals((await stop()).stdout, "");
+  assertEquals((await stop()).stdout, "");
   assertEquals(b.fake.messages(`kc-${SESSION}`).length, 6, "the journal was the truth: six messages, once");
 });
 
@@ -188,8 +189,8 @@ Deno.test("a read-only mount at ~/.openviking: recall works, capture sends nothi
     return;
   }
   const args = await cliArgs();
-  const run = (cli: string[], stdin: string): Promise<RunResult> =>
-    runProcess("unshare", [
+  const run = async (event: string, stdin: string) => {
+    const r = await runProcess("unshare", [
       "-rm",
       "sh",
       "-c",
@@ -198,8 +199,12 @@ Deno.test("a read-only mount at ~/.openviking: recall works, capture sends nothi
       `${b.home}/.openviking`,
       Deno.execPath(),
       ...args,
-      ...cli,
+      "hook",
+      event,
     ], { env: { ...denoEnv(), ...b.env }, clearEnv: true, stdin });
+    assertEquals([r.code, r.stderr], [0, ""]);
+    return r;
+  };
   await recallButNoCapture(b, run);
   assertEquals(await paths(`${b.home}/.openviking`), [], "the mount point underneath stayed empty");
 });

@@ -2,7 +2,7 @@
 
 import { loadConfig } from "../../openviking/config.ts";
 import { silentLogger } from "../../lib/log.ts";
-import { createContext } from "../../memory/dispatch.ts";
+import { createContext, runHook } from "../../memory/dispatch.ts";
 import type { HookContext } from "../../memory/context.ts";
 import type { HookEvent } from "../../kimi/hooks.ts";
 import type { HookInput } from "../../kimi/payload.ts";
@@ -63,4 +63,16 @@ export async function placeJournal(home: string, sessionId: string, text: string
     );
   }
   return path;
+}
+
+/**
+ * `hook <event>` run in-process with `env` (and nothing of this process's) on `stdin`, detaching switched
+ * off so the work runs here: what the entry point would print.
+ */
+export async function hookIn(
+  event: string,
+  options: { env: Record<string, string>; stdin: string | Uint8Array },
+): Promise<{ stdout: string }> {
+  const raw = typeof options.stdin === "string" ? new TextEncoder().encode(options.stdin) : options.stdin;
+  return { stdout: await runHook(event, raw, { OPENVIKING_WRITE_PATH_ASYNC: "0", ...options.env }) };
 }

@@ -1,21 +1,20 @@
 /**
  * The seed's fallback: when capture cannot find the session's journal, the prompts the prompt hook kept
  * (redacted like captured text, bounded) are sent as user messages, once each; a later capture that finds
- * the journal skips the same user text and sends the rest of the turn. Unit rules, then the real entry point.
+ * the journal skips the same user text and sends the rest of the turn. Unit rules, then whole hook runs in-process.
  */
 
-import { assertEquals, assertTrue } from "../support/assert.ts";
-import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { JournalBuilder } from "../support/journal.ts";
-import { placeJournal } from "../support/hook-context.ts";
-import { runCli } from "../support/run.ts";
-import { tempDir } from "../support/temp.ts";
-import { keepPrompt, MAX_FALLBACK_CHARS, MAX_FALLBACK_PROMPTS } from "../../memory/prompt-fallback.ts";
-import { duePrompts } from "../../memory/capture-fallback.ts";
-import { emptyState, readState } from "../../memory/state.ts";
-import { fallbackKey, planCapture } from "../../kimi/journal/plan.ts";
-import { scanTurns } from "../../kimi/journal/turns.ts";
-import type { JournalLine } from "../../kimi/journal/read.ts";
+import { assertEquals, assertTrue } from "../tests/support/assert.ts";
+import { FakeOpenViking } from "../tests/support/fake-openviking.ts";
+import { JournalBuilder } from "../tests/support/journal.ts";
+import { hookIn, placeJournal } from "../tests/support/hook-context.ts";
+import { tempDir } from "../tests/support/temp.ts";
+import { keepPrompt, MAX_FALLBACK_CHARS, MAX_FALLBACK_PROMPTS } from "./prompt-fallback.ts";
+import { duePrompts } from "./capture.ts";
+import { emptyState, readState } from "./state.ts";
+import { fallbackKey, planCapture } from "../kimi/journal/plan.ts";
+import { scanTurns } from "../kimi/journal/turns.ts";
+import type { JournalLine } from "../kimi/journal/read.ts";
 
 const opts = { maxLength: 24_000, redact: true };
 
@@ -110,7 +109,7 @@ Deno.test("plan: a fallback-sent user text is skipped once, for a turn begun aro
 
 const SESSION = "session_0f6a4f5e-2b7c-4c55-9a43-6d1f7c2e9b10";
 
-Deno.test("prompt fallback (process): no journal → the prompt reaches the server once; the journal later → nothing twice", async () => {
+Deno.test("prompt fallback: no journal → the prompt reaches the server once; the journal later → nothing twice", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
   const env = {
@@ -123,19 +122,18 @@ Deno.test("prompt fallback (process): no journal → the prompt reaches the serv
     OPENVIKING_CAPTURE_WAIT_MS: "0",
   };
   const hook = (event: string, name: string, extra: Record<string, unknown> = {}) =>
-    runCli(["hook", event], {
+    hookIn(event, {
       env,
-      clearEnv: true,
       stdin: JSON.stringify({ hook_event_name: name, session_id: SESSION, cwd: "/home/user/proj", ...extra }),
     });
   const prompt = "please remember that the build uses make, token=hunter2secret";
   const startedAt = Date.now();
-  assertEquals((await hook("user-prompt-submit", "UserPromptSubmit", { prompt })).code, 0);
+  await hook("user-prompt-submit", "UserPromptSubmit", { prompt });
   const kept = (await readState(`${dir.path}/.openviking/hook-state/kimicode/${SESSION}.prompt.json`))
     .fallbackPrompts;
   assertEquals(kept.map((p) => p.text), ["please remember that the build uses make, token=[REDACTED]"]);
 
-  for (let i = 0; i < 2; i++) assertEquals((await hook("stop", "Stop")).code, 0);
+  for (let i = 0; i < 2; i++) assertEquals((await hook("stop", "Stop")).stdout, "");
   const sid = `kc-${SESSION}`;
   assertEquals(fake.messages(sid).map((m) => [m.role, m.content]), [[
     "user",
@@ -146,8 +144,8 @@ Deno.test("prompt fallback (process): no journal → the prompt reaches the serv
   // The journal appears (Kimi's home was elsewhere, or the index came late): it is the truth from now on.
   const journal = new JournalBuilder({ timeBase: startedAt + 200 }).simpleTurn(prompt, "noted: make it is");
   await placeJournal(dir.path, SESSION, journal.toString());
-  assertEquals((await hook("stop", "Stop")).code, 0);
-  assertEquals((await hook("session-end", "SessionEnd", { reason: "exit" })).code, 0);
+  assertEquals((await hook("stop", "Stop")).stdout, "");
+  assertEquals((await hook("session-end", "SessionEnd", { reason: "exit" })).stdout, "");
   assertEquals(fake.messages(sid).map((m) => [m.role, m.content]), [
     ["user", "please remember that the build uses make, token=[REDACTED]"],
     ["assistant", "noted: make it is"],
@@ -156,7 +154,7 @@ Deno.test("prompt fallback (process): no journal → the prompt reaches the serv
   assertEquals(state.ackedBelow, 1, "the turn is settled");
 });
 
-Deno.test("prompt fallback (process): with the journal there, the kept prompts are never sent", async () => {
+Deno.test("prompt fallback: with the journal there, the kept prompts are never sent", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
   const env = {
@@ -169,9 +167,8 @@ Deno.test("prompt fallback (process): with the journal there, the kept prompts a
     OPENVIKING_CAPTURE_WAIT_MS: "0",
   };
   const hook = (event: string, name: string, extra: Record<string, unknown> = {}) =>
-    runCli(["hook", event], {
+    hookIn(event, {
       env,
-      clearEnv: true,
       stdin: JSON.stringify({ hook_event_name: name, session_id: SESSION, cwd: "/home/user/proj", ...extra }),
     });
   await hook("user-prompt-submit", "UserPromptSubmit", {

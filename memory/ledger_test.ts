@@ -1,7 +1,87 @@
-import { assertEquals } from "../support/assert.ts";
-import { ledgerEntryOf, replayEntryOf } from "../../memory/ledger-entry.ts";
-import type { HookContext } from "../../memory/context.ts";
-import type { HookEvent } from "../../kimi/hooks.ts";
+import { assertEquals, assertTrue } from "../tests/support/assert.ts";
+import { tempDir } from "../tests/support/temp.ts";
+import {
+  appendLedger,
+  type CaptureEntry,
+  ledgerEntryOf,
+  ledgerFile,
+  ledgerFiles,
+  type PromptEntry,
+  pruneLedger,
+  readLedger,
+  replayEntryOf,
+  sessionBudget,
+  snippet,
+} from "./ledger.ts";
+import type { HookContext } from "./context.ts";
+import type { HookEvent } from "../kimi/hooks.ts";
+
+const limits = { maxTotalBytes: 4 * 1024 * 1024, maxAgeDays: 30 };
+const prompt = (i: number): PromptEntry => ({
+  kind: "prompt",
+  at: 1_800_000_000_000 + i,
+  ms: 40,
+  prompt: snippet(`prompt number ${i}: how do I make the build reproducible across machines?`),
+  path: "context",
+  injected: [{ uri: `viking://user/default/memories/preferences/m${i % 7}.md`, score: 0.8, chars: 120 }],
+  suppressed: [`viking://user/default/memories/events/e${i % 3}.md`],
+  printedChars: 240,
+});
+const capture = (i: number): CaptureEntry => ({
+  kind: "capture",
+  at: 1_800_000_000_000 + i,
+  ms: 70,
+  event: "stop",
+  turns: 1,
+  sent: 2,
+  queued: 0,
+  rejected: 0,
+  commit: "committed",
+  taskId: `task-${i}`,
+});
+
+Deno.test("ledger: 10,000 hook runs in one session stay within the session's budget; the newest entries are kept", async () => {
+  await using dir = await tempDir();
+  for (let i = 0; i < 10_000; i++) {
+    assertTrue(await appendLedger(dir.path, "session_a", i % 2 ? capture(i) : prompt(i), limits));
+  }
+  const size = (await Deno.stat(ledgerFile(dir.path, "session_a"))).size;
+  assertTrue(size <= sessionBudget(limits), `${size} bytes > ${sessionBudget(limits)}`);
+  const entries = await readLedger(dir.path, "session_a");
+  assertEquals(entries.at(-1)?.at, 1_800_000_000_000 + 9_999, "the newest entry is there");
+  assertTrue(entries.length > 100, `${entries.length} entries kept`);
+  assertEquals((await Deno.stat(ledgerFile(dir.path, "session_a"))).mode! & 0o777, 0o600);
+  assertEquals((await Deno.stat(dir.path)).mode! & 0o777, 0o700);
+});
+
+Deno.test("ledger: 2,000 sessions are pruned to the total budget; old files go by age", async () => {
+  await using dir = await tempDir();
+  const small = { maxTotalBytes: 200 * 1024, maxAgeDays: 30 };
+  for (let i = 0; i < 2_000; i++) await appendLedger(dir.path, `session_${i}`, prompt(i), small);
+  const old = new Date(Date.now() - 40 * 86_400_000);
+  await Deno.utime(ledgerFile(dir.path, "session_1999"), old, old);
+  await pruneLedger(dir.path, small);
+  const files = await ledgerFiles(dir.path);
+  const total = files.reduce((n, f) => n + f.size, 0);
+  assertTrue(total <= small.maxTotalBytes, `${total} bytes left`);
+  assertEquals(files.some((f) => f.name === "session_1999"), false, "the 40-day-old file is gone");
+});
+
+Deno.test("ledger: a torn or foreign line is skipped, not fatal", async () => {
+  await using dir = await tempDir();
+  await appendLedger(dir.path, "s", prompt(1), limits);
+  await Deno.writeTextFile(ledgerFile(dir.path, "s"), '{"kind":"prompt","at":\n{"x":1}\nnot json\n', {
+    append: true,
+  });
+  await appendLedger(dir.path, "s", capture(2), limits);
+  assertEquals((await readLedger(dir.path, "s")).map((e) => e.kind), ["prompt", "capture"]);
+});
+
+Deno.test("ledger: snippets are one short line", () => {
+  assertEquals(snippet("  a\n\tb  "), "a b");
+  const long = snippet("x".repeat(500));
+  assertEquals([long.length, long.endsWith("…")], [80, true]);
+});
 
 const ctx = (
   event: HookEvent,

@@ -7,10 +7,9 @@
 
 import { assertEquals } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { placeJournal, sandboxEnv } from "../support/hook-context.ts";
+import { hookIn, placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { waitUntil } from "../support/kimi.ts";
-import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { readState } from "../../memory/state.ts";
 
@@ -39,12 +38,11 @@ Deno.test("hook stop: a prompt mentioning <system-reminder> and an answer mentio
     .simpleTurn(PROMPT_WITH_ELEMENT, ANSWER_UNCLOSED);
   await placeJournal(dir.path, SESSION, journal.toString());
   const env = sandboxEnv(dir.path, fake.url, { OPENVIKING_CAPTURE_WAIT_MS: "0" });
-  const r = await runCli(["hook", "stop"], {
+  const r = await hookIn("stop", {
     env,
-    clearEnv: true,
     stdin: JSON.stringify({ hook_event_name: "Stop", session_id: SESSION, cwd: "/home/user/proj" }),
   });
-  assertEquals([r.code, r.stdout], [0, ""], r.stderr);
+  assertEquals(r.stdout, "");
   const statePath = `${dir.path}/.openviking/hook-state/kimicode/${SESSION}.json`;
   await waitUntil(async () => (await readState(statePath)).lastCaptureAt, 20_000, "the worker's capture", 50);
   assertEquals(
