@@ -11,7 +11,7 @@ import fc from "fast-check";
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { tomlDocument } from "../install/toml_arbitrary.ts";
-import { type Context } from "../../install/transaction.ts";
+import type { Context } from "../../install/transaction.ts";
 import { runInstall } from "../../install/install.ts";
 import { runUninstall } from "../../install/uninstall.ts";
 import { isRecord as isObject } from "../../lib/parsed.ts";

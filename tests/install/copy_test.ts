@@ -13,7 +13,7 @@ import {
   assertTrue,
 } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
-import { type Context, type InstallOptions } from "../../install/transaction.ts";
+import type { Context, InstallOptions } from "../../install/transaction.ts";
 import { runInstall } from "../../install/install.ts";
 import { currentSelf } from "../../install/placement.ts";
 import { buildCopy, versionsDir } from "../../install/program.ts";

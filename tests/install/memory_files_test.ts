@@ -8,7 +8,7 @@
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { type Context, type InstallOptions } from "../../install/transaction.ts";
+import type { Context, InstallOptions } from "../../install/transaction.ts";
 import { runInstall } from "../../install/install.ts";
 import { runUninstall } from "../../install/uninstall.ts";
 import { currentSelf } from "../../install/placement.ts";

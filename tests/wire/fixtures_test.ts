@@ -68,9 +68,10 @@ function expected(variant: string, scenario: string): Msg[] {
     case "undo":
       // `/undo 1` withdrew the second turn, `/undo 2` the third and fourth.
       return [...UNDO_TURNS[0], ...UNDO_TURNS[4]];
-    case "hook-context":
+    case "hook-context": {
       const tool: Msg[] = [["1", "user", "and RUN_TOOL to check"], ["1", "assistant", TOOL_RAN]];
       return [...ack(1, "what do I prefer, tabs or spaces?"), ...tool];
+    }
   }
   throw new Error(`no expectation for ${scenario}`);
 }
