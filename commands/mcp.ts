@@ -5,19 +5,18 @@
  * before the client sends its first message.
  */
 
+import { Readable, Writable } from "node:stream";
+// @ts-types="@modelcontextprotocol/sdk/server/stdio"
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { credentialFilePaths, loadConfig } from "../openviking/config.ts";
 import { isOpen, readBreaker } from "../openviking/breaker.ts";
-import { createLogger, type Logger } from "../lib/log.ts";
+import { createLogger } from "../lib/log.ts";
+import { readTextIfExists } from "../lib/fs.ts";
 import { type Env, orNoHome, processEnv, sharedStateDir } from "../lib/paths.ts";
 import { resolvePeer } from "../openviking/peer.ts";
 import { withoutUserinfo } from "../lib/scrub.ts";
-import { CredentialWatcher, type ProxySettings, proxySettings } from "../mcp/credentials.ts";
-import { lineSink, readLines } from "../mcp/lines.ts";
-import { BYTE_LIMITS, type ByteLimits, PROXY_LIMITS, type ProxyLimits } from "../mcp/limits.ts";
-import { Proxy } from "../mcp/proxy.ts";
-import { Session } from "../mcp/session.ts";
+import { type ByteLimits, Proxy, type ProxyLimits, type ProxySettings, proxySettings } from "../mcp/proxy.ts";
 import { readToolCache, toolCachePath, writeToolCache } from "../mcp/tool-cache.ts";
-import { Upstream } from "../mcp/upstream.ts";
 
 /** How long running requests may finish after stdin closed. */
 const EOF_GRACE_MS = 5_000;
@@ -51,105 +50,90 @@ export interface McpServerIo {
   bytes?: ByteLimits;
 }
 
-/** The settings the proxy runs with, loaded (again after a credential change) for the workspace. */
-interface Loaded {
-  settings: ProxySettings;
-  warnings: string[];
-  debug: boolean;
-  log: string;
-  /** The MCP tools offered to the model (`OPENVIKING_MCP_TOOLS`). */
-  offer: readonly string[];
-}
-
-/** Loads the config for `workspace` and resolves its actor peer. */
-async function loadSettings(env: Env, workspace: string | undefined): Promise<Loaded> {
-  const { config, warnings } = await loadConfig(env, workspace);
-  const peer = await resolvePeer(workspace, config);
-  return {
-    settings: proxySettings(config, peer.peerId),
-    warnings,
-    debug: config.debug,
-    log: config.debugLogPath,
-    offer: config.mcpTools,
-  };
-}
-
-/** The session and the proxy over it, with credentials watched and tool lists cached. */
-async function startProxy(io: McpServerIo, first: Loaded, log: Logger, reload: () => Promise<Loaded>) {
-  const paths = credentialFilePaths(io.env);
-  const watcher = new CredentialWatcher([paths.cli, paths.ov], async () => (await reload()).settings);
-  await watcher.snapshot();
-  const cachePath = toolCachePath(io.env);
-  const late: { proxy?: Proxy } = {};
-  const limits = io.limits ?? PROXY_LIMITS;
-  const session = new Session({
-    upstream: new Upstream(first.settings.target, io.fetch, io.bytes ?? BYTE_LIMITS),
-    settings: first.settings,
-    credentials: watcher,
-    log,
-    initTimeoutMs: Math.min(first.settings.timeoutMs, limits.startupMs),
-    passthrough: (item) => late.proxy?.passthrough(item),
-    onReinitialized: () => late.proxy?.onReinitialized(),
-  });
-  late.proxy = new Proxy({
-    session,
-    writeLine: io.writeLine,
-    log,
-    limits,
-    offer: first.offer,
-    tools: {
-      read: () => readToolCache(cachePath, session.settings.target.mcpUrl),
-      write: (tools) => writeToolCache(cachePath, session.settings.target.mcpUrl, tools),
-    },
-    paused: async () => {
-      const b = await readBreaker(
-        orNoHome(() => sharedStateDir(io.env)) ?? "",
-        session.settings.target.mcpUrl,
-      );
-      return b !== undefined && isOpen(b);
-    },
-  });
-  return late.proxy;
-}
-
-/** Feeds stdin's lines to the proxy until stdin ends ("eof"), `signal` aborts or the output goes ("signal"). */
-async function serve(io: McpServerIo, running: Proxy): Promise<"eof" | "signal"> {
-  const reading = (async () => {
-    for await (const line of readLines(io.input)) {
-      if (running.stopped.signal.aborted) break;
-      running.handleLine(line);
+/**
+ * A reloader of the settings that loads them again only when a credential file's content changed since the
+ * last look (mtime can stay the same within one tick; content cannot).
+ */
+export async function credentialReloader(
+  paths: readonly string[],
+  load: () => Promise<ProxySettings>,
+  read: (path: string) => Promise<string | undefined> = (path) => readTextIfExists(path).catch(() => undefined),
+): Promise<() => Promise<ProxySettings | undefined>> {
+  const seen = new Map<string, string | undefined>();
+  const look = async () => {
+    let changed = false;
+    for (const path of paths) {
+      const now = await read(path);
+      changed ||= seen.has(path) && now !== seen.get(path);
+      seen.set(path, now);
     }
-    return "eof" as const;
-  })().catch(() => "eof" as const);
-  const stopped = new Promise<"signal">((resolve) => {
-    if (io.signal?.aborted) resolve("signal");
-    io.signal?.addEventListener("abort", () => resolve("signal"), { once: true });
-    running.stopped.signal.addEventListener("abort", () => resolve("signal"), { once: true });
-  });
-  return await Promise.race([reading, stopped]);
+    return changed;
+  };
+  await look();
+  return async () => await look() ? await load() : undefined;
 }
 
 /** Runs the proxy until stdin ends, the output goes away or `signal` aborts; resolves to the exit code. */
 export async function runMcpServer(io: McpServerIo): Promise<number> {
   const workspace = workspaceDir(io.env, io.cwd);
-  const load = () => loadSettings(io.env, workspace);
+  const load = async () => {
+    const { config, warnings } = await loadConfig(io.env, workspace);
+    const peer = await resolvePeer(workspace, config);
+    return { settings: proxySettings(config, peer.peerId), warnings, config };
+  };
   const first = await load();
   for (const warning of first.warnings) io.diagnostic(`openviking-kimi mcp: ${warning}`);
+  const settings = first.settings;
   const log = createLogger({
-    enabled: first.debug,
-    path: first.log,
+    enabled: first.config.debug,
+    path: first.config.debugLogPath,
     source: "mcp",
-    secrets: first.settings.context.secrets as string[],
+    secrets: settings.context.secrets as string[],
   });
-  const running = await startProxy(io, first, log, load);
+  const paths = credentialFilePaths(io.env);
+  const cachePath = toolCachePath(io.env);
+  const stdin = Readable.fromWeb(io.input as import("node:stream/web").ReadableStream<Uint8Array>);
+  const stdout = new Writable({
+    write: (chunk, _encoding, done) => void io.writeLine(String(chunk).replace(/\n$/, "")).then(() => done(), done),
+  });
+  stdout.setMaxListeners(0);
+  const gone = new Promise<"signal">((resolve) => stdout.on("error", () => resolve("signal")));
+  const stdio = new StdioServerTransport(stdin, stdout);
+  const proxy: Proxy = new Proxy({
+    settings,
+    reload: await credentialReloader([paths.cli, paths.ov], async () => (await load()).settings),
+    send: async (message) => void await Promise.race([stdio.send(message), gone]),
+    log,
+    offer: first.config.mcpTools,
+    limits: io.limits,
+    bytes: io.bytes,
+    fetch: io.fetch,
+    tools: {
+      read: () => readToolCache(cachePath, proxy.settings.target.mcpUrl),
+      write: (tools) => writeToolCache(cachePath, proxy.settings.target.mcpUrl, tools),
+    },
+    paused: async () => {
+      const b = await readBreaker(orNoHome(() => sharedStateDir(io.env)) ?? "", proxy.settings.target.mcpUrl);
+      return b !== undefined && isOpen(b);
+    },
+  });
   log.stage("start", {
-    url: withoutUserinfo(first.settings.target.mcpUrl),
-    credentialSource: first.settings.context.credentialSource,
-    apiKeySource: first.settings.context.apiKeySource,
-    peer: first.settings.target.peerId || undefined,
+    url: withoutUserinfo(settings.target.mcpUrl),
+    credentialSource: settings.context.credentialSource,
+    apiKeySource: settings.context.apiKeySource,
+    peer: settings.target.peerId || undefined,
   });
-  const why = await serve(io, running);
-  await running.shutdown(why === "eof" ? EOF_GRACE_MS : 0);
+  const why = await new Promise<"eof" | "signal">((resolve) => {
+    stdin.on("end", () => resolve("eof")).on("error", () => resolve("eof"));
+    void gone.then(resolve);
+    if (io.signal?.aborted) resolve("signal");
+    io.signal?.addEventListener("abort", () => resolve("signal"), { once: true });
+    stdio.onmessage = (message) => void proxy.handle(message);
+    stdio.onerror = (error) => log.stage("stdin-unreadable", { error: error.message });
+    void stdio.start();
+  });
+  await proxy.shutdown(why === "eof" ? EOF_GRACE_MS : 0);
+  await stdio.close();
   log.stage("exit", { why });
   await log.flush();
   return 0;
@@ -169,11 +153,15 @@ export async function mcpCommand(): Promise<number> {
   }
   const writer = Deno.stdout.writable.getWriter();
   const encoder = new TextEncoder();
+  const writeLine = async (line: string) => {
+    await writer.ready;
+    await writer.write(encoder.encode(`${line}\n`));
+  };
   const code = await runMcpServer({
     env: processEnv(),
     cwd: Deno.cwd(),
     input: Deno.stdin.readable,
-    writeLine: lineSink(writer),
+    writeLine,
     diagnostic: (text) => Deno.stderr.writeSync(encoder.encode(`${text}\n`)),
     signal: stop.signal,
   });

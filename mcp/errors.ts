@@ -3,9 +3,60 @@
  * involved came from, and what to do. API keys never appear (every text is scrubbed). Pure.
  */
 
+// @ts-types="@modelcontextprotocol/sdk/types"
+import type { JSONRPCErrorResponse, RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { scrub, withoutUserinfo } from "../lib/scrub.ts";
-import { ErrorCode, errorResponse, type JsonRpcErrorResponse, type JsonRpcId } from "./jsonrpc.ts";
-import type { Failure } from "./upstream.ts";
+
+/** Error codes the proxy answers with. */
+export const ErrorCode = {
+  /** OpenViking refused the credentials (HTTP 401/403). */
+  Authentication: -32001,
+  /** OpenViking answered with an HTTP error status, a refused redirect, or a reply that is not JSON-RPC. */
+  UpstreamHttp: -32002,
+  /** OpenViking accepted the request but sent no response to it. */
+  EmptyReply: -32003,
+  /** OpenViking could not be reached (connection refused, DNS, TLS, timeout, a reply that went silent). */
+  Network: -32004,
+  /** OpenViking's reply was larger than the proxy reads. */
+  ReplyTooLarge: -32005,
+} as const;
+
+/** Why an exchange did not produce the response it should have. */
+export type Failure =
+  /** No HTTP answer: connection refused, DNS, TLS, reset. */
+  | { kind: "network"; cause: string }
+  /** No response headers within the time limit. */
+  | { kind: "timeout"; ms: number }
+  /** The reply started, then went silent for `ms` (no byte, not even an SSE keep-alive). */
+  | { kind: "stalled"; ms: number }
+  /** The whole exchange (headers, body, SSE reconnections) did not end within its limit. */
+  | { kind: "deadline"; ms: number }
+  /** The reply passed a byte bound: the JSON body or one SSE event (`limitBytes`), or the SSE stream. */
+  | { kind: "too-large"; limitBytes: number; part: "reply" | "event" | "stream" }
+  /** 401/403. */
+  | { kind: "auth"; status: number; serverMessage: string }
+  /** Another non-2xx status; `sessionId` is the session id the request carried. */
+  | { kind: "http"; status: number; serverMessage: string; sessionId?: string }
+  /** A redirect to another origin, not followed (credentials stay with the configured URL). */
+  | { kind: "redirect"; status: number; location: string }
+  /** 2xx without the response to the request. */
+  | { kind: "empty"; status: number }
+  /** 2xx whose body held something that is not JSON-RPC, and no response. */
+  | { kind: "bad-reply"; status: number; sample: string }
+  /** The body was cut before the response. */
+  | { kind: "cut"; cause: string }
+  /** Cancelled by the client or by shutdown. */
+  | { kind: "aborted" };
+
+/** An error response. */
+export function errorResponse(
+  id: RequestId,
+  code: number,
+  message: string,
+  data?: unknown,
+): JSONRPCErrorResponse {
+  return { jsonrpc: "2.0", id, error: data === undefined ? { code, message } : { code, message, data } };
+}
 
 /** What an error message may say about the configuration (never the key itself). */
 export interface ErrorContext {
@@ -75,11 +126,11 @@ function credentialPath(ctx: ErrorContext): string {
 
 /** The error answering an authentication failure (HTTP 401/403). */
 export function authError(
-  id: JsonRpcId | null,
+  id: RequestId,
   status: number,
   serverMessage: string,
   ctx: ErrorContext,
-): JsonRpcErrorResponse {
+): JSONRPCErrorResponse {
   const { source, fix } = describeKeyFix(ctx);
   const said = serverMessage ? `: ${serverMessage}` : "";
   const message = status === 403
@@ -222,10 +273,10 @@ function answerParts(
 
 /** The error answering a failed exchange. */
 export function failureError(
-  id: JsonRpcId | null,
+  id: RequestId,
   failure: Failure,
   ctx: ErrorContext,
-): JsonRpcErrorResponse {
+): JSONRPCErrorResponse {
   const url = withoutUserinfo(ctx.mcpUrl);
   switch (failure.kind) {
     case "auth":
@@ -254,6 +305,6 @@ function describeMs(ms: number): string {
   return ms >= 1000 ? `${Math.round(ms / 1000)} s` : `${ms} ms`;
 }
 
-function clean(reply: JsonRpcErrorResponse, ctx: ErrorContext): JsonRpcErrorResponse {
-  return scrub(reply, ctx.secrets) as JsonRpcErrorResponse;
+function clean(reply: JSONRPCErrorResponse, ctx: ErrorContext): JSONRPCErrorResponse {
+  return scrub(reply, ctx.secrets) as JSONRPCErrorResponse;
 }

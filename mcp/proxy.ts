@@ -1,49 +1,174 @@
 /**
- * The stdio side of the proxy: each stdin line is read (single message or batch), requests run concurrently
- * (replies in whatever order they finish: at most 16 tool calls at once, and other requests in slots of their
- * own, so stalled tool calls never hold up `tools/list`; `initialize` needs no slot and `ping` is answered by
- * the proxy itself), notifications keep their order, cancelled requests are withdrawn or cancelled upstream,
- * every outgoing message is one whole line, every exchange is bounded in time (see `exchangeTiming`) and
- * bytes, and when OpenViking cannot be reached `initialize` and `tools/list` are still answered so Kimi keeps
- * its tools.
+ * The stdio ↔ Streamable HTTP proxy over the MCP SDK's client transport: client messages in (`handle`), server
+ * messages out (`send`). Requests run concurrently (tool calls in 16 slots, others in 8 of their own; `ping` is
+ * answered here), notifications keep their order, every exchange is bounded in time (`exchangeTiming`) and in
+ * bytes (the transport's `fetch` is {@link Proxy.fetchBounded}), the session is re-initialised when it expired
+ * and credentials are reloaded after a 401/403, and while OpenViking cannot answer `initialize` and
+ * `tools/list` are answered here so Kimi keeps its tools.
  */
 
+// @ts-types="@modelcontextprotocol/sdk/client/streamableHttp"
+import {
+  StreamableHTTPClientTransport,
+  StreamableHTTPError,
+} from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+// @ts-types="@modelcontextprotocol/sdk/types"
+import type {
+  JSONRPCMessage,
+  JSONRPCNotification,
+  JSONRPCRequest,
+  RequestId,
+} from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../lib/log.ts";
 import { isRecord } from "../lib/parsed.ts";
 import { withoutUserinfo } from "../lib/scrub.ts";
+import { VERSION } from "../lib/version.ts";
+import { buildHeaders, identityOf, readPrefix, serverMessageOf } from "../openviking/client.ts";
+import { type Config, keyFor } from "../openviking/config.ts";
 import { BUILTIN_TOOLS, offeredTools, type ToolDefinition } from "../memory/tools.ts";
-import { failureError } from "./errors.ts";
-import {
-  type Classified,
-  isErrorReply,
-  type JsonRpcId,
-  type JsonRpcMessage,
-  type JsonRpcNotification,
-  type JsonRpcRequest,
-  type JsonRpcResponse,
-  parseLine,
-} from "./jsonrpc.ts";
-import { Limiter } from "./limiter.ts";
-import {
-  catalogResult,
-  offlineInitializeResult,
-  offlineProtocolVersion,
-  offlineReason,
-  pingResult,
-  TOOLS_CHANGED,
-} from "./offline.ts";
-import type { Session } from "./session.ts";
-import type { Exchange, Failure } from "./upstream.ts";
-import { exchangeTiming, PROXY_LIMITS, type ProxyLimits, type Timing } from "./limits.ts";
-import { LineWriter } from "./lines.ts";
+import { type ErrorContext, type Failure, failureError } from "./errors.ts";
 import { validTools } from "./tool-cache.ts";
 
-/** How many tool calls may be in flight upstream at once. */
-const MAX_IN_FLIGHT = 16;
-/** How many other requests (`tools/list`, `resources/…`) may be in flight at once, in slots of their own. */
-const MAX_OTHER_IN_FLIGHT = 8;
-/** How long the session DELETE may take at shutdown. */
-const DELETE_TIMEOUT_MS = 2_000;
+/** The time bounds the proxy applies (ms); tests shorten them. */
+export interface ProxyLimits {
+  /** `initialize` and `tools/list` as a whole, so a dead host still leaves Kimi's start-up budget. */
+  startupMs: number;
+  /** Any request as a whole; long tools are bounded by the client's own timeout. */
+  toolCallMs: number;
+  /** How long an SSE reply may go without a byte (keep-alive comments count). */
+  streamIdleMs: number;
+}
+
+/** The production time bounds. */
+export const PROXY_LIMITS: Readonly<ProxyLimits> = {
+  startupMs: 10_000,
+  toolCallMs: 600_000,
+  streamIdleMs: 120_000,
+};
+
+/** Byte bounds of the replies read (counted as inflated). */
+export interface ByteLimits {
+  /** A JSON body, or one SSE event. */
+  replyBytes: number;
+  /** An SSE stream as a whole. */
+  streamBytes: number;
+}
+
+/** The production byte bounds. */
+export const BYTE_LIMITS: Readonly<ByteLimits> = { replyBytes: 16 << 20, streamBytes: 64 << 20 };
+
+/** The most read of a body only the server's words are needed from (error pages, redirects). */
+const ERROR_BODY_BYTES = 64 * 1024;
+
+/** The time limits of one exchange (ms). */
+export interface Timing {
+  headersMs: number;
+  /** How long a JSON (or error) body may go without a byte. */
+  bodyIdleMs: number;
+  streamIdleMs: number;
+  /** Headers, body and SSE reconnections. */
+  totalMs: number;
+}
+
+const uniform = (ms: number): Timing => ({ headersMs: ms, bodyIdleMs: ms, streamIdleMs: ms, totalMs: ms });
+
+/**
+ * The time limits of one exchange (`timeoutMs` = OPENVIKING_TIMEOUT_MS; `method` undefined = a notification or
+ * a response): `initialize` and `tools/list` within min(timeoutMs, startup limit); notifications within
+ * timeoutMs; other requests: headers within timeoutMs (a tool call's within the tool-call limit), a JSON body
+ * silent at most timeoutMs, an SSE stream silent at most max(timeoutMs, stream idle limit), the whole within
+ * max(timeoutMs, tool-call limit).
+ */
+export function exchangeTiming(method: string | undefined, timeoutMs: number, limits: ProxyLimits): Timing {
+  if (method === undefined) return uniform(timeoutMs);
+  if (method === "initialize" || method === "tools/list") {
+    return uniform(Math.min(timeoutMs, limits.startupMs));
+  }
+  const longest = Math.max(timeoutMs, limits.toolCallMs);
+  return {
+    headersMs: method === "tools/call" ? longest : timeoutMs,
+    bodyIdleMs: timeoutMs,
+    streamIdleMs: Math.max(timeoutMs, limits.streamIdleMs),
+    totalMs: longest,
+  };
+}
+
+/** Everything the proxy needs from the configuration. */
+export interface ProxySettings {
+  target: ReturnType<typeof identityOf> & { mcpUrl: string };
+  context: ErrorContext;
+  /** OPENVIKING_TIMEOUT_MS. */
+  timeoutMs: number;
+}
+
+/** The proxy settings of a loaded config and actor peer; a key saved for another origin is not sent. */
+export function proxySettings(config: Config, peerId: string): ProxySettings {
+  const identity = identityOf({ ...config, apiKey: keyFor(config, config.mcpUrl) }, peerId);
+  const { mcpUrl, credentialSource, apiKeySource, cliConfigPath, ovConfigPath, account, user } = config;
+  return {
+    target: { mcpUrl, ...identity },
+    context: {
+      mcpUrl,
+      credentialSource,
+      apiKeySource,
+      cliConfigPath,
+      ovConfigPath,
+      account,
+      user,
+      secrets: config.apiKey ? [config.apiKey] : [],
+    },
+    timeoutMs: config.timeoutMs,
+  };
+}
+
+/** Protocol version sent before an initialize result told better (what OpenViking speaks). */
+const DEFAULT_PROTOCOL_VERSION = "2025-06-18";
+const KNOWN_PROTOCOL_VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+
+/** The version an offline `initialize` answers: the client's ask when known and no newer than OpenViking's. */
+export function offlineProtocolVersion(requested: unknown): string {
+  return typeof requested === "string" && KNOWN_PROTOCOL_VERSIONS.includes(requested) &&
+      requested <= DEFAULT_PROTOCOL_VERSION
+    ? requested
+    : DEFAULT_PROTOCOL_VERSION;
+}
+
+/** Why the server could not answer `initialize`, in words for the instructions. */
+function offlineReason(failure: Failure): string {
+  switch (failure.kind) {
+    case "auth":
+      return `refused the credentials (HTTP ${failure.status})`;
+    case "http":
+    case "empty":
+    case "bad-reply":
+    case "redirect":
+      return `answered HTTP ${failure.status} instead of an MCP result`;
+    case "too-large":
+      return "sent a reply larger than the proxy reads";
+    case "stalled":
+    case "deadline":
+    case "timeout":
+      return "did not answer in time";
+    default:
+      return "was not reachable";
+  }
+}
+
+/** A failure in a few words, for the log. */
+function describe(failure: Failure): string {
+  return "cause" in failure ? `${failure.kind}: ${failure.cause}` : failure.kind;
+}
+
+/** The short cause of a fetch error, without Deno's "error sending request for url (…)" prefix or userinfo. */
+export function networkCause(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return withoutUserinfo(message.replace(/^error sending request for url \([^)]*\):\s*/i, "")) ||
+    "unknown network error";
+}
+
+const isEventStream = (type: string | null) =>
+  (type ?? "").toLowerCase().split(";")[0].trim() === "text/event-stream";
+const idKey = (id: RequestId) => `${typeof id}:${id}`;
 
 /** Where tool lists are remembered between sessions. */
 export interface ToolStore {
@@ -53,209 +178,458 @@ export interface ToolStore {
 
 /** Options of the proxy. */
 export interface ProxyOptions {
-  session: Session;
-  /** Writes one line (without its newline) to stdout; the proxy never calls it concurrently. */
-  writeLine: (line: string) => Promise<void>;
+  settings: ProxySettings;
+  /** New settings when the credential files changed since they were read, else `undefined`. */
+  reload?: () => Promise<ProxySettings | undefined>;
+  /** Writes one message to the client. */
+  send: (message: JSONRPCMessage) => Promise<void>;
   log: Logger;
   tools?: ToolStore;
-  /** Which tools `tools/list` offers the model (the `OPENVIKING_MCP_TOOLS` knob; default: memory's). */
+  /** Tools offered to the model besides memory's (`OPENVIKING_MCP_TOOLS`). */
   offer?: readonly string[];
-  /** Tool calls in flight at once (default {@link MAX_IN_FLIGHT}). */
-  maxInFlight?: number;
-  /** Time bounds (default {@link PROXY_LIMITS}). */
   limits?: ProxyLimits;
-  /**
-   * Whether OpenViking is known not to answer now (its recall breaker is open, runtime/breaker.ts): then
-   * `initialize`, `tools/list` and every other request but a tool call are answered at once, offline.
-   */
+  bytes?: ByteLimits;
+  fetch?: typeof fetch;
+  /** Whether OpenViking is known not to answer now (its recall breaker is open). */
   paused?: () => Promise<boolean>;
 }
 
-interface InFlight {
-  controller: AbortController;
-  /** The request went (or is going) upstream, so a cancel must be forwarded. */
-  sent: boolean;
+type Outcome = { ok: true; response: JSONRPCMessage } | { ok: false; failure: Failure };
+
+/** A request sent upstream and waiting for its response; its fetch records what went wrong. */
+interface Pending {
+  timing: Timing;
+  signal: AbortSignal;
+  settle(outcome: Outcome): void;
+  failure?: Failure;
+  status?: number;
+  sse?: boolean;
+  /** The reply stream carried an event id, so the transport resumes it when it ends. */
+  resumable?: boolean;
+  ended?: boolean;
+  sample?: string;
 }
 
-const idKey = (id: JsonRpcId) => `${typeof id}:${id}`;
+/** A counting semaphore whose waiters can withdraw. */
+class Slots {
+  private active = 0;
+  private readonly waiting: (() => void)[] = [];
+  constructor(private readonly max: number) {}
 
-/** Why a request was answered here while the server's recall breaker is open. */
+  /** Resolves to the slot's release, or `undefined` when `signal` aborted first. */
+  async acquire(signal: AbortSignal): Promise<(() => void) | undefined> {
+    if (this.active >= this.max) {
+      const granted = await new Promise<boolean>((resolve) => {
+        const grant = () => resolve(true);
+        this.waiting.push(grant);
+        signal.addEventListener("abort", () => {
+          const i = this.waiting.indexOf(grant);
+          if (i >= 0) this.waiting.splice(i, 1), resolve(false);
+        }, { once: true });
+      });
+      if (!granted) return undefined;
+    } else this.active++;
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.active--;
+    };
+  }
+}
+
+/** Why a request is answered here while the server's recall breaker is open. */
 const PAUSED: Failure = { kind: "network", cause: "it left a recent request unanswered; memory is paused" };
 
-/** The stdio ↔ Streamable HTTP proxy. */
+/** The proxy: one upstream MCP session on behalf of one stdio client. */
 export class Proxy {
-  /** Slots of tool calls, and of every other request: tool calls cannot take the others'. */
-  private readonly toolSlots: Limiter;
-  private readonly otherSlots = new Limiter(MAX_OTHER_IN_FLIGHT);
-  private readonly limits: ProxyLimits;
-  private readonly inFlight = new Map<string, InFlight>();
+  settings: ProxySettings;
+  private http!: StreamableHTTPClientTransport;
+  private protocolVersion = DEFAULT_PROTOCOL_VERSION;
+  private readonly pending = new Map<string, Pending>();
+  private readonly inFlight = new Map<string, { controller: AbortController; sent: boolean }>();
   private readonly tasks = new Set<Promise<unknown>>();
-  /** Settles when every notification dispatched so far has been sent (their order is kept). */
+  private readonly toolSlots = new Slots(16);
+  private readonly otherSlots = new Slots(8);
+  private readonly limits: ProxyLimits;
+  private readonly bytes: ByteLimits;
+  /** Settles when every notification so far went upstream, and when the client's initialize is done. */
   private barrier: Promise<void> = Promise.resolve();
-  /** Settles when the client's initialize (if one is running) is done; later messages wait for it. */
   private initGate: Promise<void> = Promise.resolve();
+  /** Params of the client's initialize, to initialise the server again. */
+  private clientInit: Record<string, unknown> | undefined;
+  private ready = false;
+  private initializing: Promise<Failure | undefined> | undefined;
+  private reloading: Promise<boolean> | undefined;
+  private generation = 0;
+  private inits = 0;
   private servedCatalog = false;
-  private closing = false;
-  readonly writer: LineWriter;
-  /** Aborted when the output is gone or shutdown begins. */
+  /** Aborted at shutdown. */
   readonly stopped = new AbortController();
 
   constructor(private readonly options: ProxyOptions) {
-    this.toolSlots = new Limiter(options.maxInFlight ?? MAX_IN_FLIGHT);
+    this.settings = options.settings;
     this.limits = options.limits ?? PROXY_LIMITS;
-    this.writer = new LineWriter(options.writeLine, () => this.stopped.abort());
+    this.bytes = options.bytes ?? BYTE_LIMITS;
+    this.connect();
   }
 
-  /** Called by the session after the proxy itself (re)initialised the server. */
-  async onReinitialized(): Promise<void> {
-    if (!this.servedCatalog) return;
-    this.servedCatalog = false;
-    await this.writer.write(TOOLS_CHANGED);
+  /** Handles one client message; returns once it is answered. */
+  handle(message: JSONRPCMessage): Promise<void> {
+    if ("method" in message && "id" in message) return this.track(this.request(message));
+    if ("method" in message) {
+      this.notify(message);
+      return Promise.resolve();
+    }
+    // A response to a request the server sent inside a stream: deliver it now (the stream may wait for it).
+    return this.track(this.forward(message));
   }
 
-  /** Messages the server sends outside a client request's reply go straight to the client. */
-  passthrough = (item: Classified): Promise<void> => this.writer.write(item.message);
-
-  /** Handles one stdin line; returns once it is fully answered (callers need not wait). */
-  handleLine(line: string): Promise<void> {
-    if (line.trim() === "") return Promise.resolve();
-    return this.track(this.dispatchLine(line));
+  /** A fresh transport (no session yet), its messages routed to the waiting requests or the client. */
+  private connect(): void {
+    if (this.pending.size === 0) void this.http?.close();
+    const http = new StreamableHTTPClientTransport(new URL(this.settings.target.mcpUrl), {
+      fetch: this.fetchBounded,
+      reconnectionOptions: {
+        initialReconnectionDelay: 500,
+        maxReconnectionDelay: 5_000,
+        reconnectionDelayGrowFactor: 1.5,
+        maxRetries: 3,
+      },
+    });
+    http.onmessage = (message) => {
+      const entry = "id" in message && !("method" in message) && message.id !== undefined
+        ? this.pending.get(idKey(message.id))
+        : undefined;
+      if (entry) entry.settle({ ok: true, response: message });
+      else void this.track(this.options.send(message));
+    };
+    http.onerror = (error) => {
+      if (!/reconnect/i.test(error.message)) return;
+      for (const entry of this.pending.values()) {
+        if (entry.ended) entry.settle({ ok: false, failure: { kind: "cut", cause: error.message } });
+      }
+    };
+    http.setProtocolVersion(this.protocolVersion);
+    void http.start();
+    this.http = http;
   }
 
-  /** Remembers work that shutdown must wait for; errors are logged, never thrown. */
+  /**
+   * The transport's fetch: the configured headers, a time limit on the headers, only the start of error bodies,
+   * and reply bodies bounded in bytes and in silence; a bound that stops a reply fails its request at once.
+   */
+  private fetchBounded = async (url: string | URL, init: RequestInit = {}): Promise<Response> => {
+    const entry = this.entryOf(init.body);
+    const timing = entry?.timing ?? exchangeTiming("", this.settings.timeoutMs, this.limits);
+    const headers = buildHeaders(this.settings.target, undefined, init.method === "POST");
+    new Headers(init.headers).forEach((value, name) => headers.set(name, value));
+    const timer = new AbortController();
+    const clock = setTimeout(() => timer.abort(), timing.headersMs);
+    const signals = [timer.signal, init.signal, entry?.signal].filter((s): s is AbortSignal => s != null);
+    let response: Response;
+    try {
+      response = await (this.options.fetch ?? fetch)(url, {
+        ...init,
+        headers,
+        signal: AbortSignal.any(signals),
+      });
+    } catch (error) {
+      if (entry && timer.signal.aborted) entry.failure ??= { kind: "timeout", ms: timing.headersMs };
+      throw error;
+    } finally {
+      clearTimeout(clock);
+    }
+    const { status, statusText } = response;
+    if (entry) entry.status = status;
+    if (!response.ok) {
+      const said = await readPrefix(response, ERROR_BODY_BYTES, timing.bodyIdleMs, init.signal ?? undefined);
+      if (entry) entry.failure ??= this.refusal(response, said, headers.get("mcp-session-id") ?? undefined);
+      const body = status === 204 || status === 205 || status === 304 ? null : said;
+      return new Response(body, { status, statusText, headers: response.headers });
+    }
+    if (!response.body) return response;
+    const sse = isEventStream(response.headers.get("content-type"));
+    if (entry) entry.sse = sse;
+    return new Response(this.bounded(response.body, sse, timing, entry), {
+      status,
+      statusText,
+      headers: response.headers,
+    });
+  };
+
+  /** The failure an HTTP error status (or a redirect the transport does not follow) stands for. */
+  private refusal(response: Response, said: string, sessionId: string | undefined): Failure {
+    const status = response.status;
+    const serverMessage = serverMessageOf(said);
+    if (status === 401 || status === 403) return { kind: "auth", status, serverMessage };
+    const location = response.headers.get("location");
+    if (status >= 300 && status < 400 && location) {
+      const next = new URL(location, this.settings.target.mcpUrl);
+      if (next.origin !== new URL(this.settings.target.mcpUrl).origin) {
+        return { kind: "redirect", status, location: withoutUserinfo(next.toString()) };
+      }
+      return { kind: "http", status, serverMessage: "too many redirects" };
+    }
+    return { kind: "http", status, serverMessage, sessionId };
+  }
+
+  /** The request a POST body carries, when one is waiting for its response. */
+  private entryOf(body: unknown): Pending | undefined {
+    if (typeof body !== "string") return undefined;
+    try {
+      const message = JSON.parse(body);
+      return isRecord(message) && "method" in message &&
+          (typeof message.id === "string" || typeof message.id === "number")
+        ? this.pending.get(idKey(message.id))
+        : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** A reply body within the byte bounds (of a JSON body; of an SSE stream and one event) and the idle bound. */
+  private bounded(body: ReadableStream<Uint8Array>, sse: boolean, timing: Timing, entry?: Pending) {
+    const reader = body.getReader();
+    const decoder = new TextDecoder();
+    const maxBytes = sse ? this.bytes.streamBytes : this.bytes.replyBytes;
+    const idleMs = sse ? timing.streamIdleMs : timing.bodyIdleMs;
+    let bytes = 0;
+    let eventChars = 0;
+    const fail = (failure: Failure) => entry?.settle({ ok: false, failure: entry.failure ?? failure });
+    const stop = (controller: ReadableStreamDefaultController<Uint8Array>, failure: Failure) => {
+      if (entry) entry.failure ??= failure;
+      fail(failure);
+      void reader.cancel().catch(() => {});
+      controller.error(new Error(failure.kind));
+    };
+    return new ReadableStream<Uint8Array>({
+      pull: async (controller) => {
+        let clock: ReturnType<typeof setTimeout> | undefined;
+        const idle = new Promise<"idle">((resolve) => clock = setTimeout(() => resolve("idle"), idleMs));
+        const got = await Promise.race([reader.read(), idle]).catch((error: unknown) => ({ error }));
+        clearTimeout(clock);
+        if (got === "idle") return stop(controller, { kind: "stalled", ms: idleMs });
+        if ("error" in got) {
+          if (entry) entry.ended = true;
+          if (!entry?.resumable) fail({ kind: "cut", cause: networkCause(got.error) });
+          return controller.error(got.error);
+        }
+        if (got.done) {
+          controller.close();
+          if (entry) entry.ended = true;
+          // What the transport makes of the last events reaches it first; then an unanswered request is empty.
+          if (sse && entry && !entry.resumable) {
+            setTimeout(() => fail({ kind: "empty", status: entry.status ?? 200 }));
+          }
+          return;
+        }
+        const chunk = got.value;
+        bytes += chunk.length;
+        if (bytes > maxBytes) {
+          return stop(controller, {
+            kind: "too-large",
+            limitBytes: maxBytes,
+            part: sse ? "stream" : "reply",
+          });
+        }
+        if (sse) {
+          const text = decoder.decode(chunk, { stream: true });
+          if (entry && /(^|[\r\n])id:/.test(text)) entry.resumable = true;
+          const events = text.split(/\r?\n\r?\n|\r\r/);
+          const longest = Math.max(eventChars + events[0].length, ...events.slice(1).map((e) => e.length));
+          eventChars = events.length > 1 ? events[events.length - 1].length : eventChars + text.length;
+          if (longest > this.bytes.replyBytes) {
+            return stop(controller, { kind: "too-large", limitBytes: this.bytes.replyBytes, part: "event" });
+          }
+        } else if (entry && entry.sample === undefined) {
+          entry.sample = decoder.decode(chunk.subarray(0, 200));
+        }
+        controller.enqueue(chunk);
+      },
+      cancel: (reason) => reader.cancel(reason),
+    });
+  }
+
+  /** Sends a request upstream and waits for its response, within `timing`; never throws. */
+  private exchange(request: JSONRPCRequest, timing: Timing, cancel?: AbortSignal): Promise<Outcome> {
+    const key = idKey(request.id);
+    const controller = new AbortController();
+    return new Promise<Outcome>((resolve) => {
+      const entry: Pending = {
+        timing,
+        signal: controller.signal,
+        settle: (outcome) => {
+          if (this.pending.get(key) !== entry) return;
+          this.pending.delete(key);
+          clearTimeout(deadline);
+          cancel?.removeEventListener("abort", onCancel);
+          if (!outcome.ok) controller.abort();
+          resolve(outcome);
+        },
+      };
+      const deadline = setTimeout(() => {
+        const ms = timing.totalMs;
+        entry.settle({
+          ok: false,
+          failure: entry.status === undefined ? { kind: "timeout", ms } : { kind: "deadline", ms },
+        });
+      }, timing.totalMs);
+      const onCancel = () => entry.settle({ ok: false, failure: { kind: "aborted" } });
+      this.pending.set(key, entry);
+      if (cancel?.aborted) return onCancel();
+      cancel?.addEventListener("abort", onCancel, { once: true });
+      const fail = (failure: Failure) => entry.settle({ ok: false, failure: entry.failure ?? failure });
+      this.http.send(request).then(
+        () => entry.sse || fail({ kind: "empty", status: entry.status ?? 202 }),
+        (error: unknown) => fail(this.failureOf(error, entry)),
+      );
+    });
+  }
+
+  /** The failure a transport error stands for, when the fetch did not record a better one. */
+  private failureOf(error: unknown, entry: Pending): Failure {
+    const status = entry.status ?? 200;
+    if (error instanceof StreamableHTTPError) {
+      return error.code === -1
+        ? { kind: "bad-reply", status, sample: error.message }
+        : { kind: "http", status: error.code ?? status, serverMessage: "" };
+    }
+    if (error instanceof TypeError || entry.status === undefined) {
+      return { kind: "network", cause: networkCause(error) };
+    }
+    if (!entry.sample?.trim()) return { kind: "empty", status };
+    return { kind: "bad-reply", status, sample: entry.sample };
+  }
+
+  /** Sends a request with the retries of a session: initialised first, again when expired, after a new key. */
+  private async send(request: JSONRPCRequest, timing: Timing, cancel?: AbortSignal): Promise<Outcome> {
+    for (let retried = false;; retried = true) {
+      const generation = this.generation;
+      const failure = await this.ensureReady();
+      const out = failure ? { ok: false as const, failure } : await this.exchange(request, timing, cancel);
+      if (out.ok || retried || cancel?.aborted) return out;
+      const f = out.failure;
+      if (
+        f.kind === "http" && (f.status === 404 || f.status === 400) && f.sessionId !== undefined &&
+        this.clientInit
+      ) {
+        this.options.log.stage("session-expired", { status: f.status });
+        if (this.http.sessionId === f.sessionId) {
+          this.ready = false;
+          this.connect();
+        }
+        continue;
+      }
+      if (f.kind === "auth" && await this.reloadCredentials(generation)) continue;
+      return out;
+    }
+  }
+
+  private ensureReady(): Promise<Failure | undefined> {
+    if (!this.clientInit || this.ready) return Promise.resolve(undefined);
+    this.initializing ??= this.reinitialize().finally(() => this.initializing = undefined);
+    return this.initializing;
+  }
+
+  /** The proxy's own initialize + initialized, with the client's remembered params. */
+  private async reinitialize(): Promise<Failure | undefined> {
+    this.connect();
+    const timing = uniform(Math.min(this.settings.timeoutMs, this.limits.startupMs));
+    const id = `openviking-kimi-init-${++this.inits}`;
+    const out = await this.exchange(
+      { jsonrpc: "2.0", id, method: "initialize", params: this.clientInit },
+      timing,
+    );
+    if (!out.ok) {
+      this.options.log.stage("reinit-failed", { failure: out.failure.kind });
+      return out.failure;
+    }
+    if (!("result" in out.response)) {
+      const said = "error" in out.response ? out.response.error.message : "";
+      return { kind: "http", status: 200, serverMessage: `initialize refused: ${said}` };
+    }
+    this.adopt(out.response.result);
+    await this.http.send({ jsonrpc: "2.0", method: "notifications/initialized" }).catch((error) =>
+      this.options.log.stage("initialized-notification-failed", { error: String(error) })
+    );
+    this.ready = true;
+    this.options.log.stage("reinitialized", { session: Boolean(this.http.sessionId) });
+    if (this.servedCatalog) {
+      this.servedCatalog = false;
+      await this.options.send({ jsonrpc: "2.0", method: "notifications/tools/list_changed" });
+    }
+    return undefined;
+  }
+
+  private adopt(result: unknown): void {
+    const version = isRecord(result) ? result.protocolVersion : undefined;
+    this.protocolVersion = typeof version === "string" ? version : DEFAULT_PROTOCOL_VERSION;
+    this.http.setProtocolVersion(this.protocolVersion);
+  }
+
+  /** Reloads the credentials when their files changed (or another request already did); true = retry. */
+  private async reloadCredentials(used: number): Promise<boolean> {
+    if (this.generation !== used) return true;
+    const reload = this.options.reload;
+    if (!reload) return false;
+    this.reloading ??= reload().then((next) => {
+      if (!next) return false;
+      this.settings = next;
+      this.generation++;
+      if (this.clientInit) this.ready = false;
+      this.options.log.stage("credentials-reloaded", { url: withoutUserinfo(next.target.mcpUrl) });
+      return true;
+    }, () => false).finally(() => this.reloading = undefined);
+    return await this.reloading;
+  }
+
+  /** Remembers work that shutdown waits for; errors are logged, never thrown. */
   private track(work: Promise<unknown>): Promise<void> {
-    const task = work.then(() => {}, (error) => this.options.log.stage("internal-error", { error }));
+    const task = work.then(
+      () => {},
+      (error) => this.options.log.stage("internal-error", { error: String(error) }),
+    );
     this.tasks.add(task);
     task.finally(() => this.tasks.delete(task));
     return task;
   }
 
-  private async dispatchLine(line: string): Promise<void> {
-    const parsed = parseLine(line);
-    if (parsed.kind === "invalid") return await this.writer.write(parsed.reply);
-    if (parsed.kind === "single") {
-      const reply = await this.dispatch(parsed.item, false);
-      if (reply) await this.writer.write(reply);
-      return;
+  private async paused(): Promise<boolean> {
+    return await this.options.paused?.().catch(() => false) ?? false;
+  }
+
+  private async request(request: JSONRPCRequest): Promise<void> {
+    if (request.method === "ping") {
+      return await this.options.send({ jsonrpc: "2.0", id: request.id, result: {} });
     }
-    const replies = await Promise.all(
-      parsed.items.map((item) => isErrorReply(item) ? Promise.resolve(item) : this.dispatch(item, true)),
-    );
-    const out = replies.filter((r): r is JsonRpcResponse => r !== undefined);
-    if (out.length > 0) await this.writer.write(out);
-  }
-
-  /** Handles one message; returns the response to output (only for requests; `collect` = part of a batch). */
-  private dispatch(item: Classified, collect: boolean): Promise<JsonRpcResponse | undefined> {
-    if (item.kind === "request") {
-      const method = item.message.method;
-      // The client's peer is the proxy: it is alive when it answers, whatever OpenViking is doing.
-      if (method === "ping") return Promise.resolve(pingResult(item.message.id));
-      return method === "initialize"
-        ? this.initialize(item.message, collect)
-        : this.request(item.message, collect);
-    }
-    if (item.kind === "notification") {
-      this.notify(item.message);
-      return Promise.resolve(undefined);
-    }
-    // A response to a request the server sent inside a stream: deliver it now (the stream may wait for it).
-    this.track(this.forward(item.message, "response"));
-    return Promise.resolve(undefined);
-  }
-
-  private timing(method: string | undefined): Timing {
-    return exchangeTiming(method, this.options.session.settings.timeoutMs, this.limits);
-  }
-
-  /** A sink writing every message, except the response to `id` when it is collected for a batch. */
-  private sinkFor(id: JsonRpcId, collect: boolean, seen: (r: JsonRpcResponse) => void) {
-    return (item: Classified): Promise<void> | void => {
-      if (item.kind === "response" && item.message.id === id) {
-        seen(item.message);
-        if (collect) return;
-      }
-      return this.writer.write(item.message);
-    };
-  }
-
-  /** Sends a request upstream (as the client's initialize, or any other), catching its response. */
-  private async exchange(
-    how: "initialize" | "send",
-    request: JsonRpcRequest,
-    collect: boolean,
-    signal: AbortSignal,
-  ): Promise<{ exchange: Exchange; response?: JsonRpcResponse }> {
-    let response: JsonRpcResponse | undefined;
-    const options = {
-      expectId: request.id,
-      sink: this.sinkFor(request.id, collect, (r) => response = r),
-      signal,
-      timing: this.timing(request.method),
-    };
-    const session = this.options.session;
-    const exchange = how === "initialize"
-      ? await session.initialize(request, options)
-      : await session.send(request, options);
-    return { exchange, response };
-  }
-
-  private async initialize(request: JsonRpcRequest, collect: boolean): Promise<JsonRpcResponse | undefined> {
-    let open!: () => void;
-    const previous = this.initGate;
-    this.initGate = new Promise<void>((resolve) => open = resolve);
-    try {
-      await previous;
-      if (await this.paused()) {
-        this.options.session.deferInitialize(request);
-        return this.offlineInitialize(request, "paused", "did not answer in time");
-      }
-      const { exchange, response } = await this.exchange("initialize", request, collect, this.stopped.signal);
-      if (exchange.ok) return collect ? response : undefined;
-      if (exchange.failure.kind === "aborted") return undefined;
-      return this.offlineInitialize(request, describe(exchange.failure), offlineReason(exchange.failure));
-    } finally {
-      open();
-    }
-  }
-
-  private async request(request: JsonRpcRequest, collect: boolean): Promise<JsonRpcResponse | undefined> {
+    if (request.method === "initialize") return await this.initialize(request);
     const key = idKey(request.id);
-    const entry: InFlight = { controller: new AbortController(), sent: false };
+    const entry = { controller: new AbortController(), sent: false };
     const onStop = () => entry.controller.abort();
     this.stopped.signal.addEventListener("abort", onStop, { once: true });
-    if (this.stopped.signal.aborted) entry.controller.abort();
     this.inFlight.set(key, entry);
-    const barrier = this.barrier;
-    const initGate = this.initGate;
-    const slots = request.method === "tools/call" ? this.toolSlots : this.otherSlots;
-    const release = await slots.acquire(entry.controller.signal);
+    const [barrier, gate] = [this.barrier, this.initGate];
+    const release = await (request.method === "tools/call" ? this.toolSlots : this.otherSlots)
+      .acquire(entry.controller.signal);
     try {
-      if (!release) return undefined;
+      if (!release) return;
       await barrier;
-      await initGate;
-      if (entry.controller.signal.aborted) return undefined;
-      // Start-up and listings are answered here while the server is known not to answer; a tool call tries it.
+      await gate;
+      if (entry.controller.signal.aborted) return;
       if (request.method !== "tools/call" && await this.paused()) {
-        return await this.fallback(request, PAUSED);
+        return await this.options.send(await this.fallback(request, PAUSED));
       }
       entry.sent = true;
-      const list = request.method === "tools/list"; // its reply is filtered, so it is never written as it came
-      const { exchange, response } = await this.exchange(
-        "send",
-        request,
-        collect || list,
-        entry.controller.signal,
-      );
-      if (exchange.ok) {
-        if (list && response) {
-          this.remember(request, response);
-          return this.offered(response);
-        }
-        return collect ? response : undefined;
-      }
-      if (exchange.failure.kind === "aborted" || entry.controller.signal.aborted) return undefined;
-      return await this.fallback(request, exchange.failure);
+      const timing = exchangeTiming(request.method, this.settings.timeoutMs, this.limits);
+      const out = await this.send(request, timing, entry.controller.signal);
+      if (entry.controller.signal.aborted || (!out.ok && out.failure.kind === "aborted")) return;
+      const reply = out.ok
+        ? (request.method === "tools/list" ? this.listed(request, out.response) : out.response)
+        : await this.fallback(request, out.failure);
+      await this.options.send(reply);
     } finally {
       release?.();
       this.stopped.signal.removeEventListener("abort", onStop);
@@ -263,131 +637,136 @@ export class Proxy {
     }
   }
 
-  /** The client's `initialize` answered by the proxy itself; the server is initialised at the first request. */
-  private offlineInitialize(request: JsonRpcRequest, failure: string, reason: string): JsonRpcResponse {
-    const params = isRecord(request.params) ? request.params : {};
-    const url = withoutUserinfo(this.options.session.settings.target.mcpUrl);
-    this.options.session.answeredOffline(offlineProtocolVersion(params.protocolVersion));
-    this.options.log.stage("offline-initialize", { failure });
-    return offlineInitializeResult(request.id, params.protocolVersion, url, reason);
+  /** The client's initialize: forwarded, or answered here when the server cannot answer it. */
+  private async initialize(request: JSONRPCRequest): Promise<void> {
+    let open!: () => void;
+    const previous = this.initGate;
+    this.initGate = new Promise<void>((resolve) => open = resolve);
+    try {
+      await previous;
+      this.clientInit = { ...request.params };
+      this.ready = false;
+      this.connect();
+      let failure: Failure = { kind: "timeout", ms: 0 };
+      if (!await this.paused()) {
+        const timing = exchangeTiming("initialize", this.settings.timeoutMs, this.limits);
+        let out = await this.exchange(request, timing, this.stopped.signal);
+        if (!out.ok && out.failure.kind === "auth" && await this.reloadCredentials(this.generation)) {
+          this.connect();
+          out = await this.exchange(request, timing, this.stopped.signal);
+        }
+        if (out.ok) {
+          if ("result" in out.response) {
+            this.adopt(out.response.result);
+            this.ready = true;
+          }
+          return await this.options.send(out.response);
+        }
+        if (out.failure.kind === "aborted") return;
+        failure = out.failure;
+      }
+      const version = offlineProtocolVersion(request.params?.protocolVersion);
+      this.clientInit.protocolVersion = version;
+      this.protocolVersion = version;
+      this.http.setProtocolVersion(version);
+      this.options.log.stage("offline-initialize", { failure: describe(failure) });
+      const url = withoutUserinfo(this.settings.target.mcpUrl);
+      await this.options.send({
+        jsonrpc: "2.0",
+        id: request.id,
+        result: {
+          protocolVersion: version,
+          capabilities: { tools: { listChanged: true } },
+          serverInfo: {
+            name: "openviking",
+            title: "OpenViking (via openviking-kimi)",
+            version: `proxy-${VERSION}`,
+          },
+          instructions:
+            `OpenViking at ${url} ${offlineReason(failure)} when this session started. Its tools are ` +
+            `listed anyway and work as soon as the server answers; until then they return an error that says why.`,
+        },
+      });
+    } finally {
+      open();
+    }
   }
 
-  /** Whether OpenViking is known not to answer now (never throws). */
-  private async paused(): Promise<boolean> {
-    return await this.options.paused?.().catch(() => false) ?? false;
-  }
-
-  /** The answer when the server could not give one: a local result where Kimi needs it, else an error. */
-  private async fallback(request: JsonRpcRequest, failure: Failure): Promise<JsonRpcResponse> {
-    const session = this.options.session;
-    const params = isRecord(request.params) ? request.params : {};
-    if (request.method === "tools/list" && params.cursor === undefined) {
+  /** The answer when the server gave none: the cached or built-in catalog for `tools/list`, else an error. */
+  private async fallback(request: JSONRPCRequest, failure: Failure): Promise<JSONRPCMessage> {
+    if (request.method === "tools/list" && request.params?.cursor === undefined) {
       const cached = await this.options.tools?.read().catch(() => undefined);
       this.servedCatalog = true;
       this.options.log.stage("offline-tools-list", { failure: describe(failure), cached: Boolean(cached) });
-      return catalogResult(request.id, offeredTools(cached ?? BUILTIN_TOOLS, this.options.offer ?? []));
+      const tools = offeredTools(cached ?? BUILTIN_TOOLS, this.options.offer ?? []);
+      return { jsonrpc: "2.0", id: request.id, result: { tools } };
     }
     this.options.log.stage("request-failed", { method: request.method, failure: describe(failure) });
-    return failureError(request.id, failure, session.settings.context);
+    return failureError(request.id, failure, this.settings.context);
   }
 
-  /** A `tools/list` reply with only the tools offered to the model (anything else passes as it came). */
-  private offered(response: JsonRpcResponse): JsonRpcResponse {
-    if (!("result" in response) || !isRecord(response.result) || !Array.isArray(response.result.tools)) {
-      return response;
-    }
-    const tools = offeredTools(response.result.tools, this.options.offer ?? []);
-    return { ...response, result: { ...response.result, tools } };
+  /** A `tools/list` reply with only the tools offered; a whole list is saved for offline sessions. */
+  private listed(request: JSONRPCRequest, response: JSONRPCMessage): JSONRPCMessage {
+    if (!("result" in response) || !Array.isArray(response.result.tools)) return response;
+    const whole = request.params?.cursor === undefined && response.result.nextCursor === undefined;
+    const tools = whole ? validTools(response.result.tools) : undefined;
+    if (tools && this.options.tools) void this.track(this.options.tools.write(tools));
+    const offered = offeredTools(response.result.tools, this.options.offer ?? []);
+    return { ...response, result: { ...response.result, tools: offered } };
   }
 
-  /** Saves a served tool list (all of it) for sessions that start while the server is down. */
-  private remember(request: JsonRpcRequest, response: JsonRpcResponse): void {
-    const store = this.options.tools;
-    if (!store || !("result" in response) || !isRecord(response.result)) return;
-    if (isRecord(request.params) && request.params.cursor !== undefined) return;
-    if (response.result.nextCursor !== undefined) return;
-    const tools = validTools(response.result.tools);
-    if (!tools) return;
-    this.track(store.write(tools));
-  }
-
-  private notify(message: JsonRpcNotification): void {
-    if (message.method === "notifications/cancelled" && isRecord(message.params)) {
-      const requestId = message.params.requestId;
-      const entry = typeof requestId === "string" || typeof requestId === "number"
-        ? this.inFlight.get(idKey(requestId))
-        : undefined;
-      if (entry && !entry.sent) {
-        // Never left the proxy: withdraw it; the server has nothing to cancel.
-        entry.controller.abort();
-        return;
-      }
-      if (entry) {
-        // Tell the server first (a dropped connection is not a cancellation), then stop reading the reply.
-        this.enqueueNotification(message).finally(() => entry.controller.abort());
-        return;
-      }
-    }
-    void this.enqueueNotification(message);
-  }
-
-  private enqueueNotification(message: JsonRpcNotification): Promise<void> {
-    const initGate = this.initGate;
-    const sent = this.track(
-      this.barrier.then(() => initGate).then(() => this.forward(message, "notification")),
-    );
+  private notify(message: JSONRPCNotification): void {
+    const requestId = message.method === "notifications/cancelled" && isRecord(message.params)
+      ? message.params.requestId
+      : undefined;
+    const entry = typeof requestId === "string" || typeof requestId === "number"
+      ? this.inFlight.get(idKey(requestId))
+      : undefined;
+    // Never left the proxy: withdraw it. Else tell the server first, then stop reading the reply.
+    if (entry && !entry.sent) return entry.controller.abort();
+    const gate = this.initGate;
+    const sent = this.track(this.barrier.then(() => gate).then(() => this.forward(message)));
     this.barrier = sent;
-    return sent;
+    if (entry) void sent.finally(() => entry.controller.abort());
   }
 
-  /** Sends a notification or response upstream; failures are only logged (there is no one to answer). */
-  private async forward(message: JsonRpcMessage, what: string): Promise<void> {
-    const exchange = await this.options.session.send(message, {
-      sink: this.passthrough,
-      signal: this.stopped.signal,
-      timing: this.timing(undefined),
-    });
-    if (!exchange.ok && exchange.failure.kind !== "aborted") {
-      this.options.log.stage(`${what}-failed`, {
+  /** Sends a notification or response upstream; failures are only logged (no one to answer). */
+  private async forward(message: JSONRPCMessage): Promise<void> {
+    // After an offline initialize the proxy sends its own once the server answers.
+    if ("method" in message && message.method === "notifications/initialized" && !this.ready) return;
+    await this.ensureReady();
+    await this.http.send(message).catch((error) =>
+      this.options.log.stage("forward-failed", {
         method: "method" in message ? message.method : undefined,
-        failure: describe(exchange.failure),
-      });
-    }
+        error: networkCause(error),
+      })
+    );
   }
 
-  /**
-   * Stops: lets running requests finish for up to `graceMs` (0 = abort them now), then ends the server session
-   * (DELETE, at most 2 s) and waits for the output to be written.
-   */
-  async shutdown(graceMs: number, deleteTimeoutMs = DELETE_TIMEOUT_MS): Promise<void> {
-    if (this.closing) return;
-    this.closing = true;
+  /** Lets running requests finish for up to `graceMs`, then ends the server session (DELETE, at most 2 s). */
+  async shutdown(graceMs: number): Promise<void> {
     if (graceMs > 0 && this.tasks.size > 0) {
-      let timer: ReturnType<typeof setTimeout> | undefined;
+      let clock: ReturnType<typeof setTimeout> | undefined;
       await Promise.race([
         Promise.allSettled([...this.tasks]),
-        new Promise((resolve) => timer = setTimeout(resolve, graceMs)),
+        new Promise((r) => clock = setTimeout(r, graceMs)),
       ]);
-      clearTimeout(timer);
+      clearTimeout(clock);
     }
     this.stopped.abort();
-    const status = await this.options.session.close(deleteTimeoutMs);
-    if (status !== undefined) this.options.log.stage("session-deleted", { status });
+    const deleting = this.http.sessionId
+      ? this.http.terminateSession().then(() => "deleted", String)
+      : undefined;
+    if (deleting) {
+      let clock: ReturnType<typeof setTimeout> | undefined;
+      const why = await Promise.race([
+        deleting,
+        new Promise((r) => clock = setTimeout(() => r("timeout"), 2_000)),
+      ]);
+      clearTimeout(clock);
+      this.options.log.stage("session-deleted", { why });
+    }
+    await this.http.close();
     await Promise.allSettled([...this.tasks]);
-    await this.writer.idle();
-  }
-}
-
-/** A failure in a few words, for the log. */
-function describe(failure: Failure): string {
-  switch (failure.kind) {
-    case "network":
-    case "cut":
-      return `${failure.kind}: ${failure.cause}`;
-    case "auth":
-    case "http":
-      return `${failure.kind} ${failure.status}`;
-    default:
-      return failure.kind;
   }
 }

@@ -4,7 +4,7 @@
  */
 
 import { runMcpServer } from "../../commands/mcp.ts";
-import type { ByteLimits, ProxyLimits } from "../../mcp/limits.ts";
+import type { ByteLimits, ProxyLimits } from "../../mcp/proxy.ts";
 import { assertTrue } from "../support/assert.ts";
 
 /** A JSON object as it came out of the proxy. */

@@ -9,7 +9,7 @@ import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { OFFERED_TOOLS, OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
 import { tempDir } from "../support/temp.ts";
 import { BUILTIN_TOOLS } from "../../memory/tools.ts";
-import { offlineProtocolVersion } from "../../mcp/offline.ts";
+import { offlineProtocolVersion } from "../../mcp/proxy.ts";
 import { readToolCache, toolCachePath, writeToolCache } from "../../mcp/tool-cache.ts";
 import { errorOf, freePort, type Json, resultOf, startProxy, toolNames } from "./harness.ts";
 import { startHungServer } from "../support/hung-server.ts";

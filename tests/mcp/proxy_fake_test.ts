@@ -1,6 +1,6 @@
 /**
  * The proxy (in-process, on in-memory stdio) against the fake OpenViking's /mcp: headers, JSON and SSE replies,
- * batches, sessions, errors, auth, concurrency, cancellation, redirects.
+ * sessions, errors, auth, concurrency, cancellation, redirects.
  */
 
 import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../support/assert.ts";
@@ -152,50 +152,6 @@ Deno.test("mcp/fake: notifications answered 202 produce no output", async () => 
     "notifications/roots/list_changed",
     "notifications/cancelled",
   ]);
-});
-
-Deno.test("mcp/fake: batches are answered with one array line; broken members get their own error", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  for (const sse of [false, true]) {
-    await using fake = await FakeOpenViking.start({ mcp: { stateful: true, sse } });
-    const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-    await proxy.initialize();
-    await proxy.send([
-      { jsonrpc: "2.0", id: 10, method: "ping" },
-      call(11, "glob", { pattern: "*" }),
-      { jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: 1, progress: 1 } },
-      { jsonrpc: "1.0", id: 12, method: "ping" },
-    ]);
-    await proxy.send([{ jsonrpc: "2.0", method: "notifications/roots/list_changed" }]);
-    await proxy.sendLine("[]");
-    assertEquals(await proxy.close(), 0);
-    const lines = proxy.lines.slice(1).map((l) => JSON.parse(l));
-    const batch = lines.find(Array.isArray) as Json[];
-    assertEquals(batch.map((m) => m.id).sort(), [10, 11, 12]);
-    assertEquals((batch.find((m) => m.id === 12)?.error as Json).code, -32600);
-    assertEquals(resultOf(batch.find((m) => m.id === 10)!), {});
-    const empty = lines.find((l) => !Array.isArray(l)) as Json;
-    assertEquals([empty.id, (empty.error as Json).code], [null, -32600]);
-    assertEquals(lines.length, 2); // the notification-only batch produced nothing
-  }
-});
-
-Deno.test("mcp/fake: parse errors and invalid requests are answered, with the id when there is one", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: "http://127.0.0.1:9" });
-  await proxy.sendLine("this is not json");
-  await proxy.sendLine('{"jsonrpc":"2.0","id":1,"method":');
-  await proxy.sendLine('{"jsonrpc":"1.0","id":7,"method":"ping"}');
-  await proxy.sendLine('{"jsonrpc":"2.0","id":null,"method":"ping"}');
-  await proxy.sendLine('{"jsonrpc":"2.0","id":"x","method":42}');
-  await proxy.sendLine('{"jsonrpc":"2.0","id":8}');
-  await proxy.sendLine("   ");
-  assertEquals(await proxy.close(), 0);
-  const errors = proxy.messages().map((m) => [m.id, (m.error as Json).code]);
-  assertEquals(errors, [[null, -32700], [null, -32700], [7, -32600], [null, -32600], ["x", -32600], [
-    8,
-    -32600,
-  ]]);
 });
 
 for (const expiredStatus of [404, 400] as const) {
