@@ -74,7 +74,7 @@ export interface ErrorContext {
 }
 
 /** Where the URL was configured, in words. */
-function describeUrlSource(ctx: ErrorContext): string {
+function urlSource(ctx: ErrorContext): string {
   switch (ctx.credentialSource) {
     case "env":
       return "the environment (OPENVIKING_URL / OPENVIKING_MCP_URL)";
@@ -118,12 +118,6 @@ function describeKeyFix(ctx: ErrorContext): { source: string; fix: string } {
   };
 }
 
-function credentialPath(ctx: ErrorContext): string {
-  if (ctx.apiKeySource === "ov.conf") return ctx.ovConfigPath;
-  if (ctx.apiKeySource.startsWith("env ")) return "";
-  return ctx.cliConfigPath;
-}
-
 /** The error answering an authentication failure (HTTP 401/403). */
 export function authError(
   id: RequestId,
@@ -139,107 +133,94 @@ export function authError(
     }"; ${source}. Check that the key belongs to that account and user ("account"/"user" in ` +
       `${ctx.cliConfigPath} or OPENVIKING_ACCOUNT/OPENVIKING_USER). ${fix}`
     : `OpenViking MCP authentication failed (HTTP ${status}${said}); ${source}. ${fix}`;
-  return clean(
-    errorResponse(id, ErrorCode.Authentication, message, {
-      status,
-      credentialSource: ctx.apiKeySource,
-      credentialPath: credentialPath(ctx),
-      url: withoutUserinfo(ctx.mcpUrl),
-      serverMessage,
-    }),
-    ctx,
-  );
-}
-
-/** What an error reply says: its code, its words and its data. */
-interface Parts {
-  code: number;
-  message: string;
-  data: Record<string, unknown>;
+  const path = ctx.apiKeySource === "ov.conf"
+    ? ctx.ovConfigPath
+    : ctx.apiKeySource.startsWith("env ")
+    ? ""
+    : ctx.cliConfigPath;
+  const data = {
+    status,
+    credentialSource: ctx.apiKeySource,
+    credentialPath: path,
+    url: withoutUserinfo(ctx.mcpUrl),
+    serverMessage,
+  };
+  return scrub(
+    errorResponse(id, ErrorCode.Authentication, message, data),
+    ctx.secrets,
+  ) as JSONRPCErrorResponse;
 }
 
 const AGAIN = "The tools work again as soon as the server answers; no restart needed.";
+const RETRY = "Retry the call; if it keeps happening, check the server's log.";
 
-/** A failure of the transport: no answer, or an answer that went silent, ran over or broke off. */
-function transportParts(
-  failure: Extract<Failure, { kind: "network" | "timeout" | "stalled" | "deadline" | "cut" }>,
-  url: string,
-  ctx: ErrorContext,
-): Parts {
-  const code = ErrorCode.Network;
+/** The code, words and data of the error answering `failure` (auth and cancel aside). */
+function parts(failure: Failure, url: string, ctx: ErrorContext): [number, string, Record<string, unknown>] {
+  const { Network, UpstreamHttp } = ErrorCode;
   switch (failure.kind) {
     case "network":
-      return {
-        code,
-        message: `OpenViking MCP request failed: cannot reach ${url} (${failure.cause}). Check that the ` +
-          `OpenViking server is running (openviking-server) and that the URL is right (it comes from ${
-            describeUrlSource(ctx)
-          }). ${AGAIN}`,
-        data: { url, cause: failure.cause, urlSource: ctx.credentialSource },
-      };
+      return [
+        Network,
+        `OpenViking MCP request failed: cannot reach ${url} (${failure.cause}). Check that the OpenViking ` +
+        `server is running (openviking-server) and that the URL is right (it comes from ${
+          urlSource(ctx)
+        }). ${AGAIN}`,
+        { url, cause: failure.cause, urlSource: ctx.credentialSource },
+      ];
     case "timeout":
-      return {
-        code,
-        message: `OpenViking at ${url} did not answer within ${describeMs(failure.ms)}. Check that the ` +
-          `server is running and not overloaded, or raise OPENVIKING_TIMEOUT_MS. ${AGAIN}`,
-        data: { url, timeoutMs: failure.ms, urlSource: ctx.credentialSource },
-      };
+      return [
+        Network,
+        `OpenViking at ${url} did not answer within ${
+          describeMs(failure.ms)
+        }. Check that the server is running ` +
+        `and not overloaded, or raise OPENVIKING_TIMEOUT_MS. ${AGAIN}`,
+        { url, timeoutMs: failure.ms, urlSource: ctx.credentialSource },
+      ];
     case "stalled":
-      return {
-        code,
-        message: `OpenViking at ${url} started its reply, then sent nothing for ${describeMs(failure.ms)}, ` +
-          `so the proxy gave up on it. Retry the call; if it keeps happening, check the server's log, or ` +
-          `raise OPENVIKING_TIMEOUT_MS.`,
-        data: { url, idleMs: failure.ms },
-      };
+      return [
+        Network,
+        `OpenViking at ${url} started its reply, then sent nothing for ${
+          describeMs(failure.ms)
+        }, so the proxy ` +
+        `gave up on it. Retry the call; if it keeps happening, check the server's log, or raise ` +
+        `OPENVIKING_TIMEOUT_MS.`,
+        { url, idleMs: failure.ms },
+      ];
     case "deadline":
-      return {
-        code,
-        message: `OpenViking at ${url} did not finish its reply within ${describeMs(failure.ms)}, the ` +
-          `proxy's limit for one request. Ask for less at once (fewer results, a narrower URI) or retry; if ` +
-          `it keeps happening, check the server's log.`,
-        data: { url, limitMs: failure.ms },
-      };
+      return [
+        Network,
+        `OpenViking at ${url} did not finish its reply within ${
+          describeMs(failure.ms)
+        }, the proxy's limit for ` +
+        `one request. Ask for less at once (fewer results, a narrower URI) or retry; if it keeps happening, ` +
+        `check the server's log.`,
+        { url, limitMs: failure.ms },
+      ];
     case "cut":
-      return {
-        code,
-        message:
-          `The connection to OpenViking at ${url} broke before the reply was complete (${failure.cause}). ` +
-          `Retry the call; if it keeps happening, check the server's log.`,
-        data: { url, cause: failure.cause },
-      };
-  }
-}
-
-/** A reply over one of the proxy's byte bounds. */
-function tooLargeParts(failure: Extract<Failure, { kind: "too-large" }>, url: string): Parts {
-  const limit = describeBytes(failure.limitBytes);
-  const what = failure.part === "stream"
-    ? `OpenViking's reply stream passed ${limit} before the response arrived`
-    : `OpenViking's reply was larger than ${limit}, the most the proxy reads of one reply`;
-  return {
-    code: ErrorCode.ReplyTooLarge,
-    message: `${what}; the proxy stopped reading it and dropped it (the session goes on). Ask for less: ` +
-      `fewer results (a lower limit or node_limit), a narrower URI, or part of a file (offset and limit).`,
-    data: { url, limitBytes: failure.limitBytes, part: failure.part },
-  };
-}
-
-/** An answer that is not the response: a redirect elsewhere, an HTTP error, nothing, or not JSON-RPC. */
-function answerParts(
-  failure: Extract<Failure, { kind: "redirect" | "http" | "empty" | "bad-reply" }>,
-  url: string,
-  ctx: ErrorContext,
-): Parts {
-  switch (failure.kind) {
+      return [
+        Network,
+        `The connection to OpenViking at ${url} broke before the reply was complete (${failure.cause}). ${RETRY}`,
+        { url, cause: failure.cause },
+      ];
+    case "too-large": {
+      const limit = describeBytes(failure.limitBytes);
+      const what = failure.part === "stream"
+        ? `OpenViking's reply stream passed ${limit} before the response arrived`
+        : `OpenViking's reply was larger than ${limit}, the most the proxy reads of one reply`;
+      return [
+        ErrorCode.ReplyTooLarge,
+        `${what}; the proxy stopped reading it and dropped it (the session goes on). Ask for less: fewer ` +
+        `results (a lower limit or node_limit), a narrower URI, or part of a file (offset and limit).`,
+        { url, limitBytes: failure.limitBytes, part: failure.part },
+      ];
+    }
     case "redirect":
-      return {
-        code: ErrorCode.UpstreamHttp,
-        message: `OpenViking at ${url} redirected to ${failure.location}, another origin; the proxy sends ` +
-          `credentials only to the configured URL. If that is the right server, set it as the URL ` +
-          `(${describeUrlSource(ctx)}).`,
-        data: { status: failure.status, url, location: failure.location },
-      };
+      return [
+        UpstreamHttp,
+        `OpenViking at ${url} redirected to ${failure.location}, another origin; the proxy sends credentials ` +
+        `only to the configured URL. If that is the right server, set it as the URL (${urlSource(ctx)}).`,
+        { status: failure.status, url, location: failure.location },
+      ];
     case "http": {
       const said = failure.serverMessage ? `: ${failure.serverMessage}` : "";
       const hint = failure.status === 404 || failure.status === 405
@@ -248,63 +229,47 @@ function answerParts(
         : failure.status >= 500
         ? " The server failed; check its log, then retry."
         : "";
-      return {
-        code: ErrorCode.UpstreamHttp,
-        message: `OpenViking MCP upstream returned HTTP ${failure.status}${said}.${hint}`,
-        data: { status: failure.status, url, serverMessage: failure.serverMessage },
-      };
+      return [
+        UpstreamHttp,
+        `OpenViking MCP upstream returned HTTP ${failure.status}${said}.${hint}`,
+        { status: failure.status, url, serverMessage: failure.serverMessage },
+      ];
     }
     case "empty":
-      return {
-        code: ErrorCode.EmptyReply,
-        message: `OpenViking accepted the request (HTTP ${failure.status}) but sent no response to it. ` +
-          `Retry the call; if it keeps happening, check the server's log.`,
-        data: { status: failure.status, url },
-      };
-    case "bad-reply":
-      return {
-        code: ErrorCode.UpstreamHttp,
-        message: `OpenViking sent a reply that is not JSON-RPC (HTTP ${failure.status}). Check that ${url} ` +
-          `is an MCP endpoint.`,
-        data: { status: failure.status, url, sample: failure.sample },
-      };
+      return [
+        ErrorCode.EmptyReply,
+        `OpenViking accepted the request (HTTP ${failure.status}) but sent no response to it. ${RETRY}`,
+        { status: failure.status, url },
+      ];
+    default:
+      return [
+        UpstreamHttp,
+        `OpenViking sent a reply that is not JSON-RPC (HTTP ${"status" in failure ? failure.status : 0}). ` +
+        `Check that ${url} is an MCP endpoint.`,
+        {
+          status: "status" in failure ? failure.status : 0,
+          url,
+          sample: "sample" in failure ? failure.sample : "",
+        },
+      ];
   }
 }
 
-/** The error answering a failed exchange. */
-export function failureError(
-  id: RequestId,
-  failure: Failure,
-  ctx: ErrorContext,
-): JSONRPCErrorResponse {
-  const url = withoutUserinfo(ctx.mcpUrl);
-  switch (failure.kind) {
-    case "auth":
-      return authError(id, failure.status, failure.serverMessage, ctx);
-    case "aborted":
-      return errorResponse(id, ErrorCode.Network, "The request was cancelled.");
-  }
-  const parts = failure.kind === "too-large"
-    ? tooLargeParts(failure, url)
-    : failure.kind === "redirect" || failure.kind === "http" || failure.kind === "empty" ||
-        failure.kind === "bad-reply"
-    ? answerParts(failure, url, ctx)
-    : transportParts(failure, url, ctx);
-  return clean(errorResponse(id, parts.code, parts.message, parts.data), ctx);
+/** The error answering a failed exchange; API keys and URL user info never appear in it. */
+export function failureError(id: RequestId, failure: Failure, ctx: ErrorContext): JSONRPCErrorResponse {
+  if (failure.kind === "auth") return authError(id, failure.status, failure.serverMessage, ctx);
+  if (failure.kind === "aborted") return errorResponse(id, ErrorCode.Network, "The request was cancelled.");
+  const [code, message, data] = parts(failure, withoutUserinfo(ctx.mcpUrl), ctx);
+  return scrub(errorResponse(id, code, message, data), ctx.secrets) as JSONRPCErrorResponse;
 }
 
 /** A byte count in words: "16 MiB", "64 KiB". */
 function describeBytes(bytes: number): string {
   if (bytes >= 1024 * 1024) return `${+(bytes / (1024 * 1024)).toFixed(1)} MiB`;
-  if (bytes >= 1024) return `${+(bytes / 1024).toFixed(1)} KiB`;
-  return `${bytes} bytes`;
+  return bytes >= 1024 ? `${+(bytes / 1024).toFixed(1)} KiB` : `${bytes} bytes`;
 }
 
 /** A duration in words: "15 s", "500 ms". */
 function describeMs(ms: number): string {
   return ms >= 1000 ? `${Math.round(ms / 1000)} s` : `${ms} ms`;
-}
-
-function clean(reply: JSONRPCErrorResponse, ctx: ErrorContext): JSONRPCErrorResponse {
-  return scrub(reply, ctx.secrets) as JSONRPCErrorResponse;
 }

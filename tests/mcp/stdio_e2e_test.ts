@@ -19,8 +19,6 @@ import { assertEquals, assertMatch, assertNotMatch, assertRejects, assertTrue } 
 import { FakeOpenViking, gzipBomb, type RawReply } from "../support/fake-openviking.ts";
 import { OFFERED_TOOLS } from "../support/fake-mcp.ts";
 import { tempDir } from "../support/temp.ts";
-import { freePort } from "./harness.ts";
-import { HostileMcp } from "./hostile-mcp.ts";
 import { SdkServer } from "./sdk-server.ts";
 import { childEnv, productionCommand, REPO_ROOT } from "./subprocess.ts";
 
@@ -146,31 +144,6 @@ Deno.test("mcp/e2e: SDK client over stdio against the fake OpenViking: auth fail
       assertNotMatch(text, new RegExp(KEY));
       assertNotMatch(text, /stale-key-000111/);
     }
-  } finally {
-    await fake.close();
-  }
-});
-
-Deno.test("mcp/e2e: OpenViking down when Kimi starts: tools still listed; works once it is up", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  const port = freePort();
-  const { client } = await connect(home.path, { OPENVIKING_URL: `http://127.0.0.1:${port}` });
-  let changed = 0;
-  client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changed++);
-  assertEquals(client.getServerVersion()?.name, "openviking");
-  assertEquals(client.getServerCapabilities()?.tools, { listChanged: true });
-  assertEquals((await client.listTools()).tools.map((t) => t.name), OFFERED_TOOLS);
-  const down = await client.callTool({ name: "health", arguments: {} }).catch((e) => e);
-  assertTrue(down instanceof McpError);
-  assertEquals(down.code, -32004);
-  assertMatch(down.message, new RegExp(`127\\.0\\.0\\.1:${port}/mcp`));
-
-  const fake = await FakeOpenViking.start({ port, mcp: { sse: true } });
-  try {
-    assertEquals(textOf(await client.callTool({ name: "health", arguments: {} })), "fake health: {}");
-    await until(() => changed === 1, "tools/list_changed");
-    assertEquals(fake.mcp.receivedMethod("initialize").length, 1);
-    await client.close();
   } finally {
     await fake.close();
   }
@@ -411,46 +384,6 @@ Deno.test("mcp/e2e: gzip bombs and 1 GB replies (JSON, SSE) to tools/call become
   const peak = await memoryMiB(p.child.pid, "VmHWM");
   console.log(`proxy RSS before the giant replies: ${before} MiB; peak after all four: ${peak} MiB`);
   assertTrue(peak - before < 256, `peak RSS ${peak} MiB grew more than 256 MiB from ${before} MiB`);
-  await p.closeStdin();
-  assertEquals((await p.child.status).code, 0);
-  assertEquals(await p.stderr, "");
-});
-
-Deno.test("mcp/e2e: 16 tool calls stalled after their headers do not hold up ping and tools/list; each ends in an error", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using server = new HostileMcp();
-  server.tools.set("find", { kind: "stall", sse: false });
-  const p = await spawnRaw(home.path, { OPENVIKING_URL: server.url, OPENVIKING_TIMEOUT_MS: "3000" });
-  await p.send(INIT);
-  await p.response(0);
-  await p.send({ jsonrpc: "2.0", method: "notifications/initialized" });
-  for (let id = 1; id <= 16; id++) {
-    await p.send({
-      jsonrpc: "2.0",
-      id,
-      method: "tools/call",
-      params: { name: "find", arguments: { query: "q" } },
-    });
-  }
-  await until(() => server.started === 16, "16 stalled replies");
-  await p.send({ jsonrpc: "2.0", id: "ping", method: "ping" });
-  await p.send({ jsonrpc: "2.0", id: "list", method: "tools/list" });
-  assertEquals((await p.response("ping")).result, {});
-  const listed = (await p.response("list")).result as { tools: { name: string }[] };
-  assertEquals(listed.tools.map((t) => t.name), OFFERED_TOOLS);
-  // answered while every stalled call was still waiting
-  const stalledAnswered = p.lines.map((l) => JSON.parse(l).id).filter((id) =>
-    typeof id === "number" && id > 0
-  );
-  assertEquals(stalledAnswered, []);
-  for (let id = 1; id <= 16; id++) {
-    const error = (await p.response(id)).error as { code: number; message: string };
-    assertEquals(error?.code, -32004);
-    assertMatch(error.message, /started its reply, then sent nothing for 3 s/);
-  }
-  await until(() => server.cancelled === 16, "the stalled bodies closed");
-  await p.send({ jsonrpc: "2.0", id: 17, method: "tools/call", params: { name: "health", arguments: {} } });
-  assertEquals(textOf((await p.response(17)).result), "fake health: {}");
   await p.closeStdin();
   assertEquals((await p.child.status).code, 0);
   assertEquals(await p.stderr, "");
