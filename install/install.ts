@@ -24,7 +24,7 @@ import {
   readText,
 } from "./transaction.ts";
 import { planProgram, sweepStep } from "./program.ts";
-import { serverChecks } from "./doctor-memory.ts";
+import { serverChecks } from "./check.ts";
 import { planConfigMode, planPluginMode, refreshInstalledPrompt } from "./kimi-home.ts";
 
 /** Why OpenViking's own plugin stands in the way, where it is registered, and the two ways on. */

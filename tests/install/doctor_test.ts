@@ -7,7 +7,8 @@ import {
 } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { type Check, renderChecks, runDoctor } from "../../install/doctor.ts";
+import { renderChecks, runDoctor } from "../../commands/doctor.ts";
+import type { Check } from "../../install/check.ts";
 import { runInstall } from "../../install/install.ts";
 import { currentSelf } from "../../install/placement.ts";
 import { enqueueCommit } from "../../openviking/queue.ts";

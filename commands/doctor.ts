@@ -1,0 +1,590 @@
+/**
+ * `openviking-kimi doctor [--json] [--kimi-home DIR]`: why memory does not work, each problem with its fix; exit
+ * 1 when a check fails. It checks Kimi's side, the registered program, our directories, the settings, the
+ * server, the queues, the captures and the recall breaker; it never prints a credential, and never crashes.
+ */
+
+import { adviceForCause } from "../openviking/advice.ts";
+import { isOpen, nextProbeAt, readBreaker } from "../openviking/breaker.ts";
+import { type Config, loadConfig } from "../openviking/config.ts";
+import * as queues from "../openviking/queue.ts";
+import { HOOKS } from "../kimi/hooks.ts";
+import { SESSION_PREFIX } from "../memory/context.ts";
+import { type SessionState, SessionStateSchema } from "../memory/state.ts";
+import { type Check, checkOf, serverChecks } from "../install/check.ts";
+import { kimiHomeFor, type KimiState, readKimiState } from "../install/detect.ts";
+import { denoNotFound, findDeno, isExecutable, launcherInfo } from "../install/launcher.ts";
+import { currentOs, type OsFamily } from "../install/placement.ts";
+import { isOurHookCommand, isUpstreamHookCommand, MCP_SERVER_NAME, PLUGIN_ID } from "../install/spec.ts";
+import { parseJsonOrUndefined, readTextIfExists, unwritableReason } from "../lib/fs.ts";
+import { asRecord, isRecord } from "../lib/parsed.ts";
+import { printable, reportJson } from "../lib/neutralize.ts";
+import * as paths from "../lib/paths.ts";
+import { scrub } from "../lib/scrub.ts";
+import { commandName, COPY_FILES, invocationCwd } from "../lib/self.ts";
+import { VERSION } from "../lib/version.ts";
+
+/** What doctor looks at: the environment, Kimi's home ("" without one), where it runs (for its workspace's
+ * settings), the OS and the time. */
+export interface DoctorContext {
+  env: paths.Env;
+  home: string;
+  cwd?: string;
+  os: OsFamily;
+  now: number;
+}
+
+const iso = (at: number) => new Date(at).toISOString();
+const exists = (path: string) => Deno.lstat(path).then(() => true, () => false);
+const run = (args: string) => `\`${commandName()} ${args}\``;
+const installFix = () => `run ${run("install")} (or \`install --mode plugin\`)`;
+const REINSTALL = "run install again: `deno task -q install` in an openviking-kimi checkout, or " +
+  "`./openviking-kimi-<target> install` with a release binary (add `--mode plugin` for plugin mode)";
+
+/** Where each event is registered (config block, plugin, OpenViking's own plugin). */
+export function registrations(state: KimiState): Map<string, string[]> {
+  const byEvent = new Map<string, string[]>(HOOKS.map((h) => [h.event, []]));
+  const add = (event: unknown, where: string) => typeof event === "string" && byEvent.get(event)?.push(where);
+  if (state.configError === undefined && state.invalidHookKeys.length === 0) {
+    for (const h of state.configHooks) {
+      if (isOurHookCommand(h.command)) add(h.value.event, "config.toml");
+      else if (isUpstreamHookCommand(h.command)) add(h.value.event, "config.toml (OpenViking's Node plugin)");
+    }
+  }
+  const p = state.plugin;
+  if (p?.enabled && Array.isArray(p.manifest?.hooks)) {
+    const where = `plugin ${PLUGIN_ID}${p.owner === "ours" ? "" : " (OpenViking's Node plugin)"}`;
+    for (const h of p.manifest.hooks) if (isRecord(h)) add(h.event, where);
+  }
+  return byEvent;
+}
+
+/** Every hook event registered exactly once, and our plugin enabled. */
+function hookCheck(state: KimiState): Check {
+  const regs = [...registrations(state)];
+  const detail = regs.map(([e, w]) => `${e}: ${w.length ? w.join(" + ") : "not registered"}`);
+  const missing = regs.filter(([, w]) => !w.length).map(([e]) => e);
+  const twice = regs.filter(([, w]) => w.length > 1).map(([e, w]) => `${e} ×${w.length}`);
+  const c = checkOf("hooks");
+  if (state.plugin?.owner === "ours" && !state.plugin.enabled) {
+    const fix = `in Kimi run \`/plugins enable ${PLUGIN_ID}\` (or run ${run("install --mode plugin")})`;
+    return c.fail(`the ${PLUGIN_ID} plugin is disabled in Kimi`, fix, detail);
+  }
+  if (twice.length) {
+    return c.fail(
+      `hooks registered more than once (${twice.join(", ")}): every turn would be captured twice`,
+      `run ${run("install")} in the mode you want (it replaces its own other mode), or ` +
+        `${run("uninstall --mode config|plugin")}; remove OpenViking's Node plugin with \`/plugins remove ` +
+        `${PLUGIN_ID}\` or its \`install.sh --harness kimicode --uninstall --yes\``,
+      detail,
+    );
+  }
+  if (missing.length === HOOKS.length) {
+    return c.fail("no openviking hook is registered", installFix(), detail);
+  }
+  if (missing.length) {
+    return c.fail(
+      `not registered: ${missing.join(", ")}`,
+      `${installFix()} again to restore every hook`,
+      detail,
+    );
+  }
+  return c.ok(`all ${HOOKS.length} hooks registered once`, undefined, detail);
+}
+
+/** Our MCP server registered exactly once (mcp.json or the plugin), and mcp.json valid. */
+function mcpCheck(state: KimiState): Check {
+  const p = state.plugin;
+  const inPlugin = p?.enabled && isRecord(p.manifest?.mcpServers) && MCP_SERVER_NAME in p.manifest.mcpServers;
+  const where = [
+    ...(state.mcpOwner === "ours" ? ["mcp.json"] : []),
+    ...(state.mcpOwner === "upstream" ? ["mcp.json (OpenViking's Node proxy)"] : []),
+    ...(inPlugin && !p.mcpDisabled ? [`plugin ${PLUGIN_ID}`] : []),
+  ];
+  const c = checkOf("mcp");
+  if (state.mcpError) {
+    const fix = `fix mcp.json or restore mcp.json.bak, then run ${run("install")}`;
+    return c.fail(`mcp.json is not valid JSON (${state.mcpError})`, fix);
+  }
+  if (!where.length) {
+    const enable = `in Kimi run \`/plugins mcp enable ${PLUGIN_ID} ${MCP_SERVER_NAME}\``;
+    return c.fail(
+      "the OpenViking MCP server is not registered",
+      p?.owner === "ours" && p.mcpDisabled ? enable : installFix(),
+    );
+  }
+  if (where.length > 1) {
+    return c.warn(
+      `MCP server registered ${where.length} times (${where.join(" + ")}): the model sees every tool twice`,
+      `run ${run("install")} in one mode; it removes the other`,
+    );
+  }
+  if (state.mcpOwner !== "foreign") return c.ok(`registered in ${where[0]}`);
+  return c.warn(`registered in ${where[0]} (mcp.json also has a foreign "${MCP_SERVER_NAME}" entry)`);
+}
+
+/** Kimi's home is there; config.toml parses with [[hooks]] Kimi accepts; the plugin registry reads. */
+function kimiChecks(home: string, state: KimiState): Check[] {
+  const [c, e] = [checkOf("config"), state.configError];
+  const checks = [
+    state.homeExists ? checkOf("kimi-home").ok(`Kimi Code home ${home}`) : checkOf("kimi-home").fail(
+      `Kimi Code home ${home} does not exist`,
+      "install Kimi Code (`npm install -g @moonshot-ai/kimi-code`) and run it once, or set KIMI_CODE_HOME",
+    ),
+    e?.startsWith("cannot be read")
+      ? c.fail(
+        `${state.paths.config} ${e}`,
+        "make it a readable UTF-8 file again (or restore config.toml.bak); Kimi cannot read it either",
+      )
+      : e
+      ? c.fail(
+        `config.toml does not parse: ${e}`,
+        "fix it (`kimi doctor config` shows where) or restore config.toml.bak",
+      )
+      : state.invalidHookKeys.length
+      ? c.fail(
+        "config.toml has [[hooks]] entries Kimi rejects, so Kimi ignores all of them",
+        "do what each line above says",
+        state.invalidHookKeys,
+      )
+      : c.ok(state.configText === undefined ? "no config.toml (nothing to parse)" : "config.toml parses"),
+  ];
+  if (state.registryError && state.registryText !== undefined) {
+    checks.push(checkOf("plugins").fail(state.registryError));
+  }
+  return checks;
+}
+
+/** What is registered: the hooks (and any of ours outside the block), the MCP server. */
+function registrationChecks(state: KimiState): Check[] {
+  const stray = checkOf("hooks-outside-block").warn(
+    "openviking-kimi [[hooks]] found outside the marked block (Kimi may have rewritten config.toml)",
+    `uninstall cannot remove these: delete them by hand, then run ${run("install")}`,
+    state.strayHooks.map((h) => `hooks[${h.index}]: ${h.command}`),
+  );
+  return [hookCheck(state), ...(state.strayHooks.length ? [stray] : []), mcpCheck(state)];
+}
+
+/** A program a registration runs, and the `<program> version` line (run in `cwd`) that proves it runs. */
+interface Registered {
+  label: string;
+  path: string;
+  mode: "config" | "plugin";
+  command: string;
+  cwd: string;
+}
+
+/** The first word of a shell command line (quotes removed), as `sh` or cmd.exe reads it. */
+function firstWord(command: string): string {
+  const m = /^\s*(?:'((?:[^']|'\\'')*)'|"((?:[^"]|"")*)"|(\S+))/.exec(command);
+  return m?.[1]?.replace(/'\\''/g, "'") ?? m?.[2]?.replace(/""/g, '"') ?? m?.[3] ?? "";
+}
+
+/** The programs the registrations run: config.toml's hooks, and our plugin's `bin/`. */
+function registeredPrograms(state: KimiState, os: OsFamily): Registered[] {
+  const ours = state.configHooks.find((h) => isOurHookCommand(h.command));
+  const prefix = ours?.command.replace(/\s+hook\s+\S+\s*$/, "") ?? "";
+  const root = state.plugin?.owner === "ours" ? state.plugin.root : undefined;
+  const [exe, ext] = os === "windows"
+    ? [".\\bin\\openviking-kimi.exe", ".exe"]
+    : ["./bin/openviking-kimi", ""];
+  return [
+    ...(ours
+      ? [{
+        label: "config.toml hooks",
+        mode: "config" as const,
+        path: firstWord(prefix),
+        cwd: state.paths.home,
+        command: `${prefix} version`,
+      }]
+      : []),
+    ...(root !== undefined
+      ? [{
+        label: `plugin ${PLUGIN_ID}`,
+        mode: "plugin" as const,
+        path: `${root}/bin/openviking-kimi${ext}`,
+        cwd: root,
+        command: `${exe} version`,
+      }]
+      : []),
+  ];
+}
+
+/** A registered program: there and executable; behind a launcher, its copy whole and the Deno it would run. */
+async function programChecks(r: Registered, env: paths.Env, os: OsFamily): Promise<Check[]> {
+  if (!(await isExecutable(r.path, os))) {
+    const what = (await exists(r.path)) ? "is not an executable file" : "is gone (moved or deleted)";
+    return [checkOf("command").fail(`${r.label}: ${r.path} ${what}`, REINSTALL)];
+  }
+  const text = await readTextIfExists(r.path).catch(() => undefined);
+  const info = text !== undefined && text.length < 64 * 1024 ? launcherInfo(text) : undefined;
+  if (!info) return [];
+  const files = [COPY_FILES.main, COPY_FILES.hook, COPY_FILES.info];
+  const there = await Promise.all(
+    files.map((f) => Deno.stat(paths.joinPath(info.dir, f)).then((s) => s.isFile, () => false)),
+  );
+  const missing = files.filter((_, i) => !there[i]);
+  if (missing.length) {
+    const summary = `${r.label}: the program copy ${info.dir} is incomplete (missing ${missing.join(", ")})`;
+    return [checkOf("command").fail(summary, REINSTALL)];
+  }
+  const deno = await findDeno(info.deno, env, os);
+  if (!deno) {
+    const copy = await readTextIfExists(paths.joinPath(info.dir, COPY_FILES.info)).catch(() => undefined);
+    const source = asRecord(parseJsonOrUndefined(copy)).source;
+    const c = denoNotFound({
+      deno: info.deno,
+      source: typeof source === "string" ? source : "a checkout",
+      mode: r.mode,
+    }, os);
+    return [{ ...c, summary: `${r.label}: ${c.summary}` }];
+  }
+  if (deno !== info.deno) {
+    const summary =
+      `${r.label}: the Deno install used (${info.deno}) is gone; the launcher runs ${deno} instead`;
+    return [checkOf("deno").warn(summary, `${REINSTALL}, so it records ${deno}`)];
+  }
+  return [checkOf("program").ok(`${r.label}: the program copy ${info.dir}, run by ${deno}`)];
+}
+
+/** Runs `<program> version` as Kimi runs the hooks: through a shell, in the registration's directory, with only `env`. */
+async function versionCheck(env: paths.Env, state: KimiState, r: Registered): Promise<Check> {
+  const windows = Deno.build.os === "windows";
+  const vars = { ...env, KIMI_CODE_HOME: state.paths.home, KIMI_PLUGIN_ROOT: r.cwd };
+  const text = (b: Uint8Array) => new TextDecoder().decode(b).trim();
+  const result = await new Deno.Command(windows ? "cmd.exe" : "/bin/sh", {
+    args: windows ? ["/d", "/s", "/c", r.command] : ["-c", r.command],
+    cwd: r.cwd,
+    env: Object.fromEntries(Object.entries(vars).filter((e): e is [string, string] => e[1] !== undefined)),
+    clearEnv: true,
+    stdin: "null",
+    signal: AbortSignal.timeout(20_000),
+  }).output().then(
+    (o) => ({ code: o.code, stdout: text(o.stdout), stderr: text(o.stderr) }),
+    (error) => ({ code: -1, stdout: "", stderr: (error as Error).message }),
+  );
+  const [c, version] = [checkOf("command"), result.stdout.split("\n").at(-1) ?? ""];
+  if (result.code !== 0) {
+    return c.fail(
+      `${r.label}: \`${r.command}\` does not run (exit ${result.code})`,
+      `run ${run("install")} again (from a checkout: \`deno task -q install\`)`,
+      result.stderr ? [result.stderr.split("\n").slice(-3).join(" | ")] : undefined,
+    );
+  }
+  if (version === VERSION) return c.ok(`${r.label}: \`${r.command}\` runs (${version})`);
+  return c.warn(
+    `${r.label} run openviking-kimi ${version || "(unknown)"}, this is ${VERSION}`,
+    `run ${run("install")} with the version you want the hooks to use`,
+  );
+}
+
+/** A plugin record whose directory is missing or half removed (no manifest, or no bin/). */
+async function pluginDirCheck(state: KimiState, os: OsFamily): Promise<Check | undefined> {
+  const p = state.plugin;
+  if (!p || (p.owner !== "ours" && p.owner !== "missing")) return undefined;
+  const bin = paths.joinPath(p.root, "bin", os === "windows" ? "openviking-kimi.exe" : "openviking-kimi");
+  const what = p.owner === "missing"
+    ? (p.root ? `${p.root} has no kimi.plugin.json` : "the record has no root directory")
+    : !(await exists(bin)) && `${bin} is missing`;
+  if (!what) return undefined;
+  return checkOf("plugin").fail(
+    `plugins/installed.json registers "${PLUGIN_ID}", but its directory is incomplete: ${what}`,
+    `run ${run("install --mode plugin")} again (or ${run("uninstall --mode plugin")} to drop the record)`,
+  );
+}
+
+/** For each registration: its program (there, its copy whole, its Deno found), then that it runs. */
+async function commandChecks(ctx: DoctorContext, state: KimiState): Promise<Check[]> {
+  const plugin = await pluginDirCheck(state, ctx.os);
+  const checks = plugin ? [plugin] : [];
+  for (const r of registeredPrograms(state, ctx.os)) {
+    if (plugin && r.mode === "plugin") continue; // said already: the plugin directory is incomplete
+    const program = await programChecks(r, ctx.env, ctx.os);
+    checks.push(...program);
+    if (!program.some((c) => c.status === "fail")) checks.push(await versionCheck(ctx.env, state, r));
+  }
+  return checks;
+}
+
+/** A home directory, and hook state and queue directories we can write (probed by writing; nothing left). */
+async function homeChecks(env: paths.Env): Promise<Check[]> {
+  const ignored = paths.ignoredOverrides(env);
+  const state = paths.orNoHome(() => paths.hookStateDir(env));
+  const queue = paths.orNoHome(() => paths.pendingDir(env));
+  const [home, dirs] = [checkOf("home"), checkOf("state-dirs")];
+  if (!state || !queue) {
+    return [home.fail(
+      "HOME is not set (or not an absolute path): the hooks keep no state, capture nothing and read no config " +
+        "file; recall uses the OPENVIKING_* environment only",
+      "start Kimi Code with HOME set to your home directory, or set OPENVIKING_HOME (and KIMI_CODE_HOME) to " +
+        "absolute directories",
+      ignored.map((o) => `ignored (not absolute): ${o}`),
+    )];
+  }
+  const problems = [];
+  for (const dir of [state, queue]) problems.push(await unwritableReason(dir, { removeCreated: true }));
+  return [
+    ignored.length
+      ? home.warn(
+        "some path settings are not absolute and are ignored",
+        "give these variables absolute paths (or unset them)",
+        ignored,
+      )
+      : home.ok("home directory set"),
+    problems.some(Boolean)
+      ? dirs.fail(
+        "the hook state or the pending queue cannot be written: recall still works, but nothing is captured " +
+          "(the journal keeps every turn until this is fixed)",
+        `make ${state} and ${queue} directories you can write (\`mkdir -p DIR && chmod 700 DIR\`; move a file ` +
+          "that is in the way), or set OPENVIKING_HOOK_STATE_DIR / OPENVIKING_PENDING_DIR to ones",
+        problems.filter(Boolean),
+      )
+      : dirs.ok(`hook state ${state} and queue ${queue} are writable`),
+  ];
+}
+
+/** A queue's messages and commits of how many sessions, in words, and a line for each of its first 5 sessions. */
+function totals(q: queues.QueueSummary, and: string) {
+  const sum = (f: "messages" | "commits") => q.sessions.reduce((n, s) => n + s[f], 0);
+  return {
+    words: `${sum("messages")} message(s)${and} ${
+      sum("commits")
+    } commit(s) of ${q.sessions.length} session(s)`,
+    detail: q.sessions.slice(0, 5).map((s) =>
+      `${s.sessionId}: ${s.messages} message(s), ${s.commits} commit(s)`
+    ),
+  };
+}
+
+/** The pending queues: ours (per session) and the shared one other plugins use. */
+async function queueCheck(env: paths.Env, now: number): Promise<Check> {
+  const [c, dir] = [checkOf("queue"), paths.pendingDir(env)];
+  const read = await Promise.all([queues.queueSummary(dir), queues.countShared(dir)]).catch((e) => e as Error);
+  if (read instanceof Error) {
+    return c.warn(`cannot read ${dir}: ${read.message}`, `make ${dir} readable and writable by you`);
+  }
+  const [q, shared] = read;
+  if (!q.entries && !shared) return c.ok(`pending queue empty (${dir})`);
+  const oldest = Math.min(...q.sessions.map((s) => s.oldest), now);
+  const { words, detail } = totals(q, " and");
+  const summary = `${words} waiting in ${dir}` +
+    (shared ? `, and ${shared} write(s) of other OpenViking plugins` : "") +
+    (q.entries ? `, oldest from ${iso(oldest)}` : "");
+  if (now - oldest <= 3_600_000) return c.info(summary);
+  const fix = "they are sent when the server takes them (at the next session start); send them now with " +
+    `${run("replay")}, and see the captures check below for why they wait`;
+  return c.warn(summary, fix, detail);
+}
+
+/** The writes OpenViking refused for good (or that waited past the queue's age limit), kept aside. */
+async function rejectedCheck(env: paths.Env): Promise<Check> {
+  const c = checkOf("rejected");
+  const dir = paths.joinPath(paths.pendingDir(env), queues.REJECTED_SUBDIR);
+  const kept = await queues.rejectedSummary(paths.pendingDir(env)).catch((e) => e as Error);
+  if (kept instanceof Error) return c.warn(`cannot read ${dir}: ${kept.message}`);
+  if (!kept.entries) return c.ok("no write refused by OpenViking");
+  const { words, detail } = totals(kept, ",");
+  const l = kept.last;
+  return c.warn(
+    `${kept.entries} write(s) OpenViking refused (${words}) are kept in ${dir}` +
+      (l ? `; the newest, ${iso(l.at)}: ${l.status ? `HTTP ${l.status}` : "never sent"}: ${l.message}` : ""),
+    `fix what the server says (its log, its settings), then send them again with ` +
+      `\`${commandName(env)} replay --rejected\`; to drop them, delete ${dir}. It keeps the newest ` +
+      `${queues.REJECTED_MAX_ENTRIES} writes and ${
+        queues.REJECTED_MAX_BYTES >> 20
+      } MiB; past that the oldest are dropped`,
+    detail,
+  );
+}
+
+/** Journal protocol versions this release was tested with. */
+const KNOWN_PROTOCOLS = ["1.4", "1.5"];
+
+/** The journal protocols the captures saw, against the ones this release knows. */
+function protocolCheck(states: SessionState[]): Check[] {
+  const seen = [...new Set(states.map((s) => s.protocolVersion).filter((p): p is string => !!p))];
+  const unknown = seen.filter((p) => !KNOWN_PROTOCOLS.includes(p));
+  const c = checkOf("protocol");
+  if (!unknown.length) return seen.length ? [c.ok(`journal protocol ${seen.join(", ")}`)] : [];
+  const summary = `journal protocol ${unknown.join(", ")} seen; this release knows ${
+    KNOWN_PROTOCOLS.join(", ")
+  }`;
+  return [c.warn(summary, "update openviking-kimi; until then capture may miss parts of turns")];
+}
+
+/** The capture states in the hook state directory (prompt states skipped). */
+async function seenSessions(dir: string): Promise<{ name: string; state: SessionState }[]> {
+  const out = [];
+  for await (const e of Deno.readDir(dir)) {
+    if (!e.isFile || !e.name.endsWith(".json") || e.name.endsWith(".prompt.json")) continue;
+    const text = await Deno.readTextFile(paths.joinPath(dir, e.name)).catch(() => undefined);
+    const parsed = SessionStateSchema.safeParse(parseJsonOrUndefined(text));
+    if (parsed.success) out.push({ name: e.name.replace(/\.json$/, ""), state: parsed.data });
+  }
+  return out;
+}
+
+/**
+ * What the last captures did: when, whether messages were queued or refused, and why — or, for queued ones,
+ * what became of them since (`answers`: the server and key checks passed just now).
+ */
+async function captureChecks(env: paths.Env, config: Config, answers: boolean): Promise<Check[]> {
+  const [c, dir] = [checkOf("captures"), paths.hookStateDir(env)];
+  const rejected = await rejectedCheck(env);
+  const sessions = await seenSessions(dir).catch((e) => e instanceof Deno.errors.NotFound ? [] : e as Error);
+  if (sessions instanceof Error) return [c.warn(`cannot read ${dir}: ${sessions.message}`), rejected];
+  const at = (s: SessionState) => s.lastCaptureAt ?? 0;
+  const captured = sessions.filter((s) => at(s.state) > 0).sort((a, b) => at(b.state) - at(a.state));
+  const rest = [rejected, ...protocolCheck(sessions.map((s) => s.state))];
+  if (!captured.length) {
+    return [
+      c.info(
+        sessions.length
+          ? `${sessions.length} session(s) seen, none captured yet`
+          : "no capture recorded yet (finish a turn in Kimi Code, then run doctor again)",
+      ),
+      ...rest,
+    ];
+  }
+  const detail = captured.slice(0, 5).map(({ name, state: s }) =>
+    `${name}: ${iso(at(s))}${s.lastCaptureEvent ? ` on ${s.lastCaptureEvent}` : ""}` +
+    (s.lastCapture
+      ? `: sent ${s.lastCapture.sent}, queued ${s.lastCapture.queued}, refused ${s.lastCapture.rejected}`
+      : "") +
+    (s.protocolVersion ? `, journal protocol ${s.protocolVersion}` : "")
+  );
+  const [{ name, state: newest }] = captured;
+  const last = newest.lastCapture;
+  const cause = last?.cause;
+  // What became of its queued messages: delivered (its queue is empty), waiting (the server answers), or not.
+  const queue = await queues.queueSummary(paths.pendingDir(env)).catch(() => ({ sessions: [], entries: 0 }));
+  const left = queue.sessions.find((q) => q.sessionId === `${SESSION_PREFIX}${name}`)?.entries;
+  const fate = last && cause && last.queued > 0 && last.rejected === 0 && cause.kind !== "local"
+    ? (!left ? "delivered" : answers ? "waiting" : "blocked")
+    : undefined;
+  if (!last || !cause || fate === "delivered" || (!last.queued && !last.rejected && cause.kind !== "local")) {
+    const gone = fate === "delivered" ? `; the ${last?.queued} message(s) it queued have left the queue` : "";
+    return [
+      c.ok(`last capture ${iso(at(newest))} (${captured.length} session(s))${gone}`, undefined, detail),
+      ...rest,
+    ];
+  }
+  const advice = adviceForCause(cause, config.baseUrl);
+  if (fate === "waiting") {
+    return [
+      c.warn(
+        `the last capture could not deliver then (${advice.summary}); the server answers now, and its ` +
+          `${last.queued} message(s) wait in the queue`,
+        "nothing to do: the session's next turn or the next Kimi session start sends them; to send them now: " +
+          run("replay"),
+        detail,
+      ),
+      ...rest,
+    ];
+  }
+  const summary = last.rejected > 0
+    ? `the last capture had ${last.rejected} message(s) refused by OpenViking: ${cause.message}`
+    : `the last capture could not deliver: ${advice.summary}` +
+      (last.queued ? ` (${last.queued} message(s) wait in the queue)` : "");
+  return [c.warn(summary, advice.fix, detail), ...rest];
+}
+
+/** Recall paused (the breaker): since when and why, and when the server is asked again; nothing when not. */
+async function recallChecks(env: paths.Env, config: Config): Promise<Check[]> {
+  const b = await readBreaker(paths.orNoHome(() => paths.sharedStateDir(env)) ?? "", config.baseUrl);
+  if (!b) return [];
+  const [c, since] = [checkOf("recall"), `memory paused since ${iso(b.since)}: ${b.reason}`];
+  if (!isOpen(b)) {
+    return [
+      c.info(`${since}; the server answered at ${iso(b.answeredAt ?? 0)}: the next prompt asks it again`),
+    ];
+  }
+  return [c.warn(
+    `${since}; prompts do not ask the server`,
+    `nothing to do once the server answers: the first prompt or session start after ${iso(nextProbeAt(b))} ` +
+      "probes it (GET /health) and recall resumes; meanwhile check the server and its embedding and chat " +
+      "models (OpenViking's log)",
+  )];
+}
+
+/** Runs one part of doctor; whatever it throws becomes a failing check saying what could not be checked. */
+async function guarded(id: string, what: string, part: () => Check[] | Promise<Check[]>): Promise<Check[]> {
+  try {
+    return await part();
+  } catch (error) {
+    return [
+      checkOf(id).fail(
+        `doctor could not check ${what}: ${(error as Error)?.message ?? String(error)}`,
+        "fix what the message names and run doctor again; if it persists, report it with this output",
+      ),
+    ];
+  }
+}
+
+/** Runs every check; a server's words may quote the key back, so none leaves unscrubbed. */
+export async function runDoctor(ctx: DoctorContext): Promise<Check[]> {
+  const { env } = ctx;
+  const homes = await guarded("home", "the home directory", () => homeChecks(env));
+  const { config, warnings } = await loadConfig(env, ctx.cwd);
+  const server = () => guarded("server", "the server", () => serverChecks(config));
+  // Without Kimi's home there is nothing on disk to inspect; the server is still worth a look.
+  if (!ctx.home) return scrub([...homes, ...await server()], [config.apiKey]) as Check[];
+  const state = await readKimiState(ctx.home);
+  const settings = checkOf("settings").warn(
+    "some settings were ignored",
+    "correct the values named above (environment or ~/.openviking/ovcli.conf); a workspace file may only make " +
+      "memory stricter: set the others in ~/.openviking/ovcli.conf",
+    warnings,
+  );
+  const checks: Check[] = [
+    ...await guarded("kimi-home", "Kimi's home", () => kimiChecks(ctx.home, state)),
+    ...await guarded("hooks", "the registrations", () => registrationChecks(state)),
+    ...await guarded("command", "the registered program", () => commandChecks(ctx, state)),
+    ...homes,
+    ...(warnings.length ? [settings] : []),
+    ...await server(),
+  ];
+  if (!homes.some((c) => c.id === "home" && c.status === "fail")) {
+    checks.push(...await guarded("queue", "the pending queue", async () => [await queueCheck(env, ctx.now)]));
+    const answers = !checks.some((c) => (c.id === "server" || c.id === "auth") && c.status === "fail");
+    checks.push(...await guarded("captures", "the captures", () => captureChecks(env, config, answers)));
+    checks.push(...await guarded("recall", "the recall breaker", () => recallChecks(env, config)));
+  }
+  return scrub(checks, [config.apiKey]) as Check[];
+}
+
+const MARK: Record<Check["status"], string> = { ok: "✓", info: "·", warn: "!", fail: "✗" };
+
+/** The checks as text: a line each, its details, its fix when it is not ok, then the verdict. */
+export function renderChecks(checks: readonly Check[]): string {
+  const lines = [`openviking-kimi doctor ${VERSION}`];
+  for (const c of checks) {
+    lines.push(`${MARK[c.status]} ${c.id}: ${c.summary}`, ...(c.detail ?? []).map((d) => `    ${d}`));
+    if (c.fix && (c.status === "fail" || c.status === "warn")) lines.push(`    fix: ${c.fix}`);
+  }
+  const failed = checks.filter((c) => c.status === "fail").length;
+  lines.push(failed ? `${failed} problem(s) found.` : "Everything needed for memory is in place.");
+  return lines.join("\n");
+}
+
+/** Options of `openviking-kimi doctor`: `--json`, and `--kimi-home` when given. */
+export interface DoctorOptions {
+  json: boolean;
+  kimiHome: string | undefined;
+}
+
+/** `openviking-kimi doctor`: exit 1 when a check fails. What a server said goes through the printed-text gate. */
+export async function doctorCommand(options: DoctorOptions): Promise<number> {
+  const env = paths.processEnv();
+  const checks = await guarded("doctor", "the setup", () => {
+    const cwd = invocationCwd(env);
+    // "" without a home: the checks say so instead of looking at a directory relative to here.
+    const home = paths.orNoHome(() => kimiHomeFor(env, options.kimiHome, cwd)) ?? "";
+    return runDoctor({ env, home, os: currentOs(), now: Date.now(), cwd });
+  });
+  const ok = !checks.some((c) => c.status === "fail");
+  console.log(
+    options.json ? reportJson({ version: VERSION, ok, checks }, 2) : printable(renderChecks(checks)),
+  );
+  return ok ? 0 : 1;
+}
