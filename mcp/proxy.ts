@@ -300,11 +300,11 @@ export class Proxy {
       },
     });
     http.onmessage = (message) => {
-      const entry = "id" in message && !("method" in message) && message.id !== undefined
-        ? this.pending.get(idKey(message.id))
-        : undefined;
+      if ("method" in message) return void this.track(this.options.send(message));
+      // A response no request waits for any more (it failed or was cancelled) is not the client's to see.
+      const entry = message.id === undefined ? undefined : this.pending.get(idKey(message.id));
       if (entry) entry.settle({ ok: true, response: message });
-      else void this.track(this.options.send(message));
+      else this.options.log.stage("late-response", { id: message.id });
     };
     http.onerror = (error) => {
       if (!/reconnect/i.test(error.message)) return;
