@@ -4,7 +4,7 @@
  */
 
 import { assertEquals, assertTrue } from "./support/assert.ts";
-import { StatusSchema } from "../commands/status-model.ts";
+import { StatusSchema } from "../commands/status.ts";
 import { RecallOutputSchema } from "../commands/recall.ts";
 import { KNOBS } from "../openviking/config.ts";
 import { VERSION } from "../lib/version.ts";

@@ -14,7 +14,7 @@ import { tempDir } from "../support/temp.ts";
 import { isolatedEnv } from "./helpers.ts";
 import { BLOCK_BEGIN } from "../../install/spec.ts";
 import { toolCachePath, writeToolCache } from "../../mcp/tool-cache.ts";
-import { StatusSchema } from "../../commands/status-model.ts";
+import { StatusSchema } from "../../commands/status.ts";
 import { noteRecall } from "../../openviking/breaker.ts";
 import { failure } from "../../openviking/client.ts";
 
