@@ -23,6 +23,7 @@ import type { Logger } from "../lib/log.ts";
 import { isRecord } from "../lib/parsed.ts";
 import { withoutUserinfo } from "../lib/scrub.ts";
 import { VERSION } from "../lib/version.ts";
+import { concatBytes } from "../lib/bytes.ts";
 import { buildHeaders, identityOf, readPrefix, serverMessageOf } from "../openviking/client.ts";
 import { type Config, keyFor } from "../openviking/config.ts";
 import { BUILTIN_TOOLS, offeredTools, type ToolDefinition } from "../memory/tools.ts";
@@ -398,6 +399,8 @@ export class Proxy {
     const idleMs = sse ? timing.streamIdleMs : timing.bodyIdleMs;
     let bytes = 0;
     let eventChars = 0;
+    /** What the transport does not get yet: a JSON body until it is whole, an SSE line until it ends. */
+    const held: Uint8Array[] = [];
     const fail = (failure: Failure) => entry?.settle({ ok: false, failure: entry.failure ?? failure });
     const stop = (controller: ReadableStreamDefaultController<Uint8Array>, failure: Failure) => {
       if (entry) entry.failure ??= failure;
@@ -407,47 +410,63 @@ export class Proxy {
     };
     return new ReadableStream<Uint8Array>({
       pull: async (controller) => {
-        let clock: ReturnType<typeof setTimeout> | undefined;
-        const idle = new Promise<"idle">((resolve) => clock = setTimeout(() => resolve("idle"), idleMs));
-        const got = await Promise.race([reader.read(), idle]).catch((error: unknown) => ({ error }));
-        clearTimeout(clock);
-        if (got === "idle") return stop(controller, { kind: "stalled", ms: idleMs });
-        if ("error" in got) {
-          if (entry) entry.ended = true;
-          if (!entry?.resumable) fail({ kind: "cut", cause: networkCause(got.error) });
-          return controller.error(got.error);
-        }
-        if (got.done) {
-          controller.close();
-          if (entry) entry.ended = true;
-          // What the transport makes of the last events reaches it first; then an unanswered request is empty.
-          if (sse && entry && !entry.resumable) {
-            setTimeout(() => fail({ kind: "empty", status: entry.status ?? 200 }));
+        // Reads until it has something for the transport: a pull that enqueues nothing is not called again.
+        for (;;) {
+          let clock: ReturnType<typeof setTimeout> | undefined;
+          const idle = new Promise<"idle">((resolve) => clock = setTimeout(() => resolve("idle"), idleMs));
+          const got = await Promise.race([reader.read(), idle]).catch((error: unknown) => ({ error }));
+          clearTimeout(clock);
+          if (got === "idle") return stop(controller, { kind: "stalled", ms: idleMs });
+          if ("error" in got) {
+            if (entry) entry.ended = true;
+            if (!entry?.resumable) fail({ kind: "cut", cause: networkCause(got.error) });
+            return controller.error(got.error);
           }
-          return;
-        }
-        const chunk = got.value;
-        bytes += chunk.length;
-        if (bytes > maxBytes) {
-          return stop(controller, {
-            kind: "too-large",
-            limitBytes: maxBytes,
-            part: sse ? "stream" : "reply",
-          });
-        }
-        if (sse) {
-          const text = decoder.decode(chunk, { stream: true });
-          if (entry && /(^|[\r\n])id:/.test(text)) entry.resumable = true;
-          const events = text.split(/\r?\n\r?\n|\r\r/);
-          const longest = Math.max(eventChars + events[0].length, ...events.slice(1).map((e) => e.length));
-          eventChars = events.length > 1 ? events[events.length - 1].length : eventChars + text.length;
-          if (longest > this.bytes.replyBytes) {
-            return stop(controller, { kind: "too-large", limitBytes: this.bytes.replyBytes, part: "event" });
+          if (got.done) {
+            if (held.length) controller.enqueue(concatBytes(held));
+            controller.close();
+            if (entry) entry.ended = true;
+            // What the transport makes of the last events reaches it first; then an unanswered request is empty.
+            if (sse && entry && !entry.resumable) {
+              setTimeout(() => fail({ kind: "empty", status: entry.status ?? 200 }));
+            }
+            return;
           }
-        } else if (entry && entry.sample === undefined) {
-          entry.sample = decoder.decode(chunk.subarray(0, 200));
+          const chunk = got.value;
+          bytes += chunk.length;
+          if (bytes > maxBytes) {
+            return stop(controller, {
+              kind: "too-large",
+              limitBytes: maxBytes,
+              part: sse ? "stream" : "reply",
+            });
+          }
+          if (sse) {
+            const text = decoder.decode(chunk, { stream: true });
+            if (entry && /(^|[\r\n])id:/.test(text)) entry.resumable = true;
+            const events = text.split(/\r?\n\r?\n|\r\r/);
+            const longest = Math.max(eventChars + events[0].length, ...events.slice(1).map((e) => e.length));
+            eventChars = events.length > 1 ? events[events.length - 1].length : eventChars + text.length;
+            if (longest > this.bytes.replyBytes) {
+              return stop(controller, {
+                kind: "too-large",
+                limitBytes: this.bytes.replyBytes,
+                part: "event",
+              });
+            }
+            // Whole lines only, so the transport's parser never re-reads a long line chunk by chunk.
+            const end = Math.max(chunk.lastIndexOf(10), chunk.lastIndexOf(13));
+            if (end < 0) {
+              held.push(chunk.slice());
+              continue;
+            }
+            controller.enqueue(concatBytes([...held.splice(0), chunk.subarray(0, end + 1)]));
+            if (end + 1 < chunk.length) held.push(chunk.slice(end + 1));
+            return;
+          }
+          if (entry && entry.sample === undefined) entry.sample = decoder.decode(chunk.subarray(0, 200));
+          held.push(chunk.slice());
         }
-        controller.enqueue(chunk);
       },
       cancel: (reason) => reader.cancel(reason),
     });
