@@ -23,7 +23,8 @@ import {
   type Plan,
   readText,
 } from "./transaction.ts";
-import { planProgram, sweepStep } from "./program.ts";
+import { madeDirsStep, planProgram, sweepStep } from "./program.ts";
+import { pathCommand } from "./placement.ts";
 import { serverChecks } from "./doctor-memory.ts";
 import { planConfigMode, planPluginMode, refreshInstalledPrompt } from "./kimi-home.ts";
 
@@ -189,6 +190,14 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
     ? await sweepStep(ctx.env, { keep: program.keep, kimiHome: home })
     : undefined;
   if (sweep) plan.steps.push(sweep);
+  const made = plan.steps.length
+    ? await madeDirsStep(ctx.env, [
+      home,
+      dirName(pathCommand(ctx.env, ctx.os) ?? home),
+      openVikingHome(ctx.env),
+    ])
+    : undefined;
+  if (made) plan.steps.unshift(made);
   const code = await carryOut(plan, ctx.out, {
     command: "install",
     dryRun: options.dryRun,

@@ -29,7 +29,7 @@ import { planConfigUninstall } from "./toml-block.ts";
 import { parseJson, planMcpUninstall } from "./json-files.ts";
 import { kimiHomeFor, type KimiState, readKimiState } from "./detect.ts";
 import { commandAt, installedBinaryPath, pathCommand } from "./placement.ts";
-import { homesFile, installedHomes, sweepStep, versionsDir, versionsUsedBy } from "./program.ts";
+import { homesFile, installedHomes, madeDirs, sweepStep, versionsDir, versionsUsedBy } from "./program.ts";
 import {
   backupFor,
   type KimiFile,
@@ -182,6 +182,8 @@ async function sharedTargets(ctx: Context, plan: Plan): Promise<string[]> {
     ...await purgeableData(ctx, plan),
     mcpToolCachePath(ctx.env),
     ...await breakerFiles(orNoHome(() => sharedStateDir(ctx.env)) ?? ""),
+    // Session start's stamp (memory/ledger-entry.ts HOUSEKEEPING_STAMP).
+    joinPath(sharedStateDir(ctx.env), "kimicode-housekeeping.json"),
     ...(command && (await commandAt(command, ctx.env)).kind === "ours" ? [command] : []),
   ];
   const there = await Promise.all(targets.map(exists));
@@ -235,7 +237,9 @@ async function planPurge(ctx: Context, state: KimiState, plugin: boolean, plan: 
           for (const dir of dirs) await Deno.remove(dir).catch(() => {});
           if (others.length || (await exists(versionsDir(env)))) return;
           await Deno.remove(homesFile(env)).catch(() => {});
+          const made = await madeDirs(env);
           for (const dir of [integration, dirName(integration)]) await Deno.remove(dir).catch(() => {});
+          await made();
         },
       }),
   });

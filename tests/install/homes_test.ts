@@ -110,15 +110,9 @@ Deno.test({
     );
     assertNotMatch(purged, /removed \S*(hook-state|ledger)/);
 
-    // Then A: nothing of ours is left (the directory of the PATH command is the user's).
+    // Then A: nothing of ours is left, nor a directory install made (the Kimi homes were there before).
     await cli(env, ["uninstall", "--purge", "--kimi-home", a]);
-    assertEquals(await tree(home), [
-      "/.local/",
-      "/.local/bin/",
-      "/.openviking/",
-      "/kimi-a/",
-      "/kimi-b/",
-    ]);
+    assertEquals(await tree(home), ["/kimi-a/", "/kimi-b/"]);
   },
 });
 
@@ -166,9 +160,6 @@ Deno.test({
       "/.kimi-code/",
       "/.kimi-code/config.toml",
       "/.kimi-code/mcp.json",
-      "/.local/",
-      "/.local/bin/",
-      "/.openviking/",
     ]);
   },
 });
