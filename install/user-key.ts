@@ -2,8 +2,8 @@
  * The key install saves, asked of the server first. OpenViking's root key (`server.root_api_key`) only
  * administers: the server refuses it on memory's routes (403) — so it is never saved. Given once, install
  * makes (or reuses) a user with it through OpenViking's admin API and saves that user's key instead; where
- * that cannot be done it stops and prints the commands that do it. A key the server refuses is not saved
- * either. The root key is used for these requests only: never written, logged or printed.
+ * that cannot be done it stops and prints the commands that do it. A key the server refuses, or cannot be
+ * asked about (it does not answer), is not saved either. The root key is used for these requests only: never written, logged or printed.
  */
 
 import * as z from "zod/mini";
@@ -97,10 +97,18 @@ async function makeUserKey(
   };
 }
 
+/** Why a key given is not saved when the server cannot be asked about it (`health`: how asking failed). */
+function uncheckedKey(health: OvFailure, url: string): string {
+  return `the server at ${url} does not answer, so the key given cannot be checked: it is not saved and ` +
+    `nothing was changed (${adviceFor(health, url).summary}). Start the server and run install again with ` +
+    `the key; or install without a key now (\`${commandName()} install --url ${url}\`) and give it once the ` +
+    "server answers.";
+}
+
 /**
  * Asks the server at `url` about `given` before install saves it: a root key becomes a user key (made or
- * reused; in a dry run only said), a refused key stops install; an unreachable server leaves the key
- * unchecked (unless it is ov.conf's root key: then install stops).
+ * reused; in a dry run only said); a refused key, or one a server that does not answer cannot check, stops
+ * install.
  */
 export async function keyToSave(
   ctx: Context,
@@ -124,13 +132,7 @@ export async function keyToSave(
   const data = health.ok ? await askDataAccess(client) : health;
   if (data.ok || (health.ok && data.kind !== "auth")) return { ok: true, ...given, said: [] };
   if (!rootByFile && !isRootKeyRefusal(data)) {
-    if (!health.ok) {
-      return {
-        ok: true,
-        ...given,
-        said: ["API key: not checked (the server does not answer); doctor checks it."],
-      };
-    }
+    if (!health.ok) return { ok: false, error: uncheckedKey(health, target.url) };
     return {
       ok: false,
       error: `the server at ${target.url} refused this key (HTTP ${data.status}: ${data.error.message}); ` +

@@ -144,6 +144,24 @@ Deno.test("ov.conf's root key with no server to make a user: install stops, save
   for (const o of t.outputs) assertTrue(!o.includes(ROOT_KEY));
 });
 
+Deno.test("a key given while the server does not answer is not saved: install stops, changes nothing and says what to do", async () => {
+  await using dir = await tempDir();
+  const t = await sandbox(dir.path);
+  const url = closedAddress();
+  const r = await t.cli(["install", "--url", url, "--api-key-stdin"], `${ROOT_KEY}\n`);
+  assertEquals(r.code, 1, r.stdout + r.stderr);
+  assertMatch(
+    r.stderr,
+    /the server at \S+ does not answer, so the key given cannot be checked: it is not saved/,
+  );
+  assertMatch(r.stderr, /Start the server and run install again/);
+  assertMatch(r.stderr, /or install without a key now/);
+  assertEquals(await filesHolding(t.home, ROOT_KEY), [], "the key is nowhere");
+  assertEquals(await Deno.stat(`${t.home}/.openviking`).catch(() => undefined), undefined, "nothing changed");
+  assertEquals([...Deno.readDirSync(`${t.home}/.kimi-code`)], []);
+  for (const o of t.outputs) assertTrue(!o.includes(ROOT_KEY));
+});
+
 Deno.test("a key the server refuses is not saved; the refusal says where a key comes from", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start({ apiKey: "sk-right" });

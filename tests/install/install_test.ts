@@ -6,7 +6,14 @@ import {
   assertTrue,
 } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
-import { closedAddress, fakeCompiled, isolatedEnv, NO_SERVER_HEADING, noServerFix } from "./helpers.ts";
+import {
+  acceptingFetch,
+  closedAddress,
+  fakeCompiled,
+  isolatedEnv,
+  NO_SERVER_HEADING,
+  noServerFix,
+} from "./helpers.ts";
 import { ROOT, runCli } from "../support/run.ts";
 import { type Context, type InstallOptions } from "../../install/transaction.ts";
 import { runInstall } from "../../install/install.ts";
@@ -189,7 +196,7 @@ Deno.test("--dry-run prints the diff (API key masked) and changes nothing", asyn
   await Deno.writeTextFile(`${t.kimi}/config.toml`, USER_CONFIG);
   const before = await snapshot(t.home);
   const code = await runInstall(
-    t.ctx(),
+    { ...t.ctx(), fetch: acceptingFetch },
     opts({ dryRun: true, credentials: { url: "http://127.0.0.1:1", apiKey: "sk-very-secret" } }),
   );
   assertEquals(code, 0);
@@ -222,7 +229,7 @@ Deno.test("credentials go to ovcli.conf (merged, 0600, no copy: it holds the key
     JSON.stringify({ url: "http://old", extra_headers: { X: "1" } }),
   );
   const code = await runInstall(
-    t.ctx(),
+    { ...t.ctx(), fetch: acceptingFetch },
     opts({
       credentials: { url: "http://127.0.0.1:1933", apiKey: "sk-secret-1", account: "acme", user: "ann" },
     }),
