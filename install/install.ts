@@ -97,13 +97,20 @@ async function planCredentials(
   const ov = planOvcli(before, creds, path, saved.url);
   if (!ov.ok) return ov.error;
   if (!ov.changed) return undefined;
-  const change: FileChange = { path, before, after: ov.after, backup: "none", display: maskSecrets };
+  const change: FileChange = {
+    path,
+    before,
+    after: ov.after,
+    backup: "none",
+    display: maskSecrets,
+    secret: true,
+  };
   plan.changes.push(change);
   const ownDir = dirName(path) === openVikingHome(ctx.env);
   const step = fileStep(
     change,
     "connection settings",
-    ownDir ? () => makeDirs(dirName(path), { private: true }) : undefined,
+    ownDir ? () => makeDirs(dirName(path)) : undefined,
   );
   const copies = await keptCopies(path);
   const removing = copies.length
