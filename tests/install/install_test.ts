@@ -280,9 +280,16 @@ Deno.test({
     assertEquals(await modes(), ["644", "644", "755"], "installed");
     assertEquals(await mode(`${t.ov}/ovcli.conf`), "600", "created: private");
     assertEquals(await mode(`${t.kimi}/config.toml.bak`), "600", "created: private");
+    // Another OpenViking client's queued write: it stays, and so does ovcli.conf, and both are said.
+    await Deno.mkdir(`${t.ov}/pending`);
+    await Deno.writeTextFile(`${t.ov}/pending/${"a".repeat(64)}_0.json`, "{}");
     assertEquals(await runUninstall(t.ctx(self), opts({ purge: true })), 0, t.lines.join("\n"));
     assertEquals(await read(`${t.kimi}/config.toml`), USER_CONFIG);
     assertEquals(await modes(), ["644", "644", "755"], "uninstalled");
+    assertStringIncludes(
+      t.lines.join("\n"),
+      `Kept: ${t.ov}/ovcli.conf and the queue files of OpenViking's other clients in ${t.ov}/pending.`,
+    );
   },
 });
 
