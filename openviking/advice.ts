@@ -104,6 +104,15 @@ export function adviceFor(
           `\`${commandName()} replay --rejected\` (doctor's rejected check lists them)`,
       };
     case "unreachable":
+      if (f.error.code === "TIMEOUT") {
+        return {
+          summary:
+            `OpenViking at ${baseUrl} takes connections but does not answer in time: ${f.error.message}`,
+          fix:
+            "check the server's log (a request stuck, the machine overloaded?) or restart it; writes wait " +
+            "in the queue until it answers",
+        };
+      }
       return {
         summary: `OpenViking at ${baseUrl} is not reachable: ${f.error.message}`,
         fix: 'start the server (README: "No server yet?"), or save its address: ' +
