@@ -4,6 +4,7 @@
  * transaction.ts checks and carries out all or nothing. Once installed, it asks whether the server answers.
  */
 import { credentialFilePaths, DEFAULT_BASE_URL, loadConfig, originOf } from "../openviking/config.ts";
+import { asSentence } from "../openviking/advice.ts";
 import { dirName, joinPath, openVikingHome } from "../lib/paths.ts";
 import { scrub } from "../lib/scrub.ts";
 import { commandName } from "../lib/self.ts";
@@ -157,7 +158,7 @@ async function serverNote(ctx: Context): Promise<boolean> {
     say(`Server: ${checks.map((c) => c.summary).join("; ")}.`);
     return true;
   }
-  say(`Note: ${failed.summary}.`);
+  say(`Note: ${asSentence(failed.summary)}`);
   if (failed.fix) say(`  fix: ${failed.fix}`);
   return false;
 }

@@ -7,7 +7,7 @@
  */
 
 import * as z from "zod/mini";
-import { adviceFor, isRootKeyRefusal } from "../openviking/advice.ts";
+import { adviceFor, asSentence, isRootKeyRefusal } from "../openviking/advice.ts";
 import { credentialFilePaths } from "../openviking/config.ts";
 import { askDataAccess, createClient, type OpenVikingClient, type OvFailure } from "../openviking/client.ts";
 import { asRecord } from "../lib/parsed.ts";
@@ -63,12 +63,15 @@ function manualWay(url: string, account: string, user: string): string {
   ].join("\n");
 }
 
-/** The user key of `user` in `account`, made or reused with the root key of `root`; what was done, or why not. */
+/**
+ * The user key of `user` in `account`, made or reused with the root key of `root`: what was done (and what the
+ * user must know after), or why not.
+ */
 async function makeUserKey(
   root: OpenVikingClient,
   account: string,
   user: string,
-): Promise<{ key: string; said: string } | OvFailure> {
+): Promise<{ key: string; said: string; after?: string } | OvFailure> {
   const exists = (r: { ok: boolean; status: number }) => !r.ok && r.status === 409;
   const made = await root.request("POST", "/api/v1/admin/accounts", UserKeyReply, {
     body: { account_id: account, admin_user_id: user },
@@ -92,8 +95,8 @@ async function makeUserKey(
   if (!fresh.ok) return fresh;
   return {
     key: fresh.result.user_key,
-    said: `made a new key for user ${user} in account ${account} (the server keeps no readable keys); ` +
-      "its previous key no longer works",
+    said: `made a new key for user ${user} in account ${account} (the server keeps no readable keys)`,
+    after: "The user's previous key no longer works.",
   };
 }
 
@@ -158,13 +161,20 @@ export async function keyToSave(
       ok: true,
       apiKey: made.key,
       from: `the admin API: ${named}`,
-      said: [`${rootKey}; with it, install ${made.said} and saves that user's key instead.`],
+      said: [
+        `${rootKey}; with it, install ${made.said} and saves that user's key instead.${
+          made.after ? ` ${made.after}` : ""
+        }`,
+      ],
     };
   }
   const advice = adviceFor(made, target.url);
   return {
     ok: false,
-    error: `${rootKey}, and no user key could be made with it: ${advice.summary}. Nothing was changed. ` +
+    error:
+      `${rootKey}, and no user key could be made with it: ${
+        asSentence(advice.summary)
+      } Nothing was changed. ` +
       `Fix that and run install again with the root key, or make the key yourself.\n` +
       manualWay(target.url, account, user),
   };

@@ -18,6 +18,11 @@ export interface Cause {
   location?: string;
 }
 
+/** `text` ended as a sentence: a period added unless it ends with one already (a server's words often do). */
+export function asSentence(text: string): string {
+  return /[.!?…]$/.test(text) ? text : `${text}.`;
+}
+
 /** The cause to record for failure `f` (a redirect's target kept). */
 export function causeOf(f: OvFailure): Cause {
   return {

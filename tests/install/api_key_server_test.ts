@@ -113,7 +113,11 @@ Deno.test("a server that keeps only hashes of keys: install makes the user a new
   );
   const again = await t.cli(args, `${ROOT_KEY}\n`);
   assertEquals(again.code, 0, again.stderr);
-  assertMatch(again.stdout, /made a new key for user ann in account team .*its previous key no longer works/);
+  assertStringIncludes(
+    again.stdout,
+    "install made a new key for user ann in account team (the server keeps no readable keys) and saves that " +
+      "user's key instead. The user's previous key no longer works.",
+  );
   assertEquals((await t.ovcli()).api_key, fake.accounts.get("team")?.get("ann")?.key);
 });
 
@@ -160,6 +164,16 @@ Deno.test("a key given while the server does not answer is not saved: install st
   assertEquals(await Deno.stat(`${t.home}/.openviking`).catch(() => undefined), undefined, "nothing changed");
   assertEquals([...Deno.readDirSync(`${t.home}/.kimi-code`)], []);
   for (const o of t.outputs) assertTrue(!o.includes(ROOT_KEY));
+});
+
+Deno.test("install without a key for a server that wants one: the server's sentence ends once", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start({ apiKey: "sk-right" });
+  const t = await sandbox(dir.path);
+  const r = await t.cli(["install", "--url", fake.url]);
+  assertEquals(r.code, 0, r.stderr);
+  assertMatch(r.stdout, /^Note: .*Missing API Key when resolving identity\.$/m);
+  assertNotMatch(r.stdout, /\.\.$/m);
 });
 
 Deno.test("a key the server refuses is not saved; the refusal says where a key comes from", async () => {
