@@ -12,7 +12,7 @@ import { runCli } from "../support/run.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { isolatedEnv } from "./helpers.ts";
 import { insertionOf } from "./text_diff.ts";
-import { type Context } from "../../install/transaction.ts";
+import type { Context } from "../../install/transaction.ts";
 import { runInstall } from "../../install/install.ts";
 import type { Self } from "../../install/placement.ts";
 

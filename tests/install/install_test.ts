@@ -15,7 +15,7 @@ import {
   noServerFix,
 } from "./helpers.ts";
 import { ROOT, runCli } from "../support/run.ts";
-import { type Context, type InstallOptions } from "../../install/transaction.ts";
+import type { Context, InstallOptions } from "../../install/transaction.ts";
 import { runInstall } from "../../install/install.ts";
 import { runUninstall } from "../../install/uninstall.ts";
 import { currentSelf, type Self } from "../../install/placement.ts";

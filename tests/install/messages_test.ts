@@ -14,7 +14,7 @@ import {
 } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { acceptingFetch, fakeCompiled } from "./helpers.ts";
-import { type Context, type InstallOptions } from "../../install/transaction.ts";
+import type { Context, InstallOptions } from "../../install/transaction.ts";
 import { runInstall } from "../../install/install.ts";
 import { runUninstall } from "../../install/uninstall.ts";
 import { currentSelf, type Self } from "../../install/placement.ts";
