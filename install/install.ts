@@ -4,6 +4,7 @@
  * transaction.ts checks and carries out all or nothing. Once installed, it asks whether the server answers.
  */
 import { credentialFilePaths, DEFAULT_BASE_URL, loadConfig, originOf } from "../openviking/config.ts";
+import { asSentence } from "../openviking/advice.ts";
 import { dirName, joinPath, openVikingHome } from "../lib/paths.ts";
 import { scrub } from "../lib/scrub.ts";
 import { commandName } from "../lib/self.ts";
@@ -23,7 +24,8 @@ import {
   type Plan,
   readText,
 } from "./transaction.ts";
-import { planProgram, sweepStep } from "./program.ts";
+import { madeDirsStep, planProgram, sweepStep } from "./program.ts";
+import { pathCommand } from "./placement.ts";
 import { serverChecks } from "./check.ts";
 import { planConfigMode, planPluginMode, refreshInstalledPrompt } from "./kimi-home.ts";
 
@@ -96,13 +98,20 @@ async function planCredentials(
   const ov = planOvcli(before, creds, path, saved.url);
   if (!ov.ok) return ov.error;
   if (!ov.changed) return undefined;
-  const change: FileChange = { path, before, after: ov.after, backup: "none", display: maskSecrets };
+  const change: FileChange = {
+    path,
+    before,
+    after: ov.after,
+    backup: "none",
+    display: maskSecrets,
+    secret: true,
+  };
   plan.changes.push(change);
   const ownDir = dirName(path) === openVikingHome(ctx.env);
   const step = fileStep(
     change,
     "connection settings",
-    ownDir ? () => makeDirs(dirName(path), { private: true }) : undefined,
+    ownDir ? () => makeDirs(dirName(path)) : undefined,
   );
   const copies = await keptCopies(path);
   const removing = copies.length
@@ -149,7 +158,7 @@ async function serverNote(ctx: Context): Promise<boolean> {
     say(`Server: ${checks.map((c) => c.summary).join("; ")}.`);
     return true;
   }
-  say(`Note: ${failed.summary}.`);
+  say(`Note: ${asSentence(failed.summary)}`);
   if (failed.fix) say(`  fix: ${failed.fix}`);
   return false;
 }
@@ -189,6 +198,14 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
     ? await sweepStep(ctx.env, { keep: program.keep, kimiHome: home })
     : undefined;
   if (sweep) plan.steps.push(sweep);
+  const made = plan.steps.length
+    ? await madeDirsStep(ctx.env, [
+      home,
+      dirName(pathCommand(ctx.env, ctx.os) ?? home),
+      openVikingHome(ctx.env),
+    ])
+    : undefined;
+  if (made) plan.steps.unshift(made);
   const code = await carryOut(plan, ctx.out, {
     command: "install",
     dryRun: options.dryRun,

@@ -33,7 +33,7 @@ import {
 import { readTextIfExists, writeFileAtomic } from "../lib/fs.ts";
 import { sha256Hex } from "../lib/hash.ts";
 import { dirName, type Env, integrationDir, joinPath, kimiHome, orNoHome } from "../lib/paths.ts";
-import { COPY_FILES, COPY_RUN_FLAGS, productionFlags } from "../lib/self.ts";
+import { COPY_FILES, COPY_RUN_FLAGS, productionFlags, releaseCopyLock } from "../lib/self.ts";
 import { VERSION } from "../lib/version.ts";
 
 /** The program the registrations run, once in place. */
@@ -590,6 +590,61 @@ export async function recordHome(env: Env, home: string, listed: string[]): Prom
   };
 }
 
+/** The record of the directories install made (one a line), which the last `--purge` removes when left empty. */
+export function madeDirsFile(env: Env): string {
+  return joinPath(integrationDir(env), "made-dirs");
+}
+
+/**
+ * The step recording which of `dirs` (and their parents up to the home) this install makes, as they are not
+ * there yet; none when all are.
+ */
+export async function madeDirsStep(env: Env, dirs: string[]): Promise<Step | undefined> {
+  const home = env.HOME ?? env.USERPROFILE;
+  const missing = new Set<string>();
+  for (const dir of dirs) {
+    for (
+      let d = dir;
+      d !== home && dirName(d) !== d && !(await Deno.lstat(d).then(() => true, () => false));
+      d = dirName(d)
+    ) {
+      missing.add(d);
+    }
+  }
+  if (!missing.size) return undefined;
+  const path = madeDirsFile(env);
+  return {
+    describe: `record the directories this install makes in ${path}`,
+    check: () => checkCreatable(path),
+    run: () =>
+      attempt(`write ${path}`, async () => {
+        const before = await readTextIfExists(path);
+        const lines = new Set([...(before ?? "").split("\n").filter((l) => l !== ""), ...missing]);
+        const dirs = await makeDirs(integrationDir(env), { private: true });
+        await writeFileAtomic(path, `${[...lines].join("\n")}\n`, { privateDir: false });
+        const undo = async () => {
+          if (before === undefined) await Deno.remove(path).catch(() => {});
+          else await writeFileAtomic(path, before, { privateDir: false });
+          await dirs();
+        };
+        return { changed: path, undo };
+      }),
+  };
+}
+
+/**
+ * Takes the record of the directories install made; the function it returns removes them, deepest first, each
+ * only when left empty (called once what was in them is gone).
+ */
+export async function madeDirs(env: Env): Promise<() => Promise<void>> {
+  const path = madeDirsFile(env);
+  const dirs = ((await readTextIfExists(path).catch(() => undefined)) ?? "").split("\n").filter((l) => l);
+  await Deno.remove(path).catch(() => {});
+  return async () => {
+    for (const dir of dirs.sort((a, b) => b.length - a.length)) await Deno.remove(dir).catch(() => {});
+  };
+}
+
 /** The Kimi homes of `env` installed into, and `also`. */
 export async function knownHomes(env: Env, also: string[]): Promise<string[]> {
   const listed = await listedHomes(env);
@@ -669,6 +724,7 @@ async function sweepVersions(
   } catch {
     return { removed, kept };
   }
+  releaseCopyLock(); // this run only exits afterwards: its own copy is not "in use" by it
   for (const e of entries) {
     const path = joinPath(dir, e.name);
     if (!e.isDirectory || e.name === options.keep) continue;

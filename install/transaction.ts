@@ -3,8 +3,8 @@
  * before the first write so every refusal comes first; printed as a diff by `--dry-run` (removed lines
  * first); carried out in order, each step keeping what it replaced aside until the end, so a step that fails
  * puts back every earlier one exactly (a file's bytes and mode, a link, a directory). Text files are read
- * exactly (BOM kept; not UTF-8: refused) and written temp + fsync + rename, 0600, through a symlink to where
- * it points; a change keeps the previous bytes in `<file>.bak` unless the planner says all of it was ours.
+ * exactly (BOM kept; not UTF-8: refused) and written temp + fsync + rename, through a symlink to where it
+ * points, keeping an existing file's mode (a new one, or one holding a key: 0600); a change keeps the previous bytes in `<file>.bak` unless the planner says all of it was ours.
  */
 
 import { structuredPatch } from "diff";
@@ -85,6 +85,8 @@ export interface FileChange {
   displayOnly?: boolean;
   /** How a dry run shows the text (secrets masked). */
   display?: (text: string) => string;
+  /** It holds a key: written 0600 whatever mode the file had (another file keeps its mode). */
+  secret?: boolean;
 }
 
 /** A planned run. */
@@ -318,9 +320,15 @@ export function swapStep(
   };
 }
 
-/** Writes `text` at `path` (temp + fsync + rename, 0600, parents made). */
+/** Writes `text` at `path` (temp + fsync + rename, `mode`, parents made). */
 function writeText(path: string, text: string, mode = 0o600): Promise<void> {
   return writeFileAtomic(path, text, { mode, privateDir: false, durable: true });
+}
+
+/** The mode `change` writes `path` with: the file's own when it is there (unless it holds a key), else 0600. */
+async function keptMode(path: string, change: FileChange): Promise<number> {
+  const info = change.secret ? undefined : await lstat(path).catch(() => undefined);
+  return info?.isFile && info.mode !== null ? info.mode & 0o7777 : 0o600;
 }
 
 /** The step writing one planned change (and its `.bak`); `makeDir` makes the directory it needs, undoably. */
@@ -359,9 +367,10 @@ export function fileStep(
         ];
         for (const d of doing) {
           if (d.text !== undefined) undos.push(await makeDirs(dirName(d.at)));
+          const mode = d.at === target ? await keptMode(target, change) : 0o600;
           const swap = await swapIn(
             d.at,
-            d.text === undefined ? undefined : (tmp) => writeText(tmp, d.text!),
+            d.text === undefined ? undefined : (tmp) => writeText(tmp, d.text!, mode),
           );
           undos.push(swap.undo);
           ends.push(swap.end);

@@ -7,7 +7,7 @@
  * other clients' queue files and undelivered writes stay.
  */
 
-import { loadConfig } from "../openviking/config.ts";
+import { credentialFilePaths, loadConfig } from "../openviking/config.ts";
 import { readTextIfExists } from "../lib/fs.ts";
 import { isOurLog } from "../lib/log.ts";
 import { QUEUE_SUBDIR, queueSummary, REJECTED_SUBDIR, rejectedSummary } from "../openviking/queue.ts";
@@ -29,7 +29,7 @@ import { planConfigUninstall } from "./toml-block.ts";
 import { parseJson, planMcpUninstall } from "./json-files.ts";
 import { kimiHomeFor, type KimiState, readKimiState } from "./detect.ts";
 import { commandAt, installedBinaryPath, pathCommand } from "./placement.ts";
-import { homesFile, installedHomes, sweepStep, versionsDir, versionsUsedBy } from "./program.ts";
+import { homesFile, installedHomes, madeDirs, sweepStep, versionsDir, versionsUsedBy } from "./program.ts";
 import {
   backupFor,
   type KimiFile,
@@ -164,7 +164,10 @@ async function planBackupsClean(state: KimiState, plan: Plan): Promise<void> {
     const cleaned = text === undefined ? undefined : withoutOurs(kind, text);
     if (!cleaned?.changed) continue;
     const left = cleaned.after === (change ? change.after : now) ? undefined : cleaned.after;
-    planFile(plan, bak, text, left, "our part taken out of a backup", "none");
+    const what = left === undefined
+      ? "backup deleted (nothing in it but our part and what the file holds)"
+      : "our part taken out of a backup";
+    planFile(plan, bak, text, left, what, "none");
   }
 }
 
@@ -182,6 +185,8 @@ async function sharedTargets(ctx: Context, plan: Plan): Promise<string[]> {
     ...await purgeableData(ctx, plan),
     mcpToolCachePath(ctx.env),
     ...await breakerFiles(orNoHome(() => sharedStateDir(ctx.env)) ?? ""),
+    // Session start's stamp (memory/ledger-entry.ts HOUSEKEEPING_STAMP).
+    joinPath(sharedStateDir(ctx.env), "kimicode-housekeeping.json"),
     ...(command && (await commandAt(command, ctx.env)).kind === "ours" ? [command] : []),
   ];
   const there = await Promise.all(targets.map(exists));
@@ -212,9 +217,8 @@ async function planPurge(ctx: Context, state: KimiState, plugin: boolean, plan: 
   for (const t of targets) plan.steps.push(removalStep(t, `delete ${t}`, `removed ${t}`));
   const sweep = await sweepStep(ctx.env, { kimiHome: state.paths.home });
   if (sweep) plan.steps.push(sweep);
-  plan.notes.push(
-    "Kept: ~/.openviking/ovcli.conf and the queue files of OpenViking's other clients in ~/.openviking/pending.",
-  );
+  const kept = await keptShared(ctx);
+  if (kept.length) plan.notes.push(`Kept: ${kept.join(" and ")}.`);
   if (plan.steps.length === 0) return;
   const integration = integrationDir(ctx.env);
   plan.steps.push({
@@ -235,10 +239,26 @@ async function planPurge(ctx: Context, state: KimiState, plugin: boolean, plan: 
           for (const dir of dirs) await Deno.remove(dir).catch(() => {});
           if (others.length || (await exists(versionsDir(env)))) return;
           await Deno.remove(homesFile(env)).catch(() => {});
+          const made = await madeDirs(env);
           for (const dir of [integration, dirName(integration)]) await Deno.remove(dir).catch(() => {});
+          await made();
         },
       }),
   });
+}
+
+/** What `--purge` leaves of OpenViking's own files, in words: ovcli.conf and other clients' queue files, when there. */
+async function keptShared(ctx: Context): Promise<string[]> {
+  const ovcli = credentialFilePaths(ctx.env).cli;
+  const pending = pendingDir(ctx.env);
+  const ours = [QUEUE_SUBDIR, REJECTED_SUBDIR];
+  const others = await Array.fromAsync(Deno.readDir(pending), (e) => e.name).catch(() => [] as string[]);
+  return [
+    ...(await exists(ovcli) ? [ovcli] : []),
+    ...(others.some((n) => !ours.includes(n))
+      ? [`the queue files of OpenViking's other clients in ${pending}`]
+      : []),
+  ];
 }
 
 /** The note naming what is kept because Kimi homes other than this one still have openviking-kimi. */

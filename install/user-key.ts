@@ -2,12 +2,12 @@
  * The key install saves, asked of the server first. OpenViking's root key (`server.root_api_key`) only
  * administers: the server refuses it on memory's routes (403) — so it is never saved. Given once, install
  * makes (or reuses) a user with it through OpenViking's admin API and saves that user's key instead; where
- * that cannot be done it stops and prints the commands that do it. A key the server refuses is not saved
- * either. The root key is used for these requests only: never written, logged or printed.
+ * that cannot be done it stops and prints the commands that do it. A key the server refuses, or cannot be
+ * asked about (it does not answer), is not saved either. The root key is used for these requests only: never written, logged or printed.
  */
 
 import * as z from "zod/mini";
-import { adviceFor, isRootKeyRefusal } from "../openviking/advice.ts";
+import { adviceFor, asSentence, isRootKeyRefusal } from "../openviking/advice.ts";
 import { credentialFilePaths } from "../openviking/config.ts";
 import { askDataAccess, createClient, type OpenVikingClient, type OvFailure } from "../openviking/client.ts";
 import { asRecord } from "../lib/parsed.ts";
@@ -63,12 +63,15 @@ function manualWay(url: string, account: string, user: string): string {
   ].join("\n");
 }
 
-/** The user key of `user` in `account`, made or reused with the root key of `root`; what was done, or why not. */
+/**
+ * The user key of `user` in `account`, made or reused with the root key of `root`: what was done (and what the
+ * user must know after), or why not.
+ */
 async function makeUserKey(
   root: OpenVikingClient,
   account: string,
   user: string,
-): Promise<{ key: string; said: string } | OvFailure> {
+): Promise<{ key: string; said: string; after?: string } | OvFailure> {
   const exists = (r: { ok: boolean; status: number }) => !r.ok && r.status === 409;
   const made = await root.request("POST", "/api/v1/admin/accounts", UserKeyReply, {
     body: { account_id: account, admin_user_id: user },
@@ -92,15 +95,23 @@ async function makeUserKey(
   if (!fresh.ok) return fresh;
   return {
     key: fresh.result.user_key,
-    said: `made a new key for user ${user} in account ${account} (the server keeps no readable keys); ` +
-      "its previous key no longer works",
+    said: `made a new key for user ${user} in account ${account} (the server keeps no readable keys)`,
+    after: "The user's previous key no longer works.",
   };
+}
+
+/** Why a key given is not saved when the server cannot be asked about it (`health`: how asking failed). */
+function uncheckedKey(health: OvFailure, url: string): string {
+  return `the server at ${url} does not answer, so the key given cannot be checked: it is not saved and ` +
+    `nothing was changed (${adviceFor(health, url).summary}). Start the server and run install again with ` +
+    `the key; or install without a key now (\`${commandName()} install --url ${url}\`) and give it once the ` +
+    "server answers.";
 }
 
 /**
  * Asks the server at `url` about `given` before install saves it: a root key becomes a user key (made or
- * reused; in a dry run only said), a refused key stops install; an unreachable server leaves the key
- * unchecked (unless it is ov.conf's root key: then install stops).
+ * reused; in a dry run only said); a refused key, or one a server that does not answer cannot check, stops
+ * install.
  */
 export async function keyToSave(
   ctx: Context,
@@ -124,13 +135,7 @@ export async function keyToSave(
   const data = health.ok ? await askDataAccess(client) : health;
   if (data.ok || (health.ok && data.kind !== "auth")) return { ok: true, ...given, said: [] };
   if (!rootByFile && !isRootKeyRefusal(data)) {
-    if (!health.ok) {
-      return {
-        ok: true,
-        ...given,
-        said: ["API key: not checked (the server does not answer); doctor checks it."],
-      };
-    }
+    if (!health.ok) return { ok: false, error: uncheckedKey(health, target.url) };
     return {
       ok: false,
       error: `the server at ${target.url} refused this key (HTTP ${data.status}: ${data.error.message}); ` +
@@ -156,13 +161,20 @@ export async function keyToSave(
       ok: true,
       apiKey: made.key,
       from: `the admin API: ${named}`,
-      said: [`${rootKey}; with it, install ${made.said} and saves that user's key instead.`],
+      said: [
+        `${rootKey}; with it, install ${made.said} and saves that user's key instead.${
+          made.after ? ` ${made.after}` : ""
+        }`,
+      ],
     };
   }
   const advice = adviceFor(made, target.url);
   return {
     ok: false,
-    error: `${rootKey}, and no user key could be made with it: ${advice.summary}. Nothing was changed. ` +
+    error:
+      `${rootKey}, and no user key could be made with it: ${
+        asSentence(advice.summary)
+      } Nothing was changed. ` +
       `Fix that and run install again with the root key, or make the key yourself.\n` +
       manualWay(target.url, account, user),
   };

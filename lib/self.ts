@@ -100,6 +100,15 @@ export function holdCopyLock(): void {
   }
 }
 
+/**
+ * Lets go of this process's hold on its copy: a run about to remove versions (and only exit afterwards) does
+ * not keep its own one in use.
+ */
+export function releaseCopyLock(): void {
+  lockFile?.close();
+  lockFile = undefined;
+}
+
 /** The production flags an installed copy recorded in its copy.json. */
 async function copyFlags(dir: string): Promise<string[]> {
   const info = JSON.parse(await Deno.readTextFile(joinPath(dir, COPY_FILES.info))) as { flags?: unknown };

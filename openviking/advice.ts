@@ -18,6 +18,11 @@ export interface Cause {
   location?: string;
 }
 
+/** `text` ended as a sentence: a period added unless it ends with one already (a server's words often do). */
+export function asSentence(text: string): string {
+  return /[.!?…]$/.test(text) ? text : `${text}.`;
+}
+
 /** The cause to record for failure `f` (a redirect's target kept). */
 export function causeOf(f: OvFailure): Cause {
   return {
@@ -104,6 +109,15 @@ export function adviceFor(
           `\`${commandName()} replay --rejected\` (doctor's rejected check lists them)`,
       };
     case "unreachable":
+      if (f.error.code === "TIMEOUT") {
+        return {
+          summary:
+            `OpenViking at ${baseUrl} takes connections but does not answer in time: ${f.error.message}`,
+          fix:
+            "check the server's log (a request stuck, the machine overloaded?) or restart it; writes wait " +
+            "in the queue until it answers",
+        };
+      }
       return {
         summary: `OpenViking at ${baseUrl} is not reachable: ${f.error.message}`,
         fix: 'start the server (README: "No server yet?"), or save its address: ' +

@@ -1,9 +1,11 @@
 /** The advice for a recorded cause: the same words and fix as for the failure it was recorded from. */
 
-import { assertEquals, assertMatch, assertTrue } from "../tests/support/assert.ts";
+import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../tests/support/assert.ts";
 import { adviceFor, adviceForCause, causeOf } from "./advice.ts";
 import { ROOT_KEY_REFUSAL } from "../tests/support/fake-openviking.ts";
-import { classifyReply } from "./client.ts";
+import { classifyReply, createClient } from "./client.ts";
+import * as z from "zod/mini";
+import { closedAddress } from "../tests/install/helpers.ts";
 import { commandName } from "../lib/self.ts";
 
 const origin = "http://127.0.0.1:1933";
@@ -46,4 +48,33 @@ Deno.test("adviceFor a refused key: a root key is named as one; every refusal sa
   assertMatch(w.fix, /root key \(ov\.conf's server\.root_api_key\) once, install makes a user key/);
   assertMatch(w.fix, /`ov admin register-user ACCOUNT USER`/);
   assertEquals(adviceForCause(causeOf(root), origin), r, "recorded, the same advice");
+});
+
+Deno.test("adviceFor a server that takes the connection and never answers: not told to start it", async () => {
+  // A hung server: it accepts every connection and never writes a byte.
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const held: Deno.Conn[] = [];
+  const accepting = (async () => {
+    for await (const conn of listener) held.push(conn);
+  })();
+  const base = `http://127.0.0.1:${(listener.addr as Deno.NetAddr).port}`;
+  const hung = await createClient({ baseUrl: base, timeoutMs: 300, userAgent: "test" }).request(
+    "GET",
+    "/health",
+    z.unknown(),
+  );
+  const refused = await createClient({ baseUrl: closedAddress(), timeoutMs: 300, userAgent: "test" }).request(
+    "GET",
+    "/health",
+    z.unknown(),
+  );
+  listener.close();
+  for (const c of held) c.close();
+  await accepting.catch(() => {});
+  if (hung.ok || refused.ok) throw new Error("neither answers");
+  const a = adviceFor(hung, base);
+  assertMatch(a.summary, new RegExp(`^OpenViking at ${base} takes connections but does not answer in time`));
+  assertMatch(a.fix, /check the server's log .*restart it/);
+  assertNotMatch(a.fix, /\bstart the server/);
+  assertMatch(adviceFor(refused, base).fix, /^start the server/, "a refused connection: start it");
 });

@@ -9,6 +9,7 @@
 import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { runCli } from "../support/run.ts";
+import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { isolatedEnv } from "./helpers.ts";
 import { insertionOf } from "./text_diff.ts";
 import type { Context } from "../../install/transaction.ts";
@@ -186,7 +187,9 @@ Deno.test({
       }
       await Deno.symlink(await tooLongTarget(dir.path, USER_CONFIG), `${t.kimi}/config.toml`);
       const before = await snapshot(dir.path);
-      const r = await t.run("install", "--url", "http://127.0.0.1:9", "--api-key", "sk-rollback-test");
+      // A server that takes the key: install then saves it, in the same run that fails.
+      await using fake = await FakeOpenViking.start({ apiKey: "sk-rollback-test" });
+      const r = await t.run("install", "--url", fake.url, "--api-key", "sk-rollback-test");
       assertEquals(r.code, 1, r.stderr);
       assertEquals(await snapshot(dir.path), before, "every file as it was: mcp.json, its .bak, ovcli.conf");
       assertMatch(r.stderr, /could not write .*kkkk/);

@@ -113,7 +113,11 @@ Deno.test("a server that keeps only hashes of keys: install makes the user a new
   );
   const again = await t.cli(args, `${ROOT_KEY}\n`);
   assertEquals(again.code, 0, again.stderr);
-  assertMatch(again.stdout, /made a new key for user ann in account team .*its previous key no longer works/);
+  assertStringIncludes(
+    again.stdout,
+    "install made a new key for user ann in account team (the server keeps no readable keys) and saves that " +
+      "user's key instead. The user's previous key no longer works.",
+  );
   assertEquals((await t.ovcli()).api_key, fake.accounts.get("team")?.get("ann")?.key);
 });
 
@@ -142,6 +146,34 @@ Deno.test("ov.conf's root key with no server to make a user: install stops, save
   assertEquals(await Deno.stat(`${t.home}/.openviking/ovcli.conf`).catch(() => undefined), undefined);
   assertEquals(await Deno.stat(`${t.home}/.kimi-code/config.toml`).catch(() => undefined), undefined);
   for (const o of t.outputs) assertTrue(!o.includes(ROOT_KEY));
+});
+
+Deno.test("a key given while the server does not answer is not saved: install stops, changes nothing and says what to do", async () => {
+  await using dir = await tempDir();
+  const t = await sandbox(dir.path);
+  const url = closedAddress();
+  const r = await t.cli(["install", "--url", url, "--api-key-stdin"], `${ROOT_KEY}\n`);
+  assertEquals(r.code, 1, r.stdout + r.stderr);
+  assertMatch(
+    r.stderr,
+    /the server at \S+ does not answer, so the key given cannot be checked: it is not saved/,
+  );
+  assertMatch(r.stderr, /Start the server and run install again/);
+  assertMatch(r.stderr, /or install without a key now/);
+  assertEquals(await filesHolding(t.home, ROOT_KEY), [], "the key is nowhere");
+  assertEquals(await Deno.stat(`${t.home}/.openviking`).catch(() => undefined), undefined, "nothing changed");
+  assertEquals([...Deno.readDirSync(`${t.home}/.kimi-code`)], []);
+  for (const o of t.outputs) assertTrue(!o.includes(ROOT_KEY));
+});
+
+Deno.test("install without a key for a server that wants one: the server's sentence ends once", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start({ apiKey: "sk-right" });
+  const t = await sandbox(dir.path);
+  const r = await t.cli(["install", "--url", fake.url]);
+  assertEquals(r.code, 0, r.stderr);
+  assertMatch(r.stdout, /^Note: .*Missing API Key when resolving identity\.$/m);
+  assertNotMatch(r.stdout, /\.\.$/m);
 });
 
 Deno.test("a key the server refuses is not saved; the refusal says where a key comes from", async () => {

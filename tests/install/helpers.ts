@@ -63,3 +63,15 @@ export function closedAddress(): string {
   listener.close();
   return `http://127.0.0.1:${port}`;
 }
+
+/**
+ * A `fetch` standing for an OpenViking server (api_key mode) that takes every key: what install asks before it
+ * saves one (`/health`, then a data route) answered as the real one does.
+ */
+export const acceptingFetch: typeof fetch = (input) => {
+  const path = new URL(input instanceof Request ? input.url : String(input)).pathname;
+  const body = path === "/health"
+    ? { status: "ok", healthy: true, version: "0.5.2-fake", auth_mode: "api_key" }
+    : { status: "ok", result: [] };
+  return Promise.resolve(Response.json(body));
+};

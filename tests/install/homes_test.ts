@@ -7,7 +7,13 @@
  * of the user's files changed; a dry run announces removing unused versions only when there is one.
  */
 
-import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../support/assert.ts";
+import {
+  assertEquals,
+  assertMatch,
+  assertNotMatch,
+  assertStringIncludes,
+  assertTrue,
+} from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { runCli, runProcess } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
@@ -110,15 +116,9 @@ Deno.test({
     );
     assertNotMatch(purged, /removed \S*(hook-state|ledger)/);
 
-    // Then A: nothing of ours is left (the directory of the PATH command is the user's).
+    // Then A: nothing of ours is left, nor a directory install made (the Kimi homes were there before).
     await cli(env, ["uninstall", "--purge", "--kimi-home", a]);
-    assertEquals(await tree(home), [
-      "/.local/",
-      "/.local/bin/",
-      "/.openviking/",
-      "/kimi-a/",
-      "/kimi-b/",
-    ]);
+    assertEquals(await tree(home), ["/kimi-a/", "/kimi-b/"]);
   },
 });
 
@@ -148,7 +148,16 @@ Deno.test({
       asked: true,
       failure: timeout,
     });
-    await cli(env, ["uninstall", "--purge"]);
+    const purged = await cli(env, ["uninstall", "--purge"]);
+    // What happened, said: a backup left with nothing but what the file holds is deleted; nothing not there is "kept".
+    for (const bak of [`${kimi}/config.toml.bak`, `${kimi}/mcp.json.bak`]) {
+      const said = `✓ backup deleted (nothing in it but our part and what the file holds): ${bak}`;
+      assertStringIncludes(purged, said);
+      assertEquals(await Deno.lstat(bak).then(() => true, () => false), false, bak);
+    }
+    assertNotMatch(purged, /our part taken out of a backup: \S*config\.toml\.bak$/m);
+    assertNotMatch(purged, /ovcli\.conf/, "there is no ovcli.conf to keep");
+    assertNotMatch(purged, /queue files of OpenViking's other clients/, "there are none");
 
     assertEquals(await Deno.readTextFile(`${kimi}/config.toml`), config);
     assertEquals(await Deno.readTextFile(`${kimi}/mcp.json`), mcp);
@@ -166,9 +175,6 @@ Deno.test({
       "/.kimi-code/",
       "/.kimi-code/config.toml",
       "/.kimi-code/mcp.json",
-      "/.local/",
-      "/.local/bin/",
-      "/.openviking/",
     ]);
   },
 });

@@ -6,7 +6,14 @@ import {
   assertTrue,
 } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
-import { closedAddress, fakeCompiled, isolatedEnv, NO_SERVER_HEADING, noServerFix } from "./helpers.ts";
+import {
+  acceptingFetch,
+  closedAddress,
+  fakeCompiled,
+  isolatedEnv,
+  NO_SERVER_HEADING,
+  noServerFix,
+} from "./helpers.ts";
 import { ROOT, runCli } from "../support/run.ts";
 import type { Context, InstallOptions } from "../../install/transaction.ts";
 import { runInstall } from "../../install/install.ts";
@@ -84,15 +91,20 @@ const USER_CONFIG =
   '# my Kimi config\r\ndefault_model = "k3"\r\n\r\n[models.k3]\r\nprovider = "kimi" # ✓ unicode\r\n' +
   '[[hooks]]\r\nevent = "Stop"\r\ncommand = "notify-send done"';
 
-Deno.test("config mode: block + mcp.json, .bak kept, files private; uninstall restores the bytes", async () => {
+Deno.test("config mode: block + mcp.json, .bak kept (private), the file's mode kept; uninstall restores the bytes", async () => {
   await using dir = await tempDir();
   const t = await setup(dir.path);
-  await Deno.writeTextFile(`${t.kimi}/config.toml`, USER_CONFIG);
+  await Deno.writeTextFile(`${t.kimi}/config.toml`, USER_CONFIG, { mode: 0o640 });
+  await Deno.chmod(`${t.kimi}/config.toml`, 0o640);
   assertEquals(await runInstall(t.ctx(), opts()), 0, t.lines.join("\n"));
   const installed = (await read(`${t.kimi}/config.toml`))!;
   assertTrue(installed.startsWith(USER_CONFIG + "\r\n# >>> openviking kimicode integration"));
   assertEquals(await read(`${t.kimi}/config.toml.bak`), USER_CONFIG);
-  if (!isWindows) assertEquals((await Deno.stat(`${t.kimi}/config.toml`)).mode! & 0o777, 0o600);
+  if (!isWindows) {
+    assertEquals((await Deno.stat(`${t.kimi}/config.toml`)).mode! & 0o777, 0o640);
+    assertEquals((await Deno.stat(`${t.kimi}/config.toml.bak`)).mode! & 0o777, 0o600);
+    assertEquals((await Deno.stat(`${t.kimi}/mcp.json`)).mode! & 0o777, 0o600, "created");
+  }
   const mcp = JSON.parse((await read(`${t.kimi}/mcp.json`))!);
   assertEquals(mcp.mcpServers.openviking.args.at(-1), "mcp");
   assertStringIncludes(t.lines.join("\n"), "Hooks run: ");
@@ -122,10 +134,7 @@ Deno.test("config mode into an empty Kimi home creates config.toml, uninstall --
   });
   assertEquals(await runUninstall(t.ctx(self), opts({ purge: true })), 0, t.lines.join("\n"));
   const left = Object.keys(await snapshot(t.home)).filter((p) => !p.endsWith(".bak"));
-  assertEquals(
-    left.sort(),
-    [`${t.home}/.kimi-code`, `${t.home}/.local`, `${t.home}/.local/bin`, `${t.home}/.openviking`].sort(),
-  );
+  assertEquals(left, [`${t.home}/.kimi-code`], "what install made is gone; the Kimi home was there before");
 });
 
 Deno.test("uninstall --purge deletes the ledger and the log wherever it was configured; a queue still waiting and the writes OpenViking refused stay, and it says how to deliver them", async () => {
@@ -192,7 +201,7 @@ Deno.test("--dry-run prints the diff (API key masked) and changes nothing", asyn
   await Deno.writeTextFile(`${t.kimi}/config.toml`, USER_CONFIG);
   const before = await snapshot(t.home);
   const code = await runInstall(
-    t.ctx(),
+    { ...t.ctx(), fetch: acceptingFetch },
     opts({ dryRun: true, credentials: { url: "http://127.0.0.1:1", apiKey: "sk-very-secret" } }),
   );
   assertEquals(code, 0);
@@ -220,12 +229,14 @@ Deno.test("credentials go to ovcli.conf (merged, 0600, no copy: it holds the key
   await using dir = await tempDir();
   const t = await setup(dir.path);
   await Deno.mkdir(t.ov, { recursive: true });
+  await Deno.chmod(t.ov, 0o755);
   await Deno.writeTextFile(
     `${t.ov}/ovcli.conf`,
     JSON.stringify({ url: "http://old", extra_headers: { X: "1" } }),
+    { mode: 0o644 },
   );
   const code = await runInstall(
-    t.ctx(),
+    { ...t.ctx(), fetch: acceptingFetch },
     opts({
       credentials: { url: "http://127.0.0.1:1933", apiKey: "sk-secret-1", account: "acme", user: "ann" },
     }),
@@ -240,14 +251,46 @@ Deno.test("credentials go to ovcli.conf (merged, 0600, no copy: it holds the key
     user: "ann",
   });
   if (!isWindows) {
-    assertEquals((await Deno.stat(`${t.ov}/ovcli.conf`)).mode! & 0o777, 0o600);
-    assertEquals((await Deno.stat(t.ov)).mode! & 0o777, 0o700);
+    assertEquals((await Deno.stat(`${t.ov}/ovcli.conf`)).mode! & 0o777, 0o600, "it holds the key");
+    assertEquals((await Deno.stat(t.ov)).mode! & 0o777, 0o755, "the user's directory keeps its mode");
   }
   const backups = [...Deno.readDirSync(t.ov)].filter((e) => e.name.startsWith("ovcli.conf.bak."));
   assertEquals(backups.length, 0, "no copy keeps the key it replaced");
   assertNotMatch(t.lines.join("\n"), /sk-secret-1/);
   assertNotMatch((await read(`${t.kimi}/config.toml`))!, /sk-secret-1/);
   assertNotMatch((await read(`${t.kimi}/mcp.json`))!, /sk-secret-1/);
+});
+
+Deno.test({
+  name: "install and uninstall keep the modes of the user's files and directories; what they create is 0600",
+  ignore: isWindows,
+  async fn() {
+    await using dir = await tempDir();
+    const t = await setup(dir.path);
+    const self = await fakeCompiled(dir.path);
+    await Deno.writeTextFile(`${t.kimi}/config.toml`, USER_CONFIG, { mode: 0o644 });
+    await Deno.writeTextFile(`${t.kimi}/mcp.json`, '{"mcpServers":{}}\n', { mode: 0o644 });
+    await Deno.mkdir(t.ov, { mode: 0o755 });
+    await Deno.chmod(t.ov, 0o755);
+    const mode = async (path: string) => ((await Deno.stat(path)).mode! & 0o777).toString(8);
+    const modes = () => Promise.all([`${t.kimi}/config.toml`, `${t.kimi}/mcp.json`, t.ov].map(mode));
+    assertEquals(await modes(), ["644", "644", "755"]);
+    const install = opts({ credentials: { url: "http://127.0.0.1:1933" } });
+    assertEquals(await runInstall(t.ctx(self), install), 0, t.lines.join("\n"));
+    assertEquals(await modes(), ["644", "644", "755"], "installed");
+    assertEquals(await mode(`${t.ov}/ovcli.conf`), "600", "created: private");
+    assertEquals(await mode(`${t.kimi}/config.toml.bak`), "600", "created: private");
+    // Another OpenViking client's queued write: it stays, and so does ovcli.conf, and both are said.
+    await Deno.mkdir(`${t.ov}/pending`);
+    await Deno.writeTextFile(`${t.ov}/pending/${"a".repeat(64)}_0.json`, "{}");
+    assertEquals(await runUninstall(t.ctx(self), opts({ purge: true })), 0, t.lines.join("\n"));
+    assertEquals(await read(`${t.kimi}/config.toml`), USER_CONFIG);
+    assertEquals(await modes(), ["644", "644", "755"], "uninstalled");
+    assertStringIncludes(
+      t.lines.join("\n"),
+      `Kept: ${t.ov}/ovcli.conf and the queue files of OpenViking's other clients in ${t.ov}/pending.`,
+    );
+  },
 });
 
 Deno.test("plugin mode from a checkout: launcher + manifest placed, record upserted, others kept", async () => {

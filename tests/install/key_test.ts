@@ -175,7 +175,8 @@ status = os.waitpid(pid, 0)[1]
 sys.stdout.buffer.write(out)
 sys.exit(os.waitstatus_to_exitcode(status))
 `;
-    const argv = [Deno.execPath(), ...await cliArgs(), "install", "--url", "http://127.0.0.1:9"];
+    await using fake = await FakeOpenViking.start({ apiKey: KEY });
+    const argv = [Deno.execPath(), ...await cliArgs(), "install", "--url", fake.url];
     const out = await new Deno.Command("python3", {
       args: ["-c", script, JSON.stringify(argv), JSON.stringify(isolatedEnv(home))],
       stdout: "piped",
@@ -185,7 +186,7 @@ sys.exit(os.waitstatus_to_exitcode(status))
     assertEquals(out.code, 0, screen + new TextDecoder().decode(out.stderr));
     assertStringIncludes(
       screen,
-      "OpenViking API key for http://127.0.0.1:9 (a user key, or the server's root key",
+      `OpenViking API key for ${fake.url} (a user key, or the server's root key`,
     );
     assertNotMatch(screen, new RegExp(KEY), "the typed key is not echoed");
     assertStringIncludes(screen, "api_key = (not shown; from the terminal)");

@@ -13,7 +13,7 @@ import {
   assertTrue,
 } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
-import { fakeCompiled } from "./helpers.ts";
+import { acceptingFetch, fakeCompiled } from "./helpers.ts";
 import type { Context, InstallOptions } from "../../install/transaction.ts";
 import { runInstall } from "../../install/install.ts";
 import { runUninstall } from "../../install/uninstall.ts";
@@ -87,7 +87,7 @@ Deno.test("a dry run says what would be done, not what was", async () => {
   const t = await setup(dir.path);
   const self = await fakeCompiled(dir.path);
   const code = await runInstall(
-    t.ctx(self),
+    { ...t.ctx(self), fetch: acceptingFetch },
     opts({ dryRun: true, credentials: { url: "http://127.0.0.1:1933", apiKey: "sk-dry-run-key-1" } }),
   );
   assertEquals(code, 0);

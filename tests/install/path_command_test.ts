@@ -6,7 +6,13 @@
  * PATH, else ours by its absolute path.
  */
 
-import { assertEquals, assertMatch, assertNotMatch, assertStringIncludes } from "../support/assert.ts";
+import {
+  assertEquals,
+  assertMatch,
+  assertNotMatch,
+  assertStringIncludes,
+  assertTrue,
+} from "../support/assert.ts";
 import { ROOT, runCli, runProcess } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { closedAddress, isolatedEnv, noServerFix } from "./helpers.ts";
@@ -122,5 +128,50 @@ Deno.test({
     assertEquals((await shell(moved, "openviking-kimi version")).trim(), VERSION);
     await cli(moved, ["uninstall", "--purge"]);
     assertEquals(await there(`${elsewhere}/openviking-kimi`), false);
+  },
+});
+
+/** Every path under `dir` (links not followed), sorted. */
+async function tree(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for await (const e of Deno.readDir(dir)) {
+    out.push(`${dir}/${e.name}`);
+    if (e.isDirectory) out.push(...await tree(`${dir}/${e.name}`));
+  }
+  return out.sort();
+}
+
+Deno.test({
+  name:
+    "uninstall --purge through the installed command removes its own version and leaves nothing install made",
+  ignore: !posix,
+  async fn() {
+    await using dir = await tempDir();
+    const home = `${dir.path}/home`;
+    await Deno.mkdir(home);
+    const command = `${home}/.local/bin/openviking-kimi`;
+    const env = isolatedEnv(home, { OPENVIKING_URL: closedAddress(), PATH: BARE_PATH });
+    await cli(env, ["install"]);
+    // What a session start leaves in the shared state directory (its housekeeping stamp).
+    const payload = JSON.stringify({
+      hook_event_name: "SessionStart",
+      session_id: "s1",
+      cwd: home,
+      source: "startup",
+    });
+    await shell(env, `printf '%s' '${payload}' | ${command} hook session-start`);
+    // Its detached worker writes it: wait until it is there (the test fails if it never comes).
+    const stamp = `${home}/.openviking/state/kimicode-housekeeping.json`;
+    for (let i = 0; i < 600 && !(await there(stamp)); i++) await new Promise((r) => setTimeout(r, 100));
+    assertTrue(await there(stamp), "session start's worker left its stamp");
+    // And until the worker has ended (its hold on the copy's lock gone), so only the uninstall holds it.
+    const versions = `${home}/.openviking/agent-integrations/kimicode/versions`;
+    const [version] = await Array.fromAsync(Deno.readDir(versions), (e) => e.name);
+    const lock = await Deno.open(`${versions}/${version}/in-use.lock`, { read: true, write: true });
+    await lock.lock(true);
+    lock.close();
+    const out = await shell(env, `${command} uninstall --purge`);
+    assertNotMatch(out, /kept the version/);
+    assertEquals(await tree(home), [], out);
   },
 });
