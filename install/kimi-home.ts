@@ -346,6 +346,12 @@ function placeStep(
   };
 }
 
+/** Whether two paths name one directory (separators and a trailing one aside). */
+function samePath(a: string, b: string): boolean {
+  const norm = (p: string) => p.replaceAll("\\", "/").replace(/\/+$/, "");
+  return norm(a) === norm(b);
+}
+
 /** Plans taking plugin mode out before config mode goes in: better a moment with no registration than two. */
 function planLeavePluginMode(ctx: Context, state: KimiState, plan: Plan): string | undefined {
   if (state.registryError && state.plugin === undefined && state.registryText !== undefined) {
@@ -354,8 +360,10 @@ function planLeavePluginMode(ctx: Context, state: KimiState, plan: Plan): string
   if (state.plugin?.owner === "ours" || state.plugin?.owner === "missing") {
     const error = planUnregister(plan, state, "plugin-mode registration removed (switching to config mode)");
     if (error) return error;
-    if (state.plugin?.owner === "ours") {
-      const root = state.plugin.root;
+    // Only a directory in Kimi's managed place is ours to delete: a record may name any directory (a
+    // checkout registered by hand), and that stays.
+    const root = joinPath(state.paths.managedDir, PLUGIN_ID);
+    if (state.plugin?.owner === "ours" && samePath(state.plugin.root, root)) {
       plan.steps.push(
         removalStep(root, `delete the plugin directory ${root}`, `plugin directory removed: ${root}`, {
           quiet: true,
@@ -518,12 +526,12 @@ export async function planConfigSkillRemoval(state: KimiState, plan: Plan): Prom
   });
 }
 
-/** Plans removing the plugin's system prompt (it holds the user's profile); the plugin directory stays. */
+/**
+ * Plans removing the system prompt (it holds the user's profile) of the plugin directory in Kimi's managed place;
+ * the directory stays, and one a record names elsewhere is never touched.
+ */
 export async function planSystemPromptRemoval(state: KimiState, plan: Plan): Promise<void> {
-  const root = state.plugin?.owner === "ours"
-    ? state.plugin.root
-    : joinPath(state.paths.managedDir, PLUGIN_ID);
-  const file = joinPath(root, SYSTEM_PROMPT_FILE);
+  const file = joinPath(state.paths.managedDir, PLUGIN_ID, SYSTEM_PROMPT_FILE);
   const text = await readTextIfExists(file).catch(() => undefined);
   if (text === undefined || !text.startsWith(SYSTEM_PROMPT_TITLE)) return;
   plan.steps.push(

@@ -491,3 +491,25 @@ Deno.test('install with nothing answering at the address points to README\'s "No
   );
   assertStringIncludes(await Deno.readTextFile(`${ROOT}/README.md`), `\n${NO_SERVER_HEADING}\n`);
 });
+
+Deno.test("a record naming our plugin elsewhere (a checkout registered by hand): that directory is never touched", async () => {
+  await using dir = await tempDir();
+  const t = await setup(dir.path);
+  assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0, t.lines.join("\n"));
+  const managed = `${t.kimi}/plugins/managed/openviking-memory`;
+  const checkout = `${dir.path}/checkout`;
+  await Deno.mkdir(checkout);
+  for (const name of ["kimi.plugin.json", "system-prompt.md"]) {
+    await Deno.copyFile(`${managed}/${name}`, `${checkout}/${name}`);
+  }
+  const registryPath = `${t.kimi}/plugins/installed.json`;
+  const registry = JSON.parse((await read(registryPath))!);
+  registry.plugins[0].root = checkout;
+  await Deno.writeTextFile(registryPath, JSON.stringify(registry));
+  const listing = async () => (await Array.fromAsync(Deno.readDir(checkout))).map((e) => e.name).sort();
+
+  assertEquals(await runInstall(t.ctx(), opts({ mode: "config" })), 0, t.lines.join("\n"));
+  assertEquals(await listing(), ["kimi.plugin.json", "system-prompt.md"], "switching modes keeps it");
+  assertEquals(await runUninstall(t.ctx(), opts({ purge: true })), 0, t.lines.join("\n"));
+  assertEquals(await listing(), ["kimi.plugin.json", "system-prompt.md"], "uninstall --purge keeps it");
+});
