@@ -21,7 +21,6 @@ import { USER_AGENT } from "../../lib/version.ts";
 import { classifyReply } from "../../openviking/reply.ts";
 import { Budget, createClient } from "../../openviking/client.ts";
 import { newestHeld } from "../../openviking/held.ts";
-import { cannedReply, embedText, startEmbeddingStub } from "../support/embedding-stub.ts";
 import { OFFERED_TOOLS, OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
 import { startProxy, toolNames } from "../mcp/harness.ts";
 
@@ -1001,53 +1000,4 @@ Deno.test({
   } finally {
     await server.stop();
   }
-});
-
-Deno.test("embedding stub: deterministic near vectors, base64 wire format, canned chat replies", async () => {
-  const cos = (a: number[], b: number[]) => a.reduce((sum, x, i) => sum + x * b[i], 0);
-  const a = embedText("I prefer tabs over spaces in TypeScript", 64);
-  assertEquals(a, embedText("I prefer tabs over spaces in TypeScript", 64));
-  assertTrue(cos(a, embedText("tabs or spaces for TypeScript?", 64)) > cos(a, embedText("pizza recipe", 64)));
-  const stub = await startEmbeddingStub({ dimension: 8 });
-  try {
-    const res = await fetch(`${stub.baseUrl}/embeddings`, {
-      method: "POST",
-      body: JSON.stringify({ model: "m", input: ["hello world"], encoding_format: "base64" }),
-    });
-    const body = await res.json() as { data: { embedding: string }[] };
-    const bytes = Uint8Array.from(atob(body.data[0].embedding), (c) => c.charCodeAt(0));
-    const floats = Array.from(new Float32Array(bytes.buffer));
-    assertEquals(floats.length, 8);
-    assertTrue(Math.abs(cos(floats, floats) - 1) < 1e-5);
-    const models = await (await fetch(`${stub.baseUrl}/models`)).json() as { data: unknown[] };
-    assertEquals(models.data.length, 1);
-    assertEquals(stub.requests.map((r) => r.kind), ["embeddings", ""]);
-  } finally {
-    await stub.stop();
-  }
-  const memory = cannedReply({
-    messages: [{ role: "system", content: "Output Format: restricted Python memory SDK" }, {
-      role: "user",
-      content: '## Conversation History\n[0][user][user]: I like """quotes""" and \\ slashes',
-    }],
-  });
-  assertEquals(memory.kind, "memory");
-  assertStringIncludes(memory.content, 'topic="""i_like_quotes"""');
-  assertStringIncludes(memory.content, '- I like \\"\\"\\"quotes\\"\\"\\" and \\\\ slashes');
-  assertTrue(memory.content.endsWith("sdk.commit()"));
-  const planner = cannedReply({
-    messages: [{
-      role: "user",
-      content: "You are OpenViking's context query planner.\n### Current Message\nwhich tabs?\n\n",
-    }],
-  });
-  assertEquals(JSON.parse(planner.content).queries[0].query, "which tabs?");
-  const rewrite = cannedReply({
-    messages: [{
-      role: "user",
-      content:
-        'You are a memory relevance compressor utility.\n<memory uri="viking://user/u/memories/a.md" x="1">\n- uses tabs\n</memory>',
-    }],
-  });
-  assertEquals(rewrite.content, "- uses tabs source: viking://user/u/memories/a.md");
 });
