@@ -31,8 +31,10 @@ function acpSurface(rig: Rig, agent: KimiAcp): Surface {
   };
 }
 
-for (const version of kimiE2eVersions()) {
+for (const [i, version] of kimiE2eVersions().entries()) {
   for (const mode of MODES) {
+    // The fault steps exercise the hooks, not how they are registered: one install mode per release.
+    const faults = mode === (i === 0 ? "plugin" : "config");
     const name = `e2e kimi ${version} acp, ${mode} mode`;
     const install = await kimiOrSkip(version, name);
     Deno.test({ name, ignore: !install, ...E2E_TEST }, async (t) => {
@@ -49,14 +51,16 @@ for (const version of kimiE2eVersions()) {
         "1+2: recall reaches the model, not the editor; plain and tool turns captured whole, once, committed",
         () => recallAndCapture(rig, surface),
       );
-      await t.step(
-        "failed turn (provider error): its prompt alone reaches OpenViking at once, committed",
-        () => failedTurn(rig, surface, "this turn will FAIL_TURN at the provider"),
-      );
-      await t.step(
-        "3: OpenViking down → the editor gets its answer at once, writes queue; back → replayed once",
-        () => downAndBack(rig, surface),
-      );
+      if (faults) {
+        await t.step(
+          "failed turn (provider error): its prompt alone reaches OpenViking at once, committed",
+          () => failedTurn(rig, surface, "this turn will FAIL_TURN at the provider"),
+        );
+        await t.step(
+          "3: OpenViking down → the editor gets its answer at once, writes queue; back → replayed once",
+          () => downAndBack(rig, surface),
+        );
+      }
       const exit = await agent.close();
       assertEquals(exit.code, 0, `kimi acp exits 0 when the editor closes it:\n${agent.stderr}`);
     });

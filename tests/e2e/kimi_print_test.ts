@@ -45,12 +45,20 @@ interface Variant {
   mode: Mode;
   /** The legacy engine (`KIMI_CODE_LEGACY_FLAG=1`, wire protocol 1.4; optional, 0.41.0 only). */
   legacy: boolean;
+  /**
+   * Run the fault steps (failed turn, SIGINT, server down, server hung). They exercise the hooks, not how
+   * they are registered, so each release runs them in one install mode: plugin on the first (the newest),
+   * config on the others; the legacy engine all but the hung server (its output is placed as in 1+2).
+   */
+  faults: boolean;
 }
 
 const VARIANTS: Variant[] = [
-  ...kimiE2eVersions().flatMap((version) => MODES.map((mode) => ({ version, mode, legacy: false }))),
+  ...kimiE2eVersions().flatMap((version, i) =>
+    MODES.map((mode) => ({ version, mode, legacy: false, faults: mode === (i === 0 ? "plugin" : "config") }))
+  ),
   ...kimiE2eVersions().includes("0.41.0")
-    ? [{ version: "0.41.0", mode: "config" as const, legacy: true }]
+    ? [{ version: "0.41.0", mode: "config" as const, legacy: true, faults: true }]
     : [],
 ];
 
@@ -64,7 +72,7 @@ function besidePrompt(msgs: ChatMessage[], prompt: string, legacy: boolean): Cha
   return msgs[legacy ? at + 1 : at - 1];
 }
 
-for (const { version, mode, legacy } of VARIANTS) {
+for (const { version, mode, legacy, faults } of VARIANTS) {
   const name = `e2e kimi ${version}${legacy ? " legacy engine" : ""} -p, ${mode} mode`;
   const install = await kimiOrSkip(version, name);
   Deno.test({ name, ignore: !install, ...E2E_TEST }, async (t) => {
@@ -213,207 +221,213 @@ for (const { version, mode, legacy } of VARIANTS) {
       ], 1);
     });
 
-    await t.step(
-      "a failed turn (provider error): exit 1; its prompt alone reaches OpenViking at once, committed",
-      async () => {
-        const prompt = "this turn will FAIL_TURN at the provider";
-        const r = await rig.env.print(prompt, { timeoutMs: 90_000 });
-        assertEquals(r.code, 1, `kimi -p exits 1 on a provider error:\n${r.stderr}`);
-        assertTrue(r.sessionId, "the failed run's session is in session_index.jsonl");
-        // No later turn will come in this session: only StopFailure (and, legacy, SessionEnd) can deliver it.
-        await expectFakeSession(fake, `kc-${r.sessionId}`, [["0", "user", prompt]], 1);
-      },
-    );
-
-    // The legacy engine fires no Interrupt on SIGINT (tests/fixtures/journals/README.md).
-    if (!legacy) {
+    if (faults) {
       await t.step(
-        "4 (print mode): SIGINT during a slow answer → the partial turn is captured by Interrupt",
+        "a failed turn (provider error): exit 1; its prompt alone reaches OpenViking at once, committed",
         async () => {
-          const prompt = "tell me a long SLOW story, then stop";
-          const run = rig.env.startPrint(prompt);
-          await rig.model.waitForChat((r) => r.prompt === prompt);
-          await new Promise((r) => setTimeout(r, 1500)); // let some tokens stream: the cut is what is tested
-          run.kill("SIGINT");
-          const r = await run.result;
-          assertEquals(r.code, 130, r.stderr);
-          const sessionId = (await rig.env.sessionIndex()).at(-1)!.sessionId;
-          const ov = `kc-${sessionId}`;
-          const [user, assistant] = await poll(
-            "the interrupted turn at the fake",
-            () => {
-              const m = fakeMessages(fake, ov);
-              return m.length >= 2 ? m : undefined;
-            },
-            20_000,
-            () => fakeMessages(fake, ov),
-          );
-          assertEquals(user, ["0", "user", prompt]);
+          const prompt = "this turn will FAIL_TURN at the provider";
+          const r = await rig.env.print(prompt, { timeoutMs: 90_000 });
+          assertEquals(r.code, 1, `kimi -p exits 1 on a provider error:\n${r.stderr}`);
+          assertTrue(r.sessionId, "the failed run's session is in session_index.jsonl");
+          // No later turn will come in this session: only StopFailure (and, legacy, SessionEnd) can deliver it.
+          await expectFakeSession(fake, `kc-${r.sessionId}`, [["0", "user", prompt]], 1);
+        },
+      );
+
+      // The legacy engine fires no Interrupt on SIGINT (tests/fixtures/journals/README.md).
+      if (!legacy) {
+        await t.step(
+          "4 (print mode): SIGINT during a slow answer → the partial turn is captured by Interrupt",
+          async () => {
+            const prompt = "tell me a long SLOW story, then stop";
+            const run = rig.env.startPrint(prompt);
+            await rig.model.waitForChat((r) => r.prompt === prompt);
+            await new Promise((r) => setTimeout(r, 1500)); // let some tokens stream: the cut is what is tested
+            run.kill("SIGINT");
+            const r = await run.result;
+            assertEquals(r.code, 130, r.stderr);
+            const sessionId = (await rig.env.sessionIndex()).at(-1)!.sessionId;
+            const ov = `kc-${sessionId}`;
+            const [user, assistant] = await poll(
+              "the interrupted turn at the fake",
+              () => {
+                const m = fakeMessages(fake, ov);
+                return m.length >= 2 ? m : undefined;
+              },
+              20_000,
+              () => fakeMessages(fake, ov),
+            );
+            assertEquals(user, ["0", "user", prompt]);
+            assertTrue(
+              assistant[1] === "assistant" && SLOW_TEXT.startsWith(assistant[2]) && assistant[2].length > 0 &&
+                assistant[2].length < SLOW_TEXT.length,
+              `a strict prefix of the slow answer: ${assistant[2]}`,
+            );
+            await expectFakeSession(fake, ov, [user, assistant], 1);
+            // Written once the commit returned; no Stop or SessionEnd comes after a SIGINT in v2 print mode.
+            await poll(
+              "the interrupt capture's state",
+              async () => {
+                const st = await rig.captureState(sessionId);
+                return st.lastCaptureEvent === "interrupt" ? true : undefined;
+              },
+              10_000,
+              () => rig.captureState(sessionId),
+            );
+          },
+        );
+      }
+
+      await t.step(
+        "3: OpenViking down → Kimi answers at once, writes wait in the queue (0600), replayed once at the next session start",
+        async () => {
+          const first = await rig.print("first: the server is still up");
+          const ov = `kc-${first.sessionId}`;
+          const turn0: Msg[] = [
+            ["0", "user", "first: the server is still up"],
+            ["0", "assistant", "ACK: first: the server is still up"],
+          ];
+          await expectFakeSession(fake, ov, turn0, 1);
+
+          rig.gate.down();
+          const seen = fake.requests.length;
+          const before = rig.model.chatRequests().length;
+          const downPrompt = "second: the server is down now, RUN_TOOL anyway";
+          const down = await rig.print(downPrompt, { sessionId: first.sessionId });
+          assertStringIncludes(down.stdout, "The tool has finished.");
+          // Not a benchmark: had the prompt hook waited out its budget, its own time (the ledger) would show
+          // it, and the whole turn would be slower by the budget than the same run's turn with the server up.
+          const [downRun] = (await promptRuns(rig, first.sessionId!)).slice(-1);
+          assertTrue(downRun.ms < BUDGET_MS / 10, `the prompt hook waited for nothing (${downRun.ms} ms)`);
           assertTrue(
-            assistant[1] === "assistant" && SLOW_TEXT.startsWith(assistant[2]) && assistant[2].length > 0 &&
-              assistant[2].length < SLOW_TEXT.length,
-            `a strict prefix of the slow answer: ${assistant[2]}`,
+            down.durationMs < first.durationMs + BUDGET_MS,
+            `turn took ${down.durationMs} ms with the server down (${first.durationMs} ms up)`,
           );
-          await expectFakeSession(fake, ov, [user, assistant], 1);
-          // Written once the commit returned; no Stop or SessionEnd comes after a SIGINT in v2 print mode.
-          await poll(
-            "the interrupt capture's state",
+          console.log(
+            `  kimi -p with OpenViking down: ${down.durationMs} ms (with it up: ${first.durationMs} ms)`,
+          );
+          const downReqs = rig.model.chatRequests().slice(before);
+          const turnMsgs = downReqs[0].body.messages;
+          const beside = besidePrompt(turnMsgs, downPrompt, legacy);
+          assertTrue(
+            beside !== undefined && !isHookResult(beside),
+            "no recall without a server, and no error text either",
+          );
+          // The MCP proxy still hands Kimi memory's tools (from its cache) while the server is down.
+          assertEquals(
+            downReqs[0].toolNames.filter((n) => n.startsWith("mcp__")).sort(),
+            OFFERED_TOOLS.map((n) => `${MCP_PREFIX[mode]}${n}`).sort(),
+          );
+
+          const queued = await poll(
+            "3 queued writes",
             async () => {
-              const st = await rig.captureState(sessionId);
-              return st.lastCaptureEvent === "interrupt" ? true : undefined;
+              const files = await listQueue(rig.pendingDir);
+              return files.length === 3 ? files : undefined;
             },
-            10_000,
-            () => rig.captureState(sessionId),
+            30_000,
+            () => listQueue(rig.pendingDir),
+          );
+          for (const f of queued) assertEquals(f.mode, 0o600, `${f.name} is private`);
+          assertEquals((await Deno.stat(rig.pendingDir)).mode! & 0o777, 0o700);
+          assertEquals(
+            queued.map((f) => [f.entry.type, f.entry.sessionId, f.entry.payload]).sort(sortKey),
+            [
+              ["addMessage", ov, { role: "user", content: downPrompt, turn_id: "1" }],
+              ["addMessage", ov, {
+                role: "assistant",
+                content: "Let me check with a tool.\n\nThe tool has finished.",
+                turn_id: "1",
+              }],
+              ["commitSession", ov, {}],
+            ].sort(sortKey),
+          );
+          assertEquals(fake.requests.length, seen, "nothing reached the server while it was down");
+
+          await rig.gate.up();
+          const next = await rig.print("third: a new session after the outage");
+          assertTrue(next.sessionId !== first.sessionId);
+          await expectFakeSession(fake, ov, [
+            ...turn0,
+            ["1", "user", downPrompt],
+            ["1", "assistant", "Let me check with a tool.\n\nThe tool has finished."],
+          ], 2);
+          await expectFakeSession(fake, `kc-${next.sessionId}`, [
+            ["0", "user", "third: a new session after the outage"],
+            ["0", "assistant", "ACK: third: a new session after the outage"],
+          ], 1);
+          assertEquals(await listQueue(rig.pendingDir), [], "the queue is empty again");
+          const replayed = fake.requests.slice(seen).filter((q) => q.path.includes(encodeURIComponent(ov)));
+          // One request per queued entry: the turn's messages as one batch, then its commit.
+          assertEquals(replayed.map((q) => q.route), [
+            "POST /api/v1/sessions/:id/messages/batch",
+            "POST /api/v1/sessions/:id/commit",
+          ]);
+          // The new session's own recall ran normally once the server was back.
+          assertMatch(
+            messageText(rig.mainRequests().at(-1)!.body.messages.find(isHookResult)!),
+            /openviking-context/,
           );
         },
       );
-    }
 
-    await t.step(
-      "3: OpenViking down → Kimi answers at once, writes wait in the queue (0600), replayed once at the next session start",
-      async () => {
-        const first = await rig.print("first: the server is still up");
-        const ov = `kc-${first.sessionId}`;
-        const turn0: Msg[] = [
-          ["0", "user", "first: the server is still up"],
-          ["0", "assistant", "ACK: first: the server is still up"],
-        ];
-        await expectFakeSession(fake, ov, turn0, 1);
-
-        rig.gate.down();
-        const seen = fake.requests.length;
-        const before = rig.model.chatRequests().length;
-        const downPrompt = "second: the server is down now, RUN_TOOL anyway";
-        const down = await rig.print(downPrompt, { sessionId: first.sessionId });
-        assertStringIncludes(down.stdout, "The tool has finished.");
-        // Not a benchmark: had the prompt hook waited out its budget, its own time (the ledger) would show
-        // it, and the whole turn would be slower by the budget than the same run's turn with the server up.
-        const [downRun] = (await promptRuns(rig, first.sessionId!)).slice(-1);
-        assertTrue(downRun.ms < BUDGET_MS / 10, `the prompt hook waited for nothing (${downRun.ms} ms)`);
-        assertTrue(
-          down.durationMs < first.durationMs + BUDGET_MS,
-          `turn took ${down.durationMs} ms with the server down (${first.durationMs} ms up)`,
-        );
-        console.log(
-          `  kimi -p with OpenViking down: ${down.durationMs} ms (with it up: ${first.durationMs} ms)`,
-        );
-        const downReqs = rig.model.chatRequests().slice(before);
-        const turnMsgs = downReqs[0].body.messages;
-        const beside = besidePrompt(turnMsgs, downPrompt, legacy);
-        assertTrue(
-          beside !== undefined && !isHookResult(beside),
-          "no recall without a server, and no error text either",
-        );
-        // The MCP proxy still hands Kimi memory's tools (from its cache) while the server is down.
-        assertEquals(
-          downReqs[0].toolNames.filter((n) => n.startsWith("mcp__")).sort(),
-          OFFERED_TOOLS.map((n) => `${MCP_PREFIX[mode]}${n}`).sort(),
-        );
-
-        const queued = await poll(
-          "3 queued writes",
+      if (!legacy) {
+        await t.step(
+          "4: OpenViking hung → one prompt waits its budget and says memory is paused; the next waits for nothing",
           async () => {
-            const files = await listQueue(rig.pendingDir);
-            return files.length === 3 ? files : undefined;
+            await rig.gate.up(); // whatever an earlier step left
+            const normal = await rig.print("first: the server answers");
+            rig.gate.hang();
+            const hungPrompt = "second: the server hangs now";
+            const hung = await rig.print(hungPrompt, { sessionId: normal.sessionId });
+            const againPrompt = "third: the server still hangs";
+            const again = await rig.print(againPrompt, { sessionId: normal.sessionId });
+            await rig.gate.up();
+            console.log(
+              `  kimi -p against a hung OpenViking: ${hung.durationMs} ms, then ${again.durationMs} ms ` +
+                `(answering: ${normal.durationMs} ms)`,
+            );
+            /** What the model got beside `prompt` in the turn's first request. */
+            const besideOf = (prompt: string) => {
+              const req = rig.mainRequests().find((r) =>
+                r.body.messages.some((m) => m.role === "user" && messageText(m) === prompt)
+              );
+              return req && besidePrompt(req.body.messages, prompt, legacy);
+            };
+            // The hook's own time (the ledger), then Kimi's whole turn against the same run's answering one.
+            const prompts = await promptRuns(rig, normal.sessionId!);
+            const told = besideOf(hungPrompt);
+            assertTrue(
+              told !== undefined && isHookResult(told),
+              `the hook's output reached the model; the ledger's prompts: ${
+                JSON.stringify(prompts.slice(-3))
+              }`,
+            );
+            assertMatch(
+              messageText(told!),
+              /^<hook_result hook_event="UserPromptSubmit">\nopenviking-kimi: memory paused — OpenViking at http:\/\/127\.0\.0\.1:\d+ did not answer; `[^`\n]+ status` says why\n<\/hook_result>$/,
+            );
+            const beside = besideOf(againPrompt);
+            assertTrue(
+              beside !== undefined && !isHookResult(beside),
+              "told once: nothing printed the second time",
+            );
+            assertEquals(prompts.slice(-2).map((e) => e.kind === "prompt" && e.path), ["none", "paused"]);
+            assertTrue(prompts.at(-2)!.ms > BUDGET_MS / 2, "the first prompt waited for the server");
+            assertTrue(
+              prompts.at(-1)!.ms < BUDGET_MS / 10,
+              `the second waited for nothing (${prompts.at(-1)!.ms} ms)`,
+            );
+            assertTrue(hung.durationMs - normal.durationMs > BUDGET_MS / 2, "the first turn waited for it");
+            assertTrue(
+              again.durationMs - normal.durationMs < BUDGET_MS / 2,
+              `the second turn waited for nothing: ${again.durationMs} ms against ${normal.durationMs} ms answering; ` +
+                `the log of that turn:\n${await logSince(rig, Date.now() - again.durationMs)}`,
+            );
           },
-          30_000,
-          () => listQueue(rig.pendingDir),
         );
-        for (const f of queued) assertEquals(f.mode, 0o600, `${f.name} is private`);
-        assertEquals((await Deno.stat(rig.pendingDir)).mode! & 0o777, 0o700);
-        assertEquals(
-          queued.map((f) => [f.entry.type, f.entry.sessionId, f.entry.payload]).sort(sortKey),
-          [
-            ["addMessage", ov, { role: "user", content: downPrompt, turn_id: "1" }],
-            ["addMessage", ov, {
-              role: "assistant",
-              content: "Let me check with a tool.\n\nThe tool has finished.",
-              turn_id: "1",
-            }],
-            ["commitSession", ov, {}],
-          ].sort(sortKey),
-        );
-        assertEquals(fake.requests.length, seen, "nothing reached the server while it was down");
-
-        await rig.gate.up();
-        const next = await rig.print("third: a new session after the outage");
-        assertTrue(next.sessionId !== first.sessionId);
-        await expectFakeSession(fake, ov, [
-          ...turn0,
-          ["1", "user", downPrompt],
-          ["1", "assistant", "Let me check with a tool.\n\nThe tool has finished."],
-        ], 2);
-        await expectFakeSession(fake, `kc-${next.sessionId}`, [
-          ["0", "user", "third: a new session after the outage"],
-          ["0", "assistant", "ACK: third: a new session after the outage"],
-        ], 1);
-        assertEquals(await listQueue(rig.pendingDir), [], "the queue is empty again");
-        const replayed = fake.requests.slice(seen).filter((q) => q.path.includes(encodeURIComponent(ov)));
-        // One request per queued entry: the turn's messages as one batch, then its commit.
-        assertEquals(replayed.map((q) => q.route), [
-          "POST /api/v1/sessions/:id/messages/batch",
-          "POST /api/v1/sessions/:id/commit",
-        ]);
-        // The new session's own recall ran normally once the server was back.
-        assertMatch(
-          messageText(rig.mainRequests().at(-1)!.body.messages.find(isHookResult)!),
-          /openviking-context/,
-        );
-      },
-    );
-
-    await t.step(
-      "4: OpenViking hung → one prompt waits its budget and says memory is paused; the next waits for nothing",
-      async () => {
-        await rig.gate.up(); // whatever an earlier step left
-        const normal = await rig.print("first: the server answers");
-        rig.gate.hang();
-        const hungPrompt = "second: the server hangs now";
-        const hung = await rig.print(hungPrompt, { sessionId: normal.sessionId });
-        const againPrompt = "third: the server still hangs";
-        const again = await rig.print(againPrompt, { sessionId: normal.sessionId });
-        await rig.gate.up();
-        console.log(
-          `  kimi -p against a hung OpenViking: ${hung.durationMs} ms, then ${again.durationMs} ms ` +
-            `(answering: ${normal.durationMs} ms)`,
-        );
-        /** What the model got beside `prompt` in the turn's first request. */
-        const besideOf = (prompt: string) => {
-          const req = rig.mainRequests().find((r) =>
-            r.body.messages.some((m) => m.role === "user" && messageText(m) === prompt)
-          );
-          return req && besidePrompt(req.body.messages, prompt, legacy);
-        };
-        // The hook's own time (the ledger), then Kimi's whole turn against the same run's answering one.
-        const prompts = await promptRuns(rig, normal.sessionId!);
-        const told = besideOf(hungPrompt);
-        assertTrue(
-          told !== undefined && isHookResult(told),
-          `the hook's output reached the model; the ledger's prompts: ${JSON.stringify(prompts.slice(-3))}`,
-        );
-        assertMatch(
-          messageText(told!),
-          /^<hook_result hook_event="UserPromptSubmit">\nopenviking-kimi: memory paused — OpenViking at http:\/\/127\.0\.0\.1:\d+ did not answer; `[^`\n]+ status` says why\n<\/hook_result>$/,
-        );
-        const beside = besideOf(againPrompt);
-        assertTrue(
-          beside !== undefined && !isHookResult(beside),
-          "told once: nothing printed the second time",
-        );
-        assertEquals(prompts.slice(-2).map((e) => e.kind === "prompt" && e.path), ["none", "paused"]);
-        assertTrue(prompts.at(-2)!.ms > BUDGET_MS / 2, "the first prompt waited for the server");
-        assertTrue(
-          prompts.at(-1)!.ms < BUDGET_MS / 10,
-          `the second waited for nothing (${prompts.at(-1)!.ms} ms)`,
-        );
-        assertTrue(hung.durationMs - normal.durationMs > BUDGET_MS / 2, "the first turn waited for it");
-        assertTrue(
-          again.durationMs - normal.durationMs < BUDGET_MS / 2,
-          `the second turn waited for nothing: ${again.durationMs} ms against ${normal.durationMs} ms answering; ` +
-            `the log of that turn:\n${await logSince(rig, Date.now() - again.durationMs)}`,
-        );
-      },
-    );
+      }
+    }
   });
 }
 

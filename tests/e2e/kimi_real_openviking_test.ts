@@ -215,7 +215,7 @@ Deno.test({ name: NAME, ignore: installs.length === 0, ...E2E_TEST }, async (t) 
   }
   console.log(`  [real] ${server.mode} server ${server.url} (started in ${server.startupMs} ms)`);
   try {
-    for (const install of installs) {
+    for (const [i, install] of installs.entries()) {
       const version = install.version;
       const mode: Mode = version === "2.1.0" ? "config" : "plugin";
       const tag = `e2e_${version.replaceAll(".", "_")}_${crypto.randomUUID().slice(0, 8)}`;
@@ -254,9 +254,11 @@ Deno.test({ name: NAME, ignore: installs.length === 0, ...E2E_TEST }, async (t) 
         },
       );
 
-      await t.step(
-        `kimi ${version} (${mode}) 3: server down → queued; back → replayed once into the real session`,
-        async () => {
+      // The replay is our hooks talking to the server, the same on every release (the fake runs it on each).
+      await t.step({
+        name: `kimi ${version} (${mode}) 3: server down → queued; back → replayed once into the real session`,
+        ignore: i > 0,
+        fn: async () => {
           const { rig, api } = capture;
           const first = await rig.print("fourth: the real server is up");
           const sid = `kc-${first.sessionId}`;
@@ -291,7 +293,7 @@ Deno.test({ name: NAME, ignore: installs.length === 0, ...E2E_TEST }, async (t) 
           ]);
           assertEquals(await listQueue(rig.pendingDir), [], "the queue is empty again");
         },
-      );
+      });
 
       await t.step(
         `kimi ${version} (${mode}) 1+6: a new session recalls what an earlier one taught; our MCP search answers from /mcp`,

@@ -49,18 +49,24 @@ for (const version of VERSIONS) {
       await using web = await KimiWeb.start(rig.env);
       const surface = webSurface(rig, web);
 
-      await t.step(
-        "failed turn (no model chosen: model.not_configured): its prompt alone reaches OpenViking at once, committed",
-        () => failedTurn(rig, surface, "hello before any model was chosen", { noModel: true }),
-      );
+      // The fault steps exercise the hooks, not how they are registered: plugin mode runs them.
+      const faults = mode === "plugin";
+      if (faults) {
+        await t.step(
+          "failed turn (no model chosen: model.not_configured): its prompt alone reaches OpenViking at once, committed",
+          () => failedTurn(rig, surface, "hello before any model was chosen", { noModel: true }),
+        );
+      }
       await t.step(
         "1+2: recall reaches the model; plain and tool turns captured whole, once, committed",
         () => recallAndCapture(rig, surface),
       );
-      await t.step(
-        "3: OpenViking down → the web UI gets its answer at once, writes queue; back → replayed once",
-        () => downAndBack(rig, surface),
-      );
+      if (faults) {
+        await t.step(
+          "3: OpenViking down → the web UI gets its answer at once, writes queue; back → replayed once",
+          () => downAndBack(rig, surface),
+        );
+      }
     });
   }
 }

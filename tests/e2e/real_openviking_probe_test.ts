@@ -20,9 +20,15 @@ import {
 import { USER_AGENT } from "../../lib/version.ts";
 import { Budget, classifyReply, createClient } from "../../openviking/client.ts";
 import { newestHeld } from "../../openviking/sessions.ts";
-import { cannedReply, embedText, startEmbeddingStub } from "../support/embedding-stub.ts";
 import { OFFERED_TOOLS, OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
 import { startProxy, toolNames } from "../mcp/harness.ts";
+
+import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { placeJournal } from "../support/hook-context.ts";
+import { JournalBuilder } from "../support/journal.ts";
+import { ROOT, runCli, runProcess } from "../support/run.ts";
+import { tempDir } from "../support/temp.ts";
+import { isolatedEnv } from "../install/helpers.ts";
 
 const REAL = Deno.env.get("OPENVIKING_REAL") ?? "";
 const PEER = "-work-main";
@@ -734,14 +740,154 @@ Deno.test({
   }
 });
 
+const SESSION = "session_5ec0e7a1-0000-4000-8000-0000000000e2";
+const readme = await Deno.readTextFile(`${ROOT}/README.md`);
+
+/** The shell lines of the section's code block. */
+function sectionCommands(): string[] {
+  const start = readme.indexOf("### Server with API keys");
+  const section = readme.slice(start, readme.indexOf("\n### ", start + 1));
+  const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1];
+  assertTrue(block !== undefined, "README's section has a sh block");
+  return block!.split("\n").filter((l) => l.trim() && !l.startsWith("#"));
+}
+
+/** Every file under `dir` whose text holds `secret`. */
+async function filesHolding(dir: string, secret: string): Promise<string[]> {
+  const found: string[] = [];
+  for await (const e of Deno.readDir(dir)) {
+    const path = `${dir}/${e.name}`;
+    if (e.isDirectory) found.push(...await filesHolding(path, secret));
+    else if (e.isFile && (await Deno.readTextFile(path).catch(() => "")).includes(secret)) found.push(path);
+  }
+  return found;
+}
+
+/** What a reply says, as far as a client looks: status, error code and words, the result's field names. */
+async function shape(base: string, method: string, path: string, key: string, body?: unknown) {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = await res.json() as Record<string, unknown>;
+  const error = json.error as Record<string, unknown> | null | undefined;
+  const result = json.result;
+  const fields = (v: unknown) => v && typeof v === "object" ? Object.keys(v).sort() : typeof v;
+  return {
+    status: res.status,
+    code: error?.code,
+    message: error?.message,
+    result: Array.isArray(result) ? result.map(fields) : fields(result),
+  };
+}
+
 Deno.test({
-  name: "real OpenViking (api_key mode): user keys, 401/403 shapes, identity from the key",
+  name: 'real OpenViking (api_key mode): README "Server with API keys" word for word; user keys, 401/403 ' +
+    "shapes, identity from the key",
   ignore: REAL === "0" || Deno.env.get("OPENVIKING_E2E_URL") !== undefined,
   ...TEST_OPTS,
 }, async (t) => {
   const server = await startOrSkip("api_key");
   if (!server) return;
+  await using dir = await tempDir();
+  const root = server.rootApiKey!;
+  const home = `${dir.path}/home`;
+  await Deno.mkdir(`${home}/.kimi-code`, { recursive: true });
+  const env = isolatedEnv(home, { OPENVIKING_TIMEOUT_MS: "30000" });
+  const outputs: string[] = [];
+  const cli = async (args: string[], stdin?: string) => {
+    const r = await runCli(args, { env, clearEnv: true, cwd: dir.path, stdin });
+    outputs.push(r.stdout, r.stderr);
+    return r;
+  };
   try {
+    await t.step("the section's command, with the root key on stdin", async () => {
+      const commands = sectionCommands();
+      assertEquals(commands, ["deno task -q install --url http://127.0.0.1:1933 --api-key-stdin"]);
+      for (const line of commands) {
+        const r = await runProcess("sh", ["-c", line.replace("http://127.0.0.1:1933", server.url)], {
+          cwd: ROOT,
+          env,
+          clearEnv: true,
+          stdin: `${root}\n`,
+        });
+        outputs.push(r.stdout, r.stderr);
+        assertEquals(r.code, 0, r.stdout + r.stderr);
+        assertMatch(
+          r.stdout,
+          /install made user default in account default and saves that user's key instead/,
+        );
+      }
+      const saved = JSON.parse(await Deno.readTextFile(`${home}/.openviking/ovcli.conf`));
+      assertEquals(saved.url, server.url);
+      assertTrue(typeof saved.api_key === "string" && saved.api_key !== root, "a user key is saved");
+    });
+
+    await t.step("memory works with the saved key: recall, capture, status, doctor", async () => {
+      await placeJournal(
+        home,
+        SESSION,
+        new JournalBuilder().simpleTurn("I indent with tabs.", "Noted.").toString(),
+      );
+      const payload = (e: Record<string, unknown>) =>
+        JSON.stringify({ session_id: SESSION, cwd: dir.path, ...e });
+      await cli(["hook", "user-prompt-submit"], payload({ prompt: "how do I indent?" }));
+      env.OPENVIKING_WRITE_PATH_ASYNC = "0";
+      env.OPENVIKING_CAPTURE_WAIT_MS = "0";
+      await cli(["hook", "stop"], payload({}));
+      const status = JSON.parse((await cli(["status", "--json", "--session", SESSION])).stdout);
+      assertEquals([status.connection.reachable, status.connection.authenticated], [true, true]);
+      assertEquals(status.connection.user, "default");
+      const s = status.sessions[0];
+      assertEquals(s.lastError, undefined, JSON.stringify(s.lastError));
+      assertTrue(s.captures.sent > 0 && s.captures.queued === 0, JSON.stringify(s.captures));
+      assertEquals(s.commits.at(-1)?.outcome, "committed");
+      const doctor = JSON.parse((await cli(["doctor", "--json"])).stdout) as {
+        checks: Record<string, string>[];
+      };
+      assertEquals(doctor.checks.find((c) => c.id === "auth")?.status, "ok");
+    });
+
+    await t.step(
+      "again: the same user's key is reused; the root key is in no file and no output",
+      async () => {
+        const before = JSON.parse(await Deno.readTextFile(`${home}/.openviking/ovcli.conf`)).api_key;
+        const again = await cli(["install", "--url", server.url, "--api-key-stdin"], `${root}\n`);
+        assertEquals(again.code, 0, again.stderr);
+        assertMatch(again.stdout, /install reused the key of user default in account default/);
+        assertEquals(JSON.parse(await Deno.readTextFile(`${home}/.openviking/ovcli.conf`)).api_key, before);
+        assertEquals(await filesHolding(home, root), []);
+        for (const o of outputs) {
+          assertTrue(!o.includes(root), `an output holds the root key: ${o.slice(0, 300)}`);
+        }
+      },
+    );
+
+    await t.step("the fake answers this flow as the real server does", async () => {
+      await using fake = await FakeOpenViking.start({ rootKey: root });
+      const flow: [string, string, unknown?][] = [
+        ["POST", "/api/v1/search/find", { query: "x", limit: 1 }],
+        ["GET", "/api/v1/fs/ls?uri=viking%3A%2F%2Fuser%2F&simple=true&node_limit=1"],
+        ["GET", "/api/v1/system/status"],
+        ["POST", "/api/v1/admin/accounts", { account_id: "parity", admin_user_id: "ann" }],
+        ["POST", "/api/v1/admin/accounts", { account_id: "parity", admin_user_id: "ann" }],
+        ["POST", "/api/v1/admin/accounts/parity/users", { user_id: "bob", role: "user" }],
+        ["POST", "/api/v1/admin/accounts/parity/users", { user_id: "bob", role: "user" }],
+        ["POST", "/api/v1/admin/accounts/nope/users", { user_id: "bob", role: "user" }],
+        ["GET", "/api/v1/admin/accounts/parity/users?name=bob"],
+        ["POST", "/api/v1/admin/accounts/parity/users/bob/key", {}],
+      ];
+      for (const [method, path, body] of flow) {
+        const real = await shape(server.url, method, path, root, body);
+        assertEquals(await shape(fake.url, method, path, root, body), real, `${method} ${path}`);
+      }
+      for (const path of ["/api/v1/system/status", "/api/v1/fs/ls?uri=viking%3A%2F%2Fuser%2F"]) {
+        const real = await shape(server.url, "GET", path, "wrong-key");
+        assertEquals(await shape(fake.url, "GET", path, "wrong-key"), real, `a wrong key on ${path}`);
+      }
+    });
+    // From here on as the user the server was started with (its own account, not README's default).
     await t.step("/health: open without a key, identity with a user key, 401 with a wrong key", async () => {
       const anon = await fetch(`${server.url}/health`);
       const anonJson = await anon.json() as Json;
@@ -853,53 +999,4 @@ Deno.test({
   } finally {
     await server.stop();
   }
-});
-
-Deno.test("embedding stub: deterministic near vectors, base64 wire format, canned chat replies", async () => {
-  const cos = (a: number[], b: number[]) => a.reduce((sum, x, i) => sum + x * b[i], 0);
-  const a = embedText("I prefer tabs over spaces in TypeScript", 64);
-  assertEquals(a, embedText("I prefer tabs over spaces in TypeScript", 64));
-  assertTrue(cos(a, embedText("tabs or spaces for TypeScript?", 64)) > cos(a, embedText("pizza recipe", 64)));
-  const stub = await startEmbeddingStub({ dimension: 8 });
-  try {
-    const res = await fetch(`${stub.baseUrl}/embeddings`, {
-      method: "POST",
-      body: JSON.stringify({ model: "m", input: ["hello world"], encoding_format: "base64" }),
-    });
-    const body = await res.json() as { data: { embedding: string }[] };
-    const bytes = Uint8Array.from(atob(body.data[0].embedding), (c) => c.charCodeAt(0));
-    const floats = Array.from(new Float32Array(bytes.buffer));
-    assertEquals(floats.length, 8);
-    assertTrue(Math.abs(cos(floats, floats) - 1) < 1e-5);
-    const models = await (await fetch(`${stub.baseUrl}/models`)).json() as { data: unknown[] };
-    assertEquals(models.data.length, 1);
-    assertEquals(stub.requests.map((r) => r.kind), ["embeddings", ""]);
-  } finally {
-    await stub.stop();
-  }
-  const memory = cannedReply({
-    messages: [{ role: "system", content: "Output Format: restricted Python memory SDK" }, {
-      role: "user",
-      content: '## Conversation History\n[0][user][user]: I like """quotes""" and \\ slashes',
-    }],
-  });
-  assertEquals(memory.kind, "memory");
-  assertStringIncludes(memory.content, 'topic="""i_like_quotes"""');
-  assertStringIncludes(memory.content, '- I like \\"\\"\\"quotes\\"\\"\\" and \\\\ slashes');
-  assertTrue(memory.content.endsWith("sdk.commit()"));
-  const planner = cannedReply({
-    messages: [{
-      role: "user",
-      content: "You are OpenViking's context query planner.\n### Current Message\nwhich tabs?\n\n",
-    }],
-  });
-  assertEquals(JSON.parse(planner.content).queries[0].query, "which tabs?");
-  const rewrite = cannedReply({
-    messages: [{
-      role: "user",
-      content:
-        'You are a memory relevance compressor utility.\n<memory uri="viking://user/u/memories/a.md" x="1">\n- uses tabs\n</memory>',
-    }],
-  });
-  assertEquals(rewrite.content, "- uses tabs source: viking://user/u/memories/a.md");
 });

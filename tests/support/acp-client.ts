@@ -13,26 +13,16 @@ import type { KimiEnv } from "./kimi.ts";
 export interface AcpTurn {
   /** The prompt response's stop reason (`end_turn`, `cancelled`, …); undefined when the request failed. */
   stopReason: string | undefined;
-  /** The error of a failed `session/prompt` request (JSON-RPC error message). */
-  error: string | undefined;
   /** Every `agent_message_chunk` text, joined: what the editor shows as the answer. */
   text: string;
-  /** Every `agent_thought_chunk` text, joined. */
-  thoughts: string;
-  /** Titles of the tool calls the agent reported. */
-  toolCalls: string[];
   /** Permission requests answered during the turn (tool call titles). */
   permissions: string[];
-  /** Every update of the turn, raw. */
-  updates: acp.SessionUpdate[];
   durationMs: number;
 }
 
-/** The text of a message or thought chunk ("" for other updates and non-text content). */
+/** The text of a message chunk ("" for other updates and non-text content). */
 function chunkText(update: acp.SessionUpdate): string {
-  if (update.sessionUpdate !== "agent_message_chunk" && update.sessionUpdate !== "agent_thought_chunk") {
-    return "";
-  }
+  if (update.sessionUpdate !== "agent_message_chunk") return "";
   return update.content.type === "text" ? update.content.text : "";
 }
 
@@ -145,7 +135,6 @@ export class KimiAcp {
     const [u0, p0] = [updates.length, permissions.length];
     const started = Date.now();
     let stopReason: string | undefined;
-    let error: string | undefined;
     try {
       const r = await this.#await(
         "session/prompt",
@@ -158,23 +147,12 @@ export class KimiAcp {
       stopReason = r.stopReason;
     } catch (e) {
       if (e instanceof AcpTransportError) throw e;
-      error = e instanceof Error ? e.message : JSON.stringify(e);
     }
     const durationMs = Date.now() - started;
     // Notifications sent just before the response may still be in the client's queue.
     await new Promise((r) => setTimeout(r, 50));
-    const mine = updates.slice(u0);
-    const chunks = (kind: string) => mine.map((u) => u.sessionUpdate === kind ? chunkText(u) : "").join("");
-    return {
-      stopReason,
-      error,
-      text: chunks("agent_message_chunk"),
-      thoughts: chunks("agent_thought_chunk"),
-      toolCalls: mine.flatMap((u) => u.sessionUpdate === "tool_call" ? [u.title] : []),
-      permissions: permissions.slice(p0),
-      updates: mine,
-      durationMs,
-    };
+    const answer = updates.slice(u0).map(chunkText).join("");
+    return { stopReason, text: answer, permissions: permissions.slice(p0), durationMs };
   }
 
   /** Every update the agent sent for a session. */

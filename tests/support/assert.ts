@@ -7,11 +7,6 @@ export function assertEquals<T>(actual: T, expected: T, message?: string): void 
   assert.deepStrictEqual(actual, expected, message);
 }
 
-/** Deep strict inequality. */
-export function assertNotEquals<T>(actual: T, expected: T, message?: string): void {
-  assert.notDeepStrictEqual(actual, expected, message);
-}
-
 /** Truthiness. */
 export function assertTrue(condition: unknown, message?: string): asserts condition {
   assert.ok(condition, message);

@@ -269,11 +269,6 @@ export class ModelServer {
     return `http://127.0.0.1:${this.port}/v1`;
   }
 
-  /** Replaces the script for later requests. */
-  setScript(script: Script): void {
-    this.#script = script;
-  }
-
   /** Queues replies used (first in, first out) before the script is consulted. */
   enqueue(...replies: Reply[]): void {
     this.#queue.push(...replies);
@@ -285,11 +280,6 @@ export class ModelServer {
     return this.requests
       .filter((r) => r.method === "POST" && r.path.endsWith("/chat/completions") && isChatBody(r.body))
       .map((r) => describeChat(r.body as ChatBody, r.seq, ++n));
-  }
-
-  /** Forgets the recorded requests. */
-  clearRequests(): void {
-    this.requests.length = 0;
   }
 
   /** Resolves with the first chat request matching `pred` (already received or future). */
