@@ -1,6 +1,6 @@
 /**
  * openviking-kimi: long-term memory for Kimi Code CLI, backed by OpenViking. `hook <event>`, the hot path,
- * goes straight to commands/hook.ts; everything else through the command table (commands/mod.ts).
+ * goes straight to cli/hook.ts; everything else through the command table (cli/mod.ts).
  */
 
 import { holdCopyLock } from "./lib/self.ts";
@@ -12,9 +12,9 @@ export async function main(argv: string[]): Promise<number> {
   try {
     // What Kimi runs; anything else (`hook --help`, no event, a stray argument) goes through the table.
     if (name === "hook" && rest.length === 1 && !rest[0].startsWith("-")) {
-      return await (await import("./commands/hook.ts")).hookEntry(rest[0]);
+      return await (await import("./cli/hook.ts")).hookEntry(rest[0]);
     }
-    return await (await import("./commands/mod.ts")).runCommand(name, rest);
+    return await (await import("./cli/mod.ts")).runCommand(name, rest);
   } catch (error) {
     // A command that needs a home directory when there is none (lib/paths.ts): say so, no stack trace.
     if ((error as Error)?.name !== "NoHomeError") throw error;

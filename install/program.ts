@@ -239,7 +239,7 @@ function linkStep(path: string, target: string): Step {
 /** The entry points bundled, and the file each becomes. */
 const ENTRIES: readonly { source: string; out: string }[] = [
   { source: "main.ts", out: COPY_FILES.main },
-  { source: "commands/hook-main.ts", out: COPY_FILES.hook },
+  { source: "cli/hook-main.ts", out: COPY_FILES.hook },
 ];
 
 /** A built program copy: its id and its files (not yet placed anywhere). */

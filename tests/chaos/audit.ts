@@ -16,7 +16,7 @@ import { LedgerEntrySchema } from "../../memory/ledger.ts";
 import { SessionStateSchema } from "../../memory/state.ts";
 import { readJournal } from "../../kimi/journal/read.ts";
 import { scanTurns, turnLineFilter } from "../../kimi/journal/turns.ts";
-import { messagesOf } from "../../commands/turns.ts";
+import { messagesOf } from "../../cli/turns.ts";
 import { MARK, SECRET } from "./journal-model.ts";
 import type { Processes } from "./procs.ts";
 

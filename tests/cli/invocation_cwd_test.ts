@@ -9,8 +9,8 @@ import { assertEquals, assertMatch } from "../support/assert.ts";
 import { denoEnv, ROOT, runCli, runProcess } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { closedAddress, isolatedEnv } from "../install/helpers.ts";
-import { StatusSchema } from "../../commands/status.ts";
-import { RecallOutputSchema } from "../../commands/recall.ts";
+import { StatusSchema } from "../../cli/status.ts";
+import { RecallOutputSchema } from "../../cli/recall.ts";
 
 /** A project whose git `origin` names the peer `github.com-acme-shop`. */
 async function project(root: string, name: string): Promise<string> {

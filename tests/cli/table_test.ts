@@ -1,7 +1,7 @@
 /**
- * The command table (commands/mod.ts) is the whole command line: every command's refusals and help come from
+ * The command table (cli/mod.ts) is the whole command line: every command's refusals and help come from
  * it; the real entry point under the production flags shows what only a process shows (exit codes, stdout or
- * stderr, nothing written); `hook <event>` reaches commands/hook.ts without loading the table.
+ * stderr, nothing written); `hook <event>` reaches cli/hook.ts without loading the table.
  */
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
@@ -10,7 +10,7 @@ import { ROOT, runCli } from "../support/run.ts";
 import { isolatedEnv } from "../install/helpers.ts";
 import { placeJournal } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
-import { commandHelp, COMMANDS, helpText, usageError, usageLines } from "../../commands/mod.ts";
+import { commandHelp, COMMANDS, helpText, usageError, usageLines } from "../../cli/mod.ts";
 
 /** The positionals `name` requires, filled in. */
 const required = (name: string) =>
@@ -210,7 +210,7 @@ interface InfoGraph {
   modules: { specifier: string; dependencies?: { code?: { specifier: string }; isDynamic?: boolean }[] }[];
 }
 
-Deno.test("hook <event> reaches commands/hook.ts without the table, node:util or zod", async () => {
+Deno.test("hook <event> reaches cli/hook.ts without the table, node:util or zod", async () => {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["info", "--json", "--config", `${ROOT}/deno.json`, `${ROOT}/main.ts`],
     stdout: "piped",
@@ -219,15 +219,15 @@ Deno.test("hook <event> reaches commands/hook.ts without the table, node:util or
   assertTrue(out.success, new TextDecoder().decode(out.stderr));
   const graph = JSON.parse(new TextDecoder().decode(out.stdout)) as InfoGraph;
   const main = `file://${ROOT}/main.ts`;
-  const table = (m: string) => m.endsWith("/commands/mod.ts");
+  const table = (m: string) => m.endsWith("/cli/mod.ts");
   const everything = loaded(graph, main, [".ts"]);
   assertTrue([...everything].some(table), "the graph walk sees the table");
   assertTrue(everything.has("node:util"), "the graph walk sees node:util");
-  // A detached event's parent: main.ts, then commands/hook.ts and what it imports statically.
-  const detached = [...loaded(graph, main, ["/commands/hook.ts"])];
+  // A detached event's parent: main.ts, then cli/hook.ts and what it imports statically.
+  const detached = [...loaded(graph, main, ["/cli/hook.ts"])];
   const lean = detached.filter((m) => table(m) || m.startsWith("node:") || m.startsWith("npm:"));
   assertEquals(lean, [], `the detaching parent loads ${detached.join(", ")}`);
   // The other events go on into the dispatcher (zod is its payload schema); still no table, no node:util.
-  const full = [...loaded(graph, main, ["/commands/hook.ts", "/memory/dispatch.ts"])];
+  const full = [...loaded(graph, main, ["/cli/hook.ts", "/memory/dispatch.ts"])];
   assertEquals(full.filter((m) => table(m) || m.startsWith("node:")), [], full.join(", "));
 });

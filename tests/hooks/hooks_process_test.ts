@@ -14,7 +14,7 @@ import {
 } from "../support/fake-openviking.ts";
 import { hookIn, placeJournal } from "../support/hook-context.ts";
 import { loadConfig } from "../../openviking/config.ts";
-import { messagesOf } from "../../commands/turns.ts";
+import { messagesOf } from "../../cli/turns.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { cliArgs, denoEnv, runCli, startCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";

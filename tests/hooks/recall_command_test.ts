@@ -7,7 +7,7 @@ import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { RecallOutputSchema } from "../../commands/recall.ts";
+import { RecallOutputSchema } from "../../cli/recall.ts";
 
 /** Every path under `dir` with its size and mtime: a snapshot that any write changes. */
 async function snapshot(dir: string): Promise<string[]> {

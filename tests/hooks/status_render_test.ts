@@ -1,11 +1,11 @@
 /**
- * The status screen's text (renderStatus in commands/status.ts, pure): lines of at most 80 columns, wrapped at spaces,
+ * The status screen's text (renderStatus in cli/status.ts, pure): lines of at most 80 columns, wrapped at spaces,
  * and a URI — or any word longer than a line — never broken or cut: it goes whole onto a line of its own.
  */
 
 import { assertEquals, assertTrue } from "../support/assert.ts";
-import { renderStatus, STATUS_COLUMNS } from "../../commands/status.ts";
-import type { Status } from "../../commands/status.ts";
+import { renderStatus, STATUS_COLUMNS } from "../../cli/status.ts";
+import type { Status } from "../../cli/status.ts";
 
 const NOW = Date.parse("2026-12-01T12:00:00.000Z");
 const LONG =

@@ -7,7 +7,7 @@ import {
 } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { renderChecks, runDoctor } from "../../commands/doctor.ts";
+import { renderChecks, runDoctor } from "../../cli/doctor.ts";
 import type { Check } from "../../install/check.ts";
 import { runInstall } from "../../install/install.ts";
 import { currentSelf } from "../../install/placement.ts";

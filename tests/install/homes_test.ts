@@ -20,7 +20,7 @@ import { tempDir } from "../support/temp.ts";
 import { isolatedEnv } from "./helpers.ts";
 import { BLOCK_BEGIN } from "../../install/spec.ts";
 import { toolCachePath, writeToolCache } from "../../mcp/tool-cache.ts";
-import { StatusSchema } from "../../commands/status.ts";
+import { StatusSchema } from "../../cli/status.ts";
 import { noteRecall } from "../../openviking/breaker.ts";
 import { failure } from "../../openviking/client.ts";
 

@@ -20,7 +20,7 @@ import { runInstall } from "../../install/install.ts";
 import { runUninstall } from "../../install/uninstall.ts";
 import { currentSelf, type Self } from "../../install/placement.ts";
 import { readKimiState } from "../../install/detect.ts";
-import { registrations } from "../../commands/doctor.ts";
+import { registrations } from "../../cli/doctor.ts";
 import { VERSION } from "../../lib/version.ts";
 import { enqueueMessages, keepRejected } from "../../openviking/queue.ts";
 import { queuedMessages, rejectedWrites } from "../support/queue.ts";

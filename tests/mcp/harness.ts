@@ -3,7 +3,7 @@
  * with a temporary HOME, and lets a test send lines and wait for output messages.
  */
 
-import { runMcpServer } from "../../commands/mcp.ts";
+import { runMcpServer } from "../../cli/mcp.ts";
 import type { ByteLimits, ProxyLimits } from "../../mcp/proxy.ts";
 import { assertTrue } from "../support/assert.ts";
 

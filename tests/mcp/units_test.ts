@@ -6,7 +6,7 @@ import { authError, type ErrorContext, failureError } from "../../mcp/errors.ts"
 import { exchangeTiming, networkCause, PROXY_LIMITS, type ProxySettings } from "../../mcp/proxy.ts";
 import { serverMessageOf } from "../../openviking/client.ts";
 import { withoutUserinfo } from "../../lib/scrub.ts";
-import { credentialReloader, workspaceDir } from "../../commands/mcp.ts";
+import { credentialReloader, workspaceDir } from "../../cli/mcp.ts";
 
 const CTX: ErrorContext = {
   mcpUrl: "http://user:pw@ov.example:1933/mcp",

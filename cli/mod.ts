@@ -201,8 +201,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
   doctor: command({
     summary: "Checks the setup and the server; each problem comes with its fix. Exits 1 when one fails.",
     flags: { json: bool("print the checks as JSON"), "kimi-home": kimiHome },
-    run: async (v) =>
-      (await import("./doctor.ts")).doctorCommand({ json: v.json, kimiHome: v["kimi-home"] }),
+    run: async (v) => (await import("./doctor.ts")).doctorCommand({ json: v.json, kimiHome: v["kimi-home"] }),
   }),
   turns: command({
     summary: "Shows what capture would send from a session's journal (no network, no state change).",

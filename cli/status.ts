@@ -18,7 +18,7 @@ import {
   type FailureKind,
   type OpenVikingClient,
 } from "../openviking/client.ts";
-import { ledgerFile, ledgerFiles, type LedgerEntry, readLedger, REPLAY_FILE } from "../memory/ledger.ts";
+import { type LedgerEntry, ledgerFile, ledgerFiles, readLedger, REPLAY_FILE } from "../memory/ledger.ts";
 import {
   countShared,
   hasUnsent,

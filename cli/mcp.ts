@@ -57,7 +57,8 @@ export interface McpServerIo {
 export async function credentialReloader(
   paths: readonly string[],
   load: () => Promise<ProxySettings>,
-  read: (path: string) => Promise<string | undefined> = (path) => readTextIfExists(path).catch(() => undefined),
+  read: (path: string) => Promise<string | undefined> = (path) =>
+    readTextIfExists(path).catch(() => undefined),
 ): Promise<() => Promise<ProxySettings | undefined>> {
   const seen = new Map<string, string | undefined>();
   const look = async () => {
@@ -94,7 +95,8 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
   const cachePath = toolCachePath(io.env);
   const stdin = Readable.fromWeb(io.input as import("node:stream/web").ReadableStream<Uint8Array>);
   const stdout = new Writable({
-    write: (chunk, _encoding, done) => void io.writeLine(String(chunk).replace(/\n$/, "")).then(() => done(), done),
+    write: (chunk, _encoding, done) =>
+      void io.writeLine(String(chunk).replace(/\n$/, "")).then(() => done(), done),
   });
   stdout.setMaxListeners(0);
   const gone = new Promise<"signal">((resolve) => stdout.on("error", () => resolve("signal")));

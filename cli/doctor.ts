@@ -359,7 +359,9 @@ function totals(q: queues.QueueSummary, and: string) {
 /** The pending queues: ours (per session) and the shared one other plugins use. */
 async function queueCheck(env: paths.Env, now: number): Promise<Check> {
   const [c, dir] = [checkOf("queue"), paths.pendingDir(env)];
-  const read = await Promise.all([queues.queueSummary(dir), queues.countShared(dir)]).catch((e) => e as Error);
+  const read = await Promise.all([queues.queueSummary(dir), queues.countShared(dir)]).catch((e) =>
+    e as Error
+  );
   if (read instanceof Error) {
     return c.warn(`cannot read ${dir}: ${read.message}`, `make ${dir} readable and writable by you`);
   }
