@@ -4,11 +4,11 @@
  */
 
 import { assertEquals, assertTrue } from "./support/assert.ts";
-import { StatusSchema } from "../commands/status.ts";
-import { RecallOutputSchema } from "../commands/recall.ts";
+import { StatusSchema } from "../cli/status.ts";
+import { RecallOutputSchema } from "../cli/recall.ts";
 import { KNOBS } from "../openviking/config.ts";
 import { VERSION } from "../lib/version.ts";
-import { helpText } from "../commands/mod.ts";
+import { helpText } from "../cli/mod.ts";
 import { buildOvConf, OPENVIKING_VERSION } from "./support/real-openviking.ts";
 
 const root = new URL("../", import.meta.url);
@@ -193,4 +193,20 @@ Deno.test("README's knob table says what a workspace file may do with each knob,
     const cell = row!.split("|")[3].trim();
     assertEquals(cell, knob.workspace.may || "—", knob.env);
   }
+});
+
+Deno.test("every source file README and ARCHITECTURE name exists", () => {
+  const ROOMS = "cli|kimi|memory|openviking|lib|mcp|install|tests|scripts|bench|hooks|runtime|wire|commands";
+  const named = new RegExp(`(?<![\\w./~-])((?:${ROOMS})/[\\w./-]*\\.ts)\\b`, "g");
+  const missing: string[] = [];
+  for (const doc of ["README.md", "docs/ARCHITECTURE.md"]) {
+    for (const [, path] of Deno.readTextFileSync(new URL(`../${doc}`, import.meta.url)).matchAll(named)) {
+      try {
+        Deno.statSync(new URL(`../${path}`, import.meta.url));
+      } catch {
+        missing.push(`${doc}: ${path}`);
+      }
+    }
+  }
+  assertEquals(missing, []);
 });
