@@ -19,6 +19,10 @@ export const ErrorCode = {
   Network: -32004,
   /** OpenViking's reply was larger than the proxy reads. */
   ReplyTooLarge: -32005,
+  /** JSON-RPC's: the client's line is not JSON. */
+  ParseError: -32700,
+  /** JSON-RPC's: the client's message is not a valid request (or its id is in use). */
+  InvalidRequest: -32600,
 } as const;
 
 /** Why an exchange did not produce the response it should have. */

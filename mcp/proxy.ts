@@ -27,7 +27,7 @@ import { concatBytes } from "../lib/bytes.ts";
 import { buildHeaders, identityOf, readPrefix, serverMessageOf } from "../openviking/client.ts";
 import { type Config, keyFor } from "../openviking/config.ts";
 import { BUILTIN_TOOLS, offeredTools, type ToolDefinition } from "../memory/tools.ts";
-import { type ErrorContext, type Failure, failureError } from "./errors.ts";
+import { ErrorCode, type ErrorContext, errorResponse, type Failure, failureError } from "./errors.ts";
 import { validTools } from "./tool-cache.ts";
 
 /** The time bounds the proxy applies (ms); tests shorten them. */
@@ -170,6 +170,19 @@ export function networkCause(error: unknown): string {
 const isEventStream = (type: string | null) =>
   (type ?? "").toLowerCase().split(";")[0].trim() === "text/event-stream";
 const idKey = (id: RequestId) => `${typeof id}:${id}`;
+
+/** The start of the ids of the proxy's own requests; a client's request may not use them. */
+const OWN_IDS = "openviking-kimi-";
+
+/** How long work aborted at shutdown may take to end. */
+const ABORTED_MS = 1_000;
+
+/** Resolves once every task settled, or after `ms`. */
+async function settledWithin(tasks: Iterable<Promise<unknown>>, ms: number): Promise<void> {
+  let clock: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([Promise.allSettled([...tasks]), new Promise((r) => clock = setTimeout(r, ms))]);
+  clearTimeout(clock);
+}
 
 /** Where tool lists are remembered between sessions. */
 export interface ToolStore {
@@ -557,7 +570,7 @@ export class Proxy {
   private async reinitialize(): Promise<Failure | undefined> {
     this.connect();
     const timing = uniform(Math.min(this.settings.timeoutMs, this.limits.startupMs));
-    const id = `openviking-kimi-init-${++this.inits}`;
+    const id = `${OWN_IDS}init-${++this.inits}`;
     const out = await this.exchange(
       { jsonrpc: "2.0", id, method: "initialize", params: this.clientInit },
       timing,
@@ -620,20 +633,36 @@ export class Proxy {
     return await this.options.paused?.().catch(() => false) ?? false;
   }
 
+  /**
+   * A client request: refused at once when its id is in flight (or one of the proxy's own), so the request
+   * holding it is never touched; else answered.
+   */
   private async request(request: JSONRPCRequest): Promise<void> {
+    const key = idKey(request.id);
+    if (this.inFlight.has(key) || String(request.id).startsWith(OWN_IDS)) {
+      this.options.log.stage("id-in-use", { method: request.method });
+      return await this.options.send(errorResponse(
+        request.id,
+        ErrorCode.InvalidRequest,
+        `Invalid request: the id ${JSON.stringify(request.id)} is in use (by a request still in flight, or ` +
+          `by the proxy's own requests, whose ids start with "${OWN_IDS}"); send the request with another id.`,
+      ));
+    }
     if (request.method === "ping") {
       return await this.options.send({ jsonrpc: "2.0", id: request.id, result: {} });
     }
-    if (request.method === "initialize") return await this.initialize(request);
-    const key = idKey(request.id);
-    const entry = { controller: new AbortController(), sent: false };
+    // An initialize cannot be cancelled (a cancel of it is only forwarded); its entry only holds the id.
+    const entry = { controller: new AbortController(), sent: request.method === "initialize" };
     const onStop = () => entry.controller.abort();
     this.stopped.signal.addEventListener("abort", onStop, { once: true });
     this.inFlight.set(key, entry);
     const [barrier, gate] = [this.barrier, this.initGate];
-    const release = await (request.method === "tools/call" ? this.toolSlots : this.otherSlots)
-      .acquire(entry.controller.signal);
+    const release = request.method === "initialize"
+      ? undefined
+      : await (request.method === "tools/call" ? this.toolSlots : this.otherSlots)
+        .acquire(entry.controller.signal);
     try {
+      if (request.method === "initialize") return await this.initialize(request);
       if (!release) return;
       await barrier;
       await gate;
@@ -762,16 +791,12 @@ export class Proxy {
     );
   }
 
-  /** Lets running requests finish for up to `graceMs`, then ends the server session (DELETE, at most 2 s). */
+  /**
+   * Lets running requests finish for up to `graceMs`, then aborts what is left, ends the server session
+   * (DELETE, briefly) and gives the aborted work a moment to end; never waits longer, whatever is pending.
+   */
   async shutdown(graceMs: number): Promise<void> {
-    if (graceMs > 0 && this.tasks.size > 0) {
-      let clock: ReturnType<typeof setTimeout> | undefined;
-      await Promise.race([
-        Promise.allSettled([...this.tasks]),
-        new Promise((r) => clock = setTimeout(r, graceMs)),
-      ]);
-      clearTimeout(clock);
-    }
+    if (graceMs > 0 && this.tasks.size > 0) await settledWithin(this.tasks, graceMs);
     this.stopped.abort();
     const deleting = this.http.sessionId
       ? this.http.terminateSession().then(() => "deleted", String)
@@ -786,6 +811,6 @@ export class Proxy {
       this.options.log.stage("session-deleted", { why });
     }
     await this.http.close();
-    await Promise.allSettled([...this.tasks]);
+    await settledWithin(this.tasks, ABORTED_MS);
   }
 }
