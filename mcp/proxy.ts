@@ -218,8 +218,8 @@ interface Pending {
   failure?: Failure;
   status?: number;
   sse?: boolean;
-  /** The reply stream carried an event id, so the transport resumes it when it ends. */
-  resumable?: boolean;
+  /** The last event id the reply stream carried: the transport resumes the stream from it when it ends. */
+  lastEventId?: string;
   ended?: boolean;
   sample?: string;
 }
@@ -343,6 +343,7 @@ export class Proxy {
     const timer = new AbortController();
     const clock = setTimeout(() => timer.abort(), timing.headersMs);
     const signals = [timer.signal, init.signal, entry?.signal].filter((s): s is AbortSignal => s != null);
+    const resuming = init.method === "GET" ? headers.get("last-event-id") : null;
     let response: Response;
     try {
       response = await (this.options.fetch ?? fetch)(url, {
@@ -352,6 +353,7 @@ export class Proxy {
       });
     } catch (error) {
       if (entry && timer.signal.aborted) entry.failure ??= { kind: "timeout", ms: timing.headersMs };
+      this.unresumable(resuming);
       throw error;
     } finally {
       clearTimeout(clock);
@@ -359,6 +361,7 @@ export class Proxy {
     const { status, statusText } = response;
     if (entry) entry.status = status;
     if (!response.ok) {
+      this.unresumable(resuming);
       const said = await readPrefix(response, ERROR_BODY_BYTES, timing.bodyIdleMs, init.signal ?? undefined);
       if (entry) entry.failure ??= this.refusal(response, said, headers.get("mcp-session-id") ?? undefined);
       const body = status === 204 || status === 205 || status === 304 ? null : said;
@@ -373,6 +376,18 @@ export class Proxy {
       headers: response.headers,
     });
   };
+
+  /**
+   * Fails at once, as answered without a response, the requests whose reply stream ended after event
+   * `lastEventId` and whose resumption from it failed (the transport gives up quietly on a 405).
+   */
+  private unresumable(lastEventId: string | null): void {
+    for (const entry of this.pending.values()) {
+      if (entry.ended && lastEventId !== null && entry.lastEventId === lastEventId) {
+        entry.settle({ ok: false, failure: { kind: "empty", status: entry.status ?? 200 } });
+      }
+    }
+  }
 
   /** The failure an HTTP error status (or a redirect the transport does not follow) stands for. */
   private refusal(response: Response, said: string, sessionId: string | undefined): Failure {
@@ -432,7 +447,7 @@ export class Proxy {
           if (got === "idle") return stop(controller, { kind: "stalled", ms: idleMs });
           if ("error" in got) {
             if (entry) entry.ended = true;
-            if (!entry?.resumable) fail({ kind: "cut", cause: networkCause(got.error) });
+            if (entry?.lastEventId === undefined) fail({ kind: "cut", cause: networkCause(got.error) });
             return controller.error(got.error);
           }
           if (got.done) {
@@ -440,7 +455,7 @@ export class Proxy {
             controller.close();
             if (entry) entry.ended = true;
             // What the transport makes of the last events reaches it first; then an unanswered request is empty.
-            if (sse && entry && !entry.resumable) {
+            if (sse && entry && entry.lastEventId === undefined) {
               setTimeout(() => fail({ kind: "empty", status: entry.status ?? 200 }));
             }
             return;
@@ -456,7 +471,8 @@ export class Proxy {
           }
           if (sse) {
             const text = decoder.decode(chunk, { stream: true });
-            if (entry && /(^|[\r\n])id:/.test(text)) entry.resumable = true;
+            const ids = [...text.matchAll(/(?:^|[\r\n])id: ?([^\r\n]*)/g)];
+            if (entry && ids.length) entry.lastEventId = ids[ids.length - 1][1];
             const events = text.split(/\r?\n\r?\n|\r\r/);
             const longest = Math.max(eventChars + events[0].length, ...events.slice(1).map((e) => e.length));
             eventChars = events.length > 1 ? events[events.length - 1].length : eventChars + text.length;

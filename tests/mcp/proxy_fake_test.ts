@@ -37,6 +37,19 @@ const call = (id: unknown, name: string, args: Json = {}) => ({
   params: { name, arguments: args },
 });
 
+/** `work`'s value, or a failure naming `what` when it takes longer than the test waits. */
+async function within<T>(work: Promise<T>, what: string): Promise<T> {
+  let clock: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) =>
+    clock = setTimeout(() => reject(new Error(`${what} did not happen within 20 s`)), 20_000)
+  );
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(clock);
+  }
+}
+
 Deno.test("mcp/fake: every request carries auth, identity, protocol version and session headers", async () => {
   await using home = await tempDir("ovk-mcp-");
   await using fake = await FakeOpenViking.start({ apiKey: KEY, mcp: { stateful: true } });
@@ -224,6 +237,24 @@ Deno.test("mcp/fake: upstream HTTP errors, empty and broken replies and dropped 
   assertEquals(await proxy.close(), 0);
 });
 
+Deno.test("mcp/fake: a stream that ends after an event id, its resumption refused (405), fails the call at once", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  await using fake = await FakeOpenViking.start();
+  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
+  await proxy.initialize();
+  await initialized(fake);
+  fake.mcp.script = (messages) =>
+    messages[0]?.method === "tools/call" ? sseReply(sseBody([{ id: "ev1", raw: "" }])) : undefined;
+  await proxy.send(call(1, "find"));
+  const empty = errorOf(await within(proxy.response(1), "the answer to the call"));
+  assertEquals(empty.code, -32003);
+  assertMatch(empty.message, /sent no response/);
+  assertEquals(fake.requestsTo("GET /mcp").at(-1)?.headers["last-event-id"], "ev1");
+  fake.mcp.script = undefined;
+  resultOf(await proxy.request(2, "tools/call", { name: "health", arguments: {} }));
+  assertEquals(await proxy.close(), 0);
+});
+
 Deno.test("mcp/fake: replies come back out of order; a held call does not block others", async () => {
   await using home = await tempDir("ovk-mcp-");
   await using fake = await FakeOpenViking.start({ mcp: { sse: true } });
@@ -258,19 +289,6 @@ Deno.test("mcp/fake: at most 16 requests in flight; the rest wait their turn", a
   assertEquals(fake.mcp.maxActive, 16);
   assertEquals(await proxy.close(), 0);
 });
-
-/** `work`'s value, or a failure naming `what` when it takes longer than the test waits. */
-async function within<T>(work: Promise<T>, what: string): Promise<T> {
-  let clock: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<never>((_, reject) =>
-    clock = setTimeout(() => reject(new Error(`${what} did not happen within 20 s`)), 20_000)
-  );
-  try {
-    return await Promise.race([work, late]);
-  } finally {
-    clearTimeout(clock);
-  }
-}
 
 Deno.test("mcp/fake: a request whose id is in flight, or is one of the proxy's own, is refused at once; the first is answered", async () => {
   await using home = await tempDir("ovk-mcp-");
