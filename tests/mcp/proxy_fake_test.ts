@@ -255,6 +255,28 @@ Deno.test("mcp/fake: a stream that ends after an event id, its resumption refuse
   assertEquals(await proxy.close(), 0);
 });
 
+Deno.test("mcp/fake: a line that is not JSON, or not a valid message, is answered with -32700 or -32600", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  await using fake = await FakeOpenViking.start();
+  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
+  await proxy.initialize();
+  for (
+    const line of [
+      "not json at all",
+      '{"jsonrpc":"2.0","id":5}',
+      '{"jsonrpc":"2.0","id":{"x":1},"method":"tools/list"}',
+      '[{"jsonrpc":"2.0","id":8,"method":"tools/list"}]',
+      '{"jsonrpc":"2.0","id":null,"method":"tools/list"}',
+      "",
+    ]
+  ) await proxy.sendLine(line);
+  resultOf(await proxy.request(9, "tools/list"));
+  const refusals = proxy.messages().filter((m) => "error" in m)
+    .map((m) => [m.id, (m.error as Json).code]);
+  assertEquals(refusals, [[null, -32700], [5, -32600], [null, -32600], [8, -32600], [null, -32600]]);
+  assertEquals(await proxy.close(), 0);
+});
+
 Deno.test("mcp/fake: replies come back out of order; a held call does not block others", async () => {
   await using home = await tempDir("ovk-mcp-");
   await using fake = await FakeOpenViking.start({ mcp: { sse: true } });
