@@ -17,6 +17,10 @@ import { resolvePeer } from "../openviking/peer.ts";
 import { withoutUserinfo } from "../lib/scrub.ts";
 import { type ByteLimits, Proxy, type ProxyLimits, type ProxySettings, proxySettings } from "../mcp/proxy.ts";
 import { readToolCache, toolCachePath, writeToolCache } from "../mcp/tool-cache.ts";
+import { type LineRefusal, lineRefusals } from "../mcp/errors.ts";
+import { concatBytes } from "../lib/bytes.ts";
+// @ts-types="@modelcontextprotocol/sdk/shared/stdio"
+import { STDIO_DEFAULT_MAX_BUFFER_SIZE } from "@modelcontextprotocol/sdk/shared/stdio.js";
 
 /** How long running requests may finish after stdin closed. */
 const EOF_GRACE_MS = 5_000;
@@ -74,6 +78,48 @@ export async function credentialReloader(
   return async () => await look() ? await load() : undefined;
 }
 
+/**
+ * `input` without the lines that are not JSON-RPC messages, each answered by `refuse` instead (the SDK
+ * would drop them unanswered). A line longer than the SDK reads is passed on as it is, for the SDK to refuse.
+ */
+export function screened(
+  input: ReadableStream<Uint8Array>,
+  refuse: (refusals: LineRefusal[]) => void,
+): ReadableStream<Uint8Array> {
+  const decoder = new TextDecoder();
+  const held: Uint8Array[] = [];
+  let heldBytes = 0;
+  let passing = false;
+  return input.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        let start = 0;
+        for (let nl = chunk.indexOf(10); nl >= 0; nl = chunk.indexOf(10, start)) {
+          const line = concatBytes([...held.splice(0), chunk.subarray(start, nl + 1)]);
+          start = nl + 1;
+          heldBytes = 0;
+          const refusals = passing ? [] : lineRefusals(decoder.decode(line));
+          passing = false;
+          if (refusals.length) refuse(refusals);
+          else controller.enqueue(line);
+        }
+        if (start === chunk.length) return;
+        if (passing) return controller.enqueue(chunk.subarray(start));
+        held.push(chunk.slice(start));
+        heldBytes += chunk.length - start;
+        if (heldBytes > STDIO_DEFAULT_MAX_BUFFER_SIZE) {
+          controller.enqueue(concatBytes(held.splice(0)));
+          heldBytes = 0;
+          passing = true;
+        }
+      },
+      flush(controller) {
+        if (held.length) controller.enqueue(concatBytes(held));
+      },
+    }),
+  );
+}
+
 /** Runs the proxy until stdin ends, the output goes away or `signal` aborts; resolves to the exit code. */
 export async function runMcpServer(io: McpServerIo): Promise<number> {
   const workspace = workspaceDir(io.env, io.cwd);
@@ -93,7 +139,11 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
   });
   const paths = credentialFilePaths(io.env);
   const cachePath = toolCachePath(io.env);
-  const stdin = Readable.fromWeb(io.input as import("node:stream/web").ReadableStream<Uint8Array>);
+  const input = screened(io.input, (refusals) => {
+    log.stage("client-line-refused", { codes: refusals.map((r) => r.error.code) });
+    for (const r of refusals) void io.writeLine(JSON.stringify(r)).catch(() => {});
+  });
+  const stdin = Readable.fromWeb(input as import("node:stream/web").ReadableStream<Uint8Array>);
   const stdout = new Writable({
     write: (chunk, _encoding, done) =>
       void io.writeLine(String(chunk).replace(/\n$/, "")).then(() => done(), done),

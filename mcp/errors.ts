@@ -4,7 +4,12 @@
  */
 
 // @ts-types="@modelcontextprotocol/sdk/types"
-import type { JSONRPCErrorResponse, RequestId } from "@modelcontextprotocol/sdk/types.js";
+import {
+  type JSONRPCErrorResponse,
+  JSONRPCMessageSchema,
+  type RequestId,
+} from "@modelcontextprotocol/sdk/types.js";
+import { isRecord } from "../lib/parsed.ts";
 import { scrub, withoutUserinfo } from "../lib/scrub.ts";
 
 /** Error codes the proxy answers with. */
@@ -19,6 +24,10 @@ export const ErrorCode = {
   Network: -32004,
   /** OpenViking's reply was larger than the proxy reads. */
   ReplyTooLarge: -32005,
+  /** JSON-RPC's: the client's line is not JSON. */
+  ParseError: -32700,
+  /** JSON-RPC's: the client's message is not a valid request (or its id is in use). */
+  InvalidRequest: -32600,
 } as const;
 
 /** Why an exchange did not produce the response it should have. */
@@ -56,6 +65,40 @@ export function errorResponse(
   data?: unknown,
 ): JSONRPCErrorResponse {
   return { jsonrpc: "2.0", id, error: data === undefined ? { code, message } : { code, message, data } };
+}
+
+/** An error answering a client line that is not a message: its id is null when none can be read. */
+export interface LineRefusal {
+  jsonrpc: "2.0";
+  id: RequestId | null;
+  error: { code: number; message: string };
+}
+
+/**
+ * The errors answering one client line, none when it is a JSON-RPC message (or blank): -32700 with id null
+ * when it is not JSON, else -32600 for each id that can be read (of a batch, of each element), or once with
+ * id null.
+ */
+export function lineRefusals(line: string): LineRefusal[] {
+  if (line.trim() === "") return [];
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch {
+    const message = "Parse error: the line is not JSON; send one JSON-RPC message per line.";
+    return [{ jsonrpc: "2.0", id: null, error: { code: ErrorCode.ParseError, message } }];
+  }
+  if (JSONRPCMessageSchema.safeParse(value).success) return [];
+  const message = Array.isArray(value)
+    ? "Invalid request: batches are not supported; send one JSON-RPC message per line."
+    : "Invalid request: not a JSON-RPC 2.0 request, notification or response (an id is a string or a number).";
+  const ids = (Array.isArray(value) ? value : [value]).map((m) => isRecord(m) ? m.id : undefined)
+    .filter((id): id is RequestId => typeof id === "string" || typeof id === "number");
+  return (ids.length ? ids : [null]).map((id) => ({
+    jsonrpc: "2.0",
+    id,
+    error: { code: ErrorCode.InvalidRequest, message },
+  }));
 }
 
 /** What an error message may say about the configuration (never the key itself). */

@@ -27,7 +27,7 @@ import { concatBytes } from "../lib/bytes.ts";
 import { buildHeaders, identityOf, readPrefix, serverMessageOf } from "../openviking/client.ts";
 import { type Config, keyFor } from "../openviking/config.ts";
 import { BUILTIN_TOOLS, offeredTools, type ToolDefinition } from "../memory/tools.ts";
-import { type ErrorContext, type Failure, failureError } from "./errors.ts";
+import { ErrorCode, type ErrorContext, errorResponse, type Failure, failureError } from "./errors.ts";
 import { validTools } from "./tool-cache.ts";
 
 /** The time bounds the proxy applies (ms); tests shorten them. */
@@ -171,6 +171,19 @@ const isEventStream = (type: string | null) =>
   (type ?? "").toLowerCase().split(";")[0].trim() === "text/event-stream";
 const idKey = (id: RequestId) => `${typeof id}:${id}`;
 
+/** The start of the ids of the proxy's own requests; a client's request may not use them. */
+const OWN_IDS = "openviking-kimi-";
+
+/** How long work aborted at shutdown may take to end. */
+const ABORTED_MS = 1_000;
+
+/** Resolves once every task settled, or after `ms`. */
+async function settledWithin(tasks: Iterable<Promise<unknown>>, ms: number): Promise<void> {
+  let clock: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([Promise.allSettled([...tasks]), new Promise((r) => clock = setTimeout(r, ms))]);
+  clearTimeout(clock);
+}
+
 /** Where tool lists are remembered between sessions. */
 export interface ToolStore {
   read(): Promise<ToolDefinition[] | undefined>;
@@ -205,8 +218,8 @@ interface Pending {
   failure?: Failure;
   status?: number;
   sse?: boolean;
-  /** The reply stream carried an event id, so the transport resumes it when it ends. */
-  resumable?: boolean;
+  /** The last event id the reply stream carried: the transport resumes the stream from it when it ends. */
+  lastEventId?: string;
   ended?: boolean;
   sample?: string;
 }
@@ -330,6 +343,7 @@ export class Proxy {
     const timer = new AbortController();
     const clock = setTimeout(() => timer.abort(), timing.headersMs);
     const signals = [timer.signal, init.signal, entry?.signal].filter((s): s is AbortSignal => s != null);
+    const resuming = init.method === "GET" ? headers.get("last-event-id") : null;
     let response: Response;
     try {
       response = await (this.options.fetch ?? fetch)(url, {
@@ -339,6 +353,7 @@ export class Proxy {
       });
     } catch (error) {
       if (entry && timer.signal.aborted) entry.failure ??= { kind: "timeout", ms: timing.headersMs };
+      this.unresumable(resuming);
       throw error;
     } finally {
       clearTimeout(clock);
@@ -346,6 +361,7 @@ export class Proxy {
     const { status, statusText } = response;
     if (entry) entry.status = status;
     if (!response.ok) {
+      this.unresumable(resuming);
       const said = await readPrefix(response, ERROR_BODY_BYTES, timing.bodyIdleMs, init.signal ?? undefined);
       if (entry) entry.failure ??= this.refusal(response, said, headers.get("mcp-session-id") ?? undefined);
       const body = status === 204 || status === 205 || status === 304 ? null : said;
@@ -360,6 +376,18 @@ export class Proxy {
       headers: response.headers,
     });
   };
+
+  /**
+   * Fails at once, as answered without a response, the requests whose reply stream ended after event
+   * `lastEventId` and whose resumption from it failed (the transport gives up quietly on a 405).
+   */
+  private unresumable(lastEventId: string | null): void {
+    for (const entry of this.pending.values()) {
+      if (entry.ended && lastEventId !== null && entry.lastEventId === lastEventId) {
+        entry.settle({ ok: false, failure: { kind: "empty", status: entry.status ?? 200 } });
+      }
+    }
+  }
 
   /** The failure an HTTP error status (or a redirect the transport does not follow) stands for. */
   private refusal(response: Response, said: string, sessionId: string | undefined): Failure {
@@ -419,7 +447,7 @@ export class Proxy {
           if (got === "idle") return stop(controller, { kind: "stalled", ms: idleMs });
           if ("error" in got) {
             if (entry) entry.ended = true;
-            if (!entry?.resumable) fail({ kind: "cut", cause: networkCause(got.error) });
+            if (entry?.lastEventId === undefined) fail({ kind: "cut", cause: networkCause(got.error) });
             return controller.error(got.error);
           }
           if (got.done) {
@@ -427,7 +455,7 @@ export class Proxy {
             controller.close();
             if (entry) entry.ended = true;
             // What the transport makes of the last events reaches it first; then an unanswered request is empty.
-            if (sse && entry && !entry.resumable) {
+            if (sse && entry && entry.lastEventId === undefined) {
               setTimeout(() => fail({ kind: "empty", status: entry.status ?? 200 }));
             }
             return;
@@ -443,7 +471,8 @@ export class Proxy {
           }
           if (sse) {
             const text = decoder.decode(chunk, { stream: true });
-            if (entry && /(^|[\r\n])id:/.test(text)) entry.resumable = true;
+            const ids = [...text.matchAll(/(?:^|[\r\n])id: ?([^\r\n]*)/g)];
+            if (entry && ids.length) entry.lastEventId = ids[ids.length - 1][1];
             const events = text.split(/\r?\n\r?\n|\r\r/);
             const longest = Math.max(eventChars + events[0].length, ...events.slice(1).map((e) => e.length));
             eventChars = events.length > 1 ? events[events.length - 1].length : eventChars + text.length;
@@ -557,7 +586,7 @@ export class Proxy {
   private async reinitialize(): Promise<Failure | undefined> {
     this.connect();
     const timing = uniform(Math.min(this.settings.timeoutMs, this.limits.startupMs));
-    const id = `openviking-kimi-init-${++this.inits}`;
+    const id = `${OWN_IDS}init-${++this.inits}`;
     const out = await this.exchange(
       { jsonrpc: "2.0", id, method: "initialize", params: this.clientInit },
       timing,
@@ -620,20 +649,36 @@ export class Proxy {
     return await this.options.paused?.().catch(() => false) ?? false;
   }
 
+  /**
+   * A client request: refused at once when its id is in flight (or one of the proxy's own), so the request
+   * holding it is never touched; else answered.
+   */
   private async request(request: JSONRPCRequest): Promise<void> {
+    const key = idKey(request.id);
+    if (this.inFlight.has(key) || String(request.id).startsWith(OWN_IDS)) {
+      this.options.log.stage("id-in-use", { method: request.method });
+      return await this.options.send(errorResponse(
+        request.id,
+        ErrorCode.InvalidRequest,
+        `Invalid request: the id ${JSON.stringify(request.id)} is in use (by a request still in flight, or ` +
+          `by the proxy's own requests, whose ids start with "${OWN_IDS}"); send the request with another id.`,
+      ));
+    }
     if (request.method === "ping") {
       return await this.options.send({ jsonrpc: "2.0", id: request.id, result: {} });
     }
-    if (request.method === "initialize") return await this.initialize(request);
-    const key = idKey(request.id);
-    const entry = { controller: new AbortController(), sent: false };
+    // An initialize cannot be cancelled (a cancel of it is only forwarded); its entry only holds the id.
+    const entry = { controller: new AbortController(), sent: request.method === "initialize" };
     const onStop = () => entry.controller.abort();
     this.stopped.signal.addEventListener("abort", onStop, { once: true });
     this.inFlight.set(key, entry);
     const [barrier, gate] = [this.barrier, this.initGate];
-    const release = await (request.method === "tools/call" ? this.toolSlots : this.otherSlots)
-      .acquire(entry.controller.signal);
+    const release = request.method === "initialize"
+      ? undefined
+      : await (request.method === "tools/call" ? this.toolSlots : this.otherSlots)
+        .acquire(entry.controller.signal);
     try {
+      if (request.method === "initialize") return await this.initialize(request);
       if (!release) return;
       await barrier;
       await gate;
@@ -762,16 +807,12 @@ export class Proxy {
     );
   }
 
-  /** Lets running requests finish for up to `graceMs`, then ends the server session (DELETE, at most 2 s). */
+  /**
+   * Lets running requests finish for up to `graceMs`, then aborts what is left, ends the server session
+   * (DELETE, briefly) and gives the aborted work a moment to end; never waits longer, whatever is pending.
+   */
   async shutdown(graceMs: number): Promise<void> {
-    if (graceMs > 0 && this.tasks.size > 0) {
-      let clock: ReturnType<typeof setTimeout> | undefined;
-      await Promise.race([
-        Promise.allSettled([...this.tasks]),
-        new Promise((r) => clock = setTimeout(r, graceMs)),
-      ]);
-      clearTimeout(clock);
-    }
+    if (graceMs > 0 && this.tasks.size > 0) await settledWithin(this.tasks, graceMs);
     this.stopped.abort();
     const deleting = this.http.sessionId
       ? this.http.terminateSession().then(() => "deleted", String)
@@ -786,6 +827,6 @@ export class Proxy {
       this.options.log.stage("session-deleted", { why });
     }
     await this.http.close();
-    await Promise.allSettled([...this.tasks]);
+    await settledWithin(this.tasks, ABORTED_MS);
   }
 }

@@ -8,6 +8,9 @@ import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { OFFERED_TOOLS, sseBody, sseReply } from "../support/fake-mcp.ts";
 import { tempDir } from "../support/temp.ts";
 import { errorOf, type Json, resultOf, startProxy, toolNames } from "./harness.ts";
+import { Proxy, proxySettings } from "../../mcp/proxy.ts";
+import { loadConfig } from "../../openviking/config.ts";
+import { silentLogger } from "../../lib/log.ts";
 
 const KEY = "ovk-test-key-7f3a9c";
 
@@ -33,6 +36,19 @@ const call = (id: unknown, name: string, args: Json = {}) => ({
   method: "tools/call",
   params: { name, arguments: args },
 });
+
+/** `work`'s value, or a failure naming `what` when it takes longer than the test waits. */
+async function within<T>(work: Promise<T>, what: string): Promise<T> {
+  let clock: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) =>
+    clock = setTimeout(() => reject(new Error(`${what} did not happen within 20 s`)), 20_000)
+  );
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(clock);
+  }
+}
 
 Deno.test("mcp/fake: every request carries auth, identity, protocol version and session headers", async () => {
   await using home = await tempDir("ovk-mcp-");
@@ -221,6 +237,46 @@ Deno.test("mcp/fake: upstream HTTP errors, empty and broken replies and dropped 
   assertEquals(await proxy.close(), 0);
 });
 
+Deno.test("mcp/fake: a stream that ends after an event id, its resumption refused (405), fails the call at once", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  await using fake = await FakeOpenViking.start();
+  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
+  await proxy.initialize();
+  await initialized(fake);
+  fake.mcp.script = (messages) =>
+    messages[0]?.method === "tools/call" ? sseReply(sseBody([{ id: "ev1", raw: "" }])) : undefined;
+  await proxy.send(call(1, "find"));
+  const empty = errorOf(await within(proxy.response(1), "the answer to the call"));
+  assertEquals(empty.code, -32003);
+  assertMatch(empty.message, /sent no response/);
+  assertEquals(fake.requestsTo("GET /mcp").at(-1)?.headers["last-event-id"], "ev1");
+  fake.mcp.script = undefined;
+  resultOf(await proxy.request(2, "tools/call", { name: "health", arguments: {} }));
+  assertEquals(await proxy.close(), 0);
+});
+
+Deno.test("mcp/fake: a line that is not JSON, or not a valid message, is answered with -32700 or -32600", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  await using fake = await FakeOpenViking.start();
+  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
+  await proxy.initialize();
+  for (
+    const line of [
+      "not json at all",
+      '{"jsonrpc":"2.0","id":5}',
+      '{"jsonrpc":"2.0","id":{"x":1},"method":"tools/list"}',
+      '[{"jsonrpc":"2.0","id":8,"method":"tools/list"}]',
+      '{"jsonrpc":"2.0","id":null,"method":"tools/list"}',
+      "",
+    ]
+  ) await proxy.sendLine(line);
+  resultOf(await proxy.request(9, "tools/list"));
+  const refusals = proxy.messages().filter((m) => "error" in m)
+    .map((m) => [m.id, (m.error as Json).code]);
+  assertEquals(refusals, [[null, -32700], [5, -32600], [null, -32600], [8, -32600], [null, -32600]]);
+  assertEquals(await proxy.close(), 0);
+});
+
 Deno.test("mcp/fake: replies come back out of order; a held call does not block others", async () => {
   await using home = await tempDir("ovk-mcp-");
   await using fake = await FakeOpenViking.start({ mcp: { sse: true } });
@@ -254,6 +310,56 @@ Deno.test("mcp/fake: at most 16 requests in flight; the rest wait their turn", a
   for (let i = 0; i < 20; i++) resultOf(await proxy.response(i));
   assertEquals(fake.mcp.maxActive, 16);
   assertEquals(await proxy.close(), 0);
+});
+
+Deno.test("mcp/fake: a request whose id is in flight, or is one of the proxy's own, is refused at once; the first is answered", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  await using fake = await FakeOpenViking.start();
+  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
+  await proxy.initialize();
+  const held = fake.mcp.hold("find");
+  await proxy.send(call(7, "find", { query: "first" }));
+  await until(() => fake.mcp.active === 1, "the held call");
+  await proxy.send(call(7, "find", { query: "second" }));
+  const refused = errorOf(await within(proxy.response(7), "the refusal of the second id 7"));
+  assertEquals(refused.code, -32600);
+  assertMatch(refused.message, /id 7 is in use/);
+  held.release();
+  const first = await proxy.waitFor((m) => m.id === 7 && "result" in m, "the first call's result");
+  assertEquals((resultOf(first).content as Json[])[0].text, 'fake find: {"query":"first"}');
+  assertEquals(fake.mcp.receivedMethod("tools/call").length, 1);
+  const own = errorOf(await proxy.request("openviking-kimi-init-1", "tools/list"));
+  assertEquals(own.code, -32600);
+  resultOf(await proxy.request(8, "tools/list"));
+  assertEquals(await within(proxy.close(), "exit"), 0);
+});
+
+Deno.test("mcp/fake: SIGTERM and stdin EOF end the proxy within the grace while a call is stuck and its id sent again", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  await using fake = await FakeOpenViking.start();
+  for (const stop of ["terminate", "close"] as const) {
+    const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
+    await proxy.initialize();
+    const held = fake.mcp.hold("find");
+    await proxy.send(call(7, "find"));
+    await until(() => fake.mcp.active === 1, "the held call");
+    await proxy.send(call(7, "find"));
+    assertEquals(await within(proxy[stop](), `exit on ${stop}`), 0);
+    held.release();
+  }
+});
+
+Deno.test("mcp/fake: shutdown ends even when a reply cannot be written (a client that stopped reading)", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  await using fake = await FakeOpenViking.start();
+  const { config } = await loadConfig({ HOME: home.path, OPENVIKING_URL: fake.url }, home.path);
+  const proxy = new Proxy({
+    settings: proxySettings(config, ""),
+    send: () => new Promise(() => {}),
+    log: silentLogger,
+  });
+  void proxy.handle({ jsonrpc: "2.0", id: 1, method: "ping" });
+  await within(proxy.shutdown(0), "the end of shutdown");
 });
 
 Deno.test("mcp/fake: many large concurrent replies never interleave on stdout", async () => {
