@@ -1,9 +1,10 @@
 /**
  * Redaction of text before it leaves the machine or lands on disk: `<private>` spans and credentials — the
- * shapes of gitleaks' rule list (MIT) under its names, and by their context: private key blocks, URL
- * userinfo, auth headers, `-u user:password`, assignments whose key names a secret. Every rule is linear on
- * any input (a pattern whose start could recur in its own run looks behind; values and spans are scanned
- * once).
+ * shapes of gitleaks' rule list (MIT) under its names, and by their context: private key blocks, a bare AWS
+ * secret beside its key id, URL userinfo, auth headers, `Basic` credentials, `-u user:password`, a quoted
+ * secret in prose, assignments whose key names a secret — after invisible characters inside a token are
+ * dropped. Every rule is linear on any input (a pattern whose start could recur in its own run looks behind;
+ * values and spans are scanned once).
  */
 
 /** Placeholder that replaces a secret. */
@@ -120,6 +121,18 @@ const AUTHORIZATION =
 
 /** A bearer token anywhere (one with a digit: `Bearer authentication` is a phrase). */
 const BEARER = /\b(Bearer)[ \t]+(?=[\w.~+/=-]*\d)[\w.~+/=-]{8,}/gi;
+
+/** `Basic` credentials without their header: base64 (then {@link userAndPassword} decides). */
+const BASIC = /\b(Basic)[ \t]+([A-Za-z0-9+/]{8,}={0,2})(?![\w+/=])/gi;
+
+/** Whether base64 `b64` decodes to `user:password`: a printable user name, a colon, any password. */
+function userAndPassword(b64: string): boolean {
+  try {
+    return /^[ -9;-~]+:./s.test(atob(b64));
+  } catch {
+    return false;
+  }
+}
 
 /**
  * The password of `-u user:password` / `--user user:password` (curl and friends): not a number (`-u 1000:1000`
@@ -338,6 +351,7 @@ export const CREDENTIAL_RULES: Readonly<Record<string, (text: string) => string>
   "url-userinfo": (text) => text.replace(URL_USERINFO, `://$1${REDACTED}@`),
   authorization: (text) => text.replace(AUTHORIZATION, `$1${REDACTED}`),
   bearer: (text) => text.replace(BEARER, `$1 ${REDACTED}`),
+  basic: (text) => text.replace(BASIC, (m, word, b64) => userAndPassword(b64) ? `${word} ${REDACTED}` : m),
   "user-option": (text) => text.replace(USER_OPTION, `$1${REDACTED}`),
   "secret-in-prose": (text) =>
     text.replace(SECRET_IN_PROSE, (m, head, _e, _q, value) => NO_SECRET.test(value) ? m : head + REDACTED),

@@ -143,6 +143,8 @@ Deno.test("redact: every rule is linear — 1 MB of its worst case in well under
     "github_pat chains": mb("github_pat_"),
     "Bearer then blanks": "Bearer" + mb(" ") + "x",
     "Bearer chains": mb("Bearer "),
+    "Basic and a run that never decodes": "Basic " + mb("a"),
+    "Basic chains": mb("Basic dXNlcjpw "),
     // inline assignments
     "token then newlines": mb("token\n"),
     "token then blanks, no =": "token" + mb(" "),

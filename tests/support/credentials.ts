@@ -248,6 +248,8 @@ export const CREDENTIALS: readonly Credential[] = [
     "yfPf6hgHG4sddOp3C3IB",
     "sy5hSKfOtSrnBdTgpo0M",
   ),
+  // Basic credentials without their header: base64 of `user:password`.
+  sample("basic", "the proxy wants Basic {} on every call", "dXNlcjpodW50", "ZXIyaHVudGVyMg=="),
   // A quoted value a sentence says is a secret.
   sample("secret-in-prose", 'The secret is "{}", keep it safe', "hunter2", "hunter2"),
   sample("secret-in-prose", "my password was '{}' until today", "Tr0ub4", "dor&3"),
@@ -289,6 +291,7 @@ export const NOT_SECRETS: readonly string[] = [
   'curl -sL --user "$GITHUB_USER:$GITHUB_PASSWORD" "$URL"; curl -u <user:password> https://example.com',
   "PGPASSFILE=~/.pgpass and PGPASSWORD_FILE=/run/secrets/pg; the bypass=1 and compass: north",
   'The secret is "out". The token is "${TOKEN}", the password is "<yours>" and the key is "id".',
-  "the secret to this is patience, and the password was wrong twice",
+  "the secret to this is patience, and the password was wrong twice. Basic usage: Basic authentication.",
+  "Basic 12345678 and Basic QmFzaWNhbGx5 (no colon in either)",
   "\u{1F469}\u200d\u{1F4BB} pairs; a \u200b spaced word, \u0641\u0627\u200c\u0631\u0633 \u200f and \u{1F44D}\u{1F3FD}",
 ];
