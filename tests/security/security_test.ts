@@ -173,6 +173,7 @@ Deno.test("security: hostile session ids never reach a path outside the state di
 
 Deno.test("security: the installed hook and MCP command lines carry no credential", async () => {
   await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start({ apiKey: KEY }); // install saves only a key the server takes
   const env = { HOME: dir.path, KIMI_CODE_HOME: `${dir.path}/.kimi-code`, PATH: "/usr/bin:/bin" };
   for (const mode of ["config", "plugin"]) {
     const r = await runCli([
@@ -182,7 +183,7 @@ Deno.test("security: the installed hook and MCP command lines carry no credentia
       "--api-key",
       KEY,
       "--url",
-      "http://127.0.0.1:1933",
+      fake.url,
       "--yes",
     ], { env, clearEnv: true });
     assertEquals(r.code, 0, r.stderr);
