@@ -329,7 +329,10 @@ function redactAwsSecrets(text: string): string {
 const SECRET_IN_PROSE =
   /\b((?:secret|password|passwd|passphrase|passcode|token|api[ _-]?key|credentials?)[ \t]+(?:is|was)[ \t]+)(\\?)(["'`])([^\s"'`\\]{4,200})\2\3/gi;
 
-/** Unicode format characters (zero-width, joiners, bidi controls) between printable ASCII characters. */
+/**
+ * Unicode format characters (zero-width, joiners, bidi controls) between printable ASCII characters: emoji,
+ * Arabic and Persian joiners stand between non-ASCII characters and stay.
+ */
 const INVISIBLE_IN_ASCII = /(?<=[!-~])\p{Cf}+(?=[!-~])/gu;
 
 /** A rule that replaces every match of a shape with `[REDACTED]`. */
@@ -340,10 +343,10 @@ function whole(shape: RegExp): (text: string) => string {
 
 /**
  * Every credential rule, in the order they run, by name (tests/support/credentials.ts holds a real-format
- * sample for each): key blocks first (their bodies are not tokens), then the shapes, then the contexts.
+ * sample for each): invisible characters out first, then key blocks (their bodies are not tokens), a bare
+ * AWS secret (while its key id is there to see), the shapes, then the contexts.
  */
 export const CREDENTIAL_RULES: Readonly<Record<string, (text: string) => string>> = {
-  // Invisible: emoji, Arabic and Persian joiners stand between non-ASCII characters and stay.
   "invisible-characters": (text) => text.replace(INVISIBLE_IN_ASCII, ""),
   "private-key": (text) => removeSpans(text, KEY_BLOCK),
   "aws-secret-access-key": redactAwsSecrets,
