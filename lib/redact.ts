@@ -1,9 +1,10 @@
 /**
  * Redaction of text before it leaves the machine or lands on disk: `<private>` spans and credentials — the
- * shapes of gitleaks' rule list (MIT) under its names, and by their context: private key blocks, URL
- * userinfo, auth headers, `-u user:password`, assignments whose key names a secret. Every rule is linear on
- * any input (a pattern whose start could recur in its own run looks behind; values and spans are scanned
- * once).
+ * shapes of gitleaks' rule list (MIT) under its names, and by their context: private key blocks, a bare AWS
+ * secret beside its key id, URL userinfo, auth headers, `Basic` credentials, `-u user:password`, a quoted
+ * secret in prose, assignments whose key names a secret — after invisible characters inside a token are
+ * dropped. Every rule is linear on any input (a pattern whose start could recur in its own run looks behind;
+ * values and spans are scanned once).
  */
 
 /** Placeholder that replaces a secret. */
@@ -121,6 +122,18 @@ const AUTHORIZATION =
 /** A bearer token anywhere (one with a digit: `Bearer authentication` is a phrase). */
 const BEARER = /\b(Bearer)[ \t]+(?=[\w.~+/=-]*\d)[\w.~+/=-]{8,}/gi;
 
+/** `Basic` credentials without their header: base64 (then {@link userAndPassword} decides). */
+const BASIC = /\b(Basic)[ \t]+([A-Za-z0-9+/]{8,}={0,2})(?![\w+/=])/gi;
+
+/** Whether base64 `b64` decodes to `user:password`: a printable user name, a colon, any password. */
+function userAndPassword(b64: string): boolean {
+  try {
+    return /^[ -9;-~]+:./s.test(atob(b64));
+  } catch {
+    return false;
+  }
+}
+
 /**
  * The password of `-u user:password` / `--user user:password` (curl and friends): not a number (`-u 1000:1000`
  * is an id), not a variable or a placeholder.
@@ -164,6 +177,10 @@ const ABOUT_SECRET = wordSet(
     "enabled required ttl timeout expiry expires format prefix provider version id",
 );
 
+/** Secret words a key's one word may end with (`PGPASSWORD`, `redispassword`, `GITHUBTOKEN`): env names glued. */
+const GLUED_SECRET_ENDS = "password passwd passphrase secret token apikey secretkey accesskey privatekey"
+  .split(" ");
+
 /** Words before a last `key` that make it no secret: `public_key`, `primary_key`, `sort_key`, `s3_key`. */
 const PLAIN_KEYS = wordSet(
   "public pub primary foreign sort partition cache hash range row lookup idempotency unique map dict " +
@@ -176,7 +193,7 @@ function secretName(key: string): boolean {
   const last = words.at(-1) ?? "";
   if (ABOUT_SECRET.has(last)) return false;
   if (last === "key" || last === "keys") return words.length > 1 && !PLAIN_KEYS.has(words.at(-2)!);
-  return words.some((w) => SECRET_WORDS.has(w));
+  return words.some((w) => SECRET_WORDS.has(w) || GLUED_SECRET_ENDS.some((end) => w.endsWith(end)));
 }
 
 /** Values that hold no secret: a redaction already made, a placeholder or variable, a number, a keyword. */
@@ -283,6 +300,41 @@ function orAfterEscape(re: RegExp): RegExp {
   return new RegExp(re.source.replace(/^(\\b|\(\?<![^)]*\))/, String.raw`(?:$1|(?<=\\[nrt]))`), re.flags);
 }
 
+/** An AWS key id, or what a typo left of one: the anchor of a bare secret beside it. */
+const AWS_KEY_ID = orAfterEscape(/\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{12,24}\b/g);
+/** A run of base64 as long as an AWS secret access key or longer (a session token), a whole run. */
+const BASE64_RUN = orAfterEscape(/(?<![A-Za-z0-9+/\\])[A-Za-z0-9+/]{40,}={0,2}(?![A-Za-z0-9+/=])/g);
+/** How far (characters, either way) from a key id a base64 run is taken for its secret. */
+const AWS_SECRET_REACH = 200;
+
+/**
+ * A bare AWS secret access key (or session token): a base64 run of mixed case and a digit — a hex commit id
+ * is none — near an AWS key id, where no key name says what it is.
+ */
+function redactAwsSecrets(text: string): string {
+  const ids = [...text.matchAll(AWS_KEY_ID)].map((m) => m.index);
+  if (!ids.length) return text;
+  let i = 0;
+  return text.replace(BASE64_RUN, (run: string, at: number) => {
+    while (i + 1 < ids.length && ids[i + 1] <= at) i++;
+    const near = [ids[i], ids[i + 1]].some((id) => id !== undefined && Math.abs(id - at) <= AWS_SECRET_REACH);
+    return near && /[a-z]/.test(run) && /[A-Z]/.test(run) && /\d/.test(run) ? REDACTED : run;
+  });
+}
+
+/**
+ * A quoted value that a sentence says is a secret: `the secret is "…"`, `my password was '…'` (`\"` of
+ * pasted JSON too). A `key: "…"` is an assignment's.
+ */
+const SECRET_IN_PROSE =
+  /\b((?:secret|password|passwd|passphrase|passcode|token|api[ _-]?key|credentials?)[ \t]+(?:is|was)[ \t]+)(\\?)(["'`])([^\s"'`\\]{4,200})\2\3/gi;
+
+/**
+ * Unicode format characters (zero-width, joiners, bidi controls) between printable ASCII characters: emoji,
+ * Arabic and Persian joiners stand between non-ASCII characters and stay.
+ */
+const INVISIBLE_IN_ASCII = /(?<=[!-~])\p{Cf}+(?=[!-~])/gu;
+
 /** A rule that replaces every match of a shape with `[REDACTED]`. */
 function whole(shape: RegExp): (text: string) => string {
   const re = orAfterEscape(shape);
@@ -291,15 +343,21 @@ function whole(shape: RegExp): (text: string) => string {
 
 /**
  * Every credential rule, in the order they run, by name (tests/support/credentials.ts holds a real-format
- * sample for each): key blocks first (their bodies are not tokens), then the shapes, then the contexts.
+ * sample for each): invisible characters out first, then key blocks (their bodies are not tokens), a bare
+ * AWS secret (while its key id is there to see), the shapes, then the contexts.
  */
 export const CREDENTIAL_RULES: Readonly<Record<string, (text: string) => string>> = {
+  "invisible-characters": (text) => text.replace(INVISIBLE_IN_ASCII, ""),
   "private-key": (text) => removeSpans(text, KEY_BLOCK),
+  "aws-secret-access-key": redactAwsSecrets,
   ...Object.fromEntries(Object.entries(TOKEN_SHAPES).map(([name, re]) => [name, whole(re)])),
   "url-userinfo": (text) => text.replace(URL_USERINFO, `://$1${REDACTED}@`),
   authorization: (text) => text.replace(AUTHORIZATION, `$1${REDACTED}`),
   bearer: (text) => text.replace(BEARER, `$1 ${REDACTED}`),
+  basic: (text) => text.replace(BASIC, (m, word, b64) => userAndPassword(b64) ? `${word} ${REDACTED}` : m),
   "user-option": (text) => text.replace(USER_OPTION, `$1${REDACTED}`),
+  "secret-in-prose": (text) =>
+    text.replace(SECRET_IN_PROSE, (m, head, _e, _q, value) => NO_SECRET.test(value) ? m : head + REDACTED),
   assignment: redactAssignments,
 };
 

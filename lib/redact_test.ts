@@ -143,6 +143,8 @@ Deno.test("redact: every rule is linear — 1 MB of its worst case in well under
     "github_pat chains": mb("github_pat_"),
     "Bearer then blanks": "Bearer" + mb(" ") + "x",
     "Bearer chains": mb("Bearer "),
+    "Basic and a run that never decodes": "Basic " + mb("a"),
+    "Basic chains": mb("Basic dXNlcjpw "),
     // inline assignments
     "token then newlines": mb("token\n"),
     "token then blanks, no =": "token" + mb(" "),
@@ -178,6 +180,36 @@ Deno.test("redact: every rule is linear — 1 MB of its worst case in well under
     "escaped quoted values never closed": mb('\\"token\\": \\"a'),
     ".env lines after escapes": mb("\\nPASSWORD=a b"),
     "tokens after escapes": mb("\\nghp_"),
+    // a bare AWS secret beside its id; secret words in prose; invisible characters
+    "AWS ids and base64 runs": mb("AKIAIOSFODNN7EXAMPLE " + "aB3".repeat(14) + " "),
+    "a base64 run beside an AWS id, three = short": "AKIAIOSFODNN7EXAMPLE " + mb("aB3") + "===",
+    "AWS ids only": mb("AKIAIOSFODNN7EXAMPLE/"),
+    "secret is, chained": mb("secret is "),
+    "secret then blanks": "secret" + mb(" ") + "is",
+    "the password is and an open quote": mb('password is "a'),
+    "invisible characters between letters": mb("a\u200b"),
+    "invisible characters alone": mb("\u200b"),
   };
   assertLinear("redact", redact, cases);
+});
+
+Deno.test("redact: a bare base64 run is an AWS secret only beside an AWS key id", () => {
+  const id = "AKIA" + "IOSFODNN7EXAMPLE";
+  const key = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY";
+  const sha = "3f2a9c1e7b4d5f60718293a4b5c6d7e8f9012345";
+  assertEquals(redact(`${id} ${key}`), `${REDACTED} ${REDACTED}`);
+  assertEquals(redact(`${key}\n${id}`), `${REDACTED}\n${REDACTED}`, "the secret before the id");
+  assertEquals(
+    redact(`${id} rotated in ${sha}`),
+    `${REDACTED} rotated in ${sha}`,
+    "a commit id is no secret",
+  );
+  const far = `${id}${" word".repeat(60)} ${key}`;
+  assertEquals(redact(far), far.replace(id, REDACTED), "a run far from the id is not taken for its secret");
+  assertEquals(redact(key), key, "no id, no AWS secret");
+});
+
+Deno.test("redact: an invisible character inside an ASCII word is dropped, so no shape misses what it hides", () => {
+  assertEquals(redact("key AKIA\u200bIOSFODNN7\u200dEXAMPLE ok"), `key ${REDACTED} ok`);
+  assertEquals(redact("soft\u00adhyphen and \u200b alone"), "softhyphen and \u200b alone");
 });

@@ -309,12 +309,17 @@ export interface WorkspaceRule {
   may: string;
 }
 
-/** Any value: the knob shapes what is shown, not what is kept, sent or to whom. */
+/** Any value: the knob shapes how the work is done, not what is recalled, kept, sent or to whom. */
 const ANY: WorkspaceRule = { allows: () => true, may: "set it" };
-/** No value: the knob decides who we are, where data goes, what the model may do, or when the user's data is dropped. */
+/**
+ * No value: the knob decides who we are, where data goes, what the model may do, when the user's data is
+ * delivered or dropped, or when the server extracts memories (neither way is stricter).
+ */
 const NEVER: WorkspaceRule = { allows: () => false, may: "" };
-/** A value no higher than the user's: a shorter capture, retention or wait. */
+/** A value no higher than the user's: less recalled, shown, captured, kept or waited for (none over an unset one). */
 const LOWER: WorkspaceRule = { allows: (asked, user) => Number(asked) <= Number(user), may: "lower it" };
+/** A value no lower than the user's: a stricter score, a longer dedupe window, fewer prompts recalled for. */
+const RAISE: WorkspaceRule = { allows: (asked, user) => Number(asked) >= Number(user), may: "raise it" };
 /** A list holding every item of the user's: more sessions left alone. */
 const ADD: WorkspaceRule = {
   allows: (asked, user) => (user as string[]).every((item) => (asked as string[]).includes(item)),
@@ -358,35 +363,44 @@ export const KNOBS = {
   peerSource: knob("OPENVIKING_PEER_SOURCE", enumKnob(["git", "cwd", "none"]), "git", NEVER),
   bypassSession: knob("OPENVIKING_BYPASS_SESSION", boolKnob, false, ON),
   bypassSessionPatterns: knob("OPENVIKING_BYPASS_SESSION_PATTERNS", listKnob, [], ADD),
-  recallLimit: knob("OPENVIKING_RECALL_LIMIT", numKnob(1, 100), 10, ANY),
-  recallTokenBudget: knob("OPENVIKING_RECALL_TOKEN_BUDGET", numKnob(200, 100_000), 2000, ANY),
-  recallMaxContentChars: knob("OPENVIKING_RECALL_MAX_CONTENT_CHARS", numKnob(50, 100_000), 500, ANY),
-  scoreThreshold: knob("OPENVIKING_SCORE_THRESHOLD", numKnob(0, 1, false), 0.35, ANY),
-  recallPreferAbstract: knob("OPENVIKING_RECALL_PREFER_ABSTRACT", boolKnob, true, ANY),
+  recallLimit: knob("OPENVIKING_RECALL_LIMIT", numKnob(1, 100), 10, LOWER),
+  recallTokenBudget: knob("OPENVIKING_RECALL_TOKEN_BUDGET", numKnob(200, 100_000), 2000, LOWER),
+  recallMaxContentChars: knob("OPENVIKING_RECALL_MAX_CONTENT_CHARS", numKnob(50, 100_000), 500, LOWER),
+  scoreThreshold: knob("OPENVIKING_SCORE_THRESHOLD", numKnob(0, 1, false), 0.35, RAISE),
+  recallPreferAbstract: knob("OPENVIKING_RECALL_PREFER_ABSTRACT", boolKnob, true, ON),
   recallPeerScope: knob(
     "OPENVIKING_RECALL_PEER_SCOPE",
     enumKnob(["all", "actor"]),
     "all",
     toward("actor", 'set it to "actor"'),
   ),
-  recallDedupTurns: knob("OPENVIKING_RECALL_DEDUP_TURNS", numKnob(0, 20), 5, ANY),
-  recallMaxTokens: optionalKnob("OPENVIKING_RECALL_MAX_TOKENS", numKnob(64, 32_000), ANY),
-  recallQueryExpansion: optionalKnob("OPENVIKING_RECALL_QUERY_EXPANSION", enumKnob(["off", "auto"]), ANY),
-  recallFormat: knob("OPENVIKING_RECALL_FORMAT", enumKnob(["digest", "full"]), "digest", ANY),
-  recallDigestLimit: knob("OPENVIKING_RECALL_DIGEST_LIMIT", numKnob(1, 50), 5, ANY),
-  recallDigestChars: knob("OPENVIKING_RECALL_DIGEST_CHARS", numKnob(300, 32_000), 1200, ANY),
-  minQueryLength: knob("OPENVIKING_MIN_QUERY_LENGTH", numKnob(0, 10_000), 3, ANY),
+  recallDedupTurns: knob("OPENVIKING_RECALL_DEDUP_TURNS", numKnob(0, 20), 5, RAISE),
+  recallMaxTokens: optionalKnob("OPENVIKING_RECALL_MAX_TOKENS", numKnob(64, 32_000), LOWER),
+  recallQueryExpansion: optionalKnob(
+    "OPENVIKING_RECALL_QUERY_EXPANSION",
+    enumKnob(["off", "auto"]),
+    toward("off", 'set it to "off"'),
+  ),
+  recallFormat: knob(
+    "OPENVIKING_RECALL_FORMAT",
+    enumKnob(["digest", "full"]),
+    "digest",
+    toward("digest", 'set it to "digest"'),
+  ),
+  recallDigestLimit: knob("OPENVIKING_RECALL_DIGEST_LIMIT", numKnob(1, 50), 5, LOWER),
+  recallDigestChars: knob("OPENVIKING_RECALL_DIGEST_CHARS", numKnob(300, 32_000), 1200, LOWER),
+  minQueryLength: knob("OPENVIKING_MIN_QUERY_LENGTH", numKnob(0, 10_000), 3, RAISE),
   timeoutMs: knob("OPENVIKING_TIMEOUT_MS", numKnob(1000, 600_000), 15_000, LOWER),
   promptBudgetMs: knob("OPENVIKING_PROMPT_BUDGET_MS", numKnob(500, 600_000), 8000, LOWER),
   interruptBudgetMs: knob("OPENVIKING_INTERRUPT_BUDGET_MS", numKnob(200, 600_000), 2000, LOWER),
   replayBudgetMs: knob("OPENVIKING_REPLAY_BUDGET_MS", numKnob(200, 600_000), 10_000, LOWER),
   captureWaitMs: knob("OPENVIKING_CAPTURE_WAIT_MS", numKnob(0, 600_000), 10_000, LOWER),
-  profileTokenBudget: knob("OPENVIKING_PROFILE_TOKEN_BUDGET", numKnob(500, 100_000), 6000, ANY),
-  commitTurnThreshold: knob("OPENVIKING_COMMIT_TURN_THRESHOLD", numKnob(1, 100_000), 1, ANY),
+  profileTokenBudget: knob("OPENVIKING_PROFILE_TOKEN_BUDGET", numKnob(500, 100_000), 6000, LOWER),
+  commitTurnThreshold: knob("OPENVIKING_COMMIT_TURN_THRESHOLD", numKnob(1, 100_000), 1, NEVER),
   captureMaxLength: knob("OPENVIKING_CAPTURE_MAX_LENGTH", numKnob(100, 10_000_000), 24_000, LOWER),
   redact: knob("OPENVIKING_REDACT", boolKnob, true, ON),
   writePathAsync: knob("OPENVIKING_WRITE_PATH_ASYNC", boolKnob, true, ANY),
-  pendingReplayLimit: knob("OPENVIKING_PENDING_REPLAY_LIMIT", numKnob(1, 100_000), 50, ANY),
+  pendingReplayLimit: knob("OPENVIKING_PENDING_REPLAY_LIMIT", numKnob(1, 100_000), 50, NEVER),
   pendingMaxRetries: knob("OPENVIKING_PENDING_MAX_RETRIES", numKnob(1, 1000), 3, NEVER),
   pendingTtlDays: knob("OPENVIKING_PENDING_TTL_DAYS", numKnob(1, 3650), 7, NEVER),
   /** The local ledger (what hook runs did, for `status`): all sessions' files together, and their age. */

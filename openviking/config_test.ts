@@ -310,13 +310,13 @@ Deno.test("knobs: env > workspace local > workspace > ovcli plugin.kimicode > ov
   const ws = (...values: unknown[]) => values.map((value, i) => ({ path: `/w/config${i}.json`, value }));
   ({ config } = resolveConfig({
     ...base,
-    workspace: ws({ recallLimit: 5 }, { recallLimit: 4, timeoutMs: 3500 }),
+    workspace: ws({ recallLimit: 2 }, { recallLimit: 1, timeoutMs: 3500 }),
   }));
-  assertEquals([config.recallLimit, config.timeoutMs], [5, 3500]);
+  assertEquals([config.recallLimit, config.timeoutMs], [2, 3500]);
   ({ config } = resolveConfig({
     ...base,
     env: { OPENVIKING_RECALL_LIMIT: "6" },
-    workspace: ws({ recallLimit: 5 }),
+    workspace: ws({ recallLimit: 2 }),
   }));
   assertEquals(config.recallLimit, 6);
   const bad = resolveConfig({ ...base, workspace: ws({ recallLimit: "x" }) });
@@ -658,7 +658,16 @@ const lower = (lo: number, hi: number): Allowed => ({
   may: "lower it",
   cases: [[hi, lo, true], [lo, hi, false], [lo, lo, true]],
 });
+const raise = (lo: number, hi: number): Allowed => ({
+  may: "raise it",
+  cases: [[lo, hi, true], [hi, lo, false], [hi, hi, true]],
+});
 const never = (a: unknown, b: unknown): Allowed => ({ may: "", cases: [[a, b, false], [b, a, false]] });
+/** Only `narrow` (or the user's own value), never back from it. */
+const toward = (narrow: string, wide: string): Allowed => ({
+  may: `set it to "${narrow}"`,
+  cases: [[wide, narrow, true], [narrow, wide, false], [wide, wide, true]],
+});
 
 /** Every knob's rule for a workspace file: stricter, never weaker; never where data goes or who we are. */
 const WORKSPACE: Record<Name, Allowed> = {
@@ -672,30 +681,30 @@ const WORKSPACE: Record<Name, Allowed> = {
     may: "add to it",
     cases: [[["/a/**"], ["/a/**", "/b/**"], true], [["/a/**"], ["/b/**"], false], [[], ["x*"], true]],
   },
-  recallLimit: any(10, 50),
-  recallTokenBudget: any(2000, 9000),
-  recallMaxContentChars: any(500, 5000),
-  scoreThreshold: any(0.35, 0.1),
-  recallPreferAbstract: any(true, false),
-  recallPeerScope: { may: 'set it to "actor"', cases: [["all", "actor", true], ["actor", "all", false]] },
-  recallDedupTurns: any(5, 0),
-  recallMaxTokens: any(100, 8000),
-  recallQueryExpansion: any("off", "auto"),
-  recallFormat: any("digest", "full"),
-  recallDigestLimit: any(5, 50),
-  recallDigestChars: any(1200, 32_000),
-  minQueryLength: any(3, 0),
+  recallLimit: lower(5, 100),
+  recallTokenBudget: lower(2000, 100_000),
+  recallMaxContentChars: lower(500, 100_000),
+  scoreThreshold: raise(0, 0.35),
+  recallPreferAbstract: on,
+  recallPeerScope: toward("actor", "all"),
+  recallDedupTurns: raise(0, 5),
+  recallMaxTokens: lower(100, 8000),
+  recallQueryExpansion: toward("off", "auto"),
+  recallFormat: toward("digest", "full"),
+  recallDigestLimit: lower(5, 50),
+  recallDigestChars: lower(1200, 32_000),
+  minQueryLength: raise(3, 10),
   timeoutMs: lower(1000, 60_000),
   promptBudgetMs: lower(500, 17_000),
   interruptBudgetMs: lower(200, 2000),
   replayBudgetMs: lower(200, 10_000),
   captureWaitMs: lower(0, 10_000),
-  profileTokenBudget: any(6000, 500),
-  commitTurnThreshold: any(1, 100),
+  profileTokenBudget: lower(500, 100_000),
+  commitTurnThreshold: never(1, 100_000),
   captureMaxLength: lower(1000, 10_000_000),
   redact: on,
   writePathAsync: any(true, false),
-  pendingReplayLimit: any(50, 5),
+  pendingReplayLimit: never(50, 1),
   pendingMaxRetries: never(3, 1),
   pendingTtlDays: never(7, 1),
   ledgerMaxBytes: lower(64 * 1024, 1024 ** 3),
@@ -756,4 +765,34 @@ Deno.test("knobs: redaction stays on whatever a repository says; the user's own 
     value: 5000,
     warnings: [`${WS} "captureMaxLength": invalid value "huge" (expected number); ignored`],
   });
+});
+
+Deno.test("knobs: a cloned repository's file widens no recall, budget or commit cadence (issue 20 §2)", () => {
+  const hostile = {
+    scoreThreshold: 0,
+    recallDigestChars: 32_000,
+    recallDigestLimit: 50,
+    recallLimit: 100,
+    recallFormat: "full",
+    recallTokenBudget: 100_000,
+    recallMaxContentChars: 100_000,
+    recallMaxTokens: 32_000,
+    recallQueryExpansion: "auto",
+    recallPeerScope: "all",
+    recallPreferAbstract: false,
+    minQueryLength: 0,
+    profileTokenBudget: 100_000,
+    commitTurnThreshold: 100_000,
+    pendingReplayLimit: 1,
+  };
+  const names = Object.keys(hostile) as Name[];
+  const pick = (s: Settings) => names.map((n) => [n, s[n]]);
+  const warnings: string[] = [];
+  const s = resolveSettings({ env: {}, workspace: [{ path: WS, value: hostile }] }, warnings);
+  assertEquals(pick(s), pick(resolveSettings({ env: {} })), "every knob keeps the user's (default) value");
+  assertEquals(s.recallLimitConfigured, false, "no quotas are sent for a repository");
+  assertEquals(warnings.length, names.length - 1, warnings.join("\n")); // the peer scope asked is the default
+  // An unset optional knob: a repository may switch expansion off, and may not set a token cap we cannot weigh.
+  assertEquals(withWorkspace("recallQueryExpansion", undefined, "off"), { value: "off", warnings: [] });
+  assertEquals(withWorkspace("recallMaxTokens", undefined, 100).value, undefined);
 });

@@ -231,6 +231,31 @@ export const CREDENTIALS: readonly Credential[] = [
   sample("assignment", "x-api-key: {}", "a1b2c3d4", "e5f6g7h8"),
   sample("assignment", '{"auths": {"registry.example.com": {"auth": "{}"}}}', "dXNlcjpw", "YXNzd29yZA=="),
   sample("assignment", "SECRET_KEY_BASE = {}", "9f8e7d6c", "5b4a3f2e1d0c"),
+  // Env names glued to their secret word: the key's one word ends with it.
+  sample("assignment", "PGPASSWORD={} psql -h db -U app", "pgpass", "Hunter77"),
+  sample("assignment", "DBPASSWORD={} REDISPASSWORD=x ./run", "Sup3r", "S3cretPw"),
+  sample("assignment", "run with REDISPASSWORD={} set", "r3dis", "Pa55word"),
+  // A bare AWS secret access key beside its key id: no key name says what it is.
+  sample(
+    "aws-secret-access-key",
+    "my key is AKIA" + "IOSFODNN7EXAMPLE and secret {}, rotate both",
+    "wJalrXUtnFEMI/K7MDENG/",
+    "bPxRfiCYzEXAMPLEKEY",
+  ),
+  sample(
+    "aws-secret-access-key",
+    "{}\nAKIA" + "B4XNGMU3N2ZJSP6Z\n",
+    "yfPf6hgHG4sddOp3C3IB",
+    "sy5hSKfOtSrnBdTgpo0M",
+  ),
+  // Basic credentials without their header: base64 of `user:password`.
+  sample("basic", "the proxy wants Basic {} on every call", "dXNlcjpodW50", "ZXIyaHVudGVyMg=="),
+  // A quoted value a sentence says is a secret.
+  sample("secret-in-prose", 'The secret is "{}", keep it safe', "hunter2", "hunter2"),
+  sample("secret-in-prose", "my password was '{}' until today", "Tr0ub4", "dor&3"),
+  // A token with an invisible character inside: the shapes see it whole.
+  sample("invisible-characters", "the key id {} is active", "AKIA\u200b", "IOSFODNN7EXAMPLE"),
+  sample("invisible-characters", "push with {} please", "ghp_ZX7DfL3Fuo\u2060", "XmsC4vynNdwifV0xbWhEpIjsXU"),
 ];
 
 /**
@@ -264,4 +289,9 @@ export const NOT_SECRETS: readonly string[] = [
   "![](https://indieweb.org/images/3/35/2018-250-xoxo-indieweb-1.jpg) - (id)hf_requiredCharacteristicTypesForDisplayMetadata;",
   's.makeKubeConfigController = args; credentialsId: "deploy-creds"; "bucket_key": "SalesResults-1.2"',
   'curl -sL --user "$GITHUB_USER:$GITHUB_PASSWORD" "$URL"; curl -u <user:password> https://example.com',
+  "PGPASSFILE=~/.pgpass and PGPASSWORD_FILE=/run/secrets/pg; the bypass=1 and compass: north",
+  'The secret is "out". The token is "${TOKEN}", the password is "<yours>" and the key is "id".',
+  "the secret to this is patience, and the password was wrong twice. Basic usage: Basic authentication.",
+  "Basic 12345678 and Basic QmFzaWNhbGx5 (no colon in either)",
+  "\u{1F469}\u200d\u{1F4BB} pairs; a \u200b spaced word, \u0641\u0627\u200c\u0631\u0633 \u200f and \u{1F44D}\u{1F3FD}",
 ];
