@@ -49,8 +49,9 @@ export const SessionStateSchema = z.object({
   ackedBelow: or(z.int().check(z.nonnegative()), 0),
   /** Keys whose request was about to go out when the last run stopped without recording its outcome. */
   inflight: maybe(z.object({ keys: z.array(z.string()), at: z.number() })),
-  /** The file was found damaged and set aside at `aside`: ask the server what it holds before sending. */
-  recover: maybe(z.object({ aside: z.string(), at: z.number() })),
+  /** The file was found damaged and set aside at `aside`, or the cursor named another file than the journal
+   * (no `aside`): ask the server what it holds before sending. */
+  recover: maybe(z.object({ aside: z.optional(z.string()), at: z.number() })),
   /** The last key acknowledged: names the commit covering everything up to it. */
   lastAckedKey: maybe(z.string()),
   /** What the last finished capture did (doctor, status). */
