@@ -96,11 +96,14 @@ export async function statePaths(dir: string, sessionId: string): Promise<StateP
   return { file, lock: `${file}.lock` };
 }
 
-/** A session's state, without the lock; a missing or unreadable file reads as a fresh state. */
+/**
+ * A session's state, without the lock; a missing or unreadable file reads as a fresh state, and so does
+ * anything but a regular file, never opened (a FIFO would block the read forever; `loadState` sets it aside).
+ */
 export async function readState(file: string): Promise<SessionState> {
-  const parsed = SessionStateSchema.safeParse(
-    parseJsonOrUndefined(await readTextIfExists(file).catch(() => undefined)),
-  );
+  const regular = await Deno.lstat(file).then((i) => i.isFile, () => false);
+  const text = regular ? await readTextIfExists(file).catch(() => undefined) : undefined;
+  const parsed = SessionStateSchema.safeParse(parseJsonOrUndefined(text));
   return parsed.success ? parsed.data : emptyState();
 }
 
