@@ -20,7 +20,7 @@ import {
 } from "../lib/fs.ts";
 import { sha256Hex, stableStringify } from "../lib/hash.ts";
 import { isRecord } from "../lib/parsed.ts";
-import { joinPath, safeId } from "../lib/paths.ts";
+import { dirName, joinPath, safeId } from "../lib/paths.ts";
 import { AnyResult, type Budget, type OpenVikingClient, type OvFailure, type OvResponse } from "./client.ts";
 
 /** Subdirectory of the shared pending directory that holds our queue. */
@@ -147,6 +147,34 @@ export async function queueFiles(dir: string): Promise<QueueFile[]> {
 /** An entry file, parsed; undefined when it is gone or not an entry this version understands. */
 export async function readEntry(path: string): Promise<QueueEntry | undefined> {
   return QueueEntrySchema.safeParse(await readJson(path)).data;
+}
+
+/** What replay appends to the name of a queue file it cannot read: set aside, kept for the user. */
+export const UNREADABLE = ".unreadable";
+
+/** The files set aside as unreadable in our queue and the rejected place. */
+export async function setAsideFiles(pendingDir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const subdir of [QUEUE_SUBDIR, REJECTED_SUBDIR]) {
+    for (const dir of await sessionDirs(pendingDir, undefined, subdir)) {
+      for (const e of await listDir(dir)) if (e.name.endsWith(UNREADABLE)) out.push(joinPath(dir, e.name));
+    }
+  }
+  return out.sort();
+}
+
+/** The set-aside files in words: how many, where, what to do (status, doctor, replay); none: undefined. */
+export function setAsideWords(files: readonly string[]): { summary: string; fix: string } | undefined {
+  if (!files.length) return undefined;
+  const dirs = [...new Set(files.map(dirName))];
+  const more = dirs.length > 1 ? ` and ${dirs.length - 1} other folder(s)` : "";
+  return {
+    summary: `${files.length} queued write(s) could not be read and are never sent: set aside in ${
+      dirs[0]
+    }${more}`,
+    fix: `they are yours: look at them (*${UNREADABLE}); put one you repaired back under its name without ` +
+      `${UNREADABLE}, or delete it`,
+  };
 }
 
 /** Why the write in a file of the rejected place was refused; undefined when the file does not say. */
