@@ -144,9 +144,14 @@ export async function queueFiles(dir: string): Promise<QueueFile[]> {
   return out.sort((a, b) => a.seq - b.seq);
 }
 
-/** An entry file, parsed; undefined when it is gone or not an entry this version understands. */
+/** A queue file's JSON; undefined when it is not a regular file, never opened (reading a FIFO blocks). */
+async function readQueueJson(path: string): Promise<unknown> {
+  return await Deno.lstat(path).then((i) => i.isFile ? readJson(path) : undefined, () => undefined);
+}
+
+/** An entry file, parsed; undefined when it is gone, no regular file or not an entry this version understands. */
 export async function readEntry(path: string): Promise<QueueEntry | undefined> {
-  return QueueEntrySchema.safeParse(await readJson(path)).data;
+  return QueueEntrySchema.safeParse(await readQueueJson(path)).data;
 }
 
 /** What replay appends to the name of a queue file it cannot read: set aside, kept for the user. */
@@ -179,7 +184,7 @@ export function setAsideWords(files: readonly string[]): { summary: string; fix:
 
 /** Why the write in a file of the rejected place was refused; undefined when the file does not say. */
 export async function readRejection(path: string): Promise<Rejection | undefined> {
-  const raw = await readJson(path);
+  const raw = await readQueueJson(path);
   return RejectionSchema.safeParse(isRecord(raw) ? raw.rejection : undefined).data;
 }
 
@@ -677,7 +682,7 @@ async function claimedSessions(dir: string): Promise<Map<string, number>> {
   for (const e of await listDir(dir)) {
     const m = ENTRY_NAME.exec(e.name);
     if (!m || m[3] !== "processing") continue;
-    const entry = SharedEntrySchema.safeParse(await readJson(joinPath(dir, e.name))).data;
+    const entry = SharedEntrySchema.safeParse(await readQueueJson(joinPath(dir, e.name))).data;
     if (entry) out.set(entry.sessionId, Math.min(entry.createdAt, out.get(entry.sessionId) ?? Infinity));
   }
   return out;

@@ -5,7 +5,8 @@
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { sandboxEnv } from "../support/hook-context.ts";
+import { placeJournal, sandboxEnv } from "../support/hook-context.ts";
+import { JournalBuilder } from "../support/journal.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { enqueueCommit, enqueueMessages } from "../../openviking/queue.ts";
@@ -102,4 +103,32 @@ Deno.test("replay: queue files it cannot read are set aside, kept, and replay, s
   assertMatch(check.summary, /^2 queued write\(s\) could not be read .* set aside in /);
   assertStringIncludes(check.summary, queue);
   assertMatch(check.fix ?? "", /look at them.*\.unreadable.*delete/);
+});
+
+Deno.test("a FIFO in a queue is never opened: status, doctor, a Stop and replay finish, and replay sets it aside", async () => {
+  if (Deno.build.os === "windows") return;
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = sandboxEnv(dir.path, fake.url, {
+    OPENVIKING_WRITE_PATH_ASYNC: "0",
+    OPENVIKING_CAPTURE_WAIT_MS: "0",
+  });
+  await queued(dir.path);
+  const fifoSession = "session_fifo-queue";
+  const queue = `${dir.path}/.openviking/pending/kimicode/kc-${fifoSession}`;
+  await Deno.mkdir(queue, { recursive: true });
+  const fifo = `${queue}/0000000001-m5.json`;
+  // Reading a FIFO blocks until someone writes to it: each of these hung until killed.
+  assertEquals((await new Deno.Command("mkfifo", { args: [fifo] }).output()).code, 0);
+  const run = (args: string[], stdin?: string) =>
+    runCli(args, { env, clearEnv: true, stdin, timeoutMs: 30_000 });
+  assertEquals((await run(["status"])).code, 0);
+  assertEquals((await run(["doctor", "--json"])).code, 1, "doctor: no hook registered here");
+  await placeJournal(dir.path, fifoSession, new JournalBuilder().simpleTurn("question", "answer").toString());
+  const stop = JSON.stringify({ hook_event_name: "Stop", session_id: fifoSession, cwd: "/home/user/proj" });
+  assertEquals((await run(["hook", "stop"], stop)).code, 0);
+  assertEquals(fake.messages(`kc-${fifoSession}`).length, 2, "the session's turn captured");
+  assertEquals((await run(["replay"])).code, 0);
+  assertEquals(fake.messages(SESSION).length, 2, "the other session's queue delivered");
+  assertTrue((await Deno.lstat(`${fifo}.unreadable`)).isFifo, "the FIFO kept aside, as it was");
 });
