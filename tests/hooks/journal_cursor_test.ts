@@ -68,6 +68,11 @@ Deno.test("Kimi's home copied to a new KIMI_CODE_HOME, the old copy kept: the ne
   // The copied index still names the old home's session directory (Kimi writes absolute paths).
   await Deno.writeTextFile(old.replace(`${dir.path}/.kimi-code`, moved), turns(3, 1), { append: true });
   const movedEnv = { ...env, KIMI_CODE_HOME: moved };
+  // While the server cannot say what the session holds, nothing is sent; the recovery waits for it.
+  fake.fault({ route: "GET /api/v1/sessions/:id*", status: 503 });
+  assertEquals((await hookIn("stop", { env: movedEnv, stdin: stop })).stdout, "");
+  assertEquals(fake.messages(OV_SESSION).length, 6, "nothing sent while the server cannot say");
+  fake.clearFaults();
   for (let i = 0; i < 2; i++) assertEquals((await hookIn("stop", { env: movedEnv, stdin: stop })).stdout, "");
   assertEquals(fake.messages(OV_SESSION).map((m) => m.content), expected(4), "the fourth turn, once");
 });
