@@ -378,6 +378,12 @@ async function queueCheck(env: paths.Env, now: number): Promise<Check> {
   return c.warn(summary, fix, detail);
 }
 
+/** The queue files replay could not read and set aside, with what to do; no check when there are none. */
+async function setAsideCheck(env: paths.Env): Promise<Check[]> {
+  const words = queues.setAsideWords(await queues.setAsideFiles(paths.pendingDir(env)));
+  return words ? [checkOf("set-aside").warn(words.summary, words.fix)] : [];
+}
+
 /** The writes OpenViking refused for good (or that waited past the queue's age limit), kept aside. */
 async function rejectedCheck(env: paths.Env): Promise<Check> {
   const c = checkOf("rejected");
@@ -547,7 +553,12 @@ export async function runDoctor(ctx: DoctorContext): Promise<Check[]> {
     ...await server(),
   ];
   if (!homes.some((c) => c.id === "home" && c.status === "fail")) {
-    checks.push(...await guarded("queue", "the pending queue", async () => [await queueCheck(env, ctx.now)]));
+    checks.push(
+      ...await guarded("queue", "the pending queue", async () => [
+        await queueCheck(env, ctx.now),
+        ...await setAsideCheck(env),
+      ]),
+    );
     const answers = !checks.some((c) => (c.id === "server" || c.id === "auth") && c.status === "fail");
     checks.push(...await guarded("captures", "the captures", () => captureChecks(env, config, answers)));
     checks.push(...await guarded("recall", "the recall breaker", () => recallChecks(env, config)));

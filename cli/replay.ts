@@ -8,7 +8,13 @@ import { adviceForCause, causeOf } from "../openviking/advice.ts";
 import { reportJson } from "../lib/neutralize.ts";
 import { loadConfig } from "../openviking/config.ts";
 import { Budget, clientOptions, createClient } from "../openviking/client.ts";
-import { countShared, queueSummary, REJECTED_SUBDIR } from "../openviking/queue.ts";
+import {
+  countShared,
+  queueSummary,
+  REJECTED_SUBDIR,
+  setAsideFiles,
+  setAsideWords,
+} from "../openviking/queue.ts";
 import { replayAll, type ReplayAllReport, replayOptions, replayQueue } from "../openviking/replay.ts";
 import { joinPath, pendingDir, processEnv } from "../lib/paths.ts";
 import { ledgerLimits, recordReplay } from "../memory/ledger.ts";
@@ -63,10 +69,14 @@ export async function replayCommand(
     : (await queueSummary(dir)).entries + await countShared(dir);
   const place = options.rejected ? joinPath(dir, REJECTED_SUBDIR) : dir;
   const cause = report.cause ? causeOf(report.cause) : undefined;
+  // What it could not read it set aside: the user hears of those writes, which are never sent.
+  const setAside = await setAsideFiles(dir).catch(() => []);
+  const aside = setAsideWords(setAside);
   console.log(
     options.json
-      ? reportJson({ ...report, cause, left, server: config.baseUrl })
-      : renderReplay(report, left, config.baseUrl),
+      ? reportJson({ ...report, cause, left, server: config.baseUrl, setAside })
+      : renderReplay(report, left, config.baseUrl) +
+        (aside ? `\n${aside.summary}.\n  fix: ${aside.fix}` : ""),
   );
   // For `status`: which queued commits this replay delivered (this is also the interrupt's detached replay).
   await recordReplay(env, ledgerLimits(config), { ...report, cause }, startedAt);

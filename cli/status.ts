@@ -27,6 +27,8 @@ import {
   REJECTED_SUBDIR,
   type RejectedSummary,
   rejectedSummary,
+  setAsideFiles,
+  setAsideWords,
 } from "../openviking/queue.ts";
 import {
   type Env,
@@ -139,6 +141,8 @@ export const StatusSchema = z.object({
     shared: z.number(),
     /** When the queue is tried next, in words. */
     nextReplay: z.string(),
+    /** Queue files replay could not read and set aside: never sent, the user's to look at. */
+    setAside: z.array(z.string()),
   }),
   /** The writes OpenViking refused for good (or that waited past the queue's age limit), kept in `dir`. */
   rejected: z.object({
@@ -414,6 +418,8 @@ export function renderStatus(st: Status, now: number): string {
       : "Queue   empty",
   );
   if (q.entries || q.shared) lines.push(`        next replay: ${q.nextReplay}`);
+  const aside = setAsideWords(q.setAside);
+  if (aside) lines.push(`        ${aside.summary}`, `        fix: ${aside.fix}`);
   lines.push(...rejectedLines(st.rejected, now));
   const why = !c.reachable ? "server unavailable" : c.authenticated === false ? "key refused" : "no answer";
   if (st.notAsked.length) lines.push("", `Not asked (${why}): ${st.notAsked.join(", ")}`);
@@ -623,6 +629,7 @@ async function collectStatus(
       nextReplay: `at the next Kimi session start, or the session's next turn; now: \`${
         commandName(env)
       } replay\``,
+      setAside: await setAsideFiles(pendingDir(env)).catch(() => []),
     },
     rejected: {
       entries: rejected.entries,

@@ -420,12 +420,13 @@ async function captureLocked(run: Run, start: SessionState): Promise<SessionStat
   const { ctx, mode, report } = run;
   const recovered = start.recover ? await recoverState(run, start) : start;
   if (!recovered) {
+    const aside = start.recover?.aside;
+    const why = aside ? `was damaged (kept at ${aside})` : "named another file as the session's journal";
     report.cause = {
       kind: "local",
       status: 0,
-      message:
-        `the capture state was damaged (kept at ${start.recover?.aside}) and OpenViking could not say ` +
-        "what the session already holds: nothing is sent until it can",
+      message: `the capture state ${why} and OpenViking could not say what the session already holds: ` +
+        "nothing is sent until it can",
     };
     return start;
   }
@@ -452,21 +453,21 @@ async function captureLocked(run: Run, start: SessionState): Promise<SessionStat
   return { ...state, lastCaptureAt: at, lastCaptureEvent: event, lastCapture };
 }
 
-/** The session's journal: where the cursor points if it is still there, else located under Kimi's home. */
-async function findJournal(
-  ctx: HookContext,
-  cursor: Cursor | undefined,
-): Promise<{ ok: true; path: string } | { ok: false; reason: string }> {
-  const path = cursor?.path;
-  if (path && (await Deno.stat(path).then((i) => i.isFile, () => false))) return { ok: true, path };
-  return await locateJournal(kimiHome(ctx.env), ctx.hostSessionId);
+/**
+ * The state as it stands for `journal`. A cursor naming another file (a copied Kimi home, a forged state) goes
+ * with the acknowledgements made against that file: they are recovered from the server as for a damaged state.
+ */
+function ownCursor(state: SessionState, journal: string): SessionState {
+  if (!state.cursor || state.cursor.path === journal) return state;
+  const recover = state.recover ?? { at: Date.now() };
+  return { ...state, capturedKeys: [], ackedBelow: 0, cursor: undefined, inflight: undefined, recover };
 }
 
 /** Captures new whole turns of the session's journal and commits; the state changes only under the lock. */
 export async function captureSession(ctx: HookContext, mode: CaptureMode): Promise<HookResult> {
   if (!ctx.capturePaths || !ctx.ovSessionId) return { outcome: "no-session-id" };
   const before = await readState(ctx.capturePaths.file);
-  const found = await findJournal(ctx, before.cursor);
+  const found = await locateJournal(kimiHome(ctx.env), ctx.hostSessionId);
   // No journal: the prompts the prompt hook kept are the user side of the turn (see prompt-fallback.ts).
   if (!found.ok) return await captureFromPrompts(ctx, mode, found.reason);
   const journal = found.path;
@@ -478,7 +479,8 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
     ? await waitForTurnEnd(journal, before.cursor, mode.waitMs, expectTurn)
     : true;
   const client = clientFor(ctx);
-  const res = await updateState(ctx.capturePaths, async (start, save) => {
+  const res = await updateState(ctx.capturePaths, async (loaded, save) => {
+    const start = ownCursor(loaded, journal);
     const s = await scanJournal(journal, start.cursor);
     const newest = s.turns.turns.at(-1);
     const planOptions: PlanOptions = {

@@ -49,8 +49,9 @@ export const SessionStateSchema = z.object({
   ackedBelow: or(z.int().check(z.nonnegative()), 0),
   /** Keys whose request was about to go out when the last run stopped without recording its outcome. */
   inflight: maybe(z.object({ keys: z.array(z.string()), at: z.number() })),
-  /** The file was found damaged and set aside at `aside`: ask the server what it holds before sending. */
-  recover: maybe(z.object({ aside: z.string(), at: z.number() })),
+  /** The file was found damaged and set aside at `aside`, or the cursor named another file than the journal
+   * (no `aside`): ask the server what it holds before sending. */
+  recover: maybe(z.object({ aside: z.optional(z.string()), at: z.number() })),
   /** The last key acknowledged: names the commit covering everything up to it. */
   lastAckedKey: maybe(z.string()),
   /** What the last finished capture did (doctor, status). */
@@ -95,11 +96,14 @@ export async function statePaths(dir: string, sessionId: string): Promise<StateP
   return { file, lock: `${file}.lock` };
 }
 
-/** A session's state, without the lock; a missing or unreadable file reads as a fresh state. */
+/**
+ * A session's state, without the lock; a missing or unreadable file reads as a fresh state, and so does
+ * anything but a regular file, never opened (a FIFO would block the read forever; `loadState` sets it aside).
+ */
 export async function readState(file: string): Promise<SessionState> {
-  const parsed = SessionStateSchema.safeParse(
-    parseJsonOrUndefined(await readTextIfExists(file).catch(() => undefined)),
-  );
+  const regular = await Deno.lstat(file).then((i) => i.isFile, () => false);
+  const text = regular ? await readTextIfExists(file).catch(() => undefined) : undefined;
+  const parsed = SessionStateSchema.safeParse(parseJsonOrUndefined(text));
   return parsed.success ? parsed.data : emptyState();
 }
 

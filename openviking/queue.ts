@@ -20,7 +20,7 @@ import {
 } from "../lib/fs.ts";
 import { sha256Hex, stableStringify } from "../lib/hash.ts";
 import { isRecord } from "../lib/parsed.ts";
-import { joinPath, safeId } from "../lib/paths.ts";
+import { dirName, joinPath, safeId } from "../lib/paths.ts";
 import { AnyResult, type Budget, type OpenVikingClient, type OvFailure, type OvResponse } from "./client.ts";
 
 /** Subdirectory of the shared pending directory that holds our queue. */
@@ -144,14 +144,47 @@ export async function queueFiles(dir: string): Promise<QueueFile[]> {
   return out.sort((a, b) => a.seq - b.seq);
 }
 
-/** An entry file, parsed; undefined when it is gone or not an entry this version understands. */
+/** A queue file's JSON; undefined when it is not a regular file, never opened (reading a FIFO blocks). */
+async function readQueueJson(path: string): Promise<unknown> {
+  return await Deno.lstat(path).then((i) => i.isFile ? readJson(path) : undefined, () => undefined);
+}
+
+/** An entry file, parsed; undefined when it is gone, no regular file or not an entry this version understands. */
 export async function readEntry(path: string): Promise<QueueEntry | undefined> {
-  return QueueEntrySchema.safeParse(await readJson(path)).data;
+  return QueueEntrySchema.safeParse(await readQueueJson(path)).data;
+}
+
+/** What replay appends to the name of a queue file it cannot read: set aside, kept for the user. */
+export const UNREADABLE = ".unreadable";
+
+/** The files set aside as unreadable in our queue and the rejected place. */
+export async function setAsideFiles(pendingDir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const subdir of [QUEUE_SUBDIR, REJECTED_SUBDIR]) {
+    for (const dir of await sessionDirs(pendingDir, undefined, subdir)) {
+      for (const e of await listDir(dir)) if (e.name.endsWith(UNREADABLE)) out.push(joinPath(dir, e.name));
+    }
+  }
+  return out.sort();
+}
+
+/** The set-aside files in words: how many, where, what to do (status, doctor, replay); none: undefined. */
+export function setAsideWords(files: readonly string[]): { summary: string; fix: string } | undefined {
+  if (!files.length) return undefined;
+  const dirs = [...new Set(files.map(dirName))];
+  const more = dirs.length > 1 ? ` and ${dirs.length - 1} other folder(s)` : "";
+  return {
+    summary: `${files.length} queued write(s) could not be read and are never sent: set aside in ${
+      dirs[0]
+    }${more}`,
+    fix: `they are yours: look at them (*${UNREADABLE}); put one you repaired back under its name without ` +
+      `${UNREADABLE}, or delete it`,
+  };
 }
 
 /** Why the write in a file of the rejected place was refused; undefined when the file does not say. */
 export async function readRejection(path: string): Promise<Rejection | undefined> {
-  const raw = await readJson(path);
+  const raw = await readQueueJson(path);
   return RejectionSchema.safeParse(isRecord(raw) ? raw.rejection : undefined).data;
 }
 
@@ -649,7 +682,7 @@ async function claimedSessions(dir: string): Promise<Map<string, number>> {
   for (const e of await listDir(dir)) {
     const m = ENTRY_NAME.exec(e.name);
     if (!m || m[3] !== "processing") continue;
-    const entry = SharedEntrySchema.safeParse(await readJson(joinPath(dir, e.name))).data;
+    const entry = SharedEntrySchema.safeParse(await readQueueJson(joinPath(dir, e.name))).data;
     if (entry) out.set(entry.sessionId, Math.min(entry.createdAt, out.get(entry.sessionId) ?? Infinity));
   }
   return out;

@@ -24,6 +24,7 @@ import {
   sessionDirs,
   sessionPath,
   type SharedReplayReport,
+  UNREADABLE,
 } from "./queue.ts";
 
 /** The lock a replay of a session holds, in the session's queue directory. */
@@ -192,7 +193,7 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
   let entry = await readEntry(claim);
   if (!entry) {
     // Not ours to understand (torn by hand, or a newer format): keep it aside rather than block the session.
-    await Deno.rename(claim, `${path}.unreadable`).catch(() => {});
+    await Deno.rename(claim, `${path}${UNREADABLE}`).catch(() => {});
     return "next";
   }
   const expired = !options.rejected && run.now - entry.createdAt > options.ttlDays * 86_400_000;

@@ -1,6 +1,7 @@
 /**
  * Finds a session's main journal: `$KIMI_CODE_HOME/session_index.jsonl` (last non-deleted row for the id;
- * torn or garbled lines tolerated), else a scan of `sessions/<work dir key>/<id>/`.
+ * torn or garbled lines tolerated), else a scan of `sessions/<work dir key>/<id>/`. Only a file inside that
+ * home's `sessions/` is a journal: a copied home's index still names the old home's directories.
  */
 
 import { joinPath } from "../../lib/paths.ts";
@@ -29,8 +30,15 @@ export function sessionDirFromIndex(text: string, sessionId: string): string | n
   return dir;
 }
 
-/** Whether `path` is a file. */
-const isFile = (path: string) => Deno.stat(path).then((i) => i.isFile, () => false);
+/** Whether `path` is a file inside the directory `sessions`, links resolved. */
+async function isJournal(sessions: string, path: string): Promise<boolean> {
+  try {
+    const [real, root] = await Promise.all([Deno.realPath(path), Deno.realPath(sessions)]);
+    return real.startsWith(root) && /[\\/]/.test(real[root.length]) && (await Deno.stat(real)).isFile;
+  } catch {
+    return false;
+  }
+}
 
 /** Where a journal was found, or why not. */
 export type Located = { ok: true; path: string; via: "index" | "scan" } | { ok: false; reason: string };
@@ -40,17 +48,18 @@ export async function locateJournal(kimiHome: string, sessionId: string): Promis
   if (!sessionId || /[\\/\0]/.test(sessionId) || sessionId === "." || sessionId === "..") {
     return { ok: false, reason: `invalid session id ${JSON.stringify(sessionId)}` };
   }
+  const sessions = joinPath(kimiHome, "sessions");
   const indexText = await Deno.readTextFile(joinPath(kimiHome, "session_index.jsonl")).catch(() => "");
   const fromIndex = sessionDirFromIndex(indexText, sessionId);
   if (fromIndex) {
     const path = mainJournalPath(fromIndex);
-    if (await isFile(path)) return { ok: true, path, via: "index" };
+    if (await isJournal(sessions, path)) return { ok: true, path, via: "index" };
   }
   try {
-    for await (const wd of Deno.readDir(joinPath(kimiHome, "sessions"))) {
+    for await (const wd of Deno.readDir(sessions)) {
       if (!wd.isDirectory) continue;
-      const path = mainJournalPath(joinPath(kimiHome, "sessions", wd.name, sessionId));
-      if (await isFile(path)) return { ok: true, path, via: "scan" };
+      const path = mainJournalPath(joinPath(sessions, wd.name, sessionId));
+      if (await isJournal(sessions, path)) return { ok: true, path, via: "scan" };
     }
   } catch {
     // no sessions directory

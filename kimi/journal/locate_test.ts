@@ -36,3 +36,22 @@ Deno.test("locate: via the index, else by scanning sessions/*/<id>/; invalid ids
   assertEquals((await locateJournal(home, "session_b")).ok, false);
   assertEquals((await locateJournal(home, "../session_a")).ok, false);
 });
+
+Deno.test("locate: only a file inside this home's sessions/ is a journal (a copied home's index, a link out)", async () => {
+  await using dir = await tempDir();
+  const [home, elsewhere] = [`${dir.path}/new`, `${dir.path}/old/sessions/wd_x_123/session_a`];
+  await Deno.mkdir(`${elsewhere}/agents/main`, { recursive: true });
+  await Deno.writeTextFile(`${elsewhere}/agents/main/wire.jsonl`, "");
+  await Deno.mkdir(`${home}/sessions/wd_x_123/session_a/agents/main`, { recursive: true });
+  await Deno.writeTextFile(
+    `${home}/session_index.jsonl`,
+    JSON.stringify({ sessionId: "session_a", sessionDir: elsewhere }),
+  );
+  assertEquals((await locateJournal(home, "session_a")).ok, false, "the index names another home");
+  const own = `${home}/sessions/wd_x_123/session_a/agents/main/wire.jsonl`;
+  await Deno.symlink(`${elsewhere}/agents/main/wire.jsonl`, own);
+  assertEquals((await locateJournal(home, "session_a")).ok, false, "a link out of sessions/");
+  await Deno.remove(own);
+  await Deno.writeTextFile(own, "");
+  assertEquals(await locateJournal(home, "session_a"), { ok: true, path: own, via: "scan" });
+});

@@ -7,7 +7,8 @@
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { hookIn, placeJournal } from "../support/hook-context.ts";
+import { hookIn, placeJournal, sandboxEnv } from "../support/hook-context.ts";
+import { runCli } from "../support/run.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { tempDir } from "../support/temp.ts";
 import { readState } from "../../memory/state.ts";
@@ -106,4 +107,28 @@ Deno.test("a damaged capture state while the server cannot say what it holds: no
     (f) => Deno.writeTextFile(f, ""),
     (fake) => fake.fault({ route: "GET /api/v1/sessions/:id*", status: 503 }),
   );
+});
+
+Deno.test("a FIFO where the capture state file goes: Stop never opens it, sets it aside and captures", async () => {
+  if (Deno.build.os === "windows") return;
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = sandboxEnv(dir.path, fake.url, {
+    OPENVIKING_WRITE_PATH_ASYNC: "0",
+    OPENVIKING_CAPTURE_WAIT_MS: "0",
+  });
+  const j = new JournalBuilder();
+  for (let i = 0; i < 3; i++) j.simpleTurn(`question ${i}`, `answer ${i}`);
+  await placeJournal(dir.path, SESSION, j.toString());
+  const states = `${dir.path}/.openviking/hook-state/kimicode`;
+  await Deno.mkdir(states, { recursive: true, mode: 0o700 });
+  assertEquals((await new Deno.Command("mkfifo", { args: [`${states}/${SESSION}.json`] }).output()).code, 0);
+  // Reading a FIFO blocks until someone writes to it: the hook hung until it was killed.
+  const r = await runCli(["hook", "stop"], { env, clearEnv: true, stdin: stop, timeoutMs: 30_000 });
+  assertEquals([r.code, r.stdout], [0, ""]);
+  assertEquals(fake.messages(OV_SESSION).length, 6, "the session captured");
+  const aside = (await Array.fromAsync(Deno.readDir(states))).filter((e) =>
+    e.name.includes(".json.damaged-")
+  );
+  assertEquals(aside.map((e) => e.isFile), [false], "the FIFO kept aside, as it was");
 });

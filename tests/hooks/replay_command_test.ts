@@ -3,9 +3,10 @@
  * with `--json`, and, when writes remain, why and the fix — with the server up and down.
  */
 
-import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
+import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { sandboxEnv } from "../support/hook-context.ts";
+import { placeJournal, sandboxEnv } from "../support/hook-context.ts";
+import { JournalBuilder } from "../support/journal.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { enqueueCommit, enqueueMessages } from "../../openviking/queue.ts";
@@ -63,4 +64,71 @@ Deno.test("replay with the server away: says nothing could be sent, what is left
   assertEquals(j.code, 1);
   const report = JSON.parse(j.stdout);
   assertEquals([report.replayed, report.left, report.cause.kind], [0, 2, "unreachable"]);
+});
+
+/** The check `id` of `doctor --json`'s report. */
+async function doctorCheck(
+  env: Record<string, string>,
+  id: string,
+): Promise<{ summary: string; fix?: string }> {
+  const d = await runCli(["doctor", "--json"], { env, clearEnv: true, timeoutMs: 60_000 });
+  return (JSON.parse(d.stdout).checks as { id: string; summary: string; fix?: string }[]).find((c) =>
+    c.id === id
+  )!;
+}
+
+Deno.test("replay: queue files it cannot read are set aside, kept, and replay, status and doctor say where and what to do", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = sandboxEnv(dir.path, fake.url);
+  await queued(dir.path);
+  const queue = `${dir.path}/.openviking/pending/kimicode/${SESSION}`;
+  const names = (await Array.fromAsync(Deno.readDir(queue))).map((e) => e.name).sort();
+  const [torn, commit] = names.map((n) => `${queue}/${n}`);
+  await Deno.writeTextFile(torn, (await Deno.readTextFile(torn)).slice(0, 40));
+  await Deno.writeTextFile(
+    commit,
+    JSON.stringify({ ...JSON.parse(await Deno.readTextFile(commit)), version: 2 }),
+  );
+  const r = await runCli(["replay"], { env, clearEnv: true });
+  assertEquals(r.code, 0, r.stderr);
+  assertMatch(r.stdout, /the queue is empty\.\n2 queued write\(s\) could not be read/i);
+  assertStringIncludes(r.stdout, queue);
+  for (const f of [torn, commit]) assertTrue((await Deno.stat(`${f}.unreadable`)).isFile, "kept");
+  const s = await runCli(["status"], { env, clearEnv: true });
+  assertMatch(s.stdout, /\n {8}2 queued write\(s\) could not be read/);
+  assertStringIncludes(s.stdout.replaceAll(/\s+/g, " "), queue);
+  assertMatch(s.stdout, /delete/);
+  const check = await doctorCheck(env, "set-aside");
+  assertMatch(check.summary, /^2 queued write\(s\) could not be read .* set aside in /);
+  assertStringIncludes(check.summary, queue);
+  assertMatch(check.fix ?? "", /look at them.*\.unreadable.*delete/);
+});
+
+Deno.test("a FIFO in a queue is never opened: status, doctor, a Stop and replay finish, and replay sets it aside", async () => {
+  if (Deno.build.os === "windows") return;
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = sandboxEnv(dir.path, fake.url, {
+    OPENVIKING_WRITE_PATH_ASYNC: "0",
+    OPENVIKING_CAPTURE_WAIT_MS: "0",
+  });
+  await queued(dir.path);
+  const fifoSession = "session_fifo-queue";
+  const queue = `${dir.path}/.openviking/pending/kimicode/kc-${fifoSession}`;
+  await Deno.mkdir(queue, { recursive: true });
+  const fifo = `${queue}/0000000001-m5.json`;
+  // Reading a FIFO blocks until someone writes to it: each of these hung until killed.
+  assertEquals((await new Deno.Command("mkfifo", { args: [fifo] }).output()).code, 0);
+  const run = (args: string[], stdin?: string) =>
+    runCli(args, { env, clearEnv: true, stdin, timeoutMs: 30_000 });
+  assertEquals((await run(["status"])).code, 0);
+  assertEquals((await run(["doctor", "--json"])).code, 1, "doctor: no hook registered here");
+  await placeJournal(dir.path, fifoSession, new JournalBuilder().simpleTurn("question", "answer").toString());
+  const stop = JSON.stringify({ hook_event_name: "Stop", session_id: fifoSession, cwd: "/home/user/proj" });
+  assertEquals((await run(["hook", "stop"], stop)).code, 0);
+  assertEquals(fake.messages(`kc-${fifoSession}`).length, 2, "the session's turn captured");
+  assertEquals((await run(["replay"])).code, 0);
+  assertEquals(fake.messages(SESSION).length, 2, "the other session's queue delivered");
+  assertTrue((await Deno.lstat(`${fifo}.unreadable`)).isFifo, "the FIFO kept aside, as it was");
 });
