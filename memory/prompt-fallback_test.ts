@@ -109,23 +109,26 @@ Deno.test("plan: a fallback-sent user text is skipped once, for a turn begun aro
 
 const SESSION = "session_0f6a4f5e-2b7c-4c55-9a43-6d1f7c2e9b10";
 
+/** Runs hooks of SESSION in-process in a home at `home`, synchronously, against the server at `url`. */
+const hooksOf =
+  (home: string, url: string) => (event: string, name: string, extra: Record<string, unknown> = {}) =>
+    hookIn(event, {
+      env: {
+        HOME: home,
+        KIMI_CODE_HOME: `${home}/.kimi-code`,
+        PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+        OPENVIKING_URL: url,
+        OPENVIKING_TIMEOUT_MS: "1000",
+        OPENVIKING_WRITE_PATH_ASYNC: "0",
+        OPENVIKING_CAPTURE_WAIT_MS: "0",
+      },
+      stdin: JSON.stringify({ hook_event_name: name, session_id: SESSION, cwd: "/home/user/proj", ...extra }),
+    });
+
 Deno.test("prompt fallback: no journal → the prompt reaches the server once; the journal later → nothing twice", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
-  const env = {
-    HOME: dir.path,
-    KIMI_CODE_HOME: `${dir.path}/.kimi-code`,
-    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-    OPENVIKING_URL: fake.url,
-    OPENVIKING_TIMEOUT_MS: "1000",
-    OPENVIKING_WRITE_PATH_ASYNC: "0",
-    OPENVIKING_CAPTURE_WAIT_MS: "0",
-  };
-  const hook = (event: string, name: string, extra: Record<string, unknown> = {}) =>
-    hookIn(event, {
-      env,
-      stdin: JSON.stringify({ hook_event_name: name, session_id: SESSION, cwd: "/home/user/proj", ...extra }),
-    });
+  const hook = hooksOf(dir.path, fake.url);
   const prompt = "please remember that the build uses make, token=hunter2secret";
   const startedAt = Date.now();
   await hook("user-prompt-submit", "UserPromptSubmit", { prompt });
@@ -157,20 +160,7 @@ Deno.test("prompt fallback: no journal → the prompt reaches the server once; t
 Deno.test("prompt fallback: with the journal there, the kept prompts are never sent", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
-  const env = {
-    HOME: dir.path,
-    KIMI_CODE_HOME: `${dir.path}/.kimi-code`,
-    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-    OPENVIKING_URL: fake.url,
-    OPENVIKING_TIMEOUT_MS: "1000",
-    OPENVIKING_WRITE_PATH_ASYNC: "0",
-    OPENVIKING_CAPTURE_WAIT_MS: "0",
-  };
-  const hook = (event: string, name: string, extra: Record<string, unknown> = {}) =>
-    hookIn(event, {
-      env,
-      stdin: JSON.stringify({ hook_event_name: name, session_id: SESSION, cwd: "/home/user/proj", ...extra }),
-    });
+  const hook = hooksOf(dir.path, fake.url);
   await hook("user-prompt-submit", "UserPromptSubmit", {
     prompt: "a prompt the hook saw but the journal lacks",
   });
