@@ -57,6 +57,7 @@ export async function replayCommand(
   const bounds = replayOptions(config, {
     limit: Number.MAX_SAFE_INTEGER,
     budget: new Budget(Math.max(config.replayBudgetMs, 60_000)),
+    waitUnsure: true,
   });
   const report: ReplayAllReport = options.rejected
     ? {
@@ -82,7 +83,12 @@ export async function replayCommand(
   await recordReplay(env, ledgerLimits(config), { ...report, cause }, startedAt);
   if (left > 0) {
     // Why, in the words doctor uses, with the fix (a redirect names where it points, a refused key says so).
-    const why = cause ? adviceForCause(cause, config.baseUrl) : undefined;
+    const seconds = Math.max(1, Math.ceil(((report.waitUntil ?? 0) - Date.now()) / 1000));
+    const why = cause ? adviceForCause(cause, config.baseUrl) : report.waitUntil === undefined ? undefined : {
+      summary: `the reply to an earlier write was lost and the server may still be storing it, so it is ` +
+        `asked about (and sent if missing) in ${seconds} s`,
+      fix: `nothing to do: the next hook sends it; or run "${commandName()} replay" again then`,
+    };
     console.error(
       why
         ? `${left} entries are still queued in ${place}: ${why.summary}\n  fix: ${why.fix}`

@@ -277,7 +277,8 @@ function fullPlan(run: Run, state: SessionState): Plan {
 /**
  * A run that stopped without recording its last request's outcome left its intent: those messages are
  * acknowledged where they are found (our queue, or the session on the server) and sent again where they are
- * not (a duplicate is better than a loss).
+ * not (a duplicate is better than a loss). While the server may still be storing that request (`askFrom`), its
+ * answer proves nothing: they are queued unsure instead, and what follows queues behind them.
  */
 async function settleInflight(run: Run, state: SessionState): Promise<SessionState> {
   if (!state.inflight?.keys.length) return state;
@@ -291,9 +292,16 @@ async function settleInflight(run: Run, state: SessionState): Promise<SessionSta
     if (queued.has(await messageKey(ctx.ovSessionId, c.payload))) found.add(c.key);
     else rest.push(c);
   }
-  const held = rest.length ? await liveMessages(run.client, ctx.ovSessionId, run.mode.budget) : [];
+  const askFrom = state.inflight.askFrom ?? 0;
+  const early = rest.length > 0 && Date.now() < askFrom;
+  if (early) {
+    const queue = await SessionQueue.open(ctx.pendingDir, ctx.ovSessionId).catch(() => undefined);
+    const stored = await queue?.messages(rest.map((c) => c.payload), { unsure: askFrom });
+    for (const c of rest.slice(0, stored ?? 0)) found.add(c.key);
+  }
+  const held = rest.length && !early ? await liveMessages(run.client, ctx.ovSessionId, run.mode.budget) : [];
   for (const c of rest) if (held && isHeld(held, c.payload)) found.add(c.key);
-  const asked = !rest.length ? "queue" : held ? "server" : "unknown";
+  const asked = !rest.length ? "queue" : early ? "later" : held ? "server" : "unknown";
   run.report.settledElsewhere = found.size;
   ctx.log.stage("inflight-settled", { keys: inflight.size, found: found.size, asked });
   return {
@@ -337,7 +345,11 @@ async function replayBacklog(run: Run): Promise<{ backlog: boolean; queue?: Sess
     run.report.backlog = await replayQueue(
       ctx.pendingDir,
       run.client,
-      replayOptions(ctx.config, { budget: run.mode.budget, sessionId: ctx.ovSessionId }),
+      replayOptions(ctx.config, {
+        budget: run.mode.budget,
+        sessionId: ctx.ovSessionId,
+        waitUnsure: ctx.isWorker, // nobody waits for a detached worker
+      }),
     );
   }
   const queue = await SessionQueue.open(ctx.pendingDir, ctx.ovSessionId).catch(() => undefined);
@@ -371,10 +383,15 @@ async function sendStep(
     ...queue,
     // The intent is on disk before the request: if its outcome cannot be recorded, the next run asks. It
     // builds on what earlier requests of this step had acknowledged (`from`), never on the step's start.
-    beforeRequest: async (from, to) =>
+    beforeRequest: async (from, to, askFrom) =>
       await run.save({
         ...(from > 0 ? await stateAfter(run, base, plan, from, from) : base),
-        inflight: { keys: plan.toSend.slice(from, to).map((x) => x.key), at: Date.now() },
+        inflight: {
+          keys: plan.toSend.slice(from, to).map((x) => x.key),
+          at: Date.now(),
+          // A request's answer counts once the server had a timeout more than we wait for it.
+          askFrom: askFrom ?? Date.now() + 2 * run.client.options.timeoutMs,
+        },
       }),
     // Recorded before the next request: a kill later on never makes the next capture send these again.
     onAcked: async (acked) => await run.save(await stateAfter(run, base, plan, acked, acked)),

@@ -20,7 +20,10 @@ const REPEAT_WINDOW_MS = 2000;
 async function replayQueues(ctx: HookContext): Promise<HookResult> {
   // A paused recall's server, probed when due: a new session's first prompt may then ask it at once.
   await probeIfDue(clientFor(ctx), ctx.sharedStateDir);
-  const options = replayOptions(ctx.config, { budget: new Budget(ctx.config.replayBudgetMs) });
+  const options = replayOptions(ctx.config, {
+    budget: new Budget(ctx.config.replayBudgetMs),
+    waitUnsure: ctx.isWorker,
+  });
   const report = await replayAll(ctx.pendingDir, clientFor(ctx), options);
   // Temp files of writes killed mid-way (a session's queue was swept by the replay above), the ledger's bounds.
   const temps = await houseKeeping(ctx);

@@ -47,8 +47,11 @@ export const SessionStateSchema = z.object({
   cursor: maybe(CursorSchema),
   /** Every turn below this index is acknowledged (survives a journal rewrite). */
   ackedBelow: or(z.int().check(z.nonnegative()), 0),
-  /** Keys whose request was about to go out when the last run stopped without recording its outcome. */
-  inflight: maybe(z.object({ keys: z.array(z.string()), at: z.number() })),
+  /**
+   * Keys whose request was about to go out (or be queued after one that may have arrived) when the last run
+   * stopped without recording its outcome; `askFrom`: from when the session's answer about it counts.
+   */
+  inflight: maybe(z.object({ keys: z.array(z.string()), at: z.number(), askFrom: z.optional(z.number()) })),
   /** The file was found damaged and set aside at `aside`, or the cursor named another file than the journal
    * (no `aside`): ask the server what it holds before sending. */
   recover: maybe(z.object({ aside: z.optional(z.string()), at: z.number() })),

@@ -45,14 +45,15 @@ const MessageSchema = z.object({
 /**
  * What every queued request has: the format version, its session, its place in the session's queue, its time;
  * `unsure` when a request of it may have reached the server without the reply reaching us (no reply came, or
- * the replay sending it died): replay asks the session what it holds before sending it again.
+ * the replay sending it died), with the time from which the session's answer counts (`true` in older
+ * entries: at once): replay asks the session what it holds then, before sending it again.
  */
 const ENTRY_BASE = {
   version: z.literal(1),
   sessionId: z.string().check(z.minLength(1)),
   seq: z.int().check(z.positive()),
   createdAt: z.number(),
-  unsure: z.optional(z.literal(true)),
+  unsure: z.optional(z.union([z.literal(true), z.number()])),
 };
 
 /** One queued request: a batch of messages, or a commit. */
@@ -290,11 +291,11 @@ export class SessionQueue {
   /**
    * Queues messages in order, in batches; messages already queued are skipped. Returns how many of the leading
    * messages are durably queued (a failure stops it: the rest is not acknowledged). `unsure`: the first batch
-   * is one whose request may have arrived (replay asks the session before sending it).
+   * is one whose request may have arrived, and when we stopped waiting for it (replay asks the session first).
    */
   async messages(
     payloads: readonly MessagePayload[],
-    options: { now?: number; unsure?: boolean } = {},
+    options: { now?: number; unsure?: number } = {},
   ): Promise<number> {
     const now = options.now ?? Date.now();
     if (payloads.length === 0) return 0;
@@ -318,7 +319,7 @@ export class SessionQueue {
         sessionId,
         seq,
         createdAt: now,
-        ...(i === 0 && options.unsure ? { unsure: true as const } : {}),
+        ...(i === 0 && options.unsure !== undefined ? { unsure: options.unsure } : {}),
         messages: b.map(({ key, payload }) => ({ key, payload })),
       })));
       for (const b of batches.slice(0, stored)) for (const m of b) this.keys.add(m.key);

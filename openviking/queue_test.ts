@@ -332,7 +332,7 @@ Deno.test("replay: bounded in entries per run; a session filter replays only tha
   );
 });
 
-Deno.test("replay: a claim whose replay died is taken over at once, whatever its pid; what the session holds is not sent again", async () => {
+Deno.test("replay: a claim whose replay died is taken over at once, whatever its pid; asked about once the server had a timeout more, what it holds is not sent again", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
   const claimed = async (sid: string, pid: number) => {
@@ -350,10 +350,12 @@ Deno.test("replay: a claim whose replay died is taken over at once, whatever its
   }
   const busy = await claimed("kc-busy", gone.pid);
   // A replay of kc-busy runs right now in another process: its lock is held.
-  const report = await withLock(
-    `${busy}/replay.lock`,
-    () => replayQueue(dir.path, clientOf(fake.url), opts()),
-  );
+  const replay = (now?: number) => replayQueue(dir.path, clientOf(fake.url), opts({ now }));
+  const early = await withLock(`${busy}/replay.lock`, () => replay());
+  assertTrue(early.acquired);
+  assertEquals(fake.requests.length, 0, "its last request may still be being stored: nothing asked yet");
+  assertEquals([early.value.deferred, early.value.waitUntil! - Date.now() <= 2000], [3, true]);
+  const report = await withLock(`${busy}/replay.lock`, () => replay(Date.now() + 2000));
   assertEquals(
     ["kc-gone", "kc-alive-pid"].map((s) => contents(fake, s)),
     [["message 0", "message 1"], ["message 0", "message 1"]],

@@ -9,7 +9,14 @@ import { removeAbandonedTemps, writeFileAtomic } from "../lib/fs.ts";
 import type { Budget, OpenVikingClient, OvFailure } from "./client.ts";
 import { withLock } from "../lib/lock.ts";
 import { joinPath } from "../lib/paths.ts";
-import { CommitResultSchema, deliverMessages, isHeld, liveMessages, mayHaveArrived } from "./sessions.ts";
+import {
+  answerCountsFrom,
+  CommitResultSchema,
+  deliverMessages,
+  isHeld,
+  liveMessages,
+  mayHaveArrived,
+} from "./sessions.ts";
 import {
   claimName,
   entryFile,
@@ -48,6 +55,8 @@ export interface ReplayOptions {
   now?: number;
   /** Replay the rejected place (`replay --rejected`, no age limit) instead of the queue. */
   rejected?: boolean;
+  /** Wait (inside the budget) for an unsure entry the server may still be storing, rather than leave it. */
+  waitUnsure?: boolean;
 }
 
 /** What a replay run did. */
@@ -68,6 +77,8 @@ export interface ReplayReport {
   commitTasks: { sessionId: string; taskId: string }[];
   /** The failure that stopped the run (or a session), if any. */
   cause?: OvFailure;
+  /** A write whose reply was lost waits until then (the server may still be storing it), and its session's later ones with it. */
+  waitUntil?: number;
   /** Messages sent per session (for `status`: they count as delivered, no longer as queued). */
   delivered: { sessionId: string; messages: number }[];
 }
@@ -197,15 +208,27 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
     return "next";
   }
   const expired = !options.rejected && run.now - entry.createdAt > options.ttlDays * 86_400_000;
-  let stop: OvFailure | "local" | undefined;
+  let stop: OvFailure | "local" | "wait" | undefined;
   if (expired) {
     const why = { status: 0, message: `waited in the queue longer than ${options.ttlDays} days` };
     stop = await keepRejected(run.pendingDir, entry.sessionId, writeOf(entry), why, entry.createdAt)
       .then(() => undefined, () => "local" as const);
   } else {
-    if (f.claimedBy !== undefined && !entry.unsure) entry = await keep(claim, { ...entry, unsure: true });
-    run.sent++;
-    stop = await replayEntry(run, claim, entry).catch(() => "local" as const);
+    const timeout = run.client.options.timeoutMs;
+    // A dead replay's last request may still be being stored.
+    if (f.claimedBy !== undefined && !entry.unsure) {
+      entry = await keep(claim, { ...entry, unsure: run.now + timeout });
+    }
+    const wait = (typeof entry.unsure === "number" ? entry.unsure : 0) - run.now;
+    const waits = wait > 0 && options.waitUnsure && wait < options.budget.remaining() - 1000;
+    if (waits) await new Promise((r) => setTimeout(r, wait));
+    if (wait > 0 && !waits) {
+      stop = "wait";
+      report.waitUntil = Math.min(report.waitUntil ?? run.now + wait, run.now + wait);
+    } else {
+      run.sent++;
+      stop = await replayEntry(run, claim, entry).catch(() => "local" as const);
+    }
   }
   if (!stop) {
     await Deno.remove(claim).catch(() => {});
@@ -215,10 +238,11 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
   }
   // Back in its place, named after what is left of it (progress inside it is kept).
   let left = await readEntry(claim) ?? entry;
-  if (stop !== "local" && mayHaveArrived(stop) && !left.unsure) {
-    left = await keep(claim, { ...left, unsure: true });
+  if (stop !== "local" && stop !== "wait" && mayHaveArrived(stop)) {
+    left = await keep(claim, { ...left, unsure: answerCountsFrom(stop, run.client.options.timeoutMs) });
   }
   await Deno.rename(claim, joinPath(dir, entryFile(f.seq, left).name)).catch(() => {});
+  if (stop === "wait") return "stop"; // the session's later writes wait behind it; other sessions go on
   if (stop !== "local") report.cause = stop;
   // "local": the rejected place could not keep a write (a full disk), so nothing more is settled now.
   if (stop === "local" || stopsEverything(stop)) run.stopAll = true;
@@ -302,9 +326,10 @@ export async function replayAll(
 /** The bounds of a replay from the config: its entry limit (unless given), retries, age, and `run`'s budget. */
 export function replayOptions(
   config: { pendingReplayLimit: number; pendingMaxRetries: number; pendingTtlDays: number },
-  run: { budget: Budget; limit?: number; sessionId?: string },
+  run: { budget: Budget; limit?: number; sessionId?: string; waitUnsure?: boolean },
 ): ReplayAllOptions {
   return {
+    waitUnsure: run.waitUnsure,
     limit: run.limit ?? config.pendingReplayLimit,
     maxRetries: config.pendingMaxRetries,
     ttlDays: config.pendingTtlDays,

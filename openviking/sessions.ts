@@ -48,6 +48,16 @@ export function mayHaveArrived(f: OvFailure): boolean {
   return f.error.code !== "CONNECT" && f.error.code !== "BUDGET_SPENT";
 }
 
+/**
+ * From when the session's answer about a write that failed this way (`mayHaveArrived`) counts: at once when
+ * the server answered or the connection broke, but after a timeout — ours, or a gateway's 504 — only once the
+ * server has had as long again as we waited (`timeoutMs`): a slow server may still store a write its client
+ * gave up on.
+ */
+export function answerCountsFrom(f: OvFailure, timeoutMs: number, now = Date.now()): number {
+  return f.error.code === "TIMEOUT" || f.status === 504 ? now + timeoutMs : now;
+}
+
 /** What delivering a list of messages did, up to where it stopped. */
 export interface Delivery {
   /** Messages settled from the start: sent or rejected. */
@@ -98,11 +108,13 @@ export async function deliverMessages(
       const why = wantsSerial(res);
       if (!why) return { ...d, stop: res };
       if (why === "route") serial = true; // an older server without the batch route: one by one from here on
-      // A refused batch goes one by one, so only a message OpenViking refuses is set aside.
+      // A refused batch goes one by one, so only a message OpenViking refuses is set aside; each request's
+      // intent is recorded again (settling the one before it cleared the batch's).
+      const before = options.beforeRequest;
       const inner = await deliverMessages(client, sid, payloads.slice(from, end), {
         ...options,
         serial: true,
-        beforeRequest: undefined,
+        beforeRequest: before && (async (f, t) => await before(from + f, from + t)),
         onSettled: async (n) => await options.onSettled?.(from + n),
       });
       d.sent += inner.sent;
@@ -156,9 +168,10 @@ export interface SendOptions {
   queue?: SessionQueue;
   /**
    * Called before messages `[from, to)` are sent or queued, so the caller can record the intent first; if it
-   * throws, nothing more is sent (nothing is lost: the messages stay unacknowledged).
+   * throws, nothing more is sent (nothing is lost: the messages stay unacknowledged). `askFrom`, when they are
+   * queued: from when the session's answer about the request before counts (`answerCountsFrom`).
    */
-  beforeRequest?: (from: number, to: number) => Promise<void>;
+  beforeRequest?: (from: number, to: number, askFrom?: number) => Promise<void>;
   /**
    * Called with the acknowledged prefix after each request the server settled, before the next request, so
    * the caller can record it: a process killed later never sends that prefix again. If it throws, sending
@@ -175,10 +188,10 @@ export async function sendMessages(
   options: SendOptions,
 ): Promise<SendReport> {
   const report: SendReport = { acked: 0, sent: 0, queued: 0, rejected: 0, rejections: [] };
-  /** Queues `payloads[i…]`, the first batch unsure when its request may have arrived. */
-  const queueFrom = async (i: number, unsure = false) => {
+  /** Queues `payloads[i…]`, the first batch unsure (asked about from `unsure` on) when its request may have arrived. */
+  const queueFrom = async (i: number, unsure?: number) => {
     if (i >= payloads.length) return;
-    await options.beforeRequest?.(i, payloads.length);
+    await options.beforeRequest?.(i, payloads.length, unsure ?? Date.now());
     const queue = options.queue ?? await SessionQueue.open(options.pendingDir, sid);
     const stored = await queue.messages(payloads.slice(i), { unsure });
     report.queued += stored;
@@ -212,7 +225,8 @@ export async function sendMessages(
     });
     if (d.stop) {
       report.cause = d.stop;
-      await queueFrom(d.settled, mayHaveArrived(d.stop));
+      const unsure = mayHaveArrived(d.stop) ? answerCountsFrom(d.stop, client.options.timeoutMs) : undefined;
+      await queueFrom(d.settled, unsure);
     }
   } catch (error) {
     // The caller could not record its progress: stop here; what is not acknowledged stays in the journal.

@@ -380,6 +380,7 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
       // What OpenViking refused for good while it was faulty is kept: the healed server takes it now.
       const kept = await (await procs.start(["replay", "--rejected"], "", { writer: true })).ended;
       if (left.code === 0 && kept.code === 0) break;
+      await sleep(1100); // a write whose reply was lost is asked about once the server had a timeout more
     }
     await procs.settle(30_000);
 
@@ -394,6 +395,15 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
       snapshots,
       userFiles: { [`${kimi}/config.toml`]: USER_CONFIG_TOML, [`${kimi}/mcp.json`]: USER_MCP_JSON },
     });
+    const keep = Deno.env.get("CHAOS_KEEP");
+    if (keep && result.violations.length) {
+      await new Deno.Command("cp", { args: ["-a", home, `${keep}/seed-${seed}`] }).output();
+      const lines = fake.requests.map((r) =>
+        JSON.stringify({ ...r, headers: { origin: r.headers["x-openviking-user"] } })
+      );
+      await Deno.writeTextFile(`${keep}/seed-${seed}/requests.jsonl`, lines.join("\n"));
+      await Deno.writeTextFile(`${keep}/seed-${seed}/plan.json`, JSON.stringify(plan));
+    }
     return {
       ...result,
       seed,

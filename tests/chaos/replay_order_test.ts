@@ -9,7 +9,9 @@ import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { tempDir } from "../support/temp.ts";
 import { Budget, createClient } from "../../openviking/client.ts";
 import { listShared, replayShared } from "../../openviking/queue.ts";
-import { enqueueShared as enqueueAll, type PendingWrite } from "../support/queue.ts";
+import { replayQueue } from "../../openviking/replay.ts";
+import { sendMessages } from "../../openviking/sessions.ts";
+import { enqueueShared as enqueueAll, type PendingWrite, rejectedWrites } from "../support/queue.ts";
 
 const msg = (i: number, sessionId: string): PendingWrite => ({
   type: "addMessage",
@@ -39,6 +41,48 @@ Deno.test("replay: while an older write of a session is claimed elsewhere, its l
     await Deno.rename(`${q}/${oldest.name.replace(/\.json$/, ".processing")}`, `${q}/${oldest.name}`);
     await replayShared(q, client, options());
     assertEquals(fake.messages("kc-a").map((m) => m.content), ["message 0", "message 1", "message 2"]);
+  } finally {
+    await fake.close();
+  }
+});
+
+// CHAOS_SEED=68590: a batch the server took 1.3 s to store, after its client (timeout 1 s) had given up; a
+// replay 0.2 s later asked the session, heard "not there", sent it again and was refused (a 400 for a
+// moment), so the refused copies were set aside, the next turn went first, and the late batch landed after it.
+Deno.test("replay: a write its client gave up on is asked about only once the server has had as long again", async () => {
+  await using dir = await tempDir();
+  const fake = await FakeOpenViking.start();
+  try {
+    const pendingDir = `${dir.path}/pending`;
+    const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 400 });
+    const turn = (i: number) => ({ role: "user" as const, content: `turn ${i}`, turn_id: String(i) });
+    fake.fault({ route: "POST /api/v1/sessions/:id/messages/batch", delayMs: 600, times: 1 });
+    const sent = await sendMessages(client, "kc-s", [turn(0), turn(1)], {
+      budget: new Budget(5000),
+      pendingDir,
+    });
+    assertEquals([sent.sent, sent.queued], [0, 2], "no answer in time: queued, unsure");
+    fake.fault({ route: "POST /api/v1/sessions/:id/messages*", status: 400, times: 3 });
+    const options = { limit: 50, ttlDays: 7, budget: new Budget(5000), sessionId: "kc-s" };
+    const asked = fake.requests.length;
+    const early = await replayQueue(pendingDir, client, options);
+    assertEquals([early.replayed, early.deferred, early.messages], [0, 1, 0], "too early to ask: it waits");
+    assertEquals(
+      fake.requests.length,
+      asked,
+      "nothing asked or sent while the server may still be storing it",
+    );
+
+    await new Promise((r) => setTimeout(r, 500)); // the server stores it now (600 ms), then the window ends
+    fake.clearFaults();
+    const later = await replayQueue(pendingDir, client, options);
+    assertEquals(
+      [later.replayed, later.held, later.messages],
+      [1, 2, 0],
+      "found on the server: not sent again",
+    );
+    assertEquals(fake.messages("kc-s").map((m) => m.content), ["turn 0", "turn 1"]);
+    assertEquals((await rejectedWrites(pendingDir)).length, 0);
   } finally {
     await fake.close();
   }
