@@ -83,7 +83,8 @@ Deno.test({
       taskId: commit.task_id,
     };
     await Deno.writeTextFile(`${ledger}/session_r.jsonl`, `${JSON.stringify(capture)}\n`);
-    for (let t = Date.now();; await new Promise((r) => setTimeout(r, 300))) {
+    const t = Date.now();
+    for (;; await new Promise((r) => setTimeout(r, 300))) {
       const task = await api(server, "GET", `/api/v1/tasks/${commit.task_id}`) as { status: string };
       if (task.status === "completed") break;
       assertTrue(task.status !== "failed" && Date.now() - t < 60_000, `the commit's task: ${task.status}`);
