@@ -11,7 +11,7 @@ import { adviceFor } from "../openviking/advice.ts";
 import { loadConfig } from "../openviking/config.ts";
 import { clientOptions, createClient, type OvFailure } from "../openviking/client.ts";
 import { resolvePeer } from "../openviking/peer.ts";
-import { dirName, type Env, joinPath, ledgerDir, orNoHome, processEnv } from "../lib/paths.ts";
+import { dirName, joinPath, ledgerDir, orNoHome, processEnv } from "../lib/paths.ts";
 import { commandName, workspaceDir } from "../lib/self.ts";
 import { ago, STATUS_COLUMNS as WIDTH, wrap } from "./status.ts";
 import {
@@ -61,55 +61,42 @@ export function renderListing(l: Listing & { roots: Root[] }, now: number, searc
         (search && m.score !== undefined ? m.score.toFixed(2) : m.modified ? ago(m.modified, now) : "?")
           .padEnd(10);
       const tag = m.scope === "project" ? "project: " : "";
-      lines.push(`  ${when}${fit(tag + m.text, WIDTH - 12)}`, ...wrap(`      ${m.uri}`, "      "));
+      lines.push(`  ${when}${fit(tag + m.text, WIDTH - 12)}`, `      ${m.uri}`);
     }
   }
-  for (const f of l.failures) {
-    lines.push("", ...wrap(`could not read ${f.root.uri}: ${f.failure.error.message}`, "  "));
-  }
-  return lines;
+  for (const f of l.failures) lines.push("", `could not read ${f.root.uri}: ${f.failure.error.message}`);
+  return wrapped(lines);
 }
+
+/** Lines wrapped at 80 columns, each continuation indented two more than its line. */
+const wrapped = (lines: string[]) => lines.flatMap((l) => wrap(l, `${/^ */.exec(l)![0]}  `));
 
 /** The lines of one memory in full and where it came from (what cannot be known is said so). */
 export function renderShown(s: Shown, now: number): string[] {
-  const lines = [
-    ...wrap(s.uri, ""),
-    s.modified ? `changed ${ago(s.modified, now)}` : "when it changed: the server did not say",
-    "",
-    ...s.text.split("\n").flatMap((l) => wrap(l, "")),
-    "",
-    "Where it came from:",
-  ];
+  const lines = [s.uri, "", ...s.text.split("\n"), "", "Where it came from:"];
   for (const o of s.origins) {
     const who = o.kimiSession
       ? `Kimi session ${o.kimiSession}`
       : `OpenViking session ${o.session} (not ours)`;
     const archive = o.archive.slice(o.archive.lastIndexOf("/") + 1);
     lines.push(
-      ...wrap(
-        `- ${o.change} by commit ${archive} of ${who}${o.extractedAt ? `, ${o.extractedAt}` : ""}`,
-        "  ",
-      ),
-      ...wrap(`  turns: ${o.turns.length ? o.turns.join(", ") : "the archive could not be read"}`, "    "),
-      ...wrap(
-        o.capture
-          ? `  task ${o.taskId}: our ${o.capture.event} capture, ${ago(o.capture.at, now)}`
-          : o.taskId
-          ? `  task ${o.taskId}: our ledger has no capture of it`
-          : "  its task is gone from the server (finished ones are kept 24 h): which capture made it is unknown",
-        "    ",
-      ),
+      `- ${o.change} by commit ${archive} of ${who}${o.extractedAt ? `, ${o.extractedAt}` : ""}`,
+      `  turns: ${o.turns.length ? o.turns.join(", ") : "the archive could not be read"}`,
+      o.capture
+        ? `  task ${o.taskId}: our ${o.capture.event} capture, ${ago(o.capture.at, now)}`
+        : o.taskId
+        ? `  task ${o.taskId}: our ledger has no capture of it`
+        : "  its task is gone from the server (finished ones are kept 24 h): which capture made it is unknown",
     );
   }
-  if (s.unknown) lines.push(...wrap(`- unknown: ${s.unknown}`, "  "));
+  if (s.unknown) lines.push(`- unknown: ${s.unknown}`);
   else if (!s.origins.length) {
-    lines.push(...wrap(
+    lines.push(
       `- no commit among the newest ${s.diffsRead} memory diffs names it: it was written directly (an ` +
         "import, the remember tool, another client) or by an older commit",
-      "  ",
-    ));
+    );
   }
-  return lines;
+  return wrapped(lines);
 }
 
 /** Options of `openviking-kimi memories`. */
@@ -121,134 +108,117 @@ export interface MemoriesOptions {
   json: boolean;
 }
 
-const ACTIONS = ["show", "forget", "export", "import"];
-
-/** Prints a result: `value` as JSON with --json, else `text` (on stderr when it is an `error`). */
-type Say = (value: unknown, text: string[], error?: boolean) => void;
+/** Writes `bytes` to a new file `path` (0600; an existing file is never replaced); the error's words, if any. */
+const writeNew = (path: string, bytes: Uint8Array) =>
+  Deno.writeFile(path, bytes, { createNew: true, mode: 0o600 }).then(
+    () => undefined,
+    (e: Error) => e.message,
+  );
 
 /** `openviking-kimi memories`: exit 0; 1 the server failed; 2 a usage error; 3 no such memory; 4 no such route. */
 export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
   const env = processEnv();
-  const say: Say = (value, text, error = false) => {
+  const say = (value: unknown, text: string[], error = false) => {
     if (o.json) console.log(reportJson(value, 2));
     else (error ? console.error : console.log)(neutralize(text.join("\n")));
   };
-  const usage = (message: string) => (console.error(`openviking-kimi memories: ${message}`), 2);
-  if (o.action !== undefined && !ACTIONS.includes(o.action)) {
-    return usage(`unknown action ${JSON.stringify(o.action)} (show, forget, export or import)`);
-  }
-  if (o.action && o.arg === undefined) {
-    return usage(`${o.action} needs ${/port/.test(o.action) ? "<file>" : "<uri>"}`);
-  }
-  if (!o.action && o.arg !== undefined) return usage(`unexpected argument ${JSON.stringify(o.arg)}`);
-  if (o.search !== undefined && o.action) return usage("--search lists; it goes without an action");
-  const uri = o.arg ?? "";
-  if ((o.action === "show" || o.action === "forget") && !isMemoryUri(uri)) {
-    return usage(
-      `${JSON.stringify(uri)} is not a memory's URI (viking://…/memories/….md); \`${
-        commandName(env)
-      } memories\` lists them`,
+  /** Says why nothing (more) was done; returns `code`. */
+  const stop = (code: number, message: string, fix = "", kind = "usage") => {
+    const text = wrap(`openviking-kimi memories: ${message}`, "  ");
+    say(
+      { error: { kind, message, ...(fix ? { fix } : {}) } },
+      fix ? [...text, ...wrap(`  fix: ${fix}`, "    ")] : text,
+      true,
     );
+    return code;
+  };
+  const { action, arg: uri = "" } = o;
+  const list = `\`${commandName(env)} memories\` lists them`;
+  if (action !== undefined && !["show", "forget", "export", "import"].includes(action)) {
+    return stop(2, `unknown action ${JSON.stringify(action)} (show, forget, export or import)`);
+  }
+  if (!action !== (o.arg === undefined)) {
+    return stop(2, action ? `${action} needs its argument` : `unexpected argument ${JSON.stringify(uri)}`);
+  }
+  if (o.search !== undefined && action) return stop(2, "--search lists; it goes without an action");
+  if ((action === "show" || action === "forget") && !isMemoryUri(uri)) {
+    return stop(2, `${JSON.stringify(uri)} is not a memory's URI (viking://…/memories/….md); ${list}`);
   }
   const cwd = await workspaceDir(o.cwd);
-  if (!cwd) return usage(`--cwd ${JSON.stringify(o.cwd)} is not a directory`);
+  if (!cwd) return stop(2, `--cwd ${JSON.stringify(o.cwd)} is not a directory`);
   const { config } = await loadConfig(env, cwd);
   const peer = await resolvePeer(cwd, config);
   const client = createClient(clientOptions(config, peer.peerId, { timeoutMs: 10_000 }));
+  const slow = clientOptions(config, peer.peerId, { timeoutMs: 120_000 });
   const failed = (f: OvFailure, what: string) => {
     const a = adviceFor(f, config.baseUrl);
-    const noRoute = f.kind === "missing-route";
-    const summary = noRoute
-      ? `the OpenViking server at ${config.baseUrl} has no ${what} route (OpenViking 0.5.2 has it); nothing was changed`
-      : a.summary;
-    say({ error: { kind: f.kind, status: f.status, message: summary, fix: a.fix } }, [
-      ...wrap(`openviking-kimi memories: ${what} failed: ${summary}`, "  "),
-      ...wrap(`  fix: ${a.fix}`, "    "),
-    ], true);
-    return noRoute ? EXIT_NO_ROUTE : 1;
+    if (f.kind !== "missing-route") return stop(1, `${what} failed: ${a.summary}`, a.fix, f.kind);
+    const why = `the OpenViking server at ${config.baseUrl} has no ${what} route (OpenViking 0.5.2 has it)`;
+    return stop(EXIT_NO_ROUTE, `${why}; nothing was changed`, a.fix, f.kind);
   };
   const now = Date.now();
-  if (o.action === "show") {
+  if (action === "show") {
     const s = await showMemory(client, uri, orNoHome(() => ledgerDir(env)) ?? "");
-    if ("ok" in s) return isNotFound(s) ? noMemory(uri, say, env) : failed(s, "reading the memory");
-    say(s, renderShown(s, now));
-    return 0;
+    if (!("ok" in s)) return (say(s, renderShown(s, now)), 0);
+    return isNotFound(s)
+      ? stop(EXIT_NO_MEMORY, `${uri}: the server has no memory there; ${list}`, "", "no-memory")
+      : failed(s, "read");
   }
-  if (o.action === "forget") {
+  if (action === "forget") {
     const r = await forgetMemory(client, uri);
     if (r.ok) {
-      say({ uri, forgotten: true, text: r.text }, [
-        `forgot ${uri}; it said:`,
-        ...r.text.split("\n").flatMap((l) => wrap(`  ${l}`, "  ")),
-      ]);
-      return 0;
+      const said = r.text.split("\n").map((l) => `  ${l}`);
+      return (say({ uri, forgotten: true, text: r.text }, wrapped([`forgot ${uri}; it said:`, ...said])), 0);
     }
-    return "gone" in r ? noMemory(uri, say, env, "already gone; nothing was deleted") : failed(r, "forget");
+    if ("gone" in r) {
+      return stop(EXIT_NO_MEMORY, `${uri} is already gone; nothing was deleted; ${list}`, "", "no-memory");
+    }
+    return failed(r, "delete");
   }
-  const slow = clientOptions(config, peer.peerId, { timeoutMs: 120_000 });
-  if (o.action === "export") {
+  if (action === "export") {
     const pack = await exportMemories(slow);
     if (!(pack instanceof Uint8Array)) return failed(pack, "export");
-    try {
-      await Deno.writeFile(uri, pack, { createNew: true, mode: 0o600 });
-    } catch (e) {
-      return usage(`cannot write ${uri} (${(e as Error).message}); nothing was overwritten`);
-    }
-    say({ file: uri, bytes: pack.length }, [
+    const error = await writeNew(uri, pack);
+    if (error) return stop(2, `cannot write ${uri} (${error}); nothing was written over`);
+    return (say({ file: uri, bytes: pack.length }, [
       `exported your memories to ${uri} (${pack.length} bytes, an OpenViking .ovpack)`,
-    ]);
-    return 0;
+    ]),
+      0);
   }
-  if (o.action === "import") {
-    const pack = await Deno.readFile(uri).catch((e: Error) => e);
-    if (!(pack instanceof Uint8Array)) return usage(`cannot read ${uri}: ${pack.message}`);
-    // Import replaces the whole memory root: what it replaces is exported first, and kept.
+  if (action === "import") {
+    const pack = await Deno.readFile(uri).catch((e: Error) => e.message);
+    if (typeof pack === "string") return stop(2, `cannot read ${uri} (${pack})`);
+    // OpenViking's import replaces the whole memory root: what it replaces is exported first, and kept.
     const before = await exportMemories(slow);
-    let backup: string | undefined;
-    if (before instanceof Uint8Array) {
-      backup = joinPath(
-        dirName(uri) || ".",
-        `memories-before-import-${new Date(now).toISOString().replace(/[:.]/g, "-")}.ovpack`,
-      );
-      try {
-        await Deno.writeFile(backup, before, { createNew: true, mode: 0o600 });
-      } catch (e) {
-        return usage(
-          `cannot keep the memories import would replace in ${backup} (${
-            (e as Error).message
-          }); nothing was imported`,
-        );
-      }
-    } else if (!isNotFound(before)) return failed(before, "export (of what import would replace)");
+    const stamp = new Date(now).toISOString().replace(/[:.]/g, "-");
+    const backup = before instanceof Uint8Array
+      ? joinPath(dirName(uri) || ".", `memories-before-import-${stamp}.ovpack`)
+      : undefined;
+    if (!(before instanceof Uint8Array) && !isNotFound(before)) return failed(before, "export");
+    const error = backup && await writeNew(backup, before as Uint8Array);
+    if (error) {
+      return stop(2, `cannot keep what import would replace in ${backup} (${error}); nothing was imported`);
+    }
     const done = await importMemories(createClient(slow), pack);
     if (!done.ok) return failed(done, "import");
     const kept = backup
       ? `; what it replaced is in ${backup} (\`${commandName(env)} memories import ${backup}\` puts it back)`
       : "";
-    say(
-      { file: uri, uri: done.result, ...(backup ? { backup } : {}) },
-      wrap(`imported ${uri} into ${done.result}${kept}`, "  "),
-    );
-    return 0;
+    return (say(
+      { file: uri, uri: done.result, backup },
+      wrapped([`imported ${uri} into ${done.result}${kept}`]),
+    ),
+      0);
   }
   const roots = await memoryRoots(client, peer.peerId);
-  if (!roots.ok) return failed(roots, "listing");
-  const listing = o.search !== undefined
+  if (!roots.ok) return failed(roots, "list");
+  const l = o.search !== undefined
     ? await searchMemories(client, roots.result, o.search)
     : await listMemories(client, roots.result);
-  const all = { roots: roots.result, ...listing };
-  say({
-    roots: roots.result,
-    memories: listing.memories,
-    failures: listing.failures.map((f) => ({ uri: f.root.uri, message: f.failure.error.message })),
-  }, renderListing(all, now, o.search));
-  return listing.failures.length && !listing.memories.length ? 1 : 0;
-}
-
-/** Says there is no memory at `uri` (`why`); returns its exit code. */
-function noMemory(uri: string, say: Say, env: Env, why = "the server has no memory there"): number {
-  say({ error: { kind: "no-memory", uri, message: why } }, [
-    ...wrap(`openviking-kimi memories: ${uri}: ${why}. \`${commandName(env)} memories\` lists them.`, "  "),
-  ], true);
-  return EXIT_NO_MEMORY;
+  const failures = l.failures.map((f) => ({ uri: f.root.uri, message: f.failure.error.message }));
+  say(
+    { roots: roots.result, memories: l.memories, failures },
+    renderListing({ roots: roots.result, ...l }, now, o.search),
+  );
+  return failures.length && !l.memories.length ? 1 : 0;
 }

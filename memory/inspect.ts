@@ -22,38 +22,24 @@ import { readLedger } from "./ledger.ts";
 import { isFolderSummary } from "./recall.ts";
 import { SESSION_PREFIX } from "./context.ts";
 
-/** Whose a memory is: the user's own, or this workspace's (its actor peer's). */
-export type Scope = "user" | "project";
+/** A memory root recall reads: the user's own, or this workspace's (its actor peer's). */
+export type Root = { scope: "user" | "project"; uri: string };
 
-/** A place memories are kept that recall reads. */
-export interface Root {
-  scope: Scope;
-  uri: string;
-}
+/** One memory as listed: `modified` in ms (0: unknown), `text` its first lines; `score` find's (search). */
+export type Listed = Root & { kind: string; modified: number; text: string; score?: number };
 
-/** One memory as listed: `modified` in ms (0: unknown), `text` its first lines (else its file's name). */
-export interface Listed {
-  uri: string;
-  scope: Scope;
-  kind: string;
-  modified: number;
-  text: string;
-  /** Search only: find's score. */
-  score?: number;
-}
-
-/** A commit that made or changed a memory, from its memory diff, and what our ledger knows of it. */
+/**
+ * A commit that added or updated a memory, by its memory diff: the OpenViking session (the Kimi one when it
+ * is ours), its archive and the turns it holds, and while the server keeps its task, the task and the
+ * capture our ledger recorded for it.
+ */
 export interface Origin {
-  /** The OpenViking session, and the Kimi session when it is one of ours. */
   session: string;
   kimiSession?: string;
-  /** The commit's archive (`…/history/archive_NNN`) and when its extraction ran. */
   archive: string;
   extractedAt?: string;
   change: "added" | "updated";
-  /** The turns the archive holds (our `turn_id`s). */
   turns: string[];
-  /** The commit's task, while the server keeps it; and the capture our ledger recorded for that task. */
   taskId?: string;
   capture?: { at: number; event: string };
 }
@@ -83,10 +69,15 @@ export function kindOf(uri: string): string {
   return rest.includes("/") ? rest.slice(0, rest.indexOf("/")) : "profile";
 }
 
-const text = z.catch(z.optional(z.string()), undefined);
 const Entries = z.catch(
   z.array(z.catch(
-    z.nullable(z.looseObject({ uri: z.string(), isDir: z.catch(z.boolean(), false), modTime: text })),
+    z.nullable(
+      z.looseObject({
+        uri: z.string(),
+        isDir: z.catch(z.boolean(), false),
+        modTime: z.catch(z.optional(z.string()), undefined),
+      }),
+    ),
     null,
   )),
   [],
@@ -96,15 +87,9 @@ const Entries = z.catch(
 export function memoriesOfTree(root: Root, entries: z.output<typeof Entries>): Listed[] {
   return entries.flatMap((e) => {
     if (!e || e.isDir || !isMemoryUri(e.uri)) return [];
-    const name = e.uri.slice(e.uri.lastIndexOf("/") + 1, -3).replaceAll("_", " ");
-    const modified = Date.parse(e.modTime ?? "");
-    return [{
-      uri: e.uri,
-      scope: root.scope,
-      kind: kindOf(e.uri),
-      modified: Number.isFinite(modified) ? modified : 0,
-      text: name,
-    }];
+    const text = e.uri.slice(e.uri.lastIndexOf("/") + 1, -3).replaceAll("_", " ");
+    const modified = Date.parse(e.modTime ?? "") || 0;
+    return [{ uri: e.uri, scope: root.scope, kind: kindOf(e.uri), modified, text }];
   });
 }
 
@@ -130,22 +115,22 @@ export async function listMemories(client: OpenVikingClient, roots: readonly Roo
     if (res.ok) out.memories.push(...memoriesOfTree(root, res.result));
     else if (!isNotFound(res)) out.failures.push({ root, failure: res });
   }));
-  for (let i = 0; i < out.memories.length; i += 8) {
-    await Promise.all(
-      out.memories.slice(i, i + 8).map(async (m) => {
-        const read = await client.request("GET", "/api/v1/content/read", z.string(), {
-          query: { uri: m.uri, limit: LISTED_LINES },
-        });
-        if (read.ok && read.result.trim()) m.text = read.result.trim();
-      }),
-    );
-  }
+  const texts = await inEights(out.memories.map((m) => m.uri), (uri) => read(client, uri, 6));
+  texts.forEach((t, i) => t.ok && t.result.trim() && (out.memories[i].text = t.result.trim()));
   out.memories.sort(byRank);
   return out;
 }
 
-/** Lines of a memory read for its listing. */
-const LISTED_LINES = 6;
+/** `uri`'s text (its first `lines`, or all). */
+const read = (client: OpenVikingClient, uri: string, lines?: number) =>
+  client.request("GET", "/api/v1/content/read", z.string(), { query: { uri, limit: lines } });
+
+/** `ask` of every item, eight at a time, in order. */
+async function inEights<T, R>(items: readonly T[], ask: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = [];
+  for (let i = 0; i < items.length; i += 8) out.push(...await Promise.all(items.slice(i, i + 8).map(ask)));
+  return out;
+}
 
 const Hits = z.catch(
   z.array(z.catch(z.nullable(z.looseObject({ uri: z.string(), score: z.catch(z.number(), 0) })), null)),
@@ -171,10 +156,9 @@ export async function searchMemories(
     if (!res.ok) return void listing.failures.push({ root: roots[i], failure: res });
     for (const h of res.result.memories) if (h) scores.set(h.uri, Math.max(h.score, scores.get(h.uri) ?? 0));
   });
-  const memories = listing.memories.filter((m) => scores.has(m.uri)).map((m) => ({
-    ...m,
-    score: scores.get(m.uri),
-  }));
+  const memories = listing.memories.flatMap((m) =>
+    scores.has(m.uri) ? [{ ...m, score: scores.get(m.uri) }] : []
+  );
   return { memories: memories.sort(byRank), failures: listing.failures };
 }
 
@@ -251,16 +235,8 @@ async function originOf(
   return out;
 }
 
-/** One memory in full, and where it came from. */
-export interface Shown {
-  uri: string;
-  text: string;
-  modified?: number;
-  origins: Origin[];
-  /** The memory diffs read (the newest commits'); `unknown` says what could not be asked. */
-  diffsRead: number;
-  unknown?: string;
-}
+/** One memory in full, and the commits among the newest `diffsRead` that made it; `unknown`: not asked. */
+export type Shown = { uri: string; text: string; origins: Origin[]; diffsRead: number; unknown?: string };
 
 /** Memory `uri` in full with its origins; the failure (a 404: no such memory) when it cannot be read. */
 export async function showMemory(
@@ -268,29 +244,17 @@ export async function showMemory(
   uri: string,
   ledgerDir: string,
 ): Promise<Shown | OvFailure> {
-  const [read, stat, diffs] = await Promise.all([
-    client.request("GET", "/api/v1/content/read", z.string(), { query: { uri }, maxReplyBytes: 4 << 20 }),
-    client.request("GET", "/api/v1/fs/stat", z.looseObject({ modTime: text }), { query: { uri } }),
-    diffUris(client),
-  ]);
-  if (!read.ok) return read;
-  const shown: Shown = { uri, text: read.result, origins: [], diffsRead: 0 };
-  const modified = stat.ok ? Date.parse(stat.result.modTime ?? "") : NaN;
-  if (Number.isFinite(modified)) shown.modified = modified;
+  const [memory, diffs] = await Promise.all([read(client, uri), diffUris(client)]);
+  if (!memory.ok) return memory;
+  const shown: Shown = { uri, text: memory.result, origins: [], diffsRead: 0 };
   if (!Array.isArray(diffs)) {
     return { ...shown, unknown: `the sessions' memory diffs: ${diffs.error.message}` };
   }
-  for (let i = 0; i < diffs.length; i += 8) {
-    const batch = diffs.slice(i, i + 8);
-    const texts = await Promise.all(
-      batch.map((d) => client.request("GET", "/api/v1/content/read", z.string(), { query: { uri: d } })),
-    );
-    for (const [j, t] of texts.entries()) {
-      if (!t.ok) continue;
-      shown.diffsRead++;
-      const change = changeIn(t.result, uri);
-      if (change) shown.origins.push(await originOf(client, batch[j], t.result, change, ledgerDir));
-    }
+  const texts = await inEights(diffs, (d) => read(client, d));
+  for (const [i, t] of texts.entries()) {
+    const change = t.ok ? changeIn(t.result, uri) : undefined;
+    if (t.ok) shown.diffsRead++;
+    if (t.ok && change) shown.origins.push(await originOf(client, diffs[i], t.result, change, ledgerDir));
   }
   return shown;
 }
@@ -300,61 +264,58 @@ export async function forgetMemory(
   client: OpenVikingClient,
   uri: string,
 ): Promise<{ ok: true; text: string } | { ok: false; gone: true } | OvFailure> {
-  const read = await client.request("GET", "/api/v1/content/read", z.string(), { query: { uri } });
-  if (!read.ok) return isNotFound(read) ? { ok: false, gone: true } : read;
+  const memory = await read(client, uri);
+  if (!memory.ok) return isNotFound(memory) ? { ok: false, gone: true } : memory;
   const rm = await client.request("DELETE", "/api/v1/fs", z.unknown(), { query: { uri } });
-  return rm.ok ? { ok: true, text: read.result } : rm;
+  return rm.ok ? { ok: true, text: memory.result } : rm;
 }
 
 /** The user's memories, the root export and import move. */
 export const EXPORTED_ROOT = "viking://~/memories";
 
-/** One request with a body `fetch` sends as it is (a form, JSON), its reply read raw; bounded in time. */
-async function rawRequest(
-  options: ClientOptions,
-  path: string,
-  body: BodyInit,
-  json: boolean,
-): Promise<{ ok: true; response: Response; bytes: Uint8Array } | OvFailure> {
-  const url = `${options.baseUrl.replace(/\/+$/, "")}${path}`;
+/**
+ * A POST with a body `fetch` sends as it is (a form, JSON), bounded in time: the reply's bytes when it is an
+ * OK one that is not JSON (a pack), else the reply classified as the client classifies every reply.
+ */
+async function post(options: ClientOptions, path: string, body: BodyInit, json: boolean) {
+  const url = new URL(`${options.baseUrl.replace(/\/+$/, "")}${path}`);
   try {
-    const response = await (options.fetch ?? fetch)(url, {
+    const res = await (options.fetch ?? fetch)(url, {
       method: "POST",
       headers: buildHeaders(options, undefined, json),
       body,
       redirect: "manual",
       signal: AbortSignal.timeout(options.timeoutMs),
     });
-    return { ok: true, response, bytes: new Uint8Array(await response.arrayBuffer()) };
+    const bytes = new Uint8Array(await res.arrayBuffer());
+    const contentType = res.headers.get("content-type");
+    if (res.ok && !/json/.test(contentType ?? "")) return bytes;
+    const text = new TextDecoder().decode(bytes);
+    const reply = classifyReply({
+      status: res.status,
+      location: res.headers.get("location"),
+      contentType,
+      text,
+      origin: url.origin,
+    });
+    return reply.ok ? reply : cleanFailure(reply, options.apiKey ? [options.apiKey] : []);
   } catch (error) {
-    const message = `no answer from ${new URL(url).origin}: ${(error as Error).message}`;
-    return failure("unreachable", 0, { code: "NETWORK", message });
+    return failure("unreachable", 0, { code: "NETWORK", message: `no answer from ${url.origin}: ${error}` });
   }
 }
 
-/** A raw reply that is not the bytes asked for, classified as the client classifies every reply. */
-function replyOf(options: ClientOptions, response: Response, bytes: Uint8Array): OvResponse<unknown> {
-  const reply = classifyReply({
-    status: response.status,
-    location: response.headers.get("location"),
-    contentType: response.headers.get("content-type"),
-    text: new TextDecoder().decode(bytes),
-    origin: new URL(options.baseUrl).origin,
-  });
-  return reply.ok ? reply : cleanFailure(reply, options.apiKey ? [options.apiKey] : []);
-}
+/** What is not a pack where one was asked for. */
+const noPack = (status: number) => failure("not-openviking", status, { message: "the answer is not a pack" });
 
 /** The user's memories as an `.ovpack` (a zip), or the failure. */
 export async function exportMemories(options: ClientOptions): Promise<Uint8Array | OvFailure> {
-  const body = JSON.stringify({ uri: EXPORTED_ROOT });
-  const got = await rawRequest(options, "/api/v1/pack/export", body, true);
-  if (!got.ok) return got;
-  const isZip = got.response.ok && !/json/.test(got.response.headers.get("content-type") ?? "");
-  if (isZip) return got.bytes;
-  const reply = replyOf(options, got.response, got.bytes);
-  return reply.ok
-    ? failure("not-openviking", reply.status, { message: "the export answered without a pack" })
-    : reply;
+  const got = await post(
+    options,
+    "/api/v1/pack/export",
+    JSON.stringify({ uri: "viking://~/memories" }),
+    true,
+  );
+  return got instanceof Uint8Array || !got.ok ? got : noPack(got.status);
 }
 
 /**
@@ -367,11 +328,9 @@ export async function importMemories(
 ): Promise<OvResponse<string>> {
   const form = new FormData();
   form.append("file", new Blob([pack.slice()]), "memories.ovpack");
-  const got = await rawRequest(client.options, "/api/v1/resources/temp_upload", form, false);
-  if (!got.ok) return got;
-  const reply = replyOf(client.options, got.response, got.bytes);
-  if (!reply.ok) return reply;
-  const upload = checkResult(reply, z.object({ temp_file_id: z.string() }), "the upload");
+  const got = await post(client.options, "/api/v1/resources/temp_upload", form, false);
+  if (got instanceof Uint8Array || !got.ok) return got instanceof Uint8Array ? noPack(200) : got;
+  const upload = checkResult(got, z.object({ temp_file_id: z.string() }), "the upload");
   if (!upload.ok) return upload;
   const done = await client.request("POST", "/api/v1/pack/import", z.object({ uri: z.string() }), {
     body: { temp_file_id: upload.result.temp_file_id, parent: "viking://~", on_conflict: "overwrite" },
