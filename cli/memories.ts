@@ -154,7 +154,7 @@ export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
     const a = adviceFor(f, config.baseUrl);
     if (f.kind !== "missing-route") return stop(1, `${what} failed: ${a.summary}`, a.fix, f.kind);
     const why = `the OpenViking server at ${config.baseUrl} has no ${what} route (OpenViking 0.5.2 has it)`;
-    return stop(EXIT_NO_ROUTE, `${why}; nothing was changed`, a.fix, f.kind);
+    return stop(EXIT_NO_ROUTE, `${why}; nothing was changed`, "upgrade OpenViking to 0.5.2 or newer", f.kind);
   };
   const now = Date.now();
   if (action === "show") {
@@ -211,14 +211,13 @@ export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
       0);
   }
   const roots = await memoryRoots(client, peer.peerId);
-  if (!roots.ok) return failed(roots, "list");
   const l = o.search !== undefined
-    ? await searchMemories(client, roots.result, o.search)
-    : await listMemories(client, roots.result);
+    ? await searchMemories(client, roots, o.search)
+    : await listMemories(client, roots);
   const failures = l.failures.map((f) => ({ uri: f.root.uri, message: f.failure.error.message }));
   say(
-    { roots: roots.result, memories: l.memories, failures },
-    renderListing({ roots: roots.result, ...l }, now, o.search),
+    { roots, memories: l.memories, failures },
+    renderListing({ roots, ...l }, now, o.search),
   );
   return failures.length && !l.memories.length ? 1 : 0;
 }

@@ -45,17 +45,15 @@ export interface Origin {
 }
 
 /**
- * The roots recall reads for actor peer `peerId` ("" = none): the user's, and the peer's once the server
- * has a folder for it (asked of `viking://~/peers`: the real server refuses a missing one with a 403).
+ * The roots recall reads for actor peer `peerId` ("" = none): the user's, and the peer's once `viking://~/peers`
+ * lists it (the real server refuses a missing folder with a 403, not a 404).
  */
-export async function memoryRoots(client: OpenVikingClient, peerId: string): Promise<OvResponse<Root[]>> {
+export async function memoryRoots(client: OpenVikingClient, peerId: string): Promise<Root[]> {
   const user: Root = { scope: "user", uri: "viking://~/memories" };
-  if (!peerId) return { ok: true, status: 200, result: [user] };
+  if (!peerId) return [user];
   const peers = await client.request("GET", "/api/v1/fs/ls", Entries, { query: { uri: "viking://~/peers" } });
-  if (!peers.ok && !isNotFound(peers)) return peers;
   const has = peers.ok && peers.result.some((e) => e?.isDir && e.uri.endsWith(`/peers/${peerId}`));
-  const project: Root = { scope: "project", uri: `viking://~/peers/${peerId}/memories` };
-  return { ok: true, status: 200, result: has ? [user, project] : [user] };
+  return has ? [user, { scope: "project", uri: `viking://~/peers/${peerId}/memories` }] : [user];
 }
 
 /** Whether `uri` names a memory (a file of a memory space, not a folder or its summary). */

@@ -86,6 +86,15 @@ Deno.test("memories: the project's and the user's, by kind, newest first, text a
   ]]);
 });
 
+Deno.test("memories where the server lists no folder for this project: the user's memories only, exit 0", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = { HOME: dir.path, OPENVIKING_URL: fake.url, OPENVIKING_PEER_ID: PEER, PATH: "/usr/bin:/bin" };
+  const r = await runCli(["memories"], { env, clearEnv: true });
+  assertEquals(r.code, 0, r.stderr);
+  assertMatch(r.stdout, /^1 memory: yours \(no project memories here\)\n\nprofile \(1\)\n/);
+});
+
 Deno.test("memories show: the text in full and the Kimi session, turn, commit and capture it came from", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
