@@ -183,3 +183,23 @@ Deno.test("memories export/import on a server without the pack routes: exit 4, n
   const missing = await runCli(["memories", "import", `${dir.path}/none.ovpack`], { env, clearEnv: true });
   assertEquals(missing.code, 2);
 });
+
+Deno.test("the installed command (the bundled copy install places) runs memories too", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = { HOME: dir.path, KIMI_CODE_HOME: `${dir.path}/.kimi-code`, PATH: "/usr/bin:/bin" };
+  const install = await runCli(["install", "--url", fake.url], { env, clearEnv: true, timeoutMs: 120_000 });
+  assertEquals(install.code, 0, install.stderr);
+  const out = await new Deno.Command(`${dir.path}/.local/bin/openviking-kimi`, {
+    args: ["memories", "--json"],
+    env,
+    clearEnv: true,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assertEquals(out.code, 0, new TextDecoder().decode(out.stderr));
+  const listed = JSON.parse(new TextDecoder().decode(out.stdout));
+  assertEquals(listed.memories.map((m: { uri: string }) => m.uri), [
+    "viking://user/default/memories/profile.md",
+  ]);
+});
