@@ -96,7 +96,10 @@ Deno.test("a memory shown: its text whole, each commit it came from, and what ca
       turns: [],
     }],
   }, NOW).join("\n");
-  assertStringIncludes(known, "viking://user/u/memories/events/e.md\n\nline one\nline two\n\nWhere it came from:\n");
+  assertStringIncludes(
+    known,
+    "viking://user/u/memories/events/e.md\n\nline one\nline two\n\nWhere it came from:\n",
+  );
   assertStringIncludes(
     known,
     "- added by commit archive_002 of Kimi session session_a, 2026-12-02T11:00:00Z",
