@@ -130,34 +130,39 @@ async function inEights<T, R>(items: readonly T[], ask: (item: T) => Promise<R>)
   return out;
 }
 
-const Hits = z.catch(
-  z.array(z.catch(z.nullable(z.looseObject({ uri: z.string(), score: z.catch(z.number(), 0) })), null)),
-  [],
-);
+const Hit = z.looseObject({
+  uri: z.string(),
+  score: z.catch(z.number(), 0),
+  abstract: z.catch(z.string(), ""),
+});
+const Found = z.looseObject({ memories: z.catch(z.array(z.catch(z.nullable(Hit), null)), []) });
 
-/** The memories of `roots` that find has for `query`, best first. */
+/** The memories of `roots` that find has for `query`, best first, find's abstract as their text. */
 export async function searchMemories(
   client: OpenVikingClient,
   roots: readonly Root[],
   query: string,
 ): Promise<Listing> {
-  const scores = new Map<string, number>();
-  const [listing, ...found] = await Promise.all([
-    listMemories(client, roots),
-    ...roots.map((root) =>
-      client.request("POST", "/api/v1/search/find", z.looseObject({ memories: Hits }), {
-        body: { query, target_uri: root.uri, limit: 50, score_threshold: 0 },
-      })
-    ),
-  ]);
-  found.forEach((res, i) => {
-    if (!res.ok) return void listing.failures.push({ root: roots[i], failure: res });
-    for (const h of res.result.memories) if (h) scores.set(h.uri, Math.max(h.score, scores.get(h.uri) ?? 0));
-  });
-  const memories = listing.memories.flatMap((m) =>
-    scores.has(m.uri) ? [{ ...m, score: scores.get(m.uri) }] : []
-  );
-  return { memories: memories.sort(byRank), failures: listing.failures };
+  const out: Listing = { memories: [], failures: [] };
+  await Promise.all(roots.map(async (root) => {
+    const res = await client.request("POST", "/api/v1/search/find", Found, {
+      body: { query, target_uri: root.uri, limit: 50, score_threshold: 0 },
+    });
+    if (!res.ok) return void out.failures.push({ root, failure: res });
+    for (const h of res.result.memories.filter((h) => h && isMemoryUri(h.uri)) as z.output<typeof Hit>[]) {
+      const { uri, score, abstract } = h;
+      out.memories.push({
+        uri,
+        scope: root.scope,
+        kind: kindOf(uri),
+        modified: 0,
+        text: abstract || uri,
+        score,
+      });
+    }
+  }));
+  out.memories.sort(byRank);
+  return out;
 }
 
 /** Whether a failure is the server saying the thing asked for is not there. */

@@ -93,6 +93,10 @@ Deno.test("memories where the server lists no folder for this project: the user'
   const r = await runCli(["memories"], { env, clearEnv: true });
   assertEquals(r.code, 0, r.stderr);
   assertMatch(r.stdout, /^1 memory: yours \(no project memories here\)\n\nprofile \(1\)\n/);
+  const unknown = await runCli(["memories", "list"], { env, clearEnv: true });
+  assertEquals(unknown.code, 2);
+  assertStringIncludes(flat(unknown.stderr), 'unknown action "list" (show, forget, export or import)');
+  assertEquals((await runCli(["memories", "forget"], { env, clearEnv: true })).code, 2, "forget needs a URI");
 });
 
 Deno.test("memories show: the text in full and the Kimi session, turn, commit and capture it came from", async () => {

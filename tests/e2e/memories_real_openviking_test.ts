@@ -129,6 +129,12 @@ Deno.test({
     assertTrue((await Deno.stat(done.backup)).size > 0, "what the import replaced is kept");
     const back = await api(server, "GET", `/api/v1/content/read?uri=${encodeURIComponent(tabs.uri)}`);
     assertStringIncludes(String(back), "I prefer tabs over spaces in Go code.");
+    const forgot = await cli("forget", release!.uri, "--json");
+    assertEquals(
+      [forgot.code, JSON.parse(forgot.stdout).text],
+      [0, "Released 2.0 on Friday."],
+      forgot.stderr,
+    );
     console.log(`  [real-openviking] memories test body: ${Math.round(performance.now() - started)} ms`);
   } finally {
     await server.stop();
