@@ -11,8 +11,8 @@ import { adviceFor } from "../openviking/advice.ts";
 import { loadConfig } from "../openviking/config.ts";
 import { clientOptions, createClient, type OvFailure } from "../openviking/client.ts";
 import { resolvePeer } from "../openviking/peer.ts";
-import { dirName, joinPath, ledgerDir, orNoHome, processEnv } from "../lib/paths.ts";
-import { commandName, workspaceDir } from "../lib/self.ts";
+import { dirName, isAbsolutePath, joinPath, ledgerDir, orNoHome, processEnv } from "../lib/paths.ts";
+import { commandName, invocationCwd, workspaceDir } from "../lib/self.ts";
 import { ago, STATUS_COLUMNS as WIDTH, wrap } from "./status.ts";
 import {
   exportMemories,
@@ -132,13 +132,15 @@ export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
     );
     return code;
   };
-  const { action, arg: uri = "" } = o;
+  const { action, arg = "" } = o;
+  // A file is the user's directory's (`deno task` runs in the checkout); a URI is as given.
+  const uri = /port$/.test(action ?? "") && !isAbsolutePath(arg) ? joinPath(invocationCwd(env), arg) : arg;
   const list = `\`${commandName(env)} memories\` lists them`;
   if (action !== undefined && !["show", "forget", "export", "import"].includes(action)) {
     return stop(2, `unknown action ${JSON.stringify(action)} (show, forget, export or import)`);
   }
   if (!action !== (o.arg === undefined)) {
-    return stop(2, action ? `${action} needs its argument` : `unexpected argument ${JSON.stringify(uri)}`);
+    return stop(2, action ? `${action} needs its argument` : `unexpected argument ${JSON.stringify(arg)}`);
   }
   if (o.search !== undefined && action) return stop(2, "--search lists; it goes without an action");
   if ((action === "show" || action === "forget") && !isMemoryUri(uri)) {
@@ -192,7 +194,7 @@ export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
     const before = await exportMemories(slow);
     const stamp = new Date(now).toISOString().replace(/[:.]/g, "-");
     const backup = before instanceof Uint8Array
-      ? joinPath(dirName(uri) || ".", `memories-before-import-${stamp}.ovpack`)
+      ? joinPath(dirName(uri), `memories-before-import-${stamp}.ovpack`)
       : undefined;
     if (!(before instanceof Uint8Array) && !isNotFound(before)) return failed(before, "export");
     const error = backup && await writeNew(backup, before as Uint8Array);

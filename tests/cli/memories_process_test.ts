@@ -6,7 +6,7 @@
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { runCli } from "../support/run.ts";
+import { ROOT, runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 
 const PEER = "-work-app";
@@ -167,6 +167,16 @@ Deno.test("memories export/import: the pack round trip, the replaced memories ke
   assertMatch(done.backup, /memories-before-import-.*\.ovpack$/);
   assertEquals((await runCli(["memories", "import", done.backup], { env, clearEnv: true })).code, 0);
   assertEquals(fake.files.get("viking://user/default/memories/events/new.md"), "made after the export");
+});
+
+Deno.test("memories export from the checkout: a relative file is the user's directory's, not the checkout's", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = { ...await world(fake, dir.path), INIT_CWD: dir.path };
+  const r = await runCli(["memories", "export", "rel.ovpack"], { env, clearEnv: true, cwd: ROOT });
+  assertEquals(r.code, 0, r.stderr);
+  assertTrue((await Deno.stat(`${dir.path}/rel.ovpack`)).isFile, "written where the user ran it");
+  assertTrue(!(await Deno.stat(`${ROOT}/rel.ovpack`).then(() => true, () => false)), "not in the checkout");
 });
 
 Deno.test("memories export/import on a server without the pack routes: exit 4, nothing written", async () => {
