@@ -83,7 +83,9 @@ export function renderShown(s: Shown, now: number): string[] {
       `- ${o.change} by commit ${archive} of ${who}${o.extractedAt ? `, ${o.extractedAt}` : ""}`,
       `  turns: ${o.turns.length ? o.turns.join(", ") : "the archive could not be read"}`,
       o.capture
-        ? `  task ${o.taskId}: our ${o.capture.event} capture, ${ago(o.capture.at, now)}`
+        ? `  task ${o.taskId}: our ${
+          o.capture.event === "replay" ? "queue replay" : `${o.capture.event} capture`
+        }, ${ago(o.capture.at, now)}`
         : o.taskId
         ? `  task ${o.taskId}: our ledger has no capture of it`
         : "  its task is gone from the server (finished ones are kept 24 h): which capture made it is unknown",

@@ -18,7 +18,7 @@ import {
   type OvResponse,
 } from "../openviking/client.ts";
 import { asRecord, isRecord } from "../lib/parsed.ts";
-import { readLedger } from "./ledger.ts";
+import { type LedgerEntry, readLedger, REPLAY_FILE } from "./ledger.ts";
 import { isFolderSummary } from "./recall.ts";
 import { SESSION_PREFIX } from "./context.ts";
 
@@ -231,11 +231,24 @@ async function originOf(
     : undefined;
   if (typeof task?.task_id === "string") out.taskId = task.task_id;
   if (out.taskId && out.kimiSession) {
-    const entries = await readLedger(ledgerDir, out.kimiSession).catch(() => []);
-    const e = entries.find((x) => x.kind === "capture" && x.taskId === out.taskId);
-    if (e?.kind === "capture") out.capture = { at: e.at, event: e.event };
+    const files = await Promise.all(
+      [out.kimiSession, REPLAY_FILE].map((f) => readLedger(ledgerDir, f).catch(() => [])),
+    );
+    const capture = runOf(files.flat(), out.taskId);
+    if (capture) out.capture = capture;
   }
   return out;
+}
+
+/** The hook run our ledger says started commit task `taskId`: a capture (its event), or a queue replay (pure). */
+export function runOf(entries: readonly LedgerEntry[], taskId: string): Origin["capture"] {
+  for (const e of entries) {
+    if (e.kind === "capture" && e.taskId === taskId) return { at: e.at, event: e.event };
+    if (e.kind === "replay" && e.commitTasks.some((c) => c.taskId === taskId)) {
+      return { at: e.at, event: "replay" };
+    }
+  }
+  return undefined;
 }
 
 /** One memory in full, and the commits among the newest `diffsRead` that made it; `unknown`: not asked. */

@@ -1,5 +1,6 @@
 import { assertEquals } from "../tests/support/assert.ts";
-import { byRank, changeIn, isMemoryUri, kindOf, type Listed, memoriesOfTree } from "./inspect.ts";
+import { byRank, changeIn, isMemoryUri, kindOf, type Listed, memoriesOfTree, runOf } from "./inspect.ts";
+import type { LedgerEntry } from "./ledger.ts";
 
 const user = { scope: "user", uri: "viking://~/memories" } as const;
 
@@ -79,4 +80,47 @@ Deno.test("a memory diff says whether it added or updated a URI; a damaged diff 
   );
   assertEquals(changeIn("{not json", "viking://a.md"), undefined);
   assertEquals(changeIn('{"operations": {"adds": "x"}}', "viking://a.md"), undefined);
+});
+
+Deno.test("the run that started a commit task: the capture that names it, or the queue replay that delivered it", () => {
+  const entries: LedgerEntry[] = [
+    {
+      kind: "capture",
+      at: 1,
+      ms: 1,
+      rejected: 0,
+      event: "Stop",
+      turns: 1,
+      sent: 1,
+      queued: 0,
+      commit: "committed",
+      taskId: "a",
+    },
+    {
+      kind: "capture",
+      at: 2,
+      ms: 1,
+      rejected: 0,
+      event: "Stop",
+      turns: 1,
+      sent: 0,
+      queued: 1,
+      commit: "queued",
+    },
+    {
+      kind: "replay",
+      at: 3,
+      ms: 1,
+      rejected: 0,
+      replayed: 1,
+      messages: 1,
+      deferred: 0,
+      commitTasks: [{ sessionId: "kc-s", taskId: "b" }],
+    },
+  ];
+  assertEquals([runOf(entries, "a"), runOf(entries, "b"), runOf(entries, "c")], [
+    { at: 1, event: "Stop" },
+    { at: 3, event: "replay" },
+    undefined,
+  ]);
 });
