@@ -18,6 +18,7 @@ import {
   type OvResponse,
 } from "../openviking/client.ts";
 import { asRecord, isRecord } from "../lib/parsed.ts";
+import { parseJsonOrUndefined } from "../lib/fs.ts";
 import { type LedgerEntry, readLedger, REPLAY_FILE } from "./ledger.ts";
 import { isFolderSummary } from "./recall.ts";
 import { SESSION_PREFIX } from "./context.ts";
@@ -186,12 +187,7 @@ async function diffUris(client: OpenVikingClient): Promise<string[] | OvFailure>
 
 /** How memory diff `diff` (its JSON text) changed `uri`, if it did (pure). */
 export function changeIn(diff: string, uri: string): Origin["change"] | undefined {
-  let ops: Record<string, unknown>;
-  try {
-    ops = asRecord(asRecord(JSON.parse(diff)).operations);
-  } catch {
-    return undefined;
-  }
+  const ops = asRecord(asRecord(parseJsonOrUndefined(diff)).operations);
   const names = (list: unknown) => Array.isArray(list) && list.some((o) => isRecord(o) && o.uri === uri);
   return names(ops.adds) ? "added" : names(ops.updates) ? "updated" : undefined;
 }
@@ -211,7 +207,7 @@ async function originOf(
     [];
   const archive = diffUri.slice(0, -"/memory_diff.json".length);
   const out: Origin = { session, archive, change, turns: [] };
-  const at = asRecord(JSON.parse(diff)).extracted_at;
+  const at = asRecord(parseJsonOrUndefined(diff)).extracted_at;
   if (typeof at === "string") out.extractedAt = at;
   if (session.startsWith(SESSION_PREFIX)) out.kimiSession = session.slice(SESSION_PREFIX.length);
   const sid = encodeURIComponent(session);
