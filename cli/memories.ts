@@ -156,7 +156,11 @@ export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
   const slow = clientOptions(config, peer.peerId, { timeoutMs: 120_000 });
   const failed = (f: OvFailure, what: string) => {
     const a = adviceFor(f, config.baseUrl);
-    if (f.kind !== "missing-route") return stop(1, `${what} failed: ${a.summary}`, a.fix, f.kind);
+    const dev = f.kind === "auth" && /Development mode/i.test(f.error.message);
+    const fix = dev
+      ? 'run OpenViking with API keys (ov.conf: server.auth_mode = "api_key"): dev mode has no packs'
+      : a.fix;
+    if (f.kind !== "missing-route") return stop(1, `${what} failed: ${a.summary}`, fix, f.kind);
     const why = `the OpenViking server at ${config.baseUrl} has no ${what} route (OpenViking 0.5.2 has it)`;
     return stop(EXIT_NO_ROUTE, `${why}; nothing was changed`, "upgrade OpenViking to 0.5.2 or newer", f.kind);
   };

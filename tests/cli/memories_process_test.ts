@@ -179,6 +179,24 @@ Deno.test("memories export from the checkout: a relative file is the user's dire
   assertTrue(!(await Deno.stat(`${ROOT}/rel.ovpack`).then(() => true, () => false)), "not in the checkout");
 });
 
+Deno.test("memories export on a dev-mode server (OpenViking refuses packs there): its words and the fix, exit 1", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = await world(fake, dir.path);
+  const message = "Admin API requires api_key mode with root_api_key configured. Development mode does not " +
+    'support account or user management. You should set server.auth_mode = "api_key" in ov.conf';
+  fake.fault({
+    route: "POST /api/v1/pack/export",
+    status: 403,
+    error: { code: "PERMISSION_DENIED", message },
+  });
+  const r = await runCli(["memories", "export", `${dir.path}/x.ovpack`, "--json"], { env, clearEnv: true });
+  assertEquals(r.code, 1, r.stderr);
+  const { error } = JSON.parse(r.stdout);
+  assertStringIncludes(error.message, "Development mode does not support");
+  assertStringIncludes(error.fix, 'server.auth_mode = "api_key"');
+});
+
 Deno.test("memories export/import on a server without the pack routes: exit 4, nothing written", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start({ noPack: true });
