@@ -120,20 +120,18 @@ const writeNew = (path: string, bytes: Uint8Array) =>
 /** `openviking-kimi memories`: exit 0; 1 the server failed; 2 a usage error; 3 no such memory; 4 no such route. */
 export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
   const env = processEnv();
-  const say = (value: unknown, text: string[], error = false) => {
+  /** Prints `value` as JSON with --json, else `text`: on stdout and exit 0, or on stderr and exit `code`. */
+  const say = (value: unknown, text: string[], code = 0) => {
     if (o.json) console.log(reportJson(value, 2));
-    else (error ? console.error : console.log)(neutralize(text.join("\n")));
-  };
-  /** Says why nothing (more) was done; returns `code`. */
-  const stop = (code: number, message: string, fix = "", kind = "usage") => {
-    const text = wrap(`openviking-kimi memories: ${message}`, "  ");
-    say(
-      { error: { kind, message, ...(fix ? { fix } : {}) } },
-      fix ? [...text, ...wrap(`  fix: ${fix}`, "    ")] : text,
-      true,
-    );
+    else (code ? console.error : console.log)(neutralize(wrapped(text).join("\n")));
     return code;
   };
+  /** Says why nothing (more) was done; returns `code`. */
+  const stop = (code: number, message: string, fix = "", kind = "usage") =>
+    say({ error: { kind, message, ...(fix ? { fix } : {}) } }, [
+      `openviking-kimi memories: ${message}`,
+      ...(fix ? [`  fix: ${fix}`] : []),
+    ], code);
   const { action, arg = "" } = o;
   // A file is the user's directory's (`deno task` runs in the checkout); a URI is as given.
   const uri = /port$/.test(action ?? "") && !isAbsolutePath(arg) ? joinPath(invocationCwd(env), arg) : arg;
@@ -167,7 +165,7 @@ export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
   const now = Date.now();
   if (action === "show") {
     const s = await showMemory(client, uri, orNoHome(() => ledgerDir(env)) ?? "");
-    if (!("ok" in s)) return (say(s, renderShown(s, now)), 0);
+    if (!("ok" in s)) return say(s, renderShown(s, now));
     return isNotFound(s)
       ? stop(EXIT_NO_MEMORY, `${uri}: the server has no memory there; ${list}`, "", "no-memory")
       : failed(s, "read");
@@ -176,7 +174,7 @@ export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
     const r = await forgetMemory(client, uri);
     if (r.ok) {
       const said = r.text.split("\n").map((l) => `  ${l}`);
-      return (say({ uri, forgotten: true, text: r.text }, wrapped([`forgot ${uri}; it said:`, ...said])), 0);
+      return say({ uri, forgotten: true, text: r.text }, [`forgot ${uri}; it said:`, ...said]);
     }
     if ("gone" in r) {
       return stop(EXIT_NO_MEMORY, `${uri} is already gone; nothing was deleted; ${list}`, "", "no-memory");
@@ -188,10 +186,8 @@ export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
     if (!(pack instanceof Uint8Array)) return failed(pack, "export");
     const error = await writeNew(uri, pack);
     if (error) return stop(2, `cannot write ${uri} (${error}); nothing was written over`);
-    return (say({ file: uri, bytes: pack.length }, [
-      `exported your memories to ${uri} (${pack.length} bytes, an OpenViking .ovpack)`,
-    ]),
-      0);
+    const said = `exported your memories to ${uri} (${pack.length} bytes, an OpenViking .ovpack)`;
+    return say({ file: uri, bytes: pack.length }, [said]);
   }
   if (action === "import") {
     const pack = await Deno.readFile(uri).catch((e: Error) => e.message);
@@ -212,20 +208,13 @@ export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
     const kept = backup
       ? `; what it replaced is in ${backup} (\`${commandName(env)} memories import ${backup}\` puts it back)`
       : "";
-    return (say(
-      { file: uri, uri: done.result, backup },
-      wrapped([`imported ${uri} into ${done.result}${kept}`]),
-    ),
-      0);
+    return say({ file: uri, uri: done.result, backup }, [`imported ${uri} into ${done.result}${kept}`]);
   }
   const roots = await memoryRoots(client, peer.peerId);
   const l = o.search !== undefined
     ? await searchMemories(client, roots, o.search)
     : await listMemories(client, roots);
   const failures = l.failures.map((f) => ({ uri: f.root.uri, message: f.failure.error.message }));
-  say(
-    { roots, memories: l.memories, failures },
-    renderListing({ roots, ...l }, now, o.search),
-  );
-  return failures.length && !l.memories.length ? 1 : 0;
+  const lines = renderListing({ roots, ...l }, now, o.search);
+  return say({ roots, memories: l.memories, failures }, lines, failures.length && !l.memories.length ? 1 : 0);
 }
