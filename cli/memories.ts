@@ -6,7 +6,7 @@
  */
 
 import { neutralize, reportJson } from "../lib/neutralize.ts";
-import { charColumns } from "../lib/columns.ts";
+import { charColumns, textColumns } from "../lib/columns.ts";
 import { adviceFor } from "../openviking/advice.ts";
 import { loadConfig } from "../openviking/config.ts";
 import { clientOptions, createClient, type OvFailure } from "../openviking/client.ts";
@@ -37,6 +37,7 @@ export const EXIT_NO_ROUTE = 4;
 /** `text` on one line cut to `cols` terminal columns (an ellipsis marks the cut). */
 export function fit(text: string, cols: number): string {
   const one = text.replace(/\s+/g, " ").trim();
+  if (textColumns(one) <= cols) return one;
   let out = "";
   let used = 0;
   for (const c of one) {

@@ -25,6 +25,7 @@ const memory = (
 Deno.test("fit: one line within the columns, wide characters counted twice, an ellipsis at the cut", () => {
   assertEquals(fit("a\n b   c", 10), "a b c");
   assertEquals(fit("abcdefghij", 5), "abcd…");
+  assertEquals(fit("abcde", 5), "abcde", "what fits exactly is not cut");
   assertEquals(textColumns(fit("漢字漢字漢字", 7)), 7);
 });
 
