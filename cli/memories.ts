@@ -14,6 +14,7 @@ import { resolvePeer } from "../openviking/peer.ts";
 import { dirName, isAbsolutePath, joinPath, ledgerDir, orNoHome, processEnv } from "../lib/paths.ts";
 import { commandName, invocationCwd, workspaceDir } from "../lib/self.ts";
 import { ago, STATUS_COLUMNS as WIDTH, wrap } from "./status.ts";
+import { oneLine } from "../memory/digest.ts";
 import {
   exportMemories,
   forgetMemory,
@@ -62,7 +63,7 @@ export function renderListing(l: Listing & { roots: Root[] }, now: number, searc
         (search && m.score !== undefined ? m.score.toFixed(2) : m.modified ? ago(m.modified, now) : "?")
           .padEnd(10);
       const tag = m.scope === "project" ? "project: " : "";
-      lines.push(`  ${when}${fit(tag + m.text, WIDTH - 12)}`, `      ${m.uri}`);
+      lines.push(`  ${when}${fit(tag + oneLine(m.text), WIDTH - 12)}`, `      ${m.uri}`);
     }
   }
   for (const f of l.failures) lines.push("", `could not read ${f.root.uri}: ${f.failure.error.message}`);
