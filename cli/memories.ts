@@ -32,8 +32,8 @@ import {
 } from "../memory/inspect.ts";
 
 /** Exit codes beyond 0 (done), 1 (the server failed) and 2 (a usage error). */
-export const EXIT_NO_MEMORY = 3;
-export const EXIT_NO_ROUTE = 4;
+const EXIT_NO_MEMORY = 3;
+const EXIT_NO_ROUTE = 4;
 
 /** `text` on one line cut to `cols` terminal columns (an ellipsis marks the cut). */
 export function fit(text: string, cols: number): string {

@@ -282,9 +282,6 @@ export async function forgetMemory(
   return rm.ok ? { ok: true, text: memory.result } : rm;
 }
 
-/** The user's memories, the root export and import move. */
-export const EXPORTED_ROOT = "viking://~/memories";
-
 /**
  * A POST with a body `fetch` sends as it is (a form, JSON), bounded in time: the reply's bytes when it is an
  * OK one that is not JSON (a pack), else the reply classified as the client classifies every reply.
