@@ -16,6 +16,7 @@ import {
   type OpenVikingClient,
   type OvFailure,
   type OvResponse,
+  readBody,
 } from "../openviking/client.ts";
 import { asRecord, isRecord } from "../lib/parsed.ts";
 import { parseJsonOrUndefined } from "../lib/fs.ts";
@@ -289,14 +290,23 @@ export async function forgetMemory(
 async function post(options: ClientOptions, path: string, body: BodyInit, json: boolean) {
   const url = new URL(`${options.baseUrl.replace(/\/+$/, "")}${path}`);
   try {
+    const signal = AbortSignal.timeout(options.timeoutMs);
+    const headers = buildHeaders(options, undefined, json);
     const res = await (options.fetch ?? fetch)(url, {
       method: "POST",
-      headers: buildHeaders(options, undefined, json),
+      headers,
       body,
       redirect: "manual",
-      signal: AbortSignal.timeout(options.timeoutMs),
+      signal,
     });
-    const bytes = new Uint8Array(await res.arrayBuffer());
+    const whole = await readBody(res, { maxBytes: MAX_PACK_BYTES, idleMs: Infinity, signal });
+    if ("stop" in whole) {
+      const why = whole.stop.kind === "too-large" ? `is larger than ${MAX_PACK_BYTES} bytes` : "was cut";
+      return failure(whole.stop.kind === "too-large" ? "too-large" : "unreachable", res.status, {
+        message: `the reply from ${url.origin} ${why}`,
+      });
+    }
+    const { bytes } = whole;
     const contentType = res.headers.get("content-type");
     if (res.ok && !/json/.test(contentType ?? "")) return bytes;
     const text = new TextDecoder().decode(bytes);
@@ -313,17 +323,16 @@ async function post(options: ClientOptions, path: string, body: BodyInit, json: 
   }
 }
 
+/** The largest pack read. */
+const MAX_PACK_BYTES = 1 << 30;
+
 /** What is not a pack where one was asked for. */
 const noPack = (status: number) => failure("not-openviking", status, { message: "the answer is not a pack" });
 
 /** The user's memories as an `.ovpack` (a zip), or the failure. */
 export async function exportMemories(options: ClientOptions): Promise<Uint8Array | OvFailure> {
-  const got = await post(
-    options,
-    "/api/v1/pack/export",
-    JSON.stringify({ uri: "viking://~/memories" }),
-    true,
-  );
+  const body = JSON.stringify({ uri: "viking://~/memories" });
+  const got = await post(options, "/api/v1/pack/export", body, true);
   return got instanceof Uint8Array || !got.ok ? got : noPack(got.status);
 }
 
