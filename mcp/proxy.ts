@@ -21,6 +21,7 @@ import type {
 } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../lib/log.ts";
 import { isRecord } from "../lib/parsed.ts";
+import { neutralize } from "../lib/neutralize.ts";
 import { withoutUserinfo } from "../lib/scrub.ts";
 import { VERSION } from "../lib/version.ts";
 import { concatBytes } from "../lib/bytes.ts";
@@ -257,6 +258,28 @@ class Slots {
 /** Why a request is answered here while the server's recall breaker is open. */
 const PAUSED: Failure = { kind: "network", cause: "it left a recent request unanswered; memory is paused" };
 
+/** The keys whose strings are prose the model reads, in any reply (a tool call's result is read whole). */
+const PROSE = new Set(["description", "title", "instructions", "message"]);
+
+/**
+ * `message` as it may reach the model, neutralised like recalled text on the prompt path: every string and key
+ * of a tool call's result (`whole`), else the strings of prose keys at any depth (descriptions, titles,
+ * instructions, error messages). Ids, names and schemas' other words stay; the JSON's shape never changes.
+ */
+export function neutralized<T extends JSONRPCMessage>(message: T, whole: boolean): T {
+  const walk = (v: unknown, key: string): unknown =>
+    typeof v === "string"
+      ? whole || PROSE.has(key) ? neutralize(v) : v
+      : Array.isArray(v)
+      ? v.map((x) => walk(x, key))
+      : isRecord(v)
+      ? Object.fromEntries(Object.entries(v).map(([k, x]) => [whole ? neutralize(k) : k, walk(x, k)]))
+      : v;
+  const out: Record<string, unknown> = { ...message };
+  for (const k of ["result", "error", "params"]) if (k in out) out[k] = walk(out[k], k);
+  return out as T;
+}
+
 /** The proxy: one upstream MCP session on behalf of one stdio client. */
 export class Proxy {
   settings: ProxySettings;
@@ -314,7 +337,7 @@ export class Proxy {
       },
     });
     http.onmessage = (message) => {
-      if ("method" in message) return void this.track(this.options.send(message));
+      if ("method" in message) return void this.track(this.options.send(neutralized(message, false)));
       // A response no request waits for any more (it failed or was cancelled) is not the client's to see.
       const entry = message.id === undefined ? undefined : this.pending.get(idKey(message.id));
       if (entry) entry.settle({ ok: true, response: message });
@@ -693,7 +716,7 @@ export class Proxy {
       const reply = out.ok
         ? (request.method === "tools/list" ? this.listed(request, out.response) : out.response)
         : await this.fallback(request, out.failure);
-      await this.options.send(reply);
+      await this.options.send(neutralized(reply, request.method === "tools/call"));
     } finally {
       release?.();
       this.stopped.signal.removeEventListener("abort", onStop);
@@ -724,7 +747,7 @@ export class Proxy {
             this.adopt(out.response.result);
             this.ready = true;
           }
-          return await this.options.send(out.response);
+          return await this.options.send(neutralized(out.response, false));
         }
         if (out.failure.kind === "aborted") return;
         failure = out.failure;
