@@ -6,6 +6,7 @@
 // @ts-types="@modelcontextprotocol/sdk/types"
 import {
   type JSONRPCErrorResponse,
+  type JSONRPCMessage,
   JSONRPCMessageSchema,
   type RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
@@ -74,31 +75,49 @@ export interface LineRefusal {
   error: { code: number; message: string };
 }
 
+const refusal = (id: RequestId | null, code: number, message: string): LineRefusal => ({
+  jsonrpc: "2.0",
+  id,
+  error: { code, message },
+});
+
 /**
- * The errors answering one client line, none when it is a JSON-RPC message (or blank): -32700 with id null
- * when it is not JSON, else -32600 for each id that can be read (of a batch, of each element), or once with
- * id null.
+ * One client line, parsed once: its JSON-RPC message, or the errors answering it (none for a blank line):
+ * -32700 with id null when it is not JSON, else -32600 for each id that can be read (of a batch, of each
+ * element), or once with id null.
  */
-export function lineRefusals(line: string): LineRefusal[] {
+export function parseLine(line: string): JSONRPCMessage | LineRefusal[] {
   if (line.trim() === "") return [];
   let value: unknown;
   try {
     value = JSON.parse(line);
   } catch {
-    const message = "Parse error: the line is not JSON; send one JSON-RPC message per line.";
-    return [{ jsonrpc: "2.0", id: null, error: { code: ErrorCode.ParseError, message } }];
+    return [
+      refusal(
+        null,
+        ErrorCode.ParseError,
+        "Parse error: the line is not JSON; send one JSON-RPC message per line.",
+      ),
+    ];
   }
-  if (JSONRPCMessageSchema.safeParse(value).success) return [];
+  const parsed = JSONRPCMessageSchema.safeParse(value);
+  if (parsed.success) return parsed.data;
   const message = Array.isArray(value)
     ? "Invalid request: batches are not supported; send one JSON-RPC message per line."
     : "Invalid request: not a JSON-RPC 2.0 request, notification or response (an id is a string or a number).";
   const ids = (Array.isArray(value) ? value : [value]).map((m) => isRecord(m) ? m.id : undefined)
     .filter((id): id is RequestId => typeof id === "string" || typeof id === "number");
-  return (ids.length ? ids : [null]).map((id) => ({
-    jsonrpc: "2.0",
-    id,
-    error: { code: ErrorCode.InvalidRequest, message },
-  }));
+  return (ids.length ? ids : [null]).map((id) => refusal(id, ErrorCode.InvalidRequest, message));
+}
+
+/** The error answering a line longer than `maxChars`, which is not read to its end. */
+export function lineTooLong(maxChars: number): LineRefusal {
+  const most = describeBytes(maxChars).replace("bytes", "characters");
+  return refusal(
+    null,
+    ErrorCode.InvalidRequest,
+    `Invalid request: the line is longer than ${most}, the most the proxy reads of one message.`,
+  );
 }
 
 /** What an error message may say about the configuration (never the key itself). */

@@ -9,6 +9,7 @@ import { OFFERED_TOOLS, sseBody, sseReply } from "../support/fake-mcp.ts";
 import { tempDir } from "../support/temp.ts";
 import { errorOf, type Json, resultOf, startProxy, toolNames } from "./harness.ts";
 import { Proxy, proxySettings } from "../../mcp/proxy.ts";
+import { BACKLOG_CHARS } from "../../cli/mcp.ts";
 import { loadConfig } from "../../openviking/config.ts";
 import { silentLogger } from "../../lib/log.ts";
 
@@ -525,5 +526,40 @@ Deno.test("mcp/fake: tool results, tool and parameter descriptions and server er
     structuredContent: { result: clean },
   });
   assertEquals(errorOf(await proxy.request(4, "tools/call", { name: "search" })).message, clean);
+  assertEquals(await proxy.close(), 0);
+});
+
+Deno.test("mcp/fake: a flood of server notifications to a client that reads slowly is cut at the backlog bound, said once", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  await using fake = await FakeOpenViking.start();
+  const note = {
+    jsonrpc: "2.0",
+    method: "notifications/message",
+    params: { level: "info", data: "x".repeat(1000) },
+  };
+  const flood = sseBody(Array.from({ length: 20_000 }, () => ({ data: note })));
+  fake.mcp.script = ([m]) =>
+    m.method === "tools/call"
+      ? sseReply(flood + sseBody([{ data: { jsonrpc: "2.0", id: m.id, result: { content: [] } } }]))
+      : undefined;
+  let reading = false;
+  let read!: () => void;
+  const readingNow = new Promise<void>((resolve) => read = resolve);
+  // The client reads nothing until the proxy hands over the call's answer, which comes after the flood.
+  const stall = (line: string) => {
+    if (reading && line.includes('"id":7,')) read();
+    return reading ? readingNow : Promise.resolve();
+  };
+  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url }, { stall });
+  await proxy.initialize();
+  reading = true;
+  resultOf(await proxy.request(7, "tools/call", { name: "find", arguments: {} }));
+  const forwarded = proxy.lines.filter((l) => l.includes("notifications/message"));
+  const bytes = forwarded.reduce((n, l) => n + l.length, 0);
+  assertTrue(
+    forwarded.length > 0 && bytes <= BACKLOG_CHARS,
+    `${forwarded.length} notifications, ${bytes} bytes`,
+  );
+  assertEquals(proxy.diagnostics.filter((d) => /notifications/.test(d)).length, 1);
   assertEquals(await proxy.close(), 0);
 });
