@@ -255,6 +255,20 @@ class Slots {
   }
 }
 
+/** A request answered without its response. */
+const EMPTY = (entry: Pending): Failure => ({ kind: "empty", status: entry.status ?? 200 });
+
+/** The reconnection delays: the transport's backoff, and the bounds a server's `retry:` is held to. */
+const RECONNECT = { initialReconnectionDelay: 500, maxReconnectionDelay: 5_000 };
+
+/** SSE lines as the transport gets them, a server's `retry:` within {@link RECONNECT}'s delays. */
+function encode(lines: string[]): Uint8Array {
+  const { initialReconnectionDelay: least, maxReconnectionDelay: most } = RECONNECT;
+  return new TextEncoder().encode(
+    lines.join("").replace(/^retry: ?(\d+)/gm, (_, ms) => `retry: ${Math.min(Math.max(+ms, least), most)}`),
+  );
+}
+
 /** Why a request is answered here while the server's recall breaker is open. */
 const PAUSED: Failure = { kind: "network", cause: "it left a recent request unanswered; memory is paused" };
 
@@ -329,12 +343,7 @@ export class Proxy {
     if (this.pending.size === 0) void this.http?.close();
     const http = new StreamableHTTPClientTransport(new URL(this.settings.target.mcpUrl), {
       fetch: this.fetchBounded,
-      reconnectionOptions: {
-        initialReconnectionDelay: 500,
-        maxReconnectionDelay: 5_000,
-        reconnectionDelayGrowFactor: 1.5,
-        maxRetries: 3,
-      },
+      reconnectionOptions: { ...RECONNECT, reconnectionDelayGrowFactor: 1.5, maxRetries: 3 },
     });
     http.onmessage = (message) => {
       if ("method" in message) return void this.track(this.options.send(neutralized(message, false)));
@@ -359,14 +368,20 @@ export class Proxy {
    * and reply bodies bounded in bytes and in silence; a bound that stops a reply fails its request at once.
    */
   private fetchBounded = async (url: string | URL, init: RequestInit = {}): Promise<Response> => {
-    const entry = this.entryOf(init.body);
-    const timing = entry?.timing ?? exchangeTiming("", this.settings.timeoutMs, this.limits);
     const headers = buildHeaders(this.settings.target, undefined, init.method === "POST");
     new Headers(init.headers).forEach((value, name) => headers.set(name, value));
+    const resuming = init.method === "GET" ? headers.get("last-event-id") : null;
+    const entry = resuming === null
+      ? this.entryOf(init.body)
+      : [...this.pending.values()].find((e) => e.ended && e.lastEventId === resuming);
+    // The stream of a request no one waits for any more is not resumed (the transport stops at a 405).
+    if (resuming !== null && !entry) return new Response(null, { status: 405 });
+    const unresumable = () => resuming === null || entry?.settle({ ok: false, failure: EMPTY(entry) });
+    if (entry) entry.ended = false;
+    const timing = entry?.timing ?? exchangeTiming("", this.settings.timeoutMs, this.limits);
     const timer = new AbortController();
     const clock = setTimeout(() => timer.abort(), timing.headersMs);
     const signals = [timer.signal, init.signal, entry?.signal].filter((s): s is AbortSignal => s != null);
-    const resuming = init.method === "GET" ? headers.get("last-event-id") : null;
     let response: Response;
     try {
       response = await (this.options.fetch ?? fetch)(url, {
@@ -376,7 +391,7 @@ export class Proxy {
       });
     } catch (error) {
       if (entry && timer.signal.aborted) entry.failure ??= { kind: "timeout", ms: timing.headersMs };
-      this.unresumable(resuming);
+      unresumable();
       throw error;
     } finally {
       clearTimeout(clock);
@@ -384,7 +399,7 @@ export class Proxy {
     const { status, statusText } = response;
     if (entry) entry.status = status;
     if (!response.ok) {
-      this.unresumable(resuming);
+      unresumable();
       const said = await readPrefix(response, ERROR_BODY_BYTES, timing.bodyIdleMs, init.signal ?? undefined);
       if (entry) entry.failure ??= this.refusal(response, said, headers.get("mcp-session-id") ?? undefined);
       const body = status === 204 || status === 205 || status === 304 ? null : said;
@@ -399,18 +414,6 @@ export class Proxy {
       headers: response.headers,
     });
   };
-
-  /**
-   * Fails at once, as answered without a response, the requests whose reply stream ended after event
-   * `lastEventId` and whose resumption from it failed (the transport gives up quietly on a 405).
-   */
-  private unresumable(lastEventId: string | null): void {
-    for (const entry of this.pending.values()) {
-      if (entry.ended && lastEventId !== null && entry.lastEventId === lastEventId) {
-        entry.settle({ ok: false, failure: { kind: "empty", status: entry.status ?? 200 } });
-      }
-    }
-  }
 
   /** The failure an HTTP error status (or a redirect the transport does not follow) stands for. */
   private refusal(response: Response, said: string, sessionId: string | undefined): Failure {
@@ -446,12 +449,14 @@ export class Proxy {
   private bounded(body: ReadableStream<Uint8Array>, sse: boolean, timing: Timing, entry?: Pending) {
     const reader = body.getReader();
     const decoder = new TextDecoder();
+    const resumedFrom = entry?.lastEventId;
     const maxBytes = sse ? this.bytes.streamBytes : this.bytes.replyBytes;
     const idleMs = sse ? timing.streamIdleMs : timing.bodyIdleMs;
     let bytes = 0;
     let eventChars = 0;
     /** What the transport does not get yet: a JSON body until it is whole, an SSE line until it ends. */
     const held: Uint8Array[] = [];
+    const lines: string[] = [];
     const fail = (failure: Failure) => entry?.settle({ ok: false, failure: entry.failure ?? failure });
     const stop = (controller: ReadableStreamDefaultController<Uint8Array>, failure: Failure) => {
       if (entry) entry.failure ??= failure;
@@ -470,17 +475,18 @@ export class Proxy {
           if (got === "idle") return stop(controller, { kind: "stalled", ms: idleMs });
           if ("error" in got) {
             if (entry) entry.ended = true;
-            if (entry?.lastEventId === undefined) fail({ kind: "cut", cause: networkCause(got.error) });
+            if (entry?.lastEventId === resumedFrom) fail({ kind: "cut", cause: networkCause(got.error) });
             return controller.error(got.error);
           }
           if (got.done) {
-            if (held.length) controller.enqueue(concatBytes(held));
+            if (held.length || lines.length) {
+              controller.enqueue(held.length ? concatBytes(held) : encode(lines));
+            }
             controller.close();
             if (entry) entry.ended = true;
-            // What the transport makes of the last events reaches it first; then an unanswered request is empty.
-            if (sse && entry && entry.lastEventId === undefined) {
-              setTimeout(() => fail({ kind: "empty", status: entry.status ?? 200 }));
-            }
+            // What the transport makes of the last events reaches it first; then a request is empty unless a
+            // new event id lets the transport resume the stream.
+            if (sse && entry && entry.lastEventId === resumedFrom) setTimeout(() => fail(EMPTY(entry)));
             return;
           }
           const chunk = got.value;
@@ -494,8 +500,6 @@ export class Proxy {
           }
           if (sse) {
             const text = decoder.decode(chunk, { stream: true });
-            const ids = [...text.matchAll(/(?:^|[\r\n])id: ?([^\r\n]*)/g)];
-            if (entry && ids.length) entry.lastEventId = ids[ids.length - 1][1];
             const events = text.split(/\r?\n\r?\n|\r\r/);
             const longest = Math.max(eventChars + events[0].length, ...events.slice(1).map((e) => e.length));
             eventChars = events.length > 1 ? events[events.length - 1].length : eventChars + text.length;
@@ -507,13 +511,14 @@ export class Proxy {
               });
             }
             // Whole lines only, so the transport's parser never re-reads a long line chunk by chunk.
-            const end = Math.max(chunk.lastIndexOf(10), chunk.lastIndexOf(13));
-            if (end < 0) {
-              held.push(chunk.slice());
-              continue;
-            }
-            controller.enqueue(concatBytes([...held.splice(0), chunk.subarray(0, end + 1)]));
-            if (end + 1 < chunk.length) held.push(chunk.slice(end + 1));
+            const end = Math.max(text.lastIndexOf("\n"), text.lastIndexOf("\r"));
+            lines.push(end < 0 ? text : text.slice(0, end + 1));
+            if (end < 0) continue;
+            const whole = lines.splice(0).join("");
+            lines.push(text.slice(end + 1));
+            const ids = [...whole.matchAll(/(?:^|[\r\n])id: ?([^\r\n]*)/g)];
+            if (entry && ids.length) entry.lastEventId = ids[ids.length - 1][1];
+            controller.enqueue(encode([whole]));
             return;
           }
           if (entry && entry.sample === undefined) entry.sample = decoder.decode(chunk.subarray(0, 200));

@@ -256,6 +256,44 @@ Deno.test("mcp/fake: a stream that ends after an event id, its resumption refuse
   assertEquals(await proxy.close(), 0);
 });
 
+Deno.test("mcp/fake: a resumed stream (200) that ends without the response or a new event id fails the call at once", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  await using fake = await FakeOpenViking.start();
+  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
+  await proxy.initialize();
+  await initialized(fake);
+  fake.mcp.script = (messages) =>
+    messages[0]?.method === "tools/call" ? sseReply(sseBody([{ id: "ev1", raw: "" }])) : undefined;
+  fake.fault({ route: "GET /mcp", raw: sseReply(": nothing more\n\n") });
+  await proxy.send(call(1, "find"));
+  const empty = errorOf(await within(proxy.response(1), "the answer to the call"));
+  assertEquals(empty.code, -32003);
+  const resumes = () =>
+    fake.requestsTo("GET /mcp").filter((r) => r.headers["last-event-id"] === "ev1").length;
+  assertEquals(resumes(), 1);
+  await new Promise((r) => setTimeout(r, 1_500)); // the SDK's reconnection delay, three times over
+  assertEquals(resumes(), 1, "the stream of a call that was answered is not resumed again");
+  assertEquals(await proxy.close(), 0);
+});
+
+Deno.test("mcp/fake: a server's retry: delay is honoured up to 5 s, so a resumption is not put off for an hour", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  await using fake = await FakeOpenViking.start();
+  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
+  await proxy.initialize();
+  await initialized(fake);
+  fake.mcp.script = (messages) =>
+    messages[0]?.method === "tools/call"
+      ? sseReply(sseBody([{ id: "ev1", retry: 3_600_000, raw: "" }]))
+      : undefined;
+  const answer = { jsonrpc: "2.0", id: 1, result: { content: [{ type: "text", text: "resumed" }] } };
+  fake.fault({ route: "GET /mcp", raw: sseReply(sseBody([{ id: "ev2", data: answer }])), times: 1 });
+  await proxy.send(call(1, "find"));
+  const reply = resultOf(await within(proxy.response(1), "the answer to the call"));
+  assertEquals((reply.content as Json[])[0].text, "resumed");
+  assertEquals(await proxy.close(), 0);
+});
+
 Deno.test("mcp/fake: a line that is not JSON, or not a valid message, is answered with -32700 or -32600", async () => {
   await using home = await tempDir("ovk-mcp-");
   await using fake = await FakeOpenViking.start();
