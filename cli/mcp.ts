@@ -194,13 +194,16 @@ export async function mcpCommand(): Promise<number> {
   const stop = new AbortController();
   const onSignal = () => stop.abort();
   const signals: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGTERM", "SIGINT", "SIGHUP"];
-  for (const s of signals) {
-    try {
-      Deno.addSignalListener(s, onSignal);
-    } catch {
-      // not supported on this platform
+  const listen = (on: boolean) => {
+    for (const s of signals) {
+      try {
+        on ? Deno.addSignalListener(s, onSignal) : Deno.removeSignalListener(s, onSignal);
+      } catch {
+        // not supported on this platform
+      }
     }
-  }
+  };
+  listen(true);
   const writer = Deno.stdout.writable.getWriter();
   const encoder = new TextEncoder();
   const writeLine = async (line: string) => {
@@ -215,13 +218,7 @@ export async function mcpCommand(): Promise<number> {
     diagnostic: (text) => Deno.stderr.writeSync(encoder.encode(`${text}\n`)),
     signal: stop.signal,
   });
-  for (const s of signals) {
-    try {
-      Deno.removeSignalListener(s, onSignal);
-    } catch {
-      // not registered
-    }
-  }
+  listen(false);
   await writer.close().catch(() => {});
   // Everything is written and the log flushed; a stdin read may still be pending (after SIGTERM or when the
   // client closed only stdout), and it must not keep the process alive.

@@ -31,46 +31,23 @@ import { BUILTIN_TOOLS, offeredTools, type ToolDefinition } from "../memory/tool
 import { ErrorCode, type ErrorContext, errorResponse, type Failure, failureError } from "./errors.ts";
 import { validTools } from "./tool-cache.ts";
 
-/** The time bounds the proxy applies (ms); tests shorten them. */
-export interface ProxyLimits {
-  /** `initialize` and `tools/list` as a whole, so a dead host still leaves Kimi's start-up budget. */
-  startupMs: number;
-  /** Any request as a whole; long tools are bounded by the client's own timeout. */
-  toolCallMs: number;
-  /** How long an SSE reply may go without a byte (keep-alive comments count). */
-  streamIdleMs: number;
-}
+/**
+ * The production time bounds (ms; tests shorten them): `initialize` and `tools/list` as a whole (a dead host
+ * still leaves Kimi's start-up budget), any request as a whole (long tools are bounded by the client's own
+ * timeout), an SSE reply without a byte (keep-alive comments count).
+ */
+export const PROXY_LIMITS = { startupMs: 10_000, toolCallMs: 600_000, streamIdleMs: 120_000 };
+export type ProxyLimits = typeof PROXY_LIMITS;
 
-/** The production time bounds. */
-export const PROXY_LIMITS: Readonly<ProxyLimits> = {
-  startupMs: 10_000,
-  toolCallMs: 600_000,
-  streamIdleMs: 120_000,
-};
-
-/** Byte bounds of the replies read (counted as inflated). */
-export interface ByteLimits {
-  /** A JSON body, or one SSE event. */
-  replyBytes: number;
-  /** An SSE stream as a whole. */
-  streamBytes: number;
-}
-
-/** The production byte bounds. */
-export const BYTE_LIMITS: Readonly<ByteLimits> = { replyBytes: 16 << 20, streamBytes: 64 << 20 };
+/** The production byte bounds of a reply, counted as inflated: a JSON body or one SSE event; an SSE stream. */
+export const BYTE_LIMITS = { replyBytes: 16 << 20, streamBytes: 64 << 20 };
+export type ByteLimits = typeof BYTE_LIMITS;
 
 /** The most read of a body only the server's words are needed from (error pages, redirects). */
 const ERROR_BODY_BYTES = 64 * 1024;
 
-/** The time limits of one exchange (ms). */
-export interface Timing {
-  headersMs: number;
-  /** How long a JSON (or error) body may go without a byte. */
-  bodyIdleMs: number;
-  streamIdleMs: number;
-  /** Headers, body and SSE reconnections. */
-  totalMs: number;
-}
+/** The time limits of one exchange (ms): headers; a JSON or error body, an SSE stream without a byte; all. */
+export type Timing = { headersMs: number; bodyIdleMs: number; streamIdleMs: number; totalMs: number };
 
 const uniform = (ms: number): Timing => ({ headersMs: ms, bodyIdleMs: ms, streamIdleMs: ms, totalMs: ms });
 
@@ -128,32 +105,17 @@ const DEFAULT_PROTOCOL_VERSION = "2025-06-18";
 const KNOWN_PROTOCOL_VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 
 /** The version an offline `initialize` answers: the client's ask when known and no newer than OpenViking's. */
-export function offlineProtocolVersion(requested: unknown): string {
-  return typeof requested === "string" && KNOWN_PROTOCOL_VERSIONS.includes(requested) &&
-      requested <= DEFAULT_PROTOCOL_VERSION
-    ? requested
-    : DEFAULT_PROTOCOL_VERSION;
+export function offlineProtocolVersion(asked: unknown): string {
+  const known = typeof asked === "string" && KNOWN_PROTOCOL_VERSIONS.includes(asked);
+  return known && asked <= DEFAULT_PROTOCOL_VERSION ? asked : DEFAULT_PROTOCOL_VERSION;
 }
 
 /** Why the server could not answer `initialize`, in words for the instructions. */
-function offlineReason(failure: Failure): string {
-  switch (failure.kind) {
-    case "auth":
-      return `refused the credentials (HTTP ${failure.status})`;
-    case "http":
-    case "empty":
-    case "bad-reply":
-    case "redirect":
-      return `answered HTTP ${failure.status} instead of an MCP result`;
-    case "too-large":
-      return "sent a reply larger than the proxy reads";
-    case "stalled":
-    case "deadline":
-    case "timeout":
-      return "did not answer in time";
-    default:
-      return "was not reachable";
-  }
+function offlineReason(f: Failure): string {
+  if (f.kind === "auth") return `refused the credentials (HTTP ${f.status})`;
+  if ("status" in f) return `answered HTTP ${f.status} instead of an MCP result`;
+  if (f.kind === "too-large") return "sent a reply larger than the proxy reads";
+  return "ms" in f ? "did not answer in time" : "was not reachable";
 }
 
 /** A failure in a few words, for the log. */
@@ -225,32 +187,31 @@ interface Pending {
   sample?: string;
 }
 
-/** A counting semaphore whose waiters can withdraw. */
+/** A counting semaphore whose waiters (first come, first served) can withdraw. */
 class Slots {
   private active = 0;
-  private readonly waiting: (() => void)[] = [];
+  private readonly waiting = new Set<() => void>();
   constructor(private readonly max: number) {}
 
   /** Resolves to the slot's release, or `undefined` when `signal` aborted first. */
   async acquire(signal: AbortSignal): Promise<(() => void) | undefined> {
-    if (this.active >= this.max) {
+    if (this.active < this.max) this.active++;
+    else {
       const granted = await new Promise<boolean>((resolve) => {
         const grant = () => resolve(true);
-        this.waiting.push(grant);
-        signal.addEventListener("abort", () => {
-          const i = this.waiting.indexOf(grant);
-          if (i >= 0) this.waiting.splice(i, 1), resolve(false);
-        }, { once: true });
+        this.waiting.add(grant);
+        signal.addEventListener("abort", () => this.waiting.delete(grant) && resolve(false), { once: true });
       });
       if (!granted) return undefined;
-    } else this.active++;
+    }
     let done = false;
     return () => {
       if (done) return;
       done = true;
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.active--;
+      const [next] = this.waiting;
+      if (!next) return void this.active--;
+      this.waiting.delete(next);
+      next();
     };
   }
 }
@@ -842,16 +803,12 @@ export class Proxy {
   async shutdown(graceMs: number): Promise<void> {
     if (graceMs > 0 && this.tasks.size > 0) await settledWithin(this.tasks, graceMs);
     this.stopped.abort();
-    const deleting = this.http.sessionId
-      ? this.http.terminateSession().then(() => "deleted", String)
-      : undefined;
-    if (deleting) {
-      let clock: ReturnType<typeof setTimeout> | undefined;
-      const why = await Promise.race([
-        deleting,
-        new Promise((r) => clock = setTimeout(() => r("timeout"), 2_000)),
-      ]);
-      clearTimeout(clock);
+    if (this.http.sessionId) {
+      let why = "timeout";
+      await settledWithin(
+        [this.http.terminateSession().then(() => why = "deleted", (e) => why = String(e))],
+        2_000,
+      );
       this.options.log.stage("session-deleted", { why });
     }
     await this.http.close();
