@@ -233,13 +233,17 @@ function encode(lines: string[]): Uint8Array {
 /** Why a request is answered here while the server's recall breaker is open. */
 const PAUSED: Failure = { kind: "network", cause: "it left a recent request unanswered; memory is paused" };
 
+/** Base64 content (an image's `data`, a resource's `blob`): what neutralising leaves as it is, so skipped. */
+const BASE64 = /^[\w+/=\n-]*$/;
+
 /** The keys whose strings are prose the model reads, in any reply (a tool call's result is read whole). */
 const PROSE = new Set(["description", "title", "instructions", "message"]);
 
 /**
  * `message` as it may reach the model, neutralised like recalled text on the prompt path: every string and key
  * of a tool call's result (`whole`), else the strings of prose keys at any depth (descriptions, titles,
- * instructions, error messages). Ids, names and schemas' other words stay; the JSON's shape never changes.
+ * instructions, error messages). Ids, names, base64 content and schemas' other words stay; the JSON's shape
+ * never changes.
  */
 export function neutralized<T extends JSONRPCMessage>(message: T, whole: boolean): T {
   const walk = (v: unknown, key: string): unknown =>
@@ -248,7 +252,11 @@ export function neutralized<T extends JSONRPCMessage>(message: T, whole: boolean
       : Array.isArray(v)
       ? v.map((x) => walk(x, key))
       : isRecord(v)
-      ? Object.fromEntries(Object.entries(v).map(([k, x]) => [whole ? neutralize(k) : k, walk(x, k)]))
+      ? Object.fromEntries(
+        Object.entries(v).map((
+          [k, x],
+        ) => [whole ? neutralize(k) : k, typeof x === "string" && BASE64.test(x) ? x : walk(x, k)]),
+      )
       : v;
   const out: Record<string, unknown> = { ...message };
   for (const k of ["result", "error", "params"]) if (k in out) out[k] = walk(out[k], k);
