@@ -402,16 +402,9 @@ export class Proxy {
 
   /** The request a POST body carries, when one is waiting for its response. */
   private entryOf(body: unknown): Pending | undefined {
-    if (typeof body !== "string") return undefined;
-    try {
-      const message = JSON.parse(body);
-      return isRecord(message) && "method" in message &&
-          (typeof message.id === "string" || typeof message.id === "number")
-        ? this.pending.get(idKey(message.id))
-        : undefined;
-    } catch {
-      return undefined;
-    }
+    const message: unknown = typeof body === "string" ? JSON.parse(body) : undefined; // the SDK's own JSON
+    const id = isRecord(message) && "method" in message ? message.id : undefined;
+    return typeof id === "string" || typeof id === "number" ? this.pending.get(idKey(id)) : undefined;
   }
 
   /** A reply body within the byte bounds (of a JSON body; of an SSE stream and one event) and the idle bound. */
@@ -460,24 +453,16 @@ export class Proxy {
           }
           const chunk = got.value;
           bytes += chunk.length;
-          if (bytes > maxBytes) {
-            return stop(controller, {
-              kind: "too-large",
-              limitBytes: maxBytes,
-              part: sse ? "stream" : "reply",
-            });
-          }
+          const part = sse ? "stream" : "reply";
+          if (bytes > maxBytes) return stop(controller, { kind: "too-large", limitBytes: maxBytes, part });
           if (sse) {
             const text = decoder.decode(chunk, { stream: true });
             const events = text.split(/\r?\n\r?\n|\r\r/);
             const longest = Math.max(eventChars + events[0].length, ...events.slice(1).map((e) => e.length));
             eventChars = events.length > 1 ? events[events.length - 1].length : eventChars + text.length;
-            if (longest > this.bytes.replyBytes) {
-              return stop(controller, {
-                kind: "too-large",
-                limitBytes: this.bytes.replyBytes,
-                part: "event",
-              });
+            const limitBytes = this.bytes.replyBytes;
+            if (longest > limitBytes) {
+              return stop(controller, { kind: "too-large", limitBytes, part: "event" });
             }
             // Whole lines only, so the transport's parser never re-reads a long line chunk by chunk.
             const end = Math.max(text.lastIndexOf("\n"), text.lastIndexOf("\r"));
@@ -732,22 +717,17 @@ export class Proxy {
       this.http.setProtocolVersion(version);
       this.options.log.stage("offline-initialize", { failure: describe(failure) });
       const url = withoutUserinfo(this.settings.target.mcpUrl);
-      await this.options.send({
-        jsonrpc: "2.0",
-        id: request.id,
-        result: {
-          protocolVersion: version,
-          capabilities: { tools: { listChanged: true } },
-          serverInfo: {
-            name: "openviking",
-            title: "OpenViking (via openviking-kimi)",
-            version: `proxy-${VERSION}`,
-          },
-          instructions:
-            `OpenViking at ${url} ${offlineReason(failure)} when this session started. Its tools are ` +
-            `listed anyway and work as soon as the server answers; until then they return an error that says why.`,
-        },
-      });
+      const serverInfo = {
+        name: "openviking",
+        title: "OpenViking (via openviking-kimi)",
+        version: `proxy-${VERSION}`,
+      };
+      const instructions =
+        `OpenViking at ${url} ${offlineReason(failure)} when this session started. Its tools ` +
+        `are listed anyway and work as soon as the server answers; until then they return an error that says why.`;
+      const capabilities = { tools: { listChanged: true } };
+      const result = { protocolVersion: version, capabilities, serverInfo, instructions };
+      await this.options.send({ jsonrpc: "2.0", id: request.id, result });
     } finally {
       open();
     }
