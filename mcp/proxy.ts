@@ -501,11 +501,8 @@ export class Proxy {
         },
       };
       const deadline = setTimeout(() => {
-        const ms = timing.totalMs;
-        entry.settle({
-          ok: false,
-          failure: entry.status === undefined ? { kind: "timeout", ms } : { kind: "deadline", ms },
-        });
+        const kind = entry.status === undefined ? "timeout" : "deadline";
+        entry.settle({ ok: false, failure: { kind, ms: timing.totalMs } });
       }, timing.totalMs);
       const onCancel = () => entry.settle({ ok: false, failure: { kind: "aborted" } });
       this.pending.set(key, entry);
@@ -530,8 +527,9 @@ export class Proxy {
     if (error instanceof TypeError || entry.status === undefined) {
       return { kind: "network", cause: networkCause(error) };
     }
-    if (!entry.sample?.trim()) return { kind: "empty", status };
-    return { kind: "bad-reply", status, sample: entry.sample };
+    return entry.sample?.trim()
+      ? { kind: "bad-reply", status, sample: entry.sample }
+      : { kind: "empty", status };
   }
 
   /** Sends a request with the retries of a session: initialised first, again when expired, after a new key. */
