@@ -236,28 +236,22 @@ const PAUSED: Failure = { kind: "network", cause: "it left a recent request unan
 /** Base64 content (an image's `data`, a resource's `blob`): what neutralising leaves as it is, so skipped. */
 const BASE64 = /^[\w+/=\n-]*$/;
 
-/** The keys whose strings are prose the model reads, in any reply (a tool call's result is read whole). */
+/** The keys whose strings are prose the model reads in a tool list or a server's own message. */
 const PROSE = new Set(["description", "title", "instructions", "message"]);
 
 /**
  * `message` as it may reach the model, neutralised like recalled text on the prompt path: every string and key
- * of a tool call's result (`whole`), else the strings of prose keys at any depth (descriptions, titles,
- * instructions, error messages). Ids, names, base64 content and schemas' other words stay; the JSON's shape
- * never changes.
+ * of a reply (`whole`: all but the tool list and initialize, whose names and schemas must stay as they are),
+ * else the strings of prose keys at any depth (descriptions, titles, instructions, messages). Base64 content
+ * is left alone (neutralising would not change it); the JSON's shape never changes.
  */
 export function neutralized<T extends JSONRPCMessage>(message: T, whole: boolean): T {
-  const walk = (v: unknown, key: string): unknown =>
-    typeof v === "string"
-      ? whole || PROSE.has(key) ? neutralize(v) : v
-      : Array.isArray(v)
-      ? v.map((x) => walk(x, key))
-      : isRecord(v)
-      ? Object.fromEntries(
-        Object.entries(v).map((
-          [k, x],
-        ) => [whole ? neutralize(k) : k, typeof x === "string" && BASE64.test(x) ? x : walk(x, k)]),
-      )
-      : v;
+  const walk = (v: unknown, key: string): unknown => {
+    if (typeof v === "string") return (whole || PROSE.has(key)) && !BASE64.test(v) ? neutralize(v) : v;
+    if (Array.isArray(v)) return v.map((x) => walk(x, key));
+    if (!isRecord(v)) return v;
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [whole ? neutralize(k) : k, walk(x, k)]));
+  };
   const out: Record<string, unknown> = { ...message };
   for (const k of ["result", "error", "params"]) if (k in out) out[k] = walk(out[k], k);
   return out as T;
@@ -673,7 +667,7 @@ export class Proxy {
       const reply = out.ok
         ? (request.method === "tools/list" ? this.listed(request, out.response) : out.response)
         : await this.fallback(request, out.failure);
-      await this.options.send(neutralized(reply, request.method === "tools/call"));
+      await this.options.send(neutralized(reply, request.method !== "tools/list"));
     } finally {
       release?.();
       this.stopped.signal.removeEventListener("abort", onStop);

@@ -550,6 +550,8 @@ Deno.test("mcp/fake: tool results, tool and parameter descriptions and server er
       })
       : m.method === "tools/call"
       ? json({ jsonrpc: "2.0", id: m.id, error: { code: -32000, message: hostile } })
+      : m.method === "resources/read"
+      ? json({ jsonrpc: "2.0", id: m.id, result: { contents: [{ uri: "viking://m", text: hostile }] } })
       : undefined;
   const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
   await proxy.initialize();
@@ -564,6 +566,8 @@ Deno.test("mcp/fake: tool results, tool and parameter descriptions and server er
     structuredContent: { result: clean },
   });
   assertEquals(errorOf(await proxy.request(4, "tools/call", { name: "search" })).message, clean);
+  const read = resultOf(await proxy.request(5, "resources/read", { uri: "viking://m" }));
+  assertEquals(read.contents, [{ uri: "viking://m", text: clean }]);
   assertEquals(await proxy.close(), 0);
 });
 
