@@ -292,13 +292,9 @@ export class Proxy {
 
   /** Handles one client message; returns once it is answered. */
   handle(message: JSONRPCMessage): Promise<void> {
-    if ("method" in message && "id" in message) return this.track(this.request(message));
-    if ("method" in message) {
-      this.notify(message);
-      return Promise.resolve();
-    }
-    // A response to a request the server sent inside a stream: deliver it now (the stream may wait for it).
-    return this.track(this.forward(message));
+    // A response to a request the server sent inside a stream: delivered now (the stream may wait for it).
+    if (!("method" in message)) return this.track(this.forward(message));
+    return "id" in message ? this.track(this.request(message)) : Promise.resolve(this.notify(message));
   }
 
   /** A fresh transport (no session yet), its messages routed to the waiting requests or the client. */
