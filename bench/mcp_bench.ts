@@ -25,6 +25,19 @@ export interface McpBenchResult {
   overheadP95Ms: number;
   /** From spawning the proxy to its initialize response (includes `deno run` start-up). */
   startupMs: number;
+  /** CPU time the proxy process used (Linux; NaN elsewhere), which a loaded machine disturbs far less. */
+  startupCpuMs: number;
+  proxyCpuUsPerCall: number;
+}
+
+/** User + system CPU time of process `pid` in ms, from /proc (10 ms steps); NaN where there is none. */
+function cpuMs(pid: number): number {
+  try {
+    const fields = Deno.readTextFileSync(`/proc/${pid}/stat`).split(") ")[1].split(" ");
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return NaN;
+  }
 }
 
 /** Options of the benchmark. */
@@ -101,6 +114,7 @@ export async function benchMcpProxy(options: McpBenchOptions = {}): Promise<McpB
     });
     await nextLine();
     const startupMs = performance.now() - started;
+    const startupCpuMs = cpuMs(child.pid);
     await send({ jsonrpc: "2.0", method: "notifications/initialized" });
 
     const args = { query: "tabs or spaces", limit: 5 };
@@ -147,10 +161,12 @@ export async function benchMcpProxy(options: McpBenchOptions = {}): Promise<McpB
     }
     const proxied: number[] = [];
     const straight: number[] = [];
+    const cpuBefore = cpuMs(child.pid);
     for (let i = 0; i < calls; i++) {
       straight.push(await direct());
       proxied.push(await viaProxy());
     }
+    const proxyCpuUsPerCall = round((cpuMs(child.pid) - cpuBefore) / calls * 1000);
     proxied.sort((a, b) => a - b);
     straight.sort((a, b) => a - b);
     const p50 = percentile(proxied, 50);
@@ -166,6 +182,8 @@ export async function benchMcpProxy(options: McpBenchOptions = {}): Promise<McpB
       overheadP50Ms: round(p50 - d50),
       overheadP95Ms: round(p95 - d95),
       startupMs: round(startupMs),
+      startupCpuMs,
+      proxyCpuUsPerCall,
     };
   } finally {
     await writer.close().catch(() => {});
@@ -184,7 +202,8 @@ if (import.meta.main) {
     console.log(
       `mcp proxy, ${sse ? "SSE" : "JSON"} replies, ${r.calls} warm tools/call: ` +
         `proxy p50 ${r.p50Ms} ms / p95 ${r.p95Ms} ms; direct p50 ${r.directP50Ms} ms / p95 ${r.directP95Ms} ms; ` +
-        `added p50 ${r.overheadP50Ms} ms / p95 ${r.overheadP95Ms} ms; start-up to initialize ${r.startupMs} ms`,
+        `added p50 ${r.overheadP50Ms} ms / p95 ${r.overheadP95Ms} ms; start-up to initialize ${r.startupMs} ms; ` +
+        `proxy CPU: ${r.startupCpuMs} ms to initialize, ${r.proxyCpuUsPerCall} µs per call`,
     );
   }
 }

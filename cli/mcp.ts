@@ -5,9 +5,8 @@
  * before the client sends its first message.
  */
 
-import { Readable, Writable } from "node:stream";
-// @ts-types="@modelcontextprotocol/sdk/server/stdio"
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+// @ts-types="@modelcontextprotocol/sdk/types"
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { credentialFilePaths, loadConfig } from "../openviking/config.ts";
 import { isOpen, readBreaker } from "../openviking/breaker.ts";
 import { createLogger } from "../lib/log.ts";
@@ -17,10 +16,7 @@ import { resolvePeer } from "../openviking/peer.ts";
 import { withoutUserinfo } from "../lib/scrub.ts";
 import { type ByteLimits, Proxy, type ProxyLimits, type ProxySettings, proxySettings } from "../mcp/proxy.ts";
 import { readToolCache, toolCachePath, writeToolCache } from "../mcp/tool-cache.ts";
-import { type LineRefusal, lineRefusals } from "../mcp/errors.ts";
-import { concatBytes } from "../lib/bytes.ts";
-// @ts-types="@modelcontextprotocol/sdk/shared/stdio"
-import { STDIO_DEFAULT_MAX_BUFFER_SIZE } from "@modelcontextprotocol/sdk/shared/stdio.js";
+import { type LineRefusal, lineTooLong, parseLine } from "../mcp/errors.ts";
 
 /** How long running requests may finish after stdin closed. */
 const EOF_GRACE_MS = 5_000;
@@ -78,46 +74,45 @@ export async function credentialReloader(
   return async () => await look() ? await load() : undefined;
 }
 
+/** The most read of one client line (the SDK's stdio limit); a longer one is refused unread. */
+const MAX_LINE_CHARS = 10 * 1024 * 1024;
+
+/** The most output (in characters) waiting for the client to read it past which notifications are dropped. */
+export const BACKLOG_CHARS = 1024 * 1024;
+const FLOODED =
+  "openviking-kimi mcp: OpenViking sends notifications faster than the client reads them; past " +
+  "1 MiB waiting to be read they are dropped (replies are never dropped).";
+
 /**
- * `input` without the lines that are not JSON-RPC messages, each answered by `refuse` instead (the SDK
- * would drop them unanswered). A line longer than the SDK reads is passed on as it is, for the SDK to refuse.
+ * Reads the client's lines until `input` ends, each parsed once: a JSON-RPC message goes to `take`, any other
+ * line is answered by `refuse` (a line longer than {@link MAX_LINE_CHARS} too, without reading the rest).
  */
-export function screened(
+export async function readMessages(
   input: ReadableStream<Uint8Array>,
+  take: (message: JSONRPCMessage) => void,
   refuse: (refusals: LineRefusal[]) => void,
-): ReadableStream<Uint8Array> {
-  const decoder = new TextDecoder();
-  const held: Uint8Array[] = [];
-  let heldBytes = 0;
-  let passing = false;
-  return input.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        let start = 0;
-        for (let nl = chunk.indexOf(10); nl >= 0; nl = chunk.indexOf(10, start)) {
-          const line = concatBytes([...held.splice(0), chunk.subarray(start, nl + 1)]);
-          start = nl + 1;
-          heldBytes = 0;
-          const refusals = passing ? [] : lineRefusals(decoder.decode(line));
-          passing = false;
-          if (refusals.length) refuse(refusals);
-          else controller.enqueue(line);
-        }
-        if (start === chunk.length) return;
-        if (passing) return controller.enqueue(chunk.subarray(start));
-        held.push(chunk.slice(start));
-        heldBytes += chunk.length - start;
-        if (heldBytes > STDIO_DEFAULT_MAX_BUFFER_SIZE) {
-          controller.enqueue(concatBytes(held.splice(0)));
-          heldBytes = 0;
-          passing = true;
-        }
-      },
-      flush(controller) {
-        if (held.length) controller.enqueue(concatBytes(held));
-      },
-    }),
-  );
+): Promise<void> {
+  let held = "";
+  let skipping = false;
+  for await (const text of input.pipeThrough(new TextDecoderStream())) {
+    let start = 0;
+    for (let nl = text.indexOf("\n"); nl >= 0; nl = text.indexOf("\n", start)) {
+      const line = held + text.slice(start, nl);
+      [held, start] = ["", nl + 1];
+      if (skipping) skipping = false;
+      else {
+        const parsed = parseLine(line);
+        if (!Array.isArray(parsed)) take(parsed);
+        else if (parsed.length) refuse(parsed);
+      }
+    }
+    if (skipping) continue;
+    held += text.slice(start);
+    if (held.length > MAX_LINE_CHARS) {
+      [held, skipping] = ["", true];
+      refuse([lineTooLong(MAX_LINE_CHARS)]);
+    }
+  }
 }
 
 /** Runs the proxy until stdin ends, the output goes away or `signal` aborts; resolves to the exit code. */
@@ -139,22 +134,22 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
   });
   const paths = credentialFilePaths(io.env);
   const cachePath = toolCachePath(io.env);
-  const input = screened(io.input, (refusals) => {
-    log.stage("client-line-refused", { codes: refusals.map((r) => r.error.code) });
-    for (const r of refusals) void io.writeLine(JSON.stringify(r)).catch(() => {});
-  });
-  const stdin = Readable.fromWeb(input as import("node:stream/web").ReadableStream<Uint8Array>);
-  const stdout = new Writable({
-    write: (chunk, _encoding, done) =>
-      void io.writeLine(String(chunk).replace(/\n$/, "")).then(() => done(), done),
-  });
-  stdout.setMaxListeners(0);
-  const gone = new Promise<"signal">((resolve) => stdout.on("error", () => resolve("signal")));
-  const stdio = new StdioServerTransport(stdin, stdout);
+  let gone: () => void = () => {};
+  const lost = new Promise<"signal">((resolve) => gone = () => resolve("signal"));
+  let [backlog, dropped] = [0, 0];
+  const write = async (message: JSONRPCMessage | LineRefusal) => {
+    const line = JSON.stringify(message);
+    if ("method" in message && !("id" in message) && backlog + line.length > BACKLOG_CHARS) {
+      if (dropped++ === 0) io.diagnostic(FLOODED);
+      return;
+    }
+    backlog += line.length;
+    await io.writeLine(line).catch(gone).finally(() => backlog -= line.length);
+  };
   const proxy: Proxy = new Proxy({
     settings,
     reload: await credentialReloader([paths.cli, paths.ov], async () => (await load()).settings),
-    send: async (message) => void await Promise.race([stdio.send(message), gone]),
+    send: async (message) => void await Promise.race([write(message), lost]),
     log,
     offer: first.config.mcpTools,
     limits: io.limits,
@@ -175,18 +170,21 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
     apiKeySource: settings.context.apiKeySource,
     peer: settings.target.peerId || undefined,
   });
-  const why = await new Promise<"eof" | "signal">((resolve) => {
-    stdin.on("end", () => resolve("eof")).on("error", () => resolve("eof"));
-    void gone.then(resolve);
+  const refuse = (refusals: LineRefusal[]) => {
+    log.stage("client-line-refused", { codes: refusals.map((r) => r.error.code) });
+    for (const r of refusals) void write(r);
+  };
+  const stopped = new Promise<"signal">((resolve) => {
     if (io.signal?.aborted) resolve("signal");
     io.signal?.addEventListener("abort", () => resolve("signal"), { once: true });
-    stdio.onmessage = (message) => void proxy.handle(message);
-    stdio.onerror = (error) => log.stage("stdin-unreadable", { error: error.message });
-    void stdio.start();
   });
+  const read = readMessages(io.input, (message) => void proxy.handle(message), refuse).then(
+    () => "eof" as const,
+    (error) => (log.stage("stdin-unreadable", { error: String(error) }), "eof" as const),
+  );
+  const why = await Promise.race([read, lost, stopped]);
   await proxy.shutdown(why === "eof" ? EOF_GRACE_MS : 0);
-  await stdio.close();
-  log.stage("exit", { why });
+  log.stage("exit", { why, droppedNotifications: dropped || undefined });
   await log.flush();
   return 0;
 }
@@ -196,13 +194,16 @@ export async function mcpCommand(): Promise<number> {
   const stop = new AbortController();
   const onSignal = () => stop.abort();
   const signals: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGTERM", "SIGINT", "SIGHUP"];
-  for (const s of signals) {
-    try {
-      Deno.addSignalListener(s, onSignal);
-    } catch {
-      // not supported on this platform
+  const listen = (on: boolean) => {
+    for (const s of signals) {
+      try {
+        on ? Deno.addSignalListener(s, onSignal) : Deno.removeSignalListener(s, onSignal);
+      } catch {
+        // not supported on this platform
+      }
     }
-  }
+  };
+  listen(true);
   const writer = Deno.stdout.writable.getWriter();
   const encoder = new TextEncoder();
   const writeLine = async (line: string) => {
@@ -217,13 +218,7 @@ export async function mcpCommand(): Promise<number> {
     diagnostic: (text) => Deno.stderr.writeSync(encoder.encode(`${text}\n`)),
     signal: stop.signal,
   });
-  for (const s of signals) {
-    try {
-      Deno.removeSignalListener(s, onSignal);
-    } catch {
-      // not registered
-    }
-  }
+  listen(false);
   await writer.close().catch(() => {});
   // Everything is written and the log flushed; a stdin read may still be pending (after SIGTERM or when the
   // client closed only stdout), and it must not keep the process alive.

@@ -6,6 +6,7 @@
 // @ts-types="@modelcontextprotocol/sdk/types"
 import {
   type JSONRPCErrorResponse,
+  type JSONRPCMessage,
   JSONRPCMessageSchema,
   type RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
@@ -14,48 +15,29 @@ import { scrub, withoutUserinfo } from "../lib/scrub.ts";
 
 /** Error codes the proxy answers with. */
 export const ErrorCode = {
-  /** OpenViking refused the credentials (HTTP 401/403). */
-  Authentication: -32001,
-  /** OpenViking answered with an HTTP error status, a refused redirect, or a reply that is not JSON-RPC. */
-  UpstreamHttp: -32002,
-  /** OpenViking accepted the request but sent no response to it. */
-  EmptyReply: -32003,
-  /** OpenViking could not be reached (connection refused, DNS, TLS, timeout, a reply that went silent). */
-  Network: -32004,
-  /** OpenViking's reply was larger than the proxy reads. */
-  ReplyTooLarge: -32005,
-  /** JSON-RPC's: the client's line is not JSON. */
-  ParseError: -32700,
-  /** JSON-RPC's: the client's message is not a valid request (or its id is in use). */
-  InvalidRequest: -32600,
+  Authentication: -32001, // HTTP 401/403
+  UpstreamHttp: -32002, // an HTTP error status, a refused redirect, a reply that is not JSON-RPC
+  EmptyReply: -32003, // the request was accepted but no response came
+  Network: -32004, // unreachable: refused, DNS, TLS, timeout, a reply that went silent
+  ReplyTooLarge: -32005, // larger than the proxy reads
+  ParseError: -32700, // JSON-RPC's: the line is not JSON
+  InvalidRequest: -32600, // JSON-RPC's: not a valid request (or its id is in use)
 } as const;
 
 /** Why an exchange did not produce the response it should have. */
 export type Failure =
-  /** No HTTP answer: connection refused, DNS, TLS, reset. */
-  | { kind: "network"; cause: string }
-  /** No response headers within the time limit. */
-  | { kind: "timeout"; ms: number }
-  /** The reply started, then went silent for `ms` (no byte, not even an SSE keep-alive). */
-  | { kind: "stalled"; ms: number }
-  /** The whole exchange (headers, body, SSE reconnections) did not end within its limit. */
-  | { kind: "deadline"; ms: number }
-  /** The reply passed a byte bound: the JSON body or one SSE event (`limitBytes`), or the SSE stream. */
+  | { kind: "network"; cause: string } // no HTTP answer: refused, DNS, TLS, reset
+  | { kind: "timeout"; ms: number } // no response headers in time
+  | { kind: "stalled"; ms: number } // the reply started, then not a byte (not even a keep-alive) for `ms`
+  | { kind: "deadline"; ms: number } // headers, body and SSE reconnections did not end within their limit
   | { kind: "too-large"; limitBytes: number; part: "reply" | "event" | "stream" }
-  /** 401/403. */
   | { kind: "auth"; status: number; serverMessage: string }
-  /** Another non-2xx status; `sessionId` is the session id the request carried. */
-  | { kind: "http"; status: number; serverMessage: string; sessionId?: string }
-  /** A redirect to another origin, not followed (credentials stay with the configured URL). */
-  | { kind: "redirect"; status: number; location: string }
-  /** 2xx without the response to the request. */
-  | { kind: "empty"; status: number }
-  /** 2xx whose body held something that is not JSON-RPC, and no response. */
-  | { kind: "bad-reply"; status: number; sample: string }
-  /** The body was cut before the response. */
-  | { kind: "cut"; cause: string }
-  /** Cancelled by the client or by shutdown. */
-  | { kind: "aborted" };
+  | { kind: "http"; status: number; serverMessage: string; sessionId?: string } // `sessionId`: the one sent
+  | { kind: "redirect"; status: number; location: string } // to another origin, not followed
+  | { kind: "empty"; status: number } // 2xx without the response
+  | { kind: "bad-reply"; status: number; sample: string } // 2xx holding no JSON-RPC
+  | { kind: "cut"; cause: string } // the body broke before the response
+  | { kind: "aborted" }; // cancelled by the client or by shutdown
 
 /** An error response. */
 export function errorResponse(
@@ -68,37 +50,44 @@ export function errorResponse(
 }
 
 /** An error answering a client line that is not a message: its id is null when none can be read. */
-export interface LineRefusal {
-  jsonrpc: "2.0";
-  id: RequestId | null;
-  error: { code: number; message: string };
-}
+export type LineRefusal = { jsonrpc: "2.0"; id: RequestId | null; error: { code: number; message: string } };
+
+const refusal = (id: RequestId | null, code: number, message: string): LineRefusal => ({
+  jsonrpc: "2.0",
+  id,
+  error: { code, message },
+});
 
 /**
- * The errors answering one client line, none when it is a JSON-RPC message (or blank): -32700 with id null
- * when it is not JSON, else -32600 for each id that can be read (of a batch, of each element), or once with
- * id null.
+ * One client line, parsed once: its JSON-RPC message, or the errors answering it (none for a blank line):
+ * -32700 with id null when it is not JSON, else -32600 for each id that can be read (of a batch, of each
+ * element), or once with id null.
  */
-export function lineRefusals(line: string): LineRefusal[] {
+export function parseLine(line: string): JSONRPCMessage | LineRefusal[] {
   if (line.trim() === "") return [];
   let value: unknown;
   try {
     value = JSON.parse(line);
   } catch {
     const message = "Parse error: the line is not JSON; send one JSON-RPC message per line.";
-    return [{ jsonrpc: "2.0", id: null, error: { code: ErrorCode.ParseError, message } }];
+    return [refusal(null, ErrorCode.ParseError, message)];
   }
-  if (JSONRPCMessageSchema.safeParse(value).success) return [];
+  const parsed = JSONRPCMessageSchema.safeParse(value);
+  if (parsed.success) return parsed.data;
   const message = Array.isArray(value)
     ? "Invalid request: batches are not supported; send one JSON-RPC message per line."
     : "Invalid request: not a JSON-RPC 2.0 request, notification or response (an id is a string or a number).";
   const ids = (Array.isArray(value) ? value : [value]).map((m) => isRecord(m) ? m.id : undefined)
     .filter((id): id is RequestId => typeof id === "string" || typeof id === "number");
-  return (ids.length ? ids : [null]).map((id) => ({
-    jsonrpc: "2.0",
-    id,
-    error: { code: ErrorCode.InvalidRequest, message },
-  }));
+  return (ids.length ? ids : [null]).map((id) => refusal(id, ErrorCode.InvalidRequest, message));
+}
+
+/** The error answering a line longer than `maxChars`, which is not read to its end. */
+export function lineTooLong(maxChars: number): LineRefusal {
+  const most = describeBytes(maxChars).replace("bytes", "characters");
+  const message =
+    `Invalid request: the line is longer than ${most}, the most the proxy reads of one message.`;
+  return refusal(null, ErrorCode.InvalidRequest, message);
 }
 
 /** What an error message may say about the configuration (never the key itself). */
@@ -117,73 +106,49 @@ export interface ErrorContext {
 }
 
 /** Where the URL was configured, in words. */
-function urlSource(ctx: ErrorContext): string {
-  switch (ctx.credentialSource) {
-    case "env":
-      return "the environment (OPENVIKING_URL / OPENVIKING_MCP_URL)";
-    case "ovcli.conf":
-      return `"url" in ${ctx.cliConfigPath}`;
-    case "ov.conf":
-      return `the server section of ${ctx.ovConfigPath}`;
-    default:
-      return `the default, as nothing is configured (set "url" in ${ctx.cliConfigPath} or OPENVIKING_URL)`;
-  }
+function urlSource({ credentialSource: src, cliConfigPath: cli, ovConfigPath: ov }: ErrorContext): string {
+  if (src === "env") return "the environment (OPENVIKING_URL / OPENVIKING_MCP_URL)";
+  if (src === "ovcli.conf") return `"url" in ${cli}`;
+  if (src === "ov.conf") return `the server section of ${ov}`;
+  return `the default, as nothing is configured (set "url" in ${cli} or OPENVIKING_URL)`;
 }
 
 /** Where the API key came from and how to fix it, in words. */
-function describeKeyFix(ctx: ErrorContext): { source: string; fix: string } {
-  const reread = `the proxy re-reads ${ctx.cliConfigPath} on the next call, no restart needed`;
-  const src = ctx.apiKeySource;
+function describeKeyFix({ apiKeySource: src, cliConfigPath: cli, ovConfigPath: ov }: ErrorContext) {
+  const reread = `the proxy re-reads ${cli} on the next call, no restart needed`;
   if (src === "none") {
-    return {
-      source: "no API key is configured",
-      fix: `Add "api_key" to ${ctx.cliConfigPath} (or set OPENVIKING_API_KEY for the MCP server); ${reread}.`,
-    };
+    const fix = `Add "api_key" to ${cli} (or set OPENVIKING_API_KEY for the MCP server); ${reread}.`;
+    return { source: "no API key is configured", fix };
   }
   if (src.startsWith("env ")) {
     const name = src.slice(4);
-    return {
-      source: `the API key comes from the environment variable ${name}`,
-      fix:
-        `Fix ${name} where the MCP server is configured (Kimi's mcp.json or the plugin settings) and start ` +
-        `a new Kimi session, or remove it and put the key in ${ctx.cliConfigPath} as "api_key".`,
-    };
+    const fix =
+      `Fix ${name} where the MCP server is configured (Kimi's mcp.json or the plugin settings) and ` +
+      `start a new Kimi session, or remove it and put the key in ${cli} as "api_key".`;
+    return { source: `the API key comes from the environment variable ${name}`, fix };
   }
   if (src === "ov.conf") {
-    return {
-      source: `the API key comes from ${ctx.ovConfigPath}`,
-      fix: `Put a valid "api_key" in ${ctx.cliConfigPath} (it wins over ${ctx.ovConfigPath}); ${reread}.`,
-    };
+    const fix = `Put a valid "api_key" in ${cli} (it wins over ${ov}); ${reread}.`;
+    return { source: `the API key comes from ${ov}`, fix };
   }
-  return {
-    source: `the API key comes from ${ctx.cliConfigPath}`,
-    fix: `Put a valid "api_key" in ${ctx.cliConfigPath}; ${reread}.`,
-  };
+  return { source: `the API key comes from ${cli}`, fix: `Put a valid "api_key" in ${cli}; ${reread}.` };
 }
 
 /** The error answering an authentication failure (HTTP 401/403). */
-export function authError(
-  id: RequestId,
-  status: number,
-  serverMessage: string,
-  ctx: ErrorContext,
-): JSONRPCErrorResponse {
+export function authError(id: RequestId, status: number, serverMessage: string, ctx: ErrorContext) {
   const { source, fix } = describeKeyFix(ctx);
   const said = serverMessage ? `: ${serverMessage}` : "";
+  const [account, user] = [ctx.account || "(none)", ctx.user || "(none)"];
   const message = status === 403
-    ? `OpenViking denied access (HTTP 403${said}) for account "${ctx.account || "(none)"}", user "${
-      ctx.user || "(none)"
-    }"; ${source}. Check that the key belongs to that account and user ("account"/"user" in ` +
-      `${ctx.cliConfigPath} or OPENVIKING_ACCOUNT/OPENVIKING_USER). ${fix}`
+    ? `OpenViking denied access (HTTP 403${said}) for account "${account}", user "${user}"; ${source}. ` +
+      `Check that the key belongs to that account and user ("account"/"user" in ${ctx.cliConfigPath} or ` +
+      `OPENVIKING_ACCOUNT/OPENVIKING_USER). ${fix}`
     : `OpenViking MCP authentication failed (HTTP ${status}${said}); ${source}. ${fix}`;
-  const path = ctx.apiKeySource === "ov.conf"
-    ? ctx.ovConfigPath
-    : ctx.apiKeySource.startsWith("env ")
-    ? ""
-    : ctx.cliConfigPath;
+  const src = ctx.apiKeySource;
+  const path = src === "ov.conf" ? ctx.ovConfigPath : src.startsWith("env ") ? "" : ctx.cliConfigPath;
   const data = {
     status,
-    credentialSource: ctx.apiKeySource,
+    credentialSource: src,
     credentialPath: path,
     url: withoutUserinfo(ctx.mcpUrl),
     serverMessage,
@@ -198,104 +163,89 @@ const AGAIN = "The tools work again as soon as the server answers; no restart ne
 const RETRY = "Retry the call; if it keeps happening, check the server's log.";
 
 /** The code, words and data of the error answering `failure` (auth and cancel aside). */
-function parts(failure: Failure, url: string, ctx: ErrorContext): [number, string, Record<string, unknown>] {
+function parts(f: Failure, url: string, ctx: ErrorContext): [number, string, Record<string, unknown>] {
   const { Network, UpstreamHttp } = ErrorCode;
-  switch (failure.kind) {
+  const ms = "ms" in f ? describeMs(f.ms) : "";
+  switch (f.kind) {
     case "network":
       return [
         Network,
-        `OpenViking MCP request failed: cannot reach ${url} (${failure.cause}). Check that the OpenViking ` +
-        `server is running (openviking-server) and that the URL is right (it comes from ${
-          urlSource(ctx)
-        }). ${AGAIN}`,
-        { url, cause: failure.cause, urlSource: ctx.credentialSource },
+        `OpenViking MCP request failed: cannot reach ${url} (${f.cause}). Check that the OpenViking server is ` +
+        `running (openviking-server) and that the URL is right (it comes from ${urlSource(ctx)}). ${AGAIN}`,
+        { url, cause: f.cause, urlSource: ctx.credentialSource },
       ];
     case "timeout":
       return [
         Network,
-        `OpenViking at ${url} did not answer within ${
-          describeMs(failure.ms)
-        }. Check that the server is running ` +
-        `and not overloaded, or raise OPENVIKING_TIMEOUT_MS. ${AGAIN}`,
-        { url, timeoutMs: failure.ms, urlSource: ctx.credentialSource },
+        `OpenViking at ${url} did not answer within ${ms}. Check that the server is running and not ` +
+        `overloaded, or raise OPENVIKING_TIMEOUT_MS. ${AGAIN}`,
+        { url, timeoutMs: f.ms, urlSource: ctx.credentialSource },
       ];
     case "stalled":
       return [
         Network,
-        `OpenViking at ${url} started its reply, then sent nothing for ${
-          describeMs(failure.ms)
-        }, so the proxy ` +
-        `gave up on it. Retry the call; if it keeps happening, check the server's log, or raise ` +
-        `OPENVIKING_TIMEOUT_MS.`,
-        { url, idleMs: failure.ms },
+        `OpenViking at ${url} started its reply, then sent nothing for ${ms}, so the proxy gave up on it. Retry ` +
+        `the call; if it keeps happening, check the server's log, or raise OPENVIKING_TIMEOUT_MS.`,
+        { url, idleMs: f.ms },
       ];
     case "deadline":
       return [
         Network,
-        `OpenViking at ${url} did not finish its reply within ${
-          describeMs(failure.ms)
-        }, the proxy's limit for ` +
-        `one request. Ask for less at once (fewer results, a narrower URI) or retry; if it keeps happening, ` +
-        `check the server's log.`,
-        { url, limitMs: failure.ms },
+        `OpenViking at ${url} did not finish its reply within ${ms}, the proxy's limit for one request. Ask for ` +
+        `less at once (fewer results, a narrower URI) or retry; if it keeps happening, check the server's log.`,
+        { url, limitMs: f.ms },
       ];
     case "cut":
       return [
         Network,
-        `The connection to OpenViking at ${url} broke before the reply was complete (${failure.cause}). ${RETRY}`,
-        { url, cause: failure.cause },
+        `The connection to OpenViking at ${url} broke before the reply was complete (${f.cause}). ${RETRY}`,
+        { url, cause: f.cause },
       ];
     case "too-large": {
-      const limit = describeBytes(failure.limitBytes);
-      const what = failure.part === "stream"
+      const limit = describeBytes(f.limitBytes);
+      const what = f.part === "stream"
         ? `OpenViking's reply stream passed ${limit} before the response arrived`
         : `OpenViking's reply was larger than ${limit}, the most the proxy reads of one reply`;
       return [
         ErrorCode.ReplyTooLarge,
         `${what}; the proxy stopped reading it and dropped it (the session goes on). Ask for less: fewer ` +
         `results (a lower limit or node_limit), a narrower URI, or part of a file (offset and limit).`,
-        { url, limitBytes: failure.limitBytes, part: failure.part },
+        { url, limitBytes: f.limitBytes, part: f.part },
       ];
     }
     case "redirect":
       return [
         UpstreamHttp,
-        `OpenViking at ${url} redirected to ${failure.location}, another origin; the proxy sends credentials ` +
-        `only to the configured URL. If that is the right server, set it as the URL (${urlSource(ctx)}).`,
-        { status: failure.status, url, location: failure.location },
+        `OpenViking at ${url} redirected to ${f.location}, another origin; the proxy sends credentials only to ` +
+        `the configured URL. If that is the right server, set it as the URL (${urlSource(ctx)}).`,
+        { status: f.status, url, location: f.location },
       ];
     case "http": {
-      const said = failure.serverMessage ? `: ${failure.serverMessage}` : "";
-      const hint = failure.status === 404 || failure.status === 405
-        ? ` There is no MCP endpoint at ${url}: upgrade the OpenViking server (older ones have no native ` +
-          `/mcp), or set OPENVIKING_MCP_URL.`
-        : failure.status >= 500
+      const said = f.serverMessage ? `: ${f.serverMessage}` : "";
+      const hint = f.status === 404 || f.status === 405
+        ? ` There is no MCP endpoint at ${url}: upgrade the OpenViking server (older ones have no native /mcp), ` +
+          `or set OPENVIKING_MCP_URL.`
+        : f.status >= 500
         ? " The server failed; check its log, then retry."
         : "";
       return [
         UpstreamHttp,
-        `OpenViking MCP upstream returned HTTP ${failure.status}${said}.${hint}`,
-        { status: failure.status, url, serverMessage: failure.serverMessage },
+        `OpenViking MCP upstream returned HTTP ${f.status}${said}.${hint}`,
+        { status: f.status, url, serverMessage: f.serverMessage },
       ];
     }
     case "empty":
       return [
         ErrorCode.EmptyReply,
-        `OpenViking accepted the request (HTTP ${failure.status}) but sent no response to it. ${RETRY}`,
-        { status: failure.status, url },
-      ];
-    default:
-      return [
-        UpstreamHttp,
-        `OpenViking sent a reply that is not JSON-RPC (HTTP ${"status" in failure ? failure.status : 0}). ` +
-        `Check that ${url} is an MCP endpoint.`,
-        {
-          status: "status" in failure ? failure.status : 0,
-          url,
-          sample: "sample" in failure ? failure.sample : "",
-        },
+        `OpenViking accepted the request (HTTP ${f.status}) but sent no response to it. ${RETRY}`,
+        { status: f.status, url },
       ];
   }
+  const [status, sample] = f.kind === "bad-reply" ? [f.status, f.sample] : [0, ""];
+  const message =
+    `OpenViking sent a reply that is not JSON-RPC (HTTP ${status}). Check that ${url} is an MCP ` +
+    `endpoint.`;
+  return [UpstreamHttp, message, { status, url, sample }];
 }
 
 /** The error answering a failed exchange; API keys and URL user info never appear in it. */

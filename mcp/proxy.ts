@@ -21,6 +21,7 @@ import type {
 } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../lib/log.ts";
 import { isRecord } from "../lib/parsed.ts";
+import { neutralize } from "../lib/neutralize.ts";
 import { withoutUserinfo } from "../lib/scrub.ts";
 import { VERSION } from "../lib/version.ts";
 import { concatBytes } from "../lib/bytes.ts";
@@ -30,46 +31,23 @@ import { BUILTIN_TOOLS, offeredTools, type ToolDefinition } from "../memory/tool
 import { ErrorCode, type ErrorContext, errorResponse, type Failure, failureError } from "./errors.ts";
 import { validTools } from "./tool-cache.ts";
 
-/** The time bounds the proxy applies (ms); tests shorten them. */
-export interface ProxyLimits {
-  /** `initialize` and `tools/list` as a whole, so a dead host still leaves Kimi's start-up budget. */
-  startupMs: number;
-  /** Any request as a whole; long tools are bounded by the client's own timeout. */
-  toolCallMs: number;
-  /** How long an SSE reply may go without a byte (keep-alive comments count). */
-  streamIdleMs: number;
-}
+/**
+ * The production time bounds (ms; tests shorten them): `initialize` and `tools/list` as a whole (a dead host
+ * still leaves Kimi's start-up budget), any request as a whole (long tools are bounded by the client's own
+ * timeout), an SSE reply without a byte (keep-alive comments count).
+ */
+export const PROXY_LIMITS = { startupMs: 10_000, toolCallMs: 600_000, streamIdleMs: 120_000 };
+export type ProxyLimits = typeof PROXY_LIMITS;
 
-/** The production time bounds. */
-export const PROXY_LIMITS: Readonly<ProxyLimits> = {
-  startupMs: 10_000,
-  toolCallMs: 600_000,
-  streamIdleMs: 120_000,
-};
-
-/** Byte bounds of the replies read (counted as inflated). */
-export interface ByteLimits {
-  /** A JSON body, or one SSE event. */
-  replyBytes: number;
-  /** An SSE stream as a whole. */
-  streamBytes: number;
-}
-
-/** The production byte bounds. */
-export const BYTE_LIMITS: Readonly<ByteLimits> = { replyBytes: 16 << 20, streamBytes: 64 << 20 };
+/** The production byte bounds of a reply, counted as inflated: a JSON body or one SSE event; an SSE stream. */
+export const BYTE_LIMITS = { replyBytes: 16 << 20, streamBytes: 64 << 20 };
+export type ByteLimits = typeof BYTE_LIMITS;
 
 /** The most read of a body only the server's words are needed from (error pages, redirects). */
 const ERROR_BODY_BYTES = 64 * 1024;
 
-/** The time limits of one exchange (ms). */
-export interface Timing {
-  headersMs: number;
-  /** How long a JSON (or error) body may go without a byte. */
-  bodyIdleMs: number;
-  streamIdleMs: number;
-  /** Headers, body and SSE reconnections. */
-  totalMs: number;
-}
+/** The time limits of one exchange (ms): headers; a JSON or error body, an SSE stream without a byte; all. */
+export type Timing = { headersMs: number; bodyIdleMs: number; streamIdleMs: number; totalMs: number };
 
 const uniform = (ms: number): Timing => ({ headersMs: ms, bodyIdleMs: ms, streamIdleMs: ms, totalMs: ms });
 
@@ -127,32 +105,17 @@ const DEFAULT_PROTOCOL_VERSION = "2025-06-18";
 const KNOWN_PROTOCOL_VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 
 /** The version an offline `initialize` answers: the client's ask when known and no newer than OpenViking's. */
-export function offlineProtocolVersion(requested: unknown): string {
-  return typeof requested === "string" && KNOWN_PROTOCOL_VERSIONS.includes(requested) &&
-      requested <= DEFAULT_PROTOCOL_VERSION
-    ? requested
-    : DEFAULT_PROTOCOL_VERSION;
+export function offlineProtocolVersion(asked: unknown): string {
+  const known = typeof asked === "string" && KNOWN_PROTOCOL_VERSIONS.includes(asked);
+  return known && asked <= DEFAULT_PROTOCOL_VERSION ? asked : DEFAULT_PROTOCOL_VERSION;
 }
 
 /** Why the server could not answer `initialize`, in words for the instructions. */
-function offlineReason(failure: Failure): string {
-  switch (failure.kind) {
-    case "auth":
-      return `refused the credentials (HTTP ${failure.status})`;
-    case "http":
-    case "empty":
-    case "bad-reply":
-    case "redirect":
-      return `answered HTTP ${failure.status} instead of an MCP result`;
-    case "too-large":
-      return "sent a reply larger than the proxy reads";
-    case "stalled":
-    case "deadline":
-    case "timeout":
-      return "did not answer in time";
-    default:
-      return "was not reachable";
-  }
+function offlineReason(f: Failure): string {
+  if (f.kind === "auth") return `refused the credentials (HTTP ${f.status})`;
+  if ("status" in f) return `answered HTTP ${f.status} instead of an MCP result`;
+  if (f.kind === "too-large") return "sent a reply larger than the proxy reads";
+  return "ms" in f ? "did not answer in time" : "was not reachable";
 }
 
 /** A failure in a few words, for the log. */
@@ -224,38 +187,75 @@ interface Pending {
   sample?: string;
 }
 
-/** A counting semaphore whose waiters can withdraw. */
+/** A counting semaphore whose waiters (first come, first served) can withdraw. */
 class Slots {
   private active = 0;
-  private readonly waiting: (() => void)[] = [];
+  private readonly waiting = new Set<() => void>();
   constructor(private readonly max: number) {}
 
   /** Resolves to the slot's release, or `undefined` when `signal` aborted first. */
   async acquire(signal: AbortSignal): Promise<(() => void) | undefined> {
-    if (this.active >= this.max) {
+    if (this.active < this.max) this.active++;
+    else {
       const granted = await new Promise<boolean>((resolve) => {
         const grant = () => resolve(true);
-        this.waiting.push(grant);
-        signal.addEventListener("abort", () => {
-          const i = this.waiting.indexOf(grant);
-          if (i >= 0) this.waiting.splice(i, 1), resolve(false);
-        }, { once: true });
+        this.waiting.add(grant);
+        signal.addEventListener("abort", () => this.waiting.delete(grant) && resolve(false), { once: true });
       });
       if (!granted) return undefined;
-    } else this.active++;
+    }
     let done = false;
     return () => {
       if (done) return;
       done = true;
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.active--;
+      const [next] = this.waiting;
+      if (!next) return void this.active--;
+      this.waiting.delete(next);
+      next();
     };
   }
 }
 
+/** A request answered without its response. */
+const EMPTY = (entry: Pending): Failure => ({ kind: "empty", status: entry.status ?? 200 });
+
+/** The reconnection delays: the transport's backoff, and the bounds a server's `retry:` is held to. */
+const RECONNECT = { initialReconnectionDelay: 500, maxReconnectionDelay: 5_000 };
+
+/** SSE lines as the transport gets them, a server's `retry:` within {@link RECONNECT}'s delays. */
+function encode(lines: string[]): Uint8Array {
+  const { initialReconnectionDelay: least, maxReconnectionDelay: most } = RECONNECT;
+  return new TextEncoder().encode(
+    lines.join("").replace(/^retry: ?(\d+)/gm, (_, ms) => `retry: ${Math.min(Math.max(+ms, least), most)}`),
+  );
+}
+
 /** Why a request is answered here while the server's recall breaker is open. */
 const PAUSED: Failure = { kind: "network", cause: "it left a recent request unanswered; memory is paused" };
+
+/** Base64 content (an image's `data`, a resource's `blob`): what neutralising leaves as it is, so skipped. */
+const BASE64 = /^[\w+/=\n-]*$/;
+
+/** The keys whose strings are prose the model reads in a tool list or a server's own message. */
+const PROSE = new Set(["description", "title", "instructions", "message"]);
+
+/**
+ * `message` as it may reach the model, neutralised like recalled text on the prompt path: every string and key
+ * of a reply (`whole`: all but the tool list and initialize, whose names and schemas must stay as they are),
+ * else the strings of prose keys at any depth (descriptions, titles, instructions, messages). Base64 content
+ * is left alone (neutralising would not change it); the JSON's shape never changes.
+ */
+export function neutralized<T extends JSONRPCMessage>(message: T, whole: boolean): T {
+  const walk = (v: unknown, key: string): unknown => {
+    if (typeof v === "string") return (whole || PROSE.has(key)) && !BASE64.test(v) ? neutralize(v) : v;
+    if (Array.isArray(v)) return v.map((x) => walk(x, key));
+    if (!isRecord(v)) return v;
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [whole ? neutralize(k) : k, walk(x, k)]));
+  };
+  const out: Record<string, unknown> = { ...message };
+  for (const k of ["result", "error", "params"]) if (k in out) out[k] = walk(out[k], k);
+  return out as T;
+}
 
 /** The proxy: one upstream MCP session on behalf of one stdio client. */
 export class Proxy {
@@ -292,13 +292,9 @@ export class Proxy {
 
   /** Handles one client message; returns once it is answered. */
   handle(message: JSONRPCMessage): Promise<void> {
-    if ("method" in message && "id" in message) return this.track(this.request(message));
-    if ("method" in message) {
-      this.notify(message);
-      return Promise.resolve();
-    }
-    // A response to a request the server sent inside a stream: deliver it now (the stream may wait for it).
-    return this.track(this.forward(message));
+    // A response to a request the server sent inside a stream: delivered now (the stream may wait for it).
+    if (!("method" in message)) return this.track(this.forward(message));
+    return "id" in message ? this.track(this.request(message)) : Promise.resolve(this.notify(message));
   }
 
   /** A fresh transport (no session yet), its messages routed to the waiting requests or the client. */
@@ -306,15 +302,10 @@ export class Proxy {
     if (this.pending.size === 0) void this.http?.close();
     const http = new StreamableHTTPClientTransport(new URL(this.settings.target.mcpUrl), {
       fetch: this.fetchBounded,
-      reconnectionOptions: {
-        initialReconnectionDelay: 500,
-        maxReconnectionDelay: 5_000,
-        reconnectionDelayGrowFactor: 1.5,
-        maxRetries: 3,
-      },
+      reconnectionOptions: { ...RECONNECT, reconnectionDelayGrowFactor: 1.5, maxRetries: 3 },
     });
     http.onmessage = (message) => {
-      if ("method" in message) return void this.track(this.options.send(message));
+      if ("method" in message) return void this.track(this.options.send(neutralized(message, false)));
       // A response no request waits for any more (it failed or was cancelled) is not the client's to see.
       const entry = message.id === undefined ? undefined : this.pending.get(idKey(message.id));
       if (entry) entry.settle({ ok: true, response: message });
@@ -336,14 +327,20 @@ export class Proxy {
    * and reply bodies bounded in bytes and in silence; a bound that stops a reply fails its request at once.
    */
   private fetchBounded = async (url: string | URL, init: RequestInit = {}): Promise<Response> => {
-    const entry = this.entryOf(init.body);
-    const timing = entry?.timing ?? exchangeTiming("", this.settings.timeoutMs, this.limits);
     const headers = buildHeaders(this.settings.target, undefined, init.method === "POST");
     new Headers(init.headers).forEach((value, name) => headers.set(name, value));
+    const resuming = init.method === "GET" ? headers.get("last-event-id") : null;
+    const entry = resuming === null
+      ? this.entryOf(init.body)
+      : [...this.pending.values()].find((e) => e.ended && e.lastEventId === resuming);
+    // The stream of a request no one waits for any more is not resumed (the transport stops at a 405).
+    if (resuming !== null && !entry) return new Response(null, { status: 405 });
+    const unresumable = () => resuming === null || entry?.settle({ ok: false, failure: EMPTY(entry) });
+    if (entry) entry.ended = false;
+    const timing = entry?.timing ?? exchangeTiming("", this.settings.timeoutMs, this.limits);
     const timer = new AbortController();
     const clock = setTimeout(() => timer.abort(), timing.headersMs);
     const signals = [timer.signal, init.signal, entry?.signal].filter((s): s is AbortSignal => s != null);
-    const resuming = init.method === "GET" ? headers.get("last-event-id") : null;
     let response: Response;
     try {
       response = await (this.options.fetch ?? fetch)(url, {
@@ -353,7 +350,7 @@ export class Proxy {
       });
     } catch (error) {
       if (entry && timer.signal.aborted) entry.failure ??= { kind: "timeout", ms: timing.headersMs };
-      this.unresumable(resuming);
+      unresumable();
       throw error;
     } finally {
       clearTimeout(clock);
@@ -361,7 +358,7 @@ export class Proxy {
     const { status, statusText } = response;
     if (entry) entry.status = status;
     if (!response.ok) {
-      this.unresumable(resuming);
+      unresumable();
       const said = await readPrefix(response, ERROR_BODY_BYTES, timing.bodyIdleMs, init.signal ?? undefined);
       if (entry) entry.failure ??= this.refusal(response, said, headers.get("mcp-session-id") ?? undefined);
       const body = status === 204 || status === 205 || status === 304 ? null : said;
@@ -376,18 +373,6 @@ export class Proxy {
       headers: response.headers,
     });
   };
-
-  /**
-   * Fails at once, as answered without a response, the requests whose reply stream ended after event
-   * `lastEventId` and whose resumption from it failed (the transport gives up quietly on a 405).
-   */
-  private unresumable(lastEventId: string | null): void {
-    for (const entry of this.pending.values()) {
-      if (entry.ended && lastEventId !== null && entry.lastEventId === lastEventId) {
-        entry.settle({ ok: false, failure: { kind: "empty", status: entry.status ?? 200 } });
-      }
-    }
-  }
 
   /** The failure an HTTP error status (or a redirect the transport does not follow) stands for. */
   private refusal(response: Response, said: string, sessionId: string | undefined): Failure {
@@ -407,28 +392,23 @@ export class Proxy {
 
   /** The request a POST body carries, when one is waiting for its response. */
   private entryOf(body: unknown): Pending | undefined {
-    if (typeof body !== "string") return undefined;
-    try {
-      const message = JSON.parse(body);
-      return isRecord(message) && "method" in message &&
-          (typeof message.id === "string" || typeof message.id === "number")
-        ? this.pending.get(idKey(message.id))
-        : undefined;
-    } catch {
-      return undefined;
-    }
+    const message: unknown = typeof body === "string" ? JSON.parse(body) : undefined; // the SDK's own JSON
+    const id = isRecord(message) && "method" in message ? message.id : undefined;
+    return typeof id === "string" || typeof id === "number" ? this.pending.get(idKey(id)) : undefined;
   }
 
   /** A reply body within the byte bounds (of a JSON body; of an SSE stream and one event) and the idle bound. */
   private bounded(body: ReadableStream<Uint8Array>, sse: boolean, timing: Timing, entry?: Pending) {
     const reader = body.getReader();
     const decoder = new TextDecoder();
+    const resumedFrom = entry?.lastEventId;
     const maxBytes = sse ? this.bytes.streamBytes : this.bytes.replyBytes;
     const idleMs = sse ? timing.streamIdleMs : timing.bodyIdleMs;
     let bytes = 0;
     let eventChars = 0;
     /** What the transport does not get yet: a JSON body until it is whole, an SSE line until it ends. */
     const held: Uint8Array[] = [];
+    const lines: string[] = [];
     const fail = (failure: Failure) => entry?.settle({ ok: false, failure: entry.failure ?? failure });
     const stop = (controller: ReadableStreamDefaultController<Uint8Array>, failure: Failure) => {
       if (entry) entry.failure ??= failure;
@@ -447,50 +427,42 @@ export class Proxy {
           if (got === "idle") return stop(controller, { kind: "stalled", ms: idleMs });
           if ("error" in got) {
             if (entry) entry.ended = true;
-            if (entry?.lastEventId === undefined) fail({ kind: "cut", cause: networkCause(got.error) });
+            if (entry?.lastEventId === resumedFrom) fail({ kind: "cut", cause: networkCause(got.error) });
             return controller.error(got.error);
           }
           if (got.done) {
-            if (held.length) controller.enqueue(concatBytes(held));
+            if (held.length || lines.length) {
+              controller.enqueue(held.length ? concatBytes(held) : encode(lines));
+            }
             controller.close();
             if (entry) entry.ended = true;
-            // What the transport makes of the last events reaches it first; then an unanswered request is empty.
-            if (sse && entry && entry.lastEventId === undefined) {
-              setTimeout(() => fail({ kind: "empty", status: entry.status ?? 200 }));
-            }
+            // What the transport makes of the last events reaches it first; then a request is empty unless a
+            // new event id lets the transport resume the stream.
+            if (sse && entry && entry.lastEventId === resumedFrom) setTimeout(() => fail(EMPTY(entry)));
             return;
           }
           const chunk = got.value;
           bytes += chunk.length;
-          if (bytes > maxBytes) {
-            return stop(controller, {
-              kind: "too-large",
-              limitBytes: maxBytes,
-              part: sse ? "stream" : "reply",
-            });
-          }
+          const part = sse ? "stream" : "reply";
+          if (bytes > maxBytes) return stop(controller, { kind: "too-large", limitBytes: maxBytes, part });
           if (sse) {
             const text = decoder.decode(chunk, { stream: true });
-            const ids = [...text.matchAll(/(?:^|[\r\n])id: ?([^\r\n]*)/g)];
-            if (entry && ids.length) entry.lastEventId = ids[ids.length - 1][1];
             const events = text.split(/\r?\n\r?\n|\r\r/);
             const longest = Math.max(eventChars + events[0].length, ...events.slice(1).map((e) => e.length));
             eventChars = events.length > 1 ? events[events.length - 1].length : eventChars + text.length;
-            if (longest > this.bytes.replyBytes) {
-              return stop(controller, {
-                kind: "too-large",
-                limitBytes: this.bytes.replyBytes,
-                part: "event",
-              });
+            const limitBytes = this.bytes.replyBytes;
+            if (longest > limitBytes) {
+              return stop(controller, { kind: "too-large", limitBytes, part: "event" });
             }
             // Whole lines only, so the transport's parser never re-reads a long line chunk by chunk.
-            const end = Math.max(chunk.lastIndexOf(10), chunk.lastIndexOf(13));
-            if (end < 0) {
-              held.push(chunk.slice());
-              continue;
-            }
-            controller.enqueue(concatBytes([...held.splice(0), chunk.subarray(0, end + 1)]));
-            if (end + 1 < chunk.length) held.push(chunk.slice(end + 1));
+            const end = Math.max(text.lastIndexOf("\n"), text.lastIndexOf("\r"));
+            lines.push(end < 0 ? text : text.slice(0, end + 1));
+            if (end < 0) continue;
+            const whole = lines.splice(0).join("");
+            lines.push(text.slice(end + 1));
+            const ids = [...whole.matchAll(/(?:^|[\r\n])id: ?([^\r\n]*)/g)];
+            if (entry && ids.length) entry.lastEventId = ids[ids.length - 1][1];
+            controller.enqueue(encode([whole]));
             return;
           }
           if (entry && entry.sample === undefined) entry.sample = decoder.decode(chunk.subarray(0, 200));
@@ -519,11 +491,8 @@ export class Proxy {
         },
       };
       const deadline = setTimeout(() => {
-        const ms = timing.totalMs;
-        entry.settle({
-          ok: false,
-          failure: entry.status === undefined ? { kind: "timeout", ms } : { kind: "deadline", ms },
-        });
+        const kind = entry.status === undefined ? "timeout" : "deadline";
+        entry.settle({ ok: false, failure: { kind, ms: timing.totalMs } });
       }, timing.totalMs);
       const onCancel = () => entry.settle({ ok: false, failure: { kind: "aborted" } });
       this.pending.set(key, entry);
@@ -548,8 +517,9 @@ export class Proxy {
     if (error instanceof TypeError || entry.status === undefined) {
       return { kind: "network", cause: networkCause(error) };
     }
-    if (!entry.sample?.trim()) return { kind: "empty", status };
-    return { kind: "bad-reply", status, sample: entry.sample };
+    return entry.sample?.trim()
+      ? { kind: "bad-reply", status, sample: entry.sample }
+      : { kind: "empty", status };
   }
 
   /** Sends a request with the retries of a session: initialised first, again when expired, after a new key. */
@@ -693,7 +663,7 @@ export class Proxy {
       const reply = out.ok
         ? (request.method === "tools/list" ? this.listed(request, out.response) : out.response)
         : await this.fallback(request, out.failure);
-      await this.options.send(reply);
+      await this.options.send(neutralized(reply, request.method !== "tools/list"));
     } finally {
       release?.();
       this.stopped.signal.removeEventListener("abort", onStop);
@@ -724,7 +694,7 @@ export class Proxy {
             this.adopt(out.response.result);
             this.ready = true;
           }
-          return await this.options.send(out.response);
+          return await this.options.send(neutralized(out.response, false));
         }
         if (out.failure.kind === "aborted") return;
         failure = out.failure;
@@ -735,22 +705,17 @@ export class Proxy {
       this.http.setProtocolVersion(version);
       this.options.log.stage("offline-initialize", { failure: describe(failure) });
       const url = withoutUserinfo(this.settings.target.mcpUrl);
-      await this.options.send({
-        jsonrpc: "2.0",
-        id: request.id,
-        result: {
-          protocolVersion: version,
-          capabilities: { tools: { listChanged: true } },
-          serverInfo: {
-            name: "openviking",
-            title: "OpenViking (via openviking-kimi)",
-            version: `proxy-${VERSION}`,
-          },
-          instructions:
-            `OpenViking at ${url} ${offlineReason(failure)} when this session started. Its tools are ` +
-            `listed anyway and work as soon as the server answers; until then they return an error that says why.`,
-        },
-      });
+      const serverInfo = {
+        name: "openviking",
+        title: "OpenViking (via openviking-kimi)",
+        version: `proxy-${VERSION}`,
+      };
+      const instructions =
+        `OpenViking at ${url} ${offlineReason(failure)} when this session started. Its tools ` +
+        `are listed anyway and work as soon as the server answers; until then they return an error that says why.`;
+      const capabilities = { tools: { listChanged: true } };
+      const result = { protocolVersion: version, capabilities, serverInfo, instructions };
+      await this.options.send({ jsonrpc: "2.0", id: request.id, result });
     } finally {
       open();
     }
@@ -814,16 +779,12 @@ export class Proxy {
   async shutdown(graceMs: number): Promise<void> {
     if (graceMs > 0 && this.tasks.size > 0) await settledWithin(this.tasks, graceMs);
     this.stopped.abort();
-    const deleting = this.http.sessionId
-      ? this.http.terminateSession().then(() => "deleted", String)
-      : undefined;
-    if (deleting) {
-      let clock: ReturnType<typeof setTimeout> | undefined;
-      const why = await Promise.race([
-        deleting,
-        new Promise((r) => clock = setTimeout(() => r("timeout"), 2_000)),
-      ]);
-      clearTimeout(clock);
+    if (this.http.sessionId) {
+      let why = "timeout";
+      await settledWithin(
+        [this.http.terminateSession().then(() => why = "deleted", (e) => why = String(e))],
+        2_000,
+      );
       this.options.log.stage("session-deleted", { why });
     }
     await this.http.close();

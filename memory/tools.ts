@@ -13,21 +13,12 @@ export interface ToolDefinition {
   [key: string]: unknown;
 }
 
-const str = (description: string, extra: Record<string, unknown> = {}) => ({
-  type: "string",
+const prop = (type: string) => (description: string, extra: Record<string, unknown> = {}) => ({
+  type,
   description,
   ...extra,
 });
-const int = (description: string, extra: Record<string, unknown> = {}) => ({
-  type: "integer",
-  description,
-  ...extra,
-});
-const num = (description: string, extra: Record<string, unknown> = {}) => ({
-  type: "number",
-  description,
-  ...extra,
-});
+const [str, int, num] = [prop("string"), prop("integer"), prop("number")];
 const bool = (description: string, dflt = false) => ({ type: "boolean", description, default: dflt });
 const strList = (description: string) => ({ type: "array", items: { type: "string" }, description });
 

@@ -132,7 +132,7 @@ Deno.test("mcp/bounds: of a 1 GiB error page or redirect body only the start is 
   });
   const failed = errorOf(await proxy.request(1, "tools/call", { name: "health", arguments: {} }));
   assertEquals(failed.code, -32002);
-  assertMatch(failed.message, /HTTP 500: <html><body>Bad gateway/);
+  assertMatch(failed.message, /HTTP 500: &lt;html>&lt;body>Bad gateway/);
   fake.fault({
     route: "POST /mcp",
     raw: { status: 307, headers: { location: "/mcp" }, body: page, repeatBytes: 1024 ** 3 },

@@ -43,6 +43,8 @@ export interface HarnessOptions {
   cwd?: string;
   limits?: ProxyLimits;
   bytes?: ByteLimits;
+  /** Holds each output line until it resolves: a client that is slow to read. */
+  stall?: (line: string) => Promise<void>;
 }
 
 /** Starts the proxy with `env` (HOME must be a temporary directory). */
@@ -59,7 +61,8 @@ export function startProxy(env: Record<string, string>, options: HarnessOptions 
     env,
     cwd: options.cwd ?? env.HOME,
     input: input.readable,
-    writeLine: (line) => {
+    writeLine: async (line) => {
+      await options.stall?.(line);
       lines.push(line);
       const message = JSON.parse(line) as Json;
       for (const w of [...waiters]) {
@@ -68,7 +71,6 @@ export function startProxy(env: Record<string, string>, options: HarnessOptions 
           w.resolve(message);
         }
       }
-      return Promise.resolve();
     },
     diagnostic: (text) => diagnostics.push(text),
     signal: stop.signal,
