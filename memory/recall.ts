@@ -180,7 +180,7 @@ export function contextSearchBody(
   const weights = { events: 1, entities: 2, preferences: 1, experiences: 1, resources: 3, skills: 2 };
   if (s.recallLimitConfigured) body.quotas = scaleQuotas(s.recallLimit, weights);
   if (s.recallMaxTokens !== undefined) body.max_tokens = s.recallMaxTokens;
-  if (s.recallPeerScope === "actor") body.peer_scope = "actor";
+  if (s.recallPeerScope !== "all") body.peer_scope = "actor";
   if (r.sessionId) {
     body.session_id = r.sessionId;
     if (s.recallQueryExpansion) body.query_expansion = s.recallQueryExpansion;
@@ -257,7 +257,7 @@ async function fromRecallEndpoint(
     min_score: s.scoreThreshold,
     render: true,
   };
-  if (s.recallPeerScope === "actor") body.peer_scope = "actor";
+  if (s.recallPeerScope !== "all") body.peer_scope = "actor";
   const ask = (b: Record<string, unknown>) =>
     client.request("POST", "/api/v1/search/recall", RecallReply, { body: b, budget: r.budget });
   let res = await ask(body);
@@ -363,6 +363,17 @@ async function fromFind(
   return { source: "find", memories };
 }
 
+/**
+ * Whether `uri` is in the strict scope of workspace peer `peerId` (pure): the user's own preferences and
+ * profile, and what the server keeps in this workspace's peer space. Every other memory is out — another
+ * workspace's, and the facts the server files in the user's own space, which name no workspace.
+ */
+export function inStrictScope(uri: string, peerId: string): boolean {
+  const rest = /^viking:\/\/user\/[^/]+\/(.*)$/.exec(uri)?.[1] ?? "";
+  return /^memories\/(?:preferences\/|profile\.md$)/.test(rest) ||
+    (!!peerId && rest.startsWith(`peers/${peerId}/`));
+}
+
 /** Recalls memories for a prompt through the chain; never throws. */
 export async function recallForPrompt(
   client: OpenVikingClient,
@@ -375,6 +386,11 @@ export async function recallForPrompt(
   for (const stage of [fromContextFace, fromRecallEndpoint, fromFind]) {
     const got = await stage(client, s, r);
     if (got === undefined) continue;
+    if (!("ok" in got) && s.recallPeerScope === "strict") {
+      // The server's assembled text may name what strict leaves out: only the memories kept are shown.
+      const peer = client.options.peerId ?? "";
+      return { source: got.source, memories: got.memories.filter((m) => inStrictScope(m.uri, peer)) };
+    }
     if (!("ok" in got)) return got;
     failures.push(got);
   }
