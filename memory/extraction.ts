@@ -25,13 +25,14 @@ export const FAILED_IN_A_ROW = 3;
 export const EMPTY_IN_A_ROW = 5;
 
 /** The alarm: how many of the newest commits made nothing, how many failed, the newest failure's words. */
-export interface Alarm {
-  origin: string;
-  at: number;
-  commits: number;
-  failed: number;
-  error?: string;
-}
+const AlarmSchema = z.object({
+  origin: z.string(),
+  at: z.number(),
+  commits: z.number(),
+  failed: z.number(),
+  error: z.optional(z.string()),
+});
+export type Alarm = z.infer<typeof AlarmSchema>;
 
 /** Memories a finished commit task made: its `memories_extracted` (`total`, else the sum of its kinds). */
 function memoriesMade(task: Record<string, unknown>): number {
@@ -55,7 +56,13 @@ export function alarmOf(tasks: readonly unknown[], origin: string, at: number): 
   const failed = failedRun < 0 ? nothing.length : failedRun;
   if (failed < FAILED_IN_A_ROW && nothing.length < EMPTY_IN_A_ROW) return undefined;
   const error = nothing.find((t) => t.status === "failed" && typeof t.error === "string")?.error;
-  return { origin, at, commits: nothing.length, failed, ...(typeof error === "string" ? { error } : {}) };
+  return {
+    origin,
+    at,
+    commits: nothing.length,
+    failed,
+    ...(typeof error === "string" ? { error: error.slice(0, 1000) } : {}),
+  };
 }
 
 /** Commit tasks asked for: the newest, enough for either run. */
@@ -88,17 +95,8 @@ export async function checkExtraction(
 
 /** The alarm kept in `dir` for `baseUrl`'s server, or undefined (none, another server's, or not one). */
 export async function readAlarm(dir: string, baseUrl: string): Promise<Alarm | undefined> {
-  const a = dir ? await readJson(alarmFile(dir)) : undefined;
-  if (!isRecord(a) || a.origin !== originOf(baseUrl)) return undefined;
-  const num = (v: unknown) => typeof v === "number" && Number.isFinite(v);
-  if (!num(a.at) || !num(a.commits) || !num(a.failed)) return undefined;
-  return {
-    origin: a.origin,
-    at: a.at as number,
-    commits: a.commits as number,
-    failed: a.failed as number,
-    ...(typeof a.error === "string" ? { error: a.error } : {}),
-  };
+  const a = AlarmSchema.safeParse(dir ? await readJson(alarmFile(dir)) : undefined);
+  return a.success && a.data.origin === originOf(baseUrl) ? a.data : undefined;
 }
 
 /** What the alarm says, and the fix (pure): `failed` quotes the server's words for the newest failure. */

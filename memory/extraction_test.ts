@@ -1,5 +1,14 @@
 import { assertEquals, assertStringIncludes } from "../tests/support/assert.ts";
-import { alarmOf, alarmWords, EMPTY_IN_A_ROW, FAILED_IN_A_ROW } from "./extraction.ts";
+import { fail, ok, scriptedClient } from "../tests/support/scripted-client.ts";
+import { tempDir } from "../tests/support/temp.ts";
+import {
+  alarmOf,
+  alarmWords,
+  checkExtraction,
+  EMPTY_IN_A_ROW,
+  FAILED_IN_A_ROW,
+  readAlarm,
+} from "./extraction.ts";
 
 const ORIGIN = "http://127.0.0.1:1933";
 const failed = (error = "model: 401 invalid api key") => ({ resource_id: "kc-s", status: "failed", error });
@@ -43,4 +52,25 @@ Deno.test("alarm words: the server's words and the model configuration as the fi
   const e = alarmWords({ origin: ORIGIN, at: 1, commits: 5, failed: 0 });
   assertEquals([e.kind, e.summary], ["empty", "the last 5 commits made no memory"]);
   assertStringIncludes(e.fix, "`vlm`");
+});
+
+Deno.test("alarm file: kept while it holds, for its server only; an unanswered ask keeps it, an answer ends it", async () => {
+  await using dir = await tempDir();
+  const url = "http://ov.test:1933";
+  const asking = (answer: ReturnType<typeof ok> | ReturnType<typeof fail>) =>
+    scriptedClient(() => answer).client;
+  const tasks = [failed("bad model"), failed(), failed()];
+  assertEquals((await checkExtraction(asking(ok(tasks)), dir.path))?.failed, 3);
+  assertEquals((await readAlarm(dir.path, url))?.error, "bad model");
+  assertEquals(
+    await readAlarm(dir.path, "http://other:1933"),
+    undefined,
+    "another server's alarm is not this one's",
+  );
+  assertEquals(await checkExtraction(asking(fail("server", 503)), dir.path), null);
+  assertEquals((await readAlarm(dir.path, url))?.failed, 3, "a server that cannot say keeps the alarm");
+  assertEquals(await checkExtraction(asking(ok([made(), ...tasks])), dir.path), undefined);
+  assertEquals(await readAlarm(dir.path, url), undefined, "a commit that made memory ends it");
+  await Deno.writeTextFile(`${dir.path}/kimicode-extraction-alarm.json`, "[1,");
+  assertEquals(await readAlarm(dir.path, url), undefined, "a file that is not one is no alarm");
 });
