@@ -48,7 +48,7 @@ import { statePaths } from "../memory/state.ts";
 import { VERSION } from "../lib/version.ts";
 import { commandName, workspaceDir } from "../lib/self.ts";
 import { SESSION_PREFIX } from "../memory/context.ts";
-import { type Alarm, alarmWords, askAlarm } from "../memory/extraction.ts";
+import { type Alarm, alarmWords, askAlarm, memoriesOf } from "../memory/extraction.ts";
 
 const Problem = z.object({
   kind: z.string(),
@@ -494,21 +494,6 @@ async function connection(
   return out;
 }
 
-/** The memories a completed commit added or updated, from its memory diff (`memory_diff_uri`). */
-async function memoriesOf(client: OpenVikingClient, task: JsonRecord): Promise<string[]> {
-  const uri = asRecord(task.result).memory_diff_uri;
-  if (typeof uri !== "string") return [];
-  const read = await client.request("GET", "/api/v1/content/read", z.string(), { query: { uri } });
-  if (!read.ok) return [];
-  try {
-    const ops = asRecord(asRecord(JSON.parse(read.result)).operations);
-    return [...(Array.isArray(ops.adds) ? ops.adds : []), ...(Array.isArray(ops.updates) ? ops.updates : [])]
-      .filter(isRecord).map((o) => o.uri).filter((u): u is string => typeof u === "string");
-  } catch {
-    return [];
-  }
-}
-
 /**
  * The tasks of the newest commits of `s` (those the screen shows) that the list left out, each asked by its id:
  * found, or expired (404: the server no longer keeps it). Returns how many could not be asked.
@@ -560,7 +545,7 @@ async function askTasks(
     if (!t) continue;
     const status = String(t.status ?? "unknown");
     const memories = status === "completed" && diffs.left > 0
-      ? (diffs.left--, await memoriesOf(client, t))
+      ? (diffs.left--, await memoriesOf(client, t) ?? [])
       : [];
     c.task = { status, memories, ...(typeof t.error === "string" && t.error ? { error: t.error } : {}) };
   }

@@ -7,6 +7,7 @@ import {
   checkExtraction,
   EMPTY_IN_A_ROW,
   FAILED_IN_A_ROW,
+  madeIn,
   readAlarm,
 } from "./extraction.ts";
 
@@ -73,4 +74,24 @@ Deno.test("alarm file: kept while it holds, for its server only; an unanswered a
   assertEquals(await readAlarm(dir.path, url), undefined, "a commit that made memory ends it");
   await Deno.writeTextFile(`${dir.path}/kimicode-extraction-alarm.json`, "[1,");
   assertEquals(await readAlarm(dir.path, url), undefined, "a file that is not one is no alarm");
+});
+
+Deno.test("what each workspace's commits made: its sessions' diffs, read once; a diff that cannot be read is asked again", async () => {
+  await using dir = await tempDir();
+  const diff = "viking://user/default/sessions/kc-a/history/archive_001/memory_diff.json";
+  const commit = { ...made(), resource_id: "kc-a", task_id: "t1", result: { memory_diff_uri: diff } };
+  const other = { ...made(), resource_id: "kc-unknown", task_id: "t2", result: { memory_diff_uri: diff } };
+  const uri = "viking://user/default/memories/events/a.md";
+  const run = async (read: ReturnType<typeof ok> | ReturnType<typeof fail>) => {
+    const { client, calls } = scriptedClient((c) => c.path === "/api/v1/tasks" ? ok([commit, other]) : read);
+    await checkExtraction(client, dir.path, { session: "kc-a", peer: "p-a" });
+    return calls.filter((c) => c.path === "/api/v1/content/read").length;
+  };
+  assertEquals(await run(fail("server", 503)), 1, "only the diff of a session whose workspace is known");
+  assertEquals([...await madeIn(dir.path, "p-a")], []);
+  const diffText = JSON.stringify({ operations: { adds: [{ uri }], updates: [] } });
+  assertEquals(await run(ok(diffText)), 1, "asked again");
+  assertEquals([...await madeIn(dir.path, "p-a")], [uri]);
+  assertEquals(await run(ok(diffText)), 0, "read once");
+  assertEquals([...await madeIn(dir.path, "p-b")], [], "another workspace made nothing");
 });

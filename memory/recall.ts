@@ -15,6 +15,7 @@ import { parseJsonOrUndefined, readTextIfExists, writeFileAtomic } from "../lib/
 import { joinPath } from "../lib/paths.ts";
 import { asRecord } from "../lib/parsed.ts";
 import { PRINT_MAX_CHARS } from "../lib/printed.ts";
+import { madeIn } from "./extraction.ts";
 
 const text = z.catch(z.optional(z.string()), undefined);
 const num = z.catch(z.optional(z.number()), undefined);
@@ -364,9 +365,10 @@ async function fromFind(
 }
 
 /**
- * Whether `uri` is in the strict scope of workspace peer `peerId` (pure): the user's own preferences and
- * profile, and what the server keeps in this workspace's peer space. Every other memory is out — another
- * workspace's, and the facts the server files in the user's own space, which name no workspace.
+ * Whether `uri` is in the strict scope of workspace peer `peerId` by its place (pure): the user's own
+ * preferences and profile, and what the server keeps in this workspace's peer space. The facts the server files
+ * in the user's own space name no workspace: strict keeps those this workspace's commits made
+ * (memory/extraction.ts `madeIn`), no other.
  */
 export function inStrictScope(uri: string, peerId: string): boolean {
   const rest = /^viking:\/\/user\/[^/]+\/(.*)$/.exec(uri)?.[1] ?? "";
@@ -389,7 +391,9 @@ export async function recallForPrompt(
     if (!("ok" in got) && s.recallPeerScope === "strict") {
       // The server's assembled text may name what strict leaves out: only the memories kept are shown.
       const peer = client.options.peerId ?? "";
-      return { source: got.source, memories: got.memories.filter((m) => inStrictScope(m.uri, peer)) };
+      const made = await madeIn(r.stateDir, peer);
+      const kept = got.memories.filter((m) => inStrictScope(m.uri, peer) || made.has(m.uri));
+      return { source: got.source, memories: kept };
     }
     if (!("ok" in got)) return got;
     failures.push(got);

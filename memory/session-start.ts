@@ -14,6 +14,7 @@ import { spawnWorker } from "../kimi/detach.ts";
 import { houseKeeping } from "./ledger.ts";
 import { refreshFromHook } from "./system-prompt.ts";
 import { checkExtraction } from "./extraction.ts";
+import { resolvePeer } from "../openviking/peer.ts";
 
 /** A SessionStart this close to the previous one is the same start fired twice. */
 const REPEAT_WINDOW_MS = 2000;
@@ -29,8 +30,10 @@ async function replayQueues(ctx: HookContext): Promise<HookResult> {
   const report = await replayAll(ctx.pendingDir, clientFor(ctx), options);
   // Temp files of writes killed mid-way (a session's queue was swept by the replay above), the ledger's bounds.
   const temps = await houseKeeping(ctx);
-  // What the newest commits made, kept for the next session's first prompt (which asks no server for it).
-  const alarm = await checkExtraction(clientFor(ctx), ctx.sharedStateDir);
+  // What the newest commits made: the alarm for the next session's first prompt (which asks no server for it),
+  // and the memories of each workspace for the strict scope.
+  const here = { session: ctx.ovSessionId, peer: (await resolvePeer(ctx.cwd, ctx.config)).peerId };
+  const alarm = await checkExtraction(clientFor(ctx), ctx.sharedStateDir, here);
   const cause = report.cause ? { kind: report.cause.kind, status: report.cause.status } : undefined;
   // For the next Kimi start or /reload: this session's system prompt was frozen when Kimi created it.
   await refreshFromHook(ctx, true);

@@ -120,3 +120,45 @@ Deno.test("a server that cannot be asked leaves the alarm as it was and costs th
     ALARM_LINE,
   );
 });
+
+Deno.test("strict scope: a memory this workspace's commits made is recalled here, another workspace's is not", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const made = {
+    "kc-a1": "viking://user/default/memories/events/atlas-release.md",
+    "kc-b1": "viking://user/default/memories/events/borealis-release.md",
+  };
+  const inProject = (peer: string) => ({
+    ...envFor(dir.path, fake.url),
+    OPENVIKING_PEER_ID: peer,
+    OPENVIKING_RECALL_PEER_SCOPE: "strict",
+  });
+  // Each session's start records its workspace; their commits' memory diffs name what each made.
+  await start(inProject("project-a"), "a1");
+  await start(inProject("project-b"), "b1");
+  for (const [sid, uri] of Object.entries(made)) {
+    const t = task(sid, 1, "completed", 5);
+    const diff = `viking://user/default/sessions/${sid}/history/archive_001/memory_diff.json`;
+    t.result = { ...t.result, memory_diff_uri: diff };
+    fake.tasks.set(t.task_id, t);
+    fake.files.set(diff, JSON.stringify({ operations: { adds: [{ uri }], updates: [], deletes: [] } }));
+  }
+  await start(inProject("project-a"), "a2"); // this worker reads the diffs
+  fake.context = {
+    entries: [...Object.values(made), "viking://user/default/memories/preferences/tabs.md"].map((uri) => ({
+      uri,
+      text: `about ${uri.split("/").at(-1)}`,
+      score: 0.9,
+    })),
+  };
+  const inA = await prompt(inProject("project-a"), "a2", "what did the last release ship?");
+  assertStringIncludes(inA, made["kc-a1"]);
+  assertStringIncludes(inA, "preferences/tabs.md");
+  assertEquals(inA.includes(made["kc-b1"]), false, inA);
+  const inB = await prompt(inProject("project-b"), "b2", "what did the last release ship?");
+  assertEquals(
+    [inB.includes(made["kc-a1"]), inB.includes(made["kc-b1"])],
+    [false, true],
+    inB,
+  );
+});
