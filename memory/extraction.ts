@@ -28,7 +28,6 @@ export const EMPTY_IN_A_ROW = 5;
 /** The alarm: how many of the newest commits made nothing, how many failed, the newest failure's words. */
 const AlarmSchema = z.object({
   origin: z.string(),
-  at: z.number(),
   commits: z.number(),
   failed: z.number(),
   error: z.optional(z.string()),
@@ -46,7 +45,7 @@ function memoriesMade(task: Record<string, unknown>): number {
  * The verdict of our commit tasks, newest first (pure): the run of finished commits that made nothing from the
  * newest one back, an alarm once it is {@link FAILED_IN_A_ROW} failures or {@link EMPTY_IN_A_ROW} commits long.
  */
-export function alarmOf(tasks: readonly unknown[], origin: string, at: number): Alarm | undefined {
+export function alarmOf(tasks: readonly unknown[], origin: string): Alarm | undefined {
   const finished = tasks.filter(isRecord).filter((t) =>
     String(t.resource_id ?? "").startsWith(SESSION_PREFIX) &&
     (t.status === "failed" || t.status === "completed")
@@ -56,14 +55,9 @@ export function alarmOf(tasks: readonly unknown[], origin: string, at: number): 
   const failedRun = nothing.findIndex((t) => t.status !== "failed");
   const failed = failedRun < 0 ? nothing.length : failedRun;
   if (failed < FAILED_IN_A_ROW && nothing.length < EMPTY_IN_A_ROW) return undefined;
-  const error = nothing.find((t) => t.status === "failed" && typeof t.error === "string")?.error;
-  return {
-    origin,
-    at,
-    commits: nothing.length,
-    failed,
-    ...(typeof error === "string" ? { error: error.slice(0, 1000) } : {}),
-  };
+  const error = nothing.map((t) => t.error).find((e) => typeof e === "string" && e);
+  const words = typeof error === "string" ? { error: error.slice(0, 1000) } : {};
+  return { origin, commits: nothing.length, failed, ...words };
 }
 
 /** Our newest commit tasks, newest first (the most the server lists), or null when it could not be asked. */
@@ -78,7 +72,7 @@ async function commitTasks(client: OpenVikingClient): Promise<unknown[] | null> 
 /** Asks the server for our newest commit tasks: the alarm, undefined (none), or null (it could not be asked). */
 export async function askAlarm(client: OpenVikingClient): Promise<Alarm | undefined | null> {
   const tasks = await commitTasks(client);
-  return tasks && alarmOf(tasks, originOf(client.options.baseUrl), Date.now());
+  return tasks && alarmOf(tasks, originOf(client.options.baseUrl));
 }
 
 /** The memories a completed commit added or updated, from its memory diff; null: the diff could not be read. */
@@ -164,7 +158,7 @@ export async function checkExtraction(
 ): Promise<Alarm | undefined | null> {
   const tasks = dir ? await commitTasks(client) : null;
   if (!tasks) return null;
-  const alarm = alarmOf(tasks, originOf(client.options.baseUrl), Date.now());
+  const alarm = alarmOf(tasks, originOf(client.options.baseUrl));
   if (alarm) await writeFileAtomic(alarmFile(dir), `${JSON.stringify(alarm)}\n`).catch(() => {});
   else await Deno.remove(alarmFile(dir)).catch(() => {});
   await noteMade(client, dir, tasks, here);

@@ -22,35 +22,35 @@ const made = (n = 1) => ({
 
 Deno.test("alarm: three failed extractions in a row, newest first, with the newest failure's words", () => {
   const tasks = [failed("newest"), failed(), failed(), made()];
-  assertEquals(alarmOf(tasks, ORIGIN, 5), { origin: ORIGIN, at: 5, commits: 3, failed: 3, error: "newest" });
-  assertEquals(alarmOf(tasks.slice(1, 3), ORIGIN, 5), undefined, "two failures are no alarm yet");
+  assertEquals(alarmOf(tasks, ORIGIN), { origin: ORIGIN, commits: 3, failed: 3, error: "newest" });
+  assertEquals(alarmOf(tasks.slice(1, 3), ORIGIN), undefined, "two failures are no alarm yet");
   assertEquals(FAILED_IN_A_ROW, 3);
 });
 
 Deno.test("alarm: a commit that made memory ends the run; pending ones and other clients' sessions do not count", () => {
-  assertEquals(alarmOf([made(), failed(), failed(), failed()], ORIGIN, 1), undefined);
+  assertEquals(alarmOf([made(), failed(), failed(), failed()], ORIGIN), undefined);
   const pending = { resource_id: "kc-s", status: "running" };
   const theirs = { ...made(), resource_id: "cc-other" };
-  assertEquals(alarmOf([pending, theirs, failed(), failed(), failed()], ORIGIN, 1)?.failed, 3);
+  assertEquals(alarmOf([pending, theirs, failed(), failed(), failed()], ORIGIN)?.failed, 3);
 });
 
 Deno.test("alarm: commits that complete with no memory sound it only after five in a row", () => {
   const five = Array.from({ length: EMPTY_IN_A_ROW }, empty);
-  assertEquals(alarmOf(five.slice(1), ORIGIN, 1), undefined);
-  assertEquals(alarmOf([...five, made()], ORIGIN, 1), { origin: ORIGIN, at: 1, commits: 5, failed: 0 });
+  assertEquals(alarmOf(five.slice(1), ORIGIN), undefined);
+  assertEquals(alarmOf([...five, made()], ORIGIN), { origin: ORIGIN, commits: 5, failed: 0 });
   // `total`, when the server gives it, is the count; else the kinds are summed.
   const totalZero = { ...made(2), result: { memories_extracted: { events: 2, total: 0 } } };
-  assertEquals(alarmOf([totalZero, ...five.slice(1)], ORIGIN, 1)?.commits, 5);
+  assertEquals(alarmOf([totalZero, ...five.slice(1)], ORIGIN)?.commits, 5);
   // Failures mixed in count toward the run; the words are the newest failure's.
-  assertEquals(alarmOf([empty(), failed("x"), empty(), empty(), empty()], ORIGIN, 1)?.error, "x");
+  assertEquals(alarmOf([empty(), failed("x"), empty(), empty(), empty()], ORIGIN)?.error, "x");
 });
 
 Deno.test("alarm words: the server's words and the model configuration as the fix", () => {
-  const f = alarmWords({ origin: ORIGIN, at: 1, commits: 3, failed: 3, error: "VLM   call failed:\n401" });
+  const f = alarmWords({ origin: ORIGIN, commits: 3, failed: 3, error: "VLM   call failed:\n401" });
   assertEquals(f.kind, "failed");
   assertEquals(f.summary, "the last 3 memory extractions on the server failed: VLM call failed: 401");
   assertStringIncludes(f.fix, "ov.conf");
-  const e = alarmWords({ origin: ORIGIN, at: 1, commits: 5, failed: 0 });
+  const e = alarmWords({ origin: ORIGIN, commits: 5, failed: 0 });
   assertEquals([e.kind, e.summary], ["empty", "the last 5 commits made no memory"]);
   assertStringIncludes(e.fix, "`vlm`");
 });
