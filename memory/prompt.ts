@@ -192,8 +192,9 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   const claim = await claimPrompt(ctx, { hash, eventId, outage: paused?.since }, lockWait);
   const { decision } = claim;
   if (decision.duplicate) return { outcome: "duplicate" };
-  if (!c.autoRecall) return { outcome: "recall-off" };
+  // Capture may go on with recall off: the session is told all the same.
   const alarm = claim.first ? await alarmLine(ctx) : "";
+  if (!c.autoRecall) return { outcome: "recall-off", ...(alarm ? { stdout: alarm } : {}) };
   if (paused) return await pausedPrompt(ctx, paused, claim.tell, alarm);
 
   // In plugin mode the profile is in the system prompt.

@@ -78,6 +78,12 @@ Deno.test("three failed extractions: the next session's first prompt says so onc
   assertEquals(fake.requestsTo("GET /api/v1/tasks").length, 1, "the prompt asked the server no task");
   assertTrue(fake.requests.length > asked, "the prompt recalled");
   assertEquals(await prompt(env, "session_new", "and where do the tests go?"), "", "told once a session");
+  const recallOff = await prompt({ ...env, OPENVIKING_AUTO_RECALL: "false" }, "session_c", "and the docs?");
+  assertMatch(
+    recallOff,
+    new RegExp(ALARM_LINE.source.replace("$", "\n$")),
+    "recall off, capture on: told too",
+  );
 
   const status = JSON.parse(
     (await runCli(["status", "--json"], { env, clearEnv: true, cwd: dir.path })).stdout,
