@@ -11,6 +11,8 @@ import * as queues from "../openviking/queue.ts";
 import { HOOKS } from "../kimi/hooks.ts";
 import { SESSION_PREFIX } from "../memory/context.ts";
 import { type SessionState, SessionStateSchema } from "../memory/state.ts";
+import { alarmWords, askAlarm } from "../memory/extraction.ts";
+import { clientOptions, createClient } from "../openviking/client.ts";
 import { type Check, checkOf, serverChecks } from "../install/check.ts";
 import { kimiHomeFor, type KimiState, readKimiState } from "../install/detect.ts";
 import { denoNotFound, findDeno, isExecutable, launcherInfo } from "../install/launcher.ts";
@@ -515,6 +517,16 @@ async function recallChecks(env: paths.Env, config: Config): Promise<Check[]> {
   )];
 }
 
+/** What the newest commits made: a failed run fails, a run that made nothing warns; nothing when they made memory. */
+async function extractionChecks(config: Config): Promise<Check[]> {
+  const alarm = await askAlarm(createClient(clientOptions(config, "", { timeoutMs: 3000 })));
+  if (!alarm) return [];
+  const { kind, summary, fix } = alarmWords(alarm);
+  return [
+    kind === "failed" ? checkOf("extraction").fail(summary, fix) : checkOf("extraction").warn(summary, fix),
+  ];
+}
+
 /** Runs one part of doctor; whatever it throws becomes a failing check saying what could not be checked. */
 async function guarded(id: string, what: string, part: () => Check[] | Promise<Check[]>): Promise<Check[]> {
   try {
@@ -562,6 +574,7 @@ export async function runDoctor(ctx: DoctorContext): Promise<Check[]> {
     const answers = !checks.some((c) => (c.id === "server" || c.id === "auth") && c.status === "fail");
     checks.push(...await guarded("captures", "the captures", () => captureChecks(env, config, answers)));
     checks.push(...await guarded("recall", "the recall breaker", () => recallChecks(env, config)));
+    if (answers) checks.push(...await guarded("extraction", "the commits", () => extractionChecks(config)));
   }
   return scrub(checks, [config.apiKey]) as Check[];
 }

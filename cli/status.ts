@@ -48,6 +48,7 @@ import { statePaths } from "../memory/state.ts";
 import { VERSION } from "../lib/version.ts";
 import { commandName, workspaceDir } from "../lib/self.ts";
 import { SESSION_PREFIX } from "../memory/context.ts";
+import { type Alarm, alarmWords, askAlarm, memoriesOf } from "../memory/extraction.ts";
 
 const Problem = z.object({
   kind: z.string(),
@@ -158,6 +159,8 @@ export const StatusSchema = z.object({
   }),
   /** What could not be asked of the server (it was down, or the key was refused). */
   notAsked: z.array(z.string()),
+  /** Our newest commits made no memory, again and again (memory/extraction.ts); absent when they did. */
+  extraction: z.optional(z.object({ commits: z.number(), failed: z.number(), ...Problem.shape })),
   /** Recall paused: the server let a prompt's recall go unanswered (runtime/breaker.ts); absent when not. */
   paused: z.optional(z.object({
     since: z.number(),
@@ -406,6 +409,8 @@ export function renderStatus(st: Status, now: number): string {
       `        ${next}`,
     );
   }
+  const x = st.extraction;
+  if (x) lines.push(`Memory  NOT MADE: ${x.message}`, `        fix: ${x.fix}`);
   lines.push("", st.sessions.length ? "Sessions (newest first)" : "Sessions: none recorded yet");
   for (const s of st.sessions) lines.push(...sessionLines(s, now));
   const q = st.queue;
@@ -489,21 +494,6 @@ async function connection(
   return out;
 }
 
-/** The memories a completed commit added or updated, from its memory diff (`memory_diff_uri`). */
-async function memoriesOf(client: OpenVikingClient, task: JsonRecord): Promise<string[]> {
-  const uri = asRecord(task.result).memory_diff_uri;
-  if (typeof uri !== "string") return [];
-  const read = await client.request("GET", "/api/v1/content/read", z.string(), { query: { uri } });
-  if (!read.ok) return [];
-  try {
-    const ops = asRecord(asRecord(JSON.parse(read.result)).operations);
-    return [...(Array.isArray(ops.adds) ? ops.adds : []), ...(Array.isArray(ops.updates) ? ops.updates : [])]
-      .filter(isRecord).map((o) => o.uri).filter((u): u is string => typeof u === "string");
-  } catch {
-    return [];
-  }
-}
-
 /**
  * The tasks of the newest commits of `s` (those the screen shows) that the list left out, each asked by its id:
  * found, or expired (404: the server no longer keeps it). Returns how many could not be asked.
@@ -555,7 +545,7 @@ async function askTasks(
     if (!t) continue;
     const status = String(t.status ?? "unknown");
     const memories = status === "completed" && diffs.left > 0
-      ? (diffs.left--, await memoriesOf(client, t))
+      ? (diffs.left--, await memoriesOf(client, t) ?? [])
       : [];
     c.task = { status, memories, ...(typeof t.error === "string" && t.error ? { error: t.error } : {}) };
   }
@@ -590,6 +580,12 @@ async function localSessions(
   return sessions;
 }
 
+/** The alarm as status shows it: how many commits made nothing, how many failed, the words and the fix. */
+function extractionOf(a: Alarm): Status["extraction"] {
+  const { kind, summary, fix } = alarmWords(a);
+  return { commits: a.commits, failed: a.failed, kind, message: summary, fix };
+}
+
 /** Everything `status` shows. */
 async function collectStatus(
   env: Env,
@@ -612,6 +608,8 @@ async function collectStatus(
     if (canAsk) notAsked.push(...await askTasks(client, s, diffs));
     else notAsked.push(`the commit tasks of ${s.kimiSessionId}`);
   }
+  const alarm = canAsk ? await askAlarm(client) : null;
+  if (alarm === null) notAsked.push("what the newest commits made");
   if (!conn.reachable) notAsked.unshift("whether the key is accepted");
   const shared = await countShared(pendingDir(env)).catch(() => 0);
   const b = await readBreaker(orNoHome(() => sharedStateDir(env)) ?? "", config.baseUrl);
@@ -641,6 +639,7 @@ async function collectStatus(
       fix: `fix what the server says (its log, its settings), then \`${commandName(env)} replay --rejected\``,
     },
     notAsked,
+    ...(alarm ? { extraction: extractionOf(alarm) } : {}),
     ...(b
       ? {
         paused: {

@@ -187,6 +187,9 @@ async function sharedTargets(ctx: Context, plan: Plan): Promise<string[]> {
     ...await breakerFiles(orNoHome(() => sharedStateDir(ctx.env)) ?? ""),
     // Session start's stamp (memory/ledger-entry.ts HOUSEKEEPING_STAMP).
     joinPath(sharedStateDir(ctx.env), "kimicode-housekeeping.json"),
+    // The extraction alarm and what each workspace's commits made (memory/extraction.ts).
+    joinPath(sharedStateDir(ctx.env), "kimicode-extraction-alarm.json"),
+    joinPath(sharedStateDir(ctx.env), "kimicode-made.json"),
     ...(command && (await commandAt(command, ctx.env)).kind === "ours" ? [command] : []),
   ];
   const there = await Promise.all(targets.map(exists));

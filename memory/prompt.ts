@@ -30,6 +30,7 @@ import { keepPrompt } from "./prompt-fallback.ts";
 import { type Injection, injectionFor } from "./inject.ts";
 import { systemPromptInUse } from "../kimi/plugin-root.ts";
 import { spawnWorker } from "../kimi/detach.ts";
+import { alarmWords, readAlarm } from "./extraction.ts";
 
 /** The same text within this window is the same prompt's hook fired twice. */
 export const DUPLICATE_WINDOW_MS = 500;
@@ -78,13 +79,17 @@ async function claimPrompt(
     >,
     exclude: [] as string[],
     tell: false,
+    /** No prompt of this session came before: the one that may tell of the extraction alarm. */
+    first: false,
     stateError: "",
   };
   if (!ctx.promptPaths) return claim;
   try {
     const claimed = await updateState(ctx.promptPaths, (s) => {
       const decision = promptDecision(s, { ...prompt, at: ctx.startedAt });
-      if (decision.duplicate) return Promise.resolve({ value: { decision, exclude: [], tell: false } });
+      if (decision.duplicate) {
+        return Promise.resolve({ value: { decision, exclude: [], tell: false, first: false } });
+      }
       const options = { maxLength: c.captureMaxLength, redact: c.redact };
       const kept = c.autoCapture ? keepPrompt(s, promptText(ctx.input), ctx.startedAt, options) : s;
       const tell = prompt.outage !== undefined && s.pausedNotice !== prompt.outage;
@@ -96,7 +101,8 @@ async function claimPrompt(
         recall: decision.reuse ?? null,
         ...(tell ? { pausedNotice: prompt.outage } : {}),
       };
-      return Promise.resolve({ state, value: { decision, exclude: s.injectedUris, tell } });
+      const first = s.promptAt === undefined;
+      return Promise.resolve({ state, value: { decision, exclude: s.injectedUris, tell, first } });
     }, { waitMs });
     if (claimed.acquired) Object.assign(claim, claimed.value);
   } catch (error) {
@@ -138,17 +144,29 @@ function pausedLine(b: Breaker, env: Env): string {
     .text;
 }
 
+/** The line that tells a session's first prompt its commits make no memory ("" without the alarm). */
+async function alarmLine(ctx: HookContext): Promise<string> {
+  const a = await readAlarm(ctx.sharedStateDir, ctx.config.baseUrl);
+  if (!a) return "";
+  const what = alarmWords(a).kind === "failed"
+    ? `the last ${a.failed} extractions failed`
+    : `the last ${a.commits} commits made none`;
+  return safe`openviking-kimi: OpenViking makes no memory (${what}); \`${
+    commandName(ctx.env)
+  } doctor\` says why\n`.text;
+}
+
 /**
  * A prompt while the breaker is open: nothing asked (no profile either), the session told once, a probe
  * started when one is due — detached: this prompt never waits for it.
  */
-async function pausedPrompt(ctx: HookContext, b: Breaker, tell: boolean): Promise<HookResult> {
+async function pausedPrompt(ctx: HookContext, b: Breaker, tell: boolean, alarm: string): Promise<HookResult> {
   let probing = false;
   if (ctx.sharedStateDir && Date.now() >= nextProbeAt(b)) {
     await noteProbing(ctx.sharedStateDir, b);
     probing = await spawnWorker("user-prompt-submit", ctx.raw);
   }
-  const stdout = tell ? pausedLine(b, ctx.env) : "";
+  const stdout = (tell ? pausedLine(b, ctx.env) : "") + alarm;
   return {
     stdout,
     outcome: "paused",
@@ -174,8 +192,10 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   const claim = await claimPrompt(ctx, { hash, eventId, outage: paused?.since }, lockWait);
   const { decision } = claim;
   if (decision.duplicate) return { outcome: "duplicate" };
-  if (!c.autoRecall) return { outcome: "recall-off" };
-  if (paused) return await pausedPrompt(ctx, paused, claim.tell);
+  // Capture may go on with recall off: the session is told all the same.
+  const alarm = claim.first ? await alarmLine(ctx) : "";
+  if (!c.autoRecall) return { outcome: "recall-off", ...(alarm ? { stdout: alarm } : {}) };
+  if (paused) return await pausedPrompt(ctx, paused, claim.tell, alarm);
 
   // In plugin mode the profile is in the system prompt.
   const pluginPrompt = decision.needProfile && await systemPromptInUse(ctx.env);
@@ -194,7 +214,7 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   const after = await noteRecall(ctx.sharedStateDir, c.baseUrl, breaker, { asked, failure: inj.failure });
   // Told once per outage: the prompt that opened the breaker tells it, unless this session already knows.
   const told = after && isOpen(after) && after.since !== decision.told ? after.since : undefined;
-  const withLine = told === undefined ? inj.stdout : inj.stdout + pausedLine(after!, ctx.env);
+  const withLine = (told === undefined ? inj.stdout : inj.stdout + pausedLine(after!, ctx.env)) + alarm;
   if (!claim.stateError) await rememberInjected(ctx, hash, inj, budget, told);
   return {
     stdout: withLine.length <= PRINT_MAX_CHARS ? withLine : inj.stdout,

@@ -15,6 +15,7 @@ import { parseJsonOrUndefined, readTextIfExists, writeFileAtomic } from "../lib/
 import { joinPath } from "../lib/paths.ts";
 import { asRecord } from "../lib/parsed.ts";
 import { PRINT_MAX_CHARS } from "../lib/printed.ts";
+import { madeIn } from "./extraction.ts";
 
 const text = z.catch(z.optional(z.string()), undefined);
 const num = z.catch(z.optional(z.number()), undefined);
@@ -180,7 +181,7 @@ export function contextSearchBody(
   const weights = { events: 1, entities: 2, preferences: 1, experiences: 1, resources: 3, skills: 2 };
   if (s.recallLimitConfigured) body.quotas = scaleQuotas(s.recallLimit, weights);
   if (s.recallMaxTokens !== undefined) body.max_tokens = s.recallMaxTokens;
-  if (s.recallPeerScope === "actor") body.peer_scope = "actor";
+  if (s.recallPeerScope !== "all") body.peer_scope = "actor";
   if (r.sessionId) {
     body.session_id = r.sessionId;
     if (s.recallQueryExpansion) body.query_expansion = s.recallQueryExpansion;
@@ -257,7 +258,7 @@ async function fromRecallEndpoint(
     min_score: s.scoreThreshold,
     render: true,
   };
-  if (s.recallPeerScope === "actor") body.peer_scope = "actor";
+  if (s.recallPeerScope !== "all") body.peer_scope = "actor";
   const ask = (b: Record<string, unknown>) =>
     client.request("POST", "/api/v1/search/recall", RecallReply, { body: b, budget: r.budget });
   let res = await ask(body);
@@ -363,6 +364,18 @@ async function fromFind(
   return { source: "find", memories };
 }
 
+/**
+ * Whether `uri` is in the strict scope of workspace peer `peerId` by its place (pure): the user's own
+ * preferences and profile, and what the server keeps in this workspace's peer space. The facts the server files
+ * in the user's own space name no workspace: strict keeps those this workspace's commits made
+ * (memory/extraction.ts `madeIn`), no other.
+ */
+export function inStrictScope(uri: string, peerId: string): boolean {
+  const rest = /^viking:\/\/user\/[^/]+\/(.*)$/.exec(uri)?.[1] ?? "";
+  return /^memories\/(?:preferences\/|profile\.md$)/.test(rest) ||
+    (!!peerId && rest.startsWith(`peers/${peerId}/`));
+}
+
 /** Recalls memories for a prompt through the chain; never throws. */
 export async function recallForPrompt(
   client: OpenVikingClient,
@@ -375,6 +388,13 @@ export async function recallForPrompt(
   for (const stage of [fromContextFace, fromRecallEndpoint, fromFind]) {
     const got = await stage(client, s, r);
     if (got === undefined) continue;
+    if (!("ok" in got) && s.recallPeerScope === "strict") {
+      // The server's assembled text may name what strict leaves out: only the memories kept are shown.
+      const peer = client.options.peerId ?? "";
+      const made = await madeIn(r.stateDir, peer);
+      const kept = got.memories.filter((m) => inStrictScope(m.uri, peer) || made.has(m.uri));
+      return { source: got.source, memories: kept };
+    }
     if (!("ok" in got)) return got;
     failures.push(got);
   }

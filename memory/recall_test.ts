@@ -9,6 +9,7 @@ import { tempDir } from "../tests/support/temp.ts";
 import { Budget } from "../openviking/client.ts";
 import {
   contextSearchBody,
+  inStrictScope,
   LEGACY_MEMO_MS,
   rankFindItems,
   recallForPrompt,
@@ -370,4 +371,43 @@ Deno.test("context body: the digest sends no dedup_turns unless the user set it;
     5,
   );
   assertEquals(contextSearchBody({ ...SETTINGS, recallFormat: "full" }, r).dedup_turns, 5);
+});
+
+Deno.test("strict scope: the user's preferences and profile, and this workspace's peer space; nothing else", () => {
+  const keep = [
+    "viking://user/default/memories/preferences/indent.md",
+    "viking://user/u1/memories/profile.md",
+    "viking://user/default/peers/github.com-acme-a/memories/events/release.md",
+  ];
+  const drop = [
+    "viking://user/default/memories/events/release-b.md", // filed in the user's space: names no workspace
+    "viking://user/default/memories/entities/billing.md",
+    "viking://user/default/peers/github.com-acme-b/memories/events/x.md", // another workspace's
+    "viking://user/default/peers/github.com-acme-a-fork/memories/events/x.md",
+    "viking://resources/docs/a.md",
+    "viking://user/default/memories/preferences-of-b.md",
+  ];
+  for (const uri of keep) assertTrue(inStrictScope(uri, "github.com-acme-a"), uri);
+  for (const uri of drop) assertTrue(!inStrictScope(uri, "github.com-acme-a"), uri);
+  assertTrue(!inStrictScope(keep[2], ""), "no workspace peer: no peer space");
+});
+
+Deno.test("strict scope: recall asks with peer_scope actor and shows only what strict keeps, never the server's text", async () => {
+  const mine = "viking://user/default/peers/p-a/memories/events/a.md";
+  const pref = "viking://user/default/memories/preferences/tabs.md";
+  const theirs = "viking://user/default/memories/events/b.md";
+  const entries = [mine, theirs, pref].map((uri) => ({ uri, text: uri, score: 0.9 }));
+  const { client, calls } = scriptedClient(
+    byRoute({ [SEARCH]: ok({ entries, digest: `- ${theirs}` }) }),
+    { peerId: "p-a" },
+  );
+  const r = await recallForPrompt(client, { ...SETTINGS, recallPeerScope: "strict" }, request("release"));
+  assertEquals([r.memories.map((m) => m.uri), r.assembled], [[mine, pref], undefined]);
+  assertEquals((calls[0].body as Record<string, unknown>).peer_scope, "actor");
+  const all = await recallForPrompt(
+    scriptedClient(byRoute({ [SEARCH]: ok({ entries }) })).client,
+    SETTINGS,
+    request("x"),
+  );
+  assertEquals(all.memories.length, 3, "the other scopes keep what the server sends");
 });

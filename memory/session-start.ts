@@ -1,7 +1,8 @@
 /**
  * SessionStart: ignores a repeat within 2 s, resets the profile flag of a new (not resumed) session, and
  * replays the pending queue and (plugin mode) refreshes the plugin's system prompt with the current profile —
- * in a detached worker, so session creation never waits on the network. Prints nothing.
+ * in a detached worker, so session creation never waits on the network; that worker also asks what the newest
+ * commits made (memory/extraction.ts). Prints nothing.
  */
 
 import { probeIfDue } from "../openviking/breaker.ts";
@@ -12,6 +13,8 @@ import { clientFor, type HookContext, type HookResult } from "./context.ts";
 import { spawnWorker } from "../kimi/detach.ts";
 import { houseKeeping } from "./ledger.ts";
 import { refreshFromHook } from "./system-prompt.ts";
+import { checkExtraction } from "./extraction.ts";
+import { resolvePeer } from "../openviking/peer.ts";
 
 /** A SessionStart this close to the previous one is the same start fired twice. */
 const REPEAT_WINDOW_MS = 2000;
@@ -27,12 +30,21 @@ async function replayQueues(ctx: HookContext): Promise<HookResult> {
   const report = await replayAll(ctx.pendingDir, clientFor(ctx), options);
   // Temp files of writes killed mid-way (a session's queue was swept by the replay above), the ledger's bounds.
   const temps = await houseKeeping(ctx);
+  // What the newest commits made: the alarm for the next session's first prompt (which asks no server for it),
+  // and the memories of each workspace for the strict scope.
+  const here = { session: ctx.ovSessionId, peer: (await resolvePeer(ctx.cwd, ctx.config)).peerId };
+  const alarm = await checkExtraction(clientFor(ctx), ctx.sharedStateDir, here);
   const cause = report.cause ? { kind: report.cause.kind, status: report.cause.status } : undefined;
   // For the next Kimi start or /reload: this session's system prompt was frozen when Kimi created it.
   await refreshFromHook(ctx, true);
   return {
     outcome: "replayed",
-    data: { ...report, cause, ...(temps === undefined ? {} : { staleTempsRemoved: temps }) },
+    data: {
+      ...report,
+      cause,
+      extractionAlarm: alarm === null ? "not-asked" : alarm !== undefined,
+      ...(temps === undefined ? {} : { staleTempsRemoved: temps }),
+    },
   };
 }
 

@@ -330,6 +330,13 @@ const toward = (strict: unknown, may: string): WorkspaceRule => ({
   allows: (asked, user) => asked === strict || asked === user,
   may,
 });
+/** Recall scopes, widest first (memory/recall.ts `inStrictScope` says what `strict` keeps). */
+const SCOPES = ["all", "actor", "strict"] as const;
+/** The user's value or a narrower one of `order` (widest first). */
+const narrower = (order: readonly string[]): WorkspaceRule => ({
+  allows: (asked, user) => order.indexOf(String(asked)) >= order.indexOf(String(user)),
+  may: `set it to ${order.slice(1).map((v) => `"${v}"`).join(" or ")}`,
+});
 const OFF = toward(false, "turn it off");
 const ON = toward(true, "turn it on");
 
@@ -368,12 +375,7 @@ export const KNOBS = {
   recallMaxContentChars: knob("OPENVIKING_RECALL_MAX_CONTENT_CHARS", numKnob(50, 100_000), 500, LOWER),
   scoreThreshold: knob("OPENVIKING_SCORE_THRESHOLD", numKnob(0, 1, false), 0.35, RAISE),
   recallPreferAbstract: knob("OPENVIKING_RECALL_PREFER_ABSTRACT", boolKnob, true, ON),
-  recallPeerScope: knob(
-    "OPENVIKING_RECALL_PEER_SCOPE",
-    enumKnob(["all", "actor"]),
-    "all",
-    toward("actor", 'set it to "actor"'),
-  ),
+  recallPeerScope: knob("OPENVIKING_RECALL_PEER_SCOPE", enumKnob(SCOPES), "all", narrower(SCOPES)),
   recallDedupTurns: knob("OPENVIKING_RECALL_DEDUP_TURNS", numKnob(0, 20), 5, RAISE),
   recallMaxTokens: optionalKnob("OPENVIKING_RECALL_MAX_TOKENS", numKnob(64, 32_000), LOWER),
   recallQueryExpansion: optionalKnob(

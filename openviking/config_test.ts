@@ -686,7 +686,14 @@ const WORKSPACE: Record<Name, Allowed> = {
   recallMaxContentChars: lower(500, 100_000),
   scoreThreshold: raise(0, 0.35),
   recallPreferAbstract: on,
-  recallPeerScope: toward("actor", "all"),
+  recallPeerScope: {
+    may: 'set it to "actor" or "strict"',
+    cases: [["all", "actor", true], ["actor", "strict", true], ["strict", "actor", false], [
+      "actor",
+      "all",
+      false,
+    ]],
+  },
   recallDedupTurns: raise(0, 5),
   recallMaxTokens: lower(100, 8000),
   recallQueryExpansion: toward("off", "auto"),

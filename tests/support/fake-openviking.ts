@@ -872,12 +872,14 @@ export class FakeOpenViking {
     }
     if (method === "GET" && p === "/api/v1/tasks") {
       // Like the real list (openviking/server/routers/tasks.py): newest first, `limit` 50 unless given, 1–200.
-      const rid = q.get("resource_id");
+      const [rid, type] = [q.get("resource_id"), q.get("task_type")];
       const limit = Number(q.get("limit") ?? 50);
       if (!Number.isInteger(limit) || limit < 1 || limit > 200) {
         throw new HttpError(422, "INVALID_ARGUMENT", "limit must be an integer from 1 to 200");
       }
-      return [...this.tasks.values()].filter((t) => !rid || t.resource_id === rid)
+      return [...this.tasks.values()].filter((t) =>
+        (!rid || t.resource_id === rid) && (!type || t.task_type === type)
+      )
         .sort((a, b) => b.created_at - a.created_at || (a.task_id < b.task_id ? 1 : -1)).slice(0, limit);
     }
     const task = /^\/api\/v1\/tasks\/([^/]+)$/.exec(p);
