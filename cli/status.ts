@@ -42,7 +42,7 @@ import {
   sharedStateDir,
 } from "../lib/paths.ts";
 import { resolvePeer } from "../openviking/peer.ts";
-import { asRecord, isRecord, type JsonRecord } from "../lib/parsed.ts";
+import { isRecord, type JsonRecord } from "../lib/parsed.ts";
 import { scrub } from "../lib/scrub.ts";
 import { statePaths } from "../memory/state.ts";
 import { VERSION } from "../lib/version.ts";
