@@ -25,6 +25,8 @@ async function replayQueues(ctx: HookContext): Promise<HookResult> {
     waitUnsure: ctx.isWorker,
   });
   const report = await replayAll(ctx.pendingDir, clientFor(ctx), options);
+  // Sessions that ended without SessionEnd, their last turns still uncommitted: committed now.
+  const leftCommitted = await (await import("./capture.ts")).commitLeftSessions(ctx, options.budget);
   // Temp files of writes killed mid-way (a session's queue was swept by the replay above), the ledger's bounds.
   const temps = await houseKeeping(ctx);
   const cause = report.cause ? { kind: report.cause.kind, status: report.cause.status } : undefined;
@@ -32,7 +34,7 @@ async function replayQueues(ctx: HookContext): Promise<HookResult> {
   await refreshFromHook(ctx, true);
   return {
     outcome: "replayed",
-    data: { ...report, cause, ...(temps === undefined ? {} : { staleTempsRemoved: temps }) },
+    data: { ...report, cause, leftCommitted, ...(temps === undefined ? {} : { staleTempsRemoved: temps }) },
   };
 }
 
