@@ -21,7 +21,7 @@ const TURNS = 30;
 /** The turn that teaches the fact (1-based). */
 const FACT_TURN = 5;
 /** The turn whose user asks to remember something (1-based). */
-const REMEMBER_TURN = 18;
+const REMEMBER_TURN = 27;
 
 const TOPICS = [
   "the tile cache",
@@ -66,6 +66,8 @@ interface Figures {
   rememberAtOnce: boolean;
   /** Median seconds from a commit to its extraction's end. */
   extractionSeconds: number;
+  /** The model tokens the server reported for the session's extractions (what `status` shows). */
+  serverTokens: number;
 }
 
 /** The chat requests of the stub after `from`, and their prompt tokens. */
@@ -123,17 +125,24 @@ async function runPolicy(
     factWait,
     rememberAtOnce,
     extractionSeconds: seconds[Math.floor(seconds.length / 2)] ?? 0,
+    serverTokens: Math.max(0, ...tasks.map((t) => Number(t.result?.token_usage?.llm?.total_tokens ?? 0))),
   };
 }
 
+/** A commit task as the server lists it (the fields used here). */
+interface Task {
+  status: string;
+  created_at: number;
+  updated_at: number;
+  result?: { token_usage?: { llm?: { total_tokens?: number } } };
+}
+
 /** The session's commit tasks once none is still running (bounded). */
-async function waitForTasks(url: string, sid: string): Promise<{ created_at: number; updated_at: number }[]> {
+async function waitForTasks(url: string, sid: string): Promise<Task[]> {
   const deadline = Date.now() + 15 * 60_000;
   for (;;) {
     const r = await fetch(`${url}/api/v1/tasks?resource_id=${encodeURIComponent(sid)}&limit=200`);
-    const tasks =
-      ((await r.json()) as { result?: { status: string; created_at: number; updated_at: number }[] })
-        .result ?? [];
+    const tasks = ((await r.json()) as { result?: Task[] }).result ?? [];
     if (tasks.every((t) => t.status === "completed" || t.status === "failed") || Date.now() > deadline) {
       return tasks;
     }
@@ -156,32 +165,37 @@ export async function commitSection(): Promise<string> {
       r.factWait === undefined
         ? "at the session's end"
         : r.factWait === 0
-        ? "its own turn"
-        : `${r.factWait} turns`;
+        ? "at once"
+        : `${r.factWait} turns later`;
     return [
-      "### What commits cost (issue 22 §1)",
+      "## What commits cost (issue 22 §1)",
       "",
-      `One scripted ${TURNS}-turn coding session (about ${
+      `One scripted ${TURNS}-turn coding session, about ${
         estimateTokens(prompt(2) + answer(2))
-      } tokens a turn) through the real Stop and SessionEnd hooks against the real OpenViking ${""}0.5.2, its model`,
-      "the loopback stub: what the server's extraction asked of the model, per commit policy",
-      "(`OPENVIKING_COMMIT_POLICY`). Prompt tokens are estimated from the text the stub received. A fact taught",
-      `in turn ${FACT_TURN} can be recalled once a commit covering it has been extracted; the model holds it in`,
-      "context until then. Turn",
-      `${REMEMBER_TURN} asks to remember something. \`balanced\` commits at ${BALANCED_PENDING_TOKENS} uncommitted tokens.`,
+      } tokens a turn,`,
+      "through the real Stop and SessionEnd hooks (turns back to back, no model time between them) against the",
+      "real OpenViking 0.5.2 whose model is the loopback stub, per commit policy (`OPENVIKING_COMMIT_POLICY`):",
+      "what extraction asked of the model (prompt tokens estimated from the text the stub received; the server's",
+      "own count, as `status` shows it, beside them). A fact taught in turn",
+      `${FACT_TURN} can be recalled once a commit covering it is extracted (until then the model has it in its`,
+      `context); the user of turn ${REMEMBER_TURN} asks to remember something. \`balanced\` commits at ${BALANCED_PENDING_TOKENS}`,
+      "uncommitted tokens (the server's count).",
       "",
-      "| policy | commits | model calls | prompt tokens | vs every turn | fact of turn 5 extracted after | " +
-      "a remember turn committed at once | extraction, median |",
-      "| --- | ---: | ---: | ---: | ---: | --- | --- | ---: |",
+      "| policy | commits | model calls | prompt tokens | vs every turn | server-reported tokens | " +
+      `fact of turn ${FACT_TURN} committed | remember turn committed at once | commit to extracted, median |`,
+      "| --- | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: |",
       ...rows.map((r) =>
-        `| \`${r.policy}\` | ${r.commits} | ${r.calls} | ${r.promptTokens} | ${share(r)} | ${wait(r)} | ${
-          r.rememberAtOnce ? "yes" : "no"
-        } | ${r.extractionSeconds.toFixed(1)} s |`
+        `| \`${r.policy}\` | ${r.commits} | ${r.calls} | ${r.promptTokens} | ${
+          share(r)
+        } | ${r.serverTokens} | ${wait(r)} | ${r.rememberAtOnce ? "yes" : "no"} | ${
+          r.extractionSeconds.toFixed(0)
+        } s |`
       ),
       "",
-      "In the next session a fact is there once the session's last commit is extracted: at SessionEnd for every",
-      "policy; a session that ends without SessionEnd (a kill, `kimi -p`, `kimi acp`, `kimi web`) is committed by",
-      `the server after ${IDLE_COMMIT_SECONDS} s idle when its \`memory.session_auto_commit\` is enabled, else by the next`,
+      "Commits made every turn queue on the server: their extractions finish long after the turn. In the next",
+      "session a fact is there once the session's last commit is extracted: SessionEnd commits under every",
+      "policy; a session that ends without it (a kill, `kimi -p`, `kimi acp`, `kimi web`) is committed by the",
+      `server after ${IDLE_COMMIT_SECONDS} s idle where its \`memory.session_auto_commit\` is enabled, else by the next`,
       `session start at least ${IDLE_COMMIT_SECONDS} s later.`,
       "",
     ].join("\n");
@@ -190,16 +204,30 @@ export async function commitSection(): Promise<string> {
   }
 }
 
-/** Replaces (or adds, before the analysis) this section in `doc`. Pure. */
+const HEAD = "## What commits cost";
+
+/** Where this section is in `doc`: its start and end offsets (pure). */
+function bounds(doc: string): [number, number] | undefined {
+  const start = doc.indexOf(HEAD);
+  if (start < 0) return undefined;
+  const next = doc.slice(start + HEAD.length).search(/\n#{2,3} /);
+  return [start, next < 0 ? doc.length : start + HEAD.length + next + 1];
+}
+
+/** This section as `doc` has it ("" when it has none). Pure. */
+export function sectionOf(doc: string): string {
+  const at = bounds(doc);
+  return at ? doc.slice(at[0], at[1]) : "";
+}
+
+/** `doc` with this section replaced by `section` (added before the analysis when it has none). Pure. */
 export function withSection(doc: string, section: string): string {
-  const head = "### What commits cost";
-  const start = doc.indexOf(head);
-  if (start < 0) {
-    const at = doc.indexOf("\n## Analysis");
-    return at < 0 ? `${doc}\n${section}` : `${doc.slice(0, at)}\n${section}${doc.slice(at)}`;
-  }
-  const next = doc.slice(start + head.length).search(/\n#{2,3} /);
-  return doc.slice(0, start) + section.trimEnd() + (next < 0 ? "\n" : doc.slice(start + head.length + next));
+  const at = bounds(doc);
+  if (at) return doc.slice(0, at[0]) + section + doc.slice(at[1]);
+  const analysis = doc.indexOf("\n## Analysis");
+  return analysis < 0
+    ? `${doc}\n${section}`
+    : `${doc.slice(0, analysis + 1)}${section}${doc.slice(analysis + 1)}`;
 }
 
 if (import.meta.main) {
