@@ -21,7 +21,7 @@ const TURNS = 30;
 /** The turn that teaches the fact (1-based). */
 const FACT_TURN = 5;
 /** The turn whose user asks to remember something (1-based). */
-const REMEMBER_TURN = 27;
+const REMEMBER_TURN = 29;
 
 const TOPICS = [
   "the tile cache",
@@ -160,6 +160,9 @@ export async function commitSection(): Promise<string> {
       console.error(`commit bench: ${JSON.stringify(rows.at(-1))}`);
     }
     const every = rows.find((r) => r.policy === "every-turn")!;
+    const own = Array.from({ length: TURNS }, (_, i) => estimateTokens(prompt(i + 1) + answer(i + 1)))
+      .reduce((a, b) => a + b, 0);
+    const overhead = Math.round((every.promptTokens - own) / every.calls);
     const share = (r: Figures) => `${Math.round((100 * r.promptTokens) / every.promptTokens)} %`;
     const wait = (r: Figures) =>
       r.factWait === undefined
@@ -179,7 +182,9 @@ export async function commitSection(): Promise<string> {
       "own count, as `status` shows it, beside them). A fact taught in turn",
       `${FACT_TURN} can be recalled once a commit covering it is extracted (until then the model has it in its`,
       `context); the user of turn ${REMEMBER_TURN} asks to remember something. \`balanced\` commits at ${BALANCED_PENDING_TOKENS}`,
-      "uncommitted tokens (the server's count).",
+      "uncommitted tokens (the server's count): every extraction call carries about",
+      `${overhead} tokens of OpenViking's instructions besides the conversation (\`every-turn\`'s prompt tokens less`,
+      "the session's own, per call), so `balanced` waits for about as much conversation as that.",
       "",
       "| policy | commits | model calls | prompt tokens | vs every turn | server-reported tokens | " +
       `fact of turn ${FACT_TURN} committed | remember turn committed at once | commit to extracted, median |`,
