@@ -150,7 +150,8 @@ export function commitDue(policy: CommitPolicy, event: HookEvent, facts: CommitF
 
 /**
  * Once per session, unless every turn is committed: asks the server to commit the session when it goes idle,
- * so a session that ends without SessionEnd (a kill, `kimi acp`, `kimi web`) is committed all the same.
+ * so a session that ends without SessionEnd (a kill, `kimi acp`, `kimi web`) is committed all the same. Not
+ * from an interrupt: its short budget goes to its commit; a later capture asks.
  */
 async function ensureIdleCommit(
   ctx: HookContext,
@@ -159,7 +160,9 @@ async function ensureIdleCommit(
   state: SessionState,
   sent: number,
 ): Promise<SessionState> {
-  if (ctx.config.commitPolicy === "every-turn" || state.idleCommit || !sent) return state;
+  if (ctx.config.commitPolicy === "every-turn" || ctx.event === "interrupt" || state.idleCommit || !sent) {
+    return state;
+  }
   if (mode.budget.remaining() < MIN_COMMIT_MS) return state;
   const idleCommit = await setIdleCommit(client, ctx.ovSessionId, mode.budget);
   return idleCommit ? { ...state, idleCommit } : state;

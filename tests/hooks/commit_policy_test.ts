@@ -132,3 +132,19 @@ Deno.test("a session start commits another session left uncommitted since the id
   await start(3);
   assertEquals(s.commits(), 1, "committed once");
 });
+
+Deno.test("an interrupt commits and leaves the idle-commit request to a later capture (its budget is short)", async () => {
+  await using s = await sandbox("balanced");
+  const j = new JournalBuilder().prompt("first question, interrupted").stepBegin().text("half an answer");
+  await placeJournal(s.dir.path, SESSION, j.toString());
+  await s.hook("interrupt", "Interrupt");
+  assertEquals([s.fake.messages(OV).length, s.commits()], [2, 1], "the open turn, committed");
+  assertEquals(s.fake.requestsTo(CONFIG).length, 0, "not asked from the interrupt");
+  await placeJournal(
+    s.dir.path,
+    SESSION,
+    j.ended("cancelled").simpleTurn("second question", "ok").toString(),
+  );
+  await s.hook("stop", "Stop");
+  assertEquals(s.fake.requestsTo(CONFIG).length, 1, "asked by the next Stop");
+});
