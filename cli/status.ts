@@ -42,7 +42,7 @@ import {
   sharedStateDir,
 } from "../lib/paths.ts";
 import { resolvePeer } from "../openviking/peer.ts";
-import { isRecord, type JsonRecord } from "../lib/parsed.ts";
+import { asRecord, isRecord, type JsonRecord } from "../lib/parsed.ts";
 import { scrub } from "../lib/scrub.ts";
 import { statePaths } from "../memory/state.ts";
 import { VERSION } from "../lib/version.ts";
@@ -82,6 +82,8 @@ const CommitStatusSchema = z.object({
     error: z.optional(z.string()),
     /** URIs of memories the commit added or updated (from its memory diff). */
     memories: z.array(z.string()),
+    /** The session's model tokens once this commit's extraction ended, as the server counts them (a total). */
+    tokens: z.optional(z.number()),
   })),
 });
 export type CommitStatus = z.infer<typeof CommitStatusSchema>;
@@ -333,6 +335,19 @@ function commitLine(c: CommitStatus, now: number): string {
   }`;
 }
 
+/**
+ * What a session's commits cost (pure): how many, the messages each took on average, and the model tokens
+ * the server counted for the session's extractions (the newest total it reported), when it did.
+ */
+export function commitCost(s: SessionStatus): string | undefined {
+  const made = s.commits.filter((c) => c.outcome !== "failed" && c.outcome !== "rejected").length;
+  if (!made) return undefined;
+  const each = Math.round((s.captures.sent + s.captures.queued) / made);
+  const tokens = Math.max(-1, ...s.commits.map((c) => c.task?.tokens ?? -1));
+  return `    cost: ${plural(made, "commit", "commits")}, ${plural(each, "message", "messages")} each, ` +
+    (tokens >= 0 ? `${tokens} model tokens (the server's count)` : "model tokens not reported by the server");
+}
+
 function sessionLines(s: SessionStatus, now: number): string[] {
   const lines = [
     `  ${s.kimiSessionId} — ${s.lastActivity ? ago(s.lastActivity, now) : "no hook run in the ledger"}`,
@@ -342,6 +357,8 @@ function sessionLines(s: SessionStatus, now: number): string[] {
     `    captured ${s.captures.turns} turn(s): ${s.captures.sent} message(s) delivered, ${s.captures.queued} queued` +
     (s.captures.rejected ? `, ${s.captures.rejected} refused` : ""),
   ];
+  const cost = commitCost(s);
+  if (cost) lines.push(cost);
   for (const c of s.commits.slice(-SHOWN_COMMITS)) {
     lines.push(commitLine(c, now));
     for (const uri of c.task?.memories.slice(0, 3) ?? []) lines.push(`      + ${uri}`);
@@ -547,7 +564,13 @@ async function askTasks(
     const memories = status === "completed" && diffs.left > 0
       ? (diffs.left--, await memoriesOf(client, t) ?? [])
       : [];
-    c.task = { status, memories, ...(typeof t.error === "string" && t.error ? { error: t.error } : {}) };
+    const tokens = asRecord(asRecord(asRecord(t.result).token_usage).llm).total_tokens;
+    c.task = {
+      status,
+      memories,
+      ...(typeof t.error === "string" && t.error ? { error: t.error } : {}),
+      ...(typeof tokens === "number" && Number.isFinite(tokens) ? { tokens } : {}),
+    };
   }
   return failed ? [`the tasks of ${failed} commit(s) of ${s.kimiSessionId}`] : [];
 }

@@ -9,15 +9,18 @@
 import { type Cause, causeOf } from "../openviking/advice.ts";
 import { noteAnswered } from "../openviking/breaker.ts";
 import { Budget, type OpenVikingClient } from "../openviking/client.ts";
-import { kimiHome } from "../lib/paths.ts";
+import { dirName, joinPath, kimiHome } from "../lib/paths.ts";
 import {
   commitSession,
+  IDLE_COMMIT_SECONDS,
   isHeld,
   liveMessages,
   newestHeld,
   sendMessages,
   type SendReport,
+  setIdleCommit,
 } from "../openviking/sessions.ts";
+import type { COMMIT_POLICIES } from "../openviking/config.ts";
 import { hasUnsent, messageKey, queuedMessageKeys, SessionQueue } from "../openviking/queue.ts";
 import { replayOptions, replayQueue, type ReplayReport } from "../openviking/replay.ts";
 import {
@@ -57,9 +60,10 @@ export interface CaptureMode {
   budget: Budget;
   /** A worker's budget, counted from when it holds the lock (its waits are no network time). */
   budgetAtLockMs?: number;
-  /** Commit whenever anything is pending commit, regardless of the threshold. */
-  commitAlways: boolean;
 }
+
+/** When captures are committed (the `commitPolicy` knob). */
+export type CommitPolicy = typeof COMMIT_POLICIES[number];
 
 /** A detached worker waits this long for the lock: no host timeout applies to it. */
 export const WORKER_LOCK_WAIT_MS = 120_000;
@@ -84,7 +88,6 @@ export function captureMode(
       force: true,
       lockWaitMs: Math.floor(total * 0.3),
       budget,
-      commitAlways: true,
     };
   }
   const base = {
@@ -92,16 +95,14 @@ export function captureMode(
     budget: new Budget(WORKER_BUDGET_MS),
     budgetAtLockMs: WORKER_BUDGET_MS,
   };
-  if (event === "stop") return { ...base, waitMs: config.captureWaitMs, force: false, commitAlways: false };
-  if (event === "session-end") {
-    return { ...base, waitMs: Math.min(config.captureWaitMs, 3000), force: true, commitAlways: true };
-  }
+  if (event === "stop") return { ...base, waitMs: config.captureWaitMs, force: false };
+  if (event === "session-end") return { ...base, waitMs: Math.min(config.captureWaitMs, 3000), force: true };
   if (event === "stop-failure") {
     // A failed turn fires StopFailure, never Stop: its prompt (and any text of steps before the failure) goes
     // now. The v2 engine still writes the turn's `turn.ended`; a legacy failed turn never closes: forced.
-    return { ...base, waitMs: Math.min(config.captureWaitMs, 3000), force: true, commitAlways: false };
+    return { ...base, waitMs: Math.min(config.captureWaitMs, 3000), force: true };
   }
-  return { ...base, waitMs: 0, force: false, commitAlways: true }; // pre-compact
+  return { ...base, waitMs: 0, force: false }; // pre-compact
 }
 
 /** The mode a capture works in once it holds the lock: a worker's budget starts now (see `budgetAtLockMs`). */
@@ -109,29 +110,90 @@ export function lockedMode(mode: CaptureMode): CaptureMode {
   return mode.budgetAtLockMs === undefined ? mode : { ...mode, budget: new Budget(mode.budgetAtLockMs) };
 }
 
+/** Under the balanced policy a Stop commits once the session holds this many uncommitted tokens. */
+export const BALANCED_PENDING_TOKENS = 8000;
+
+/** A user message that asks for something to be remembered: its turn is committed at once. */
+const REMEMBER = /\bremember\b|\bdon'?t forget\b|\bmemori[sz]e\b/i;
+
+/** Whether these messages include a user's ask to remember something (pure). */
+export function asksToRemember(messages: readonly { role: string; content: string }[]): boolean {
+  return messages.some((m) => m.role === "user" && REMEMBER.test(m.content));
+}
+
+/** What a capture knows when it decides whether to commit. */
+export interface CommitFacts {
+  /** Messages captured since the last commit. */
+  since: number;
+  /** Messages this run delivered. */
+  sent: number;
+  /** The session's uncommitted tokens after this run's last write, as the server counted them (if it said). */
+  pendingTokens?: number;
+  /** This run captured a user's ask to remember something. */
+  remember: boolean;
+}
+
 /**
- * Commits when something is pending commit and the mode or the threshold asks for it, inside the budget,
- * under `key` (the session and the last message it covers: queued commits never merge). What was sent or
- * queued is recorded first, so a kill during the commit never resends it; a commit that went through or was
- * queued resets the count. `commit` is "none" or the commit's kind.
+ * Whether a capture commits now (pure). Never with nothing captured since the last commit. `every-turn`:
+ * always. Otherwise always at PreCompact, SessionEnd, Interrupt and a failed turn (StopFailure); at a Stop,
+ * `balanced` commits a turn that asks to remember, or once the server counts `BALANCED_PENDING_TOKENS`
+ * uncommitted (a server that does not count: every Stop that delivered something), `session-end` never. The
+ * server's idle commit (`setIdleCommit`) takes what a session that ends without SessionEnd leaves.
+ */
+export function commitDue(policy: CommitPolicy, event: HookEvent, facts: CommitFacts): boolean {
+  if (!facts.since) return false;
+  if (policy === "every-turn" || event !== "stop") return true;
+  if (policy === "session-end") return false;
+  if (facts.remember) return true;
+  return facts.sent > 0 && (facts.pendingTokens ?? Infinity) >= BALANCED_PENDING_TOKENS;
+}
+
+/**
+ * Once per session, unless every turn is committed: asks the server to commit the session when it goes idle,
+ * so a session that ends without SessionEnd (a kill, `kimi acp`, `kimi web`) is committed all the same. Not
+ * from an interrupt: its short budget goes to its commit; a later capture asks.
+ */
+async function ensureIdleCommit(
+  ctx: HookContext,
+  client: OpenVikingClient,
+  mode: CaptureMode,
+  state: SessionState,
+  sent: number,
+): Promise<SessionState> {
+  if (ctx.config.commitPolicy === "every-turn" || ctx.event === "interrupt" || state.idleCommit || !sent) {
+    return state;
+  }
+  if (mode.budget.remaining() < MIN_COMMIT_MS) return state;
+  const idleCommit = await setIdleCommit(client, ctx.ovSessionId, mode.budget);
+  return idleCommit ? { ...state, idleCommit } : state;
+}
+
+/**
+ * Commits when the policy says so (`commitDue`), inside the budget, under `key` (the session and the last
+ * message it covers: queued commits never merge). What was sent or queued is recorded first, so a kill during
+ * the commit never resends it; a commit that went through or was queued resets the count. `commit` is "none"
+ * or the commit's kind.
  */
 async function commitIfDue(
   ctx: HookContext,
   client: OpenVikingClient,
   mode: CaptureMode,
   save: SaveState,
-  state: SessionState,
-  request: { key: string; queueOnly: boolean; queue?: SessionQueue },
+  start: SessionState,
+  request: { key: string; queueOnly: boolean; queue?: SessionQueue; facts: Omit<CommitFacts, "since"> },
 ): Promise<{ state: SessionState; commit: string; taskId?: string }> {
-  const since = state.capturedSinceCommit;
-  if (!since || !(mode.commitAlways || since >= ctx.config.commitTurnThreshold)) {
-    return { state, commit: "none" };
-  }
+  const state = {
+    ...await ensureIdleCommit(ctx, client, mode, start, request.facts.sent),
+    ovSession: ctx.ovSessionId,
+  };
+  const facts = { ...request.facts, since: state.capturedSinceCommit };
+  if (!commitDue(ctx.config.commitPolicy, ctx.event, facts)) return { state, commit: "none" };
   await save(state);
   // No time left for a request (an interrupt on a loaded machine): the commit waits in the queue.
   const short = mode.budget.remaining() < MIN_COMMIT_MS;
   const outcome = await commitSession(client, ctx.ovSessionId, {
-    ...request,
+    key: request.key,
+    queue: request.queue,
     budget: mode.budget,
     pendingDir: ctx.pendingDir,
     queueOnly: request.queueOnly || short,
@@ -141,6 +203,39 @@ async function commitIfDue(
     commit: outcome.kind,
     taskId: outcome.kind === "committed" ? outcome.taskId : undefined,
   };
+}
+
+/**
+ * Commits the other sessions (each under its lock, behind its queued writes) whose captures have waited
+ * uncommitted since `IDLE_COMMIT_SECONDS` ago: sessions that ended without SessionEnd (a kill, `kimi -p`,
+ * `kimi acp`, `kimi web`) on a server whose own idle commit is off. Returns how many it committed or queued.
+ */
+export async function commitLeftSessions(ctx: HookContext, budget: Budget): Promise<number> {
+  if (!ctx.capturePaths) return 0;
+  const dir = dirName(ctx.capturePaths.file);
+  const names = await Array.fromAsync(Deno.readDir(dir), (e) => e.name).catch(() => [] as string[]);
+  const client = clientFor(ctx);
+  let done = 0;
+  for (const name of names.filter((n) => n.endsWith(".json") && !n.endsWith(".prompt.json"))) {
+    const left = (s: SessionState) =>
+      s.capturedSinceCommit > 0 && s.ovSession && s.ovSession !== ctx.ovSessionId &&
+      Date.now() - (s.lastCaptureAt ?? Date.now()) >= IDLE_COMMIT_SECONDS * 1000;
+    const file = joinPath(dir, name);
+    if (!left(await readState(file)) || budget.remaining() < MIN_COMMIT_MS) continue;
+    const res = await updateState({ file, lock: `${file}.lock` }, async (s) => {
+      if (!left(s) || !s.ovSession) return { value: false };
+      const outcome = await commitSession(client, s.ovSession, {
+        budget,
+        pendingDir: ctx.pendingDir,
+        key: `${s.ovSession}:${s.lastAckedKey ?? "none"}`,
+        queueOnly: await hasUnsent(ctx.pendingDir, s.ovSession),
+      });
+      if (outcome.kind === "failed") return { value: false };
+      return { state: { ...s, capturedSinceCommit: 0 }, value: true };
+    }, { waitMs: 0, durable: true }).catch(() => ({ acquired: false as const }));
+    if (res.acquired && res.value) done++;
+  }
+  return done;
 }
 
 /** A journal read after a cursor and its turns. */
@@ -221,6 +316,8 @@ function emptyReport(journal: string, s: Scan, waited: boolean) {
     queued: 0,
     rejected: 0,
     acked: 0,
+    pendingTokens: undefined as number | undefined,
+    remember: false,
     skipped: 0,
     steps: 0,
     left: 0,
@@ -362,6 +459,7 @@ function noteSent(report: CaptureReport, sent: SendReport): void {
   report.queued += sent.queued;
   report.rejected += sent.rejected;
   report.acked += sent.acked;
+  if (sent.pendingTokens !== undefined) report.pendingTokens = sent.pendingTokens;
   if (sent.cause && !report.cause) report.cause = causeOf(sent.cause);
   if (sent.rejections.length && !report.cause) {
     const r = sent.rejections[0];
@@ -417,6 +515,7 @@ async function sendSteps(
     run.report.steps++;
     run.report.planned += plan.toSend.length;
     run.report.skipped += plan.skipped.length;
+    run.report.remember ||= asksToRemember(plan.toSend.map((c) => c.payload));
     const sent = await sendStep(run, state, plan, { queueOnly, queue });
     noteSent(run.report, sent);
     for (const c of plan.toSend.slice(0, sent.acked)) run.captured.add(c.turnIndex);
@@ -460,6 +559,7 @@ async function captureLocked(run: Run, start: SessionState): Promise<SessionStat
       key: `${ctx.ovSessionId}:${state.lastAckedKey ?? "none"}`,
       queueOnly: steps.queueOnly,
       queue,
+      facts: { sent: report.sent, pendingTokens: report.pendingTokens, remember: report.remember },
     });
     [state, report.commit] = [done.state, done.commit];
     if (done.taskId) report.taskId = done.taskId;
@@ -592,9 +692,11 @@ export async function captureFromPrompts(
       },
     );
     const last = due[report.acked - 1];
+    const remember = asksToRemember(due.map((p) => ({ role: "user", content: p.text })));
     const done = await commitIfDue(ctx, client, mode, save, settled(report.acked, report.acked), {
       key: `${sid}:${last ? fallbackKey(last.text, last.at) : "none"}`,
       queueOnly: queueOnly || report.queued > 0,
+      facts: { sent: report.sent, pendingTokens: report.pendingTokens, remember },
     });
     // Each kept prompt is a turn of its own (its answer is not known without the journal).
     const { sent, queued, rejected } = report;

@@ -4,7 +4,18 @@ import { makeContext, placeJournal, sandboxEnv } from "../tests/support/hook-con
 import { JournalBuilder } from "../tests/support/journal.ts";
 import { ourQueue } from "../tests/support/queue.ts";
 import { tempDir } from "../tests/support/temp.ts";
-import { captureMode, captureSession, lockedMode, scanJournal, waitForTurnEnd } from "./capture.ts";
+import {
+  asksToRemember,
+  BALANCED_PENDING_TOKENS,
+  captureMode,
+  captureSession,
+  commitDue,
+  type CommitFacts,
+  lockedMode,
+  scanJournal,
+  waitForTurnEnd,
+} from "./capture.ts";
+import type { HookEvent } from "../kimi/hooks.ts";
 import { withLock } from "../lib/lock.ts";
 
 /** The wait for a turn's end scans the journal again only when the file changed. */
@@ -94,4 +105,50 @@ Deno.test("lockedMode: a worker's budget starts at the lock; an interrupt's keep
   } finally {
     Date.now = realNow;
   }
+});
+
+Deno.test("commitDue: every policy, every event, by what the capture knows", () => {
+  const facts = (f: Partial<CommitFacts>): CommitFacts => ({ since: 2, sent: 2, remember: false, ...f });
+  const small = facts({ pendingTokens: 300 });
+  const big = facts({ pendingTokens: BALANCED_PENDING_TOKENS });
+  const forced: HookEvent[] = ["pre-compact", "session-end", "interrupt", "stop-failure"];
+  for (const policy of ["every-turn", "balanced", "session-end"] as const) {
+    assertEquals(
+      commitDue(policy, "stop", facts({ since: 0, pendingTokens: 1e6 })),
+      false,
+      `${policy}: nothing new`,
+    );
+    for (const event of forced) {
+      assertEquals(commitDue(policy, event, small), true, `${policy} ${event}`);
+      assertEquals(commitDue(policy, event, facts({ since: 0 })), false, `${policy} ${event}: nothing new`);
+    }
+  }
+  assertEquals(commitDue("every-turn", "stop", small), true);
+  assertEquals(
+    commitDue("every-turn", "stop", facts({ sent: 0 })),
+    true,
+    "an earlier capture left it uncommitted",
+  );
+  assertEquals(commitDue("balanced", "stop", small), false, "too little text for an extraction");
+  assertEquals(commitDue("balanced", "stop", facts({ pendingTokens: BALANCED_PENDING_TOKENS - 1 })), false);
+  assertEquals(commitDue("balanced", "stop", big), true, "enough gathered");
+  assertEquals(
+    commitDue("balanced", "stop", facts({ pendingTokens: 300, remember: true })),
+    true,
+    "asked to remember",
+  );
+  assertEquals(commitDue("balanced", "stop", facts({})), true, "a server that does not count: every turn");
+  assertEquals(commitDue("balanced", "stop", facts({ sent: 0 })), false, "nothing delivered (queued): later");
+  assertEquals(commitDue("session-end", "stop", big), false);
+  assertEquals(commitDue("session-end", "stop", facts({ pendingTokens: 300, remember: true })), false);
+});
+
+Deno.test("asksToRemember: a user's words, not the assistant's", () => {
+  const user = (content: string) => ({ role: "user", content });
+  assertTrue(asksToRemember([user("Remember: staging runs on port 6543")]));
+  assertTrue(asksToRemember([user("please don't forget the deploy key rotates monthly")]));
+  assertTrue(asksToRemember([user("dont forget that")]));
+  assertTrue(asksToRemember([user("memorize this")]));
+  assertEquals(asksToRemember([user("the remembered value"), user("fix the build")]), false);
+  assertEquals(asksToRemember([{ role: "assistant", content: "I will remember that" }]), false);
 });

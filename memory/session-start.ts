@@ -28,6 +28,8 @@ async function replayQueues(ctx: HookContext): Promise<HookResult> {
     waitUnsure: ctx.isWorker,
   });
   const report = await replayAll(ctx.pendingDir, clientFor(ctx), options);
+  // Sessions that ended without SessionEnd, their last turns still uncommitted: committed now.
+  const leftCommitted = await (await import("./capture.ts")).commitLeftSessions(ctx, options.budget);
   // Temp files of writes killed mid-way (a session's queue was swept by the replay above), the ledger's bounds.
   const temps = await houseKeeping(ctx);
   // What the newest commits made: the alarm for the next session's first prompt (which asks no server for it),
@@ -42,6 +44,7 @@ async function replayQueues(ctx: HookContext): Promise<HookResult> {
     data: {
       ...report,
       cause,
+      leftCommitted,
       extractionAlarm: alarm === null ? "not-asked" : alarm !== undefined,
       ...(temps === undefined ? {} : { staleTempsRemoved: temps }),
     },

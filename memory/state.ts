@@ -55,6 +55,10 @@ export const SessionStateSchema = z.object({
   /** The file was found damaged and set aside at `aside`, or the cursor named another file than the journal
    * (no `aside`): ask the server what it holds before sending. */
   recover: maybe(z.object({ aside: z.optional(z.string()), at: z.number() })),
+  /** The OpenViking session the captures went to (a later session start commits what they left: capture.ts). */
+  ovSession: maybe(z.string()),
+  /** The server was asked to commit the session itself when idle (capture.ts): it took it, or cannot. */
+  idleCommit: maybe(z.enum(["set", "unsupported"])),
   /** The last key acknowledged: names the commit covering everything up to it. */
   lastAckedKey: maybe(z.string()),
   /** What the last finished capture did (doctor, status). */

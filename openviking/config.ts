@@ -358,6 +358,9 @@ function optionalKnob<T>(env: string, parse: Parser<T>, workspace: WorkspaceRule
   return { env, parse, default: undefined, workspace };
 }
 
+/** The commit policies, cheapest last (see the README). */
+export const COMMIT_POLICIES = ["every-turn", "balanced", "session-end"] as const;
+
 /**
  * Every knob: its environment variable, its parser, its default and what a workspace file may do with it.
  * The single source of truth.
@@ -398,7 +401,8 @@ export const KNOBS = {
   replayBudgetMs: knob("OPENVIKING_REPLAY_BUDGET_MS", numKnob(200, 600_000), 10_000, LOWER),
   captureWaitMs: knob("OPENVIKING_CAPTURE_WAIT_MS", numKnob(0, 600_000), 10_000, LOWER),
   profileTokenBudget: knob("OPENVIKING_PROFILE_TOKEN_BUDGET", numKnob(500, 100_000), 6000, LOWER),
-  commitTurnThreshold: knob("OPENVIKING_COMMIT_TURN_THRESHOLD", numKnob(1, 100_000), 1, NEVER),
+  /** When captures are committed, so the server's model extracts memories: memory/capture.ts `commitDue` says each. */
+  commitPolicy: knob("OPENVIKING_COMMIT_POLICY", enumKnob(COMMIT_POLICIES), "balanced", NEVER),
   captureMaxLength: knob("OPENVIKING_CAPTURE_MAX_LENGTH", numKnob(100, 10_000_000), 24_000, LOWER),
   redact: knob("OPENVIKING_REDACT", boolKnob, true, ON),
   writePathAsync: knob("OPENVIKING_WRITE_PATH_ASYNC", boolKnob, true, ANY),

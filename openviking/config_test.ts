@@ -237,7 +237,7 @@ Deno.test("knobs: every default when nothing is set", () => {
     assertEquals((config as unknown as Record<string, unknown>)[name], knob.default, name);
   }
   assertEquals(config.debugLogPath, "/h/.openviking/logs/kimicode-hooks.log");
-  assertEquals(config.commitTurnThreshold, 1);
+  assertEquals(config.commitPolicy, "balanced");
   assertEquals(config.captureMaxLength, 24000);
   assertEquals(config.promptBudgetMs, 8000);
   assertEquals(config.userAgent, "openviking-memory-kimicode/0.1.0");
@@ -271,7 +271,7 @@ Deno.test("knobs: every env name is read, with typed values", () => {
     replayBudgetMs: ["3000", 3000],
     captureWaitMs: ["0", 0],
     profileTokenBudget: ["1000", 1000],
-    commitTurnThreshold: ["8", 8],
+    commitPolicy: ["Session-End", "session-end"],
     captureMaxLength: ["5000", 5000],
     redact: ["0", false],
     writePathAsync: ["0", false],
@@ -707,7 +707,7 @@ const WORKSPACE: Record<Name, Allowed> = {
   replayBudgetMs: lower(200, 10_000),
   captureWaitMs: lower(0, 10_000),
   profileTokenBudget: lower(500, 100_000),
-  commitTurnThreshold: never(1, 100_000),
+  commitPolicy: never("balanced", "every-turn"),
   captureMaxLength: lower(1000, 10_000_000),
   redact: on,
   writePathAsync: any(true, false),
@@ -789,7 +789,7 @@ Deno.test("knobs: a cloned repository's file widens no recall, budget or commit 
     recallPreferAbstract: false,
     minQueryLength: 0,
     profileTokenBudget: 100_000,
-    commitTurnThreshold: 100_000,
+    commitPolicy: "every-turn",
     pendingReplayLimit: 1,
   };
   const names = Object.keys(hostile) as Name[];

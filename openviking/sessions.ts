@@ -30,6 +30,12 @@ export const CommitResultSchema = z.pipe(
   }),
 );
 
+/** The `pending_tokens` of a write's reply (the session's uncommitted tokens); undefined when it has none. */
+function pendingTokensOf(result: unknown): number | undefined {
+  const n = asRecord(result).pending_tokens;
+  return typeof n === "number" && Number.isFinite(n) && n >= 0 ? n : undefined;
+}
+
 /** Whether a batch failure means "send these one by one" rather than "stop and queue". */
 function wantsSerial(res: OvFailure): "route" | "batch" | "" {
   if (res.kind === "missing-route") return "route";
@@ -65,6 +71,8 @@ export interface Delivery {
   sent: number;
   rejections: Rejection[];
   usedBatch: boolean;
+  /** The session's uncommitted tokens as the server counted them after the last write it took, if it said. */
+  pendingTokens?: number;
   /** The failure that stopped delivery at `settled` (the rest was not sent). */
   stop?: OvFailure;
 }
@@ -100,6 +108,7 @@ export async function deliverMessages(
       });
       if (res.ok) {
         d.usedBatch = true;
+        d.pendingTokens = pendingTokensOf(res.result);
         d.sent += end - from;
         d.settled = end;
         await options.onSettled?.(d.settled);
@@ -120,6 +129,7 @@ export async function deliverMessages(
       d.sent += inner.sent;
       d.rejections.push(...inner.rejections.map((r) => ({ ...r, index: r.index + from })));
       d.settled = from + inner.settled;
+      if (inner.pendingTokens !== undefined) d.pendingTokens = inner.pendingTokens;
       if (inner.stop) return { ...d, stop: inner.stop };
       continue;
     }
@@ -128,7 +138,7 @@ export async function deliverMessages(
       budget: options.budget,
       peerId: null,
     });
-    if (res.ok) d.sent++;
+    if (res.ok) [d.sent, d.pendingTokens] = [d.sent + 1, pendingTokensOf(res.result)];
     else if (res.kind === "rejected") {
       const rejection = { index: from, status: res.status, message: res.error.message };
       await options.onRejected?.(payloads[from], rejection);
@@ -149,6 +159,8 @@ export interface SendReport {
   /** Refused by OpenViking itself (a final code of its error envelope); kept in the rejected place. */
   rejected: number;
   rejections: Rejection[];
+  /** The session's uncommitted tokens as the server counted them after the last write it took, if it said. */
+  pendingTokens?: number;
   /** Why messages were queued instead of sent (the first failure that stopped sending). */
   cause?: OvFailure;
   /**
@@ -222,6 +234,7 @@ export async function sendMessages(
       sent: d.sent,
       rejected: d.rejections.length,
       rejections: d.rejections,
+      pendingTokens: d.pendingTokens,
     });
     if (d.stop) {
       report.cause = d.stop;
@@ -268,6 +281,33 @@ export async function commitSession(
     (): CommitOutcome => ({ kind: "rejected", ...why }),
     (error): CommitOutcome => ({ kind: "failed", message: (error as Error).message }),
   );
+}
+
+/** After this long without a new message the server commits a session itself (its minimum is 300 s). */
+export const IDLE_COMMIT_SECONDS = 900;
+
+/**
+ * Asks the server to commit session `sid` itself once it has been idle `IDLE_COMMIT_SECONDS` (its
+ * `auto_commit_policy`; its own token and message thresholds off: the capture decides those). "set": taken;
+ * "unsupported": refused, or a server without the route; undefined: no answer, ask again later.
+ */
+export async function setIdleCommit(
+  client: OpenVikingClient,
+  sid: string,
+  budget: Budget,
+): Promise<"set" | "unsupported" | undefined> {
+  const policy = {
+    idle_timeout_seconds: IDLE_COMMIT_SECONDS,
+    pending_token_threshold: 0,
+    message_count_threshold: 0,
+  };
+  const res = await client.request("PATCH", `${sessionPath(sid)}/config`, AnyResult, {
+    body: { auto_commit_policy: policy },
+    budget,
+    peerId: null,
+  });
+  if (res.ok) return "set";
+  return res.kind === "rejected" || res.kind === "missing-route" ? "unsupported" : undefined;
 }
 
 /** A message the server holds, as far as matching goes. */

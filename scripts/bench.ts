@@ -6,7 +6,7 @@
  * one run, so the machine's speed cancels out.
  *
  * Then 5 prompts of one session against a server that accepts connections and never answers, one after
- * another, as Kimi would send them.
+ * another, as Kimi would send them; and what commits cost under each commit policy (bench/commit_bench.ts).
  *
  *   deno task bench [--runs N] [--quick]      (--quick: fewer runs and no 100 MB journal, for a smoke check)
  */
@@ -17,6 +17,7 @@ import { cliArgs, denoEnv, ROOT, runCli } from "../tests/support/run.ts";
 import { placeJournal } from "../tests/support/hook-context.ts";
 import { benchMcpProxy, percentile } from "../bench/mcp_bench.ts";
 import { startHungServer } from "../tests/support/hung-server.ts";
+import { commitSection, sectionOf, withSection } from "../bench/commit_bench.ts";
 
 const args = Deno.args;
 const quick = args.includes("--quick");
@@ -577,7 +578,9 @@ ${rows.map((row) => `| ${row.join(" | ")} |`).join("\n")}
 await Deno.mkdir(`${ROOT}/docs`, { recursive: true });
 const existing = await Deno.readTextFile(`${ROOT}/docs/BENCHMARKS.md`).catch(() => "");
 const analysis = existing.includes("\n## Analysis") ? existing.slice(existing.indexOf("\n## Analysis")) : "";
-await Deno.writeTextFile(`${ROOT}/docs/BENCHMARKS.md`, md + analysis);
+// What commits cost, against the real OpenViking (minutes): a quick run keeps the section it finds.
+const commits = quick ? sectionOf(existing) : await commitSection();
+await Deno.writeTextFile(`${ROOT}/docs/BENCHMARKS.md`, withSection(md + analysis, commits));
 // Laid out as `deno fmt --check` (part of `deno task test`) wants it.
 await new Deno.Command(Deno.execPath(), {
   args: ["fmt", "docs/BENCHMARKS.md"],

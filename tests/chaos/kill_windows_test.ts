@@ -49,6 +49,7 @@ async function killWorkerWhen(
     OPENVIKING_URL: fake.url,
     OPENVIKING_TIMEOUT_MS: String(timeoutMs),
     OPENVIKING_CAPTURE_WAIT_MS: "0",
+    OPENVIKING_COMMIT_POLICY: "every-turn",
     PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
   };
   let hit = false;
@@ -133,6 +134,7 @@ Deno.test({
     HOME: dir.path,
     OPENVIKING_URL: fake.url,
     OPENVIKING_TIMEOUT_MS: "1000",
+    OPENVIKING_COMMIT_POLICY: "every-turn",
     PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
   };
   const sid = `kc-${SESSION}`;

@@ -185,7 +185,6 @@ Deno.test({
                 force: false,
                 lockWaitMs: WORKER_LOCK_WAIT_MS,
                 budget: new Budget(3000),
-                commitAlways: false,
               });
             }
             // The journal completes, the server recovers, the queue drains.
@@ -197,7 +196,6 @@ Deno.test({
               force: false,
               lockWaitMs: WORKER_LOCK_WAIT_MS,
               budget: new Budget(5000),
-              commitAlways: false,
             });
             const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 2000 });
             const queued = async () => (await queueSummary(ctx.pendingDir)).entries;

@@ -36,6 +36,7 @@ async function recoverAfter(
     OPENVIKING_WRITE_PATH_ASYNC: "0",
     OPENVIKING_CAPTURE_WAIT_MS: "0",
     OPENVIKING_TIMEOUT_MS: "1000",
+    OPENVIKING_COMMIT_POLICY: "every-turn",
   };
   const j = new JournalBuilder();
   for (let i = 0; i < 3; i++) j.simpleTurn(`question ${i}`, `answer ${i}`);

@@ -4,7 +4,7 @@
  */
 
 import { assertEquals, assertTrue } from "../support/assert.ts";
-import { renderStatus, STATUS_COLUMNS } from "../../cli/status.ts";
+import { commitCost, renderStatus, STATUS_COLUMNS } from "../../cli/status.ts";
 import type { Status } from "../../cli/status.ts";
 
 const NOW = Date.parse("2026-12-01T12:00:00.000Z");
@@ -72,4 +72,28 @@ Deno.test("status text: ordinary lines still wrap at spaces within 80 columns", 
   const text = renderStatus(statusWith([MID]), NOW);
   for (const line of text.split("\n")) assertTrue([...line].length <= STATUS_COLUMNS, line);
   assertEquals(text.split("\n").filter((l) => l.includes("fix: this message was dropped")).length, 1);
+});
+
+Deno.test("status text: what a session's commits cost, with the server's token count or without", () => {
+  const status = statusWith([MID]);
+  const s = status.sessions[0];
+  assertEquals(commitCost(s), "    cost: 1 commit, 2 messages each, model tokens not reported by the server");
+  s.commits.push(
+    { at: NOW, outcome: "committed", taskId: "b", task: { status: "completed", memories: [], tokens: 8200 } },
+    {
+      at: NOW,
+      outcome: "committed",
+      taskId: "c",
+      task: { status: "completed", memories: [], tokens: 16400 },
+    },
+    { at: NOW, outcome: "failed" },
+  );
+  s.captures.sent = 12;
+  assertEquals(
+    commitCost(s),
+    "    cost: 3 commits, 4 messages each, 16400 model tokens (the server's count)",
+  );
+  assertTrue(renderStatus(status, NOW).includes("cost: 3 commits"));
+  s.commits = [];
+  assertEquals(commitCost(s), undefined, "nothing committed: no cost line");
 });

@@ -39,6 +39,7 @@ async function world(fakeOptions: Parameters<typeof FakeOpenViking.start>[0] = {
     OPENVIKING_URL: fake.url,
     OPENVIKING_TIMEOUT_MS: "2000",
     OPENVIKING_CAPTURE_WAIT_MS: "0",
+    OPENVIKING_COMMIT_POLICY: "every-turn",
     PATH: Deno.env.get("PATH") ?? "/usr/bin",
   };
   const pending = `${dir.path}/.openviking/pending`;

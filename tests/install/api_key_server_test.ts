@@ -227,7 +227,11 @@ Deno.test("the hooks never send ov.conf's root key; status and doctor say a save
 Deno.test("status with a wrong key: the server is reachable and the key refused (not 'NOT reachable')", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start({ apiKey: "sk-right" });
-  const t = await sandbox(dir.path, { OPENVIKING_CAPTURE_WAIT_MS: "0", OPENVIKING_WRITE_PATH_ASYNC: "0" });
+  const t = await sandbox(dir.path, {
+    OPENVIKING_CAPTURE_WAIT_MS: "0",
+    OPENVIKING_WRITE_PATH_ASYNC: "0",
+    OPENVIKING_COMMIT_POLICY: "every-turn",
+  });
   const conf = `${t.home}/.openviking/ovcli.conf`;
   await Deno.mkdir(`${t.home}/.openviking`, { recursive: true });
   await Deno.writeTextFile(conf, JSON.stringify({ url: fake.url, api_key: "sk-right" }));

@@ -22,7 +22,7 @@ const WIDER = {
   recallMaxTokens: 32_000,
   recallPeerScope: "all",
   profileTokenBudget: 100_000,
-  commitTurnThreshold: 100_000,
+  commitPolicy: "every-turn",
 };
 
 Deno.test("security: a cloned repository's .openviking/config.json widens no recall", async () => {

@@ -232,6 +232,13 @@ export function startEmbeddingStub(options: EmbeddingStubOptions = {}): Promise<
       const b = body as Record<string, unknown>;
       const reply = cannedReply(b);
       record.kind = reply.kind;
+      const asked = (Array.isArray(b.messages) ? b.messages as ChatMessage[] : []).map((m) =>
+        messageText(m.content)
+      );
+      const [prompt, completion] = [
+        Math.ceil(asked.join("\n").length / 4),
+        Math.ceil(reply.content.length / 4),
+      ];
       created++;
       return json({
         id: `chatcmpl-stub-${created}`,
@@ -243,7 +250,8 @@ export function startEmbeddingStub(options: EmbeddingStubOptions = {}): Promise<
           message: { role: "assistant", content: reply.content },
           finish_reason: "stop",
         }],
-        usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+        // About 4 characters a token, as a real model would count them: the server reports these per commit.
+        usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
       });
     }
     return json({ error: { message: `stub: no route ${method} ${path}`, type: "not_found" } }, 404);

@@ -100,7 +100,24 @@ export interface FakeSession {
   archived?: number;
   /** Where each commit's archive ends (`archive_001` holds the messages before the first of these). */
   archiveEnds?: number[];
+  /** What `PATCH …/config` set (`auto_commit_policy`), as the real server stores it. */
+  autoCommitPolicy?: Record<string, number>;
 }
+
+/** The uncommitted tokens of a session as the real server estimates them (about 4 characters a token). */
+function pendingTokens(s: FakeSession): number {
+  const text = s.messages.slice(s.archived ?? 0).map((m) => typeof m.content === "string" ? m.content : "");
+  return Math.ceil(text.join("").length / 4);
+}
+
+/** The auto-commit fields the real server takes (`AutoCommitPolicyRequest`, extra fields forbidden). */
+const POLICY_FIELDS = [
+  "pending_token_threshold",
+  "message_count_threshold",
+  "idle_timeout_seconds",
+  "keep_recent_count",
+  "min_commit_interval_seconds",
+];
 
 /** A background task, as `GET /api/v1/tasks/{id}` answers it (the real server's shape, 0.5.2). */
 export interface FakeTask {
@@ -928,6 +945,20 @@ export class FakeOpenViking {
         messages: messages.map(asServerMessage),
       };
     }
+    const config = /^\/api\/v1\/sessions\/([^/]+)\/config$/.exec(p);
+    if (config && method === "PATCH") {
+      const b = requireObject(body);
+      forbidExtra(b, ["auto_commit_policy", "memory_extraction_config", "telemetry"]);
+      const s = this.session(decodeURIComponent(config[1]), false);
+      const policy = requireObject(b.auto_commit_policy);
+      forbidExtra(policy, POLICY_FIELDS);
+      const idle = policy.idle_timeout_seconds;
+      if (idle !== undefined && (typeof idle !== "number" || (idle !== 0 && idle < 300))) {
+        throw new HttpError(400, "INVALID_ARGUMENT", "idle_timeout_seconds must be 0 or at least 300");
+      }
+      s.autoCommitPolicy = { ...s.autoCommitPolicy, ...policy as Record<string, number> };
+      return { session_id: decodeURIComponent(config[1]), auto_commit_policy: s.autoCommitPolicy };
+    }
     const m = /^\/api\/v1\/sessions\/([^/]+)(\/messages(?:\/batch)?|\/commit)?$/.exec(p);
     if (m && method === "POST") {
       const id = decodeURIComponent(m[1]);
@@ -935,7 +966,7 @@ export class FakeOpenViking {
         const msg = validateMessage(body);
         const s = this.session(id, true);
         s.messages.push(msg);
-        return { session_id: id, message_count: s.messages.length, pending_tokens: 0 };
+        return { session_id: id, message_count: s.messages.length, pending_tokens: pendingTokens(s) };
       }
       if (m[2] === "/messages/batch") {
         if (this.options.noBatch) throw new HttpError(this.options.noBatch, "NOT_FOUND", "Not Found");
@@ -947,7 +978,12 @@ export class FakeOpenViking {
         const msgs = b.messages.map(validateMessage);
         const s = this.session(id, true);
         s.messages.push(...msgs);
-        return { session_id: id, message_count: s.messages.length, added: msgs.length, pending_tokens: 0 };
+        return {
+          session_id: id,
+          message_count: s.messages.length,
+          added: msgs.length,
+          pending_tokens: pendingTokens(s),
+        };
       }
       if (m[2] === "/commit") {
         if (body !== undefined) requireObject(body);

@@ -30,7 +30,10 @@ export async function makeContext(
   });
 }
 
-/** Environment of a sandbox: HOME, Kimi home and the server URL, nothing from the real user. */
+/**
+ * Environment of a sandbox: HOME, Kimi home and the server URL, nothing from the real user; every capture
+ * commits (the tests of the commit policy choose theirs).
+ */
 export function sandboxEnv(
   home: string,
   url: string,
@@ -41,6 +44,7 @@ export function sandboxEnv(
     KIMI_CODE_HOME: `${home}/.kimi-code`,
     OPENVIKING_URL: url,
     OPENVIKING_TIMEOUT_MS: "1000",
+    OPENVIKING_COMMIT_POLICY: "every-turn",
     PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
     ...extra,
   };

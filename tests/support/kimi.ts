@@ -464,6 +464,8 @@ export class KimiEnv {
       LANG: "C.UTF-8",
       TZ: "UTC",
       TMPDIR: Deno.env.get("TMPDIR") ?? "/tmp",
+      // The e2e tests count a commit per captured turn (the commit policy's own tests choose theirs).
+      OPENVIKING_COMMIT_POLICY: "every-turn",
     };
     if (this.legacy) e.KIMI_CODE_LEGACY_FLAG = "1";
     return { ...e, ...this.#extraEnv, ...extra };
