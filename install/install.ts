@@ -19,7 +19,6 @@ import {
   type FileChange,
   fileStep,
   type InstallOptions,
-  makeDirs,
   newPlan,
   type Plan,
   readText,
@@ -107,12 +106,7 @@ async function planCredentials(
     secret: true,
   };
   plan.changes.push(change);
-  const ownDir = dirName(path) === openVikingHome(ctx.env);
-  const step = fileStep(
-    change,
-    "connection settings",
-    ownDir ? () => makeDirs(dirName(path)) : undefined,
-  );
+  const step = fileStep(change, "connection settings");
   const copies = await keptCopies(path);
   const removing = copies.length
     ? `; remove the ${copies.length} copies of it earlier installs kept (ovcli.conf.bak.<time>), with the keys they replaced`

@@ -15,20 +15,20 @@ import {
   sameBytes,
   sameFile,
 } from "./placement.ts";
-import type { PluginFile } from "./kimi-home.ts";
 import { EXECUTABLE_NAME, PLUGIN_ID } from "./spec.ts";
 import {
   attempt,
   checkCreatable,
   type Context,
   describeFsError,
-  type Done,
+  fileStep,
   makeDirs,
   type Note,
   type Plan,
   type Step,
-  swapIn,
   swapStep,
+  type TreeFile,
+  writeTree,
 } from "./transaction.ts";
 import { readTextIfExists, writeFileAtomic } from "../lib/fs.ts";
 import { sha256Hex } from "../lib/hash.ts";
@@ -41,7 +41,7 @@ export interface Program {
   /** What config mode's hooks and `mcp.json` run: the binary's place, or a program copy's launcher. */
   command: string;
   /** The plugin directory's `bin/` file: the binary, or the launcher. */
-  pluginBin: PluginFile;
+  pluginBin: TreeFile;
   /** Where the plugin came from (the registry record's `originalSource`). */
   source: string;
   /** A note on what runs. */
@@ -64,9 +64,20 @@ async function binaryProgram(
   const target = installedBinaryPath(ctx.env, ctx.os);
   const same = (await sameFile(self.execPath, target)) || (await sameBytes(self.execPath, target));
   const used = mode === "config" || pathCommand(ctx.env, ctx.os) !== undefined;
-  if (used && !same) plan.steps.push(copyStep(self.execPath, target, ctx.os));
-  const step = await homeStep(ctx.env, home);
-  if (step) plan.steps.push(step);
+  if (used && !same) {
+    plan.steps.push(swapStep({
+      describe: `copy ${self.execPath} to ${target}`,
+      path: target,
+      make: async (tmp) => {
+        await Deno.copyFile(self.execPath, tmp);
+        if (ctx.os === "posix") await Deno.chmod(tmp, 0o755);
+      },
+      privateDir: true,
+      message: `executable copied to ${target}`,
+      check: () => checkCreatable(target),
+    }));
+  }
+  await planHome(ctx.env, home, plan);
   return {
     command: target,
     pluginBin: {
@@ -92,8 +103,7 @@ async function ownCopyProgram(
     return `this program copy (${dir}) has no launcher ${launcher}; run install from an openviking-kimi ` +
       "checkout or a release binary";
   }
-  const step = await homeStep(ctx.env, home);
-  if (step) plan.steps.push(step);
+  await planHome(ctx.env, home, plan);
   return {
     command: launcher,
     pluginBin: { path: `bin/${EXECUTABLE_NAME}`, content: text, mode: 0o700 },
@@ -122,8 +132,8 @@ async function checkoutProgram(
   } catch (error) {
     return `cannot install from the checkout ${root}: ${(error as Error).message}`;
   }
-  const step = await placeCopyStep(placement, ctx.env, ctx.os, home);
-  if (step) plan.steps.push(step);
+  await planHome(ctx.env, home, plan);
+  await planCopy(placement, ctx.os, plan);
   return {
     command: placement.launcher,
     pluginBin: { path: `bin/${EXECUTABLE_NAME}`, content: placement.launcherText, mode: 0o700 },
@@ -168,7 +178,12 @@ async function planPathCommand(ctx: Context, target: string, plan: Plan): Promis
     return;
   }
   if (at.kind === "absent" || at.target !== target) {
-    plan.steps.push(linkStep(path, target));
+    plan.steps.push(swapStep({
+      describe: `link ${path} to ${target}`,
+      path,
+      make: (tmp) => Deno.symlink(target, tmp),
+      message: `command in place: ${path} (runs ${target})`,
+    }));
   }
   plan.notes.push(pathNote(ctx.env, path));
 }
@@ -193,47 +208,6 @@ export async function planProgram(
 /** The note naming the command the hooks run (would run, in a dry run). */
 export function hooksRun(command: string): Note {
   return { done: `Hooks run: ${command}`, planned: `Hooks would run: ${command}` };
-}
-
-/** `swapIn` after making `path`'s directory (`private`: 0700); the undo takes both back. */
-async function swapInDir(
-  path: string,
-  make: (tmp: string) => Promise<void>,
-  options: { private?: boolean } = {},
-) {
-  const dir = await makeDirs(dirName(path), options);
-  const swap = await swapIn(path, make).catch(async (error) => {
-    await dir().catch(() => {});
-    throw error;
-  });
-  return { undo: async () => (await swap.undo(), await dir()), end: swap.end };
-}
-
-/** Copies the executable to `target` (mode 0755); the undo puts the one it replaced back. */
-function copyStep(from: string, target: string, os: OsFamily): Step {
-  const copy = async (tmp: string) => {
-    await Deno.copyFile(from, tmp);
-    if (os === "posix") await Deno.chmod(tmp, 0o755);
-  };
-  return swapStep(
-    `copy ${from} to ${target}`,
-    `copy the executable to ${target}`,
-    target,
-    () => swapInDir(target, copy, { private: true }),
-    `executable copied to ${target}`,
-    () => checkCreatable(target),
-  );
-}
-
-/** Links `path` to `target` (over our link there, atomically); the undo puts back the link it replaced. */
-function linkStep(path: string, target: string): Step {
-  return swapStep(
-    `link ${path} to ${target}`,
-    `link ${path}`,
-    path,
-    () => swapInDir(path, (tmp) => Deno.symlink(target, tmp)),
-    `command in place: ${path} (runs ${target})`,
-  );
 }
 
 /** The entry points bundled, and the file each becomes. */
@@ -262,12 +236,12 @@ function cause(stderr: Uint8Array): string {
   return text.split("\n").map((l) => l.trim()).filter(Boolean).slice(0, 4).join(" / ");
 }
 
-/** Runs `deno <args>`; returns why it failed, or undefined. */
+/** Runs `deno <args>`: what it printed, or why it failed. */
 async function runDeno(
   deno: string,
   args: string[],
   options: { env?: Record<string, string>; cwd?: string } = {},
-): Promise<string | undefined> {
+): Promise<{ ok: true; stdout: string } | { ok: false; why: string }> {
   const out = await new Deno.Command(deno, {
     args,
     ...options,
@@ -276,7 +250,8 @@ async function runDeno(
     stderr: "piped",
   })
     .output();
-  return out.success ? undefined : cause(out.stderr) || `exit ${out.code}`;
+  if (out.success) return { ok: true, stdout: new TextDecoder().decode(out.stdout).trim() };
+  return { ok: false, why: cause(out.stderr) || `exit ${out.code}` };
 }
 
 /** Bundles the checkout at `root` into `out` and checks the result runs offline under the production flags. */
@@ -286,39 +261,30 @@ async function bundleInto(
   flags: readonly string[],
   out: string,
 ): Promise<string> {
-  const failures = await Promise.all(ENTRIES.map((e) =>
+  const config = joinPath(root, "deno.json");
+  const bundles = await Promise.all(ENTRIES.map((e) =>
     runDeno(deno, [
-      "bundle",
-      "--quiet",
-      "--platform",
-      "deno",
-      "--frozen-lockfile",
-      "--config",
-      joinPath(root, "deno.json"),
-      "--output",
-      joinPath(out, e.out),
-      joinPath(root, e.source),
+      ...["bundle", "--quiet", "--platform", "deno", "--frozen-lockfile", "--config", config],
+      ...["--output", joinPath(out, e.out), joinPath(root, e.source)],
     ], { cwd: root }) // the bundle names modules relative to its cwd: our own ones the same in any checkout
   ));
-  const failed = failures.find((f) => f !== undefined);
-  if (failed) {
-    return `could not bundle the program (\`deno bundle\`, Deno ${Deno.version.deno}): ${failed}. Run ` +
+  const failed = bundles.find((b) => !b.ok);
+  if (failed && !failed.ok) {
+    return `could not bundle the program (\`deno bundle\`, Deno ${Deno.version.deno}): ${failed.why}. Run ` +
       "`deno task check` in the checkout, or install a release binary";
   }
-  const ran = await new Deno.Command(deno, {
-    args: ["run", ...flags, ...COPY_RUN_FLAGS, joinPath(out, COPY_FILES.main), "version"],
+  const ran = await runDeno(deno, [
+    "run",
+    ...flags,
+    ...COPY_RUN_FLAGS,
+    joinPath(out, COPY_FILES.main),
+    "version",
+  ], {
     env: { DENO_DIR: joinPath(out, COPY_FILES.denoDir) },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const said = new TextDecoder().decode(ran.stdout).trim();
-  if (!ran.success || said !== VERSION) {
-    return `the bundled program does not run (\`version\` said ${JSON.stringify(said)}, exit ${ran.code}: ${
-      cause(ran.stderr)
-    })`;
-  }
-  return "";
+  });
+  if (ran.ok && ran.stdout === VERSION) return "";
+  const said = ran.ok ? `said ${JSON.stringify(ran.stdout)}` : `failed: ${ran.why}`;
+  return `the bundled program does not run (\`version\` ${said})`;
 }
 
 /** An npm package's path in Deno's cache as a bundle names it (relative to the checkout: `../../…/npm/registry.npmjs.org/`). */
@@ -448,107 +414,42 @@ async function placedState(p: CopyPlacement): Promise<PlacedState> {
   return launcher === p.launcherText && info === p.infoText ? "same" : "relaunch";
 }
 
-/** Writes a whole copy into a staging directory next to its place and renames it into place. */
-async function writeCopy(p: CopyPlacement, os: OsFamily): Promise<void> {
-  const staging = `${joinPath(p.dir, "..")}/.${p.copy.id}.${crypto.randomUUID().slice(0, 8)}.staging`;
-  const exec = os === "windows" ? 0o600 : 0o700;
-  try {
-    await Deno.mkdir(joinPath(staging, "bin"), { recursive: true, mode: 0o700 });
-    await Deno.mkdir(joinPath(staging, COPY_FILES.denoDir), { mode: 0o700 });
-    for (const f of p.copy.files) await Deno.writeFile(joinPath(staging, f.name), f.bytes, { mode: 0o600 });
-    await Deno.writeTextFile(joinPath(staging, COPY_FILES.info), p.infoText, { mode: 0o600 });
-    await Deno.writeTextFile(joinPath(staging, COPY_FILES.lock), "", { mode: 0o600 });
-    const launcher = joinPath(staging, "bin", launcherName(os));
-    await Deno.writeTextFile(launcher, p.launcherText, { mode: exec });
-    if (os !== "windows") {
-      await Deno.chmod(launcher, exec);
-      await Deno.chmod(staging, 0o700);
-    }
-    await Deno.rename(staging, p.dir);
-  } catch (error) {
-    await Deno.remove(staging, { recursive: true }).catch(() => {});
-    throw error;
-  }
-}
-
 /**
- * The step that places the copy (none when the same copy is in place already); the undo takes out what it
- * placed; once every step succeeded, the versions nothing uses any more are removed.
+ * Plans the copy in place unless the same one is there: placed whole (a wreck at its place replaced), or —
+ * the same code with another launcher (another Deno) — its launcher and copy.json rewritten.
  */
-export async function placeCopyStep(
-  p: CopyPlacement,
-  env: Env,
-  os: OsFamily,
-  kimiHome: string,
-): Promise<Step | undefined> {
+async function planCopy(p: CopyPlacement, os: OsFamily, plan: Plan): Promise<void> {
   const state = await placedState(p);
-  const listed = await listedHomes(env);
-  if (state === "same" && listed.includes(kimiHome)) return undefined;
-  const size = `${Math.round(p.copy.bytes / 1024)} KB`;
-  return {
-    describe: state === "same"
-      ? `record ${kimiHome} in ${homesFile(env)}`
-      : `${state === "relaunch" ? "update the launcher of" : "place"} the program copy ${p.dir} (${size})`,
-    check: () => checkCreatable(p.dir),
-    run: () =>
-      attempt(
-        `place the program copy ${p.dir}`,
-        () => placeCopy(p, { env, os, kimiHome, listed, state, size }),
-      ),
-  };
-}
-
-/** Does what `state` calls for (the home recorded, the launcher rewritten, the copy written); the undo of all. */
-async function placeCopy(
-  p: CopyPlacement,
-  at: { env: Env; os: OsFamily; kimiHome: string; listed: string[]; state: PlacedState; size: string },
-): Promise<Done> {
-  const { env, os, state } = at;
-  const dirs = await makeDirs(versionsDir(env), { private: true });
-  const undos: (() => Promise<void>)[] = [dirs];
-  try {
-    undos.unshift(await recordHome(env, at.kimiHome, at.listed));
-    if (state === "relaunch") undos.unshift(await rewriteLauncher(p, os));
-    const aside = state === "broken" ? await swapIn(p.dir) : undefined;
-    if (state === "broken" || state === "absent") {
-      await writeCopy(p, os);
-      undos.unshift(async () => {
-        await Deno.remove(p.dir, { recursive: true });
-        await aside?.undo();
-      });
+  if (state === "same") return;
+  if (state === "relaunch") {
+    const info = joinPath(p.dir, COPY_FILES.info);
+    for (
+      const [path, after, what] of [[p.launcher, p.launcherText, "launcher of the program copy updated"], [
+        info,
+        p.infoText,
+        "record of the program copy updated",
+      ]]
+    ) {
+      const before = await readTextIfExists(path).catch(() => undefined);
+      plan.steps.push(fileStep({ path, before, after, backup: "none" }, what));
     }
-    return {
-      message: state === "same"
-        ? undefined
-        : state === "relaunch"
-        ? `launcher of the program copy updated: ${p.launcher}`
-        : `program copy in place: ${p.dir} (${at.size}; it runs without the checkout)`,
-      changed: p.dir,
-      undo: async () => {
-        for (const u of undos) await u();
-      },
-      commit: async () => await aside?.end(),
-    };
-  } catch (error) {
-    for (const u of undos) await u().catch(() => {});
-    throw error;
+    return;
   }
-}
-
-/** Rewrites the launcher and copy.json of a copy in place (temp + rename each); returns the undo. */
-async function rewriteLauncher(p: CopyPlacement, os: OsFamily): Promise<() => Promise<void>> {
-  const info = joinPath(p.dir, COPY_FILES.info);
-  const [oldLauncher, oldInfo] = [await readTextIfExists(p.launcher), await readTextIfExists(info)];
-  const mode = os === "windows" ? 0o600 : 0o700;
-  await Deno.mkdir(joinPath(p.dir, "bin"), { recursive: true, mode: 0o700 });
-  await writeFileAtomic(p.launcher, p.launcherText, { mode, privateDir: false });
-  await writeFileAtomic(info, p.infoText, { privateDir: false });
-  return async () => {
-    if (oldLauncher !== undefined) {
-      await writeFileAtomic(p.launcher, oldLauncher, { mode, privateDir: false });
-    }
-    if (oldInfo !== undefined) await writeFileAtomic(info, oldInfo, { privateDir: false });
-  };
+  const files: TreeFile[] = [
+    ...p.copy.files.map((f) => ({ path: f.name, content: f.bytes, mode: 0o600 })),
+    { path: COPY_FILES.info, content: p.infoText, mode: 0o600 },
+    { path: COPY_FILES.lock, content: "", mode: 0o600 },
+    { path: `bin/${launcherName(os)}`, content: p.launcherText, mode: os === "windows" ? 0o600 : 0o700 },
+  ];
+  const size = `${Math.round(p.copy.bytes / 1024)} KB`;
+  plan.steps.push(swapStep({
+    describe: `place the program copy ${p.dir} (${size})`,
+    path: p.dir,
+    make: (tmp) => writeTree(tmp, files, ["bin", COPY_FILES.denoDir]),
+    privateDir: true,
+    message: `program copy in place: ${p.dir} (${size}; it runs without the checkout)`,
+    check: () => checkCreatable(p.dir),
+  }));
 }
 
 /** The file listing the Kimi homes installed into (one absolute path a line), for the removal rule. */
@@ -556,72 +457,32 @@ export function homesFile(env: Env): string {
   return joinPath(integrationDir(env), "kimi-homes");
 }
 
-/** The lines of the homes file as they are (none when it is missing or unreadable). */
-export async function listedHomes(env: Env): Promise<string[]> {
+/** The lines of the homes file (none when it is missing or unreadable). */
+async function listedHomes(env: Env): Promise<string[]> {
   return (await readTextIfExists(homesFile(env)).catch(() => undefined))?.split("\n") ?? [];
 }
 
-/** The step that records `kimiHome` among the homes installed into (none when it is listed already). */
-export async function homeStep(env: Env, kimiHome: string): Promise<Step | undefined> {
-  const listed = await listedHomes(env);
-  if (listed.includes(kimiHome)) return undefined;
-  return {
-    describe: `record ${kimiHome} in ${homesFile(env)}`,
-    check: () => checkCreatable(homesFile(env)),
-    run: () =>
-      attempt(`record ${kimiHome} in ${homesFile(env)}`, async () => {
-        const dirs = await makeDirs(integrationDir(env), { private: true });
-        const undo = await recordHome(env, kimiHome, listed);
-        return { changed: homesFile(env), undo: async () => (await undo(), await dirs()) };
-      }),
-  };
-}
-
-/** Adds `home` to the list of Kimi homes installed into (`listed`: the list as read); returns the undo. */
-export async function recordHome(env: Env, home: string, listed: string[]): Promise<() => Promise<void>> {
-  if (listed.includes(home)) return () => Promise.resolve();
-  const path = homesFile(env);
-  const before = await readTextIfExists(path);
-  const kept = listed.filter((l) => l.trim() !== "");
-  await writeFileAtomic(path, `${[...kept, home].join("\n")}\n`, { privateDir: false });
-  return async () => {
-    if (before === undefined) await Deno.remove(path).catch(() => {});
-    else await writeFileAtomic(path, before, { privateDir: false });
-  };
-}
-
-/** The record of the directories install made (one a line), which the last `--purge` removes when left empty. */
-export function madeDirsFile(env: Env): string {
-  return joinPath(integrationDir(env), "made-dirs");
-}
-
 /**
- * The step recording which of `dirs` (and their parents up to the home) this install makes, as they are not
- * there yet; none when all are.
+ * The step adding `lines` to the record file `path` in our integration directory (one a line, no message);
+ * none when all are there.
  */
-export async function madeDirsStep(env: Env, dirs: string[]): Promise<Step | undefined> {
-  const home = env.HOME ?? env.USERPROFILE;
-  const missing = new Set<string>();
-  for (const dir of dirs) {
-    for (
-      let d = dir;
-      d !== home && dirName(d) !== d && !(await Deno.lstat(d).then(() => true, () => false));
-      d = dirName(d)
-    ) {
-      missing.add(d);
-    }
-  }
-  if (!missing.size) return undefined;
-  const path = madeDirsFile(env);
+async function recordStep(
+  env: Env,
+  path: string,
+  lines: string[],
+  describe: string,
+): Promise<Step | undefined> {
+  const before = await readTextIfExists(path).catch(() => undefined);
+  const listed = (before ?? "").split("\n").filter((l) => l.trim() !== "");
+  const added = [...new Set(lines)].filter((l) => !listed.includes(l));
+  if (!added.length) return undefined;
   return {
-    describe: `record the directories this install makes in ${path}`,
+    describe,
     check: () => checkCreatable(path),
     run: () =>
       attempt(`write ${path}`, async () => {
-        const before = await readTextIfExists(path);
-        const lines = new Set([...(before ?? "").split("\n").filter((l) => l !== ""), ...missing]);
         const dirs = await makeDirs(integrationDir(env), { private: true });
-        await writeFileAtomic(path, `${[...lines].join("\n")}\n`, { privateDir: false });
+        await writeFileAtomic(path, `${[...listed, ...added].join("\n")}\n`, { privateDir: false });
         const undo = async () => {
           if (before === undefined) await Deno.remove(path).catch(() => {});
           else await writeFileAtomic(path, before, { privateDir: false });
@@ -630,6 +491,34 @@ export async function madeDirsStep(env: Env, dirs: string[]): Promise<Step | und
         return { changed: path, undo };
       }),
   };
+}
+
+/** Plans `kimiHome` recorded among the homes installed into. */
+async function planHome(env: Env, kimiHome: string, plan: Plan): Promise<void> {
+  const step = await recordStep(env, homesFile(env), [kimiHome], `record ${kimiHome} in ${homesFile(env)}`);
+  if (step) plan.steps.push(step);
+}
+
+/** The record of the directories install made (one a line), which the last `--purge` removes when left empty. */
+function madeDirsFile(env: Env): string {
+  return joinPath(integrationDir(env), "made-dirs");
+}
+
+/** The step recording which of `dirs` (and their parents up to the home) this install makes; none when all are there. */
+export async function madeDirsStep(env: Env, dirs: string[]): Promise<Step | undefined> {
+  const home = env.HOME ?? env.USERPROFILE;
+  const missing: string[] = [];
+  for (const dir of dirs) {
+    for (
+      let d = dir;
+      d !== home && dirName(d) !== d && !(await Deno.lstat(d).then(() => true, () => false));
+      d = dirName(d)
+    ) {
+      missing.push(d);
+    }
+  }
+  const path = madeDirsFile(env);
+  return await recordStep(env, path, missing, `record the directories this install makes in ${path}`);
 }
 
 /**

@@ -257,27 +257,26 @@ export async function makeDirs(
 }
 
 /**
- * Puts at `path` what `make` creates at a temporary sibling (nothing: a removal), keeping what was there
- * aside (a file hard-linked, so its name never goes missing; anything else renamed). Returns the undo and
- * the end that deletes what was kept (or, with `keepAs`, renames it there).
+ * Puts at `path` what `make` creates at a hidden temporary sibling (its missing parents made 0700, `privateDir`:
+ * the parent itself 0700); no `make`: a removal. What was there is kept aside (a file hard-linked, so its
+ * name never goes missing) until `end` deletes it (or, with `keepAs`, renames it there); `undo` restores it.
  */
 export async function swapIn(
   path: string,
   make?: (tmp: string) => Promise<void>,
-  keepAs?: string,
+  options: { keepAs?: string; privateDir?: boolean } = {},
 ): Promise<{ undo: () => Promise<void>; end: () => Promise<void> }> {
-  const id = crypto.randomUUID().slice(0, 8);
-  const [tmp, aside] = [
-    `${path}.${id}.tmp`,
-    joinPath(dirName(path), `.${path.slice(dirName(path).length + 1)}.${id}.previous`),
-  ];
-  const old = await lstat(path);
+  const [dir, id] = [dirName(path), crypto.randomUUID().slice(0, 8)];
+  const base = path.slice(dir.length + 1);
+  const [tmp, aside] = [joinPath(dir, `.${base}.${id}.tmp`), joinPath(dir, `.${base}.${id}.previous`)];
   const undos: (() => Promise<void>)[] = [];
   const undo = async () => {
     for (const u of undos.reverse()) await u();
   };
+  const old = await lstat(path);
   try {
     if (make) {
+      undos.push(await makeDirs(dir, { private: options.privateDir }));
       undos.push(() => Deno.remove(tmp, { recursive: true }).catch(() => {}));
       await make(tmp);
     }
@@ -295,29 +294,74 @@ export async function swapIn(
   }
   const end = async () => {
     if (!old) return;
+    const { keepAs } = options;
     await (keepAs ? Deno.rename(aside, keepAs) : Deno.remove(aside, { recursive: true })).catch(() => {});
   };
   return { undo, end };
 }
 
-/** A step that does `swap` under `what` (its file-system errors in words), with its message. */
-export function swapStep(
-  describe: string,
-  what: string,
-  target: string,
-  swap: () => Promise<{ undo: () => Promise<void>; end: () => Promise<void> }>,
-  message: string,
-  check?: () => Promise<string | undefined>,
-): Step {
+/** What a {@link swapStep} puts in place (no `make`: it removes `path`). */
+export interface Swap {
+  describe: string;
+  path: string;
+  message: string;
+  make?: (tmp: string) => Promise<void>;
+  keepAs?: string;
+  privateDir?: boolean;
+  check?: () => Promise<string | undefined>;
+  /** A removal says nothing when nothing is there. */
+  quiet?: boolean;
+}
+
+/** The step doing one {@link swapIn}; its file-system errors in words. */
+export function swapStep(s: Swap): Step {
   return {
-    describe,
-    check,
-    run: () =>
-      attempt(what, async () => {
-        const { undo, end } = await swap();
-        return { message, changed: target, undo, commit: end };
-      }),
+    describe: s.describe,
+    check: s.check,
+    run: async () => {
+      if (s.quiet && !(await lstat(s.path).catch(() => undefined))) return {};
+      const verb = s.make ? `put ${s.path} in place` : `remove ${s.path}`;
+      return await attempt(verb, async () => {
+        const { undo, end } = await swapIn(s.path, s.make, s);
+        return { message: s.message, changed: s.path, undo, commit: end };
+      });
+    },
   };
+}
+
+/** The step removing `path` (moved aside, deleted once the run succeeded). */
+export function removalStep(path: string, describe: string, message: string, quiet = false): Step {
+  return swapStep({ describe, path, message, quiet });
+}
+
+/** A file of a directory placed whole: its path below the directory ("/"), its content (or a file to copy), mode. */
+export interface TreeFile {
+  path: string;
+  content: string | Uint8Array | { copyFrom: string };
+  mode: number;
+}
+
+/** Writes `files` (and the empty directories `dirs`) under a new directory `root`, all 0700/their modes. */
+export async function writeTree(
+  root: string,
+  files: readonly TreeFile[],
+  dirs: string[] = [],
+): Promise<void> {
+  await Deno.mkdir(root, { mode: 0o700 });
+  for (const d of dirs) await Deno.mkdir(joinPath(root, d), { recursive: true, mode: 0o700 });
+  for (const f of files) {
+    const path = joinPath(root, f.path);
+    await Deno.mkdir(dirName(path), { recursive: true, mode: 0o700 });
+    if (typeof f.content === "object" && "copyFrom" in f.content) {
+      await Deno.copyFile(f.content.copyFrom, path);
+    } else {await Deno.writeFile(
+        path,
+        typeof f.content === "string" ? new TextEncoder().encode(f.content) : f.content,
+        { mode: f.mode },
+      );}
+    if (Deno.build.os !== "windows") await Deno.chmod(path, f.mode);
+  }
+  if (Deno.build.os !== "windows") await Deno.chmod(root, 0o700);
 }
 
 /** Writes `text` at `path` (temp + fsync + rename, `mode`, parents made). */
@@ -331,12 +375,8 @@ async function keptMode(path: string, change: FileChange): Promise<number> {
   return info?.isFile && info.mode !== null ? info.mode & 0o7777 : 0o600;
 }
 
-/** The step writing one planned change (and its `.bak`); `makeDir` makes the directory it needs, undoably. */
-export function fileStep(
-  change: FileChange,
-  what: string,
-  makeDir?: () => Promise<() => Promise<void>>,
-): Step {
+/** The step writing one planned change (and its `.bak`). */
+export function fileStep(change: FileChange, what: string): Step {
   const { path, before, after } = change;
   return {
     describe: `${
@@ -350,7 +390,6 @@ export function fileStep(
       const ends: (() => Promise<void>)[] = [];
       let target = path;
       try {
-        if (makeDir) undos.push(await attempt(`create the directory of ${path}`, makeDir));
         const now = await readText(path);
         if (!now.ok || now.text !== before) {
           throw new Error(`${path} changed while openviking-kimi was working on it; run the command again.`);
@@ -366,7 +405,6 @@ export function fileStep(
           },
         ];
         for (const d of doing) {
-          if (d.text !== undefined) undos.push(await makeDirs(dirName(d.at)));
           const mode = d.at === target ? await keptMode(target, change) : 0o600;
           const swap = await swapIn(
             d.at,
@@ -406,25 +444,6 @@ export function planFile(
   const change: FileChange = { path, before, after, backup };
   plan.changes.push(change);
   plan.steps.push(fileStep(change, what));
-}
-
-/** The step removing `path` (moved aside, deleted once the run succeeded); `quiet`: nothing said when it is not there. */
-export function removalStep(
-  path: string,
-  describe: string,
-  message: string,
-  options: { quiet?: boolean } = {},
-): Step {
-  return {
-    describe,
-    run: async () => {
-      if (options.quiet && !(await lstat(path).catch(() => undefined))) return {};
-      return await attempt(`remove ${path}`, async () => {
-        const { undo, end } = await swapIn(path);
-        return { message, changed: path, undo, commit: end };
-      });
-    },
-  };
 }
 
 /** A unified diff (3 lines of context) from `before` to `after`; "" when equal. A CR shows as `␍`. */

@@ -1,16 +1,13 @@
 /**
- * `openviking-kimi uninstall`: a planner per mode (both unless one is named) that takes out exactly what
- * install added, and with `--purge` the home's plugin directory and our part of its `.bak` copies, the program
- * copies nothing else uses, and what every home shares (the executable, the PATH command, per-session state,
- * the ledger, the log, an empty queue of ours, the MCP tool cache) unless another Kimi home still has
- * openviking-kimi registered; feeding one plan that transaction.ts checks and carries out all or nothing. ovcli.conf,
- * other clients' queue files and undelivered writes stay.
+ * `openviking-kimi uninstall [--purge]`: takes out exactly what install added (both modes unless one is
+ * named); `--purge` also what that home and, once no other installed home needs them, every home shares —
+ * one plan, carried out all or nothing.
  */
 
 import { credentialFilePaths, loadConfig } from "../openviking/config.ts";
 import { readTextIfExists } from "../lib/fs.ts";
 import { isOurLog } from "../lib/log.ts";
-import { QUEUE_SUBDIR, queueSummary, REJECTED_SUBDIR, rejectedSummary } from "../openviking/queue.ts";
+import { QUEUE_SUBDIR, queueSummary, REJECTED_SUBDIR } from "../openviking/queue.ts";
 import {
   defaultLogPath,
   dirName,
@@ -25,17 +22,16 @@ import {
 } from "../lib/paths.ts";
 import { breakerFiles } from "../openviking/breaker.ts";
 import { classifyManifest, PLUGIN_ID } from "./spec.ts";
-import { planConfigUninstall } from "./toml-block.ts";
-import { parseJson, planMcpUninstall } from "./json-files.ts";
+import { parseJson } from "./json-files.ts";
 import { kimiHomeFor, type KimiState, readKimiState } from "./detect.ts";
 import { commandAt, installedBinaryPath, pathCommand } from "./placement.ts";
 import { homesFile, installedHomes, madeDirs, sweepStep, versionsDir, versionsUsedBy } from "./program.ts";
 import {
-  backupFor,
   type KimiFile,
+  planConfigOut,
   planConfigSkillRemoval,
+  planPluginOut,
   planSystemPromptRemoval,
-  planUnregister,
   withoutOurs,
 } from "./kimi-home.ts";
 import {
@@ -49,51 +45,6 @@ import {
   removalStep,
 } from "./transaction.ts";
 import { commandName } from "../lib/self.ts";
-
-/** Plans taking config mode out: our block and our `mcp.json` entry (hooks outside the block are named). */
-function planConfigRemoval(state: KimiState, plan: Plan): string | undefined {
-  const cfg = planConfigUninstall(state.configText);
-  if (!cfg.ok) return cfg.error;
-  const mcp = planMcpUninstall(state.mcpText);
-  if (!mcp.ok) return mcp.error;
-  if (cfg.changed) {
-    planFile(
-      plan,
-      state.paths.config,
-      state.configText,
-      cfg.after,
-      "hooks removed",
-      backupFor("config", state.configText),
-    );
-  }
-  if (mcp.changed) {
-    const backup = backupFor("mcp", state.mcpText);
-    planFile(plan, state.paths.mcp, state.mcpText, mcp.after, 'MCP server "openviking" removed', backup);
-  }
-  plan.notes.push(...cfg.warnings.map((w) => `Note: ${w}`), ...mcp.warnings.map((w) => `Note: ${w}`));
-  if (state.strayHooks.length) {
-    plan.notes.push(
-      `Note: config.toml still has openviking-kimi [[hooks]] outside the marked block (${
-        state.strayHooks.map((h) => h.command).join("; ")
-      }); delete those [[hooks]] tables by hand.`,
-    );
-  }
-  return undefined;
-}
-
-/** Plans taking plugin mode out: our registry record (OpenViking's own plugin is left in place). */
-function planPluginRemoval(state: KimiState, plan: Plan): string | undefined {
-  if (state.registryError && state.registryText !== undefined) {
-    plan.notes.push(`Note: ${state.registryError}`);
-  } else if (state.plugin?.owner === "ours" || state.plugin?.owner === "missing") {
-    return planUnregister(plan, state, `plugin "${PLUGIN_ID}" unregistered`);
-  } else if (state.plugin?.owner === "upstream") {
-    plan.notes.push(
-      `Note: the "${PLUGIN_ID}" plugin registered in Kimi is OpenViking's own one; left in place.`,
-    );
-  }
-  return undefined;
-}
 
 /** Whether something is at `path`. */
 function exists(path: string): Promise<boolean> {
@@ -115,27 +66,32 @@ async function purgeableData(ctx: Context, plan: Plan): Promise<string[]> {
       plan.notes.push(`Kept: ${configured} (the configured log) holds lines not ours.`);
     }
   }
-  const queue = joinPath(pendingDir(ctx.env), QUEUE_SUBDIR);
-  const waiting = await queueSummary(pendingDir(ctx.env)).catch(() => undefined);
-  if (waiting?.entries === 0) out.push(queue);
-  else if (waiting) {
-    const messages = waiting.sessions.reduce((n, x) => n + x.messages, 0);
-    plan.notes.push(
-      `Kept: ${waiting.entries} queued write(s) (${messages} message(s) of ${waiting.sessions.length} session(s)) ` +
-        `not yet delivered, in ${queue}. Install again and the next session start replays them (or run ` +
-        `"${commandName(ctx.env)} replay"); to drop them, delete that directory.`,
-    );
-  }
-  const rejected = joinPath(pendingDir(ctx.env), REJECTED_SUBDIR);
-  const kept = await rejectedSummary(pendingDir(ctx.env)).catch(() => undefined);
-  if (kept?.entries === 0) out.push(rejected);
-  else if (kept) {
-    const messages = kept.sessions.reduce((n, x) => n + x.messages, 0);
-    plan.notes.push(
-      `Kept: ${kept.entries} write(s) OpenViking refused (${messages} message(s) of ${kept.sessions.length} ` +
-        `session(s)), in ${rejected}. Once the server takes them, install again and run ` +
-        `"${commandName(ctx.env)} replay --rejected"; to drop them, delete that directory.`,
-    );
+  const cmd = commandName(ctx.env);
+  const queues = [
+    [
+      QUEUE_SUBDIR,
+      "queued write(s)",
+      " not yet delivered",
+      "Install again and the next session start replays them (or run " + `"${cmd} replay")`,
+    ],
+    [
+      REJECTED_SUBDIR,
+      "write(s) OpenViking refused",
+      "",
+      `Once the server takes them, install again and run "${cmd} replay --rejected"`,
+    ],
+  ];
+  for (const [sub, what, state, then] of queues) {
+    const dir = joinPath(pendingDir(ctx.env), sub);
+    const waiting = await queueSummary(pendingDir(ctx.env), sub).catch(() => undefined);
+    if (waiting?.entries === 0) out.push(dir);
+    else if (waiting) {
+      const messages = waiting.sessions.reduce((n, x) => n + x.messages, 0);
+      plan.notes.push(
+        `Kept: ${waiting.entries} ${what} (${messages} message(s) of ${waiting.sessions.length} session(s))` +
+          `${state}, in ${dir}. ${then}; to drop them, delete that directory.`,
+      );
+    }
   }
   return out;
 }
@@ -301,8 +257,8 @@ export async function runUninstall(ctx: Context, options: InstallOptions): Promi
   if (state.unreadable.length) return fail(out, "uninstall", state.unreadable[0]);
   const plan = newPlan(ctx.now);
   const plugin = options.mode !== "config";
-  const problem = (options.mode !== "plugin" ? planConfigRemoval(state, plan) : undefined) ??
-    (plugin ? planPluginRemoval(state, plan) : undefined);
+  const problem = (options.mode !== "plugin" ? planConfigOut(state, plan, false) : undefined) ??
+    (plugin ? planPluginOut(ctx, state, plan, false) : undefined);
   if (problem) return fail(out, "uninstall", problem);
   if (options.mode !== "plugin") await planConfigSkillRemoval(state, plan);
   if (plugin) await planSystemPromptRemoval(state, plan);
