@@ -58,7 +58,6 @@ async function binaryProgram(
   ctx: Context,
   self: { execPath: string },
   mode: "config" | "plugin",
-  home: string,
   plan: Plan,
 ): Promise<Program> {
   const target = installedBinaryPath(ctx.env, ctx.os);
@@ -77,7 +76,6 @@ async function binaryProgram(
       check: () => checkCreatable(target),
     }));
   }
-  await planHome(ctx.env, home, plan);
   return {
     command: target,
     pluginBin: {
@@ -91,19 +89,13 @@ async function binaryProgram(
 }
 
 /** An installed program copy installing itself (say, into another mode): it registers its own launcher. */
-async function ownCopyProgram(
-  ctx: Context,
-  dir: string,
-  home: string,
-  plan: Plan,
-): Promise<Program | string> {
+async function ownCopyProgram(ctx: Context, dir: string): Promise<Program | string> {
   const launcher = joinPath(dir, "bin", launcherName(ctx.os));
   const text = await readTextIfExists(launcher).catch(() => undefined);
   if (text === undefined) {
     return `this program copy (${dir}) has no launcher ${launcher}; run install from an openviking-kimi ` +
       "checkout or a release binary";
   }
-  await planHome(ctx.env, home, plan);
   return {
     command: launcher,
     pluginBin: { path: `bin/${EXECUTABLE_NAME}`, content: text, mode: 0o700 },
@@ -114,12 +106,7 @@ async function ownCopyProgram(
 }
 
 /** A checkout: a program copy built from it (buildCopy), placed unless the same one is in place. */
-async function checkoutProgram(
-  ctx: Context,
-  root: string,
-  home: string,
-  plan: Plan,
-): Promise<Program | string> {
+async function checkoutProgram(ctx: Context, root: string, plan: Plan): Promise<Program | string> {
   const deno = ctx.deno ?? Deno.execPath();
   let placement;
   try {
@@ -132,7 +119,6 @@ async function checkoutProgram(
   } catch (error) {
     return `cannot install from the checkout ${root}: ${(error as Error).message}`;
   }
-  await planHome(ctx.env, home, plan);
   await planCopy(placement, ctx.os, plan);
   return {
     command: placement.launcher,
@@ -197,11 +183,19 @@ export async function planProgram(
 ): Promise<Program | string> {
   const self = ctx.self;
   const program = self.kind === "compiled"
-    ? await binaryProgram(ctx, self, mode, home, plan)
+    ? await binaryProgram(ctx, self, mode, plan)
     : self.kind === "copy"
-    ? await ownCopyProgram(ctx, self.dir, home, plan)
-    : await checkoutProgram(ctx, self.root, home, plan);
-  if (typeof program !== "string") await planPathCommand(ctx, program.command, plan);
+    ? await ownCopyProgram(ctx, self.dir)
+    : await checkoutProgram(ctx, self.root, plan);
+  if (typeof program === "string") return program;
+  const step = await recordStep(
+    ctx.env,
+    homesFile(ctx.env),
+    [home],
+    `record ${home} in ${homesFile(ctx.env)}`,
+  );
+  if (step) plan.steps.push(step);
+  await planPathCommand(ctx, program.command, plan);
   return program;
 }
 
@@ -493,12 +487,6 @@ async function recordStep(
   };
 }
 
-/** Plans `kimiHome` recorded among the homes installed into. */
-async function planHome(env: Env, kimiHome: string, plan: Plan): Promise<void> {
-  const step = await recordStep(env, homesFile(env), [kimiHome], `record ${kimiHome} in ${homesFile(env)}`);
-  if (step) plan.steps.push(step);
-}
-
 /** The record of the directories install made (one a line), which the last `--purge` removes when left empty. */
 function madeDirsFile(env: Env): string {
   return joinPath(integrationDir(env), "made-dirs");
@@ -534,50 +522,38 @@ export async function madeDirs(env: Env): Promise<() => Promise<void>> {
   };
 }
 
-/** The Kimi homes of `env` installed into, and `also`. */
-export async function knownHomes(env: Env, also: string[]): Promise<string[]> {
-  const listed = await listedHomes(env);
-  return [
-    ...new Set(
-      [...listed, ...also].map((l) => l.trim()).filter((l) => l.startsWith("/") || /^[A-Za-z]:/.test(l)),
-    ),
-  ];
+/** The Kimi homes installed into (absolute paths only), and `also`. */
+async function knownHomes(env: Env, also: string[]): Promise<string[]> {
+  const lines = [...await listedHomes(env), ...also].map((l) => l.trim());
+  return [...new Set(lines.filter((l) => l.startsWith("/") || /^[A-Za-z]:/.test(l)))];
 }
 
 /**
- * The Kimi homes other than `except` where openviking-kimi is still registered (our block, our `mcp.json`
- * entry or our plugin): they share what purging `except` would otherwise delete. The homes installed into,
- * and the default one (an install from before the list was kept).
+ * The Kimi homes other than `except` where openviking-kimi is still registered (a home whose files cannot be
+ * read counts): the homes installed into, and the default one (an install from before the list was kept).
  */
 export async function installedHomes(env: Env, except: string): Promise<string[]> {
-  const homes = await knownHomes(env, [orNoHome(() => kimiHome(env)) ?? ""]);
   const installed: string[] = [];
-  for (const home of homes.filter((h) => h !== except)) {
+  for (const home of await knownHomes(env, [orNoHome(() => kimiHome(env)) ?? ""])) {
+    if (home === except) continue;
     const state = await readKimiState(home);
-    // A home whose files cannot be read may have it: what it may use stays.
-    const ours = state.blocks.some((b) => b.owner === "ours") || state.mcpOwner === "ours" ||
-      state.plugin?.owner === "ours" || state.unreadable.length > 0;
-    if (ours) installed.push(home);
+    if (
+      state.blocks.some((b) => b.owner === "ours") || state.mcpOwner === "ours" ||
+      state.plugin?.owner === "ours" || state.unreadable.length > 0
+    ) installed.push(home);
   }
   return installed;
 }
 
-/**
- * What still uses version `id`, in words: the `command` linked to it (the PATH command, when given), or the
- * first Kimi home whose registration (config.toml, mcp.json, plugin launcher) names it; undefined: nothing.
- */
-export async function usedBy(id: string, homes: string[], command?: string): Promise<string | undefined> {
+/** What still uses version `id`, in words: the PATH `command` linked to it, or a home of `homes` naming it. */
+async function usedBy(id: string, homes: string[], command?: string): Promise<string | undefined> {
   if (command && (await Deno.readLink(command).catch(() => "")).includes(`/${id}/`)) {
     return `the command ${command} runs it`;
   }
   for (const home of homes) {
-    const plugin = joinPath(home, "plugins", "managed", PLUGIN_ID, "bin");
-    const files = [
-      joinPath(home, "config.toml"),
-      joinPath(home, "mcp.json"),
-      joinPath(plugin, launcherName("posix")),
-      joinPath(plugin, launcherName("windows")),
-    ];
+    const bin = joinPath(home, "plugins", "managed", PLUGIN_ID, "bin");
+    const files = ["config.toml", "mcp.json"].map((f) => joinPath(home, f));
+    files.push(joinPath(bin, launcherName("posix")), joinPath(bin, launcherName("windows")));
     for (const f of files) {
       if ((await readTextIfExists(f).catch(() => undefined))?.includes(id)) {
         return `the Kimi home ${home} runs it`;
@@ -587,93 +563,55 @@ export async function usedBy(id: string, homes: string[], command?: string): Pro
   return undefined;
 }
 
-/** A version kept by a sweep, and why. */
-interface KeptVersion {
-  dir: string;
-  why: string;
-}
-
-/**
- * Removes every version but `keep` that nothing uses: no process of it runs (its in-use.lock can be locked
- * exclusively) and no Kimi home installed into registers it. Leftovers of interrupted placements older than
- * an hour go too. Returns what was removed and what was kept.
- */
-async function sweepVersions(
-  env: Env,
-  options: { keep?: string; kimiHome: string; now?: number },
-): Promise<{ removed: string[]; kept: KeptVersion[] }> {
-  const dir = versionsDir(env);
-  const removed: string[] = [];
-  const kept: KeptVersion[] = [];
-  const homes = await knownHomes(env, [options.kimiHome]);
-  const now = options.now ?? Date.now();
-  let entries: Deno.DirEntry[] = [];
-  try {
-    entries = await Array.fromAsync(Deno.readDir(dir));
-  } catch {
-    return { removed, kept };
-  }
-  releaseCopyLock(); // this run only exits afterwards: its own copy is not "in use" by it
-  for (const e of entries) {
-    const path = joinPath(dir, e.name);
-    if (!e.isDirectory || e.name === options.keep) continue;
-    if (e.name.startsWith(".")) {
-      const age = now - ((await Deno.stat(path).catch(() => undefined))?.mtime?.getTime() ?? now);
-      if (age > 3_600_000) await Deno.remove(path, { recursive: true }).catch(() => {});
-      continue;
-    }
-    const user = await usedBy(e.name, homes, pathCommand(env, "posix"));
-    if (user) {
-      kept.push({ dir: path, why: user });
-      continue;
-    }
-    let lock: Deno.FsFile | undefined;
-    try {
-      lock = await Deno.open(joinPath(path, COPY_FILES.lock), { read: true, write: true });
-      if (!(await lock.tryLock(true))) {
-        lock.close();
-        kept.push({
-          dir: path,
-          why:
-            "a running process uses it (a Kimi session's MCP server or a hook); a later install removes it",
-        });
-        continue;
-      }
-    } catch {
-      // No lock file: not a complete copy, nothing can hold it.
-    }
-    try {
-      await Deno.remove(path, { recursive: true });
-      removed.push(path);
-    } catch (error) {
-      kept.push({
-        dir: path,
-        why: `it could not be removed (${describeFsError(error)}); a later install removes it`,
-      });
-    } finally {
-      lock?.close();
-    }
-  }
-  return { removed, kept };
-}
-
-/**
- * The messages of a sweep: one line per version removed, and a note per version kept (next to the one
- * installed, `previous`; else just a version: one another home or a process runs may be anybody's current).
- */
-function sweepMessages(sweep: { removed: string[]; kept: KeptVersion[] }, previous: boolean): string[] {
-  const what = previous ? "previous version" : "version";
-  return [
-    ...sweep.removed.map((d) => `${what} removed: ${d}`),
-    ...sweep.kept.map((k) => `kept the version ${k.dir}: ${k.why}`),
-  ];
-}
-
-/** The versions in place other than `keep`: their names (leftovers of placements start with "."). */
+/** The version directories in place other than `keep` (leftovers of placements start with "."). */
 async function otherVersions(env: Env, keep: string | undefined): Promise<string[]> {
   const names = await Array.fromAsync(Deno.readDir(versionsDir(env)), (e) => e.isDirectory ? e.name : "")
     .catch(() => []);
   return names.filter((n) => n !== "" && n !== keep);
+}
+
+/** Removes the version at `path` unless a process holds its in-use.lock; returns why it stays. */
+async function removeUnlocked(path: string): Promise<string | undefined> {
+  const lock = await Deno.open(joinPath(path, COPY_FILES.lock), { read: true, write: true }).catch(() =>
+    undefined
+  );
+  try {
+    if (lock && !(await lock.tryLock(true))) {
+      return "a running process uses it (a Kimi session's MCP server or a hook); a later install removes it";
+    }
+    await Deno.remove(path, { recursive: true });
+    return undefined;
+  } catch (error) {
+    return `it could not be removed (${describeFsError(error)}); a later install removes it`;
+  } finally {
+    lock?.close();
+  }
+}
+
+/**
+ * Removes every version but `keep` that nothing uses (no process holds it, no home installed into and not the
+ * PATH command runs it), and leftovers of placements older than an hour; returns what it did, in words.
+ */
+async function sweep(env: Env, options: { keep?: string; kimiHome: string }): Promise<string[]> {
+  const homes = await knownHomes(env, [options.kimiHome]);
+  const said: string[] = [];
+  releaseCopyLock(); // this run only exits afterwards: its own copy is not "in use" by it
+  for (const name of await otherVersions(env, options.keep)) {
+    const path = joinPath(versionsDir(env), name);
+    if (name.startsWith(".")) {
+      const made = (await Deno.stat(path).catch(() => undefined))?.mtime?.getTime() ?? Date.now();
+      if (Date.now() - made > 3_600_000) await Deno.remove(path, { recursive: true }).catch(() => {});
+      continue;
+    }
+    const why = await usedBy(name, homes, pathCommand(env, "posix")) ?? await removeUnlocked(path);
+    // Next to the one installed, a "previous version"; else one another home runs may be anybody's current.
+    said.push(
+      why
+        ? `kept the version ${path}: ${why}`
+        : `${options.keep ? "previous version" : "version"} removed: ${path}`,
+    );
+  }
+  return said;
 }
 
 /** The versions a Kimi home of `homes` registers, each as "<its directory> (<which home runs it>)". */
@@ -687,25 +625,21 @@ export async function versionsUsedBy(env: Env, homes: string[]): Promise<string[
 }
 
 /**
- * The last step of a run that changed something: nothing to do until every step succeeded, then the sweep
- * (so a failed run never removes a version it would have to put back). None when no version but `keep` is
- * there, or only ones another Kimi home installed into registers (a run in `kimiHome` cannot free those).
+ * The last step of a run that changed something: the sweep, once every step succeeded (a failed run never
+ * removes a version it would have to put back). None when nothing but `keep` and versions another home
+ * installed into registers are there (a run in `kimiHome` cannot free those).
  */
 export async function sweepStep(
   env: Env,
   options: { keep?: string; kimiHome: string },
 ): Promise<Step | undefined> {
   const homes = (await knownHomes(env, [])).filter((h) => h !== options.kimiHome);
-  let any = false;
   for (const name of await otherVersions(env, options.keep)) {
-    if (name.startsWith(".") || !(await usedBy(name, homes))) any = true;
+    if (!name.startsWith(".") && await usedBy(name, homes)) continue;
+    return {
+      describe: `remove the versions in ${versionsDir(env)} that nothing uses any more`,
+      run: () => Promise.resolve({ commit: () => sweep(env, options) }),
+    };
   }
-  if (!any) return undefined;
-  return {
-    describe: `remove the versions in ${versionsDir(env)} that nothing uses any more`,
-    run: () =>
-      Promise.resolve({
-        commit: async () => sweepMessages(await sweepVersions(env, options), options.keep !== undefined),
-      }),
-  };
+  return undefined;
 }
