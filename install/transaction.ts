@@ -1,10 +1,7 @@
 /**
- * A run of install or uninstall as one transaction: a plan of steps (text-file changes among them), checked
- * before the first write so every refusal comes first; printed as a diff by `--dry-run` (removed lines
- * first); carried out in order, each step keeping what it replaced aside until the end, so a step that fails
- * puts back every earlier one exactly (a file's bytes and mode, a link, a directory). Text files are read
- * exactly (BOM kept; not UTF-8: refused) and written temp + fsync + rename, through a symlink to where it
- * points, keeping an existing file's mode (a new one, or one holding a key: 0600); a change keeps the previous bytes in `<file>.bak` unless the planner says all of it was ours.
+ * Install and uninstall as one transaction: a plan of steps, every check before the first write, a dry run's
+ * diff, then the steps in order, each keeping what it replaced aside until all succeeded; a failure puts back
+ * the steps already taken, last first.
  */
 
 import { structuredPatch } from "diff";
@@ -12,7 +9,7 @@ import { writeFileAtomic } from "../lib/fs.ts";
 import { dirName, type Env, isAbsolutePath, joinPath, processEnv } from "../lib/paths.ts";
 import { invocationCwd } from "../lib/self.ts";
 import { currentOs, currentSelf, type OsFamily, type Self } from "./placement.ts";
-import type { CredentialArgs } from "./ovcli.ts";
+import { type CredentialArgs, maskSecrets } from "./ovcli.ts";
 
 /** Where messages go (tests capture them). */
 export interface Output {
@@ -83,9 +80,7 @@ export interface FileChange {
   backup: "bak" | "none";
   /** Only shown by a dry run (another step writes it). */
   displayOnly?: boolean;
-  /** How a dry run shows the text (secrets masked). */
-  display?: (text: string) => string;
-  /** It holds a key: written 0600 whatever mode the file had (another file keeps its mode). */
+  /** It holds a key: masked in a dry run, written 0600 whatever mode the file had (another keeps its mode). */
   secret?: boolean;
 }
 
@@ -94,11 +89,11 @@ export interface Plan {
   steps: Step[];
   changes: FileChange[];
   notes: Note[];
-  now: Date;
 }
 
-export function newPlan(now: Date): Plan {
-  return { steps: [], changes: [], notes: [], now };
+/** An empty plan. */
+export function newPlan(): Plan {
+  return { steps: [], changes: [], notes: [] };
 }
 
 const NOTHING = "nothing was changed";
@@ -485,12 +480,6 @@ const noteText = (
 
 /** Takes the steps in order; when one fails, the ones taken are undone, last first. Returns the error, if any. */
 async function execute(plan: Plan, out: Output): Promise<string | undefined> {
-  for (const c of plan.changes) {
-    const now = c.displayOnly || c.before === c.after ? undefined : await readText(c.path);
-    if (now && (!now.ok || now.text !== c.before)) {
-      return `${c.path} changed while openviking-kimi was working on it; run the command again; ${NOTHING}.`;
-    }
-  }
   const done: Done[] = [];
   for (const step of plan.steps) {
     try {
@@ -534,7 +523,7 @@ export async function carryOut(plan: Plan, out: Output, outcome: Outcome): Promi
     out.info("Dry run: nothing was changed. These changes would be made:");
     for (const step of plan.steps) out.info(`  - ${step.describe}`);
     for (const c of plan.changes) {
-      const show = (t: string | undefined) => (t === undefined || !c.display ? t : c.display(t));
+      const show = (t: string | undefined) => (t !== undefined && c.secret ? maskSecrets(t) : t);
       const diff = unifiedDiff(c.path, show(c.before), show(c.after));
       if (diff) out.info(diff.trimEnd());
     }

@@ -255,7 +255,7 @@ export async function runUninstall(ctx: Context, options: InstallOptions): Promi
   const home = kimiHomeFor(ctx.env, options.kimiHome, ctx.cwd);
   const state = await readKimiState(home);
   if (state.unreadable.length) return fail(out, "uninstall", state.unreadable[0]);
-  const plan = newPlan(ctx.now);
+  const plan = newPlan();
   const plugin = options.mode !== "config";
   const problem = (options.mode !== "plugin" ? planConfigOut(state, plan, false) : undefined) ??
     (plugin ? planPluginOut(ctx, state, plan, false) : undefined);
