@@ -1,16 +1,36 @@
 /**
- * `openviking-kimi install`: the connection settings (ovcli.conf), the program the registrations run
- * (program.ts), the mode's registrations (kimi-home.ts) — one plan, carried out all or nothing.
+ * `openviking-kimi install` and `uninstall [--purge]`. Install: the connection settings (ovcli.conf), the
+ * program the registrations run (program.ts), the mode's registrations (kimi-home.ts). Uninstall: exactly what
+ * install added, and with `--purge` what that home and — once no other installed home needs them — every home
+ * shares. Each one plan, carried out all or nothing (transaction.ts).
  */
+
 import { credentialFilePaths, DEFAULT_BASE_URL, loadConfig, originOf } from "../openviking/config.ts";
 import { asSentence } from "../openviking/advice.ts";
-import { dirName, joinPath, openVikingHome } from "../lib/paths.ts";
+import { breakerFiles } from "../openviking/breaker.ts";
+import { QUEUE_SUBDIR, queueSummary, REJECTED_SUBDIR } from "../openviking/queue.ts";
+import { readTextIfExists } from "../lib/fs.ts";
+import { isOurLog } from "../lib/log.ts";
+import {
+  defaultLogPath,
+  dirName,
+  hookStateDir,
+  integrationDir,
+  joinPath,
+  ledgerDir,
+  mcpToolCachePath,
+  openVikingHome,
+  orNoHome,
+  pendingDir,
+  sharedStateDir,
+} from "../lib/paths.ts";
 import { scrub } from "../lib/scrub.ts";
 import { commandName } from "../lib/self.ts";
-import { PLUGIN_ID } from "./spec.ts";
+import { classifyManifest, PLUGIN_ID } from "./spec.ts";
 import { type CredentialArgs, keptCopies, planOvcli, savedConnection } from "./ovcli.ts";
 import { keyToSave } from "./user-key.ts";
 import { hasUpstream, kimiHomeFor, type KimiState, readKimiState } from "./detect.ts";
+import { parseJson } from "./json-files.ts";
 import {
   carryOut,
   type Context,
@@ -20,12 +40,33 @@ import {
   type InstallOptions,
   newPlan,
   type Plan,
+  planFile,
   readText,
+  removalStep,
 } from "./transaction.ts";
-import { madeDirsStep, planProgram, sweepStep } from "./program.ts";
-import { pathCommand } from "./placement.ts";
+import {
+  homesFile,
+  installedHomes,
+  madeDirs,
+  madeDirsStep,
+  planProgram,
+  sweepStep,
+  versionsDir,
+  versionsUsedBy,
+} from "./program.ts";
+import { commandAt, installedBinaryPath, pathCommand } from "./placement.ts";
 import { serverChecks } from "./check.ts";
-import { planConfigMode, planPluginMode, refreshInstalledPrompt } from "./kimi-home.ts";
+import {
+  type KimiFile,
+  planConfigMode,
+  planConfigOut,
+  planConfigSkillRemoval,
+  planPluginMode,
+  planPluginOut,
+  planSystemPromptRemoval,
+  refreshInstalledPrompt,
+  withoutOurs,
+} from "./kimi-home.ts";
 
 /** Why OpenViking's own plugin stands in the way, where it is registered, and the two ways on. */
 function upstreamMessage(state: KimiState): string {
@@ -167,4 +208,230 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
     await refreshInstalledPrompt(ctx, joinPath(state.paths.managedDir, PLUGIN_ID), answers);
   }
   return code;
+}
+
+/** Whether something is at `path`. */
+function exists(path: string): Promise<boolean> {
+  return Deno.lstat(path).then(() => true, () => false);
+}
+
+/**
+ * The log and queue `--purge` deletes: the default log, a configured one whose every line is ours, and our queue
+ * and rejected place when nothing is in them (a turn not yet delivered, or refused and kept, is never deleted: a
+ * note says how to deliver or drop it).
+ */
+async function purgeableData(ctx: Context, plan: Plan): Promise<string[]> {
+  const out = [defaultLogPath(ctx.env)];
+  const configured = (await loadConfig(ctx.env, ctx.cwd)).config.debugLogPath;
+  if (configured && configured !== out[0]) {
+    const text = await readTextIfExists(configured).catch(() => undefined);
+    if (text !== undefined && isOurLog(text)) out.push(configured);
+    else if (text !== undefined) {
+      plan.notes.push(`Kept: ${configured} (the configured log) holds lines not ours.`);
+    }
+  }
+  const cmd = commandName(ctx.env);
+  const queues = [
+    [
+      QUEUE_SUBDIR,
+      "queued write(s)",
+      " not yet delivered",
+      "Install again and the next session start replays them (or run " + `"${cmd} replay")`,
+    ],
+    [
+      REJECTED_SUBDIR,
+      "write(s) OpenViking refused",
+      "",
+      `Once the server takes them, install again and run "${cmd} replay --rejected"`,
+    ],
+  ];
+  for (const [sub, what, state, then] of queues) {
+    const dir = joinPath(pendingDir(ctx.env), sub);
+    const waiting = await queueSummary(pendingDir(ctx.env), sub).catch(() => undefined);
+    if (waiting?.entries === 0) out.push(dir);
+    else if (waiting) {
+      const messages = waiting.sessions.reduce((n, x) => n + x.messages, 0);
+      plan.notes.push(
+        `Kept: ${waiting.entries} ${what} (${messages} message(s) of ${waiting.sessions.length} session(s))` +
+          `${state}, in ${dir}. ${then}; to drop them, delete that directory.`,
+      );
+    }
+  }
+  return out;
+}
+
+/** The files of a Kimi home whose `.bak` may hold our part: each one's kind, path and text. */
+function kimiFiles(state: KimiState): [KimiFile, string, string | undefined][] {
+  const { config, mcp, registry } = state.paths;
+  return [
+    ["config", config, state.configText],
+    ["mcp", mcp, state.mcpText],
+    ["registry", registry, state.registryText],
+  ];
+}
+
+/**
+ * Plans our part out of the `.bak` copies of Kimi's files, and no new `.bak` for this run's changes (it would
+ * hold our part): a `.bak` left with nothing but what the file will hold anyway is deleted, another one keeps
+ * the rest. The user's `.bak` (nothing of ours in it) stays as it is.
+ */
+async function planBackupsClean(state: KimiState, plan: Plan): Promise<void> {
+  for (const [kind, path, now] of kimiFiles(state)) {
+    const change = plan.changes.find((c) => c.path === path);
+    if (change) change.backup = "none";
+    const bak = `${path}.bak`;
+    const text = await readTextIfExists(bak).catch(() => undefined);
+    const cleaned = text === undefined ? undefined : withoutOurs(kind, text);
+    if (!cleaned?.changed) continue;
+    const left = cleaned.after === (change ? change.after : now) ? undefined : cleaned.after;
+    const what = left === undefined
+      ? "backup deleted (nothing in it but our part and what the file holds)"
+      : "our part taken out of a backup";
+    planFile(plan, bak, text, left, what, "none");
+  }
+}
+
+/**
+ * The files and directories every Kimi home installed into shares: the executable, per-session state, the
+ * ledger, the log, our queue, the MCP tool cache, the recall breakers, the PATH command (each only when there,
+ * and ours).
+ */
+async function sharedTargets(ctx: Context, plan: Plan): Promise<string[]> {
+  const command = pathCommand(ctx.env, ctx.os);
+  const targets = [
+    dirName(installedBinaryPath(ctx.env, ctx.os)),
+    hookStateDir(ctx.env),
+    ledgerDir(ctx.env),
+    ...await purgeableData(ctx, plan),
+    mcpToolCachePath(ctx.env),
+    ...await breakerFiles(orNoHome(() => sharedStateDir(ctx.env)) ?? ""),
+    // Session start's stamp (memory/ledger-entry.ts HOUSEKEEPING_STAMP).
+    joinPath(sharedStateDir(ctx.env), "kimicode-housekeeping.json"),
+    ...(command && (await commandAt(command, ctx.env)).kind === "ours" ? [command] : []),
+  ];
+  const there = await Promise.all(targets.map(exists));
+  return targets.filter((_, i) => there[i]);
+}
+
+/**
+ * Plans `--purge`: our plugin directory (when `plugin`) and our part of the home's `.bak` copies; the program
+ * copies nothing else uses; and what every installed home shares (sharedTargets) unless another Kimi home
+ * still has openviking-kimi registered — then a note says what was kept for it.
+ */
+async function planPurge(ctx: Context, state: KimiState, plugin: boolean, plan: Plan): Promise<void> {
+  const targets: string[] = [];
+  const managed = joinPath(state.paths.managedDir, PLUGIN_ID);
+  if (plugin && (state.plugin?.owner !== "upstream" && state.plugin?.owner !== "other")) {
+    // Ours by the rule detect and doctor use (its hooks run bin/openviking-kimi), or no manifest left at all.
+    const text = await readTextIfExists(joinPath(managed, "kimi.plugin.json")).catch(() => undefined);
+    const manifest = text === undefined ? undefined : parseJson(text);
+    const ours = !manifest || (manifest.ok && classifyManifest(manifest.value) === "ours");
+    if (ours && await exists(managed)) targets.push(managed);
+  }
+  await planBackupsClean(state, plan);
+  const others = await installedHomes(ctx.env, state.paths.home);
+  const shared = await sharedTargets(ctx, plan);
+  const inUse = others.length ? await versionsUsedBy(ctx.env, others) : [];
+  if (others.length === 0) targets.push(...shared);
+  else if (inUse.length || shared.length) plan.notes.push(keptForOthers(others, [...inUse, ...shared]));
+  for (const t of targets) plan.steps.push(removalStep(t, `delete ${t}`, `removed ${t}`));
+  const sweep = await sweepStep(ctx.env, { kimiHome: state.paths.home });
+  if (sweep) plan.steps.push(sweep);
+  const kept = await keptShared(ctx);
+  if (kept.length) plan.notes.push(`Kept: ${kept.join(" and ")}.`);
+  if (plan.steps.length === 0) return;
+  const integration = integrationDir(ctx.env);
+  plan.steps.push({
+    describe: `delete the directories left empty (${state.paths.managedDir}, ${integration})`,
+    run: () =>
+      Promise.resolve({
+        // At the end, once what was in them is gone (the sweep keeps the copies still in use); each only when
+        // left empty.
+        commit: async () => {
+          const env = ctx.env;
+          const dirs = targets.includes(managed)
+            ? [state.paths.managedDir, dirName(state.paths.managedDir)]
+            : [];
+          if (others.length === 0) {
+            dirs.push(dirName(ledgerDir(env)), dirName(hookStateDir(env)), dirName(defaultLogPath(env)));
+            dirs.push(pendingDir(env), sharedStateDir(env), versionsDir(env));
+          }
+          for (const dir of dirs) await Deno.remove(dir).catch(() => {});
+          if (others.length || (await exists(versionsDir(env)))) return;
+          await Deno.remove(homesFile(env)).catch(() => {});
+          const made = await madeDirs(env);
+          for (const dir of [integration, dirName(integration)]) await Deno.remove(dir).catch(() => {});
+          await made();
+        },
+      }),
+  });
+}
+
+/** What `--purge` leaves of OpenViking's own files, in words: ovcli.conf and other clients' queue files, when there. */
+async function keptShared(ctx: Context): Promise<string[]> {
+  const ovcli = credentialFilePaths(ctx.env).cli;
+  const pending = pendingDir(ctx.env);
+  const ours = [QUEUE_SUBDIR, REJECTED_SUBDIR];
+  const others = await Array.fromAsync(Deno.readDir(pending), (e) => e.name).catch(() => [] as string[]);
+  return [
+    ...(await exists(ovcli) ? [ovcli] : []),
+    ...(others.some((n) => !ours.includes(n))
+      ? [`the queue files of OpenViking's other clients in ${pending}`]
+      : []),
+  ];
+}
+
+/** The note naming what is kept because Kimi homes other than this one still have openviking-kimi. */
+function keptForOthers(others: string[], kept: string[]): string {
+  return `Kept for the Kimi home${others.length > 1 ? "s" : ""} still installed (${others.join(", ")}): ${
+    kept.join(", ")
+  }; purging the last one removes them.`;
+}
+
+/**
+ * What uninstall leaves for `--purge`, in words: only what is there (the program, the command, the plugin
+ * directory); what another installed Kimi home shares is named as kept for it.
+ */
+async function keptFiles(ctx: Context, state: KimiState, plugin: boolean): Promise<string | undefined> {
+  const shared: string[] = [];
+  if (await exists(installedBinaryPath(ctx.env, ctx.os))) {
+    shared.push(`the executable ${installedBinaryPath(ctx.env, ctx.os)}`);
+  }
+  if (await exists(versionsDir(ctx.env))) shared.push(`the program copies in ${versionsDir(ctx.env)}`);
+  const command = pathCommand(ctx.env, ctx.os);
+  if (command && (await commandAt(command, ctx.env)).kind === "ours") shared.push(`the command ${command}`);
+  const others = await installedHomes(ctx.env, state.paths.home);
+  const kept = others.length ? [] : shared;
+  const managed = joinPath(state.paths.managedDir, PLUGIN_ID);
+  if (plugin && state.plugin?.owner === "ours" && (await exists(managed))) {
+    kept.push(`the plugin directory ${managed}`);
+  }
+  const lines = [
+    ...(kept.length ? [`Files kept (remove them with --purge): ${kept.join(", ")}.`] : []),
+    ...(others.length && shared.length ? [keptForOthers(others, shared)] : []),
+  ];
+  return lines.length ? lines.join("\n") : undefined;
+}
+
+/** Uninstalls and returns the exit code. */
+export async function runUninstall(ctx: Context, options: InstallOptions): Promise<number> {
+  const { out } = ctx;
+  const home = kimiHomeFor(ctx.env, options.kimiHome, ctx.cwd);
+  const state = await readKimiState(home);
+  if (state.unreadable.length) return fail(out, "uninstall", state.unreadable[0]);
+  const plan = newPlan();
+  const plugin = options.mode !== "config";
+  const problem = (options.mode !== "plugin" ? planConfigOut(state, plan, false) : undefined) ??
+    (plugin ? planPluginOut(ctx, state, plan, false) : undefined);
+  if (problem) return fail(out, "uninstall", problem);
+  if (options.mode !== "plugin") await planConfigSkillRemoval(state, plan);
+  if (plugin) await planSystemPromptRemoval(state, plan);
+  if (options.purge) await planPurge(ctx, state, plugin, plan);
+  return await carryOut(plan, out, {
+    command: "uninstall",
+    dryRun: options.dryRun,
+    start: `Removing openviking-kimi from ${home}`,
+    done: options.purge ? undefined : await keptFiles(ctx, state, plugin),
+    nothing: `nothing of openviking-kimi is registered in ${home}.`,
+  });
 }

@@ -9,6 +9,7 @@
 import { type Env, joinPath } from "../lib/paths.ts";
 import { COPY_FILES, COPY_RUN_FLAGS, shellQuote } from "../lib/self.ts";
 import type { OsFamily } from "./placement.ts";
+import type { Check } from "./check.ts";
 
 /** What a launcher needs to know. */
 export interface LauncherSpec {
@@ -24,13 +25,8 @@ export interface LauncherSpec {
   source: string;
 }
 
-/** A failing doctor check (doctor's `Check` shape). */
-interface Failing {
-  id: string;
-  status: "fail";
-  summary: string;
-  fix: string;
-}
+/** A failing doctor check. */
+type Failing = Check & { status: "fail"; fix: string };
 
 const MARKER = "# openviking-kimi copy ";
 

@@ -1,9 +1,7 @@
 /**
- * Saving connection settings to `~/.openviking/ovcli.conf` the way OpenViking's other installers do: merge
- * into the existing JSON (unknown fields kept), `""` deletes a field, mode 0600 — but no backup: the file
- * holds the API key, and a copy would keep a replaced key on disk. Its `url` is the server its `api_key` was
- * given for: install writes them together, and a new address drops the saved key unless one is given.
- * The API key is never printed: `maskSecrets` hides it in diffs and summaries.
+ * Connection settings saved to `~/.openviking/ovcli.conf` as OpenViking's other installers do (merged, unknown
+ * fields kept, `""` deletes), with no backup (it holds the key); its `url` is the server its `api_key` is for.
+ * The key asked of the user, never shown.
  */
 
 import { parseJson } from "./json-files.ts";
@@ -29,24 +27,18 @@ export type OvcliPlan =
   | { ok: true; after: string | undefined; changed: boolean; summary: string[]; steps: string[] }
   | { ok: false; error: string };
 
-/** One setting written or deleted. */
+/** One setting written (`shown`: the value as said) or deleted. */
 interface Setting {
   name: string;
-  /** The value shown; undefined = deleted. */
   shown?: string;
   note?: string;
 }
 
-/** What the file holds afterwards, per setting. */
-function done(s: Setting): string {
-  return s.shown === undefined
-    ? `${s.name} deleted${s.note ? ` (${s.note})` : ""}`
-    : `${s.name} = ${s.shown}`;
-}
-
-/** What will be done, per setting. */
-function todo(s: Setting): string {
-  if (s.shown === undefined) return `delete ${s.name}${s.note ? ` (${s.note})` : ""}`;
+/** A setting as done (`url = …`, `account deleted`) or, `planned`, to do (`set url to …`, `delete account`). */
+function said(s: Setting, planned: boolean): string {
+  const note = s.note ? ` (${s.note})` : "";
+  if (s.shown === undefined) return planned ? `delete ${s.name}${note}` : `${s.name} deleted${note}`;
+  if (!planned) return `${s.name} = ${s.shown}`;
   return s.shown.startsWith("(") ? `set ${s.name} ${s.shown}` : `set ${s.name} to ${s.shown}`;
 }
 
@@ -101,32 +93,24 @@ function mergeIdentity(
     const note = `it was saved for ${originOf(keyWasFor)}; a new address gets no key unless you give one`;
     settings.push({ name: "api_key", note });
   }
-  if (args.apiKey !== undefined) {
-    if (args.apiKey === "") {
-      delete doc.api_key;
-      settings.push({ name: "api_key" });
-    } else {
-      doc.api_key = args.apiKey;
-      if (doc.url === undefined) doc.url = keyWasFor;
-      settings.push({
-        name: "api_key",
-        shown: `(not shown${args.apiKeyFrom ? `; from ${args.apiKeyFrom}` : ""})`,
-      });
-    }
+  if (args.apiKey === "") {
+    delete doc.api_key;
+    settings.push({ name: "api_key" });
+  } else if (args.apiKey !== undefined) {
+    doc.api_key = args.apiKey;
+    doc.url ??= keyWasFor;
+    settings.push({
+      name: "api_key",
+      shown: `(not shown${args.apiKeyFrom ? `; from ${args.apiKeyFrom}` : ""})`,
+    });
   }
-  for (
-    const [name, value, alias] of [["account", args.account, "account_id"], ["user", args.user, "user_id"]]
-  ) {
+  const ids = [["account", "account_id", args.account], ["user", "user_id", args.user]] as const;
+  for (const [name, alias, value] of ids) {
     if (value === undefined) continue;
-    if (value === "") {
-      delete doc[name as string];
-      delete doc[alias as string];
-      settings.push({ name: name as string });
-    } else {
-      doc[name as string] = value;
-      if (alias && alias in doc) delete doc[alias as string];
-      settings.push({ name: name as string, shown: value });
-    }
+    delete doc[alias];
+    if (value === "") delete doc[name];
+    else doc[name] = value;
+    settings.push({ name, shown: value || undefined });
   }
 }
 
@@ -166,8 +150,8 @@ export function planOvcli(
     ok: true,
     after,
     changed: after !== current,
-    summary: settings.map(done),
-    steps: settings.map(todo),
+    summary: settings.map((x) => said(x, false)),
+    steps: settings.map((x) => said(x, true)),
   };
 }
 

@@ -86,41 +86,25 @@ export function configMcpEntry(program: string, os: OsFamily): McpEntry {
   return { command: nativePath(program, os), args: ["mcp"] };
 }
 
-/** Whether two paths name the same existing file. */
-export async function sameFile(a: string, b: string): Promise<boolean> {
-  try {
-    const [ra, rb] = await Promise.all([Deno.realPath(a), Deno.realPath(b)]);
-    return ra === rb;
-  } catch {
-    return false;
-  }
-}
-
 /** Whether two files hold the same bytes (a binary installed again from its download: nothing to copy). */
 export async function sameBytes(a: string, b: string): Promise<boolean> {
-  const [sa, sb] = await Promise.all([
-    Deno.stat(a).catch(() => undefined),
-    Deno.stat(b).catch(() => undefined),
-  ]);
+  const [sa, sb] = await Promise.all([a, b].map((p) => Deno.stat(p).catch(() => undefined)));
   if (!sa?.isFile || !sb?.isFile || sa.size !== sb.size) return false;
   using fa = await Deno.open(a);
   using fb = await Deno.open(b);
   const [ba, bb] = [new Uint8Array(1 << 20), new Uint8Array(1 << 20)];
   for (;;) {
     const [na, nb] = [await readFull(fa, ba), await readFull(fb, bb)];
-    if (na !== nb) return false;
+    if (na !== nb || ba.subarray(0, na).some((v, i) => v !== bb[i])) return false;
     if (na === 0) return true;
-    for (let i = 0; i < na; i++) if (ba[i] !== bb[i]) return false;
   }
 }
 
 /** Reads until `buf` is full or the file ends; returns how many bytes were read. */
 async function readFull(file: Deno.FsFile, buf: Uint8Array): Promise<number> {
   let n = 0;
-  while (n < buf.length) {
-    const got = await file.read(buf.subarray(n));
-    if (got === null) break;
-    n += got;
+  for (let got: number | null = 0; got !== null && n < buf.length; n += got ?? 0) {
+    got = await file.read(buf.subarray(n));
   }
   return n;
 }

@@ -13,7 +13,6 @@ import {
   type OsFamily,
   pathCommand,
   sameBytes,
-  sameFile,
 } from "./placement.ts";
 import { EXECUTABLE_NAME, PLUGIN_ID } from "./spec.ts";
 import {
@@ -61,7 +60,7 @@ async function binaryProgram(
   plan: Plan,
 ): Promise<Program> {
   const target = installedBinaryPath(ctx.env, ctx.os);
-  const same = (await sameFile(self.execPath, target)) || (await sameBytes(self.execPath, target));
+  const same = await sameBytes(self.execPath, target);
   const used = mode === "config" || pathCommand(ctx.env, ctx.os) !== undefined;
   if (used && !same) {
     plan.steps.push(swapStep({

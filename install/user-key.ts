@@ -14,6 +14,7 @@ import { asRecord } from "../lib/parsed.ts";
 import { commandName } from "../lib/self.ts";
 import { USER_AGENT } from "../lib/version.ts";
 import type { Context } from "./transaction.ts";
+import { HealthReply } from "./check.ts";
 
 /** The account and user install makes with a root key unless --account/--user name others (dev mode's own). */
 const DEFAULT_ID = "default";
@@ -33,7 +34,6 @@ export type KeyOutcome =
 
 const UserKeyReply = z.looseObject({ user_key: z.string() });
 const UsersReply = z.array(z.looseObject({ user_id: z.string(), api_key: z.optional(z.string()) }));
-const HealthReply = z.looseObject({ auth_mode: z.optional(z.unknown()) });
 
 /** ov.conf's root key, unless its server runs in trusted mode (where the root key is what clients send). */
 async function rootKeyOfOvConf(ctx: Context): Promise<string | undefined> {
