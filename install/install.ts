@@ -57,7 +57,7 @@ import {
 import { commandAt, installedBinaryPath, pathCommand } from "./placement.ts";
 import { serverChecks } from "./check.ts";
 import {
-  type KimiFile,
+  kimiFile,
   planConfigMode,
   planConfigOut,
   planConfigSkillRemoval,
@@ -84,10 +84,8 @@ function upstreamMessage(state: KimiState): string {
 }
 
 /**
- * Plans the connection settings given into ovcli.conf, without a backup (it holds the key). A key given is
- * asked of the server first (user-key.ts: a root key becomes a user key, a refused one stops install); with
- * none given, the saved one stays for its own address (said). Once written, the `ovcli.conf.bak.<time>`
- * copies earlier installs kept (each with the key it replaced) go.
+ * Plans the settings given into ovcli.conf (no backup: it holds the key), a key asked of the server first
+ * (user-key.ts); the saved key stays for its own address; the `ovcli.conf.bak.<time>` copies go.
  */
 async function planCredentials(
   ctx: Context,
@@ -215,11 +213,7 @@ function exists(path: string): Promise<boolean> {
   return Deno.lstat(path).then(() => true, () => false);
 }
 
-/**
- * The log and queue `--purge` deletes: the default log, a configured one whose every line is ours, and our queue
- * and rejected place when nothing is in them (a turn not yet delivered, or refused and kept, is never deleted: a
- * note says how to deliver or drop it).
- */
+/** The log and queues `--purge` deletes (a log only when every line is ours, a queue only when empty). */
 async function purgeableData(ctx: Context, plan: Plan): Promise<string[]> {
   const out = [defaultLogPath(ctx.env)];
   const configured = (await loadConfig(ctx.env, ctx.cwd)).config.debugLogPath;
@@ -260,23 +254,10 @@ async function purgeableData(ctx: Context, plan: Plan): Promise<string[]> {
   return out;
 }
 
-/** The files of a Kimi home whose `.bak` may hold our part: each one's kind, path and text. */
-function kimiFiles(state: KimiState): [KimiFile, string, string | undefined][] {
-  const { config, mcp, registry } = state.paths;
-  return [
-    ["config", config, state.configText],
-    ["mcp", mcp, state.mcpText],
-    ["registry", registry, state.registryText],
-  ];
-}
-
-/**
- * Plans our part out of the `.bak` copies of Kimi's files, and no new `.bak` for this run's changes (it would
- * hold our part): a `.bak` left with nothing but what the file will hold anyway is deleted, another one keeps
- * the rest. The user's `.bak` (nothing of ours in it) stays as it is.
- */
+/** Plans our part out of the home's `.bak` copies (a `.bak` left with nothing but the file goes), and no new `.bak`. */
 async function planBackupsClean(state: KimiState, plan: Plan): Promise<void> {
-  for (const [kind, path, now] of kimiFiles(state)) {
+  for (const kind of ["config", "mcp", "registry"] as const) {
+    const [path, now] = kimiFile(state, kind);
     const change = plan.changes.find((c) => c.path === path);
     if (change) change.backup = "none";
     const bak = `${path}.bak`;
@@ -291,11 +272,7 @@ async function planBackupsClean(state: KimiState, plan: Plan): Promise<void> {
   }
 }
 
-/**
- * The files and directories every Kimi home installed into shares: the executable, per-session state, the
- * ledger, the log, our queue, the MCP tool cache, the recall breakers, the PATH command (each only when there,
- * and ours).
- */
+/** What every installed home shares and is there: executable, state, ledger, log, queue, caches, breakers, command. */
 async function sharedTargets(ctx: Context, plan: Plan): Promise<string[]> {
   const command = pathCommand(ctx.env, ctx.os);
   const targets = [
@@ -313,11 +290,7 @@ async function sharedTargets(ctx: Context, plan: Plan): Promise<string[]> {
   return targets.filter((_, i) => there[i]);
 }
 
-/**
- * Plans `--purge`: our plugin directory (when `plugin`) and our part of the home's `.bak` copies; the program
- * copies nothing else uses; and what every installed home shares (sharedTargets) unless another Kimi home
- * still has openviking-kimi registered — then a note says what was kept for it.
- */
+/** Plans `--purge`: the plugin directory, `.bak` copies, unused versions, and the shared part unless another home needs it. */
 async function planPurge(ctx: Context, state: KimiState, plugin: boolean, plan: Plan): Promise<void> {
   const targets: string[] = [];
   const managed = joinPath(state.paths.managedDir, PLUGIN_ID);
@@ -388,10 +361,7 @@ function keptForOthers(others: string[], kept: string[]): string {
   }; purging the last one removes them.`;
 }
 
-/**
- * What uninstall leaves for `--purge`, in words: only what is there (the program, the command, the plugin
- * directory); what another installed Kimi home shares is named as kept for it.
- */
+/** What a plain uninstall leaves for `--purge`, in words (what other installed homes share named as kept). */
 async function keptFiles(ctx: Context, state: KimiState, plugin: boolean): Promise<string | undefined> {
   const shared: string[] = [];
   if (await exists(installedBinaryPath(ctx.env, ctx.os))) {

@@ -1,9 +1,6 @@
 /**
- * Kimi's JSON files edited in their text: our `mcpServers.openviking` in `mcp.json` and our record in
- * `plugins/installed.json`, and a JSON edit for ovcli.conf. jsonc-parser finds where each value is; an edit
- * changes only that member's span (inserted after its last sibling in their layout, replaced in place, or
- * removed with its comma), so a BOM, CRLF, escapes like `\u00e9`, numbers as written and every other byte
- * stay; removing what was inserted gives the bytes back. Text `JSON.parse` refuses is refused. Pure.
+ * Kimi's JSON files edited in their text (jsonc-parser finds the span; the edit is ours, laid out like the
+ * siblings), so every other byte stays and removing what was inserted gives the bytes back. Pure.
  */
 
 import { findNodeAtLocation, type Node, parseTree } from "jsonc-parser";

@@ -106,14 +106,19 @@ export function backupFor(file: KimiFile, before: string | undefined, recordIsOu
   return out.changed && out.after === undefined ? "none" : "bak";
 }
 
-/** Plans a change of one of Kimi's three files, keeping a `.bak` unless all of it was ours. */
-function planKimiFile(plan: Plan, state: KimiState, file: KimiFile, after: string | undefined, what: string) {
+/** One of Kimi's three files of a home: its path and its text as read. */
+export function kimiFile(state: KimiState, file: KimiFile): readonly [string, string | undefined] {
   const { config, mcp, registry } = state.paths;
-  const [path, before] = ({
+  return ({
     config: [config, state.configText],
     mcp: [mcp, state.mcpText],
     registry: [registry, state.registryText],
   } as const)[file];
+}
+
+/** Plans a change of one of Kimi's three files, keeping a `.bak` unless all of it was ours. */
+function planKimiFile(plan: Plan, state: KimiState, file: KimiFile, after: string | undefined, what: string) {
+  const [path, before] = kimiFile(state, file);
   planFile(plan, path, before, after, what, backupFor(file, before, state.plugin?.owner === "ours"));
 }
 
@@ -156,11 +161,7 @@ function samePath(a: string, b: string): boolean {
   return norm(a) === norm(b);
 }
 
-/**
- * Plans plugin mode out: our registry record; switching to config mode, also our plugin directory when it is
- * in Kimi's managed place (a record may name any directory, a checkout say: that one stays) and OpenViking's
- * own plugin disabled.
- */
+/** Plans plugin mode out: our record; switching, our plugin directory (only in Kimi's managed place) and OpenViking's disabled. */
 export function planPluginOut(
   ctx: Context,
   state: KimiState,

@@ -19,10 +19,7 @@ export interface CredentialArgs {
   user?: string;
 }
 
-/**
- * A planned ovcli.conf change. `summary` says what the file holds afterwards (`url = …`, `api_key set (not
- * shown)`, `account deleted`), `steps` what will be done (`set url to …`, `delete account`), for dry runs.
- */
+/** A planned ovcli.conf change: what it holds after (`summary`), what a dry run says it would do (`steps`). */
 export type OvcliPlan =
   | { ok: true; after: string | undefined; changed: boolean; summary: string[]; steps: string[] }
   | { ok: false; error: string };
@@ -75,11 +72,7 @@ function mergeUrl(doc: Record<string, unknown>, given: string, settings: Setting
   return undefined;
 }
 
-/**
- * Sets (or with "" deletes) the key, account and user in `doc` (an alias spelling goes); says what it did. The
- * key saved for `keyWasFor` does not stay when the URL moves to another origin and no key is given; a key
- * given is written with the address it is for.
- */
+/** Sets (or with "" deletes) key, account and user; a saved key does not follow the URL to another origin. */
 function mergeIdentity(
   doc: Record<string, unknown>,
   args: CredentialArgs,
@@ -114,10 +107,7 @@ function mergeIdentity(
   }
 }
 
-/**
- * Plans the merge of `args` into ovcli.conf's text; `keyWasFor` is the address the files gave until now (where
- * a saved key went; {@link savedConnection}).
- */
+/** Plans `args` merged into ovcli.conf; `keyWasFor`: the address a saved key was for ({@link savedConnection}). */
 export function planOvcli(
   current: string | undefined,
   args: CredentialArgs,
@@ -169,10 +159,7 @@ export async function savedConnection(env: Env): Promise<{ url: string; apiKey: 
   return { url: config.baseUrl, apiKey: config.apiKey };
 }
 
-/**
- * The copies of ovcli.conf at `path` that earlier installs kept (`<name>.bak.<epoch seconds>`), each holding
- * the key it replaced; none when the directory cannot be read.
- */
+/** The `ovcli.conf.bak.<epoch>` copies earlier installs kept, each with the key it replaced. */
 export async function keptCopies(path: string): Promise<string[]> {
   const dir = dirName(path);
   const prefix = `${path.slice(dir.length).replace(/^[\\/]+/, "")}.bak.`;

@@ -1,8 +1,4 @@
-/**
- * Where the program that hook entries point at lives, and how it is invoked: the compiled binary copies
- * itself to `~/.openviking/agent-integrations/kimicode/bin/`; a source checkout installs a program copy with
- * its launcher under `…/kimicode/versions/<id>/` (install/program.ts); an installed copy registers itself.
- */
+/** Where the program the hook entries run lives, and how a command line for it is written. */
 
 import { checkoutRoot, copyDir, isCompiled, shellQuote } from "../lib/self.ts";
 import { commandDir, type Env, integrationDir, isAbsolutePath, joinPath, orNoHome } from "../lib/paths.ts";
@@ -39,10 +35,7 @@ export function installedBinaryPath(env: Env, os: OsFamily): string {
   return joinPath(integrationDir(env), "bin", executableFileName(os));
 }
 
-/**
- * Where install links the `openviking-kimi` the user's shell finds (runtime/paths.ts commandDir); none on
- * Windows (no symlink without privileges there) or without a home.
- */
+/** Where install links the `openviking-kimi` the shell finds; none on Windows or without a home. */
 export function pathCommand(env: Env, os: OsFamily): string | undefined {
   if (os === "windows") return undefined;
   const dir = orNoHome(() => commandDir(env));

@@ -1,8 +1,4 @@
-/**
- * The program install registers, however this process runs: the compiled binary (config mode runs its copy
- * in `…/kimicode/bin/`), an installed program copy installing itself (its own launcher), or a checkout (a
- * program copy built from it, placed, recorded per Kimi home and swept); the steps that put it in place.
- */
+/** The program install registers (the binary, a program copy of a checkout, or a copy itself) and its steps. */
 
 import { readKimiState } from "./detect.ts";
 import { launcherName, type LauncherSpec, launcherText } from "./launcher.ts";
@@ -29,7 +25,8 @@ import {
   type TreeFile,
   writeTree,
 } from "./transaction.ts";
-import { readTextIfExists, writeFileAtomic } from "../lib/fs.ts";
+import { parseJsonOrUndefined, readTextIfExists, writeFileAtomic } from "../lib/fs.ts";
+import { asRecord } from "../lib/parsed.ts";
 import { sha256Hex } from "../lib/hash.ts";
 import { dirName, type Env, integrationDir, joinPath, kimiHome, orNoHome } from "../lib/paths.ts";
 import { COPY_FILES, COPY_RUN_FLAGS, productionFlags, releaseCopyLock } from "../lib/self.ts";
@@ -49,10 +46,7 @@ export interface Program {
   keep?: string;
 }
 
-/**
- * The compiled binary: config mode and the PATH command run its copy in `…/kimicode/bin/` (copied unless the
- * same bytes are there); the Kimi home is recorded among those installed into.
- */
+/** The compiled binary: config mode and the PATH command run its copy in `…/kimicode/bin/`. */
 async function binaryProgram(
   ctx: Context,
   self: { execPath: string },
@@ -107,18 +101,15 @@ async function ownCopyProgram(ctx: Context, dir: string): Promise<Program | stri
 /** A checkout: a program copy built from it (buildCopy), placed unless the same one is in place. */
 async function checkoutProgram(ctx: Context, root: string, plan: Plan): Promise<Program | string> {
   const deno = ctx.deno ?? Deno.execPath();
-  let placement;
+  let copy, flags;
   try {
-    const flags = await productionFlags(root);
+    flags = await productionFlags(root);
     // Built by the Deno running install (whose `deno bundle` this relies on); run by the recorded one.
-    const copy = await buildCopy(root, Deno.execPath(), flags);
-    // The same code placed from another clone keeps the origin it recorded: nothing of it is rewritten.
-    const source = (await placedSource(ctx.env, copy.id)) ?? root;
-    placement = copyPlacement(copy, ctx.env, ctx.os, { deno, flags, source });
+    copy = await buildCopy(root, Deno.execPath(), flags);
   } catch (error) {
     return `cannot install from the checkout ${root}: ${(error as Error).message}`;
   }
-  await planCopy(placement, ctx.os, plan);
+  const placement = await planCopy(ctx, copy, { root, deno, flags }, plan);
   return {
     command: placement.launcher,
     pluginBin: { path: `bin/${EXECUTABLE_NAME}`, content: placement.launcherText, mode: 0o700 },
@@ -129,7 +120,7 @@ async function checkoutProgram(ctx: Context, root: string, plan: Plan): Promise<
       planned: `The hooks would run the program copy ${placement.dir} with ${deno}, not this checkout: ` +
         "moving or deleting the checkout would change nothing; run install again to update them.",
     },
-    keep: placement.copy.id,
+    keep: copy.id,
   };
 }
 
@@ -146,10 +137,7 @@ function pathNote(env: Env, path: string): Note {
   };
 }
 
-/**
- * Plans the `openviking-kimi` the user's shell finds (placement.ts pathCommand) as a link to `target`: made,
- * or moved to a new target when the link there is ours; never over a file that is not ours.
- */
+/** Plans the PATH command as our link to `target` (made, or moved when ours); never over a file not ours. */
 async function planPathCommand(ctx: Context, target: string, plan: Plan): Promise<void> {
   const path = pathCommand(ctx.env, ctx.os);
   if (!path) return;
@@ -290,7 +278,7 @@ function comparable(bytes: Uint8Array): Uint8Array {
 }
 
 /** Whether two bundles hold the same code: their bytes alike once where Deno's npm cache is is left out. */
-export function sameCode(a: Uint8Array, b: Uint8Array): boolean {
+function sameCode(a: Uint8Array, b: Uint8Array): boolean {
   const same = (x: Uint8Array, y: Uint8Array) => x.length === y.length && x.every((v, i) => v === y[i]);
   return same(a, b) || same(comparable(a), comparable(b));
 }
@@ -331,118 +319,70 @@ export function buildCopy(root: string, deno: string, flags: readonly string[]):
   return build;
 }
 
-/** Where a copy goes and what its launcher and copy.json say. */
-export interface CopyPlacement {
-  copy: BuiltCopy;
-  dir: string;
-  /** The checkout it was built from, as its launcher and copy.json say. */
-  source: string;
-  launcher: string;
-  launcherText: string;
-  infoText: string;
-}
-
 /**
- * The checkout a placed version says it was built from (its copy.json), or undefined when `id` is not in
- * place. The same code installed from another clone keeps it: its launcher and records stay as they are.
+ * Plans the program copy `copy` in place, run by `deno`: placed whole (over a wreck), or — the same code with
+ * another launcher — its launcher and copy.json rewritten; nothing when it is there as is. A version in place
+ * keeps the checkout it recorded, so the same code from another clone rewrites nothing.
  */
-export async function placedSource(env: Env, id: string): Promise<string | undefined> {
-  const text = await readTextIfExists(joinPath(versionsDir(env), id, COPY_FILES.info)).catch(() => undefined);
-  try {
-    const source = (JSON.parse(text ?? "null") as { source?: unknown } | null)?.source;
-    return typeof source === "string" && source !== "" ? source : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** The placement of `copy` for this environment and the Deno that runs it. */
-export function copyPlacement(
+async function planCopy(
+  ctx: Context,
   copy: BuiltCopy,
-  env: Env,
-  os: OsFamily,
-  spec: Pick<LauncherSpec, "deno" | "flags" | "source">,
-): CopyPlacement {
-  const dir = joinPath(versionsDir(env), copy.id);
-  const full: LauncherSpec = { ...spec, dir, id: copy.id, version: VERSION };
-  const info = {
+  spec: { root: string; deno: string; flags: string[] },
+  plan: Plan,
+): Promise<{ dir: string; launcher: string; launcherText: string; source: string }> {
+  const { deno, flags } = spec;
+  const dir = joinPath(versionsDir(ctx.env), copy.id);
+  const [info, launcher] = [joinPath(dir, COPY_FILES.info), joinPath(dir, "bin", launcherName(ctx.os))];
+  const [infoBefore, launcherBefore] = await Promise.all(
+    [info, launcher].map((f) => readTextIfExists(f).catch(() => undefined)),
+  );
+  const recorded = asRecord(parseJsonOrUndefined(infoBefore)).source;
+  const source = typeof recorded === "string" && recorded !== "" ? recorded : spec.root;
+  const text = launcherText({ dir, deno, flags, source, id: copy.id, version: VERSION }, ctx.os);
+  // `deno bundle` is experimental in Deno 2.9: the builder is recorded.
+  const record = {
     version: VERSION,
     id: copy.id,
-    flags: spec.flags,
-    deno: spec.deno,
-    source: spec.source,
-    // What the bundle was made with: `deno bundle` is experimental in Deno 2.9, so the builder is recorded.
+    flags,
+    deno,
+    source,
     bundledBy: `deno ${Deno.version.deno}`,
   };
-  return {
-    copy,
-    dir,
-    source: spec.source,
-    launcher: joinPath(dir, "bin", launcherName(os)),
-    launcherText: launcherText(full, os),
-    infoText: `${JSON.stringify(info, null, 2)}\n`,
-  };
-}
-
-/** What is at a copy's place now. */
-type PlacedState = "absent" | "same" | "relaunch" | "broken";
-
-/**
- * What is at a copy's place now: nothing, the same copy, the same code with another launcher, or a wreck.
- * The code is compared as the version hashes it, so the same program built in another clone (another path
- * to Deno's npm cache inside the bundles) is the copy in place, not a wreck to write again.
- */
-async function placedState(p: CopyPlacement): Promise<PlacedState> {
-  if (!(await Deno.lstat(p.dir).then(() => true, () => false))) return "absent";
-  for (const f of p.copy.files) {
-    const bytes = await Deno.readFile(joinPath(p.dir, f.name)).catch(() => undefined);
-    if (!bytes || !sameCode(bytes, f.bytes)) return "broken";
-  }
-  const lock = await Deno.stat(joinPath(p.dir, COPY_FILES.lock)).then((s) => s.isFile, () => false);
-  if (!lock) return "broken";
-  const [launcher, info] = await Promise.all([
-    readTextIfExists(p.launcher).catch(() => undefined),
-    readTextIfExists(joinPath(p.dir, COPY_FILES.info)).catch(() => undefined),
-  ]);
-  return launcher === p.launcherText && info === p.infoText ? "same" : "relaunch";
-}
-
-/**
- * Plans the copy in place unless the same one is there: placed whole (a wreck at its place replaced), or —
- * the same code with another launcher (another Deno) — its launcher and copy.json rewritten.
- */
-async function planCopy(p: CopyPlacement, os: OsFamily, plan: Plan): Promise<void> {
-  const state = await placedState(p);
-  if (state === "same") return;
-  if (state === "relaunch") {
-    const info = joinPath(p.dir, COPY_FILES.info);
-    for (
-      const [path, after, what] of [[p.launcher, p.launcherText, "launcher of the program copy updated"], [
-        info,
-        p.infoText,
-        "record of the program copy updated",
-      ]]
-    ) {
-      const before = await readTextIfExists(path).catch(() => undefined);
-      plan.steps.push(fileStep({ path, before, after, backup: "none" }, what));
+  const infoText = `${JSON.stringify(record, null, 2)}\n`;
+  const placed = { dir, launcher, launcherText: text, source };
+  const intact = await Deno.stat(joinPath(dir, COPY_FILES.lock)).then((s) => s.isFile, () => false) &&
+    (await Promise.all(
+      copy.files.map((f) =>
+        Deno.readFile(joinPath(dir, f.name)).then((b) => sameCode(b, f.bytes), () => false)
+      ),
+    )).every(Boolean);
+  if (intact) {
+    if (launcherBefore !== text) {
+      const change = { path: launcher, before: launcherBefore, after: text, backup: "none" as const };
+      plan.steps.push(fileStep(change, "launcher of the program copy updated"));
     }
-    return;
+    if (infoBefore !== infoText) {
+      const change = { path: info, before: infoBefore, after: infoText, backup: "none" as const };
+      plan.steps.push(fileStep(change, "record of the program copy updated"));
+    }
+    return placed;
   }
   const files: TreeFile[] = [
-    ...p.copy.files.map((f) => ({ path: f.name, content: f.bytes, mode: 0o600 })),
-    { path: COPY_FILES.info, content: p.infoText, mode: 0o600 },
+    ...copy.files.map((f) => ({ path: f.name, content: f.bytes, mode: 0o600 })),
+    { path: COPY_FILES.info, content: infoText, mode: 0o600 },
     { path: COPY_FILES.lock, content: "", mode: 0o600 },
-    { path: `bin/${launcherName(os)}`, content: p.launcherText, mode: os === "windows" ? 0o600 : 0o700 },
+    { path: `bin/${launcherName(ctx.os)}`, content: text, mode: ctx.os === "windows" ? 0o600 : 0o700 },
   ];
-  const size = `${Math.round(p.copy.bytes / 1024)} KB`;
+  const size = `${Math.round(copy.bytes / 1024)} KB`;
   plan.steps.push(swapStep({
-    describe: `place the program copy ${p.dir} (${size})`,
-    path: p.dir,
+    describe: `place the program copy ${dir} (${size})`,
+    path: dir,
     make: (tmp) => writeTree(tmp, files, ["bin", COPY_FILES.denoDir]),
     privateDir: true,
-    message: `program copy in place: ${p.dir} (${size}; it runs without the checkout)`,
-    check: () => checkCreatable(p.dir),
+    message: `program copy in place: ${dir} (${size}; it runs without the checkout)`,
+    check: () => checkCreatable(dir),
   }));
+  return placed;
 }
 
 /** The file listing the Kimi homes installed into (one absolute path a line), for the removal rule. */
@@ -455,10 +395,7 @@ async function listedHomes(env: Env): Promise<string[]> {
   return (await readTextIfExists(homesFile(env)).catch(() => undefined))?.split("\n") ?? [];
 }
 
-/**
- * The step adding `lines` to the record file `path` in our integration directory (one a line, no message);
- * none when all are there.
- */
+/** The silent step adding `lines` to the record file `path` (one a line); none when all are there. */
 async function recordStep(
   env: Env,
   path: string,
@@ -508,10 +445,7 @@ export async function madeDirsStep(env: Env, dirs: string[]): Promise<Step | und
   return await recordStep(env, path, missing, `record the directories this install makes in ${path}`);
 }
 
-/**
- * Takes the record of the directories install made; the function it returns removes them, deepest first, each
- * only when left empty (called once what was in them is gone).
- */
+/** Takes the record of the directories install made; returns what removes them, deepest first, when empty. */
 export async function madeDirs(env: Env): Promise<() => Promise<void>> {
   const path = madeDirsFile(env);
   const dirs = ((await readTextIfExists(path).catch(() => undefined)) ?? "").split("\n").filter((l) => l);
@@ -527,10 +461,7 @@ async function knownHomes(env: Env, also: string[]): Promise<string[]> {
   return [...new Set(lines.filter((l) => l.startsWith("/") || /^[A-Za-z]:/.test(l)))];
 }
 
-/**
- * The Kimi homes other than `except` where openviking-kimi is still registered (a home whose files cannot be
- * read counts): the homes installed into, and the default one (an install from before the list was kept).
- */
+/** The homes other than `except` still registering openviking-kimi (unreadable counts), the default one too. */
 export async function installedHomes(env: Env, except: string): Promise<string[]> {
   const installed: string[] = [];
   for (const home of await knownHomes(env, [orNoHome(() => kimiHome(env)) ?? ""])) {
@@ -587,10 +518,7 @@ async function removeUnlocked(path: string): Promise<string | undefined> {
   }
 }
 
-/**
- * Removes every version but `keep` that nothing uses (no process holds it, no home installed into and not the
- * PATH command runs it), and leftovers of placements older than an hour; returns what it did, in words.
- */
+/** Removes every version but `keep` nothing uses, and placement leftovers over an hour old; says what it did. */
 async function sweep(env: Env, options: { keep?: string; kimiHome: string }): Promise<string[]> {
   const homes = await knownHomes(env, [options.kimiHome]);
   const said: string[] = [];
@@ -624,9 +552,8 @@ export async function versionsUsedBy(env: Env, homes: string[]): Promise<string[
 }
 
 /**
- * The last step of a run that changed something: the sweep, once every step succeeded (a failed run never
- * removes a version it would have to put back). None when nothing but `keep` and versions another home
- * installed into registers are there (a run in `kimiHome` cannot free those).
+ * The sweep, at the end of a run that changed something (a failed run never removes a version it would put
+ * back); none when only `keep` and versions other homes register are there.
  */
 export async function sweepStep(
   env: Env,

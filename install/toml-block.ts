@@ -1,9 +1,6 @@
 /**
- * Our marked block in Kimi's config.toml, as text: found, rendered, spliced in or taken out, and the plans of
- * install and uninstall. A new block goes at the very end, so no key of the user's can follow one of our
- * `[[hooks]]` headers; one already there is replaced in place; the file's line ending and final-newline state
- * are kept, and removal undoes exactly that. A plan is kept only when the document without our hook entries
- * parses to exactly the user's own document (every key the user wrote keeps its meaning). Pure.
+ * Our marked block in config.toml, as text: a new one at the very end (no user key can follow our `[[hooks]]`),
+ * one there replaced in place, line ends kept; a plan only when the user's document keeps its meaning. Pure.
  */
 
 import { parse } from "smol-toml";
@@ -192,10 +189,7 @@ export function blockInfo(block: BlockRange): { owner: BlockOwner; entries: Reco
   return { owner: upstream ? "upstream" : "ours", entries };
 }
 
-/**
- * Why `[[hooks]]` outside any block stand in the way, or "": ours (Kimi may have rewritten the file) or
- * OpenViking's own plugin's — either would capture every turn twice. `--yes` replaces blocks, never these.
- */
+/** Why `[[hooks]]` outside any block (ours, or OpenViking's plugin's) stand in the way, or "". */
 export function outsideHooksProblem(strays: FoundHook[], upstream: FoundHook[]): string {
   if (strays.length) {
     return `config.toml has openviking-kimi [[hooks]] outside the marked block (${

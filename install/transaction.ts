@@ -252,9 +252,8 @@ export async function makeDirs(
 }
 
 /**
- * Puts at `path` what `make` creates at a hidden temporary sibling (its missing parents made 0700, `privateDir`:
- * the parent itself 0700); no `make`: a removal. What was there is kept aside (a file hard-linked, so its
- * name never goes missing) until `end` deletes it (or, with `keepAs`, renames it there); `undo` restores it.
+ * Puts at `path` what `make` makes at a hidden sibling (parents made 0700); no `make`: a removal. What was there
+ * waits aside (a file hard-linked) until `end` deletes it or renames it to `keepAs`; `undo` puts it back.
  */
 export async function swapIn(
   path: string,

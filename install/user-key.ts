@@ -1,9 +1,6 @@
 /**
- * The key install saves, asked of the server first. OpenViking's root key (`server.root_api_key`) only
- * administers: the server refuses it on memory's routes (403) — so it is never saved. Given once, install
- * makes (or reuses) a user with it through OpenViking's admin API and saves that user's key instead; where
- * that cannot be done it stops and prints the commands that do it. A key the server refuses, or cannot be
- * asked about (it does not answer), is not saved either. The root key is used for these requests only: never written, logged or printed.
+ * The key install saves, asked of the server first: a root key (refused on memory's routes) becomes a user key
+ * made with the admin API; the root key is used for those requests only, never written, logged or printed.
  */
 
 import * as z from "zod/mini";
@@ -11,6 +8,7 @@ import { adviceFor, asSentence, isRootKeyRefusal } from "../openviking/advice.ts
 import { credentialFilePaths } from "../openviking/config.ts";
 import { askDataAccess, createClient, type OpenVikingClient, type OvFailure } from "../openviking/client.ts";
 import { asRecord } from "../lib/parsed.ts";
+import { readJson } from "../lib/fs.ts";
 import { commandName } from "../lib/self.ts";
 import { USER_AGENT } from "../lib/version.ts";
 import type { Context } from "./transaction.ts";
@@ -38,13 +36,7 @@ const UsersReply = z.array(z.looseObject({ user_id: z.string(), api_key: z.optio
 /** ov.conf's root key, unless its server runs in trusted mode (where the root key is what clients send). */
 async function rootKeyOfOvConf(ctx: Context): Promise<string | undefined> {
   const path = credentialFilePaths(ctx.env).ov;
-  const text = path ? await Deno.readTextFile(path).catch(() => undefined) : undefined;
-  let server;
-  try {
-    server = asRecord(asRecord(JSON.parse(text ?? "{}")).server);
-  } catch {
-    return undefined;
-  }
+  const server = asRecord(asRecord(path ? await readJson(path) : undefined).server);
   const key = typeof server.root_api_key === "string" ? server.root_api_key.trim() : "";
   return key && server.auth_mode !== "trusted" ? key : undefined;
 }
@@ -63,10 +55,7 @@ function manualWay(url: string, account: string, user: string): string {
   ].join("\n");
 }
 
-/**
- * The user key of `user` in `account`, made or reused with the root key of `root`: what was done (and what the
- * user must know after), or why not.
- */
+/** The user key of `user` in `account`, made or reused with the root key: what was done, or why not. */
 async function makeUserKey(
   root: OpenVikingClient,
   account: string,
@@ -108,11 +97,7 @@ function uncheckedKey(health: OvFailure, url: string): string {
     "server answers.";
 }
 
-/**
- * Asks the server at `url` about `given` before install saves it: a root key becomes a user key (made or
- * reused; in a dry run only said); a refused key, or one a server that does not answer cannot check, stops
- * install.
- */
+/** Asks the server about `given` before it is saved; a refused key, or one nobody can check, stops install. */
 export async function keyToSave(
   ctx: Context,
   given: GivenKey,
