@@ -166,7 +166,7 @@ export function editJson(text: string, path: (string | number)[], value: unknown
 
 /** A planned change of mcp.json. */
 export type JsonPlan =
-  | { ok: true; after: string | undefined; changed: boolean; previous: McpOwner; warnings: string[] }
+  | { ok: true; after: string | undefined; changed: boolean; warnings: string[] }
   | Refusal;
 
 /** The file install creates when there is none, without our entry: uninstall deletes it again. */
@@ -233,12 +233,12 @@ export function planMcpInstall(
     };
   }
   if (previous !== "absent" && deepEqual(loaded.entry, entry)) {
-    return { ok: true, after: current, changed: false, previous, warnings: [] };
+    return { ok: true, after: current, changed: false, warnings: [] };
   }
   const after = loaded.text === ""
     ? `${JSON.stringify({ mcpServers: { [MCP_SERVER_NAME]: entry } }, null, 2)}\n`
     : editJson(loaded.text, ["mcpServers", MCP_SERVER_NAME], { ...entry });
-  return { ok: true, after, changed: after !== current, previous, warnings: [] };
+  return { ok: true, after, changed: after !== current, warnings: [] };
 }
 
 /** Plans our entry out of mcp.json (someone else's stays; OpenViking's goes only with `removeUpstream`). */
@@ -253,16 +253,10 @@ export function planMcpUninstall(
     const warnings = previous === "absent"
       ? []
       : [`mcp.json's "${MCP_SERVER_NAME}" server was not written by openviking-kimi; it was left in place.`];
-    return { ok: true, after: current, changed: false, previous, warnings };
+    return { ok: true, after: current, changed: false, warnings };
   }
   const after = editJson(loaded.text, ["mcpServers", MCP_SERVER_NAME], undefined);
-  return {
-    ok: true,
-    after: after === CREATED_EMPTY ? undefined : after,
-    changed: true,
-    previous,
-    warnings: [],
-  };
+  return { ok: true, after: after === CREATED_EMPTY ? undefined : after, changed: true, warnings: [] };
 }
 
 const RecordSchema = z.looseObject({ id: z.string(), root: z.optional(z.string()) });

@@ -179,9 +179,7 @@ export async function keptCopies(path: string): Promise<string[]> {
 export interface KeyFlags {
   /** `--api-key KEY` ("" deletes the saved key). */
   apiKey: string | undefined;
-  /** `--api-key-stdin`. */
   apiKeyStdin: boolean;
-  /** `--url`, when given. */
   url: string | undefined;
   dryRun: boolean;
 }
@@ -189,9 +187,7 @@ export interface KeyFlags {
 /** The terminal and stdin, injectable for tests. */
 export interface KeyIo {
   env: Env;
-  /** Whether stdin is a terminal. */
   stdinIsTerminal(): boolean;
-  /** All of stdin. */
   readStdin(): Promise<Uint8Array>;
   /** Asks `question` on the terminal without echoing the answer; undefined when cancelled (Ctrl-C). */
   askHidden(question: string): Promise<string | undefined>;
@@ -202,17 +198,6 @@ export interface KeyIo {
 export type KeyChoice =
   | { ok: true; apiKey?: string; from?: string }
   | { ok: false; error: string };
-
-/** The first line of what came on stdin, without its line end and surrounding blanks. */
-function firstLine(bytes: Uint8Array): string {
-  return new TextDecoder().decode(bytes).split(/\r?\n/)[0].trim();
-}
-
-/** Whether ovcli.conf holds a key saved for `url`'s server (then a terminal is not asked for one). */
-async function savedKeyFor(env: Env, url: string): Promise<boolean> {
-  const saved = await savedConnection(env);
-  return saved.apiKey !== "" && originOf(saved.url) === originOf(url.trim());
-}
 
 /** Chooses the API key install saves, from the flags, stdin, the environment or a hidden prompt. */
 export async function chooseApiKey(flags: KeyFlags, io: KeyIo): Promise<KeyChoice> {
@@ -233,7 +218,7 @@ export async function chooseApiKey(flags: KeyFlags, io: KeyIo): Promise<KeyChoic
   }
   if (flags.apiKeyStdin) {
     if (io.stdinIsTerminal()) return await ask(io, flags.url, true);
-    const key = firstLine(await io.readStdin());
+    const key = new TextDecoder().decode(await io.readStdin()).split(/\r?\n/)[0].trim();
     if (!key) {
       return {
         ok: false,
@@ -244,13 +229,11 @@ export async function chooseApiKey(flags: KeyFlags, io: KeyIo): Promise<KeyChoic
   }
   const fromEnv = io.env.OPENVIKING_API_KEY?.trim();
   if (fromEnv) return { ok: true, apiKey: fromEnv, from: "OPENVIKING_API_KEY" };
-  if (
-    flags.url && flags.url.trim() !== "" && !flags.dryRun && io.stdinIsTerminal() &&
-    !(await savedKeyFor(io.env, flags.url))
-  ) {
-    return await ask(io, flags.url, false);
-  }
-  return { ok: true };
+  if (!flags.url?.trim() || flags.dryRun || !io.stdinIsTerminal()) return { ok: true };
+  // A key saved for that server already: a terminal is not asked for one.
+  const saved = await savedConnection(io.env);
+  if (saved.apiKey !== "" && originOf(saved.url) === originOf(flags.url.trim())) return { ok: true };
+  return await ask(io, flags.url, false);
 }
 
 /** Asks the terminal for the key; `required` when the user asked for it with --api-key-stdin. */

@@ -212,7 +212,6 @@ export type ConfigPlan =
     ok: true;
     after: string | undefined;
     changed: boolean;
-    replaced: BlockOwner | "none";
     warnings: string[];
   }
   | { ok: false; error: string };
@@ -245,9 +244,7 @@ export function planConfigInstall(
   const before = current ?? "";
   const loaded = load(before);
   if (!loaded.ok) return loaded;
-  const owners = loaded.blocks.map((b) => blockInfo(b).owner);
-  const replaced = owners.includes("upstream") ? "upstream" : owners.length ? "ours" : "none";
-  if (replaced === "upstream" && !options.replaceUpstream) {
+  if (loaded.blocks.some((b) => blockInfo(b).owner === "upstream") && !options.replaceUpstream) {
     return {
       ok: false,
       error: "config.toml has the block written by OpenViking's own Kimi plugin installer (node " +
@@ -298,7 +295,7 @@ export function planConfigInstall(
         `${SETTINGS_AFTER_BLOCK}, then run again; nothing was changed.`,
     };
   }
-  return { ok: true, after, changed: after !== before, replaced, warnings: invalidHookKeys(parsed.value) };
+  return { ok: true, after, changed: after !== before, warnings: invalidHookKeys(parsed.value) };
 }
 
 /** Plans uninstall: our block out (OpenViking's only with `removeUpstream`). */
@@ -307,7 +304,7 @@ export function planConfigUninstall(
   options: { removeUpstream?: boolean } = {},
 ): ConfigPlan {
   if (current === undefined) {
-    return { ok: true, after: undefined, changed: false, replaced: "none", warnings: [] };
+    return { ok: true, after: undefined, changed: false, warnings: [] };
   }
   const loaded = load(current);
   if (!loaded.ok) return loaded;
@@ -317,7 +314,7 @@ export function planConfigUninstall(
     "config.toml has a block written by OpenViking's own Kimi plugin installer; it was left in place " +
     "(remove it with OpenViking's `install.sh --harness kimicode --uninstall --yes`)."
   );
-  if (removable.length === 0) return { ok: true, after: current, changed: false, replaced: "none", warnings };
+  if (removable.length === 0) return { ok: true, after: current, changed: false, warnings };
   const after = removeRanges(current, removable.map((i) => i.block));
   const parsed = parseToml(after);
   if (!parsed.ok || !deepEqual(parsed.value, withoutHooks(loaded.doc, removable.flatMap((i) => i.entries)))) {
@@ -333,7 +330,6 @@ export function planConfigUninstall(
     ok: true,
     after: after === "" && created ? undefined : after,
     changed: true,
-    replaced: removable.some((i) => i.owner === "upstream") ? "upstream" : "ours",
     warnings,
   };
 }

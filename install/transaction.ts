@@ -369,19 +369,17 @@ async function keptMode(path: string, change: FileChange): Promise<number> {
   return info?.isFile && info.mode !== null ? info.mode & 0o7777 : 0o600;
 }
 
-/** The step writing one planned change (and its `.bak`). */
+/** The step writing one planned change (and its `.bak`), through a symlink to where it points. */
 export function fileStep(change: FileChange, what: string): Step {
   const { path, before, after } = change;
+  const verb = after === undefined ? "delete" : before === undefined ? "create" : "update";
   return {
-    describe: `${
-      after === undefined ? "delete" : before === undefined ? "create" : "update"
-    } ${path} (${what})`,
+    describe: `${verb} ${path} (${what})`,
     run: async () => {
-      const undos: (() => Promise<void>)[] = [];
+      const swaps: { undo: () => Promise<void>; end: () => Promise<void> }[] = [];
       const undo = async () => {
-        for (const u of [...undos].reverse()) await u();
+        for (const swap of [...swaps].reverse()) await swap.undo();
       };
-      const ends: (() => Promise<void>)[] = [];
       let target = path;
       try {
         const now = await readText(path);
@@ -389,38 +387,23 @@ export function fileStep(change: FileChange, what: string): Step {
           throw new Error(`${path} changed while openviking-kimi was working on it; run the command again.`);
         }
         const bak = before !== undefined && change.backup === "bak" ? `${path}.bak` : undefined;
-        const doing = [
-          ...(bak ? [{ at: bak, text: before }] : []),
-          {
-            at: after === undefined
-              ? path
-              : (target = (await lstat(path))?.isSymlink ? await Deno.realPath(path) : path),
-            text: after,
-          },
-        ];
-        for (const d of doing) {
-          const mode = d.at === target ? await keptMode(target, change) : 0o600;
-          const swap = await swapIn(
-            d.at,
-            d.text === undefined ? undefined : (tmp) => writeText(tmp, d.text!, mode),
-          );
-          undos.push(swap.undo);
-          ends.push(swap.end);
-        }
+        if (bak) swaps.push(await swapIn(bak, (tmp) => writeText(tmp, before!)));
+        if (after !== undefined && (await lstat(path))?.isSymlink) target = await Deno.realPath(path);
+        const mode = await keptMode(target, change);
+        swaps.push(
+          await swapIn(target, after === undefined ? undefined : (tmp) => writeText(tmp, after, mode)),
+        );
         return {
           message: bak ? `${what}: ${path} (previous copy in ${bak})` : `${what}: ${path}`,
           changed: path,
           undo,
-          commit: async () => void (await Promise.all(ends.map((e) => e()))),
+          commit: async () => void (await Promise.all(swaps.map((swap) => swap.end()))),
         };
       } catch (error) {
         await undo().catch(() => {});
         if (!isFsError(error)) throw error;
-        throw new Error(
-          `could not write ${target}${target === path ? "" : ` (${path} links there)`}: ${
-            describeFsError(error)
-          }`,
-        );
+        const via = target === path ? "" : ` (${path} links there)`;
+        throw new Error(`could not write ${target}${via}: ${describeFsError(error)}`);
       }
     },
   };
