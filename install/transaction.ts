@@ -455,10 +455,10 @@ export function fail(out: Output, command: Outcome["command"], message: string):
   return 1;
 }
 
-const noteText = (
-  note: Note,
-  planned: boolean,
-) => (typeof note === "string" ? note : planned ? note.planned : note.done);
+/** Prints the plan's notes, as done or (`planned`) as a dry run says them. */
+function sayNotes(plan: Plan, out: Output, planned = false): void {
+  for (const n of plan.notes) out.info(typeof n === "string" ? n : planned ? n.planned : n.done);
+}
 
 /** Takes the steps in order; when one fails, the ones taken are undone, last first. Returns the error, if any. */
 async function execute(plan: Plan, out: Output): Promise<string | undefined> {
@@ -486,7 +486,7 @@ async function execute(plan: Plan, out: Output): Promise<string | undefined> {
   for (const d of done) finished.push(...((await d.commit?.()) ?? []));
   for (const d of done) if (d.message) out.info(`  ✓ ${d.message}`);
   for (const line of finished) out.info(`  ✓ ${line}`);
-  for (const note of plan.notes) out.info(noteText(note, false));
+  sayNotes(plan, out);
   return undefined;
 }
 
@@ -498,7 +498,7 @@ export async function carryOut(plan: Plan, out: Output, outcome: Outcome): Promi
   }
   if (plan.steps.length === 0) {
     out.info(`${outcome.dryRun ? "Dry run: nothing" : "Nothing"} to change: ${outcome.nothing}`);
-    for (const note of plan.notes) out.info(noteText(note, false));
+    sayNotes(plan, out);
     return 0;
   }
   if (outcome.dryRun) {
@@ -509,7 +509,7 @@ export async function carryOut(plan: Plan, out: Output, outcome: Outcome): Promi
       const diff = unifiedDiff(c.path, show(c.before), show(c.after));
       if (diff) out.info(diff.trimEnd());
     }
-    for (const note of plan.notes) out.info(noteText(note, true));
+    sayNotes(plan, out, true);
     return 0;
   }
   out.info(outcome.start);

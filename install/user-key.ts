@@ -134,33 +134,21 @@ export async function keyToSave(
   if (![account, user].every((id) => ID.test(id))) {
     return { ok: false, error: `${rootKey}; --account and --user take letters, digits and _ . @ - only.` };
   }
-  if (target.dryRun) {
-    return {
-      ok: true,
-      said: [`${rootKey}; install would make or reuse ${named} with it and save that key.`],
-    };
-  }
+  const would = `${rootKey}; install would make or reuse ${named} with it and save that key.`;
+  if (target.dryRun) return { ok: true, said: [would] };
   const made = health.ok ? await makeUserKey(client, account, user) : health;
   if ("key" in made) {
+    const said = `${rootKey}; with it, install ${made.said} and saves that user's key instead.`;
     return {
       ok: true,
       apiKey: made.key,
       from: `the admin API: ${named}`,
-      said: [
-        `${rootKey}; with it, install ${made.said} and saves that user's key instead.${
-          made.after ? ` ${made.after}` : ""
-        }`,
-      ],
+      said: [said + (made.after ? ` ${made.after}` : "")],
     };
   }
-  const advice = adviceFor(made, target.url);
-  return {
-    ok: false,
-    error:
-      `${rootKey}, and no user key could be made with it: ${
-        asSentence(advice.summary)
-      } Nothing was changed. ` +
-      `Fix that and run install again with the root key, or make the key yourself.\n` +
-      manualWay(target.url, account, user),
-  };
+  const why = asSentence(adviceFor(made, target.url).summary);
+  const error =
+    `${rootKey}, and no user key could be made with it: ${why} Nothing was changed. Fix that and run ` +
+    "install again with the root key, or make the key yourself.\n";
+  return { ok: false, error: error + manualWay(target.url, account, user) };
 }
