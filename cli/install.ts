@@ -1,11 +1,9 @@
 /**
- * `openviking-kimi install` / `uninstall`: the parsed flags handed to the run (install/install.ts,
- * install/uninstall.ts). The API key is taken here, at the edge: stdin, the environment, or a hidden prompt.
+ * `openviking-kimi install` / `uninstall`: the parsed flags handed to the run (install/install.ts). The API key is taken here, at the edge: stdin, the environment, or a hidden prompt.
  */
 
 import { defaultContext, fail } from "../install/transaction.ts";
-import { runInstall } from "../install/install.ts";
-import { runUninstall } from "../install/uninstall.ts";
+import { runInstall, runUninstall } from "../install/install.ts";
 import { askHiddenOnTerminal, chooseApiKey } from "../install/ovcli.ts";
 
 /** Flags of `openviking-kimi install`, as cli/commands.ts parses them. */

@@ -27,11 +27,12 @@ export function checkOf(id: string) {
   return { ok: verdict("ok"), info: verdict("info"), warn: verdict("warn"), fail: verdict("fail") };
 }
 
-/** `/health`: OpenViking's says `healthy: true` (or `status: "ok"`) and its version. */
-const HealthReply = z.looseObject({
+/** `/health`: OpenViking's says `healthy: true` (or `status: "ok"`), its version and auth mode. */
+export const HealthReply = z.looseObject({
   healthy: z.optional(z.unknown()),
   status: z.optional(z.unknown()),
   version: z.optional(z.unknown()),
+  auth_mode: z.optional(z.unknown()),
 });
 
 /**

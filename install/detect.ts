@@ -1,8 +1,4 @@
-/**
- * What a Kimi home has registered right now — our config.toml block (or OpenViking's), stray hook entries,
- * the `mcp.json` entry, the `openviking-memory` plugin record and its manifest — and who wrote each. Install,
- * uninstall and doctor all decide from this one picture.
- */
+/** What a Kimi home has registered now and who wrote each: the one picture install, uninstall and doctor use. */
 
 import { readTextIfExists } from "../lib/fs.ts";
 import { type Env, isAbsolutePath, joinPath, kimiHome } from "../lib/paths.ts";

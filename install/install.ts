@@ -1,17 +1,36 @@
 /**
- * `openviking-kimi install`: the connection settings (ovcli.conf), the program the registrations run
- * (program.ts), then the mode's registrations (kimi-home.ts), each mode taking the other out — one plan that
- * transaction.ts checks and carries out all or nothing. Once installed, it asks whether the server answers.
+ * `openviking-kimi install` and `uninstall [--purge]`. Install: the connection settings (ovcli.conf), the
+ * program the registrations run (program.ts), the mode's registrations (kimi-home.ts). Uninstall: exactly what
+ * install added, and with `--purge` what that home and — once no other installed home needs them — every home
+ * shares. Each one plan, carried out all or nothing (transaction.ts).
  */
+
 import { credentialFilePaths, DEFAULT_BASE_URL, loadConfig, originOf } from "../openviking/config.ts";
 import { asSentence } from "../openviking/advice.ts";
-import { dirName, joinPath, openVikingHome } from "../lib/paths.ts";
+import { breakerFiles } from "../openviking/breaker.ts";
+import { QUEUE_SUBDIR, queueSummary, REJECTED_SUBDIR } from "../openviking/queue.ts";
+import { readTextIfExists } from "../lib/fs.ts";
+import { isOurLog } from "../lib/log.ts";
+import {
+  defaultLogPath,
+  dirName,
+  hookStateDir,
+  integrationDir,
+  joinPath,
+  ledgerDir,
+  mcpToolCachePath,
+  openVikingHome,
+  orNoHome,
+  pendingDir,
+  sharedStateDir,
+} from "../lib/paths.ts";
 import { scrub } from "../lib/scrub.ts";
 import { commandName } from "../lib/self.ts";
-import { PLUGIN_ID } from "./spec.ts";
-import { type CredentialArgs, keptCopies, maskSecrets, planOvcli, savedConnection } from "./ovcli.ts";
+import { classifyManifest, PLUGIN_ID } from "./spec.ts";
+import { keptCopies, planOvcli, savedConnection } from "./ovcli.ts";
 import { keyToSave } from "./user-key.ts";
 import { hasUpstream, kimiHomeFor, type KimiState, readKimiState } from "./detect.ts";
+import { parseJson } from "./json-files.ts";
 import {
   carryOut,
   type Context,
@@ -19,15 +38,35 @@ import {
   type FileChange,
   fileStep,
   type InstallOptions,
-  makeDirs,
   newPlan,
   type Plan,
+  planFile,
   readText,
+  removalStep,
 } from "./transaction.ts";
-import { madeDirsStep, planProgram, sweepStep } from "./program.ts";
-import { pathCommand } from "./placement.ts";
+import {
+  homesFile,
+  installedHomes,
+  madeDirs,
+  madeDirsStep,
+  planProgram,
+  sweepStep,
+  versionsDir,
+  versionsUsedBy,
+} from "./program.ts";
+import { commandAt, installedBinaryPath, pathCommand } from "./placement.ts";
 import { serverChecks } from "./check.ts";
-import { planConfigMode, planPluginMode, refreshInstalledPrompt } from "./kimi-home.ts";
+import {
+  kimiFile,
+  planConfigMode,
+  planConfigOut,
+  planConfigSkillRemoval,
+  planPluginMode,
+  planPluginOut,
+  planSystemPromptRemoval,
+  refreshInstalledPrompt,
+  withoutOurs,
+} from "./kimi-home.ts";
 
 /** Why OpenViking's own plugin stands in the way, where it is registered, and the two ways on. */
 function upstreamMessage(state: KimiState): string {
@@ -45,41 +84,8 @@ function upstreamMessage(state: KimiState): string {
 }
 
 /**
- * The key to save: a key given is asked of the server first (user-key.ts: a root key becomes a user key, a
- * refused one stops install); with none given, the saved one stays for its own address (said) and a new
- * address gets none.
- */
-async function keyOf(
-  ctx: Context,
-  creds: CredentialArgs,
-  saved: { url: string; apiKey: string },
-  options: InstallOptions,
-  plan: Plan,
-): Promise<CredentialArgs | string> {
-  const url = creds.url === undefined ? saved.url : creds.url.trim().replace(/\/+$/, "") || DEFAULT_BASE_URL;
-  if (!creds.apiKey) {
-    if (creds.apiKey === undefined && saved.apiKey && originOf(url) === originOf(saved.url)) {
-      plan.notes.push(
-        `API key: the one saved for ${originOf(url)} is kept (to change it: --api-key-stdin).`,
-      );
-    }
-    return creds;
-  }
-  const key = await keyToSave(ctx, { apiKey: creds.apiKey, from: creds.apiKeyFrom ?? "" }, {
-    url,
-    account: creds.account,
-    user: creds.user,
-    dryRun: options.dryRun,
-  });
-  if (!key.ok) return key.error;
-  for (const line of key.said) ctx.out.info(line);
-  return { ...creds, apiKey: key.apiKey, apiKeyFrom: key.from };
-}
-
-/**
- * Plans the shared part: the connection settings given on the command line, saved to ovcli.conf without a
- * backup (it holds the key); once written, the copies earlier installs kept of it (each with the key it
- * replaced) are removed.
+ * Plans the settings given into ovcli.conf (no backup: it holds the key), a key asked of the server first
+ * (user-key.ts); the saved key stays for its own address; the `ovcli.conf.bak.<time>` copies go.
  */
 async function planCredentials(
   ctx: Context,
@@ -91,64 +97,47 @@ async function planCredentials(
   if (!read.ok) return read.error;
   const before = read.text;
   const saved = await savedConnection(ctx.env);
-  const valid = planOvcli(before, options.credentials, path, saved.url);
+  let creds = options.credentials;
+  const valid = planOvcli(before, creds, path, saved.url);
   if (!valid.ok) return valid.error;
-  const creds = await keyOf(ctx, options.credentials, saved, options, plan);
-  if (typeof creds === "string") return creds;
+  const url = creds.url === undefined ? saved.url : creds.url.trim().replace(/\/+$/, "") || DEFAULT_BASE_URL;
+  if (creds.apiKey) {
+    const given = { apiKey: creds.apiKey, from: creds.apiKeyFrom ?? "" };
+    const key = await keyToSave(ctx, given, { ...creds, url, dryRun: options.dryRun });
+    if (!key.ok) return key.error;
+    for (const line of key.said) ctx.out.info(line);
+    creds = { ...creds, apiKey: key.apiKey, apiKeyFrom: key.from };
+  } else if (creds.apiKey === undefined && saved.apiKey && originOf(url) === originOf(saved.url)) {
+    plan.notes.push(`API key: the one saved for ${originOf(url)} is kept (to change it: --api-key-stdin).`);
+  }
   const ov = planOvcli(before, creds, path, saved.url);
   if (!ov.ok) return ov.error;
   if (!ov.changed) return undefined;
-  const change: FileChange = {
-    path,
-    before,
-    after: ov.after,
-    backup: "none",
-    display: maskSecrets,
-    secret: true,
-  };
+  const change: FileChange = { path, before, after: ov.after, backup: "none", secret: true };
   plan.changes.push(change);
-  const ownDir = dirName(path) === openVikingHome(ctx.env);
-  const step = fileStep(
-    change,
-    "connection settings",
-    ownDir ? () => makeDirs(dirName(path)) : undefined,
-  );
+  const step = fileStep(change, "connection settings");
   const copies = await keptCopies(path);
-  const removing = copies.length
-    ? `; remove the ${copies.length} copies of it earlier installs kept (ovcli.conf.bak.<time>), with the keys they replaced`
-    : "";
+  const kept = "earlier installs kept (ovcli.conf.bak.<time>), with the keys they replaced";
+  const removing = copies.length ? `; remove the ${copies.length} copies of it ${kept}` : "";
   plan.steps.push({
-    ...step,
     describe: `${before === undefined ? "create" : "update"} ${path}: ${ov.steps.join(", ")}${removing}`,
     run: async () => {
       const done = await step.run();
-      return {
-        ...done,
-        message: `connection settings saved to ${path}: ${ov.summary.join(", ")}`,
-        commit: async () => {
-          await done.commit?.();
-          const gone = [];
-          for (const copy of copies) {
-            if (await Deno.remove(copy).then(() => true, () => false)) gone.push(copy);
-          }
-          return gone.length
-            ? [
-              `removed ${
-                gone.join(", ")
-              }: copies of ovcli.conf earlier installs kept, with the keys they replaced`,
-            ]
-            : [];
-        },
+      const commit = async () => {
+        await done.commit?.();
+        const gone = [];
+        for (const copy of copies) if (await Deno.remove(copy).then(() => true, () => false)) gone.push(copy);
+        return gone.length
+          ? [`removed ${gone.join(", ")}: copies of ovcli.conf ${kept.replace(/ \(.*\)/, "")}`]
+          : [];
       };
+      return { ...done, message: `connection settings saved to ${path}: ${ov.summary.join(", ")}`, commit };
     },
   });
   return undefined;
 }
 
-/**
- * After an install, whether the server answers: if not, where to start (README's "No server yet?"). The key
- * is doctor's to check (a search), this only asks `/health`.
- */
+/** After an install, whether the server answers (`/health`, and memory's routes take the key); if not, the fix. */
 async function serverNote(ctx: Context): Promise<boolean> {
   const { config } = await loadConfig(ctx.env);
   const checks = await serverChecks(config, ctx.fetch, { quick: true });
@@ -165,47 +154,41 @@ async function serverNote(ctx: Context): Promise<boolean> {
 
 /** Installs in `mode` and returns the exit code. */
 export async function runInstall(ctx: Context, options: InstallOptions): Promise<number> {
+  const refuse = (message: string) => fail(ctx.out, "install", message);
   const mode = options.mode ?? "config";
   const home = kimiHomeFor(ctx.env, options.kimiHome, ctx.cwd);
   const state = await readKimiState(home);
-  if (state.unreadable.length) return fail(ctx.out, "install", state.unreadable[0]);
+  if (state.unreadable.length) return refuse(state.unreadable[0]);
   if (!state.homeExists) {
     ctx.out.info(
       `Kimi Code home ${home} does not exist yet; it ${options.dryRun ? "would" : "will"} be created (is ` +
         "Kimi Code installed? `npm install -g @moonshot-ai/kimi-code`, or pass --kimi-home).",
     );
   }
-  if (hasUpstream(state) && !options.yes) return fail(ctx.out, "install", upstreamMessage(state));
+  if (hasUpstream(state) && !options.yes) return refuse(upstreamMessage(state));
   if (mode === "plugin" && ctx.self.kind !== "compiled" && ctx.os === "windows") {
-    return fail(
-      ctx.out,
-      "install",
+    return refuse(
       "plugin mode from a source checkout needs a POSIX shell for its launcher; on Windows use a " +
         "release binary (openviking-kimi.exe install --mode plugin) or --mode config.",
     );
   }
-  const plan = newPlan(ctx.now);
+  const plan = newPlan();
   const credentials = await planCredentials(ctx, options, plan);
-  if (credentials) return fail(ctx.out, "install", credentials);
+  if (credentials) return refuse(credentials);
   const program = await planProgram(ctx, mode, home, plan);
-  if (typeof program === "string") return fail(ctx.out, "install", program);
+  if (typeof program === "string") return refuse(program);
   const problem = mode === "config"
     ? await planConfigMode(options, ctx, state, program, plan)
     : await planPluginMode(ctx, options, state, program, plan);
-  if (problem) return fail(ctx.out, "install", problem);
+  if (problem) return refuse(problem);
   if (program.note) plan.notes.push(program.note);
-  const sweep = plan.steps.length
-    ? await sweepStep(ctx.env, { keep: program.keep, kimiHome: home })
-    : undefined;
-  if (sweep) plan.steps.push(sweep);
-  const made = plan.steps.length
-    ? await madeDirsStep(ctx.env, [
-      home,
-      dirName(pathCommand(ctx.env, ctx.os) ?? home),
-      openVikingHome(ctx.env),
-    ])
-    : undefined;
-  if (made) plan.steps.unshift(made);
+  if (plan.steps.length) {
+    const sweep = await sweepStep(ctx.env, { keep: program.keep, kimiHome: home });
+    if (sweep) plan.steps.push(sweep);
+    const dirs = [home, dirName(pathCommand(ctx.env, ctx.os) ?? home), openVikingHome(ctx.env)];
+    const made = await madeDirsStep(ctx.env, dirs);
+    if (made) plan.steps.unshift(made);
+  }
   const code = await carryOut(plan, ctx.out, {
     command: "install",
     dryRun: options.dryRun,
@@ -223,4 +206,205 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
     await refreshInstalledPrompt(ctx, joinPath(state.paths.managedDir, PLUGIN_ID), answers);
   }
   return code;
+}
+
+/** Whether something is at `path`. */
+function exists(path: string): Promise<boolean> {
+  return Deno.lstat(path).then(() => true, () => false);
+}
+
+/** The log and queues `--purge` deletes (a log only when every line is ours, a queue only when empty). */
+async function purgeableData(ctx: Context, plan: Plan): Promise<string[]> {
+  const out = [defaultLogPath(ctx.env)];
+  const configured = (await loadConfig(ctx.env, ctx.cwd)).config.debugLogPath;
+  if (configured && configured !== out[0]) {
+    const text = await readTextIfExists(configured).catch(() => undefined);
+    if (text !== undefined && isOurLog(text)) out.push(configured);
+    else if (text !== undefined) {
+      plan.notes.push(`Kept: ${configured} (the configured log) holds lines not ours.`);
+    }
+  }
+  const cmd = commandName(ctx.env);
+  const queues = [
+    [
+      QUEUE_SUBDIR,
+      "queued write(s)",
+      " not yet delivered",
+      "Install again and the next session start replays them (or run " + `"${cmd} replay")`,
+    ],
+    [
+      REJECTED_SUBDIR,
+      "write(s) OpenViking refused",
+      "",
+      `Once the server takes them, install again and run "${cmd} replay --rejected"`,
+    ],
+  ];
+  for (const [sub, what, state, then] of queues) {
+    const dir = joinPath(pendingDir(ctx.env), sub);
+    const waiting = await queueSummary(pendingDir(ctx.env), sub).catch(() => undefined);
+    if (waiting?.entries === 0) out.push(dir);
+    else if (waiting) {
+      const messages = waiting.sessions.reduce((n, x) => n + x.messages, 0);
+      plan.notes.push(
+        `Kept: ${waiting.entries} ${what} (${messages} message(s) of ${waiting.sessions.length} session(s))` +
+          `${state}, in ${dir}. ${then}; to drop them, delete that directory.`,
+      );
+    }
+  }
+  return out;
+}
+
+/** Plans our part out of the home's `.bak` copies (a `.bak` left with nothing but the file goes), and no new `.bak`. */
+async function planBackupsClean(state: KimiState, plan: Plan): Promise<void> {
+  for (const kind of ["config", "mcp", "registry"] as const) {
+    const [path, now] = kimiFile(state, kind);
+    const change = plan.changes.find((c) => c.path === path);
+    if (change) change.backup = "none";
+    const bak = `${path}.bak`;
+    const text = await readTextIfExists(bak).catch(() => undefined);
+    const cleaned = text === undefined ? undefined : withoutOurs(kind, text);
+    if (!cleaned?.changed) continue;
+    const left = cleaned.after === (change ? change.after : now) ? undefined : cleaned.after;
+    const what = left === undefined
+      ? "backup deleted (nothing in it but our part and what the file holds)"
+      : "our part taken out of a backup";
+    planFile(plan, bak, text, left, what, "none");
+  }
+}
+
+/** What every installed home shares and is there: executable, state, ledger, log, queue, caches, breakers, command. */
+async function sharedTargets(ctx: Context, plan: Plan): Promise<string[]> {
+  const command = pathCommand(ctx.env, ctx.os);
+  const targets = [
+    dirName(installedBinaryPath(ctx.env, ctx.os)),
+    hookStateDir(ctx.env),
+    ledgerDir(ctx.env),
+    ...await purgeableData(ctx, plan),
+    mcpToolCachePath(ctx.env),
+    ...await breakerFiles(orNoHome(() => sharedStateDir(ctx.env)) ?? ""),
+    // Session start's stamp (memory/ledger-entry.ts HOUSEKEEPING_STAMP).
+    joinPath(sharedStateDir(ctx.env), "kimicode-housekeeping.json"),
+    // The extraction alarm and what each workspace's commits made (memory/extraction.ts).
+    joinPath(sharedStateDir(ctx.env), "kimicode-extraction-alarm.json"),
+    joinPath(sharedStateDir(ctx.env), "kimicode-made.json"),
+    ...(command && (await commandAt(command, ctx.env)).kind === "ours" ? [command] : []),
+  ];
+  const there = await Promise.all(targets.map(exists));
+  return targets.filter((_, i) => there[i]);
+}
+
+/** Plans `--purge`: the plugin directory, `.bak` copies, unused versions, and the shared part unless another home needs it. */
+async function planPurge(ctx: Context, state: KimiState, plugin: boolean, plan: Plan): Promise<void> {
+  const targets: string[] = [];
+  const managed = joinPath(state.paths.managedDir, PLUGIN_ID);
+  if (plugin && (state.plugin?.owner !== "upstream" && state.plugin?.owner !== "other")) {
+    // Ours by the rule detect and doctor use (its hooks run bin/openviking-kimi), or no manifest left at all.
+    const text = await readTextIfExists(joinPath(managed, "kimi.plugin.json")).catch(() => undefined);
+    const manifest = text === undefined ? undefined : parseJson(text);
+    const ours = !manifest || (manifest.ok && classifyManifest(manifest.value) === "ours");
+    if (ours && await exists(managed)) targets.push(managed);
+  }
+  await planBackupsClean(state, plan);
+  const others = await installedHomes(ctx.env, state.paths.home);
+  const shared = await sharedTargets(ctx, plan);
+  const inUse = others.length ? await versionsUsedBy(ctx.env, others) : [];
+  if (others.length === 0) targets.push(...shared);
+  else if (inUse.length || shared.length) plan.notes.push(keptForOthers(others, [...inUse, ...shared]));
+  for (const t of targets) plan.steps.push(removalStep(t, `delete ${t}`, `removed ${t}`));
+  const sweep = await sweepStep(ctx.env, { kimiHome: state.paths.home });
+  if (sweep) plan.steps.push(sweep);
+  const kept = await keptShared(ctx);
+  if (kept.length) plan.notes.push(`Kept: ${kept.join(" and ")}.`);
+  if (plan.steps.length === 0) return;
+  const integration = integrationDir(ctx.env);
+  plan.steps.push({
+    describe: `delete the directories left empty (${state.paths.managedDir}, ${integration})`,
+    run: () =>
+      Promise.resolve({
+        // At the end, once what was in them is gone (the sweep keeps the copies still in use); each only when
+        // left empty.
+        commit: async () => {
+          const env = ctx.env;
+          const dirs = targets.includes(managed)
+            ? [state.paths.managedDir, dirName(state.paths.managedDir)]
+            : [];
+          if (others.length === 0) {
+            dirs.push(dirName(ledgerDir(env)), dirName(hookStateDir(env)), dirName(defaultLogPath(env)));
+            dirs.push(pendingDir(env), sharedStateDir(env), versionsDir(env));
+          }
+          for (const dir of dirs) await Deno.remove(dir).catch(() => {});
+          if (others.length || (await exists(versionsDir(env)))) return;
+          await Deno.remove(homesFile(env)).catch(() => {});
+          const made = await madeDirs(env);
+          for (const dir of [integration, dirName(integration)]) await Deno.remove(dir).catch(() => {});
+          await made();
+        },
+      }),
+  });
+}
+
+/** What `--purge` leaves of OpenViking's own files, in words: ovcli.conf and other clients' queue files, when there. */
+async function keptShared(ctx: Context): Promise<string[]> {
+  const ovcli = credentialFilePaths(ctx.env).cli;
+  const pending = pendingDir(ctx.env);
+  const ours = [QUEUE_SUBDIR, REJECTED_SUBDIR];
+  const others = await Array.fromAsync(Deno.readDir(pending), (e) => e.name).catch(() => [] as string[]);
+  return [
+    ...(await exists(ovcli) ? [ovcli] : []),
+    ...(others.some((n) => !ours.includes(n))
+      ? [`the queue files of OpenViking's other clients in ${pending}`]
+      : []),
+  ];
+}
+
+/** The note naming what is kept because Kimi homes other than this one still have openviking-kimi. */
+function keptForOthers(others: string[], kept: string[]): string {
+  return `Kept for the Kimi home${others.length > 1 ? "s" : ""} still installed (${others.join(", ")}): ${
+    kept.join(", ")
+  }; purging the last one removes them.`;
+}
+
+/** What a plain uninstall leaves for `--purge`, in words (what other installed homes share named as kept). */
+async function keptFiles(ctx: Context, state: KimiState, plugin: boolean): Promise<string | undefined> {
+  const shared: string[] = [];
+  if (await exists(installedBinaryPath(ctx.env, ctx.os))) {
+    shared.push(`the executable ${installedBinaryPath(ctx.env, ctx.os)}`);
+  }
+  if (await exists(versionsDir(ctx.env))) shared.push(`the program copies in ${versionsDir(ctx.env)}`);
+  const command = pathCommand(ctx.env, ctx.os);
+  if (command && (await commandAt(command, ctx.env)).kind === "ours") shared.push(`the command ${command}`);
+  const others = await installedHomes(ctx.env, state.paths.home);
+  const kept = others.length ? [] : shared;
+  const managed = joinPath(state.paths.managedDir, PLUGIN_ID);
+  if (plugin && state.plugin?.owner === "ours" && (await exists(managed))) {
+    kept.push(`the plugin directory ${managed}`);
+  }
+  const lines = [
+    ...(kept.length ? [`Files kept (remove them with --purge): ${kept.join(", ")}.`] : []),
+    ...(others.length && shared.length ? [keptForOthers(others, shared)] : []),
+  ];
+  return lines.length ? lines.join("\n") : undefined;
+}
+
+/** Uninstalls and returns the exit code. */
+export async function runUninstall(ctx: Context, options: InstallOptions): Promise<number> {
+  const { out } = ctx;
+  const home = kimiHomeFor(ctx.env, options.kimiHome, ctx.cwd);
+  const state = await readKimiState(home);
+  if (state.unreadable.length) return fail(out, "uninstall", state.unreadable[0]);
+  const plan = newPlan();
+  const plugin = options.mode !== "config";
+  const problem = (options.mode !== "plugin" ? planConfigOut(state, plan, false) : undefined) ??
+    (plugin ? planPluginOut(ctx, state, plan, false) : undefined);
+  if (problem) return fail(out, "uninstall", problem);
+  if (options.mode !== "plugin") await planConfigSkillRemoval(state, plan);
+  if (plugin) await planSystemPromptRemoval(state, plan);
+  if (options.purge) await planPurge(ctx, state, plugin, plan);
+  return await carryOut(plan, out, {
+    command: "uninstall",
+    dryRun: options.dryRun,
+    start: `Removing openviking-kimi from ${home}`,
+    done: options.purge ? undefined : await keptFiles(ctx, state, plugin),
+    nothing: `nothing of openviking-kimi is registered in ${home}.`,
+  });
 }

@@ -1,15 +1,12 @@
 /**
- * Kimi's JSON files edited in their text: our `mcpServers.openviking` in `mcp.json` and our record in
- * `plugins/installed.json`, and a JSON edit for ovcli.conf. jsonc-parser finds where each value is; an edit
- * changes only that member's span (inserted after its last sibling in their layout, replaced in place, or
- * removed with its comma), so a BOM, CRLF, escapes like `\u00e9`, numbers as written and every other byte
- * stay; removing what was inserted gives the bytes back. Text `JSON.parse` refuses is refused. Pure.
+ * Kimi's JSON files edited in their text (jsonc-parser finds the span; the edit is ours, laid out like the
+ * siblings), so every other byte stays and removing what was inserted gives the bytes back. Pure.
  */
 
 import { findNodeAtLocation, type Node, parseTree } from "jsonc-parser";
 import * as z from "zod/mini";
 import { deepEqual, isRecord } from "../lib/parsed.ts";
-import { classifyMcpEntry, MCP_SERVER_NAME, type McpEntry, type McpOwner, PLUGIN_ID } from "./spec.ts";
+import { classifyMcpEntry, MCP_SERVER_NAME, type McpEntry, PLUGIN_ID } from "./spec.ts";
 
 type Refusal = { ok: false; error: string };
 
@@ -169,7 +166,7 @@ export function editJson(text: string, path: (string | number)[], value: unknown
 
 /** A planned change of mcp.json. */
 export type JsonPlan =
-  | { ok: true; after: string | undefined; changed: boolean; previous: McpOwner; warnings: string[] }
+  | { ok: true; after: string | undefined; changed: boolean; warnings: string[] }
   | Refusal;
 
 /** The file install creates when there is none, without our entry: uninstall deletes it again. */
@@ -236,12 +233,12 @@ export function planMcpInstall(
     };
   }
   if (previous !== "absent" && deepEqual(loaded.entry, entry)) {
-    return { ok: true, after: current, changed: false, previous, warnings: [] };
+    return { ok: true, after: current, changed: false, warnings: [] };
   }
   const after = loaded.text === ""
     ? `${JSON.stringify({ mcpServers: { [MCP_SERVER_NAME]: entry } }, null, 2)}\n`
     : editJson(loaded.text, ["mcpServers", MCP_SERVER_NAME], { ...entry });
-  return { ok: true, after, changed: after !== current, previous, warnings: [] };
+  return { ok: true, after, changed: after !== current, warnings: [] };
 }
 
 /** Plans our entry out of mcp.json (someone else's stays; OpenViking's goes only with `removeUpstream`). */
@@ -256,16 +253,10 @@ export function planMcpUninstall(
     const warnings = previous === "absent"
       ? []
       : [`mcp.json's "${MCP_SERVER_NAME}" server was not written by openviking-kimi; it was left in place.`];
-    return { ok: true, after: current, changed: false, previous, warnings };
+    return { ok: true, after: current, changed: false, warnings };
   }
   const after = editJson(loaded.text, ["mcpServers", MCP_SERVER_NAME], undefined);
-  return {
-    ok: true,
-    after: after === CREATED_EMPTY ? undefined : after,
-    changed: true,
-    previous,
-    warnings: [],
-  };
+  return { ok: true, after: after === CREATED_EMPTY ? undefined : after, changed: true, warnings: [] };
 }
 
 const RecordSchema = z.looseObject({ id: z.string(), root: z.optional(z.string()) });

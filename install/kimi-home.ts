@@ -1,8 +1,7 @@
 /**
- * What install writes into a Kimi home, per mode. Config mode: our block in `config.toml`, our
- * `mcpServers.openviking` in `mcp.json`, the memory skill. Plugin mode: the plugin directory (its manifest,
- * `bin/`, memory's files) placed whole under `plugins/managed`, and its record in `plugins/installed.json`.
- * Each mode takes the other out first; the one `.bak` rule for Kimi's files.
+ * What install writes into a Kimi home, per mode, and what takes each mode out again (install's switch and
+ * uninstall share it). Config mode: our block in `config.toml`, `mcpServers.openviking` in `mcp.json`, the
+ * memory skill. Plugin mode: the plugin directory placed whole under `plugins/managed`, its registry record.
  */
 
 import type { KimiState } from "./detect.ts";
@@ -15,22 +14,21 @@ import {
 } from "./json-files.ts";
 import { configCommandPrefix, configMcpEntry, type OsFamily, sameBytes } from "./placement.ts";
 import { hooksRun, type Program } from "./program.ts";
-import { EXECUTABLE_NAME, hookEntries, type HookEntry, MCP_SERVER_NAME, PLUGIN_ID } from "./spec.ts";
+import { EXECUTABLE_NAME, hookEntries, MCP_SERVER_NAME, PLUGIN_ID } from "./spec.ts";
 import { outsideHooksProblem, planConfigInstall, planConfigUninstall } from "./toml-block.ts";
 import {
-  attempt,
   checkCreatable,
   type Context,
   type InstallOptions,
-  makeDirs,
   type Plan,
   planFile,
   removalStep,
-  type Step,
-  swapIn,
+  swapStep,
+  type TreeFile,
+  writeTree,
 } from "./transaction.ts";
 import { SYSTEM_PROMPT_FILE } from "../kimi/plugin-root.ts";
-import { readTextIfExists, writeFileAtomic } from "../lib/fs.ts";
+import { readTextIfExists } from "../lib/fs.ts";
 import { dirName, joinPath } from "../lib/paths.ts";
 import { VERSION } from "../lib/version.ts";
 import {
@@ -44,25 +42,9 @@ import {
 import { refreshPromptFile, systemPromptText } from "../memory/system-prompt.ts";
 import { loadConfig } from "../openviking/config.ts";
 
-/** A plugin manifest as we write it. */
-export interface Manifest {
-  name: string;
-  version: string;
-  description: string;
-  keywords: string[];
-  interface: { displayName: string; shortDescription: string };
-  hooks: HookEntry[];
-  mcpServers: Record<string, { command: string; args: string[] }>;
-  /** The memory files (pluginMemoryFiles): the system prompt, the skill, the commands. */
-  systemPromptPath: string;
-  skills: string;
-  commands: string;
-}
-
 /** The manifest for a plugin whose executable is `bin/openviking-kimi[.exe]` under the plugin root. */
-export function renderManifest(os: OsFamily): Manifest {
-  const hookPrefix = os === "windows" ? `.\\bin\\${EXECUTABLE_NAME}.exe` : `./bin/${EXECUTABLE_NAME}`;
-  const mcpCommand = os === "windows" ? `./bin/${EXECUTABLE_NAME}.exe` : `./bin/${EXECUTABLE_NAME}`;
+export function renderManifest(os: OsFamily) {
+  const exe = os === "windows" ? `${EXECUTABLE_NAME}.exe` : EXECUTABLE_NAME;
   return {
     name: PLUGIN_ID,
     version: VERSION,
@@ -74,9 +56,11 @@ export function renderManifest(os: OsFamily): Manifest {
       displayName: "OpenViking Memory",
       shortDescription: "Recall and capture long-term memory through OpenViking",
     },
-    hooks: hookEntries(hookPrefix),
-    mcpServers: { [MCP_SERVER_NAME]: { command: mcpCommand, args: ["mcp"] } },
-    ...memoryManifestFields(),
+    hooks: hookEntries(os === "windows" ? `.\\bin\\${exe}` : `./bin/${exe}`),
+    mcpServers: { [MCP_SERVER_NAME]: { command: `./bin/${exe}`, args: ["mcp"] } },
+    systemPromptPath: `./${SYSTEM_PROMPT_FILE}`,
+    skills: "./skills",
+    commands: "./commands",
   };
 }
 
@@ -85,144 +69,144 @@ export function manifestText(os: OsFamily): string {
   return `${JSON.stringify(renderManifest(os), null, 2)}\n`;
 }
 
-/** A file of the plugin directory. */
-export interface PluginFile {
-  /** Path relative to the plugin root, with "/". */
-  path: string;
-  /** Content, or a file to copy. */
-  content: string | { copyFrom: string };
-  mode: number;
-}
-
-/** The outcome of placing the plugin directory. */
-export interface Placement {
-  root: string;
-  /** Where the directory it replaced was kept (only when it was not ours). */
-  keptPrevious?: string;
-  /** With `deferRemoval`: where the replaced directory waits (the caller removes it, or puts it back). */
-  previous?: string;
-  replaced: boolean;
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.lstat(path);
-    return true;
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return false;
-    throw error;
-  }
-}
-
-/**
- * Builds the plugin directory in a staging directory next to the target and renames it into place, so Kimi
- * sees the old complete plugin or the new complete plugin. The replaced directory is deleted, or kept as
- * `<id>.replaced-<time>` when `keepPrevious` (it was not ours); `deferRemoval` leaves deleting it to the
- * caller (so a failed install can put it back).
- */
-export async function placePluginDir(
-  managedDir: string,
-  files: readonly PluginFile[],
-  options: { keepPrevious?: boolean; now?: Date; deferRemoval?: boolean } = {},
-): Promise<Placement> {
-  await Deno.mkdir(managedDir, { recursive: true, mode: 0o700 });
-  const target = joinPath(managedDir, PLUGIN_ID);
-  const staging = await Deno.makeTempDir({ dir: managedDir, prefix: `.${PLUGIN_ID}-staging-` });
-  try {
-    for (const f of files) {
-      const path = joinPath(staging, f.path);
-      await Deno.mkdir(path.slice(0, path.lastIndexOf("/")), { recursive: true, mode: 0o700 });
-      if (typeof f.content === "string") await Deno.writeTextFile(path, f.content, { mode: f.mode });
-      else await Deno.copyFile(f.content.copyFrom, path);
-      if (Deno.build.os !== "windows") await Deno.chmod(path, f.mode);
-    }
-    if (Deno.build.os !== "windows") await Deno.chmod(staging, 0o700);
-    const replaced = await exists(target);
-    let aside: string | undefined;
-    if (replaced) {
-      aside = options.keepPrevious
-        ? `${target}.replaced-${(options.now ?? new Date()).toISOString().replace(/[:.]/g, "-")}`
-        : `${joinPath(managedDir, `.${PLUGIN_ID}-old-`)}${crypto.randomUUID().slice(0, 8)}`;
-      await Deno.rename(target, aside);
-    }
-    try {
-      await Deno.rename(staging, target);
-    } catch (error) {
-      if (aside) await Deno.rename(aside, target).catch(() => {});
-      throw error;
-    }
-    if (aside && !options.keepPrevious && !options.deferRemoval) {
-      await Deno.remove(aside, { recursive: true }).catch(() => {});
-    }
-    return {
-      root: target,
-      replaced,
-      keptPrevious: options.keepPrevious ? aside : undefined,
-      previous: options.deferRemoval ? aside : undefined,
-    };
-  } catch (error) {
-    await Deno.remove(staging, { recursive: true }).catch(() => {});
-    throw error;
-  }
-}
-
-/** Plans removing our record from plugins/installed.json; returns why it cannot, or undefined. */
-export function planUnregister(plan: Plan, state: KimiState, what: string): string | undefined {
-  const reg = planRegistryUninstall(state.registryText);
-  if (!reg.ok) return reg.error;
-  const backup = backupFor("registry", state.registryText, state.plugin?.owner === "ours");
-  planFile(plan, state.paths.registry, state.registryText, reg.after, what, backup);
-  return undefined;
-}
-
-/** Plans taking config mode out before plugin mode goes in: our block, and our `mcp.json` entry. */
-function planLeaveConfigMode(options: InstallOptions, state: KimiState, plan: Plan): string | undefined {
-  const cfg = planConfigUninstall(state.configText, { removeUpstream: options.yes });
-  if (!cfg.ok) return cfg.error;
-  if (cfg.changed) {
-    const what = "config-mode hooks removed (switching to plugin mode)";
-    planFile(
-      plan,
-      state.paths.config,
-      state.configText,
-      cfg.after,
-      what,
-      backupFor("config", state.configText),
-    );
-  }
-  const outside = outsideHooksProblem(state.strayHooks, state.upstreamHooks);
-  if (outside) return outside;
-  const mcp = planMcpUninstall(state.mcpText, { removeUpstream: options.yes });
-  if (!mcp.ok) return mcp.error;
-  if (mcp.changed) {
-    const what = "config-mode MCP entry removed (the plugin declares it)";
-    planFile(plan, state.paths.mcp, state.mcpText, mcp.after, what, backupFor("mcp", state.mcpText));
-  }
-  return undefined;
-}
-
-/** The files of the plugin directory: its manifest, its `bin/` (the binary, or a program copy's launcher), memory's. */
-function pluginFiles(ctx: Context, program: Program): PluginFile[] {
+/** The memory files of the plugin directory, as install places them (the profile is filled in after). */
+export function pluginMemoryFiles(): TreeFile[] {
   return [
-    { path: "kimi.plugin.json", content: manifestText(ctx.os), mode: 0o600 },
-    ...pluginMemoryFiles(),
-    program.pluginBin,
+    {
+      path: SYSTEM_PROMPT_FILE,
+      content: systemPromptText({ kind: "unknown" }, { redact: true, profileTokenBudget: 0 }),
+      mode: 0o600,
+    },
+    { path: `skills/${SKILL_NAME}/SKILL.md`, content: skillText("plugin"), mode: 0o600 },
+    ...COMMANDS.map((c) => ({
+      path: `commands/${c.name}.md`,
+      content: commandText("plugin", c),
+      mode: 0o600,
+    })),
   ];
 }
 
+/** Which of Kimi's files: `config.toml`, `mcp.json` or `plugins/installed.json`. */
+export type KimiFile = "config" | "mcp" | "registry";
+
+/** `text` of `file` with our part taken out: whether there was one, and what is left (undefined: nothing). */
+export function withoutOurs(file: KimiFile, text: string): { changed: boolean; after?: string } {
+  const plan = { config: planConfigUninstall, mcp: planMcpUninstall, registry: planRegistryUninstall }[file];
+  const out = plan(text);
+  return out.ok ? { changed: out.changed, after: out.after } : { changed: false };
+}
+
 /**
- * Whether the plugin directory holds these files already, byte for byte and with their modes (then it is not
- * placed again).
+ * The backup a change of `file` keeps, given its text before: `none` when all of it is ours, else `bak`.
+ * `recordIsOurs`: the registry's `openviking-memory` record is proven ours (not just our id).
  */
-async function pluginInPlace(root: string, files: PluginFile[]): Promise<boolean> {
+export function backupFor(file: KimiFile, before: string | undefined, recordIsOurs = true): "bak" | "none" {
+  if (before === undefined || (file === "registry" && !recordIsOurs)) return "bak";
+  const out = withoutOurs(file, before);
+  return out.changed && out.after === undefined ? "none" : "bak";
+}
+
+/** One of Kimi's three files of a home: its path and its text as read. */
+export function kimiFile(state: KimiState, file: KimiFile): readonly [string, string | undefined] {
+  const { config, mcp, registry } = state.paths;
+  return ({
+    config: [config, state.configText],
+    mcp: [mcp, state.mcpText],
+    registry: [registry, state.registryText],
+  } as const)[file];
+}
+
+/** Plans a change of one of Kimi's three files, keeping a `.bak` unless all of it was ours. */
+function planKimiFile(plan: Plan, state: KimiState, file: KimiFile, after: string | undefined, what: string) {
+  const [path, before] = kimiFile(state, file);
+  planFile(plan, path, before, after, what, backupFor(file, before, state.plugin?.owner === "ours"));
+}
+
+/** Plans config mode out: our block and `mcp.json` entry (OpenViking's too with `removeUpstream`). */
+export function planConfigOut(
+  state: KimiState,
+  plan: Plan,
+  switching: boolean,
+  removeUpstream = false,
+): string | undefined {
+  const cfg = planConfigUninstall(state.configText, { removeUpstream });
+  if (!cfg.ok) return cfg.error;
+  const mcp = planMcpUninstall(state.mcpText, { removeUpstream });
+  if (!mcp.ok) return mcp.error;
+  if (switching) {
+    const outside = outsideHooksProblem(state.strayHooks, state.upstreamHooks);
+    if (outside) return outside;
+  } else if (state.strayHooks.length) {
+    plan.notes.push(
+      `Note: config.toml still has openviking-kimi [[hooks]] outside the marked block (${
+        state.strayHooks.map((h) => h.command).join("; ")
+      }); delete those [[hooks]] tables by hand.`,
+    );
+  }
+  const [hooks, server] = switching
+    ? [
+      "config-mode hooks removed (switching to plugin mode)",
+      "config-mode MCP entry removed (the plugin declares it)",
+    ]
+    : ["hooks removed", 'MCP server "openviking" removed'];
+  if (cfg.changed) planKimiFile(plan, state, "config", cfg.after, hooks);
+  if (mcp.changed) planKimiFile(plan, state, "mcp", mcp.after, server);
+  plan.notes.push(...[...cfg.warnings, ...mcp.warnings].map((w) => `Note: ${w}`));
+  return undefined;
+}
+
+/** Whether two paths name one directory (separators and a trailing one aside). */
+function samePath(a: string, b: string): boolean {
+  const norm = (p: string) => p.replaceAll("\\", "/").replace(/\/+$/, "");
+  return norm(a) === norm(b);
+}
+
+/** Plans plugin mode out: our record; switching, our plugin directory (only in Kimi's managed place) and OpenViking's disabled. */
+export function planPluginOut(
+  ctx: Context,
+  state: KimiState,
+  plan: Plan,
+  switching: boolean,
+): string | undefined {
+  const { plugin } = state;
+  if (state.registryError && state.registryText !== undefined) {
+    plan.notes.push(`Note: ${state.registryError}`);
+  } else if (plugin?.owner === "ours" || plugin?.owner === "missing") {
+    const reg = planRegistryUninstall(state.registryText);
+    if (!reg.ok) return reg.error;
+    const what = switching
+      ? "plugin-mode registration removed (switching to config mode)"
+      : `plugin "${PLUGIN_ID}" unregistered`;
+    planKimiFile(plan, state, "registry", reg.after, what);
+    const root = joinPath(state.paths.managedDir, PLUGIN_ID);
+    if (switching && plugin.owner === "ours" && samePath(plugin.root, root)) {
+      plan.steps.push(
+        removalStep(root, `delete the plugin directory ${root}`, `plugin directory removed: ${root}`, true),
+      );
+    }
+  } else if (plugin?.owner === "upstream" && !switching) {
+    plan.notes.push(
+      `Note: the "${PLUGIN_ID}" plugin registered in Kimi is OpenViking's own one; left in place.`,
+    );
+  } else if (plugin?.owner === "upstream" && plugin.enabled) {
+    const reg = planRegistryDisable(state.registryText, ctx.now);
+    if (!reg.ok) return reg.error;
+    const what = "OpenViking's own plugin disabled (`/plugins enable openviking-memory` turns it back on)";
+    planFile(plan, state.paths.registry, state.registryText, reg.after, what);
+  }
+  return undefined;
+}
+
+/** Whether the plugin directory holds `files` already, byte for byte and with their modes. */
+async function pluginInPlace(root: string, files: TreeFile[]): Promise<boolean> {
   for (const f of files) {
     const path = joinPath(root, f.path);
     const mode = await Deno.stat(path).then((i) => i.mode, () => null);
     if (mode === null || (mode !== undefined && Deno.build.os !== "windows" && (mode & 0o777) !== f.mode)) {
       return false;
     }
-    if (typeof f.content !== "string") {
-      if (!(await sameBytes(path, f.content.copyFrom))) return false; // a binary: compared as it streams
+    if (typeof f.content === "object" && "copyFrom" in f.content) {
+      if (!(await sameBytes(path, f.content.copyFrom))) return false;
       continue;
     }
     const now = await readTextIfExists(path).catch(() => undefined);
@@ -232,43 +216,7 @@ async function pluginInPlace(root: string, files: PluginFile[]): Promise<boolean
   return true;
 }
 
-/**
- * Plans placing the plugin directory at `root` whole, unless ours is there with these files already;
- * returns whether it is placed.
- */
-async function planPluginDir(
-  ctx: Context,
-  state: KimiState,
-  root: string,
-  program: Program,
-  plan: Plan,
-): Promise<boolean> {
-  const manifestPath = joinPath(root, "kimi.plugin.json");
-  const files = pluginFiles(ctx, program);
-  const placing = state.plugin?.owner !== "ours" || !(await pluginInPlace(root, files));
-  if (!placing) return false;
-  // Shown in dry runs only: the directory itself is placed whole by the step below.
-  plan.changes.push({
-    path: manifestPath,
-    before: await readTextIfExists(manifestPath).catch(() => undefined),
-    after: manifestText(ctx.os),
-    backup: "bak",
-    displayOnly: true,
-  });
-  const keepPrevious = state.plugin?.owner === "upstream" || state.plugin?.owner === "other";
-  const bin = program.pluginBin.path.slice("bin/".length);
-  plan.steps.push(
-    placeStep(
-      state.paths.managedDir,
-      files,
-      { keepPrevious, now: ctx.now },
-      `place the plugin directory ${root} (kimi.plugin.json, bin/${bin})`,
-    ),
-  );
-  return true;
-}
-
-/** Plans plugin mode: config mode out, the plugin directory placed whole, its registry record. */
+/** Plans plugin mode: config mode out, the plugin directory placed whole (unless in place), its record. */
 export async function planPluginMode(
   ctx: Context,
   options: InstallOptions,
@@ -277,114 +225,58 @@ export async function planPluginMode(
   plan: Plan,
 ): Promise<string | undefined> {
   if (state.registryError) return state.registryError;
-  const leave = planLeaveConfigMode(options, state, plan);
+  const leave = planConfigOut(state, plan, true, options.yes);
   if (leave) return leave;
   await planConfigSkillRemoval(state, plan);
   const root = joinPath(state.paths.managedDir, PLUGIN_ID);
-  const placing = await planPluginDir(ctx, state, root, program, plan);
+  const manifest = joinPath(root, "kimi.plugin.json");
+  const files = [
+    { path: "kimi.plugin.json", content: manifestText(ctx.os), mode: 0o600 },
+    ...pluginMemoryFiles(),
+    program.pluginBin,
+  ];
+  const placing = state.plugin?.owner !== "ours" || !(await pluginInPlace(root, files));
+  if (placing) {
+    // Shown in dry runs only: the step below places the directory whole.
+    const before = await readTextIfExists(manifest).catch(() => undefined);
+    plan.changes.push({
+      path: manifest,
+      before,
+      after: manifestText(ctx.os),
+      backup: "bak",
+      displayOnly: true,
+    });
+    const theirs = state.plugin?.owner === "upstream" || state.plugin?.owner === "other";
+    const stamp = ctx.now.toISOString().replace(/[:.]/g, "-");
+    const keepAs = theirs && (await Deno.lstat(root).then(() => true, () => false))
+      ? `${root}.replaced-${stamp}`
+      : undefined;
+    plan.steps.push(swapStep({
+      describe: `place the plugin directory ${root} (kimi.plugin.json, ${program.pluginBin.path})`,
+      path: root,
+      make: (tmp) => writeTree(tmp, files),
+      keepAs,
+      message: `plugin directory in place: ${root}${
+        keepAs ? ` (the one it replaced is kept in ${keepAs})` : ""
+      }`,
+      check: () => checkCreatable(root),
+    }));
+  }
   const reg = planRegistryInstall(state.registryText, { root, originalSource: program.source }, ctx.now);
   if (!reg.ok) return reg.error;
   const p = reg.previous;
   // The same directory, registered the same way: only the record's updatedAt would change.
   const same = !placing && p?.root === root && p.source === "local-path" &&
     p.originalSource === program.source;
-  if (!same) {
-    const what = `plugin "${PLUGIN_ID}" registered`;
-    planFile(
-      plan,
-      state.paths.registry,
-      state.registryText,
-      reg.after,
-      what,
-      backupFor("registry", state.registryText, state.plugin?.owner === "ours"),
-    );
-  }
-  if (reg.previous && reg.previous.enabled === false) {
+  if (!same) planKimiFile(plan, state, "registry", reg.after, `plugin "${PLUGIN_ID}" registered`);
+  if (p?.enabled === false) {
     plan.notes.push(`Note: the plugin is disabled in Kimi; enable it with \`/plugins enable ${PLUGIN_ID}\`.`);
   }
   plan.notes.push(hooksRun(`./${program.pluginBin.path} hook <event>, in ${root}`));
   return undefined;
 }
 
-/** Places the plugin directory; the undo takes it out and puts the one it replaced back. */
-function placeStep(
-  managedDir: string,
-  files: PluginFile[],
-  options: { keepPrevious: boolean; now: Date },
-  describe: string,
-): Step {
-  const root = joinPath(managedDir, PLUGIN_ID);
-  return {
-    describe,
-    check: () => checkCreatable(root),
-    run: () =>
-      attempt(`place the plugin directory ${root}`, async () => {
-        const dirs = await makeDirs(managedDir);
-        const placed = await placePluginDir(managedDir, files, { ...options, deferRemoval: true }).catch(
-          async (error) => {
-            await dirs().catch(() => {});
-            throw error;
-          },
-        );
-        const kept = placed.keptPrevious ? ` (the one it replaced is kept in ${placed.keptPrevious})` : "";
-        return {
-          message: `plugin directory in place: ${placed.root}${kept}`,
-          changed: placed.root,
-          undo: async () => {
-            const ours = await swapIn(placed.root);
-            if (placed.previous) await Deno.rename(placed.previous, placed.root);
-            await ours.end();
-            await dirs();
-          },
-          commit: async () => {
-            if (placed.previous && !options.keepPrevious) {
-              await Deno.remove(placed.previous, { recursive: true }).catch(() => {});
-            }
-          },
-        };
-      }),
-  };
-}
-
-/** Whether two paths name one directory (separators and a trailing one aside). */
-function samePath(a: string, b: string): boolean {
-  const norm = (p: string) => p.replaceAll("\\", "/").replace(/\/+$/, "");
-  return norm(a) === norm(b);
-}
-
-/** Plans taking plugin mode out before config mode goes in: better a moment with no registration than two. */
-function planLeavePluginMode(ctx: Context, state: KimiState, plan: Plan): string | undefined {
-  if (state.registryError && state.plugin === undefined && state.registryText !== undefined) {
-    ctx.out.info(`Note: ${state.registryError}`);
-  }
-  if (state.plugin?.owner === "ours" || state.plugin?.owner === "missing") {
-    const error = planUnregister(plan, state, "plugin-mode registration removed (switching to config mode)");
-    if (error) return error;
-    // Only a directory in Kimi's managed place is ours to delete: a record may name any directory (a
-    // checkout registered by hand), and that stays.
-    const root = joinPath(state.paths.managedDir, PLUGIN_ID);
-    if (state.plugin?.owner === "ours" && samePath(state.plugin.root, root)) {
-      plan.steps.push(
-        removalStep(root, `delete the plugin directory ${root}`, `plugin directory removed: ${root}`, {
-          quiet: true,
-        }),
-      );
-    }
-  } else if (state.plugin?.owner === "upstream" && state.plugin.enabled) {
-    const reg = planRegistryDisable(state.registryText, ctx.now);
-    if (!reg.ok) return reg.error;
-    planFile(
-      plan,
-      state.paths.registry,
-      state.registryText,
-      reg.after,
-      "OpenViking's own plugin disabled (`/plugins enable openviking-memory` turns it back on)",
-    );
-  }
-  return undefined;
-}
-
-/** Plans config mode: plugin mode out, our `mcp.json` entry and hook block. */
+/** Plans config mode: plugin mode out, our `mcp.json` entry and hook block, the memory skill. */
 export async function planConfigMode(
   options: InstallOptions,
   ctx: Context,
@@ -393,7 +285,7 @@ export async function planConfigMode(
   plan: Plan,
 ): Promise<string | undefined> {
   const prefix = configCommandPrefix(program.command, ctx.os);
-  const leave = planLeavePluginMode(ctx, state, plan);
+  const leave = planPluginOut(ctx, state, plan, true);
   if (leave) return leave;
   const mcp = planMcpInstall(state.mcpText, configMcpEntry(program.command, ctx.os), {
     replaceOthers: options.yes,
@@ -401,61 +293,20 @@ export async function planConfigMode(
   if (!mcp.ok) return mcp.error;
   const cfg = planConfigInstall(state.configText, hookEntries(prefix), { replaceUpstream: options.yes });
   if (!cfg.ok) return cfg.error;
-  if (mcp.changed) {
-    const backup = backupFor("mcp", state.mcpText);
-    planFile(plan, state.paths.mcp, state.mcpText, mcp.after, 'MCP server "openviking" registered', backup);
+  if (mcp.changed) planKimiFile(plan, state, "mcp", mcp.after, 'MCP server "openviking" registered');
+  if (cfg.changed) planKimiFile(plan, state, "config", cfg.after, "hooks registered");
+  const skill = configSkillPath(state);
+  const before = await readTextIfExists(skill).catch(() => undefined);
+  if (before !== undefined && !before.includes(OWNED_MARK)) {
+    plan.notes.push(
+      `Note: ${skill} is a skill of your own; left as it is (the memory skill is not installed).`,
+    );
+  } else if (before !== skillText("config")) {
+    planFile(plan, skill, before, skillText("config"), "memory skill installed", "none");
   }
-  if (cfg.changed) {
-    const backup = backupFor("config", state.configText);
-    planFile(plan, state.paths.config, state.configText, cfg.after, "hooks registered", backup);
-  }
-  await planConfigSkill(state, plan);
   for (const w of cfg.warnings) plan.notes.push(`Warning: config.toml ${w}.`);
   plan.notes.push(hooksRun(`${prefix} hook <event>`));
   return undefined;
-}
-
-/** Which of Kimi's files: `config.toml`, `mcp.json` or `plugins/installed.json`. */
-export type KimiFile = "config" | "mcp" | "registry";
-
-/**
- * The backup a change of `file` keeps, given its text before: `none` when all of it is ours, else `bak`.
- * `recordIsOurs` says whether the registry's `openviking-memory` record is proven ours (a record with our id
- * but no plugin directory may be anyone's).
- *
- * @example backupFor("config", undefined) // "bak": nothing to copy, and nothing lost by saying so
- */
-export function backupFor(file: KimiFile, before: string | undefined, recordIsOurs = true): "bak" | "none" {
-  if (before === undefined || (file === "registry" && !recordIsOurs)) return "bak";
-  const out = withoutOurs(file, before);
-  return out.changed && out.after === undefined ? "none" : "bak";
-}
-
-/** `text` of `file` with our part taken out: whether there was one, and what is left (undefined: nothing). */
-export function withoutOurs(file: KimiFile, text: string): { changed: boolean; after?: string } {
-  const out = file === "config"
-    ? planConfigUninstall(text)
-    : file === "mcp"
-    ? planMcpUninstall(text)
-    : planRegistryUninstall(text);
-  return out.ok ? { changed: out.changed, after: out.after } : { changed: false };
-}
-
-/** The memory files of the plugin directory, as install places them (the profile is filled in after). */
-export function pluginMemoryFiles(): PluginFile[] {
-  return [
-    {
-      path: SYSTEM_PROMPT_FILE,
-      content: systemPromptText({ kind: "unknown" }, { redact: true, profileTokenBudget: 0 }),
-      mode: 0o600,
-    },
-    { path: PLUGIN_SKILL_FILE, content: skillText("plugin"), mode: 0o600 },
-    ...COMMANDS.map((c) => ({
-      path: `${PLUGIN_COMMANDS_DIR}/${c.name}.md`,
-      content: commandText("plugin", c),
-      mode: 0o600,
-    })),
-  ];
 }
 
 /** Where config mode puts the memory skill: Kimi's user skills directory. */
@@ -463,56 +314,10 @@ function configSkillPath(state: KimiState): string {
   return joinPath(state.paths.home, "skills", SKILL_NAME, "SKILL.md");
 }
 
-/** Whether a SKILL.md text is the one openviking-kimi wrote. */
-function isOurs(text: string | undefined): boolean {
-  return text !== undefined && text.includes(OWNED_MARK);
-}
-
-/** Writes a file of ours (no backup: nobody else's bytes are in it); the undo puts back what was there. */
-function ownedFileStep(path: string, before: string | undefined, after: string, what: string): Step {
-  return {
-    describe: `${before === undefined ? "create" : "update"} ${path} (${what})`,
-    run: async () => {
-      const dirs = await makeDirs(dirName(path));
-      try {
-        await writeFileAtomic(path, after, { mode: 0o600, privateDir: false });
-      } catch (error) {
-        await dirs().catch(() => {});
-        throw error;
-      }
-      return {
-        message: `${what}: ${path}`,
-        changed: path,
-        undo: async () => {
-          if (before === undefined) await Deno.remove(path);
-          else await writeFileAtomic(path, before, { mode: 0o600, privateDir: false });
-          await dirs();
-        },
-      };
-    },
-  };
-}
-
-/** Plans config mode's skill: written (or brought up to date) when absent or ours; a skill of the user's is left. */
-export async function planConfigSkill(state: KimiState, plan: Plan): Promise<void> {
-  const path = configSkillPath(state);
-  const before = await readTextIfExists(path).catch(() => undefined);
-  const after = skillText("config");
-  if (before === after) return;
-  if (before !== undefined && !isOurs(before)) {
-    plan.notes.push(
-      `Note: ${path} is a skill of your own; left as it is (the memory skill is not installed).`,
-    );
-    return;
-  }
-  plan.changes.push({ path, before, after, backup: "bak", displayOnly: true });
-  plan.steps.push(ownedFileStep(path, before, after, "memory skill installed"));
-}
-
-/** Plans taking config mode's skill out (ours only), its directory with it, and `skills/` when that is left empty. */
+/** Plans config mode's skill out (ours only), its directory with it, and `skills/` when left empty. */
 export async function planConfigSkillRemoval(state: KimiState, plan: Plan): Promise<void> {
   const path = configSkillPath(state);
-  if (!isOurs(await readTextIfExists(path).catch(() => undefined))) return;
+  if (!(await readTextIfExists(path).catch(() => undefined))?.includes(OWNED_MARK)) return;
   const dir = dirName(path);
   const entries = await Array.fromAsync(Deno.readDir(dir)).catch(() => []);
   const target = entries.length === 1 ? dir : path;
@@ -526,26 +331,18 @@ export async function planConfigSkillRemoval(state: KimiState, plan: Plan): Prom
   });
 }
 
-/**
- * Plans removing the system prompt (it holds the user's profile) of the plugin directory in Kimi's managed place;
- * the directory stays, and one a record names elsewhere is never touched.
- */
+/** Plans the system prompt (it holds the user's profile) out of the plugin directory in Kimi's managed place. */
 export async function planSystemPromptRemoval(state: KimiState, plan: Plan): Promise<void> {
   const file = joinPath(state.paths.managedDir, PLUGIN_ID, SYSTEM_PROMPT_FILE);
   const text = await readTextIfExists(file).catch(() => undefined);
-  if (text === undefined || !text.startsWith(SYSTEM_PROMPT_TITLE)) return;
-  plan.steps.push(
-    removalStep(
-      file,
-      `delete ${file} (the profile in the plugin's system prompt)`,
-      `system prompt removed: ${file}`,
-    ),
-  );
+  if (!text?.startsWith(SYSTEM_PROMPT_TITLE)) return;
+  const describe = `delete ${file} (the profile in the plugin's system prompt)`;
+  plan.steps.push(removalStep(file, describe, `system prompt removed: ${file}`));
 }
 
 /**
- * After a plugin-mode install: fills the new system prompt with the user's profile, if OpenViking answered
- * (`answers`; then within a few seconds, else the next session start does). Best effort, says what happened.
+ * After a plugin-mode install: fills the new system prompt with the user's profile when OpenViking answered
+ * (`answers`), within a few seconds; else the next session start does. Says what happened.
  */
 export async function refreshInstalledPrompt(ctx: Context, root: string, answers: boolean): Promise<void> {
   const file = joinPath(root, SYSTEM_PROMPT_FILE);
@@ -559,19 +356,4 @@ export async function refreshInstalledPrompt(ctx: Context, root: string, answers
       ? `  ✓ the user's profile is in the plugin's system prompt: ${file}`
       : `Note: the plugin's system prompt has no profile yet (${why}); the next Kimi session start fills it in.`,
   );
-}
-
-/** The skill's file, relative to the plugin root. */
-export const PLUGIN_SKILL_FILE = `skills/${SKILL_NAME}/SKILL.md`;
-
-/** The directory of the plugin's commands, relative to the plugin root. */
-export const PLUGIN_COMMANDS_DIR = "commands";
-
-/** The manifest fields of the memory files: the system prompt, the skills directory, the commands directory. */
-export function memoryManifestFields(): { systemPromptPath: string; skills: string; commands: string } {
-  return {
-    systemPromptPath: `./${SYSTEM_PROMPT_FILE}`,
-    skills: "./skills",
-    commands: `./${PLUGIN_COMMANDS_DIR}`,
-  };
 }

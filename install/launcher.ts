@@ -1,14 +1,12 @@
 /**
- * The launcher of a program copy: the small script the hooks, the MCP server and the user run. It finds
- * Deno — the one install used, then `deno` on PATH, then the usual places — and runs the copy's bundle with
- * the production flags, offline. Without Deno, or with the copy's code gone, a hook drains its stdin and
- * exits 0 in silence, `doctor` prints its report with the one failing check, anything else says why on stderr
- * and exits 1. `findDeno` is the same search for doctor.
+ * A program copy's launcher: finds Deno (the recorded one, PATH, the usual places) and runs the bundle offline;
+ * without it a hook exits 0 in silence, `mcp` answers with the fix, `doctor` reports. `findDeno`: the same search.
  */
 
 import { type Env, joinPath } from "../lib/paths.ts";
 import { COPY_FILES, COPY_RUN_FLAGS, shellQuote } from "../lib/self.ts";
 import type { OsFamily } from "./placement.ts";
+import type { Check } from "./check.ts";
 
 /** What a launcher needs to know. */
 export interface LauncherSpec {
@@ -24,13 +22,8 @@ export interface LauncherSpec {
   source: string;
 }
 
-/** A failing doctor check (doctor's `Check` shape). */
-interface Failing {
-  id: string;
-  status: "fail";
-  summary: string;
-  fix: string;
-}
+/** A failing doctor check. */
+type Failing = Check & { status: "fail"; fix: string };
 
 const MARKER = "# openviking-kimi copy ";
 

@@ -1,9 +1,7 @@
 /**
- * Saving connection settings to `~/.openviking/ovcli.conf` the way OpenViking's other installers do: merge
- * into the existing JSON (unknown fields kept), `""` deletes a field, mode 0600 — but no backup: the file
- * holds the API key, and a copy would keep a replaced key on disk. Its `url` is the server its `api_key` was
- * given for: install writes them together, and a new address drops the saved key unless one is given.
- * The API key is never printed: `maskSecrets` hides it in diffs and summaries.
+ * Connection settings saved to `~/.openviking/ovcli.conf` as OpenViking's other installers do (merged, unknown
+ * fields kept, `""` deletes), with no backup (it holds the key); its `url` is the server its `api_key` is for.
+ * The key asked of the user, never shown.
  */
 
 import { parseJson } from "./json-files.ts";
@@ -21,32 +19,23 @@ export interface CredentialArgs {
   user?: string;
 }
 
-/**
- * A planned ovcli.conf change. `summary` says what the file holds afterwards (`url = …`, `api_key set (not
- * shown)`, `account deleted`), `steps` what will be done (`set url to …`, `delete account`), for dry runs.
- */
+/** A planned ovcli.conf change: what it holds after (`summary`), what a dry run says it would do (`steps`). */
 export type OvcliPlan =
   | { ok: true; after: string | undefined; changed: boolean; summary: string[]; steps: string[] }
   | { ok: false; error: string };
 
-/** One setting written or deleted. */
+/** One setting written (`shown`: the value as said) or deleted. */
 interface Setting {
   name: string;
-  /** The value shown; undefined = deleted. */
   shown?: string;
   note?: string;
 }
 
-/** What the file holds afterwards, per setting. */
-function done(s: Setting): string {
-  return s.shown === undefined
-    ? `${s.name} deleted${s.note ? ` (${s.note})` : ""}`
-    : `${s.name} = ${s.shown}`;
-}
-
-/** What will be done, per setting. */
-function todo(s: Setting): string {
-  if (s.shown === undefined) return `delete ${s.name}${s.note ? ` (${s.note})` : ""}`;
+/** A setting as done (`url = …`, `account deleted`) or, `planned`, to do (`set url to …`, `delete account`). */
+function said(s: Setting, planned: boolean): string {
+  const note = s.note ? ` (${s.note})` : "";
+  if (s.shown === undefined) return planned ? `delete ${s.name}${note}` : `${s.name} deleted${note}`;
+  if (!planned) return `${s.name} = ${s.shown}`;
   return s.shown.startsWith("(") ? `set ${s.name} ${s.shown}` : `set ${s.name} to ${s.shown}`;
 }
 
@@ -83,11 +72,7 @@ function mergeUrl(doc: Record<string, unknown>, given: string, settings: Setting
   return undefined;
 }
 
-/**
- * Sets (or with "" deletes) the key, account and user in `doc` (an alias spelling goes); says what it did. The
- * key saved for `keyWasFor` does not stay when the URL moves to another origin and no key is given; a key
- * given is written with the address it is for.
- */
+/** Sets (or with "" deletes) key, account and user; a saved key does not follow the URL to another origin. */
 function mergeIdentity(
   doc: Record<string, unknown>,
   args: CredentialArgs,
@@ -101,39 +86,28 @@ function mergeIdentity(
     const note = `it was saved for ${originOf(keyWasFor)}; a new address gets no key unless you give one`;
     settings.push({ name: "api_key", note });
   }
-  if (args.apiKey !== undefined) {
-    if (args.apiKey === "") {
-      delete doc.api_key;
-      settings.push({ name: "api_key" });
-    } else {
-      doc.api_key = args.apiKey;
-      if (doc.url === undefined) doc.url = keyWasFor;
-      settings.push({
-        name: "api_key",
-        shown: `(not shown${args.apiKeyFrom ? `; from ${args.apiKeyFrom}` : ""})`,
-      });
-    }
+  if (args.apiKey === "") {
+    delete doc.api_key;
+    settings.push({ name: "api_key" });
+  } else if (args.apiKey !== undefined) {
+    doc.api_key = args.apiKey;
+    doc.url ??= keyWasFor;
+    settings.push({
+      name: "api_key",
+      shown: `(not shown${args.apiKeyFrom ? `; from ${args.apiKeyFrom}` : ""})`,
+    });
   }
-  for (
-    const [name, value, alias] of [["account", args.account, "account_id"], ["user", args.user, "user_id"]]
-  ) {
+  const ids = [["account", "account_id", args.account], ["user", "user_id", args.user]] as const;
+  for (const [name, alias, value] of ids) {
     if (value === undefined) continue;
-    if (value === "") {
-      delete doc[name as string];
-      delete doc[alias as string];
-      settings.push({ name: name as string });
-    } else {
-      doc[name as string] = value;
-      if (alias && alias in doc) delete doc[alias as string];
-      settings.push({ name: name as string, shown: value });
-    }
+    delete doc[alias];
+    if (value === "") delete doc[name];
+    else doc[name] = value;
+    settings.push({ name, shown: value || undefined });
   }
 }
 
-/**
- * Plans the merge of `args` into ovcli.conf's text; `keyWasFor` is the address the files gave until now (where
- * a saved key went; {@link savedConnection}).
- */
+/** Plans `args` merged into ovcli.conf; `keyWasFor`: the address a saved key was for ({@link savedConnection}). */
 export function planOvcli(
   current: string | undefined,
   args: CredentialArgs,
@@ -166,8 +140,8 @@ export function planOvcli(
     ok: true,
     after,
     changed: after !== current,
-    summary: settings.map(done),
-    steps: settings.map(todo),
+    summary: settings.map((x) => said(x, false)),
+    steps: settings.map((x) => said(x, true)),
   };
 }
 
@@ -185,10 +159,7 @@ export async function savedConnection(env: Env): Promise<{ url: string; apiKey: 
   return { url: config.baseUrl, apiKey: config.apiKey };
 }
 
-/**
- * The copies of ovcli.conf at `path` that earlier installs kept (`<name>.bak.<epoch seconds>`), each holding
- * the key it replaced; none when the directory cannot be read.
- */
+/** The `ovcli.conf.bak.<epoch>` copies earlier installs kept, each with the key it replaced. */
 export async function keptCopies(path: string): Promise<string[]> {
   const dir = dirName(path);
   const prefix = `${path.slice(dir.length).replace(/^[\\/]+/, "")}.bak.`;
@@ -208,9 +179,7 @@ export async function keptCopies(path: string): Promise<string[]> {
 export interface KeyFlags {
   /** `--api-key KEY` ("" deletes the saved key). */
   apiKey: string | undefined;
-  /** `--api-key-stdin`. */
   apiKeyStdin: boolean;
-  /** `--url`, when given. */
   url: string | undefined;
   dryRun: boolean;
 }
@@ -218,9 +187,7 @@ export interface KeyFlags {
 /** The terminal and stdin, injectable for tests. */
 export interface KeyIo {
   env: Env;
-  /** Whether stdin is a terminal. */
   stdinIsTerminal(): boolean;
-  /** All of stdin. */
   readStdin(): Promise<Uint8Array>;
   /** Asks `question` on the terminal without echoing the answer; undefined when cancelled (Ctrl-C). */
   askHidden(question: string): Promise<string | undefined>;
@@ -231,17 +198,6 @@ export interface KeyIo {
 export type KeyChoice =
   | { ok: true; apiKey?: string; from?: string }
   | { ok: false; error: string };
-
-/** The first line of what came on stdin, without its line end and surrounding blanks. */
-function firstLine(bytes: Uint8Array): string {
-  return new TextDecoder().decode(bytes).split(/\r?\n/)[0].trim();
-}
-
-/** Whether ovcli.conf holds a key saved for `url`'s server (then a terminal is not asked for one). */
-async function savedKeyFor(env: Env, url: string): Promise<boolean> {
-  const saved = await savedConnection(env);
-  return saved.apiKey !== "" && originOf(saved.url) === originOf(url.trim());
-}
 
 /** Chooses the API key install saves, from the flags, stdin, the environment or a hidden prompt. */
 export async function chooseApiKey(flags: KeyFlags, io: KeyIo): Promise<KeyChoice> {
@@ -262,7 +218,7 @@ export async function chooseApiKey(flags: KeyFlags, io: KeyIo): Promise<KeyChoic
   }
   if (flags.apiKeyStdin) {
     if (io.stdinIsTerminal()) return await ask(io, flags.url, true);
-    const key = firstLine(await io.readStdin());
+    const key = new TextDecoder().decode(await io.readStdin()).split(/\r?\n/)[0].trim();
     if (!key) {
       return {
         ok: false,
@@ -273,13 +229,11 @@ export async function chooseApiKey(flags: KeyFlags, io: KeyIo): Promise<KeyChoic
   }
   const fromEnv = io.env.OPENVIKING_API_KEY?.trim();
   if (fromEnv) return { ok: true, apiKey: fromEnv, from: "OPENVIKING_API_KEY" };
-  if (
-    flags.url && flags.url.trim() !== "" && !flags.dryRun && io.stdinIsTerminal() &&
-    !(await savedKeyFor(io.env, flags.url))
-  ) {
-    return await ask(io, flags.url, false);
-  }
-  return { ok: true };
+  if (!flags.url?.trim() || flags.dryRun || !io.stdinIsTerminal()) return { ok: true };
+  // A key saved for that server already: a terminal is not asked for one.
+  const saved = await savedConnection(io.env);
+  if (saved.apiKey !== "" && originOf(saved.url) === originOf(flags.url.trim())) return { ok: true };
+  return await ask(io, flags.url, false);
 }
 
 /** Asks the terminal for the key; `required` when the user asked for it with --api-key-stdin. */

@@ -1,8 +1,4 @@
-/**
- * Where the program that hook entries point at lives, and how it is invoked: the compiled binary copies
- * itself to `~/.openviking/agent-integrations/kimicode/bin/`; a source checkout installs a program copy with
- * its launcher under `…/kimicode/versions/<id>/` (install/program.ts); an installed copy registers itself.
- */
+/** Where the program the hook entries run lives, and how a command line for it is written. */
 
 import { checkoutRoot, copyDir, isCompiled, shellQuote } from "../lib/self.ts";
 import { commandDir, type Env, integrationDir, isAbsolutePath, joinPath, orNoHome } from "../lib/paths.ts";
@@ -39,10 +35,7 @@ export function installedBinaryPath(env: Env, os: OsFamily): string {
   return joinPath(integrationDir(env), "bin", executableFileName(os));
 }
 
-/**
- * Where install links the `openviking-kimi` the user's shell finds (runtime/paths.ts commandDir); none on
- * Windows (no symlink without privileges there) or without a home.
- */
+/** Where install links the `openviking-kimi` the shell finds; none on Windows or without a home. */
 export function pathCommand(env: Env, os: OsFamily): string | undefined {
   if (os === "windows") return undefined;
   const dir = orNoHome(() => commandDir(env));
@@ -86,41 +79,25 @@ export function configMcpEntry(program: string, os: OsFamily): McpEntry {
   return { command: nativePath(program, os), args: ["mcp"] };
 }
 
-/** Whether two paths name the same existing file. */
-export async function sameFile(a: string, b: string): Promise<boolean> {
-  try {
-    const [ra, rb] = await Promise.all([Deno.realPath(a), Deno.realPath(b)]);
-    return ra === rb;
-  } catch {
-    return false;
-  }
-}
-
 /** Whether two files hold the same bytes (a binary installed again from its download: nothing to copy). */
 export async function sameBytes(a: string, b: string): Promise<boolean> {
-  const [sa, sb] = await Promise.all([
-    Deno.stat(a).catch(() => undefined),
-    Deno.stat(b).catch(() => undefined),
-  ]);
+  const [sa, sb] = await Promise.all([a, b].map((p) => Deno.stat(p).catch(() => undefined)));
   if (!sa?.isFile || !sb?.isFile || sa.size !== sb.size) return false;
   using fa = await Deno.open(a);
   using fb = await Deno.open(b);
   const [ba, bb] = [new Uint8Array(1 << 20), new Uint8Array(1 << 20)];
   for (;;) {
     const [na, nb] = [await readFull(fa, ba), await readFull(fb, bb)];
-    if (na !== nb) return false;
+    if (na !== nb || ba.subarray(0, na).some((v, i) => v !== bb[i])) return false;
     if (na === 0) return true;
-    for (let i = 0; i < na; i++) if (ba[i] !== bb[i]) return false;
   }
 }
 
 /** Reads until `buf` is full or the file ends; returns how many bytes were read. */
 async function readFull(file: Deno.FsFile, buf: Uint8Array): Promise<number> {
   let n = 0;
-  while (n < buf.length) {
-    const got = await file.read(buf.subarray(n));
-    if (got === null) break;
-    n += got;
+  for (let got: number | null = 0; got !== null && n < buf.length; n += got ?? 0) {
+    got = await file.read(buf.subarray(n));
   }
   return n;
 }

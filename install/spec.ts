@@ -1,8 +1,4 @@
-/**
- * What openviking-kimi registers in Kimi Code, defined once: the names (plugin, MCP server, config.toml
- * block, executable), the hook entries made from the hook table, and how a registration is told to be ours,
- * OpenViking's own Node plugin's, or someone else's.
- */
+/** What openviking-kimi registers in Kimi Code (names, hook entries) and how to tell whose a registration is. */
 
 import * as z from "zod/mini";
 import { HOOKS } from "../kimi/hooks.ts";

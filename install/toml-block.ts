@@ -1,9 +1,6 @@
 /**
- * Our marked block in Kimi's config.toml, as text: found, rendered, spliced in or taken out, and the plans of
- * install and uninstall. A new block goes at the very end, so no key of the user's can follow one of our
- * `[[hooks]]` headers; one already there is replaced in place; the file's line ending and final-newline state
- * are kept, and removal undoes exactly that. A plan is kept only when the document without our hook entries
- * parses to exactly the user's own document (every key the user wrote keeps its meaning). Pure.
+ * Our marked block in config.toml, as text: a new one at the very end (no user key can follow our `[[hooks]]`),
+ * one there replaced in place, line ends kept; a plan only when the user's document keeps its meaning. Pure.
  */
 
 import { parse } from "smol-toml";
@@ -192,10 +189,7 @@ export function blockInfo(block: BlockRange): { owner: BlockOwner; entries: Reco
   return { owner: upstream ? "upstream" : "ours", entries };
 }
 
-/**
- * Why `[[hooks]]` outside any block stand in the way, or "": ours (Kimi may have rewritten the file) or
- * OpenViking's own plugin's — either would capture every turn twice. `--yes` replaces blocks, never these.
- */
+/** Why `[[hooks]]` outside any block (ours, or OpenViking's plugin's) stand in the way, or "". */
 export function outsideHooksProblem(strays: FoundHook[], upstream: FoundHook[]): string {
   if (strays.length) {
     return `config.toml has openviking-kimi [[hooks]] outside the marked block (${
@@ -218,7 +212,6 @@ export type ConfigPlan =
     ok: true;
     after: string | undefined;
     changed: boolean;
-    replaced: BlockOwner | "none";
     warnings: string[];
   }
   | { ok: false; error: string };
@@ -251,9 +244,7 @@ export function planConfigInstall(
   const before = current ?? "";
   const loaded = load(before);
   if (!loaded.ok) return loaded;
-  const owners = loaded.blocks.map((b) => blockInfo(b).owner);
-  const replaced = owners.includes("upstream") ? "upstream" : owners.length ? "ours" : "none";
-  if (replaced === "upstream" && !options.replaceUpstream) {
+  if (loaded.blocks.some((b) => blockInfo(b).owner === "upstream") && !options.replaceUpstream) {
     return {
       ok: false,
       error: "config.toml has the block written by OpenViking's own Kimi plugin installer (node " +
@@ -304,7 +295,7 @@ export function planConfigInstall(
         `${SETTINGS_AFTER_BLOCK}, then run again; nothing was changed.`,
     };
   }
-  return { ok: true, after, changed: after !== before, replaced, warnings: invalidHookKeys(parsed.value) };
+  return { ok: true, after, changed: after !== before, warnings: invalidHookKeys(parsed.value) };
 }
 
 /** Plans uninstall: our block out (OpenViking's only with `removeUpstream`). */
@@ -313,7 +304,7 @@ export function planConfigUninstall(
   options: { removeUpstream?: boolean } = {},
 ): ConfigPlan {
   if (current === undefined) {
-    return { ok: true, after: undefined, changed: false, replaced: "none", warnings: [] };
+    return { ok: true, after: undefined, changed: false, warnings: [] };
   }
   const loaded = load(current);
   if (!loaded.ok) return loaded;
@@ -323,7 +314,7 @@ export function planConfigUninstall(
     "config.toml has a block written by OpenViking's own Kimi plugin installer; it was left in place " +
     "(remove it with OpenViking's `install.sh --harness kimicode --uninstall --yes`)."
   );
-  if (removable.length === 0) return { ok: true, after: current, changed: false, replaced: "none", warnings };
+  if (removable.length === 0) return { ok: true, after: current, changed: false, warnings };
   const after = removeRanges(current, removable.map((i) => i.block));
   const parsed = parseToml(after);
   if (!parsed.ok || !deepEqual(parsed.value, withoutHooks(loaded.doc, removable.flatMap((i) => i.entries)))) {
@@ -339,7 +330,6 @@ export function planConfigUninstall(
     ok: true,
     after: after === "" && created ? undefined : after,
     changed: true,
-    replaced: removable.some((i) => i.owner === "upstream") ? "upstream" : "ours",
     warnings,
   };
 }

@@ -1,10 +1,7 @@
 /**
- * A run of install or uninstall as one transaction: a plan of steps (text-file changes among them), checked
- * before the first write so every refusal comes first; printed as a diff by `--dry-run` (removed lines
- * first); carried out in order, each step keeping what it replaced aside until the end, so a step that fails
- * puts back every earlier one exactly (a file's bytes and mode, a link, a directory). Text files are read
- * exactly (BOM kept; not UTF-8: refused) and written temp + fsync + rename, through a symlink to where it
- * points, keeping an existing file's mode (a new one, or one holding a key: 0600); a change keeps the previous bytes in `<file>.bak` unless the planner says all of it was ours.
+ * Install and uninstall as one transaction: a plan of steps, every check before the first write, a dry run's
+ * diff, then the steps in order, each keeping what it replaced aside until all succeeded; a failure puts back
+ * the steps already taken, last first.
  */
 
 import { structuredPatch } from "diff";
@@ -12,7 +9,7 @@ import { writeFileAtomic } from "../lib/fs.ts";
 import { dirName, type Env, isAbsolutePath, joinPath, processEnv } from "../lib/paths.ts";
 import { invocationCwd } from "../lib/self.ts";
 import { currentOs, currentSelf, type OsFamily, type Self } from "./placement.ts";
-import type { CredentialArgs } from "./ovcli.ts";
+import { type CredentialArgs, maskSecrets } from "./ovcli.ts";
 
 /** Where messages go (tests capture them). */
 export interface Output {
@@ -83,9 +80,7 @@ export interface FileChange {
   backup: "bak" | "none";
   /** Only shown by a dry run (another step writes it). */
   displayOnly?: boolean;
-  /** How a dry run shows the text (secrets masked). */
-  display?: (text: string) => string;
-  /** It holds a key: written 0600 whatever mode the file had (another file keeps its mode). */
+  /** It holds a key: masked in a dry run, written 0600 whatever mode the file had (another keeps its mode). */
   secret?: boolean;
 }
 
@@ -94,11 +89,11 @@ export interface Plan {
   steps: Step[];
   changes: FileChange[];
   notes: Note[];
-  now: Date;
 }
 
-export function newPlan(now: Date): Plan {
-  return { steps: [], changes: [], notes: [], now };
+/** An empty plan. */
+export function newPlan(): Plan {
+  return { steps: [], changes: [], notes: [] };
 }
 
 const NOTHING = "nothing was changed";
@@ -257,27 +252,25 @@ export async function makeDirs(
 }
 
 /**
- * Puts at `path` what `make` creates at a temporary sibling (nothing: a removal), keeping what was there
- * aside (a file hard-linked, so its name never goes missing; anything else renamed). Returns the undo and
- * the end that deletes what was kept (or, with `keepAs`, renames it there).
+ * Puts at `path` what `make` makes at a hidden sibling (parents made 0700); no `make`: a removal. What was there
+ * waits aside (a file hard-linked) until `end` deletes it or renames it to `keepAs`; `undo` puts it back.
  */
 export async function swapIn(
   path: string,
   make?: (tmp: string) => Promise<void>,
-  keepAs?: string,
+  options: { keepAs?: string; privateDir?: boolean } = {},
 ): Promise<{ undo: () => Promise<void>; end: () => Promise<void> }> {
-  const id = crypto.randomUUID().slice(0, 8);
-  const [tmp, aside] = [
-    `${path}.${id}.tmp`,
-    joinPath(dirName(path), `.${path.slice(dirName(path).length + 1)}.${id}.previous`),
-  ];
-  const old = await lstat(path);
+  const [dir, id] = [dirName(path), crypto.randomUUID().slice(0, 8)];
+  const base = path.slice(dir.length + 1);
+  const [tmp, aside] = [joinPath(dir, `.${base}.${id}.tmp`), joinPath(dir, `.${base}.${id}.previous`)];
   const undos: (() => Promise<void>)[] = [];
   const undo = async () => {
     for (const u of undos.reverse()) await u();
   };
+  const old = await lstat(path);
   try {
     if (make) {
+      undos.push(await makeDirs(dir, { private: options.privateDir }));
       undos.push(() => Deno.remove(tmp, { recursive: true }).catch(() => {}));
       await make(tmp);
     }
@@ -295,29 +288,74 @@ export async function swapIn(
   }
   const end = async () => {
     if (!old) return;
+    const { keepAs } = options;
     await (keepAs ? Deno.rename(aside, keepAs) : Deno.remove(aside, { recursive: true })).catch(() => {});
   };
   return { undo, end };
 }
 
-/** A step that does `swap` under `what` (its file-system errors in words), with its message. */
-export function swapStep(
-  describe: string,
-  what: string,
-  target: string,
-  swap: () => Promise<{ undo: () => Promise<void>; end: () => Promise<void> }>,
-  message: string,
-  check?: () => Promise<string | undefined>,
-): Step {
+/** What a {@link swapStep} puts in place (no `make`: it removes `path`). */
+export interface Swap {
+  describe: string;
+  path: string;
+  message: string;
+  make?: (tmp: string) => Promise<void>;
+  keepAs?: string;
+  privateDir?: boolean;
+  check?: () => Promise<string | undefined>;
+  /** A removal says nothing when nothing is there. */
+  quiet?: boolean;
+}
+
+/** The step doing one {@link swapIn}; its file-system errors in words. */
+export function swapStep(s: Swap): Step {
   return {
-    describe,
-    check,
-    run: () =>
-      attempt(what, async () => {
-        const { undo, end } = await swap();
-        return { message, changed: target, undo, commit: end };
-      }),
+    describe: s.describe,
+    check: s.check,
+    run: async () => {
+      if (s.quiet && !(await lstat(s.path).catch(() => undefined))) return {};
+      const verb = s.make ? `put ${s.path} in place` : `remove ${s.path}`;
+      return await attempt(verb, async () => {
+        const { undo, end } = await swapIn(s.path, s.make, s);
+        return { message: s.message, changed: s.path, undo, commit: end };
+      });
+    },
   };
+}
+
+/** The step removing `path` (moved aside, deleted once the run succeeded). */
+export function removalStep(path: string, describe: string, message: string, quiet = false): Step {
+  return swapStep({ describe, path, message, quiet });
+}
+
+/** A file of a directory placed whole: its path below the directory ("/"), its content (or a file to copy), mode. */
+export interface TreeFile {
+  path: string;
+  content: string | Uint8Array | { copyFrom: string };
+  mode: number;
+}
+
+/** Writes `files` (and the empty directories `dirs`) under a new directory `root`, all 0700/their modes. */
+export async function writeTree(
+  root: string,
+  files: readonly TreeFile[],
+  dirs: string[] = [],
+): Promise<void> {
+  await Deno.mkdir(root, { mode: 0o700 });
+  for (const d of dirs) await Deno.mkdir(joinPath(root, d), { recursive: true, mode: 0o700 });
+  for (const f of files) {
+    const path = joinPath(root, f.path);
+    await Deno.mkdir(dirName(path), { recursive: true, mode: 0o700 });
+    if (typeof f.content === "object" && "copyFrom" in f.content) {
+      await Deno.copyFile(f.content.copyFrom, path);
+    } else {await Deno.writeFile(
+        path,
+        typeof f.content === "string" ? new TextEncoder().encode(f.content) : f.content,
+        { mode: f.mode },
+      );}
+    if (Deno.build.os !== "windows") await Deno.chmod(path, f.mode);
+  }
+  if (Deno.build.os !== "windows") await Deno.chmod(root, 0o700);
 }
 
 /** Writes `text` at `path` (temp + fsync + rename, `mode`, parents made). */
@@ -331,64 +369,41 @@ async function keptMode(path: string, change: FileChange): Promise<number> {
   return info?.isFile && info.mode !== null ? info.mode & 0o7777 : 0o600;
 }
 
-/** The step writing one planned change (and its `.bak`); `makeDir` makes the directory it needs, undoably. */
-export function fileStep(
-  change: FileChange,
-  what: string,
-  makeDir?: () => Promise<() => Promise<void>>,
-): Step {
+/** The step writing one planned change (and its `.bak`), through a symlink to where it points. */
+export function fileStep(change: FileChange, what: string): Step {
   const { path, before, after } = change;
+  const verb = after === undefined ? "delete" : before === undefined ? "create" : "update";
   return {
-    describe: `${
-      after === undefined ? "delete" : before === undefined ? "create" : "update"
-    } ${path} (${what})`,
+    describe: `${verb} ${path} (${what})`,
     run: async () => {
-      const undos: (() => Promise<void>)[] = [];
+      const swaps: { undo: () => Promise<void>; end: () => Promise<void> }[] = [];
       const undo = async () => {
-        for (const u of [...undos].reverse()) await u();
+        for (const swap of [...swaps].reverse()) await swap.undo();
       };
-      const ends: (() => Promise<void>)[] = [];
       let target = path;
       try {
-        if (makeDir) undos.push(await attempt(`create the directory of ${path}`, makeDir));
         const now = await readText(path);
         if (!now.ok || now.text !== before) {
           throw new Error(`${path} changed while openviking-kimi was working on it; run the command again.`);
         }
         const bak = before !== undefined && change.backup === "bak" ? `${path}.bak` : undefined;
-        const doing = [
-          ...(bak ? [{ at: bak, text: before }] : []),
-          {
-            at: after === undefined
-              ? path
-              : (target = (await lstat(path))?.isSymlink ? await Deno.realPath(path) : path),
-            text: after,
-          },
-        ];
-        for (const d of doing) {
-          if (d.text !== undefined) undos.push(await makeDirs(dirName(d.at)));
-          const mode = d.at === target ? await keptMode(target, change) : 0o600;
-          const swap = await swapIn(
-            d.at,
-            d.text === undefined ? undefined : (tmp) => writeText(tmp, d.text!, mode),
-          );
-          undos.push(swap.undo);
-          ends.push(swap.end);
-        }
+        if (bak) swaps.push(await swapIn(bak, (tmp) => writeText(tmp, before!)));
+        if (after !== undefined && (await lstat(path))?.isSymlink) target = await Deno.realPath(path);
+        const mode = await keptMode(target, change);
+        swaps.push(
+          await swapIn(target, after === undefined ? undefined : (tmp) => writeText(tmp, after, mode)),
+        );
         return {
           message: bak ? `${what}: ${path} (previous copy in ${bak})` : `${what}: ${path}`,
           changed: path,
           undo,
-          commit: async () => void (await Promise.all(ends.map((e) => e()))),
+          commit: async () => void (await Promise.all(swaps.map((swap) => swap.end()))),
         };
       } catch (error) {
         await undo().catch(() => {});
         if (!isFsError(error)) throw error;
-        throw new Error(
-          `could not write ${target}${target === path ? "" : ` (${path} links there)`}: ${
-            describeFsError(error)
-          }`,
-        );
+        const via = target === path ? "" : ` (${path} links there)`;
+        throw new Error(`could not write ${target}${via}: ${describeFsError(error)}`);
       }
     },
   };
@@ -406,25 +421,6 @@ export function planFile(
   const change: FileChange = { path, before, after, backup };
   plan.changes.push(change);
   plan.steps.push(fileStep(change, what));
-}
-
-/** The step removing `path` (moved aside, deleted once the run succeeded); `quiet`: nothing said when it is not there. */
-export function removalStep(
-  path: string,
-  describe: string,
-  message: string,
-  options: { quiet?: boolean } = {},
-): Step {
-  return {
-    describe,
-    run: async () => {
-      if (options.quiet && !(await lstat(path).catch(() => undefined))) return {};
-      return await attempt(`remove ${path}`, async () => {
-        const { undo, end } = await swapIn(path);
-        return { message, changed: path, undo, commit: end };
-      });
-    },
-  };
 }
 
 /** A unified diff (3 lines of context) from `before` to `after`; "" when equal. A CR shows as `␍`. */
@@ -459,19 +455,13 @@ export function fail(out: Output, command: Outcome["command"], message: string):
   return 1;
 }
 
-const noteText = (
-  note: Note,
-  planned: boolean,
-) => (typeof note === "string" ? note : planned ? note.planned : note.done);
+/** Prints the plan's notes, as done or (`planned`) as a dry run says them. */
+function sayNotes(plan: Plan, out: Output, planned = false): void {
+  for (const n of plan.notes) out.info(typeof n === "string" ? n : planned ? n.planned : n.done);
+}
 
 /** Takes the steps in order; when one fails, the ones taken are undone, last first. Returns the error, if any. */
 async function execute(plan: Plan, out: Output): Promise<string | undefined> {
-  for (const c of plan.changes) {
-    const now = c.displayOnly || c.before === c.after ? undefined : await readText(c.path);
-    if (now && (!now.ok || now.text !== c.before)) {
-      return `${c.path} changed while openviking-kimi was working on it; run the command again; ${NOTHING}.`;
-    }
-  }
   const done: Done[] = [];
   for (const step of plan.steps) {
     try {
@@ -496,7 +486,7 @@ async function execute(plan: Plan, out: Output): Promise<string | undefined> {
   for (const d of done) finished.push(...((await d.commit?.()) ?? []));
   for (const d of done) if (d.message) out.info(`  ✓ ${d.message}`);
   for (const line of finished) out.info(`  ✓ ${line}`);
-  for (const note of plan.notes) out.info(noteText(note, false));
+  sayNotes(plan, out);
   return undefined;
 }
 
@@ -508,18 +498,18 @@ export async function carryOut(plan: Plan, out: Output, outcome: Outcome): Promi
   }
   if (plan.steps.length === 0) {
     out.info(`${outcome.dryRun ? "Dry run: nothing" : "Nothing"} to change: ${outcome.nothing}`);
-    for (const note of plan.notes) out.info(noteText(note, false));
+    sayNotes(plan, out);
     return 0;
   }
   if (outcome.dryRun) {
     out.info("Dry run: nothing was changed. These changes would be made:");
     for (const step of plan.steps) out.info(`  - ${step.describe}`);
     for (const c of plan.changes) {
-      const show = (t: string | undefined) => (t === undefined || !c.display ? t : c.display(t));
+      const show = (t: string | undefined) => (t !== undefined && c.secret ? maskSecrets(t) : t);
       const diff = unifiedDiff(c.path, show(c.before), show(c.after));
       if (diff) out.info(diff.trimEnd());
     }
-    for (const note of plan.notes) out.info(noteText(note, true));
+    sayNotes(plan, out, true);
     return 0;
   }
   out.info(outcome.start);

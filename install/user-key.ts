@@ -1,9 +1,6 @@
 /**
- * The key install saves, asked of the server first. OpenViking's root key (`server.root_api_key`) only
- * administers: the server refuses it on memory's routes (403) — so it is never saved. Given once, install
- * makes (or reuses) a user with it through OpenViking's admin API and saves that user's key instead; where
- * that cannot be done it stops and prints the commands that do it. A key the server refuses, or cannot be
- * asked about (it does not answer), is not saved either. The root key is used for these requests only: never written, logged or printed.
+ * The key install saves, asked of the server first: a root key (refused on memory's routes) becomes a user key
+ * made with the admin API; the root key is used for those requests only, never written, logged or printed.
  */
 
 import * as z from "zod/mini";
@@ -11,9 +8,11 @@ import { adviceFor, asSentence, isRootKeyRefusal } from "../openviking/advice.ts
 import { credentialFilePaths } from "../openviking/config.ts";
 import { askDataAccess, createClient, type OpenVikingClient, type OvFailure } from "../openviking/client.ts";
 import { asRecord } from "../lib/parsed.ts";
+import { readJson } from "../lib/fs.ts";
 import { commandName } from "../lib/self.ts";
 import { USER_AGENT } from "../lib/version.ts";
 import type { Context } from "./transaction.ts";
+import { HealthReply } from "./check.ts";
 
 /** The account and user install makes with a root key unless --account/--user name others (dev mode's own). */
 const DEFAULT_ID = "default";
@@ -33,18 +32,11 @@ export type KeyOutcome =
 
 const UserKeyReply = z.looseObject({ user_key: z.string() });
 const UsersReply = z.array(z.looseObject({ user_id: z.string(), api_key: z.optional(z.string()) }));
-const HealthReply = z.looseObject({ auth_mode: z.optional(z.unknown()) });
 
 /** ov.conf's root key, unless its server runs in trusted mode (where the root key is what clients send). */
 async function rootKeyOfOvConf(ctx: Context): Promise<string | undefined> {
   const path = credentialFilePaths(ctx.env).ov;
-  const text = path ? await Deno.readTextFile(path).catch(() => undefined) : undefined;
-  let server;
-  try {
-    server = asRecord(asRecord(JSON.parse(text ?? "{}")).server);
-  } catch {
-    return undefined;
-  }
+  const server = asRecord(asRecord(path ? await readJson(path) : undefined).server);
   const key = typeof server.root_api_key === "string" ? server.root_api_key.trim() : "";
   return key && server.auth_mode !== "trusted" ? key : undefined;
 }
@@ -63,10 +55,7 @@ function manualWay(url: string, account: string, user: string): string {
   ].join("\n");
 }
 
-/**
- * The user key of `user` in `account`, made or reused with the root key of `root`: what was done (and what the
- * user must know after), or why not.
- */
+/** The user key of `user` in `account`, made or reused with the root key: what was done, or why not. */
 async function makeUserKey(
   root: OpenVikingClient,
   account: string,
@@ -108,11 +97,7 @@ function uncheckedKey(health: OvFailure, url: string): string {
     "server answers.";
 }
 
-/**
- * Asks the server at `url` about `given` before install saves it: a root key becomes a user key (made or
- * reused; in a dry run only said); a refused key, or one a server that does not answer cannot check, stops
- * install.
- */
+/** Asks the server about `given` before it is saved; a refused key, or one nobody can check, stops install. */
 export async function keyToSave(
   ctx: Context,
   given: GivenKey,
@@ -149,33 +134,21 @@ export async function keyToSave(
   if (![account, user].every((id) => ID.test(id))) {
     return { ok: false, error: `${rootKey}; --account and --user take letters, digits and _ . @ - only.` };
   }
-  if (target.dryRun) {
-    return {
-      ok: true,
-      said: [`${rootKey}; install would make or reuse ${named} with it and save that key.`],
-    };
-  }
+  const would = `${rootKey}; install would make or reuse ${named} with it and save that key.`;
+  if (target.dryRun) return { ok: true, said: [would] };
   const made = health.ok ? await makeUserKey(client, account, user) : health;
   if ("key" in made) {
+    const said = `${rootKey}; with it, install ${made.said} and saves that user's key instead.`;
     return {
       ok: true,
       apiKey: made.key,
       from: `the admin API: ${named}`,
-      said: [
-        `${rootKey}; with it, install ${made.said} and saves that user's key instead.${
-          made.after ? ` ${made.after}` : ""
-        }`,
-      ],
+      said: [said + (made.after ? ` ${made.after}` : "")],
     };
   }
-  const advice = adviceFor(made, target.url);
-  return {
-    ok: false,
-    error:
-      `${rootKey}, and no user key could be made with it: ${
-        asSentence(advice.summary)
-      } Nothing was changed. ` +
-      `Fix that and run install again with the root key, or make the key yourself.\n` +
-      manualWay(target.url, account, user),
-  };
+  const why = asSentence(adviceFor(made, target.url).summary);
+  const error =
+    `${rootKey}, and no user key could be made with it: ${why} Nothing was changed. Fix that and run ` +
+    "install again with the root key, or make the key yourself.\n";
+  return { ok: false, error: error + manualWay(target.url, account, user) };
 }

@@ -13,7 +13,7 @@ import { tempDir } from "../support/temp.ts";
 import { tomlDocument } from "../install/toml_arbitrary.ts";
 import type { Context } from "../../install/transaction.ts";
 import { runInstall } from "../../install/install.ts";
-import { runUninstall } from "../../install/uninstall.ts";
+import { runUninstall } from "../../install/install.ts";
 import { isRecord as isObject } from "../../lib/parsed.ts";
 import { planMcpInstall, planMcpUninstall } from "../../install/json-files.ts";
 import { planOvcli } from "../../install/ovcli.ts";

@@ -16,8 +16,7 @@ import {
 } from "./helpers.ts";
 import { ROOT, runCli } from "../support/run.ts";
 import type { Context, InstallOptions } from "../../install/transaction.ts";
-import { runInstall } from "../../install/install.ts";
-import { runUninstall } from "../../install/uninstall.ts";
+import { runInstall, runUninstall } from "../../install/install.ts";
 import { currentSelf, type Self } from "../../install/placement.ts";
 import { readKimiState } from "../../install/detect.ts";
 import { registrations } from "../../cli/doctor.ts";

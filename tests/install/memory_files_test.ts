@@ -9,8 +9,7 @@ import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../
 import { tempDir } from "../support/temp.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import type { Context, InstallOptions } from "../../install/transaction.ts";
-import { runInstall } from "../../install/install.ts";
-import { runUninstall } from "../../install/uninstall.ts";
+import { runInstall, runUninstall } from "../../install/install.ts";
 import { currentSelf } from "../../install/placement.ts";
 import { COMMANDS, OWNED_MARK, skillText, SYSTEM_PROMPT_TITLE } from "../../memory/instructions.ts";
 

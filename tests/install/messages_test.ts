@@ -15,8 +15,7 @@ import {
 import { tempDir } from "../support/temp.ts";
 import { acceptingFetch, fakeCompiled } from "./helpers.ts";
 import type { Context, InstallOptions } from "../../install/transaction.ts";
-import { runInstall } from "../../install/install.ts";
-import { runUninstall } from "../../install/uninstall.ts";
+import { runInstall, runUninstall } from "../../install/install.ts";
 import { currentSelf, type Self } from "../../install/placement.ts";
 import { unifiedDiff } from "../../install/transaction.ts";
 

@@ -193,7 +193,10 @@ Deno.test("OpenViking's own block (same markers) is reported, replaced only when
   assertEquals(refused.ok, false);
   if (!refused.ok) assertMatch(refused.error, /OpenViking's own Kimi plugin/);
   const replaced = planConfigInstall(upstream, ENTRIES, { replaceUpstream: true });
-  assertTrue(replaced.ok && replaced.replaced === "upstream");
+  assertTrue(
+    replaced.ok && !replaced.after!.includes("kimicode-hook.mjs") &&
+      replaced.after!.includes(ENTRIES[0].command),
+  );
   const left = planConfigUninstall(upstream);
   assertTrue(left.ok && !left.changed && left.warnings.length === 1);
 });
