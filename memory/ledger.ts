@@ -17,8 +17,6 @@ import {
 } from "../lib/fs.ts";
 import { type Env, hookStateDir, joinPath, ledgerDir, orNoHome, safeId } from "../lib/paths.ts";
 import type { HookContext, HookResult } from "./context.ts";
-import { promptText } from "../kimi/payload.ts";
-import { recallQuery } from "./query.ts";
 
 /** Longest prompt snippet kept. */
 const SNIPPET_CHARS = 80;
@@ -316,7 +314,7 @@ function plainCause(cause: unknown): unknown {
 
 /** The ledger entry of one hook run, or undefined when it did nothing worth recording (pure). */
 export function ledgerEntryOf(
-  ctx: Pick<HookContext, "event" | "input" | "config" | "isWorker">,
+  ctx: Pick<HookContext, "event">,
   result: HookResult,
   timing: { startedAt: number; now: number },
 ): LedgerEntry | undefined {
@@ -330,7 +328,7 @@ export function ledgerEntryOf(
     return {
       kind: "prompt",
       ...base,
-      prompt: snippet(recallQuery(promptText(ctx.input), ctx.config.redact)),
+      prompt: snippet(result.query ?? ""),
       path: d.recall,
       injected: d.injected.slice(0, MAX_LISTED),
       suppressed: d.suppressed.slice(0, MAX_LISTED),

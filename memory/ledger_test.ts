@@ -83,23 +83,16 @@ Deno.test("ledger: snippets are one short line", () => {
   assertEquals([long.length, long.endsWith("…")], [80, true]);
 });
 
-const ctx = (
-  event: HookEvent,
-  prompt = "",
-): Pick<HookContext, "event" | "input" | "config" | "isWorker"> => ({
-  event,
-  input: { prompt },
-  config: { redact: true } as HookContext["config"],
-  isWorker: true,
-});
+const ctx = (event: HookEvent): Pick<HookContext, "event"> => ({ event });
 const timing = { startedAt: 1000, now: 1042 };
 
-Deno.test("ledger entry of a prompt: the redacted snippet, what was injected and left out, the stage", () => {
+Deno.test("ledger entry of a prompt: the query's snippet, what was injected and left out, the stage", () => {
   const e = ledgerEntryOf(
-    ctx("user-prompt-submit", "my token=abc123secret <private>hidden</private> and how do I build?"),
+    ctx("user-prompt-submit"),
     {
       stdout: "x".repeat(10),
       outcome: "injected",
+      query: "my token=[REDACTED]   and how\ndo I build?",
       data: {
         recall: "context",
         injected: [{ uri: "viking://a", score: 0.9, chars: 40 }],
@@ -123,12 +116,12 @@ Deno.test("ledger entry of a prompt: the redacted snippet, what was injected and
 });
 
 Deno.test("ledger entry: duplicates, switched-off recall and probes are not recorded; fields a handler leaves out read empty", () => {
-  assertEquals(ledgerEntryOf(ctx("user-prompt-submit", "x"), { outcome: "duplicate" }, timing), undefined);
-  assertEquals(ledgerEntryOf(ctx("user-prompt-submit", "x"), { outcome: "recall-off" }, timing), undefined);
+  assertEquals(ledgerEntryOf(ctx("user-prompt-submit"), { outcome: "duplicate" }, timing), undefined);
+  assertEquals(ledgerEntryOf(ctx("user-prompt-submit"), { outcome: "recall-off" }, timing), undefined);
   // A paused prompt's detached probe of the server is no prompt of the user.
-  assertEquals(ledgerEntryOf(ctx("user-prompt-submit", "x"), { outcome: "probe" }, timing), undefined);
+  assertEquals(ledgerEntryOf(ctx("user-prompt-submit"), { outcome: "probe" }, timing), undefined);
   const bare = ledgerEntryOf(
-    ctx("user-prompt-submit", "a question"),
+    ctx("user-prompt-submit"),
     { outcome: "nothing", data: {} },
     timing,
   );

@@ -175,7 +175,7 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   const { decision } = claim;
   if (decision.duplicate) return { outcome: "duplicate" };
   if (!c.autoRecall) return { outcome: "recall-off" };
-  if (paused) return await pausedPrompt(ctx, paused, claim.tell);
+  if (paused) return { ...await pausedPrompt(ctx, paused, claim.tell), query };
 
   // In plugin mode the profile is in the system prompt.
   const pluginPrompt = decision.needProfile && await systemPromptInUse(ctx.env);
@@ -199,6 +199,7 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   return {
     stdout: withLine.length <= PRINT_MAX_CHARS ? withLine : inj.stdout,
     outcome: inj.stdout ? "injected" : "nothing",
+    query,
     data: {
       recall: inj.recall,
       injected: inj.injected,
