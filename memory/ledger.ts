@@ -7,6 +7,7 @@
 
 import * as z from "zod/mini";
 import type { Config } from "../openviking/config.ts";
+import { CauseSchema } from "../openviking/advice.ts";
 import { asRecord, isRecord } from "../lib/parsed.ts";
 import {
   ensurePrivateDir,
@@ -27,16 +28,10 @@ const SESSION_SHARE = 1 / 32;
 const MIN_SESSION_BYTES = 64 * 1024;
 
 const Memory = z.object({ uri: z.string(), score: z.optional(z.number()), chars: z.number() });
-const Failure = z.object({
-  kind: z.string(),
-  status: z.number(),
-  message: z.string(),
-  location: z.optional(z.string()),
-});
 /** When a run started and how long it took: every entry has them. */
 const Run = { at: z.number(), ms: z.number() };
 /** What a write to OpenViking did, in messages. */
-const Counts = { rejected: z.number(), cause: z.optional(Failure) };
+const Counts = { rejected: z.number(), cause: z.optional(CauseSchema) };
 const CommitTasks = z.array(z.object({ sessionId: z.string(), taskId: z.string() }));
 const Delivered = z.array(z.object({ sessionId: z.string(), messages: z.number() }));
 
@@ -55,7 +50,7 @@ const PromptEntrySchema = z.object({
   more: z.optional(z.number()),
   profile: z.optional(z.string()),
   printedChars: z.number(),
-  failure: z.optional(Failure),
+  failure: z.optional(CauseSchema),
 });
 export type PromptEntry = z.infer<typeof PromptEntrySchema>;
 
@@ -241,17 +236,7 @@ export async function pruneLedger(dir: string, limits: LedgerLimits, now = Date.
 
 const num = z.catch(z.number(), 0);
 const text = z.catch(z.optional(z.string()), undefined);
-const Cause = z.catch(
-  z.optional(
-    z.object({
-      kind: z.string(),
-      status: z.catch(z.number(), 0),
-      message: z.catch(z.string(), ""),
-      location: z.catch(z.optional(z.string()), undefined),
-    }),
-  ),
-  undefined,
-);
+const Cause = z.catch(z.optional(CauseSchema), undefined);
 
 /** The prompt handler's report (fields it may leave out read as empty). */
 const PromptData = z.object({
