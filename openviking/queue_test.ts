@@ -8,6 +8,8 @@ import { assertEquals, assertTrue } from "../tests/support/assert.ts";
 import { FakeOpenViking, gzipBomb } from "../tests/support/fake-openviking.ts";
 import { tempDir } from "../tests/support/temp.ts";
 import {
+  enqueueCommit,
+  enqueueMessages,
   enqueueShared,
   ourQueue,
   type PendingWrite,
@@ -17,8 +19,6 @@ import {
 import { Budget, createClient } from "./client.ts";
 import {
   countShared,
-  enqueueCommit,
-  enqueueMessages,
   hasUnsent,
   keepRejected,
   listShared,

@@ -5,7 +5,8 @@ import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { prodRunArgs, ROOT } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { Budget, createClient } from "../../openviking/client.ts";
-import { enqueueMessages, type MessagePayload } from "../../openviking/queue.ts";
+import type { MessagePayload } from "../../openviking/queue.ts";
+import { enqueueMessages } from "../support/queue.ts";
 import { replayQueue } from "../../openviking/replay.ts";
 
 const payload = (i: number): MessagePayload => ({

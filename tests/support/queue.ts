@@ -13,12 +13,29 @@ import {
 } from "../../lib/fs.ts";
 import { joinPath } from "../../lib/paths.ts";
 import {
+  type MessagePayload,
   QUEUE_SUBDIR,
   type QueueEntry,
   QueueEntrySchema,
   REJECTED_SUBDIR,
+  SessionQueue,
   type SharedEntry,
 } from "../../openviking/queue.ts";
+
+/** Queues messages of session `sessionId` in order (see `SessionQueue.messages`); how many are queued. */
+export async function enqueueMessages(
+  pendingDir: string,
+  sessionId: string,
+  payloads: readonly MessagePayload[],
+  now = Date.now(),
+): Promise<number> {
+  return await (await SessionQueue.open(pendingDir, sessionId)).messages(payloads, { now });
+}
+
+/** Queues the commit named `key` behind the session's queued writes; false when it could not be stored. */
+export async function enqueueCommit(pendingDir: string, sessionId: string, key: string, now = Date.now()) {
+  return await (await SessionQueue.open(pendingDir, sessionId)).commit(key, now);
+}
 
 /** Kinds of queued writes in the shared format. */
 export type PendingType = "addMessage" | "commitSession";
