@@ -173,29 +173,21 @@ function isProcessGone(pid: number): boolean {
   }
 }
 
-/** {@link removeStaleTemps} after an hour (far beyond any write), and at once what a process that is gone left. */
-export function removeAbandonedTemps(dir: string): Promise<number> {
-  return removeStaleTemps(dir, 3600_000, { writerGone: isProcessGone });
-}
-
 /**
- * Deletes the `*.tmp` files a write killed mid-way left in `dir`: those older than `olderThanMs`, and at once
- * those whose writer (the pid in the name, see {@link tempSibling}) is `writerGone`. Returns how many.
+ * Deletes the `*.tmp` files a write killed mid-way left in `dir`: those older than an hour (far beyond any
+ * write), and at once those whose writer (the pid in the name, see {@link tempSibling}) is gone. Returns how many.
  */
-export async function removeStaleTemps(
-  dir: string,
-  olderThanMs: number,
-  options: { now?: number; writerGone?: (pid: number) => boolean } = {},
-): Promise<number> {
-  const now = options.now ?? Date.now();
+export async function removeAbandonedTemps(dir: string): Promise<number> {
   let removed = 0;
-  for (const e of await Array.fromAsync(Deno.readDir(dir)).catch(() => [])) {
+  for (const e of await listDir(dir).catch(() => [])) {
     if (!e.isFile || !e.name.endsWith(".tmp")) continue;
     const path = joinPath(dir, e.name);
     const writer = /\.(\d+)\.[0-9a-f]{8}\.tmp$/.exec(e.name);
-    const gone = writer !== null && options.writerGone?.(Number(writer[1])) === true;
+    const gone = writer !== null && isProcessGone(Number(writer[1]));
     const mtime = gone ? 0 : (await Deno.stat(path).catch(() => undefined))?.mtime?.getTime();
-    if (gone || (mtime && now - mtime > olderThanMs)) await Deno.remove(path).then(() => removed++, () => {});
+    if (gone || (mtime && Date.now() - mtime > 3600_000)) {
+      await Deno.remove(path).then(() => removed++, () => {});
+    }
   }
   return removed;
 }

@@ -16,6 +16,7 @@ import {
   writeFileAtomic,
   writeFileAtomicSync,
 } from "../lib/fs.ts";
+import { stillAtPath } from "../lib/lock.ts";
 import { type Env, hookStateDir, joinPath, ledgerDir, orNoHome, safeId } from "../lib/paths.ts";
 import type { HookContext, HookResult } from "./context.ts";
 
@@ -140,7 +141,7 @@ export async function appendLedger(
         // Shared with other writers, exclusive to a compaction: a line is never written to a file being
         // replaced. Taken after opening, so a file compacted meanwhile (no longer at `path`) is opened again.
         file.lockSync(false);
-        if (!sameFile(file.statSync(), Deno.statSync(path))) continue;
+        if (!stillAtPath(file, path)) continue;
         file.writeSync(line); // one write: an O_APPEND line never mixes with another writer's
         size = file.statSync().size;
       } finally {
@@ -155,17 +156,12 @@ export async function appendLedger(
   }
 }
 
-/** Whether two stats are of one file (no inode numbers, as on Windows: taken to be). */
-function sameFile(a: Deno.FileInfo, b: Deno.FileInfo): boolean {
-  return a.ino === null || b.ino === null || (a.ino === b.ino && a.dev === b.dev);
-}
-
 /** Keeps the newest whole lines of `path` within `keepBytes`, under the file's exclusive lock. */
 function compact(path: string, keepBytes: number): void {
   const file = Deno.openSync(path, { read: true });
   try {
     file.lockSync(true);
-    if (!sameFile(file.statSync(), Deno.statSync(path))) return;
+    if (!stillAtPath(file, path)) return;
     const size = file.statSync().size;
     if (size <= keepBytes * 2) return; // another compaction got here first
     const bytes = new Uint8Array(size);
