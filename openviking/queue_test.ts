@@ -8,13 +8,18 @@ import { assertEquals, assertTrue } from "../tests/support/assert.ts";
 import { FakeOpenViking, gzipBomb } from "../tests/support/fake-openviking.ts";
 import { tempDir } from "../tests/support/temp.ts";
 import {
+  clientOf,
+  contents,
   enqueueCommit,
   enqueueMessages,
   enqueueShared,
   ourQueue,
+  payload,
   type PendingWrite,
   queuedMessages,
+  range,
   rejectedWrites,
+  replayOpts as opts,
 } from "../tests/support/queue.ts";
 import { Budget, createClient } from "./client.ts";
 import {
@@ -36,21 +41,6 @@ import {
 import { replayAll, replayQueue } from "./replay.ts";
 import { withLock } from "../lib/lock.ts";
 import { sha256Hex } from "../lib/hash.ts";
-
-const payload = (i: number): MessagePayload => ({
-  role: i % 2 ? "assistant" : "user",
-  content: `message ${i}`,
-  turn_id: String(Math.floor(i / 2)),
-});
-const range = (n: number, from = 0) => Array.from({ length: n }, (_, i) => payload(from + i));
-const opts = (extra: Partial<Parameters<typeof replayQueue>[2]> = {}) => ({
-  limit: 50,
-  ttlDays: 7,
-  budget: new Budget(20_000),
-  ...extra,
-});
-const clientOf = (url: string) => createClient({ baseUrl: url, userAgent: "t", timeoutMs: 2000 });
-const contents = (fake: FakeOpenViking, sid = "kc-s1") => fake.messages(sid).map((m) => m.content);
 
 Deno.test("enqueue: one 0600 file per batch in a 0700 per-session dir, sequence-named; queued messages dedupe", async () => {
   await using dir = await tempDir();
