@@ -3,7 +3,16 @@
 import fc from "fast-check";
 import { assertEquals, assertMatch, assertTrue } from "../tests/support/assert.ts";
 import { neutralize } from "../lib/neutralize.ts";
-import { AnyResult, Budget, classifyReply, cleanFailure, createClient, type FailureKind } from "./client.ts";
+import {
+  AnyResult,
+  Budget,
+  classifyReply,
+  cleanFailure,
+  createClient,
+  type FailureKind,
+  readBody,
+  readPrefix,
+} from "./client.ts";
 import { withoutUserinfo } from "../lib/scrub.ts";
 import { hostileText, params } from "../tests/fuzz/arbitraries.ts";
 import {
@@ -388,4 +397,30 @@ Deno.test("client: a connection never made (refused) is CONNECT: nothing reached
   const client = createClient({ baseUrl: `http://127.0.0.1:${port}`, userAgent: "t", timeoutMs: 1000 });
   const r = await client.request("POST", "/api/v1/sessions/kc-s/messages/batch", AnyResult, { body: {} });
   assertEquals(r.ok ? "" : [r.status, r.error.code], [0, "CONNECT"]);
+});
+
+Deno.test("readBody: a bound, a stall or an abort stops the read at once, cancels the body and says why", async () => {
+  let cancelled = 0;
+  const body = (chunks: string[], stall = false) =>
+    new Response(
+      new ReadableStream<Uint8Array>({
+        start(c) {
+          for (const x of chunks) c.enqueue(new TextEncoder().encode(x));
+          if (!stall) c.close();
+        },
+        cancel: () => void cancelled++,
+      }),
+    );
+  const text = (b: Uint8Array) => new TextDecoder().decode(b);
+  assertEquals(text((await readBody(body(["ab", "cd"]), { maxBytes: 4 })).bytes), "abcd");
+  assertEquals((await readBody(body(["ab", "cde"], true), { maxBytes: 4 })).stop, {
+    kind: "too-large",
+    limitBytes: 4,
+  });
+  const stalled = await readBody(body(["ab"], true), { maxBytes: 100, idleMs: 50 });
+  assertEquals([text(stalled.bytes), stalled.stop], ["ab", { kind: "stalled", ms: 50 }]);
+  const aborted = await readBody(body(["ab"], true), { maxBytes: 100, signal: AbortSignal.timeout(50) });
+  assertEquals(aborted.stop?.kind, "cut");
+  assertEquals(await readPrefix(body(["abc", "def"], true), 4, 1000), "abcd");
+  assertEquals(cancelled, 4, "every stopped body was cancelled");
 });
