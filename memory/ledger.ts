@@ -94,22 +94,12 @@ export type LedgerEntry = z.infer<typeof LedgerEntrySchema>;
 /** Where replays that span sessions are recorded (a name no session id can have). */
 export const REPLAY_FILE = "_replay";
 
-/** Ledger settings (from the config). */
-export interface LedgerLimits {
-  /** All files together stay under this. */
-  maxTotalBytes: number;
-  /** Files untouched this long are dropped. */
-  maxAgeDays: number;
-}
-
-/** The ledger's bounds from the config. */
-export function ledgerLimits(config: Pick<Config, "ledgerMaxBytes" | "ledgerMaxAgeDays">): LedgerLimits {
-  return { maxTotalBytes: config.ledgerMaxBytes, maxAgeDays: config.ledgerMaxAgeDays };
-}
+/** The ledger's bounds: all files together, and the age past which an untouched file goes. */
+type LedgerLimits = Pick<Config, "ledgerMaxBytes" | "ledgerMaxAgeDays">;
 
 /** The share of the total one session's file may hold. */
 export function sessionBudget(limits: LedgerLimits): number {
-  return Math.max(MIN_SESSION_BYTES, Math.floor(limits.maxTotalBytes * SESSION_SHARE));
+  return Math.max(MIN_SESSION_BYTES, Math.floor(limits.ledgerMaxBytes * SESSION_SHARE));
 }
 
 /** The path of a session's ledger (`name` must already be file-name safe). */
@@ -217,13 +207,13 @@ export async function ledgerFiles(dir: string): Promise<{ name: string; mtime: n
   return out.sort((a, b) => b.mtime - a.mtime);
 }
 
-/** Drops ledger files untouched for `maxAgeDays`, then the oldest ones past `maxTotalBytes`. Returns how many. */
+/** Drops ledger files untouched for `ledgerMaxAgeDays`, then the oldest past `ledgerMaxBytes`; how many. */
 export async function pruneLedger(dir: string, limits: LedgerLimits, now = Date.now()): Promise<number> {
   let removed = 0;
   let total = 0;
   for (const f of await ledgerFiles(dir)) {
-    const old = now - f.mtime > limits.maxAgeDays * 86_400_000;
-    if (old || total + f.size > limits.maxTotalBytes) {
+    const old = now - f.mtime > limits.ledgerMaxAgeDays * 86_400_000;
+    if (old || total + f.size > limits.ledgerMaxBytes) {
       if (await Deno.remove(ledgerFile(dir, f.name)).then(() => true, () => false)) removed++;
     } else total += f.size;
   }
@@ -364,7 +354,7 @@ export async function houseKeeping(ctx: HookContext, now = Date.now()): Promise<
   const temps = (await removeAbandonedTemps(ctx.pendingDir)) +
     (await removeAbandonedTemps(hookStateDir(ctx.env)));
   const dir = orNoHome(() => ledgerDir(ctx.env));
-  if (dir) await pruneLedger(dir, ledgerLimits(ctx.config), now).catch(() => 0);
+  if (dir) await pruneLedger(dir, ctx.config, now).catch(() => 0);
   return temps;
 }
 
@@ -373,7 +363,7 @@ export async function recordRun(ctx: HookContext, result: HookResult, startedAt:
   const entry = ledgerEntryOf(ctx, result, { startedAt, now: Date.now() });
   const dir = orNoHome(() => ledgerDir(ctx.env));
   if (!dir) return;
-  const limits = ledgerLimits(ctx.config);
+  const limits = ctx.config;
   try {
     const name = entry?.kind === "replay"
       ? REPLAY_FILE

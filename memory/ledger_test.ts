@@ -16,7 +16,7 @@ import {
 import type { HookContext } from "./context.ts";
 import type { HookEvent } from "../kimi/hooks.ts";
 
-const limits = { maxTotalBytes: 4 * 1024 * 1024, maxAgeDays: 30 };
+const limits = { ledgerMaxBytes: 4 * 1024 * 1024, ledgerMaxAgeDays: 30 };
 const prompt = (i: number): PromptEntry => ({
   kind: "prompt",
   at: 1_800_000_000_000 + i,
@@ -56,14 +56,14 @@ Deno.test("ledger: 10,000 hook runs in one session stay within the session's bud
 
 Deno.test("ledger: 2,000 sessions are pruned to the total budget; old files go by age", async () => {
   await using dir = await tempDir();
-  const small = { maxTotalBytes: 200 * 1024, maxAgeDays: 30 };
+  const small = { ledgerMaxBytes: 200 * 1024, ledgerMaxAgeDays: 30 };
   for (let i = 0; i < 2_000; i++) await appendLedger(dir.path, `session_${i}`, prompt(i), small);
   const old = new Date(Date.now() - 40 * 86_400_000);
   await Deno.utime(ledgerFile(dir.path, "session_1999"), old, old);
   await pruneLedger(dir.path, small);
   const files = await ledgerFiles(dir.path);
   const total = files.reduce((n, f) => n + f.size, 0);
-  assertTrue(total <= small.maxTotalBytes, `${total} bytes left`);
+  assertTrue(total <= small.ledgerMaxBytes, `${total} bytes left`);
   assertEquals(files.some((f) => f.name === "session_1999"), false, "the 40-day-old file is gone");
 });
 
