@@ -70,10 +70,11 @@ export type MessagePayload = z.infer<typeof MessageSchema>;
 const RejectionSchema = z.object({ at: z.number(), status: z.number(), message: z.string() });
 export type Rejection = z.infer<typeof RejectionSchema>;
 
-/** `<seq>-<tag>.json`, tag `m<count>` (messages) or `c` (a commit): listing a queue never reads its files. */
-const ENTRY = /^(\d{10})-(m\d+|c)\.json$/;
-/** `<seq>-<tag>.<pid>.claim`: claimed by replay process `pid`. */
-const CLAIM = /^(\d{10})-(m\d+|c)\.(\d+)\.claim$/;
+/**
+ * `<seq>-<tag>.json`, tag `m<count>` (messages) or `c` (a commit), so listing a queue reads no file; claimed
+ * by replay process `pid`: `<seq>-<tag>.<pid>.claim`.
+ */
+const QUEUE_FILE = /^(\d{10})-(m\d+|c)(?:\.json|\.(\d+)\.claim)$/;
 
 /** The dedupe key of a message: sha256 of session id and the payload with sorted keys. */
 export async function messageKey(sessionId: string, payload: MessagePayload): Promise<string> {
@@ -99,21 +100,13 @@ export interface QueueFile {
   claimedBy?: number;
 }
 
-const pad = (seq: number) => String(seq).padStart(10, "0");
-
-/** The name of an entry: `<seq>-<tag>.json`. */
-const entryName = (seq: number, tag: string): string => `${pad(seq)}-${tag}.json`;
-
-/** The name of an entry claimed by replay process `pid`: `<seq>-<tag>.<pid>.claim`. */
-export const claimName = (seq: number, tag: string, pid: number): string => `${pad(seq)}-${tag}.${pid}.claim`;
-
-/** The tag of an entry's name: `c` for a commit, `m<count>` for messages. */
+/** The tag of what an entry holds: `c` for a commit, `m<count>` for messages. */
 const tagOf = (entry: QueueEntry): string => entry.kind === "commit" ? "c" : `m${entry.messages.length}`;
 
-/** The file of entry `seq` named for what it holds: `entry`'s contents, or a tag already known. */
-export function entryFile(seq: number, holds: QueueEntry | string): QueueFile {
+/** The file name of entry `seq` holding `holds` (an entry, or its tag); claimed by replay `pid`, if given. */
+export function entryName(seq: number, holds: QueueEntry | string, pid?: number): string {
   const tag = typeof holds === "string" ? holds : tagOf(holds);
-  return { name: entryName(seq, tag), seq, tag };
+  return `${String(seq).padStart(10, "0")}-${tag}${pid === undefined ? ".json" : `.${pid}.claim`}`;
 }
 
 /** The queue directories of one session, or of every session that has one (none when there is no queue). */
@@ -132,10 +125,10 @@ export async function queueFiles(dir: string): Promise<QueueFile[]> {
   const out: QueueFile[] = [];
   for (const e of await listDir(dir)) {
     if (e.isDirectory) continue;
-    const m = ENTRY.exec(e.name);
-    if (m) out.push({ name: e.name, seq: Number(m[1]), tag: m[2] });
-    const c = CLAIM.exec(e.name);
-    if (c) out.push({ name: e.name, seq: Number(c[1]), tag: c[2], claimedBy: Number(c[3]) });
+    const m = QUEUE_FILE.exec(e.name);
+    if (m) {
+      out.push({ name: e.name, seq: Number(m[1]), tag: m[2], ...(m[3] ? { claimedBy: Number(m[3]) } : {}) });
+    }
   }
   return out.sort((a, b) => a.seq - b.seq);
 }
@@ -220,7 +213,7 @@ async function appendEntries(
     for (let attempt = 0;; attempt++) {
       seq++;
       const entry = make(seq);
-      const file = entryFile(seq, entry);
+      const file = { name: entryName(seq, entry), seq, tag: tagOf(entry) };
       try {
         await createExclusive(joinPath(dir, file.name), `${JSON.stringify(entry)}\n`);
         stored.push(file);

@@ -18,8 +18,7 @@ import {
   mayHaveArrived,
 } from "./sessions.ts";
 import {
-  claimName,
-  entryFile,
+  entryName,
   keepRejected,
   type KeptWrite,
   type QueueEntry,
@@ -198,8 +197,8 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
     run.stopAll = true;
     return "stop";
   }
-  const path = joinPath(dir, entryFile(f.seq, f.tag).name);
-  const claim = joinPath(dir, claimName(f.seq, f.tag, Deno.pid));
+  const path = joinPath(dir, entryName(f.seq, f.tag));
+  const claim = joinPath(dir, entryName(f.seq, f.tag, Deno.pid));
   if (!(await Deno.rename(joinPath(dir, f.name), claim).then(() => true, () => false))) return "stop";
   let entry = await readEntry(claim);
   if (!entry) {
@@ -241,7 +240,7 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
   if (stop !== "local" && stop !== "wait" && mayHaveArrived(stop)) {
     left = await keep(claim, { ...left, unsure: answerCountsFrom(stop, run.client.options.timeoutMs) });
   }
-  await Deno.rename(claim, joinPath(dir, entryFile(f.seq, left).name)).catch(() => {});
+  await Deno.rename(claim, joinPath(dir, entryName(f.seq, left))).catch(() => {});
   if (stop === "wait") return "stop"; // the session's later writes wait behind it; other sessions go on
   if (stop !== "local") report.cause = stop;
   // "local": the rejected place could not keep a write (a full disk), so nothing more is settled now.
