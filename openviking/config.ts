@@ -53,8 +53,8 @@ export interface Credentials {
   ovConfigPath: string;
 }
 
-/** What credentials are resolved from. */
-export interface CredentialSources {
+/** Raw inputs to resolution, so the rules are pure and testable. */
+export interface ConfigSources {
   env: Env;
   /** Parsed ovcli.conf, if it exists and parses. */
   ovcli?: unknown;
@@ -62,6 +62,8 @@ export interface CredentialSources {
   /** Parsed ov.conf, if it exists and parses. */
   ovconf?: unknown;
   ovConfigPath: string;
+  /** Workspace settings files, highest precedence first (`config.local.json`, then `config.json`). */
+  workspace?: { path: string; value: unknown }[];
 }
 
 const ENV_CREDENTIAL_VARS = (
@@ -207,7 +209,7 @@ function identityOf(f: Files): { account: string; user: string; peerId: string }
 }
 
 /** Resolves connection and identity exactly as OpenViking's shared plugin runtime does. */
-export function resolveCredentials(sources: CredentialSources, warnings: string[] = []): Credentials {
+export function resolveCredentials(sources: ConfigSources, warnings: string[] = []): Credentials {
   const { env } = sources;
   const mode = credentialMode(env);
   const cli = asRecord(sources.ovcli);
@@ -433,21 +435,6 @@ export type Settings = Omit<KnobValues, "debugLogPath"> & {
   recallDedupTurnsConfigured: boolean;
 };
 
-/** A workspace settings file: where it is, and its parsed value. */
-export interface WorkspaceFile {
-  path: string;
-  value: unknown;
-}
-
-/** Where knob values come from besides the environment. */
-export interface SettingSources {
-  env: Env;
-  /** Parsed ovcli.conf, if it exists and parses. */
-  ovcli?: unknown;
-  /** Workspace settings files, highest precedence first (`config.local.json`, then `config.json`). */
-  workspace?: WorkspaceFile[];
-}
-
 /** A configured value and where it came from, for messages. */
 interface Configured {
   value: unknown;
@@ -469,7 +456,10 @@ function firstSetting(layers: [string, JsonRecord][], name: string): Configured 
  * the knob's rule allows that value against the user's. Each value is parsed by its knob; an invalid or
  * disallowed one is named in `warnings` (in the table's order) and not used.
  */
-export function resolveSettings(sources: SettingSources, warnings: string[] = []): Settings {
+export function resolveSettings(
+  sources: Pick<ConfigSources, "env" | "ovcli" | "workspace">,
+  warnings: string[] = [],
+): Settings {
   const plugin = asRecord(asRecord(sources.ovcli).plugin);
   const userLayers: [string, JsonRecord][] = [
     ["ovcli.conf plugin.kimicode", asRecord(plugin.kimicode)],
@@ -524,9 +514,6 @@ function debugLogPath(knob: string | undefined, env: Env, warnings: string[]): s
 export interface Config extends Credentials, Settings {
   userAgent: string;
 }
-
-/** Raw inputs to resolution, so the rules are pure and testable. */
-export type ConfigSources = CredentialSources & SettingSources;
 
 /** The result of resolution: the config and what was wrong with the inputs. */
 export interface Resolved {
@@ -599,9 +586,9 @@ function readJsonFile(path: string, warnings: string[]): unknown {
  * Workspace settings files for `cwd`, nearest first: `.openviking/config.local.json`, `.openviking/config.json`
  * (none for a relative cwd: it would resolve against this process's directory, not the workspace).
  */
-function readWorkspace(cwd: string | undefined, warnings: string[]): WorkspaceFile[] {
+function readWorkspace(cwd: string | undefined, warnings: string[]): ConfigSources["workspace"] {
   if (!cwd || !isAbsolutePath(cwd)) return [];
-  const out: WorkspaceFile[] = [];
+  const out: { path: string; value: unknown }[] = [];
   for (const name of ["config.local.json", "config.json"]) {
     const path = joinPath(cwd, ".openviking", name);
     const value = readJsonFile(path, warnings);
@@ -616,28 +603,25 @@ function readWorkspace(cwd: string | undefined, warnings: string[]): WorkspaceFi
  * absolute path: no workspace file, nothing relative to the cwd.
  */
 export function loadConfig(env: Env, cwd?: string): Promise<Resolved> {
-  return settled(() => loadConfigSync(env, cwd));
-}
-
-/** {@link loadConfig}, synchronously. */
-function loadConfigSync(env: Env, cwd?: string): Resolved {
-  const warnings: string[] = ignoredOverrides(env).map((o) => `${o} is not an absolute path; ignored`);
-  const noHome = noHomeReason(env);
-  const paths = credentialFilePaths(env);
-  let cliPath = paths.cli;
-  let ovcli: unknown = readJsonFile(paths.cli, warnings);
-  let ovconf: unknown = readJsonFile(paths.ov, warnings);
-  if (env.OPENVIKING_CONFIG_FILE && !env.OPENVIKING_CLI_CONFIG_FILE && looksLikeOvcli(ovconf)) {
-    [ovcli, cliPath, ovconf] = [ovconf, paths.ov, undefined];
-  }
-  const workspace = noHome ? [] : readWorkspace(cwd, warnings);
-  const resolved = resolveConfig({
-    env,
-    ovcli,
-    cliConfigPath: cliPath,
-    ovconf,
-    ovConfigPath: paths.ov,
-    workspace,
+  return settled(() => {
+    const warnings: string[] = ignoredOverrides(env).map((o) => `${o} is not an absolute path; ignored`);
+    const noHome = noHomeReason(env);
+    const paths = credentialFilePaths(env);
+    let cliPath = paths.cli;
+    let ovcli: unknown = readJsonFile(paths.cli, warnings);
+    let ovconf: unknown = readJsonFile(paths.ov, warnings);
+    if (env.OPENVIKING_CONFIG_FILE && !env.OPENVIKING_CLI_CONFIG_FILE && looksLikeOvcli(ovconf)) {
+      [ovcli, cliPath, ovconf] = [ovconf, paths.ov, undefined];
+    }
+    const workspace = noHome ? [] : readWorkspace(cwd, warnings);
+    const resolved = resolveConfig({
+      env,
+      ovcli,
+      cliConfigPath: cliPath,
+      ovconf,
+      ovConfigPath: paths.ov,
+      workspace,
+    });
+    return { config: resolved.config, warnings: [...warnings, ...resolved.warnings] };
   });
-  return { config: resolved.config, warnings: [...warnings, ...resolved.warnings] };
 }
