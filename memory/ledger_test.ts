@@ -184,7 +184,7 @@ Deno.test("ledger entry of a replay outside a session start (the replay command,
     commitTasks: [],
     delivered: [{ sessionId: "kc-a", messages: 2 }],
     // A capture's backlog report carries the client's failure as it is.
-    cause: { ok: false, kind: "server", status: 503, error: { message: "busy" }, retryable: true },
+    cause: { ok: false, kind: "server", status: 503, error: { message: "busy" } },
   };
   assertEquals(replayEntryOf(report, timing), {
     kind: "replay",

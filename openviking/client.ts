@@ -63,13 +63,12 @@ export interface OvSuccess<T> {
   result: T;
 }
 
-/** A failed call; `status` 0 means no HTTP answer; `retryable` is false only for `rejected`. */
+/** A failed call; `status` 0 means no HTTP answer; only `rejected` is final. */
 export interface OvFailure {
   ok: false;
   status: number;
   kind: FailureKind;
   error: OvError;
-  retryable: boolean;
   /** Where a redirect pointed (userinfo removed). */
   location?: string;
 }
@@ -79,14 +78,7 @@ export type OvResponse<T> = OvSuccess<T> | OvFailure;
 
 /** Builds a failure of `kind`. */
 export function failure(kind: FailureKind, status: number, error: OvError, location?: string): OvFailure {
-  return {
-    ok: false,
-    status,
-    kind,
-    error,
-    retryable: kind !== "rejected",
-    ...(location ? { location } : {}),
-  };
+  return { ok: false, status, kind, error, ...(location ? { location } : {}) };
 }
 
 /**

@@ -86,7 +86,6 @@ Deno.test("classifyReply: every reply kind users meet, one verdict each", () => 
   for (const [name, status, text, want, headers] of CASES) {
     const r = classifyReply({ status, text, origin, location: headers?.location, contentType: "text/html" });
     assertEquals(r.ok ? "ok" : r.kind, want, name);
-    if (!r.ok) assertEquals(r.retryable, r.kind !== "rejected", `${name}: only a rejection is final`);
   }
 });
 
@@ -186,12 +185,7 @@ Deno.test("client: headers, envelope, never the key in an error", async () => {
     const denied = await bad.request("GET", "/api/v1/system/status", AnyResult);
     assertEquals(denied.ok, false);
     if (!denied.ok) {
-      assertEquals([denied.status, denied.kind, denied.retryable, denied.error.code], [
-        401,
-        "auth",
-        true,
-        "UNAUTHENTICATED",
-      ]);
+      assertEquals([denied.status, denied.kind, denied.error.code], [401, "auth", "UNAUTHENTICATED"]);
       assertTrue(!JSON.stringify(denied).includes("wrong-key-456"));
     }
     const notFound = await client.request("POST", "/api/v1/sessions/nope/commit", AnyResult, { body: {} });
@@ -226,11 +220,11 @@ Deno.test("client: 5xx, dropped connections and timeouts are retryable failures 
     fake.fault({ route: "GET /api/v1/system/status", delayMs: 1500, times: 1 });
     const results = [];
     for (let i = 0; i < 3; i++) results.push(await client.request("GET", "/api/v1/system/status", AnyResult));
-    assertEquals(results.map((r) => [r.ok, r.status, !r.ok && r.retryable]), [[false, 503, true], [
-      false,
-      0,
-      true,
-    ], [false, 0, true]]);
+    assertEquals(results.map((r) => [r.ok, r.status, !r.ok && r.kind]), [
+      [false, 503, "server"],
+      [false, 0, "unreachable"],
+      [false, 0, "unreachable"],
+    ]);
     const timeout = results[2];
     if (!timeout.ok) assertMatch(timeout.error.message, /within 300 ms/);
   } finally {
@@ -265,7 +259,7 @@ Deno.test("client: network failure names the origin and never throws", async () 
   const r = await client.request("GET", "/health", AnyResult);
   assertEquals(r.ok, false);
   if (!r.ok) {
-    assertEquals([r.status, r.retryable, r.error.code], [0, true, "NETWORK"]);
+    assertEquals([r.status, r.kind, r.error.code], [0, "unreachable", "NETWORK"]);
     assertMatch(r.error.message, /127\.0\.0\.1:9/);
     assertTrue(!r.error.message.includes("k-secret"));
   }
@@ -319,10 +313,9 @@ Deno.test("client: an OK envelope whose result is not the route's shape is a not
       },
     });
     const r = await client.request("GET", "/api/v1/system/status", Status);
-    assertEquals(r.ok ? "ok" : [r.kind, r.status, r.retryable, r.error.code], [
+    assertEquals(r.ok ? "ok" : [r.kind, r.status, r.error.code], [
       "not-openviking",
       200,
-      true,
       "UNEXPECTED_RESULT",
     ], JSON.stringify(result));
     if (!r.ok) {
