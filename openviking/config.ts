@@ -39,7 +39,6 @@ export interface Credentials {
   user: string;
   /** Explicit actor peer id; empty means "derive from the workspace". */
   peerId: string;
-  credentialMode: CredentialMode;
   /** Which source supplied the connection: "env", "ovcli.conf", "ov.conf" or "default". */
   credentialSource: string;
   /** Which source supplied the API key ("none" when there is none). */
@@ -238,7 +237,6 @@ export function resolveCredentials(sources: ConfigSources, warnings: string[] = 
     mcpUrl,
     apiKey: key.apiKey,
     ...identityOf(files),
-    credentialMode: mode,
     credentialSource: files.useCli ? "ovcli.conf" : source,
     apiKeySource: key.source,
     apiKeyOrigin: key.origin,
