@@ -11,7 +11,9 @@ import { CauseSchema } from "../openviking/advice.ts";
 import { asRecord, isRecord } from "../lib/parsed.ts";
 import {
   ensurePrivateDir,
-  isNotFound,
+  listDir,
+  parseJsonOrUndefined,
+  readTextIfExists,
   removeAbandonedTemps,
   writeFileAtomic,
   writeFileAtomicSync,
@@ -152,16 +154,8 @@ function compact(path: string, keepBytes: number): void {
   try {
     file.lockSync(true);
     if (!stillAtPath(file, path)) return;
-    const size = file.statSync().size;
-    if (size <= keepBytes * 2) return; // another compaction got here first
-    const bytes = new Uint8Array(size);
-    let read = 0;
-    while (read < size) {
-      const n = file.readSync(bytes.subarray(read));
-      if (n === null) break;
-      read += n;
-    }
-    const text = new TextDecoder().decode(bytes.subarray(0, read));
+    if (file.statSync().size <= keepBytes * 2) return; // another compaction got here first
+    const text = Deno.readTextFileSync(path); // writers wait for the lock held here
     let start = Math.max(0, text.length - keepBytes);
     if (start > 0) start = text.indexOf("\n", start - 1) + 1;
     writeFileAtomicSync(path, text.slice(start), { privateDir: false });
@@ -172,37 +166,18 @@ function compact(path: string, keepBytes: number): void {
 
 /** The parseable entries of `name`'s ledger, oldest first (missing file: none). */
 export async function readLedger(dir: string, name: string): Promise<LedgerEntry[]> {
-  let text: string;
-  try {
-    text = await Deno.readTextFile(ledgerFile(dir, name));
-  } catch (error) {
-    if (isNotFound(error)) return [];
-    throw error;
-  }
-  const out: LedgerEntry[] = [];
-  for (const line of text.split("\n")) {
-    if (!line) continue;
-    try {
-      const parsed = LedgerEntrySchema.safeParse(JSON.parse(line));
-      if (parsed.success) out.push(parsed.data);
-    } catch {
-      // a torn or foreign line
-    }
-  }
-  return out;
+  const lines = (await readTextIfExists(ledgerFile(dir, name)) ?? "").split("\n");
+  // A torn or foreign line is left out.
+  return lines.flatMap((line) => LedgerEntrySchema.safeParse(parseJsonOrUndefined(line)).data ?? []);
 }
 
 /** The ledger files in `dir`, newest first: `{name, mtime, size}`. */
 export async function ledgerFiles(dir: string): Promise<{ name: string; mtime: number; size: number }[]> {
   const out: { name: string; mtime: number; size: number }[] = [];
-  try {
-    for await (const e of Deno.readDir(dir)) {
-      if (!e.isFile || !e.name.endsWith(".jsonl")) continue;
-      const info = await Deno.stat(joinPath(dir, e.name)).catch(() => undefined);
-      if (info) out.push({ name: e.name.slice(0, -6), mtime: info.mtime?.getTime() ?? 0, size: info.size });
-    }
-  } catch (error) {
-    if (!isNotFound(error)) throw error;
+  for (const e of await listDir(dir)) {
+    if (!e.isFile || !e.name.endsWith(".jsonl")) continue;
+    const info = await Deno.stat(joinPath(dir, e.name)).catch(() => undefined);
+    if (info) out.push({ name: e.name.slice(0, -6), mtime: info.mtime?.getTime() ?? 0, size: info.size });
   }
   return out.sort((a, b) => b.mtime - a.mtime);
 }
