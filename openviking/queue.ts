@@ -13,7 +13,6 @@ import {
   createExclusive,
   ensurePrivateDir,
   isAlreadyExists,
-  isNotFound,
   listDir,
   readJson,
   removeAbandonedTemps,
@@ -501,11 +500,8 @@ export async function listShared(dir: string): Promise<SharedFile[]> {
     const m = ENTRY_NAME.exec(name);
     if (!m || m[3] !== "json") continue;
     const path = joinPath(dir, name);
-    let raw: unknown;
-    try {
-      raw = JSON.parse(await Deno.readTextFile(path));
-    } catch (error) {
-      if (isNotFound(error)) continue;
+    const raw = await readJson(path);
+    if (raw === undefined) { // unparseable (gone: no stat either)
       const info = await Deno.stat(path).catch(() => undefined);
       if (info?.mtime && Date.now() - info.mtime.getTime() > 60_000) await Deno.remove(path).catch(() => {});
       continue;

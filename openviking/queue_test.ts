@@ -489,3 +489,13 @@ Deno.test("SessionQueue.waiting: what was queued when it was opened, and what it
     "another session's queue is its own",
   );
 });
+
+Deno.test("shared queue: a file that is no entry is skipped, and deleted once a minute old (no writer is still at it)", async () => {
+  await using dir = await tempDir();
+  const [old, fresh] = ["a", "b"].map((c) => `${dir.path}/${c.repeat(64)}_0.json`);
+  for (const f of [old, fresh]) await Deno.writeTextFile(f, '{"type":"addMess');
+  const t = new Date(Date.now() - 2 * 60_000);
+  await Deno.utime(old, t, t);
+  assertEquals(await listShared(dir.path), []);
+  assertEquals([...Deno.readDirSync(dir.path)].map((e) => e.name), [`${"b".repeat(64)}_0.json`]);
+});
