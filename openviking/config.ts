@@ -7,7 +7,7 @@
  * Resolution is pure; only `loadConfig` reads files.
  */
 
-import { settled } from "../lib/fs.ts";
+import { isNotFound, parseJsonOrUndefined, settled } from "../lib/fs.ts";
 import { asRecord, type JsonRecord } from "../lib/parsed.ts";
 import { withoutUserinfo } from "../lib/scrub.ts";
 import {
@@ -567,17 +567,12 @@ function readJsonFile(path: string, warnings: string[]): unknown {
   try {
     text = Deno.readTextFileSync(path); // small files: a synchronous read spares a trip through the thread pool
   } catch (error) {
-    if (!(error instanceof Deno.errors.NotFound)) {
-      warnings.push(`cannot read ${path}: ${(error as Error).message}`);
-    }
+    if (!isNotFound(error)) warnings.push(`cannot read ${path}: ${(error as Error).message}`);
     return undefined;
   }
-  try {
-    return JSON.parse(text);
-  } catch {
-    warnings.push(`${path} is not valid JSON; ignoring it`);
-    return undefined;
-  }
+  const value = parseJsonOrUndefined(text);
+  if (value === undefined) warnings.push(`${path} is not valid JSON; ignoring it`);
+  return value;
 }
 
 /**
