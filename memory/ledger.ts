@@ -302,13 +302,8 @@ export async function recordReplay(
   startedAt: number,
 ): Promise<boolean> {
   const entry = replayEntryOf(report, { startedAt, now: Date.now() });
-  if (!entry) return true;
-  try {
-    const dir = orNoHome(() => ledgerDir(env));
-    return dir !== undefined && await appendLedger(dir, REPLAY_FILE, entry, limits);
-  } catch {
-    return false;
-  }
+  const dir = orNoHome(() => ledgerDir(env));
+  return !entry || (dir !== undefined && await appendLedger(dir, REPLAY_FILE, entry, limits));
 }
 
 /** Session start's sweep of the whole home runs at most this often. */
@@ -338,17 +333,12 @@ export async function recordRun(ctx: HookContext, result: HookResult, startedAt:
   const entry = ledgerEntryOf(ctx, result, { startedAt, now: Date.now() });
   const dir = orNoHome(() => ledgerDir(ctx.env));
   if (!dir) return;
-  const limits = ctx.config;
-  try {
-    const name = entry?.kind === "replay"
-      ? REPLAY_FILE
-      : ctx.hostSessionId && await safeId(ctx.hostSessionId);
-    // A capture first replays what its session had queued: recorded before the capture, as it happened.
-    if (result.data?.backlog) {
-      await recordReplay(ctx.env, limits, result.data.backlog, startedAt);
-    }
-    if (entry && name) await appendLedger(dir, name, entry, limits);
-  } catch (error) {
-    ctx.log.stage("ledger-unwritable", { error: (error as Error).message });
-  }
+  // A capture first replays what its session had queued: recorded before the capture, as it happened.
+  const backlog = !result.data?.backlog ||
+    await recordReplay(ctx.env, ctx.config, result.data.backlog, startedAt);
+  const name = entry?.kind === "replay" ? REPLAY_FILE : ctx.hostSessionId && await safeId(ctx.hostSessionId);
+  const written = !entry || !name || await appendLedger(dir, name, entry, ctx.config);
+  if (backlog && written) return;
+  ctx.log.stage("ledger-unwritable", { dir });
+  await ctx.log.flush();
 }

@@ -1,5 +1,8 @@
 import { assertEquals, assertTrue } from "../tests/support/assert.ts";
 import { tempDir } from "../tests/support/temp.ts";
+import { FakeOpenViking } from "../tests/support/fake-openviking.ts";
+import { sandboxEnv } from "../tests/support/hook-context.ts";
+import { runHook } from "./dispatch.ts";
 import {
   appendLedger,
   type CaptureEntry,
@@ -199,4 +202,22 @@ Deno.test("ledger entry of a replay outside a session start (the replay command,
     cause: { kind: "server", status: 503, message: "busy" },
   });
   assertEquals(replayEntryOf({ ...report, replayed: 0, cause: undefined }, timing), undefined, "no news");
+});
+
+Deno.test("ledger: a prompt whose ledger cannot be written still prints, and the debug log says so", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  await Deno.mkdir(`${dir.path}/.openviking`);
+  await Deno.writeTextFile(`${dir.path}/.openviking/ledger`, "a file where the ledger's folder goes");
+  const log = `${dir.path}/debug.log`;
+  const env = sandboxEnv(dir.path, fake.url, { OPENVIKING_DEBUG: "1", OPENVIKING_DEBUG_LOG: log });
+  const stdin = {
+    hook_event_name: "UserPromptSubmit",
+    session_id: "s1",
+    cwd: "/p",
+    prompt: "how do I indent?",
+  };
+  const stdout = await runHook("user-prompt-submit", new TextEncoder().encode(JSON.stringify(stdin)), env);
+  assertTrue(stdout.includes("<openviking-context>"), stdout);
+  assertTrue((await Deno.readTextFile(log)).includes('"stage":"ledger-unwritable"'));
 });
