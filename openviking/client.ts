@@ -10,6 +10,7 @@ import { parseJsonOrUndefined } from "../lib/fs.ts";
 import { neutralize } from "../lib/neutralize.ts";
 import { isRecord, type JsonRecord } from "../lib/parsed.ts";
 import { scrubText, withoutUserinfo } from "../lib/scrub.ts";
+import type { Config } from "./config.ts";
 
 /** A deadline shared by every request of one hook run. */
 export class Budget {
@@ -325,15 +326,8 @@ export interface ClientOptions extends Identity {
   fetch?: typeof fetch;
 }
 
-/** What of the config a client is made from (a `Config` is one). */
-export interface Connection {
-  baseUrl: string;
-  apiKey: string;
-  account: string;
-  user: string;
-  userAgent: string;
-  timeoutMs: number;
-}
+/** What of the config a client is made from. */
+type Connection = Pick<Config, "baseUrl" | "apiKey" | "account" | "user" | "userAgent" | "timeoutMs">;
 
 /** The identity of `config` with `peerId` as the actor peer ("" = none). */
 export function identityOf(config: Omit<Connection, "baseUrl" | "timeoutMs">, peerId: string): Identity {
