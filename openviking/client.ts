@@ -190,11 +190,8 @@ export function checkResult<S extends z.ZodMiniType>(
 /** Where a redirect points, absolute and without userinfo; "" when not a URL, undefined when unsaid. */
 function redirectTarget(raw: RawReply): string | undefined {
   if (!raw.location) return undefined;
-  try {
-    return withoutUserinfo(new URL(raw.location, raw.origin).toString());
-  } catch {
-    return "";
-  }
+  const url = URL.parse(raw.location, raw.origin);
+  return url ? withoutUserinfo(url.toString()) : "";
 }
 
 /** Classifies one HTTP answer (pure); a success carries the envelope's `result` as it came. */

@@ -148,11 +148,7 @@ function baseUrlOf(f: Files, warnings: string[]): { baseUrl: string; source: str
 
 /** The origin of `url` ("" when it is not a URL). */
 export function originOf(url: string): string {
-  try {
-    return new URL(url).origin;
-  } catch {
-    return "";
-  }
+  return URL.parse(url)?.origin ?? "";
 }
 
 /** The key of `c` for a request to `url`: none when the key was saved for another origin. */
