@@ -67,7 +67,7 @@ Deno.test("the listing says when there are no project memories and which roots i
     memories: [],
     failures: [{
       root: roots[0],
-      failure: { ok: false, status: 500, kind: "server", retryable: true, error: { message: "boom" } },
+      failure: { ok: false, status: 500, kind: "server", error: { message: "boom" } },
     }],
   }, NOW);
   assertEquals(lines, [

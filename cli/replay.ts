@@ -17,7 +17,7 @@ import {
 } from "../openviking/queue.ts";
 import { replayAll, type ReplayAllReport, replayOptions, replayQueue } from "../openviking/replay.ts";
 import { joinPath, pendingDir, processEnv } from "../lib/paths.ts";
-import { ledgerLimits, recordReplay } from "../memory/ledger.ts";
+import { recordReplay } from "../memory/ledger.ts";
 import { commandName } from "../lib/self.ts";
 
 /** What a replay did, in words: what it sent where (and dropped), then what is left in the queue. Pure. */
@@ -80,7 +80,7 @@ export async function replayCommand(
         (aside ? `\n${aside.summary}.\n  fix: ${aside.fix}` : ""),
   );
   // For `status`: which queued commits this replay delivered (this is also the interrupt's detached replay).
-  await recordReplay(env, ledgerLimits(config), { ...report, cause }, startedAt);
+  await recordReplay(env, config, { ...report, cause }, startedAt);
   if (left > 0) {
     // Why, in the words doctor uses, with the fix (a redirect names where it points, a refused key says so).
     const seconds = Math.max(1, Math.ceil(((report.waitUntil ?? 0) - Date.now()) / 1000));

@@ -56,18 +56,10 @@ export function writeFileAtomicSync(
   data: string | Uint8Array,
   options: WriteOptions = {},
 ): void {
-  const mode = options.mode ?? 0o600;
   if (options.privateDir !== false) ensurePrivateDirSync(dirName(path));
   const tmp = tempSibling(path);
   try {
-    const file = Deno.openSync(tmp, { write: true, createNew: true, mode });
-    try {
-      writeAll(file, typeof data === "string" ? new TextEncoder().encode(data) : data);
-      if (options.durable) file.syncSync();
-    } finally {
-      file.close();
-    }
-    if (!isWindows) Deno.chmodSync(tmp, mode);
+    writeNew(tmp, data, options.mode ?? 0o600, options.durable);
     Deno.renameSync(tmp, path);
   } catch (error) {
     removeQuietly(tmp);
@@ -83,8 +75,17 @@ export function writeFileAtomicSync(
   }
 }
 
-function writeAll(file: Deno.FsFile, bytes: Uint8Array): void {
-  for (let written = 0; written < bytes.length;) written += file.writeSync(bytes.subarray(written));
+/** Creates `path` (never over a file) with `data` whole and `mode`; synced to disk when `durable`. */
+function writeNew(path: string, data: string | Uint8Array, mode: number, durable = false): void {
+  const file = Deno.openSync(path, { write: true, createNew: true, mode });
+  try {
+    const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
+    for (let written = 0; written < bytes.length;) written += file.writeSync(bytes.subarray(written));
+    if (durable) file.syncSync();
+  } finally {
+    file.close();
+  }
+  if (!isWindows) Deno.chmodSync(path, mode);
 }
 
 /** Removes a file if it can; any failure is nothing to report. */
@@ -100,13 +101,7 @@ export function removeQuietly(path: string): void {
 export async function createExclusive(path: string, text: string): Promise<void> {
   const tmp = tempSibling(path);
   try {
-    const file = await Deno.open(tmp, { write: true, createNew: true, mode: 0o600 });
-    try {
-      writeAll(file, new TextEncoder().encode(text));
-      await file.sync();
-    } finally {
-      file.close();
-    }
+    writeNew(tmp, text, 0o600, true);
     await Deno.link(tmp, path);
   } finally {
     removeQuietly(tmp);
@@ -173,29 +168,21 @@ function isProcessGone(pid: number): boolean {
   }
 }
 
-/** {@link removeStaleTemps} after an hour (far beyond any write), and at once what a process that is gone left. */
-export function removeAbandonedTemps(dir: string): Promise<number> {
-  return removeStaleTemps(dir, 3600_000, { writerGone: isProcessGone });
-}
-
 /**
- * Deletes the `*.tmp` files a write killed mid-way left in `dir`: those older than `olderThanMs`, and at once
- * those whose writer (the pid in the name, see {@link tempSibling}) is `writerGone`. Returns how many.
+ * Deletes the `*.tmp` files a write killed mid-way left in `dir`: those older than an hour (far beyond any
+ * write), and at once those whose writer (the pid in the name, see {@link tempSibling}) is gone. Returns how many.
  */
-export async function removeStaleTemps(
-  dir: string,
-  olderThanMs: number,
-  options: { now?: number; writerGone?: (pid: number) => boolean } = {},
-): Promise<number> {
-  const now = options.now ?? Date.now();
+export async function removeAbandonedTemps(dir: string): Promise<number> {
   let removed = 0;
-  for (const e of await Array.fromAsync(Deno.readDir(dir)).catch(() => [])) {
+  for (const e of await listDir(dir).catch(() => [])) {
     if (!e.isFile || !e.name.endsWith(".tmp")) continue;
     const path = joinPath(dir, e.name);
     const writer = /\.(\d+)\.[0-9a-f]{8}\.tmp$/.exec(e.name);
-    const gone = writer !== null && options.writerGone?.(Number(writer[1])) === true;
+    const gone = writer !== null && isProcessGone(Number(writer[1]));
     const mtime = gone ? 0 : (await Deno.stat(path).catch(() => undefined))?.mtime?.getTime();
-    if (gone || (mtime && now - mtime > olderThanMs)) await Deno.remove(path).then(() => removed++, () => {});
+    if (gone || (mtime && Date.now() - mtime > 3600_000)) {
+      await Deno.remove(path).then(() => removed++, () => {});
+    }
   }
   return removed;
 }
@@ -216,12 +203,7 @@ export async function unwritableReason(
   const probe = tempSibling(joinPath(dir, ".write-probe"));
   try {
     await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
-    const file = await Deno.open(probe, { write: true, createNew: true, mode: 0o600 });
-    try {
-      writeAll(file, new Uint8Array([10]));
-    } finally {
-      file.close();
-    }
+    await Deno.writeFile(probe, new Uint8Array([10]), { createNew: true, mode: 0o600 });
     return "";
   } catch (error) {
     return `cannot write ${dir}: ${(error as Error).message}`;

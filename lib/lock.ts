@@ -32,11 +32,14 @@ async function openLockFile(path: string): Promise<Deno.FsFile> {
   }
 }
 
-/** Whether the lock we hold is still the file at `path` (the previous holder removed it once done). */
-function stillAtPath(file: Deno.FsFile, path: string): boolean {
+/**
+ * Whether the open `file` is still the one at `path` (a lock's previous holder removed it, a compaction
+ * replaced it); without inode numbers (Windows) it is taken to be.
+ */
+export function stillAtPath(file: Deno.FsFile, path: string): boolean {
   try {
     const [held, now] = [file.statSync(), Deno.statSync(path)];
-    return held.ino === null || (held.ino === now.ino && held.dev === now.dev);
+    return held.ino === null || now.ino === null || (held.ino === now.ino && held.dev === now.dev);
   } catch {
     return false;
   }

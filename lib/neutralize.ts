@@ -104,13 +104,8 @@ const JSON_UNSAFE = /[\x7f-\x9f\u2028\u2029\p{Cf}]/gu;
 
 /** `JSON.stringify(value)` with every character a terminal could act on or hide as a `\uXXXX` escape. */
 export function terminalJson(value: unknown, indent?: number): string {
-  return JSON.stringify(value, null, indent).replace(
-    JSON_UNSAFE,
-    (c) =>
-      [...c].map((u) => u.codePointAt(0)!).flatMap((cp) =>
-        cp > 0xffff ? [0xd800 + ((cp - 0x10000) >> 10), 0xdc00 + ((cp - 0x10000) & 0x3ff)] : [cp]
-      ).map((u) => `\\u${u.toString(16).padStart(4, "0")}`).join(""),
-  );
+  const escape = (c: string) => c.split("").map((u) => `\\u${u.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  return JSON.stringify(value, null, indent).replace(JSON_UNSAFE, (c) => escape(c).join(""));
 }
 
 /** A command's report as JSON: every string (keys too) made {@link printable}, then {@link terminalJson}. */

@@ -1,9 +1,4 @@
-/**
- * Parsed, untrusted values: the one "plain JSON object" test, structural equality of parsed JSON and TOML,
- * and a zod/mini issue in words (zod/mini loads no locale: its messages all read "Invalid input").
- */
-
-import type * as z from "zod/mini";
+/** Parsed, untrusted values: the one "plain JSON object" test, structural equality of parsed JSON and TOML. */
 
 /** A JSON object's members. */
 export type JsonRecord = Record<string, unknown>;
@@ -33,36 +28,4 @@ export function deepEqual(a: unknown, b: unknown): boolean {
 /** `value` when it is a plain object, else an empty one (reading a member of it then gives `undefined`). */
 export function asRecord(value: unknown): JsonRecord {
   return isRecord(value) ? value : {};
-}
-
-/** The first issue of a failed parse in words ("expected number", "must be at most 100", …). */
-export function issueText(issue: z.core.$ZodIssue | undefined): string {
-  if (!issue) return "is invalid";
-  switch (issue.code) {
-    case "invalid_type":
-      return `expected ${issue.expected}`;
-    case "too_small":
-      return isNumeric(issue.origin)
-        ? `must be at least ${issue.minimum}`
-        : `needs at least ${count(Number(issue.minimum), issue.origin)}`;
-    case "too_big":
-      return isNumeric(issue.origin)
-        ? `must be at most ${issue.maximum}`
-        : `takes at most ${count(Number(issue.maximum), issue.origin)}`;
-    case "invalid_value":
-      return `must be ${issue.values.map((v) => JSON.stringify(v)).join(" or ")}`;
-    case "invalid_union":
-      return "has none of the accepted types";
-    default:
-      return issue.message;
-  }
-}
-
-/** Whether a size issue is about a number's value (else a length). */
-const isNumeric = (origin: string) => origin === "number" || origin === "int" || origin === "bigint";
-
-/** `n` characters (of a string) or items (of anything else), in words. */
-function count(n: number, origin: string): string {
-  const unit = origin === "string" ? "character" : "item";
-  return `${n} ${unit}${n === 1 ? "" : "s"}`;
 }

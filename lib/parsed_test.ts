@@ -1,8 +1,7 @@
-/** The one plain-object guard, structural equality, and zod/mini issues in words (zod/mini has no locale of its own). */
+/** The one plain-object guard and structural equality. */
 
-import * as z from "zod/mini";
 import { assertEquals, assertTrue } from "../tests/support/assert.ts";
-import { asRecord, deepEqual, isRecord, issueText } from "./parsed.ts";
+import { asRecord, deepEqual, isRecord } from "./parsed.ts";
 
 Deno.test("isRecord: a plain object only (not null, not an array, not a primitive)", () => {
   assertEquals([{}, { a: 1 }, Object.create(null)].map(isRecord), [true, true, true]);
@@ -17,18 +16,6 @@ Deno.test("isRecord: a plain object only (not null, not an array, not a primitiv
   ]);
   assertEquals(asRecord([1, 2]), {});
   assertEquals(asRecord({ a: 1 }).a, 1);
-});
-
-Deno.test("issueText: what was wrong, in a few words", () => {
-  const text = (s: z.ZodMiniType, v: unknown) => issueText(s.safeParse(v).error?.issues[0]);
-  assertEquals(text(z.number(), "x"), "expected number");
-  assertEquals(text(z.string().check(z.minLength(1)), ""), "needs at least 1 character");
-  assertEquals(text(z.array(z.string()).check(z.minLength(2)), ["a"]), "needs at least 2 items");
-  assertEquals(text(z.int().check(z.minimum(1), z.maximum(100)), 500), "must be at most 100");
-  assertEquals(text(z.int().check(z.minimum(1)), 0), "must be at least 1");
-  assertEquals(text(z.enum(["git", "cwd"]), "svn"), 'must be "git" or "cwd"');
-  assertEquals(text(z.union([z.string(), z.number()]), null), "has none of the accepted types");
-  assertEquals(issueText(undefined), "is invalid");
 });
 
 Deno.test("deepEqual: key order ignored, arrays in order, dates by value, nothing else equal by shape", () => {

@@ -42,6 +42,8 @@ export interface HookResult {
   stdout?: string;
   outcome: string;
   data?: Record<string, unknown>;
+  /** The prompt's recall query (redacted): the ledger's snippet; apart from `data`, so never in the log. */
+  query?: string;
 }
 
 /** A hook handler. */

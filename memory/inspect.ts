@@ -300,7 +300,7 @@ async function post(options: ClientOptions, path: string, body: BodyInit, json: 
       signal,
     });
     const whole = await readBody(res, { maxBytes: MAX_PACK_BYTES, idleMs: Infinity, signal });
-    if ("stop" in whole) {
+    if (whole.stop) {
       const why = whole.stop.kind === "too-large" ? `is larger than ${MAX_PACK_BYTES} bytes` : "was cut";
       return failure(whole.stop.kind === "too-large" ? "too-large" : "unreachable", res.status, {
         message: `the reply from ${url.origin} ${why}`,

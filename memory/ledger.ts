@@ -7,18 +7,20 @@
 
 import * as z from "zod/mini";
 import type { Config } from "../openviking/config.ts";
+import { CauseSchema } from "../openviking/advice.ts";
 import { asRecord, isRecord } from "../lib/parsed.ts";
 import {
   ensurePrivateDir,
-  isNotFound,
+  listDir,
+  parseJsonOrUndefined,
+  readTextIfExists,
   removeAbandonedTemps,
   writeFileAtomic,
   writeFileAtomicSync,
 } from "../lib/fs.ts";
+import { stillAtPath } from "../lib/lock.ts";
 import { type Env, hookStateDir, joinPath, ledgerDir, orNoHome, safeId } from "../lib/paths.ts";
 import type { HookContext, HookResult } from "./context.ts";
-import { promptText } from "../kimi/payload.ts";
-import { recallQuery } from "./query.ts";
 
 /** Longest prompt snippet kept. */
 const SNIPPET_CHARS = 80;
@@ -29,16 +31,10 @@ const SESSION_SHARE = 1 / 32;
 const MIN_SESSION_BYTES = 64 * 1024;
 
 const Memory = z.object({ uri: z.string(), score: z.optional(z.number()), chars: z.number() });
-const Failure = z.object({
-  kind: z.string(),
-  status: z.number(),
-  message: z.string(),
-  location: z.optional(z.string()),
-});
 /** When a run started and how long it took: every entry has them. */
 const Run = { at: z.number(), ms: z.number() };
 /** What a write to OpenViking did, in messages. */
-const Counts = { rejected: z.number(), cause: z.optional(Failure) };
+const Counts = { rejected: z.number(), cause: z.optional(CauseSchema) };
 const CommitTasks = z.array(z.object({ sessionId: z.string(), taskId: z.string() }));
 const Delivered = z.array(z.object({ sessionId: z.string(), messages: z.number() }));
 
@@ -57,7 +53,7 @@ const PromptEntrySchema = z.object({
   more: z.optional(z.number()),
   profile: z.optional(z.string()),
   printedChars: z.number(),
-  failure: z.optional(Failure),
+  failure: z.optional(CauseSchema),
 });
 export type PromptEntry = z.infer<typeof PromptEntrySchema>;
 
@@ -100,22 +96,12 @@ export type LedgerEntry = z.infer<typeof LedgerEntrySchema>;
 /** Where replays that span sessions are recorded (a name no session id can have). */
 export const REPLAY_FILE = "_replay";
 
-/** Ledger settings (from the config). */
-export interface LedgerLimits {
-  /** All files together stay under this. */
-  maxTotalBytes: number;
-  /** Files untouched this long are dropped. */
-  maxAgeDays: number;
-}
-
-/** The ledger's bounds from the config. */
-export function ledgerLimits(config: Pick<Config, "ledgerMaxBytes" | "ledgerMaxAgeDays">): LedgerLimits {
-  return { maxTotalBytes: config.ledgerMaxBytes, maxAgeDays: config.ledgerMaxAgeDays };
-}
+/** The ledger's bounds: all files together, and the age past which an untouched file goes. */
+type LedgerLimits = Pick<Config, "ledgerMaxBytes" | "ledgerMaxAgeDays">;
 
 /** The share of the total one session's file may hold. */
 export function sessionBudget(limits: LedgerLimits): number {
-  return Math.max(MIN_SESSION_BYTES, Math.floor(limits.maxTotalBytes * SESSION_SHARE));
+  return Math.max(MIN_SESSION_BYTES, Math.floor(limits.ledgerMaxBytes * SESSION_SHARE));
 }
 
 /** The path of a session's ledger (`name` must already be file-name safe). */
@@ -147,7 +133,7 @@ export async function appendLedger(
         // Shared with other writers, exclusive to a compaction: a line is never written to a file being
         // replaced. Taken after opening, so a file compacted meanwhile (no longer at `path`) is opened again.
         file.lockSync(false);
-        if (!sameFile(file.statSync(), Deno.statSync(path))) continue;
+        if (!stillAtPath(file, path)) continue;
         file.writeSync(line); // one write: an O_APPEND line never mixes with another writer's
         size = file.statSync().size;
       } finally {
@@ -162,27 +148,14 @@ export async function appendLedger(
   }
 }
 
-/** Whether two stats are of one file (no inode numbers, as on Windows: taken to be). */
-function sameFile(a: Deno.FileInfo, b: Deno.FileInfo): boolean {
-  return a.ino === null || b.ino === null || (a.ino === b.ino && a.dev === b.dev);
-}
-
 /** Keeps the newest whole lines of `path` within `keepBytes`, under the file's exclusive lock. */
 function compact(path: string, keepBytes: number): void {
   const file = Deno.openSync(path, { read: true });
   try {
     file.lockSync(true);
-    if (!sameFile(file.statSync(), Deno.statSync(path))) return;
-    const size = file.statSync().size;
-    if (size <= keepBytes * 2) return; // another compaction got here first
-    const bytes = new Uint8Array(size);
-    let read = 0;
-    while (read < size) {
-      const n = file.readSync(bytes.subarray(read));
-      if (n === null) break;
-      read += n;
-    }
-    const text = new TextDecoder().decode(bytes.subarray(0, read));
+    if (!stillAtPath(file, path)) return;
+    if (file.statSync().size <= keepBytes * 2) return; // another compaction got here first
+    const text = Deno.readTextFileSync(path); // writers wait for the lock held here
     let start = Math.max(0, text.length - keepBytes);
     if (start > 0) start = text.indexOf("\n", start - 1) + 1;
     writeFileAtomicSync(path, text.slice(start), { privateDir: false });
@@ -193,48 +166,29 @@ function compact(path: string, keepBytes: number): void {
 
 /** The parseable entries of `name`'s ledger, oldest first (missing file: none). */
 export async function readLedger(dir: string, name: string): Promise<LedgerEntry[]> {
-  let text: string;
-  try {
-    text = await Deno.readTextFile(ledgerFile(dir, name));
-  } catch (error) {
-    if (isNotFound(error)) return [];
-    throw error;
-  }
-  const out: LedgerEntry[] = [];
-  for (const line of text.split("\n")) {
-    if (!line) continue;
-    try {
-      const parsed = LedgerEntrySchema.safeParse(JSON.parse(line));
-      if (parsed.success) out.push(parsed.data);
-    } catch {
-      // a torn or foreign line
-    }
-  }
-  return out;
+  const lines = (await readTextIfExists(ledgerFile(dir, name)) ?? "").split("\n");
+  // A torn or foreign line is left out.
+  return lines.flatMap((line) => LedgerEntrySchema.safeParse(parseJsonOrUndefined(line)).data ?? []);
 }
 
 /** The ledger files in `dir`, newest first: `{name, mtime, size}`. */
 export async function ledgerFiles(dir: string): Promise<{ name: string; mtime: number; size: number }[]> {
   const out: { name: string; mtime: number; size: number }[] = [];
-  try {
-    for await (const e of Deno.readDir(dir)) {
-      if (!e.isFile || !e.name.endsWith(".jsonl")) continue;
-      const info = await Deno.stat(joinPath(dir, e.name)).catch(() => undefined);
-      if (info) out.push({ name: e.name.slice(0, -6), mtime: info.mtime?.getTime() ?? 0, size: info.size });
-    }
-  } catch (error) {
-    if (!isNotFound(error)) throw error;
+  for (const e of await listDir(dir)) {
+    if (!e.isFile || !e.name.endsWith(".jsonl")) continue;
+    const info = await Deno.stat(joinPath(dir, e.name)).catch(() => undefined);
+    if (info) out.push({ name: e.name.slice(0, -6), mtime: info.mtime?.getTime() ?? 0, size: info.size });
   }
   return out.sort((a, b) => b.mtime - a.mtime);
 }
 
-/** Drops ledger files untouched for `maxAgeDays`, then the oldest ones past `maxTotalBytes`. Returns how many. */
+/** Drops ledger files untouched for `ledgerMaxAgeDays`, then the oldest past `ledgerMaxBytes`; how many. */
 export async function pruneLedger(dir: string, limits: LedgerLimits, now = Date.now()): Promise<number> {
   let removed = 0;
   let total = 0;
   for (const f of await ledgerFiles(dir)) {
-    const old = now - f.mtime > limits.maxAgeDays * 86_400_000;
-    if (old || total + f.size > limits.maxTotalBytes) {
+    const old = now - f.mtime > limits.ledgerMaxAgeDays * 86_400_000;
+    if (old || total + f.size > limits.ledgerMaxBytes) {
       if (await Deno.remove(ledgerFile(dir, f.name)).then(() => true, () => false)) removed++;
     } else total += f.size;
   }
@@ -243,17 +197,7 @@ export async function pruneLedger(dir: string, limits: LedgerLimits, now = Date.
 
 const num = z.catch(z.number(), 0);
 const text = z.catch(z.optional(z.string()), undefined);
-const Cause = z.catch(
-  z.optional(
-    z.object({
-      kind: z.string(),
-      status: z.catch(z.number(), 0),
-      message: z.catch(z.string(), ""),
-      location: z.catch(z.optional(z.string()), undefined),
-    }),
-  ),
-  undefined,
-);
+const Cause = z.catch(z.optional(CauseSchema), undefined);
 
 /** The prompt handler's report (fields it may leave out read as empty). */
 const PromptData = z.object({
@@ -316,7 +260,7 @@ function plainCause(cause: unknown): unknown {
 
 /** The ledger entry of one hook run, or undefined when it did nothing worth recording (pure). */
 export function ledgerEntryOf(
-  ctx: Pick<HookContext, "event" | "input" | "config" | "isWorker">,
+  ctx: Pick<HookContext, "event">,
   result: HookResult,
   timing: { startedAt: number; now: number },
 ): LedgerEntry | undefined {
@@ -330,7 +274,7 @@ export function ledgerEntryOf(
     return {
       kind: "prompt",
       ...base,
-      prompt: snippet(recallQuery(promptText(ctx.input), ctx.config.redact)),
+      prompt: snippet(result.query ?? ""),
       path: d.recall,
       injected: d.injected.slice(0, MAX_LISTED),
       suppressed: d.suppressed.slice(0, MAX_LISTED),
@@ -358,13 +302,8 @@ export async function recordReplay(
   startedAt: number,
 ): Promise<boolean> {
   const entry = replayEntryOf(report, { startedAt, now: Date.now() });
-  if (!entry) return true;
-  try {
-    const dir = orNoHome(() => ledgerDir(env));
-    return dir !== undefined && await appendLedger(dir, REPLAY_FILE, entry, limits);
-  } catch {
-    return false;
-  }
+  const dir = orNoHome(() => ledgerDir(env));
+  return !entry || (dir !== undefined && await appendLedger(dir, REPLAY_FILE, entry, limits));
 }
 
 /** Session start's sweep of the whole home runs at most this often. */
@@ -385,7 +324,7 @@ export async function houseKeeping(ctx: HookContext, now = Date.now()): Promise<
   const temps = (await removeAbandonedTemps(ctx.pendingDir)) +
     (await removeAbandonedTemps(hookStateDir(ctx.env)));
   const dir = orNoHome(() => ledgerDir(ctx.env));
-  if (dir) await pruneLedger(dir, ledgerLimits(ctx.config), now).catch(() => 0);
+  if (dir) await pruneLedger(dir, ctx.config, now).catch(() => 0);
   return temps;
 }
 
@@ -394,17 +333,12 @@ export async function recordRun(ctx: HookContext, result: HookResult, startedAt:
   const entry = ledgerEntryOf(ctx, result, { startedAt, now: Date.now() });
   const dir = orNoHome(() => ledgerDir(ctx.env));
   if (!dir) return;
-  const limits = ledgerLimits(ctx.config);
-  try {
-    const name = entry?.kind === "replay"
-      ? REPLAY_FILE
-      : ctx.hostSessionId && await safeId(ctx.hostSessionId);
-    // A capture first replays what its session had queued: recorded before the capture, as it happened.
-    if (result.data?.backlog) {
-      await recordReplay(ctx.env, limits, result.data.backlog, startedAt);
-    }
-    if (entry && name) await appendLedger(dir, name, entry, limits);
-  } catch (error) {
-    ctx.log.stage("ledger-unwritable", { error: (error as Error).message });
-  }
+  // A capture first replays what its session had queued: recorded before the capture, as it happened.
+  const backlog = !result.data?.backlog ||
+    await recordReplay(ctx.env, ctx.config, result.data.backlog, startedAt);
+  const name = entry?.kind === "replay" ? REPLAY_FILE : ctx.hostSessionId && await safeId(ctx.hostSessionId);
+  const written = !entry || !name || await appendLedger(dir, name, entry, ctx.config);
+  if (backlog && written) return;
+  ctx.log.stage("ledger-unwritable", { dir });
+  await ctx.log.flush();
 }

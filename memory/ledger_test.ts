@@ -1,5 +1,8 @@
 import { assertEquals, assertTrue } from "../tests/support/assert.ts";
 import { tempDir } from "../tests/support/temp.ts";
+import { FakeOpenViking } from "../tests/support/fake-openviking.ts";
+import { sandboxEnv } from "../tests/support/hook-context.ts";
+import { runHook } from "./dispatch.ts";
 import {
   appendLedger,
   type CaptureEntry,
@@ -16,7 +19,7 @@ import {
 import type { HookContext } from "./context.ts";
 import type { HookEvent } from "../kimi/hooks.ts";
 
-const limits = { maxTotalBytes: 4 * 1024 * 1024, maxAgeDays: 30 };
+const limits = { ledgerMaxBytes: 4 * 1024 * 1024, ledgerMaxAgeDays: 30 };
 const prompt = (i: number): PromptEntry => ({
   kind: "prompt",
   at: 1_800_000_000_000 + i,
@@ -56,14 +59,14 @@ Deno.test("ledger: 10,000 hook runs in one session stay within the session's bud
 
 Deno.test("ledger: 2,000 sessions are pruned to the total budget; old files go by age", async () => {
   await using dir = await tempDir();
-  const small = { maxTotalBytes: 200 * 1024, maxAgeDays: 30 };
+  const small = { ledgerMaxBytes: 200 * 1024, ledgerMaxAgeDays: 30 };
   for (let i = 0; i < 2_000; i++) await appendLedger(dir.path, `session_${i}`, prompt(i), small);
   const old = new Date(Date.now() - 40 * 86_400_000);
   await Deno.utime(ledgerFile(dir.path, "session_1999"), old, old);
   await pruneLedger(dir.path, small);
   const files = await ledgerFiles(dir.path);
   const total = files.reduce((n, f) => n + f.size, 0);
-  assertTrue(total <= small.maxTotalBytes, `${total} bytes left`);
+  assertTrue(total <= small.ledgerMaxBytes, `${total} bytes left`);
   assertEquals(files.some((f) => f.name === "session_1999"), false, "the 40-day-old file is gone");
 });
 
@@ -83,23 +86,16 @@ Deno.test("ledger: snippets are one short line", () => {
   assertEquals([long.length, long.endsWith("…")], [80, true]);
 });
 
-const ctx = (
-  event: HookEvent,
-  prompt = "",
-): Pick<HookContext, "event" | "input" | "config" | "isWorker"> => ({
-  event,
-  input: { prompt },
-  config: { redact: true } as HookContext["config"],
-  isWorker: true,
-});
+const ctx = (event: HookEvent): Pick<HookContext, "event"> => ({ event });
 const timing = { startedAt: 1000, now: 1042 };
 
-Deno.test("ledger entry of a prompt: the redacted snippet, what was injected and left out, the stage", () => {
+Deno.test("ledger entry of a prompt: the query's snippet, what was injected and left out, the stage", () => {
   const e = ledgerEntryOf(
-    ctx("user-prompt-submit", "my token=abc123secret <private>hidden</private> and how do I build?"),
+    ctx("user-prompt-submit"),
     {
       stdout: "x".repeat(10),
       outcome: "injected",
+      query: "my token=[REDACTED]   and how\ndo I build?",
       data: {
         recall: "context",
         injected: [{ uri: "viking://a", score: 0.9, chars: 40 }],
@@ -123,12 +119,12 @@ Deno.test("ledger entry of a prompt: the redacted snippet, what was injected and
 });
 
 Deno.test("ledger entry: duplicates, switched-off recall and probes are not recorded; fields a handler leaves out read empty", () => {
-  assertEquals(ledgerEntryOf(ctx("user-prompt-submit", "x"), { outcome: "duplicate" }, timing), undefined);
-  assertEquals(ledgerEntryOf(ctx("user-prompt-submit", "x"), { outcome: "recall-off" }, timing), undefined);
+  assertEquals(ledgerEntryOf(ctx("user-prompt-submit"), { outcome: "duplicate" }, timing), undefined);
+  assertEquals(ledgerEntryOf(ctx("user-prompt-submit"), { outcome: "recall-off" }, timing), undefined);
   // A paused prompt's detached probe of the server is no prompt of the user.
-  assertEquals(ledgerEntryOf(ctx("user-prompt-submit", "x"), { outcome: "probe" }, timing), undefined);
+  assertEquals(ledgerEntryOf(ctx("user-prompt-submit"), { outcome: "probe" }, timing), undefined);
   const bare = ledgerEntryOf(
-    ctx("user-prompt-submit", "a question"),
+    ctx("user-prompt-submit"),
     { outcome: "nothing", data: {} },
     timing,
   );
@@ -191,7 +187,7 @@ Deno.test("ledger entry of a replay outside a session start (the replay command,
     commitTasks: [],
     delivered: [{ sessionId: "kc-a", messages: 2 }],
     // A capture's backlog report carries the client's failure as it is.
-    cause: { ok: false, kind: "server", status: 503, error: { message: "busy" }, retryable: true },
+    cause: { ok: false, kind: "server", status: 503, error: { message: "busy" } },
   };
   assertEquals(replayEntryOf(report, timing), {
     kind: "replay",
@@ -206,4 +202,22 @@ Deno.test("ledger entry of a replay outside a session start (the replay command,
     cause: { kind: "server", status: 503, message: "busy" },
   });
   assertEquals(replayEntryOf({ ...report, replayed: 0, cause: undefined }, timing), undefined, "no news");
+});
+
+Deno.test("ledger: a prompt whose ledger cannot be written still prints, and the debug log says so", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  await Deno.mkdir(`${dir.path}/.openviking`);
+  await Deno.writeTextFile(`${dir.path}/.openviking/ledger`, "a file where the ledger's folder goes");
+  const log = `${dir.path}/debug.log`;
+  const env = sandboxEnv(dir.path, fake.url, { OPENVIKING_DEBUG: "1", OPENVIKING_DEBUG_LOG: log });
+  const stdin = {
+    hook_event_name: "UserPromptSubmit",
+    session_id: "s1",
+    cwd: "/p",
+    prompt: "how do I indent?",
+  };
+  const stdout = await runHook("user-prompt-submit", new TextEncoder().encode(JSON.stringify(stdin)), env);
+  assertTrue(stdout.includes("<openviking-context>"), stdout);
+  assertTrue((await Deno.readTextFile(log)).includes('"stage":"ledger-unwritable"'));
 });

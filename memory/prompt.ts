@@ -195,7 +195,7 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   // Capture may go on with recall off: the session is told all the same.
   const alarm = claim.first ? await alarmLine(ctx) : "";
   if (!c.autoRecall) return { outcome: "recall-off", ...(alarm ? { stdout: alarm } : {}) };
-  if (paused) return await pausedPrompt(ctx, paused, claim.tell, alarm);
+  if (paused) return { ...await pausedPrompt(ctx, paused, claim.tell, alarm), query };
 
   // In plugin mode the profile is in the system prompt.
   const pluginPrompt = decision.needProfile && await systemPromptInUse(ctx.env);
@@ -219,6 +219,7 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   return {
     stdout: withLine.length <= PRINT_MAX_CHARS ? withLine : inj.stdout,
     outcome: inj.stdout ? "injected" : "nothing",
+    query,
     data: {
       recall: inj.recall,
       injected: inj.injected,

@@ -17,6 +17,8 @@ import { QUERY_MAX_CHARS } from "./query.ts";
 import { DUPLICATE_WINDOW_MS, promptDecision } from "./prompt.ts";
 import { emptyState, type SessionState } from "./state.ts";
 import { PRINT_MAX_CHARS } from "../lib/printed.ts";
+import { ledgerFiles, readLedger } from "./ledger.ts";
+import { ledgerDir } from "../lib/paths.ts";
 
 let sessions = 0;
 
@@ -145,12 +147,19 @@ Deno.test("prompt hook: an 80 KB CRLF prompt is answered fast", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
   const text = `how do I indent?\r\nAPI_TOKEN=abc123\r\n${" \r\n".repeat(80 * 1024 / 3)}thanks`;
-  const { stdout, ms } = await prompt(sandboxEnv(dir.path, fake.url), text);
+  const log = `${dir.path}/debug.log`;
+  const env = sandboxEnv(dir.path, fake.url, { OPENVIKING_DEBUG: "1", OPENVIKING_DEBUG_LOG: log });
+  const { stdout, ms } = await prompt(env, text);
   assertTrue(ms < 5000, `${ms.toFixed(0)} ms`);
   assertPrintedSafe(stdout);
   const query = (fake.requestsTo("POST /api/v1/search/search")[0].body as { query: string }).query;
   // redacted, and cut inside the blank lines (then trimmed): "thanks" lies past the query's end
   assertEquals(query, "how do I indent?\r\nAPI_TOKEN=[REDACTED]");
+  // The ledger keeps the same query's start; the debug log never holds the prompt.
+  const [file] = await ledgerFiles(ledgerDir(env));
+  const [entry] = await readLedger(ledgerDir(env), file.name);
+  assertEquals(entry.kind === "prompt" && entry.prompt, "how do I indent? API_TOKEN=[REDACTED]");
+  assertEquals((await Deno.readTextFile(log)).includes("how do I"), false);
 });
 
 Deno.test("config mode: the first prompt carries the profile's rows; after /compact they say they come again", async () => {

@@ -1,7 +1,7 @@
 /** Per-session hook state: one private JSON file per Kimi session, read-modify-written under its lock. */
 
 import * as z from "zod/mini";
-import { FAILURE_KINDS } from "../openviking/client.ts";
+import { CauseSchema } from "../openviking/advice.ts";
 import { isNotFound, parseJsonOrUndefined, readTextIfExists, settled, writeFileAtomic } from "../lib/fs.ts";
 import { joinPath, safeId } from "../lib/paths.ts";
 import { type LockOptions, type LockResult, withLock } from "../lib/lock.ts";
@@ -68,12 +68,7 @@ export const SessionStateSchema = z.object({
     sent: z.number(),
     queued: z.number(),
     rejected: z.number(),
-    cause: z.optional(z.object({
-      kind: z.enum([...FAILURE_KINDS, "local"]),
-      status: z.number(),
-      message: z.string(),
-      location: z.optional(z.string()),
-    })),
+    cause: z.optional(CauseSchema),
     commit: z.optional(z.string()),
     taskId: z.optional(z.string()),
   })),

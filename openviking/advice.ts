@@ -1,6 +1,7 @@
 /** What a failure means for the user and what to do about it, per failure kind: doctor, replay, status. */
 
-import type { FailureKind, OvFailure } from "./client.ts";
+import * as z from "zod/mini";
+import { FAILURE_KINDS, type OvFailure } from "./client.ts";
 import { commandName } from "../lib/self.ts";
 import { originOf } from "./config.ts";
 
@@ -11,12 +12,13 @@ export interface Advice {
 }
 
 /** A failure as capture states and the ledger record it ("local": our own state or queue could not be written). */
-export interface Cause {
-  kind: FailureKind | "local";
-  status: number;
-  message: string;
-  location?: string;
-}
+export const CauseSchema = z.object({
+  kind: z.enum([...FAILURE_KINDS, "local"]),
+  status: z.number(),
+  message: z.string(),
+  location: z.optional(z.string()),
+});
+export type Cause = z.infer<typeof CauseSchema>;
 
 /** `text` ended as a sentence: a period added unless it ends with one already (a server's words often do). */
 export function asSentence(text: string): string {

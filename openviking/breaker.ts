@@ -5,11 +5,11 @@
  * whose answer closes it. A refused connection opens nothing; a missing or damaged file is a closed breaker.
  */
 
+import * as z from "zod/mini";
 import { readJson, writeFileAtomic } from "../lib/fs.ts";
 import { sha256Hex } from "../lib/hash.ts";
 import { AnyResult, type OpenVikingClient, type OvFailure } from "./client.ts";
 import { originOf } from "./config.ts";
-import { isRecord } from "../lib/parsed.ts";
 import { joinPath } from "../lib/paths.ts";
 
 /** The shortest time between two probes of a server that did not answer; also a probe's own timeout. */
@@ -19,21 +19,22 @@ export const PROBE_INTERVAL_MS = 10_000;
 export const PROBE_MAX_MS = 300_000;
 
 /** An open breaker: one outage of one server. */
-export interface Breaker {
-  origin: string;
+const BreakerSchema = z.object({
+  origin: z.string(),
   /** When the outage began: its first unanswered recall. */
-  since: number;
+  since: z.number(),
   /** Its latest unanswered recall. */
-  at: number;
+  at: z.number(),
   /** Why, in the client's (cleaned) words. */
-  reason: string;
+  reason: z.string(),
   /** Unanswered recalls in this outage; each after the first doubles the time between probes. */
-  failures: number;
+  failures: z.number(),
   /** When the latest probe started. */
-  probedAt?: number;
-  /** When a probe or a capture got an answer after {@link Breaker.at}: the next prompt asks again. */
-  answeredAt?: number;
-}
+  probedAt: z.optional(z.number()),
+  /** When a probe or a capture got an answer after `at`: the next prompt asks again. */
+  answeredAt: z.optional(z.number()),
+});
+export type Breaker = z.infer<typeof BreakerSchema>;
 
 /** The breaker file of `baseUrl`'s origin in `dir`. */
 async function breakerFile(dir: string, baseUrl: string): Promise<string> {
@@ -50,14 +51,8 @@ export async function breakerFiles(dir: string): Promise<string[]> {
 /** The open breaker of `baseUrl`'s origin, or undefined (closed, no home, or a file that is not one). */
 export async function readBreaker(dir: string, baseUrl: string): Promise<Breaker | undefined> {
   if (!dir) return undefined;
-  const b = await readJson(await breakerFile(dir, baseUrl));
-  if (!isRecord(b) || b.origin !== originOf(baseUrl)) return undefined;
-  const num = (v: unknown) => typeof v === "number" && Number.isFinite(v);
-  if (!num(b.since) || !num(b.at) || !num(b.failures) || typeof b.reason !== "string") return undefined;
-  if ((b.probedAt !== undefined && !num(b.probedAt)) || (b.answeredAt !== undefined && !num(b.answeredAt))) {
-    return undefined;
-  }
-  return b as unknown as Breaker;
+  const b = BreakerSchema.safeParse(await readJson(await breakerFile(dir, baseUrl))).data;
+  return b?.origin === originOf(baseUrl) ? b : undefined;
 }
 
 /** Writes `b` (best effort: a breaker that cannot be kept only costs the next prompt a wait). */

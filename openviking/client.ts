@@ -10,6 +10,7 @@ import { parseJsonOrUndefined } from "../lib/fs.ts";
 import { neutralize } from "../lib/neutralize.ts";
 import { isRecord, type JsonRecord } from "../lib/parsed.ts";
 import { scrubText, withoutUserinfo } from "../lib/scrub.ts";
+import type { Config } from "./config.ts";
 
 /** A deadline shared by every request of one hook run. */
 export class Budget {
@@ -63,13 +64,12 @@ export interface OvSuccess<T> {
   result: T;
 }
 
-/** A failed call; `status` 0 means no HTTP answer; `retryable` is false only for `rejected`. */
+/** A failed call; `status` 0 means no HTTP answer; only `rejected` is final. */
 export interface OvFailure {
   ok: false;
   status: number;
   kind: FailureKind;
   error: OvError;
-  retryable: boolean;
   /** Where a redirect pointed (userinfo removed). */
   location?: string;
 }
@@ -79,14 +79,7 @@ export type OvResponse<T> = OvSuccess<T> | OvFailure;
 
 /** Builds a failure of `kind`. */
 export function failure(kind: FailureKind, status: number, error: OvError, location?: string): OvFailure {
-  return {
-    ok: false,
-    status,
-    kind,
-    error,
-    retryable: kind !== "rejected",
-    ...(location ? { location } : {}),
-  };
+  return { ok: false, status, kind, error, ...(location ? { location } : {}) };
 }
 
 /**
@@ -197,11 +190,8 @@ export function checkResult<S extends z.ZodMiniType>(
 /** Where a redirect points, absolute and without userinfo; "" when not a URL, undefined when unsaid. */
 function redirectTarget(raw: RawReply): string | undefined {
   if (!raw.location) return undefined;
-  try {
-    return withoutUserinfo(new URL(raw.location, raw.origin).toString());
-  } catch {
-    return "";
-  }
+  const url = URL.parse(raw.location, raw.origin);
+  return url ? withoutUserinfo(url.toString()) : "";
 }
 
 /** Classifies one HTTP answer (pure); a success carries the envelope's `result` as it came. */
@@ -255,90 +245,50 @@ export type BodyStop =
   | { kind: "stalled"; ms: number }
   | { kind: "cut"; cause: unknown };
 
-/** The bounds of one read: bytes (after inflate), time without a byte (Infinity: none), an abort signal. */
-export interface BodyLimits {
-  maxBytes: number;
-  idleMs: number;
-  signal?: AbortSignal;
-}
-
 /**
- * A body read chunk by chunk within its bounds. At a bound it stops (see `stop`) and cancels the body, which
- * closes the connection; it never buffers past the bound and never throws.
+ * A body read chunk by chunk within its bounds: `maxBytes` (after inflate), `idleMs` without a byte, `signal`.
+ * At a bound it cancels the body, which closes the connection, and says why in `stop`; it never buffers past
+ * the bound and never throws; `bytes` is what came. `prefix`: reaching `maxBytes` ends the read, not a stop.
  */
-export class BoundedBody {
-  /** Bytes read so far (a chunk refused for passing the bound included). */
-  bytes = 0;
-  /** Why reading stopped early; undefined while it goes on or after a normal end. */
-  stop: BodyStop | undefined;
-  private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
-  private finished = false;
-
-  constructor(body: ReadableStream<Uint8Array>, private readonly limits: BodyLimits) {
-    this.reader = body.getReader();
-  }
-
-  /** The next chunk; undefined at the end of the body or once a bound stopped it. */
-  async next(): Promise<Uint8Array | undefined> {
-    if (this.finished) return undefined;
-    const { signal, idleMs, maxBytes } = this.limits;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let onAbort: (() => void) | undefined;
-    const interrupted = new Promise<BodyStop>((resolve) => {
-      if (Number.isFinite(idleMs)) timer = setTimeout(() => resolve({ kind: "stalled", ms: idleMs }), idleMs);
-      onAbort = () => resolve({ kind: "cut", cause: signal?.reason ?? new Error("aborted") });
-      if (signal?.aborted) onAbort();
-      else signal?.addEventListener("abort", onAbort, { once: true });
-    });
-    try {
-      const read = this.reader.read().then(
-        (result) => ({ result }),
-        (cause: unknown) => ({ stop: { kind: "cut", cause } as BodyStop }),
-      );
-      const got = await Promise.race([read, interrupted.then((stop) => ({ stop }))]);
-      if ("stop" in got) return await this.end(got.stop);
-      if (got.result.done) return await this.end(undefined);
-      this.bytes += got.result.value.length;
-      if (this.bytes > maxBytes) return await this.end({ kind: "too-large", limitBytes: maxBytes });
-      return got.result.value;
-    } finally {
-      if (timer !== undefined) clearTimeout(timer); // only when set: the first call loads Node's timers
-      if (onAbort) signal?.removeEventListener("abort", onAbort);
-    }
-  }
-
-  /** Stops reading and releases the connection. */
-  async cancel(): Promise<void> {
-    await this.end(undefined);
-  }
-
-  private async end(stop: BodyStop | undefined): Promise<undefined> {
-    if (this.finished) return undefined;
-    this.finished = true;
-    this.stop = stop;
-    await this.reader.cancel().catch(() => {});
-    try {
-      this.reader.releaseLock();
-    } catch {
-      // a read still pending on a body that never settles; the cancel above closed it
-    }
-    return undefined;
-  }
-}
-
-/** A whole body within its bounds: its bytes, or why it stopped. */
 export async function readBody(
   response: Response,
-  limits: BodyLimits,
-): Promise<{ bytes: Uint8Array } | { stop: BodyStop }> {
-  if (!response.body) return { bytes: new Uint8Array() };
-  const body = new BoundedBody(response.body, limits);
+  limits: { maxBytes: number; idleMs?: number; signal?: AbortSignal; prefix?: boolean },
+): Promise<{ bytes: Uint8Array; stop?: BodyStop }> {
+  const { maxBytes, idleMs = Infinity, signal } = limits;
+  const reader = response.body?.getReader();
   const chunks: Uint8Array[] = [];
-  // Fetch may hand out small views of a larger buffer: keeping those would keep the whole buffers.
-  for (let c = await body.next(); c; c = await body.next()) {
-    chunks.push(c.byteLength < c.buffer.byteLength ? c.slice() : c);
+  let size = 0;
+  let stop: BodyStop | undefined;
+  // Cancelling the body ends a read still waiting (it resolves as done) and releases the connection.
+  const end = (why?: BodyStop) => {
+    stop ??= why;
+    return reader?.cancel().catch(() => {});
+  };
+  const onAbort = () => end({ kind: "cut", cause: signal?.reason ?? new Error("aborted") });
+  if (signal?.aborted) onAbort();
+  else signal?.addEventListener("abort", onAbort, { once: true });
+  try {
+    while (reader && !stop) {
+      // Set only when finite: the first setTimeout loads Node's timers.
+      const timer = Number.isFinite(idleMs)
+        ? setTimeout(() => end({ kind: "stalled", ms: idleMs }), idleMs)
+        : 0;
+      const got = await reader.read().catch((cause: unknown) => end({ kind: "cut", cause }));
+      if (timer) clearTimeout(timer);
+      if (!got || got.done || stop) break;
+      const room = maxBytes - size;
+      size += got.value.length;
+      // Fetch may hand out small views of a larger buffer: keeping those would keep the whole buffers.
+      chunks.push(got.value.byteLength < got.value.buffer.byteLength ? got.value.slice() : got.value);
+      if (size >= maxBytes && limits.prefix) chunks.push(chunks.pop()!.subarray(0, room));
+      if (size > maxBytes && !limits.prefix) stop = { kind: "too-large", limitBytes: maxBytes };
+      if (size >= maxBytes && (stop || limits.prefix)) break;
+    }
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
+    await end();
   }
-  return body.stop ? { stop: body.stop } : { bytes: concatBytes(chunks) };
+  return { bytes: concatBytes(chunks), ...(stop ? { stop } : {}) };
 }
 
 /** The text of the first `maxBytes` of a body (an error page's start); the rest is not read. Never throws. */
@@ -348,16 +298,8 @@ export async function readPrefix(
   idleMs: number,
   signal?: AbortSignal,
 ): Promise<string> {
-  if (!response.body) return "";
-  const body = new BoundedBody(response.body, { maxBytes: Number.MAX_SAFE_INTEGER, idleMs, signal });
-  const chunks: Uint8Array[] = [];
-  let kept = 0;
-  for (let c = await body.next(); c; c = kept < maxBytes ? await body.next() : undefined) {
-    chunks.push(c.subarray(0, maxBytes - kept));
-    kept += chunks.at(-1)!.length;
-  }
-  await body.cancel();
-  return new TextDecoder().decode(concatBytes(chunks));
+  const { bytes } = await readBody(response, { maxBytes, idleMs, signal, prefix: true });
+  return new TextDecoder().decode(bytes);
 }
 
 // ---- the client ----
@@ -381,15 +323,8 @@ export interface ClientOptions extends Identity {
   fetch?: typeof fetch;
 }
 
-/** What of the config a client is made from (a `Config` is one). */
-export interface Connection {
-  baseUrl: string;
-  apiKey: string;
-  account: string;
-  user: string;
-  userAgent: string;
-  timeoutMs: number;
-}
+/** What of the config a client is made from. */
+type Connection = Pick<Config, "baseUrl" | "apiKey" | "account" | "user" | "userAgent" | "timeoutMs">;
 
 /** The identity of `config` with `peerId` as the actor peer ("" = none). */
 export function identityOf(config: Omit<Connection, "baseUrl" | "timeoutMs">, peerId: string): Identity {
@@ -477,8 +412,8 @@ async function exchange(
     const connect = /\(Connect\)/.test(String((error as Error).cause ?? "")); // hyper's connect phase
     return noAnswer(signal.aborted, timeout, `no answer from ${origin}`, why, connect);
   }
-  const body = await readBody(response, { maxBytes, idleMs: Infinity, signal });
-  if ("bytes" in body) return { response, bytes: body.bytes };
+  const body = await readBody(response, { maxBytes, signal });
+  if (!body.stop) return { response, bytes: body.bytes };
   if (body.stop.kind === "too-large") {
     const message = `the reply from ${origin} is larger than ${maxBytes} bytes; it was not read`;
     return failure("too-large", response.status, { code: "TOO_LARGE", message });

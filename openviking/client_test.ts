@@ -3,7 +3,16 @@
 import fc from "fast-check";
 import { assertEquals, assertMatch, assertTrue } from "../tests/support/assert.ts";
 import { neutralize } from "../lib/neutralize.ts";
-import { AnyResult, Budget, classifyReply, cleanFailure, createClient, type FailureKind } from "./client.ts";
+import {
+  AnyResult,
+  Budget,
+  classifyReply,
+  cleanFailure,
+  createClient,
+  type FailureKind,
+  readBody,
+  readPrefix,
+} from "./client.ts";
 import { withoutUserinfo } from "../lib/scrub.ts";
 import { hostileText, params } from "../tests/fuzz/arbitraries.ts";
 import {
@@ -77,7 +86,6 @@ Deno.test("classifyReply: every reply kind users meet, one verdict each", () => 
   for (const [name, status, text, want, headers] of CASES) {
     const r = classifyReply({ status, text, origin, location: headers?.location, contentType: "text/html" });
     assertEquals(r.ok ? "ok" : r.kind, want, name);
-    if (!r.ok) assertEquals(r.retryable, r.kind !== "rejected", `${name}: only a rejection is final`);
   }
 });
 
@@ -177,12 +185,7 @@ Deno.test("client: headers, envelope, never the key in an error", async () => {
     const denied = await bad.request("GET", "/api/v1/system/status", AnyResult);
     assertEquals(denied.ok, false);
     if (!denied.ok) {
-      assertEquals([denied.status, denied.kind, denied.retryable, denied.error.code], [
-        401,
-        "auth",
-        true,
-        "UNAUTHENTICATED",
-      ]);
+      assertEquals([denied.status, denied.kind, denied.error.code], [401, "auth", "UNAUTHENTICATED"]);
       assertTrue(!JSON.stringify(denied).includes("wrong-key-456"));
     }
     const notFound = await client.request("POST", "/api/v1/sessions/nope/commit", AnyResult, { body: {} });
@@ -217,11 +220,11 @@ Deno.test("client: 5xx, dropped connections and timeouts are retryable failures 
     fake.fault({ route: "GET /api/v1/system/status", delayMs: 1500, times: 1 });
     const results = [];
     for (let i = 0; i < 3; i++) results.push(await client.request("GET", "/api/v1/system/status", AnyResult));
-    assertEquals(results.map((r) => [r.ok, r.status, !r.ok && r.retryable]), [[false, 503, true], [
-      false,
-      0,
-      true,
-    ], [false, 0, true]]);
+    assertEquals(results.map((r) => [r.ok, r.status, !r.ok && r.kind]), [
+      [false, 503, "server"],
+      [false, 0, "unreachable"],
+      [false, 0, "unreachable"],
+    ]);
     const timeout = results[2];
     if (!timeout.ok) assertMatch(timeout.error.message, /within 300 ms/);
   } finally {
@@ -256,7 +259,7 @@ Deno.test("client: network failure names the origin and never throws", async () 
   const r = await client.request("GET", "/health", AnyResult);
   assertEquals(r.ok, false);
   if (!r.ok) {
-    assertEquals([r.status, r.retryable, r.error.code], [0, true, "NETWORK"]);
+    assertEquals([r.status, r.kind, r.error.code], [0, "unreachable", "NETWORK"]);
     assertMatch(r.error.message, /127\.0\.0\.1:9/);
     assertTrue(!r.error.message.includes("k-secret"));
   }
@@ -310,10 +313,9 @@ Deno.test("client: an OK envelope whose result is not the route's shape is a not
       },
     });
     const r = await client.request("GET", "/api/v1/system/status", Status);
-    assertEquals(r.ok ? "ok" : [r.kind, r.status, r.retryable, r.error.code], [
+    assertEquals(r.ok ? "ok" : [r.kind, r.status, r.error.code], [
       "not-openviking",
       200,
-      true,
       "UNEXPECTED_RESULT",
     ], JSON.stringify(result));
     if (!r.ok) {
@@ -388,4 +390,30 @@ Deno.test("client: a connection never made (refused) is CONNECT: nothing reached
   const client = createClient({ baseUrl: `http://127.0.0.1:${port}`, userAgent: "t", timeoutMs: 1000 });
   const r = await client.request("POST", "/api/v1/sessions/kc-s/messages/batch", AnyResult, { body: {} });
   assertEquals(r.ok ? "" : [r.status, r.error.code], [0, "CONNECT"]);
+});
+
+Deno.test("readBody: a bound, a stall or an abort stops the read at once, cancels the body and says why", async () => {
+  let cancelled = 0;
+  const body = (chunks: string[], stall = false) =>
+    new Response(
+      new ReadableStream<Uint8Array>({
+        start(c) {
+          for (const x of chunks) c.enqueue(new TextEncoder().encode(x));
+          if (!stall) c.close();
+        },
+        cancel: () => void cancelled++,
+      }),
+    );
+  const text = (b: Uint8Array) => new TextDecoder().decode(b);
+  assertEquals(text((await readBody(body(["ab", "cd"]), { maxBytes: 4 })).bytes), "abcd");
+  assertEquals((await readBody(body(["ab", "cde"], true), { maxBytes: 4 })).stop, {
+    kind: "too-large",
+    limitBytes: 4,
+  });
+  const stalled = await readBody(body(["ab"], true), { maxBytes: 100, idleMs: 50 });
+  assertEquals([text(stalled.bytes), stalled.stop], ["ab", { kind: "stalled", ms: 50 }]);
+  const aborted = await readBody(body(["ab"], true), { maxBytes: 100, signal: AbortSignal.timeout(50) });
+  assertEquals(aborted.stop?.kind, "cut");
+  assertEquals(await readPrefix(body(["abc", "def"], true), 4, 1000), "abcd");
+  assertEquals(cancelled, 4, "every stopped body was cancelled");
 });

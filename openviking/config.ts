@@ -7,7 +7,7 @@
  * Resolution is pure; only `loadConfig` reads files.
  */
 
-import { settled } from "../lib/fs.ts";
+import { isNotFound, parseJsonOrUndefined, settled } from "../lib/fs.ts";
 import { asRecord, type JsonRecord } from "../lib/parsed.ts";
 import { withoutUserinfo } from "../lib/scrub.ts";
 import {
@@ -39,7 +39,6 @@ export interface Credentials {
   user: string;
   /** Explicit actor peer id; empty means "derive from the workspace". */
   peerId: string;
-  credentialMode: CredentialMode;
   /** Which source supplied the connection: "env", "ovcli.conf", "ov.conf" or "default". */
   credentialSource: string;
   /** Which source supplied the API key ("none" when there is none). */
@@ -53,8 +52,8 @@ export interface Credentials {
   ovConfigPath: string;
 }
 
-/** What credentials are resolved from. */
-export interface CredentialSources {
+/** Raw inputs to resolution, so the rules are pure and testable. */
+export interface ConfigSources {
   env: Env;
   /** Parsed ovcli.conf, if it exists and parses. */
   ovcli?: unknown;
@@ -62,6 +61,8 @@ export interface CredentialSources {
   /** Parsed ov.conf, if it exists and parses. */
   ovconf?: unknown;
   ovConfigPath: string;
+  /** Workspace settings files, highest precedence first (`config.local.json`, then `config.json`). */
+  workspace?: { path: string; value: unknown }[];
 }
 
 const ENV_CREDENTIAL_VARS = (
@@ -147,11 +148,7 @@ function baseUrlOf(f: Files, warnings: string[]): { baseUrl: string; source: str
 
 /** The origin of `url` ("" when it is not a URL). */
 export function originOf(url: string): string {
-  try {
-    return new URL(url).origin;
-  } catch {
-    return "";
-  }
+  return URL.parse(url)?.origin ?? "";
 }
 
 /** The key of `c` for a request to `url`: none when the key was saved for another origin. */
@@ -207,7 +204,7 @@ function identityOf(f: Files): { account: string; user: string; peerId: string }
 }
 
 /** Resolves connection and identity exactly as OpenViking's shared plugin runtime does. */
-export function resolveCredentials(sources: CredentialSources, warnings: string[] = []): Credentials {
+export function resolveCredentials(sources: ConfigSources, warnings: string[] = []): Credentials {
   const { env } = sources;
   const mode = credentialMode(env);
   const cli = asRecord(sources.ovcli);
@@ -236,7 +233,6 @@ export function resolveCredentials(sources: CredentialSources, warnings: string[
     mcpUrl,
     apiKey: key.apiKey,
     ...identityOf(files),
-    credentialMode: mode,
     credentialSource: files.useCli ? "ovcli.conf" : source,
     apiKeySource: key.source,
     apiKeyOrigin: key.origin,
@@ -439,21 +435,6 @@ export type Settings = Omit<KnobValues, "debugLogPath"> & {
   recallDedupTurnsConfigured: boolean;
 };
 
-/** A workspace settings file: where it is, and its parsed value. */
-export interface WorkspaceFile {
-  path: string;
-  value: unknown;
-}
-
-/** Where knob values come from besides the environment. */
-export interface SettingSources {
-  env: Env;
-  /** Parsed ovcli.conf, if it exists and parses. */
-  ovcli?: unknown;
-  /** Workspace settings files, highest precedence first (`config.local.json`, then `config.json`). */
-  workspace?: WorkspaceFile[];
-}
-
 /** A configured value and where it came from, for messages. */
 interface Configured {
   value: unknown;
@@ -475,7 +456,10 @@ function firstSetting(layers: [string, JsonRecord][], name: string): Configured 
  * the knob's rule allows that value against the user's. Each value is parsed by its knob; an invalid or
  * disallowed one is named in `warnings` (in the table's order) and not used.
  */
-export function resolveSettings(sources: SettingSources, warnings: string[] = []): Settings {
+export function resolveSettings(
+  sources: Pick<ConfigSources, "env" | "ovcli" | "workspace">,
+  warnings: string[] = [],
+): Settings {
   const plugin = asRecord(asRecord(sources.ovcli).plugin);
   const userLayers: [string, JsonRecord][] = [
     ["ovcli.conf plugin.kimicode", asRecord(plugin.kimicode)],
@@ -531,9 +515,6 @@ export interface Config extends Credentials, Settings {
   userAgent: string;
 }
 
-/** Raw inputs to resolution, so the rules are pure and testable. */
-export type ConfigSources = CredentialSources & SettingSources;
-
 /** The result of resolution: the config and what was wrong with the inputs. */
 export interface Resolved {
   config: Config;
@@ -588,26 +569,21 @@ function readJsonFile(path: string, warnings: string[]): unknown {
   try {
     text = Deno.readTextFileSync(path); // small files: a synchronous read spares a trip through the thread pool
   } catch (error) {
-    if (!(error instanceof Deno.errors.NotFound)) {
-      warnings.push(`cannot read ${path}: ${(error as Error).message}`);
-    }
+    if (!isNotFound(error)) warnings.push(`cannot read ${path}: ${(error as Error).message}`);
     return undefined;
   }
-  try {
-    return JSON.parse(text);
-  } catch {
-    warnings.push(`${path} is not valid JSON; ignoring it`);
-    return undefined;
-  }
+  const value = parseJsonOrUndefined(text);
+  if (value === undefined) warnings.push(`${path} is not valid JSON; ignoring it`);
+  return value;
 }
 
 /**
  * Workspace settings files for `cwd`, nearest first: `.openviking/config.local.json`, `.openviking/config.json`
  * (none for a relative cwd: it would resolve against this process's directory, not the workspace).
  */
-function readWorkspace(cwd: string | undefined, warnings: string[]): WorkspaceFile[] {
+function readWorkspace(cwd: string | undefined, warnings: string[]): ConfigSources["workspace"] {
   if (!cwd || !isAbsolutePath(cwd)) return [];
-  const out: WorkspaceFile[] = [];
+  const out: { path: string; value: unknown }[] = [];
   for (const name of ["config.local.json", "config.json"]) {
     const path = joinPath(cwd, ".openviking", name);
     const value = readJsonFile(path, warnings);
@@ -622,28 +598,25 @@ function readWorkspace(cwd: string | undefined, warnings: string[]): WorkspaceFi
  * absolute path: no workspace file, nothing relative to the cwd.
  */
 export function loadConfig(env: Env, cwd?: string): Promise<Resolved> {
-  return settled(() => loadConfigSync(env, cwd));
-}
-
-/** {@link loadConfig}, synchronously. */
-function loadConfigSync(env: Env, cwd?: string): Resolved {
-  const warnings: string[] = ignoredOverrides(env).map((o) => `${o} is not an absolute path; ignored`);
-  const noHome = noHomeReason(env);
-  const paths = credentialFilePaths(env);
-  let cliPath = paths.cli;
-  let ovcli: unknown = readJsonFile(paths.cli, warnings);
-  let ovconf: unknown = readJsonFile(paths.ov, warnings);
-  if (env.OPENVIKING_CONFIG_FILE && !env.OPENVIKING_CLI_CONFIG_FILE && looksLikeOvcli(ovconf)) {
-    [ovcli, cliPath, ovconf] = [ovconf, paths.ov, undefined];
-  }
-  const workspace = noHome ? [] : readWorkspace(cwd, warnings);
-  const resolved = resolveConfig({
-    env,
-    ovcli,
-    cliConfigPath: cliPath,
-    ovconf,
-    ovConfigPath: paths.ov,
-    workspace,
+  return settled(() => {
+    const warnings: string[] = ignoredOverrides(env).map((o) => `${o} is not an absolute path; ignored`);
+    const noHome = noHomeReason(env);
+    const paths = credentialFilePaths(env);
+    let cliPath = paths.cli;
+    let ovcli: unknown = readJsonFile(paths.cli, warnings);
+    let ovconf: unknown = readJsonFile(paths.ov, warnings);
+    if (env.OPENVIKING_CONFIG_FILE && !env.OPENVIKING_CLI_CONFIG_FILE && looksLikeOvcli(ovconf)) {
+      [ovcli, cliPath, ovconf] = [ovconf, paths.ov, undefined];
+    }
+    const workspace = noHome ? [] : readWorkspace(cwd, warnings);
+    const resolved = resolveConfig({
+      env,
+      ovcli,
+      cliConfigPath: cliPath,
+      ovconf,
+      ovConfigPath: paths.ov,
+      workspace,
+    });
+    return { config: resolved.config, warnings: [...warnings, ...resolved.warnings] };
   });
-  return { config: resolved.config, warnings: [...warnings, ...resolved.warnings] };
 }

@@ -16,6 +16,9 @@ import {
   type Settings,
 } from "./config.ts";
 import { tempDir } from "../tests/support/temp.ts";
+import { FakeOpenViking } from "../tests/support/fake-openviking.ts";
+import { sandboxEnv } from "../tests/support/hook-context.ts";
+import { runHook } from "../memory/dispatch.ts";
 
 function sources(partial: Partial<ConfigSources>): ConfigSources {
   return {
@@ -774,32 +777,64 @@ Deno.test("knobs: redaction stays on whatever a repository says; the user's own 
   });
 });
 
+/** Every knob that widens recall, the profile or the commit cadence, at its widest: an attacker's file. */
+const HOSTILE = {
+  scoreThreshold: 0,
+  recallDigestChars: 32_000,
+  recallDigestLimit: 50,
+  recallLimit: 100,
+  recallFormat: "full",
+  recallTokenBudget: 100_000,
+  recallMaxContentChars: 100_000,
+  recallMaxTokens: 32_000,
+  recallQueryExpansion: "auto",
+  recallPeerScope: "all",
+  recallPreferAbstract: false,
+  minQueryLength: 0,
+  profileTokenBudget: 100_000,
+  commitPolicy: "every-turn",
+  pendingReplayLimit: 1,
+};
+
 Deno.test("knobs: a cloned repository's file widens no recall, budget or commit cadence (issue 20 §2)", () => {
-  const hostile = {
-    scoreThreshold: 0,
-    recallDigestChars: 32_000,
-    recallDigestLimit: 50,
-    recallLimit: 100,
-    recallFormat: "full",
-    recallTokenBudget: 100_000,
-    recallMaxContentChars: 100_000,
-    recallMaxTokens: 32_000,
-    recallQueryExpansion: "auto",
-    recallPeerScope: "all",
-    recallPreferAbstract: false,
-    minQueryLength: 0,
-    profileTokenBudget: 100_000,
-    commitPolicy: "every-turn",
-    pendingReplayLimit: 1,
-  };
-  const names = Object.keys(hostile) as Name[];
+  const names = Object.keys(HOSTILE) as Name[];
   const pick = (s: Settings) => names.map((n) => [n, s[n]]);
   const warnings: string[] = [];
-  const s = resolveSettings({ env: {}, workspace: [{ path: WS, value: hostile }] }, warnings);
+  const s = resolveSettings({ env: {}, workspace: [{ path: WS, value: HOSTILE }] }, warnings);
   assertEquals(pick(s), pick(resolveSettings({ env: {} })), "every knob keeps the user's (default) value");
   assertEquals(s.recallLimitConfigured, false, "no quotas are sent for a repository");
   assertEquals(warnings.length, names.length - 1, warnings.join("\n")); // the peer scope asked is the default
   // An unset optional knob: a repository may switch expansion off, and may not set a token cap we cannot weigh.
   assertEquals(withWorkspace("recallQueryExpansion", undefined, "off"), { value: "off", warnings: [] });
   assertEquals(withWorkspace("recallMaxTokens", undefined, 100).value, undefined);
+});
+
+Deno.test("prompt hook: a cloned repository's file makes recall ask for and print no more than without it", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const entry = (i: number) => ({
+    uri: `viking://user/default/memories/other-project/m${i}.md`,
+    category: "events",
+    score: 0.01,
+    detail: "abstract",
+    text: `fact ${i} from another project `.repeat(20),
+    origin: "other",
+  });
+  fake.context = { entries: Array.from({ length: 60 }, (_, i) => entry(i)), rendered: "", digest: "" };
+  await Deno.mkdir(`${dir.path}/plain`);
+  await Deno.mkdir(`${dir.path}/repo/.openviking`, { recursive: true });
+  await Deno.writeTextFile(`${dir.path}/repo/.openviking/config.json`, JSON.stringify(HOSTILE));
+  const env = sandboxEnv(dir.path, fake.url, { OPENVIKING_TIMEOUT_MS: "5000" });
+  const prompt = async (cwd: string, session_id: string) => {
+    const stdin = { hook_event_name: "UserPromptSubmit", session_id, cwd, prompt: "what did we decide?" };
+    const out = await runHook("user-prompt-submit", new TextEncoder().encode(JSON.stringify(stdin)), env);
+    const sent = fake.requestsTo("POST /api/v1/search/search").at(-1)!.body as Record<string, unknown>;
+    const { session_id: _, ...body } = sent;
+    return { out, body };
+  };
+  const own = await prompt(`${dir.path}/plain`, "session_1");
+  const repo = await prompt(`${dir.path}/repo`, "session_2");
+  assertStringIncludes(own.out, "fact 0 from another project");
+  assertEquals(repo.body, own.body, "the same recall request: score threshold, no quotas, no token cap");
+  assertEquals(repo.out.length, own.out.length, "no more text in the model's context");
 });

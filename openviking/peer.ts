@@ -6,19 +6,17 @@
 
 import { sha256Hex } from "../lib/hash.ts";
 import { dirName, isAbsolutePath, joinPath } from "../lib/paths.ts";
+import type { Config } from "./config.ts";
 
 /** Ids the server accepts as `X-OpenViking-Actor-Peer`. */
 export const PEER_ID_PATTERN = /^[A-Za-z0-9_.@-]+$/;
 
 const MAX_PEER_LENGTH = 100;
 
-/** Where a peer id came from. */
-export type PeerSource = "explicit" | "git-remote" | "git-root" | "cwd" | "none";
-
-/** A resolved peer id ("" when there is none) and its source. */
+/** A resolved peer id ("" when there is none) and where it came from. */
 export interface Peer {
   peerId: string;
-  source: PeerSource;
+  source: "explicit" | "git-remote" | "git-root" | "cwd" | "none";
 }
 
 /** Whether an id is acceptable to the server: the pattern, at most one `@`, not `.` or `..`. */
@@ -86,13 +84,7 @@ export function remoteUrlFromGitConfig(text: string): string {
   return urls.get("origin") ?? urls.values().next().value ?? "";
 }
 
-async function readText(path: string): Promise<string | undefined> {
-  try {
-    return await Deno.readTextFile(path);
-  } catch {
-    return undefined;
-  }
-}
+const readText = (path: string) => Deno.readTextFile(path).catch(() => undefined);
 
 /** Finds the git work-tree root at or above `cwd` and the git directory holding its config. */
 async function findGitRepo(cwd: string): Promise<{ root: string; configPath: string } | undefined> {
@@ -120,15 +112,11 @@ async function findGitRepo(cwd: string): Promise<{ root: string; configPath: str
   return undefined;
 }
 
-/** What of the config peer resolution reads: the explicit peer, whether the workspace gives one, and how. */
-export interface PeerOptions {
-  peerId: string;
-  workspacePeer: boolean;
-  peerSource: "git" | "cwd" | "none";
-}
-
 /** Resolves the actor peer for a workspace directory. */
-export async function resolvePeer(cwd: string | undefined, options: PeerOptions): Promise<Peer> {
+export async function resolvePeer(
+  cwd: string | undefined,
+  options: Pick<Config, "peerId" | "workspacePeer" | "peerSource">,
+): Promise<Peer> {
   if (options.peerId && isValidPeerId(options.peerId)) {
     return { peerId: options.peerId, source: "explicit" };
   }

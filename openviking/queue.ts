@@ -13,7 +13,6 @@ import {
   createExclusive,
   ensurePrivateDir,
   isAlreadyExists,
-  isNotFound,
   listDir,
   readJson,
   removeAbandonedTemps,
@@ -29,11 +28,9 @@ export const QUEUE_SUBDIR = "kimicode";
 /** Subdirectory of the shared pending directory that keeps the writes OpenViking refused (`replay --rejected`). */
 export const REJECTED_SUBDIR = "kimicode-rejected";
 
-/** A claim older than this (or dated more than FUTURE_SLACK_MS in the future) was abandoned and is put back. */
-export const ABANDONED_AFTER_MS = 10 * 60_000;
-
-/** A claim dated this far in the future (a clock set back) counts as abandoned too. */
-export const FUTURE_SLACK_MS = 60_000;
+/** A shared-queue claim older than this, or dated this far ahead (a clock set back), was abandoned. */
+const ABANDONED_AFTER_MS = 10 * 60_000;
+const FUTURE_SLACK_MS = 60_000;
 
 /** A message as the server takes it. */
 const MessageSchema = z.object({
@@ -72,10 +69,11 @@ export type MessagePayload = z.infer<typeof MessageSchema>;
 const RejectionSchema = z.object({ at: z.number(), status: z.number(), message: z.string() });
 export type Rejection = z.infer<typeof RejectionSchema>;
 
-/** `<seq>-<tag>.json`, tag `m<count>` (messages) or `c` (a commit): listing a queue never reads its files. */
-const ENTRY = /^(\d{10})-(m\d+|c)\.json$/;
-/** `<seq>-<tag>.<pid>.claim`: claimed by replay process `pid`. */
-const CLAIM = /^(\d{10})-(m\d+|c)\.(\d+)\.claim$/;
+/**
+ * `<seq>-<tag>.json`, tag `m<count>` (messages) or `c` (a commit), so listing a queue reads no file; claimed
+ * by replay process `pid`: `<seq>-<tag>.<pid>.claim`.
+ */
+const QUEUE_FILE = /^(\d{10})-(m\d+|c)(?:\.json|\.(\d+)\.claim)$/;
 
 /** The dedupe key of a message: sha256 of session id and the payload with sorted keys. */
 export async function messageKey(sessionId: string, payload: MessagePayload): Promise<string> {
@@ -101,21 +99,13 @@ export interface QueueFile {
   claimedBy?: number;
 }
 
-const pad = (seq: number) => String(seq).padStart(10, "0");
-
-/** The name of an entry: `<seq>-<tag>.json`. */
-const entryName = (seq: number, tag: string): string => `${pad(seq)}-${tag}.json`;
-
-/** The name of an entry claimed by replay process `pid`: `<seq>-<tag>.<pid>.claim`. */
-export const claimName = (seq: number, tag: string, pid: number): string => `${pad(seq)}-${tag}.${pid}.claim`;
-
-/** The tag of an entry's name: `c` for a commit, `m<count>` for messages. */
+/** The tag of what an entry holds: `c` for a commit, `m<count>` for messages. */
 const tagOf = (entry: QueueEntry): string => entry.kind === "commit" ? "c" : `m${entry.messages.length}`;
 
-/** The file of entry `seq` named for what it holds: `entry`'s contents, or a tag already known. */
-export function entryFile(seq: number, holds: QueueEntry | string): QueueFile {
+/** The file name of entry `seq` holding `holds` (an entry, or its tag); claimed by replay `pid`, if given. */
+export function entryName(seq: number, holds: QueueEntry | string, pid?: number): string {
   const tag = typeof holds === "string" ? holds : tagOf(holds);
-  return { name: entryName(seq, tag), seq, tag };
+  return `${String(seq).padStart(10, "0")}-${tag}${pid === undefined ? ".json" : `.${pid}.claim`}`;
 }
 
 /** The queue directories of one session, or of every session that has one (none when there is no queue). */
@@ -129,18 +119,15 @@ export async function sessionDirs(
   return (await listDir(root)).filter((e) => e.isDirectory).map((e) => joinPath(root, e.name));
 }
 
-/** How many messages an entry's tag says it holds. */
-export const messagesIn = (tag: string): number => tag.startsWith("m") ? Number(tag.slice(1)) : 0;
-
 /** The entries and claims of a session's queue directory, in sequence order (none when it does not exist). */
 export async function queueFiles(dir: string): Promise<QueueFile[]> {
   const out: QueueFile[] = [];
   for (const e of await listDir(dir)) {
     if (e.isDirectory) continue;
-    const m = ENTRY.exec(e.name);
-    if (m) out.push({ name: e.name, seq: Number(m[1]), tag: m[2] });
-    const c = CLAIM.exec(e.name);
-    if (c) out.push({ name: e.name, seq: Number(c[1]), tag: c[2], claimedBy: Number(c[3]) });
+    const m = QUEUE_FILE.exec(e.name);
+    if (m) {
+      out.push({ name: e.name, seq: Number(m[1]), tag: m[2], ...(m[3] ? { claimedBy: Number(m[3]) } : {}) });
+    }
   }
   return out.sort((a, b) => a.seq - b.seq);
 }
@@ -181,12 +168,6 @@ export function setAsideWords(files: readonly string[]): { summary: string; fix:
     fix: `they are yours: look at them (*${UNREADABLE}); put one you repaired back under its name without ` +
       `${UNREADABLE}, or delete it`,
   };
-}
-
-/** Why the write in a file of the rejected place was refused; undefined when the file does not say. */
-export async function readRejection(path: string): Promise<Rejection | undefined> {
-  const raw = await readQueueJson(path);
-  return RejectionSchema.safeParse(isRecord(raw) ? raw.rejection : undefined).data;
 }
 
 /** Largest batch the server accepts. */
@@ -231,7 +212,7 @@ async function appendEntries(
     for (let attempt = 0;; attempt++) {
       seq++;
       const entry = make(seq);
-      const file = entryFile(seq, entry);
+      const file = { name: entryName(seq, entry), seq, tag: tagOf(entry) };
       try {
         await createExclusive(joinPath(dir, file.name), `${JSON.stringify(entry)}\n`);
         stored.push(file);
@@ -346,34 +327,6 @@ export class SessionQueue {
   }
 }
 
-/** Queues messages of session `sessionId` in order (see `SessionQueue.messages`). */
-export async function enqueueMessages(
-  pendingDir: string,
-  sessionId: string,
-  payloads: readonly MessagePayload[],
-  now = Date.now(),
-): Promise<number> {
-  try {
-    return await (await SessionQueue.open(pendingDir, sessionId)).messages(payloads, { now });
-  } catch {
-    return 0;
-  }
-}
-
-/** Queues the commit named `key` behind the session's queued writes; false when it could not be stored. */
-export async function enqueueCommit(
-  pendingDir: string,
-  sessionId: string,
-  key: string,
-  now = Date.now(),
-): Promise<boolean> {
-  try {
-    return await (await SessionQueue.open(pendingDir, sessionId)).commit(key, now);
-  } catch {
-    return false;
-  }
-}
-
 /** Dedupe keys of every message queued (or being replayed) for a session, or kept as refused. */
 export async function queuedMessageKeys(pendingDir: string, sessionId: string): Promise<Set<string>> {
   const keys = new Set<string>();
@@ -474,7 +427,8 @@ export async function rejectedSummary(pendingDir: string): Promise<RejectedSumma
   const out: RejectedSummary = await queueSummary(pendingDir, REJECTED_SUBDIR);
   for (const dir of await sessionDirs(pendingDir, undefined, REJECTED_SUBDIR)) {
     const newest = (await queueFiles(dir)).at(-1);
-    const why = newest && await readRejection(joinPath(dir, newest.name));
+    const raw = newest && await readQueueJson(joinPath(dir, newest.name));
+    const why = RejectionSchema.safeParse(isRecord(raw) ? raw.rejection : undefined).data;
     if (why && why.at >= (out.last?.at ?? 0)) out.last = why;
   }
   return out;
@@ -504,7 +458,7 @@ export async function queueSummary(pendingDir: string, subdir = QUEUE_SUBDIR): P
     out.sessions.push({
       sessionId: first?.sessionId ?? dir.slice(dir.lastIndexOf("/") + 1),
       entries: files.length,
-      messages: files.reduce((n, f) => n + messagesIn(f.tag), 0),
+      messages: files.reduce((n, f) => n + (f.tag === "c" ? 0 : Number(f.tag.slice(1))), 0),
       commits: files.filter((f) => f.tag === "c").length,
       oldest: first?.createdAt ?? Date.now(),
     });
@@ -546,11 +500,8 @@ export async function listShared(dir: string): Promise<SharedFile[]> {
     const m = ENTRY_NAME.exec(name);
     if (!m || m[3] !== "json") continue;
     const path = joinPath(dir, name);
-    let raw: unknown;
-    try {
-      raw = JSON.parse(await Deno.readTextFile(path));
-    } catch (error) {
-      if (isNotFound(error)) continue;
+    const raw = await readJson(path);
+    if (raw === undefined) { // unparseable (gone: no stat either)
       const info = await Deno.stat(path).catch(() => undefined);
       if (info?.mtime && Date.now() - info.mtime.getTime() > 60_000) await Deno.remove(path).catch(() => {});
       continue;
@@ -566,20 +517,26 @@ export async function listShared(dir: string): Promise<SharedFile[]> {
   return out.sort((a, b) => a.entry.createdAt - b.entry.createdAt || (a.name < b.name ? -1 : 1));
 }
 
-/** Puts `.processing` files abandoned for longer than `ABANDONED_AFTER_MS` back into the queue. */
-async function recoverAbandonedShared(dir: string, now = Date.now()): Promise<number> {
-  let recovered = 0;
+/**
+ * The sessions with a write claimed (`.processing`) by a replay sending it now or killed while doing so, each
+ * with the `createdAt` of its oldest claimed write; a claim abandoned (older than ABANDONED_AFTER_MS, or dated
+ * past FUTURE_SLACK_MS ahead) is put back into the queue first.
+ */
+async function liveClaims(dir: string, now: number): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
   for (const e of await listDir(dir)) {
     const m = ENTRY_NAME.exec(e.name);
     if (!m || m[3] !== "processing") continue;
     const path = joinPath(dir, e.name);
-    const info = await Deno.stat(path).catch(() => undefined);
-    if (!info?.mtime) continue;
-    const age = now - info.mtime.getTime();
-    if (age <= ABANDONED_AFTER_MS && -age <= FUTURE_SLACK_MS) continue;
-    await Deno.rename(path, joinPath(dir, `${m[1]}_${m[2]}.json`)).then(() => recovered++, () => {});
+    const age = now - ((await Deno.stat(path).catch(() => undefined))?.mtime?.getTime() ?? now);
+    if (age > ABANDONED_AFTER_MS || -age > FUTURE_SLACK_MS) {
+      await Deno.rename(path, joinPath(dir, `${m[1]}_${m[2]}.json`)).catch(() => {});
+      continue;
+    }
+    const entry = SharedEntrySchema.safeParse(await readQueueJson(path)).data;
+    if (entry) out.set(entry.sessionId, Math.min(entry.createdAt, out.get(entry.sessionId) ?? Infinity));
   }
-  return recovered;
+  return out;
 }
 
 /** Limits of one replay run. */
@@ -626,7 +583,9 @@ export async function replayShared(
 ): Promise<SharedReplayReport> {
   const report: SharedReplayReport = { replayed: 0, dropped: 0, deferred: 0 };
   const now = options.now ?? Date.now();
-  await recoverAbandonedShared(dir, now);
+  // While another run holds a write of a session, that session's later writes stay queued: the server sees
+  // each session's writes in order.
+  const claimed = await liveClaims(dir, now);
   const ttlMs = options.ttlDays * 86_400_000;
   const queue: SharedFile[] = [];
   for (const f of await listShared(dir)) {
@@ -634,9 +593,6 @@ export async function replayShared(
       await Deno.remove(joinPath(dir, f.name)).then(() => report.dropped++, () => {});
     } else queue.push(f);
   }
-  // While another run holds a write of a session (sending it now, or killed while doing so), that session's
-  // later writes stay queued: the server sees each session's writes in order.
-  const claimed = await claimedSessions(dir);
   let waiting = 0;
   let i = 0;
   for (; i < queue.length; i++) {
@@ -672,19 +628,4 @@ export async function replayShared(
 /** Number of entries in the shared queue. */
 export async function countShared(dir: string): Promise<number> {
   return (await listShared(dir)).length;
-}
-
-/**
- * Sessions with a write claimed (`.processing`) by a replay sending it now or by one killed while doing so,
- * each with the `createdAt` of its oldest claimed write.
- */
-async function claimedSessions(dir: string): Promise<Map<string, number>> {
-  const out = new Map<string, number>();
-  for (const e of await listDir(dir)) {
-    const m = ENTRY_NAME.exec(e.name);
-    if (!m || m[3] !== "processing") continue;
-    const entry = SharedEntrySchema.safeParse(await readQueueJson(joinPath(dir, e.name))).data;
-    if (entry) out.set(entry.sessionId, Math.min(entry.createdAt, out.get(entry.sessionId) ?? Infinity));
-  }
-  return out;
 }

@@ -8,17 +8,22 @@ import { assertEquals, assertTrue } from "../tests/support/assert.ts";
 import { FakeOpenViking, gzipBomb } from "../tests/support/fake-openviking.ts";
 import { tempDir } from "../tests/support/temp.ts";
 import {
+  clientOf,
+  contents,
+  enqueueCommit,
+  enqueueMessages,
   enqueueShared,
   ourQueue,
+  payload,
   type PendingWrite,
   queuedMessages,
+  range,
   rejectedWrites,
+  replayOpts as opts,
 } from "../tests/support/queue.ts";
 import { Budget, createClient } from "./client.ts";
 import {
   countShared,
-  enqueueCommit,
-  enqueueMessages,
   hasUnsent,
   keepRejected,
   listShared,
@@ -36,21 +41,6 @@ import {
 import { replayAll, replayQueue } from "./replay.ts";
 import { withLock } from "../lib/lock.ts";
 import { sha256Hex } from "../lib/hash.ts";
-
-const payload = (i: number): MessagePayload => ({
-  role: i % 2 ? "assistant" : "user",
-  content: `message ${i}`,
-  turn_id: String(Math.floor(i / 2)),
-});
-const range = (n: number, from = 0) => Array.from({ length: n }, (_, i) => payload(from + i));
-const opts = (extra: Partial<Parameters<typeof replayQueue>[2]> = {}) => ({
-  limit: 50,
-  ttlDays: 7,
-  budget: new Budget(20_000),
-  ...extra,
-});
-const clientOf = (url: string) => createClient({ baseUrl: url, userAgent: "t", timeoutMs: 2000 });
-const contents = (fake: FakeOpenViking, sid = "kc-s1") => fake.messages(sid).map((m) => m.content);
 
 Deno.test("enqueue: one 0600 file per batch in a 0700 per-session dir, sequence-named; queued messages dedupe", async () => {
   await using dir = await tempDir();
@@ -498,4 +488,14 @@ Deno.test("SessionQueue.waiting: what was queued when it was opened, and what it
     false,
     "another session's queue is its own",
   );
+});
+
+Deno.test("shared queue: a file that is no entry is skipped, and deleted once a minute old (no writer is still at it)", async () => {
+  await using dir = await tempDir();
+  const [old, fresh] = ["a", "b"].map((c) => `${dir.path}/${c.repeat(64)}_0.json`);
+  for (const f of [old, fresh]) await Deno.writeTextFile(f, '{"type":"addMess');
+  const t = new Date(Date.now() - 2 * 60_000);
+  await Deno.utime(old, t, t);
+  assertEquals(await listShared(dir.path), []);
+  assertEquals([...Deno.readDirSync(dir.path)].map((e) => e.name), [`${"b".repeat(64)}_0.json`]);
 });

@@ -18,8 +18,7 @@ import {
   mayHaveArrived,
 } from "./sessions.ts";
 import {
-  claimName,
-  entryFile,
+  entryName,
   keepRejected,
   type KeptWrite,
   type QueueEntry,
@@ -155,17 +154,16 @@ async function replayEntry(
   return d.stop;
 }
 
-/** A session's queue as replay finds it: its directory, and when its oldest write was queued. */
-interface QueuedSession {
-  dir: string;
-  first: number;
-}
-
-/** The sessions to replay (one, or every one that has a queue directory), oldest first. */
-async function queuedSessions(pendingDir: string, options: ReplayOptions, now: number) {
-  const sessions: QueuedSession[] = [];
-  const subdir = options.rejected ? REJECTED_SUBDIR : undefined;
-  for (const dir of await sessionDirs(pendingDir, options.sessionId, subdir)) {
+/** The queue directories to replay (one session's, or every one there is), oldest first write first. */
+async function queuedSessions(pendingDir: string, options: ReplayOptions, now: number): Promise<string[]> {
+  const sessions: { dir: string; first: number }[] = [];
+  for (
+    const dir of await sessionDirs(
+      pendingDir,
+      options.sessionId,
+      options.rejected ? REJECTED_SUBDIR : undefined,
+    )
+  ) {
     if (!(await Deno.stat(dir).then((i) => i.isDirectory, () => false))) continue;
     const [head] = await queueFiles(dir);
     const first = head?.claimedBy === undefined && head
@@ -173,7 +171,7 @@ async function queuedSessions(pendingDir: string, options: ReplayOptions, now: n
       : now;
     sessions.push({ dir, first });
   }
-  return sessions.sort((a, b) => a.first - b.first);
+  return sessions.sort((a, b) => a.first - b.first).map((s) => s.dir);
 }
 
 /** One replay run: its bounds, what it has sent, whether it must stop, and its report. */
@@ -198,8 +196,8 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
     run.stopAll = true;
     return "stop";
   }
-  const path = joinPath(dir, entryFile(f.seq, f.tag).name);
-  const claim = joinPath(dir, claimName(f.seq, f.tag, Deno.pid));
+  const path = joinPath(dir, entryName(f.seq, f.tag));
+  const claim = joinPath(dir, entryName(f.seq, f.tag, Deno.pid));
   if (!(await Deno.rename(joinPath(dir, f.name), claim).then(() => true, () => false))) return "stop";
   let entry = await readEntry(claim);
   if (!entry) {
@@ -241,7 +239,7 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
   if (stop !== "local" && stop !== "wait" && mayHaveArrived(stop)) {
     left = await keep(claim, { ...left, unsure: answerCountsFrom(stop, run.client.options.timeoutMs) });
   }
-  await Deno.rename(claim, joinPath(dir, entryFile(f.seq, left).name)).catch(() => {});
+  await Deno.rename(claim, joinPath(dir, entryName(f.seq, left))).catch(() => {});
   if (stop === "wait") return "stop"; // the session's later writes wait behind it; other sessions go on
   if (stop !== "local") report.cause = stop;
   // "local": the rejected place could not keep a write (a full disk), so nothing more is settled now.
@@ -272,19 +270,11 @@ export async function replayQueue(
   client: OpenVikingClient,
   options: ReplayOptions,
 ): Promise<ReplayReport> {
-  const report: ReplayReport = {
-    replayed: 0,
-    messages: 0,
-    held: 0,
-    rejected: 0,
-    expired: 0,
-    deferred: 0,
-    commitTasks: [],
-    delivered: [],
-  };
+  const zero = { replayed: 0, messages: 0, held: 0, rejected: 0, expired: 0, deferred: 0 };
+  const report: ReplayReport = { ...zero, commitTasks: [], delivered: [] };
   const now = options.now ?? Date.now();
   const run: ReplayRun = { client, pendingDir, options, now, sent: 0, stopAll: false, report };
-  for (const s of await queuedSessions(pendingDir, options, now)) await replaySession(run, s.dir);
+  for (const dir of await queuedSessions(pendingDir, options, now)) await replaySession(run, dir);
   return report;
 }
 

@@ -12,7 +12,7 @@ import { JournalBuilder } from "../support/journal.ts";
 import { cliArgs, denoEnv, runCli, startCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { readState } from "../../memory/state.ts";
-import { enqueueCommit, enqueueMessages } from "../../openviking/queue.ts";
+import { enqueueCommit, enqueueMessages } from "../support/queue.ts";
 
 const SESSION = "session_kill-window";
 const NO_SIGKILL = Deno.build.os === "windows";

@@ -18,8 +18,7 @@ import { messagesOf } from "../../cli/turns.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { cliArgs, denoEnv, runCli, startCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { enqueueMessages } from "../../openviking/queue.ts";
-import { ourQueue, queuedMessages } from "../support/queue.ts";
+import { enqueueMessages, ourQueue, queuedMessages } from "../support/queue.ts";
 import { readState } from "../../memory/state.ts";
 
 const SESSION = "session_bb98d39e-e56d-47b5-bd98-4e903585486d";

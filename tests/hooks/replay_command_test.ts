@@ -9,7 +9,7 @@ import { placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { enqueueCommit, enqueueMessages } from "../../openviking/queue.ts";
+import { enqueueCommit, enqueueMessages } from "../support/queue.ts";
 
 const SESSION = "kc-session_5747a705-0000-4000-8000-000000000099";
 

@@ -430,7 +430,7 @@ Deno.test("status: a session of 60 commits has every task from one list (the ser
   await using fake = await FakeOpenViking.start();
   const env = statusEnv(dir.path, fake.url);
   const ledger = `${dir.path}/.openviking/ledger/kimicode`;
-  const limits = { maxTotalBytes: 8 * 1024 * 1024, maxAgeDays: 30 };
+  const limits = { ledgerMaxBytes: 8 * 1024 * 1024, ledgerMaxAgeDays: 30 };
   const start = Date.now() - 3600_000;
   for (let i = 0; i < 60; i++) {
     const taskId = `task-${String(i).padStart(2, "0")}`;

@@ -11,11 +11,11 @@ import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking, type Fault, gzipBomb } from "../support/fake-openviking.ts";
 import { hookIn, placeJournal } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
-import { ourQueue, queuedMessages, rejectedWrites } from "../support/queue.ts";
+import { enqueueMessages, ourQueue, queuedMessages, rejectedWrites } from "../support/queue.ts";
 import { cliArgs, denoEnv, runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { readState } from "../../memory/state.ts";
-import { enqueueMessages, sessionQueueDir } from "../../openviking/queue.ts";
+import { sessionQueueDir } from "../../openviking/queue.ts";
 
 const SESSION = "session_0f0e0d0c-1111-4222-8333-944455556666";
 const OV_SESSION = `kc-${SESSION}`;

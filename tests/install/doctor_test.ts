@@ -11,7 +11,7 @@ import { renderChecks, runDoctor } from "../../cli/doctor.ts";
 import type { Check } from "../../install/check.ts";
 import { runInstall } from "../../install/install.ts";
 import { currentSelf } from "../../install/placement.ts";
-import { enqueueCommit } from "../../openviking/queue.ts";
+import { enqueueCommit } from "../support/queue.ts";
 import { emptyState, writeState } from "../../memory/state.ts";
 import { hookStateDir, pendingDir } from "../../lib/paths.ts";
 import { closedAddress, isolatedEnv, NO_SERVER_HEADING, noServerFix } from "./helpers.ts";

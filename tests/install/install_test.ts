@@ -21,8 +21,8 @@ import { currentSelf, type Self } from "../../install/placement.ts";
 import { readKimiState } from "../../install/detect.ts";
 import { registrations } from "../../cli/doctor.ts";
 import { VERSION } from "../../lib/version.ts";
-import { enqueueMessages, keepRejected } from "../../openviking/queue.ts";
-import { queuedMessages, rejectedWrites } from "../support/queue.ts";
+import { keepRejected } from "../../openviking/queue.ts";
+import { enqueueMessages, queuedMessages, rejectedWrites } from "../support/queue.ts";
 
 const isWindows = Deno.build.os === "windows";
 

@@ -24,7 +24,7 @@ Deno.test("ledger: two processes appending at once never mix their lines", async
     const [dir, who] = Deno.args;
     for (let i = 0; i < 300; i++) {
       await appendLedger(dir, "s", { kind: "prompt", at: i, ms: 1, prompt: who.repeat(200), path: "none",
-        injected: [], suppressed: [], printedChars: 0 }, { maxTotalBytes: 1 << 30, maxAgeDays: 30 });
+        injected: [], suppressed: [], printedChars: 0 }, { ledgerMaxBytes: 1 << 30, ledgerMaxAgeDays: 30 });
     }`;
   await writers(dir.path, script, ["a", "b"]);
   const entries = await readLedger(dir.path, "s");
@@ -45,7 +45,7 @@ Deno.test("ledger: three processes appending while files are compacted lose no l
     for (let i = 0; i < ${LINES}; i++) {
       for (let s = 0; s < 40; s++) {
         await appendLedger(dir, "s" + s, { kind: "prompt", at: i, ms: 1, prompt: who.repeat(120), path: "none",
-          injected: [], suppressed: [], printedChars: 0 }, { maxTotalBytes: 1024, maxAgeDays: 30 });
+          injected: [], suppressed: [], printedChars: 0 }, { ledgerMaxBytes: 1024, ledgerMaxAgeDays: 30 });
       }
     }`;
   const names = ["a", "b", "c"];

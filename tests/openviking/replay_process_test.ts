@@ -4,23 +4,8 @@ import { assertEquals } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { prodRunArgs, ROOT } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { Budget, createClient } from "../../openviking/client.ts";
-import { enqueueMessages, type MessagePayload } from "../../openviking/queue.ts";
+import { clientOf, contents, enqueueMessages, payload, replayOpts } from "../support/queue.ts";
 import { replayQueue } from "../../openviking/replay.ts";
-
-const payload = (i: number): MessagePayload => ({
-  role: i % 2 ? "assistant" : "user",
-  content: `message ${i}`,
-  turn_id: String(Math.floor(i / 2)),
-});
-const opts = (extra: Partial<Parameters<typeof replayQueue>[2]> = {}) => ({
-  limit: 50,
-  ttlDays: 7,
-  budget: new Budget(20_000),
-  ...extra,
-});
-const clientOf = (url: string) => createClient({ baseUrl: url, userAgent: "t", timeoutMs: 2000 });
-const contents = (fake: FakeOpenViking, sid = "kc-s1") => fake.messages(sid).map((m) => m.content);
 
 Deno.test("two processes replaying one queue send each message exactly once", async () => {
   await using dir = await tempDir();
@@ -39,7 +24,7 @@ Deno.test("two processes replaying one queue send each message exactly once", as
   const reports = outs.map((o) => JSON.parse(new TextDecoder().decode(o.stdout)));
   let total = reports[0].replayed + reports[1].replayed;
   // A session busy in the other process waits for it: a last run picks up what was left.
-  total += (await replayQueue(dir.path, clientOf(fake.url), opts())).replayed;
+  total += (await replayQueue(dir.path, clientOf(fake.url), replayOpts())).replayed;
   assertEquals(total, n);
   const all = [0, 1, 2, 3].flatMap((s) => contents(fake, `kc-s${s}`));
   assertEquals([all.length, new Set(all).size], [n, n]);

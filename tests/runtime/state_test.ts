@@ -2,7 +2,7 @@ import { assertEquals, assertTrue } from "../support/assert.ts";
 import { emptyState, readState, statePaths, updateState, writeState } from "../../memory/state.ts";
 import { safeId } from "../../lib/paths.ts";
 import { withLock } from "../../lib/lock.ts";
-import { removeAbandonedTemps, removeStaleTemps } from "../../lib/fs.ts";
+import { removeAbandonedTemps } from "../../lib/fs.ts";
 import { tempDir } from "../support/temp.ts";
 import { prodRunArgs, ROOT } from "../support/run.ts";
 
@@ -174,14 +174,14 @@ Deno.test("lock: under the binary's permissions a live holder keeps its lock and
   );
 });
 
-Deno.test("removeStaleTemps: temp files a killed write left behind go after the grace period, fresh ones stay", async () => {
+Deno.test("removeAbandonedTemps: temp files a killed write left behind go after an hour, fresh ones stay", async () => {
   await using dir = await tempDir();
   await Deno.writeTextFile(`${dir.path}/s.json.123.abcd.tmp`, "x");
   await Deno.writeTextFile(`${dir.path}/fresh.json.9.ffff.tmp`, "x");
   await Deno.writeTextFile(`${dir.path}/keep.json`, "{}");
   const old = new Date(Date.now() - 2 * 3600_000);
   await Deno.utime(`${dir.path}/s.json.123.abcd.tmp`, old, old);
-  assertEquals(await removeStaleTemps(dir.path, 3600_000), 1);
+  assertEquals(await removeAbandonedTemps(dir.path), 1);
   assertEquals([...Deno.readDirSync(dir.path)].map((e) => e.name).sort(), [
     "fresh.json.9.ffff.tmp",
     "keep.json",

@@ -12,13 +12,53 @@ import {
   isNotFound,
 } from "../../lib/fs.ts";
 import { joinPath } from "../../lib/paths.ts";
+import { Budget, createClient } from "../../openviking/client.ts";
+import type { ReplayOptions } from "../../openviking/replay.ts";
+import type { FakeOpenViking } from "./fake-openviking.ts";
 import {
+  type MessagePayload,
   QUEUE_SUBDIR,
   type QueueEntry,
   QueueEntrySchema,
   REJECTED_SUBDIR,
+  SessionQueue,
   type SharedEntry,
 } from "../../openviking/queue.ts";
+
+/** Message `i` of a test conversation: user and assistant in turn, two per turn. */
+export const payload = (i: number): MessagePayload => ({
+  role: i % 2 ? "assistant" : "user",
+  content: `message ${i}`,
+  turn_id: String(Math.floor(i / 2)),
+});
+/** Messages `from` … `from + n - 1`. */
+export const range = (n: number, from = 0) => Array.from({ length: n }, (_, i) => payload(from + i));
+/** A replay's bounds for tests: 50 entries, 7 days, 20 s. */
+export const replayOpts = (extra: Partial<ReplayOptions> = {}): ReplayOptions => ({
+  limit: 50,
+  ttlDays: 7,
+  budget: new Budget(20_000),
+  ...extra,
+});
+/** A client of the fake at `url` with a 2 s timeout. */
+export const clientOf = (url: string) => createClient({ baseUrl: url, userAgent: "t", timeoutMs: 2000 });
+/** The contents of the messages the fake holds for session `sid`. */
+export const contents = (fake: FakeOpenViking, sid = "kc-s1") => fake.messages(sid).map((m) => m.content);
+
+/** Queues messages of session `sessionId` in order (see `SessionQueue.messages`); how many are queued. */
+export async function enqueueMessages(
+  pendingDir: string,
+  sessionId: string,
+  payloads: readonly MessagePayload[],
+  now = Date.now(),
+): Promise<number> {
+  return await (await SessionQueue.open(pendingDir, sessionId)).messages(payloads, { now });
+}
+
+/** Queues the commit named `key` behind the session's queued writes; false when it could not be stored. */
+export async function enqueueCommit(pendingDir: string, sessionId: string, key: string, now = Date.now()) {
+  return await (await SessionQueue.open(pendingDir, sessionId)).commit(key, now);
+}
 
 /** Kinds of queued writes in the shared format. */
 export type PendingType = "addMessage" | "commitSession";
