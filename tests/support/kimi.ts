@@ -464,6 +464,8 @@ export class KimiEnv {
       LANG: "C.UTF-8",
       TZ: "UTC",
       TMPDIR: Deno.env.get("TMPDIR") ?? "/tmp",
+      // Node keeps the V8 code of Kimi's bundle here instead of compiling it again at every start.
+      NODE_COMPILE_CACHE: join(this.install.dir, ".node-compile-cache"),
     };
     if (this.legacy) e.KIMI_CODE_LEGACY_FLAG = "1";
     return { ...e, ...this.#extraEnv, ...extra };
