@@ -228,6 +228,23 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
     flags: { cwd: workspace, json: bool('the same as JSON (its shape: README "recall")') },
     run: async ({ cwd, json }, [text]) => (await import("./recall.ts")).recallCommand({ text, cwd, json }),
   }),
+  memories: command({
+    summary: "Lists the memories recall can bring here (this project's and yours) by kind, newest first; " +
+      "`show <uri>`: one in full with the Kimi session, turns and commit it came from; `forget <uri>`; " +
+      "`export <file>` / `import <file>`: your memories as an OpenViking .ovpack (import replaces them, " +
+      "keeping what it replaced in a file). Exits 3 for no such memory, 4 for a server without the route.",
+    args: {
+      "[<action>]": "show, forget, export or import (none: the list)",
+      "[<uri-or-file>]": "the memory's viking:// URI (show, forget) or the .ovpack file (export, import)",
+    },
+    flags: {
+      search: str("TEXT", "only the memories OpenViking's search finds for TEXT, best first"),
+      cwd: workspace,
+      json: bool("the same as JSON"),
+    },
+    run: async ({ search, cwd, json }, [action, arg]) =>
+      (await import("./memories.ts")).memoriesCommand({ action, arg, search, cwd, json }),
+  }),
   replay: command({
     summary: "Replays the pending queue now and says what it sent. Exits 1 when entries remain.",
     flags: {

@@ -53,6 +53,12 @@ export function memoryInstructions(mode: InstallMode): string {
   ].join("\n");
 }
 
+/** Where the user sees everything remembered, and where each memory came from (the `memories` command). */
+const SEE_ALL = "When the user asks what is remembered, or where a memory came from, tell them to run " +
+  "`openviking-kimi memories` in a terminal: it lists this project's and their memories by kind, newest " +
+  "first (`--search <text>`), and `memories show <uri>` gives one in full with the Kimi session, turn and " +
+  "commit it came from (`forget <uri>`, `export <file>` and `import <file>` too).";
+
 /** The memory skill's `SKILL.md` for `mode`. */
 export function skillText(mode: InstallMode): string {
   const t = quoted(mode);
@@ -96,6 +102,10 @@ export function skillText(mode: InstallMode): string {
     'with `{"uri": "<its viking:// URI>"}` and name the memory you deleted. Ask first when more than one ' +
     "memory matches.",
     "",
+    "## What is remembered",
+    "",
+    SEE_ALL,
+    "",
   ].join("\n");
 }
 
@@ -133,7 +143,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     body: (mode) =>
       `Search OpenViking long-term memory: call the MCP tool \`${toolName(mode, "search")}\` with ` +
       '`{"query": <the text below, as a JSON string>}` and answer from what it returns, naming the URIs you ' +
-      "used.\n\n$ARGUMENTS",
+      `used. ${SEE_ALL}\n\n$ARGUMENTS`,
   },
 ];
 

@@ -133,8 +133,13 @@ export interface FakeOptions {
   noRecall?: boolean;
   /** /messages/batch does not exist: answer this status (404 or 405). */
   noBatch?: 404 | 405;
+  /** An older server: no `/api/v1/pack/*` routes (404). */
+  noPack?: boolean;
   mcp?: FakeMcpOptions;
 }
+
+/** `viking://~/…` as the server resolves it for the fake's one user. */
+const own = (uri: string) => uri.replace(/^viking:\/\/~(?=\/|$)/, "viking://user/default");
 
 const FIND_FIELDS = [
   "query",
@@ -451,6 +456,10 @@ export class FakeOpenViking {
   files = new Map<string, string>([
     ["viking://user/default/memories/profile.md", "# Profile\nName: Test User\nLikes: tabs"],
   ]);
+  /** A file's `modTime` for /fs/tree and /fs/stat (default: 2026-01-01). */
+  modTimes = new Map<string, string>();
+  /** Uploads by `temp_file_id` (the pack's text). */
+  readonly uploads = new Map<string, string>();
   /** Directory listings for /fs/ls. */
   dirs = new Map<string, unknown[]>([
     ["viking://user", [{ name: "default", isDir: true, uri: "viking://user/default" }]],
@@ -551,14 +560,14 @@ export class FakeOpenViking {
     }
     let body: unknown = undefined;
     let badJson = false;
-    if (text) {
+    if (text && !(req.headers["content-type"] ?? "").startsWith("multipart/")) {
       try {
         body = JSON.parse(text);
       } catch {
         badJson = true;
         body = text;
       }
-    }
+    } else if (text) body = text;
     const method = req.method ?? "GET";
     const route = `${method} ${routeOf(url.pathname)}`;
     if (url.pathname.startsWith("/__control")) return this.control(method, url, body, res);
@@ -608,6 +617,14 @@ export class FakeOpenViking {
       const peer = headers["x-openviking-actor-peer"];
       if (peer !== undefined && !PEER.test(peer)) {
         throw new HttpError(400, "INVALID_ARGUMENT", "invalid actor peer");
+      }
+      if (method === "POST" && url.pathname === "/api/v1/pack/export" && !this.options.noPack) {
+        const root = own(String(requireObject(body).uri));
+        const files = Object.fromEntries([...this.files].filter(([u]) => u.startsWith(`${root}/`)));
+        if (!Object.keys(files).length) {
+          throw new HttpError(404, "NOT_FOUND", `not found: ${root}`, { resource: root });
+        }
+        return sendRaw(res, 200, { "content-type": "application/zip" }, JSON.stringify({ root, files }));
       }
       const admin = ADMIN_ROUTE.exec(url.pathname);
       const result = admin ? this.admin(method, url, admin, body, who) : this.route(method, url, body, who);
@@ -801,10 +818,56 @@ export class FakeOpenViking {
       if (!entries) throw new HttpError(404, "NOT_FOUND", `${uri} not found`);
       return entries;
     }
+    if (method === "GET" && (p === "/api/v1/fs/tree" || p === "/api/v1/fs/stat")) {
+      // Every file under the URI, as the real tree lists them (`output=original`); stat: the one file.
+      const uri = own(q.get("uri") ?? "");
+      const entry = (u: string) => ({
+        uri: u,
+        isDir: false,
+        modTime: this.modTimes.get(u) ?? "2026-01-01T00:00:00Z",
+      });
+      if (p === "/api/v1/fs/stat") {
+        if (!this.files.has(uri)) {
+          throw new HttpError(404, "NOT_FOUND", `${uri} not found`, { resource: uri });
+        }
+        return entry(uri);
+      }
+      const under = [...this.files.keys()].filter((u) => u.startsWith(`${uri}/`));
+      if (!under.length) throw new HttpError(404, "NOT_FOUND", `${uri} not found`, { resource: uri });
+      return under.map(entry);
+    }
+    if (method === "DELETE" && p === "/api/v1/fs") {
+      const uri = own(q.get("uri") ?? "");
+      return { uri, estimated_deleted_count: this.files.delete(uri) ? 1 : 0 };
+    }
+    if (method === "POST" && p === "/api/v1/resources/temp_upload") {
+      const id = `upload_${this.uploads.size + 1}.ovpack`;
+      this.uploads.set(id, /\r\n\r\n([^]*)\r\n--[^]*$/.exec(String(body))?.[1] ?? "");
+      return { temp_file_id: id };
+    }
+    if (method === "POST" && p === "/api/v1/pack/import" && !this.options.noPack) {
+      const b = requireObject(body);
+      const pack = JSON.parse(this.uploads.get(String(b.temp_file_id)) ?? "{}") as {
+        root: string;
+        files: Record<string, string>;
+      };
+      const root = `${own(String(b.parent))}/${pack.root.slice(pack.root.lastIndexOf("/") + 1)}`;
+      const held = [...this.files.keys()].filter((u) => u.startsWith(`${root}/`));
+      if (held.length && b.on_conflict !== "overwrite") {
+        throw new HttpError(409, "CONFLICT", `Resource already exists at ${root}.`, { resource: root });
+      }
+      for (const u of held) this.files.delete(u);
+      for (const [u, text] of Object.entries(pack.files)) {
+        this.files.set(root + u.slice(pack.root.length), text);
+      }
+      return { uri: root };
+    }
     if (method === "GET" && p === "/api/v1/content/read") {
-      const uri = q.get("uri") ?? "";
+      const uri = own(q.get("uri") ?? "");
       const content = this.files.get(uri);
-      if (content === undefined) throw new HttpError(404, "NOT_FOUND", `${uri} not found`);
+      if (content === undefined) {
+        throw new HttpError(404, "NOT_FOUND", `File not found: ${uri}`, { type: "file", resource: uri });
+      }
       return content;
     }
     if (method === "GET" && p === "/api/v1/tasks") {

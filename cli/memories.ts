@@ -1,0 +1,222 @@
+/**
+ * `openviking-kimi memories [show <uri> | forget <uri> | export <file> | import <file>] [--search TEXT]
+ * [--cwd DIR] [--json]`: what recall can bring here (this project's memories and the user's), grouped by kind,
+ * newest first; one in full with the commits it came from; forgetting one; the user's memories exported to
+ * and imported from an OpenViking `.ovpack`. Every server text is neutralised before it is printed.
+ */
+
+import { neutralize, reportJson } from "../lib/neutralize.ts";
+import { charColumns, textColumns } from "../lib/columns.ts";
+import { adviceFor } from "../openviking/advice.ts";
+import { loadConfig } from "../openviking/config.ts";
+import { clientOptions, createClient, type OvFailure } from "../openviking/client.ts";
+import { resolvePeer } from "../openviking/peer.ts";
+import { dirName, isAbsolutePath, joinPath, ledgerDir, orNoHome, processEnv } from "../lib/paths.ts";
+import { commandName, invocationCwd, workspaceDir } from "../lib/self.ts";
+import { ago, STATUS_COLUMNS as WIDTH, wrap } from "./status.ts";
+import { oneLine } from "../memory/digest.ts";
+import {
+  exportMemories,
+  forgetMemory,
+  importMemories,
+  isMemoryUri,
+  isNotFound,
+  type Listed,
+  type Listing,
+  listMemories,
+  memoryRoots,
+  type Root,
+  searchMemories,
+  showMemory,
+  type Shown,
+} from "../memory/inspect.ts";
+
+/** Exit codes beyond 0 (done), 1 (the server failed) and 2 (a usage error). */
+const EXIT_NO_MEMORY = 3;
+const EXIT_NO_ROUTE = 4;
+
+/** `text` on one line cut to `cols` terminal columns (an ellipsis marks the cut). */
+export function fit(text: string, cols: number): string {
+  const one = text.replace(/\s+/g, " ").trim();
+  if (textColumns(one) <= cols) return one;
+  let out = "";
+  let used = 0;
+  for (const c of one) {
+    if (used + charColumns(c) > cols - 1) return `${out}…`;
+    out += c;
+    used += charColumns(c);
+  }
+  return out;
+}
+
+/** The listing's lines: one group per kind (most recent first), each memory's age and text, then its URI. */
+export function renderListing(l: Listing & { roots: Root[] }, now: number, search?: string): string[] {
+  const n = l.memories.length;
+  const where = l.roots.length > 1 ? "this project's and yours" : "yours (no project memories here)";
+  const lines = [`${n} memor${n === 1 ? "y" : "ies"}${search ? ` found for "${search}"` : ""}: ${where}`];
+  const groups = new Map<string, Listed[]>();
+  for (const m of l.memories) groups.set(m.kind, [...groups.get(m.kind) ?? [], m]);
+  for (const [kind, list] of groups) {
+    lines.push("", `${kind} (${list.length})`);
+    for (const m of list) {
+      const when =
+        (search && m.score !== undefined ? m.score.toFixed(2) : m.modified ? ago(m.modified, now) : "?")
+          .padEnd(10);
+      const tag = m.scope === "project" ? "project: " : "";
+      lines.push(`  ${when}${fit(tag + oneLine(m.text), WIDTH - 12)}`, `      ${m.uri}`);
+    }
+  }
+  for (const f of l.failures) lines.push("", `could not read ${f.root.uri}: ${f.failure.error.message}`);
+  return wrapped(lines);
+}
+
+/** Lines wrapped at 80 columns, each continuation indented two more than its line. */
+const wrapped = (lines: string[]) => lines.flatMap((l) => wrap(l, `${/^ */.exec(l)![0]}  `));
+
+/** The lines of one memory in full and where it came from (what cannot be known is said so). */
+export function renderShown(s: Shown, now: number): string[] {
+  const lines = [s.uri, "", ...s.text.split("\n"), "", "Where it came from:"];
+  for (const o of s.origins) {
+    const who = o.kimiSession
+      ? `Kimi session ${o.kimiSession}`
+      : `OpenViking session ${o.session} (not ours)`;
+    const archive = o.archive.slice(o.archive.lastIndexOf("/") + 1);
+    lines.push(
+      `- ${o.change} by commit ${archive} of ${who}${o.extractedAt ? `, ${o.extractedAt}` : ""}`,
+      `  turns: ${o.turns.length ? o.turns.join(", ") : "the archive could not be read"}`,
+      o.capture
+        ? `  task ${o.taskId}: our ${
+          o.capture.event === "replay" ? "queue replay" : `${o.capture.event} capture`
+        }, ${ago(o.capture.at, now)}`
+        : o.taskId
+        ? `  task ${o.taskId}: our ledger has no capture of it`
+        : "  its task is gone from the server (finished ones are kept 24 h): which capture made it is unknown",
+    );
+  }
+  if (s.unknown) lines.push(`- unknown: ${s.unknown}`);
+  else if (!s.origins.length) {
+    lines.push(
+      `- no commit among the newest ${s.diffsRead} memory diffs names it: it was written directly (an ` +
+        "import, the remember tool, another client) or by an older commit",
+    );
+  }
+  return wrapped(lines);
+}
+
+/** Options of `openviking-kimi memories`. */
+export interface MemoriesOptions {
+  action: string | undefined;
+  arg: string | undefined;
+  search: string | undefined;
+  cwd: string | undefined;
+  json: boolean;
+}
+
+/** Writes `bytes` to a new file `path` (0600; an existing file is never replaced); the error's words, if any. */
+const writeNew = (path: string, bytes: Uint8Array) =>
+  Deno.writeFile(path, bytes, { createNew: true, mode: 0o600 }).then(
+    () => undefined,
+    (e: Error) => e.message,
+  );
+
+/** `openviking-kimi memories`: exit 0; 1 the server failed; 2 a usage error; 3 no such memory; 4 no such route. */
+export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
+  const env = processEnv();
+  /** Prints `value` as JSON with --json, else `text`: on stdout and exit 0, or on stderr and exit `code`. */
+  const say = (value: unknown, text: string[], code = 0) => {
+    if (o.json) console.log(reportJson(value, 2));
+    else (code ? console.error : console.log)(neutralize(wrapped(text).join("\n")));
+    return code;
+  };
+  /** Says why nothing (more) was done; returns `code`. */
+  const stop = (code: number, message: string, fix = "", kind = "usage") =>
+    say({ error: { kind, message, ...(fix ? { fix } : {}) } }, [
+      `openviking-kimi memories: ${message}`,
+      ...(fix ? [`  fix: ${fix}`] : []),
+    ], code);
+  const { action, arg = "" } = o;
+  // A file is the user's directory's (`deno task` runs in the checkout); a URI is as given.
+  const uri = /port$/.test(action ?? "") && !isAbsolutePath(arg) ? joinPath(invocationCwd(env), arg) : arg;
+  const list = `\`${commandName(env)} memories\` lists them`;
+  if (action !== undefined && !["show", "forget", "export", "import"].includes(action)) {
+    return stop(2, `unknown action ${JSON.stringify(action)} (show, forget, export or import)`);
+  }
+  if (!action !== (o.arg === undefined)) {
+    return stop(2, action ? `${action} needs its argument` : `unexpected argument ${JSON.stringify(arg)}`);
+  }
+  if (o.search !== undefined && action) return stop(2, "--search lists; it goes without an action");
+  if ((action === "show" || action === "forget") && !isMemoryUri(uri)) {
+    return stop(2, `${JSON.stringify(uri)} is not a memory's URI (viking://…/memories/….md); ${list}`);
+  }
+  const cwd = await workspaceDir(o.cwd);
+  if (!cwd) return stop(2, `--cwd ${JSON.stringify(o.cwd)} is not a directory`);
+  const { config } = await loadConfig(env, cwd);
+  const peer = await resolvePeer(cwd, config);
+  const client = createClient(clientOptions(config, peer.peerId, { timeoutMs: 10_000 }));
+  const slow = clientOptions(config, peer.peerId, { timeoutMs: 120_000 });
+  const failed = (f: OvFailure, what: string) => {
+    const a = adviceFor(f, config.baseUrl);
+    const dev = f.kind === "auth" && /Development mode/i.test(f.error.message);
+    const fix = dev
+      ? 'run OpenViking with API keys (ov.conf: server.auth_mode = "api_key"): dev mode has no packs'
+      : a.fix;
+    if (f.kind !== "missing-route") return stop(1, `${what} failed: ${a.summary}`, fix, f.kind);
+    const why = `the OpenViking server at ${config.baseUrl} has no ${what} route (OpenViking 0.5.2 has it)`;
+    return stop(EXIT_NO_ROUTE, `${why}; nothing was changed`, "upgrade OpenViking to 0.5.2 or newer", f.kind);
+  };
+  const now = Date.now();
+  if (action === "show") {
+    const s = await showMemory(client, uri, orNoHome(() => ledgerDir(env)) ?? "");
+    if (!("ok" in s)) return say(s, renderShown(s, now));
+    return isNotFound(s)
+      ? stop(EXIT_NO_MEMORY, `${uri}: the server has no memory there; ${list}`, "", "no-memory")
+      : failed(s, "read");
+  }
+  if (action === "forget") {
+    const r = await forgetMemory(client, uri);
+    if (r.ok) {
+      const said = r.text.split("\n").map((l) => `  ${l}`);
+      return say({ uri, forgotten: true, text: r.text }, [`forgot ${uri}; it said:`, ...said]);
+    }
+    if ("gone" in r) {
+      return stop(EXIT_NO_MEMORY, `${uri} is already gone; nothing was deleted; ${list}`, "", "no-memory");
+    }
+    return failed(r, "delete");
+  }
+  if (action === "export") {
+    const pack = await exportMemories(slow);
+    if (!(pack instanceof Uint8Array)) return failed(pack, "export");
+    const error = await writeNew(uri, pack);
+    if (error) return stop(2, `cannot write ${uri} (${error}); nothing was written over`);
+    const said = `exported your memories to ${uri} (${pack.length} bytes, an OpenViking .ovpack)`;
+    return say({ file: uri, bytes: pack.length }, [said]);
+  }
+  if (action === "import") {
+    const pack = await Deno.readFile(uri).catch((e: Error) => e.message);
+    if (typeof pack === "string") return stop(2, `cannot read ${uri} (${pack})`);
+    // OpenViking's import replaces the whole memory root: what it replaces is exported first, and kept.
+    const before = await exportMemories(slow);
+    const stamp = new Date(now).toISOString().replace(/[:.]/g, "-");
+    const backup = before instanceof Uint8Array
+      ? joinPath(dirName(uri), `memories-before-import-${stamp}.ovpack`)
+      : undefined;
+    if (!(before instanceof Uint8Array) && !isNotFound(before)) return failed(before, "export");
+    const error = backup && await writeNew(backup, before as Uint8Array);
+    if (error) {
+      return stop(2, `cannot keep what import would replace in ${backup} (${error}); nothing was imported`);
+    }
+    const done = await importMemories(createClient(slow), pack);
+    if (!done.ok) return failed(done, "import");
+    const kept = backup
+      ? `; what it replaced is in ${backup} (\`${commandName(env)} memories import ${backup}\` puts it back)`
+      : "";
+    return say({ file: uri, uri: done.result, backup }, [`imported ${uri} into ${done.result}${kept}`]);
+  }
+  const roots = await memoryRoots(client, peer.peerId);
+  const l = o.search !== undefined
+    ? await searchMemories(client, roots, o.search)
+    : await listMemories(client, roots);
+  const failures = l.failures.map((f) => ({ uri: f.root.uri, message: f.failure.error.message }));
+  const lines = renderListing({ roots, ...l }, now, o.search);
+  return say({ roots, memories: l.memories, failures }, lines, failures.length && !l.memories.length ? 1 : 0);
+}

@@ -1,0 +1,116 @@
+import { assertEquals, assertStringIncludes, assertTrue } from "../tests/support/assert.ts";
+import { fit, renderListing, renderShown } from "./memories.ts";
+import { textColumns } from "../lib/columns.ts";
+import type { Listed } from "../memory/inspect.ts";
+
+const NOW = Date.parse("2026-12-02T12:00:00Z");
+const roots = [{ scope: "user", uri: "viking://~/memories" }, {
+  scope: "project",
+  uri: "viking://~/peers/-p/memories",
+}] as const;
+const memory = (
+  uri: string,
+  kind: string,
+  hoursAgo: number,
+  text: string,
+  scope: Listed["scope"] = "user",
+) => ({
+  uri,
+  scope,
+  kind,
+  modified: NOW - hoursAgo * 3600_000,
+  text,
+});
+
+Deno.test("fit: one line within the columns, wide characters counted twice, an ellipsis at the cut", () => {
+  assertEquals(fit("a\n b   c", 10), "a b c");
+  assertEquals(fit("abcdefghij", 5), "abcd…");
+  assertEquals(fit("abcde", 5), "abcde", "what fits exactly is not cut");
+  assertEquals(textColumns(fit("漢字漢字漢字", 7)), 7);
+});
+
+Deno.test("the listing: grouped by kind in the order of their newest memory, age and text, the URI below", () => {
+  const lines = renderListing({
+    roots: [...roots],
+    failures: [],
+    memories: [
+      memory("viking://user/u/memories/events/e.md", "events", 2, "Shipped 1.0"),
+      memory(
+        "viking://user/u/peers/-p/memories/preferences/p.md",
+        "preferences",
+        5,
+        "Use tabs here",
+        "project",
+      ),
+      memory("viking://user/u/memories/events/old.md", "events", 72, "x".repeat(200)),
+    ],
+  }, NOW);
+  assertEquals(lines.slice(0, 6), [
+    "3 memories: this project's and yours",
+    "",
+    "events (2)",
+    "  2 h ago   Shipped 1.0",
+    "      viking://user/u/memories/events/e.md",
+    `  3 d ago   ${"x".repeat(67)}…`,
+  ]);
+  assertEquals(lines.slice(7, 10), [
+    "",
+    "preferences (1)",
+    "  5 h ago   project: Use tabs here",
+  ]);
+  assertTrue(lines.every((l) => textColumns(l) <= 80));
+});
+
+Deno.test("the listing says when there are no project memories and which roots it could not read", () => {
+  const lines = renderListing({
+    roots: [roots[0]],
+    memories: [],
+    failures: [{
+      root: roots[0],
+      failure: { ok: false, status: 500, kind: "server", retryable: true, error: { message: "boom" } },
+    }],
+  }, NOW);
+  assertEquals(lines, [
+    "0 memories: yours (no project memories here)",
+    "",
+    "could not read viking://~/memories: boom",
+  ]);
+});
+
+Deno.test("a memory shown: its text whole, each commit it came from, and what cannot be known said so", () => {
+  const base = { uri: "viking://user/u/memories/events/e.md", text: "line one\nline two", diffsRead: 4 };
+  const known = renderShown({
+    ...base,
+    origins: [{
+      session: "kc-session_a",
+      kimiSession: "session_a",
+      archive: "viking://user/u/sessions/kc-session_a/history/archive_002",
+      extractedAt: "2026-12-02T11:00:00Z",
+      change: "added",
+      turns: ["t1", "t2"],
+      taskId: "task-1",
+      capture: { at: NOW - 3600_000, event: "Stop" },
+    }, {
+      session: "other",
+      archive: "viking://user/u/sessions/other/history/archive_001",
+      change: "updated",
+      turns: [],
+    }],
+  }, NOW).join("\n");
+  assertStringIncludes(
+    known,
+    "viking://user/u/memories/events/e.md\n\nline one\nline two\n\nWhere it came from:\n",
+  );
+  assertStringIncludes(
+    known,
+    "- added by commit archive_002 of Kimi session session_a, 2026-12-02T11:00:00Z",
+  );
+  assertStringIncludes(known, "turns: t1, t2");
+  assertStringIncludes(known, "task task-1: our Stop capture, 1 h ago");
+  assertStringIncludes(known, "- updated by commit archive_001 of OpenViking session other (not ours)");
+  assertStringIncludes(known, "its task is gone from the server");
+  const none = renderShown({ ...base, origins: [] }, NOW).join("\n");
+  assertStringIncludes(none, "no commit among the newest 4 memory diffs names it");
+  const unasked = renderShown({ ...base, origins: [], unknown: "the sessions' memory diffs: boom" }, NOW);
+  assertEquals(unasked.at(-1), "- unknown: the sessions' memory diffs: boom");
+});

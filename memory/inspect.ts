@@ -1,0 +1,358 @@
+/**
+ * What is remembered, as OpenViking holds it: the memories recall can bring to a workspace (the user's own
+ * under `viking://~/memories`, the workspace's actor peer's under `viking://~/peers/<peer>/memories`), one in
+ * full with the commits whose memory diffs name it, forgetting one, and the user's memories moved out and in
+ * as OpenViking's own `.ovpack` (`/api/v1/pack/export`, `/api/v1/pack/import`).
+ */
+
+import * as z from "zod/mini";
+import {
+  buildHeaders,
+  checkResult,
+  classifyReply,
+  cleanFailure,
+  type ClientOptions,
+  failure,
+  type OpenVikingClient,
+  type OvFailure,
+  type OvResponse,
+  readBody,
+} from "../openviking/client.ts";
+import { asRecord, isRecord } from "../lib/parsed.ts";
+import { parseJsonOrUndefined } from "../lib/fs.ts";
+import { type LedgerEntry, readLedger, REPLAY_FILE } from "./ledger.ts";
+import { isFolderSummary } from "./recall.ts";
+import { SESSION_PREFIX } from "./context.ts";
+
+/** A memory root recall reads: the user's own, or this workspace's (its actor peer's). */
+export type Root = { scope: "user" | "project"; uri: string };
+
+/** One memory as listed: `modified` in ms (0: unknown), `text` its first lines; `score` find's (search). */
+export type Listed = Root & { kind: string; modified: number; text: string; score?: number };
+
+/**
+ * A commit that added or updated a memory, by its memory diff: the OpenViking session (the Kimi one when it
+ * is ours), its archive and the turns it holds, and while the server keeps its task, the task and the
+ * capture our ledger recorded for it.
+ */
+export interface Origin {
+  session: string;
+  kimiSession?: string;
+  archive: string;
+  extractedAt?: string;
+  change: "added" | "updated";
+  turns: string[];
+  taskId?: string;
+  capture?: { at: number; event: string };
+}
+
+/**
+ * The roots recall reads for actor peer `peerId` ("" = none): the user's, and the peer's once `viking://~/peers`
+ * lists it (the real server refuses a missing folder with a 403, not a 404).
+ */
+export async function memoryRoots(client: OpenVikingClient, peerId: string): Promise<Root[]> {
+  const user: Root = { scope: "user", uri: "viking://~/memories" };
+  if (!peerId) return [user];
+  const peers = await client.request("GET", "/api/v1/fs/ls", Entries, { query: { uri: "viking://~/peers" } });
+  const has = peers.ok && peers.result.some((e) => e?.isDir && e.uri.endsWith(`/peers/${peerId}`));
+  return has ? [user, { scope: "project", uri: `viking://~/peers/${peerId}/memories` }] : [user];
+}
+
+/** Whether `uri` names a memory (a file of a memory space, not a folder or its summary). */
+export function isMemoryUri(uri: string): boolean {
+  return /^viking:\/\/\S*\/memories\/\S+\.md$/.test(uri) && !isFolderSummary(uri);
+}
+
+/** A memory's kind: the folder under `memories/` (preferences, entities, events…), else `profile`. */
+export function kindOf(uri: string): string {
+  const rest = uri.slice(uri.lastIndexOf("/memories/") + "/memories/".length);
+  return rest.includes("/") ? rest.slice(0, rest.indexOf("/")) : "profile";
+}
+
+const Entries = z.catch(
+  z.array(z.catch(
+    z.nullable(
+      z.looseObject({
+        uri: z.string(),
+        isDir: z.catch(z.boolean(), false),
+        modTime: z.catch(z.optional(z.string()), undefined),
+      }),
+    ),
+    null,
+  )),
+  [],
+);
+
+/** The memories of a tree listing of `root` (pure): files only, no summaries, each once. */
+export function memoriesOfTree(root: Root, entries: z.output<typeof Entries>): Listed[] {
+  return entries.flatMap((e) => {
+    if (!e || e.isDir || !isMemoryUri(e.uri)) return [];
+    const text = e.uri.slice(e.uri.lastIndexOf("/") + 1, -3).replaceAll("_", " ");
+    const modified = Date.parse(e.modTime ?? "") || 0;
+    return [{ uri: e.uri, scope: root.scope, kind: kindOf(e.uri), modified, text }];
+  });
+}
+
+/** Best first (search), else newest first. */
+export function byRank(a: Listed, b: Listed): number {
+  return (b.score ?? 0) - (a.score ?? 0) || b.modified - a.modified || (a.uri < b.uri ? -1 : 1);
+}
+
+/** What a listing found, and the roots it could not read. */
+export interface Listing {
+  memories: Listed[];
+  failures: { root: Root; failure: OvFailure }[];
+}
+
+/** Every memory of `roots` (a root the server has no folder for yet holds none), newest first. */
+export async function listMemories(client: OpenVikingClient, roots: readonly Root[]): Promise<Listing> {
+  const out: Listing = { memories: [], failures: [] };
+  await Promise.all(roots.map(async (root) => {
+    const res = await client.request("GET", "/api/v1/fs/tree", Entries, {
+      query: { uri: root.uri, output: "original", level_limit: 10, node_limit: 5000 },
+      maxReplyBytes: 16 << 20,
+    });
+    if (res.ok) out.memories.push(...memoriesOfTree(root, res.result));
+    else if (!isNotFound(res)) out.failures.push({ root, failure: res });
+  }));
+  const texts = await inEights(out.memories.map((m) => m.uri), (uri) => read(client, uri, 6));
+  texts.forEach((t, i) => t.ok && t.result.trim() && (out.memories[i].text = t.result.trim()));
+  out.memories.sort(byRank);
+  return out;
+}
+
+/** `uri`'s text (its first `lines`, or all). */
+const read = (client: OpenVikingClient, uri: string, lines?: number) =>
+  client.request("GET", "/api/v1/content/read", z.string(), { query: { uri, limit: lines } });
+
+/** `ask` of every item, eight at a time, in order. */
+async function inEights<T, R>(items: readonly T[], ask: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = [];
+  for (let i = 0; i < items.length; i += 8) out.push(...await Promise.all(items.slice(i, i + 8).map(ask)));
+  return out;
+}
+
+const Hit = z.looseObject({
+  uri: z.string(),
+  score: z.catch(z.number(), 0),
+  abstract: z.catch(z.string(), ""),
+});
+const Found = z.looseObject({ memories: z.catch(z.array(z.catch(z.nullable(Hit), null)), []) });
+
+/** The memories of `roots` that find has for `query`, best first, find's abstract as their text. */
+export async function searchMemories(
+  client: OpenVikingClient,
+  roots: readonly Root[],
+  query: string,
+): Promise<Listing> {
+  const out: Listing = { memories: [], failures: [] };
+  await Promise.all(roots.map(async (root) => {
+    const res = await client.request("POST", "/api/v1/search/find", Found, {
+      body: { query, target_uri: root.uri, limit: 50, score_threshold: 0 },
+    });
+    if (!res.ok) return void out.failures.push({ root, failure: res });
+    for (const h of res.result.memories.filter((h) => h && isMemoryUri(h.uri)) as z.output<typeof Hit>[]) {
+      const { uri, score, abstract } = h;
+      out.memories.push({
+        uri,
+        scope: root.scope,
+        kind: kindOf(uri),
+        modified: 0,
+        text: abstract || uri,
+        score,
+      });
+    }
+  }));
+  out.memories.sort(byRank);
+  return out;
+}
+
+/** Whether a failure is the server saying the thing asked for is not there. */
+export function isNotFound(f: OvFailure): boolean {
+  return f.status === 404 && f.kind !== "missing-route";
+}
+
+/** Memory diffs read to find where a memory came from (the newest commits'). */
+const MAX_DIFFS = 100;
+
+/** The memory diffs of the user's sessions, newest first, at most `MAX_DIFFS`. */
+async function diffUris(client: OpenVikingClient): Promise<string[] | OvFailure> {
+  const res = await client.request("GET", "/api/v1/fs/tree", Entries, {
+    query: { uri: "viking://~/sessions", output: "original", level_limit: 4, node_limit: 20000 },
+    maxReplyBytes: 32 << 20,
+  });
+  if (!res.ok) return isNotFound(res) ? [] : res;
+  return res.result.flatMap((e) => (e && e.uri.endsWith("/memory_diff.json") ? [e] : []))
+    .sort((a, b) => (b.modTime ?? "").localeCompare(a.modTime ?? "")).slice(0, MAX_DIFFS).map((e) => e.uri);
+}
+
+/** How memory diff `diff` (its JSON text) changed `uri`, if it did (pure). */
+export function changeIn(diff: string, uri: string): Origin["change"] | undefined {
+  const ops = asRecord(asRecord(parseJsonOrUndefined(diff)).operations);
+  const names = (list: unknown) => Array.isArray(list) && list.some((o) => isRecord(o) && o.uri === uri);
+  return names(ops.adds) ? "added" : names(ops.updates) ? "updated" : undefined;
+}
+
+const Tasks = z.catch(z.array(z.unknown()), []);
+const Archive = z.looseObject({ messages: z.catch(z.array(z.unknown()), []) });
+
+/** What the server and our ledger (in `ledgerDir`) know of the commit whose memory diff is `diffUri`. */
+async function originOf(
+  client: OpenVikingClient,
+  diffUri: string,
+  diff: string,
+  change: Origin["change"],
+  ledgerDir: string,
+): Promise<Origin> {
+  const [, session, archiveId] = /\/sessions\/([^/]+)\/history\/([^/]+)\/memory_diff\.json$/.exec(diffUri) ??
+    [];
+  const archive = diffUri.slice(0, -"/memory_diff.json".length);
+  const out: Origin = { session, archive, change, turns: [] };
+  const at = asRecord(parseJsonOrUndefined(diff)).extracted_at;
+  if (typeof at === "string") out.extractedAt = at;
+  if (session.startsWith(SESSION_PREFIX)) out.kimiSession = session.slice(SESSION_PREFIX.length);
+  const sid = encodeURIComponent(session);
+  const [tasks, held] = await Promise.all([
+    client.request("GET", "/api/v1/tasks", Tasks, { query: { resource_id: session, limit: 200 } }),
+    client.request("GET", `/api/v1/sessions/${sid}/archives/${encodeURIComponent(archiveId)}`, Archive, {
+      peerId: null,
+      maxReplyBytes: 16 << 20,
+    }),
+  ]);
+  if (held.ok) {
+    const ids = held.result.messages.map((m) => asRecord(m).turn_id).filter((t) => typeof t === "string");
+    out.turns = [...new Set(ids as string[])];
+  }
+  const task = tasks.ok
+    ? tasks.result.filter(isRecord).find((t) => asRecord(t.result).archive_uri === archive)
+    : undefined;
+  if (typeof task?.task_id === "string") out.taskId = task.task_id;
+  if (out.taskId && out.kimiSession) {
+    const files = await Promise.all(
+      [out.kimiSession, REPLAY_FILE].map((f) => readLedger(ledgerDir, f).catch(() => [])),
+    );
+    const capture = runOf(files.flat(), out.taskId);
+    if (capture) out.capture = capture;
+  }
+  return out;
+}
+
+/** The hook run our ledger says started commit task `taskId`: a capture (its event), or a queue replay (pure). */
+export function runOf(entries: readonly LedgerEntry[], taskId: string): Origin["capture"] {
+  for (const e of entries) {
+    if (e.kind === "capture" && e.taskId === taskId) return { at: e.at, event: e.event };
+    if (e.kind === "replay" && e.commitTasks.some((c) => c.taskId === taskId)) {
+      return { at: e.at, event: "replay" };
+    }
+  }
+  return undefined;
+}
+
+/** One memory in full, and the commits among the newest `diffsRead` that made it; `unknown`: not asked. */
+export type Shown = { uri: string; text: string; origins: Origin[]; diffsRead: number; unknown?: string };
+
+/** Memory `uri` in full with its origins; the failure (a 404: no such memory) when it cannot be read. */
+export async function showMemory(
+  client: OpenVikingClient,
+  uri: string,
+  ledgerDir: string,
+): Promise<Shown | OvFailure> {
+  const [memory, diffs] = await Promise.all([read(client, uri), diffUris(client)]);
+  if (!memory.ok) return memory;
+  const shown: Shown = { uri, text: memory.result, origins: [], diffsRead: 0 };
+  if (!Array.isArray(diffs)) {
+    return { ...shown, unknown: `the sessions' memory diffs: ${diffs.error.message}` };
+  }
+  const texts = await inEights(diffs, (d) => read(client, d));
+  for (const [i, t] of texts.entries()) {
+    const change = t.ok ? changeIn(t.result, uri) : undefined;
+    if (t.ok) shown.diffsRead++;
+    if (t.ok && change) shown.origins.push(await originOf(client, diffs[i], t.result, change, ledgerDir));
+  }
+  return shown;
+}
+
+/** Forgets memory `uri`: its text, or `gone` when there is no such memory (any more), or the failure. */
+export async function forgetMemory(
+  client: OpenVikingClient,
+  uri: string,
+): Promise<{ ok: true; text: string } | { ok: false; gone: true } | OvFailure> {
+  const memory = await read(client, uri);
+  if (!memory.ok) return isNotFound(memory) ? { ok: false, gone: true } : memory;
+  const rm = await client.request("DELETE", "/api/v1/fs", z.unknown(), { query: { uri } });
+  return rm.ok ? { ok: true, text: memory.result } : rm;
+}
+
+/**
+ * A POST with a body `fetch` sends as it is (a form, JSON), bounded in time: the reply's bytes when it is an
+ * OK one that is not JSON (a pack), else the reply classified as the client classifies every reply.
+ */
+async function post(options: ClientOptions, path: string, body: BodyInit, json: boolean) {
+  const url = new URL(`${options.baseUrl.replace(/\/+$/, "")}${path}`);
+  try {
+    const signal = AbortSignal.timeout(options.timeoutMs);
+    const headers = buildHeaders(options, undefined, json);
+    const res = await (options.fetch ?? fetch)(url, {
+      method: "POST",
+      headers,
+      body,
+      redirect: "manual",
+      signal,
+    });
+    const whole = await readBody(res, { maxBytes: MAX_PACK_BYTES, idleMs: Infinity, signal });
+    if ("stop" in whole) {
+      const why = whole.stop.kind === "too-large" ? `is larger than ${MAX_PACK_BYTES} bytes` : "was cut";
+      return failure(whole.stop.kind === "too-large" ? "too-large" : "unreachable", res.status, {
+        message: `the reply from ${url.origin} ${why}`,
+      });
+    }
+    const { bytes } = whole;
+    const contentType = res.headers.get("content-type");
+    if (res.ok && !/json/.test(contentType ?? "")) return bytes;
+    const text = new TextDecoder().decode(bytes);
+    const reply = classifyReply({
+      status: res.status,
+      location: res.headers.get("location"),
+      contentType,
+      text,
+      origin: url.origin,
+    });
+    return reply.ok ? reply : cleanFailure(reply, options.apiKey ? [options.apiKey] : []);
+  } catch (error) {
+    return failure("unreachable", 0, { code: "NETWORK", message: `no answer from ${url.origin}: ${error}` });
+  }
+}
+
+/** The largest pack read. */
+const MAX_PACK_BYTES = 1 << 30;
+
+/** What is not a pack where one was asked for. */
+const noPack = (status: number) => failure("not-openviking", status, { message: "the answer is not a pack" });
+
+/** The user's memories as an `.ovpack` (a zip), or the failure. */
+export async function exportMemories(options: ClientOptions): Promise<Uint8Array | OvFailure> {
+  const body = JSON.stringify({ uri: "viking://~/memories" });
+  const got = await post(options, "/api/v1/pack/export", body, true);
+  return got instanceof Uint8Array || !got.ok ? got : noPack(got.status);
+}
+
+/**
+ * Puts the memories of `pack` in place of the user's (OpenViking's import replaces the whole root it
+ * holds): uploaded, then imported; the URI they went to, or the failure.
+ */
+export async function importMemories(
+  client: OpenVikingClient,
+  pack: Uint8Array,
+): Promise<OvResponse<string>> {
+  const form = new FormData();
+  form.append("file", new Blob([pack.slice()]), "memories.ovpack");
+  const got = await post(client.options, "/api/v1/resources/temp_upload", form, false);
+  if (got instanceof Uint8Array || !got.ok) return got instanceof Uint8Array ? noPack(200) : got;
+  const upload = checkResult(got, z.object({ temp_file_id: z.string() }), "the upload");
+  if (!upload.ok) return upload;
+  const done = await client.request("POST", "/api/v1/pack/import", z.object({ uri: z.string() }), {
+    body: { temp_file_id: upload.result.temp_file_id, parent: "viking://~", on_conflict: "overwrite" },
+    timeoutMs: Math.max(client.options.timeoutMs, 120_000),
+  });
+  return done.ok ? { ...done, result: done.result.uri } : done;
+}

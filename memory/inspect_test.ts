@@ -1,0 +1,126 @@
+import { assertEquals } from "../tests/support/assert.ts";
+import { byRank, changeIn, isMemoryUri, kindOf, type Listed, memoriesOfTree, runOf } from "./inspect.ts";
+import type { LedgerEntry } from "./ledger.ts";
+
+const user = { scope: "user", uri: "viking://~/memories" } as const;
+
+Deno.test("a memory is a .md file of a memory space, never a folder or its summary", () => {
+  assertEquals(
+    [
+      "viking://user/u/memories/preferences/default/tabs.md",
+      "viking://user/u/peers/-p/memories/events/e.md",
+      "viking://user/u/memories/profile.md",
+      "viking://user/u/memories/preferences",
+      "viking://user/u/memories/.overview.md",
+      "viking://user/u/memories/events/.abstract.md",
+      "viking://resources/notes.md",
+      "viking://user/u/memories/a b.md",
+    ].map(isMemoryUri),
+    [true, true, true, false, false, false, false, false],
+  );
+});
+
+Deno.test("a memory's kind is its folder under memories/, else profile", () => {
+  assertEquals(
+    [
+      "viking://user/u/memories/preferences/default/tabs.md",
+      "viking://user/u/peers/-p/memories/events/e.md",
+      "viking://user/u/memories/soul.md",
+    ].map(kindOf),
+    ["preferences", "events", "profile"],
+  );
+});
+
+Deno.test("a tree listing's memories: files only, no summaries, the name as text, modTime in ms", () => {
+  const got = memoriesOfTree(user, [
+    { uri: "viking://user/u/memories/events", isDir: true },
+    { uri: "viking://user/u/memories/events/.overview.md", isDir: false },
+    { uri: "viking://user/u/memories/events/ship_day.md", isDir: false, modTime: "2026-12-01T10:00:00Z" },
+    { uri: "viking://user/u/memories/identity.md", isDir: false, modTime: "garbage" },
+    null,
+  ]);
+  assertEquals(got, [
+    {
+      uri: "viking://user/u/memories/events/ship_day.md",
+      scope: "user",
+      kind: "events",
+      modified: Date.parse("2026-12-01T10:00:00Z"),
+      text: "ship day",
+    },
+    {
+      uri: "viking://user/u/memories/identity.md",
+      scope: "user",
+      kind: "profile",
+      modified: 0,
+      text: "identity",
+    },
+  ]);
+});
+
+Deno.test("ranked: best score first, then newest first", () => {
+  const m = (uri: string, modified: number, score?: number): Listed => ({
+    uri,
+    scope: "user",
+    kind: "events",
+    modified,
+    text: uri,
+    ...(score === undefined ? {} : { score }),
+  });
+  assertEquals([m("a", 1), m("b", 3), m("c", 2)].sort(byRank).map((x) => x.uri), ["b", "c", "a"]);
+  assertEquals([m("a", 3, 0.2), m("b", 1, 0.9)].sort(byRank).map((x) => x.uri), ["b", "a"]);
+});
+
+Deno.test("a memory diff says whether it added or updated a URI; a damaged diff says nothing", () => {
+  const diff = JSON.stringify({
+    operations: { adds: [{ uri: "viking://a.md" }], updates: [{ uri: "viking://b.md" }], deletes: [] },
+  });
+  assertEquals(
+    [changeIn(diff, "viking://a.md"), changeIn(diff, "viking://b.md"), changeIn(diff, "viking://c.md")],
+    ["added", "updated", undefined],
+  );
+  assertEquals(changeIn("{not json", "viking://a.md"), undefined);
+  assertEquals(changeIn('{"operations": {"adds": "x"}}', "viking://a.md"), undefined);
+});
+
+Deno.test("the run that started a commit task: the capture that names it, or the queue replay that delivered it", () => {
+  const entries: LedgerEntry[] = [
+    {
+      kind: "capture",
+      at: 1,
+      ms: 1,
+      rejected: 0,
+      event: "Stop",
+      turns: 1,
+      sent: 1,
+      queued: 0,
+      commit: "committed",
+      taskId: "a",
+    },
+    {
+      kind: "capture",
+      at: 2,
+      ms: 1,
+      rejected: 0,
+      event: "Stop",
+      turns: 1,
+      sent: 0,
+      queued: 1,
+      commit: "queued",
+    },
+    {
+      kind: "replay",
+      at: 3,
+      ms: 1,
+      rejected: 0,
+      replayed: 1,
+      messages: 1,
+      deferred: 0,
+      commitTasks: [{ sessionId: "kc-s", taskId: "b" }],
+    },
+  ];
+  assertEquals([runOf(entries, "a"), runOf(entries, "b"), runOf(entries, "c")], [
+    { at: 1, event: "Stop" },
+    { at: 3, event: "replay" },
+    undefined,
+  ]);
+});

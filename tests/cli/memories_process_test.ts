@@ -1,0 +1,237 @@
+/**
+ * `memories` against the fake OpenViking: the list of this project's and the user's memories, search, show
+ * with the commit a memory came from (the fake's memory diff, task, archive and our ledger), forget (and a
+ * forget of what is gone), export and import (and a server without the pack routes): exit codes and output.
+ */
+
+import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
+import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { ROOT, runCli } from "../support/run.ts";
+import { tempDir } from "../support/temp.ts";
+
+const PEER = "-work-app";
+/** Text with its line wrapping undone. */
+const flat = (text: string) => text.replace(/\s+/g, " ");
+const USER_MEMORY = "viking://user/default/memories/preferences/default/tabs.md";
+const PROJECT_MEMORY = `viking://user/default/peers/${PEER}/memories/events/build.md`;
+
+/** A sandbox home, and a fake whose commit made `USER_MEMORY` in Kimi session `session_a`, turn t3. */
+async function world(fake: FakeOpenViking, home: string) {
+  const env = {
+    HOME: home,
+    OPENVIKING_URL: fake.url,
+    OPENVIKING_PEER_ID: PEER,
+    PATH: Deno.env.get("PATH") ?? "/usr/bin",
+  };
+  const sid = "kc-session_a";
+  await fetch(`${fake.url}/api/v1/sessions/${sid}/messages`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ role: "user", content: "I like tabs", turn_id: "t3" }),
+  }).then((r) => r.body?.cancel());
+  const commit = await fetch(`${fake.url}/api/v1/sessions/${sid}/commit`, { method: "POST" }).then((r) =>
+    r.json()
+  );
+  fake.files.set(USER_MEMORY, "- The user prefers tabs over spaces");
+  fake.files.set(PROJECT_MEMORY, "The build runs with `make ci`.\x1b]0;owned\x07");
+  fake.modTimes.set(PROJECT_MEMORY, new Date(Date.now() - 3600_000).toISOString());
+  fake.dirs.set("viking://~/peers", [{ isDir: true, uri: `viking://user/default/peers/${PEER}` }]);
+  // Our ledger recorded the capture that started this commit.
+  const ledger = `${home}/.openviking/ledger/kimicode`;
+  await Deno.mkdir(ledger, { recursive: true });
+  const entry = {
+    kind: "capture",
+    at: Date.now() - 60_000,
+    ms: 5,
+    rejected: 0,
+    event: "Stop",
+    turns: 1,
+    sent: 1,
+    queued: 0,
+    commit: "committed",
+    taskId: commit.result.task_id,
+  };
+  await Deno.writeTextFile(`${ledger}/session_a.jsonl`, `${JSON.stringify(entry)}\n`);
+  return env;
+}
+
+Deno.test("memories: the project's and the user's, by kind, newest first, text and JSON; search", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = await world(fake, dir.path);
+  const text = await runCli(["memories"], { env, clearEnv: true });
+  assertEquals(text.code, 0, text.stderr);
+  assertMatch(text.stdout, /^3 memories: this project's and yours/);
+  assertTrue(text.stdout.indexOf("events (1)") < text.stdout.indexOf("preferences (1)"), "newest kind first");
+  assertStringIncludes(text.stdout, "1 h ago   project: The build runs with `make ci`.");
+  assertTrue(!text.stdout.includes("\x1b"), "the server's escape sequence never reaches the terminal");
+  assertStringIncludes(text.stdout, `      ${USER_MEMORY}`);
+  assertTrue(text.stdout.split("\n").every((l) => l.length <= 80 || !l.includes(" ")), "80 columns");
+  const json = JSON.parse((await runCli(["memories", "--json"], { env, clearEnv: true })).stdout);
+  assertEquals(
+    json.memories.map((m: { uri: string }) => m.uri).sort(),
+    [
+      USER_MEMORY,
+      "viking://user/default/memories/profile.md",
+      PROJECT_MEMORY,
+    ].sort(),
+  );
+  fake.findResults["viking://~/memories"] = [{ uri: USER_MEMORY, level: 2, score: 0.7, abstract: "" }];
+  const found = JSON.parse(
+    (await runCli(["memories", "--search", "tabs", "--json"], { env, clearEnv: true })).stdout,
+  );
+  assertEquals(found.memories.map((m: { uri: string; score: number }) => [m.uri, m.score]), [[
+    USER_MEMORY,
+    0.7,
+  ]]);
+});
+
+Deno.test("memories where the server lists no folder for this project: the user's memories only, exit 0", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = { HOME: dir.path, OPENVIKING_URL: fake.url, OPENVIKING_PEER_ID: PEER, PATH: "/usr/bin:/bin" };
+  const r = await runCli(["memories"], { env, clearEnv: true });
+  assertEquals(r.code, 0, r.stderr);
+  assertMatch(r.stdout, /^1 memory: yours \(no project memories here\)\n\nprofile \(1\)\n/);
+  const unknown = await runCli(["memories", "list"], { env, clearEnv: true });
+  assertEquals(unknown.code, 2);
+  assertStringIncludes(flat(unknown.stderr), 'unknown action "list" (show, forget, export or import)');
+  assertEquals((await runCli(["memories", "forget"], { env, clearEnv: true })).code, 2, "forget needs a URI");
+});
+
+Deno.test("memories show: the text in full and the Kimi session, turn, commit and capture it came from", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = await world(fake, dir.path);
+  const r = await runCli(["memories", "show", USER_MEMORY], { env, clearEnv: true });
+  assertEquals(r.code, 0, r.stderr);
+  assertStringIncludes(r.stdout, "- The user prefers tabs over spaces");
+  assertStringIncludes(r.stdout, "- added by commit archive_001 of Kimi session session_a");
+  assertStringIncludes(r.stdout, "turns: t3");
+  assertStringIncludes(r.stdout, "task task-kc-session_a-1: our Stop capture, 1 min ago");
+  // Once the server has let the task expire, the commit is still known by its diff; the capture is not.
+  fake.tasks.clear();
+  const later = JSON.parse(
+    (await runCli(["memories", "show", USER_MEMORY, "--json"], { env, clearEnv: true })).stdout,
+  );
+  assertEquals(later.origins.length, 1);
+  assertEquals([later.origins[0].kimiSession, later.origins[0].taskId], ["session_a", undefined]);
+  // A memory no diff names says so; an unknown URI is exit 3; a URI that is no memory's, a usage error.
+  const direct = await runCli(["memories", "show", PROJECT_MEMORY], { env, clearEnv: true });
+  assertStringIncludes(direct.stdout, "no commit among the newest 1 memory diffs names it");
+  const unknown = await runCli(["memories", "show", "viking://user/default/memories/nope.md"], {
+    env,
+    clearEnv: true,
+  });
+  assertEquals([unknown.code, unknown.stdout], [3, ""]);
+  assertStringIncludes(flat(unknown.stderr), "the server has no memory there");
+  const bad = await runCli(["memories", "show", "viking://user/default/memories/"], { env, clearEnv: true });
+  assertEquals(bad.code, 2);
+  assertStringIncludes(flat(bad.stderr), "is not a memory's URI");
+});
+
+Deno.test("memories forget: deletes it and says what it said; a forget of what is gone is exit 3", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = await world(fake, dir.path);
+  const r = await runCli(["memories", "forget", PROJECT_MEMORY, "--json"], { env, clearEnv: true });
+  assertEquals(r.code, 0, r.stderr);
+  assertEquals(JSON.parse(r.stdout).forgotten, true);
+  assertTrue(!fake.files.has(PROJECT_MEMORY));
+  assertEquals(fake.requestsTo("DELETE /api/v1/fs").length, 1);
+  const again = await runCli(["memories", "forget", PROJECT_MEMORY], { env, clearEnv: true });
+  assertEquals(again.code, 3);
+  assertStringIncludes(flat(again.stderr), "already gone; nothing was deleted");
+  assertEquals(fake.requestsTo("DELETE /api/v1/fs").length, 1, "nothing is asked to delete what is gone");
+});
+
+Deno.test("memories export/import: the pack round trip, the replaced memories kept; no file overwritten", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = await world(fake, dir.path);
+  const file = `${dir.path}/mine.ovpack`;
+  const out = await runCli(["memories", "export", file], { env, clearEnv: true });
+  assertEquals(out.code, 0, out.stderr);
+  assertStringIncludes(out.stdout, `exported your memories to ${file}`);
+  const again = await runCli(["memories", "export", file], { env, clearEnv: true });
+  assertEquals(again.code, 2, "an existing file is never overwritten");
+  fake.files.delete(USER_MEMORY);
+  fake.files.set("viking://user/default/memories/events/new.md", "made after the export");
+  const imp = await runCli(["memories", "import", file, "--json"], { env, clearEnv: true });
+  assertEquals(imp.code, 0, imp.stderr);
+  const done = JSON.parse(imp.stdout);
+  assertEquals(done.uri, "viking://user/default/memories");
+  assertEquals(fake.files.get(USER_MEMORY), "- The user prefers tabs over spaces", "the export came back");
+  assertTrue(!fake.files.has("viking://user/default/memories/events/new.md"), "import replaced the root");
+  // What it replaced is in the backup: importing that brings the newer memory back.
+  assertMatch(done.backup, /memories-before-import-.*\.ovpack$/);
+  assertEquals((await runCli(["memories", "import", done.backup], { env, clearEnv: true })).code, 0);
+  assertEquals(fake.files.get("viking://user/default/memories/events/new.md"), "made after the export");
+});
+
+Deno.test("memories export from the checkout: a relative file is the user's directory's, not the checkout's", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = { ...await world(fake, dir.path), INIT_CWD: dir.path };
+  const r = await runCli(["memories", "export", "rel.ovpack"], { env, clearEnv: true, cwd: ROOT });
+  assertEquals(r.code, 0, r.stderr);
+  assertTrue((await Deno.stat(`${dir.path}/rel.ovpack`)).isFile, "written where the user ran it");
+  assertTrue(!(await Deno.stat(`${ROOT}/rel.ovpack`).then(() => true, () => false)), "not in the checkout");
+});
+
+Deno.test("memories export on a dev-mode server (OpenViking refuses packs there): its words and the fix, exit 1", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = await world(fake, dir.path);
+  const message = "Admin API requires api_key mode with root_api_key configured. Development mode does not " +
+    'support account or user management. You should set server.auth_mode = "api_key" in ov.conf';
+  fake.fault({
+    route: "POST /api/v1/pack/export",
+    status: 403,
+    error: { code: "PERMISSION_DENIED", message },
+  });
+  const r = await runCli(["memories", "export", `${dir.path}/x.ovpack`, "--json"], { env, clearEnv: true });
+  assertEquals(r.code, 1, r.stderr);
+  const { error } = JSON.parse(r.stdout);
+  assertStringIncludes(error.message, "Development mode does not support");
+  assertStringIncludes(error.fix, 'server.auth_mode = "api_key"');
+});
+
+Deno.test("memories export/import on a server without the pack routes: exit 4, nothing written", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start({ noPack: true });
+  const env = await world(fake, dir.path);
+  const file = `${dir.path}/mine.ovpack`;
+  const out = await runCli(["memories", "export", file], { env, clearEnv: true });
+  assertEquals(out.code, 4, out.stderr);
+  assertStringIncludes(flat(out.stderr), "has no export route");
+  assertTrue(!(await Deno.stat(file).then(() => true, () => false)), "no file written");
+  await Deno.writeTextFile(file, "{}");
+  const before = [...fake.files.keys()];
+  const imp = await runCli(["memories", "import", file, "--json"], { env, clearEnv: true });
+  assertEquals(imp.code, 4);
+  assertEquals(JSON.parse(imp.stdout).error.kind, "missing-route");
+  assertEquals([...fake.files.keys()], before, "nothing lost");
+  const missing = await runCli(["memories", "import", `${dir.path}/none.ovpack`], { env, clearEnv: true });
+  assertEquals(missing.code, 2);
+});
+
+Deno.test("the installed command (the bundled copy install places) runs memories too", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = { HOME: dir.path, KIMI_CODE_HOME: `${dir.path}/.kimi-code`, PATH: "/usr/bin:/bin" };
+  const install = await runCli(["install", "--url", fake.url], { env, clearEnv: true, timeoutMs: 120_000 });
+  assertEquals(install.code, 0, install.stderr);
+  const out = await new Deno.Command(`${dir.path}/.local/bin/openviking-kimi`, {
+    args: ["memories", "--json"],
+    env,
+    clearEnv: true,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assertEquals(out.code, 0, new TextDecoder().decode(out.stderr));
+  const listed = JSON.parse(new TextDecoder().decode(out.stdout));
+  assertEquals(listed.memories.map((m: { uri: string }) => m.uri), [
+    "viking://user/default/memories/profile.md",
+  ]);
+});
