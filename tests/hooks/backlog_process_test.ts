@@ -145,9 +145,10 @@ Deno.test("hook stop: a 5,000-turn backlog with the server down queues in bounde
   assertEquals((await resumed.status).code, 0, "the resumed run finished on its own");
   const st = await state(SESSION);
   assertEquals([st.ackedBelow, st.lastCapture?.sent, st.lastCapture?.commit], [TURNS, 0, "queued"]);
-  // The resumed run took up where the cut one had recorded, in steps of at most TURNS_PER_STEP turns.
+  // The resumed run went on from the cut (what the killed run queued after its last record is settled, not
+  // planned again), in steps of at most TURNS_PER_STEP turns.
   const [run] = await stopRuns(dir.path, SESSION);
-  assertEquals(run?.turns, TURNS - atCut.ackedBelow, JSON.stringify(run));
+  assertTrue(run && run.turns > 0 && run.turns <= TURNS - atCut.ackedBelow, JSON.stringify(run));
   assertTrue(run.steps >= Math.ceil(run.turns / TURNS_PER_STEP), `${run.steps} steps for ${run.turns} turns`);
   const queued = await ourQueue(pending);
   const keys = new Set(
