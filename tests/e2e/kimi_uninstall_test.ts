@@ -1,12 +1,14 @@
 /**
  * End to end: `install` into a hand-written user config (comments, CRLF line ends, unicode, no final newline,
  * a hook of the user's own) works in the real Kimi Code CLI, and `uninstall` gives the user back config.toml
- * byte for byte — in config mode and in plugin mode, on 2.1.0 and 0.41.0.
+ * byte for byte — in config mode and in plugin mode, on every Kimi release (`KIMI_RELEASES`). For the releases
+ * between the oldest and the newest this is their whole default run, the smoke path: install, a prompt with
+ * recall, its capture, uninstall (ARCHITECTURE decision 41).
  */
 
 import { join } from "node:path";
 import { assertEquals, assertTrue } from "../support/assert.ts";
-import { KIMI_VERSIONS } from "../support/kimi.ts";
+import { KIMI_RELEASES } from "../support/kimi.ts";
 import { messageText } from "../support/model-server.ts";
 import {
   E2E_TEST,
@@ -49,7 +51,7 @@ async function exists(path: string): Promise<boolean> {
   return await Deno.stat(path).then(() => true, () => false);
 }
 
-for (const version of KIMI_VERSIONS) {
+for (const version of [...KIMI_RELEASES].reverse()) {
   for (const mode of MODES) {
     const name = `e2e kimi ${version} ${mode} mode: uninstall restores config.toml byte for byte`;
     const install = await kimiOrSkip(version, name);

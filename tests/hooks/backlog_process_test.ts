@@ -1,6 +1,6 @@
 /**
  * Issue #11, finding 12, through the real entry points (production flags, real stdin, the fake OpenViking): a
- * 20,000-turn session captured while the server is down. A 100,000-turn backlog used to spend the worker's 60 s
+ * long session (25 capture steps' worth of turns) captured while the server is down. A 100,000-turn backlog used to spend the worker's 60 s
  * planning, then write a fsync'd queue file per message (244 s), and every other session's Stop took ~11 s
  * while it drained 50 entries per run. Now a capture goes in bounded steps that each record their progress
  * (a run cut short resumes where it stopped), the queue holds a batch per file, and only the session's own
@@ -18,9 +18,11 @@ import { tempDir } from "../support/temp.ts";
 import { QUEUE_SUBDIR } from "../../openviking/queue.ts";
 import { readState } from "../../memory/state.ts";
 
-const TURNS = 20_000;
+/** Turns a capture plans and sends per step (memory/capture.ts): the backlog is many steps long. */
+const TURNS_PER_STEP = 200;
+const TURNS = 25 * TURNS_PER_STEP;
 const MESSAGES = 2 * TURNS;
-const SESSION = "session_12b4c6d8-back-4log-9a0b-20000turns012";
+const SESSION = "session_12b4c6d8-back-4log-9a0b-5000turns0012";
 const OTHER = "session_12b4c6d8-othr-4e5f-8a9b-quickstop012";
 const CWD = "/home/user/proj";
 
@@ -80,16 +82,24 @@ function misplacedAt(stored: StoredMessage[], turns: number): number {
   });
 }
 
+/** The `done` records of the Stop runs of `session` that finished, from the hooks' debug log. */
+async function stopRuns(home: string, session: string): Promise<{ turns: number; steps: number }[]> {
+  const log = await Deno.readTextFile(`${home}/.openviking/logs/kimicode-hooks.log`).catch(() => "");
+  return log.split("\n").filter((l) => l.includes('"stage":"done"')).map((l) => JSON.parse(l))
+    .filter((r) => r.event === "stop" && r.session === session);
+}
+
 const stopInput = (session: string) =>
   JSON.stringify({ hook_event_name: "Stop", session_id: session, cwd: CWD });
 
-Deno.test("hook stop: a 20,000-turn backlog with the server down queues in batches, resumes after a kill, never holds up another session; replay delivers all 40,000 once", async () => {
+Deno.test("hook stop: a 5,000-turn backlog with the server down queues in bounded steps and batches, resumes after a kill, never holds up another session; replay delivers all 10,000 once", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
   await placeJournal(dir.path, SESSION, backlogJournal(TURNS));
   const env = sandboxEnv(dir.path, fake.url, {
     OPENVIKING_CAPTURE_WAIT_MS: "0",
     OPENVIKING_TIMEOUT_MS: "2000",
+    OPENVIKING_DEBUG: "1",
   });
   const worker = { ...env, OPENVIKING_KIMI_HOOK_WORKER: "1" };
   const pending = `${dir.path}/.openviking/pending`;
@@ -135,6 +145,11 @@ Deno.test("hook stop: a 20,000-turn backlog with the server down queues in batch
   assertEquals((await resumed.status).code, 0, "the resumed run finished on its own");
   const st = await state(SESSION);
   assertEquals([st.ackedBelow, st.lastCapture?.sent, st.lastCapture?.commit], [TURNS, 0, "queued"]);
+  // The resumed run went on from the cut (what the killed run queued after its last record is settled, not
+  // planned again), in steps of at most TURNS_PER_STEP turns.
+  const [run] = await stopRuns(dir.path, SESSION);
+  assertTrue(run && run.turns > 0 && run.turns <= TURNS - atCut.ackedBelow, JSON.stringify(run));
+  assertTrue(run.steps >= Math.ceil(run.turns / TURNS_PER_STEP), `${run.steps} steps for ${run.turns} turns`);
   const queued = await ourQueue(pending);
   const keys = new Set(
     queued.filter((q) => q.kind === "message").map((q) => `${q.payload?.turn_id}:${q.payload?.role}`),

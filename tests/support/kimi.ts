@@ -466,6 +466,8 @@ export class KimiEnv {
       TMPDIR: Deno.env.get("TMPDIR") ?? "/tmp",
       // The e2e tests count a commit per captured turn (the commit policy's own tests choose theirs).
       OPENVIKING_COMMIT_POLICY: "every-turn",
+      // Node keeps the V8 code of Kimi's bundle here instead of compiling it again at every start.
+      NODE_COMPILE_CACHE: join(this.install.dir, ".node-compile-cache"),
     };
     if (this.legacy) e.KIMI_CODE_LEGACY_FLAG = "1";
     return { ...e, ...this.#extraEnv, ...extra };
