@@ -16,6 +16,8 @@ export const CauseSchema = z.object({
   kind: z.enum([...FAILURE_KINDS, "local"]),
   status: z.number(),
   message: z.string(),
+  /** The client's code of a failure without an HTTP answer (`TIMEOUT`: a server that took the connection). */
+  code: z.optional(z.string()),
   location: z.optional(z.string()),
 });
 export type Cause = z.infer<typeof CauseSchema>;
@@ -31,6 +33,7 @@ export function causeOf(f: OvFailure): Cause {
     kind: f.kind,
     status: f.status,
     message: f.error.message,
+    ...(f.error.code ? { code: f.error.code } : {}),
     ...(f.location ? { location: f.location } : {}),
   };
 }
@@ -40,8 +43,8 @@ export function adviceForCause(cause: Cause, baseUrl: string): Advice {
   if (cause.kind === "local") {
     return { summary: cause.message, fix: "free disk space or fix the permissions of ~/.openviking" };
   }
-  const { kind, status, location } = cause;
-  return adviceFor({ kind, status, location, error: { message: cause.message } }, baseUrl);
+  const { kind, status, location, code } = cause;
+  return adviceFor({ kind, status, location, error: { code, message: cause.message } }, baseUrl);
 }
 
 /** Whether `f` is OpenViking refusing a root key on a data route (api_key mode; the server's own words). */

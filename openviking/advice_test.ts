@@ -3,7 +3,7 @@
 import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../tests/support/assert.ts";
 import { adviceFor, adviceForCause, causeOf } from "./advice.ts";
 import { ROOT_KEY_REFUSAL } from "../tests/support/fake-openviking.ts";
-import { classifyReply, createClient } from "./client.ts";
+import { classifyReply, createClient, failure } from "./client.ts";
 import * as z from "zod/mini";
 import { closedAddress } from "../tests/install/helpers.ts";
 import { commandName } from "../lib/self.ts";
@@ -19,6 +19,13 @@ Deno.test("adviceForCause: a recorded redirect is advised as the redirect itself
     adviceForCause(recorded, origin).fix,
     `save the address it redirects to: \`${commandName()} install --url https://ov.example.com\``,
   );
+});
+
+Deno.test("adviceForCause: a recorded timeout (a hung server) is advised as one, not as a server that is not running", () => {
+  const f = failure("unreachable", 0, { code: "TIMEOUT", message: `no answer from ${origin} within 8000 ms` });
+  const recorded = JSON.parse(JSON.stringify(causeOf(f)));
+  assertEquals(adviceForCause(recorded, origin), adviceFor(f, origin));
+  assertMatch(adviceForCause(recorded, origin).summary, /takes connections but does not answer in time/);
 });
 
 Deno.test("adviceForCause: a recorded target that is not a URL (an edited file) gives the general fix, never a throw", () => {
