@@ -22,7 +22,10 @@ Deno.test("adviceForCause: a recorded redirect is advised as the redirect itself
 });
 
 Deno.test("adviceForCause: a recorded timeout (a hung server) is advised as one, not as a server that is not running", () => {
-  const f = failure("unreachable", 0, { code: "TIMEOUT", message: `no answer from ${origin} within 8000 ms` });
+  const f = failure("unreachable", 0, {
+    code: "TIMEOUT",
+    message: `no answer from ${origin} within 8000 ms`,
+  });
   const recorded = JSON.parse(JSON.stringify(causeOf(f)));
   assertEquals(adviceForCause(recorded, origin), adviceFor(f, origin));
   assertMatch(adviceForCause(recorded, origin).summary, /takes connections but does not answer in time/);
