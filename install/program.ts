@@ -236,12 +236,20 @@ async function bundleInto(
   out: string,
 ): Promise<string> {
   const config = joinPath(root, "deno.json");
-  const bundles = await Promise.all(ENTRIES.map((e) =>
-    runDeno(deno, [
-      ...["bundle", "--quiet", "--platform", "deno", "--frozen-lockfile", "--config", config],
-      ...["--output", joinPath(out, e.out), joinPath(root, e.source)],
-    ], { cwd: root }) // the bundle names modules relative to its cwd: our own ones the same in any checkout
-  ));
+  const bundle = async (e: (typeof ENTRIES)[number]) => {
+    const run = () =>
+      runDeno(deno, [
+        ...["bundle", "--quiet", "--platform", "deno", "--frozen-lockfile", "--config", config],
+        ...["--output", joinPath(out, e.out), joinPath(root, e.source)],
+      ], { cwd: root }); // the bundle names modules relative to its cwd: our own ones the same in any checkout
+    // Deno's first bundle on a machine installs esbuild into its cache, which a bundle started at the same
+    // moment (another install) can trip over: a failed bundle is tried once more.
+    const first = await run();
+    return first.ok ? first : await run();
+  };
+  // The first alone (it may install esbuild), the others at once.
+  const [head, ...rest] = ENTRIES;
+  const bundles = [await bundle(head), ...await Promise.all(rest.map(bundle))];
   const failed = bundles.find((b) => !b.ok);
   if (failed && !failed.ok) {
     return `could not bundle the program (\`deno bundle\`, Deno ${Deno.version.deno}): ${failed.why}. Run ` +

@@ -836,6 +836,8 @@ Deno.test({
       env.OPENVIKING_WRITE_PATH_ASYNC = "0";
       env.OPENVIKING_CAPTURE_WAIT_MS = "0";
       await cli(["hook", "stop"], payload({}));
+      // The default commit policy leaves a short turn for the session's end, which commits it.
+      await cli(["hook", "session-end"], payload({}));
       const status = JSON.parse((await cli(["status", "--json", "--session", SESSION])).stdout);
       assertEquals([status.connection.reachable, status.connection.authenticated], [true, true]);
       assertEquals(status.connection.user, "default");

@@ -358,7 +358,12 @@ Deno.test({
       const copy = JSON.parse(/# openviking-kimi copy (.*)/.exec(launcher)![1]).dir as string;
       await Deno.remove(`${root}/bin`, { recursive: true });
       const r = report(
-        await sh(`'${copy}/bin/openviking-kimi' doctor --json`, dir.path, { HOME: home, PATH: BARE_PATH }),
+        // Nothing answers at its address, whatever runs on this machine's default port.
+        await sh(`'${copy}/bin/openviking-kimi' doctor --json`, dir.path, {
+          HOME: home,
+          PATH: BARE_PATH,
+          OPENVIKING_URL: "http://127.0.0.1:9",
+        }),
       );
       assertMatch(failing(r, "plugin")!.summary, /bin\/openviking-kimi is missing/);
       assertEquals(
