@@ -19,11 +19,13 @@ import {
   exportMemories,
   forgetMemory,
   importMemories,
+  isMemoriesPack,
   isMemoryUri,
   isNotFound,
   type Listed,
   type Listing,
   listMemories,
+  MAX_PACK_BYTES,
   memoryRoots,
   type Root,
   searchMemories,
@@ -119,6 +121,17 @@ const writeNew = (path: string, bytes: Uint8Array) =>
     (e: Error) => e.message,
   );
 
+/** File `path`'s bytes when it is a pack of the user's memories (a regular file, not too large), else why not. */
+async function readPack(path: string): Promise<Uint8Array | string> {
+  const info = await Deno.stat(path).catch((e: Error) => e.message);
+  if (typeof info === "string") return `cannot read ${path} (${info})`;
+  if (!info.isFile) return `${path} is not a regular file`;
+  if (info.size > MAX_PACK_BYTES) return `${path} is larger than a pack is read (${MAX_PACK_BYTES} bytes)`;
+  const pack = await Deno.readFile(path).catch((e: Error) => e.message);
+  if (typeof pack === "string") return `cannot read ${path} (${pack})`;
+  return isMemoriesPack(pack) ? pack : `${path} is not a pack of your memories (every entry under memories/)`;
+}
+
 /** `openviking-kimi memories`: exit 0; 1 the server failed; 2 a usage error; 3 no such memory; 4 no such route. */
 export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
   const env = processEnv();
@@ -154,13 +167,14 @@ export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
   const peer = await resolvePeer(cwd, config);
   const client = createClient(clientOptions(config, peer.peerId, { timeoutMs: 10_000 }));
   const slow = clientOptions(config, peer.peerId, { timeoutMs: 120_000 });
-  const failed = (f: OvFailure, what: string) => {
+  /** Says that `what` failed with `f` (and `after`: what was not done). */
+  const failed = (f: OvFailure, what: string, after = "") => {
     const a = adviceFor(f, config.baseUrl);
     const dev = f.kind === "auth" && /Development mode/i.test(f.error.message);
     const fix = dev
       ? 'run OpenViking with API keys (ov.conf: server.auth_mode = "api_key"): dev mode has no packs'
       : a.fix;
-    if (f.kind !== "missing-route") return stop(1, `${what} failed: ${a.summary}`, fix, f.kind);
+    if (f.kind !== "missing-route") return stop(1, `${what} failed: ${a.summary}${after}`, fix, f.kind);
     const why = `the OpenViking server at ${config.baseUrl} has no ${what} route (OpenViking 0.5.2 has it)`;
     return stop(EXIT_NO_ROUTE, `${why}; nothing was changed`, "upgrade OpenViking to 0.5.2 or newer", f.kind);
   };
@@ -192,15 +206,16 @@ export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
     return say({ file: uri, bytes: pack.length }, [said]);
   }
   if (action === "import") {
-    const pack = await Deno.readFile(uri).catch((e: Error) => e.message);
-    if (typeof pack === "string") return stop(2, `cannot read ${uri} (${pack})`);
+    const pack = await readPack(uri);
+    if (typeof pack === "string") return stop(2, `${pack}; nothing was imported`);
     // OpenViking's import replaces the whole memory root: what it replaces is exported first, and kept.
     const before = await exportMemories(slow);
+    const notImported = "; nothing was imported";
     const stamp = new Date(now).toISOString().replace(/[:.]/g, "-");
     const backup = before instanceof Uint8Array
       ? joinPath(dirName(uri), `memories-before-import-${stamp}.ovpack`)
       : undefined;
-    if (!(before instanceof Uint8Array) && !isNotFound(before)) return failed(before, "export");
+    if (!(before instanceof Uint8Array) && !isNotFound(before)) return failed(before, "export", notImported);
     const error = backup && await writeNew(backup, before as Uint8Array);
     if (error) {
       return stop(2, `cannot keep what import would replace in ${backup} (${error}); nothing was imported`);

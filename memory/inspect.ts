@@ -323,17 +323,53 @@ async function post(options: ClientOptions, path: string, body: BodyInit, json: 
   }
 }
 
-/** The largest pack read. */
-const MAX_PACK_BYTES = 1 << 30;
+/** The largest pack read (exported, or imported from a file). */
+export const MAX_PACK_BYTES = 1 << 30;
 
 /** What is not a pack where one was asked for. */
-const noPack = (status: number) => failure("not-openviking", status, { message: "the answer is not a pack" });
+const noPack = (status: number) =>
+  failure("not-openviking", status, { message: "the answer is not a pack of the user's memories" });
 
-/** The user's memories as an `.ovpack` (a zip), or the failure. */
+/**
+ * The entry names of zip `bytes` by its central directory (pure): the end record (`PK\x05\x06`) searched in
+ * the last 64 KiB + 22 bytes, then each 46-byte central header and its name; `undefined` if it is no zip.
+ */
+export function zipNames(bytes: Uint8Array): string[] | undefined {
+  const v = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const lowest = Math.max(0, bytes.length - 22 - 0xffff);
+  let end = bytes.length - 22;
+  while (end >= lowest && v.getUint32(end, true) !== 0x06054b50) end--;
+  if (end < lowest) return undefined;
+  const names: string[] = [];
+  let at = v.getUint32(end + 16, true);
+  const decoder = new TextDecoder("utf-8", { fatal: true });
+  for (let i = 0; i < v.getUint16(end + 10, true); i++) {
+    if (at + 46 > end || v.getUint32(at, true) !== 0x02014b50) return undefined;
+    const [nameLen, extra, comment] = [28, 30, 32].map((o) => v.getUint16(at + o, true));
+    if (at + 46 + nameLen > end) return undefined;
+    try {
+      names.push(decoder.decode(bytes.subarray(at + 46, at + 46 + nameLen)));
+    } catch {
+      return undefined;
+    }
+    at += 46 + nameLen + extra + comment;
+  }
+  return names;
+}
+
+/** Whether `bytes` is a pack of the user's memories: a zip, every entry under the `memories/` root (pure). */
+export function isMemoriesPack(bytes: Uint8Array): boolean {
+  const names = zipNames(bytes);
+  return !!names?.length &&
+    names.every((n) => n.startsWith("memories/") && !n.split(/[/\\]/).includes(".."));
+}
+
+/** The user's memories as an `.ovpack` (a zip of the `memories/` root), or the failure. */
 export async function exportMemories(options: ClientOptions): Promise<Uint8Array | OvFailure> {
   const body = JSON.stringify({ uri: "viking://~/memories" });
   const got = await post(options, "/api/v1/pack/export", body, true);
-  return got instanceof Uint8Array || !got.ok ? got : noPack(got.status);
+  if (got instanceof Uint8Array) return isMemoriesPack(got) ? got : noPack(200);
+  return got.ok ? noPack(got.status) : got;
 }
 
 /**

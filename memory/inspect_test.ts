@@ -1,5 +1,16 @@
 import { assertEquals } from "../tests/support/assert.ts";
-import { byRank, changeIn, isMemoryUri, kindOf, type Listed, memoriesOfTree, runOf } from "./inspect.ts";
+import {
+  byRank,
+  changeIn,
+  isMemoriesPack,
+  isMemoryUri,
+  kindOf,
+  type Listed,
+  memoriesOfTree,
+  runOf,
+  zipNames,
+} from "./inspect.ts";
+import { zipOf } from "../tests/support/zip.ts";
 import type { LedgerEntry } from "./ledger.ts";
 
 const user = { scope: "user", uri: "viking://~/memories" } as const;
@@ -123,4 +134,24 @@ Deno.test("the run that started a commit task: the capture that names it, or the
     { at: 3, event: "replay" },
     undefined,
   ]);
+});
+
+Deno.test("a pack of the user's memories is a zip whose every entry lies under memories/", () => {
+  const pack = zipOf({ "memories/": "", "memories/events/e.md": "x", "memories/.meta.json": "{}" });
+  assertEquals(zipNames(pack), ["memories/", "memories/events/e.md", "memories/.meta.json"]);
+  assertEquals(isMemoriesPack(pack), true);
+  const html = new TextEncoder().encode("<html><body>Sign in</body></html>");
+  assertEquals(
+    [
+      zipOf({ "skills/": "", "skills/s.md": "x" }),
+      zipOf({ "memories/a.md": "x", "resources/b.md": "y" }),
+      zipOf({ "memories/../skills/s.md": "x" }),
+      zipOf({ "memoriesX/a.md": "x" }),
+      zipOf({}),
+      html,
+      new Uint8Array(10),
+      pack.slice(0, pack.length - 5),
+    ].map(isMemoriesPack),
+    [false, false, false, false, false, false, false, false],
+  );
 });

@@ -8,6 +8,7 @@ import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { ROOT, runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
+import { zipOf } from "../support/zip.ts";
 
 const PEER = "-work-app";
 /** Text with its line wrapping undone. */
@@ -169,6 +170,56 @@ Deno.test("memories export/import: the pack round trip, the replaced memories ke
   assertEquals(fake.files.get("viking://user/default/memories/events/new.md"), "made after the export");
 });
 
+/** The files of directory `dir`. */
+const filesIn = async (dir: string) => (await Array.fromAsync(Deno.readDir(dir))).map((e) => e.name).sort();
+
+Deno.test("memories import of a pack whose root is not memories/, or of no file: refused, nothing sent", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = await world(fake, dir.path);
+  const skill = "viking://user/default/skills/deploy.md";
+  fake.files.set(skill, "the user's deploy skill");
+  const file = `${dir.path}/skills.ovpack`;
+  await Deno.writeFile(file, zipOf({ "skills/": "", "skills/deploy.md": "replaced" }));
+  const mixed = `${dir.path}/mixed.ovpack`;
+  await Deno.writeFile(mixed, zipOf({ "memories/a.md": "x", "skills/deploy.md": "replaced" }));
+  const listed = await filesIn(dir.path);
+  for (const bad of [file, mixed, "/dev/zero", dir.path]) {
+    const r = await runCli(["memories", "import", bad], { env, clearEnv: true, timeoutMs: 20_000 });
+    assertEquals(r.code, 2, `${bad}: ${r.stdout}${r.stderr}`);
+    assertStringIncludes(flat(r.stderr), "nothing was imported");
+  }
+  assertStringIncludes(
+    flat((await runCli(["memories", "import", file], { env, clearEnv: true })).stderr),
+    "not a pack of your memories (every entry under memories/)",
+  );
+  assertEquals(fake.files.get(skill), "the user's deploy skill", "the other folder is untouched");
+  assertEquals(fake.requestsTo("POST /api/v1/resources/temp_upload").length, 0, "nothing is sent");
+  assertEquals(fake.requestsTo("POST /api/v1/pack/export").length, 0, "no backup is made of it");
+  assertEquals(await filesIn(dir.path), listed, "no backup file left");
+});
+
+Deno.test("memories export/import where the server answers a page, not a pack: nothing written or imported", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = await world(fake, dir.path);
+  const good = `${dir.path}/good.ovpack`;
+  assertEquals((await runCli(["memories", "export", good], { env, clearEnv: true })).code, 0);
+  const page = { status: 200, headers: { "content-type": "text/html" }, body: "<html>Sign in</html>" };
+  fake.fault({ route: "POST /api/v1/pack/export", raw: page });
+  const file = `${dir.path}/page.ovpack`;
+  const out = await runCli(["memories", "export", file], { env, clearEnv: true });
+  assertEquals(out.code, 1, out.stdout);
+  assertStringIncludes(flat(out.stderr), "not a pack of the user's memories");
+  assertTrue(!(await Deno.stat(file).then(() => true, () => false)), "no file written");
+  const listed = await filesIn(dir.path);
+  const imp = await runCli(["memories", "import", good], { env, clearEnv: true });
+  assertEquals(imp.code, 1, imp.stdout);
+  assertStringIncludes(flat(imp.stderr), "nothing was imported");
+  assertEquals(fake.requestsTo("POST /api/v1/pack/import").length, 0, "no import without a real backup");
+  assertEquals(await filesIn(dir.path), listed, "no page kept as a backup");
+});
+
 Deno.test("memories export from the checkout: a relative file is the user's directory's, not the checkout's", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
@@ -206,7 +257,7 @@ Deno.test("memories export/import on a server without the pack routes: exit 4, n
   assertEquals(out.code, 4, out.stderr);
   assertStringIncludes(flat(out.stderr), "has no export route");
   assertTrue(!(await Deno.stat(file).then(() => true, () => false)), "no file written");
-  await Deno.writeTextFile(file, "{}");
+  await Deno.writeFile(file, zipOf({ "memories/": "", "memories/a.md": "a memory" }));
   const before = [...fake.files.keys()];
   const imp = await runCli(["memories", "import", file, "--json"], { env, clearEnv: true });
   assertEquals(imp.code, 4);
