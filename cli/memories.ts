@@ -28,6 +28,7 @@ import {
   MAX_PACK_BYTES,
   memoryRoots,
   type Root,
+  rootNames,
   searchMemories,
   showMemory,
   type Shown,
@@ -158,13 +159,14 @@ export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
     return stop(2, action ? `${action} needs its argument` : `unexpected argument ${JSON.stringify(arg)}`);
   }
   if (o.search !== undefined && action) return stop(2, "--search lists; it goes without an action");
-  if ((action === "show" || action === "forget") && !isMemoryUri(uri)) {
-    return stop(2, `${JSON.stringify(uri)} is not a memory's URI (viking://…/memories/….md); ${list}`);
-  }
   const cwd = await workspaceDir(o.cwd);
   if (!cwd) return stop(2, `--cwd ${JSON.stringify(o.cwd)} is not a directory`);
   const { config } = await loadConfig(env, cwd);
   const peer = await resolvePeer(cwd, config);
+  if ((action === "show" || action === "forget") && !isMemoryUri(uri, peer.peerId)) {
+    const under = rootNames(peer.peerId).join(" or ");
+    return stop(2, `${JSON.stringify(uri)} is not a memory's URI (a ….md file under ${under}); ${list}`);
+  }
   const client = createClient(clientOptions(config, peer.peerId, { timeoutMs: 10_000 }));
   const slow = clientOptions(config, peer.peerId, { timeoutMs: 120_000 });
   /** Says that `what` failed with `f` (and `after`: what was not done). */

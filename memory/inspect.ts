@@ -58,9 +58,30 @@ export async function memoryRoots(client: OpenVikingClient, peerId: string): Pro
   return has ? [user, { scope: "project", uri: `viking://~/peers/${peerId}/memories` }] : [user];
 }
 
-/** Whether `uri` names a memory (a file of a memory space, not a folder or its summary). */
-export function isMemoryUri(uri: string): boolean {
-  return /^viking:\/\/\S*\/memories\/\S+\.md$/.test(uri) && !isFolderSummary(uri);
+/** The memory roots of actor peer `peerId` ("" = none) as `memories` names them to the user. */
+export function rootNames(peerId: string): string[] {
+  return ["viking://~/memories/", ...(peerId ? [`viking://~/peers/${peerId}/memories/`] : [])];
+}
+
+/**
+ * Whether `uri` names a memory (a `.md` file, not a folder or its summary) under the user's memories root or
+ * actor peer `peerId`'s ("" = none; `undefined` = any peer's), `~` or the server's `user/<name>`, with no
+ * `.` or `..` segment however it is percent-encoded.
+ */
+export function isMemoryUri(uri: string, peerId?: string): boolean {
+  let plain = uri;
+  for (let i = 0; i < 3; i++) {
+    try {
+      plain = decodeURIComponent(plain);
+    } catch {
+      return false;
+    }
+  }
+  if (plain.split(/[/\\]/).some((s) => s === "." || s === "..")) return false;
+  const peer = peerId === undefined ? "[^/\\s]+" : peerId.replace(/[^\w-]/g, "\\$&");
+  const spaces = peerId === "" ? "" : `(?:peers/${peer}/)?`;
+  return new RegExp(`^viking://(?:~|user/[^/\\s]+)/${spaces}memories/\\S+\\.md$`).test(uri) &&
+    !isFolderSummary(uri);
 }
 
 /** A memory's kind: the folder under `memories/` (preferences, entities, events…), else `profile`. */

@@ -26,9 +26,33 @@ Deno.test("a memory is a .md file of a memory space, never a folder or its summa
       "viking://user/u/memories/events/.abstract.md",
       "viking://resources/notes.md",
       "viking://user/u/memories/a b.md",
-    ].map(isMemoryUri),
+    ].map((u) => isMemoryUri(u)),
     [true, true, true, false, false, false, false, false],
   );
+});
+
+Deno.test("forget's memory: under the user's memories root or this project's peer's, no dot segment in any encoding", () => {
+  const ok = [
+    "viking://user/u/memories/events/e.md",
+    "viking://~/memories/profile.md",
+    "viking://user/u/peers/-p/memories/events/e.md",
+    "viking://~/peers/-p/memories/e.md",
+  ];
+  const refused = [
+    "viking://resources/memories/notes.md",
+    "viking://user/u/skills/memories/s.md",
+    "viking://user/u/peers/-other/memories/e.md",
+    "viking://~/memories/../../resources/x.md",
+    "viking://~/memories/%2e%2e/%2E%2E/resources/x.md",
+    "viking://~/memories/%252e%252e/skills/x.md",
+    "viking://~/memories/a%2f..%2f..%2fskills/x.md",
+    "viking://~/memories/..\\skills\\x.md",
+    "viking://user/../memories/x.md",
+    "viking://~/memories/%zz.md",
+  ];
+  assertEquals(ok.map((u) => isMemoryUri(u, "-p")), ok.map(() => true));
+  assertEquals(refused.map((u) => isMemoryUri(u, "-p")), refused.map(() => false));
+  assertEquals(isMemoryUri("viking://user/u/peers/-p/memories/e.md", ""), false, "no peer: no project root");
 });
 
 Deno.test("a memory's kind is its folder under memories/, else profile", () => {

@@ -146,6 +146,28 @@ Deno.test("memories forget: deletes it and says what it said; a forget of what i
   assertEquals(fake.requestsTo("DELETE /api/v1/fs").length, 1, "nothing is asked to delete what is gone");
 });
 
+Deno.test("memories forget of what is not a memory here (another folder, another peer, a dot segment): exit 2", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = await world(fake, dir.path);
+  const skill = "viking://user/default/skills/memories/deploy.md";
+  fake.files.set(skill, "a skill");
+  for (
+    const uri of [
+      skill,
+      "viking://user/default/peers/-other/memories/e.md",
+      "viking://~/memories/../skills/memories/deploy.md",
+      "viking://~/memories/%2e%2e/skills/memories/deploy.md",
+    ]
+  ) {
+    const r = await runCli(["memories", "forget", uri], { env, clearEnv: true });
+    assertEquals(r.code, 2, `${uri}: ${r.stdout}`);
+    assertStringIncludes(flat(r.stderr), `viking://~/memories/ or viking://~/peers/${PEER}/memories/`);
+  }
+  assertEquals(fake.requestsTo("DELETE /api/v1/fs").length, 0);
+  assertEquals(fake.files.get(skill), "a skill");
+});
+
 Deno.test("memories export/import: the pack round trip, the replaced memories kept; no file overwritten", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
