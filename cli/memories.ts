@@ -184,14 +184,21 @@ export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
   if (action === "show") {
     const s = await showMemory(client, uri, orNoHome(() => ledgerDir(env)) ?? "");
     if (!("ok" in s)) return say(s, renderShown(s, now));
+    if (s.kind === "too-large") {
+      const fix = `\`${commandName(env)} memories forget ${uri}\` still forgets it`;
+      return stop(1, `${uri} is too large to show (${s.error.message})`, fix, s.kind);
+    }
     return isNotFound(s)
       ? stop(EXIT_NO_MEMORY, `${uri}: the server has no memory there; ${list}`, "", "no-memory")
       : failed(s, "read");
   }
   if (action === "forget") {
     const r = await forgetMemory(client, uri);
+    if (r.ok && r.text === undefined) {
+      return say({ uri, forgotten: true }, [`forgot ${uri} (it was too large to show)`]);
+    }
     if (r.ok) {
-      const said = r.text.split("\n").map((l) => `  ${l}`);
+      const said = (r.text ?? "").split("\n").map((l) => `  ${l}`);
       return say({ uri, forgotten: true, text: r.text }, [`forgot ${uri}; it said:`, ...said]);
     }
     if ("gone" in r) {

@@ -293,15 +293,20 @@ export async function showMemory(
   return shown;
 }
 
-/** Forgets memory `uri`: its text, or `gone` when there is no such memory (any more), or the failure. */
+/**
+ * Forgets memory `uri`: its text (none when it is too large to read), or `gone` when there is no such memory
+ * (any more), or the failure.
+ */
 export async function forgetMemory(
   client: OpenVikingClient,
   uri: string,
-): Promise<{ ok: true; text: string } | { ok: false; gone: true } | OvFailure> {
+): Promise<{ ok: true; text?: string } | { ok: false; gone: true } | OvFailure> {
   const memory = await read(client, uri);
-  if (!memory.ok) return isNotFound(memory) ? { ok: false, gone: true } : memory;
+  if (!memory.ok && memory.kind !== "too-large") {
+    return isNotFound(memory) ? { ok: false, gone: true } : memory;
+  }
   const rm = await client.request("DELETE", "/api/v1/fs", z.unknown(), { query: { uri } });
-  return rm.ok ? { ok: true, text: memory.result } : rm;
+  return rm.ok ? { ok: true, ...(memory.ok ? { text: memory.result } : {}) } : rm;
 }
 
 /**

@@ -146,6 +146,25 @@ Deno.test("memories forget: deletes it and says what it said; a forget of what i
   assertEquals(fake.requestsTo("DELETE /api/v1/fs").length, 1, "nothing is asked to delete what is gone");
 });
 
+Deno.test("memories show/forget of a memory larger than a read: show says so; forget deletes it", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = await world(fake, dir.path);
+  const big = "viking://user/default/memories/events/big.md";
+  fake.files.set(big, "x".repeat((1 << 20) + 10));
+  const shown = await runCli(["memories", "show", big], { env, clearEnv: true });
+  assertEquals(shown.code, 1, shown.stdout);
+  assertStringIncludes(flat(shown.stderr), "is too large to show");
+  assertTrue(!shown.stderr.includes("OPENVIKING_RECALL_LIMIT"), shown.stderr);
+  const r = await runCli(["memories", "forget", big, "--json"], { env, clearEnv: true });
+  assertEquals(r.code, 0, r.stdout + r.stderr);
+  assertEquals(JSON.parse(r.stdout).forgotten, true);
+  assertTrue(!fake.files.has(big), "deleted");
+  fake.files.set(big, "x".repeat((1 << 20) + 10));
+  const text = await runCli(["memories", "forget", big], { env, clearEnv: true });
+  assertStringIncludes(flat(text.stdout), "it was too large to show");
+});
+
 Deno.test("memories forget of what is not a memory here (another folder, another peer, a dot segment): exit 2", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
