@@ -7,7 +7,7 @@
 
 import { neutralize, reportJson } from "../lib/neutralize.ts";
 import { charColumns, textColumns } from "../lib/columns.ts";
-import { adviceFor } from "../openviking/advice.ts";
+import { type Advice, adviceFor, isRootKeyRefusal } from "../openviking/advice.ts";
 import { loadConfig } from "../openviking/config.ts";
 import { clientOptions, createClient, type OvFailure } from "../openviking/client.ts";
 import { resolvePeer } from "../openviking/peer.ts";
@@ -33,6 +33,9 @@ import {
   showMemory,
   type Shown,
 } from "../memory/inspect.ts";
+
+/** The root export and import move. */
+const MEMORIES = "viking://~/memories";
 
 /** Exit codes beyond 0 (done), 1 (the server failed) and 2 (a usage error). */
 const EXIT_NO_MEMORY = 3;
@@ -106,6 +109,32 @@ export function renderShown(s: Shown, now: number): string[] {
   return wrapped(lines);
 }
 
+/**
+ * What failure `f` of a request about `uri` means for this command (pure): advice.ts's summary (a 403 that is
+ * no key refusal: access to `uri` denied), with a fix of its own where capture's speaks of its queue.
+ */
+export function memoriesAdvice(f: OvFailure, baseUrl: string, uri: string): Advice {
+  const a = adviceFor(f, baseUrl);
+  const again = "then run it again";
+  if (f.kind === "auth" && /Development mode/i.test(f.error.message)) {
+    return {
+      ...a,
+      fix: 'run OpenViking with API keys (ov.conf: server.auth_mode = "api_key"): dev mode has no packs',
+    };
+  }
+  if (f.kind === "auth" && f.status === 403 && !isRootKeyRefusal(f)) {
+    return {
+      summary: `the server denied access to ${uri} (HTTP 403): ${f.error.message}`,
+      fix: `\`${commandName()} memories\` lists the memories your key may use`,
+    };
+  }
+  if (f.kind === "rejected") return { ...a, fix: `fix what the server says, ${again}` };
+  if (f.kind === "too-large") {
+    return { ...a, fix: "check what answers at that address (a proxy's error page?)" };
+  }
+  return { ...a, fix: `${a.fix.replace(/; writes wait in the queue[^;]*$/, "")}, ${again}` };
+}
+
 /** Options of `openviking-kimi memories`. */
 export interface MemoriesOptions {
   action: string | undefined;
@@ -169,14 +198,10 @@ export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
   }
   const client = createClient(clientOptions(config, peer.peerId, { timeoutMs: 10_000 }));
   const slow = clientOptions(config, peer.peerId, { timeoutMs: 120_000 });
-  /** Says that `what` failed with `f` (and `after`: what was not done). */
-  const failed = (f: OvFailure, what: string, after = "") => {
-    const a = adviceFor(f, config.baseUrl);
-    const dev = f.kind === "auth" && /Development mode/i.test(f.error.message);
-    const fix = dev
-      ? 'run OpenViking with API keys (ov.conf: server.auth_mode = "api_key"): dev mode has no packs'
-      : a.fix;
-    if (f.kind !== "missing-route") return stop(1, `${what} failed: ${a.summary}${after}`, fix, f.kind);
+  /** Says that `what` (of `target`) failed with `f` (and `after`: what was not done). */
+  const failed = (f: OvFailure, what: string, target: string, after = "") => {
+    const a = memoriesAdvice(f, config.baseUrl, target);
+    if (f.kind !== "missing-route") return stop(1, `${what} failed: ${a.summary}${after}`, a.fix, f.kind);
     const why = `the OpenViking server at ${config.baseUrl} has no ${what} route (OpenViking 0.5.2 has it)`;
     return stop(EXIT_NO_ROUTE, `${why}; nothing was changed`, "upgrade OpenViking to 0.5.2 or newer", f.kind);
   };
@@ -190,7 +215,7 @@ export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
     }
     return isNotFound(s)
       ? stop(EXIT_NO_MEMORY, `${uri}: the server has no memory there; ${list}`, "", "no-memory")
-      : failed(s, "read");
+      : failed(s, "read", uri);
   }
   if (action === "forget") {
     const r = await forgetMemory(client, uri);
@@ -204,11 +229,12 @@ export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
     if ("gone" in r) {
       return stop(EXIT_NO_MEMORY, `${uri} is already gone; nothing was deleted; ${list}`, "", "no-memory");
     }
-    return failed(r, "delete");
+    const reading = r.during === "read";
+    return failed(r, reading ? "reading it" : "delete", uri, reading ? "; nothing was deleted" : "");
   }
   if (action === "export") {
     const pack = await exportMemories(slow);
-    if (!(pack instanceof Uint8Array)) return failed(pack, "export");
+    if (!(pack instanceof Uint8Array)) return failed(pack, "export", MEMORIES);
     const error = await writeNew(uri, pack);
     if (error) return stop(2, `cannot write ${uri} (${error}); nothing was written over`);
     const said = `exported your memories to ${uri} (${pack.length} bytes, an OpenViking .ovpack)`;
@@ -224,13 +250,15 @@ export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
     const backup = before instanceof Uint8Array
       ? joinPath(dirName(uri), `memories-before-import-${stamp}.ovpack`)
       : undefined;
-    if (!(before instanceof Uint8Array) && !isNotFound(before)) return failed(before, "export", notImported);
+    if (!(before instanceof Uint8Array) && !isNotFound(before)) {
+      return failed(before, "export", MEMORIES, notImported);
+    }
     const error = backup && await writeNew(backup, before as Uint8Array);
     if (error) {
       return stop(2, `cannot keep what import would replace in ${backup} (${error}); nothing was imported`);
     }
     const done = await importMemories(createClient(slow), pack);
-    if (!done.ok) return failed(done, "import");
+    if (!done.ok) return failed(done, "import", MEMORIES);
     const kept = backup
       ? `; what it replaced is in ${backup} (\`${commandName(env)} memories import ${backup}\` puts it back)`
       : "";

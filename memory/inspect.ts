@@ -295,18 +295,20 @@ export async function showMemory(
 
 /**
  * Forgets memory `uri`: its text (none when it is too large to read), or `gone` when there is no such memory
- * (any more), or the failure.
+ * (any more), or the failure and whether it was the read's or the delete's.
  */
 export async function forgetMemory(
   client: OpenVikingClient,
   uri: string,
-): Promise<{ ok: true; text?: string } | { ok: false; gone: true } | OvFailure> {
+): Promise<
+  { ok: true; text?: string } | { ok: false; gone: true } | OvFailure & { during: "read" | "delete" }
+> {
   const memory = await read(client, uri);
   if (!memory.ok && memory.kind !== "too-large") {
-    return isNotFound(memory) ? { ok: false, gone: true } : memory;
+    return isNotFound(memory) ? { ok: false, gone: true } : { ...memory, during: "read" };
   }
   const rm = await client.request("DELETE", "/api/v1/fs", z.unknown(), { query: { uri } });
-  return rm.ok ? { ok: true, ...(memory.ok ? { text: memory.result } : {}) } : rm;
+  return rm.ok ? { ok: true, ...(memory.ok ? { text: memory.result } : {}) } : { ...rm, during: "delete" };
 }
 
 /**

@@ -165,6 +165,19 @@ Deno.test("memories show/forget of a memory larger than a read: show says so; fo
   assertStringIncludes(flat(text.stdout), "it was too large to show");
 });
 
+Deno.test("memories forget where the read fails: says the read failed and nothing was deleted", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = await world(fake, dir.path);
+  fake.fault({ route: "GET /api/v1/content/read", status: 500 });
+  const r = await runCli(["memories", "forget", PROJECT_MEMORY], { env, clearEnv: true });
+  assertEquals(r.code, 1, r.stdout);
+  assertStringIncludes(flat(r.stderr), "reading it failed");
+  assertStringIncludes(flat(r.stderr), "nothing was deleted");
+  assertTrue(!/delete failed|queue/.test(flat(r.stderr)), r.stderr);
+  assertTrue(fake.files.has(PROJECT_MEMORY));
+});
+
 Deno.test("memories forget of what is not a memory here (another folder, another peer, a dot segment): exit 2", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
