@@ -258,7 +258,17 @@ export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
       return stop(2, `cannot keep what import would replace in ${backup} (${error}); nothing was imported`);
     }
     const done = await importMemories(createClient(slow), pack);
-    if (!done.ok) return failed(done, "import", MEMORIES);
+    if (!done.ok) {
+      // A backup of what was not replaced is no use; one of what may have been is kept.
+      const untouched = "replacedNothing" in done && done.replacedNothing;
+      if (untouched && backup) await Deno.remove(backup).catch(() => undefined);
+      const after = untouched
+        ? "; nothing was replaced"
+        : backup
+        ? `; what it may have replaced is in ${backup}`
+        : "";
+      return failed(done, "import", MEMORIES, after);
+    }
     const kept = backup
       ? `; what it replaced is in ${backup} (\`${commandName(env)} memories import ${backup}\` puts it back)`
       : "";

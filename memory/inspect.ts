@@ -402,21 +402,23 @@ export async function exportMemories(options: ClientOptions): Promise<Uint8Array
 
 /**
  * Puts the memories of `pack` in place of the user's (OpenViking's import replaces the whole root it
- * holds): uploaded, then imported; the URI they went to, or the failure.
+ * holds): uploaded, then imported; the URI they went to, or the failure and whether it surely replaced
+ * nothing (the upload failed, or the import was refused before the server changed anything).
  */
 export async function importMemories(
   client: OpenVikingClient,
   pack: Uint8Array,
-): Promise<OvResponse<string>> {
+): Promise<OvResponse<string> | OvFailure & { replacedNothing: boolean }> {
   const form = new FormData();
   form.append("file", new Blob([pack.slice()]), "memories.ovpack");
   const got = await post(client.options, "/api/v1/resources/temp_upload", form, false);
-  if (got instanceof Uint8Array || !got.ok) return got instanceof Uint8Array ? noPack(200) : got;
-  const upload = checkResult(got, z.object({ temp_file_id: z.string() }), "the upload");
-  if (!upload.ok) return upload;
+  if (got instanceof Uint8Array) return { ...noPack(200), replacedNothing: true };
+  const upload = got.ok ? checkResult(got, z.object({ temp_file_id: z.string() }), "the upload") : got;
+  if (!upload.ok) return { ...upload, replacedNothing: true };
   const done = await client.request("POST", "/api/v1/pack/import", z.object({ uri: z.string() }), {
     body: { temp_file_id: upload.result.temp_file_id, parent: "viking://~", on_conflict: "overwrite" },
     timeoutMs: Math.max(client.options.timeoutMs, 120_000),
   });
-  return done.ok ? { ...done, result: done.result.uri } : done;
+  if (done.ok) return { ...done, result: done.result.uri };
+  return { ...done, replacedNothing: ["rejected", "auth", "missing-route"].includes(done.kind) };
 }

@@ -274,6 +274,26 @@ Deno.test("memories export/import where the server answers a page, not a pack: n
   assertEquals(await filesIn(dir.path), listed, "no page kept as a backup");
 });
 
+Deno.test("memories import the server refuses: no backup left; one it may have half done: the backup kept", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = await world(fake, dir.path);
+  const file = `${dir.path}/mine.ovpack`;
+  assertEquals((await runCli(["memories", "export", file], { env, clearEnv: true })).code, 0);
+  const listed = await filesIn(dir.path);
+  fake.fault({ route: "POST /api/v1/pack/import", status: 400, times: 1 });
+  const refused = await runCli(["memories", "import", file], { env, clearEnv: true });
+  assertEquals(refused.code, 1, refused.stdout);
+  assertStringIncludes(flat(refused.stderr), "nothing was replaced");
+  assertEquals(await filesIn(dir.path), listed, "no backup of what was not replaced");
+  fake.fault({ route: "POST /api/v1/pack/import", status: 500, times: 1 });
+  const broke = await runCli(["memories", "import", file], { env, clearEnv: true });
+  assertEquals(broke.code, 1, broke.stdout);
+  const kept = (await filesIn(dir.path)).filter((f) => !listed.includes(f));
+  assertEquals(kept.length, 1, "the backup is kept when the import may have replaced something");
+  assertStringIncludes(flat(broke.stderr), kept[0]);
+});
+
 Deno.test("memories export from the checkout: a relative file is the user's directory's, not the checkout's", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
