@@ -7,7 +7,7 @@
 
 import { neutralize, reportJson } from "../lib/neutralize.ts";
 import { charColumns, textColumns } from "../lib/columns.ts";
-import { adviceFor } from "../openviking/advice.ts";
+import { type Advice, adviceFor, isRootKeyRefusal } from "../openviking/advice.ts";
 import { loadConfig } from "../openviking/config.ts";
 import { clientOptions, createClient, type OvFailure } from "../openviking/client.ts";
 import { resolvePeer } from "../openviking/peer.ts";
@@ -19,17 +19,23 @@ import {
   exportMemories,
   forgetMemory,
   importMemories,
+  isMemoriesPack,
   isMemoryUri,
   isNotFound,
   type Listed,
   type Listing,
   listMemories,
+  MAX_PACK_BYTES,
   memoryRoots,
   type Root,
+  rootNames,
   searchMemories,
   showMemory,
   type Shown,
 } from "../memory/inspect.ts";
+
+/** The root export and import move. */
+const MEMORIES = "viking://~/memories";
 
 /** Exit codes beyond 0 (done), 1 (the server failed) and 2 (a usage error). */
 const EXIT_NO_MEMORY = 3;
@@ -103,6 +109,32 @@ export function renderShown(s: Shown, now: number): string[] {
   return wrapped(lines);
 }
 
+/**
+ * What failure `f` of a request about `uri` means for this command (pure): advice.ts's summary (a 403 that is
+ * no key refusal: access to `uri` denied), with a fix of its own where capture's speaks of its queue.
+ */
+export function memoriesAdvice(f: OvFailure, baseUrl: string, uri: string): Advice {
+  const a = adviceFor(f, baseUrl);
+  const again = "then run it again";
+  if (f.kind === "auth" && /Development mode/i.test(f.error.message)) {
+    return {
+      ...a,
+      fix: 'run OpenViking with API keys (ov.conf: server.auth_mode = "api_key"): dev mode has no packs',
+    };
+  }
+  if (f.kind === "auth" && f.status === 403 && !isRootKeyRefusal(f)) {
+    return {
+      summary: `the server denied access to ${uri} (HTTP 403): ${f.error.message}`,
+      fix: `\`${commandName()} memories\` lists the memories your key may use`,
+    };
+  }
+  if (f.kind === "rejected") return { ...a, fix: `fix what the server says, ${again}` };
+  if (f.kind === "too-large") {
+    return { ...a, fix: "check what answers at that address (a proxy's error page?)" };
+  }
+  return { ...a, fix: `${a.fix.replace(/; writes wait in the queue[^;]*$/, "")}, ${again}` };
+}
+
 /** Options of `openviking-kimi memories`. */
 export interface MemoriesOptions {
   action: string | undefined;
@@ -118,6 +150,17 @@ const writeNew = (path: string, bytes: Uint8Array) =>
     () => undefined,
     (e: Error) => e.message,
   );
+
+/** File `path`'s bytes when it is a pack of the user's memories (a regular file, not too large), else why not. */
+async function readPack(path: string): Promise<Uint8Array | string> {
+  const info = await Deno.stat(path).catch((e: Error) => e.message);
+  if (typeof info === "string") return `cannot read ${path} (${info})`;
+  if (!info.isFile) return `${path} is not a regular file`;
+  if (info.size > MAX_PACK_BYTES) return `${path} is larger than a pack is read (${MAX_PACK_BYTES} bytes)`;
+  const pack = await Deno.readFile(path).catch((e: Error) => e.message);
+  if (typeof pack === "string") return `cannot read ${path} (${pack})`;
+  return isMemoriesPack(pack) ? pack : `${path} is not a pack of your memories (every entry under memories/)`;
+}
 
 /** `openviking-kimi memories`: exit 0; 1 the server failed; 2 a usage error; 3 no such memory; 4 no such route. */
 export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
@@ -145,22 +188,20 @@ export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
     return stop(2, action ? `${action} needs its argument` : `unexpected argument ${JSON.stringify(arg)}`);
   }
   if (o.search !== undefined && action) return stop(2, "--search lists; it goes without an action");
-  if ((action === "show" || action === "forget") && !isMemoryUri(uri)) {
-    return stop(2, `${JSON.stringify(uri)} is not a memory's URI (viking://…/memories/….md); ${list}`);
-  }
   const cwd = await workspaceDir(o.cwd);
   if (!cwd) return stop(2, `--cwd ${JSON.stringify(o.cwd)} is not a directory`);
   const { config } = await loadConfig(env, cwd);
   const peer = await resolvePeer(cwd, config);
+  if ((action === "show" || action === "forget") && !isMemoryUri(uri, peer.peerId)) {
+    const under = rootNames(peer.peerId).join(" or ");
+    return stop(2, `${JSON.stringify(uri)} is not a memory's URI (a ….md file under ${under}); ${list}`);
+  }
   const client = createClient(clientOptions(config, peer.peerId, { timeoutMs: 10_000 }));
   const slow = clientOptions(config, peer.peerId, { timeoutMs: 120_000 });
-  const failed = (f: OvFailure, what: string) => {
-    const a = adviceFor(f, config.baseUrl);
-    const dev = f.kind === "auth" && /Development mode/i.test(f.error.message);
-    const fix = dev
-      ? 'run OpenViking with API keys (ov.conf: server.auth_mode = "api_key"): dev mode has no packs'
-      : a.fix;
-    if (f.kind !== "missing-route") return stop(1, `${what} failed: ${a.summary}`, fix, f.kind);
+  /** Says that `what` (of `target`) failed with `f` (and `after`: what was not done). */
+  const failed = (f: OvFailure, what: string, target: string, after = "") => {
+    const a = memoriesAdvice(f, config.baseUrl, target);
+    if (f.kind !== "missing-route") return stop(1, `${what} failed: ${a.summary}${after}`, a.fix, f.kind);
     const why = `the OpenViking server at ${config.baseUrl} has no ${what} route (OpenViking 0.5.2 has it)`;
     return stop(EXIT_NO_ROUTE, `${why}; nothing was changed`, "upgrade OpenViking to 0.5.2 or newer", f.kind);
   };
@@ -168,45 +209,66 @@ export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
   if (action === "show") {
     const s = await showMemory(client, uri, orNoHome(() => ledgerDir(env)) ?? "");
     if (!("ok" in s)) return say(s, renderShown(s, now));
+    if (s.kind === "too-large") {
+      const fix = `\`${commandName(env)} memories forget ${uri}\` still forgets it`;
+      return stop(1, `${uri} is too large to show (${s.error.message})`, fix, s.kind);
+    }
     return isNotFound(s)
       ? stop(EXIT_NO_MEMORY, `${uri}: the server has no memory there; ${list}`, "", "no-memory")
-      : failed(s, "read");
+      : failed(s, "read", uri);
   }
   if (action === "forget") {
     const r = await forgetMemory(client, uri);
+    if (r.ok && r.text === undefined) {
+      return say({ uri, forgotten: true }, [`forgot ${uri} (it was too large to show)`]);
+    }
     if (r.ok) {
-      const said = r.text.split("\n").map((l) => `  ${l}`);
+      const said = (r.text ?? "").split("\n").map((l) => `  ${l}`);
       return say({ uri, forgotten: true, text: r.text }, [`forgot ${uri}; it said:`, ...said]);
     }
     if ("gone" in r) {
       return stop(EXIT_NO_MEMORY, `${uri} is already gone; nothing was deleted; ${list}`, "", "no-memory");
     }
-    return failed(r, "delete");
+    const reading = r.during === "read";
+    return failed(r, reading ? "reading it" : "delete", uri, reading ? "; nothing was deleted" : "");
   }
   if (action === "export") {
     const pack = await exportMemories(slow);
-    if (!(pack instanceof Uint8Array)) return failed(pack, "export");
+    if (!(pack instanceof Uint8Array)) return failed(pack, "export", MEMORIES);
     const error = await writeNew(uri, pack);
     if (error) return stop(2, `cannot write ${uri} (${error}); nothing was written over`);
     const said = `exported your memories to ${uri} (${pack.length} bytes, an OpenViking .ovpack)`;
     return say({ file: uri, bytes: pack.length }, [said]);
   }
   if (action === "import") {
-    const pack = await Deno.readFile(uri).catch((e: Error) => e.message);
-    if (typeof pack === "string") return stop(2, `cannot read ${uri} (${pack})`);
+    const pack = await readPack(uri);
+    if (typeof pack === "string") return stop(2, `${pack}; nothing was imported`);
     // OpenViking's import replaces the whole memory root: what it replaces is exported first, and kept.
     const before = await exportMemories(slow);
+    const notImported = "; nothing was imported";
     const stamp = new Date(now).toISOString().replace(/[:.]/g, "-");
     const backup = before instanceof Uint8Array
       ? joinPath(dirName(uri), `memories-before-import-${stamp}.ovpack`)
       : undefined;
-    if (!(before instanceof Uint8Array) && !isNotFound(before)) return failed(before, "export");
+    if (!(before instanceof Uint8Array) && !isNotFound(before)) {
+      return failed(before, "export", MEMORIES, notImported);
+    }
     const error = backup && await writeNew(backup, before as Uint8Array);
     if (error) {
       return stop(2, `cannot keep what import would replace in ${backup} (${error}); nothing was imported`);
     }
     const done = await importMemories(createClient(slow), pack);
-    if (!done.ok) return failed(done, "import");
+    if (!done.ok) {
+      // A backup of what was not replaced is no use; one of what may have been is kept.
+      const untouched = "replacedNothing" in done && done.replacedNothing;
+      if (untouched && backup) await Deno.remove(backup).catch(() => undefined);
+      const after = untouched
+        ? "; nothing was replaced"
+        : backup
+        ? `; what it may have replaced is in ${backup}`
+        : "";
+      return failed(done, "import", MEMORIES, after);
+    }
     const kept = backup
       ? `; what it replaced is in ${backup} (\`${commandName(env)} memories import ${backup}\` puts it back)`
       : "";

@@ -1,5 +1,6 @@
 import { assertEquals, assertStringIncludes, assertTrue } from "../tests/support/assert.ts";
-import { fit, renderListing, renderShown } from "./memories.ts";
+import { fit, memoriesAdvice, renderListing, renderShown } from "./memories.ts";
+import { failure, FAILURE_KINDS } from "../openviking/client.ts";
 import { textColumns } from "../lib/columns.ts";
 import type { Listed } from "../memory/inspect.ts";
 
@@ -113,4 +114,24 @@ Deno.test("a memory shown: its text whole, each commit it came from, and what ca
   assertStringIncludes(none, "no commit among the newest 4 memory diffs names it");
   const unasked = renderShown({ ...base, origins: [], unknown: "the sessions' memory diffs: boom" }, NOW);
   assertEquals(unasked.at(-1), "- unknown: the sessions' memory diffs: boom");
+});
+
+Deno.test("memories' advice: no capture-queue words; a 403 that is no key refusal is access denied to the URI", () => {
+  const uri = "viking://~/memories/a.md";
+  for (const kind of FAILURE_KINDS) {
+    for (const status of [400, 401, 403, 500]) {
+      const a = memoriesAdvice(failure(kind, status, { message: "m" }), "http://ov", uri);
+      assertTrue(!/queue|sent again|replay|RECALL_LIMIT/.test(a.fix), `${kind} ${status}: ${a.fix}`);
+      assertTrue(a.fix.length > 0 && a.summary.length > 0, `${kind} ${status}`);
+    }
+  }
+  const denied = memoriesAdvice(
+    failure("auth", 403, { code: "PERMISSION_DENIED", message: "access denied for viking://resources" }),
+    "http://ov",
+    uri,
+  );
+  assertStringIncludes(denied.summary, `the server denied access to ${uri} (HTTP 403)`);
+  assertTrue(!denied.summary.includes("refused the key"), denied.summary);
+  const key = memoriesAdvice(failure("auth", 401, { message: "Invalid API key" }), "http://ov", uri);
+  assertStringIncludes(key.summary, "the server refused the key");
 });

@@ -58,9 +58,30 @@ export async function memoryRoots(client: OpenVikingClient, peerId: string): Pro
   return has ? [user, { scope: "project", uri: `viking://~/peers/${peerId}/memories` }] : [user];
 }
 
-/** Whether `uri` names a memory (a file of a memory space, not a folder or its summary). */
-export function isMemoryUri(uri: string): boolean {
-  return /^viking:\/\/\S*\/memories\/\S+\.md$/.test(uri) && !isFolderSummary(uri);
+/** The memory roots of actor peer `peerId` ("" = none) as `memories` names them to the user. */
+export function rootNames(peerId: string): string[] {
+  return ["viking://~/memories/", ...(peerId ? [`viking://~/peers/${peerId}/memories/`] : [])];
+}
+
+/**
+ * Whether `uri` names a memory (a `.md` file, not a folder or its summary) under the user's memories root or
+ * actor peer `peerId`'s ("" = none; `undefined` = any peer's), `~` or the server's `user/<name>`, with no
+ * `.` or `..` segment however it is percent-encoded.
+ */
+export function isMemoryUri(uri: string, peerId?: string): boolean {
+  let plain = uri;
+  for (let i = 0; i < 3; i++) {
+    try {
+      plain = decodeURIComponent(plain);
+    } catch {
+      return false;
+    }
+  }
+  if (plain.split(/[/\\]/).some((s) => s === "." || s === "..")) return false;
+  const peer = peerId === undefined ? "[^/\\s]+" : peerId.replace(/[^\w-]/g, "\\$&");
+  const spaces = peerId === "" ? "" : `(?:peers/${peer}/)?`;
+  return new RegExp(`^viking://(?:~|user/[^/\\s]+)/${spaces}memories/\\S+\\.md$`).test(uri) &&
+    !isFolderSummary(uri);
 }
 
 /** A memory's kind: the folder under `memories/` (preferences, entities, events…), else `profile`. */
@@ -272,15 +293,22 @@ export async function showMemory(
   return shown;
 }
 
-/** Forgets memory `uri`: its text, or `gone` when there is no such memory (any more), or the failure. */
+/**
+ * Forgets memory `uri`: its text (none when it is too large to read), or `gone` when there is no such memory
+ * (any more), or the failure and whether it was the read's or the delete's.
+ */
 export async function forgetMemory(
   client: OpenVikingClient,
   uri: string,
-): Promise<{ ok: true; text: string } | { ok: false; gone: true } | OvFailure> {
+): Promise<
+  { ok: true; text?: string } | { ok: false; gone: true } | OvFailure & { during: "read" | "delete" }
+> {
   const memory = await read(client, uri);
-  if (!memory.ok) return isNotFound(memory) ? { ok: false, gone: true } : memory;
+  if (!memory.ok && memory.kind !== "too-large") {
+    return isNotFound(memory) ? { ok: false, gone: true } : { ...memory, during: "read" };
+  }
   const rm = await client.request("DELETE", "/api/v1/fs", z.unknown(), { query: { uri } });
-  return rm.ok ? { ok: true, text: memory.result } : rm;
+  return rm.ok ? { ok: true, ...(memory.ok ? { text: memory.result } : {}) } : { ...rm, during: "delete" };
 }
 
 /**
@@ -323,36 +351,74 @@ async function post(options: ClientOptions, path: string, body: BodyInit, json: 
   }
 }
 
-/** The largest pack read. */
-const MAX_PACK_BYTES = 1 << 30;
+/** The largest pack read (exported, or imported from a file). */
+export const MAX_PACK_BYTES = 1 << 30;
 
 /** What is not a pack where one was asked for. */
-const noPack = (status: number) => failure("not-openviking", status, { message: "the answer is not a pack" });
+const noPack = (status: number) =>
+  failure("not-openviking", status, { message: "the answer is not a pack of the user's memories" });
 
-/** The user's memories as an `.ovpack` (a zip), or the failure. */
+/**
+ * The entry names of zip `bytes` by its central directory (pure): the end record (`PK\x05\x06`) searched in
+ * the last 64 KiB + 22 bytes, then each 46-byte central header and its name; `undefined` if it is no zip.
+ */
+export function zipNames(bytes: Uint8Array): string[] | undefined {
+  const v = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const lowest = Math.max(0, bytes.length - 22 - 0xffff);
+  let end = bytes.length - 22;
+  while (end >= lowest && v.getUint32(end, true) !== 0x06054b50) end--;
+  if (end < lowest) return undefined;
+  const names: string[] = [];
+  let at = v.getUint32(end + 16, true);
+  const decoder = new TextDecoder("utf-8", { fatal: true });
+  for (let i = 0; i < v.getUint16(end + 10, true); i++) {
+    if (at + 46 > end || v.getUint32(at, true) !== 0x02014b50) return undefined;
+    const [nameLen, extra, comment] = [28, 30, 32].map((o) => v.getUint16(at + o, true));
+    if (at + 46 + nameLen > end) return undefined;
+    try {
+      names.push(decoder.decode(bytes.subarray(at + 46, at + 46 + nameLen)));
+    } catch {
+      return undefined;
+    }
+    at += 46 + nameLen + extra + comment;
+  }
+  return names;
+}
+
+/** Whether `bytes` is a pack of the user's memories: a zip, every entry under the `memories/` root (pure). */
+export function isMemoriesPack(bytes: Uint8Array): boolean {
+  const names = zipNames(bytes);
+  return !!names?.length &&
+    names.every((n) => n.startsWith("memories/") && !n.split(/[/\\]/).includes(".."));
+}
+
+/** The user's memories as an `.ovpack` (a zip of the `memories/` root), or the failure. */
 export async function exportMemories(options: ClientOptions): Promise<Uint8Array | OvFailure> {
   const body = JSON.stringify({ uri: "viking://~/memories" });
   const got = await post(options, "/api/v1/pack/export", body, true);
-  return got instanceof Uint8Array || !got.ok ? got : noPack(got.status);
+  if (got instanceof Uint8Array) return isMemoriesPack(got) ? got : noPack(200);
+  return got.ok ? noPack(got.status) : got;
 }
 
 /**
  * Puts the memories of `pack` in place of the user's (OpenViking's import replaces the whole root it
- * holds): uploaded, then imported; the URI they went to, or the failure.
+ * holds): uploaded, then imported; the URI they went to, or the failure and whether it surely replaced
+ * nothing (the upload failed, or the import was refused before the server changed anything).
  */
 export async function importMemories(
   client: OpenVikingClient,
   pack: Uint8Array,
-): Promise<OvResponse<string>> {
+): Promise<OvResponse<string> | OvFailure & { replacedNothing: boolean }> {
   const form = new FormData();
   form.append("file", new Blob([pack.slice()]), "memories.ovpack");
   const got = await post(client.options, "/api/v1/resources/temp_upload", form, false);
-  if (got instanceof Uint8Array || !got.ok) return got instanceof Uint8Array ? noPack(200) : got;
-  const upload = checkResult(got, z.object({ temp_file_id: z.string() }), "the upload");
-  if (!upload.ok) return upload;
+  if (got instanceof Uint8Array) return { ...noPack(200), replacedNothing: true };
+  const upload = got.ok ? checkResult(got, z.object({ temp_file_id: z.string() }), "the upload") : got;
+  if (!upload.ok) return { ...upload, replacedNothing: true };
   const done = await client.request("POST", "/api/v1/pack/import", z.object({ uri: z.string() }), {
     body: { temp_file_id: upload.result.temp_file_id, parent: "viking://~", on_conflict: "overwrite" },
     timeoutMs: Math.max(client.options.timeoutMs, 120_000),
   });
-  return done.ok ? { ...done, result: done.result.uri } : done;
+  if (done.ok) return { ...done, result: done.result.uri };
+  return { ...done, replacedNothing: ["rejected", "auth", "missing-route"].includes(done.kind) };
 }

@@ -1,5 +1,16 @@
 import { assertEquals } from "../tests/support/assert.ts";
-import { byRank, changeIn, isMemoryUri, kindOf, type Listed, memoriesOfTree, runOf } from "./inspect.ts";
+import {
+  byRank,
+  changeIn,
+  isMemoriesPack,
+  isMemoryUri,
+  kindOf,
+  type Listed,
+  memoriesOfTree,
+  runOf,
+  zipNames,
+} from "./inspect.ts";
+import { zipOf } from "../tests/support/zip.ts";
 import type { LedgerEntry } from "./ledger.ts";
 
 const user = { scope: "user", uri: "viking://~/memories" } as const;
@@ -15,9 +26,33 @@ Deno.test("a memory is a .md file of a memory space, never a folder or its summa
       "viking://user/u/memories/events/.abstract.md",
       "viking://resources/notes.md",
       "viking://user/u/memories/a b.md",
-    ].map(isMemoryUri),
+    ].map((u) => isMemoryUri(u)),
     [true, true, true, false, false, false, false, false],
   );
+});
+
+Deno.test("forget's memory: under the user's memories root or this project's peer's, no dot segment in any encoding", () => {
+  const ok = [
+    "viking://user/u/memories/events/e.md",
+    "viking://~/memories/profile.md",
+    "viking://user/u/peers/-p/memories/events/e.md",
+    "viking://~/peers/-p/memories/e.md",
+  ];
+  const refused = [
+    "viking://resources/memories/notes.md",
+    "viking://user/u/skills/memories/s.md",
+    "viking://user/u/peers/-other/memories/e.md",
+    "viking://~/memories/../../resources/x.md",
+    "viking://~/memories/%2e%2e/%2E%2E/resources/x.md",
+    "viking://~/memories/%252e%252e/skills/x.md",
+    "viking://~/memories/a%2f..%2f..%2fskills/x.md",
+    "viking://~/memories/..\\skills\\x.md",
+    "viking://user/../memories/x.md",
+    "viking://~/memories/%zz.md",
+  ];
+  assertEquals(ok.map((u) => isMemoryUri(u, "-p")), ok.map(() => true));
+  assertEquals(refused.map((u) => isMemoryUri(u, "-p")), refused.map(() => false));
+  assertEquals(isMemoryUri("viking://user/u/peers/-p/memories/e.md", ""), false, "no peer: no project root");
 });
 
 Deno.test("a memory's kind is its folder under memories/, else profile", () => {
@@ -123,4 +158,24 @@ Deno.test("the run that started a commit task: the capture that names it, or the
     { at: 3, event: "replay" },
     undefined,
   ]);
+});
+
+Deno.test("a pack of the user's memories is a zip whose every entry lies under memories/", () => {
+  const pack = zipOf({ "memories/": "", "memories/events/e.md": "x", "memories/.meta.json": "{}" });
+  assertEquals(zipNames(pack), ["memories/", "memories/events/e.md", "memories/.meta.json"]);
+  assertEquals(isMemoriesPack(pack), true);
+  const html = new TextEncoder().encode("<html><body>Sign in</body></html>");
+  assertEquals(
+    [
+      zipOf({ "skills/": "", "skills/s.md": "x" }),
+      zipOf({ "memories/a.md": "x", "resources/b.md": "y" }),
+      zipOf({ "memories/../skills/s.md": "x" }),
+      zipOf({ "memoriesX/a.md": "x" }),
+      zipOf({}),
+      html,
+      new Uint8Array(10),
+      pack.slice(0, pack.length - 5),
+    ].map(isMemoriesPack),
+    [false, false, false, false, false, false, false, false],
+  );
 });

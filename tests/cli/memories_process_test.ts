@@ -8,6 +8,7 @@ import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { ROOT, runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
+import { zipOf } from "../support/zip.ts";
 
 const PEER = "-work-app";
 /** Text with its line wrapping undone. */
@@ -145,6 +146,60 @@ Deno.test("memories forget: deletes it and says what it said; a forget of what i
   assertEquals(fake.requestsTo("DELETE /api/v1/fs").length, 1, "nothing is asked to delete what is gone");
 });
 
+Deno.test("memories show/forget of a memory larger than a read: show says so; forget deletes it", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = await world(fake, dir.path);
+  const big = "viking://user/default/memories/events/big.md";
+  fake.files.set(big, "x".repeat((1 << 20) + 10));
+  const shown = await runCli(["memories", "show", big], { env, clearEnv: true });
+  assertEquals(shown.code, 1, shown.stdout);
+  assertStringIncludes(flat(shown.stderr), "is too large to show");
+  assertTrue(!shown.stderr.includes("OPENVIKING_RECALL_LIMIT"), shown.stderr);
+  const r = await runCli(["memories", "forget", big, "--json"], { env, clearEnv: true });
+  assertEquals(r.code, 0, r.stdout + r.stderr);
+  assertEquals(JSON.parse(r.stdout).forgotten, true);
+  assertTrue(!fake.files.has(big), "deleted");
+  fake.files.set(big, "x".repeat((1 << 20) + 10));
+  const text = await runCli(["memories", "forget", big], { env, clearEnv: true });
+  assertStringIncludes(flat(text.stdout), "it was too large to show");
+});
+
+Deno.test("memories forget where the read fails: says the read failed and nothing was deleted", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = await world(fake, dir.path);
+  fake.fault({ route: "GET /api/v1/content/read", status: 500 });
+  const r = await runCli(["memories", "forget", PROJECT_MEMORY], { env, clearEnv: true });
+  assertEquals(r.code, 1, r.stdout);
+  assertStringIncludes(flat(r.stderr), "reading it failed");
+  assertStringIncludes(flat(r.stderr), "nothing was deleted");
+  assertTrue(!/delete failed|queue/.test(flat(r.stderr)), r.stderr);
+  assertTrue(fake.files.has(PROJECT_MEMORY));
+});
+
+Deno.test("memories forget of what is not a memory here (another folder, another peer, a dot segment): exit 2", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = await world(fake, dir.path);
+  const skill = "viking://user/default/skills/memories/deploy.md";
+  fake.files.set(skill, "a skill");
+  for (
+    const uri of [
+      skill,
+      "viking://user/default/peers/-other/memories/e.md",
+      "viking://~/memories/../skills/memories/deploy.md",
+      "viking://~/memories/%2e%2e/skills/memories/deploy.md",
+    ]
+  ) {
+    const r = await runCli(["memories", "forget", uri], { env, clearEnv: true });
+    assertEquals(r.code, 2, `${uri}: ${r.stdout}`);
+    assertStringIncludes(flat(r.stderr), `viking://~/memories/ or viking://~/peers/${PEER}/memories/`);
+  }
+  assertEquals(fake.requestsTo("DELETE /api/v1/fs").length, 0);
+  assertEquals(fake.files.get(skill), "a skill");
+});
+
 Deno.test("memories export/import: the pack round trip, the replaced memories kept; no file overwritten", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
@@ -167,6 +222,76 @@ Deno.test("memories export/import: the pack round trip, the replaced memories ke
   assertMatch(done.backup, /memories-before-import-.*\.ovpack$/);
   assertEquals((await runCli(["memories", "import", done.backup], { env, clearEnv: true })).code, 0);
   assertEquals(fake.files.get("viking://user/default/memories/events/new.md"), "made after the export");
+});
+
+/** The files of directory `dir`. */
+const filesIn = async (dir: string) => (await Array.fromAsync(Deno.readDir(dir))).map((e) => e.name).sort();
+
+Deno.test("memories import of a pack whose root is not memories/, or of no file: refused, nothing sent", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = await world(fake, dir.path);
+  const skill = "viking://user/default/skills/deploy.md";
+  fake.files.set(skill, "the user's deploy skill");
+  const file = `${dir.path}/skills.ovpack`;
+  await Deno.writeFile(file, zipOf({ "skills/": "", "skills/deploy.md": "replaced" }));
+  const mixed = `${dir.path}/mixed.ovpack`;
+  await Deno.writeFile(mixed, zipOf({ "memories/a.md": "x", "skills/deploy.md": "replaced" }));
+  const listed = await filesIn(dir.path);
+  for (const bad of [file, mixed, "/dev/zero", dir.path]) {
+    const r = await runCli(["memories", "import", bad], { env, clearEnv: true, timeoutMs: 20_000 });
+    assertEquals(r.code, 2, `${bad}: ${r.stdout}${r.stderr}`);
+    assertStringIncludes(flat(r.stderr), "nothing was imported");
+  }
+  assertStringIncludes(
+    flat((await runCli(["memories", "import", file], { env, clearEnv: true })).stderr),
+    "not a pack of your memories (every entry under memories/)",
+  );
+  assertEquals(fake.files.get(skill), "the user's deploy skill", "the other folder is untouched");
+  assertEquals(fake.requestsTo("POST /api/v1/resources/temp_upload").length, 0, "nothing is sent");
+  assertEquals(fake.requestsTo("POST /api/v1/pack/export").length, 0, "no backup is made of it");
+  assertEquals(await filesIn(dir.path), listed, "no backup file left");
+});
+
+Deno.test("memories export/import where the server answers a page, not a pack: nothing written or imported", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = await world(fake, dir.path);
+  const good = `${dir.path}/good.ovpack`;
+  assertEquals((await runCli(["memories", "export", good], { env, clearEnv: true })).code, 0);
+  const page = { status: 200, headers: { "content-type": "text/html" }, body: "<html>Sign in</html>" };
+  fake.fault({ route: "POST /api/v1/pack/export", raw: page });
+  const file = `${dir.path}/page.ovpack`;
+  const out = await runCli(["memories", "export", file], { env, clearEnv: true });
+  assertEquals(out.code, 1, out.stdout);
+  assertStringIncludes(flat(out.stderr), "not a pack of the user's memories");
+  assertTrue(!(await Deno.stat(file).then(() => true, () => false)), "no file written");
+  const listed = await filesIn(dir.path);
+  const imp = await runCli(["memories", "import", good], { env, clearEnv: true });
+  assertEquals(imp.code, 1, imp.stdout);
+  assertStringIncludes(flat(imp.stderr), "nothing was imported");
+  assertEquals(fake.requestsTo("POST /api/v1/pack/import").length, 0, "no import without a real backup");
+  assertEquals(await filesIn(dir.path), listed, "no page kept as a backup");
+});
+
+Deno.test("memories import the server refuses: no backup left; one it may have half done: the backup kept", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = await world(fake, dir.path);
+  const file = `${dir.path}/mine.ovpack`;
+  assertEquals((await runCli(["memories", "export", file], { env, clearEnv: true })).code, 0);
+  const listed = await filesIn(dir.path);
+  fake.fault({ route: "POST /api/v1/pack/import", status: 400, times: 1 });
+  const refused = await runCli(["memories", "import", file], { env, clearEnv: true });
+  assertEquals(refused.code, 1, refused.stdout);
+  assertStringIncludes(flat(refused.stderr), "nothing was replaced");
+  assertEquals(await filesIn(dir.path), listed, "no backup of what was not replaced");
+  fake.fault({ route: "POST /api/v1/pack/import", status: 500, times: 1 });
+  const broke = await runCli(["memories", "import", file], { env, clearEnv: true });
+  assertEquals(broke.code, 1, broke.stdout);
+  const kept = (await filesIn(dir.path)).filter((f) => !listed.includes(f));
+  assertEquals(kept.length, 1, "the backup is kept when the import may have replaced something");
+  assertStringIncludes(flat(broke.stderr), kept[0]);
 });
 
 Deno.test("memories export from the checkout: a relative file is the user's directory's, not the checkout's", async () => {
@@ -206,7 +331,7 @@ Deno.test("memories export/import on a server without the pack routes: exit 4, n
   assertEquals(out.code, 4, out.stderr);
   assertStringIncludes(flat(out.stderr), "has no export route");
   assertTrue(!(await Deno.stat(file).then(() => true, () => false)), "no file written");
-  await Deno.writeTextFile(file, "{}");
+  await Deno.writeFile(file, zipOf({ "memories/": "", "memories/a.md": "a memory" }));
   const before = [...fake.files.keys()];
   const imp = await runCli(["memories", "import", file, "--json"], { env, clearEnv: true });
   assertEquals(imp.code, 4);

@@ -12,6 +12,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { FakeMcp, type FakeMcpOptions } from "./fake-mcp.ts";
 import { concatBytes } from "../../lib/bytes.ts";
+import { unzipStored, zipOf } from "./zip.ts";
 
 /** A request as the fake saw it. */
 export interface RecordedRequest {
@@ -475,8 +476,8 @@ export class FakeOpenViking {
   ]);
   /** A file's `modTime` for /fs/tree and /fs/stat (default: 2026-01-01). */
   modTimes = new Map<string, string>();
-  /** Uploads by `temp_file_id` (the pack's text). */
-  readonly uploads = new Map<string, string>();
+  /** Uploads by `temp_file_id` (the file's bytes). */
+  readonly uploads = new Map<string, Uint8Array>();
   /** Directory listings for /fs/ls. */
   dirs = new Map<string, unknown[]>([
     ["viking://user", [{ name: "default", isDir: true, uri: "viking://user/default" }]],
@@ -569,7 +570,8 @@ export class FakeOpenViking {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Uint8Array[] = [];
     for await (const c of req) chunks.push(c as Uint8Array);
-    const text = new TextDecoder().decode(concatBytes(chunks));
+    const raw = concatBytes(chunks);
+    const text = new TextDecoder().decode(raw);
     const url = new URL(req.url ?? "/", "http://127.0.0.1");
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(req.headers)) {
@@ -584,7 +586,7 @@ export class FakeOpenViking {
         badJson = true;
         body = text;
       }
-    } else if (text) body = text;
+    } else if (text) body = raw;
     const method = req.method ?? "GET";
     const route = `${method} ${routeOf(url.pathname)}`;
     if (url.pathname.startsWith("/__control")) return this.control(method, url, body, res);
@@ -641,7 +643,16 @@ export class FakeOpenViking {
         if (!Object.keys(files).length) {
           throw new HttpError(404, "NOT_FOUND", `not found: ${root}`, { resource: root });
         }
-        return sendRaw(res, 200, { "content-type": "application/zip" }, JSON.stringify({ root, files }));
+        const base = root.slice(root.lastIndexOf("/") + 1);
+        const entries = Object.fromEntries(
+          Object.entries(files).map(([u, t]) => [base + u.slice(root.length), t]),
+        );
+        return sendRaw(
+          res,
+          200,
+          { "content-type": "application/zip" },
+          zipOf({ [`${base}/`]: "", ...entries }),
+        );
       }
       const admin = ADMIN_ROUTE.exec(url.pathname);
       const result = admin ? this.admin(method, url, admin, body, who) : this.route(method, url, body, who);
@@ -859,23 +870,25 @@ export class FakeOpenViking {
     }
     if (method === "POST" && p === "/api/v1/resources/temp_upload") {
       const id = `upload_${this.uploads.size + 1}.ovpack`;
-      this.uploads.set(id, /\r\n\r\n([^]*)\r\n--[^]*$/.exec(String(body))?.[1] ?? "");
+      this.uploads.set(id, filePart(body instanceof Uint8Array ? body : new Uint8Array()));
       return { temp_file_id: id };
     }
     if (method === "POST" && p === "/api/v1/pack/import" && !this.options.noPack) {
       const b = requireObject(body);
-      const pack = JSON.parse(this.uploads.get(String(b.temp_file_id)) ?? "{}") as {
-        root: string;
-        files: Record<string, string>;
-      };
-      const root = `${own(String(b.parent))}/${pack.root.slice(pack.root.lastIndexOf("/") + 1)}`;
+      const entries = unzipStored(this.uploads.get(String(b.temp_file_id)) ?? new Uint8Array());
+      const names = Object.keys(entries);
+      const base = names[0]?.split("/")[0];
+      if (!base || names.some((n) => n.split("/")[0] !== base)) {
+        throw new HttpError(400, "INVALID_ARGUMENT", "Invalid ovpack: expected one root directory");
+      }
+      const root = `${own(String(b.parent))}/${base}`;
       const held = [...this.files.keys()].filter((u) => u.startsWith(`${root}/`));
       if (held.length && b.on_conflict !== "overwrite") {
         throw new HttpError(409, "CONFLICT", `Resource already exists at ${root}.`, { resource: root });
       }
       for (const u of held) this.files.delete(u);
-      for (const [u, text] of Object.entries(pack.files)) {
-        this.files.set(root + u.slice(pack.root.length), text);
+      for (const [n, text] of Object.entries(entries)) {
+        if (!n.endsWith("/")) this.files.set(root + n.slice(base.length), text);
       }
       return { uri: root };
     }
@@ -1079,7 +1092,18 @@ async function sendVerbatim(res: ServerResponse, raw: RawReply): Promise<void> {
   res.end();
 }
 
-function sendRaw(res: ServerResponse, status: number, headers: Record<string, string>, body: string): void {
+/** The file of multipart body `body`: the bytes between its part's headers and the closing boundary. */
+function filePart(body: Uint8Array): Uint8Array {
+  const latin = Array.from(body, (b) => String.fromCharCode(b)).join("");
+  return body.slice(latin.indexOf("\r\n\r\n") + 4, latin.lastIndexOf("\r\n--"));
+}
+
+function sendRaw(
+  res: ServerResponse,
+  status: number,
+  headers: Record<string, string>,
+  body: string | Uint8Array,
+): void {
   // No keep-alive: a client must never silently retry a request on a pooled connection the fake dropped.
   res.writeHead(status, { ...headers, connection: "close" });
   res.end(body);
