@@ -21,9 +21,9 @@ import { SESSION_PREFIX } from "./context.ts";
 export const FAILED_IN_A_ROW = 3;
 /**
  * Commits in a row that made nothing (failed, or completed without a memory): a turn with nothing worth
- * keeping is normal, so it takes more of them.
+ * keeping is normal — every turn is a commit by default — so it takes many of them.
  */
-export const EMPTY_IN_A_ROW = 5;
+export const EMPTY_IN_A_ROW = 20;
 
 /** The alarm: how many of the newest commits made nothing, how many failed, the newest failure's words. */
 const AlarmSchema = z.object({

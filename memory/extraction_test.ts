@@ -34,15 +34,15 @@ Deno.test("alarm: a commit that made memory ends the run; pending ones and other
   assertEquals(alarmOf([pending, theirs, failed(), failed(), failed()], ORIGIN)?.failed, 3);
 });
 
-Deno.test("alarm: commits that complete with no memory sound it only after five in a row", () => {
+Deno.test("alarm: commits that complete with no memory sound it only after EMPTY_IN_A_ROW in a row", () => {
   const five = Array.from({ length: EMPTY_IN_A_ROW }, empty);
   assertEquals(alarmOf(five.slice(1), ORIGIN), undefined);
-  assertEquals(alarmOf([...five, made()], ORIGIN), { origin: ORIGIN, commits: 5, failed: 0 });
+  assertEquals(alarmOf([...five, made()], ORIGIN), { origin: ORIGIN, commits: EMPTY_IN_A_ROW, failed: 0 });
   // `total`, when the server gives it, is the count; else the kinds are summed.
   const totalZero = { ...made(2), result: { memories_extracted: { events: 2, total: 0 } } };
-  assertEquals(alarmOf([totalZero, ...five.slice(1)], ORIGIN)?.commits, 5);
+  assertEquals(alarmOf([totalZero, ...five.slice(1)], ORIGIN)?.commits, EMPTY_IN_A_ROW);
   // Failures mixed in count toward the run; the words are the newest failure's.
-  assertEquals(alarmOf([empty(), failed("x"), empty(), empty(), empty()], ORIGIN)?.error, "x");
+  assertEquals(alarmOf([empty(), failed("x"), ...five.slice(2)], ORIGIN)?.error, "x");
 });
 
 Deno.test("alarm words: the server's words and the model configuration as the fix", () => {
@@ -50,8 +50,8 @@ Deno.test("alarm words: the server's words and the model configuration as the fi
   assertEquals(f.kind, "failed");
   assertEquals(f.summary, "the last 3 memory extractions on the server failed: VLM call failed: 401");
   assertStringIncludes(f.fix, "ov.conf");
-  const e = alarmWords({ origin: ORIGIN, commits: 5, failed: 0 });
-  assertEquals([e.kind, e.summary], ["empty", "the last 5 commits made no memory"]);
+  const e = alarmWords({ origin: ORIGIN, commits: EMPTY_IN_A_ROW, failed: 0 });
+  assertEquals([e.kind, e.summary], ["empty", `the last ${EMPTY_IN_A_ROW} commits made no memory`]);
   assertStringIncludes(e.fix, "`vlm`");
 });
 

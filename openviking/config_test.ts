@@ -240,7 +240,7 @@ Deno.test("knobs: every default when nothing is set", () => {
     assertEquals((config as unknown as Record<string, unknown>)[name], knob.default, name);
   }
   assertEquals(config.debugLogPath, "/h/.openviking/logs/kimicode-hooks.log");
-  assertEquals(config.commitPolicy, "balanced");
+  assertEquals(config.commitPolicy, "every-turn");
   assertEquals(config.captureMaxLength, 24000);
   assertEquals(config.promptBudgetMs, 8000);
   assertEquals(config.userAgent, "openviking-memory-kimicode/0.1.0");

@@ -51,8 +51,8 @@ async function sandbox(policy: string) {
   };
 }
 
-Deno.test("balanced (the default): short turns wait; the server is asked once to commit the idle session; SessionEnd commits", async () => {
-  await using s = await sandbox("");
+Deno.test("balanced: short turns wait; the server is asked once to commit the idle session; SessionEnd commits", async () => {
+  await using s = await sandbox("balanced");
   for (let i = 0; i < 3; i++) await s.turn(`question ${i} about the build`);
   assertEquals([s.fake.messages(OV).length, s.commits()], [6, 0], "three short turns: no extraction yet");
   const asked = s.fake.requestsTo(CONFIG);
