@@ -108,16 +108,30 @@ export async function createExclusive(path: string, text: string): Promise<void>
   }
 }
 
-/** Reads a text file; `undefined` when it does not exist. Other errors propagate. */
-export function readTextIfExists(path: string): Promise<string | undefined> {
-  return settled(() => {
-    try {
-      return Deno.readTextFileSync(path);
-    } catch (error) {
-      if (isNotFound(error)) return undefined;
-      throw error;
-    }
-  });
+/** The most a config, credential or state file may hold: a bigger one is refused unread. */
+export const SMALL_FILE_MAX_BYTES = 1 << 20;
+
+/**
+ * The text of the regular file at `path` (a link followed); `undefined` when it does not exist. Anything else
+ * (a FIFO, a device, a directory) is never opened, since reading one can block or never end, and a file over
+ * `maxBytes` is not read: both throw an error that says why. Other errors propagate.
+ */
+export function readRegularTextSync(path: string, maxBytes = Infinity): string | undefined {
+  let info: Deno.FileInfo;
+  try {
+    info = Deno.statSync(path);
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  }
+  if (!info.isFile) throw new Error("not a regular file (a FIFO, device or directory is never read)");
+  if (info.size > maxBytes) throw new Error(`larger than ${maxBytes} bytes; not read`);
+  return Deno.readTextFileSync(path);
+}
+
+/** {@link readRegularTextSync} as a promise. */
+export function readTextIfExists(path: string, maxBytes = Infinity): Promise<string | undefined> {
+  return settled(() => readRegularTextSync(path, maxBytes));
 }
 
 /** Parses JSON, returning `undefined` instead of throwing. */
@@ -129,9 +143,9 @@ export function parseJsonOrUndefined(text: string | undefined): unknown {
   }
 }
 
-/** The JSON value of the file at `path`; undefined when it is missing, unreadable or not JSON. */
+/** The JSON value of the small file at `path`; undefined when it is missing, unreadable, too big or not JSON. */
 export function readJson(path: string): Promise<unknown> {
-  return readTextIfExists(path).then(parseJsonOrUndefined, () => undefined);
+  return readTextIfExists(path, SMALL_FILE_MAX_BYTES).then(parseJsonOrUndefined, () => undefined);
 }
 
 /** The entries of directory `dir`; none when it does not exist (other errors are thrown). */
