@@ -88,6 +88,31 @@ function writeNew(path: string, data: string | Uint8Array, mode: number, durable
   if (!isWindows) Deno.chmodSync(path, mode);
 }
 
+/**
+ * Opens `path` to append, created `mode` when missing. Anything but a regular file owned as its directory is
+ * (a link, never followed; a FIFO; a device; another user's file) is refused with an error, never written.
+ */
+export function openAppendSync(path: string, mode = 0o600): Deno.FsFile {
+  const ours = (i: Deno.FileInfo) => i.isFile && i.uid === Deno.statSync(dirName(path)).uid;
+  const before = settledSync(() => Deno.lstatSync(path));
+  if (before && !ours(before)) throw new Error(`${path} is not a regular file of ours; not writing to it`);
+  const file = Deno.openSync(path, { append: true, create: true, mode });
+  const [held, now] = [file.statSync(), settledSync(() => Deno.lstatSync(path))];
+  if (now && ours(now) && held.ino === now.ino && held.dev === now.dev) return file;
+  file.close(); // the path was swapped for something else while it was opened
+  throw new Error(`${path} changed while it was opened; not writing to it`);
+}
+
+/** A synchronous call's result; `undefined` when it throws "not found" (other errors propagate). */
+function settledSync<T>(op: () => T): T | undefined {
+  try {
+    return op();
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  }
+}
+
 /** Removes a file if it can; any failure is nothing to report. */
 export function removeQuietly(path: string): void {
   try {
@@ -108,16 +133,25 @@ export async function createExclusive(path: string, text: string): Promise<void>
   }
 }
 
-/** Reads a text file; `undefined` when it does not exist. Other errors propagate. */
-export function readTextIfExists(path: string): Promise<string | undefined> {
-  return settled(() => {
-    try {
-      return Deno.readTextFileSync(path);
-    } catch (error) {
-      if (isNotFound(error)) return undefined;
-      throw error;
-    }
-  });
+/** The most a config, credential or state file may hold: a bigger one is refused unread. */
+export const SMALL_FILE_MAX_BYTES = 1 << 20;
+
+/**
+ * The text of the regular file at `path` (a link followed); `undefined` when it does not exist. Anything else
+ * (a FIFO, a device, a directory) is never opened, since reading one can block or never end, and a file over
+ * `maxBytes` is not read: both throw an error that says why. Other errors propagate.
+ */
+export function readRegularTextSync(path: string, maxBytes = Infinity): string | undefined {
+  const info = settledSync(() => Deno.statSync(path));
+  if (!info) return undefined;
+  if (!info.isFile) throw new Error("not a regular file (a FIFO, device or directory is never read)");
+  if (info.size > maxBytes) throw new Error(`larger than ${maxBytes} bytes; not read`);
+  return Deno.readTextFileSync(path);
+}
+
+/** {@link readRegularTextSync} as a promise. */
+export function readTextIfExists(path: string, maxBytes = Infinity): Promise<string | undefined> {
+  return settled(() => readRegularTextSync(path, maxBytes));
 }
 
 /** Parses JSON, returning `undefined` instead of throwing. */
@@ -129,9 +163,9 @@ export function parseJsonOrUndefined(text: string | undefined): unknown {
   }
 }
 
-/** The JSON value of the file at `path`; undefined when it is missing, unreadable or not JSON. */
+/** The JSON value of the small file at `path`; undefined when it is missing, unreadable, too big or not JSON. */
 export function readJson(path: string): Promise<unknown> {
-  return readTextIfExists(path).then(parseJsonOrUndefined, () => undefined);
+  return readTextIfExists(path, SMALL_FILE_MAX_BYTES).then(parseJsonOrUndefined, () => undefined);
 }
 
 /** The entries of directory `dir`; none when it does not exist (other errors are thrown). */

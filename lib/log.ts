@@ -1,6 +1,6 @@
 /** JSONL debug log: off unless `OPENVIKING_DEBUG`; one line per stage; secrets are never written. */
 
-import { ensurePrivateDir } from "./fs.ts";
+import { ensurePrivateDir, openAppendSync, settled } from "./fs.ts";
 import { dirName } from "./paths.ts";
 import { scrub } from "./scrub.ts";
 
@@ -29,6 +29,16 @@ export interface Logger {
 /** A logger that drops everything. */
 export const silentLogger: Logger = { stage() {}, flush: () => Promise.resolve() };
 
+/** Appends `line` to the file at `path` in one write (a link or a file not ours is refused). */
+function appendLine(path: string, line: string): void {
+  const file = openAppendSync(path);
+  try {
+    file.writeSync(new TextEncoder().encode(line));
+  } finally {
+    file.close();
+  }
+}
+
 /** Creates a logger appending to `path` when `enabled`; `secrets` are masked wherever they appear. */
 export function createLogger(
   options: { enabled: boolean; path: string; source: string; secrets?: string[] },
@@ -45,11 +55,7 @@ export function createLogger(
         stage,
         ...(data ? scrub(data, secrets) as Record<string, unknown> : {}),
       });
-      chain = chain.then(() =>
-        Deno.writeTextFile(options.path, `${line}\n`, { append: true, create: true, mode: 0o600 }).catch(
-          () => {},
-        )
-      );
+      chain = chain.then(() => settled(() => appendLine(options.path, `${line}\n`)).catch(() => {}));
     },
     flush: () => chain,
   };

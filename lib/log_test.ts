@@ -52,3 +52,15 @@ Deno.test("logger: no credential of any format reaches the log, even in a warnin
   assertEquals(CREDENTIALS.filter((c) => text.includes(c.secret)).map((c) => c.rule), []);
   assertTrue(text.includes("[REDACTED]"), "the texts were logged, redacted");
 });
+
+Deno.test("logger: a log path that is a link is never followed: the linked file stays as it was", async () => {
+  if (Deno.build.os === "windows") return;
+  await using dir = await tempDir();
+  const target = `${dir.path}/users-notes.txt`;
+  await Deno.writeTextFile(target, "my notes\n");
+  await Deno.symlink(target, `${dir.path}/x.log`);
+  const log = createLogger({ enabled: true, path: `${dir.path}/x.log`, source: "t" });
+  log.stage("start"); // before: appended to the user's file
+  await log.flush();
+  assertEquals(await Deno.readTextFile(target), "my notes\n");
+});

@@ -1,8 +1,8 @@
 /**
  * Redaction of text before it leaves the machine or lands on disk: `<private>` spans and credentials — the
  * shapes of gitleaks' rule list (MIT) under its names, and by their context: private key blocks, a bare AWS
- * secret beside its key id, URL userinfo, auth headers, `Basic` credentials, `-u user:password`, a quoted
- * secret in prose, assignments whose key names a secret — after invisible characters inside a token are
+ * secret beside its key id, URL userinfo, auth headers, `Basic` credentials, `-u user:password`, a secret in
+ * prose (quoted, or unquoted and more than a word), mysql's `-p<password>`, assignments whose key names a secret — after invisible characters inside a token are
  * dropped. Every rule is linear on any input (a pattern whose start could recur in its own run looks behind;
  * values and spans are scanned once).
  */
@@ -330,6 +330,22 @@ const SECRET_IN_PROSE =
   /\b((?:secret|password|passwd|passphrase|passcode|token|api[ _-]?key|credentials?)[ \t]+(?:is|was)[ \t]+)(\\?)(["'`])([^\s"'`\\]{4,200})\2\3/gi;
 
 /**
+ * An unquoted value a sentence gives a secret word (`my password is …`, `the password is: …`, `with passphrase
+ * …`): taken only when {@link secretValue} takes an unquoted value after `:`, so "the password is wrong" stays.
+ */
+const SECRET_IN_PROSE_UNQUOTED = orAfterEscape(
+  /\b((?:secret|password|passwd|passphrase|passcode|token|api[ _-]?key)(?:[ \t]+(?:is|was))?(?:[ \t]*[:=])?[ \t]+)([^\s"'`\\]{4,200})/gi,
+);
+
+/** A value's trailing sentence punctuation, which is not part of it. */
+const TRAILING_PUNCTUATION = /[.,;:!?)]+$/;
+
+/** The password of `-p<password>` (glued: a lone `-p` asks for it) in a MySQL or MariaDB command. */
+const MYSQL_PASSWORD_OPTION = orAfterEscape(
+  /\b((?:mysql|mariadb|mysqldump|mysqladmin|mariadb-dump)\b[^\r\n|;&]{0,200}?[ \t]-p)('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\]+)/g,
+);
+
+/**
  * Unicode format characters (zero-width, joiners, bidi controls) between printable ASCII characters: emoji,
  * Arabic and Persian joiners stand between non-ASCII characters and stay.
  */
@@ -358,6 +374,13 @@ export const CREDENTIAL_RULES: Readonly<Record<string, (text: string) => string>
   "user-option": (text) => text.replace(USER_OPTION, `$1${REDACTED}`),
   "secret-in-prose": (text) =>
     text.replace(SECRET_IN_PROSE, (m, head, _e, _q, value) => NO_SECRET.test(value) ? m : head + REDACTED),
+  "secret-in-prose-unquoted": (text) =>
+    text.replace(SECRET_IN_PROSE_UNQUOTED, (m, head, raw) => {
+      const value = raw.replace(TRAILING_PUNCTUATION, "");
+      return secretValue(value, false) ? head + REDACTED + raw.slice(value.length) : m;
+    }),
+  "mysql-password-option": (text) =>
+    text.replace(MYSQL_PASSWORD_OPTION, (m, head, value) => secretValue(value, true) ? head + REDACTED : m),
   assignment: redactAssignments,
 };
 

@@ -187,6 +187,11 @@ Deno.test("redact: every rule is linear — 1 MB of its worst case in well under
     "secret is, chained": mb("secret is "),
     "secret then blanks": "secret" + mb(" ") + "is",
     "the password is and an open quote": mb('password is "a'),
+    "passphrases and blanks, chained": mb("passphrase : "),
+    "a secret word then blanks and a long run": "token" + mb(" ") + mb("a"),
+    "mysql commands, chained": mb("mysql "),
+    "a mysql command and a line that never has -p": "mysql" + mb(" -"),
+    "mysql -p with an open quote": mb("mysql -p'"),
     "invisible characters between letters": mb("a\u200b"),
     "invisible characters alone": mb("\u200b"),
   };
@@ -212,4 +217,29 @@ Deno.test("redact: a bare base64 run is an AWS secret only beside an AWS key id"
 Deno.test("redact: an invisible character inside an ASCII word is dropped, so no shape misses what it hides", () => {
   assertEquals(redact("key AKIA\u200bIOSFODNN7\u200dEXAMPLE ok"), `key ${REDACTED} ok`);
   assertEquals(redact("soft\u00adhyphen and \u200b alone"), "softhyphen and \u200b alone");
+});
+
+Deno.test("redact: a password a sentence gives without quotes, and mysql's -p<password>, go; prose stays", () => {
+  const cases: [string, string][] = [
+    ["my password is hunter2", `my password is ${REDACTED}`],
+    ["the password is: correcthorsebatterystaple", `the password is: ${REDACTED}`],
+    ["mysql -u root -pMyS3cretPw db", `mysql -u root -p${REDACTED} db`],
+    [
+      "mysqldump -h db -u app -p'Tr0ub4dor&3' shop > shop.sql",
+      `mysqldump -h db -u app -p${REDACTED} shop > shop.sql`,
+    ],
+    ["unlock it with passphrase Tr0ub4dor&3 please", `unlock it with passphrase ${REDACTED} please`],
+    ["my api key is 7f3a9b2c4d5e6f708192a3b4c5d6e7f8.", `my api key is ${REDACTED}.`],
+  ];
+  for (const [input, expected] of cases) assertEquals(redact(input), expected, input);
+  const prose = [
+    "the password is wrong",
+    "my password is too short",
+    "the secret to this is patience, and the password was rejected",
+    "the token limit is 4096; each token is about four characters",
+    "mysql -u root -p db",
+    "mysql -p$MYSQL_PWD db",
+    "pg_dump -p 5432 db and grep -pattern",
+  ];
+  for (const t of prose) assertEquals(redact(t), t);
 });

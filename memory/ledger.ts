@@ -12,6 +12,7 @@ import { asRecord, isRecord } from "../lib/parsed.ts";
 import {
   ensurePrivateDir,
   listDir,
+  openAppendSync,
   parseJsonOrUndefined,
   readTextIfExists,
   removeAbandonedTemps,
@@ -127,7 +128,7 @@ export async function appendLedger(
   try {
     await ensurePrivateDir(dir);
     for (let attempt = 0; attempt < 5; attempt++) {
-      const file = Deno.openSync(path, { append: true, create: true, mode: 0o600 });
+      const file = openAppendSync(path);
       let size: number;
       try {
         // Shared with other writers, exclusive to a compaction: a line is never written to a file being

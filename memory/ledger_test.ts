@@ -221,3 +221,16 @@ Deno.test("ledger: a prompt whose ledger cannot be written still prints, and the
   assertTrue(stdout.includes("<openviking-context>"), stdout);
   assertTrue((await Deno.readTextFile(log)).includes('"stage":"ledger-unwritable"'));
 });
+
+Deno.test("ledger: a ledger file that is a link is never followed: the linked file stays as it was", async () => {
+  if (Deno.build.os === "windows") return;
+  await using dir = await tempDir();
+  const target = `${dir.path}/users-notes.txt`;
+  await Deno.writeTextFile(target, "my notes\n");
+  await Deno.mkdir(`${dir.path}/ledger`, { mode: 0o700 });
+  await Deno.symlink(target, ledgerFile(`${dir.path}/ledger`, "s"));
+  // Before: the entry was appended to the user's file.
+  assertEquals(await appendLedger(`${dir.path}/ledger`, "s", prompt(1), limits), false);
+  assertEquals(await Deno.readTextFile(target), "my notes\n");
+  assertTrue((await Deno.lstat(ledgerFile(`${dir.path}/ledger`, "s"))).isSymlink, "the link left as it was");
+});

@@ -11,7 +11,7 @@
 import * as z from "zod/mini";
 import type { Budget, OpenVikingClient, OvFailure, OvResponse } from "../openviking/client.ts";
 import type { Config } from "../openviking/config.ts";
-import { parseJsonOrUndefined, readTextIfExists, writeFileAtomic } from "../lib/fs.ts";
+import { readJson, writeFileAtomic } from "../lib/fs.ts";
 import { joinPath } from "../lib/paths.ts";
 import { asRecord } from "../lib/parsed.ts";
 import { PRINT_MAX_CHARS } from "../lib/printed.ts";
@@ -216,7 +216,7 @@ async function fromContextFace(
   const baseUrl = client.options.baseUrl;
   const now = r.now ?? Date.now();
   if (r.stateDir) {
-    const memo = asRecord(parseJsonOrUndefined(await readTextIfExists(memoPath(r.stateDir)).catch(() => "")));
+    const memo = asRecord(await readJson(memoPath(r.stateDir)));
     const same = memo.baseUrl === undefined || memo.baseUrl === baseUrl;
     if (same && typeof memo.legacyUntil === "number" && memo.legacyUntil > now) return undefined;
   }

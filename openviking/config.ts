@@ -7,7 +7,7 @@
  * Resolution is pure; only `loadConfig` reads files.
  */
 
-import { isNotFound, parseJsonOrUndefined, settled } from "../lib/fs.ts";
+import { parseJsonOrUndefined, readRegularTextSync, settled, SMALL_FILE_MAX_BYTES } from "../lib/fs.ts";
 import { asRecord, type JsonRecord } from "../lib/parsed.ts";
 import { withoutUserinfo } from "../lib/scrub.ts";
 import {
@@ -565,13 +565,15 @@ export function credentialFilePaths(env: Env): { cli: string; ov: string } {
 /** A JSON file's value; undefined when it is missing, unreadable (a warning) or not JSON (a warning). */
 function readJsonFile(path: string, warnings: string[]): unknown {
   if (!path) return undefined;
-  let text: string;
+  let text: string | undefined;
   try {
-    text = Deno.readTextFileSync(path); // small files: a synchronous read spares a trip through the thread pool
+    // small files: a synchronous read spares a trip through the thread pool
+    text = readRegularTextSync(path, SMALL_FILE_MAX_BYTES);
   } catch (error) {
-    if (!isNotFound(error)) warnings.push(`cannot read ${path}: ${(error as Error).message}`);
+    warnings.push(`cannot read ${path}: ${(error as Error).message}`);
     return undefined;
   }
+  if (text === undefined) return undefined;
   const value = parseJsonOrUndefined(text);
   if (value === undefined) warnings.push(`${path} is not valid JSON; ignoring it`);
   return value;

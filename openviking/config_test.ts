@@ -838,3 +838,25 @@ Deno.test("prompt hook: a cloned repository's file makes recall ask for and prin
   assertEquals(repo.body, own.body, "the same recall request: score threshold, no quotas, no token cap");
   assertEquals(repo.out.length, own.out.length, "no more text in the model's context");
 });
+
+Deno.test("loadConfig: a FIFO, a device or a huge file as a config is never read: a warning names it, defaults apply", async () => {
+  if (Deno.build.os === "windows") return;
+  await using dir = await tempDir();
+  const home = `${dir.path}/.openviking`;
+  const ws = `${dir.path}/repo/.openviking`;
+  await Deno.mkdir(home, { recursive: true });
+  await Deno.mkdir(ws, { recursive: true });
+  // Reading a FIFO blocks until someone writes to it, and /dev/zero never ends: loadConfig never returned.
+  for (const f of [`${home}/ovcli.conf`, `${home}/ov.conf`]) {
+    assertEquals((await new Deno.Command("mkfifo", { args: [f] }).output()).code, 0);
+  }
+  await Deno.symlink("/dev/zero", `${ws}/config.json`);
+  await Deno.writeTextFile(`${ws}/config.local.json`, `{"recallLimit": 3, "pad": "${"x".repeat(1 << 20)}"}`);
+  const { config, warnings } = await loadConfig({ HOME: dir.path }, `${dir.path}/repo`);
+  assertEquals([config.baseUrl, config.apiKey, config.recallLimit], ["http://127.0.0.1:1933", "", 10]);
+  assertEquals(warnings.length, 4, warnings.join("\n"));
+  for (const f of [`${home}/ovcli.conf`, `${home}/ov.conf`, `${ws}/config.json`]) {
+    assertStringIncludes(warnings.join("\n"), `cannot read ${f}: not a regular file`);
+  }
+  assertStringIncludes(warnings.join("\n"), `cannot read ${ws}/config.local.json: larger than`);
+});

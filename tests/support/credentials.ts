@@ -253,6 +253,9 @@ export const CREDENTIALS: readonly Credential[] = [
   // A quoted value a sentence says is a secret.
   sample("secret-in-prose", 'The secret is "{}", keep it safe', "hunter2", "hunter2"),
   sample("secret-in-prose", "my password was '{}' until today", "Tr0ub4", "dor&3"),
+  sample("secret-in-prose-unquoted", "my password is {} now", "hunt", "er2"),
+  sample("secret-in-prose-unquoted", "unlock it with passphrase {} please", "Tr0ub4", "dor&3"),
+  sample("mysql-password-option", "mysql -u root -p{} db", "MyS3cr", "etPw"),
   // A token with an invisible character inside: the shapes see it whole.
   sample("invisible-characters", "the key id {} is active", "AKIA\u200b", "IOSFODNN7EXAMPLE"),
   sample("invisible-characters", "push with {} please", "ghp_ZX7DfL3Fuo\u2060", "XmsC4vynNdwifV0xbWhEpIjsXU"),

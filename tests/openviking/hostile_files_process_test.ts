@@ -1,0 +1,45 @@
+/**
+ * Process tests of hostile files where a config, credential or state file goes: a FIFO or a link to a device
+ * is never opened, and the hook still answers as it would without them.
+ */
+
+import { assertEquals } from "../support/assert.ts";
+import { FAKE_DIGEST_FIRST, FakeOpenViking } from "../support/fake-openviking.ts";
+import { sandboxEnv } from "../support/hook-context.ts";
+import { runCli } from "../support/run.ts";
+import { tempDir } from "../support/temp.ts";
+
+const SESSION = "session_hostile-files";
+
+const mkfifo = async (path: string) =>
+  assertEquals((await new Deno.Command("mkfifo", { args: [path] }).output()).code, 0, path);
+
+Deno.test("prompt hook in a repository whose config links to /dev/zero, with FIFOs for the user's files: it answers", async () => {
+  if (Deno.build.os === "windows") return;
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const repo = `${dir.path}/repo`;
+  await Deno.mkdir(`${repo}/.openviking`, { recursive: true });
+  await Deno.symlink("/dev/zero", `${repo}/.openviking/config.json`);
+  await mkfifo(`${repo}/.openviking/config.local.json`);
+  await Deno.mkdir(`${dir.path}/.openviking/state`, { recursive: true, mode: 0o700 });
+  for (const f of ["ovcli.conf", "ov.conf", "state/context-face.json"]) {
+    await mkfifo(`${dir.path}/.openviking/${f}`);
+  }
+  const stdin = JSON.stringify({
+    hook_event_name: "UserPromptSubmit",
+    session_id: SESSION,
+    cwd: repo,
+    prompt: [{ type: "text", text: "how should I indent this file?" }],
+  });
+  // Before: /dev/zero was read until memory ran out, a FIFO until someone wrote to it; killed, nothing printed.
+  const r = await runCli(["hook", "user-prompt-submit"], {
+    env: sandboxEnv(dir.path, fake.url),
+    clearEnv: true,
+    cwd: repo,
+    stdin,
+    timeoutMs: 30_000,
+  });
+  assertEquals([r.code, r.stdout], [0, `${FAKE_DIGEST_FIRST}\n`], r.stderr);
+  assertEquals(fake.requestsTo("POST /api/v1/search/search").length, 1, "the context face asked");
+});
