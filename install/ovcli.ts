@@ -72,19 +72,23 @@ function mergeUrl(doc: Record<string, unknown>, given: string, settings: Setting
   return undefined;
 }
 
-/** Sets (or with "" deletes) key, account and user; a saved key does not follow the URL to another origin. */
+/**
+ * Sets (or with "" deletes) key, account and user. A saved key never follows the URL to another origin, and
+ * is not deleted for it unasked (a mistyped URL would lose it): the refusal says how to go on.
+ */
 function mergeIdentity(
   doc: Record<string, unknown>,
   args: CredentialArgs,
   settings: Setting[],
   keyWasFor: string,
-): void {
+  path: string,
+): string | undefined {
   const url = typeof doc.url === "string" ? doc.url : DEFAULT_BASE_URL;
   const moved = args.url !== undefined && originOf(url) !== originOf(keyWasFor);
   if (moved && args.apiKey === undefined && typeof doc.api_key === "string") {
-    delete doc.api_key;
-    const note = `it was saved for ${originOf(keyWasFor)}; a new address gets no key unless you give one`;
-    settings.push({ name: "api_key", note });
+    return `${path} holds the API key saved for ${originOf(keyWasFor)}, and a key is never sent to another ` +
+      `address: --url ${originOf(url)} would delete it. Give that server's key (--api-key-stdin), or ` +
+      `--api-key "" to delete the saved one; nothing was changed.`;
   }
   if (args.apiKey === "") {
     delete doc.api_key;
@@ -105,6 +109,7 @@ function mergeIdentity(
     else doc[name] = value;
     settings.push({ name, shown: value || undefined });
   }
+  return undefined;
 }
 
 /** Plans `args` merged into ovcli.conf; `keyWasFor`: the address a saved key was for ({@link savedConnection}). */
@@ -131,7 +136,8 @@ export function planOvcli(
   const settings: Setting[] = [];
   const refused = args.url !== undefined ? mergeUrl(doc, args.url, settings) : undefined;
   if (refused) return { ok: false, error: refused };
-  mergeIdentity(doc, args, settings, keyWasFor);
+  const keyRefused = mergeIdentity(doc, args, settings, keyWasFor, path);
+  if (keyRefused) return { ok: false, error: keyRefused };
   const style = current?.trim() ? current : "\n";
   const indent = /\n([ \t]+)\S/.exec(style)?.[1] ?? "  ";
   const eol = style.includes("\r\n") ? "\r\n" : "\n";

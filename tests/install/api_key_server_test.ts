@@ -252,7 +252,7 @@ Deno.test("status with a wrong key: the server is reachable and the key refused 
   assertMatch(text, /Not asked \(key refused\): the commit tasks of\s/);
 });
 
-Deno.test("install --url NEW: the saved key is not kept for the new address, and /health never gets a key", async () => {
+Deno.test("install --url NEW: the saved key never goes to the new address, is not deleted unasked, and /health never gets a key", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start({ apiKey: "sk-for-a" });
   const seen: string[] = [];
@@ -269,12 +269,17 @@ Deno.test("install --url NEW: the saved key is not kept for the new address, and
   assertStringIncludes(kept.stdout, `API key: the one saved for ${fake.url} is kept`);
   assertEquals((await t.ovcli()).api_key, "sk-for-a");
 
-  const moved = await t.cli(["install", "--url", other]);
-  assertEquals(moved.code, 0, moved.stderr);
+  // A new address (a typo, say) does not cost the saved key unasked: refused, nothing changed.
+  const typo = await t.cli(["install", "--url", other]);
+  assertTrue(typo.code !== 0, typo.stdout);
   assertStringIncludes(
-    moved.stdout,
-    `api_key deleted (it was saved for ${fake.url}; a new address gets no key`,
+    typo.stderr,
+    `holds the API key saved for ${fake.url}, and a key is never sent to another`,
   );
+  assertStringIncludes(typo.stderr, `--api-key "" to delete the saved one; nothing was changed`);
+  assertEquals((await t.ovcli()).api_key, "sk-for-a");
+  const moved = await t.cli(["install", "--url", other, "--api-key", ""]);
+  assertEquals(moved.code, 0, moved.stderr);
   assertEquals(await t.ovcli(), { url: other });
   await t.prompt("which indent does this project use?");
   assertTrue(seen.length > 0, "the new address was asked");
