@@ -91,16 +91,18 @@ function writeNew(path: string, data: string | Uint8Array, mode: number, durable
 /**
  * Opens `path` to append, created `mode` when missing. Anything but a regular file owned as its directory is
  * (a link, never followed; a FIFO; a device; another user's file) is refused with an error, never written.
+ * Undefined when the path was replaced while it was opened (a compaction's rename): open it again.
  */
-export function openAppendSync(path: string, mode = 0o600): Deno.FsFile {
+export function openAppendSync(path: string, mode = 0o600): Deno.FsFile | undefined {
   const ours = (i: Deno.FileInfo) => i.isFile && i.uid === Deno.statSync(dirName(path)).uid;
   const before = settledSync(() => Deno.lstatSync(path));
   if (before && !ours(before)) throw new Error(`${path} is not a regular file of ours; not writing to it`);
   const file = Deno.openSync(path, { append: true, create: true, mode });
   const [held, now] = [file.statSync(), settledSync(() => Deno.lstatSync(path))];
   if (now && ours(now) && held.ino === now.ino && held.dev === now.dev) return file;
-  file.close(); // the path was swapped for something else while it was opened
-  throw new Error(`${path} changed while it was opened; not writing to it`);
+  file.close(); // the path was swapped while it was opened
+  if (now && !ours(now)) throw new Error(`${path} is not a regular file of ours; not writing to it`);
+  return undefined;
 }
 
 /** A synchronous call's result; `undefined` when it throws "not found" (other errors propagate). */

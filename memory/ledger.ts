@@ -129,6 +129,7 @@ export async function appendLedger(
     await ensurePrivateDir(dir);
     for (let attempt = 0; attempt < 5; attempt++) {
       const file = openAppendSync(path);
+      if (!file) continue; // compacted while it was opened
       let size: number;
       try {
         // Shared with other writers, exclusive to a compaction: a line is never written to a file being
