@@ -133,6 +133,20 @@ Deno.test("a session start commits another session left uncommitted since the id
   assertEquals(s.commits(), 1, "committed once");
 });
 
+Deno.test("every-turn: a session start reads no other session's state (its cost does not grow with the history)", async () => {
+  await using s = await sandbox("every-turn");
+  await s.turn("a question whose commit went through");
+  assertEquals(s.commits(), 1);
+  await s.hook("session-start", "SessionStart", "session_7c0a1f5e-0000-0000-0000-000000000008");
+  // Even a state that says "uncommitted, idle long": under every-turn a failed commit waits in the queue,
+  // so the catch-up (a read of every session's state) does not run.
+  const left = await readState(s.state);
+  const idle = Date.now() - IDLE_COMMIT_SECONDS * 1000 - 1000;
+  await writeState(s.state, { ...left, ovSession: OV, capturedSinceCommit: 1, lastCaptureAt: idle });
+  await s.hook("session-start", "SessionStart", "session_7c0a1f5e-0000-0000-0000-000000000009");
+  assertEquals(s.fake.requestsTo("POST /api/v1/sessions/:id/commit").length, 1, "no catch-up commit");
+});
+
 Deno.test("an interrupt commits and leaves the idle-commit request to a later capture (its budget is short)", async () => {
   await using s = await sandbox("balanced");
   const j = new JournalBuilder().prompt("first question, interrupted").stepBegin().text("half an answer");
