@@ -6,11 +6,7 @@
  */
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
-import {
-  OpenVikingUnavailable,
-  type RealOpenViking,
-  startRealOpenViking,
-} from "../support/real-openviking.ts";
+import { type RealOpenViking, startRealOrSkip } from "../support/real-openviking.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 
@@ -35,13 +31,8 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
 }, async () => {
-  let server: RealOpenViking;
-  try {
-    server = await startRealOpenViking({ auth: "api_key" });
-  } catch (e) {
-    if (!(e instanceof OpenVikingUnavailable) || REAL === "1") throw e;
-    return console.log(`SKIP memories against the real OpenViking: ${e.message}`);
-  }
+  const server = await startRealOrSkip("memories against the real OpenViking", { auth: "api_key" });
+  if (!server) return;
   await using dir = await tempDir();
   try {
     const started = performance.now();

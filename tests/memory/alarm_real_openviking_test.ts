@@ -8,7 +8,7 @@
  */
 
 import { assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
-import { OpenVikingUnavailable, startRealOpenViking } from "../support/real-openviking.ts";
+import { startRealOrSkip } from "../support/real-openviking.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 
@@ -42,14 +42,10 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
 }, async () => {
-  let server;
-  try {
-    server = await startRealOpenViking({ vlmBaseUrl: "http://127.0.0.1:9/v1" });
-  } catch (e) {
-    if (!(e instanceof OpenVikingUnavailable) || REAL === "1") throw e;
-    console.log(`SKIP a misconfigured chat model on the real server: ${e.message}`);
-    return;
-  }
+  const server = await startRealOrSkip("a misconfigured chat model on the real server", {
+    vlmBaseUrl: "http://127.0.0.1:9/v1",
+  });
+  if (!server) return;
   await using home = await tempDir();
   const t0 = performance.now();
   try {

@@ -9,7 +9,7 @@
  */
 
 import { assertEquals, assertTrue } from "../support/assert.ts";
-import { OpenVikingUnavailable, startRealOpenViking } from "../support/real-openviking.ts";
+import { startRealOrSkip } from "../support/real-openviking.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 
@@ -44,14 +44,8 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
 }, async () => {
-  let server;
-  try {
-    server = await startRealOpenViking();
-  } catch (e) {
-    if (!(e instanceof OpenVikingUnavailable) || REAL === "1") throw e;
-    console.log(`SKIP two projects on one real server: ${e.message}`);
-    return;
-  }
+  const server = await startRealOrSkip("two projects on one real server");
+  if (!server) return;
   await using home = await tempDir();
   const t0 = performance.now();
   console.log(`  server started in ${server.startupMs} ms`);

@@ -5,7 +5,7 @@
  */
 
 import { assertEquals } from "../support/assert.ts";
-import { OpenVikingUnavailable, startRealOpenViking } from "../support/real-openviking.ts";
+import { startRealOrSkip } from "../support/real-openviking.ts";
 import { hookIn, placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { tempDir } from "../support/temp.ts";
@@ -21,10 +21,7 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
 }, async () => {
-  const server = await startRealOpenViking().catch((e) => {
-    if (!(e instanceof OpenVikingUnavailable) || REAL === "1") throw e;
-    console.log(`SKIP: ${e.message}`);
-  });
+  const server = await startRealOrSkip("the commit policy on the real server");
   if (!server) return;
   try {
     await using dir = await tempDir();

@@ -391,3 +391,20 @@ export async function startRealOpenViking(options: RealOpenVikingOptions = {}): 
     throw new OpenVikingUnavailable(e instanceof Error ? e.message : String(e));
   }
 }
+
+/**
+ * The server of {@link startRealOpenViking}, or undefined (the reason printed as `SKIP <what>: …`) when it
+ * cannot be started here — unless `OPENVIKING_REAL=1`, which makes that a failure.
+ */
+export async function startRealOrSkip(
+  what: string,
+  options: RealOpenVikingOptions = {},
+): Promise<RealOpenViking | undefined> {
+  try {
+    return await startRealOpenViking(options);
+  } catch (e) {
+    if (!(e instanceof OpenVikingUnavailable) || Deno.env.get("OPENVIKING_REAL") === "1") throw e;
+    console.log(`SKIP ${what}: ${e.message}`);
+    return undefined;
+  }
+}
