@@ -9,10 +9,9 @@
 import { type Cause, causeOf } from "../openviking/advice.ts";
 import { noteAnswered } from "../openviking/breaker.ts";
 import { Budget, type OpenVikingClient } from "../openviking/client.ts";
-import { dirName, joinPath, kimiHome } from "../lib/paths.ts";
+import { kimiHome } from "../lib/paths.ts";
 import {
   commitSession,
-  IDLE_COMMIT_SECONDS,
   isHeld,
   liveMessages,
   newestHeld,
@@ -203,39 +202,6 @@ async function commitIfDue(
     commit: outcome.kind,
     taskId: outcome.kind === "committed" ? outcome.taskId : undefined,
   };
-}
-
-/**
- * Commits the other sessions (each under its lock, behind its queued writes) whose captures have waited
- * uncommitted since `IDLE_COMMIT_SECONDS` ago: sessions that ended without SessionEnd (a kill, `kimi -p`,
- * `kimi acp`, `kimi web`) on a server whose own idle commit is off. Returns how many it committed or queued.
- */
-export async function commitLeftSessions(ctx: HookContext, budget: Budget): Promise<number> {
-  if (!ctx.capturePaths) return 0;
-  const dir = dirName(ctx.capturePaths.file);
-  const names = await Array.fromAsync(Deno.readDir(dir), (e) => e.name).catch(() => [] as string[]);
-  const client = clientFor(ctx);
-  let done = 0;
-  for (const name of names.filter((n) => n.endsWith(".json") && !n.endsWith(".prompt.json"))) {
-    const left = (s: SessionState) =>
-      s.capturedSinceCommit > 0 && s.ovSession && s.ovSession !== ctx.ovSessionId &&
-      Date.now() - (s.lastCaptureAt ?? Date.now()) >= IDLE_COMMIT_SECONDS * 1000;
-    const file = joinPath(dir, name);
-    if (!left(await readState(file)) || budget.remaining() < MIN_COMMIT_MS) continue;
-    const res = await updateState({ file, lock: `${file}.lock` }, async (s) => {
-      if (!left(s) || !s.ovSession) return { value: false };
-      const outcome = await commitSession(client, s.ovSession, {
-        budget,
-        pendingDir: ctx.pendingDir,
-        key: `${s.ovSession}:${s.lastAckedKey ?? "none"}`,
-        queueOnly: await hasUnsent(ctx.pendingDir, s.ovSession),
-      });
-      if (outcome.kind === "failed") return { value: false };
-      return { state: { ...s, capturedSinceCommit: 0 }, value: true };
-    }, { waitMs: 0, durable: true }).catch(() => ({ acquired: false as const }));
-    if (res.acquired && res.value) done++;
-  }
-  return done;
 }
 
 /** A journal read after a cursor and its turns. */
@@ -647,6 +613,10 @@ export async function captureHook(ctx: HookContext): Promise<HookResult> {
   const queued = Number(result.data?.queued) > 0 || result.data?.commit === "queued";
   if (ctx.event === "interrupt" && !ctx.isWorker && ctx.config.writePathAsync && queued) {
     if (await spawnReplay()) result.data = { ...result.data, replay: "detached" };
+  }
+  // A Stop that left captures uncommitted: the detached worker watches the home's idle sessions.
+  if (ctx.isWorker && ctx.event === "stop" && ctx.config.commitPolicy !== "every-turn") {
+    result.after = async () => await (await import("./idle-commit.ts")).watchIdleSessions(ctx);
   }
   return result;
 }

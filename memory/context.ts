@@ -44,6 +44,8 @@ export interface HookResult {
   data?: Record<string, unknown>;
   /** The prompt's recall query (redacted): the ledger's snippet; apart from `data`, so never in the log. */
   query?: string;
+  /** Work done once the run's output is written and recorded (a detached worker's idle watch). */
+  after?: () => Promise<void>;
 }
 
 /** A hook handler. */

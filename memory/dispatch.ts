@@ -91,6 +91,7 @@ async function stateProblem(ctx: HookContext): Promise<string | undefined> {
 interface HookRun {
   stdout: string;
   record: () => Promise<void>;
+  after?: () => Promise<void>;
 }
 
 /** Runs one hook event on `raw` stdin; the ledger is written by the returned `record`. Never throws. */
@@ -139,7 +140,7 @@ async function startHook(
     const problem = await stateProblem(ctx);
     if (problem) return stopped(problem);
     const result = await (await HANDLERS[name]())(ctx);
-    [outcome, data, run.stdout] = [result.outcome, result.data, result.stdout ?? ""];
+    [outcome, data, run.stdout, run.after] = [result.outcome, result.data, result.stdout ?? "", result.after];
     // The viking:// guard runs on every Read, Glob and Grep: it records nothing and loads no ledger code.
     if (LEDGER_EVENTS.has(name)) {
       run.record = () => import("./ledger.ts").then((m) => m.recordRun(ctx, result, startedAt));
@@ -163,6 +164,7 @@ export async function runHook(
 ): Promise<string> {
   const run = await startHook(name, raw, env, startedAt);
   await run.record();
+  await run.after?.().catch(() => {});
   return run.stdout;
 }
 
@@ -173,5 +175,6 @@ export async function hookCommand(args: string[], raw?: Uint8Array): Promise<num
   const bytes = new TextEncoder().encode(run.stdout);
   for (let written = 0; written < bytes.length;) written += await Deno.stdout.write(bytes.subarray(written));
   await run.record();
+  await run.after?.().catch(() => {});
   return 0;
 }

@@ -33,7 +33,7 @@ async function replayQueues(ctx: HookContext): Promise<HookResult> {
   // failed commits wait in the queue): a session start's cost does not grow with the history otherwise.
   const leftCommitted = ctx.config.commitPolicy === "every-turn"
     ? 0
-    : await (await import("./capture.ts")).commitLeftSessions(ctx, options.budget);
+    : await (await import("./idle-commit.ts")).commitLeftSessions(ctx, options.budget);
   // Temp files of writes killed mid-way (a session's queue was swept by the replay above), the ledger's bounds.
   const temps = await houseKeeping(ctx);
   // What the newest commits made: the alarm for the next session's first prompt (which asks no server for it),

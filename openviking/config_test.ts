@@ -240,7 +240,7 @@ Deno.test("knobs: every default when nothing is set", () => {
     assertEquals((config as unknown as Record<string, unknown>)[name], knob.default, name);
   }
   assertEquals(config.debugLogPath, "/h/.openviking/logs/kimicode-hooks.log");
-  assertEquals(config.commitPolicy, "every-turn");
+  assertEquals(config.commitPolicy, "balanced");
   assertEquals(config.captureMaxLength, 24000);
   assertEquals(config.promptBudgetMs, 8000);
   assertEquals(config.userAgent, "openviking-memory-kimicode/0.1.0");
@@ -275,6 +275,7 @@ Deno.test("knobs: every env name is read, with typed values", () => {
     captureWaitMs: ["0", 0],
     profileTokenBudget: ["1000", 1000],
     commitPolicy: ["Session-End", "session-end"],
+    idleCommitSeconds: ["60", 60],
     captureMaxLength: ["5000", 5000],
     redact: ["0", false],
     writePathAsync: ["0", false],
@@ -711,6 +712,7 @@ const WORKSPACE: Record<Name, Allowed> = {
   captureWaitMs: lower(0, 10_000),
   profileTokenBudget: lower(500, 100_000),
   commitPolicy: never("balanced", "every-turn"),
+  idleCommitSeconds: never(300, 1),
   captureMaxLength: lower(1000, 10_000_000),
   redact: on,
   writePathAsync: any(true, false),
@@ -793,6 +795,7 @@ const HOSTILE = {
   minQueryLength: 0,
   profileTokenBudget: 100_000,
   commitPolicy: "every-turn",
+  idleCommitSeconds: 1,
   pendingReplayLimit: 1,
 };
 

@@ -1,0 +1,125 @@
+/**
+ * Commits of sessions left idle with captures uncommitted (`balanced`, `session-end`): the home's one idle
+ * watch (a detached Stop worker's last work) and a session start's catch-up (for a watch that was killed).
+ */
+
+import { Budget } from "../openviking/client.ts";
+import { dirName, joinPath } from "../lib/paths.ts";
+import { withLock } from "../lib/lock.ts";
+import { commitSession } from "../openviking/sessions.ts";
+import { hasUnsent } from "../openviking/queue.ts";
+import { readState, type SessionState, updateState } from "./state.ts";
+import { clientFor, type HookContext } from "./context.ts";
+
+/** Time a watch's pass gives its commits. */
+const PASS_BUDGET_MS = 60_000;
+
+/** How soon a watch looks again at a session another run was busy with. */
+const BUSY_RETRY_MS = 1000;
+
+/** Longest a watch lives; a later Stop starts another. */
+const WATCH_MAX_MS = 3_600_000;
+
+/** A session's state file and when its captures are due for a commit (undefined: nothing waits). */
+interface Waiting {
+  file: string;
+  dueAt: number;
+  ovSession: string;
+}
+
+/** When `s`'s uncommitted captures are due (pure): idle `idleMs` after its last capture. */
+export function dueAt(s: SessionState, idleMs: number, now = Date.now()): number | undefined {
+  if (s.capturedSinceCommit <= 0 || !s.ovSession) return undefined;
+  return (s.lastCaptureAt ?? now) + idleMs;
+}
+
+/** The sessions of the capture state directory `dir` whose captures wait uncommitted. */
+async function waitingSessions(dir: string, idleMs: number): Promise<Waiting[]> {
+  const names = await Array.fromAsync(Deno.readDir(dir), (e) => e.name).catch(() => [] as string[]);
+  const out: Waiting[] = [];
+  for (const name of names.filter((n) => n.endsWith(".json") && !n.endsWith(".prompt.json"))) {
+    const file = joinPath(dir, name);
+    const s = await readState(file);
+    const at = dueAt(s, idleMs);
+    if (at !== undefined && s.ovSession) out.push({ file, dueAt: at, ovSession: s.ovSession });
+  }
+  return out;
+}
+
+/** What `commitIfIdle` did: committed (or queued), not due (any more), failed, or the session was busy. */
+type IdleCommit = "done" | "not-due" | "failed" | "busy";
+
+/**
+ * Commits the session of state `file` if it is still due, under its lock (not waited for: a run holding it is
+ * busy with the session), behind its queued writes.
+ */
+async function commitIfIdle(
+  ctx: HookContext,
+  file: string,
+  idleMs: number,
+  budget: Budget,
+): Promise<IdleCommit> {
+  const res = await updateState<IdleCommit>({ file, lock: `${file}.lock` }, async (s) => {
+    const at = dueAt(s, idleMs);
+    if (at === undefined || at > Date.now() || !s.ovSession) return { value: "not-due" };
+    const outcome = await commitSession(clientFor(ctx), s.ovSession, {
+      budget,
+      pendingDir: ctx.pendingDir,
+      key: `${s.ovSession}:${s.lastAckedKey ?? "none"}`,
+      queueOnly: await hasUnsent(ctx.pendingDir, s.ovSession),
+    });
+    if (outcome.kind === "failed") return { value: "failed" };
+    return { state: { ...s, capturedSinceCommit: 0 }, value: "done" };
+  }, { waitMs: 0, durable: true }).catch(() => ({ acquired: true as const, value: "failed" as const }));
+  return res.acquired ? res.value : "busy";
+}
+
+/**
+ * A session start's catch-up: commits the other sessions whose captures have waited uncommitted
+ * `idleCommitSeconds`. Returns how many it committed or queued.
+ */
+export async function commitLeftSessions(ctx: HookContext, budget: Budget): Promise<number> {
+  if (!ctx.capturePaths) return 0;
+  const idleMs = ctx.config.idleCommitSeconds * 1000;
+  let done = 0;
+  for (const w of await waitingSessions(dirName(ctx.capturePaths.file), idleMs)) {
+    if (w.ovSession === ctx.ovSessionId || w.dueAt > Date.now()) continue;
+    if (budget.remaining() < 250) break;
+    if (await commitIfIdle(ctx, w.file, idleMs, budget) === "done") done++;
+  }
+  return done;
+}
+
+/**
+ * The home's idle watch: while sessions hold uncommitted captures, sleeps until the next is idle
+ * `idleCommitSeconds`, then commits it — one session at a time, so a session that ends without SessionEnd
+ * (`kimi -p`, ACP, web) is committed soon on any server. One watch per home (a lock; a Stop that finds it held
+ * leaves its session to it); it ends when nothing waits, after `WATCH_MAX_MS`, or when a commit fails (the
+ * next Stop's watch or session start tries again).
+ */
+export async function watchIdleSessions(ctx: HookContext): Promise<void> {
+  if (!ctx.capturePaths) return;
+  const dir = dirName(ctx.capturePaths.file);
+  const idleMs = ctx.config.idleCommitSeconds * 1000;
+  const end = Date.now() + WATCH_MAX_MS;
+  const failed = new Set<string>();
+  const pending = async () => (await waitingSessions(dir, idleMs)).filter((w) => !failed.has(w.file));
+  for (;;) {
+    const held = await withLock(joinPath(dir, "idle-watch.lock"), async () => {
+      for (let waiting = await pending(); waiting.length && Date.now() < end; waiting = await pending()) {
+        const next = waiting.reduce((a, b) => a.dueAt <= b.dueAt ? a : b);
+        const wait = next.dueAt - Date.now();
+        if (wait > 0) {
+          await new Promise((r) => setTimeout(r, Math.min(wait, end - Date.now())));
+          continue; // a later capture may have moved it
+        }
+        const did = await commitIfIdle(ctx, next.file, idleMs, new Budget(PASS_BUDGET_MS));
+        if (did === "failed") failed.add(next.file);
+        if (did === "busy") await new Promise((r) => setTimeout(r, BUSY_RETRY_MS));
+      }
+    }, { waitMs: 0 }).catch(() => ({ acquired: false as const }));
+    // Held by another watch: it has this session. Else a Stop may have found this one's lock held just before
+    // it was let go: its session is looked at once more.
+    if (!held.acquired || Date.now() >= end || !(await pending()).length) return;
+  }
+}

@@ -1,0 +1,124 @@
+/**
+ * The idle watch (memory/idle-commit.ts): under balanced/session-end a detached Stop worker commits the home's
+ * sessions once idle, one watch per home, so a session that never fires SessionEnd (`kimi -p`) is committed
+ * on a server whose own idle commit is off; against the fake OpenViking, in-process and through the entry point.
+ */
+
+import { assertEquals, assertTrue as assert } from "../support/assert.ts";
+import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { hookIn, placeJournal, sandboxEnv } from "../support/hook-context.ts";
+import { JournalBuilder } from "../support/journal.ts";
+import { runCli } from "../support/run.ts";
+import { tempDir } from "../support/temp.ts";
+import { withLock } from "../../lib/lock.ts";
+import { readLedger } from "../../memory/ledger.ts";
+import { readState } from "../../memory/state.ts";
+import { WORKER_ENV } from "../../kimi/detach.ts";
+import { dueAt } from "../../memory/idle-commit.ts";
+
+const A = "session_7c0a1f5e-2b1d-4c3e-8f00-0000000000a1";
+const B = "session_7c0a1f5e-2b1d-4c3e-8f00-0000000000b2";
+const ov = (s: string) => `kc-${s}`;
+
+async function sandbox(policy = "balanced", fake?: FakeOpenViking) {
+  const dir = await tempDir();
+  const server = fake ?? await FakeOpenViking.start();
+  const env = sandboxEnv(dir.path, server.url, {
+    OPENVIKING_COMMIT_POLICY: policy,
+    OPENVIKING_CAPTURE_WAIT_MS: "0",
+    OPENVIKING_IDLE_COMMIT_SECONDS: "1",
+  });
+  const stateDir = `${dir.path}/.openviking/hook-state/kimicode`;
+  /** One short turn more in session `id`'s journal; its Stop run as the detached worker (or not). */
+  const journals = new Map<string, JournalBuilder>();
+  const place = async (id: string, user: string) => {
+    const j = journals.get(id) ?? new JournalBuilder();
+    journals.set(id, j.simpleTurn(user, "done"));
+    await placeJournal(dir.path, id, j.toString());
+  };
+  const stop = async (id: string, user: string, worker = true) => {
+    await place(id, user);
+    const stdin = JSON.stringify({ hook_event_name: "Stop", session_id: id, cwd: "/home/user/proj" });
+    const extra: Record<string, string> = worker ? { [WORKER_ENV]: "1" } : {};
+    assertEquals((await hookIn("stop", { env: { ...env, ...extra }, stdin })).stdout, "");
+  };
+  return {
+    dir,
+    env,
+    fake: server,
+    place,
+    stop,
+    stateDir,
+    lock: `${stateDir}/idle-watch.lock`,
+    commits: (id: string) => server.sessions.get(ov(id))?.commits ?? 0,
+    [Symbol.asyncDispose]: async () => {
+      if (!fake) await server[Symbol.asyncDispose]();
+      await dir[Symbol.asyncDispose]();
+    },
+  };
+}
+
+const exists = (path: string) => Deno.lstat(path).then(() => true, () => false);
+
+Deno.test("dueAt: nothing uncommitted or no OpenViking session is never due; else idle after the last capture", () => {
+  const base = { capturedSinceCommit: 2, ovSession: "kc-x", lastCaptureAt: 1000 };
+  const state = (s: object) => ({ ...base, ...s }) as Parameters<typeof dueAt>[0];
+  assertEquals(dueAt(state({}), 500), 1500);
+  assertEquals(dueAt(state({ capturedSinceCommit: 0 }), 500), undefined);
+  assertEquals(dueAt(state({ ovSession: undefined }), 500), undefined);
+});
+
+Deno.test("balanced: the Stop worker leaves a short turn uncommitted, then its watch commits it once idle", async () => {
+  await using s = await sandbox();
+  await s.stop(A, "a short question in a print-mode run");
+  const [entry] = await readLedger(`${s.dir.path}/.openviking/ledger/kimicode`, A);
+  assertEquals(entry?.kind === "capture" && entry.commit, "none", "the Stop itself did not commit");
+  assertEquals(s.commits(A), 1, "the watch did, once idle");
+  assertEquals((await readState(`${s.stateDir}/${A}.json`)).capturedSinceCommit, 0);
+  assert(!await exists(s.lock), "the watch ended: nothing waits");
+});
+
+Deno.test("one watch commits every idle session of the home, each once; a held watch is left to its holder", async () => {
+  await using s = await sandbox("session-end");
+  await s.stop(A, "session A, captured without its worker", false);
+  assertEquals(s.commits(A), 0);
+  // Another watch holds the home: this worker leaves both sessions to it.
+  await withLock(s.lock, async () => await s.stop(B, "session B while a watch runs"), { waitMs: 0 });
+  assertEquals([s.commits(A), s.commits(B)], [0, 0]);
+  await s.stop(B, "session B again");
+  assertEquals([s.commits(A), s.commits(B)], [1, 1]);
+});
+
+Deno.test("every-turn: the Stop commits and no watch runs", async () => {
+  await using s = await sandbox("every-turn");
+  await s.stop(A, "a question");
+  assertEquals(s.commits(A), 1);
+  assert(!await exists(s.lock));
+});
+
+Deno.test("a server gone before the session is idle: the watch queues the commit and ends (nothing lost)", async () => {
+  const fake = await FakeOpenViking.start();
+  await using s = await sandbox("balanced", fake);
+  await s.place(A, "a question before the server goes");
+  fake.fault({ route: "POST /api/v1/sessions/:id/commit", status: 503 });
+  const stdin = JSON.stringify({ hook_event_name: "Stop", session_id: A, cwd: "/home/user/proj" });
+  await hookIn("stop", { env: { ...s.env, [WORKER_ENV]: "1" }, stdin });
+  await fake[Symbol.asyncDispose]();
+  assertEquals((await readState(`${s.stateDir}/${A}.json`)).capturedSinceCommit, 0, "queued, not forgotten");
+  const queued = await Array.fromAsync(Deno.readDir(`${s.dir.path}/.openviking/pending/kimicode/${ov(A)}`));
+  assertEquals(queued.map((e) => e.name), ["0000000001-c.json"], "the commit waits in the queue");
+  assert(!await exists(s.lock));
+});
+
+Deno.test("the real entry point: a Stop returns at once and its detached worker commits the idle session", async () => {
+  await using s = await sandbox();
+  await s.place(A, "a fact taught in a kimi -p run");
+  const stdin = JSON.stringify({ hook_event_name: "Stop", session_id: A, cwd: "/home/user/proj" });
+  const run = await runCli(["hook", "stop"], { env: s.env, stdin });
+  assertEquals([run.code, run.stdout], [0, ""]);
+  const end = Date.now() + 30_000;
+  while (s.commits(A) < 1 && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
+  assertEquals(s.commits(A), 1, "committed by the worker after the hook exited");
+  while (await exists(s.lock) && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
+  assert(!await exists(s.lock), "and its watch ended");
+});
