@@ -189,6 +189,9 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
       OPENVIKING_REPLAY_BUDGET_MS: "4000",
       OPENVIKING_CAPTURE_WAIT_MS: String(rng.pick([0, 300, 1500])),
       OPENVIKING_DEBUG: "1",
+      // Odd seeds: the default policy, its Stop workers' idle watch committing after a second idle (and ending).
+      OPENVIKING_COMMIT_POLICY: seed % 2 ? "balanced" : "every-turn",
+      OPENVIKING_IDLE_COMMIT_SECONDS: "1",
       PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
     };
     const procs = new Processes(home, env);
