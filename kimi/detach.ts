@@ -49,10 +49,7 @@ function detachDisabled(env: Env): boolean {
     .some((v) => v !== undefined && /^\s*(0|false|no|off)\s*$/i.test(v));
 }
 
-/**
- * The parent of a detached event: hands `stdin` to a worker of `hook <event>`. False when the work must run
- * here instead: this is the worker, detaching is switched off, or the worker could not start.
- */
+/** The parent of a detached event: hands `stdin` to a worker of `hook <event>`. */
 export async function handToWorker(event: string, stdin: Uint8Array): Promise<boolean> {
   const env = processEnv();
   return env[WORKER_ENV] !== "1" && !detachDisabled(env) && await spawnWorker(event, stdin);

@@ -1,8 +1,4 @@
-/**
- * Where things live: OpenViking's home, Kimi Code's home, `~` expansion. Never a relative path: a location
- * that needs a home when there is none (HOME unset or relative) is a {@link NoHomeError}, and an override that
- * is not absolute is ignored — it would resolve against the hook's cwd, the user's project.
- */
+/** Where things live: OpenViking's home, Kimi Code's home, `~` expansion. */
 
 import { sha256Hex } from "./hash.ts";
 

@@ -21,10 +21,7 @@ interface SpanRule {
   replacement: string;
 }
 
-/**
- * Removes every span of `rule`; an opened span without its close runs to the end of the text. One scan:
- * each search starts where the previous one stopped, and a failed search ends the scan.
- */
+/** Removes every span of `rule`; an opened span without its close runs to the end of the text. */
 function removeSpans(text: string, rule: SpanRule): string {
   let out = "";
   let at = 0;
@@ -54,10 +51,7 @@ const PRIVATE: SpanRule = {
   replacement: "",
 };
 
-/**
- * Removes `<private>…</private>` spans. An unclosed `<private>` hides everything after it: privacy beats
- * completeness.
- */
+/** Removes `<private>…</private>` spans. */
 function stripPrivate(text: string): string {
   return removeSpans(text, PRIVATE);
 }
@@ -109,10 +103,7 @@ const TOKEN_SHAPES: Readonly<Record<string, RegExp>> = {
   jwt: /(?<![\w-])eyJ[\w-]{10,}\.eyJ[\w-]{10,}\.[\w-]*/g,
 };
 
-/**
- * The password of a URL's `user:password@` (up to the last `@` before the path: a password may hold one).
- * The search starts at `://`, after a scheme's character.
- */
+/** The password of a URL's `user:password@` (up to the last `@` before the path: a password may hold one). */
 const URL_USERINFO = /(?<=[a-z0-9+.-]):\/\/([^\s/?#@:"'<>]*:)[^\s/?#"'<>]+@/gi;
 
 /** An `Authorization` header's credentials, after the scheme word (`Basic`, `Bearer`, `token`…). */
@@ -208,11 +199,7 @@ function looksRandom(v: string): boolean {
   return (/\d/.test(v) && /[A-Za-z]/.test(v)) || /[^\w.-]/.test(v) || v.length >= 16;
 }
 
-/**
- * Whether an assignment's value is a secret. Quoted values are literals; an unquoted one is code when it
- * looks like code, and a literal when written `key=value` (shell, URL query, `.env`) — else, after `:` or a
- * blank-spaced `=` (prose, YAML, code), only when it {@link looksRandom}.
- */
+/** Whether an assignment's value is a secret. */
 function secretValue(raw: string, literal: boolean): boolean {
   const quote = OPENING_QUOTE.exec(raw)?.[0] ?? "";
   const v = quote ? raw.slice(quote.length, -quote.length).trim() : raw.trimEnd();

@@ -141,10 +141,7 @@ export interface Acknowledgement {
   resumeAt?: Turn;
 }
 
-/**
- * Acknowledges the first `count` planned messages. A scanned turn is done when the plan considered it and
- * all its messages are acknowledged; the watermark and the cursor stop at the first turn that is not done.
- */
+/** Acknowledges the first `count` planned messages. */
 export function acknowledge(
   plan: Plan,
   count: number,
