@@ -6,6 +6,8 @@
 import { runMcpServer } from "../../cli/mcp.ts";
 import type { ByteLimits, ProxyLimits } from "../../mcp/proxy.ts";
 import { assertTrue } from "../support/assert.ts";
+import { FakeOpenViking, type FakeOptions } from "../support/fake-openviking.ts";
+import { tempDir } from "../support/temp.ts";
 
 /** A JSON object as it came out of the proxy. */
 export type Json = Record<string, unknown>;
@@ -168,4 +170,39 @@ export function freePort(): number {
 /** Tool names of a tools/list response. */
 export function toolNames(response: Json): string[] {
   return ((resultOf(response).tools ?? []) as { name: string }[]).map((t) => t.name);
+}
+
+/** Resolves once `condition` holds; fails naming `what` after 30 s. */
+export async function until(condition: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 3000; i++) {
+    if (condition()) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+/** Waits until the fake saw the client's notifications/initialized (so a fault is not spent on it). */
+export function initialized(fake: FakeOpenViking): Promise<void> {
+  return until(
+    () => fake.requestsTo("POST /mcp").some((r) => (r.body as Json)?.method === "notifications/initialized"),
+    "notifications/initialized",
+  );
+}
+
+/** A temporary HOME, a fake OpenViking and a proxy to it, initialised (the fake saw `initialized`). */
+export async function openSession(fakeOptions: FakeOptions = {}, options: HarnessOptions = {}) {
+  const home = await tempDir("ovk-mcp-");
+  const fake = await FakeOpenViking.start(fakeOptions);
+  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url }, options);
+  await proxy.initialize();
+  await initialized(fake);
+  return {
+    home,
+    fake,
+    proxy,
+    async [Symbol.asyncDispose]() {
+      await fake.close();
+      await home[Symbol.asyncDispose]();
+    },
+  };
 }

@@ -7,29 +7,22 @@ import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../suppor
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { OFFERED_TOOLS, sseBody, sseReply } from "../support/fake-mcp.ts";
 import { tempDir } from "../support/temp.ts";
-import { errorOf, type Json, resultOf, startProxy, toolNames } from "./harness.ts";
+import {
+  errorOf,
+  initialized,
+  type Json,
+  openSession,
+  resultOf,
+  startProxy,
+  toolNames,
+  until,
+} from "./harness.ts";
 import { Proxy, proxySettings } from "../../mcp/proxy.ts";
 import { BACKLOG_CHARS } from "../../cli/mcp.ts";
 import { loadConfig } from "../../openviking/config.ts";
 import { silentLogger } from "../../lib/log.ts";
 
 const KEY = "ovk-test-key-7f3a9c";
-
-async function until(condition: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 3000; i++) {
-    if (condition()) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
-/** Waits until the fake saw the client's notifications/initialized (so a fault is not spent on it). */
-function initialized(fake: FakeOpenViking): Promise<void> {
-  return until(
-    () => fake.requestsTo("POST /mcp").some((r) => (r.body as Json)?.method === "notifications/initialized"),
-    "notifications/initialized",
-  );
-}
 
 const call = (id: unknown, name: string, args: Json = {}) => ({
   jsonrpc: "2.0",
@@ -97,17 +90,6 @@ Deno.test("mcp/fake: every request carries auth, identity, protocol version and 
   assertEquals(proxy.messages().map((m) => m.id), ["init", 2, 3]);
 });
 
-Deno.test("mcp/fake: a stateless server (like OpenViking) gets no session id and no DELETE", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start({ mcp: { sse: true } });
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-  await proxy.initialize();
-  resultOf(await proxy.request(2, "tools/call", { name: "health", arguments: {} }));
-  assertEquals(await proxy.close(), 0);
-  assertTrue(fake.requestsTo("POST /mcp").every((r) => r.headers["mcp-session-id"] === undefined));
-  assertEquals(fake.requestsTo("DELETE /mcp").length, 0);
-});
-
 Deno.test("mcp/fake: SSE stream with comments, multi-line data, [DONE], server request and notification", async () => {
   await using home = await tempDir("ovk-mcp-");
   await using fake = await FakeOpenViking.start({ mcp: { sse: true } });
@@ -155,10 +137,8 @@ Deno.test("mcp/fake: SSE stream with comments, multi-line data, [DONE], server r
 });
 
 Deno.test("mcp/fake: notifications answered 202 produce no output", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start();
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-  await proxy.initialize();
+  await using session = await openSession();
+  const { fake, proxy } = session;
   await proxy.send({ jsonrpc: "2.0", method: "notifications/roots/list_changed" });
   await proxy.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: "nope" } });
   assertEquals(await proxy.close(), 0);
@@ -198,11 +178,8 @@ for (const expiredStatus of [404, 400] as const) {
 }
 
 Deno.test("mcp/fake: upstream HTTP errors, empty and broken replies and dropped connections become JSON-RPC errors", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start();
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-  await proxy.initialize();
-  await initialized(fake);
+  await using session = await openSession();
+  const { fake, proxy } = session;
 
   fake.fault({ route: "POST /mcp", status: 500, times: 1 });
   const http = errorOf(await proxy.request(1, "tools/call", { name: "health", arguments: {} }));
@@ -239,11 +216,8 @@ Deno.test("mcp/fake: upstream HTTP errors, empty and broken replies and dropped 
 });
 
 Deno.test("mcp/fake: a stream that ends after an event id, its resumption refused (405), fails the call at once", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start();
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-  await proxy.initialize();
-  await initialized(fake);
+  await using session = await openSession();
+  const { fake, proxy } = session;
   fake.mcp.script = (messages) =>
     messages[0]?.method === "tools/call" ? sseReply(sseBody([{ id: "ev1", raw: "" }])) : undefined;
   await proxy.send(call(1, "find"));
@@ -257,11 +231,8 @@ Deno.test("mcp/fake: a stream that ends after an event id, its resumption refuse
 });
 
 Deno.test("mcp/fake: a resumed stream (200) that ends without the response or a new event id fails the call at once", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start();
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-  await proxy.initialize();
-  await initialized(fake);
+  await using session = await openSession();
+  const { fake, proxy } = session;
   fake.mcp.script = (messages) =>
     messages[0]?.method === "tools/call" ? sseReply(sseBody([{ id: "ev1", raw: "" }])) : undefined;
   fake.fault({ route: "GET /mcp", raw: sseReply(": nothing more\n\n") });
@@ -277,11 +248,8 @@ Deno.test("mcp/fake: a resumed stream (200) that ends without the response or a 
 });
 
 Deno.test("mcp/fake: a server's retry: delay is honoured up to 5 s, so a resumption is not put off for an hour", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start();
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-  await proxy.initialize();
-  await initialized(fake);
+  await using session = await openSession();
+  const { fake, proxy } = session;
   fake.mcp.script = (messages) =>
     messages[0]?.method === "tools/call"
       ? sseReply(sseBody([{ id: "ev1", retry: 3_600_000, raw: "" }]))
@@ -295,10 +263,8 @@ Deno.test("mcp/fake: a server's retry: delay is honoured up to 5 s, so a resumpt
 });
 
 Deno.test("mcp/fake: a line that is not JSON, or not a valid message, is answered with -32700 or -32600", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start();
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-  await proxy.initialize();
+  await using session = await openSession();
+  const { proxy } = session;
   for (
     const line of [
       "not json at all",
@@ -317,10 +283,8 @@ Deno.test("mcp/fake: a line that is not JSON, or not a valid message, is answere
 });
 
 Deno.test("mcp/fake: replies come back out of order; a held call does not block others", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start({ mcp: { sse: true } });
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-  await proxy.initialize();
+  await using session = await openSession({ mcp: { sse: true } });
+  const { fake, proxy } = session;
   const held = fake.mcp.hold("find");
   await proxy.send(call("slow", "find", { query: "a" }));
   await until(() => fake.mcp.active === 1, "the held call");
@@ -335,10 +299,8 @@ Deno.test("mcp/fake: replies come back out of order; a held call does not block 
 });
 
 Deno.test("mcp/fake: at most 16 requests in flight; the rest wait their turn", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start();
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-  await proxy.initialize();
+  await using session = await openSession();
+  const { fake, proxy } = session;
   const held = fake.mcp.hold("find");
   for (let i = 0; i < 20; i++) await proxy.send(call(i, "find", { query: `${i}` }));
   await until(() => fake.mcp.active === 16, "16 calls in flight");
@@ -352,10 +314,8 @@ Deno.test("mcp/fake: at most 16 requests in flight; the rest wait their turn", a
 });
 
 Deno.test("mcp/fake: a request whose id is in flight, or is one of the proxy's own, is refused at once; the first is answered", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start();
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-  await proxy.initialize();
+  await using session = await openSession();
+  const { fake, proxy } = session;
   const held = fake.mcp.hold("find");
   await proxy.send(call(7, "find", { query: "first" }));
   await until(() => fake.mcp.active === 1, "the held call");
@@ -402,10 +362,8 @@ Deno.test("mcp/fake: shutdown ends even when a reply cannot be written (a client
 });
 
 Deno.test("mcp/fake: many large concurrent replies never interleave on stdout", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start({ mcp: { sse: true } });
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-  await proxy.initialize();
+  await using session = await openSession({ mcp: { sse: true } });
+  const { proxy } = session;
   const big = (i: number) => `${i}:`.padEnd(60_000, String.fromCharCode(97 + (i % 26)));
   for (let i = 0; i < 40; i++) await proxy.send(call(i, "write", { uri: "viking://x", content: big(i) }));
   for (let i = 0; i < 40; i++) {
@@ -417,10 +375,8 @@ Deno.test("mcp/fake: many large concurrent replies never interleave on stdout", 
 });
 
 Deno.test("mcp/fake: cancelling a queued request withdraws it; cancelling a running one tells the server", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start();
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-  await proxy.initialize();
+  await using session = await openSession();
+  const { fake, proxy } = session;
   const held = fake.mcp.hold("find");
   for (let i = 0; i < 16; i++) await proxy.send(call(i, "find"));
   await until(() => fake.mcp.active === 16, "16 calls in flight");

@@ -6,18 +6,10 @@
 
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
-import { errorOf, type Json, resultOf, startProxy, toolNames } from "./harness.ts";
+import { errorOf, type Json, resultOf, startProxy, toolNames, until } from "./harness.ts";
 import { SdkServer } from "./sdk-server.ts";
 
 const KEY = "sdk-peer-key-31415";
-
-async function until(condition: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 3000; i++) {
-    if (condition()) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 const text = (response: Json) => String((resultOf(response).content as Json[])[0].text);
 
@@ -154,23 +146,6 @@ Deno.test("mcp/sdk: a cancelled call is cancelled on the server and frees its sl
     } finally {
       await server.close();
     }
-  }
-});
-
-Deno.test("mcp/sdk: a server answering 400 for an unknown session is re-initialised too", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  const server = SdkServer.start({ stateful: true, json: true, expiredStatus: 400 });
-  try {
-    const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: server.url });
-    await proxy.initialize();
-    await server.expireSessions();
-    assertEquals(
-      text(await proxy.request(1, "tools/call", { name: "echo", arguments: { text: "y" } })),
-      "echo: y",
-    );
-    assertEquals(await proxy.close(), 0);
-  } finally {
-    await server.close();
   }
 });
 
