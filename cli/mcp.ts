@@ -1,9 +1,4 @@
-/**
- * `openviking-kimi mcp`: the stdio MCP server Kimi Code starts at every session start, proxying to
- * OpenViking's `/mcp`. Wires configuration, credentials watching, the actor peer, the log and stdio together;
- * stdout carries JSON-RPC lines only, diagnostics go to stderr and the debug log. Never contacts the server
- * before the client sends its first message.
- */
+/** `openviking-kimi mcp`: the stdio MCP server proxying to OpenViking's `/mcp`; stdout carries JSON-RPC only. */
 
 // @ts-types="@modelcontextprotocol/sdk/types"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
@@ -21,10 +16,7 @@ import { type LineRefusal, lineTooLong, parseLine } from "../mcp/errors.ts";
 /** How long running requests may finish after stdin closed. */
 const EOF_GRACE_MS = 5_000;
 
-/**
- * The workspace the actor peer is derived from: the process cwd, except when Kimi runs us from a plugin's
- * folder (cwd = `$KIMI_PLUGIN_ROOT`), where the inherited `PWD` is the folder Kimi was started in.
- */
+/** The workspace of the actor peer: the cwd, or the inherited `PWD` when Kimi runs us from the plugin folder. */
 export function workspaceDir(env: Env, cwd: string): string | undefined {
   const norm = (p: string) => p.replace(/\\/g, "/").replace(/\/+$/, "");
   const root = env.KIMI_PLUGIN_ROOT ? norm(env.KIMI_PLUGIN_ROOT) : "";
@@ -50,10 +42,7 @@ export interface McpServerIo {
   bytes?: ByteLimits;
 }
 
-/**
- * A reloader of the settings that loads them again only when a credential file's content changed since the
- * last look (mtime can stay the same within one tick; content cannot).
- */
+/** A reloader that loads the settings again only when a credential file's content changed. */
 export async function credentialReloader(
   paths: readonly string[],
   load: () => Promise<ProxySettings>,
@@ -83,10 +72,7 @@ const FLOODED =
   "openviking-kimi mcp: OpenViking sends notifications faster than the client reads them; past " +
   "1 MiB waiting to be read they are dropped (replies are never dropped).";
 
-/**
- * Reads the client's lines until `input` ends, each parsed once: a JSON-RPC message goes to `take`, any other
- * line is answered by `refuse` (a line longer than {@link MAX_LINE_CHARS} too, without reading the rest).
- */
+/** Reads client lines until `input` ends: messages go to `take`, other lines (and over-long ones) to `refuse`. */
 export async function readMessages(
   input: ReadableStream<Uint8Array>,
   take: (message: JSONRPCMessage) => void,

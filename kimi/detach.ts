@@ -1,7 +1,4 @@
-/**
- * The detached worker: a detached event's hook process hands its stdin to a new process of this program (own
- * session, no stdio) and exits, keeping the worker's stdin open so that it starts once the parent is gone.
- */
+/** The detached worker: the hook process hands its stdin to a new process of this program and exits. */
 
 import { type Env, processEnv } from "../lib/paths.ts";
 import { selfInvocation } from "../lib/self.ts";

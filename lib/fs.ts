@@ -185,10 +185,7 @@ export function isNotFound(error: unknown): boolean {
   return error instanceof Deno.errors.NotFound;
 }
 
-/**
- * Whether process `pid` is certainly gone: a harmless SIGCONT (the run permission the production flags grant)
- * answers "no such process". Anything else counts as alive.
- */
+/** Whether process `pid` is certainly gone (a harmless SIGCONT answers "no such process"). */
 function isProcessGone(pid: number): boolean {
   if (!Number.isInteger(pid) || pid <= 0 || pid === Deno.pid || isWindows) return false;
   try {
@@ -199,10 +196,7 @@ function isProcessGone(pid: number): boolean {
   }
 }
 
-/**
- * Deletes the `*.tmp` files a write killed mid-way left in `dir`: those older than an hour (far beyond any
- * write), and at once those whose writer (the pid in the name, see {@link tempSibling}) is gone. Returns how many.
- */
+/** Deletes the `*.tmp` files of killed writes in `dir` (over an hour old, or their writer gone); returns how many. */
 export async function removeAbandonedTemps(dir: string): Promise<number> {
   let removed = 0;
   for (const e of await listDir(dir).catch(() => [])) {
@@ -218,10 +212,7 @@ export async function removeAbandonedTemps(dir: string): Promise<number> {
   return removed;
 }
 
-/**
- * Why `dir` cannot hold our files, or "" when it can, found by doing it: the directory made, a file created
- * in it and removed. `removeCreated` leaves no directory it made behind.
- */
+/** Why `dir` cannot hold our files (found by writing a probe), or ""; `removeCreated` leaves no new directory. */
 export async function unwritableReason(
   dir: string,
   options: { removeCreated?: boolean } = {},

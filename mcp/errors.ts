@@ -1,7 +1,4 @@
-/**
- * The JSON-RPC errors the proxy answers when OpenViking cannot: each says what happened, where the setting
- * involved came from, and what to do. API keys never appear (every text is scrubbed). Pure.
- */
+/** The JSON-RPC errors the proxy answers when OpenViking cannot: what happened and what to do, scrubbed. Pure. */
 
 // @ts-types="@modelcontextprotocol/sdk/types"
 import {
@@ -58,11 +55,7 @@ const refusal = (id: RequestId | null, code: number, message: string): LineRefus
   error: { code, message },
 });
 
-/**
- * One client line, parsed once: its JSON-RPC message, or the errors answering it (none for a blank line):
- * -32700 with id null when it is not JSON, else -32600 for each id that can be read (of a batch, of each
- * element), or once with id null.
- */
+/** One client line parsed: its message, or the -32700/-32600 refusals answering it (none for a blank line). */
 export function parseLine(line: string): JSONRPCMessage | LineRefusal[] {
   if (line.trim() === "") return [];
   let value: unknown;

@@ -1,7 +1,4 @@
-/**
- * Incremental journal reader: complete lines from a byte cursor (a last line without its newline is left for
- * later), garbage skipped, a rewritten or replaced file noticed.
- */
+/** Incremental journal reader: complete lines from a byte cursor; garbage skipped, a rewritten file noticed. */
 
 import { sha256Hex } from "../../lib/hash.ts";
 import { isRecord } from "../../lib/parsed.ts";
@@ -88,10 +85,7 @@ export async function readJournal(
   }
 }
 
-/**
- * The complete lines of `file` from `start` that are JSON objects (and pass `filter`), where the last one
- * ends (`end`: a line without its newline is not read), and how many complete lines were not objects.
- */
+/** The complete JSON-object lines of `file` from `start` that pass `filter`, where they end, and the garbage count. */
 async function completeLines(
   file: Deno.FsFile,
   start: number,
