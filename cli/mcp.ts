@@ -36,7 +36,6 @@ export interface McpServerIo {
   diagnostic: (text: string) => void;
   /** Aborting it stops the server at once (SIGTERM). */
   signal?: AbortSignal;
-  fetch?: typeof fetch;
   /** Time and byte bounds (tests shorten them; the command uses the production ones). */
   limits?: ProxyLimits;
   bytes?: ByteLimits;
@@ -46,14 +45,12 @@ export interface McpServerIo {
 export async function credentialReloader(
   paths: readonly string[],
   load: () => Promise<ProxySettings>,
-  read: (path: string) => Promise<string | undefined> = (path) =>
-    readTextIfExists(path).catch(() => undefined),
 ): Promise<() => Promise<ProxySettings | undefined>> {
   const seen = new Map<string, string | undefined>();
   const look = async () => {
     let changed = false;
     for (const path of paths) {
-      const now = await read(path);
+      const now = await readTextIfExists(path).catch(() => undefined);
       changed ||= seen.has(path) && now !== seen.get(path);
       seen.set(path, now);
     }
@@ -140,7 +137,6 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
     offer: first.config.mcpTools,
     limits: io.limits,
     bytes: io.bytes,
-    fetch: io.fetch,
     tools: {
       read: () => readToolCache(cachePath, proxy.settings.target.mcpUrl),
       write: (tools) => writeToolCache(cachePath, proxy.settings.target.mcpUrl, tools),

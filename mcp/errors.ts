@@ -8,6 +8,7 @@ import {
   type RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
 import { isRecord } from "../lib/parsed.ts";
+import type { Config } from "../openviking/config.ts";
 import { scrub, withoutUserinfo } from "../lib/scrub.ts";
 
 /** Error codes the proxy answers with. */
@@ -83,20 +84,13 @@ export function lineTooLong(maxChars: number): LineRefusal {
   return refusal(null, ErrorCode.InvalidRequest, message);
 }
 
-/** What an error message may say about the configuration (never the key itself). */
-export interface ErrorContext {
-  mcpUrl: string;
-  /** Where the URL came from: "env", "ovcli.conf", "ov.conf" or "default". */
-  credentialSource: string;
-  /** Where the API key came from: "env OPENVIKING_API_KEY", "ovcli.conf", "ov.conf", "none", … */
-  apiKeySource: string;
-  cliConfigPath: string;
-  ovConfigPath: string;
-  account: string;
-  user: string;
-  /** Values that must never appear in a message. */
-  secrets: readonly string[];
-}
+/** What an error message may say about the configuration, and the values (the key) it must never show. */
+export type ErrorContext =
+  & Pick<
+    Config,
+    "mcpUrl" | "credentialSource" | "apiKeySource" | "cliConfigPath" | "ovConfigPath" | "account" | "user"
+  >
+  & { secrets: readonly string[] };
 
 /** Where the URL was configured, in words. */
 function urlSource({ credentialSource: src, cliConfigPath: cli, ovConfigPath: ov }: ErrorContext): string {

@@ -67,18 +67,10 @@ export interface ProxySettings {
 export function proxySettings(config: Config, peerId: string): ProxySettings {
   const identity = identityOf({ ...config, apiKey: keyFor(config, config.mcpUrl) }, peerId);
   const { mcpUrl, credentialSource, apiKeySource, cliConfigPath, ovConfigPath, account, user } = config;
+  const secrets = config.apiKey ? [config.apiKey] : [];
   return {
     target: { mcpUrl, ...identity },
-    context: {
-      mcpUrl,
-      credentialSource,
-      apiKeySource,
-      cliConfigPath,
-      ovConfigPath,
-      account,
-      user,
-      secrets: config.apiKey ? [config.apiKey] : [],
-    },
+    context: { mcpUrl, credentialSource, apiKeySource, cliConfigPath, ovConfigPath, account, user, secrets },
     timeoutMs: config.timeoutMs,
   };
 }
@@ -149,7 +141,6 @@ export interface ProxyOptions {
   offer?: readonly string[];
   limits?: ProxyLimits;
   bytes?: ByteLimits;
-  fetch?: typeof fetch;
   /** Whether OpenViking is known not to answer now (its recall breaker is open). */
   paused?: () => Promise<boolean>;
 }
@@ -318,7 +309,7 @@ export class Proxy {
     const signals = [timer.signal, init.signal, entry?.signal].filter((s): s is AbortSignal => s != null);
     let response: Response;
     try {
-      response = await (this.options.fetch ?? fetch)(url, {
+      response = await fetch(url, {
         ...init,
         headers,
         signal: AbortSignal.any(signals),
