@@ -5,7 +5,7 @@
 
 import { runMcpServer } from "../../cli/mcp.ts";
 import type { ByteLimits, ProxyLimits } from "../../mcp/proxy.ts";
-import { assertTrue } from "../support/assert.ts";
+import { assertEquals, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking, type FakeOptions } from "../support/fake-openviking.ts";
 import { tempDir } from "../support/temp.ts";
 
@@ -167,7 +167,10 @@ export function initialized(fake: FakeOpenViking): Promise<void> {
   );
 }
 
-/** A temporary HOME, a fake OpenViking and a proxy to it, initialised (the fake saw `initialized`). */
+/**
+ * A temporary HOME, a fake OpenViking and a proxy to it, initialised (the fake saw `initialized`); disposing
+ * it closes stdin and asserts the exit code 0.
+ */
 export async function openSession(fakeOptions: FakeOptions = {}, options: HarnessOptions = {}) {
   const home = await tempDir("ovk-mcp-");
   const fake = await FakeOpenViking.start(fakeOptions);
@@ -179,6 +182,7 @@ export async function openSession(fakeOptions: FakeOptions = {}, options: Harnes
     fake,
     proxy,
     async [Symbol.asyncDispose]() {
+      assertEquals(await proxy.close(), 0);
       await fake.close();
       await home[Symbol.asyncDispose]();
     },

@@ -212,7 +212,6 @@ Deno.test("mcp/fake: upstream HTTP errors, empty and broken replies and dropped 
 
   // and the next call works
   resultOf(await proxy.request(7, "tools/call", { name: "health", arguments: {} }));
-  assertEquals(await proxy.close(), 0);
 });
 
 Deno.test("mcp/fake: a stream that ends after an event id, its resumption refused (405), fails the call at once", async () => {
@@ -227,7 +226,6 @@ Deno.test("mcp/fake: a stream that ends after an event id, its resumption refuse
   assertEquals(fake.requestsTo("GET /mcp").at(-1)?.headers["last-event-id"], "ev1");
   fake.mcp.script = undefined;
   resultOf(await proxy.request(2, "tools/call", { name: "health", arguments: {} }));
-  assertEquals(await proxy.close(), 0);
 });
 
 Deno.test("mcp/fake: a resumed stream (200) that ends without the response or a new event id fails the call at once", async () => {
@@ -244,7 +242,6 @@ Deno.test("mcp/fake: a resumed stream (200) that ends without the response or a 
   assertEquals(resumes(), 1);
   await new Promise((r) => setTimeout(r, 1_500)); // the SDK's reconnection delay, three times over
   assertEquals(resumes(), 1, "the stream of a call that was answered is not resumed again");
-  assertEquals(await proxy.close(), 0);
 });
 
 Deno.test("mcp/fake: a server's retry: delay is honoured up to 5 s, so a resumption is not put off for an hour", async () => {
@@ -259,7 +256,6 @@ Deno.test("mcp/fake: a server's retry: delay is honoured up to 5 s, so a resumpt
   await proxy.send(call(1, "find"));
   const reply = resultOf(await within(proxy.response(1), "the answer to the call"));
   assertEquals((reply.content as Json[])[0].text, "resumed");
-  assertEquals(await proxy.close(), 0);
 });
 
 Deno.test("mcp/fake: a line that is not JSON, or not a valid message, is answered with -32700 or -32600", async () => {
@@ -279,7 +275,6 @@ Deno.test("mcp/fake: a line that is not JSON, or not a valid message, is answere
   const refusals = proxy.messages().filter((m) => "error" in m)
     .map((m) => [m.id, (m.error as Json).code]);
   assertEquals(refusals, [[null, -32700], [5, -32600], [null, -32600], [8, -32600], [null, -32600]]);
-  assertEquals(await proxy.close(), 0);
 });
 
 Deno.test("mcp/fake: replies come back out of order; a held call does not block others", async () => {
@@ -295,7 +290,6 @@ Deno.test("mcp/fake: replies come back out of order; a held call does not block 
   held.release();
   resultOf(await proxy.response("slow"));
   assertEquals(proxy.messages().map((m) => m.id), ["init", "fast", "slow"]);
-  assertEquals(await proxy.close(), 0);
 });
 
 Deno.test("mcp/fake: at most 16 requests in flight; the rest wait their turn", async () => {
@@ -310,7 +304,6 @@ Deno.test("mcp/fake: at most 16 requests in flight; the rest wait their turn", a
   held.release();
   for (let i = 0; i < 20; i++) resultOf(await proxy.response(i));
   assertEquals(fake.mcp.maxActive, 16);
-  assertEquals(await proxy.close(), 0);
 });
 
 Deno.test("mcp/fake: a request whose id is in flight, or is one of the proxy's own, is refused at once; the first is answered", async () => {
