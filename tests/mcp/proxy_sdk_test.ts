@@ -5,7 +5,7 @@
 
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
-import { errorOf, type Json, resultOf, startProxy, toolNames, until } from "./harness.ts";
+import { errorOf, type Json, resultOf, startProxy, toolNames } from "./harness.ts";
 import { SdkServer } from "./sdk-server.ts";
 
 const KEY = "sdk-peer-key-31415";
