@@ -2,6 +2,7 @@
 
 import { sha256Hex } from "../../lib/hash.ts";
 import { isRecord } from "../../lib/parsed.ts";
+import { concatBytes } from "../../lib/bytes.ts";
 
 /** Where a previous read stopped and what the file looked like there. */
 export interface ReadCursor {
@@ -101,13 +102,7 @@ async function completeLines(
   for (;;) {
     const n = await file.read(buf);
     if (n === null) break;
-    let data = buf.subarray(0, n);
-    if (carry.length) {
-      const joined = new Uint8Array(carry.length + n);
-      joined.set(carry);
-      joined.set(data, carry.length);
-      data = joined;
-    }
+    const data = carry.length ? concatBytes([carry, buf.subarray(0, n)]) : buf.subarray(0, n);
     let lineStart = 0;
     for (let i = data.indexOf(NEWLINE); i !== -1; i = data.indexOf(NEWLINE, i + 1)) {
       const raw = data.subarray(lineStart, i);
