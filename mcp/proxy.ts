@@ -664,20 +664,20 @@ export class Proxy {
       }
       const version = offlineProtocolVersion(request.params?.protocolVersion);
       this.clientInit.protocolVersion = version;
-      this.protocolVersion = version;
-      this.http.setProtocolVersion(version);
+      this.adopt({ protocolVersion: version });
       this.options.log.stage("offline-initialize", { failure: describe(failure) });
       const url = withoutUserinfo(this.settings.target.mcpUrl);
-      const serverInfo = {
-        name: "openviking",
-        title: "OpenViking (via openviking-kimi)",
-        version: `proxy-${VERSION}`,
+      const result = {
+        protocolVersion: version,
+        capabilities: { tools: { listChanged: true } },
+        serverInfo: {
+          name: "openviking",
+          title: "OpenViking (via openviking-kimi)",
+          version: `proxy-${VERSION}`,
+        },
+        instructions: `OpenViking at ${url} ${offlineReason(failure)} when this session started. Its tools ` +
+          `are listed anyway and work as soon as the server answers; until then they return an error that says why.`,
       };
-      const instructions =
-        `OpenViking at ${url} ${offlineReason(failure)} when this session started. Its tools ` +
-        `are listed anyway and work as soon as the server answers; until then they return an error that says why.`;
-      const capabilities = { tools: { listChanged: true } };
-      const result = { protocolVersion: version, capabilities, serverInfo, instructions };
       await this.options.send({ jsonrpc: "2.0", id: request.id, result });
     } finally {
       open();
