@@ -354,19 +354,6 @@ Deno.test("mcp/fake: shutdown ends even when a reply cannot be written (a client
   await within(proxy.shutdown(0), "the end of shutdown");
 });
 
-Deno.test("mcp/fake: many large concurrent replies never interleave on stdout", async () => {
-  await using session = await openSession({ mcp: { sse: true } });
-  const { proxy } = session;
-  const big = (i: number) => `${i}:`.padEnd(60_000, String.fromCharCode(97 + (i % 26)));
-  for (let i = 0; i < 40; i++) await proxy.send(call(i, "write", { uri: "viking://x", content: big(i) }));
-  for (let i = 0; i < 40; i++) {
-    const text = String((resultOf(await proxy.response(i)).content as Json[])[0].text);
-    assertTrue(text.includes(big(i)), `reply ${i} intact`);
-  }
-  assertEquals(await proxy.close(), 0);
-  assertEquals(proxy.lines.length, 41); // each line parsed as one JSON message by the harness
-});
-
 Deno.test("mcp/fake: cancelling a queued request withdraws it; cancelling a running one tells the server", async () => {
   await using session = await openSession();
   const { fake, proxy } = session;
