@@ -1,7 +1,4 @@
-/**
- * openviking-kimi: long-term memory for Kimi Code CLI, backed by OpenViking. `hook <event>`, the hot path,
- * goes straight to cli/hook.ts; everything else through the command table (cli/mod.ts).
- */
+/** openviking-kimi: long-term memory for Kimi Code CLI, backed by OpenViking. */
 
 import { holdCopyLock } from "./lib/self.ts";
 

@@ -1,8 +1,4 @@
-/**
- * `openviking-kimi hook <event>`, always exit 0. A detached event's parent only hands stdin to its worker
- * (no config, no schemas); everything else, and those events when detaching is off or impossible, goes
- * through the dispatcher. An unknown event is said on stderr only.
- */
+/** `openviking-kimi hook <event>`, always exit 0. */
 
 import { handToWorker } from "../kimi/detach.ts";
 import { DETACHED_EVENTS, HOOK_EVENTS, isHookEvent } from "../kimi/hooks.ts";

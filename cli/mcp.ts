@@ -1,9 +1,4 @@
-/**
- * `openviking-kimi mcp`: the stdio MCP server Kimi Code starts at every session start, proxying to
- * OpenViking's `/mcp`. Wires configuration, credentials watching, the actor peer, the log and stdio together;
- * stdout carries JSON-RPC lines only, diagnostics go to stderr and the debug log. Never contacts the server
- * before the client sends its first message.
- */
+/** `openviking-kimi mcp`: the stdio MCP server proxying to OpenViking's `/mcp`; stdout carries JSON-RPC only. */
 
 // @ts-types="@modelcontextprotocol/sdk/types"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
@@ -21,10 +16,7 @@ import { type LineRefusal, lineTooLong, parseLine } from "../mcp/errors.ts";
 /** How long running requests may finish after stdin closed. */
 const EOF_GRACE_MS = 5_000;
 
-/**
- * The workspace the actor peer is derived from: the process cwd, except when Kimi runs us from a plugin's
- * folder (cwd = `$KIMI_PLUGIN_ROOT`), where the inherited `PWD` is the folder Kimi was started in.
- */
+/** The workspace of the actor peer: the cwd, or the inherited `PWD` when Kimi runs us from the plugin folder. */
 export function workspaceDir(env: Env, cwd: string): string | undefined {
   const norm = (p: string) => p.replace(/\\/g, "/").replace(/\/+$/, "");
   const root = env.KIMI_PLUGIN_ROOT ? norm(env.KIMI_PLUGIN_ROOT) : "";
@@ -44,27 +36,21 @@ export interface McpServerIo {
   diagnostic: (text: string) => void;
   /** Aborting it stops the server at once (SIGTERM). */
   signal?: AbortSignal;
-  fetch?: typeof fetch;
   /** Time and byte bounds (tests shorten them; the command uses the production ones). */
   limits?: ProxyLimits;
   bytes?: ByteLimits;
 }
 
-/**
- * A reloader of the settings that loads them again only when a credential file's content changed since the
- * last look (mtime can stay the same within one tick; content cannot).
- */
+/** A reloader that loads the settings again only when a credential file's content changed. */
 export async function credentialReloader(
   paths: readonly string[],
   load: () => Promise<ProxySettings>,
-  read: (path: string) => Promise<string | undefined> = (path) =>
-    readTextIfExists(path).catch(() => undefined),
 ): Promise<() => Promise<ProxySettings | undefined>> {
   const seen = new Map<string, string | undefined>();
   const look = async () => {
     let changed = false;
     for (const path of paths) {
-      const now = await read(path);
+      const now = await readTextIfExists(path).catch(() => undefined);
       changed ||= seen.has(path) && now !== seen.get(path);
       seen.set(path, now);
     }
@@ -83,10 +69,7 @@ const FLOODED =
   "openviking-kimi mcp: OpenViking sends notifications faster than the client reads them; past " +
   "1 MiB waiting to be read they are dropped (replies are never dropped).";
 
-/**
- * Reads the client's lines until `input` ends, each parsed once: a JSON-RPC message goes to `take`, any other
- * line is answered by `refuse` (a line longer than {@link MAX_LINE_CHARS} too, without reading the rest).
- */
+/** Reads client lines until `input` ends: messages go to `take`, other lines (and over-long ones) to `refuse`. */
 export async function readMessages(
   input: ReadableStream<Uint8Array>,
   take: (message: JSONRPCMessage) => void,
@@ -154,7 +137,6 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
     offer: first.config.mcpTools,
     limits: io.limits,
     bytes: io.bytes,
-    fetch: io.fetch,
     tools: {
       read: () => readToolCache(cachePath, proxy.settings.target.mcpUrl),
       write: (tools) => writeToolCache(cachePath, proxy.settings.target.mcpUrl, tools),

@@ -1,7 +1,4 @@
-/**
- * The detached worker: a detached event's hook process hands its stdin to a new process of this program (own
- * session, no stdio) and exits, keeping the worker's stdin open so that it starts once the parent is gone.
- */
+/** The detached worker: the hook process hands its stdin to a new process of this program and exits. */
 
 import { type Env, processEnv } from "../lib/paths.ts";
 import { selfInvocation } from "../lib/self.ts";
@@ -49,10 +46,7 @@ function detachDisabled(env: Env): boolean {
     .some((v) => v !== undefined && /^\s*(0|false|no|off)\s*$/i.test(v));
 }
 
-/**
- * The parent of a detached event: hands `stdin` to a worker of `hook <event>`. False when the work must run
- * here instead: this is the worker, detaching is switched off, or the worker could not start.
- */
+/** The parent of a detached event: hands `stdin` to a worker of `hook <event>`. */
 export async function handToWorker(event: string, stdin: Uint8Array): Promise<boolean> {
   const env = processEnv();
   return env[WORKER_ENV] !== "1" && !detachDisabled(env) && await spawnWorker(event, stdin);

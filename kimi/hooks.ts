@@ -1,7 +1,4 @@
-/**
- * The hook table: one row per Kimi event, how the hook process runs it and how install registers it. Pure
- * data: the lean detach path of `hook <event>` loads it.
- */
+/** The hook table: one row per Kimi event, how the hook process runs it and how install registers it. */
 
 /**
  * What a hook run does besides its handler: `detached` — the parent only hands stdin to a detached worker

@@ -1,8 +1,4 @@
-/**
- * Which install mode a hook runs in, from what Kimi tells it: a plugin's hooks (and its MCP server) get
- * `KIMI_PLUGIN_ROOT`, the plugin's directory (Kimi 0.41.0 – 2.1.0 `enabledHooks`); config-mode hooks do not.
- * What follows from it: the names Kimi gives our MCP tools, and where the plugin's system prompt is.
- */
+/** Which install mode a hook runs in (`KIMI_PLUGIN_ROOT` set: plugin), and what follows: tool names, prompt path. */
 
 import { type Env, isAbsolutePath, joinPath } from "../lib/paths.ts";
 

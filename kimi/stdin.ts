@@ -4,7 +4,7 @@ import { concatBytes } from "../lib/bytes.ts";
 
 /** Reads stdin to the end (any size); empty when there is no stdin or it cannot be read. */
 export async function readAllStdin(): Promise<Uint8Array> {
-  // Plain reads: the ReadableStream machinery costs ~2 ms of start-up on every hook.
+  // Plain reads: the ReadableStream machinery costs start-up time on every hook.
   const chunks: Uint8Array[] = [];
   const buf = new Uint8Array(64 * 1024);
   try {

@@ -1,7 +1,4 @@
-/**
- * Private, atomic files: directories 0700, files 0600, writes by temp file + rename. The small operations are
- * Deno's synchronous calls behind a promise (their errors still arrive as rejections).
- */
+/** Private, atomic files: directories 0700, files 0600, writes by temp file + rename. */
 
 import { dirName, joinPath } from "./paths.ts";
 
@@ -89,9 +86,8 @@ function writeNew(path: string, data: string | Uint8Array, mode: number, durable
 }
 
 /**
- * Opens `path` to append, created `mode` when missing. Anything but a regular file owned as its directory is
- * (a link, never followed; a FIFO; a device; another user's file) is refused with an error, never written.
- * Undefined when the path was replaced while it was opened (a compaction's rename): open it again.
+ * Opens `path` to append (created `mode`); refuses anything but a regular file of ours (never follows a link).
+ * Undefined when the path was replaced while it was opened: open it again.
  */
 export function openAppendSync(path: string, mode = 0o600): Deno.FsFile | undefined {
   const ours = (i: Deno.FileInfo) => i.isFile && i.uid === Deno.statSync(dirName(path)).uid;
@@ -139,9 +135,8 @@ export async function createExclusive(path: string, text: string): Promise<void>
 export const SMALL_FILE_MAX_BYTES = 1 << 20;
 
 /**
- * The text of the regular file at `path` (a link followed); `undefined` when it does not exist. Anything else
- * (a FIFO, a device, a directory) is never opened, since reading one can block or never end, and a file over
- * `maxBytes` is not read: both throw an error that says why. Other errors propagate.
+ * The text of the regular file at `path` (a link followed); `undefined` when it does not exist. Throws for a
+ * non-regular file (never opened: it can block) or one over `maxBytes`.
  */
 export function readRegularTextSync(path: string, maxBytes = Infinity): string | undefined {
   const info = settledSync(() => Deno.statSync(path));
@@ -190,10 +185,7 @@ export function isNotFound(error: unknown): boolean {
   return error instanceof Deno.errors.NotFound;
 }
 
-/**
- * Whether process `pid` is certainly gone: a harmless SIGCONT (the run permission the production flags grant)
- * answers "no such process". Anything else counts as alive.
- */
+/** Whether process `pid` is certainly gone (a harmless SIGCONT answers "no such process"). */
 function isProcessGone(pid: number): boolean {
   if (!Number.isInteger(pid) || pid <= 0 || pid === Deno.pid || isWindows) return false;
   try {
@@ -204,10 +196,7 @@ function isProcessGone(pid: number): boolean {
   }
 }
 
-/**
- * Deletes the `*.tmp` files a write killed mid-way left in `dir`: those older than an hour (far beyond any
- * write), and at once those whose writer (the pid in the name, see {@link tempSibling}) is gone. Returns how many.
- */
+/** Deletes the `*.tmp` files of killed writes in `dir` (over an hour old, or their writer gone); returns how many. */
 export async function removeAbandonedTemps(dir: string): Promise<number> {
   let removed = 0;
   for (const e of await listDir(dir).catch(() => [])) {
@@ -223,10 +212,7 @@ export async function removeAbandonedTemps(dir: string): Promise<number> {
   return removed;
 }
 
-/**
- * Why `dir` cannot hold our files, or "" when it can, found by doing it: the directory made, a file created
- * in it and removed. `removeCreated` leaves no directory it made behind.
- */
+/** Why `dir` cannot hold our files (found by writing a probe), or ""; `removeCreated` leaves no new directory. */
 export async function unwritableReason(
   dir: string,
   options: { removeCreated?: boolean } = {},

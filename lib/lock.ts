@@ -1,9 +1,4 @@
-/**
- * A cross-process mutex: an exclusive kernel lock (`flock`, `LockFileEx`) on a lock file, tried until a
- * deadline. The kernel drops it when its holder dies (kill -9 and zombies included), so a dead holder never
- * blocks anyone and nobody takes a live one's over. The holder removes the file when done; a waiter that then
- * locked the removed file sees it is no longer at its path and opens the path again.
- */
+/** A cross-process mutex: an exclusive kernel lock on a lock file, tried until a deadline. */
 
 import { ensurePrivateDir, isNotFound, removeQuietly } from "./fs.ts";
 import { dirName } from "./paths.ts";
@@ -32,10 +27,7 @@ async function openLockFile(path: string): Promise<Deno.FsFile> {
   }
 }
 
-/**
- * Whether the open `file` is still the one at `path` (a lock's previous holder removed it, a compaction
- * replaced it); without inode numbers (Windows) it is taken to be.
- */
+/** Whether the open `file` is still the one at `path` (always, without inode numbers). */
 export function stillAtPath(file: Deno.FsFile, path: string): boolean {
   try {
     const [held, now] = [file.statSync(), Deno.statSync(path)];

@@ -1,11 +1,4 @@
-/**
- * The one gate between untrusted text (memories, profiles, anything a server or a journal says) and what a
- * hook prints. (1) Nothing but printable text and `\n`/`\t` reaches the terminal: escape sequences go whole,
- * every other control and format character goes, line breaks become `\n`. (2) Nothing reads as markup: a `<`
- * that starts something tag-like (a letter, `_`, `:`, `/`, `!`, `?`, `|`) or ends the text becomes `&lt;`,
- * whatever the tag's name; `a < b` stays. Printed output is built only from {@link SafeText}: the `safe`
- * template keeps its literal parts and neutralises every interpolated string.
- */
+/** The one gate between untrusted text and what a hook prints: printable text only, nothing that reads as markup. */
 
 /** Escape sequences, removed whole: CSI, OSC/DCS/SOS/PM/APC (to their end, else the next control), 8-bit forms. */
 const ESCAPE_SEQUENCE =
@@ -65,10 +58,7 @@ export class SafeText {
 /** What may be interpolated into `safe`: untrusted strings (neutralised), numbers, and `SafeText` as it is. */
 export type SafePiece = string | number | SafeText;
 
-/**
- * Template tag for printed text: literal parts kept, each interpolated string neutralised, each `SafeText`
- * kept. Only a real template literal is accepted, and no untrusted string right after a literal `<` or `</`.
- */
+/** Template tag for printed text: literals kept, interpolated strings neutralised, `SafeText` kept as it is. */
 export function safe(strings: TemplateStringsArray, ...values: SafePiece[]): SafeText {
   if (!Object.isFrozen(strings) || !Array.isArray(strings.raw)) {
     throw new TypeError("safe is a template tag: safe`…`");
@@ -84,10 +74,7 @@ export function safe(strings: TemplateStringsArray, ...values: SafePiece[]): Saf
   return new SafeText(TOKEN, out);
 }
 
-/**
- * `text` cut to at most `max` code units, at the last line break that keeps at least half of it (else at
- * `max`), never inside a surrogate pair, with `mark` appended inside the limit; unchanged when it fits.
- */
+/** `text` cut to at most `max` code units, at a line break when one is near, `mark` appended inside the limit. */
 export function cut(text: SafeText, max: number, mark: SafeText): SafeText {
   if (text.length <= max) return text;
   const room = Math.max(0, max - mark.length);

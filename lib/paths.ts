@@ -1,8 +1,4 @@
-/**
- * Where things live: OpenViking's home, Kimi Code's home, `~` expansion. Never a relative path: a location
- * that needs a home when there is none (HOME unset or relative) is a {@link NoHomeError}, and an override that
- * is not absolute is ignored — it would resolve against the hook's cwd, the user's project.
- */
+/** Where things live: OpenViking's home, Kimi Code's home, `~` expansion. */
 
 import { sha256Hex } from "./hash.ts";
 
@@ -161,10 +157,7 @@ export function ignoredOverrides(env: Env): string[] {
   return OVERRIDES.filter((n) => env[n] && !absoluteOverride(env[n], env)).map((n) => `${n}=${env[n]}`);
 }
 
-/**
- * Any id as a file name: `[A-Za-z0-9._-]` only, never empty or dot-first, ≤ 100 characters; an id that had
- * to change gets a hash suffix, so two ids never share a file.
- */
+/** Any id as a file name (`[A-Za-z0-9._-]`, ≤ 100 characters); a changed id gets a hash suffix. */
 export async function safeId(id: string): Promise<string> {
   const cleaned = id.replace(/[^A-Za-z0-9._-]/g, "-").replace(/^[.-]+/, "");
   if (cleaned === id && cleaned.length > 0 && cleaned.length <= 100) return cleaned;

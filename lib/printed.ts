@@ -28,10 +28,7 @@ function shares(sizes: readonly number[], room: number): number[] {
   return out;
 }
 
-/**
- * The hook's stdout for `blocks`: blank-line separated, newline-terminated, at most `max` code units. When
- * too long, bodies are cut (markers always kept whole), the smaller ones first kept whole.
- */
+/** The hook's stdout for `blocks`: blank-line separated, newline-terminated, at most `max` code units. */
 export function printBlocks(blocks: readonly Block[], max = PRINT_MAX_CHARS): string {
   if (!blocks.length) return "";
   const frame = blocks.reduce((n, b) => n + b.open.length + b.close.length + 2, 0) + 2 * (blocks.length - 1) +

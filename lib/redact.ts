@@ -1,11 +1,4 @@
-/**
- * Redaction of text before it leaves the machine or lands on disk: `<private>` spans and credentials — the
- * shapes of gitleaks' rule list (MIT) under its names, and by their context: private key blocks, a bare AWS
- * secret beside its key id, URL userinfo, auth headers, `Basic` credentials, `-u user:password`, a secret in
- * prose (quoted, or unquoted and more than a word), mysql's `-p<password>`, assignments whose key names a secret — after invisible characters inside a token are
- * dropped. Every rule is linear on any input (a pattern whose start could recur in its own run looks behind;
- * values and spans are scanned once).
- */
+/** Redaction before text leaves the machine or lands on disk: `<private>` spans and credentials, each rule linear. */
 
 /** Placeholder that replaces a secret. */
 export const REDACTED = "[REDACTED]";
@@ -21,10 +14,7 @@ interface SpanRule {
   replacement: string;
 }
 
-/**
- * Removes every span of `rule`; an opened span without its close runs to the end of the text. One scan:
- * each search starts where the previous one stopped, and a failed search ends the scan.
- */
+/** Removes every span of `rule`; an opened span without its close runs to the end of the text. */
 function removeSpans(text: string, rule: SpanRule): string {
   let out = "";
   let at = 0;
@@ -54,10 +44,7 @@ const PRIVATE: SpanRule = {
   replacement: "",
 };
 
-/**
- * Removes `<private>…</private>` spans. An unclosed `<private>` hides everything after it: privacy beats
- * completeness.
- */
+/** Removes `<private>…</private>` spans. */
 function stripPrivate(text: string): string {
   return removeSpans(text, PRIVATE);
 }
@@ -70,10 +57,7 @@ const KEY_BLOCK: SpanRule = {
   replacement: REDACTED,
 };
 
-/**
- * Credentials known by a shape of their own, named after gitleaks' rules (grouped where one provider has
- * several): the whole match is the secret.
- */
+/** Credentials known by a shape of their own, named after gitleaks' rules: the whole match is the secret. */
 const TOKEN_SHAPES: Readonly<Record<string, RegExp>> = {
   "ai-api-key": /\b(?:sk-[\w-]{16,}|pplx-[A-Za-z0-9]{40,}|gsk_[A-Za-z0-9]{40,})/g,
   "aws-access-token": /\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b/g,
@@ -109,10 +93,7 @@ const TOKEN_SHAPES: Readonly<Record<string, RegExp>> = {
   jwt: /(?<![\w-])eyJ[\w-]{10,}\.eyJ[\w-]{10,}\.[\w-]*/g,
 };
 
-/**
- * The password of a URL's `user:password@` (up to the last `@` before the path: a password may hold one).
- * The search starts at `://`, after a scheme's character.
- */
+/** The password of a URL's `user:password@` (up to the last `@` before the path: a password may hold one). */
 const URL_USERINFO = /(?<=[a-z0-9+.-]):\/\/([^\s/?#@:"'<>]*:)[^\s/?#"'<>]+@/gi;
 
 /** An `Authorization` header's credentials, after the scheme word (`Basic`, `Bearer`, `token`…). */
@@ -134,24 +115,15 @@ function userAndPassword(b64: string): boolean {
   }
 }
 
-/**
- * The password of `-u user:password` / `--user user:password` (curl and friends): not a number (`-u 1000:1000`
- * is an id), not a variable or a placeholder.
- */
+/** The password of curl's `-u user:password` (not a numeric id, a variable or a placeholder). */
 const USER_OPTION =
   /(?<![\w-])((?:--user|-u)(?:[ \t]+|=)["']?(?![$%{<[])[^\s"':]*:["']?)(?!\d+(?:[\s"']|$)|[$%{<[])[^\s"']+/g;
 
 /** Where a key that may name a secret is: a secret word in it, the scan's quick first look. */
 const SECRET_HINT = /secret|token|pass|pwd|cred|auth|key|sig/gi;
-/**
- * A key and its assignment operator at a key's start, optionally quoted (`KEY=`, `"key": `, `--key=`,
- * `key =>`, and `\"key\": ` of JSON inside a JSON string).
- */
+/** A key and its assignment operator, optionally quoted (`KEY=`, `"key": `, `--key=`, `key =>`, `\"key\": `). */
 const KEY_AT = /-{0,2}(\\?["']?)([A-Za-z_][\w.-]*)\1([ \t]*)(:=|=>|\?=|=|:)([ \t]*)/y;
-/**
- * An assignment's value: a quoted string on its line (`\"…\"` too), else a run of value characters (which
- * a `\n`, `\r` or `\t` escape of pasted JSON ends, like the line break it stands for).
- */
+/** An assignment's value: a quoted string on its line, else a run of value characters. */
 const VALUE = /\\"[^"\r\n]*\\"|"[^"\r\n]*"|'[^'\r\n]*'|`[^`\r\n]*`|(?:[^\s"'`,;&\\]|\\(?![nrt]))+/y;
 /** A value's opening quote. */
 const OPENING_QUOTE = /^\\?["'`]/;
@@ -208,11 +180,7 @@ function looksRandom(v: string): boolean {
   return (/\d/.test(v) && /[A-Za-z]/.test(v)) || /[^\w.-]/.test(v) || v.length >= 16;
 }
 
-/**
- * Whether an assignment's value is a secret. Quoted values are literals; an unquoted one is code when it
- * looks like code, and a literal when written `key=value` (shell, URL query, `.env`) — else, after `:` or a
- * blank-spaced `=` (prose, YAML, code), only when it {@link looksRandom}.
- */
+/** Whether an assignment's value is a secret. */
 function secretValue(raw: string, literal: boolean): boolean {
   const quote = OPENING_QUOTE.exec(raw)?.[0] ?? "";
   const v = quote ? raw.slice(quote.length, -quote.length).trim() : raw.trimEnd();
@@ -235,10 +203,7 @@ function stickyAt(re: RegExp, text: string, at: number): RegExpExecArray | null 
   return re.exec(text);
 }
 
-/**
- * Whether only blanks, and an `export`, stand between the start of `at`'s line and `at`: "line" after a
- * line break (or at the text's start), "escaped" after a `\n` / `\r` escape of pasted JSON, else "".
- */
+/** Whether only blanks (and `export`) precede `at` on its line: "line", "escaped" (after `\n` of JSON), or "". */
 function lineStart(text: string, at: number): "line" | "escaped" | "" {
   const blanksBefore = (i: number) => {
     while (i > 0 && (text[i - 1] === " " || text[i - 1] === "\t")) i--;
@@ -250,13 +215,7 @@ function lineStart(text: string, at: number): "line" | "escaped" | "" {
   return text[i - 2] === "\\" && /[nr]/.test(text[i - 1]) ? "escaped" : "";
 }
 
-/**
- * Replaces the values of assignments whose key names a secret (`db_password=…`, `"client_secret": "…"`,
- * `aws_secret_access_key = …`, `AccountKey=…;`, `?access_token=…&`). A `.env` line's unquoted value is the
- * rest of its line. One scan from secret word to secret word: each key is read once (the scan goes on past
- * its end), and so is each value of a secret's key (past it, unless it is a `.env` line's rest kept: that
- * may hold further keys).
- */
+/** Replaces the values of assignments whose key names a secret; one scan from secret word to secret word. */
 function redactAssignments(text: string): string {
   let out = "";
   let copied = 0;
@@ -292,10 +251,7 @@ function redactAssignments(text: string): string {
   return out + text.slice(copied);
 }
 
-/**
- * `re` (a shape, starting with `\b` or a look-behind) that may also start right after a `\n`, `\r` or `\t`
- * escape: in pasted JSON, `\b` sees the escape's letter before a token.
- */
+/** `re` that may also start right after a `\n`, `\r` or `\t` escape of pasted JSON. */
 function orAfterEscape(re: RegExp): RegExp {
   return new RegExp(re.source.replace(/^(\\b|\(\?<![^)]*\))/, String.raw`(?:$1|(?<=\\[nrt]))`), re.flags);
 }
@@ -307,10 +263,7 @@ const BASE64_RUN = orAfterEscape(/(?<![A-Za-z0-9+/\\])[A-Za-z0-9+/]{40,}={0,2}(?
 /** How far (characters, either way) from a key id a base64 run is taken for its secret. */
 const AWS_SECRET_REACH = 200;
 
-/**
- * A bare AWS secret access key (or session token): a base64 run of mixed case and a digit — a hex commit id
- * is none — near an AWS key id, where no key name says what it is.
- */
+/** A bare AWS secret access key: a mixed-case base64 run with a digit near an AWS key id. */
 function redactAwsSecrets(text: string): string {
   const ids = [...text.matchAll(AWS_KEY_ID)].map((m) => m.index);
   if (!ids.length) return text;
@@ -322,17 +275,11 @@ function redactAwsSecrets(text: string): string {
   });
 }
 
-/**
- * A quoted value that a sentence says is a secret: `the secret is "…"`, `my password was '…'` (`\"` of
- * pasted JSON too). A `key: "…"` is an assignment's.
- */
+/** A quoted value a sentence says is a secret: `the secret is "…"`. */
 const SECRET_IN_PROSE =
   /\b((?:secret|password|passwd|passphrase|passcode|token|api[ _-]?key|credentials?)[ \t]+(?:is|was)[ \t]+)(\\?)(["'`])([^\s"'`\\]{4,200})\2\3/gi;
 
-/**
- * An unquoted value a sentence gives a secret word (`my password is …`, `the password is: …`, `with passphrase
- * …`): taken only when {@link secretValue} takes an unquoted value after `:`, so "the password is wrong" stays.
- */
+/** An unquoted value a sentence gives a secret word, when {@link secretValue} takes it after `:`. */
 const SECRET_IN_PROSE_UNQUOTED = orAfterEscape(
   /\b((?:secret|password|passwd|passphrase|passcode|token|api[ _-]?key)(?:[ \t]+(?:is|was))?(?:[ \t]*[:=])?[ \t]+)([^\s"'`\\]{4,200})/gi,
 );
@@ -345,10 +292,7 @@ const MYSQL_PASSWORD_OPTION = orAfterEscape(
   /\b((?:mysql|mariadb|mysqldump|mysqladmin|mariadb-dump)\b[^\r\n|;&]{0,200}?[ \t]-p)('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\]+)/g,
 );
 
-/**
- * Unicode format characters (zero-width, joiners, bidi controls) between printable ASCII characters: emoji,
- * Arabic and Persian joiners stand between non-ASCII characters and stay.
- */
+/** Unicode format characters between printable ASCII characters (emoji and script joiners stay). */
 const INVISIBLE_IN_ASCII = /(?<=[!-~])\p{Cf}+(?=[!-~])/gu;
 
 /** A rule that replaces every match of a shape with `[REDACTED]`. */
@@ -357,11 +301,7 @@ function whole(shape: RegExp): (text: string) => string {
   return (text) => text.replace(re, REDACTED);
 }
 
-/**
- * Every credential rule, in the order they run, by name (tests/support/credentials.ts holds a real-format
- * sample for each): invisible characters out first, then key blocks (their bodies are not tokens), a bare
- * AWS secret (while its key id is there to see), the shapes, then the contexts.
- */
+/** Every credential rule by name, in the order they run (tests/support/credentials.ts has a sample of each). */
 export const CREDENTIAL_RULES: Readonly<Record<string, (text: string) => string>> = {
   "invisible-characters": (text) => text.replace(INVISIBLE_IN_ASCII, ""),
   "private-key": (text) => removeSpans(text, KEY_BLOCK),

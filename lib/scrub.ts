@@ -1,7 +1,4 @@
-/**
- * Secrets out of everything we show or write: the given secrets (the key) wherever they appear, every
- * credential redaction knows, `Bearer …` tokens, URL userinfo, and fields whose names say secret.
- */
+/** Secrets out of everything we show or write: given secrets, every credential shape, secret-named fields. */
 
 import { redactCredentials } from "./redact.ts";
 

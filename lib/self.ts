@@ -1,8 +1,4 @@
-/**
- * This program as it runs: the compiled binary, an installed copy (the bundles install/program.ts places under
- * `…/kimicode/versions/<id>/`, run with the flags its `copy.json` recorded) or a checkout (deno.json's `cli`
- * task flags, the one place they are defined) — how it runs itself again, and the command a message names.
- */
+/** This program as it runs (binary, installed copy or checkout): how it runs itself again, what a message calls it. */
 
 import {
   commandDir,
@@ -29,11 +25,7 @@ export const COPY_FILES = {
   denoDir: "cache",
 } as const;
 
-/**
- * The flags a copy runs with besides the production ones: nothing of the cwd's deno.json, npm or remote
- * modules; every function compiled up front, so Deno's code cache holds them all (install runs the bundle
- * with these flags before it places anything).
- */
+/** The flags an installed copy runs with besides the production ones. */
 export const COPY_RUN_FLAGS: readonly string[] = [
   "--no-config",
   "--no-npm",
@@ -84,10 +76,7 @@ export function copyDir(): string | undefined {
 
 let lockFile: Deno.FsFile | undefined;
 
-/**
- * In an installed copy, holds a shared lock on its `in-use.lock` while this process lives: install removes a
- * version only when it can lock that file exclusively. Never waits; a copy without the file goes on.
- */
+/** In an installed copy, holds a shared lock on its `in-use.lock` while this process lives; never waits. */
 export function holdCopyLock(): void {
   const dir = copyDir();
   if (!dir || lockFile) return;
@@ -100,10 +89,7 @@ export function holdCopyLock(): void {
   }
 }
 
-/**
- * Lets go of this process's hold on its copy: a run about to remove versions (and only exit afterwards) does
- * not keep its own one in use.
- */
+/** Lets go of this process's hold on its copy (before a run removes versions). */
 export function releaseCopyLock(): void {
   lockFile?.close();
   lockFile = undefined;
@@ -174,12 +160,7 @@ function quotePath(path: string): string {
   return /^[A-Za-z0-9_@%+=:,./\\-]+$/.test(path) ? path : `"${path}"`;
 }
 
-/**
- * The words that run openviking-kimi here, for every message naming a command: `openviking-kimi` when the
- * first one on PATH is ours (it resolves into our integration directory, or to this program), else ours by
- * its absolute path (the PATH command install placed, this binary, this copy's launcher), else the checkout's
- * `cli` task.
- */
+/** The words that run openviking-kimi here: the bare name when PATH finds ours, else an absolute path or the task. */
 export function commandName(env: Env = processEnv()): string {
   const windows = Deno.build.os === "windows";
   const copy = copyDir();

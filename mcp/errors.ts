@@ -1,7 +1,4 @@
-/**
- * The JSON-RPC errors the proxy answers when OpenViking cannot: each says what happened, where the setting
- * involved came from, and what to do. API keys never appear (every text is scrubbed). Pure.
- */
+/** The JSON-RPC errors the proxy answers when OpenViking cannot: what happened and what to do, scrubbed. Pure. */
 
 // @ts-types="@modelcontextprotocol/sdk/types"
 import {
@@ -11,6 +8,7 @@ import {
   type RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
 import { isRecord } from "../lib/parsed.ts";
+import type { Config } from "../openviking/config.ts";
 import { scrub, withoutUserinfo } from "../lib/scrub.ts";
 
 /** Error codes the proxy answers with. */
@@ -58,11 +56,7 @@ const refusal = (id: RequestId | null, code: number, message: string): LineRefus
   error: { code, message },
 });
 
-/**
- * One client line, parsed once: its JSON-RPC message, or the errors answering it (none for a blank line):
- * -32700 with id null when it is not JSON, else -32600 for each id that can be read (of a batch, of each
- * element), or once with id null.
- */
+/** One client line parsed: its message, or the -32700/-32600 refusals answering it (none for a blank line). */
 export function parseLine(line: string): JSONRPCMessage | LineRefusal[] {
   if (line.trim() === "") return [];
   let value: unknown;
@@ -90,20 +84,13 @@ export function lineTooLong(maxChars: number): LineRefusal {
   return refusal(null, ErrorCode.InvalidRequest, message);
 }
 
-/** What an error message may say about the configuration (never the key itself). */
-export interface ErrorContext {
-  mcpUrl: string;
-  /** Where the URL came from: "env", "ovcli.conf", "ov.conf" or "default". */
-  credentialSource: string;
-  /** Where the API key came from: "env OPENVIKING_API_KEY", "ovcli.conf", "ov.conf", "none", … */
-  apiKeySource: string;
-  cliConfigPath: string;
-  ovConfigPath: string;
-  account: string;
-  user: string;
-  /** Values that must never appear in a message. */
-  secrets: readonly string[];
-}
+/** What an error message may say about the configuration, and the values (the key) it must never show. */
+export type ErrorContext =
+  & Pick<
+    Config,
+    "mcpUrl" | "credentialSource" | "apiKeySource" | "cliConfigPath" | "ovConfigPath" | "account" | "user"
+  >
+  & { secrets: readonly string[] };
 
 /** Where the URL was configured, in words. */
 function urlSource({ credentialSource: src, cliConfigPath: cli, ovConfigPath: ov }: ErrorContext): string {

@@ -1,11 +1,4 @@
-/**
- * The stdio ↔ Streamable HTTP proxy over the MCP SDK's client transport: client messages in (`handle`), server
- * messages out (`send`). Requests run concurrently (tool calls in 16 slots, others in 8 of their own; `ping` is
- * answered here), notifications keep their order, every exchange is bounded in time (`exchangeTiming`) and in
- * bytes (the transport's `fetch` is {@link Proxy.fetchBounded}), the session is re-initialised when it expired
- * and credentials are reloaded after a 401/403, and while OpenViking cannot answer `initialize` and
- * `tools/list` are answered here so Kimi keeps its tools.
- */
+/** The stdio ↔ Streamable HTTP proxy over the MCP SDK's client transport: `handle` client messages in, `send` out. */
 
 // @ts-types="@modelcontextprotocol/sdk/client/streamableHttp"
 import {
@@ -31,11 +24,7 @@ import { BUILTIN_TOOLS, offeredTools, type ToolDefinition } from "../memory/tool
 import { ErrorCode, type ErrorContext, errorResponse, type Failure, failureError } from "./errors.ts";
 import { validTools } from "./tool-cache.ts";
 
-/**
- * The production time bounds (ms; tests shorten them): `initialize` and `tools/list` as a whole (a dead host
- * still leaves Kimi's start-up budget), any request as a whole (long tools are bounded by the client's own
- * timeout), an SSE reply without a byte (keep-alive comments count).
- */
+/** The production time bounds (ms): start-up methods, a whole request, an SSE reply without a byte. */
 export const PROXY_LIMITS = { startupMs: 10_000, toolCallMs: 600_000, streamIdleMs: 120_000 };
 export type ProxyLimits = typeof PROXY_LIMITS;
 
@@ -51,13 +40,7 @@ export type Timing = { headersMs: number; bodyIdleMs: number; streamIdleMs: numb
 
 const uniform = (ms: number): Timing => ({ headersMs: ms, bodyIdleMs: ms, streamIdleMs: ms, totalMs: ms });
 
-/**
- * The time limits of one exchange (`timeoutMs` = OPENVIKING_TIMEOUT_MS; `method` undefined = a notification or
- * a response): `initialize` and `tools/list` within min(timeoutMs, startup limit); notifications within
- * timeoutMs; other requests: headers within timeoutMs (a tool call's within the tool-call limit), a JSON body
- * silent at most timeoutMs, an SSE stream silent at most max(timeoutMs, stream idle limit), the whole within
- * max(timeoutMs, tool-call limit).
- */
+/** The time limits of one exchange of `method` (undefined: a notification or a response). */
 export function exchangeTiming(method: string | undefined, timeoutMs: number, limits: ProxyLimits): Timing {
   if (method === undefined) return uniform(timeoutMs);
   if (method === "initialize" || method === "tools/list") {
@@ -84,18 +67,10 @@ export interface ProxySettings {
 export function proxySettings(config: Config, peerId: string): ProxySettings {
   const identity = identityOf({ ...config, apiKey: keyFor(config, config.mcpUrl) }, peerId);
   const { mcpUrl, credentialSource, apiKeySource, cliConfigPath, ovConfigPath, account, user } = config;
+  const secrets = config.apiKey ? [config.apiKey] : [];
   return {
     target: { mcpUrl, ...identity },
-    context: {
-      mcpUrl,
-      credentialSource,
-      apiKeySource,
-      cliConfigPath,
-      ovConfigPath,
-      account,
-      user,
-      secrets: config.apiKey ? [config.apiKey] : [],
-    },
+    context: { mcpUrl, credentialSource, apiKeySource, cliConfigPath, ovConfigPath, account, user, secrets },
     timeoutMs: config.timeoutMs,
   };
 }
@@ -166,7 +141,6 @@ export interface ProxyOptions {
   offer?: readonly string[];
   limits?: ProxyLimits;
   bytes?: ByteLimits;
-  fetch?: typeof fetch;
   /** Whether OpenViking is known not to answer now (its recall breaker is open). */
   paused?: () => Promise<boolean>;
 }
@@ -239,12 +213,7 @@ const BASE64 = /^[\w+/=\n-]*$/;
 /** The keys whose strings are prose the model reads in a tool list or a server's own message. */
 const PROSE = new Set(["description", "title", "instructions", "message"]);
 
-/**
- * `message` as it may reach the model, neutralised like recalled text on the prompt path: every string and key
- * of a reply (`whole`: all but the tool list and initialize, whose names and schemas must stay as they are),
- * else the strings of prose keys at any depth (descriptions, titles, instructions, messages). Base64 content
- * is left alone (neutralising would not change it); the JSON's shape never changes.
- */
+/** `message` neutralised for the model: every string and key when `whole`, else prose keys' strings only. */
 export function neutralized<T extends JSONRPCMessage>(message: T, whole: boolean): T {
   const walk = (v: unknown, key: string): unknown => {
     if (typeof v === "string") return (whole || PROSE.has(key)) && !BASE64.test(v) ? neutralize(v) : v;
@@ -322,10 +291,7 @@ export class Proxy {
     this.http = http;
   }
 
-  /**
-   * The transport's fetch: the configured headers, a time limit on the headers, only the start of error bodies,
-   * and reply bodies bounded in bytes and in silence; a bound that stops a reply fails its request at once.
-   */
+  /** The transport's fetch: our headers, bounded in time and bytes; a bound that stops a reply fails it. */
   private fetchBounded = async (url: string | URL, init: RequestInit = {}): Promise<Response> => {
     const headers = buildHeaders(this.settings.target, undefined, init.method === "POST");
     new Headers(init.headers).forEach((value, name) => headers.set(name, value));
@@ -343,7 +309,7 @@ export class Proxy {
     const signals = [timer.signal, init.signal, entry?.signal].filter((s): s is AbortSignal => s != null);
     let response: Response;
     try {
-      response = await (this.options.fetch ?? fetch)(url, {
+      response = await fetch(url, {
         ...init,
         headers,
         signal: AbortSignal.any(signals),
@@ -619,10 +585,7 @@ export class Proxy {
     return await this.options.paused?.().catch(() => false) ?? false;
   }
 
-  /**
-   * A client request: refused at once when its id is in flight (or one of the proxy's own), so the request
-   * holding it is never touched; else answered.
-   */
+  /** A client request: refused at once when its id is in flight or one of the proxy's own, else answered. */
   private async request(request: JSONRPCRequest): Promise<void> {
     const key = idKey(request.id);
     if (this.inFlight.has(key) || String(request.id).startsWith(OWN_IDS)) {
@@ -701,20 +664,20 @@ export class Proxy {
       }
       const version = offlineProtocolVersion(request.params?.protocolVersion);
       this.clientInit.protocolVersion = version;
-      this.protocolVersion = version;
-      this.http.setProtocolVersion(version);
+      this.adopt({ protocolVersion: version });
       this.options.log.stage("offline-initialize", { failure: describe(failure) });
       const url = withoutUserinfo(this.settings.target.mcpUrl);
-      const serverInfo = {
-        name: "openviking",
-        title: "OpenViking (via openviking-kimi)",
-        version: `proxy-${VERSION}`,
+      const result = {
+        protocolVersion: version,
+        capabilities: { tools: { listChanged: true } },
+        serverInfo: {
+          name: "openviking",
+          title: "OpenViking (via openviking-kimi)",
+          version: `proxy-${VERSION}`,
+        },
+        instructions: `OpenViking at ${url} ${offlineReason(failure)} when this session started. Its tools ` +
+          `are listed anyway and work as soon as the server answers; until then they return an error that says why.`,
       };
-      const instructions =
-        `OpenViking at ${url} ${offlineReason(failure)} when this session started. Its tools ` +
-        `are listed anyway and work as soon as the server answers; until then they return an error that says why.`;
-      const capabilities = { tools: { listChanged: true } };
-      const result = { protocolVersion: version, capabilities, serverInfo, instructions };
       await this.options.send({ jsonrpc: "2.0", id: request.id, result });
     } finally {
       open();
@@ -772,10 +735,7 @@ export class Proxy {
     );
   }
 
-  /**
-   * Lets running requests finish for up to `graceMs`, then aborts what is left, ends the server session
-   * (DELETE, briefly) and gives the aborted work a moment to end; never waits longer, whatever is pending.
-   */
+  /** Lets requests finish for up to `graceMs`, aborts the rest and ends the server session; bounded. */
   async shutdown(graceMs: number): Promise<void> {
     if (graceMs > 0 && this.tasks.size > 0) await settledWithin(this.tasks, graceMs);
     this.stopped.abort();

@@ -1,9 +1,4 @@
-/**
- * Which of OpenViking's MCP tools the model is offered (the ones memory needs, unless the user asks for more),
- * and those tools as the server lists them (schemas in plain types), used to answer `tools/list` while the
- * server cannot be reached and no list from an earlier session is cached. Kimi Code asks for the tool list
- * once, when the session starts, so this list is what the model can use all session. Pure.
- */
+/** Which of OpenViking's MCP tools the model is offered, and the built-in catalog served while the server is down. */
 
 /** An MCP tool definition as `tools/list` returns it. */
 export interface ToolDefinition {
@@ -35,20 +30,13 @@ function tool(
   };
 }
 
-/**
- * The tools memory needs, in OpenViking's names: search; read and browse (a URI, a directory, a glob, a
- * grep: the guard points Read, Glob and Grep at these); remember; forget. The proxy offers only these unless
- * `OPENVIKING_MCP_TOOLS` asks for more; the memory texts (hooks/instructions.ts) and the guard name no other.
- */
+/** The tools memory needs, in OpenViking's names: search, read and browse, remember, forget. */
 export const MEMORY_TOOLS = ["search", "read", "list", "remember", "grep", "glob", "forget"] as const;
 
 /** One of the tools memory needs. */
 export type MemoryTool = (typeof MEMORY_TOOLS)[number];
 
-/**
- * The tools of `tools` offered to the model: the ones memory needs and those `choice` names, every one when
- * it names `all` (`choice` is the `OPENVIKING_MCP_TOOLS` knob; `memory` names the default set). Order kept.
- */
+/** The tools of `tools` offered: memory's and those `choice` names (`all`: every one), order kept. */
 export function offeredTools<T>(tools: readonly T[], choice: readonly string[]): T[] {
   if (choice.includes("all")) return [...tools];
   const names = new Set<string>([...MEMORY_TOOLS, ...choice]);

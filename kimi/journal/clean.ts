@@ -1,7 +1,4 @@
-/**
- * Text cleaning for capture: injected blocks stripped (ours, other memory plugins', reminders, hook results),
- * then the filters and truncation; `prepareText` prepares one message, redaction included.
- */
+/** Text cleaning for capture: injected blocks stripped, then the filters and truncation (`prepareText`). */
 
 import { redact } from "../../lib/redact.ts";
 
@@ -19,10 +16,7 @@ const CLOSE_END = /\s*>/y;
 /** The next `<` or `>`: where an open tag's attributes stop. */
 const ANGLE = /[<>]/g;
 
-/**
- * Removes the whole elements of one tag, `<tag …>` … `</tag>` matched like brackets, and `<tag …/>`; an open
- * or a close tag alone is text. One scan: each character is looked at a bounded number of times.
- */
+/** Removes the whole elements of one tag (matched like brackets, `<tag/>` too); a lone open or close is text. */
 function removeElements(text: string, tag: RegExp): string {
   const spans: [number, number][] = [];
   const opens: number[] = [];

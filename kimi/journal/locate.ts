@@ -1,8 +1,4 @@
-/**
- * Finds a session's main journal: `$KIMI_CODE_HOME/session_index.jsonl` (last non-deleted row for the id;
- * torn or garbled lines tolerated), else a scan of `sessions/<work dir key>/<id>/`. Only a file inside that
- * home's `sessions/` is a journal: a copied home's index still names the old home's directories.
- */
+/** Finds a session's main journal: Kimi's session index, else a scan of `sessions/<dir>/<id>/`; only inside that home. */
 
 import { joinPath } from "../../lib/paths.ts";
 import { isRecord } from "../../lib/parsed.ts";

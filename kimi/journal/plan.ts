@@ -1,7 +1,4 @@
-/**
- * The capture plan: which messages of which turns still have to reach OpenViking (keys `<turn index>:<role>`)
- * and, once some were sent or queued, what may be acknowledged: only a contiguous prefix.
- */
+/** The capture plan: which messages still have to reach OpenViking, and what may be acknowledged. */
 
 import { prepareText, type SkipReason } from "./clean.ts";
 import { assistantText, type Turn, userText } from "./turns.ts";
@@ -61,10 +58,7 @@ export function fallbackKey(text: string, at: number): string {
   return `fb:${textHash(text)}@${at}`;
 }
 
-/**
- * How far a journal prompt's `time` may be from the moment the prompt hook saw it and still be that prompt:
- * the v2 engine writes `turn.prompt` after the hook (≤ 20 s), the legacy engine just before it.
- */
+/** How far a journal prompt's `time` may be from when the prompt hook saw it and still be that prompt. */
 const FALLBACK_MATCH_MS = { before: 10_000, after: 60_000 };
 
 /** The fallback keys among `acked`, by text hash: the times their prompts were seen. */
@@ -141,10 +135,7 @@ export interface Acknowledgement {
   resumeAt?: Turn;
 }
 
-/**
- * Acknowledges the first `count` planned messages. A scanned turn is done when the plan considered it and
- * all its messages are acknowledged; the watermark and the cursor stop at the first turn that is not done.
- */
+/** Acknowledges the first `count` planned messages. */
 export function acknowledge(
   plan: Plan,
   count: number,

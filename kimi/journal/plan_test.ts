@@ -137,16 +137,6 @@ Deno.test("failed turn (v2, provider error after a tool step): the prompt and th
   ]);
 });
 
-Deno.test("failed turn (legacy 1.4 engine writes no end marker): a forced capture takes the prompt alone", () => {
-  // 0.41.0's legacy engine: the journal just stops after the failing step's request.
-  const j = new JournalBuilder({ v2: false }).prompt("this will FAIL at the provider").stepBegin();
-  assertEquals(planned(j).send, [], "a Stop-style capture waits for the turn to end");
-  assertEquals(planned(j, true), {
-    send: [["0:user", "0", "this will FAIL at the provider"]],
-    skip: [["0:assistant", "empty"]],
-  });
-});
-
 Deno.test("failed turn then a retry of the same prompt: both are sent, as the model saw both", () => {
   const j = new JournalBuilder()
     .prompt("remember that I deploy on Fridays").stepBegin().stepEnd("error").ended("failed")

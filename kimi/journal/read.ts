@@ -1,10 +1,8 @@
-/**
- * Incremental journal reader: complete lines from a byte cursor (a last line without its newline is left for
- * later), garbage skipped, a rewritten or replaced file noticed.
- */
+/** Incremental journal reader: complete lines from a byte cursor; garbage skipped, a rewritten file noticed. */
 
 import { sha256Hex } from "../../lib/hash.ts";
 import { isRecord } from "../../lib/parsed.ts";
+import { concatBytes } from "../../lib/bytes.ts";
 
 /** Where a previous read stopped and what the file looked like there. */
 export interface ReadCursor {
@@ -88,10 +86,7 @@ export async function readJournal(
   }
 }
 
-/**
- * The complete lines of `file` from `start` that are JSON objects (and pass `filter`), where the last one
- * ends (`end`: a line without its newline is not read), and how many complete lines were not objects.
- */
+/** The complete JSON-object lines of `file` from `start` that pass `filter`, where they end, and the garbage count. */
 async function completeLines(
   file: Deno.FsFile,
   start: number,
@@ -107,13 +102,7 @@ async function completeLines(
   for (;;) {
     const n = await file.read(buf);
     if (n === null) break;
-    let data = buf.subarray(0, n);
-    if (carry.length) {
-      const joined = new Uint8Array(carry.length + n);
-      joined.set(carry);
-      joined.set(data, carry.length);
-      data = joined;
-    }
+    const data = carry.length ? concatBytes([carry, buf.subarray(0, n)]) : buf.subarray(0, n);
     let lineStart = 0;
     for (let i = data.indexOf(NEWLINE); i !== -1; i = data.indexOf(NEWLINE, i + 1)) {
       const raw = data.subarray(lineStart, i);

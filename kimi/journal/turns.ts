@@ -1,8 +1,4 @@
-/**
- * The main agent's turns from a Kimi Code journal (wire protocol 1.5 of the v2 engine, 1.4 of the legacy
- * one): user text from prompts and steers, assistant text from text parts; `/undo` withdraws turns as Kimi
- * does; an event whose turn id matches no prompt of the stretch belongs to the open turn.
- */
+/** The main agent's turns from a Kimi Code journal (wire 1.5 and legacy 1.4), `/undo` applied as Kimi does. */
 import * as z from "zod/mini";
 import { partsText } from "../payload.ts";
 import type { JournalLine, LineFilter } from "./read.ts";

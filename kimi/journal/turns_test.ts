@@ -28,20 +28,6 @@ const summary = (text: string) =>
     assistant: assistantText(t),
   }));
 
-Deno.test("turns: the recorded 2.1.0 session — plain, tool and subagent turns, strings vs numbers normalised", async () => {
-  const text = await Deno.readTextFile(`${RECORDED}wire.jsonl`);
-  const scan = scanTurns(linesOf(text));
-  assertEquals(scan.protocolVersion, "1.5");
-  assertEquals(scan.turns.map((t) => [t.id, t.index, t.closed, t.closeReason]), [
-    ["0", 0, true, "completed"],
-    ["1", 1, true, "completed"],
-    ["2", 2, true, "completed"],
-  ]);
-  assertEquals(userText(scan.turns[0]), "first: remember that I prefer tabs over spaces");
-  assertEquals(userText(scan.turns[2]), "third: RUN_AGENT now");
-  assertEquals(assistantText(scan.turns[1]), "FINAL after tool: tool-ran");
-});
-
 Deno.test("turns: records of another agent (agentId agent-0) never become main-agent turns", async () => {
   const sub = await Deno.readTextFile(`${RECORDED}agent-0.wire.jsonl`);
   assertEquals(scanTurns(linesOf(sub)).turns, [], "the recorded subagent journal has only agent-0 records");

@@ -1,35 +1,19 @@
 /**
  * The proxy's bounds (in-process, with bounds shorter than production's): replies over the byte bounds
- * (a JSON body, one SSE event, an SSE stream, a gzip bomb, error pages and redirect bodies), replies that
+ * (a JSON body, one SSE event, an SSE stream, error pages and redirect bodies; gzip bombs: stdio_e2e), replies that
  * stall after their headers, SSE keep-alives, and stalled tool calls that must not hold up ping, tools/list
  * or initialize. Each failure is a JSON-RPC error for its own request, and the proxy goes on.
  */
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
-import { FakeOpenViking, gzipBomb } from "../support/fake-openviking.ts";
+import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { OFFERED_TOOLS, sseBody, sseReply } from "../support/fake-mcp.ts";
 import { tempDir } from "../support/temp.ts";
-import { errorOf, type Json, resultOf, startProxy, toolNames } from "./harness.ts";
+import { errorOf, type Json, openSession, resultOf, startProxy, toolNames, until } from "./harness.ts";
 import { HostileMcp } from "./hostile-mcp.ts";
 
 const KIB = 1024;
 const BYTES = { replyBytes: 64 * KIB, streamBytes: 256 * KIB };
-
-async function until(condition: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 3000; i++) {
-    if (condition()) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
-/** Waits until the fake saw the client's notifications/initialized (so a fault is not spent on it). */
-function initialized(fake: FakeOpenViking): Promise<void> {
-  return until(
-    () => fake.requestsTo("POST /mcp").some((r) => (r.body as Json)?.method === "notifications/initialized"),
-    "notifications/initialized",
-  );
-}
 
 const textOf = (response: Json) => String((resultOf(response).content as Json[])[0].text);
 
@@ -62,10 +46,8 @@ Deno.test("mcp/bounds: a JSON body or an SSE event over the bound is a -32005 er
 });
 
 Deno.test("mcp/bounds: an SSE stream over its bound without the response: the events before it arrive, then a -32005 error", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start({ mcp: { sse: true } });
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url }, { bytes: BYTES });
-  await proxy.initialize();
+  await using session = await openSession({ mcp: { sse: true } }, { bytes: BYTES });
+  const { fake, proxy } = session;
   const note = (i: number) => ({
     data: {
       jsonrpc: "2.0",
@@ -87,43 +69,11 @@ Deno.test("mcp/bounds: an SSE stream over its bound without the response: the ev
     textOf(await proxy.request(2, "tools/call", { name: "health", arguments: {} })),
     "fake health: {}",
   );
-  assertEquals(await proxy.close(), 0);
-});
-
-Deno.test("mcp/bounds: a gzip bomb is counted as it inflates: a -32005 error, and the proxy goes on", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start();
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url }, { bytes: BYTES });
-  await proxy.initialize();
-  await initialized(fake);
-  const bomb = await gzipBomb(32 * KIB * KIB);
-  assertTrue(bomb.length < BYTES.replyBytes, "the bomb itself is under the bound");
-  fake.fault({
-    route: "POST /mcp",
-    raw: {
-      status: 200,
-      headers: { "content-type": "application/json", "content-encoding": "gzip" },
-      body: bomb,
-    },
-    times: 1,
-  });
-  const error = errorOf(
-    await proxy.request(1, "tools/call", { name: "read", arguments: { uris: ["viking://x"] } }),
-  );
-  assertEquals([error.code, error.data?.limitBytes], [-32005, BYTES.replyBytes]);
-  assertEquals(
-    textOf(await proxy.request(2, "tools/call", { name: "health", arguments: {} })),
-    "fake health: {}",
-  );
-  assertEquals(await proxy.close(), 0);
 });
 
 Deno.test("mcp/bounds: of a 1 GiB error page or redirect body only the start is read", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start();
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-  await proxy.initialize();
-  await initialized(fake);
+  await using session = await openSession();
+  const { fake, proxy } = session;
   const page = "<html><body>Bad gateway</body></html>".padEnd(64 * KIB, " ");
   fake.fault({
     route: "POST /mcp",
@@ -142,7 +92,6 @@ Deno.test("mcp/bounds: of a 1 GiB error page or redirect body only the start is 
     textOf(await proxy.request(2, "tools/call", { name: "health", arguments: {} })),
     "fake health: {}",
   );
-  assertEquals(await proxy.close(), 0);
 });
 
 Deno.test("mcp/bounds: a JSON body that stalls after its headers ends in an error after OPENVIKING_TIMEOUT_MS", async () => {
@@ -192,10 +141,8 @@ Deno.test("mcp/bounds: SSE keep-alives reset the idle limit; silence ends a stre
 });
 
 Deno.test("mcp/bounds: 20 stalled tool calls do not delay ping, tools/list or initialize", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start();
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-  await proxy.initialize();
+  await using session = await openSession();
+  const { fake, proxy } = session;
   const held = fake.mcp.hold("find");
   for (let i = 0; i < 20; i++) {
     await proxy.send({
@@ -226,5 +173,4 @@ Deno.test("mcp/bounds: 20 stalled tool calls do not delay ping, tools/list or in
   for (let i = 0; i < 20; i++) resultOf(await proxy.response(i));
   assertEquals(fake.mcp.maxActive, 16);
   assertEquals(fake.mcp.receivedMethod("ping").length, 0); // answered by the proxy, Kimi's peer
-  assertEquals(await proxy.close(), 0);
 });

@@ -5,36 +5,12 @@
 
 import { runMcpServer } from "../../cli/mcp.ts";
 import type { ByteLimits, ProxyLimits } from "../../mcp/proxy.ts";
-import { assertTrue } from "../support/assert.ts";
+import { assertEquals, assertTrue } from "../support/assert.ts";
+import { FakeOpenViking, type FakeOptions } from "../support/fake-openviking.ts";
+import { tempDir } from "../support/temp.ts";
 
 /** A JSON object as it came out of the proxy. */
 export type Json = Record<string, unknown>;
-
-/** The client side of an in-process proxy. */
-export interface ProxyHarness {
-  /** Sends a message (serialised as one line). */
-  send(message: unknown): Promise<void>;
-  /** Sends a raw line. */
-  sendLine(line: string): Promise<void>;
-  /** Every output line so far. */
-  readonly lines: string[];
-  /** Every output message so far (parsed). */
-  messages(): Json[];
-  /** Resolves with the first output message (past or future) matching `match`. */
-  waitFor(match: (m: Json) => boolean, what?: string): Promise<Json>;
-  /** The response to request `id`. */
-  response(id: unknown): Promise<Json>;
-  /** Sends a request and waits for its response. */
-  request(id: unknown, method: string, params?: unknown): Promise<Json>;
-  /** initialize + notifications/initialized, like Kimi Code; returns the initialize response. */
-  initialize(protocolVersion?: string): Promise<Json>;
-  /** Closes stdin and resolves with the exit code. */
-  close(): Promise<number>;
-  /** Stops the server as SIGTERM would; resolves with the exit code. */
-  terminate(): Promise<number>;
-  /** Diagnostics printed for humans. */
-  readonly diagnostics: string[];
-}
 
 const GUARD_MS = 30_000;
 
@@ -48,7 +24,7 @@ export interface HarnessOptions {
 }
 
 /** Starts the proxy with `env` (HOME must be a temporary directory). */
-export function startProxy(env: Record<string, string>, options: HarnessOptions = {}): ProxyHarness {
+export function startProxy(env: Record<string, string>, options: HarnessOptions = {}) {
   const input = new TransformStream<Uint8Array, Uint8Array>();
   const writer = input.writable.getWriter();
   const encoder = new TextEncoder();
@@ -115,12 +91,14 @@ export function startProxy(env: Record<string, string>, options: HarnessOptions 
     messages,
     waitFor,
     response,
-    async request(id, method, params) {
+    /** Sends a request and waits for its response. */
+    async request(id: unknown, method: string, params?: unknown) {
       await send(
         params === undefined ? { jsonrpc: "2.0", id, method } : { jsonrpc: "2.0", id, method, params },
       );
       return await response(id);
     },
+    /** initialize + notifications/initialized, like Kimi Code; returns the initialize response. */
     async initialize(protocolVersion = "2025-11-25") {
       await send({
         jsonrpc: "2.0",
@@ -132,10 +110,12 @@ export function startProxy(env: Record<string, string>, options: HarnessOptions 
       await send({ jsonrpc: "2.0", method: "notifications/initialized" });
       return reply;
     },
+    /** Closes stdin; resolves with the exit code. */
     async close() {
       await closeInput();
       return await done;
     },
+    /** Stops the server as SIGTERM would; resolves with the exit code. */
     async terminate() {
       stop.abort();
       const code = await done;
@@ -168,4 +148,43 @@ export function freePort(): number {
 /** Tool names of a tools/list response. */
 export function toolNames(response: Json): string[] {
   return ((resultOf(response).tools ?? []) as { name: string }[]).map((t) => t.name);
+}
+
+/** Resolves once `condition` holds; fails naming `what` after 30 s. */
+export async function until(condition: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 3000; i++) {
+    if (condition()) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+/** Waits until the fake saw the client's notifications/initialized (so a fault is not spent on it). */
+export function initialized(fake: FakeOpenViking): Promise<void> {
+  return until(
+    () => fake.requestsTo("POST /mcp").some((r) => (r.body as Json)?.method === "notifications/initialized"),
+    "notifications/initialized",
+  );
+}
+
+/**
+ * A temporary HOME, a fake OpenViking and a proxy to it, initialised (the fake saw `initialized`); disposing
+ * it closes stdin and asserts the exit code 0.
+ */
+export async function openSession(fakeOptions: FakeOptions = {}, options: HarnessOptions = {}) {
+  const home = await tempDir("ovk-mcp-");
+  const fake = await FakeOpenViking.start(fakeOptions);
+  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url }, options);
+  await proxy.initialize();
+  await initialized(fake);
+  return {
+    home,
+    fake,
+    proxy,
+    async [Symbol.asyncDispose]() {
+      assertEquals(await proxy.close(), 0);
+      await fake.close();
+      await home[Symbol.asyncDispose]();
+    },
+  };
 }

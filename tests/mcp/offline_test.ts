@@ -207,47 +207,36 @@ function redirector(target: (port: number) => string) {
   return { server, seen, port: server.addr.port };
 }
 
-Deno.test("mcp/redirect: same-origin redirects are followed with credentials", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  const r = redirector((port) => `http://127.0.0.1:${port}/mcp`);
-  try {
-    const proxy = startProxy({
-      HOME: home.path,
-      OPENVIKING_URL: `http://127.0.0.1:${r.port}`,
-      OPENVIKING_MCP_URL: `http://127.0.0.1:${r.port}/old`,
-      OPENVIKING_API_KEY: KEY,
-    });
-    await proxy.initialize();
-    const ok = resultOf(await proxy.request(1, "tools/call", { name: "x", arguments: {} }));
-    assertEquals((ok.content as Json[])[0].text, "at /mcp");
-    assertEquals(await proxy.close(), 0);
-    assertTrue(r.seen.every((s) => s.auth === `Bearer ${KEY}`));
-  } finally {
-    await r.server.shutdown();
-  }
-});
-
-Deno.test("mcp/redirect: a redirect to another origin is not followed; the key never leaves", async () => {
+Deno.test("mcp/redirect: a same-origin redirect is followed with credentials; another origin's is not, the key never leaves", async () => {
   await using home = await tempDir("ovk-mcp-");
   const other = redirector(() => "/mcp");
-  const r = redirector(() => `http://localhost:${other.port}/mcp`);
-  try {
-    const proxy = startProxy({
+  const same = redirector((port) => `http://127.0.0.1:${port}/mcp`);
+  const away = redirector(() => `http://localhost:${other.port}/mcp`);
+  const proxyTo = (r: { port: number }) =>
+    startProxy({
       HOME: home.path,
       OPENVIKING_URL: `http://127.0.0.1:${r.port}`,
       OPENVIKING_MCP_URL: `http://127.0.0.1:${r.port}/old`,
       OPENVIKING_API_KEY: KEY,
     });
-    resultOf(await proxy.initialize()); // answered offline
-    const e = errorOf(await proxy.request(1, "tools/call", { name: "x", arguments: {} }));
+  try {
+    const followed = proxyTo(same);
+    await followed.initialize();
+    const ok = resultOf(await followed.request(1, "tools/call", { name: "x", arguments: {} }));
+    assertEquals((ok.content as Json[])[0].text, "at /mcp");
+    assertEquals(await followed.close(), 0);
+    assertTrue(same.seen.every((s) => s.auth === `Bearer ${KEY}`));
+
+    const refused = proxyTo(away);
+    resultOf(await refused.initialize()); // answered offline
+    const e = errorOf(await refused.request(1, "tools/call", { name: "x", arguments: {} }));
     assertEquals(e.code, -32002);
     assertMatch(e.message, new RegExp(`redirected to http://localhost:${other.port}/mcp, another origin`));
-    assertEquals(await proxy.close(), 0);
+    assertEquals(await refused.close(), 0);
     assertEquals(other.seen, []);
-    assertNotMatch(proxy.lines.join("\n"), new RegExp(KEY));
+    assertNotMatch(refused.lines.join("\n"), new RegExp(KEY));
   } finally {
-    await r.server.shutdown();
-    await other.server.shutdown();
+    for (const r of [same, away, other]) await r.server.shutdown();
   }
 });
 

@@ -7,29 +7,22 @@ import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../suppor
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { OFFERED_TOOLS, sseBody, sseReply } from "../support/fake-mcp.ts";
 import { tempDir } from "../support/temp.ts";
-import { errorOf, type Json, resultOf, startProxy, toolNames } from "./harness.ts";
+import {
+  errorOf,
+  initialized,
+  type Json,
+  openSession,
+  resultOf,
+  startProxy,
+  toolNames,
+  until,
+} from "./harness.ts";
 import { Proxy, proxySettings } from "../../mcp/proxy.ts";
 import { BACKLOG_CHARS } from "../../cli/mcp.ts";
 import { loadConfig } from "../../openviking/config.ts";
 import { silentLogger } from "../../lib/log.ts";
 
 const KEY = "ovk-test-key-7f3a9c";
-
-async function until(condition: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 3000; i++) {
-    if (condition()) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
-/** Waits until the fake saw the client's notifications/initialized (so a fault is not spent on it). */
-function initialized(fake: FakeOpenViking): Promise<void> {
-  return until(
-    () => fake.requestsTo("POST /mcp").some((r) => (r.body as Json)?.method === "notifications/initialized"),
-    "notifications/initialized",
-  );
-}
 
 const call = (id: unknown, name: string, args: Json = {}) => ({
   jsonrpc: "2.0",
@@ -97,17 +90,6 @@ Deno.test("mcp/fake: every request carries auth, identity, protocol version and 
   assertEquals(proxy.messages().map((m) => m.id), ["init", 2, 3]);
 });
 
-Deno.test("mcp/fake: a stateless server (like OpenViking) gets no session id and no DELETE", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start({ mcp: { sse: true } });
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-  await proxy.initialize();
-  resultOf(await proxy.request(2, "tools/call", { name: "health", arguments: {} }));
-  assertEquals(await proxy.close(), 0);
-  assertTrue(fake.requestsTo("POST /mcp").every((r) => r.headers["mcp-session-id"] === undefined));
-  assertEquals(fake.requestsTo("DELETE /mcp").length, 0);
-});
-
 Deno.test("mcp/fake: SSE stream with comments, multi-line data, [DONE], server request and notification", async () => {
   await using home = await tempDir("ovk-mcp-");
   await using fake = await FakeOpenViking.start({ mcp: { sse: true } });
@@ -155,10 +137,8 @@ Deno.test("mcp/fake: SSE stream with comments, multi-line data, [DONE], server r
 });
 
 Deno.test("mcp/fake: notifications answered 202 produce no output", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start();
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-  await proxy.initialize();
+  await using session = await openSession();
+  const { fake, proxy } = session;
   await proxy.send({ jsonrpc: "2.0", method: "notifications/roots/list_changed" });
   await proxy.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: "nope" } });
   assertEquals(await proxy.close(), 0);
@@ -198,11 +178,8 @@ for (const expiredStatus of [404, 400] as const) {
 }
 
 Deno.test("mcp/fake: upstream HTTP errors, empty and broken replies and dropped connections become JSON-RPC errors", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start();
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-  await proxy.initialize();
-  await initialized(fake);
+  await using session = await openSession();
+  const { fake, proxy } = session;
 
   fake.fault({ route: "POST /mcp", status: 500, times: 1 });
   const http = errorOf(await proxy.request(1, "tools/call", { name: "health", arguments: {} }));
@@ -235,15 +212,11 @@ Deno.test("mcp/fake: upstream HTTP errors, empty and broken replies and dropped 
 
   // and the next call works
   resultOf(await proxy.request(7, "tools/call", { name: "health", arguments: {} }));
-  assertEquals(await proxy.close(), 0);
 });
 
 Deno.test("mcp/fake: a stream that ends after an event id, its resumption refused (405), fails the call at once", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start();
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-  await proxy.initialize();
-  await initialized(fake);
+  await using session = await openSession();
+  const { fake, proxy } = session;
   fake.mcp.script = (messages) =>
     messages[0]?.method === "tools/call" ? sseReply(sseBody([{ id: "ev1", raw: "" }])) : undefined;
   await proxy.send(call(1, "find"));
@@ -253,15 +226,11 @@ Deno.test("mcp/fake: a stream that ends after an event id, its resumption refuse
   assertEquals(fake.requestsTo("GET /mcp").at(-1)?.headers["last-event-id"], "ev1");
   fake.mcp.script = undefined;
   resultOf(await proxy.request(2, "tools/call", { name: "health", arguments: {} }));
-  assertEquals(await proxy.close(), 0);
 });
 
 Deno.test("mcp/fake: a resumed stream (200) that ends without the response or a new event id fails the call at once", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start();
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-  await proxy.initialize();
-  await initialized(fake);
+  await using session = await openSession();
+  const { fake, proxy } = session;
   fake.mcp.script = (messages) =>
     messages[0]?.method === "tools/call" ? sseReply(sseBody([{ id: "ev1", raw: "" }])) : undefined;
   fake.fault({ route: "GET /mcp", raw: sseReply(": nothing more\n\n") });
@@ -273,15 +242,11 @@ Deno.test("mcp/fake: a resumed stream (200) that ends without the response or a 
   assertEquals(resumes(), 1);
   await new Promise((r) => setTimeout(r, 1_500)); // the SDK's reconnection delay, three times over
   assertEquals(resumes(), 1, "the stream of a call that was answered is not resumed again");
-  assertEquals(await proxy.close(), 0);
 });
 
 Deno.test("mcp/fake: a server's retry: delay is honoured up to 5 s, so a resumption is not put off for an hour", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start();
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-  await proxy.initialize();
-  await initialized(fake);
+  await using session = await openSession();
+  const { fake, proxy } = session;
   fake.mcp.script = (messages) =>
     messages[0]?.method === "tools/call"
       ? sseReply(sseBody([{ id: "ev1", retry: 3_600_000, raw: "" }]))
@@ -291,14 +256,11 @@ Deno.test("mcp/fake: a server's retry: delay is honoured up to 5 s, so a resumpt
   await proxy.send(call(1, "find"));
   const reply = resultOf(await within(proxy.response(1), "the answer to the call"));
   assertEquals((reply.content as Json[])[0].text, "resumed");
-  assertEquals(await proxy.close(), 0);
 });
 
 Deno.test("mcp/fake: a line that is not JSON, or not a valid message, is answered with -32700 or -32600", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start();
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-  await proxy.initialize();
+  await using session = await openSession();
+  const { proxy } = session;
   for (
     const line of [
       "not json at all",
@@ -313,14 +275,11 @@ Deno.test("mcp/fake: a line that is not JSON, or not a valid message, is answere
   const refusals = proxy.messages().filter((m) => "error" in m)
     .map((m) => [m.id, (m.error as Json).code]);
   assertEquals(refusals, [[null, -32700], [5, -32600], [null, -32600], [8, -32600], [null, -32600]]);
-  assertEquals(await proxy.close(), 0);
 });
 
 Deno.test("mcp/fake: replies come back out of order; a held call does not block others", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start({ mcp: { sse: true } });
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-  await proxy.initialize();
+  await using session = await openSession({ mcp: { sse: true } });
+  const { fake, proxy } = session;
   const held = fake.mcp.hold("find");
   await proxy.send(call("slow", "find", { query: "a" }));
   await until(() => fake.mcp.active === 1, "the held call");
@@ -331,14 +290,11 @@ Deno.test("mcp/fake: replies come back out of order; a held call does not block 
   held.release();
   resultOf(await proxy.response("slow"));
   assertEquals(proxy.messages().map((m) => m.id), ["init", "fast", "slow"]);
-  assertEquals(await proxy.close(), 0);
 });
 
 Deno.test("mcp/fake: at most 16 requests in flight; the rest wait their turn", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start();
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-  await proxy.initialize();
+  await using session = await openSession();
+  const { fake, proxy } = session;
   const held = fake.mcp.hold("find");
   for (let i = 0; i < 20; i++) await proxy.send(call(i, "find", { query: `${i}` }));
   await until(() => fake.mcp.active === 16, "16 calls in flight");
@@ -348,14 +304,11 @@ Deno.test("mcp/fake: at most 16 requests in flight; the rest wait their turn", a
   held.release();
   for (let i = 0; i < 20; i++) resultOf(await proxy.response(i));
   assertEquals(fake.mcp.maxActive, 16);
-  assertEquals(await proxy.close(), 0);
 });
 
 Deno.test("mcp/fake: a request whose id is in flight, or is one of the proxy's own, is refused at once; the first is answered", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start();
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-  await proxy.initialize();
+  await using session = await openSession();
+  const { fake, proxy } = session;
   const held = fake.mcp.hold("find");
   await proxy.send(call(7, "find", { query: "first" }));
   await until(() => fake.mcp.active === 1, "the held call");
@@ -401,26 +354,9 @@ Deno.test("mcp/fake: shutdown ends even when a reply cannot be written (a client
   await within(proxy.shutdown(0), "the end of shutdown");
 });
 
-Deno.test("mcp/fake: many large concurrent replies never interleave on stdout", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start({ mcp: { sse: true } });
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-  await proxy.initialize();
-  const big = (i: number) => `${i}:`.padEnd(60_000, String.fromCharCode(97 + (i % 26)));
-  for (let i = 0; i < 40; i++) await proxy.send(call(i, "write", { uri: "viking://x", content: big(i) }));
-  for (let i = 0; i < 40; i++) {
-    const text = String((resultOf(await proxy.response(i)).content as Json[])[0].text);
-    assertTrue(text.includes(big(i)), `reply ${i} intact`);
-  }
-  assertEquals(await proxy.close(), 0);
-  assertEquals(proxy.lines.length, 41); // each line parsed as one JSON message by the harness
-});
-
 Deno.test("mcp/fake: cancelling a queued request withdraws it; cancelling a running one tells the server", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start();
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-  await proxy.initialize();
+  await using session = await openSession();
+  const { fake, proxy } = session;
   const held = fake.mcp.hold("find");
   for (let i = 0; i < 16; i++) await proxy.send(call(i, "find"));
   await until(() => fake.mcp.active === 16, "16 calls in flight");
@@ -482,38 +418,25 @@ Deno.test("mcp/fake: 401 names the credential source and how to fix it; a rewrit
   }
 });
 
-Deno.test("mcp/fake: a key from the environment is named as such; 403 names account and user", async () => {
+Deno.test("mcp/fake: 403 is an authentication error naming account and user", async () => {
   await using home = await tempDir("ovk-mcp-");
   await using fake = await FakeOpenViking.start({ apiKey: KEY, mcp: { sse: true } });
-  const wrong = startProxy({
-    HOME: home.path,
-    OPENVIKING_URL: fake.url,
-    OPENVIKING_API_KEY: "env-wrong-key-9",
-  });
-  await wrong.initialize();
-  const denied = errorOf(await wrong.request(1, "tools/call", { name: "health", arguments: {} }));
-  assertEquals(denied.code, -32001);
-  assertMatch(denied.message, /environment variable OPENVIKING_API_KEY/);
-  assertNotMatch(JSON.stringify(denied), /env-wrong-key-9/);
-  // ping is answered locally when the server cannot answer it: the proxy itself is alive
-  assertEquals(resultOf(await wrong.request(2, "ping")), {});
-  assertEquals(await wrong.close(), 0);
-
-  const right = startProxy({
+  const proxy = startProxy({
     HOME: home.path,
     OPENVIKING_URL: fake.url,
     OPENVIKING_API_KEY: KEY,
     OPENVIKING_ACCOUNT: "acme",
     OPENVIKING_USER: "ann",
   });
-  await right.initialize();
+  await proxy.initialize();
   await initialized(fake);
   fake.fault({ route: "POST /mcp", status: 403, times: 1 });
-  const forbidden = errorOf(await right.request(3, "tools/call", { name: "health", arguments: {} }));
+  const forbidden = errorOf(await proxy.request(3, "tools/call", { name: "health", arguments: {} }));
   assertEquals(forbidden.code, -32001);
   assertMatch(forbidden.message, /denied access \(HTTP 403: injected 403\) for account "acme", user "ann"/);
+  assertMatch(forbidden.message, /environment variable OPENVIKING_API_KEY/);
   assertNotMatch(JSON.stringify(forbidden), new RegExp(KEY));
-  assertEquals(await right.close(), 0);
+  assertEquals(await proxy.close(), 0);
 });
 
 Deno.test("mcp/fake: tool results, tool and parameter descriptions and server errors reach the model neutralised", async () => {

@@ -1,8 +1,8 @@
 /**
  * A real peer for the proxy: the official MCP TypeScript SDK's Streamable HTTP server (McpServer +
  * WebStandardStreamableHTTPServerTransport) on 127.0.0.1 via Deno.serve — stateful or stateless, SSE or JSON
- * replies — with tools that echo, stream log notifications, ask the client for its roots, and wait until
- * cancelled. It can expire its sessions and restart on the same port.
+ * replies — with tools that echo, stream log notifications and close their stream mid-way (SSE polling). It
+ * can expire its sessions and restart on the same port.
  */
 
 // @ts-types="@modelcontextprotocol/sdk/server/mcp"
@@ -11,8 +11,6 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 // @ts-types="@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore"
 import { InMemoryEventStore } from "@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js";
-// @ts-types="@modelcontextprotocol/sdk/types"
-import { ListRootsResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 
 /** Modes of the SDK server. */
@@ -44,14 +42,9 @@ type Transport = WebStandardStreamableHTTPServerTransport;
 /** A running SDK server. */
 export class SdkServer {
   readonly seen: SeenRequest[] = [];
-  /** Calls of `wait` aborted by a cancellation. */
-  cancelled = 0;
   /** Sessions ended by DELETE. */
   deleted = 0;
-  /** Calls of `wait` running now. */
-  waiting = 0;
   private readonly sessions = new Map<string, Transport>();
-  private readonly pending = new Set<() => void>();
   private server!: Deno.HttpServer<Deno.NetAddr>;
   port = 0;
 
@@ -89,7 +82,6 @@ export class SdkServer {
 
   /** Stops the server. */
   async close(): Promise<void> {
-    for (const end of [...this.pending]) end();
     await this.expireSessions();
     await this.server.shutdown();
   }
@@ -117,10 +109,6 @@ export class SdkServer {
       }
       return { content: [{ type: "text", text: `done after ${count}` }] };
     });
-    server.registerTool("roots", { description: "Asks the client for its roots" }, async (extra) => {
-      const roots = await extra.sendRequest({ method: "roots/list" }, ListRootsResultSchema);
-      return { content: [{ type: "text", text: `roots: ${roots.roots.map((r) => r.uri).join(",")}` }] };
-    });
     server.registerTool("poll", { description: "Closes its stream mid-way (SSE polling)" }, async (extra) => {
       await extra.sendNotification({
         method: "notifications/message",
@@ -134,19 +122,6 @@ export class SdkServer {
       });
       return { content: [{ type: "text", text: extra.closeSSEStream ? "polled" : "no polling" }] };
     });
-    server.registerTool(
-      "wait",
-      { description: "Waits until cancelled" },
-      (extra) =>
-        new Promise((resolve) => {
-          this.waiting++;
-          extra.signal.addEventListener("abort", () => {
-            this.waiting--;
-            this.cancelled++;
-            resolve({ content: [{ type: "text", text: "cancelled" }] });
-          });
-        }),
-    );
     return server;
   }
 
@@ -213,17 +188,6 @@ export class SdkServer {
     }
     const transport = await this.transportFor(sessionId, first?.method === "initialize");
     if (transport instanceof Response) return transport;
-    const handled = transport.handleRequest(req, body === undefined ? undefined : { parsedBody: body });
-    // A JSON-mode reply to a cancelled request never comes: close() ends such waits so shutdown can finish.
-    let end!: () => void;
-    const ended = new Promise<Response>((resolve) =>
-      end = () => resolve(new Response(null, { status: 503 }))
-    );
-    this.pending.add(end);
-    try {
-      return await Promise.race([handled, ended]);
-    } finally {
-      this.pending.delete(end);
-    }
+    return await transport.handleRequest(req, body === undefined ? undefined : { parsedBody: body });
   }
 }

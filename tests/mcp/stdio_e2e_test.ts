@@ -1,153 +1,16 @@
-/**
- * End to end over real stdio: the official SDK client (StdioClientTransport, as Kimi Code uses it) drives the
- * proxy subprocess started exactly like production, against the SDK server and the fake OpenViking. Plus raw
- * pipes for what the SDK client hides: stdout carries JSON-RPC only, exit codes, SIGTERM, no key anywhere.
- */
+/** The proxy subprocess started like production, on raw pipes: stdout, exit codes, SIGTERM, bounded RSS. */
 
-// @ts-types="@modelcontextprotocol/sdk/client/index"
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-// @ts-types="@modelcontextprotocol/sdk/client/stdio"
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-// @ts-types="@modelcontextprotocol/sdk/types"
-import {
-  ListRootsRequestSchema,
-  LoggingMessageNotificationSchema,
-  McpError,
-  ToolListChangedNotificationSchema,
-} from "@modelcontextprotocol/sdk/types.js";
-import { assertEquals, assertMatch, assertNotMatch, assertRejects, assertTrue } from "../support/assert.ts";
+import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking, gzipBomb, type RawReply } from "../support/fake-openviking.ts";
 import { OFFERED_TOOLS } from "../support/fake-mcp.ts";
 import { tempDir } from "../support/temp.ts";
+import { until } from "./harness.ts";
 import { SdkServer } from "./sdk-server.ts";
 import { childEnv, productionCommand, REPO_ROOT } from "./subprocess.ts";
 
 const KEY = "e2e-secret-key-8d41b2";
 
-async function until(condition: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 3000; i++) {
-    if (condition()) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
-/** An SDK client connected to a fresh proxy subprocess; stderr is collected. */
-async function connect(home: string, env: Record<string, string>, capabilities = {}) {
-  const { command, args } = await productionCommand();
-  const transport = new StdioClientTransport({
-    command,
-    args,
-    cwd: REPO_ROOT,
-    env: await childEnv(home, env),
-    stderr: "pipe",
-  });
-  const stderr: string[] = [];
-  transport.stderr?.on("data", (chunk: Uint8Array) => stderr.push(new TextDecoder().decode(chunk)));
-  const client = new Client({ name: "kimi-code", version: "2.1.0" }, { capabilities });
-  await client.connect(transport);
-  return { client, transport, stderr };
-}
-
 const textOf = (result: unknown) => (result as { content: { text: string }[] }).content[0].text;
-
-Deno.test("mcp/e2e: SDK client over stdio against the SDK server: the full life of a session", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  const server = SdkServer.start({ stateful: true, json: false, apiKey: KEY });
-  try {
-    // The SDK peer's tools are not OpenViking's: all of them are offered (the protocol is under test here).
-    const env = { OPENVIKING_URL: server.url, OPENVIKING_API_KEY: KEY, OPENVIKING_MCP_TOOLS: "all" };
-    const { client } = await connect(home.path, env, { roots: { listChanged: true } });
-    client.setRequestHandler(ListRootsRequestSchema, () => ({ roots: [{ uri: "file:///work/proj" }] }));
-    const logs: unknown[] = [];
-    client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void logs.push(n.params.data));
-
-    assertEquals(client.getServerVersion()?.name, "sdk-peer");
-    assertEquals((await client.listTools()).tools.map((t) => t.name).sort(), [
-      "chatty",
-      "echo",
-      "poll",
-      "roots",
-      "wait",
-    ]);
-    assertEquals(
-      textOf(await client.callTool({ name: "echo", arguments: { text: "hello" } })),
-      "echo: hello",
-    );
-    await client.ping();
-    await client.sendRootsListChanged();
-    await until(() => server.methods().includes("notifications/roots/list_changed"), "the notification");
-
-    // messages inside the stream: log notifications, and a request the client answers
-    assertEquals(textOf(await client.callTool({ name: "chatty", arguments: { count: 2 } })), "done after 2");
-    assertEquals(logs, ["step 0", "step 1"]);
-    assertEquals(textOf(await client.callTool({ name: "roots", arguments: {} })), "roots: file:///work/proj");
-
-    // a cancelled request is cancelled on the server
-    const abort = new AbortController();
-    const waiting = client.callTool({ name: "wait", arguments: {} }, undefined, { signal: abort.signal });
-    await until(() => server.waiting === 1, "the waiting call");
-    abort.abort("user pressed Esc");
-    await assertRejects(() => waiting);
-    await until(() => server.cancelled === 1, "the server-side cancellation");
-
-    // the session expires in the middle of the run, then the server restarts
-    await server.expireSessions();
-    assertEquals(
-      textOf(await client.callTool({ name: "echo", arguments: { text: "after expiry" } })),
-      "echo: after expiry",
-    );
-    await server.restart();
-    assertEquals(
-      textOf(await client.callTool({ name: "echo", arguments: { text: "after restart" } })),
-      "echo: after restart",
-    );
-
-    await client.close();
-    await until(() => server.deleted === 1, "the session DELETE");
-    assertEquals(server.methods().filter((m) => m === "initialize").length, 3);
-  } finally {
-    await server.close();
-  }
-});
-
-Deno.test("mcp/e2e: SDK client over stdio against the fake OpenViking: auth failure, then ovcli.conf fixed", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  const fake = await FakeOpenViking.start({ apiKey: KEY, mcp: { stateful: true, sse: true } });
-  try {
-    const conf = `${home.path}/.openviking/ovcli.conf`;
-    await Deno.mkdir(`${home.path}/.openviking`, { recursive: true });
-    await Deno.writeTextFile(conf, JSON.stringify({ url: fake.url, api_key: "stale-key-000111" }));
-    const { client, stderr } = await connect(home.path, { OPENVIKING_DEBUG: "1" });
-    let changed = 0;
-    client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changed++);
-
-    assertEquals((await client.listTools()).tools.map((t) => t.name), OFFERED_TOOLS);
-    const denied = await client.callTool({ name: "find", arguments: { query: "tabs" } }).catch((e) => e);
-    assertTrue(denied instanceof McpError, `expected an MCP error, got ${JSON.stringify(denied)}`);
-    assertEquals(denied.code, -32001);
-    assertTrue(denied.message.includes(conf), denied.message);
-
-    await Deno.writeTextFile(conf, JSON.stringify({ url: fake.url, api_key: KEY }));
-    assertEquals(
-      textOf(await client.callTool({ name: "find", arguments: { query: "tabs" } })),
-      'fake find: {"query":"tabs"}',
-    );
-    await until(() => changed === 1, "tools/list_changed");
-    assertEquals((await client.listTools()).tools[0].description, "OpenViking search");
-    await client.close();
-    await until(() => fake.mcp.deleted === 1, "the session DELETE");
-
-    const log = await Deno.readTextFile(`${home.path}/.openviking/logs/kimicode-hooks.log`);
-    assertMatch(log, /"stage":"credentials-reloaded"/);
-    for (const text of [log, stderr.join("")]) {
-      assertNotMatch(text, new RegExp(KEY));
-      assertNotMatch(text, /stale-key-000111/);
-    }
-  } finally {
-    await fake.close();
-  }
-});
 
 /** The proxy on raw pipes. */
 async function spawnRaw(home: string, env: Record<string, string>) {

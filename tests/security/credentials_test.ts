@@ -1,6 +1,6 @@
 /**
- * Issue 20, §1 and §2, through the real entry points (`hook user-prompt-submit` and `hook stop` with the
- * production flags, real stdin, the fake OpenViking): every real-format credential of
+ * Issue 20, §1 and §2, through `hook user-prompt-submit` and `hook stop` in-process (runHook, the fake
+ * OpenViking): every real-format credential of
  * tests/support/credentials.ts, pasted into prompts and said in the answers, reaches OpenViking in no
  * recall query and no captured message — journal capture and the kept-prompt fallback alike — and lands in
  * no file we write (ledger, hook state, the debug log). A cloned repository's `.openviking/config.json`
@@ -10,9 +10,8 @@
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import { CREDENTIALS } from "../support/credentials.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { placeJournal, sandboxEnv } from "../support/hook-context.ts";
+import { hookIn, placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
-import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 
 /** The samples in prompts short enough that the recall query (≤ 2000 characters) carries each whole. */
@@ -41,10 +40,9 @@ async function files(dir: string, out: [string, string][] = []): Promise<[string
 const leaks = (where: string, text: string, secrets: readonly string[]) =>
   secrets.filter((s) => text.includes(s)).map((s) => `${where}: ${s}`);
 
-/** Runs one hook with `payload` on its stdin. */
+/** Runs one hook in-process with `payload` on its stdin. */
 async function hook(env: Record<string, string>, event: string, payload: Record<string, unknown>) {
-  const r = await runCli(["hook", event], { env, clearEnv: true, stdin: JSON.stringify(payload) });
-  assertEquals(r.code, 0, r.stderr);
+  await hookIn(event, { env, stdin: JSON.stringify(payload) });
 }
 
 /**
