@@ -135,7 +135,7 @@ export interface Acknowledgement {
   resumeAt?: Turn;
 }
 
-/** Acknowledges the first `count` planned messages. */
+/** Acknowledges the first `count` planned messages; a turn is done once closed and wholly acknowledged. */
 export function acknowledge(
   plan: Plan,
   count: number,
@@ -146,8 +146,9 @@ export function acknowledge(
   const keys = plan.toSend.slice(0, count).map((c) => c.key);
   const unacked = new Set(plan.toSend.slice(count).map((c) => c.turnIndex));
   const considered = new Set(plan.turns.map((t) => t.index));
+  // An open turn a forced capture took holds the cursor too: a line it was still writing is taken later.
   const resumeAt = scanned.find((t) =>
-    t.index >= ackedBelow && (!considered.has(t.index) || unacked.has(t.index))
+    t.index >= ackedBelow && (!considered.has(t.index) || unacked.has(t.index) || !t.closed)
   );
   return { keys, ackedBelow: Math.max(ackedBelow, resumeAt ? resumeAt.index : nextIndex), resumeAt };
 }

@@ -1,0 +1,41 @@
+/**
+ * An open turn a forced capture (Interrupt, SessionEnd) took while Kimi was still writing its answer's line:
+ * the line finished afterwards is captured by the next capture, in order (the chaos campaign lost it once).
+ */
+
+import { assertEquals } from "../support/assert.ts";
+import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { hookIn, placeJournal, sandboxEnv } from "../support/hook-context.ts";
+import { JournalBuilder } from "../support/journal.ts";
+import { tempDir } from "../support/temp.ts";
+
+const SESSION = "session_7c0a1f5e-2b1d-4c3e-8f00-0000000000d4";
+
+Deno.test("an answer line half-written at an interrupt is captured once finished, before the next turn", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = sandboxEnv(dir.path, fake.url, { OPENVIKING_CAPTURE_WAIT_MS: "0" });
+  const hook = async (event: string, name: string) => {
+    const stdin = JSON.stringify({ hook_event_name: name, session_id: SESSION, cwd: "/home/user/proj" });
+    assertEquals((await hookIn(event, { env, stdin })).stdout, "");
+  };
+  const j = new JournalBuilder().prompt("why does the build fail?").stepBegin()
+    .text("the lockfile pins an old compiler");
+  const whole = j.toString();
+  await placeJournal(dir.path, SESSION, whole.slice(0, whole.length - 12)); // its last line half-written
+  await hook("interrupt", "Interrupt");
+  const said = () => fake.messages(`kc-${SESSION}`).map((m) => `${m.role}: ${m.content}`);
+  assertEquals(said(), ["user: why does the build fail?"]);
+  await placeJournal(
+    dir.path,
+    SESSION,
+    j.ended("cancelled").simpleTurn("then update it", "updated it to the current compiler").toString(),
+  );
+  await hook("stop", "Stop");
+  assertEquals(said(), [
+    "user: why does the build fail?",
+    "assistant: the lockfile pins an old compiler",
+    "user: then update it",
+    "assistant: updated it to the current compiler",
+  ]);
+});
