@@ -4,11 +4,12 @@
  */
 
 import { Budget } from "../openviking/client.ts";
-import { dirName, joinPath } from "../lib/paths.ts";
+import { dirName, joinPath, ledgerDir, orNoHome } from "../lib/paths.ts";
 import { withLock } from "../lib/lock.ts";
 import { commitSession } from "../openviking/sessions.ts";
 import { hasUnsent } from "../openviking/queue.ts";
 import { readState, type SessionState, updateState } from "./state.ts";
+import { appendLedger } from "./ledger.ts";
 import { clientFor, type HookContext } from "./context.ts";
 
 /** Time a watch's pass gives its commits. */
@@ -59,6 +60,7 @@ async function commitIfIdle(
   idleMs: number,
   budget: Budget,
 ): Promise<IdleCommit> {
+  const [at, name] = [Date.now(), file.slice(dirName(file).length + 1).replace(/\.json$/, "")];
   const res = await updateState<IdleCommit>({ file, lock: `${file}.lock` }, async (s) => {
     const at = dueAt(s, idleMs);
     if (at === undefined || at > Date.now() || !s.ovSession) return { value: "not-due" };
@@ -69,6 +71,21 @@ async function commitIfIdle(
       queueOnly: await hasUnsent(ctx.pendingDir, s.ovSession),
     });
     if (outcome.kind === "failed") return { value: "failed" };
+    // In the session's ledger as a capture of no turns that committed: `status` lists the commit.
+    const dir = orNoHome(() => ledgerDir(ctx.env));
+    const taskId = outcome.kind === "committed" ? { taskId: outcome.taskId } : {};
+    const entry = {
+      kind: "capture",
+      at,
+      ms: Date.now() - at,
+      event: "idle",
+      turns: 0,
+      sent: 0,
+      queued: 0,
+    } as const;
+    if (dir) {
+      await appendLedger(dir, name, { ...entry, rejected: 0, commit: outcome.kind, ...taskId }, ctx.config);
+    }
     return { state: { ...s, capturedSinceCommit: 0 }, value: "done" };
   }, { waitMs: 0, durable: true }).catch(() => ({ acquired: true as const, value: "failed" as const }));
   return res.acquired ? res.value : "busy";

@@ -71,8 +71,13 @@ Deno.test("dueAt: nothing uncommitted or no OpenViking session is never due; els
 Deno.test("balanced: the Stop worker leaves a short turn uncommitted, then its watch commits it once idle", async () => {
   await using s = await sandbox();
   await s.stop(A, "a short question in a print-mode run");
-  const [entry] = await readLedger(`${s.dir.path}/.openviking/ledger/kimicode`, A);
+  const [entry, idle] = await readLedger(`${s.dir.path}/.openviking/ledger/kimicode`, A);
   assertEquals(entry?.kind === "capture" && entry.commit, "none", "the Stop itself did not commit");
+  assertEquals(idle?.kind === "capture" && [idle.event, idle.commit, typeof idle.taskId], [
+    "idle",
+    "committed",
+    "string",
+  ], "the watch's commit is in the ledger, for status");
   assertEquals(s.commits(A), 1, "the watch did, once idle");
   assertEquals((await readState(`${s.stateDir}/${A}.json`)).capturedSinceCommit, 0);
   assert(!await exists(s.lock), "the watch ended: nothing waits");
