@@ -13,8 +13,7 @@ import { hookIn, placeJournal, sandboxEnv } from "../tests/support/hook-context.
 import { JournalBuilder } from "../tests/support/journal.ts";
 import { estimateTokens } from "../memory/profile.ts";
 import { BALANCED_PENDING_TOKENS } from "../memory/capture.ts";
-import { COMMIT_POLICIES } from "../openviking/config.ts";
-import { IDLE_COMMIT_SECONDS } from "../openviking/sessions.ts";
+import { COMMIT_POLICIES, KNOBS } from "../openviking/config.ts";
 
 /** Turns of the scripted session. */
 const TURNS = 30;
@@ -199,9 +198,10 @@ export async function commitSection(): Promise<string> {
       "",
       "Commits made every turn queue on the server: their extractions finish long after the turn. In the next",
       "session a fact is there once the session's last commit is extracted: SessionEnd commits under every",
-      "policy; a session that ends without it (a kill, `kimi -p`, `kimi acp`, `kimi web`) is committed by the",
-      `server after ${IDLE_COMMIT_SECONDS} s idle where its \`memory.session_auto_commit\` is enabled, else by the next`,
-      `session start at least ${IDLE_COMMIT_SECONDS} s later.`,
+      "policy; a session that ends without it (`kimi -p`, `kimi acp`, `kimi web`) is committed under `balanced`",
+      `and \`session-end\` by the home's idle watch once idle ${KNOBS.idleCommitSeconds.default} s`,
+      "(`OPENVIKING_IDLE_COMMIT_SECONDS`), under `every-turn` by its last Stop; a killed watch's sessions by the",
+      "next session start.",
       "",
     ].join("\n");
   } finally {
