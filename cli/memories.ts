@@ -1,12 +1,9 @@
 /**
  * `openviking-kimi memories [show <uri> | forget <uri> | export <file> | import <file>] [--search TEXT]
- * [--cwd DIR] [--json]`: what recall can bring here (this project's memories and the user's), grouped by kind,
- * newest first; one in full with the commits it came from; forgetting one; the user's memories exported to
- * and imported from an OpenViking `.ovpack`. Every server text is neutralised before it is printed.
+ * [--cwd DIR] [--json]`: the words and exit codes of memory/inspect.ts's operations; server text neutralised.
  */
 
 import { neutralize, reportJson } from "../lib/neutralize.ts";
-import { charColumns, textColumns } from "../lib/columns.ts";
 import { type Advice, adviceFor, isRootKeyRefusal } from "../openviking/advice.ts";
 import { loadConfig } from "../openviking/config.ts";
 import { clientOptions, createClient, type OvFailure } from "../openviking/client.ts";
@@ -14,6 +11,7 @@ import { resolvePeer } from "../openviking/peer.ts";
 import { dirName, isAbsolutePath, joinPath, ledgerDir, orNoHome, processEnv } from "../lib/paths.ts";
 import { commandName, invocationCwd, workspaceDir } from "../lib/self.ts";
 import { ago, STATUS_COLUMNS as WIDTH, wrap } from "./status.ts";
+import { preview } from "./turns.ts";
 import { oneLine } from "../memory/digest.ts";
 import {
   exportMemories,
@@ -41,20 +39,6 @@ const MEMORIES = "viking://~/memories";
 const EXIT_NO_MEMORY = 3;
 const EXIT_NO_ROUTE = 4;
 
-/** `text` on one line cut to `cols` terminal columns (an ellipsis marks the cut). */
-export function fit(text: string, cols: number): string {
-  const one = text.replace(/\s+/g, " ").trim();
-  if (textColumns(one) <= cols) return one;
-  let out = "";
-  let used = 0;
-  for (const c of one) {
-    if (used + charColumns(c) > cols - 1) return `${out}…`;
-    out += c;
-    used += charColumns(c);
-  }
-  return out;
-}
-
 /** The listing's lines: one group per kind (most recent first), each memory's age and text, then its URI. */
 export function renderListing(l: Listing & { roots: Root[] }, now: number, search?: string): string[] {
   const n = l.memories.length;
@@ -69,7 +53,7 @@ export function renderListing(l: Listing & { roots: Root[] }, now: number, searc
         (search && m.score !== undefined ? m.score.toFixed(2) : m.modified ? ago(m.modified, now) : "?")
           .padEnd(10);
       const tag = m.scope === "project" ? "project: " : "";
-      lines.push(`  ${when}${fit(tag + oneLine(m.text), WIDTH - 12)}`, `      ${m.uri}`);
+      lines.push(`  ${when}${preview(tag + oneLine(m.text), WIDTH - 12)}`, `      ${m.uri}`);
     }
   }
   for (const f of l.failures) lines.push("", `could not read ${f.root.uri}: ${f.failure.error.message}`);
@@ -109,10 +93,7 @@ export function renderShown(s: Shown, now: number): string[] {
   return wrapped(lines);
 }
 
-/**
- * What failure `f` of a request about `uri` means for this command (pure): advice.ts's summary (a 403 that is
- * no key refusal: access to `uri` denied), with a fix of its own where capture's speaks of its queue.
- */
+/** What failure `f` of a request about `uri` means here: advice.ts's words, no capture-queue fix (pure). */
 export function memoriesAdvice(f: OvFailure, baseUrl: string, uri: string): Advice {
   const a = adviceFor(f, baseUrl);
   const again = "then run it again";
@@ -135,23 +116,14 @@ export function memoriesAdvice(f: OvFailure, baseUrl: string, uri: string): Advi
   return { ...a, fix: `${a.fix.replace(/; writes wait in the queue[^;]*$/, "")}, ${again}` };
 }
 
-/** Options of `openviking-kimi memories`. */
-export interface MemoriesOptions {
-  action: string | undefined;
-  arg: string | undefined;
-  search: string | undefined;
-  cwd: string | undefined;
-  json: boolean;
-}
-
-/** Writes `bytes` to a new file `path` (0600; an existing file is never replaced); the error's words, if any. */
+/** Writes `bytes` to a new file `path` (0600, never over one); the error's words, if any. */
 const writeNew = (path: string, bytes: Uint8Array) =>
   Deno.writeFile(path, bytes, { createNew: true, mode: 0o600 }).then(
     () => undefined,
     (e: Error) => e.message,
   );
 
-/** File `path`'s bytes when it is a pack of the user's memories (a regular file, not too large), else why not. */
+/** File `path`'s bytes when it is a pack of the user's memories, else why not. */
 async function readPack(path: string): Promise<Uint8Array | string> {
   const info = await Deno.stat(path).catch((e: Error) => e.message);
   if (typeof info === "string") return `cannot read ${path} (${info})`;
@@ -163,22 +135,25 @@ async function readPack(path: string): Promise<Uint8Array | string> {
 }
 
 /** `openviking-kimi memories`: exit 0; 1 the server failed; 2 a usage error; 3 no such memory; 4 no such route. */
-export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
+export async function memoriesCommand(o: {
+  action: string | undefined;
+  arg: string | undefined;
+  search: string | undefined;
+  cwd: string | undefined;
+  json: boolean;
+}): Promise<number> {
   const env = processEnv();
-  /** Prints `value` as JSON with --json, else `text`: on stdout and exit 0, or on stderr and exit `code`. */
   const say = (value: unknown, text: string[], code = 0) => {
     if (o.json) console.log(reportJson(value, 2));
     else (code ? console.error : console.log)(neutralize(wrapped(text).join("\n")));
     return code;
   };
-  /** Says why nothing (more) was done; returns `code`. */
   const stop = (code: number, message: string, fix = "", kind = "usage") =>
     say({ error: { kind, message, ...(fix ? { fix } : {}) } }, [
       `openviking-kimi memories: ${message}`,
       ...(fix ? [`  fix: ${fix}`] : []),
     ], code);
   const { action, arg = "" } = o;
-  // A file is the user's directory's (`deno task` runs in the checkout); a URI is as given.
   const uri = /port$/.test(action ?? "") && !isAbsolutePath(arg) ? joinPath(invocationCwd(env), arg) : arg;
   const list = `\`${commandName(env)} memories\` lists them`;
   if (action !== undefined && !["show", "forget", "export", "import"].includes(action)) {
@@ -198,7 +173,6 @@ export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
   }
   const client = createClient(clientOptions(config, peer.peerId, { timeoutMs: 10_000 }));
   const slow = clientOptions(config, peer.peerId, { timeoutMs: 120_000 });
-  /** Says that `what` (of `target`) failed with `f` (and `after`: what was not done). */
   const failed = (f: OvFailure, what: string, target: string, after = "") => {
     const a = memoriesAdvice(f, config.baseUrl, target);
     if (f.kind !== "missing-route") return stop(1, `${what} failed: ${a.summary}${after}`, a.fix, f.kind);
@@ -243,7 +217,6 @@ export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
   if (action === "import") {
     const pack = await readPack(uri);
     if (typeof pack === "string") return stop(2, `${pack}; nothing was imported`);
-    // OpenViking's import replaces the whole memory root: what it replaces is exported first, and kept.
     const before = await exportMemories(slow);
     const notImported = "; nothing was imported";
     const stamp = new Date(now).toISOString().replace(/[:.]/g, "-");
@@ -259,7 +232,6 @@ export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
     }
     const done = await importMemories(createClient(slow), pack);
     if (!done.ok) {
-      // A backup of what was not replaced is no use; one of what may have been is kept.
       const untouched = "replacedNothing" in done && done.replacedNothing;
       if (untouched && backup) await Deno.remove(backup).catch(() => undefined);
       const after = untouched

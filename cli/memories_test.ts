@@ -1,5 +1,5 @@
 import { assertEquals, assertStringIncludes, assertTrue } from "../tests/support/assert.ts";
-import { fit, memoriesAdvice, renderListing, renderShown } from "./memories.ts";
+import { memoriesAdvice, renderListing, renderShown } from "./memories.ts";
 import { failure, FAILURE_KINDS } from "../openviking/client.ts";
 import { textColumns } from "../lib/columns.ts";
 import type { Listed } from "../memory/inspect.ts";
@@ -21,13 +21,6 @@ const memory = (
   kind,
   modified: NOW - hoursAgo * 3600_000,
   text,
-});
-
-Deno.test("fit: one line within the columns, wide characters counted twice, an ellipsis at the cut", () => {
-  assertEquals(fit("a\n b   c", 10), "a b c");
-  assertEquals(fit("abcdefghij", 5), "abcd…");
-  assertEquals(fit("abcde", 5), "abcde", "what fits exactly is not cut");
-  assertEquals(textColumns(fit("漢字漢字漢字", 7)), 7);
 });
 
 Deno.test("the listing: grouped by kind in the order of their newest memory, age and text, the URI below", () => {
