@@ -127,4 +127,15 @@ Deno.test("memories' advice: no capture-queue words; a 403 that is no key refusa
   assertTrue(!denied.summary.includes("refused the key"), denied.summary);
   const key = memoriesAdvice(failure("auth", 401, { message: "Invalid API key" }), "http://ov", uri);
   assertStringIncludes(key.summary, "the server refused the key");
+  // A dev-mode server (no API keys) refuses packs: its words, and the fix is to run it with keys.
+  const dev =
+    "Admin API requires api_key mode with root_api_key configured. Development mode does not support " +
+    'account or user management. You should set server.auth_mode = "api_key" in ov.conf';
+  const packs = memoriesAdvice(
+    failure("auth", 403, { code: "PERMISSION_DENIED", message: dev }),
+    "http://ov",
+    uri,
+  );
+  assertStringIncludes(packs.summary, "Development mode does not support");
+  assertStringIncludes(packs.fix, 'server.auth_mode = "api_key"');
 });

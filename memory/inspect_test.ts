@@ -74,21 +74,10 @@ Deno.test("a tree listing's memories: files only, no summaries, the name as text
     { uri: "viking://user/u/memories/identity.md", isDir: false, modTime: "garbage" },
     null,
   ]);
-  assertEquals(got, [
-    {
-      uri: "viking://user/u/memories/events/ship_day.md",
-      scope: "user",
-      kind: "events",
-      modified: Date.parse("2026-12-01T10:00:00Z"),
-      text: "ship day",
-    },
-    {
-      uri: "viking://user/u/memories/identity.md",
-      scope: "user",
-      kind: "profile",
-      modified: 0,
-      text: "identity",
-    },
+  const at = Date.parse("2026-12-01T10:00:00Z");
+  assertEquals(got.map((m) => [m.uri.slice(25), m.scope, m.kind, m.modified, m.text]), [
+    ["events/ship_day.md", "user", "events", at, "ship day"],
+    ["identity.md", "user", "profile", 0, "identity"],
   ]);
 });
 
@@ -118,30 +107,18 @@ Deno.test("a memory diff says whether it added or updated a URI; a damaged diff 
 });
 
 Deno.test("the run that started a commit task: the capture that names it, or the queue replay that delivered it", () => {
+  const capture = {
+    kind: "capture",
+    ms: 1,
+    rejected: 0,
+    event: "Stop",
+    turns: 1,
+    sent: 1,
+    queued: 0,
+  } as const;
   const entries: LedgerEntry[] = [
-    {
-      kind: "capture",
-      at: 1,
-      ms: 1,
-      rejected: 0,
-      event: "Stop",
-      turns: 1,
-      sent: 1,
-      queued: 0,
-      commit: "committed",
-      taskId: "a",
-    },
-    {
-      kind: "capture",
-      at: 2,
-      ms: 1,
-      rejected: 0,
-      event: "Stop",
-      turns: 1,
-      sent: 0,
-      queued: 1,
-      commit: "queued",
-    },
+    { ...capture, at: 1, commit: "committed", taskId: "a" },
+    { ...capture, at: 2, commit: "queued" },
     {
       kind: "replay",
       at: 3,

@@ -63,28 +63,15 @@ Deno.test("memories: the project's and the user's, by kind, newest first, text a
   const text = await runCli(["memories"], { env, clearEnv: true });
   assertEquals(text.code, 0, text.stderr);
   assertMatch(text.stdout, /^3 memories: this project's and yours/);
-  assertTrue(text.stdout.indexOf("events (1)") < text.stdout.indexOf("preferences (1)"), "newest kind first");
   assertStringIncludes(text.stdout, "1 h ago   project: The build runs with `make ci`.");
   assertTrue(!text.stdout.includes("\x1b"), "the server's escape sequence never reaches the terminal");
-  assertStringIncludes(text.stdout, `      ${USER_MEMORY}`);
-  assertTrue(text.stdout.split("\n").every((l) => l.length <= 80 || !l.includes(" ")), "80 columns");
-  const json = JSON.parse((await runCli(["memories", "--json"], { env, clearEnv: true })).stdout);
-  assertEquals(
-    json.memories.map((m: { uri: string }) => m.uri).sort(),
-    [
-      USER_MEMORY,
-      "viking://user/default/memories/profile.md",
-      PROJECT_MEMORY,
-    ].sort(),
-  );
+  const uris = async (args: string[]) =>
+    JSON.parse((await runCli(["memories", ...args, "--json"], { env, clearEnv: true })).stdout).memories
+      .map((m: { uri: string; score?: number }) => m.score === undefined ? m.uri : [m.uri, m.score]);
+  const all = [USER_MEMORY, "viking://user/default/memories/profile.md", PROJECT_MEMORY];
+  assertEquals((await uris([])).sort(), all.sort());
   fake.findResults["viking://~/memories"] = [{ uri: USER_MEMORY, level: 2, score: 0.7, abstract: "" }];
-  const found = JSON.parse(
-    (await runCli(["memories", "--search", "tabs", "--json"], { env, clearEnv: true })).stdout,
-  );
-  assertEquals(found.memories.map((m: { uri: string; score: number }) => [m.uri, m.score]), [[
-    USER_MEMORY,
-    0.7,
-  ]]);
+  assertEquals(await uris(["--search", "tabs"]), [[USER_MEMORY, 0.7]]);
 });
 
 Deno.test("memories where the server lists no folder for this project: the user's memories only, exit 0", async () => {
@@ -184,14 +171,7 @@ Deno.test("memories forget of what is not a memory here (another folder, another
   const env = await world(fake, dir.path);
   const skill = "viking://user/default/skills/memories/deploy.md";
   fake.files.set(skill, "a skill");
-  for (
-    const uri of [
-      skill,
-      "viking://user/default/peers/-other/memories/e.md",
-      "viking://~/memories/../skills/memories/deploy.md",
-      "viking://~/memories/%2e%2e/skills/memories/deploy.md",
-    ]
-  ) {
+  for (const uri of [skill, "viking://~/memories/%2e%2e/skills/memories/deploy.md"]) {
     const r = await runCli(["memories", "forget", uri], { env, clearEnv: true });
     assertEquals(r.code, 2, `${uri}: ${r.stdout}`);
     assertStringIncludes(flat(r.stderr), `viking://~/memories/ or viking://~/peers/${PEER}/memories/`);
@@ -302,24 +282,6 @@ Deno.test("memories export from the checkout: a relative file is the user's dire
   assertEquals(r.code, 0, r.stderr);
   assertTrue((await Deno.stat(`${dir.path}/rel.ovpack`)).isFile, "written where the user ran it");
   assertTrue(!(await Deno.stat(`${ROOT}/rel.ovpack`).then(() => true, () => false)), "not in the checkout");
-});
-
-Deno.test("memories export on a dev-mode server (OpenViking refuses packs there): its words and the fix, exit 1", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  const env = await world(fake, dir.path);
-  const message = "Admin API requires api_key mode with root_api_key configured. Development mode does not " +
-    'support account or user management. You should set server.auth_mode = "api_key" in ov.conf';
-  fake.fault({
-    route: "POST /api/v1/pack/export",
-    status: 403,
-    error: { code: "PERMISSION_DENIED", message },
-  });
-  const r = await runCli(["memories", "export", `${dir.path}/x.ovpack`, "--json"], { env, clearEnv: true });
-  assertEquals(r.code, 1, r.stderr);
-  const { error } = JSON.parse(r.stdout);
-  assertStringIncludes(error.message, "Development mode does not support");
-  assertStringIncludes(error.fix, 'server.auth_mode = "api_key"');
 });
 
 Deno.test("memories export/import on a server without the pack routes: exit 4, nothing written", async () => {
