@@ -184,26 +184,22 @@ function registeredPrograms(state: KimiState, os: OsFamily): Registered[] {
   const [exe, ext] = os === "windows"
     ? [".\\bin\\openviking-kimi.exe", ".exe"]
     : ["./bin/openviking-kimi", ""];
-  return [
-    ...(ours
-      ? [{
-        label: "config.toml hooks",
-        mode: "config" as const,
-        path: firstWord(prefix),
-        cwd: state.paths.home,
-        command: `${prefix} version`,
-      }]
-      : []),
-    ...(root !== undefined
-      ? [{
-        label: `plugin ${PLUGIN_ID}`,
-        mode: "plugin" as const,
-        path: `${root}/bin/openviking-kimi${ext}`,
-        cwd: root,
-        command: `${exe} version`,
-      }]
-      : []),
-  ];
+  const out: Registered[] = [];
+  const { home } = state.paths;
+  if (ours) {
+    out.push({
+      label: "config.toml hooks",
+      mode: "config",
+      path: firstWord(prefix),
+      cwd: home,
+      command: `${prefix} version`,
+    });
+  }
+  if (root !== undefined) {
+    const path = `${root}/bin/openviking-kimi${ext}`;
+    out.push({ label: `plugin ${PLUGIN_ID}`, mode: "plugin", path, cwd: root, command: `${exe} version` });
+  }
+  return out;
 }
 
 /** A registered program: there and executable; behind a launcher, its copy whole and the Deno it would run. */
@@ -215,11 +211,9 @@ async function programChecks(r: Registered, env: paths.Env, os: OsFamily): Promi
   const text = await readTextIfExists(r.path).catch(() => undefined);
   const info = text !== undefined && text.length < 64 * 1024 ? launcherInfo(text) : undefined;
   if (!info) return [];
+  const isFile = (f: string) => Deno.stat(paths.joinPath(info.dir, f)).then((s) => s.isFile, () => false);
   const files = [COPY_FILES.main, COPY_FILES.hook, COPY_FILES.info];
-  const there = await Promise.all(
-    files.map((f) => Deno.stat(paths.joinPath(info.dir, f)).then((s) => s.isFile, () => false)),
-  );
-  const missing = files.filter((_, i) => !there[i]);
+  const missing = (await Promise.all(files.map(async (f) => await isFile(f) ? [] : [f]))).flat();
   if (missing.length) {
     const summary = `${r.label}: the program copy ${info.dir} is incomplete (missing ${missing.join(", ")})`;
     return [checkOf("command").fail(summary, REINSTALL)];
@@ -227,7 +221,7 @@ async function programChecks(r: Registered, env: paths.Env, os: OsFamily): Promi
   const deno = await findDeno(info.deno, env, os);
   if (!deno) {
     const copy = await readTextIfExists(paths.joinPath(info.dir, COPY_FILES.info)).catch(() => undefined);
-    const source = asRecord(parseJsonOrUndefined(copy)).source;
+    const { source } = asRecord(parseJsonOrUndefined(copy));
     const c = denoNotFound({
       deno: info.deno,
       source: typeof source === "string" ? source : "a checkout",
