@@ -13,24 +13,7 @@ import { commandName, invocationCwd, workspaceDir } from "../lib/self.ts";
 import { ago, STATUS_COLUMNS as WIDTH, wrap } from "./status.ts";
 import { preview } from "./turns.ts";
 import { oneLine } from "../memory/digest.ts";
-import {
-  exportMemories,
-  forgetMemory,
-  importMemories,
-  isMemoriesPack,
-  isMemoryUri,
-  isNotFound,
-  type Listed,
-  type Listing,
-  listMemories,
-  MAX_PACK_BYTES,
-  memoryRoots,
-  type Root,
-  rootNames,
-  searchMemories,
-  showMemory,
-  type Shown,
-} from "../memory/inspect.ts";
+import * as inspect from "../memory/inspect.ts";
 
 /** The root export and import move. */
 const MEMORIES = "viking://~/memories";
@@ -40,11 +23,15 @@ const EXIT_NO_MEMORY = 3;
 const EXIT_NO_ROUTE = 4;
 
 /** The listing's lines: one group per kind (most recent first), each memory's age and text, then its URI. */
-export function renderListing(l: Listing & { roots: Root[] }, now: number, search?: string): string[] {
+export function renderListing(
+  l: inspect.Listing & { roots: inspect.Root[] },
+  now: number,
+  search?: string,
+): string[] {
   const n = l.memories.length;
   const where = l.roots.length > 1 ? "this project's and yours" : "yours (no project memories here)";
   const lines = [`${n} memor${n === 1 ? "y" : "ies"}${search ? ` found for "${search}"` : ""}: ${where}`];
-  const groups = new Map<string, Listed[]>();
+  const groups = new Map<string, inspect.Listed[]>();
   for (const m of l.memories) groups.set(m.kind, [...groups.get(m.kind) ?? [], m]);
   for (const [kind, list] of groups) {
     lines.push("", `${kind} (${list.length})`);
@@ -64,7 +51,7 @@ export function renderListing(l: Listing & { roots: Root[] }, now: number, searc
 const wrapped = (lines: string[]) => lines.flatMap((l) => wrap(l, `${/^ */.exec(l)![0]}  `));
 
 /** The lines of one memory in full and where it came from (what cannot be known is said so). */
-export function renderShown(s: Shown, now: number): string[] {
+export function renderShown(s: inspect.Shown, now: number): string[] {
   const lines = [s.uri, "", ...s.text.split("\n"), "", "Where it came from:"];
   for (const o of s.origins) {
     const who = o.kimiSession
@@ -128,10 +115,14 @@ async function readPack(path: string): Promise<Uint8Array | string> {
   const info = await Deno.stat(path).catch((e: Error) => e.message);
   if (typeof info === "string") return `cannot read ${path} (${info})`;
   if (!info.isFile) return `${path} is not a regular file`;
-  if (info.size > MAX_PACK_BYTES) return `${path} is larger than a pack is read (${MAX_PACK_BYTES} bytes)`;
+  if (info.size > inspect.MAX_PACK_BYTES) {
+    return `${path} is larger than a pack is read (${inspect.MAX_PACK_BYTES} bytes)`;
+  }
   const pack = await Deno.readFile(path).catch((e: Error) => e.message);
   if (typeof pack === "string") return `cannot read ${path} (${pack})`;
-  return isMemoriesPack(pack) ? pack : `${path} is not a pack of your memories (every entry under memories/)`;
+  return inspect.isMemoriesPack(pack)
+    ? pack
+    : `${path} is not a pack of your memories (every entry under memories/)`;
 }
 
 /** `openviking-kimi memories`: exit 0; 1 the server failed; 2 a usage error; 3 no such memory; 4 no such route. */
@@ -167,8 +158,8 @@ export async function memoriesCommand(o: {
   if (!cwd) return stop(2, `--cwd ${JSON.stringify(o.cwd)} is not a directory`);
   const { config } = await loadConfig(env, cwd);
   const peer = await resolvePeer(cwd, config);
-  if ((action === "show" || action === "forget") && !isMemoryUri(uri, peer.peerId)) {
-    const under = rootNames(peer.peerId).join(" or ");
+  if ((action === "show" || action === "forget") && !inspect.isMemoryUri(uri, peer.peerId)) {
+    const under = inspect.rootNames(peer.peerId).join(" or ");
     return stop(2, `${JSON.stringify(uri)} is not a memory's URI (a ….md file under ${under}); ${list}`);
   }
   const client = createClient(clientOptions(config, peer.peerId, { timeoutMs: 10_000 }));
@@ -181,18 +172,18 @@ export async function memoriesCommand(o: {
   };
   const now = Date.now();
   if (action === "show") {
-    const s = await showMemory(client, uri, orNoHome(() => ledgerDir(env)) ?? "");
+    const s = await inspect.showMemory(client, uri, orNoHome(() => ledgerDir(env)) ?? "");
     if (!("ok" in s)) return say(s, renderShown(s, now));
     if (s.kind === "too-large") {
       const fix = `\`${commandName(env)} memories forget ${uri}\` still forgets it`;
       return stop(1, `${uri} is too large to show (${s.error.message})`, fix, s.kind);
     }
-    return isNotFound(s)
+    return inspect.isNotFound(s)
       ? stop(EXIT_NO_MEMORY, `${uri}: the server has no memory there; ${list}`, "", "no-memory")
       : failed(s, "read", uri);
   }
   if (action === "forget") {
-    const r = await forgetMemory(client, uri);
+    const r = await inspect.forgetMemory(client, uri);
     if (r.ok && r.text === undefined) {
       return say({ uri, forgotten: true }, [`forgot ${uri} (it was too large to show)`]);
     }
@@ -207,7 +198,7 @@ export async function memoriesCommand(o: {
     return failed(r, reading ? "reading it" : "delete", uri, reading ? "; nothing was deleted" : "");
   }
   if (action === "export") {
-    const pack = await exportMemories(slow);
+    const pack = await inspect.exportMemories(slow);
     if (!(pack instanceof Uint8Array)) return failed(pack, "export", MEMORIES);
     const error = await writeNew(uri, pack);
     if (error) return stop(2, `cannot write ${uri} (${error}); nothing was written over`);
@@ -217,20 +208,20 @@ export async function memoriesCommand(o: {
   if (action === "import") {
     const pack = await readPack(uri);
     if (typeof pack === "string") return stop(2, `${pack}; nothing was imported`);
-    const before = await exportMemories(slow);
+    const before = await inspect.exportMemories(slow);
     const notImported = "; nothing was imported";
     const stamp = new Date(now).toISOString().replace(/[:.]/g, "-");
     const backup = before instanceof Uint8Array
       ? joinPath(dirName(uri), `memories-before-import-${stamp}.ovpack`)
       : undefined;
-    if (!(before instanceof Uint8Array) && !isNotFound(before)) {
+    if (!(before instanceof Uint8Array) && !inspect.isNotFound(before)) {
       return failed(before, "export", MEMORIES, notImported);
     }
     const error = backup && await writeNew(backup, before as Uint8Array);
     if (error) {
       return stop(2, `cannot keep what import would replace in ${backup} (${error}); nothing was imported`);
     }
-    const done = await importMemories(createClient(slow), pack);
+    const done = await inspect.importMemories(createClient(slow), pack);
     if (!done.ok) {
       const untouched = "replacedNothing" in done && done.replacedNothing;
       if (untouched && backup) await Deno.remove(backup).catch(() => undefined);
@@ -246,10 +237,10 @@ export async function memoriesCommand(o: {
       : "";
     return say({ file: uri, uri: done.result, backup }, [`imported ${uri} into ${done.result}${kept}`]);
   }
-  const roots = await memoryRoots(client, peer.peerId);
+  const roots = await inspect.memoryRoots(client, peer.peerId);
   const l = o.search !== undefined
-    ? await searchMemories(client, roots, o.search)
-    : await listMemories(client, roots);
+    ? await inspect.searchMemories(client, roots, o.search)
+    : await inspect.listMemories(client, roots);
   const failures = l.failures.map((f) => ({ uri: f.root.uri, message: f.failure.error.message }));
   const lines = renderListing({ roots, ...l }, now, o.search);
   return say({ roots, memories: l.memories, failures }, lines, failures.length && !l.memories.length ? 1 : 0);

@@ -11,28 +11,8 @@ import { nextProbeAt, readBreaker } from "../openviking/breaker.ts";
 import { type Config, loadConfig } from "../openviking/config.ts";
 import { askDataAccess, clientOptions, createClient, type OpenVikingClient } from "../openviking/client.ts";
 import { type LedgerEntry, ledgerFile, ledgerFiles, readLedger, REPLAY_FILE } from "../memory/ledger.ts";
-import {
-  countShared,
-  hasUnsent,
-  type QueueSummary,
-  queueSummary,
-  REJECTED_SUBDIR,
-  type RejectedSummary,
-  rejectedSummary,
-  setAsideFiles,
-  setAsideWords,
-} from "../openviking/queue.ts";
-import {
-  type Env,
-  hookStateDir,
-  joinPath,
-  ledgerDir,
-  orNoHome,
-  pendingDir,
-  processEnv,
-  safeId,
-  sharedStateDir,
-} from "../lib/paths.ts";
+import * as queues from "../openviking/queue.ts";
+import * as paths from "../lib/paths.ts";
 import { resolvePeer } from "../openviking/peer.ts";
 import { asRecord, isRecord, type JsonRecord } from "../lib/parsed.ts";
 import { scrub } from "../lib/scrub.ts";
@@ -131,7 +111,7 @@ export const StatusSchema = z.object({
 export type Status = z.infer<typeof StatusSchema>;
 
 /** A queue summary's entries, messages and commits, and of how many sessions. */
-export function totals(q: QueueSummary): z.infer<typeof Counts> & { sessions: number } {
+export function totals(q: queues.QueueSummary): z.infer<typeof Counts> & { sessions: number } {
   const sum = (f: "messages" | "commits") => q.sessions.reduce((n, s) => n + s[f], 0);
   return {
     entries: q.entries,
@@ -348,7 +328,7 @@ export function renderStatus(st: Status, now: number): string {
       : "Queue   empty",
   );
   if (queued) lines.push(`        next replay: ${q.nextReplay}`);
-  const aside = setAsideWords(q.setAside);
+  const aside = queues.setAsideWords(q.setAside);
   if (aside) lines.push(`        ${aside.summary}`, `        fix: ${aside.fix}`);
   if (r.entries) {
     lines.push(
@@ -468,18 +448,18 @@ type SessionChoice = { session?: string; all?: boolean };
 
 /** The chosen sessions as the ledger, the queue and the rejected place know them (no network). */
 async function localSessions(
-  env: Env,
+  env: paths.Env,
   config: Config,
   choice: SessionChoice,
-  places: { queue: QueueSummary; rejected: QueueSummary },
+  places: { queue: queues.QueueSummary; rejected: queues.QueueSummary },
 ): Promise<SessionStatus[]> {
-  const dir = ledgerDir(env);
+  const dir = paths.ledgerDir(env);
   const replays = await readLedger(dir, REPLAY_FILE).catch(() => []);
   const files = (await ledgerFiles(dir).catch(() => [])).filter((f) => f.name !== REPLAY_FILE);
   const chosen = choice.session !== undefined
-    ? [await safeId(choice.session)]
+    ? [await paths.safeId(choice.session)]
     : files.map((f) => f.name).slice(0, choice.all ? undefined : LATEST_SESSIONS);
-  const counts = (q: QueueSummary, ov: string) => {
+  const counts = (q: queues.QueueSummary, ov: string) => {
     const x = q.sessions.find((x) => x.sessionId === ov);
     return { entries: x?.entries ?? 0, messages: x?.messages ?? 0, commits: x?.commits ?? 0 };
   };
@@ -500,14 +480,14 @@ function extractionOf(a: Alarm): Status["extraction"] {
 }
 
 /** Everything `status` shows. */
-async function collectStatus(env: Env, cwd: string, choice: SessionChoice): Promise<Status> {
+async function collectStatus(env: paths.Env, cwd: string, choice: SessionChoice): Promise<Status> {
   const { config } = await loadConfig(env, cwd);
   const client = createClient(clientOptions(config, "", { timeoutMs: STATUS_TIMEOUT_MS }));
   const conn = await connection(client, config, cwd);
-  const pending = pendingDir(env);
+  const pending = paths.pendingDir(env);
   const none = { sessions: [], entries: 0 };
-  const queue = await queueSummary(pending).catch(() => none);
-  const rejected: RejectedSummary = await rejectedSummary(pending).catch(() => none);
+  const queue = await queues.queueSummary(pending).catch(() => none);
+  const rejected: queues.RejectedSummary = await queues.rejectedSummary(pending).catch(() => none);
   const sessions = await localSessions(env, config, choice, { queue, rejected });
   const notAsked: string[] = [];
   const canAsk = conn.reachable && conn.authenticated !== false;
@@ -518,7 +498,7 @@ async function collectStatus(env: Env, cwd: string, choice: SessionChoice): Prom
   const alarm = canAsk ? await askAlarm(client) : null;
   if (alarm === null) notAsked.push("what the newest commits made");
   if (!conn.reachable) notAsked.unshift("whether the key is accepted");
-  const b = await readBreaker(orNoHome(() => sharedStateDir(env)) ?? "", config.baseUrl);
+  const b = await readBreaker(paths.orNoHome(() => paths.sharedStateDir(env)) ?? "", config.baseUrl);
   const status: Status = {
     version: VERSION,
     connection: conn,
@@ -526,15 +506,15 @@ async function collectStatus(env: Env, cwd: string, choice: SessionChoice): Prom
     queue: {
       ...totals(queue),
       oldest: queue.sessions[0]?.oldest,
-      shared: await countShared(pending).catch(() => 0),
+      shared: await queues.countShared(pending).catch(() => 0),
       nextReplay: `at the next Kimi session start, or the session's next turn; now: \`${
         commandName(env)
       } replay\``,
-      setAside: await setAsideFiles(pending).catch(() => []),
+      setAside: await queues.setAsideFiles(pending).catch(() => []),
     },
     rejected: {
       ...totals(rejected),
-      dir: joinPath(pending, REJECTED_SUBDIR),
+      dir: paths.joinPath(pending, queues.REJECTED_SUBDIR),
       ...(rejected.last ? { last: rejected.last } : {}),
       fix: `fix what the server says (its log, its settings), then \`${commandName(env)} replay --rejected\``,
     },
@@ -556,17 +536,17 @@ async function collectStatus(env: Env, cwd: string, choice: SessionChoice): Prom
 }
 
 /** Whether anything local is known of Kimi session `id`: its ledger, its state, or writes in the queue. */
-async function knownSession(env: Env, id: string): Promise<boolean> {
+async function knownSession(env: paths.Env, id: string): Promise<boolean> {
   const exists = (path: string) => Deno.stat(path).then(() => true, () => false);
-  const ledger = orNoHome(() => ledgerDir(env));
-  if (ledger && await exists(ledgerFile(ledger, await safeId(id)))) return true;
-  const state = orNoHome(() => hookStateDir(env));
+  const ledger = paths.orNoHome(() => paths.ledgerDir(env));
+  if (ledger && await exists(ledgerFile(ledger, await paths.safeId(id)))) return true;
+  const state = paths.orNoHome(() => paths.hookStateDir(env));
   for (const name of [id, `${id}.prompt`]) {
     if (state && await exists((await statePaths(state, name)).file)) return true;
   }
-  const queue = orNoHome(() => pendingDir(env));
+  const queue = paths.orNoHome(() => paths.pendingDir(env));
   return queue !== undefined &&
-    await hasUnsent(queue, `${SESSION_PREFIX}${await safeId(id)}`).catch(() => false);
+    await queues.hasUnsent(queue, `${SESSION_PREFIX}${await paths.safeId(id)}`).catch(() => false);
 }
 
 /**
@@ -576,7 +556,7 @@ async function knownSession(env: Env, id: string): Promise<boolean> {
 export async function statusCommand(
   o: SessionChoice & { cwd: string | undefined; json: boolean },
 ): Promise<number> {
-  const env = processEnv();
+  const env = paths.processEnv();
   if (o.session !== undefined && o.all) {
     console.error("openviking-kimi status: --session and --all exclude each other; give one of them.");
     return 2;
