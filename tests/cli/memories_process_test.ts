@@ -118,21 +118,6 @@ Deno.test("memories show: the text in full and the Kimi session, turn, commit an
   assertStringIncludes(flat(bad.stderr), "is not a memory's URI");
 });
 
-Deno.test("memories forget: deletes it and says what it said; a forget of what is gone is exit 3", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  const env = await world(fake, dir.path);
-  const r = await runCli(["memories", "forget", PROJECT_MEMORY, "--json"], { env, clearEnv: true });
-  assertEquals(r.code, 0, r.stderr);
-  assertEquals(JSON.parse(r.stdout).forgotten, true);
-  assertTrue(!fake.files.has(PROJECT_MEMORY));
-  assertEquals(fake.requestsTo("DELETE /api/v1/fs").length, 1);
-  const again = await runCli(["memories", "forget", PROJECT_MEMORY], { env, clearEnv: true });
-  assertEquals(again.code, 3);
-  assertStringIncludes(flat(again.stderr), "already gone; nothing was deleted");
-  assertEquals(fake.requestsTo("DELETE /api/v1/fs").length, 1, "nothing is asked to delete what is gone");
-});
-
 Deno.test("memories show/forget of a memory larger than a read: show says so; forget deletes it", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
@@ -152,32 +137,36 @@ Deno.test("memories show/forget of a memory larger than a read: show says so; fo
   assertStringIncludes(flat(text.stdout), "it was too large to show");
 });
 
-Deno.test("memories forget where the read fails: says the read failed and nothing was deleted", async () => {
+Deno.test("memories forget: only a memory here (exit 2); a failed read deletes nothing; gone is exit 3", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
   const env = await world(fake, dir.path);
-  fake.fault({ route: "GET /api/v1/content/read", status: 500 });
-  const r = await runCli(["memories", "forget", PROJECT_MEMORY], { env, clearEnv: true });
-  assertEquals(r.code, 1, r.stdout);
-  assertStringIncludes(flat(r.stderr), "reading it failed");
-  assertStringIncludes(flat(r.stderr), "nothing was deleted");
-  assertTrue(!/delete failed|queue/.test(flat(r.stderr)), r.stderr);
-  assertTrue(fake.files.has(PROJECT_MEMORY));
-});
-
-Deno.test("memories forget of what is not a memory here (another folder, another peer, a dot segment): exit 2", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  const env = await world(fake, dir.path);
+  const forget = (uri: string, json = false) =>
+    runCli(["memories", "forget", uri, ...(json ? ["--json"] : [])], { env, clearEnv: true });
+  const deletes = () => fake.requestsTo("DELETE /api/v1/fs").length;
   const skill = "viking://user/default/skills/memories/deploy.md";
   fake.files.set(skill, "a skill");
   for (const uri of [skill, "viking://~/memories/%2e%2e/skills/memories/deploy.md"]) {
-    const r = await runCli(["memories", "forget", uri], { env, clearEnv: true });
+    const r = await forget(uri);
     assertEquals(r.code, 2, `${uri}: ${r.stdout}`);
     assertStringIncludes(flat(r.stderr), `viking://~/memories/ or viking://~/peers/${PEER}/memories/`);
   }
-  assertEquals(fake.requestsTo("DELETE /api/v1/fs").length, 0);
-  assertEquals(fake.files.get(skill), "a skill");
+  assertEquals([deletes(), fake.files.get(skill)], [0, "a skill"]);
+
+  fake.fault({ route: "GET /api/v1/content/read", status: 500, times: 1 });
+  const unread = await forget(PROJECT_MEMORY);
+  assertEquals(unread.code, 1, unread.stdout);
+  assertStringIncludes(flat(unread.stderr), "reading it failed");
+  assertStringIncludes(flat(unread.stderr), "nothing was deleted");
+  assertTrue(!/delete failed|queue/.test(flat(unread.stderr)), unread.stderr);
+  assertEquals([deletes(), fake.files.has(PROJECT_MEMORY)], [0, true]);
+
+  const r = await forget(PROJECT_MEMORY, true);
+  assertEquals([r.code, JSON.parse(r.stdout).forgotten, fake.files.has(PROJECT_MEMORY)], [0, true, false]);
+  const again = await forget(PROJECT_MEMORY);
+  assertEquals(again.code, 3);
+  assertStringIncludes(flat(again.stderr), "already gone; nothing was deleted");
+  assertEquals(deletes(), 1, "nothing is asked to delete what is gone");
 });
 
 Deno.test("memories export/import: the pack round trip, the replaced memories kept; no file overwritten", async () => {
