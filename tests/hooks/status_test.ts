@@ -71,7 +71,7 @@ function sessionTurns(env: Record<string, string>, home: string) {
   };
 }
 
-Deno.test("status: every field after a scripted session, with the server down and back", async () => {
+Deno.test("status: every field after a scripted session, with the server down and back (its backlog replayed)", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
   // The configured account and user: status shows them while the server cannot be asked.
@@ -153,27 +153,35 @@ Deno.test("status: every field after a scripted session, with the server down an
     ["committed", "failed", fake.taskError, []],
     ["queued", undefined, undefined, undefined],
   ]);
-  assertEquals((await runCli(["replay"], { env, clearEnv: true })).code, 0);
-  const after = (await statusJson(env, dir.path)).queue;
-  assertEquals([after.entries, after.shared, after.oldest], [0, 0, undefined]);
-  assertEquals(
-    (await readState(`${dir.path}/.openviking/hook-state/kimicode/${SESSION}.json`)).capturedKeys.length,
-    6,
-  );
-
-  // Commits whose tasks OpenViking has not finished: their state as it is, no memories yet.
+  // The next turn's capture replays the session's backlog first (the queued commit goes out with a task of its
+  // own), then sends and commits its own; tasks OpenViking has not finished: their state as it is, no memories.
   fake.taskOutcome = "running";
   await turn("is the cache shared between jobs?");
   fake.taskOutcome = "pending";
   await turn("and between branches?");
-  const busy = await ours(env, dir.path);
-  assertEquals(busy.commits.slice(-2).map((c) => [c.outcome, c.task]), [
-    ["committed", { status: "running", memories: [] }],
-    ["committed", { status: "pending", memories: [] }],
+  const replayed = [...fake.tasks.keys()][2];
+  const replays = (await replayLedger(dir.path)).map((e) => e.commitTasks);
+  assertEquals(replays, [[{ sessionId: `kc-${SESSION}`, taskId: replayed }]]);
+  const busy = await statusJson(env, dir.path);
+  assertEquals([busy.queue.entries, busy.queue.oldest], [0, undefined]);
+  const b = busy.sessions.find((s) => s.kimiSessionId === SESSION)!;
+  const running = { status: "running", memories: [] };
+  assertEquals(b.commits.slice(2).map((c) => [c.outcome, c.waiting, c.replayedAt !== undefined, c.task]), [
+    ["queued", false, true, running],
+    ["committed", undefined, false, running],
+    ["committed", undefined, false, { status: "pending", memories: [] }],
   ]);
-  assertEquals(busy.commits.slice(-2).map((c, i) => within(c.at, stops[3 + i])), [true, true]);
+  assertEquals(b.commits.map((c) => c.taskId === replayed), [false, false, true, false, false]);
+  assertEquals([b.captures.queued, b.lastError], [0, undefined], "the error is over once a capture worked");
+  assertEquals(b.commits.slice(-2).map((c, i) => within(c.at, stops[3 + i])), [true, true]);
+  assertEquals(
+    (await readState(`${dir.path}/.openviking/hook-state/kimicode/${SESSION}.json`)).capturedKeys.length,
+    10,
+  );
   const text = await statusText(env, dir.path);
   assertMatch(text, new RegExp(SESSION));
+  assertMatch(text, /queued, delivered by a replay/);
+  assertEquals(text.includes("waits in the queue"), false, text);
   assertMatch(text, /\(task task-kc-\), running\n.*\(task task-kc-\), pending\n/);
 });
 
@@ -259,30 +267,6 @@ Deno.test("status after `openviking-kimi replay`: the queued commit delivered by
   const missed = await statusText(env, dir.path);
   assertMatch(missed, /queued, since delivered \(task task-kc-/);
   assertEquals(missed.includes("waits in the queue"), false, missed);
-});
-
-Deno.test("status after a capture replayed its session's backlog: the queued commit is delivered, the new one committed", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  const env = statusEnv(dir.path, fake.url);
-  const turn = sessionTurns(env, dir.path);
-  fake.fault({ route: "*", drop: true });
-  await turn("remember that the build runs in CI only"); // queued, with its commit
-  fake.clearFaults();
-  await turn("and the release is cut on Fridays"); // replays the backlog first, then sends and commits
-
-  const [first, second] = [...fake.tasks.keys()];
-  const replays = await replayLedger(dir.path);
-  assertEquals(replays.map((e) => e.commitTasks), [[{ sessionId: `kc-${SESSION}`, taskId: first }]]);
-  const s = (await statusJson(env, dir.path)).sessions.find((x) => x.kimiSessionId === SESSION)!;
-  assertEquals(s.commits.map((c) => [c.outcome, c.waiting, c.replayedAt !== undefined, c.taskId]), [
-    ["queued", false, true, first],
-    ["committed", undefined, false, second],
-  ]);
-  assertEquals(s.queue.entries, 0);
-  const text = await statusText(env, dir.path);
-  assertEquals(text.includes("waits in the queue"), false, text);
-  assertMatch(text, /queued, delivered by a replay/);
 });
 
 Deno.test("status after an interrupt whose commit went out through its detached replay", async () => {
