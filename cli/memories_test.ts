@@ -5,18 +5,19 @@ import { textColumns } from "../lib/columns.ts";
 import type { Listed } from "../memory/inspect.ts";
 
 const NOW = Date.parse("2026-12-02T12:00:00Z");
-const roots = [{ scope: "user", uri: "viking://~/memories" }, {
-  scope: "project",
-  uri: "viking://~/peers/-p/memories",
-}] as const;
+const roots = [
+  { scope: "user", uri: "viking://~/memories" },
+  { scope: "project", uri: "viking://~/peers/-p/memories" },
+] as const;
+/** A listed memory of `kind`, `hoursAgo` old, under `viking://user/u/<path>`. */
 const memory = (
-  uri: string,
+  path: string,
   kind: string,
   hoursAgo: number,
   text: string,
   scope: Listed["scope"] = "user",
 ) => ({
-  uri,
+  uri: `viking://user/u/${path}`,
   scope,
   kind,
   modified: NOW - hoursAgo * 3600_000,
@@ -28,15 +29,9 @@ Deno.test("the listing: grouped by kind in the order of their newest memory, age
     roots: [...roots],
     failures: [],
     memories: [
-      memory("viking://user/u/memories/events/e.md", "events", 2, "Shipped 1.0"),
-      memory(
-        "viking://user/u/peers/-p/memories/preferences/p.md",
-        "preferences",
-        5,
-        "Use tabs here",
-        "project",
-      ),
-      memory("viking://user/u/memories/events/old.md", "events", 72, "x".repeat(200)),
+      memory("memories/events/e.md", "events", 2, "Shipped 1.0"),
+      memory("peers/-p/memories/preferences/p.md", "preferences", 5, "Use tabs here", "project"),
+      memory("memories/events/old.md", "events", 72, "x".repeat(200)),
     ],
   }, NOW);
   assertEquals(lines.slice(0, 6), [
