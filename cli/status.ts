@@ -7,7 +7,7 @@
 import * as z from "zod/mini";
 import { printable, reportJson } from "../lib/neutralize.ts";
 import { adviceFor, adviceForCause } from "../openviking/advice.ts";
-import { nextProbeAt, readBreaker } from "../openviking/breaker.ts";
+import { isOpen, nextProbeAt, readBreaker } from "../openviking/breaker.ts";
 import { type Config, loadConfig } from "../openviking/config.ts";
 import { askDataAccess, clientOptions, createClient, type OpenVikingClient } from "../openviking/client.ts";
 import { type LedgerEntry, ledgerFile, ledgerFiles, readLedger, REPLAY_FILE } from "../memory/ledger.ts";
@@ -527,7 +527,7 @@ async function collectStatus(env: paths.Env, cwd: string, choice: SessionChoice)
           reason: b.reason,
           failures: b.failures,
           nextProbeAt: nextProbeAt(b),
-          ...(b.answeredAt !== undefined && b.answeredAt >= b.at ? { answeredAt: b.answeredAt } : {}),
+          ...(isOpen(b) ? {} : { answeredAt: b.answeredAt }),
         },
       }
       : {}),
