@@ -3,9 +3,8 @@
  * and a URI — or any word longer than a line — never broken or cut: it goes whole onto a line of its own.
  */
 
-import { assertEquals, assertTrue } from "../support/assert.ts";
-import { commitCost, renderStatus, STATUS_COLUMNS } from "../../cli/status.ts";
-import type { Status } from "../../cli/status.ts";
+import { assertEquals, assertTrue } from "../tests/support/assert.ts";
+import { commitCost, renderStatus, type Status, STATUS_COLUMNS } from "./status.ts";
 
 const NOW = Date.parse("2026-12-01T12:00:00.000Z");
 const LONG =
