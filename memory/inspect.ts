@@ -76,7 +76,7 @@ export function isMemoryUri(uri: string, peerId?: string): boolean {
 }
 
 /** A memory's kind: the folder under `memories/` (preferences, entities, events…), else `profile`. */
-export function kindOf(uri: string): string {
+function kindOf(uri: string): string {
   const rest = uri.slice(uri.lastIndexOf("/memories/") + "/memories/".length);
   return rest.includes("/") ? rest.slice(0, rest.indexOf("/")) : "profile";
 }
