@@ -1,7 +1,7 @@
 /**
- * `openviking-kimi doctor [--json] [--kimi-home DIR]`: why memory does not work, each problem with its fix; exit
- * 1 when a check fails. It checks Kimi's side, the registered program, our directories, the settings, the
- * server, the queues, the captures and the recall breaker; it never prints a credential, and never crashes.
+ * `openviking-kimi doctor [--json] [--kimi-home DIR]`: each problem with its fix (Kimi's side, the registered
+ * program, our directories, the settings, the server, the queues, the captures, the breaker); exit 1 when a check
+ * fails. It never prints a credential and never crashes.
  */
 
 import { adviceForCause } from "../openviking/advice.ts";
@@ -25,9 +25,9 @@ import * as paths from "../lib/paths.ts";
 import { scrub } from "../lib/scrub.ts";
 import { commandName, COPY_FILES, invocationCwd } from "../lib/self.ts";
 import { VERSION } from "../lib/version.ts";
+import { totals } from "./status.ts";
 
-/** What doctor looks at: the environment, Kimi's home ("" without one), where it runs (for its workspace's
- * settings), the OS and the time. */
+/** What doctor looks at: the environment, Kimi's home ("" without one), the workspace, the OS and the time. */
 export interface DoctorContext {
   env: paths.Env;
   home: string;
@@ -168,13 +168,7 @@ function registrationChecks(state: KimiState): Check[] {
 }
 
 /** A program a registration runs, and the `<program> version` line (run in `cwd`) that proves it runs. */
-interface Registered {
-  label: string;
-  path: string;
-  mode: "config" | "plugin";
-  command: string;
-  cwd: string;
-}
+type Registered = { label: string; path: string; mode: "config" | "plugin"; command: string; cwd: string };
 
 /** The first word of a shell command line (quotes removed), as `sh` or cmd.exe reads it. */
 function firstWord(command: string): string {
@@ -190,26 +184,22 @@ function registeredPrograms(state: KimiState, os: OsFamily): Registered[] {
   const [exe, ext] = os === "windows"
     ? [".\\bin\\openviking-kimi.exe", ".exe"]
     : ["./bin/openviking-kimi", ""];
-  return [
-    ...(ours
-      ? [{
-        label: "config.toml hooks",
-        mode: "config" as const,
-        path: firstWord(prefix),
-        cwd: state.paths.home,
-        command: `${prefix} version`,
-      }]
-      : []),
-    ...(root !== undefined
-      ? [{
-        label: `plugin ${PLUGIN_ID}`,
-        mode: "plugin" as const,
-        path: `${root}/bin/openviking-kimi${ext}`,
-        cwd: root,
-        command: `${exe} version`,
-      }]
-      : []),
-  ];
+  const out: Registered[] = [];
+  const { home } = state.paths;
+  if (ours) {
+    out.push({
+      label: "config.toml hooks",
+      mode: "config",
+      path: firstWord(prefix),
+      cwd: home,
+      command: `${prefix} version`,
+    });
+  }
+  if (root !== undefined) {
+    const path = `${root}/bin/openviking-kimi${ext}`;
+    out.push({ label: `plugin ${PLUGIN_ID}`, mode: "plugin", path, cwd: root, command: `${exe} version` });
+  }
+  return out;
 }
 
 /** A registered program: there and executable; behind a launcher, its copy whole and the Deno it would run. */
@@ -221,11 +211,9 @@ async function programChecks(r: Registered, env: paths.Env, os: OsFamily): Promi
   const text = await readTextIfExists(r.path).catch(() => undefined);
   const info = text !== undefined && text.length < 64 * 1024 ? launcherInfo(text) : undefined;
   if (!info) return [];
+  const isFile = (f: string) => Deno.stat(paths.joinPath(info.dir, f)).then((s) => s.isFile, () => false);
   const files = [COPY_FILES.main, COPY_FILES.hook, COPY_FILES.info];
-  const there = await Promise.all(
-    files.map((f) => Deno.stat(paths.joinPath(info.dir, f)).then((s) => s.isFile, () => false)),
-  );
-  const missing = files.filter((_, i) => !there[i]);
+  const missing = (await Promise.all(files.map(async (f) => await isFile(f) ? [] : [f]))).flat();
   if (missing.length) {
     const summary = `${r.label}: the program copy ${info.dir} is incomplete (missing ${missing.join(", ")})`;
     return [checkOf("command").fail(summary, REINSTALL)];
@@ -233,7 +221,7 @@ async function programChecks(r: Registered, env: paths.Env, os: OsFamily): Promi
   const deno = await findDeno(info.deno, env, os);
   if (!deno) {
     const copy = await readTextIfExists(paths.joinPath(info.dir, COPY_FILES.info)).catch(() => undefined);
-    const source = asRecord(parseJsonOrUndefined(copy)).source;
+    const { source } = asRecord(parseJsonOrUndefined(copy));
     const c = denoNotFound({
       deno: info.deno,
       source: typeof source === "string" ? source : "a checkout",
@@ -249,7 +237,7 @@ async function programChecks(r: Registered, env: paths.Env, os: OsFamily): Promi
   return [checkOf("program").ok(`${r.label}: the program copy ${info.dir}, run by ${deno}`)];
 }
 
-/** Runs `<program> version` as Kimi runs the hooks: through a shell, in the registration's directory, with only `env`. */
+/** Runs `<program> version` as Kimi runs a hook: through a shell, in the registration's directory, with `env`. */
 async function versionCheck(env: paths.Env, state: KimiState, r: Registered): Promise<Check> {
   const windows = Deno.build.os === "windows";
   const vars = { ...env, KIMI_CODE_HOME: state.paths.home, KIMI_PLUGIN_ROOT: r.cwd };
@@ -346,12 +334,10 @@ async function homeChecks(env: paths.Env): Promise<Check[]> {
 }
 
 /** A queue's messages and commits of how many sessions, in words, and a line for each of its first 5 sessions. */
-function totals(q: queues.QueueSummary, and: string) {
-  const sum = (f: "messages" | "commits") => q.sessions.reduce((n, s) => n + s[f], 0);
+function inWords(q: queues.QueueSummary, and: string) {
+  const t = totals(q);
   return {
-    words: `${sum("messages")} message(s)${and} ${
-      sum("commits")
-    } commit(s) of ${q.sessions.length} session(s)`,
+    words: `${t.messages} message(s)${and} ${t.commits} commit(s) of ${t.sessions} session(s)`,
     detail: q.sessions.slice(0, 5).map((s) =>
       `${s.sessionId}: ${s.messages} message(s), ${s.commits} commit(s)`
     ),
@@ -370,7 +356,7 @@ async function queueCheck(env: paths.Env, now: number): Promise<Check> {
   const [q, shared] = read;
   if (!q.entries && !shared) return c.ok(`pending queue empty (${dir})`);
   const oldest = Math.min(...q.sessions.map((s) => s.oldest), now);
-  const { words, detail } = totals(q, " and");
+  const { words, detail } = inWords(q, " and");
   const summary = `${words} waiting in ${dir}` +
     (shared ? `, and ${shared} write(s) of other OpenViking plugins` : "") +
     (q.entries ? `, oldest from ${iso(oldest)}` : "");
@@ -393,7 +379,7 @@ async function rejectedCheck(env: paths.Env): Promise<Check> {
   const kept = await queues.rejectedSummary(paths.pendingDir(env)).catch((e) => e as Error);
   if (kept instanceof Error) return c.warn(`cannot read ${dir}: ${kept.message}`);
   if (!kept.entries) return c.ok("no write refused by OpenViking");
-  const { words, detail } = totals(kept, ",");
+  const { words, detail } = inWords(kept, ",");
   const l = kept.last;
   return c.warn(
     `${kept.entries} write(s) OpenViking refused (${words}) are kept in ${dir}` +
@@ -434,10 +420,7 @@ async function seenSessions(dir: string): Promise<{ name: string; state: Session
   return out;
 }
 
-/**
- * What the last captures did: when, whether messages were queued or refused, and why — or, for queued ones,
- * what became of them since (`answers`: the server and key checks passed just now).
- */
+/** What the last captures did and why; for queued ones, what became of them (`answers`: the server answers). */
 async function captureChecks(env: paths.Env, config: Config, answers: boolean): Promise<Check[]> {
   const [c, dir] = [checkOf("captures"), paths.hookStateDir(env)];
   const rejected = await rejectedCheck(env);
@@ -466,7 +449,6 @@ async function captureChecks(env: paths.Env, config: Config, answers: boolean): 
   const [{ name, state: newest }] = captured;
   const last = newest.lastCapture;
   const cause = last?.cause;
-  // What became of its queued messages: delivered (its queue is empty), waiting (the server answers), or not.
   const queue = await queues.queueSummary(paths.pendingDir(env)).catch(() => ({ sessions: [], entries: 0 }));
   const left = queue.sessions.find((q) => q.sessionId === `${SESSION_PREFIX}${name}`)?.entries;
   const fate = last && cause && last.queued > 0 && last.rejected === 0 && cause.kind !== "local"
@@ -547,7 +529,6 @@ export async function runDoctor(ctx: DoctorContext): Promise<Check[]> {
   const homes = await guarded("home", "the home directory", () => homeChecks(env));
   const { config, warnings } = await loadConfig(env, ctx.cwd);
   const server = () => guarded("server", "the server", () => serverChecks(config));
-  // Without Kimi's home there is nothing on disk to inspect; the server is still worth a look.
   if (!ctx.home) return scrub([...homes, ...await server()], [config.apiKey]) as Check[];
   const state = await readKimiState(ctx.home);
   const settings = checkOf("settings").warn(
@@ -604,7 +585,6 @@ export async function doctorCommand(options: DoctorOptions): Promise<number> {
   const env = paths.processEnv();
   const checks = await guarded("doctor", "the setup", () => {
     const cwd = invocationCwd(env);
-    // "" without a home: the checks say so instead of looking at a directory relative to here.
     const home = paths.orNoHome(() => kimiHomeFor(env, options.kimiHome, cwd)) ?? "";
     return runDoctor({ env, home, os: currentOs(), now: Date.now(), cwd });
   });

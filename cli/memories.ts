@@ -1,12 +1,9 @@
 /**
  * `openviking-kimi memories [show <uri> | forget <uri> | export <file> | import <file>] [--search TEXT]
- * [--cwd DIR] [--json]`: what recall can bring here (this project's memories and the user's), grouped by kind,
- * newest first; one in full with the commits it came from; forgetting one; the user's memories exported to
- * and imported from an OpenViking `.ovpack`. Every server text is neutralised before it is printed.
+ * [--cwd DIR] [--json]`: the words and exit codes of memory/inspect.ts's operations; server text neutralised.
  */
 
 import { neutralize, reportJson } from "../lib/neutralize.ts";
-import { charColumns, textColumns } from "../lib/columns.ts";
 import { type Advice, adviceFor, isRootKeyRefusal } from "../openviking/advice.ts";
 import { loadConfig } from "../openviking/config.ts";
 import { clientOptions, createClient, type OvFailure } from "../openviking/client.ts";
@@ -14,25 +11,9 @@ import { resolvePeer } from "../openviking/peer.ts";
 import { dirName, isAbsolutePath, joinPath, ledgerDir, orNoHome, processEnv } from "../lib/paths.ts";
 import { commandName, invocationCwd, workspaceDir } from "../lib/self.ts";
 import { ago, STATUS_COLUMNS as WIDTH, wrap } from "./status.ts";
+import { preview } from "./turns.ts";
 import { oneLine } from "../memory/digest.ts";
-import {
-  exportMemories,
-  forgetMemory,
-  importMemories,
-  isMemoriesPack,
-  isMemoryUri,
-  isNotFound,
-  type Listed,
-  type Listing,
-  listMemories,
-  MAX_PACK_BYTES,
-  memoryRoots,
-  type Root,
-  rootNames,
-  searchMemories,
-  showMemory,
-  type Shown,
-} from "../memory/inspect.ts";
+import * as inspect from "../memory/inspect.ts";
 
 /** The root export and import move. */
 const MEMORIES = "viking://~/memories";
@@ -41,26 +22,16 @@ const MEMORIES = "viking://~/memories";
 const EXIT_NO_MEMORY = 3;
 const EXIT_NO_ROUTE = 4;
 
-/** `text` on one line cut to `cols` terminal columns (an ellipsis marks the cut). */
-export function fit(text: string, cols: number): string {
-  const one = text.replace(/\s+/g, " ").trim();
-  if (textColumns(one) <= cols) return one;
-  let out = "";
-  let used = 0;
-  for (const c of one) {
-    if (used + charColumns(c) > cols - 1) return `${out}…`;
-    out += c;
-    used += charColumns(c);
-  }
-  return out;
-}
-
 /** The listing's lines: one group per kind (most recent first), each memory's age and text, then its URI. */
-export function renderListing(l: Listing & { roots: Root[] }, now: number, search?: string): string[] {
+export function renderListing(
+  l: inspect.Listing & { roots: inspect.Root[] },
+  now: number,
+  search?: string,
+): string[] {
   const n = l.memories.length;
   const where = l.roots.length > 1 ? "this project's and yours" : "yours (no project memories here)";
   const lines = [`${n} memor${n === 1 ? "y" : "ies"}${search ? ` found for "${search}"` : ""}: ${where}`];
-  const groups = new Map<string, Listed[]>();
+  const groups = new Map<string, inspect.Listed[]>();
   for (const m of l.memories) groups.set(m.kind, [...groups.get(m.kind) ?? [], m]);
   for (const [kind, list] of groups) {
     lines.push("", `${kind} (${list.length})`);
@@ -69,7 +40,7 @@ export function renderListing(l: Listing & { roots: Root[] }, now: number, searc
         (search && m.score !== undefined ? m.score.toFixed(2) : m.modified ? ago(m.modified, now) : "?")
           .padEnd(10);
       const tag = m.scope === "project" ? "project: " : "";
-      lines.push(`  ${when}${fit(tag + oneLine(m.text), WIDTH - 12)}`, `      ${m.uri}`);
+      lines.push(`  ${when}${preview(tag + oneLine(m.text), WIDTH - 12)}`, `      ${m.uri}`);
     }
   }
   for (const f of l.failures) lines.push("", `could not read ${f.root.uri}: ${f.failure.error.message}`);
@@ -80,7 +51,7 @@ export function renderListing(l: Listing & { roots: Root[] }, now: number, searc
 const wrapped = (lines: string[]) => lines.flatMap((l) => wrap(l, `${/^ */.exec(l)![0]}  `));
 
 /** The lines of one memory in full and where it came from (what cannot be known is said so). */
-export function renderShown(s: Shown, now: number): string[] {
+export function renderShown(s: inspect.Shown, now: number): string[] {
   const lines = [s.uri, "", ...s.text.split("\n"), "", "Where it came from:"];
   for (const o of s.origins) {
     const who = o.kimiSession
@@ -109,10 +80,7 @@ export function renderShown(s: Shown, now: number): string[] {
   return wrapped(lines);
 }
 
-/**
- * What failure `f` of a request about `uri` means for this command (pure): advice.ts's summary (a 403 that is
- * no key refusal: access to `uri` denied), with a fix of its own where capture's speaks of its queue.
- */
+/** What failure `f` of a request about `uri` means here: advice.ts's words, no capture-queue fix (pure). */
 export function memoriesAdvice(f: OvFailure, baseUrl: string, uri: string): Advice {
   const a = adviceFor(f, baseUrl);
   const again = "then run it again";
@@ -135,50 +103,48 @@ export function memoriesAdvice(f: OvFailure, baseUrl: string, uri: string): Advi
   return { ...a, fix: `${a.fix.replace(/; writes wait in the queue[^;]*$/, "")}, ${again}` };
 }
 
-/** Options of `openviking-kimi memories`. */
-export interface MemoriesOptions {
-  action: string | undefined;
-  arg: string | undefined;
-  search: string | undefined;
-  cwd: string | undefined;
-  json: boolean;
-}
-
-/** Writes `bytes` to a new file `path` (0600; an existing file is never replaced); the error's words, if any. */
+/** Writes `bytes` to a new file `path` (0600, never over one); the error's words, if any. */
 const writeNew = (path: string, bytes: Uint8Array) =>
   Deno.writeFile(path, bytes, { createNew: true, mode: 0o600 }).then(
     () => undefined,
     (e: Error) => e.message,
   );
 
-/** File `path`'s bytes when it is a pack of the user's memories (a regular file, not too large), else why not. */
+/** File `path`'s bytes when it is a pack of the user's memories, else why not. */
 async function readPack(path: string): Promise<Uint8Array | string> {
   const info = await Deno.stat(path).catch((e: Error) => e.message);
   if (typeof info === "string") return `cannot read ${path} (${info})`;
   if (!info.isFile) return `${path} is not a regular file`;
-  if (info.size > MAX_PACK_BYTES) return `${path} is larger than a pack is read (${MAX_PACK_BYTES} bytes)`;
+  if (info.size > inspect.MAX_PACK_BYTES) {
+    return `${path} is larger than a pack is read (${inspect.MAX_PACK_BYTES} bytes)`;
+  }
   const pack = await Deno.readFile(path).catch((e: Error) => e.message);
   if (typeof pack === "string") return `cannot read ${path} (${pack})`;
-  return isMemoriesPack(pack) ? pack : `${path} is not a pack of your memories (every entry under memories/)`;
+  return inspect.isMemoriesPack(pack)
+    ? pack
+    : `${path} is not a pack of your memories (every entry under memories/)`;
 }
 
 /** `openviking-kimi memories`: exit 0; 1 the server failed; 2 a usage error; 3 no such memory; 4 no such route. */
-export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
+export async function memoriesCommand(o: {
+  action: string | undefined;
+  arg: string | undefined;
+  search: string | undefined;
+  cwd: string | undefined;
+  json: boolean;
+}): Promise<number> {
   const env = processEnv();
-  /** Prints `value` as JSON with --json, else `text`: on stdout and exit 0, or on stderr and exit `code`. */
   const say = (value: unknown, text: string[], code = 0) => {
     if (o.json) console.log(reportJson(value, 2));
     else (code ? console.error : console.log)(neutralize(wrapped(text).join("\n")));
     return code;
   };
-  /** Says why nothing (more) was done; returns `code`. */
   const stop = (code: number, message: string, fix = "", kind = "usage") =>
     say({ error: { kind, message, ...(fix ? { fix } : {}) } }, [
       `openviking-kimi memories: ${message}`,
       ...(fix ? [`  fix: ${fix}`] : []),
     ], code);
   const { action, arg = "" } = o;
-  // A file is the user's directory's (`deno task` runs in the checkout); a URI is as given.
   const uri = /port$/.test(action ?? "") && !isAbsolutePath(arg) ? joinPath(invocationCwd(env), arg) : arg;
   const list = `\`${commandName(env)} memories\` lists them`;
   if (action !== undefined && !["show", "forget", "export", "import"].includes(action)) {
@@ -192,13 +158,12 @@ export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
   if (!cwd) return stop(2, `--cwd ${JSON.stringify(o.cwd)} is not a directory`);
   const { config } = await loadConfig(env, cwd);
   const peer = await resolvePeer(cwd, config);
-  if ((action === "show" || action === "forget") && !isMemoryUri(uri, peer.peerId)) {
-    const under = rootNames(peer.peerId).join(" or ");
+  if ((action === "show" || action === "forget") && !inspect.isMemoryUri(uri, peer.peerId)) {
+    const under = inspect.rootNames(peer.peerId).join(" or ");
     return stop(2, `${JSON.stringify(uri)} is not a memory's URI (a ….md file under ${under}); ${list}`);
   }
   const client = createClient(clientOptions(config, peer.peerId, { timeoutMs: 10_000 }));
   const slow = clientOptions(config, peer.peerId, { timeoutMs: 120_000 });
-  /** Says that `what` (of `target`) failed with `f` (and `after`: what was not done). */
   const failed = (f: OvFailure, what: string, target: string, after = "") => {
     const a = memoriesAdvice(f, config.baseUrl, target);
     if (f.kind !== "missing-route") return stop(1, `${what} failed: ${a.summary}${after}`, a.fix, f.kind);
@@ -207,18 +172,18 @@ export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
   };
   const now = Date.now();
   if (action === "show") {
-    const s = await showMemory(client, uri, orNoHome(() => ledgerDir(env)) ?? "");
+    const s = await inspect.showMemory(client, uri, orNoHome(() => ledgerDir(env)) ?? "");
     if (!("ok" in s)) return say(s, renderShown(s, now));
     if (s.kind === "too-large") {
       const fix = `\`${commandName(env)} memories forget ${uri}\` still forgets it`;
       return stop(1, `${uri} is too large to show (${s.error.message})`, fix, s.kind);
     }
-    return isNotFound(s)
+    return inspect.isNotFound(s)
       ? stop(EXIT_NO_MEMORY, `${uri}: the server has no memory there; ${list}`, "", "no-memory")
       : failed(s, "read", uri);
   }
   if (action === "forget") {
-    const r = await forgetMemory(client, uri);
+    const r = await inspect.forgetMemory(client, uri);
     if (r.ok && r.text === undefined) {
       return say({ uri, forgotten: true }, [`forgot ${uri} (it was too large to show)`]);
     }
@@ -233,7 +198,7 @@ export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
     return failed(r, reading ? "reading it" : "delete", uri, reading ? "; nothing was deleted" : "");
   }
   if (action === "export") {
-    const pack = await exportMemories(slow);
+    const pack = await inspect.exportMemories(slow);
     if (!(pack instanceof Uint8Array)) return failed(pack, "export", MEMORIES);
     const error = await writeNew(uri, pack);
     if (error) return stop(2, `cannot write ${uri} (${error}); nothing was written over`);
@@ -243,23 +208,21 @@ export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
   if (action === "import") {
     const pack = await readPack(uri);
     if (typeof pack === "string") return stop(2, `${pack}; nothing was imported`);
-    // OpenViking's import replaces the whole memory root: what it replaces is exported first, and kept.
-    const before = await exportMemories(slow);
+    const before = await inspect.exportMemories(slow);
     const notImported = "; nothing was imported";
     const stamp = new Date(now).toISOString().replace(/[:.]/g, "-");
     const backup = before instanceof Uint8Array
       ? joinPath(dirName(uri), `memories-before-import-${stamp}.ovpack`)
       : undefined;
-    if (!(before instanceof Uint8Array) && !isNotFound(before)) {
+    if (!(before instanceof Uint8Array) && !inspect.isNotFound(before)) {
       return failed(before, "export", MEMORIES, notImported);
     }
     const error = backup && await writeNew(backup, before as Uint8Array);
     if (error) {
       return stop(2, `cannot keep what import would replace in ${backup} (${error}); nothing was imported`);
     }
-    const done = await importMemories(createClient(slow), pack);
+    const done = await inspect.importMemories(createClient(slow), pack);
     if (!done.ok) {
-      // A backup of what was not replaced is no use; one of what may have been is kept.
       const untouched = "replacedNothing" in done && done.replacedNothing;
       if (untouched && backup) await Deno.remove(backup).catch(() => undefined);
       const after = untouched
@@ -274,10 +237,10 @@ export async function memoriesCommand(o: MemoriesOptions): Promise<number> {
       : "";
     return say({ file: uri, uri: done.result, backup }, [`imported ${uri} into ${done.result}${kept}`]);
   }
-  const roots = await memoryRoots(client, peer.peerId);
+  const roots = await inspect.memoryRoots(client, peer.peerId);
   const l = o.search !== undefined
-    ? await searchMemories(client, roots, o.search)
-    : await listMemories(client, roots);
+    ? await inspect.searchMemories(client, roots, o.search)
+    : await inspect.listMemories(client, roots);
   const failures = l.failures.map((f) => ({ uri: f.root.uri, message: f.failure.error.message }));
   const lines = renderListing({ roots, ...l }, now, o.search);
   return say({ roots, memories: l.memories, failures }, lines, failures.length && !l.memories.length ? 1 : 0);

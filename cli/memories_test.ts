@@ -1,33 +1,27 @@
 import { assertEquals, assertStringIncludes, assertTrue } from "../tests/support/assert.ts";
-import { fit, memoriesAdvice, renderListing, renderShown } from "./memories.ts";
+import { memoriesAdvice, renderListing, renderShown } from "./memories.ts";
 import { failure, FAILURE_KINDS } from "../openviking/client.ts";
 import { textColumns } from "../lib/columns.ts";
 import type { Listed } from "../memory/inspect.ts";
 
 const NOW = Date.parse("2026-12-02T12:00:00Z");
-const roots = [{ scope: "user", uri: "viking://~/memories" }, {
-  scope: "project",
-  uri: "viking://~/peers/-p/memories",
-}] as const;
+const roots = [
+  { scope: "user", uri: "viking://~/memories" },
+  { scope: "project", uri: "viking://~/peers/-p/memories" },
+] as const;
+/** A listed memory of `kind`, `hoursAgo` old, under `viking://user/u/<path>`. */
 const memory = (
-  uri: string,
+  path: string,
   kind: string,
   hoursAgo: number,
   text: string,
   scope: Listed["scope"] = "user",
 ) => ({
-  uri,
+  uri: `viking://user/u/${path}`,
   scope,
   kind,
   modified: NOW - hoursAgo * 3600_000,
   text,
-});
-
-Deno.test("fit: one line within the columns, wide characters counted twice, an ellipsis at the cut", () => {
-  assertEquals(fit("a\n b   c", 10), "a b c");
-  assertEquals(fit("abcdefghij", 5), "abcd…");
-  assertEquals(fit("abcde", 5), "abcde", "what fits exactly is not cut");
-  assertEquals(textColumns(fit("漢字漢字漢字", 7)), 7);
 });
 
 Deno.test("the listing: grouped by kind in the order of their newest memory, age and text, the URI below", () => {
@@ -35,15 +29,9 @@ Deno.test("the listing: grouped by kind in the order of their newest memory, age
     roots: [...roots],
     failures: [],
     memories: [
-      memory("viking://user/u/memories/events/e.md", "events", 2, "Shipped 1.0"),
-      memory(
-        "viking://user/u/peers/-p/memories/preferences/p.md",
-        "preferences",
-        5,
-        "Use tabs here",
-        "project",
-      ),
-      memory("viking://user/u/memories/events/old.md", "events", 72, "x".repeat(200)),
+      memory("memories/events/e.md", "events", 2, "Shipped 1.0"),
+      memory("peers/-p/memories/preferences/p.md", "preferences", 5, "Use tabs here", "project"),
+      memory("memories/events/old.md", "events", 72, "x".repeat(200)),
     ],
   }, NOW);
   assertEquals(lines.slice(0, 6), [
@@ -134,4 +122,15 @@ Deno.test("memories' advice: no capture-queue words; a 403 that is no key refusa
   assertTrue(!denied.summary.includes("refused the key"), denied.summary);
   const key = memoriesAdvice(failure("auth", 401, { message: "Invalid API key" }), "http://ov", uri);
   assertStringIncludes(key.summary, "the server refused the key");
+  // A dev-mode server (no API keys) refuses packs: its words, and the fix is to run it with keys.
+  const dev =
+    "Admin API requires api_key mode with root_api_key configured. Development mode does not support " +
+    'account or user management. You should set server.auth_mode = "api_key" in ov.conf';
+  const packs = memoriesAdvice(
+    failure("auth", 403, { code: "PERMISSION_DENIED", message: dev }),
+    "http://ov",
+    uri,
+  );
+  assertStringIncludes(packs.summary, "Development mode does not support");
+  assertStringIncludes(packs.fix, 'server.auth_mode = "api_key"');
 });

@@ -1,8 +1,6 @@
 /**
- * The command table: every command with its flags as `node:util` `parseArgs` declares them, each with its
- * help line beside it, its summary and its handler (imported only when the command runs). Usage lines,
- * `<command> --help`, the top-level help and README's command list are rendered from it.
- *
+ * The command table: each command's flags (as `node:util` `parseArgs` declares them, with their help), summary
+ * and handler (imported when it runs); usage lines, help and README's command list are rendered from it.
  * `hook <event>` never comes here (main.ts runs it first); only `hook --help` and mistakes do.
  */
 
@@ -14,10 +12,7 @@ import { commandName } from "../lib/self.ts";
 /** The program's name in usage lines. */
 const PROGRAM = "openviking-kimi";
 
-/**
- * One flag: what `parseArgs` reads (`type`, `short`, `default`), and for the help its line, the name of its
- * value (`DIR`) and the only values it takes, when it has a fixed set.
- */
+/** One flag: what `parseArgs` reads, and for the help its line, its value's name (`DIR`) and fixed choices. */
 interface Flag {
   readonly type: "string" | "boolean";
   readonly short?: string;
@@ -38,13 +33,14 @@ export type Parsed =
   | { kind: "error"; message: string }
   | { kind: "run"; values: Record<string, unknown>; positionals: string[]; run: () => Promise<number> };
 
-/** A command of the table. */
+/**
+ * A command of the table: `args` its positionals (`<name>` required, `[<name>]` optional) with their help;
+ * `usageExit` the exit of a usage error (2, but `hook`'s 0: Kimi reads a hook's exit 2 as "block").
+ */
 export interface Command {
   readonly summary: string;
-  /** Positionals with their help: `<name>` required, `[<name>]` optional, in order. */
   readonly args: Readonly<Record<string, string>>;
   readonly flags: Flags;
-  /** Exit code of a usage error (2, except `hook`: Kimi reads a hook's exit 2 as "block"). */
   readonly usageExit: number;
   parse(argv: string[]): Parsed;
 }
@@ -89,7 +85,6 @@ function command<const F extends Flags = Record<never, Flag>>(spec: {
         if (t.value !== undefined) return error(`${shown} takes no value`);
       } else if (t.value === undefined) return error(`${shown} needs a value (${form(t.name, flag)})`);
       else if (!t.inlineValue && t.value.startsWith("-") && t.value !== "-") {
-        // parseArgs takes whatever follows as the value; a flag is not a value unless written --flag=-value.
         return error(
           `${shown} needs a value (${form(t.name, flag)}), not the flag ${t.value} ` +
             `(write --${t.name}=${t.value} if that is the value)`,
@@ -106,8 +101,7 @@ function command<const F extends Flags = Record<never, Flag>>(spec: {
     if (missing) return error(`missing ${missing}`);
     const stray = positionals[names.length];
     if (stray !== undefined) return error(`unexpected argument ${JSON.stringify(stray)}`);
-    // Built from these very flags, each checked against its declaration: the shape parseArgs would give.
-    const typed = values as Values<F>;
+    const typed = values as Values<F>; // each value checked against its flag above
     return { kind: "run", values: typed, positionals, run: () => spec.run(typed, positionals) };
   };
   return { summary: spec.summary, args, flags: own, usageExit: spec.usageExit ?? 2, parse };
@@ -121,7 +115,6 @@ const kimiHome = str("DIR", "Kimi Code's home directory (default: $KIMI_CODE_HOM
 const workspace = str("DIR", "the workspace (default: here)");
 const dryRun = bool("print the changes as diffs and change nothing");
 const modes = ["config", "plugin"] as const;
-/** The mode a `--mode` value names (parsing refused any other). */
 const mode = (value: string | undefined) => modes.find((m) => m === value);
 
 /** The command table, in the order the top-level help lists it. */
@@ -271,7 +264,6 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
   }),
 };
 
-/** Prints `text` on stdout; returns 0. */
 function print(text: string): number {
   console.log(text);
   return 0;
@@ -291,7 +283,7 @@ function fill(text: string | readonly string[], width: number): string[] {
   return lines;
 }
 
-/** The usage line(s) of command `name`, starting with `lead`: every positional and every flag. */
+/** The usage lines of command `name` (every positional and flag), starting with `lead`. */
 export function usageLines(name: string, lead = "Usage: "): string[] {
   const cmd = COMMANDS[name];
   const words = [...Object.keys(cmd.args), ...Object.entries(cmd.flags).map(([n, f]) => `[${form(n, f)}]`)];
@@ -332,7 +324,7 @@ const FOOTER =
   `"${PROGRAM} <command> --help" describes each flag. Settings come from OPENVIKING_* environment ` +
   "variables and ~/.openviking/ovcli.conf (see README.md).";
 
-/** The top-level help: every command's usage (so every flag) and summary. README's command list is this text. */
+/** The top-level help (README's command list): every command's usage and summary. */
 export function helpText(): string {
   const lines = [`${PROGRAM} — OpenViking long-term memory for Kimi Code CLI`, "", "Usage:"];
   for (const [name, cmd] of Object.entries(COMMANDS)) {

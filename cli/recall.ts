@@ -1,9 +1,6 @@
 /**
- * `openviking-kimi recall "<text>" [--cwd DIR] [--json]`: exactly what the prompt hook would inject for that
- * text in that workspace now — the text as the hook prints it, then each memory with its score and URI — for a
- * prompt of a session that has been shown nothing yet (a session's first prompt in config mode also gets the
- * profile; later prompts leave out what the session was already shown), and why recall failed when the
- * server could not give it. Changes no state, writes no ledger.
+ * `openviking-kimi recall "<text>" [--cwd DIR] [--json]`: what the prompt hook would print for that text there
+ * now (a new session's prompt), each memory with its score and URI, or why recall failed; writes nothing.
  */
 
 import { printable, reportJson } from "../lib/neutralize.ts";
@@ -17,23 +14,14 @@ import { scrub } from "../lib/scrub.ts";
 import { previewInjection } from "../memory/inject.ts";
 import { recallQuery } from "../memory/query.ts";
 
-/** The shape of `recall --json` (stable, documented in README "recall"). */
+/** The shape of `recall --json` (stable, README "recall" says each field). */
 export const RecallOutputSchema = z.object({
-  /** The query sent to OpenViking: the text bounded, cleaned and redacted. */
   query: z.string(),
   cwd: z.string(),
-  /** The workspace's actor peer ("" = none) and where it came from. */
   peer: z.object({ id: z.string(), source: z.string() }),
-  /** Which recall stage answered: context, recall, find, none — or skipped (recall is off, or no text). */
   path: z.string(),
-  /** What the hook prints, byte for byte ("" when it would print nothing). */
   stdout: z.string(),
-  /** The memories printed, in order: URI, score (when the server gave one), characters of the output. */
   memories: z.array(z.object({ uri: z.string(), score: z.optional(z.number()), chars: z.number() })),
-  /**
-   * Why recall could not be had — the server did not answer, refused the key… — as opposed to nothing
-   * relevant: the failure's kind, HTTP status (0: no answer) and message, what it means and the fix.
-   */
   failure: z.optional(z.object({
     kind: z.string(),
     status: z.number(),
@@ -88,21 +76,16 @@ export function renderRecall(r: RecallOutput): string {
   return lines.join("\n");
 }
 
-/** Options of `openviking-kimi recall`. */
-export interface RecallOptions {
-  text: string;
-  cwd: string | undefined;
-  json: boolean;
-}
-
 /** `openviking-kimi recall`: exit 0; 1 when recall failed (the server did not give it); 2 for no such directory. */
-export async function recallCommand(options: RecallOptions): Promise<number> {
+export async function recallCommand(
+  options: { text: string; cwd: string | undefined; json: boolean },
+): Promise<number> {
   const cwd = await workspaceDir(options.cwd);
   if (!cwd) {
     console.error(`openviking-kimi recall: --cwd ${JSON.stringify(options.cwd)} is not a directory.`);
     return 2;
   }
   const r = await recallPreview(options.text, cwd);
-  console.log(options.json ? reportJson(r, 2) : printable(renderRecall(r))); // the server's URIs too
+  console.log(options.json ? reportJson(r, 2) : printable(renderRecall(r)));
   return r.failure ? 1 : 0;
 }

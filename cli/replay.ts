@@ -1,7 +1,6 @@
 /**
- * `openviking-kimi replay [--rejected] [--json]`: replays the pending queue now (with `--rejected`, the writes
- * OpenViking refused, kept aside), says what happened (in words, or the report as JSON) and records it in the
- * ledger.
+ * `openviking-kimi replay [--rejected] [--json]`: replays the pending queue (or the refused writes) now, says
+ * what happened and records it in the ledger.
  */
 
 import { adviceForCause, causeOf } from "../openviking/advice.ts";
@@ -38,16 +37,8 @@ export function renderReplay(r: ReplayAllReport, left: number, server: string): 
   return `Replayed ${writes} queued write(s) to ${server}: ${done.join(", ")}.\n${rest}`;
 }
 
-/** Options of `openviking-kimi replay`. */
-export interface ReplayCommandOptions {
-  json: boolean;
-  rejected: boolean;
-}
-
 /** The `replay` command: exit 0 when the queue (or the rejected place) is empty afterwards, 1 when entries remain. */
-export async function replayCommand(
-  options: ReplayCommandOptions = { json: false, rejected: false },
-): Promise<number> {
+export async function replayCommand(options: { json: boolean; rejected: boolean }): Promise<number> {
   const startedAt = Date.now();
   const env = processEnv();
   const { config, warnings } = await loadConfig(env);
@@ -70,7 +61,6 @@ export async function replayCommand(
     : (await queueSummary(dir)).entries + await countShared(dir);
   const place = options.rejected ? joinPath(dir, REJECTED_SUBDIR) : dir;
   const cause = report.cause ? causeOf(report.cause) : undefined;
-  // What it could not read it set aside: the user hears of those writes, which are never sent.
   const setAside = await setAsideFiles(dir).catch(() => []);
   const aside = setAsideWords(setAside);
   console.log(
@@ -79,10 +69,8 @@ export async function replayCommand(
       : renderReplay(report, left, config.baseUrl) +
         (aside ? `\n${aside.summary}.\n  fix: ${aside.fix}` : ""),
   );
-  // For `status`: which queued commits this replay delivered (this is also the interrupt's detached replay).
   await recordReplay(env, config, { ...report, cause }, startedAt);
   if (left > 0) {
-    // Why, in the words doctor uses, with the fix (a redirect names where it points, a refused key says so).
     const seconds = Math.max(1, Math.ceil(((report.waitUntil ?? 0) - Date.now()) / 1000));
     const why = cause ? adviceForCause(cause, config.baseUrl) : report.waitUntil === undefined ? undefined : {
       summary: `the reply to an earlier write was lost and the server may still be storing it, so it is ` +

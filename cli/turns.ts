@@ -1,6 +1,6 @@
 /**
- * `turns <kimi-session-id> [--json]`: what capture would send from that session's main journal, every closed
- * turn cleaned, filtered and redacted: one line per message in 80 columns, or one JSON object per message.
+ * `turns <kimi-session-id> [--json]`: what capture would send from that session's journal, one line per message
+ * in 80 columns, or one JSON object per message.
  */
 
 import { loadConfig } from "../openviking/config.ts";
@@ -13,11 +13,7 @@ import { readJournal } from "../kimi/journal/read.ts";
 import { scanTurns, turnLineFilter } from "../kimi/journal/turns.ts";
 
 /** One message capture would send. */
-export interface TurnMessage {
-  turn_id: string;
-  role: "user" | "assistant";
-  content: string;
-}
+export type TurnMessage = { turn_id: string; role: "user" | "assistant"; content: string };
 
 /** The messages capture would send from the journal at `path` (pure apart from reading the file). */
 export async function messagesOf(
@@ -30,7 +26,7 @@ export async function messagesOf(
   return plan.toSend.map((c) => ({ turn_id: c.payload.turn_id, role: c.role, content: c.payload.content }));
 }
 
-/** A turn id longer than this is cut in the readable form (ids are small numbers in every known journal). */
+/** A turn id longer than this is cut in the readable form. */
 const TURN_COLUMN_MAX = 8;
 
 /** `text` as one line of at most `width` terminal columns: whitespace runs become a space, a cut ends in `…`. */

@@ -1,8 +1,7 @@
 /**
- * What is remembered, as OpenViking holds it: the memories recall can bring to a workspace (the user's own
- * under `viking://~/memories`, the workspace's actor peer's under `viking://~/peers/<peer>/memories`), one in
- * full with the commits whose memory diffs name it, forgetting one, and the user's memories moved out and in
- * as OpenViking's own `.ovpack` (`/api/v1/pack/export`, `/api/v1/pack/import`).
+ * What is remembered, as OpenViking holds it: the memories recall can bring to a workspace (the user's and its
+ * actor peer's), one in full with the commits whose memory diffs name it, forgetting one, and the user's
+ * memories exported and imported as an `.ovpack`.
  */
 
 import * as z from "zod/mini";
@@ -30,12 +29,8 @@ export type Root = { scope: "user" | "project"; uri: string };
 /** One memory as listed: `modified` in ms (0: unknown), `text` its first lines; `score` find's (search). */
 export type Listed = Root & { kind: string; modified: number; text: string; score?: number };
 
-/**
- * A commit that added or updated a memory, by its memory diff: the OpenViking session (the Kimi one when it
- * is ours), its archive and the turns it holds, and while the server keeps its task, the task and the
- * capture our ledger recorded for it.
- */
-export interface Origin {
+/** A commit whose memory diff added or updated a memory; its task and our capture while the server keeps it. */
+export type Origin = {
   session: string;
   kimiSession?: string;
   archive: string;
@@ -44,12 +39,9 @@ export interface Origin {
   turns: string[];
   taskId?: string;
   capture?: { at: number; event: string };
-}
+};
 
-/**
- * The roots recall reads for actor peer `peerId` ("" = none): the user's, and the peer's once `viking://~/peers`
- * lists it (the real server refuses a missing folder with a 403, not a 404).
- */
+/** The roots recall reads for peer `peerId` ("" = none): the user's, and the peer's once `~/peers` lists it. */
 export async function memoryRoots(client: OpenVikingClient, peerId: string): Promise<Root[]> {
   const user: Root = { scope: "user", uri: "viking://~/memories" };
   if (!peerId) return [user];
@@ -64,9 +56,8 @@ export function rootNames(peerId: string): string[] {
 }
 
 /**
- * Whether `uri` names a memory (a `.md` file, not a folder or its summary) under the user's memories root or
- * actor peer `peerId`'s ("" = none; `undefined` = any peer's), `~` or the server's `user/<name>`, with no
- * `.` or `..` segment however it is percent-encoded.
+ * Whether `uri` is a memory (a `.md`, no summary) under the user's root or peer `peerId`'s ("" = none,
+ * `undefined` = any), with no `.` or `..` segment in any percent-encoding.
  */
 export function isMemoryUri(uri: string, peerId?: string): boolean {
   let plain = uri;
@@ -85,7 +76,7 @@ export function isMemoryUri(uri: string, peerId?: string): boolean {
 }
 
 /** A memory's kind: the folder under `memories/` (preferences, entities, events…), else `profile`. */
-export function kindOf(uri: string): string {
+function kindOf(uri: string): string {
   const rest = uri.slice(uri.lastIndexOf("/memories/") + "/memories/".length);
   return rest.includes("/") ? rest.slice(0, rest.indexOf("/")) : "profile";
 }
@@ -293,10 +284,7 @@ export async function showMemory(
   return shown;
 }
 
-/**
- * Forgets memory `uri`: its text (none when it is too large to read), or `gone` when there is no such memory
- * (any more), or the failure and whether it was the read's or the delete's.
- */
+/** Forgets memory `uri`: its text (none if too large), `gone`, or the failure of the read or the delete. */
 export async function forgetMemory(
   client: OpenVikingClient,
   uri: string,
@@ -311,10 +299,7 @@ export async function forgetMemory(
   return rm.ok ? { ok: true, ...(memory.ok ? { text: memory.result } : {}) } : { ...rm, during: "delete" };
 }
 
-/**
- * A POST with a body `fetch` sends as it is (a form, JSON), bounded in time: the reply's bytes when it is an
- * OK one that is not JSON (a pack), else the reply classified as the client classifies every reply.
- */
+/** A bounded POST of `body` as it is: an OK reply's bytes when it is not JSON (a pack), else the classified reply. */
 async function post(options: ClientOptions, path: string, body: BodyInit, json: boolean) {
   const url = new URL(`${options.baseUrl.replace(/\/+$/, "")}${path}`);
   try {
@@ -358,10 +343,7 @@ export const MAX_PACK_BYTES = 1 << 30;
 const noPack = (status: number) =>
   failure("not-openviking", status, { message: "the answer is not a pack of the user's memories" });
 
-/**
- * The entry names of zip `bytes` by its central directory (pure): the end record (`PK\x05\x06`) searched in
- * the last 64 KiB + 22 bytes, then each 46-byte central header and its name; `undefined` if it is no zip.
- */
+/** The entry names of zip `bytes` by its central directory; `undefined` if it is no zip (pure). */
 export function zipNames(bytes: Uint8Array): string[] | undefined {
   const v = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const lowest = Math.max(0, bytes.length - 22 - 0xffff);
@@ -400,11 +382,7 @@ export async function exportMemories(options: ClientOptions): Promise<Uint8Array
   return got.ok ? noPack(got.status) : got;
 }
 
-/**
- * Puts the memories of `pack` in place of the user's (OpenViking's import replaces the whole root it
- * holds): uploaded, then imported; the URI they went to, or the failure and whether it surely replaced
- * nothing (the upload failed, or the import was refused before the server changed anything).
- */
+/** Imports `pack` in place of the user's memories: their URI, or the failure and whether it replaced nothing. */
 export async function importMemories(
   client: OpenVikingClient,
   pack: Uint8Array,

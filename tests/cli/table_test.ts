@@ -51,35 +51,26 @@ Deno.test("every command × {--help, unknown flag, value flag without value, str
   }
 });
 
-Deno.test("the top-level help names every command with every flag and positional", () => {
+Deno.test("the top-level help and each command's help name every flag (its help, default, short form)", () => {
   const help = helpText();
   const sections = Object.fromEntries(
     help.split(/^ {2}openviking-kimi /m).slice(1).map((part) => [part.split(/\s/)[0], part]),
   );
   assertEquals(Object.keys(sections), Object.keys(COMMANDS));
   for (const [name, cmd] of Object.entries(COMMANDS)) {
-    for (const flag of Object.keys(cmd.flags)) assertMatch(sections[name], new RegExp(`\\[--${flag}[ \\]]`));
+    const own = commandHelp(name);
+    assertTrue(own.startsWith(`Usage: openviking-kimi ${name}`) && own.includes("-h, --help"), name);
     for (const a of Object.keys(cmd.args)) assertTrue(sections[name].includes(a), `${name} ${a}`);
+    for (const [flag, spec] of Object.entries(cmd.flags)) {
+      assertMatch(sections[name], new RegExp(`\\[--${flag}[ \\]]`));
+      assertTrue(own.includes(spec.help.split(" ").slice(0, 3).join(" ")), `${name} --${flag} described`);
+      if (typeof spec.default === "string") assertTrue(own.includes(`(default: ${spec.default})`), name);
+      if (spec.short) assertTrue(own.includes(`-${spec.short}, --${flag}`), `${name} -${spec.short}`);
+    }
+    for (const line of own.split("\n")) assertTrue(line.length <= 80, `${name}: wider than 80: ${line}`);
   }
   assertMatch(sections.doctor, /\[--kimi-home DIR\]/);
   for (const line of help.split("\n")) assertTrue(line.length <= 80, `wider than 80: ${line}`);
-});
-
-Deno.test("each command's help describes every flag, its default, and --help", () => {
-  for (const [name, cmd] of Object.entries(COMMANDS)) {
-    const help = commandHelp(name);
-    assertTrue(help.startsWith(`Usage: openviking-kimi ${name}`), name);
-    for (const [flag, spec] of Object.entries(cmd.flags)) {
-      assertTrue(help.includes(`--${flag}`), `${name} --${flag}`);
-      assertTrue(help.includes(spec.help.split(" ").slice(0, 3).join(" ")), `${name} --${flag} described`);
-      if (typeof spec.default === "string") {
-        assertTrue(help.includes(`(default: ${spec.default})`), `${name} default`);
-      }
-      if (spec.short) assertTrue(help.includes(`-${spec.short}, --${flag}`), `${name} -${spec.short}`);
-    }
-    assertTrue(help.includes("-h, --help"), name);
-    for (const line of help.split("\n")) assertTrue(line.length <= 80, `${name}: wider than 80: ${line}`);
-  }
 });
 
 Deno.test("install's values: --flag=value, -y, an empty value, the default mode", () => {
@@ -99,34 +90,38 @@ Deno.test("install's values: --flag=value, -y, an empty value, the default mode"
 });
 
 Deno.test("the parser's refusals name the flag", () => {
-  assertEquals(refused("install", ["--mode", "both"]), '--mode must be config or plugin, not "both"');
-  assertEquals(refused("install", ["--purge"]), "unknown flag --purge");
-  assertEquals(refused("install", ["--url"]), "--url needs a value (--url URL)");
-  assertMatch(
-    refused("install", ["--url", "--yes"]),
-    /^--url needs a value \(--url URL\), not the flag --yes/,
-  );
-  assertMatch(refused("install", ["--api-key", "-y"]), /^--api-key needs a value/);
-  assertEquals(refused("install", ["-q"]), "unknown flag -q");
-  assertEquals(refused("install", ["-yq"]), "unknown flag -q", "a short group is split");
-  assertEquals(refused("install", ["--dry-run=1"]), "--dry-run takes no value");
-  assertEquals(refused("install", ["--yes=no"]), "--yes takes no value");
-  assertEquals(refused("uninstall", ["--url", "x"]), "unknown flag --url");
-  assertEquals(refused("doctor", ["--kimi-home"]), "--kimi-home needs a value (--kimi-home DIR)");
-  assertEquals(refused("turns", []), "missing <kimi-session-id>");
-  assertEquals(refused("turns", ["a", "b"]), 'unexpected argument "b"');
+  const cases: [string, string[], string | RegExp][] = [
+    ["install", ["--mode", "both"], '--mode must be config or plugin, not "both"'],
+    ["install", ["--purge"], "unknown flag --purge"],
+    ["install", ["--url"], "--url needs a value (--url URL)"],
+    ["install", ["--url", "--yes"], /^--url needs a value \(--url URL\), not the flag --yes/],
+    ["install", ["--api-key", "-y"], /^--api-key needs a value/],
+    ["install", ["-q"], "unknown flag -q"],
+    ["install", ["-yq"], "unknown flag -q"], // a short group is split
+    ["install", ["--dry-run=1"], "--dry-run takes no value"],
+    ["install", ["--yes=no"], "--yes takes no value"],
+    ["uninstall", ["--url", "x"], "unknown flag --url"],
+    ["doctor", ["--kimi-home"], "--kimi-home needs a value (--kimi-home DIR)"],
+    ["turns", [], "missing <kimi-session-id>"],
+    ["turns", ["a", "b"], 'unexpected argument "b"'],
+    ["turns", ["--", "a", "--json"], 'unexpected argument "--json"'],
+    ["turns", ["session_x", "--bogus"], "unknown flag --bogus"],
+    ["replay", ["extra"], 'unexpected argument "extra"'],
+    ["mcp", ["--constructor"], "unknown flag --constructor"],
+    ["mcp", ["--__proto__"], "unknown flag --__proto__"],
+    ["hook", ["stop", "extra"], 'unexpected argument "extra"'],
+    ["hook", [], "missing <event>"],
+  ];
+  for (const [name, args, want] of cases) {
+    const got = refused(name, args);
+    if (typeof want === "string") assertEquals(got, want, `${name} ${args.join(" ")}`);
+    else assertMatch(got, want);
+  }
   assertEquals(
     values("turns", ["--", "--json"]),
     { json: false, positionals: ["--json"] },
     "after --, an id",
   );
-  assertEquals(refused("turns", ["--", "a", "--json"]), 'unexpected argument "--json"');
-  assertEquals(refused("turns", ["session_x", "--bogus"]), "unknown flag --bogus");
-  assertEquals(refused("replay", ["extra"]), 'unexpected argument "extra"');
-  assertEquals(refused("mcp", ["--constructor"]), "unknown flag --constructor");
-  assertEquals(refused("mcp", ["--__proto__"]), "unknown flag --__proto__");
-  assertEquals(refused("hook", ["stop", "extra"]), 'unexpected argument "extra"');
-  assertEquals(refused("hook", []), "missing <event>");
 });
 
 Deno.test("the entry point: help on stdout, refusals on stderr with exit 2 (a hook's 0), nothing written", async () => {

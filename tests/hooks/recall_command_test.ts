@@ -5,6 +5,7 @@
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { sandboxEnv } from "../support/hook-context.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { RecallOutputSchema } from "../../cli/recall.ts";
@@ -33,12 +34,7 @@ Deno.test("recall: the hook's own output for the text, then the memories; nothin
   const plugin = `${dir.path}/plugin`;
   await Deno.mkdir(plugin);
   await Deno.writeTextFile(`${plugin}/system-prompt.md`, "instructions and the profile");
-  const env = {
-    HOME: dir.path,
-    KIMI_CODE_HOME: `${dir.path}/.kimi-code`,
-    OPENVIKING_URL: fake.url,
-    PATH: Deno.env.get("PATH") ?? "/usr/bin",
-  };
+  const env = sandboxEnv(dir.path, fake.url);
   const text = "how should I indent TypeScript in this repo?";
   // A sandbox with some state already: recall must leave all of it as it is (the session start's work done
   // inline, so none of it lands after the snapshot).
@@ -81,31 +77,11 @@ Deno.test("recall: the hook's own output for the text, then the memories; nothin
   );
 });
 
-Deno.test("recall: with the server down it says it would print nothing, exits 1, and still writes nothing", async () => {
-  await using dir = await tempDir();
-  const env = {
-    HOME: dir.path,
-    OPENVIKING_URL: "http://127.0.0.1:9",
-    OPENVIKING_TIMEOUT_MS: "1000",
-    PATH: Deno.env.get("PATH") ?? "/usr/bin",
-  };
-  const before = await snapshot(dir.path);
-  const r = await runCli(["recall", "anything about the build?", "--cwd", dir.path], { env, clearEnv: true });
-  assertEquals(r.code, 1, "recall failed");
-  assertMatch(r.stdout, /would print nothing/);
-  assertEquals(await snapshot(dir.path), before);
-});
-
-Deno.test("recall: a server that does not answer is told apart from nothing relevant, with the fix, in text and JSON", async () => {
+Deno.test("recall: a server that does not answer is told apart from nothing relevant (exit 1, the fix, nothing written)", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start({ apiKey: "the-right-key-123" });
-  const env = (url: string, key = "an-expired-key-456") => ({
-    HOME: dir.path,
-    OPENVIKING_URL: url,
-    OPENVIKING_API_KEY: key,
-    OPENVIKING_TIMEOUT_MS: "1000",
-    PATH: Deno.env.get("PATH") ?? "/usr/bin",
-  });
+  const env = (url: string, key = "an-expired-key-456") =>
+    sandboxEnv(dir.path, url, { OPENVIKING_API_KEY: key });
   /** recall's output: exit 1 when recall failed, 0 when it answered (`failed` says which is expected). */
   const recall = async (e: Record<string, string>, json: boolean, failed = true) => {
     const args = ["recall", "anything about the build?", "--cwd", dir.path, ...(json ? ["--json"] : [])];
@@ -113,7 +89,8 @@ Deno.test("recall: a server that does not answer is told apart from nothing rele
     assertEquals(r.code, failed ? 1 : 0, r.stderr);
     return r.stdout;
   };
-  // Down: no answer at all.
+  // Down: no answer at all, and still nothing written.
+  const before = await snapshot(dir.path);
   const down = RecallOutputSchema.parse(JSON.parse(await recall(env("http://127.0.0.1:9"), true)));
   assertEquals([down.stdout, down.path, down.failure?.kind, down.failure?.status], [
     "",
@@ -127,6 +104,7 @@ Deno.test("recall: a server that does not answer is told apart from nothing rele
   assertMatch(downText, /would print nothing/);
   assertMatch(downText, /recall failed: OpenViking at http:\/\/127\.0\.0\.1:9 is not reachable/);
   assertMatch(downText, /fix: start the server/);
+  assertEquals(await snapshot(dir.path), before, "recall wrote nothing");
   // The key refused: its own words and fix.
   const refused = RecallOutputSchema.parse(JSON.parse(await recall(env(fake.url), true)));
   assertEquals([refused.failure?.kind, refused.failure?.status], ["auth", 401]);
@@ -161,7 +139,7 @@ Deno.test("recall: memories in score order, and a folder's summary is no memory 
     entry("preferences/default/quotes.md", 0.52, "The user prefers double quotes."),
     entry("preferences/default/tabs.md", 0.87, "The user indents with tabs."),
   ];
-  const env = { HOME: dir.path, OPENVIKING_URL: fake.url, PATH: Deno.env.get("PATH") ?? "/usr/bin" };
+  const env = sandboxEnv(dir.path, fake.url);
   const r = await runCli(["recall", "how do I format this file?", "--cwd", dir.path, "--json"], {
     env,
     clearEnv: true,

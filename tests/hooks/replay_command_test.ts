@@ -23,47 +23,41 @@ async function queued(home: string): Promise<void> {
   await enqueueCommit(dir, SESSION, `${SESSION}:1:assistant`);
 }
 
-Deno.test("replay: says in words what it sent and that the queue is empty; --json gives the report", async () => {
+Deno.test("replay: with the server away, what is left, why and the fix (exit 1); back, what it sent; --json", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
   const env = sandboxEnv(dir.path, fake.url);
+  const replay = async (json = false) => {
+    const r = await runCli(["replay", ...(json ? ["--json"] : [])], { env, clearEnv: true });
+    return { ...r, report: json ? JSON.parse(r.stdout) : undefined };
+  };
   await queued(dir.path);
-  const r = await runCli(["replay"], { env, clearEnv: true });
-  assertEquals(r.code, 0, r.stderr);
-  assertTrue(!r.stdout.includes("{"), `not JSON: ${r.stdout}`);
-  assertEquals(
-    r.stdout,
+  fake.fault({ route: "*", drop: true });
+  const away = await replay();
+  assertEquals([away.code, away.stdout], [
+    1,
+    `Replayed nothing to ${fake.url}: 2 write(s) are still queued.\n`,
+  ]);
+  assertMatch(away.stderr, new RegExp(`^2 entries are still queued in .*: OpenViking at ${fake.url} `));
+  assertMatch(away.stderr, /\n {2}fix: start the server/);
+  const j = (await replay(true)).report;
+  assertEquals([j.replayed, j.left, j.cause.kind], [0, 2, "unreachable"]);
+
+  fake.clearFaults();
+  const back = await replay();
+  assertEquals([back.code, back.stdout], [
+    0,
     [
       `Replayed 2 queued write(s) to ${fake.url}: 2 message(s) sent, 1 commit(s) started.`,
       "The queue is empty.",
       "",
     ].join("\n"),
-  );
+  ], back.stderr);
   assertEquals(fake.messages(SESSION).length, 2);
-
   await queued(dir.path);
-  const j = await runCli(["replay", "--json"], { env, clearEnv: true });
-  assertEquals(j.code, 0, j.stderr);
-  const report = JSON.parse(j.stdout);
-  assertEquals([report.replayed, report.messages, report.left, report.server], [2, 2, 0, fake.url]);
-  assertEquals(report.commitTasks.length, 1);
-});
-
-Deno.test("replay with the server away: says nothing could be sent, what is left, why and the fix; exit 1", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  const env = sandboxEnv(dir.path, fake.url);
-  await queued(dir.path);
-  fake.fault({ route: "*", drop: true });
-  const r = await runCli(["replay"], { env, clearEnv: true });
-  assertEquals(r.code, 1);
-  assertEquals(r.stdout, `Replayed nothing to ${fake.url}: 2 write(s) are still queued.\n`);
-  assertMatch(r.stderr, new RegExp(`^2 entries are still queued in .*: OpenViking at ${fake.url} `));
-  assertMatch(r.stderr, /\n {2}fix: start the server/);
-  const j = await runCli(["replay", "--json"], { env, clearEnv: true });
-  assertEquals(j.code, 1);
-  const report = JSON.parse(j.stdout);
-  assertEquals([report.replayed, report.left, report.cause.kind], [0, 2, "unreachable"]);
+  const done = await replay(true);
+  assertEquals([done.code, done.report.replayed, done.report.messages, done.report.left], [0, 2, 2, 0]);
+  assertEquals([done.report.server, done.report.commitTasks.length], [fake.url, 1]);
 });
 
 /** The check `id` of `doctor --json`'s report. */

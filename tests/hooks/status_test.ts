@@ -1,7 +1,6 @@
 /**
- * `status` after a scripted session, through the real entry point with the production flags: prompts, a
- * capture whose commit's task completes (naming the memory it made), one whose task fails, and a write queued
- * while the server is down — with the server down, then back.
+ * `status` through the real entry point with the production flags, after scripted sessions: prompts, captures
+ * whose commits' tasks complete or fail, writes queued while the server is down, replays.
  */
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
@@ -11,8 +10,7 @@ import { JournalBuilder } from "../support/journal.ts";
 import { enqueueShared } from "../support/queue.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { StatusSchema } from "../../cli/status.ts";
-import { STATUS_COLUMNS } from "../../cli/status.ts";
+import { STATUS_COLUMNS, StatusSchema } from "../../cli/status.ts";
 import { appendLedger, readLedger, REPLAY_FILE, type ReplayEntry } from "../../memory/ledger.ts";
 import { readState } from "../../memory/state.ts";
 import { commandName } from "../../lib/self.ts";
@@ -29,169 +27,162 @@ function statusEnv(home: string, url: string, extra: Record<string, string> = {}
   });
 }
 
-/** Runs hook `event` of the session (payload `name` with `extra`) through the real entry point; exit 0. */
+/** Runs hook `event` of `session` (payload `name` with `extra`) through the real entry point; exit 0. */
 async function runHook(env: Record<string, string>, cwd: string, event: string, name: string, extra = {}) {
-  const r = await runCli(["hook", event], {
-    env,
-    clearEnv: true,
-    stdin: JSON.stringify({ hook_event_name: name, session_id: SESSION, cwd, ...extra }),
-  });
-  assertEquals(r.code, 0);
-  return r;
+  const stdin = JSON.stringify({ hook_event_name: name, session_id: SESSION, cwd, ...extra });
+  assertEquals((await runCli(["hook", event], { env, clearEnv: true, stdin })).code, 0);
 }
 
-Deno.test("status: every field after a scripted session, with the server down and back", async () => {
+/** `status --json` (with `args`) through the real entry point: exit 0, the parsed object. */
+async function statusJson(env: Record<string, string>, cwd: string, args: string[] = []) {
+  const r = await runCli(["status", "--json", ...args], { env, clearEnv: true, cwd });
+  assertEquals(r.code, 0, r.stderr);
+  return StatusSchema.parse(JSON.parse(r.stdout));
+}
+
+/** `status --json`'s entry for `SESSION`. */
+const ours = async (env: Record<string, string>, cwd: string) =>
+  (await statusJson(env, cwd)).sessions.find((x) => x.kimiSessionId === SESSION)!;
+
+/** `status` as text through the real entry point: exit 0, its lines within the screen width. */
+async function statusText(env: Record<string, string>, cwd: string, args: string[] = []): Promise<string> {
+  const r = await runCli(["status", ...args], { env, clearEnv: true, cwd });
+  assertEquals(r.code, 0, r.stderr);
+  for (const line of r.stdout.split("\n")) {
+    assertTrue([...line].length <= STATUS_COLUMNS, `wider than ${STATUS_COLUMNS}: ${line}`);
+  }
+  return r.stdout;
+}
+
+/** The replay entries of the replay ledger (every replay that sent something records one). */
+async function replayLedger(home: string): Promise<ReplayEntry[]> {
+  const entries = await readLedger(`${home}/.openviking/ledger/kimicode`, REPLAY_FILE);
+  return entries.filter((e): e is ReplayEntry => e.kind === "replay");
+}
+
+/** One turn of the session: its prompt, the journal with it, then Stop (capture and commit). */
+function sessionTurns(env: Record<string, string>, home: string) {
+  const j = new JournalBuilder();
+  return async (text: string) => {
+    await runHook(env, home, "user-prompt-submit", "UserPromptSubmit", { prompt: text });
+    j.simpleTurn(text, `an answer to: ${text}`);
+    await placeJournal(home, SESSION, j.toString());
+    await runHook(env, home, "stop", "Stop");
+  };
+}
+
+Deno.test("status: every field after a scripted session, with the server down and back (its backlog replayed)", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
   // The configured account and user: status shows them while the server cannot be asked.
   const env = statusEnv(dir.path, fake.url, { OPENVIKING_ACCOUNT: "acme", OPENVIKING_USER: "carol" });
-  const hook = (event: string, name: string, extra: Record<string, unknown> = {}) =>
-    runHook(env, dir.path, event, name, extra);
-  const status = async () => {
-    const r = await runCli(["status", "--json"], { env, clearEnv: true, cwd: dir.path });
-    assertEquals(r.code, 0, r.stderr);
-    return StatusSchema.parse(JSON.parse(r.stdout));
-  };
   const j = new JournalBuilder();
   /** When each turn's Stop ran: its commit is dated within. */
   const stops: [number, number][] = [];
   const turn = async (text: string) => {
-    await hook("user-prompt-submit", "UserPromptSubmit", { prompt: text });
-    j.simpleTurn(text, `an answer to: ${text}`);
-    await placeJournal(dir.path, SESSION, j.toString());
+    await runHook(env, dir.path, "user-prompt-submit", "UserPromptSubmit", { prompt: text });
+    await placeJournal(dir.path, SESSION, j.simpleTurn(text, `an answer to: ${text}`).toString());
     const from = Date.now();
-    await hook("stop", "Stop");
+    await runHook(env, dir.path, "stop", "Stop");
     stops.push([from, Date.now()]);
   };
   const within = (at: number | undefined, [from, to]: [number, number]) =>
     at !== undefined && from <= at && at <= to;
-  {
-    await turn("how should I indent TypeScript here?"); // commit → task completed, one memory
-    fake.taskOutcome = "failed";
-    await turn("and what about the tests folder?"); // commit → task failed
-    fake.fault({ route: "*", drop: true }); // the server goes away
-    await turn("remember that the build runs in CI only"); // queued, with its commit
-    // A write another OpenViking plugin left in the shared queue.
-    const other = {
-      type: "addMessage" as const,
-      sessionId: "cc-other",
-      payload: { role: "user", content: "hi" },
-    };
-    assertEquals(await enqueueShared(`${dir.path}/.openviking/pending`, [other]), 1);
-
-    const down = await status();
-    assertEquals([down.connection.reachable, down.connection.authenticated], [false, null]);
-    assertMatch(down.connection.problem!.fix, /start the server|install --url/);
-    // Not asked: what the config says; the server's version unknown; the peer from the directory alone.
-    assertEquals([down.connection.account, down.connection.user, down.connection.serverVersion], [
-      "acme",
-      "carol",
-      undefined,
-    ]);
-    assertEquals(down.connection.peer, { id: dir.path.replace(/[^A-Za-z0-9]/g, "-"), source: "cwd" });
-    assertTrue(down.notAsked.includes("whether the key is accepted"));
-    assertTrue(down.notAsked.some((x) => x.includes(SESSION)), "says it could not ask for the tasks");
-    const d = down.sessions.find((s) => s.kimiSessionId === SESSION)!;
-    // The first prompt shows the fake's one memory; the second finds it again and leaves it out; the third
-    // (server down) gets nothing.
-    assertEquals(d.prompts, { seen: 3, injected: 1, suppressed: 1, lastPath: "none" });
-    assertEquals([d.captures.runs, d.captures.turns, d.captures.sent, d.captures.queued], [3, 3, 4, 2]);
-    assertEquals(d.commits.map((c) => [c.outcome, c.task?.status]), [
-      ["committed", undefined],
-      ["committed", undefined],
-      ["queued", undefined],
-    ]);
-    assertEquals(d.queue, { entries: 2, messages: 2, commits: 1 });
-    assertEquals(d.lastError?.kind, "unreachable");
-    assertTrue(within(d.lastError?.at, stops[2]), "the error of the third turn's capture");
-    assertMatch(d.lastError!.message, new RegExp(`^OpenViking at ${fake.url} is not reachable`));
-    assertMatch(d.lastError!.fix, /writes wait in the queue/);
-    assertEquals(d.commits.map((c, i) => within(c.at, stops[i])), [true, true, true], "each commit's time");
-    assertEquals([down.queue.entries, down.queue.messages, down.queue.commits, down.queue.sessions], [
-      2,
-      2,
-      1,
-      1,
-    ]);
-    assertTrue(within(down.queue.oldest, stops[2]), "the oldest queued write is the third turn's");
-    assertEquals(down.queue.shared, 1);
-    assertStringIncludes(down.queue.nextReplay, `; now: \`${commandName(env)} replay\``);
-
-    fake.clearFaults(); // back
-    fake.taskOutcome = "completed";
-    const up = await status();
-    assertEquals([up.connection.reachable, up.connection.authenticated], [true, true]);
-    assertEquals(up.notAsked, []);
-    // Asked: the server's version, and the user its key belongs to (the fake's is "default").
-    assertEquals([up.connection.account, up.connection.user, up.connection.serverVersion], [
-      "acme",
-      "default",
-      "0.5.2-fake",
-    ]);
-    const u = up.sessions.find((s) => s.kimiSessionId === SESSION)!;
-    assertEquals(u.commits.map((c) => [c.outcome, c.task?.status, c.task?.memories.length]), [
-      ["committed", "completed", 1],
-      ["committed", "failed", 0],
-      ["queued", undefined, undefined],
-    ]);
-    assertEquals(u.commits[1].task?.error, fake.taskError);
-
-    // Replay delivers the queued turn and its commit; status then names the memory that commit made.
-    assertEquals((await runCli(["replay"], { env, clearEnv: true })).code, 0);
-    const after = await status();
-    const s = after.sessions.find((x) => x.kimiSessionId === SESSION)!;
-    const replayed = s.commits.filter((c) => c.taskId);
-    assertEquals(replayed.at(-1)?.task?.status, "completed");
-    assertEquals(replayed.at(-1)?.task?.memories, [fake.memoryAdds[0].uri]);
-    assertEquals([after.queue.entries, after.queue.shared, after.queue.oldest], [0, 0, undefined]);
-    const text = await runCli(["status"], { env, clearEnv: true, cwd: dir.path });
-    for (const line of text.stdout.split("\n")) {
-      assertTrue([...line].length <= STATUS_COLUMNS, `wider than ${STATUS_COLUMNS}: ${line}`);
-    }
-    assertMatch(text.stdout, new RegExp(SESSION));
-    assertMatch(text.stdout, /completed → 1 memory/);
-    assertEquals(
-      (await readState(`${dir.path}/.openviking/hook-state/kimicode/${SESSION}.json`)).capturedKeys.length,
-      6,
-    );
-
-    // Commits whose tasks OpenViking has not finished: their state as it is, no memories yet.
-    fake.taskOutcome = "running";
-    await turn("is the cache shared between jobs?");
-    fake.taskOutcome = "pending";
-    await turn("and between branches?");
-    const busy = (await status()).sessions.find((x) => x.kimiSessionId === SESSION)!;
-    assertEquals(busy.commits.slice(-2).map((c) => [c.outcome, c.task]), [
-      ["committed", { status: "running", memories: [] }],
-      ["committed", { status: "pending", memories: [] }],
-    ]);
-    assertEquals(busy.commits.slice(-2).map((c, i) => within(c.at, stops[3 + i])), [true, true]);
-    const busyText = await runCli(["status"], { env, clearEnv: true, cwd: dir.path });
-    assertMatch(busyText.stdout, /\(task task-kc-\), running\n.*\(task task-kc-\), pending\n/);
-  }
-});
-
-Deno.test("status: a commit whose task fails shows the server's error; one that succeeds names its memory", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  const env = statusEnv(dir.path, fake.url);
-  const j = new JournalBuilder();
-  const stop = async (text: string) => {
-    j.simpleTurn(text, `an answer to: ${text}`);
-    await placeJournal(dir.path, SESSION, j.toString());
-    await runHook(env, dir.path, "stop", "Stop");
-  };
-  await stop("first question about the deploy script");
+  await turn("how should I indent TypeScript here?"); // commit → task completed, one memory
   fake.taskOutcome = "failed";
-  await stop("second question about the deploy script");
-  const r = await runCli(["status", "--json", "--session", SESSION], { env, clearEnv: true, cwd: dir.path });
-  const st = StatusSchema.parse(JSON.parse(r.stdout));
-  assertEquals(st.sessions.length, 1);
-  assertEquals(st.sessions[0].commits.map((c) => [c.task?.status, c.task?.error, c.task?.memories]), [
-    ["completed", undefined, [fake.memoryAdds[0].uri]],
-    ["failed", fake.taskError, []],
+  await turn("and what about the tests folder?"); // commit → task failed
+  fake.fault({ route: "*", drop: true }); // the server goes away
+  await turn("remember that the build runs in CI only"); // queued, with its commit
+  const other = {
+    type: "addMessage" as const,
+    sessionId: "cc-other",
+    payload: { role: "user", content: "hi" },
+  };
+  assertEquals(await enqueueShared(`${dir.path}/.openviking/pending`, [other]), 1, "another plugin's write");
+
+  const down = await statusJson(env, dir.path);
+  const c = down.connection;
+  assertEquals([c.reachable, c.authenticated, c.account, c.user, c.serverVersion], [
+    false,
+    null,
+    "acme",
+    "carol",
+    undefined,
   ]);
-  assertEquals((await runCli(["status", "--session", SESSION, "--all"], { env, clearEnv: true })).code, 2);
+  assertMatch(c.problem!.fix, /start the server|install --url/);
+  assertEquals(c.peer, { id: dir.path.replace(/[^A-Za-z0-9]/g, "-"), source: "cwd" });
+  assertTrue(down.notAsked.includes("whether the key is accepted"));
+  assertTrue(down.notAsked.some((x) => x.includes(SESSION)), "says it could not ask for the tasks");
+  const d = down.sessions.find((s) => s.kimiSessionId === SESSION)!;
+  // The first prompt shows the fake's one memory; the second finds it again and leaves it out; the third
+  // (server down) gets nothing.
+  assertEquals(d.prompts, { seen: 3, injected: 1, suppressed: 1, lastPath: "none" });
+  assertEquals([d.captures.runs, d.captures.turns, d.captures.sent, d.captures.queued], [3, 3, 4, 2]);
+  assertEquals(d.commits.map((c) => [c.outcome, c.task?.status]), [
+    ["committed", undefined],
+    ["committed", undefined],
+    ["queued", undefined],
+  ]);
+  assertEquals(d.commits.map((c, i) => within(c.at, stops[i])), [true, true, true], "each commit's time");
+  assertEquals(d.queue, { entries: 2, messages: 2, commits: 1 });
+  assertEquals(d.lastError?.kind, "unreachable");
+  assertTrue(within(d.lastError?.at, stops[2]), "the error of the third turn's capture");
+  assertMatch(d.lastError!.message, new RegExp(`^OpenViking at ${fake.url} is not reachable`));
+  assertMatch(d.lastError!.fix, /writes wait in the queue/);
+  const q = down.queue;
+  assertEquals([q.entries, q.messages, q.commits, q.sessions, q.shared], [2, 2, 1, 1, 1]);
+  assertTrue(within(q.oldest, stops[2]), "the oldest queued write is the third turn's");
+  assertStringIncludes(q.nextReplay, `; now: \`${commandName(env)} replay\``);
+
+  fake.clearFaults(); // back
+  fake.taskOutcome = "completed";
+  const up = await statusJson(env, dir.path);
+  const u = up.connection;
+  // Asked: the server's version, and the user its key belongs to (the fake's is "default").
+  assertEquals([u.reachable, u.authenticated, u.account, u.user, u.serverVersion, up.notAsked], [
+    true,
+    true,
+    "acme",
+    "default",
+    "0.5.2-fake",
+    [],
+  ]);
+  const commits = up.sessions.find((s) => s.kimiSessionId === SESSION)!.commits;
+  assertEquals(commits.map((c) => [c.outcome, c.task?.status, c.task?.error, c.task?.memories]), [
+    ["committed", "completed", undefined, [fake.memoryAdds[0].uri]],
+    ["committed", "failed", fake.taskError, []],
+    ["queued", undefined, undefined, undefined],
+  ]);
+  // The next turn's capture replays the session's backlog first (the queued commit goes out with a task of its
+  // own), then sends and commits its own; tasks OpenViking has not finished: their state as it is, no memories.
+  fake.taskOutcome = "running";
+  await turn("is the cache shared between jobs?");
+  fake.taskOutcome = "pending";
+  await turn("and between branches?");
+  const replayed = [...fake.tasks.keys()][2];
+  const replays = (await replayLedger(dir.path)).map((e) => e.commitTasks);
+  assertEquals(replays, [[{ sessionId: `kc-${SESSION}`, taskId: replayed }]]);
+  const busy = await statusJson(env, dir.path);
+  assertEquals([busy.queue.entries, busy.queue.oldest], [0, undefined]);
+  const b = busy.sessions.find((s) => s.kimiSessionId === SESSION)!;
+  const running = { status: "running", memories: [] };
+  assertEquals(b.commits.slice(2).map((c) => [c.outcome, c.waiting, c.replayedAt !== undefined, c.task]), [
+    ["queued", false, true, running],
+    ["committed", undefined, false, running],
+    ["committed", undefined, false, { status: "pending", memories: [] }],
+  ]);
+  assertEquals(b.commits.map((c) => c.taskId === replayed), [false, false, true, false, false]);
+  assertEquals([b.captures.queued, b.lastError], [0, undefined], "the error is over once a capture worked");
+  assertEquals(b.commits.slice(-2).map((c, i) => within(c.at, stops[3 + i])), [true, true]);
+  assertEquals(
+    (await readState(`${dir.path}/.openviking/hook-state/kimicode/${SESSION}.json`)).capturedKeys.length,
+    10,
+  );
+  const text = await statusText(env, dir.path);
+  assertMatch(text, new RegExp(SESSION));
+  assertMatch(text, /queued, delivered by a replay/);
+  assertEquals(text.includes("waits in the queue"), false, text);
+  assertMatch(text, /\(task task-kc-\), running\n.*\(task task-kc-\), pending\n/);
 });
 
 Deno.test("status: a turn still open at one Stop and captured at the next is counted once", async () => {
@@ -241,47 +232,12 @@ Deno.test("status: turns captured from the kept prompts (no journal) are counted
   assertEquals(after.rejected, { entries: 2, messages: 1, commits: 1 });
 });
 
-/** `status --json` (with `args`) through the real entry point: exit 0, the parsed object. */
-async function statusJson(env: Record<string, string>, cwd: string, args: string[] = []) {
-  const r = await runCli(["status", "--json", ...args], { env, clearEnv: true, cwd });
-  assertEquals(r.code, 0, r.stderr);
-  return StatusSchema.parse(JSON.parse(r.stdout));
-}
-
-/** `status` as text through the real entry point: exit 0, its lines within the screen width. */
-async function statusText(env: Record<string, string>, cwd: string, args: string[] = []): Promise<string> {
-  const r = await runCli(["status", ...args], { env, clearEnv: true, cwd });
-  assertEquals(r.code, 0, r.stderr);
-  for (const line of r.stdout.split("\n")) {
-    assertTrue([...line].length <= STATUS_COLUMNS, `wider than ${STATUS_COLUMNS}: ${line}`);
-  }
-  return r.stdout;
-}
-
-/** The replay entries of the replay ledger (every replay that sent something records one). */
-async function replayLedger(home: string): Promise<ReplayEntry[]> {
-  const entries = await readLedger(`${home}/.openviking/ledger/kimicode`, REPLAY_FILE);
-  return entries.filter((e): e is ReplayEntry => e.kind === "replay");
-}
-
-/** One turn of the session: its prompt, the journal with it, then Stop (capture and commit). */
-function sessionTurns(env: Record<string, string>, home: string) {
-  const j = new JournalBuilder();
-  return async (text: string) => {
-    await runHook(env, home, "user-prompt-submit", "UserPromptSubmit", { prompt: text });
-    j.simpleTurn(text, `an answer to: ${text}`);
-    await placeJournal(home, SESSION, j.toString());
-    await runHook(env, home, "stop", "Stop");
-  };
-}
-
-Deno.test("status after `openviking-kimi replay`: the queued commit is shown delivered by it, not waiting in an empty queue", async () => {
+Deno.test("status after `openviking-kimi replay`: the queued commit delivered by it, with or without its record", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
   const env = statusEnv(dir.path, fake.url);
-  const turn = sessionTurns(env, dir.path);
   fake.fault({ route: "*", drop: true }); // the server is away: the turn and its commit are queued
-  await turn("remember that the build runs in CI only");
+  await sessionTurns(env, dir.path)("remember that the build runs in CI only");
   fake.clearFaults();
   assertEquals((await runCli(["replay"], { env, clearEnv: true })).code, 0);
 
@@ -290,39 +246,27 @@ Deno.test("status after `openviking-kimi replay`: the queued commit is shown del
   assertEquals(replays.map((e) => [e.replayed, e.messages, e.commitTasks]), [
     [2, 2, [{ sessionId: `kc-${SESSION}`, taskId }]],
   ], "the replay is in the replay ledger");
-  const s = (await statusJson(env, dir.path)).sessions.find((x) => x.kimiSessionId === SESSION)!;
-  assertEquals(s.commits.map((c) => [c.outcome, c.waiting, c.replayedAt, c.taskId, c.task?.status]), [
-    ["queued", false, replays[0].at, taskId, "completed"],
-  ], "one commit: the queued one, delivered by the replay (no second `server` entry)");
+  const commit = async () =>
+    (await ours(env, dir.path)).commits.map((
+      c,
+    ) => [c.outcome, c.waiting, c.replayedAt, c.taskId, c.task?.status]);
+  assertEquals(
+    await commit(),
+    [["queued", false, replays[0].at, taskId, "completed"]],
+    "no second `server` one",
+  );
   const text = await statusText(env, dir.path);
   assertMatch(text, /Queue {3}empty/);
   assertEquals(text.includes("waits in the queue"), false, text);
   assertMatch(text, /commit \d+ s ago: queued, delivered by a replay \d+ s ago \(task task-kc-/);
   assertMatch(text, /completed → 1 memory/);
-});
 
-Deno.test("status after a capture replayed its session's backlog: the queued commit is delivered, the new one committed", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  const env = statusEnv(dir.path, fake.url);
-  const turn = sessionTurns(env, dir.path);
-  fake.fault({ route: "*", drop: true });
-  await turn("remember that the build runs in CI only"); // queued, with its commit
-  fake.clearFaults();
-  await turn("and the release is cut on Fridays"); // replays the backlog first, then sends and commits
-
-  const [first, second] = [...fake.tasks.keys()];
-  const replays = await replayLedger(dir.path);
-  assertEquals(replays.map((e) => e.commitTasks), [[{ sessionId: `kc-${SESSION}`, taskId: first }]]);
-  const s = (await statusJson(env, dir.path)).sessions.find((x) => x.kimiSessionId === SESSION)!;
-  assertEquals(s.commits.map((c) => [c.outcome, c.waiting, c.replayedAt !== undefined, c.taskId]), [
-    ["queued", false, true, first],
-    ["committed", undefined, false, second],
-  ]);
-  assertEquals(s.queue.entries, 0);
-  const text = await statusText(env, dir.path);
-  assertEquals(text.includes("waits in the queue"), false, text);
-  assertMatch(text, /queued, delivered by a replay/);
+  // An older version's replay, or one whose ledger line could not be written: the session's new task is its.
+  await Deno.remove(`${dir.path}/.openviking/ledger/kimicode/${REPLAY_FILE}.jsonl`);
+  assertEquals(await commit(), [["queued", false, undefined, taskId, "completed"]]);
+  const missed = await statusText(env, dir.path);
+  assertMatch(missed, /queued, since delivered \(task task-kc-/);
+  assertEquals(missed.includes("waits in the queue"), false, missed);
 });
 
 Deno.test("status after an interrupt whose commit went out through its detached replay", async () => {
@@ -355,74 +299,41 @@ Deno.test("status after an interrupt whose commit went out through its detached 
   assertEquals((await statusText(env, dir.path)).includes("waits in the queue"), false);
 });
 
-Deno.test("status: a queued commit that left the queue through a replay the ledger missed takes the session's new task", async () => {
+Deno.test("status: the newest commits the task list leaves out are asked by id: found, expired, or not asked", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
   const env = statusEnv(dir.path, fake.url);
   const turn = sessionTurns(env, dir.path);
-  fake.fault({ route: "*", drop: true });
-  await turn("remember that the build runs in CI only");
-  fake.clearFaults();
-  assertEquals((await runCli(["replay"], { env, clearEnv: true })).code, 0);
-  // An older version's replay, or one whose ledger line could not be written: no record of it.
-  await Deno.remove(`${dir.path}/.openviking/ledger/kimicode/${REPLAY_FILE}.jsonl`).catch(() => {});
-  const [taskId] = [...fake.tasks.keys()];
-  const s = (await statusJson(env, dir.path)).sessions.find((x) => x.kimiSessionId === SESSION)!;
-  assertEquals(s.commits.map((c) => [c.outcome, c.waiting, c.replayedAt, c.taskId, c.task?.status]), [
-    ["queued", false, undefined, taskId, "completed"],
-  ]);
-  const text = await statusText(env, dir.path);
-  assertMatch(text, /queued, since delivered \(task task-kc-/);
-  assertEquals(text.includes("waits in the queue"), false, text);
-});
-
-Deno.test("status: commits whose tasks the server expired say so — the newest ones, each looked up by its id", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  const env = statusEnv(dir.path, fake.url);
-  const turn = sessionTurns(env, dir.path);
-  for (const text of ["first question", "second question", "third question", "fourth question"]) {
-    await turn(`${text} about the deploy script`);
-  }
-  fake.tasks.clear(); // a day later: OpenViking keeps a finished task 24 h
+  for (const n of ["first", "second", "third", "fourth"]) await turn(`${n} question about the deploy script`);
+  // A list that does not reach them (newer tasks of the session fill it): only each task's own route has it.
+  fake.fault({ route: "GET /api/v1/tasks", raw: { status: 200, body: '{"status":"ok","result":[]}' } });
   fake.requests.length = 0;
-  const st = await statusJson(env, dir.path, ["--session", SESSION]);
-  assertEquals(st.notAsked, []);
-  assertEquals(st.sessions[0].commits.map((c) => c.task), [
-    undefined, // not shown on the screen: not looked up
-    { status: "expired", memories: [] },
-    { status: "expired", memories: [] },
-    { status: "expired", memories: [] },
-  ]);
+  const tasks = async () => {
+    const st = await statusJson(env, dir.path, ["--session", SESSION]);
+    return { notAsked: st.notAsked, tasks: st.sessions[0].commits.map((c) => c.task) };
+  };
+  const done = { status: "completed", memories: [fake.memoryAdds[0].uri] };
+  // The oldest is not on the screen: not looked up.
+  assertEquals(await tasks(), { notAsked: [], tasks: [undefined, done, done, done] });
   const lookups = fake.requests.filter((r) => r.path.startsWith("/api/v1/tasks/")).map((r) => r.path);
   assertEquals(lookups.sort(), [2, 3, 4].map((n) => `/api/v1/tasks/task-kc-${SESSION}-${n}`));
+
+  fake.tasks.clear(); // a day later: OpenViking keeps a finished task 24 h
+  const expired = { status: "expired", memories: [] };
+  assertEquals(await tasks(), { notAsked: [], tasks: [undefined, expired, expired, expired] });
   const text = await statusText(env, dir.path, ["--session", SESSION]);
   assertEquals(text.includes("task not asked"), false, text);
   const flat = text.replace(/\s+/g, " ");
   assertEquals(
     flat.match(/expired \(the server keeps finished tasks 24 h, failed ones 7 days\)/g)?.length,
     3,
-    text,
   );
-});
 
-Deno.test("status: a commit the task list leaves out is looked up by its id", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  const env = statusEnv(dir.path, fake.url);
-  await sessionTurns(env, dir.path)("how should I indent TypeScript here?");
-  // A list that does not reach it (newer tasks of the session fill it): only the task's own route has it.
-  fake.fault({ route: "GET /api/v1/tasks", raw: { status: 200, body: '{"status":"ok","result":[]}' } });
-  const st = await statusJson(env, dir.path, ["--session", SESSION]);
-  assertEquals(st.notAsked, []);
-  assertEquals(st.sessions[0].commits.map((c) => [c.outcome, c.task?.status, c.task?.memories]), [
-    ["committed", "completed", [fake.memoryAdds[0].uri]],
-  ]);
-  // Its own route busy as well: status says what it could not ask.
-  fake.fault({ route: "GET /api/v1/tasks/*", status: 503 });
-  const busy = await statusJson(env, dir.path, ["--session", SESSION]);
-  assertEquals(busy.sessions[0].commits.map((c) => c.task), [undefined]);
-  assertEquals(busy.notAsked, [`the tasks of 1 commit(s) of ${SESSION}`]);
+  fake.fault({ route: "GET /api/v1/tasks/*", status: 503 }); // their own route busy as well
+  assertEquals(await tasks(), {
+    notAsked: [`the tasks of 3 commit(s) of ${SESSION}`],
+    tasks: [undefined, undefined, undefined, undefined],
+  });
 });
 
 Deno.test("status: a session of 60 commits has every task from one list (the server's default is 50)", async () => {
@@ -433,31 +344,21 @@ Deno.test("status: a session of 60 commits has every task from one list (the ser
   const limits = { ledgerMaxBytes: 8 * 1024 * 1024, ledgerMaxAgeDays: 30 };
   const start = Date.now() - 3600_000;
   for (let i = 0; i < 60; i++) {
-    const taskId = `task-${String(i).padStart(2, "0")}`;
-    const at = start + i * 1000;
+    const [taskId, at, status] = [`task-${i}`, start + i * 1000, i % 2 ? "completed" : "failed"] as const;
+    const entry = { kind: "capture", at, ms: 50, event: "stop", turns: 1, sent: 2, queued: 0 } as const;
     assertTrue(
-      await appendLedger(ledger, SESSION, {
-        kind: "capture",
-        at,
-        ms: 50,
-        event: "stop",
-        turns: 1,
-        sent: 2,
-        queued: 0,
-        rejected: 0,
-        commit: "committed",
-        taskId,
-      }, limits),
+      await appendLedger(ledger, SESSION, { ...entry, rejected: 0, commit: "committed", taskId }, limits),
     );
+    const times = { created_at: at / 1000, updated_at: at / 1000 };
+    const error = i % 2 ? null : "no JSON";
     fake.tasks.set(taskId, {
       task_id: taskId,
       task_type: "session_commit",
-      status: i % 2 ? "completed" : "failed",
+      status,
       resource_id: `kc-${SESSION}`,
-      created_at: at / 1000,
-      updated_at: at / 1000,
+      ...times,
       result: null,
-      error: i % 2 ? null : "no JSON",
+      error,
     });
   }
   const st = await statusJson(env, dir.path, ["--session", SESSION]);
@@ -481,19 +382,16 @@ Deno.test("status --session with an id nothing is known of: says so and points t
     assertStringIncludes(r.stderr, `\`${commandName(env)} status --all\``);
   }
   assertEquals((await statusJson(env, dir.path, ["--session", SESSION])).sessions.length, 1);
+  const both = await runCli(["status", "--session", SESSION, "--all"], { env, clearEnv: true });
+  assertEquals([both.code, both.stderr], [
+    2,
+    "openviking-kimi status: --session and --all exclude each other; give one of them.\n",
+  ]);
   // A session with state but nothing in the ledger (a start with an empty queue) is known: shown, no age.
   const other = "session_5747a705-0000-4000-8000-0000000000ff";
-  const start = await runCli(["hook", "session-start"], {
-    env,
-    clearEnv: true,
-    stdin: JSON.stringify({
-      hook_event_name: "SessionStart",
-      session_id: other,
-      cwd: dir.path,
-      source: "startup",
-    }),
-  });
-  assertEquals(start.code, 0);
+  const start = { hook_event_name: "SessionStart", session_id: other, cwd: dir.path, source: "startup" };
+  const stdin = JSON.stringify(start);
+  assertEquals((await runCli(["hook", "session-start"], { env, clearEnv: true, stdin })).code, 0);
   const text = await statusText(env, dir.path, ["--session", other]);
   assertMatch(text, new RegExp(`${other} — no hook run in the ledger`));
 });
@@ -502,21 +400,18 @@ Deno.test("status and doctor once the server is back: doctor names replay (or th
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
   const env = statusEnv(dir.path, fake.url);
-  const j = new JournalBuilder();
   fake.fault({ route: "*", drop: true }); // the server is away for the turn
-  j.simpleTurn("remember that the build runs in CI only", "noted: CI only");
-  await placeJournal(dir.path, SESSION, j.toString());
+  const journal = new JournalBuilder().simpleTurn(
+    "remember that the build runs in CI only",
+    "noted: CI only",
+  );
+  await placeJournal(dir.path, SESSION, journal.toString());
   await runHook(env, dir.path, "stop", "Stop");
   fake.clearFaults(); // back
+  type Check = { id: string; status: string; summary: string; fix?: string };
   const doctor = async () => {
     const r = await runCli(["doctor", "--json"], { env, clearEnv: true, cwd: dir.path });
-    const checks = JSON.parse(r.stdout).checks as {
-      id: string;
-      status: string;
-      summary: string;
-      fix?: string;
-    }[];
-    return Object.fromEntries(checks.map((c) => [c.id, c]));
+    return Object.fromEntries((JSON.parse(r.stdout).checks as Check[]).map((c) => [c.id, c]));
   };
   const waiting = await doctor();
   assertEquals(waiting.server.status, "ok");

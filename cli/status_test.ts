@@ -3,9 +3,8 @@
  * and a URI — or any word longer than a line — never broken or cut: it goes whole onto a line of its own.
  */
 
-import { assertEquals, assertTrue } from "../support/assert.ts";
-import { commitCost, renderStatus, STATUS_COLUMNS } from "../../cli/status.ts";
-import type { Status } from "../../cli/status.ts";
+import { assertEquals, assertTrue } from "../tests/support/assert.ts";
+import { commitCost, renderStatus, type Status, STATUS_COLUMNS } from "./status.ts";
 
 const NOW = Date.parse("2026-12-01T12:00:00.000Z");
 const LONG =
@@ -49,7 +48,10 @@ function statusWith(uris: string[]): Status {
   };
 }
 
-Deno.test("status text: a URI is never broken or cut, wherever the wrap falls", () => {
+Deno.test("status text: lines wrap at spaces within 80 columns; a URI is never broken or cut", () => {
+  const plain = renderStatus(statusWith([MID]), NOW).split("\n");
+  for (const line of plain) assertTrue([...line].length <= STATUS_COLUMNS, line);
+  assertEquals(plain.filter((l) => l.includes("fix: this message was dropped")).length, 1);
   for (let pad = 0; pad < 30; pad++) {
     const mid = MID.replace("tabs", `tabs${"x".repeat(pad)}`);
     const text = renderStatus(statusWith([LONG, mid]), NOW);
@@ -68,26 +70,17 @@ Deno.test("status text: a URI is never broken or cut, wherever the wrap falls", 
   }
 });
 
-Deno.test("status text: ordinary lines still wrap at spaces within 80 columns", () => {
-  const text = renderStatus(statusWith([MID]), NOW);
-  for (const line of text.split("\n")) assertTrue([...line].length <= STATUS_COLUMNS, line);
-  assertEquals(text.split("\n").filter((l) => l.includes("fix: this message was dropped")).length, 1);
-});
-
 Deno.test("status text: what a session's commits cost, with the server's token count or without", () => {
   const status = statusWith([MID]);
   const s = status.sessions[0];
   assertEquals(commitCost(s), "    cost: 1 commit, 2 messages each, model tokens not reported by the server");
-  s.commits.push(
-    { at: NOW, outcome: "committed", taskId: "b", task: { status: "completed", memories: [], tokens: 8200 } },
-    {
-      at: NOW,
-      outcome: "committed",
-      taskId: "c",
-      task: { status: "completed", memories: [], tokens: 16400 },
-    },
-    { at: NOW, outcome: "failed" },
-  );
+  const made = (taskId: string, tokens: number) => ({
+    at: NOW,
+    outcome: "committed",
+    taskId,
+    task: { status: "completed", memories: [] as string[], tokens },
+  });
+  s.commits.push(made("b", 8200), made("c", 16400), { at: NOW, outcome: "failed" });
   s.captures.sent = 12;
   assertEquals(
     commitCost(s),
