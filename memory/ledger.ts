@@ -26,7 +26,11 @@ const MIN_SESSION_BYTES = 64 * 1024;
 
 const Memory = z.object({ uri: z.string(), score: z.optional(z.number()), chars: z.number() });
 const Run = { at: z.number(), ms: z.number() };
-const Counts = { rejected: z.number(), cause: z.optional(CauseSchema) };
+/** Lenient fields: what a handler's report leaves out (or a line holds of another shape) reads as empty. */
+const num = z.catch(z.number(), 0);
+const text = z.catch(z.optional(z.string()), undefined);
+const Cause = z.catch(z.optional(CauseSchema), undefined);
+const Counts = { rejected: num, cause: Cause };
 const CommitTasks = z.array(z.object({ sessionId: z.string(), taskId: z.string() }));
 const Delivered = z.array(z.object({ sessionId: z.string(), messages: z.number() }));
 
@@ -51,11 +55,11 @@ const CaptureEntrySchema = z.object({
   ...Run,
   ...Counts,
   event: z.string(),
-  turns: z.number(),
-  sent: z.number(),
-  queued: z.number(),
-  commit: z.string(),
-  taskId: z.optional(z.string()),
+  turns: num,
+  sent: num,
+  queued: num,
+  commit: z.catch(z.string(), "none"),
+  taskId: text,
 });
 export type CaptureEntry = z.infer<typeof CaptureEntrySchema>;
 
@@ -64,11 +68,11 @@ const ReplayEntrySchema = z.object({
   kind: z.literal("replay"),
   ...Run,
   ...Counts,
-  replayed: z.number(),
-  messages: z.number(),
-  deferred: z.number(),
-  commitTasks: CommitTasks,
-  delivered: z.optional(Delivered),
+  replayed: num,
+  messages: num,
+  deferred: num,
+  commitTasks: z.catch(CommitTasks, []),
+  delivered: z.catch(z.optional(Delivered), undefined),
 });
 export type ReplayEntry = z.infer<typeof ReplayEntrySchema>;
 
@@ -178,10 +182,6 @@ export async function pruneLedger(dir: string, limits: LedgerLimits, now = Date.
   return removed;
 }
 
-const num = z.catch(z.number(), 0);
-const text = z.catch(z.optional(z.string()), undefined);
-const Cause = z.catch(z.optional(CauseSchema), undefined);
-
 /** The handlers' reports (fields left out read as empty). */
 const PromptData = z.object({
   recall: z.catch(z.string(), "skipped"),
@@ -195,41 +195,15 @@ const PromptData = z.object({
   failure: Cause,
 });
 
-const CaptureData = z.object({
-  turns: num,
-  sent: num,
-  queued: num,
-  rejected: num,
-  commit: z.catch(z.string(), "none"),
-  taskId: text,
-  cause: Cause,
-});
-
-const ReplayData = z.object({
-  replayed: num,
-  messages: num,
-  rejected: num,
-  deferred: num,
-  commitTasks: z.catch(CommitTasks, []),
-  delivered: z.catch(Delivered, []),
-  cause: Cause,
-});
-
 /** The replay entry of a replay's report, or undefined when it sent and met nothing (pure). */
 export function replayEntryOf(
   report: unknown,
   timing: { startedAt: number; now: number },
 ): LedgerEntry | undefined {
-  const d = ReplayData.parse(isRecord(report) ? { ...report, cause: plainCause(report.cause) } : {});
-  if (!d.replayed && !d.rejected && !d.cause) return undefined;
-  const { cause, ...counts } = d;
-  return {
-    kind: "replay",
-    at: timing.startedAt,
-    ms: timing.now - timing.startedAt,
-    ...counts,
-    ...(cause ? { cause } : {}),
-  };
+  const r = isRecord(report) ? report : {};
+  const run = { kind: "replay", at: timing.startedAt, ms: timing.now - timing.startedAt };
+  const { cause, ...counts } = ReplayEntrySchema.parse({ ...r, ...run, cause: plainCause(r.cause) });
+  return counts.replayed || counts.rejected || cause ? { ...counts, ...(cause ? { cause } : {}) } : undefined;
 }
 
 /** A failure as the ledger keeps it: `{kind, status, message}`, also from a client failure (`error.message`). */
@@ -269,8 +243,13 @@ export function ledgerEntryOf(
   }
   const fromPrompts = result.outcome === "no-journal" && Number(data.fallback) > 0;
   if (result.outcome !== "captured" && !fromPrompts) return undefined;
-  const { cause, ...counts } = CaptureData.parse(data);
-  return { kind: "capture", ...base, event: ctx.event, ...counts, ...(cause ? { cause } : {}) };
+  const { cause, ...counts } = CaptureEntrySchema.parse({
+    ...data,
+    kind: "capture",
+    ...base,
+    event: ctx.event,
+  });
+  return { ...counts, ...(cause ? { cause } : {}) };
 }
 
 /** Appends a replay's entry to the replay ledger unless it sent and met nothing; false when it could not. */

@@ -157,7 +157,6 @@ const ENTRIES: [string, HookEvent, HookResult, unknown][] = [
     replayed: 2,
     messages: 3,
     commitTasks: [{ sessionId: "kc-a", taskId: "t9" }],
-    delivered: [],
   }],
 ];
 
