@@ -242,17 +242,9 @@ function emptyReport(journal: string, s: Scan, waited: boolean) {
   return {
     journal,
     scanned: s.turns.turns.length,
-    turns: 0,
-    planned: 0,
-    sent: 0,
-    queued: 0,
-    rejected: 0,
-    acked: 0,
+    ...{ turns: 0, planned: 0, sent: 0, queued: 0, rejected: 0, acked: 0, skipped: 0, steps: 0, left: 0 },
     pendingTokens: undefined as number | undefined,
     remember: false,
-    skipped: 0,
-    steps: 0,
-    left: 0,
     commit: "none",
     taskId: undefined as string | undefined,
     cause: undefined as Cause | undefined,
@@ -268,13 +260,7 @@ function emptyReport(journal: string, s: Scan, waited: boolean) {
 type CaptureReport = ReturnType<typeof emptyReport>;
 
 /** The state once the first `acked` planned messages of `plan` are settled (`captured` of them new). */
-async function stateAfter(
-  run: Run,
-  state: SessionState,
-  plan: Plan,
-  acked: number,
-  captured: number,
-): Promise<SessionState> {
+async function stateAfter(run: Run, state: SessionState, plan: Plan, acked: number, captured = acked) {
   const { turns, read } = run.scan;
   const ack = acknowledge(plan, acked, state.ackedBelow, turns.turns, turns.nextIndex);
   return {
@@ -293,9 +279,9 @@ async function stateAfter(
   };
 }
 
-/** Every message the journal after the cursor still plans. */
-function fullPlan(run: Run, state: SessionState): Plan {
-  const options = { ...run.planOptions, maxTurns: undefined };
+/** What the journal after the cursor still plans: one step's turns, or all of them (`whole`). */
+function planFrom(run: Run, state: SessionState, whole = false): Plan {
+  const options = whole ? { ...run.planOptions, maxTurns: undefined } : run.planOptions;
   return planCapture(run.scan.turns.turns, new Set(state.capturedKeys), state.ackedBelow, options);
 }
 
@@ -307,7 +293,7 @@ async function settleInflight(run: Run, state: SessionState): Promise<SessionSta
   if (!state.inflight?.keys.length) return state;
   const { ctx } = run;
   const inflight = new Set(state.inflight.keys);
-  const candidates = fullPlan(run, state).toSend.filter((x) => inflight.has(x.key));
+  const candidates = planFrom(run, state, true).toSend.filter((x) => inflight.has(x.key));
   const found = new Set<string>();
   const queued = await queuedMessageKeys(ctx.pendingDir, ctx.ovSessionId);
   const rest: Candidate[] = [];
@@ -340,7 +326,7 @@ async function settleInflight(run: Run, state: SessionState): Promise<SessionSta
  */
 async function recoverState(run: Run, state: SessionState): Promise<SessionState | undefined> {
   const { ctx } = run;
-  const plan = fullPlan(run, state);
+  const plan = planFrom(run, state, true);
   const newest = await newestHeld(run.client, ctx.ovSessionId, run.mode.budget);
   if (newest === undefined) return undefined;
   const queued = await queuedMessageKeys(ctx.pendingDir, ctx.ovSessionId);
@@ -401,14 +387,14 @@ async function sendStep(
     ...queue,
     beforeRequest: async (from, to, askFrom) =>
       await run.save({
-        ...(from > 0 ? await stateAfter(run, base, plan, from, from) : base),
+        ...(from > 0 ? await stateAfter(run, base, plan, from) : base),
         inflight: {
           keys: plan.toSend.slice(from, to).map((x) => x.key),
           at: Date.now(),
           askFrom: askFrom ?? Date.now() + 2 * run.client.options.timeoutMs,
         },
       }),
-    onAcked: async (acked) => await run.save(await stateAfter(run, base, plan, acked, acked)),
+    onAcked: async (acked) => await run.save(await stateAfter(run, base, plan, acked)),
   });
 }
 
@@ -421,12 +407,7 @@ async function sendSteps(
 ): Promise<{ state: SessionState; stopped: boolean; queueOnly: boolean }> {
   let state = start;
   for (;;) {
-    const plan = planCapture(
-      run.scan.turns.turns,
-      new Set(state.capturedKeys),
-      state.ackedBelow,
-      run.planOptions,
-    );
+    const plan = planFrom(run, state);
     if (!plan.turns.length) return { state, stopped: false, queueOnly };
     run.report.steps++;
     run.report.planned += plan.toSend.length;
@@ -438,7 +419,7 @@ async function sendSteps(
     run.report.turns = run.captured.size;
     if (sent.stoppedBy) return { state, stopped: true, queueOnly };
     if (sent.queued > 0) queueOnly = true;
-    state = await stateAfter(run, state, plan, sent.acked, sent.acked);
+    state = await stateAfter(run, state, plan, sent.acked);
     if (sent.acked < plan.toSend.length) return { state, stopped: true, queueOnly };
     if (plan.turns.length < TURNS_PER_STEP) return { state, stopped: false, queueOnly };
     if (run.mode.budget.remaining() < MIN_COMMIT_MS) return { state, stopped: false, queueOnly };
