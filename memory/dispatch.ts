@@ -87,12 +87,7 @@ interface HookRun {
 }
 
 /** Runs one hook event on `raw` stdin; the ledger is written by the returned `record`. Never throws. */
-async function startHook(
-  name: string | undefined,
-  raw: Uint8Array,
-  env: Env,
-  startedAt: number,
-): Promise<HookRun> {
+async function startHook(name: string | undefined, raw: Uint8Array, env: Env, startedAt: number) {
   const run: HookRun = { stdout: "", record: () => Promise.resolve() };
   const isWorker = env[WORKER_ENV] === "1";
   let log: Logger | undefined;
@@ -152,7 +147,7 @@ export async function runHook(
   raw: Uint8Array,
   env = processEnv(),
   startedAt = Date.now(),
-): Promise<string> {
+) {
   const run = await startHook(name, raw, env, startedAt);
   await run.record();
   await run.after?.().catch(() => {});
