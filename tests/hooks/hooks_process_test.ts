@@ -65,12 +65,8 @@ for (const condition of CONDITIONS) {
       assertEquals(search.headers["user-agent"], "openviking-memory-kimicode/0.1.0");
       assertMatch(search.headers["x-openviking-actor-peer"], /^[A-Za-z0-9_.@-]+$/);
       const { origin: _, ...memory } = DEFAULT_ENTRY;
-      assertEquals([st.profileInjected, st.recall], [true, {
-        source: "context",
-        memories: [memory],
-        assembled: DEFAULT_RENDERED,
-      }]);
-      assertEquals(st.injectedUris, [DEFAULT_ENTRY.uri]);
+      const recall = { source: "context", memories: [memory], assembled: DEFAULT_RENDERED };
+      assertEquals([st.profileInjected, st.recall, st.injectedUris], [true, recall, [DEFAULT_ENTRY.uri]]);
     } else if (condition === "legacy") {
       // The recall endpoint's rendered `<memory>` elements are read back into memories, one line each.
       assertEquals(
@@ -78,10 +74,8 @@ for (const condition of CONDITIONS) {
         `<openviking-context>\n${FAKE_PROFILE_ROW}\n` +
           "- Legacy recall memory. (viking://user/default/memories/events/e1.md)\n</openviking-context>\n",
       );
-      assertEquals(s.fake.requests.filter((q) => q.path.startsWith("/api/v1/search")).map((q) => q.route), [
-        "POST /api/v1/search/search",
-        "POST /api/v1/search/recall",
-      ]);
+      const searches = s.fake.requests.filter((q) => q.path.startsWith("/api/v1/search")).map((q) => q.route);
+      assertEquals(searches, ["POST /api/v1/search/search", "POST /api/v1/search/recall"]);
       const memo = JSON.parse(await Deno.readTextFile(`${s.home}/.openviking/state/context-face.json`));
       assertTrue(memo.legacyUntil > Date.now() + 5 * 3600_000, "context face skipped for 6 h");
     } else {
@@ -89,9 +83,8 @@ for (const condition of CONDITIONS) {
       // answer in time pauses memory, and says so once (tests/hooks/breaker_process_test.ts).
       const paused =
         `openviking-kimi: memory paused — OpenViking at ${s.env.OPENVIKING_URL} did not answer; `;
-      if (condition === "slow") {
-        assertMatch(r, new RegExp(`^${paused}\`[^\`\n]+ status\` says why\n$`));
-      } else assertEquals(r, "");
+      if (condition === "slow") assertMatch(r, new RegExp(`^${paused}\`[^\`\n]+ status\` says why\n$`));
+      else assertEquals(r, "");
       assertEquals(st.profileInjected, false, "the profile is retried on a later prompt");
     }
   });
@@ -224,13 +217,10 @@ Deno.test("hook user-prompt-submit: the profile once per session; the same promp
     }],
   });
   assertEquals(first, `${FAKE_DIGEST_FIRST}\n`);
-  assertEquals(s.fake.requestsTo("POST /api/v1/search/search")[0].body, {
-    query: "how should I indent\nthis file?",
-    mode: "context",
-    purpose: "coding",
-    score_threshold: 0.35,
-    session_id: OV_SESSION,
-  });
+  // The whole request body is pinned by `hook user-prompt-submit, server fine`.
+  const body = (n: number) =>
+    s.fake.requestsTo("POST /api/v1/search/search")[n].body as Record<string, unknown>;
+  assertEquals(body(0).query, "how should I indent\nthis file?");
   await new Promise((r) => setTimeout(r, 600));
   const again = await run({ input: "how should I indent\nthis file?" });
   // Before: the reused block printed the same memory again. Now the session already has it: nothing.
@@ -239,7 +229,7 @@ Deno.test("hook user-prompt-submit: the profile once per session; the same promp
   await run({
     prompt: "what about <openviking-context>old</openviking-context> naming conventions?",
   });
-  const search = s.fake.requestsTo("POST /api/v1/search/search")[1].body as Record<string, unknown>;
+  const search = body(1);
   assertEquals(search.query, "what about  naming conventions?");
   assertEquals(
     search.exclude_uris,

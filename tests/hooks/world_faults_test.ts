@@ -13,8 +13,6 @@ import { cliArgs, denoEnv, runCli } from "../support/run.ts";
 import { sessionQueueDir } from "../../openviking/queue.ts";
 import { SESSION, stdinOf, world as hookWorld } from "./world.ts";
 
-const OV_SESSION = `kc-${SESSION}`;
-
 /** Adds `turns` whole turns (user + assistant each) to a journal and returns its text. */
 function addTurns(j: JournalBuilder, turns: number): string {
   for (let i = 0; i < turns; i++) {
@@ -38,35 +36,31 @@ async function world(fake: FakeOptions = {}) {
   return { ...w, hook, dir: { path: w.home } };
 }
 
-const html = {
-  status: 200,
-  headers: { "content-type": "text/html" },
-  body: "<html><title>Portal</title></html>",
-};
-/** OpenViking's own error envelope of `code` (HTTP `status`) on every route. */
+/** A raw reply on every route, and OpenViking's own error envelope of `code` on every route. */
+const raw = (status: number, more: Record<string, unknown> = {}): Fault => ({
+  route: "*",
+  raw: { status, ...more },
+});
 const envelope = (status: number, code: string, message: string): Fault => ({
   route: "*",
   status,
   error: { code, message },
 });
+const NOT_OV = "not-openviking";
 const KINDS: [string, Fault, string][] = [
-  ["HTML 200", { route: "*", raw: html }, "not-openviking"],
-  ["non-JSON 200", { route: "*", raw: { status: 200, body: "OK" } }, "not-openviking"],
-  ["empty 200", { route: "*", raw: { status: 200 } }, "not-openviking"],
   [
-    "404 for the whole API",
-    { route: "*", raw: { status: 404, body: "<h1>Not Found</h1>" } },
-    "not-openviking",
+    "HTML 200",
+    raw(200, { headers: { "content-type": "text/html" }, body: "<html><title>Portal</title></html>" }),
+    NOT_OV,
   ],
-  ["307", { route: "*", raw: { status: 307, headers: { location: "/v2/" } } }, "redirect"],
-  [
-    "301 to https",
-    { route: "*", raw: { status: 301, headers: { location: "https://127.0.0.1:9/" } } },
-    "redirect",
-  ],
+  ["non-JSON 200", raw(200, { body: "OK" }), NOT_OV],
+  ["empty 200", raw(200), NOT_OV],
+  ["404 for the whole API", raw(404, { body: "<h1>Not Found</h1>" }), NOT_OV],
+  ["307", raw(307, { headers: { location: "/v2/" } }), "redirect"],
+  ["301 to https", raw(301, { headers: { location: "https://127.0.0.1:9/" } }), "redirect"],
   [
     'HTTP 200 {"status":"error"} (an envelope with no code)',
-    { route: "*", raw: { status: 200, body: '{"status":"error"}' } },
+    raw(200, { body: '{"status":"error"}' }),
     "server",
   ],
   [
@@ -95,17 +89,14 @@ for (const [i, [name, fault, kind]] of KINDS.entries()) {
     await w.journal(journal(3));
     w.fake.fault(fault);
     const st = await w.hook("stop");
-    assertEquals([w.fake.messages(OV_SESSION).length, (await queuedMessages(w.pending)).length], [0, 6]);
-    assertEquals([st.lastCapture?.queued, st.lastCapture?.rejected, st.lastCapture?.cause?.kind], [
-      6,
-      0,
-      kind,
-    ]);
+    assertEquals([w.stored().length, (await queuedMessages(w.pending)).length], [0, 6]);
+    const last = st.lastCapture;
+    assertEquals([last?.queued, last?.rejected, last?.cause?.kind], [6, 0, kind]);
     assertEquals((await ourQueue(w.pending)).at(-1)?.kind, "commit", "the commit waits behind its messages");
     w.fake.clearFaults();
     if (!firstOfKind) {
       await w.hook("stop");
-      assertEquals([w.fake.messages(OV_SESSION).length, w.fake.sessions.get(OV_SESSION)?.commits], [6, 1]);
+      assertEquals([w.stored().length, w.commits()], [6, 1]);
       return;
     }
     w.fake.fault(fault);
@@ -125,13 +116,9 @@ for (const [i, [name, fault, kind]] of KINDS.entries()) {
     w.fake.clearFaults();
     const replay = await runCli(["replay"], { env: w.env, clearEnv: true });
     assertEquals(replay.code, 0, replay.stderr);
-    assertEquals(
-      w.fake.messages(OV_SESSION).map((m) => [m.turn_id, m.role]),
-      [0, 1, 2].flatMap((t) => [[String(t), "user"], [String(t), "assistant"]]),
-    );
-    assertEquals(w.fake.sessions.get(OV_SESSION)?.commits, 1);
+    assertEquals([w.stored(), w.commits()], [[0, 1, 2].flatMap((t) => [`${t}:user`, `${t}:assistant`]), 1]);
     await w.hook("stop");
-    assertEquals(w.fake.messages(OV_SESSION).length, 6, "the next Stop sends nothing again");
+    assertEquals(w.stored().length, 6, "the next Stop sends nothing again");
   });
 }
 
@@ -154,7 +141,7 @@ Deno.test("world: every message write refused for good is kept and shown as refu
   refuse();
   const replay = await runCli(["replay"], { env: w.env, clearEnv: true });
   assertEquals(replay.code, 0, "…and refused when the queue is replayed: the queue is empty");
-  assertEquals([w.fake.messages(OV_SESSION).length, (await queuedMessages(w.pending)).length], [0, 0]);
+  assertEquals([w.stored().length, (await queuedMessages(w.pending)).length], [0, 0]);
   const kept = await rejectedWrites(w.pending);
   assertEquals(
     kept.filter((k) => k.kind === "message").map((k) => `${k.payload?.turn_id}:${k.payload?.role}`),
@@ -187,11 +174,8 @@ Deno.test("world: every message write refused for good is kept and shown as refu
   w.fake.clearFaults();
   const again = await runCli(["replay", "--rejected"], { env: w.env, clearEnv: true });
   assertEquals(again.code, 0, again.stderr);
-  assertEquals(
-    w.fake.messages(OV_SESSION).map((m) => [m.turn_id, m.role]),
-    [0, 1, 2].flatMap((t) => [[String(t), "user"], [String(t), "assistant"]]),
-  );
-  assertEquals([w.fake.sessions.get(OV_SESSION)?.commits, await rejectedWrites(w.pending)], [2, []]);
+  assertEquals(w.stored(), [0, 1, 2].flatMap((t) => [`${t}:user`, `${t}:assistant`]));
+  assertEquals([w.commits(), await rejectedWrites(w.pending)], [2, []]);
   const after = JSON.parse((await runCli(["doctor", "--json"], { env: w.env, clearEnv: true })).stdout);
   assertEquals(after.checks.find((c: { id: string }) => c.id === "rejected")?.status, "ok");
 });
@@ -201,7 +185,7 @@ Deno.test("world: a refused key while the session ends queues everything; with t
   w.env.OPENVIKING_API_KEY = "an-expired-key-456";
   await w.journal(journal(3));
   const st = await w.hook("session-end", { reason: "exit" });
-  assertEquals([w.fake.messages(OV_SESSION).length, (await queuedMessages(w.pending)).length], [0, 6]);
+  assertEquals([w.stored().length, (await queuedMessages(w.pending)).length], [0, 6]);
   assertEquals(st.lastCapture?.cause?.kind, "auth");
   assertEquals(
     (await ourQueue(w.pending)).filter((q) => q.kind === "commit").length,
@@ -214,7 +198,7 @@ Deno.test("world: a refused key while the session ends queues everything; with t
     (await hookIn("session-start", { env: w.env, stdin: stdinOf("session-start", "session_next") })).stdout,
     "",
   );
-  assertEquals([w.fake.messages(OV_SESSION).length, w.fake.sessions.get(OV_SESSION)?.commits], [6, 1]);
+  assertEquals([w.stored().length, w.commits()], [6, 1]);
 });
 
 Deno.test("world: the last turns of a session that ends during an outage are committed after recovery", async () => {
@@ -240,27 +224,25 @@ Deno.test("world: the last turns of a session that ends during an outage are com
       )
   );
   assertEquals(seen, queued, "the server saw every write, in order: turn 2 is committed too");
-  assertEquals(w.fake.sessions.get(OV_SESSION)?.commits, 2);
+  assertEquals(w.commits(), 2);
 });
 
 Deno.test("world: doctor and replay never print a key the server quotes back, nor user:KEY@ of a URL", async () => {
   await using w = await world({ apiKey: "right-key-789" });
   const key = "sk-leaky-0123456789abcdef";
   w.env.OPENVIKING_API_KEY = key;
-  w.fake.fault({
-    route: "POST /api/v1/search/find",
-    status: 401,
-    error: { code: "UNAUTHENTICATED", message: `invalid api key: Bearer ${key}` },
-  });
-  for (const args of [["doctor"], ["doctor", "--json"], ["replay"]]) {
+  const error = { code: "UNAUTHENTICATED", message: `invalid api key: Bearer ${key}` };
+  w.fake.fault({ route: "POST /api/v1/search/find", status: 401, error });
+  const printed = async (args: string[]) => {
     const r = await runCli(args, { env: w.env, clearEnv: true });
-    assertTrue(!`${r.stdout}${r.stderr}`.includes(key), `${args.join(" ")} printed the key`);
+    return `${r.stdout}${r.stderr}`;
+  };
+  for (const args of [["doctor"], ["doctor", "--json"], ["replay"]]) {
+    assertTrue(!(await printed(args)).includes(key), `${args.join(" ")} printed the key`);
   }
-  const url = new URL(w.fake.url);
-  w.env.OPENVIKING_URL = `http://someone:${key}@${url.host}`;
+  w.env.OPENVIKING_URL = `http://someone:${key}@${new URL(w.fake.url).host}`;
   for (const args of [["doctor"], ["doctor", "--json"], ["replay"]]) {
-    const r = await runCli(args, { env: w.env, clearEnv: true });
-    const out = `${r.stdout}${r.stderr}`;
+    const out = await printed(args);
     assertTrue(
       !out.includes(key) && !out.includes("someone:"),
       `${args.join(" ")} printed the URL's user info`,
@@ -320,7 +302,7 @@ Deno.test("world: one session's backlog is never read by another session's captu
   }
   await w.journal(journal(3));
   await w.hook("stop");
-  assertEquals(w.fake.messages(OV_SESSION).length, 6, "session B captured, A's backlog untouched");
+  assertEquals(w.stored().length, 6, "session B captured, A's backlog untouched");
   const doctor = await runCli(["doctor", "--json"], { env: w.env, clearEnv: true });
   const queue = (JSON.parse(doctor.stdout).checks as { id: string; summary: string }[]).find((c) =>
     c.id === "queue"
