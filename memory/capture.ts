@@ -520,9 +520,8 @@ export async function captureHook(ctx: HookContext): Promise<HookResult> {
   if (ctx.event === "pre-compact" && ctx.promptPaths) {
     // The compacted context lost the injections: inject them again (with capture off too).
     const reset = { profileInjected: false, injectedUris: [], compacted: true };
-    await updateState(ctx.promptPaths, (s) => Promise.resolve({ state: { ...s, ...reset }, value: null }), {
-      waitMs: 1000,
-    });
+    const reopen = (s: SessionState) => Promise.resolve({ state: { ...s, ...reset }, value: null });
+    await updateState(ctx.promptPaths, reopen, { waitMs: 1000 });
   }
   if (!ctx.config.autoCapture) return { outcome: "capture-off" };
   const result = await captureSession(ctx, captureMode(ctx.event, ctx.config, ctx.startedAt));
@@ -549,7 +548,7 @@ export function duePrompts(kept: readonly FallbackPrompt[], capture: SessionStat
 }
 
 /** Sends the due kept prompts of a session without a journal (`reason`) as user messages. */
-export async function captureFromPrompts(
+async function captureFromPrompts(
   ctx: HookContext,
   waiting: CaptureMode,
   reason: string,
@@ -564,26 +563,22 @@ export async function captureFromPrompts(
     const mode = lockedMode(waiting);
     const due = duePrompts(kept, state);
     if (!due.length) return { value: { turns: 0, sent: 0, queued: 0, rejected: 0, commit: "none" } };
-    const settled = (acked: number, captured: number): SessionState => ({
+    const settled = (acked: number): SessionState => ({
       ...state,
       capturedKeys: [...state.capturedKeys, ...due.slice(0, acked).map((p) => fallbackKey(p.text, p.at))],
-      capturedSinceCommit: state.capturedSinceCommit + captured,
+      capturedSinceCommit: state.capturedSinceCommit + acked,
     });
     const queueOnly = await hasUnsent(ctx.pendingDir, sid);
-    const report = await sendMessages(
-      client,
-      sid,
-      due.map((p) => ({ role: "user" as const, content: p.text })),
-      {
-        budget: mode.budget,
-        pendingDir: ctx.pendingDir,
-        queueOnly,
-        onAcked: async (acked) => await save(settled(acked, acked)),
-      },
-    );
+    const messages = due.map((p) => ({ role: "user" as const, content: p.text }));
+    const report = await sendMessages(client, sid, messages, {
+      budget: mode.budget,
+      pendingDir: ctx.pendingDir,
+      queueOnly,
+      onAcked: async (acked) => await save(settled(acked)),
+    });
     const last = due[report.acked - 1];
-    const remember = asksToRemember(due.map((p) => ({ role: "user", content: p.text })));
-    const done = await commitIfDue(ctx, client, mode, save, settled(report.acked, report.acked), {
+    const remember = asksToRemember(messages);
+    const done = await commitIfDue(ctx, client, mode, save, settled(report.acked), {
       key: `${sid}:${last ? fallbackKey(last.text, last.at) : "none"}`,
       queueOnly: queueOnly || report.queued > 0,
       facts: { sent: report.sent, pendingTokens: report.pendingTokens, remember },
@@ -593,8 +588,5 @@ export async function captureFromPrompts(
     return { state: done.state, value };
   }, { waitMs: waiting.lockWaitMs, durable: true });
   if (!res.acquired) return { outcome: "lock-timeout", data: { reason } };
-  return {
-    outcome: "no-journal",
-    data: { reason, fallback: res.value.turns, ...res.value },
-  };
+  return { outcome: "no-journal", data: { reason, fallback: res.value.turns, ...res.value } };
 }
