@@ -4,7 +4,7 @@
  */
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
-import { FakeOpenViking } from "../support/fake-openviking.ts";
+import type { FakeOpenViking } from "../support/fake-openviking.ts";
 import { runCli } from "../support/run.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { stdinOf, world } from "./world.ts";

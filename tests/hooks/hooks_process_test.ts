@@ -7,12 +7,12 @@ import {
   FAKE_DIGEST_FIRST,
   FAKE_PROFILE_ROW,
 } from "../support/fake-openviking.ts";
-import { hookIn, placeJournal } from "../support/hook-context.ts";
+import { hookIn } from "../support/hook-context.ts";
 import { loadConfig } from "../../openviking/config.ts";
 import { messagesOf } from "../../cli/turns.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { cliArgs, denoEnv, runCli, startCli } from "../support/run.ts";
-import { enqueueMessages, ourQueue, queuedMessages } from "../support/queue.ts";
+import { enqueueMessages, ourQueue } from "../support/queue.ts";
 import { SESSION, stdinOf, waitFor, type World, world } from "./world.ts";
 
 const OV_SESSION = `kc-${SESSION}`;
