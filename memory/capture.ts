@@ -62,19 +62,12 @@ export function captureMode(
 ): CaptureMode {
   if (event === "interrupt") {
     const total = config.interruptBudgetMs;
+    const waitMs = Math.min(config.captureWaitMs, Math.floor(total * 0.4));
     const budget = new Budget(total - (Date.now() - startedAt));
-    return {
-      waitMs: Math.min(config.captureWaitMs, Math.floor(total * 0.4)),
-      force: true,
-      lockWaitMs: Math.floor(total * 0.3),
-      budget,
-    };
+    return { waitMs, force: true, lockWaitMs: Math.floor(total * 0.3), budget };
   }
-  const base = {
-    lockWaitMs: WORKER_LOCK_WAIT_MS,
-    budget: new Budget(WORKER_BUDGET_MS),
-    budgetAtLockMs: WORKER_BUDGET_MS,
-  };
+  const budget = new Budget(WORKER_BUDGET_MS);
+  const base = { lockWaitMs: WORKER_LOCK_WAIT_MS, budget, budgetAtLockMs: WORKER_BUDGET_MS };
   if (event === "stop") return { ...base, waitMs: config.captureWaitMs, force: false };
   if (event === "pre-compact") return { ...base, waitMs: 0, force: false };
   // SessionEnd, and StopFailure (a legacy failed turn never closes).
