@@ -1,9 +1,6 @@
 /**
- * Capture for Stop, StopFailure, PreCompact, SessionEnd (detached worker) and Interrupt (synchronous, within
- * its budget). Outside the lock it waits for the newest turn to close; under the session lock it reads the
- * journal from the cursor, settles an intent an earlier run left, and in bounded steps plans, records the
- * intent, sends (or queues), acknowledges a contiguous prefix and moves the cursor; then commits, queued
- * behind queued writes. Without a journal it sends the prompts the prompt hook kept (prompt-fallback.ts).
+ * Capture (Stop, StopFailure, PreCompact, SessionEnd in a worker; Interrupt within its budget): waits for the
+ * turn end, then under the session lock sends the journal's new turns in recorded steps and commits.
  */
 
 import { type Cause, causeOf } from "../openviking/advice.ts";
@@ -22,14 +19,7 @@ import {
 import type { COMMIT_POLICIES } from "../openviking/config.ts";
 import { hasUnsent, messageKey, queuedMessageKeys, SessionQueue } from "../openviking/queue.ts";
 import { replayOptions, replayQueue, type ReplayReport } from "../openviking/replay.ts";
-import {
-  type Cursor,
-  MAX_CAPTURED_KEYS,
-  readState,
-  type SaveState,
-  type SessionState,
-  updateState,
-} from "./state.ts";
+import { type Cursor, readState, type SaveState, type SessionState, updateState } from "./state.ts";
 import type { HookEvent } from "../kimi/hooks.ts";
 import { locateJournal } from "../kimi/journal/locate.ts";
 import {
@@ -47,30 +37,21 @@ import { clientFor, type HookContext, type HookResult } from "./context.ts";
 import type { FallbackPrompt } from "./prompt-fallback.ts";
 import { refreshFromHook } from "./system-prompt.ts";
 
-/** How one capture behaves, by event. */
+/** How one capture behaves: its wait for the turn end, whether it takes open turns, its lock wait and budget. */
 export interface CaptureMode {
-  /** Wait up to this long (before locking) for the newest turn's end. */
   waitMs: number;
-  /** Take open turns too, after the wait. */
   force: boolean;
-  /** How long to wait for the session lock. */
   lockWaitMs: number;
-  /** Time for network work. An interrupt's runs from the hook's start (the host's clock); see `budgetAtLockMs`. */
+  /** An interrupt's runs from the hook's start; a worker's is `budgetAtLockMs` from when it holds the lock. */
   budget: Budget;
-  /** A worker's budget, counted from when it holds the lock (its waits are no network time). */
   budgetAtLockMs?: number;
 }
 
-/** When captures are committed (the `commitPolicy` knob). */
 export type CommitPolicy = typeof COMMIT_POLICIES[number];
 
-/** A detached worker waits this long for the lock: no host timeout applies to it. */
 export const WORKER_LOCK_WAIT_MS = 120_000;
-
-/** Time a worker gives its network work, independent of the host. */
 const WORKER_BUDGET_MS = 60_000;
-
-/** Below this much remaining budget a capture sends no more requests: its commit is queued instead. */
+/** Below this much budget a capture sends no more requests: its commit is queued. */
 export const MIN_COMMIT_MS = 250;
 
 /** The capture mode of an event run (in the worker, or synchronously). */
@@ -81,30 +62,19 @@ export function captureMode(
 ): CaptureMode {
   if (event === "interrupt") {
     const total = config.interruptBudgetMs;
+    const waitMs = Math.min(config.captureWaitMs, Math.floor(total * 0.4));
     const budget = new Budget(total - (Date.now() - startedAt));
-    return {
-      waitMs: Math.min(config.captureWaitMs, Math.floor(total * 0.4)),
-      force: true,
-      lockWaitMs: Math.floor(total * 0.3),
-      budget,
-    };
+    return { waitMs, force: true, lockWaitMs: Math.floor(total * 0.3), budget };
   }
-  const base = {
-    lockWaitMs: WORKER_LOCK_WAIT_MS,
-    budget: new Budget(WORKER_BUDGET_MS),
-    budgetAtLockMs: WORKER_BUDGET_MS,
-  };
+  const budget = new Budget(WORKER_BUDGET_MS);
+  const base = { lockWaitMs: WORKER_LOCK_WAIT_MS, budget, budgetAtLockMs: WORKER_BUDGET_MS };
   if (event === "stop") return { ...base, waitMs: config.captureWaitMs, force: false };
-  if (event === "session-end") return { ...base, waitMs: Math.min(config.captureWaitMs, 3000), force: true };
-  if (event === "stop-failure") {
-    // A failed turn fires StopFailure, never Stop: its prompt (and any text of steps before the failure) goes
-    // now. The v2 engine still writes the turn's `turn.ended`; a legacy failed turn never closes: forced.
-    return { ...base, waitMs: Math.min(config.captureWaitMs, 3000), force: true };
-  }
-  return { ...base, waitMs: 0, force: false }; // pre-compact
+  if (event === "pre-compact") return { ...base, waitMs: 0, force: false };
+  // SessionEnd, and StopFailure (a legacy failed turn never closes).
+  return { ...base, waitMs: Math.min(config.captureWaitMs, 3000), force: true };
 }
 
-/** The mode a capture works in once it holds the lock: a worker's budget starts now (see `budgetAtLockMs`). */
+/** The mode once the lock is held: a worker's budget starts now. */
 export function lockedMode(mode: CaptureMode): CaptureMode {
   return mode.budgetAtLockMs === undefined ? mode : { ...mode, budget: new Budget(mode.budgetAtLockMs) };
 }
@@ -112,10 +82,9 @@ export function lockedMode(mode: CaptureMode): CaptureMode {
 /** Under the balanced policy a Stop commits once the session holds this many uncommitted tokens. */
 export const BALANCED_PENDING_TOKENS = 8000;
 
-/** A user message that asks for something to be remembered: its turn is committed at once. */
 const REMEMBER = /\bremember\b|\bdon'?t forget\b|\bmemori[sz]e\b/i;
 
-/** Whether these messages include a user's ask to remember something (pure). */
+/** Whether a user message asks for something to be remembered (pure). */
 export function asksToRemember(messages: readonly { role: string; content: string }[]): boolean {
   return messages.some((m) => m.role === "user" && REMEMBER.test(m.content));
 }
@@ -218,13 +187,9 @@ export async function scanJournal(path: string, cursor: Cursor | undefined): Pro
   return { turns: scanTurns(read.lines, first), read };
 }
 
-/** How often the wait looks at the journal's size and time. */
 const POLL_MS = 100;
 
-/**
- * Waits (bounded) until the newest main-agent turn after the cursor is closed; with `expectTurn` (Stop) also
- * until that turn is in the journal at all. Scans again only when the file's size or time changed.
- */
+/** Waits (bounded) until the newest turn after the cursor is closed (`expectTurn`: and there); scans on change only. */
 export async function waitForTurnEnd(
   path: string,
   cursor: Cursor | undefined,
@@ -248,10 +213,10 @@ export async function waitForTurnEnd(
   }
 }
 
-/** A long backlog is planned and sent in steps of this many turns, each recorded before the next. */
+/** Turns planned and sent per step, each step recorded before the next. */
 const TURNS_PER_STEP = 200;
 
-/** One capture under the session lock: what it works on and what it has done so far. */
+/** One capture under the session lock. */
 interface Run {
   ctx: HookContext;
   mode: CaptureMode;
@@ -261,32 +226,18 @@ interface Run {
   planOptions: PlanOptions;
   report: CaptureReport;
   save: SaveState;
-  /** Indexes of the turns whose messages this run settled (the report's `turns`). */
+  /** Indexes of the turns this run settled. */
   captured: Set<number>;
 }
 
-/**
- * The report (the log's and the ledger's data) of a capture that has not planned anything yet. `turns`: turns
- * whose messages this run settled (delivered, queued or refused), what status counts; `left`: turns left for
- * a later run; `settledElsewhere`: messages of an unrecorded request found queued or on the server;
- * `recovered`: messages a damaged state's recovery acknowledged; `rebound`/`unbound`: loop events whose turn
- * id matched no prompt; `cause`: why messages were queued or the capture stopped ("local": our own files).
- */
+/** A capture's report (the log's and ledger's data) before it planned anything. */
 function emptyReport(journal: string, s: Scan, waited: boolean) {
   return {
     journal,
     scanned: s.turns.turns.length,
-    turns: 0,
-    planned: 0,
-    sent: 0,
-    queued: 0,
-    rejected: 0,
-    acked: 0,
+    ...{ turns: 0, planned: 0, sent: 0, queued: 0, rejected: 0, acked: 0, skipped: 0, steps: 0, left: 0 },
     pendingTokens: undefined as number | undefined,
     remember: false,
-    skipped: 0,
-    steps: 0,
-    left: 0,
     commit: "none",
     taskId: undefined as string | undefined,
     cause: undefined as Cause | undefined,
@@ -299,25 +250,15 @@ function emptyReport(journal: string, s: Scan, waited: boolean) {
     backlog: undefined as ReplayReport | undefined,
   };
 }
-/** What one capture did, for the log and the ledger. */
 type CaptureReport = ReturnType<typeof emptyReport>;
 
-/**
- * The state once the first `acked` planned messages of `plan` are settled (`captured` of them new). Progress
- * recorded before the capture ends keeps `lastCapture*`: those mark finished captures.
- */
-async function stateAfter(
-  run: Run,
-  state: SessionState,
-  plan: Plan,
-  acked: number,
-  captured: number,
-): Promise<SessionState> {
+/** The state once the first `acked` planned messages of `plan` are settled (`captured` of them new). */
+async function stateAfter(run: Run, state: SessionState, plan: Plan, acked: number, captured = acked) {
   const { turns, read } = run.scan;
   const ack = acknowledge(plan, acked, state.ackedBelow, turns.turns, turns.nextIndex);
   return {
     ...state,
-    capturedKeys: [...state.capturedKeys, ...ack.keys].slice(-MAX_CAPTURED_KEYS),
+    capturedKeys: [...state.capturedKeys, ...ack.keys],
     ackedBelow: ack.ackedBelow,
     capturedSinceCommit: state.capturedSinceCommit + captured,
     lastAckedKey: ack.keys.at(-1) ?? state.lastAckedKey,
@@ -331,23 +272,21 @@ async function stateAfter(
   };
 }
 
-/** Every message the journal after the cursor still plans, in one plan. */
-function fullPlan(run: Run, state: SessionState): Plan {
-  const options = { ...run.planOptions, maxTurns: undefined };
+/** What the journal after the cursor still plans: one step's turns, or all of them (`whole`). */
+function planFrom(run: Run, state: SessionState, whole = false): Plan {
+  const options = whole ? { ...run.planOptions, maxTurns: undefined } : run.planOptions;
   return planCapture(run.scan.turns.turns, new Set(state.capturedKeys), state.ackedBelow, options);
 }
 
 /**
- * A run that stopped without recording its last request's outcome left its intent: those messages are
- * acknowledged where they are found (our queue, or the session on the server) and sent again where they are
- * not (a duplicate is better than a loss). While the server may still be storing that request (`askFrom`), its
- * answer proves nothing: they are queued unsure instead, and what follows queues behind them.
+ * Settles an unrecorded request's intent: its messages found queued or on the server are acknowledged, the
+ * rest sent again; before `askFrom` the server's answer proves nothing, so they are queued unsure.
  */
 async function settleInflight(run: Run, state: SessionState): Promise<SessionState> {
   if (!state.inflight?.keys.length) return state;
   const { ctx } = run;
   const inflight = new Set(state.inflight.keys);
-  const candidates = fullPlan(run, state).toSend.filter((x) => inflight.has(x.key));
+  const candidates = planFrom(run, state, true).toSend.filter((x) => inflight.has(x.key));
   const found = new Set<string>();
   const queued = await queuedMessageKeys(ctx.pendingDir, ctx.ovSessionId);
   const rest: Candidate[] = [];
@@ -370,18 +309,17 @@ async function settleInflight(run: Run, state: SessionState): Promise<SessionSta
   return {
     ...state,
     inflight: undefined,
-    capturedKeys: [...state.capturedKeys, ...found].slice(-MAX_CAPTURED_KEYS),
+    capturedKeys: [...state.capturedKeys, ...found],
   };
 }
 
 /**
- * A capture state found damaged (state.ts set it aside): OpenViking says what the session holds — its newest
- * message, live or archived — and the planned messages up to the journal's copy of it, with those queued after
- * them, are acknowledged instead of sent again. Undefined while the server cannot say: nothing is sent then.
+ * A damaged state: the planned messages up to the server's newest one, and those queued after it, are
+ * acknowledged; undefined while the server cannot say (nothing is sent then).
  */
 async function recoverState(run: Run, state: SessionState): Promise<SessionState | undefined> {
   const { ctx } = run;
-  const plan = fullPlan(run, state);
+  const plan = planFrom(run, state, true);
   const newest = await newestHeld(run.client, ctx.ovSessionId, run.mode.budget);
   if (newest === undefined) return undefined;
   const queued = await queuedMessageKeys(ctx.pendingDir, ctx.ovSessionId);
@@ -396,22 +334,17 @@ async function recoverState(run: Run, state: SessionState): Promise<SessionState
   return { ...(await stateAfter(run, state, plan, held, 0)), recover: undefined };
 }
 
-/**
- * Replays the session's queued writes first, so the server sees turns in order, then opens the queue once for
- * this run's appends (a long backlog queued in many steps never re-reads what this run queued). `backlog`: some
- * still wait, so new writes queue behind them.
- */
+/** Replays the session's queue first (turns stay in order), then opens it for this run; `backlog`: some still wait. */
 async function replayBacklog(run: Run): Promise<{ backlog: boolean; queue?: SessionQueue }> {
   const { ctx } = run;
   if (await hasUnsent(ctx.pendingDir, ctx.ovSessionId)) {
-    // Reported, so the ledger records this replay (status: the queued commit it delivered).
     run.report.backlog = await replayQueue(
       ctx.pendingDir,
       run.client,
       replayOptions(ctx.config, {
         budget: run.mode.budget,
         sessionId: ctx.ovSessionId,
-        waitUnsure: ctx.isWorker, // nobody waits for a detached worker
+        waitUnsure: ctx.isWorker,
       }),
     );
   }
@@ -419,7 +352,7 @@ async function replayBacklog(run: Run): Promise<{ backlog: boolean; queue?: Sess
   return { backlog: queue ? queue.waiting : await hasUnsent(ctx.pendingDir, ctx.ovSessionId), queue };
 }
 
-/** Adds what one send did to the report; the first failure (or refusal) names the cause. */
+/** Adds one send to the report; the first failure names the cause. */
 function noteSent(report: CaptureReport, sent: SendReport): void {
   report.sent += sent.sent;
   report.queued += sent.queued;
@@ -434,7 +367,7 @@ function noteSent(report: CaptureReport, sent: SendReport): void {
   if (sent.stoppedBy) report.cause = { kind: "local", status: 0, message: sent.stoppedBy.message };
 }
 
-/** Sends (or queues) one step's planned messages, recording the intent before and the progress after each request. */
+/** Sends one step, recording the intent before and the progress after each request. */
 async function sendStep(
   run: Run,
   base: SessionState,
@@ -445,24 +378,20 @@ async function sendStep(
     budget: run.mode.budget,
     pendingDir: run.ctx.pendingDir,
     ...queue,
-    // The intent is on disk before the request: if its outcome cannot be recorded, the next run asks. It
-    // builds on what earlier requests of this step had acknowledged (`from`), never on the step's start.
     beforeRequest: async (from, to, askFrom) =>
       await run.save({
-        ...(from > 0 ? await stateAfter(run, base, plan, from, from) : base),
+        ...(from > 0 ? await stateAfter(run, base, plan, from) : base),
         inflight: {
           keys: plan.toSend.slice(from, to).map((x) => x.key),
           at: Date.now(),
-          // A request's answer counts once the server had a timeout more than we wait for it.
           askFrom: askFrom ?? Date.now() + 2 * run.client.options.timeoutMs,
         },
       }),
-    // Recorded before the next request: a kill later on never makes the next capture send these again.
-    onAcked: async (acked) => await run.save(await stateAfter(run, base, plan, acked, acked)),
+    onAcked: async (acked) => await run.save(await stateAfter(run, base, plan, acked)),
   });
 }
 
-/** Plans, sends and records steps of TURNS_PER_STEP turns while time is left; `stopped`: something unsettled. */
+/** Plans, sends and records steps while time is left; `stopped`: something unsettled. */
 async function sendSteps(
   run: Run,
   start: SessionState,
@@ -471,12 +400,7 @@ async function sendSteps(
 ): Promise<{ state: SessionState; stopped: boolean; queueOnly: boolean }> {
   let state = start;
   for (;;) {
-    const plan = planCapture(
-      run.scan.turns.turns,
-      new Set(state.capturedKeys),
-      state.ackedBelow,
-      run.planOptions,
-    );
+    const plan = planFrom(run, state);
     if (!plan.turns.length) return { state, stopped: false, queueOnly };
     run.report.steps++;
     run.report.planned += plan.toSend.length;
@@ -487,17 +411,16 @@ async function sendSteps(
     for (const c of plan.toSend.slice(0, sent.acked)) run.captured.add(c.turnIndex);
     run.report.turns = run.captured.size;
     if (sent.stoppedBy) return { state, stopped: true, queueOnly };
-    if (sent.queued > 0) queueOnly = true; // what follows queues behind it
-    // Refused messages count too: their commit is kept with them, so `replay --rejected` commits what it sends.
-    state = await stateAfter(run, state, plan, sent.acked, sent.acked);
+    if (sent.queued > 0) queueOnly = true;
+    state = await stateAfter(run, state, plan, sent.acked);
     if (sent.acked < plan.toSend.length) return { state, stopped: true, queueOnly };
     if (plan.turns.length < TURNS_PER_STEP) return { state, stopped: false, queueOnly };
     if (run.mode.budget.remaining() < MIN_COMMIT_MS) return { state, stopped: false, queueOnly };
-    await run.save(state); // this step is recorded before the next begins
+    await run.save(state);
   }
 }
 
-/** The whole capture under the lock: settle, replay the backlog, send in steps, commit, record. */
+/** The capture under the lock: recover, settle, replay the backlog, send in steps, commit. */
 async function captureLocked(run: Run, start: SessionState): Promise<SessionState> {
   const { ctx, mode, report } = run;
   const recovered = start.recover ? await recoverState(run, start) : start;
@@ -536,26 +459,21 @@ async function captureLocked(run: Run, start: SessionState): Promise<SessionStat
   return { ...state, lastCaptureAt: at, lastCaptureEvent: event, lastCapture };
 }
 
-/**
- * The state as it stands for `journal`. A cursor naming another file (a copied Kimi home, a forged state) goes
- * with the acknowledgements made against that file: they are recovered from the server as for a damaged state.
- */
+/** The state for `journal`: a cursor naming another file goes with its acknowledgements (recovered as if damaged). */
 function ownCursor(state: SessionState, journal: string): SessionState {
   if (!state.cursor || state.cursor.path === journal) return state;
   const recover = state.recover ?? { at: Date.now() };
   return { ...state, capturedKeys: [], ackedBelow: 0, cursor: undefined, inflight: undefined, recover };
 }
 
-/** Captures new whole turns of the session's journal and commits; the state changes only under the lock. */
+/** Captures the journal's new turns and commits, under the lock. */
 export async function captureSession(ctx: HookContext, mode: CaptureMode): Promise<HookResult> {
   if (!ctx.capturePaths || !ctx.ovSessionId) return { outcome: "no-session-id" };
   const before = await readState(ctx.capturePaths.file);
   const found = await locateJournal(kimiHome(ctx.env), ctx.hostSessionId);
-  // No journal: the prompts the prompt hook kept are the user side of the turn (see prompt-fallback.ts).
   if (!found.ok) return await captureFromPrompts(ctx, mode, found.reason);
   const journal = found.path;
-  // A forced capture ends the turns that had begun when it started, never one the resumed session began while
-  // this capture waited (for the turn end, the lock or the server): that one is captured whole later.
+  // A forced capture never takes a turn begun while it waited: that one is captured whole later.
   const forceLimit = mode.force ? await Deno.stat(journal).then((i) => i.size, () => 0) : 0;
   const expectTurn = ctx.event === "stop" || ctx.event === "stop-failure";
   const waited = mode.waitMs > 0
@@ -575,7 +493,7 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
     const report = emptyReport(journal, s, waited);
     const run: Run = {
       ctx,
-      mode: lockedMode(mode), // a worker's budget starts now, after its waits
+      mode: lockedMode(mode),
       client,
       journal,
       scan: s,
@@ -590,26 +508,21 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
   return { outcome: "captured", data: { ...res.value } };
 }
 
-/** The handler of stop, stop-failure, pre-compact, session-end (in the detached worker) and interrupt. */
+/** The handler of stop, stop-failure, pre-compact, session-end and interrupt. */
 export async function captureHook(ctx: HookContext): Promise<HookResult> {
   if (ctx.event === "pre-compact" && ctx.promptPaths) {
-    // The compacted context loses earlier injections: let the profile and memories be injected again — with
-    // capture switched off too (recall still runs).
+    // The compacted context lost the injections: inject them again (with capture off too).
     const reset = { profileInjected: false, injectedUris: [], compacted: true };
-    await updateState(ctx.promptPaths, (s) => Promise.resolve({ state: { ...s, ...reset }, value: null }), {
-      waitMs: 1000,
-    });
+    const reopen = (s: SessionState) => Promise.resolve({ state: { ...s, ...reset }, value: null });
+    await updateState(ctx.promptPaths, reopen, { waitMs: 1000 });
   }
   if (!ctx.config.autoCapture) return { outcome: "capture-off" };
   const result = await captureSession(ctx, captureMode(ctx.event, ctx.config, ctx.startedAt));
-  // The server took what was sent since this run began: a paused recall may ask it again.
   if (Number(result.data?.sent) > 0 || result.data?.commit === "committed") {
     await noteAnswered(ctx.sharedStateDir, ctx.config.baseUrl, ctx.startedAt);
   }
-  // A commit may have taught OpenViking more of the user: refresh the plugin's system prompt (detached only).
   if (ctx.isWorker && result.data?.commit === "committed") await refreshFromHook(ctx, false);
-  // An interrupt (always synchronous) that had to queue: a detached replay delivers it now — after a SIGINT in
-  // print mode no later hook comes. Not when the user switched detached writes off.
+  // An interrupt that queued: no later hook may come (print mode), so a detached replay delivers it.
   const queued = Number(result.data?.queued) > 0 || result.data?.commit === "queued";
   if (ctx.event === "interrupt" && !ctx.isWorker && ctx.config.writePathAsync && queued) {
     if (await spawnReplay()) result.data = { ...result.data, replay: "detached" };
@@ -621,14 +534,14 @@ export async function captureHook(ctx: HookContext): Promise<HookResult> {
   return result;
 }
 
-/** The kept prompts still to send (pure): seen after the last journal capture, not sent by a fallback yet. */
+/** The kept prompts still to send (pure): seen after the last capture, not sent yet. */
 export function duePrompts(kept: readonly FallbackPrompt[], capture: SessionState): FallbackPrompt[] {
   const sent = new Set(capture.capturedKeys);
   return kept.filter((p) => p.at > (capture.lastCaptureAt ?? 0) && !sent.has(fallbackKey(p.text, p.at)));
 }
 
-/** Sends the due kept prompts of a session without a journal (`reason`) as user messages, as capture does. */
-export async function captureFromPrompts(
+/** Sends the due kept prompts of a session without a journal (`reason`) as user messages. */
+async function captureFromPrompts(
   ctx: HookContext,
   waiting: CaptureMode,
   reason: string,
@@ -640,43 +553,33 @@ export async function captureFromPrompts(
   const client = clientFor(ctx);
   const sid = ctx.ovSessionId;
   const res = await updateState(ctx.capturePaths, async (state, save) => {
-    const mode = lockedMode(waiting); // a worker's budget starts now, after its wait for the lock
+    const mode = lockedMode(waiting);
     const due = duePrompts(kept, state);
     if (!due.length) return { value: { turns: 0, sent: 0, queued: 0, rejected: 0, commit: "none" } };
-    const settled = (acked: number, captured: number): SessionState => ({
+    const settled = (acked: number): SessionState => ({
       ...state,
       capturedKeys: [...state.capturedKeys, ...due.slice(0, acked).map((p) => fallbackKey(p.text, p.at))],
-      capturedSinceCommit: state.capturedSinceCommit + captured,
+      capturedSinceCommit: state.capturedSinceCommit + acked,
     });
     const queueOnly = await hasUnsent(ctx.pendingDir, sid);
-    const report = await sendMessages(
-      client,
-      sid,
-      due.map((p) => ({ role: "user" as const, content: p.text })),
-      {
-        budget: mode.budget,
-        pendingDir: ctx.pendingDir,
-        queueOnly,
-        // Recorded before the next request, as capture does: a kill never makes the next run resend these.
-        onAcked: async (acked) => await save(settled(acked, acked)),
-      },
-    );
+    const messages = due.map((p) => ({ role: "user" as const, content: p.text }));
+    const report = await sendMessages(client, sid, messages, {
+      budget: mode.budget,
+      pendingDir: ctx.pendingDir,
+      queueOnly,
+      onAcked: async (acked) => await save(settled(acked)),
+    });
     const last = due[report.acked - 1];
-    const remember = asksToRemember(due.map((p) => ({ role: "user", content: p.text })));
-    const done = await commitIfDue(ctx, client, mode, save, settled(report.acked, report.acked), {
+    const remember = asksToRemember(messages);
+    const done = await commitIfDue(ctx, client, mode, save, settled(report.acked), {
       key: `${sid}:${last ? fallbackKey(last.text, last.at) : "none"}`,
       queueOnly: queueOnly || report.queued > 0,
       facts: { sent: report.sent, pendingTokens: report.pendingTokens, remember },
     });
-    // Each kept prompt is a turn of its own (its answer is not known without the journal).
     const { sent, queued, rejected } = report;
     const value = { turns: report.acked, sent, queued, rejected, commit: done.commit };
     return { state: done.state, value };
   }, { waitMs: waiting.lockWaitMs, durable: true });
   if (!res.acquired) return { outcome: "lock-timeout", data: { reason } };
-  return {
-    outcome: "no-journal",
-    // Settled: sent, queued, or refused and kept (counted as refused, never as delivered).
-    data: { reason, fallback: res.value.turns, ...res.value },
-  };
+  return { outcome: "no-journal", data: { reason, fallback: res.value.turns, ...res.value } };
 }

@@ -18,7 +18,6 @@ import {
 import type { HookEvent } from "../kimi/hooks.ts";
 import { withLock } from "../lib/lock.ts";
 
-/** The wait for a turn's end scans the journal again only when the file changed. */
 Deno.test("waitForTurnEnd: an open turn that does not change is scanned once, not every 100 ms", async () => {
   await using dir = await tempDir();
   const path = `${dir.path}/wire.jsonl`;
@@ -28,11 +27,10 @@ Deno.test("waitForTurnEnd: an open turn that does not change is scanned once, no
   let scans = 0;
   const counted: typeof scanJournal = (p, c) => (scans++, scanJournal(p, c));
   assertEquals(
-    await waitForTurnEnd(path, undefined, 700, true, counted),
-    false,
-    "still open at the deadline",
+    [await waitForTurnEnd(path, undefined, 700, true, counted), scans],
+    [false, 1],
+    "open at the deadline",
   );
-  assertEquals(scans, 1);
 
   scans = 0;
   const waiting = waitForTurnEnd(path, undefined, 5000, true, counted);
@@ -54,13 +52,6 @@ Deno.test("waitForTurnEnd: no journal yet, then one with a closed turn (Stop exp
   assertEquals(await waitForTurnEnd(`${dir.path}/none.jsonl`, undefined, 0, false), true, "nothing expected");
 });
 
-/*
- * A detached worker's 60 s for the network starts when it holds the session's lock, not when it starts: one
- * that waited long behind another capture (a slow server, a big backlog) still sends instead of queueing all.
- * The wait is simulated by moving the clock while the lock is held (the lock's own staleness rule gives a live
- * holder ten minutes, so nothing else notices).
- */
-
 const SESSION = "session_worker-budget";
 
 Deno.test("a Stop worker that waited 61 s for the lock still sends (its budget starts at the lock)", async () => {
@@ -78,9 +69,8 @@ Deno.test("a Stop worker that waited 61 s for the lock still sends (its budget s
   try {
     await withLock(ctx.capturePaths!.lock, async () => {
       capture = captureSession(ctx, captureMode("stop", ctx.config, Date.now()));
-      await new Promise((r) => setTimeout(r, 300)); // the worker is waiting for the lock
-      const shift = 61_000;
-      Date.now = () => realNow() + shift; // …for a minute and a second
+      await new Promise((r) => setTimeout(r, 300)); // the worker waits for the lock…
+      Date.now = () => realNow() + 61_000; // …for a minute and a second
     });
     const report = await capture!;
     assertEquals([report.data?.sent, report.data?.queued], [2, 0]);
@@ -145,10 +135,16 @@ Deno.test("commitDue: every policy, every event, by what the capture knows", () 
 
 Deno.test("asksToRemember: a user's words, not the assistant's", () => {
   const user = (content: string) => ({ role: "user", content });
-  assertTrue(asksToRemember([user("Remember: staging runs on port 6543")]));
-  assertTrue(asksToRemember([user("please don't forget the deploy key rotates monthly")]));
-  assertTrue(asksToRemember([user("dont forget that")]));
-  assertTrue(asksToRemember([user("memorize this")]));
+  for (
+    const words of [
+      "Remember: staging is 6543",
+      "please don't forget the key",
+      "dont forget that",
+      "memorize this",
+    ]
+  ) {
+    assertTrue(asksToRemember([user(words)]), words);
+  }
   assertEquals(asksToRemember([user("the remembered value"), user("fix the build")]), false);
   assertEquals(asksToRemember([{ role: "assistant", content: "I will remember that" }]), false);
 });

@@ -12,7 +12,7 @@ import type { HookInput } from "../kimi/payload.ts";
 export interface HookContext {
   event: HookEvent;
   input: HookInput;
-  /** The stdin as read, handed to a detached worker as it is. */
+  /** The stdin as read (for a detached worker). */
   raw: Uint8Array;
   env: Env;
   config: Config;
@@ -22,16 +22,13 @@ export interface HookContext {
   ovSessionId: string;
   /** The workspace: the payload's cwd, never this process's. */
   cwd: string;
-  /** Capture state (cursor, keys, commit counter); absent without a session id or a home. */
+  /** Capture's and (apart, so a prompt never waits for a capture) the prompt's state; absent without id or home. */
   capturePaths?: StatePaths;
-  /** Prompt state, apart from capture's so a prompt never waits for a capture. */
   promptPaths?: StatePaths;
-  /** The queue's directory ("" without a home: no handler that needs it runs then). */
+  /** The queue's and the shared state's directories ("" without a home). */
   pendingDir: string;
-  /** OpenViking's shared state directory ("" without a home). */
   sharedStateDir: string;
   log: Logger;
-  /** When the hook process started (ms since the epoch). */
   startedAt: number;
   /** This process is the detached worker of a parent hook. */
   isWorker: boolean;
@@ -42,16 +39,14 @@ export interface HookResult {
   stdout?: string;
   outcome: string;
   data?: Record<string, unknown>;
-  /** The prompt's recall query (redacted): the ledger's snippet; apart from `data`, so never in the log. */
+  /** The prompt's redacted query (the ledger's snippet; never in the log). */
   query?: string;
   /** Work done once the run's output is written and recorded (a detached worker's idle watch). */
   after?: () => Promise<void>;
 }
 
-/** A hook handler. */
 export type Handler = (ctx: HookContext) => Promise<HookResult>;
 
-/** The prefix of the OpenViking session made of a Kimi session. */
 export const SESSION_PREFIX = "kc-";
 
 /** The run's OpenViking client; `peerId` is the workspace's actor peer ("" for none). */

@@ -1,8 +1,4 @@
-/**
- * A hook run: stdin → payload → config for its cwd → gates → state check → the event's handler → log, and
- * once its output is written the ledger. Never throws, always exits 0; only user-prompt-submit (text) and
- * pre-tool-use (deny JSON) print. Handlers load lazily: an event loads only what it needs.
- */
+/** A hook run: stdin → payload → config → gates → state check → the event's handler (loaded lazily) → log → ledger. */
 
 import { loadConfig } from "../openviking/config.ts";
 import { createLogger, type Logger } from "../lib/log.ts";
@@ -63,11 +59,7 @@ export async function createContext(
   };
 }
 
-/**
- * The outcome that stops this run before its handler, logged as a stage; undefined to go on. Without a home
- * nothing is kept and nothing captured (the prompt hook recalls without state). A capture whose state cannot
- * be written stops before sending: what it sent could not be recorded and would be sent again.
- */
+/** The outcome that stops this run before its handler (no home; a capture's state unwritable), or undefined. */
 async function stateProblem(ctx: HookContext): Promise<string | undefined> {
   const stateDir = orNoHome(() => hookStateDir(ctx.env));
   const noHome = stateDir && ctx.pendingDir ? "" : noHomeReason(ctx.env);
@@ -87,7 +79,7 @@ async function stateProblem(ctx: HookContext): Promise<string | undefined> {
   return "state-unwritable";
 }
 
-/** What a hook run prints, and how it records itself once that is printed (never throws). */
+/** What a hook run prints, and how it records itself afterwards. */
 interface HookRun {
   stdout: string;
   record: () => Promise<void>;
@@ -95,12 +87,7 @@ interface HookRun {
 }
 
 /** Runs one hook event on `raw` stdin; the ledger is written by the returned `record`. Never throws. */
-async function startHook(
-  name: string | undefined,
-  raw: Uint8Array,
-  env: Env,
-  startedAt: number,
-): Promise<HookRun> {
+async function startHook(name: string | undefined, raw: Uint8Array, env: Env, startedAt: number) {
   const run: HookRun = { stdout: "", record: () => Promise.resolve() };
   const isWorker = env[WORKER_ENV] === "1";
   let log: Logger | undefined;
@@ -141,7 +128,6 @@ async function startHook(
     if (problem) return stopped(problem);
     const result = await (await HANDLERS[name]())(ctx);
     [outcome, data, run.stdout, run.after] = [result.outcome, result.data, result.stdout ?? "", result.after];
-    // The viking:// guard runs on every Read, Glob and Grep: it records nothing and loads no ledger code.
     if (LEDGER_EVENTS.has(name)) {
       run.record = () => import("./ledger.ts").then((m) => m.recordRun(ctx, result, startedAt));
     }
@@ -161,7 +147,7 @@ export async function runHook(
   raw: Uint8Array,
   env = processEnv(),
   startedAt = Date.now(),
-): Promise<string> {
+) {
   const run = await startHook(name, raw, env, startedAt);
   await run.record();
   await run.after?.().catch(() => {});

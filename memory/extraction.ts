@@ -1,9 +1,6 @@
 /**
- * The extraction alarm: commits that make no memory, again and again. A detached worker (session start's)
- * asks OpenViking for our newest commit tasks and keeps the verdict in a private file of the shared state
- * directory, there only while the alarm is on; a session's first prompt reads that file (no network) and
- * tells the session in one line; `status` and `doctor` ask the server themselves. The same worker keeps which
- * workspace each of our sessions ran in and the memories their commits made, for the strict recall scope.
+ * The extraction alarm (commits that make no memory, again and again), kept in the shared state directory by
+ * session start's worker, and the memories each workspace's commits made (the strict recall scope).
  */
 
 import * as z from "zod/mini";
@@ -14,15 +11,9 @@ import { asRecord, isRecord } from "../lib/parsed.ts";
 import { joinPath } from "../lib/paths.ts";
 import { SESSION_PREFIX } from "./context.ts";
 
-/**
- * Failed extractions in a row that sound the alarm: a failure is never a normal outcome, and one or two can be
- * a provider's passing error the next commit does not meet; three in a row is a cause that stays.
- */
+/** Failed extractions in a row that sound the alarm. */
 export const FAILED_IN_A_ROW = 3;
-/**
- * Commits in a row that made nothing (failed, or completed without a memory): a turn with nothing worth
- * keeping is normal — every turn is a commit by default — so it takes many of them.
- */
+/** Commits in a row that made nothing (failed, or no memory) that sound the alarm. */
 export const EMPTY_IN_A_ROW = 20;
 
 /** The alarm: how many of the newest commits made nothing, how many failed, the newest failure's words. */
@@ -41,10 +32,7 @@ function memoriesMade(task: Record<string, unknown>): number {
   return "total" in made ? count(made.total) : Object.values(made).reduce((n: number, v) => n + count(v), 0);
 }
 
-/**
- * The verdict of our commit tasks, newest first (pure): the run of finished commits that made nothing from the
- * newest one back, an alarm once it is {@link FAILED_IN_A_ROW} failures or {@link EMPTY_IN_A_ROW} commits long.
- */
+/** The alarm of our commit tasks, newest first (pure), or undefined. */
 export function alarmOf(tasks: readonly unknown[], origin: string): Alarm | undefined {
   const finished = tasks.filter(isRecord).filter((t) =>
     String(t.resource_id ?? "").startsWith(SESSION_PREFIX) &&
@@ -102,7 +90,6 @@ const MadeSchema = z.object({
 type Made = z.infer<typeof MadeSchema>;
 
 const madeFile = (dir: string) => joinPath(dir, "kimicode-made.json");
-/** Sessions, read commits and memories per workspace kept; memory diffs read per run. */
 const MADE_KEPT = 1000;
 const DIFFS_PER_RUN = 10;
 
@@ -116,10 +103,7 @@ export async function madeIn(dir: string, peer: string): Promise<Set<string>> {
   return new Set(peer ? (await readMade(dir)).made[peer] : []);
 }
 
-/**
- * Records that session `here.session` runs in workspace `here.peer`, and reads the memory diffs of the finished
- * commits of sessions whose workspace is known (a detached worker's; bounded per run).
- */
+/** Records `here`'s workspace and reads the memory diffs of finished commits of sessions with a known one. */
 async function noteMade(
   client: OpenVikingClient,
   dir: string,
@@ -134,7 +118,7 @@ async function noteMade(
   for (const t of due) {
     const peer = m.sessions[String(t.resource_id)];
     const uris = await memoriesOf(client, t);
-    if (!uris) continue; // asked again next time
+    if (!uris) continue;
     m.made[peer] = [...new Set([...(m.made[peer] ?? []), ...uris])].slice(-MADE_KEPT);
     m.read.push(String(t.task_id));
   }
@@ -147,10 +131,7 @@ async function noteMade(
 
 const alarmFile = (dir: string) => joinPath(dir, "kimicode-extraction-alarm.json");
 
-/**
- * Asks the server for our newest commit tasks and keeps in `dir` the alarm's verdict, that session `here` runs
- * in its workspace, and what the commits made (a detached worker's; an unanswered ask changes nothing).
- */
+/** Asks the server for our commit tasks and keeps the alarm and what the commits made in `dir`; null: not asked. */
 export async function checkExtraction(
   client: OpenVikingClient,
   dir: string,

@@ -1,7 +1,4 @@
-/**
- * PreToolUse guard for Read|Glob|Grep: a viking URI anywhere in the tool input, however spelled, is denied
- * with a reason that names the MCP tool to use instead; a path that merely holds the word is not one.
- */
+/** PreToolUse guard for Read|Glob|Grep: denies a viking URI anywhere in the input, however spelled. */
 
 import type { MemoryTool } from "./tools.ts";
 import type { HookContext, HookResult } from "./context.ts";
@@ -10,10 +7,7 @@ import { mcpToolPrefix, pluginRoot } from "../kimi/plugin-root.ts";
 /** In decoded text: the scheme, not the end of a longer word (`openviking:`), then at least one slash. */
 const VIKING_URI = /(?<![\p{L}\p{N}_+.-])viking:\/+([^\s"'`<>)]*)/iu;
 
-/**
- * `text` with every spelling of a path undone: percent-encoding (ASCII only) and JSON escapes (`\u002f`, `\/`,
- * `\\`), each also nested in the other, then compatibility forms (full-width `：／`) and backslashes as slashes.
- */
+/** `text` with percent-encoding, JSON escapes (nested), compatibility forms and backslashes undone. */
 function decoded(text: string): string {
   let s = text;
   for (let i = 0; i < 4; i++) {
@@ -32,7 +26,6 @@ function vikingUriIn(text: string): string | undefined {
   return hit ? `viking://${hit[1]}` : undefined;
 }
 
-/** Keys of a tool input looked at first. */
 const PREFERRED_KEYS = "filePath file_path filepath path uri target_uri targetUri pattern".split(" ");
 
 /** The first viking URI in a tool input (preferred keys first, then any nested string), or "". */

@@ -1,9 +1,4 @@
-/**
- * The local ledger: one JSON line per hook run that did something (a prompt's recall, a capture, a queue
- * replay) per Kimi session, in `<ledger dir>/<session>.jsonl` (0600 files in 0700 directories), and the
- * entries made of what a hook handler reported. Entries hold URIs, counts, outcomes and a short snippet of
- * the redacted query: never a key, never `<private>` text.
- */
+/** The local ledger: one JSON line per hook run that did something, per Kimi session (`<session>.jsonl`). */
 
 import * as z from "zod/mini";
 import type { Config } from "../openviking/config.ts";
@@ -23,19 +18,19 @@ import { stillAtPath } from "../lib/lock.ts";
 import { type Env, hookStateDir, joinPath, ledgerDir, orNoHome, safeId } from "../lib/paths.ts";
 import type { HookContext, HookResult } from "./context.ts";
 
-/** Longest prompt snippet kept. */
 const SNIPPET_CHARS = 80;
 /** Most memories listed per prompt entry (the rest are counted). */
 const MAX_LISTED = 20;
-/** A session's file may hold this share of the total budget (at least `MIN_SESSION_BYTES`). */
 const SESSION_SHARE = 1 / 32;
 const MIN_SESSION_BYTES = 64 * 1024;
 
 const Memory = z.object({ uri: z.string(), score: z.optional(z.number()), chars: z.number() });
-/** When a run started and how long it took: every entry has them. */
 const Run = { at: z.number(), ms: z.number() };
-/** What a write to OpenViking did, in messages. */
-const Counts = { rejected: z.number(), cause: z.optional(CauseSchema) };
+/** Lenient fields: what a handler's report leaves out (or a line holds of another shape) reads as empty. */
+const num = z.catch(z.number(), 0);
+const text = z.catch(z.optional(z.string()), undefined);
+const Cause = z.catch(z.optional(CauseSchema), undefined);
+const Counts = { rejected: num, cause: Cause };
 const CommitTasks = z.array(z.object({ sessionId: z.string(), taskId: z.string() }));
 const Delivered = z.array(z.object({ sessionId: z.string(), messages: z.number() }));
 
@@ -43,14 +38,11 @@ const Delivered = z.array(z.object({ sessionId: z.string(), messages: z.number()
 const PromptEntrySchema = z.object({
   kind: z.literal("prompt"),
   ...Run,
-  /** The start of the redacted query. */
   prompt: z.string(),
-  /** Which recall stage answered: context, recall, find; reused (the same prompt again), none, or skipped. */
+  /** The recall stage that answered: context, recall, find, reused, none or skipped. */
   path: z.string(),
   injected: z.array(Memory),
-  /** Memories left out because this session already had them. */
   suppressed: z.array(z.string()),
-  /** More injected/suppressed than listed. */
   more: z.optional(z.number()),
   profile: z.optional(z.string()),
   printedChars: z.number(),
@@ -58,17 +50,16 @@ const PromptEntrySchema = z.object({
 });
 export type PromptEntry = z.infer<typeof PromptEntrySchema>;
 
-/** What one capture did. */
 const CaptureEntrySchema = z.object({
   kind: z.literal("capture"),
   ...Run,
   ...Counts,
   event: z.string(),
-  turns: z.number(),
-  sent: z.number(),
-  queued: z.number(),
-  commit: z.string(),
-  taskId: z.optional(z.string()),
+  turns: num,
+  sent: num,
+  queued: num,
+  commit: z.catch(z.string(), "none"),
+  taskId: text,
 });
 export type CaptureEntry = z.infer<typeof CaptureEntrySchema>;
 
@@ -77,16 +68,14 @@ const ReplayEntrySchema = z.object({
   kind: z.literal("replay"),
   ...Run,
   ...Counts,
-  replayed: z.number(),
-  messages: z.number(),
-  deferred: z.number(),
-  commitTasks: CommitTasks,
-  /** Messages sent per session (absent in lines of older versions). */
-  delivered: z.optional(Delivered),
+  replayed: num,
+  messages: num,
+  deferred: num,
+  commitTasks: z.catch(CommitTasks, []),
+  delivered: z.catch(z.optional(Delivered), undefined),
 });
 export type ReplayEntry = z.infer<typeof ReplayEntrySchema>;
 
-/** One ledger line. */
 export const LedgerEntrySchema = z.discriminatedUnion("kind", [
   PromptEntrySchema,
   CaptureEntrySchema,
@@ -97,15 +86,14 @@ export type LedgerEntry = z.infer<typeof LedgerEntrySchema>;
 /** Where replays that span sessions are recorded (a name no session id can have). */
 export const REPLAY_FILE = "_replay";
 
-/** The ledger's bounds: all files together, and the age past which an untouched file goes. */
 type LedgerLimits = Pick<Config, "ledgerMaxBytes" | "ledgerMaxAgeDays">;
 
-/** The share of the total one session's file may hold. */
+/** The bytes one session's file may hold. */
 export function sessionBudget(limits: LedgerLimits): number {
   return Math.max(MIN_SESSION_BYTES, Math.floor(limits.ledgerMaxBytes * SESSION_SHARE));
 }
 
-/** The path of a session's ledger (`name` must already be file-name safe). */
+/** The path of a session's ledger (`name` already file-name safe). */
 export function ledgerFile(dir: string, name: string): string {
   return joinPath(dir, `${name}.jsonl`);
 }
@@ -129,17 +117,15 @@ export async function appendLedger(
     await ensurePrivateDir(dir);
     for (let attempt = 0; attempt < 5; attempt++) {
       const file = openAppendSync(path);
-      if (!file) continue; // compacted while it was opened
+      if (!file) continue;
       let size: number;
       try {
-        // Shared with other writers, exclusive to a compaction: a line is never written to a file being
-        // replaced. Taken after opening, so a file compacted meanwhile (no longer at `path`) is opened again.
-        file.lockSync(false);
+        file.lockSync(false); // shared with writers, exclusive to a compaction
         if (!stillAtPath(file, path)) continue;
         file.writeSync(line); // one write: an O_APPEND line never mixes with another writer's
         size = file.statSync().size;
       } finally {
-        file.close(); // releases the lock
+        file.close();
       }
       if (size > sessionBudget(limits)) compact(path, Math.floor(sessionBudget(limits) / 2));
       return true;
@@ -156,8 +142,8 @@ function compact(path: string, keepBytes: number): void {
   try {
     file.lockSync(true);
     if (!stillAtPath(file, path)) return;
-    if (file.statSync().size <= keepBytes * 2) return; // another compaction got here first
-    const text = Deno.readTextFileSync(path); // writers wait for the lock held here
+    if (file.statSync().size <= keepBytes * 2) return;
+    const text = Deno.readTextFileSync(path);
     let start = Math.max(0, text.length - keepBytes);
     if (start > 0) start = text.indexOf("\n", start - 1) + 1;
     writeFileAtomicSync(path, text.slice(start), { privateDir: false });
@@ -166,10 +152,9 @@ function compact(path: string, keepBytes: number): void {
   }
 }
 
-/** The parseable entries of `name`'s ledger, oldest first (missing file: none). */
+/** The parseable entries of `name`'s ledger, oldest first (torn or foreign lines left out). */
 export async function readLedger(dir: string, name: string): Promise<LedgerEntry[]> {
   const lines = (await readTextIfExists(ledgerFile(dir, name)) ?? "").split("\n");
-  // A torn or foreign line is left out.
   return lines.flatMap((line) => LedgerEntrySchema.safeParse(parseJsonOrUndefined(line)).data ?? []);
 }
 
@@ -197,11 +182,7 @@ export async function pruneLedger(dir: string, limits: LedgerLimits, now = Date.
   return removed;
 }
 
-const num = z.catch(z.number(), 0);
-const text = z.catch(z.optional(z.string()), undefined);
-const Cause = z.catch(z.optional(CauseSchema), undefined);
-
-/** The prompt handler's report (fields it may leave out read as empty). */
+/** The handlers' reports (fields left out read as empty). */
 const PromptData = z.object({
   recall: z.catch(z.string(), "skipped"),
   injected: z.catch(
@@ -214,43 +195,15 @@ const PromptData = z.object({
   failure: Cause,
 });
 
-/** A capture's report. */
-const CaptureData = z.object({
-  turns: num,
-  sent: num,
-  queued: num,
-  rejected: num,
-  commit: z.catch(z.string(), "none"),
-  taskId: text,
-  cause: Cause,
-});
-
-/** A replay's report. */
-const ReplayData = z.object({
-  replayed: num,
-  messages: num,
-  rejected: num,
-  deferred: num,
-  commitTasks: z.catch(CommitTasks, []),
-  delivered: z.catch(Delivered, []),
-  cause: Cause,
-});
-
 /** The replay entry of a replay's report, or undefined when it sent and met nothing (pure). */
 export function replayEntryOf(
   report: unknown,
   timing: { startedAt: number; now: number },
 ): LedgerEntry | undefined {
-  const d = ReplayData.parse(isRecord(report) ? { ...report, cause: plainCause(report.cause) } : {});
-  if (!d.replayed && !d.rejected && !d.cause) return undefined; // an empty queue is not news
-  const { cause, ...counts } = d;
-  return {
-    kind: "replay",
-    at: timing.startedAt,
-    ms: timing.now - timing.startedAt,
-    ...counts,
-    ...(cause ? { cause } : {}),
-  };
+  const r = isRecord(report) ? report : {};
+  const run = { kind: "replay", at: timing.startedAt, ms: timing.now - timing.startedAt };
+  const { cause, ...counts } = ReplayEntrySchema.parse({ ...r, ...run, cause: plainCause(r.cause) });
+  return counts.replayed || counts.rejected || cause ? { ...counts, ...(cause ? { cause } : {}) } : undefined;
 }
 
 /** A failure as the ledger keeps it: `{kind, status, message}`, also from a client failure (`error.message`). */
@@ -269,7 +222,6 @@ export function ledgerEntryOf(
   const base = { at: timing.startedAt, ms: timing.now - timing.startedAt };
   const data = result.data ?? {};
   if (ctx.event === "user-prompt-submit") {
-    // A duplicate run, recall switched off and a paused prompt's probe of the server are no prompts of the user.
     if (["duplicate", "recall-off", "probe"].includes(result.outcome)) return undefined;
     const d = PromptData.parse(data);
     const more = Math.max(0, d.injected.length - MAX_LISTED) + Math.max(0, d.suppressed.length - MAX_LISTED);
@@ -289,11 +241,15 @@ export function ledgerEntryOf(
   if (ctx.event === "session-start") {
     return result.outcome === "replayed" ? replayEntryOf(data, timing) : undefined;
   }
-  // A capture from the kept prompts (no journal) is one too, when it settled any.
   const fromPrompts = result.outcome === "no-journal" && Number(data.fallback) > 0;
   if (result.outcome !== "captured" && !fromPrompts) return undefined;
-  const { cause, ...counts } = CaptureData.parse(data);
-  return { kind: "capture", ...base, event: ctx.event, ...counts, ...(cause ? { cause } : {}) };
+  const { cause, ...counts } = CaptureEntrySchema.parse({
+    ...data,
+    kind: "capture",
+    ...base,
+    event: ctx.event,
+  });
+  return { ...counts, ...(cause ? { cause } : {}) };
 }
 
 /** Appends a replay's entry to the replay ledger unless it sent and met nothing; false when it could not. */
@@ -308,16 +264,10 @@ export async function recordReplay(
   return !entry || (dir !== undefined && await appendLedger(dir, REPLAY_FILE, entry, limits));
 }
 
-/** Session start's sweep of the whole home runs at most this often. */
 const HOUSEKEEPING_EVERY_MS = 86_400_000;
-
-/** The stamp (in the shared state directory) of the last sweep of the whole home. */
 const HOUSEKEEPING_STAMP = "kimicode-housekeeping.json";
 
-/**
- * Session start's sweep of the whole home, at most once a day: temp files killed writes left in the queue and
- * the hook state, the ledger cut to its bounds. The temp files removed; undefined when it was not due.
- */
+/** Once a day: removes killed writes' temp files and prunes the ledger; the temps removed, or undefined (not due). */
 export async function houseKeeping(ctx: HookContext, now = Date.now()): Promise<number | undefined> {
   const stamp = ctx.sharedStateDir ? joinPath(ctx.sharedStateDir, HOUSEKEEPING_STAMP) : "";
   const last = stamp ? (await Deno.stat(stamp).catch(() => undefined))?.mtime?.getTime() : undefined;
@@ -330,12 +280,11 @@ export async function houseKeeping(ctx: HookContext, now = Date.now()): Promise<
   return temps;
 }
 
-/** Appends the run's entry to its session's ledger (a replay's, and a capture's backlog replay, to the replay one). */
+/** Appends the run's entry to its session's ledger (a replay's, and a capture's backlog, to the replay one). */
 export async function recordRun(ctx: HookContext, result: HookResult, startedAt: number): Promise<void> {
   const entry = ledgerEntryOf(ctx, result, { startedAt, now: Date.now() });
   const dir = orNoHome(() => ledgerDir(ctx.env));
   if (!dir) return;
-  // A capture first replays what its session had queued: recorded before the capture, as it happened.
   const backlog = !result.data?.backlog ||
     await recordReplay(ctx.env, ctx.config, result.data.backlog, startedAt);
   const name = entry?.kind === "replay" ? REPLAY_FILE : ctx.hostSessionId && await safeId(ctx.hostSessionId);

@@ -16,7 +16,7 @@ import {
   sessionBudget,
   snippet,
 } from "./ledger.ts";
-import type { HookContext } from "./context.ts";
+import type { HookResult } from "./context.ts";
 import type { HookEvent } from "../kimi/hooks.ts";
 
 const limits = { ledgerMaxBytes: 4 * 1024 * 1024, ledgerMaxAgeDays: 30 };
@@ -73,9 +73,8 @@ Deno.test("ledger: 2,000 sessions are pruned to the total budget; old files go b
 Deno.test("ledger: a torn or foreign line is skipped, not fatal", async () => {
   await using dir = await tempDir();
   await appendLedger(dir.path, "s", prompt(1), limits);
-  await Deno.writeTextFile(ledgerFile(dir.path, "s"), '{"kind":"prompt","at":\n{"x":1}\nnot json\n', {
-    append: true,
-  });
+  const torn = '{"kind":"prompt","at":\n{"x":1}\nnot json\n';
+  await Deno.writeTextFile(ledgerFile(dir.path, "s"), torn, { append: true });
   await appendLedger(dir.path, "s", capture(2), limits);
   assertEquals((await readLedger(dir.path, "s")).map((e) => e.kind), ["prompt", "capture"]);
 });
@@ -86,64 +85,48 @@ Deno.test("ledger: snippets are one short line", () => {
   assertEquals([long.length, long.endsWith("…")], [80, true]);
 });
 
-const ctx = (event: HookEvent): Pick<HookContext, "event"> => ({ event });
 const timing = { startedAt: 1000, now: 1042 };
-
-Deno.test("ledger entry of a prompt: the query's snippet, what was injected and left out, the stage", () => {
-  const e = ledgerEntryOf(
-    ctx("user-prompt-submit"),
-    {
-      stdout: "x".repeat(10),
-      outcome: "injected",
-      query: "my token=[REDACTED]   and how\ndo I build?",
-      data: {
-        recall: "context",
-        injected: [{ uri: "viking://a", score: 0.9, chars: 40 }],
-        suppressed: ["viking://b"],
-        profile: "already",
-      },
+const base = { at: 1000, ms: 42 };
+const emptyReplay = { replayed: 0, messages: 0, rejected: 0, deferred: 0, commitTasks: [] };
+const ENTRIES: [string, HookEvent, HookResult, unknown][] = [
+  ["a prompt: the query's snippet, what was injected and left out, the stage", "user-prompt-submit", {
+    stdout: "x".repeat(10),
+    outcome: "injected",
+    query: "my token=[REDACTED]   and how\ndo I build?",
+    data: {
+      recall: "context",
+      injected: [{ uri: "viking://a", score: 0.9, chars: 40 }],
+      suppressed: ["viking://b"],
+      profile: "already",
     },
-    timing,
-  );
-  assertEquals(e, {
+  }, {
     kind: "prompt",
-    at: 1000,
-    ms: 42,
+    ...base,
     prompt: "my token=[REDACTED] and how do I build?",
     path: "context",
     injected: [{ uri: "viking://a", score: 0.9, chars: 40 }],
     suppressed: ["viking://b"],
     profile: "already",
     printedChars: 10,
-  });
-});
-
-Deno.test("ledger entry: duplicates, switched-off recall and probes are not recorded; fields a handler leaves out read empty", () => {
-  assertEquals(ledgerEntryOf(ctx("user-prompt-submit"), { outcome: "duplicate" }, timing), undefined);
-  assertEquals(ledgerEntryOf(ctx("user-prompt-submit"), { outcome: "recall-off" }, timing), undefined);
-  // A paused prompt's detached probe of the server is no prompt of the user.
-  assertEquals(ledgerEntryOf(ctx("user-prompt-submit"), { outcome: "probe" }, timing), undefined);
-  const bare = ledgerEntryOf(
-    ctx("user-prompt-submit"),
-    { outcome: "nothing", data: {} },
-    timing,
-  );
-  assertEquals(bare && bare.kind === "prompt" ? [bare.path, bare.injected, bare.printedChars] : [], [
-    "skipped",
-    [],
-    0,
-  ]);
-});
-
-Deno.test("ledger entry of a capture and of a replay; an empty replay is no news", () => {
-  const cap = ledgerEntryOf(ctx("stop"), {
+  }],
+  ["a duplicate prompt", "user-prompt-submit", { outcome: "duplicate" }, undefined],
+  ["recall switched off", "user-prompt-submit", { outcome: "recall-off" }, undefined],
+  ["a paused prompt's probe", "user-prompt-submit", { outcome: "probe" }, undefined],
+  ["a prompt whose handler left fields out", "user-prompt-submit", { outcome: "nothing", data: {} }, {
+    kind: "prompt",
+    ...base,
+    prompt: "",
+    path: "skipped",
+    injected: [],
+    suppressed: [],
+    printedChars: 0,
+  }],
+  ["a capture", "stop", {
     outcome: "captured",
     data: { turns: 2, sent: 4, queued: 0, rejected: 0, commit: "committed", taskId: "t1", planned: 4 },
-  }, timing);
-  assertEquals(cap, {
+  }, {
     kind: "capture",
-    at: 1000,
-    ms: 42,
+    ...base,
     event: "stop",
     turns: 2,
     sent: 4,
@@ -151,30 +134,36 @@ Deno.test("ledger entry of a capture and of a replay; an empty replay is no news
     rejected: 0,
     commit: "committed",
     taskId: "t1",
-  });
-  assertEquals(ledgerEntryOf(ctx("stop"), { outcome: "lock-timeout" }, timing), undefined);
-  // No journal: a capture of the kept prompts is recorded when it settled any, not when there were none.
-  const fromPrompts = { reason: "no journal", turns: 1, sent: 1, queued: 0, commit: "none" };
-  const fb = ledgerEntryOf(
-    ctx("stop"),
-    { outcome: "no-journal", data: { ...fromPrompts, fallback: 1 } },
-    timing,
-  );
-  assertEquals(fb?.kind === "capture" ? [fb.turns, fb.sent] : [], [1, 1]);
-  assertEquals(
-    ledgerEntryOf(ctx("stop"), { outcome: "no-journal", data: { reason: "x", fallback: 0 } }, timing),
+  }],
+  ["a capture that timed out on the lock", "stop", { outcome: "lock-timeout" }, undefined],
+  ["a capture of the kept prompts that settled one", "stop", {
+    outcome: "no-journal",
+    data: { reason: "no journal", turns: 1, sent: 1, queued: 0, commit: "none", fallback: 1 },
+  }, { kind: "capture", ...base, event: "stop", turns: 1, sent: 1, queued: 0, rejected: 0, commit: "none" }],
+  [
+    "no journal and no kept prompt",
+    "stop",
+    { outcome: "no-journal", data: { reason: "x", fallback: 0 } },
     undefined,
-  );
-  const empty = { replayed: 0, messages: 0, rejected: 0, deferred: 0, commitTasks: [] };
-  assertEquals(ledgerEntryOf(ctx("session-start"), { outcome: "replayed", data: empty }, timing), undefined);
-  const r = ledgerEntryOf(ctx("session-start"), {
+  ],
+  ["an empty replay (no news)", "session-start", { outcome: "replayed", data: emptyReplay }, undefined],
+  ["a replay", "session-start", {
     outcome: "replayed",
-    data: { ...empty, replayed: 2, messages: 3, commitTasks: [{ sessionId: "kc-a", taskId: "t9" }] },
-  }, timing);
-  assertEquals(r?.kind === "replay" ? [r.replayed, r.messages, r.commitTasks] : [], [2, 3, [{
-    sessionId: "kc-a",
-    taskId: "t9",
-  }]]);
+    data: { ...emptyReplay, replayed: 2, messages: 3, commitTasks: [{ sessionId: "kc-a", taskId: "t9" }] },
+  }, {
+    kind: "replay",
+    ...base,
+    ...emptyReplay,
+    replayed: 2,
+    messages: 3,
+    commitTasks: [{ sessionId: "kc-a", taskId: "t9" }],
+  }],
+];
+
+Deno.test("ledger entries: what each hook run records, and the runs that record nothing", () => {
+  for (const [name, event, result, want] of ENTRIES) {
+    assertEquals(ledgerEntryOf({ event }, result, timing), want, name);
+  }
 });
 
 Deno.test("ledger entry of a replay outside a session start (the replay command, a capture's backlog): its cause kept as text", () => {
@@ -189,16 +178,11 @@ Deno.test("ledger entry of a replay outside a session start (the replay command,
     // A capture's backlog report carries the client's failure as it is.
     cause: { ok: false, kind: "server", status: 503, error: { message: "busy" } },
   };
+  const { expired: _, ...counts } = report;
   assertEquals(replayEntryOf(report, timing), {
     kind: "replay",
-    at: 1000,
-    ms: 42,
-    replayed: 1,
-    messages: 2,
-    rejected: 0,
-    deferred: 1,
-    commitTasks: [],
-    delivered: [{ sessionId: "kc-a", messages: 2 }],
+    ...base,
+    ...counts,
     cause: { kind: "server", status: 503, message: "busy" },
   });
   assertEquals(replayEntryOf({ ...report, replayed: 0, cause: undefined }, timing), undefined, "no news");

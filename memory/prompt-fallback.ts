@@ -1,28 +1,17 @@
-/**
- * The prompts the prompt hook keeps for a capture that cannot find the session's journal (capture.ts sends
- * them): prepared exactly like captured user text, bounded in count and size. Pure, so the prompt hook loads
- * only this and kimi/journal/clean.ts for it.
- */
+/** The prompts the prompt hook keeps, prepared like captured user text, for a capture without a journal. */
 
 import type { SessionState } from "./state.ts";
 import { prepareText } from "../kimi/journal/clean.ts";
 
-/** Prompts kept per session. */
+/** Prompts and characters kept per session (the newest whole up to the characters). */
 export const MAX_FALLBACK_PROMPTS = 20;
-
-/** Characters kept per session over all its kept prompts (the newest is kept whole up to this). */
 export const MAX_FALLBACK_CHARS = 64_000;
-
-/** The same text this soon after the kept one is the same prompt's hook fired twice. */
+/** The same text this soon after is the same prompt's hook fired twice. */
 const REPEAT_MS = 500;
 
-/** A kept prompt. */
 export type FallbackPrompt = SessionState["fallbackPrompts"][number];
 
-/**
- * The prompt state with `raw`, seen at `at`, kept — unless capture would skip its text or it repeats the last
- * one; the oldest dropped beyond the bounds.
- */
+/** The prompt state with `raw` kept (unless capture would skip it or it repeats), the oldest dropped past the bounds. */
 export function keepPrompt(
   state: SessionState,
   raw: string,

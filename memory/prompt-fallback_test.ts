@@ -1,17 +1,11 @@
-/**
- * The seed's fallback: when capture cannot find the session's journal, the prompts the prompt hook kept
- * (redacted like captured text, bounded) are sent as user messages, once each; a later capture that finds
- * the journal skips the same user text and sends the rest of the turn. Unit rules, then whole hook runs in-process.
- */
+/** Without a journal the kept prompts are sent once; a later capture with the journal skips the same user text. */
 
 import { assertEquals, assertTrue } from "../tests/support/assert.ts";
-import { FakeOpenViking } from "../tests/support/fake-openviking.ts";
 import { JournalBuilder } from "../tests/support/journal.ts";
-import { hookIn, placeJournal } from "../tests/support/hook-context.ts";
-import { tempDir } from "../tests/support/temp.ts";
+import { world } from "../tests/hooks/world.ts";
 import { keepPrompt, MAX_FALLBACK_CHARS, MAX_FALLBACK_PROMPTS } from "./prompt-fallback.ts";
 import { duePrompts } from "./capture.ts";
-import { emptyState, readState } from "./state.ts";
+import { emptyState } from "./state.ts";
 import { fallbackKey, planCapture } from "../kimi/journal/plan.ts";
 import { scanTurns } from "../kimi/journal/turns.ts";
 import type { JournalLine } from "../kimi/journal/read.ts";
@@ -19,21 +13,13 @@ import type { JournalLine } from "../kimi/journal/read.ts";
 const opts = { maxLength: 24_000, redact: true };
 
 Deno.test("keepPrompt: the text capture would send — injections out, redacted, acks not kept", () => {
-  let s = keepPrompt(
-    emptyState(),
-    "<openviking-context>recalled</openviking-context>\nmy key is sk-live-abcdefghijklmnop1234 <private>pin 1234</private> ok?",
-    1000,
-    opts,
-  );
+  const raw = "<openviking-context>recalled</openviking-context>\nmy key is sk-live-abcdefghijklmnop1234 " +
+    "<private>pin 1234</private> ok?";
+  let s = keepPrompt(emptyState(), raw, 1000, opts);
   assertEquals(s.fallbackPrompts, [{ text: "my key is [REDACTED]  ok?", at: 1000 }]);
   s = keepPrompt(s, "ok", 2000, opts);
   assertEquals(s.fallbackPrompts.length, 1, "an acknowledgement is not kept (capture skips it too)");
-  s = keepPrompt(
-    s,
-    "<openviking-context>recalled</openviking-context>\nmy key is sk-live-abcdefghijklmnop1234 <private>pin 1234</private> ok?",
-    1200,
-    opts,
-  );
+  s = keepPrompt(s, raw, 1200, opts);
   assertEquals(s.fallbackPrompts.length, 1, "the same prompt's hook fired twice is kept once");
   assertEquals(
     keepPrompt(emptyState(), "raw <private>x</private> text here", 1, { ...opts, redact: false })
@@ -58,10 +44,7 @@ Deno.test("keepPrompt: bounded in count and in size; the newest are kept", () =>
 });
 
 Deno.test("duePrompts: only prompts seen after the last journal capture, and not sent by a fallback yet", () => {
-  const kept = [{ text: "a question", at: 10 }, { text: "b question", at: 20 }, {
-    text: "c question",
-    at: 30,
-  }];
+  const kept = [10, 20, 30].map((at, i) => ({ text: `${"abc"[i]} question`, at }));
   const capture = { ...emptyState(), lastCaptureAt: 15, capturedKeys: [fallbackKey("b question", 20)] };
   assertEquals(duePrompts(kept, capture), [{ text: "c question", at: 30 }]);
 });
@@ -83,11 +66,7 @@ Deno.test("plan: a fallback-sent user text is skipped once, for a turn begun aro
   const plan = (keys: string[]) =>
     planCapture(turns, new Set(keys), 0, { ...opts, includeOpen: false }).toSend.map((c) => c.key);
   // One fallback send: the first turn's user message is skipped, the second (same text) is still sent.
-  assertEquals(plan([fallbackKey("continue please", now - 50)]), [
-    "0:assistant",
-    "1:user",
-    "1:assistant",
-  ]);
+  assertEquals(plan([fallbackKey("continue please", now - 50)]), ["0:assistant", "1:user", "1:assistant"]);
   assertEquals(plan([fallbackKey("continue please", now - 50), fallbackKey("continue please", now)]), [
     "0:assistant",
     "1:assistant",
@@ -107,68 +86,34 @@ Deno.test("plan: a fallback-sent user text is skipped once, for a turn begun aro
   );
 });
 
-const SESSION = "session_0f6a4f5e-2b7c-4c55-9a43-6d1f7c2e9b10";
-
-/** Runs hooks of SESSION in-process in a home at `home`, synchronously, against the server at `url`. */
-const hooksOf =
-  (home: string, url: string) => (event: string, name: string, extra: Record<string, unknown> = {}) =>
-    hookIn(event, {
-      env: {
-        HOME: home,
-        KIMI_CODE_HOME: `${home}/.kimi-code`,
-        PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-        OPENVIKING_URL: url,
-        OPENVIKING_TIMEOUT_MS: "1000",
-        OPENVIKING_WRITE_PATH_ASYNC: "0",
-        OPENVIKING_CAPTURE_WAIT_MS: "0",
-      },
-      stdin: JSON.stringify({ hook_event_name: name, session_id: SESSION, cwd: "/home/user/proj", ...extra }),
-    });
-
 Deno.test("prompt fallback: no journal → the prompt reaches the server once; the journal later → nothing twice", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  const hook = hooksOf(dir.path, fake.url);
+  await using w = await world();
   const prompt = "please remember that the build uses make, token=hunter2secret";
+  const redacted = "please remember that the build uses make, token=[REDACTED]";
   const startedAt = Date.now();
-  await hook("user-prompt-submit", "UserPromptSubmit", { prompt });
-  const kept = (await readState(`${dir.path}/.openviking/hook-state/kimicode/${SESSION}.prompt.json`))
-    .fallbackPrompts;
-  assertEquals(kept.map((p) => p.text), ["please remember that the build uses make, token=[REDACTED]"]);
-
-  for (let i = 0; i < 2; i++) assertEquals((await hook("stop", "Stop")).stdout, "");
-  const sid = `kc-${SESSION}`;
-  assertEquals(fake.messages(sid).map((m) => [m.role, m.content]), [[
-    "user",
-    "please remember that the build uses make, token=[REDACTED]",
-  ]], "once, though two captures found no journal");
-  assertEquals(fake.sessions.get(sid)?.commits, 1);
-
+  await w.run("user-prompt-submit", { prompt });
+  assertEquals((await w.promptState()).fallbackPrompts.map((p) => p.text), [redacted]);
+  for (let i = 0; i < 2; i++) await w.hook("stop");
+  const stored = () => w.fake.messages(w.ov).map((m) => [m.role, m.content]);
+  assertEquals(
+    [stored(), w.commits()],
+    [[["user", redacted]], 1],
+    "once, though two captures found no journal",
+  );
   // The journal appears (Kimi's home was elsewhere, or the index came late): it is the truth from now on.
-  const journal = new JournalBuilder({ timeBase: startedAt + 200 }).simpleTurn(prompt, "noted: make it is");
-  await placeJournal(dir.path, SESSION, journal.toString());
-  assertEquals((await hook("stop", "Stop")).stdout, "");
-  assertEquals((await hook("session-end", "SessionEnd", { reason: "exit" })).stdout, "");
-  assertEquals(fake.messages(sid).map((m) => [m.role, m.content]), [
-    ["user", "please remember that the build uses make, token=[REDACTED]"],
-    ["assistant", "noted: make it is"],
-  ], "the user text once, the answer from the journal");
-  const state = await readState(`${dir.path}/.openviking/hook-state/kimicode/${SESSION}.json`);
-  assertEquals(state.ackedBelow, 1, "the turn is settled");
+  await w.journal(
+    new JournalBuilder({ timeBase: startedAt + 200 }).simpleTurn(prompt, "noted: make it is").toString(),
+  );
+  await w.hook("stop");
+  await w.hook("session-end", { reason: "exit" });
+  assertEquals(stored(), [["user", redacted], ["assistant", "noted: make it is"]], "the user text once");
+  assertEquals((await w.state()).ackedBelow, 1, "the turn is settled");
 });
 
 Deno.test("prompt fallback: with the journal there, the kept prompts are never sent", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  const hook = hooksOf(dir.path, fake.url);
-  await hook("user-prompt-submit", "UserPromptSubmit", {
-    prompt: "a prompt the hook saw but the journal lacks",
-  });
-  await placeJournal(
-    dir.path,
-    SESSION,
-    new JournalBuilder().simpleTurn("the journal's prompt", "its answer").toString(),
-  );
-  await hook("stop", "Stop");
-  assertEquals(fake.messages(`kc-${SESSION}`).map((m) => m.content), ["the journal's prompt", "its answer"]);
+  await using w = await world();
+  await w.run("user-prompt-submit", { prompt: "a prompt the hook saw but the journal lacks" });
+  await w.journal(new JournalBuilder().simpleTurn("the journal's prompt", "its answer").toString());
+  await w.hook("stop");
+  assertEquals(w.fake.messages(w.ov).map((m) => m.content), ["the journal's prompt", "its answer"]);
 });

@@ -8,23 +8,22 @@ import { type LockOptions, type LockResult, withLock } from "../lib/lock.ts";
 import { RecallSchema } from "./recall.ts";
 import { isRecord } from "../lib/parsed.ts";
 
-/** A field that reads as `fallback` when it is missing or of another shape. */
+/** A field read as `fallback` (or, optional, as absent) when missing or of another shape. */
 const or = <T extends z.ZodMiniType>(schema: T, fallback: z.output<T>) => z.catch(schema, fallback);
-/** An optional field that reads as absent when it is of another shape. */
 const maybe = <T extends z.ZodMiniType>(schema: T) => z.catch(z.optional(schema), undefined);
 
-/** Where the journal reader stopped: a byte offset and what identifies the file there (kimi/journal/read.ts). */
+/** Where the journal reader stopped (kimi/journal/read.ts). */
 const CursorSchema = z.object({
   path: z.string(),
   offset: z.int().check(z.nonnegative()),
   fileId: z.string(),
   tailHash: z.string(),
-  /** The position among the journal's prompts of the next turn after `offset`. */
+  /** The index of the next turn after `offset`. */
   nextIndex: z.int().check(z.nonnegative()),
 });
 export type Cursor = z.infer<typeof CursorSchema>;
 
-/** Everything remembered of one session between hook runs; the prompt's fields and capture's share it. */
+/** Everything remembered of one session between hook runs (the prompt's and capture's files share it). */
 export const SessionStateSchema = z.object({
   version: or(z.literal(1), 1),
   lastSessionStartAt: maybe(z.number()),
@@ -32,36 +31,26 @@ export const SessionStateSchema = z.object({
   promptHash: maybe(z.string()),
   promptEventId: maybe(z.string()),
   promptAt: maybe(z.number()),
-  /** The last prompt's recall, kept so the same prompt again asks nothing; null while it runs. */
+  /** The last prompt's recall (null while it runs). */
   recall: maybe(z.nullable(RecallSchema)),
-  /** URIs printed into the session (and `text:` keys of lines without one): never printed again. */
+  /** URIs (and `text:` keys) printed into the session: never printed again. */
   injectedUris: or(z.array(z.string()), []),
-  /** A compaction dropped the session's injections: the profile printed next says it comes again. */
   compacted: or(z.boolean(), false),
-  /** The outage (openviking/breaker.ts) this session was told of. */
   pausedNotice: maybe(z.number()),
-  /** The prompts the prompt hook saw, for a capture that finds no journal (prompt-fallback.ts). */
+  /** The prompts the prompt hook saw, for a capture without a journal. */
   fallbackPrompts: or(z.array(z.object({ text: z.string(), at: z.number() })), []),
   capturedKeys: or(z.array(z.string()), []),
   capturedSinceCommit: or(z.int().check(z.nonnegative()), 0),
   cursor: maybe(CursorSchema),
   /** Every turn below this index is acknowledged (survives a journal rewrite). */
   ackedBelow: or(z.int().check(z.nonnegative()), 0),
-  /**
-   * Keys whose request was about to go out (or be queued after one that may have arrived) when the last run
-   * stopped without recording its outcome; `askFrom`: from when the session's answer about it counts.
-   */
+  /** Keys whose request's outcome was not recorded; `askFrom`: from when the server's answer counts. */
   inflight: maybe(z.object({ keys: z.array(z.string()), at: z.number(), askFrom: z.optional(z.number()) })),
-  /** The file was found damaged and set aside at `aside`, or the cursor named another file than the journal
-   * (no `aside`): ask the server what it holds before sending. */
+  /** Damaged (set aside at `aside`) or its cursor named another journal: ask the server before sending. */
   recover: maybe(z.object({ aside: z.optional(z.string()), at: z.number() })),
-  /** The OpenViking session the captures went to (a later session start commits what they left: capture.ts). */
   ovSession: maybe(z.string()),
-  /** The server was asked to commit the session itself when idle (capture.ts): it took it, or cannot. */
   idleCommit: maybe(z.enum(["set", "unsupported"])),
-  /** The last key acknowledged: names the commit covering everything up to it. */
   lastAckedKey: maybe(z.string()),
-  /** What the last finished capture did (doctor, status). */
   lastCapture: maybe(z.object({
     at: z.number(),
     event: z.string(),
@@ -78,15 +67,11 @@ export const SessionStateSchema = z.object({
 });
 export type SessionState = z.infer<typeof SessionStateSchema>;
 
-/** A fresh state. */
 export const emptyState = (): SessionState => SessionStateSchema.parse({});
 
-/** Acknowledged capture keys kept per session. */
 export const MAX_CAPTURED_KEYS = 1000;
-/** Injected URIs kept per session. */
 const MAX_INJECTED_URIS = 1000;
 
-/** A session's state file and its lock file. */
 export interface StatePaths {
   file: string;
   lock: string;
@@ -98,10 +83,7 @@ export async function statePaths(dir: string, sessionId: string): Promise<StateP
   return { file, lock: `${file}.lock` };
 }
 
-/**
- * A session's state, without the lock; a missing or unreadable file reads as a fresh state, and so does
- * anything but a regular file, never opened (a FIFO would block the read forever; `loadState` sets it aside).
- */
+/** A session's state without the lock: fresh when missing, unreadable or not a regular file (never opened). */
 export async function readState(file: string): Promise<SessionState> {
   const regular = await Deno.lstat(file).then((i) => i.isFile, () => false);
   const text = regular ? await readTextIfExists(file).catch(() => undefined) : undefined;
@@ -109,11 +91,7 @@ export async function readState(file: string): Promise<SessionState> {
   return parsed.success ? parsed.data : emptyState();
 }
 
-/**
- * The state under the lock. A path holding no JSON object (empty, torn, garbage) or no file (a directory) is
- * damaged: it moves to `<file>.damaged-<time>` for the user, and a fresh state marked `recover` is written
- * before it goes, so a crash in between finds the damaged file again.
- */
+/** The state under the lock; a damaged one is kept at `<file>.damaged-<time>` and a fresh `recover` state written. */
 async function loadState(file: string, durable: boolean): Promise<SessionState> {
   const info = await settled(() => Deno.lstatSync(file)).catch((error) => {
     if (isNotFound(error)) return undefined;
@@ -132,10 +110,7 @@ async function loadState(file: string, durable: boolean): Promise<SessionState> 
   return state;
 }
 
-/**
- * Writes a session's state atomically, 0600 in a 0700 directory; `durable` (the capture state) syncs it before
- * the rename, so a crash leaves the old state or the new one, never a torn file.
- */
+/** Writes a session's state atomically, 0600 in a 0700 directory; `durable` syncs it before the rename. */
 export async function writeState(file: string, state: SessionState, durable = false): Promise<void> {
   const trimmed = {
     ...state,
@@ -145,13 +120,9 @@ export async function writeState(file: string, state: SessionState, durable = fa
   await writeFileAtomic(file, `${JSON.stringify(trimmed)}\n`, { durable });
 }
 
-/** Writes the state under the lock `updateState` holds. */
 export type SaveState = (state: SessionState) => Promise<void>;
 
-/**
- * Read-modify-write under the session's lock: `update` gets the state and a `save` for progress made before it
- * returns, and returns the new state (none: keep it) and a value.
- */
+/** Read-modify-write under the session's lock: `update` gets the state and a `save`, returns the new state and a value. */
 export async function updateState<T>(
   paths: StatePaths,
   update: (state: SessionState, save: SaveState) => Promise<{ state?: SessionState; value: T }>,

@@ -1,22 +1,16 @@
 /**
- * Issue #11, finding 12, through the real entry points (production flags, real stdin, the fake OpenViking): a
- * long session (25 capture steps' worth of turns) captured while the server is down. A 100,000-turn backlog used to spend the worker's 60 s
- * planning, then write a fsync'd queue file per message (244 s), and every other session's Stop took ~11 s
- * while it drained 50 entries per run. Now a capture goes in bounded steps that each record their progress
- * (a run cut short resumes where it stopped), the queue holds a batch per file, and only the session's own
- * queue is replayed by its capture.
+ * A long backlog captured while the server is down, through the real entry points: bounded steps that record
+ * their progress (a killed run resumes), a batch per queue file, and only the session's own queue replayed.
  */
 
 import { assertEquals, assertTrue } from "../support/assert.ts";
-import { FakeOpenViking, type StoredMessage } from "../support/fake-openviking.ts";
-import { placeJournal, sandboxEnv } from "../support/hook-context.ts";
+import type { StoredMessage } from "../support/fake-openviking.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { waitUntil } from "../support/kimi.ts";
 import { ourQueue } from "../support/queue.ts";
 import { runCli, startCli } from "../support/run.ts";
-import { tempDir } from "../support/temp.ts";
 import { QUEUE_SUBDIR } from "../../openviking/queue.ts";
-import { readState } from "../../memory/state.ts";
+import { stdinOf, world } from "./world.ts";
 
 /** Turns a capture plans and sends per step (memory/capture.ts): the backlog is many steps long. */
 const TURNS_PER_STEP = 200;
@@ -24,7 +18,6 @@ const TURNS = 25 * TURNS_PER_STEP;
 const MESSAGES = 2 * TURNS;
 const SESSION = "session_12b4c6d8-back-4log-9a0b-5000turns0012";
 const OTHER = "session_12b4c6d8-othr-4e5f-8a9b-quickstop012";
-const CWD = "/home/user/proj";
 
 const question = (i: number) => `question ${i} about the build`;
 const answer = (i: number) => `answer ${i}: run the tests first`;
@@ -89,21 +82,16 @@ async function stopRuns(home: string, session: string): Promise<{ turns: number;
     .filter((r) => r.event === "stop" && r.session === session);
 }
 
-const stopInput = (session: string) =>
-  JSON.stringify({ hook_event_name: "Stop", session_id: session, cwd: CWD });
+const stopInput = (session: string) => stdinOf("stop", session);
 
 Deno.test("hook stop: a 5,000-turn backlog with the server down queues in bounded steps and batches, resumes after a kill, never holds up another session; replay delivers all 10,000 once", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  await placeJournal(dir.path, SESSION, backlogJournal(TURNS));
-  const env = sandboxEnv(dir.path, fake.url, {
-    OPENVIKING_CAPTURE_WAIT_MS: "0",
-    OPENVIKING_TIMEOUT_MS: "2000",
-    OPENVIKING_DEBUG: "1",
+  await using w = await world({
+    session: SESSION,
+    env: { OPENVIKING_TIMEOUT_MS: "2000", OPENVIKING_DEBUG: "1" },
   });
+  const { fake, env, pending, state } = w;
+  await w.journal(backlogJournal(TURNS));
   const worker = { ...env, OPENVIKING_KIMI_HOOK_WORKER: "1" };
-  const pending = `${dir.path}/.openviking/pending`;
-  const state = (session: string) => readState(`${dir.path}/.openviking/hook-state/kimicode/${session}.json`);
   fake.fault({ route: "*", status: 503 }); // the server is down
 
   // A Stop worker cut short part-way through the backlog (killed: a run that did not get to finish).
@@ -111,7 +99,7 @@ Deno.test("hook stop: a 5,000-turn backlog with the server down queues in bounde
   await waitUntil(() => queueEntries(pending) >= 20, 60_000, "the first queued batches", 10);
   cut.kill("SIGKILL");
   await cut.status;
-  const atCut = await state(SESSION);
+  const atCut = await state();
   const filesAtCut = queueEntries(pending);
   assertTrue(
     atCut.ackedBelow > 0 && atCut.ackedBelow < TURNS,
@@ -123,10 +111,9 @@ Deno.test("hook stop: a 5,000-turn backlog with the server down queues in bounde
   const resumed = await startCli(["hook", "stop"], worker, stopInput(SESSION));
   await waitUntil(() => queueEntries(pending) > filesAtCut, 60_000, "the resumed run's batches", 10);
   fake.clearFaults();
-  await placeJournal(
-    dir.path,
-    OTHER,
+  await w.journal(
     new JournalBuilder().simpleTurn("where do the logs go?", "To ~/.openviking/logs.").toString(),
+    OTHER,
   );
   const other = await runCli(["hook", "stop"], {
     env: { ...env, OPENVIKING_WRITE_PATH_ASYNC: "0" },
@@ -143,11 +130,11 @@ Deno.test("hook stop: a 5,000-turn backlog with the server down queues in bounde
   assertEquals(fake.messages(`kc-${SESSION}`).length, 0, "the other Stop replayed nothing of the backlog");
 
   assertEquals((await resumed.status).code, 0, "the resumed run finished on its own");
-  const st = await state(SESSION);
+  const st = await state();
   assertEquals([st.ackedBelow, st.lastCapture?.sent, st.lastCapture?.commit], [TURNS, 0, "queued"]);
   // The resumed run went on from the cut (what the killed run queued after its last record is settled, not
   // planned again), in steps of at most TURNS_PER_STEP turns.
-  const [run] = await stopRuns(dir.path, SESSION);
+  const [run] = await stopRuns(w.home, SESSION);
   assertTrue(run && run.turns > 0 && run.turns <= TURNS - atCut.ackedBelow, JSON.stringify(run));
   assertTrue(run.steps >= Math.ceil(run.turns / TURNS_PER_STEP), `${run.steps} steps for ${run.turns} turns`);
   const queued = await ourQueue(pending);
@@ -174,15 +161,11 @@ Deno.test("hook stop: a 5,000-turn backlog with the server down queues in bounde
 
 Deno.test("hook stop: a worker killed while it writes a queue file leaves no temp file behind once the session is captured again and replayed", async () => {
   const turns = 1_000;
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  await placeJournal(dir.path, SESSION, backlogJournal(turns));
-  const env = sandboxEnv(dir.path, fake.url, {
-    OPENVIKING_CAPTURE_WAIT_MS: "0",
-    OPENVIKING_TIMEOUT_MS: "2000",
-  });
+  await using w = await world({ session: SESSION, env: { OPENVIKING_TIMEOUT_MS: "2000" } });
+  const { fake, env } = w;
+  await w.journal(backlogJournal(turns));
   const worker = { ...env, OPENVIKING_KIMI_HOOK_WORKER: "1" };
-  const home = `${dir.path}/.openviking`;
+  const home = `${w.home}/.openviking`;
   fake.fault({ route: "*", status: 503 }); // the server is down: the backlog is queued, a fsync'd file per batch
   const cut = await startCli(["hook", "stop"], worker, stopInput(SESSION));
   let exited = false;

@@ -1,7 +1,6 @@
 /**
- * The recall breaker through the real entry point (`hook user-prompt-submit`, `hook session-start`): a server
- * that takes the connection and never answers costs one prompt its budget, once; later prompts ask it nothing,
- * the session is told once in one line, and a probe brings recall back once the server answers.
+ * The recall breaker through the real entry point: a server that never answers costs one prompt its budget,
+ * once; later prompts ask it nothing, the session is told once, and a probe brings recall back.
  */
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
@@ -10,8 +9,8 @@ import { startHungServer } from "../support/hung-server.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { type PromptEntry, readLedger } from "../../memory/ledger.ts";
+import { stdinOf, waitFor } from "./world.ts";
 
-const CWD = "/home/user/proj";
 const PAUSED_LINE =
   /^openviking-kimi: memory paused — OpenViking at http:\/\/127\.0\.0\.1:\d+ did not answer; `[^`\n]+ status` says why\n$/;
 
@@ -28,16 +27,8 @@ function envFor(home: string, url: string, budgetMs: number): Record<string, str
 
 /** Runs one prompt hook of `session`; its stdout. */
 async function prompt(env: Record<string, string>, session: string, text: string): Promise<string> {
-  const r = await runCli(["hook", "user-prompt-submit"], {
-    env,
-    clearEnv: true,
-    stdin: JSON.stringify({
-      hook_event_name: "UserPromptSubmit",
-      session_id: session,
-      cwd: CWD,
-      prompt: [{ type: "text", text }],
-    }),
-  });
+  const stdin = stdinOf("user-prompt-submit", session, { prompt: [{ type: "text", text }] });
+  const r = await runCli(["hook", "user-prompt-submit"], { env, clearEnv: true, stdin });
   assertEquals(r.code, 0, r.stderr);
   return r.stdout;
 }
@@ -68,18 +59,6 @@ async function ageBreaker(home: string): Promise<void> {
     b.path,
     JSON.stringify({ ...b.value, at: back(b.value.at), probedAt: back(b.value.probedAt) }),
   );
-}
-
-async function waitFor(
-  what: string,
-  cond: () => Promise<boolean> | boolean,
-  timeoutMs = 30_000,
-): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 const searches = (requests: string[]) => requests.filter((r) => r.startsWith("POST /api/v1/search/")).length;
@@ -174,16 +153,8 @@ Deno.test("a hung server that comes back: SessionStart's worker probes it, so th
   await hung.close();
   await using fake = await FakeOpenViking.start({ port: hung.port });
   await ageBreaker(dir.path);
-  const start = await runCli(["hook", "session-start"], {
-    env,
-    clearEnv: true,
-    stdin: JSON.stringify({
-      hook_event_name: "SessionStart",
-      session_id: "session_b",
-      cwd: CWD,
-      source: "startup",
-    }),
-  });
+  const stdin = stdinOf("session-start", "session_b", { source: "startup" });
+  const start = await runCli(["hook", "session-start"], { env, clearEnv: true, stdin });
   assertEquals([start.code, start.stdout], [0, ""]);
   await waitFor(
     "the probe's answer",

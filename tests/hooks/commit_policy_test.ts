@@ -1,60 +1,32 @@
 /**
- * The commit policy (`OPENVIKING_COMMIT_POLICY`) through the real hook entry point, against the fake
- * OpenViking: what each Stop commits, that the server is asked once per session to commit an idle session
- * itself, and that a session start commits the sessions others left uncommitted.
+ * The commit policy (`OPENVIKING_COMMIT_POLICY`) through the hooks: what each Stop commits, that the server is
+ * asked once per session to commit an idle session itself, and that a session start commits sessions left.
  */
 
 import { assertEquals } from "../support/assert.ts";
-import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { hookIn, placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
-import { tempDir } from "../support/temp.ts";
-import { readState, writeState } from "../../memory/state.ts";
+import { writeState } from "../../memory/state.ts";
 import { IDLE_COMMIT_SECONDS } from "../../openviking/sessions.ts";
+import { SESSION, world } from "./world.ts";
 
-const SESSION = "session_7c0a1f5e-2b1d-4c3e-8f00-0000000000c1";
 const OV = `kc-${SESSION}`;
 const CONFIG = "PATCH /api/v1/sessions/:id/config";
 
-/** A sandbox on the fake under `policy` ("" = the default), and a runner of one hook event of a session. */
+/** A world under `policy`, and `turn`: one turn more in the journal, then its Stop. */
 async function sandbox(policy: string) {
-  const dir = await tempDir();
-  const fake = await FakeOpenViking.start();
-  const env = sandboxEnv(dir.path, fake.url, {
-    OPENVIKING_COMMIT_POLICY: policy,
-    OPENVIKING_CAPTURE_WAIT_MS: "0",
-  });
+  const w = await world({ env: { OPENVIKING_COMMIT_POLICY: policy } });
   const journal = new JournalBuilder();
-  const hook = async (event: string, name: string, session = SESSION) => {
-    const stdin = JSON.stringify({ hook_event_name: name, session_id: session, cwd: "/home/user/proj" });
-    assertEquals((await hookIn(event, { env, stdin })).stdout, "");
-  };
-  /** One turn more in the journal, then its Stop. */
   const turn = async (user: string, assistant = "done, the tests pass") => {
-    journal.simpleTurn(user, assistant);
-    await placeJournal(dir.path, SESSION, journal.toString());
-    await hook("stop", "Stop");
+    await w.journal(journal.simpleTurn(user, assistant).toString());
+    await w.hook("stop");
   };
-  const commits = () => fake.sessions.get(OV)?.commits ?? 0;
-  const state = `${dir.path}/.openviking/hook-state/kimicode/${SESSION}.json`;
-  return {
-    dir,
-    fake,
-    hook,
-    turn,
-    commits,
-    state,
-    [Symbol.asyncDispose]: async () => {
-      await fake[Symbol.asyncDispose]();
-      await dir[Symbol.asyncDispose]();
-    },
-  };
+  return Object.assign(w, { turn });
 }
 
 Deno.test("balanced: short turns wait; the server is asked once to commit the idle session; SessionEnd commits", async () => {
   await using s = await sandbox("balanced");
   for (let i = 0; i < 3; i++) await s.turn(`question ${i} about the build`);
-  assertEquals([s.fake.messages(OV).length, s.commits()], [6, 0], "three short turns: no extraction yet");
+  assertEquals([s.stored().length, s.commits()], [6, 0], "three short turns: no extraction yet");
   const asked = s.fake.requestsTo(CONFIG);
   assertEquals(asked.length, 1, "once per session");
   assertEquals(asked[0].body, {
@@ -65,9 +37,9 @@ Deno.test("balanced: short turns wait; the server is asked once to commit the id
     },
   });
   assertEquals(s.fake.sessions.get(OV)?.autoCommitPolicy?.idle_timeout_seconds, IDLE_COMMIT_SECONDS);
-  await s.hook("session-end", "SessionEnd");
+  await s.hook("session-end");
   assertEquals(s.commits(), 1);
-  assertEquals((await readState(s.state)).capturedSinceCommit, 0);
+  assertEquals((await s.state()).capturedSinceCommit, 0);
 });
 
 Deno.test("balanced: a Stop commits once enough text has gathered, and a turn that asks to remember at once", async () => {
@@ -90,10 +62,10 @@ Deno.test("session-end: no Stop commits, however long; PreCompact and a failed t
   await s.turn("Remember the staging port is 6543");
   assertEquals(s.commits(), 0);
   assertEquals(s.fake.requestsTo(CONFIG).length, 1, "the idle commit is still asked for");
-  await s.hook("pre-compact", "PreCompact");
+  await s.hook("pre-compact");
   assertEquals(s.commits(), 1);
   await s.turn("one more question");
-  await s.hook("stop-failure", "StopFailure");
+  await s.hook("stop-failure");
   assertEquals(s.commits(), 2);
 });
 
@@ -110,8 +82,8 @@ Deno.test("a server without the session config route: asked once, never again; t
   await s.turn("question one");
   await s.turn("question two");
   assertEquals(s.fake.requestsTo(CONFIG).length, 1);
-  assertEquals((await readState(s.state)).idleCommit, "unsupported");
-  await s.hook("session-end", "SessionEnd");
+  assertEquals((await s.state()).idleCommit, "unsupported");
+  await s.hook("session-end");
   assertEquals(s.commits(), 1);
 });
 
@@ -120,15 +92,14 @@ Deno.test("a session start commits another session left uncommitted since the id
   await s.turn("a question in a session that will be killed");
   assertEquals(s.commits(), 0);
   // Each start is another session's (a start of the same session within 2 s is a repeat, ignored).
-  const start = (n: number) =>
-    s.hook("session-start", "SessionStart", `session_7c0a1f5e-0000-0000-0000-00000000000${n}`);
+  const start = (n: number) => s.hook("session-start", {}, `session_7c0a1f5e-0000-0000-0000-00000000000${n}`);
   await start(1);
   assertEquals(s.commits(), 0, "its last capture is recent: it may go on");
-  const left = await readState(s.state);
-  await writeState(s.state, { ...left, lastCaptureAt: Date.now() - IDLE_COMMIT_SECONDS * 1000 - 1000 });
+  const left = await s.state();
+  await writeState(s.stateFile(), { ...left, lastCaptureAt: Date.now() - IDLE_COMMIT_SECONDS * 1000 - 1000 });
   await start(2);
   assertEquals(s.commits(), 1);
-  assertEquals((await readState(s.state)).capturedSinceCommit, 0);
+  assertEquals((await s.state()).capturedSinceCommit, 0);
   await start(3);
   assertEquals(s.commits(), 1, "committed once");
 });
@@ -137,28 +108,24 @@ Deno.test("every-turn: a session start reads no other session's state (its cost 
   await using s = await sandbox("every-turn");
   await s.turn("a question whose commit went through");
   assertEquals(s.commits(), 1);
-  await s.hook("session-start", "SessionStart", "session_7c0a1f5e-0000-0000-0000-000000000008");
+  await s.hook("session-start", {}, "session_7c0a1f5e-0000-0000-0000-000000000008");
   // Even a state that says "uncommitted, idle long": under every-turn a failed commit waits in the queue,
   // so the catch-up (a read of every session's state) does not run.
-  const left = await readState(s.state);
+  const left = await s.state();
   const idle = Date.now() - IDLE_COMMIT_SECONDS * 1000 - 1000;
-  await writeState(s.state, { ...left, ovSession: OV, capturedSinceCommit: 1, lastCaptureAt: idle });
-  await s.hook("session-start", "SessionStart", "session_7c0a1f5e-0000-0000-0000-000000000009");
+  await writeState(s.stateFile(), { ...left, ovSession: OV, capturedSinceCommit: 1, lastCaptureAt: idle });
+  await s.hook("session-start", {}, "session_7c0a1f5e-0000-0000-0000-000000000009");
   assertEquals(s.fake.requestsTo("POST /api/v1/sessions/:id/commit").length, 1, "no catch-up commit");
 });
 
 Deno.test("an interrupt commits and leaves the idle-commit request to a later capture (its budget is short)", async () => {
   await using s = await sandbox("balanced");
   const j = new JournalBuilder().prompt("first question, interrupted").stepBegin().text("half an answer");
-  await placeJournal(s.dir.path, SESSION, j.toString());
-  await s.hook("interrupt", "Interrupt");
-  assertEquals([s.fake.messages(OV).length, s.commits()], [2, 1], "the open turn, committed");
+  await s.journal(j.toString());
+  await s.hook("interrupt");
+  assertEquals([s.stored().length, s.commits()], [2, 1], "the open turn, committed");
   assertEquals(s.fake.requestsTo(CONFIG).length, 0, "not asked from the interrupt");
-  await placeJournal(
-    s.dir.path,
-    SESSION,
-    j.ended("cancelled").simpleTurn("second question", "ok").toString(),
-  );
-  await s.hook("stop", "Stop");
+  await s.journal(j.ended("cancelled").simpleTurn("second question", "ok").toString());
+  await s.hook("stop");
   assertEquals(s.fake.requestsTo(CONFIG).length, 1, "asked by the next Stop");
 });

@@ -1,30 +1,16 @@
-/**
- * Issue #11, finding 4, through the real `hook stop` (production flags, real stdin, the fake OpenViking): a
- * journal turn with 160 KB of CRLF lines. The `.env` rule's `\s*` ran across CRLF and blank lines from every
- * line start, so this turn spun a Stop worker ~200 s at 100% CPU; its lock heartbeat starved, and a second
- * worker took the "stale" lock and ran at the same time.
- */
+/** A turn of 160 KB of CRLF lines once spun a Stop worker for minutes (a quadratic redaction rule). */
 
 import { assertEquals, assertTrue } from "../support/assert.ts";
-import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { hookIn, placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { runCli } from "../support/run.ts";
-import { tempDir } from "../support/temp.ts";
-import { readState } from "../../memory/state.ts";
+import { stdinOf, world } from "./world.ts";
 
-const SESSION = "session_7c1f0e2a-crlf-4d6b-9a0e-160kb00000004";
-const OV_SESSION = `kc-${SESSION}`;
 const REDACTED = "[REDACTED]";
 
 /** A line of the pasted log and what redaction makes of it. */
 type Line = [raw: string, stored: string];
 
-/**
- * A pasted deploy log of about 160 KB with CRLF line ends: secret `.env` lines and an ordinary one, then one
- * long run of blank lines and prose (the worst case of the old rule: every line start's `\s*` ran to the run's
- * end and found no key there).
- */
+/** A pasted 160 KB CRLF deploy log: secret `.env` lines, an ordinary one, then one long run of blank lines. */
 function pastedLog(): { raw: string; stored: string } {
   const blanks: Line[] = Array.from({ length: 65_536 }, (_, i) => (i % 2 ? [" ", " "] : ["", ""]));
   const lines: Line[] = [
@@ -45,45 +31,25 @@ const ANSWER =
   "Step 3 failed at the upload.\r\nIt used Bearer abcdef0123456789xyz\r\nRetry with the new key.";
 const ANSWER_STORED = `Step 3 failed at the upload.\r\nIt used Bearer ${REDACTED}\r\nRetry with the new key.`;
 
-/** A sandbox whose session journal holds an ordinary turn, then the turn with the pasted log. */
+/** A world whose session journal holds an ordinary turn, then the turn with the pasted log. */
 async function crlfWorld() {
-  const dir = await tempDir();
-  const fake = await FakeOpenViking.start();
+  // The whole pasted log is one message: no cut at the default 24 000 characters hides what redaction did.
+  const w = await world({ env: { OPENVIKING_CAPTURE_MAX_LENGTH: "1000000" } });
   const log = pastedLog();
   assertTrue(log.raw.length >= 160 * 1024 && log.raw.length < 170 * 1024, `${log.raw.length} chars`);
-  const journal = new JournalBuilder()
-    .simpleTurn("where does the deploy script live?", "In scripts/deploy.sh, run by CI.")
-    .simpleTurn(log.raw, ANSWER)
-    .toString();
-  await placeJournal(dir.path, SESSION, journal);
-  const env = sandboxEnv(dir.path, fake.url, {
-    OPENVIKING_CAPTURE_WAIT_MS: "0",
-    // The whole pasted log is one message: no cut at the default 24 000 characters hides what redaction did.
-    OPENVIKING_CAPTURE_MAX_LENGTH: "1000000",
-  });
-  const stdin = JSON.stringify({ hook_event_name: "Stop", session_id: SESSION, cwd: "/home/user/proj" });
-  /** What the server stored for the session, in order. */
+  await w.journal(
+    new JournalBuilder().simpleTurn("where does the deploy script live?", "In scripts/deploy.sh, run by CI.")
+      .simpleTurn(log.raw, ANSWER).toString(),
+  );
   const stored = () =>
-    fake.messages(OV_SESSION).map((m) => ({ turn_id: m.turn_id, role: m.role, content: m.content }));
+    w.fake.messages(w.ov).map(({ turn_id, role, content }) => ({ turn_id, role, content }));
   const expected = [
     { turn_id: "0", role: "user", content: "where does the deploy script live?" },
     { turn_id: "0", role: "assistant", content: "In scripts/deploy.sh, run by CI." },
     { turn_id: "1", role: "user", content: log.stored },
     { turn_id: "1", role: "assistant", content: ANSWER_STORED },
   ];
-  const state = () => readState(`${dir.path}/.openviking/hook-state/kimicode/${SESSION}.json`);
-  return {
-    fake,
-    env,
-    stdin,
-    stored,
-    expected,
-    state,
-    async [Symbol.asyncDispose]() {
-      await fake.close();
-      await dir[Symbol.asyncDispose]();
-    },
-  };
+  return Object.assign(w, { messages: stored, expected });
 }
 
 /** Generous bound for the whole Stop run (a process start included); the quadratic rule took ~200 s. */
@@ -94,12 +60,10 @@ const KILL_AFTER_MS = 60_000;
 Deno.test("hook stop, in-process: a turn with 160 KB of CRLF lines is delivered whole, redacted, in linear time", async () => {
   await using w = await crlfWorld();
   const t0 = performance.now();
-  const r = await hookIn("stop", { env: w.env, stdin: w.stdin });
+  await w.hook("stop");
   const ms = performance.now() - t0;
-  assertEquals(r.stdout, "");
   assertTrue(ms < STOP_BOUND_MS, `Stop took ${Math.round(ms)} ms (≥ ${STOP_BOUND_MS} ms: not linear)`);
-  assertEquals(w.stored(), w.expected);
-  assertEquals(w.fake.sessions.get(OV_SESSION)?.commits, 1);
+  assertEquals([w.messages(), w.commits()], [w.expected, 1]);
   const st = await w.state();
   assertEquals([st.ackedBelow, st.lastCapture?.sent, st.lastCapture?.queued], [2, 4, 0]);
 });
@@ -110,17 +74,13 @@ Deno.test("hook stop: two real Stop workers started at once for the 160 KB CRLF 
     runCli(["hook", "stop"], {
       env: { ...w.env, OPENVIKING_KIMI_HOOK_WORKER: "1" },
       clearEnv: true,
-      stdin: w.stdin,
+      stdin: stdinOf("stop"),
       timeoutMs: KILL_AFTER_MS,
     });
   const runs = await Promise.all([worker(), worker()]);
   for (const r of runs) assertEquals([r.code, r.stdout], [0, ""], r.stderr);
-  assertEquals(w.stored(), w.expected, "each message once, in order");
-  assertEquals(
-    w.fake.sessions.get(OV_SESSION)?.commits,
-    1,
-    "one commit: the second worker found nothing new",
-  );
+  assertEquals(w.messages(), w.expected, "each message once, in order");
+  assertEquals(w.commits(), 1, "one commit: the second worker found nothing new");
   const writes = w.fake.requests.filter((q) => q.path.includes("/messages")).map((q) => q.route);
   assertEquals(writes, ["POST /api/v1/sessions/:id/messages/batch"], "one batch request in all");
   assertEquals((await w.state()).capturedKeys, ["0:user", "0:assistant", "1:user", "1:assistant"]);

@@ -1,28 +1,21 @@
 /**
- * The extraction alarm through the real entry points: commits whose extraction fails again and again are
- * found by SessionStart's worker, told in one line on the next session's first prompt (once), and named with
- * the server's words and the fix by `status` and `doctor`; a commit that makes memory again ends it.
+ * The extraction alarm: found by SessionStart's worker, told once on the next session's first prompt, named
+ * with the server's words and the fix by `status` and `doctor`; a commit that makes memory again ends it.
  */
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { FAKE_DIGEST_FIRST, FakeOpenViking, type FakeTask } from "../support/fake-openviking.ts";
+import { hookIn, sandboxEnv } from "../support/hook-context.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
+import { stdinOf } from "./world.ts";
 
-const CWD = "/home/user/proj";
 const SERVER_WORDS = "VLM call failed: Error code: 401 - invalid api key for model gpt-4o-mini";
 const ALARM_LINE =
   /^openviking-kimi: OpenViking makes no memory \(the last 3 extractions failed\); `[^`\n]+ doctor` says why$/;
 
-function envFor(home: string, url: string): Record<string, string> {
-  return {
-    HOME: home,
-    KIMI_CODE_HOME: `${home}/.kimi-code`,
-    OPENVIKING_URL: url,
-    OPENVIKING_WRITE_PATH_ASYNC: "0", // SessionStart's worker runs in the hook process: over when it exits
-    PATH: Deno.env.get("PATH") ?? "/usr/bin",
-  };
-}
+/** SessionStart's worker runs in the hook (in-process, detaching off): over when it returns. */
+const envFor = (home: string, url: string) => sandboxEnv(home, url);
 
 /** A finished commit task of session `sid`, `ageS` seconds old. */
 function task(sid: string, n: number, status: "failed" | "completed", ageS: number): FakeTask {
@@ -39,20 +32,16 @@ function task(sid: string, n: number, status: "failed" | "completed", ageS: numb
   };
 }
 
-async function hook(env: Record<string, string>, event: string, input: Record<string, unknown>) {
-  const r = await runCli(["hook", event], {
-    env,
-    clearEnv: true,
-    stdin: JSON.stringify({ cwd: CWD, ...input }),
-  });
-  assertEquals(r.code, 0, r.stderr);
-  return r.stdout;
-}
-
+const hook = async (
+  env: Record<string, string>,
+  event: string,
+  session: string,
+  extra: Record<string, unknown>,
+) => (await hookIn(event, { env, stdin: stdinOf(event, session, extra) })).stdout;
 const start = (env: Record<string, string>, session: string) =>
-  hook(env, "session-start", { hook_event_name: "SessionStart", session_id: session, source: "startup" });
+  hook(env, "session-start", session, { source: "startup" });
 const prompt = (env: Record<string, string>, session: string, text: string) =>
-  hook(env, "user-prompt-submit", { hook_event_name: "UserPromptSubmit", session_id: session, prompt: text });
+  hook(env, "user-prompt-submit", session, { prompt: text });
 
 Deno.test("three failed extractions: the next session's first prompt says so once; status and doctor quote the server", async () => {
   await using dir = await tempDir();
@@ -85,18 +74,17 @@ Deno.test("three failed extractions: the next session's first prompt says so onc
     "recall off, capture on: told too",
   );
 
-  const status = JSON.parse(
-    (await runCli(["status", "--json"], { env, clearEnv: true, cwd: dir.path })).stdout,
-  );
+  const cli = async (...args: string[]) => await runCli(args, { env, clearEnv: true, cwd: dir.path });
+  const status = JSON.parse((await cli("status", "--json")).stdout);
   assertEquals([status.extraction.commits, status.extraction.failed], [3, 3]);
   assertEquals(
     status.extraction.message,
     `the last 3 memory extractions on the server failed: ${SERVER_WORDS}`,
   );
   assertStringIncludes(status.extraction.fix, "ov.conf");
-  const text = (await runCli(["status"], { env, clearEnv: true, cwd: dir.path })).stdout;
+  const text = (await cli("status")).stdout;
   assertMatch(text, /\nMemory {2}NOT MADE: the last 3 memory extractions on the server failed: VLM call/);
-  const doctor = await runCli(["doctor", "--json"], { env, clearEnv: true, cwd: dir.path });
+  const doctor = await cli("doctor", "--json");
   const check = JSON.parse(doctor.stdout).checks.find((c: { id: string }) => c.id === "extraction");
   assertEquals([check.status, check.summary], ["fail", status.extraction.message]);
   assertEquals(doctor.code, 1);
@@ -105,11 +93,8 @@ Deno.test("three failed extractions: the next session's first prompt says so onc
   fake.tasks.set("9-new", task("kc-session_new", 1, "completed", 0));
   await start(env, "session_next");
   assertEquals(await prompt(env, "session_next", "how should I indent this file?"), `${FAKE_DIGEST_FIRST}\n`);
-  const after = JSON.parse(
-    (await runCli(["status", "--json"], { env, clearEnv: true, cwd: dir.path })).stdout,
-  );
-  assertEquals(after.extraction, undefined);
-  const healthy = await runCli(["doctor", "--json"], { env, clearEnv: true, cwd: dir.path });
+  assertEquals(JSON.parse((await cli("status", "--json")).stdout).extraction, undefined);
+  const healthy = await cli("doctor", "--json");
   assertEquals(JSON.parse(healthy.stdout).checks.some((c: { id: string }) => c.id === "extraction"), false);
 });
 
@@ -162,9 +147,5 @@ Deno.test("strict scope: a memory this workspace's commits made is recalled here
   assertStringIncludes(inA, "preferences/tabs.md");
   assertEquals(inA.includes(made["kc-b1"]), false, inA);
   const inB = await prompt(inProject("project-b"), "b2", "what did the last release ship?");
-  assertEquals(
-    [inB.includes(made["kc-a1"]), inB.includes(made["kc-b1"])],
-    [false, true],
-    inB,
-  );
+  assertEquals([inB.includes(made["kc-a1"]), inB.includes(made["kc-b1"])], [false, true], inB);
 });

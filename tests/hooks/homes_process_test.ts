@@ -1,9 +1,7 @@
 /**
- * Issue #11 finding 8, through the real entry point: with HOME unset, nothing may resolve against the hook's
- * cwd. The cwd is a "repository" with its own `.openviking/` (ovcli.conf, ov.conf, config.json,
- * config.local.json) pointing at a second fake OpenViking with its own keys: nothing may reach that server,
- * no key of it may be sent anywhere, no file may appear under the cwd, recall still works from the
- * environment, and capture does not happen (outcome "no-home", in the log and in doctor).
+ * With HOME unset nothing may resolve against the hook's cwd, a repository whose `.openviking/` names a server
+ * and keys of its own: nothing reaches it, no key is sent, nothing appears under the cwd, recall works from the
+ * environment, capture does not happen ("no-home"). A process per run: the process cwd is what is at stake.
  */
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
@@ -11,8 +9,8 @@ import { FAKE_DIGEST, FakeOpenViking } from "../support/fake-openviking.ts";
 import { hookIn, placeJournal } from "../support/hook-context.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
+import { SESSION, stdinOf } from "./world.ts";
 
-const SESSION = "session_bb98d39e-e56d-47b5-bd98-4e903585486d";
 const FIXTURE = new URL("../fixtures/journals/2.1.0/resumed/wire.jsonl", import.meta.url);
 const REPO_KEY = "sk-repo-chosen-key-0123456789";
 const REPO_ROOT_KEY = "sk-repo-root-key-0123456789";
@@ -48,16 +46,16 @@ async function hostileRepo(root: string, url: string): Promise<string> {
 }
 
 const payload = (event: string, cwd: string, extra: Record<string, unknown> = {}) =>
-  JSON.stringify({ hook_event_name: event, session_id: SESSION, cwd, ...extra });
+  stdinOf(event, SESSION, { cwd, ...extra });
 
-const EVENTS: [string, string, Record<string, unknown>][] = [
-  ["session-start", "SessionStart", { source: "startup" }],
-  ["user-prompt-submit", "UserPromptSubmit", { prompt: "how should I indent this file?" }],
-  ["stop", "Stop", { stop_hook_active: false }],
-  ["stop-failure", "StopFailure", { error_type: "APIStatusError" }],
-  ["pre-compact", "PreCompact", { trigger: "manual" }],
-  ["interrupt", "Interrupt", { turn_id: 2 }],
-  ["session-end", "SessionEnd", { reason: "exit" }],
+const EVENTS: [string, Record<string, unknown>][] = [
+  ["session-start", { source: "startup" }],
+  ["user-prompt-submit", { prompt: "how should I indent this file?" }],
+  ["stop", { stop_hook_active: false }],
+  ["stop-failure", { error_type: "APIStatusError" }],
+  ["pre-compact", { trigger: "manual" }],
+  ["interrupt", { turn_id: 2 }],
+  ["session-end", { reason: "exit" }],
 ];
 
 /** No key the repository chose appears in any request a server received. */
@@ -77,16 +75,12 @@ for (const withEnvUrl of [true, false]) {
     const kimi = `${dir.path}/kimi-home`;
     await placeJournal(dir.path, SESSION, await Deno.readTextFile(FIXTURE));
     await Deno.rename(`${dir.path}/.kimi-code`, kimi);
-    await Deno.writeTextFile(
-      `${kimi}/session_index.jsonl`,
-      `${
-        JSON.stringify({
-          sessionId: SESSION,
-          sessionDir: `${kimi}/sessions/wd_proj_000000000000/${SESSION}`,
-          workDir: repo,
-        })
-      }\n`,
-    );
+    const row = {
+      sessionId: SESSION,
+      sessionDir: `${kimi}/sessions/wd_proj_000000000000/${SESSION}`,
+      workDir: repo,
+    };
+    await Deno.writeTextFile(`${kimi}/session_index.jsonl`, `${JSON.stringify(row)}\n`);
     const log = `${dir.path}/log/hooks.jsonl`;
     const env: Record<string, string> = {
       PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
@@ -102,12 +96,12 @@ for (const withEnvUrl of [true, false]) {
     const before = await tree(repo);
     const everything = async () => (await tree(dir.path)).filter((p) => !p.startsWith("/log"));
     const beforeAll = await everything();
-    for (const [event, name, extra] of EVENTS) {
+    for (const [event, extra] of EVENTS) {
       const r = await runCli(["hook", event], {
         env,
         clearEnv: true,
         cwd: repo,
-        stdin: payload(name, repo, extra),
+        stdin: payload(event, repo, extra),
       });
       assertEquals([r.code, r.stderr], [0, ""], `${event} exits 0 silently`);
       if (event === "user-prompt-submit" && withEnvUrl) {
@@ -118,25 +112,15 @@ for (const withEnvUrl of [true, false]) {
     assertNoRepoKey(userServer);
     if (withEnvUrl) {
       assertEquals(userServer.requestsTo("POST /api/v1/search/search").length, 1, "one recall");
-      assertEquals(
-        userServer.requests.filter((q) => q.path.startsWith("/api/v1/sessions")).map((q) => q.route),
-        [],
-        "no capture without a home",
-      );
+      const sessions = userServer.requests.filter((q) => q.path.startsWith("/api/v1/sessions"));
+      assertEquals(sessions.map((q) => q.route), [], "no capture without a home");
     }
     assertEquals(await tree(repo), before, "nothing appeared or changed under the cwd");
     assertEquals(await everything(), beforeAll, "nothing written anywhere but the log the environment named");
     const entries = (await Deno.readTextFile(log)).trim().split("\n").map((l) => JSON.parse(l));
     const outcomes = entries.filter((l) => l.stage === "done").map((l) => [l.event, l.outcome]);
-    assertEquals(outcomes, [
-      ["session-start", "no-home"],
-      ["user-prompt-submit", withEnvUrl ? "injected" : "nothing"],
-      ["stop", "no-home"],
-      ["stop-failure", "no-home"],
-      ["pre-compact", "no-home"],
-      ["interrupt", "no-home"],
-      ["session-end", "no-home"],
-    ]);
+    const prompt = withEnvUrl ? "injected" : "nothing";
+    assertEquals(outcomes, EVENTS.map(([e]) => [e, e === "user-prompt-submit" ? prompt : "no-home"]));
     const why = entries.find((l) => l.stage === "no-home");
     assertMatch(String(why?.reason), /HOME is not set/);
   });
@@ -169,8 +153,8 @@ Deno.test("HOME set: a workspace .openviking/ never sets the URL or a key; the u
     OPENVIKING_TIMEOUT_MS: "1000",
   };
   const before = await tree(repo);
-  for (const [event, name, extra] of EVENTS.slice(1, 3)) {
-    await hookIn(event, { env, stdin: payload(name, repo, extra) });
+  for (const [event, extra] of EVENTS.slice(1, 3)) {
+    await hookIn(event, { env, stdin: payload(event, repo, extra) });
   }
   assertEquals(repoServer.requests.length, 0, "nothing reaches the repository-chosen server");
   assertNoRepoKey(userServer);

@@ -1,80 +1,56 @@
-/**
- * The ledger is pruned at session start, at most once a day (README "What memory did"), through the real entry point:
- * whether the session start replays the queue in its detached worker or, with detached writes off, inline.
- */
+/** The ledger is pruned at session start, at most once a day (README "What memory did"). */
 
 import { assertEquals } from "../support/assert.ts";
-import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { hookIn, sandboxEnv } from "../support/hook-context.ts";
 import { runCli } from "../support/run.ts";
-import { tempDir } from "../support/temp.ts";
+import { stdinOf, waitFor, world } from "./world.ts";
 
 const exists = (path: string) => Deno.stat(path).then(() => true, () => false);
+const FORTY_DAYS = 40 * 86_400_000;
 
-for (const asyncWrites of ["1", "0"]) {
-  Deno.test(`ledger: a 40-day-old session's file is pruned at session start (detached writes ${asyncWrites})`, async () => {
-    await using dir = await tempDir();
-    await using fake = await FakeOpenViking.start();
-    const env = sandboxEnv(dir.path, fake.url, { OPENVIKING_WRITE_PATH_ASYNC: asyncWrites });
-    const ledger = `${dir.path}/.openviking/ledger/kimicode`;
-    await Deno.mkdir(ledger, { recursive: true, mode: 0o700 });
-    const old = `${ledger}/session_old.jsonl`;
-    const recent = `${ledger}/session_recent.jsonl`;
-    for (const f of [old, recent]) await Deno.writeTextFile(f, "{}\n", { mode: 0o600 });
-    const fortyDays = new Date(Date.now() - 40 * 86_400_000);
-    await Deno.utime(old, fortyDays, fortyDays);
-    const r = await runCli(["hook", "session-start"], {
-      env,
-      clearEnv: true,
-      stdin: JSON.stringify({
-        hook_event_name: "SessionStart",
-        session_id: "session_new",
-        cwd: dir.path,
-        source: "startup",
-      }),
-    });
-    assertEquals([r.code, r.stdout], [0, ""]);
-    // Inline, the pruning is done when the hook exits; the detached worker is waited for.
-    const end = Date.now() + (asyncWrites === "1" ? 20_000 : 0);
-    while (await exists(old) && Date.now() < end) await new Promise((res) => setTimeout(res, 100));
-    assertEquals(await exists(old), false, "the 40-day-old file is gone");
-    assertEquals(await exists(recent), true, "a recent one stays");
-  });
+/** Writes a ledger file of the home `home` last touched `ageMs` ago; its path. */
+async function ledgerFile(home: string, name: string, ageMs: number): Promise<string> {
+  const ledger = `${home}/.openviking/ledger/kimicode`;
+  await Deno.mkdir(ledger, { recursive: true, mode: 0o700 });
+  const file = `${ledger}/${name}.jsonl`;
+  await Deno.writeTextFile(file, "{}\n", { mode: 0o600 });
+  const t = new Date(Date.now() - ageMs);
+  await Deno.utime(file, t, t);
+  return file;
 }
 
-Deno.test("session start sweeps the whole home (ledger, temp files) at most once a day: its cost does not follow the history", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  const env = sandboxEnv(dir.path, fake.url, { OPENVIKING_WRITE_PATH_ASYNC: "0" });
-  const ledger = `${dir.path}/.openviking/ledger/kimicode`;
-  const stamp = `${dir.path}/.openviking/state/kimicode-housekeeping.json`;
-  await Deno.mkdir(ledger, { recursive: true, mode: 0o700 });
-  await Deno.mkdir(`${dir.path}/.openviking/state`, { recursive: true, mode: 0o700 });
-  const old = `${ledger}/session_old.jsonl`;
+Deno.test("ledger: a 40-day-old session's file is pruned by session start's detached worker", async () => {
+  await using w = await world({ env: { OPENVIKING_WRITE_PATH_ASYNC: "1" } });
+  const [old, recent] = [
+    await ledgerFile(w.home, "session_old", FORTY_DAYS),
+    await ledgerFile(w.home, "session_recent", 0),
+  ];
+  const r = await runCli(["hook", "session-start"], {
+    env: w.env,
+    clearEnv: true,
+    stdin: stdinOf("session-start", "session_new", { source: "startup" }),
+  });
+  assertEquals([r.code, r.stdout], [0, ""]);
+  await waitFor("the worker's pruning", async () => !await exists(old), 20_000);
+  assertEquals(await exists(recent), true, "a recent one stays");
+});
+
+Deno.test("session start sweeps the whole home (ledger, temp files) at most once a day, inline too", async () => {
+  await using w = await world({ env: { OPENVIKING_WRITE_PATH_ASYNC: "0" } });
+  const stamp = `${w.home}/.openviking/state/kimicode-housekeeping.json`;
+  await Deno.mkdir(`${w.home}/.openviking/state`, { recursive: true, mode: 0o700 });
   const start = async (session: string) => {
-    const fortyDays = new Date(Date.now() - 40 * 86_400_000);
-    await Deno.writeTextFile(old, "{}\n", { mode: 0o600 });
-    await Deno.utime(old, fortyDays, fortyDays);
-    const r = await hookIn("session-start", {
-      env,
-      stdin: JSON.stringify({
-        hook_event_name: "SessionStart",
-        session_id: session,
-        cwd: dir.path,
-        source: "startup",
-      }),
-    });
-    assertEquals(r.stdout, "");
+    const old = await ledgerFile(w.home, "session_old", FORTY_DAYS);
+    await w.hook("session-start", { source: "startup" }, session);
     return await exists(old);
   };
-  const swept = (at: number) =>
-    Deno.writeTextFile(stamp, `{"at":${at}}\n`, { mode: 0o600 }).then(() => {
-      const t = new Date(at);
-      return Deno.utime(stamp, t, t);
-    });
-  await swept(Date.now() - 3600_000);
+  const swept = async (ago: number) => {
+    const t = new Date(Date.now() - ago);
+    await Deno.writeTextFile(stamp, `{"at":${t.getTime()}}\n`, { mode: 0o600 });
+    await Deno.utime(stamp, t, t);
+  };
+  await swept(3600_000);
   assertEquals(await start("session_a"), true, "swept an hour ago: not again");
-  await swept(Date.now() - 25 * 3600_000);
-  assertEquals(await start("session_b"), false, "swept a day ago: swept now");
+  await swept(25 * 3600_000);
+  assertEquals(await start("session_b"), false, "swept a day ago: the 40-day-old file goes now");
   assertEquals(await start("session_c"), true, "and then not again for a day");
 });

@@ -1,24 +1,17 @@
 /**
- * The faults users actually hit, through the real entry point with the production flags: a server that is not
- * OpenViking's (an HTML page, a non-JSON or empty 200, a 404 for the whole API), a redirect, OpenViking's own
- * error envelope of a code that is not final (none at all, FAILED_PRECONDITION, a conflict, an expired session,
- * a server that is not ready), a refused key at session end. Before the reply classification each of these
- * dropped every captured turn for good (`planned 6, sent 0, queued 0, rejected 6, acked 6`) and doctor said
- * "✓ captures"; the envelopes did until their codes were told apart (0 of 6 delivered after the server healed).
+ * The faults users hit, through the hooks and the real CLI: a server that is not OpenViking's, a redirect,
+ * OpenViking's error envelopes of codes that are not final, a refused key at session end. Each once dropped
+ * every captured turn for good while doctor said "✓ captures".
  */
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
-import { FakeOpenViking, type Fault, gzipBomb } from "../support/fake-openviking.ts";
-import { hookIn, placeJournal } from "../support/hook-context.ts";
+import { type FakeOptions, type Fault, gzipBomb } from "../support/fake-openviking.ts";
+import { hookIn } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { enqueueMessages, ourQueue, queuedMessages, rejectedWrites } from "../support/queue.ts";
 import { cliArgs, denoEnv, runCli } from "../support/run.ts";
-import { tempDir } from "../support/temp.ts";
-import { readState } from "../../memory/state.ts";
 import { sessionQueueDir } from "../../openviking/queue.ts";
-
-const SESSION = "session_0f0e0d0c-1111-4222-8333-944455556666";
-const OV_SESSION = `kc-${SESSION}`;
+import { SESSION, stdinOf, world as hookWorld } from "./world.ts";
 
 /** Adds `turns` whole turns (user + assistant each) to a journal and returns its text. */
 function addTurns(j: JournalBuilder, turns: number): string {
@@ -30,74 +23,44 @@ function addTurns(j: JournalBuilder, turns: number): string {
 }
 const journal = (turns: number) => addTurns(new JournalBuilder(), turns);
 
-async function world(fakeOptions: Parameters<typeof FakeOpenViking.start>[0] = {}) {
-  const dir = await tempDir();
-  const fake = await FakeOpenViking.start(fakeOptions);
-  const env: Record<string, string> = {
-    HOME: dir.path,
-    KIMI_CODE_HOME: `${dir.path}/.kimi-code`,
-    OPENVIKING_URL: fake.url,
-    OPENVIKING_TIMEOUT_MS: "2000",
-    OPENVIKING_CAPTURE_WAIT_MS: "0",
-    OPENVIKING_COMMIT_POLICY: "every-turn",
-    PATH: Deno.env.get("PATH") ?? "/usr/bin",
-  };
-  const pending = `${dir.path}/.openviking/pending`;
-  const state = () => readState(`${dir.path}/.openviking/hook-state/kimicode/${SESSION}.json`);
-  const hook = async (event: string, name: string, extra: Record<string, unknown> = {}) => {
-    const before = (await state()).lastCaptureAt ?? 0;
-    const r = await hookIn(event, {
-      env,
-      stdin: JSON.stringify({ hook_event_name: name, session_id: SESSION, cwd: dir.path, ...extra }),
-    });
-    assertEquals(r.stdout, "");
-    const after = await state();
+/** A hook world whose `hook` (cwd: the home) must capture, and returns the capture state. */
+async function world(fake: FakeOptions = {}) {
+  const w = await hookWorld({ fake, env: { OPENVIKING_TIMEOUT_MS: "2000" } });
+  const hook = async (event: string, extra: Record<string, unknown> = {}) => {
+    const before = (await w.state()).lastCaptureAt ?? 0;
+    await w.hook(event, { cwd: w.home, ...extra });
+    const after = await w.state();
     assertTrue((after.lastCaptureAt ?? 0) > before, `no capture after ${event}`);
     return after;
   };
-  return {
-    dir,
-    fake,
-    env,
-    pending,
-    state,
-    hook,
-    async [Symbol.asyncDispose]() {
-      await fake.close();
-      await dir[Symbol.asyncDispose]();
-    },
-  };
+  return { ...w, hook, dir: { path: w.home } };
 }
 
-const html = {
-  status: 200,
-  headers: { "content-type": "text/html" },
-  body: "<html><title>Portal</title></html>",
-};
-/** OpenViking's own error envelope of `code` (HTTP `status`) on every route. */
+/** A raw reply on every route, and OpenViking's own error envelope of `code` on every route. */
+const raw = (status: number, more: Record<string, unknown> = {}): Fault => ({
+  route: "*",
+  raw: { status, ...more },
+});
 const envelope = (status: number, code: string, message: string): Fault => ({
   route: "*",
   status,
   error: { code, message },
 });
+const NOT_OV = "not-openviking";
 const KINDS: [string, Fault, string][] = [
-  ["HTML 200", { route: "*", raw: html }, "not-openviking"],
-  ["non-JSON 200", { route: "*", raw: { status: 200, body: "OK" } }, "not-openviking"],
-  ["empty 200", { route: "*", raw: { status: 200 } }, "not-openviking"],
   [
-    "404 for the whole API",
-    { route: "*", raw: { status: 404, body: "<h1>Not Found</h1>" } },
-    "not-openviking",
+    "HTML 200",
+    raw(200, { headers: { "content-type": "text/html" }, body: "<html><title>Portal</title></html>" }),
+    NOT_OV,
   ],
-  ["307", { route: "*", raw: { status: 307, headers: { location: "/v2/" } } }, "redirect"],
-  [
-    "301 to https",
-    { route: "*", raw: { status: 301, headers: { location: "https://127.0.0.1:9/" } } },
-    "redirect",
-  ],
+  ["non-JSON 200", raw(200, { body: "OK" }), NOT_OV],
+  ["empty 200", raw(200), NOT_OV],
+  ["404 for the whole API", raw(404, { body: "<h1>Not Found</h1>" }), NOT_OV],
+  ["307", raw(307, { headers: { location: "/v2/" } }), "redirect"],
+  ["301 to https", raw(301, { headers: { location: "https://127.0.0.1:9/" } }), "redirect"],
   [
     'HTTP 200 {"status":"error"} (an envelope with no code)',
-    { route: "*", raw: { status: 200, body: '{"status":"error"}' } },
+    raw(200, { body: '{"status":"error"}' }),
     "server",
   ],
   [
@@ -123,20 +86,17 @@ for (const [i, [name, fault, kind]] of KINDS.entries()) {
   const firstOfKind = KINDS.findIndex((k) => k[2] === kind) === i;
   Deno.test(`world: a ${name} while capturing keeps every turn queued; fixed, ${firstOfKind ? "replay" : "Stop"} delivers 6 of 6 once`, async () => {
     await using w = await world();
-    await placeJournal(w.dir.path, SESSION, journal(3));
+    await w.journal(journal(3));
     w.fake.fault(fault);
-    const st = await w.hook("stop", "Stop");
-    assertEquals([w.fake.messages(OV_SESSION).length, (await queuedMessages(w.pending)).length], [0, 6]);
-    assertEquals([st.lastCapture?.queued, st.lastCapture?.rejected, st.lastCapture?.cause?.kind], [
-      6,
-      0,
-      kind,
-    ]);
+    const st = await w.hook("stop");
+    assertEquals([w.stored().length, (await queuedMessages(w.pending)).length], [0, 6]);
+    const last = st.lastCapture;
+    assertEquals([last?.queued, last?.rejected, last?.cause?.kind], [6, 0, kind]);
     assertEquals((await ourQueue(w.pending)).at(-1)?.kind, "commit", "the commit waits behind its messages");
     w.fake.clearFaults();
     if (!firstOfKind) {
-      await w.hook("stop", "Stop");
-      assertEquals([w.fake.messages(OV_SESSION).length, w.fake.sessions.get(OV_SESSION)?.commits], [6, 1]);
+      await w.hook("stop");
+      assertEquals([w.stored().length, w.commits()], [6, 1]);
       return;
     }
     w.fake.fault(fault);
@@ -156,13 +116,9 @@ for (const [i, [name, fault, kind]] of KINDS.entries()) {
     w.fake.clearFaults();
     const replay = await runCli(["replay"], { env: w.env, clearEnv: true });
     assertEquals(replay.code, 0, replay.stderr);
-    assertEquals(
-      w.fake.messages(OV_SESSION).map((m) => [m.turn_id, m.role]),
-      [0, 1, 2].flatMap((t) => [[String(t), "user"], [String(t), "assistant"]]),
-    );
-    assertEquals(w.fake.sessions.get(OV_SESSION)?.commits, 1);
-    await w.hook("stop", "Stop");
-    assertEquals(w.fake.messages(OV_SESSION).length, 6, "the next Stop sends nothing again");
+    assertEquals([w.stored(), w.commits()], [[0, 1, 2].flatMap((t) => [`${t}:user`, `${t}:assistant`]), 1]);
+    await w.hook("stop");
+    assertEquals(w.stored().length, 6, "the next Stop sends nothing again");
   });
 }
 
@@ -176,22 +132,20 @@ Deno.test("world: every message write refused for good is kept and shown as refu
     }
   };
   refuse();
-  await placeJournal(w.dir.path, SESSION, addTurns(j, 2));
-  await w.hook("stop", "Stop"); // turns 0–1 refused as they are sent
+  await w.journal(addTurns(j, 2));
+  await w.hook("stop"); // turns 0–1 refused as they are sent
   w.fake.clearFaults();
   w.fake.fault({ route: "*", drop: true });
-  await placeJournal(w.dir.path, SESSION, addTurns(j, 1));
-  await w.hook("stop", "Stop"); // turn 2 queued while the server is away…
+  await w.journal(addTurns(j, 1));
+  await w.hook("stop"); // turn 2 queued while the server is away…
   refuse();
   const replay = await runCli(["replay"], { env: w.env, clearEnv: true });
   assertEquals(replay.code, 0, "…and refused when the queue is replayed: the queue is empty");
-  assertEquals([w.fake.messages(OV_SESSION).length, (await queuedMessages(w.pending)).length], [0, 0]);
+  assertEquals([w.stored().length, (await queuedMessages(w.pending)).length], [0, 0]);
   const kept = await rejectedWrites(w.pending);
   assertEquals(
     kept.filter((k) => k.kind === "message").map((k) => `${k.payload?.turn_id}:${k.payload?.role}`),
-    [
-      ...["0:user", "0:assistant", "1:user", "1:assistant", "2:user", "2:assistant"],
-    ],
+    ["0:user", "0:assistant", "1:user", "1:assistant", "2:user", "2:assistant"],
   );
 
   const status = await runCli(["status"], { env: w.env, clearEnv: true, cwd: w.dir.path });
@@ -220,11 +174,8 @@ Deno.test("world: every message write refused for good is kept and shown as refu
   w.fake.clearFaults();
   const again = await runCli(["replay", "--rejected"], { env: w.env, clearEnv: true });
   assertEquals(again.code, 0, again.stderr);
-  assertEquals(
-    w.fake.messages(OV_SESSION).map((m) => [m.turn_id, m.role]),
-    [0, 1, 2].flatMap((t) => [[String(t), "user"], [String(t), "assistant"]]),
-  );
-  assertEquals([w.fake.sessions.get(OV_SESSION)?.commits, await rejectedWrites(w.pending)], [2, []]);
+  assertEquals(w.stored(), [0, 1, 2].flatMap((t) => [`${t}:user`, `${t}:assistant`]));
+  assertEquals([w.commits(), await rejectedWrites(w.pending)], [2, []]);
   const after = JSON.parse((await runCli(["doctor", "--json"], { env: w.env, clearEnv: true })).stdout);
   assertEquals(after.checks.find((c: { id: string }) => c.id === "rejected")?.status, "ok");
 });
@@ -232,9 +183,9 @@ Deno.test("world: every message write refused for good is kept and shown as refu
 Deno.test("world: a refused key while the session ends queues everything; with the key fixed all 6 arrive", async () => {
   await using w = await world({ apiKey: "the-right-key-123" });
   w.env.OPENVIKING_API_KEY = "an-expired-key-456";
-  await placeJournal(w.dir.path, SESSION, journal(3));
-  const st = await w.hook("session-end", "SessionEnd", { reason: "exit" });
-  assertEquals([w.fake.messages(OV_SESSION).length, (await queuedMessages(w.pending)).length], [0, 6]);
+  await w.journal(journal(3));
+  const st = await w.hook("session-end", { reason: "exit" });
+  assertEquals([w.stored().length, (await queuedMessages(w.pending)).length], [0, 6]);
   assertEquals(st.lastCapture?.cause?.kind, "auth");
   assertEquals(
     (await ourQueue(w.pending)).filter((q) => q.kind === "commit").length,
@@ -243,22 +194,21 @@ Deno.test("world: a refused key while the session ends queues everything; with t
   );
   w.env.OPENVIKING_API_KEY = "the-right-key-123";
   // The next session's start replays the queue.
-  const r = await hookIn("session-start", {
-    env: w.env,
-    stdin: JSON.stringify({ hook_event_name: "SessionStart", session_id: "session_next", cwd: w.dir.path }),
-  });
-  assertEquals(r.stdout, "");
-  assertEquals([w.fake.messages(OV_SESSION).length, w.fake.sessions.get(OV_SESSION)?.commits], [6, 1]);
+  assertEquals(
+    (await hookIn("session-start", { env: w.env, stdin: stdinOf("session-start", "session_next") })).stdout,
+    "",
+  );
+  assertEquals([w.stored().length, w.commits()], [6, 1]);
 });
 
 Deno.test("world: the last turns of a session that ends during an outage are committed after recovery", async () => {
   await using w = await world();
   const j = new JournalBuilder();
-  await placeJournal(w.dir.path, SESSION, addTurns(j, 2));
+  await w.journal(addTurns(j, 2));
   w.fake.fault({ route: "*", status: 503 });
-  await w.hook("stop", "Stop"); // turns 0–1 and their commit, queued
-  await placeJournal(w.dir.path, SESSION, addTurns(j, 1));
-  await w.hook("session-end", "SessionEnd", { reason: "exit" }); // turn 2 and its own commit, queued
+  await w.hook("stop"); // turns 0–1 and their commit, queued
+  await w.journal(addTurns(j, 1));
+  await w.hook("session-end", { reason: "exit" }); // turn 2 and its own commit, queued
   const queued = (await ourQueue(w.pending)).map((q) =>
     q.kind === "commit" ? "COMMIT" : `${q.payload?.turn_id}:${q.payload?.role[0]}`
   );
@@ -274,27 +224,25 @@ Deno.test("world: the last turns of a session that ends during an outage are com
       )
   );
   assertEquals(seen, queued, "the server saw every write, in order: turn 2 is committed too");
-  assertEquals(w.fake.sessions.get(OV_SESSION)?.commits, 2);
+  assertEquals(w.commits(), 2);
 });
 
 Deno.test("world: doctor and replay never print a key the server quotes back, nor user:KEY@ of a URL", async () => {
   await using w = await world({ apiKey: "right-key-789" });
   const key = "sk-leaky-0123456789abcdef";
   w.env.OPENVIKING_API_KEY = key;
-  w.fake.fault({
-    route: "POST /api/v1/search/find",
-    status: 401,
-    error: { code: "UNAUTHENTICATED", message: `invalid api key: Bearer ${key}` },
-  });
-  for (const args of [["doctor"], ["doctor", "--json"], ["replay"]]) {
+  const error = { code: "UNAUTHENTICATED", message: `invalid api key: Bearer ${key}` };
+  w.fake.fault({ route: "POST /api/v1/search/find", status: 401, error });
+  const printed = async (args: string[]) => {
     const r = await runCli(args, { env: w.env, clearEnv: true });
-    assertTrue(!`${r.stdout}${r.stderr}`.includes(key), `${args.join(" ")} printed the key`);
+    return `${r.stdout}${r.stderr}`;
+  };
+  for (const args of [["doctor"], ["doctor", "--json"], ["replay"]]) {
+    assertTrue(!(await printed(args)).includes(key), `${args.join(" ")} printed the key`);
   }
-  const url = new URL(w.fake.url);
-  w.env.OPENVIKING_URL = `http://someone:${key}@${url.host}`;
+  w.env.OPENVIKING_URL = `http://someone:${key}@${new URL(w.fake.url).host}`;
   for (const args of [["doctor"], ["doctor", "--json"], ["replay"]]) {
-    const r = await runCli(args, { env: w.env, clearEnv: true });
-    const out = `${r.stdout}${r.stderr}`;
+    const out = await printed(args);
     assertTrue(
       !out.includes(key) && !out.includes("someone:"),
       `${args.join(" ")} printed the URL's user info`,
@@ -305,17 +253,9 @@ Deno.test("world: doctor and replay never print a key the server quotes back, no
 Deno.test("world: a 2.7 MB gzip reply that inflates to 2 GB on every recall route: the prompt hook stays small and quiet", async () => {
   await using w = await world();
   const bomb = await gzipBomb(2 * 1024 ** 3, "a");
-  for (
-    const route of ["POST /api/v1/search/search", "POST /api/v1/search/recall", "POST /api/v1/search/find"]
-  ) {
-    w.fake.fault({
-      route,
-      raw: {
-        status: 200,
-        headers: { "content-type": "application/json", "content-encoding": "gzip" },
-        body: bomb,
-      },
-    });
+  const headers = { "content-type": "application/json", "content-encoding": "gzip" };
+  for (const route of ["search", "recall", "find"]) {
+    w.fake.fault({ route: `POST /api/v1/search/${route}`, raw: { status: 200, headers, body: bomb } });
   }
   w.fake.files.clear(); // no profile either: recall alone decides what is printed
   w.fake.dirs.clear();
@@ -330,12 +270,11 @@ Deno.test("world: a 2.7 MB gzip reply that inflates to 2 GB on every recall rout
     stderr: "piped",
   }).spawn();
   const writer = child.stdin.getWriter();
-  await writer.write(new TextEncoder().encode(JSON.stringify({
-    hook_event_name: "UserPromptSubmit",
-    session_id: SESSION,
-    cwd: w.dir.path,
-    prompt: "how do I build this project?",
-  })));
+  await writer.write(
+    new TextEncoder().encode(
+      stdinOf("user-prompt-submit", SESSION, { cwd: w.home, prompt: "how do I build this project?" }),
+    ),
+  );
   await writer.close();
   const out = await child.output();
   assertEquals(out.code, 0);
@@ -358,14 +297,12 @@ Deno.test("world: one session's backlog is never read by another session's captu
   await enqueueMessages(w.pending, other, [{ role: "user", content: "queued while offline", turn_id: "0" }]);
   const dir = await sessionQueueDir(w.pending, other);
   for (let i = 2; i <= 301; i++) {
-    const mk = new Deno.Command("mkfifo", {
-      args: ["-m", "600", `${dir}/${String(i).padStart(10, "0")}-m100.json`],
-    });
-    assertEquals((await mk.output()).code, 0);
+    const fifo = `${dir}/${String(i).padStart(10, "0")}-m100.json`;
+    assertEquals((await new Deno.Command("mkfifo", { args: ["-m", "600", fifo] }).output()).code, 0);
   }
-  await placeJournal(w.dir.path, SESSION, journal(3));
-  await w.hook("stop", "Stop");
-  assertEquals(w.fake.messages(OV_SESSION).length, 6, "session B captured, A's backlog untouched");
+  await w.journal(journal(3));
+  await w.hook("stop");
+  assertEquals(w.stored().length, 6, "session B captured, A's backlog untouched");
   const doctor = await runCli(["doctor", "--json"], { env: w.env, clearEnv: true });
   const queue = (JSON.parse(doctor.stdout).checks as { id: string; summary: string }[]).find((c) =>
     c.id === "queue"

@@ -1,5 +1,12 @@
 import { assertEquals, assertTrue } from "../support/assert.ts";
-import { emptyState, readState, statePaths, updateState, writeState } from "../../memory/state.ts";
+import {
+  emptyState,
+  readState,
+  type SessionState,
+  statePaths,
+  updateState,
+  writeState,
+} from "../../memory/state.ts";
 import { safeId } from "../../lib/paths.ts";
 import { withLock } from "../../lib/lock.ts";
 import { removeAbandonedTemps } from "../../lib/fs.ts";
@@ -32,16 +39,13 @@ Deno.test("safeId: no id ever escapes its folder", async () => {
     assertTrue(!file.slice(dir.path.length + 1).includes("/"), file);
     await writeState(file, emptyState());
   }
-  assertEquals(seen.size, ids.length, "distinct ids stay distinct");
-  const files = [...Deno.readDirSync(dir.path)].map((e) => e.name);
-  assertEquals(files.length, ids.length);
-});
-
-Deno.test("safeId keeps Kimi session ids readable", async () => {
   assertEquals(
-    await safeId("session_bb98d39e-e56d-47b5-bd98-4e903585486d"),
-    "session_bb98d39e-e56d-47b5-bd98-4e903585486d",
+    [seen.size, [...Deno.readDirSync(dir.path)].length],
+    [ids.length, ids.length],
+    "distinct stay distinct",
   );
+  const kimi = "session_bb98d39e-e56d-47b5-bd98-4e903585486d";
+  assertEquals(await safeId(kimi), kimi, "Kimi session ids stay readable");
 });
 
 Deno.test("state: written 0600 in a 0700 dir, round trips, bad files read as fresh", async () => {
@@ -71,12 +75,10 @@ Deno.test("lock: a held lock makes others wait, and gives up after the wait with
   await using dir = await tempDir();
   const lock = `${dir.path}/l.lock`;
   let ran = false;
-  const inner = await withLock(lock, async () => {
-    return await withLock(lock, () => {
-      ran = true;
-      return Promise.resolve(1);
-    }, { waitMs: 120, pollMs: 10 });
-  });
+  const inner = await withLock(
+    lock,
+    () => withLock(lock, () => Promise.resolve(ran = true), { waitMs: 120, pollMs: 10 }),
+  );
   assertEquals(inner, { acquired: true, value: { acquired: false } });
   assertEquals(ran, false);
   assertEquals((await withLock(lock, () => Promise.resolve(7))).acquired, true);
@@ -87,18 +89,17 @@ Deno.test("lock: N concurrent processes incrementing one counter end at exactly 
   const procs = 6, k = 15;
   // Under the binary's own permissions: a lock that only works with --allow-all would pass with -A.
   const prodArgs = await prodRunArgs();
-  const children = Array.from({ length: procs }, () =>
-    new Deno.Command(Deno.execPath(), {
-      args: [
-        ...prodArgs,
-        `${ROOT}/tests/support/lock-counter.ts`,
-        `${dir.path}/c.lock`,
-        `${dir.path}/counter`,
-        String(k),
-      ],
-      stdout: "null",
-      stderr: "inherit",
-    }).spawn());
+  const args = [
+    ...prodArgs,
+    `${ROOT}/tests/support/lock-counter.ts`,
+    `${dir.path}/c.lock`,
+    `${dir.path}/counter`,
+    `${k}`,
+  ];
+  const children = Array.from(
+    { length: procs },
+    () => new Deno.Command(Deno.execPath(), { args, stdout: "null", stderr: "inherit" }).spawn(),
+  );
   const codes = await Promise.all(children.map(async (c) => (await c.status).code));
   assertEquals(codes, Array(procs).fill(0));
   assertEquals(Number(await Deno.readTextFile(`${dir.path}/counter`)), procs * k);
@@ -107,20 +108,9 @@ Deno.test("lock: N concurrent processes incrementing one counter end at exactly 
 Deno.test("updateState serialises read-modify-write", async () => {
   await using dir = await tempDir();
   const paths = await statePaths(dir.path, "s");
-  await Promise.all(
-    Array.from(
-      { length: 20 },
-      () =>
-        updateState(
-          paths,
-          (s) =>
-            Promise.resolve({ state: { ...s, capturedSinceCommit: s.capturedSinceCommit + 1 }, value: null }),
-          {
-            waitMs: 30_000,
-          },
-        ),
-    ),
-  );
+  const bump = (s: SessionState) =>
+    Promise.resolve({ state: { ...s, capturedSinceCommit: s.capturedSinceCommit + 1 }, value: null });
+  await Promise.all(Array.from({ length: 20 }, () => updateState(paths, bump, { waitMs: 30_000 })));
   assertEquals((await readState(paths.file)).capturedSinceCommit, 20);
 });
 
@@ -138,9 +128,7 @@ Deno.test("kill -9 in the middle of state writes never leaves a torn file", asyn
     await new Promise((r) => setTimeout(r, 150 + round * 37));
     child.kill("SIGKILL");
     await child.status;
-    const text = await Deno.readTextFile(file);
-    const parsed = JSON.parse(text); // throws on a torn file
-    assertEquals(parsed.version, 1);
+    assertEquals(JSON.parse(await Deno.readTextFile(file)).version, 1); // throws on a torn file
   }
 });
 
@@ -156,14 +144,13 @@ Deno.test("lock: under the binary's permissions a live holder keeps its lock and
   const reader = holder.stdout.getReader();
   await reader.read(); // "held"
   reader.releaseLock();
+  const args = [...(await prodRunArgs()), `${ROOT}/tests/support/lock-probe.ts`, lock];
   const probe = async () =>
-    JSON.parse(new TextDecoder().decode(
-      (await new Deno.Command(Deno.execPath(), {
-        args: [...(await prodRunArgs()), `${ROOT}/tests/support/lock-probe.ts`, lock],
-        stdout: "piped",
-        stderr: "inherit",
-      }).output()).stdout,
-    ));
+    JSON.parse(
+      new TextDecoder().decode(
+        (await new Deno.Command(Deno.execPath(), { args, stderr: "inherit" }).output()).stdout,
+      ),
+    );
   assertEquals(await probe(), { acquired: false }, "a live holder keeps its lock");
   holder.kill("SIGKILL");
   await holder.status;
@@ -228,11 +215,8 @@ Deno.test("lock: a holder killed with -9 and left a zombie (its parent never rea
     const pid = Number(out.split("\n")[0]);
     assertEquals(await withLock(lock, () => Promise.resolve("no"), { waitMs: 100 }), { acquired: false });
     Deno.kill(pid, "SIGKILL");
-    const stat = async () =>
-      new TextDecoder().decode(
-        (await new Deno.Command("ps", { args: ["-o", "stat=", "-p", String(pid)] })
-          .output()).stdout,
-      ).trim();
+    const ps = new Deno.Command("ps", { args: ["-o", "stat=", "-p", String(pid)] });
+    const stat = async () => new TextDecoder().decode((await ps.output()).stdout).trim();
     while (!(await stat()).startsWith("Z")) await new Promise((r) => setTimeout(r, 10));
     const started = Date.now();
     const res = await withLock(lock, () => Promise.resolve("taken"), { waitMs: 2000 });

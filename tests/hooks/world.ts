@@ -1,0 +1,65 @@
+/** The hook tests' world: a sandbox home on the fake OpenViking and one Kimi session's hooks, run in-process. */
+
+import { assertEquals } from "../support/assert.ts";
+import { FakeOpenViking, type FakeOptions } from "../support/fake-openviking.ts";
+import { hookIn, placeJournal, sandboxEnv } from "../support/hook-context.ts";
+import { tempDir } from "../support/temp.ts";
+import { readState } from "../../memory/state.ts";
+import { HOOKS } from "../../kimi/hooks.ts";
+
+export const SESSION = "session_bb98d39e-e56d-47b5-bd98-4e903585486d";
+export const CWD = "/home/user/proj";
+
+/** The payload Kimi sends for `event` (`hook <event>`) of `session`. */
+export function stdinOf(event: string, session = SESSION, extra: Record<string, unknown> = {}): string {
+  const name = HOOKS.find((h) => h.cli === event)?.event ?? event;
+  return JSON.stringify({ hook_event_name: name, session_id: session, cwd: CWD, ...extra });
+}
+
+/** Polls `cond` every 50 ms until it holds; throws after `timeoutMs`. */
+export async function waitFor(what: string, cond: () => Promise<boolean> | boolean, timeoutMs = 30_000) {
+  const end = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** A world: `env` over sandboxEnv (every-turn, no capture wait), the fake started with `fake`. */
+export async function world(
+  options: { env?: Record<string, string>; fake?: FakeOptions; session?: string } = {},
+) {
+  const dir = await tempDir();
+  const fake = await FakeOpenViking.start(options.fake);
+  const home = dir.path;
+  const session = options.session ?? SESSION;
+  const ov = `kc-${session}`;
+  const env = sandboxEnv(home, fake.url, { OPENVIKING_CAPTURE_WAIT_MS: "0", ...options.env });
+  const stateFile = (s = session) => `${home}/.openviking/hook-state/kimicode/${s}.json`;
+  return {
+    home,
+    env,
+    fake,
+    session,
+    ov,
+    pending: `${home}/.openviking/pending`,
+    stateFile,
+    state: (s = session) => readState(stateFile(s)),
+    promptState: (s = session) => readState(stateFile(`${s}.prompt`)),
+    journal: (text: string, s = session) => placeJournal(home, s, text),
+    /** Runs `hook <event>` in-process; its stdout. */
+    run: async (event: string, extra: Record<string, unknown> = {}, more: Record<string, string> = {}) =>
+      (await hookIn(event, { env: { ...env, ...more }, stdin: stdinOf(event, session, extra) })).stdout,
+    /** Runs `hook <event>`, which must print nothing. */
+    hook: async (event: string, extra: Record<string, unknown> = {}, s = session) =>
+      assertEquals((await hookIn(event, { env, stdin: stdinOf(event, s, extra) })).stdout, ""),
+    /** The session's stored messages as `turn:role`. */
+    stored: (s = ov) => fake.messages(s).map((m) => `${m.turn_id}:${m.role}`),
+    commits: (s = ov) => fake.sessions.get(s)?.commits ?? 0,
+    async [Symbol.asyncDispose]() {
+      await fake.close();
+      await dir[Symbol.asyncDispose]();
+    },
+  };
+}
+export type World = Awaited<ReturnType<typeof world>>;
