@@ -54,9 +54,9 @@ export function hookResult(stdout: string): string {
 
 /**
  * What the prompt hook prints for `prompt` against a rig's fake (which answers every query with the default
- * memory and one of that query's, {@link echoContext}): the first prompt of a session the profile's row (config
- * mode; in plugin mode the profile is in the system prompt), the default memory and the prompt's; a later
- * prompt only its own memory — the default one is never printed twice in a session.
+ * memory and one of that query's, {@link echoContext}): the first prompt of a session the profile's row
+ * (config mode; in plugin mode the profile is in the system prompt), the default memory and the prompt's; a
+ * later prompt only its own memory — the default one is never printed twice in a session.
  */
 export function expectedDigest(mode: Mode, prompt: string, first: boolean): string {
   const lines = first
@@ -104,11 +104,7 @@ export async function kimiOrSkip(version: string, what: string): Promise<KimiIns
   return r;
 }
 
-/**
- * A loopback TCP forwarder in front of an OpenViking server. `down()` closes the listener and every live
- * connection, so new connections are refused at once (what a stopped server looks like); `hang()` takes every
- * new connection and never answers (a hung server); `up()` forwards again, on the same port.
- */
+/** A loopback TCP forwarder in front of an OpenViking server. */
 export class Gate {
   readonly port: number;
   readonly #target: { hostname: string; port: number };
@@ -230,13 +226,7 @@ export async function poll<T>(
   }
 }
 
-/**
- * The model the e2e tests script. Markers in the user's prompt:
- * `RUN_TOOL` (text, a Bash call, then text with reasoning), `RUN_AGENT` (an Agent call, then text),
- * `CALL_MCP` (our MCP `search` tool, named by {@link MCP_PREFIX}), `READ_VIKING` (a Read of a viking:// URI),
- * `SLOW` (a long slow stream), `FAIL_TURN` (the provider answers HTTP 400: a failed turn); anything else is
- * answered `ACK: <prompt>`. Compaction and subagent requests get the default script's answers.
- */
+/** The model the e2e tests script. */
 export function e2eScript(mode: Mode): Script {
   return (req: ChatRequest): Reply => {
     if (isCompaction(req) || isSubagent(req)) return defaultScript(req) as Reply;
@@ -281,8 +271,8 @@ export function e2eScript(mode: Mode): Script {
 export const COMMAND_DONE = "The memory tool answered.";
 
 /**
- * The tool call a model makes for one of the plugin's commands (their bodies, hooks/instructions.ts, name
- * the tool and end with the user's arguments), or undefined when the prompt is not one.
+ * The tool call a model makes for one of the plugin's commands (their bodies, hooks/instructions.ts, name the
+ * tool and end with the user's arguments), or undefined when the prompt is not one.
  */
 function commandCall(
   mode: Mode,
@@ -362,11 +352,9 @@ export class Rig {
 
   /** Starts the servers, creates the Kimi home and runs `openviking-kimi install --mode <mode> --url <gate>`. */
   static async create(install: KimiInstall, opts: RigOptions): Promise<Rig> {
-    // The fake wants a key, like a production server: every hook and the MCP proxy must send it.
     const fake = opts.serverUrl
       ? undefined
       : await FakeOpenViking.start({ mcp: { sse: true }, apiKey: `ovk-e2e-${crypto.randomUUID()}` });
-    // Every prompt gets a memory of its own, and the default one again (the fake ignores exclude_uris).
     if (fake) fake.contextFor = echoContext;
     const gate = Gate.start(opts.serverUrl ?? fake!.url);
     const model = await ModelServer.start(e2eScript(opts.mode));
@@ -374,8 +362,6 @@ export class Rig {
       baseUrl: model.baseUrl,
       root: opts.root,
       workDirName: opts.workDirName,
-      // A temporary HOME would give deno an empty module cache: the hooks must share the test's.
-      // The hooks' debug log (~/.openviking/logs/kimicode-hooks.log) explains a failure: see hookRuns().
       env: { ...denoEnv(), OPENVIKING_DEBUG: "1", ...opts.env },
     });
     const rig = new Rig(opts.mode, env, model, gate, fake);
@@ -448,7 +434,6 @@ export class Rig {
     await this.env.dispose();
     await this.model.close();
     await this.fake?.close();
-    // A detached hook worker still running (after a failed step) can write into the HOME being removed.
     for (
       let i = 0;
       i < 10 && this.#ownsRoot && await Deno.stat(this.env.root).then(() => true, () => false);
@@ -551,9 +536,9 @@ export interface QueueFile {
 }
 
 /**
- * Every queued write, with the permission bits of its file: our per-session queue (`kimicode/<session>/`,
- * a batch of messages or a commit per file) flattened to one item per message or commit, then anything in
- * the shared per-message format.
+ * Every queued write, with the permission bits of its file: our per-session queue (`kimicode/<session>/`, a
+ * batch of messages or a commit per file) flattened to one item per message or commit, then anything in the
+ * shared per-message format.
  */
 export async function listQueue(dir: string): Promise<QueueFile[]> {
   const out: QueueFile[] = [];

@@ -3,11 +3,6 @@
  * the real Kimi Code CLI: what Kimi's turns leave in a real session (read back through the server's API),
  * commits accepted as tasks, recall of what an earlier session taught, our MCP tools answered by the real
  * `/mcp`, and the offline queue replayed into the real server.
- *
- * Skipped with the reason printed when `OPENVIKING_REAL=0`, when Kimi is not installable, or when the server
- * cannot be installed or started here (`OPENVIKING_REAL=1` turns the last into a failure).
- * `OPENVIKING_E2E_URL` (+ `OPENVIKING_E2E_API_KEY`, `OPENVIKING_E2E_ACCOUNT`, `OPENVIKING_E2E_USER`) runs
- * it against an existing server instead.
  */
 
 import { MEMORY_TOOLS } from "../../memory/tools.ts";
@@ -78,11 +73,9 @@ class RealApi {
 
   /**
    * Every message of a session, read back: the archived ones (one archive per commit, read from its
-   * messages.jsonl) and the live ones (`/context`), by message id. `undefined` when a read failed: the server
-   * answers a read racing its own session write with an error (a 400 "Expecting value"), so callers retry.
+   * messages.jsonl) and the live ones (`/context`), by message id.
    */
   async messages(sid: string): Promise<Msg[] | undefined> {
-    // The live context first: a commit landing meanwhile archives what it showed, and the archives come next.
     const ctx = await this.call("GET", `/api/v1/sessions/${encodeURIComponent(sid)}/context`);
     if (ctx.status === 404) return [];
     const meta = await this.call("GET", `/api/v1/sessions/${encodeURIComponent(sid)}`);
@@ -170,10 +163,7 @@ async function expectCommits(api: RealApi, sid: string, n: number): Promise<Json
   return tasks;
 }
 
-/**
- * The text part of a tool output as the model got it: Kimi 2.1.0 puts a "Wall time: … seconds" line first,
- * and appends an MCP result's structuredContent in an `<mcp-result-extras>` block.
- */
+/** The text part of a tool output as the model got it. */
 function toolText(output: string | undefined): string {
   return (output ?? "").replace(/^Wall time: [\d.]+ seconds\n/, "").replace(
     /\n*<mcp-result-extras>[\s\S]*$/,
@@ -224,8 +214,6 @@ Deno.test({ name: NAME, ignore: installs.length === 0, ...E2E_TEST }, async (t) 
       const version = install.version;
       const mode: Mode = "config";
       const tag = `e2e_${version.replaceAll(".", "_")}_${crypto.randomUUID().slice(0, 8)}`;
-      // Two users per version: the one that is taught a fact and later recalls it has exactly one commit to
-      // extract (the loopback model stub cannot merge concurrent extractions of one user's memories).
       const teacher = await realRig(install, mode, server, `${tag}_recall`);
       const capture = await realRig(install, mode, server, `${tag}_capture`);
       await using _teacherRig = teacher.rig;
@@ -273,7 +261,6 @@ Deno.test({ name: NAME, ignore: installs.length === 0, ...E2E_TEST }, async (t) 
           rig.gate.down();
           const downPrompt = "fifth: the real server is down now";
           const down = await rig.print(downPrompt, { sessionId: first.sessionId });
-          // Generous bound: a hook that waited out its budget would exceed it.
           assertTrue(
             down.durationMs < first.durationMs + KNOBS.promptBudgetMs.default / 2,
             `turn took ${down.durationMs} ms with the server down (${first.durationMs} ms up)`,
@@ -308,7 +295,6 @@ Deno.test({ name: NAME, ignore: installs.length === 0, ...E2E_TEST }, async (t) 
             `ACK: ${FACT}`,
           ]]);
           await expectCommits(api, `kc-${taught.sessionId}`, 1);
-          // The commit's extraction runs in the server (with the loopback model stub): wait for the memory.
           const memory = await poll(
             "the extracted memory",
             async () => {
@@ -324,8 +310,6 @@ Deno.test({ name: NAME, ignore: installs.length === 0, ...E2E_TEST }, async (t) 
             () => api.commitTasks(`kc-${taught.sessionId}`),
           );
           assertMatch(String(memory.uri), new RegExp(`^viking://user/${space}/memories/preferences/`));
-          // `status` says the same from the local ledger and the task API: the commit's task finished and
-          // made this memory.
           const done = await poll(
             "status naming the memory the commit made",
             async () => {
@@ -337,8 +321,6 @@ Deno.test({ name: NAME, ignore: installs.length === 0, ...E2E_TEST }, async (t) 
           );
           assertEquals(obj(done.task).memories, [memory.uri]);
           const question = "tabs or spaces for TypeScript indentation?";
-          // The prompt hook searches once (context mode): wait until the server's own context search has the
-          // memory too — on a loaded machine it can trail the find hit.
           await poll(
             "the memory in the server's context search",
             async () => {
@@ -368,12 +350,10 @@ Deno.test({ name: NAME, ignore: installs.length === 0, ...E2E_TEST }, async (t) 
           const msgs = rig.model.chatRequests().slice(before)[0].body.messages;
           const at = msgs.findIndex((m) => m.role === "user" && messageText(m) === question);
           const injected = messageText(msgs[at - 1]);
-          // The digest: one line per memory, its text and its URI; the real memory among them.
           assertMatch(injected, /^<hook_result hook_event="UserPromptSubmit">\n<openviking-context>\n/);
           assertMatch(injected, new RegExp(`\n- [^\n]*tabs over spaces[^\n]* \\(${memory.uri}\\)\n`));
           assertTrue(!injected.includes("&lt;memory"), "no server markup in the digest");
 
-          // 6: Kimi offers memory's tools of the real server's list, under our prefix; the call returns its text.
           const prefix = MCP_PREFIX[mode];
           const served = arr((await api.mcp("tools/list", {})).tools).map((x) => String(x.name)).sort();
           assertEquals(served.length, 24);
@@ -390,17 +370,14 @@ Deno.test({ name: NAME, ignore: installs.length === 0, ...E2E_TEST }, async (t) 
             served.filter((n) => (MEMORY_TOOLS as readonly string[]).includes(n)),
           );
           const got = toolText(reqs.find((q) => q.hasToolResult)?.lastToolOutput);
-          // Only this user's extraction could change the answer between the calls; either way it is the server's.
           assertTrue(
             got === beforeCall || got === afterCall,
             `tool output ${got}\nserver said ${beforeCall}`,
           );
           assertStringIncludes(got, String(memory.uri));
 
-          // The memory was shown once in this session: not again on the resumed turn.
           const all = reqs.at(-1)!.body.messages.filter(isHookResult).map(messageText);
           assertEquals(all.filter((x) => x.includes(`(${memory.uri})`)).length, 1);
-          // OpenViking got the turns without anything injected.
           await expectRealSession(api, `kc-${r.sessionId}`, [
             ["0", "user", question],
             ["0", "assistant", `ACK: ${question}`],

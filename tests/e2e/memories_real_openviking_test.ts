@@ -2,7 +2,7 @@
  * `memories` against the REAL OpenViking 0.5.2 (api_key mode: its pack routes refuse dev mode): the list of
  * the user's and this project's memories, `show` naming the Kimi session, turn and commit a memory came from,
  * `forget` (and again: exit 3), `export` and `import` of OpenViking's own .ovpack bringing a forgotten memory
- * back. Skipped like the probe when the server cannot be started (`OPENVIKING_REAL=1` makes that a failure).
+ * back.
  */
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
@@ -44,7 +44,6 @@ Deno.test({
       PATH: Deno.env.get("PATH") ?? "/usr/bin",
     };
     const cli = (...args: string[]) => runCli(["memories", ...args], { env, clearEnv: true });
-    // A project memory written directly, and a user memory a commit of Kimi session session_r extracts.
     const project = `viking://~/peers/${PEER}/memories/events/release.md`;
     await api(server, "POST", "/api/v1/content/write", {
       uri: project,

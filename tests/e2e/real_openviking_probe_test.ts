@@ -1,10 +1,6 @@
 /**
  * Probes the REAL OpenViking server (PyPI `openviking`, see tests/support/real-openviking.ts) with the
  * headers the plugin sends, pinning the behaviour of every endpoint the plugin uses.
- *
- * Skipped (with the reason printed) when `OPENVIKING_REAL=0`, or when the server cannot be installed or
- * started here; `OPENVIKING_REAL=1` turns those skips into failures. `OPENVIKING_E2E_URL` probes an
- * existing server instead (memory-extraction and api_key-mode checks then need our stub and are skipped).
  */
 
 import { Entries, memoriesFromEntries, renderElement } from "../../memory/recall.ts";
@@ -83,9 +79,7 @@ async function call(
   let json: Json = {};
   try {
     json = obj(JSON.parse(text));
-  } catch {
-    // SSE or empty
-  }
+  } catch { /* ignored */ }
   return { status: res.status, headers: res.headers, text, json };
 }
 
@@ -132,8 +126,8 @@ async function startOrSkip(auth: RealAuthMode): Promise<RealOpenViking | undefin
 
 /**
  * What the server derives after a commit task completes (the memory's index entry, its search and recall
- * hits) lands a moment later, later still on a loaded machine: calls `read` until `ready` accepts a reply
- * (at most `timeoutMs`) and returns that reply — or the last one, for the caller's assertions to explain.
+ * hits) lands a moment later, later still on a loaded machine: calls `read` until `ready` accepts a reply (at
+ * most `timeoutMs`) and returns that reply — or the last one, for the caller's assertions to explain.
  */
 async function eventually(
   read: () => Promise<Reply>,
@@ -221,7 +215,6 @@ Deno.test({
       const result = obj(r.json.result);
       assertEquals(result.initialized, true);
       assertEquals(typeof result.user, "string");
-      // The envelope also carries null error/telemetry/profile keys.
       assertEquals("error" in r.json && r.json.error === null, true);
     });
 
@@ -409,7 +402,6 @@ Deno.test({
         assertTrue(arr(result.entries).some((e) => String(e.text).includes("tabs over spaces")), r.text);
         assertStringIncludes(String(result.rendered), '<memory uri="viking://user/');
       }
-      // Our full format renders the entries it keeps back into exactly the server's own rendered text.
       assertEquals(
         memoriesFromEntries(Entries.parse(result.entries)).map(renderElement).join("\n"),
         String(result.rendered),
@@ -477,7 +469,6 @@ Deno.test({
     await t.step(
       "the profile is the user's, not the workspace's: the same bytes under two actor peers",
       async () => {
-        // Why the plugin's one system prompt can carry it for every workspace (docs/ARCHITECTURE.md, 23).
         const status = await call(server, "GET", "/api/v1/system/status");
         const base = `viking://user/${String(obj(status.json.result).user ?? "default")}/memories`;
         const w = await call(server, "POST", "/api/v1/content/write", {
@@ -634,7 +625,6 @@ Deno.test({
           return c.ok ? "ok" : c.kind;
         };
         const fresh = `kc-refused-${crypto.randomUUID()}`;
-        // A malformed message (a numeric turn_id): refused for good, so the plugin keeps it aside.
         const bad = await call(server, "POST", `/api/v1/sessions/${fresh}/messages`, {
           role: "user",
           content: "x",
@@ -645,10 +635,8 @@ Deno.test({
           "INVALID_ARGUMENT",
           "rejected",
         ]);
-        // The commit of a session no message reached: refused for good too (the error names the session).
         const none = await call(server, "POST", `/api/v1/sessions/${fresh}/commit`, {});
         assertEquals([none.status, obj(none.json.error).code, verdict(none)], [404, "NOT_FOUND", "rejected"]);
-        // A route the server lacks refuses nothing: the write stays queued.
         const route = await call(server, "POST", `/api/v1/sessions/${fresh}/no-such-route`, {});
         assertTrue([404, 405].includes(route.status), route.text);
         assertEquals(verdict(route), "missing-route", route.text);
@@ -836,7 +824,6 @@ Deno.test({
       env.OPENVIKING_WRITE_PATH_ASYNC = "0";
       env.OPENVIKING_CAPTURE_WAIT_MS = "0";
       await cli(["hook", "stop"], payload({}));
-      // The default commit policy leaves a short turn for the session's end, which commits it.
       await cli(["hook", "session-end"], payload({}));
       const status = JSON.parse((await cli(["status", "--json", "--session", SESSION])).stdout);
       assertEquals([status.connection.reachable, status.connection.authenticated], [true, true]);
@@ -889,7 +876,6 @@ Deno.test({
         assertEquals(await shape(fake.url, "GET", path, "wrong-key"), real, `a wrong key on ${path}`);
       }
     });
-    // From here on as the user the server was started with (its own account, not README's default).
     await t.step("/health: open without a key, identity with a user key, 401 with a wrong key", async () => {
       const anon = await fetch(`${server.url}/health`);
       const anonJson = await anon.json() as Json;
@@ -967,7 +953,6 @@ Deno.test({
       assertEquals(task.status, "completed", JSON.stringify(task));
       const meta = await call(server, "GET", `/api/v1/sessions/${sessionId}`);
       assertEquals(obj(obj(meta.json.result).user), { account_id: server.account, user_id: server.user });
-      // The task is complete, the memory's index entry may not be yet (under load only `.overview.md` showed).
       const r = await eventually(
         () =>
           call(server, "POST", "/api/v1/search/find", {

@@ -2,9 +2,6 @@
  * The extraction alarm against the real OpenViking 0.5.2 server with a misconfigured chat model (its `vlm`
  * `api_base` an address nothing answers at): three commits, and `status`, `doctor` and the next session's
  * first prompt say memory is not made, with the server's own words.
- *
- * Skipped (the reason printed) with `OPENVIKING_REAL=0` or when the server cannot be started here;
- * `OPENVIKING_REAL=1` makes that a failure.
  */
 
 import { assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
@@ -49,7 +46,6 @@ Deno.test({
   await using home = await tempDir();
   const t0 = performance.now();
   try {
-    // Three sessions' commits at once: each extraction waits for the model's connection to fail.
     const errors = await Promise.all(["0", "1", "2"].map(async (n) => {
       const sid = `kc-alarm-${n}`;
       await post(server.url, `/api/v1/sessions/${sid}/messages/batch`, {

@@ -1,11 +1,6 @@
 /**
  * Two projects' memories on one real OpenViking 0.5.2 server: how many of project B's appear in project A's
- * digests under each recall scope (README "What stays per workspace"). Memories are written where the server
- * files them: what it extracts from any session in the user's own space (it records no workspace there), and
- * a workspace's peer space. The digest is the real `recall` command's output, with A's actor peer.
- *
- * Skipped (the reason printed) with `OPENVIKING_REAL=0` or when the server cannot be started here;
- * `OPENVIKING_REAL=1` makes that a failure.
+ * digests under each recall scope (README "What stays per workspace").
  */
 
 import { assertEquals, assertTrue } from "../support/assert.ts";

@@ -1,7 +1,7 @@
 /**
  * The commit policy reaches the real OpenViking: under `balanced` a short turn's Stop leaves the session
  * uncommitted and sets its `auto_commit_policy` (idle commit only) through `PATCH …/config`, which the server
- * accepts and reports back; SessionEnd commits. `OPENVIKING_REAL=0` skips it; `=1` fails where it cannot run.
+ * accepts and reports back.
  */
 
 import { assertEquals } from "../support/assert.ts";

@@ -1,10 +1,4 @@
-/**
- * A tiny OpenAI-compatible model server on loopback for running the real OpenViking server in tests:
- * `POST /v1/embeddings` returns deterministic hashed bag-of-words vectors (similar texts land near each
- * other), `POST /v1/chat/completions` returns canned answers shaped for the prompts OpenViking sends
- * (memory extraction, summaries, intent analysis, recall rewrite), `GET /v1/models` lists one model.
- * Every request is recorded.
- */
+/** A tiny OpenAI-compatible model server on loopback for running the real OpenViking server in tests. */
 
 /** One request the stub received. */
 export interface StubRequest {
@@ -250,7 +244,6 @@ export function startEmbeddingStub(options: EmbeddingStubOptions = {}): Promise<
           message: { role: "assistant", content: reply.content },
           finish_reason: "stop",
         }],
-        // About 4 characters a token, as a real model would count them: the server reports these per commit.
         usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
       });
     }
