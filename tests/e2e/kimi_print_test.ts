@@ -10,6 +10,7 @@ import { KNOBS } from "../../openviking/config.ts";
 import { type PromptEntry, readLedger } from "../../memory/ledger.ts";
 import { join } from "node:path";
 import { type ChatMessage, messageText } from "../support/model-server.ts";
+import type { PrintResult } from "../support/kimi.ts";
 import { OFFERED_TOOLS } from "../support/fake-mcp.ts";
 import {
   E2E_TEST,
@@ -77,6 +78,10 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
       env: legacy ? { KIMI_CODE_LEGACY_FLAG: "1" } : {},
     });
     const fake = rig.fake!;
+    /** The 1+2 session's last turn and what OpenViking holds of it: the fault steps resume it. */
+    let kept: { run: PrintResult; held: Msg[] } | undefined;
+    /** The first print after the outage: the hung step's answering baseline. */
+    let afterOutage: PrintResult | undefined;
 
     await t.step(
       "1+2: recall in <hook_result>, profile once; plain/tool/subagent turns captured whole, once, committed",
@@ -97,6 +102,7 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
         const expected: Msg[] = [];
         for (const [i, prompt] of prompts.entries()) {
           const r = await rig.print(prompt, { sessionId });
+          kept = { run: r, held: expected };
           if (sessionId) assertEquals(r.sessionId, sessionId, "-S resumes the same session");
           sessionId = r.sessionId!;
           expected.push([String(i), "user", prompt], [String(i), "assistant", answers[i]]);
@@ -265,13 +271,11 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
       await t.step(
         "3: OpenViking down → Kimi answers at once, writes wait in the queue (0600), replayed once at the next session start",
         async () => {
-          const first = await rig.print("first: the server is still up");
+          const first = kept!.run;
           const ov = `kc-${first.sessionId}`;
-          const turn0: Msg[] = [
-            ["0", "user", "first: the server is still up"],
-            ["0", "assistant", "ACK: first: the server is still up"],
-          ];
-          await expectFakeSession(fake, ov, turn0, 1);
+          const turn0 = kept!.held;
+          const turn = String(turn0.length / 2);
+          await expectFakeSession(fake, ov, turn0, turn0.length / 2);
 
           rig.gate.down();
           const seen = fake.requests.length;
@@ -314,11 +318,11 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
           assertEquals(
             queued.map((f) => [f.entry.type, f.entry.sessionId, f.entry.payload]).sort(sortKey),
             [
-              ["addMessage", ov, { role: "user", content: downPrompt, turn_id: "1" }],
+              ["addMessage", ov, { role: "user", content: downPrompt, turn_id: turn }],
               ["addMessage", ov, {
                 role: "assistant",
                 content: "Let me check with a tool.\n\nThe tool has finished.",
-                turn_id: "1",
+                turn_id: turn,
               }],
               ["commitSession", ov, {}],
             ].sort(sortKey),
@@ -327,12 +331,13 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
 
           await rig.gate.up();
           const next = await rig.print("third: a new session after the outage");
+          afterOutage = next;
           assertTrue(next.sessionId !== first.sessionId);
           await expectFakeSession(fake, ov, [
             ...turn0,
-            ["1", "user", downPrompt],
-            ["1", "assistant", "Let me check with a tool.\n\nThe tool has finished."],
-          ], 2);
+            [turn, "user", downPrompt],
+            [turn, "assistant", "Let me check with a tool.\n\nThe tool has finished."],
+          ], turn0.length / 2 + 1);
           await expectFakeSession(fake, `kc-${next.sessionId}`, [
             ["0", "user", "third: a new session after the outage"],
             ["0", "assistant", "ACK: third: a new session after the outage"],
@@ -354,8 +359,7 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
         await t.step(
           "4: OpenViking hung → one prompt waits its budget and says memory is paused; the next waits for nothing",
           async () => {
-            await rig.gate.up(); // whatever an earlier step left
-            const normal = await rig.print("first: the server answers");
+            const normal = afterOutage!;
             rig.gate.hang();
             const hungPrompt = "second: the server hangs now";
             const hung = await rig.print(hungPrompt, { sessionId: normal.sessionId });

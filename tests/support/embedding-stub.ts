@@ -20,6 +20,8 @@ export interface EmbeddingStub {
   dimension: number;
   /** Requests so far, oldest first. */
   requests: StubRequest[];
+  /** While true, chat completions fail with 503 (a broken chat model). */
+  chatDown: boolean;
   /** Stop serving. */
   stop(): Promise<void>;
 }
@@ -222,6 +224,9 @@ export function startEmbeddingStub(options: EmbeddingStubOptions = {}): Promise<
         usage: { prompt_tokens: texts.length, total_tokens: texts.length },
       });
     }
+    if (method === "POST" && path === "/chat/completions" && stub.chatDown) {
+      return json({ error: { message: "stub: the chat model is down", type: "server_error" } }, 503);
+    }
     if (method === "POST" && path === "/chat/completions" && body && typeof body === "object") {
       const b = body as Record<string, unknown>;
       const reply = cannedReply(b);
@@ -249,6 +254,7 @@ export function startEmbeddingStub(options: EmbeddingStubOptions = {}): Promise<
     }
     return json({ error: { message: `stub: no route ${method} ${path}`, type: "not_found" } }, 404);
   };
+  const stub = { chatDown: false };
   return new Promise((resolve) => {
     const server = Deno.serve({
       hostname: "127.0.0.1",
@@ -256,13 +262,13 @@ export function startEmbeddingStub(options: EmbeddingStubOptions = {}): Promise<
       onListen: () => {},
     }, handler);
     const addr = server.addr;
-    resolve({
+    resolve(Object.assign(stub, {
       baseUrl: `http://127.0.0.1:${addr.port}/v1`,
       dimension,
       requests,
       stop: async () => {
         await server.shutdown();
       },
-    });
+    }));
   });
 }

@@ -397,27 +397,6 @@ export function echoContext(body: Record<string, unknown>): Record<string, unkno
   };
 }
 
-/** The full format's profile block against the default fake (OPENVIKING_RECALL_FORMAT=full). */
-export const FAKE_PROFILE_BLOCK = `<openviking-context source="session-start">
-<user-profile uri="viking://user/default/memories/profile.md">
-# Profile
-Name: Test User
-Likes: tabs
-</user-profile>
-<available-memories>
-  viking://user/default/memories/preferences/
-    - indent.md — Tabs over spaces
-</available-memories>
-</openviking-context>`;
-
-/** The full format's recall block against the default fake (the server's markup defanged). */
-export const FAKE_RECALL_BLOCK = `<openviking-context>
-Relevant memory from OpenViking. Use the search/read MCP tools to expand URIs.
-&lt;memory uri="viking://user/default/memories/preferences/indent.md" type="preferences" score="0.87" detail="abstract">
-User prefers tabs over spaces.
-&lt;/memory>
-</openviking-context>`;
-
 /** The fake server. */
 export class FakeOpenViking {
   readonly requests: RecordedRequest[] = [];

@@ -26,8 +26,6 @@ export interface RealOpenVikingOptions {
   dimension?: number;
   /** How long to wait for `/health` (default 90 s, or `OPENVIKING_START_TIMEOUT_MS`). */
   startTimeoutMs?: number;
-  /** The chat model's `api_base` instead of the stub's (a misconfigured model: an address nothing answers at). */
-  vlmBaseUrl?: string;
 }
 
 /** A running (or external) OpenViking server. */
@@ -198,14 +196,13 @@ export function buildOvConf(
   stubBaseUrl: string,
   dimension: number,
   rootApiKey?: string,
-  vlmBaseUrl = stubBaseUrl,
 ): Record<string, unknown> {
   const model = { provider: "openai", model: STUB_MODEL, api_key: "stub-key", api_base: stubBaseUrl };
   return {
     server: { host: "127.0.0.1", port, ...(rootApiKey ? { root_api_key: rootApiKey } : {}) },
     storage: { workspace: `${workDir}/data`, vectordb: { backend: "local" }, agfs: { backend: "local" } },
     embedding: { dense: { ...model, dimension, input: "text" } },
-    vlm: { ...model, api_base: vlmBaseUrl, temperature: 0, max_retries: 0 },
+    vlm: { ...model, temperature: 0, max_retries: 0 },
   };
 }
 
@@ -301,7 +298,7 @@ export async function startRealOpenViking(options: RealOpenVikingOptions = {}): 
     await Deno.writeTextFile(
       confPath,
       JSON.stringify(
-        buildOvConf(workDir, port, stub.baseUrl, dimension, rootApiKey, options.vlmBaseUrl),
+        buildOvConf(workDir, port, stub.baseUrl, dimension, rootApiKey),
         null,
         2,
       ),
