@@ -33,7 +33,6 @@ import {
   type Script,
 } from "../support/model-server.ts";
 import { denoEnv, runCli } from "../support/run.ts";
-export { FAKE_MEMORY_LINE, FAKE_PROFILE_ROW, queryMemoryLine };
 
 /** How the plugin is installed into Kimi. */
 export type Mode = "config" | "plugin";

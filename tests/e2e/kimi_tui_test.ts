@@ -4,14 +4,19 @@ import { join } from "node:path";
 import { assertEquals, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { KIMI_VERSIONS, type KimiTui, tmuxAvailable } from "../support/kimi.ts";
 import { isCompaction, messageText } from "../support/model-server.ts";
-import { DEFAULT_ENTRY, FAKE_PROFILE_ROW, queryEntry } from "../support/fake-openviking.ts";
+import {
+  DEFAULT_ENTRY,
+  FAKE_MEMORY_LINE,
+  FAKE_PROFILE_ROW,
+  queryEntry,
+  queryMemoryLine,
+} from "../support/fake-openviking.ts";
 import { terminalRows } from "../support/rows.ts";
 import {
   COMMAND_DONE,
   E2E_TEST,
   expectedDigest,
   expectFakeSession,
-  FAKE_MEMORY_LINE,
   fakeMessages,
   hookResult,
   isHookResult,
@@ -21,7 +26,6 @@ import {
   type Mode,
   type Msg,
   poll,
-  queryMemoryLine,
   Rig,
   SLOW_TEXT,
   SYSTEM_PROMPT_TITLE,

@@ -1,5 +1,7 @@
 /** A tiny OpenAI-compatible model server on loopback for running the real OpenViking server in tests. */
 
+import { type ChatMessage, messageText } from "./model-server.ts";
+
 /** One request the stub received. */
 export interface StubRequest {
   /** HTTP method. */
@@ -98,20 +100,6 @@ function inputTexts(input: unknown): string[] {
   return [JSON.stringify(input ?? "")];
 }
 
-interface ChatMessage {
-  role?: string;
-  content?: unknown;
-}
-
-function messageText(content: unknown): string {
-  if (typeof content === "string") return content;
-  if (Array.isArray(content)) {
-    return content.map((part) => part && typeof part === "object" && "text" in part ? String(part.text) : "")
-      .join("\n");
-  }
-  return "";
-}
-
 interface CannedReply {
   kind: string;
   content: string;
@@ -168,7 +156,7 @@ export function rewriteReply(prompt: string): string {
 /** Picks a canned reply for a chat request from what its prompt asks for. */
 export function cannedReply(body: Record<string, unknown>): CannedReply {
   const messages = Array.isArray(body.messages) ? body.messages as ChatMessage[] : [];
-  const all = messages.map((m) => messageText(m.content)).join("\n");
+  const all = messages.map(messageText).join("\n");
   const lower = all.toLowerCase();
   if (lower.includes("reply only ok")) return { kind: "ping", content: "OK" };
   if (lower.includes("restricted python memory sdk")) return { kind: "memory", content: memoryProgram(all) };
@@ -231,9 +219,7 @@ export function startEmbeddingStub(options: EmbeddingStubOptions = {}): Promise<
       const b = body as Record<string, unknown>;
       const reply = cannedReply(b);
       record.kind = reply.kind;
-      const asked = (Array.isArray(b.messages) ? b.messages as ChatMessage[] : []).map((m) =>
-        messageText(m.content)
-      );
+      const asked = (Array.isArray(b.messages) ? b.messages as ChatMessage[] : []).map(messageText);
       const [prompt, completion] = [
         Math.ceil(asked.join("\n").length / 4),
         Math.ceil(reply.content.length / 4),
