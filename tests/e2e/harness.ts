@@ -5,7 +5,8 @@
  * ("server down": connections are refused) and reopen on the same port ("server back").
  */
 
-import { join } from "node:path";
+import { basename, join } from "node:path";
+import { ourQueue } from "../support/queue.ts";
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import {
   echoContext,
@@ -541,44 +542,20 @@ export interface QueueFile {
  */
 export async function listQueue(dir: string): Promise<QueueFile[]> {
   const out: QueueFile[] = [];
-  const read = async (path: string) => {
-    try {
-      return {
-        entry: JSON.parse(await Deno.readTextFile(path)),
-        mode: (await Deno.stat(path)).mode! & 0o777,
-      };
-    } catch {
-      return undefined; // replayed meanwhile
-    }
-  };
-  const ours = join(dir, "kimicode");
-  for (const d of await Array.fromAsync(Deno.readDir(ours)).catch(() => [] as Deno.DirEntry[])) {
-    const names = (await Array.fromAsync(Deno.readDir(join(ours, d.name))).catch(() => [] as Deno.DirEntry[]))
-      .map((e) => e.name).filter((n) => /^\d{10}-(m\d+|c)(\.json|\.\d+\.claim)$/.test(n)).sort();
-    for (const name of names) {
-      const got = await read(join(ours, d.name, name));
-      if (!got) continue;
-      const e = got.entry as { kind: string; sessionId: string; messages?: { payload: unknown }[] };
-      if (e.kind === "commit") {
-        out.push({
-          name,
-          mode: got.mode,
-          entry: { type: "commitSession", sessionId: e.sessionId, payload: {} },
-        });
-      }
-      for (const m of e.messages ?? []) {
-        out.push({
-          name,
-          mode: got.mode,
-          entry: { type: "addMessage", sessionId: e.sessionId, payload: m.payload },
-        });
-      }
-    }
+  const modeOfFile = (path: string) => Deno.stat(path).then((s) => s.mode! & 0o777, () => undefined);
+  for (const q of await ourQueue(dir)) {
+    const mode = await modeOfFile(q.file);
+    if (mode === undefined) continue; // replayed meanwhile
+    const entry = q.kind === "commit"
+      ? { type: "commitSession" as const, sessionId: q.sessionId, payload: {} }
+      : { type: "addMessage" as const, sessionId: q.sessionId, payload: q.payload };
+    out.push({ name: basename(q.file), mode, entry });
   }
   for (const e of await Array.fromAsync(Deno.readDir(dir)).catch(() => [] as Deno.DirEntry[])) {
     if (!e.isFile || !/^[0-9a-f]{64}_\d+\.(json|processing)$/.test(e.name)) continue;
-    const got = await read(join(dir, e.name));
-    if (got) out.push({ name: e.name, mode: got.mode, entry: got.entry });
+    const path = join(dir, e.name);
+    const [text, mode] = [await Deno.readTextFile(path).catch(() => undefined), await modeOfFile(path)];
+    if (text !== undefined && mode !== undefined) out.push({ name: e.name, mode, entry: JSON.parse(text) });
   }
   return out;
 }
