@@ -147,6 +147,7 @@ Deno.test({
   let batches = 0;
   fake.onRequest = (r) => batches += r.route.endsWith("/batch") ? 1 : 0;
   const replay = [Deno.execPath(), ...(await cliArgs()), "replay"].map((w) => `'${w}'`).join(" ");
+  // The replay's parent is `sleep` (sh execs it): nobody waits for the replay, so killed it stays a zombie.
   const parent = new Deno.Command("sh", {
     args: ["-c", `${replay} >/dev/null 2>&1 & echo $!; exec sleep 60`],
     env,

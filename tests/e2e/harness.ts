@@ -362,6 +362,7 @@ export class Rig {
       baseUrl: model.baseUrl,
       root: opts.root,
       workDirName: opts.workDirName,
+      // A temporary HOME would give deno an empty module cache: the hooks share the test's.
       env: { ...denoEnv(), OPENVIKING_DEBUG: "1", ...opts.env },
     });
     const rig = new Rig(opts.mode, env, model, gate, fake);

@@ -804,7 +804,7 @@ Deno.test({
         HOME: dir.path,
         OPENVIKING_URL: server.url,
         OPENVIKING_API_KEY: server.apiKey ?? "",
-        OPENVIKING_PROJECT_PEER_ID: PROJECT_PEER,
+        OPENVIKING_PEER_ID: PROJECT_PEER,
         PATH: Deno.env.get("PATH") ?? "/usr/bin",
       };
       const cli = (...args: string[]) => runCli(["memories", ...args], { env, clearEnv: true });
