@@ -248,9 +248,14 @@ export function e2eScript(mode: Mode): Script {
       };
     }
     if (p.includes("CALL_MCP")) {
-      return req.hasToolResult
-        ? { kind: "text", text: "The memory search is done." }
-        : { kind: "tool", calls: [{ name: `${MCP_PREFIX[mode]}search`, args: MCP_ARGS }] };
+      if (!req.hasToolResult) {
+        return { kind: "tool", calls: [{ name: `${MCP_PREFIX[mode]}search`, args: MCP_ARGS }] };
+      }
+      const read = p.includes("READ_VIKING");
+      if (read && !(req.lastToolOutput ?? "").includes("viking:// URIs are")) {
+        return { kind: "tool", calls: [{ name: "Read", args: { path: VIKING_URI } }] };
+      }
+      return { kind: "text", text: read ? "The read was refused." : "The memory search is done." };
     }
     if (p.includes("READ_VIKING")) {
       return req.hasToolResult

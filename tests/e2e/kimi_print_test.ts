@@ -165,11 +165,14 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
     );
 
     await t.step(
-      "6: the model lists and calls our MCP search through Kimi and gets the server's text back",
+      "6+7: the model calls our MCP search through Kimi and gets the server's text; the URI guard stops a Read of viking:// and the model sees why",
       async () => {
         fake.mcp.received.length = 0;
         const before = rig.model.chatRequests().length;
-        const r = await rig.print("CALL_MCP please search my memory for my indentation preference");
+        const reads = fake.requestsTo("GET /api/v1/content/read").length;
+        const prompt =
+          "CALL_MCP please search my memory for my indentation preference, then READ_VIKING its file";
+        const r = await rig.print(prompt);
         const reqs = rig.model.chatRequests().slice(before);
         const prefix = MCP_PREFIX[mode];
         const other = MCP_PREFIX[mode === "config" ? "plugin" : "config"];
@@ -178,41 +181,22 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
         assertTrue(!reqs[0].toolNames.some((n) => n.startsWith(other)), `no ${other}* tools`);
         const calls = fake.mcp.receivedMethod("tools/call").map((m) => m.params);
         assertEquals(calls, [{ name: "search", arguments: MCP_ARGS }]);
-        const answer = reqs.find((q) => q.hasToolResult);
-        assertEquals(withoutWallTime(answer?.lastToolOutput), `fake search: ${JSON.stringify(MCP_ARGS)}`);
+        const [searched, refused] = reqs.filter((q) => q.hasToolResult).map((q) => q.lastToolOutput ?? "");
+        assertEquals(withoutWallTime(searched), `fake search: ${JSON.stringify(MCP_ARGS)}`);
+        assertStringIncludes(
+          refused,
+          "viking:// URIs are OpenViking virtual paths, not local filesystem paths.",
+        );
+        assertStringIncludes(refused, `Use the OpenViking MCP tool ${prefix}read instead.`);
+        assertStringIncludes(refused, `Example: ${prefix}read(uris="${VIKING_URI}")`);
+        const readUris = fake.requestsTo("GET /api/v1/content/read").slice(reads).map((q) => q.query.uri);
+        assertTrue(!readUris.includes(VIKING_URI), JSON.stringify(readUris));
         await expectFakeSession(fake, `kc-${r.sessionId}`, [
-          ["0", "user", "CALL_MCP please search my memory for my indentation preference"],
-          ["0", "assistant", "The memory search is done."],
+          ["0", "user", prompt],
+          ["0", "assistant", "The read was refused."],
         ], 1);
       },
     );
-
-    await t.step("7: the URI guard stops a Read of viking:// and the model sees why", async () => {
-      const before = rig.model.chatRequests().length;
-      const reads = fake.requestsTo("GET /api/v1/content/read").length;
-      const prompt = "READ_VIKING please show me that memory file";
-      const r = await rig.print(prompt);
-      const reqs = rig.model.chatRequests().slice(before);
-      const answer = reqs.find((q) => q.hasToolResult);
-      const output = answer?.lastToolOutput ?? "";
-      const prefix = MCP_PREFIX[mode];
-      assertStringIncludes(
-        output,
-        "viking:// URIs are OpenViking virtual paths, not local filesystem paths.",
-      );
-      assertStringIncludes(output, `Use the OpenViking MCP tool ${prefix}read instead.`);
-      assertStringIncludes(output, `Example: ${prefix}read(uris="${VIKING_URI}")`);
-      assertTrue(
-        reqs[0].toolNames.includes(`${prefix}read`),
-        `the tool the reason names (${prefix}read) exists`,
-      );
-      const readUris = fake.requestsTo("GET /api/v1/content/read").slice(reads).map((q) => q.query.uri);
-      assertTrue(!readUris.includes(VIKING_URI), JSON.stringify(readUris));
-      await expectFakeSession(fake, `kc-${r.sessionId}`, [
-        ["0", "user", prompt],
-        ["0", "assistant", "The read was refused."],
-      ], 1);
-    });
 
     if (faults) {
       await t.step(
