@@ -95,7 +95,6 @@ Deno.test("README's local server: installed into a venv (PEP 668), the tested ve
     "cat > ~/.openviking/ov.conf <<'EOF'",
     `${venv}/bin/openviking-server`,
   ]);
-  // A global pip install is what Debian/Ubuntu refuse; the text says so, and how big and slow it is.
   assertTrue(!/^(?:python3 -m )?pip3? install/m.test(script), "no global pip install");
   for (const words of ["PEP 668", "pipx", "uv", "1.3 GB", "0600"]) {
     assertTrue(section.includes(words), `the section says ${words}`);

@@ -5,9 +5,9 @@
  * writes, or the last request of a process killed by -9 — and then only when the process sending it again
  * could not ask the session what it held); first copies in journal order, but for messages OpenViking refused
  * and `replay --rejected` sent later; nothing injected, nothing secret, nothing that is not in the journal;
- * every state and queue file parses (queue entries against the queue schema), the queue and the rejected place
- * empty, files 0600 and directories 0700 under ~/.openviking; the user's Kimi config byte-identical; the API
- * key in no log; hooks exited 0 with only the documented stdout.
+ * every state and queue file parses (queue entries against the queue schema), the queue and the rejected
+ * place empty, files 0600 and directories 0700 under ~/.openviking; the user's Kimi config byte-identical;
+ * the API key in no log; hooks exited 0 with only the documented stdout.
  */
 
 import type { FakeOpenViking, RecordedRequest, StoredMessage } from "../support/fake-openviking.ts";
@@ -57,9 +57,8 @@ export interface AuditResult {
 }
 
 /**
- * Problems with the state and queue files as they are right now, while processes run and get killed: each
- * one must parse whole (writes are atomic), queue entries against the queue schema. Returns how many files
- * were read and what was wrong.
+ * Problems with the state and queue files as they are right now, while processes run and get killed: each one
+ * must parse whole (writes are atomic), queue entries against the queue schema.
  */
 export async function snapshotProblems(ov: string): Promise<{ files: number; problems: string[] }> {
   const problems: string[] = [];
@@ -143,7 +142,6 @@ export async function audit(input: AuditInput): Promise<AuditResult> {
   const violations: string[] = [...input.snapshots.problems];
   const ov = `${input.home}/.openviking`;
 
-  // Delivery.
   const expected = await messagesOf(input.journalPath, { maxLength: 24_000, redact: true });
   const read = await readJournal(input.journalPath, undefined, turnLineFilter);
   const turns = scanTurns(read.lines).turns.length;
@@ -151,7 +149,6 @@ export async function audit(input: AuditInput): Promise<AuditResult> {
   const stored = fake.messages(ovSession);
   const expectedIndex = new Map(expected.map((m, i) => [keyOf(m), i]));
 
-  // Which request stored each message (the fake keeps the parsed body objects), and who sent it.
   const requestOf = new Map<StoredMessage, RecordedRequest>();
   const lastSeqOf = new Map<string, number>();
   for (const r of fake.requests) {
@@ -170,8 +167,6 @@ export async function audit(input: AuditInput): Promise<AuditResult> {
     const r = requestOf.get(m);
     if (!r) return false;
     const origin = r.headers["x-openviking-user"] ?? "";
-    // A killed process's last request: the reply may have arrived just before the kill, with no time to
-    // record it. Any earlier one was followed by another request, so its reply had been recorded by then.
     return killedWriters.has(origin) && lastSeqOf.get(origin) === r.seq;
   };
 
@@ -193,9 +188,6 @@ export async function audit(input: AuditInput): Promise<AuditResult> {
     }
     copies.set(k, [...(copies.get(k) ?? []), m]);
   }
-  // Whoever sends a message again after a killed process's request must ask the session first (capture's
-  // recorded intent, replay's unsure entries): a copy is explained by the kill only if the resending process
-  // had no answer to such a question since the earlier copy was stored.
   const asked = fake.requests.filter((r) => r.route === "GET /api/v1/sessions/:id/context" && r.answered);
   const knew = (earlier: RecordedRequest, resend: RecordedRequest): boolean =>
     asked.some((g) =>
@@ -222,8 +214,6 @@ export async function audit(input: AuditInput): Promise<AuditResult> {
       `${duplicates} duplicates, ${killExplained} explained by kills, but only ${lostReplyWrites} lost-reply writes`,
     );
   }
-  // Messages refused for good and sent later by `replay --rejected` arrive after later ones: their order is not
-  // the journal's. Every other first copy is.
   const resent = new Set(
     [...copies].filter(([, list]) =>
       rejectedReplays.has(requestOf.get(list[0])?.headers["x-openviking-user"] ?? "")
@@ -243,7 +233,6 @@ export async function audit(input: AuditInput): Promise<AuditResult> {
   for (const r of procs.runs) detail.push(`ran ${r.origin} ${r.label}${r.killed ? " (killed)" : ""}`);
   for (const k of procs.kills) detail.push(`killed ${k.label} ${k.origin} (pid ${k.pid})`);
 
-  // Files: parse, schema, modes.
   let orphanTemps = 0;
   let leftLocks = 0;
   for (const f of await walk(ov)) {
@@ -291,7 +280,6 @@ export async function audit(input: AuditInput): Promise<AuditResult> {
         violations.push(`the API key is in ${f.path}`);
       }
     } else if (f.path.startsWith(`${ov}/ledger/kimicode/`) && name.endsWith(".jsonl")) {
-      // The ledger: whole lines only (one write per line, even from processes killed mid-run), no key.
       const text = await Deno.readTextFile(f.path);
       if (text.includes(input.apiKey)) violations.push(`the API key is in ${f.path}`);
       for (const line of text.split("\n").filter(Boolean)) {
@@ -306,13 +294,11 @@ export async function audit(input: AuditInput): Promise<AuditResult> {
     violations.push("no capture state was written");
   }
 
-  // The user's configuration.
   for (const [path, content] of Object.entries(input.userFiles)) {
     const now = await Deno.readTextFile(path).catch(() => "<missing>");
     if (now !== content) violations.push(`${path} was changed`);
   }
 
-  // Hooks: exit 0, documented stdout only, nothing on stderr.
   for (const run of procs.runs) {
     if (run.killed) continue;
     const out = await run.ended;

@@ -3,14 +3,12 @@
  * mcp.json, the fake OpenViking), a journal written in random byte pieces while random bursts of real hook
  * processes run against it — Stop, two Stops at once, Stop from a subagent mid-turn, PreCompact,
  * SessionStart, Interrupt, SessionEnd, prompt hooks, direct capture workers, `replay` and `replay --rejected`
- * — under random server faults (5xx, 429, 408, OpenViking's error envelope of every code that is not final and
- * of none, refusals for good of a batch or of single messages, dropped connections, replies lost after the
- * write was stored, timeouts, replies that are not OpenViking's — HTML pages, empty or foreign 200s and 404s,
- * redirects — and an expiring key; every kind in at least one of any 11 consecutive seeds, see `faultPlan`)
- * and random kill -9 of hook processes, of their detached workers and of replays (run directly, or detached by
- * an interrupt). Then the server heals, the journal is finished, every process ends, the shared queue's
- * abandoned claims age past their window, and a final replay, capture and `replay --rejected` run. The audit
- * (audit.ts) decides what that left behind.
+ * — under random server faults (5xx, 429, 408, OpenViking's error envelope of every code that is not final
+ * and of none, refusals for good of a batch or of single messages, dropped connections, replies lost after
+ * the write was stored, timeouts, replies that are not OpenViking's — HTML pages, empty or foreign 200s and
+ * 404s, redirects — and an expiring key; every kind in at least one of any 11 consecutive seeds, see
+ * `faultPlan`) and random kill -9 of hook processes, of their detached workers and of replays (run directly,
+ * or detached by an interrupt).
  */
 
 import { FakeOpenViking, type Fault, FINAL_CODES, SERVER_ERROR_CODES } from "../support/fake-openviking.ts";
@@ -108,9 +106,9 @@ export interface PlannedFault {
 
 /**
  * The server faults of each of `stages` stages of the schedule of `seed`, drawn from `rng`: a stage has one
- * or two faults of random kinds with probability 0.6, and one stage (drawn) also has a fault of kind
- * `seed mod FAULT_KINDS` — so any FAULT_KINDS consecutive seeds (a default run's 12 schedules) draw every
- * kind at least once, and a seed still gives the same plan on every run.
+ * or two faults of random kinds with probability 0.6, and one stage (drawn) also has a fault of kind `seed
+ * mod FAULT_KINDS` — so any FAULT_KINDS consecutive seeds (a default run's 12 schedules) draw every kind at
+ * least once, and a seed still gives the same plan on every run.
  */
 export function faultPlan(rng: Rng, seed: number, stages: number): PlannedFault[][] {
   const forced = ((seed % FAULT_KINDS) + FAULT_KINDS) % FAULT_KINDS;
@@ -157,7 +155,6 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
   const rng = new Rng(seed);
   await using dir = await tempDir("ovk-chaos-");
   const home = dir.path;
-  // Some servers predate the batch endpoint: every message then goes one by one.
   const fake = await FakeOpenViking.start({ apiKey: API_KEY, noBatch: rng.chance(0.2) ? 404 : undefined });
   fake.context = { ...fake.context, rendered: `${fake.context.rendered}\n${MARK} recalled memory` };
   let faultsHit = 0;
@@ -223,8 +220,6 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
       return run;
     };
 
-    // Each action draws all its random choices when it is planned (synchronously, in seed order), so the
-    // schedule is the same on every run of a seed; only the timing of the processes varies.
     const actions: Record<string, (r: Rng) => () => Promise<void>> = {
       prompt: (r) => {
         const kill = drawKill(r, false);
@@ -251,7 +246,6 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
       "subagent stop": (r) => {
         const kill = drawKill(r, true);
         return async () => {
-          // A subagent's Stop arrives while the main turn is still being written.
           await journal.completeLine();
           await hook("stop", payload("Stop", { agent_id: "agent_sub_1" }), kill);
         };
@@ -277,7 +271,6 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
           const run = await procs.start(["hook", "interrupt"], payload("Interrupt", { turn_id: k ?? 0 }), {
             writer: true,
           });
-          // Kimi writes the cancel record while the hook runs.
           const grow = (async () => {
             await sleep(cancelAfter);
             await journal.completeLine();
@@ -306,7 +299,6 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
         };
       },
       replay: (r) => {
-        // Killed at any instant of its run (start-up, claims, requests, progress), half the time.
         const kill = { runAfterMs: r.chance(0.5) ? r.int(0, 1500) : undefined };
         const rejected = r.chance(0.3);
         return async () => {
@@ -342,7 +334,6 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
         await journal.growTo(journal.written + growth.bytes);
       })();
       await Promise.all([...burst.map((run) => run()), growing]);
-      // Detached workers may still be writing (or lie killed) while this looks at the files.
       const snap = await snapshotProblems(`${home}/.openviking`);
       snapshots.files += snap.files;
       snapshots.problems.push(...snap.problems);
@@ -350,13 +341,10 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
       await sleep(pause);
     }
 
-    // Heal: the server recovers, Kimi finishes the journal, every process (detached workers too) ends.
     countFaults();
     fake.clearFaults();
     await journal.finish();
     await procs.settle(150_000);
-    // Claims abandoned by killed replays: ours are taken over at once (no replay holds their session's lock);
-    // the shared queue's are put back after 10 minutes, so let that time pass for them.
     const pendingDir = `${home}/.openviking/pending`;
     let abandoned = 0;
     for (const d of await Array.fromAsync(Deno.readDir(`${pendingDir}/kimicode`)).catch(() => [])) {
@@ -380,7 +368,6 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
         extraEnv: { OPENVIKING_KIMI_HOOK_WORKER: "1", OPENVIKING_CAPTURE_WAIT_MS: "0" },
       })).ended;
       const left = await (await procs.start(["replay"], "", { writer: true })).ended;
-      // What OpenViking refused for good while it was faulty is kept: the healed server takes it now.
       const kept = await (await procs.start(["replay", "--rejected"], "", { writer: true })).ended;
       if (left.code === 0 && kept.code === 0) break;
       await sleep(1100); // a write whose reply was lost is asked about once the server had a timeout more

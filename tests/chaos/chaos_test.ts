@@ -1,9 +1,4 @@
-/**
- * The fault campaign: `CHAOS_SEEDS` schedules (default 12) from `CHAOS_SEED` on (default: time-based, printed),
- * each a sandbox with real hook processes, server faults, kill -9 and a growing journal (campaign.ts),
- * audited afterwards (audit.ts); 11 or more schedules draw every fault kind. Ends with one `CHAOS SUMMARY:`
- * line; a failing schedule names the `CHAOS_SEED=… CHAOS_SEEDS=1` that replays it.
- */
+/** The fault campaign. */
 
 import { assertEquals } from "../support/assert.ts";
 import { FAULT_KINDS, runSchedule, type ScheduleResult } from "./campaign.ts";

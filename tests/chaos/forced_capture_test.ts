@@ -1,7 +1,7 @@
 /**
- * Found by the fault campaign: a forced capture (SessionEnd, Interrupt) that waits — for the lock, for a
- * slow server — while the next session already writes a new turn must not take that new, half-written turn
- * as final. Only turns that had begun when the capture started are ended by it.
+ * Found by the fault campaign: a forced capture (SessionEnd, Interrupt) that waits — for the lock, for a slow
+ * server — while the next session already writes a new turn must not take that new, half-written turn as
+ * final.
  */
 
 import { assertEquals } from "../support/assert.ts";
@@ -23,7 +23,6 @@ Deno.test("a forced capture does not end a turn that began after it started", as
     const path = await placeJournal(dir.path, SESSION, j.toString());
     const input = { session_id: SESSION, cwd: "/home/user/proj" };
     const end = await makeContext("session-end", input, env);
-    // Another capture holds the lock while the session is resumed and a new turn is being written.
     let capture: Promise<unknown> | undefined;
     await withLock(end.capturePaths!.lock, async () => {
       capture = captureSession(end, captureMode("session-end", end.config, Date.now()));

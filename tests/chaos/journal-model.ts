@@ -1,9 +1,7 @@
 /**
  * A journal that a chaos schedule writes while hooks run: random turns (built with JournalBuilder, v2 or
  * legacy) full of things capture must drop (hook results, reminders, thinking, tool output, subagent records,
- * injected spans, secrets), appended to disk in arbitrary byte pieces the way Kimi appends. An interrupt or a
- * session end cancels the open turn (its unwritten rest is dropped and a cancel record appended), so the
- * finished file is always what the session really wrote.
+ * injected spans, secrets), appended to disk in arbitrary byte pieces the way Kimi appends.
  */
 
 import { JournalBuilder } from "../support/journal.ts";
@@ -122,8 +120,8 @@ export class LiveJournal {
   }
 
   /**
-   * After an interrupt or a session end nobody starts the next turn at once (the user types, or resumes
-   * Kimi first): until `ms` from now the journal grows no further than the next prompt.
+   * After an interrupt or a session end nobody starts the next turn at once (the user types, or resumes Kimi
+   * first): until `ms` from now the journal grows no further than the next prompt.
    */
   private holdNewTurns(ms: number): void {
     this.holdUntil = Date.now() + ms;
@@ -194,7 +192,6 @@ export class LiveJournal {
   /**
    * Cancels the open turn the way Kimi does on interrupt or exit: the current record is finished, the rest of
    * the turn is never written, and the cancel record is planned next; no new turn begins for `holdMs`.
-   * Returns the cancelled turn.
    */
   cancelOpenTurn(holdMs: number): Promise<number | undefined> {
     return this.serial(() => {

@@ -2,7 +2,8 @@
  * Kill -9 at the moments the fault campaign found dangerous, each as one deterministic process test: a
  * capture worker killed while a later request is in flight (the commit, or the next message to a server
  * without the batch endpoint) must already have recorded what the server accepted, so the next capture sends
- * none of it again; a replay killed mid-batch (and left a zombie) blocks nothing and its batch is asked about.
+ * none of it again; a replay killed mid-batch (and left a zombie) blocks nothing and its batch is asked
+ * about.
  */
 
 import { assertEquals, assertTrue } from "../support/assert.ts";
@@ -101,7 +102,6 @@ Deno.test({
   await using dir = await tempDir();
   const fake = await FakeOpenViking.start({ noBatch: 404 });
   try {
-    // The first message is answered at once; the server stores the second 1.5 s late, the worker long gone.
     fake.fault({ route: "POST /api/v1/sessions/:id/messages", times: 1 });
     fake.fault({ route: "POST /api/v1/sessions/:id/messages", delayMs: 1500, times: 1 });
     let messages = 0;
@@ -113,8 +113,6 @@ Deno.test({
     );
     assertEquals(await acked(dir.path), ["0:user"], "the first accepted message was recorded");
     const stored = () => fake.messages(`kc-${SESSION}`).map((m) => `${m.turn_id}:${m.role}`);
-    // At once, while the server may still be storing it (CHAOS_SEED=68590): "not there" proves nothing yet,
-    // so the next worker waits until the server has had a timeout more than the killed one would have waited.
     await captureAgain(k);
     assertEquals(stored(), ["0:user", "0:assistant", "1:user", "1:assistant"], "each once, in order");
   } finally {
@@ -145,12 +143,11 @@ Deno.test({
     [0, 1, 2].map((i) => ({ role: "user" as const, content: `note ${i}` })),
   );
   await enqueueCommit(pending, sid, `${sid}:2`);
-  // The batch reaches the server, which stores it only once its replay is dead (before the next request).
   fake.fault({ route: "POST /api/v1/sessions/:id/messages/batch", hold: true, times: 1 });
   let batches = 0;
   fake.onRequest = (r) => batches += r.route.endsWith("/batch") ? 1 : 0;
-  // The replay's parent is `sleep` (sh execs it): nobody waits for the replay, so killed it stays a zombie.
   const replay = [Deno.execPath(), ...(await cliArgs()), "replay"].map((w) => `'${w}'`).join(" ");
+  // The replay's parent is `sleep` (sh execs it): nobody waits for the replay, so killed it stays a zombie.
   const parent = new Deno.Command("sh", {
     args: ["-c", `${replay} >/dev/null 2>&1 & echo $!; exec sleep 60`],
     env,
@@ -169,8 +166,6 @@ Deno.test({
           .stdout,
       ).trim();
     await waitFor("the killed replay to be a zombie", () => stat().startsWith("Z"));
-    // It goes on at once, but the dead replay's batch may still be being stored: it asks about it only once the
-    // server has had as long again as a request waits (1 s here), and the commit behind it waits too.
     const started = Date.now();
     const again = await runCli(["replay"], { env, clearEnv: true });
     assertEquals(again.code, 0, `the queue is empty afterwards: ${again.stdout} ${again.stderr}`);

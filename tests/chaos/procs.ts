@@ -1,9 +1,7 @@
 /**
- * The processes of one chaos sandbox: hooks and commands started through the real entry point (`deno run
- * <cli task flags> main.ts …`), the detached workers they leave behind (found with `ps e` by their
- * environment, which names this sandbox's HOME), and kill -9 by pid. Every process gets its own `OPENVIKING_USER`
- * ("origin"), which the client sends as `X-OpenViking-User`, so the fake server can tell which process (or
- * which parent's detached worker) made each request.
+ * The processes of one chaos sandbox: hooks and commands started through the real entry point (`deno run <cli
+ * task flags> main.ts …`), the detached workers they leave behind (found with `ps e` by their environment,
+ * which names this sandbox's HOME), and kill -9 by pid.
  */
 
 import { cliArgs, denoEnv } from "../support/run.ts";
@@ -49,7 +47,7 @@ let psCache: { at: number; rows: Promise<PsRow[]> } | undefined;
 
 /**
  * Every process of this user with its environment, via `ps e` (reading /proc needs --allow-all, which the
- * test command does not grant). Cached for 30 ms so pollers do not stampede.
+ * test command does not grant).
  */
 function ps(): Promise<PsRow[]> {
   if (psCache && Date.now() - psCache.at < 30) return psCache.rows;

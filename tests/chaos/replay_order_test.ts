@@ -1,7 +1,7 @@
 /**
  * Found by the fault campaign: a replay running while an older write of the same session is claimed by
  * another run (in flight right now, or abandoned by a run killed with -9) sent that session's later writes
- * first. Later writes of such a session now wait for the claimed one; other sessions go on.
+ * first.
  */
 
 import { assertEquals } from "../support/assert.ts";
@@ -28,7 +28,6 @@ Deno.test("replay: while an older write of a session is claimed elsewhere, its l
     const now = Date.now();
     await enqueueAll(q, [msg(0, "kc-a"), msg(1, "kc-a"), msg(2, "kc-a")], now - 1000);
     await enqueueAll(q, [msg(0, "kc-b")], now);
-    // Another run claimed the oldest write of kc-a (and is sending it, or was killed while doing so).
     const [oldest] = await listShared(q);
     await Deno.rename(`${q}/${oldest.name}`, `${q}/${oldest.name.replace(/\.json$/, ".processing")}`);
     const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 2000 });
@@ -37,7 +36,6 @@ Deno.test("replay: while an older write of a session is claimed elsewhere, its l
     assertEquals(fake.messages("kc-b").map((m) => m.content), ["message 0"], "other sessions go on");
     assertEquals([report.replayed, report.deferred], [1, 2]);
 
-    // The claim is given up (the run finished without sending, or its claim aged out): order is kept.
     await Deno.rename(`${q}/${oldest.name.replace(/\.json$/, ".processing")}`, `${q}/${oldest.name}`);
     await replayShared(q, client, options());
     assertEquals(fake.messages("kc-a").map((m) => m.content), ["message 0", "message 1", "message 2"]);
@@ -46,9 +44,6 @@ Deno.test("replay: while an older write of a session is claimed elsewhere, its l
   }
 });
 
-// CHAOS_SEED=68590: a batch the server took 1.3 s to store, after its client (timeout 1 s) had given up; a
-// replay 0.2 s later asked the session, heard "not there", sent it again and was refused (a 400 for a
-// moment), so the refused copies were set aside, the next turn went first, and the late batch landed after it.
 Deno.test("replay: a write its client gave up on is asked about only once the server has had as long again", async () => {
   await using dir = await tempDir();
   const fake = await FakeOpenViking.start();

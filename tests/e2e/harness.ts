@@ -5,7 +5,8 @@
  * ("server down": connections are refused) and reopen on the same port ("server back").
  */
 
-import { join } from "node:path";
+import { basename, join } from "node:path";
+import { ourQueue } from "../support/queue.ts";
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import {
   echoContext,
@@ -33,7 +34,6 @@ import {
   type Script,
 } from "../support/model-server.ts";
 import { denoEnv, runCli } from "../support/run.ts";
-export { FAKE_MEMORY_LINE, FAKE_PROFILE_ROW, queryMemoryLine };
 
 /** How the plugin is installed into Kimi. */
 export type Mode = "config" | "plugin";
@@ -54,9 +54,9 @@ export function hookResult(stdout: string): string {
 
 /**
  * What the prompt hook prints for `prompt` against a rig's fake (which answers every query with the default
- * memory and one of that query's, {@link echoContext}): the first prompt of a session the profile's row (config
- * mode; in plugin mode the profile is in the system prompt), the default memory and the prompt's; a later
- * prompt only its own memory — the default one is never printed twice in a session.
+ * memory and one of that query's, {@link echoContext}): the first prompt of a session the profile's row
+ * (config mode; in plugin mode the profile is in the system prompt), the default memory and the prompt's; a
+ * later prompt only its own memory — the default one is never printed twice in a session.
  */
 export function expectedDigest(mode: Mode, prompt: string, first: boolean): string {
   const lines = first
@@ -104,11 +104,7 @@ export async function kimiOrSkip(version: string, what: string): Promise<KimiIns
   return r;
 }
 
-/**
- * A loopback TCP forwarder in front of an OpenViking server. `down()` closes the listener and every live
- * connection, so new connections are refused at once (what a stopped server looks like); `hang()` takes every
- * new connection and never answers (a hung server); `up()` forwards again, on the same port.
- */
+/** A loopback TCP forwarder in front of an OpenViking server. */
 export class Gate {
   readonly port: number;
   readonly #target: { hostname: string; port: number };
@@ -230,13 +226,7 @@ export async function poll<T>(
   }
 }
 
-/**
- * The model the e2e tests script. Markers in the user's prompt:
- * `RUN_TOOL` (text, a Bash call, then text with reasoning), `RUN_AGENT` (an Agent call, then text),
- * `CALL_MCP` (our MCP `search` tool, named by {@link MCP_PREFIX}), `READ_VIKING` (a Read of a viking:// URI),
- * `SLOW` (a long slow stream), `FAIL_TURN` (the provider answers HTTP 400: a failed turn); anything else is
- * answered `ACK: <prompt>`. Compaction and subagent requests get the default script's answers.
- */
+/** The model the e2e tests script. */
 export function e2eScript(mode: Mode): Script {
   return (req: ChatRequest): Reply => {
     if (isCompaction(req) || isSubagent(req)) return defaultScript(req) as Reply;
@@ -258,9 +248,14 @@ export function e2eScript(mode: Mode): Script {
       };
     }
     if (p.includes("CALL_MCP")) {
-      return req.hasToolResult
-        ? { kind: "text", text: "The memory search is done." }
-        : { kind: "tool", calls: [{ name: `${MCP_PREFIX[mode]}search`, args: MCP_ARGS }] };
+      if (!req.hasToolResult) {
+        return { kind: "tool", calls: [{ name: `${MCP_PREFIX[mode]}search`, args: MCP_ARGS }] };
+      }
+      const read = p.includes("READ_VIKING");
+      if (read && !(req.lastToolOutput ?? "").includes("viking:// URIs are")) {
+        return { kind: "tool", calls: [{ name: "Read", args: { path: VIKING_URI } }] };
+      }
+      return { kind: "text", text: read ? "The read was refused." : "The memory search is done." };
     }
     if (p.includes("READ_VIKING")) {
       return req.hasToolResult
@@ -281,8 +276,8 @@ export function e2eScript(mode: Mode): Script {
 export const COMMAND_DONE = "The memory tool answered.";
 
 /**
- * The tool call a model makes for one of the plugin's commands (their bodies, hooks/instructions.ts, name
- * the tool and end with the user's arguments), or undefined when the prompt is not one.
+ * The tool call a model makes for one of the plugin's commands (their bodies, hooks/instructions.ts, name the
+ * tool and end with the user's arguments), or undefined when the prompt is not one.
  */
 function commandCall(
   mode: Mode,
@@ -362,11 +357,9 @@ export class Rig {
 
   /** Starts the servers, creates the Kimi home and runs `openviking-kimi install --mode <mode> --url <gate>`. */
   static async create(install: KimiInstall, opts: RigOptions): Promise<Rig> {
-    // The fake wants a key, like a production server: every hook and the MCP proxy must send it.
     const fake = opts.serverUrl
       ? undefined
       : await FakeOpenViking.start({ mcp: { sse: true }, apiKey: `ovk-e2e-${crypto.randomUUID()}` });
-    // Every prompt gets a memory of its own, and the default one again (the fake ignores exclude_uris).
     if (fake) fake.contextFor = echoContext;
     const gate = Gate.start(opts.serverUrl ?? fake!.url);
     const model = await ModelServer.start(e2eScript(opts.mode));
@@ -374,8 +367,7 @@ export class Rig {
       baseUrl: model.baseUrl,
       root: opts.root,
       workDirName: opts.workDirName,
-      // A temporary HOME would give deno an empty module cache: the hooks must share the test's.
-      // The hooks' debug log (~/.openviking/logs/kimicode-hooks.log) explains a failure: see hookRuns().
+      // A temporary HOME would give deno an empty module cache: the hooks share the test's.
       env: { ...denoEnv(), OPENVIKING_DEBUG: "1", ...opts.env },
     });
     const rig = new Rig(opts.mode, env, model, gate, fake);
@@ -448,7 +440,6 @@ export class Rig {
     await this.env.dispose();
     await this.model.close();
     await this.fake?.close();
-    // A detached hook worker still running (after a failed step) can write into the HOME being removed.
     for (
       let i = 0;
       i < 10 && this.#ownsRoot && await Deno.stat(this.env.root).then(() => true, () => false);
@@ -551,50 +542,26 @@ export interface QueueFile {
 }
 
 /**
- * Every queued write, with the permission bits of its file: our per-session queue (`kimicode/<session>/`,
- * a batch of messages or a commit per file) flattened to one item per message or commit, then anything in
- * the shared per-message format.
+ * Every queued write, with the permission bits of its file: our per-session queue (`kimicode/<session>/`, a
+ * batch of messages or a commit per file) flattened to one item per message or commit, then anything in the
+ * shared per-message format.
  */
 export async function listQueue(dir: string): Promise<QueueFile[]> {
   const out: QueueFile[] = [];
-  const read = async (path: string) => {
-    try {
-      return {
-        entry: JSON.parse(await Deno.readTextFile(path)),
-        mode: (await Deno.stat(path)).mode! & 0o777,
-      };
-    } catch {
-      return undefined; // replayed meanwhile
-    }
-  };
-  const ours = join(dir, "kimicode");
-  for (const d of await Array.fromAsync(Deno.readDir(ours)).catch(() => [] as Deno.DirEntry[])) {
-    const names = (await Array.fromAsync(Deno.readDir(join(ours, d.name))).catch(() => [] as Deno.DirEntry[]))
-      .map((e) => e.name).filter((n) => /^\d{10}-(m\d+|c)(\.json|\.\d+\.claim)$/.test(n)).sort();
-    for (const name of names) {
-      const got = await read(join(ours, d.name, name));
-      if (!got) continue;
-      const e = got.entry as { kind: string; sessionId: string; messages?: { payload: unknown }[] };
-      if (e.kind === "commit") {
-        out.push({
-          name,
-          mode: got.mode,
-          entry: { type: "commitSession", sessionId: e.sessionId, payload: {} },
-        });
-      }
-      for (const m of e.messages ?? []) {
-        out.push({
-          name,
-          mode: got.mode,
-          entry: { type: "addMessage", sessionId: e.sessionId, payload: m.payload },
-        });
-      }
-    }
+  const modeOfFile = (path: string) => Deno.stat(path).then((s) => s.mode! & 0o777, () => undefined);
+  for (const q of await ourQueue(dir)) {
+    const mode = await modeOfFile(q.file);
+    if (mode === undefined) continue; // replayed meanwhile
+    const entry = q.kind === "commit"
+      ? { type: "commitSession" as const, sessionId: q.sessionId, payload: {} }
+      : { type: "addMessage" as const, sessionId: q.sessionId, payload: q.payload };
+    out.push({ name: basename(q.file), mode, entry });
   }
   for (const e of await Array.fromAsync(Deno.readDir(dir)).catch(() => [] as Deno.DirEntry[])) {
     if (!e.isFile || !/^[0-9a-f]{64}_\d+\.(json|processing)$/.test(e.name)) continue;
-    const got = await read(join(dir, e.name));
-    if (got) out.push({ name: e.name, mode: got.mode, entry: got.entry });
+    const path = join(dir, e.name);
+    const [text, mode] = [await Deno.readTextFile(path).catch(() => undefined), await modeOfFile(path)];
+    if (text !== undefined && mode !== undefined) out.push({ name: e.name, mode, entry: JSON.parse(text) });
   }
   return out;
 }

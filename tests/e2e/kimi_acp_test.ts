@@ -1,9 +1,4 @@
-/**
- * End to end over the Agent Client Protocol: `kimi acp` driven by the official ACP client library, the way an
- * editor (Zed, …) runs Kimi — one Kimi process, sessions that stay open across turns. Every Kimi release of
- * the matrix (`KIMI_E2E_VERSIONS`, default the newest and the oldest), our plugin installed by
- * `openviking-kimi install` in config mode and in plugin mode, the fake OpenViking behind a gate.
- */
+/** End to end over the Agent Client Protocol. */
 
 import { assertEquals, assertMatch } from "../support/assert.ts";
 import { KimiAcp } from "../support/acp-client.ts";
@@ -33,7 +28,6 @@ function acpSurface(rig: Rig, agent: KimiAcp): Surface {
 
 for (const [i, version] of kimiE2eVersions().entries()) {
   for (const mode of MODES) {
-    // The fault steps exercise the hooks, not how they are registered: one install mode per release.
     const faults = mode === (i === 0 ? "plugin" : "config");
     const name = `e2e kimi ${version} acp, ${mode} mode`;
     const install = await kimiOrSkip(version, name);

@@ -1,7 +1,7 @@
 /**
  * End to end in print mode (`kimi -p`, `kimi -S <id> -p`): the real Kimi Code CLI — every release of the
- * matrix (`KIMI_E2E_VERSIONS`, default 2.1.0 and 0.41.0; the legacy engine on 0.41.0) — our plugin installed by `openviking-kimi install` in config mode and in plugin mode, the fake OpenViking behind
- * a gate. Each scenario checks what the model received (model server requests) and what OpenViking received.
+ * matrix (`KIMI_E2E_VERSIONS`, default 2.1.0 and 0.41.0; the legacy engine on 0.41.0) — our plugin installed
+ * by `openviking-kimi install` in config mode and in plugin mode, the fake OpenViking behind a gate.
  */
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
@@ -10,6 +10,7 @@ import { KNOBS } from "../../openviking/config.ts";
 import { type PromptEntry, readLedger } from "../../memory/ledger.ts";
 import { join } from "node:path";
 import { type ChatMessage, messageText } from "../support/model-server.ts";
+import type { PrintResult } from "../support/kimi.ts";
 import { OFFERED_TOOLS } from "../support/fake-mcp.ts";
 import {
   E2E_TEST,
@@ -45,11 +46,7 @@ interface Variant {
   mode: Mode;
   /** The legacy engine (`KIMI_CODE_LEGACY_FLAG=1`, wire protocol 1.4; optional, 0.41.0 only). */
   legacy: boolean;
-  /**
-   * Run the fault steps (failed turn, SIGINT, server down, server hung). They exercise the hooks, not how
-   * they are registered, so each release runs them in one install mode: plugin on the first (the newest),
-   * config on the others; the legacy engine all but the hung server (its output is placed as in 1+2).
-   */
+  /** Run the fault steps (failed turn, SIGINT, server down, server hung). */
   faults: boolean;
 }
 
@@ -81,6 +78,10 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
       env: legacy ? { KIMI_CODE_LEGACY_FLAG: "1" } : {},
     });
     const fake = rig.fake!;
+    /** The 1+2 session's last turn and what OpenViking holds of it: the fault steps resume it. */
+    let kept: { run: PrintResult; held: Msg[] } | undefined;
+    /** The first print after the outage: the hung step's answering baseline. */
+    let afterOutage: PrintResult | undefined;
 
     await t.step(
       "1+2: recall in <hook_result>, profile once; plain/tool/subagent turns captured whole, once, committed",
@@ -101,19 +102,17 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
         const expected: Msg[] = [];
         for (const [i, prompt] of prompts.entries()) {
           const r = await rig.print(prompt, { sessionId });
+          kept = { run: r, held: expected };
           if (sessionId) assertEquals(r.sessionId, sessionId, "-S resumes the same session");
           sessionId = r.sessionId!;
           expected.push([String(i), "user", prompt], [String(i), "assistant", answers[i]]);
-          // The Stop worker is detached and waits for turn.ended: poll the fake, never sleep.
           await expectFakeSession(fake, `kc-${sessionId}`, expected, i + 1);
         }
         const ov = `kc-${sessionId}`;
 
-        // What the model received: one hook result per prompt, right before it; the profile only in the first.
         const last = rig.mainRequests().at(-1)!;
         const msgs = last.body.messages;
         const results = msgs.filter(isHookResult).map(messageText);
-        // Each prompt its own memory; the default one once (-S resumes keep what the session was shown).
         assertEquals(results, prompts.map((p, i) => hookResult(expectedDigest(mode, p, i === 0))));
         for (const prompt of prompts) {
           const beside = besidePrompt(msgs, prompt, legacy);
@@ -121,17 +120,14 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
         }
         for (const r of rig.mainRequests()) {
           const profiles = r.body.messages.map(messageText).filter((x) => x.includes("Profile (viking://"));
-          // Config mode: once, in the first prompt's digest. Plugin mode: in the system prompt, never a message.
           assertEquals(profiles.length, mode === "config" ? 1 : 0, "the profile once in every request");
           if (mode === "plugin") assertStringIncludes(r.system, "Name: Test User");
         }
-        // The tool really ran (its output reached the model) — and still was not captured.
         assertTrue(
           rig.mainRequests().some((r) => (r.lastToolOutput ?? "").includes("TOOL-OUTPUT-4242")),
           `the model saw the output of ${TOOL_COMMAND}`,
         );
 
-        // What OpenViking received: one context search per prompt, the profile fetched once, one commit per turn.
         const searches = fake.requestsTo("POST /api/v1/search/search").map((q) =>
           q.body as Record<string, unknown>
         );
@@ -152,7 +148,6 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
         assertEquals(fake.requestsTo("POST /api/v1/sessions/:id/commit").length, 4);
         for (const [, , text] of fakeMessages(fake, ov)) assertEquals(leaks(text), [], text);
 
-        // Every request carried the key, which is nowhere on disk but the private ovcli.conf.
         assertTrue(
           fake.requests.every((q) =>
             q.path === "/health" || q.headers.authorization === `Bearer ${rig.apiKey}`
@@ -170,11 +165,14 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
     );
 
     await t.step(
-      "6: the model lists and calls our MCP search through Kimi and gets the server's text back",
+      "6+7: the model calls our MCP search through Kimi and gets the server's text; the URI guard stops a Read of viking:// and the model sees why",
       async () => {
         fake.mcp.received.length = 0;
         const before = rig.model.chatRequests().length;
-        const r = await rig.print("CALL_MCP please search my memory for my indentation preference");
+        const reads = fake.requestsTo("GET /api/v1/content/read").length;
+        const prompt =
+          "CALL_MCP please search my memory for my indentation preference, then READ_VIKING its file";
+        const r = await rig.print(prompt);
         const reqs = rig.model.chatRequests().slice(before);
         const prefix = MCP_PREFIX[mode];
         const other = MCP_PREFIX[mode === "config" ? "plugin" : "config"];
@@ -183,43 +181,22 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
         assertTrue(!reqs[0].toolNames.some((n) => n.startsWith(other)), `no ${other}* tools`);
         const calls = fake.mcp.receivedMethod("tools/call").map((m) => m.params);
         assertEquals(calls, [{ name: "search", arguments: MCP_ARGS }]);
-        const answer = reqs.find((q) => q.hasToolResult);
-        // 2.1.0 prefixes every tool output it hands the model with "Wall time: <s> seconds".
-        assertEquals(withoutWallTime(answer?.lastToolOutput), `fake search: ${JSON.stringify(MCP_ARGS)}`);
+        const [searched, refused] = reqs.filter((q) => q.hasToolResult).map((q) => q.lastToolOutput ?? "");
+        assertEquals(withoutWallTime(searched), `fake search: ${JSON.stringify(MCP_ARGS)}`);
+        assertStringIncludes(
+          refused,
+          "viking:// URIs are OpenViking virtual paths, not local filesystem paths.",
+        );
+        assertStringIncludes(refused, `Use the OpenViking MCP tool ${prefix}read instead.`);
+        assertStringIncludes(refused, `Example: ${prefix}read(uris="${VIKING_URI}")`);
+        const readUris = fake.requestsTo("GET /api/v1/content/read").slice(reads).map((q) => q.query.uri);
+        assertTrue(!readUris.includes(VIKING_URI), JSON.stringify(readUris));
         await expectFakeSession(fake, `kc-${r.sessionId}`, [
-          ["0", "user", "CALL_MCP please search my memory for my indentation preference"],
-          ["0", "assistant", "The memory search is done."],
+          ["0", "user", prompt],
+          ["0", "assistant", "The read was refused."],
         ], 1);
       },
     );
-
-    await t.step("7: the URI guard stops a Read of viking:// and the model sees why", async () => {
-      const before = rig.model.chatRequests().length;
-      const reads = fake.requestsTo("GET /api/v1/content/read").length;
-      const prompt = "READ_VIKING please show me that memory file";
-      const r = await rig.print(prompt);
-      const reqs = rig.model.chatRequests().slice(before);
-      const answer = reqs.find((q) => q.hasToolResult);
-      const output = answer?.lastToolOutput ?? "";
-      const prefix = MCP_PREFIX[mode];
-      assertStringIncludes(
-        output,
-        "viking:// URIs are OpenViking virtual paths, not local filesystem paths.",
-      );
-      assertStringIncludes(output, `Use the OpenViking MCP tool ${prefix}read instead.`);
-      assertStringIncludes(output, `Example: ${prefix}read(uris="${VIKING_URI}")`);
-      assertTrue(
-        reqs[0].toolNames.includes(`${prefix}read`),
-        `the tool the reason names (${prefix}read) exists`,
-      );
-      // The profile reads profile.md once per session; nothing read the denied URI.
-      const readUris = fake.requestsTo("GET /api/v1/content/read").slice(reads).map((q) => q.query.uri);
-      assertTrue(!readUris.includes(VIKING_URI), JSON.stringify(readUris));
-      await expectFakeSession(fake, `kc-${r.sessionId}`, [
-        ["0", "user", prompt],
-        ["0", "assistant", "The read was refused."],
-      ], 1);
-    });
 
     if (faults) {
       await t.step(
@@ -229,12 +206,10 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
           const r = await rig.env.print(prompt, { timeoutMs: 90_000 });
           assertEquals(r.code, 1, `kimi -p exits 1 on a provider error:\n${r.stderr}`);
           assertTrue(r.sessionId, "the failed run's session is in session_index.jsonl");
-          // No later turn will come in this session: only StopFailure (and, legacy, SessionEnd) can deliver it.
           await expectFakeSession(fake, `kc-${r.sessionId}`, [["0", "user", prompt]], 1);
         },
       );
 
-      // The legacy engine fires no Interrupt on SIGINT (tests/fixtures/journals/README.md).
       if (!legacy) {
         await t.step(
           "4 (print mode): SIGINT during a slow answer → the partial turn is captured by Interrupt",
@@ -264,7 +239,6 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
               `a strict prefix of the slow answer: ${assistant[2]}`,
             );
             await expectFakeSession(fake, ov, [user, assistant], 1);
-            // Written once the commit returned; no Stop or SessionEnd comes after a SIGINT in v2 print mode.
             await poll(
               "the interrupt capture's state",
               async () => {
@@ -281,13 +255,11 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
       await t.step(
         "3: OpenViking down → Kimi answers at once, writes wait in the queue (0600), replayed once at the next session start",
         async () => {
-          const first = await rig.print("first: the server is still up");
+          const first = kept!.run;
           const ov = `kc-${first.sessionId}`;
-          const turn0: Msg[] = [
-            ["0", "user", "first: the server is still up"],
-            ["0", "assistant", "ACK: first: the server is still up"],
-          ];
-          await expectFakeSession(fake, ov, turn0, 1);
+          const turn0 = kept!.held;
+          const turn = String(turn0.length / 2);
+          await expectFakeSession(fake, ov, turn0, turn0.length / 2);
 
           rig.gate.down();
           const seen = fake.requests.length;
@@ -295,8 +267,6 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
           const downPrompt = "second: the server is down now, RUN_TOOL anyway";
           const down = await rig.print(downPrompt, { sessionId: first.sessionId });
           assertStringIncludes(down.stdout, "The tool has finished.");
-          // Not a benchmark: had the prompt hook waited out its budget, its own time (the ledger) would show
-          // it, and the whole turn would be slower by the budget than the same run's turn with the server up.
           const [downRun] = (await promptRuns(rig, first.sessionId!)).slice(-1);
           assertTrue(downRun.ms < BUDGET_MS / 10, `the prompt hook waited for nothing (${downRun.ms} ms)`);
           assertTrue(
@@ -313,7 +283,6 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
             beside !== undefined && !isHookResult(beside),
             "no recall without a server, and no error text either",
           );
-          // The MCP proxy still hands Kimi memory's tools (from its cache) while the server is down.
           assertEquals(
             downReqs[0].toolNames.filter((n) => n.startsWith("mcp__")).sort(),
             OFFERED_TOOLS.map((n) => `${MCP_PREFIX[mode]}${n}`).sort(),
@@ -333,11 +302,11 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
           assertEquals(
             queued.map((f) => [f.entry.type, f.entry.sessionId, f.entry.payload]).sort(sortKey),
             [
-              ["addMessage", ov, { role: "user", content: downPrompt, turn_id: "1" }],
+              ["addMessage", ov, { role: "user", content: downPrompt, turn_id: turn }],
               ["addMessage", ov, {
                 role: "assistant",
                 content: "Let me check with a tool.\n\nThe tool has finished.",
-                turn_id: "1",
+                turn_id: turn,
               }],
               ["commitSession", ov, {}],
             ].sort(sortKey),
@@ -346,24 +315,23 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
 
           await rig.gate.up();
           const next = await rig.print("third: a new session after the outage");
+          afterOutage = next;
           assertTrue(next.sessionId !== first.sessionId);
           await expectFakeSession(fake, ov, [
             ...turn0,
-            ["1", "user", downPrompt],
-            ["1", "assistant", "Let me check with a tool.\n\nThe tool has finished."],
-          ], 2);
+            [turn, "user", downPrompt],
+            [turn, "assistant", "Let me check with a tool.\n\nThe tool has finished."],
+          ], turn0.length / 2 + 1);
           await expectFakeSession(fake, `kc-${next.sessionId}`, [
             ["0", "user", "third: a new session after the outage"],
             ["0", "assistant", "ACK: third: a new session after the outage"],
           ], 1);
           assertEquals(await listQueue(rig.pendingDir), [], "the queue is empty again");
           const replayed = fake.requests.slice(seen).filter((q) => q.path.includes(encodeURIComponent(ov)));
-          // One request per queued entry: the turn's messages as one batch, then its commit.
           assertEquals(replayed.map((q) => q.route), [
             "POST /api/v1/sessions/:id/messages/batch",
             "POST /api/v1/sessions/:id/commit",
           ]);
-          // The new session's own recall ran normally once the server was back.
           assertMatch(
             messageText(rig.mainRequests().at(-1)!.body.messages.find(isHookResult)!),
             /openviking-context/,
@@ -375,8 +343,7 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
         await t.step(
           "4: OpenViking hung → one prompt waits its budget and says memory is paused; the next waits for nothing",
           async () => {
-            await rig.gate.up(); // whatever an earlier step left
-            const normal = await rig.print("first: the server answers");
+            const normal = afterOutage!;
             rig.gate.hang();
             const hungPrompt = "second: the server hangs now";
             const hung = await rig.print(hungPrompt, { sessionId: normal.sessionId });
@@ -394,7 +361,6 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
               );
               return req && besidePrompt(req.body.messages, prompt, legacy);
             };
-            // The hook's own time (the ledger), then Kimi's whole turn against the same run's answering one.
             const prompts = await promptRuns(rig, normal.sessionId!);
             const told = besideOf(hungPrompt);
             assertTrue(

@@ -1,25 +1,22 @@
 /**
- * End to end against the REAL OpenViking server (PyPI `openviking`, tests/support/real-openviking.ts) with
- * the real Kimi Code CLI: what Kimi's turns leave in a real session (read back through the server's API),
+ * Against one REAL OpenViking server (PyPI `openviking`, tests/support/real-openviking.ts): the extraction
+ * alarm (the model stub's chat switched off), recall scopes across two projects, the commit policy's idle
+ * commit; then with the real Kimi Code CLI what Kimi's turns leave in a real session (read back through the server's API),
  * commits accepted as tasks, recall of what an earlier session taught, our MCP tools answered by the real
  * `/mcp`, and the offline queue replayed into the real server.
- *
- * Skipped with the reason printed when `OPENVIKING_REAL=0`, when Kimi is not installable, or when the server
- * cannot be installed or started here (`OPENVIKING_REAL=1` turns the last into a failure).
- * `OPENVIKING_E2E_URL` (+ `OPENVIKING_E2E_API_KEY`, `OPENVIKING_E2E_ACCOUNT`, `OPENVIKING_E2E_USER`) runs
- * it against an existing server instead.
  */
 
 import { MEMORY_TOOLS } from "../../memory/tools.ts";
+import { readState } from "../../memory/state.ts";
+import { IDLE_COMMIT_SECONDS } from "../../openviking/sessions.ts";
+import { hookIn, placeJournal, sandboxEnv } from "../support/hook-context.ts";
+import { JournalBuilder } from "../support/journal.ts";
+import { runCli } from "../support/run.ts";
+import { tempDir } from "../support/temp.ts";
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
-import { KIMI_VERSIONS, type KimiInstall } from "../support/kimi.ts";
+import { KIMI_VERSIONS, type KimiInstall, type PrintResult } from "../support/kimi.ts";
 import { messageText } from "../support/model-server.ts";
-import {
-  OPENVIKING_VERSION,
-  OpenVikingUnavailable,
-  type RealOpenViking,
-  startRealOpenViking,
-} from "../support/real-openviking.ts";
+import { OPENVIKING_VERSION, type RealOpenViking, startRealOrSkip } from "../support/real-openviking.ts";
 import { USER_AGENT } from "../../lib/version.ts";
 import { KNOBS } from "../../openviking/config.ts";
 import {
@@ -78,11 +75,9 @@ class RealApi {
 
   /**
    * Every message of a session, read back: the archived ones (one archive per commit, read from its
-   * messages.jsonl) and the live ones (`/context`), by message id. `undefined` when a read failed: the server
-   * answers a read racing its own session write with an error (a 400 "Expecting value"), so callers retry.
+   * messages.jsonl) and the live ones (`/context`), by message id.
    */
   async messages(sid: string): Promise<Msg[] | undefined> {
-    // The live context first: a commit landing meanwhile archives what it showed, and the archives come next.
     const ctx = await this.call("GET", `/api/v1/sessions/${encodeURIComponent(sid)}/context`);
     if (ctx.status === 404) return [];
     const meta = await this.call("GET", `/api/v1/sessions/${encodeURIComponent(sid)}`);
@@ -170,10 +165,7 @@ async function expectCommits(api: RealApi, sid: string, n: number): Promise<Json
   return tasks;
 }
 
-/**
- * The text part of a tool output as the model got it: Kimi 2.1.0 puts a "Wall time: … seconds" line first,
- * and appends an MCP result's structuredContent in an `<mcp-result-extras>` block.
- */
+/** The text part of a tool output as the model got it. */
 function toolText(output: string | undefined): string {
   return (output ?? "").replace(/^Wall time: [\d.]+ seconds\n/, "").replace(
     /\n*<mcp-result-extras>[\s\S]*$/,
@@ -207,49 +199,247 @@ async function realRig(install: KimiInstall, mode: Mode, server: RealOpenViking,
   return { rig, api, space };
 }
 
+const SESSION = "session_5e1d2c3b-0a9f-4e8d-b7c6-00000000c0de";
+const USER = "viking://user/default";
+
+/** Project A's memories, the user's preference, and project B's, where the server keeps each. */
+const A = {
+  [`${USER}/memories/events/atlas-release.md`]: "Atlas release 2.3 shipped the streaming tile encoder.",
+  [`${USER}/peers/project-a/memories/events/atlas-deploy.md`]:
+    "Atlas release deploys run from CI on every tag.",
+};
+const PREFERENCE = { [`${USER}/memories/preferences/indent.md`]: "The user indents TypeScript with tabs." };
+const B = {
+  [`${USER}/memories/events/borealis-release.md`]:
+    "Borealis release 4.1 moved the billing database to Postgres 16.",
+  [`${USER}/memories/entities/borealis-billing.md`]:
+    "Borealis billing deploys its release with a nightly job.",
+  [`${USER}/peers/project-b/memories/events/borealis-deploy.md`]:
+    "Borealis release deploys run from the ops repository.",
+};
+/** What A's user asks. */
+const PROMPTS = [
+  "how do release deploys run here?",
+  "what did the last release ship and which database does it use?",
+  "how should I indent the release script?",
+];
+
+/** Posts `body` to the server; the reply's `result`. */
+async function post(url: string, path: string, body: unknown): Promise<Record<string, unknown>> {
+  const res = await fetch(`${url}${path}`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  const json = await res.json();
+  assertEquals(res.status, 200, JSON.stringify(json));
+  return json.result;
+}
+
+/** The task once it is finished. */
+async function finished(url: string, id: string): Promise<Record<string, unknown>> {
+  for (const end = Date.now() + 60_000; Date.now() < end;) {
+    const t = (await (await fetch(`${url}/api/v1/tasks/${id}`)).json()).result;
+    if (t.status === "failed" || t.status === "completed") return t;
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  throw new Error(`task ${id} did not finish`);
+}
+
 const FACT = "Please remember: I prefer tabs over spaces in TypeScript projects";
 
-Deno.test({ name: NAME, ignore: installs.length === 0, ...E2E_TEST }, async (t) => {
-  let server: RealOpenViking;
-  try {
-    server = await startRealOpenViking();
-  } catch (e) {
-    if (!(e instanceof OpenVikingUnavailable) || REAL === "1") throw e;
-    skip(NAME, e.message);
-    return;
-  }
+Deno.test({ name: NAME, ignore: REAL === "0", ...E2E_TEST }, async (t) => {
+  const server = await startRealOrSkip(NAME);
+  if (!server) return;
   console.log(`  [real] ${server.mode} server ${server.url} (started in ${server.startupMs} ms)`);
   try {
+    // The memory steps need our model stub and a server of their own (its user `default`).
+    if (server.stub) {
+      await t.step("a broken chat model: three failed commits are told with the server's words", async () => {
+        server.stub!.chatDown = true;
+        try {
+          await using home = await tempDir();
+          const t0 = performance.now();
+          const errors = await Promise.all(["0", "1", "2"].map(async (n) => {
+            const sid = `kc-alarm-${n}`;
+            await post(server.url, `/api/v1/sessions/${sid}/messages/batch`, {
+              messages: [
+                {
+                  role: "user",
+                  content: `The user keeps release notes in docs/release-${n}.md.`,
+                  turn_id: "0",
+                },
+                { role: "assistant", content: "Noted.", turn_id: "0" },
+              ],
+            });
+            const commit = await post(server.url, `/api/v1/sessions/${sid}/commit`, {});
+            const task = await finished(server.url, String(commit.task_id));
+            assertEquals(task.status, "failed", JSON.stringify(task));
+            return String(task.error);
+          }));
+          console.log(
+            `  three commits failed in ${Math.round(performance.now() - t0)} ms: ${errors[2].slice(0, 160)}`,
+          );
+          const env = {
+            HOME: home.path,
+            KIMI_CODE_HOME: `${home.path}/.kimi-code`,
+            PATH: Deno.env.get("PATH") ?? "/usr/bin",
+            OPENVIKING_URL: server.url,
+            OPENVIKING_WRITE_PATH_ASYNC: "0",
+          };
+          const status = JSON.parse((await runCli(["status", "--json"], { env, clearEnv: true })).stdout);
+          assertEquals(status.extraction.failed, 3);
+          assertStringIncludes(status.extraction.message, errors[2].replace(/\s+/g, " ").trim().slice(0, 60));
+          assertStringIncludes(status.extraction.fix, "ov.conf");
+          await Deno.mkdir(env.KIMI_CODE_HOME, { recursive: true });
+          const doctor = JSON.parse((await runCli(["doctor", "--json"], { env, clearEnv: true })).stdout);
+          assertEquals(doctor.checks.find((c: { id: string }) => c.id === "extraction").status, "fail");
+          const hook = (event: string, input: Record<string, unknown>) =>
+            runCli(["hook", event], {
+              env,
+              clearEnv: true,
+              stdin: JSON.stringify({ cwd: home.path, ...input }),
+            });
+          await hook("session-start", {
+            hook_event_name: "SessionStart",
+            session_id: "s2",
+            source: "startup",
+          });
+          const first = await hook("user-prompt-submit", {
+            hook_event_name: "UserPromptSubmit",
+            session_id: "s2",
+            prompt: "where do release notes go?",
+          });
+          assertMatch(
+            first.stdout,
+            /openviking-kimi: OpenViking makes no memory \(the last 3 extractions failed\); `[^`]+ doctor` says why\n$/,
+          );
+          console.log(
+            `  done in ${Math.round(performance.now() - t0)} ms (server start ${server.startupMs} ms)`,
+          );
+        } finally {
+          server.stub!.chatDown = false;
+        }
+      });
+
+      await t.step("two projects: B's memories in A's digests under each recall scope", async () => {
+        await using home = await tempDir();
+        const t0 = performance.now();
+        for (const [uri, content] of Object.entries({ ...A, ...PREFERENCE, ...B })) {
+          const w = await fetch(`${server.url}/api/v1/content/write`, {
+            method: "POST",
+            headers: { "Content-Type": "application/json" },
+            body: JSON.stringify({ uri, content, mode: "create", wait: true }),
+          });
+          assertEquals(w.status, 200, `${uri}: ${await w.text()}`);
+        }
+        console.log(`  written in ${Math.round(performance.now() - t0)} ms`);
+        const leaked: Record<string, number> = {};
+        const shown: Record<string, string[]> = {};
+        for (const scope of ["all", "actor", "strict"]) {
+          shown[scope] = [];
+          for (const text of PROMPTS) {
+            const r = await runCli(["recall", text, "--json"], {
+              clearEnv: true,
+              env: {
+                HOME: home.path,
+                PATH: Deno.env.get("PATH") ?? "/usr/bin",
+                OPENVIKING_URL: server.url,
+                OPENVIKING_PEER_ID: "project-a",
+                OPENVIKING_RECALL_PEER_SCOPE: scope,
+                OPENVIKING_SCORE_THRESHOLD: "0", // every memory the server finds: the most a digest could leak
+              },
+            });
+            const out = JSON.parse(r.stdout);
+            assertEquals(out.failure, undefined, r.stdout);
+            shown[scope].push(
+              ...Object.keys({ ...A, ...PREFERENCE, ...B }).filter((u) => out.stdout.includes(u)),
+            );
+          }
+          leaked[scope] = shown[scope].filter((u) => u in B).length;
+        }
+        console.log(`  recalled in ${Math.round(performance.now() - t0)} ms`);
+        console.log(`  B's memories in A's digests (${PROMPTS.length} prompts): ${JSON.stringify(leaked)}`);
+        assertTrue(leaked.all > 0 && leaked.actor > 0, "today B's memories reach A's digests");
+        assertEquals(leaked.strict, 0);
+        const strictShows = new Set(shown.strict);
+        assertTrue(
+          strictShows.has(`${USER}/peers/project-a/memories/events/atlas-deploy.md`),
+          "A's peer memory",
+        );
+        assertTrue(strictShows.has(`${USER}/memories/preferences/indent.md`), "the user's preference");
+      });
+
+      await t.step(
+        "balanced sets the session's idle commit (PATCH accepted), commits at SessionEnd",
+        async () => {
+          await using dir = await tempDir();
+          const env = sandboxEnv(dir.path, server.url, {
+            OPENVIKING_COMMIT_POLICY: "balanced",
+            OPENVIKING_CAPTURE_WAIT_MS: "0",
+            OPENVIKING_TIMEOUT_MS: "20000",
+          });
+          const stdin = (name: string) =>
+            JSON.stringify({ hook_event_name: name, session_id: SESSION, cwd: dir.path });
+          const j = new JournalBuilder().simpleTurn(
+            "which port does staging use?",
+            "staging listens on 6543",
+          );
+          await placeJournal(dir.path, SESSION, j.toString());
+          await hookIn("stop", { env, stdin: stdin("Stop") });
+          const meta = async () => {
+            const res = await fetch(`${server.url}/api/v1/sessions/kc-${SESSION}`);
+            return (await res.json() as { result: Record<string, unknown> }).result;
+          };
+          const after = await meta();
+          assertEquals(after.commit_count, 0, "a short turn is not committed yet");
+          assertEquals(after.auto_commit_policy, {
+            pending_token_threshold: 0,
+            message_count_threshold: 0,
+            idle_timeout_seconds: IDLE_COMMIT_SECONDS,
+            keep_recent_count: 0,
+            min_commit_interval_seconds: 0,
+          });
+          const state = await readState(`${dir.path}/.openviking/hook-state/kimicode/${SESSION}.json`);
+          assertEquals(state.idleCommit, "set");
+          await hookIn("session-end", { env, stdin: stdin("SessionEnd") });
+          assertEquals((await meta()).commit_count, 1);
+        },
+      );
+    }
+
     for (const install of installs) {
       const version = install.version;
       const mode: Mode = "config";
       const tag = `e2e_${version.replaceAll(".", "_")}_${crypto.randomUUID().slice(0, 8)}`;
-      // Two users per version: the one that is taught a fact and later recalls it has exactly one commit to
-      // extract (the loopback model stub cannot merge concurrent extractions of one user's memories).
       const teacher = await realRig(install, mode, server, `${tag}_recall`);
       const capture = await realRig(install, mode, server, `${tag}_capture`);
       await using _teacherRig = teacher.rig;
       await using _captureRig = capture.rig;
       const taught = await teacher.rig.print(FACT);
+      /** Step 2's session, its last turn and what it holds: step 3 resumes it. */
+      let kept: { run: PrintResult; held: Msg[] } | undefined;
 
       await t.step(
         `kimi ${version} (${mode}) 2: plain, tool and subagent turns land in the real session, commits accepted`,
         async () => {
           const { rig, api } = capture;
           const prompts = [
-            "first: a plain turn for the real server",
-            "second: RUN_TOOL please",
-            "third: RUN_AGENT now",
+            "first: RUN_TOOL please",
+            "second: RUN_AGENT now",
+            "third: a plain turn for the real server",
           ];
           const answers = [
-            `ACK: ${prompts[0]}`,
             "Let me check with a tool.\n\nThe tool has finished.",
             "The subagent has finished.",
+            `ACK: ${prompts[2]}`,
           ];
           let sessionId: string | undefined;
           const expected: Msg[] = [];
           for (const [i, prompt] of prompts.entries()) {
-            sessionId = (await rig.print(prompt, { sessionId })).sessionId!;
+            const run = await rig.print(prompt, { sessionId });
+            sessionId = run.sessionId!;
+            kept = { run, held: expected };
             expected.push([String(i), "user", prompt], [String(i), "assistant", answers[i]]);
             await expectRealSession(api, `kc-${sessionId}`, expected);
           }
@@ -263,17 +453,13 @@ Deno.test({ name: NAME, ignore: installs.length === 0, ...E2E_TEST }, async (t) 
         name: `kimi ${version} (${mode}) 3: server down → queued; back → replayed once into the real session`,
         fn: async () => {
           const { rig, api } = capture;
-          const first = await rig.print("fourth: the real server is up");
+          const first = kept!.run;
           const sid = `kc-${first.sessionId}`;
-          const turn0: Msg[] = [
-            ["0", "user", "fourth: the real server is up"],
-            ["0", "assistant", "ACK: fourth: the real server is up"],
-          ];
-          await expectRealSession(api, sid, turn0);
+          const turn0 = kept!.held;
+          const turn = String(turn0.length / 2);
           rig.gate.down();
           const downPrompt = "fifth: the real server is down now";
           const down = await rig.print(downPrompt, { sessionId: first.sessionId });
-          // Generous bound: a hook that waited out its budget would exceed it.
           assertTrue(
             down.durationMs < first.durationMs + KNOBS.promptBudgetMs.default / 2,
             `turn took ${down.durationMs} ms with the server down (${first.durationMs} ms up)`,
@@ -284,12 +470,12 @@ Deno.test({ name: NAME, ignore: installs.length === 0, ...E2E_TEST }, async (t) 
           );
           await rig.gate.up();
           const next = await rig.print("sixth: a new session, the real server is back");
-          await expectRealSession(api, sid, [...turn0, ["1", "user", downPrompt], [
-            "1",
+          await expectRealSession(api, sid, [...turn0, [turn, "user", downPrompt], [
+            turn,
             "assistant",
             `ACK: ${downPrompt}`,
           ]]);
-          await expectCommits(api, sid, 2);
+          await expectCommits(api, sid, turn0.length / 2 + 1);
           await expectRealSession(api, `kc-${next.sessionId}`, [
             ["0", "user", "sixth: a new session, the real server is back"],
             ["0", "assistant", "ACK: sixth: a new session, the real server is back"],
@@ -308,7 +494,6 @@ Deno.test({ name: NAME, ignore: installs.length === 0, ...E2E_TEST }, async (t) 
             `ACK: ${FACT}`,
           ]]);
           await expectCommits(api, `kc-${taught.sessionId}`, 1);
-          // The commit's extraction runs in the server (with the loopback model stub): wait for the memory.
           const memory = await poll(
             "the extracted memory",
             async () => {
@@ -324,8 +509,6 @@ Deno.test({ name: NAME, ignore: installs.length === 0, ...E2E_TEST }, async (t) 
             () => api.commitTasks(`kc-${taught.sessionId}`),
           );
           assertMatch(String(memory.uri), new RegExp(`^viking://user/${space}/memories/preferences/`));
-          // `status` says the same from the local ledger and the task API: the commit's task finished and
-          // made this memory.
           const done = await poll(
             "status naming the memory the commit made",
             async () => {
@@ -337,8 +520,6 @@ Deno.test({ name: NAME, ignore: installs.length === 0, ...E2E_TEST }, async (t) 
           );
           assertEquals(obj(done.task).memories, [memory.uri]);
           const question = "tabs or spaces for TypeScript indentation?";
-          // The prompt hook searches once (context mode): wait until the server's own context search has the
-          // memory too — on a loaded machine it can trail the find hit.
           await poll(
             "the memory in the server's context search",
             async () => {
@@ -368,12 +549,10 @@ Deno.test({ name: NAME, ignore: installs.length === 0, ...E2E_TEST }, async (t) 
           const msgs = rig.model.chatRequests().slice(before)[0].body.messages;
           const at = msgs.findIndex((m) => m.role === "user" && messageText(m) === question);
           const injected = messageText(msgs[at - 1]);
-          // The digest: one line per memory, its text and its URI; the real memory among them.
           assertMatch(injected, /^<hook_result hook_event="UserPromptSubmit">\n<openviking-context>\n/);
           assertMatch(injected, new RegExp(`\n- [^\n]*tabs over spaces[^\n]* \\(${memory.uri}\\)\n`));
           assertTrue(!injected.includes("&lt;memory"), "no server markup in the digest");
 
-          // 6: Kimi offers memory's tools of the real server's list, under our prefix; the call returns its text.
           const prefix = MCP_PREFIX[mode];
           const served = arr((await api.mcp("tools/list", {})).tools).map((x) => String(x.name)).sort();
           assertEquals(served.length, 24);
@@ -390,17 +569,14 @@ Deno.test({ name: NAME, ignore: installs.length === 0, ...E2E_TEST }, async (t) 
             served.filter((n) => (MEMORY_TOOLS as readonly string[]).includes(n)),
           );
           const got = toolText(reqs.find((q) => q.hasToolResult)?.lastToolOutput);
-          // Only this user's extraction could change the answer between the calls; either way it is the server's.
           assertTrue(
             got === beforeCall || got === afterCall,
             `tool output ${got}\nserver said ${beforeCall}`,
           );
           assertStringIncludes(got, String(memory.uri));
 
-          // The memory was shown once in this session: not again on the resumed turn.
           const all = reqs.at(-1)!.body.messages.filter(isHookResult).map(messageText);
           assertEquals(all.filter((x) => x.includes(`(${memory.uri})`)).length, 1);
-          // OpenViking got the turns without anything injected.
           await expectRealSession(api, `kc-${r.sessionId}`, [
             ["0", "user", question],
             ["0", "assistant", `ACK: ${question}`],

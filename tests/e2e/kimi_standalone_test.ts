@@ -1,10 +1,7 @@
 /**
- * End to end against an install whose checkout is gone (issue #15): the plugin installed by
- * `openviking-kimi install` run from a temporary clone — in each mode, on the newest Kimi release of the
- * matrix — and the clone deleted before Kimi starts. The real Kimi Code CLI then recalls before each prompt,
- * captures each turn whole and committed, and lists our MCP tools to the model: everything runs the
- * installed program copy, nothing the checkout. The `openviking-kimi` install put in `~/.local/bin` (issue
- * #19 point 5) still runs once the clone is gone: `doctor` through it passes, and names its commands by it.
+ * End to end against an install whose checkout is gone (issue #15): the plugin installed by `openviking-kimi
+ * install` run from a temporary clone — in each mode, on the newest Kimi release of the matrix — and the
+ * clone deleted before Kimi starts.
  */
 
 import { assertEquals, assertNotMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
@@ -62,8 +59,6 @@ for (const mode of ["config", "plugin"] as Mode[]) {
         `Command: openviking-kimi is ${rig.env.home}/.local/bin/`,
       );
       await Deno.remove(clone, { recursive: true });
-      // What runs: the hook commands, the MCP server, the launcher's program and Deno (it names the clone
-      // it was built from in its comments and messages, nothing more).
       const kimi = `${rig.env.home}/.kimi-code`;
       const run = mode === "config"
         ? [await Deno.readTextFile(`${kimi}/config.toml`), await Deno.readTextFile(`${kimi}/mcp.json`)]
@@ -96,7 +91,6 @@ for (const mode of ["config", "plugin"] as Mode[]) {
     );
 
     await t.step("the openviking-kimi command on PATH works without the clone", async () => {
-      // The user's shell, ~/.local/bin first on its PATH: the command runs the copy with the Deno install used.
       const env = { ...rig.env.env(), PATH: `${rig.env.home}/.local/bin:/usr/bin:/bin` };
       const sh = (line: string) =>
         runProcess("/bin/sh", ["-c", line], { env, clearEnv: true, cwd: rig.env.workDir, timeoutMs: 60_000 });
@@ -105,7 +99,6 @@ for (const mode of ["config", "plugin"] as Mode[]) {
       const doctor = await sh("openviking-kimi doctor");
       assertEquals(doctor.code, 0, `${doctor.stdout}\n${doctor.stderr}`);
       assertNotMatch(doctor.stdout, new RegExp(clone.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")));
-      // Its messages name it as the user runs it.
       const unknown = await sh("openviking-kimi status --session session_nosuch");
       assertEquals(unknown.code, 1, unknown.stderr);
       assertStringIncludes(unknown.stderr, "`openviking-kimi status --all` lists the sessions");

@@ -1,26 +1,22 @@
-/**
- * End to end in the interactive UI (under a private tmux server, 160×50), where print mode cannot reach:
- * Esc during a slow answer (the Interrupt hook captures the partial turn synchronously), `/compact`
- * (PreCompact), and what the user sees of memory — the hook's rows on screen on the first and a later prompt,
- * nothing for a question asked again — with, in plugin mode, the profile and the tool hint in the model's
- * system prompt instead of the transcript, the memory skill listed to the model, and the plugin's commands
- * calling their tools through our MCP proxy. Real Kimi Code CLI 2.1.0 and 0.41.0, our plugin installed by
- * `openviking-kimi install` in both modes, the fake OpenViking. The fault steps (Esc, a failed turn) run in one
- * mode per release; the other mode compacts its one session instead.
- */
+/** End to end in the interactive UI (under a private tmux server, 160×50), where print mode cannot reach. */
 
 import { join } from "node:path";
 import { assertEquals, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { KIMI_VERSIONS, type KimiTui, tmuxAvailable } from "../support/kimi.ts";
 import { isCompaction, messageText } from "../support/model-server.ts";
-import { DEFAULT_ENTRY, FAKE_PROFILE_ROW, queryEntry } from "../support/fake-openviking.ts";
+import {
+  DEFAULT_ENTRY,
+  FAKE_MEMORY_LINE,
+  FAKE_PROFILE_ROW,
+  queryEntry,
+  queryMemoryLine,
+} from "../support/fake-openviking.ts";
 import { terminalRows } from "../support/rows.ts";
 import {
   COMMAND_DONE,
   E2E_TEST,
   expectedDigest,
   expectFakeSession,
-  FAKE_MEMORY_LINE,
   fakeMessages,
   hookResult,
   isHookResult,
@@ -30,7 +26,6 @@ import {
   type Mode,
   type Msg,
   poll,
-  queryMemoryLine,
   Rig,
   SLOW_TEXT,
   SYSTEM_PROMPT_TITLE,
@@ -82,9 +77,9 @@ function afterCompaction(mode: Mode, prompt: string): string {
 }
 
 /**
- * `/compact` in the session `tui` shows, whose turns OpenViking holds (`turns`, each committed): the PreCompact
- * capture loses nothing and sends nothing twice; the next prompt's digest brings memory back once (in config
- * mode the profile too), saying so, and that turn is captured and added to `turns`.
+ * `/compact` in the session `tui` shows, whose turns OpenViking holds (`turns`, each committed): the
+ * PreCompact capture loses nothing and sends nothing twice; the next prompt's digest brings memory back once
+ * (in config mode the profile too), saying so, and that turn is captured and added to `turns`.
  */
 async function compactAndGoOn(rig: Rig, tui: KimiTui, sessionId: string, turns: Msg[]): Promise<void> {
   const fake = rig.fake!;
@@ -102,7 +97,6 @@ async function compactAndGoOn(rig: Rig, tui: KimiTui, sessionId: string, turns: 
   await tui.waitFor(`ACK: ${after}`);
   turns.push([String(commits), "user", after], [String(commits), "assistant", `ACK: ${after}`]);
   await expectFakeSession(fake, ov, turns, commits + 1);
-  // The compacted context lost the first injection: it comes again, once, saying so.
   const msgs = rig.mainRequests().at(-1)!.body.messages;
   assertEquals(
     msgs.filter(isHookResult).map(messageText).at(-1),
@@ -112,8 +106,6 @@ async function compactAndGoOn(rig: Rig, tui: KimiTui, sessionId: string, turns: 
 
 for (const [i, version] of KIMI_VERSIONS.entries()) {
   for (const mode of MODES) {
-    // The fault steps (Esc mid-answer, a failed turn) exercise the hooks, not how they are registered: one
-    // install mode per release, as in print mode (plugin on the newest, config on the oldest).
     const faults = mode === (i === 0 ? "plugin" : "config");
     const name = `e2e kimi ${version} TUI, ${mode} mode`;
     const install = tmux ? await kimiOrSkip(version, name) : undefined;
@@ -138,7 +130,6 @@ for (const [i, version] of KIMI_VERSIONS.entries()) {
               (await rig.env.sessionIndex())[0]))
               .sessionId;
             ov = `kc-${sessionId}`;
-            // No later prompt and no Stop: only the synchronous Interrupt capture can deliver this.
             const [user, assistant] = await poll(
               "the interrupted turn at the fake",
               () => {
@@ -157,7 +148,6 @@ for (const [i, version] of KIMI_VERSIONS.entries()) {
               `a strict prefix: ${partial}`,
             );
             assertStringIncludes(partial, "slow token 10");
-            // The state is written after the commit returns: poll it too (still no prompt, so still no Stop).
             const state = await poll("the interrupt capture's state", async () => {
               const s = await rig.captureState(sessionId);
               return s.lastCaptureEvent !== undefined ? s : undefined;
@@ -171,12 +161,10 @@ for (const [i, version] of KIMI_VERSIONS.entries()) {
             assertEquals(fake.sessions.get(ov)?.commits, 1, "the interrupt capture commits");
             turns.push(user, assistant);
 
-            // What the model received: the digest (with the profile's row in config mode) before the slow prompt.
             const msgs = rig.mainRequests()[0].body.messages;
             const at = msgs.findIndex((m) => m.role === "user" && messageText(m) === slowPrompt);
             assertEquals(messageText(msgs[at - 1]), hookResult(expectedDigest(mode, slowPrompt, true)));
 
-            // The next turn goes on from the partial answer; it is captured once, the partial turn is not resent.
             await tui.submit("ok, just say hi then");
             await tui.waitFor("ACK: ok, just say hi then");
             const next = rig.mainRequests().at(-1)!;
@@ -198,7 +186,6 @@ for (const [i, version] of KIMI_VERSIONS.entries()) {
           async () => {
             await compactAndGoOn(rig, tui, sessionId, turns);
             assertEquals(await tui.exit(), 0);
-            // SessionEnd captures again: nothing new, nothing twice.
             await poll("the SessionEnd capture", async () => {
               const s = await rig.captureState(sessionId);
               return s.lastCaptureEvent === "session-end" ? true : undefined;
@@ -208,7 +195,6 @@ for (const [i, version] of KIMI_VERSIONS.entries()) {
         );
       }
 
-      // A new session in a new TUI: what the user sees of memory.
       await using quiet = await rig.env.tui();
       const first = "which indentation do I prefer in this project?";
       const later = "and how do I name the test files?";
@@ -235,7 +221,6 @@ for (const [i, version] of KIMI_VERSIONS.entries()) {
             await assertShown(quiet, expectedDigest(mode, later, false), LATER_ROWS_MAX),
             shown + 1,
           );
-          // The same question again: the session has its memories already — no second copy, on screen or for the model.
           await quiet.submit(later);
           await poll(
             "the answer to the question asked again",
@@ -328,7 +313,6 @@ for (const [i, version] of KIMI_VERSIONS.entries()) {
             const run = async (command: string) => {
               const done = (await quiet.history()).split(COMMAND_DONE).length;
               await quiet.submit(command);
-              // The TUI asks before an MCP tool runs: approve it once, as the user would.
               let approved = false;
               await poll(`the answer to ${command}`, async () => {
                 if (!approved && (await quiet.screen()).includes("1. Approve once")) {
@@ -353,10 +337,7 @@ for (const [i, version] of KIMI_VERSIONS.entries()) {
               { name: "search", arguments: { query: "indentation preference" } },
               { name: "forget", arguments: { uri: VIKING_URI } },
             ]);
-            // Kimi submits a command's body as the user message, with no UserPromptSubmit: nothing printed for it.
             const runs = (await rig.hookRuns()).filter((r) => r.event === "user-prompt-submit");
-            // The prompts typed so far: the slow one, "say hi" and one after /compact (fault steps), or only
-            // the one after /compact, and the quiet session's three.
             assertEquals(
               runs.length,
               (faults ? 3 : 1) + 3,
@@ -368,7 +349,6 @@ for (const [i, version] of KIMI_VERSIONS.entries()) {
       assertEquals(await quiet.exit(), 0);
 
       if (faults) {
-        // A third session, whose first turn the provider fails: Kimi fires StopFailure, never Stop.
         await using failing = await rig.env.tui();
         await t.step(
           "a failed turn (provider error): its prompt alone reaches OpenViking at once, committed",
@@ -380,7 +360,6 @@ for (const [i, version] of KIMI_VERSIONS.entries()) {
               (await rig.env.sessionIndex()).find((e) =>
                 !known.has(e.sessionId)
               ))).sessionId;
-            // No answer invented, and not withheld until a later turn: the StopFailure capture, committed.
             await expectFakeSession(fake, `kc-${sid}`, [["0", "user", prompt]], 1);
           },
         );

@@ -1,10 +1,4 @@
-/**
- * End to end: `install` into a hand-written user config (comments, CRLF line ends, unicode, no final newline,
- * a hook of the user's own) works in the real Kimi Code CLI, and `uninstall` gives the user back config.toml
- * byte for byte — in config mode and in plugin mode, on every Kimi release (`KIMI_RELEASES`). For the releases
- * between the oldest and the newest this is their whole default run, the smoke path: install, a prompt with
- * recall, its capture, uninstall — in one mode each, in turn (ARCHITECTURE decision 41).
- */
+/** End to end. */
 
 import { join } from "node:path";
 import { assertEquals, assertTrue } from "../support/assert.ts";
@@ -59,7 +53,6 @@ for (const [i, version] of [...KIMI_RELEASES.entries()].reverse()) {
     const name = `e2e kimi ${version} ${mode} mode: uninstall restores config.toml byte for byte`;
     const install = await kimiOrSkip(version, name);
     Deno.test({ name, ignore: !install, ...E2E_TEST }, async () => {
-      // Everything lives under a path a shell would mangle if any command line were built carelessly.
       const base = await Deno.makeTempDir({ prefix: "ovk e2e ✓ " });
       const root = join(base, `it's "quoted" $HOME 中文`);
       await Deno.mkdir(root);
@@ -85,7 +78,6 @@ for (const [i, version] of [...KIMI_RELEASES.entries()].reverse()) {
         assertTrue(withUs.length > original.length);
       } else assertEquals(withUs, original, "plugin mode does not touch config.toml");
 
-      // Kimi reads the result: our hooks and the user's hook both run, the model gets the recall.
       const r = await rig.print("hello, does my memory work with my own config?");
       const first = rig.mainRequests()[0].body.messages.filter(isHookResult).map(messageText);
       assertEquals(first, [
@@ -98,7 +90,6 @@ for (const [i, version] of [...KIMI_RELEASES.entries()].reverse()) {
       assertTrue(await exists(marker), "the user's own Stop hook ran too");
       const doctor = await rig.cli(["doctor"]);
       assertEquals(doctor.code, 0, doctor.stdout + doctor.stderr);
-      // Kimi's own check accepts what we wrote (a fifth key in a [[hooks]] entry would fail it).
       const kimiDoctor = await new Deno.Command(rig.env.install.node, {
         args: [rig.env.install.main, "doctor", "config"],
         env: rig.env.env(),
@@ -128,7 +119,6 @@ for (const [i, version] of [...KIMI_RELEASES.entries()].reverse()) {
       assertEquals(await exists(prompt), false, "the profile in the plugin's system prompt went");
       assertEquals(await exists(registry), false, "plugins/installed.json did not exist before install");
 
-      // And Kimi runs without us: no recall, no OpenViking tools, nothing sent.
       const seen = fake.requests.length;
       const before = rig.model.chatRequests().length;
       await rig.print("hello again, without the plugin");

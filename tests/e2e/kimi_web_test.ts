@@ -1,8 +1,7 @@
 /**
  * End to end through `kimi web`: the REST API behind Kimi's web UI, driven as the UI drives it (bearer token
  * from the banner, a session per conversation, the model chosen per session, tool approvals granted over
- * REST). Kimi 2.1.0 (`KIMI_E2E_VERSIONS` widens it to the matrix), our plugin installed by
- * `openviking-kimi install` in config mode and in plugin mode, the fake OpenViking behind a gate.
+ * REST).
  */
 
 import { kimiE2eVersions } from "../support/kimi.ts";
@@ -49,7 +48,6 @@ for (const version of VERSIONS) {
       await using web = await KimiWeb.start(rig.env);
       const surface = webSurface(rig, web);
 
-      // The fault steps exercise the hooks, not how they are registered: plugin mode runs them.
       const faults = mode === "plugin";
       if (faults) {
         await t.step(

@@ -1,21 +1,16 @@
 /**
  * Probes the REAL OpenViking server (PyPI `openviking`, see tests/support/real-openviking.ts) with the
  * headers the plugin sends, pinning the behaviour of every endpoint the plugin uses.
- *
- * Skipped (with the reason printed) when `OPENVIKING_REAL=0`, or when the server cannot be installed or
- * started here; `OPENVIKING_REAL=1` turns those skips into failures. `OPENVIKING_E2E_URL` probes an
- * existing server instead (memory-extraction and api_key-mode checks then need our stub and are skipped).
  */
 
 import { Entries, memoriesFromEntries, renderElement } from "../../memory/recall.ts";
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import {
   OPENVIKING_VERSION,
-  OpenVikingUnavailable,
   type RealAuthMode,
   type RealOpenViking,
   rssKiB,
-  startRealOpenViking,
+  startRealOrSkip,
 } from "../support/real-openviking.ts";
 import { USER_AGENT } from "../../lib/version.ts";
 import { Budget, classifyReply, createClient } from "../../openviking/client.ts";
@@ -32,6 +27,7 @@ import { isolatedEnv } from "../install/helpers.ts";
 
 const REAL = Deno.env.get("OPENVIKING_REAL") ?? "";
 const PEER = "-work-main";
+const PROJECT_PEER = "-work-proj";
 const TEST_OPTS = { sanitizeOps: false, sanitizeResources: false };
 
 if (REAL === "0") console.log("SKIP real OpenViking probe: OPENVIKING_REAL=0");
@@ -51,6 +47,18 @@ function obj(value: unknown): Json {
 
 function arr(value: unknown): Json[] {
   return Array.isArray(value) ? value.map(obj) : [];
+}
+
+/** One call of the server's API as the test's user, its `result`. */
+async function api(s: RealOpenViking, method: string, path: string, body?: unknown): Promise<unknown> {
+  const res = await fetch(`${s.url}${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${s.apiKey}`, "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const reply = await res.json();
+  assertEquals(res.status, 200, JSON.stringify(reply));
+  return reply.result;
 }
 
 /** The headers the plugin's HTTP client sends. */
@@ -83,9 +91,7 @@ async function call(
   let json: Json = {};
   try {
     json = obj(JSON.parse(text));
-  } catch {
-    // SSE or empty
-  }
+  } catch { /* ignored */ }
   return { status: res.status, headers: res.headers, text, json };
 }
 
@@ -115,25 +121,20 @@ function log(line: string): void {
 }
 
 async function startOrSkip(auth: RealAuthMode): Promise<RealOpenViking | undefined> {
-  try {
-    const server = await startRealOpenViking({ auth });
-    const rss = server.pid ? await rssKiB(server.pid) : undefined;
+  const server = await startRealOrSkip(`real OpenViking probe (${auth})`, { auth });
+  const rss = server?.pid ? await rssKiB(server.pid) : undefined;
+  if (server) {
     log(
-      `${server.mode} server ${server.url} openviking==${OPENVIKING_VERSION}` +
-        (server.mode === "external" ? "" : ` started in ${server.startupMs} ms, RSS ${rss} KiB`),
+      `${server.mode} server ${server.url} openviking==${OPENVIKING_VERSION} ${server.startupMs} ms, RSS ${rss} KiB`,
     );
-    return server;
-  } catch (e) {
-    if (!(e instanceof OpenVikingUnavailable) || REAL === "1") throw e;
-    console.log(`SKIP real OpenViking probe (${auth}): ${e.message}`);
-    return undefined;
   }
+  return server;
 }
 
 /**
  * What the server derives after a commit task completes (the memory's index entry, its search and recall
- * hits) lands a moment later, later still on a loaded machine: calls `read` until `ready` accepts a reply
- * (at most `timeoutMs`) and returns that reply — or the last one, for the caller's assertions to explain.
+ * hits) lands a moment later, later still on a loaded machine: calls `read` until `ready` accepts a reply (at
+ * most `timeoutMs`) and returns that reply — or the last one, for the caller's assertions to explain.
  */
 async function eventually(
   read: () => Promise<Reply>,
@@ -221,7 +222,6 @@ Deno.test({
       const result = obj(r.json.result);
       assertEquals(result.initialized, true);
       assertEquals(typeof result.user, "string");
-      // The envelope also carries null error/telemetry/profile keys.
       assertEquals("error" in r.json && r.json.error === null, true);
     });
 
@@ -409,7 +409,6 @@ Deno.test({
         assertTrue(arr(result.entries).some((e) => String(e.text).includes("tabs over spaces")), r.text);
         assertStringIncludes(String(result.rendered), '<memory uri="viking://user/');
       }
-      // Our full format renders the entries it keeps back into exactly the server's own rendered text.
       assertEquals(
         memoriesFromEntries(Entries.parse(result.entries)).map(renderElement).join("\n"),
         String(result.rendered),
@@ -477,7 +476,6 @@ Deno.test({
     await t.step(
       "the profile is the user's, not the workspace's: the same bytes under two actor peers",
       async () => {
-        // Why the plugin's one system prompt can carry it for every workspace (docs/ARCHITECTURE.md, 23).
         const status = await call(server, "GET", "/api/v1/system/status");
         const base = `viking://user/${String(obj(status.json.result).user ?? "default")}/memories`;
         const w = await call(server, "POST", "/api/v1/content/write", {
@@ -634,7 +632,6 @@ Deno.test({
           return c.ok ? "ok" : c.kind;
         };
         const fresh = `kc-refused-${crypto.randomUUID()}`;
-        // A malformed message (a numeric turn_id): refused for good, so the plugin keeps it aside.
         const bad = await call(server, "POST", `/api/v1/sessions/${fresh}/messages`, {
           role: "user",
           content: "x",
@@ -645,10 +642,8 @@ Deno.test({
           "INVALID_ARGUMENT",
           "rejected",
         ]);
-        // The commit of a session no message reached: refused for good too (the error names the session).
         const none = await call(server, "POST", `/api/v1/sessions/${fresh}/commit`, {});
         assertEquals([none.status, obj(none.json.error).code, verdict(none)], [404, "NOT_FOUND", "rejected"]);
-        // A route the server lacks refuses nothing: the write stays queued.
         const route = await call(server, "POST", `/api/v1/sessions/${fresh}/no-such-route`, {});
         assertTrue([404, 405].includes(route.status), route.text);
         assertEquals(verdict(route), "missing-route", route.text);
@@ -802,6 +797,104 @@ Deno.test({
     return r;
   };
   try {
+    await t.step("memories: list, show with provenance, forget, export and import", async () => {
+      await using dir = await tempDir();
+      const started = performance.now();
+      const env = {
+        HOME: dir.path,
+        OPENVIKING_URL: server.url,
+        OPENVIKING_API_KEY: server.apiKey ?? "",
+        OPENVIKING_PEER_ID: PROJECT_PEER,
+        PATH: Deno.env.get("PATH") ?? "/usr/bin",
+      };
+      const cli = (...args: string[]) => runCli(["memories", ...args], { env, clearEnv: true });
+      const project = `viking://~/peers/${PROJECT_PEER}/memories/events/release.md`;
+      await api(server, "POST", "/api/v1/content/write", {
+        uri: project,
+        content: "Released 2.0 on Friday.",
+        mode: "create",
+      });
+      const sid = "kc-session_r";
+      await api(server, "POST", `/api/v1/sessions/${sid}/messages/batch`, {
+        messages: [
+          { role: "user", content: "Remember: I prefer tabs over spaces in Go code.", turn_id: "t4" },
+          { role: "assistant", content: "Noted.", turn_id: "t4" },
+        ],
+      });
+      const commit = await api(server, "POST", `/api/v1/sessions/${sid}/commit`, {}) as { task_id: string };
+      const ledger = `${dir.path}/.openviking/ledger/kimicode`;
+      await Deno.mkdir(ledger, { recursive: true });
+      const capture = {
+        kind: "capture",
+        at: Date.now(),
+        ms: 1,
+        rejected: 0,
+        event: "Stop",
+        turns: 1,
+        sent: 2,
+        queued: 0,
+        commit: "committed",
+        taskId: commit.task_id,
+      };
+      await Deno.writeTextFile(`${ledger}/session_r.jsonl`, `${JSON.stringify(capture)}\n`);
+      const t0 = Date.now();
+      for (;; await new Promise((r) => setTimeout(r, 300))) {
+        const task = await api(server, "GET", `/api/v1/tasks/${commit.task_id}`) as { status: string };
+        if (task.status === "completed") break;
+        assertTrue(task.status !== "failed" && Date.now() - t0 < 60_000, `the commit's task: ${task.status}`);
+      }
+
+      const listed = await cli("--json");
+      assertEquals(listed.code, 0, listed.stderr);
+      const memories: { uri: string; scope: string; kind: string }[] = JSON.parse(listed.stdout).memories;
+      const tabs = memories.find((m) => m.kind === "preferences" && m.scope === "user");
+      assertTrue(tabs !== undefined, `the extracted preference is listed: ${listed.stdout}`);
+      const release = memories.find((m) => m.scope === "project");
+      assertEquals(
+        release?.uri,
+        `viking://user/${server.user}/peers/${PROJECT_PEER}/memories/events/release.md`,
+      );
+      const text = await cli();
+      assertMatch(text.stdout, /memories: this project's and yours/);
+      assertStringIncludes(text.stdout, "project: Released 2.0 on Friday.");
+
+      const shown = await cli("show", tabs.uri);
+      assertEquals(shown.code, 0, shown.stderr);
+      assertStringIncludes(shown.stdout, "I prefer tabs over spaces in Go code.");
+      assertStringIncludes(shown.stdout, "- added by commit archive_001 of Kimi session session_r");
+      assertStringIncludes(shown.stdout, "turns: t4");
+      assertStringIncludes(shown.stdout, `task ${commit.task_id}: our Stop capture`);
+
+      const file = `${dir.path}/memories.ovpack`;
+      const exported = await cli("export", file);
+      assertEquals(exported.code, 0, exported.stderr);
+      assertEquals(
+        (await Deno.readFile(file)).subarray(0, 2).join(","),
+        "80,75",
+        "a zip: OpenViking's .ovpack",
+      );
+
+      assertEquals((await cli("forget", tabs.uri)).code, 0);
+      const again = await cli("forget", tabs.uri);
+      assertEquals(again.code, 3, again.stderr);
+      assertEquals((await cli("show", tabs.uri)).code, 3);
+
+      const imported = await cli("import", file, "--json");
+      assertEquals(imported.code, 0, imported.stderr);
+      const done = JSON.parse(imported.stdout);
+      assertEquals(done.uri, `viking://user/${server.user}/memories`);
+      assertTrue((await Deno.stat(done.backup)).size > 0, "what the import replaced is kept");
+      const back = await api(server, "GET", `/api/v1/content/read?uri=${encodeURIComponent(tabs.uri)}`);
+      assertStringIncludes(String(back), "I prefer tabs over spaces in Go code.");
+      const forgot = await cli("forget", release!.uri, "--json");
+      assertEquals(
+        [forgot.code, JSON.parse(forgot.stdout).text],
+        [0, "Released 2.0 on Friday."],
+        forgot.stderr,
+      );
+      console.log(`  [real-openviking] memories test body: ${Math.round(performance.now() - started)} ms`);
+    });
+
     await t.step("the section's command, with the root key on stdin", async () => {
       const commands = sectionCommands();
       assertEquals(commands, ["deno task -q install --url http://127.0.0.1:1933 --api-key-stdin"]);
@@ -836,7 +929,6 @@ Deno.test({
       env.OPENVIKING_WRITE_PATH_ASYNC = "0";
       env.OPENVIKING_CAPTURE_WAIT_MS = "0";
       await cli(["hook", "stop"], payload({}));
-      // The default commit policy leaves a short turn for the session's end, which commits it.
       await cli(["hook", "session-end"], payload({}));
       const status = JSON.parse((await cli(["status", "--json", "--session", SESSION])).stdout);
       assertEquals([status.connection.reachable, status.connection.authenticated], [true, true]);
@@ -889,7 +981,6 @@ Deno.test({
         assertEquals(await shape(fake.url, "GET", path, "wrong-key"), real, `a wrong key on ${path}`);
       }
     });
-    // From here on as the user the server was started with (its own account, not README's default).
     await t.step("/health: open without a key, identity with a user key, 401 with a wrong key", async () => {
       const anon = await fetch(`${server.url}/health`);
       const anonJson = await anon.json() as Json;
@@ -967,7 +1058,6 @@ Deno.test({
       assertEquals(task.status, "completed", JSON.stringify(task));
       const meta = await call(server, "GET", `/api/v1/sessions/${sessionId}`);
       assertEquals(obj(obj(meta.json.result).user), { account_id: server.account, user_id: server.user });
-      // The task is complete, the memory's index entry may not be yet (under load only `.overview.md` showed).
       const r = await eventually(
         () =>
           call(server, "POST", "/api/v1/search/find", {

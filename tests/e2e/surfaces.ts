@@ -1,7 +1,7 @@
 /**
  * The end-to-end scenarios every long-running Kimi surface must pass — `kimi acp` (an editor over the Agent
- * Client Protocol) and `kimi web` (the REST server behind the web UI) — written once against a small
- * {@link Surface} driver: sessions that stay open across turns, in one Kimi process.
+ * Client Protocol) and `kimi web` (the REST server behind the web UI) — written once against a small {@link
+ * Surface} driver: sessions that stay open across turns, in one Kimi process.
  */
 
 import { assertEquals, assertTrue } from "../support/assert.ts";
@@ -42,10 +42,7 @@ export interface Surface {
   prompt(sessionId: string, text: string): Promise<SurfaceTurn>;
   /** Everything the client was shown for a session, as one string (when the surface reports it). */
   shown?(sessionId: string): string;
-  /**
-   * Whether the client learns that a turn failed. Measured: web reports `last_turn_reason: "failed"`; ACP
-   * answers a failed turn with `stopReason: "end_turn"` and no message at all.
-   */
+  /** Whether the client learns that a turn failed. */
   reportsFailures: boolean;
 }
 
@@ -56,8 +53,8 @@ const BUDGET_MS = KNOBS.promptBudgetMs.default;
 const TOOL_ANSWER_SHOWN = TOOL_TURN_ANSWER.replace("\n\n", "");
 
 /**
- * Recall reaches the model before every prompt (the profile once), the client is not shown it, and a plain,
- * a tool and a plain turn reach OpenViking whole, once each, each committed, with nothing injected.
+ * Recall reaches the model before every prompt (the profile once), the client is not shown it, and a plain, a
+ * tool and a plain turn reach OpenViking whole, once each, each committed, with nothing injected.
  */
 export async function recallAndCapture(rig: Rig, surface: Surface): Promise<void> {
   const fake = rig.fake!;
@@ -101,8 +98,7 @@ export async function recallAndCapture(rig: Rig, surface: Surface): Promise<void
 /**
  * A failed turn gives OpenViking its prompt alone, at once (from the StopFailure hook), committed — not
  * withheld until a later turn's capture, and with no invented answer; the next turn follows it, and Kimi
- * itself keeps the failed prompt in the model's context. `failedPrompt` must make the turn fail on this
- * surface (a provider error, or a session with no model: `model: false`).
+ * itself keeps the failed prompt in the model's context.
  */
 export async function failedTurn(
   rig: Rig,
@@ -132,10 +128,7 @@ export async function failedTurn(
   );
 }
 
-/**
- * OpenViking down: the turn is answered at once, without recall, and its writes wait in the queue (0600);
- * OpenViking back: the next session start replays them, once, into the session they belong to.
- */
+/** OpenViking down: the turn is answered at once, without recall, and its writes wait in the queue (0600) */
 export async function downAndBack(rig: Rig, surface: Surface): Promise<void> {
   const fake = rig.fake!;
   const sessionId = await surface.newSession();
@@ -155,7 +148,6 @@ export async function downAndBack(rig: Rig, surface: Surface): Promise<void> {
   const down = await surface.prompt(sessionId, downPrompt);
   assertTrue(down.ok, JSON.stringify(down));
   assertEquals(down.answer, TOOL_ANSWER_SHOWN);
-  // Generous bound, not a benchmark: had any hook waited out its budget the turn would exceed it.
   assertTrue(
     down.durationMs < up.durationMs + BUDGET_MS / 2,
     `turn took ${down.durationMs} ms with the server down (${up.durationMs} ms up)`,
@@ -201,7 +193,6 @@ export async function downAndBack(rig: Rig, surface: Surface): Promise<void> {
   ], 1);
   assertEquals(await listQueue(rig.pendingDir), [], "the queue is empty again");
   const replayed = fake.requests.slice(seen).filter((q) => q.path.includes(encodeURIComponent(ov)));
-  // One request per queued entry: the turn's messages as one batch, then its commit.
   assertEquals(replayed.map((q) => q.route), [
     "POST /api/v1/sessions/:id/messages/batch",
     "POST /api/v1/sessions/:id/commit",

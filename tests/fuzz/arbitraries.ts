@@ -1,8 +1,7 @@
 /**
  * fast-check generators shared by the fuzz tests: hook stdin (random bytes, random JSON, objects shaped like
  * Kimi's hook payloads with wrong types, huge strings, deep nesting, truncated or BOM-prefixed text), and
- * byte/text mutations of valid documents. `runs(n)` scales run counts with `FUZZ_SCALE`; `FUZZ_SEED` fixes
- * the seed (printed by fast-check on failure).
+ * byte/text mutations of valid documents.
  */
 
 import fc from "fast-check";
@@ -80,8 +79,6 @@ const contentParts = fc.array(
 
 /**
  * An object shaped like a Kimi hook payload: well-typed fields, then sometimes one or two of the wrong type.
- * With `credentials`, some prompts hold real-format credentials (each drawn secret must then never be sent or
- * kept).
  */
 export function payloadArb(
   sessionIds: readonly string[],
@@ -130,8 +127,6 @@ const encoder = new TextEncoder();
 
 /**
  * Hook stdin bytes: random bytes, random JSON, payload-shaped JSON (whole, truncated, BOM-prefixed, flipped).
- * A flipped byte can break a credential's prefix and leave a random string that is no credential any more but
- * still holds its drawn secret: the flipped payloads hold none.
  */
 export function stdinArb(sessionIds: readonly string[], cwds: readonly string[]): fc.Arbitrary<Uint8Array> {
   const payloadText = payloadArb(sessionIds, cwds).map((p) => JSON.stringify(p));
@@ -239,8 +234,8 @@ const KINDS = ["0123456789", "abcdef", "ghijklmnopqrstuvwxyz", "ABCDEF", "GHIJKL
 
 /**
  * A real-format credential (tests/support/credentials.ts) with the second half of its secret drawn anew —
- * each letter or digit for one of its kind, the rest as it was — so its prefix, alphabet and length stay
- * the provider's. Every secret drawn is added to `drawnSecrets`.
+ * each letter or digit for one of its kind, the rest as it was — so its prefix, alphabet and length stay the
+ * provider's.
  */
 export const credentialArb: fc.Arbitrary<Credential> = fc.tuple(
   fc.constantFrom(...CREDENTIALS),

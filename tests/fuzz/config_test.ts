@@ -1,8 +1,7 @@
 /**
- * Fuzzing configuration: ovcli.conf, ov.conf and the workspace files as random bytes, random JSON and
- * mutated real documents, plus random values in every knob's environment variable, through `loadConfig`
- * (and the pure `resolveConfig` with any values at all). It never throws; the result always has an http(s)
- * server URL and every knob within its schema; bad input only ever becomes a warning.
+ * Fuzzing configuration: ovcli.conf, ov.conf and the workspace files as random bytes, random JSON and mutated
+ * real documents, plus random values in every knob's environment variable, through `loadConfig` (and the pure
+ * `resolveConfig` with any values at all).
  */
 
 import fc from "fast-check";
@@ -128,7 +127,6 @@ Deno.test("fuzz: resolveConfig takes any values as parsed files and workspace la
         const workspace = values.map((value, i) => ({ path: `/w/.openviking/config${i}.json`, value }));
         const { config, warnings } = resolveConfig({ ...mine, workspace });
         checkConfig(config, warnings);
-        // Whatever the workspace says, each knob ends where its rule lets a workspace move the user's value.
         const own = resolveConfig(mine).config as unknown as Record<string, unknown>;
         for (const name of KNOB_NAMES) {
           const got = (config as unknown as Record<string, unknown>)[name];

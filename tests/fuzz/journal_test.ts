@@ -1,10 +1,8 @@
 /**
- * Fuzzing the journal path: journals mixing real records with garbled, truncated, wrongly typed, blank,
- * CRLF, invalid-UTF-8 and huge lines go through readJournal → scanTurns → planCapture → acknowledge without
+ * Fuzzing the journal path: journals mixing real records with garbled, truncated, wrongly typed, blank, CRLF,
+ * invalid-UTF-8 and huge lines go through readJournal → scanTurns → planCapture → acknowledge without
  * throwing, and what comes out keeps its invariants (offsets, complete lines only, unique keys, nothing
- * already acknowledged, bounded text). Reading in two pieces through a cursor gives the same lines as one
- * read, wherever the cut falls (inside a line, inside a UTF-8 sequence). Turns that say real-format
- * credentials plan none of them for sending.
+ * already acknowledged, bounded text).
  */
 
 import fc from "fast-check";
@@ -85,7 +83,6 @@ const journalBytes = fc.tuple(
 ).map(([real, extra, positions, stray, crlf]) => {
   const lines = [...real];
   extra.forEach((l, i) => lines.splice((positions[i] ?? i) % (lines.length + 1), 0, l));
-  // Truncate one real line in the middle (a torn write that was later followed by more records).
   if (positions[0] !== undefined && lines.length) {
     const k = positions[0] % lines.length;
     lines[k] = lines[k].slice(0, Math.floor(lines[k].length / 2));

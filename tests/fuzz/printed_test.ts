@@ -1,9 +1,9 @@
 /**
  * Fuzzing what the prompt hook prints, in both output formats: every text the server sends (context
  * `entries`, `rendered`/`digest`, recall `rendered`, find URIs and abstracts, read contents, `profile.md`,
- * listing paths and abstracts, the user space's name) is hostile, through all three recall stages; the printed output must still be exactly our
- * blocks — our markers at the start and end of each, no other markup, no control or escape byte, within
- * the cap. The handler runs in-process against the fake OpenViking (exact outputs: memory/prompt_test.ts).
+ * listing paths and abstracts, the user space's name) is hostile, through all three recall stages; the
+ * printed output must still be exactly our blocks — our markers at the start and end of each, no other
+ * markup, no control or escape byte, within the cap.
  */
 
 import fc from "fast-check";

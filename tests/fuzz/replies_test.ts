@@ -42,7 +42,6 @@ Deno.test("fuzz: OpenViking replies — any status, body or transport failure be
           error: fc.oneof(
             fc.string({ maxLength: 10 }),
             fc.record({
-              // Every code the server sends, one it does not, or none at all (requiredKeys: []).
               code: fc.oneof(fc.constantFrom(...Object.keys(SERVER_ERROR_CODES), "X"), fc.integer()),
               message: fc.oneof(fc.string({ maxLength: 10 }), fc.integer()),
               details: fc.oneof(
@@ -66,7 +65,6 @@ Deno.test("fuzz: OpenViking replies — any status, body or transport failure be
           }
           const bytes = encoder.encode(body);
           return Promise.resolve(
-            // Whole, or (cut) half of it and then the connection breaks.
             response(
               [behaviour === "cut" ? bytes.subarray(0, bytes.length >> 1) : bytes],
               "application/json",

@@ -1,8 +1,6 @@
 /**
  * The proxy inside the REAL Kimi Code CLI (2.1.0, print mode, user-level mcp.json), with OpenViking down when
- * Kimi starts: Kimi must still offer OpenViking's tools to the model (the upstream plugin lost them for the
- * session), and a tool call made once the server is up must reach it. Skipped when Kimi is not in the test
- * cache (`tests/support/kimi.ts` installs it).
+ * Kimi starts.
  */
 
 import { join } from "node:path";

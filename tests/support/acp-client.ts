@@ -1,9 +1,6 @@
 /**
  * Drives `kimi acp` (Kimi Code as an Agent Client Protocol server on stdio) the way an editor such as Zed
- * does, through the official ACP client library (`@agentclientprotocol/sdk`, stable protocol v1; Kimi's own
- * server is built on the same library): `initialize`, `session/new`, `session/prompt`, and every
- * `session/request_permission` answered with an allow option. Everything the agent sends is recorded, so a
- * test can say what the editor was shown.
+ * does, through the official ACP client library (`@agentclientprotocol/sdk`, stable protocol v1.
  */
 
 import * as acp from "@agentclientprotocol/sdk";
@@ -149,7 +146,6 @@ export class KimiAcp {
       if (e instanceof AcpTransportError) throw e;
     }
     const durationMs = Date.now() - started;
-    // Notifications sent just before the response may still be in the client's queue.
     await new Promise((r) => setTimeout(r, 50));
     const answer = updates.slice(u0).map(chunkText).join("");
     return { stopReason, text: answer, permissions: permissions.slice(p0), durationMs };
@@ -167,7 +163,7 @@ export class KimiAcp {
 
   /**
    * Ends the connection the way an editor does when it closes: stdin is closed, and Kimi exits on its own
-   * (SIGTERM, then SIGKILL, if it has not within 10 s). Returns its exit status.
+   * (SIGTERM, then SIGKILL, if it has not within 10 s).
    */
   async close(): Promise<Deno.CommandStatus> {
     this.#conn.close();

@@ -1,9 +1,6 @@
 /**
  * Real-format credentials, one or more per redaction rule (runtime/redact.ts), each as it appears in a
- * developer's terminal: the line it sits in and the secret that must not survive. The random parts are
- * made up; each sample's prefix, alphabet and length are the provider's (checked against gitleaks' rule of
- * the same name where it has one). Every secret is written in two pieces, so no scanner takes this file
- * for a leak.
+ * developer's terminal: the line it sits in and the secret that must not survive.
  */
 
 /**
@@ -95,7 +92,6 @@ export const CREDENTIALS: readonly Credential[] = [
     "87+CgDMhcIwUgIyyHj9wDISPCG4JMameNNDxzyo2EBXpvq",
     "XujWLXzKUu87GJ/rWBWtFvhpCm1bIBpKbDmn+Swn==",
   ),
-  // One per rule besides.
   sample(
     "ai-api-key",
     "OPENAI_API_KEY is {} for now",
@@ -231,11 +227,9 @@ export const CREDENTIALS: readonly Credential[] = [
   sample("assignment", "x-api-key: {}", "a1b2c3d4", "e5f6g7h8"),
   sample("assignment", '{"auths": {"registry.example.com": {"auth": "{}"}}}', "dXNlcjpw", "YXNzd29yZA=="),
   sample("assignment", "SECRET_KEY_BASE = {}", "9f8e7d6c", "5b4a3f2e1d0c"),
-  // Env names glued to their secret word: the key's one word ends with it.
   sample("assignment", "PGPASSWORD={} psql -h db -U app", "pgpass", "Hunter77"),
   sample("assignment", "DBPASSWORD={} REDISPASSWORD=x ./run", "Sup3r", "S3cretPw"),
   sample("assignment", "run with REDISPASSWORD={} set", "r3dis", "Pa55word"),
-  // A bare AWS secret access key beside its key id: no key name says what it is.
   sample(
     "aws-secret-access-key",
     "my key is AKIA" + "IOSFODNN7EXAMPLE and secret {}, rotate both",
@@ -248,23 +242,20 @@ export const CREDENTIALS: readonly Credential[] = [
     "yfPf6hgHG4sddOp3C3IB",
     "sy5hSKfOtSrnBdTgpo0M",
   ),
-  // Basic credentials without their header: base64 of `user:password`.
   sample("basic", "the proxy wants Basic {} on every call", "dXNlcjpodW50", "ZXIyaHVudGVyMg=="),
-  // A quoted value a sentence says is a secret.
   sample("secret-in-prose", 'The secret is "{}", keep it safe', "hunter2", "hunter2"),
   sample("secret-in-prose", "my password was '{}' until today", "Tr0ub4", "dor&3"),
   sample("secret-in-prose-unquoted", "my password is {} now", "hunt", "er2"),
   sample("secret-in-prose-unquoted", "unlock it with passphrase {} please", "Tr0ub4", "dor&3"),
   sample("mysql-password-option", "mysql -u root -p{} db", "MyS3cr", "etPw"),
-  // A token with an invisible character inside: the shapes see it whole.
   sample("invisible-characters", "the key id {} is active", "AKIA\u200b", "IOSFODNN7EXAMPLE"),
   sample("invisible-characters", "push with {} please", "ghp_ZX7DfL3Fuo\u2060", "XmsC4vynNdwifV0xbWhEpIjsXU"),
 ];
 
 /**
  * Ordinary code and prose that holds no secret, each left exactly as it is: a hex commit id, a UUID, a base64
- * image in a diff, `token` and `password` words in prose, code that names secrets without holding one,
- * public keys and certificates, URLs without a password.
+ * image in a diff, `token` and `password` words in prose, code that names secrets without holding one, public
+ * keys and certificates, URLs without a password.
  */
 export const NOT_SECRETS: readonly string[] = [
   "fixed in commit 3f2a9c1e7b4d5f60718293a4b5c6d7e8f9012345 (short 3f2a9c1)",

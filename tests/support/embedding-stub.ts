@@ -1,10 +1,6 @@
-/**
- * A tiny OpenAI-compatible model server on loopback for running the real OpenViking server in tests:
- * `POST /v1/embeddings` returns deterministic hashed bag-of-words vectors (similar texts land near each
- * other), `POST /v1/chat/completions` returns canned answers shaped for the prompts OpenViking sends
- * (memory extraction, summaries, intent analysis, recall rewrite), `GET /v1/models` lists one model.
- * Every request is recorded.
- */
+/** A tiny OpenAI-compatible model server on loopback for running the real OpenViking server in tests. */
+
+import { type ChatMessage, messageText } from "./model-server.ts";
 
 /** One request the stub received. */
 export interface StubRequest {
@@ -26,6 +22,8 @@ export interface EmbeddingStub {
   dimension: number;
   /** Requests so far, oldest first. */
   requests: StubRequest[];
+  /** While true, chat completions fail with 503 (a broken chat model). */
+  chatDown: boolean;
   /** Stop serving. */
   stop(): Promise<void>;
 }
@@ -102,20 +100,6 @@ function inputTexts(input: unknown): string[] {
   return [JSON.stringify(input ?? "")];
 }
 
-interface ChatMessage {
-  role?: string;
-  content?: unknown;
-}
-
-function messageText(content: unknown): string {
-  if (typeof content === "string") return content;
-  if (Array.isArray(content)) {
-    return content.map((part) => part && typeof part === "object" && "text" in part ? String(part.text) : "")
-      .join("\n");
-  }
-  return "";
-}
-
 interface CannedReply {
   kind: string;
   content: string;
@@ -172,7 +156,7 @@ export function rewriteReply(prompt: string): string {
 /** Picks a canned reply for a chat request from what its prompt asks for. */
 export function cannedReply(body: Record<string, unknown>): CannedReply {
   const messages = Array.isArray(body.messages) ? body.messages as ChatMessage[] : [];
-  const all = messages.map((m) => messageText(m.content)).join("\n");
+  const all = messages.map(messageText).join("\n");
   const lower = all.toLowerCase();
   if (lower.includes("reply only ok")) return { kind: "ping", content: "OK" };
   if (lower.includes("restricted python memory sdk")) return { kind: "memory", content: memoryProgram(all) };
@@ -228,13 +212,14 @@ export function startEmbeddingStub(options: EmbeddingStubOptions = {}): Promise<
         usage: { prompt_tokens: texts.length, total_tokens: texts.length },
       });
     }
+    if (method === "POST" && path === "/chat/completions" && stub.chatDown) {
+      return json({ error: { message: "stub: the chat model is down", type: "server_error" } }, 503);
+    }
     if (method === "POST" && path === "/chat/completions" && body && typeof body === "object") {
       const b = body as Record<string, unknown>;
       const reply = cannedReply(b);
       record.kind = reply.kind;
-      const asked = (Array.isArray(b.messages) ? b.messages as ChatMessage[] : []).map((m) =>
-        messageText(m.content)
-      );
+      const asked = (Array.isArray(b.messages) ? b.messages as ChatMessage[] : []).map(messageText);
       const [prompt, completion] = [
         Math.ceil(asked.join("\n").length / 4),
         Math.ceil(reply.content.length / 4),
@@ -250,12 +235,12 @@ export function startEmbeddingStub(options: EmbeddingStubOptions = {}): Promise<
           message: { role: "assistant", content: reply.content },
           finish_reason: "stop",
         }],
-        // About 4 characters a token, as a real model would count them: the server reports these per commit.
         usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
       });
     }
     return json({ error: { message: `stub: no route ${method} ${path}`, type: "not_found" } }, 404);
   };
+  const stub = { chatDown: false };
   return new Promise((resolve) => {
     const server = Deno.serve({
       hostname: "127.0.0.1",
@@ -263,13 +248,13 @@ export function startEmbeddingStub(options: EmbeddingStubOptions = {}): Promise<
       onListen: () => {},
     }, handler);
     const addr = server.addr;
-    resolve({
+    resolve(Object.assign(stub, {
       baseUrl: `http://127.0.0.1:${addr.port}/v1`,
       dimension,
       requests,
       stop: async () => {
         await server.shutdown();
       },
-    });
+    }));
   });
 }

@@ -1,10 +1,4 @@
-/**
- * The fake OpenViking's `/mcp` endpoint: MCP Streamable HTTP with the server's 24 tools, JSON or SSE replies,
- * stateless (like OpenViking) or with session ids, and session expiry on demand. For proxy tests it can also
- * hold tool calls until released (to control reply order and concurrency), answer with a scripted reply (SSE
- * bodies with comments, multi-line data, server requests, `[DONE]`; empty or broken bodies; redirects), and
- * it counts calls in progress.
- */
+/** The fake OpenViking's `/mcp` endpoint. */
 
 /** Options of the fake MCP endpoint. */
 export interface FakeMcpOptions {

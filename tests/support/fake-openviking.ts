@@ -1,11 +1,7 @@
 /**
- * An in-memory OpenViking server on 127.0.0.1 for tests: the routes the plugin uses, request recording,
- * and per-route fault injection (status, delay, dropped connection, reply lost after the write was stored,
- * missing batch endpoint). Like the real 0.5.2 server,
- * search/find/recall reject unknown body fields with 400; session routes accept them (and any role) but
- * check types (a numeric turn_id is a 400).
- *
- * Run standalone: `deno run -A tests/support/fake-openviking.ts [--port N]` (control API under /__control).
+ * An in-memory OpenViking server on 127.0.0.1 for tests: the routes the plugin uses, request recording, and
+ * per-route fault injection (status, delay, dropped connection, reply lost after the write was stored,
+ * missing batch endpoint).
  */
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -138,9 +134,9 @@ export interface FakeOptions {
   /** Require `Authorization: Bearer <apiKey>` on everything but /health. */
   apiKey?: string;
   /**
-   * api_key mode as the real 0.5.2 server runs it (`server.root_api_key`): this root key administers — the admin
-   * API, system status, tasks — and is refused on every data route with the real 403; the user keys the admin
-   * API makes are accepted like `apiKey`. The account `default` exists from the start, with no user.
+   * api_key mode as the real 0.5.2 server runs it (`server.root_api_key`): this root key administers — the
+   * admin API, system status, tasks — and is refused on every data route with the real 403; the user keys the
+   * admin API makes are accepted like `apiKey`.
    */
   rootKey?: string;
   /** The admin API's user list shows key prefixes only (`encryption.api_key_hashing.enabled`), never a key. */
@@ -227,8 +223,7 @@ function userKey(account: string, user: string): string {
 
 /**
  * Every error code OpenViking 0.5.2 sends, with its HTTP status (`openviking/server/models.py`
- * `ERROR_CODE_TO_HTTP_STATUS`). An injected fault of a status carries the first code listed with it, as the
- * server's own framework errors do (CONFLICT before ALREADY_EXISTS); a status not listed carries UNKNOWN.
+ * `ERROR_CODE_TO_HTTP_STATUS`).
  */
 export const SERVER_ERROR_CODES: Readonly<Record<string, number>> = {
   INVALID_ARGUMENT: 400,
@@ -270,7 +265,7 @@ export const SERVER_ERROR_CODES: Readonly<Record<string, number>> = {
 
 /**
  * The codes that refuse a write for good, the tests' copy of docs/ARCHITECTURE.md decision 15 (a 4xx naming
- * one of them; NOT_FOUND only when it names a missing resource): every other code keeps the write.
+ * one of them.
  */
 export const FINAL_CODES = [
   "INVALID_ARGUMENT",
@@ -402,27 +397,6 @@ export function echoContext(body: Record<string, unknown>): Record<string, unkno
   };
 }
 
-/** The full format's profile block against the default fake (OPENVIKING_RECALL_FORMAT=full). */
-export const FAKE_PROFILE_BLOCK = `<openviking-context source="session-start">
-<user-profile uri="viking://user/default/memories/profile.md">
-# Profile
-Name: Test User
-Likes: tabs
-</user-profile>
-<available-memories>
-  viking://user/default/memories/preferences/
-    - indent.md — Tabs over spaces
-</available-memories>
-</openviking-context>`;
-
-/** The full format's recall block against the default fake (the server's markup defanged). */
-export const FAKE_RECALL_BLOCK = `<openviking-context>
-Relevant memory from OpenViking. Use the search/read MCP tools to expand URIs.
-&lt;memory uri="viking://user/default/memories/preferences/indent.md" type="preferences" score="0.87" detail="abstract">
-User prefers tabs over spaces.
-&lt;/memory>
-</openviking-context>`;
-
 /** The fake server. */
 export class FakeOpenViking {
   readonly requests: RecordedRequest[] = [];
@@ -465,10 +439,7 @@ export class FakeOpenViking {
     memory_type: "preferences",
     after: "- The user prefers tabs over spaces",
   }];
-  /**
-   * Commit tasks by id. Deleting one is the real server expiring it (a finished task after 24 h, a failed one
-   * after 7 days): `GET /api/v1/tasks/{id}` then answers 404 "Task not found or expired".
-   */
+  /** Commit tasks by id. */
   readonly tasks = new Map<string, FakeTask>();
   /** File contents for /content/read. */
   files = new Map<string, string>([
@@ -629,7 +600,6 @@ export class FakeOpenViking {
         if (fault?.lostReply) return void req.socket.destroy();
         return sendRaw(res, reply.status, reply.headers, reply.body);
       }
-      // Like the real /health: no key needed, but a key it is given must be valid.
       const who = url.pathname !== "/health" || headers.authorization
         ? this.checkAuth(headers, url.pathname)
         : undefined;
@@ -658,7 +628,6 @@ export class FakeOpenViking {
       const result = admin ? this.admin(method, url, admin, body, who) : this.route(method, url, body, who);
       record.handled = ++this.handledCount;
       if (fault?.lostReply || req.socket.destroyed) {
-        // Stored, but the client never hears about it (cut connection, or it gave up waiting).
         this.lostReplyMessages += Array.isArray((body as { messages?: unknown[] })?.messages)
           ? (body as { messages: unknown[] }).messages.length
           : url.pathname.endsWith("/messages")
@@ -847,7 +816,6 @@ export class FakeOpenViking {
       return entries;
     }
     if (method === "GET" && (p === "/api/v1/fs/tree" || p === "/api/v1/fs/stat")) {
-      // Every file under the URI, as the real tree lists them (`output=original`); stat: the one file.
       const uri = own(q.get("uri") ?? "");
       const entry = (u: string) => ({
         uri: u,
@@ -901,7 +869,6 @@ export class FakeOpenViking {
       return content;
     }
     if (method === "GET" && p === "/api/v1/tasks") {
-      // Like the real list (openviking/server/routers/tasks.py): newest first, `limit` 50 unless given, 1–200.
       const [rid, type] = [q.get("resource_id"), q.get("task_type")];
       const limit = Number(q.get("limit") ?? 50);
       if (!Number.isInteger(limit) || limit < 1 || limit > 200) {
@@ -1002,7 +969,6 @@ export class FakeOpenViking {
         if (body !== undefined) requireObject(body);
         const s = this.session(id, false);
         if (s.messages.length === (s.archived ?? 0)) {
-          // Like the real server: nothing new since the last commit.
           return { session_id: id, status: "skipped", archived: false, reason: "no_messages", task_id: null };
         }
         s.commits++;
@@ -1104,7 +1070,6 @@ function sendRaw(
   headers: Record<string, string>,
   body: string | Uint8Array,
 ): void {
-  // No keep-alive: a client must never silently retry a request on a pooled connection the fake dropped.
   res.writeHead(status, { ...headers, connection: "close" });
   res.end(body);
 }

@@ -8,8 +8,8 @@ import type { HookEvent } from "../../kimi/hooks.ts";
 import type { HookInput } from "../../kimi/payload.ts";
 
 /**
- * A context for `event` with `input`, in a sandbox whose HOME is `home`: a detached worker's by default, but for
- * the prompt hook, whose worker is the breaker's probe of the server.
+ * A context for `event` with `input`, in a sandbox whose HOME is `home`: a detached worker's by default, but
+ * for the prompt hook, whose worker is the breaker's probe of the server.
  */
 export async function makeContext(
   event: HookEvent,
@@ -30,10 +30,7 @@ export async function makeContext(
   });
 }
 
-/**
- * Environment of a sandbox: HOME, Kimi home and the server URL, nothing from the real user; every capture
- * commits (the tests of the commit policy choose theirs).
- */
+/** Environment of a sandbox. */
 export function sandboxEnv(
   home: string,
   url: string,
@@ -70,8 +67,8 @@ export async function placeJournal(home: string, sessionId: string, text: string
 }
 
 /**
- * `hook <event>` run in-process with `env` (and nothing of this process's) on `stdin`, detaching switched
- * off so the work runs here: what the entry point would print.
+ * `hook <event>` run in-process with `env` (and nothing of this process's) on `stdin`, detaching switched off
+ * so the work runs here: what the entry point would print.
  */
 export async function hookIn(
   event: string,

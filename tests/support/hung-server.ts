@@ -34,11 +34,8 @@ export function startHungServer(port = 0): HungServer {
       for (const conn of held) {
         try {
           conn.close();
-        } catch {
-          // closed by its client already
-        }
+        } catch { /* ignored */ }
       }
-      // The listening socket goes a moment after close() returns (its pending accept is cancelled first).
       for (let tries = 0; tries < 200; tries++) {
         try {
           Deno.listen({ hostname: "127.0.0.1", port: bound }).close();

@@ -1,8 +1,4 @@
-/**
- * Builds Kimi Code journals line by line, in the v2 engine's format (protocol 1.5: `agentId`, string turn ids
- * in loop events, numeric ids in `turn.ended`) or the legacy engine's (protocol 1.4: no `agentId`, no
- * `turn.ended`). Record shapes follow the sessions recorded with the real CLI in tests/fixtures/journals.
- */
+/** Builds Kimi Code journals line by line, in the v2 engine's format (protocol 1.5. */
 
 /** Options of a journal. */
 export interface JournalOptions {

@@ -1,11 +1,9 @@
 /**
  * Helpers to drive the REAL Kimi Code CLI (npm `@moonshot-ai/kimi-code`) in tests and recording scripts:
  * install pinned versions (plus a Node >= 22.19 from npm) into a cache that survives between runs, build an
- * isolated HOME + KIMI_CODE_HOME whose config.toml points at the scripted model server, run print mode
- * (`kimi -p`, `kimi -S <id> -p`), add `[[hooks]]`, record every hook's stdin, and drive the interactive TUI
- * under a private tmux server.
- *
- * Kimi always runs as `<node from npm> <kimi dist/main.mjs>`: the system Node is never used.
+ * isolated HOME + KIMI_CODE_HOME whose config.toml points at the scripted model server, run print mode (`kimi
+ * -p`, `kimi -S <id> -p`), add `[[hooks]]`, record every hook's stdin, and drive the interactive TUI under a
+ * private tmux server.
  */
 
 import { join } from "node:path";
@@ -13,17 +11,14 @@ import { fileURLToPath } from "node:url";
 
 /**
  * Every release of `@moonshot-ai/kimi-code` on npm since 0.41.0, oldest first: the compatibility matrix
- * (README "Compatibility"). Add a new release here and run the suite with `KIMI_E2E_VERSIONS=all`.
+ * (README "Compatibility").
  */
 export const KIMI_RELEASES = ["0.41.0", "0.42.0", "0.43.0", "0.43.1", "2.0.2", "2.1.0"] as const;
 
 /** The versions every run tests (CI's default): the newest and the oldest release. */
 export const KIMI_VERSIONS = [KIMI_RELEASES[KIMI_RELEASES.length - 1], KIMI_RELEASES[0]] as const;
 
-/**
- * The versions the matrix scenarios (print mode, ACP, web) run on: `KIMI_E2E_VERSIONS=all` → every release
- * in {@link KIMI_RELEASES}; a comma list (`0.43.1,2.0.2`) → those; unset or empty → {@link KIMI_VERSIONS}.
- */
+/** The versions the matrix scenarios (print mode, ACP, web) run on. */
 export function kimiE2eVersions(setting = Deno.env.get("KIMI_E2E_VERSIONS") ?? ""): string[] {
   const value = setting.trim();
   if (value === "") return [...KIMI_VERSIONS];
@@ -65,11 +60,7 @@ export const HOOK_EVENTS = [
   "Notification",
 ] as const;
 
-/**
- * The hook events the legacy engine (`KIMI_CODE_LEGACY_FLAG=1`) accepts. Observed with 0.41.0: a config.toml
- * `[[hooks]]` entry naming any other event (TurnStarted, UserPromptQueued, SessionHeartbeat, TaskStarted)
- * makes the legacy engine print "Ignored invalid config … hooks" and drop EVERY hook.
- */
+/** The hook events the legacy engine (`KIMI_CODE_LEGACY_FLAG=1`) accepts. */
 export const LEGACY_HOOK_EVENTS = HOOK_EVENTS.filter((e) =>
   !["TurnStarted", "UserPromptQueued", "SessionHeartbeat", "TaskStarted"].includes(e)
 );
@@ -137,8 +128,7 @@ const INSTALL_LOCK_STALE_MS = 10 * 60_000;
 
 /**
  * Runs `fn` holding `<cache>/.lock-<version>` (an exclusively created directory), so that test files running
- * in parallel install each version once per run: the others wait, then find the install complete. A lock
- * older than {@link INSTALL_LOCK_STALE_MS} (its installer was killed) is taken over.
+ * in parallel install each version once per run: the others wait, then find the install complete.
  */
 async function withInstallLock<T>(cacheRoot: string, version: string, fn: () => Promise<T>): Promise<T> {
   const lock = join(cacheRoot, `.lock-${version}`);
@@ -162,9 +152,8 @@ async function withInstallLock<T>(cacheRoot: string, version: string, fn: () => 
 }
 
 /**
- * Installs `@moonshot-ai/kimi-code@<version>` and the Node binary package with npm into
- * `<cache>/<version>` (reused when already complete) and returns the paths. Concurrent callers, in this
- * process or others, install a version once: the first holds the version's lock, the rest wait and reuse it.
+ * Installs `@moonshot-ai/kimi-code@<version>` and the Node binary package with npm into `<cache>/<version>`
+ * (reused when already complete) and returns the paths.
  */
 export async function installKimi(version: string, cacheRoot = kimiCacheRoot()): Promise<KimiInstall> {
   const target = installPaths(join(cacheRoot, version), version);
@@ -221,7 +210,6 @@ async function installUnlocked(
       await Deno.rename(staging, target.dir);
     } catch (e) {
       if (!(await isComplete(target))) {
-        // A stale, incomplete target: replace it.
         await Deno.remove(target.dir, { recursive: true }).catch(() => {});
         try {
           await Deno.rename(staging, target.dir);
@@ -245,7 +233,6 @@ export async function tryInstallKimi(
   cacheRoot = kimiCacheRoot(),
 ): Promise<KimiInstall | string> {
   try {
-    // Offline, npm retries for minutes before it gives up: ask the registry once first.
     if (!(await isComplete(installPaths(join(cacheRoot, version), version)))) {
       const problem = await npmRegistryProblem();
       if (problem) return problem;
@@ -256,10 +243,7 @@ export async function tryInstallKimi(
   }
 }
 
-/**
- * Why npm cannot reach its registry, or "" when it can (any HTTP answer counts). Without this, a machine
- * with no network spends minutes in npm's retry back-off (measured: 140 s per install) before skipping.
- */
+/** Why npm cannot reach its registry, or "" when it can (any HTTP answer counts). */
 export async function npmRegistryProblem(timeoutMs = 10_000): Promise<string> {
   let registry = "https://registry.npmjs.org/";
   try {

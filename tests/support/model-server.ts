@@ -1,13 +1,4 @@
-/**
- * A scripted OpenAI-compatible Chat Completions server on 127.0.0.1 for driving the real Kimi Code CLI.
- *
- * Kimi calls `POST /v1/chat/completions` (streaming SSE by default). Every request is recorded so tests can
- * assert what the model received. What the "model" answers is decided per request by a script: the default
- * one keys on markers in the current turn's user text (see {@link defaultScript}); tests override it with
- * {@link ModelServer.setScript} or queue one-off replies with {@link ModelServer.enqueue}.
- *
- * Run standalone: `deno run -A tests/support/model-server.ts [--port N]` (prints the base URL).
- */
+/** A scripted OpenAI-compatible Chat Completions server on 127.0.0.1 for driving the real Kimi Code CLI. */
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -96,10 +87,8 @@ export interface ChatRequest {
   /** User texts of the current turn (messages after the last plain assistant answer), in order. */
   turnUserTexts: string[];
   /**
-   * The user's prompt: the last user text of the current turn that is not an injected block (system
-   * reminders and hook results start with "<"); "" if none. Kimi sometimes merges consecutive user
-   * messages into one (legacy engine after an Esc interrupt; every engine after `/compact`), so the prompt
-   * can contain an earlier prompt too: queue an explicit reply ({@link ModelServer.enqueue}) for such turns.
+   * The user's prompt: the last user text of the current turn that is not an injected block (system reminders
+   * and hook results start with "<"); "" if none.
    */
   prompt: string;
   /** Whether a `tool` message follows the last assistant tool call in the current turn. */
@@ -164,17 +153,7 @@ export function describeChat(body: ChatBody, seq: number, n: number): ChatReques
   };
 }
 
-/**
- * The default script. Markers are looked for in the request's {@link ChatRequest.prompt}:
- * - `FAIL` → HTTP 400 "mock request rejected";
- * - `SLOW` → "slow token 1 … slow token 200" streamed one token every 100 ms (about 20 s);
- * - `RUN_TOOL` → a `Bash` call `echo tool-ran`, then (tool result present) "FINAL after tool: …";
- * - `RUN_AGENT` → an `Agent` call whose prompt contains {@link SUBAGENT_MARKER}, then "FINAL after agent: …";
- *   a subagent's request ({@link isSubagent}) gets "SUBAGENT-DONE";
- * - `THINK` → the answer carries reasoning content;
- * - a compaction request ({@link isCompaction}) → a fixed "SUMMARY: …" text;
- * - anything else → `ACK <n>: <first 60 chars of the prompt>`.
- */
+/** The default script. */
 export const defaultScript: Script = (req) => {
   const prompt = req.prompt;
   const reasoning = prompt.includes("THINK") ? "pondering the request" : undefined;

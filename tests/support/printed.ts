@@ -21,11 +21,7 @@ const OUR_TAGS: [RegExp, string][] = [
   [/<\/available-memories>/y, "</available-memories>"],
 ];
 
-/**
- * Asserts `out` (a prompt hook's stdout) is exactly our blocks: `<openviking-context …>` at the start,
- * `</openviking-context>` at the end, blank-line separated, our inner sections balanced and only inside
- * them, no other markup, nothing unprintable, within the cap.
- */
+/** Asserts `out` (a prompt hook's stdout) is exactly our blocks. */
 export function assertPrintedSafe(out: string): void {
   assertTrue(out.length <= PRINT_MAX_CHARS, `${out.length} > ${PRINT_MAX_CHARS}`);
   assertNotMatch(out, UNPRINTABLE);

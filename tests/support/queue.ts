@@ -1,7 +1,7 @@
 /**
- * Test helpers for the two pending queues: writing entries in the shared per-message format (what OpenViking's
- * other plugins and older versions of this one leave in `~/.openviking/pending/`), and reading back what our
- * own per-session queue holds, and what the rejected place keeps.
+ * Test helpers for the two pending queues: writing entries in the shared per-message format (what
+ * OpenViking's other plugins and older versions of this one leave in `~/.openviking/pending/`), and reading
+ * back what our own per-session queue holds, and what the rejected place keeps.
  */
 
 import { sha256Hex, stableStringify } from "../../lib/hash.ts";
@@ -95,9 +95,7 @@ let lastCreatedAt = 0;
 
 /**
  * Queues writes in order, with strictly increasing `createdAt` within the process (so the commit queued after
- * its messages in the same millisecond still sorts after them). Stops at the first write that cannot be
- * stored and returns how many of the leading writes are durably queued (duplicates of queued entries count
- * as queued).
+ * its messages in the same millisecond still sorts after them).
  */
 /** Writes entries in the shared format (as other plugins do); returns how many are queued. */
 export async function enqueueShared(dir: string, writes: PendingWrite[], now = Date.now()): Promise<number> {
@@ -109,7 +107,6 @@ export async function enqueueShared(dir: string, writes: PendingWrite[], now = D
     try {
       const key = await dedupKey(w.type, w.sessionId, w.payload);
       if (!keys.has(key)) {
-        // Only nudge when this process queued something in the last second (an explicit older `now` stays).
         const createdAt = now + i <= lastCreatedAt && lastCreatedAt - (now + i) < 1000
           ? lastCreatedAt + 1
           : now + i;
@@ -159,7 +156,6 @@ export async function ourQueue(pendingDir: string, subdir = QUEUE_SUBDIR): Promi
       .filter((n) => /^\d{10}-(m\d+|c)(\.json|\.\d+\.claim)$/.test(n)).sort();
     for (const name of names) {
       const file = joinPath(root, d, name);
-      // A replay running meanwhile renames or removes entries: what is gone is no longer queued.
       const text = await Deno.readTextFile(file).catch(() => undefined);
       if (text === undefined) continue;
       const raw = JSON.parse(text);

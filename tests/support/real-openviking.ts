@@ -1,15 +1,6 @@
 /**
  * Runs the real OpenViking server (PyPI `openviking`, pinned) on loopback for end-to-end tests, with its
  * embedding and VLM endpoints pointed at the in-process OpenAI-compatible stub (`embedding-stub.ts`).
- *
- * - The package is installed once into a venv (default `<repo>/.cache/openviking-venv`, override with
- *   `OPENVIKING_VENV`; pick the interpreter with `OPENVIKING_PYTHON`), guarded by a lock directory.
- * - `startRealOpenViking()` writes an ov.conf into a temp dir (workspace there, host 127.0.0.1, a free
- *   port), starts `openviking-server --config <file>` with a clean environment and `HOME` in the temp
- *   dir, and waits for `/health`. In `api_key` mode it also creates an account and a user key (unless
- *   `makeUser: false`).
- * - When `OPENVIKING_E2E_URL` is set that server is used instead (`OPENVIKING_E2E_API_KEY`,
- *   `OPENVIKING_E2E_ACCOUNT`, `OPENVIKING_E2E_USER` optional) and nothing is installed or started.
  */
 
 import { type EmbeddingStub, startEmbeddingStub, STUB_MODEL } from "./embedding-stub.ts";
@@ -35,8 +26,6 @@ export interface RealOpenVikingOptions {
   dimension?: number;
   /** How long to wait for `/health` (default 90 s, or `OPENVIKING_START_TIMEOUT_MS`). */
   startTimeoutMs?: number;
-  /** The chat model's `api_base` instead of the stub's (a misconfigured model: an address nothing answers at). */
-  vlmBaseUrl?: string;
 }
 
 /** A running (or external) OpenViking server. */
@@ -144,8 +133,7 @@ const installs = new Map<string, Promise<string>>();
 
 /**
  * Installs `openviking==OPENVIKING_VERSION` into the venv unless already there; returns the path of
- * `openviking-server`. Throws {@link OpenVikingUnavailable} with the reason when it cannot (remembered
- * for the rest of the process, so a failed install is not retried by every test).
+ * `openviking-server`.
  */
 export function ensureOpenViking(): Promise<string> {
   const venv = openVikingVenvDir();
@@ -178,7 +166,6 @@ async function install(venv: string): Promise<string> {
       const mk = await run(python, ["-m", "venv", venv], log);
       if (!mk.ok) throw new OpenVikingUnavailable(`${python} -m venv ${venv} failed:\n${tail(mk.output)}`);
     }
-    // uv (itself a PyPI package) installs the ~1.3 GB dependency tree in ~10-25 s; plain pip takes ~2 min.
     const py = `${venv}/bin/python`;
     const spec = `openviking==${OPENVIKING_VERSION}`;
     const quietPip = ["-m", "pip", "install", "--disable-pip-version-check", "--quiet"];
@@ -209,14 +196,13 @@ export function buildOvConf(
   stubBaseUrl: string,
   dimension: number,
   rootApiKey?: string,
-  vlmBaseUrl = stubBaseUrl,
 ): Record<string, unknown> {
   const model = { provider: "openai", model: STUB_MODEL, api_key: "stub-key", api_base: stubBaseUrl };
   return {
     server: { host: "127.0.0.1", port, ...(rootApiKey ? { root_api_key: rootApiKey } : {}) },
     storage: { workspace: `${workDir}/data`, vectordb: { backend: "local" }, agfs: { backend: "local" } },
     embedding: { dense: { ...model, dimension, input: "text" } },
-    vlm: { ...model, api_base: vlmBaseUrl, temperature: 0, max_retries: 0 },
+    vlm: { ...model, temperature: 0, max_retries: 0 },
   };
 }
 
@@ -241,9 +227,7 @@ async function waitHealthy(url: string, child: Deno.ChildProcess, timeoutMs: num
       const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(2000) });
       await res.body?.cancel();
       if (res.ok) return null;
-    } catch {
-      // not listening yet
-    }
+    } catch { /* ignored */ }
     await new Promise((r) => setTimeout(r, 200));
   }
   return `/health did not answer within ${timeoutMs} ms`;
@@ -274,10 +258,7 @@ function external(): RealOpenViking | undefined {
   };
 }
 
-/**
- * Starts the stub and a real OpenViking server (or returns the `OPENVIKING_E2E_URL` one). Throws
- * {@link OpenVikingUnavailable} when it cannot be installed or started.
- */
+/** Starts the stub and a real OpenViking server (or returns the `OPENVIKING_E2E_URL` one). */
 export async function startRealOpenViking(options: RealOpenVikingOptions = {}): Promise<RealOpenViking> {
   const ext = external();
   if (ext) return ext;
@@ -293,9 +274,7 @@ export async function startRealOpenViking(options: RealOpenVikingOptions = {}): 
     if (child) {
       try {
         child.kill("SIGTERM");
-      } catch {
-        // already gone
-      }
+      } catch { /* ignored */ }
       const done = await Promise.race([
         child.status.then(() => true),
         new Promise<false>((r) => setTimeout(() => r(false), 15_000)),
@@ -303,9 +282,7 @@ export async function startRealOpenViking(options: RealOpenVikingOptions = {}): 
       if (!done) {
         try {
           child.kill("SIGKILL");
-        } catch {
-          // already gone
-        }
+        } catch { /* ignored */ }
         await child.status;
       }
       child = undefined;
@@ -321,7 +298,7 @@ export async function startRealOpenViking(options: RealOpenVikingOptions = {}): 
     await Deno.writeTextFile(
       confPath,
       JSON.stringify(
-        buildOvConf(workDir, port, stub.baseUrl, dimension, rootApiKey, options.vlmBaseUrl),
+        buildOvConf(workDir, port, stub.baseUrl, dimension, rootApiKey),
         null,
         2,
       ),

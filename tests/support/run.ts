@@ -37,8 +37,7 @@ export function denoDir(): string {
 
 /**
  * The machine's network and TLS settings: a child that may reach a package registry (install's first `deno
- * bundle` downloads esbuild) needs them even when its environment is otherwise cleared. Here the registries'
- * CA comes in `NODE_EXTRA_CA_CERTS`; without it a fresh DENO_DIR cannot download anything.
+ * bundle` downloads esbuild) needs them even when its environment is otherwise cleared.
  */
 const NETWORK_VARS = [
   "NODE_EXTRA_CA_CERTS",
@@ -95,7 +94,6 @@ export async function runProcess(
   if (options.stdin !== undefined) {
     const w = child.stdin.getWriter();
     const bytes = typeof options.stdin === "string" ? new TextEncoder().encode(options.stdin) : options.stdin;
-    // A child that exits without reading its stdin closes the pipe: that is its business, not an error here.
     await w.write(bytes).catch(() => {});
     await w.close().catch(() => {});
   }
@@ -105,8 +103,8 @@ export async function runProcess(
 }
 
 /**
- * Runs `openviking-kimi <args>` under the production flags with the given env and stdin bytes; a run still going
- * after `timeoutMs` is killed (the test then fails instead of hanging).
+ * Runs `openviking-kimi <args>` under the production flags with the given env and stdin bytes; a run still
+ * going after `timeoutMs` is killed (the test then fails instead of hanging).
  */
 export async function runCli(
   args: string[],
@@ -126,8 +124,7 @@ export async function runCli(
 
 /**
  * Starts `openviking-kimi <args>` under the production flags with exactly `env` (output discarded), feeds it
- * `stdin` and closes it: for a test that must kill the process, or watch it while it runs. Still running after
- * `timeoutMs`, it is killed.
+ * `stdin` and closes it: for a test that must kill the process, or watch it while it runs.
  */
 export async function startCli(
   args: string[],

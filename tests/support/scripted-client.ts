@@ -1,7 +1,6 @@
 /**
  * An OpenViking client that answers from a script instead of the network, for unit tests of the policies
- * above the client (recall's fallback chain, delivery, the profile). Every call is recorded; a result is
- * checked against the route's schema exactly as the real client does (runtime/reply.ts `checkResult`).
+ * above the client (recall's fallback chain, delivery, the profile).
  */
 
 import type * as z from "zod/mini";

@@ -1,7 +1,4 @@
-/**
- * Runs one hook in-process with the global timers replaced by recorders, then prints what used them:
- * `{"calls": ["setTimeout", …], "stdout": "…"}`. Args: the event's CLI name; stdin: the hook payload.
- */
+/** Runs one hook in-process with the global timers replaced by recorders, then prints what used them. */
 
 const calls: string[] = [];
 for (const name of ["setTimeout", "setInterval", "clearTimeout", "clearInterval"]) {

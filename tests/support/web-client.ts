@@ -2,8 +2,7 @@
  * Drives `kimi web` (Kimi Code's local REST server behind the web UI) the way the web UI does: the bearer
  * token from the start-up banner, `POST /api/v1/sessions {metadata: {cwd}}`, `POST …/profile {agent_config:
  * {model}}` (a session has no model until then: its turns fail `model.not_configured`), `POST …/prompts`,
- * tool approvals through `…/approvals`, and the answer read back from `…/messages`. Routes: `/openapi.json`
- * of the running server.
+ * tool approvals through `…/approvals`, and the answer read back from `…/messages`.
  */
 
 import * as z from "zod/mini";
