@@ -4,14 +4,7 @@ import { removeAbandonedTemps, writeFileAtomic } from "../lib/fs.ts";
 import type { Budget, OpenVikingClient, OvFailure } from "./client.ts";
 import { withLock } from "../lib/lock.ts";
 import { joinPath } from "../lib/paths.ts";
-import {
-  answerCountsFrom,
-  CommitResultSchema,
-  deliverMessages,
-  isHeld,
-  liveMessages,
-  mayHaveArrived,
-} from "./sessions.ts";
+import { CommitResultSchema, deliverMessages, isHeld, liveMessages, unsureFrom } from "./sessions.ts";
 import {
   entryName,
   keepRejected,
@@ -201,9 +194,10 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
     return "next";
   }
   let left = await readEntry(claim) ?? entry;
-  if (stop !== "local" && stop !== "wait" && mayHaveArrived(stop)) {
-    left = await keep(claim, { ...left, unsure: answerCountsFrom(stop, run.client.options.timeoutMs) });
-  }
+  const unsure = stop !== "local" && stop !== "wait"
+    ? unsureFrom(stop, run.client.options.timeoutMs)
+    : undefined;
+  if (unsure !== undefined) left = await keep(claim, { ...left, unsure });
   await Deno.rename(claim, joinPath(dir, entryName(f.seq, left))).catch(() => {});
   if (stop === "wait") return "stop";
   if (stop !== "local") report.cause = stop;

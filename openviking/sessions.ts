@@ -35,14 +35,15 @@ function wantsSerial(res: OvFailure): "route" | "batch" | "" {
   return "";
 }
 
-/** Whether a failed write may still have been stored (it went out, and no reply or a 5xx came). */
-export function mayHaveArrived(f: OvFailure): boolean {
-  if (f.status !== 0) return f.status >= 500;
-  return f.error.code !== "CONNECT" && f.error.code !== "BUDGET_SPENT";
-}
-
-/** From when the session's answer about such a write counts: after a timeout, once the server had as long again. */
-export function answerCountsFrom(f: OvFailure, timeoutMs: number, now = Date.now()): number {
+/**
+ * When a write that failed this way may still have been stored (it went out, and no reply or a 5xx came):
+ * from when the session's answer about it counts (after a timeout: once the server had as long again).
+ */
+export function unsureFrom(f: OvFailure, timeoutMs: number, now = Date.now()): number | undefined {
+  const arrived = f.status !== 0
+    ? f.status >= 500
+    : f.error.code !== "CONNECT" && f.error.code !== "BUDGET_SPENT";
+  if (!arrived) return undefined;
   return f.error.code === "TIMEOUT" || f.status === 504 ? now + timeoutMs : now;
 }
 
@@ -178,8 +179,7 @@ export async function sendMessages(
     });
     if (d.stop) {
       report.cause = d.stop;
-      const unsure = mayHaveArrived(d.stop) ? answerCountsFrom(d.stop, client.options.timeoutMs) : undefined;
-      await queueFrom(d.settled, unsure);
+      await queueFrom(d.settled, unsureFrom(d.stop, client.options.timeoutMs));
     }
   } catch (error) {
     report.stoppedBy = { code: "STATE", message: (error as Error).message };

@@ -11,7 +11,7 @@ import { type Answer, type Call, fail, ok, route, scriptedClient } from "../test
 import { tempDir } from "../tests/support/temp.ts";
 import { queuedMessages, rejectedWrites } from "../tests/support/queue.ts";
 import { Budget, failure } from "./client.ts";
-import { deliverMessages, mayHaveArrived, sendMessages } from "./sessions.ts";
+import { deliverMessages, sendMessages, unsureFrom } from "./sessions.ts";
 import { BATCH_LIMIT, BATCH_MAX_BYTES, type MessagePayload, nextBatchEnd, sessionQueueDir } from "./queue.ts";
 
 const BATCH = "POST /api/v1/sessions/kc-s/messages/batch";
@@ -196,16 +196,16 @@ Deno.test("sendMessages: a queue that cannot be written stops it with nothing ac
   assertEquals([stuck.acked, stuck.stoppedBy?.code], [1, "STATE"]);
 });
 
-Deno.test("mayHaveArrived: a write that went out without a reply (or met a 5xx) may be stored; one never sent is not", () => {
+Deno.test("unsureFrom: a write that went out without a reply (or met a 5xx) may be stored, asked about after a timeout more", () => {
   const f = (kind: Parameters<typeof failure>[0], status: number, code?: string) =>
-    mayHaveArrived(failure(kind, status, { code, message: "" }));
+    unsureFrom(failure(kind, status, { code, message: "" }), 1000, 5);
   assertEquals(
-    [f("unreachable", 0, "TIMEOUT"), f("unreachable", 0, "NETWORK"), f("server", 502), f("server", 500)],
-    [true, true, true, true],
+    [f("unreachable", 0, "TIMEOUT"), f("server", 504), f("unreachable", 0, "NETWORK"), f("server", 500)],
+    [1005, 1005, 5, 5],
   );
   assertEquals(
     [f("unreachable", 0, "CONNECT"), f("unreachable", 0, "BUDGET_SPENT"), f("server", 429), f("auth", 401)],
-    [false, false, false, false],
+    [undefined, undefined, undefined, undefined],
   );
 });
 
