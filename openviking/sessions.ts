@@ -52,7 +52,6 @@ export interface Delivery {
   settled: number;
   sent: number;
   rejections: Rejection[];
-  usedBatch: boolean;
   pendingTokens?: number;
   stop?: OvFailure;
 }
@@ -69,7 +68,7 @@ export async function deliverMessages(
     onRejected?: (payload: MessagePayload, rejection: Rejection) => Promise<void>;
   },
 ): Promise<Delivery> {
-  const d: Delivery = { settled: 0, sent: 0, rejections: [], usedBatch: false };
+  const d: Delivery = { settled: 0, sent: 0, rejections: [] };
   let serialUntil = 0;
   while (d.settled < payloads.length) {
     const from = d.settled;
@@ -83,7 +82,6 @@ export async function deliverMessages(
         peerId: null,
       });
       if (res.ok) {
-        d.usedBatch = true;
         d.pendingTokens = pendingTokensOf(res.result);
         d.sent += end - from;
         d.settled = end;

@@ -58,7 +58,7 @@ Deno.test("deliver: batches in order, each settled prefix reported before the ne
   assertEquals(calls.map((c) => carried(c).length), [100, 100, 30]);
   assertEquals(calls.flatMap(carried), msgs(230).map((_, i) => i), "every message once, in order");
   assertEquals(settledSeen, [100, 200, 230]);
-  assertEquals([d.settled, d.sent, d.rejections, d.usedBatch, d.stop], [230, 230, [], true, undefined]);
+  assertEquals([d.settled, d.sent, d.rejections, d.stop], [230, 230, [], undefined]);
   assertTrue(calls.every((c) => c.peerId === null), "session writes carry no actor peer");
 });
 
@@ -69,7 +69,7 @@ Deno.test("deliver: no batch route (missing route, or a foreign 404/405) → one
     const { d, calls, settledSeen } = await deliver((c) => route(c) === BATCH ? refusal : ok({}), msgs(150));
     assertEquals(calls.filter((c) => route(c) === BATCH).length, 1, "the batch route is tried once");
     assertEquals(calls.filter((c) => route(c) === ONE).flatMap(carried), msgs(150).map((_, i) => i));
-    assertEquals([d.settled, d.sent, d.usedBatch], [150, 150, false]);
+    assertEquals([d.settled, d.sent], [150, 150]);
     assertEquals(settledSeen, msgs(150).map((_, i) => i + 1), "settled after every message");
   }
 });
@@ -82,7 +82,7 @@ Deno.test("deliver: a refused batch (rejected, or 413) goes one by one; only wha
     }, msgs(105));
     // The first batch (0..99) one by one, then the next batch as a batch again.
     assertEquals(calls.map(route), [BATCH, ...Array(100).fill(ONE), BATCH]);
-    assertEquals([d.settled, d.sent, d.usedBatch], [105, 104, true]);
+    assertEquals([d.settled, d.sent], [105, 104]);
     assertEquals(d.rejections, [{ index: 3, status: 422, message: "message 3 refused" }]);
   }
 });
