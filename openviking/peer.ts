@@ -103,6 +103,7 @@ async function findGitRepo(cwd: string): Promise<{ root: string; configPath: str
       }
       return { root: dir, configPath: joinPath(gitDir, "config") };
     } catch {
+      // not here: go up
     }
     const parent = dirName(dir);
     if (!parent || parent === dir) return undefined;

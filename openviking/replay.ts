@@ -4,7 +4,7 @@ import { removeAbandonedTemps, writeFileAtomic } from "../lib/fs.ts";
 import type { Budget, OpenVikingClient, OvFailure } from "./client.ts";
 import { withLock } from "../lib/lock.ts";
 import { joinPath } from "../lib/paths.ts";
-import { CommitResultSchema, deliverMessages, isHeld, liveMessages, unsureFrom } from "./sessions.ts";
+import { deliverMessages, isHeld, liveMessages, postCommit, unsureFrom } from "./sessions.ts";
 import {
   entryName,
   keepRejected,
@@ -16,7 +16,6 @@ import {
   REJECTED_SUBDIR,
   replayShared,
   sessionDirs,
-  sessionPath,
   type SharedReplayReport,
   UNREADABLE,
 } from "./queue.ts";
@@ -72,11 +71,7 @@ async function replayEntry(
   const { client, report, pendingDir } = run;
   const budget = run.options.budget;
   if (entry.kind === "commit") {
-    const res = await client.request("POST", `${sessionPath(entry.sessionId)}/commit`, CommitResultSchema, {
-      body: {},
-      budget,
-      peerId: null,
-    });
+    const res = await postCommit(client, entry.sessionId, budget);
     if (res.ok) {
       if (res.result.taskId) {
         report.commitTasks.push({ sessionId: entry.sessionId, taskId: res.result.taskId });

@@ -13,13 +13,22 @@ export interface Rejection {
 }
 
 /** A commit's result: its task id, if a non-empty string (any result is taken). */
-export const CommitResultSchema = z.pipe(
+const CommitResultSchema = z.pipe(
   z.unknown(),
   z.transform((v) => {
     const id = asRecord(v).task_id;
     return { taskId: typeof id === "string" && id ? id : undefined };
   }),
 );
+
+/** POSTs the commit of session `sid`: its task id, or the failure. */
+export function postCommit(client: OpenVikingClient, sid: string, budget: Budget) {
+  return client.request("POST", `${sessionPath(sid)}/commit`, CommitResultSchema, {
+    body: {},
+    budget,
+    peerId: null,
+  });
+}
 
 /** A write reply's `pending_tokens` (the session's uncommitted tokens), if any. */
 function pendingTokensOf(result: unknown): number | undefined {
@@ -202,11 +211,7 @@ export async function commitSession(
       ? { kind: "queued", cause }
       : { kind: "failed", message: `the pending queue ${options.pendingDir} could not store the commit` };
   if (options.queueOnly) return await queue();
-  const res = await client.request("POST", `${sessionPath(sid)}/commit`, CommitResultSchema, {
-    body: {},
-    budget: options.budget,
-    peerId: null,
-  });
+  const res = await postCommit(client, sid, options.budget);
   if (res.ok) return { kind: "committed", taskId: res.result.taskId };
   if (res.kind !== "rejected") return await queue(res);
   const why = { status: res.status, message: res.error.message };
