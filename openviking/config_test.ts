@@ -441,123 +441,77 @@ Deno.test("loadConfig: a relative debug log path or override is ignored with a w
 
 type Name = keyof typeof KNOBS;
 
-/** Resolves one knob set in ovcli.conf's `plugin` section: its value, whether it is present, the warnings. */
-function fromFile(name: Name, value: unknown): { value: unknown; present: boolean; warnings: string[] } {
-  const warnings: string[] = [];
-  const s = resolveSettings({ env: { HOME: "/h" }, ovcli: { plugin: { [name]: value } } }, warnings);
-  return { value: (s as Record<string, unknown>)[name], present: name in s, warnings };
-}
+/**
+ * A knob's parser at its edges: [knob, where it is set, the value, what it resolves to, why it is refused].
+ * A refused value warns once and leaves the default (an optional knob: absent).
+ */
+const PARSES: [Name, "env" | "file", unknown, unknown, string?][] = [
+  ...[["1", true], ["0", false], ["TRUE", true], [" yes ", true], ["On", true], ["OFF", false]].map((
+    [raw, want],
+  ): [Name, "env", unknown, unknown] => ["enabled", "env", raw, want]),
+  ["redact", "file", false, false],
+  ...["maybe", 1, 0, "", [], { a: 1 }].map((raw): [Name, "file", unknown, unknown, string] => [
+    "enabled",
+    "file",
+    raw,
+    true,
+    "expected boolean",
+  ]),
+  ["recallLimit", "env", " 7 ", 7],
+  ["recallLimit", "env", "0x10", 16],
+  ["recallLimit", "file", 1, 1],
+  ["recallLimit", "file", 100, 100],
+  ["recallDedupTurns", "file", 0, 0],
+  ["recallLimit", "file", "0", 10, "must be at least 1"],
+  ["recallLimit", "file", -1, 10, "must be at least 1"],
+  ["recallLimit", "file", 101, 10, "must be at most 100"],
+  ["recallLimit", "file", "1e3", 10, "must be at most 100"],
+  ["recallLimit", "file", 1.5, 10, "expected int"],
+  ["recallLimit", "file", "0.5", 10, "expected int"],
+  ...["lots", "", " ", "Infinity", "NaN", "1_000", true, [5]].map((
+    raw,
+  ): [Name, "file", unknown, unknown, string] => ["recallLimit", "file", raw, 10, "expected number"]),
+  ["recallLimit", "file", 1e20, 10, "must be at most 9007199254740991"],
+  ["scoreThreshold", "env", "0.5", 0.5],
+  ["scoreThreshold", "file", 0, 0],
+  ["scoreThreshold", "file", 1, 1],
+  ["scoreThreshold", "file", 1.5, 0.35, "must be at most 1"],
+  ["scoreThreshold", "file", -1, 0.35, "must be at least 0"],
+  ["scoreThreshold", "file", "-Infinity", 0.35, "expected number"],
+  ["peerSource", "env", " Git ", "git"],
+  ["recallFormat", "env", "FULL", "full"],
+  ...["svn", 1, ["git"], ""].map((raw): [Name, "file", unknown, unknown, string] => [
+    "peerSource",
+    "file",
+    raw,
+    "git",
+    'must be "git" or "cwd" or "none"',
+  ]),
+  ["bypassSessionPatterns", "env", "a*, /tmp/** , ,", ["a*", "/tmp/**"]],
+  ["bypassSessionPatterns", "file", "", []],
+  ["bypassSessionPatterns", "file", [" a "], [" a "]],
+  ["bypassSessionPatterns", "file", ["a", 2], [], "expected string"],
+  ["bypassSessionPatterns", "file", 5, [], "expected array"],
+  ["recallMaxTokens", "file", null, undefined],
+  ["recallMaxTokens", "env", "800", 800],
+  ["recallMaxTokens", "file", 63, undefined, "must be at least 64"],
+  ["recallQueryExpansion", "env", "AUTO", "auto"],
+  ["debugLogPath", "file", 5, "/h/.openviking/logs/kimicode-hooks.log", "expected string"],
+  ["debugLogPath", "file", "", "/h/.openviking/logs/kimicode-hooks.log", "needs at least 1 character"],
+];
 
-/** Resolves one knob set in the environment. */
-function fromEnv(name: Name, value: string): { value: unknown; warnings: string[] } {
-  const warnings: string[] = [];
-  const s = resolveSettings({ env: { HOME: "/h", [KNOBS[name].env]: value } }, warnings);
-  return { value: (s as Record<string, unknown>)[name], warnings };
-}
-
-const warning = (name: string, shown: string, why: string) =>
-  `ovcli.conf plugin "${name}": invalid value ${shown} (${why}); using the default`;
-
-Deno.test("knobs: booleans take the words 1/0, true/false, yes/no, on/off in any case and blanks, and real booleans", () => {
-  for (
-    const [v, expected] of [["1", true], ["0", false], ["TRUE", true], [" yes ", true], ["On", true], [
-      "OFF",
-      false,
-    ]]
-  ) {
-    assertEquals(fromEnv("enabled", v as string), { value: expected, warnings: [] }, String(v));
+Deno.test("knobs: each kind of knob parses its words and bounds; a refused value warns and leaves the default", () => {
+  for (const [name, where, raw, want, why] of PARSES) {
+    const warnings: string[] = [];
+    const env = { HOME: "/h", ...(where === "env" ? { [KNOBS[name].env]: raw as string } : {}) };
+    const ovcli = where === "file" ? { plugin: { [name]: raw } } : undefined;
+    const s = resolveSettings({ env, ovcli }, warnings) as Record<string, unknown>;
+    const shown = JSON.stringify(raw);
+    const said = why
+      ? [`ovcli.conf plugin "${name}": invalid value ${shown} (${why}); using the default`]
+      : [];
+    assertEquals([s[name], name in s, warnings], [want, want !== undefined, said], `${name} ${shown}`);
   }
-  assertEquals(fromFile("redact", false), { value: false, present: true, warnings: [] });
-  for (
-    const [v, shown] of [["maybe", '"maybe"'], [1, "1"], [0, "0"], ["", '""'], [[], "[]"], [
-      { a: 1 },
-      '{"a":1}',
-    ]]
-  ) {
-    assertEquals(fromFile("enabled", v), {
-      value: true,
-      present: true,
-      warnings: [warning("enabled", shown as string, "expected boolean")],
-    });
-  }
-});
-
-Deno.test("knobs: integers are parsed from strings, bounded, whole and safe; the default replaces a bad one", () => {
-  assertEquals(fromEnv("recallLimit", " 7 "), { value: 7, warnings: [] });
-  assertEquals(fromEnv("recallLimit", "0x10"), { value: 16, warnings: [] });
-  assertEquals(fromFile("recallLimit", 1).value, 1, "the lower bound is allowed");
-  assertEquals(fromFile("recallLimit", 100).value, 100, "the upper bound is allowed");
-  assertEquals(fromFile("recallDedupTurns", 0).value, 0, "zero where the range starts at 0");
-  const cases: [unknown, string, string][] = [
-    ["0", '"0"', "must be at least 1"],
-    [-1, "-1", "must be at least 1"],
-    [101, "101", "must be at most 100"],
-    ["1e3", '"1e3"', "must be at most 100"],
-    [1.5, "1.5", "expected int"],
-    ["0.5", '"0.5"', "expected int"],
-    ["lots", '"lots"', "expected number"],
-    ["", '""', "expected number"],
-    [" ", '" "', "expected number"],
-    ["Infinity", '"Infinity"', "expected number"],
-    ["NaN", '"NaN"', "expected number"],
-    ["1_000", '"1_000"', "expected number"],
-    [true, "true", "expected number"],
-    [[5], "[5]", "expected number"],
-    [1e20, "100000000000000000000", "must be at most 9007199254740991"],
-  ];
-  for (const [v, shown, why] of cases) {
-    assertEquals(fromFile("recallLimit", v), {
-      value: 10,
-      present: true,
-      warnings: [warning("recallLimit", shown, why)],
-    }, shown);
-  }
-});
-
-Deno.test("knobs: a fraction knob takes any finite number within its bounds", () => {
-  assertEquals(fromEnv("scoreThreshold", "0.5"), { value: 0.5, warnings: [] });
-  assertEquals(fromFile("scoreThreshold", 0).value, 0);
-  assertEquals(fromFile("scoreThreshold", 1).value, 1);
-  assertEquals(fromFile("scoreThreshold", 1.5), {
-    value: 0.35,
-    present: true,
-    warnings: [warning("scoreThreshold", "1.5", "must be at most 1")],
-  });
-  assertEquals(fromFile("scoreThreshold", -1).warnings, [
-    warning("scoreThreshold", "-1", "must be at least 0"),
-  ]);
-  assertEquals(fromFile("scoreThreshold", "-Infinity").warnings, [
-    warning("scoreThreshold", '"-Infinity"', "expected number"),
-  ]);
-});
-
-Deno.test("knobs: enumerations match case-insensitively after trimming; anything else names the choices", () => {
-  assertEquals(fromEnv("peerSource", " Git "), { value: "git", warnings: [] });
-  assertEquals(fromEnv("recallFormat", "FULL"), { value: "full", warnings: [] });
-  for (const [v, shown] of [["svn", '"svn"'], [1, "1"], [["git"], '["git"]'], ["", '""']]) {
-    assertEquals(fromFile("peerSource", v), {
-      value: "git",
-      present: true,
-      warnings: [warning("peerSource", shown as string, 'must be "git" or "cwd" or "none"')],
-    });
-  }
-});
-
-Deno.test("knobs: lists come from comma-separated strings or arrays of strings", () => {
-  assertEquals(fromEnv("bypassSessionPatterns", "a*, /tmp/** , ,"), {
-    value: ["a*", "/tmp/**"],
-    warnings: [],
-  });
-  assertEquals(fromFile("bypassSessionPatterns", "").value, [], "an empty string is an empty list");
-  assertEquals(fromFile("bypassSessionPatterns", [" a "]).value, [" a "], "array items are kept as they are");
-  assertEquals(fromFile("bypassSessionPatterns", ["a", 2]).warnings, [
-    warning("bypassSessionPatterns", '["a",2]', "expected string"),
-  ]);
-  assertEquals(fromFile("bypassSessionPatterns", 5), {
-    value: [],
-    present: true,
-    warnings: [warning("bypassSessionPatterns", "5", "expected array")],
-  });
   const a = resolveSettings({ env: {} }).bypassSessionPatterns;
   a.push("x");
   assertEquals(
@@ -565,21 +519,6 @@ Deno.test("knobs: lists come from comma-separated strings or arrays of strings",
     [],
     "each resolution gets its own default",
   );
-});
-
-Deno.test("knobs: an optional knob is absent unless configured, and absent again when its value is bad", () => {
-  assertEquals(fromFile("recallMaxTokens", null), { value: undefined, present: false, warnings: [] });
-  assertEquals(fromEnv("recallMaxTokens", "800"), { value: 800, warnings: [] });
-  assertEquals(fromFile("recallMaxTokens", 63), {
-    value: undefined,
-    present: false,
-    warnings: [warning("recallMaxTokens", "63", "must be at least 64")],
-  });
-  assertEquals(fromEnv("recallQueryExpansion", "AUTO"), { value: "auto", warnings: [] });
-  assertEquals(fromFile("debugLogPath", 5).warnings, [warning("debugLogPath", "5", "expected string")]);
-  assertEquals(fromFile("debugLogPath", "").warnings, [
-    warning("debugLogPath", '""', "needs at least 1 character"),
-  ]);
 });
 
 Deno.test("knobs: every bad value gives one warning, in the table's order; the good ones still apply", () => {
