@@ -330,14 +330,14 @@ function noAnswer(timedOut: boolean, timeout: number, late: string, why: string,
   });
 }
 
-/** One request's response and bounded body, or the failure that stopped it. */
-async function exchange(
+/** One request's reply, classified and checked against `schema`, or the failure that stopped it. */
+async function exchange<S extends z.ZodMiniType>(
   doFetch: typeof fetch,
   url: URL,
   init: { method: string; headers: Headers; body?: string },
-  timeout: number,
-  maxBytes: number,
-): Promise<{ response: Response; bytes: Uint8Array } | OvFailure> {
+  limits: { timeout: number; maxBytes: number; schema: S; what: string },
+): Promise<OvResponse<z.output<S>>> {
+  const { timeout, maxBytes } = limits;
   const origin = withoutUserinfo(url.origin);
   const signal = AbortSignal.timeout(Math.max(1, timeout));
   let response: Response;
@@ -349,28 +349,32 @@ async function exchange(
     return noAnswer(signal.aborted, timeout, `no answer from ${origin}`, why, connect);
   }
   const body = await readBody(response, { maxBytes, signal });
-  if (!body.stop) return { response, bytes: body.bytes };
-  if (body.stop.kind === "too-large") {
+  if (body.stop?.kind === "too-large") {
     const message = `the reply from ${origin} is larger than ${maxBytes} bytes; it was not read`;
     return failure("too-large", response.status, { code: "TOO_LARGE", message });
   }
-  const cause = body.stop.kind === "cut"
-    ? String((body.stop.cause as Error)?.message ?? body.stop.cause)
-    : "";
-  const why = `the reply from ${origin} was cut: ${withoutUserinfo(cause)}`;
-  return noAnswer(signal.aborted, timeout, `the reply from ${origin} did not finish`, why);
+  if (body.stop) {
+    const cause = body.stop.kind === "cut"
+      ? String((body.stop.cause as Error)?.message ?? body.stop.cause)
+      : "";
+    const why = `the reply from ${origin} was cut: ${withoutUserinfo(cause)}`;
+    return noAnswer(signal.aborted, timeout, `the reply from ${origin} did not finish`, why);
+  }
+  const reply = classifyReply({
+    status: response.status,
+    location: response.headers.get("location"),
+    contentType: response.headers.get("content-type"),
+    text: new TextDecoder().decode(body.bytes),
+    origin,
+  });
+  return reply.ok ? checkResult(reply, limits.schema, `${origin} ${limits.what}`) : reply;
 }
 
 export function createClient(options: ClientOptions): OpenVikingClient {
   const doFetch = options.fetch ?? fetch;
   const base = options.baseUrl.replace(/\/+$/, "");
   const secrets = options.apiKey ? [options.apiKey] : [];
-  const send = async <S extends z.ZodMiniType>(
-    method: string,
-    path: string,
-    schema: S,
-    req: RequestOptions,
-  ): Promise<OvResponse<z.output<S>>> => {
+  const send = <S extends z.ZodMiniType>(method: string, path: string, schema: S, req: RequestOptions) => {
     let timeout = req.timeoutMs ?? options.timeoutMs;
     if (req.budget) {
       const left = req.budget.remaining();
@@ -383,25 +387,17 @@ export function createClient(options: ClientOptions): OpenVikingClient {
     }
     const hasBody = req.body !== undefined;
     const identity = path === "/health" ? { ...options, apiKey: undefined } : options;
-    const headers = buildHeaders(identity, req.peerId, hasBody);
-    const body = hasBody ? JSON.stringify(req.body) : undefined;
-    const got = await exchange(
-      doFetch,
-      url,
-      { method, headers, body },
+    const init = {
+      method,
+      headers: buildHeaders(identity, req.peerId, hasBody),
+      body: hasBody ? JSON.stringify(req.body) : undefined,
+    };
+    return exchange(doFetch, url, init, {
       timeout,
-      req.maxReplyBytes ?? 1 << 20,
-    );
-    if ("ok" in got) return got;
-    const origin = withoutUserinfo(url.origin);
-    const reply = classifyReply({
-      status: got.response.status,
-      location: got.response.headers.get("location"),
-      contentType: got.response.headers.get("content-type"),
-      text: new TextDecoder().decode(got.bytes),
-      origin,
+      maxBytes: req.maxReplyBytes ?? 1 << 20,
+      schema,
+      what: `${method} ${path}`,
     });
-    return reply.ok ? checkResult(reply, schema, `${origin} ${method} ${path}`) : reply;
   };
   return {
     options,
