@@ -243,17 +243,12 @@ export async function replayAll(
   options: ReplayAllOptions,
 ): Promise<ReplayAllReport> {
   const ours = await replayQueue(pendingDir, client, options);
-  const shared: SharedReplayReport = { replayed: 0, dropped: 0, deferred: 0 };
-  const stopped = ours.cause !== undefined && stopsEverything(ours.cause);
-  if (options.sessionId === undefined && !stopped) {
-    Object.assign(
-      shared,
-      await replayShared(pendingDir, client, {
-        ...options,
-        limit: Math.max(0, options.limit - ours.replayed),
-      }),
-    );
-  }
+  const shared = options.sessionId === undefined && !(ours.cause && stopsEverything(ours.cause))
+    ? await replayShared(pendingDir, client, {
+      ...options,
+      limit: Math.max(0, options.limit - ours.replayed),
+    })
+    : { replayed: 0, dropped: 0, deferred: 0 };
   return { ...ours, cause: ours.cause ?? shared.cause, shared };
 }
 
