@@ -16,7 +16,7 @@ import {
 import { sha256Hex, stableStringify } from "../lib/hash.ts";
 import { isRecord } from "../lib/parsed.ts";
 import { dirName, joinPath, safeId } from "../lib/paths.ts";
-import { AnyResult, type Budget, type OpenVikingClient, type OvFailure, type OvResponse } from "./client.ts";
+import { AnyResult, type Budget, type OpenVikingClient, type OvFailure } from "./client.ts";
 
 /** Our queue's and the rejected place's subdirectories of the pending directory. */
 export const QUEUE_SUBDIR = "kimicode";
@@ -506,15 +506,6 @@ export interface SharedReplayReport {
   cause?: OvFailure;
 }
 
-function sendEntry(
-  client: OpenVikingClient,
-  entry: SharedEntry,
-  budget: Budget,
-): Promise<OvResponse<unknown>> {
-  const path = `${sessionPath(entry.sessionId)}/${entry.type === "commitSession" ? "commit" : "messages"}`;
-  return client.request("POST", path, AnyResult, { body: entry.payload ?? {}, budget, peerId: null });
-}
-
 /** Replays the shared queue oldest first; a failure other than a rejection puts the entry back and stops. */
 export async function replayShared(
   dir: string,
@@ -548,11 +539,18 @@ export async function replayShared(
       claimed.set(f.entry.sessionId, Math.min(f.entry.createdAt, claimed.get(f.entry.sessionId) ?? Infinity));
       continue;
     }
-    const res = await sendEntry(client, f.entry, options.budget);
+    const route = `${sessionPath(f.entry.sessionId)}/${
+      f.entry.type === "commitSession" ? "commit" : "messages"
+    }`;
+    const body = f.entry.payload ?? {};
+    const res = await client.request("POST", route, AnyResult, {
+      body,
+      budget: options.budget,
+      peerId: null,
+    });
     if (res.ok || res.kind === "rejected") {
       await Deno.remove(processing).catch(() => {});
-      if (res.ok) report.replayed++;
-      else report.dropped++;
+      report[res.ok ? "replayed" : "dropped"]++;
       continue;
     }
     report.cause = res;
