@@ -1,7 +1,4 @@
-/**
- * Configuration: credentials by the other plugins' precedence, every knob from every source, each kind of knob
- * at its edges (the value and the warning), and what a workspace file may do with each.
- */
+/** Configuration: credentials by the other plugins' precedence, every knob from every source, workspace rules. */
 
 import { commandName } from "../lib/self.ts";
 import { assertEquals, assertMatch, assertStringIncludes } from "../tests/support/assert.ts";

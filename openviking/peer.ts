@@ -1,8 +1,4 @@
-/**
- * The workspace "actor peer": which project a memory belongs to, derived from the hook payload's cwd.
- * Rule: the git `origin` remote (normalised host/path), else the git root, else the cwd itself — read from
- * the file system, never by running `git`. Every id matches `^[A-Za-z0-9_.@-]+$` (the server's rule).
- */
+/** The workspace actor peer: git `origin` remote, else git root, else cwd, read from files (never `git`). */
 
 import { sha256Hex } from "../lib/hash.ts";
 import { dirName, isAbsolutePath, joinPath } from "../lib/paths.ts";

@@ -1,8 +1,4 @@
-/**
- * The pending queues. Ours: one file per batch of messages or per commit, per session, replayed in sequence
- * order; only OpenViking's own rejection drops anything. The shared one (other plugins' per-message files):
- * replayed, never written.
- */
+/** The queues on disk and their replay: ours in sequence order per session, the rejected place, the shared one. */
 
 import { assertEquals, assertTrue } from "../tests/support/assert.ts";
 import { FakeOpenViking, gzipBomb } from "../tests/support/fake-openviking.ts";

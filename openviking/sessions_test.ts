@@ -1,10 +1,4 @@
-/**
- * Delivery's own policy, without processes: batches of at most 100 messages / 512 KB; one by one when the
- * server has no batch route (from then on) or refuses a batch (that batch only), so that only a message
- * OpenViking itself refuses is set aside (sendMessages keeps it in the rejected place); a failure that is not a
- * rejection stops at a settled prefix, which is all a caller ever acknowledges — and what sendMessages queues
- * after it.
- */
+/** Delivery: batches, one by one when the server has no batch route or refuses a batch, a settled prefix. */
 
 import { assertEquals, assertTrue } from "../tests/support/assert.ts";
 import { type Answer, type Call, fail, ok, route, scriptedClient } from "../tests/support/scripted-client.ts";
