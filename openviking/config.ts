@@ -247,8 +247,6 @@ function numKnob(min: number, max: number, int = true): Parser<number> {
     const v = typeof raw === "string" && raw.trim() !== "" ? Number(raw.trim()) : raw;
     if (typeof v !== "number" || !Number.isFinite(v)) return bad("expected number");
     if (int && !Number.isInteger(v)) return bad("expected int");
-    if (int && v > Number.MAX_SAFE_INTEGER) return bad(`must be at most ${Number.MAX_SAFE_INTEGER}`);
-    if (int && v < Number.MIN_SAFE_INTEGER) return bad(`must be at least ${Number.MIN_SAFE_INTEGER}`);
     if (v < min) return bad(`must be at least ${min}`);
     if (v > max) return bad(`must be at most ${max}`);
     return ok(v);

@@ -468,7 +468,7 @@ const PARSES: [Name, "env" | "file", unknown, unknown, string?][] = [
   ...["lots", "", " ", "Infinity", "NaN", "1_000", true, [5]].map((
     raw,
   ): [Name, "file", unknown, unknown, string] => ["recallLimit", "file", raw, 10, "expected number"]),
-  ["recallLimit", "file", 1e20, 10, "must be at most 9007199254740991"],
+  ["recallLimit", "file", 1e20, 10, "must be at most 100"],
   ["scoreThreshold", "env", "0.5", 0.5],
   ["scoreThreshold", "file", 0, 0],
   ["scoreThreshold", "file", 1, 1],
