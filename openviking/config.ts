@@ -83,26 +83,17 @@ function looksLikeOvcli(value: unknown): boolean {
 }
 
 function normalizeUrl(raw: string, warnings: string[], what: string): string | undefined {
-  try {
-    const url = new URL(raw);
-    if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error("not http(s)");
-    if (url.username || url.password) {
-      warnings.push(
-        `${what} carries a user name or password (${
-          withoutUserinfo(raw)
-        }); it is ignored: save the key with \`${commandName()} install --api-key-stdin\` instead`,
-      );
-      url.username = "";
-      url.password = "";
-      return url.toString().replace(/\/+$/, "");
-    }
-    return raw.replace(/\/+$/, "");
-  } catch {
-    warnings.push(
-      `${what} "${withoutUserinfo(raw)}" is not an http(s) URL; using the default ${DEFAULT_BASE_URL}`,
-    );
+  const url = URL.parse(raw);
+  const shown = withoutUserinfo(raw);
+  if (url?.protocol !== "http:" && url?.protocol !== "https:") {
+    warnings.push(`${what} "${shown}" is not an http(s) URL; using the default ${DEFAULT_BASE_URL}`);
     return undefined;
   }
+  if (!url.username && !url.password) return raw.replace(/\/+$/, "");
+  const fix = `save the key with \`${commandName()} install --api-key-stdin\` instead`;
+  warnings.push(`${what} carries a user name or password (${shown}); it is ignored: ${fix}`);
+  url.username = url.password = "";
+  return url.toString().replace(/\/+$/, "");
 }
 
 /** The credential files as resolution reads them; `useCli`: ovcli.conf alone decides. */

@@ -213,10 +213,16 @@ Deno.test("credentials: a key withheld from another origin is said, and keyFor k
   assertEquals(keyFor(env.config, env.config.mcpUrl), "e", "an env key is given for this run's addresses");
 });
 
-Deno.test("credentials: a bad URL is reported and the default used", () => {
+Deno.test("credentials: a bad URL is reported and the default used; a URL's user info is dropped, unprinted", () => {
   const { config, warnings } = resolveConfig(sources({ env: { OPENVIKING_URL: "ftp://nope" } }));
   assertEquals(config.baseUrl, "http://127.0.0.1:1933");
   assertStringIncludes(warnings.join("\n"), "not an http(s) URL");
+  const userinfo = resolveConfig(sources({ env: { OPENVIKING_URL: "http://u:pw@h:1/x/" } }));
+  assertEquals([userinfo.config.baseUrl, userinfo.warnings.join().includes("pw")], ["http://h:1/x", false]);
+  assertStringIncludes(
+    userinfo.warnings.join(),
+    "carries a user name or password (http://h:1/x/); it is ignored",
+  );
 });
 
 Deno.test("credential mode aliases", () => {
