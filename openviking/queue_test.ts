@@ -253,27 +253,14 @@ Deno.test("the rejected place is bounded: past its count the oldest are dropped,
     await Deno.mkdir(sdir, { recursive: true, mode: 0o700 });
     const file = `${sdir}/${String(Math.floor(i / 7) + 1).padStart(10, "0")}-m1.json`;
     const messages = [{ key: `k${i}`, payload: payload(i) }];
+    const entry = { version: 1, kind: "messages", sessionId: sid, seq: 1, createdAt: t0, messages };
     const rejection = { at: t0 + i, status: 400, message: `no ${i}` };
-    await Deno.writeTextFile(
-      file,
-      JSON.stringify({
-        version: 1,
-        kind: "messages",
-        sessionId: sid,
-        seq: 1,
-        createdAt: t0,
-        messages,
-        rejection,
-      }),
-      { mode: 0o600 },
-    );
+    await Deno.writeTextFile(file, JSON.stringify({ ...entry, rejection }), { mode: 0o600 });
     await Deno.utime(file, new Date(t0 + i * 1000), new Date(t0 + i * 1000));
   }
   for (let i = REJECTED_MAX_ENTRIES; i < REJECTED_MAX_ENTRIES + 3; i++) {
-    await keepRejected(dir.path, `kc-${i % 7}`, { messages: [payload(i)] }, {
-      status: 400,
-      message: `no ${i}`,
-    });
+    const why = { status: 400, message: `no ${i}` };
+    await keepRejected(dir.path, `kc-${i % 7}`, { messages: [payload(i)] }, why);
   }
   const s = await rejectedSummary(dir.path);
   assertEquals(s.entries, REJECTED_MAX_ENTRIES);
