@@ -36,6 +36,14 @@ async function deliver(script: (c: Call, n: number) => Answer, payloads: Message
   return { d, calls, settledSeen };
 }
 
+/** Sends with a 5 s budget and the queue under `pendingDir`. */
+const send = (
+  client: Parameters<typeof sendMessages>[0],
+  payloads: MessagePayload[],
+  pendingDir: string,
+  extra: Partial<Parameters<typeof sendMessages>[3]> = {},
+) => sendMessages(client, "kc-s", payloads, { budget: new Budget(5000), pendingDir, ...extra });
+
 Deno.test("batches: at most 100 messages and 512 KB each, never empty, a giant message alone", () => {
   assertEquals(nextBatchEnd(msgs(250), 0), BATCH_LIMIT);
   assertEquals(nextBatchEnd(msgs(250), 200), 250);
@@ -110,11 +118,7 @@ Deno.test("sendMessages: what delivery could not send is queued in order behind 
     n === 0 ? ok({}) : route(c) === BATCH ? fail("server", 502) : ok({})
   );
   const acked: number[] = [];
-  const r = await sendMessages(client, "kc-s", msgs(130), {
-    budget: new Budget(5000),
-    pendingDir: dir.path,
-    onAcked: (n) => Promise.resolve(void acked.push(n)),
-  });
+  const r = await send(client, msgs(130), dir.path, { onAcked: (n) => Promise.resolve(void acked.push(n)) });
   assertEquals(calls.length, 2);
   assertEquals([r.acked, r.sent, r.queued, r.rejected, r.cause?.status], [130, 100, 30, 0, 502]);
   assertEquals(acked, [100], "the caller records the sent prefix before anything is queued");
@@ -127,11 +131,7 @@ Deno.test("sendMessages: what delivery could not send is queued in order behind 
 Deno.test("sendMessages: queueOnly sends nothing; a failing intent record or progress record stops with nothing lost", async () => {
   await using dir = await tempDir();
   const silent = scriptedClient(() => ok({}));
-  const queued = await sendMessages(silent.client, "kc-s", msgs(3), {
-    budget: new Budget(5000),
-    pendingDir: dir.path,
-    queueOnly: true,
-  });
+  const queued = await send(silent.client, msgs(3), dir.path, { queueOnly: true });
   assertEquals([silent.calls.length, queued.acked, queued.queued, queued.sent], [0, 3, 3, 0]);
 
   const intent = scriptedClient(() => ok({}));
@@ -156,20 +156,14 @@ Deno.test("sendMessages: a queue that cannot be written stops it with nothing ac
   await using dir = await tempDir();
   await Deno.writeTextFile(`${dir.path}/kimicode`, "a file where the queue directory goes\n");
   const down = scriptedClient(() => fail("unreachable", 0));
-  const r = await sendMessages(down.client, "kc-s", msgs(2), {
-    budget: new Budget(5000),
-    pendingDir: dir.path,
-  });
+  const r = await send(down.client, msgs(2), dir.path);
   assertEquals([r.acked, r.queued, r.stoppedBy !== undefined], [0, 0, true], "stopped, nothing acknowledged");
 
   await using ok2 = await tempDir();
   const picky = scriptedClient((c) =>
     route(c) === BATCH ? fail("rejected", 400) : carried(c)[0] === 1 ? fail("rejected", 400, "no") : ok({})
   );
-  const s = await sendMessages(picky.client, "kc-s", msgs(3), {
-    budget: new Budget(5000),
-    pendingDir: ok2.path,
-  });
+  const s = await send(picky.client, msgs(3), ok2.path);
   assertEquals([s.acked, s.sent, s.rejected, s.queued, s.rejections.map((x) => x.index)], [3, 2, 1, 0, [1]]);
   assertEquals(await queuedMessages(ok2.path, "kc-s"), []);
   assertEquals(
@@ -183,10 +177,7 @@ Deno.test("sendMessages: a queue that cannot be written stops it with nothing ac
   // Where the rejected place cannot be written, the refused message is not acknowledged: sending stops before it.
   await using full = await tempDir();
   await Deno.writeTextFile(`${full.path}/kimicode-rejected`, "a file where the rejected place goes\n");
-  const stuck = await sendMessages(picky.client, "kc-s", msgs(3), {
-    budget: new Budget(5000),
-    pendingDir: full.path,
-  });
+  const stuck = await send(picky.client, msgs(3), full.path);
   assertEquals([stuck.acked, stuck.stoppedBy?.code], [1, "STATE"]);
 });
 
@@ -206,7 +197,7 @@ Deno.test("unsureFrom: a write that went out without a reply (or met a 5xx) may 
 Deno.test("sendMessages: the batch whose request got no reply is queued unsure, the ones behind it are not", async () => {
   await using dir = await tempDir();
   const { client } = scriptedClient((c) => route(c) === BATCH ? fail("unreachable", 0) : ok({}));
-  const r = await sendMessages(client, "kc-s", msgs(130), { budget: new Budget(5000), pendingDir: dir.path });
+  const r = await send(client, msgs(130), dir.path);
   assertEquals([r.acked, r.sent, r.queued], [130, 0, 130]);
   const entries = await Array.fromAsync(Deno.readDir(await sessionQueueDir(dir.path, "kc-s")));
   const unsure = await Promise.all(
