@@ -11,18 +11,17 @@ export interface Advice {
   fix: string;
 }
 
-/** A failure as capture states and the ledger record it ("local": our own state or queue could not be written). */
+/** A failure as states and the ledger record it ("local": our own files could not be written). */
 export const CauseSchema = z.object({
   kind: z.enum([...FAILURE_KINDS, "local"]),
   status: z.number(),
   message: z.string(),
-  /** The client's code of a failure without an HTTP answer (`TIMEOUT`: a server that took the connection). */
   code: z.optional(z.string()),
   location: z.optional(z.string()),
 });
 export type Cause = z.infer<typeof CauseSchema>;
 
-/** `text` ended as a sentence: a period added unless it ends with one already (a server's words often do). */
+/** `text` ending as a sentence. */
 export function asSentence(text: string): string {
   return /[.!?…]$/.test(text) ? text : `${text}.`;
 }
@@ -38,7 +37,7 @@ export function causeOf(f: OvFailure): Cause {
   };
 }
 
-/** The advice for a recorded cause, as capture states and the ledger keep it. */
+/** The advice for a recorded cause. */
 export function adviceForCause(cause: Cause, baseUrl: string): Advice {
   if (cause.kind === "local") {
     return { summary: cause.message, fix: "free disk space or fix the permissions of ~/.openviking" };
@@ -47,7 +46,7 @@ export function adviceForCause(cause: Cause, baseUrl: string): Advice {
   return adviceFor({ kind, status, location, error: { code, message: cause.message } }, baseUrl);
 }
 
-/** Whether `f` is OpenViking refusing a root key on a data route (api_key mode; the server's own words). */
+/** Whether `f` is OpenViking refusing a root key on a data route. */
 export function isRootKeyRefusal(f: Pick<OvFailure, "kind" | "status" | "error">): boolean {
   return f.kind === "auth" && f.status === 403 && /ROOT API keys cannot access/i.test(f.error.message);
 }

@@ -1,8 +1,4 @@
-/**
- * The recall breaker's rules without processes: what opens it (no answer in time, never a refused connection),
- * what closes it (any answer to a prompt that asked), when a probe is due, and its file (per origin, a damaged
- * one reads as closed).
- */
+/** The recall breaker: what opens it, what closes it, when a probe is due, and its file. */
 
 import { assertEquals, assertTrue } from "../tests/support/assert.ts";
 import { fail, ok, route, scriptedClient } from "../tests/support/scripted-client.ts";
@@ -32,13 +28,8 @@ const spent = failure("unreachable", 0, { code: "BUDGET_SPENT", message: "time b
 const http500 = failure("server", 500, { message: "HTTP 500" });
 
 Deno.test("breaker: only a request the server took and never answered in time opens it", () => {
-  assertEquals([timeout, refused, spent, http500, undefined].map(isUnanswered), [
-    true,
-    false,
-    false,
-    false,
-    false,
-  ]);
+  const opens = [timeout, refused, spent, http500, undefined].map(isUnanswered);
+  assertEquals(opens, [true, false, false, false, false]);
 });
 
 Deno.test("breaker: a probe is due the interval after the latest failure or probe, doubled per failure, capped", () => {
@@ -55,41 +46,25 @@ Deno.test("breaker: opened by an unanswered recall, kept by the next, closed by 
   const first = await noteRecall(dir.path, `${URL_A}/`, undefined, asked(timeout), 1000);
   assertEquals(first, { origin: URL_A, since: 1000, at: 1000, reason: timeout.error.message, failures: 1 });
   assertEquals(await readBreaker(dir.path, `${URL_A}/some/path`), first, "one breaker per origin");
-  assertEquals(
-    await readBreaker(dir.path, "http://127.0.0.1:1934"),
-    undefined,
-    "another server's is not this one",
-  );
+  assertEquals(await readBreaker(dir.path, "http://127.0.0.1:1934"), undefined, "another server's");
   assertTrue(isOpen(first!));
 
   assertEquals(await noteRecall(dir.path, URL_A, first, asked(refused), 2000), first, "refused: no change");
-  assertEquals(
-    await noteRecall(dir.path, URL_A, first, { asked: false }, 2000),
-    first,
-    "nothing asked: no change",
-  );
+  assertEquals(await noteRecall(dir.path, URL_A, first, { asked: false }, 2000), first, "nothing asked");
   assertEquals(await readBreaker(dir.path, URL_A), first);
 
   await noteAnswered(dir.path, URL_A, 999);
-  assertEquals(
-    await readBreaker(dir.path, URL_A),
-    first,
-    "an answer to what was asked before the latest unanswered recall says nothing of now",
-  );
+  assertEquals(await readBreaker(dir.path, URL_A), first, "an answer to an older question says nothing");
   await noteAnswered(dir.path, URL_A, 3000);
   const answered = await readBreaker(dir.path, URL_A);
-  assertEquals(
-    [answered?.answeredAt, isOpen(answered!)],
-    [3000, false],
-    "an answer lets the next prompt ask",
-  );
+  assertEquals([answered?.answeredAt, isOpen(answered!)], [3000, false], "the next prompt asks");
   const again = await noteRecall(dir.path, URL_A, answered, asked(timeout), 4000);
   assertEquals([again?.since, again?.at, again?.failures, isOpen(again!)], [1000, 4000, 2, true]);
 
   assertEquals(
     await noteRecall(dir.path, URL_A, again, asked(http500), 5000),
     undefined,
-    "an error page is an answer",
+    "an error page answers",
   );
   assertEquals(await readBreaker(dir.path, URL_A), undefined);
   assertEquals(await Array.fromAsync(Deno.readDir(dir.path)), [], "nothing left behind");
@@ -99,14 +74,13 @@ Deno.test("breaker: a damaged file reads as closed; without a home there is no b
   await using dir = await tempDir();
   await noteRecall(dir.path, URL_A, undefined, { asked: true, failure: timeout }, 1000);
   const [file] = await Array.fromAsync(Deno.readDir(dir.path));
-  for (
-    const text of [
-      "",
-      "{",
-      "[]",
-      JSON.stringify({ origin: URL_A, since: "x", at: 1, failures: 1, reason: "" }),
-    ]
-  ) {
+  const damaged = [
+    "",
+    "{",
+    "[]",
+    JSON.stringify({ origin: URL_A, since: "x", at: 1, failures: 1, reason: "" }),
+  ];
+  for (const text of damaged) {
     await Deno.writeTextFile(`${dir.path}/${file.name}`, text);
     assertEquals(await readBreaker(dir.path, URL_A), undefined, JSON.stringify(text));
   }
@@ -116,12 +90,8 @@ Deno.test("breaker: a damaged file reads as closed; without a home there is no b
 
 Deno.test("breaker: a probe's answer, even an error, marks the server answering; its silence does not", async () => {
   await using dir = await tempDir();
-  for (
-    const [answer, answers] of [[ok({}), true], [fail("server", 502), true], [
-      fail("unreachable", 0),
-      false,
-    ]] as const
-  ) {
+  const probes = [[ok({}), true], [fail("server", 502), true], [fail("unreachable", 0), false]] as const;
+  for (const [answer, answers] of probes) {
     await noteRecall(dir.path, URL_A, undefined, { asked: true, failure: timeout }, 1000);
     const { client, calls } = scriptedClient(() => answer, { baseUrl: URL_A });
     assertEquals(await probe(client, dir.path), answers);

@@ -116,6 +116,12 @@ Deno.test("classifyReply: a redirect names where it points, without user info", 
   assertEquals(r.ok ? "" : [r.kind, r.location], ["redirect", "https://example.com/ov"]);
   assertEquals(r.ok ? "" : r.error.message.includes("sekrit"), false);
   assertEquals(withoutUserinfo("http://a:b@h:1/p"), "http://h:1/p");
+  const bad = classifyReply({ status: 301, text: "", origin, location: "http://exa mple.com/" });
+  assertEquals(bad.ok ? "" : [bad.kind, bad.location, bad.error.message], [
+    "redirect",
+    undefined,
+    `${origin} redirects (HTTP 301) to an address that is not a URL`,
+  ]);
 });
 
 Deno.test("classifyReply: a page that is not OpenViking's is named by its title, never printed whole", () => {
@@ -146,125 +152,103 @@ Deno.test("fuzz: a failure as the client hands it out is neutral and holds no se
   );
 });
 
-Deno.test("client: headers, envelope, never the key in an error", async () => {
-  const fake = await FakeOpenViking.start({ apiKey: "sekrit-key-123" });
-  try {
-    const client = createClient({
-      baseUrl: `${fake.url}/`,
-      apiKey: "sekrit-key-123",
-      account: "acct",
-      user: "alice",
-      peerId: "github.com-x-y",
-      userAgent: "openviking-memory-kimicode/0.1.0",
-      timeoutMs: 2000,
-    });
-    const ok = await client.request("GET", "/api/v1/system/status", AnyResult);
-    assertEquals(ok, { ok: true, status: 200, result: { initialized: true, user: "default" } });
-    const h = fake.requests[0].headers;
-    assertEquals([
-      h.authorization,
-      h["x-openviking-account"],
-      h["x-openviking-user"],
-      h["x-openviking-actor-peer"],
-      h["user-agent"],
-    ], [
-      "Bearer sekrit-key-123",
-      "acct",
-      "alice",
-      "github.com-x-y",
-      "openviking-memory-kimicode/0.1.0",
-    ]);
-    const noPeer = await client.request("POST", "/api/v1/sessions/kc-1/messages", AnyResult, {
-      body: { role: "user", content: "x" },
-      peerId: null,
-    });
-    assertTrue(noPeer.ok);
-    assertEquals(fake.requests[1].headers["x-openviking-actor-peer"], undefined);
-    assertEquals(fake.requests[1].headers["content-type"], "application/json");
-    const bad = createClient({ ...client.options, apiKey: "wrong-key-456" });
-    const denied = await bad.request("GET", "/api/v1/system/status", AnyResult);
-    assertEquals(denied.ok, false);
-    if (!denied.ok) {
-      assertEquals([denied.status, denied.kind, denied.error.code], [401, "auth", "UNAUTHENTICATED"]);
-      assertTrue(!JSON.stringify(denied).includes("wrong-key-456"));
-    }
-    const notFound = await client.request("POST", "/api/v1/sessions/nope/commit", AnyResult, { body: {} });
-    assertEquals(notFound.ok ? 0 : notFound.status, 404);
-  } finally {
-    await fake.close();
-  }
-});
-
-Deno.test("client: /health is asked without the key (an address not known to be OpenViking gets none)", async () => {
+Deno.test("client: headers, envelope, never the key in an error; /health is asked without the key", async () => {
   await using fake = await FakeOpenViking.start({ apiKey: "sekrit-key-123" });
   const client = createClient({
-    baseUrl: fake.url,
+    baseUrl: `${fake.url}/`,
     apiKey: "sekrit-key-123",
-    userAgent: "t",
+    account: "acct",
+    user: "alice",
+    peerId: "github.com-x-y",
+    userAgent: "openviking-memory-kimicode/0.1.0",
     timeoutMs: 2000,
   });
-  assertTrue((await client.request("GET", "/health", AnyResult)).ok);
-  assertTrue((await client.request("GET", "/api/v1/system/status", AnyResult)).ok);
-  assertEquals(fake.requests.map((r) => [r.path, r.headers.authorization]), [
-    ["/health", undefined],
-    ["/api/v1/system/status", "Bearer sekrit-key-123"],
+  const ok = await client.request("GET", "/api/v1/system/status", AnyResult);
+  assertEquals(ok, { ok: true, status: 200, result: { initialized: true, user: "default" } });
+  const h = fake.requests[0].headers;
+  assertEquals([
+    h.authorization,
+    h["x-openviking-account"],
+    h["x-openviking-user"],
+    h["x-openviking-actor-peer"],
+    h["user-agent"],
+  ], [
+    "Bearer sekrit-key-123",
+    "acct",
+    "alice",
+    "github.com-x-y",
+    "openviking-memory-kimicode/0.1.0",
   ]);
+  const noPeer = await client.request("POST", "/api/v1/sessions/kc-1/messages", AnyResult, {
+    body: { role: "user", content: "x" },
+    peerId: null,
+  });
+  assertTrue(noPeer.ok);
+  assertEquals(fake.requests[1].headers["x-openviking-actor-peer"], undefined);
+  assertEquals(fake.requests[1].headers["content-type"], "application/json");
+  const bad = createClient({ ...client.options, apiKey: "wrong-key-456" });
+  const denied = await bad.request("GET", "/api/v1/system/status", AnyResult);
+  assertEquals(denied.ok, false);
+  if (!denied.ok) {
+    assertEquals([denied.status, denied.kind, denied.error.code], [401, "auth", "UNAUTHENTICATED"]);
+    assertTrue(!JSON.stringify(denied).includes("wrong-key-456"));
+  }
+  const notFound = await client.request("POST", "/api/v1/sessions/nope/commit", AnyResult, { body: {} });
+  assertEquals(notFound.ok ? 0 : notFound.status, 404);
+  assertTrue((await client.request("GET", "/health", AnyResult)).ok);
+  assertEquals(
+    fake.requests.at(-1)?.headers.authorization,
+    undefined,
+    "no key for an address not known yet",
+  );
 });
 
 Deno.test("client: 5xx, dropped connections and timeouts are retryable failures with status 0 or 5xx", async () => {
-  const fake = await FakeOpenViking.start();
-  try {
-    const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 300 });
-    fake.fault({ route: "GET /api/v1/system/status", status: 503, times: 1 });
-    fake.fault({ route: "GET /api/v1/system/status", drop: true, times: 1 });
-    fake.fault({ route: "GET /api/v1/system/status", delayMs: 1500, times: 1 });
-    const results = [];
-    for (let i = 0; i < 3; i++) results.push(await client.request("GET", "/api/v1/system/status", AnyResult));
-    assertEquals(results.map((r) => [r.ok, r.status, !r.ok && r.kind]), [
-      [false, 503, "server"],
-      [false, 0, "unreachable"],
-      [false, 0, "unreachable"],
-    ]);
-    const timeout = results[2];
-    if (!timeout.ok) assertMatch(timeout.error.message, /within 300 ms/);
-  } finally {
-    await fake.close();
-  }
+  await using fake = await FakeOpenViking.start();
+  const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 300 });
+  fake.fault({ route: "GET /api/v1/system/status", status: 503, times: 1 });
+  fake.fault({ route: "GET /api/v1/system/status", drop: true, times: 1 });
+  fake.fault({ route: "GET /api/v1/system/status", delayMs: 1500, times: 1 });
+  const results = [];
+  for (let i = 0; i < 3; i++) results.push(await client.request("GET", "/api/v1/system/status", AnyResult));
+  assertEquals(results.map((r) => [r.ok, r.status, !r.ok && r.kind]), [
+    [false, 503, "server"],
+    [false, 0, "unreachable"],
+    [false, 0, "unreachable"],
+  ]);
+  assertEquals(results.map((r) => r.ok ? "" : r.error.code).slice(1), ["NETWORK", "TIMEOUT"]);
+  const timeout = results[2];
+  if (!timeout.ok) assertMatch(timeout.error.message, /within 300 ms/);
 });
 
 Deno.test("client: a spent budget fails fast without a request; the timeout never exceeds the budget", async () => {
-  const fake = await FakeOpenViking.start();
-  try {
-    const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 60_000 });
-    const spent = await client.request("GET", "/health", AnyResult, { budget: new Budget(10) });
-    assertEquals(spent.ok ? "" : spent.error.code, "BUDGET_SPENT");
-    assertEquals(fake.requests.length, 0);
-    fake.fault({ route: "GET /health", delayMs: 2000, times: 1 });
-    const budget = new Budget(300);
-    const r = await client.request("GET", "/health", AnyResult, { budget });
-    assertEquals(r.ok ? "" : r.error.code, "TIMEOUT");
-    assertTrue(budget.remaining() === 0 || budget.remaining() < 50);
-  } finally {
-    await fake.close();
-  }
+  await using fake = await FakeOpenViking.start();
+  const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 60_000 });
+  const spent = await client.request("GET", "/health", AnyResult, { budget: new Budget(10) });
+  assertEquals(spent.ok ? "" : spent.error.code, "BUDGET_SPENT");
+  assertEquals(fake.requests.length, 0);
+  fake.fault({ route: "GET /health", delayMs: 2000, times: 1 });
+  const budget = new Budget(300);
+  const r = await client.request("GET", "/health", AnyResult, { budget });
+  assertEquals(r.ok ? "" : r.error.code, "TIMEOUT");
+  assertTrue(budget.remaining() === 0 || budget.remaining() < 50);
 });
 
-Deno.test("client: network failure names the origin and never throws", async () => {
+Deno.test("client: no connection names the origin, never throws, and is CONNECT when refused (nothing reached the server)", async () => {
+  const closed = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (closed.addr as Deno.NetAddr).port;
+  closed.close();
   const client = createClient({
-    baseUrl: "http://127.0.0.1:9",
+    baseUrl: `http://127.0.0.1:${port}`,
     apiKey: "k-secret",
     userAgent: "t",
     timeoutMs: 1000,
   });
-  const r = await client.request("GET", "/health", AnyResult);
-  assertEquals(r.ok, false);
-  if (!r.ok) {
-    assertEquals([r.status, r.kind, r.error.code], [0, "unreachable", "NETWORK"]);
-    assertMatch(r.error.message, /127\.0\.0\.1:9/);
-    assertTrue(!r.error.message.includes("k-secret"));
-  }
+  const r = await client.request("POST", "/api/v1/sessions/kc-s/messages/batch", AnyResult, { body: {} });
+  assertEquals(r.ok ? "" : [r.status, r.kind, r.error.code], [0, "unreachable", "CONNECT"]);
+  assertMatch(r.ok ? "" : r.error.message, new RegExp(`127\\.0\\.0\\.1:${port}`));
+  assertTrue(!JSON.stringify(r).includes("k-secret"));
 });
-
 Deno.test("client: a 300 KB gzip reply that inflates to 2 GB is not read past the bound", async () => {
   await using fake = await FakeOpenViking.start();
   const bomb = await gzipBomb(2 * 1024 ** 3);
@@ -368,28 +352,6 @@ Deno.test("client: a failure's words come neutralised and without a secret, what
     page.ok ? "" : page.error.message,
     `${fake.url} answered HTTP 200 with text/html "Sign in", not an OpenViking reply`,
   );
-});
-
-Deno.test("client: a redirect to an address that is not a URL is a redirect failure, never a throw", async () => {
-  await using fake = await FakeOpenViking.start();
-  fake.fault({ route: "*", raw: { status: 301, headers: { location: "http://exa mple.com/" } } });
-  const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 2000 });
-  const r = await client.request("GET", "/health", AnyResult);
-  assertEquals(r.ok ? "" : [r.kind, r.status, r.location, r.error.message], [
-    "redirect",
-    301,
-    undefined,
-    `${fake.url} redirects (HTTP 301) to an address that is not a URL`,
-  ]);
-});
-
-Deno.test("client: a connection never made (refused) is CONNECT: nothing reached the server", async () => {
-  const closed = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (closed.addr as Deno.NetAddr).port;
-  closed.close();
-  const client = createClient({ baseUrl: `http://127.0.0.1:${port}`, userAgent: "t", timeoutMs: 1000 });
-  const r = await client.request("POST", "/api/v1/sessions/kc-s/messages/batch", AnyResult, { body: {} });
-  assertEquals(r.ok ? "" : [r.status, r.error.code], [0, "CONNECT"]);
 });
 
 Deno.test("readBody: a bound, a stall or an abort stops the read at once, cancels the body and says why", async () => {

@@ -1,10 +1,6 @@
 /**
- * Configuration: connection and identity (server URL, MCP URL, API key, account, user, actor peer), resolved
- * from the environment, ovcli.conf and ov.conf by the rules OpenViking's other plugins follow, and every
- * behaviour knob (`KNOBS`): from the environment, ovcli.conf's `plugin.kimicode` then `plugin` section, the
- * workspace's `.openviking/config*.json`, then the default. A workspace file may only make memory stricter
- * (each knob's rule), never set where data goes or who we are; a bad value is a warning and its default.
- * Resolution is pure; only `loadConfig` reads files.
+ * Configuration: connection and identity from the environment, ovcli.conf and ov.conf (the rules of
+ * OpenViking's other plugins), and every knob (`KNOBS`). Resolution is pure; only `loadConfig` reads files.
  */
 
 import { parseJsonOrUndefined, readRegularTextSync, settled, SMALL_FILE_MAX_BYTES } from "../lib/fs.ts";
@@ -24,11 +20,10 @@ import {
 import { USER_AGENT } from "../lib/version.ts";
 import { commandName } from "../lib/self.ts";
 
-/** Default server address, the same as every other OpenViking client. */
+/** Default server address, as every OpenViking client's. */
 export const DEFAULT_BASE_URL = "http://127.0.0.1:1933";
 
-/** How credentials were chosen. */
-export type CredentialMode = "env" | "cli" | "auto";
+type CredentialMode = "env" | "cli" | "auto";
 
 /** Connection and identity. */
 export interface Credentials {
@@ -37,31 +32,25 @@ export interface Credentials {
   apiKey: string;
   account: string;
   user: string;
-  /** Explicit actor peer id; empty means "derive from the workspace". */
+  /** Explicit actor peer id ("" = derive from the workspace). */
   peerId: string;
-  /** Which source supplied the connection: "env", "ovcli.conf", "ov.conf" or "default". */
+  /** "env", "ovcli.conf", "ov.conf" or "default". */
   credentialSource: string;
-  /** Which source supplied the API key ("none" when there is none). */
+  /** Where the key came from ("none"). */
   apiKeySource: string;
-  /**
-   * The origin the key was saved for, when it came from a file ("" for one from the environment, given for
-   * whatever address this run uses, or for no key): {@link keyFor} sends it there only.
-   */
+  /** The origin a file's key was saved for ("" = any): {@link keyFor} sends it there only. */
   apiKeyOrigin: string;
   cliConfigPath: string;
   ovConfigPath: string;
 }
 
-/** Raw inputs to resolution, so the rules are pure and testable. */
+/** Raw inputs to resolution: parsed files, workspace files nearest first. */
 export interface ConfigSources {
   env: Env;
-  /** Parsed ovcli.conf, if it exists and parses. */
   ovcli?: unknown;
   cliConfigPath: string;
-  /** Parsed ov.conf, if it exists and parses. */
   ovconf?: unknown;
   ovConfigPath: string;
-  /** Workspace settings files, highest precedence first (`config.local.json`, then `config.json`). */
   workspace?: { path: string; value: unknown }[];
 }
 
@@ -77,7 +66,7 @@ const first = (...values: unknown[]): string => {
   return "";
 };
 
-/** Credential mode from `OPENVIKING_CREDENTIAL_SOURCE` (alias `OPENVIKING_CREDENTIALS_SOURCE`). */
+/** Credential mode from `OPENVIKING_CREDENTIAL_SOURCE` (or `…_CREDENTIALS_SOURCE`). */
 export function credentialMode(env: Env): CredentialMode {
   const raw = (env.OPENVIKING_CREDENTIAL_SOURCE ?? env.OPENVIKING_CREDENTIALS_SOURCE ?? "").trim()
     .toLowerCase();
@@ -86,49 +75,38 @@ export function credentialMode(env: Env): CredentialMode {
   return "auto";
 }
 
-/** Whether a parsed ov.conf is really an ovcli.conf (the back-compat rule for `OPENVIKING_CONFIG_FILE`). */
-export function looksLikeOvcli(value: unknown): boolean {
+/** Whether a parsed ov.conf is really an ovcli.conf (back-compat for `OPENVIKING_CONFIG_FILE`). */
+function looksLikeOvcli(value: unknown): boolean {
   const o = asRecord(value);
   if (o.server !== undefined && typeof o.server === "object") return false;
   return OVCLI_CREDENTIAL_KEYS.some((k) => typeof o[k] === "string");
 }
 
 function normalizeUrl(raw: string, warnings: string[], what: string): string | undefined {
-  try {
-    const url = new URL(raw);
-    if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error("not http(s)");
-    if (url.username || url.password) {
-      // fetch refuses such URLs, and they would put the secret on screen: the key belongs in ovcli.conf.
-      warnings.push(
-        `${what} carries a user name or password (${
-          withoutUserinfo(raw)
-        }); it is ignored: save the key with \`${commandName()} install --api-key-stdin\` instead`,
-      );
-      url.username = "";
-      url.password = "";
-      return url.toString().replace(/\/+$/, "");
-    }
-    return raw.replace(/\/+$/, "");
-  } catch {
-    warnings.push(
-      `${what} "${withoutUserinfo(raw)}" is not an http(s) URL; using the default ${DEFAULT_BASE_URL}`,
-    );
+  const url = URL.parse(raw);
+  const shown = withoutUserinfo(raw);
+  if (url?.protocol !== "http:" && url?.protocol !== "https:") {
+    warnings.push(`${what} "${shown}" is not an http(s) URL; using the default ${DEFAULT_BASE_URL}`);
     return undefined;
   }
+  if (!url.username && !url.password) return raw.replace(/\/+$/, "");
+  const fix = `save the key with \`${commandName()} install --api-key-stdin\` instead`;
+  warnings.push(`${what} carries a user name or password (${shown}); it is ignored: ${fix}`);
+  url.username = url.password = "";
+  return url.toString().replace(/\/+$/, "");
 }
 
-/** The credential files as resolution reads them, and whether ovcli.conf alone decides. */
+/** The credential files as resolution reads them; `useCli`: ovcli.conf alone decides. */
 interface Files {
   env: Env;
   mode: CredentialMode;
   cli: JsonRecord;
   ovServer: JsonRecord;
-  /** ov.conf's client sections (`codex`, then `kimicode`). */
   ovClient: JsonRecord;
   useCli: boolean;
 }
 
-/** The server URL and where it came from: env, ovcli.conf, ov.conf's server (URL, or host and port), default. */
+/** The server URL and its source: env, ovcli.conf, ov.conf's server, default. */
 function baseUrlOf(f: Files, warnings: string[]): { baseUrl: string; source: string } {
   const { env, mode, cli, ovServer } = f;
   let url = "";
@@ -156,13 +134,7 @@ export function keyFor(c: Pick<Credentials, "apiKey" | "apiKeyOrigin">, url: str
   return c.apiKeyOrigin === "" || c.apiKeyOrigin === originOf(url) ? c.apiKey : "";
 }
 
-/**
- * The API key for `baseUrl` and where it came from ("none" when there is none). A key saved in a file
- * belongs to the server that file names — ovcli.conf's key to the address the files give (its `url`, else
- * ov.conf's server, else the default), ov.conf's client key to ov.conf's server — and is never sent to
- * another origin (an `OPENVIKING_URL` elsewhere): `warnings` says so. ov.conf's `server.root_api_key` is
- * never a client's key: OpenViking refuses it on data routes, and it administers the whole server.
- */
+/** The API key for `baseUrl` and its source; a file's key is never sent to another origin than the file's. */
 function apiKeyOf(
   f: Files,
   baseUrl: string,
@@ -186,7 +158,7 @@ function apiKeyOf(
   return { apiKey: "", source: "none", origin: "" };
 }
 
-/** Account, user and explicit actor peer: ovcli.conf alone, or env before the files. */
+/** Account, user and explicit peer: ovcli.conf alone, or env before the files. */
 function identityOf(f: Files): { account: string; user: string; peerId: string } {
   const { env, cli, ovClient } = f;
   if (f.useCli) {
@@ -203,8 +175,8 @@ function identityOf(f: Files): { account: string; user: string; peerId: string }
   };
 }
 
-/** Resolves connection and identity exactly as OpenViking's shared plugin runtime does. */
-export function resolveCredentials(sources: ConfigSources, warnings: string[] = []): Credentials {
+/** Resolves connection and identity as OpenViking's shared plugin runtime does. */
+function resolveCredentials(sources: ConfigSources, warnings: string[] = []): Credentials {
   const { env } = sources;
   const mode = credentialMode(env);
   const cli = asRecord(sources.ovcli);
@@ -241,10 +213,9 @@ export function resolveCredentials(sources: ConfigSources, warnings: string[] = 
   };
 }
 
-/** What a knob's parser made of a configured value: the value, or why it is unusable, in a few words. */
-export type KnobParse<T> = { ok: true; value: T } | { ok: false; reason: string };
+/** A knob parser's verdict: the value, or why it is unusable. */
+type KnobParse<T> = { ok: true; value: T } | { ok: false; reason: string };
 
-/** A knob's parser: any configured value (a string from the environment, any JSON value from a file). */
 type Parser<T> = (value: unknown) => KnobParse<T>;
 
 const ok = <T>(value: T): KnobParse<T> => ({ ok: true, value });
@@ -255,27 +226,25 @@ const BOOL_WORDS = new Map([
   ...["0", "false", "no", "off"].map((w): [string, boolean] => [w, false]),
 ]);
 
-/** A boolean knob: accepts real booleans and the strings 1/0, true/false, yes/no, on/off. */
+/** A boolean, or 1/0, true/false, yes/no, on/off. */
 const boolKnob: Parser<boolean> = (raw) => {
   const v = typeof raw === "string" ? BOOL_WORDS.get(raw.trim().toLowerCase()) : raw;
   return typeof v === "boolean" ? ok(v) : bad("expected boolean");
 };
 
-/** A numeric knob within [min, max] (an integer unless `int` is false); strings are parsed. */
+/** A number within [min, max] (an integer unless `int` is false). */
 function numKnob(min: number, max: number, int = true): Parser<number> {
   return (raw) => {
     const v = typeof raw === "string" && raw.trim() !== "" ? Number(raw.trim()) : raw;
     if (typeof v !== "number" || !Number.isFinite(v)) return bad("expected number");
     if (int && !Number.isInteger(v)) return bad("expected int");
-    if (int && v > Number.MAX_SAFE_INTEGER) return bad(`must be at most ${Number.MAX_SAFE_INTEGER}`);
-    if (int && v < Number.MIN_SAFE_INTEGER) return bad(`must be at least ${Number.MIN_SAFE_INTEGER}`);
     if (v < min) return bad(`must be at least ${min}`);
     if (v > max) return bad(`must be at most ${max}`);
     return ok(v);
   };
 }
 
-/** An enumerated knob; matching is case-insensitive. */
+/** One of `values`, case-insensitive. */
 function enumKnob<const T extends readonly [string, ...string[]]>(values: T): Parser<T[number]> {
   const words = `must be ${values.map((v) => JSON.stringify(v)).join(" or ")}`;
   return (raw) => {
@@ -284,49 +253,36 @@ function enumKnob<const T extends readonly [string, ...string[]]>(values: T): Pa
   };
 }
 
-/** A list knob: a comma-separated string or an array of strings. */
+/** A comma-separated string or an array of strings. */
 const listKnob: Parser<string[]> = (raw) => {
   if (typeof raw === "string") return ok(raw.split(",").map((s) => s.trim()).filter(Boolean));
   if (!Array.isArray(raw)) return bad("expected array");
   return raw.every((s) => typeof s === "string") ? ok([...raw]) : bad("expected string");
 };
 
-/** A path knob: a non-empty string. */
 const pathKnob: Parser<string> = (raw) =>
   typeof raw !== "string" ? bad("expected string") : raw ? ok(raw) : bad("needs at least 1 character");
 
-/**
- * What a workspace file may do with a knob: whether its value `asked` is allowed against the user's own
- * value, and the words for it (README's table and the warning for a value it does not allow say them).
- */
-export interface WorkspaceRule {
+/** What a workspace file may do with a knob, against the user's value; `may` words it ("" = nothing). */
+interface WorkspaceRule {
   allows: (asked: unknown, user: unknown) => boolean;
-  /** What a workspace file may do with the knob: "set it", "turn it off", "lower it"…; "" = nothing. */
   may: string;
 }
 
-/** Any value: the knob shapes how the work is done, not what is recalled, kept, sent or to whom. */
 const ANY: WorkspaceRule = { allows: () => true, may: "set it" };
-/**
- * No value: the knob decides who we are, where data goes, what the model may do, when the user's data is
- * delivered or dropped, or when the server extracts memories (neither way is stricter).
- */
 const NEVER: WorkspaceRule = { allows: () => false, may: "" };
-/** A value no higher than the user's: less recalled, shown, captured, kept or waited for (none over an unset one). */
 const LOWER: WorkspaceRule = { allows: (asked, user) => Number(asked) <= Number(user), may: "lower it" };
-/** A value no lower than the user's: a stricter score, a longer dedupe window, fewer prompts recalled for. */
 const RAISE: WorkspaceRule = { allows: (asked, user) => Number(asked) >= Number(user), may: "raise it" };
-/** A list holding every item of the user's: more sessions left alone. */
 const ADD: WorkspaceRule = {
   allows: (asked, user) => (user as string[]).every((item) => (asked as string[]).includes(item)),
   may: "add to it",
 };
-/** The user's value, or `strict`: a switch only toward off (or on), a scope only toward the narrower. */
+/** The user's value, or `strict`. */
 const toward = (strict: unknown, may: string): WorkspaceRule => ({
   allows: (asked, user) => asked === strict || asked === user,
   may,
 });
-/** Recall scopes, widest first (memory/recall.ts `inStrictScope` says what `strict` keeps). */
+/** Recall scopes, widest first. */
 const SCOPES = ["all", "actor", "strict"] as const;
 /** The user's value or a narrower one of `order` (widest first). */
 const narrower = (order: readonly string[]): WorkspaceRule => ({
@@ -336,31 +292,26 @@ const narrower = (order: readonly string[]): WorkspaceRule => ({
 const OFF = toward(false, "turn it off");
 const ON = toward(true, "turn it on");
 
-/** One knob: its environment variable, its parser, its default (undefined: unset unless configured), its rule. */
-export interface Knob<T, D extends T | undefined = T> {
+/** One knob: its variable, parser, default (undefined: unset unless configured) and workspace rule. */
+interface Knob<T, D extends T | undefined = T> {
   env: string;
   parse: Parser<T>;
   default: D;
   workspace: WorkspaceRule;
 }
 
-/** A knob with a default. */
 function knob<T>(env: string, parse: Parser<T>, fallback: T, workspace: WorkspaceRule): Knob<T, T> {
   return { env, parse, default: fallback, workspace };
 }
 
-/** A knob that is unset unless configured. */
 function optionalKnob<T>(env: string, parse: Parser<T>, workspace: WorkspaceRule): Knob<T, undefined> {
   return { env, parse, default: undefined, workspace };
 }
 
-/** The commit policies, cheapest last (see the README). */
+/** The commit policies, cheapest last. */
 export const COMMIT_POLICIES = ["every-turn", "balanced", "session-end"] as const;
 
-/**
- * Every knob: its environment variable, its parser, its default and what a workspace file may do with it.
- * The single source of truth.
- */
+/** Every knob: its variable, parser, default and what a workspace file may do with it. */
 export const KNOBS = {
   enabled: knob("OPENVIKING_MEMORY_ENABLED", boolKnob, true, OFF),
   autoRecall: knob("OPENVIKING_AUTO_RECALL", boolKnob, true, OFF),
@@ -397,9 +348,7 @@ export const KNOBS = {
   replayBudgetMs: knob("OPENVIKING_REPLAY_BUDGET_MS", numKnob(200, 600_000), 10_000, LOWER),
   captureWaitMs: knob("OPENVIKING_CAPTURE_WAIT_MS", numKnob(0, 600_000), 10_000, LOWER),
   profileTokenBudget: knob("OPENVIKING_PROFILE_TOKEN_BUDGET", numKnob(500, 100_000), 6000, LOWER),
-  /** When captures are committed, so the server's model extracts memories: memory/capture.ts `commitDue` says each. */
   commitPolicy: knob("OPENVIKING_COMMIT_POLICY", enumKnob(COMMIT_POLICIES), "balanced", NEVER),
-  /** Under balanced/session-end, a session this long without a capture is committed (memory/idle-commit.ts). */
   idleCommitSeconds: knob("OPENVIKING_IDLE_COMMIT_SECONDS", numKnob(1, 86_400), 300, NEVER),
   captureMaxLength: knob("OPENVIKING_CAPTURE_MAX_LENGTH", numKnob(100, 10_000_000), 24_000, LOWER),
   redact: knob("OPENVIKING_REDACT", boolKnob, true, ON),
@@ -407,43 +356,35 @@ export const KNOBS = {
   pendingReplayLimit: knob("OPENVIKING_PENDING_REPLAY_LIMIT", numKnob(1, 100_000), 50, NEVER),
   pendingMaxRetries: knob("OPENVIKING_PENDING_MAX_RETRIES", numKnob(1, 1000), 3, NEVER),
   pendingTtlDays: knob("OPENVIKING_PENDING_TTL_DAYS", numKnob(1, 3650), 7, NEVER),
-  /** The local ledger (what hook runs did, for `status`): all sessions' files together, and their age. */
   ledgerMaxBytes: knob("OPENVIKING_LEDGER_MAX_BYTES", numKnob(64 * 1024, 1024 ** 3), 8 * 1024 * 1024, LOWER),
   ledgerMaxAgeDays: knob("OPENVIKING_LEDGER_MAX_AGE_DAYS", numKnob(1, 3650), 30, LOWER),
-  /** The MCP tools offered to the model beyond memory's (`all`: every tool): a power, not a repository's. */
   mcpTools: knob("OPENVIKING_MCP_TOOLS", listKnob, ["memory"], NEVER),
   debug: knob("OPENVIKING_DEBUG", boolKnob, false, OFF),
   debugLogPath: optionalKnob("OPENVIKING_DEBUG_LOG", pathKnob, NEVER),
 };
 
 type Knobs = typeof KNOBS;
-/** The knobs that have a default, and those unset unless configured. */
 type Defaulted = { [K in keyof Knobs]: Knobs[K]["default"] extends undefined ? never : K }[keyof Knobs];
 type Optional = Exclude<keyof Knobs, Defaulted>;
 type ValueOf<K extends keyof Knobs> = Knobs[K] extends { parse: Parser<infer T> } ? T : never;
 
-/** Every knob's value: its configured value, else its default (an unset optional knob is absent). */
 type KnobValues =
   & { [K in Defaulted]: ValueOf<K> }
   & { [K in Optional]?: ValueOf<K> };
 
 /** Resolved knob values. */
 export type Settings = Omit<KnobValues, "debugLogPath"> & {
-  /** Where the debug log goes ("" = nowhere: there is no home). */
+  /** "" = no log (no home). */
   debugLogPath: string;
-  /** The recall limit was set by the user (only then does recall send quotas, like the other plugins). */
   recallLimitConfigured: boolean;
-  /** The server-side dedupe window was set by the user (the digest sends it only then: see recall.ts). */
   recallDedupTurnsConfigured: boolean;
 };
 
-/** A configured value and where it came from, for messages. */
 interface Configured {
   value: unknown;
   where: string;
 }
 
-/** A value as a warning shows it. */
 const shown = (value: unknown) => JSON.stringify(value) ?? String(value);
 
 /** The first of `layers` that sets `name` (null counts as unset). */
@@ -453,10 +394,8 @@ function firstSetting(layers: [string, JsonRecord][], name: string): Configured 
 }
 
 /**
- * Resolves every knob. The user's value: the environment, else ovcli.conf `plugin.kimicode`, else `plugin`,
- * else the default. Then, unless the environment set it, the first workspace file that sets the knob, if
- * the knob's rule allows that value against the user's. Each value is parsed by its knob; an invalid or
- * disallowed one is named in `warnings` (in the table's order) and not used.
+ * Resolves every knob: env, else ovcli.conf `plugin.kimicode`, else `plugin`, else the default; then, unless
+ * env set it, the first workspace file's value if the knob's rule allows it. Bad values go to `warnings`.
  */
 export function resolveSettings(
   sources: Pick<ConfigSources, "env" | "ovcli" | "workspace">,
@@ -505,7 +444,7 @@ export function resolveSettings(
   };
 }
 
-/** The log path: the knob if it is absolute (`~` expanded), else `~/.openviking/logs/…`; "" = no log (no home). */
+/** The log path: the knob if absolute, else the default; "" = no home. */
 function debugLogPath(knob: string | undefined, env: Env, warnings: string[]): string {
   const explicit = absoluteOverride(knob, env);
   if (knob && !explicit) warnings.push(`debug log path "${knob}" is not an absolute path; using the default`);
@@ -517,20 +456,15 @@ export interface Config extends Credentials, Settings {
   userAgent: string;
 }
 
-/** The result of resolution: the config and what was wrong with the inputs. */
-export interface Resolved {
+interface Resolved {
   config: Config;
   warnings: string[];
 }
 
-/**
- * Connection fields a workspace file may never set: where data goes (server, MCP URL) and who we are (keys,
- * account, user, peer). The knobs say for themselves what a workspace may do with them (the log path and the
- * MCP tools offered: nothing).
- */
+/** Connection fields a workspace file may never set. */
 const WORKSPACE_FORBIDDEN = ["url", "api_key", "apiKey", "baseUrl", "mcpUrl", "account", "user", "peerId"];
 
-/** Removes connection fields from a workspace settings object (workspace files may not redirect credentials). */
+/** A workspace settings object without connection fields (each one warned of). */
 function sanitizeWorkspace(value: unknown, where: string, warnings: string[]): JsonRecord {
   const o = { ...asRecord(value) };
   for (const k of WORKSPACE_FORBIDDEN) {
@@ -552,10 +486,7 @@ export function resolveConfig(sources: ConfigSources): Resolved {
   return { config: { ...credentials, ...settings, userAgent: USER_AGENT }, warnings };
 }
 
-/**
- * Paths of ovcli.conf and ov.conf: the override variables when they are absolute, else under OpenViking's
- * home; "" when neither exists (no home): then there is no such file, never one relative to the cwd.
- */
+/** Paths of ovcli.conf and ov.conf: absolute overrides, else under OpenViking's home ("" = no home). */
 export function credentialFilePaths(env: Env): { cli: string; ov: string } {
   const inHome = (name: string) => orNoHome(() => joinPath(openVikingHome(env), name)) ?? "";
   return {
@@ -569,7 +500,6 @@ function readJsonFile(path: string, warnings: string[]): unknown {
   if (!path) return undefined;
   let text: string | undefined;
   try {
-    // small files: a synchronous read spares a trip through the thread pool
     text = readRegularTextSync(path, SMALL_FILE_MAX_BYTES);
   } catch (error) {
     warnings.push(`cannot read ${path}: ${(error as Error).message}`);
@@ -581,10 +511,7 @@ function readJsonFile(path: string, warnings: string[]): unknown {
   return value;
 }
 
-/**
- * Workspace settings files for `cwd`, nearest first: `.openviking/config.local.json`, `.openviking/config.json`
- * (none for a relative cwd: it would resolve against this process's directory, not the workspace).
- */
+/** Workspace settings files of an absolute `cwd`, nearest first. */
 function readWorkspace(cwd: string | undefined, warnings: string[]): ConfigSources["workspace"] {
   if (!cwd || !isAbsolutePath(cwd)) return [];
   const out: { path: string; value: unknown }[] = [];
@@ -596,11 +523,7 @@ function readWorkspace(cwd: string | undefined, warnings: string[]): ConfigSourc
   return out;
 }
 
-/**
- * Reads the credential files (and workspace files of `cwd`) and resolves the config. Without a home
- * (HOME unset or relative, no absolute OPENVIKING_HOME) no file is read but those the environment names by
- * absolute path: no workspace file, nothing relative to the cwd.
- */
+/** Reads the credential and workspace files and resolves the config; without a home, no workspace file. */
 export function loadConfig(env: Env, cwd?: string): Promise<Resolved> {
   return settled(() => {
     const warnings: string[] = ignoredOverrides(env).map((o) => `${o} is not an absolute path; ignored`);

@@ -1,7 +1,4 @@
-/**
- * Configuration: credentials by the other plugins' precedence, every knob from every source, each kind of knob
- * at its edges (the value and the warning), and what a workspace file may do with each.
- */
+/** Configuration: credentials by the other plugins' precedence, every knob from every source, workspace rules. */
 
 import { commandName } from "../lib/self.ts";
 import { assertEquals, assertMatch, assertStringIncludes } from "../tests/support/assert.ts";
@@ -16,9 +13,6 @@ import {
   type Settings,
 } from "./config.ts";
 import { tempDir } from "../tests/support/temp.ts";
-import { FakeOpenViking } from "../tests/support/fake-openviking.ts";
-import { sandboxEnv } from "../tests/support/hook-context.ts";
-import { runHook } from "../memory/dispatch.ts";
 
 function sources(partial: Partial<ConfigSources>): ConfigSources {
   return {
@@ -219,10 +213,16 @@ Deno.test("credentials: a key withheld from another origin is said, and keyFor k
   assertEquals(keyFor(env.config, env.config.mcpUrl), "e", "an env key is given for this run's addresses");
 });
 
-Deno.test("credentials: a bad URL is reported and the default used", () => {
+Deno.test("credentials: a bad URL is reported and the default used; a URL's user info is dropped, unprinted", () => {
   const { config, warnings } = resolveConfig(sources({ env: { OPENVIKING_URL: "ftp://nope" } }));
   assertEquals(config.baseUrl, "http://127.0.0.1:1933");
   assertStringIncludes(warnings.join("\n"), "not an http(s) URL");
+  const userinfo = resolveConfig(sources({ env: { OPENVIKING_URL: "http://u:pw@h:1/x/" } }));
+  assertEquals([userinfo.config.baseUrl, userinfo.warnings.join().includes("pw")], ["http://h:1/x", false]);
+  assertStringIncludes(
+    userinfo.warnings.join(),
+    "carries a user name or password (http://h:1/x/); it is ignored",
+  );
 });
 
 Deno.test("credential mode aliases", () => {
@@ -342,43 +342,8 @@ Deno.test("loadConfig reads files, honours path overrides, and never takes URLs 
     `${dir.path}/ws`,
   );
   assertEquals([config.baseUrl, config.apiKey, config.recallLimit], ["http://from-file:1", "k1", 4]);
-  assertStringIncludes(warnings.join("\n"), `"url" is ignored`);
-});
-
-Deno.test("loadConfig: a cloned repository's .openviking/config.json may make memory stricter, never weaker", async () => {
-  await using dir = await tempDir();
-  const file = `${dir.path}/repo/.openviking/config.json`;
-  await Deno.mkdir(`${dir.path}/repo/.openviking`, { recursive: true });
-  await Deno.writeTextFile(
-    file,
-    JSON.stringify({
-      redact: false,
-      debug: true,
-      debugLogPath: "/tmp/collected.log",
-      captureMaxLength: 10_000_000,
-      pendingTtlDays: 3650,
-      peerSource: "none",
-      autoCapture: false,
-      ledgerMaxAgeDays: 1,
-      url: "http://collector.example",
-    }),
-  );
-  const { config, warnings } = await loadConfig({ HOME: dir.path }, `${dir.path}/repo`);
-  assertEquals(
-    [config.redact, config.debug, config.captureMaxLength, config.pendingTtlDays, config.peerSource],
-    [true, false, 24_000, 7, "git"],
-  );
-  assertEquals(config.debugLogPath, `${dir.path}/.openviking/logs/kimicode-hooks.log`);
-  assertEquals(config.baseUrl, "http://127.0.0.1:1933");
-  assertEquals([config.autoCapture, config.ledgerMaxAgeDays], [false, 1], "stricter is taken");
   assertEquals(warnings, [
-    `${file}: "url" is ignored (a workspace file may not set it); put it in ~/.openviking/ovcli.conf`,
-    `${file} "peerSource": "none" is ignored: a workspace file may not set it`,
-    `${file} "captureMaxLength": 10000000 is ignored: a workspace file may only lower it`,
-    `${file} "redact": false is ignored: a workspace file may only turn it on`,
-    `${file} "pendingTtlDays": 3650 is ignored: a workspace file may not set it`,
-    `${file} "debug": true is ignored: a workspace file may only turn it off`,
-    `${file} "debugLogPath": "/tmp/collected.log" is ignored: a workspace file may not set it`,
+    `${dir.path}/ws/.openviking/config.json: "url" is ignored (a workspace file may not set it); put it in ~/.openviking/ovcli.conf`,
   ]);
 });
 
@@ -479,123 +444,77 @@ Deno.test("loadConfig: a relative debug log path or override is ignored with a w
 
 type Name = keyof typeof KNOBS;
 
-/** Resolves one knob set in ovcli.conf's `plugin` section: its value, whether it is present, the warnings. */
-function fromFile(name: Name, value: unknown): { value: unknown; present: boolean; warnings: string[] } {
-  const warnings: string[] = [];
-  const s = resolveSettings({ env: { HOME: "/h" }, ovcli: { plugin: { [name]: value } } }, warnings);
-  return { value: (s as Record<string, unknown>)[name], present: name in s, warnings };
-}
+/**
+ * A knob's parser at its edges: [knob, where it is set, the value, what it resolves to, why it is refused].
+ * A refused value warns once and leaves the default (an optional knob: absent).
+ */
+const PARSES: [Name, "env" | "file", unknown, unknown, string?][] = [
+  ...[["1", true], ["0", false], ["TRUE", true], [" yes ", true], ["On", true], ["OFF", false]].map((
+    [raw, want],
+  ): [Name, "env", unknown, unknown] => ["enabled", "env", raw, want]),
+  ["redact", "file", false, false],
+  ...["maybe", 1, 0, "", [], { a: 1 }].map((raw): [Name, "file", unknown, unknown, string] => [
+    "enabled",
+    "file",
+    raw,
+    true,
+    "expected boolean",
+  ]),
+  ["recallLimit", "env", " 7 ", 7],
+  ["recallLimit", "env", "0x10", 16],
+  ["recallLimit", "file", 1, 1],
+  ["recallLimit", "file", 100, 100],
+  ["recallDedupTurns", "file", 0, 0],
+  ["recallLimit", "file", "0", 10, "must be at least 1"],
+  ["recallLimit", "file", -1, 10, "must be at least 1"],
+  ["recallLimit", "file", 101, 10, "must be at most 100"],
+  ["recallLimit", "file", "1e3", 10, "must be at most 100"],
+  ["recallLimit", "file", 1.5, 10, "expected int"],
+  ["recallLimit", "file", "0.5", 10, "expected int"],
+  ...["lots", "", " ", "Infinity", "NaN", "1_000", true, [5]].map((
+    raw,
+  ): [Name, "file", unknown, unknown, string] => ["recallLimit", "file", raw, 10, "expected number"]),
+  ["recallLimit", "file", 1e20, 10, "must be at most 100"],
+  ["scoreThreshold", "env", "0.5", 0.5],
+  ["scoreThreshold", "file", 0, 0],
+  ["scoreThreshold", "file", 1, 1],
+  ["scoreThreshold", "file", 1.5, 0.35, "must be at most 1"],
+  ["scoreThreshold", "file", -1, 0.35, "must be at least 0"],
+  ["scoreThreshold", "file", "-Infinity", 0.35, "expected number"],
+  ["peerSource", "env", " Git ", "git"],
+  ["recallFormat", "env", "FULL", "full"],
+  ...["svn", 1, ["git"], ""].map((raw): [Name, "file", unknown, unknown, string] => [
+    "peerSource",
+    "file",
+    raw,
+    "git",
+    'must be "git" or "cwd" or "none"',
+  ]),
+  ["bypassSessionPatterns", "env", "a*, /tmp/** , ,", ["a*", "/tmp/**"]],
+  ["bypassSessionPatterns", "file", "", []],
+  ["bypassSessionPatterns", "file", [" a "], [" a "]],
+  ["bypassSessionPatterns", "file", ["a", 2], [], "expected string"],
+  ["bypassSessionPatterns", "file", 5, [], "expected array"],
+  ["recallMaxTokens", "file", null, undefined],
+  ["recallMaxTokens", "env", "800", 800],
+  ["recallMaxTokens", "file", 63, undefined, "must be at least 64"],
+  ["recallQueryExpansion", "env", "AUTO", "auto"],
+  ["debugLogPath", "file", 5, "/h/.openviking/logs/kimicode-hooks.log", "expected string"],
+  ["debugLogPath", "file", "", "/h/.openviking/logs/kimicode-hooks.log", "needs at least 1 character"],
+];
 
-/** Resolves one knob set in the environment. */
-function fromEnv(name: Name, value: string): { value: unknown; warnings: string[] } {
-  const warnings: string[] = [];
-  const s = resolveSettings({ env: { HOME: "/h", [KNOBS[name].env]: value } }, warnings);
-  return { value: (s as Record<string, unknown>)[name], warnings };
-}
-
-const warning = (name: string, shown: string, why: string) =>
-  `ovcli.conf plugin "${name}": invalid value ${shown} (${why}); using the default`;
-
-Deno.test("knobs: booleans take the words 1/0, true/false, yes/no, on/off in any case and blanks, and real booleans", () => {
-  for (
-    const [v, expected] of [["1", true], ["0", false], ["TRUE", true], [" yes ", true], ["On", true], [
-      "OFF",
-      false,
-    ]]
-  ) {
-    assertEquals(fromEnv("enabled", v as string), { value: expected, warnings: [] }, String(v));
+Deno.test("knobs: each kind of knob parses its words and bounds; a refused value warns and leaves the default", () => {
+  for (const [name, where, raw, want, why] of PARSES) {
+    const warnings: string[] = [];
+    const env = { HOME: "/h", ...(where === "env" ? { [KNOBS[name].env]: raw as string } : {}) };
+    const ovcli = where === "file" ? { plugin: { [name]: raw } } : undefined;
+    const s = resolveSettings({ env, ovcli }, warnings) as Record<string, unknown>;
+    const shown = JSON.stringify(raw);
+    const said = why
+      ? [`ovcli.conf plugin "${name}": invalid value ${shown} (${why}); using the default`]
+      : [];
+    assertEquals([s[name], name in s, warnings], [want, want !== undefined, said], `${name} ${shown}`);
   }
-  assertEquals(fromFile("redact", false), { value: false, present: true, warnings: [] });
-  for (
-    const [v, shown] of [["maybe", '"maybe"'], [1, "1"], [0, "0"], ["", '""'], [[], "[]"], [
-      { a: 1 },
-      '{"a":1}',
-    ]]
-  ) {
-    assertEquals(fromFile("enabled", v), {
-      value: true,
-      present: true,
-      warnings: [warning("enabled", shown as string, "expected boolean")],
-    });
-  }
-});
-
-Deno.test("knobs: integers are parsed from strings, bounded, whole and safe; the default replaces a bad one", () => {
-  assertEquals(fromEnv("recallLimit", " 7 "), { value: 7, warnings: [] });
-  assertEquals(fromEnv("recallLimit", "0x10"), { value: 16, warnings: [] });
-  assertEquals(fromFile("recallLimit", 1).value, 1, "the lower bound is allowed");
-  assertEquals(fromFile("recallLimit", 100).value, 100, "the upper bound is allowed");
-  assertEquals(fromFile("recallDedupTurns", 0).value, 0, "zero where the range starts at 0");
-  const cases: [unknown, string, string][] = [
-    ["0", '"0"', "must be at least 1"],
-    [-1, "-1", "must be at least 1"],
-    [101, "101", "must be at most 100"],
-    ["1e3", '"1e3"', "must be at most 100"],
-    [1.5, "1.5", "expected int"],
-    ["0.5", '"0.5"', "expected int"],
-    ["lots", '"lots"', "expected number"],
-    ["", '""', "expected number"],
-    [" ", '" "', "expected number"],
-    ["Infinity", '"Infinity"', "expected number"],
-    ["NaN", '"NaN"', "expected number"],
-    ["1_000", '"1_000"', "expected number"],
-    [true, "true", "expected number"],
-    [[5], "[5]", "expected number"],
-    [1e20, "100000000000000000000", "must be at most 9007199254740991"],
-  ];
-  for (const [v, shown, why] of cases) {
-    assertEquals(fromFile("recallLimit", v), {
-      value: 10,
-      present: true,
-      warnings: [warning("recallLimit", shown, why)],
-    }, shown);
-  }
-});
-
-Deno.test("knobs: a fraction knob takes any finite number within its bounds", () => {
-  assertEquals(fromEnv("scoreThreshold", "0.5"), { value: 0.5, warnings: [] });
-  assertEquals(fromFile("scoreThreshold", 0).value, 0);
-  assertEquals(fromFile("scoreThreshold", 1).value, 1);
-  assertEquals(fromFile("scoreThreshold", 1.5), {
-    value: 0.35,
-    present: true,
-    warnings: [warning("scoreThreshold", "1.5", "must be at most 1")],
-  });
-  assertEquals(fromFile("scoreThreshold", -1).warnings, [
-    warning("scoreThreshold", "-1", "must be at least 0"),
-  ]);
-  assertEquals(fromFile("scoreThreshold", "-Infinity").warnings, [
-    warning("scoreThreshold", '"-Infinity"', "expected number"),
-  ]);
-});
-
-Deno.test("knobs: enumerations match case-insensitively after trimming; anything else names the choices", () => {
-  assertEquals(fromEnv("peerSource", " Git "), { value: "git", warnings: [] });
-  assertEquals(fromEnv("recallFormat", "FULL"), { value: "full", warnings: [] });
-  for (const [v, shown] of [["svn", '"svn"'], [1, "1"], [["git"], '["git"]'], ["", '""']]) {
-    assertEquals(fromFile("peerSource", v), {
-      value: "git",
-      present: true,
-      warnings: [warning("peerSource", shown as string, 'must be "git" or "cwd" or "none"')],
-    });
-  }
-});
-
-Deno.test("knobs: lists come from comma-separated strings or arrays of strings", () => {
-  assertEquals(fromEnv("bypassSessionPatterns", "a*, /tmp/** , ,"), {
-    value: ["a*", "/tmp/**"],
-    warnings: [],
-  });
-  assertEquals(fromFile("bypassSessionPatterns", "").value, [], "an empty string is an empty list");
-  assertEquals(fromFile("bypassSessionPatterns", [" a "]).value, [" a "], "array items are kept as they are");
-  assertEquals(fromFile("bypassSessionPatterns", ["a", 2]).warnings, [
-    warning("bypassSessionPatterns", '["a",2]', "expected string"),
-  ]);
-  assertEquals(fromFile("bypassSessionPatterns", 5), {
-    value: [],
-    present: true,
-    warnings: [warning("bypassSessionPatterns", "5", "expected array")],
-  });
   const a = resolveSettings({ env: {} }).bypassSessionPatterns;
   a.push("x");
   assertEquals(
@@ -603,21 +522,6 @@ Deno.test("knobs: lists come from comma-separated strings or arrays of strings",
     [],
     "each resolution gets its own default",
   );
-});
-
-Deno.test("knobs: an optional knob is absent unless configured, and absent again when its value is bad", () => {
-  assertEquals(fromFile("recallMaxTokens", null), { value: undefined, present: false, warnings: [] });
-  assertEquals(fromEnv("recallMaxTokens", "800"), { value: 800, warnings: [] });
-  assertEquals(fromFile("recallMaxTokens", 63), {
-    value: undefined,
-    present: false,
-    warnings: [warning("recallMaxTokens", "63", "must be at least 64")],
-  });
-  assertEquals(fromEnv("recallQueryExpansion", "AUTO"), { value: "auto", warnings: [] });
-  assertEquals(fromFile("debugLogPath", 5).warnings, [warning("debugLogPath", "5", "expected string")]);
-  assertEquals(fromFile("debugLogPath", "").warnings, [
-    warning("debugLogPath", '""', "needs at least 1 character"),
-  ]);
 });
 
 Deno.test("knobs: every bad value gives one warning, in the table's order; the good ones still apply", () => {
@@ -753,32 +657,6 @@ Deno.test("knobs: a workspace file makes every knob stricter, never weaker, in t
   }
 });
 
-Deno.test("knobs: redaction stays on whatever a repository says; the user's own choice is the user's", () => {
-  assertEquals(withWorkspace("redact", true, false), {
-    value: true,
-    warnings: [`${WS} "redact": false is ignored: a workspace file may only turn it on`],
-  });
-  const fromDefault: string[] = [];
-  const s = resolveSettings(
-    { env: {}, workspace: [{ path: WS, value: { redact: "off", debug: true } }] },
-    fromDefault,
-  );
-  assertEquals([s.redact, s.debug], [true, false], "against the defaults too");
-  assertEquals(fromDefault.length, 2);
-  // The environment is the user's: it decides, and the workspace is not even weighed against it.
-  const env: string[] = [];
-  const e = resolveSettings(
-    { env: { OPENVIKING_REDACT: "0" }, workspace: [{ path: WS, value: { redact: true } }] },
-    env,
-  );
-  assertEquals([e.redact, env], [false, []]);
-  // A bad workspace value leaves the user's own, and says so.
-  assertEquals(withWorkspace("captureMaxLength", 5000, "huge"), {
-    value: 5000,
-    warnings: [`${WS} "captureMaxLength": invalid value "huge" (expected number); ignored`],
-  });
-});
-
 /** Every knob that widens recall, the profile or the commit cadence, at its widest: an attacker's file. */
 const HOSTILE = {
   scoreThreshold: 0,
@@ -812,47 +690,16 @@ Deno.test("knobs: a cloned repository's file widens no recall, budget or commit 
   assertEquals(withWorkspace("recallMaxTokens", undefined, 100).value, undefined);
 });
 
-Deno.test("prompt hook: a cloned repository's file makes recall ask for and print no more than without it", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  const entry = (i: number) => ({
-    uri: `viking://user/default/memories/other-project/m${i}.md`,
-    category: "events",
-    score: 0.01,
-    detail: "abstract",
-    text: `fact ${i} from another project `.repeat(20),
-    origin: "other",
-  });
-  fake.context = { entries: Array.from({ length: 60 }, (_, i) => entry(i)), rendered: "", digest: "" };
-  await Deno.mkdir(`${dir.path}/plain`);
-  await Deno.mkdir(`${dir.path}/repo/.openviking`, { recursive: true });
-  await Deno.writeTextFile(`${dir.path}/repo/.openviking/config.json`, JSON.stringify(HOSTILE));
-  const env = sandboxEnv(dir.path, fake.url, { OPENVIKING_TIMEOUT_MS: "5000" });
-  const prompt = async (cwd: string, session_id: string) => {
-    const stdin = { hook_event_name: "UserPromptSubmit", session_id, cwd, prompt: "what did we decide?" };
-    const out = await runHook("user-prompt-submit", new TextEncoder().encode(JSON.stringify(stdin)), env);
-    const sent = fake.requestsTo("POST /api/v1/search/search").at(-1)!.body as Record<string, unknown>;
-    const { session_id: _, ...body } = sent;
-    return { out, body };
-  };
-  const own = await prompt(`${dir.path}/plain`, "session_1");
-  const repo = await prompt(`${dir.path}/repo`, "session_2");
-  assertStringIncludes(own.out, "fact 0 from another project");
-  assertEquals(repo.body, own.body, "the same recall request: score threshold, no quotas, no token cap");
-  assertEquals(repo.out.length, own.out.length, "no more text in the model's context");
-});
-
-Deno.test("loadConfig: a FIFO, a device or a huge file as a config is never read: a warning names it, defaults apply", async () => {
+Deno.test("loadConfig: a directory, a device or a huge file as a config is never read: a warning names it, defaults apply", async () => {
   if (Deno.build.os === "windows") return;
   await using dir = await tempDir();
   const home = `${dir.path}/.openviking`;
   const ws = `${dir.path}/repo/.openviking`;
   await Deno.mkdir(home, { recursive: true });
   await Deno.mkdir(ws, { recursive: true });
-  // Reading a FIFO blocks until someone writes to it, and /dev/zero never ends: loadConfig never returned.
-  for (const f of [`${home}/ovcli.conf`, `${home}/ov.conf`]) {
-    assertEquals((await new Deno.Command("mkfifo", { args: [f] }).output()).code, 0);
-  }
+  // A FIFO (tests/openviking/hostile_files_process_test.ts) blocks, /dev/zero never ends: neither is opened.
+  await Deno.mkdir(`${home}/ovcli.conf`);
+  await Deno.symlink("/dev/null", `${home}/ov.conf`);
   await Deno.symlink("/dev/zero", `${ws}/config.json`);
   await Deno.writeTextFile(`${ws}/config.local.json`, `{"recallLimit": 3, "pad": "${"x".repeat(1 << 20)}"}`);
   const { config, warnings } = await loadConfig({ HOME: dir.path }, `${dir.path}/repo`);

@@ -1,8 +1,4 @@
-/**
- * The workspace "actor peer": which project a memory belongs to, derived from the hook payload's cwd.
- * Rule: the git `origin` remote (normalised host/path), else the git root, else the cwd itself — read from
- * the file system, never by running `git`. Every id matches `^[A-Za-z0-9_.@-]+$` (the server's rule).
- */
+/** The workspace actor peer: git `origin` remote, else git root, else cwd, read from files (never `git`). */
 
 import { sha256Hex } from "../lib/hash.ts";
 import { dirName, isAbsolutePath, joinPath } from "../lib/paths.ts";
@@ -13,13 +9,13 @@ export const PEER_ID_PATTERN = /^[A-Za-z0-9_.@-]+$/;
 
 const MAX_PEER_LENGTH = 100;
 
-/** A resolved peer id ("" when there is none) and where it came from. */
+/** A resolved peer id ("" = none) and its source. */
 export interface Peer {
   peerId: string;
   source: "explicit" | "git-remote" | "git-root" | "cwd" | "none";
 }
 
-/** Whether an id is acceptable to the server: the pattern, at most one `@`, not `.` or `..`. */
+/** Whether the server accepts an id: the pattern, at most one `@`, not `.` or `..`. */
 export function isValidPeerId(id: string): boolean {
   return PEER_ID_PATTERN.test(id) && (id.match(/@/g) ?? []).length <= 1 && id !== "." && id !== "..";
 }
@@ -29,13 +25,13 @@ async function capLength(id: string, full: string): Promise<string> {
   return `${id.slice(0, MAX_PEER_LENGTH - 13)}-${(await sha256Hex(full)).slice(0, 12)}`;
 }
 
-/** The legacy rule OpenViking's plugins used: every non-alphanumeric character becomes `-`. */
+/** A path as a peer id: every non-alphanumeric character becomes `-` (the other plugins' rule). */
 async function pathPeerId(path: string): Promise<string> {
   if (!path) return "";
   return await capLength(path.replace(/[^A-Za-z0-9]/g, "-"), path);
 }
 
-/** Normalises a git remote URL to lower-case `host/path` (no user, port or `.git`); "" if unusable. */
+/** A git remote URL as lower-case `host/path` (no user, port or `.git`); "" if unusable. */
 export function normalizeRemote(url: string): string {
   let s = url.trim();
   if (!s) return "";
@@ -51,13 +47,13 @@ export function normalizeRemote(url: string): string {
       hostPath = s.replace(/^[a-z+]+:\/\//i, "").replace(/^[^@/]*@/, "");
     }
   } else {
-    hostPath = s; // a local path remote
+    hostPath = s;
   }
   s = hostPath.replace(/\\/g, "/").replace(/\/+$/, "").replace(/\.git$/i, "").replace(/\/+$/, "");
   return s.toLowerCase();
 }
 
-/** Turns a normalised remote into a peer id: unsafe runs become `-`, trimmed, length-capped. */
+/** A normalised remote as a peer id. */
 export async function remotePeerId(normalized: string): Promise<string> {
   let id = normalized.replace(/[^a-zA-Z0-9_.-]+/g, "-").replace(/-+/g, "-").replace(/^[-.]+|[-.]+$/g, "");
   if (id.startsWith("ext-")) id = `x-${id}`;
@@ -65,7 +61,7 @@ export async function remotePeerId(normalized: string): Promise<string> {
   return await capLength(id, normalized);
 }
 
-/** Extracts the URL of remote `origin` (else the first remote with a URL) from a git config file's text. */
+/** The URL of remote `origin` (else the first remote) in a git config. */
 export function remoteUrlFromGitConfig(text: string): string {
   let section = "";
   const urls = new Map<string, string>();
@@ -86,7 +82,7 @@ export function remoteUrlFromGitConfig(text: string): string {
 
 const readText = (path: string) => Deno.readTextFile(path).catch(() => undefined);
 
-/** Finds the git work-tree root at or above `cwd` and the git directory holding its config. */
+/** The git work-tree root at or above `cwd` and its config file. */
 async function findGitRepo(cwd: string): Promise<{ root: string; configPath: string } | undefined> {
   let dir = cwd.replace(/[\\/]+$/, "") || "/";
   for (let depth = 0; depth < 64; depth++) {
@@ -103,7 +99,7 @@ async function findGitRepo(cwd: string): Promise<{ root: string; configPath: str
       }
       return { root: dir, configPath: joinPath(gitDir, "config") };
     } catch {
-      // not here; go up
+      // not here: go up
     }
     const parent = dirName(dir);
     if (!parent || parent === dir) return undefined;
@@ -112,7 +108,7 @@ async function findGitRepo(cwd: string): Promise<{ root: string; configPath: str
   return undefined;
 }
 
-/** Resolves the actor peer for a workspace directory. */
+/** The actor peer of a workspace: explicit, git remote, git root, cwd, or none. */
 export async function resolvePeer(
   cwd: string | undefined,
   options: Pick<Config, "peerId" | "workspacePeer" | "peerSource">,

@@ -12,17 +12,14 @@ import {
 const opts = { peerId: "", workspacePeer: true, peerSource: "git" as const };
 
 Deno.test("normalizeRemote: scp, https with user/port, ssh, .git, case", () => {
-  assertEquals(
-    normalizeRemote("git@github.com:Volcengine/OpenViking.git"),
-    "github.com/volcengine/openviking",
-  );
-  assertEquals(normalizeRemote("https://user:pw@GitHub.com:443/a/b.git/"), "github.com/a/b");
-  assertEquals(
-    normalizeRemote("ssh://git@gitlab.example.com:2222/group/sub/repo"),
-    "gitlab.example.com/group/sub/repo",
-  );
-  assertEquals(normalizeRemote("/srv/git/repo.git"), "/srv/git/repo");
-  assertEquals(normalizeRemote("  "), "");
+  const cases = [
+    ["git@github.com:Volcengine/OpenViking.git", "github.com/volcengine/openviking"],
+    ["https://user:pw@GitHub.com:443/a/b.git/", "github.com/a/b"],
+    ["ssh://git@gitlab.example.com:2222/group/sub/repo", "gitlab.example.com/group/sub/repo"],
+    ["/srv/git/repo.git", "/srv/git/repo"],
+    ["  ", ""],
+  ];
+  assertEquals(cases.map(([url]) => [url, normalizeRemote(url)]), cases);
 });
 
 Deno.test("remotePeerId: safe, capped, ext- guarded", async () => {

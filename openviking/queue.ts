@@ -1,11 +1,7 @@
 /**
- * The offline queues on disk. Ours: `<pending>/kimicode/<session>/` holds one file per queued request — a batch
- * of up to 100 messages or one commit — named `<seq>-m<count>.json` / `<seq>-c.json` by a per-session sequence
- * number, so a session's writes replay in the order they were queued and listing a queue reads no file; each
- * file is created whole or not at all, and replay (replay.ts) claims one by renaming it to
- * `<seq>-<tag>.<pid>.claim`. Writes OpenViking refused for good (or that waited past the age limit) are kept,
- * bounded, in the same form under `<pending>/kimicode-rejected/<session>/`. The shared queue of OpenViking's
- * other plugins (`<pending>/<sha256>_<retries>.json`) is replayed, never written.
+ * The offline queues on disk: ours (`<pending>/kimicode/<session>/<seq>-m<count>.json | <seq>-c.json`, one
+ * file per request, created whole), the rejected place (`kimicode-rejected/`, same form, bounded), and the
+ * shared queue of OpenViking's other plugins (`<pending>/<sha256>_<retries>.json`), replayed, never written.
  */
 
 import * as z from "zod/mini";
@@ -20,31 +16,23 @@ import {
 import { sha256Hex, stableStringify } from "../lib/hash.ts";
 import { isRecord } from "../lib/parsed.ts";
 import { dirName, joinPath, safeId } from "../lib/paths.ts";
-import { AnyResult, type Budget, type OpenVikingClient, type OvFailure, type OvResponse } from "./client.ts";
+import { AnyResult, type Budget, type OpenVikingClient, type OvFailure } from "./client.ts";
 
-/** Subdirectory of the shared pending directory that holds our queue. */
+/** Our queue's and the rejected place's subdirectories of the pending directory. */
 export const QUEUE_SUBDIR = "kimicode";
-
-/** Subdirectory of the shared pending directory that keeps the writes OpenViking refused (`replay --rejected`). */
 export const REJECTED_SUBDIR = "kimicode-rejected";
 
-/** A shared-queue claim older than this, or dated this far ahead (a clock set back), was abandoned. */
+/** A shared-queue claim older than this, or dated this far ahead, was abandoned. */
 const ABANDONED_AFTER_MS = 10 * 60_000;
 const FUTURE_SLACK_MS = 60_000;
 
-/** A message as the server takes it. */
 const MessageSchema = z.object({
   role: z.enum(["user", "assistant"]),
   content: z.string(),
   turn_id: z.optional(z.string()),
 });
 
-/**
- * What every queued request has: the format version, its session, its place in the session's queue, its time;
- * `unsure` when a request of it may have reached the server without the reply reaching us (no reply came, or
- * the replay sending it died), with the time from which the session's answer counts (`true` in older
- * entries: at once): replay asks the session what it holds then, before sending it again.
- */
+/** `unsure`: it may have reached the server; from then (`true`: at once) the session is asked before a resend. */
 const ENTRY_BASE = {
   version: z.literal(1),
   sessionId: z.string().check(z.minLength(1)),
@@ -65,14 +53,11 @@ export const QueueEntrySchema = z.discriminatedUnion("kind", [
 export type QueueEntry = z.infer<typeof QueueEntrySchema>;
 export type MessagePayload = z.infer<typeof MessageSchema>;
 
-/** Why a kept write was refused: the server's HTTP status (0: it never reached it) and words, and when. */
+/** Why a kept write was refused (status 0: never reached the server). */
 const RejectionSchema = z.object({ at: z.number(), status: z.number(), message: z.string() });
 export type Rejection = z.infer<typeof RejectionSchema>;
 
-/**
- * `<seq>-<tag>.json`, tag `m<count>` (messages) or `c` (a commit), so listing a queue reads no file; claimed
- * by replay process `pid`: `<seq>-<tag>.<pid>.claim`.
- */
+/** `<seq>-<tag>.json`, or `<seq>-<tag>.<pid>.claim` when claimed by replay `pid`. */
 const QUEUE_FILE = /^(\d{10})-(m\d+|c)(?:\.json|\.(\d+)\.claim)$/;
 
 /** The dedupe key of a message: sha256 of session id and the payload with sorted keys. */
@@ -80,7 +65,7 @@ export async function messageKey(sessionId: string, payload: MessagePayload): Pr
   return await sha256Hex(`addMessage\n${sessionId}\n${stableStringify(payload)}`);
 }
 
-/** The queue directory of one OpenViking session (its rejected writes' with `subdir` REJECTED_SUBDIR). */
+/** The queue directory of one session (in `subdir`). */
 export async function sessionQueueDir(
   pendingDir: string,
   sessionId: string,
@@ -89,26 +74,23 @@ export async function sessionQueueDir(
   return joinPath(pendingDir, subdir, await safeId(sessionId));
 }
 
-/** A file of a session's queue. */
+/** A file of a session's queue: tag `m<count>` or `c`; `claimedBy` the replay's pid. */
 export interface QueueFile {
   name: string;
   seq: number;
-  /** `m<count>` or `c`. */
   tag: string;
-  /** The pid of the replay that claimed it (claims only). */
   claimedBy?: number;
 }
 
-/** The tag of what an entry holds: `c` for a commit, `m<count>` for messages. */
 const tagOf = (entry: QueueEntry): string => entry.kind === "commit" ? "c" : `m${entry.messages.length}`;
 
-/** The file name of entry `seq` holding `holds` (an entry, or its tag); claimed by replay `pid`, if given. */
+/** The file name of entry `seq` holding `holds` (an entry or its tag), claimed by `pid` if given. */
 export function entryName(seq: number, holds: QueueEntry | string, pid?: number): string {
   const tag = typeof holds === "string" ? holds : tagOf(holds);
   return `${String(seq).padStart(10, "0")}-${tag}${pid === undefined ? ".json" : `.${pid}.claim`}`;
 }
 
-/** The queue directories of one session, or of every session that has one (none when there is no queue). */
+/** The queue directories of one session, or of every session. */
 export async function sessionDirs(
   pendingDir: string,
   sessionId?: string,
@@ -119,7 +101,7 @@ export async function sessionDirs(
   return (await listDir(root)).filter((e) => e.isDirectory).map((e) => joinPath(root, e.name));
 }
 
-/** The entries and claims of a session's queue directory, in sequence order (none when it does not exist). */
+/** The entries and claims of a queue directory, in sequence order. */
 export async function queueFiles(dir: string): Promise<QueueFile[]> {
   const out: QueueFile[] = [];
   for (const e of await listDir(dir)) {
@@ -132,20 +114,20 @@ export async function queueFiles(dir: string): Promise<QueueFile[]> {
   return out.sort((a, b) => a.seq - b.seq);
 }
 
-/** A queue file's JSON; undefined when it is not a regular file, never opened (reading a FIFO blocks). */
+/** A queue file's JSON; a non-regular file is never opened. */
 async function readQueueJson(path: string): Promise<unknown> {
   return await Deno.lstat(path).then((i) => i.isFile ? readJson(path) : undefined, () => undefined);
 }
 
-/** An entry file, parsed; undefined when it is gone, no regular file or not an entry this version understands. */
+/** An entry file, parsed; undefined when gone or not an entry. */
 export async function readEntry(path: string): Promise<QueueEntry | undefined> {
   return QueueEntrySchema.safeParse(await readQueueJson(path)).data;
 }
 
-/** What replay appends to the name of a queue file it cannot read: set aside, kept for the user. */
+/** The suffix replay gives a queue file it cannot read (kept for the user). */
 export const UNREADABLE = ".unreadable";
 
-/** The files set aside as unreadable in our queue and the rejected place. */
+/** The files set aside as unreadable. */
 export async function setAsideFiles(pendingDir: string): Promise<string[]> {
   const out: string[] = [];
   for (const subdir of [QUEUE_SUBDIR, REJECTED_SUBDIR]) {
@@ -156,7 +138,7 @@ export async function setAsideFiles(pendingDir: string): Promise<string[]> {
   return out.sort();
 }
 
-/** The set-aside files in words: how many, where, what to do (status, doctor, replay); none: undefined. */
+/** The set-aside files in words (status, doctor, replay). */
 export function setAsideWords(files: readonly string[]): { summary: string; fix: string } | undefined {
   if (!files.length) return undefined;
   const dirs = [...new Set(files.map(dirName))];
@@ -170,18 +152,15 @@ export function setAsideWords(files: readonly string[]): { summary: string; fix:
   };
 }
 
-/** Largest batch the server accepts. */
+/** Largest batch: the server's count limit, and a body size proxies accept. */
 export const BATCH_LIMIT = 100;
-
-/** Largest batch body we send (a proxy in front of OpenViking often refuses bodies over 1 MB). */
 export const BATCH_MAX_BYTES = 512 * 1024;
 
-/** Byte size of a message in a JSON body (close enough for batching). */
 function payloadBytes(p: MessagePayload): number {
   return new TextEncoder().encode(JSON.stringify(p)).length + 1;
 }
 
-/** Splits `payloads[from…]` into the next batch: ≤ `BATCH_LIMIT` messages and ≤ `BATCH_MAX_BYTES` (≥ 1 message). */
+/** The end of the next batch from `from` (at least one message). */
 export function nextBatchEnd(payloads: readonly MessagePayload[], from: number): number {
   let bytes = 0;
   let end = from;
@@ -193,12 +172,11 @@ export function nextBatchEnd(payloads: readonly MessagePayload[], from: number):
   return end;
 }
 
-/** The rejected place keeps at most this many writes; past it the oldest are dropped. */
+/** The rejected place's bounds; past them the oldest writes go. */
 export const REJECTED_MAX_ENTRIES = 1000;
-/** … and at most this many bytes. */
 export const REJECTED_MAX_BYTES = 16 * 1024 * 1024;
 
-/** Writes entries after the session's last one; returns the files stored (stops at the first failure). */
+/** Writes entries after the last of `files`; returns those stored (stops at the first failure). */
 async function appendEntries(
   dir: string,
   entries: ((seq: number) => QueueEntry & { rejection?: Rejection })[],
@@ -237,11 +215,7 @@ async function queuedKeys(dir: string, files: QueueFile[]): Promise<Set<string>>
   return keys;
 }
 
-/**
- * One session's queue, opened for appending: the dedupe keys and the last sequence number are read once, so a
- * capture that queues a long backlog in many steps never re-reads what it queued itself. Only the holder of the
- * session's lock appends (capture); replay only removes, which never invalidates what is remembered here.
- */
+/** One session's queue, opened for appending (by the session lock's holder): keys and last seq read once. */
 export class SessionQueue {
   private constructor(
     readonly dir: string,
@@ -253,12 +227,12 @@ export class SessionQueue {
   /** Opens the queue of `sessionId` under `pendingDir`. */
   static async open(pendingDir: string, sessionId: string): Promise<SessionQueue> {
     const dir = await sessionQueueDir(pendingDir, sessionId);
-    await removeAbandonedTemps(dir); // what a killed capture of this session left mid-write
+    await removeAbandonedTemps(dir);
     const files = await queueFiles(dir);
     return new SessionQueue(dir, sessionId, files, await queuedKeys(dir, files));
   }
 
-  /** Whether writes of the session wait in the queue (as of opening, plus what was appended since). */
+  /** Whether writes of the session wait in the queue. */
   get waiting(): boolean {
     return this.files.length > 0;
   }
@@ -269,11 +243,7 @@ export class SessionQueue {
     return stored.length;
   }
 
-  /**
-   * Queues messages in order, in batches; messages already queued are skipped. Returns how many of the leading
-   * messages are durably queued (a failure stops it: the rest is not acknowledged). `unsure`: the first batch
-   * is one whose request may have arrived, and when we stopped waiting for it (replay asks the session first).
-   */
+  /** Queues new messages in batches (the first `unsure`, if given); returns the durably queued prefix. */
   async messages(
     payloads: readonly MessagePayload[],
     options: { now?: number; unsure?: number } = {},
@@ -304,7 +274,6 @@ export class SessionQueue {
         messages: b.map(({ key, payload }) => ({ key, payload })),
       })));
       for (const b of batches.slice(0, stored)) for (const m of b) this.keys.add(m.key);
-      // Everything before the first batch that could not be stored is settled.
       return stored === batches.length ? payloads.length : batches[stored][0].index;
     } catch {
       return 0;
@@ -327,7 +296,7 @@ export class SessionQueue {
   }
 }
 
-/** Dedupe keys of every message queued (or being replayed) for a session, or kept as refused. */
+/** Dedupe keys of a session's queued and rejected messages. */
 export async function queuedMessageKeys(pendingDir: string, sessionId: string): Promise<Set<string>> {
   const keys = new Set<string>();
   for (const subdir of [QUEUE_SUBDIR, REJECTED_SUBDIR]) {
@@ -337,15 +306,10 @@ export async function queuedMessageKeys(pendingDir: string, sessionId: string): 
   return keys;
 }
 
-/** A write to keep in the rejected place: messages, or the commit named `commit`. */
+/** A write to keep in the rejected place. */
 export type KeptWrite = { messages: readonly MessagePayload[] } | { commit: string };
 
-/**
- * Keeps a write OpenViking refused for good (`why`: its status and words) — or one that waited past the queue's
- * age limit — in the rejected place, after the session's last one there, then drops the oldest kept writes
- * past the bounds. `replay --rejected` sends them again. Throws when it cannot be stored: the caller must not
- * count the write as settled.
- */
+/** Keeps a refused (or expired) write in the rejected place, then trims it; throws when it cannot. */
 export async function keepRejected(
   pendingDir: string,
   sessionId: string,
@@ -368,14 +332,14 @@ export async function keepRejected(
   await trimRejected(pendingDir, joinPath(dir, stored[0].name));
 }
 
-/** A file of the rejected place: where it is, its size and when it was kept. */
+/** A file of the rejected place. */
 interface KeptFile {
   path: string;
   bytes: number;
   at: number;
 }
 
-/** Every write the rejected place keeps (claims of a running `replay --rejected` left out), oldest first. */
+/** Every unclaimed write the rejected place keeps, oldest first. */
 async function keptFiles(pendingDir: string): Promise<KeptFile[]> {
   const out: KeptFile[] = [];
   for (const dir of await sessionDirs(pendingDir, undefined, REJECTED_SUBDIR)) {
@@ -389,14 +353,10 @@ async function keptFiles(pendingDir: string): Promise<KeptFile[]> {
   return out.sort((a, b) => a.at - b.at || (a.path < b.path ? -1 : 1));
 }
 
-/**
- * The rejected place as this process knows it, per pending directory: listed at its first write there, then
- * kept up to date by its own writes, so a capture keeping many refused messages stats each file once. Another
- * process's writes since are not in it: the bound is then kept loosely, never by dropping more than it says.
- */
+/** The rejected place per pending directory, listed once, then updated by this process's own writes. */
 const knownPlaces = new Map<string, { files: KeptFile[]; bytes: number }>();
 
-/** Adds `added` to what the rejected place keeps and drops its oldest writes while it is past its bounds. */
+/** Adds `added` to the rejected place and drops its oldest writes past the bounds (never `added`). */
 async function trimRejected(pendingDir: string, added: string): Promise<void> {
   let place = knownPlaces.get(pendingDir);
   if (!place) {
@@ -407,7 +367,6 @@ async function trimRejected(pendingDir: string, added: string): Promise<void> {
     if (info) place.files.push({ path: added, bytes: info.size, at: Date.now() });
     place.bytes += info?.size ?? 0;
   }
-  // Never the write just kept: a single write larger than the bound stays alone.
   while (
     place.files.length > 1 && (place.files.length > REJECTED_MAX_ENTRIES || place.bytes > REJECTED_MAX_BYTES)
   ) {
@@ -417,12 +376,12 @@ async function trimRejected(pendingDir: string, added: string): Promise<void> {
   }
 }
 
-/** What the rejected place keeps: per session, in all, and the newest refusal's words. */
+/** What the rejected place keeps, and the newest refusal. */
 export interface RejectedSummary extends QueueSummary {
   last?: Rejection;
 }
 
-/** The rejected place as doctor, status and uninstall tell it; reads each session's first and newest file. */
+/** The rejected place as doctor, status and uninstall tell it. */
 export async function rejectedSummary(pendingDir: string): Promise<RejectedSummary> {
   const out: RejectedSummary = await queueSummary(pendingDir, REJECTED_SUBDIR);
   for (const dir of await sessionDirs(pendingDir, undefined, REJECTED_SUBDIR)) {
@@ -434,7 +393,7 @@ export async function rejectedSummary(pendingDir: string): Promise<RejectedSumma
   return out;
 }
 
-/** Whether session `sessionId` has writes queued or being replayed right now (new writes must queue behind them). */
+/** Whether a session has writes queued or being replayed (new writes queue behind them). */
 export async function hasUnsent(pendingDir: string, sessionId: string): Promise<boolean> {
   return (await queueFiles(await sessionQueueDir(pendingDir, sessionId))).length > 0;
 }
@@ -445,10 +404,7 @@ export interface QueueSummary {
   entries: number;
 }
 
-/**
- * Every session's queued entries (for doctor and status; the rejected place's with `subdir` REJECTED_SUBDIR);
- * reads only each session's first entry.
- */
+/** Every session's queued entries in `subdir` (reads each session's first entry only). */
 export async function queueSummary(pendingDir: string, subdir = QUEUE_SUBDIR): Promise<QueueSummary> {
   const out: QueueSummary = { sessions: [], entries: 0 };
   for (const dir of await sessionDirs(pendingDir, undefined, subdir)) {
@@ -468,12 +424,10 @@ export async function queueSummary(pendingDir: string, subdir = QUEUE_SUBDIR): P
   return out;
 }
 
-// The shared queue of OpenViking's other plugins.
-
 /** The API path of a session. */
 export const sessionPath = (sid: string): string => `/api/v1/sessions/${encodeURIComponent(sid)}`;
 
-/** One queued write. */
+/** One write of the shared queue. */
 export const SharedEntrySchema = z.object({
   type: z.enum(["addMessage", "commitSession"]),
   sessionId: z.string().check(z.minLength(1)),
@@ -486,14 +440,14 @@ export type SharedEntry = z.infer<typeof SharedEntrySchema>;
 
 const ENTRY_NAME = /^([0-9a-f]{64})_(\d+)\.(json|processing)$/;
 
-/** A queued entry as found on disk. */
+/** A shared-queue entry on disk. */
 export interface SharedFile {
   name: string;
   key: string;
   entry: SharedEntry;
 }
 
-/** Lists parseable `.json` entries, oldest first. Unparseable files older than a minute are deleted. */
+/** The shared queue's entries, oldest first; unparseable files older than a minute are deleted. */
 export async function listShared(dir: string): Promise<SharedFile[]> {
   const out: SharedFile[] = [];
   for (const name of (await listDir(dir)).filter((e) => e.isFile).map((e) => e.name).sort()) {
@@ -501,7 +455,7 @@ export async function listShared(dir: string): Promise<SharedFile[]> {
     if (!m || m[3] !== "json") continue;
     const path = joinPath(dir, name);
     const raw = await readJson(path);
-    if (raw === undefined) { // unparseable (gone: no stat either)
+    if (raw === undefined) {
       const info = await Deno.stat(path).catch(() => undefined);
       if (info?.mtime && Date.now() - info.mtime.getTime() > 60_000) await Deno.remove(path).catch(() => {});
       continue;
@@ -517,11 +471,7 @@ export async function listShared(dir: string): Promise<SharedFile[]> {
   return out.sort((a, b) => a.entry.createdAt - b.entry.createdAt || (a.name < b.name ? -1 : 1));
 }
 
-/**
- * The sessions with a write claimed (`.processing`) by a replay sending it now or killed while doing so, each
- * with the `createdAt` of its oldest claimed write; a claim abandoned (older than ABANDONED_AFTER_MS, or dated
- * past FUTURE_SLACK_MS ahead) is put back into the queue first.
- */
+/** Sessions with a live `.processing` claim and their oldest claimed `createdAt`; abandoned claims go back. */
 async function liveClaims(dir: string, now: number): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   for (const e of await listDir(dir)) {
@@ -539,43 +489,24 @@ async function liveClaims(dir: string, now: number): Promise<Map<string, number>
   return out;
 }
 
-/** Limits of one replay run. */
-export interface SharedReplayOptions {
-  /** At most this many entries are sent per run. */
+/** Limits of a shared replay: entries dropped at `maxRetries` or past `ttlDays`. */
+interface SharedReplayOptions {
   limit: number;
-  /** Entries whose retries (spent by other plugins' replays) reached this are dropped. */
   maxRetries: number;
-  /** Entries older than this are dropped. */
   ttlDays: number;
   budget: Budget;
   now?: number;
 }
 
-/** What a replay run did. */
+/** What a shared replay did; `dropped`: rejected, retries spent or too old. */
 export interface SharedReplayReport {
   replayed: number;
-  /** Entries dropped: rejected by OpenViking, retries spent elsewhere, or too old. */
   dropped: number;
-  /** Entries left for a later run (limit, budget, a failure, or a session busy elsewhere). */
   deferred: number;
-  /** The failure that stopped the run, if any. */
   cause?: OvFailure;
 }
 
-/** Sends one queued write. */
-function sendEntry(
-  client: OpenVikingClient,
-  entry: SharedEntry,
-  budget: Budget,
-): Promise<OvResponse<unknown>> {
-  const path = `${sessionPath(entry.sessionId)}/${entry.type === "commitSession" ? "commit" : "messages"}`;
-  return client.request("POST", path, AnyResult, { body: entry.payload ?? {}, budget, peerId: null });
-}
-
-/**
- * Replays the shared queue oldest first, bounded in count and time. A failure that is not OpenViking's
- * rejection puts the entry back untouched and stops the run, so order is kept and nothing is spent.
- */
+/** Replays the shared queue oldest first; a failure other than a rejection puts the entry back and stops. */
 export async function replayShared(
   dir: string,
   client: OpenVikingClient,
@@ -583,8 +514,6 @@ export async function replayShared(
 ): Promise<SharedReplayReport> {
   const report: SharedReplayReport = { replayed: 0, dropped: 0, deferred: 0 };
   const now = options.now ?? Date.now();
-  // While another run holds a write of a session, that session's later writes stay queued: the server sees
-  // each session's writes in order.
   const claimed = await liveClaims(dir, now);
   const ttlMs = options.ttlDays * 86_400_000;
   const queue: SharedFile[] = [];
@@ -610,11 +539,18 @@ export async function replayShared(
       claimed.set(f.entry.sessionId, Math.min(f.entry.createdAt, claimed.get(f.entry.sessionId) ?? Infinity));
       continue;
     }
-    const res = await sendEntry(client, f.entry, options.budget);
+    const route = `${sessionPath(f.entry.sessionId)}/${
+      f.entry.type === "commitSession" ? "commit" : "messages"
+    }`;
+    const body = f.entry.payload ?? {};
+    const res = await client.request("POST", route, AnyResult, {
+      body,
+      budget: options.budget,
+      peerId: null,
+    });
     if (res.ok || res.kind === "rejected") {
       await Deno.remove(processing).catch(() => {});
-      if (res.ok) report.replayed++;
-      else report.dropped++;
+      report[res.ok ? "replayed" : "dropped"]++;
       continue;
     }
     report.cause = res;

@@ -1,22 +1,10 @@
-/**
- * Replaying our queue (queue.ts): sessions oldest first, each in sequence order under a kernel lock in its
- * directory, bounded in entries and time; then the shared queue. A claim found under the lock is one whose
- * replay died: taken over as unsure (the session is asked what it holds first). Refused or expired writes move
- * to the rejected place, which `replay --rejected` replays the same way.
- */
+/** Replaying our queue (each session in order under its lock), the rejected place and the shared queue. */
 
 import { removeAbandonedTemps, writeFileAtomic } from "../lib/fs.ts";
 import type { Budget, OpenVikingClient, OvFailure } from "./client.ts";
 import { withLock } from "../lib/lock.ts";
 import { joinPath } from "../lib/paths.ts";
-import {
-  answerCountsFrom,
-  CommitResultSchema,
-  deliverMessages,
-  isHeld,
-  liveMessages,
-  mayHaveArrived,
-} from "./sessions.ts";
+import { deliverMessages, isHeld, liveMessages, postCommit, unsureFrom } from "./sessions.ts";
 import {
   entryName,
   keepRejected,
@@ -28,74 +16,53 @@ import {
   REJECTED_SUBDIR,
   replayShared,
   sessionDirs,
-  sessionPath,
   type SharedReplayReport,
   UNREADABLE,
 } from "./queue.ts";
 
-/** The lock a replay of a session holds, in the session's queue directory. */
 const QUEUE_LOCK = "replay.lock";
 
-/** Writes what is left of a claimed entry into its claim: durably, a replay killed later starts from there. */
+/** Writes what is left of a claimed entry into its claim, durably. */
 async function keep<E extends QueueEntry>(claimPath: string, entry: E): Promise<E> {
   await writeFileAtomic(claimPath, `${JSON.stringify(entry)}\n`, { privateDir: false, durable: true });
   return entry;
 }
 
-/** Limits of one replay run. */
+/** Limits of one replay; `rejected`: replay the rejected place (no age limit); `waitUnsure`: wait in the budget for an unsure entry. */
 export interface ReplayOptions {
-  /** At most this many entries are sent per run. */
   limit: number;
-  /** Entries older than this move to the rejected place. */
   ttlDays: number;
   budget: Budget;
-  /** Only this OpenViking session. */
   sessionId?: string;
   now?: number;
-  /** Replay the rejected place (`replay --rejected`, no age limit) instead of the queue. */
   rejected?: boolean;
-  /** Wait (inside the budget) for an unsure entry the server may still be storing, rather than leave it. */
   waitUnsure?: boolean;
 }
 
-/** What a replay run did. */
+/** What a replay did: entries `replayed`, `expired` or `deferred`; messages sent, `held` already, `rejected`; `waitUntil`: an unsure write waits until then. */
 export interface ReplayReport {
-  /** Entries delivered (all their messages sent or rejected, or the commit accepted). */
   replayed: number;
-  /** Messages sent (of replayed or partly replayed entries). */
   messages: number;
-  /** Messages of unsure entries the session already held: not sent again. */
   held: number;
-  /** Messages (or commits) OpenViking rejected: kept in the rejected place. */
   rejected: number;
-  /** Entries queued past the age limit (TTL): moved to the rejected place. */
   expired: number;
-  /** Entries left for a later run (limit, budget, a failure, or a session busy elsewhere). */
   deferred: number;
-  /** The commits replayed and the task OpenViking started for each. */
   commitTasks: { sessionId: string; taskId: string }[];
-  /** The failure that stopped the run (or a session), if any. */
   cause?: OvFailure;
-  /** A write whose reply was lost waits until then (the server may still be storing it), and its session's later ones with it. */
   waitUntil?: number;
-  /** Messages sent per session (for `status`: they count as delivered, no longer as queued). */
   delivered: { sessionId: string; messages: number }[];
 }
 
-/** A failure that says the server as a whole cannot be used now (every session would fail the same way). */
+/** A failure every session would meet the same way. */
 function stopsEverything(res: OvFailure): boolean {
   return res.kind === "unreachable" || res.kind === "auth" || res.kind === "redirect" ||
     res.kind === "not-openviking" || res.kind === "missing-route";
 }
 
-/** The write an entry holds, as the rejected place keeps it. */
 const writeOf = (entry: QueueEntry): KeptWrite =>
   entry.kind === "commit" ? { commit: entry.key } : { messages: entry.messages.map((m) => m.payload) };
 
-/**
- * Replays one claimed entry; returns the failure that stopped it, if any (progress is kept in the claim). A
- * write OpenViking refuses is kept in the rejected place first; if that fails, this throws.
- */
+/** Replays one claimed entry (progress kept in the claim); returns the failure that stopped it. Throws when a refused write cannot be kept. */
 async function replayEntry(
   run: ReplayRun,
   claimPath: string,
@@ -104,11 +71,7 @@ async function replayEntry(
   const { client, report, pendingDir } = run;
   const budget = run.options.budget;
   if (entry.kind === "commit") {
-    const res = await client.request("POST", `${sessionPath(entry.sessionId)}/commit`, CommitResultSchema, {
-      body: {},
-      budget,
-      peerId: null,
-    });
+    const res = await postCommit(client, entry.sessionId, budget);
     if (res.ok) {
       if (res.result.taskId) {
         report.commitTasks.push({ sessionId: entry.sessionId, taskId: res.result.taskId });
@@ -125,8 +88,7 @@ async function replayEntry(
   }
   let sure = entry;
   if (entry.unsure) {
-    // Its last request may have arrived: what the session holds is not sent again. When the server cannot
-    // say, everything is sent (a duplicate is better than a loss); the entry stays unsure until delivered.
+    // What the session holds is not sent again; when it cannot say, all is sent: a duplicate beats a loss.
     const held = await liveMessages(client, entry.sessionId, budget);
     if (held) {
       const { unsure: _, ...rest } = entry;
@@ -141,7 +103,6 @@ async function replayEntry(
     budget,
     onRejected: (payload, r) =>
       keepRejected(pendingDir, entry.sessionId, { messages: [payload] }, r, entry.createdAt),
-    // Progress is kept in the claim: a replay killed later never sends these again.
     onSettled: async (settled) => {
       if (settled < messages.length) await keep(claimPath, { ...sure, messages: messages.slice(settled) });
     },
@@ -154,7 +115,7 @@ async function replayEntry(
   return d.stop;
 }
 
-/** The queue directories to replay (one session's, or every one there is), oldest first write first. */
+/** The queue directories to replay, oldest first write first. */
 async function queuedSessions(pendingDir: string, options: ReplayOptions, now: number): Promise<string[]> {
   const sessions: { dir: string; first: number }[] = [];
   for (
@@ -174,7 +135,6 @@ async function queuedSessions(pendingDir: string, options: ReplayOptions, now: n
   return sessions.sort((a, b) => a.first - b.first).map((s) => s.dir);
 }
 
-/** One replay run: its bounds, what it has sent, whether it must stop, and its report. */
 interface ReplayRun {
   client: OpenVikingClient;
   pendingDir: string;
@@ -185,11 +145,7 @@ interface ReplayRun {
   report: ReplayReport;
 }
 
-/**
- * Replays one file of a session's queue, under the session's lock: "next" when the session may go on (sent,
- * rejected, expired, or put aside as unreadable), "stop" when its later writes must wait (a failure, the run's
- * bounds). A claim there is one whose replay died: it is taken over, unsure.
- */
+/** Replays one queue file under the session's lock: "stop" when the session's later writes must wait. A claim found is a dead replay's: taken over, unsure. */
 async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"next" | "stop"> {
   const { options, report } = run;
   if (run.sent >= options.limit || options.budget.remaining() < 100) {
@@ -201,7 +157,6 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
   if (!(await Deno.rename(joinPath(dir, f.name), claim).then(() => true, () => false))) return "stop";
   let entry = await readEntry(claim);
   if (!entry) {
-    // Not ours to understand (torn by hand, or a newer format): keep it aside rather than block the session.
     await Deno.rename(claim, `${path}${UNREADABLE}`).catch(() => {});
     return "next";
   }
@@ -213,7 +168,6 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
       .then(() => undefined, () => "local" as const);
   } else {
     const timeout = run.client.options.timeoutMs;
-    // A dead replay's last request may still be being stored.
     if (f.claimedBy !== undefined && !entry.unsure) {
       entry = await keep(claim, { ...entry, unsure: run.now + timeout });
     }
@@ -234,26 +188,22 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
     else report.replayed++;
     return "next";
   }
-  // Back in its place, named after what is left of it (progress inside it is kept).
   let left = await readEntry(claim) ?? entry;
-  if (stop !== "local" && stop !== "wait" && mayHaveArrived(stop)) {
-    left = await keep(claim, { ...left, unsure: answerCountsFrom(stop, run.client.options.timeoutMs) });
-  }
+  const unsure = stop !== "local" && stop !== "wait"
+    ? unsureFrom(stop, run.client.options.timeoutMs)
+    : undefined;
+  if (unsure !== undefined) left = await keep(claim, { ...left, unsure });
   await Deno.rename(claim, joinPath(dir, entryName(f.seq, left))).catch(() => {});
-  if (stop === "wait") return "stop"; // the session's later writes wait behind it; other sessions go on
+  if (stop === "wait") return "stop";
   if (stop !== "local") report.cause = stop;
-  // "local": the rejected place could not keep a write (a full disk), so nothing more is settled now.
   if (stop === "local" || stopsEverything(stop)) run.stopAll = true;
   return "stop";
 }
 
-/**
- * Replays one session's queue under its lock; a session another replay holds is left to a later run. An
- * emptied queue directory goes.
- */
+/** Replays one session's queue under its lock (a held lock defers it); an emptied directory goes. */
 async function replaySession(run: ReplayRun, dir: string): Promise<void> {
   const done = await withLock(joinPath(dir, QUEUE_LOCK), async () => {
-    await removeAbandonedTemps(dir); // what a write killed mid-way left (else the directory is never empty)
+    await removeAbandonedTemps(dir);
     const files = await queueFiles(dir);
     let i = 0;
     while (i < files.length && !run.stopAll && await replayFile(run, dir, files[i]) === "next") i++;
@@ -261,7 +211,7 @@ async function replaySession(run: ReplayRun, dir: string): Promise<void> {
     return i === files.length;
   }, { waitMs: 0 });
   if (!done.acquired) run.report.deferred += (await queueFiles(dir)).length;
-  else if (done.value) await Deno.remove(dir).catch(() => {}); // a capture that queued meanwhile keeps it
+  else if (done.value) await Deno.remove(dir).catch(() => {});
 }
 
 /** Replays our queue: sessions oldest first, each in sequence order, bounded in entries and time. */
@@ -278,42 +228,31 @@ export async function replayQueue(
   return report;
 }
 
-/** Limits of a replay of both queues (ours, then the shared one). */
 export interface ReplayAllOptions extends ReplayOptions {
-  /** Shared-queue entries whose retries (spent by other plugins) reached this are dropped. */
   maxRetries: number;
 }
 
-/** What a replay of both queues did. */
 export interface ReplayAllReport extends ReplayReport {
   shared: SharedReplayReport;
 }
 
-/**
- * Replays our queue, then (unless limited to one session) what other plugins left in the shared queue, within
- * one entry limit and one budget.
- */
+/** Replays our queue, then (for all sessions) the shared queue, in one entry limit and budget. */
 export async function replayAll(
   pendingDir: string,
   client: OpenVikingClient,
   options: ReplayAllOptions,
 ): Promise<ReplayAllReport> {
   const ours = await replayQueue(pendingDir, client, options);
-  const shared: SharedReplayReport = { replayed: 0, dropped: 0, deferred: 0 };
-  const stopped = ours.cause !== undefined && stopsEverything(ours.cause);
-  if (options.sessionId === undefined && !stopped) {
-    Object.assign(
-      shared,
-      await replayShared(pendingDir, client, {
-        ...options,
-        limit: Math.max(0, options.limit - ours.replayed),
-      }),
-    );
-  }
+  const shared = options.sessionId === undefined && !(ours.cause && stopsEverything(ours.cause))
+    ? await replayShared(pendingDir, client, {
+      ...options,
+      limit: Math.max(0, options.limit - ours.replayed),
+    })
+    : { replayed: 0, dropped: 0, deferred: 0 };
   return { ...ours, cause: ours.cause ?? shared.cause, shared };
 }
 
-/** The bounds of a replay from the config: its entry limit (unless given), retries, age, and `run`'s budget. */
+/** The bounds of a replay from the config and `run`. */
 export function replayOptions(
   config: { pendingReplayLimit: number; pendingMaxRetries: number; pendingTtlDays: number },
   run: { budget: Budget; limit?: number; sessionId?: string; waitUnsure?: boolean },

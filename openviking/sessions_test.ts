@@ -1,17 +1,11 @@
-/**
- * Delivery's own policy, without processes: batches of at most 100 messages / 512 KB; one by one when the
- * server has no batch route (from then on) or refuses a batch (that batch only), so that only a message
- * OpenViking itself refuses is set aside (sendMessages keeps it in the rejected place); a failure that is not a
- * rejection stops at a settled prefix, which is all a caller ever acknowledges — and what sendMessages queues
- * after it.
- */
+/** Delivery: batches, one by one when the server has no batch route or refuses a batch, a settled prefix. */
 
 import { assertEquals, assertTrue } from "../tests/support/assert.ts";
 import { type Answer, type Call, fail, ok, route, scriptedClient } from "../tests/support/scripted-client.ts";
 import { tempDir } from "../tests/support/temp.ts";
 import { queuedMessages, rejectedWrites } from "../tests/support/queue.ts";
 import { Budget, failure } from "./client.ts";
-import { deliverMessages, mayHaveArrived, sendMessages } from "./sessions.ts";
+import { deliverMessages, sendMessages, unsureFrom } from "./sessions.ts";
 import { BATCH_LIMIT, BATCH_MAX_BYTES, type MessagePayload, nextBatchEnd, sessionQueueDir } from "./queue.ts";
 
 const BATCH = "POST /api/v1/sessions/kc-s/messages/batch";
@@ -42,6 +36,14 @@ async function deliver(script: (c: Call, n: number) => Answer, payloads: Message
   return { d, calls, settledSeen };
 }
 
+/** Sends with a 5 s budget and the queue under `pendingDir`. */
+const send = (
+  client: Parameters<typeof sendMessages>[0],
+  payloads: MessagePayload[],
+  pendingDir: string,
+  extra: Partial<Parameters<typeof sendMessages>[3]> = {},
+) => sendMessages(client, "kc-s", payloads, { budget: new Budget(5000), pendingDir, ...extra });
+
 Deno.test("batches: at most 100 messages and 512 KB each, never empty, a giant message alone", () => {
   assertEquals(nextBatchEnd(msgs(250), 0), BATCH_LIMIT);
   assertEquals(nextBatchEnd(msgs(250), 200), 250);
@@ -58,7 +60,7 @@ Deno.test("deliver: batches in order, each settled prefix reported before the ne
   assertEquals(calls.map((c) => carried(c).length), [100, 100, 30]);
   assertEquals(calls.flatMap(carried), msgs(230).map((_, i) => i), "every message once, in order");
   assertEquals(settledSeen, [100, 200, 230]);
-  assertEquals([d.settled, d.sent, d.rejections, d.usedBatch, d.stop], [230, 230, [], true, undefined]);
+  assertEquals([d.settled, d.sent, d.rejections, d.stop], [230, 230, [], undefined]);
   assertTrue(calls.every((c) => c.peerId === null), "session writes carry no actor peer");
 });
 
@@ -69,7 +71,7 @@ Deno.test("deliver: no batch route (missing route, or a foreign 404/405) → one
     const { d, calls, settledSeen } = await deliver((c) => route(c) === BATCH ? refusal : ok({}), msgs(150));
     assertEquals(calls.filter((c) => route(c) === BATCH).length, 1, "the batch route is tried once");
     assertEquals(calls.filter((c) => route(c) === ONE).flatMap(carried), msgs(150).map((_, i) => i));
-    assertEquals([d.settled, d.sent, d.usedBatch], [150, 150, false]);
+    assertEquals([d.settled, d.sent], [150, 150]);
     assertEquals(settledSeen, msgs(150).map((_, i) => i + 1), "settled after every message");
   }
 });
@@ -82,7 +84,7 @@ Deno.test("deliver: a refused batch (rejected, or 413) goes one by one; only wha
     }, msgs(105));
     // The first batch (0..99) one by one, then the next batch as a batch again.
     assertEquals(calls.map(route), [BATCH, ...Array(100).fill(ONE), BATCH]);
-    assertEquals([d.settled, d.sent, d.usedBatch], [105, 104, true]);
+    assertEquals([d.settled, d.sent], [105, 104]);
     assertEquals(d.rejections, [{ index: 3, status: 422, message: "message 3 refused" }]);
   }
 });
@@ -116,11 +118,7 @@ Deno.test("sendMessages: what delivery could not send is queued in order behind 
     n === 0 ? ok({}) : route(c) === BATCH ? fail("server", 502) : ok({})
   );
   const acked: number[] = [];
-  const r = await sendMessages(client, "kc-s", msgs(130), {
-    budget: new Budget(5000),
-    pendingDir: dir.path,
-    onAcked: (n) => Promise.resolve(void acked.push(n)),
-  });
+  const r = await send(client, msgs(130), dir.path, { onAcked: (n) => Promise.resolve(void acked.push(n)) });
   assertEquals(calls.length, 2);
   assertEquals([r.acked, r.sent, r.queued, r.rejected, r.cause?.status], [130, 100, 30, 0, 502]);
   assertEquals(acked, [100], "the caller records the sent prefix before anything is queued");
@@ -133,11 +131,7 @@ Deno.test("sendMessages: what delivery could not send is queued in order behind 
 Deno.test("sendMessages: queueOnly sends nothing; a failing intent record or progress record stops with nothing lost", async () => {
   await using dir = await tempDir();
   const silent = scriptedClient(() => ok({}));
-  const queued = await sendMessages(silent.client, "kc-s", msgs(3), {
-    budget: new Budget(5000),
-    pendingDir: dir.path,
-    queueOnly: true,
-  });
+  const queued = await send(silent.client, msgs(3), dir.path, { queueOnly: true });
   assertEquals([silent.calls.length, queued.acked, queued.queued, queued.sent], [0, 3, 3, 0]);
 
   const intent = scriptedClient(() => ok({}));
@@ -162,20 +156,14 @@ Deno.test("sendMessages: a queue that cannot be written stops it with nothing ac
   await using dir = await tempDir();
   await Deno.writeTextFile(`${dir.path}/kimicode`, "a file where the queue directory goes\n");
   const down = scriptedClient(() => fail("unreachable", 0));
-  const r = await sendMessages(down.client, "kc-s", msgs(2), {
-    budget: new Budget(5000),
-    pendingDir: dir.path,
-  });
+  const r = await send(down.client, msgs(2), dir.path);
   assertEquals([r.acked, r.queued, r.stoppedBy !== undefined], [0, 0, true], "stopped, nothing acknowledged");
 
   await using ok2 = await tempDir();
   const picky = scriptedClient((c) =>
     route(c) === BATCH ? fail("rejected", 400) : carried(c)[0] === 1 ? fail("rejected", 400, "no") : ok({})
   );
-  const s = await sendMessages(picky.client, "kc-s", msgs(3), {
-    budget: new Budget(5000),
-    pendingDir: ok2.path,
-  });
+  const s = await send(picky.client, msgs(3), ok2.path);
   assertEquals([s.acked, s.sent, s.rejected, s.queued, s.rejections.map((x) => x.index)], [3, 2, 1, 0, [1]]);
   assertEquals(await queuedMessages(ok2.path, "kc-s"), []);
   assertEquals(
@@ -189,30 +177,27 @@ Deno.test("sendMessages: a queue that cannot be written stops it with nothing ac
   // Where the rejected place cannot be written, the refused message is not acknowledged: sending stops before it.
   await using full = await tempDir();
   await Deno.writeTextFile(`${full.path}/kimicode-rejected`, "a file where the rejected place goes\n");
-  const stuck = await sendMessages(picky.client, "kc-s", msgs(3), {
-    budget: new Budget(5000),
-    pendingDir: full.path,
-  });
+  const stuck = await send(picky.client, msgs(3), full.path);
   assertEquals([stuck.acked, stuck.stoppedBy?.code], [1, "STATE"]);
 });
 
-Deno.test("mayHaveArrived: a write that went out without a reply (or met a 5xx) may be stored; one never sent is not", () => {
+Deno.test("unsureFrom: a write that went out without a reply (or met a 5xx) may be stored, asked about after a timeout more", () => {
   const f = (kind: Parameters<typeof failure>[0], status: number, code?: string) =>
-    mayHaveArrived(failure(kind, status, { code, message: "" }));
+    unsureFrom(failure(kind, status, { code, message: "" }), 1000, 5);
   assertEquals(
-    [f("unreachable", 0, "TIMEOUT"), f("unreachable", 0, "NETWORK"), f("server", 502), f("server", 500)],
-    [true, true, true, true],
+    [f("unreachable", 0, "TIMEOUT"), f("server", 504), f("unreachable", 0, "NETWORK"), f("server", 500)],
+    [1005, 1005, 5, 5],
   );
   assertEquals(
     [f("unreachable", 0, "CONNECT"), f("unreachable", 0, "BUDGET_SPENT"), f("server", 429), f("auth", 401)],
-    [false, false, false, false],
+    [undefined, undefined, undefined, undefined],
   );
 });
 
 Deno.test("sendMessages: the batch whose request got no reply is queued unsure, the ones behind it are not", async () => {
   await using dir = await tempDir();
   const { client } = scriptedClient((c) => route(c) === BATCH ? fail("unreachable", 0) : ok({}));
-  const r = await sendMessages(client, "kc-s", msgs(130), { budget: new Budget(5000), pendingDir: dir.path });
+  const r = await send(client, msgs(130), dir.path);
   assertEquals([r.acked, r.sent, r.queued], [130, 0, 130]);
   const entries = await Array.fromAsync(Deno.readDir(await sessionQueueDir(dir.path, "kc-s")));
   const unsure = await Promise.all(
