@@ -15,9 +15,8 @@ import {
 import { tempDir } from "../support/temp.ts";
 import type { Context, InstallOptions } from "../../install/transaction.ts";
 import { runInstall } from "../../install/install.ts";
-import { currentSelf } from "../../install/placement.ts";
 import { buildCopy, versionsDir } from "../../install/program.ts";
-import { cloneCheckout } from "./helpers.ts";
+import { cloneCheckout, installSandbox, opts } from "./helpers.ts";
 import { launcherInfo, launcherText } from "../../install/launcher.ts";
 import { COPY_FILES, COPY_RUN_FLAGS, productionFlags } from "../../lib/self.ts";
 import { VERSION } from "../../lib/version.ts";
@@ -25,46 +24,15 @@ import { ROOT } from "../support/run.ts";
 
 const posix = Deno.build.os !== "windows";
 
-interface Home {
-  home: string;
-  kimi: string;
-  versions: string;
-  said: () => string;
-  all: () => string;
-  install: (partial?: Partial<InstallOptions>, extra?: Partial<Context>) => Promise<number>;
-}
+type Home = Awaited<ReturnType<typeof setup>>;
 
-async function setup(root: string): Promise<Home> {
-  const home = `${root}/home`;
-  const kimi = `${home}/.kimi-code`;
-  await Deno.mkdir(kimi, { recursive: true });
-  const lines: string[] = [];
-  let seen = 0;
-  const env = { HOME: home, PATH: Deno.env.get("PATH"), OPENVIKING_URL: "http://127.0.0.1:9" };
-  const self = await currentSelf();
+async function setup(root: string) {
+  const t = await installSandbox(root, { OPENVIKING_URL: "http://127.0.0.1:9" });
   return {
-    home,
-    kimi,
-    versions: versionsDir(env),
-    said: () => {
-      const text = lines.slice(seen).join("\n");
-      seen = lines.length;
-      return text;
-    },
-    all: () => lines.join("\n"),
-    install: (partial = {}, extra = {}) =>
-      runInstall(
-        {
-          env,
-          self,
-          os: "posix",
-          out: { info: (l) => lines.push(l), error: (l) => lines.push(`ERR ${l}`) },
-          now: new Date(),
-          cwd: root,
-          ...extra,
-        },
-        { credentials: {}, dryRun: false, yes: false, purge: false, ...partial },
-      ),
+    ...t,
+    versions: versionsDir(t.ctx().env),
+    install: (partial: Partial<InstallOptions> = {}, extra: Partial<Context> = {}) =>
+      runInstall(t.ctx(undefined, { now: new Date(), ...extra }), opts(partial)),
   };
 }
 
