@@ -19,7 +19,6 @@ import {
 import { ROOT, runCli } from "../support/run.ts";
 import type { Context } from "../../install/transaction.ts";
 import { runInstall, runUninstall } from "../../install/install.ts";
-import { currentSelf } from "../../install/placement.ts";
 import { readKimiState } from "../../install/detect.ts";
 import { registrations } from "../../cli/doctor.ts";
 import { VERSION } from "../../lib/version.ts";
