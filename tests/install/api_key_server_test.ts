@@ -289,38 +289,6 @@ Deno.test("install --url NEW: the saved key never goes to the new address, is no
   assertEquals(health.filter((r) => r.headers.authorization), [], "/health is asked without a key");
 });
 
-Deno.test("a key from ovcli.conf is not sent to an OPENVIKING_URL or OPENVIKING_MCP_URL of another origin", async () => {
-  await using dir = await tempDir();
-  await using saved = await FakeOpenViking.start({ apiKey: "sk-saved" });
-  await using elsewhere = await FakeOpenViking.start();
-  const t = await sandbox(dir.path);
-  assertEquals((await t.cli(["install", "--url", saved.url, "--api-key-stdin"], "sk-saved\n")).code, 0);
-  await t.prompt("which indent does this project use?", { OPENVIKING_URL: elsewhere.url });
-  assertTrue(elsewhere.requestsTo("POST /api/v1/search/*").length > 0, "recall went to OPENVIKING_URL");
-  const mcp = [
-    {
-      jsonrpc: "2.0",
-      id: 1,
-      method: "initialize",
-      params: { protocolVersion: "2025-06-18", capabilities: {} },
-    },
-    { jsonrpc: "2.0", method: "notifications/initialized" },
-    { jsonrpc: "2.0", id: 2, method: "tools/list" },
-  ].map((m) => JSON.stringify(m)).join("\n") + "\n";
-  await t.cli(["mcp"], mcp, { OPENVIKING_MCP_URL: `${elsewhere.url}/mcp` });
-  assertTrue(elsewhere.requests.some((r) => r.path === "/mcp"), "the proxy went to OPENVIKING_MCP_URL");
-  assertEquals(authOf(elsewhere).filter(Boolean), [], "no request to the other origin carried the key");
-  const doctor = await t.cli(["doctor"], undefined, { OPENVIKING_URL: elsewhere.url });
-  assertStringIncludes(
-    doctor.stdout,
-    `the API key in ovcli.conf was saved for ${saved.url}; it is not sent to`,
-  );
-  // The same origin from the environment is the key's own: it goes there.
-  const before = saved.requests.length;
-  await t.prompt("and which line width?", { OPENVIKING_URL: `${saved.url}/` });
-  assertTrue(saved.requests.slice(before).some((r) => r.headers.authorization === "Bearer sk-saved"));
-});
-
 Deno.test("install keeps no copy of ovcli.conf, and removes the copies earlier installs kept (each held a key)", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start({ apiKey: "sk-new" });

@@ -23,6 +23,8 @@ import { HOOKS } from "../../kimi/hooks.ts";
 
 const posix = Deno.build.os !== "windows";
 const KEY = "sk-never-shown-7c21e9a4";
+const PERMISSION_ERROR =
+  /PermissionDenied|NotCapable|Requires \w+ access|run again with the --allow|--allow-\w+ flag/i;
 
 /** A fake terminal and stdin for chooseApiKey. */
 function io(options: { terminal?: boolean; stdin?: string; env?: Record<string, string>; answer?: string }) {
@@ -212,7 +214,8 @@ function payload(event: string, sid: string, cwd: string): string {
 }
 
 Deno.test({
-  name: "no command prints the key: every command's stdout and stderr, directly and through deno task",
+  name:
+    "no command prints the key (and none meets a permission error under the production flags): every command's stdout and stderr, directly and through deno task",
   ignore: !posix,
   sanitizeOps: false,
   sanitizeResources: false,
@@ -229,6 +232,7 @@ Deno.test({
       ran.push(what);
       for (const [name, text] of [["stdout", r.stdout], ["stderr", r.stderr]]) {
         assertTrue(!text.includes(KEY), `${what}: the key is on its ${name}:\n${text}`);
+        assertNotMatch(text, PERMISSION_ERROR, `${what}: a permission problem on its ${name}`);
       }
       return r;
     };
