@@ -291,7 +291,7 @@ export async function planConfigMode(
     replaceOthers: options.yes,
   });
   if (!mcp.ok) return mcp.error;
-  const cfg = planConfigInstall(state.configText, hookEntries(prefix), { replaceUpstream: options.yes });
+  const cfg = planConfigInstall(state.configText, hookEntries(prefix));
   if (!cfg.ok) return cfg.error;
   if (mcp.changed) planKimiFile(plan, state, "mcp", mcp.after, 'MCP server "openviking" registered');
   if (cfg.changed) planKimiFile(plan, state, "config", cfg.after, "hooks registered");

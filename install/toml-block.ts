@@ -235,24 +235,14 @@ function load(text: string): { ok: true; doc: Record<string, unknown>; blocks: B
   return { ok: true, doc: parsed.value, blocks: found.blocks };
 }
 
-/** Plans install: our block with `entries`, placed so that no key of the user's changes meaning. */
-export function planConfigInstall(
-  current: string | undefined,
-  entries: readonly HookEntry[],
-  options: { replaceUpstream?: boolean } = {},
-): ConfigPlan {
+/**
+ * Plans install: our block with `entries` (in place of any block there, OpenViking's too: install refuses
+ * that one earlier without --yes), placed so that no key of the user's changes meaning.
+ */
+export function planConfigInstall(current: string | undefined, entries: readonly HookEntry[]): ConfigPlan {
   const before = current ?? "";
   const loaded = load(before);
   if (!loaded.ok) return loaded;
-  if (loaded.blocks.some((b) => blockInfo(b).owner === "upstream") && !options.replaceUpstream) {
-    return {
-      ok: false,
-      error: "config.toml has the block written by OpenViking's own Kimi plugin installer (node " +
-        "…/kimicode-hook.mjs). Two memory integrations would capture every turn twice. Either remove it " +
-        "(OpenViking's `install.sh --harness kimicode --uninstall --yes`) and run install again, or run " +
-        "install again with --yes to let openviking-kimi replace that block.",
-    };
-  }
   const user = parseToml(removeRanges(before, loaded.blocks));
   if (!user.ok) {
     return {

@@ -346,14 +346,11 @@ export async function writeTree(
   for (const f of files) {
     const path = joinPath(root, f.path);
     await Deno.mkdir(dirName(path), { recursive: true, mode: 0o700 });
-    if (typeof f.content === "object" && "copyFrom" in f.content) {
-      await Deno.copyFile(f.content.copyFrom, path);
-    } else {await Deno.writeFile(
-        path,
-        typeof f.content === "string" ? new TextEncoder().encode(f.content) : f.content,
-        { mode: f.mode },
-      );}
-    if (Deno.build.os !== "windows") await Deno.chmod(path, f.mode);
+    const { content, mode } = f;
+    const bytes = typeof content === "string" ? new TextEncoder().encode(content) : content;
+    if ("copyFrom" in bytes) await Deno.copyFile(bytes.copyFrom, path);
+    else await Deno.writeFile(path, bytes, { mode });
+    if (Deno.build.os !== "windows") await Deno.chmod(path, mode);
   }
   if (Deno.build.os !== "windows") await Deno.chmod(root, 0o700);
 }

@@ -112,7 +112,7 @@ const parsesAsJsonObject = (text: string) => {
 Deno.test("fuzz: config.toml planners — a result that parses (install → uninstall gives the bytes back) or a refusal", () => {
   fc.assert(
     fc.property(configText, fc.boolean(), (text, yes) => {
-      const install = planConfigInstall(text, ENTRIES, { replaceUpstream: yes });
+      const install = planConfigInstall(text, ENTRIES);
       if (!install.ok) assertTrue(install.error.length > 0, "a refusal says why");
       else {
         const parsed = parseToml(install.after!);

@@ -22,6 +22,7 @@ import { runInstall, runUninstall } from "../../install/install.ts";
 import { readKimiState } from "../../install/detect.ts";
 import { registrations } from "../../cli/doctor.ts";
 import { VERSION } from "../../lib/version.ts";
+import { BLOCK_BEGIN, BLOCK_END } from "../../install/spec.ts";
 import { keepRejected } from "../../openviking/queue.ts";
 import { enqueueMessages, queuedMessages, rejectedWrites } from "../support/queue.ts";
 
@@ -351,6 +352,8 @@ async function installUpstreamPlugin(t: Awaited<ReturnType<typeof installSandbox
       plugins: [{ id: "openviking-memory", root, source: "local-path", enabled: true }],
     }),
   );
+  const block = ["[[hooks]]", 'event = "Stop"', 'command = "node /x/kimicode-hook.mjs stop"', "timeout = 30"];
+  await Deno.writeTextFile(`${t.kimi}/config.toml`, [BLOCK_BEGIN, ...block, BLOCK_END, ""].join("\n"));
   return root;
 }
 
@@ -364,7 +367,7 @@ Deno.test("OpenViking's own plugin is detected: refused with what to do, or take
     assertEquals(await snapshot(t.kimi), before);
   }
   const out = t.lines.join("\n");
-  assertMatch(out, /OpenViking's own Kimi Code plugin is registered/);
+  assertMatch(out, /OpenViking's own Kimi Code plugin is registered \(.*, its block in \S+config\.toml/);
   assertMatch(out, /\/plugins remove openviking-memory/);
   assertMatch(out, /--yes/);
 
@@ -372,6 +375,7 @@ Deno.test("OpenViking's own plugin is detected: refused with what to do, or take
   assertEquals(await runInstall(t.ctx(), opts({ yes: true })), 0, t.lines.join("\n"));
   const regs = registrations(await readKimiState(t.kimi));
   for (const where of regs.values()) assertEquals(where, ["config.toml"]);
+  assertNotMatch((await read(`${t.kimi}/config.toml`))!, /kimicode-hook\.mjs/, "their block replaced");
   assertEquals(JSON.parse((await read(`${t.kimi}/plugins/installed.json`))!).plugins[0].enabled, false);
 
   // Plugin mode with --yes takes the id over and keeps their directory aside.

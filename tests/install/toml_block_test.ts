@@ -151,7 +151,7 @@ Deno.test("two blocks collapse into one on re-install", () => {
   assertEquals(removeBlocks(after), "a = 1\n[t]\nb = 2\n");
 });
 
-Deno.test("OpenViking's own block (same markers) is reported, replaced only when asked, and left by uninstall", () => {
+Deno.test("OpenViking's own block (same markers) is replaced by install (runInstall asks first: install_test) and left by uninstall", () => {
   const upstream = [
     BLOCK_BEGIN,
     "[[hooks]]",
@@ -161,10 +161,7 @@ Deno.test("OpenViking's own block (same markers) is reported, replaced only when
     BLOCK_END,
     "",
   ].join("\n");
-  const refused = planConfigInstall(upstream, ENTRIES);
-  assertEquals(refused.ok, false);
-  if (!refused.ok) assertMatch(refused.error, /OpenViking's own Kimi plugin/);
-  const replaced = planConfigInstall(upstream, ENTRIES, { replaceUpstream: true });
+  const replaced = planConfigInstall(upstream, ENTRIES);
   assertTrue(
     replaced.ok && !replaced.after!.includes("kimicode-hook.mjs") &&
       replaced.after!.includes(ENTRIES[0].command),
