@@ -168,12 +168,7 @@ export async function planProgram(
     ? await ownCopyProgram(ctx, self.dir)
     : await checkoutProgram(ctx, self.root, plan);
   if (typeof program === "string") return program;
-  const step = await recordStep(
-    ctx.env,
-    homesFile(ctx.env),
-    [home],
-    `record ${home} in ${homesFile(ctx.env)}`,
-  );
+  const step = await recordStep(homesFile(ctx.env), [home], `record ${home} in ${homesFile(ctx.env)}`);
   if (step) plan.steps.push(step);
   await planPathCommand(ctx, program.command, plan);
   return program;
@@ -397,30 +392,17 @@ async function listedHomes(env: Env): Promise<string[]> {
 }
 
 /** The silent step adding `lines` to the record file `path` (one a line); none when all are there. */
-async function recordStep(
-  env: Env,
-  path: string,
-  lines: string[],
-  describe: string,
-): Promise<Step | undefined> {
+async function recordStep(path: string, lines: string[], describe: string): Promise<Step | undefined> {
   const before = await readTextIfExists(path).catch(() => undefined);
   const listed = (before ?? "").split("\n").filter((l) => l.trim() !== "");
   const added = [...new Set(lines)].filter((l) => !listed.includes(l));
   if (!added.length) return undefined;
+  const after = `${[...listed, ...added].join("\n")}\n`;
+  const step = fileStep({ path, before, after, backup: "none" }, describe);
   return {
     describe,
     check: () => checkCreatable(path),
-    run: () =>
-      attempt(`write ${path}`, async () => {
-        const dirs = await makeDirs(integrationDir(env), { private: true });
-        await writeFileAtomic(path, `${[...listed, ...added].join("\n")}\n`, { privateDir: false });
-        const undo = async () => {
-          if (before === undefined) await Deno.remove(path).catch(() => {});
-          else await writeFileAtomic(path, before, { privateDir: false });
-          await dirs();
-        };
-        return { changed: path, undo };
-      }),
+    run: async () => ({ ...await step.run(), message: undefined }),
   };
 }
 
@@ -443,7 +425,7 @@ export async function madeDirsStep(env: Env, dirs: string[]): Promise<Step | und
     }
   }
   const path = madeDirsFile(env);
-  return await recordStep(env, path, missing, `record the directories this install makes in ${path}`);
+  return await recordStep(path, missing, `record the directories this install makes in ${path}`);
 }
 
 /** Takes the record of the directories install made; returns what removes them, deepest first, when empty. */
