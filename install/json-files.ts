@@ -136,10 +136,8 @@ function remove(text: string, parent: Node, index: number): string {
 }
 
 /**
- * `text` with the value at `path` set to `value` (undefined: removed), every other byte kept. A missing
- * object on the way is made; an array index past the end appends.
- *
- * @example editJson('{"a": 1}', ["b"], 2) // '{"a": 1, "b": 2}'
+ * `text` with the value at `path` set to `value` (undefined: removed), every other byte kept; a missing
+ * object on the way is made, an array index past the end appends: `editJson('{"a": 1}', ["b"], 2)`.
  */
 export function editJson(text: string, path: (string | number)[], value: unknown): string {
   const root = treeOf(text);

@@ -1,7 +1,6 @@
 /**
- * What install writes into a Kimi home, per mode, and what takes each mode out again (install's switch and
- * uninstall share it). Config mode: our block in `config.toml`, `mcpServers.openviking` in `mcp.json`, the
- * memory skill. Plugin mode: the plugin directory placed whole under `plugins/managed`, its registry record.
+ * What each mode writes into a Kimi home and what takes it out again: config mode's block, `mcp.json` entry and
+ * skill; plugin mode's directory under `plugins/managed` and its registry record.
  */
 
 import type { KimiState } from "./detect.ts";

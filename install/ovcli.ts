@@ -1,7 +1,6 @@
 /**
- * Connection settings saved to `~/.openviking/ovcli.conf` as OpenViking's other installers do (merged, unknown
- * fields kept, `""` deletes), with no backup (it holds the key); its `url` is the server its `api_key` is for.
- * The key asked of the user, never shown.
+ * Connection settings merged into `~/.openviking/ovcli.conf` as OpenViking's other installers do (unknown
+ * fields kept, `""` deletes, no backup: it holds the key), and the key asked of the user, never shown.
  */
 
 import { parseJson } from "./json-files.ts";

@@ -316,9 +316,8 @@ export function buildCopy(root: string, deno: string, flags: readonly string[]):
 }
 
 /**
- * Plans the program copy `copy` in place, run by `deno`: placed whole (over a wreck), or — the same code with
- * another launcher — its launcher and copy.json rewritten; nothing when it is there as is. A version in place
- * keeps the checkout it recorded, so the same code from another clone rewrites nothing.
+ * Plans the program copy in place, run by `deno`: placed whole (over a wreck), or only its launcher and record
+ * rewritten (the same code), or nothing; a version keeps the checkout it recorded.
  */
 async function planCopy(
   ctx: Context,

@@ -1,7 +1,6 @@
 /**
- * Install and uninstall as one transaction: a plan of steps, every check before the first write, a dry run's
- * diff, then the steps in order, each keeping what it replaced aside until all succeeded; a failure puts back
- * the steps already taken, last first.
+ * A run as one transaction: every check before the first write, a dry run's diff, then the steps in order,
+ * each keeping what it replaced aside until all succeeded; a failure puts back those taken, last first.
  */
 
 import { structuredPatch } from "diff";
