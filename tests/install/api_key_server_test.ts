@@ -311,33 +311,3 @@ Deno.test("install keeps no copy of ovcli.conf, and removes the copies earlier i
   assertEquals(await filesHolding(t.home, "sk-old"), [], "the replaced key is nowhere");
   assertEquals(await filesHolding(t.home, "sk-leaked"), []);
 });
-
-Deno.test({
-  name: "plugin mode: every file of the plugin directory is private, and an install fixes one placed 0644",
-  ignore: !posix,
-  async fn() {
-    await using dir = await tempDir();
-    const t = await sandbox(dir.path, { OPENVIKING_URL: closedAddress() });
-    const root = `${t.home}/.kimi-code/plugins/managed/openviking-memory`;
-    const modes = async (d = root, out: Record<string, number> = {}) => {
-      for await (const e of Deno.readDir(d)) {
-        const path = `${d}/${e.name}`;
-        if (e.isDirectory) await modes(path, out);
-        else out[path.slice(root.length + 1)] = (await Deno.stat(path)).mode! & 0o777;
-      }
-      return out;
-    };
-    assertEquals((await t.cli(["install", "--mode", "plugin"])).code, 0);
-    const placed = await modes();
-    assertTrue(
-      "kimi.plugin.json" in placed && "skills/openviking-memory/SKILL.md" in placed,
-      Object.keys(placed).join(),
-    );
-    for (const [path, mode] of Object.entries(placed)) {
-      assertEquals(mode, path.startsWith("bin/") ? 0o700 : 0o600, `${path} is ${mode.toString(8)}`);
-    }
-    await Deno.chmod(`${root}/kimi.plugin.json`, 0o644);
-    assertEquals((await t.cli(["install", "--mode", "plugin"])).code, 0);
-    assertEquals((await modes())["kimi.plugin.json"], 0o600);
-  },
-});

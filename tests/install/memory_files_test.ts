@@ -154,3 +154,28 @@ Deno.test("--dry-run shows the skill it would write and writes nothing", async (
   assertStringIncludes(out, "+name: openviking-memory");
   assertEquals(await read(`${t.kimi}/skills/openviking-memory/SKILL.md`), undefined);
 });
+
+Deno.test({
+  name: "plugin mode: every file of the plugin directory is private, and an install fixes one placed 0644",
+  ignore: !posix,
+  async fn() {
+    await using dir = await tempDir();
+    const t = await installSandbox(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
+    const modes = async (d = t.plugin, out: Record<string, number> = {}) => {
+      for await (const e of Deno.readDir(d)) {
+        if (e.isDirectory) await modes(`${d}/${e.name}`, out);
+        else out[`${d}/${e.name}`.slice(t.plugin.length + 1)] = await mode(`${d}/${e.name}`);
+      }
+      return out;
+    };
+    assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0, t.all());
+    const placed = await modes();
+    assertTrue("kimi.plugin.json" in placed && "skills/openviking-memory/SKILL.md" in placed, t.all());
+    for (const [path, m] of Object.entries(placed)) {
+      assertEquals(m, path.startsWith("bin/") ? 0o700 : 0o600, `${path} is ${m.toString(8)}`);
+    }
+    await Deno.chmod(`${t.plugin}/kimi.plugin.json`, 0o644);
+    assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0, t.all());
+    assertEquals((await modes())["kimi.plugin.json"], 0o600);
+  },
+});
