@@ -11,13 +11,11 @@ import fc from "fast-check";
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { tomlDocument } from "../install/toml_arbitrary.ts";
-import type { Context } from "../../install/transaction.ts";
 import { runInstall } from "../../install/install.ts";
 import { runUninstall } from "../../install/install.ts";
 import { isRecord as isObject } from "../../lib/parsed.ts";
 import { planMcpInstall, planMcpUninstall } from "../../install/json-files.ts";
 import { planOvcli } from "../../install/ovcli.ts";
-import { currentSelf } from "../../install/placement.ts";
 import {
   parseRegistry,
   planRegistryDisable,
@@ -31,6 +29,7 @@ import { deepEqual } from "../../lib/parsed.ts";
 import { mutated, nastyString, params } from "./arbitraries.ts";
 import { MCP_ENTRY, mcpDocument } from "../install/json_arbitrary.ts";
 import { changedRegion, deletionOf, insertionOf, parseLoose } from "../install/text_diff.ts";
+import { installSandbox, opts } from "../install/helpers.ts";
 
 const ENTRIES = hookEntries("/opt/ov/bin/openviking-kimi");
 const NOW = new Date("2026-11-30T12:00:00.000Z");
@@ -291,7 +290,6 @@ Deno.test({
   sanitizeResources: false,
   fn: async () => {
     await using dir = await tempDir("ovk-fuzz-");
-    const self = await currentSelf();
     let n = 0;
     const codes = new Map<string, number>();
     await fc.assert(
@@ -308,9 +306,9 @@ Deno.test({
             t === undefined ? undefined : new TextDecoder().decode(new TextEncoder().encode(t))
           );
           const root = `${dir.path}/${++n}`;
-          const home = `${root}/home`;
-          const kimi = `${home}/.kimi-code`;
-          await Deno.mkdir(`${kimi}/plugins`, { recursive: true });
+          const t = await installSandbox(root);
+          const kimi = t.kimi;
+          await Deno.mkdir(`${kimi}/plugins`);
           const files: Record<string, string | undefined> = {
             [`${kimi}/config.toml`]: config,
             [`${kimi}/mcp.json`]: mcp,
@@ -319,19 +317,11 @@ Deno.test({
           for (const [path, text] of Object.entries(files)) {
             if (text !== undefined) await Deno.writeTextFile(path, text);
           }
-          const lines: string[] = [];
-          const ctx: Context = {
-            env: { HOME: home, PATH: Deno.env.get("PATH") },
-            self,
-            os: "posix",
-            out: { info: (l) => lines.push(l), error: (l) => lines.push(`ERR ${l}`) },
-            now: NOW,
-            cwd: root,
-          };
-          const options = { mode, credentials: {}, dryRun: false, yes, purge: false };
-          const code = command === "install"
-            ? await runInstall(ctx, options)
-            : await runUninstall(ctx, options);
+          const code = await (command === "install" ? runInstall : runUninstall)(
+            t.ctx(),
+            opts({ mode, yes }),
+          );
+          const lines = t.lines;
           const kind = `${command} ${mode} → ${code}`;
           codes.set(kind, (codes.get(kind) ?? 0) + 1);
           const now = async (p: string) => await Deno.readTextFile(p).catch(() => undefined);
