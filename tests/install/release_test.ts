@@ -7,7 +7,7 @@ import { artifactName, compileArgs, compileFlags, explainFailure, TARGETS } from
 import { productionFlags } from "../../lib/self.ts";
 import { manifestText, pluginMemoryFiles } from "../../install/kimi-home.ts";
 import { VERSION } from "../../lib/version.ts";
-import { isolatedEnv } from "./helpers.ts";
+import { cloneCheckout, isolatedEnv } from "./helpers.ts";
 
 const posix = Deno.build.os !== "windows";
 
@@ -112,15 +112,7 @@ Deno.test({
     await using dir = await tempDir();
     const info = await Deno.stat(`${ROOT}/bin/openviking-kimi`);
     assertTrue((info.mode! & 0o111) !== 0, "the launcher is executable");
-    const tracked = new TextDecoder().decode(
-      (await new Deno.Command("git", { args: ["ls-files", "-z"], cwd: ROOT, stdout: "piped" }).output())
-        .stdout,
-    ).split("\0").filter((p) => p && !p.startsWith("tests/") && !p.startsWith(".github/"));
-    for (const rel of tracked) {
-      const to = `${dir.path}/copy/${rel}`;
-      await Deno.mkdir(to.slice(0, to.lastIndexOf("/")), { recursive: true });
-      await Deno.copyFile(`${ROOT}/${rel}`, to).catch(() => {});
-    }
+    await cloneCheckout(`${dir.path}/copy`);
     await Deno.chmod(`${dir.path}/copy/bin/openviking-kimi`, 0o755);
     const env = await isolatedEnv(`${dir.path}/home`);
     const v = await new Deno.Command(`${dir.path}/copy/bin/openviking-kimi`, {
