@@ -5,12 +5,10 @@ import { launcherName, launcherText } from "./launcher.ts";
 import { commandAt, executableFileName, installedBinaryPath, pathCommand, sameBytes } from "./placement.ts";
 import { EXECUTABLE_NAME, PLUGIN_ID } from "./spec.ts";
 import {
-  attempt,
   checkCreatable,
   type Context,
   describeFsError,
   fileStep,
-  makeDirs,
   type Note,
   type Plan,
   type Step,
@@ -18,7 +16,7 @@ import {
   type TreeFile,
   writeTree,
 } from "./transaction.ts";
-import { parseJsonOrUndefined, readTextIfExists, writeFileAtomic } from "../lib/fs.ts";
+import { parseJsonOrUndefined, readTextIfExists } from "../lib/fs.ts";
 import { asRecord } from "../lib/parsed.ts";
 import { sha256Hex } from "../lib/hash.ts";
 import { dirName, type Env, integrationDir, joinPath, kimiHome, orNoHome } from "../lib/paths.ts";

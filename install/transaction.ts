@@ -124,15 +124,6 @@ export function describeFsError(error: unknown): string {
 
 const isFsError = (error: unknown) => typeof (error as { code?: unknown })?.code === "string";
 
-/** Runs `action`; a file-system error becomes "could not <what>: <cause>". */
-export async function attempt<T>(what: string, action: () => Promise<T>): Promise<T> {
-  try {
-    return await action();
-  } catch (error) {
-    throw isFsError(error) ? new Error(`could not ${what}: ${describeFsError(error)}`) : error;
-  }
-}
-
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /** A text file byte for byte (BOM kept); undefined when absent; a failure names the file and the fix. */
@@ -231,7 +222,7 @@ async function checkChange(change: FileChange): Promise<string | undefined> {
 }
 
 /** Makes `dir` and its missing parents (new ones 0700; `private`: `dir` itself 0700); the undo removes what it made. */
-export async function makeDirs(
+async function makeDirs(
   dir: string,
   options: { private?: boolean } = {},
 ): Promise<() => Promise<void>> {
@@ -314,10 +305,12 @@ export function swapStep(s: Swap): Step {
     run: async () => {
       if (s.quiet && !(await lstat(s.path).catch(() => undefined))) return {};
       const verb = s.make ? `put ${s.path} in place` : `remove ${s.path}`;
-      return await attempt(verb, async () => {
+      try {
         const { undo, end } = await swapIn(s.path, s.make, s);
         return { message: s.message, changed: s.path, undo, commit: end };
-      });
+      } catch (error) {
+        throw isFsError(error) ? new Error(`could not ${verb}: ${describeFsError(error)}`) : error;
+      }
     },
   };
 }

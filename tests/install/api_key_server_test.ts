@@ -20,7 +20,6 @@ import { JournalBuilder } from "../support/journal.ts";
 
 const ROOT_KEY = "root-4c7f0d1e9a2b";
 const SESSION = "session_5ec0e7a1-0000-4000-8000-0000000000a1";
-const posix = Deno.build.os !== "windows";
 
 /** A sandboxed HOME with a Kimi home, and a runner of the CLI in it. */
 async function sandbox(root: string, extra: Record<string, string> = {}) {
