@@ -154,11 +154,8 @@ export function planConfigOut(
   return undefined;
 }
 
-/** Whether two paths name one directory (separators and a trailing one aside). */
-function samePath(a: string, b: string): boolean {
-  const norm = (p: string) => p.replaceAll("\\", "/").replace(/\/+$/, "");
-  return norm(a) === norm(b);
-}
+/** A path with `/` separators and no trailing one, to compare two that name one directory. */
+const norm = (p: string) => p.replaceAll("\\", "/").replace(/\/+$/, "");
 
 /** Plans plugin mode out: our record; switching, our plugin directory (only in Kimi's managed place) and OpenViking's disabled. */
 export function planPluginOut(
@@ -178,7 +175,7 @@ export function planPluginOut(
       : `plugin "${PLUGIN_ID}" unregistered`;
     planKimiFile(plan, state, "registry", reg.after, what);
     const root = joinPath(state.paths.managedDir, PLUGIN_ID);
-    if (switching && plugin.owner === "ours" && samePath(plugin.root, root)) {
+    if (switching && plugin.owner === "ours" && norm(plugin.root) === norm(root)) {
       plan.steps.push(
         removalStep(root, `delete the plugin directory ${root}`, `plugin directory removed: ${root}`, true),
       );

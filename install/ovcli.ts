@@ -38,11 +38,6 @@ function said(s: Setting, planned: boolean): string {
   return s.shown.startsWith("(") ? `set ${s.name} ${s.shown}` : `set ${s.name} to ${s.shown}`;
 }
 
-/** Whether any setting was given. */
-function hasCredentialArgs(args: CredentialArgs): boolean {
-  return [args.url, args.apiKey, args.account, args.user].some((v) => v !== undefined);
-}
-
 /** Sets (or with "" deletes) the server URL in `doc`; says what it did, or why the URL is refused. */
 function mergeUrl(doc: Record<string, unknown>, given: string, settings: Setting[]): string | undefined {
   const url = given.trim().replace(/\/+$/, "");
@@ -118,7 +113,9 @@ export function planOvcli(
   path: string,
   keyWasFor = DEFAULT_BASE_URL,
 ): OvcliPlan {
-  if (!hasCredentialArgs(args)) return { ok: true, after: current, changed: false, summary: [], steps: [] };
+  if ([args.url, args.apiKey, args.account, args.user].every((v) => v === undefined)) {
+    return { ok: true, after: current, changed: false, summary: [], steps: [] };
+  }
   let doc: Record<string, unknown> = {};
   if (current !== undefined && current.trim() !== "") {
     const parsed = parseJson(current);
