@@ -160,7 +160,7 @@ Deno.test("uninstall --purge deletes the ledger and the log wherever it was conf
   assertMatch(t.lines.join("\n"), new RegExp(`Kept: ${log} .*not ours`));
 });
 
-Deno.test("--dry-run prints the diff (API key masked) and changes nothing", async () => {
+Deno.test("--dry-run prints the diff (API key masked; in plugin mode the manifest) and changes nothing", async () => {
   await using dir = await tempDir();
   const t = await installSandbox(dir.path);
   await Deno.writeTextFile(`${t.kimi}/config.toml`, USER_CONFIG);
@@ -175,7 +175,9 @@ Deno.test("--dry-run prints the diff (API key masked) and changes nothing", asyn
   assertMatch(out, /^\+\[\[hooks\]\]␍?$/m);
   assertMatch(out, /"api_key": "\*+"/);
   assertNotMatch(out, /sk-very-secret/);
+  t.said();
   assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin", dryRun: true })), 0);
+  assertMatch(t.said(), /^\+\s+"command": "\.\/bin\/openviking-kimi hook stop",$/m);
   assertEquals(await snapshot(t.home), before);
 });
 
@@ -426,14 +428,6 @@ Deno.test("uninstall --mode limits removal to that mode", async () => {
   assertEquals(JSON.parse((await read(`${t.kimi}/plugins/installed.json`))!).plugins.length, 1);
   assertEquals(await runUninstall(t.ctx(), opts({ mode: "plugin" })), 0);
   assertEquals(await read(`${t.kimi}/plugins/installed.json`), undefined);
-});
-
-Deno.test("plugin --dry-run shows the manifest it would write", async () => {
-  await using dir = await tempDir();
-  const t = await installSandbox(dir.path);
-  assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin", dryRun: true })), 0);
-  assertMatch(t.lines.join("\n"), /^\+\s+"command": "\.\/bin\/openviking-kimi hook stop",$/m);
-  assertEquals(await read(`${t.kimi}/plugins/managed/openviking-memory/kimi.plugin.json`), undefined);
 });
 
 Deno.test('install with nothing answering at the address points to README\'s "No server yet?"', async () => {
