@@ -1,32 +1,14 @@
-/**
- * `openviking-kimi install` / `uninstall`: the parsed flags handed to the run (install/install.ts). The API key is taken here, at the edge: stdin, the environment, or a hidden prompt.
- */
+/** `openviking-kimi install` / `uninstall`: the parsed flags handed to the run; the API key taken here, at the edge. */
 
-import { defaultContext, fail } from "../install/transaction.ts";
+import { defaultContext, fail, type InstallOptions } from "../install/transaction.ts";
 import { runInstall, runUninstall } from "../install/install.ts";
-import { askHiddenOnTerminal, chooseApiKey } from "../install/ovcli.ts";
+import { askHiddenOnTerminal, chooseApiKey, type CredentialArgs } from "../install/ovcli.ts";
 
-/** Flags of `openviking-kimi install`, as cli/commands.ts parses them. */
-export interface InstallFlags {
-  mode: "config" | "plugin";
-  kimiHome: string | undefined;
-  url: string | undefined;
-  apiKey: string | undefined;
-  apiKeyStdin: boolean;
-  account: string | undefined;
-  user: string | undefined;
-  dryRun: boolean;
-  yes: boolean;
-}
-
-/** Flags of `openviking-kimi uninstall`, as cli/commands.ts parses them (no mode: both). */
-export interface UninstallFlags {
-  mode: "config" | "plugin" | undefined;
-  kimiHome: string | undefined;
-  purge: boolean;
-  dryRun: boolean;
-  yes: boolean;
-}
+/** Flags of `openviking-kimi install`, as cli/mod.ts parses them. */
+export type InstallFlags =
+  & Omit<InstallOptions, "credentials" | "purge">
+  & Omit<CredentialArgs, "apiKeyFrom">
+  & { apiKeyStdin: boolean };
 
 /** `openviking-kimi install …` */
 export async function installCommand(flags: InstallFlags): Promise<number> {
@@ -48,6 +30,6 @@ export async function installCommand(flags: InstallFlags): Promise<number> {
 }
 
 /** `openviking-kimi uninstall …` */
-export async function uninstallCommand(flags: UninstallFlags): Promise<number> {
+export async function uninstallCommand(flags: Omit<InstallOptions, "credentials">): Promise<number> {
   return await runUninstall(await defaultContext(), { ...flags, credentials: {} });
 }

@@ -38,9 +38,6 @@ export const HealthReply = z.looseObject({
 /**
  * The server's checks: `/health` answers as OpenViking's does, then a search works with the configured key —
  * or, with `quick` (install's note), only whether the key may use memory's routes.
- *
- * @example
- * const [server, auth] = await serverChecks(config); // server.status "ok": OpenViking answers
  */
 export async function serverChecks(
   config: Config,

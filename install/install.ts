@@ -1,8 +1,6 @@
 /**
- * `openviking-kimi install` and `uninstall [--purge]`. Install: the connection settings (ovcli.conf), the
- * program the registrations run (program.ts), the mode's registrations (kimi-home.ts). Uninstall: exactly what
- * install added, and with `--purge` what that home and — once no other installed home needs them — every home
- * shares. Each one plan, carried out all or nothing (transaction.ts).
+ * `install` (connection settings, the program, the mode's registrations) and `uninstall [--purge]` (what
+ * install added; with `--purge` what that home and, once no other home needs them, every home shares).
  */
 
 import { credentialFilePaths, DEFAULT_BASE_URL, loadConfig, originOf } from "../openviking/config.ts";

@@ -6,9 +6,14 @@
 import { findNodeAtLocation, type Node, parseTree } from "jsonc-parser";
 import * as z from "zod/mini";
 import { deepEqual, isRecord } from "../lib/parsed.ts";
-import { classifyMcpEntry, MCP_SERVER_NAME, type McpEntry, PLUGIN_ID } from "./spec.ts";
-
-type Refusal = { ok: false; error: string };
+import {
+  classifyMcpEntry,
+  type EditPlan,
+  MCP_SERVER_NAME,
+  type McpEntry,
+  PLUGIN_ID,
+  type Refusal,
+} from "./spec.ts";
 
 /** JSON text parsed (a BOM aside), or why it is not JSON. */
 export function parseJson(text: string): { ok: true; value: unknown } | Refusal {
@@ -131,10 +136,8 @@ function remove(text: string, parent: Node, index: number): string {
 }
 
 /**
- * `text` with the value at `path` set to `value` (undefined: removed), every other byte kept. A missing
- * object on the way is made; an array index past the end appends.
- *
- * @example editJson('{"a": 1}', ["b"], 2) // '{"a": 1, "b": 2}'
+ * `text` with the value at `path` set to `value` (undefined: removed), every other byte kept; a missing
+ * object on the way is made, an array index past the end appends: `editJson('{"a": 1}', ["b"], 2)`.
  */
 export function editJson(text: string, path: (string | number)[], value: unknown): string {
   const root = treeOf(text);
@@ -163,11 +166,6 @@ export function editJson(text: string, path: (string | number)[], value: unknown
   const layout = BREAK.test(was) ? lines(text, BREAK.exec(was)![0], colon) : oneLine(colon);
   return splice(text, old.offset, old.offset + old.length, render(value, layout, indentAt(text, at.offset)));
 }
-
-/** A planned change of mcp.json. */
-export type JsonPlan =
-  | { ok: true; after: string | undefined; changed: boolean; warnings: string[] }
-  | Refusal;
 
 /** The file install creates when there is none, without our entry: uninstall deletes it again. */
 const CREATED_EMPTY = '{\n  "mcpServers": {}\n}\n';
@@ -217,7 +215,7 @@ export function planMcpInstall(
   current: string | undefined,
   entry: McpEntry,
   options: { replaceOthers?: boolean } = {},
-): JsonPlan {
+): EditPlan {
   const loaded = loadMcp(current);
   if (!loaded.ok) return loaded;
   const previous = classifyMcpEntry(loaded.entry);
@@ -245,7 +243,7 @@ export function planMcpInstall(
 export function planMcpUninstall(
   current: string | undefined,
   options: { removeUpstream?: boolean } = {},
-): JsonPlan {
+): EditPlan {
   const loaded = loadMcp(current);
   if (!loaded.ok) return loaded;
   const previous = classifyMcpEntry(loaded.entry);

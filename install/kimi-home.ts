@@ -1,7 +1,6 @@
 /**
- * What install writes into a Kimi home, per mode, and what takes each mode out again (install's switch and
- * uninstall share it). Config mode: our block in `config.toml`, `mcpServers.openviking` in `mcp.json`, the
- * memory skill. Plugin mode: the plugin directory placed whole under `plugins/managed`, its registry record.
+ * What each mode writes into a Kimi home and what takes it out again: config mode's block, `mcp.json` entry and
+ * skill; plugin mode's directory under `plugins/managed` and its registry record.
  */
 
 import type { KimiState } from "./detect.ts";
@@ -155,11 +154,8 @@ export function planConfigOut(
   return undefined;
 }
 
-/** Whether two paths name one directory (separators and a trailing one aside). */
-function samePath(a: string, b: string): boolean {
-  const norm = (p: string) => p.replaceAll("\\", "/").replace(/\/+$/, "");
-  return norm(a) === norm(b);
-}
+/** A path with `/` separators and no trailing one, to compare two that name one directory. */
+const norm = (p: string) => p.replaceAll("\\", "/").replace(/\/+$/, "");
 
 /** Plans plugin mode out: our record; switching, our plugin directory (only in Kimi's managed place) and OpenViking's disabled. */
 export function planPluginOut(
@@ -179,7 +175,7 @@ export function planPluginOut(
       : `plugin "${PLUGIN_ID}" unregistered`;
     planKimiFile(plan, state, "registry", reg.after, what);
     const root = joinPath(state.paths.managedDir, PLUGIN_ID);
-    if (switching && plugin.owner === "ours" && samePath(plugin.root, root)) {
+    if (switching && plugin.owner === "ours" && norm(plugin.root) === norm(root)) {
       plan.steps.push(
         removalStep(root, `delete the plugin directory ${root}`, `plugin directory removed: ${root}`, true),
       );
@@ -291,7 +287,7 @@ export async function planConfigMode(
     replaceOthers: options.yes,
   });
   if (!mcp.ok) return mcp.error;
-  const cfg = planConfigInstall(state.configText, hookEntries(prefix), { replaceUpstream: options.yes });
+  const cfg = planConfigInstall(state.configText, hookEntries(prefix));
   if (!cfg.ok) return cfg.error;
   if (mcp.changed) planKimiFile(plan, state, "mcp", mcp.after, 'MCP server "openviking" registered');
   if (cfg.changed) planKimiFile(plan, state, "config", cfg.after, "hooks registered");

@@ -5,7 +5,7 @@
 
 import { type Env, joinPath } from "../lib/paths.ts";
 import { COPY_FILES, COPY_RUN_FLAGS, shellQuote } from "../lib/self.ts";
-import type { OsFamily } from "./placement.ts";
+import { cmdQuote, type OsFamily } from "./placement.ts";
 import type { Check } from "./check.ts";
 
 /** What a launcher needs to know. */
@@ -161,8 +161,7 @@ exit 1
 }
 
 function windowsLauncher(spec: LauncherSpec, marker: string): string {
-  const quote = (w: string) => (/^[A-Za-z0-9_@%+=:,./\\-]+$/.test(w) ? w : `"${w.replace(/"/g, '""')}"`);
-  const run = [...spec.flags, ...COPY_RUN_FLAGS].map(quote).join(" ");
+  const run = [...spec.flags, ...COPY_RUN_FLAGS].map(cmdQuote).join(" ");
   const win = (p: string) => p.replace(/\//g, "\\");
   const why = oneLine(denoNotFound(spec, "windows")).replace(/[%^&|<>]/g, "^$&");
   return [

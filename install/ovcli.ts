@@ -1,7 +1,6 @@
 /**
- * Connection settings saved to `~/.openviking/ovcli.conf` as OpenViking's other installers do (merged, unknown
- * fields kept, `""` deletes), with no backup (it holds the key); its `url` is the server its `api_key` is for.
- * The key asked of the user, never shown.
+ * Connection settings merged into `~/.openviking/ovcli.conf` as OpenViking's other installers do (unknown
+ * fields kept, `""` deletes, no backup: it holds the key), and the key asked of the user, never shown.
  */
 
 import { parseJson } from "./json-files.ts";
@@ -37,11 +36,6 @@ function said(s: Setting, planned: boolean): string {
   if (s.shown === undefined) return planned ? `delete ${s.name}${note}` : `${s.name} deleted${note}`;
   if (!planned) return `${s.name} = ${s.shown}`;
   return s.shown.startsWith("(") ? `set ${s.name} ${s.shown}` : `set ${s.name} to ${s.shown}`;
-}
-
-/** Whether any setting was given. */
-function hasCredentialArgs(args: CredentialArgs): boolean {
-  return [args.url, args.apiKey, args.account, args.user].some((v) => v !== undefined);
 }
 
 /** Sets (or with "" deletes) the server URL in `doc`; says what it did, or why the URL is refused. */
@@ -119,7 +113,9 @@ export function planOvcli(
   path: string,
   keyWasFor = DEFAULT_BASE_URL,
 ): OvcliPlan {
-  if (!hasCredentialArgs(args)) return { ok: true, after: current, changed: false, summary: [], steps: [] };
+  if ([args.url, args.apiKey, args.account, args.user].every((v) => v === undefined)) {
+    return { ok: true, after: current, changed: false, summary: [], steps: [] };
+  }
   let doc: Record<string, unknown> = {};
   if (current !== undefined && current.trim() !== "") {
     const parsed = parseJson(current);

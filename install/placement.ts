@@ -1,6 +1,7 @@
 /** Where the program the hook entries run lives, and how a command line for it is written. */
 
 import { checkoutRoot, copyDir, isCompiled, shellQuote } from "../lib/self.ts";
+import { sha256Hex } from "../lib/hash.ts";
 import { commandDir, type Env, integrationDir, isAbsolutePath, joinPath, orNoHome } from "../lib/paths.ts";
 import { EXECUTABLE_NAME, type McpEntry } from "./spec.ts";
 
@@ -83,21 +84,6 @@ export function configMcpEntry(program: string, os: OsFamily): McpEntry {
 export async function sameBytes(a: string, b: string): Promise<boolean> {
   const [sa, sb] = await Promise.all([a, b].map((p) => Deno.stat(p).catch(() => undefined)));
   if (!sa?.isFile || !sb?.isFile || sa.size !== sb.size) return false;
-  using fa = await Deno.open(a);
-  using fb = await Deno.open(b);
-  const [ba, bb] = [new Uint8Array(1 << 20), new Uint8Array(1 << 20)];
-  for (;;) {
-    const [na, nb] = [await readFull(fa, ba), await readFull(fb, bb)];
-    if (na !== nb || ba.subarray(0, na).some((v, i) => v !== bb[i])) return false;
-    if (na === 0) return true;
-  }
-}
-
-/** Reads until `buf` is full or the file ends; returns how many bytes were read. */
-async function readFull(file: Deno.FsFile, buf: Uint8Array): Promise<number> {
-  let n = 0;
-  for (let got: number | null = 0; got !== null && n < buf.length; n += got ?? 0) {
-    got = await file.read(buf.subarray(n));
-  }
-  return n;
+  const [ha, hb] = await Promise.all([a, b].map(async (p) => sha256Hex(await Deno.readFile(p))));
+  return ha === hb;
 }

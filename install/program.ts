@@ -5,12 +5,10 @@ import { launcherName, launcherText } from "./launcher.ts";
 import { commandAt, executableFileName, installedBinaryPath, pathCommand, sameBytes } from "./placement.ts";
 import { EXECUTABLE_NAME, PLUGIN_ID } from "./spec.ts";
 import {
-  attempt,
   checkCreatable,
   type Context,
   describeFsError,
   fileStep,
-  makeDirs,
   type Note,
   type Plan,
   type Step,
@@ -18,7 +16,7 @@ import {
   type TreeFile,
   writeTree,
 } from "./transaction.ts";
-import { parseJsonOrUndefined, readTextIfExists, writeFileAtomic } from "../lib/fs.ts";
+import { parseJsonOrUndefined, readTextIfExists } from "../lib/fs.ts";
 import { asRecord } from "../lib/parsed.ts";
 import { sha256Hex } from "../lib/hash.ts";
 import { dirName, type Env, integrationDir, joinPath, kimiHome, orNoHome } from "../lib/paths.ts";
@@ -168,12 +166,7 @@ export async function planProgram(
     ? await ownCopyProgram(ctx, self.dir)
     : await checkoutProgram(ctx, self.root, plan);
   if (typeof program === "string") return program;
-  const step = await recordStep(
-    ctx.env,
-    homesFile(ctx.env),
-    [home],
-    `record ${home} in ${homesFile(ctx.env)}`,
-  );
+  const step = await recordStep(homesFile(ctx.env), [home], `record ${home} in ${homesFile(ctx.env)}`);
   if (step) plan.steps.push(step);
   await planPathCommand(ctx, program.command, plan);
   return program;
@@ -321,9 +314,8 @@ export function buildCopy(root: string, deno: string, flags: readonly string[]):
 }
 
 /**
- * Plans the program copy `copy` in place, run by `deno`: placed whole (over a wreck), or — the same code with
- * another launcher — its launcher and copy.json rewritten; nothing when it is there as is. A version in place
- * keeps the checkout it recorded, so the same code from another clone rewrites nothing.
+ * Plans the program copy in place, run by `deno`: placed whole (over a wreck), or only its launcher and record
+ * rewritten (the same code), or nothing; a version keeps the checkout it recorded.
  */
 async function planCopy(
   ctx: Context,
@@ -397,30 +389,17 @@ async function listedHomes(env: Env): Promise<string[]> {
 }
 
 /** The silent step adding `lines` to the record file `path` (one a line); none when all are there. */
-async function recordStep(
-  env: Env,
-  path: string,
-  lines: string[],
-  describe: string,
-): Promise<Step | undefined> {
+async function recordStep(path: string, lines: string[], describe: string): Promise<Step | undefined> {
   const before = await readTextIfExists(path).catch(() => undefined);
   const listed = (before ?? "").split("\n").filter((l) => l.trim() !== "");
   const added = [...new Set(lines)].filter((l) => !listed.includes(l));
   if (!added.length) return undefined;
+  const after = `${[...listed, ...added].join("\n")}\n`;
+  const step = fileStep({ path, before, after, backup: "none" }, describe);
   return {
     describe,
     check: () => checkCreatable(path),
-    run: () =>
-      attempt(`write ${path}`, async () => {
-        const dirs = await makeDirs(integrationDir(env), { private: true });
-        await writeFileAtomic(path, `${[...listed, ...added].join("\n")}\n`, { privateDir: false });
-        const undo = async () => {
-          if (before === undefined) await Deno.remove(path).catch(() => {});
-          else await writeFileAtomic(path, before, { privateDir: false });
-          await dirs();
-        };
-        return { changed: path, undo };
-      }),
+    run: async () => ({ ...await step.run(), message: undefined }),
   };
 }
 
@@ -443,7 +422,7 @@ export async function madeDirsStep(env: Env, dirs: string[]): Promise<Step | und
     }
   }
   const path = madeDirsFile(env);
-  return await recordStep(env, path, missing, `record the directories this install makes in ${path}`);
+  return await recordStep(path, missing, `record the directories this install makes in ${path}`);
 }
 
 /** Takes the record of the directories install made; returns what removes them, deepest first, when empty. */

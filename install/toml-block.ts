@@ -10,9 +10,11 @@ import {
   ALLOWED_HOOK_KEYS,
   BLOCK_BEGIN,
   BLOCK_END,
+  type EditPlan,
   type HookEntry,
   isOurHookCommand,
   isUpstreamHookCommand,
+  type Refusal,
 } from "./spec.ts";
 
 /** A marked block: `[start, end)` covers its begin marker line through the end marker (no line ending). */
@@ -206,18 +208,6 @@ export function outsideHooksProblem(strays: FoundHook[], upstream: FoundHook[]):
   return "";
 }
 
-/** A planned change of config.toml (`after` undefined: the file goes, or stays absent). */
-export type ConfigPlan =
-  | {
-    ok: true;
-    after: string | undefined;
-    changed: boolean;
-    warnings: string[];
-  }
-  | { ok: false; error: string };
-
-type Refusal = { ok: false; error: string };
-
 /** The document and our blocks, or why the file cannot be changed. */
 function load(text: string): { ok: true; doc: Record<string, unknown>; blocks: BlockRange[] } | Refusal {
   const parsed = parseToml(text);
@@ -235,24 +225,14 @@ function load(text: string): { ok: true; doc: Record<string, unknown>; blocks: B
   return { ok: true, doc: parsed.value, blocks: found.blocks };
 }
 
-/** Plans install: our block with `entries`, placed so that no key of the user's changes meaning. */
-export function planConfigInstall(
-  current: string | undefined,
-  entries: readonly HookEntry[],
-  options: { replaceUpstream?: boolean } = {},
-): ConfigPlan {
+/**
+ * Plans install: our block with `entries` (in place of any block there, OpenViking's too: install refuses
+ * that one earlier without --yes), placed so that no key of the user's changes meaning.
+ */
+export function planConfigInstall(current: string | undefined, entries: readonly HookEntry[]): EditPlan {
   const before = current ?? "";
   const loaded = load(before);
   if (!loaded.ok) return loaded;
-  if (loaded.blocks.some((b) => blockInfo(b).owner === "upstream") && !options.replaceUpstream) {
-    return {
-      ok: false,
-      error: "config.toml has the block written by OpenViking's own Kimi plugin installer (node " +
-        "…/kimicode-hook.mjs). Two memory integrations would capture every turn twice. Either remove it " +
-        "(OpenViking's `install.sh --harness kimicode --uninstall --yes`) and run install again, or run " +
-        "install again with --yes to let openviking-kimi replace that block.",
-    };
-  }
   const user = parseToml(removeRanges(before, loaded.blocks));
   if (!user.ok) {
     return {
@@ -302,7 +282,7 @@ export function planConfigInstall(
 export function planConfigUninstall(
   current: string | undefined,
   options: { removeUpstream?: boolean } = {},
-): ConfigPlan {
+): EditPlan {
   if (current === undefined) {
     return { ok: true, after: undefined, changed: false, warnings: [] };
   }

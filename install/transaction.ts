@@ -1,7 +1,6 @@
 /**
- * Install and uninstall as one transaction: a plan of steps, every check before the first write, a dry run's
- * diff, then the steps in order, each keeping what it replaced aside until all succeeded; a failure puts back
- * the steps already taken, last first.
+ * A run as one transaction: every check before the first write, a dry run's diff, then the steps in order,
+ * each keeping what it replaced aside until all succeeded; a failure puts back those taken, last first.
  */
 
 import { structuredPatch } from "diff";
@@ -125,15 +124,6 @@ export function describeFsError(error: unknown): string {
 
 const isFsError = (error: unknown) => typeof (error as { code?: unknown })?.code === "string";
 
-/** Runs `action`; a file-system error becomes "could not <what>: <cause>". */
-export async function attempt<T>(what: string, action: () => Promise<T>): Promise<T> {
-  try {
-    return await action();
-  } catch (error) {
-    throw isFsError(error) ? new Error(`could not ${what}: ${describeFsError(error)}`) : error;
-  }
-}
-
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /** A text file byte for byte (BOM kept); undefined when absent; a failure names the file and the fix. */
@@ -232,7 +222,7 @@ async function checkChange(change: FileChange): Promise<string | undefined> {
 }
 
 /** Makes `dir` and its missing parents (new ones 0700; `private`: `dir` itself 0700); the undo removes what it made. */
-export async function makeDirs(
+async function makeDirs(
   dir: string,
   options: { private?: boolean } = {},
 ): Promise<() => Promise<void>> {
@@ -315,10 +305,12 @@ export function swapStep(s: Swap): Step {
     run: async () => {
       if (s.quiet && !(await lstat(s.path).catch(() => undefined))) return {};
       const verb = s.make ? `put ${s.path} in place` : `remove ${s.path}`;
-      return await attempt(verb, async () => {
+      try {
         const { undo, end } = await swapIn(s.path, s.make, s);
         return { message: s.message, changed: s.path, undo, commit: end };
-      });
+      } catch (error) {
+        throw isFsError(error) ? new Error(`could not ${verb}: ${describeFsError(error)}`) : error;
+      }
     },
   };
 }
@@ -346,14 +338,11 @@ export async function writeTree(
   for (const f of files) {
     const path = joinPath(root, f.path);
     await Deno.mkdir(dirName(path), { recursive: true, mode: 0o700 });
-    if (typeof f.content === "object" && "copyFrom" in f.content) {
-      await Deno.copyFile(f.content.copyFrom, path);
-    } else {await Deno.writeFile(
-        path,
-        typeof f.content === "string" ? new TextEncoder().encode(f.content) : f.content,
-        { mode: f.mode },
-      );}
-    if (Deno.build.os !== "windows") await Deno.chmod(path, f.mode);
+    const { content, mode } = f;
+    const bytes = typeof content === "string" ? new TextEncoder().encode(content) : content;
+    if ("copyFrom" in bytes) await Deno.copyFile(bytes.copyFrom, path);
+    else await Deno.writeFile(path, bytes, { mode });
+    if (Deno.build.os !== "windows") await Deno.chmod(path, mode);
   }
   if (Deno.build.os !== "windows") await Deno.chmod(root, 0o700);
 }

@@ -19,12 +19,6 @@ const DEFAULT_ID = "default";
 /** OpenViking's rule for account and user ids (openviking/core/identifiers.py). */
 const ID = /^[A-Za-z0-9_.@-]+$/;
 
-/** A key given to install and where it came from. */
-export interface GivenKey {
-  apiKey: string;
-  from: string;
-}
-
 /** The key to save (undefined: none yet, a dry run), where it came from and what was done; or why not. */
 export type KeyOutcome =
   | { ok: true; apiKey?: string; from?: string; said: string[] }
@@ -100,7 +94,7 @@ function uncheckedKey(health: OvFailure, url: string): string {
 /** Asks the server about `given` before it is saved; a refused key, or one nobody can check, stops install. */
 export async function keyToSave(
   ctx: Context,
-  given: GivenKey,
+  given: { apiKey: string; from: string },
   target: { url: string; account?: string; user?: string; dryRun: boolean },
 ): Promise<KeyOutcome> {
   const account = target.account || DEFAULT_ID;

@@ -11,13 +11,11 @@ import fc from "fast-check";
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { tomlDocument } from "../install/toml_arbitrary.ts";
-import type { Context } from "../../install/transaction.ts";
 import { runInstall } from "../../install/install.ts";
 import { runUninstall } from "../../install/install.ts";
 import { isRecord as isObject } from "../../lib/parsed.ts";
 import { planMcpInstall, planMcpUninstall } from "../../install/json-files.ts";
 import { planOvcli } from "../../install/ovcli.ts";
-import { currentSelf } from "../../install/placement.ts";
 import {
   parseRegistry,
   planRegistryDisable,
@@ -31,6 +29,7 @@ import { deepEqual } from "../../lib/parsed.ts";
 import { mutated, nastyString, params } from "./arbitraries.ts";
 import { MCP_ENTRY, mcpDocument } from "../install/json_arbitrary.ts";
 import { changedRegion, deletionOf, insertionOf, parseLoose } from "../install/text_diff.ts";
+import { installSandbox, opts } from "../install/helpers.ts";
 
 const ENTRIES = hookEntries("/opt/ov/bin/openviking-kimi");
 const NOW = new Date("2026-11-30T12:00:00.000Z");
@@ -112,7 +111,7 @@ const parsesAsJsonObject = (text: string) => {
 Deno.test("fuzz: config.toml planners — a result that parses (install → uninstall gives the bytes back) or a refusal", () => {
   fc.assert(
     fc.property(configText, fc.boolean(), (text, yes) => {
-      const install = planConfigInstall(text, ENTRIES, { replaceUpstream: yes });
+      const install = planConfigInstall(text, ENTRIES);
       if (!install.ok) assertTrue(install.error.length > 0, "a refusal says why");
       else {
         const parsed = parseToml(install.after!);
@@ -239,33 +238,15 @@ Deno.test("fuzz: mcp.json edits refuse exactly what JSON.parse refuses, and neve
   );
 });
 
-Deno.test("fuzz: mcp.json, installed.json and ovcli.conf planners — a result that parses, or a refusal", () => {
+Deno.test("fuzz: installed.json and ovcli.conf planners — a result that parses, or a refusal", () => {
   fc.assert(
     fc.property(
-      mcpText,
       registryText,
       fc.oneof(fc.constant(undefined), mutated(fc.constant('{"url":"http://h:1","api_key":"k"}'))),
       fc.record({ url: nastyString, apiKey: nastyString, account: nastyString, user: nastyString }, {
         requiredKeys: [],
       }),
-      fc.boolean(),
-      (mcp, registry, ovcli, creds, yes) => {
-        const mi = planMcpInstall(mcp, MCP_ENTRY, { replaceOthers: yes });
-        if (mi.ok) {
-          // A BOM stays (the file is edited, not re-serialised).
-          const doc = parseLoose(mi.after!) as { mcpServers: Record<string, unknown> };
-          assertEquals(doc.mcpServers[MCP_SERVER_NAME], MCP_ENTRY);
-          const before = mcp?.trim() ? JSON.parse(mcp.replace(/^\ufeff/, "")) as Record<string, unknown> : {};
-          for (const [k, v] of Object.entries(before)) {
-            if (k !== "mcpServers") assertEquals(doc[k as keyof typeof doc], v, `top-level key ${k} kept`);
-          }
-        } else assertTrue(mi.error.length > 0);
-        const mu = planMcpUninstall(mcp, { removeUpstream: yes });
-        if (mu.ok && mu.changed && mu.after !== undefined) {
-          assertTrue(parsesAsJsonObject(mu.after), "mcp.json stays an object");
-        }
-        if (!mu.ok) assertTrue(mu.error.length > 0);
-
+      (registry, ovcli, creds) => {
         for (
           const plan of [
             planRegistryInstall(registry, {
@@ -309,7 +290,6 @@ Deno.test({
   sanitizeResources: false,
   fn: async () => {
     await using dir = await tempDir("ovk-fuzz-");
-    const self = await currentSelf();
     let n = 0;
     const codes = new Map<string, number>();
     await fc.assert(
@@ -326,9 +306,9 @@ Deno.test({
             t === undefined ? undefined : new TextDecoder().decode(new TextEncoder().encode(t))
           );
           const root = `${dir.path}/${++n}`;
-          const home = `${root}/home`;
-          const kimi = `${home}/.kimi-code`;
-          await Deno.mkdir(`${kimi}/plugins`, { recursive: true });
+          const t = await installSandbox(root);
+          const kimi = t.kimi;
+          await Deno.mkdir(`${kimi}/plugins`);
           const files: Record<string, string | undefined> = {
             [`${kimi}/config.toml`]: config,
             [`${kimi}/mcp.json`]: mcp,
@@ -337,19 +317,11 @@ Deno.test({
           for (const [path, text] of Object.entries(files)) {
             if (text !== undefined) await Deno.writeTextFile(path, text);
           }
-          const lines: string[] = [];
-          const ctx: Context = {
-            env: { HOME: home, PATH: Deno.env.get("PATH") },
-            self,
-            os: "posix",
-            out: { info: (l) => lines.push(l), error: (l) => lines.push(`ERR ${l}`) },
-            now: NOW,
-            cwd: root,
-          };
-          const options = { mode, credentials: {}, dryRun: false, yes, purge: false };
-          const code = command === "install"
-            ? await runInstall(ctx, options)
-            : await runUninstall(ctx, options);
+          const code = await (command === "install" ? runInstall : runUninstall)(
+            t.ctx(),
+            opts({ mode, yes }),
+          );
+          const lines = t.lines;
           const kind = `${command} ${mode} → ${code}`;
           codes.set(kind, (codes.get(kind) ?? 0) + 1);
           const now = async (p: string) => await Deno.readTextFile(p).catch(() => undefined);

@@ -1,20 +1,16 @@
 /**
- * install / uninstall apply all or nothing, through the real entry point under the production flags (issue
- * #11, findings 11 and 12): mcp.json comes back byte for byte; every refusal (a dangling config.toml symlink,
- * a directory where a file or its backup goes) happens before the first write and names the file and the fix;
- * a write that fails mid-way (a file name too long for the temporary sibling — it fails for root too) rolls
- * back the writes already made to their exact previous bytes and says so.
+ * install / uninstall apply all or nothing: every refusal (a dangling config.toml symlink, a directory where a
+ * file or its backup goes) happens before the first write and names the file and the fix; a write that fails
+ * mid-way (a file name too long for the temporary sibling — it fails for root too) rolls back the writes
+ * already made to their exact previous bytes and says so.
  */
 
-import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../support/assert.ts";
+import { assertEquals, assertMatch, assertNotMatch } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
-import { runCli } from "../support/run.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { isolatedEnv } from "./helpers.ts";
-import { insertionOf } from "./text_diff.ts";
-import type { Context } from "../../install/transaction.ts";
-import { runInstall } from "../../install/install.ts";
-import type { Self } from "../../install/placement.ts";
+import { fakeCompiled, installSandbox, opts } from "./helpers.ts";
+import type { InstallOptions } from "../../install/transaction.ts";
+import { runInstall, runUninstall } from "../../install/install.ts";
 
 const isWindows = Deno.build.os === "windows";
 
@@ -46,45 +42,25 @@ async function snapshot(dir: string): Promise<Record<string, string>> {
   return out;
 }
 
-interface Home {
-  root: string;
-  home: string;
-  kimi: string;
-  run: (...args: string[]) => Promise<{ code: number; stdout: string; stderr: string }>;
-}
+type Home = Awaited<ReturnType<typeof home>>;
 
-async function home(root: string): Promise<Home> {
-  const h = `${root}/home`;
-  const kimi = `${h}/.kimi-code`;
-  await Deno.mkdir(kimi, { recursive: true });
-  return {
-    root,
-    home: h,
-    kimi,
-    run: (...args) => runCli([...args, "--kimi-home", kimi], { env: isolatedEnv(h), cwd: root }),
+/** A sandbox whose `run` is an in-process install or uninstall: its exit code and what it printed. */
+async function home(root: string) {
+  const t = await installSandbox(root);
+  const run = async (command: "install" | "uninstall", partial: Partial<InstallOptions> = {}) => {
+    t.said();
+    const code = await (command === "install" ? runInstall : runUninstall)(t.ctx(), opts(partial));
+    return { code, said: t.said() };
   };
+  return { ...t, run };
 }
 
 const TESTER_MCP = '\ufeff{\r\n  "note": "caf\\u00e9",\r\n  "mcpServers": {\r\n    "a": {"command": "x", ' +
   '"startupTimeoutMs": 1.0, "env": {"BIG": 12345678901234567890}}\r\n  },\r\n  "z": 1e2\r\n}';
 const USER_CONFIG = '# mine\r\ndefault_model = "k3" # ✓\r\n';
 
-Deno.test("process: install + uninstall leave mcp.json byte for byte (BOM, CRLF, \\u00e9, 20 digits, 1.0)", async () => {
-  await using dir = await tempDir();
-  const t = await home(dir.path);
-  await Deno.writeTextFile(`${t.kimi}/mcp.json`, TESTER_MCP);
-  const install = await t.run("install");
-  assertEquals(install.code, 0, install.stderr);
-  const after = await Deno.readTextFile(`${t.kimi}/mcp.json`);
-  assertMatch(insertionOf(TESTER_MCP, after) ?? "", /^,\r\n {4}"openviking": \{\r\n/);
-  const uninstall = await t.run("uninstall");
-  assertEquals(uninstall.code, 0, uninstall.stderr);
-  assertEquals(await Deno.readFile(`${t.kimi}/mcp.json`), new TextEncoder().encode(TESTER_MCP));
-});
-
 Deno.test({
-  name:
-    "process: a dangling config.toml symlink is refused before anything is written, naming link and target",
+  name: "a dangling config.toml symlink is refused before anything is written, naming link and target",
   ignore: isWindows,
   async fn() {
     await using dir = await tempDir();
@@ -93,39 +69,17 @@ Deno.test({
     await Deno.symlink(`${dir.path}/dotfiles/kimi.toml`, `${t.kimi}/config.toml`);
     const before = await snapshot(dir.path);
     const r = await t.run("install");
-    assertEquals(r.code, 1, r.stderr);
+    assertEquals(r.code, 1, r.said);
     assertEquals(await snapshot(dir.path), before, "nothing written (mcp.json, backups, ~/.openviking)");
-    assertMatch(r.stderr, /config\.toml/);
-    assertMatch(r.stderr, /dotfiles\/kimi\.toml/);
-    assertMatch(r.stderr, /does not exist/);
-    assertMatch(r.stderr, /nothing was changed/);
-    assertNotMatch(r.stderr, RAW_ERROR);
+    assertMatch(r.said, /config\.toml/);
+    assertMatch(r.said, /dotfiles\/kimi\.toml/);
+    assertMatch(r.said, /does not exist/);
+    assertMatch(r.said, /nothing was changed/);
+    assertNotMatch(r.said, RAW_ERROR);
   },
 });
 
-Deno.test({
-  name:
-    "process: a config.toml symlink to a real file is written through; the link stays; uninstall restores",
-  ignore: isWindows,
-  async fn() {
-    await using dir = await tempDir();
-    const t = await home(dir.path);
-    await Deno.mkdir(`${dir.path}/dotfiles`);
-    await Deno.writeTextFile(`${dir.path}/dotfiles/kimi.toml`, USER_CONFIG);
-    await Deno.symlink("../../dotfiles/kimi.toml", `${t.kimi}/config.toml`);
-    const r = await t.run("install");
-    assertEquals(r.code, 0, r.stderr);
-    assertEquals(await Deno.readLink(`${t.kimi}/config.toml`), "../../dotfiles/kimi.toml");
-    assertTrue((await Deno.readTextFile(`${dir.path}/dotfiles/kimi.toml`)).startsWith(USER_CONFIG + "# >>>"));
-    assertEquals(await Deno.readTextFile(`${t.kimi}/config.toml.bak`), USER_CONFIG);
-    const u = await t.run("uninstall");
-    assertEquals(u.code, 0, u.stderr);
-    assertEquals(await Deno.readLink(`${t.kimi}/config.toml`), "../../dotfiles/kimi.toml");
-    assertEquals(await Deno.readTextFile(`${dir.path}/dotfiles/kimi.toml`), USER_CONFIG);
-  },
-});
-
-Deno.test("process: the second file refused after the first was planned — nothing written, the file and fix named", async () => {
+Deno.test("the second file refused after the first was planned — nothing written, the file and fix named", async () => {
   const cases: { name: string; setup: (t: Home) => Promise<void>; says: RegExp }[] = [
     {
       name: "config.toml.bak is a directory",
@@ -158,11 +112,11 @@ Deno.test("process: the second file refused after the first was planned — noth
     await c.setup(t);
     const before = await snapshot(dir.path);
     const r = await t.run("install");
-    assertEquals(r.code, 1, `${c.name}: ${r.stderr}`);
+    assertEquals(r.code, 1, `${c.name}: ${r.said}`);
     assertEquals(await snapshot(dir.path), before, `${c.name}: nothing written`);
-    assertMatch(r.stderr, c.says, c.name);
-    assertMatch(r.stderr, /nothing was changed/, c.name);
-    assertNotMatch(r.stderr, RAW_ERROR, c.name);
+    assertMatch(r.said, c.says, c.name);
+    assertMatch(r.said, /nothing was changed/, c.name);
+    assertNotMatch(r.said, RAW_ERROR, c.name);
   }
 });
 
@@ -175,7 +129,7 @@ async function tooLongTarget(root: string, content: string): Promise<string> {
 }
 
 Deno.test({
-  name: "process: a write failing mid-way rolls back what was written (exact bytes, backups too) and says so",
+  name: "a write failing mid-way rolls back what was written (exact bytes, backups too) and says so",
   ignore: isWindows,
   async fn() {
     for (const mcp of [TESTER_MCP, undefined]) {
@@ -189,20 +143,19 @@ Deno.test({
       const before = await snapshot(dir.path);
       // A server that takes the key: install then saves it, in the same run that fails.
       await using fake = await FakeOpenViking.start({ apiKey: "sk-rollback-test" });
-      const r = await t.run("install", "--url", fake.url, "--api-key", "sk-rollback-test");
-      assertEquals(r.code, 1, r.stderr);
+      const r = await t.run("install", { credentials: { url: fake.url, apiKey: "sk-rollback-test" } });
+      assertEquals(r.code, 1, r.said);
       assertEquals(await snapshot(dir.path), before, "every file as it was: mcp.json, its .bak, ovcli.conf");
-      assertMatch(r.stderr, /could not write .*kkkk/);
-      assertMatch(r.stderr, /rolled back/i);
-      assertMatch(r.stderr, /mcp\.json/);
-      assertNotMatch(r.stderr, /os error/);
+      assertMatch(r.said, /could not write .*kkkk/);
+      assertMatch(r.said, /rolled back/i);
+      assertMatch(r.said, /mcp\.json/);
+      assertNotMatch(r.said, /os error/);
     }
   },
 });
 
 Deno.test({
-  name:
-    "process: plugin mode failing at the registry puts back config.toml, mcp.json and the plugin directory",
+  name: "plugin mode failing at the registry puts back config.toml, mcp.json and the plugin directory",
   ignore: isWindows,
   async fn() {
     await using dir = await tempDir();
@@ -210,20 +163,20 @@ Deno.test({
     await Deno.writeTextFile(`${t.kimi}/config.toml`, USER_CONFIG);
     await Deno.writeTextFile(`${t.kimi}/mcp.json`, TESTER_MCP);
     const config = await t.run("install");
-    assertEquals(config.code, 0, config.stderr);
+    assertEquals(config.code, 0, config.said);
     await Deno.mkdir(`${t.kimi}/plugins`);
     const registry = JSON.stringify({ version: 1, plugins: [] });
     await Deno.symlink(await tooLongTarget(dir.path, registry), `${t.kimi}/plugins/installed.json`);
     const before = await snapshot(dir.path);
-    const r = await t.run("install", "--mode", "plugin");
-    assertEquals(r.code, 1, r.stderr);
+    const r = await t.run("install", { mode: "plugin" });
+    assertEquals(r.code, 1, r.said);
     assertEquals(await snapshot(dir.path), before, "config mode still in place, no plugin directory left");
-    assertMatch(r.stderr, /rolled back/i);
+    assertMatch(r.said, /rolled back/i);
   },
 });
 
 Deno.test({
-  name: "process: uninstall failing at mcp.json puts config.toml's block back",
+  name: "uninstall failing at mcp.json puts config.toml's block back",
   ignore: isWindows,
   async fn() {
     await using dir = await tempDir();
@@ -232,7 +185,7 @@ Deno.test({
     await Deno.symlink(await tooLongTarget(dir.path, TESTER_MCP), `${t.kimi}/mcp.json`);
     // Install cannot write mcp.json through that link either: it refuses with everything rolled back.
     const install = await t.run("install");
-    assertEquals(install.code, 1, install.stderr);
+    assertEquals(install.code, 1, install.said);
     assertEquals(await Deno.readTextFile(`${t.kimi}/config.toml`), USER_CONFIG);
     // With the link pointing at a normal name install works; then uninstall meets the long name again.
     const short = `${dir.path}/dotfiles/mcp.json`;
@@ -245,9 +198,9 @@ Deno.test({
     await Deno.symlink(await tooLongTarget(dir.path, installed), `${t.kimi}/mcp.json`);
     const before = await snapshot(dir.path);
     const r = await t.run("uninstall");
-    assertEquals(r.code, 1, r.stderr);
+    assertEquals(r.code, 1, r.said);
     assertEquals(await snapshot(dir.path), before, "config.toml still has its block, every backup as it was");
-    assertMatch(r.stderr, /could not write .*kkkk.*Rolled back .*config\.toml/);
+    assertMatch(r.said, /could not write .*kkkk.*Rolled back .*config\.toml/);
   },
 });
 
@@ -258,34 +211,21 @@ Deno.test({
   async fn() {
     await using dir = await tempDir();
     const t = await home(dir.path);
-    await Deno.mkdir(`${dir.path}/dist`);
-    const exe = `${dir.path}/dist/openviking-kimi`;
-    await Deno.writeTextFile(exe, "#!/bin/sh\necho new\n", { mode: 0o755 });
-    const self: Self = { kind: "compiled", execPath: exe };
-    const lines: string[] = [];
-    const ctx: Context = {
-      env: { HOME: t.home, PATH: Deno.env.get("PATH") },
-      self,
-      os: "posix",
-      out: { info: (l) => lines.push(l), error: (l) => lines.push(`ERR ${l}`) },
-      now: new Date("2026-11-30T12:00:00.000Z"),
-      cwd: dir.path,
-    };
-    const opts = { credentials: {}, dryRun: false, yes: false, purge: false };
-    assertEquals(await runInstall(ctx, { ...opts, mode: "plugin" }), 0, lines.join("\n"));
+    const self = await fakeCompiled(dir.path);
+    assertEquals(await runInstall(t.ctx(self), opts({ mode: "plugin" })), 0, t.all());
     // An older executable already in place from an earlier config-mode install.
     const bin = `${t.home}/.openviking/agent-integrations/kimicode/bin/openviking-kimi`;
     await Deno.mkdir(`${t.home}/.openviking/agent-integrations/kimicode/bin`, { recursive: true });
     await Deno.writeTextFile(bin, "#!/bin/sh\necho old\n", { mode: 0o755 });
     await Deno.symlink(await tooLongTarget(dir.path, USER_CONFIG), `${t.kimi}/config.toml`);
     const before = await snapshot(dir.path);
-    assertEquals(await runInstall(ctx, { ...opts, mode: "config" }), 1);
+    assertEquals(await runInstall(t.ctx(self), opts({ mode: "config" })), 1);
     assertEquals(
       await snapshot(dir.path),
       before,
       "old executable, plugin directory, registry and mcp.json as they were",
     );
-    assertMatch(lines.join("\n"), /ERR .*Rolled back .*installed\.json.*openviking-memory/);
+    assertMatch(t.all(), /ERR .*Rolled back .*installed\.json.*openviking-memory/);
   },
 });
 
@@ -307,8 +247,7 @@ function canMountTmpfs(): boolean {
 }
 
 Deno.test({
-  name:
-    "process: a full disk under the second file rolls back the first (needs a tmpfs mount: root + CAP_SYS_ADMIN)",
+  name: "a full disk under the second file rolls back the first (needs a tmpfs mount: root + CAP_SYS_ADMIN)",
   ignore: !canMountTmpfs(),
   async fn() {
     await using dir = await tempDir();
@@ -330,10 +269,10 @@ Deno.test({
       await Deno.writeTextFile(`${t.kimi}/mcp.json`, TESTER_MCP);
       const before = await snapshot(t.home);
       const r = await t.run("install");
-      assertEquals(r.code, 1, r.stderr);
+      assertEquals(r.code, 1, r.said);
       assertEquals(await snapshot(t.home), before);
       assertEquals(await Deno.readTextFile(`${disk}/kimi.toml`), USER_CONFIG);
-      assertMatch(r.stderr, /could not write .*kimi\.toml.*the disk is full\. Rolled back .*mcp\.json/);
+      assertMatch(r.said, /could not write .*kimi\.toml.*the disk is full\. Rolled back .*mcp\.json/);
     } finally {
       await new Deno.Command("umount", { args: [disk] }).output();
     }

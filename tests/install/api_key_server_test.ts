@@ -20,7 +20,6 @@ import { JournalBuilder } from "../support/journal.ts";
 
 const ROOT_KEY = "root-4c7f0d1e9a2b";
 const SESSION = "session_5ec0e7a1-0000-4000-8000-0000000000a1";
-const posix = Deno.build.os !== "windows";
 
 /** A sandboxed HOME with a Kimi home, and a runner of the CLI in it. */
 async function sandbox(root: string, extra: Record<string, string> = {}) {
@@ -289,38 +288,6 @@ Deno.test("install --url NEW: the saved key never goes to the new address, is no
   assertEquals(health.filter((r) => r.headers.authorization), [], "/health is asked without a key");
 });
 
-Deno.test("a key from ovcli.conf is not sent to an OPENVIKING_URL or OPENVIKING_MCP_URL of another origin", async () => {
-  await using dir = await tempDir();
-  await using saved = await FakeOpenViking.start({ apiKey: "sk-saved" });
-  await using elsewhere = await FakeOpenViking.start();
-  const t = await sandbox(dir.path);
-  assertEquals((await t.cli(["install", "--url", saved.url, "--api-key-stdin"], "sk-saved\n")).code, 0);
-  await t.prompt("which indent does this project use?", { OPENVIKING_URL: elsewhere.url });
-  assertTrue(elsewhere.requestsTo("POST /api/v1/search/*").length > 0, "recall went to OPENVIKING_URL");
-  const mcp = [
-    {
-      jsonrpc: "2.0",
-      id: 1,
-      method: "initialize",
-      params: { protocolVersion: "2025-06-18", capabilities: {} },
-    },
-    { jsonrpc: "2.0", method: "notifications/initialized" },
-    { jsonrpc: "2.0", id: 2, method: "tools/list" },
-  ].map((m) => JSON.stringify(m)).join("\n") + "\n";
-  await t.cli(["mcp"], mcp, { OPENVIKING_MCP_URL: `${elsewhere.url}/mcp` });
-  assertTrue(elsewhere.requests.some((r) => r.path === "/mcp"), "the proxy went to OPENVIKING_MCP_URL");
-  assertEquals(authOf(elsewhere).filter(Boolean), [], "no request to the other origin carried the key");
-  const doctor = await t.cli(["doctor"], undefined, { OPENVIKING_URL: elsewhere.url });
-  assertStringIncludes(
-    doctor.stdout,
-    `the API key in ovcli.conf was saved for ${saved.url}; it is not sent to`,
-  );
-  // The same origin from the environment is the key's own: it goes there.
-  const before = saved.requests.length;
-  await t.prompt("and which line width?", { OPENVIKING_URL: `${saved.url}/` });
-  assertTrue(saved.requests.slice(before).some((r) => r.headers.authorization === "Bearer sk-saved"));
-});
-
 Deno.test("install keeps no copy of ovcli.conf, and removes the copies earlier installs kept (each held a key)", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start({ apiKey: "sk-new" });
@@ -342,34 +309,4 @@ Deno.test("install keeps no copy of ovcli.conf, and removes the copies earlier i
   assertEquals(left, ["ovcli.conf", "ovcli.conf.bak.1790000000000"]);
   assertEquals(await filesHolding(t.home, "sk-old"), [], "the replaced key is nowhere");
   assertEquals(await filesHolding(t.home, "sk-leaked"), []);
-});
-
-Deno.test({
-  name: "plugin mode: every file of the plugin directory is private, and an install fixes one placed 0644",
-  ignore: !posix,
-  async fn() {
-    await using dir = await tempDir();
-    const t = await sandbox(dir.path, { OPENVIKING_URL: closedAddress() });
-    const root = `${t.home}/.kimi-code/plugins/managed/openviking-memory`;
-    const modes = async (d = root, out: Record<string, number> = {}) => {
-      for await (const e of Deno.readDir(d)) {
-        const path = `${d}/${e.name}`;
-        if (e.isDirectory) await modes(path, out);
-        else out[path.slice(root.length + 1)] = (await Deno.stat(path)).mode! & 0o777;
-      }
-      return out;
-    };
-    assertEquals((await t.cli(["install", "--mode", "plugin"])).code, 0);
-    const placed = await modes();
-    assertTrue(
-      "kimi.plugin.json" in placed && "skills/openviking-memory/SKILL.md" in placed,
-      Object.keys(placed).join(),
-    );
-    for (const [path, mode] of Object.entries(placed)) {
-      assertEquals(mode, path.startsWith("bin/") ? 0o700 : 0o600, `${path} is ${mode.toString(8)}`);
-    }
-    await Deno.chmod(`${root}/kimi.plugin.json`, 0o644);
-    assertEquals((await t.cli(["install", "--mode", "plugin"])).code, 0);
-    assertEquals((await modes())["kimi.plugin.json"], 0o600);
-  },
 });

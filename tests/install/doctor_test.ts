@@ -14,9 +14,8 @@ import { currentSelf } from "../../install/placement.ts";
 import { enqueueCommit } from "../support/queue.ts";
 import { emptyState, writeState } from "../../memory/state.ts";
 import { hookStateDir, pendingDir } from "../../lib/paths.ts";
-import { closedAddress, isolatedEnv, NO_SERVER_HEADING, noServerFix } from "./helpers.ts";
+import { closedAddress, isolatedEnv, noServerFix } from "./helpers.ts";
 import { commandName } from "../../lib/self.ts";
-import { ROOT, runCli } from "../support/run.ts";
 
 const NOW = Date.parse("2026-11-30T12:00:00.000Z");
 
@@ -141,35 +140,24 @@ Deno.test("doctor: a disabled plugin, a config Kimi rejects, a missing Kimi home
   assertEquals(byId(missing)["kimi-home"].status, "fail");
 });
 
-Deno.test('doctor with nothing answering at the address points to README\'s "No server yet?"', async () => {
+Deno.test('doctor with nothing answering at the address gives the fix that points to README\'s "No server yet?"', async () => {
   await using dir = await tempDir();
-  const home = `${dir.path}/home`;
-  await Deno.mkdir(`${home}/.kimi-code`, { recursive: true });
   const url = closedAddress();
-  const env = isolatedEnv(home, { OPENVIKING_URL: url });
-  const text = await runCli(["doctor"], { env, clearEnv: true, cwd: dir.path });
-  assertEquals(text.code, 1, text.stderr);
-  const lines = text.stdout.split("\n");
-  const at = lines.findIndex((l) => l.startsWith("✗ server: "));
-  assertMatch(lines[at], new RegExp(`OpenViking at ${url} is not reachable: `));
-  const fix = noServerFix(commandName(env)); // nothing installed: this checkout's task
-  assertEquals(lines[at + 1], `    fix: ${fix}`);
-  const json = await runCli(["doctor", "--json"], { env, clearEnv: true, cwd: dir.path });
-  const server = (JSON.parse(json.stdout).checks as Check[]).find((c) => c.id === "server");
-  assertEquals([server?.status, server?.fix], ["fail", fix]);
-  assertTrue((await Deno.readTextFile(`${ROOT}/README.md`)).includes(`\n${NO_SERVER_HEADING}\n`));
+  const t = await setup(dir.path, { OPENVIKING_URL: url });
+  const { server } = byId(await t.doctor());
+  assertMatch(server.summary, new RegExp(`OpenViking at ${url} is not reachable: `));
+  assertEquals([server.status, server.fix], ["fail", noServerFix(commandName(t.env))]);
 });
 
 Deno.test("doctor, run in a repository whose .openviking/config.json turns redaction off, names what was ignored", async () => {
   await using dir = await tempDir();
-  const home = `${dir.path}/home`;
-  await Deno.mkdir(`${home}/.kimi-code`, { recursive: true });
   await Deno.mkdir(`${dir.path}/repo/.openviking`, { recursive: true });
   const file = `${dir.path}/repo/.openviking/config.json`;
   await Deno.writeTextFile(file, JSON.stringify({ redact: false }));
-  const env = isolatedEnv(home, { OPENVIKING_URL: closedAddress() });
-  const json = await runCli(["doctor", "--json"], { env, clearEnv: true, cwd: `${dir.path}/repo` });
-  const settings = (JSON.parse(json.stdout).checks as Check[]).find((c) => c.id === "settings");
+  const t = await setup(dir.path, { OPENVIKING_URL: closedAddress() });
+  const { settings } = byId(
+    await runDoctor({ env: t.env, home: t.kimi, os: "posix", now: NOW, cwd: `${dir.path}/repo` }),
+  );
   assertEquals(settings?.status, "warn");
   assertEquals(settings?.detail, [
     `${file} "redact": false is ignored: a workspace file may only turn it on`,

@@ -1,7 +1,8 @@
 /** Helpers for running the real CLI in an isolated HOME without losing Deno's module cache. */
 
 import { denoEnv, ROOT } from "../support/run.ts";
-import type { Self } from "../../install/placement.ts";
+import { currentSelf, type Self } from "../../install/placement.ts";
+import type { Context, InstallOptions } from "../../install/transaction.ts";
 import { VERSION } from "../../lib/version.ts";
 
 /** The test process's environment with HOME replaced and every Kimi/OpenViking variable removed. */
@@ -75,3 +76,49 @@ export const acceptingFetch: typeof fetch = (input) => {
     : { status: "ok", result: [] };
   return Promise.resolve(Response.json(body));
 };
+
+/** Install's options: `partial` over no credentials, no dry run, no --yes, no --purge. */
+export const opts = (partial: Partial<InstallOptions> = {}): InstallOptions => ({
+  credentials: {},
+  dryRun: false,
+  yes: false,
+  purge: false,
+  ...partial,
+});
+
+/** A Kimi home under `root` and the context of an in-process install there; what it prints is kept. */
+export async function installSandbox(root: string, env: Record<string, string | undefined> = {}) {
+  const home = `${root}/home`;
+  const kimi = `${home}/.kimi-code`;
+  await Deno.mkdir(kimi, { recursive: true });
+  const lines: string[] = [];
+  let seen = 0;
+  const self = await currentSelf();
+  const ctx = (s: Self = self, extra: Partial<Context> = {}): Context => ({
+    env: { HOME: home, PATH: Deno.env.get("PATH"), ...env },
+    self: s,
+    os: "posix",
+    out: { info: (l) => lines.push(l), error: (l) => lines.push(`ERR ${l}`) },
+    now: new Date("2026-11-30T12:00:00.000Z"),
+    cwd: root,
+    ...extra,
+  });
+  /** The lines printed since the last call. */
+  const said = () => {
+    const text = lines.slice(seen).join("\n");
+    seen = lines.length;
+    return text;
+  };
+  const plugin = `${kimi}/plugins/managed/openviking-memory`;
+  return {
+    root,
+    home,
+    kimi,
+    ov: `${home}/.openviking`,
+    plugin,
+    lines,
+    ctx,
+    said,
+    all: () => lines.join("\n"),
+  };
+}

@@ -17,7 +17,9 @@ import {
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { runCli, runProcess } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { isolatedEnv } from "./helpers.ts";
+import { installSandbox, isolatedEnv, opts } from "./helpers.ts";
+import { runInstall, runUninstall } from "../../install/install.ts";
+import type { InstallOptions } from "../../install/transaction.ts";
 import { BLOCK_BEGIN } from "../../install/spec.ts";
 import { toolCachePath, writeToolCache } from "../../mcp/tool-cache.ts";
 import { StatusSchema } from "../../cli/status.ts";
@@ -179,22 +181,20 @@ Deno.test({
   },
 });
 
-Deno.test({
-  name: "a dry run announces removing unused versions only when there is one",
-  ignore: !posix,
-  async fn() {
-    await using dir = await tempDir();
-    const home = `${dir.path}/home`;
-    await Deno.mkdir(`${home}/.kimi-code`, { recursive: true });
-    const env = isolatedEnv(home, { OPENVIKING_URL: "http://127.0.0.1:9", PATH: "/usr/bin:/bin" });
-    await cli(env, ["install"]);
-    const sweep = /remove the versions .* that nothing uses/;
-    assertNotMatch(await cli(env, ["install", "--dry-run", "--url", "http://127.0.0.1:8"]), sweep);
-    assertNotMatch(await cli(env, ["install", "--dry-run", "--mode", "plugin"]), sweep);
-    // An older version nothing registers: now there is one to remove.
-    const versions = `${home}/.openviking/agent-integrations/kimicode/versions`;
-    await Deno.mkdir(`${versions}/0.0.1-0123456789ab`);
-    assertMatch(await cli(env, ["install", "--dry-run", "--url", "http://127.0.0.1:8"]), sweep);
-    assertMatch(await cli(env, ["uninstall", "--dry-run", "--purge"]), sweep);
-  },
+Deno.test("a dry run announces removing unused versions only when there is one", async () => {
+  await using dir = await tempDir();
+  const t = await installSandbox(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
+  const dry = async (run: typeof runInstall, partial: Partial<InstallOptions>) => {
+    t.said();
+    assertEquals(await run(t.ctx(), opts({ dryRun: true, ...partial })), 0, t.all());
+    return t.said();
+  };
+  assertEquals(await runInstall(t.ctx(), opts()), 0, t.all());
+  const sweep = /remove the versions .* that nothing uses/;
+  assertNotMatch(await dry(runInstall, { credentials: { url: "http://127.0.0.1:8" } }), sweep);
+  assertNotMatch(await dry(runInstall, { mode: "plugin" }), sweep);
+  // An older version nothing registers: now there is one to remove.
+  await Deno.mkdir(`${t.home}/.openviking/agent-integrations/kimicode/versions/0.0.1-0123456789ab`);
+  assertMatch(await dry(runInstall, { credentials: { url: "http://127.0.0.1:8" } }), sweep);
+  assertMatch(await dry(runUninstall, { purge: true }), sweep);
 });

@@ -10,57 +10,23 @@ import {
   acceptingFetch,
   closedAddress,
   fakeCompiled,
+  installSandbox,
   isolatedEnv,
   NO_SERVER_HEADING,
   noServerFix,
+  opts,
 } from "./helpers.ts";
 import { ROOT, runCli } from "../support/run.ts";
-import type { Context, InstallOptions } from "../../install/transaction.ts";
+import type { Context } from "../../install/transaction.ts";
 import { runInstall, runUninstall } from "../../install/install.ts";
-import { currentSelf, type Self } from "../../install/placement.ts";
 import { readKimiState } from "../../install/detect.ts";
 import { registrations } from "../../cli/doctor.ts";
 import { VERSION } from "../../lib/version.ts";
+import { BLOCK_BEGIN, BLOCK_END } from "../../install/spec.ts";
 import { keepRejected } from "../../openviking/queue.ts";
 import { enqueueMessages, queuedMessages, rejectedWrites } from "../support/queue.ts";
 
 const isWindows = Deno.build.os === "windows";
-
-interface Env {
-  root: string;
-  home: string;
-  kimi: string;
-  ov: string;
-  lines: string[];
-  ctx: (self?: Self) => Context;
-}
-
-async function setup(root: string): Promise<Env> {
-  const home = `${root}/home`;
-  const kimi = `${home}/.kimi-code`;
-  await Deno.mkdir(kimi, { recursive: true });
-  const lines: string[] = [];
-  const self = await currentSelf();
-  return {
-    root,
-    home,
-    kimi,
-    ov: `${home}/.openviking`,
-    lines,
-    ctx: (s = self) => ({
-      env: { HOME: home, PATH: Deno.env.get("PATH") },
-      self: s,
-      os: "posix",
-      out: { info: (l) => lines.push(l), error: (l) => lines.push(`ERR ${l}`) },
-      now: new Date("2026-11-30T12:00:00.000Z"),
-      cwd: root,
-    }),
-  };
-}
-
-function opts(partial: Partial<InstallOptions> = {}): InstallOptions {
-  return { credentials: {}, dryRun: false, yes: false, purge: false, ...partial };
-}
 
 async function read(path: string): Promise<string | undefined> {
   try {
@@ -92,7 +58,7 @@ const USER_CONFIG =
 
 Deno.test("config mode: block + mcp.json, .bak kept (private), the file's mode kept; uninstall restores the bytes", async () => {
   await using dir = await tempDir();
-  const t = await setup(dir.path);
+  const t = await installSandbox(dir.path);
   await Deno.writeTextFile(`${t.kimi}/config.toml`, USER_CONFIG, { mode: 0o640 });
   await Deno.chmod(`${t.kimi}/config.toml`, 0o640);
   assertEquals(await runInstall(t.ctx(), opts()), 0, t.lines.join("\n"));
@@ -120,7 +86,7 @@ Deno.test("config mode: block + mcp.json, .bak kept (private), the file's mode k
 
 Deno.test("config mode into an empty Kimi home creates config.toml, uninstall --purge leaves nothing of ours", async () => {
   await using dir = await tempDir();
-  const t = await setup(dir.path);
+  const t = await installSandbox(dir.path);
   const self = await fakeCompiled(dir.path);
   assertEquals(await runInstall(t.ctx(self), opts()), 0, t.lines.join("\n"));
   const bin = `${t.ov}/agent-integrations/kimicode/bin/openviking-kimi`;
@@ -138,7 +104,7 @@ Deno.test("config mode into an empty Kimi home creates config.toml, uninstall --
 
 Deno.test("uninstall --purge deletes the ledger and the log wherever it was configured; a queue still waiting and the writes OpenViking refused stay, and it says how to deliver them", async () => {
   await using dir = await tempDir();
-  const t = await setup(dir.path);
+  const t = await installSandbox(dir.path);
   const self = await fakeCompiled(dir.path);
   const log = `${dir.path}/elsewhere/openviking.log`;
   const ctx = (): Context => ({ ...t.ctx(self), env: { ...t.ctx(self).env, OPENVIKING_DEBUG_LOG: log } });
@@ -194,9 +160,9 @@ Deno.test("uninstall --purge deletes the ledger and the log wherever it was conf
   assertMatch(t.lines.join("\n"), new RegExp(`Kept: ${log} .*not ours`));
 });
 
-Deno.test("--dry-run prints the diff (API key masked) and changes nothing", async () => {
+Deno.test("--dry-run prints the diff (API key masked; in plugin mode the manifest) and changes nothing", async () => {
   await using dir = await tempDir();
-  const t = await setup(dir.path);
+  const t = await installSandbox(dir.path);
   await Deno.writeTextFile(`${t.kimi}/config.toml`, USER_CONFIG);
   const before = await snapshot(t.home);
   const code = await runInstall(
@@ -209,13 +175,15 @@ Deno.test("--dry-run prints the diff (API key masked) and changes nothing", asyn
   assertMatch(out, /^\+\[\[hooks\]\]␍?$/m);
   assertMatch(out, /"api_key": "\*+"/);
   assertNotMatch(out, /sk-very-secret/);
+  t.said();
   assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin", dryRun: true })), 0);
+  assertMatch(t.said(), /^\+\s+"command": "\.\/bin\/openviking-kimi hook stop",$/m);
   assertEquals(await snapshot(t.home), before);
 });
 
 Deno.test("a config.toml that does not parse is refused and left untouched", async () => {
   await using dir = await tempDir();
-  const t = await setup(dir.path);
+  const t = await installSandbox(dir.path);
   const broken = "default_model = \n[x\n";
   await Deno.writeTextFile(`${t.kimi}/config.toml`, broken);
   assertEquals(await runInstall(t.ctx(), opts()), 1);
@@ -226,7 +194,7 @@ Deno.test("a config.toml that does not parse is refused and left untouched", asy
 
 Deno.test("credentials go to ovcli.conf (merged, 0600, no copy: it holds the key), never to a command line or the output", async () => {
   await using dir = await tempDir();
-  const t = await setup(dir.path);
+  const t = await installSandbox(dir.path);
   await Deno.mkdir(t.ov, { recursive: true });
   await Deno.chmod(t.ov, 0o755);
   await Deno.writeTextFile(
@@ -265,7 +233,7 @@ Deno.test({
   ignore: isWindows,
   async fn() {
     await using dir = await tempDir();
-    const t = await setup(dir.path);
+    const t = await installSandbox(dir.path);
     const self = await fakeCompiled(dir.path);
     await Deno.writeTextFile(`${t.kimi}/config.toml`, USER_CONFIG, { mode: 0o644 });
     await Deno.writeTextFile(`${t.kimi}/mcp.json`, '{"mcpServers":{}}\n', { mode: 0o644 });
@@ -294,7 +262,7 @@ Deno.test({
 
 Deno.test("plugin mode from a checkout: launcher + manifest placed, record upserted, others kept", async () => {
   await using dir = await tempDir();
-  const t = await setup(dir.path);
+  const t = await installSandbox(dir.path);
   await Deno.mkdir(`${t.kimi}/plugins`, { recursive: true });
   const other = { id: "other", root: "/elsewhere", source: "github", enabled: true };
   await Deno.writeTextFile(
@@ -330,7 +298,7 @@ Deno.test("plugin mode from a checkout: launcher + manifest placed, record upser
 
 Deno.test("plugin mode from a compiled binary copies it to ./bin; a corrupt registry is refused", async () => {
   await using dir = await tempDir();
-  const t = await setup(dir.path);
+  const t = await installSandbox(dir.path);
   const self = await fakeCompiled(dir.path);
   assertEquals(await runInstall(t.ctx(self), opts({ mode: "plugin" })), 0, t.lines.join("\n"));
   const bin = `${t.kimi}/plugins/managed/openviking-memory/bin/openviking-kimi`;
@@ -344,7 +312,7 @@ Deno.test("plugin mode from a compiled binary copies it to ./bin; a corrupt regi
 
 Deno.test("switching modes replaces the other one: never registered twice", async () => {
   await using dir = await tempDir();
-  const t = await setup(dir.path);
+  const t = await installSandbox(dir.path);
   await Deno.writeTextFile(`${t.kimi}/config.toml`, USER_CONFIG);
   const check = async (expected: string) => {
     const regs = registrations(await readKimiState(t.kimi));
@@ -363,7 +331,7 @@ Deno.test("switching modes replaces the other one: never registered twice", asyn
   assertEquals(await read(`${t.kimi}/config.toml`), USER_CONFIG);
 });
 
-async function installUpstreamPlugin(t: Env): Promise<string> {
+async function installUpstreamPlugin(t: Awaited<ReturnType<typeof installSandbox>>): Promise<string> {
   const root = `${t.kimi}/plugins/managed/openviking-memory`;
   await Deno.mkdir(root, { recursive: true });
   await Deno.writeTextFile(
@@ -386,12 +354,14 @@ async function installUpstreamPlugin(t: Env): Promise<string> {
       plugins: [{ id: "openviking-memory", root, source: "local-path", enabled: true }],
     }),
   );
+  const block = ["[[hooks]]", 'event = "Stop"', 'command = "node /x/kimicode-hook.mjs stop"', "timeout = 30"];
+  await Deno.writeTextFile(`${t.kimi}/config.toml`, [BLOCK_BEGIN, ...block, BLOCK_END, ""].join("\n"));
   return root;
 }
 
 Deno.test("OpenViking's own plugin is detected: refused with what to do, or taken over with --yes", async () => {
   await using dir = await tempDir();
-  const t = await setup(dir.path);
+  const t = await installSandbox(dir.path);
   const root = await installUpstreamPlugin(t);
   const before = await snapshot(t.kimi);
   for (const mode of ["config", "plugin"] as const) {
@@ -399,7 +369,7 @@ Deno.test("OpenViking's own plugin is detected: refused with what to do, or take
     assertEquals(await snapshot(t.kimi), before);
   }
   const out = t.lines.join("\n");
-  assertMatch(out, /OpenViking's own Kimi Code plugin is registered/);
+  assertMatch(out, /OpenViking's own Kimi Code plugin is registered \(.*, its block in \S+config\.toml/);
   assertMatch(out, /\/plugins remove openviking-memory/);
   assertMatch(out, /--yes/);
 
@@ -407,6 +377,7 @@ Deno.test("OpenViking's own plugin is detected: refused with what to do, or take
   assertEquals(await runInstall(t.ctx(), opts({ yes: true })), 0, t.lines.join("\n"));
   const regs = registrations(await readKimiState(t.kimi));
   for (const where of regs.values()) assertEquals(where, ["config.toml"]);
+  assertNotMatch((await read(`${t.kimi}/config.toml`))!, /kimicode-hook\.mjs/, "their block replaced");
   assertEquals(JSON.parse((await read(`${t.kimi}/plugins/installed.json`))!).plugins[0].enabled, false);
 
   // Plugin mode with --yes takes the id over and keeps their directory aside.
@@ -421,7 +392,7 @@ Deno.test("OpenViking's own plugin is detected: refused with what to do, or take
 
 Deno.test("uninstall leaves what is not ours and says so", async () => {
   await using dir = await tempDir();
-  const t = await setup(dir.path);
+  const t = await installSandbox(dir.path);
   const mcp = JSON.stringify({ mcpServers: { openviking: { url: "http://x/mcp" } } });
   await Deno.writeTextFile(`${t.kimi}/mcp.json`, mcp);
   assertEquals(await runUninstall(t.ctx(), opts()), 0);
@@ -436,7 +407,7 @@ Deno.test({
   ignore: isWindows,
   async fn() {
     await using dir = await tempDir();
-    const t = await setup(dir.path);
+    const t = await installSandbox(dir.path);
     await Deno.mkdir(`${dir.path}/dotfiles`);
     await Deno.writeTextFile(`${dir.path}/dotfiles/kimi.toml`, USER_CONFIG);
     await Deno.symlink(`${dir.path}/dotfiles/kimi.toml`, `${t.kimi}/config.toml`);
@@ -451,20 +422,12 @@ Deno.test({
 
 Deno.test("uninstall --mode limits removal to that mode", async () => {
   await using dir = await tempDir();
-  const t = await setup(dir.path);
+  const t = await installSandbox(dir.path);
   assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0);
   assertEquals(await runUninstall(t.ctx(), opts({ mode: "config" })), 0);
   assertEquals(JSON.parse((await read(`${t.kimi}/plugins/installed.json`))!).plugins.length, 1);
   assertEquals(await runUninstall(t.ctx(), opts({ mode: "plugin" })), 0);
   assertEquals(await read(`${t.kimi}/plugins/installed.json`), undefined);
-});
-
-Deno.test("plugin --dry-run shows the manifest it would write", async () => {
-  await using dir = await tempDir();
-  const t = await setup(dir.path);
-  assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin", dryRun: true })), 0);
-  assertMatch(t.lines.join("\n"), /^\+\s+"command": "\.\/bin\/openviking-kimi hook stop",$/m);
-  assertEquals(await read(`${t.kimi}/plugins/managed/openviking-memory/kimi.plugin.json`), undefined);
 });
 
 Deno.test('install with nothing answering at the address points to README\'s "No server yet?"', async () => {
@@ -493,7 +456,7 @@ Deno.test('install with nothing answering at the address points to README\'s "No
 
 Deno.test("a record naming our plugin elsewhere (a checkout registered by hand): that directory is never touched", async () => {
   await using dir = await tempDir();
-  const t = await setup(dir.path);
+  const t = await installSandbox(dir.path);
   assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0, t.lines.join("\n"));
   const managed = `${t.kimi}/plugins/managed/openviking-memory`;
   const checkout = `${dir.path}/checkout`;

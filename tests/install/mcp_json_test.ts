@@ -95,6 +95,8 @@ Deno.test("mcp.json: mcpServers is added to a file without it, and a new file is
     const gone = planMcpUninstall(created.after);
     assertTrue(gone.ok && gone.changed && gone.after === undefined, "a file we created goes away again");
   }
+  const none = planMcpUninstall(undefined);
+  assertTrue(none.ok && !none.changed, "absent stays absent");
 });
 
 Deno.test("mcp.json: an empty mcpServers gets our member on its own lines, and goes back to {}", () => {

@@ -8,58 +8,34 @@
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import type { Context, InstallOptions } from "../../install/transaction.ts";
+import { installSandbox, opts } from "./helpers.ts";
 import { runInstall, runUninstall } from "../../install/install.ts";
-import { currentSelf } from "../../install/placement.ts";
 import { COMMANDS, OWNED_MARK, skillText, SYSTEM_PROMPT_TITLE } from "../../memory/instructions.ts";
 
 const posix = Deno.build.os !== "windows";
-
-/** A Kimi home under `root`, an install context whose output is kept in `lines`, pointing at `url`. */
-async function setup(root: string, url = "http://127.0.0.1:9") {
-  const home = `${root}/home`;
-  const kimi = `${home}/.kimi-code`;
-  await Deno.mkdir(kimi, { recursive: true });
-  const lines: string[] = [];
-  const self = await currentSelf();
-  const ctx = (): Context => ({
-    env: { HOME: home, PATH: Deno.env.get("PATH"), OPENVIKING_URL: url, OPENVIKING_TIMEOUT_MS: "1000" },
-    self,
-    os: "posix",
-    out: { info: (l) => lines.push(l), error: (l) => lines.push(`ERR ${l}`) },
-    now: new Date("2026-11-30T12:00:00.000Z"),
-    cwd: root,
-  });
-  return { home, kimi, lines, ctx, root: `${kimi}/plugins/managed/openviking-memory` };
-}
-
-const opts = (partial: Partial<InstallOptions> = {}): InstallOptions => ({
-  credentials: {},
-  dryRun: false,
-  yes: false,
-  purge: false,
-  ...partial,
-});
 
 const read = (path: string) => Deno.readTextFile(path).catch(() => undefined);
 const mode = async (path: string) => (await Deno.stat(path)).mode! & 0o777;
 
 Deno.test("plugin mode: the manifest points at the system prompt, the skill and the commands, all placed", async () => {
   await using dir = await tempDir();
-  const t = await setup(dir.path);
+  const t = await installSandbox(dir.path, {
+    OPENVIKING_URL: "http://127.0.0.1:9",
+    OPENVIKING_TIMEOUT_MS: "1000",
+  });
   assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0, t.lines.join("\n"));
-  const manifest = JSON.parse((await read(`${t.root}/kimi.plugin.json`))!);
+  const manifest = JSON.parse((await read(`${t.plugin}/kimi.plugin.json`))!);
   assertEquals(
     [manifest.systemPromptPath, manifest.skills, manifest.commands],
     ["./system-prompt.md", "./skills", "./commands"],
   );
-  const prompt = (await read(`${t.root}/system-prompt.md`))!;
+  const prompt = (await read(`${t.plugin}/system-prompt.md`))!;
   assertTrue(prompt.startsWith(SYSTEM_PROMPT_TITLE), prompt);
   assertStringIncludes(prompt, "`mcp__plugin-openviking-memory_openviking__read`");
-  if (posix) assertEquals(await mode(`${t.root}/system-prompt.md`), 0o600, "it will hold the profile");
-  assertEquals(await read(`${t.root}/skills/openviking-memory/SKILL.md`), skillText("plugin"));
+  if (posix) assertEquals(await mode(`${t.plugin}/system-prompt.md`), 0o600, "it will hold the profile");
+  assertEquals(await read(`${t.plugin}/skills/openviking-memory/SKILL.md`), skillText("plugin"));
   for (const c of COMMANDS) {
-    const text = (await read(`${t.root}/commands/${c.name}.md`))!;
+    const text = (await read(`${t.plugin}/commands/${c.name}.md`))!;
     assertMatch(text, new RegExp(`^---\\nname: ${c.name}\\ndescription: .+\\n---\\n`));
     assertStringIncludes(text, "$ARGUMENTS");
     assertStringIncludes(
@@ -82,33 +58,36 @@ Deno.test("plugin mode: with OpenViking answering, install fills the system prom
     "viking://user/default/memories/profile.md",
     "# Profile\nName: Test User\nToken: sk-live-0123456789abcdef0123456789abcdef\n<private>diary</private>",
   );
-  const t = await setup(dir.path, fake.url);
+  const t = await installSandbox(dir.path, { OPENVIKING_URL: fake.url, OPENVIKING_TIMEOUT_MS: "1000" });
   assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0, t.lines.join("\n"));
-  const prompt = (await read(`${t.root}/system-prompt.md`))!;
+  const prompt = (await read(`${t.plugin}/system-prompt.md`))!;
   assertStringIncludes(prompt, "## The user's profile\n\nFrom OpenViking, 2026-11-30 12:00 UTC:");
   assertStringIncludes(prompt, "Name: Test User");
   assertStringIncludes(prompt, "indent.md — Tabs over spaces");
   assertTrue(!prompt.includes("sk-live-0123") && !prompt.includes("diary"), prompt);
   assertMatch(t.lines.join("\n"), /✓ the user's profile is in the plugin's system prompt/);
-  if (posix) assertEquals(await mode(`${t.root}/system-prompt.md`), 0o600);
+  if (posix) assertEquals(await mode(`${t.plugin}/system-prompt.md`), 0o600);
 });
 
 Deno.test("plugin mode: uninstall removes the system prompt (the profile), keeps the rest unless --purge", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
-  const t = await setup(dir.path, fake.url);
+  const t = await installSandbox(dir.path, { OPENVIKING_URL: fake.url, OPENVIKING_TIMEOUT_MS: "1000" });
   assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0);
   assertEquals(await runUninstall(t.ctx(), opts()), 0, t.lines.join("\n"));
-  assertEquals(await read(`${t.root}/system-prompt.md`), undefined);
-  assertTrue(await read(`${t.root}/skills/openviking-memory/SKILL.md`) !== undefined);
+  assertEquals(await read(`${t.plugin}/system-prompt.md`), undefined);
+  assertTrue(await read(`${t.plugin}/skills/openviking-memory/SKILL.md`) !== undefined);
   assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0);
   assertEquals(await runUninstall(t.ctx(), opts({ purge: true })), 0, t.lines.join("\n"));
-  assertEquals(await read(`${t.root}/kimi.plugin.json`), undefined);
+  assertEquals(await read(`${t.plugin}/kimi.plugin.json`), undefined);
 });
 
 Deno.test("config mode: the skill goes to Kimi's user skills directory, ours; uninstall takes it (and an emptied skills/) out", async () => {
   await using dir = await tempDir();
-  const t = await setup(dir.path);
+  const t = await installSandbox(dir.path, {
+    OPENVIKING_URL: "http://127.0.0.1:9",
+    OPENVIKING_TIMEOUT_MS: "1000",
+  });
   const skill = `${t.kimi}/skills/openviking-memory/SKILL.md`;
   assertEquals(await runInstall(t.ctx(), opts()), 0, t.lines.join("\n"));
   const text = (await read(skill))!;
@@ -125,7 +104,10 @@ Deno.test("config mode: the skill goes to Kimi's user skills directory, ours; un
 
 Deno.test("config mode: a skill of the user's keeps its place and its bytes; their other skills stay", async () => {
   await using dir = await tempDir();
-  const t = await setup(dir.path);
+  const t = await installSandbox(dir.path, {
+    OPENVIKING_URL: "http://127.0.0.1:9",
+    OPENVIKING_TIMEOUT_MS: "1000",
+  });
   await Deno.mkdir(`${t.kimi}/skills/openviking-memory`, { recursive: true });
   await Deno.mkdir(`${t.kimi}/skills/mine`, { recursive: true });
   const theirs = "---\nname: openviking-memory\ndescription: my own\n---\nmine\n";
@@ -141,17 +123,20 @@ Deno.test("config mode: a skill of the user's keeps its place and its bytes; the
 
 Deno.test("switching modes moves the skill: config mode's out when the plugin brings its own, and back", async () => {
   await using dir = await tempDir();
-  const t = await setup(dir.path);
+  const t = await installSandbox(dir.path, {
+    OPENVIKING_URL: "http://127.0.0.1:9",
+    OPENVIKING_TIMEOUT_MS: "1000",
+  });
   const skill = `${t.kimi}/skills/openviking-memory/SKILL.md`;
   assertEquals(await runInstall(t.ctx(), opts({ mode: "config" })), 0);
   assertTrue(await read(skill) !== undefined);
   assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0, t.lines.join("\n"));
   assertEquals(await read(skill), undefined, "one skill, with the plugin's tool names");
-  assertTrue(await read(`${t.root}/skills/openviking-memory/SKILL.md`) !== undefined);
+  assertTrue(await read(`${t.plugin}/skills/openviking-memory/SKILL.md`) !== undefined);
   assertEquals(await runInstall(t.ctx(), opts({ mode: "config" })), 0);
   assertEquals(await read(skill), skillText("config"));
   assertEquals(
-    await read(`${t.root}/system-prompt.md`),
+    await read(`${t.plugin}/system-prompt.md`),
     undefined,
     "the plugin directory went, profile with it",
   );
@@ -159,10 +144,38 @@ Deno.test("switching modes moves the skill: config mode's out when the plugin br
 
 Deno.test("--dry-run shows the skill it would write and writes nothing", async () => {
   await using dir = await tempDir();
-  const t = await setup(dir.path);
+  const t = await installSandbox(dir.path, {
+    OPENVIKING_URL: "http://127.0.0.1:9",
+    OPENVIKING_TIMEOUT_MS: "1000",
+  });
   assertEquals(await runInstall(t.ctx(), opts({ dryRun: true })), 0);
   const out = t.lines.join("\n");
   assertMatch(out, /create .*skills\/openviking-memory\/SKILL\.md \(memory skill installed\)/);
   assertStringIncludes(out, "+name: openviking-memory");
   assertEquals(await read(`${t.kimi}/skills/openviking-memory/SKILL.md`), undefined);
+});
+
+Deno.test({
+  name: "plugin mode: every file of the plugin directory is private, and an install fixes one placed 0644",
+  ignore: !posix,
+  async fn() {
+    await using dir = await tempDir();
+    const t = await installSandbox(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
+    const modes = async (d = t.plugin, out: Record<string, number> = {}) => {
+      for await (const e of Deno.readDir(d)) {
+        if (e.isDirectory) await modes(`${d}/${e.name}`, out);
+        else out[`${d}/${e.name}`.slice(t.plugin.length + 1)] = await mode(`${d}/${e.name}`);
+      }
+      return out;
+    };
+    assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0, t.all());
+    const placed = await modes();
+    assertTrue("kimi.plugin.json" in placed && "skills/openviking-memory/SKILL.md" in placed, t.all());
+    for (const [path, m] of Object.entries(placed)) {
+      assertEquals(m, path.startsWith("bin/") ? 0o700 : 0o600, `${path} is ${m.toString(8)}`);
+    }
+    await Deno.chmod(`${t.plugin}/kimi.plugin.json`, 0o644);
+    assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0, t.all());
+    assertEquals((await modes())["kimi.plugin.json"], 0o600);
+  },
 });

@@ -13,59 +13,16 @@ import {
   assertTrue,
 } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
-import { acceptingFetch, fakeCompiled } from "./helpers.ts";
-import type { Context, InstallOptions } from "../../install/transaction.ts";
+import { acceptingFetch, fakeCompiled, installSandbox, opts } from "./helpers.ts";
 import { runInstall, runUninstall } from "../../install/install.ts";
-import { currentSelf, type Self } from "../../install/placement.ts";
+import { currentSelf } from "../../install/placement.ts";
 import { unifiedDiff } from "../../install/transaction.ts";
-
-interface Home {
-  home: string;
-  kimi: string;
-  lines: string[];
-  ctx: (self: Self) => Context;
-  /** The lines printed since the last call. */
-  said: () => string;
-  /** Every line printed (for assertion messages: it does not move the mark). */
-  all: () => string;
-}
-
-async function setup(root: string): Promise<Home> {
-  const home = `${root}/home`;
-  const kimi = `${home}/.kimi-code`;
-  await Deno.mkdir(kimi, { recursive: true });
-  const lines: string[] = [];
-  let seen = 0;
-  return {
-    home,
-    kimi,
-    lines,
-    ctx: (self) => ({
-      env: { HOME: home, PATH: Deno.env.get("PATH"), OPENVIKING_URL: "http://127.0.0.1:9" },
-      self,
-      os: "posix",
-      out: { info: (l) => lines.push(l), error: (l) => lines.push(`ERR ${l}`) },
-      now: new Date("2026-11-30T12:00:00.000Z"),
-      cwd: root,
-    }),
-    said: () => {
-      const text = lines.slice(seen).join("\n");
-      seen = lines.length;
-      return text;
-    },
-    all: () => lines.join("\n"),
-  };
-}
-
-function opts(partial: Partial<InstallOptions> = {}): InstallOptions {
-  return { credentials: {}, dryRun: false, yes: false, purge: false, ...partial };
-}
 
 const exists = (path: string) => Deno.lstat(path).then(() => true, () => false);
 
 Deno.test("an install with nothing to change says so, in a dry run too", async () => {
   await using dir = await tempDir();
-  const t = await setup(dir.path);
+  const t = await installSandbox(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
   const self = await fakeCompiled(dir.path);
   for (const mode of ["config", "plugin"] as const) {
     assertEquals(await runInstall(t.ctx(self), opts({ mode })), 0, t.all());
@@ -83,7 +40,7 @@ Deno.test("an install with nothing to change says so, in a dry run too", async (
 
 Deno.test("a dry run says what would be done, not what was", async () => {
   await using dir = await tempDir();
-  const t = await setup(dir.path);
+  const t = await installSandbox(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
   const self = await fakeCompiled(dir.path);
   const code = await runInstall(
     { ...t.ctx(self), fetch: acceptingFetch },
@@ -100,7 +57,7 @@ Deno.test("a dry run says what would be done, not what was", async () => {
 
 Deno.test("a dry run on an empty home says what it would create and what would run, not what runs", async () => {
   await using dir = await tempDir();
-  const t = await setup(dir.path);
+  const t = await installSandbox(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
   const self = await currentSelf();
   const url = "http://127.0.0.1:9";
   const versions = `${t.home}/.openviking/agent-integrations/kimicode/versions`;
@@ -146,7 +103,7 @@ Deno.test("a diff shows the removed lines before the added ones", async () => {
   );
   // The same in a dry run: the URL saved before goes first, the one that replaces it after.
   await using dir = await tempDir();
-  const t = await setup(dir.path);
+  const t = await installSandbox(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
   await Deno.mkdir(`${t.home}/.openviking`);
   await Deno.writeTextFile(`${t.home}/.openviking/ovcli.conf`, '{\n  "url": "http://old:1933"\n}\n');
   const self = await fakeCompiled(dir.path);
@@ -158,7 +115,7 @@ Deno.test("a diff shows the removed lines before the added ones", async () => {
 
 Deno.test("uninstall names only what that mode left on disk", async () => {
   await using dir = await tempDir();
-  const t = await setup(dir.path);
+  const t = await installSandbox(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
   const self = await fakeCompiled(dir.path);
   assertEquals(await runInstall(t.ctx(self), opts({ mode: "config" })), 0, t.all());
   t.said();
@@ -189,7 +146,7 @@ Deno.test("uninstall names only what that mode left on disk", async () => {
 
 Deno.test("a checkout's install keeps a program copy, and uninstall names that", async () => {
   await using dir = await tempDir();
-  const t = await setup(dir.path);
+  const t = await installSandbox(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
   const self = await currentSelf();
   assertEquals(await runInstall(t.ctx(self), opts()), 0, t.all());
   t.said();
@@ -204,7 +161,7 @@ Deno.test("a checkout's install keeps a program copy, and uninstall names that",
 
 Deno.test("no .bak of a file install created is left behind; the user's own file keeps its .bak", async () => {
   await using dir = await tempDir();
-  const t = await setup(dir.path);
+  const t = await installSandbox(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
   const self = await fakeCompiled(dir.path);
   for (const mode of ["config", "plugin"] as const) {
     assertEquals(await runInstall(t.ctx(self), opts({ mode })), 0, t.all());
@@ -227,7 +184,7 @@ Deno.test("no .bak of a file install created is left behind; the user's own file
 
 Deno.test("an install that updates files only it wrote keeps no .bak of them (an upgrade, then uninstall)", async () => {
   await using dir = await tempDir();
-  const t = await setup(dir.path);
+  const t = await installSandbox(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
   const self = await fakeCompiled(dir.path);
   // Config mode: an older version's block and entry (another timeout, other args), all of it ours.
   assertEquals(await runInstall(t.ctx(self), opts({ mode: "config" })), 0, t.all());
@@ -256,7 +213,7 @@ Deno.test("an install that updates files only it wrote keeps no .bak of them (an
 
 Deno.test("plugin mode refuses OpenViking's own [[hooks]] outside any block, --yes or not (they would capture twice)", async () => {
   await using dir = await tempDir();
-  const t = await setup(dir.path);
+  const t = await installSandbox(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
   const self = await fakeCompiled(dir.path);
   const config = `${t.kimi}/config.toml`;
   const theirs = '[[hooks]]\nevent = "Stop"\n' +

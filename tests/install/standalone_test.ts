@@ -29,10 +29,8 @@ const KEY = "sk-standalone-9f3e1d";
 /** The PATH of a machine without Deno (the launcher must find the one install recorded, or none). */
 const BARE_PATH = "/usr/bin:/bin";
 
-type Ran = RunResult;
-
 /** Runs `command` through /bin/sh in `cwd`, as Kimi runs a hook, with `stdin`. */
-async function sh(command: string, cwd: string, env: Record<string, string>, stdin = ""): Promise<Ran> {
+async function sh(command: string, cwd: string, env: Record<string, string>, stdin = ""): Promise<RunResult> {
   return await runProcess("/bin/sh", ["-c", command], { cwd, env, clearEnv: true, stdin, timeoutMs: 60_000 });
 }
 
@@ -100,15 +98,7 @@ async function ownDeno(dir: string): Promise<string> {
 }
 
 /** What Kimi would run for one mode: the hook commands (and their cwd), the MCP server, doctor's program. */
-interface Registered {
-  hook: (event: string) => string;
-  hookCwd: string;
-  hookEnv: Record<string, string>;
-  mcp: { command: string; args: string[]; cwd: string };
-  launcher: string;
-}
-
-async function registered(mode: "config" | "plugin", home: string, project: string): Promise<Registered> {
+async function registered(mode: "config" | "plugin", home: string, project: string) {
   const kimi = `${home}/.kimi-code`;
   const env = { HOME: home, PATH: BARE_PATH };
   if (mode === "config") {
@@ -118,7 +108,7 @@ async function registered(mode: "config" | "plugin", home: string, project: stri
     const mcp = JSON.parse(await Deno.readTextFile(`${kimi}/mcp.json`)).mcpServers.openviking;
     const launcher = hooks[0].command.replace(/ hook \S+$/, "");
     return {
-      hook: (e) => hooks.find((h) => h.command.endsWith(` hook ${e}`))!.command,
+      hook: (e: string) => hooks.find((h) => h.command.endsWith(` hook ${e}`))!.command,
       hookCwd: project,
       hookEnv: env,
       mcp: { command: mcp.command, args: mcp.args, cwd: project },
@@ -129,7 +119,7 @@ async function registered(mode: "config" | "plugin", home: string, project: stri
   const manifest = JSON.parse(await Deno.readTextFile(`${root}/kimi.plugin.json`));
   const mcp = manifest.mcpServers.openviking;
   return {
-    hook: (e) =>
+    hook: (e: string) =>
       (manifest.hooks as { command: string }[]).find((h) => h.command.endsWith(` hook ${e}`))!.command,
     hookCwd: root,
     hookEnv: { ...env, KIMI_CODE_HOME: kimi, KIMI_PLUGIN_ROOT: root },
@@ -300,7 +290,7 @@ async function installedPlugin(dir: string): Promise<{ home: string; kimi: strin
 
 /** Doctor's JSON report, checked to come from a run that did not crash. */
 function report(
-  r: Ran,
+  r: RunResult,
 ): { ok: boolean; checks: { id: string; status: string; summary: string; fix?: string }[] } {
   assertNotMatch(r.stderr, /Uncaught|\n\s+at /, `doctor crashed:\n${r.stderr}`);
   return JSON.parse(r.stdout);

@@ -37,54 +37,26 @@ function parsed(text: string): Record<string, unknown> {
 const valid = (doc: string) => parseToml(doc).ok;
 const RUNS = { numRuns: 300 };
 
-Deno.test("property: install → uninstall gives back the same bytes", () => {
-  fc.assert(
-    fc.property(tomlDocument(), (doc) => {
-      fc.pre(valid(doc));
-      assertEquals(uninstall(install(doc)), doc);
-    }),
-    RUNS,
-  );
-});
-
-Deno.test("property: install → install equals install (also over an older block)", () => {
+Deno.test("property: install → uninstall gives back the bytes; install is idempotent (over an older block too), keeps every user key's value and the file's line endings, and adds exactly our hooks", () => {
   fc.assert(
     fc.property(tomlDocument(), (doc) => {
       fc.pre(valid(doc));
       const once = install(doc);
+      assertEquals(uninstall(once), doc);
       assertEquals(install(once), once);
       assertEquals(install(install(doc, OTHER_ENTRIES)), once);
-    }),
-    RUNS,
-  );
-});
-
-Deno.test("property: install leaves every user key's parsed value unchanged and adds exactly our hooks", () => {
-  fc.assert(
-    fc.property(tomlDocument(), (doc) => {
-      fc.pre(valid(doc));
-      const after = parsed(install(doc));
+      const after = parsed(once);
       assertTrue(deepEqual(withoutHooks(after, ENTRIES as unknown as unknown[]), parsed(doc)));
       const hooks = (after.hooks as Record<string, unknown>[]).filter((h) =>
         ENTRIES.some((e) => deepEqual(e, h))
       );
       assertEquals(hooks.length, HOOKS.length);
-    }),
-    RUNS,
-  );
-});
-
-Deno.test("property: the block keeps the file's line endings and trailing-newline state", () => {
-  fc.assert(
-    fc.property(tomlDocument(), (doc) => {
-      fc.pre(valid(doc) && doc.includes("\n"));
-      const after = install(doc);
-      const crlf = doc[doc.indexOf("\n") - 1] === "\r";
-      const added = after.slice(doc.length);
-      assertTrue(after.startsWith(doc));
-      if (crlf) assertEquals(added.replace(/\r\n/g, "").includes("\n"), false);
+      assertTrue(once.startsWith(doc));
+      assertEquals(once.endsWith("\n"), doc.endsWith("\n") || doc === "");
+      if (!doc.includes("\n")) return;
+      const added = once.slice(doc.length);
+      if (doc[doc.indexOf("\n") - 1] === "\r") assertEquals(added.replace(/\r\n/g, "").includes("\n"), false);
       else assertEquals(added.includes("\r"), false);
-      assertEquals(after.endsWith("\n"), doc.endsWith("\n"));
     }),
     RUNS,
   );
@@ -179,7 +151,7 @@ Deno.test("two blocks collapse into one on re-install", () => {
   assertEquals(removeBlocks(after), "a = 1\n[t]\nb = 2\n");
 });
 
-Deno.test("OpenViking's own block (same markers) is reported, replaced only when asked, and left by uninstall", () => {
+Deno.test("OpenViking's own block (same markers) is replaced by install (runInstall asks first: install_test) and left by uninstall", () => {
   const upstream = [
     BLOCK_BEGIN,
     "[[hooks]]",
@@ -189,10 +161,7 @@ Deno.test("OpenViking's own block (same markers) is reported, replaced only when
     BLOCK_END,
     "",
   ].join("\n");
-  const refused = planConfigInstall(upstream, ENTRIES);
-  assertEquals(refused.ok, false);
-  if (!refused.ok) assertMatch(refused.error, /OpenViking's own Kimi plugin/);
-  const replaced = planConfigInstall(upstream, ENTRIES, { replaceUpstream: true });
+  const replaced = planConfigInstall(upstream, ENTRIES);
   assertTrue(
     replaced.ok && !replaced.after!.includes("kimicode-hook.mjs") &&
       replaced.after!.includes(ENTRIES[0].command),
