@@ -190,34 +190,6 @@ Deno.test("config mode: the first prompt carries the profile's rows; after /comp
   );
 });
 
-Deno.test("prompt session: what a server text showed (its URIs, its lines without one) is kept for the next prompt", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  fake.files.delete("viking://user/default/memories/profile.md");
-  fake.dirs.set("viking://user/default/memories/preferences", []);
-  const env = sandboxEnv(dir.path, fake.url);
-  const [a, b] = ["viking://user/default/memories/preferences/tabs.md", "viking://u/d/memories/deno.md"];
-  const ask = (text: string, ...lines: string[]) => {
-    fake.context = { entries: [], digest: lines.join("\n"), rendered: "" };
-    return hook(env, "UserPromptSubmit", "session_text_only", { prompt: text });
-  };
-  assertEquals(
-    await ask("how should I indent this file?", "What we know:", `- uses tabs source: ${a}`),
-    `<openviking-context>\n- What we know:\n- uses tabs (${a})\n</openviking-context>\n`,
-  );
-  assertEquals(
-    await ask(
-      "which runtime do we use?",
-      "What we know:",
-      `- uses tabs source: ${a}`,
-      `- likes Deno source: ${b}`,
-    ),
-    `<openviking-context>\n- likes Deno (${b})\n</openviking-context>\n`,
-  );
-  const last = fake.requestsTo("POST /api/v1/search/search").at(-1)!.body as { exclude_uris: string[] };
-  assertEquals(last.exclude_uris, [a], "the line without a URI is kept, never sent as one");
-});
-
 const state = (over: Partial<SessionState>): SessionState => ({ ...emptyState(), ...over });
 
 Deno.test("prompt decision: duplicates by event id, else by the same text within the window; reuse, profile, compaction", () => {
