@@ -32,28 +32,20 @@ import { alarmWords, readAlarm } from "./extraction.ts";
 export const DUPLICATE_WINDOW_MS = 500;
 
 /** What the state says of this prompt: a duplicate run, the same text's kept recall, profile due, compacted. */
-export function promptDecision(
-  state: SessionState,
-  prompt: { hash: string; eventId: string; at: number },
-): {
-  duplicate: boolean;
-  reuse?: RecallResult;
-  needProfile: boolean;
-  afterCompaction: boolean;
-  told?: number;
-} {
-  const duplicate = prompt.eventId
-    ? state.promptEventId === prompt.eventId
-    : state.promptHash === prompt.hash && state.promptAt !== undefined &&
-      Math.abs(prompt.at - state.promptAt) < DUPLICATE_WINDOW_MS;
+export function promptDecision(state: SessionState, prompt: { hash: string; eventId: string; at: number }) {
   return {
-    duplicate,
-    reuse: state.promptHash === prompt.hash && state.recall ? state.recall : undefined,
+    duplicate: prompt.eventId
+      ? state.promptEventId === prompt.eventId
+      : state.promptHash === prompt.hash && state.promptAt !== undefined &&
+        Math.abs(prompt.at - state.promptAt) < DUPLICATE_WINDOW_MS,
+    reuse: (state.promptHash === prompt.hash && state.recall) || undefined as RecallResult | undefined,
     needProfile: !state.profileInjected,
     afterCompaction: state.compacted,
     told: state.pausedNotice,
   };
 }
+
+type Decision = ReturnType<typeof promptDecision>;
 
 /**
  * Claims this prompt under a short lock (no network) and keeps it for capture: the decision, the shown set,
@@ -66,9 +58,7 @@ async function claimPrompt(
 ) {
   const c = ctx.config;
   const claim = {
-    decision: { duplicate: false, needProfile: false, afterCompaction: false } as ReturnType<
-      typeof promptDecision
-    >,
+    decision: { duplicate: false, needProfile: false, afterCompaction: false } as Decision,
     exclude: [] as string[],
     tell: false,
     first: false,
