@@ -31,12 +31,12 @@ let segmenter: Intl.Segmenter | undefined;
 const blank = (s: Intl.SegmentData) => /^\s+$/.test(s.segment);
 
 /**
- * `text` cut to ≤ `max` code units with "…", at the last word boundary of the second half, else at `max`
- * (whole pairs). @example cutAtWord("tabs over spaces", 12) // "tabs over…"
+ * `text` cut to ≤ `max` code units, `mark` included, at the last word boundary of the second half (never
+ * inside a token such as `sk-…`), else at `max` (whole pairs). @example cutAtWord("tabs over spaces", 12) // "tabs over…"
  */
-export function cutAtWord(text: string, max: number): string {
+export function cutAtWord(text: string, max: number, mark = "…"): string {
   if (text.length <= max) return text;
-  const room = Math.max(0, max - 1);
+  const room = Math.max(0, max - mark.length);
   const from = Math.max(0, room - 2048);
   segmenter ??= new Intl.Segmenter(undefined, { granularity: "word" });
   let end = 0;
@@ -51,7 +51,7 @@ export function cutAtWord(text: string, max: number): string {
     const code = text.charCodeAt(end - 1);
     if (code >= 0xd800 && code <= 0xdbff) end--;
   }
-  return `${text.slice(0, end).trimEnd()}…`;
+  return `${text.slice(0, end).trimEnd()}${mark}`;
 }
 
 /** Untrusted text on one line: neutralised, markdown reduced to words, blanks collapsed; cut to `max`. */
