@@ -15,17 +15,20 @@ const LINE_TEXT_MIN = 24;
 export const PROFILE_ROW = 150;
 export const PROFILE_ROWS = 6;
 
-/** How many UTF-16 code units of `text` fit in `width` terminal columns. */
-function unitsWithin(text: string, width: number): number {
-  let cols = 0;
+/** The code units of `text`'s longest head whose characters weigh ≤ `max`, and their weight. */
+export function headWithin(text: string, max: number, weight: (ch: string) => number) {
+  let used = 0;
   let units = 0;
   for (const ch of text) {
-    cols += charColumns(ch);
-    if (cols > width) break;
+    if (used + weight(ch) > max) break;
+    used += weight(ch);
     units += ch.length;
   }
-  return units;
+  return { units, used };
 }
+
+/** How many UTF-16 code units of `text` fit in `width` terminal columns. */
+const unitsWithin = (text: string, width: number) => headWithin(text, width, charColumns).units;
 
 let segmenter: Intl.Segmenter | undefined;
 const blank = (s: Intl.SegmentData) => /^\s+$/.test(s.segment);

@@ -5,25 +5,14 @@ import type { Budget, OpenVikingClient, OvFailure } from "../openviking/client.t
 import { neutralize, safe, SafeText } from "../lib/neutralize.ts";
 import { PRINT_MAX_CHARS } from "../lib/printed.ts";
 import { asRecord } from "../lib/parsed.ts";
-import { oneLine } from "./digest.ts";
+import { headWithin, oneLine } from "./digest.ts";
 
-/** A text's tokens, estimated: a CJK character 1.5, any other a quarter. */
-export function estimateTokens(text: string): number {
-  return Math.ceil(tokenPrefix(text, Infinity).tokens);
-}
+/** A character's estimated tokens: a CJK one 1.5, any other a quarter. */
+const tokenWeight = (ch: string) => ch.codePointAt(0)! >= 0x3000 ? 1.5 : 0.25;
 
-/** The longest head of `text`, in whole characters, within `max` estimated tokens, and its tokens. */
-function tokenPrefix(text: string, max: number): { head: string; tokens: number } {
-  let tokens = 0;
-  let i = 0;
-  for (const ch of text) {
-    const t = ch.codePointAt(0)! >= 0x3000 ? 1.5 : 0.25;
-    if (tokens + t > max) break;
-    tokens += t;
-    i += ch.length;
-  }
-  return { head: text.slice(0, i), tokens };
-}
+/** A text's tokens, estimated. */
+export const estimateTokens = (text: string): number =>
+  Math.ceil(headWithin(text, Infinity, tokenWeight).used);
 
 /** A profile within `tokens`: as it is, else its first 8 and last 3 lines, else cut (saying so). */
 export function fitProfile(text: string, tokens: number): string {
@@ -33,7 +22,9 @@ export function fitProfile(text: string, tokens: number): string {
     lines.slice(-3).join("\n")
   }`;
   if (lines.length > 12 && estimateTokens(elided) <= tokens) return elided;
-  return `${tokenPrefix(text, Math.max(0, tokens - 6)).head}\n... [profile truncated]`;
+  return `${
+    text.slice(0, headWithin(text, Math.max(0, tokens - 6), tokenWeight).units)
+  }\n... [profile truncated]`;
 }
 
 /** A memory file of a listing. */
