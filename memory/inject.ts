@@ -100,12 +100,16 @@ async function unseen(r: RecallResult | undefined, injected: ReadonlySet<string>
 
 type Output = Pick<Injection, "stdout" | "injected" | "shown">;
 
-const printed = (items: Item[], chars: (m: Memory) => number): Output["injected"] =>
-  items.filter((i) => i.memory.uri).map(({ memory: m }) => ({
+/** What a format printed: `stdout`, the memories of `shown` (each its characters), their keys. */
+const output = (stdout: string, shown: Item[], chars: (m: Memory) => number): Output => ({
+  stdout,
+  injected: shown.filter((i) => i.memory.uri).map(({ memory: m }) => ({
     uri: m.uri,
     ...(m.score !== undefined ? { score: m.score } : {}),
     chars: chars(m),
-  }));
+  })),
+  shown: shown.flatMap((i) => i.keys),
+});
 
 /** The digest: one block, the profile's rows (≤ half its characters), then a line per memory. */
 function digestOutput(c: Config, u: Unseen, parts: ProfileParts | undefined, again: boolean): Output {
@@ -122,14 +126,13 @@ function digestOutput(c: Config, u: Unseen, parts: ProfileParts | undefined, aga
   let lines = digestLines(u.items.map((i) => i.memory), limits, reserved);
   if (u.lines?.named && !lines.some((l) => l.memory.uri)) lines = [];
   const body = [...profile, ...lines.map((l) => l.line)];
-  if (!body.length) return { stdout: "", injected: [], shown: [] };
-  const shown = lines.map((l) => u.items.find((i) => i.memory === l.memory)!);
+  if (!body.length) return output("", [], () => 0);
   const chars = new Map(lines.map((l) => [l.memory, l.line.length]));
-  return {
-    stdout: printBlocks([{ open: DIGEST_OPEN, body: SafeText.join(body, safe`\n`), close: DIGEST_CLOSE }]),
-    injected: printed(shown, (m) => chars.get(m)!),
-    shown: shown.flatMap((i) => i.keys),
-  };
+  return output(
+    printBlocks([{ open: DIGEST_OPEN, body: SafeText.join(body, safe`\n`), close: DIGEST_CLOSE }]),
+    lines.map((l) => u.items.find((i) => i.memory === l.memory)!),
+    (m) => chars.get(m)!,
+  );
 }
 
 const CONTEXT_HEADER = safe`Relevant memory from OpenViking. Use the search/read MCP tools to expand URIs.`;
@@ -174,10 +177,8 @@ function fullOutput(c: Config, r: RecallResult | undefined, u: Unseen, parts?: P
   const blocks: Block[] = [];
   const profile = parts && renderProfile(parts, c.profileTokenBudget);
   if (profile) {
-    const open = again
-      ? safe`<openviking-context source="after-compaction">`
-      : safe`<openviking-context source="session-start">`;
-    blocks.push({ open, body: profile, close: DIGEST_CLOSE });
+    const source = again ? safe`after-compaction` : safe`session-start`;
+    blocks.push({ open: safe`<openviking-context source="${source}">`, body: profile, close: DIGEST_CLOSE });
   }
   const recall = !r || (u.lines && !u.items.length)
     ? undefined
@@ -185,12 +186,7 @@ function fullOutput(c: Config, r: RecallResult | undefined, u: Unseen, parts?: P
     ? contextBlock(u.lines.all ? r.assembled! : u.items.map((i) => i.raw).join("\n"))
     : fullRecallBlock(r, u.items.map((i) => i.memory), c);
   if (recall) blocks.push(recall);
-  const shown = recall ? u.items : [];
-  return {
-    stdout: printBlocks(blocks),
-    injected: printed(shown, (m) => m.text.length),
-    shown: shown.flatMap((i) => i.keys),
-  };
+  return output(printBlocks(blocks), recall ? u.items : [], (m) => m.text.length);
 }
 
 /** What to print for a prompt: asks the server (recall ∥ profile) within the budget; never throws. */
