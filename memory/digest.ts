@@ -1,49 +1,45 @@
-/**
- * The digest, what the prompt hook prints by default: one line per memory — its text on one line, cut at a
- * word, then its URI in parentheses — within a number of memories and of characters; on a config-mode
- * session's first prompt, a few rows of the profile first. Pure: server text in, {@link SafeText} out.
- */
+/** The digest: a line per memory (text cut at a word, then its URI), profile rows first. Server text in, SafeText out. */
 
 import { neutralize, safe, type SafeText } from "../lib/neutralize.ts";
 import { charColumns } from "../lib/columns.ts";
 import { isFolderSummary, type Memory } from "./recall.ts";
 
-/** The markers around a digest (capture removes the element whole). */
+/** The markers around a digest. */
 export const DIGEST_OPEN = safe`<openviking-context>`;
 export const DIGEST_CLOSE = safe`</openviking-context>`;
 
-/** A memory line's text at most, and at least (shorter, it would say nothing but its URI), in columns. */
+/** A memory line's text at most and at least, in columns. */
 const LINE_TEXT_MAX = 220;
 const LINE_TEXT_MIN = 24;
-/** A profile row in columns (one row at 160 under Kimi's indent), and the rows at most. */
+/** A profile row in columns, and the rows at most. */
 export const PROFILE_ROW = 150;
 export const PROFILE_ROWS = 6;
 
-/** How many UTF-16 code units of `text` fit in `width` terminal columns. */
-function unitsWithin(text: string, width: number): number {
-  let cols = 0;
+/** The code units of `text`'s longest head whose characters weigh ≤ `max`, and their weight. */
+export function headWithin(text: string, max: number, weight: (ch: string) => number) {
+  let used = 0;
   let units = 0;
   for (const ch of text) {
-    cols += charColumns(ch);
-    if (cols > width) break;
+    if (used + weight(ch) > max) break;
+    used += weight(ch);
     units += ch.length;
   }
-  return units;
+  return { units, used };
 }
+
+/** How many UTF-16 code units of `text` fit in `width` terminal columns. */
+const unitsWithin = (text: string, width: number) => headWithin(text, width, charColumns).units;
 
 let segmenter: Intl.Segmenter | undefined;
 const blank = (s: Intl.SegmentData) => /^\s+$/.test(s.segment);
 
 /**
- * `text` cut to at most `max` code units, the ellipsis included, at the last word boundary in the second half —
- * where a blank begins or ends, or between two words of a script without blanks (CJK), never inside a
- * token such as `sk-…` — else at `max`, never inside a surrogate pair; unchanged when it fits.
- *
- * @example cutAtWord("tabs over spaces", 12) // "tabs over…"
+ * `text` cut to ≤ `max` code units, `mark` included, at the last word boundary of the second half (never
+ * inside a token such as `sk-…`), else at `max` (whole pairs). @example cutAtWord("tabs over spaces", 12) // "tabs over…"
  */
-export function cutAtWord(text: string, max: number): string {
+export function cutAtWord(text: string, max: number, mark = "…"): string {
   if (text.length <= max) return text;
-  const room = Math.max(0, max - 1);
+  const room = Math.max(0, max - mark.length);
   const from = Math.max(0, room - 2048);
   segmenter ??= new Intl.Segmenter(undefined, { granularity: "word" });
   let end = 0;
@@ -58,13 +54,10 @@ export function cutAtWord(text: string, max: number): string {
     const code = text.charCodeAt(end - 1);
     if (code >= 0xd800 && code <= 0xdbff) end--;
   }
-  return `${text.slice(0, end).trimEnd()}…`;
+  return `${text.slice(0, end).trimEnd()}${mark}`;
 }
 
-/**
- * Untrusted text on one line: neutralised, markdown markers and links reduced to their words, blanks
- * collapsed; cut at a word to `max` when given.
- */
+/** Untrusted text on one line: neutralised, markdown reduced to words, blanks collapsed; cut to `max`. */
 export function oneLine(text: string, max?: number): string {
   const line = neutralize(text.slice(0, 4 * (max ?? LINE_TEXT_MAX * PROFILE_ROWS) + 64))
     .replace(/\[([^\]\n]*)\]\([^)\n]*\)/g, "$1")
@@ -82,10 +75,8 @@ export interface DigestLine {
 }
 
 /**
- * The lines for `memories` within `limits` (`reserved` characters already taken: markers, profile rows).
- * The first `limits.memories` that are no folder summary, highest score first (without scores, the server's
- * order); each text an equal share of the room left, a short one leaving its room to the next; a memory
- * whose URI alone does not fit is left out.
+ * The lines for `memories` within `limits` (`reserved` taken): the first that are no folder summary, best
+ * first, each an equal share of the room left; one whose URI alone does not fit is left out.
  */
 export function digestLines(
   memories: readonly Memory[],
@@ -113,24 +104,16 @@ export function digestLines(
   return out;
 }
 
-/** The profile as the digest shows it. */
+/** The profile (else the abstracts), its URI, whether it comes again, the rows' characters at most. */
 export interface ProfileDigestInput {
-  /** profile.md's text (untrusted); "" when there is none. */
   profile: string;
   uri: string;
-  /** The preference and entity memories' abstracts, used when there is no profile text. */
   abstracts: readonly string[];
-  /** Printed again after a compaction dropped the session's first copy. */
   afterCompaction: boolean;
-  /** Characters the rows may take together, newlines included. */
   maxChars?: number;
 }
 
-/**
- * A few rows of the profile: a label naming its URI, then its lines (headings and blank lines dropped)
- * joined with " · " into rows of at most {@link PROFILE_ROW} columns, at most {@link PROFILE_ROWS} rows and
- * `maxChars`, " …" when more was left out. Empty when there is nothing to show.
- */
+/** A few rows of the profile: a label, then its lines joined with " · ", " …" when cut; [] when empty. */
 export function profileDigest(input: ProfileDigestInput): SafeText[] {
   const lines = input.profile ? input.profile.split("\n") : input.abstracts.map((a) => a.split("\n")[0]);
   const pieces = lines.filter((l) => !/^\s{0,3}#{1,6}\s*(?:user\s+)?profile\s*$/i.test(l)).map((l) =>
@@ -150,7 +133,6 @@ export function profileDigest(input: ProfileDigestInput): SafeText[] {
       continue;
     }
     rows.push(row);
-    // The next row may grow to a whole PROFILE_ROW: it starts only when one fits in what is left.
     const used = rows.reduce((n, r) => n + r.length + 1, 0);
     cut = rows.length >= PROFILE_ROWS || used + PROFILE_ROW + 1 > (input.maxChars ?? Infinity);
     if (cut) break;
@@ -161,6 +143,6 @@ export function profileDigest(input: ProfileDigestInput): SafeText[] {
     const last = rows.pop()!;
     rows.push(cutAtWord(last, unitsWithin(last, PROFILE_ROW - 2)).replace(/…?$/, " …"));
   }
-  // Every piece passed `oneLine` (the gate): neutralising again changes nothing.
+  // Every piece passed `oneLine` (the gate).
   return rows.map((r) => safe`${r}`);
 }

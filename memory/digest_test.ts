@@ -136,24 +136,14 @@ Deno.test("digest: markdown markers and links are reduced to their words", () =>
 
 Deno.test("digest: memories, not folder summaries — a memory directory (as the context face names it) or its sidecar (as find does) is never a line", () => {
   // The real server's entries: a directory by its own URI, detail overview or uri, its overview as the text.
-  const dir = {
-    uri: "viking://user/default/memories/preferences/default",
-    text: "# Preferences Overview\nUser: default …",
-    score: 0.91,
-    category: "preferences",
-    detail: "overview",
-  };
-  const root = {
-    uri: "viking://user/default/memories",
-    text: "User's long-term memory storage.",
+  const m = (uri: string, text: string) => ({
+    uri: `viking://user/default/memories${uri}`,
+    text,
     score: 0.9,
-  };
-  const sidecar = {
-    uri: "viking://user/default/memories/.overview.md",
-    text: "User's long-term memory",
-    score: 0.8,
-  };
-  const abstract = { uri: "viking://user/default/memories/events/.abstract.md", text: "Events", score: 0.8 };
+  });
+  const dir = { ...m("/preferences/default", "# Preferences Overview\nUser: default …"), detail: "overview" };
+  const [root, sidecar] = [m("", "User's long-term memory storage."), m("/.overview.md", "long-term memory")];
+  const abstract = m("/events/.abstract.md", "Events");
   const lines = digestLines([dir, mem(1, "b"), root, sidecar, abstract, mem(2, "a")], {
     memories: 2,
     chars: 1200,
@@ -166,49 +156,32 @@ Deno.test("digest: memories, not folder summaries — a memory directory (as the
 });
 
 Deno.test("digest: memories in score order, highest first; those without a score keep their place", () => {
+  const lines = (ms: Memory[]) => digestLines(ms, { memories: 5, chars: 1200 }).map((l) => l.memory.text);
   const scored = [
     mem(1, "low", { score: 0.41 }),
     mem(2, "high", { score: 0.87 }),
     mem(3, "mid", { score: 0.6 }),
   ];
-  assertEquals(digestLines(scored, { memories: 5, chars: 1200 }).map((l) => l.memory.score), [
-    0.87,
-    0.6,
-    0.41,
-  ]);
-  const plain = [mem(1, "first"), mem(2, "second"), mem(3, "third")];
-  assertEquals(digestLines(plain, { memories: 5, chars: 1200 }).map((l) => l.memory.text), [
-    "first",
-    "second",
-    "third",
-  ]);
+  assertEquals(lines(scored), ["high", "mid", "low"]);
+  assertEquals(lines([mem(1, "first"), mem(2, "second"), mem(3, "third")]), ["first", "second", "third"]);
 });
 
+/** The profile digest of `profile` at viking://u/p.md, `over` on top. */
+const pd = (profile: string, over: Partial<Parameters<typeof profileDigest>[0]> = {}) =>
+  profileDigest({ profile, uri: "viking://u/p.md", abstracts: [], afterCompaction: false, ...over });
+
 Deno.test("profile digest: a label with its URI, the lines joined into at most 6 rows of 150, headings dropped", () => {
-  const rows = profileDigest({
-    profile: "# Profile\n\nName: Test User\nLikes: tabs",
-    uri: "viking://user/default/memories/profile.md",
-    abstracts: [],
-    afterCompaction: false,
-  });
-  assertEquals(rows.map((r) => r.text), [
-    "Profile (viking://user/default/memories/profile.md): Name: Test User · Likes: tabs",
-  ]);
+  const rows = pd("# Profile\n\nName: Test User\nLikes: tabs");
+  assertEquals(rows.map((r) => r.text), ["Profile (viking://u/p.md): Name: Test User · Likes: tabs"]);
   const long = Array.from({ length: 60 }, (_, i) => `- fact ${i}: ${"detail ".repeat(6)}`).join("\n");
-  const many = profileDigest({ profile: long, uri: "viking://u/p.md", abstracts: [], afterCompaction: true });
+  const many = pd(long, { afterCompaction: true });
   assertEquals(many.length, PROFILE_ROWS);
   assertTrue(many.every((r) => r.length <= PROFILE_ROW), many.map((r) => r.length).join(","));
   assertMatch(many[0].text, /^Profile, again after compaction \(viking:\/\/u\/p\.md\): fact 0:/);
   assertMatch(many.at(-1)!.text, / …$/, "what was left out is marked");
   assertTrue(terminalRows(many.map((r) => r.text).join("\n")) <= PROFILE_ROWS);
   // Within half the digest's 1200 characters, the rows stop sooner, still marked.
-  const half = profileDigest({
-    profile: long,
-    uri: "viking://u/p.md",
-    abstracts: [],
-    afterCompaction: false,
-    maxChars: 600,
-  });
+  const half = pd(long, { maxChars: 600 });
   const used = half.reduce((n, r) => n + r.length + 1, 0);
   assertTrue(
     half.length > 1 && half.length < PROFILE_ROWS && used <= 600,
@@ -218,50 +191,22 @@ Deno.test("profile digest: a label with its URI, the lines joined into at most 6
 });
 
 Deno.test("profile digest: without profile.md the preference and entity abstracts stand in; nothing at all is nothing", () => {
-  const rows = profileDigest({
-    profile: "",
-    uri: "viking://u/p.md",
-    abstracts: ["Tabs over spaces", "Deno for scripts"],
-    afterCompaction: false,
-  });
+  const rows = pd("", { abstracts: ["Tabs over spaces", "Deno for scripts"] });
   assertEquals(rows.map((r) => r.text), ["Profile (viking://u/p.md): Tabs over spaces · Deno for scripts"]);
-  assertEquals(
-    profileDigest({
-      profile: "# Profile\n\n",
-      uri: "viking://u/p.md",
-      abstracts: [],
-      afterCompaction: false,
-    }),
-    [],
-  );
+  assertEquals(pd("# Profile\n\n"), []);
 });
 
 Deno.test("memories: entries as the server lists them (no URI or a repeated one dropped), or read back from rendered text", () => {
+  const a = { uri: "viking://a.md", text: "A", score: 0.9, category: "preferences", detail: "abstract" };
   const entries = Entries.parse([
-    {
-      uri: "viking://a.md",
-      text: "A",
-      score: 0.9,
-      category: "preferences",
-      detail: "abstract",
-      origin: "self",
-    },
+    { ...a, origin: "self" },
     null,
     { uri: "viking://a.md", text: "again" },
     { uri: "viking://b.md", score: "high" },
   ]);
-  assertEquals(memoriesFromEntries(entries), [
-    { uri: "viking://a.md", text: "A", score: 0.9, category: "preferences", detail: "abstract" },
-    { uri: "viking://b.md", text: "" },
-  ]);
-  const rendered = renderElement({
-    uri: "viking://a.md",
-    text: "- A\nline 2",
-    score: 0.8485,
-    category: "events",
-    detail: "abstract",
-  }) +
-    "\n" + renderElement({ uri: "viking://b.md", text: "" });
+  assertEquals(memoriesFromEntries(entries), [a, { uri: "viking://b.md", text: "" }]);
+  const element = { ...a, text: "- A\nline 2", score: 0.8485, category: "events" };
+  const rendered = `${renderElement(element)}\n${renderElement({ uri: "viking://b.md", text: "" })}`;
   assertEquals(
     rendered,
     '<memory uri="viking://a.md" type="events" score="0.85" detail="abstract">\n- A\nline 2\n</memory>\n' +

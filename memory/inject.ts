@@ -1,8 +1,6 @@
 /**
- * What the prompt hook prints for a text: recall (∥ the profile, when asked for), what the session already
- * holds left out, as the digest (default) or the full format (OpenViking's own plugins' blocks). Touches no
- * state: the prompt hook passes what its state says; {@link previewInjection} answers "what would be
- * injected for this text here now".
+ * What the prompt hook prints for a text: recall (∥ the profile), what the session holds left out, as the
+ * digest or the full format. Touches no state.
  */
 
 import {
@@ -30,12 +28,7 @@ import { type Memory, recallForPrompt, type RecallResult, renderElement, urisIn 
 import { DIGEST_CLOSE, DIGEST_OPEN, digestLines, oneLine, profileDigest } from "./digest.ts";
 import { recallQuery } from "./query.ts";
 
-/**
- * What to inject for one prompt: the recall query (query.ts), the OpenViking session, what the session holds
- * (its URIs and the keys of lines printed without one: never printed again), the same prompt's kept recall
- * (the server is not asked again), whether the profile is due and comes again after a compaction, the memo's
- * directory ("" keeps none).
- */
+/** One prompt's ask: the query, the session, what it holds (URIs, text keys), the same prompt's kept recall. */
 export interface InjectionRequest {
   query: string;
   sessionId?: string;
@@ -47,15 +40,9 @@ export interface InjectionRequest {
   stateDir: string;
 }
 
-/** A memory as printed: its URI, its score, the characters of the output it took. */
 type Injected = { uri: string; score?: number; chars: number };
 
-/**
- * What would be printed, and why: the hook's stdout, the recall stage that answered (or "reused", "skipped"),
- * the memories printed, the URIs left out because the session has them, what the session holds now that it
- * did not, the profile's fate, what recall found to keep for the same prompt (not when it failed), and why
- * recall (first) or the profile could not be had.
- */
+/** What is printed and why: the stage, memories printed and left out, the session's new keys, the recall to keep. */
 export interface Injection {
   stdout: string;
   recall: RecallResult["source"] | "reused" | "skipped";
@@ -67,24 +54,19 @@ export interface Injection {
   failure?: OvFailure;
 }
 
-/** A memory not shown yet, what showing it adds to the session's set, and (a server text's line) its text. */
+/** A memory not shown yet, the keys showing it adds, and (a server text's line) its raw text. */
 type Item = { memory: Memory; keys: string[]; raw?: string };
 
-/**
- * What of a recall the session does not have yet; for a text the server assembled without listing memories,
- * whether every line is left and whether any names a URI (then its lines without one never print alone).
- */
 type Unseen = { items: Item[]; suppressed: string[]; lines?: { all: boolean; named: boolean } };
 
-/** The key of a line without a URI: its words, blanks and case aside (never sent as `exclude_uris`). */
+/** The key of a line without a URI (never sent as `exclude_uris`). */
 const TEXT_KEY = "text:";
 const textKey = async (line: string) =>
   `${TEXT_KEY}${(await sha256Hex(line.replace(/\s+/g, " ").trim().toLowerCase())).slice(0, 32)}`;
 
 /**
- * What of `r` the session (`injected`) does not have. A text the server assembled without listing memories
- * goes by its lines: a line naming URIs goes when every one of them was shown; a line without one is keyed
- * by its text, prints once a session, and only beside a line that brings a new memory.
+ * What of `r` the session does not have. A server text without memories goes by lines: one naming URIs goes
+ * when all were shown; one without is keyed by its text, prints once, and only beside a new memory.
  */
 async function unseen(r: RecallResult | undefined, injected: ReadonlySet<string>): Promise<Unseen> {
   if (!r) return { items: [], suppressed: [] };
@@ -109,7 +91,6 @@ async function unseen(r: RecallResult | undefined, injected: ReadonlySet<string>
     }
     if (!uris[i].length && !withMemory) continue;
     for (const k of keys) seen.add(k);
-    // The URI goes to the end of the line, as on every digest line ("… source: <uri>" is the server's form).
     const uri = uris[i][0] ?? "";
     const text = uri ? raw.replace(uri, "").replace(/\s*(?:source:)?\s*$/i, "") : raw;
     items.push({ memory: { uri, text }, keys, raw });
@@ -117,20 +98,20 @@ async function unseen(r: RecallResult | undefined, injected: ReadonlySet<string>
   return { items, suppressed: [...suppressed], lines: { all: items.length === lines.length, named } };
 }
 
-/** What one format printed: its text, the memories in it, what the session holds now. */
 type Output = Pick<Injection, "stdout" | "injected" | "shown">;
 
-const printed = (items: Item[], chars: (m: Memory) => number): Output["injected"] =>
-  items.filter((i) => i.memory.uri).map(({ memory: m }) => ({
+/** What a format printed: `stdout`, the memories of `shown` (each its characters), their keys. */
+const output = (stdout: string, shown: Item[], chars: (m: Memory) => number): Output => ({
+  stdout,
+  injected: shown.filter((i) => i.memory.uri).map(({ memory: m }) => ({
     uri: m.uri,
     ...(m.score !== undefined ? { score: m.score } : {}),
     chars: chars(m),
-  }));
+  })),
+  shown: shown.flatMap((i) => i.keys),
+});
 
-/**
- * The digest: one block, the profile's rows first (at most half its characters), then a line per memory,
- * within the digest's characters.
- */
+/** The digest: one block, the profile's rows (≤ half its characters), then a line per memory. */
 function digestOutput(c: Config, u: Unseen, parts: ProfileParts | undefined, again: boolean): Output {
   const profile = !parts ? [] : profileDigest({
     profile: parts.profile,
@@ -143,23 +124,21 @@ function digestOutput(c: Config, u: Unseen, parts: ProfileParts | undefined, aga
     profile.reduce((n, l) => n + l.length + 1, 0);
   const limits = { memories: c.recallDigestLimit, chars: c.recallDigestChars };
   let lines = digestLines(u.items.map((i) => i.memory), limits, reserved);
-  // The limits may leave out every line that named a memory: the lines without one do not print alone.
   if (u.lines?.named && !lines.some((l) => l.memory.uri)) lines = [];
   const body = [...profile, ...lines.map((l) => l.line)];
-  if (!body.length) return { stdout: "", injected: [], shown: [] };
-  const shown = lines.map((l) => u.items.find((i) => i.memory === l.memory)!);
+  if (!body.length) return output("", [], () => 0);
   const chars = new Map(lines.map((l) => [l.memory, l.line.length]));
-  return {
-    stdout: printBlocks([{ open: DIGEST_OPEN, body: SafeText.join(body, safe`\n`), close: DIGEST_CLOSE }]),
-    injected: printed(shown, (m) => chars.get(m)!),
-    shown: shown.flatMap((i) => i.keys),
-  };
+  return output(
+    printBlocks([{ open: DIGEST_OPEN, body: SafeText.join(body, safe`\n`), close: DIGEST_CLOSE }]),
+    lines.map((l) => u.items.find((i) => i.memory === l.memory)!),
+    (m) => chars.get(m)!,
+  );
 }
 
 const CONTEXT_HEADER = safe`Relevant memory from OpenViking. Use the search/read MCP tools to expand URIs.`;
 const FIND_HEADER = safe`Relevant context from OpenViking. Use the read MCP tool to expand URIs.`;
 
-/** Server text in the full format's block, cut to what could ever be printed and neutralised. */
+/** Server text in the full format's block, cut and neutralised. */
 const contextBlock = (text: string): Block => ({
   open: DIGEST_OPEN,
   body: safe`${CONTEXT_HEADER}\n${neutralize(text.slice(0, PRINT_MAX_CHARS)).trim()}`,
@@ -167,9 +146,8 @@ const contextBlock = (text: string): Block => ({
 });
 
 /**
- * The full format's block of a recall showing `shown` of its memories: the server's text as it is when none
- * is left out, else the memories in its `<memory>` form; find's memories as lines within the token budget.
- * Undefined when there is nothing to show.
+ * The full format's block showing `shown`: the server's text when none is left out, else `<memory>`
+ * elements; find's as lines within the token budget. Undefined when there is nothing to show.
  */
 export function fullRecallBlock(
   r: RecallResult,
@@ -199,24 +177,16 @@ function fullOutput(c: Config, r: RecallResult | undefined, u: Unseen, parts?: P
   const blocks: Block[] = [];
   const profile = parts && renderProfile(parts, c.profileTokenBudget);
   if (profile) {
-    const open = again
-      ? safe`<openviking-context source="after-compaction">`
-      : safe`<openviking-context source="session-start">`;
-    blocks.push({ open, body: profile, close: DIGEST_CLOSE });
+    const source = again ? safe`after-compaction` : safe`session-start`;
+    blocks.push({ open: safe`<openviking-context source="${source}">`, body: profile, close: DIGEST_CLOSE });
   }
-  // A text the server assembled prints as it is when no line was left out, else the lines left of it.
   const recall = !r || (u.lines && !u.items.length)
     ? undefined
     : u.lines
     ? contextBlock(u.lines.all ? r.assembled! : u.items.map((i) => i.raw).join("\n"))
     : fullRecallBlock(r, u.items.map((i) => i.memory), c);
   if (recall) blocks.push(recall);
-  const shown = recall ? u.items : [];
-  return {
-    stdout: printBlocks(blocks),
-    injected: printed(shown, (m) => m.text.length),
-    shown: shown.flatMap((i) => i.keys),
-  };
+  return output(printBlocks(blocks), recall ? u.items : [], (m) => m.text.length);
 }
 
 /** What to print for a prompt: asks the server (recall ∥ profile) within the budget; never throws. */
@@ -251,16 +221,12 @@ export async function injectionFor(
     recall: req.reuse !== undefined ? "reused" : recalled?.source ?? "skipped",
     suppressed: u.suppressed,
     profile: !req.profile ? "not-asked" : !parts ? "unavailable" : hasProfile ? "injected" : "empty",
-    // A recall that failed is not kept: the same prompt again asks the server again.
     found: ask && !recalled?.failure ? recalled : undefined,
     ...(failure ? { failure } : {}),
   };
 }
 
-/**
- * What the prompt hook would print for `text` in the workspace `cwd` now, as a new session's first prompt
- * (`profile`: with the profile, as in config mode): no session, nothing read or written.
- */
+/** What the prompt hook would print for `text` in `cwd` now, as a new session's first prompt; writes nothing. */
 export async function previewInjection(
   text: string,
   opts: { cwd: string; env: Env; profile?: boolean },

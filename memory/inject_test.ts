@@ -12,6 +12,7 @@ import { tempDir } from "../tests/support/temp.ts";
 import { Budget } from "../openviking/client.ts";
 import { loadConfig } from "../openviking/config.ts";
 import { injectionFor, type InjectionRequest, previewInjection } from "./inject.ts";
+import { renderElement } from "./recall.ts";
 
 const SEARCH = "POST /api/v1/search/search";
 const entry = (n: number, text = `memory ${n}`) => ({
@@ -21,17 +22,12 @@ const entry = (n: number, text = `memory ${n}`) => ({
   detail: "abstract",
   text,
 });
-const rendered = (entries: ReturnType<typeof entry>[]) =>
-  entries.map((e) =>
-    `<memory uri="${e.uri}" type="${e.category}" score="${
-      e.score.toFixed(2)
-    }" detail="abstract">\n${e.text}\n</memory>`
-  ).join("\n");
+const rendered = (entries: ReturnType<typeof entry>[]) => entries.map(renderElement).join("\n");
 
-/** The config of a sandbox with `env` on top. */
-async function config(env: Record<string, string> = {}) {
-  return (await loadConfig({ HOME: "/nonexistent-home", ...env })).config;
-}
+const config = async (env: Record<string, string> = {}) =>
+  (await loadConfig({ HOME: "/nonexistent-home", ...env })).config;
+/** The digest block of `lines`. */
+const block = (...lines: string[]) => `<openviking-context>\n${lines.join("\n")}\n</openviking-context>\n`;
 
 const request = (over: Partial<InjectionRequest> = {}): InjectionRequest => ({
   query: "what did we decide about the cache?",
@@ -55,10 +51,7 @@ const listing = (entries: ReturnType<typeof entry>[]) =>
 Deno.test("inject: memories the session already has are left out, even when the server sends them again", async () => {
   const { client, calls } = listing([entry(1), entry(2), entry(3)]);
   const inj = await injectionFor(client, await config(), request({ injected: [entry(1).uri, entry(3).uri] }));
-  assertEquals(
-    inj.stdout,
-    `<openviking-context>\n- memory 2 (${entry(2).uri})\n</openviking-context>\n`,
-  );
+  assertEquals(inj.stdout, block(`- memory 2 (${entry(2).uri})`));
   assertEquals(inj.suppressed, [entry(1).uri, entry(3).uri]);
   assertEquals(inj.injected, [{
     uri: entry(2).uri,
@@ -89,7 +82,7 @@ Deno.test("inject: the same prompt again uses its kept recall without asking, an
   assertEquals([again.stdout, again.recall, again.found, calls.length], ["", "reused", undefined, 0]);
   // After a compaction the session's set was cleared: the kept memory comes back, still without a request.
   const after = await injectionFor(client, await config(), request({ reuse: kept }));
-  assertEquals(after.stdout, `<openviking-context>\n- memory 1 (${entry(1).uri})\n</openviking-context>\n`);
+  assertEquals(after.stdout, block(`- memory 1 (${entry(1).uri})`));
   assertEquals(calls.length, 0);
 });
 
@@ -179,13 +172,10 @@ Deno.test("inject: lines of a server text without a URI print once a session, an
     injectionFor(scriptedClient(() => ok({ digest: text })).client, c, request({ injected }));
   // A heading over the memories: printed with them the first time.
   const first = await ask(`What we know:\n- uses tabs source: ${a}`, []);
-  assertEquals(
-    first.stdout,
-    `<openviking-context>\n- What we know:\n- uses tabs (${a})\n</openviking-context>\n`,
-  );
+  assertEquals(first.stdout, block("- What we know:", `- uses tabs (${a})`));
   // The same heading over a new memory: the memory prints, the heading (already shown) does not.
   const second = await ask(`What we know:\n- uses tabs source: ${a}\n- likes Deno source: ${b}`, first.shown);
-  assertEquals(second.stdout, `<openviking-context>\n- likes Deno (${b})\n</openviking-context>\n`);
+  assertEquals(second.stdout, block(`- likes Deno (${b})`));
   // A new line without a URI over memories all shown: nothing (it would stand alone, about what was shown).
   const third = await ask(`New heading:\n- uses tabs source: ${a}`, [...first.shown, ...second.shown]);
   assertEquals([third.stdout, third.suppressed], ["", [a]]);
@@ -204,10 +194,7 @@ Deno.test("preview: what the hook would print for a text in a workspace, with no
   await using home = await tempDir();
   const env = { HOME: home.path, OPENVIKING_URL: fake.url, PATH: Deno.env.get("PATH") ?? "" };
   const plain = await previewInjection("how should I indent this file?", { cwd: home.path, env });
-  assertEquals(
-    plain.stdout,
-    `<openviking-context>\n- User prefers tabs over spaces. (${DEFAULT_ENTRY.uri})\n</openviking-context>\n`,
-  );
+  assertEquals(plain.stdout, block(`- User prefers tabs over spaces. (${DEFAULT_ENTRY.uri})`));
   const withProfile = await previewInjection("how should I indent this file?", {
     cwd: home.path,
     env,

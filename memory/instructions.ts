@@ -1,8 +1,4 @@
-/**
- * What the model is told about memory, per install mode, naming the MCP tools as Kimi names them there: the
- * system prompt's instructions, the memory skill (`SKILL.md`) and the plugin's commands (prompt templates,
- * `$ARGUMENTS` filled in by Kimi). Pure data.
- */
+/** What the model is told about memory per install mode: the instructions, `SKILL.md`, the plugin's commands. */
 
 import type { MemoryTool } from "./tools.ts";
 import { CONFIG_TOOL_PREFIX, PLUGIN_TOOL_PREFIX } from "../kimi/plugin-root.ts";
@@ -12,10 +8,10 @@ export type InstallMode = "config" | "plugin";
 /** The skill's name (its directory under `skills/`). */
 export const SKILL_NAME = "openviking-memory";
 
-/** The line that marks a file as ours (install replaces and uninstall removes only those). */
+/** The line that marks a file as ours. */
 export const OWNED_MARK = "<!-- written by openviking-kimi; `openviking-kimi uninstall` removes it -->";
 
-/** First line of the plugin's system prompt (and how a refresh knows the file is ours). */
+/** First line of the plugin's system prompt (and its mark). */
 export const SYSTEM_PROMPT_TITLE = "# OpenViking memory (openviking-kimi)";
 
 /** The name Kimi gives one of memory's MCP tools in `mode`. */
@@ -53,7 +49,7 @@ export function memoryInstructions(mode: InstallMode): string {
   ].join("\n");
 }
 
-/** Where the user sees everything remembered, and where each memory came from (the `memories` command). */
+/** Where the user sees what is remembered. */
 const SEE_ALL = "When the user asks what is remembered, or where a memory came from, tell them to run " +
   "`openviking-kimi memories` in a terminal: it lists this project's and their memories by kind, newest " +
   "first (`--search <text>`), and `memories show <uri>` gives one in full with the Kimi session, turn and " +

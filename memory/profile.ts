@@ -1,33 +1,18 @@
-/**
- * The user's profile, as OpenViking's other plugins read it: `profile.md` and a listing of the user's
- * preference and entity memories; rendered as a block within a token budget (the full format's first prompt,
- * the plugin's system prompt). Every server text in it is neutralised.
- */
+/** The user's profile (`profile.md`, the preference and entity memories) and its block within a token budget. */
 
 import * as z from "zod/mini";
 import type { Budget, OpenVikingClient, OvFailure } from "../openviking/client.ts";
 import { neutralize, safe, SafeText } from "../lib/neutralize.ts";
 import { PRINT_MAX_CHARS } from "../lib/printed.ts";
 import { asRecord } from "../lib/parsed.ts";
-import { oneLine } from "./digest.ts";
+import { headWithin, oneLine } from "./digest.ts";
 
-/** A text's tokens, estimated: a CJK character 1.5, any other a quarter. */
-export function estimateTokens(text: string): number {
-  return Math.ceil(tokenPrefix(text, Infinity).tokens);
-}
+/** A character's estimated tokens: a CJK one 1.5, any other a quarter. */
+const tokenWeight = (ch: string) => ch.codePointAt(0)! >= 0x3000 ? 1.5 : 0.25;
 
-/** The longest head of `text`, in whole characters, within `max` estimated tokens, and its tokens. */
-function tokenPrefix(text: string, max: number): { head: string; tokens: number } {
-  let tokens = 0;
-  let i = 0;
-  for (const ch of text) {
-    const t = ch.codePointAt(0)! >= 0x3000 ? 1.5 : 0.25;
-    if (tokens + t > max) break;
-    tokens += t;
-    i += ch.length;
-  }
-  return { head: text.slice(0, i), tokens };
-}
+/** A text's tokens, estimated. */
+export const estimateTokens = (text: string): number =>
+  Math.ceil(headWithin(text, Infinity, tokenWeight).used);
 
 /** A profile within `tokens`: as it is, else its first 8 and last 3 lines, else cut (saying so). */
 export function fitProfile(text: string, tokens: number): string {
@@ -37,24 +22,21 @@ export function fitProfile(text: string, tokens: number): string {
     lines.slice(-3).join("\n")
   }`;
   if (lines.length > 12 && estimateTokens(elided) <= tokens) return elided;
-  return `${tokenPrefix(text, Math.max(0, tokens - 6)).head}\n... [profile truncated]`;
+  return `${
+    text.slice(0, headWithin(text, Math.max(0, tokens - 6), tokenWeight).units)
+  }\n... [profile truncated]`;
 }
 
 /** A memory file of a listing. */
-export interface MemoryLeaf {
-  path: string;
-  abstract: string;
-}
+export type MemoryLeaf = { path: string; abstract: string };
 
-/** What the profile is made of, as the server has it (every string untrusted). */
-export interface ProfileParts {
-  /** The user space (`viking://user/<space>/…`). */
+/** The profile as the server has it (untrusted): the user space, profile.md ("" if none), the leaves. */
+export type ProfileParts = {
   space: string;
-  /** profile.md's text; "" when there is none. */
   profile: string;
   preferences: MemoryLeaf[];
   entities: MemoryLeaf[];
-}
+};
 
 const Listing = z.union([z.array(z.unknown()), z.looseObject({ entries: z.array(z.unknown()) })]);
 type Listing = z.output<typeof Listing>;
@@ -73,7 +55,7 @@ export function memoryLeaves(listing: Listing): MemoryLeaf[] {
     .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
-/** The memories folder of a user space as printed: letters, digits and `_.@-` as they are, the rest %-encoded. */
+/** The memories folder of a user space as printed: all but letters, digits and `_.@-` %-encoded. */
 function spaceUri(space: string): string {
   const encoded = space.toWellFormed().slice(0, 128).replace(
     /[^\p{L}\p{N}_.@-]/gu,
@@ -93,10 +75,7 @@ export function isEmptyProfile(parts: ProfileParts): boolean {
   return !parts.profile.trim() && !parts.preferences.length && !parts.entities.length;
 }
 
-/**
- * The profile block within `budget` tokens: `<user-profile>` (at most half), then `<available-memories>`
- * listing the preference and entity memories in what is left ("+N more" for the rest); null when empty.
- */
+/** The profile block within `budget` tokens: `<user-profile>` (≤ half), then `<available-memories>`; null if empty. */
 export function renderProfile(parts: ProfileParts, budget: number): SafeText | null {
   const base = safe`${spaceUri(parts.space)}`;
   const sections: SafeText[] = [];
@@ -148,7 +127,6 @@ export async function fetchProfile(
   const dirs = ls.ok
     ? entriesOf(ls.result).filter((e) => e.isDir !== false).map((e) => String(e.name ?? ""))
     : [];
-  // The status user's space when there is one, else default, else the only one.
   const space = (user && dirs.includes(user) && user) || (dirs.includes("default") && "default") ||
     (dirs.length === 1 && dirs[0]) || user || "default";
   const base = `viking://user/${space}/memories`;

@@ -42,11 +42,7 @@ Deno.test("fitProfile: when head and tail do not fit (or there are few lines), i
   assertMatch(cut, /\n\.\.\. \[profile truncated\]$/);
   assertEquals(cut.length, (50 - 6) * 4 + "\n... [profile truncated]".length, "(budget − 6) tokens of text");
   const wide = Array.from({ length: 20 }, () => "x".repeat(400)).join("\n");
-  assertMatch(
-    fitProfile(wide, 100),
-    /\[profile truncated\]$/,
-    "an elided form over the budget is cut instead",
-  );
+  assertMatch(fitProfile(wide, 100), /\[profile truncated\]$/, "an elided form over the budget is cut");
   const cjk = "喜欢".repeat(100);
   const cjkCut = fitProfile(cjk, 30).replace("\n... [profile truncated]", "");
   assertTrue(estimateTokens(cjkCut) <= 24, "a CJK text is cut by its own token weight, on whole characters");
@@ -54,11 +50,8 @@ Deno.test("fitProfile: when head and tail do not fit (or there are few lines), i
 });
 
 Deno.test("renderProfile: the profile takes at most half, the listing what is left, then '+N more'", () => {
-  const leaves = (prefix: string, n: number) =>
-    Array.from(
-      { length: n },
-      (_, i) => ({ path: `${prefix}${i}.md`, abstract: `abstract of ${prefix}${i}` }),
-    );
+  const leaf = (p: string) => ({ path: `${p}.md`, abstract: `abstract of ${p}` });
+  const leaves = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => leaf(`${prefix}${i}`));
   const text = renderProfile({
     space: "alice",
     profile: "Alice writes Go.\n".repeat(200),
@@ -125,11 +118,7 @@ Deno.test("fetchProfile: nothing reachable is null; a profile without listings i
   const partial = scriptedClient((c) =>
     route(c) === "GET /api/v1/content/read" ? ok("only the profile") : fail("server", 503)
   );
-  assertEquals(
-    await profileBlock(partial.client, 1000, new Budget(5000)),
-    null,
-    "status and listing both failed",
-  );
+  assertEquals(await profileBlock(partial.client, 1000, new Budget(5000)), null, "status and listing failed");
   const noDirs = scriptedClient((c) =>
     route(c) === "GET /api/v1/content/read"
       ? ok("only the profile")

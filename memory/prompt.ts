@@ -1,8 +1,4 @@
-/**
- * UserPromptSubmit: prints what inject.ts finds that the session does not have yet, within
- * OPENVIKING_PROMPT_BUDGET_MS. A server that left a recall unanswered is not asked until it answers
- * (openviking/breaker.ts): the session is told once, in one line; this hook's detached worker is the probe.
- */
+/** UserPromptSubmit: prints what inject.ts finds that the session lacks; while the breaker is open, a probe. */
 
 import { sha256Hex } from "../lib/hash.ts";
 import { Budget } from "../openviking/client.ts";
@@ -35,37 +31,25 @@ import { alarmWords, readAlarm } from "./extraction.ts";
 /** The same text within this window is the same prompt's hook fired twice. */
 export const DUPLICATE_WINDOW_MS = 500;
 
-/**
- * What the prompt state says of this prompt (pure): a duplicate run (print nothing), the same text's kept
- * recall, whether the profile is still due, whether a compaction dropped the injections, the outage told of.
- */
-export function promptDecision(
-  state: SessionState,
-  prompt: { hash: string; eventId: string; at: number },
-): {
-  duplicate: boolean;
-  reuse?: RecallResult;
-  needProfile: boolean;
-  afterCompaction: boolean;
-  told?: number;
-} {
-  const duplicate = prompt.eventId
-    ? state.promptEventId === prompt.eventId
-    : state.promptHash === prompt.hash && state.promptAt !== undefined &&
-      Math.abs(prompt.at - state.promptAt) < DUPLICATE_WINDOW_MS;
+/** What the state says of this prompt: a duplicate run, the same text's kept recall, profile due, compacted. */
+export function promptDecision(state: SessionState, prompt: { hash: string; eventId: string; at: number }) {
   return {
-    duplicate,
-    reuse: state.promptHash === prompt.hash && state.recall ? state.recall : undefined,
+    duplicate: prompt.eventId
+      ? state.promptEventId === prompt.eventId
+      : state.promptHash === prompt.hash && state.promptAt !== undefined &&
+        Math.abs(prompt.at - state.promptAt) < DUPLICATE_WINDOW_MS,
+    reuse: (state.promptHash === prompt.hash && state.recall) || undefined as RecallResult | undefined,
     needProfile: !state.profileInjected,
     afterCompaction: state.compacted,
     told: state.pausedNotice,
   };
 }
 
+type Decision = ReturnType<typeof promptDecision>;
+
 /**
- * Claims this prompt under a short lock (no network inside) and keeps it for capture's fallback: the decision,
- * the session's shown set, whether to tell of the outage now, and why the state was unusable ("" if it was).
- * Best effort: a state that cannot be kept costs dedupe, the profile and the session's memory of what it saw.
+ * Claims this prompt under a short lock (no network) and keeps it for capture: the decision, the shown set,
+ * whether to tell of the outage, whether it is the session's first, why the state was unusable ("" if not).
  */
 async function claimPrompt(
   ctx: HookContext,
@@ -74,12 +58,9 @@ async function claimPrompt(
 ) {
   const c = ctx.config;
   const claim = {
-    decision: { duplicate: false, needProfile: false, afterCompaction: false } as ReturnType<
-      typeof promptDecision
-    >,
+    decision: { duplicate: false, needProfile: false, afterCompaction: false } as Decision,
     exclude: [] as string[],
     tell: false,
-    /** No prompt of this session came before: the one that may tell of the extraction alarm. */
     first: false,
     stateError: "",
   };
@@ -115,7 +96,7 @@ async function claimPrompt(
   return claim;
 }
 
-/** Remembers what was printed and the outage the session was told of (best effort, like the claim). */
+/** Remembers what was printed and the outage told of (best effort). */
 async function rememberInjected(
   ctx: HookContext,
   hash: string,
@@ -137,14 +118,14 @@ async function rememberInjected(
   });
 }
 
-/** The line that tells the session memory is paused, and the command that says why. */
+/** The line that says memory is paused. */
 function pausedLine(b: Breaker, env: Env): string {
   const status = `${commandName(env)} status`;
   return safe`openviking-kimi: memory paused — OpenViking at ${b.origin} did not answer; \`${status}\` says why\n`
     .text;
 }
 
-/** The line that tells a session's first prompt its commits make no memory ("" without the alarm). */
+/** The line that says commits make no memory ("" without the alarm). */
 async function alarmLine(ctx: HookContext): Promise<string> {
   const a = await readAlarm(ctx.sharedStateDir, ctx.config.baseUrl);
   if (!a) return "";
@@ -156,10 +137,7 @@ async function alarmLine(ctx: HookContext): Promise<string> {
   } doctor\` says why\n`.text;
 }
 
-/**
- * A prompt while the breaker is open: nothing asked (no profile either), the session told once, a probe
- * started when one is due — detached: this prompt never waits for it.
- */
+/** A prompt while the breaker is open: nothing asked, the session told once, a detached probe when due. */
 async function pausedPrompt(ctx: HookContext, b: Breaker, tell: boolean, alarm: string): Promise<HookResult> {
   let probing = false;
   if (ctx.sharedStateDir && Date.now() >= nextProbeAt(b)) {
@@ -180,7 +158,6 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   if (ctx.isWorker) {
     return { outcome: "probe", data: { answered: await probe(clientFor(ctx), ctx.sharedStateDir) } };
   }
-  // With capture on, the claim still keeps the prompt for capture's fallback.
   if (!c.autoRecall && !c.autoCapture) return { outcome: "recall-off" };
   const budget = new Budget(c.promptBudgetMs - (Date.now() - ctx.startedAt));
   const query = recallQuery(promptText(ctx.input), c.redact);
@@ -192,11 +169,9 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   const claim = await claimPrompt(ctx, { hash, eventId, outage: paused?.since }, lockWait);
   const { decision } = claim;
   if (decision.duplicate) return { outcome: "duplicate" };
-  // Capture may go on with recall off: the session is told all the same.
   const alarm = claim.first ? await alarmLine(ctx) : "";
   if (!c.autoRecall) return { outcome: "recall-off", ...(alarm ? { stdout: alarm } : {}) };
   if (paused) return { ...await pausedPrompt(ctx, paused, claim.tell, alarm), query };
-
   // In plugin mode the profile is in the system prompt.
   const pluginPrompt = decision.needProfile && await systemPromptInUse(ctx.env);
   const peer = await resolvePeer(ctx.cwd, c);
@@ -212,7 +187,7 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   });
   const asked = (inj.recall !== "reused" && inj.recall !== "skipped") || inj.profile !== "not-asked";
   const after = await noteRecall(ctx.sharedStateDir, c.baseUrl, breaker, { asked, failure: inj.failure });
-  // Told once per outage: the prompt that opened the breaker tells it, unless this session already knows.
+  // Told once per outage.
   const told = after && isOpen(after) && after.since !== decision.told ? after.since : undefined;
   const withLine = (told === undefined ? inj.stdout : inj.stdout + pausedLine(after!, ctx.env)) + alarm;
   if (!claim.stateError) await rememberInjected(ctx, hash, inj, budget, told);

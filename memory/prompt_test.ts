@@ -190,86 +190,34 @@ Deno.test("config mode: the first prompt carries the profile's rows; after /comp
   );
 });
 
-Deno.test("prompt session: what a server text showed (its URIs, its lines without one) is kept for the next prompt", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  fake.files.delete("viking://user/default/memories/profile.md");
-  fake.dirs.set("viking://user/default/memories/preferences", []);
-  const env = sandboxEnv(dir.path, fake.url);
-  const [a, b] = ["viking://user/default/memories/preferences/tabs.md", "viking://u/d/memories/deno.md"];
-  const ask = (text: string, ...lines: string[]) => {
-    fake.context = { entries: [], digest: lines.join("\n"), rendered: "" };
-    return hook(env, "UserPromptSubmit", "session_text_only", { prompt: text });
-  };
-  assertEquals(
-    await ask("how should I indent this file?", "What we know:", `- uses tabs source: ${a}`),
-    `<openviking-context>\n- What we know:\n- uses tabs (${a})\n</openviking-context>\n`,
-  );
-  assertEquals(
-    await ask(
-      "which runtime do we use?",
-      "What we know:",
-      `- uses tabs source: ${a}`,
-      `- likes Deno source: ${b}`,
-    ),
-    `<openviking-context>\n- likes Deno (${b})\n</openviking-context>\n`,
-  );
-  const last = fake.requestsTo("POST /api/v1/search/search").at(-1)!.body as { exclude_uris: string[] };
-  assertEquals(last.exclude_uris, [a], "the line without a URI is kept, never sent as one");
-});
-
 const state = (over: Partial<SessionState>): SessionState => ({ ...emptyState(), ...over });
 
-Deno.test("prompt decision: with an event id, the same id is the duplicate, whatever the time or text", () => {
-  const s = state({ promptEventId: "p1", promptHash: "h1", promptAt: 0 });
-  assertEquals(promptDecision(s, { hash: "other", eventId: "p1", at: 1e9 }).duplicate, true);
-  assertEquals(
-    promptDecision(s, { hash: "h1", eventId: "p2", at: 1 }).duplicate,
-    false,
-    "a new id is a new prompt",
-  );
-});
-
-Deno.test("prompt decision: without an event id, the same text within the window is the duplicate", () => {
-  const s = state({ promptHash: "h", promptAt: 10_000 });
-  const at = (t: number, hash = "h") => promptDecision(s, { hash, eventId: "", at: t }).duplicate;
-  assertEquals(at(10_000), true);
-  assertEquals(at(10_000 + DUPLICATE_WINDOW_MS - 1), true);
-  assertEquals(at(10_000 - DUPLICATE_WINDOW_MS + 1), true, "a clock a little behind is the same run");
-  assertEquals(at(10_000 + DUPLICATE_WINDOW_MS), false, "the window is open at its end");
-  assertEquals(at(10_001, "other"), false, "other text is another prompt");
-  assertEquals(
-    promptDecision(state({ promptHash: "h" }), { hash: "h", eventId: "", at: 0 }).duplicate,
-    false,
-  );
-});
-
-Deno.test("prompt decision: the same prompt again reuses its stored recall (even an empty one); profile until injected; compaction noted", () => {
-  const recall = {
-    source: "context" as const,
-    memories: [{ uri: "viking://user/d/memories/a.md", text: "x" }],
-  };
-  const stored = state({ promptHash: "h", promptAt: 0, recall });
-  assertEquals(promptDecision(stored, { hash: "h", eventId: "", at: 60_000 }).reuse, recall);
+Deno.test("prompt decision: duplicates by event id, else by the same text within the window; reuse, profile, compaction", () => {
+  const recall = { source: "context" as const, memories: [{ uri: "viking://u/d/memories/a.md", text: "x" }] };
   const none = { source: "none" as const, memories: [] };
-  assertEquals(
-    promptDecision(state({ promptHash: "h", recall: none }), { hash: "h", eventId: "", at: 1 }).reuse,
-    none,
-  );
-  assertEquals(
-    promptDecision(state({ promptHash: "h", recall: null }), { hash: "h", eventId: "", at: 1 }).reuse,
-    undefined,
-    "null: that prompt's recall never finished",
-  );
-  assertEquals(promptDecision(stored, { hash: "new", eventId: "", at: 1 }).reuse, undefined);
-  assertEquals(promptDecision(state({}), { hash: "h", eventId: "", at: 1 }).needProfile, true);
-  assertEquals(
-    promptDecision(state({ profileInjected: true }), { hash: "h", eventId: "", at: 1 }).needProfile,
-    false,
-  );
-  assertEquals(promptDecision(state({}), { hash: "h", eventId: "", at: 1 }).afterCompaction, false);
-  assertEquals(
-    promptDecision(state({ compacted: true }), { hash: "h", eventId: "", at: 1 }).afterCompaction,
-    true,
-  );
+  const byId = state({ promptEventId: "p1", promptHash: "h1", promptAt: 0 });
+  const byText = state({ promptHash: "h", promptAt: 10_000 });
+  const W = DUPLICATE_WINDOW_MS;
+  type Key = keyof ReturnType<typeof promptDecision>;
+  const cases: [string, SessionState, string, string, number, Key, unknown][] = [
+    ["the same id, whatever the time or text", byId, "other", "p1", 1e9, "duplicate", true],
+    ["a new id is a new prompt", byId, "h1", "p2", 1, "duplicate", false],
+    ["the same text at once", byText, "h", "", 10_000, "duplicate", true],
+    ["the same text just inside the window", byText, "h", "", 10_000 + W - 1, "duplicate", true],
+    ["a clock a little behind is the same run", byText, "h", "", 10_000 - W + 1, "duplicate", true],
+    ["the window is open at its end", byText, "h", "", 10_000 + W, "duplicate", false],
+    ["other text is another prompt", byText, "other", "", 10_001, "duplicate", false],
+    ["no time kept: no duplicate", state({ promptHash: "h" }), "h", "", 0, "duplicate", false],
+    ["reuses its recall", state({ promptHash: "h", promptAt: 0, recall }), "h", "", 6e4, "reuse", recall],
+    ["even an empty one", state({ promptHash: "h", recall: none }), "h", "", 1, "reuse", none],
+    ["null: never finished", state({ promptHash: "h", recall: null }), "h", "", 1, "reuse", undefined],
+    ["another prompt reuses nothing", state({ promptHash: "h", recall }), "new", "", 1, "reuse", undefined],
+    ["the profile is due", state({}), "h", "", 1, "needProfile", true],
+    ["until injected", state({ profileInjected: true }), "h", "", 1, "needProfile", false],
+    ["no compaction", state({}), "h", "", 1, "afterCompaction", false],
+    ["a compaction noted", state({ compacted: true }), "h", "", 1, "afterCompaction", true],
+  ];
+  for (const [name, s, hash, eventId, at, key, want] of cases) {
+    assertEquals(promptDecision(s, { hash, eventId, at })[key], want, name);
+  }
 });

@@ -1,11 +1,6 @@
 /**
- * Recall: the memories OpenViking finds for a prompt, asked as OpenViking's other plugins ask — ① `POST
- * /api/v1/search/search` in context mode, ② the deprecated `POST /api/v1/search/recall`, ③ `POST
- * /api/v1/search/find` per source. A server that rejects context mode is not asked in it for 6 h.
- *
- * Where ranking happens: ① and ② rank on the server (on what their request bodies say, below) and their
- * order is kept; ③ is ranked here ({@link rankFindItems}); the digest then shows the first few of the list
- * highest score first (digest.ts).
+ * Recall: the memories OpenViking finds for a prompt — ① `/search/search` in context mode, ② the deprecated
+ * `/search/recall`, ③ `/search/find` per source, ranked here. ① and ② keep the server's order.
  */
 
 import * as z from "zod/mini";
@@ -20,11 +15,7 @@ import { madeIn } from "./extraction.ts";
 const text = z.catch(z.optional(z.string()), undefined);
 const num = z.catch(z.optional(z.number()), undefined);
 
-/**
- * One recalled memory, as a reply's `entries` list it and prompt state keeps it (every string the server's):
- * `category` is the server's (`preferences`, …) or find's bucket (`memory`, `skill`), `detail` how much of
- * it the text is (`abstract`, `overview`, `full`).
- */
+/** One recalled memory (every string the server's): `category` its kind or find's bucket, `detail` its level. */
 export const MemorySchema = z.object({
   uri: z.string(),
   text: z.catch(z.string(), ""),
@@ -34,20 +25,17 @@ export const MemorySchema = z.object({
 });
 export type Memory = z.infer<typeof MemorySchema>;
 
-/** What a recall found, as prompt state keeps it for the same prompt again. */
+/** What a recall found (prompt state keeps it): the stage, its memories in order, the server's own text. */
 export const RecallSchema = z.object({
-  /** Which stage answered. */
   source: z.enum(["context", "recall", "find", "none"]),
-  /** The memories it listed, in its order. */
   memories: z.array(MemorySchema),
-  /** The text the server assembled (its `digest`, else its `rendered` text). */
   assembled: z.optional(z.string()),
 });
 
-/** What a recall gives: {@link RecallSchema}, and why no stage answered when none did. */
+/** What a recall gives, and why no stage answered when none did. */
 export type RecallResult = z.infer<typeof RecallSchema> & { failure?: OvFailure };
 
-/** One recall: the query, the OpenViking session, the URIs the session has, the memo's directory ("": none). */
+/** One recall: the query, the session, the URIs it has, the memo's directory ("": none). */
 export interface RecallRequest {
   query: string;
   sessionId?: string;
@@ -57,7 +45,7 @@ export interface RecallRequest {
   now?: number;
 }
 
-/** The `entries` member of a reply: an entry without a URI, or a list that is not one, reads as nothing. */
+/** A reply's `entries`: an entry without a URI, or a list that is not one, reads as nothing. */
 export const Entries = z.catch(z.array(z.catch(z.nullable(MemorySchema), null)), []);
 
 const ContextReply = z.looseObject({
@@ -67,39 +55,26 @@ const ContextReply = z.looseObject({
   stats: z.catch(z.optional(z.looseObject({ rewrite: z.optional(z.unknown()) })), undefined),
 });
 const RecallReply = z.looseObject({ entries: Entries, rendered: text });
-const Hits = z.catch(
-  z.array(z.catch(
-    z.nullable(z.looseObject({
-      uri: z.string(),
-      level: num,
-      score: z.catch(z.number(), 0),
-      abstract: z.catch(z.string(), ""),
-    })),
-    null,
-  )),
-  [],
-);
+const Hit = z.looseObject({
+  uri: z.string(),
+  level: num,
+  score: z.catch(z.number(), 0),
+  abstract: z.catch(z.string(), ""),
+});
+const Hits = z.catch(z.array(z.catch(z.nullable(Hit), null)), []);
 const FindReply = z.looseObject({ memories: Hits, skills: Hits, resources: Hits });
 
-/** Most memories taken from one reply, the longest text and URI kept of one. */
 const MAX_MEMORIES = 50;
 const MAX_TEXT = 4000;
 const MAX_URI = 300;
 
-/**
- * Whether a URI of the memory space is a folder's summary, no memory: find names one by its sidecar
- * (`…/.overview.md`, `…/.abstract.md`), the other stages by the directory itself; a memory is any other `.md`
- * file (the rule OpenViking's memory code lists leaves by).
- */
+/** Whether a memory-space URI is a folder's summary (a sidecar or the folder itself), no memory. */
 export function isFolderSummary(uri: string): boolean {
   return /\/memories(?:\/|$)/.test(uri) &&
     (/\/\.(?:abstract|overview)\.md$/.test(uri) || !uri.endsWith(".md"));
 }
 
-/**
- * The memories of a list (parsed `entries`), in its order, bounded: each URI once (empty or too long to read
- * back: dropped), texts cut, at most 50.
- */
+/** The memories of parsed `entries`, in order: each URI once (empty or too long: dropped), texts cut, ≤ 50. */
 export function memoriesFromEntries(list: Iterable<Memory | null>): Memory[] {
   const out = new Map<string, Memory>();
   for (const m of list) {
@@ -164,14 +139,8 @@ export function scaleQuotas(limit: number, weights: Record<string, number>): Rec
   return Object.fromEntries(keys.map((k, i) => [k, out[i]]));
 }
 
-/**
- * The context face's body. The digest sends no `dedup_turns` unless the user set it: the server would hold
- * back every URI it returned for that many turns, shown or not; `exclude_uris` names what the session saw.
- */
-export function contextSearchBody(
-  s: Config,
-  r: Pick<RecallRequest, "query" | "sessionId" | "excludeUris">,
-) {
+/** The context face's body: `dedup_turns` only when set (or the full format); `exclude_uris` what was seen. */
+export function contextSearchBody(s: Config, r: Pick<RecallRequest, "query" | "sessionId" | "excludeUris">) {
   const body: Record<string, unknown> = {
     query: r.query,
     mode: "context",
@@ -192,7 +161,7 @@ export function contextSearchBody(
   return body;
 }
 
-/** What a stage that assembles text answered: its entries (else the elements of its rendered text), the text. */
+/** A stage's answer: its entries (else its rendered text's elements), and its text (digest, else rendered). */
 function assembled(
   source: "context" | "recall",
   entries: z.output<typeof Entries>,
@@ -205,27 +174,32 @@ function assembled(
   return whole ? { source, memories, assembled: whole } : { source, memories };
 }
 
+/** How long a server that rejected context mode is not asked in it. */
+export const LEGACY_MEMO_MS = 6 * 3600_000;
 const memoPath = (dir: string) => joinPath(dir, "context-face.json");
 
-/** ① The context face; undefined when the server has no context mode (now or, by the memo, within 6 h). */
-async function fromContextFace(
-  client: OpenVikingClient,
-  s: Config,
-  r: RecallRequest,
-): Promise<RecallResult | OvFailure | undefined> {
-  const baseUrl = client.options.baseUrl;
+/** Whether a failure says "this server has no context mode". */
+const isLegacyRejection = (res: OvResponse<unknown>) =>
+  !res.ok && (res.status === 400 || res.status === 422) &&
+  /extra|mode|unexpected/.test(JSON.stringify(res.error).toLowerCase());
+
+/** ① The context face; undefined when the server has no context mode (now, or by the memo). */
+async function fromContextFace(c: OpenVikingClient, s: Config, r: RecallRequest) {
+  const baseUrl = c.options.baseUrl;
   const now = r.now ?? Date.now();
   if (r.stateDir) {
     const memo = asRecord(await readJson(memoPath(r.stateDir)));
     const same = memo.baseUrl === undefined || memo.baseUrl === baseUrl;
     if (same && typeof memo.legacyUntil === "number" && memo.legacyUntil > now) return undefined;
   }
-  const res = await client.request("POST", "/api/v1/search/search", ContextReply, {
+  const res = await c.request("POST", "/api/v1/search/search", ContextReply, {
     body: contextSearchBody(s, r),
     budget: r.budget,
   });
   if (res.ok) {
-    if (res.result.stats?.rewrite === "no_relevant") return { source: "context", memories: [] };
+    if (res.result.stats?.rewrite === "no_relevant") {
+      return { source: "context", memories: [] } as RecallResult;
+    }
     return assembled("context", res.result.entries, res.result);
   }
   if (!isLegacyRejection(res)) return res;
@@ -236,21 +210,8 @@ async function fromContextFace(
   return undefined;
 }
 
-/** How long a server that rejected context mode is not asked in it. */
-export const LEGACY_MEMO_MS = 6 * 3600_000;
-
-/** Whether a context-face failure says "this server has no context mode". */
-function isLegacyRejection(res: OvResponse<unknown>): boolean {
-  if (res.ok || (res.status !== 400 && res.status !== 422)) return false;
-  return /extra|mode|unexpected/.test(JSON.stringify(res.error).toLowerCase());
-}
-
-/** ② The deprecated recall endpoint, asked once more without `peer_scope` when it refuses it (400/422). */
-async function fromRecallEndpoint(
-  client: OpenVikingClient,
-  s: Config,
-  r: RecallRequest,
-): Promise<RecallResult | OvFailure> {
+/** ② The deprecated recall endpoint, asked once more without `peer_scope` when it refuses it. */
+async function fromRecallEndpoint(c: OpenVikingClient, s: Config, r: RecallRequest) {
   const body: Record<string, unknown> = {
     query: r.query,
     quotas: { ...scaleQuotas(s.recallLimit, { events: 10, entities: 10, preferences: 3 }), experiences: 0 },
@@ -260,7 +221,7 @@ async function fromRecallEndpoint(
   };
   if (s.recallPeerScope !== "all") body.peer_scope = "actor";
   const ask = (b: Record<string, unknown>) =>
-    client.request("POST", "/api/v1/search/recall", RecallReply, { body: b, budget: r.budget });
+    c.request("POST", "/api/v1/search/recall", RecallReply, { body: b, budget: r.budget });
   let res = await ask(body);
   if (!res.ok && (res.status === 400 || res.status === 422) && body.peer_scope) {
     const { peer_scope: _, ...without } = body;
@@ -270,27 +231,19 @@ async function fromRecallEndpoint(
 }
 
 /** A hit of find, as ranked here. */
-export interface FindItem {
-  uri: string;
-  level?: number;
-  score: number;
-  abstract: string;
+export type FindItem = Pick<z.output<typeof Hit>, "uri" | "level" | "score" | "abstract"> & {
   bucket: "memory" | "skill";
-}
+};
 
-/** A query about time (events rank higher) and one about taste (preferences rank higher). */
 const TEMPORAL =
   /\b(yesterday|today|last (week|time|month)|earlier|before|recent(ly)?|when did|ago)\b|昨天|今天|上次|之前|最近/i;
 const PREFERENCE =
   /\b(prefer|preference|like|favorite|favourite|style|convention|always|never)\b|喜欢|偏好|习惯/i;
-
-/** The words of a text a query and a hit may share: lower case, longer than two characters. */
 const words = (t: string) => new Set(t.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((w) => w.length > 2));
 
 /**
- * Find's hits ranked (pure): the score (at most 1), lifted for a leaf, for the kind of memory the query asks
- * for, and for words shared with the query; below the threshold out; the same abstract once (events and
- * cases by URI); at most the recall limit.
+ * Find's hits ranked: the score (≤ 1) lifted for a leaf, for the kind the query asks for (events, preferences)
+ * and for words shared with it; below the threshold out; one per abstract (events and cases by URI); ≤ the limit.
  */
 export function rankFindItems(items: readonly FindItem[], query: string, s: Config): FindItem[] {
   const q = words(query);
@@ -321,15 +274,11 @@ export function rankFindItems(items: readonly FindItem[], query: string, s: Conf
 }
 
 /** ③ Find per source, ranked here; a memory's text its abstract or, where that will not do, its content. */
-async function fromFind(
-  client: OpenVikingClient,
-  s: Config,
-  r: RecallRequest,
-): Promise<RecallResult | OvFailure> {
+async function fromFind(c: OpenVikingClient, s: Config, r: RecallRequest): Promise<RecallResult | OvFailure> {
   const sources = [["viking://~/memories", "memory"], ["viking://~/skills", "skill"]] as const;
   const results = await Promise.all(
     sources.map(([target_uri]) =>
-      client.request("POST", "/api/v1/search/find", FindReply, {
+      c.request("POST", "/api/v1/search/find", FindReply, {
         body: { query: r.query, target_uri, limit: Math.max(s.recallLimit * 2, 8), score_threshold: 0 },
         budget: r.budget,
       })
@@ -341,8 +290,8 @@ async function fromFind(
   const items = results.flatMap((x, i): FindItem[] => {
     if (!x.ok) return [];
     const bucket = sources[i][1];
+    // A folder's summary (level 0 or 1 among memories) is no memory.
     return [...x.result.memories, ...x.result.skills, ...x.result.resources].flatMap((h) =>
-      // A folder's summary (find's level 0 or 1 among memories) is no memory.
       h && !exclude.has(h.uri) && !(bucket === "memory" && h.level !== undefined && h.level !== 2)
         ? [{ uri: h.uri, level: h.level, score: h.score, abstract: h.abstract, bucket }]
         : []
@@ -353,7 +302,7 @@ async function fromFind(
   const memories = await Promise.all(ranked.map(async (it): Promise<Memory> => {
     let body = it.abstract;
     if (!(s.recallPreferAbstract && it.abstract) && (it.level === 2 || !it.abstract)) {
-      const read = await client.request("GET", "/api/v1/content/read", z.string(), {
+      const read = await c.request("GET", "/api/v1/content/read", z.string(), {
         query: { uri: it.uri },
         budget: r.budget,
       });
@@ -365,10 +314,8 @@ async function fromFind(
 }
 
 /**
- * Whether `uri` is in the strict scope of workspace peer `peerId` by its place (pure): the user's own
- * preferences and profile, and what the server keeps in this workspace's peer space. The facts the server files
- * in the user's own space name no workspace: strict keeps those this workspace's commits made
- * (memory/extraction.ts `madeIn`), no other.
+ * Whether `uri` is in workspace peer `peerId`'s strict scope by its place: the user's preferences and
+ * profile, and this workspace's peer space (facts in the user's space: only those `madeIn` names).
  */
 export function inStrictScope(uri: string, peerId: string): boolean {
   const rest = /^viking:\/\/user\/[^/]+\/(.*)$/.exec(uri)?.[1] ?? "";
@@ -378,27 +325,30 @@ export function inStrictScope(uri: string, peerId: string): boolean {
 
 /** Recalls memories for a prompt through the chain; never throws. */
 export async function recallForPrompt(
-  client: OpenVikingClient,
+  c: OpenVikingClient,
   s: Config,
-  request: RecallRequest,
+  req: RecallRequest,
 ): Promise<RecallResult> {
-  const r = { ...request, query: request.query.trim() };
+  const r = { ...req, query: req.query.trim() };
   if (!r.query) return { source: "none", memories: [] };
   const failures: OvFailure[] = [];
   for (const stage of [fromContextFace, fromRecallEndpoint, fromFind]) {
-    const got = await stage(client, s, r);
+    const got = await stage(c, s, r);
     if (got === undefined) continue;
-    if (!("ok" in got) && s.recallPeerScope === "strict") {
-      // The server's assembled text may name what strict leaves out: only the memories kept are shown.
-      const peer = client.options.peerId ?? "";
-      const made = await madeIn(r.stateDir, peer);
-      const kept = got.memories.filter((m) => inStrictScope(m.uri, peer) || made.has(m.uri));
-      return { source: got.source, memories: kept };
+    if ("ok" in got) {
+      failures.push(got);
+      continue;
     }
-    if (!("ok" in got)) return got;
-    failures.push(got);
+    if (s.recallPeerScope !== "strict") return got;
+    // The server's text may name what strict leaves out: only the memories kept are shown.
+    const peer = c.options.peerId ?? "";
+    const made = await madeIn(r.stateDir, peer);
+    return {
+      source: got.source,
+      memories: got.memories.filter((m) => inStrictScope(m.uri, peer) || made.has(m.uri)),
+    };
   }
-  // A stage the server does not have (an older or newer OpenViking) says less than why the others failed.
+  // A stage the server does not have says less than why the others failed.
   const failure = failures.find((f) => f.kind !== "missing-route") ?? failures.at(-1);
   return { source: "none", memories: [], failure };
 }

@@ -279,44 +279,27 @@ Deno.test("quotas: the limit split by weights with the largest remainders, each 
   assertEquals(scaleQuotas(10, { a: 1, b: 2, c: 1 }), { a: 3, b: 5, c: 2 });
   assertEquals(scaleQuotas(5, { a: 1, b: 1, c: 1 }), { a: 2, b: 2, c: 1 });
   assertEquals(scaleQuotas(2, { a: 1, b: 1, c: 1 }), { a: 1, b: 1, c: 1 }, "fewer than buckets: one each");
+  const weights = { events: 1, entities: 2, preferences: 1, experiences: 1, resources: 3, skills: 2 };
   for (const limit of [3, 7, 10, 23, 100]) {
-    const q = scaleQuotas(limit, {
-      events: 1,
-      entities: 2,
-      preferences: 1,
-      experiences: 1,
-      resources: 3,
-      skills: 2,
-    });
+    const q = scaleQuotas(limit, weights);
     assertEquals(Object.values(q).reduce((a, b) => a + b, 0), Math.max(limit, 6), `sum for ${limit}`);
   }
   // Quotas go out only when the user set the limit, as the other plugins do.
   assertEquals("quotas" in contextSearchBody(SETTINGS, { query: "q" }), false);
-  assertEquals(contextSearchBody({ ...SETTINGS, recallLimitConfigured: true }, { query: "q" }).quotas, {
-    events: 1,
-    entities: 1,
-    preferences: 1,
-    experiences: 1,
-    resources: 1,
-    skills: 1,
-  });
+  const quotas = contextSearchBody({ ...SETTINGS, recallLimitConfigured: true }, { query: "q" }).quotas;
+  assertEquals(quotas, Object.fromEntries(Object.keys(weights).map((k) => [k, 1])));
 });
 
 Deno.test("local ranking: threshold, file boost, temporal and preference boosts, word overlap, dedupe, limit", () => {
   const s = { ...SETTINGS, recallLimit: 10 };
   // Below the threshold: out, whatever else it has.
   assertEquals(rankFindItems([item("viking://x/low", 0.34, "indent")], "indent", s), []);
+  const uris = (items: Item[], q = "zzz", limit = 10) =>
+    rankFindItems(items, q, { ...s, recallLimit: limit }).map((i) => i.uri);
   // A leaf (.md or level 2) outranks a directory of the same score.
-  assertEquals(
-    rankFindItems([item("viking://x/dir", 0.6, "a"), item("viking://x/leaf.md", 0.6, "b")], "zzz", s).map((
-      i,
-    ) => i.uri),
-    ["viking://x/leaf.md", "viking://x/dir"],
-  );
-  assertEquals(
-    rankFindItems([item("viking://x/dir", 0.6, "a"), item("viking://x/l2", 0.6, "b", 2)], "zzz", s)[0].uri,
-    "viking://x/l2",
-  );
+  const dir = item("viking://x/dir", 0.6, "a");
+  assertEquals(uris([dir, item("viking://x/leaf.md", 0.6, "b")]), ["viking://x/leaf.md", "viking://x/dir"]);
+  assertEquals(uris([dir, item("viking://x/l2", 0.6, "b", 2)]), ["viking://x/l2", "viking://x/dir"]);
   // A temporal question lifts events; a preference question lifts preferences (not the other way round).
   const evt = item("viking://u/memories/events/e1", 0.5, "an event");
   const pref = item("viking://u/memories/preferences/p1", 0.5, "a preference");
@@ -328,31 +311,22 @@ Deno.test("local ranking: threshold, file boost, temporal and preference boosts,
   const higher = item("viking://x/b", 0.65, "unrelated words entirely");
   assertEquals(rankFindItems([higher, overlap], "python tabs indentation", s)[0], overlap);
   // Duplicate abstracts (case and blanks aside) keep the best one; events and cases dedupe by URI only.
-  const dup = rankFindItems(
-    [
-      item("viking://x/1", 0.9, "Same Thing "),
-      item("viking://x/2", 0.8, "same thing"),
-      item("viking://u/events/3", 0.7, "same thing"),
-      item("viking://u/cases/4", 0.6, "same thing"),
-    ],
-    "q",
-    s,
-  );
-  assertEquals(dup.map((i) => i.uri), ["viking://x/1", "viking://u/events/3", "viking://u/cases/4"]);
+  const [same, x1, e3, c4] = ["same thing", "viking://x/1", "viking://u/events/3", "viking://u/cases/4"];
+  const dup = [
+    item(x1, 0.9, "Same Thing "),
+    item("viking://x/2", 0.8, same),
+    item(e3, 0.7, same),
+    item(c4, 0.6, same),
+  ];
+  assertEquals(uris(dup, "q"), [x1, e3, c4]);
   // The limit cuts the list, best first.
   const many = Array.from({ length: 8 }, (_, i) => item(`viking://x/${i}`, 0.4 + i / 20, `abstract ${i}`));
-  assertEquals(rankFindItems(many, "q", { ...s, recallLimit: 3 }).map((i) => i.uri), [
-    "viking://x/7",
-    "viking://x/6",
-    "viking://x/5",
-  ]);
+  assertEquals(uris(many, "q", 3), ["viking://x/7", "viking://x/6", "viking://x/5"]);
   // A score above 1 counts as 1: it does not outrank a 1 that comes first.
-  assertEquals(
-    rankFindItems([item("viking://x/one", 1, "y"), item("viking://x/huge", 7, "x")], "q", s).map((i) =>
-      i.uri
-    ),
-    ["viking://x/one", "viking://x/huge"],
-  );
+  assertEquals(uris([item("viking://x/one", 1, "y"), item("viking://x/huge", 7, "x")], "q"), [
+    "viking://x/one",
+    "viking://x/huge",
+  ]);
 });
 
 Deno.test("regex metacharacters in a query are plain text to the ranking", () => {
@@ -365,11 +339,8 @@ Deno.test("regex metacharacters in a query are plain text to the ranking", () =>
 Deno.test("context body: the digest sends no dedup_turns unless the user set it; the full format keeps 5", () => {
   const r = { query: "q", sessionId: "kc-s" };
   assertEquals("dedup_turns" in contextSearchBody({ ...SETTINGS, recallFormat: "digest" }, r), false);
-  assertEquals(
-    contextSearchBody({ ...SETTINGS, recallFormat: "digest", recallDedupTurnsConfigured: true }, r)
-      .dedup_turns,
-    5,
-  );
+  const set = { ...SETTINGS, recallFormat: "digest" as const, recallDedupTurnsConfigured: true };
+  assertEquals(contextSearchBody(set, r).dedup_turns, 5);
   assertEquals(contextSearchBody({ ...SETTINGS, recallFormat: "full" }, r).dedup_turns, 5);
 });
 

@@ -1,9 +1,4 @@
-/**
- * The plugin's `system-prompt.md` (its manifest's `systemPromptPath`): the instructions on the memory tools,
- * then the user's profile, which so never passes through the terminal. Install writes it; a hook's detached
- * worker refreshes it, never the prompt's path. Ours alone: 0600, atomic, ≤ 32 KB (Kimi ignores a larger
- * one), the profile redacted and through the printed-text gate.
- */
+/** The plugin's `system-prompt.md`: the instructions, then the profile (redacted, gated); 0600, ≤ 32 KB. */
 
 import type { Config } from "../openviking/config.ts";
 import { Budget, clientOptions, createClient } from "../openviking/client.ts";
@@ -20,7 +15,7 @@ import type { HookContext } from "./context.ts";
 import { memoryInstructions, SYSTEM_PROMPT_TITLE } from "./instructions.ts";
 import { systemPromptFile } from "../kimi/plugin-root.ts";
 
-/** How often a commit may refresh the file (SessionStart always does), and how long a refresh may wait. */
+/** How often a commit may refresh the file, and how long a refresh may wait. */
 const REFRESH_INTERVAL_MS = 10 * 60_000;
 const REFRESH_BUDGET_MS = 5000;
 
@@ -36,7 +31,7 @@ const SECTION_TEXT = {
     "memory when the user's preferences matter.",
 };
 
-/** The whole file: the instructions, then the profile section, cut at a line within Kimi's 32 KB (pure). */
+/** The whole file: the instructions, then the profile section, cut at a line within Kimi's 32 KB. */
 export function systemPromptText(
   section: ProfileSection,
   settings: { redact: boolean; profileTokenBudget: number },
@@ -69,10 +64,7 @@ export function systemPromptText(
 /** What a refresh did. */
 export type RefreshOutcome = "written" | "fresh" | "missing" | "not-ours" | "unreachable" | "failed";
 
-/**
- * Rewrites `file` with the current profile, only when it is there and ours; unless `force`, not within
- * {@link REFRESH_INTERVAL_MS} of the last write; an unanswered server leaves the profile it has. Never throws.
- */
+/** Rewrites `file` (when there and ours; unless `force`, not when fresh) with the current profile. Never throws. */
 export async function refreshPromptFile(
   file: string,
   c: Config,
@@ -103,10 +95,7 @@ export async function refreshPromptFile(
   }
 }
 
-/**
- * Refreshes the system prompt of the plugin this hook runs from (nothing in config mode) and logs it: a
- * detached worker has its own time, a run Kimi waits for (10 s) only what its 8 s leave.
- */
+/** Refreshes the system prompt of the plugin this hook runs from (none in config mode) and logs it. */
 export async function refreshFromHook(ctx: HookContext, force: boolean): Promise<void> {
   const file = systemPromptFile(ctx.env);
   if (!file) return;

@@ -27,11 +27,7 @@ Deno.test("refresh: a commit refreshes at most every 10 minutes; a missing or fo
   const p = await plugin(dir.path, fake.url);
   const { config } = await loadConfig(p.env);
   const now = new Date();
-  assertEquals(
-    await refreshPromptFile(p.file, config, { force: false, now }),
-    "fresh",
-    "just written by install",
-  );
+  assertEquals(await refreshPromptFile(p.file, config, { force: false, now }), "fresh", "just installed");
   assertEquals(await Deno.readTextFile(p.file), p.initial);
   const later = new Date(now.getTime() + 11 * 60_000);
   assertEquals(await refreshPromptFile(p.file, config, { force: false, now: later }), "written");
@@ -45,11 +41,7 @@ Deno.test("refresh: a commit refreshes at most every 10 minutes; a missing or fo
 
   await Deno.remove(p.file);
   assertEquals(await refreshPromptFile(p.file, config, { force: true }), "missing");
-  assertEquals(
-    await Deno.stat(p.file).then(() => true, () => false),
-    false,
-    "uninstall removed it: stays removed",
-  );
+  assertEquals(await Deno.stat(p.file).catch(() => "gone"), "gone", "uninstall removed it: stays removed");
   await Deno.writeTextFile(p.file, "# Another plugin's prompt\n");
   assertEquals(await refreshPromptFile(p.file, config, { force: true }), "not-ours");
   assertEquals(await Deno.readTextFile(p.file), "# Another plugin's prompt\n");
@@ -58,7 +50,7 @@ Deno.test("refresh: a commit refreshes at most every 10 minutes; a missing or fo
   assertEquals(
     await refreshPromptFile(p.file, config, { force: true }),
     "not-ours",
-    "a link is not written through",
+    "a link is not followed",
   );
 });
 
@@ -67,15 +59,13 @@ Deno.test("refresh: the file stays within Kimi's 32 KB whatever the profile hold
   await using fake = await FakeOpenViking.start();
   const p = await plugin(dir.path, fake.url);
   fake.files.set("viking://user/default/memories/profile.md", "喜欢制表符 ".repeat(40_000));
-  fake.dirs.set(
-    "viking://user/default/memories/preferences",
-    Array.from({ length: 500 }, (_, i) => ({
-      name: `p${i}.md`,
-      rel_path: `p${i}.md`,
-      isDir: false,
-      abstract: "偏好 ".repeat(100),
-    })),
-  );
+  const leaf = (i: number) => ({
+    name: `p${i}.md`,
+    rel_path: `p${i}.md`,
+    isDir: false,
+    abstract: "偏好 ".repeat(100),
+  });
+  fake.dirs.set("viking://user/default/memories/preferences", Array.from({ length: 500 }, (_, i) => leaf(i)));
   const { config } = await loadConfig({ ...p.env, OPENVIKING_PROFILE_TOKEN_BUDGET: "100000" });
   assertEquals(await refreshPromptFile(p.file, config, { force: true }), "written");
   const bytes = (await Deno.readFile(p.file)).length;
