@@ -188,12 +188,18 @@ else {
 }
 
 /** A rig whose plugin talks to the real server as `user` (dev mode takes the identity from the headers). */
-async function realRig(install: KimiInstall, mode: Mode, server: RealOpenViking, user: string) {
+async function realRig(
+  install: KimiInstall,
+  mode: Mode,
+  server: RealOpenViking,
+  user: string,
+  env?: Record<string, string>,
+) {
   const external = server.mode === "external";
   const account = (external ? Deno.env.get("OPENVIKING_E2E_ACCOUNT") : undefined) || "kimi-e2e";
   const who = (external ? Deno.env.get("OPENVIKING_E2E_USER") : undefined) || user;
   const args = ["--account", account, "--user", who, ...(server.apiKey ? ["--api-key", server.apiKey] : [])];
-  const rig = await Rig.create(install, { mode, serverUrl: server.url, installArgs: args });
+  const rig = await Rig.create(install, { mode, serverUrl: server.url, installArgs: args, env });
   const api = new RealApi(server, account, who);
   const space = String(obj((await api.call("GET", "/api/v1/system/status")).json.result).user);
   return { rig, api, space };
@@ -483,6 +489,35 @@ Deno.test({ name: NAME, ignore: REAL === "0", ...E2E_TEST }, async (t) => {
           assertEquals(await listQueue(rig.pendingDir), [], "the queue is empty again");
         },
       });
+
+      await t.step(
+        `kimi ${version} (${mode}) 8: the default policy: a kimi -p turn (no SessionEnd) is committed by the idle watch`,
+        async () => {
+          const idle = await realRig(install, mode, server, `${tag}_idle`, {
+            OPENVIKING_COMMIT_POLICY: KNOBS.commitPolicy.default,
+            OPENVIKING_IDLE_COMMIT_SECONDS: "2",
+          });
+          await using _idleRig = idle.rig;
+          const said = "Our staging database is called pluto-db and lives in Frankfurt.";
+          const run = await idle.rig.print(said);
+          const sid = `kc-${run.sessionId}`;
+          await expectRealSession(idle.api, sid, [["0", "user", said], ["0", "assistant", `ACK: ${said}`]]);
+          const [task] = await expectCommits(idle.api, sid, 1);
+          // The Stop left the short turn uncommitted; the commit is the watch's, after Kimi had exited.
+          const st = JSON.parse(
+            (await idle.rig.cli(["status", "--json", "--session", String(run.sessionId)])).stdout,
+          );
+          const commits = arr(arr(obj(st).sessions)[0]?.commits);
+          assertEquals(commits.map((c) => [c.outcome, c.taskId]), [["committed", task.task_id ?? task.id]]);
+          const captures = await Deno.readTextFile(
+            `${idle.rig.ovHome}/ledger/kimicode/${run.sessionId}.jsonl`,
+          );
+          const events = captures.trim().split("\n").map((l) => JSON.parse(l)).filter((e) =>
+            e.kind === "capture"
+          );
+          assertEquals(events.map((e) => [e.event, e.commit]), [["stop", "none"], ["idle", "committed"]]);
+        },
+      );
 
       await t.step(
         `kimi ${version} (${mode}) 1+6: a new session recalls what an earlier one taught; our MCP search answers from /mcp`,
