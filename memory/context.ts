@@ -7,6 +7,7 @@ import { clientOptions, createClient, type OpenVikingClient } from "../openvikin
 import type { StatePaths } from "./state.ts";
 import type { HookEvent } from "../kimi/hooks.ts";
 import type { HookInput } from "../kimi/payload.ts";
+import { sha256Hex } from "../lib/hash.ts";
 
 /** One hook run, as its handler sees it. */
 export interface HookContext {
@@ -52,4 +53,14 @@ export const SESSION_PREFIX = "kc-";
 /** The run's OpenViking client; `peerId` is the workspace's actor peer ("" for none). */
 export function clientFor(ctx: HookContext, peerId = ""): OpenVikingClient {
   return createClient(clientOptions(ctx.config, peerId));
+}
+
+/** A digest of where a run's writes go (server, identity, key; the key never kept): a session's destination. */
+export async function destinationOf(
+  config: Pick<Config, "baseUrl" | "account" | "user" | "apiKey">,
+): Promise<string> {
+  return (await sha256Hex([config.baseUrl, config.account, config.user, config.apiKey].join("\n"))).slice(
+    0,
+    32,
+  );
 }

@@ -10,7 +10,7 @@ import { commitSession } from "../openviking/sessions.ts";
 import { hasUnsent } from "../openviking/queue.ts";
 import { readState, type SessionState, updateState } from "./state.ts";
 import { appendLedger } from "./ledger.ts";
-import { clientFor, type HookContext } from "./context.ts";
+import { clientFor, destinationOf, type HookContext } from "./context.ts";
 
 /** Time a watch's pass gives its commits. */
 const PASS_BUDGET_MS = 60_000;
@@ -21,6 +21,17 @@ const BUSY_RETRY_MS = 1000;
 /** Longest a watch lives; a later Stop starts another. */
 const WATCH_MAX_MS = 3_600_000;
 
+/** How long a session waits idle, and the destination (`destinationOf`) of the sessions this run may commit. */
+interface Idle {
+  ms: number;
+  destination: string;
+}
+
+/** This run's `Idle`: only sessions whose captures went where this run's writes go are its to commit. */
+async function idleOf(ctx: HookContext): Promise<Idle> {
+  return { ms: ctx.config.idleCommitSeconds * 1000, destination: await destinationOf(ctx.config) };
+}
+
 /** A session's state file and when its captures are due for a commit (undefined: nothing waits). */
 interface Waiting {
   file: string;
@@ -28,20 +39,29 @@ interface Waiting {
   ovSession: string;
 }
 
-/** When `s`'s uncommitted captures are due (pure): idle `idleMs` after its last capture. */
-export function dueAt(s: SessionState, idleMs: number, now = Date.now()): number | undefined {
-  if (s.capturedSinceCommit <= 0 || !s.ovSession) return undefined;
-  return (s.lastCaptureAt ?? now) + idleMs;
+/**
+ * When `s`'s uncommitted captures are due (pure): idle `idleMs` after its last capture; now when that is ahead
+ * of the clock (set back: the idle time is unknown). Never for a session whose captures went to another `destination` (server, identity).
+ */
+export function dueAt(
+  s: SessionState,
+  idleMs: number,
+  destination: string,
+  now = Date.now(),
+): number | undefined {
+  if (s.capturedSinceCommit <= 0 || !s.ovSession || s.destination !== destination) return undefined;
+  const last = s.lastCaptureAt ?? now;
+  return last > now ? now : last + idleMs;
 }
 
 /** The sessions of the capture state directory `dir` whose captures wait uncommitted. */
-async function waitingSessions(dir: string, idleMs: number): Promise<Waiting[]> {
+async function waitingSessions(dir: string, idle: Idle): Promise<Waiting[]> {
   const names = await Array.fromAsync(Deno.readDir(dir), (e) => e.name).catch(() => [] as string[]);
   const out: Waiting[] = [];
   for (const name of names.filter((n) => n.endsWith(".json") && !n.endsWith(".prompt.json"))) {
     const file = joinPath(dir, name);
     const s = await readState(file);
-    const at = dueAt(s, idleMs);
+    const at = dueAt(s, idle.ms, idle.destination);
     if (at !== undefined && s.ovSession) out.push({ file, dueAt: at, ovSession: s.ovSession });
   }
   return out;
@@ -57,13 +77,13 @@ type IdleCommit = "done" | "not-due" | "failed" | "busy";
 async function commitIfIdle(
   ctx: HookContext,
   file: string,
-  idleMs: number,
+  idle: Idle,
   budget: Budget,
 ): Promise<IdleCommit> {
   const [at, name] = [Date.now(), file.slice(dirName(file).length + 1).replace(/\.json$/, "")];
   const res = await updateState<IdleCommit>({ file, lock: `${file}.lock` }, async (s) => {
-    const at = dueAt(s, idleMs);
-    if (at === undefined || at > Date.now() || !s.ovSession) return { value: "not-due" };
+    const due = dueAt(s, idle.ms, idle.destination);
+    if (due === undefined || due > Date.now() || !s.ovSession) return { value: "not-due" };
     const outcome = await commitSession(clientFor(ctx), s.ovSession, {
       budget,
       pendingDir: ctx.pendingDir,
@@ -97,12 +117,12 @@ async function commitIfIdle(
  */
 export async function commitLeftSessions(ctx: HookContext, budget: Budget): Promise<number> {
   if (!ctx.capturePaths) return 0;
-  const idleMs = ctx.config.idleCommitSeconds * 1000;
+  const idle = await idleOf(ctx);
   let done = 0;
-  for (const w of await waitingSessions(dirName(ctx.capturePaths.file), idleMs)) {
+  for (const w of await waitingSessions(dirName(ctx.capturePaths.file), idle)) {
     if (w.ovSession === ctx.ovSessionId || w.dueAt > Date.now()) continue;
     if (budget.remaining() < 250) break;
-    if (await commitIfIdle(ctx, w.file, idleMs, budget) === "done") done++;
+    if (await commitIfIdle(ctx, w.file, idle, budget) === "done") done++;
   }
   return done;
 }
@@ -117,20 +137,20 @@ export async function commitLeftSessions(ctx: HookContext, budget: Budget): Prom
 export async function watchIdleSessions(ctx: HookContext): Promise<void> {
   if (!ctx.capturePaths) return;
   const dir = dirName(ctx.capturePaths.file);
-  const idleMs = ctx.config.idleCommitSeconds * 1000;
+  const idle = await idleOf(ctx);
   const end = Date.now() + WATCH_MAX_MS;
   const failed = new Set<string>();
-  const pending = async () => (await waitingSessions(dir, idleMs)).filter((w) => !failed.has(w.file));
+  const pending = async () => (await waitingSessions(dir, idle)).filter((w) => !failed.has(w.file));
   for (;;) {
     const held = await withLock(joinPath(dir, "idle-watch.lock"), async () => {
       for (let waiting = await pending(); waiting.length && Date.now() < end; waiting = await pending()) {
         const next = waiting.reduce((a, b) => a.dueAt <= b.dueAt ? a : b);
         const wait = next.dueAt - Date.now();
         if (wait > 0) {
-          await new Promise((r) => setTimeout(r, Math.min(wait, end - Date.now())));
-          continue; // a later capture may have moved it
+          await new Promise((r) => setTimeout(r, Math.min(wait, idle.ms, end - Date.now())));
+          continue; // a later capture (or a clock set back) may have moved it
         }
-        const did = await commitIfIdle(ctx, next.file, idleMs, new Budget(PASS_BUDGET_MS));
+        const did = await commitIfIdle(ctx, next.file, idle, new Budget(PASS_BUDGET_MS));
         if (did === "failed") failed.add(next.file);
         if (did === "busy") await new Promise((r) => setTimeout(r, BUSY_RETRY_MS));
       }

@@ -49,6 +49,8 @@ export const SessionStateSchema = z.object({
   /** Damaged (set aside at `aside`) or its cursor named another journal: ask the server before sending. */
   recover: maybe(z.object({ aside: z.optional(z.string()), at: z.number() })),
   ovSession: maybe(z.string()),
+  /** Where its captures went: a digest of server, identity and key (`destinationOf`); idle commits use it. */
+  destination: maybe(z.string()),
   idleCommit: maybe(z.enum(["set", "unsupported"])),
   lastAckedKey: maybe(z.string()),
   lastCapture: maybe(z.object({
@@ -83,10 +85,13 @@ export async function statePaths(dir: string, sessionId: string): Promise<StateP
   return { file, lock: `${file}.lock` };
 }
 
-/** A session's state without the lock: fresh when missing, unreadable or not a regular file (never opened). */
+/** A state file larger than this is damaged (never read whole): a state holds bounded lists. */
+const STATE_MAX_BYTES = 4 << 20;
+
+/** A session's state without the lock: fresh when missing, unreadable, too large or not a regular file. */
 export async function readState(file: string): Promise<SessionState> {
   const regular = await Deno.lstat(file).then((i) => i.isFile, () => false);
-  const text = regular ? await readTextIfExists(file).catch(() => undefined) : undefined;
+  const text = regular ? await readTextIfExists(file, STATE_MAX_BYTES).catch(() => undefined) : undefined;
   const parsed = SessionStateSchema.safeParse(parseJsonOrUndefined(text));
   return parsed.success ? parsed.data : emptyState();
 }
@@ -98,7 +103,9 @@ async function loadState(file: string, durable: boolean): Promise<SessionState> 
     throw error;
   });
   if (!info) return emptyState();
-  const bytes = info.isFile ? await settled(() => Deno.readFileSync(file)) : undefined;
+  const bytes = info.isFile && info.size <= STATE_MAX_BYTES
+    ? await settled(() => Deno.readFileSync(file))
+    : undefined;
   const raw = parseJsonOrUndefined(bytes && new TextDecoder().decode(bytes));
   if (isRecord(raw)) return SessionStateSchema.parse(raw);
   const at = Date.now();

@@ -12,7 +12,7 @@ import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { withLock } from "../../lib/lock.ts";
 import { readLedger } from "../../memory/ledger.ts";
-import { readState } from "../../memory/state.ts";
+import { readState, writeState } from "../../memory/state.ts";
 import { WORKER_ENV } from "../../kimi/detach.ts";
 import { dueAt } from "../../memory/idle-commit.ts";
 
@@ -60,12 +60,15 @@ async function sandbox(policy = "balanced", fake?: FakeOpenViking) {
 
 const exists = (path: string) => Deno.lstat(path).then(() => true, () => false);
 
-Deno.test("dueAt: nothing uncommitted or no OpenViking session is never due; else idle after the last capture", () => {
-  const base = { capturedSinceCommit: 2, ovSession: "kc-x", lastCaptureAt: 1000 };
+Deno.test("dueAt: idle after the last capture (now when it is ahead of the clock); never another destination's", () => {
+  const base = { capturedSinceCommit: 2, ovSession: "kc-x", lastCaptureAt: 1000, destination: "d1" };
   const state = (s: object) => ({ ...base, ...s }) as Parameters<typeof dueAt>[0];
-  assertEquals(dueAt(state({}), 500), 1500);
-  assertEquals(dueAt(state({ capturedSinceCommit: 0 }), 500), undefined);
-  assertEquals(dueAt(state({ ovSession: undefined }), 500), undefined);
+  assertEquals(dueAt(state({}), 500, "d1", 1200), 1500);
+  assertEquals(dueAt(state({ lastCaptureAt: 9_999_999 }), 500, "d1", 1200), 1200, "a clock set back: now");
+  assertEquals(dueAt(state({ capturedSinceCommit: 0 }), 500, "d1"), undefined);
+  assertEquals(dueAt(state({ ovSession: undefined }), 500, "d1"), undefined);
+  assertEquals(dueAt(state({ destination: "d2" }), 500, "d1"), undefined, "another server or identity");
+  assertEquals(dueAt(state({ destination: undefined }), 500, "d1"), undefined, "unknown: not ours");
 });
 
 Deno.test("balanced: the Stop worker leaves a short turn uncommitted, then its watch commits it once idle", async () => {
@@ -126,4 +129,43 @@ Deno.test("the real entry point: a Stop returns at once and its detached worker 
   assertEquals(s.commits(A), 1, "committed by the worker after the hook exited");
   while (await exists(s.lock) && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
   assert(!await exists(s.lock), "and its watch ended");
+});
+
+Deno.test("a session captured for another server or key is left to its own: never committed with ours", async () => {
+  await using s = await sandbox();
+  await using other = await FakeOpenViking.start();
+  const stdin = JSON.stringify({ hook_event_name: "Stop", session_id: B, cwd: "/home/user/proj" });
+  await s.place(B, "session B, captured for the other server");
+  await hookIn("stop", { env: { ...s.env, OPENVIKING_URL: other.url }, stdin });
+  await s.stop(A, "session A, whose worker watches");
+  assertEquals([s.commits(A), s.commits(B)], [1, 0]);
+  assertEquals(
+    s.fake.requestsTo("POST /api/v1/sessions/:id/commit").length,
+    1,
+    "B's commit never went to A's server",
+  );
+  assertEquals((await readState(`${s.stateDir}/${B}.json`)).capturedSinceCommit > 0, true, "B still waits");
+  await hookIn("stop", { env: { ...s.env, OPENVIKING_URL: other.url, [WORKER_ENV]: "1" }, stdin });
+  assertEquals(other.sessions.get(ov(B))?.commits, 1, "committed by a watch of its own server");
+});
+
+Deno.test("a state dated ahead of the clock is due at once; the watch does not sleep on it", async () => {
+  await using s = await sandbox();
+  await s.stop(B, "session B", false);
+  const file = `${s.stateDir}/${B}.json`;
+  await writeState(file, { ...await readState(file), lastCaptureAt: Date.now() + 86_400_000 });
+  await s.stop(A, "session A");
+  assertEquals([s.commits(A), s.commits(B)], [1, 1]);
+});
+
+Deno.test("a state file of gigabytes is not read: a fresh state, the home's watch goes on", async () => {
+  await using s = await sandbox();
+  const huge = `${s.stateDir}/${B}.json`;
+  await Deno.mkdir(s.stateDir, { recursive: true });
+  const f = await Deno.open(huge, { create: true, write: true });
+  await f.truncate(3 * 1024 ** 3); // sparse: no disk used
+  f.close();
+  assertEquals((await readState(huge)).capturedSinceCommit, 0);
+  await s.stop(A, "session A");
+  assertEquals(s.commits(A), 1);
 });
