@@ -1,11 +1,13 @@
 /** Replay across processes: two replays of one queue, each a real process, send each message exactly once. */
 
-import { assertEquals, assertTrue } from "../support/assert.ts";
+import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { prodRunArgs, ROOT, runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { clientOf, contents, enqueueMessages, payload, replayOpts } from "../support/queue.ts";
 import { replayQueue } from "../../openviking/replay.ts";
+import { destinationOf, SessionQueue } from "../../openviking/queue.ts";
+import { sandboxEnv } from "../support/hook-context.ts";
 import { readLedger, REPLAY_FILE } from "../../memory/ledger.ts";
 import { startHungServer } from "../support/hung-server.ts";
 import { stdinOf } from "../hooks/world.ts";
@@ -62,4 +64,37 @@ Deno.test("SessionStart's worker against a server that never answers stays withi
   } finally {
     await hung.close();
   }
+});
+
+Deno.test("replay sends writes queued for another server only there: here they stay, named, with the command that delivers them", async () => {
+  await using dir = await tempDir();
+  const gone = startHungServer();
+  await gone.close();
+  const pending = `${dir.path}/.openviking/pending`;
+  const queue = await SessionQueue.open(pending, "kc-s1", destinationOf({ baseUrl: gone.url }));
+  assertEquals(await queue.messages([payload(0), payload(1)]), 2);
+  await using saved = await FakeOpenViking.start();
+  const plain = await runCli(["replay"], { env: sandboxEnv(dir.path, saved.url), clearEnv: true });
+  assertEquals([plain.code, plain.stdout, saved.messages("kc-s1")], [
+    1,
+    `Replayed nothing to ${saved.url}: 1 write(s) are still queued.\n`,
+    [],
+  ]);
+  assertStringIncludes(
+    plain.stderr,
+    `1 queued write(s) are for another server or identity (OPENVIKING_URL=${gone.url})`,
+  );
+  assertMatch(
+    plain.stderr,
+    new RegExp(`\n  fix: they are sent only there: run \`OPENVIKING_URL=${gone.url} .+ replay\``),
+  );
+  const status = await runCli(["status"], { env: sandboxEnv(dir.path, saved.url), clearEnv: true });
+  assertStringIncludes(
+    status.stdout.replace(/\s+/g, " "),
+    ` 1 queued write(s) are for another server or identity (OPENVIKING_URL=${gone.url}) fix: they are sent`,
+  );
+
+  await using back = await FakeOpenViking.start({ port: gone.port });
+  const there = await runCli(["replay"], { env: sandboxEnv(dir.path, gone.url), clearEnv: true });
+  assertEquals([there.code, contents(back)], [0, ["message 0", "message 1"]], there.stderr);
 });
