@@ -9,6 +9,7 @@ import { loadConfig } from "../openviking/config.ts";
 import { Budget, clientOptions, createClient } from "../openviking/client.ts";
 import {
   countShared,
+  elsewhereWords,
   queueSummary,
   REJECTED_SUBDIR,
   setAsideFiles,
@@ -72,11 +73,15 @@ export async function replayCommand(options: { json: boolean; rejected: boolean 
   await recordReplay(env, config, { ...report, cause }, startedAt);
   if (left > 0) {
     const seconds = Math.max(1, Math.ceil(((report.waitUntil ?? 0) - Date.now()) / 1000));
-    const why = cause ? adviceForCause(cause, config.baseUrl) : report.waitUntil === undefined ? undefined : {
-      summary: `the reply to an earlier write was lost and the server may still be storing it, so it is ` +
-        `asked about (and sent if missing) in ${seconds} s`,
-      fix: `nothing to do: the next hook sends it; or run "${commandName()} replay" again then`,
-    };
+    const why = cause
+      ? adviceForCause(cause, config.baseUrl)
+      : report.waitUntil === undefined
+      ? elsewhereWords(report.elsewhere)
+      : {
+        summary: `the reply to an earlier write was lost and the server may still be storing it, so it is ` +
+          `asked about (and sent if missing) in ${seconds} s`,
+        fix: `nothing to do: the next hook sends it; or run "${commandName()} replay" again then`,
+      };
     console.error(
       why
         ? `${left} entries are still queued in ${place}: ${why.summary}\n  fix: ${why.fix}`

@@ -90,6 +90,7 @@ export const StatusSchema = z.object({
     shared: z.number(),
     nextReplay: z.string(),
     setAside: z.array(z.string()),
+    elsewhere: z.optional(z.object({ summary: z.string(), fix: z.string() })),
   }),
   rejected: z.object({
     ...Counts.shape,
@@ -330,6 +331,7 @@ export function renderStatus(st: Status, now: number): string {
   if (queued) lines.push(`        next replay: ${q.nextReplay}`);
   const aside = queues.setAsideWords(q.setAside);
   if (aside) lines.push(`        ${aside.summary}`, `        fix: ${aside.fix}`);
+  if (q.elsewhere) lines.push(`        ${q.elsewhere.summary}`, `        fix: ${q.elsewhere.fix}`);
   if (r.entries) {
     lines.push(
       "",
@@ -511,6 +513,11 @@ async function collectStatus(env: paths.Env, cwd: string, choice: SessionChoice)
         commandName(env)
       } replay\``,
       setAside: await queues.setAsideFiles(pending).catch(() => []),
+      elsewhere: queues.elsewhereWords(
+        queue.sessions.flatMap((s) =>
+          queues.goesTo(s.to, queues.destinationOf(config)) ? [] : [{ ...s.to!, entries: s.entries }]
+        ),
+      ),
     },
     rejected: {
       ...totals(rejected),

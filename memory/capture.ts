@@ -17,7 +17,13 @@ import {
   setIdleCommit,
 } from "../openviking/sessions.ts";
 import type { COMMIT_POLICIES } from "../openviking/config.ts";
-import { hasUnsent, messageKey, queuedMessageKeys, SessionQueue } from "../openviking/queue.ts";
+import {
+  destinationOf,
+  hasUnsent,
+  messageKey,
+  queuedMessageKeys,
+  SessionQueue,
+} from "../openviking/queue.ts";
 import { replayOptions, replayQueue, type ReplayReport } from "../openviking/replay.ts";
 import { type Cursor, readState, type SaveState, type SessionState, updateState } from "./state.ts";
 import type { HookEvent } from "../kimi/hooks.ts";
@@ -298,7 +304,8 @@ async function settleInflight(run: Run, state: SessionState): Promise<SessionSta
   const askFrom = state.inflight.askFrom ?? 0;
   const early = rest.length > 0 && Date.now() < askFrom;
   if (early) {
-    const queue = await SessionQueue.open(ctx.pendingDir, ctx.ovSessionId).catch(() => undefined);
+    const queue = await SessionQueue.open(ctx.pendingDir, ctx.ovSessionId, destinationOf(run.client.options))
+      .catch(() => undefined);
     const stored = await queue?.messages(rest.map((c) => c.payload), { unsure: askFrom });
     for (const c of rest.slice(0, stored ?? 0)) found.add(c.key);
   }
@@ -349,7 +356,8 @@ async function replayBacklog(run: Run): Promise<{ backlog: boolean; queue?: Sess
       }),
     );
   }
-  const queue = await SessionQueue.open(ctx.pendingDir, ctx.ovSessionId).catch(() => undefined);
+  const queue = await SessionQueue.open(ctx.pendingDir, ctx.ovSessionId, destinationOf(run.client.options))
+    .catch(() => undefined);
   return { backlog: queue ? queue.waiting : await hasUnsent(ctx.pendingDir, ctx.ovSessionId), queue };
 }
 

@@ -4,7 +4,7 @@
  */
 
 import * as z from "zod/mini";
-import type { OpenVikingClient } from "../openviking/client.ts";
+import type { Budget, OpenVikingClient } from "../openviking/client.ts";
 import { originOf } from "../openviking/config.ts";
 import { readJson, writeFileAtomic } from "../lib/fs.ts";
 import { asRecord, isRecord } from "../lib/parsed.ts";
@@ -49,10 +49,11 @@ export function alarmOf(tasks: readonly unknown[], origin: string): Alarm | unde
 }
 
 /** Our newest commit tasks, newest first (the most the server lists), or null when it could not be asked. */
-async function commitTasks(client: OpenVikingClient): Promise<unknown[] | null> {
+async function commitTasks(client: OpenVikingClient, budget?: Budget): Promise<unknown[] | null> {
   const list = await client.request("GET", "/api/v1/tasks", z.array(z.unknown()), {
     query: { task_type: "session_commit", limit: 200 },
     peerId: null,
+    budget,
   });
   return list.ok ? list.result : null;
 }
@@ -67,10 +68,11 @@ export async function askAlarm(client: OpenVikingClient): Promise<Alarm | undefi
 export async function memoriesOf(
   client: OpenVikingClient,
   task: Record<string, unknown>,
+  budget?: Budget,
 ): Promise<string[] | null> {
   const uri = asRecord(task.result).memory_diff_uri;
   if (typeof uri !== "string") return [];
-  const read = await client.request("GET", "/api/v1/content/read", z.string(), { query: { uri } });
+  const read = await client.request("GET", "/api/v1/content/read", z.string(), { query: { uri }, budget });
   if (!read.ok) return null;
   try {
     const ops = asRecord(asRecord(JSON.parse(read.result)).operations);
@@ -109,6 +111,7 @@ async function noteMade(
   dir: string,
   tasks: readonly unknown[],
   here: { session: string; peer: string },
+  budget?: Budget,
 ): Promise<void> {
   const m = await readMade(dir);
   if (here.session && here.peer) m.sessions[here.session] = here.peer;
@@ -117,7 +120,7 @@ async function noteMade(
   ).slice(0, DIFFS_PER_RUN);
   for (const t of due) {
     const peer = m.sessions[String(t.resource_id)];
-    const uris = await memoriesOf(client, t);
+    const uris = await memoriesOf(client, t, budget);
     if (!uris) continue;
     m.made[peer] = [...new Set([...(m.made[peer] ?? []), ...uris])].slice(-MADE_KEPT);
     m.read.push(String(t.task_id));
@@ -136,13 +139,14 @@ export async function checkExtraction(
   client: OpenVikingClient,
   dir: string,
   here = { session: "", peer: "" },
+  budget?: Budget,
 ): Promise<Alarm | undefined | null> {
-  const tasks = dir ? await commitTasks(client) : null;
+  const tasks = dir ? await commitTasks(client, budget) : null;
   if (!tasks) return null;
   const alarm = alarmOf(tasks, originOf(client.options.baseUrl));
   if (alarm) await writeFileAtomic(alarmFile(dir), `${JSON.stringify(alarm)}\n`).catch(() => {});
   else await Deno.remove(alarmFile(dir)).catch(() => {});
-  await noteMade(client, dir, tasks, here);
+  await noteMade(client, dir, tasks, here, budget);
   return alarm;
 }
 

@@ -13,13 +13,11 @@ import { resolvePeer } from "../openviking/peer.ts";
 
 const REPEAT_WINDOW_MS = 2000;
 
-/** Replays the pending queues within the configured bounds, then refreshes the plugin's system prompt. */
+/** Probes, replays the pending queues and asks about extraction in one budget, then refreshes the plugin's system prompt. */
 async function replayQueues(ctx: HookContext): Promise<HookResult> {
-  await probeIfDue(clientFor(ctx), ctx.sharedStateDir);
-  const options = replayOptions(ctx.config, {
-    budget: new Budget(ctx.config.replayBudgetMs),
-    waitUnsure: ctx.isWorker,
-  });
+  const budget = new Budget(ctx.config.replayBudgetMs);
+  await probeIfDue(clientFor(ctx), ctx.sharedStateDir, Date.now(), budget);
+  const options = replayOptions(ctx.config, { budget, waitUnsure: ctx.isWorker });
   const report = await replayAll(ctx.pendingDir, clientFor(ctx), options);
   // Sessions that ended without SessionEnd, their last turns still uncommitted: committed now.
   // It reads every session's state, so only where a Stop may leave turns uncommitted (not every-turn, whose
@@ -29,7 +27,7 @@ async function replayQueues(ctx: HookContext): Promise<HookResult> {
     : await (await import("./idle-commit.ts")).commitLeftSessions(ctx, options.budget);
   const temps = await houseKeeping(ctx);
   const here = { session: ctx.ovSessionId, peer: (await resolvePeer(ctx.cwd, ctx.config)).peerId };
-  const alarm = await checkExtraction(clientFor(ctx), ctx.sharedStateDir, here);
+  const alarm = await checkExtraction(clientFor(ctx), ctx.sharedStateDir, here, budget);
   const cause = report.cause ? { kind: report.cause.kind, status: report.cause.status } : undefined;
   await refreshFromHook(ctx, true);
   return {

@@ -3,7 +3,7 @@
 import * as z from "zod/mini";
 import { readJson, writeFileAtomic } from "../lib/fs.ts";
 import { sha256Hex } from "../lib/hash.ts";
-import { AnyResult, type OpenVikingClient, type OvFailure } from "./client.ts";
+import { AnyResult, type Budget, type OpenVikingClient, type OvFailure } from "./client.ts";
 import { originOf } from "./config.ts";
 import { joinPath } from "../lib/paths.ts";
 
@@ -99,19 +99,24 @@ export async function noteAnswered(dir: string, baseUrl: string, askedAt: number
   if (b && isOpen(b) && askedAt >= b.at) await writeBreaker(dir, { ...b, answeredAt: askedAt });
 }
 
-/** Probes `GET /health`; any answer is noted. Returns whether it answered. */
-export async function probe(client: OpenVikingClient, dir: string): Promise<boolean> {
+/** Probes `GET /health` (within `budget`, if given); any answer is noted. Returns whether it answered. */
+export async function probe(client: OpenVikingClient, dir: string, budget?: Budget): Promise<boolean> {
   const askedAt = Date.now();
-  const res = await client.request("GET", "/health", AnyResult, { timeoutMs: PROBE_INTERVAL_MS });
+  const res = await client.request("GET", "/health", AnyResult, { timeoutMs: PROBE_INTERVAL_MS, budget });
   const answered = res.ok || res.kind !== "unreachable";
   if (answered) await noteAnswered(dir, client.options.baseUrl, askedAt);
   return answered;
 }
 
-/** Probes `GET /health`; any answer is noted. Returns whether it answered. */
-export async function probeIfDue(client: OpenVikingClient, dir: string, now = Date.now()): Promise<void> {
+/** Probes `GET /health` (within `budget`) when an open breaker's probe is due. */
+export async function probeIfDue(
+  client: OpenVikingClient,
+  dir: string,
+  now = Date.now(),
+  budget?: Budget,
+): Promise<void> {
   const b = await readBreaker(dir, client.options.baseUrl);
   if (!b || !isOpen(b) || now < nextProbeAt(b)) return;
   await noteProbing(dir, b, now);
-  await probe(client, dir);
+  await probe(client, dir, budget);
 }

@@ -16,7 +16,8 @@ import {
   probeIfDue,
   readBreaker,
 } from "./breaker.ts";
-import { failure } from "./client.ts";
+import { Budget, createClient, failure } from "./client.ts";
+import { startHungServer } from "../tests/support/hung-server.ts";
 
 const URL_A = "http://127.0.0.1:1933";
 const timeout = failure("unreachable", 0, {
@@ -113,4 +114,20 @@ Deno.test("breaker: probeIfDue probes only an open breaker whose probe is due, a
   assertEquals((await readBreaker(dir.path, URL_A))?.probedAt, 1000 + PROBE_INTERVAL_MS);
   await probeIfDue(client, dir.path, 1000 + PROBE_INTERVAL_MS + 1);
   assertEquals(calls.length, 1, "the next probe waits for the interval after this one");
+});
+
+Deno.test("breaker: a due probe of a server that never answers ends with the budget it is given", async () => {
+  await using dir = await tempDir();
+  const hung = startHungServer();
+  try {
+    const client = createClient({ baseUrl: hung.url, userAgent: "t", timeoutMs: 15_000 });
+    await noteRecall(dir.path, hung.url, undefined, { asked: true, failure: timeout }, 0);
+    const budget = new Budget(1000);
+    await probeIfDue(client, dir.path, Date.now(), budget);
+    assertEquals(hung.requests.map((r) => r.split(" ").slice(0, 2).join(" ")), ["GET /health"]);
+    const late = Date.now() - budget.deadline;
+    assertTrue(late < 500, `the probe ended ${late} ms after its budget`);
+  } finally {
+    await hung.close();
+  }
 });

@@ -16,6 +16,7 @@ import {
 import { sha256Hex, stableStringify } from "../lib/hash.ts";
 import { isRecord } from "../lib/parsed.ts";
 import { dirName, joinPath, safeId } from "../lib/paths.ts";
+import { commandName } from "../lib/self.ts";
 import { AnyResult, type Budget, type OpenVikingClient, type OvFailure } from "./client.ts";
 
 /** Our queue's and the rejected place's subdirectories of the pending directory. */
@@ -32,13 +33,50 @@ const MessageSchema = z.object({
   turn_id: z.optional(z.string()),
 });
 
-/** `unsure`: it may have reached the server; from then (`true`: at once) the session is asked before a resend. */
+/** Where a write is meant to go: the server's base URL and the identity (never the key). */
+const DestinationSchema = z.object({ url: z.string(), account: z.string(), user: z.string() });
+export type Destination = z.infer<typeof DestinationSchema>;
+
+/** The destination of a client's writes: its base URL without userinfo or trailing slash, account, user. */
+export function destinationOf(o: { baseUrl: string; account?: string; user?: string }): Destination {
+  const url = URL.parse(o.baseUrl);
+  if (url) url.username = url.password = "";
+  return { url: (url?.href ?? o.baseUrl).replace(/\/+$/, ""), account: o.account ?? "", user: o.user ?? "" };
+}
+
+/** Whether an entry queued for `to` (none: written before destinations were kept) may go to `here`. */
+export const goesTo = (to: Destination | undefined, here: Destination): boolean =>
+  !to || (to.url === here.url && to.account === here.account && to.user === here.user);
+
+/** Writes held for other destinations (per session), in words: what waits where and how to deliver it there. */
+export function elsewhereWords(held: readonly (Destination & { entries: number })[]) {
+  const byPlace = new Map<string, number>();
+  for (const d of held) {
+    const where = [
+      `OPENVIKING_URL=${d.url}`,
+      d.account && `OPENVIKING_ACCOUNT=${d.account}`,
+      d.user && `OPENVIKING_USER=${d.user}`,
+    ].filter(Boolean).join(" ");
+    byPlace.set(where, (byPlace.get(where) ?? 0) + d.entries);
+  }
+  if (!byPlace.size) return undefined;
+  const places = [...byPlace];
+  return {
+    summary: places.map(([where, n]) => `${n} queued write(s) are for another server or identity (${where})`)
+      .join("; "),
+    fix: `they are sent only there: run \`${places[0][0]} ${commandName()} replay\`` +
+      " (with that server's key in OPENVIKING_API_KEY if it needs one); they stay queued until then",
+  };
+}
+
+/** `unsure`: it may have reached the server; from then (`true`: at once) the session is asked before a resend; `to`: where it goes. */
 const ENTRY_BASE = {
   version: z.literal(1),
   sessionId: z.string().check(z.minLength(1)),
   seq: z.int().check(z.positive()),
   createdAt: z.number(),
   unsure: z.optional(z.union([z.literal(true), z.number()])),
+  to: z.optional(DestinationSchema),
 };
 
 /** One queued request: a batch of messages, or a commit. */
@@ -220,16 +258,21 @@ export class SessionQueue {
   private constructor(
     readonly dir: string,
     readonly sessionId: string,
+    private readonly to: Destination | undefined,
     private files: QueueFile[],
     private readonly keys: Set<string>,
   ) {}
 
-  /** Opens the queue of `sessionId` under `pendingDir`. */
-  static async open(pendingDir: string, sessionId: string): Promise<SessionQueue> {
+  /** Opens the queue of `sessionId` under `pendingDir`; its new entries are for `to`. */
+  static async open(
+    pendingDir: string,
+    sessionId: string,
+    to: Destination | undefined,
+  ): Promise<SessionQueue> {
     const dir = await sessionQueueDir(pendingDir, sessionId);
     await removeAbandonedTemps(dir);
     const files = await queueFiles(dir);
-    return new SessionQueue(dir, sessionId, files, await queuedKeys(dir, files));
+    return new SessionQueue(dir, sessionId, to, files, await queuedKeys(dir, files));
   }
 
   /** Whether writes of the session wait in the queue. */
@@ -270,6 +313,7 @@ export class SessionQueue {
         sessionId,
         seq,
         createdAt: now,
+        ...(this.to && { to: this.to }),
         ...(i === 0 && options.unsure !== undefined ? { unsure: options.unsure } : {}),
         messages: b.map(({ key, payload }) => ({ key, payload })),
       })));
@@ -286,7 +330,15 @@ export class SessionQueue {
     const sessionId = this.sessionId;
     try {
       const ok = (await this.append([
-        (seq) => ({ version: 1, kind: "commit", sessionId, seq, createdAt: now, key }),
+        (seq) => ({
+          version: 1,
+          kind: "commit",
+          sessionId,
+          seq,
+          createdAt: now,
+          ...(this.to && { to: this.to }),
+          key,
+        }),
       ])) === 1;
       if (ok) this.keys.add(`commit:${key}`);
       return ok;
@@ -306,8 +358,8 @@ export async function queuedMessageKeys(pendingDir: string, sessionId: string): 
   return keys;
 }
 
-/** A write to keep in the rejected place. */
-export type KeptWrite = { messages: readonly MessagePayload[] } | { commit: string };
+/** A write to keep in the rejected place, and where it was meant to go. */
+export type KeptWrite = ({ messages: readonly MessagePayload[] } | { commit: string }) & { to?: Destination };
 
 /** Keeps a refused (or expired) write in the rejected place, then trims it; throws when it cannot. */
 export async function keepRejected(
@@ -326,7 +378,16 @@ export async function keepRejected(
     }))),
   };
   const rejection = { at: Date.now(), status: why.status, message: why.message };
-  const make = (seq: number) => ({ version: 1 as const, sessionId, seq, createdAt, ...body, rejection });
+  const to = write.to && { to: write.to };
+  const make = (seq: number) => ({
+    version: 1 as const,
+    sessionId,
+    seq,
+    createdAt,
+    ...to,
+    ...body,
+    rejection,
+  });
   const stored = await appendEntries(dir, [make], await queueFiles(dir)).catch(() => []);
   if (stored.length !== 1) throw new Error(`${dir} could not keep a write OpenViking refused`);
   await trimRejected(pendingDir, joinPath(dir, stored[0].name));
@@ -398,9 +459,16 @@ export async function hasUnsent(pendingDir: string, sessionId: string): Promise<
   return (await queueFiles(await sessionQueueDir(pendingDir, sessionId))).length > 0;
 }
 
-/** What is waiting in our queue. */
+/** What is waiting in our queue; `to`: where a session's oldest entry goes. */
 export interface QueueSummary {
-  sessions: { sessionId: string; entries: number; messages: number; commits: number; oldest: number }[];
+  sessions: {
+    sessionId: string;
+    entries: number;
+    messages: number;
+    commits: number;
+    oldest: number;
+    to?: Destination;
+  }[];
   entries: number;
 }
 
@@ -417,6 +485,7 @@ export async function queueSummary(pendingDir: string, subdir = QUEUE_SUBDIR): P
       messages: files.reduce((n, f) => n + (f.tag === "c" ? 0 : Number(f.tag.slice(1))), 0),
       commits: files.filter((f) => f.tag === "c").length,
       oldest: first?.createdAt ?? Date.now(),
+      ...(first?.to && { to: first.to }),
     });
     out.entries += files.length;
   }

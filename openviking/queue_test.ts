@@ -35,6 +35,8 @@ import {
   sessionQueueDir,
 } from "./queue.ts";
 import { replayAll, replayQueue } from "./replay.ts";
+import { commitSession, sendMessages } from "./sessions.ts";
+import { startHungServer } from "../tests/support/hung-server.ts";
 import { withLock } from "../lib/lock.ts";
 import { sha256Hex } from "../lib/hash.ts";
 
@@ -339,16 +341,16 @@ Deno.test("replay: a claim whose replay died is taken over at once, whatever its
 Deno.test("hasUnsent, SessionQueue.waiting: queued or claimed writes of a session hold back its new writes", async () => {
   await using dir = await tempDir();
   assertEquals(await hasUnsent(dir.path, "kc-s1"), false);
-  const opened = await SessionQueue.open(dir.path, "kc-s3");
+  const opened = await SessionQueue.open(dir.path, "kc-s3", undefined);
   assertEquals(opened.waiting, false);
   assertEquals(await opened.messages(range(1, 5)), 1);
   assertEquals(opened.waiting, true, "its own appends count");
   await enqueueMessages(dir.path, "kc-s1", [payload(0)]);
   await enqueueMessages(dir.path, "kc-other", [payload(1)]);
   assertEquals(await hasUnsent(dir.path, "kc-s1"), true);
-  assertEquals((await SessionQueue.open(dir.path, "kc-s1")).waiting, true);
+  assertEquals((await SessionQueue.open(dir.path, "kc-s1", undefined)).waiting, true);
   assertEquals(
-    (await SessionQueue.open(dir.path, "kc-s2")).waiting,
+    (await SessionQueue.open(dir.path, "kc-s2", undefined)).waiting,
     false,
     "another session's queue is its own",
   );
@@ -472,4 +474,36 @@ Deno.test("shared queue: a file that is no entry is skipped, and deleted once a 
   await Deno.utime(old, t, t);
   assertEquals(await listShared(dir.path), []);
   assertEquals([...Deno.readDirSync(dir.path)].map((e) => e.name), [`${"b".repeat(64)}_0.json`]);
+});
+
+Deno.test("replay: a write goes only to the server and identity it was queued for; another's stay queued, in order, and are named", async () => {
+  await using dir = await tempDir();
+  const gone = startHungServer();
+  await gone.close();
+  const queuedFor = createClient({ baseUrl: gone.url, userAgent: "t", timeoutMs: 2000, user: "ana" });
+  const budget = new Budget(5000);
+  const base = { budget, pendingDir: dir.path };
+  assertEquals((await sendMessages(queuedFor, "kc-a", range(2), base)).queued, 2);
+  assertEquals((await commitSession(queuedFor, "kc-a", { ...base, key: "k1" })).kind, "queued");
+  await using other = await FakeOpenViking.start();
+  const toOther = createClient({ baseUrl: other.url, userAgent: "t", timeoutMs: 2000, user: "ana" });
+  await sendMessages(toOther, "kc-a", range(1, 2), { ...base, queueOnly: true });
+  await sendMessages(toOther, "kc-b", range(1), { ...base, queueOnly: true });
+  const r = await replayQueue(dir.path, toOther, opts());
+  assertEquals([r.replayed, contents(other, "kc-a"), contents(other, "kc-b")], [1, [], ["message 0"]]);
+  assertEquals(r.elsewhere, [{ url: gone.url, account: "", user: "ana", entries: 3 }]);
+  assertEquals((await queuedMessages(dir.path, "kc-a")).length, 3, "nothing of kc-a went, nothing was lost");
+  await using back = await FakeOpenViking.start({ port: gone.port });
+  const otherUser = createClient({ baseUrl: `${gone.url}/`, userAgent: "t", timeoutMs: 2000, user: "bo" });
+  assertEquals((await replayQueue(dir.path, otherUser, opts())).replayed, 0, "another user's");
+  const home = await replayQueue(
+    dir.path,
+    createClient({ ...queuedFor.options, baseUrl: `${gone.url}/` }),
+    opts(),
+  );
+  assertEquals([home.replayed, contents(back, "kc-a"), home.elsewhere], [2, ["message 0", "message 1"], [
+    { url: other.url, account: "", user: "ana", entries: 1 },
+  ]]);
+  assertEquals((await replayQueue(dir.path, toOther, opts())).replayed, 1, "then the rest goes to its own");
+  assertEquals(contents(other, "kc-a"), ["message 2"]);
 });

@@ -6,7 +6,10 @@ import { withLock } from "../lib/lock.ts";
 import { joinPath } from "../lib/paths.ts";
 import { deliverMessages, isHeld, liveMessages, postCommit, unsureFrom } from "./sessions.ts";
 import {
+  type Destination,
+  destinationOf,
   entryName,
+  goesTo,
   keepRejected,
   type KeptWrite,
   type QueueEntry,
@@ -39,7 +42,10 @@ export interface ReplayOptions {
   waitUnsure?: boolean;
 }
 
-/** What a replay did: entries `replayed`, `expired` or `deferred`; messages sent, `held` already, `rejected`; `waitUntil`: an unsure write waits until then. */
+/**
+ * What a replay did: entries `replayed`, `expired` or `deferred`; messages sent, `held` already, `rejected`;
+ * `waitUntil`: an unsure write waits until then; `elsewhere`: entries left for another destination.
+ */
 export interface ReplayReport {
   replayed: number;
   messages: number;
@@ -51,6 +57,7 @@ export interface ReplayReport {
   cause?: OvFailure;
   waitUntil?: number;
   delivered: { sessionId: string; messages: number }[];
+  elsewhere: (Destination & { entries: number })[];
 }
 
 /** A failure every session would meet the same way. */
@@ -59,8 +66,10 @@ function stopsEverything(res: OvFailure): boolean {
     res.kind === "not-openviking" || res.kind === "missing-route";
 }
 
-const writeOf = (entry: QueueEntry): KeptWrite =>
-  entry.kind === "commit" ? { commit: entry.key } : { messages: entry.messages.map((m) => m.payload) };
+const writeOf = (entry: QueueEntry): KeptWrite => ({
+  ...(entry.kind === "commit" ? { commit: entry.key } : { messages: entry.messages.map((m) => m.payload) }),
+  ...(entry.to && { to: entry.to }),
+});
 
 /** Replays one claimed entry (progress kept in the claim); returns the failure that stopped it. Throws when a refused write cannot be kept. */
 async function replayEntry(
@@ -102,7 +111,13 @@ async function replayEntry(
   const d = await deliverMessages(client, entry.sessionId, messages.map((m) => m.payload), {
     budget,
     onRejected: (payload, r) =>
-      keepRejected(pendingDir, entry.sessionId, { messages: [payload] }, r, entry.createdAt),
+      keepRejected(
+        pendingDir,
+        entry.sessionId,
+        { ...writeOf(entry), messages: [payload] },
+        r,
+        entry.createdAt,
+      ),
     onSettled: async (settled) => {
       if (settled < messages.length) await keep(claimPath, { ...sure, messages: messages.slice(settled) });
     },
@@ -137,6 +152,7 @@ async function queuedSessions(pendingDir: string, options: ReplayOptions, now: n
 
 interface ReplayRun {
   client: OpenVikingClient;
+  to: Destination;
   pendingDir: string;
   options: ReplayOptions;
   now: number;
@@ -145,8 +161,12 @@ interface ReplayRun {
   report: ReplayReport;
 }
 
-/** Replays one queue file under the session's lock: "stop" when the session's later writes must wait. A claim found is a dead replay's: taken over, unsure. */
-async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"next" | "stop"> {
+/**
+ * Replays one queue file under the session's lock: "stop" when the session's later writes must wait, the
+ * entry's destination when it is for another (put back untouched). A claim found is a dead replay's: taken
+ * over, unsure.
+ */
+async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"next" | "stop" | Destination> {
   const { options, report } = run;
   if (run.sent >= options.limit || options.budget.remaining() < 100) {
     run.stopAll = true;
@@ -160,6 +180,14 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
     await Deno.rename(claim, `${path}${UNREADABLE}`).catch(() => {});
     return "next";
   }
+  const timeout = run.client.options.timeoutMs;
+  if (f.claimedBy !== undefined && !entry.unsure) {
+    entry = await keep(claim, { ...entry, unsure: run.now + timeout });
+  }
+  if (!goesTo(entry.to, run.to)) {
+    await Deno.rename(claim, path).catch(() => {});
+    return entry.to!;
+  }
   const expired = !options.rejected && run.now - entry.createdAt > options.ttlDays * 86_400_000;
   let stop: OvFailure | "local" | "wait" | undefined;
   if (expired) {
@@ -167,10 +195,6 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
     stop = await keepRejected(run.pendingDir, entry.sessionId, writeOf(entry), why, entry.createdAt)
       .then(() => undefined, () => "local" as const);
   } else {
-    const timeout = run.client.options.timeoutMs;
-    if (f.claimedBy !== undefined && !entry.unsure) {
-      entry = await keep(claim, { ...entry, unsure: run.now + timeout });
-    }
     const wait = (typeof entry.unsure === "number" ? entry.unsure : 0) - run.now;
     const waits = wait > 0 && options.waitUnsure && wait < options.budget.remaining() - 1000;
     if (waits) await new Promise((r) => setTimeout(r, wait));
@@ -200,14 +224,19 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
   return "stop";
 }
 
-/** Replays one session's queue under its lock (a held lock defers it); an emptied directory goes. */
+/**
+ * Replays one session's queue under its lock (a held lock defers it); an emptied directory goes. An entry for
+ * another destination holds back the session's later ones: its writes go in the order they were queued.
+ */
 async function replaySession(run: ReplayRun, dir: string): Promise<void> {
   const done = await withLock(joinPath(dir, QUEUE_LOCK), async () => {
     await removeAbandonedTemps(dir);
     const files = await queueFiles(dir);
     let i = 0;
-    while (i < files.length && !run.stopAll && await replayFile(run, dir, files[i]) === "next") i++;
+    let step: Awaited<ReturnType<typeof replayFile>> = "next";
+    while (i < files.length && !run.stopAll && (step = await replayFile(run, dir, files[i])) === "next") i++;
     run.report.deferred += files.length - i;
+    if (typeof step === "object") run.report.elsewhere.push({ ...step, entries: files.length - i });
     return i === files.length;
   }, { waitMs: 0 });
   if (!done.acquired) run.report.deferred += (await queueFiles(dir)).length;
@@ -221,9 +250,10 @@ export async function replayQueue(
   options: ReplayOptions,
 ): Promise<ReplayReport> {
   const zero = { replayed: 0, messages: 0, held: 0, rejected: 0, expired: 0, deferred: 0 };
-  const report: ReplayReport = { ...zero, commitTasks: [], delivered: [] };
+  const report: ReplayReport = { ...zero, commitTasks: [], delivered: [], elsewhere: [] };
   const now = options.now ?? Date.now();
-  const run: ReplayRun = { client, pendingDir, options, now, sent: 0, stopAll: false, report };
+  const to = destinationOf(client.options);
+  const run: ReplayRun = { client, to, pendingDir, options, now, sent: 0, stopAll: false, report };
   for (const dir of await queuedSessions(pendingDir, options, now)) await replaySession(run, dir);
   return report;
 }

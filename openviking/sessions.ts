@@ -3,7 +3,14 @@
 import * as z from "zod/mini";
 import { asRecord, isRecord } from "../lib/parsed.ts";
 import { AnyResult, type Budget, type OpenVikingClient, type OvFailure } from "./client.ts";
-import { keepRejected, type MessagePayload, nextBatchEnd, sessionPath, SessionQueue } from "./queue.ts";
+import {
+  destinationOf,
+  keepRejected,
+  type MessagePayload,
+  nextBatchEnd,
+  sessionPath,
+  SessionQueue,
+} from "./queue.ts";
 
 /** A message OpenViking refused for good (the caller keeps it: `onRejected`). */
 export interface Rejection {
@@ -152,7 +159,8 @@ export async function sendMessages(
   const queueFrom = async (i: number, unsure?: number) => {
     if (i >= payloads.length) return;
     await options.beforeRequest?.(i, payloads.length, unsure ?? Date.now());
-    const queue = options.queue ?? await SessionQueue.open(options.pendingDir, sid);
+    const queue = options.queue ??
+      await SessionQueue.open(options.pendingDir, sid, destinationOf(client.options));
     const stored = await queue.messages(payloads.slice(i), { unsure });
     report.queued += stored;
     report.acked += stored;
@@ -171,7 +179,8 @@ export async function sendMessages(
     const d = await deliverMessages(client, sid, payloads, {
       budget: options.budget,
       beforeRequest: options.beforeRequest,
-      onRejected: (payload, r) => keepRejected(options.pendingDir, sid, { messages: [payload] }, r),
+      onRejected: (payload, r) =>
+        keepRejected(options.pendingDir, sid, { messages: [payload], to: destinationOf(client.options) }, r),
       onSettled: async (settled) => {
         report.acked = settled;
         await options.onAcked?.(settled);
@@ -207,7 +216,8 @@ export async function commitSession(
   options: { budget: Budget; pendingDir: string; key: string; queueOnly?: boolean; queue?: SessionQueue },
 ): Promise<CommitOutcome> {
   const queue = async (cause?: OvFailure): Promise<CommitOutcome> =>
-    await (options.queue ?? await SessionQueue.open(options.pendingDir, sid)).commit(options.key)
+    await (options.queue ?? await SessionQueue.open(options.pendingDir, sid, destinationOf(client.options)))
+        .commit(options.key)
       ? { kind: "queued", cause }
       : { kind: "failed", message: `the pending queue ${options.pendingDir} could not store the commit` };
   if (options.queueOnly) return await queue();
@@ -215,10 +225,14 @@ export async function commitSession(
   if (res.ok) return { kind: "committed", taskId: res.result.taskId };
   if (res.kind !== "rejected") return await queue(res);
   const why = { status: res.status, message: res.error.message };
-  return await keepRejected(options.pendingDir, sid, { commit: options.key }, why).then(
-    (): CommitOutcome => ({ kind: "rejected", ...why }),
-    (error): CommitOutcome => ({ kind: "failed", message: (error as Error).message }),
-  );
+  return await keepRejected(options.pendingDir, sid, {
+    commit: options.key,
+    to: destinationOf(client.options),
+  }, why)
+    .then(
+      (): CommitOutcome => ({ kind: "rejected", ...why }),
+      (error): CommitOutcome => ({ kind: "failed", message: (error as Error).message }),
+    );
 }
 
 /** After this long without a message the server commits a session itself. */

@@ -18,7 +18,7 @@ import { readJournal } from "../../kimi/journal/read.ts";
 import { scanTurns, turnLineFilter } from "../../kimi/journal/turns.ts";
 import { messagesOf } from "../../cli/turns.ts";
 import { MARK, SECRET } from "./journal-model.ts";
-import type { Processes } from "./procs.ts";
+import { originOfRequest, type Processes } from "./procs.ts";
 
 /** Counts and violations of one schedule. */
 export interface AuditResult {
@@ -152,7 +152,7 @@ export async function audit(input: AuditInput): Promise<AuditResult> {
   const requestOf = new Map<StoredMessage, RecordedRequest>();
   const lastSeqOf = new Map<string, number>();
   for (const r of fake.requests) {
-    const origin = r.headers["x-openviking-user"] ?? "";
+    const origin = originOfRequest(r.headers);
     lastSeqOf.set(origin, Math.max(lastSeqOf.get(origin) ?? 0, r.seq));
     if (!r.route.includes("/messages")) continue;
     const body = r.body as { messages?: unknown } | undefined;
@@ -166,7 +166,7 @@ export async function audit(input: AuditInput): Promise<AuditResult> {
   const inDoubt = (m: StoredMessage): boolean => {
     const r = requestOf.get(m);
     if (!r) return false;
-    const origin = r.headers["x-openviking-user"] ?? "";
+    const origin = originOfRequest(r.headers);
     return killedWriters.has(origin) && lastSeqOf.get(origin) === r.seq;
   };
 
@@ -191,7 +191,7 @@ export async function audit(input: AuditInput): Promise<AuditResult> {
   const asked = fake.requests.filter((r) => r.route === "GET /api/v1/sessions/:id/context" && r.answered);
   const knew = (earlier: RecordedRequest, resend: RecordedRequest): boolean =>
     asked.some((g) =>
-      g.headers["x-openviking-user"] === resend.headers["x-openviking-user"] && g.seq < resend.seq &&
+      originOfRequest(g.headers) === originOfRequest(resend.headers) && g.seq < resend.seq &&
       (g.handled ?? 0) > (earlier.handled ?? Infinity)
     );
   let duplicates = 0;
@@ -216,7 +216,7 @@ export async function audit(input: AuditInput): Promise<AuditResult> {
   }
   const resent = new Set(
     [...copies].filter(([, list]) =>
-      rejectedReplays.has(requestOf.get(list[0])?.headers["x-openviking-user"] ?? "")
+      rejectedReplays.has(originOfRequest(requestOf.get(list[0])?.headers ?? {}))
     ).map(([k]) => k),
   );
   const firstOrder = [...copies.keys()].filter((k) => !resent.has(k)).map((k) => expectedIndex.get(k)!);
@@ -227,7 +227,7 @@ export async function audit(input: AuditInput): Promise<AuditResult> {
   for (const m of stored) {
     const r = requestOf.get(m);
     detail.push(
-      `stored ${m.turn_id}:${m.role} by #${r?.seq} ${r?.route} from ${r?.headers["x-openviking-user"]}`,
+      `stored ${m.turn_id}:${m.role} by #${r?.seq} ${r?.route} from ${originOfRequest(r?.headers ?? {})}`,
     );
   }
   for (const r of procs.runs) detail.push(`ran ${r.origin} ${r.label}${r.killed ? " (killed)" : ""}`);

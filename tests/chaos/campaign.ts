@@ -16,7 +16,7 @@ import { placeJournal } from "../support/hook-context.ts";
 import { tempDir } from "../support/temp.ts";
 import { audit, type AuditResult, snapshotProblems } from "./audit.ts";
 import { LiveJournal, MARK } from "./journal-model.ts";
-import { Processes, type Run } from "./procs.ts";
+import { originOfRequest, Processes, type Run } from "./procs.ts";
 import { Rng } from "./rng.ts";
 
 /** The API key of every sandbox: it must never show up in a log. */
@@ -155,7 +155,11 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
   const rng = new Rng(seed);
   await using dir = await tempDir("ovk-chaos-");
   const home = dir.path;
-  const fake = await FakeOpenViking.start({ apiKey: API_KEY, noBatch: rng.chance(0.2) ? 404 : undefined });
+  const fake = await FakeOpenViking.start({
+    apiKey: API_KEY,
+    taggedKeys: true,
+    noBatch: rng.chance(0.2) ? 404 : undefined,
+  });
   fake.context = { ...fake.context, rendered: `${fake.context.rendered}\n${MARK} recalled memory` };
   let faultsHit = 0;
   let applied: { fault: Fault; initial: number }[] = [];
@@ -389,7 +393,7 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
     if (keep && result.violations.length) {
       await new Deno.Command("cp", { args: ["-a", home, `${keep}/seed-${seed}`] }).output();
       const lines = fake.requests.map((r) =>
-        JSON.stringify({ ...r, headers: { origin: r.headers["x-openviking-user"] } })
+        JSON.stringify({ ...r, headers: { origin: originOfRequest(r.headers) } })
       );
       await Deno.writeTextFile(`${keep}/seed-${seed}/requests.jsonl`, lines.join("\n"));
       await Deno.writeTextFile(`${keep}/seed-${seed}/plan.json`, JSON.stringify(plan));

@@ -65,8 +65,13 @@ function ps(): Promise<PsRow[]> {
   return rows;
 }
 
+/** A process's origin: the tag its API key ends with (`<key>-<origin>`: not its identity, which replay keeps). */
 const originOf = (row: PsRow) =>
-  [...row.words].find((w) => w.startsWith("OPENVIKING_USER="))?.slice("OPENVIKING_USER=".length) ?? "";
+  [...row.words].find((w) => w.startsWith("OPENVIKING_API_KEY="))?.split("-").at(-1) ?? "";
+
+/** The origin of a request the fake recorded, from its key. */
+export const originOfRequest = (headers: Record<string, string>): string =>
+  headers.authorization?.split("-").at(-1) ?? "";
 
 /** Starts, finds and kills the processes of one sandbox. */
 export class Processes {
@@ -92,7 +97,12 @@ export class Processes {
     const origin = options.origin ?? this.newOrigin();
     const child = new Deno.Command(Deno.execPath(), {
       args: [...this.argv, ...args],
-      env: { ...denoEnv(), ...this.env, OPENVIKING_USER: origin, ...options.extraEnv },
+      env: {
+        ...denoEnv(),
+        ...this.env,
+        OPENVIKING_API_KEY: `${this.env.OPENVIKING_API_KEY}-${origin}`,
+        ...options.extraEnv,
+      },
       clearEnv: true,
       stdin: "piped",
       stdout: "piped",

@@ -1,11 +1,16 @@
 /** Replay across processes: two replays of one queue, each a real process, send each message exactly once. */
 
-import { assertEquals } from "../support/assert.ts";
+import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { prodRunArgs, ROOT } from "../support/run.ts";
+import { prodRunArgs, ROOT, runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { clientOf, contents, enqueueMessages, payload, replayOpts } from "../support/queue.ts";
 import { replayQueue } from "../../openviking/replay.ts";
+import { destinationOf, SessionQueue } from "../../openviking/queue.ts";
+import { sandboxEnv } from "../support/hook-context.ts";
+import { readLedger, REPLAY_FILE } from "../../memory/ledger.ts";
+import { startHungServer } from "../support/hung-server.ts";
+import { stdinOf } from "../hooks/world.ts";
 
 Deno.test("two processes replaying one queue send each message exactly once", async () => {
   await using dir = await tempDir();
@@ -32,4 +37,64 @@ Deno.test("two processes replaying one queue send each message exactly once", as
     const mine = contents(fake, `kc-s${s}`).map((c) => Number(String(c).split(" ")[1]));
     assertEquals(mine, [...mine].sort((a, b) => a - b), "each session in order");
   }
+});
+
+Deno.test("SessionStart's worker against a server that never answers stays within the replay budget, extraction check included", async () => {
+  await using dir = await tempDir();
+  const hung = startHungServer();
+  try {
+    const budget = 4000;
+    for (let i = 0; i < 4; i++) {
+      await enqueueMessages(`${dir.path}/.openviking/pending`, `kc-s${i}`, [payload(i)]);
+    }
+    const env = {
+      HOME: dir.path,
+      KIMI_CODE_HOME: `${dir.path}/.kimi-code`,
+      OPENVIKING_URL: hung.url,
+      OPENVIKING_REPLAY_BUDGET_MS: String(budget),
+      OPENVIKING_KIMI_HOOK_WORKER: "1",
+      PATH: Deno.env.get("PATH") ?? "/usr/bin",
+    };
+    const stdin = stdinOf("session-start", "session_b", { source: "startup" });
+    const r = await runCli(["hook", "session-start"], { env, clearEnv: true, stdin });
+    assertEquals([r.code, r.stdout], [0, ""]);
+    const [entry] = await readLedger(`${dir.path}/.openviking/ledger/kimicode`, REPLAY_FILE);
+    assertEquals(entry?.kind === "replay" && entry.deferred, 4);
+    assertTrue(entry.ms < budget + 1000, `the worker took ${entry.ms} ms for a ${budget} ms budget`);
+  } finally {
+    await hung.close();
+  }
+});
+
+Deno.test("replay sends writes queued for another server only there: here they stay, named, with the command that delivers them", async () => {
+  await using dir = await tempDir();
+  const gone = startHungServer();
+  await gone.close();
+  const pending = `${dir.path}/.openviking/pending`;
+  const queue = await SessionQueue.open(pending, "kc-s1", destinationOf({ baseUrl: gone.url }));
+  assertEquals(await queue.messages([payload(0), payload(1)]), 2);
+  await using saved = await FakeOpenViking.start();
+  const plain = await runCli(["replay"], { env: sandboxEnv(dir.path, saved.url), clearEnv: true });
+  assertEquals([plain.code, plain.stdout, saved.messages("kc-s1")], [
+    1,
+    `Replayed nothing to ${saved.url}: 1 write(s) are still queued.\n`,
+    [],
+  ]);
+  assertStringIncludes(
+    plain.stderr,
+    `1 queued write(s) are for another server or identity (OPENVIKING_URL=${gone.url})`,
+  );
+  assertMatch(
+    plain.stderr,
+    new RegExp(`\n  fix: they are sent only there: run \`OPENVIKING_URL=${gone.url} .+ replay\``),
+  );
+  const status = await runCli(["status"], { env: sandboxEnv(dir.path, saved.url), clearEnv: true });
+  assertStringIncludes(
+    status.stdout.replace(/\s+/g, " "),
+    ` 1 queued write(s) are for another server or identity (OPENVIKING_URL=${gone.url}) fix: they are sent`,
+  );
+
+  await using back = await FakeOpenViking.start({ port: gone.port });
+  const there = await runCli(["replay"], { env: sandboxEnv(dir.path, gone.url), clearEnv: true });
+  assertEquals([there.code, contents(back)], [0, ["message 0", "message 1"]], there.stderr);
 });

@@ -133,6 +133,8 @@ export interface FakeOptions {
   port?: number;
   /** Require `Authorization: Bearer <apiKey>` on everything but /health. */
   apiKey?: string;
+  /** `<apiKey>-<tag>` is accepted like `apiKey` (the chaos harness tells its processes apart by the tag). */
+  taggedKeys?: boolean;
   /**
    * api_key mode as the real 0.5.2 server runs it (`server.root_api_key`): this root key administers — the
    * admin API, system status, tasks — and is refused on every data route with the real 403; the user keys the
@@ -669,7 +671,8 @@ export class FakeOpenViking {
       }
       return { user: "default", root: true };
     }
-    if (key !== undefined && key === this.options.apiKey) return { user: "default", root: false };
+    const tagged = this.options.taggedKeys && key?.startsWith(`${this.options.apiKey}-`);
+    if (key !== undefined && (key === this.options.apiKey || tagged)) return { user: "default", root: false };
     for (const users of this.accounts.values()) {
       for (const [user, u] of users) if (u.key === key) return { user, root: false };
     }

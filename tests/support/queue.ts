@@ -52,12 +52,12 @@ export async function enqueueMessages(
   payloads: readonly MessagePayload[],
   now = Date.now(),
 ): Promise<number> {
-  return await (await SessionQueue.open(pendingDir, sessionId)).messages(payloads, { now });
+  return await (await SessionQueue.open(pendingDir, sessionId, undefined)).messages(payloads, { now });
 }
 
 /** Queues the commit named `key` behind the session's queued writes; false when it could not be stored. */
 export async function enqueueCommit(pendingDir: string, sessionId: string, key: string, now = Date.now()) {
-  return await (await SessionQueue.open(pendingDir, sessionId)).commit(key, now);
+  return await (await SessionQueue.open(pendingDir, sessionId, undefined)).commit(key, now);
 }
 
 /** Kinds of queued writes in the shared format. */
