@@ -274,7 +274,7 @@ Deno.test("undo (legacy 1.4, no agentId): the same rules", () => {
 const VARIANTS = ["2.1.0", "0.41.0", "0.41.0-legacy"];
 /** Scenarios without /undo: there the independent reading (which knows no undo) would differ on purpose. */
 const SCENARIOS =
-  "plain tool subagent failed interrupted-print interrupted-tui compaction resumed hook-context"
+  "plain tool subagent failed interrupted-print interrupted-tui compaction resumed hook-context closed-stdout"
     .split(" ");
 
 /** The independent reading: assistant text parts per prompt, and text parts seen before any prompt. */
@@ -327,7 +327,7 @@ Deno.test("turn binding: read from every prompt with the wrong numbering, every 
       }
     }
   }
-  assertEquals(stretches, 45, "every prompt of every journal");
+  assertEquals(stretches, 48, "every prompt of every journal");
 });
 
 Deno.test("turn binding: a rewrite that renumbered every turn id keeps every text part in its turn", async () => {
