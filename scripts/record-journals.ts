@@ -217,6 +217,36 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
+    name: "closed-stdout",
+    description: "print mode piped into `head -1`: Kimi writes the answer's next line into a closed pipe",
+    run: async (ctx) => {
+      const prompt = "The deploy window is Thursday 14:00 UTC.";
+      ctx.server.enqueue({ kind: "text", text: "Noted: Thursday 14:00 UTC.\n\n- second line\n- third line" });
+      const kimi = [ctx.env.install.node, ctx.env.install.main, "-p", prompt].map(shQuote).join(" ");
+      const out = await new Deno.Command("bash", {
+        args: ["-c", `${kimi} | head -1; exit "\${PIPESTATUS[0]}"`],
+        cwd: ctx.env.workDir,
+        env: ctx.env.env(),
+        clearEnv: true,
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      const dec = new TextDecoder();
+      ctx.steps.push({
+        kind: "print",
+        command: `${cmdline(ctx.variant, prompt)} | head -1`,
+        exitCode: out.code,
+        signal: out.signal,
+        stdout: dec.decode(out.stdout),
+        stderr: dec.decode(out.stderr),
+        note: "exitCode is Kimi's (PIPESTATUS[0]); stdout is what head printed",
+      });
+      if (out.code === 0 && !ctx.variant.legacy) throw new Error("closed-stdout: Kimi did not fail on EPIPE");
+      await settle(1000);
+    },
+  },
+  {
     name: "interrupted-tui",
     description: "TUI: a slow streamed answer interrupted with Esc, then one more turn, then /exit",
     run: async (ctx) => {

@@ -18,7 +18,7 @@ export interface Turn {
   /** Assistant text parts in order, each with the step it came from. */
   assistantParts: { step: string; text: string }[];
   closed: boolean;
-  /** `turn.ended` reason, "next-prompt", "final-step", or "" while open. */
+  /** `turn.ended` reason, `agent.turn.ended` outcome, "next-prompt", "final-step", or "" while open. */
   closeReason: string;
   /** Written by the v2 engine (records carry `agentId`), which ends every turn with `turn.ended`. */
   v2: boolean;
@@ -38,7 +38,12 @@ const PromptRecord = z.object({
   origin: z.optional(z.looseObject({ kind: z.string() })),
   turnId: z.optional(TurnId),
 });
-const EndedRecord = z.object({ agentId: Agent, turnId: TurnId, reason: z.optional(z.string()) });
+const EndedRecord = z.object({
+  agentId: Agent,
+  turnId: TurnId,
+  reason: z.optional(z.string()),
+  outcome: z.optional(z.string()),
+});
 const LoopRecord = z.object({
   agentId: Agent,
   event: z.looseObject({
@@ -64,7 +69,7 @@ const UndoRecord = z.object({ agentId: Agent, count: z.int().check(z.positive())
 
 /** The words of the only lines that can matter for turns (the others are not parsed). */
 const TURN_WORDS =
-  /"(?:turn\.|content\.part"|step\.end"|metadata"|context\.(?:append_message|undo|clear|apply_compaction)")/;
+  /"(?:turn\.|agent\.turn\.ended"|content\.part"|step\.end"|metadata"|context\.(?:append_message|undo|clear|apply_compaction)")/;
 
 /** Only lines that can matter for turns are parsed (everything else is skipped unread). */
 export const turnLineFilter: LineFilter = (line) => TURN_WORDS.test(line);
@@ -174,10 +179,13 @@ class TurnScanner {
         }
         return;
       }
-      case "turn.ended": {
+      case "turn.ended":
+      // 0.43.0 on: written with the turn's last messages, before Stop (no agentId: each agent has its own
+      // journal); the turn.ended after Stop never comes when Kimi dies first (`kimi -p … | head -1`).
+      case "agent.turn.ended": {
         const r = mainRecord(EndedRecord, value);
         const t = r && this.turnFor(r.turnId, false);
-        if (t && !t.closed) [t.closed, t.closeReason] = [true, r.reason ?? "ended"];
+        if (t && !t.closed) [t.closed, t.closeReason] = [true, r.reason ?? r.outcome ?? "ended"];
         return;
       }
       case "context.append_message":

@@ -44,6 +44,26 @@ Deno.test("turns: at Stop the final turn.ended is not on disk yet → the newest
   assertEquals(summary(j.toString()).map((t) => [t.closed, t.assistant]), want);
 });
 
+Deno.test("turns: agent.turn.ended closes the main turn — Kimi may die before its turn.ended (stdout closed)", () => {
+  // `kimi -p … | head -1`: Kimi 2.1.0 dies of EPIPE after Stop, before it writes the turn's turn.ended.
+  for (const [finish, outcome] of [["end_turn", "done"], ["interrupted", "aborted"]] as const) {
+    const j = new JournalBuilder().simpleTurn("first question here", "first answer here")
+      .prompt("The deploy window is Thursday 14:00 UTC.").stepBegin().text("Noted: Thursday 14:00 UTC.")
+      .stepEnd(finish).agentEnded(outcome);
+    assertEquals(summary(j.toString()).at(-1), {
+      id: "1",
+      closed: true,
+      reason: outcome,
+      user: "The deploy window is Thursday 14:00 UTC.",
+      assistant: "Noted: Thursday 14:00 UTC.",
+    }, outcome);
+    assertEquals(sent(j.toString()).slice(2), [
+      "The deploy window is Thursday 14:00 UTC.",
+      "Noted: Thursday 14:00 UTC.",
+    ]);
+  }
+});
+
 Deno.test("turns: think parts, tool traffic, hook results and reminders are not turn text", () => {
   const j = new JournalBuilder()
     .hookResult("<openviking-context>INJECTED</openviking-context>")
@@ -254,7 +274,7 @@ Deno.test("undo (legacy 1.4, no agentId): the same rules", () => {
 const VARIANTS = ["2.1.0", "0.41.0", "0.41.0-legacy"];
 /** Scenarios without /undo: there the independent reading (which knows no undo) would differ on purpose. */
 const SCENARIOS =
-  "plain tool subagent failed interrupted-print interrupted-tui compaction resumed hook-context"
+  "plain tool subagent failed interrupted-print interrupted-tui compaction resumed hook-context closed-stdout"
     .split(" ");
 
 /** The independent reading: assistant text parts per prompt, and text parts seen before any prompt. */
@@ -307,7 +327,7 @@ Deno.test("turn binding: read from every prompt with the wrong numbering, every 
       }
     }
   }
-  assertEquals(stretches, 45, "every prompt of every journal");
+  assertEquals(stretches, 48, "every prompt of every journal");
 });
 
 Deno.test("turn binding: a rewrite that renumbered every turn id keeps every text part in its turn", async () => {

@@ -5,7 +5,7 @@
  */
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
-import { kimiE2eVersions } from "../support/kimi.ts";
+import { kimiE2eVersions, shQuote } from "../support/kimi.ts";
 import { KNOBS } from "../../openviking/config.ts";
 import { type PromptEntry, readLedger } from "../../memory/ledger.ts";
 import { join } from "node:path";
@@ -209,6 +209,38 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
           await expectFakeSession(fake, `kc-${r.sessionId}`, [["0", "user", prompt]], 1);
         },
       );
+
+      // 0.41.0/0.42.0's v2 engine writes no end marker before it dies: that turn stays open (fixture
+      // closed-stdout). Plugin mode, no memory: print mode shows a recall (or config mode's profile) on stdout,
+      // and Kimi would die at that block, before the prompt.
+      if (mode === "plugin" && !/^0\.4[12]\./.test(version)) {
+        await t.step(
+          "`kimi -p … | head -1`: Kimi dies of EPIPE after Stop, before turn.ended; the whole turn reaches OpenViking",
+          async () => {
+            const prompt = "The deploy window is Thursday 14:00 UTC.";
+            const answer = "Noted: Thursday 14:00 UTC.\n\n- second line\n- third line";
+            const recall = fake.contextFor;
+            fake.contextFor = () => ({ entries: [], rendered: "", digest: "", stats: { used_tokens: 0 } });
+            rig.model.enqueue({ kind: "text", text: answer });
+            const kimi = [rig.env.install.node, rig.env.install.main, "-p", prompt].map(shQuote).join(" ");
+            const out = await new Deno.Command("bash", {
+              args: ["-c", `${kimi} | head -1; exit "\${PIPESTATUS[0]}"`],
+              cwd: rig.env.workDir,
+              env: rig.env.env(),
+              clearEnv: true,
+              stdin: "null",
+              stdout: "piped",
+              stderr: "piped",
+            }).output().finally(() => fake.contextFor = recall);
+            const dec = new TextDecoder();
+            assertEquals(dec.decode(out.stdout), "• Noted: Thursday 14:00 UTC.\n");
+            assertEquals(out.code, 1, `Kimi dies writing into the closed pipe:\n${dec.decode(out.stderr)}`);
+            const sessionId = (await rig.env.sessionIndex()).at(-1)!.sessionId;
+            const turn: Msg[] = [["0", "user", prompt], ["0", "assistant", answer]];
+            await expectFakeSession(fake, `kc-${sessionId}`, turn, 1);
+          },
+        );
+      }
 
       if (!legacy) {
         await t.step(

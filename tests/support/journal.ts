@@ -208,6 +208,16 @@ export class JournalBuilder {
     return this.push({ type: "prompt.completed", promptId: `msg_${this.turn}`, reason: "completed" });
   }
 
+  /**
+   * `agent.turn.ended` (0.43.0 on; no `agentId`): written once the turn's messages are, before Stop; the
+   * `turn.ended` of {@link ended} comes after Stop (and never, when Kimi dies first).
+   */
+  agentEnded(outcome: "done" | "aborted" | "failed" = "done"): this {
+    const record = { turnId: this.turn, outcome, type: "agent.turn.ended", kind: "event" };
+    this.lines.push(JSON.stringify({ ...record, time: this.timeBase + this.lines.length }));
+    return this;
+  }
+
   /** A whole simple turn: prompt, one step with text, end. */
   simpleTurn(user: string, assistant: string): this {
     return this.prompt(user).stepBegin().text(assistant).stepEnd("end_turn").ended();

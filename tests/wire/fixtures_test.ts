@@ -25,6 +25,10 @@ const ack = (
 ): Msg[] => [[String(n - 1), "user", p], [String(n - 1), "assistant", `ACK ${n}: ${p}`]];
 const TOOL_RAN = "FINAL after tool: tool-ran";
 const AGENT = "FINAL after agent: agent_id: agent-0 | actual_subagent_type: coder";
+const DEPLOY: Msg[] = [
+  ["0", "user", "The deploy window is Thursday 14:00 UTC."],
+  ["0", "assistant", "Noted: Thursday 14:00 UTC.\n\n- second line\n- third line"],
+];
 
 /** What capture must send for each recorded scenario's final journal (closed turns only). */
 function expected(variant: string, scenario: string): Msg[] {
@@ -33,6 +37,9 @@ function expected(variant: string, scenario: string): Msg[] {
   switch (scenario) {
     case "plain":
       return ack(1, "hello, remember that I prefer tabs over spaces");
+    case "closed-stdout":
+      // Kimi died of EPIPE before turn.ended: 2.1.0's agent.turn.ended closes the turn, 0.41.0 has no marker.
+      return variant === "0.41.0" ? [] : DEPLOY;
     case "tool":
       return [["0", "user", "please RUN_TOOL and THINK about it"], ["0", "assistant", TOOL_RAN]];
     case "subagent":
@@ -93,11 +100,14 @@ const UNDO_TURNS: Msg[][] = [
 ];
 
 /**
- * The undo scenario at its n-th Stop: closed turns the undos on disk by then had not withdrawn. v2 writes
- * `turn.ended` after Stop (the newest turn is open); legacy closes it at its final `step.end` already.
+ * Whether the newest turn is closed when its Stop runs: 0.41.0's v2 engine writes `turn.ended` after Stop
+ * and nothing before it; 2.1.0 writes `agent.turn.ended` before Stop; legacy closes it at its final `step.end`.
  */
+const closedAtStop = (variant: string) => variant !== "0.41.0";
+
+/** The undo scenario at its n-th Stop: closed turns the undos on disk by then had not withdrawn. */
 function undoAtStop(variant: string, stop: number): Msg[] {
-  const turns = variant.endsWith("legacy")
+  const turns = closedAtStop(variant)
     ? [[0], [0, 1], [0, 2], [0, 2, 3], [0, 4]]
     : [[], [0], [0], [0, 2], [0]];
   return turns[stop - 1].flatMap((i) => UNDO_TURNS[i]);
@@ -105,10 +115,10 @@ function undoAtStop(variant: string, stop: number): Msg[] {
 
 /**
  * What Stop at every instant, then SessionEnd, delivers in the undo scenario: a turn captured before the
- * /undo that withdrew it stays captured (v2: the third, closed by the fourth Stop; legacy: every turn).
+ * /undo that withdrew it stays captured (0.41.0: the third, closed by the fourth Stop; else every turn).
  */
 function undoDelivered(variant: string): Msg[] {
-  const turns = variant.endsWith("legacy") ? [0, 1, 2, 3, 4] : [0, 2, 4];
+  const turns = closedAtStop(variant) ? [0, 1, 2, 3, 4] : [0, 2, 4];
   return turns.flatMap((i) => UNDO_TURNS[i]);
 }
 
@@ -124,7 +134,7 @@ Deno.test("recorded journals: every variant and scenario yields exactly the conv
   for (const variant of VARIANTS) {
     const names = scenarios(variant);
     const all =
-      "compaction failed hook-context interrupted-print interrupted-tui plain resumed subagent tool undo";
+      "closed-stdout compaction failed hook-context interrupted-print interrupted-tui plain resumed subagent tool undo";
     assertEquals(names, all.split(" "));
     for (const scenario of names) {
       const got = asMsgs(await messagesOf(`${ROOT}${variant}/${scenario}/wire.jsonl`, opts));
@@ -135,7 +145,7 @@ Deno.test("recorded journals: every variant and scenario yields exactly the conv
       checked++;
     }
   }
-  assertEquals(checked, 30);
+  assertEquals(checked, 33);
 });
 
 Deno.test("recorded journals: protocol versions — 1.5 for the v2 engine, 1.4 for the legacy one", async () => {
@@ -145,7 +155,7 @@ Deno.test("recorded journals: protocol versions — 1.5 for the v2 engine, 1.4 f
   }
 });
 
-Deno.test("recorded journals at each Stop: the newest turn is never taken before it ends (turn.ended is not on disk yet)", async () => {
+Deno.test("recorded journals at each Stop: the newest turn is taken whole once it ended, never before", async () => {
   for (const variant of VARIANTS) {
     for (const scenario of scenarios(variant)) {
       const dir = `${ROOT}${variant}/${scenario}`;
@@ -159,12 +169,14 @@ Deno.test("recorded journals at each Stop: the newest turn is never taken before
           ? undoAtStop(variant, Number(snap.match(/\d+/)![0]))
           : final.slice(0, got.length);
         assertEquals(got, want, `${variant}/${scenario}/${snap}: a prefix of the final conversation`);
-        const newest = turns.at(-1)!;
+        // The subagent's Stop fires in the middle of the main turn (its journal ends at `subagent.started`).
+        const subagentStop = (await Deno.readTextFile(`${dir}/${snap}`)).trimEnd().split("\n").at(-1)!
+          .includes('"type":"subagent.started"');
         if (!variant.endsWith("legacy")) {
           assertEquals(
-            newest.closed,
-            false,
-            `${variant}/${scenario}/${snap}: v2 writes turn.ended after Stop`,
+            turns.at(-1)!.closed,
+            closedAtStop(variant) && !subagentStop,
+            `${variant}/${scenario}/${snap}: closed by agent.turn.ended (2.1.0), open until turn.ended (0.41.0)`,
           );
         }
       }
@@ -202,10 +214,12 @@ Deno.test("recorded journals: Stop at every recorded instant, then SessionEnd �
           m,
         ) => [m.turn_id!, m.role as Msg[1], norm(m.content!)]);
         // SessionEnd also takes a turn that never closed (a legacy failed turn leaves no end marker). A turn
-        // captured at a Stop before the /undo that withdrew it stays captured: v2 had taken the third turn
-        // (closed at the fourth Stop), legacy every turn (closed at its own Stop).
+        // captured at a Stop before the /undo that withdrew it stays captured (see undoDelivered).
+        // 0.41.0's closed-stdout turn never closes either (and print mode fires no SessionEnd).
         const want = variant.endsWith("legacy") && scenario === "failed"
           ? [["0", "user", "this will FAIL at the provider"] as Msg]
+          : variant === "0.41.0" && scenario === "closed-stdout"
+          ? DEPLOY
           : scenario === "undo"
           ? undoDelivered(variant)
           : expected(variant, scenario);
