@@ -25,7 +25,7 @@ import {
 import { scrub } from "../lib/scrub.ts";
 import { commandName } from "../lib/self.ts";
 import { classifyManifest, PLUGIN_ID } from "./spec.ts";
-import { keptCopies, planOvcli, savedConnection } from "./ovcli.ts";
+import { planOvcli, savedConnection } from "./ovcli.ts";
 import { keyToSave } from "./user-key.ts";
 import { hasUpstream, kimiHomeFor, type KimiState, readKimiState } from "./detect.ts";
 import { parseJson } from "./json-files.ts";
@@ -82,8 +82,8 @@ function upstreamMessage(state: KimiState): string {
 }
 
 /**
- * Plans the settings given into ovcli.conf (no backup: it holds the key), a key asked of the server first
- * (user-key.ts); the saved key stays for its own address; the `ovcli.conf.bak.<time>` copies go.
+ * Plans the settings given into ovcli.conf (the file replaced kept as its `.bak`), a key asked of the server
+ * first (user-key.ts); the saved key stays for its own address.
  */
 async function planCredentials(
   ctx: Context,
@@ -111,26 +111,16 @@ async function planCredentials(
   const ov = planOvcli(before, creds, path, saved.url);
   if (!ov.ok) return ov.error;
   if (!ov.changed) return undefined;
-  const change: FileChange = { path, before, after: ov.after, backup: "none", secret: true };
+  const change: FileChange = { path, before, after: ov.after, backup: "bak", secret: true };
   plan.changes.push(change);
   const step = fileStep(change, "connection settings");
-  const copies = await keptCopies(path);
-  const kept = "earlier installs kept (ovcli.conf.bak.<time>), with the keys they replaced";
-  const removing = copies.length ? `; remove the ${copies.length} copies of it ${kept}` : "";
+  const kept = before === undefined ? "" : ` (the previous file kept as ${path}.bak)`;
   plan.steps.push({
-    describe: `${before === undefined ? "create" : "update"} ${path}: ${ov.steps.join(", ")}${removing}`,
-    run: async () => {
-      const done = await step.run();
-      const commit = async () => {
-        await done.commit?.();
-        const gone = [];
-        for (const copy of copies) if (await Deno.remove(copy).then(() => true, () => false)) gone.push(copy);
-        return gone.length
-          ? [`removed ${gone.join(", ")}: copies of ovcli.conf ${kept.replace(/ \(.*\)/, "")}`]
-          : [];
-      };
-      return { ...done, message: `connection settings saved to ${path}: ${ov.summary.join(", ")}`, commit };
-    },
+    describe: `${before === undefined ? "create" : "update"} ${path}: ${ov.steps.join(", ")}${kept}`,
+    run: async () => ({
+      ...await step.run(),
+      message: `connection settings saved to ${path}${kept}: ${ov.summary.join(", ")}`,
+    }),
   });
   return undefined;
 }

@@ -1,6 +1,6 @@
 /**
  * Connection settings merged into `~/.openviking/ovcli.conf` as OpenViking's other installers do (unknown
- * fields kept, `""` deletes, no backup: it holds the key), and the key asked of the user, never shown.
+ * fields kept, `""` deletes), and the key asked of the user, never shown.
  */
 
 import { parseJson } from "./json-files.ts";
@@ -84,15 +84,19 @@ function mergeIdentity(
       `address: --url ${originOf(url)} would delete it. Give that server's key (--api-key-stdin), or ` +
       `--api-key "" to delete the saved one; nothing was changed.`;
   }
+  const replaced = typeof doc.api_key === "string" && doc.api_key !== args.apiKey
+    ? `the key saved for ${originOf(keyWasFor)}`
+    : undefined;
   if (args.apiKey === "") {
     delete doc.api_key;
-    settings.push({ name: "api_key" });
+    settings.push({ name: "api_key", note: replaced });
   } else if (args.apiKey !== undefined) {
     doc.api_key = args.apiKey;
     doc.url ??= keyWasFor;
+    const from = args.apiKeyFrom ? `; from ${args.apiKeyFrom}` : "";
     settings.push({
       name: "api_key",
-      shown: `(not shown${args.apiKeyFrom ? `; from ${args.apiKeyFrom}` : ""})`,
+      shown: `(not shown${from}${replaced ? `; it replaces ${replaced}` : ""})`,
     });
   }
   const ids = [["account", "account_id", args.account], ["user", "user_id", args.user]] as const;
@@ -159,22 +163,6 @@ export function maskSecrets(text: string): string {
 export async function savedConnection(env: Env): Promise<{ url: string; apiKey: string }> {
   const { config } = await loadConfig({ ...env, OPENVIKING_CREDENTIAL_SOURCE: "ovcli" });
   return { url: config.baseUrl, apiKey: config.apiKey };
-}
-
-/** The `ovcli.conf.bak.<epoch>` copies earlier installs kept, each with the key it replaced. */
-export async function keptCopies(path: string): Promise<string[]> {
-  const dir = dirName(path);
-  const prefix = `${path.slice(dir.length).replace(/^[\\/]+/, "")}.bak.`;
-  const found: string[] = [];
-  try {
-    for await (const e of Deno.readDir(dir)) {
-      const ours = e.name.startsWith(prefix) && /^\d{10}$/.test(e.name.slice(prefix.length));
-      if (e.isFile && ours) found.push(joinPath(dir, e.name));
-    }
-  } catch {
-    return [];
-  }
-  return found.sort();
 }
 
 /** How the key was asked for on the command line. */

@@ -75,7 +75,7 @@ export interface FileChange {
   path: string;
   before: string | undefined;
   after: string | undefined;
-  /** `none`: no `.bak` — all of it was ours, or it holds a key that must not stay on disk once replaced. */
+  /** `none`: no `.bak` — all of it was ours. */
   backup: "bak" | "none";
   /** Only shown by a dry run (another step writes it). */
   displayOnly?: boolean;
