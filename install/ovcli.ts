@@ -5,7 +5,7 @@
 
 import { parseJson } from "./json-files.ts";
 import { isRecord } from "../lib/parsed.ts";
-import { dirName, type Env, joinPath } from "../lib/paths.ts";
+import type { Env } from "../lib/paths.ts";
 import { DEFAULT_BASE_URL, loadConfig, originOf } from "../openviking/config.ts";
 
 /** Connection settings given on the command line (`undefined` = not given, `""` = delete). */
