@@ -222,20 +222,33 @@ export async function chooseApiKey(flags: KeyFlags, io: KeyIo): Promise<KeyChoic
   if (!flags.url?.trim() || flags.dryRun || !io.stdinIsTerminal()) return { ok: true };
   // A key saved for that server already: a terminal is not asked for one.
   const saved = await savedConnection(io.env);
-  if (saved.apiKey !== "" && originOf(saved.url) === originOf(flags.url.trim())) return { ok: true };
-  return await ask(io, flags.url, false);
+  if (saved.apiKey === "") return await ask(io, flags.url, false);
+  if (originOf(saved.url) === originOf(flags.url.trim())) return { ok: true };
+  return await ask(io, flags.url, false, originOf(saved.url));
 }
 
-/** Asks the terminal for the key; `required` when the user asked for it with --api-key-stdin. */
-async function ask(io: KeyIo, url: string | undefined, required: boolean): Promise<KeyChoice> {
+/**
+ * Asks the terminal for the key; `required` when the user asked for it with --api-key-stdin. `savedFor`: the
+ * address a saved key is for, which Enter (no key) deletes, as `--api-key ""` would.
+ */
+async function ask(
+  io: KeyIo,
+  url: string | undefined,
+  required: boolean,
+  savedFor?: string,
+): Promise<KeyChoice> {
   const where = url ? ` for ${url.replace(/\/\/[^/@]*@/, "//")}` : "";
+  const none = savedFor
+    ? `for none: it deletes the key saved for ${savedFor}, keeping the old file as ovcli.conf.bak`
+    : "for none";
   const answer = await io.askHidden(
     `OpenViking API key${where} (a user key, or the server's root key to make one; not shown as you type; ` +
-      `Enter ${required ? "to cancel" : "for none"}): `,
+      `Enter ${required ? "to cancel" : none}): `,
   );
   if (answer === undefined) return { ok: false, error: "cancelled; nothing was changed" };
   if (answer === "") {
-    return required ? { ok: false, error: "no API key given; nothing was changed" } : { ok: true };
+    if (required) return { ok: false, error: "no API key given; nothing was changed" };
+    return savedFor ? { ok: true, apiKey: "", from: "the terminal" } : { ok: true };
   }
   return { ok: true, apiKey: answer, from: "the terminal" };
 }

@@ -12,7 +12,7 @@ import {
   assertTrue,
 } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { runCli, type RunResult } from "../support/run.ts";
+import { runCli, runProcess, type RunResult } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { closedAddress, isolatedEnv } from "./helpers.ts";
 import { placeJournal } from "../support/hook-context.ts";
@@ -163,6 +163,36 @@ Deno.test("a key given while the server does not answer is not saved: install st
   assertEquals(await Deno.stat(`${t.home}/.openviking`).catch(() => undefined), undefined, "nothing changed");
   assertEquals([...Deno.readDirSync(`${t.home}/.kimi-code`)], []);
   for (const o of t.outputs) assertTrue(!o.includes(ROOT_KEY));
+});
+
+Deno.test("the way on install gives when the server does not answer works as printed, past a key saved for another address", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start({ apiKey: "sk-for-a" });
+  const t = await sandbox(dir.path);
+  assertEquals((await t.cli(["install", "--url", fake.url, "--api-key-stdin"], "sk-for-a\n")).code, 0);
+  const old = await Deno.readTextFile(`${t.home}/.openviking/ovcli.conf`);
+  const url = closedAddress();
+  const r = await t.cli(["install", "--url", url, "--api-key-stdin"], "sk-for-b\n");
+  assertEquals(r.code, 1, r.stdout + r.stderr);
+  const way =
+    /or install without a key now \(`([^`]+)`; it deletes the key saved for (\S+), keeping the old file as ovcli\.conf\.bak\)/
+      .exec(r.stderr);
+  assertTrue(way !== null, r.stderr);
+  assertEquals(way[2], fake.url);
+  const ran = await runProcess("sh", ["-c", way[1]], {
+    env: t.env,
+    clearEnv: true,
+    cwd: dir.path,
+    timeoutMs: 120_000,
+  });
+  assertEquals(ran.code, 0, `${way[1]}\n${ran.stdout}${ran.stderr}`);
+  assertStringIncludes(ran.stdout, `api_key deleted (the key saved for ${fake.url})`);
+  assertEquals(await t.ovcli(), { url }, "installed without a key, as it said");
+  assertEquals(
+    await Deno.readTextFile(`${t.home}/.openviking/ovcli.conf.bak`),
+    old,
+    "the deleted key is kept",
+  );
 });
 
 Deno.test("install without a key for a server that wants one: the server's sentence ends once", async () => {
