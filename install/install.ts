@@ -12,6 +12,7 @@ import { isOurLog } from "../lib/log.ts";
 import {
   defaultLogPath,
   dirName,
+  type Env,
   hookStateDir,
   integrationDir,
   joinPath,
@@ -25,7 +26,7 @@ import {
 import { scrub } from "../lib/scrub.ts";
 import { commandName } from "../lib/self.ts";
 import { classifyManifest, PLUGIN_ID } from "./spec.ts";
-import { keptCopies, planOvcli, savedConnection } from "./ovcli.ts";
+import { planOvcli, savedConnection } from "./ovcli.ts";
 import { keyToSave } from "./user-key.ts";
 import { hasUpstream, kimiHomeFor, type KimiState, readKimiState } from "./detect.ts";
 import { parseJson } from "./json-files.ts";
@@ -43,9 +44,11 @@ import {
   removalStep,
 } from "./transaction.ts";
 import {
+  forgetStep,
   homesFile,
   installedHomes,
-  madeDirs,
+  madeDirList,
+  madeDirsFile,
   madeDirsStep,
   planProgram,
   sweepStep,
@@ -82,8 +85,8 @@ function upstreamMessage(state: KimiState): string {
 }
 
 /**
- * Plans the settings given into ovcli.conf (no backup: it holds the key), a key asked of the server first
- * (user-key.ts); the saved key stays for its own address; the `ovcli.conf.bak.<time>` copies go.
+ * Plans the settings given into ovcli.conf (the file replaced kept as its `.bak`), a key asked of the server
+ * first (user-key.ts); the saved key stays for its own address.
  */
 async function planCredentials(
   ctx: Context,
@@ -111,26 +114,16 @@ async function planCredentials(
   const ov = planOvcli(before, creds, path, saved.url);
   if (!ov.ok) return ov.error;
   if (!ov.changed) return undefined;
-  const change: FileChange = { path, before, after: ov.after, backup: "none", secret: true };
+  const change: FileChange = { path, before, after: ov.after, backup: "bak", secret: true };
   plan.changes.push(change);
   const step = fileStep(change, "connection settings");
-  const copies = await keptCopies(path);
-  const kept = "earlier installs kept (ovcli.conf.bak.<time>), with the keys they replaced";
-  const removing = copies.length ? `; remove the ${copies.length} copies of it ${kept}` : "";
+  const kept = before === undefined ? "" : ` (the previous file kept as ${path}.bak)`;
   plan.steps.push({
-    describe: `${before === undefined ? "create" : "update"} ${path}: ${ov.steps.join(", ")}${removing}`,
-    run: async () => {
-      const done = await step.run();
-      const commit = async () => {
-        await done.commit?.();
-        const gone = [];
-        for (const copy of copies) if (await Deno.remove(copy).then(() => true, () => false)) gone.push(copy);
-        return gone.length
-          ? [`removed ${gone.join(", ")}: copies of ovcli.conf ${kept.replace(/ \(.*\)/, "")}`]
-          : [];
-      };
-      return { ...done, message: `connection settings saved to ${path}: ${ov.summary.join(", ")}`, commit };
-    },
+    describe: `${before === undefined ? "create" : "update"} ${path}: ${ov.steps.join(", ")}${kept}`,
+    run: async () => ({
+      ...await step.run(),
+      message: `connection settings saved to ${path}${kept}: ${ov.summary.join(", ")}`,
+    }),
   });
   return undefined;
 }
@@ -184,6 +177,7 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
     const sweep = await sweepStep(ctx.env, { keep: program.keep, kimiHome: home });
     if (sweep) plan.steps.push(sweep);
     const dirs = [home, dirName(pathCommand(ctx.env, ctx.os) ?? home), openVikingHome(ctx.env)];
+    dirs.push(mode === "plugin" ? state.paths.managedDir : joinPath(home, "skills"));
     const made = await madeDirsStep(ctx.env, dirs);
     if (made) plan.steps.unshift(made);
   }
@@ -313,29 +307,63 @@ async function planPurge(ctx: Context, state: KimiState, plugin: boolean, plan: 
   if (sweep) plan.steps.push(sweep);
   const kept = await keptShared(ctx);
   if (kept.length) plan.notes.push(`Kept: ${kept.join(" and ")}.`);
-  if (plan.steps.length === 0) return;
-  const integration = integrationDir(ctx.env);
+  const homes = await forgetStep(
+    homesFile(ctx.env),
+    (l) => others.length === 0 || l === state.paths.home,
+    others.length ? `take ${state.paths.home} out of ${homesFile(ctx.env)}` : `delete ${homesFile(ctx.env)}`,
+  );
+  if (homes) plan.steps.push(homes);
+  if (plan.steps.length) await planLeftEmpty(ctx.env, state, others.length === 0, plan);
+}
+
+/**
+ * Plans removing the directories this purge leaves empty, deepest first: only those install recorded making
+ * (the home's own at once, the rest at the last purge, `last`), and ours in `~/.openviking` at the last.
+ */
+async function planLeftEmpty(env: Env, state: KimiState, last: boolean, plan: Plan): Promise<void> {
+  const made = await madeDirList(env);
+  const own = [state.paths.managedDir, dirName(state.paths.managedDir)].filter((d) => made.includes(d));
+  const forget = await forgetStep(
+    madeDirsFile(env),
+    (l) => own.includes(l),
+    `take ${own.join(", ")} out of ${madeDirsFile(env)}`,
+  );
+  if (forget) plan.steps.push(forget);
+  const integration = integrationDir(env);
+  const ours = last
+    ? [
+      ...[ledgerDir(env), hookStateDir(env), defaultLogPath(env)].map(dirName),
+      ...[pendingDir(env), sharedStateDir(env), versionsDir(env), integration, dirName(integration), ...made],
+    ]
+    : [];
+  // What the run removes (the sweep takes every version once no home needs them).
+  const gone = new Set(plan.steps.flatMap((s) => s.removes ? [s.removes] : []));
+  if (last) gone.add(madeDirsFile(env));
+  const there: string[] = [];
+  for (const dir of [...new Set([...own, ...ours])].sort((a, b) => b.length - a.length)) {
+    const entries = await Array.fromAsync(Deno.readDir(dir), (e) => joinPath(dir, e.name)).catch(() =>
+      undefined
+    );
+    if (gone.has(dir) || !entries?.every((e) => gone.has(e) || (last && dir === versionsDir(env)))) continue;
+    there.push(dir);
+    gone.add(dir);
+  }
+  if (!there.length) return;
   plan.steps.push({
-    describe: `delete the directories left empty (${state.paths.managedDir}, ${integration})`,
+    describe: `delete the directories left empty (${there.join(", ")})`,
     run: () =>
       Promise.resolve({
-        // At the end, once what was in them is gone (the sweep keeps the copies still in use); each only when
-        // left empty.
+        // At the end, once what was in them is gone (the sweep keeps the copies still in use).
         commit: async () => {
-          const env = ctx.env;
-          const dirs = targets.includes(managed)
-            ? [state.paths.managedDir, dirName(state.paths.managedDir)]
-            : [];
-          if (others.length === 0) {
-            dirs.push(dirName(ledgerDir(env)), dirName(hookStateDir(env)), dirName(defaultLogPath(env)));
-            dirs.push(pendingDir(env), sharedStateDir(env), versionsDir(env));
+          const removed = [];
+          for (const dir of there) {
+            // The record goes with its directory once the sweep left no version (a later purge needs it).
+            if (dir === integration && !(await exists(versionsDir(env)))) {
+              await Deno.remove(madeDirsFile(env)).catch(() => {});
+            }
+            if (await Deno.remove(dir).then(() => true, () => false)) removed.push(dir);
           }
-          for (const dir of dirs) await Deno.remove(dir).catch(() => {});
-          if (others.length || (await exists(versionsDir(env)))) return;
-          await Deno.remove(homesFile(env)).catch(() => {});
-          const made = await madeDirs(env);
-          for (const dir of [integration, dirName(integration)]) await Deno.remove(dir).catch(() => {});
-          await made();
+          return removed.length ? [`directories left empty removed: ${removed.join(", ")}`] : [];
         },
       }),
   });
@@ -395,7 +423,7 @@ export async function runUninstall(ctx: Context, options: InstallOptions): Promi
   const problem = (options.mode !== "plugin" ? planConfigOut(state, plan, false) : undefined) ??
     (plugin ? planPluginOut(ctx, state, plan, false) : undefined);
   if (problem) return fail(out, "uninstall", problem);
-  if (options.mode !== "plugin") await planConfigSkillRemoval(state, plan);
+  if (options.mode !== "plugin") await planConfigSkillRemoval(state, plan, await madeDirList(ctx.env));
   if (plugin) await planSystemPromptRemoval(state, plan);
   if (options.purge) await planPurge(ctx, state, plugin, plan);
   return await carryOut(plan, out, {

@@ -12,7 +12,7 @@ import {
   planRegistryUninstall,
 } from "./json-files.ts";
 import { configCommandPrefix, configMcpEntry, type OsFamily, sameBytes } from "./placement.ts";
-import { hooksRun, type Program } from "./program.ts";
+import { hooksRun, madeDirList, type Program } from "./program.ts";
 import { EXECUTABLE_NAME, hookEntries, MCP_SERVER_NAME, PLUGIN_ID } from "./spec.ts";
 import { outsideHooksProblem, planConfigInstall, planConfigUninstall } from "./toml-block.ts";
 import {
@@ -223,7 +223,7 @@ export async function planPluginMode(
   if (state.registryError) return state.registryError;
   const leave = planConfigOut(state, plan, true, options.yes);
   if (leave) return leave;
-  await planConfigSkillRemoval(state, plan);
+  await planConfigSkillRemoval(state, plan, await madeDirList(ctx.env));
   const root = joinPath(state.paths.managedDir, PLUGIN_ID);
   const manifest = joinPath(root, "kimi.plugin.json");
   const files = [
@@ -310,8 +310,8 @@ function configSkillPath(state: KimiState): string {
   return joinPath(state.paths.home, "skills", SKILL_NAME, "SKILL.md");
 }
 
-/** Plans config mode's skill out (ours only), its directory with it, and `skills/` when left empty. */
-export async function planConfigSkillRemoval(state: KimiState, plan: Plan): Promise<void> {
+/** Plans config mode's skill out (ours only), its directory with it, and `skills/` when left empty and `made` by install. */
+export async function planConfigSkillRemoval(state: KimiState, plan: Plan, made: string[]): Promise<void> {
   const path = configSkillPath(state);
   if (!(await readTextIfExists(path).catch(() => undefined))?.includes(OWNED_MARK)) return;
   const dir = dirName(path);
@@ -321,8 +321,11 @@ export async function planConfigSkillRemoval(state: KimiState, plan: Plan): Prom
     removalStep(target, `delete ${target} (the memory skill)`, `memory skill removed: ${target}`),
   );
   const skills = dirName(dir);
+  const left = await Array.fromAsync(Deno.readDir(skills)).catch(() => []);
+  if (target !== dir || left.length !== 1 || !made.includes(skills)) return;
   plan.steps.push({
-    describe: `delete ${skills} when it is left empty`,
+    describe: `delete ${skills} (left empty)`,
+    removes: skills,
     run: () => Promise.resolve({ commit: () => Deno.remove(skills).catch(() => {}) }),
   });
 }

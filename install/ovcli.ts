@@ -1,11 +1,11 @@
 /**
  * Connection settings merged into `~/.openviking/ovcli.conf` as OpenViking's other installers do (unknown
- * fields kept, `""` deletes, no backup: it holds the key), and the key asked of the user, never shown.
+ * fields kept, `""` deletes), and the key asked of the user, never shown.
  */
 
 import { parseJson } from "./json-files.ts";
 import { isRecord } from "../lib/parsed.ts";
-import { dirName, type Env, joinPath } from "../lib/paths.ts";
+import type { Env } from "../lib/paths.ts";
 import { DEFAULT_BASE_URL, loadConfig, originOf } from "../openviking/config.ts";
 
 /** Connection settings given on the command line (`undefined` = not given, `""` = delete). */
@@ -84,15 +84,19 @@ function mergeIdentity(
       `address: --url ${originOf(url)} would delete it. Give that server's key (--api-key-stdin), or ` +
       `--api-key "" to delete the saved one; nothing was changed.`;
   }
+  const replaced = typeof doc.api_key === "string" && doc.api_key !== args.apiKey
+    ? `the key saved for ${originOf(keyWasFor)}`
+    : undefined;
   if (args.apiKey === "") {
     delete doc.api_key;
-    settings.push({ name: "api_key" });
+    settings.push({ name: "api_key", note: replaced });
   } else if (args.apiKey !== undefined) {
     doc.api_key = args.apiKey;
     doc.url ??= keyWasFor;
+    const from = args.apiKeyFrom ? `; from ${args.apiKeyFrom}` : "";
     settings.push({
       name: "api_key",
-      shown: `(not shown${args.apiKeyFrom ? `; from ${args.apiKeyFrom}` : ""})`,
+      shown: `(not shown${from}${replaced ? `; it replaces ${replaced}` : ""})`,
     });
   }
   const ids = [["account", "account_id", args.account], ["user", "user_id", args.user]] as const;
@@ -161,22 +165,6 @@ export async function savedConnection(env: Env): Promise<{ url: string; apiKey: 
   return { url: config.baseUrl, apiKey: config.apiKey };
 }
 
-/** The `ovcli.conf.bak.<epoch>` copies earlier installs kept, each with the key it replaced. */
-export async function keptCopies(path: string): Promise<string[]> {
-  const dir = dirName(path);
-  const prefix = `${path.slice(dir.length).replace(/^[\\/]+/, "")}.bak.`;
-  const found: string[] = [];
-  try {
-    for await (const e of Deno.readDir(dir)) {
-      const ours = e.name.startsWith(prefix) && /^\d{10}$/.test(e.name.slice(prefix.length));
-      if (e.isFile && ours) found.push(joinPath(dir, e.name));
-    }
-  } catch {
-    return [];
-  }
-  return found.sort();
-}
-
 /** How the key was asked for on the command line. */
 export interface KeyFlags {
   /** `--api-key KEY` ("" deletes the saved key). */
@@ -234,20 +222,33 @@ export async function chooseApiKey(flags: KeyFlags, io: KeyIo): Promise<KeyChoic
   if (!flags.url?.trim() || flags.dryRun || !io.stdinIsTerminal()) return { ok: true };
   // A key saved for that server already: a terminal is not asked for one.
   const saved = await savedConnection(io.env);
-  if (saved.apiKey !== "" && originOf(saved.url) === originOf(flags.url.trim())) return { ok: true };
-  return await ask(io, flags.url, false);
+  if (saved.apiKey === "") return await ask(io, flags.url, false);
+  if (originOf(saved.url) === originOf(flags.url.trim())) return { ok: true };
+  return await ask(io, flags.url, false, originOf(saved.url));
 }
 
-/** Asks the terminal for the key; `required` when the user asked for it with --api-key-stdin. */
-async function ask(io: KeyIo, url: string | undefined, required: boolean): Promise<KeyChoice> {
+/**
+ * Asks the terminal for the key; `required` when the user asked for it with --api-key-stdin. `savedFor`: the
+ * address a saved key is for, which Enter (no key) deletes, as `--api-key ""` would.
+ */
+async function ask(
+  io: KeyIo,
+  url: string | undefined,
+  required: boolean,
+  savedFor?: string,
+): Promise<KeyChoice> {
   const where = url ? ` for ${url.replace(/\/\/[^/@]*@/, "//")}` : "";
+  const none = savedFor
+    ? `for none: it deletes the key saved for ${savedFor}, keeping the old file as ovcli.conf.bak`
+    : "for none";
   const answer = await io.askHidden(
     `OpenViking API key${where} (a user key, or the server's root key to make one; not shown as you type; ` +
-      `Enter ${required ? "to cancel" : "for none"}): `,
+      `Enter ${required ? "to cancel" : none}): `,
   );
   if (answer === undefined) return { ok: false, error: "cancelled; nothing was changed" };
   if (answer === "") {
-    return required ? { ok: false, error: "no API key given; nothing was changed" } : { ok: true };
+    if (required) return { ok: false, error: "no API key given; nothing was changed" };
+    return savedFor ? { ok: true, apiKey: "", from: "the terminal" } : { ok: true };
   }
   return { ok: true, apiKey: answer, from: "the terminal" };
 }

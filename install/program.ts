@@ -383,28 +383,47 @@ export function homesFile(env: Env): string {
   return joinPath(integrationDir(env), "kimi-homes");
 }
 
-/** The lines of the homes file (none when it is missing or unreadable). */
-async function listedHomes(env: Env): Promise<string[]> {
-  return (await readTextIfExists(homesFile(env)).catch(() => undefined))?.split("\n") ?? [];
+/** The lines of the record file `path` (one a line; none when it is missing or unreadable), blank ones left out. */
+async function recordLines(path: string): Promise<string[]> {
+  return ((await readTextIfExists(path).catch(() => undefined)) ?? "").split("\n").filter((l) =>
+    l.trim() !== ""
+  );
 }
 
 /** The silent step adding `lines` to the record file `path` (one a line); none when all are there. */
 async function recordStep(path: string, lines: string[], describe: string): Promise<Step | undefined> {
-  const before = await readTextIfExists(path).catch(() => undefined);
-  const listed = (before ?? "").split("\n").filter((l) => l.trim() !== "");
+  const listed = await recordLines(path);
   const added = [...new Set(lines)].filter((l) => !listed.includes(l));
   if (!added.length) return undefined;
-  const after = `${[...listed, ...added].join("\n")}\n`;
+  return silentStep(path, [...listed, ...added], describe);
+}
+
+/** The silent step taking the lines `drop` picks out of the record file `path` (deleted when none is left). */
+export async function forgetStep(
+  path: string,
+  drop: (line: string) => boolean,
+  describe: string,
+): Promise<Step | undefined> {
+  const listed = await recordLines(path);
+  const left = listed.filter((l) => !drop(l));
+  return left.length === listed.length ? undefined : silentStep(path, left, describe);
+}
+
+/** The step writing `lines` to the record file `path` (deleted when empty), saying nothing. */
+async function silentStep(path: string, lines: string[], describe: string): Promise<Step> {
+  const before = await readTextIfExists(path).catch(() => undefined);
+  const after = lines.length ? `${lines.join("\n")}\n` : undefined;
   const step = fileStep({ path, before, after, backup: "none" }, describe);
   return {
+    ...step,
     describe,
     check: () => checkCreatable(path),
     run: async () => ({ ...await step.run(), message: undefined }),
   };
 }
 
-/** The record of the directories install made (one a line), which the last `--purge` removes when left empty. */
-function madeDirsFile(env: Env): string {
+/** The record of the directories install made (one a line), which a `--purge` removes when left empty. */
+export function madeDirsFile(env: Env): string {
   return joinPath(integrationDir(env), "made-dirs");
 }
 
@@ -425,19 +444,14 @@ export async function madeDirsStep(env: Env, dirs: string[]): Promise<Step | und
   return await recordStep(path, missing, `record the directories this install makes in ${path}`);
 }
 
-/** Takes the record of the directories install made; returns what removes them, deepest first, when empty. */
-export async function madeDirs(env: Env): Promise<() => Promise<void>> {
-  const path = madeDirsFile(env);
-  const dirs = ((await readTextIfExists(path).catch(() => undefined)) ?? "").split("\n").filter((l) => l);
-  await Deno.remove(path).catch(() => {});
-  return async () => {
-    for (const dir of dirs.sort((a, b) => b.length - a.length)) await Deno.remove(dir).catch(() => {});
-  };
+/** The directories install recorded making. */
+export function madeDirList(env: Env): Promise<string[]> {
+  return recordLines(madeDirsFile(env));
 }
 
 /** The Kimi homes installed into (absolute paths only), and `also`. */
 async function knownHomes(env: Env, also: string[]): Promise<string[]> {
-  const lines = [...await listedHomes(env), ...also].map((l) => l.trim());
+  const lines = [...await recordLines(homesFile(env)), ...also].map((l) => l.trim());
   return [...new Set(lines.filter((l) => l.startsWith("/") || /^[A-Za-z]:/.test(l)))];
 }
 

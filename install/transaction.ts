@@ -68,6 +68,8 @@ export interface Step {
   describe: string;
   check?: () => Promise<string | undefined>;
   run: () => Promise<Done>;
+  /** The path the step removes, if it removes one. */
+  removes?: string;
 }
 
 /** A planned change of one text file (`undefined`: absent). */
@@ -75,7 +77,7 @@ export interface FileChange {
   path: string;
   before: string | undefined;
   after: string | undefined;
-  /** `none`: no `.bak` — all of it was ours, or it holds a key that must not stay on disk once replaced. */
+  /** `none`: no `.bak` — all of it was ours. */
   backup: "bak" | "none";
   /** Only shown by a dry run (another step writes it). */
   displayOnly?: boolean;
@@ -302,6 +304,7 @@ export function swapStep(s: Swap): Step {
   return {
     describe: s.describe,
     check: s.check,
+    removes: s.make ? undefined : s.path,
     run: async () => {
       if (s.quiet && !(await lstat(s.path).catch(() => undefined))) return {};
       const verb = s.make ? `put ${s.path} in place` : `remove ${s.path}`;
@@ -364,6 +367,7 @@ export function fileStep(change: FileChange, what: string): Step {
   const verb = after === undefined ? "delete" : before === undefined ? "create" : "update";
   return {
     describe: `${verb} ${path} (${what})`,
+    removes: after === undefined ? path : undefined,
     run: async () => {
       const swaps: { undo: () => Promise<void>; end: () => Promise<void> }[] = [];
       const undo = async () => {

@@ -5,7 +5,8 @@
 
 import * as z from "zod/mini";
 import { adviceFor, asSentence, isRootKeyRefusal } from "../openviking/advice.ts";
-import { credentialFilePaths } from "../openviking/config.ts";
+import { credentialFilePaths, originOf } from "../openviking/config.ts";
+import { savedConnection } from "./ovcli.ts";
 import { askDataAccess, createClient, type OpenVikingClient, type OvFailure } from "../openviking/client.ts";
 import { asRecord } from "../lib/parsed.ts";
 import { readJson } from "../lib/fs.ts";
@@ -83,12 +84,20 @@ async function makeUserKey(
   };
 }
 
-/** Why a key given is not saved when the server cannot be asked about it (`health`: how asking failed). */
-function uncheckedKey(health: OvFailure, url: string): string {
+/**
+ * Why a key given is not saved when the server cannot be asked (`health`: how asking failed), and the install
+ * without it that works as printed: past a key saved for another address, it deletes that one (`--api-key ""`).
+ */
+async function uncheckedKey(ctx: Context, health: OvFailure, url: string): Promise<string> {
+  const saved = await savedConnection(ctx.env);
+  const other = saved.apiKey !== "" && originOf(saved.url) !== originOf(url) ? originOf(saved.url) : "";
+  const without = other
+    ? `\`${commandName()} install --url ${url} --api-key ""\`; it deletes the key saved for ${other}, keeping ` +
+      "the old file as ovcli.conf.bak"
+    : `\`${commandName()} install --url ${url}\``;
   return `the server at ${url} does not answer, so the key given cannot be checked: it is not saved and ` +
     `nothing was changed (${adviceFor(health, url).summary}). Start the server and run install again with ` +
-    `the key; or install without a key now (\`${commandName()} install --url ${url}\`) and give it once the ` +
-    "server answers.";
+    `the key; or install without a key now (${without}) and give it once the server answers.`;
 }
 
 /** Asks the server about `given` before it is saved; a refused key, or one nobody can check, stops install. */
@@ -114,7 +123,7 @@ export async function keyToSave(
   const data = health.ok ? await askDataAccess(client) : health;
   if (data.ok || (health.ok && data.kind !== "auth")) return { ok: true, ...given, said: [] };
   if (!rootByFile && !isRootKeyRefusal(data)) {
-    if (!health.ok) return { ok: false, error: uncheckedKey(health, target.url) };
+    if (!health.ok) return { ok: false, error: await uncheckedKey(ctx, health, target.url) };
     return {
       ok: false,
       error: `the server at ${target.url} refused this key (HTTP ${data.status}: ${data.error.message}); ` +

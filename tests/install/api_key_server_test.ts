@@ -12,7 +12,7 @@ import {
   assertTrue,
 } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { runCli, type RunResult } from "../support/run.ts";
+import { runCli, runProcess, type RunResult } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { closedAddress, isolatedEnv } from "./helpers.ts";
 import { placeJournal } from "../support/hook-context.ts";
@@ -165,6 +165,36 @@ Deno.test("a key given while the server does not answer is not saved: install st
   for (const o of t.outputs) assertTrue(!o.includes(ROOT_KEY));
 });
 
+Deno.test("the way on install gives when the server does not answer works as printed, past a key saved for another address", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start({ apiKey: "sk-for-a" });
+  const t = await sandbox(dir.path);
+  assertEquals((await t.cli(["install", "--url", fake.url, "--api-key-stdin"], "sk-for-a\n")).code, 0);
+  const old = await Deno.readTextFile(`${t.home}/.openviking/ovcli.conf`);
+  const url = closedAddress();
+  const r = await t.cli(["install", "--url", url, "--api-key-stdin"], "sk-for-b\n");
+  assertEquals(r.code, 1, r.stdout + r.stderr);
+  const way =
+    /or install without a key now \(`([^`]+)`; it deletes the key saved for (\S+), keeping the old file as ovcli\.conf\.bak\)/
+      .exec(r.stderr);
+  assertTrue(way !== null, r.stderr);
+  assertEquals(way[2], fake.url);
+  const ran = await runProcess("sh", ["-c", way[1]], {
+    env: t.env,
+    clearEnv: true,
+    cwd: dir.path,
+    timeoutMs: 120_000,
+  });
+  assertEquals(ran.code, 0, `${way[1]}\n${ran.stdout}${ran.stderr}`);
+  assertStringIncludes(ran.stdout, `api_key deleted (the key saved for ${fake.url})`);
+  assertEquals(await t.ovcli(), { url }, "installed without a key, as it said");
+  assertEquals(
+    await Deno.readTextFile(`${t.home}/.openviking/ovcli.conf.bak`),
+    old,
+    "the deleted key is kept",
+  );
+});
+
 Deno.test("install without a key for a server that wants one: the server's sentence ends once", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start({ apiKey: "sk-right" });
@@ -288,25 +318,28 @@ Deno.test("install --url NEW: the saved key never goes to the new address, is no
   assertEquals(health.filter((r) => r.headers.authorization), [], "/health is asked without a key");
 });
 
-Deno.test("install keeps no copy of ovcli.conf, and removes the copies earlier installs kept (each held a key)", async () => {
+Deno.test("install keeps the ovcli.conf it replaces as ovcli.conf.bak (0600), and leaves the copies earlier installs kept", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start({ apiKey: "sk-new" });
   const t = await sandbox(dir.path);
   const ov = `${t.home}/.openviking`;
   await Deno.mkdir(ov, { recursive: true, mode: 0o700 });
-  await Deno.writeTextFile(`${ov}/ovcli.conf`, JSON.stringify({ url: fake.url, api_key: "sk-old" }));
-  for (const at of ["1790000000", "1790000100"]) {
-    await Deno.writeTextFile(`${ov}/ovcli.conf.bak.${at}`, JSON.stringify({ api_key: `sk-leaked-${at}` }));
-  }
-  await Deno.writeTextFile(`${ov}/ovcli.conf.bak.1790000000000`, "{}"); // another tool's (milliseconds)
+  const old = JSON.stringify({ url: fake.url, api_key: "sk-old" });
+  await Deno.writeTextFile(`${ov}/ovcli.conf`, old);
+  await Deno.writeTextFile(`${ov}/ovcli.conf.bak.1790000000`, JSON.stringify({ api_key: "sk-earlier" }));
   const r = await t.cli(["install", "--url", fake.url, "--api-key-stdin"], "sk-new\n");
   assertEquals(r.code, 0, r.stderr);
-  assertMatch(
-    r.stdout,
-    /removed .*ovcli\.conf\.bak\.1790000000, .*ovcli\.conf\.bak\.1790000100: copies of ovcli\.conf/,
-  );
+  assertStringIncludes(r.stdout, `it replaces the key saved for ${fake.url}`);
   const left = [...Deno.readDirSync(ov)].map((e) => e.name).filter((n) => n.startsWith("ovcli.conf")).sort();
-  assertEquals(left, ["ovcli.conf", "ovcli.conf.bak.1790000000000"]);
-  assertEquals(await filesHolding(t.home, "sk-old"), [], "the replaced key is nowhere");
-  assertEquals(await filesHolding(t.home, "sk-leaked"), []);
+  assertEquals(left, ["ovcli.conf", "ovcli.conf.bak", "ovcli.conf.bak.1790000000"]);
+  assertEquals(await Deno.readTextFile(`${ov}/ovcli.conf.bak`), old);
+  if (Deno.build.os !== "windows") {
+    assertEquals((await Deno.stat(`${ov}/ovcli.conf.bak`)).mode! & 0o777, 0o600);
+  }
+  assertEquals(
+    await filesHolding(t.home, "sk-old"),
+    [`${ov}/ovcli.conf.bak`],
+    "the replaced key is only there",
+  );
+  assertTrue(t.outputs.every((o) => !o.includes("sk-old") && !o.includes("sk-new")), "no key printed");
 });

@@ -17,7 +17,7 @@ import {
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { runCli, runProcess } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { installSandbox, isolatedEnv, opts } from "./helpers.ts";
+import { closedAddress, fakeCompiled, installSandbox, isolatedEnv, opts } from "./helpers.ts";
 import { runInstall, runUninstall } from "../../install/install.ts";
 import type { InstallOptions } from "../../install/transaction.ts";
 import { BLOCK_BEGIN } from "../../install/spec.ts";
@@ -197,4 +197,41 @@ Deno.test("a dry run announces removing unused versions only when there is one",
   await Deno.mkdir(`${t.home}/.openviking/agent-integrations/kimicode/versions/0.0.1-0123456789ab`);
   assertMatch(await dry(runInstall, { credentials: { url: "http://127.0.0.1:8" } }), sweep);
   assertMatch(await dry(runUninstall, { purge: true }), sweep);
+});
+
+Deno.test({
+  name:
+    "uninstall --purge: its dry run names exactly the directories the run removes, never one the user had; a purged home leaves the record",
+  ignore: !posix,
+  async fn() {
+    await using dir = await tempDir();
+    const t = await installSandbox(dir.path, { OPENVIKING_URL: closedAddress() });
+    const ctx = t.ctx(await fakeCompiled(dir.path));
+    const [made, mine] = [`${t.home}/kimi2`, `${t.home}/kimi3`];
+    await Deno.mkdir(`${mine}/plugins`, { recursive: true }); // the user's, before any install
+    assertEquals(await runInstall(ctx, opts()), 0, t.all());
+    for (const home of [made, mine]) {
+      assertEquals(await runInstall(ctx, opts({ kimiHome: home, mode: "plugin" })), 0, t.all());
+    }
+    const homes = `${t.ov}/agent-integrations/kimicode/kimi-homes`;
+    for (const kimiHome of [made, mine, undefined]) {
+      const before = await tree(t.home);
+      t.said();
+      assertEquals(await runUninstall(ctx, opts({ kimiHome, purge: true, dryRun: true })), 0, t.all());
+      const dry = t.said();
+      assertEquals(await runUninstall(ctx, opts({ kimiHome, purge: true })), 0, t.all());
+      const after = await tree(t.home);
+      const removed = before.filter((p) => !after.includes(p)).map((p) => `${t.home}${p.replace(/\/$/, "")}`);
+      const topmost = removed.filter((p) => !removed.includes(p.slice(0, p.lastIndexOf("/"))));
+      const named = dry.split("\n").filter((l) => l.startsWith("  - ")).join("\n");
+      const names = (p: string) =>
+        new RegExp(`${p.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(?=[\\s,)]|$)`, "m").test(named);
+      for (const p of topmost) assertTrue(names(p), `${p} removed, not in the dry run:\n${dry}`);
+      const emptied = /^ {2}- delete the directories left empty \((.*)\)$/m.exec(dry)?.[1].split(", ") ?? [];
+      for (const p of emptied) assertTrue(removed.includes(p), `${p} in the dry run, not removed:\n${dry}`);
+      const listed = (await Deno.readTextFile(homes).catch(() => "")).split("\n");
+      if (kimiHome) assertTrue(!listed.includes(kimiHome), `${kimiHome} purged, still in ${homes}`);
+    }
+    assertEquals(await tree(mine), ["/plugins/"], "the user's directory stays, empty");
+  },
 });

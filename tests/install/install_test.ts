@@ -192,7 +192,7 @@ Deno.test("a config.toml that does not parse is refused and left untouched", asy
   assertMatch(t.lines.join("\n"), /ERR .*does not parse/);
 });
 
-Deno.test("credentials go to ovcli.conf (merged, 0600, no copy: it holds the key), never to a command line or the output", async () => {
+Deno.test("credentials go to ovcli.conf (merged, 0600, the file replaced kept as its .bak), never to a command line or the output", async () => {
   await using dir = await tempDir();
   const t = await installSandbox(dir.path);
   await Deno.mkdir(t.ov, { recursive: true });
@@ -221,8 +221,10 @@ Deno.test("credentials go to ovcli.conf (merged, 0600, no copy: it holds the key
     assertEquals((await Deno.stat(`${t.ov}/ovcli.conf`)).mode! & 0o777, 0o600, "it holds the key");
     assertEquals((await Deno.stat(t.ov)).mode! & 0o777, 0o755, "the user's directory keeps its mode");
   }
-  const backups = [...Deno.readDirSync(t.ov)].filter((e) => e.name.startsWith("ovcli.conf.bak."));
-  assertEquals(backups.length, 0, "no copy keeps the key it replaced");
+  assertEquals(JSON.parse((await read(`${t.ov}/ovcli.conf.bak`))!), {
+    url: "http://old",
+    extra_headers: { X: "1" },
+  });
   assertNotMatch(t.lines.join("\n"), /sk-secret-1/);
   assertNotMatch((await read(`${t.kimi}/config.toml`))!, /sk-secret-1/);
   assertNotMatch((await read(`${t.kimi}/mcp.json`))!, /sk-secret-1/);
@@ -474,4 +476,29 @@ Deno.test("a record naming our plugin elsewhere (a checkout registered by hand):
   assertEquals(await listing(), ["kimi.plugin.json", "system-prompt.md"], "switching modes keeps it");
   assertEquals(await runUninstall(t.ctx(), opts({ purge: true })), 0, t.lines.join("\n"));
   assertEquals(await listing(), ["kimi.plugin.json", "system-prompt.md"], "uninstall --purge keeps it");
+});
+
+Deno.test("a key for a new address says whose key it replaces, and the replaced ovcli.conf is kept as its .bak", async () => {
+  await using dir = await tempDir();
+  const t = await installSandbox(dir.path);
+  await Deno.mkdir(t.ov, { recursive: true });
+  const old = `${JSON.stringify({ url: "http://127.0.0.1:42689", api_key: "sk-old" })}\n`;
+  await Deno.writeTextFile(`${t.ov}/ovcli.conf`, old);
+  const credentials = { url: "http://localhost:42689", apiKey: "sk-new", apiKeyFrom: "stdin" };
+  const ctx = { ...t.ctx(await fakeCompiled(dir.path)), fetch: acceptingFetch };
+  assertEquals(await runInstall(ctx, opts({ credentials, dryRun: true })), 0, t.all());
+  assertMatch(
+    t.said(),
+    /set api_key \(not shown; from stdin; it replaces the key saved for http:\/\/127\.0\.0\.1:42689\).*\(the previous file kept as \S+ovcli\.conf\.bak\)/,
+  );
+  assertEquals(await runInstall(ctx, opts({ credentials })), 0, t.all());
+  assertStringIncludes(
+    t.said(),
+    `connection settings saved to ${t.ov}/ovcli.conf (the previous file kept as ${t.ov}/ovcli.conf.bak): ` +
+      "url = http://localhost:42689, api_key = (not shown; from stdin; it replaces the key saved for " +
+      "http://127.0.0.1:42689)",
+  );
+  assertEquals(await read(`${t.ov}/ovcli.conf.bak`), old, "the replaced key is recoverable");
+  if (!isWindows) assertEquals((await Deno.stat(`${t.ov}/ovcli.conf.bak`)).mode! & 0o777, 0o600);
+  assertEquals(JSON.parse((await read(`${t.ov}/ovcli.conf`))!).api_key, "sk-new");
 });

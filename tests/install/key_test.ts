@@ -17,7 +17,8 @@ import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { placeJournal } from "../support/hook-context.ts";
 import { cliArgs, ROOT, runCli, runProcess, type RunResult } from "../support/run.ts";
-import { isolatedEnv } from "./helpers.ts";
+import { fakeCompiled, installSandbox, isolatedEnv, opts } from "./helpers.ts";
+import { runInstall } from "../../install/install.ts";
 import { chooseApiKey, type KeyChoice, type KeyFlags, type KeyIo } from "../../install/ovcli.ts";
 import { HOOKS } from "../../kimi/hooks.ts";
 
@@ -117,6 +118,27 @@ Deno.test("a key saved for the address is kept without asking; another address i
     from: "the terminal",
   });
   assertMatch(other.asked[0], /^OpenViking API key for http:\/\/elsewhere:1933 /);
+});
+
+Deno.test("Enter at the prompt for another address than the saved key's deletes that key, as the prompt says, and install goes on", async () => {
+  await using dir = await tempDir();
+  const t = await installSandbox(dir.path);
+  await Deno.mkdir(t.ov);
+  const old = JSON.stringify({ url: "http://h:1933", api_key: KEY });
+  await Deno.writeTextFile(`${t.ov}/ovcli.conf`, old);
+  const enter = io({ terminal: true, answer: "", env: { HOME: t.home } });
+  const url = "http://elsewhere:1933";
+  const choice = await chooseApiKey(flags({ url }), enter.fake);
+  assertMatch(
+    enter.asked[0],
+    /Enter for none: it deletes the key saved for http:\/\/h:1933, keeping the old file as ovcli\.conf\.bak\)/,
+  );
+  assertTrue(choice.ok, JSON.stringify(choice));
+  const credentials = { url, apiKey: choice.apiKey, apiKeyFrom: choice.from };
+  assertEquals(await runInstall(t.ctx(await fakeCompiled(dir.path)), opts({ credentials })), 0, t.all());
+  assertStringIncludes(t.all(), "api_key deleted (the key saved for http://h:1933)");
+  assertEquals(JSON.parse(await Deno.readTextFile(`${t.ov}/ovcli.conf`)), { url });
+  assertEquals(await Deno.readTextFile(`${t.ov}/ovcli.conf.bak`), old);
 });
 
 Deno.test({
