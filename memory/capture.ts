@@ -39,7 +39,7 @@ import {
 import { cursorAt, type JournalRead, readJournal } from "../kimi/journal/read.ts";
 import { scanTurns, turnLineFilter, type TurnScan } from "../kimi/journal/turns.ts";
 import { spawnReplay } from "../kimi/detach.ts";
-import { clientFor, destinationOf, type HookContext, type HookResult } from "./context.ts";
+import { clientFor, type HookContext, type HookResult, sessionDestination } from "./context.ts";
 import type { FallbackPrompt } from "./prompt-fallback.ts";
 import { refreshFromHook } from "./system-prompt.ts";
 
@@ -159,7 +159,7 @@ async function commitIfDue(
   const state = {
     ...await ensureIdleCommit(ctx, client, mode, start, request.facts.sent),
     ovSession: ctx.ovSessionId,
-    destination: await destinationOf(ctx.config),
+    destination: await sessionDestination(ctx.config),
   };
   const facts = { ...request.facts, since: state.capturedSinceCommit };
   if (!commitDue(ctx.config.commitPolicy, ctx.event, facts)) return { state, commit: "none" };

@@ -8,6 +8,7 @@ import type { StatePaths } from "./state.ts";
 import type { HookEvent } from "../kimi/hooks.ts";
 import type { HookInput } from "../kimi/payload.ts";
 import { sha256Hex } from "../lib/hash.ts";
+import { destinationOf } from "../openviking/queue.ts";
 
 /** One hook run, as its handler sees it. */
 export interface HookContext {
@@ -55,12 +56,13 @@ export function clientFor(ctx: HookContext, peerId = ""): OpenVikingClient {
   return createClient(clientOptions(ctx.config, peerId));
 }
 
-/** A digest of where a run's writes go (server, identity, key; the key never kept): a session's destination. */
-export async function destinationOf(
+/**
+ * Where a session's captures went, as a digest (the queue's destination and the key; the key never kept): the
+ * idle commits of memory/idle-commit.ts take only sessions of their own run's.
+ */
+export async function sessionDestination(
   config: Pick<Config, "baseUrl" | "account" | "user" | "apiKey">,
 ): Promise<string> {
-  return (await sha256Hex([config.baseUrl, config.account, config.user, config.apiKey].join("\n"))).slice(
-    0,
-    32,
-  );
+  const to = destinationOf(config);
+  return (await sha256Hex([to.url, to.account, to.user, config.apiKey].join("\n"))).slice(0, 32);
 }

@@ -10,7 +10,7 @@ import { commitSession } from "../openviking/sessions.ts";
 import { hasUnsent } from "../openviking/queue.ts";
 import { readState, type SessionState, updateState } from "./state.ts";
 import { appendLedger } from "./ledger.ts";
-import { clientFor, destinationOf, type HookContext } from "./context.ts";
+import { clientFor, type HookContext, sessionDestination } from "./context.ts";
 
 /** Time a watch's pass gives its commits. */
 const PASS_BUDGET_MS = 60_000;
@@ -21,7 +21,7 @@ const BUSY_RETRY_MS = 1000;
 /** Longest a watch lives; a later Stop starts another. */
 const WATCH_MAX_MS = 3_600_000;
 
-/** How long a session waits idle, and the destination (`destinationOf`) of the sessions this run may commit. */
+/** How long a session waits idle, and the destination (`sessionDestination`) of the sessions this run may commit. */
 interface Idle {
   ms: number;
   destination: string;
@@ -29,7 +29,7 @@ interface Idle {
 
 /** This run's `Idle`: only sessions whose captures went where this run's writes go are its to commit. */
 async function idleOf(ctx: HookContext): Promise<Idle> {
-  return { ms: ctx.config.idleCommitSeconds * 1000, destination: await destinationOf(ctx.config) };
+  return { ms: ctx.config.idleCommitSeconds * 1000, destination: await sessionDestination(ctx.config) };
 }
 
 /** A session's state file and when its captures are due for a commit (undefined: nothing waits). */

@@ -49,7 +49,7 @@ export const SessionStateSchema = z.object({
   /** Damaged (set aside at `aside`) or its cursor named another journal: ask the server before sending. */
   recover: maybe(z.object({ aside: z.optional(z.string()), at: z.number() })),
   ovSession: maybe(z.string()),
-  /** Where its captures went: a digest of server, identity and key (`destinationOf`); idle commits use it. */
+  /** Where its captures went: a digest of server, identity and key (`sessionDestination`); idle commits use it. */
   destination: maybe(z.string()),
   idleCommit: maybe(z.enum(["set", "unsupported"])),
   lastAckedKey: maybe(z.string()),
