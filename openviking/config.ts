@@ -269,7 +269,6 @@ interface WorkspaceRule {
   may: string;
 }
 
-const ANY: WorkspaceRule = { allows: () => true, may: "set it" };
 const NEVER: WorkspaceRule = { allows: () => false, may: "" };
 const LOWER: WorkspaceRule = { allows: (asked, user) => Number(asked) <= Number(user), may: "lower it" };
 const RAISE: WorkspaceRule = { allows: (asked, user) => Number(asked) >= Number(user), may: "raise it" };
@@ -352,7 +351,7 @@ export const KNOBS = {
   idleCommitSeconds: knob("OPENVIKING_IDLE_COMMIT_SECONDS", numKnob(1, 86_400), 300, NEVER),
   captureMaxLength: knob("OPENVIKING_CAPTURE_MAX_LENGTH", numKnob(100, 10_000_000), 24_000, LOWER),
   redact: knob("OPENVIKING_REDACT", boolKnob, true, ON),
-  writePathAsync: knob("OPENVIKING_WRITE_PATH_ASYNC", boolKnob, true, ANY),
+  writePathAsync: knob("OPENVIKING_WRITE_PATH_ASYNC", boolKnob, true, NEVER),
   pendingReplayLimit: knob("OPENVIKING_PENDING_REPLAY_LIMIT", numKnob(1, 100_000), 50, NEVER),
   pendingMaxRetries: knob("OPENVIKING_PENDING_MAX_RETRIES", numKnob(1, 1000), 3, NEVER),
   pendingTtlDays: knob("OPENVIKING_PENDING_TTL_DAYS", numKnob(1, 3650), 7, NEVER),

@@ -561,7 +561,6 @@ const on: Allowed = {
   may: "turn it on",
   cases: [[false, true, true], [true, false, false], [false, false, true]],
 };
-const any = (a: unknown, b: unknown): Allowed => ({ may: "set it", cases: [[a, b, true], [b, a, true]] });
 const lower = (lo: number, hi: number): Allowed => ({
   may: "lower it",
   cases: [[hi, lo, true], [lo, hi, false], [lo, lo, true]],
@@ -619,7 +618,7 @@ const WORKSPACE: Record<Name, Allowed> = {
   idleCommitSeconds: never(300, 1),
   captureMaxLength: lower(1000, 10_000_000),
   redact: on,
-  writePathAsync: any(true, false),
+  writePathAsync: never(true, false),
   pendingReplayLimit: never(50, 1),
   pendingMaxRetries: never(3, 1),
   pendingTtlDays: never(7, 1),

@@ -71,6 +71,18 @@ function fallbackSent(acked: ReadonlySet<string>): Map<string, number[]> {
   return out;
 }
 
+/** The longest part of each open turn's answer acknowledged (`<key>@<length>#<hash>`): its length and hash. */
+function partsSent(acked: ReadonlySet<string>): Map<string, { length: number; hash: string }> {
+  const out = new Map<string, { length: number; hash: string }>();
+  for (const key of acked) {
+    const m = /^(\d+:assistant)@(\d+)#([0-9a-f]{16})$/.exec(key);
+    if (m && Number(m[2]) > (out.get(m[1])?.length ?? -1)) {
+      out.set(m[1], { length: Number(m[2]), hash: m[3] });
+    }
+  }
+  return out;
+}
+
 /** Takes (once) the fallback send of `text` that matches a turn begun at `time`. */
 function takeFallback(sent: Map<string, number[]>, text: string, time: number | undefined): boolean {
   const ats = time === undefined ? undefined : sent.get(textHash(text));
@@ -91,6 +103,7 @@ export function planCapture(
 ): Plan {
   const plan: Plan = { turns: [], toSend: [], skipped: [] };
   const byFallback = fallbackSent(acked);
+  const parts = partsSent(acked);
   for (const turn of turns) {
     if (!turn.closed && !options.includeOpen) break; // whole turns only, in order
     if (turn.index < ackedBelow) continue;
@@ -112,14 +125,19 @@ export function planCapture(
         role,
         options,
       );
+      const part = parts.get(key); // an open turn's answer sent so far: only what it gained goes now
+      const gained = part && text.length > part.length && textHash(text.slice(0, part.length)) === part.hash;
       if (reason) skip(reason);
       else if (role === "user" && takeFallback(byFallback, text, turn.time)) skip("sent-by-fallback");
-      else {plan.toSend.push({
-          key,
+      else if (part && !gained && text.length <= part.length) skip("already-captured");
+      else {
+        plan.toSend.push({
+          key: turn.closed || role === "user" ? key : `${key}@${text.length}#${textHash(text)}`,
           turnIndex: turn.index,
           role,
-          payload: { role, content: text, turn_id: turn.id },
-        });}
+          payload: { role, content: gained ? text.slice(part.length) : text, turn_id: turn.id },
+        });
+      }
     }
   }
   return plan;

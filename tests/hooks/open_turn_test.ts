@@ -39,3 +39,35 @@ Deno.test("an answer line half-written at an interrupt is captured once finished
     "assistant: updated it to the current compiler",
   ]);
 });
+
+Deno.test("an answer still growing at an interrupt: what it gained afterwards is sent, what was sent is not again", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = sandboxEnv(dir.path, fake.url, { OPENVIKING_CAPTURE_WAIT_MS: "0" });
+  const hook = async (event: string, name: string) => {
+    const stdin = JSON.stringify({ hook_event_name: name, session_id: SESSION, cwd: "/home/user/proj" });
+    assertEquals((await hookIn(event, { env, stdin })).stdout, "");
+  };
+  const j = new JournalBuilder().prompt("why does the build fail?").stepBegin()
+    .text("step one: the lockfile pins an old compiler.").stepEnd("tool_use").stepBegin()
+    .text("step two: the cache keeps the old binary.");
+  const whole = j.toString();
+  await placeJournal(dir.path, SESSION, whole.slice(0, whole.length - 12)); // step two half-written
+  await hook("interrupt", "Interrupt");
+  const said = () => fake.messages(`kc-${SESSION}`).map((m) => `${m.role}: ${m.content}`);
+  assertEquals(said().length, 2, "the prompt and step one");
+  await placeJournal(
+    dir.path,
+    SESSION,
+    j.ended("cancelled").simpleTurn("then fix both", "fixed both of them").toString(),
+  );
+  await hook("stop", "Stop");
+  const all = said();
+  assertEquals(all[0], "user: why does the build fail?");
+  assertEquals(
+    all.slice(1, 3).map((m) => m.replace(/\s+/g, " ")).join(" ").includes("step two: the cache"),
+    true,
+  );
+  assertEquals(all.filter((m) => m.includes("step one")).length, 1, "step one once");
+  assertEquals(all.slice(-2), ["user: then fix both", "assistant: fixed both of them"]);
+});
