@@ -33,14 +33,18 @@ export function renderListing(
   const lines = [`${n} memor${n === 1 ? "y" : "ies"}${search ? ` found for "${search}"` : ""}: ${where}`];
   const groups = new Map<string, inspect.Listed[]>();
   for (const m of l.memories) groups.set(m.kind, [...groups.get(m.kind) ?? [], m]);
+  const when = (m: inspect.Listed) =>
+    search && m.score !== undefined ? m.score.toFixed(2) : m.modified ? ago(m.modified, now) : "?";
+  // One column: the text starts two spaces after the widest age (or score).
+  const column = Math.max(0, ...l.memories.map((m) => when(m).length)) + 2;
   for (const [kind, list] of groups) {
     lines.push("", `${kind} (${list.length})`);
     for (const m of list) {
-      const when =
-        (search && m.score !== undefined ? m.score.toFixed(2) : m.modified ? ago(m.modified, now) : "?")
-          .padEnd(10);
       const tag = m.scope === "project" ? "project: " : "";
-      lines.push(`  ${when}${preview(tag + oneLine(m.text), WIDTH - 12)}`, `      ${m.uri}`);
+      lines.push(
+        `  ${when(m).padEnd(column)}${preview(tag + oneLine(m.text), WIDTH - 2 - column)}`,
+        `      ${m.uri}`,
+      );
     }
   }
   for (const f of l.failures) lines.push("", `could not read ${f.root.uri}: ${f.failure.error.message}`);

@@ -38,16 +38,35 @@ Deno.test("the listing: grouped by kind in the order of their newest memory, age
     "3 memories: this project's and yours",
     "",
     "events (2)",
-    "  2 h ago   Shipped 1.0",
+    "  2 h ago  Shipped 1.0",
     "      viking://user/u/memories/events/e.md",
-    `  3 d ago   ${"x".repeat(67)}…`,
+    `  3 d ago  ${"x".repeat(68)}…`,
   ]);
   assertEquals(lines.slice(7, 10), [
     "",
     "preferences (1)",
-    "  5 h ago   project: Use tabs here",
+    "  5 h ago  project: Use tabs here",
   ]);
   assertTrue(lines.every((l) => textColumns(l) <= 80));
+});
+
+Deno.test("the listing: one column rule — the text starts two spaces after the widest age or score", () => {
+  const listed = [
+    memory("memories/events/a.md", "events", 22 / 60, "The billing service"),
+    memory("memories/events/b.md", "events", 2, "Shipped 1.0"),
+  ];
+  const lines = renderListing({ roots: [roots[0]], failures: [], memories: listed }, NOW);
+  assertEquals([lines[3], lines[5]], ["  22 min ago  The billing service", "  2 h ago     Shipped 1.0"]);
+  const found = renderListing(
+    {
+      roots: [roots[0]],
+      failures: [],
+      memories: listed.map((m, i) => ({ ...m, score: [0.68, 0.5][i] })),
+    },
+    NOW,
+    "billing",
+  );
+  assertEquals([found[3], found[5]], ["  0.68  The billing service", "  0.50  Shipped 1.0"]);
 });
 
 Deno.test("the listing says when there are no project memories and which roots it could not read", () => {

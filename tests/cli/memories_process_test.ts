@@ -63,7 +63,7 @@ Deno.test("memories: the project's and the user's, by kind, newest first, text a
   const text = await runCli(["memories"], { env, clearEnv: true });
   assertEquals(text.code, 0, text.stderr);
   assertMatch(text.stdout, /^3 memories: this project's and yours/);
-  assertStringIncludes(text.stdout, "1 h ago   project: The build runs with `make ci`.");
+  assertMatch(text.stdout, /\n {2}1 h ago {2,}project: The build runs with `make ci`\./);
   assertTrue(!text.stdout.includes("\x1b"), "the server's escape sequence never reaches the terminal");
   const uris = async (args: string[]) =>
     JSON.parse((await runCli(["memories", ...args, "--json"], { env, clearEnv: true })).stdout).memories
