@@ -64,7 +64,11 @@ export function renderShown(s: inspect.Shown, now: number): string[] {
     const archive = o.archive.slice(o.archive.lastIndexOf("/") + 1);
     lines.push(
       `- ${o.change} by commit ${archive} of ${who}${o.extractedAt ? `, ${o.extractedAt}` : ""}`,
-      `  turns: ${o.turns.length ? o.turns.join(", ") : "the archive could not be read"}`,
+      o.turns.length
+        ? `  turn id${o.turns.length > 1 ? "s" : ""} ${o.turns.join(", ")} (as \`turns\` lists ${
+          o.turns.length > 1 ? "them" : "it"
+        })`
+        : "  turns: the archive could not be read",
       o.capture
         ? `  task ${o.taskId}: our ${
           o.capture.event === "replay" ? "queue replay" : `${o.capture.event} capture`

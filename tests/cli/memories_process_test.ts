@@ -95,7 +95,7 @@ Deno.test("memories show: the text in full and the Kimi session, turn, commit an
   assertEquals(r.code, 0, r.stderr);
   assertStringIncludes(r.stdout, "- The user prefers tabs over spaces");
   assertStringIncludes(r.stdout, "- added by commit archive_001 of Kimi session session_a");
-  assertStringIncludes(r.stdout, "turns: t3");
+  assertStringIncludes(r.stdout, "turn id t3 (as `turns` lists it)");
   assertStringIncludes(r.stdout, "task task-kc-session_a-1: our Stop capture, 1 min ago");
   // Once the server has let the task expire, the commit is still known by its diff; the capture is not.
   fake.tasks.clear();
