@@ -47,6 +47,13 @@ export function renderListing(
       );
     }
   }
+  if (l.templates?.length) {
+    lines.push(
+      "",
+      "templates of the server, not filled in (left out):",
+      ...l.templates.map((u) => `      ${u}`),
+    );
+  }
   for (const f of l.failures) lines.push("", `could not read ${f.root.uri}: ${f.failure.error.message}`);
   return wrapped(lines);
 }
@@ -251,5 +258,9 @@ export async function memoriesCommand(o: {
     : await inspect.listMemories(client, roots);
   const failures = l.failures.map((f) => ({ uri: f.root.uri, message: f.failure.error.message }));
   const lines = renderListing({ roots, ...l }, now, o.search);
-  return say({ roots, memories: l.memories, failures }, lines, failures.length && !l.memories.length ? 1 : 0);
+  return say(
+    { roots, memories: l.memories, templates: l.templates ?? [], failures },
+    lines,
+    failures.length && !l.memories.length ? 1 : 0,
+  );
 }

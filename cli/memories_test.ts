@@ -162,3 +162,19 @@ Deno.test("memories' advice: no capture-queue words; a 403 that is no key refusa
   assertStringIncludes(packs.summary, "Development mode does not support");
   assertStringIncludes(packs.fix, 'server.auth_mode = "api_key"');
 });
+
+Deno.test("the listing counts no unfilled server template as a memory and names them apart", () => {
+  const lines = renderListing({
+    roots: [roots[0]],
+    failures: [],
+    memories: [memory("memories/events/e.md", "events", 2, "Shipped 1.0")],
+    templates: ["viking://user/u/memories/identity.md", "viking://user/u/memories/soul.md"],
+  }, NOW);
+  assertEquals(lines[0], "1 memory: yours (no project memories here)");
+  assertEquals(lines.slice(-4), [
+    "",
+    "templates of the server, not filled in (left out):",
+    "      viking://user/u/memories/identity.md",
+    "      viking://user/u/memories/soul.md",
+  ]);
+});
