@@ -6,7 +6,7 @@
 
 import * as z from "zod/mini";
 import { printable, reportJson } from "../lib/neutralize.ts";
-import { adviceFor, adviceForCause } from "../openviking/advice.ts";
+import { adviceFor, adviceForCause, type Cause } from "../openviking/advice.ts";
 import { isOpen, nextProbeAt, readBreaker } from "../openviking/breaker.ts";
 import { type Config, loadConfig } from "../openviking/config.ts";
 import { askDataAccess, clientOptions, createClient, type OpenVikingClient } from "../openviking/client.ts";
@@ -135,6 +135,10 @@ function foldSession(name: string, entries: readonly LedgerEntry[], baseUrl: str
     rejected: { entries: 0, messages: 0, commits: 0 },
   };
   for (const e of entries) {
+    const ours = e.kind !== "replay" || e.commitTasks.some((t) => t.sessionId === ov) ||
+      e.delivered?.some((d) => d.sessionId === ov);
+    // A replay is this session's only for what it delivered of it; its failure is placed later.
+    if (!ours) continue;
     s.lastActivity = Math.max(s.lastActivity, e.at);
     let worked: boolean;
     if (e.kind === "prompt") {
@@ -165,12 +169,16 @@ function foldSession(name: string, entries: readonly LedgerEntry[], baseUrl: str
       worked = tasks.length > 0 || sent !== undefined;
     }
     const cause = e.kind === "prompt" ? e.failure : e.cause;
-    if (cause) {
-      const a = adviceForCause(cause, baseUrl);
-      s.lastError = { at: e.at, kind: cause.kind, message: a.summary, fix: a.fix };
-    } else if (worked) delete s.lastError;
+    if (cause) s.lastError = errorOf(e.at, cause, baseUrl);
+    else if (worked) delete s.lastError;
   }
   return s;
+}
+
+/** A recorded failure as a session's last error (a cause recorded without its reason says so). */
+function errorOf(at: number, cause: Cause, baseUrl: string): SessionStatus["lastError"] {
+  const a = adviceForCause({ ...cause, message: cause.message || "no reason was recorded" }, baseUrl);
+  return { at, kind: cause.kind, message: a.summary, fix: a.fix };
 }
 
 /**
@@ -463,12 +471,17 @@ async function localSessions(
     const x = q.sessions.find((x) => x.sessionId === ov);
     return { entries: x?.entries ?? 0, messages: x?.messages ?? 0, commits: x?.commits ?? 0 };
   };
+  // The newest replay failed for the sessions whose writes still wait.
+  const failed = replays.findLast((e) => e.kind === "replay" && e.cause);
   return await Promise.all(chosen.map(async (name) => {
     const entries = [...await readLedger(dir, name).catch(() => []), ...replays].sort((a, b) => a.at - b.at);
     const s = foldSession(name, entries, config.baseUrl);
     s.queue = counts(places.queue, s.openVikingSessionId);
     s.rejected = counts(places.rejected, s.openVikingSessionId);
     placeQueued(s, s.queue.commits, []);
+    if (failed?.kind === "replay" && failed.cause && s.queue.entries && failed.at > (s.lastError?.at ?? 0)) {
+      s.lastError = errorOf(failed.at, failed.cause, config.baseUrl);
+    }
     return s;
   }));
 }

@@ -7,7 +7,7 @@ import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
-import { enqueueShared } from "../support/queue.ts";
+import { enqueueMessages, enqueueShared } from "../support/queue.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { STATUS_COLUMNS, StatusSchema } from "../../cli/status.ts";
@@ -431,4 +431,83 @@ Deno.test("status and doctor once the server is back: doctor names replay (or th
   const text = await statusText(env, dir.path);
   assertMatch(text, /captured 1 turn\(s\): 2 message\(s\) delivered, 0 queued/);
   assertTrue(!text.includes("last error"), text);
+});
+
+Deno.test("status: a failed queue replay is the error of the sessions whose writes still wait, of no other", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = statusEnv(dir.path, fake.url);
+  const ledger = `${dir.path}/.openviking/ledger/kimicode`;
+  const limits = { ledgerMaxBytes: 8 * 1024 * 1024, ledgerMaxAgeDays: 30 };
+  const now = Date.now();
+  const [fine, waits] = ["session_fine-0001", "session_waits-0002"];
+  const capture = {
+    kind: "capture",
+    ms: 50,
+    event: "stop",
+    turns: 1,
+    sent: 2,
+    queued: 0,
+    rejected: 0,
+  } as const;
+  assertTrue(await appendLedger(ledger, fine, { ...capture, at: now - 600_000, commit: "none" }, limits));
+  assertTrue(await appendLedger(ledger, waits, { ...capture, at: now - 900_000, commit: "none" }, limits));
+  await enqueueMessages(`${dir.path}/.openviking/pending`, `kc-${waits}`, [{ role: "user", content: "hi" }]);
+  // A session start's replay met a server that took the connection and hung (an older entry: no reason).
+  const hung = { kind: "unreachable", status: 0, message: "", code: "TIMEOUT" } as const;
+  const replay = { kind: "replay", ms: 3000, rejected: 0, replayed: 0, messages: 0, deferred: 0 } as const;
+  assertTrue(
+    await appendLedger(
+      ledger,
+      REPLAY_FILE,
+      { ...replay, at: now - 60_000, commitTasks: [], cause: hung },
+      limits,
+    ),
+  );
+  const st = await statusJson(env, dir.path);
+  const [f, w] = [fine, waits].map((id) => st.sessions.find((s) => s.kimiSessionId === id)!);
+  assertEquals([f.lastError, f.lastActivity], [undefined, now - 600_000], "nothing of it waited: untouched");
+  assertEquals(w.lastActivity, now - 900_000, "a failed replay is no activity of the session");
+  assertEquals([w.lastError?.at, w.lastError?.kind], [now - 60_000, "unreachable"]);
+  assertMatch(w.lastError!.message, /does not answer in time: no reason was recorded$/);
+  assertMatch(w.lastError!.fix, /check the server's log/);
+  const text = await statusText(env, dir.path);
+  assertEquals(text.match(/last error/g)?.length, 1, text);
+});
+
+Deno.test("status: a session start's replay that failed keeps why, its code and its reason, for the advice", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = statusEnv(dir.path, fake.url);
+  await enqueueMessages(`${dir.path}/.openviking/pending`, `kc-${SESSION}`, [{
+    role: "user",
+    content: "hi",
+  }]);
+  fake.fault({ route: "*", drop: true });
+  await runHook(env, dir.path, "session-start", "SessionStart", { source: "startup" });
+  const cause = (await replayLedger(dir.path))[0]?.cause;
+  assertEquals(cause?.kind, "unreachable");
+  assertTrue(cause?.code !== undefined && cause.message !== "", JSON.stringify(cause));
+  fake.clearFaults();
+  const queued = {
+    kind: "capture",
+    at: 1,
+    ms: 1,
+    event: "stop",
+    turns: 1,
+    sent: 0,
+    queued: 1,
+    rejected: 0,
+  } as const;
+  const limits = { ledgerMaxBytes: 1 << 20, ledgerMaxAgeDays: 30 };
+  assertTrue(
+    await appendLedger(
+      `${dir.path}/.openviking/ledger/kimicode`,
+      SESSION,
+      { ...queued, commit: "none" },
+      limits,
+    ),
+  );
+  const e = (await ours(env, dir.path)).lastError!;
+  assertMatch(e.message, new RegExp(`^OpenViking at ${fake.url} is not reachable: ${cause.message}`));
 });
