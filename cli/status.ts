@@ -10,7 +10,15 @@ import { adviceFor, adviceForCause, type Cause } from "../openviking/advice.ts";
 import { isOpen, nextProbeAt, readBreaker } from "../openviking/breaker.ts";
 import { type Config, loadConfig } from "../openviking/config.ts";
 import { askDataAccess, clientOptions, createClient, type OpenVikingClient } from "../openviking/client.ts";
-import { type LedgerEntry, ledgerFile, ledgerFiles, readLedger, REPLAY_FILE } from "../memory/ledger.ts";
+import {
+  type LedgerEntry,
+  ledgerFile,
+  ledgerFiles,
+  type Origin,
+  originOf,
+  readLedger,
+  REPLAY_FILE,
+} from "../memory/ledger.ts";
 import * as queues from "../openviking/queue.ts";
 import * as paths from "../lib/paths.ts";
 import { resolvePeer } from "../openviking/peer.ts";
@@ -35,6 +43,7 @@ const CommitStatusSchema = z.object({
   taskId: z.optional(z.string()),
   waiting: z.optional(z.boolean()),
   replayedAt: z.optional(z.number()),
+  origin: z.optional(z.object({ url: z.string(), who: z.string() })),
   task: z.optional(z.object({
     status: z.string(),
     error: z.optional(z.string()),
@@ -122,7 +131,11 @@ export function totals(q: queues.QueueSummary): z.infer<typeof Counts> & { sessi
 }
 
 /** A session's numbers from its ledger entries, oldest first (pure; the queue and the tasks come later). */
-function foldSession(name: string, entries: readonly LedgerEntry[], baseUrl: string): SessionStatus {
+function foldSession(name: string, entries: readonly LedgerEntry[], here: Origin): SessionStatus {
+  const baseUrl = here.url;
+  /** A run's origin when it is not `here` (its commits' tasks are another server's or identity's). */
+  const elsewhere = (o: Origin | undefined) =>
+    o && (o.url !== here.url || o.who !== here.who) ? o : undefined;
   const ov = `${SESSION_PREFIX}${name}`;
   const s: SessionStatus = {
     kimiSessionId: name,
@@ -153,15 +166,18 @@ function foldSession(name: string, entries: readonly LedgerEntry[], baseUrl: str
       s.captures.sent += e.sent;
       s.captures.queued += e.queued;
       s.captures.rejected += e.rejected;
-      if (e.commit !== "none") s.commits.push({ at: e.at, outcome: e.commit, taskId: e.taskId });
+      if (e.commit !== "none") {
+        s.commits.push({ at: e.at, outcome: e.commit, taskId: e.taskId, origin: elsewhere(e.origin) });
+      }
       worked = true;
     } else {
       const tasks = e.commitTasks.filter((t) => t.sessionId === ov);
       for (const t of tasks) {
         // A session's queue goes out in order: the replay delivered its oldest queued commit.
         const queued = s.commits.find((c) => c.outcome === "queued" && !c.taskId);
-        if (queued) Object.assign(queued, { taskId: t.taskId, replayedAt: e.at });
-        else s.commits.push({ at: e.at, outcome: "replayed", taskId: t.taskId });
+        const made = { taskId: t.taskId, origin: elsewhere(e.origin) };
+        if (queued) Object.assign(queued, { ...made, replayedAt: e.at });
+        else s.commits.push({ at: e.at, outcome: "replayed", ...made });
       }
       const sent = e.delivered?.find((d) => d.sessionId === ov)?.messages;
       s.captures.sent += sent ?? 0;
@@ -169,7 +185,7 @@ function foldSession(name: string, entries: readonly LedgerEntry[], baseUrl: str
       worked = tasks.length > 0 || sent !== undefined;
     }
     const cause = e.kind === "prompt" ? e.failure : e.cause;
-    if (cause) s.lastError = errorOf(e.at, cause, baseUrl);
+    if (cause) s.lastError = errorOf(e.at, cause, (e.kind !== "prompt" && e.origin?.url) || baseUrl);
     else if (worked) delete s.lastError;
   }
   return s;
@@ -239,9 +255,15 @@ export function ago(at: number, now: number): string {
   return `${Math.round(s / 86_400)} d ago`;
 }
 
-function commitLine(c: CommitStatus, now: number): string {
+function commitLine(c: CommitStatus, now: number, url: string): string {
   const n = c.task?.memories.length ?? 0;
-  const task = c.task?.status === "expired"
+  const task = c.origin
+    ? `made on ${c.origin.url}${
+      c.origin.url !== url
+        ? ", not on this server"
+        : ` as another identity (${c.origin.who || "the key's own"})`
+    }: not asked`
+    : c.task?.status === "expired"
     ? "expired (the server keeps finished tasks 24 h, failed ones 7 days)"
     : c.task
     ? `${c.task.status}${c.task.error ? `: ${c.task.error}` : ""}${
@@ -276,7 +298,7 @@ export function commitCost(s: SessionStatus): string | undefined {
     (tokens >= 0 ? `${tokens} model tokens (the server's count)` : "model tokens not reported by the server");
 }
 
-function sessionLines(s: SessionStatus, now: number): string[] {
+function sessionLines(s: SessionStatus, now: number, url: string): string[] {
   const { prompts: p, captures: c, queue: q, rejected: r, lastError: e } = s;
   const lines = [
     `  ${s.kimiSessionId} — ${s.lastActivity ? ago(s.lastActivity, now) : "no hook run in the ledger"}`,
@@ -288,7 +310,7 @@ function sessionLines(s: SessionStatus, now: number): string[] {
   ];
   for (const commit of s.commits.slice(-SHOWN_COMMITS)) {
     lines.push(
-      commitLine(commit, now),
+      commitLine(commit, now, url),
       ...(commit.task?.memories.slice(0, 3) ?? []).map((u) => `      + ${u}`),
     );
   }
@@ -325,7 +347,7 @@ export function renderStatus(st: Status, now: number): string {
   }
   if (x) lines.push(`Memory  NOT MADE: ${x.message}`, `        fix: ${x.fix}`);
   lines.push("", st.sessions.length ? "Sessions (newest first)" : "Sessions: none recorded yet");
-  for (const s of st.sessions) lines.push(...sessionLines(s, now));
+  for (const s of st.sessions) lines.push(...sessionLines(s, now, c.url));
   const queued = q.entries || q.shared;
   lines.push(
     "",
@@ -428,7 +450,7 @@ async function askTasks(
   s.commits.sort((a, b) => a.at - b.at);
   let failed = 0;
   for (const c of s.commits.slice(-SHOWN_COMMITS)) {
-    if (!c.taskId || tasks.has(c.taskId)) continue;
+    if (!c.taskId || c.origin || tasks.has(c.taskId)) continue;
     const one = await client.request("GET", `/api/v1/tasks/${encodeURIComponent(c.taskId)}`, z.unknown());
     if (one.ok && isRecord(one.result)) tasks.set(c.taskId, one.result);
     else if (!one.ok && one.kind === "rejected" && one.status === 404) tasks.set(c.taskId, "expired");
@@ -475,12 +497,12 @@ async function localSessions(
   const failed = replays.findLast((e) => e.kind === "replay" && e.cause);
   return await Promise.all(chosen.map(async (name) => {
     const entries = [...await readLedger(dir, name).catch(() => []), ...replays].sort((a, b) => a.at - b.at);
-    const s = foldSession(name, entries, config.baseUrl);
+    const s = foldSession(name, entries, originOf(config));
     s.queue = counts(places.queue, s.openVikingSessionId);
     s.rejected = counts(places.rejected, s.openVikingSessionId);
     placeQueued(s, s.queue.commits, []);
     if (failed?.kind === "replay" && failed.cause && s.queue.entries && failed.at > (s.lastError?.at ?? 0)) {
-      s.lastError = errorOf(failed.at, failed.cause, config.baseUrl);
+      s.lastError = errorOf(failed.at, failed.cause, failed.origin?.url ?? config.baseUrl);
     }
     return s;
   }));

@@ -511,3 +511,20 @@ Deno.test("status: a session start's replay that failed keeps why, its code and 
   const e = (await ours(env, dir.path)).lastError!;
   assertMatch(e.message, new RegExp(`^OpenViking at ${fake.url} is not reachable: ${cause.message}`));
 });
+
+Deno.test("status against another server than the one that made a commit: says so, never `expired`", async () => {
+  await using dir = await tempDir();
+  await using made = await FakeOpenViking.start();
+  await using other = await FakeOpenViking.start();
+  await sessionTurns(statusEnv(dir.path, made.url), dir.path)("how should I indent TypeScript here?");
+  const env = statusEnv(dir.path, other.url); // as after `install --url` of another server
+  const [c] = (await ours(env, dir.path)).commits;
+  assertEquals([c.outcome, c.origin?.url, c.task], ["committed", made.url, undefined]);
+  assertEquals(other.requests.filter((r) => r.path.startsWith("/api/v1/tasks/")).length, 0, "not asked");
+  const text = await statusText(env, dir.path);
+  assertMatch(text.replace(/\s+/g, " "), new RegExp(`made on ${made.url}, not on this server: not asked`));
+  assertTrue(!text.includes("expired"), text);
+  // The same server under another user: another identity.
+  const carol = statusEnv(dir.path, made.url, { OPENVIKING_ACCOUNT: "acme", OPENVIKING_USER: "carol" });
+  assertMatch((await statusText(carol, dir.path)).replace(/\s+/g, " "), /made on .* as another identity/);
+});
