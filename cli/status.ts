@@ -24,7 +24,8 @@ import * as paths from "../lib/paths.ts";
 import { resolvePeer } from "../openviking/peer.ts";
 import { asRecord, isRecord, type JsonRecord } from "../lib/parsed.ts";
 import { scrub } from "../lib/scrub.ts";
-import { statePaths } from "../memory/state.ts";
+import { readState, statePaths } from "../memory/state.ts";
+import { dueAt } from "../memory/idle-commit.ts";
 import { VERSION } from "../lib/version.ts";
 import { commandName, workspaceDir } from "../lib/self.ts";
 import { SESSION_PREFIX } from "../memory/context.ts";
@@ -74,6 +75,7 @@ const SessionStatusSchema = z.object({
   commits: z.array(CommitStatusSchema),
   queue: Counts,
   rejected: Counts,
+  uncommitted: z.optional(z.object({ messages: z.number(), dueAt: z.number() })),
   lastError: z.optional(z.object({ at: z.number(), ...Problem.shape })),
 });
 type SessionStatus = z.infer<typeof SessionStatusSchema>;
@@ -161,7 +163,7 @@ function foldSession(name: string, entries: readonly LedgerEntry[], here: Origin
       s.prompts.lastPath = e.path;
       worked = e.path !== "skipped" && e.path !== "reused";
     } else if (e.kind === "capture") {
-      s.captures.runs++;
+      if (e.event !== "idle") s.captures.runs++; // the idle watch's commit is no capture run
       s.captures.turns += e.turns;
       s.captures.sent += e.sent;
       s.captures.queued += e.queued;
@@ -308,6 +310,17 @@ function sessionLines(s: SessionStatus, now: number, url: string): string[] {
     (c.rejected ? `, ${c.rejected} refused` : ""),
     ...[commitCost(s) ?? []].flat(),
   ];
+  const u = s.uncommitted;
+  if (u) {
+    lines.push(
+      `    ${u.messages} message(s) wait for a commit: ` +
+        (u.dueAt > now
+          ? `due in ${
+            ago(now, u.dueAt).replace(/ ago$/, "")
+          } (idle since the last capture), or at the session's end`
+          : `due ${ago(u.dueAt, now)}; the next Kimi session start commits them`),
+    );
+  }
   for (const commit of s.commits.slice(-SHOWN_COMMITS)) {
     lines.push(
       commitLine(commit, now, url),
@@ -484,6 +497,7 @@ async function localSessions(
   places: { queue: queues.QueueSummary; rejected: queues.QueueSummary },
 ): Promise<SessionStatus[]> {
   const dir = paths.ledgerDir(env);
+  const stateDir = paths.orNoHome(() => paths.hookStateDir(env));
   const replays = await readLedger(dir, REPLAY_FILE).catch(() => []);
   const files = (await ledgerFiles(dir).catch(() => [])).filter((f) => f.name !== REPLAY_FILE);
   const chosen = choice.session !== undefined
@@ -501,6 +515,9 @@ async function localSessions(
     s.queue = counts(places.queue, s.openVikingSessionId);
     s.rejected = counts(places.rejected, s.openVikingSessionId);
     placeQueued(s, s.queue.commits, []);
+    const state = stateDir && await readState((await statePaths(stateDir, name)).file).catch(() => undefined);
+    const due = state && dueAt(state, config.idleCommitSeconds * 1000);
+    if (state && due) s.uncommitted = { messages: state.capturedSinceCommit, dueAt: due };
     if (failed?.kind === "replay" && failed.cause && s.queue.entries && failed.at > (s.lastError?.at ?? 0)) {
       s.lastError = errorOf(failed.at, failed.cause, failed.origin?.url ?? config.baseUrl);
     }

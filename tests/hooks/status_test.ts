@@ -528,3 +528,48 @@ Deno.test("status against another server than the one that made a commit: says s
   const carol = statusEnv(dir.path, made.url, { OPENVIKING_ACCOUNT: "acme", OPENVIKING_USER: "carol" });
   assertMatch((await statusText(carol, dir.path)).replace(/\s+/g, " "), /made on .* as another identity/);
 });
+
+Deno.test("status under balanced: captures that wait for a commit, and when the idle watch commits them", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = statusEnv(dir.path, fake.url, {
+    OPENVIKING_COMMIT_POLICY: "balanced",
+    OPENVIKING_IDLE_COMMIT_SECONDS: "600",
+  });
+  await sessionTurns(env, dir.path)("how should I indent TypeScript here?");
+  assertEquals(fake.sessions.get(`kc-${SESSION}`)?.commits ?? 0, 0, "one short turn: no commit yet");
+  const state = await readState(`${dir.path}/.openviking/hook-state/kimicode/${SESSION}.json`);
+  const s = await ours(env, dir.path);
+  assertEquals(s.uncommitted, { messages: 2, dueAt: state.lastCaptureAt! + 600_000 });
+  const text = (await statusText(env, dir.path)).replace(/\s+/g, " ");
+  assertMatch(text, /2 message\(s\) wait for a commit: due in (9|10) min \(idle since the last capture\)/);
+
+  // The watch's commit is in the ledger as a capture of no turns: a commit, not a capture run.
+  const ledger = `${dir.path}/.openviking/ledger/kimicode`;
+  const idle = {
+    kind: "capture",
+    at: Date.now(),
+    ms: 9,
+    event: "idle",
+    turns: 0,
+    sent: 0,
+    queued: 0,
+  } as const;
+  const limits = { ledgerMaxBytes: 1 << 20, ledgerMaxAgeDays: 30 };
+  assertTrue(
+    await appendLedger(
+      ledger,
+      SESSION,
+      { ...idle, rejected: 0, commit: "committed", taskId: "task-idle" },
+      limits,
+    ),
+  );
+  const after = await ours(env, dir.path);
+  assertEquals([after.captures.runs, after.captures.turns, after.commits.map((c) => c.outcome)], [
+    1,
+    1,
+    ["committed"],
+  ]);
+  const done = await statusText(env, dir.path);
+  assertMatch(done, /commit \d+ s ago: committed \(task task-idl\)/);
+});
