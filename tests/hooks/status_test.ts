@@ -5,7 +5,8 @@
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { placeJournal, sandboxEnv } from "../support/hook-context.ts";
+import { hookIn, placeJournal, sandboxEnv } from "../support/hook-context.ts";
+import { WORKER_ENV } from "../../kimi/detach.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { enqueueMessages, enqueueShared } from "../support/queue.ts";
 import { runCli } from "../support/run.ts";
@@ -572,4 +573,25 @@ Deno.test("status under balanced: captures that wait for a commit, and when the 
   ]);
   const done = await statusText(env, dir.path);
   assertMatch(done, /commit \d+ s ago: committed \(task task-idl\)/);
+});
+
+Deno.test("status: the idle watch's commit, after `install --url` of another server, is said made on the first", async () => {
+  await using dir = await tempDir();
+  await using made = await FakeOpenViking.start();
+  const env = sandboxEnv(dir.path, made.url, {
+    OPENVIKING_COMMIT_POLICY: "balanced",
+    OPENVIKING_CAPTURE_WAIT_MS: "0",
+    OPENVIKING_IDLE_COMMIT_SECONDS: "1",
+  });
+  await placeJournal(
+    dir.path,
+    SESSION,
+    new JournalBuilder().simpleTurn("a short question", "done").toString(),
+  );
+  const stdin = JSON.stringify({ hook_event_name: "Stop", session_id: SESSION, cwd: dir.path });
+  await hookIn("stop", { env: { ...env, [WORKER_ENV]: "1" }, stdin }); // its watch commits once idle
+  assertEquals(made.sessions.get(`kc-${SESSION}`)?.commits, 1);
+  const other = statusEnv(dir.path, "http://127.0.0.1:9");
+  const [c] = (await ours(other, dir.path)).commits;
+  assertEquals([c.outcome, c.origin?.url], ["committed", made.url]);
 });
