@@ -267,6 +267,8 @@ function commitLine(c: CommitStatus, now: number, url: string): string {
     }: not asked`
     : c.task?.status === "expired"
     ? "expired (the server keeps finished tasks 24 h, failed ones 7 days)"
+    : c.task?.status === "not-found"
+    ? "not known to this server (made on another server or identity?)"
     : c.task
     ? `${c.task.status}${c.task.error ? `: ${c.task.error}` : ""}${
       n ? ` → ${plural(n, "memory", "memories")}` : ""
@@ -396,6 +398,8 @@ export function renderStatus(st: Status, now: number): string {
 const LATEST_SESSIONS = 5;
 /** Memory diffs read per status run (the newest completed commits). */
 const MAX_DIFFS = 6;
+/** How long OpenViking keeps a finished task (a failed one longer). */
+const TASKS_KEPT_MS = 86_400_000;
 /** Time each server request may take. */
 const STATUS_TIMEOUT_MS = 3000;
 
@@ -450,7 +454,7 @@ async function askTasks(
     query: { resource_id: s.openVikingSessionId, limit: 200 },
   });
   if (!list.ok) return [`the commit tasks of ${s.kimiSessionId}`];
-  const tasks = new Map<string, JsonRecord | "expired">(
+  const tasks = new Map<string, JsonRecord | "expired" | "not-found">(
     list.result.filter(isRecord).map((t) => [String(t.task_id), t]),
   );
   const known = new Set(s.commits.map((c) => c.taskId));
@@ -466,13 +470,15 @@ async function askTasks(
     if (!c.taskId || c.origin || tasks.has(c.taskId)) continue;
     const one = await client.request("GET", `/api/v1/tasks/${encodeURIComponent(c.taskId)}`, z.unknown());
     if (one.ok && isRecord(one.result)) tasks.set(c.taskId, one.result);
-    else if (!one.ok && one.kind === "rejected" && one.status === 404) tasks.set(c.taskId, "expired");
-    else failed++;
+    else if (!one.ok && one.kind === "rejected" && one.status === 404) {
+      // Younger than the server keeps any task: it was never this server's (or this identity's).
+      tasks.set(c.taskId, Date.now() - c.at < TASKS_KEPT_MS ? "not-found" : "expired");
+    } else failed++;
   }
   for (const c of [...s.commits].reverse()) {
     const t = c.taskId ? tasks.get(c.taskId) : undefined;
-    if (t === "expired") c.task = { status: "expired", memories: [] };
-    if (!t || t === "expired") continue;
+    if (typeof t === "string") c.task = { status: t, memories: [] };
+    if (!t || typeof t === "string") continue;
     const status = String(t.status ?? "unknown");
     const memories = status === "completed" && diffs.left-- > 0 ? await memoriesOf(client, t) ?? [] : [];
     const tokens = asRecord(asRecord(asRecord(t.result).token_usage).llm).total_tokens;

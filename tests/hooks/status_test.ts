@@ -319,7 +319,17 @@ Deno.test("status: the newest commits the task list leaves out are asked by id: 
   const lookups = fake.requests.filter((r) => r.path.startsWith("/api/v1/tasks/")).map((r) => r.path);
   assertEquals(lookups.sort(), [2, 3, 4].map((n) => `/api/v1/tasks/task-kc-${SESSION}-${n}`));
 
-  fake.tasks.clear(); // a day later: OpenViking keeps a finished task 24 h
+  fake.tasks.clear(); // the server does not know them: too fresh to have expired (another key's server?)
+  const unknown = { status: "not-found", memories: [] };
+  assertEquals(await tasks(), { notAsked: [], tasks: [undefined, unknown, unknown, unknown] });
+  const fresh = (await statusText(env, dir.path, ["--session", SESSION])).replace(/\s+/g, " ");
+  assertTrue(!fresh.includes("expired"), fresh);
+  assertEquals(fresh.match(/not known to this server \(made on another server or identity\?\)/g)?.length, 3);
+  // A day later: OpenViking keeps a finished task 24 h.
+  const file = `${dir.path}/.openviking/ledger/kimicode/${SESSION}.jsonl`;
+  const lines = (await Deno.readTextFile(file)).trim().split("\n").map((l) => JSON.parse(l));
+  const dayAgo = (e: { at: number }) => JSON.stringify({ ...e, at: e.at - 25 * 3600_000 });
+  await Deno.writeTextFile(file, `${lines.map(dayAgo).join("\n")}\n`);
   const expired = { status: "expired", memories: [] };
   assertEquals(await tasks(), { notAsked: [], tasks: [undefined, expired, expired, expired] });
   const text = await statusText(env, dir.path, ["--session", SESSION]);
