@@ -60,7 +60,7 @@ async function commitIfIdle(
   idleMs: number,
   budget: Budget,
 ): Promise<IdleCommit> {
-  const [at, name] = [Date.now(), file.slice(dirName(file).length + 1).replace(/\.json$/, "")];
+  const name = file.slice(dirName(file).length + 1).replace(/\.json$/, "");
   const res = await updateState<IdleCommit>({ file, lock: `${file}.lock` }, async (s) => {
     const at = dueAt(s, idleMs);
     if (at === undefined || at > Date.now() || !s.ovSession) return { value: "not-due" };
