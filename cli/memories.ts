@@ -33,15 +33,26 @@ export function renderListing(
   const lines = [`${n} memor${n === 1 ? "y" : "ies"}${search ? ` found for "${search}"` : ""}: ${where}`];
   const groups = new Map<string, inspect.Listed[]>();
   for (const m of l.memories) groups.set(m.kind, [...groups.get(m.kind) ?? [], m]);
+  const when = (m: inspect.Listed) =>
+    search && m.score !== undefined ? m.score.toFixed(2) : m.modified ? ago(m.modified, now) : "?";
+  // One column: the text starts two spaces after the widest age (or score).
+  const column = Math.max(0, ...l.memories.map((m) => when(m).length)) + 2;
   for (const [kind, list] of groups) {
     lines.push("", `${kind} (${list.length})`);
     for (const m of list) {
-      const when =
-        (search && m.score !== undefined ? m.score.toFixed(2) : m.modified ? ago(m.modified, now) : "?")
-          .padEnd(10);
       const tag = m.scope === "project" ? "project: " : "";
-      lines.push(`  ${when}${preview(tag + oneLine(m.text), WIDTH - 12)}`, `      ${m.uri}`);
+      lines.push(
+        `  ${when(m).padEnd(column)}${preview(tag + oneLine(m.text), WIDTH - 2 - column)}`,
+        `      ${m.uri}`,
+      );
     }
+  }
+  if (l.templates?.length) {
+    lines.push(
+      "",
+      "templates of the server, not filled in (left out):",
+      ...l.templates.map((u) => `      ${u}`),
+    );
   }
   for (const f of l.failures) lines.push("", `could not read ${f.root.uri}: ${f.failure.error.message}`);
   return wrapped(lines);
@@ -60,7 +71,11 @@ export function renderShown(s: inspect.Shown, now: number): string[] {
     const archive = o.archive.slice(o.archive.lastIndexOf("/") + 1);
     lines.push(
       `- ${o.change} by commit ${archive} of ${who}${o.extractedAt ? `, ${o.extractedAt}` : ""}`,
-      `  turns: ${o.turns.length ? o.turns.join(", ") : "the archive could not be read"}`,
+      o.turns.length
+        ? `  turn id${o.turns.length > 1 ? "s" : ""} ${o.turns.join(", ")} (as \`turns\` lists ${
+          o.turns.length > 1 ? "them" : "it"
+        })`
+        : "  turns: the archive could not be read",
       o.capture
         ? `  task ${o.taskId}: our ${
           o.capture.event === "replay" ? "queue replay" : `${o.capture.event} capture`
@@ -243,5 +258,9 @@ export async function memoriesCommand(o: {
     : await inspect.listMemories(client, roots);
   const failures = l.failures.map((f) => ({ uri: f.root.uri, message: f.failure.error.message }));
   const lines = renderListing({ roots, ...l }, now, o.search);
-  return say({ roots, memories: l.memories, failures }, lines, failures.length && !l.memories.length ? 1 : 0);
+  return say(
+    { roots, memories: l.memories, templates: l.templates ?? [], failures },
+    lines,
+    failures.length && !l.memories.length ? 1 : 0,
+  );
 }

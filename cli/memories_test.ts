@@ -38,16 +38,35 @@ Deno.test("the listing: grouped by kind in the order of their newest memory, age
     "3 memories: this project's and yours",
     "",
     "events (2)",
-    "  2 h ago   Shipped 1.0",
+    "  2 h ago  Shipped 1.0",
     "      viking://user/u/memories/events/e.md",
-    `  3 d ago   ${"x".repeat(67)}…`,
+    `  3 d ago  ${"x".repeat(68)}…`,
   ]);
   assertEquals(lines.slice(7, 10), [
     "",
     "preferences (1)",
-    "  5 h ago   project: Use tabs here",
+    "  5 h ago  project: Use tabs here",
   ]);
   assertTrue(lines.every((l) => textColumns(l) <= 80));
+});
+
+Deno.test("the listing: one column rule — the text starts two spaces after the widest age or score", () => {
+  const listed = [
+    memory("memories/events/a.md", "events", 22 / 60, "The billing service"),
+    memory("memories/events/b.md", "events", 2, "Shipped 1.0"),
+  ];
+  const lines = renderListing({ roots: [roots[0]], failures: [], memories: listed }, NOW);
+  assertEquals([lines[3], lines[5]], ["  22 min ago  The billing service", "  2 h ago     Shipped 1.0"]);
+  const found = renderListing(
+    {
+      roots: [roots[0]],
+      failures: [],
+      memories: listed.map((m, i) => ({ ...m, score: [0.68, 0.5][i] })),
+    },
+    NOW,
+    "billing",
+  );
+  assertEquals([found[3], found[5]], ["  0.68  The billing service", "  0.50  Shipped 1.0"]);
 });
 
 Deno.test("the listing says when there are no project memories and which roots it could not read", () => {
@@ -68,6 +87,13 @@ Deno.test("the listing says when there are no project memories and which roots i
 
 Deno.test("a memory shown: its text whole, each commit it came from, and what cannot be known said so", () => {
   const base = { uri: "viking://user/u/memories/events/e.md", text: "line one\nline two", diffsRead: 4 };
+  const origin = {
+    session: "kc-session_a",
+    kimiSession: "session_a",
+    archive: "viking://user/u/sessions/kc-session_a/history/archive_002",
+    change: "added" as const,
+    turns: [] as string[],
+  };
   const known = renderShown({
     ...base,
     origins: [{
@@ -94,11 +120,13 @@ Deno.test("a memory shown: its text whole, each commit it came from, and what ca
     known,
     "- added by commit archive_002 of Kimi session session_a, 2026-12-02T11:00:00Z",
   );
-  assertStringIncludes(known, "turns: t1, t2");
+  assertStringIncludes(known, "\n  turn ids t1, t2 (as `turns` lists them)\n");
   assertStringIncludes(known, "task task-1: our Stop capture, 1 h ago");
   assertStringIncludes(known, "- updated by commit archive_001 of OpenViking session other (not ours)");
   assertStringIncludes(known, "its task is gone from the server");
   const none = renderShown({ ...base, origins: [] }, NOW).join("\n");
+  const one = { ...base, origins: [{ ...origin, turns: ["0"] }] };
+  assertStringIncludes(renderShown(one, NOW).join("\n"), "\n  turn id 0 (as `turns` lists it)\n");
   assertStringIncludes(none, "no commit among the newest 4 memory diffs names it");
   const unasked = renderShown({ ...base, origins: [], unknown: "the sessions' memory diffs: boom" }, NOW);
   assertEquals(unasked.at(-1), "- unknown: the sessions' memory diffs: boom");
@@ -133,4 +161,20 @@ Deno.test("memories' advice: no capture-queue words; a 403 that is no key refusa
   );
   assertStringIncludes(packs.summary, "Development mode does not support");
   assertStringIncludes(packs.fix, 'server.auth_mode = "api_key"');
+});
+
+Deno.test("the listing counts no unfilled server template as a memory and names them apart", () => {
+  const lines = renderListing({
+    roots: [roots[0]],
+    failures: [],
+    memories: [memory("memories/events/e.md", "events", 2, "Shipped 1.0")],
+    templates: ["viking://user/u/memories/identity.md", "viking://user/u/memories/soul.md"],
+  }, NOW);
+  assertEquals(lines[0], "1 memory: yours (no project memories here)");
+  assertEquals(lines.slice(-4), [
+    "",
+    "templates of the server, not filled in (left out):",
+    "      viking://user/u/memories/identity.md",
+    "      viking://user/u/memories/soul.md",
+  ]);
 });

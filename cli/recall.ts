@@ -7,7 +7,10 @@ import { printable, reportJson } from "../lib/neutralize.ts";
 import * as z from "zod/mini";
 import { adviceFor } from "../openviking/advice.ts";
 import { loadConfig } from "../openviking/config.ts";
-import { type Env, processEnv } from "../lib/paths.ts";
+import { type Env, orNoHome, processEnv, sharedStateDir } from "../lib/paths.ts";
+import { isOpen, readBreaker } from "../openviking/breaker.ts";
+import { pausedLine } from "../memory/prompt.ts";
+import { ago } from "./status.ts";
 import { workspaceDir } from "../lib/self.ts";
 import { resolvePeer } from "../openviking/peer.ts";
 import { scrub } from "../lib/scrub.ts";
@@ -29,6 +32,7 @@ export const RecallOutputSchema = z.object({
     summary: z.string(),
     fix: z.string(),
   })),
+  paused: z.optional(z.object({ since: z.number(), reason: z.string() })),
 });
 export type RecallOutput = z.infer<typeof RecallOutputSchema>;
 
@@ -40,7 +44,14 @@ export async function recallPreview(
 ): Promise<RecallOutput> {
   const { config } = await loadConfig(env, cwd);
   const peer = await resolvePeer(cwd, config);
-  const injection = await previewInjection(text, { cwd, env });
+  // An open breaker: the hook asks nothing and says memory is paused; so does its preview.
+  const b = config.enabled && config.autoRecall
+    ? await readBreaker(orNoHome(() => sharedStateDir(env)) ?? "", config.baseUrl)
+    : undefined;
+  const paused = b && isOpen(b) ? b : undefined;
+  const injection = paused
+    ? { recall: "paused", stdout: pausedLine(paused, env), injected: [] }
+    : await previewInjection(text, { cwd, env });
   const out: RecallOutput = {
     query: recallQuery(text, config.redact),
     cwd,
@@ -53,7 +64,8 @@ export async function recallPreview(
       chars: m.chars,
     })),
   };
-  if (injection.failure) {
+  if (paused) out.paused = { since: paused.since, reason: paused.reason };
+  if ("failure" in injection && injection.failure) {
     const f = injection.failure;
     const advice = adviceFor(f, config.baseUrl);
     out.failure = { kind: f.kind, status: f.status, message: f.error.message, ...advice };
@@ -66,6 +78,14 @@ export function renderRecall(r: RecallOutput): string {
   const lines = [
     r.stdout ? r.stdout.trimEnd() : "(the prompt hook would print nothing for this text)",
     ...(r.failure ? [`recall failed: ${r.failure.summary}`, `  fix: ${r.failure.fix}`] : []),
+    ...(r.paused
+      ? [
+        `memory is paused since ${
+          ago(r.paused.since, Date.now())
+        }: ${r.paused.reason}; the hook asks nothing ` +
+        "until the server answers its probe",
+      ]
+      : []),
     "",
     `${r.memories.length} memor${r.memories.length === 1 ? "y" : "ies"} via ${r.path}` +
     (r.peer.id ? ` (peer ${r.peer.id}, from ${r.peer.source})` : ""),
@@ -76,7 +96,10 @@ export function renderRecall(r: RecallOutput): string {
   return lines.join("\n");
 }
 
-/** `openviking-kimi recall`: exit 0; 1 when recall failed (the server did not give it); 2 for no such directory. */
+/**
+ * `openviking-kimi recall`: exit 0; 1 when recall failed or memory is paused (the server did not give it); 2 for
+ * no such directory.
+ */
 export async function recallCommand(
   options: { text: string; cwd: string | undefined; json: boolean },
 ): Promise<number> {
@@ -87,5 +110,5 @@ export async function recallCommand(
   }
   const r = await recallPreview(options.text, cwd);
   console.log(options.json ? reportJson(r, 2) : printable(renderRecall(r)));
-  return r.failure ? 1 : 0;
+  return r.failure || r.paused ? 1 : 0;
 }

@@ -20,8 +20,11 @@ import { joinPath, pendingDir, processEnv } from "../lib/paths.ts";
 import { recordReplay } from "../memory/ledger.ts";
 import { commandName } from "../lib/self.ts";
 
-/** What a replay did, in words: what it sent where (and dropped), then what is left in the queue. Pure. */
-export function renderReplay(r: ReplayAllReport, left: number, server: string): string {
+/**
+ * What a replay did, in words: what it sent where (and dropped), then what is left in the queue (or, of
+ * `--rejected`, of the refused writes). Pure.
+ */
+export function renderReplay(r: ReplayAllReport, left: number, server: string, rejected = false): string {
   const done = [
     `${r.messages} message(s) sent`,
     `${r.commitTasks.length} commit(s) started`,
@@ -31,11 +34,17 @@ export function renderReplay(r: ReplayAllReport, left: number, server: string): 
     ...(r.shared.dropped ? [`${r.shared.dropped} of other plugins dropped`] : []),
   ];
   const writes = r.replayed + r.shared.replayed;
-  const rest = left ? `${left} write(s) are still queued.` : "The queue is empty.";
+  const rest = rejected
+    ? left ? `${left} refused write(s) are still kept.` : "No refused writes are kept."
+    : left
+    ? `${left} write(s) are still queued.`
+    : "The queue is empty.";
   if (!writes && !r.rejected && !r.expired && !r.shared.dropped) {
-    return `Replayed nothing to ${server}: ${left ? rest : "the queue is empty."}`;
+    return `Replayed nothing to ${server}: ${rest[0].toLowerCase()}${rest.slice(1)}`;
   }
-  return `Replayed ${writes} queued write(s) to ${server}: ${done.join(", ")}.\n${rest}`;
+  return `Replayed ${writes} ${rejected ? "refused" : "queued"} write(s) to ${server}: ${
+    done.join(", ")
+  }.\n${rest}`;
 }
 
 /** The `replay` command: exit 0 when the queue (or the rejected place) is empty afterwards, 1 when entries remain. */
@@ -67,7 +76,7 @@ export async function replayCommand(options: { json: boolean; rejected: boolean 
   console.log(
     options.json
       ? reportJson({ ...report, cause, left, server: config.baseUrl, setAside })
-      : renderReplay(report, left, config.baseUrl) +
+      : renderReplay(report, left, config.baseUrl, options.rejected) +
         (aside ? `\n${aside.summary}.\n  fix: ${aside.fix}` : ""),
   );
   await recordReplay(env, config, { ...report, cause }, startedAt);

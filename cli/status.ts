@@ -6,17 +6,26 @@
 
 import * as z from "zod/mini";
 import { printable, reportJson } from "../lib/neutralize.ts";
-import { adviceFor, adviceForCause } from "../openviking/advice.ts";
+import { adviceFor, adviceForCause, type Cause } from "../openviking/advice.ts";
 import { isOpen, nextProbeAt, readBreaker } from "../openviking/breaker.ts";
 import { type Config, loadConfig } from "../openviking/config.ts";
 import { askDataAccess, clientOptions, createClient, type OpenVikingClient } from "../openviking/client.ts";
-import { type LedgerEntry, ledgerFile, ledgerFiles, readLedger, REPLAY_FILE } from "../memory/ledger.ts";
+import {
+  type LedgerEntry,
+  ledgerFile,
+  ledgerFiles,
+  type Origin,
+  originOf,
+  readLedger,
+  REPLAY_FILE,
+} from "../memory/ledger.ts";
 import * as queues from "../openviking/queue.ts";
 import * as paths from "../lib/paths.ts";
 import { resolvePeer } from "../openviking/peer.ts";
 import { asRecord, isRecord, type JsonRecord } from "../lib/parsed.ts";
 import { scrub } from "../lib/scrub.ts";
-import { statePaths } from "../memory/state.ts";
+import { readState, statePaths } from "../memory/state.ts";
+import { dueAt } from "../memory/idle-commit.ts";
 import { VERSION } from "../lib/version.ts";
 import { commandName, workspaceDir } from "../lib/self.ts";
 import { SESSION_PREFIX } from "../memory/context.ts";
@@ -35,6 +44,7 @@ const CommitStatusSchema = z.object({
   taskId: z.optional(z.string()),
   waiting: z.optional(z.boolean()),
   replayedAt: z.optional(z.number()),
+  origin: z.optional(z.object({ url: z.string(), who: z.string() })),
   task: z.optional(z.object({
     status: z.string(),
     error: z.optional(z.string()),
@@ -65,6 +75,7 @@ const SessionStatusSchema = z.object({
   commits: z.array(CommitStatusSchema),
   queue: Counts,
   rejected: Counts,
+  uncommitted: z.optional(z.object({ messages: z.number(), dueAt: z.number() })),
   lastError: z.optional(z.object({ at: z.number(), ...Problem.shape })),
 });
 type SessionStatus = z.infer<typeof SessionStatusSchema>;
@@ -123,7 +134,11 @@ export function totals(q: queues.QueueSummary): z.infer<typeof Counts> & { sessi
 }
 
 /** A session's numbers from its ledger entries, oldest first (pure; the queue and the tasks come later). */
-function foldSession(name: string, entries: readonly LedgerEntry[], baseUrl: string): SessionStatus {
+function foldSession(name: string, entries: readonly LedgerEntry[], here: Origin): SessionStatus {
+  const baseUrl = here.url;
+  /** A run's origin when it is not `here` (its commits' tasks are another server's or identity's). */
+  const elsewhere = (o: Origin | undefined) =>
+    o && (o.url !== here.url || o.who !== here.who) ? o : undefined;
   const ov = `${SESSION_PREFIX}${name}`;
   const s: SessionStatus = {
     kimiSessionId: name,
@@ -136,6 +151,10 @@ function foldSession(name: string, entries: readonly LedgerEntry[], baseUrl: str
     rejected: { entries: 0, messages: 0, commits: 0 },
   };
   for (const e of entries) {
+    const ours = e.kind !== "replay" || e.commitTasks.some((t) => t.sessionId === ov) ||
+      e.delivered?.some((d) => d.sessionId === ov);
+    // A replay is this session's only for what it delivered of it; its failure is placed later.
+    if (!ours) continue;
     s.lastActivity = Math.max(s.lastActivity, e.at);
     let worked: boolean;
     if (e.kind === "prompt") {
@@ -145,20 +164,23 @@ function foldSession(name: string, entries: readonly LedgerEntry[], baseUrl: str
       s.prompts.lastPath = e.path;
       worked = e.path !== "skipped" && e.path !== "reused";
     } else if (e.kind === "capture") {
-      s.captures.runs++;
+      if (e.event !== "idle") s.captures.runs++; // the idle watch's commit is no capture run
       s.captures.turns += e.turns;
       s.captures.sent += e.sent;
       s.captures.queued += e.queued;
       s.captures.rejected += e.rejected;
-      if (e.commit !== "none") s.commits.push({ at: e.at, outcome: e.commit, taskId: e.taskId });
+      if (e.commit !== "none") {
+        s.commits.push({ at: e.at, outcome: e.commit, taskId: e.taskId, origin: elsewhere(e.origin) });
+      }
       worked = true;
     } else {
       const tasks = e.commitTasks.filter((t) => t.sessionId === ov);
       for (const t of tasks) {
         // A session's queue goes out in order: the replay delivered its oldest queued commit.
         const queued = s.commits.find((c) => c.outcome === "queued" && !c.taskId);
-        if (queued) Object.assign(queued, { taskId: t.taskId, replayedAt: e.at });
-        else s.commits.push({ at: e.at, outcome: "replayed", taskId: t.taskId });
+        const made = { taskId: t.taskId, origin: elsewhere(e.origin) };
+        if (queued) Object.assign(queued, { ...made, replayedAt: e.at });
+        else s.commits.push({ at: e.at, outcome: "replayed", ...made });
       }
       const sent = e.delivered?.find((d) => d.sessionId === ov)?.messages;
       s.captures.sent += sent ?? 0;
@@ -166,12 +188,16 @@ function foldSession(name: string, entries: readonly LedgerEntry[], baseUrl: str
       worked = tasks.length > 0 || sent !== undefined;
     }
     const cause = e.kind === "prompt" ? e.failure : e.cause;
-    if (cause) {
-      const a = adviceForCause(cause, baseUrl);
-      s.lastError = { at: e.at, kind: cause.kind, message: a.summary, fix: a.fix };
-    } else if (worked) delete s.lastError;
+    if (cause) s.lastError = errorOf(e.at, cause, (e.kind !== "prompt" && e.origin?.url) || baseUrl);
+    else if (worked) delete s.lastError;
   }
   return s;
+}
+
+/** A recorded failure as a session's last error (a cause recorded without its reason says so). */
+function errorOf(at: number, cause: Cause, baseUrl: string): SessionStatus["lastError"] {
+  const a = adviceForCause({ ...cause, message: cause.message || "no reason was recorded" }, baseUrl);
+  return { at, kind: cause.kind, message: a.summary, fix: a.fix };
 }
 
 /**
@@ -232,10 +258,18 @@ export function ago(at: number, now: number): string {
   return `${Math.round(s / 86_400)} d ago`;
 }
 
-function commitLine(c: CommitStatus, now: number): string {
+function commitLine(c: CommitStatus, now: number, url: string): string {
   const n = c.task?.memories.length ?? 0;
-  const task = c.task?.status === "expired"
+  const task = c.origin
+    ? `made on ${c.origin.url}${
+      c.origin.url !== url
+        ? ", not on this server"
+        : ` as another identity (${c.origin.who || "the key's own"})`
+    }: not asked`
+    : c.task?.status === "expired"
     ? "expired (the server keeps finished tasks 24 h, failed ones 7 days)"
+    : c.task?.status === "not-found"
+    ? "not known to this server (made on another server or identity?)"
     : c.task
     ? `${c.task.status}${c.task.error ? `: ${c.task.error}` : ""}${
       n ? ` → ${plural(n, "memory", "memories")}` : ""
@@ -269,7 +303,7 @@ export function commitCost(s: SessionStatus): string | undefined {
     (tokens >= 0 ? `${tokens} model tokens (the server's count)` : "model tokens not reported by the server");
 }
 
-function sessionLines(s: SessionStatus, now: number): string[] {
+function sessionLines(s: SessionStatus, now: number, url: string): string[] {
   const { prompts: p, captures: c, queue: q, rejected: r, lastError: e } = s;
   const lines = [
     `  ${s.kimiSessionId} — ${s.lastActivity ? ago(s.lastActivity, now) : "no hook run in the ledger"}`,
@@ -279,9 +313,20 @@ function sessionLines(s: SessionStatus, now: number): string[] {
     (c.rejected ? `, ${c.rejected} refused` : ""),
     ...[commitCost(s) ?? []].flat(),
   ];
+  const u = s.uncommitted;
+  if (u) {
+    lines.push(
+      `    ${u.messages} message(s) wait for a commit: ` +
+        (u.dueAt > now
+          ? `due in ${
+            ago(now, u.dueAt).replace(/ ago$/, "")
+          } (idle since the last capture), or at the session's end`
+          : `due ${ago(u.dueAt, now)}; the next Kimi session start commits them`),
+    );
+  }
   for (const commit of s.commits.slice(-SHOWN_COMMITS)) {
     lines.push(
-      commitLine(commit, now),
+      commitLine(commit, now, url),
       ...(commit.task?.memories.slice(0, 3) ?? []).map((u) => `      + ${u}`),
     );
   }
@@ -318,7 +363,7 @@ export function renderStatus(st: Status, now: number): string {
   }
   if (x) lines.push(`Memory  NOT MADE: ${x.message}`, `        fix: ${x.fix}`);
   lines.push("", st.sessions.length ? "Sessions (newest first)" : "Sessions: none recorded yet");
-  for (const s of st.sessions) lines.push(...sessionLines(s, now));
+  for (const s of st.sessions) lines.push(...sessionLines(s, now, c.url));
   const queued = q.entries || q.shared;
   lines.push(
     "",
@@ -355,6 +400,8 @@ export function renderStatus(st: Status, now: number): string {
 const LATEST_SESSIONS = 5;
 /** Memory diffs read per status run (the newest completed commits). */
 const MAX_DIFFS = 6;
+/** How long OpenViking keeps a finished task (a failed one longer). */
+const TASKS_KEPT_MS = 86_400_000;
 /** Time each server request may take. */
 const STATUS_TIMEOUT_MS = 3000;
 
@@ -409,7 +456,7 @@ async function askTasks(
     query: { resource_id: s.openVikingSessionId, limit: 200 },
   });
   if (!list.ok) return [`the commit tasks of ${s.kimiSessionId}`];
-  const tasks = new Map<string, JsonRecord | "expired">(
+  const tasks = new Map<string, JsonRecord | "expired" | "not-found">(
     list.result.filter(isRecord).map((t) => [String(t.task_id), t]),
   );
   const known = new Set(s.commits.map((c) => c.taskId));
@@ -422,16 +469,18 @@ async function askTasks(
   s.commits.sort((a, b) => a.at - b.at);
   let failed = 0;
   for (const c of s.commits.slice(-SHOWN_COMMITS)) {
-    if (!c.taskId || tasks.has(c.taskId)) continue;
+    if (!c.taskId || c.origin || tasks.has(c.taskId)) continue;
     const one = await client.request("GET", `/api/v1/tasks/${encodeURIComponent(c.taskId)}`, z.unknown());
     if (one.ok && isRecord(one.result)) tasks.set(c.taskId, one.result);
-    else if (!one.ok && one.kind === "rejected" && one.status === 404) tasks.set(c.taskId, "expired");
-    else failed++;
+    else if (!one.ok && one.kind === "rejected" && one.status === 404) {
+      // Younger than the server keeps any task: it was never this server's (or this identity's).
+      tasks.set(c.taskId, Date.now() - c.at < TASKS_KEPT_MS ? "not-found" : "expired");
+    } else failed++;
   }
   for (const c of [...s.commits].reverse()) {
     const t = c.taskId ? tasks.get(c.taskId) : undefined;
-    if (t === "expired") c.task = { status: "expired", memories: [] };
-    if (!t || t === "expired") continue;
+    if (typeof t === "string") c.task = { status: t, memories: [] };
+    if (!t || typeof t === "string") continue;
     const status = String(t.status ?? "unknown");
     const memories = status === "completed" && diffs.left-- > 0 ? await memoriesOf(client, t) ?? [] : [];
     const tokens = asRecord(asRecord(asRecord(t.result).token_usage).llm).total_tokens;
@@ -456,6 +505,7 @@ async function localSessions(
   places: { queue: queues.QueueSummary; rejected: queues.QueueSummary },
 ): Promise<SessionStatus[]> {
   const dir = paths.ledgerDir(env);
+  const stateDir = paths.orNoHome(() => paths.hookStateDir(env));
   const replays = await readLedger(dir, REPLAY_FILE).catch(() => []);
   const files = (await ledgerFiles(dir).catch(() => [])).filter((f) => f.name !== REPLAY_FILE);
   const chosen = choice.session !== undefined
@@ -465,12 +515,21 @@ async function localSessions(
     const x = q.sessions.find((x) => x.sessionId === ov);
     return { entries: x?.entries ?? 0, messages: x?.messages ?? 0, commits: x?.commits ?? 0 };
   };
+  // The newest replay failed for the sessions whose writes still wait.
+  const failed = replays.findLast((e) => e.kind === "replay" && e.cause);
   return await Promise.all(chosen.map(async (name) => {
     const entries = [...await readLedger(dir, name).catch(() => []), ...replays].sort((a, b) => a.at - b.at);
-    const s = foldSession(name, entries, config.baseUrl);
+    const s = foldSession(name, entries, originOf(config));
     s.queue = counts(places.queue, s.openVikingSessionId);
     s.rejected = counts(places.rejected, s.openVikingSessionId);
     placeQueued(s, s.queue.commits, []);
+    const state = stateDir && await readState((await statePaths(stateDir, name)).file).catch(() => undefined);
+    // Due when the watch of the session's own server and identity commits it, whichever is configured now.
+    const due = state && dueAt(state, config.idleCommitSeconds * 1000, state.destination ?? "");
+    if (state && due) s.uncommitted = { messages: state.capturedSinceCommit, dueAt: due };
+    if (failed?.kind === "replay" && failed.cause && s.queue.entries && failed.at > (s.lastError?.at ?? 0)) {
+      s.lastError = errorOf(failed.at, failed.cause, failed.origin?.url ?? config.baseUrl);
+    }
     return s;
   }));
 }

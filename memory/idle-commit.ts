@@ -9,7 +9,7 @@ import { withLock } from "../lib/lock.ts";
 import { commitSession } from "../openviking/sessions.ts";
 import { hasUnsent } from "../openviking/queue.ts";
 import { readState, type SessionState, updateState } from "./state.ts";
-import { appendLedger } from "./ledger.ts";
+import { appendLedger, originOf } from "./ledger.ts";
 import { clientFor, type HookContext, sessionDestination } from "./context.ts";
 
 /** Time a watch's pass gives its commits. */
@@ -104,7 +104,13 @@ async function commitIfIdle(
       queued: 0,
     } as const;
     if (dir) {
-      await appendLedger(dir, name, { ...entry, rejected: 0, commit: outcome.kind, ...taskId }, ctx.config);
+      const origin = originOf(ctx.config);
+      await appendLedger(
+        dir,
+        name,
+        { ...entry, rejected: 0, commit: outcome.kind, ...taskId, origin },
+        ctx.config,
+      );
     }
     return { state: { ...s, capturedSinceCommit: 0 }, value: "done" };
   }, { waitMs: 0, durable: true }).catch(() => ({ acquired: true as const, value: "failed" as const }));

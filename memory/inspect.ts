@@ -105,6 +105,30 @@ export function memoriesOfTree(root: Root, entries: z.output<typeof Entries>): L
   });
 }
 
+/**
+ * The files OpenViking seeds in a user's memories root at its first extraction (memory_type_registry
+ * initialize_memory_files: its identity and soul templates rendered with their init values), as
+ * `content/read` shows them.
+ */
+const SEEDED: Record<string, string> = {
+  "identity.md":
+    "# identity.md - Who Am I?\n\n_Fill this in during your first conversation. Make it yours._\n\n" +
+    "- **Name:** \n- **Creature:** AI assistant\n- **Vibe:** \n- **Emoji:** \n- **Avatar:** \n\n---\n\n" +
+    "The start of figuring out who you are.",
+  "soul.md": "# soul.md - Who You Are\n_You're not a chatbot. You're becoming someone._\n## Core Truths\n" +
+    "Be helpful, not performative. Have opinions. Be resourceful before asking. Earn trust through competence. " +
+    "You're a guest in their life \u2014 respect that.\n## Boundaries\nPrivate things stay private. Ask before " +
+    "acting externally. Don't send half-baked replies. Be careful in group chats.\n## Vibe\nBe the assistant " +
+    "you'd actually want to talk to. Concise when needed, thorough when it matters.\n## Continuity\nThese files " +
+    "are your memory. Read them. Update them. If you change this file, tell the user.",
+};
+
+/** Whether `uri` is a file the server seeded in a memories root and nothing has filled in yet (`text`: it whole). */
+export function isUnfilledTemplate(uri: string, text: string): boolean {
+  const [, name] = /\/memories\/([^/]+)$/.exec(uri) ?? [];
+  return name in SEEDED && text.trim() === SEEDED[name];
+}
+
 /** Best first (search), else newest first. */
 export function byRank(a: Listed, b: Listed): number {
   return (b.score ?? 0) - (a.score ?? 0) || b.modified - a.modified || (a.uri < b.uri ? -1 : 1);
@@ -114,6 +138,8 @@ export function byRank(a: Listed, b: Listed): number {
 export interface Listing {
   memories: Listed[];
   failures: { root: Root; failure: OvFailure }[];
+  /** The server's seeded files not filled in yet (a listing leaves them out of `memories`). */
+  templates?: string[];
 }
 
 /** Every memory of `roots` (a root the server has no folder for yet holds none), newest first. */
@@ -127,9 +153,16 @@ export async function listMemories(client: OpenVikingClient, roots: readonly Roo
     if (res.ok) out.memories.push(...memoriesOfTree(root, res.result));
     else if (!isNotFound(res)) out.failures.push({ root, failure: res });
   }));
-  const texts = await inEights(out.memories.map((m) => m.uri), (uri) => read(client, uri, 6));
+  const seeded = (uri: string) => uri.slice(uri.lastIndexOf("/") + 1) in SEEDED;
+  const texts = await inEights(
+    out.memories.map((m) => m.uri),
+    (uri) => read(client, uri, seeded(uri) ? undefined : 6),
+  );
   texts.forEach((t, i) => t.ok && t.result.trim() && (out.memories[i].text = t.result.trim()));
-  out.memories.sort(byRank);
+  out.templates = out.memories.filter((m, i) => texts[i].ok && isUnfilledTemplate(m.uri, m.text)).map((m) =>
+    m.uri
+  );
+  out.memories = out.memories.filter((m) => !out.templates?.includes(m.uri)).sort(byRank);
   return out;
 }
 

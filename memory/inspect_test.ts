@@ -4,6 +4,7 @@ import {
   changeIn,
   isMemoriesPack,
   isMemoryUri,
+  isUnfilledTemplate,
   type Listed,
   memoriesOfTree,
   runOf,
@@ -145,4 +146,37 @@ Deno.test("a pack of the user's memories is a zip whose every entry lies under m
     ].map(isMemoriesPack),
     [false, false, false, false, false, false, false, false],
   );
+});
+
+Deno.test("the server's unfilled templates (identity.md, soul.md as OpenViking seeds them) are no memories", () => {
+  const seeded = [
+    "# identity.md - Who Am I?",
+    "",
+    "_Fill this in during your first conversation. Make it yours._",
+    "",
+    "- **Name:** ",
+    "- **Creature:** AI assistant",
+    "- **Vibe:** ",
+    "- **Emoji:** ",
+    "- **Avatar:** ",
+    "",
+    "---",
+    "",
+    "The start of figuring out who you are.",
+  ].join("\n");
+  const root = "viking://user/default/memories";
+  assertEquals(isUnfilledTemplate(`${root}/identity.md`, seeded), true);
+  assertEquals(
+    isUnfilledTemplate(`${root}/identity.md`, seeded.replace("**Name:** ", "**Name:** Kimi")),
+    false,
+  );
+  assertEquals(isUnfilledTemplate(`${root}/events/identity.md`, seeded), false, "only the seeded file");
+  const soul = "# soul.md - Who You Are\n_You're not a chatbot. You're becoming someone._\n## Core Truths\n" +
+    "Be helpful, not performative. Have opinions. Be resourceful before asking. Earn trust through competence. " +
+    "You're a guest in their life \u2014 respect that.\n## Boundaries\nPrivate things stay private. Ask before " +
+    "acting externally. Don't send half-baked replies. Be careful in group chats.\n## Vibe\nBe the assistant " +
+    "you'd actually want to talk to. Concise when needed, thorough when it matters.\n## Continuity\nThese files " +
+    "are your memory. Read them. Update them. If you change this file, tell the user.";
+  assertEquals(isUnfilledTemplate(`${root}/soul.md`, `${soul}\n`), true);
+  assertEquals(isUnfilledTemplate(`${root}/soul.md`, soul.replace("Concise", "Terse")), false);
 });

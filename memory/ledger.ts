@@ -33,6 +33,10 @@ const Cause = z.catch(z.optional(CauseSchema), undefined);
 const Counts = { rejected: num, cause: Cause };
 const CommitTasks = z.array(z.object({ sessionId: z.string(), taskId: z.string() }));
 const Delivered = z.array(z.object({ sessionId: z.string(), messages: z.number() }));
+/** The server a run's writes went to, and whose (`account/user` as configured, `""`: the key's own). */
+const OriginSchema = z.object({ url: z.string(), who: z.string() });
+export type Origin = z.infer<typeof OriginSchema>;
+const OriginField = z.catch(z.optional(OriginSchema), undefined);
 
 /** What one prompt hook run did. */
 const PromptEntrySchema = z.object({
@@ -60,6 +64,7 @@ const CaptureEntrySchema = z.object({
   queued: num,
   commit: z.catch(z.string(), "none"),
   taskId: text,
+  origin: OriginField,
 });
 export type CaptureEntry = z.infer<typeof CaptureEntrySchema>;
 
@@ -73,6 +78,7 @@ const ReplayEntrySchema = z.object({
   deferred: num,
   commitTasks: z.catch(CommitTasks, []),
   delivered: z.catch(z.optional(Delivered), undefined),
+  origin: OriginField,
 });
 export type ReplayEntry = z.infer<typeof ReplayEntrySchema>;
 
@@ -87,6 +93,18 @@ export type LedgerEntry = z.infer<typeof LedgerEntrySchema>;
 export const REPLAY_FILE = "_replay";
 
 type LedgerLimits = Pick<Config, "ledgerMaxBytes" | "ledgerMaxAgeDays">;
+
+/** The origin of the writes made with `config`. */
+export function originOf(config: Pick<Config, "baseUrl" | "account" | "user">): Origin {
+  return {
+    url: config.baseUrl,
+    who: config.account || config.user ? `${config.account}/${config.user}` : "",
+  };
+}
+
+/** `entry` with the origin of its writes (a capture's or a replay's; a prompt writes nothing). */
+const stamped = (entry: LedgerEntry, config: Parameters<typeof originOf>[0]): LedgerEntry =>
+  entry.kind === "prompt" ? entry : { ...entry, origin: originOf(config) };
 
 /** The bytes one session's file may hold. */
 export function sessionBudget(limits: LedgerLimits): number {
@@ -255,13 +273,14 @@ export function ledgerEntryOf(
 /** Appends a replay's entry to the replay ledger unless it sent and met nothing; false when it could not. */
 export async function recordReplay(
   env: Env,
-  limits: LedgerLimits,
+  config: LedgerLimits & Parameters<typeof originOf>[0],
   report: unknown,
   startedAt: number,
 ): Promise<boolean> {
   const entry = replayEntryOf(report, { startedAt, now: Date.now() });
   const dir = orNoHome(() => ledgerDir(env));
-  return !entry || (dir !== undefined && await appendLedger(dir, REPLAY_FILE, entry, limits));
+  return !entry ||
+    (dir !== undefined && await appendLedger(dir, REPLAY_FILE, stamped(entry, config), config));
 }
 
 const HOUSEKEEPING_EVERY_MS = 86_400_000;
@@ -288,7 +307,7 @@ export async function recordRun(ctx: HookContext, result: HookResult, startedAt:
   const backlog = !result.data?.backlog ||
     await recordReplay(ctx.env, ctx.config, result.data.backlog, startedAt);
   const name = entry?.kind === "replay" ? REPLAY_FILE : ctx.hostSessionId && await safeId(ctx.hostSessionId);
-  const written = !entry || !name || await appendLedger(dir, name, entry, ctx.config);
+  const written = !entry || !name || await appendLedger(dir, name, stamped(entry, ctx.config), ctx.config);
   if (backlog && written) return;
   ctx.log.stage("ledger-unwritable", { dir });
   await ctx.log.flush();

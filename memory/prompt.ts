@@ -119,7 +119,7 @@ async function rememberInjected(
 }
 
 /** The line that says memory is paused. */
-function pausedLine(b: Breaker, env: Env): string {
+export function pausedLine(b: Breaker, env: Env): string {
   const status = `${commandName(env)} status`;
   return safe`openviking-kimi: memory paused — OpenViking at ${b.origin} did not answer; \`${status}\` says why\n`
     .text;

@@ -1,5 +1,6 @@
 /** SessionStart: ignores a repeat, resets a new session's injections, then (detached) replays, commits and refreshes. */
 
+import { causeOf } from "../openviking/advice.ts";
 import { probeIfDue } from "../openviking/breaker.ts";
 import { Budget } from "../openviking/client.ts";
 import { replayAll, replayOptions } from "../openviking/replay.ts";
@@ -28,7 +29,7 @@ async function replayQueues(ctx: HookContext): Promise<HookResult> {
   const temps = await houseKeeping(ctx);
   const here = { session: ctx.ovSessionId, peer: (await resolvePeer(ctx.cwd, ctx.config)).peerId };
   const alarm = await checkExtraction(clientFor(ctx), ctx.sharedStateDir, here, budget);
-  const cause = report.cause ? { kind: report.cause.kind, status: report.cause.status } : undefined;
+  const cause = report.cause ? causeOf(report.cause) : undefined;
   await refreshFromHook(ctx, true);
   return {
     outcome: "replayed",

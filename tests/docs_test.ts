@@ -176,11 +176,12 @@ Deno.test("README's status --json table names every field of StatusSchema, and n
 });
 
 Deno.test("README's recall --json shape names every field of RecallOutputSchema, and no field it lacks", () => {
-  const at = readme.indexOf("`--json`: `{query");
-  const para = readme.slice(at, readme.indexOf("\n\n", at));
+  const at = readme.search(/`--json`:\s+`\{query/);
+  const para = readme.slice(at, readme.indexOf("\n\n", at)).replace(/\n/g, " ");
   const main = /`(\{query[^`]*\})`/.exec(para)![1];
-  const failure = /`failure`\s+`(\{[^`]*\})`/.exec(para.replace(/\n/g, " "))?.[1] ?? "{}";
-  const documented = [...shapePaths(main, ""), ...shapePaths(failure, "failure")];
+  const part = (name: string) => /`(\{[^`]*\})`/.exec(para.slice(para.indexOf(`\`${name}\` `)))?.[1] ?? "{}";
+  const documented = [...shapePaths(main, ""), ...shapePaths(part("failure"), "failure")];
+  documented.push(...shapePaths(part("paused"), "paused"));
   const d = drift(schemaLeaves(RecallOutputSchema as unknown as SchemaNode), documented);
   assertEquals(d, { undocumented: [], unknown: [] });
 });

@@ -9,6 +9,8 @@ import { sandboxEnv } from "../support/hook-context.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { RecallOutputSchema } from "../../cli/recall.ts";
+import { sha256Hex } from "../../lib/hash.ts";
+import { originOf } from "../../openviking/config.ts";
 
 /** Every path under `dir` with its size and mtime: a snapshot that any write changes. */
 async function snapshot(dir: string): Promise<string[]> {
@@ -159,4 +161,31 @@ Deno.test("recall: memories in score order, and a folder's summary is no memory 
     text.stdout,
     /2 memories via context[^\n]*\n {2}0\.87 [^\n]*tabs\.md[^\n]*\n {2}0\.52 [^\n]*quotes\.md/,
   );
+});
+
+Deno.test("recall with memory paused (the breaker open): says so and why at once, as the hook would, asking nothing", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = sandboxEnv(dir.path, fake.url);
+  const state = `${dir.path}/.openviking/state`;
+  await Deno.mkdir(state, { recursive: true });
+  const at = Date.now() - 60_000;
+  const reason = `no answer from ${fake.url} within 6000 ms`;
+  const file = `${state}/kimicode-breaker-${(await sha256Hex(originOf(fake.url))).slice(0, 16)}.json`;
+  await Deno.writeTextFile(
+    file,
+    JSON.stringify({ origin: originOf(fake.url), since: at, at, reason, failures: 1 }),
+  );
+  const run = (json: boolean) =>
+    runCli(["recall", "how do I deploy?", "--cwd", dir.path, ...(json ? ["--json"] : [])], {
+      env,
+      clearEnv: true,
+    });
+  const out = RecallOutputSchema.parse(JSON.parse((await run(true)).stdout));
+  assertEquals(out.path, "paused");
+  assertMatch(out.stdout, /^openviking-kimi: memory paused — OpenViking at .* did not answer/);
+  const text = await run(false);
+  assertEquals(text.code, 1, "recall was not given");
+  assertMatch(text.stdout, new RegExp(`memory is paused since 1 min ago: ${reason}`));
+  assertEquals(fake.requests.filter((r) => !r.path.startsWith("/health")).length, 0, "nothing asked");
 });

@@ -5,9 +5,10 @@
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { placeJournal, sandboxEnv } from "../support/hook-context.ts";
+import { hookIn, placeJournal, sandboxEnv } from "../support/hook-context.ts";
+import { WORKER_ENV } from "../../kimi/detach.ts";
 import { JournalBuilder } from "../support/journal.ts";
-import { enqueueShared } from "../support/queue.ts";
+import { enqueueMessages, enqueueShared } from "../support/queue.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { STATUS_COLUMNS, StatusSchema } from "../../cli/status.ts";
@@ -318,7 +319,17 @@ Deno.test("status: the newest commits the task list leaves out are asked by id: 
   const lookups = fake.requests.filter((r) => r.path.startsWith("/api/v1/tasks/")).map((r) => r.path);
   assertEquals(lookups.sort(), [2, 3, 4].map((n) => `/api/v1/tasks/task-kc-${SESSION}-${n}`));
 
-  fake.tasks.clear(); // a day later: OpenViking keeps a finished task 24 h
+  fake.tasks.clear(); // the server does not know them: too fresh to have expired (another key's server?)
+  const unknown = { status: "not-found", memories: [] };
+  assertEquals(await tasks(), { notAsked: [], tasks: [undefined, unknown, unknown, unknown] });
+  const fresh = (await statusText(env, dir.path, ["--session", SESSION])).replace(/\s+/g, " ");
+  assertTrue(!fresh.includes("expired"), fresh);
+  assertEquals(fresh.match(/not known to this server \(made on another server or identity\?\)/g)?.length, 3);
+  // A day later: OpenViking keeps a finished task 24 h.
+  const file = `${dir.path}/.openviking/ledger/kimicode/${SESSION}.jsonl`;
+  const lines = (await Deno.readTextFile(file)).trim().split("\n").map((l) => JSON.parse(l));
+  const dayAgo = (e: { at: number }) => JSON.stringify({ ...e, at: e.at - 25 * 3600_000 });
+  await Deno.writeTextFile(file, `${lines.map(dayAgo).join("\n")}\n`);
   const expired = { status: "expired", memories: [] };
   assertEquals(await tasks(), { notAsked: [], tasks: [undefined, expired, expired, expired] });
   const text = await statusText(env, dir.path, ["--session", SESSION]);
@@ -431,4 +442,166 @@ Deno.test("status and doctor once the server is back: doctor names replay (or th
   const text = await statusText(env, dir.path);
   assertMatch(text, /captured 1 turn\(s\): 2 message\(s\) delivered, 0 queued/);
   assertTrue(!text.includes("last error"), text);
+});
+
+Deno.test("status: a failed queue replay is the error of the sessions whose writes still wait, of no other", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = statusEnv(dir.path, fake.url);
+  const ledger = `${dir.path}/.openviking/ledger/kimicode`;
+  const limits = { ledgerMaxBytes: 8 * 1024 * 1024, ledgerMaxAgeDays: 30 };
+  const now = Date.now();
+  const [fine, waits] = ["session_fine-0001", "session_waits-0002"];
+  const capture = {
+    kind: "capture",
+    ms: 50,
+    event: "stop",
+    turns: 1,
+    sent: 2,
+    queued: 0,
+    rejected: 0,
+  } as const;
+  assertTrue(await appendLedger(ledger, fine, { ...capture, at: now - 600_000, commit: "none" }, limits));
+  assertTrue(await appendLedger(ledger, waits, { ...capture, at: now - 900_000, commit: "none" }, limits));
+  await enqueueMessages(`${dir.path}/.openviking/pending`, `kc-${waits}`, [{ role: "user", content: "hi" }]);
+  // A session start's replay met a server that took the connection and hung (an older entry: no reason).
+  const hung = { kind: "unreachable", status: 0, message: "", code: "TIMEOUT" } as const;
+  const replay = { kind: "replay", ms: 3000, rejected: 0, replayed: 0, messages: 0, deferred: 0 } as const;
+  assertTrue(
+    await appendLedger(
+      ledger,
+      REPLAY_FILE,
+      { ...replay, at: now - 60_000, commitTasks: [], cause: hung },
+      limits,
+    ),
+  );
+  const st = await statusJson(env, dir.path);
+  const [f, w] = [fine, waits].map((id) => st.sessions.find((s) => s.kimiSessionId === id)!);
+  assertEquals([f.lastError, f.lastActivity], [undefined, now - 600_000], "nothing of it waited: untouched");
+  assertEquals(w.lastActivity, now - 900_000, "a failed replay is no activity of the session");
+  assertEquals([w.lastError?.at, w.lastError?.kind], [now - 60_000, "unreachable"]);
+  assertMatch(w.lastError!.message, /does not answer in time: no reason was recorded$/);
+  assertMatch(w.lastError!.fix, /check the server's log/);
+  const text = await statusText(env, dir.path);
+  assertEquals(text.match(/last error/g)?.length, 1, text);
+});
+
+Deno.test("status: a session start's replay that failed keeps why, its code and its reason, for the advice", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = statusEnv(dir.path, fake.url);
+  await enqueueMessages(`${dir.path}/.openviking/pending`, `kc-${SESSION}`, [{
+    role: "user",
+    content: "hi",
+  }]);
+  fake.fault({ route: "*", drop: true });
+  await runHook(env, dir.path, "session-start", "SessionStart", { source: "startup" });
+  const cause = (await replayLedger(dir.path))[0]?.cause;
+  assertEquals(cause?.kind, "unreachable");
+  assertTrue(cause?.code !== undefined && cause.message !== "", JSON.stringify(cause));
+  fake.clearFaults();
+  const queued = {
+    kind: "capture",
+    at: 1,
+    ms: 1,
+    event: "stop",
+    turns: 1,
+    sent: 0,
+    queued: 1,
+    rejected: 0,
+  } as const;
+  const limits = { ledgerMaxBytes: 1 << 20, ledgerMaxAgeDays: 30 };
+  assertTrue(
+    await appendLedger(
+      `${dir.path}/.openviking/ledger/kimicode`,
+      SESSION,
+      { ...queued, commit: "none" },
+      limits,
+    ),
+  );
+  const e = (await ours(env, dir.path)).lastError!;
+  assertMatch(e.message, new RegExp(`^OpenViking at ${fake.url} is not reachable: ${cause.message}`));
+});
+
+Deno.test("status against another server than the one that made a commit: says so, never `expired`", async () => {
+  await using dir = await tempDir();
+  await using made = await FakeOpenViking.start();
+  await using other = await FakeOpenViking.start();
+  await sessionTurns(statusEnv(dir.path, made.url), dir.path)("how should I indent TypeScript here?");
+  const env = statusEnv(dir.path, other.url); // as after `install --url` of another server
+  const [c] = (await ours(env, dir.path)).commits;
+  assertEquals([c.outcome, c.origin?.url, c.task], ["committed", made.url, undefined]);
+  assertEquals(other.requests.filter((r) => r.path.startsWith("/api/v1/tasks/")).length, 0, "not asked");
+  const text = await statusText(env, dir.path);
+  assertMatch(text.replace(/\s+/g, " "), new RegExp(`made on ${made.url}, not on this server: not asked`));
+  assertTrue(!text.includes("expired"), text);
+  // The same server under another user: another identity.
+  const carol = statusEnv(dir.path, made.url, { OPENVIKING_ACCOUNT: "acme", OPENVIKING_USER: "carol" });
+  assertMatch((await statusText(carol, dir.path)).replace(/\s+/g, " "), /made on .* as another identity/);
+});
+
+Deno.test("status under balanced: captures that wait for a commit, and when the idle watch commits them", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = statusEnv(dir.path, fake.url, {
+    OPENVIKING_COMMIT_POLICY: "balanced",
+    OPENVIKING_IDLE_COMMIT_SECONDS: "600",
+  });
+  await sessionTurns(env, dir.path)("how should I indent TypeScript here?");
+  assertEquals(fake.sessions.get(`kc-${SESSION}`)?.commits ?? 0, 0, "one short turn: no commit yet");
+  const state = await readState(`${dir.path}/.openviking/hook-state/kimicode/${SESSION}.json`);
+  const s = await ours(env, dir.path);
+  assertEquals(s.uncommitted, { messages: 2, dueAt: state.lastCaptureAt! + 600_000 });
+  const text = (await statusText(env, dir.path)).replace(/\s+/g, " ");
+  assertMatch(text, /2 message\(s\) wait for a commit: due in (9|10) min \(idle since the last capture\)/);
+
+  // The watch's commit is in the ledger as a capture of no turns: a commit, not a capture run.
+  const ledger = `${dir.path}/.openviking/ledger/kimicode`;
+  const idle = {
+    kind: "capture",
+    at: Date.now(),
+    ms: 9,
+    event: "idle",
+    turns: 0,
+    sent: 0,
+    queued: 0,
+  } as const;
+  const limits = { ledgerMaxBytes: 1 << 20, ledgerMaxAgeDays: 30 };
+  assertTrue(
+    await appendLedger(
+      ledger,
+      SESSION,
+      { ...idle, rejected: 0, commit: "committed", taskId: "task-idle" },
+      limits,
+    ),
+  );
+  const after = await ours(env, dir.path);
+  assertEquals([after.captures.runs, after.captures.turns, after.commits.map((c) => c.outcome)], [
+    1,
+    1,
+    ["committed"],
+  ]);
+  const done = await statusText(env, dir.path);
+  assertMatch(done, /commit \d+ s ago: committed \(task task-idl\)/);
+});
+
+Deno.test("status: the idle watch's commit, after `install --url` of another server, is said made on the first", async () => {
+  await using dir = await tempDir();
+  await using made = await FakeOpenViking.start();
+  const env = sandboxEnv(dir.path, made.url, {
+    OPENVIKING_COMMIT_POLICY: "balanced",
+    OPENVIKING_CAPTURE_WAIT_MS: "0",
+    OPENVIKING_IDLE_COMMIT_SECONDS: "1",
+  });
+  await placeJournal(
+    dir.path,
+    SESSION,
+    new JournalBuilder().simpleTurn("a short question", "done").toString(),
+  );
+  const stdin = JSON.stringify({ hook_event_name: "Stop", session_id: SESSION, cwd: dir.path });
+  await hookIn("stop", { env: { ...env, [WORKER_ENV]: "1" }, stdin }); // its watch commits once idle
+  assertEquals(made.sessions.get(`kc-${SESSION}`)?.commits, 1);
+  const other = statusEnv(dir.path, "http://127.0.0.1:9");
+  const [c] = (await ours(other, dir.path)).commits;
+  assertEquals([c.outcome, c.origin?.url], ["committed", made.url]);
 });
