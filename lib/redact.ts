@@ -59,7 +59,7 @@ const KEY_BLOCK: SpanRule = {
 
 /** Credentials known by a shape of their own, named after gitleaks' rules: the whole match is the secret. */
 const TOKEN_SHAPES: Readonly<Record<string, RegExp>> = {
-  "ai-api-key": /\b(?:sk-[\w-]{16,}|pplx-[A-Za-z0-9]{40,}|gsk_[A-Za-z0-9]{40,})/g,
+  "ai-api-key": /\b(?:sk-[\w-]{16,}|pplx-[A-Za-z0-9]{40,}|gsk_[A-Za-z0-9]{40,}|xai-[A-Za-z0-9]{32,})/g,
   "aws-access-token": /\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b/g,
   "aws-amazon-bedrock-api-key": /\bABSK[A-Za-z0-9+/]{100,}/g,
   "gcp-api-key": /\bAIza[\w-]{30,}/g,
@@ -292,6 +292,11 @@ const MYSQL_PASSWORD_OPTION = orAfterEscape(
   /\b((?:mysql|mariadb|mysqldump|mysqladmin|mariadb-dump)\b[^\r\n|;&]{0,200}?[ \t]-p)('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\]+)/g,
 );
 
+/** The password of `sshpass -p` and of a registry login's `-p`/`--password` (`docker login -u me -p …`). */
+const LOGIN_PASSWORD_OPTION = orAfterEscape(
+  /\b((?:sshpass|(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]+registry)[ \t]+login)\b[^\r\n|;&]{0,200}?[ \t](?:-p|--password)(?:[ \t]+|=))('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\]+)/g,
+);
+
 /** Unicode format characters between printable ASCII characters (emoji and script joiners stay). */
 const INVISIBLE_IN_ASCII = /(?<=[!-~])\p{Cf}+(?=[!-~])/gu;
 
@@ -321,6 +326,8 @@ export const CREDENTIAL_RULES: Readonly<Record<string, (text: string) => string>
     }),
   "mysql-password-option": (text) =>
     text.replace(MYSQL_PASSWORD_OPTION, (m, head, value) => secretValue(value, true) ? head + REDACTED : m),
+  "login-password-option": (text) =>
+    text.replace(LOGIN_PASSWORD_OPTION, (m, head, value) => secretValue(value, true) ? head + REDACTED : m),
   assignment: redactAssignments,
 };
 

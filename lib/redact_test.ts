@@ -192,6 +192,8 @@ Deno.test("redact: every rule is linear — 1 MB of its worst case in well under
     "mysql commands, chained": mb("mysql "),
     "a mysql command and a line that never has -p": "mysql" + mb(" -"),
     "mysql -p with an open quote": mb("mysql -p'"),
+    "docker logins, chained": mb("docker login "),
+    "sshpass and a line that never has -p": "sshpass" + mb(" -"),
     "invisible characters between letters": mb("a\u200b"),
     "invisible characters alone": mb("\u200b"),
   };
@@ -239,6 +241,8 @@ Deno.test("redact: a password a sentence gives without quotes, and mysql's -p<pa
     "the token limit is 4096; each token is about four characters",
     "mysql -u root -p db",
     "mysql -p$MYSQL_PWD db",
+    "docker run -p 8080:80 nginx",
+    "docker login -u me -p $REGISTRY_PASSWORD",
     "pg_dump -p 5432 db and grep -pattern",
   ];
   for (const t of prose) assertEquals(redact(t), t);

@@ -248,6 +248,9 @@ export const CREDENTIALS: readonly Credential[] = [
   sample("secret-in-prose-unquoted", "my password is {} now", "hunt", "er2"),
   sample("secret-in-prose-unquoted", "unlock it with passphrase {} please", "Tr0ub4", "dor&3"),
   sample("mysql-password-option", "mysql -u root -p{} db", "MyS3cr", "etPw"),
+  sample("login-password-option", "docker login -u me -p {} registry.example.com", "Dk3r", "Pw55x"),
+  sample("login-password-option", "sshpass -p '{}' ssh deploy@web1", "ss4h", "Pa55"),
+  sample("ai-api-key", "XAI_KEY is {}", "xai-", "4Fk9sQ2LmZp8Rt6Wv3Yx1Bc7Nd0Hj5Gq"),
   sample("invisible-characters", "the key id {} is active", "AKIA\u200b", "IOSFODNN7EXAMPLE"),
   sample("invisible-characters", "push with {} please", "ghp_ZX7DfL3Fuo\u2060", "XmsC4vynNdwifV0xbWhEpIjsXU"),
 ];
