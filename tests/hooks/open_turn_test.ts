@@ -11,28 +11,38 @@ import { tempDir } from "../support/temp.ts";
 
 const SESSION = "session_7c0a1f5e-2b1d-4c3e-8f00-0000000000d4";
 
-Deno.test("an answer line half-written at an interrupt is captured once finished, before the next turn", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
+/** A home on the fake, a runner of one hook event, the session's messages and a writer of its journal. */
+async function sandbox() {
+  const dir = await tempDir();
+  const fake = await FakeOpenViking.start();
   const env = sandboxEnv(dir.path, fake.url, { OPENVIKING_CAPTURE_WAIT_MS: "0" });
-  const hook = async (event: string, name: string) => {
-    const stdin = JSON.stringify({ hook_event_name: name, session_id: SESSION, cwd: "/home/user/proj" });
-    assertEquals((await hookIn(event, { env, stdin })).stdout, "");
+  return {
+    hook: async (event: string, name: string) => {
+      const stdin = JSON.stringify({ hook_event_name: name, session_id: SESSION, cwd: "/home/user/proj" });
+      assertEquals((await hookIn(event, { env, stdin })).stdout, "");
+    },
+    said: () => fake.messages(`kc-${SESSION}`).map((m) => `${m.role}: ${m.content}`),
+    journal: (text: string) => placeJournal(dir.path, SESSION, text),
+    [Symbol.asyncDispose]: async () => {
+      await fake[Symbol.asyncDispose]();
+      await dir[Symbol.asyncDispose]();
+    },
   };
+}
+
+Deno.test("an answer line half-written at an interrupt is captured once finished, before the next turn", async () => {
+  await using s = await sandbox();
   const j = new JournalBuilder().prompt("why does the build fail?").stepBegin()
     .text("the lockfile pins an old compiler");
   const whole = j.toString();
-  await placeJournal(dir.path, SESSION, whole.slice(0, whole.length - 12)); // its last line half-written
-  await hook("interrupt", "Interrupt");
-  const said = () => fake.messages(`kc-${SESSION}`).map((m) => `${m.role}: ${m.content}`);
-  assertEquals(said(), ["user: why does the build fail?"]);
-  await placeJournal(
-    dir.path,
-    SESSION,
+  await s.journal(whole.slice(0, whole.length - 12)); // its last line half-written
+  await s.hook("interrupt", "Interrupt");
+  assertEquals(s.said(), ["user: why does the build fail?"]);
+  await s.journal(
     j.ended("cancelled").simpleTurn("then update it", "updated it to the current compiler").toString(),
   );
-  await hook("stop", "Stop");
-  assertEquals(said(), [
+  await s.hook("stop", "Stop");
+  assertEquals(s.said(), [
     "user: why does the build fail?",
     "assistant: the lockfile pins an old compiler",
     "user: then update it",
@@ -41,28 +51,19 @@ Deno.test("an answer line half-written at an interrupt is captured once finished
 });
 
 Deno.test("an answer still growing at an interrupt: what it gained afterwards is sent, what was sent is not again", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  const env = sandboxEnv(dir.path, fake.url, { OPENVIKING_CAPTURE_WAIT_MS: "0" });
-  const hook = async (event: string, name: string) => {
-    const stdin = JSON.stringify({ hook_event_name: name, session_id: SESSION, cwd: "/home/user/proj" });
-    assertEquals((await hookIn(event, { env, stdin })).stdout, "");
-  };
+  await using s = await sandbox();
   const j = new JournalBuilder().prompt("why does the build fail?").stepBegin()
     .text("step one: the lockfile pins an old compiler.").stepEnd("tool_use").stepBegin()
     .text("step two: the cache keeps the old binary.");
   const whole = j.toString();
-  await placeJournal(dir.path, SESSION, whole.slice(0, whole.length - 12)); // step two half-written
-  await hook("interrupt", "Interrupt");
-  const said = () => fake.messages(`kc-${SESSION}`).map((m) => `${m.role}: ${m.content}`);
-  assertEquals(said().length, 2, "the prompt and step one");
-  await placeJournal(
-    dir.path,
-    SESSION,
+  await s.journal(whole.slice(0, whole.length - 12)); // step two half-written
+  await s.hook("interrupt", "Interrupt");
+  assertEquals(s.said().length, 2, "the prompt and step one");
+  await s.journal(
     j.ended("cancelled").simpleTurn("then fix both", "fixed both of them").toString(),
   );
-  await hook("stop", "Stop");
-  const all = said();
+  await s.hook("stop", "Stop");
+  const all = s.said();
   assertEquals(all[0], "user: why does the build fail?");
   assertEquals(
     all.slice(1, 3).map((m) => m.replace(/\s+/g, " ")).join(" ").includes("step two: the cache"),
