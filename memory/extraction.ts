@@ -95,9 +95,11 @@ const madeFile = (dir: string) => joinPath(dir, "kimicode-made.json");
 const MADE_KEPT = 1000;
 const DIFFS_PER_RUN = 10;
 
+/** The file's records, keyed by peer and session names of any spelling (`constructor`, `__proto__`: no prototype). */
 async function readMade(dir: string): Promise<Made> {
   const m = MadeSchema.safeParse(dir ? await readJson(madeFile(dir)) : undefined);
-  return m.success ? m.data : { sessions: {}, read: [], made: {} };
+  const bare = <T>(r: Record<string, T> = {}): Record<string, T> => Object.assign(Object.create(null), r);
+  return { sessions: bare(m.data?.sessions), read: m.data?.read ?? [], made: bare(m.data?.made) };
 }
 
 /** The memories the commits of workspace `peer`'s sessions made (none without a peer or a home). */

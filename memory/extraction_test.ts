@@ -95,3 +95,24 @@ Deno.test("what each workspace's commits made: its sessions' diffs, read once; a
   assertEquals(await run(ok(diffText)), 0, "read once");
   assertEquals([...await madeIn(dir.path, "p-b")], [], "another workspace made nothing");
 });
+
+Deno.test("a workspace or session named like an object's members (constructor, toString, __proto__) breaks nothing", async () => {
+  await using dir = await tempDir();
+  const diff = "viking://user/default/sessions/kc-a/history/archive_001/memory_diff.json";
+  const uri = "viking://user/default/memories/events/a.md";
+  const diffText = JSON.stringify({ operations: { adds: [{ uri }], updates: [] } });
+  for (const peer of ["constructor", "toString", "__proto__"]) {
+    const commit = {
+      ...made(),
+      resource_id: `kc-${peer}`,
+      task_id: `t-${peer}`,
+      result: { memory_diff_uri: diff },
+    };
+    const { client } = scriptedClient((c) => c.path === "/api/v1/tasks" ? ok([commit]) : ok(diffText));
+    await checkExtraction(client, dir.path, { session: "constructor", peer });
+    await checkExtraction(client, dir.path, { session: `kc-${peer}`, peer });
+    // `__proto__` is dropped by the record's parser: no memory kept for it, and no crash.
+    assertEquals([...await madeIn(dir.path, peer)], peer === "__proto__" ? [] : [uri], peer);
+  }
+  assertEquals([...await madeIn(dir.path, "hasOwnProperty")], []);
+});

@@ -862,7 +862,7 @@ Deno.test({
       assertEquals(shown.code, 0, shown.stderr);
       assertStringIncludes(shown.stdout, "I prefer tabs over spaces in Go code.");
       assertStringIncludes(shown.stdout, "- added by commit archive_001 of Kimi session session_r");
-      assertStringIncludes(shown.stdout, "turns: t4");
+      assertStringIncludes(shown.stdout, "turn id t4 (as `turns` lists it)");
       assertStringIncludes(shown.stdout, `task ${commit.task_id}: our Stop capture`);
 
       const file = `${dir.path}/memories.ovpack`;
