@@ -18,11 +18,13 @@ async function openLockFile(path: string): Promise<Deno.FsFile> {
   try {
     return open();
   } catch (error) {
-    if (isNotFound(error)) await ensurePrivateDir(dirName(path));
+    const info = await Deno.lstat(path).catch(() => undefined);
+    // A link at the lock's place (dangling, or to a directory) is no lock of ours: it goes, not what it names.
+    if (info?.isSymlink) await Deno.remove(path);
+    else if (isNotFound(error)) await ensurePrivateDir(dirName(path));
     // An older version's lock was a directory: its holders check it before every write, so it may go.
-    else if (await Deno.lstat(path).then((i) => i.isDirectory, () => false)) {
-      await Deno.remove(path, { recursive: true });
-    } else throw error;
+    else if (info?.isDirectory) await Deno.remove(path, { recursive: true });
+    else throw error;
     return open();
   }
 }
