@@ -310,7 +310,8 @@ try {
     new JournalBuilder().simpleTurn("remember I like tabs", "Noted, tabs.").toString(),
   );
   const stop = () => JSON.stringify({ session_id: stopSid, cwd: home, stop_hook_active: false });
-  const stopEnv = { ...baseEnv, OPENVIKING_CAPTURE_WAIT_MS: "0" };
+  // The workers' idle watch (the default policy) ends a second after the last one: the bench waits for none.
+  const stopEnv = { ...baseEnv, OPENVIKING_CAPTURE_WAIT_MS: "0", OPENVIKING_IDLE_COMMIT_SECONDS: "1" };
   const checkout = (event: string) => [...cli, "hook", event];
   [
     results.bare,
@@ -412,7 +413,13 @@ try {
     const sid = `session_capture_${mb}mb`;
     const { text, turns } = journalOfSize(mb * 1024 * 1024);
     const path = await placeJournal(home, sid, text);
-    const workerEnv = { ...baseEnv, OPENVIKING_KIMI_HOOK_WORKER: "1", OPENVIKING_CAPTURE_WAIT_MS: "0" };
+    // The capture's own cost, as before the policy's default changed (a commit each run, no idle watch).
+    const workerEnv = {
+      ...baseEnv,
+      OPENVIKING_KIMI_HOOK_WORKER: "1",
+      OPENVIKING_CAPTURE_WAIT_MS: "0",
+      OPENVIKING_COMMIT_POLICY: "every-turn",
+    };
     const payload = JSON.stringify({ session_id: sid, cwd: home });
     await timed(deno, [...cli, "hook", "stop"], payload, workerEnv); // first capture takes the whole journal
     let next = turns;
