@@ -38,7 +38,7 @@ import {
 } from "../kimi/journal/plan.ts";
 import { cursorAt, type JournalRead, readJournal } from "../kimi/journal/read.ts";
 import { scanTurns, turnLineFilter, type TurnScan } from "../kimi/journal/turns.ts";
-import { spawnReplay } from "../kimi/detach.ts";
+import { spawnReplay, spawnWorker } from "../kimi/detach.ts";
 import { clientFor, type HookContext, type HookResult, sessionDestination } from "./context.ts";
 import type { FallbackPrompt } from "./prompt-fallback.ts";
 import { refreshFromHook } from "./system-prompt.ts";
@@ -65,8 +65,9 @@ export function captureMode(
   event: HookEvent,
   config: { captureWaitMs: number; interruptBudgetMs: number },
   startedAt: number,
+  worker = false,
 ): CaptureMode {
-  if (event === "interrupt") {
+  if (event === "interrupt" && !worker) {
     const total = config.interruptBudgetMs;
     const waitMs = Math.min(config.captureWaitMs, Math.floor(total * 0.4));
     const budget = new Budget(total - (Date.now() - startedAt));
@@ -76,7 +77,7 @@ export function captureMode(
   const base = { lockWaitMs: WORKER_LOCK_WAIT_MS, budget, budgetAtLockMs: WORKER_BUDGET_MS };
   if (event === "stop") return { ...base, waitMs: config.captureWaitMs, force: false };
   if (event === "pre-compact") return { ...base, waitMs: 0, force: false };
-  // SessionEnd, and StopFailure (a legacy failed turn never closes).
+  // SessionEnd, StopFailure (a legacy failed turn never closes), and an interrupt's worker.
   return { ...base, waitMs: Math.min(config.captureWaitMs, 3000), force: true };
 }
 
@@ -526,7 +527,7 @@ export async function captureHook(ctx: HookContext): Promise<HookResult> {
     await updateState(ctx.promptPaths, reopen, { waitMs: 1000 });
   }
   if (!ctx.config.autoCapture) return { outcome: "capture-off" };
-  const result = await captureSession(ctx, captureMode(ctx.event, ctx.config, ctx.startedAt));
+  const result = await captureSession(ctx, captureMode(ctx.event, ctx.config, ctx.startedAt, ctx.isWorker));
   if (Number(result.data?.sent) > 0 || result.data?.commit === "committed") {
     await noteAnswered(ctx.sharedStateDir, ctx.config.baseUrl, ctx.startedAt);
   }
@@ -535,6 +536,14 @@ export async function captureHook(ctx: HookContext): Promise<HookResult> {
   const queued = Number(result.data?.queued) > 0 || result.data?.commit === "queued";
   if (ctx.event === "interrupt" && !ctx.isWorker && ctx.config.writePathAsync && queued) {
     if (await spawnReplay()) result.data = { ...result.data, replay: "detached" };
+  }
+  // An interrupt that could not have the session lock in its budget (another run held it): a detached
+  // worker waits for it and captures the turn — after a SIGINT in print mode no later hook comes.
+  if (
+    ctx.event === "interrupt" && !ctx.isWorker && ctx.config.writePathAsync &&
+    result.outcome === "lock-timeout"
+  ) {
+    if (await spawnWorker("interrupt", ctx.raw)) result.data = { ...result.data, worker: "detached" };
   }
   // A Stop that left captures uncommitted: the detached worker watches the home's idle sessions.
   if (ctx.isWorker && ctx.event === "stop" && ctx.config.commitPolicy !== "every-turn") {

@@ -8,6 +8,8 @@ import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { hookIn, placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { tempDir } from "../support/temp.ts";
+import { runCli } from "../support/run.ts";
+import { withLock } from "../../lib/lock.ts";
 
 const SESSION = "session_7c0a1f5e-2b1d-4c3e-8f00-0000000000d4";
 
@@ -71,4 +73,29 @@ Deno.test("an answer still growing at an interrupt: what it gained afterwards is
   );
   assertEquals(all.filter((m) => m.includes("step one")).length, 1, "step one once");
   assertEquals(all.slice(-2), ["user: then fix both", "assistant: fixed both of them"]);
+});
+
+Deno.test("an interrupt that cannot have the session lock in its budget leaves a worker that captures the turn", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = sandboxEnv(dir.path, fake.url, { OPENVIKING_CAPTURE_WAIT_MS: "0" });
+  const j = new JournalBuilder().prompt("deploy it now").stepBegin().text("deploying to staging first");
+  await placeJournal(dir.path, SESSION, j.toString());
+  const stdin = JSON.stringify({ hook_event_name: "Interrupt", session_id: SESSION, cwd: "/home/user/proj" });
+  const lock = `${dir.path}/.openviking/hook-state/kimicode/${SESSION}.json.lock`;
+  await Deno.mkdir(`${dir.path}/.openviking/hook-state/kimicode`, { recursive: true });
+  // Another run (the idle watch's commit, a slow Stop worker) holds the session while Kimi is interrupted.
+  await withLock(lock, async () => {
+    const run = await runCli(["hook", "interrupt"], { env, stdin });
+    assertEquals([run.code, run.stdout], [0, ""]);
+    assertEquals(fake.messages(`kc-${SESSION}`).length, 0);
+  }, { waitMs: 0 });
+  const end = Date.now() + 30_000;
+  while (fake.messages(`kc-${SESSION}`).length < 2 && Date.now() < end) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assertEquals(fake.messages(`kc-${SESSION}`).map((m) => m.content), [
+    "deploy it now",
+    "deploying to staging first",
+  ]);
 });
