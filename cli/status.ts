@@ -525,7 +525,7 @@ async function localSessions(
     placeQueued(s, s.queue.commits, []);
     const state = stateDir && await readState((await statePaths(stateDir, name)).file).catch(() => undefined);
     // Due when the watch of the session's own server and identity commits it, whichever is configured now.
-    const due = state && dueAt(state, config.idleCommitSeconds * 1000, state.destination ?? "");
+    const due = state && dueAt(state, config.idleCommitSeconds * 1000, undefined);
     if (state && due) s.uncommitted = { messages: state.capturedSinceCommit, dueAt: due };
     if (failed?.kind === "replay" && failed.cause && s.queue.entries && failed.at > (s.lastError?.at ?? 0)) {
       s.lastError = errorOf(failed.at, failed.cause, failed.origin?.url ?? config.baseUrl);

@@ -41,15 +41,17 @@ interface Waiting {
 
 /**
  * When `s`'s uncommitted captures are due (pure): idle `idleMs` after its last capture; now when that is ahead
- * of the clock (set back: the idle time is unknown). Never for a session whose captures went to another `destination` (server, identity).
+ * of the clock (set back: the idle time is unknown). With a `destination`, never for a session whose captures
+ * went elsewhere (another server, identity or key); `undefined`: wherever they went (what `status` shows).
  */
 export function dueAt(
   s: SessionState,
   idleMs: number,
-  destination: string,
+  destination: string | undefined,
   now = Date.now(),
 ): number | undefined {
-  if (s.capturedSinceCommit <= 0 || !s.ovSession || s.destination !== destination) return undefined;
+  if (s.capturedSinceCommit <= 0 || !s.ovSession) return undefined;
+  if (destination !== undefined && s.destination !== destination) return undefined;
   const last = s.lastCaptureAt ?? now;
   return last > now ? now : last + idleMs;
 }
