@@ -16,6 +16,7 @@ import {
   ledgerFiles,
   type Origin,
   originOf,
+  OriginSchema,
   readLedger,
   REPLAY_FILE,
 } from "../memory/ledger.ts";
@@ -44,7 +45,7 @@ const CommitStatusSchema = z.object({
   taskId: z.optional(z.string()),
   waiting: z.optional(z.boolean()),
   replayedAt: z.optional(z.number()),
-  origin: z.optional(z.object({ url: z.string(), who: z.string() })),
+  origin: z.optional(OriginSchema),
   task: z.optional(z.object({
     status: z.string(),
     error: z.optional(z.string()),

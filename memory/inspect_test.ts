@@ -15,30 +15,20 @@ import type { LedgerEntry } from "./ledger.ts";
 
 const user = { scope: "user", uri: "viking://~/memories" } as const;
 
-Deno.test("a memory is a .md file of a memory space, never a folder or its summary", () => {
-  assertEquals(
-    [
-      "viking://user/u/memories/preferences/default/tabs.md",
-      "viking://user/u/peers/-p/memories/events/e.md",
-      "viking://user/u/memories/profile.md",
-      "viking://user/u/memories/preferences",
-      "viking://user/u/memories/.overview.md",
-      "viking://user/u/memories/events/.abstract.md",
-      "viking://resources/notes.md",
-      "viking://user/u/memories/a b.md",
-    ].map((u) => isMemoryUri(u)),
-    [true, true, true, false, false, false, false, false],
-  );
-});
-
-Deno.test("forget's memory: under the user's memories root or this project's peer's, no dot segment in any encoding", () => {
+Deno.test("a memory is a .md file under the user's memories root or this project's peer's, no dot segment in any encoding", () => {
   const ok = [
-    "viking://user/u/memories/events/e.md",
+    "viking://user/u/memories/preferences/default/tabs.md",
+    "viking://user/u/memories/profile.md",
     "viking://~/memories/profile.md",
     "viking://user/u/peers/-p/memories/events/e.md",
     "viking://~/peers/-p/memories/e.md",
   ];
   const refused = [
+    "viking://user/u/memories/preferences",
+    "viking://user/u/memories/.overview.md",
+    "viking://user/u/memories/events/.abstract.md",
+    "viking://resources/notes.md",
+    "viking://user/u/memories/a b.md",
     "viking://resources/memories/notes.md",
     "viking://user/u/skills/memories/s.md",
     "viking://user/u/peers/-other/memories/e.md",
@@ -50,8 +40,15 @@ Deno.test("forget's memory: under the user's memories root or this project's pee
     "viking://user/../memories/x.md",
     "viking://~/memories/%zz.md",
   ];
-  assertEquals(ok.map((u) => isMemoryUri(u, "-p")), ok.map(() => true));
-  assertEquals(refused.map((u) => isMemoryUri(u, "-p")), refused.map(() => false));
+  assertEquals(
+    [...ok, ...refused].map((u) => isMemoryUri(u, "-p")),
+    [...ok, ...refused].map((u) => ok.includes(u)),
+  );
+  assertEquals(
+    isMemoryUri("viking://user/u/peers/-other/memories/e.md"),
+    true,
+    "any peer when none is named",
+  );
   assertEquals(isMemoryUri("viking://user/u/peers/-p/memories/e.md", ""), false, "no peer: no project root");
 });
 
@@ -171,12 +168,4 @@ Deno.test("the server's unfilled templates (identity.md, soul.md as OpenViking s
     false,
   );
   assertEquals(isUnfilledTemplate(`${root}/events/identity.md`, seeded), false, "only the seeded file");
-  const soul = "# soul.md - Who You Are\n_You're not a chatbot. You're becoming someone._\n## Core Truths\n" +
-    "Be helpful, not performative. Have opinions. Be resourceful before asking. Earn trust through competence. " +
-    "You're a guest in their life \u2014 respect that.\n## Boundaries\nPrivate things stay private. Ask before " +
-    "acting externally. Don't send half-baked replies. Be careful in group chats.\n## Vibe\nBe the assistant " +
-    "you'd actually want to talk to. Concise when needed, thorough when it matters.\n## Continuity\nThese files " +
-    "are your memory. Read them. Update them. If you change this file, tell the user.";
-  assertEquals(isUnfilledTemplate(`${root}/soul.md`, `${soul}\n`), true);
-  assertEquals(isUnfilledTemplate(`${root}/soul.md`, soul.replace("Concise", "Terse")), false);
 });

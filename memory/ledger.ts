@@ -24,17 +24,17 @@ const MAX_LISTED = 20;
 const SESSION_SHARE = 1 / 32;
 const MIN_SESSION_BYTES = 64 * 1024;
 
-const Memory = z.object({ uri: z.string(), score: z.optional(z.number()), chars: z.number() });
 const Run = { at: z.number(), ms: z.number() };
 /** Lenient fields: what a handler's report leaves out (or a line holds of another shape) reads as empty. */
 const num = z.catch(z.number(), 0);
+const Memory = z.object({ uri: z.string(), score: z.optional(z.number()), chars: num });
 const text = z.catch(z.optional(z.string()), undefined);
 const Cause = z.catch(z.optional(CauseSchema), undefined);
 const Counts = { rejected: num, cause: Cause };
 const CommitTasks = z.array(z.object({ sessionId: z.string(), taskId: z.string() }));
 const Delivered = z.array(z.object({ sessionId: z.string(), messages: z.number() }));
 /** The server a run's writes went to, and whose (`account/user` as configured, `""`: the key's own). */
-const OriginSchema = z.object({ url: z.string(), who: z.string() });
+export const OriginSchema = z.object({ url: z.string(), who: z.string() });
 export type Origin = z.infer<typeof OriginSchema>;
 const OriginField = z.catch(z.optional(OriginSchema), undefined);
 
@@ -203,10 +203,7 @@ export async function pruneLedger(dir: string, limits: LedgerLimits, now = Date.
 /** The handlers' reports (fields left out read as empty). */
 const PromptData = z.object({
   recall: z.catch(z.string(), "skipped"),
-  injected: z.catch(
-    z.array(z.object({ uri: z.string(), score: z.optional(z.number()), chars: z.catch(z.number(), 0) })),
-    [],
-  ),
+  injected: z.catch(z.array(Memory), []),
   suppressed: z.catch(z.array(z.string()), []),
   profile: text,
   printedChars: z.optional(z.number()),
