@@ -69,17 +69,22 @@ Deno.test("the listing: one column rule — the text starts two spaces after the
   assertEquals([found[3], found[5]], ["  0.68  The billing service", "  0.50  Shipped 1.0"]);
 });
 
-Deno.test("the listing says when there are no project memories and which roots it could not read", () => {
+Deno.test("the listing says when there are no project memories, names the unfilled templates apart, and the roots it could not read", () => {
   const lines = renderListing({
     roots: [roots[0]],
-    memories: [],
+    memories: [memory("memories/events/e.md", "events", 2, "Shipped 1.0")],
+    templates: ["viking://user/u/memories/identity.md", "viking://user/u/memories/soul.md"],
     failures: [{
       root: roots[0],
       failure: { ok: false, status: 500, kind: "server", error: { message: "boom" } },
     }],
   }, NOW);
-  assertEquals(lines, [
-    "0 memories: yours (no project memories here)",
+  assertEquals(lines[0], "1 memory: yours (no project memories here)");
+  assertEquals(lines.slice(-6), [
+    "",
+    "templates of the server, not filled in (left out):",
+    "      viking://user/u/memories/identity.md",
+    "      viking://user/u/memories/soul.md",
     "",
     "could not read viking://~/memories: boom",
   ]);
@@ -161,20 +166,4 @@ Deno.test("memories' advice: no capture-queue words; a 403 that is no key refusa
   );
   assertStringIncludes(packs.summary, "Development mode does not support");
   assertStringIncludes(packs.fix, 'server.auth_mode = "api_key"');
-});
-
-Deno.test("the listing counts no unfilled server template as a memory and names them apart", () => {
-  const lines = renderListing({
-    roots: [roots[0]],
-    failures: [],
-    memories: [memory("memories/events/e.md", "events", 2, "Shipped 1.0")],
-    templates: ["viking://user/u/memories/identity.md", "viking://user/u/memories/soul.md"],
-  }, NOW);
-  assertEquals(lines[0], "1 memory: yours (no project memories here)");
-  assertEquals(lines.slice(-4), [
-    "",
-    "templates of the server, not filled in (left out):",
-    "      viking://user/u/memories/identity.md",
-    "      viking://user/u/memories/soul.md",
-  ]);
 });

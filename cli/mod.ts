@@ -28,22 +28,10 @@ type Config<F extends Flags> = { args: string[]; options: F; strict: true; allow
 type Values<F extends Flags> = ReturnType<typeof parseArgs<Config<F>>>["values"];
 
 /** What argv means for one command: help, a usage error, or the handler to run. */
-export type Parsed =
+type Parsed =
   | { kind: "help" }
   | { kind: "error"; message: string }
   | { kind: "run"; values: Record<string, unknown>; positionals: string[]; run: () => Promise<number> };
-
-/**
- * A command of the table: `args` its positionals (`<name>` required, `[<name>]` optional) with their help;
- * `usageExit` the exit of a usage error (2, but `hook`'s 0: Kimi reads a hook's exit 2 as "block").
- */
-export interface Command {
-  readonly summary: string;
-  readonly args: Readonly<Record<string, string>>;
-  readonly flags: Flags;
-  readonly usageExit: number;
-  parse(argv: string[]): Parsed;
-}
 
 const HELP: Flag = { type: "boolean", short: "h", help: "show this help" };
 
@@ -54,14 +42,18 @@ function form(name: string, flag: Flag): string {
     : `--${name} ${flag.value ?? flag.choices?.join("|") ?? "VALUE"}`;
 }
 
-/** Declares a command; `run` gets the values `parseArgs` types from these very flags, and the positionals. */
+/**
+ * Declares a command: `args` its positionals (`<name>` required, `[<name>]` optional) with their help;
+ * `usageExit` the exit of a usage error (2, but `hook`'s 0: Kimi reads a hook's exit 2 as "block"); `run` gets
+ * the values `parseArgs` types from these very flags, and the positionals.
+ */
 function command<const F extends Flags = Record<never, Flag>>(spec: {
   summary: string;
   args?: Readonly<Record<string, string>>;
   flags?: F;
   usageExit?: number;
   run: (values: Values<F>, positionals: string[]) => Promise<number>;
-}): Command {
+}) {
   const args = spec.args ?? {};
   const names = Object.keys(args);
   const own: Flags = spec.flags ?? {};
@@ -118,7 +110,7 @@ const modes = ["config", "plugin"] as const;
 const mode = (value: string | undefined) => modes.find((m) => m === value);
 
 /** The command table, in the order the top-level help lists it. */
-export const COMMANDS: Readonly<Record<string, Command>> = {
+export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
   hook: command({
     summary: `Runs one Kimi Code hook, <event> being ${HOOKS.map((h) => h.cli).join(", ")}; reads the hook ` +
       "JSON on stdin, always exits 0.",

@@ -28,6 +28,7 @@ import { scrub } from "../lib/scrub.ts";
 import { readState, statePaths } from "../memory/state.ts";
 import { dueAt } from "../memory/idle-commit.ts";
 import { VERSION } from "../lib/version.ts";
+import { textColumns } from "../lib/columns.ts";
 import { commandName, workspaceDir } from "../lib/self.ts";
 import { SESSION_PREFIX } from "../memory/context.ts";
 import { type Alarm, alarmWords, askAlarm, memoriesOf } from "../memory/extraction.ts";
@@ -231,14 +232,13 @@ export const STATUS_COLUMNS = 80;
  * is never broken, and the line's indent and list marker (`+ `, `- `) stay with its first word.
  */
 export function wrap(line: string, indent: string, width = STATUS_COLUMNS): string[] {
-  const cols = (t: string) => [...t].length;
-  if (cols(line) <= width) return [line];
+  if (textColumns(line) <= width) return [line];
   const lead = /^ *(?:[+-] )?/.exec(line)![0];
   const [first, ...words] = line.slice(lead.length).split(/(?<= )(?=[^ ])/);
   const out: string[] = [];
   let current = `${lead}${first}`;
   for (const word of words) {
-    if (cols(current) + cols(word.trimEnd()) <= width) current += word;
+    if (textColumns(current) + textColumns(word.trimEnd()) <= width) current += word;
     else {
       out.push(current.trimEnd());
       current = `${indent}${word}`;
