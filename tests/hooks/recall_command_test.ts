@@ -8,7 +8,7 @@ import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { sandboxEnv } from "../support/hook-context.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { RecallOutputSchema } from "../../cli/recall.ts";
+import { RecallOutputSchema, renderRecall } from "../../cli/recall.ts";
 import { sha256Hex } from "../../lib/hash.ts";
 import { originOf } from "../../openviking/config.ts";
 
@@ -67,12 +67,15 @@ Deno.test("recall: the hook's own output for the text, then the memories; nothin
   });
   assertEquals(out.stdout, hook.stdout, "byte for byte what the hook prints");
   const textForm = await runCli(["recall", text, "--cwd", project], { env, clearEnv: true });
+  assertEquals(textForm.stdout, `${renderRecall(out)}\n`, "the text form: the same, rendered");
   assertTrue(
     textForm.stdout.startsWith(hook.stdout.trimEnd()),
     "the text form starts with the hook's output",
   );
-  assertMatch(textForm.stdout, /1 memory via context/);
-  assertMatch(textForm.stdout, /viking:\/\/user\/default\/memories\/preferences\/indent\.md/);
+  assertMatch(
+    textForm.stdout,
+    /1 memory via context[^\n]*\n {2}\d\.\d\d {2}viking:\/\/user\/default\/memories\/preferences\/indent\.md/,
+  );
   assertEquals(
     (await runCli(["recall", text, "--cwd", `${dir.path}/nope`], { env, clearEnv: true })).code,
     2,
@@ -84,16 +87,18 @@ Deno.test("recall: a server that does not answer is told apart from nothing rele
   await using fake = await FakeOpenViking.start({ apiKey: "the-right-key-123" });
   const env = (url: string, key = "an-expired-key-456") =>
     sandboxEnv(dir.path, url, { OPENVIKING_API_KEY: key });
-  /** recall's output: exit 1 when recall failed, 0 when it answered (`failed` says which is expected). */
-  const recall = async (e: Record<string, string>, json: boolean, failed = true) => {
-    const args = ["recall", "anything about the build?", "--cwd", dir.path, ...(json ? ["--json"] : [])];
-    const r = await runCli(args, { env: e, clearEnv: true });
+  /** recall --json: exit 1 when recall failed, 0 when it answered (`failed` says which is expected). */
+  const recall = async (e: Record<string, string>, failed = true) => {
+    const r = await runCli(["recall", "anything about the build?", "--cwd", dir.path, "--json"], {
+      env: e,
+      clearEnv: true,
+    });
     assertEquals(r.code, failed ? 1 : 0, r.stderr);
-    return r.stdout;
+    return RecallOutputSchema.parse(JSON.parse(r.stdout));
   };
   // Down: no answer at all, and still nothing written.
   const before = await snapshot(dir.path);
-  const down = RecallOutputSchema.parse(JSON.parse(await recall(env("http://127.0.0.1:9"), true)));
+  const down = await recall(env("http://127.0.0.1:9"));
   assertEquals([down.stdout, down.path, down.failure?.kind, down.failure?.status], [
     "",
     "none",
@@ -102,26 +107,21 @@ Deno.test("recall: a server that does not answer is told apart from nothing rele
   ]);
   assertMatch(down.failure!.summary, /not reachable/);
   assertMatch(down.failure!.fix, /start the server|install --url/);
-  const downText = await recall(env("http://127.0.0.1:9"), false);
+  const downText = renderRecall(down);
   assertMatch(downText, /would print nothing/);
   assertMatch(downText, /recall failed: OpenViking at http:\/\/127\.0\.0\.1:9 is not reachable/);
   assertMatch(downText, /fix: start the server/);
   assertEquals(await snapshot(dir.path), before, "recall wrote nothing");
   // The key refused: its own words and fix.
-  const refused = RecallOutputSchema.parse(JSON.parse(await recall(env(fake.url), true)));
+  const refused = await recall(env(fake.url));
   assertEquals([refused.failure?.kind, refused.failure?.status], ["auth", 401]);
   assertMatch(refused.failure!.fix, /--api-key-stdin/);
-  assertMatch(await recall(env(fake.url), false), /recall failed: the server refused the key/);
+  assertMatch(renderRecall(refused), /recall failed: the server refused the key/);
   // Up, with the right key and nothing relevant: no failure, in either form.
   fake.context = { entries: [], digest: "", rendered: "", stats: { rewrite: "no_relevant" } };
-  const nothing = RecallOutputSchema.parse(
-    JSON.parse(await recall(env(fake.url, "the-right-key-123"), true, false)),
-  );
+  const nothing = await recall(env(fake.url, "the-right-key-123"), false);
   assertEquals([nothing.stdout, nothing.path, nothing.failure], ["", "context", undefined]);
-  assertEquals(
-    (await recall(env(fake.url, "the-right-key-123"), false, false)).includes("recall failed"),
-    false,
-  );
+  assertEquals(renderRecall(nothing).includes("recall failed"), false);
 });
 
 Deno.test("recall: memories in score order, and a folder's summary is no memory — in the hook's digest and the list", async () => {
@@ -153,12 +153,8 @@ Deno.test("recall: memories in score order, and a folder's summary is no memory 
     ["preferences/default/quotes.md", 0.52],
   ]);
   assertTrue(!out.stdout.includes("Overview") && !out.stdout.includes("preferences/default)"), out.stdout);
-  const text = await runCli(["recall", "how do I format this file?", "--cwd", dir.path], {
-    env,
-    clearEnv: true,
-  });
   assertMatch(
-    text.stdout,
+    renderRecall(out),
     /2 memories via context[^\n]*\n {2}0\.87 [^\n]*tabs\.md[^\n]*\n {2}0\.52 [^\n]*quotes\.md/,
   );
 });
@@ -176,16 +172,14 @@ Deno.test("recall with memory paused (the breaker open): says so and why at once
     file,
     JSON.stringify({ origin: originOf(fake.url), since: at, at, reason, failures: 1 }),
   );
-  const run = (json: boolean) =>
-    runCli(["recall", "how do I deploy?", "--cwd", dir.path, ...(json ? ["--json"] : [])], {
-      env,
-      clearEnv: true,
-    });
-  const out = RecallOutputSchema.parse(JSON.parse((await run(true)).stdout));
+  const r = await runCli(["recall", "how do I deploy?", "--cwd", dir.path, "--json"], {
+    env,
+    clearEnv: true,
+  });
+  assertEquals(r.code, 1, "recall was not given");
+  const out = RecallOutputSchema.parse(JSON.parse(r.stdout));
   assertEquals(out.path, "paused");
   assertMatch(out.stdout, /^openviking-kimi: memory paused — OpenViking at .* did not answer/);
-  const text = await run(false);
-  assertEquals(text.code, 1, "recall was not given");
-  assertMatch(text.stdout, new RegExp(`memory is paused since 1 min ago: ${reason}`));
+  assertMatch(renderRecall(out), new RegExp(`memory is paused since 1 min ago: ${reason}`));
   assertEquals(fake.requests.filter((r) => !r.path.startsWith("/health")).length, 0, "nothing asked");
 });
