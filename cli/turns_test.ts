@@ -2,10 +2,7 @@
 
 import { assertEquals, assertMatch, assertTrue } from "../tests/support/assert.ts";
 import { preview, renderTurns, type TurnMessage } from "./turns.ts";
-
-/** Terminal columns, counting the CJK and full-width characters used here as two. */
-const columns = (line: string) =>
-  [...line].reduce((n, c) => n + (/[\u3000-\u9fff\uff00-\uff60]/.test(c) ? 2 : 1), 0);
+import { textColumns as columns } from "../lib/columns.ts";
 
 Deno.test("preview: one line, whitespace runs as one space, cut with … inside the width", () => {
   assertEquals(preview("a\n\n b\t c  ", 10), "a b c");
