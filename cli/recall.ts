@@ -34,10 +34,10 @@ export const RecallOutputSchema = z.object({
   })),
   paused: z.optional(z.object({ since: z.number(), reason: z.string() })),
 });
-export type RecallOutput = z.infer<typeof RecallOutputSchema>;
+type RecallOutput = z.infer<typeof RecallOutputSchema>;
 
 /** What the prompt hook would inject for `text` in `cwd` now. */
-export async function recallPreview(
+async function recallPreview(
   text: string,
   cwd: string,
   env: Env = processEnv(),

@@ -377,7 +377,7 @@ const noPack = (status: number) =>
   failure("not-openviking", status, { message: "the answer is not a pack of the user's memories" });
 
 /** The entry names of zip `bytes` by its central directory; `undefined` if it is no zip (pure). */
-export function zipNames(bytes: Uint8Array): string[] | undefined {
+function zipNames(bytes: Uint8Array): string[] | undefined {
   const v = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const lowest = Math.max(0, bytes.length - 22 - 0xffff);
   let end = bytes.length - 22;

@@ -8,7 +8,6 @@ import {
   type Listed,
   memoriesOfTree,
   runOf,
-  zipNames,
 } from "./inspect.ts";
 import { zipOf } from "../tests/support/zip.ts";
 import type { LedgerEntry } from "./ledger.ts";
@@ -127,7 +126,6 @@ Deno.test("the run that started a commit task: the capture that names it, or the
 
 Deno.test("a pack of the user's memories is a zip whose every entry lies under memories/", () => {
   const pack = zipOf({ "memories/": "", "memories/events/e.md": "x", "memories/.meta.json": "{}" });
-  assertEquals(zipNames(pack), ["memories/", "memories/events/e.md", "memories/.meta.json"]);
   assertEquals(isMemoriesPack(pack), true);
   const html = new TextEncoder().encode("<html><body>Sign in</body></html>");
   assertEquals(
