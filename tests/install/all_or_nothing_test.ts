@@ -8,7 +8,7 @@
 import { assertEquals, assertMatch, assertNotMatch } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { fakeCompiled, installSandbox, opts } from "./helpers.ts";
+import { fakeCompiled, installSandbox, opts, snapshot } from "./helpers.ts";
 import type { InstallOptions } from "../../install/transaction.ts";
 import { runInstall, runUninstall } from "../../install/install.ts";
 
@@ -16,31 +16,6 @@ const isWindows = Deno.build.os === "windows";
 
 /** Raw Deno / OS error text that must never reach the user. */
 const RAW_ERROR = /os error|realpath|readfile|\(os |Uncaught|at async|NotFound:|EISDIR|ENOENT/;
-
-/** Bytes as one character each (in pieces: a program copy's bundle is too big for one spread). */
-function latin1(bytes: Uint8Array): string {
-  let text = "";
-  for (let i = 0; i < bytes.length; i += 8192) text += String.fromCharCode(...bytes.subarray(i, i + 8192));
-  return text;
-}
-
-/** Every entry under `dir`: file bytes (hex-free, as latin1), directories, and symlink targets. */
-async function snapshot(dir: string): Promise<Record<string, string>> {
-  const out: Record<string, string> = {};
-  async function walk(d: string) {
-    for await (const e of Deno.readDir(d)) {
-      const p = `${d}/${e.name}`;
-      const info = await Deno.lstat(p);
-      if (info.isSymlink) out[p] = `-> ${await Deno.readLink(p)}`;
-      else if (info.isDirectory) {
-        out[p] = `<dir ${(info.mode ?? 0) & 0o777}>`;
-        await walk(p);
-      } else out[p] = `${(info.mode ?? 0) & 0o777} ${latin1(await Deno.readFile(p))}`;
-    }
-  }
-  await walk(dir);
-  return out;
-}
 
 type Home = Awaited<ReturnType<typeof home>>;
 

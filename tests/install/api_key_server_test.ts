@@ -317,29 +317,3 @@ Deno.test("install --url NEW: the saved key never goes to the new address, is no
   assertTrue(health.length > 0);
   assertEquals(health.filter((r) => r.headers.authorization), [], "/health is asked without a key");
 });
-
-Deno.test("install keeps the ovcli.conf it replaces as ovcli.conf.bak (0600), and leaves the copies earlier installs kept", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start({ apiKey: "sk-new" });
-  const t = await sandbox(dir.path);
-  const ov = `${t.home}/.openviking`;
-  await Deno.mkdir(ov, { recursive: true, mode: 0o700 });
-  const old = JSON.stringify({ url: fake.url, api_key: "sk-old" });
-  await Deno.writeTextFile(`${ov}/ovcli.conf`, old);
-  await Deno.writeTextFile(`${ov}/ovcli.conf.bak.1790000000`, JSON.stringify({ api_key: "sk-earlier" }));
-  const r = await t.cli(["install", "--url", fake.url, "--api-key-stdin"], "sk-new\n");
-  assertEquals(r.code, 0, r.stderr);
-  assertStringIncludes(r.stdout, `it replaces the key saved for ${fake.url}`);
-  const left = [...Deno.readDirSync(ov)].map((e) => e.name).filter((n) => n.startsWith("ovcli.conf")).sort();
-  assertEquals(left, ["ovcli.conf", "ovcli.conf.bak", "ovcli.conf.bak.1790000000"]);
-  assertEquals(await Deno.readTextFile(`${ov}/ovcli.conf.bak`), old);
-  if (Deno.build.os !== "windows") {
-    assertEquals((await Deno.stat(`${ov}/ovcli.conf.bak`)).mode! & 0o777, 0o600);
-  }
-  assertEquals(
-    await filesHolding(t.home, "sk-old"),
-    [`${ov}/ovcli.conf.bak`],
-    "the replaced key is only there",
-  );
-  assertTrue(t.outputs.every((o) => !o.includes("sk-old") && !o.includes("sk-new")), "no key printed");
-});

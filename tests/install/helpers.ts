@@ -1,6 +1,7 @@
 /** Helpers for running the real CLI in an isolated HOME without losing Deno's module cache. */
 
-import { denoEnv, ROOT } from "../support/run.ts";
+import { assertEquals } from "../support/assert.ts";
+import { denoEnv, ROOT, runCli } from "../support/run.ts";
 import { currentSelf, type Self } from "../../install/placement.ts";
 import type { Context, InstallOptions } from "../../install/transaction.ts";
 import { VERSION } from "../../lib/version.ts";
@@ -121,4 +122,60 @@ export async function installSandbox(root: string, env: Record<string, string | 
     said,
     all: () => lines.join("\n"),
   };
+}
+
+/** A file's text, or undefined when it cannot be read. */
+export async function read(path: string): Promise<string | undefined> {
+  try {
+    return await Deno.readTextFile(path);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Bytes as one character each (in pieces: a program copy's bundle is too big for one spread). */
+export function latin1(bytes: Uint8Array): string {
+  let text = "";
+  for (let i = 0; i < bytes.length; i += 8192) text += String.fromCharCode(...bytes.subarray(i, i + 8192));
+  return text;
+}
+
+/** Every entry under `dir`: file bytes (hex-free, as latin1), directories, and symlink targets. */
+export async function snapshot(dir: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  async function walk(d: string) {
+    for await (const e of Deno.readDir(d)) {
+      const p = `${d}/${e.name}`;
+      const info = await Deno.lstat(p);
+      if (info.isSymlink) out[p] = `-> ${await Deno.readLink(p)}`;
+      else if (info.isDirectory) {
+        out[p] = `<dir ${(info.mode ?? 0) & 0o777}>`;
+        await walk(p);
+      } else out[p] = `${(info.mode ?? 0) & 0o777} ${latin1(await Deno.readFile(p))}`;
+    }
+  }
+  await walk(dir);
+  return out;
+}
+
+/** Runs the CLI with `env` (and nothing else of this process's environment); exit 0 expected unless `code`. */
+export async function cli(env: Record<string, string>, args: string[], code = 0) {
+  const r = await runCli(args, { env, clearEnv: true, cwd: env.HOME, timeoutMs: 120_000 });
+  assertEquals(r.code, code, `${args.join(" ")}\n${r.stdout}\n${r.stderr}`);
+  return `${r.stdout}${r.stderr}`;
+}
+
+/** Every path under `dir` (directories end in "/"), sorted. */
+export async function tree(dir: string, skip: RegExp = /^$/): Promise<string[]> {
+  const out: string[] = [];
+  const walk = async (d: string) => {
+    for await (const e of Deno.readDir(d)) {
+      const p = `${d}/${e.name}`;
+      if (skip.test(p.slice(dir.length))) continue;
+      out.push(`${p.slice(dir.length)}${e.isDirectory ? "/" : ""}`);
+      if (e.isDirectory) await walk(p);
+    }
+  };
+  await walk(dir);
+  return out.sort();
 }

@@ -17,7 +17,7 @@ import {
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { runCli, runProcess } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { closedAddress, fakeCompiled, installSandbox, isolatedEnv, opts } from "./helpers.ts";
+import { cli, closedAddress, fakeCompiled, installSandbox, isolatedEnv, opts, tree } from "./helpers.ts";
 import { runInstall, runUninstall } from "../../install/install.ts";
 import type { InstallOptions } from "../../install/transaction.ts";
 import { BLOCK_BEGIN } from "../../install/spec.ts";
@@ -28,28 +28,6 @@ import { failure } from "../../openviking/client.ts";
 
 const posix = Deno.build.os !== "windows";
 const SESSION = "session_19040000-0000-4000-8000-000000000004";
-
-/** Runs the CLI with `env` (and nothing else of this process's environment); exit 0 expected unless `code`. */
-async function cli(env: Record<string, string>, args: string[], code = 0) {
-  const r = await runCli(args, { env, clearEnv: true, cwd: env.HOME, timeoutMs: 120_000 });
-  assertEquals(r.code, code, `${args.join(" ")}\n${r.stdout}\n${r.stderr}`);
-  return `${r.stdout}${r.stderr}`;
-}
-
-/** Every path under `dir` (directories end in "/"), sorted. */
-async function tree(dir: string, skip: RegExp = /^$/): Promise<string[]> {
-  const out: string[] = [];
-  const walk = async (d: string) => {
-    for await (const e of Deno.readDir(d)) {
-      const p = `${d}/${e.name}`;
-      if (skip.test(p.slice(dir.length))) continue;
-      out.push(`${p.slice(dir.length)}${e.isDirectory ? "/" : ""}`);
-      if (e.isDirectory) await walk(p);
-    }
-  };
-  await walk(dir);
-  return out.sort();
-}
 
 /** A session's prompt through the real hook: the ledger line and the prompt state it leaves. */
 async function prompt(env: Record<string, string>, cwd: string): Promise<void> {

@@ -15,6 +15,8 @@ import {
   NO_SERVER_HEADING,
   noServerFix,
   opts,
+  read,
+  snapshot,
 } from "./helpers.ts";
 import { ROOT, runCli } from "../support/run.ts";
 import type { Context } from "../../install/transaction.ts";
@@ -27,30 +29,6 @@ import { keepRejected } from "../../openviking/queue.ts";
 import { enqueueMessages, queuedMessages, rejectedWrites } from "../support/queue.ts";
 
 const isWindows = Deno.build.os === "windows";
-
-async function read(path: string): Promise<string | undefined> {
-  try {
-    return await Deno.readTextFile(path);
-  } catch {
-    return undefined;
-  }
-}
-
-/** Every file under `dir` with its content (directories as "<dir>"). */
-async function snapshot(dir: string): Promise<Record<string, string>> {
-  const out: Record<string, string> = {};
-  async function walk(d: string) {
-    for await (const e of Deno.readDir(d)) {
-      const p = `${d}/${e.name}`;
-      if (e.isDirectory) {
-        out[p] = "<dir>";
-        await walk(p);
-      } else out[p] = await Deno.readTextFile(p).catch(() => "<binary>");
-    }
-  }
-  await walk(dir);
-  return out;
-}
 
 const USER_CONFIG =
   '# my Kimi config\r\ndefault_model = "k3"\r\n\r\n[models.k3]\r\nprovider = "kimi" # ✓ unicode\r\n' +

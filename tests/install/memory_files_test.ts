@@ -8,13 +8,12 @@
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { installSandbox, opts } from "./helpers.ts";
+import { installSandbox, opts, read } from "./helpers.ts";
 import { runInstall, runUninstall } from "../../install/install.ts";
 import { COMMANDS, OWNED_MARK, skillText, SYSTEM_PROMPT_TITLE } from "../../memory/instructions.ts";
 
 const posix = Deno.build.os !== "windows";
 
-const read = (path: string) => Deno.readTextFile(path).catch(() => undefined);
 const mode = async (path: string) => (await Deno.stat(path)).mode! & 0o777;
 
 Deno.test("plugin mode: the manifest points at the system prompt, the skill and the commands, all placed", async () => {

@@ -16,7 +16,6 @@ import { tempDir } from "../support/temp.ts";
 import { acceptingFetch, fakeCompiled, installSandbox, opts } from "./helpers.ts";
 import { runInstall, runUninstall } from "../../install/install.ts";
 import { currentSelf } from "../../install/placement.ts";
-import { unifiedDiff } from "../../install/transaction.ts";
 
 const exists = (path: string) => Deno.lstat(path).then(() => true, () => false);
 
@@ -96,12 +95,7 @@ Deno.test("a dry run on an empty home says what it would create and what would r
 });
 
 Deno.test("a diff shows the removed lines before the added ones", async () => {
-  const diff = unifiedDiff("f", "a\nold one\nold two\nc\n", "a\nnew one\nc\n");
-  assertEquals(
-    diff.split("\n").filter((l) => /^[-+][^-+]/.test(l)),
-    ["-old one", "-old two", "+new one"],
-  );
-  // The same in a dry run: the URL saved before goes first, the one that replaces it after.
+  // In a dry run: the URL saved before goes first, the one that replaces it after.
   await using dir = await tempDir();
   const t = await installSandbox(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
   await Deno.mkdir(`${t.home}/.openviking`);

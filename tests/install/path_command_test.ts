@@ -13,20 +13,13 @@ import {
   assertStringIncludes,
   assertTrue,
 } from "../support/assert.ts";
-import { ROOT, runCli, runProcess } from "../support/run.ts";
+import { ROOT, runProcess } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { closedAddress, isolatedEnv, noServerFix } from "./helpers.ts";
+import { cli, closedAddress, isolatedEnv, noServerFix, tree } from "./helpers.ts";
 import { VERSION } from "../../lib/version.ts";
 
 const posix = Deno.build.os !== "windows";
 const BARE_PATH = "/usr/bin:/bin";
-
-/** `openviking-kimi <args>` from this checkout with exactly `env`: exit `code`, stdout and stderr together. */
-async function cli(env: Record<string, string>, args: string[], code = 0): Promise<string> {
-  const r = await runCli(args, { env, clearEnv: true, cwd: env.HOME, timeoutMs: 120_000 });
-  assertEquals(r.code, code, `${args.join(" ")}\n${r.stdout}\n${r.stderr}`);
-  return `${r.stdout}${r.stderr}`;
-}
 
 /** Runs `line` in /bin/sh with `env`, as the user's shell would; exit `code`. */
 async function shell(env: Record<string, string>, line: string, code = 0): Promise<string> {
@@ -130,16 +123,6 @@ Deno.test({
     assertEquals(await there(`${elsewhere}/openviking-kimi`), false);
   },
 });
-
-/** Every path under `dir` (links not followed), sorted. */
-async function tree(dir: string): Promise<string[]> {
-  const out: string[] = [];
-  for await (const e of Deno.readDir(dir)) {
-    out.push(`${dir}/${e.name}`);
-    if (e.isDirectory) out.push(...await tree(`${dir}/${e.name}`));
-  }
-  return out.sort();
-}
 
 Deno.test({
   name:
