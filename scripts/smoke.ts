@@ -46,6 +46,7 @@ function homeEnv(home: string, url: string): Record<string, string> {
     KIMI_CODE_HOME: `${home}/.kimi-code`,
     OPENVIKING_URL: url,
     OPENVIKING_TIMEOUT_MS: "5000",
+    OPENVIKING_COMMIT_POLICY: "every-turn", // the Stop step leaves no idle watch running for 300 s
     PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
   };
   for (const k of ["SystemRoot", "TEMP", "TMP", "DENO_DIR"]) {

@@ -292,6 +292,7 @@ Deno.test({ name: NAME, ignore: REAL === "0", ...E2E_TEST }, async (t) => {
             PATH: Deno.env.get("PATH") ?? "/usr/bin",
             OPENVIKING_URL: server.url,
             OPENVIKING_WRITE_PATH_ASYNC: "0",
+            OPENVIKING_COMMIT_POLICY: "every-turn", // no idle watch outlives the test
           };
           const status = JSON.parse((await runCli(["status", "--json"], { env, clearEnv: true })).stdout);
           assertEquals(status.extraction.failed, 3);
@@ -351,6 +352,7 @@ Deno.test({ name: NAME, ignore: REAL === "0", ...E2E_TEST }, async (t) => {
                 HOME: home.path,
                 PATH: Deno.env.get("PATH") ?? "/usr/bin",
                 OPENVIKING_URL: server.url,
+                OPENVIKING_COMMIT_POLICY: "every-turn",
                 OPENVIKING_PEER_ID: "project-a",
                 OPENVIKING_RECALL_PEER_SCOPE: scope,
                 OPENVIKING_SCORE_THRESHOLD: "0", // every memory the server finds: the most a digest could leak
@@ -382,6 +384,7 @@ Deno.test({ name: NAME, ignore: REAL === "0", ...E2E_TEST }, async (t) => {
           await using dir = await tempDir();
           const env = sandboxEnv(dir.path, server.url, {
             OPENVIKING_COMMIT_POLICY: "balanced",
+            OPENVIKING_IDLE_COMMIT_SECONDS: "3", // the Stop's idle watch ends with the step, not 300 s later
             OPENVIKING_CAPTURE_WAIT_MS: "0",
             OPENVIKING_TIMEOUT_MS: "20000",
           });

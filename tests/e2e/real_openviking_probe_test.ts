@@ -789,7 +789,8 @@ Deno.test({
   const root = server.rootApiKey!;
   const home = `${dir.path}/home`;
   await Deno.mkdir(`${home}/.kimi-code`, { recursive: true });
-  const env = isolatedEnv(home, { OPENVIKING_TIMEOUT_MS: "30000" });
+  // every-turn: the Stop below leaves no idle watch running after the test.
+  const env = isolatedEnv(home, { OPENVIKING_TIMEOUT_MS: "30000", OPENVIKING_COMMIT_POLICY: "every-turn" });
   const outputs: string[] = [];
   const cli = async (args: string[], stdin?: string) => {
     const r = await runCli(args, { env, clearEnv: true, cwd: dir.path, stdin });
