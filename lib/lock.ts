@@ -23,8 +23,9 @@ async function openLockFile(path: string): Promise<Deno.FsFile> {
     if (info?.isSymlink) await Deno.remove(path);
     else if (isNotFound(error)) await ensurePrivateDir(dirName(path));
     // An older version's lock was a directory: set aside whole (never emptied: its contents are not ours).
-    else if (info?.isDirectory) await Deno.rename(path, `${path}.old-${Date.now()}-${Deno.pid}`).catch(() => {});
-    else throw error;
+    else if (info?.isDirectory) {
+      await Deno.rename(path, `${path}.old-${Date.now()}-${Deno.pid}`).catch(() => {});
+    } else throw error;
     return open();
   }
 }

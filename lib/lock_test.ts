@@ -24,7 +24,10 @@ Deno.test("a directory at the lock's place (an old version's lock) is set aside 
   const lock = `${dir.path}/session.json.lock`;
   await Deno.mkdir(lock);
   await Deno.writeTextFile(`${lock}/holder.txt`, "not ours to delete");
-  assertEquals(await withLock(lock, () => Promise.resolve("ran"), { waitMs: 0 }), { acquired: true, value: "ran" });
+  assertEquals(await withLock(lock, () => Promise.resolve("ran"), { waitMs: 0 }), {
+    acquired: true,
+    value: "ran",
+  });
   const aside = [...Deno.readDirSync(dir.path)].map((e) => e.name).filter((n) => n !== "session.json.lock");
   assertEquals(aside.length, 1);
   assertEquals(await Deno.readTextFile(`${dir.path}/${aside[0]}/holder.txt`), "not ours to delete");
