@@ -24,12 +24,12 @@ function ensurePrivateDirSync(path: string): void {
 }
 
 /** A unique sibling name for a temporary file: `<path>.<pid>.<id>.tmp`. */
-export function tempSibling(path: string): string {
+function tempSibling(path: string): string {
   return `${path}.${Deno.pid}.${crypto.randomUUID().slice(0, 8)}.tmp`;
 }
 
 /** Options of an atomic write. */
-export interface WriteOptions {
+interface WriteOptions {
   /** File mode (default 0600). */
   mode?: number;
   /** Create the parent directory 0700 first (default true). */

@@ -22,9 +22,10 @@ async function openLockFile(path: string): Promise<Deno.FsFile> {
     // A link at the lock's place (dangling, or to a directory) is no lock of ours: it goes, not what it names.
     if (info?.isSymlink) await Deno.remove(path);
     else if (isNotFound(error)) await ensurePrivateDir(dirName(path));
-    // An older version's lock was a directory: its holders check it before every write, so it may go.
-    else if (info?.isDirectory) await Deno.remove(path, { recursive: true });
-    else throw error;
+    // An older version's lock was a directory: set aside whole (never emptied: its contents are not ours).
+    else if (info?.isDirectory) {
+      await Deno.rename(path, `${path}.old-${Date.now()}-${Deno.pid}`).catch(() => {});
+    } else throw error;
     return open();
   }
 }

@@ -56,7 +56,7 @@ export class SafeText {
 }
 
 /** What may be interpolated into `safe`: untrusted strings (neutralised), numbers, and `SafeText` as it is. */
-export type SafePiece = string | number | SafeText;
+type SafePiece = string | number | SafeText;
 
 /** Template tag for printed text: literals kept, interpolated strings neutralised, `SafeText` kept as it is. */
 export function safe(strings: TemplateStringsArray, ...values: SafePiece[]): SafeText {

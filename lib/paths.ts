@@ -37,12 +37,6 @@ export function joinPath(...parts: string[]): string {
   return parts.filter((p) => p !== "").join("/").replace(/(?<!^)\/{2,}/g, "/");
 }
 
-/** Whether two paths name one place (separators and a trailing one aside). */
-export function samePath(a: string, b: string): boolean {
-  const norm = (p: string) => p.replaceAll("\\", "/").replace(/\/+$/, "");
-  return norm(a) === norm(b);
-}
-
 /** Parent directory of a path ("" for a bare name). */
 export function dirName(path: string): string {
   const i = Math.max(path.lastIndexOf("/"), path.lastIndexOf("\\"));

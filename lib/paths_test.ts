@@ -12,7 +12,6 @@ import {
   noHomeReason,
   openVikingHome,
   pendingDir,
-  samePath,
   sharedStateDir,
 } from "./paths.ts";
 import { credentialFilePaths } from "../openviking/config.ts";
@@ -86,9 +85,4 @@ Deno.test("paths (property): any environment gives an absolute path or NoHomeErr
     }),
     { numRuns: 2000 },
   );
-});
-
-Deno.test("samePath: separators and a trailing one aside, the same place", () => {
-  assertTrue(samePath("C:\\Users\\me\\plugin\\", "C:/Users/me/plugin"));
-  assertEquals(samePath("/home/me/a", "/home/me/ab"), false);
 });

@@ -3,59 +3,20 @@
 /** Placeholder that replaces a secret. */
 export const REDACTED = "[REDACTED]";
 
-/** A kind of span: how it opens, where its opener ends, what closes it, and what replaces it. */
-interface SpanRule {
-  /** The opener's start (a global regex). */
-  open: RegExp;
-  /** Index just past the opener that starts with `m`, or -1 when it never ends (then no later one does). */
-  openerEnd: (text: string, m: RegExpExecArray) => number;
-  /** The closer of the span opened by `m` (a global regex). */
-  close: (m: RegExpExecArray) => RegExp;
-  replacement: string;
-}
+/** Records a secret a rule found and returns what stands in its place. */
+type Hide = (secret: string) => string;
+const plain: Hide = () => REDACTED;
 
-/** Removes every span of `rule`; an opened span without its close runs to the end of the text. */
-function removeSpans(text: string, rule: SpanRule): string {
-  let out = "";
-  let at = 0;
-  for (;;) {
-    rule.open.lastIndex = at;
-    const m = rule.open.exec(text);
-    if (!m) break;
-    const body = rule.openerEnd(text, m);
-    if (body < 0) break;
-    const close = rule.close(m);
-    close.lastIndex = body;
-    const closed = close.exec(text);
-    out += text.slice(at, m.index) + rule.replacement;
-    if (!closed) return out;
-    at = closed.index + closed[0].length;
-  }
-  return out + text.slice(at);
-}
-
-const PRIVATE: SpanRule = {
-  open: /<private\b/gi,
-  openerEnd: (text, m) => {
-    const gt = text.indexOf(">", m.index + m[0].length);
-    return gt < 0 ? -1 : gt + 1;
-  },
-  close: () => /<\/private\s*>/gi,
-  replacement: "",
-};
+/** `<private…>…</private>` spans (unclosed: to the end); a `<private` with no `>` after it ends the scan. */
+const PRIVATE = /<private\b[^>]*(>[\s\S]*?(?:<\/private\s*>|$)|$)/gi;
 
 /** Removes `<private>…</private>` spans. */
 function stripPrivate(text: string): string {
-  return removeSpans(text, PRIVATE);
+  return text.replace(PRIVATE, (m, closed) => closed ? "" : m);
 }
 
-/** PEM, OpenSSH, PKCS#8, encrypted and PGP private key blocks: `-----BEGIN … PRIVATE KEY[ BLOCK]-----`. */
-const KEY_BLOCK: SpanRule = {
-  open: /-----BEGIN ([A-Z0-9 _-]{0,40}PRIVATE KEY(?: BLOCK)?)-----/g,
-  openerEnd: (_text, m) => m.index + m[0].length,
-  close: (m) => new RegExp(`-----END ${m[1]}-----`, "g"),
-  replacement: REDACTED,
-};
+/** PEM, OpenSSH, PKCS#8, encrypted and PGP private key blocks, to their END line (unended: to the end). */
+const KEY_BLOCK = /-----BEGIN ([A-Z0-9 _-]{0,40}PRIVATE KEY(?: BLOCK)?)-----[\s\S]*?(?:-----END \1-----|$)/g;
 
 /** Credentials known by a shape of their own, named after gitleaks' rules: the whole match is the secret. */
 const TOKEN_SHAPES: Readonly<Record<string, RegExp>> = {
@@ -216,7 +177,7 @@ function lineStart(text: string, at: number): "line" | "escaped" | "" {
 }
 
 /** Replaces the values of assignments whose key names a secret; one scan from secret word to secret word. */
-function redactAssignments(text: string): string {
+function redactAssignments(text: string, hide: Hide): string {
   let out = "";
   let copied = 0;
   SECRET_HINT.lastIndex = 0;
@@ -243,7 +204,7 @@ function redactAssignments(text: string): string {
     const literal = op === "=" && ((!before && !after) || (envLine && !/[a-z]/.test(key)));
     const redacted = value !== "" && !prefix && secretValue(value, literal);
     if (redacted) {
-      out += text.slice(copied, end) + REDACTED;
+      out += text.slice(copied, end) + hide(value);
       copied = end + value.length;
     }
     if (redacted || !envLine) SECRET_HINT.lastIndex = Math.max(keyEnd, end + value.length);
@@ -264,14 +225,14 @@ const BASE64_RUN = orAfterEscape(/(?<![A-Za-z0-9+/\\])[A-Za-z0-9+/]{40,}={0,2}(?
 const AWS_SECRET_REACH = 200;
 
 /** A bare AWS secret access key: a mixed-case base64 run with a digit near an AWS key id. */
-function redactAwsSecrets(text: string): string {
+function redactAwsSecrets(text: string, hide: Hide): string {
   const ids = [...text.matchAll(AWS_KEY_ID)].map((m) => m.index);
   if (!ids.length) return text;
   let i = 0;
   return text.replace(BASE64_RUN, (run: string, at: number) => {
     while (i + 1 < ids.length && ids[i + 1] <= at) i++;
     const near = [ids[i], ids[i + 1]].some((id) => id !== undefined && Math.abs(id - at) <= AWS_SECRET_REACH);
-    return near && /[a-z]/.test(run) && /[A-Z]/.test(run) && /\d/.test(run) ? REDACTED : run;
+    return near && /[a-z]/.test(run) && /[A-Z]/.test(run) && /\d/.test(run) ? hide(run) : run;
   });
 }
 
@@ -301,44 +262,89 @@ const LOGIN_PASSWORD_OPTION = orAfterEscape(
 const INVISIBLE_IN_ASCII = /(?<=[!-~])\p{Cf}+(?=[!-~])/gu;
 
 /** A rule that replaces every match of a shape with `[REDACTED]`. */
-function whole(shape: RegExp): (text: string) => string {
+function whole(shape: RegExp): Rule {
   const re = orAfterEscape(shape);
-  return (text) => text.replace(re, REDACTED);
+  return (text, hide = plain) => text.replace(re, hide);
 }
 
+/** A rule: `text` with the secrets it finds replaced by what `hide` returns for each. */
+type Rule = (text: string, hide?: Hide) => string;
+
+/** `head` and the hidden rest of match `m`. */
+const tail = (m: string, head: string, hide: Hide) => head + hide(m.slice(head.length));
+
 /** Every credential rule by name, in the order they run (tests/support/credentials.ts has a sample of each). */
-export const CREDENTIAL_RULES: Readonly<Record<string, (text: string) => string>> = {
+export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = {
   "invisible-characters": (text) => text.replace(INVISIBLE_IN_ASCII, ""),
-  "private-key": (text) => removeSpans(text, KEY_BLOCK),
-  "aws-secret-access-key": redactAwsSecrets,
+  "private-key": (text, hide = plain) => text.replace(KEY_BLOCK, hide),
+  "aws-secret-access-key": (text, hide = plain) => redactAwsSecrets(text, hide),
   ...Object.fromEntries(Object.entries(TOKEN_SHAPES).map(([name, re]) => [name, whole(re)])),
-  "url-userinfo": (text) => text.replace(URL_USERINFO, `://$1${REDACTED}@`),
-  authorization: (text) => text.replace(AUTHORIZATION, `$1${REDACTED}`),
-  bearer: (text) => text.replace(BEARER, `$1 ${REDACTED}`),
-  basic: (text) => text.replace(BASIC, (m, word, b64) => userAndPassword(b64) ? `${word} ${REDACTED}` : m),
-  "user-option": (text) => text.replace(USER_OPTION, `$1${REDACTED}`),
-  "secret-in-prose": (text) =>
-    text.replace(SECRET_IN_PROSE, (m, head, _e, _q, value) => NO_SECRET.test(value) ? m : head + REDACTED),
-  "secret-in-prose-unquoted": (text) =>
+  "url-userinfo": (text, hide = plain) =>
+    text.replace(URL_USERINFO, (m, user) => `://${user}${hide(m.slice(3 + user.length, -1))}@`),
+  authorization: (text, hide = plain) => text.replace(AUTHORIZATION, (m, head) => tail(m, head, hide)),
+  bearer: (text, hide = plain) =>
+    text.replace(BEARER, (m, word) => `${word} ${hide(m.slice(word.length).trimStart())}`),
+  basic: (text, hide = plain) =>
+    text.replace(BASIC, (m, word, b64) => userAndPassword(b64) ? `${word} ${hide(b64)}` : m),
+  "user-option": (text, hide = plain) => text.replace(USER_OPTION, (m, head) => tail(m, head, hide)),
+  "secret-in-prose": (text, hide = plain) =>
+    text.replace(SECRET_IN_PROSE, (m, head, _e, _q, value) => NO_SECRET.test(value) ? m : head + hide(value)),
+  "secret-in-prose-unquoted": (text, hide = plain) =>
     text.replace(SECRET_IN_PROSE_UNQUOTED, (m, head, raw) => {
       const value = raw.replace(TRAILING_PUNCTUATION, "");
-      return secretValue(value, false) ? head + REDACTED + raw.slice(value.length) : m;
+      return secretValue(value, false) ? head + hide(value) + raw.slice(value.length) : m;
     }),
-  "mysql-password-option": (text) =>
-    text.replace(MYSQL_PASSWORD_OPTION, (m, head, value) => secretValue(value, true) ? head + REDACTED : m),
-  "login-password-option": (text) =>
-    text.replace(LOGIN_PASSWORD_OPTION, (m, head, value) => secretValue(value, true) ? head + REDACTED : m),
-  assignment: redactAssignments,
+  "mysql-password-option": (text, hide = plain) =>
+    text.replace(
+      MYSQL_PASSWORD_OPTION,
+      (m, head, value) => secretValue(value, true) ? head + hide(value) : m,
+    ),
+  "login-password-option": (text, hide = plain) =>
+    text.replace(
+      LOGIN_PASSWORD_OPTION,
+      (m, head, value) => secretValue(value, true) ? head + hide(value) : m,
+    ),
+  assignment: (text, hide = plain) => redactAssignments(text, hide),
 };
 
 /** Replaces every credential with `[REDACTED]` (the log, doctor and error texts use this too: scrub.ts). */
-export function redactCredentials(text: string): string {
+export function redactCredentials(text: string, hide: Hide = plain): string {
   let out = text;
-  for (const rule of Object.values(CREDENTIAL_RULES)) out = rule(out);
+  for (const rule of Object.values(CREDENTIAL_RULES)) out = rule(out, hide);
   return out;
 }
 
-/** Full redaction: private spans first, then credentials. */
-export function redact(text: string): string {
-  return redactCredentials(stripPrivate(text));
+/** The shortest secret learned for {@link redact}'s `seen`: shorter ones are too likely ordinary words. */
+const MIN_LEARNED = 6;
+
+/** A found secret as it would recur bare: without its quotes and blanks. */
+function learnable(secret: string): string {
+  const s = secret.trim();
+  const quote = OPENING_QUOTE.exec(s)?.[0] ?? "";
+  return (quote && s.endsWith(quote.at(-1)!) ? s.slice(quote.length, -quote.length) : s).trim();
+}
+
+/** Every bare recurrence of a `seen` secret (not inside a longer word) replaced with `[REDACTED]`. */
+function redactSeen(text: string, seen: ReadonlySet<string>): string {
+  if (!seen.size) return text;
+  const edge = (c: string, re: string) => /\w/.test(c) ? re : "";
+  const alternatives = [...seen].sort((a, b) => b.length - a.length).map((s) =>
+    edge(s[0], String.raw`(?<!\w)`) + s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&") +
+    edge(s.at(-1)!, String.raw`(?!\w)`)
+  );
+  return text.replace(new RegExp(alternatives.join("|"), "g"), REDACTED);
+}
+
+/**
+ * Full redaction: private spans first, then credentials. With `seen` (one set for the texts of one turn or
+ * batch), each secret found is remembered there, and every one remembered is redacted wherever it recurs bare.
+ */
+export function redact(text: string, seen?: Set<string>): string {
+  const learn: Hide = (secret) => {
+    const s = learnable(secret);
+    if (s.length >= MIN_LEARNED && !s.includes(REDACTED)) seen!.add(s);
+    return REDACTED;
+  };
+  const out = redactCredentials(stripPrivate(text), seen ? learn : plain);
+  return seen ? redactSeen(out, seen) : out;
 }

@@ -247,3 +247,14 @@ Deno.test("redact: a password a sentence gives without quotes, and mysql's -p<pa
   ];
   for (const t of prose) assertEquals(redact(t), t);
 });
+
+Deno.test("redact: a secret recognised once is redacted wherever it recurs in the texts that share `seen`", () => {
+  const seen = new Set<string>();
+  assertEquals(redact("my password is 'hunter2-Horse'", seen), `my password is ${REDACTED}`);
+  assertEquals(redact("PGPASSWORD=s3cr3t-Batt", seen), `PGPASSWORD=${REDACTED}`);
+  assertEquals(
+    redact("Use hunter2-Horse (and s3cr3t-Batt) to log in; hunter2-Horsefly is a word.", seen),
+    `Use ${REDACTED} (and ${REDACTED}) to log in; hunter2-Horsefly is a word.`,
+  );
+  assertEquals(redact("Use hunter2-Horse to log in."), "Use hunter2-Horse to log in."); // nothing seen
+});

@@ -11,7 +11,7 @@ import {
 } from "./paths.ts";
 
 /** A program and its arguments. */
-export interface Invocation {
+interface Invocation {
   command: string;
   args: string[];
 }

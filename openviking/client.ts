@@ -35,13 +35,13 @@ export const FAILURE_KINDS = [
 ] as const;
 
 /** An error as the server (or the transport) reported it. */
-export interface OvError {
+interface OvError {
   code?: string;
   message: string;
   details?: unknown;
 }
 
-export interface OvSuccess<T> {
+interface OvSuccess<T> {
   ok: true;
   status: number;
   result: T;
@@ -200,7 +200,7 @@ export function classifyReply(raw: RawReply): OvResponse<unknown> {
   return failure("server", status >= 400 ? status : 503, error);
 }
 
-export type BodyStop =
+type BodyStop =
   | { kind: "too-large"; limitBytes: number }
   | { kind: "stalled"; ms: number }
   | { kind: "cut"; cause: unknown };

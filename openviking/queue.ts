@@ -510,7 +510,7 @@ export type SharedEntry = z.infer<typeof SharedEntrySchema>;
 const ENTRY_NAME = /^([0-9a-f]{64})_(\d+)\.(json|processing)$/;
 
 /** A shared-queue entry on disk. */
-export interface SharedFile {
+interface SharedFile {
   name: string;
   key: string;
   entry: SharedEntry;

@@ -258,7 +258,7 @@ export async function replayQueue(
   return report;
 }
 
-export interface ReplayAllOptions extends ReplayOptions {
+interface ReplayAllOptions extends ReplayOptions {
   maxRetries: number;
 }
 

@@ -139,7 +139,7 @@ export interface SendReport {
 }
 
 /** Options of a send; `beforeRequest` records the intent first (`askFrom` when queued unsure), `onAcked` the progress; if either throws, sending stops. */
-export interface SendOptions {
+interface SendOptions {
   budget: Budget;
   pendingDir: string;
   queueOnly?: boolean;
@@ -203,7 +203,7 @@ export async function sendMessages(
   return report;
 }
 
-export type CommitOutcome =
+type CommitOutcome =
   | { kind: "committed"; taskId?: string }
   | { kind: "queued"; cause?: OvFailure }
   | { kind: "rejected"; status: number; message: string }
@@ -259,7 +259,7 @@ export async function setIdleCommit(
 }
 
 /** A message the server holds, as far as matching goes. */
-export interface HeldMessage {
+interface HeldMessage {
   role: string;
   turnId?: string;
   text: string;
