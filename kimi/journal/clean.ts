@@ -177,14 +177,17 @@ export function truncate(text: string, max: number): string {
   return text.slice(0, cut) + TRUNCATION_MARK;
 }
 
-/** A message's text after cleaning, redaction and the filters: `{text}` to send or `{reason}` to skip. */
+/**
+ * A message's text after cleaning, redaction and the filters: `{text}` to send or `{reason}` to skip. With
+ * `seen`, secrets found anywhere before (see lib/redact.ts `redact`) are hidden where they recur bare.
+ */
 export function prepareText(
   raw: string,
   role: "user" | "assistant",
-  options: { maxLength: number; redact: boolean },
+  options: { maxLength: number; redact: boolean; seen?: Set<string> },
 ): { text: string; reason: SkipReason } {
   const cleaned = cleanInjected(raw);
-  const safe = options.redact ? redact(cleaned).trim() : cleaned;
+  const safe = options.redact ? redact(cleaned, options.seen).trim() : cleaned;
   const reason = skipReason(safe, role);
   return { text: reason ? "" : truncate(safe, options.maxLength), reason };
 }

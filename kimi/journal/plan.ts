@@ -104,6 +104,13 @@ export function planCapture(
   const plan: Plan = { turns: [], toSend: [], skipped: [] };
   const byFallback = fallbackSent(acked);
   const parts = partsSent(acked);
+  // A secret recognised in one message (`password=…`) is hidden wherever the others repeat it bare.
+  const seen = new Set<string>();
+  if (options.redact) {
+    for (const t of turns) {
+      for (const text of [userText(t), assistantText(t)]) prepareText(text, "user", { ...options, seen });
+    }
+  }
   for (const turn of turns) {
     if (!turn.closed && !options.includeOpen) break; // whole turns only, in order
     if (turn.index < ackedBelow) continue;
@@ -123,7 +130,7 @@ export function planCapture(
       const { text, reason } = prepareText(
         role === "user" ? userText(turn) : assistantText(turn),
         role,
-        options,
+        { ...options, seen },
       );
       const part = parts.get(key); // an open turn's answer sent so far: only what it gained goes now
       const gained = part && text.length > part.length && textHash(text.slice(0, part.length)) === part.hash;

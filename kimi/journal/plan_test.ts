@@ -148,3 +148,13 @@ Deno.test("failed turn then a retry of the same prompt: both are sent, as the mo
     ["1:assistant", "1", "Noted: Friday deploys."],
   ]);
 });
+
+Deno.test("plan: a secret redacted in the prompt is redacted where the answer repeats it bare, and back", () => {
+  const j = new JournalBuilder().simpleTurn(
+    "connect with password=Hunter2Rover please",
+    "Done: I used Hunter2Rover for the login. Your token is ghp_abcdefghijklmnopqrstuvwxyz0123456789.",
+  ).simpleTurn("did ghp_abcdefghijklmnopqrstuvwxyz0123456789 work?", "yes");
+  const sent = planCapture(turnsOf(j), new Set(), 0, opts).toSend.map((c) => c.payload.content).join("\n");
+  assertEquals(sent.includes("Hunter2Rover"), false, sent);
+  assertEquals(sent.includes("ghp_abcdefghijklmnopqrstuvwxyz0123456789"), false, sent);
+});
