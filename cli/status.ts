@@ -608,8 +608,8 @@ async function knownSession(env: paths.Env, id: string): Promise<boolean> {
   const ledger = paths.orNoHome(() => paths.ledgerDir(env));
   if (ledger && await exists(ledgerFile(ledger, await paths.safeId(id)))) return true;
   const state = paths.orNoHome(() => paths.hookStateDir(env));
-  for (const name of [id, `${id}.prompt`]) {
-    if (state && await exists((await statePaths(state, name)).file)) return true;
+  for (const kind of ["capture", "prompt"] as const) {
+    if (state && await exists((await statePaths(state, id, kind)).file)) return true;
   }
   const queue = paths.orNoHome(() => paths.pendingDir(env));
   return queue !== undefined &&

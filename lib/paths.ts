@@ -151,9 +151,13 @@ export function ignoredOverrides(env: Env): string[] {
   return OVERRIDES.filter((n) => env[n] && !absoluteOverride(env[n], env)).map((n) => `${n}=${env[n]}`);
 }
 
-/** Any id as a file name (`[A-Za-z0-9._-]`, ≤ 100 characters); a changed id gets a hash suffix. */
+/**
+ * Any id as a file name (`[A-Za-z0-9._-]`, ≤ 100 characters, never ending `.prompt`, the prompt state's
+ * suffix); a changed id gets a hash suffix.
+ */
 export async function safeId(id: string): Promise<string> {
   const cleaned = id.replace(/[^A-Za-z0-9._-]/g, "-").replace(/^[.-]+/, "");
-  if (cleaned === id && cleaned.length > 0 && cleaned.length <= 100) return cleaned;
+  const plain = cleaned === id && cleaned.length > 0 && cleaned.length <= 100 && !/\.prompt$/i.test(id);
+  if (plain) return cleaned;
   return `${cleaned.slice(0, 80) || "id"}-${(await sha256Hex(id)).slice(0, 16)}`;
 }

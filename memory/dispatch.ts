@@ -53,7 +53,7 @@ export async function createContext(
     ovSessionId: safe ? `${SESSION_PREFIX}${safe}` : "",
     cwd: parts.input.cwd ?? "",
     capturePaths: hostId && stateDir ? await statePaths(stateDir, hostId) : undefined,
-    promptPaths: hostId && stateDir ? await statePaths(stateDir, `${hostId}.prompt`) : undefined,
+    promptPaths: hostId && stateDir ? await statePaths(stateDir, hostId, "prompt") : undefined,
     pendingDir: at(pendingDir) ?? "",
     sharedStateDir: at(sharedStateDir) ?? "",
   };

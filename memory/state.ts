@@ -79,9 +79,13 @@ export interface StatePaths {
   lock: string;
 }
 
-/** The paths of `sessionId`'s state in `dir` (the id made safe first). */
-export async function statePaths(dir: string, sessionId: string): Promise<StatePaths> {
-  const file = joinPath(dir, `${await safeId(sessionId)}.json`);
+/** The paths of `sessionId`'s capture or prompt state in `dir` (the id made safe first). */
+export async function statePaths(
+  dir: string,
+  sessionId: string,
+  kind: "capture" | "prompt" = "capture",
+): Promise<StatePaths> {
+  const file = joinPath(dir, `${await safeId(sessionId)}${kind === "prompt" ? ".prompt" : ""}.json`);
   return { file, lock: `${file}.lock` };
 }
 

@@ -48,6 +48,20 @@ Deno.test("safeId: no id ever escapes its folder", async () => {
   assertEquals(await safeId(kimi), kimi, "Kimi session ids stay readable");
 });
 
+Deno.test("statePaths: no session's capture state is another session's prompt state (ids ending .prompt)", async () => {
+  const files = new Set<string>();
+  for (const id of ["x", "x.prompt", "x.PROMPT", "x.prompt.prompt", "a b", "a b.prompt"]) {
+    for (const kind of ["capture", "prompt"] as const) files.add((await statePaths("/s", id, kind)).file);
+  }
+  assertEquals(files.size, 12);
+  assertEquals(
+    (await statePaths("/s", "x", "prompt")).file,
+    "/s/x.prompt.json",
+    "existing prompt states are found",
+  );
+  assertEquals((await statePaths("/s", "x")).file, "/s/x.json");
+});
+
 Deno.test("state: written 0600 in a 0700 dir, round trips, bad files read as fresh", async () => {
   await using dir = await tempDir();
   const { file } = await statePaths(`${dir.path}/hook-state/kimicode`, "s1");
