@@ -33,6 +33,7 @@ async function liveASession(home: string, fake: FakeOpenViking, down: string) {
     OPENVIKING_DEBUG: "1",
     OPENVIKING_CAPTURE_WAIT_MS: "0",
     OPENVIKING_TIMEOUT_MS: "1000",
+    OPENVIKING_COMMIT_POLICY: "every-turn", // no idle watch outliving the sandbox
     PATH: Deno.env.get("PATH") ?? "/usr/bin",
   };
   const outputs: string[] = [];
