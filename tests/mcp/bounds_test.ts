@@ -132,6 +132,7 @@ Deno.test("mcp/bounds: SSE keep-alives reset the idle limit; silence ends a stre
   const endless = errorOf(await proxy.response(3));
   assertEquals(endless.code, -32004);
   assertMatch(endless.message, /did not finish its reply within 3 s, the proxy's limit for one request/);
+  server.probing = true; // the stalled stream is written to again: a closed connection shows at once
   await until(() => server.cancelled === 2, "both streams closed");
   assertEquals(
     textOf(await proxy.request(4, "tools/call", { name: "health", arguments: {} })),

@@ -26,6 +26,8 @@ export class HostileMcp implements AsyncDisposable {
   /** Misbehaving replies started, and those whose body the client cancelled. */
   started = 0;
   cancelled = 0;
+  /** Once set, stalled replies write a byte every 50 ms, so a connection the proxy closed is seen at once. */
+  probing = false;
   /** Ends each reply still open (so shutdown does not wait for them). */
   private readonly open = new Set<() => void>();
   private readonly server: Deno.HttpServer<Deno.NetAddr>;
@@ -77,6 +79,11 @@ export class HostileMcp implements AsyncDisposable {
         this.open.add(end);
         if (how.kind === "stall") {
           controller.enqueue(encoder.encode(how.sse ? ": open\n\n" : '{"jsonrpc":"2.0",'));
+          // A server sees a closed connection when it writes: silent until the test asks, then probing.
+          timer = setInterval(
+            () => this.probing && controller.enqueue(encoder.encode(how.sse ? ":\n" : " ")),
+            50,
+          );
           return;
         }
         let sent = 0;
