@@ -133,7 +133,9 @@ Deno.test("mcp/bounds: SSE keep-alives reset the idle limit; silence ends a stre
   assertEquals(endless.code, -32004);
   assertMatch(endless.message, /did not finish its reply within 3 s, the proxy's limit for one request/);
   server.probing = true; // the stalled stream is written to again: a closed connection shows at once
-  await until(() => server.cancelled === 2, "both streams closed");
+  await until(() => server.cancelled === 2, "both streams closed").catch((e) => {
+    throw new Error(`${e.message}: started ${server.started}, cancelled ${server.cancelled}`);
+  });
   assertEquals(
     textOf(await proxy.request(4, "tools/call", { name: "health", arguments: {} })),
     "fake health: {}",
