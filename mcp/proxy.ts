@@ -304,22 +304,24 @@ export class Proxy {
     const unresumable = () => resuming === null || entry?.settle({ ok: false, failure: EMPTY(entry) });
     if (entry) entry.ended = false;
     const timing = entry?.timing ?? exchangeTiming("", this.settings.timeoutMs, this.limits);
-    const timer = new AbortController();
-    const clock = setTimeout(() => timer.abort(), timing.headersMs);
-    const signals = [timer.signal, init.signal, entry?.signal].filter((s): s is AbortSignal => s != null);
+    // Giving up aborts the fetch until the headers came, then cancels the body: an abort of a fetch whose
+    // body is being read may leave the connection (and the server's stream) open.
+    const giveUp = [init.signal, entry?.signal].filter((s): s is AbortSignal => s != null);
+    const upstream = new AbortController();
+    const abort = () => upstream.abort();
+    let timedOut = false;
+    const clock = setTimeout(() => (timedOut = true, abort()), timing.headersMs);
+    for (const s of giveUp) s.aborted ? abort() : s.addEventListener("abort", abort, { once: true });
     let response: Response;
     try {
-      response = await fetch(url, {
-        ...init,
-        headers,
-        signal: AbortSignal.any(signals),
-      });
+      response = await fetch(url, { ...init, headers, signal: upstream.signal });
     } catch (error) {
-      if (entry && timer.signal.aborted) entry.failure ??= { kind: "timeout", ms: timing.headersMs };
+      if (entry && timedOut) entry.failure ??= { kind: "timeout", ms: timing.headersMs };
       unresumable();
       throw error;
     } finally {
       clearTimeout(clock);
+      for (const s of giveUp) s.removeEventListener("abort", abort);
     }
     const { status, statusText } = response;
     if (entry) entry.status = status;
@@ -333,7 +335,7 @@ export class Proxy {
     if (!response.body) return response;
     const sse = isEventStream(response.headers.get("content-type"));
     if (entry) entry.sse = sse;
-    return new Response(this.bounded(response.body, sse, timing, entry), {
+    return new Response(this.bounded(response.body, sse, timing, entry, giveUp), {
       status,
       statusText,
       headers: response.headers,
@@ -364,8 +366,19 @@ export class Proxy {
   }
 
   /** A reply body within the byte bounds (of a JSON body; of an SSE stream and one event) and the idle bound. */
-  private bounded(body: ReadableStream<Uint8Array>, sse: boolean, timing: Timing, entry?: Pending) {
+  private bounded(
+    body: ReadableStream<Uint8Array>,
+    sse: boolean,
+    timing: Timing,
+    entry: Pending | undefined,
+    giveUp: AbortSignal[],
+  ) {
     const reader = body.getReader();
+    const cancel = () => void reader.cancel().catch(() => {});
+    for (const s of giveUp) s.aborted ? cancel() : s.addEventListener("abort", cancel, { once: true });
+    void reader.closed.catch(() => {}).finally(() =>
+      giveUp.forEach((s) => s.removeEventListener("abort", cancel))
+    );
     const decoder = new TextDecoder();
     const resumedFrom = entry?.lastEventId;
     const maxBytes = sse ? this.bytes.streamBytes : this.bytes.replyBytes;
