@@ -418,30 +418,23 @@ async function connection(
   cwd: string,
 ): Promise<Status["connection"]> {
   const peer = await resolvePeer(cwd, config);
-  const out: Status["connection"] = {
-    url: config.baseUrl,
-    reachable: false,
-    authenticated: null,
-    account: config.account || undefined,
-    user: config.user || undefined,
-    peer: { id: peer.peerId, source: peer.source },
-  };
   const health = await client.request("GET", "/health", z.looseObject({ version: optionalText }));
   const me = health.ok
     ? await client.request("GET", "/api/v1/system/status", z.looseObject({ user: optionalText }))
     : health;
   const data = me.ok && config.apiKey ? await askDataAccess(client) : me;
-  out.reachable = health.ok;
-  if (health.ok && health.result.version !== undefined) out.serverVersion = health.result.version;
-  if (health.ok && (data.ok || (data.kind !== "auth" && me.ok))) {
-    out.authenticated = true;
-    if (me.ok && me.result.user) out.user = me.result.user;
-  } else if (!data.ok) {
-    if (health.ok) out.authenticated = data.kind === "auth" ? false : null;
-    const a = adviceFor(data, config.baseUrl);
-    out.problem = { kind: data.kind, message: a.summary, fix: a.fix };
-  }
-  return out;
+  const accepted = health.ok && (data.ok || (data.kind !== "auth" && me.ok));
+  const a = !accepted && !data.ok ? adviceFor(data, config.baseUrl) : undefined;
+  return {
+    url: config.baseUrl,
+    reachable: health.ok,
+    authenticated: accepted || (health.ok && !data.ok && data.kind === "auth" ? false : null),
+    account: config.account || undefined,
+    user: (accepted && me.ok && me.result.user) || config.user || undefined,
+    peer: { id: peer.peerId, source: peer.source },
+    ...(health.ok && health.result.version !== undefined ? { serverVersion: health.result.version } : {}),
+    ...(a && !data.ok ? { problem: { kind: data.kind, message: a.summary, fix: a.fix } } : {}),
+  };
 }
 
 /**
