@@ -22,6 +22,7 @@ import { parseJsonOrUndefined } from "../lib/fs.ts";
 import { type LedgerEntry, readLedger, REPLAY_FILE } from "./ledger.ts";
 import { isFolderSummary } from "./recall.ts";
 import { SESSION_PREFIX } from "./context.ts";
+import { diffChanges } from "./extraction.ts";
 
 /** A memory root recall reads: the user's own, or this workspace's (its actor peer's). */
 export type Root = { scope: "user" | "project"; uri: string };
@@ -196,7 +197,8 @@ export async function searchMemories(
       body: { query, target_uri: root.uri, limit: 50, score_threshold: 0 },
     });
     if (!res.ok) return void out.failures.push({ root, failure: res });
-    for (const h of res.result.memories.filter((h) => h && isMemoryUri(h.uri)) as z.output<typeof Hit>[]) {
+    for (const h of res.result.memories) {
+      if (!h || !isMemoryUri(h.uri)) continue;
       const { uri, score, abstract } = h;
       out.memories.push({
         uri,
@@ -233,9 +235,8 @@ async function diffUris(client: OpenVikingClient): Promise<string[] | OvFailure>
 
 /** How memory diff `diff` (its JSON text) changed `uri`, if it did (pure). */
 export function changeIn(diff: string, uri: string): Origin["change"] | undefined {
-  const ops = asRecord(asRecord(parseJsonOrUndefined(diff)).operations);
-  const names = (list: unknown) => Array.isArray(list) && list.some((o) => isRecord(o) && o.uri === uri);
-  return names(ops.adds) ? "added" : names(ops.updates) ? "updated" : undefined;
+  const { added, updated } = diffChanges(diff);
+  return added.includes(uri) ? "added" : updated.includes(uri) ? "updated" : undefined;
 }
 
 const Tasks = z.catch(z.array(z.unknown()), []);
