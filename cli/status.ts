@@ -203,17 +203,13 @@ function errorOf(at: number, cause: Cause, baseUrl: string): SessionStatus["last
 }
 
 /**
- * Marks the queued commits the queue still holds (the newest `queuedCommits` not delivered by a recorded
+ * Marks the queued commits the queue still holds (the newest `s.queue.commits` not delivered by a recorded
  * replay) as waiting, and gives those that left it with no replay on record the session's `tasks` no entry
  * names, oldest first; returns the tasks left over (changes `s`).
  */
-function placeQueued<T extends { id: string; at: number }>(
-  s: SessionStatus,
-  queuedCommits: number,
-  tasks: T[],
-) {
+function placeQueued(s: SessionStatus, tasks: { id: string; at: number }[]) {
   const undelivered = s.commits.filter((c) => c.outcome === "queued" && !c.taskId);
-  undelivered.forEach((c, i) => c.waiting = i >= undelivered.length - queuedCommits);
+  undelivered.forEach((c, i) => c.waiting = i >= undelivered.length - s.queue.commits);
   for (const c of s.commits) if (c.outcome === "queued" && c.taskId) c.waiting = false;
   const left = [...tasks].sort((a, b) => a.at - b.at);
   for (const c of undelivered) {
@@ -457,7 +453,7 @@ async function askTasks(
   const unknown = [...tasks].filter(([id]) => !known.has(id))
     .map(([id, t]) => ({ id, at: Number(asRecord(t).created_at ?? 0) * 1000 }));
   // Tasks no entry names: a queued commit replayed with no record takes its own; the rest are another client's.
-  for (const t of placeQueued(s, s.queue.commits, unknown)) {
+  for (const t of placeQueued(s, unknown)) {
     s.commits.push({ at: t.at, outcome: "server", taskId: t.id });
   }
   s.commits.sort((a, b) => a.at - b.at);
@@ -516,7 +512,7 @@ async function localSessions(
     const s = foldSession(name, entries, originOf(config));
     s.queue = counts(places.queue, s.openVikingSessionId);
     s.rejected = counts(places.rejected, s.openVikingSessionId);
-    placeQueued(s, s.queue.commits, []);
+    placeQueued(s, []);
     const state = stateDir && await readState((await statePaths(stateDir, name)).file).catch(() => undefined);
     // Due when the watch of the session's own server and identity commits it, whichever is configured now.
     const due = state && dueAt(state, config.idleCommitSeconds * 1000, undefined);
