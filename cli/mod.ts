@@ -57,17 +57,20 @@ function command<const F extends Flags = Record<never, Flag>>(spec: {
   const args = spec.args ?? {};
   const names = Object.keys(args);
   const own: Flags = spec.flags ?? {};
+  const flags: Flags = { ...own, help: HELP };
   const parse = (argv: string[]): Parsed => {
     const end = argv.includes("--") ? argv.indexOf("--") : argv.length;
     if (argv.slice(0, end).some((a) => a === "--help" || a === "-h")) return { kind: "help" };
     const error = (message: string): Parsed => ({ kind: "error", message });
     let parsed;
     try {
-      parsed = parseArgs({ args: argv, options: own, strict: true, allowPositionals: true });
+      parsed = parseArgs({ args: argv, options: flags, strict: true, allowPositionals: true });
     } catch (e) {
       return error((e as Error).message.replace(/\. To specify a positional argument .*/, "")); // a line
     }
-    const { values, positionals } = parsed;
+    const { positionals } = parsed;
+    const values: Record<string, unknown> = parsed.values;
+    if (values.help) return { kind: "help" }; // in a group of short flags (-yh)
     const bad = Object.entries(own).find(([n, f]) =>
       f.choices && !f.choices.includes(`${values[n] ?? f.choices[0]}`)
     );

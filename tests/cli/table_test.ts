@@ -85,6 +85,7 @@ Deno.test("install's values: --flag=value, -y, an empty value, the default mode"
     positionals: [],
   });
   assertEquals(values("install", []).mode, "config");
+  assertEquals(COMMANDS.install.parse(["-yh"]).kind, "help", "-h in a group of short flags");
   assertEquals(values("install", ["--url=-odd", "--dry-run"]).url, "-odd", "a dash value written inline");
   assertEquals(values("uninstall", []).mode, undefined, "uninstall without --mode: both modes");
   assertEquals(values("uninstall", ["--purge", "--yes"]).purge, true);
