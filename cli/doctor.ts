@@ -184,22 +184,17 @@ function registeredPrograms(state: KimiState, os: OsFamily): Registered[] {
   const [exe, ext] = os === "windows"
     ? [".\\bin\\openviking-kimi.exe", ".exe"]
     : ["./bin/openviking-kimi", ""];
-  const out: Registered[] = [];
-  const { home } = state.paths;
-  if (ours) {
-    out.push({
-      label: "config.toml hooks",
-      mode: "config",
-      path: firstWord(prefix),
-      cwd: home,
-      command: `${prefix} version`,
-    });
-  }
-  if (root !== undefined) {
-    const path = `${root}/bin/openviking-kimi${ext}`;
-    out.push({ label: `plugin ${PLUGIN_ID}`, mode: "plugin", path, cwd: root, command: `${exe} version` });
-  }
-  return out;
+  const [label, path, command] = ["config.toml hooks", firstWord(prefix), `${prefix} version`];
+  return [
+    ...(ours ? [{ label, mode: "config" as const, path, cwd: state.paths.home, command }] : []),
+    ...(root === undefined ? [] : [{
+      label: `plugin ${PLUGIN_ID}`,
+      mode: "plugin" as const,
+      path: `${root}/bin/openviking-kimi${ext}`,
+      cwd: root,
+      command: `${exe} version`,
+    }]),
+  ];
 }
 
 /** A registered program: there and executable; behind a launcher, its copy whole and the Deno it would run. */
@@ -574,14 +569,8 @@ export function renderChecks(checks: readonly Check[]): string {
   return lines.join("\n");
 }
 
-/** Options of `openviking-kimi doctor`: `--json`, and `--kimi-home` when given. */
-export interface DoctorOptions {
-  json: boolean;
-  kimiHome: string | undefined;
-}
-
 /** `openviking-kimi doctor`: exit 1 when a check fails. What a server said goes through the printed-text gate. */
-export async function doctorCommand(options: DoctorOptions): Promise<number> {
+export async function doctorCommand(options: { json: boolean; kimiHome?: string }): Promise<number> {
   const env = paths.processEnv();
   const checks = await guarded("doctor", "the setup", () => {
     const cwd = invocationCwd(env);

@@ -45,7 +45,7 @@ function form(name: string, flag: Flag): string {
 /**
  * Declares a command: `args` its positionals (`<name>` required, `[<name>]` optional) with their help;
  * `usageExit` the exit of a usage error (2, but `hook`'s 0: Kimi reads a hook's exit 2 as "block"); `run` gets
- * the values `parseArgs` types from these very flags, and the positionals.
+ * the values strict `parseArgs` types from these very flags, and the positionals.
  */
 function command<const F extends Flags = Record<never, Flag>>(spec: {
   summary: string;
@@ -58,42 +58,32 @@ function command<const F extends Flags = Record<never, Flag>>(spec: {
   const names = Object.keys(args);
   const own: Flags = spec.flags ?? {};
   const flags: Flags = { ...own, help: HELP };
-  const config = { options: flags, strict: false, allowPositionals: true, tokens: true } as const;
   const parse = (argv: string[]): Parsed => {
-    const { tokens } = parseArgs({ args: argv, ...config });
-    if (tokens.some((t) => t.kind === "option" && t.name === "help" && t.value === undefined)) {
-      return { kind: "help" };
-    }
+    const end = argv.includes("--") ? argv.indexOf("--") : argv.length;
+    if (argv.slice(0, end).some((a) => a === "--help" || a === "-h")) return { kind: "help" };
     const error = (message: string): Parsed => ({ kind: "error", message });
-    const values: Record<string, string | boolean | undefined> = {};
-    const positionals: string[] = [];
-    for (const t of tokens) {
-      if (t.kind === "positional") positionals.push(t.value);
-      if (t.kind !== "option") continue;
-      const flag = Object.hasOwn(flags, t.name) ? flags[t.name] : undefined;
-      if (!flag) return error(`unknown flag ${t.rawName}`);
-      const shown = t.rawName.startsWith("--") ? t.rawName : `${t.rawName} (--${t.name})`;
-      if (flag.type === "boolean") {
-        if (t.value !== undefined) return error(`${shown} takes no value`);
-      } else if (t.value === undefined) return error(`${shown} needs a value (${form(t.name, flag)})`);
-      else if (!t.inlineValue && t.value.startsWith("-") && t.value !== "-") {
-        return error(
-          `${shown} needs a value (${form(t.name, flag)}), not the flag ${t.value} ` +
-            `(write --${t.name}=${t.value} if that is the value)`,
-        );
-      } else if (flag.choices && !flag.choices.includes(t.value)) {
-        return error(`${shown} must be ${flag.choices.join(" or ")}, not ${JSON.stringify(t.value)}`);
-      }
-      values[t.name] = t.value ?? true;
+    let parsed;
+    try {
+      parsed = parseArgs({ args: argv, options: flags, strict: true, allowPositionals: true });
+    } catch (e) {
+      return error((e as Error).message.replace(/\. To specify a positional argument .*/, "")); // a line
     }
-    for (const [name, flag] of Object.entries(own)) {
-      if (flag.default !== undefined) values[name] ??= flag.default;
+    const { positionals } = parsed;
+    const values: Record<string, unknown> = parsed.values;
+    if (values.help) return { kind: "help" }; // in a group of short flags (-yh)
+    const bad = Object.entries(own).find(([n, f]) =>
+      f.choices && !f.choices.includes(`${values[n] ?? f.choices[0]}`)
+    );
+    if (bad) {
+      return error(
+        `--${bad[0]} must be ${bad[1].choices!.join(" or ")}, not ${JSON.stringify(values[bad[0]])}`,
+      );
     }
     const missing = names.find((n, i) => n.startsWith("<") && positionals[i] === undefined);
     if (missing) return error(`missing ${missing}`);
     const stray = positionals[names.length];
     if (stray !== undefined) return error(`unexpected argument ${JSON.stringify(stray)}`);
-    const typed = values as Values<F>; // each value checked against its flag above
+    const typed = values as Values<F>; // parsed strictly from these very flags
     return { kind: "run", values: typed, positionals, run: () => spec.run(typed, positionals) };
   };
   return { summary: spec.summary, args, flags: own, usageExit: spec.usageExit ?? 2, parse };

@@ -203,17 +203,13 @@ function errorOf(at: number, cause: Cause, baseUrl: string): SessionStatus["last
 }
 
 /**
- * Marks the queued commits the queue still holds (the newest `queuedCommits` not delivered by a recorded
+ * Marks the queued commits the queue still holds (the newest `s.queue.commits` not delivered by a recorded
  * replay) as waiting, and gives those that left it with no replay on record the session's `tasks` no entry
  * names, oldest first; returns the tasks left over (changes `s`).
  */
-function placeQueued<T extends { id: string; at: number }>(
-  s: SessionStatus,
-  queuedCommits: number,
-  tasks: T[],
-) {
+function placeQueued(s: SessionStatus, tasks: { id: string; at: number }[]) {
   const undelivered = s.commits.filter((c) => c.outcome === "queued" && !c.taskId);
-  undelivered.forEach((c, i) => c.waiting = i >= undelivered.length - queuedCommits);
+  undelivered.forEach((c, i) => c.waiting = i >= undelivered.length - s.queue.commits);
   for (const c of s.commits) if (c.outcome === "queued" && c.taskId) c.waiting = false;
   const left = [...tasks].sort((a, b) => a.at - b.at);
   for (const c of undelivered) {
@@ -418,30 +414,23 @@ async function connection(
   cwd: string,
 ): Promise<Status["connection"]> {
   const peer = await resolvePeer(cwd, config);
-  const out: Status["connection"] = {
-    url: config.baseUrl,
-    reachable: false,
-    authenticated: null,
-    account: config.account || undefined,
-    user: config.user || undefined,
-    peer: { id: peer.peerId, source: peer.source },
-  };
   const health = await client.request("GET", "/health", z.looseObject({ version: optionalText }));
   const me = health.ok
     ? await client.request("GET", "/api/v1/system/status", z.looseObject({ user: optionalText }))
     : health;
   const data = me.ok && config.apiKey ? await askDataAccess(client) : me;
-  out.reachable = health.ok;
-  if (health.ok && health.result.version !== undefined) out.serverVersion = health.result.version;
-  if (health.ok && (data.ok || (data.kind !== "auth" && me.ok))) {
-    out.authenticated = true;
-    if (me.ok && me.result.user) out.user = me.result.user;
-  } else if (!data.ok) {
-    if (health.ok) out.authenticated = data.kind === "auth" ? false : null;
-    const a = adviceFor(data, config.baseUrl);
-    out.problem = { kind: data.kind, message: a.summary, fix: a.fix };
-  }
-  return out;
+  const accepted = health.ok && (data.ok || (data.kind !== "auth" && me.ok));
+  const a = !accepted && !data.ok ? adviceFor(data, config.baseUrl) : undefined;
+  return {
+    url: config.baseUrl,
+    reachable: health.ok,
+    authenticated: accepted || (health.ok && !data.ok && data.kind === "auth" ? false : null),
+    account: config.account || undefined,
+    user: (accepted && me.ok && me.result.user) || config.user || undefined,
+    peer: { id: peer.peerId, source: peer.source },
+    ...(health.ok && health.result.version !== undefined ? { serverVersion: health.result.version } : {}),
+    ...(a && !data.ok ? { problem: { kind: data.kind, message: a.summary, fix: a.fix } } : {}),
+  };
 }
 
 /**
@@ -464,7 +453,7 @@ async function askTasks(
   const unknown = [...tasks].filter(([id]) => !known.has(id))
     .map(([id, t]) => ({ id, at: Number(asRecord(t).created_at ?? 0) * 1000 }));
   // Tasks no entry names: a queued commit replayed with no record takes its own; the rest are another client's.
-  for (const t of placeQueued(s, s.queue.commits, unknown)) {
+  for (const t of placeQueued(s, unknown)) {
     s.commits.push({ at: t.at, outcome: "server", taskId: t.id });
   }
   s.commits.sort((a, b) => a.at - b.at);
@@ -523,7 +512,7 @@ async function localSessions(
     const s = foldSession(name, entries, originOf(config));
     s.queue = counts(places.queue, s.openVikingSessionId);
     s.rejected = counts(places.rejected, s.openVikingSessionId);
-    placeQueued(s, s.queue.commits, []);
+    placeQueued(s, []);
     const state = stateDir && await readState((await statePaths(stateDir, name)).file).catch(() => undefined);
     // Due when the watch of the session's own server and identity commits it, whichever is configured now.
     const due = state && dueAt(state, config.idleCommitSeconds * 1000, undefined);
@@ -542,7 +531,7 @@ function extractionOf(a: Alarm): Status["extraction"] {
 }
 
 /** Everything `status` shows. */
-async function collectStatus(env: paths.Env, cwd: string, choice: SessionChoice): Promise<Status> {
+export async function collectStatus(env: paths.Env, cwd: string, choice: SessionChoice): Promise<Status> {
   const { config } = await loadConfig(env, cwd);
   const client = createClient(clientOptions(config, "", { timeoutMs: STATUS_TIMEOUT_MS }));
   const conn = await connection(client, config, cwd);

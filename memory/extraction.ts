@@ -6,7 +6,7 @@
 import * as z from "zod/mini";
 import type { Budget, OpenVikingClient } from "../openviking/client.ts";
 import { originOf } from "../openviking/config.ts";
-import { readJson, writeFileAtomic } from "../lib/fs.ts";
+import { parseJsonOrUndefined, readJson, writeFileAtomic } from "../lib/fs.ts";
 import { asRecord, isRecord } from "../lib/parsed.ts";
 import { joinPath } from "../lib/paths.ts";
 import { SESSION_PREFIX } from "./context.ts";
@@ -74,13 +74,16 @@ export async function memoriesOf(
   if (typeof uri !== "string") return [];
   const read = await client.request("GET", "/api/v1/content/read", z.string(), { query: { uri }, budget });
   if (!read.ok) return null;
-  try {
-    const ops = asRecord(asRecord(JSON.parse(read.result)).operations);
-    return [...(Array.isArray(ops.adds) ? ops.adds : []), ...(Array.isArray(ops.updates) ? ops.updates : [])]
-      .filter(isRecord).map((o) => o.uri).filter((u): u is string => typeof u === "string");
-  } catch {
-    return [];
-  }
+  const { added, updated } = diffChanges(read.result);
+  return [...added, ...updated];
+}
+
+/** The URIs memory diff `diff` (its JSON text) added and updated (pure; a damaged diff names none). */
+export function diffChanges(diff: string): { added: string[]; updated: string[] } {
+  const ops = asRecord(asRecord(parseJsonOrUndefined(diff)).operations);
+  const uris = (list: unknown) =>
+    (Array.isArray(list) ? list : []).filter(isRecord).map((o) => o.uri).filter((u) => typeof u === "string");
+  return { added: uris(ops.adds), updated: uris(ops.updates) };
 }
 
 /** Which workspace (peer) each of our sessions ran in, the commits whose diff was read, what each peer's made. */

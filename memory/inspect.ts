@@ -22,6 +22,7 @@ import { parseJsonOrUndefined } from "../lib/fs.ts";
 import { type LedgerEntry, readLedger, REPLAY_FILE } from "./ledger.ts";
 import { isFolderSummary } from "./recall.ts";
 import { SESSION_PREFIX } from "./context.ts";
+import { diffChanges } from "./extraction.ts";
 
 /** A memory root recall reads: the user's own, or this workspace's (its actor peer's). */
 export type Root = { scope: "user" | "project"; uri: string };
@@ -30,7 +31,7 @@ export type Root = { scope: "user" | "project"; uri: string };
 export type Listed = Root & { kind: string; modified: number; text: string; score?: number };
 
 /** A commit whose memory diff added or updated a memory; its task and our capture while the server keeps it. */
-export type Origin = {
+export type Provenance = {
   session: string;
   kimiSession?: string;
   archive: string;
@@ -196,7 +197,8 @@ export async function searchMemories(
       body: { query, target_uri: root.uri, limit: 50, score_threshold: 0 },
     });
     if (!res.ok) return void out.failures.push({ root, failure: res });
-    for (const h of res.result.memories.filter((h) => h && isMemoryUri(h.uri)) as z.output<typeof Hit>[]) {
+    for (const h of res.result.memories) {
+      if (!h || !isMemoryUri(h.uri)) continue;
       const { uri, score, abstract } = h;
       out.memories.push({
         uri,
@@ -232,27 +234,26 @@ async function diffUris(client: OpenVikingClient): Promise<string[] | OvFailure>
 }
 
 /** How memory diff `diff` (its JSON text) changed `uri`, if it did (pure). */
-export function changeIn(diff: string, uri: string): Origin["change"] | undefined {
-  const ops = asRecord(asRecord(parseJsonOrUndefined(diff)).operations);
-  const names = (list: unknown) => Array.isArray(list) && list.some((o) => isRecord(o) && o.uri === uri);
-  return names(ops.adds) ? "added" : names(ops.updates) ? "updated" : undefined;
+export function changeIn(diff: string, uri: string): Provenance["change"] | undefined {
+  const { added, updated } = diffChanges(diff);
+  return added.includes(uri) ? "added" : updated.includes(uri) ? "updated" : undefined;
 }
 
 const Tasks = z.catch(z.array(z.unknown()), []);
 const Archive = z.looseObject({ messages: z.catch(z.array(z.unknown()), []) });
 
 /** What the server and our ledger (in `ledgerDir`) know of the commit whose memory diff is `diffUri`. */
-async function originOf(
+async function provenanceOf(
   client: OpenVikingClient,
   diffUri: string,
   diff: string,
-  change: Origin["change"],
+  change: Provenance["change"],
   ledgerDir: string,
-): Promise<Origin> {
+): Promise<Provenance> {
   const [, session, archiveId] = /\/sessions\/([^/]+)\/history\/([^/]+)\/memory_diff\.json$/.exec(diffUri) ??
     [];
   const archive = diffUri.slice(0, -"/memory_diff.json".length);
-  const out: Origin = { session, archive, change, turns: [] };
+  const out: Provenance = { session, archive, change, turns: [] };
   const at = asRecord(parseJsonOrUndefined(diff)).extracted_at;
   if (typeof at === "string") out.extractedAt = at;
   if (session.startsWith(SESSION_PREFIX)) out.kimiSession = session.slice(SESSION_PREFIX.length);
@@ -283,7 +284,7 @@ async function originOf(
 }
 
 /** The hook run our ledger says started commit task `taskId`: a capture (its event), or a queue replay (pure). */
-export function runOf(entries: readonly LedgerEntry[], taskId: string): Origin["capture"] {
+export function runOf(entries: readonly LedgerEntry[], taskId: string): Provenance["capture"] {
   for (const e of entries) {
     if (e.kind === "capture" && e.taskId === taskId) return { at: e.at, event: e.event };
     if (e.kind === "replay" && e.commitTasks.some((c) => c.taskId === taskId)) {
@@ -294,7 +295,7 @@ export function runOf(entries: readonly LedgerEntry[], taskId: string): Origin["
 }
 
 /** One memory in full, and the commits among the newest `diffsRead` that made it; `unknown`: not asked. */
-export type Shown = { uri: string; text: string; origins: Origin[]; diffsRead: number; unknown?: string };
+export type Shown = { uri: string; text: string; origins: Provenance[]; diffsRead: number; unknown?: string };
 
 /** Memory `uri` in full with its origins; the failure (a 404: no such memory) when it cannot be read. */
 export async function showMemory(
@@ -312,7 +313,7 @@ export async function showMemory(
   for (const [i, t] of texts.entries()) {
     const change = t.ok ? changeIn(t.result, uri) : undefined;
     if (t.ok) shown.diffsRead++;
-    if (t.ok && change) shown.origins.push(await originOf(client, diffs[i], t.result, change, ledgerDir));
+    if (t.ok && change) shown.origins.push(await provenanceOf(client, diffs[i], t.result, change, ledgerDir));
   }
   return shown;
 }

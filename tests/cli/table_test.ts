@@ -85,6 +85,7 @@ Deno.test("install's values: --flag=value, -y, an empty value, the default mode"
     positionals: [],
   });
   assertEquals(values("install", []).mode, "config");
+  assertEquals(COMMANDS.install.parse(["-yh"]).kind, "help", "-h in a group of short flags");
   assertEquals(values("install", ["--url=-odd", "--dry-run"]).url, "-odd", "a dash value written inline");
   assertEquals(values("uninstall", []).mode, undefined, "uninstall without --mode: both modes");
   assertEquals(values("uninstall", ["--purge", "--yes"]).purge, true);
@@ -93,23 +94,23 @@ Deno.test("install's values: --flag=value, -y, an empty value, the default mode"
 Deno.test("the parser's refusals name the flag", () => {
   const cases: [string, string[], string | RegExp][] = [
     ["install", ["--mode", "both"], '--mode must be config or plugin, not "both"'],
-    ["install", ["--purge"], "unknown flag --purge"],
-    ["install", ["--url"], "--url needs a value (--url URL)"],
-    ["install", ["--url", "--yes"], /^--url needs a value \(--url URL\), not the flag --yes/],
-    ["install", ["--api-key", "-y"], /^--api-key needs a value/],
-    ["install", ["-q"], "unknown flag -q"],
-    ["install", ["-yq"], "unknown flag -q"], // a short group is split
-    ["install", ["--dry-run=1"], "--dry-run takes no value"],
-    ["install", ["--yes=no"], "--yes takes no value"],
-    ["uninstall", ["--url", "x"], "unknown flag --url"],
-    ["doctor", ["--kimi-home"], "--kimi-home needs a value (--kimi-home DIR)"],
+    ["install", ["--purge"], "Unknown option '--purge'"],
+    ["install", ["--url"], "Option '--url <value>' argument missing"],
+    ["install", ["--url", "--yes"], /^Option '--url' argument is ambiguous.\n.*\n.*'--url=-XYZ'/],
+    ["install", ["--api-key", "-y"], /^Option '--api-key' argument is ambiguous/],
+    ["install", ["-q"], "Unknown option '-q'"],
+    ["install", ["-yq"], "Unknown option '-q'"], // a short group is split
+    ["install", ["--dry-run=1"], "Option '--dry-run' does not take an argument"],
+    ["install", ["--yes=no"], "Option '-y, --yes' does not take an argument"],
+    ["uninstall", ["--url", "x"], "Unknown option '--url'"],
+    ["doctor", ["--kimi-home"], "Option '--kimi-home <value>' argument missing"],
     ["turns", [], "missing <kimi-session-id>"],
     ["turns", ["a", "b"], 'unexpected argument "b"'],
     ["turns", ["--", "a", "--json"], 'unexpected argument "--json"'],
-    ["turns", ["session_x", "--bogus"], "unknown flag --bogus"],
+    ["turns", ["session_x", "--bogus"], "Unknown option '--bogus'"],
     ["replay", ["extra"], 'unexpected argument "extra"'],
-    ["mcp", ["--constructor"], "unknown flag --constructor"],
-    ["mcp", ["--__proto__"], "unknown flag --__proto__"],
+    ["mcp", ["--constructor"], "Unknown option '--constructor'"],
+    ["mcp", ["--__proto__"], "Unknown option '--__proto__'"],
     ["hook", ["stop", "extra"], 'unexpected argument "extra"'],
     ["hook", [], "missing <event>"],
   ];
@@ -143,7 +144,7 @@ Deno.test("the entry point: help on stdout, refusals on stderr with exit 2 (a ho
       "",
       `${usageError("install", refused("install", ["--url", "--yes"]))}\n`,
     ],
-    [["version", "--x"], 2, "", `${usageError("version", "unknown flag --x")}\n`],
+    [["version", "--x"], 2, "", `${usageError("version", "Unknown option '--x'")}\n`],
     [["hook"], 0, "", `${usageError("hook", "missing <event>")}\n`],
   ];
   for (const [args, code, stdout, stderr] of cases) {

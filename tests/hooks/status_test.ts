@@ -1,6 +1,7 @@
 /**
- * `status` through the real entry point with the production flags, after scripted sessions: prompts, captures
- * whose commits' tasks complete or fail, writes queued while the server is down, replays.
+ * `status` in-process (collectStatus, renderStatus) after scripted sessions run in-process: prompts, captures
+ * whose commits' tasks complete or fail, writes queued while the server is down, replays. Only what a process
+ * shows (exit codes, the detached replay, the replay command) goes through the real entry point.
  */
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
@@ -11,8 +12,14 @@ import { JournalBuilder } from "../support/journal.ts";
 import { enqueueMessages, enqueueShared } from "../support/queue.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { STATUS_COLUMNS, StatusSchema } from "../../cli/status.ts";
-import { appendLedger, readLedger, REPLAY_FILE, type ReplayEntry } from "../../memory/ledger.ts";
+import { collectStatus, renderStatus, STATUS_COLUMNS } from "../../cli/status.ts";
+import {
+  appendLedger,
+  type LedgerEntry,
+  readLedger,
+  REPLAY_FILE,
+  type ReplayEntry,
+} from "../../memory/ledger.ts";
 import { readState } from "../../memory/state.ts";
 import { commandName } from "../../lib/self.ts";
 
@@ -28,31 +35,49 @@ function statusEnv(home: string, url: string, extra: Record<string, string> = {}
   });
 }
 
-/** Runs hook `event` of `session` (payload `name` with `extra`) through the real entry point; exit 0. */
+/** Runs hook `event` of `session` (payload `name` with `extra`) in-process. */
 async function runHook(env: Record<string, string>, cwd: string, event: string, name: string, extra = {}) {
-  const stdin = JSON.stringify({ hook_event_name: name, session_id: SESSION, cwd, ...extra });
-  assertEquals((await runCli(["hook", event], { env, clearEnv: true, stdin })).code, 0);
+  await hookIn(event, {
+    env,
+    stdin: JSON.stringify({ hook_event_name: name, session_id: SESSION, cwd, ...extra }),
+  });
 }
 
-/** `status --json` (with `args`) through the real entry point: exit 0, the parsed object. */
-async function statusJson(env: Record<string, string>, cwd: string, args: string[] = []) {
-  const r = await runCli(["status", "--json", ...args], { env, clearEnv: true, cwd });
-  assertEquals(r.code, 0, r.stderr);
-  return StatusSchema.parse(JSON.parse(r.stdout));
-}
+/** What `status --json` prints (with `--session`, `--all`), in-process. */
+const statusJson = (
+  env: Record<string, string>,
+  cwd: string,
+  choice: { session?: string; all?: boolean } = {},
+) => collectStatus(env, cwd, choice);
 
-/** `status --json`'s entry for `SESSION`. */
+/** The status entry for `SESSION`. */
 const ours = async (env: Record<string, string>, cwd: string) =>
   (await statusJson(env, cwd)).sessions.find((x) => x.kimiSessionId === SESSION)!;
 
-/** `status` as text through the real entry point: exit 0, its lines within the screen width. */
-async function statusText(env: Record<string, string>, cwd: string, args: string[] = []): Promise<string> {
-  const r = await runCli(["status", ...args], { env, clearEnv: true, cwd });
-  assertEquals(r.code, 0, r.stderr);
-  for (const line of r.stdout.split("\n")) {
+/** The status screen, in-process: its lines within the screen width. */
+async function statusText(env: Record<string, string>, cwd: string, choice = {}): Promise<string> {
+  const text = renderStatus(await collectStatus(env, cwd, choice), Date.now());
+  for (const line of text.split("\n")) {
     assertTrue([...line].length <= STATUS_COLUMNS, `wider than ${STATUS_COLUMNS}: ${line}`);
   }
-  return r.stdout;
+  return text;
+}
+
+/** Appends `entry` to `name`'s ledger in `home` (a capture of one stopped turn unless it says otherwise). */
+async function ledgerLine(home: string, name: string, entry: Partial<LedgerEntry> & { at: number }) {
+  const capture = {
+    kind: "capture",
+    ms: 5,
+    event: "stop",
+    turns: 1,
+    sent: 0,
+    queued: 0,
+    rejected: 0,
+    commit: "none",
+  };
+  const limits = { ledgerMaxBytes: 8 << 20, ledgerMaxAgeDays: 30 };
+  const line = { ...capture, ...entry } as LedgerEntry;
+  assertTrue(await appendLedger(`${home}/.openviking/ledger/kimicode`, name, line, limits));
 }
 
 /** The replay entries of the replay ledger (every replay that sent something records one). */
@@ -201,8 +226,7 @@ Deno.test("status: a turn still open at one Stop and captured at the next is cou
   await stop(j.toString()); // the second turn's end is not on disk yet
   await stop(j.ended().toString());
   await stop(j.toString()); // nothing new
-  const r = await runCli(["status", "--json", "--session", SESSION], { env, clearEnv: true, cwd: dir.path });
-  const s = StatusSchema.parse(JSON.parse(r.stdout)).sessions[0];
+  const s = (await statusJson(env, dir.path, { session: SESSION })).sessions[0];
   assertEquals(fake.messages(`kc-${SESSION}`).length, 4, "both turns stored");
   assertEquals([s.captures.turns, s.captures.sent], [2, 4], "each turn counted once, when it is captured");
 });
@@ -214,8 +238,7 @@ Deno.test("status: turns captured from the kept prompts (no journal) are counted
   const prompt = { prompt: "where does the deploy script live?" };
   await runHook(env, dir.path, "user-prompt-submit", "UserPromptSubmit", prompt);
   await runHook(env, dir.path, "stop", "Stop"); // no wire.jsonl anywhere: the kept prompt is the turn
-  const r = await runCli(["status", "--json", "--session", SESSION], { env, clearEnv: true, cwd: dir.path });
-  const s = StatusSchema.parse(JSON.parse(r.stdout)).sessions[0];
+  const s = (await statusJson(env, dir.path, { session: SESSION })).sessions[0];
   assertEquals(fake.messages(`kc-${SESSION}`).map((m) => m.content), ["where does the deploy script live?"]);
   assertEquals([s.captures.runs, s.captures.turns, s.captures.sent], [1, 1, 1]);
 
@@ -223,7 +246,7 @@ Deno.test("status: turns captured from the kept prompts (no journal) are counted
   fake.fault({ route: "POST /api/v1/sessions/:id/*", status: 400, error: { message: "content: too long" } });
   await runHook(env, dir.path, "user-prompt-submit", "UserPromptSubmit", { prompt: "and the staging one?" });
   await runHook(env, dir.path, "stop", "Stop");
-  const after = (await statusJson(env, dir.path, ["--session", SESSION])).sessions[0];
+  const after = (await statusJson(env, dir.path, { session: SESSION })).sessions[0];
   assertEquals([after.captures.runs, after.captures.turns, after.captures.sent, after.captures.rejected], [
     2,
     2,
@@ -285,7 +308,15 @@ Deno.test("status after an interrupt whose commit went out through its detached 
   );
   // The batch alone takes nearly all of Interrupt's 2 s: its commit is queued.
   fake.fault({ route: "POST /api/v1/sessions/:id/messages/batch", delayMs: 1900, times: 1 });
-  await runHook(env, dir.path, "interrupt", "Interrupt", { turn_id: 1, reason: "cancelled" });
+  const stdin = {
+    hook_event_name: "Interrupt",
+    session_id: SESSION,
+    cwd: dir.path,
+    turn_id: 1,
+    reason: "cancelled",
+  };
+  const r = await runCli(["hook", "interrupt"], { env, clearEnv: true, stdin: JSON.stringify(stdin) });
+  assertEquals(r.code, 0); // through the entry point: only a process detaches
   const end = Date.now() + 20_000;
   while (!(await replayLedger(dir.path)).some((e) => e.commitTasks.length) && Date.now() < end) {
     await new Promise((r) => setTimeout(r, 100));
@@ -310,7 +341,7 @@ Deno.test("status: the newest commits the task list leaves out are asked by id: 
   fake.fault({ route: "GET /api/v1/tasks", raw: { status: 200, body: '{"status":"ok","result":[]}' } });
   fake.requests.length = 0;
   const tasks = async () => {
-    const st = await statusJson(env, dir.path, ["--session", SESSION]);
+    const st = await statusJson(env, dir.path, { session: SESSION });
     return { notAsked: st.notAsked, tasks: st.sessions[0].commits.map((c) => c.task) };
   };
   const done = { status: "completed", memories: [fake.memoryAdds[0].uri] };
@@ -322,7 +353,7 @@ Deno.test("status: the newest commits the task list leaves out are asked by id: 
   fake.tasks.clear(); // the server does not know them: too fresh to have expired (another key's server?)
   const unknown = { status: "not-found", memories: [] };
   assertEquals(await tasks(), { notAsked: [], tasks: [undefined, unknown, unknown, unknown] });
-  const fresh = (await statusText(env, dir.path, ["--session", SESSION])).replace(/\s+/g, " ");
+  const fresh = (await statusText(env, dir.path, { session: SESSION })).replace(/\s+/g, " ");
   assertTrue(!fresh.includes("expired"), fresh);
   assertEquals(fresh.match(/not known to this server \(made on another server or identity\?\)/g)?.length, 3);
   // A day later: OpenViking keeps a finished task 24 h.
@@ -332,7 +363,7 @@ Deno.test("status: the newest commits the task list leaves out are asked by id: 
   await Deno.writeTextFile(file, `${lines.map(dayAgo).join("\n")}\n`);
   const expired = { status: "expired", memories: [] };
   assertEquals(await tasks(), { notAsked: [], tasks: [undefined, expired, expired, expired] });
-  const text = await statusText(env, dir.path, ["--session", SESSION]);
+  const text = await statusText(env, dir.path, { session: SESSION });
   assertEquals(text.includes("task not asked"), false, text);
   const flat = text.replace(/\s+/g, " ");
   assertEquals(
@@ -351,15 +382,10 @@ Deno.test("status: a session of 60 commits has every task from one list (the ser
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
   const env = statusEnv(dir.path, fake.url);
-  const ledger = `${dir.path}/.openviking/ledger/kimicode`;
-  const limits = { ledgerMaxBytes: 8 * 1024 * 1024, ledgerMaxAgeDays: 30 };
   const start = Date.now() - 3600_000;
   for (let i = 0; i < 60; i++) {
     const [taskId, at, status] = [`task-${i}`, start + i * 1000, i % 2 ? "completed" : "failed"] as const;
-    const entry = { kind: "capture", at, ms: 50, event: "stop", turns: 1, sent: 2, queued: 0 } as const;
-    assertTrue(
-      await appendLedger(ledger, SESSION, { ...entry, rejected: 0, commit: "committed", taskId }, limits),
-    );
+    await ledgerLine(dir.path, SESSION, { at, sent: 2, commit: "committed", taskId });
     const times = { created_at: at / 1000, updated_at: at / 1000 };
     const error = i % 2 ? null : "no JSON";
     fake.tasks.set(taskId, {
@@ -372,7 +398,7 @@ Deno.test("status: a session of 60 commits has every task from one list (the ser
       error,
     });
   }
-  const st = await statusJson(env, dir.path, ["--session", SESSION]);
+  const st = await statusJson(env, dir.path, { session: SESSION });
   const commits = st.sessions[0].commits;
   assertEquals(commits.length, 60);
   assertEquals(commits.map((c) => c.task?.status), commits.map((_, i) => i % 2 ? "completed" : "failed"));
@@ -392,7 +418,7 @@ Deno.test("status --session with an id nothing is known of: says so and points t
     assertMatch(r.stderr, /no ledger or state .*nosuch-session/);
     assertStringIncludes(r.stderr, `\`${commandName(env)} status --all\``);
   }
-  assertEquals((await statusJson(env, dir.path, ["--session", SESSION])).sessions.length, 1);
+  assertEquals((await statusJson(env, dir.path, { session: SESSION })).sessions.length, 1);
   const both = await runCli(["status", "--session", SESSION, "--all"], { env, clearEnv: true });
   assertEquals([both.code, both.stderr], [
     2,
@@ -403,7 +429,7 @@ Deno.test("status --session with an id nothing is known of: says so and points t
   const start = { hook_event_name: "SessionStart", session_id: other, cwd: dir.path, source: "startup" };
   const stdin = JSON.stringify(start);
   assertEquals((await runCli(["hook", "session-start"], { env, clearEnv: true, stdin })).code, 0);
-  const text = await statusText(env, dir.path, ["--session", other]);
+  const text = await statusText(env, dir.path, { session: other });
   assertMatch(text, new RegExp(`${other} — no hook run in the ledger`));
 });
 
@@ -448,33 +474,15 @@ Deno.test("status: a failed queue replay is the error of the sessions whose writ
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
   const env = statusEnv(dir.path, fake.url);
-  const ledger = `${dir.path}/.openviking/ledger/kimicode`;
-  const limits = { ledgerMaxBytes: 8 * 1024 * 1024, ledgerMaxAgeDays: 30 };
   const now = Date.now();
   const [fine, waits] = ["session_fine-0001", "session_waits-0002"];
-  const capture = {
-    kind: "capture",
-    ms: 50,
-    event: "stop",
-    turns: 1,
-    sent: 2,
-    queued: 0,
-    rejected: 0,
-  } as const;
-  assertTrue(await appendLedger(ledger, fine, { ...capture, at: now - 600_000, commit: "none" }, limits));
-  assertTrue(await appendLedger(ledger, waits, { ...capture, at: now - 900_000, commit: "none" }, limits));
+  await ledgerLine(dir.path, fine, { at: now - 600_000, sent: 2 });
+  await ledgerLine(dir.path, waits, { at: now - 900_000, sent: 2 });
   await enqueueMessages(`${dir.path}/.openviking/pending`, `kc-${waits}`, [{ role: "user", content: "hi" }]);
   // A session start's replay met a server that took the connection and hung (an older entry: no reason).
   const hung = { kind: "unreachable", status: 0, message: "", code: "TIMEOUT" } as const;
-  const replay = { kind: "replay", ms: 3000, rejected: 0, replayed: 0, messages: 0, deferred: 0 } as const;
-  assertTrue(
-    await appendLedger(
-      ledger,
-      REPLAY_FILE,
-      { ...replay, at: now - 60_000, commitTasks: [], cause: hung },
-      limits,
-    ),
-  );
+  const replay = { kind: "replay" as const, replayed: 0, messages: 0, deferred: 0, commitTasks: [] };
+  await ledgerLine(dir.path, REPLAY_FILE, { ...replay, at: now - 60_000, cause: hung });
   const st = await statusJson(env, dir.path);
   const [f, w] = [fine, waits].map((id) => st.sessions.find((s) => s.kimiSessionId === id)!);
   assertEquals([f.lastError, f.lastActivity], [undefined, now - 600_000], "nothing of it waited: untouched");
@@ -500,25 +508,7 @@ Deno.test("status: a session start's replay that failed keeps why, its code and 
   assertEquals(cause?.kind, "unreachable");
   assertTrue(cause?.code !== undefined && cause.message !== "", JSON.stringify(cause));
   fake.clearFaults();
-  const queued = {
-    kind: "capture",
-    at: 1,
-    ms: 1,
-    event: "stop",
-    turns: 1,
-    sent: 0,
-    queued: 1,
-    rejected: 0,
-  } as const;
-  const limits = { ledgerMaxBytes: 1 << 20, ledgerMaxAgeDays: 30 };
-  assertTrue(
-    await appendLedger(
-      `${dir.path}/.openviking/ledger/kimicode`,
-      SESSION,
-      { ...queued, commit: "none" },
-      limits,
-    ),
-  );
+  await ledgerLine(dir.path, SESSION, { at: 1, queued: 1 });
   const e = (await ours(env, dir.path)).lastError!;
   assertMatch(e.message, new RegExp(`^OpenViking at ${fake.url} is not reachable: ${cause.message}`));
 });
@@ -556,25 +546,8 @@ Deno.test("status under balanced: captures that wait for a commit, and when the 
   assertMatch(text, /2 message\(s\) wait for a commit: due in (9|10) min \(idle since the last capture\)/);
 
   // The watch's commit is in the ledger as a capture of no turns: a commit, not a capture run.
-  const ledger = `${dir.path}/.openviking/ledger/kimicode`;
-  const idle = {
-    kind: "capture",
-    at: Date.now(),
-    ms: 9,
-    event: "idle",
-    turns: 0,
-    sent: 0,
-    queued: 0,
-  } as const;
-  const limits = { ledgerMaxBytes: 1 << 20, ledgerMaxAgeDays: 30 };
-  assertTrue(
-    await appendLedger(
-      ledger,
-      SESSION,
-      { ...idle, rejected: 0, commit: "committed", taskId: "task-idle" },
-      limits,
-    ),
-  );
+  const idle = { at: Date.now(), event: "idle", turns: 0, commit: "committed", taskId: "task-idle" };
+  await ledgerLine(dir.path, SESSION, idle);
   const after = await ours(env, dir.path);
   assertEquals([after.captures.runs, after.captures.turns, after.commits.map((c) => c.outcome)], [
     1,
