@@ -1,6 +1,6 @@
 /**
- * Recall: the memories OpenViking finds for a prompt — ① `/search/search` in context mode, ② the deprecated
- * `/search/recall`, ③ `/search/find` per source, ranked here. ① and ② keep the server's order.
+ * Recall: the memories OpenViking finds for a prompt — ① `/search/search` in context mode (the server's
+ * order), else ② `/search/find` per source, ranked here.
  */
 
 import * as z from "zod/mini";
@@ -27,7 +27,7 @@ export type Memory = z.infer<typeof MemorySchema>;
 
 /** What a recall found (prompt state keeps it): the stage, its memories in order, the server's own text. */
 export const RecallSchema = z.object({
-  source: z.enum(["context", "recall", "find", "none"]),
+  source: z.enum(["context", "find", "none"]),
   memories: z.array(MemorySchema),
   assembled: z.optional(z.string()),
 });
@@ -54,7 +54,6 @@ const ContextReply = z.looseObject({
   rendered: text,
   stats: z.catch(z.optional(z.looseObject({ rewrite: z.optional(z.unknown()) })), undefined),
 });
-const RecallReply = z.looseObject({ entries: Entries, rendered: text });
 const Hit = z.looseObject({
   uri: z.string(),
   level: num,
@@ -163,7 +162,6 @@ export function contextSearchBody(s: Config, r: Pick<RecallRequest, "query" | "s
 
 /** A stage's answer: its entries (else its rendered text's elements), and its text (digest, else rendered). */
 function assembled(
-  source: "context" | "recall",
   entries: z.output<typeof Entries>,
   t: { digest?: string; rendered?: string },
 ): RecallResult {
@@ -171,7 +169,7 @@ function assembled(
   const fromEntries = memoriesFromEntries(entries);
   const memories = fromEntries.length ? fromEntries : memoriesFromRendered(rendered);
   const whole = (t.digest?.trim() || rendered).slice(0, PRINT_MAX_CHARS);
-  return whole ? { source, memories, assembled: whole } : { source, memories };
+  return whole ? { source: "context", memories, assembled: whole } : { source: "context", memories };
 }
 
 /** How long a server that rejected context mode is not asked in it. */
@@ -200,7 +198,7 @@ async function fromContextFace(c: OpenVikingClient, s: Config, r: RecallRequest)
     if (res.result.stats?.rewrite === "no_relevant") {
       return { source: "context", memories: [] } as RecallResult;
     }
-    return assembled("context", res.result.entries, res.result);
+    return assembled(res.result.entries, res.result);
   }
   if (!isLegacyRejection(res)) return res;
   if (r.stateDir) {
@@ -208,26 +206,6 @@ async function fromContextFace(c: OpenVikingClient, s: Config, r: RecallRequest)
     await writeFileAtomic(memoPath(r.stateDir), `${memo}\n`).catch(() => {});
   }
   return undefined;
-}
-
-/** ② The deprecated recall endpoint, asked once more without `peer_scope` when it refuses it. */
-async function fromRecallEndpoint(c: OpenVikingClient, s: Config, r: RecallRequest) {
-  const body: Record<string, unknown> = {
-    query: r.query,
-    quotas: { ...scaleQuotas(s.recallLimit, { events: 10, entities: 10, preferences: 3 }), experiences: 0 },
-    max_chars: Math.max(s.recallMaxContentChars * s.recallLimit, 1000),
-    min_score: s.scoreThreshold,
-    render: true,
-  };
-  if (s.recallPeerScope !== "all") body.peer_scope = "actor";
-  const ask = (b: Record<string, unknown>) =>
-    c.request("POST", "/api/v1/search/recall", RecallReply, { body: b, budget: r.budget });
-  let res = await ask(body);
-  if (!res.ok && (res.status === 400 || res.status === 422) && body.peer_scope) {
-    const { peer_scope: _, ...without } = body;
-    res = await ask(without);
-  }
-  return res.ok ? assembled("recall", res.result.entries, res.result) : res;
 }
 
 /** A hit of find, as ranked here. */
@@ -273,7 +251,7 @@ export function rankFindItems(items: readonly FindItem[], query: string, s: Conf
   return out;
 }
 
-/** ③ Find per source, ranked here; a memory's text its abstract or, where that will not do, its content. */
+/** ② Find per source, ranked here; a memory's text its abstract or, where that will not do, its content. */
 async function fromFind(c: OpenVikingClient, s: Config, r: RecallRequest): Promise<RecallResult | OvFailure> {
   const sources = [["viking://~/memories", "memory"], ["viking://~/skills", "skill"]] as const;
   const results = await Promise.all(
@@ -332,7 +310,7 @@ export async function recallForPrompt(
   const r = { ...req, query: req.query.trim() };
   if (!r.query) return { source: "none", memories: [] };
   const failures: OvFailure[] = [];
-  for (const stage of [fromContextFace, fromRecallEndpoint, fromFind]) {
+  for (const stage of [fromContextFace, fromFind]) {
     const got = await stage(c, s, r);
     if (got === undefined) continue;
     if ("ok" in got) {

@@ -1,6 +1,5 @@
 /**
- * Recall's own policy, without processes: the fallback chain (context face → recall endpoint → find with
- * local ranking), the 6 h memo of a server without context mode, the quotas, and the local ranking.
+ * Recall's own policy, without processes: the fallback chain (context face → find with local ranking), the 6 h memo of a server without context mode, the quotas, and the local ranking.
  */
 
 import { assertEquals, assertMatch, assertTrue } from "../tests/support/assert.ts";
@@ -35,7 +34,6 @@ const SETTINGS: Config = {
 };
 
 const SEARCH = "POST /api/v1/search/search";
-const RECALL = "POST /api/v1/search/recall";
 const FIND = "POST /api/v1/search/find";
 const READ = "GET /api/v1/content/read";
 
@@ -105,74 +103,41 @@ Deno.test("recall chain: 'no_relevant' from the context face is the answer (no f
   }
 });
 
-Deno.test("recall chain: a failing context face falls to the recall endpoint; rendered is used, digest is not", async () => {
-  const { client, calls } = scriptedClient(byRoute({
-    [SEARCH]: fail("server", 503),
-    [RECALL]: ok({ rendered: "remembered: viking://user/d/memories/r.md" }),
-  }));
-  const r = await recallForPrompt(
-    client,
-    { ...SETTINGS, recallPeerScope: "actor" },
-    request("what did I say?"),
-  );
-  assertEquals([r.source, urisOf(r)], ["recall", ["viking://user/d/memories/r.md"]]);
-  assertEquals(calls.map(route), [SEARCH, RECALL]);
-  const body = calls[1].body as Record<string, unknown>;
-  assertEquals([body.peer_scope, body.render, body.query], ["actor", true, "what did I say?"]);
-});
-
-Deno.test("recall chain: a context result that is not OpenViking's shape is not an answer: the chain goes on", async () => {
-  const { client, calls } = scriptedClient(byRoute({
-    [SEARCH]: ok("not an object"),
-    [RECALL]: ok({ rendered: "from the recall endpoint" }),
-  }));
-  const r = await recallForPrompt(client, SETTINGS, request("shape check"));
-  assertEquals([r.source, calls.map(route)], ["recall", [SEARCH, RECALL]]);
-});
-
-Deno.test("recall chain: the recall endpoint refusing peer_scope (400/422) is asked once more without it", async () => {
-  for (const status of [400, 422]) {
-    const { client, calls } = scriptedClient(byRoute({
-      [SEARCH]: fail("server", 500),
-      [RECALL]: (c) =>
-        "peer_scope" in (c.body as object)
-          ? fail("rejected", status, "peer_scope unknown")
-          : ok({ rendered: "ok" }),
-    }));
-    const r = await recallForPrompt(client, { ...SETTINGS, recallPeerScope: "actor" }, request("retry me"));
-    assertEquals(r.source, "recall");
-    assertEquals(calls.map(route), [SEARCH, RECALL, RECALL]);
-    assertEquals("peer_scope" in (calls[2].body as object), false);
+Deno.test("recall chain: a failing context face, or one whose result is not OpenViking's shape, falls to find", async () => {
+  for (const answer of [fail("server", 503), ok("not an object")]) {
+    const { client, calls } = scriptedClient(byRoute({ [SEARCH]: answer, [FIND]: ok({}) }));
+    const r = await recallForPrompt(client, SETTINGS, request("what did I say?"));
+    assertEquals([r.source, calls.map(route)], ["none", [SEARCH, FIND, FIND]]);
   }
-  // Without peer_scope there is nothing to drop: no second try, on to find.
-  const { client, calls } = scriptedClient(
-    byRoute({ [SEARCH]: fail("server", 500), [RECALL]: fail("rejected", 400) }),
-  );
-  await recallForPrompt(client, SETTINGS, request("no retry"));
-  assertEquals(calls.map(route), [SEARCH, RECALL, FIND, FIND]);
 });
 
 Deno.test("recall chain: a server without context mode is remembered for 6 h, per server URL", async () => {
   await using dir = await tempDir();
   const legacy = byRoute({
     [SEARCH]: { fail: "rejected", status: 422, message: "extra fields not permitted: mode" },
-    [RECALL]: ok({ rendered: "legacy answer" }),
+    [FIND]: ok({
+      memories: [{ uri: "viking://user/d/memories/l.md", score: 0.9, abstract: "legacy answer" }],
+    }),
   });
   const first = scriptedClient(legacy);
-  assertEquals((await recallForPrompt(first.client, SETTINGS, request("q1", dir.path, 0))).source, "recall");
-  assertEquals(first.calls.map(route), [SEARCH, RECALL]);
+  assertEquals((await recallForPrompt(first.client, SETTINGS, request("q1", dir.path, 0))).source, "find");
+  assertEquals(first.calls.map(route), [SEARCH, FIND, FIND]);
   const later = scriptedClient(legacy);
   await recallForPrompt(later.client, SETTINGS, request("q2", dir.path, LEGACY_MEMO_MS - 1));
-  assertEquals(later.calls.map(route), [RECALL], "the memo skips the context face");
+  assertEquals(later.calls.map(route), [FIND, FIND], "the memo skips the context face");
   const expired = scriptedClient(legacy);
   await recallForPrompt(expired.client, SETTINGS, request("q3", dir.path, LEGACY_MEMO_MS + 1));
-  assertEquals(expired.calls.map(route), [SEARCH, RECALL], "after 6 h it is asked again");
+  assertEquals(expired.calls.map(route), [SEARCH, FIND, FIND], "after 6 h it is asked again");
   const other = scriptedClient(legacy, { baseUrl: "http://other.test:1933" });
   await recallForPrompt(other.client, SETTINGS, request("q4", dir.path, 1));
-  assertEquals(other.calls.map(route), [SEARCH, RECALL], "another server is not taken for the legacy one");
+  assertEquals(
+    other.calls.map(route),
+    [SEARCH, FIND, FIND],
+    "another server is not taken for the legacy one",
+  );
   // Any other failure is not a missing context mode: nothing is remembered.
   await using fresh = await tempDir();
-  const busy = scriptedClient(byRoute({ [SEARCH]: fail("server", 503), [RECALL]: ok({ rendered: "x" }) }));
+  const busy = scriptedClient(byRoute({ [SEARCH]: fail("server", 503), [FIND]: ok({}) }));
   await recallForPrompt(busy.client, SETTINGS, request("q5", fresh.path, 0));
   const again = scriptedClient(byRoute({ [SEARCH]: ok({ digest: "back" }) }));
   assertEquals(
@@ -184,7 +149,6 @@ Deno.test("recall chain: a server without context mode is remembered for 6 h, pe
 Deno.test("recall chain: find per source, excluded URIs and folder summaries out, ranked and cut to the limit, content read when the abstract will not do", async () => {
   const { client, calls } = scriptedClient(byRoute({
     [SEARCH]: fail("unreachable", 0),
-    [RECALL]: fail("missing-route", 404),
     [FIND]: (c) =>
       (c.body as { target_uri: string }).target_uri === "viking://~/memories"
         ? ok({
@@ -241,7 +205,7 @@ Deno.test("recall chain: an empty query asks nothing; nothing found anywhere is 
   assertEquals((await recallForPrompt(empty.client, SETTINGS, request("   "))).source, "none");
   assertEquals(empty.calls.length, 0);
   const nothing = scriptedClient(
-    byRoute({ [SEARCH]: fail("server", 500), [RECALL]: fail("server", 500), [FIND]: ok({}) }),
+    byRoute({ [SEARCH]: fail("server", 500), [FIND]: ok({}) }),
   );
   const r = await recallForPrompt(nothing.client, SETTINGS, request("find nothing"));
   assertEquals([r.source, blockOf(r), urisOf(r), r.failure], ["none", undefined, [], undefined]);
@@ -255,7 +219,7 @@ Deno.test("recall chain: when no stage answers, the result says why — the firs
     "unreachable",
     "cannot reach http://ov.test:1933",
   ]);
-  // The recall endpoint a newer server dropped says less than the find that was refused.
+  // A stage the server lacks (a missing route) says less than the one that failed.
   const mixed = scriptedClient(byRoute({ [SEARCH]: fail("server", 503), [FIND]: fail("auth", 401) }));
   const m = await recallForPrompt(mixed.client, SETTINGS, request("what about the tests?"));
   assertEquals([m.failure?.kind, m.failure?.status], ["server", 503]);

@@ -68,14 +68,15 @@ for (const condition of CONDITIONS) {
       const recall = { source: "context", memories: [memory], assembled: DEFAULT_RENDERED };
       assertEquals([st.profileInjected, st.recall, st.injectedUris], [true, recall, [DEFAULT_ENTRY.uri]]);
     } else if (condition === "legacy") {
-      // The recall endpoint's rendered `<memory>` elements are read back into memories, one line each.
+      // No context mode: find per source, ranked here, one line each.
       assertEquals(
         r,
         `<openviking-context>\n${FAKE_PROFILE_ROW}\n` +
-          "- Legacy recall memory. (viking://user/default/memories/events/e1.md)\n</openviking-context>\n",
+          "- User prefers tabs over spaces. (viking://user/default/memories/preferences/indent.md)\n" +
+          "</openviking-context>\n",
       );
       const searches = s.fake.requests.filter((q) => q.path.startsWith("/api/v1/search")).map((q) => q.route);
-      assertEquals(searches, ["POST /api/v1/search/search", "POST /api/v1/search/recall"]);
+      assertEquals(searches, ["POST /api/v1/search/search", ...Array(2).fill("POST /api/v1/search/find")]);
       const memo = JSON.parse(await Deno.readTextFile(`${s.home}/.openviking/state/context-face.json`));
       assertTrue(memo.legacyUntil > Date.now() + 5 * 3600_000, "context face skipped for 6 h");
     } else {
