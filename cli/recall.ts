@@ -14,7 +14,8 @@ import { ago } from "./status.ts";
 import { workspaceDir } from "../lib/self.ts";
 import { resolvePeer } from "../openviking/peer.ts";
 import { scrub } from "../lib/scrub.ts";
-import { previewInjection } from "../memory/inject.ts";
+import { type Injection, injectionFor } from "../memory/inject.ts";
+import { Budget, clientOptions, createClient } from "../openviking/client.ts";
 import { recallQuery } from "../memory/query.ts";
 
 /** The shape of `recall --json` (stable, README "recall" says each field). */
@@ -36,39 +37,48 @@ export const RecallOutputSchema = z.object({
 });
 type RecallOutput = z.infer<typeof RecallOutputSchema>;
 
-/** What the prompt hook would inject for `text` in `cwd` now. */
-async function recallPreview(
+/** What the prompt hook would print for `text` in `cwd` now, as a new session's first prompt; writes nothing. */
+export async function recallPreview(
   text: string,
   cwd: string,
   env: Env = processEnv(),
 ): Promise<RecallOutput> {
   const { config } = await loadConfig(env, cwd);
   const peer = await resolvePeer(cwd, config);
+  const query = recallQuery(text, config.redact);
+  const on = config.enabled && config.autoRecall;
   // An open breaker: the hook asks nothing and says memory is paused; so does its preview.
-  const b = config.enabled && config.autoRecall
-    ? await readBreaker(orNoHome(() => sharedStateDir(env)) ?? "", config.baseUrl)
-    : undefined;
+  const b = on ? await readBreaker(orNoHome(() => sharedStateDir(env)) ?? "", config.baseUrl) : undefined;
   const paused = b && isOpen(b) ? b : undefined;
-  const injection = paused
+  const injection: Pick<Injection, "stdout" | "injected" | "failure"> & { recall: string } = paused
     ? { recall: "paused", stdout: pausedLine(paused, env), injected: [] }
-    : await previewInjection(text, { cwd, env });
+    : !on
+    ? { recall: "skipped", stdout: "", injected: [] }
+    : await injectionFor(createClient(clientOptions(config, peer.peerId)), config, {
+      query,
+      injected: [],
+      profile: false,
+      afterCompaction: false,
+      budget: new Budget(config.promptBudgetMs),
+      stateDir: "",
+    });
   const out: RecallOutput = {
-    query: recallQuery(text, config.redact),
+    query,
     cwd,
     peer: { id: peer.peerId, source: peer.source },
     path: injection.recall,
     stdout: injection.stdout,
-    memories: injection.injected.map((m) => ({
-      uri: m.uri,
-      ...(m.score !== undefined ? { score: m.score } : {}),
-      chars: m.chars,
-    })),
+    memories: injection.injected,
   };
   if (paused) out.paused = { since: paused.since, reason: paused.reason };
-  if ("failure" in injection && injection.failure) {
-    const f = injection.failure;
-    const advice = adviceFor(f, config.baseUrl);
-    out.failure = { kind: f.kind, status: f.status, message: f.error.message, ...advice };
+  const f = injection.failure;
+  if (f) {
+    out.failure = {
+      kind: f.kind,
+      status: f.status,
+      message: f.error.message,
+      ...adviceFor(f, config.baseUrl),
+    };
   }
   return scrub(out, [config.apiKey]) as RecallOutput;
 }

@@ -3,16 +3,8 @@
  * digest or the full format. Touches no state.
  */
 
-import {
-  Budget,
-  clientOptions,
-  createClient,
-  type OpenVikingClient,
-  type OvFailure,
-} from "../openviking/client.ts";
-import { type Config, loadConfig } from "../openviking/config.ts";
-import type { Env } from "../lib/paths.ts";
-import { resolvePeer } from "../openviking/peer.ts";
+import type { Budget, OpenVikingClient, OvFailure } from "../openviking/client.ts";
+import type { Config } from "../openviking/config.ts";
 import { neutralize, safe, SafeText } from "../lib/neutralize.ts";
 import { type Block, PRINT_MAX_CHARS, printBlocks } from "../lib/printed.ts";
 import { sha256Hex } from "../lib/hash.ts";
@@ -26,7 +18,6 @@ import {
 } from "./profile.ts";
 import { type Memory, recallForPrompt, type RecallResult, renderElement, urisIn } from "./recall.ts";
 import { DIGEST_CLOSE, DIGEST_OPEN, digestLines, oneLine, profileDigest } from "./digest.ts";
-import { recallQuery } from "./query.ts";
 
 /** One prompt's ask: the query, the session, what it holds (URIs, text keys), the same prompt's kept recall. */
 export interface InjectionRequest {
@@ -224,24 +215,4 @@ export async function injectionFor(
     found: ask && !recalled?.failure ? recalled : undefined,
     ...(failure ? { failure } : {}),
   };
-}
-
-/** What the prompt hook would print for `text` in `cwd` now, as a new session's first prompt; writes nothing. */
-export async function previewInjection(
-  text: string,
-  opts: { cwd: string; env: Env; profile?: boolean },
-): Promise<Injection> {
-  const { config } = await loadConfig(opts.env, opts.cwd);
-  if (!config.enabled || !config.autoRecall) {
-    return { stdout: "", recall: "skipped", injected: [], suppressed: [], shown: [], profile: "not-asked" };
-  }
-  const peer = await resolvePeer(opts.cwd, config);
-  return await injectionFor(createClient(clientOptions(config, peer.peerId)), config, {
-    query: recallQuery(text, config.redact),
-    injected: [],
-    profile: opts.profile ?? false,
-    afterCompaction: false,
-    budget: new Budget(config.promptBudgetMs),
-    stateDir: "",
-  });
 }

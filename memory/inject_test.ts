@@ -11,7 +11,7 @@ import { DEFAULT_ENTRY, FAKE_DIGEST_FIRST, FakeOpenViking } from "../tests/suppo
 import { tempDir } from "../tests/support/temp.ts";
 import { Budget } from "../openviking/client.ts";
 import { loadConfig } from "../openviking/config.ts";
-import { injectionFor, type InjectionRequest, previewInjection } from "./inject.ts";
+import { injectionFor, type InjectionRequest } from "./inject.ts";
 import { renderElement } from "./recall.ts";
 
 const SEARCH = "POST /api/v1/search/search";
@@ -187,26 +187,4 @@ Deno.test("inject: lines of a server text without a URI print once a session, an
   const { client, calls } = scriptedClient(() => ok({ digest: "x" }));
   await injectionFor(client, c, request({ injected: [...plain.shown, a] }));
   assertEquals((calls[0].body as { exclude_uris: string[] }).exclude_uris, [a]);
-});
-
-Deno.test("preview: what the hook would print for a text in a workspace, with nothing written anywhere", async () => {
-  await using fake = await FakeOpenViking.start();
-  await using home = await tempDir();
-  const env = { HOME: home.path, OPENVIKING_URL: fake.url, PATH: Deno.env.get("PATH") ?? "" };
-  const plain = await previewInjection("how should I indent this file?", { cwd: home.path, env });
-  assertEquals(plain.stdout, block(`- User prefers tabs over spaces. (${DEFAULT_ENTRY.uri})`));
-  const withProfile = await previewInjection("how should I indent this file?", {
-    cwd: home.path,
-    env,
-    profile: true,
-  });
-  assertEquals(withProfile.stdout, `${FAKE_DIGEST_FIRST}\n`);
-  assertEquals([...Deno.readDirSync(home.path)], [], "no state, no memo, no log");
-  const search = fake.requestsTo("POST /api/v1/search/search")[0].body as Record<string, unknown>;
-  assertEquals("session_id" in search, false, "no session");
-  const off = await previewInjection("how should I indent this file?", {
-    cwd: home.path,
-    env: { ...env, OPENVIKING_AUTO_RECALL: "0" },
-  });
-  assertEquals([off.stdout, off.recall], ["", "skipped"]);
 });

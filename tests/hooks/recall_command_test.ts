@@ -54,6 +54,10 @@ Deno.test("recall: the hook's own output for the text, then the memories; nothin
   assertEquals(out.memories[0].uri, "viking://user/default/memories/preferences/indent.md");
   assertEquals(out.path, "context");
   assertEquals(out.query, text);
+  assertTrue(
+    !("session_id" in (fake.requestsTo("POST /api/v1/search/search")[0].body as object)),
+    "no session",
+  );
   // The hook, first prompt of a new plugin-mode session (no profile in the transcript, nothing shown yet).
   const hook = await runCli(["hook", "user-prompt-submit"], {
     env: { ...env, KIMI_PLUGIN_ROOT: plugin },
