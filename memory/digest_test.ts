@@ -7,7 +7,7 @@
 import fc from "fast-check";
 import { assertEquals, assertMatch, assertTrue } from "../tests/support/assert.ts";
 import { cutAtWord, digestLines, oneLine, PROFILE_ROW, PROFILE_ROWS, profileDigest } from "./digest.ts";
-import { Entries, memoriesFromEntries, memoriesFromRendered, renderElement } from "./recall.ts";
+import { Entries, memoriesFromEntries, renderElement } from "./recall.ts";
 import type { Memory } from "./recall.ts";
 import { UNPRINTABLE } from "../tests/support/printed.ts";
 import { hostileText, params } from "../tests/fuzz/arbitraries.ts";
@@ -196,7 +196,7 @@ Deno.test("profile digest: without profile.md the preference and entity abstract
   assertEquals(pd("# Profile\n\n"), []);
 });
 
-Deno.test("memories: entries as the server lists them (no URI or a repeated one dropped), or read back from rendered text", () => {
+Deno.test("memories: entries as the server lists them (no URI or a repeated one dropped), and rendered back in render.py's form", () => {
   const a = { uri: "viking://a.md", text: "A", score: 0.9, category: "preferences", detail: "abstract" };
   const entries = Entries.parse([
     { ...a, origin: "self" },
@@ -212,9 +212,4 @@ Deno.test("memories: entries as the server lists them (no URI or a repeated one 
     '<memory uri="viking://a.md" type="events" score="0.85" detail="abstract">\n- A\nline 2\n</memory>\n' +
       '<memory uri="viking://b.md" />',
   );
-  assertEquals(memoriesFromRendered(rendered), [
-    { uri: "viking://a.md", text: "- A\nline 2", score: 0.85, category: "events", detail: "abstract" },
-    { uri: "viking://b.md", text: "" },
-  ]);
-  assertEquals(memoriesFromRendered("plain text, no elements"), []);
 });

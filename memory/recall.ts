@@ -88,24 +88,6 @@ export function memoriesFromEntries(list: Iterable<Memory | null>): Memory[] {
   return [...out.values()];
 }
 
-/** The memories of a text of `<memory uri=… type=… score=… detail=…>` elements (render.py's form). */
-export function memoriesFromRendered(rendered: string): Memory[] {
-  const attr = (tag: string, name: string) => new RegExp(`\\s${name}="([^"]*)"`).exec(tag)?.[1];
-  const elements = rendered.slice(0, MAX_MEMORIES * MAX_TEXT).matchAll(
-    /<memory\b([^<>]*?)(\/>|>([^]*?)<\/memory>)/g,
-  );
-  return memoriesFromEntries([...elements].map(([, tag, , body]) => {
-    const score = attr(tag, "score");
-    return {
-      uri: attr(tag, "uri") ?? "",
-      text: (body ?? "").replace(/^\n/, "").replace(/\n$/, ""),
-      score: score === undefined ? undefined : Number(score),
-      category: attr(tag, "type"),
-      detail: attr(tag, "detail"),
-    };
-  }));
-}
-
 /** One memory in render.py's form (raw: neutralised by whoever prints it). */
 export function renderElement(m: Memory): string {
   const attrs = [`uri="${m.uri}"`];
@@ -160,15 +142,13 @@ export function contextSearchBody(s: Config, r: Pick<RecallRequest, "query" | "s
   return body;
 }
 
-/** A stage's answer: its entries (else its rendered text's elements), and its text (digest, else rendered). */
+/** The context face's answer: its entries, and its text (digest, else rendered), cut to what may print. */
 function assembled(
   entries: z.output<typeof Entries>,
   t: { digest?: string; rendered?: string },
 ): RecallResult {
-  const rendered = (t.rendered?.trim() ?? "").slice(0, PRINT_MAX_CHARS);
-  const fromEntries = memoriesFromEntries(entries);
-  const memories = fromEntries.length ? fromEntries : memoriesFromRendered(rendered);
-  const whole = (t.digest?.trim() || rendered).slice(0, PRINT_MAX_CHARS);
+  const memories = memoriesFromEntries(entries);
+  const whole = (t.digest?.trim() || t.rendered?.trim() || "").slice(0, PRINT_MAX_CHARS);
   return whole ? { source: "context", memories, assembled: whole } : { source: "context", memories };
 }
 
