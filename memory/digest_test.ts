@@ -166,18 +166,31 @@ Deno.test("digest: memories in score order, highest first; those without a score
   assertEquals(lines([mem(1, "first"), mem(2, "second"), mem(3, "third")]), ["first", "second", "third"]);
 });
 
-/** The profile digest of `profile` at viking://u/p.md, `over` on top. */
-const pd = (profile: string, over: Partial<Parameters<typeof profileDigest>[0]> = {}) =>
-  profileDigest({ profile, uri: "viking://u/p.md", abstracts: [], afterCompaction: false, ...over });
+/** The profile digest of `profile` in user space `d`; `abstracts` stand in as preference memories. */
+const pd = (profile: string, o: { abstracts?: string[]; again?: boolean; maxChars?: number } = {}) =>
+  profileDigest(
+    {
+      space: "d",
+      profile,
+      preferences: (o.abstracts ?? []).map((abstract) => ({ path: "p.md", abstract })),
+      entities: [],
+    },
+    o.again ?? false,
+    o.maxChars,
+  );
+const P = "viking://user/d/memories/profile.md";
 
 Deno.test("profile digest: a label with its URI, the lines joined into at most 6 rows of 150, headings dropped", () => {
   const rows = pd("# Profile\n\nName: Test User\nLikes: tabs");
-  assertEquals(rows.map((r) => r.text), ["Profile (viking://u/p.md): Name: Test User · Likes: tabs"]);
+  assertEquals(rows.map((r) => r.text), [`Profile (${P}): Name: Test User · Likes: tabs`]);
   const long = Array.from({ length: 60 }, (_, i) => `- fact ${i}: ${"detail ".repeat(6)}`).join("\n");
-  const many = pd(long, { afterCompaction: true });
+  const many = pd(long, { again: true });
   assertEquals(many.length, PROFILE_ROWS);
   assertTrue(many.every((r) => r.length <= PROFILE_ROW), many.map((r) => r.length).join(","));
-  assertMatch(many[0].text, /^Profile, again after compaction \(viking:\/\/u\/p\.md\): fact 0:/);
+  assertMatch(
+    many[0].text,
+    /^Profile, again after compaction \(viking:\/\/user\/d\/memories\/profile\.md\): fact 0:/,
+  );
   assertMatch(many.at(-1)!.text, / …$/, "what was left out is marked");
   assertTrue(terminalRows(many.map((r) => r.text).join("\n")) <= PROFILE_ROWS);
   // Within half the digest's 1200 characters, the rows stop sooner, still marked.
@@ -192,7 +205,7 @@ Deno.test("profile digest: a label with its URI, the lines joined into at most 6
 
 Deno.test("profile digest: without profile.md the preference and entity abstracts stand in; nothing at all is nothing", () => {
   const rows = pd("", { abstracts: ["Tabs over spaces", "Deno for scripts"] });
-  assertEquals(rows.map((r) => r.text), ["Profile (viking://u/p.md): Tabs over spaces · Deno for scripts"]);
+  assertEquals(rows.map((r) => r.text), [`Profile (${P}): Tabs over spaces · Deno for scripts`]);
   assertEquals(pd("# Profile\n\n"), []);
 });
 

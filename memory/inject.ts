@@ -5,19 +5,20 @@
 
 import type { Budget, OpenVikingClient, OvFailure } from "../openviking/client.ts";
 import type { Config } from "../openviking/config.ts";
-import { neutralize, safe, SafeText } from "../lib/neutralize.ts";
-import { type Block, PRINT_MAX_CHARS, printBlocks } from "../lib/printed.ts";
+import { safe, SafeText } from "../lib/neutralize.ts";
+import { type Block, printBlocks } from "../lib/printed.ts";
 import { sha256Hex } from "../lib/hash.ts";
+import { fetchProfile, isEmptyProfile, type ProfileParts } from "./profile.ts";
+import { type Memory, recallForPrompt, type RecallResult, urisIn } from "./recall.ts";
 import {
-  estimateTokens,
-  fetchProfile,
-  isEmptyProfile,
-  type ProfileParts,
-  profileUri,
+  contextBlock,
+  DIGEST_CLOSE,
+  DIGEST_OPEN,
+  digestLines,
+  fullRecallBlock,
+  profileDigest,
   renderProfile,
-} from "./profile.ts";
-import { type Memory, recallForPrompt, type RecallResult, renderElement, urisIn } from "./recall.ts";
-import { DIGEST_CLOSE, DIGEST_OPEN, digestLines, oneLine, profileDigest } from "./digest.ts";
+} from "./digest.ts";
 
 /** One prompt's ask: the query, the session, what it holds (URIs, text keys), the same prompt's kept recall. */
 export interface InjectionRequest {
@@ -104,13 +105,7 @@ const output = (stdout: string, shown: Item[], chars: (m: Memory) => number): Ou
 
 /** The digest: one block, the profile's rows (≤ half its characters), then a line per memory. */
 function digestOutput(c: Config, u: Unseen, parts: ProfileParts | undefined, again: boolean): Output {
-  const profile = !parts ? [] : profileDigest({
-    profile: parts.profile,
-    uri: profileUri(parts.space),
-    abstracts: [...parts.preferences, ...parts.entities].map((l) => l.abstract).filter(Boolean),
-    afterCompaction: again,
-    maxChars: Math.floor(c.recallDigestChars / 2),
-  });
+  const profile = parts ? profileDigest(parts, again, Math.floor(c.recallDigestChars / 2)) : [];
   const reserved = DIGEST_OPEN.length + DIGEST_CLOSE.length + 2 +
     profile.reduce((n, l) => n + l.length + 1, 0);
   const limits = { memories: c.recallDigestLimit, chars: c.recallDigestChars };
@@ -124,43 +119,6 @@ function digestOutput(c: Config, u: Unseen, parts: ProfileParts | undefined, aga
     lines.map((l) => u.items.find((i) => i.memory === l.memory)!),
     (m) => chars.get(m)!,
   );
-}
-
-const CONTEXT_HEADER = safe`Relevant memory from OpenViking. Use the search/read MCP tools to expand URIs.`;
-const FIND_HEADER = safe`Relevant context from OpenViking. Use the read MCP tool to expand URIs.`;
-
-/** Server text in the full format's block, cut and neutralised. */
-const contextBlock = (text: string): Block => ({
-  open: DIGEST_OPEN,
-  body: safe`${CONTEXT_HEADER}\n${neutralize(text.slice(0, PRINT_MAX_CHARS)).trim()}`,
-  close: DIGEST_CLOSE,
-});
-
-/**
- * The full format's block showing `shown`: the server's text when none is left out, else `<memory>`
- * elements; find's as lines within the token budget. Undefined when there is nothing to show.
- */
-export function fullRecallBlock(
-  r: RecallResult,
-  shown: readonly Memory[],
-  s: Pick<Config, "recallTokenBudget" | "recallMaxContentChars">,
-): Block | undefined {
-  if (r.source !== "find") {
-    if (r.assembled !== undefined && shown.length === r.memories.length) return contextBlock(r.assembled);
-    return shown.length ? contextBlock(shown.map(renderElement).join("\n")) : undefined;
-  }
-  if (!shown.length) return undefined;
-  const budget = Math.max(200, s.recallTokenBudget);
-  let used = estimateTokens(FIND_HEADER.text);
-  const lines = shown.map((m) => {
-    const head = `[${m.category ?? "memory"} ${Math.round(Math.min(1, Math.max(0, m.score ?? 0)) * 100)}%]`;
-    const uri = oneLine(m.uri, 1000);
-    let line = safe`- ${head} ${oneLine(m.text, Math.max(50, s.recallMaxContentChars)) || uri}`;
-    if (used + estimateTokens(line.text) > budget) line = safe`- ${head} ${uri}`;
-    used += estimateTokens(line.text);
-    return line;
-  });
-  return { open: DIGEST_OPEN, body: SafeText.join([FIND_HEADER, ...lines], safe`\n`), close: DIGEST_CLOSE };
 }
 
 /** The full format: the profile's block, then the recall's. */

@@ -16,7 +16,7 @@ import {
   scaleQuotas,
   urisIn,
 } from "./recall.ts";
-import { fullRecallBlock } from "./inject.ts";
+import { fullRecallBlock } from "./digest.ts";
 import { type Config, loadConfig } from "../openviking/config.ts";
 import { type Block, printBlocks } from "../lib/printed.ts";
 
