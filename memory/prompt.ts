@@ -46,31 +46,25 @@ export function promptDecision(state: SessionState, prompt: { hash: string; even
 }
 
 type Decision = ReturnType<typeof promptDecision>;
+type Claim = { decision: Decision; exclude: string[]; tell: boolean; first: boolean; stateError?: string };
 
 /**
  * Claims this prompt under a short lock (no network) and keeps it for capture: the decision, the shown set,
- * whether to tell of the outage, whether it is the session's first, why the state was unusable ("" if not).
+ * whether to tell of the outage, whether it is the session's first, why the state was unusable (if it was).
  */
 async function claimPrompt(
   ctx: HookContext,
   prompt: { hash: string; eventId: string; outage?: number },
   waitMs: number,
-) {
+): Promise<Claim> {
   const c = ctx.config;
-  const claim = {
-    decision: { duplicate: false, needProfile: false, afterCompaction: false } as Decision,
-    exclude: [] as string[],
-    tell: false,
-    first: false,
-    stateError: "",
-  };
-  if (!ctx.promptPaths) return claim;
+  const decision = { duplicate: false, needProfile: false, afterCompaction: false } as Decision;
+  const none: Claim = { decision, exclude: [], tell: false, first: false };
+  if (!ctx.promptPaths) return none;
   try {
     const claimed = await updateState(ctx.promptPaths, (s) => {
       const decision = promptDecision(s, { ...prompt, at: ctx.startedAt });
-      if (decision.duplicate) {
-        return Promise.resolve({ value: { decision, exclude: [], tell: false, first: false } });
-      }
+      if (decision.duplicate) return Promise.resolve({ value: { ...none, decision } });
       const options = { maxLength: c.captureMaxLength, redact: c.redact };
       const kept = c.autoCapture ? keepPrompt(s, promptText(ctx.input), ctx.startedAt, options) : s;
       const tell = prompt.outage !== undefined && s.pausedNotice !== prompt.outage;
@@ -82,18 +76,18 @@ async function claimPrompt(
         recall: decision.reuse ?? null,
         ...(tell ? { pausedNotice: prompt.outage } : {}),
       };
-      const first = s.promptAt === undefined;
-      return Promise.resolve({ state, value: { decision, exclude: s.injectedUris, tell, first } });
+      const value = { decision, exclude: s.injectedUris, tell, first: s.promptAt === undefined };
+      return Promise.resolve({ state, value });
     }, { waitMs });
-    if (claimed.acquired) Object.assign(claim, claimed.value);
+    return claimed.acquired ? claimed.value : none;
   } catch (error) {
-    claim.stateError = (error as Error).message;
+    const stateError = (error as Error).message;
     ctx.log.stage("prompt-state-unavailable", {
-      error: claim.stateError,
+      error: stateError,
       effect: "recall without dedupe, profile or the session's memory of what it was shown",
     });
+    return { ...none, stateError };
   }
-  return claim;
 }
 
 /** Remembers what was printed and the outage told of (best effort). */
