@@ -82,12 +82,6 @@ export function oneLine(text: string, max?: number): string {
   return max === undefined ? line : cutAtWord(line, max);
 }
 
-/** One digest line and the memory it shows. */
-export interface DigestLine {
-  memory: Memory;
-  line: SafeText;
-}
-
 /**
  * The lines for `memories` within `limits` (`reserved` taken): the first that are no folder summary, best
  * first, each an equal share of the room left; one whose URI alone does not fit is left out.
@@ -96,10 +90,10 @@ export function digestLines(
   memories: readonly Memory[],
   limits: { memories: number; chars: number },
   reserved = 0,
-): DigestLine[] {
+): { memory: Memory; line: SafeText }[] {
   const order = memories.filter((m) => !isFolderSummary(m.uri)).slice(0, Math.max(0, limits.memories))
     .sort((a, b) => a.score === undefined || b.score === undefined ? 0 : b.score - a.score);
-  const out: DigestLine[] = [];
+  const out: { memory: Memory; line: SafeText }[] = [];
   let left = limits.chars - reserved;
   order.forEach((memory, i) => {
     const uri = oneLine(memory.uri);

@@ -110,13 +110,8 @@ export function scaleQuotas(limit: number, weights: Record<string, number>): Rec
   const exact = keys.map((k) => (limit * weights[k]) / total);
   const out = exact.map((x) => Math.max(1, Math.floor(x)));
   const order = keys.map((_, i) => i).sort((a, b) => (exact[b] % 1) - (exact[a] % 1) || a - b);
-  for (
-    let left = limit - out.reduce((a, b) => a + b, 0), j = 0;
-    left > 0;
-    left--, j = (j + 1) % keys.length
-  ) {
-    out[order[j]]++;
-  }
+  const left = limit - out.reduce((a, b) => a + b, 0);
+  for (let j = 0; j < left; j++) out[order[j % keys.length]]++;
   return Object.fromEntries(keys.map((k, i) => [k, out[i]]));
 }
 
