@@ -9,7 +9,7 @@ import { type Block, PRINT_MAX_CHARS } from "../lib/printed.ts";
 import { charColumns } from "../lib/columns.ts";
 import type { Config } from "../openviking/config.ts";
 import type { ProfileParts } from "./profile.ts";
-import { isFolderSummary, type Memory, type RecallResult, renderElement } from "./recall.ts";
+import type { Memory, RecallResult } from "./recall.ts";
 
 /** The markers around a digest. */
 export const DIGEST_OPEN = safe`<openviking-context>`;
@@ -21,6 +21,21 @@ const LINE_TEXT_MIN = 24;
 /** A profile row in columns, and the rows at most. */
 export const PROFILE_ROW = 150;
 export const PROFILE_ROWS = 6;
+
+/** Whether a memory-space URI is a folder's summary (a sidecar or the folder itself), no memory. */
+export function isFolderSummary(uri: string): boolean {
+  return /\/memories(?:\/|$)/.test(uri) &&
+    (/\/\.(?:abstract|overview)\.md$/.test(uri) || !uri.endsWith(".md"));
+}
+
+/** One memory in render.py's form (raw: neutralised by whoever prints it). */
+export function renderElement(m: Memory): string {
+  const attrs = [`uri="${m.uri}"`];
+  if (m.category) attrs.push(`type="${m.category}"`);
+  if (m.score !== undefined) attrs.push(`score="${m.score.toFixed(2)}"`);
+  if (m.detail) attrs.push(`detail="${m.detail}"`);
+  return m.text ? `<memory ${attrs.join(" ")}>\n${m.text}\n</memory>` : `<memory ${attrs.join(" ")} />`;
+}
 
 /** The code units of `text`'s longest head whose characters weigh ≤ `max`, and their weight. */
 function headWithin(text: string, max: number, weight: (ch: string) => number) {

@@ -1,4 +1,4 @@
-/** UserPromptSubmit: prints what inject.ts finds that the session lacks; while the breaker is open, a probe. */
+/** UserPromptSubmit: prints what recall.ts finds that the session lacks; while the breaker is open, a probe. */
 
 import { sha256Hex } from "../lib/hash.ts";
 import { Budget } from "../openviking/client.ts";
@@ -17,13 +17,12 @@ import { PRINT_MAX_CHARS } from "../lib/printed.ts";
 import type { Env } from "../lib/paths.ts";
 import { commandName } from "../lib/self.ts";
 import { resolvePeer } from "../openviking/peer.ts";
-import type { RecallResult } from "./recall.ts";
 import { type SessionState, updateState } from "./state.ts";
 import { clientFor, type HookContext, type HookResult } from "./context.ts";
 import { promptText } from "../kimi/payload.ts";
 import { recallQuery } from "./query.ts";
 import { keepPrompt } from "./prompt-fallback.ts";
-import { type Injection, injectionFor } from "./inject.ts";
+import { type Injection, injectionFor, type RecallResult } from "./recall.ts";
 import { systemPromptInUse } from "../kimi/plugin-root.ts";
 import { spawnWorker } from "../kimi/detach.ts";
 import { alarmWords, readAlarm } from "./extraction.ts";
