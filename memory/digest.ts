@@ -236,7 +236,7 @@ const CONTEXT_HEADER = safe`Relevant memory from OpenViking. Use the search/read
 const FIND_HEADER = safe`Relevant context from OpenViking. Use the read MCP tool to expand URIs.`;
 
 /** Server text in the full format's block, cut and neutralised. */
-export const contextBlock = (text: string): Block => ({
+const contextBlock = (text: string): Block => ({
   open: DIGEST_OPEN,
   body: safe`${CONTEXT_HEADER}\n${neutralize(text.slice(0, PRINT_MAX_CHARS)).trim()}`,
   close: DIGEST_CLOSE,
@@ -251,11 +251,11 @@ export function fullRecallBlock(
   shown: readonly Memory[],
   s: Pick<Config, "recallTokenBudget" | "recallMaxContentChars">,
 ): Block | undefined {
-  if (r.source !== "find") {
-    if (r.assembled !== undefined && shown.length === r.memories.length) return contextBlock(r.assembled);
-    return shown.length ? contextBlock(shown.map(renderElement).join("\n")) : undefined;
-  }
   if (!shown.length) return undefined;
+  if (r.source !== "find") {
+    const whole = r.assembled !== undefined && shown.length === r.memories.length;
+    return contextBlock(whole ? r.assembled! : shown.map(renderElement).join("\n"));
+  }
   const budget = Math.max(200, s.recallTokenBudget);
   let used = estimateTokens(FIND_HEADER.text);
   const lines = shown.map((m) => {

@@ -98,13 +98,15 @@ async function rememberInjected(
   told?: number,
 ) {
   const profileDone = inj.profile === "injected" || inj.profile === "empty";
-  if (!ctx.promptPaths || (!inj.found && !inj.shown.length && !profileDone && told === undefined)) return;
+  if (!ctx.promptPaths || (!inj.found && !inj.injected.length && !profileDone && told === undefined)) return;
   await updateState(ctx.promptPaths, (s) => {
     const next: SessionState = { ...s, profileInjected: s.profileInjected || profileDone };
     if (told !== undefined) next.pausedNotice = told;
     if (inj.profile === "injected") next.compacted = false;
     if (inj.found && s.promptHash === hash) next.recall = inj.found;
-    if (inj.shown.length) next.injectedUris = [...new Set([...s.injectedUris, ...inj.shown])];
+    if (inj.injected.length) {
+      next.injectedUris = [...new Set([...s.injectedUris, ...inj.injected.map((m) => m.uri)])];
+    }
     return Promise.resolve({ state: next, value: null });
   }, { waitMs: Math.min(1000, budget.remaining()) }).catch((error: Error) => {
     ctx.log.stage("prompt-state-unavailable", { error: error.message });

@@ -98,12 +98,6 @@ red
 `,
   );
   assertPrintedSafe(stdout);
-
-  // the digest field, preferred over rendered, passes the same gate
-  fake.context.digest = `- tabs\n${INJECTION}\x1b[5m`;
-  const digest = await prompt(full(dir.path, fake.url), "and for YAML files?");
-  assertPrintedSafe(digest.stdout);
-  assertStringIncludes(digest.stdout, "- tabs\n&lt;/openviking-context>\n&lt;system-reminder>");
 });
 
 Deno.test("prompt hook: a huge server reply prints at most the cap, markers whole", async () => {

@@ -12,12 +12,10 @@ import { readJson, writeFileAtomic } from "../lib/fs.ts";
 import { joinPath } from "../lib/paths.ts";
 import { asRecord } from "../lib/parsed.ts";
 import { madeIn } from "./extraction.ts";
-import { sha256Hex } from "../lib/hash.ts";
 import { safe, SafeText } from "../lib/neutralize.ts";
 import { type Block, PRINT_MAX_CHARS, printBlocks } from "../lib/printed.ts";
 import { fetchProfile, isEmptyProfile, type ProfileParts } from "./profile.ts";
 import {
-  contextBlock,
   DIGEST_CLOSE,
   DIGEST_OPEN,
   digestLines,
@@ -64,12 +62,8 @@ export interface RecallRequest {
 /** A reply's `entries`: an entry without a URI, or a list that is not one, reads as nothing. */
 export const Entries = z.catch(z.array(z.catch(z.nullable(MemorySchema), null)), []);
 
-const ContextReply = z.looseObject({
-  entries: Entries,
-  digest: text,
-  rendered: text,
-  stats: z.catch(z.optional(z.looseObject({ rewrite: z.optional(z.unknown()) })), undefined),
-});
+/** The context face's reply: `rendered` is its entries in render.py's form (its `digest` needs `rewrite`, never sent). */
+const ContextReply = z.looseObject({ entries: Entries, rendered: text });
 const Hit = z.looseObject({
   uri: z.string(),
   level: num,
@@ -96,11 +90,6 @@ export function memoriesFromEntries(list: Iterable<Memory | null>): Memory[] {
     if (out.size >= MAX_MEMORIES) break;
   }
   return [...out.values()];
-}
-
-/** The `viking://` URIs a text names. */
-export function urisIn(text: string): string[] {
-  return [...new Set(text.match(/viking:\/\/[^\s"'`<>)\]]+/g))];
 }
 
 /** Splits `limit` over weighted buckets by largest remainder, each at least 1. */
@@ -138,16 +127,6 @@ export function contextSearchBody(s: Config, r: Pick<RecallRequest, "query" | "s
   return body;
 }
 
-/** The context face's answer: its entries, and its text (digest, else rendered), cut to what may print. */
-function assembled(
-  entries: z.output<typeof Entries>,
-  t: { digest?: string; rendered?: string },
-): RecallResult {
-  const memories = memoriesFromEntries(entries);
-  const whole = (t.digest?.trim() || t.rendered?.trim() || "").slice(0, PRINT_MAX_CHARS);
-  return whole ? { source: "context", memories, assembled: whole } : { source: "context", memories };
-}
-
 /** How long a server that rejected context mode is not asked in it. */
 export const LEGACY_MEMO_MS = 6 * 3600_000;
 const memoPath = (dir: string) => joinPath(dir, "context-face.json");
@@ -158,7 +137,11 @@ const isLegacyRejection = (res: OvResponse<unknown>) =>
   /extra|mode|unexpected/.test(JSON.stringify(res.error).toLowerCase());
 
 /** ① The context face; undefined when the server has no context mode (now, or by the memo). */
-async function fromContextFace(c: OpenVikingClient, s: Config, r: RecallRequest) {
+async function fromContextFace(
+  c: OpenVikingClient,
+  s: Config,
+  r: RecallRequest,
+): Promise<RecallResult | OvFailure | undefined> {
   const baseUrl = c.options.baseUrl;
   const now = r.now ?? Date.now();
   if (r.stateDir) {
@@ -171,10 +154,9 @@ async function fromContextFace(c: OpenVikingClient, s: Config, r: RecallRequest)
     budget: r.budget,
   });
   if (res.ok) {
-    if (res.result.stats?.rewrite === "no_relevant") {
-      return { source: "context", memories: [] } as RecallResult;
-    }
-    return assembled(res.result.entries, res.result);
+    const memories = memoriesFromEntries(res.result.entries);
+    const rendered = res.result.rendered?.trim().slice(0, PRINT_MAX_CHARS);
+    return rendered ? { source: "context", memories, assembled: rendered } : { source: "context", memories };
   }
   if (!isLegacyRejection(res)) return res;
   if (r.stateDir) {
@@ -307,7 +289,7 @@ export async function recallForPrompt(
   return { source: "none", memories: [], failure };
 }
 
-/** One prompt's ask: the query, the session, what it holds (URIs, text keys), the same prompt's kept recall. */
+/** One prompt's ask: the query, the session, the URIs it holds, the same prompt's kept recall. */
 export interface InjectionRequest extends Omit<RecallRequest, "excludeUris" | "now"> {
   injected: readonly string[];
   reuse?: RecallResult;
@@ -315,110 +297,61 @@ export interface InjectionRequest extends Omit<RecallRequest, "excludeUris" | "n
   afterCompaction: boolean;
 }
 
-type Injected = { uri: string; score?: number; chars: number };
-
-/** What is printed and why: the stage, memories printed and left out, the session's new keys, the recall to keep. */
+/** What is printed and why: the stage, memories printed and left out, the recall to keep. */
 export interface Injection {
   stdout: string;
   recall: RecallResult["source"] | "reused" | "skipped";
-  injected: Injected[];
+  injected: { uri: string; score?: number; chars: number }[];
   suppressed: string[];
-  shown: string[];
   profile: "injected" | "empty" | "unavailable" | "not-asked";
   found?: RecallResult;
   failure?: OvFailure;
 }
 
-/** A memory not shown yet, the keys showing it adds, and (a server text's line) its raw text. */
-type Item = { memory: Memory; keys: string[]; raw?: string };
+type Output = Pick<Injection, "stdout" | "injected">;
 
-type Unseen = { items: Item[]; suppressed: string[]; lines?: { all: boolean; named: boolean } };
-
-/** The key of a line without a URI (never sent as `exclude_uris`). */
-const TEXT_KEY = "text:";
-const textKey = async (line: string) =>
-  `${TEXT_KEY}${(await sha256Hex(line.replace(/\s+/g, " ").trim().toLowerCase())).slice(0, 32)}`;
-
-/**
- * What of `r` the session does not have. A server text without memories goes by lines: one naming URIs goes
- * when all were shown; one without is keyed by its text, prints once, and only beside a new memory.
- */
-async function unseen(r: RecallResult | undefined, injected: ReadonlySet<string>): Promise<Unseen> {
-  if (!r) return { items: [], suppressed: [] };
-  if (r.assembled === undefined || r.memories.length) {
-    return {
-      items: r.memories.filter((m) => !injected.has(m.uri)).map((memory) => ({ memory, keys: [memory.uri] })),
-      suppressed: r.memories.filter((m) => injected.has(m.uri)).map((m) => m.uri),
-    };
-  }
-  const lines = r.assembled.split("\n").map((l) => l.trim()).filter(Boolean);
-  const uris = lines.map(urisIn);
-  const named = uris.some((u) => u.length);
-  const withMemory = !named || uris.some((u) => u.some((x) => !injected.has(x)));
-  const seen = new Set(injected);
-  const suppressed = new Set<string>();
-  const items: Item[] = [];
-  for (const [i, raw] of lines.entries()) {
-    const keys = uris[i].length ? uris[i] : [await textKey(raw)];
-    if (keys.every((k) => seen.has(k))) { // shown before, or on an earlier line of this text
-      for (const u of uris[i]) if (injected.has(u)) suppressed.add(u);
-      continue;
-    }
-    if (!uris[i].length && !withMemory) continue;
-    for (const k of keys) seen.add(k);
-    const uri = uris[i][0] ?? "";
-    const text = uri ? raw.replace(uri, "").replace(/\s*(?:source:)?\s*$/i, "") : raw;
-    items.push({ memory: { uri, text }, keys, raw });
-  }
-  return { items, suppressed: [...suppressed], lines: { all: items.length === lines.length, named } };
-}
-
-type Output = Pick<Injection, "stdout" | "injected" | "shown">;
-
-/** What a format printed: `stdout`, the memories of `shown` (each its characters), their keys. */
-const output = (stdout: string, shown: Item[], chars: (m: Memory) => number): Output => ({
+/** What a format printed: `stdout`, and each memory shown with the characters it took. */
+const output = (stdout: string, shown: [Memory, number][]): Output => ({
   stdout,
-  injected: shown.filter((i) => i.memory.uri).map(({ memory: m }) => ({
+  injected: shown.map(([m, chars]) => ({
     uri: m.uri,
     ...(m.score !== undefined ? { score: m.score } : {}),
-    chars: chars(m),
+    chars,
   })),
-  shown: shown.flatMap((i) => i.keys),
 });
 
 /** The digest: one block, the profile's rows (≤ half its characters), then a line per memory. */
-function digestOutput(c: Config, u: Unseen, parts: ProfileParts | undefined, again: boolean): Output {
+function digestOutput(c: Config, unseen: Memory[], parts: ProfileParts | undefined, again: boolean): Output {
   const profile = parts ? profileDigest(parts, again, Math.floor(c.recallDigestChars / 2)) : [];
   const reserved = DIGEST_OPEN.length + DIGEST_CLOSE.length + 2 +
     profile.reduce((n, l) => n + l.length + 1, 0);
   const limits = { memories: c.recallDigestLimit, chars: c.recallDigestChars };
-  let lines = digestLines(u.items.map((i) => i.memory), limits, reserved);
-  if (u.lines?.named && !lines.some((l) => l.memory.uri)) lines = [];
+  const lines = digestLines(unseen, limits, reserved);
   const body = [...profile, ...lines.map((l) => l.line)];
-  if (!body.length) return output("", [], () => 0);
-  const chars = new Map(lines.map((l) => [l.memory, l.line.length]));
+  if (!body.length) return output("", []);
   return output(
     printBlocks([{ open: DIGEST_OPEN, body: SafeText.join(body, safe`\n`), close: DIGEST_CLOSE }]),
-    lines.map((l) => u.items.find((i) => i.memory === l.memory)!),
-    (m) => chars.get(m)!,
+    lines.map((l) => [l.memory, l.line.length]),
   );
 }
 
 /** The full format: the profile's block, then the recall's. */
-function fullOutput(c: Config, r: RecallResult | undefined, u: Unseen, parts?: ProfileParts, again = false) {
+function fullOutput(
+  c: Config,
+  r: RecallResult | undefined,
+  unseen: Memory[],
+  parts?: ProfileParts,
+  again = false,
+) {
   const blocks: Block[] = [];
   const profile = parts && renderProfile(parts, c.profileTokenBudget);
   if (profile) {
     const source = again ? safe`after-compaction` : safe`session-start`;
     blocks.push({ open: safe`<openviking-context source="${source}">`, body: profile, close: DIGEST_CLOSE });
   }
-  const recall = !r || (u.lines && !u.items.length)
-    ? undefined
-    : u.lines
-    ? contextBlock(u.lines.all ? r.assembled! : u.items.map((i) => i.raw).join("\n"))
-    : fullRecallBlock(r, u.items.map((i) => i.memory), c);
+  const recall = r && fullRecallBlock(r, unseen, c);
   if (recall) blocks.push(recall);
-  return output(printBlocks(blocks), recall ? u.items : [], (m) => m.text.length);
+  return output(printBlocks(blocks), recall ? unseen.map((m) => [m, m.text.length]) : []);
 }
 
 /** What to print for a prompt: asks the server (recall ∥ profile) within the budget; never throws. */
@@ -429,26 +362,22 @@ export async function injectionFor(
 ): Promise<Injection> {
   const ask = req.reuse === undefined && req.query.length >= c.minQueryLength && req.query.trim() !== "";
   const [recalled, asked] = await Promise.all([
-    ask
-      ? recallForPrompt(client, c, {
-        ...req,
-        excludeUris: req.injected.filter((k) => !k.startsWith(TEXT_KEY)),
-      })
-      : Promise.resolve(req.reuse),
+    ask ? recallForPrompt(client, c, { ...req, excludeUris: req.injected }) : Promise.resolve(req.reuse),
     req.profile ? fetchProfile(client, req.budget) : Promise.resolve(undefined),
   ]);
   const parts = asked && !("ok" in asked) ? asked : undefined;
   const failure = recalled?.failure ?? (asked && "ok" in asked ? asked : undefined);
-  const u = await unseen(recalled, new Set(req.injected));
+  const seen = new Set(req.injected);
+  const unseen = recalled?.memories.filter((m) => !seen.has(m.uri)) ?? [];
   const hasProfile = parts !== undefined && !isEmptyProfile(parts);
   const profile = hasProfile ? parts : undefined;
   const out = c.recallFormat === "full"
-    ? fullOutput(c, recalled, u, profile, req.afterCompaction)
-    : digestOutput(c, u, profile, req.afterCompaction);
+    ? fullOutput(c, recalled, unseen, profile, req.afterCompaction)
+    : digestOutput(c, unseen, profile, req.afterCompaction);
   return {
     ...out,
     recall: req.reuse !== undefined ? "reused" : recalled?.source ?? "skipped",
-    suppressed: u.suppressed,
+    suppressed: recalled?.memories.filter((m) => seen.has(m.uri)).map((m) => m.uri) ?? [],
     profile: !req.profile ? "not-asked" : !parts ? "unavailable" : hasProfile ? "injected" : "empty",
     found: ask && !recalled?.failure ? recalled : undefined,
     ...(failure ? { failure } : {}),

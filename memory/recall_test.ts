@@ -21,7 +21,6 @@ import {
   type RecallResult,
   renderElement,
   scaleQuotas,
-  urisIn,
 } from "./recall.ts";
 import { fullRecallBlock } from "./digest.ts";
 import { type Config, loadConfig } from "../openviking/config.ts";
@@ -44,8 +43,8 @@ const SEARCH = "POST /api/v1/search/search";
 const FIND = "POST /api/v1/search/find";
 const READ = "GET /api/v1/content/read";
 
-/** The URIs a result names: its memories', or those in the text it assembled. */
-const urisOf = (r: RecallResult) => [...r.memories.map((m) => m.uri), ...urisIn(r.assembled ?? "")];
+/** The URIs of a result's memories. */
+const urisOf = (r: RecallResult) => r.memories.map((m) => m.uri);
 
 /** The full-format block of a result showing all its memories. */
 const blockOf = (r: RecallResult) =>
@@ -82,32 +81,23 @@ const item = (uri: string, score: number, abstract = "", level?: number): Item =
 const blockOfText = (b: Block) => printBlocks([b]).trimEnd();
 
 Deno.test("recall chain: the context face answers; nothing else is asked", async () => {
-  const { client, calls } = scriptedClient(
-    byRoute({ [SEARCH]: ok({ digest: "  tabs, not spaces: viking://user/d/memories/a.md  " }) }),
-  );
+  const a = { uri: "viking://user/d/memories/a.md", text: "tabs, not spaces" };
+  const reply = { entries: [a], rendered: `  ${renderElement(a)}  `, digest: "a digest we never asked for" };
+  const { client, calls } = scriptedClient(byRoute({ [SEARCH]: ok(reply) }));
   const r = await recallForPrompt(client, SETTINGS, request("how do I indent?"));
-  assertEquals(r.source, "context");
-  assertEquals(urisOf(r), ["viking://user/d/memories/a.md"]);
+  assertEquals([r.source, r.memories, r.assembled], ["context", [a], renderElement(a)]);
   assertMatch(
     blockOfText(blockOf(r)!),
-    /^<openviking-context>\nRelevant memory from OpenViking\..*\ntabs, not spaces/s,
+    /^<openviking-context>\nRelevant memory from OpenViking\..*\n&lt;memory uri="viking:\/\/user\/d\/memories\/a\.md">\ntabs, not spaces/s,
   );
   assertEquals(calls.map(route), [SEARCH]);
   assertEquals((calls[0].body as { mode: string }).mode, "context");
 });
 
-Deno.test("recall chain: 'no_relevant' from the context face is the answer (no fallback), and so is an empty one", async () => {
-  for (
-    const result of [{ stats: { rewrite: "no_relevant" }, digest: "ignored" }, { digest: "  ", rendered: "" }]
-  ) {
-    const { client, calls } = scriptedClient(byRoute({ [SEARCH]: ok(result) }));
-    const r = await recallForPrompt(client, SETTINGS, request("anything relevant?"));
-    assertEquals(
-      [r.source, blockOf(r), calls.map(route)],
-      ["context", undefined, [SEARCH]],
-      JSON.stringify(result),
-    );
-  }
+Deno.test("recall chain: an empty answer from the context face is the answer (no fallback)", async () => {
+  const { client, calls } = scriptedClient(byRoute({ [SEARCH]: ok({ entries: [], rendered: "" }) }));
+  const r = await recallForPrompt(client, SETTINGS, request("anything relevant?"));
+  assertEquals([r.source, blockOf(r), calls.map(route)], ["context", undefined, [SEARCH]]);
 });
 
 Deno.test("recall chain: a failing context face, or one whose result is not OpenViking's shape, falls to find", async () => {
@@ -146,7 +136,7 @@ Deno.test("recall chain: a server without context mode is remembered for 6 h, pe
   await using fresh = await tempDir();
   const busy = scriptedClient(byRoute({ [SEARCH]: fail("server", 503), [FIND]: ok({}) }));
   await recallForPrompt(busy.client, SETTINGS, request("q5", fresh.path, 0));
-  const again = scriptedClient(byRoute({ [SEARCH]: ok({ digest: "back" }) }));
+  const again = scriptedClient(byRoute({ [SEARCH]: ok({ entries: [] }) }));
   assertEquals(
     (await recallForPrompt(again.client, SETTINGS, request("q6", fresh.path, 1))).source,
     "context",
@@ -340,7 +330,7 @@ Deno.test("strict scope: recall asks with peer_scope actor and shows only what s
   const theirs = "viking://user/default/memories/events/b.md";
   const entries = [mine, theirs, pref].map((uri) => ({ uri, text: uri, score: 0.9 }));
   const { client, calls } = scriptedClient(
-    byRoute({ [SEARCH]: ok({ entries, digest: `- ${theirs}` }) }),
+    byRoute({ [SEARCH]: ok({ entries, rendered: `- ${theirs}` }) }),
     { peerId: "p-a" },
   );
   const r = await recallForPrompt(client, { ...SETTINGS, recallPeerScope: "strict" }, request("release"));
@@ -382,9 +372,7 @@ const injection = (over: Partial<InjectionRequest> = {}): InjectionRequest => ({
 /** A server whose context face lists `entries` whatever it is asked to exclude. */
 const listing = (entries: ReturnType<typeof entry>[]) =>
   scriptedClient((c) =>
-    route(c) === SEARCH
-      ? ok({ entries, rendered: rendered(entries), digest: "" })
-      : fail("missing-route", 404)
+    route(c) === SEARCH ? ok({ entries, rendered: rendered(entries) }) : fail("missing-route", 404)
   );
 
 Deno.test("inject: memories the session already has are left out, even when the server sends them again", async () => {
@@ -492,45 +480,4 @@ Deno.test("inject: the full format prints the server's text as it is, or its mem
     injection({ injected: entries.map((e) => e.uri) }),
   );
   assertEquals(none.stdout, "");
-});
-
-Deno.test("inject: a server text with no memories listed loses each line whose URI was shown, not only the whole text", async () => {
-  const [a, b] = ["viking://user/d/memories/a.md", "viking://user/d/memories/b.md"];
-  const text = `- uses tabs source: ${a}\n- likes Deno source: ${b}`;
-  for (const format of ["digest", "full"]) {
-    const c = await config({ OPENVIKING_RECALL_FORMAT: format });
-    const inj = await injectionFor(
-      scriptedClient(() => ok({ digest: text })).client,
-      c,
-      injection({ injected: [a] }),
-    );
-    assertEquals(inj.stdout.includes("memories/a.md"), false, `${format}: a.md printed a second time`);
-    assertMatch(inj.stdout, /likes Deno/);
-    assertEquals([inj.injected.map((m) => m.uri), inj.suppressed], [[b], [a]], format);
-    assertTrue(inj.shown.includes(b), `${format}: the shown set gains b.md`);
-  }
-});
-
-Deno.test("inject: lines of a server text without a URI print once a session, and never without a new memory", async () => {
-  const [a, b] = ["viking://user/d/memories/a.md", "viking://user/d/memories/b.md"];
-  const c = await config();
-  const ask = (text: string, injected: string[]) =>
-    injectionFor(scriptedClient(() => ok({ digest: text })).client, c, injection({ injected }));
-  // A heading over the memories: printed with them the first time.
-  const first = await ask(`What we know:\n- uses tabs source: ${a}`, []);
-  assertEquals(first.stdout, block("- What we know:", `- uses tabs (${a})`));
-  // The same heading over a new memory: the memory prints, the heading (already shown) does not.
-  const second = await ask(`What we know:\n- uses tabs source: ${a}\n- likes Deno source: ${b}`, first.shown);
-  assertEquals(second.stdout, block(`- likes Deno (${b})`));
-  // A new line without a URI over memories all shown: nothing (it would stand alone, about what was shown).
-  const third = await ask(`New heading:\n- uses tabs source: ${a}`, [...first.shown, ...second.shown]);
-  assertEquals([third.stdout, third.suppressed], ["", [a]]);
-  // A text that names no URI at all: once, then not again.
-  const plain = await ask("The build runs in CI only.", []);
-  assertMatch(plain.stdout, /The build runs in CI only\./);
-  assertEquals((await ask("The build runs in CI only.", plain.shown)).stdout, "");
-  // Nothing that is not a URI is sent to the server as one.
-  const { client, calls } = scriptedClient(() => ok({ digest: "x" }));
-  await injectionFor(client, c, injection({ injected: [...plain.shown, a] }));
-  assertEquals((calls[0].body as { exclude_uris: string[] }).exclude_uris, [a]);
 });

@@ -1,6 +1,6 @@
 /**
  * Fuzzing what the prompt hook prints, in both output formats: every text the server sends (context
- * `entries`, `rendered`/`digest`, find URIs and abstracts, read contents, `profile.md`, listing paths and
+ * `entries` and `rendered`, find URIs and abstracts, read contents, `profile.md`, listing paths and
  * abstracts, the user space's name) is hostile, through both recall stages; the
  * printed output must still be exactly our blocks — our markers at the start and end of each, no other
  * markup, no control or escape byte, within the cap.
@@ -20,7 +20,6 @@ const hostileServer = fc.record({
   entryText: hostileText,
   entryUri: hostileText,
   rendered: hostileText,
-  digest: fc.oneof(fc.constant(""), hostileText),
   uri: hostileText,
   abstract: fc.oneof(fc.constant(""), hostileText),
   content: hostileText,
@@ -41,7 +40,6 @@ function serve(fake: FakeOpenViking, h: Hostile): void {
       text: h.entryText,
     }],
     rendered: h.rendered,
-    digest: h.digest,
   };
   const uri = `viking://user/default/memories/preferences/${h.uri}.md`;
   const other = "viking://user/default/memories/preferences/other.md";
