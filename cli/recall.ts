@@ -18,22 +18,18 @@ import { type Injection, injectionFor } from "../memory/recall.ts";
 import { Budget, clientOptions, createClient } from "../openviking/client.ts";
 import { recallQuery } from "../memory/query.ts";
 
+const str = z.string();
+
 /** The shape of `recall --json` (stable, README "recall" says each field). */
 export const RecallOutputSchema = z.object({
-  query: z.string(),
-  cwd: z.string(),
-  peer: z.object({ id: z.string(), source: z.string() }),
-  path: z.string(),
-  stdout: z.string(),
-  memories: z.array(z.object({ uri: z.string(), score: z.optional(z.number()), chars: z.number() })),
-  failure: z.optional(z.object({
-    kind: z.string(),
-    status: z.number(),
-    message: z.string(),
-    summary: z.string(),
-    fix: z.string(),
-  })),
-  paused: z.optional(z.object({ since: z.number(), reason: z.string() })),
+  query: str,
+  cwd: str,
+  peer: z.object({ id: str, source: str }),
+  path: str,
+  stdout: str,
+  memories: z.array(z.object({ uri: str, score: z.optional(z.number()), chars: z.number() })),
+  failure: z.optional(z.object({ kind: str, status: z.number(), message: str, summary: str, fix: str })),
+  paused: z.optional(z.object({ since: z.number(), reason: str })),
 });
 type RecallOutput = z.infer<typeof RecallOutputSchema>;
 
@@ -85,17 +81,11 @@ export async function recallPreview(
 
 /** The text form: the hook's output as it is (and why recall failed, if it did), then one line per memory. */
 export function renderRecall(r: RecallOutput): string {
+  const paused = r.paused && `memory is paused since ${ago(r.paused.since, Date.now())}: ${r.paused.reason}`;
   const lines = [
     r.stdout ? r.stdout.trimEnd() : "(the prompt hook would print nothing for this text)",
     ...(r.failure ? [`recall failed: ${r.failure.summary}`, `  fix: ${r.failure.fix}`] : []),
-    ...(r.paused
-      ? [
-        `memory is paused since ${
-          ago(r.paused.since, Date.now())
-        }: ${r.paused.reason}; the hook asks nothing ` +
-        "until the server answers its probe",
-      ]
-      : []),
+    ...(paused ? [`${paused}; the hook asks nothing until the server answers its probe`] : []),
     "",
     `${r.memories.length} memor${r.memories.length === 1 ? "y" : "ies"} via ${r.path}` +
     (r.peer.id ? ` (peer ${r.peer.id}, from ${r.peer.source})` : ""),
