@@ -132,21 +132,6 @@ async function alarmLine(ctx: HookContext): Promise<string> {
   } doctor\` says why\n`.text;
 }
 
-/** A prompt while the breaker is open: nothing asked, the session told once, a detached probe when due. */
-async function pausedPrompt(ctx: HookContext, b: Breaker, tell: boolean, alarm: string): Promise<HookResult> {
-  let probing = false;
-  if (ctx.sharedStateDir && Date.now() >= nextProbeAt(b)) {
-    await noteProbing(ctx.sharedStateDir, b);
-    probing = await spawnWorker("user-prompt-submit", ctx.raw);
-  }
-  const stdout = (tell ? pausedLine(b, ctx.env) : "") + alarm;
-  return {
-    stdout,
-    outcome: "paused",
-    data: { recall: "paused", injected: [], suppressed: [], printedChars: stdout.length, probing },
-  };
-}
-
 /** The UserPromptSubmit handler; in a detached worker (a paused prompt's), the probe of the server. */
 export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   const c = ctx.config;
@@ -166,7 +151,15 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   if (decision.duplicate) return { outcome: "duplicate" };
   const alarm = claim.first ? await alarmLine(ctx) : "";
   if (!c.autoRecall) return { outcome: "recall-off", ...(alarm ? { stdout: alarm } : {}) };
-  if (paused) return { ...await pausedPrompt(ctx, paused, claim.tell, alarm), query };
+  if (paused) {
+    // Nothing asked; the session told once; a detached probe when due.
+    const due = ctx.sharedStateDir && Date.now() >= nextProbeAt(paused);
+    if (due) await noteProbing(ctx.sharedStateDir, paused);
+    const probing = due ? await spawnWorker("user-prompt-submit", ctx.raw) : false;
+    const stdout = (claim.tell ? pausedLine(paused, ctx.env) : "") + alarm;
+    const data = { recall: "paused", injected: [], suppressed: [], printedChars: stdout.length, probing };
+    return { stdout, outcome: "paused", query, data };
+  }
   // In plugin mode the profile is in the system prompt.
   const pluginPrompt = decision.needProfile && await systemPromptInUse(ctx.env);
   const peer = await resolvePeer(ctx.cwd, c);
