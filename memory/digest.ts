@@ -184,14 +184,11 @@ export function fitProfile(text: string, tokens: number): string {
 
 /** The memories folder of a user space as printed: all but letters, digits and `_.@-` %-encoded. */
 function spaceUri(space: string): string {
-  const encoded = space.toWellFormed().slice(0, 128).replace(
-    /[^\p{L}\p{N}_.@-]/gu,
-    (c) =>
-      [...new TextEncoder().encode(c)].map((b) => `%${b.toString(16).toUpperCase().padStart(2, "0")}`).join(
-        "",
-      ),
-  );
-  return `viking://user/${encoded}/memories`;
+  const hex = (c: string) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`;
+  const encode = (c: string) => encodeURIComponent(c).replace(/[!'()*~]/g, hex);
+  return `viking://user/${
+    space.slice(0, 128).toWellFormed().replace(/[^\p{L}\p{N}_.@-]/gu, encode)
+  }/memories`;
 }
 
 /** The URI of a user space's profile, as printed. */
