@@ -131,20 +131,15 @@ export function digestLines(
  * A few rows of the profile (else its preference and entity abstracts), within `maxChars`: a label with its URI
  * (saying when it comes again after a compaction), then its lines joined with " · ", " …" when cut; [] when empty.
  */
-export function profileDigest(
-  parts: ProfileParts,
-  afterCompaction: boolean,
-  maxChars = Infinity,
-): SafeText[] {
+export function profileDigest(parts: ProfileParts, again: boolean, maxChars = Infinity): SafeText[] {
   const abstracts = [...parts.preferences, ...parts.entities].map((l) => l.abstract.split("\n")[0]);
-  const lines = parts.profile ? parts.profile.split("\n") : abstracts;
-  const pieces = lines.filter((l) => !/^\s{0,3}#{1,6}\s*(?:user\s+)?profile\s*$/i.test(l)).map((l) =>
-    oneLine(l)
-  )
-    .filter(Boolean).map((p) => cutAtWord(p, Math.min(PROFILE_ROW, unitsWithin(p, PROFILE_ROW) + 1)));
+  const heading = /^\s{0,3}#{1,6}\s*(?:user\s+)?profile\s*$/i;
+  const pieces = (parts.profile ? parts.profile.split("\n") : abstracts).filter((l) => !heading.test(l))
+    .map((l) => oneLine(l)).filter(Boolean)
+    .map((p) => cutAtWord(p, Math.min(PROFILE_ROW, unitsWithin(p, PROFILE_ROW) + 1)));
   if (!pieces.length) return [];
   const uri = oneLine(profileUri(parts.space));
-  const label = afterCompaction ? `Profile, again after compaction (${uri}):` : `Profile (${uri}):`;
+  const label = again ? `Profile, again after compaction (${uri}):` : `Profile (${uri}):`;
   const rows: string[] = [];
   let row = label;
   let cut = false;

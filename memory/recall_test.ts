@@ -283,18 +283,21 @@ Deno.test("local ranking: threshold, file boost, temporal and preference boosts,
   // The limit cuts the list, best first.
   const many = Array.from({ length: 8 }, (_, i) => item(`viking://x/${i}`, 0.4 + i / 20, `abstract ${i}`));
   assertEquals(uris(many, "q", 3), ["viking://x/7", "viking://x/6", "viking://x/5"]);
+  // Regex metacharacters in a query are plain text to the word overlap.
+  const meta = item("viking://x/m", 0.5, "cost (in $) of c++ builds [ci]");
+  assertEquals(
+    rankFindItems(
+      [item("viking://x/o", 0.55, "nothing shared"), meta],
+      "c++ (in $) [ci] builds? .* ^cost",
+      s,
+    )[0],
+    meta,
+  );
   // A score above 1 counts as 1: it does not outrank a 1 that comes first.
   assertEquals(uris([item("viking://x/one", 1, "y"), item("viking://x/huge", 7, "x")], "q"), [
     "viking://x/one",
     "viking://x/huge",
   ]);
-});
-
-Deno.test("regex metacharacters in a query are plain text to the ranking", () => {
-  const s = { ...SETTINGS, recallLimit: 10 };
-  const hit = item("viking://x/a", 0.5, "cost (in $) of c++ builds [ci]");
-  const other = item("viking://x/b", 0.55, "nothing shared");
-  assertEquals(rankFindItems([other, hit], "c++ (in $) [ci] builds? .* ^cost", s)[0], hit);
 });
 
 Deno.test("context body: the digest sends no dedup_turns unless the user set it; the full format keeps 5", () => {
