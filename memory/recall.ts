@@ -56,7 +56,6 @@ export interface RecallRequest {
   excludeUris?: readonly string[];
   budget: Budget;
   stateDir: string;
-  now?: number;
 }
 
 /** A reply's `entries`: an entry without a URI, or a list that is not one, reads as nothing. */
@@ -143,7 +142,7 @@ async function fromContextFace(
   r: RecallRequest,
 ): Promise<RecallResult | OvFailure | undefined> {
   const baseUrl = c.options.baseUrl;
-  const now = r.now ?? Date.now();
+  const now = Date.now();
   if (r.stateDir) {
     const memo = asRecord(await readJson(memoPath(r.stateDir)));
     const same = memo.baseUrl === undefined || memo.baseUrl === baseUrl;
@@ -290,7 +289,7 @@ export async function recallForPrompt(
 }
 
 /** One prompt's ask: the query, the session, the URIs it holds, the same prompt's kept recall. */
-export interface InjectionRequest extends Omit<RecallRequest, "excludeUris" | "now"> {
+export interface InjectionRequest extends Omit<RecallRequest, "excludeUris"> {
   injected: readonly string[];
   reuse?: RecallResult;
   profile: boolean;

@@ -51,11 +51,10 @@ const blockOf = (r: RecallResult) =>
   fullRecallBlock(r, r.memories, { recallTokenBudget: 2000, recallMaxContentChars: 500 });
 
 /** A request for `query` with a fresh budget; `stateDir` "" keeps no memo. */
-const request = (query: string, stateDir = "", now = 1_000_000) => ({
+const request = (query: string, stateDir = "") => ({
   query,
   budget: new Budget(5000),
   stateDir,
-  now,
   sessionId: "kc-s",
   excludeUris: [] as string[],
 });
@@ -117,16 +116,20 @@ Deno.test("recall chain: a server without context mode is remembered for 6 h, pe
     }),
   });
   const first = scriptedClient(legacy);
-  assertEquals((await recallForPrompt(first.client, SETTINGS, request("q1", dir.path, 0))).source, "find");
+  assertEquals((await recallForPrompt(first.client, SETTINGS, request("q1", dir.path))).source, "find");
   assertEquals(first.calls.map(route), [SEARCH, FIND, FIND]);
+  const file = `${dir.path}/context-face.json`;
+  const memo = JSON.parse(await Deno.readTextFile(file));
+  assertTrue(Math.abs(memo.legacyUntil - Date.now() - LEGACY_MEMO_MS) < 60_000, "for 6 h");
   const later = scriptedClient(legacy);
-  await recallForPrompt(later.client, SETTINGS, request("q2", dir.path, LEGACY_MEMO_MS - 1));
+  await recallForPrompt(later.client, SETTINGS, request("q2", dir.path));
   assertEquals(later.calls.map(route), [FIND, FIND], "the memo skips the context face");
+  await Deno.writeTextFile(file, JSON.stringify({ ...memo, legacyUntil: Date.now() - 1 }));
   const expired = scriptedClient(legacy);
-  await recallForPrompt(expired.client, SETTINGS, request("q3", dir.path, LEGACY_MEMO_MS + 1));
+  await recallForPrompt(expired.client, SETTINGS, request("q3", dir.path));
   assertEquals(expired.calls.map(route), [SEARCH, FIND, FIND], "after 6 h it is asked again");
   const other = scriptedClient(legacy, { baseUrl: "http://other.test:1933" });
-  await recallForPrompt(other.client, SETTINGS, request("q4", dir.path, 1));
+  await recallForPrompt(other.client, SETTINGS, request("q4", dir.path));
   assertEquals(
     other.calls.map(route),
     [SEARCH, FIND, FIND],
@@ -135,10 +138,10 @@ Deno.test("recall chain: a server without context mode is remembered for 6 h, pe
   // Any other failure is not a missing context mode: nothing is remembered.
   await using fresh = await tempDir();
   const busy = scriptedClient(byRoute({ [SEARCH]: fail("server", 503), [FIND]: ok({}) }));
-  await recallForPrompt(busy.client, SETTINGS, request("q5", fresh.path, 0));
+  await recallForPrompt(busy.client, SETTINGS, request("q5", fresh.path));
   const again = scriptedClient(byRoute({ [SEARCH]: ok({ entries: [] }) }));
   assertEquals(
-    (await recallForPrompt(again.client, SETTINGS, request("q6", fresh.path, 1))).source,
+    (await recallForPrompt(again.client, SETTINGS, request("q6", fresh.path))).source,
     "context",
   );
 });
