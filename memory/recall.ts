@@ -361,7 +361,13 @@ export async function injectionFor(
 ): Promise<Injection> {
   const ask = req.reuse === undefined && req.query.length >= c.minQueryLength && req.query.trim() !== "";
   const [recalled, asked] = await Promise.all([
-    ask ? recallForPrompt(client, c, { ...req, excludeUris: req.injected }) : Promise.resolve(req.reuse),
+    // The server takes only viking:// URIs as exclude_uris (an older version kept `text:` keys beside them).
+    ask
+      ? recallForPrompt(client, c, {
+        ...req,
+        excludeUris: req.injected.filter((k) => k.startsWith("viking://")),
+      })
+      : Promise.resolve(req.reuse),
     req.profile ? fetchProfile(client, req.budget) : Promise.resolve(undefined),
   ]);
   const parts = asked && !("ok" in asked) ? asked : undefined;

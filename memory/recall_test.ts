@@ -397,6 +397,10 @@ Deno.test("inject: memories the session already has are left out, even when the 
   }]);
   assertEquals(inj.recall, "context");
   assertEquals((calls[0].body as { exclude_uris: string[] }).exclude_uris, [entry(1).uri, entry(3).uri]);
+  // Only URIs go out as exclude_uris (the server refuses anything else; an older version kept `text:` keys).
+  const old = listing([entry(1)]);
+  await injectionFor(old.client, await config(), injection({ injected: ["text:0123abcd", entry(3).uri] }));
+  assertEquals((old.calls[0].body as { exclude_uris: string[] }).exclude_uris, [entry(3).uri]);
 });
 
 Deno.test("inject: nothing new is nothing printed; a too short prompt asks nothing", async () => {
