@@ -14,78 +14,78 @@ import { ago } from "./status.ts";
 import { workspaceDir } from "../lib/self.ts";
 import { resolvePeer } from "../openviking/peer.ts";
 import { scrub } from "../lib/scrub.ts";
-import { previewInjection } from "../memory/inject.ts";
+import { type Injection, injectionFor } from "../memory/recall.ts";
+import { Budget, clientOptions, createClient } from "../openviking/client.ts";
 import { recallQuery } from "../memory/query.ts";
+
+const str = z.string();
 
 /** The shape of `recall --json` (stable, README "recall" says each field). */
 export const RecallOutputSchema = z.object({
-  query: z.string(),
-  cwd: z.string(),
-  peer: z.object({ id: z.string(), source: z.string() }),
-  path: z.string(),
-  stdout: z.string(),
-  memories: z.array(z.object({ uri: z.string(), score: z.optional(z.number()), chars: z.number() })),
-  failure: z.optional(z.object({
-    kind: z.string(),
-    status: z.number(),
-    message: z.string(),
-    summary: z.string(),
-    fix: z.string(),
-  })),
-  paused: z.optional(z.object({ since: z.number(), reason: z.string() })),
+  query: str,
+  cwd: str,
+  peer: z.object({ id: str, source: str }),
+  path: str,
+  stdout: str,
+  memories: z.array(z.object({ uri: str, score: z.optional(z.number()), chars: z.number() })),
+  failure: z.optional(z.object({ kind: str, status: z.number(), message: str, summary: str, fix: str })),
+  paused: z.optional(z.object({ since: z.number(), reason: str })),
 });
 type RecallOutput = z.infer<typeof RecallOutputSchema>;
 
-/** What the prompt hook would inject for `text` in `cwd` now. */
-async function recallPreview(
+/** What the prompt hook would print for `text` in `cwd` now, as a new session's first prompt; writes nothing. */
+export async function recallPreview(
   text: string,
   cwd: string,
   env: Env = processEnv(),
 ): Promise<RecallOutput> {
   const { config } = await loadConfig(env, cwd);
   const peer = await resolvePeer(cwd, config);
+  const query = recallQuery(text, config.redact);
+  const on = config.enabled && config.autoRecall;
   // An open breaker: the hook asks nothing and says memory is paused; so does its preview.
-  const b = config.enabled && config.autoRecall
-    ? await readBreaker(orNoHome(() => sharedStateDir(env)) ?? "", config.baseUrl)
-    : undefined;
+  const b = on ? await readBreaker(orNoHome(() => sharedStateDir(env)) ?? "", config.baseUrl) : undefined;
   const paused = b && isOpen(b) ? b : undefined;
-  const injection = paused
+  const injection: Pick<Injection, "stdout" | "injected" | "failure"> & { recall: string } = paused
     ? { recall: "paused", stdout: pausedLine(paused, env), injected: [] }
-    : await previewInjection(text, { cwd, env });
+    : !on
+    ? { recall: "skipped", stdout: "", injected: [] }
+    : await injectionFor(createClient(clientOptions(config, peer.peerId)), config, {
+      query,
+      injected: [],
+      profile: false,
+      afterCompaction: false,
+      budget: new Budget(config.promptBudgetMs),
+      stateDir: "",
+    });
   const out: RecallOutput = {
-    query: recallQuery(text, config.redact),
+    query,
     cwd,
     peer: { id: peer.peerId, source: peer.source },
     path: injection.recall,
     stdout: injection.stdout,
-    memories: injection.injected.map((m) => ({
-      uri: m.uri,
-      ...(m.score !== undefined ? { score: m.score } : {}),
-      chars: m.chars,
-    })),
+    memories: injection.injected,
   };
   if (paused) out.paused = { since: paused.since, reason: paused.reason };
-  if ("failure" in injection && injection.failure) {
-    const f = injection.failure;
-    const advice = adviceFor(f, config.baseUrl);
-    out.failure = { kind: f.kind, status: f.status, message: f.error.message, ...advice };
+  const f = injection.failure;
+  if (f) {
+    out.failure = {
+      kind: f.kind,
+      status: f.status,
+      message: f.error.message,
+      ...adviceFor(f, config.baseUrl),
+    };
   }
   return scrub(out, [config.apiKey]) as RecallOutput;
 }
 
 /** The text form: the hook's output as it is (and why recall failed, if it did), then one line per memory. */
 export function renderRecall(r: RecallOutput): string {
+  const paused = r.paused && `memory is paused since ${ago(r.paused.since, Date.now())}: ${r.paused.reason}`;
   const lines = [
     r.stdout ? r.stdout.trimEnd() : "(the prompt hook would print nothing for this text)",
     ...(r.failure ? [`recall failed: ${r.failure.summary}`, `  fix: ${r.failure.fix}`] : []),
-    ...(r.paused
-      ? [
-        `memory is paused since ${
-          ago(r.paused.since, Date.now())
-        }: ${r.paused.reason}; the hook asks nothing ` +
-        "until the server answers its probe",
-      ]
-      : []),
+    ...(paused ? [`${paused}; the hook asks nothing until the server answers its probe`] : []),
     "",
     `${r.memories.length} memor${r.memories.length === 1 ? "y" : "ies"} via ${r.path}` +
     (r.peer.id ? ` (peer ${r.peer.id}, from ${r.peer.source})` : ""),

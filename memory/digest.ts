@@ -1,8 +1,15 @@
-/** The digest: a line per memory (text cut at a word, then its URI), profile rows first. Server text in, SafeText out. */
+/**
+ * The injected text, server text in and SafeText out: the digest (a line per memory, its text cut at a word,
+ * CJK too, then its URI; the profile's rows first), the profile block within a token budget (the full format
+ * and the plugin's system prompt) and the full format's recall block.
+ */
 
-import { neutralize, safe, type SafeText } from "../lib/neutralize.ts";
+import { neutralize, safe, SafeText } from "../lib/neutralize.ts";
+import { type Block, PRINT_MAX_CHARS } from "../lib/printed.ts";
 import { charColumns } from "../lib/columns.ts";
-import { isFolderSummary, type Memory } from "./recall.ts";
+import type { Config } from "../openviking/config.ts";
+import type { ProfileParts } from "./profile.ts";
+import type { Memory, RecallResult } from "./recall.ts";
 
 /** The markers around a digest. */
 export const DIGEST_OPEN = safe`<openviking-context>`;
@@ -15,8 +22,23 @@ const LINE_TEXT_MIN = 24;
 export const PROFILE_ROW = 150;
 export const PROFILE_ROWS = 6;
 
+/** Whether a memory-space URI is a folder's summary (a sidecar or the folder itself), no memory. */
+export function isFolderSummary(uri: string): boolean {
+  return /\/memories(?:\/|$)/.test(uri) &&
+    (/\/\.(?:abstract|overview)\.md$/.test(uri) || !uri.endsWith(".md"));
+}
+
+/** One memory in render.py's form (raw: neutralised by whoever prints it). */
+export function renderElement(m: Memory): string {
+  const attrs = [`uri="${m.uri}"`];
+  if (m.category) attrs.push(`type="${m.category}"`);
+  if (m.score !== undefined) attrs.push(`score="${m.score.toFixed(2)}"`);
+  if (m.detail) attrs.push(`detail="${m.detail}"`);
+  return m.text ? `<memory ${attrs.join(" ")}>\n${m.text}\n</memory>` : `<memory ${attrs.join(" ")} />`;
+}
+
 /** The code units of `text`'s longest head whose characters weigh ≤ `max`, and their weight. */
-export function headWithin(text: string, max: number, weight: (ch: string) => number) {
+function headWithin(text: string, max: number, weight: (ch: string) => number) {
   let used = 0;
   let units = 0;
   for (const ch of text) {
@@ -29,6 +51,13 @@ export function headWithin(text: string, max: number, weight: (ch: string) => nu
 
 /** How many UTF-16 code units of `text` fit in `width` terminal columns. */
 const unitsWithin = (text: string, width: number) => headWithin(text, width, charColumns).units;
+
+/** A character's estimated tokens: a CJK one 1.5, any other a quarter. */
+const tokenWeight = (ch: string) => ch.codePointAt(0)! >= 0x3000 ? 1.5 : 0.25;
+
+/** A text's tokens, estimated. */
+export const estimateTokens = (text: string): number =>
+  Math.ceil(headWithin(text, Infinity, tokenWeight).used);
 
 let segmenter: Intl.Segmenter | undefined;
 const blank = (s: Intl.SegmentData) => /^\s+$/.test(s.segment);
@@ -68,12 +97,6 @@ export function oneLine(text: string, max?: number): string {
   return max === undefined ? line : cutAtWord(line, max);
 }
 
-/** One digest line and the memory it shows. */
-export interface DigestLine {
-  memory: Memory;
-  line: SafeText;
-}
-
 /**
  * The lines for `memories` within `limits` (`reserved` taken): the first that are no folder summary, best
  * first, each an equal share of the room left; one whose URI alone does not fit is left out.
@@ -82,10 +105,10 @@ export function digestLines(
   memories: readonly Memory[],
   limits: { memories: number; chars: number },
   reserved = 0,
-): DigestLine[] {
+): { memory: Memory; line: SafeText }[] {
   const order = memories.filter((m) => !isFolderSummary(m.uri)).slice(0, Math.max(0, limits.memories))
     .sort((a, b) => a.score === undefined || b.score === undefined ? 0 : b.score - a.score);
-  const out: DigestLine[] = [];
+  const out: { memory: Memory; line: SafeText }[] = [];
   let left = limits.chars - reserved;
   order.forEach((memory, i) => {
     const uri = oneLine(memory.uri);
@@ -104,25 +127,19 @@ export function digestLines(
   return out;
 }
 
-/** The profile (else the abstracts), its URI, whether it comes again, the rows' characters at most. */
-export interface ProfileDigestInput {
-  profile: string;
-  uri: string;
-  abstracts: readonly string[];
-  afterCompaction: boolean;
-  maxChars?: number;
-}
-
-/** A few rows of the profile: a label, then its lines joined with " · ", " …" when cut; [] when empty. */
-export function profileDigest(input: ProfileDigestInput): SafeText[] {
-  const lines = input.profile ? input.profile.split("\n") : input.abstracts.map((a) => a.split("\n")[0]);
-  const pieces = lines.filter((l) => !/^\s{0,3}#{1,6}\s*(?:user\s+)?profile\s*$/i.test(l)).map((l) =>
-    oneLine(l)
-  )
-    .filter(Boolean).map((p) => cutAtWord(p, Math.min(PROFILE_ROW, unitsWithin(p, PROFILE_ROW) + 1)));
+/**
+ * A few rows of the profile (else its preference and entity abstracts), within `maxChars`: a label with its URI
+ * (saying when it comes again after a compaction), then its lines joined with " · ", " …" when cut; [] when empty.
+ */
+export function profileDigest(parts: ProfileParts, again: boolean, maxChars = Infinity): SafeText[] {
+  const abstracts = [...parts.preferences, ...parts.entities].map((l) => l.abstract.split("\n")[0]);
+  const heading = /^\s{0,3}#{1,6}\s*(?:user\s+)?profile\s*$/i;
+  const pieces = (parts.profile ? parts.profile.split("\n") : abstracts).filter((l) => !heading.test(l))
+    .map((l) => oneLine(l)).filter(Boolean)
+    .map((p) => cutAtWord(p, Math.min(PROFILE_ROW, unitsWithin(p, PROFILE_ROW) + 1)));
   if (!pieces.length) return [];
-  const uri = oneLine(input.uri);
-  const label = input.afterCompaction ? `Profile, again after compaction (${uri}):` : `Profile (${uri}):`;
+  const uri = oneLine(profileUri(parts.space));
+  const label = again ? `Profile, again after compaction (${uri}):` : `Profile (${uri}):`;
   const rows: string[] = [];
   let row = label;
   let cut = false;
@@ -134,7 +151,7 @@ export function profileDigest(input: ProfileDigestInput): SafeText[] {
     }
     rows.push(row);
     const used = rows.reduce((n, r) => n + r.length + 1, 0);
-    cut = rows.length >= PROFILE_ROWS || used + PROFILE_ROW + 1 > (input.maxChars ?? Infinity);
+    cut = rows.length >= PROFILE_ROWS || used + PROFILE_ROW + 1 > maxChars;
     if (cut) break;
     row = piece;
   }
@@ -145,4 +162,101 @@ export function profileDigest(input: ProfileDigestInput): SafeText[] {
   }
   // Every piece passed `oneLine` (the gate).
   return rows.map((r) => safe`${r}`);
+}
+
+/** A profile within `tokens`: as it is, else its first 8 and last 3 lines, else cut (saying so). */
+export function fitProfile(text: string, tokens: number): string {
+  if (estimateTokens(text) <= tokens) return text;
+  const lines = text.split("\n");
+  const elided = `${lines.slice(0, 8).join("\n")}\n... [profile middle elided] ...\n${
+    lines.slice(-3).join("\n")
+  }`;
+  if (lines.length > 12 && estimateTokens(elided) <= tokens) return elided;
+  return `${
+    text.slice(0, headWithin(text, Math.max(0, tokens - 6), tokenWeight).units)
+  }\n... [profile truncated]`;
+}
+
+/** The memories folder of a user space as printed: all but letters, digits and `_.@-` %-encoded. */
+function spaceUri(space: string): string {
+  const hex = (c: string) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`;
+  const encode = (c: string) => encodeURIComponent(c).replace(/[!'()*~]/g, hex);
+  return `viking://user/${
+    space.slice(0, 128).toWellFormed().replace(/[^\p{L}\p{N}_.@-]/gu, encode)
+  }/memories`;
+}
+
+/** The URI of a user space's profile, as printed. */
+const profileUri = (space: string): string => `${spaceUri(space)}/profile.md`;
+
+/** The profile block within `budget` tokens: `<user-profile>` (≤ half), then `<available-memories>`; null if empty. */
+export function renderProfile(parts: ProfileParts, budget: number): SafeText | null {
+  const base = safe`${spaceUri(parts.space)}`;
+  const sections: SafeText[] = [];
+  let used = 0;
+  const profile = neutralize(parts.profile.slice(0, PRINT_MAX_CHARS)).trim();
+  if (profile) {
+    sections.push(
+      safe`<user-profile uri="${base}/profile.md">\n${fitProfile(profile, budget / 2 | 0)}\n</user-profile>`,
+    );
+    used += estimateTokens(sections[0].text);
+  }
+  const listing: SafeText[] = [];
+  for (const [name, leaves] of [["preferences", parts.preferences], ["entities", parts.entities]] as const) {
+    if (!leaves.length) continue;
+    listing.push(safe`  ${base}/${name}/`);
+    let shown = 0;
+    for (const leaf of leaves) {
+      const abstract = oneLine(leaf.abstract, 200);
+      const line = safe`    - ${oneLine(leaf.path, 200)}${abstract ? ` — ${abstract}` : ""}`;
+      if (used + estimateTokens(line.text) > budget) break;
+      used += estimateTokens(line.text);
+      listing.push(line);
+      shown++;
+    }
+    if (shown < leaves.length) {
+      listing.push(safe`    ... +${leaves.length - shown} more: use the search MCP tool`);
+    }
+  }
+  if (listing.length) {
+    sections.push(safe`<available-memories>\n${SafeText.join(listing, safe`\n`)}\n</available-memories>`);
+  }
+  return sections.length ? SafeText.join(sections, safe`\n`) : null;
+}
+
+const CONTEXT_HEADER = safe`Relevant memory from OpenViking. Use the search/read MCP tools to expand URIs.`;
+const FIND_HEADER = safe`Relevant context from OpenViking. Use the read MCP tool to expand URIs.`;
+
+/** Server text in the full format's block, cut and neutralised. */
+const contextBlock = (text: string): Block => ({
+  open: DIGEST_OPEN,
+  body: safe`${CONTEXT_HEADER}\n${neutralize(text.slice(0, PRINT_MAX_CHARS)).trim()}`,
+  close: DIGEST_CLOSE,
+});
+
+/**
+ * The full format's block showing `shown`: the server's text when none is left out, else `<memory>`
+ * elements; find's as lines within the token budget. Undefined when there is nothing to show.
+ */
+export function fullRecallBlock(
+  r: RecallResult,
+  shown: readonly Memory[],
+  s: Pick<Config, "recallTokenBudget" | "recallMaxContentChars">,
+): Block | undefined {
+  if (!shown.length) return undefined;
+  if (r.source !== "find") {
+    const whole = r.assembled !== undefined && shown.length === r.memories.length;
+    return contextBlock(whole ? r.assembled! : shown.map(renderElement).join("\n"));
+  }
+  const budget = Math.max(200, s.recallTokenBudget);
+  let used = estimateTokens(FIND_HEADER.text);
+  const lines = shown.map((m) => {
+    const head = `[${m.category ?? "memory"} ${Math.round(Math.min(1, Math.max(0, m.score ?? 0)) * 100)}%]`;
+    const uri = oneLine(m.uri, 1000);
+    let line = safe`- ${head} ${oneLine(m.text, Math.max(50, s.recallMaxContentChars)) || uri}`;
+    if (used + estimateTokens(line.text) > budget) line = safe`- ${head} ${uri}`;
+    used += estimateTokens(line.text);
+    return line;
+  });
+  return { open: DIGEST_OPEN, body: SafeText.join([FIND_HEADER, ...lines], safe`\n`), close: DIGEST_CLOSE };
 }

@@ -25,32 +25,14 @@ Deno.test("viking:// finder: preferred keys first, then any nested string; case-
   assertEquals(findVikingUri(deep), "", "no deeper than 6 levels");
 });
 
-Deno.test("viking:// finder: every spelling that names a viking URI, never an ordinary path with the word", () => {
+Deno.test("viking:// finder: spellings tests/fuzz/guard_test.ts does not generate; words that only look like one", () => {
   const named = [
-    ["viking:/user/default/memories/a.md", "viking://user/default/memories/a.md"],
-    ["viking:///user/a.md", "viking://user/a.md"],
-    ["viking:////user/a.md", "viking://user/a.md"],
-    ["viking%3A%2F%2Fuser%2Fa.md", "viking://user/a.md"],
-    ["viking%3a//user/a.md", "viking://user/a.md"],
-    ["viking%253A%252F%252Fuser%252Fa.md", "viking://user/a.md"],
-    ["%76iking%3A%2F%2Fuser/a.md", "viking://user/a.md"],
-    ["viking:\\\\user\\a.md", "viking://user/a.md"],
-    ["viking:\\user\\a.md", "viking://user/a.md"],
-    ["viking:\\/\\/user/a.md", "viking://user/a.md"],
-    ["ViKiNg://User/A.md", "viking://User/A.md"],
-    ["/home/u/project/viking:/user/a.md", "viking://user/a.md"],
-    ["C:\\proj\\viking:\\user\\a.md", "viking://user/a.md"],
-    ['{"path": "viking:\\/\\/user\\/a.md"}', "viking://user/a.md"],
-    ["viking\\u003a\\u002f\\u002fuser/a.md", "viking://user/a.md"],
-    ["viking\uff1a\uff0f\uff0fuser/a.md", "viking://user/a.md"],
+    ["viking\uff1a\uff0f\uff0fuser/a.md", "viking://user/a.md"], // compatibility forms (NFKC)
+    ["viking\\u003a\\u002f\\u002fuser/a.md", "viking://user/a.md"], // an escaped colon
     ["viking:/", "viking://"],
   ];
   for (const [input, uri] of named) assertEquals(findVikingUri({ file_path: input }), uri, input);
-  const ordinary = [
-    ...["/home/u/openviking/README.md", "/work/openviking-kimi/hooks/pre-tool-use.ts", "src/viking/notes.md"],
-    ...["viking.md", "openviking://x", "see the viking: a sea raider", "/srv/openviking%3Adata/a.md"],
-    "C:\\code\\openviking\\x.ts",
-  ];
+  const ordinary = ["openviking://x", "see the viking: a sea raider", "/srv/openviking%3Adata/a.md"];
   for (const path of ordinary) assertEquals(findVikingUri({ path }), "", path);
 });
 

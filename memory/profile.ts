@@ -1,31 +1,10 @@
-/** The user's profile (`profile.md`, the preference and entity memories) and its block within a token budget. */
+/** The user's profile as the server has it: `profile.md` and the preference and entity memories (digest.ts prints it). */
 
 import * as z from "zod/mini";
 import type { Budget, OpenVikingClient, OvFailure } from "../openviking/client.ts";
-import { neutralize, safe, SafeText } from "../lib/neutralize.ts";
-import { PRINT_MAX_CHARS } from "../lib/printed.ts";
 import { asRecord } from "../lib/parsed.ts";
-import { headWithin, oneLine } from "./digest.ts";
 
-/** A character's estimated tokens: a CJK one 1.5, any other a quarter. */
-const tokenWeight = (ch: string) => ch.codePointAt(0)! >= 0x3000 ? 1.5 : 0.25;
-
-/** A text's tokens, estimated. */
-export const estimateTokens = (text: string): number =>
-  Math.ceil(headWithin(text, Infinity, tokenWeight).used);
-
-/** A profile within `tokens`: as it is, else its first 8 and last 3 lines, else cut (saying so). */
-export function fitProfile(text: string, tokens: number): string {
-  if (estimateTokens(text) <= tokens) return text;
-  const lines = text.split("\n");
-  const elided = `${lines.slice(0, 8).join("\n")}\n... [profile middle elided] ...\n${
-    lines.slice(-3).join("\n")
-  }`;
-  if (lines.length > 12 && estimateTokens(elided) <= tokens) return elided;
-  return `${
-    text.slice(0, headWithin(text, Math.max(0, tokens - 6), tokenWeight).units)
-  }\n... [profile truncated]`;
-}
+export { estimateTokens } from "./digest.ts";
 
 /** A memory file of a listing. */
 export type MemoryLeaf = { path: string; abstract: string };
@@ -55,59 +34,9 @@ export function memoryLeaves(listing: Listing): MemoryLeaf[] {
     .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
-/** The memories folder of a user space as printed: all but letters, digits and `_.@-` %-encoded. */
-function spaceUri(space: string): string {
-  const encoded = space.toWellFormed().slice(0, 128).replace(
-    /[^\p{L}\p{N}_.@-]/gu,
-    (c) =>
-      [...new TextEncoder().encode(c)].map((b) => `%${b.toString(16).toUpperCase().padStart(2, "0")}`).join(
-        "",
-      ),
-  );
-  return `viking://user/${encoded}/memories`;
-}
-
-/** The URI of a user space's profile, as printed. */
-export const profileUri = (space: string): string => `${spaceUri(space)}/profile.md`;
-
 /** Whether the server has nothing of the profile. */
 export function isEmptyProfile(parts: ProfileParts): boolean {
   return !parts.profile.trim() && !parts.preferences.length && !parts.entities.length;
-}
-
-/** The profile block within `budget` tokens: `<user-profile>` (≤ half), then `<available-memories>`; null if empty. */
-export function renderProfile(parts: ProfileParts, budget: number): SafeText | null {
-  const base = safe`${spaceUri(parts.space)}`;
-  const sections: SafeText[] = [];
-  let used = 0;
-  const profile = neutralize(parts.profile.slice(0, PRINT_MAX_CHARS)).trim();
-  if (profile) {
-    sections.push(
-      safe`<user-profile uri="${base}/profile.md">\n${fitProfile(profile, budget / 2 | 0)}\n</user-profile>`,
-    );
-    used += estimateTokens(sections[0].text);
-  }
-  const listing: SafeText[] = [];
-  for (const [name, leaves] of [["preferences", parts.preferences], ["entities", parts.entities]] as const) {
-    if (!leaves.length) continue;
-    listing.push(safe`  ${base}/${name}/`);
-    let shown = 0;
-    for (const leaf of leaves) {
-      const abstract = oneLine(leaf.abstract, 200);
-      const line = safe`    - ${oneLine(leaf.path, 200)}${abstract ? ` — ${abstract}` : ""}`;
-      if (used + estimateTokens(line.text) > budget) break;
-      used += estimateTokens(line.text);
-      listing.push(line);
-      shown++;
-    }
-    if (shown < leaves.length) {
-      listing.push(safe`    ... +${leaves.length - shown} more: use the search MCP tool`);
-    }
-  }
-  if (listing.length) {
-    sections.push(safe`<available-memories>\n${SafeText.join(listing, safe`\n`)}\n</available-memories>`);
-  }
-  return sections.length ? SafeText.join(sections, safe`\n`) : null;
 }
 
 /** The profile's parts, or why the server could not be asked at all (its first failure). Never throws. */

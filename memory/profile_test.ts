@@ -7,7 +7,8 @@
 import { assertEquals, assertMatch, assertTrue } from "../tests/support/assert.ts";
 import { fail, ok, route, scriptedClient } from "../tests/support/scripted-client.ts";
 import { Budget } from "../openviking/client.ts";
-import { estimateTokens, fetchProfile, fitProfile, memoryLeaves, renderProfile } from "./profile.ts";
+import { fetchProfile, memoryLeaves } from "./profile.ts";
+import { estimateTokens, fitProfile, renderProfile } from "./digest.ts";
 import type { OpenVikingClient } from "../openviking/client.ts";
 
 /** The profile block as the full format and the plugin's system prompt render it; null when unreachable or empty. */

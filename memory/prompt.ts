@@ -1,4 +1,4 @@
-/** UserPromptSubmit: prints what inject.ts finds that the session lacks; while the breaker is open, a probe. */
+/** UserPromptSubmit: prints what recall.ts finds that the session lacks; while the breaker is open, a probe. */
 
 import { sha256Hex } from "../lib/hash.ts";
 import { Budget } from "../openviking/client.ts";
@@ -17,13 +17,12 @@ import { PRINT_MAX_CHARS } from "../lib/printed.ts";
 import type { Env } from "../lib/paths.ts";
 import { commandName } from "../lib/self.ts";
 import { resolvePeer } from "../openviking/peer.ts";
-import type { RecallResult } from "./recall.ts";
 import { type SessionState, updateState } from "./state.ts";
 import { clientFor, type HookContext, type HookResult } from "./context.ts";
 import { promptText } from "../kimi/payload.ts";
 import { recallQuery } from "./query.ts";
 import { keepPrompt } from "./prompt-fallback.ts";
-import { type Injection, injectionFor } from "./inject.ts";
+import { type Injection, injectionFor, type RecallResult } from "./recall.ts";
 import { systemPromptInUse } from "../kimi/plugin-root.ts";
 import { spawnWorker } from "../kimi/detach.ts";
 import { alarmWords, readAlarm } from "./extraction.ts";
@@ -46,31 +45,25 @@ export function promptDecision(state: SessionState, prompt: { hash: string; even
 }
 
 type Decision = ReturnType<typeof promptDecision>;
+type Claim = { decision: Decision; exclude: string[]; tell: boolean; first: boolean; stateError?: string };
 
 /**
  * Claims this prompt under a short lock (no network) and keeps it for capture: the decision, the shown set,
- * whether to tell of the outage, whether it is the session's first, why the state was unusable ("" if not).
+ * whether to tell of the outage, whether it is the session's first, why the state was unusable (if it was).
  */
 async function claimPrompt(
   ctx: HookContext,
   prompt: { hash: string; eventId: string; outage?: number },
   waitMs: number,
-) {
+): Promise<Claim> {
   const c = ctx.config;
-  const claim = {
-    decision: { duplicate: false, needProfile: false, afterCompaction: false } as Decision,
-    exclude: [] as string[],
-    tell: false,
-    first: false,
-    stateError: "",
-  };
-  if (!ctx.promptPaths) return claim;
+  const decision = { duplicate: false, needProfile: false, afterCompaction: false } as Decision;
+  const none: Claim = { decision, exclude: [], tell: false, first: false };
+  if (!ctx.promptPaths) return none;
   try {
     const claimed = await updateState(ctx.promptPaths, (s) => {
       const decision = promptDecision(s, { ...prompt, at: ctx.startedAt });
-      if (decision.duplicate) {
-        return Promise.resolve({ value: { decision, exclude: [], tell: false, first: false } });
-      }
+      if (decision.duplicate) return Promise.resolve({ value: { ...none, decision } });
       const options = { maxLength: c.captureMaxLength, redact: c.redact };
       const kept = c.autoCapture ? keepPrompt(s, promptText(ctx.input), ctx.startedAt, options) : s;
       const tell = prompt.outage !== undefined && s.pausedNotice !== prompt.outage;
@@ -82,18 +75,18 @@ async function claimPrompt(
         recall: decision.reuse ?? null,
         ...(tell ? { pausedNotice: prompt.outage } : {}),
       };
-      const first = s.promptAt === undefined;
-      return Promise.resolve({ state, value: { decision, exclude: s.injectedUris, tell, first } });
+      const value = { decision, exclude: s.injectedUris, tell, first: s.promptAt === undefined };
+      return Promise.resolve({ state, value });
     }, { waitMs });
-    if (claimed.acquired) Object.assign(claim, claimed.value);
+    return claimed.acquired ? claimed.value : none;
   } catch (error) {
-    claim.stateError = (error as Error).message;
+    const stateError = (error as Error).message;
     ctx.log.stage("prompt-state-unavailable", {
-      error: claim.stateError,
+      error: stateError,
       effect: "recall without dedupe, profile or the session's memory of what it was shown",
     });
+    return { ...none, stateError };
   }
-  return claim;
 }
 
 /** Remembers what was printed and the outage told of (best effort). */
@@ -105,13 +98,15 @@ async function rememberInjected(
   told?: number,
 ) {
   const profileDone = inj.profile === "injected" || inj.profile === "empty";
-  if (!ctx.promptPaths || (!inj.found && !inj.shown.length && !profileDone && told === undefined)) return;
+  if (!ctx.promptPaths || (!inj.found && !inj.injected.length && !profileDone && told === undefined)) return;
   await updateState(ctx.promptPaths, (s) => {
     const next: SessionState = { ...s, profileInjected: s.profileInjected || profileDone };
     if (told !== undefined) next.pausedNotice = told;
     if (inj.profile === "injected") next.compacted = false;
     if (inj.found && s.promptHash === hash) next.recall = inj.found;
-    if (inj.shown.length) next.injectedUris = [...new Set([...s.injectedUris, ...inj.shown])];
+    if (inj.injected.length) {
+      next.injectedUris = [...new Set([...s.injectedUris, ...inj.injected.map((m) => m.uri)])];
+    }
     return Promise.resolve({ state: next, value: null });
   }, { waitMs: Math.min(1000, budget.remaining()) }).catch((error: Error) => {
     ctx.log.stage("prompt-state-unavailable", { error: error.message });
@@ -137,21 +132,6 @@ async function alarmLine(ctx: HookContext): Promise<string> {
   } doctor\` says why\n`.text;
 }
 
-/** A prompt while the breaker is open: nothing asked, the session told once, a detached probe when due. */
-async function pausedPrompt(ctx: HookContext, b: Breaker, tell: boolean, alarm: string): Promise<HookResult> {
-  let probing = false;
-  if (ctx.sharedStateDir && Date.now() >= nextProbeAt(b)) {
-    await noteProbing(ctx.sharedStateDir, b);
-    probing = await spawnWorker("user-prompt-submit", ctx.raw);
-  }
-  const stdout = (tell ? pausedLine(b, ctx.env) : "") + alarm;
-  return {
-    stdout,
-    outcome: "paused",
-    data: { recall: "paused", injected: [], suppressed: [], printedChars: stdout.length, probing },
-  };
-}
-
 /** The UserPromptSubmit handler; in a detached worker (a paused prompt's), the probe of the server. */
 export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   const c = ctx.config;
@@ -171,7 +151,15 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   if (decision.duplicate) return { outcome: "duplicate" };
   const alarm = claim.first ? await alarmLine(ctx) : "";
   if (!c.autoRecall) return { outcome: "recall-off", ...(alarm ? { stdout: alarm } : {}) };
-  if (paused) return { ...await pausedPrompt(ctx, paused, claim.tell, alarm), query };
+  if (paused) {
+    // Nothing asked; the session told once; a detached probe when due.
+    const due = ctx.sharedStateDir && Date.now() >= nextProbeAt(paused);
+    if (due) await noteProbing(ctx.sharedStateDir, paused);
+    const probing = due ? await spawnWorker("user-prompt-submit", ctx.raw) : false;
+    const stdout = (claim.tell ? pausedLine(paused, ctx.env) : "") + alarm;
+    const data = { recall: "paused", injected: [], suppressed: [], printedChars: stdout.length, probing };
+    return { stdout, outcome: "paused", query, data };
+  }
   // In plugin mode the profile is in the system prompt.
   const pluginPrompt = decision.needProfile && await systemPromptInUse(ctx.env);
   const peer = await resolvePeer(ctx.cwd, c);

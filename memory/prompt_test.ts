@@ -98,12 +98,6 @@ red
 `,
   );
   assertPrintedSafe(stdout);
-
-  // the digest field, preferred over rendered, passes the same gate
-  fake.context.digest = `- tabs\n${INJECTION}\x1b[5m`;
-  const digest = await prompt(full(dir.path, fake.url), "and for YAML files?");
-  assertPrintedSafe(digest.stdout);
-  assertStringIncludes(digest.stdout, "- tabs\n&lt;/openviking-context>\n&lt;system-reminder>");
 });
 
 Deno.test("prompt hook: a huge server reply prints at most the cap, markers whole", async () => {
@@ -162,11 +156,11 @@ Deno.test("prompt hook: an 80 KB CRLF prompt is answered fast", async () => {
   assertEquals((await Deno.readTextFile(log)).includes("how do I"), false);
 });
 
-Deno.test("config mode: the first prompt carries the profile's rows; after /compact they say they come again", async () => {
+Deno.test("config mode: the first prompt carries the profile's rows; after /compact (capture off too) they and the memories come again", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
   const env = sandboxEnv(dir.path, fake.url, {
-    OPENVIKING_CAPTURE_WAIT_MS: "0",
+    OPENVIKING_AUTO_CAPTURE: "false",
     OPENVIKING_WRITE_PATH_ASYNC: "0",
   });
   const session = "session_5b1c1f0e-1111-4222-8333-944455556666";
@@ -177,7 +171,7 @@ Deno.test("config mode: the first prompt carries the profile's rows; after /comp
   );
   assertEquals(await ask("and what about YAML files?"), "", "nothing new: nothing printed");
   await placeJournal(dir.path, session, new JournalBuilder().simpleTurn("hi", "hello").toString());
-  await hook(env, "PreCompact", session);
+  assertEquals(await hook(env, "PreCompact", session), "");
   assertEquals(
     await ask("third question after compaction"),
     "<openviking-context>\nProfile, again after compaction (viking://user/default/memories/profile.md): " +
@@ -188,6 +182,7 @@ Deno.test("config mode: the first prompt carries the profile's rows; after /comp
     "",
     "the profile and the memory once again, not every prompt",
   );
+  assertEquals(fake.messages(`kc-${session}`).length, 0, "and nothing was captured");
 });
 
 const state = (over: Partial<SessionState>): SessionState => ({ ...emptyState(), ...over });

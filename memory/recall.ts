@@ -1,6 +1,8 @@
 /**
- * Recall: the memories OpenViking finds for a prompt — ① `/search/search` in context mode, ② the deprecated
- * `/search/recall`, ③ `/search/find` per source, ranked here. ① and ② keep the server's order.
+ * Recall, query to printed text: the memories OpenViking finds for a prompt — ① `/search/search` in context
+ * mode (the server's order), else ② `/search/find` per source, ranked here — with the profile beside them,
+ * what the session already holds left out, as the digest or the full format (digest.ts makes the text).
+ * Touches no state but the context-face memo.
  */
 
 import * as z from "zod/mini";
@@ -9,8 +11,20 @@ import type { Config } from "../openviking/config.ts";
 import { readJson, writeFileAtomic } from "../lib/fs.ts";
 import { joinPath } from "../lib/paths.ts";
 import { asRecord } from "../lib/parsed.ts";
-import { PRINT_MAX_CHARS } from "../lib/printed.ts";
 import { madeIn } from "./extraction.ts";
+import { safe, SafeText } from "../lib/neutralize.ts";
+import { type Block, PRINT_MAX_CHARS, printBlocks } from "../lib/printed.ts";
+import { fetchProfile, isEmptyProfile, type ProfileParts } from "./profile.ts";
+import {
+  DIGEST_CLOSE,
+  DIGEST_OPEN,
+  digestLines,
+  fullRecallBlock,
+  profileDigest,
+  renderProfile,
+} from "./digest.ts";
+
+export { isFolderSummary, renderElement } from "./digest.ts";
 
 const text = z.catch(z.optional(z.string()), undefined);
 const num = z.catch(z.optional(z.number()), undefined);
@@ -27,7 +41,7 @@ export type Memory = z.infer<typeof MemorySchema>;
 
 /** What a recall found (prompt state keeps it): the stage, its memories in order, the server's own text. */
 export const RecallSchema = z.object({
-  source: z.enum(["context", "recall", "find", "none"]),
+  source: z.enum(["context", "find", "none"]),
   memories: z.array(MemorySchema),
   assembled: z.optional(z.string()),
 });
@@ -42,19 +56,13 @@ export interface RecallRequest {
   excludeUris?: readonly string[];
   budget: Budget;
   stateDir: string;
-  now?: number;
 }
 
 /** A reply's `entries`: an entry without a URI, or a list that is not one, reads as nothing. */
 export const Entries = z.catch(z.array(z.catch(z.nullable(MemorySchema), null)), []);
 
-const ContextReply = z.looseObject({
-  entries: Entries,
-  digest: text,
-  rendered: text,
-  stats: z.catch(z.optional(z.looseObject({ rewrite: z.optional(z.unknown()) })), undefined),
-});
-const RecallReply = z.looseObject({ entries: Entries, rendered: text });
+/** The context face's reply: `rendered` is its entries in render.py's form (its `digest` needs `rewrite`, never sent). */
+const ContextReply = z.looseObject({ entries: Entries, rendered: text });
 const Hit = z.looseObject({
   uri: z.string(),
   level: num,
@@ -67,12 +75,6 @@ const FindReply = z.looseObject({ memories: Hits, skills: Hits, resources: Hits 
 const MAX_MEMORIES = 50;
 const MAX_TEXT = 4000;
 const MAX_URI = 300;
-
-/** Whether a memory-space URI is a folder's summary (a sidecar or the folder itself), no memory. */
-export function isFolderSummary(uri: string): boolean {
-  return /\/memories(?:\/|$)/.test(uri) &&
-    (/\/\.(?:abstract|overview)\.md$/.test(uri) || !uri.endsWith(".md"));
-}
 
 /** The memories of parsed `entries`, in order: each URI once (empty or too long: dropped), texts cut, ≤ 50. */
 export function memoriesFromEntries(list: Iterable<Memory | null>): Memory[] {
@@ -89,38 +91,6 @@ export function memoriesFromEntries(list: Iterable<Memory | null>): Memory[] {
   return [...out.values()];
 }
 
-/** The memories of a text of `<memory uri=… type=… score=… detail=…>` elements (render.py's form). */
-export function memoriesFromRendered(rendered: string): Memory[] {
-  const attr = (tag: string, name: string) => new RegExp(`\\s${name}="([^"]*)"`).exec(tag)?.[1];
-  const elements = rendered.slice(0, MAX_MEMORIES * MAX_TEXT).matchAll(
-    /<memory\b([^<>]*?)(\/>|>([^]*?)<\/memory>)/g,
-  );
-  return memoriesFromEntries([...elements].map(([, tag, , body]) => {
-    const score = attr(tag, "score");
-    return {
-      uri: attr(tag, "uri") ?? "",
-      text: (body ?? "").replace(/^\n/, "").replace(/\n$/, ""),
-      score: score === undefined ? undefined : Number(score),
-      category: attr(tag, "type"),
-      detail: attr(tag, "detail"),
-    };
-  }));
-}
-
-/** One memory in render.py's form (raw: neutralised by whoever prints it). */
-export function renderElement(m: Memory): string {
-  const attrs = [`uri="${m.uri}"`];
-  if (m.category) attrs.push(`type="${m.category}"`);
-  if (m.score !== undefined) attrs.push(`score="${m.score.toFixed(2)}"`);
-  if (m.detail) attrs.push(`detail="${m.detail}"`);
-  return m.text ? `<memory ${attrs.join(" ")}>\n${m.text}\n</memory>` : `<memory ${attrs.join(" ")} />`;
-}
-
-/** The `viking://` URIs a text names. */
-export function urisIn(text: string): string[] {
-  return [...new Set(text.match(/viking:\/\/[^\s"'`<>)\]]+/g))];
-}
-
 /** Splits `limit` over weighted buckets by largest remainder, each at least 1. */
 export function scaleQuotas(limit: number, weights: Record<string, number>): Record<string, number> {
   const keys = Object.keys(weights);
@@ -129,13 +99,8 @@ export function scaleQuotas(limit: number, weights: Record<string, number>): Rec
   const exact = keys.map((k) => (limit * weights[k]) / total);
   const out = exact.map((x) => Math.max(1, Math.floor(x)));
   const order = keys.map((_, i) => i).sort((a, b) => (exact[b] % 1) - (exact[a] % 1) || a - b);
-  for (
-    let left = limit - out.reduce((a, b) => a + b, 0), j = 0;
-    left > 0;
-    left--, j = (j + 1) % keys.length
-  ) {
-    out[order[j]]++;
-  }
+  const left = limit - out.reduce((a, b) => a + b, 0);
+  for (let j = 0; j < left; j++) out[order[j % keys.length]]++;
   return Object.fromEntries(keys.map((k, i) => [k, out[i]]));
 }
 
@@ -161,19 +126,6 @@ export function contextSearchBody(s: Config, r: Pick<RecallRequest, "query" | "s
   return body;
 }
 
-/** A stage's answer: its entries (else its rendered text's elements), and its text (digest, else rendered). */
-function assembled(
-  source: "context" | "recall",
-  entries: z.output<typeof Entries>,
-  t: { digest?: string; rendered?: string },
-): RecallResult {
-  const rendered = (t.rendered?.trim() ?? "").slice(0, PRINT_MAX_CHARS);
-  const fromEntries = memoriesFromEntries(entries);
-  const memories = fromEntries.length ? fromEntries : memoriesFromRendered(rendered);
-  const whole = (t.digest?.trim() || rendered).slice(0, PRINT_MAX_CHARS);
-  return whole ? { source, memories, assembled: whole } : { source, memories };
-}
-
 /** How long a server that rejected context mode is not asked in it. */
 export const LEGACY_MEMO_MS = 6 * 3600_000;
 const memoPath = (dir: string) => joinPath(dir, "context-face.json");
@@ -184,9 +136,13 @@ const isLegacyRejection = (res: OvResponse<unknown>) =>
   /extra|mode|unexpected/.test(JSON.stringify(res.error).toLowerCase());
 
 /** ① The context face; undefined when the server has no context mode (now, or by the memo). */
-async function fromContextFace(c: OpenVikingClient, s: Config, r: RecallRequest) {
+async function fromContextFace(
+  c: OpenVikingClient,
+  s: Config,
+  r: RecallRequest,
+): Promise<RecallResult | OvFailure | undefined> {
   const baseUrl = c.options.baseUrl;
-  const now = r.now ?? Date.now();
+  const now = Date.now();
   if (r.stateDir) {
     const memo = asRecord(await readJson(memoPath(r.stateDir)));
     const same = memo.baseUrl === undefined || memo.baseUrl === baseUrl;
@@ -197,10 +153,9 @@ async function fromContextFace(c: OpenVikingClient, s: Config, r: RecallRequest)
     budget: r.budget,
   });
   if (res.ok) {
-    if (res.result.stats?.rewrite === "no_relevant") {
-      return { source: "context", memories: [] } as RecallResult;
-    }
-    return assembled("context", res.result.entries, res.result);
+    const memories = memoriesFromEntries(res.result.entries);
+    const rendered = res.result.rendered?.trim().slice(0, PRINT_MAX_CHARS);
+    return rendered ? { source: "context", memories, assembled: rendered } : { source: "context", memories };
   }
   if (!isLegacyRejection(res)) return res;
   if (r.stateDir) {
@@ -208,26 +163,6 @@ async function fromContextFace(c: OpenVikingClient, s: Config, r: RecallRequest)
     await writeFileAtomic(memoPath(r.stateDir), `${memo}\n`).catch(() => {});
   }
   return undefined;
-}
-
-/** ② The deprecated recall endpoint, asked once more without `peer_scope` when it refuses it. */
-async function fromRecallEndpoint(c: OpenVikingClient, s: Config, r: RecallRequest) {
-  const body: Record<string, unknown> = {
-    query: r.query,
-    quotas: { ...scaleQuotas(s.recallLimit, { events: 10, entities: 10, preferences: 3 }), experiences: 0 },
-    max_chars: Math.max(s.recallMaxContentChars * s.recallLimit, 1000),
-    min_score: s.scoreThreshold,
-    render: true,
-  };
-  if (s.recallPeerScope !== "all") body.peer_scope = "actor";
-  const ask = (b: Record<string, unknown>) =>
-    c.request("POST", "/api/v1/search/recall", RecallReply, { body: b, budget: r.budget });
-  let res = await ask(body);
-  if (!res.ok && (res.status === 400 || res.status === 422) && body.peer_scope) {
-    const { peer_scope: _, ...without } = body;
-    res = await ask(without);
-  }
-  return res.ok ? assembled("recall", res.result.entries, res.result) : res;
 }
 
 /** A hit of find, as ranked here. */
@@ -273,7 +208,7 @@ export function rankFindItems(items: readonly FindItem[], query: string, s: Conf
   return out;
 }
 
-/** ③ Find per source, ranked here; a memory's text its abstract or, where that will not do, its content. */
+/** ② Find per source, ranked here; a memory's text its abstract or, where that will not do, its content. */
 async function fromFind(c: OpenVikingClient, s: Config, r: RecallRequest): Promise<RecallResult | OvFailure> {
   const sources = [["viking://~/memories", "memory"], ["viking://~/skills", "skill"]] as const;
   const results = await Promise.all(
@@ -332,7 +267,7 @@ export async function recallForPrompt(
   const r = { ...req, query: req.query.trim() };
   if (!r.query) return { source: "none", memories: [] };
   const failures: OvFailure[] = [];
-  for (const stage of [fromContextFace, fromRecallEndpoint, fromFind]) {
+  for (const stage of [fromContextFace, fromFind]) {
     const got = await stage(c, s, r);
     if (got === undefined) continue;
     if ("ok" in got) {
@@ -351,4 +286,105 @@ export async function recallForPrompt(
   // A stage the server does not have says less than why the others failed.
   const failure = failures.find((f) => f.kind !== "missing-route") ?? failures.at(-1);
   return { source: "none", memories: [], failure };
+}
+
+/** One prompt's ask: the query, the session, the URIs it holds, the same prompt's kept recall. */
+export interface InjectionRequest extends Omit<RecallRequest, "excludeUris"> {
+  injected: readonly string[];
+  reuse?: RecallResult;
+  profile: boolean;
+  afterCompaction: boolean;
+}
+
+/** What is printed and why: the stage, memories printed and left out, the recall to keep. */
+export interface Injection {
+  stdout: string;
+  recall: RecallResult["source"] | "reused" | "skipped";
+  injected: { uri: string; score?: number; chars: number }[];
+  suppressed: string[];
+  profile: "injected" | "empty" | "unavailable" | "not-asked";
+  found?: RecallResult;
+  failure?: OvFailure;
+}
+
+type Output = Pick<Injection, "stdout" | "injected">;
+
+/** What a format printed: `stdout`, and each memory shown with the characters it took. */
+const output = (stdout: string, shown: [Memory, number][]): Output => ({
+  stdout,
+  injected: shown.map(([m, chars]) => ({
+    uri: m.uri,
+    ...(m.score !== undefined ? { score: m.score } : {}),
+    chars,
+  })),
+});
+
+/** The digest: one block, the profile's rows (≤ half its characters), then a line per memory. */
+function digestOutput(c: Config, unseen: Memory[], parts: ProfileParts | undefined, again: boolean): Output {
+  const profile = parts ? profileDigest(parts, again, Math.floor(c.recallDigestChars / 2)) : [];
+  const reserved = DIGEST_OPEN.length + DIGEST_CLOSE.length + 2 +
+    profile.reduce((n, l) => n + l.length + 1, 0);
+  const limits = { memories: c.recallDigestLimit, chars: c.recallDigestChars };
+  const lines = digestLines(unseen, limits, reserved);
+  const body = [...profile, ...lines.map((l) => l.line)];
+  if (!body.length) return output("", []);
+  return output(
+    printBlocks([{ open: DIGEST_OPEN, body: SafeText.join(body, safe`\n`), close: DIGEST_CLOSE }]),
+    lines.map((l) => [l.memory, l.line.length]),
+  );
+}
+
+/** The full format: the profile's block, then the recall's. */
+function fullOutput(
+  c: Config,
+  r: RecallResult | undefined,
+  unseen: Memory[],
+  parts?: ProfileParts,
+  again = false,
+) {
+  const blocks: Block[] = [];
+  const profile = parts && renderProfile(parts, c.profileTokenBudget);
+  if (profile) {
+    const source = again ? safe`after-compaction` : safe`session-start`;
+    blocks.push({ open: safe`<openviking-context source="${source}">`, body: profile, close: DIGEST_CLOSE });
+  }
+  const recall = r && fullRecallBlock(r, unseen, c);
+  if (recall) blocks.push(recall);
+  return output(printBlocks(blocks), recall ? unseen.map((m) => [m, m.text.length]) : []);
+}
+
+/** What to print for a prompt: asks the server (recall ∥ profile) within the budget; never throws. */
+export async function injectionFor(
+  client: OpenVikingClient,
+  c: Config,
+  req: InjectionRequest,
+): Promise<Injection> {
+  const ask = req.reuse === undefined && req.query.length >= c.minQueryLength && req.query.trim() !== "";
+  const [recalled, asked] = await Promise.all([
+    // The server takes only viking:// URIs as exclude_uris (an older version kept `text:` keys beside them).
+    ask
+      ? recallForPrompt(client, c, {
+        ...req,
+        excludeUris: req.injected.filter((k) => k.startsWith("viking://")),
+      })
+      : Promise.resolve(req.reuse),
+    req.profile ? fetchProfile(client, req.budget) : Promise.resolve(undefined),
+  ]);
+  const parts = asked && !("ok" in asked) ? asked : undefined;
+  const failure = recalled?.failure ?? (asked && "ok" in asked ? asked : undefined);
+  const seen = new Set(req.injected);
+  const unseen = recalled?.memories.filter((m) => !seen.has(m.uri)) ?? [];
+  const hasProfile = parts !== undefined && !isEmptyProfile(parts);
+  const profile = hasProfile ? parts : undefined;
+  const out = c.recallFormat === "full"
+    ? fullOutput(c, recalled, unseen, profile, req.afterCompaction)
+    : digestOutput(c, unseen, profile, req.afterCompaction);
+  return {
+    ...out,
+    recall: req.reuse !== undefined ? "reused" : recalled?.source ?? "skipped",
+    suppressed: recalled?.memories.filter((m) => seen.has(m.uri)).map((m) => m.uri) ?? [],
+    profile: !req.profile ? "not-asked" : !parts ? "unavailable" : hasProfile ? "injected" : "empty",
+    found: ask && !recalled?.failure ? recalled : undefined,
+    ...(failure ? { failure } : {}),
+  };
 }

@@ -1,23 +1,28 @@
 /**
- * Recall's own policy, without processes: the fallback chain (context face → recall endpoint → find with
- * local ranking), the 6 h memo of a server without context mode, the quotas, and the local ranking.
+ * Recall's own policy, without processes: the fallback chain (context face → find with local ranking), the
+ * 6 h memo of a server without context mode, the quotas, and the local ranking. Then what the prompt hook prints for a text: memories the session already has are left out whatever the
+ * server does with `exclude_uris`; nothing new prints nothing; the same prompt again asks nothing; the profile
+ * and the memories share one digest; the full format keeps the server's text when nothing is left out.
  */
 
 import { assertEquals, assertMatch, assertTrue } from "../tests/support/assert.ts";
+import { DEFAULT_ENTRY, FAKE_DIGEST_FIRST, FakeOpenViking } from "../tests/support/fake-openviking.ts";
 import { type Answer, type Call, fail, ok, route, scriptedClient } from "../tests/support/scripted-client.ts";
 import { tempDir } from "../tests/support/temp.ts";
-import { Budget } from "../openviking/client.ts";
+import { Budget, clientOptions, createClient } from "../openviking/client.ts";
 import {
   contextSearchBody,
+  injectionFor,
+  type InjectionRequest,
   inStrictScope,
   LEGACY_MEMO_MS,
   rankFindItems,
   recallForPrompt,
   type RecallResult,
+  renderElement,
   scaleQuotas,
-  urisIn,
 } from "./recall.ts";
-import { fullRecallBlock } from "./inject.ts";
+import { fullRecallBlock } from "./digest.ts";
 import { type Config, loadConfig } from "../openviking/config.ts";
 import { type Block, printBlocks } from "../lib/printed.ts";
 
@@ -35,23 +40,21 @@ const SETTINGS: Config = {
 };
 
 const SEARCH = "POST /api/v1/search/search";
-const RECALL = "POST /api/v1/search/recall";
 const FIND = "POST /api/v1/search/find";
 const READ = "GET /api/v1/content/read";
 
-/** The URIs a result names: its memories', or those in the text it assembled. */
-const urisOf = (r: RecallResult) => [...r.memories.map((m) => m.uri), ...urisIn(r.assembled ?? "")];
+/** The URIs of a result's memories. */
+const urisOf = (r: RecallResult) => r.memories.map((m) => m.uri);
 
 /** The full-format block of a result showing all its memories. */
 const blockOf = (r: RecallResult) =>
   fullRecallBlock(r, r.memories, { recallTokenBudget: 2000, recallMaxContentChars: 500 });
 
 /** A request for `query` with a fresh budget; `stateDir` "" keeps no memo. */
-const request = (query: string, stateDir = "", now = 1_000_000) => ({
+const request = (query: string, stateDir = "") => ({
   query,
   budget: new Budget(5000),
   stateDir,
-  now,
   sessionId: "kc-s",
   excludeUris: [] as string[],
 });
@@ -77,106 +80,68 @@ const item = (uri: string, score: number, abstract = "", level?: number): Item =
 const blockOfText = (b: Block) => printBlocks([b]).trimEnd();
 
 Deno.test("recall chain: the context face answers; nothing else is asked", async () => {
-  const { client, calls } = scriptedClient(
-    byRoute({ [SEARCH]: ok({ digest: "  tabs, not spaces: viking://user/d/memories/a.md  " }) }),
-  );
+  const a = { uri: "viking://user/d/memories/a.md", text: "tabs, not spaces" };
+  const reply = { entries: [a], rendered: `  ${renderElement(a)}  `, digest: "a digest we never asked for" };
+  const { client, calls } = scriptedClient(byRoute({ [SEARCH]: ok(reply) }));
   const r = await recallForPrompt(client, SETTINGS, request("how do I indent?"));
-  assertEquals(r.source, "context");
-  assertEquals(urisOf(r), ["viking://user/d/memories/a.md"]);
+  assertEquals([r.source, r.memories, r.assembled], ["context", [a], renderElement(a)]);
   assertMatch(
     blockOfText(blockOf(r)!),
-    /^<openviking-context>\nRelevant memory from OpenViking\..*\ntabs, not spaces/s,
+    /^<openviking-context>\nRelevant memory from OpenViking\..*\n&lt;memory uri="viking:\/\/user\/d\/memories\/a\.md">\ntabs, not spaces/s,
   );
   assertEquals(calls.map(route), [SEARCH]);
   assertEquals((calls[0].body as { mode: string }).mode, "context");
 });
 
-Deno.test("recall chain: 'no_relevant' from the context face is the answer (no fallback), and so is an empty one", async () => {
-  for (
-    const result of [{ stats: { rewrite: "no_relevant" }, digest: "ignored" }, { digest: "  ", rendered: "" }]
-  ) {
-    const { client, calls } = scriptedClient(byRoute({ [SEARCH]: ok(result) }));
-    const r = await recallForPrompt(client, SETTINGS, request("anything relevant?"));
-    assertEquals(
-      [r.source, blockOf(r), calls.map(route)],
-      ["context", undefined, [SEARCH]],
-      JSON.stringify(result),
-    );
+Deno.test("recall chain: an empty answer from the context face is the answer (no fallback)", async () => {
+  const { client, calls } = scriptedClient(byRoute({ [SEARCH]: ok({ entries: [], rendered: "" }) }));
+  const r = await recallForPrompt(client, SETTINGS, request("anything relevant?"));
+  assertEquals([r.source, blockOf(r), calls.map(route)], ["context", undefined, [SEARCH]]);
+});
+
+Deno.test("recall chain: a failing context face, or one whose result is not OpenViking's shape, falls to find", async () => {
+  for (const answer of [fail("server", 503), ok("not an object")]) {
+    const { client, calls } = scriptedClient(byRoute({ [SEARCH]: answer, [FIND]: ok({}) }));
+    const r = await recallForPrompt(client, SETTINGS, request("what did I say?"));
+    assertEquals([r.source, calls.map(route)], ["none", [SEARCH, FIND, FIND]]);
   }
-});
-
-Deno.test("recall chain: a failing context face falls to the recall endpoint; rendered is used, digest is not", async () => {
-  const { client, calls } = scriptedClient(byRoute({
-    [SEARCH]: fail("server", 503),
-    [RECALL]: ok({ rendered: "remembered: viking://user/d/memories/r.md" }),
-  }));
-  const r = await recallForPrompt(
-    client,
-    { ...SETTINGS, recallPeerScope: "actor" },
-    request("what did I say?"),
-  );
-  assertEquals([r.source, urisOf(r)], ["recall", ["viking://user/d/memories/r.md"]]);
-  assertEquals(calls.map(route), [SEARCH, RECALL]);
-  const body = calls[1].body as Record<string, unknown>;
-  assertEquals([body.peer_scope, body.render, body.query], ["actor", true, "what did I say?"]);
-});
-
-Deno.test("recall chain: a context result that is not OpenViking's shape is not an answer: the chain goes on", async () => {
-  const { client, calls } = scriptedClient(byRoute({
-    [SEARCH]: ok("not an object"),
-    [RECALL]: ok({ rendered: "from the recall endpoint" }),
-  }));
-  const r = await recallForPrompt(client, SETTINGS, request("shape check"));
-  assertEquals([r.source, calls.map(route)], ["recall", [SEARCH, RECALL]]);
-});
-
-Deno.test("recall chain: the recall endpoint refusing peer_scope (400/422) is asked once more without it", async () => {
-  for (const status of [400, 422]) {
-    const { client, calls } = scriptedClient(byRoute({
-      [SEARCH]: fail("server", 500),
-      [RECALL]: (c) =>
-        "peer_scope" in (c.body as object)
-          ? fail("rejected", status, "peer_scope unknown")
-          : ok({ rendered: "ok" }),
-    }));
-    const r = await recallForPrompt(client, { ...SETTINGS, recallPeerScope: "actor" }, request("retry me"));
-    assertEquals(r.source, "recall");
-    assertEquals(calls.map(route), [SEARCH, RECALL, RECALL]);
-    assertEquals("peer_scope" in (calls[2].body as object), false);
-  }
-  // Without peer_scope there is nothing to drop: no second try, on to find.
-  const { client, calls } = scriptedClient(
-    byRoute({ [SEARCH]: fail("server", 500), [RECALL]: fail("rejected", 400) }),
-  );
-  await recallForPrompt(client, SETTINGS, request("no retry"));
-  assertEquals(calls.map(route), [SEARCH, RECALL, FIND, FIND]);
 });
 
 Deno.test("recall chain: a server without context mode is remembered for 6 h, per server URL", async () => {
   await using dir = await tempDir();
   const legacy = byRoute({
     [SEARCH]: { fail: "rejected", status: 422, message: "extra fields not permitted: mode" },
-    [RECALL]: ok({ rendered: "legacy answer" }),
+    [FIND]: ok({
+      memories: [{ uri: "viking://user/d/memories/l.md", score: 0.9, abstract: "legacy answer" }],
+    }),
   });
   const first = scriptedClient(legacy);
-  assertEquals((await recallForPrompt(first.client, SETTINGS, request("q1", dir.path, 0))).source, "recall");
-  assertEquals(first.calls.map(route), [SEARCH, RECALL]);
+  assertEquals((await recallForPrompt(first.client, SETTINGS, request("q1", dir.path))).source, "find");
+  assertEquals(first.calls.map(route), [SEARCH, FIND, FIND]);
+  const file = `${dir.path}/context-face.json`;
+  const memo = JSON.parse(await Deno.readTextFile(file));
+  assertTrue(Math.abs(memo.legacyUntil - Date.now() - LEGACY_MEMO_MS) < 60_000, "for 6 h");
   const later = scriptedClient(legacy);
-  await recallForPrompt(later.client, SETTINGS, request("q2", dir.path, LEGACY_MEMO_MS - 1));
-  assertEquals(later.calls.map(route), [RECALL], "the memo skips the context face");
+  await recallForPrompt(later.client, SETTINGS, request("q2", dir.path));
+  assertEquals(later.calls.map(route), [FIND, FIND], "the memo skips the context face");
+  await Deno.writeTextFile(file, JSON.stringify({ ...memo, legacyUntil: Date.now() - 1 }));
   const expired = scriptedClient(legacy);
-  await recallForPrompt(expired.client, SETTINGS, request("q3", dir.path, LEGACY_MEMO_MS + 1));
-  assertEquals(expired.calls.map(route), [SEARCH, RECALL], "after 6 h it is asked again");
+  await recallForPrompt(expired.client, SETTINGS, request("q3", dir.path));
+  assertEquals(expired.calls.map(route), [SEARCH, FIND, FIND], "after 6 h it is asked again");
   const other = scriptedClient(legacy, { baseUrl: "http://other.test:1933" });
-  await recallForPrompt(other.client, SETTINGS, request("q4", dir.path, 1));
-  assertEquals(other.calls.map(route), [SEARCH, RECALL], "another server is not taken for the legacy one");
+  await recallForPrompt(other.client, SETTINGS, request("q4", dir.path));
+  assertEquals(
+    other.calls.map(route),
+    [SEARCH, FIND, FIND],
+    "another server is not taken for the legacy one",
+  );
   // Any other failure is not a missing context mode: nothing is remembered.
   await using fresh = await tempDir();
-  const busy = scriptedClient(byRoute({ [SEARCH]: fail("server", 503), [RECALL]: ok({ rendered: "x" }) }));
-  await recallForPrompt(busy.client, SETTINGS, request("q5", fresh.path, 0));
-  const again = scriptedClient(byRoute({ [SEARCH]: ok({ digest: "back" }) }));
+  const busy = scriptedClient(byRoute({ [SEARCH]: fail("server", 503), [FIND]: ok({}) }));
+  await recallForPrompt(busy.client, SETTINGS, request("q5", fresh.path));
+  const again = scriptedClient(byRoute({ [SEARCH]: ok({ entries: [] }) }));
   assertEquals(
-    (await recallForPrompt(again.client, SETTINGS, request("q6", fresh.path, 1))).source,
+    (await recallForPrompt(again.client, SETTINGS, request("q6", fresh.path))).source,
     "context",
   );
 });
@@ -184,7 +149,6 @@ Deno.test("recall chain: a server without context mode is remembered for 6 h, pe
 Deno.test("recall chain: find per source, excluded URIs and folder summaries out, ranked and cut to the limit, content read when the abstract will not do", async () => {
   const { client, calls } = scriptedClient(byRoute({
     [SEARCH]: fail("unreachable", 0),
-    [RECALL]: fail("missing-route", 404),
     [FIND]: (c) =>
       (c.body as { target_uri: string }).target_uri === "viking://~/memories"
         ? ok({
@@ -241,7 +205,7 @@ Deno.test("recall chain: an empty query asks nothing; nothing found anywhere is 
   assertEquals((await recallForPrompt(empty.client, SETTINGS, request("   "))).source, "none");
   assertEquals(empty.calls.length, 0);
   const nothing = scriptedClient(
-    byRoute({ [SEARCH]: fail("server", 500), [RECALL]: fail("server", 500), [FIND]: ok({}) }),
+    byRoute({ [SEARCH]: fail("server", 500), [FIND]: ok({}) }),
   );
   const r = await recallForPrompt(nothing.client, SETTINGS, request("find nothing"));
   assertEquals([r.source, blockOf(r), urisOf(r), r.failure], ["none", undefined, [], undefined]);
@@ -255,7 +219,7 @@ Deno.test("recall chain: when no stage answers, the result says why — the firs
     "unreachable",
     "cannot reach http://ov.test:1933",
   ]);
-  // The recall endpoint a newer server dropped says less than the find that was refused.
+  // A stage the server lacks (a missing route) says less than the one that failed.
   const mixed = scriptedClient(byRoute({ [SEARCH]: fail("server", 503), [FIND]: fail("auth", 401) }));
   const m = await recallForPrompt(mixed.client, SETTINGS, request("what about the tests?"));
   assertEquals([m.failure?.kind, m.failure?.status], ["server", 503]);
@@ -322,18 +286,21 @@ Deno.test("local ranking: threshold, file boost, temporal and preference boosts,
   // The limit cuts the list, best first.
   const many = Array.from({ length: 8 }, (_, i) => item(`viking://x/${i}`, 0.4 + i / 20, `abstract ${i}`));
   assertEquals(uris(many, "q", 3), ["viking://x/7", "viking://x/6", "viking://x/5"]);
+  // Regex metacharacters in a query are plain text to the word overlap.
+  const meta = item("viking://x/m", 0.5, "cost (in $) of c++ builds [ci]");
+  assertEquals(
+    rankFindItems(
+      [item("viking://x/o", 0.55, "nothing shared"), meta],
+      "c++ (in $) [ci] builds? .* ^cost",
+      s,
+    )[0],
+    meta,
+  );
   // A score above 1 counts as 1: it does not outrank a 1 that comes first.
   assertEquals(uris([item("viking://x/one", 1, "y"), item("viking://x/huge", 7, "x")], "q"), [
     "viking://x/one",
     "viking://x/huge",
   ]);
-});
-
-Deno.test("regex metacharacters in a query are plain text to the ranking", () => {
-  const s = { ...SETTINGS, recallLimit: 10 };
-  const hit = item("viking://x/a", 0.5, "cost (in $) of c++ builds [ci]");
-  const other = item("viking://x/b", 0.55, "nothing shared");
-  assertEquals(rankFindItems([other, hit], "c++ (in $) [ci] builds? .* ^cost", s)[0], hit);
 });
 
 Deno.test("context body: the digest sends no dedup_turns unless the user set it; the full format keeps 5", () => {
@@ -369,7 +336,7 @@ Deno.test("strict scope: recall asks with peer_scope actor and shows only what s
   const theirs = "viking://user/default/memories/events/b.md";
   const entries = [mine, theirs, pref].map((uri) => ({ uri, text: uri, score: 0.9 }));
   const { client, calls } = scriptedClient(
-    byRoute({ [SEARCH]: ok({ entries, digest: `- ${theirs}` }) }),
+    byRoute({ [SEARCH]: ok({ entries, rendered: `- ${theirs}` }) }),
     { peerId: "p-a" },
   );
   const r = await recallForPrompt(client, { ...SETTINGS, recallPeerScope: "strict" }, request("release"));
@@ -381,4 +348,146 @@ Deno.test("strict scope: recall asks with peer_scope actor and shows only what s
     request("x"),
   );
   assertEquals(all.memories.length, 3, "the other scopes keep what the server sends");
+});
+
+const entry = (n: number, text = `memory ${n}`) => ({
+  uri: `viking://user/default/memories/events/e${n}.md`,
+  category: "events",
+  score: 0.9 - n / 100,
+  detail: "abstract",
+  text,
+});
+const rendered = (entries: ReturnType<typeof entry>[]) => entries.map(renderElement).join("\n");
+
+const config = async (env: Record<string, string> = {}) =>
+  (await loadConfig({ HOME: "/nonexistent-home", ...env })).config;
+/** The digest block of `lines`. */
+const block = (...lines: string[]) => `<openviking-context>\n${lines.join("\n")}\n</openviking-context>\n`;
+
+const injection = (over: Partial<InjectionRequest> = {}): InjectionRequest => ({
+  query: "what did we decide about the cache?",
+  sessionId: "kc-s",
+  injected: [],
+  profile: false,
+  afterCompaction: false,
+  budget: new Budget(5000),
+  stateDir: "",
+  ...over,
+});
+
+/** A server whose context face lists `entries` whatever it is asked to exclude. */
+const listing = (entries: ReturnType<typeof entry>[]) =>
+  scriptedClient((c) =>
+    route(c) === SEARCH ? ok({ entries, rendered: rendered(entries) }) : fail("missing-route", 404)
+  );
+
+Deno.test("inject: memories the session already has are left out, even when the server sends them again", async () => {
+  const { client, calls } = listing([entry(1), entry(2), entry(3)]);
+  const inj = await injectionFor(
+    client,
+    await config(),
+    injection({ injected: [entry(1).uri, entry(3).uri] }),
+  );
+  assertEquals(inj.stdout, block(`- memory 2 (${entry(2).uri})`));
+  assertEquals(inj.suppressed, [entry(1).uri, entry(3).uri]);
+  assertEquals(inj.injected, [{
+    uri: entry(2).uri,
+    score: entry(2).score,
+    chars: `- memory 2 (${entry(2).uri})`.length,
+  }]);
+  assertEquals(inj.recall, "context");
+  assertEquals((calls[0].body as { exclude_uris: string[] }).exclude_uris, [entry(1).uri, entry(3).uri]);
+  // Only URIs go out as exclude_uris (the server refuses anything else; an older version kept `text:` keys).
+  const old = listing([entry(1)]);
+  await injectionFor(old.client, await config(), injection({ injected: ["text:0123abcd", entry(3).uri] }));
+  assertEquals((old.calls[0].body as { exclude_uris: string[] }).exclude_uris, [entry(3).uri]);
+});
+
+Deno.test("inject: nothing new is nothing printed; a too short prompt asks nothing", async () => {
+  const { client } = listing([entry(1)]);
+  const inj = await injectionFor(client, await config(), injection({ injected: [entry(1).uri] }));
+  assertEquals([inj.stdout, inj.injected, inj.suppressed], ["", [], [entry(1).uri]]);
+  const quiet = listing([entry(1)]);
+  const short = await injectionFor(quiet.client, await config(), injection({ query: "ok" }));
+  assertEquals([short.stdout, short.recall, quiet.calls.length], ["", "skipped", 0]);
+});
+
+Deno.test("inject: the same prompt again uses its kept recall without asking, and still prints no second copy", async () => {
+  const { client, calls } = listing([]);
+  const kept = { source: "context" as const, memories: [{ uri: entry(1).uri, text: "memory 1" }] };
+  const again = await injectionFor(
+    client,
+    await config(),
+    injection({ reuse: kept, injected: [entry(1).uri] }),
+  );
+  assertEquals([again.stdout, again.recall, again.found, calls.length], ["", "reused", undefined, 0]);
+  // After a compaction the session's set was cleared: the kept memory comes back, still without a request.
+  const after = await injectionFor(client, await config(), injection({ reuse: kept }));
+  assertEquals(after.stdout, block(`- memory 1 (${entry(1).uri})`));
+  assertEquals(calls.length, 0);
+});
+
+Deno.test("inject: at most the limit of memories and the characters allowed; the rest comes on a later prompt", async () => {
+  const long = "a long memory text about the tile cache and how its key ignores the style version ".repeat(3);
+  const entries = Array.from({ length: 9 }, (_, i) => entry(i, long));
+  const { client } = listing(entries);
+  const inj = await injectionFor(client, await config(), injection());
+  assertEquals(inj.injected.length, 5);
+  assertTrue(inj.stdout.length <= 1200, String(inj.stdout.length));
+  const { client: c2 } = listing(entries);
+  const later = await injectionFor(
+    c2,
+    await config(),
+    injection({ injected: inj.injected.map((m) => m.uri) }),
+  );
+  assertEquals(later.injected.map((m) => m.uri), entries.slice(5).map((e) => e.uri));
+  const narrow = await injectionFor(
+    listing(entries).client,
+    await config({ OPENVIKING_RECALL_DIGEST_LIMIT: "2", OPENVIKING_RECALL_DIGEST_CHARS: "400" }),
+    injection(),
+  );
+  assertEquals(narrow.injected.length, 2);
+  assertTrue(narrow.stdout.length <= 400, String(narrow.stdout.length));
+});
+
+Deno.test("inject: the profile's rows and the memories share one block; an unanswered profile is retried, an empty one is done", async () => {
+  await using fake = await FakeOpenViking.start();
+  const c = await config({ OPENVIKING_URL: fake.url });
+  const client = createClient(clientOptions(c, ""));
+  const first = await injectionFor(client, c, injection({ profile: true }));
+  assertEquals(first.stdout, `${FAKE_DIGEST_FIRST}\n`);
+  assertEquals(first.profile, "injected");
+  const compacted = await injectionFor(client, c, injection({ profile: true, afterCompaction: true }));
+  assertMatch(
+    compacted.stdout,
+    /^<openviking-context>\nProfile, again after compaction \(viking:\/\/user\/default\/memories\/profile\.md\): /,
+  );
+  fake.files.delete("viking://user/default/memories/profile.md");
+  fake.dirs.set("viking://user/default/memories/preferences", []);
+  const empty = await injectionFor(client, c, injection({ profile: true, injected: [DEFAULT_ENTRY.uri] }));
+  assertEquals([empty.stdout, empty.profile], ["", "empty"]);
+  fake.fault({ route: "*", status: 503 });
+  const down = await injectionFor(client, c, injection({ profile: true }));
+  assertEquals([down.stdout, down.profile], ["", "unavailable"]);
+});
+
+Deno.test("inject: the full format prints the server's text as it is, or its memories without those already seen", async () => {
+  const entries = [entry(1), entry(2)];
+  const c = await config({ OPENVIKING_RECALL_FORMAT: "full" });
+  const head =
+    "<openviking-context>\nRelevant memory from OpenViking. Use the search/read MCP tools to expand URIs.\n";
+  const all = await injectionFor(listing(entries).client, c, injection());
+  assertEquals(all.stdout, `${head}${rendered(entries).replaceAll("<", "&lt;")}\n</openviking-context>\n`);
+  const some = await injectionFor(listing(entries).client, c, injection({ injected: [entry(1).uri] }));
+  assertEquals(
+    some.stdout,
+    `${head}${rendered([entry(2)]).replaceAll("<", "&lt;")}\n</openviking-context>\n`,
+  );
+  assertEquals(some.suppressed, [entry(1).uri]);
+  const none = await injectionFor(
+    listing(entries).client,
+    c,
+    injection({ injected: entries.map((e) => e.uri) }),
+  );
+  assertEquals(none.stdout, "");
 });

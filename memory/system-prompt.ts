@@ -4,13 +4,8 @@ import type { Config } from "../openviking/config.ts";
 import { Budget, clientOptions, createClient } from "../openviking/client.ts";
 import { writeFileAtomic } from "../lib/fs.ts";
 import { redact } from "../lib/redact.ts";
-import {
-  fetchProfile,
-  isEmptyProfile,
-  type MemoryLeaf,
-  type ProfileParts,
-  renderProfile,
-} from "./profile.ts";
+import { fetchProfile, isEmptyProfile, type MemoryLeaf, type ProfileParts } from "./profile.ts";
+import { renderProfile } from "./digest.ts";
 import type { HookContext } from "./context.ts";
 import { memoryInstructions, SYSTEM_PROMPT_TITLE } from "./instructions.ts";
 import { systemPromptFile } from "../kimi/plugin-root.ts";

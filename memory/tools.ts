@@ -8,27 +8,14 @@ export interface ToolDefinition {
   [key: string]: unknown;
 }
 
-const prop = (type: string) => (description: string, extra: Record<string, unknown> = {}) => ({
-  type,
-  description,
-  ...extra,
-});
+const prop = (type: string) => (description: string, extra = {}) => ({ type, description, ...extra });
 const [str, int, num] = [prop("string"), prop("integer"), prop("number")];
 const bool = (description: string, dflt = false) => ({ type: "boolean", description, default: dflt });
 const strList = (description: string) => ({ type: "array", items: { type: "string" }, description });
 
-function tool(
-  name: string,
-  description: string,
-  properties: Record<string, unknown> = {},
-  required: string[] = [],
-): ToolDefinition {
-  return {
-    name,
-    description,
-    inputSchema: required.length ? { type: "object", properties, required } : { type: "object", properties },
-  };
-}
+/** A tool definition: its name, what it does, its parameters and the required ones. */
+const tool = (name: string, description: string, properties: Record<string, unknown>, required: string[]) =>
+  ({ name, description, inputSchema: { type: "object", properties, required } }) satisfies ToolDefinition;
 
 /** The tools memory needs, in OpenViking's names: search, read and browse, remember, forget. */
 export const MEMORY_TOOLS = ["search", "read", "list", "remember", "grep", "glob", "forget"] as const;

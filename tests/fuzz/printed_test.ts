@@ -1,7 +1,7 @@
 /**
  * Fuzzing what the prompt hook prints, in both output formats: every text the server sends (context
- * `entries`, `rendered`/`digest`, recall `rendered`, find URIs and abstracts, read contents, `profile.md`,
- * listing paths and abstracts, the user space's name) is hostile, through all three recall stages; the
+ * `entries` and `rendered`, find URIs and abstracts, read contents, `profile.md`, listing paths and
+ * abstracts, the user space's name) is hostile, through both recall stages; the
  * printed output must still be exactly our blocks — our markers at the start and end of each, no other
  * markup, no control or escape byte, within the cap.
  */
@@ -20,8 +20,6 @@ const hostileServer = fc.record({
   entryText: hostileText,
   entryUri: hostileText,
   rendered: hostileText,
-  digest: fc.oneof(fc.constant(""), hostileText),
-  recallRendered: hostileText,
   uri: hostileText,
   abstract: fc.oneof(fc.constant(""), hostileText),
   content: hostileText,
@@ -42,9 +40,7 @@ function serve(fake: FakeOpenViking, h: Hostile): void {
       text: h.entryText,
     }],
     rendered: h.rendered,
-    digest: h.digest,
   };
-  fake.recallRendered = h.recallRendered;
   const uri = `viking://user/default/memories/preferences/${h.uri}.md`;
   const other = "viking://user/default/memories/preferences/other.md";
   fake.findResults["viking://~/memories"] = [
@@ -62,20 +58,19 @@ function serve(fake: FakeOpenViking, h: Hostile): void {
   fake.dirs.set(`${base}/entities`, [{ name: "b.md", rel_path: "b.md", isDir: false, abstract: h.profile }]);
 }
 
-Deno.test("fuzz: whatever the server says, the prompt hook prints exactly our blocks (context, recall, find stages)", async () => {
+Deno.test("fuzz: whatever the server says, the prompt hook prints exactly our blocks (context and find stages)", async () => {
   await using dir = await tempDir();
   await using context = await FakeOpenViking.start();
-  await using recall = await FakeOpenViking.start({ legacySearch: true });
-  await using find = await FakeOpenViking.start({ legacySearch: true, noRecall: true });
+  await using find = await FakeOpenViking.start({ legacySearch: true });
   let n = 0;
   let printed = 0;
   await fc.assert(
     fc.asyncProperty(
       hostileServer,
-      fc.constantFrom(0, 1, 2),
+      fc.constantFrom(0, 1),
       fc.constantFrom("digest", "full"),
       async (h, stage, format) => {
-        const fake = [context, recall, find][stage];
+        const fake = [context, find][stage];
         serve(fake, h);
         const env = sandboxEnv(`${dir.path}/${fake.port}`, fake.url, {
           OPENVIKING_RECALL_PREFER_ABSTRACT: "1",
@@ -93,9 +88,9 @@ Deno.test("fuzz: whatever the server says, the prompt hook prints exactly our bl
         if (out) printed++;
       },
     ),
-    params(90),
+    params(60),
   );
   assertTrue(printed > 0, "some runs printed blocks");
-  for (const fake of [context, recall, find]) assertTrue(fake.requests.length > 0);
+  for (const fake of [context, find]) assertTrue(fake.requests.length > 0);
   assertTrue(find.requestsTo("GET /api/v1/content/read").length > 0, "the find stage read contents");
 });

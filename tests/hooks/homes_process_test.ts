@@ -2,11 +2,13 @@
  * With HOME unset nothing may resolve against the hook's cwd, a repository whose `.openviking/` names a server
  * and keys of its own: nothing reaches it, no key is sent, nothing appears under the cwd, recall works from the
  * environment, capture does not happen ("no-home"). A process per run: the process cwd is what is at stake.
+ * With a home, openviking/config_test.ts ("loadConfig with a home: workspace files set knobs only") proves a
+ * workspace file never sets the URL or a key.
  */
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { FAKE_DIGEST, FakeOpenViking } from "../support/fake-openviking.ts";
-import { hookIn, placeJournal } from "../support/hook-context.ts";
+import { placeJournal } from "../support/hook-context.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { SESSION, stdinOf } from "./world.ts";
@@ -125,43 +127,6 @@ for (const withEnvUrl of [true, false]) {
     assertMatch(String(why?.reason), /HOME is not set/);
   });
 }
-
-Deno.test("HOME set: a workspace .openviking/ never sets the URL or a key; the user's ovcli.conf does", async () => {
-  await using dir = await tempDir();
-  await using userServer = await FakeOpenViking.start({ apiKey: "sk-home-key-0123456789" });
-  await using repoServer = await FakeOpenViking.start();
-  const home = `${dir.path}/home`;
-  await Deno.mkdir(`${home}/.openviking`, { recursive: true });
-  await Deno.writeTextFile(
-    `${home}/.openviking/ovcli.conf`,
-    JSON.stringify({ url: userServer.url, api_key: "sk-home-key-0123456789" }),
-  );
-  const repo = await hostileRepo(dir.path, repoServer.url);
-  // With a home, workspace knobs apply — but these files turn recall off, so use knob-free copies here.
-  for (const name of ["config.json", "config.local.json"]) {
-    await Deno.writeTextFile(
-      `${repo}/.openviking/${name}`,
-      JSON.stringify({ url: repoServer.url, api_key: REPO_KEY, apiKey: REPO_KEY, baseUrl: repoServer.url }),
-    );
-  }
-  await placeJournal(home, SESSION, await Deno.readTextFile(FIXTURE));
-  const env: Record<string, string> = {
-    HOME: home,
-    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-    OPENVIKING_WRITE_PATH_ASYNC: "0",
-    OPENVIKING_CAPTURE_WAIT_MS: "0",
-    OPENVIKING_TIMEOUT_MS: "1000",
-  };
-  const before = await tree(repo);
-  for (const [event, extra] of EVENTS.slice(1, 3)) {
-    await hookIn(event, { env, stdin: payload(event, repo, extra) });
-  }
-  assertEquals(repoServer.requests.length, 0, "nothing reaches the repository-chosen server");
-  assertNoRepoKey(userServer);
-  assertEquals(userServer.requestsTo("POST /api/v1/search/search").length, 1);
-  assertEquals(userServer.messages(`kc-${SESSION}`).length, 6, "capture goes to the user's server");
-  assertEquals(await tree(repo), before, "nothing written under the cwd");
-});
 
 Deno.test("doctor without HOME: a failing check says HOME is unset and what to do; nothing is written", async () => {
   await using dir = await tempDir();

@@ -7,7 +7,6 @@ import {
   FAKE_DIGEST_FIRST,
   FAKE_PROFILE_ROW,
 } from "../support/fake-openviking.ts";
-import { hookIn } from "../support/hook-context.ts";
 import { loadConfig } from "../../openviking/config.ts";
 import { messagesOf } from "../../cli/turns.ts";
 import { JournalBuilder } from "../support/journal.ts";
@@ -34,8 +33,6 @@ async function sandbox(condition: Condition): Promise<World> {
   return w;
 }
 
-const payload = (event: string, extra: Record<string, unknown> = {}) =>
-  JSON.stringify({ hook_event_name: event, session_id: SESSION, cwd: "/home/user/proj", ...extra });
 const answers = (c: Condition) => c === "fine" || c === "legacy" || c === "no-batch";
 
 /** The six messages of the recorded three-turn session, as capture must send them. */
@@ -68,14 +65,15 @@ for (const condition of CONDITIONS) {
       const recall = { source: "context", memories: [memory], assembled: DEFAULT_RENDERED };
       assertEquals([st.profileInjected, st.recall, st.injectedUris], [true, recall, [DEFAULT_ENTRY.uri]]);
     } else if (condition === "legacy") {
-      // The recall endpoint's rendered `<memory>` elements are read back into memories, one line each.
+      // No context mode: find per source, ranked here, one line each.
       assertEquals(
         r,
         `<openviking-context>\n${FAKE_PROFILE_ROW}\n` +
-          "- Legacy recall memory. (viking://user/default/memories/events/e1.md)\n</openviking-context>\n",
+          "- User prefers tabs over spaces. (viking://user/default/memories/preferences/indent.md)\n" +
+          "</openviking-context>\n",
       );
       const searches = s.fake.requests.filter((q) => q.path.startsWith("/api/v1/search")).map((q) => q.route);
-      assertEquals(searches, ["POST /api/v1/search/search", "POST /api/v1/search/recall"]);
+      assertEquals(searches, ["POST /api/v1/search/search", ...Array(2).fill("POST /api/v1/search/find")]);
       const memo = JSON.parse(await Deno.readTextFile(`${s.home}/.openviking/state/context-face.json`));
       assertTrue(memo.legacyUntil > Date.now() + 5 * 3600_000, "context face skipped for 6 h");
     } else {
@@ -154,36 +152,6 @@ Deno.test("hook pre-tool-use: no network, deny only viking:// paths", async () =
   const allow = await s.run("pre-tool-use", { tool_name: "Read", tool_input: { file_path: "/etc/hosts" } });
   assertEquals(allow, "");
   assertEquals(s.fake.requests.length, 0);
-});
-
-Deno.test("hook: empty, malformed, array, binary and huge stdin → exit 0, no stdout", async () => {
-  await using s = await sandbox("fine");
-  const huge = payload("UserPromptSubmit", { prompt: [{ type: "text", text: "x".repeat(3_000_000) }] });
-  const inputs: (string | Uint8Array)[] = [
-    "",
-    "{not json",
-    "[1,2,3]",
-    "null",
-    new Uint8Array([0, 159, 146, 150, 255, 10]),
-    huge,
-  ];
-  for (const stdin of inputs) {
-    for (const event of ["user-prompt-submit", "stop", "pre-tool-use", "bogus-event"]) {
-      const r = await hookIn(event, { env: { ...s.env, OPENVIKING_DEBUG: "1" }, stdin });
-      if (stdin !== huge || event !== "user-prompt-submit") {
-        assertEquals(r.stdout, "", `${event} with ${String(stdin).slice(0, 20)}`);
-      }
-    }
-  }
-  // The real entry point reads such stdin to its end and exits 0.
-  for (const stdin of [inputs[4], huge]) {
-    const r = await runCli(["hook", "pre-tool-use"], { env: s.env, clearEnv: true, stdin });
-    assertEquals([r.code, r.stdout], [0, ""], r.stderr);
-  }
-  const log = await Deno.readTextFile(`${s.home}/.openviking/logs/kimicode-hooks.log`);
-  assertMatch(log, /bad-input: empty stdin/);
-  assertMatch(log, /stdin is JSON but not an object \(array\)/);
-  assertMatch(log, /unknown-event/);
 });
 
 Deno.test("hook: gates — disabled, bypass patterns on session id and cwd", async () => {
@@ -346,34 +314,6 @@ Deno.test("hook stop: a worker killed in the middle of its write loses nothing �
     stored.length - unique.length <= s.fake.lostReplyMessages,
     "duplicates only from the write whose reply the killed worker never read",
   );
-});
-
-Deno.test("hook logs: one JSONL line per run with event, session, duration and outcome; never the API key", async () => {
-  await using s = await sandbox("fine");
-  const env = { OPENVIKING_DEBUG: "1", OPENVIKING_API_KEY: "sk-live-supersecretkey123456" };
-  await s.run("user-prompt-submit", { prompt: "how should I indent this file?" }, env);
-  await s.run("interrupt", {}, env);
-  const text = await Deno.readTextFile(`${s.home}/.openviking/logs/kimicode-hooks.log`);
-  const lines = text.trim().split("\n").map((l) => JSON.parse(l));
-  const done = lines.filter((l) => l.stage === "done");
-  assertEquals(done.map((l) => [l.event, l.session, typeof l.durationMs, l.outcome]), [
-    ["user-prompt-submit", SESSION, "number", "injected"],
-    ["interrupt", SESSION, "number", "captured"],
-  ]);
-  assertTrue(!text.includes("supersecretkey"), "no secret in the log");
-  assertEquals((await Deno.stat(`${s.home}/.openviking/logs/kimicode-hooks.log`)).mode! & 0o777, 0o600);
-});
-
-Deno.test("hook pre-compact with capture switched off still lets the memories and the profile come again", async () => {
-  await using s = await sandbox("fine");
-  const off = { OPENVIKING_AUTO_CAPTURE: "false" };
-  const ask = (prompt: string) => s.run("user-prompt-submit", { prompt }, off);
-  assertTrue(await ask("how should I indent this file?") !== "", "the first prompt shows the memory");
-  assertEquals(await ask("and the tests folder, tabs too?"), "", "the same memory is not shown twice");
-  assertEquals(await s.run("pre-compact", {}, off), "");
-  assertEquals((await s.promptState()).injectedUris, []);
-  assertTrue(await ask("what about the docs folder?") !== "", "after /compact it is lost: shown again");
-  assertEquals(s.fake.messages(OV_SESSION).length, 0, "and nothing was captured");
 });
 
 Deno.test("hook interrupt whose 2 s budget runs out before the commit: the commit is queued and goes out at once, detached, and the batch whose reply never came is not sent twice", async () => {

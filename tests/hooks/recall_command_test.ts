@@ -1,6 +1,7 @@
 /**
  * `recall "<text>"`: what the prompt hook would print for that text in that workspace, byte for byte, then each
- * memory with its score and URI — and nothing changes on disk (no state, no ledger, no memo).
+ * memory with its score and URI — and nothing changes on disk (no state, no ledger, no memo). In-process
+ * (`recallPreview`), with the command run as a process only for its exit codes and printed form.
  */
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
@@ -8,7 +9,8 @@ import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { sandboxEnv } from "../support/hook-context.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { RecallOutputSchema, renderRecall } from "../../cli/recall.ts";
+import { RecallOutputSchema, recallPreview, renderRecall } from "../../cli/recall.ts";
+import { runHook } from "../../memory/dispatch.ts";
 import { sha256Hex } from "../../lib/hash.ts";
 import { originOf } from "../../openviking/config.ts";
 
@@ -46,40 +48,35 @@ Deno.test("recall: the hook's own output for the text, then the memories; nothin
     stdin: JSON.stringify({ hook_event_name: "SessionStart", session_id: "session_other", cwd: project }),
   });
   const before = await snapshot(dir.path);
-  const r = await runCli(["recall", text, "--cwd", project, "--json"], { env, clearEnv: true });
-  assertEquals(r.code, 0, r.stderr);
+  const out = await recallPreview(text, project, env);
+  const printed = await runCli(["recall", text, "--cwd", project], { env, clearEnv: true });
+  assertEquals(printed.code, 0, printed.stderr);
   assertEquals(await snapshot(dir.path), before, "recall wrote nothing (state, ledger, memo, logs)");
-  const out = RecallOutputSchema.parse(JSON.parse(r.stdout));
-  assertTrue(out.memories.length > 0, "the fake's memory is recalled");
-  assertEquals(out.memories[0].uri, "viking://user/default/memories/preferences/indent.md");
-  assertEquals(out.path, "context");
-  assertEquals(out.query, text);
+  assertEquals(out.memories.map((m) => m.uri), ["viking://user/default/memories/preferences/indent.md"]);
+  assertEquals([out.path, out.query], ["context", text]);
+  const search = fake.requestsTo("POST /api/v1/search/search")[0].body as object;
+  assertTrue(!("session_id" in search), "no session");
   // The hook, first prompt of a new plugin-mode session (no profile in the transcript, nothing shown yet).
-  const hook = await runCli(["hook", "user-prompt-submit"], {
-    env: { ...env, KIMI_PLUGIN_ROOT: plugin },
-    clearEnv: true,
-    stdin: JSON.stringify({
-      hook_event_name: "UserPromptSubmit",
-      session_id: "session_new",
-      cwd: project,
-      prompt: text,
-    }),
-  });
-  assertEquals(out.stdout, hook.stdout, "byte for byte what the hook prints");
-  const textForm = await runCli(["recall", text, "--cwd", project], { env, clearEnv: true });
-  assertEquals(textForm.stdout, `${renderRecall(out)}\n`, "the text form: the same, rendered");
-  assertTrue(
-    textForm.stdout.startsWith(hook.stdout.trimEnd()),
-    "the text form starts with the hook's output",
+  const stdin = {
+    hook_event_name: "UserPromptSubmit",
+    session_id: "session_new",
+    cwd: project,
+    prompt: text,
+  };
+  const hook = await runHook(
+    "user-prompt-submit",
+    new TextEncoder().encode(JSON.stringify(stdin)),
+    { ...env, KIMI_PLUGIN_ROOT: plugin },
   );
+  assertEquals(out.stdout, hook, "byte for byte what the hook prints");
+  assertEquals(printed.stdout, `${renderRecall(out)}\n`, "the text form: the hook's output, then the list");
+  assertTrue(printed.stdout.startsWith(hook.trimEnd()), "the text form starts with the hook's output");
   assertMatch(
-    textForm.stdout,
+    printed.stdout,
     /1 memory via context[^\n]*\n {2}\d\.\d\d {2}viking:\/\/user\/default\/memories\/preferences\/indent\.md/,
   );
-  assertEquals(
-    (await runCli(["recall", text, "--cwd", `${dir.path}/nope`], { env, clearEnv: true })).code,
-    2,
-  );
+  const nope = await runCli(["recall", text, "--cwd", `${dir.path}/nope`, "--json"], { env, clearEnv: true });
+  assertEquals(nope.code, 2);
 });
 
 Deno.test("recall: a server that does not answer is told apart from nothing relevant (exit 1, the fix, nothing written)", async () => {
@@ -87,18 +84,15 @@ Deno.test("recall: a server that does not answer is told apart from nothing rele
   await using fake = await FakeOpenViking.start({ apiKey: "the-right-key-123" });
   const env = (url: string, key = "an-expired-key-456") =>
     sandboxEnv(dir.path, url, { OPENVIKING_API_KEY: key });
-  /** recall --json: exit 1 when recall failed, 0 when it answered (`failed` says which is expected). */
-  const recall = async (e: Record<string, string>, failed = true) => {
-    const r = await runCli(["recall", "anything about the build?", "--cwd", dir.path, "--json"], {
-      env: e,
-      clearEnv: true,
-    });
-    assertEquals(r.code, failed ? 1 : 0, r.stderr);
-    return RecallOutputSchema.parse(JSON.parse(r.stdout));
-  };
-  // Down: no answer at all, and still nothing written.
+  const recall = (e: Record<string, string>) => recallPreview("anything about the build?", dir.path, e);
+  // Down: no answer at all, exit 1, and still nothing written.
   const before = await snapshot(dir.path);
-  const down = await recall(env("http://127.0.0.1:9"));
+  const r = await runCli(["recall", "anything about the build?", "--cwd", dir.path, "--json"], {
+    env: env("http://127.0.0.1:9"),
+    clearEnv: true,
+  });
+  assertEquals(r.code, 1, r.stderr);
+  const down = RecallOutputSchema.parse(JSON.parse(r.stdout));
   assertEquals([down.stdout, down.path, down.failure?.kind, down.failure?.status], [
     "",
     "none",
@@ -119,7 +113,7 @@ Deno.test("recall: a server that does not answer is told apart from nothing rele
   assertMatch(renderRecall(refused), /recall failed: the server refused the key/);
   // Up, with the right key and nothing relevant: no failure, in either form.
   fake.context = { entries: [], digest: "", rendered: "", stats: { rewrite: "no_relevant" } };
-  const nothing = await recall(env(fake.url, "the-right-key-123"), false);
+  const nothing = await recall(env(fake.url, "the-right-key-123"));
   assertEquals([nothing.stdout, nothing.path, nothing.failure], ["", "context", undefined]);
   assertEquals(renderRecall(nothing).includes("recall failed"), false);
 });
@@ -141,13 +135,7 @@ Deno.test("recall: memories in score order, and a folder's summary is no memory 
     entry("preferences/default/quotes.md", 0.52, "The user prefers double quotes."),
     entry("preferences/default/tabs.md", 0.87, "The user indents with tabs."),
   ];
-  const env = sandboxEnv(dir.path, fake.url);
-  const r = await runCli(["recall", "how do I format this file?", "--cwd", dir.path, "--json"], {
-    env,
-    clearEnv: true,
-  });
-  assertEquals(r.code, 0, r.stderr);
-  const out = RecallOutputSchema.parse(JSON.parse(r.stdout));
+  const out = await recallPreview("how do I format this file?", dir.path, sandboxEnv(dir.path, fake.url));
   assertEquals(out.memories.map((m) => [m.uri.replace(/^.*\/memories\//, ""), m.score]), [
     ["preferences/default/tabs.md", 0.87],
     ["preferences/default/quotes.md", 0.52],
@@ -162,7 +150,6 @@ Deno.test("recall: memories in score order, and a folder's summary is no memory 
 Deno.test("recall with memory paused (the breaker open): says so and why at once, as the hook would, asking nothing", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
-  const env = sandboxEnv(dir.path, fake.url);
   const state = `${dir.path}/.openviking/state`;
   await Deno.mkdir(state, { recursive: true });
   const at = Date.now() - 60_000;
@@ -173,7 +160,7 @@ Deno.test("recall with memory paused (the breaker open): says so and why at once
     JSON.stringify({ origin: originOf(fake.url), since: at, at, reason, failures: 1 }),
   );
   const r = await runCli(["recall", "how do I deploy?", "--cwd", dir.path, "--json"], {
-    env,
+    env: sandboxEnv(dir.path, fake.url),
     clearEnv: true,
   });
   assertEquals(r.code, 1, "recall was not given");
