@@ -11,7 +11,7 @@
 import { startRealOpenViking } from "../tests/support/real-openviking.ts";
 import { hookIn, placeJournal, sandboxEnv } from "../tests/support/hook-context.ts";
 import { JournalBuilder } from "../tests/support/journal.ts";
-import { estimateTokens } from "../memory/profile.ts";
+import { estimateTokens } from "../memory/digest.ts";
 import { BALANCED_PENDING_TOKENS } from "../memory/capture.ts";
 import { COMMIT_POLICIES, KNOBS } from "../openviking/config.ts";
 

@@ -6,8 +6,16 @@
 
 import fc from "fast-check";
 import { assertEquals, assertMatch, assertTrue } from "../tests/support/assert.ts";
-import { cutAtWord, digestLines, oneLine, PROFILE_ROW, PROFILE_ROWS, profileDigest } from "./digest.ts";
-import { Entries, memoriesFromEntries, renderElement } from "./recall.ts";
+import {
+  cutAtWord,
+  digestLines,
+  oneLine,
+  PROFILE_ROW,
+  PROFILE_ROWS,
+  profileDigest,
+  renderElement,
+} from "./digest.ts";
+import { Entries, memoriesFromEntries } from "./recall.ts";
 import type { Memory } from "./recall.ts";
 import { UNPRINTABLE } from "../tests/support/printed.ts";
 import { hostileText, params } from "../tests/fuzz/arbitraries.ts";

@@ -20,7 +20,7 @@ import {
 import { asRecord, isRecord } from "../lib/parsed.ts";
 import { parseJsonOrUndefined } from "../lib/fs.ts";
 import { type LedgerEntry, readLedger, REPLAY_FILE } from "./ledger.ts";
-import { isFolderSummary } from "./recall.ts";
+import { isFolderSummary } from "./digest.ts";
 import { SESSION_PREFIX } from "./context.ts";
 import { diffChanges } from "./extraction.ts";
 

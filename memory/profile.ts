@@ -4,8 +4,6 @@ import * as z from "zod/mini";
 import type { Budget, OpenVikingClient, OvFailure } from "../openviking/client.ts";
 import { asRecord } from "../lib/parsed.ts";
 
-export { estimateTokens } from "./digest.ts";
-
 /** A memory file of a listing. */
 export type MemoryLeaf = { path: string; abstract: string };
 

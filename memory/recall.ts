@@ -24,7 +24,7 @@ import {
   renderProfile,
 } from "./digest.ts";
 
-export { isFolderSummary, renderElement } from "./digest.ts";
+export { renderElement } from "./digest.ts";
 
 const text = z.catch(z.optional(z.string()), undefined);
 const num = z.catch(z.optional(z.number()), undefined);

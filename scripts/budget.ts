@@ -18,7 +18,7 @@ import { denoEnv, runProcess } from "../tests/support/run.ts";
 import { startRealOpenViking } from "../tests/support/real-openviking.ts";
 import { terminalRows } from "../tests/support/rows.ts";
 import { productionFlags } from "../lib/self.ts";
-import { estimateTokens } from "../memory/profile.ts";
+import { estimateTokens } from "../memory/digest.ts";
 import { SEED_MEMORIES, SEED_PROFILE, SESSION_PROMPTS } from "../bench/budget_session.ts";
 
 /** One measured prompt. */
