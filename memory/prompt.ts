@@ -179,16 +179,19 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   const told = after && isOpen(after) && after.since !== decision.told ? after.since : undefined;
   const withLine = (told === undefined ? inj.stdout : inj.stdout + pausedLine(after!, ctx.env)) + alarm;
   if (!claim.stateError) await rememberInjected(ctx, hash, inj, budget, told);
+  const stdout = withLine.length <= PRINT_MAX_CHARS ? withLine : inj.stdout;
+  // The prompt that opened the breaker shows the paused line: the ledger says so, as for the later ones.
+  const pausedOnly = !inj.stdout && told !== undefined && stdout !== "";
   return {
-    stdout: withLine.length <= PRINT_MAX_CHARS ? withLine : inj.stdout,
-    outcome: inj.stdout ? "injected" : "nothing",
+    stdout,
+    outcome: inj.stdout ? "injected" : pausedOnly ? "paused" : "nothing",
     query,
     data: {
-      recall: inj.recall,
+      recall: pausedOnly ? "paused" : inj.recall,
       injected: inj.injected,
       suppressed: inj.suppressed,
       profile: pluginPrompt ? "system-prompt" : inj.profile === "not-asked" ? "already" : inj.profile,
-      printedChars: inj.stdout.length,
+      printedChars: stdout.length,
       peer: peer.source,
       ...(claim.stateError ? { state: "unavailable" } : {}),
       ...(inj.failure ? { failure: causeOf(inj.failure) } : {}),

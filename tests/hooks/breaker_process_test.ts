@@ -69,8 +69,10 @@ Deno.test("a hung server: the first prompt waits its budget once and says so in 
   try {
     const budget = 6000;
     const env = envFor(dir.path, hung.url, budget);
-    assertMatch(await prompt(env, "session_a", "how should I indent this file?"), PAUSED_LINE);
+    const line = await prompt(env, "session_a", "how should I indent this file?");
+    assertMatch(line, PAUSED_LINE);
     const [first] = await prompts(dir.path, "session_a");
+    assertEquals([first.path, first.printedChars], ["paused", line.length], "the ledger says what was shown");
     assertEquals(first.failure?.kind, "unreachable");
     assertMatch(first.failure?.message ?? "", /no answer from .* within/);
     assertTrue(first.ms >= budget * 0.9, `the first prompt waited for the server (${first.ms} ms)`);
@@ -138,7 +140,7 @@ Deno.test("a hung server that comes back: a due probe closes the breaker and rec
   assertEquals(await prompt(env, "session_a", "how should I indent this file?"), `${FAKE_DIGEST_FIRST}\n`);
   assertEquals(await breakers(dir.path), [], "the answer closed the breaker");
   assertEquals((await prompts(dir.path, "session_a")).map((p) => p.path), [
-    "none",
+    "paused",
     "paused",
     "paused",
     "context",
