@@ -1,5 +1,6 @@
 /** The workspace actor peer: git `origin` remote, else git root, else cwd, read from files (never `git`). */
 
+import { readTextIfExists, SMALL_FILE_MAX_BYTES } from "../lib/fs.ts";
 import { sha256Hex } from "../lib/hash.ts";
 import { dirName, isAbsolutePath, joinPath } from "../lib/paths.ts";
 import type { Config } from "./config.ts";
@@ -80,7 +81,8 @@ export function remoteUrlFromGitConfig(text: string): string {
   return urls.get("origin") ?? urls.values().next().value ?? "";
 }
 
-const readText = (path: string) => Deno.readTextFile(path).catch(() => undefined);
+/** A workspace file, when it is a regular one of sane size (a FIFO or device at .git/config would block). */
+const readText = (path: string) => readTextIfExists(path, SMALL_FILE_MAX_BYTES).catch(() => undefined);
 
 /** The git work-tree root at or above `cwd` and its config file. */
 async function findGitRepo(cwd: string): Promise<{ root: string; configPath: string } | undefined> {

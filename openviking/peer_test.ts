@@ -92,3 +92,30 @@ Deno.test("peer ids always match the server's pattern", async () => {
   assertEquals(isValidPeerId("a@b@c"), false);
   assertEquals(isValidPeerId(".."), false);
 });
+
+Deno.test("resolvePeer: a FIFO or device at .git/config, .git or commondir is never read (a read would block)", async () => {
+  await using dir = await tempDir();
+  const cases: [string, (repo: string) => Promise<void>][] = [
+    ["a FIFO at .git/config", async (repo) => {
+      await Deno.mkdir(`${repo}/.git`);
+      await new Deno.Command("mkfifo", { args: [`${repo}/.git/config`] }).output();
+    }],
+    ["/dev/zero at .git/config", async (repo) => {
+      await Deno.mkdir(`${repo}/.git`);
+      await Deno.symlink("/dev/zero", `${repo}/.git/config`);
+    }],
+    ["/dev/zero at .git", (repo) => Deno.symlink("/dev/zero", `${repo}/.git`)],
+  ];
+  for (const [name, make] of cases) {
+    const repo = `${dir.path}/${name.replace(/\W/g, "_")}`;
+    await Deno.mkdir(repo);
+    await make(repo);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const peer = await Promise.race([
+      resolvePeer(repo, opts),
+      new Promise<undefined>((resolve) => timer = setTimeout(() => resolve(undefined), 3000)),
+    ]).finally(() => clearTimeout(timer));
+    assertTrue(peer !== undefined, `${name}: resolvePeer returned`);
+    assertEquals(peer.source === "git-root" || peer.source === "cwd", true, `${name}: ${peer.source}`);
+  }
+});
