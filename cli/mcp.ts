@@ -11,7 +11,10 @@ import { resolvePeer } from "../openviking/peer.ts";
 import { withoutUserinfo } from "../lib/scrub.ts";
 import { type ByteLimits, Proxy, type ProxyLimits, type ProxySettings, proxySettings } from "../mcp/proxy.ts";
 import { readToolCache, toolCachePath, writeToolCache } from "../mcp/tool-cache.ts";
-import { type LineRefusal, lineTooLong, parseLine } from "../mcp/errors.ts";
+// @ts-types="@modelcontextprotocol/sdk/server/stdio"
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { Readable, Writable } from "node:stream";
+import type { ReadableStream as NodeReadable } from "node:stream/web";
 
 /** How long running requests may finish after stdin closed. */
 const EOF_GRACE_MS = 5_000;
@@ -60,43 +63,11 @@ export async function credentialReloader(
   return async () => await look() ? await load() : undefined;
 }
 
-/** The most read of one client line (the SDK's stdio limit); a longer one is refused unread. */
-const MAX_LINE_CHARS = 10 * 1024 * 1024;
-
 /** The most output (in characters) waiting for the client to read it past which notifications are dropped. */
-export const BACKLOG_CHARS = 1024 * 1024;
+const BACKLOG_CHARS = 1024 * 1024;
 const FLOODED =
   "openviking-kimi mcp: OpenViking sends notifications faster than the client reads them; past " +
   "1 MiB waiting to be read they are dropped (replies are never dropped).";
-
-/** Reads client lines until `input` ends: messages go to `take`, other lines (and over-long ones) to `refuse`. */
-export async function readMessages(
-  input: ReadableStream<Uint8Array>,
-  take: (message: JSONRPCMessage) => void,
-  refuse: (refusals: LineRefusal[]) => void,
-): Promise<void> {
-  let held = "";
-  let skipping = false;
-  for await (const text of input.pipeThrough(new TextDecoderStream())) {
-    let start = 0;
-    for (let nl = text.indexOf("\n"); nl >= 0; nl = text.indexOf("\n", start)) {
-      const line = held + text.slice(start, nl);
-      [held, start] = ["", nl + 1];
-      if (skipping) skipping = false;
-      else {
-        const parsed = parseLine(line);
-        if (!Array.isArray(parsed)) take(parsed);
-        else if (parsed.length) refuse(parsed);
-      }
-    }
-    if (skipping) continue;
-    held += text.slice(start);
-    if (held.length > MAX_LINE_CHARS) {
-      [held, skipping] = ["", true];
-      refuse([lineTooLong(MAX_LINE_CHARS)]);
-    }
-  }
-}
 
 /** Runs the proxy until stdin ends, the output goes away or `signal` aborts; resolves to the exit code. */
 export async function runMcpServer(io: McpServerIo): Promise<number> {
@@ -119,20 +90,27 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
   const cachePath = toolCachePath(io.env);
   let gone: () => void = () => {};
   const lost = new Promise<"signal">((resolve) => gone = () => resolve("signal"));
-  let [backlog, dropped] = [0, 0];
-  const write = async (message: JSONRPCMessage | LineRefusal) => {
-    const line = JSON.stringify(message);
-    if ("method" in message && !("id" in message) && backlog + line.length > BACKLOG_CHARS) {
+  // The SDK's stdio transport frames the lines (a line that is not a message is dropped, one over 10 MiB
+  // ends the session); its output goes line by line to `writeLine`, the lines not yet written counted.
+  const stdout = new Writable({
+    decodeStrings: false,
+    write: (line: string, _, done) => void io.writeLine(line.trimEnd()).then(() => done(), done),
+  }).on("error", gone).setMaxListeners(0); // a `drain` listener per send waiting for it
+  const stdin = Readable.fromWeb(io.input as NodeReadable);
+  const stdio = new StdioServerTransport(stdin, stdout);
+  let dropped = 0;
+  const write = async (message: JSONRPCMessage) => {
+    const line = "id" in message ? "" : JSON.stringify(message); // a notification may be dropped
+    if (line && stdout.writableLength + line.length > BACKLOG_CHARS) {
       if (dropped++ === 0) io.diagnostic(FLOODED);
       return;
     }
-    backlog += line.length;
-    await io.writeLine(line).catch(gone).finally(() => backlog -= line.length);
+    await Promise.race([stdio.send(message), lost]);
   };
   const proxy: Proxy = new Proxy({
     settings,
     reload: await credentialReloader([paths.cli, paths.ov], async () => (await load()).settings),
-    send: async (message) => void await Promise.race([write(message), lost]),
+    send: write,
     log,
     offer: first.config.mcpTools,
     limits: io.limits,
@@ -152,18 +130,20 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
     apiKeySource: settings.context.apiKeySource,
     peer: settings.target.peerId || undefined,
   });
-  const refuse = (refusals: LineRefusal[]) => {
-    log.stage("client-line-refused", { codes: refusals.map((r) => r.error.code) });
-    for (const r of refusals) void write(r);
-  };
   const stopped = new Promise<"signal">((resolve) => {
     if (io.signal?.aborted) resolve("signal");
     io.signal?.addEventListener("abort", () => resolve("signal"), { once: true });
   });
-  const read = readMessages(io.input, (message) => void proxy.handle(message), refuse).then(
-    () => "eof" as const,
-    (error) => (log.stage("stdin-unreadable", { error: String(error) }), "eof" as const),
-  );
+  const read = new Promise<"eof">((resolve) => {
+    stdio.onclose = () => resolve("eof");
+    stdin.on("end", () => resolve("eof")).on("error", (error) => {
+      log.stage("stdin-unreadable", { error: String(error) });
+      resolve("eof");
+    });
+  });
+  stdio.onmessage = (message) => void proxy.handle(message);
+  stdio.onerror = (error) => log.stage("client-line-dropped", { error: error.name });
+  await stdio.start();
   const why = await Promise.race([read, lost, stopped]);
   await proxy.shutdown(why === "eof" ? EOF_GRACE_MS : 0);
   log.stage("exit", { why, droppedNotifications: dropped || undefined });

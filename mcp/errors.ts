@@ -1,13 +1,7 @@
 /** The JSON-RPC errors the proxy answers when OpenViking cannot: what happened and what to do, scrubbed. Pure. */
 
 // @ts-types="@modelcontextprotocol/sdk/types"
-import {
-  type JSONRPCErrorResponse,
-  type JSONRPCMessage,
-  JSONRPCMessageSchema,
-  type RequestId,
-} from "@modelcontextprotocol/sdk/types.js";
-import { isRecord } from "../lib/parsed.ts";
+import type { JSONRPCErrorResponse, RequestId } from "@modelcontextprotocol/sdk/types.js";
 import type { Config } from "../openviking/config.ts";
 import { scrub, withoutUserinfo } from "../lib/scrub.ts";
 
@@ -18,8 +12,6 @@ export const ErrorCode = {
   EmptyReply: -32003, // the request was accepted but no response came
   Network: -32004, // unreachable: refused, DNS, TLS, timeout, a reply that went silent
   ReplyTooLarge: -32005, // larger than the proxy reads
-  ParseError: -32700, // JSON-RPC's: the line is not JSON
-  InvalidRequest: -32600, // JSON-RPC's: not a valid request (or its id is in use)
 } as const;
 
 /** Why an exchange did not produce the response it should have. */
@@ -45,43 +37,6 @@ export function errorResponse(
   data?: unknown,
 ): JSONRPCErrorResponse {
   return { jsonrpc: "2.0", id, error: data === undefined ? { code, message } : { code, message, data } };
-}
-
-/** An error answering a client line that is not a message: its id is null when none can be read. */
-export type LineRefusal = { jsonrpc: "2.0"; id: RequestId | null; error: { code: number; message: string } };
-
-const refusal = (id: RequestId | null, code: number, message: string): LineRefusal => ({
-  jsonrpc: "2.0",
-  id,
-  error: { code, message },
-});
-
-/** One client line parsed: its message, or the -32700/-32600 refusals answering it (none for a blank line). */
-export function parseLine(line: string): JSONRPCMessage | LineRefusal[] {
-  if (line.trim() === "") return [];
-  let value: unknown;
-  try {
-    value = JSON.parse(line);
-  } catch {
-    const message = "Parse error: the line is not JSON; send one JSON-RPC message per line.";
-    return [refusal(null, ErrorCode.ParseError, message)];
-  }
-  const parsed = JSONRPCMessageSchema.safeParse(value);
-  if (parsed.success) return parsed.data;
-  const message = Array.isArray(value)
-    ? "Invalid request: batches are not supported; send one JSON-RPC message per line."
-    : "Invalid request: not a JSON-RPC 2.0 request, notification or response (an id is a string or a number).";
-  const ids = (Array.isArray(value) ? value : [value]).map((m) => isRecord(m) ? m.id : undefined)
-    .filter((id): id is RequestId => typeof id === "string" || typeof id === "number");
-  return (ids.length ? ids : [null]).map((id) => refusal(id, ErrorCode.InvalidRequest, message));
-}
-
-/** The error answering a line longer than `maxChars`, which is not read to its end. */
-export function lineTooLong(maxChars: number): LineRefusal {
-  const most = describeBytes(maxChars).replace("bytes", "characters");
-  const message =
-    `Invalid request: the line is longer than ${most}, the most the proxy reads of one message.`;
-  return refusal(null, ErrorCode.InvalidRequest, message);
 }
 
 /** What an error message may say about the configuration, and the values (the key) it must never show. */

@@ -21,7 +21,7 @@ import { concatBytes } from "../lib/bytes.ts";
 import { buildHeaders, identityOf, readPrefix, serverMessageOf } from "../openviking/client.ts";
 import { type Config, keyFor } from "../openviking/config.ts";
 import { BUILTIN_TOOLS, offeredTools, type ToolDefinition } from "../memory/tools.ts";
-import { ErrorCode, type ErrorContext, errorResponse, type Failure, failureError } from "./errors.ts";
+import { type ErrorContext, type Failure, failureError } from "./errors.ts";
 import { validTools } from "./tool-cache.ts";
 
 /** The production time bounds (ms): start-up methods, a whole request, an SSE reply without a byte. */
@@ -108,9 +108,6 @@ export function networkCause(error: unknown): string {
 const isEventStream = (type: string | null) =>
   (type ?? "").toLowerCase().split(";")[0].trim() === "text/event-stream";
 const idKey = (id: RequestId) => `${typeof id}:${id}`;
-
-/** The start of the ids of the proxy's own requests; a client's request may not use them. */
-const OWN_IDS = "openviking-kimi-";
 
 /** How long work aborted at shutdown may take to end. */
 const ABORTED_MS = 1_000;
@@ -456,13 +453,15 @@ export class Proxy {
   private exchange(request: JSONRPCRequest, timing: Timing, cancel?: AbortSignal): Promise<Outcome> {
     const key = idKey(request.id);
     const controller = new AbortController();
+    let settled = false;
     return new Promise<Outcome>((resolve) => {
       const entry: Pending = {
         timing,
         signal: controller.signal,
         settle: (outcome) => {
-          if (this.pending.get(key) !== entry) return;
-          this.pending.delete(key);
+          if (settled) return;
+          settled = true;
+          if (this.pending.get(key) === entry) this.pending.delete(key);
           clearTimeout(deadline);
           cancel?.removeEventListener("abort", onCancel);
           if (!outcome.ok) controller.abort();
@@ -535,7 +534,7 @@ export class Proxy {
   private async reinitialize(): Promise<Failure | undefined> {
     this.connect();
     const timing = uniform(Math.min(this.settings.timeoutMs, this.limits.startupMs));
-    const id = `${OWN_IDS}init-${++this.inits}`;
+    const id = `openviking-kimi-init-${++this.inits}`;
     const out = await this.exchange(
       { jsonrpc: "2.0", id, method: "initialize", params: this.clientInit },
       timing,
@@ -598,18 +597,9 @@ export class Proxy {
     return await this.options.paused?.().catch(() => false) ?? false;
   }
 
-  /** A client request: refused at once when its id is in flight or one of the proxy's own, else answered. */
+  /** A client request, answered (`ping` here). */
   private async request(request: JSONRPCRequest): Promise<void> {
     const key = idKey(request.id);
-    if (this.inFlight.has(key) || String(request.id).startsWith(OWN_IDS)) {
-      this.options.log.stage("id-in-use", { method: request.method });
-      return await this.options.send(errorResponse(
-        request.id,
-        ErrorCode.InvalidRequest,
-        `Invalid request: the id ${JSON.stringify(request.id)} is in use (by a request still in flight, or ` +
-          `by the proxy's own requests, whose ids start with "${OWN_IDS}"); send the request with another id.`,
-      ));
-    }
     if (request.method === "ping") {
       return await this.options.send({ jsonrpc: "2.0", id: request.id, result: {} });
     }

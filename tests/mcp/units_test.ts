@@ -5,7 +5,7 @@ import { tempDir } from "../support/temp.ts";
 import { authError, type ErrorContext, failureError } from "../../mcp/errors.ts";
 import { exchangeTiming, networkCause, PROXY_LIMITS, type ProxySettings } from "../../mcp/proxy.ts";
 import { serverMessageOf } from "../../openviking/client.ts";
-import { credentialReloader, readMessages, workspaceDir } from "../../cli/mcp.ts";
+import { credentialReloader, workspaceDir } from "../../cli/mcp.ts";
 
 const CTX: ErrorContext = {
   mcpUrl: "http://user:pw@ov.example:1933/mcp",
@@ -186,25 +186,4 @@ Deno.test("errors: replies over a bound, silent or overdue say which limit and w
     assertMatch(reply.error.message, pattern);
     assertNotMatch(JSON.stringify(reply), /user:pw/);
   }
-});
-
-Deno.test("stdin: each line parsed once; a line over the bound is refused unread and the next line is read", async () => {
-  const encoder = new TextEncoder();
-  const chunks = [
-    '{"jsonrpc":"2.0","id":1,"method":"ping"}\nnot json\n{"jsonrpc":"2.0","method":"x"',
-    ...Array.from({ length: 12 }, () => "a".repeat(1024 * 1024)),
-    '\n{"jsonrpc":"2.0","id":2,"method":"ping"}\n',
-  ];
-  const input = new ReadableStream<Uint8Array>({
-    pull: (c) => chunks.length ? c.enqueue(encoder.encode(chunks.shift())) : c.close(),
-  });
-  const taken: unknown[] = [];
-  const refused: unknown[] = [];
-  await readMessages(
-    input,
-    (m) => taken.push("id" in m ? m.id : m),
-    (r) => refused.push(...r.map((e) => e.error.code)),
-  );
-  assertEquals(taken, [1, 2]);
-  assertEquals(refused, [-32700, -32600]);
 });
