@@ -235,11 +235,11 @@ export class Proxy {
   private readonly otherSlots = new Slots(8);
   private readonly limits: ProxyLimits;
   private readonly bytes: ByteLimits;
-  /** Settles when every notification so far went upstream, and when the client's initialize is done. */
+  /** Settles when every notification so far went upstream. */
   private barrier: Promise<void> = Promise.resolve();
-  private initGate: Promise<void> = Promise.resolve();
   /** Params of the client's initialize, to initialise the server again. */
   private clientInit: Record<string, unknown> | undefined;
+  private initReply: JSONRPCMessage | undefined;
   private ready = false;
   private initializing: Promise<Failure | undefined> | undefined;
   private reloading: Promise<boolean> | undefined;
@@ -530,29 +530,22 @@ export class Proxy {
     return this.initializing;
   }
 
-  /** The proxy's own initialize + initialized, with the client's remembered params. */
+  /** The proxy's own initialize (the client's params) + initialized; `initReply` keeps the server's answer. */
   private async reinitialize(): Promise<Failure | undefined> {
     this.connect();
-    const timing = uniform(Math.min(this.settings.timeoutMs, this.limits.startupMs));
+    const timing = exchangeTiming("initialize", this.settings.timeoutMs, this.limits);
     const id = `openviking-kimi-init-${++this.inits}`;
-    const out = await this.exchange(
-      { jsonrpc: "2.0", id, method: "initialize", params: this.clientInit },
-      timing,
-    );
-    if (!out.ok) {
-      this.options.log.stage("reinit-failed", { failure: out.failure.kind });
-      return out.failure;
-    }
+    const request = { jsonrpc: "2.0" as const, id, method: "initialize", params: this.clientInit };
+    const out = await this.exchange(request, timing, this.stopped.signal);
+    if (!out.ok) return out.failure;
+    this.initReply = out.response;
     if (!("result" in out.response)) {
       const said = "error" in out.response ? out.response.error.message : "";
       return { kind: "http", status: 200, serverMessage: `initialize refused: ${said}` };
     }
     this.adopt(out.response.result);
-    await this.http.send({ jsonrpc: "2.0", method: "notifications/initialized" }).catch((error) =>
-      this.options.log.stage("initialized-notification-failed", { error: String(error) })
-    );
+    await this.http.send({ jsonrpc: "2.0", method: "notifications/initialized" }).catch(() => {});
     this.ready = true;
-    this.options.log.stage("reinitialized", { session: Boolean(this.http.sessionId) });
     if (this.servedCatalog) {
       this.servedCatalog = false;
       await this.options.send({ jsonrpc: "2.0", method: "notifications/tools/list_changed" });
@@ -608,7 +601,7 @@ export class Proxy {
     const onStop = () => entry.controller.abort();
     this.stopped.signal.addEventListener("abort", onStop, { once: true });
     this.inFlight.set(key, entry);
-    const [barrier, gate] = [this.barrier, this.initGate];
+    const barrier = this.barrier;
     const release = request.method === "initialize"
       ? undefined
       : await (request.method === "tools/call" ? this.toolSlots : this.otherSlots)
@@ -617,7 +610,6 @@ export class Proxy {
       if (request.method === "initialize") return await this.initialize(request);
       if (!release) return;
       await barrier;
-      await gate;
       if (entry.controller.signal.aborted) return;
       if (request.method !== "tools/call" && await this.paused()) {
         return await this.options.send(await this.fallback(request, PAUSED));
@@ -637,54 +629,35 @@ export class Proxy {
     }
   }
 
-  /** The client's initialize: forwarded, or answered here when the server cannot answer it. */
+  /** The client's initialize: the server's answer to the proxy's own, or answered here when there is none. */
   private async initialize(request: JSONRPCRequest): Promise<void> {
-    let open!: () => void;
-    const previous = this.initGate;
-    this.initGate = new Promise<void>((resolve) => open = resolve);
-    try {
-      await previous;
-      this.clientInit = { ...request.params };
-      this.ready = false;
-      this.connect();
-      let failure: Failure = { kind: "timeout", ms: 0 };
-      if (!await this.paused()) {
-        const timing = exchangeTiming("initialize", this.settings.timeoutMs, this.limits);
-        let out = await this.exchange(request, timing, this.stopped.signal);
-        if (!out.ok && out.failure.kind === "auth" && await this.reloadCredentials(this.generation)) {
-          this.connect();
-          out = await this.exchange(request, timing, this.stopped.signal);
-        }
-        if (out.ok) {
-          if ("result" in out.response) {
-            this.adopt(out.response.result);
-            this.ready = true;
-          }
-          return await this.options.send(neutralized(out.response, false));
-        }
-        if (out.failure.kind === "aborted") return;
-        failure = out.failure;
-      }
-      const version = offlineProtocolVersion(request.params?.protocolVersion);
-      this.clientInit.protocolVersion = version;
-      this.adopt({ protocolVersion: version });
-      this.options.log.stage("offline-initialize", { failure: describe(failure) });
-      const url = withoutUserinfo(this.settings.target.mcpUrl);
-      const result = {
-        protocolVersion: version,
-        capabilities: { tools: { listChanged: true } },
-        serverInfo: {
-          name: "openviking",
-          title: "OpenViking (via openviking-kimi)",
-          version: `proxy-${VERSION}`,
-        },
-        instructions: `OpenViking at ${url} ${offlineReason(failure)} when this session started. Its tools ` +
-          `are listed anyway and work as soon as the server answers; until then they return an error that says why.`,
-      };
-      await this.options.send({ jsonrpc: "2.0", id: request.id, result });
-    } finally {
-      open();
+    [this.clientInit, this.ready, this.initReply] = [{ ...request.params }, false, undefined];
+    const generation = this.generation;
+    let failure = await this.paused() ? { kind: "timeout", ms: 0 } as const : await this.ensureReady();
+    if (failure?.kind === "auth" && await this.reloadCredentials(generation)) {
+      failure = await this.ensureReady();
     }
+    if (failure?.kind === "aborted") return;
+    if (!failure || this.initReply) {
+      return await this.options.send(neutralized({ ...this.initReply!, id: request.id }, false));
+    }
+    const version = offlineProtocolVersion(request.params?.protocolVersion);
+    this.clientInit.protocolVersion = version;
+    this.adopt({ protocolVersion: version });
+    this.options.log.stage("offline-initialize", { failure: describe(failure) });
+    const url = withoutUserinfo(this.settings.target.mcpUrl);
+    const result = {
+      protocolVersion: version,
+      capabilities: { tools: { listChanged: true } },
+      serverInfo: {
+        name: "openviking",
+        title: "OpenViking (via openviking-kimi)",
+        version: `proxy-${VERSION}`,
+      },
+      instructions: `OpenViking at ${url} ${offlineReason(failure)} when this session started. Its tools ` +
+        `are listed anyway and work as soon as the server answers; until then they return an error that says why.`,
+    };
+    await this.options.send({ jsonrpc: "2.0", id: request.id, result });
   }
 
   /** The answer when the server gave none: the cached or built-in catalog for `tools/list`, else an error. */
@@ -719,16 +692,15 @@ export class Proxy {
       : undefined;
     // Never left the proxy: withdraw it. Else tell the server first, then stop reading the reply.
     if (entry && !entry.sent) return entry.controller.abort();
-    const gate = this.initGate;
-    const sent = this.track(this.barrier.then(() => gate).then(() => this.forward(message)));
+    const sent = this.track(this.barrier.then(() => this.forward(message)));
     this.barrier = sent;
     if (entry) void sent.finally(() => entry.controller.abort());
   }
 
   /** Sends a notification or response upstream; failures are only logged (no one to answer). */
   private async forward(message: JSONRPCMessage): Promise<void> {
-    // After an offline initialize the proxy sends its own once the server answers.
-    if ("method" in message && message.method === "notifications/initialized" && !this.ready) return;
+    // The proxy sends its own after its initialize.
+    if ("method" in message && message.method === "notifications/initialized") return;
     await this.ensureReady();
     await this.http.send(message).catch((error) =>
       this.options.log.stage("forward-failed", {
