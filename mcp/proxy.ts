@@ -6,19 +6,13 @@ import {
   StreamableHTTPError,
 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 // @ts-types="@modelcontextprotocol/sdk/types"
-import type {
-  JSONRPCMessage,
-  JSONRPCNotification,
-  JSONRPCRequest,
-  RequestId,
-} from "@modelcontextprotocol/sdk/types.js";
+import type { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../lib/log.ts";
 import { isRecord } from "../lib/parsed.ts";
 import { neutralize } from "../lib/neutralize.ts";
 import { withoutUserinfo } from "../lib/scrub.ts";
 import { VERSION } from "../lib/version.ts";
-import { concatBytes } from "../lib/bytes.ts";
-import { buildHeaders, identityOf, readPrefix, serverMessageOf } from "../openviking/client.ts";
+import { buildHeaders, identityOf, readBody, readPrefix, serverMessageOf } from "../openviking/client.ts";
 import { type Config, keyFor } from "../openviking/config.ts";
 import { BUILTIN_TOOLS, offeredTools, type ToolDefinition } from "../memory/tools.ts";
 import { type ErrorContext, type Failure, failureError } from "./errors.ts";
@@ -107,7 +101,7 @@ export function networkCause(error: unknown): string {
 
 const isEventStream = (type: string | null) =>
   (type ?? "").toLowerCase().split(";")[0].trim() === "text/event-stream";
-const idKey = (id: RequestId) => `${typeof id}:${id}`;
+const idKey = (id: string | number) => `${typeof id}:${id}`;
 
 /** How long work aborted at shutdown may take to end. */
 const ABORTED_MS = 1_000;
@@ -149,6 +143,7 @@ interface Pending {
   timing: Timing;
   signal: AbortSignal;
   settle(outcome: Outcome): void;
+  /** A redirect's failure, unless the transport follows it. */
   failure?: Failure;
   status?: number;
   sse?: boolean;
@@ -187,6 +182,13 @@ class Slots {
   }
 }
 
+/** An error carrying the failure it stands for, thrown through the transport to the request. */
+class Refused extends Error {
+  constructor(readonly failure: Failure) {
+    super(failure.kind);
+  }
+}
+
 /** A request answered without its response. */
 const EMPTY = (entry: Pending): Failure => ({ kind: "empty", status: entry.status ?? 200 });
 
@@ -194,10 +196,10 @@ const EMPTY = (entry: Pending): Failure => ({ kind: "empty", status: entry.statu
 const RECONNECT = { initialReconnectionDelay: 500, maxReconnectionDelay: 5_000 };
 
 /** SSE lines as the transport gets them, a server's `retry:` within {@link RECONNECT}'s delays. */
-function encode(lines: string[]): Uint8Array {
+function encode(lines: string): Uint8Array {
   const { initialReconnectionDelay: least, maxReconnectionDelay: most } = RECONNECT;
   return new TextEncoder().encode(
-    lines.join("").replace(/^retry: ?(\d+)/gm, (_, ms) => `retry: ${Math.min(Math.max(+ms, least), most)}`),
+    lines.replace(/^retry: ?(\d+)/gm, (_, ms) => `retry: ${Math.min(Math.max(+ms, least), most)}`),
   );
 }
 
@@ -313,9 +315,8 @@ export class Proxy {
     try {
       response = await fetch(url, { ...init, headers, signal: upstream.signal });
     } catch (error) {
-      if (entry && timedOut) entry.failure ??= { kind: "timeout", ms: timing.headersMs };
       unresumable();
-      throw error;
+      throw timedOut ? new Refused({ kind: "timeout", ms: timing.headersMs }) : error;
     } finally {
       clearTimeout(clock);
       for (const s of giveUp) s.removeEventListener("abort", abort);
@@ -323,20 +324,33 @@ export class Proxy {
     const { status, statusText } = response;
     if (entry) entry.status = status;
     if (!response.ok) {
-      unresumable();
       const said = await readPrefix(response, ERROR_BODY_BYTES, timing.bodyIdleMs, init.signal ?? undefined);
-      if (entry) entry.failure ??= this.refusal(response, said, headers.get("mcp-session-id") ?? undefined);
-      const body = status === 204 || status === 205 || status === 304 ? null : said;
-      return new Response(body, { status, statusText, headers: response.headers });
+      // A refused resumption fails its request at once; the transport stops quietly at a 405.
+      if (resuming !== null) {
+        unresumable();
+        return new Response(null, { status: 405 });
+      }
+      const failure = this.refusal(response, said, headers.get("mcp-session-id") ?? undefined);
+      if (status < 300 || status >= 400) throw new Refused(failure);
+      // A redirect the transport follows within the origin; the failure stands if it does not.
+      if (entry) entry.failure = failure;
+      return new Response(null, { status, statusText, headers: response.headers });
     }
     if (!response.body) return response;
+    const reply = (body: BodyInit) => new Response(body, { status, statusText, headers: response.headers });
     const sse = isEventStream(response.headers.get("content-type"));
     if (entry) entry.sse = sse;
-    return new Response(this.bounded(response.body, sse, timing, entry, giveUp), {
-      status,
-      statusText,
-      headers: response.headers,
-    });
+    if (sse) return reply(this.bounded(response.body, timing, entry, giveUp));
+    const limits = {
+      maxBytes: this.bytes.replyBytes,
+      idleMs: timing.bodyIdleMs,
+      signal: AbortSignal.any(giveUp),
+    };
+    const { bytes, stop } = await readBody(response, limits);
+    if (stop?.kind === "cut") throw new Refused({ kind: "cut", cause: networkCause(stop.cause) });
+    if (stop) throw new Refused(stop.kind === "too-large" ? { ...stop, part: "reply" } : stop);
+    if (entry) entry.sample = new TextDecoder().decode(bytes.subarray(0, 200));
+    return reply(bytes as Uint8Array<ArrayBuffer>);
   };
 
   /** The failure an HTTP error status (or a redirect the transport does not follow) stands for. */
@@ -362,10 +376,9 @@ export class Proxy {
     return typeof id === "string" || typeof id === "number" ? this.pending.get(idKey(id)) : undefined;
   }
 
-  /** A reply body within the byte bounds (of a JSON body; of an SSE stream and one event) and the idle bound. */
+  /** An SSE reply within the byte bounds (of the stream and of one event) and the idle bound, whole lines. */
   private bounded(
     body: ReadableStream<Uint8Array>,
-    sse: boolean,
     timing: Timing,
     entry: Pending | undefined,
     giveUp: AbortSignal[],
@@ -378,71 +391,61 @@ export class Proxy {
     );
     const decoder = new TextDecoder();
     const resumedFrom = entry?.lastEventId;
-    const maxBytes = sse ? this.bytes.streamBytes : this.bytes.replyBytes;
-    const idleMs = sse ? timing.streamIdleMs : timing.bodyIdleMs;
-    let bytes = 0;
-    let eventChars = 0;
-    /** What the transport does not get yet: a JSON body until it is whole, an SSE line until it ends. */
-    const held: Uint8Array[] = [];
-    const lines: string[] = [];
-    const fail = (failure: Failure) => entry?.settle({ ok: false, failure: entry.failure ?? failure });
+    const { streamBytes, replyBytes } = this.bytes;
+    let [bytes, eventChars, held] = [0, 0, ""];
+    const fail = (failure: Failure) => entry?.settle({ ok: false, failure });
     const stop = (controller: ReadableStreamDefaultController<Uint8Array>, failure: Failure) => {
-      if (entry) entry.failure ??= failure;
       fail(failure);
-      void reader.cancel().catch(() => {});
-      controller.error(new Error(failure.kind));
+      cancel();
+      controller.error(new Refused(failure));
     };
     return new ReadableStream<Uint8Array>({
       pull: async (controller) => {
         // Reads until it has something for the transport: a pull that enqueues nothing is not called again.
         for (;;) {
           let clock: ReturnType<typeof setTimeout> | undefined;
-          const idle = new Promise<"idle">((resolve) => clock = setTimeout(() => resolve("idle"), idleMs));
+          const idle = new Promise<"idle">((resolve) =>
+            clock = setTimeout(() => resolve("idle"), timing.streamIdleMs)
+          );
           const got = await Promise.race([reader.read(), idle]).catch((error: unknown) => ({ error }));
           clearTimeout(clock);
-          if (got === "idle") return stop(controller, { kind: "stalled", ms: idleMs });
+          if (got === "idle") return stop(controller, { kind: "stalled", ms: timing.streamIdleMs });
           if ("error" in got) {
             if (entry) entry.ended = true;
             if (entry?.lastEventId === resumedFrom) fail({ kind: "cut", cause: networkCause(got.error) });
             return controller.error(got.error);
           }
           if (got.done) {
-            if (held.length || lines.length) {
-              controller.enqueue(held.length ? concatBytes(held) : encode(lines));
-            }
+            if (held) controller.enqueue(encode(held));
             controller.close();
             if (entry) entry.ended = true;
             // What the transport makes of the last events reaches it first; then a request is empty unless a
             // new event id lets the transport resume the stream.
-            if (sse && entry && entry.lastEventId === resumedFrom) setTimeout(() => fail(EMPTY(entry)));
+            if (entry && entry.lastEventId === resumedFrom) setTimeout(() => fail(EMPTY(entry)));
             return;
           }
-          const chunk = got.value;
-          bytes += chunk.length;
-          const part = sse ? "stream" : "reply";
-          if (bytes > maxBytes) return stop(controller, { kind: "too-large", limitBytes: maxBytes, part });
-          if (sse) {
-            const text = decoder.decode(chunk, { stream: true });
-            const events = text.split(/\r?\n\r?\n|\r\r/);
-            const longest = Math.max(eventChars + events[0].length, ...events.slice(1).map((e) => e.length));
-            eventChars = events.length > 1 ? events[events.length - 1].length : eventChars + text.length;
-            const limitBytes = this.bytes.replyBytes;
-            if (longest > limitBytes) {
-              return stop(controller, { kind: "too-large", limitBytes, part: "event" });
-            }
-            // Whole lines only, so the transport's parser never re-reads a long line chunk by chunk.
-            const end = Math.max(text.lastIndexOf("\n"), text.lastIndexOf("\r"));
-            lines.push(end < 0 ? text : text.slice(0, end + 1));
-            if (end < 0) continue;
-            const whole = lines.splice(0).join("");
-            lines.push(text.slice(end + 1));
-            const ids = [...whole.matchAll(/(?:^|[\r\n])id: ?([^\r\n]*)/g)];
-            if (entry && ids.length) entry.lastEventId = ids[ids.length - 1][1];
-            controller.enqueue(encode([whole]));
-            return;
+          bytes += got.value.length;
+          if (bytes > streamBytes) {
+            return stop(controller, { kind: "too-large", limitBytes: streamBytes, part: "stream" });
           }
-          if (entry && entry.sample === undefined) entry.sample = decoder.decode(chunk.subarray(0, 200));
-          held.push(chunk.slice());
+          const text = decoder.decode(got.value, { stream: true });
+          const events = text.split(/\r?\n\r?\n|\r\r/);
+          const longest = Math.max(eventChars + events[0].length, ...events.slice(1).map((e) => e.length));
+          eventChars = events.length > 1 ? events[events.length - 1].length : eventChars + text.length;
+          if (longest > replyBytes) {
+            return stop(controller, { kind: "too-large", limitBytes: replyBytes, part: "event" });
+          }
+          // Whole lines only, so the transport's parser never re-reads a long line chunk by chunk.
+          const end = Math.max(text.lastIndexOf("\n"), text.lastIndexOf("\r"));
+          if (end < 0) {
+            held += text;
+            continue;
+          }
+          const whole = held + text.slice(0, end + 1);
+          held = text.slice(end + 1);
+          const ids = [...whole.matchAll(/(?:^|[\r\n])id: ?([^\r\n]*)/g)];
+          if (entry && ids.length) entry.lastEventId = ids[ids.length - 1][1];
+          return controller.enqueue(encode(whole));
         }
       },
       cancel: (reason) => reader.cancel(reason),
@@ -476,7 +479,7 @@ export class Proxy {
       this.pending.set(key, entry);
       if (cancel?.aborted) return onCancel();
       cancel?.addEventListener("abort", onCancel, { once: true });
-      const fail = (failure: Failure) => entry.settle({ ok: false, failure: entry.failure ?? failure });
+      const fail = (failure: Failure) => entry.settle({ ok: false, failure });
       this.http.send(request).then(
         () => entry.sse || fail({ kind: "empty", status: entry.status ?? 202 }),
         (error: unknown) => fail(this.failureOf(error, entry)),
@@ -486,11 +489,11 @@ export class Proxy {
 
   /** The failure a transport error stands for, when the fetch did not record a better one. */
   private failureOf(error: unknown, entry: Pending): Failure {
+    if (error instanceof Refused) return error.failure;
     const status = entry.status ?? 200;
+    // The transport's own errors here: a redirect not followed, a 2xx neither JSON nor SSE.
     if (error instanceof StreamableHTTPError) {
-      return error.code === -1
-        ? { kind: "bad-reply", status, sample: error.message }
-        : { kind: "http", status: error.code ?? status, serverMessage: "" };
+      return entry.failure ?? { kind: "bad-reply", status, sample: error.message };
     }
     if (error instanceof TypeError || entry.status === undefined) {
       return { kind: "network", cause: networkCause(error) };
