@@ -10,7 +10,7 @@ import { type Env, orNoHome, processEnv, sharedStateDir } from "../lib/paths.ts"
 import { resolvePeer } from "../openviking/peer.ts";
 import { withoutUserinfo } from "../lib/scrub.ts";
 import { type ByteLimits, Proxy, type ProxyLimits, type ProxySettings, proxySettings } from "../mcp/proxy.ts";
-import { readToolCache, toolCachePath, writeToolCache } from "../mcp/tool-cache.ts";
+import { toolCachePath } from "../mcp/tool-cache.ts";
 // @ts-types="@modelcontextprotocol/sdk/server/stdio"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { Readable, Writable } from "node:stream";
@@ -49,18 +49,15 @@ export async function credentialReloader(
   paths: readonly string[],
   load: () => Promise<ProxySettings>,
 ): Promise<() => Promise<ProxySettings | undefined>> {
-  const seen = new Map<string, string | undefined>();
-  const look = async () => {
-    let changed = false;
-    for (const path of paths) {
-      const now = await readTextIfExists(path).catch(() => undefined);
-      changed ||= seen.has(path) && now !== seen.get(path);
-      seen.set(path, now);
-    }
-    return changed;
+  const read = async () =>
+    JSON.stringify(await Promise.all(paths.map((p) => readTextIfExists(p).catch(() => ""))));
+  let seen = await read();
+  return async () => {
+    const now = await read();
+    if (now === seen) return undefined;
+    seen = now;
+    return await load();
   };
-  await look();
-  return async () => await look() ? await load() : undefined;
 }
 
 /** The most output (in characters) waiting for the client to read it past which notifications are dropped. */
@@ -87,7 +84,6 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
     secrets: settings.context.secrets as string[],
   });
   const paths = credentialFilePaths(io.env);
-  const cachePath = toolCachePath(io.env);
   let gone: () => void = () => {};
   const lost = new Promise<"signal">((resolve) => gone = () => resolve("signal"));
   // The SDK's stdio transport frames the lines (a line that is not a message is dropped, one over 10 MiB
@@ -115,10 +111,7 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
     offer: first.config.mcpTools,
     limits: io.limits,
     bytes: io.bytes,
-    tools: {
-      read: () => readToolCache(cachePath, proxy.settings.target.mcpUrl),
-      write: (tools) => writeToolCache(cachePath, proxy.settings.target.mcpUrl, tools),
-    },
+    toolCache: toolCachePath(io.env),
     paused: async () => {
       const b = await readBreaker(orNoHome(() => sharedStateDir(io.env)) ?? "", proxy.settings.target.mcpUrl);
       return b !== undefined && isOpen(b);

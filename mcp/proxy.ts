@@ -14,9 +14,9 @@ import { withoutUserinfo } from "../lib/scrub.ts";
 import { VERSION } from "../lib/version.ts";
 import { buildHeaders, identityOf, readBody, readPrefix, serverMessageOf } from "../openviking/client.ts";
 import { type Config, keyFor } from "../openviking/config.ts";
-import { BUILTIN_TOOLS, offeredTools, type ToolDefinition } from "../memory/tools.ts";
+import { BUILTIN_TOOLS, offeredTools } from "../memory/tools.ts";
 import { type ErrorContext, type Failure, failureError } from "./errors.ts";
-import { validTools } from "./tool-cache.ts";
+import { readToolCache, validTools, writeToolCache } from "./tool-cache.ts";
 
 /** The production time bounds (ms): start-up methods, a whole request, an SSE reply without a byte. */
 export const PROXY_LIMITS = { startupMs: 10_000, toolCallMs: 600_000, streamIdleMs: 120_000 };
@@ -113,12 +113,6 @@ async function settledWithin(tasks: Iterable<Promise<unknown>>, ms: number): Pro
   clearTimeout(clock);
 }
 
-/** Where tool lists are remembered between sessions. */
-export interface ToolStore {
-  read(): Promise<ToolDefinition[] | undefined>;
-  write(tools: ToolDefinition[]): Promise<unknown>;
-}
-
 /** Options of the proxy. */
 export interface ProxyOptions {
   settings: ProxySettings;
@@ -127,7 +121,8 @@ export interface ProxyOptions {
   /** Writes one message to the client. */
   send: (message: JSONRPCMessage) => Promise<void>;
   log: Logger;
-  tools?: ToolStore;
+  /** The tool cache file ("": none). */
+  toolCache?: string;
   /** Tools offered to the model besides memory's (`OPENVIKING_MCP_TOOLS`). */
   offer?: readonly string[];
   limits?: ProxyLimits;
@@ -666,7 +661,7 @@ export class Proxy {
   /** The answer when the server gave none: the cached or built-in catalog for `tools/list`, else an error. */
   private async fallback(request: JSONRPCRequest, failure: Failure): Promise<JSONRPCMessage> {
     if (request.method === "tools/list" && request.params?.cursor === undefined) {
-      const cached = await this.options.tools?.read().catch(() => undefined);
+      const cached = await readToolCache(this.options.toolCache ?? "", this.settings.target.mcpUrl);
       this.servedCatalog = true;
       this.options.log.stage("offline-tools-list", { failure: describe(failure), cached: Boolean(cached) });
       const tools = offeredTools(cached ?? BUILTIN_TOOLS, this.options.offer ?? []);
@@ -681,7 +676,9 @@ export class Proxy {
     if (!("result" in response) || !Array.isArray(response.result.tools)) return response;
     const whole = request.params?.cursor === undefined && response.result.nextCursor === undefined;
     const tools = whole ? validTools(response.result.tools) : undefined;
-    if (tools && this.options.tools) void this.track(this.options.tools.write(tools));
+    if (tools) {
+      void this.track(writeToolCache(this.options.toolCache ?? "", this.settings.target.mcpUrl, tools));
+    }
     const offered = offeredTools(response.result.tools, this.options.offer ?? []);
     return { ...response, result: { ...response.result, tools: offered } };
   }
