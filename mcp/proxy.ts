@@ -122,7 +122,7 @@ export interface ProxyOptions {
   send: (message: JSONRPCMessage) => Promise<void>;
   log: Logger;
   /** The tool cache file ("": none). */
-  toolCache?: string;
+  toolCache: string;
   /** Tools offered to the model besides memory's (`OPENVIKING_MCP_TOOLS`). */
   offer?: readonly string[];
   limits?: ProxyLimits;
@@ -150,13 +150,12 @@ interface Pending {
 
 /** A counting semaphore whose waiters (first come, first served) can withdraw. */
 class Slots {
-  private active = 0;
   private readonly waiting = new Set<() => void>();
-  constructor(private readonly max: number) {}
+  constructor(private free: number) {}
 
-  /** Resolves to the slot's release, or `undefined` when `signal` aborted first. */
+  /** Resolves to the slot's release (to call once), or `undefined` when `signal` aborted first. */
   async acquire(signal: AbortSignal): Promise<(() => void) | undefined> {
-    if (this.active < this.max) this.active++;
+    if (this.free > 0) this.free--;
     else {
       const granted = await new Promise<boolean>((resolve) => {
         const grant = () => resolve(true);
@@ -165,15 +164,14 @@ class Slots {
       });
       if (!granted) return undefined;
     }
-    let done = false;
-    return () => {
-      if (done) return;
-      done = true;
-      const [next] = this.waiting;
-      if (!next) return void this.active--;
-      this.waiting.delete(next);
-      next();
-    };
+    return () => this.release();
+  }
+
+  private release(): void {
+    const [next] = this.waiting;
+    if (!next) return void this.free++;
+    this.waiting.delete(next);
+    next();
   }
 }
 
@@ -271,8 +269,7 @@ export class Proxy {
       if ("method" in message) return void this.track(this.options.send(neutralized(message, false)));
       // A response no request waits for any more (it failed or was cancelled) is not the client's to see.
       const entry = message.id === undefined ? undefined : this.pending.get(idKey(message.id));
-      if (entry) entry.settle({ ok: true, response: message });
-      else this.options.log.stage("late-response", { id: message.id });
+      entry?.settle({ ok: true, response: message });
     };
     http.onerror = (error) => {
       if (!/reconnect/i.test(error.message)) return;
@@ -661,7 +658,7 @@ export class Proxy {
   /** The answer when the server gave none: the cached or built-in catalog for `tools/list`, else an error. */
   private async fallback(request: JSONRPCRequest, failure: Failure): Promise<JSONRPCMessage> {
     if (request.method === "tools/list" && request.params?.cursor === undefined) {
-      const cached = await readToolCache(this.options.toolCache ?? "", this.settings.target.mcpUrl);
+      const cached = await readToolCache(this.options.toolCache, this.settings.target.mcpUrl);
       this.servedCatalog = true;
       this.options.log.stage("offline-tools-list", { failure: describe(failure), cached: Boolean(cached) });
       const tools = offeredTools(cached ?? BUILTIN_TOOLS, this.options.offer ?? []);
@@ -677,19 +674,15 @@ export class Proxy {
     const whole = request.params?.cursor === undefined && response.result.nextCursor === undefined;
     const tools = whole ? validTools(response.result.tools) : undefined;
     if (tools) {
-      void this.track(writeToolCache(this.options.toolCache ?? "", this.settings.target.mcpUrl, tools));
+      void this.track(writeToolCache(this.options.toolCache, this.settings.target.mcpUrl, tools));
     }
     const offered = offeredTools(response.result.tools, this.options.offer ?? []);
     return { ...response, result: { ...response.result, tools: offered } };
   }
 
   private notify(message: JSONRPCNotification): void {
-    const requestId = message.method === "notifications/cancelled" && isRecord(message.params)
-      ? message.params.requestId
-      : undefined;
-    const entry = typeof requestId === "string" || typeof requestId === "number"
-      ? this.inFlight.get(idKey(requestId))
-      : undefined;
+    const id = message.method === "notifications/cancelled" ? message.params?.requestId : undefined;
+    const entry = typeof id === "string" || typeof id === "number" ? this.inFlight.get(idKey(id)) : undefined;
     // Never left the proxy: withdraw it. Else tell the server first, then stop reading the reply.
     if (entry && !entry.sent) return entry.controller.abort();
     const sent = this.track(this.barrier.then(() => this.forward(message)));
@@ -702,26 +695,16 @@ export class Proxy {
     // The proxy sends its own after its initialize.
     if ("method" in message && message.method === "notifications/initialized") return;
     await this.ensureReady();
-    await this.http.send(message).catch((error) =>
-      this.options.log.stage("forward-failed", {
-        method: "method" in message ? message.method : undefined,
-        error: networkCause(error),
-      })
-    );
+    const logged = (error: unknown) =>
+      this.options.log.stage("forward-failed", { error: networkCause(error) });
+    await this.http.send(message).catch(logged);
   }
 
   /** Lets requests finish for up to `graceMs`, aborts the rest and ends the server session; bounded. */
   async shutdown(graceMs: number): Promise<void> {
     if (graceMs > 0 && this.tasks.size > 0) await settledWithin(this.tasks, graceMs);
     this.stopped.abort();
-    if (this.http.sessionId) {
-      let why = "timeout";
-      await settledWithin(
-        [this.http.terminateSession().then(() => why = "deleted", (e) => why = String(e))],
-        2_000,
-      );
-      this.options.log.stage("session-deleted", { why });
-    }
+    if (this.http.sessionId) await settledWithin([this.http.terminateSession().catch(() => {})], 2_000);
     await this.http.close();
     await settledWithin(this.tasks, ABORTED_MS);
   }

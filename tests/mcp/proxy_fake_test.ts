@@ -309,6 +309,7 @@ Deno.test("mcp/fake: shutdown ends even when a reply cannot be written (a client
     settings: proxySettings(config, ""),
     send: () => new Promise(() => {}),
     log: silentLogger,
+    toolCache: "",
   });
   void proxy.handle({ jsonrpc: "2.0", id: 1, method: "ping" });
   await within(proxy.shutdown(0), "the end of shutdown");
