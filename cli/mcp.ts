@@ -147,33 +147,18 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
 /** Entry point of `openviking-kimi mcp` (no options: cli/commands.ts has refused any argument). */
 export async function mcpCommand(): Promise<number> {
   const stop = new AbortController();
-  const onSignal = () => stop.abort();
   const signals: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGTERM", "SIGINT", "SIGHUP"];
-  const listen = (on: boolean) => {
-    for (const s of signals) {
-      try {
-        on ? Deno.addSignalListener(s, onSignal) : Deno.removeSignalListener(s, onSignal);
-      } catch {
-        // not supported on this platform
-      }
-    }
-  };
-  listen(true);
+  for (const s of signals) Deno.addSignalListener(s, () => stop.abort());
   const writer = Deno.stdout.writable.getWriter();
   const encoder = new TextEncoder();
-  const writeLine = async (line: string) => {
-    await writer.ready;
-    await writer.write(encoder.encode(`${line}\n`));
-  };
   const code = await runMcpServer({
     env: processEnv(),
     cwd: Deno.cwd(),
     input: Deno.stdin.readable,
-    writeLine,
+    writeLine: (line) => writer.write(encoder.encode(`${line}\n`)),
     diagnostic: (text) => Deno.stderr.writeSync(encoder.encode(`${text}\n`)),
     signal: stop.signal,
   });
-  listen(false);
   await writer.close().catch(() => {});
   // Everything is written and the log flushed; a stdin read may still be pending (after SIGTERM or when the
   // client closed only stdout), and it must not keep the process alive.
