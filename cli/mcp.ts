@@ -84,14 +84,16 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
     secrets: settings.context.secrets as string[],
   });
   const paths = credentialFilePaths(io.env);
-  let gone: () => void = () => {};
-  const lost = new Promise<"signal">((resolve) => gone = () => resolve("signal"));
+  // Stopped at once: by `signal`, or when the output went away.
+  const { promise: stopped, resolve: stop } = Promise.withResolvers<"signal">();
+  if (io.signal?.aborted) stop("signal");
+  io.signal?.addEventListener("abort", () => stop("signal"), { once: true });
   // The SDK's stdio transport frames the lines (a line that is not a message is dropped, one over 10 MiB
   // ends the session); its output goes line by line to `writeLine`, the lines not yet written counted.
   const stdout = new Writable({
     decodeStrings: false,
     write: (line: string, _, done) => void io.writeLine(line.trimEnd()).then(() => done(), done),
-  }).on("error", gone).setMaxListeners(0); // a `drain` listener per send waiting for it
+  }).on("error", () => stop("signal")).setMaxListeners(0); // a `drain` listener per send waiting for it
   const stdin = Readable.fromWeb(io.input as NodeReadable);
   const stdio = new StdioServerTransport(stdin, stdout);
   let dropped = 0;
@@ -101,7 +103,7 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
       if (dropped++ === 0) io.diagnostic(FLOODED);
       return;
     }
-    await Promise.race([stdio.send(message), lost]);
+    await Promise.race([stdio.send(message), stopped]);
   };
   const proxy: Proxy = new Proxy({
     settings,
@@ -123,21 +125,14 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
     apiKeySource: settings.context.apiKeySource,
     peer: settings.target.peerId || undefined,
   });
-  const stopped = new Promise<"signal">((resolve) => {
-    if (io.signal?.aborted) resolve("signal");
-    io.signal?.addEventListener("abort", () => resolve("signal"), { once: true });
-  });
   const read = new Promise<"eof">((resolve) => {
     stdio.onclose = () => resolve("eof");
-    stdin.on("end", () => resolve("eof")).on("error", (error) => {
-      log.stage("stdin-unreadable", { error: String(error) });
-      resolve("eof");
-    });
+    stdin.on("close", () => resolve("eof"));
   });
   stdio.onmessage = (message) => void proxy.handle(message);
   stdio.onerror = (error) => log.stage("client-line-dropped", { error: error.name });
   await stdio.start();
-  const why = await Promise.race([read, lost, stopped]);
+  const why = await Promise.race([read, stopped]);
   await proxy.shutdown(why === "eof" ? EOF_GRACE_MS : 0);
   log.stage("exit", { why, droppedNotifications: dropped || undefined });
   await log.flush();
