@@ -564,7 +564,6 @@ export class Proxy {
       this.settings = next;
       this.generation++;
       if (this.clientInit) this.ready = false;
-      this.options.log.stage("credentials-reloaded", { url: withoutUserinfo(next.target.mcpUrl) });
       return true;
     }, () => false).finally(() => this.reloading = undefined);
     return await this.reloading;
