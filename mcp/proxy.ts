@@ -503,15 +503,11 @@ export class Proxy {
       const out = failure ? { ok: false as const, failure } : await this.exchange(request, timing, cancel);
       if (out.ok || retried || cancel?.aborted) return out;
       const f = out.failure;
+      // An expired session (unless another request already initialised a new one) is initialised again.
       if (
-        f.kind === "http" && (f.status === 404 || f.status === 400) && f.sessionId !== undefined &&
-        this.clientInit
+        f.kind === "http" && [400, 404].includes(f.status) && f.sessionId !== undefined && this.clientInit
       ) {
-        this.options.log.stage("session-expired", { status: f.status });
-        if (this.http.sessionId === f.sessionId) {
-          this.ready = false;
-          this.connect();
-        }
+        if (this.http.sessionId === f.sessionId) this.ready = false;
         continue;
       }
       if (f.kind === "auth" && await this.reloadCredentials(generation)) continue;
