@@ -131,7 +131,9 @@ export interface ProxyOptions {
   paused?: () => Promise<boolean>;
 }
 
-type Outcome = { ok: true; response: JSONRPCMessage } | { ok: false; failure: Failure };
+/** What a request upstream came to: the server's response, or why there is none. */
+type Outcome = JSONRPCMessage | Failure;
+const failed = (out: Outcome): out is Failure => "kind" in out;
 
 /** A request sent upstream and waiting for its response; its fetch records what went wrong. */
 interface Pending {
@@ -269,12 +271,12 @@ export class Proxy {
       if ("method" in message) return void this.track(this.options.send(neutralized(message, false)));
       // A response no request waits for any more (it failed or was cancelled) is not the client's to see.
       const entry = message.id === undefined ? undefined : this.pending.get(idKey(message.id));
-      entry?.settle({ ok: true, response: message });
+      entry?.settle(message);
     };
     http.onerror = (error) => {
       if (!/reconnect/i.test(error.message)) return;
       for (const entry of this.pending.values()) {
-        if (entry.ended) entry.settle({ ok: false, failure: { kind: "cut", cause: error.message } });
+        if (entry.ended) entry.settle({ kind: "cut", cause: error.message });
       }
     };
     http.setProtocolVersion(this.protocolVersion);
@@ -292,7 +294,7 @@ export class Proxy {
       : [...this.pending.values()].find((e) => e.ended && e.lastEventId === resuming);
     // The stream of a request no one waits for any more is not resumed (the transport stops at a 405).
     if (resuming !== null && !entry) return new Response(null, { status: 405 });
-    const unresumable = () => resuming === null || entry?.settle({ ok: false, failure: EMPTY(entry) });
+    const unresumable = () => resuming === null || entry?.settle(EMPTY(entry));
     if (entry) entry.ended = false;
     const timing = entry?.timing ?? exchangeTiming("", this.settings.timeoutMs, this.limits);
     // Giving up aborts the fetch until the headers came, then cancels the body: an abort of a fetch whose
@@ -385,7 +387,7 @@ export class Proxy {
     const resumedFrom = entry?.lastEventId;
     const { streamBytes, replyBytes } = this.bytes;
     let [bytes, eventChars, held] = [0, 0, ""];
-    const fail = (failure: Failure) => entry?.settle({ ok: false, failure });
+    const fail = (failure: Failure) => entry?.settle(failure);
     const stop = (controller: ReadableStreamDefaultController<Uint8Array>, failure: Failure) => {
       fail(failure);
       cancel();
@@ -459,22 +461,21 @@ export class Proxy {
           if (this.pending.get(key) === entry) this.pending.delete(key);
           clearTimeout(deadline);
           cancel?.removeEventListener("abort", onCancel);
-          if (!outcome.ok) controller.abort();
+          if (failed(outcome)) controller.abort();
           resolve(outcome);
         },
       };
       const deadline = setTimeout(() => {
         const kind = entry.status === undefined ? "timeout" : "deadline";
-        entry.settle({ ok: false, failure: { kind, ms: timing.totalMs } });
+        entry.settle({ kind, ms: timing.totalMs });
       }, timing.totalMs);
-      const onCancel = () => entry.settle({ ok: false, failure: { kind: "aborted" } });
+      const onCancel = () => entry.settle({ kind: "aborted" });
       this.pending.set(key, entry);
       if (cancel?.aborted) return onCancel();
       cancel?.addEventListener("abort", onCancel, { once: true });
-      const fail = (failure: Failure) => entry.settle({ ok: false, failure });
       this.http.send(request).then(
-        () => entry.sse || fail({ kind: "empty", status: entry.status ?? 202 }),
-        (error: unknown) => fail(this.failureOf(error, entry)),
+        () => entry.sse || entry.settle({ kind: "empty", status: entry.status ?? 202 }),
+        (error: unknown) => entry.settle(this.failureOf(error, entry)),
       );
     });
   }
@@ -499,18 +500,15 @@ export class Proxy {
   private async send(request: JSONRPCRequest, timing: Timing, cancel?: AbortSignal): Promise<Outcome> {
     for (let retried = false;; retried = true) {
       const generation = this.generation;
-      const failure = await this.ensureReady();
-      const out = failure ? { ok: false as const, failure } : await this.exchange(request, timing, cancel);
-      if (out.ok || retried || cancel?.aborted) return out;
-      const f = out.failure;
+      const out = await this.ensureReady() ?? await this.exchange(request, timing, cancel);
+      if (!failed(out) || retried || cancel?.aborted) return out;
       // An expired session (unless another request already initialised a new one) is initialised again.
-      if (
-        f.kind === "http" && [400, 404].includes(f.status) && f.sessionId !== undefined && this.clientInit
-      ) {
-        if (this.http.sessionId === f.sessionId) this.ready = false;
+      const expired = out.kind === "http" && [400, 404].includes(out.status) && out.sessionId !== undefined;
+      if (expired && this.clientInit) {
+        if (this.http.sessionId === out.sessionId) this.ready = false;
         continue;
       }
-      if (f.kind === "auth" && await this.reloadCredentials(generation)) continue;
+      if (out.kind === "auth" && await this.reloadCredentials(generation)) continue;
       return out;
     }
   }
@@ -528,13 +526,13 @@ export class Proxy {
     const id = `openviking-kimi-init-${++this.inits}`;
     const request = { jsonrpc: "2.0" as const, id, method: "initialize", params: this.clientInit };
     const out = await this.exchange(request, timing, this.stopped.signal);
-    if (!out.ok) return out.failure;
-    this.initReply = out.response;
-    if (!("result" in out.response)) {
-      const said = "error" in out.response ? out.response.error.message : "";
+    if (failed(out)) return out;
+    this.initReply = out;
+    if (!("result" in out)) {
+      const said = "error" in out ? out.error.message : "";
       return { kind: "http", status: 200, serverMessage: `initialize refused: ${said}` };
     }
-    this.adopt(out.response.result);
+    this.adopt(out.result);
     await this.http.send({ jsonrpc: "2.0", method: "notifications/initialized" }).catch(() => {});
     this.ready = true;
     if (this.servedCatalog) {
@@ -607,10 +605,10 @@ export class Proxy {
       entry.sent = true;
       const timing = exchangeTiming(request.method, this.settings.timeoutMs, this.limits);
       const out = await this.send(request, timing, entry.controller.signal);
-      if (entry.controller.signal.aborted || (!out.ok && out.failure.kind === "aborted")) return;
-      const reply = out.ok
-        ? (request.method === "tools/list" ? this.listed(request, out.response) : out.response)
-        : await this.fallback(request, out.failure);
+      if (entry.controller.signal.aborted || (failed(out) && out.kind === "aborted")) return;
+      const reply = failed(out)
+        ? await this.fallback(request, out)
+        : (request.method === "tools/list" ? this.listed(request, out) : out);
       await this.options.send(neutralized(reply, request.method !== "tools/list"));
     } finally {
       release?.();
