@@ -32,13 +32,11 @@ const ERROR_BODY_BYTES = 64 * 1024;
 /** The time limits of one exchange (ms): headers; a JSON or error body, an SSE stream without a byte; all. */
 export type Timing = { headersMs: number; bodyIdleMs: number; streamIdleMs: number; totalMs: number };
 
-const uniform = (ms: number): Timing => ({ headersMs: ms, bodyIdleMs: ms, streamIdleMs: ms, totalMs: ms });
-
-/** The time limits of one exchange of `method` (undefined: a notification or a response). */
-export function exchangeTiming(method: string | undefined, timeoutMs: number, limits: ProxyLimits): Timing {
-  if (method === undefined) return uniform(timeoutMs);
+/** The time limits of one exchange of `method` ("": a notification or a response). */
+export function exchangeTiming(method: string, timeoutMs: number, limits: ProxyLimits): Timing {
   if (method === "initialize" || method === "tools/list") {
-    return uniform(Math.min(timeoutMs, limits.startupMs));
+    const ms = Math.min(timeoutMs, limits.startupMs);
+    return { headersMs: ms, bodyIdleMs: ms, streamIdleMs: ms, totalMs: ms };
   }
   const longest = Math.max(timeoutMs, limits.toolCallMs);
   return {

@@ -134,7 +134,7 @@ Deno.test("timing: startup methods within the startup cap; tool calls within the
     ["tools/list", 5_000, 5_000, 5_000, 5_000, 5_000],
     ["tools/call", 15_000, 600_000, 15_000, 120_000, 600_000],
     ["resources/read", 15_000, 15_000, 15_000, 120_000, 600_000],
-    [undefined, 15_000, 15_000, 15_000, 15_000, 15_000],
+    ["", 15_000, 15_000, 15_000, 120_000, 600_000], // a notification or a response
     ["tools/call", 300_000, 600_000, 300_000, 300_000, 600_000], // a higher timeout never makes one stricter
   ] as const;
   for (const [method, timeout, headersMs, bodyIdleMs, streamIdleMs, totalMs] of rows) {
