@@ -578,39 +578,36 @@ export class Proxy {
 
   /** A client request, answered (`ping` here). */
   private async request(request: JSONRPCRequest): Promise<void> {
-    const key = idKey(request.id);
     if (request.method === "ping") {
       return await this.options.send({ jsonrpc: "2.0", id: request.id, result: {} });
     }
-    // An initialize cannot be cancelled (a cancel of it is only forwarded); its entry only holds the id.
-    const entry = { controller: new AbortController(), sent: request.method === "initialize" };
-    const onStop = () => entry.controller.abort();
-    this.stopped.signal.addEventListener("abort", onStop, { once: true });
+    // An initialize is not withdrawn (a cancel of it is only forwarded).
+    if (request.method === "initialize") return await this.initialize(request);
+    const key = idKey(request.id);
+    const entry = { controller: new AbortController(), sent: false };
+    const signal = AbortSignal.any([entry.controller.signal, this.stopped.signal]);
     this.inFlight.set(key, entry);
     const barrier = this.barrier;
-    const release = request.method === "initialize"
-      ? undefined
-      : await (request.method === "tools/call" ? this.toolSlots : this.otherSlots)
-        .acquire(entry.controller.signal);
+    const release = await (request.method === "tools/call" ? this.toolSlots : this.otherSlots).acquire(
+      signal,
+    );
     try {
-      if (request.method === "initialize") return await this.initialize(request);
       if (!release) return;
       await barrier;
-      if (entry.controller.signal.aborted) return;
+      if (signal.aborted) return;
       if (request.method !== "tools/call" && await this.paused()) {
         return await this.options.send(await this.fallback(request, PAUSED));
       }
       entry.sent = true;
       const timing = exchangeTiming(request.method, this.settings.timeoutMs, this.limits);
-      const out = await this.send(request, timing, entry.controller.signal);
-      if (entry.controller.signal.aborted || (failed(out) && out.kind === "aborted")) return;
+      const out = await this.send(request, timing, signal);
+      if (signal.aborted || (failed(out) && out.kind === "aborted")) return;
       const reply = failed(out)
         ? await this.fallback(request, out)
         : (request.method === "tools/list" ? this.listed(request, out) : out);
       await this.options.send(neutralized(reply, request.method !== "tools/list"));
     } finally {
       release?.();
-      this.stopped.signal.removeEventListener("abort", onStop);
       if (this.inFlight.get(key) === entry) this.inFlight.delete(key);
     }
   }
