@@ -10,8 +10,11 @@ import { type Env, orNoHome, processEnv, sharedStateDir } from "../lib/paths.ts"
 import { resolvePeer } from "../openviking/peer.ts";
 import { withoutUserinfo } from "../lib/scrub.ts";
 import { type ByteLimits, Proxy, type ProxyLimits, type ProxySettings, proxySettings } from "../mcp/proxy.ts";
-import { readToolCache, toolCachePath, writeToolCache } from "../mcp/tool-cache.ts";
-import { type LineRefusal, lineTooLong, parseLine } from "../mcp/errors.ts";
+import { toolCachePath } from "../mcp/tool-cache.ts";
+// @ts-types="@modelcontextprotocol/sdk/server/stdio"
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { Readable, Writable } from "node:stream";
+import type { ReadableStream as NodeReadable } from "node:stream/web";
 
 /** How long running requests may finish after stdin closed. */
 const EOF_GRACE_MS = 5_000;
@@ -46,57 +49,22 @@ export async function credentialReloader(
   paths: readonly string[],
   load: () => Promise<ProxySettings>,
 ): Promise<() => Promise<ProxySettings | undefined>> {
-  const seen = new Map<string, string | undefined>();
-  const look = async () => {
-    let changed = false;
-    for (const path of paths) {
-      const now = await readTextIfExists(path).catch(() => undefined);
-      changed ||= seen.has(path) && now !== seen.get(path);
-      seen.set(path, now);
-    }
-    return changed;
+  const read = async () =>
+    JSON.stringify(await Promise.all(paths.map((p) => readTextIfExists(p).catch(() => ""))));
+  let seen = await read();
+  return async () => {
+    const now = await read();
+    if (now === seen) return undefined;
+    seen = now;
+    return await load();
   };
-  await look();
-  return async () => await look() ? await load() : undefined;
 }
 
-/** The most read of one client line (the SDK's stdio limit); a longer one is refused unread. */
-const MAX_LINE_CHARS = 10 * 1024 * 1024;
-
 /** The most output (in characters) waiting for the client to read it past which notifications are dropped. */
-export const BACKLOG_CHARS = 1024 * 1024;
+const BACKLOG_CHARS = 1024 * 1024;
 const FLOODED =
   "openviking-kimi mcp: OpenViking sends notifications faster than the client reads them; past " +
   "1 MiB waiting to be read they are dropped (replies are never dropped).";
-
-/** Reads client lines until `input` ends: messages go to `take`, other lines (and over-long ones) to `refuse`. */
-export async function readMessages(
-  input: ReadableStream<Uint8Array>,
-  take: (message: JSONRPCMessage) => void,
-  refuse: (refusals: LineRefusal[]) => void,
-): Promise<void> {
-  let held = "";
-  let skipping = false;
-  for await (const text of input.pipeThrough(new TextDecoderStream())) {
-    let start = 0;
-    for (let nl = text.indexOf("\n"); nl >= 0; nl = text.indexOf("\n", start)) {
-      const line = held + text.slice(start, nl);
-      [held, start] = ["", nl + 1];
-      if (skipping) skipping = false;
-      else {
-        const parsed = parseLine(line);
-        if (!Array.isArray(parsed)) take(parsed);
-        else if (parsed.length) refuse(parsed);
-      }
-    }
-    if (skipping) continue;
-    held += text.slice(start);
-    if (held.length > MAX_LINE_CHARS) {
-      [held, skipping] = ["", true];
-      refuse([lineTooLong(MAX_LINE_CHARS)]);
-    }
-  }
-}
 
 /** Runs the proxy until stdin ends, the output goes away or `signal` aborts; resolves to the exit code. */
 export async function runMcpServer(io: McpServerIo): Promise<number> {
@@ -116,31 +84,36 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
     secrets: settings.context.secrets as string[],
   });
   const paths = credentialFilePaths(io.env);
-  const cachePath = toolCachePath(io.env);
-  let gone: () => void = () => {};
-  const lost = new Promise<"signal">((resolve) => gone = () => resolve("signal"));
-  let [backlog, dropped] = [0, 0];
-  const write = async (message: JSONRPCMessage | LineRefusal) => {
-    const line = JSON.stringify(message);
-    if ("method" in message && !("id" in message) && backlog + line.length > BACKLOG_CHARS) {
+  // Stopped at once: by `signal`, or when the output went away.
+  const { promise: stopped, resolve: stop } = Promise.withResolvers<"signal">();
+  if (io.signal?.aborted) stop("signal");
+  io.signal?.addEventListener("abort", () => stop("signal"), { once: true });
+  // The SDK's stdio transport frames the lines (a line that is not a message is dropped, one over 10 MiB
+  // ends the session); its output goes line by line to `writeLine`, the lines not yet written counted.
+  const stdout = new Writable({
+    decodeStrings: false,
+    write: (line: string, _, done) => void io.writeLine(line.trimEnd()).then(() => done(), done),
+  }).on("error", () => stop("signal")).setMaxListeners(0); // a `drain` listener per send waiting for it
+  const stdin = Readable.fromWeb(io.input as NodeReadable);
+  const stdio = new StdioServerTransport(stdin, stdout);
+  let dropped = 0;
+  const write = async (message: JSONRPCMessage) => {
+    const line = "id" in message ? "" : JSON.stringify(message); // a notification may be dropped
+    if (line && stdout.writableLength + line.length > BACKLOG_CHARS) {
       if (dropped++ === 0) io.diagnostic(FLOODED);
       return;
     }
-    backlog += line.length;
-    await io.writeLine(line).catch(gone).finally(() => backlog -= line.length);
+    await Promise.race([stdio.send(message), stopped]);
   };
   const proxy: Proxy = new Proxy({
     settings,
     reload: await credentialReloader([paths.cli, paths.ov], async () => (await load()).settings),
-    send: async (message) => void await Promise.race([write(message), lost]),
+    send: write,
     log,
     offer: first.config.mcpTools,
     limits: io.limits,
     bytes: io.bytes,
-    tools: {
-      read: () => readToolCache(cachePath, proxy.settings.target.mcpUrl),
-      write: (tools) => writeToolCache(cachePath, proxy.settings.target.mcpUrl, tools),
-    },
+    toolCache: toolCachePath(io.env),
     paused: async () => {
       const b = await readBreaker(orNoHome(() => sharedStateDir(io.env)) ?? "", proxy.settings.target.mcpUrl);
       return b !== undefined && isOpen(b);
@@ -152,19 +125,14 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
     apiKeySource: settings.context.apiKeySource,
     peer: settings.target.peerId || undefined,
   });
-  const refuse = (refusals: LineRefusal[]) => {
-    log.stage("client-line-refused", { codes: refusals.map((r) => r.error.code) });
-    for (const r of refusals) void write(r);
-  };
-  const stopped = new Promise<"signal">((resolve) => {
-    if (io.signal?.aborted) resolve("signal");
-    io.signal?.addEventListener("abort", () => resolve("signal"), { once: true });
+  const read = new Promise<"eof">((resolve) => {
+    stdio.onclose = () => resolve("eof");
+    stdin.on("close", () => resolve("eof"));
   });
-  const read = readMessages(io.input, (message) => void proxy.handle(message), refuse).then(
-    () => "eof" as const,
-    (error) => (log.stage("stdin-unreadable", { error: String(error) }), "eof" as const),
-  );
-  const why = await Promise.race([read, lost, stopped]);
+  stdio.onmessage = (message) => void proxy.handle(message);
+  stdio.onerror = (error) => log.stage("client-line-dropped", { error: error.name });
+  await stdio.start();
+  const why = await Promise.race([read, stopped]);
   await proxy.shutdown(why === "eof" ? EOF_GRACE_MS : 0);
   log.stage("exit", { why, droppedNotifications: dropped || undefined });
   await log.flush();
@@ -174,33 +142,18 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
 /** Entry point of `openviking-kimi mcp` (no options: cli/commands.ts has refused any argument). */
 export async function mcpCommand(): Promise<number> {
   const stop = new AbortController();
-  const onSignal = () => stop.abort();
   const signals: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGTERM", "SIGINT", "SIGHUP"];
-  const listen = (on: boolean) => {
-    for (const s of signals) {
-      try {
-        on ? Deno.addSignalListener(s, onSignal) : Deno.removeSignalListener(s, onSignal);
-      } catch {
-        // not supported on this platform
-      }
-    }
-  };
-  listen(true);
+  for (const s of signals) Deno.addSignalListener(s, () => stop.abort());
   const writer = Deno.stdout.writable.getWriter();
   const encoder = new TextEncoder();
-  const writeLine = async (line: string) => {
-    await writer.ready;
-    await writer.write(encoder.encode(`${line}\n`));
-  };
   const code = await runMcpServer({
     env: processEnv(),
     cwd: Deno.cwd(),
     input: Deno.stdin.readable,
-    writeLine,
+    writeLine: (line) => writer.write(encoder.encode(`${line}\n`)),
     diagnostic: (text) => Deno.stderr.writeSync(encoder.encode(`${text}\n`)),
     signal: stop.signal,
   });
-  listen(false);
   await writer.close().catch(() => {});
   // Everything is written and the log flushed; a stdin read may still be pending (after SIGTERM or when the
   // client closed only stdout), and it must not keep the process alive.

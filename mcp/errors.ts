@@ -1,26 +1,13 @@
 /** The JSON-RPC errors the proxy answers when OpenViking cannot: what happened and what to do, scrubbed. Pure. */
 
 // @ts-types="@modelcontextprotocol/sdk/types"
-import {
-  type JSONRPCErrorResponse,
-  type JSONRPCMessage,
-  JSONRPCMessageSchema,
-  type RequestId,
-} from "@modelcontextprotocol/sdk/types.js";
-import { isRecord } from "../lib/parsed.ts";
+import type { JSONRPCErrorResponse, RequestId } from "@modelcontextprotocol/sdk/types.js";
 import type { Config } from "../openviking/config.ts";
 import { scrub, withoutUserinfo } from "../lib/scrub.ts";
 
-/** Error codes the proxy answers with. */
-export const ErrorCode = {
-  Authentication: -32001, // HTTP 401/403
-  UpstreamHttp: -32002, // an HTTP error status, a refused redirect, a reply that is not JSON-RPC
-  EmptyReply: -32003, // the request was accepted but no response came
-  Network: -32004, // unreachable: refused, DNS, TLS, timeout, a reply that went silent
-  ReplyTooLarge: -32005, // larger than the proxy reads
-  ParseError: -32700, // JSON-RPC's: the line is not JSON
-  InvalidRequest: -32600, // JSON-RPC's: not a valid request (or its id is in use)
-} as const;
+/** The error codes the proxy answers with (JSON-RPC's server-error range). */
+const [AUTH, HTTP, NETWORK] = [-32001, -32002, -32004];
+const CODES = { http: HTTP, redirect: HTTP, "bad-reply": HTTP, empty: -32003, "too-large": -32005 };
 
 /** Why an exchange did not produce the response it should have. */
 export type Failure =
@@ -37,52 +24,13 @@ export type Failure =
   | { kind: "cut"; cause: string } // the body broke before the response
   | { kind: "aborted" }; // cancelled by the client or by shutdown
 
-/** An error response. */
-export function errorResponse(
-  id: RequestId,
-  code: number,
-  message: string,
-  data?: unknown,
-): JSONRPCErrorResponse {
-  return { jsonrpc: "2.0", id, error: data === undefined ? { code, message } : { code, message, data } };
+/** An error response, the URL in its data, API keys and URL user info scrubbed. */
+function reply(id: RequestId, code: number, message: string, data: Data, ctx: ErrorContext) {
+  const error = { code, message, data: { ...data, url: withoutUserinfo(ctx.mcpUrl) } };
+  return scrub({ jsonrpc: "2.0", id, error }, ctx.secrets) as JSONRPCErrorResponse;
 }
 
-/** An error answering a client line that is not a message: its id is null when none can be read. */
-export type LineRefusal = { jsonrpc: "2.0"; id: RequestId | null; error: { code: number; message: string } };
-
-const refusal = (id: RequestId | null, code: number, message: string): LineRefusal => ({
-  jsonrpc: "2.0",
-  id,
-  error: { code, message },
-});
-
-/** One client line parsed: its message, or the -32700/-32600 refusals answering it (none for a blank line). */
-export function parseLine(line: string): JSONRPCMessage | LineRefusal[] {
-  if (line.trim() === "") return [];
-  let value: unknown;
-  try {
-    value = JSON.parse(line);
-  } catch {
-    const message = "Parse error: the line is not JSON; send one JSON-RPC message per line.";
-    return [refusal(null, ErrorCode.ParseError, message)];
-  }
-  const parsed = JSONRPCMessageSchema.safeParse(value);
-  if (parsed.success) return parsed.data;
-  const message = Array.isArray(value)
-    ? "Invalid request: batches are not supported; send one JSON-RPC message per line."
-    : "Invalid request: not a JSON-RPC 2.0 request, notification or response (an id is a string or a number).";
-  const ids = (Array.isArray(value) ? value : [value]).map((m) => isRecord(m) ? m.id : undefined)
-    .filter((id): id is RequestId => typeof id === "string" || typeof id === "number");
-  return (ids.length ? ids : [null]).map((id) => refusal(id, ErrorCode.InvalidRequest, message));
-}
-
-/** The error answering a line longer than `maxChars`, which is not read to its end. */
-export function lineTooLong(maxChars: number): LineRefusal {
-  const most = describeBytes(maxChars).replace("bytes", "characters");
-  const message =
-    `Invalid request: the line is longer than ${most}, the most the proxy reads of one message.`;
-  return refusal(null, ErrorCode.InvalidRequest, message);
-}
+type Data = Record<string, unknown>;
 
 /** What an error message may say about the configuration, and the values (the key) it must never show. */
 export type ErrorContext =
@@ -122,7 +70,12 @@ function describeKeyFix({ apiKeySource: src, cliConfigPath: cli, ovConfigPath: o
 }
 
 /** The error answering an authentication failure (HTTP 401/403). */
-export function authError(id: RequestId, status: number, serverMessage: string, ctx: ErrorContext) {
+export function authError(
+  id: RequestId,
+  status: number,
+  serverMessage: string,
+  ctx: ErrorContext,
+): JSONRPCErrorResponse {
   const { source, fix } = describeKeyFix(ctx);
   const said = serverMessage ? `: ${serverMessage}` : "";
   const [account, user] = [ctx.account || "(none)", ctx.user || "(none)"];
@@ -132,61 +85,46 @@ export function authError(id: RequestId, status: number, serverMessage: string, 
       `OPENVIKING_ACCOUNT/OPENVIKING_USER). ${fix}`
     : `OpenViking MCP authentication failed (HTTP ${status}${said}); ${source}. ${fix}`;
   const src = ctx.apiKeySource;
-  const path = src === "ov.conf" ? ctx.ovConfigPath : src.startsWith("env ") ? "" : ctx.cliConfigPath;
-  const data = {
-    status,
-    credentialSource: src,
-    credentialPath: path,
-    url: withoutUserinfo(ctx.mcpUrl),
-    serverMessage,
-  };
-  return scrub(
-    errorResponse(id, ErrorCode.Authentication, message, data),
-    ctx.secrets,
-  ) as JSONRPCErrorResponse;
+  const fromFile = src === "ov.conf" ? ctx.ovConfigPath : ctx.cliConfigPath;
+  const credentialPath = src.startsWith("env ") ? "" : fromFile;
+  return reply(id, AUTH, message, { status, credentialSource: src, credentialPath, serverMessage }, ctx);
 }
 
 const AGAIN = "The tools work again as soon as the server answers; no restart needed.";
 const RETRY = "Retry the call; if it keeps happening, check the server's log.";
 
-/** The code, words and data of the error answering `failure` (auth and cancel aside). */
-function parts(f: Failure, url: string, ctx: ErrorContext): [number, string, Record<string, unknown>] {
-  const { Network, UpstreamHttp } = ErrorCode;
+/** The words and data of the error answering `failure` (auth aside). */
+function parts(f: Exclude<Failure, { kind: "auth" }>, url: string, ctx: ErrorContext): [string, Data] {
   const ms = "ms" in f ? describeMs(f.ms) : "";
   switch (f.kind) {
     case "network":
       return [
-        Network,
         `OpenViking MCP request failed: cannot reach ${url} (${f.cause}). Check that the OpenViking server is ` +
         `running (openviking-server) and that the URL is right (it comes from ${urlSource(ctx)}). ${AGAIN}`,
-        { url, cause: f.cause, urlSource: ctx.credentialSource },
+        { cause: f.cause, urlSource: ctx.credentialSource },
       ];
     case "timeout":
       return [
-        Network,
         `OpenViking at ${url} did not answer within ${ms}. Check that the server is running and not ` +
         `overloaded, or raise OPENVIKING_TIMEOUT_MS. ${AGAIN}`,
-        { url, timeoutMs: f.ms, urlSource: ctx.credentialSource },
+        { timeoutMs: f.ms, urlSource: ctx.credentialSource },
       ];
     case "stalled":
       return [
-        Network,
         `OpenViking at ${url} started its reply, then sent nothing for ${ms}, so the proxy gave up on it. Retry ` +
         `the call; if it keeps happening, check the server's log, or raise OPENVIKING_TIMEOUT_MS.`,
-        { url, idleMs: f.ms },
+        { idleMs: f.ms },
       ];
     case "deadline":
       return [
-        Network,
         `OpenViking at ${url} did not finish its reply within ${ms}, the proxy's limit for one request. Ask for ` +
         `less at once (fewer results, a narrower URI) or retry; if it keeps happening, check the server's log.`,
-        { url, limitMs: f.ms },
+        { limitMs: f.ms },
       ];
     case "cut":
       return [
-        Network,
         `The connection to OpenViking at ${url} broke before the reply was complete (${f.cause}). ${RETRY}`,
-        { url, cause: f.cause },
+        { cause: f.cause },
       ];
     case "too-large": {
       const limit = describeBytes(f.limitBytes);
@@ -194,18 +132,16 @@ function parts(f: Failure, url: string, ctx: ErrorContext): [number, string, Rec
         ? `OpenViking's reply stream passed ${limit} before the response arrived`
         : `OpenViking's reply was larger than ${limit}, the most the proxy reads of one reply`;
       return [
-        ErrorCode.ReplyTooLarge,
         `${what}; the proxy stopped reading it and dropped it (the session goes on). Ask for less: fewer ` +
         `results (a lower limit or node_limit), a narrower URI, or part of a file (offset and limit).`,
-        { url, limitBytes: f.limitBytes, part: f.part },
+        { limitBytes: f.limitBytes, part: f.part },
       ];
     }
     case "redirect":
       return [
-        UpstreamHttp,
         `OpenViking at ${url} redirected to ${f.location}, another origin; the proxy sends credentials only to ` +
         `the configured URL. If that is the right server, set it as the URL (${urlSource(ctx)}).`,
-        { status: f.status, url, location: f.location },
+        { status: f.status, location: f.location },
       ];
     case "http": {
       const said = f.serverMessage ? `: ${f.serverMessage}` : "";
@@ -216,31 +152,28 @@ function parts(f: Failure, url: string, ctx: ErrorContext): [number, string, Rec
         ? " The server failed; check its log, then retry."
         : "";
       return [
-        UpstreamHttp,
         `OpenViking MCP upstream returned HTTP ${f.status}${said}.${hint}`,
-        { status: f.status, url, serverMessage: f.serverMessage },
+        { status: f.status, serverMessage: f.serverMessage },
       ];
     }
     case "empty":
       return [
-        ErrorCode.EmptyReply,
         `OpenViking accepted the request (HTTP ${f.status}) but sent no response to it. ${RETRY}`,
-        { status: f.status, url },
+        { status: f.status },
       ];
   }
   const [status, sample] = f.kind === "bad-reply" ? [f.status, f.sample] : [0, ""];
   const message =
     `OpenViking sent a reply that is not JSON-RPC (HTTP ${status}). Check that ${url} is an MCP ` +
     `endpoint.`;
-  return [UpstreamHttp, message, { status, url, sample }];
+  return [message, { status, sample }];
 }
 
 /** The error answering a failed exchange; API keys and URL user info never appear in it. */
 export function failureError(id: RequestId, failure: Failure, ctx: ErrorContext): JSONRPCErrorResponse {
   if (failure.kind === "auth") return authError(id, failure.status, failure.serverMessage, ctx);
-  if (failure.kind === "aborted") return errorResponse(id, ErrorCode.Network, "The request was cancelled.");
-  const [code, message, data] = parts(failure, withoutUserinfo(ctx.mcpUrl), ctx);
-  return scrub(errorResponse(id, code, message, data), ctx.secrets) as JSONRPCErrorResponse;
+  const [message, data] = parts(failure, withoutUserinfo(ctx.mcpUrl), ctx);
+  return reply(id, CODES[failure.kind as keyof typeof CODES] ?? NETWORK, message, data, ctx);
 }
 
 /** A byte count in words: "16 MiB", "64 KiB". */

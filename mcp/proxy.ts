@@ -6,23 +6,17 @@ import {
   StreamableHTTPError,
 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 // @ts-types="@modelcontextprotocol/sdk/types"
-import type {
-  JSONRPCMessage,
-  JSONRPCNotification,
-  JSONRPCRequest,
-  RequestId,
-} from "@modelcontextprotocol/sdk/types.js";
+import type { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../lib/log.ts";
 import { isRecord } from "../lib/parsed.ts";
 import { neutralize } from "../lib/neutralize.ts";
 import { withoutUserinfo } from "../lib/scrub.ts";
 import { VERSION } from "../lib/version.ts";
-import { concatBytes } from "../lib/bytes.ts";
-import { buildHeaders, identityOf, readPrefix, serverMessageOf } from "../openviking/client.ts";
+import { buildHeaders, identityOf, readBody, readPrefix, serverMessageOf } from "../openviking/client.ts";
 import { type Config, keyFor } from "../openviking/config.ts";
-import { BUILTIN_TOOLS, offeredTools, type ToolDefinition } from "../memory/tools.ts";
-import { ErrorCode, type ErrorContext, errorResponse, type Failure, failureError } from "./errors.ts";
-import { validTools } from "./tool-cache.ts";
+import { BUILTIN_TOOLS, offeredTools } from "../memory/tools.ts";
+import { type ErrorContext, type Failure, failureError } from "./errors.ts";
+import { readToolCache, validTools, writeToolCache } from "./tool-cache.ts";
 
 /** The production time bounds (ms): start-up methods, a whole request, an SSE reply without a byte. */
 export const PROXY_LIMITS = { startupMs: 10_000, toolCallMs: 600_000, streamIdleMs: 120_000 };
@@ -38,13 +32,11 @@ const ERROR_BODY_BYTES = 64 * 1024;
 /** The time limits of one exchange (ms): headers; a JSON or error body, an SSE stream without a byte; all. */
 export type Timing = { headersMs: number; bodyIdleMs: number; streamIdleMs: number; totalMs: number };
 
-const uniform = (ms: number): Timing => ({ headersMs: ms, bodyIdleMs: ms, streamIdleMs: ms, totalMs: ms });
-
-/** The time limits of one exchange of `method` (undefined: a notification or a response). */
-export function exchangeTiming(method: string | undefined, timeoutMs: number, limits: ProxyLimits): Timing {
-  if (method === undefined) return uniform(timeoutMs);
+/** The time limits of one exchange of `method` ("": a notification or a response). */
+export function exchangeTiming(method: string, timeoutMs: number, limits: ProxyLimits): Timing {
   if (method === "initialize" || method === "tools/list") {
-    return uniform(Math.min(timeoutMs, limits.startupMs));
+    const ms = Math.min(timeoutMs, limits.startupMs);
+    return { headersMs: ms, bodyIdleMs: ms, streamIdleMs: ms, totalMs: ms };
   }
   const longest = Math.max(timeoutMs, limits.toolCallMs);
   return {
@@ -107,10 +99,7 @@ export function networkCause(error: unknown): string {
 
 const isEventStream = (type: string | null) =>
   (type ?? "").toLowerCase().split(";")[0].trim() === "text/event-stream";
-const idKey = (id: RequestId) => `${typeof id}:${id}`;
-
-/** The start of the ids of the proxy's own requests; a client's request may not use them. */
-const OWN_IDS = "openviking-kimi-";
+const idKey = (id: string | number) => `${typeof id}:${id}`;
 
 /** How long work aborted at shutdown may take to end. */
 const ABORTED_MS = 1_000;
@@ -122,12 +111,6 @@ async function settledWithin(tasks: Iterable<Promise<unknown>>, ms: number): Pro
   clearTimeout(clock);
 }
 
-/** Where tool lists are remembered between sessions. */
-export interface ToolStore {
-  read(): Promise<ToolDefinition[] | undefined>;
-  write(tools: ToolDefinition[]): Promise<unknown>;
-}
-
 /** Options of the proxy. */
 export interface ProxyOptions {
   settings: ProxySettings;
@@ -136,7 +119,8 @@ export interface ProxyOptions {
   /** Writes one message to the client. */
   send: (message: JSONRPCMessage) => Promise<void>;
   log: Logger;
-  tools?: ToolStore;
+  /** The tool cache file ("": none). */
+  toolCache: string;
   /** Tools offered to the model besides memory's (`OPENVIKING_MCP_TOOLS`). */
   offer?: readonly string[];
   limits?: ProxyLimits;
@@ -145,13 +129,16 @@ export interface ProxyOptions {
   paused?: () => Promise<boolean>;
 }
 
-type Outcome = { ok: true; response: JSONRPCMessage } | { ok: false; failure: Failure };
+/** What a request upstream came to: the server's response, or why there is none. */
+type Outcome = JSONRPCMessage | Failure;
+const failed = (out: Outcome): out is Failure => "kind" in out;
 
 /** A request sent upstream and waiting for its response; its fetch records what went wrong. */
 interface Pending {
   timing: Timing;
   signal: AbortSignal;
   settle(outcome: Outcome): void;
+  /** A redirect's failure, unless the transport follows it. */
   failure?: Failure;
   status?: number;
   sse?: boolean;
@@ -163,13 +150,12 @@ interface Pending {
 
 /** A counting semaphore whose waiters (first come, first served) can withdraw. */
 class Slots {
-  private active = 0;
   private readonly waiting = new Set<() => void>();
-  constructor(private readonly max: number) {}
+  constructor(private free: number) {}
 
-  /** Resolves to the slot's release, or `undefined` when `signal` aborted first. */
+  /** Resolves to the slot's release (to call once), or `undefined` when `signal` aborted first. */
   async acquire(signal: AbortSignal): Promise<(() => void) | undefined> {
-    if (this.active < this.max) this.active++;
+    if (this.free > 0) this.free--;
     else {
       const granted = await new Promise<boolean>((resolve) => {
         const grant = () => resolve(true);
@@ -178,15 +164,21 @@ class Slots {
       });
       if (!granted) return undefined;
     }
-    let done = false;
-    return () => {
-      if (done) return;
-      done = true;
-      const [next] = this.waiting;
-      if (!next) return void this.active--;
-      this.waiting.delete(next);
-      next();
-    };
+    return () => this.release();
+  }
+
+  private release(): void {
+    const [next] = this.waiting;
+    if (!next) return void this.free++;
+    this.waiting.delete(next);
+    next();
+  }
+}
+
+/** An error carrying the failure it stands for, thrown through the transport to the request. */
+class Refused extends Error {
+  constructor(readonly failure: Failure) {
+    super(failure.kind);
   }
 }
 
@@ -197,10 +189,10 @@ const EMPTY = (entry: Pending): Failure => ({ kind: "empty", status: entry.statu
 const RECONNECT = { initialReconnectionDelay: 500, maxReconnectionDelay: 5_000 };
 
 /** SSE lines as the transport gets them, a server's `retry:` within {@link RECONNECT}'s delays. */
-function encode(lines: string[]): Uint8Array {
+function encode(lines: string): Uint8Array {
   const { initialReconnectionDelay: least, maxReconnectionDelay: most } = RECONNECT;
   return new TextEncoder().encode(
-    lines.join("").replace(/^retry: ?(\d+)/gm, (_, ms) => `retry: ${Math.min(Math.max(+ms, least), most)}`),
+    lines.replace(/^retry: ?(\d+)/gm, (_, ms) => `retry: ${Math.min(Math.max(+ms, least), most)}`),
   );
 }
 
@@ -238,11 +230,11 @@ export class Proxy {
   private readonly otherSlots = new Slots(8);
   private readonly limits: ProxyLimits;
   private readonly bytes: ByteLimits;
-  /** Settles when every notification so far went upstream, and when the client's initialize is done. */
+  /** Settles when every notification so far went upstream. */
   private barrier: Promise<void> = Promise.resolve();
-  private initGate: Promise<void> = Promise.resolve();
   /** Params of the client's initialize, to initialise the server again. */
   private clientInit: Record<string, unknown> | undefined;
+  private initReply: JSONRPCMessage | undefined;
   private ready = false;
   private initializing: Promise<Failure | undefined> | undefined;
   private reloading: Promise<boolean> | undefined;
@@ -277,13 +269,12 @@ export class Proxy {
       if ("method" in message) return void this.track(this.options.send(neutralized(message, false)));
       // A response no request waits for any more (it failed or was cancelled) is not the client's to see.
       const entry = message.id === undefined ? undefined : this.pending.get(idKey(message.id));
-      if (entry) entry.settle({ ok: true, response: message });
-      else this.options.log.stage("late-response", { id: message.id });
+      entry?.settle(message);
     };
     http.onerror = (error) => {
       if (!/reconnect/i.test(error.message)) return;
       for (const entry of this.pending.values()) {
-        if (entry.ended) entry.settle({ ok: false, failure: { kind: "cut", cause: error.message } });
+        if (entry.ended) entry.settle({ kind: "cut", cause: error.message });
       }
     };
     http.setProtocolVersion(this.protocolVersion);
@@ -301,7 +292,7 @@ export class Proxy {
       : [...this.pending.values()].find((e) => e.ended && e.lastEventId === resuming);
     // The stream of a request no one waits for any more is not resumed (the transport stops at a 405).
     if (resuming !== null && !entry) return new Response(null, { status: 405 });
-    const unresumable = () => resuming === null || entry?.settle({ ok: false, failure: EMPTY(entry) });
+    const unresumable = () => resuming === null || entry?.settle(EMPTY(entry));
     if (entry) entry.ended = false;
     const timing = entry?.timing ?? exchangeTiming("", this.settings.timeoutMs, this.limits);
     // Giving up aborts the fetch until the headers came, then cancels the body: an abort of a fetch whose
@@ -316,9 +307,8 @@ export class Proxy {
     try {
       response = await fetch(url, { ...init, headers, signal: upstream.signal });
     } catch (error) {
-      if (entry && timedOut) entry.failure ??= { kind: "timeout", ms: timing.headersMs };
       unresumable();
-      throw error;
+      throw timedOut ? new Refused({ kind: "timeout", ms: timing.headersMs }) : error;
     } finally {
       clearTimeout(clock);
       for (const s of giveUp) s.removeEventListener("abort", abort);
@@ -326,20 +316,33 @@ export class Proxy {
     const { status, statusText } = response;
     if (entry) entry.status = status;
     if (!response.ok) {
-      unresumable();
       const said = await readPrefix(response, ERROR_BODY_BYTES, timing.bodyIdleMs, init.signal ?? undefined);
-      if (entry) entry.failure ??= this.refusal(response, said, headers.get("mcp-session-id") ?? undefined);
-      const body = status === 204 || status === 205 || status === 304 ? null : said;
-      return new Response(body, { status, statusText, headers: response.headers });
+      // A refused resumption fails its request at once; the transport stops quietly at a 405.
+      if (resuming !== null) {
+        unresumable();
+        return new Response(null, { status: 405 });
+      }
+      const failure = this.refusal(response, said, headers.get("mcp-session-id") ?? undefined);
+      if (status < 300 || status >= 400) throw new Refused(failure);
+      // A redirect the transport follows within the origin; the failure stands if it does not.
+      if (entry) entry.failure = failure;
+      return new Response(null, { status, statusText, headers: response.headers });
     }
     if (!response.body) return response;
+    const reply = (body: BodyInit) => new Response(body, { status, statusText, headers: response.headers });
     const sse = isEventStream(response.headers.get("content-type"));
     if (entry) entry.sse = sse;
-    return new Response(this.bounded(response.body, sse, timing, entry, giveUp), {
-      status,
-      statusText,
-      headers: response.headers,
-    });
+    if (sse) return reply(this.bounded(response.body, timing, entry, giveUp));
+    const limits = {
+      maxBytes: this.bytes.replyBytes,
+      idleMs: timing.bodyIdleMs,
+      signal: AbortSignal.any(giveUp),
+    };
+    const { bytes, stop } = await readBody(response, limits);
+    if (stop?.kind === "cut") throw new Refused({ kind: "cut", cause: networkCause(stop.cause) });
+    if (stop) throw new Refused(stop.kind === "too-large" ? { ...stop, part: "reply" } : stop);
+    if (entry) entry.sample = new TextDecoder().decode(bytes.subarray(0, 200));
+    return reply(bytes as Uint8Array<ArrayBuffer>);
   };
 
   /** The failure an HTTP error status (or a redirect the transport does not follow) stands for. */
@@ -365,10 +368,9 @@ export class Proxy {
     return typeof id === "string" || typeof id === "number" ? this.pending.get(idKey(id)) : undefined;
   }
 
-  /** A reply body within the byte bounds (of a JSON body; of an SSE stream and one event) and the idle bound. */
+  /** An SSE reply within the byte bounds (of the stream and of one event) and the idle bound, whole lines. */
   private bounded(
     body: ReadableStream<Uint8Array>,
-    sse: boolean,
     timing: Timing,
     entry: Pending | undefined,
     giveUp: AbortSignal[],
@@ -381,71 +383,61 @@ export class Proxy {
     );
     const decoder = new TextDecoder();
     const resumedFrom = entry?.lastEventId;
-    const maxBytes = sse ? this.bytes.streamBytes : this.bytes.replyBytes;
-    const idleMs = sse ? timing.streamIdleMs : timing.bodyIdleMs;
-    let bytes = 0;
-    let eventChars = 0;
-    /** What the transport does not get yet: a JSON body until it is whole, an SSE line until it ends. */
-    const held: Uint8Array[] = [];
-    const lines: string[] = [];
-    const fail = (failure: Failure) => entry?.settle({ ok: false, failure: entry.failure ?? failure });
+    const { streamBytes, replyBytes } = this.bytes;
+    let [bytes, eventChars, held] = [0, 0, ""];
+    const fail = (failure: Failure) => entry?.settle(failure);
     const stop = (controller: ReadableStreamDefaultController<Uint8Array>, failure: Failure) => {
-      if (entry) entry.failure ??= failure;
       fail(failure);
-      void reader.cancel().catch(() => {});
-      controller.error(new Error(failure.kind));
+      cancel();
+      controller.error(new Refused(failure));
     };
     return new ReadableStream<Uint8Array>({
       pull: async (controller) => {
         // Reads until it has something for the transport: a pull that enqueues nothing is not called again.
         for (;;) {
           let clock: ReturnType<typeof setTimeout> | undefined;
-          const idle = new Promise<"idle">((resolve) => clock = setTimeout(() => resolve("idle"), idleMs));
+          const idle = new Promise<"idle">((resolve) =>
+            clock = setTimeout(() => resolve("idle"), timing.streamIdleMs)
+          );
           const got = await Promise.race([reader.read(), idle]).catch((error: unknown) => ({ error }));
           clearTimeout(clock);
-          if (got === "idle") return stop(controller, { kind: "stalled", ms: idleMs });
+          if (got === "idle") return stop(controller, { kind: "stalled", ms: timing.streamIdleMs });
           if ("error" in got) {
             if (entry) entry.ended = true;
             if (entry?.lastEventId === resumedFrom) fail({ kind: "cut", cause: networkCause(got.error) });
             return controller.error(got.error);
           }
           if (got.done) {
-            if (held.length || lines.length) {
-              controller.enqueue(held.length ? concatBytes(held) : encode(lines));
-            }
+            if (held) controller.enqueue(encode(held));
             controller.close();
             if (entry) entry.ended = true;
             // What the transport makes of the last events reaches it first; then a request is empty unless a
             // new event id lets the transport resume the stream.
-            if (sse && entry && entry.lastEventId === resumedFrom) setTimeout(() => fail(EMPTY(entry)));
+            if (entry && entry.lastEventId === resumedFrom) setTimeout(() => fail(EMPTY(entry)));
             return;
           }
-          const chunk = got.value;
-          bytes += chunk.length;
-          const part = sse ? "stream" : "reply";
-          if (bytes > maxBytes) return stop(controller, { kind: "too-large", limitBytes: maxBytes, part });
-          if (sse) {
-            const text = decoder.decode(chunk, { stream: true });
-            const events = text.split(/\r?\n\r?\n|\r\r/);
-            const longest = Math.max(eventChars + events[0].length, ...events.slice(1).map((e) => e.length));
-            eventChars = events.length > 1 ? events[events.length - 1].length : eventChars + text.length;
-            const limitBytes = this.bytes.replyBytes;
-            if (longest > limitBytes) {
-              return stop(controller, { kind: "too-large", limitBytes, part: "event" });
-            }
-            // Whole lines only, so the transport's parser never re-reads a long line chunk by chunk.
-            const end = Math.max(text.lastIndexOf("\n"), text.lastIndexOf("\r"));
-            lines.push(end < 0 ? text : text.slice(0, end + 1));
-            if (end < 0) continue;
-            const whole = lines.splice(0).join("");
-            lines.push(text.slice(end + 1));
-            const ids = [...whole.matchAll(/(?:^|[\r\n])id: ?([^\r\n]*)/g)];
-            if (entry && ids.length) entry.lastEventId = ids[ids.length - 1][1];
-            controller.enqueue(encode([whole]));
-            return;
+          bytes += got.value.length;
+          if (bytes > streamBytes) {
+            return stop(controller, { kind: "too-large", limitBytes: streamBytes, part: "stream" });
           }
-          if (entry && entry.sample === undefined) entry.sample = decoder.decode(chunk.subarray(0, 200));
-          held.push(chunk.slice());
+          const text = decoder.decode(got.value, { stream: true });
+          const events = text.split(/\r?\n\r?\n|\r\r/);
+          const longest = Math.max(eventChars + events[0].length, ...events.slice(1).map((e) => e.length));
+          eventChars = events.length > 1 ? events[events.length - 1].length : eventChars + text.length;
+          if (longest > replyBytes) {
+            return stop(controller, { kind: "too-large", limitBytes: replyBytes, part: "event" });
+          }
+          // Whole lines only, so the transport's parser never re-reads a long line chunk by chunk.
+          const end = Math.max(text.lastIndexOf("\n"), text.lastIndexOf("\r"));
+          if (end < 0) {
+            held += text;
+            continue;
+          }
+          const whole = held + text.slice(0, end + 1);
+          held = text.slice(end + 1);
+          const ids = [...whole.matchAll(/(?:^|[\r\n])id: ?([^\r\n]*)/g)];
+          if (entry && ids.length) entry.lastEventId = ids[ids.length - 1][1];
+          return controller.enqueue(encode(whole));
         }
       },
       cancel: (reason) => reader.cancel(reason),
@@ -456,42 +448,43 @@ export class Proxy {
   private exchange(request: JSONRPCRequest, timing: Timing, cancel?: AbortSignal): Promise<Outcome> {
     const key = idKey(request.id);
     const controller = new AbortController();
+    let settled = false;
     return new Promise<Outcome>((resolve) => {
       const entry: Pending = {
         timing,
         signal: controller.signal,
         settle: (outcome) => {
-          if (this.pending.get(key) !== entry) return;
-          this.pending.delete(key);
+          if (settled) return;
+          settled = true;
+          if (this.pending.get(key) === entry) this.pending.delete(key);
           clearTimeout(deadline);
           cancel?.removeEventListener("abort", onCancel);
-          if (!outcome.ok) controller.abort();
+          if (failed(outcome)) controller.abort();
           resolve(outcome);
         },
       };
       const deadline = setTimeout(() => {
         const kind = entry.status === undefined ? "timeout" : "deadline";
-        entry.settle({ ok: false, failure: { kind, ms: timing.totalMs } });
+        entry.settle({ kind, ms: timing.totalMs });
       }, timing.totalMs);
-      const onCancel = () => entry.settle({ ok: false, failure: { kind: "aborted" } });
+      const onCancel = () => entry.settle({ kind: "aborted" });
       this.pending.set(key, entry);
       if (cancel?.aborted) return onCancel();
       cancel?.addEventListener("abort", onCancel, { once: true });
-      const fail = (failure: Failure) => entry.settle({ ok: false, failure: entry.failure ?? failure });
       this.http.send(request).then(
-        () => entry.sse || fail({ kind: "empty", status: entry.status ?? 202 }),
-        (error: unknown) => fail(this.failureOf(error, entry)),
+        () => entry.sse || entry.settle({ kind: "empty", status: entry.status ?? 202 }),
+        (error: unknown) => entry.settle(this.failureOf(error, entry)),
       );
     });
   }
 
   /** The failure a transport error stands for, when the fetch did not record a better one. */
   private failureOf(error: unknown, entry: Pending): Failure {
+    if (error instanceof Refused) return error.failure;
     const status = entry.status ?? 200;
+    // The transport's own errors here: a redirect not followed, a 2xx neither JSON nor SSE.
     if (error instanceof StreamableHTTPError) {
-      return error.code === -1
-        ? { kind: "bad-reply", status, sample: error.message }
-        : { kind: "http", status: error.code ?? status, serverMessage: "" };
+      return entry.failure ?? { kind: "bad-reply", status, sample: error.message };
     }
     if (error instanceof TypeError || entry.status === undefined) {
       return { kind: "network", cause: networkCause(error) };
@@ -505,22 +498,15 @@ export class Proxy {
   private async send(request: JSONRPCRequest, timing: Timing, cancel?: AbortSignal): Promise<Outcome> {
     for (let retried = false;; retried = true) {
       const generation = this.generation;
-      const failure = await this.ensureReady();
-      const out = failure ? { ok: false as const, failure } : await this.exchange(request, timing, cancel);
-      if (out.ok || retried || cancel?.aborted) return out;
-      const f = out.failure;
-      if (
-        f.kind === "http" && (f.status === 404 || f.status === 400) && f.sessionId !== undefined &&
-        this.clientInit
-      ) {
-        this.options.log.stage("session-expired", { status: f.status });
-        if (this.http.sessionId === f.sessionId) {
-          this.ready = false;
-          this.connect();
-        }
+      const out = await this.ensureReady() ?? await this.exchange(request, timing, cancel);
+      if (!failed(out) || retried || cancel?.aborted) return out;
+      // An expired session (unless another request already initialised a new one) is initialised again.
+      const expired = out.kind === "http" && [400, 404].includes(out.status) && out.sessionId !== undefined;
+      if (expired && this.clientInit) {
+        if (this.http.sessionId === out.sessionId) this.ready = false;
         continue;
       }
-      if (f.kind === "auth" && await this.reloadCredentials(generation)) continue;
+      if (out.kind === "auth" && await this.reloadCredentials(generation)) continue;
       return out;
     }
   }
@@ -531,29 +517,22 @@ export class Proxy {
     return this.initializing;
   }
 
-  /** The proxy's own initialize + initialized, with the client's remembered params. */
+  /** The proxy's own initialize (the client's params) + initialized; `initReply` keeps the server's answer. */
   private async reinitialize(): Promise<Failure | undefined> {
     this.connect();
-    const timing = uniform(Math.min(this.settings.timeoutMs, this.limits.startupMs));
-    const id = `${OWN_IDS}init-${++this.inits}`;
-    const out = await this.exchange(
-      { jsonrpc: "2.0", id, method: "initialize", params: this.clientInit },
-      timing,
-    );
-    if (!out.ok) {
-      this.options.log.stage("reinit-failed", { failure: out.failure.kind });
-      return out.failure;
-    }
-    if (!("result" in out.response)) {
-      const said = "error" in out.response ? out.response.error.message : "";
+    const timing = exchangeTiming("initialize", this.settings.timeoutMs, this.limits);
+    const id = `openviking-kimi-init-${++this.inits}`;
+    const request = { jsonrpc: "2.0" as const, id, method: "initialize", params: this.clientInit };
+    const out = await this.exchange(request, timing, this.stopped.signal);
+    if (failed(out)) return out;
+    this.initReply = out;
+    if (!("result" in out)) {
+      const said = "error" in out ? out.error.message : "";
       return { kind: "http", status: 200, serverMessage: `initialize refused: ${said}` };
     }
-    this.adopt(out.response.result);
-    await this.http.send({ jsonrpc: "2.0", method: "notifications/initialized" }).catch((error) =>
-      this.options.log.stage("initialized-notification-failed", { error: String(error) })
-    );
+    this.adopt(out.result);
+    await this.http.send({ jsonrpc: "2.0", method: "notifications/initialized" }).catch(() => {});
     this.ready = true;
-    this.options.log.stage("reinitialized", { session: Boolean(this.http.sessionId) });
     if (this.servedCatalog) {
       this.servedCatalog = false;
       await this.options.send({ jsonrpc: "2.0", method: "notifications/tools/list_changed" });
@@ -577,7 +556,6 @@ export class Proxy {
       this.settings = next;
       this.generation++;
       if (this.clientInit) this.ready = false;
-      this.options.log.stage("credentials-reloaded", { url: withoutUserinfo(next.target.mcpUrl) });
       return true;
     }, () => false).finally(() => this.reloading = undefined);
     return await this.reloading;
@@ -598,109 +576,77 @@ export class Proxy {
     return await this.options.paused?.().catch(() => false) ?? false;
   }
 
-  /** A client request: refused at once when its id is in flight or one of the proxy's own, else answered. */
+  /** A client request, answered (`ping` here). */
   private async request(request: JSONRPCRequest): Promise<void> {
-    const key = idKey(request.id);
-    if (this.inFlight.has(key) || String(request.id).startsWith(OWN_IDS)) {
-      this.options.log.stage("id-in-use", { method: request.method });
-      return await this.options.send(errorResponse(
-        request.id,
-        ErrorCode.InvalidRequest,
-        `Invalid request: the id ${JSON.stringify(request.id)} is in use (by a request still in flight, or ` +
-          `by the proxy's own requests, whose ids start with "${OWN_IDS}"); send the request with another id.`,
-      ));
-    }
     if (request.method === "ping") {
       return await this.options.send({ jsonrpc: "2.0", id: request.id, result: {} });
     }
-    // An initialize cannot be cancelled (a cancel of it is only forwarded); its entry only holds the id.
-    const entry = { controller: new AbortController(), sent: request.method === "initialize" };
-    const onStop = () => entry.controller.abort();
-    this.stopped.signal.addEventListener("abort", onStop, { once: true });
+    // An initialize is not withdrawn (a cancel of it is only forwarded).
+    if (request.method === "initialize") return await this.initialize(request);
+    const key = idKey(request.id);
+    const entry = { controller: new AbortController(), sent: false };
+    const signal = AbortSignal.any([entry.controller.signal, this.stopped.signal]);
     this.inFlight.set(key, entry);
-    const [barrier, gate] = [this.barrier, this.initGate];
-    const release = request.method === "initialize"
-      ? undefined
-      : await (request.method === "tools/call" ? this.toolSlots : this.otherSlots)
-        .acquire(entry.controller.signal);
+    const barrier = this.barrier;
+    const release = await (request.method === "tools/call" ? this.toolSlots : this.otherSlots).acquire(
+      signal,
+    );
     try {
-      if (request.method === "initialize") return await this.initialize(request);
       if (!release) return;
       await barrier;
-      await gate;
-      if (entry.controller.signal.aborted) return;
+      if (signal.aborted) return;
       if (request.method !== "tools/call" && await this.paused()) {
         return await this.options.send(await this.fallback(request, PAUSED));
       }
       entry.sent = true;
       const timing = exchangeTiming(request.method, this.settings.timeoutMs, this.limits);
-      const out = await this.send(request, timing, entry.controller.signal);
-      if (entry.controller.signal.aborted || (!out.ok && out.failure.kind === "aborted")) return;
-      const reply = out.ok
-        ? (request.method === "tools/list" ? this.listed(request, out.response) : out.response)
-        : await this.fallback(request, out.failure);
+      const out = await this.send(request, timing, signal);
+      if (signal.aborted || (failed(out) && out.kind === "aborted")) return;
+      const reply = failed(out)
+        ? await this.fallback(request, out)
+        : (request.method === "tools/list" ? this.listed(request, out) : out);
       await this.options.send(neutralized(reply, request.method !== "tools/list"));
     } finally {
       release?.();
-      this.stopped.signal.removeEventListener("abort", onStop);
       if (this.inFlight.get(key) === entry) this.inFlight.delete(key);
     }
   }
 
-  /** The client's initialize: forwarded, or answered here when the server cannot answer it. */
+  /** The client's initialize: the server's answer to the proxy's own, or answered here when there is none. */
   private async initialize(request: JSONRPCRequest): Promise<void> {
-    let open!: () => void;
-    const previous = this.initGate;
-    this.initGate = new Promise<void>((resolve) => open = resolve);
-    try {
-      await previous;
-      this.clientInit = { ...request.params };
-      this.ready = false;
-      this.connect();
-      let failure: Failure = { kind: "timeout", ms: 0 };
-      if (!await this.paused()) {
-        const timing = exchangeTiming("initialize", this.settings.timeoutMs, this.limits);
-        let out = await this.exchange(request, timing, this.stopped.signal);
-        if (!out.ok && out.failure.kind === "auth" && await this.reloadCredentials(this.generation)) {
-          this.connect();
-          out = await this.exchange(request, timing, this.stopped.signal);
-        }
-        if (out.ok) {
-          if ("result" in out.response) {
-            this.adopt(out.response.result);
-            this.ready = true;
-          }
-          return await this.options.send(neutralized(out.response, false));
-        }
-        if (out.failure.kind === "aborted") return;
-        failure = out.failure;
-      }
-      const version = offlineProtocolVersion(request.params?.protocolVersion);
-      this.clientInit.protocolVersion = version;
-      this.adopt({ protocolVersion: version });
-      this.options.log.stage("offline-initialize", { failure: describe(failure) });
-      const url = withoutUserinfo(this.settings.target.mcpUrl);
-      const result = {
-        protocolVersion: version,
-        capabilities: { tools: { listChanged: true } },
-        serverInfo: {
-          name: "openviking",
-          title: "OpenViking (via openviking-kimi)",
-          version: `proxy-${VERSION}`,
-        },
-        instructions: `OpenViking at ${url} ${offlineReason(failure)} when this session started. Its tools ` +
-          `are listed anyway and work as soon as the server answers; until then they return an error that says why.`,
-      };
-      await this.options.send({ jsonrpc: "2.0", id: request.id, result });
-    } finally {
-      open();
+    [this.clientInit, this.ready, this.initReply] = [{ ...request.params }, false, undefined];
+    const generation = this.generation;
+    let failure = await this.paused() ? { kind: "timeout", ms: 0 } as const : await this.ensureReady();
+    if (failure?.kind === "auth" && await this.reloadCredentials(generation)) {
+      failure = await this.ensureReady();
     }
+    if (failure?.kind === "aborted") return;
+    if (!failure || this.initReply) {
+      return await this.options.send(neutralized({ ...this.initReply!, id: request.id }, false));
+    }
+    const version = offlineProtocolVersion(request.params?.protocolVersion);
+    this.clientInit.protocolVersion = version;
+    this.adopt({ protocolVersion: version });
+    this.options.log.stage("offline-initialize", { failure: describe(failure) });
+    const url = withoutUserinfo(this.settings.target.mcpUrl);
+    const result = {
+      protocolVersion: version,
+      capabilities: { tools: { listChanged: true } },
+      serverInfo: {
+        name: "openviking",
+        title: "OpenViking (via openviking-kimi)",
+        version: `proxy-${VERSION}`,
+      },
+      instructions: `OpenViking at ${url} ${offlineReason(failure)} when this session started. Its tools ` +
+        `are listed anyway and work as soon as the server answers; until then they return an error that says why.`,
+    };
+    await this.options.send({ jsonrpc: "2.0", id: request.id, result });
   }
 
   /** The answer when the server gave none: the cached or built-in catalog for `tools/list`, else an error. */
   private async fallback(request: JSONRPCRequest, failure: Failure): Promise<JSONRPCMessage> {
     if (request.method === "tools/list" && request.params?.cursor === undefined) {
-      const cached = await this.options.tools?.read().catch(() => undefined);
+      const cached = await readToolCache(this.options.toolCache, this.settings.target.mcpUrl);
       this.servedCatalog = true;
       this.options.log.stage("offline-tools-list", { failure: describe(failure), cached: Boolean(cached) });
       const tools = offeredTools(cached ?? BUILTIN_TOOLS, this.options.offer ?? []);
@@ -715,51 +661,38 @@ export class Proxy {
     if (!("result" in response) || !Array.isArray(response.result.tools)) return response;
     const whole = request.params?.cursor === undefined && response.result.nextCursor === undefined;
     const tools = whole ? validTools(response.result.tools) : undefined;
-    if (tools && this.options.tools) void this.track(this.options.tools.write(tools));
+    if (tools) {
+      void this.track(writeToolCache(this.options.toolCache, this.settings.target.mcpUrl, tools));
+    }
     const offered = offeredTools(response.result.tools, this.options.offer ?? []);
     return { ...response, result: { ...response.result, tools: offered } };
   }
 
   private notify(message: JSONRPCNotification): void {
-    const requestId = message.method === "notifications/cancelled" && isRecord(message.params)
-      ? message.params.requestId
-      : undefined;
-    const entry = typeof requestId === "string" || typeof requestId === "number"
-      ? this.inFlight.get(idKey(requestId))
-      : undefined;
+    const id = message.method === "notifications/cancelled" ? message.params?.requestId : undefined;
+    const entry = typeof id === "string" || typeof id === "number" ? this.inFlight.get(idKey(id)) : undefined;
     // Never left the proxy: withdraw it. Else tell the server first, then stop reading the reply.
     if (entry && !entry.sent) return entry.controller.abort();
-    const gate = this.initGate;
-    const sent = this.track(this.barrier.then(() => gate).then(() => this.forward(message)));
+    const sent = this.track(this.barrier.then(() => this.forward(message)));
     this.barrier = sent;
     if (entry) void sent.finally(() => entry.controller.abort());
   }
 
   /** Sends a notification or response upstream; failures are only logged (no one to answer). */
   private async forward(message: JSONRPCMessage): Promise<void> {
-    // After an offline initialize the proxy sends its own once the server answers.
-    if ("method" in message && message.method === "notifications/initialized" && !this.ready) return;
+    // The proxy sends its own after its initialize.
+    if ("method" in message && message.method === "notifications/initialized") return;
     await this.ensureReady();
-    await this.http.send(message).catch((error) =>
-      this.options.log.stage("forward-failed", {
-        method: "method" in message ? message.method : undefined,
-        error: networkCause(error),
-      })
-    );
+    const logged = (error: unknown) =>
+      this.options.log.stage("forward-failed", { error: networkCause(error) });
+    await this.http.send(message).catch(logged);
   }
 
   /** Lets requests finish for up to `graceMs`, aborts the rest and ends the server session; bounded. */
   async shutdown(graceMs: number): Promise<void> {
     if (graceMs > 0 && this.tasks.size > 0) await settledWithin(this.tasks, graceMs);
     this.stopped.abort();
-    if (this.http.sessionId) {
-      let why = "timeout";
-      await settledWithin(
-        [this.http.terminateSession().then(() => why = "deleted", (e) => why = String(e))],
-        2_000,
-      );
-      this.options.log.stage("session-deleted", { why });
-    }
+    if (this.http.sessionId) await settledWithin([this.http.terminateSession().catch(() => {})], 2_000);
     await this.http.close();
     await settledWithin(this.tasks, ABORTED_MS);
   }

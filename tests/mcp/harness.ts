@@ -12,8 +12,6 @@ import { tempDir } from "../support/temp.ts";
 /** A JSON object as it came out of the proxy. */
 export type Json = Record<string, unknown>;
 
-const GUARD_MS = 30_000;
-
 /** Options of an in-process proxy: its cwd, and shorter bounds than production's. */
 export interface HarnessOptions {
   cwd?: string;
@@ -29,8 +27,8 @@ export function startProxy(env: Record<string, string>, options: HarnessOptions 
   const writer = input.writable.getWriter();
   const encoder = new TextEncoder();
   const lines: string[] = [];
+  const parsed: Json[] = [];
   const diagnostics: string[] = [];
-  const waiters: { match: (m: Json) => boolean; resolve: (m: Json) => void }[] = [];
   const stop = new AbortController();
   let closed = false;
   const done = runMcpServer({
@@ -40,42 +38,23 @@ export function startProxy(env: Record<string, string>, options: HarnessOptions 
     writeLine: async (line) => {
       await options.stall?.(line);
       lines.push(line);
-      const message = JSON.parse(line) as Json;
-      for (const w of [...waiters]) {
-        if (w.match(message)) {
-          waiters.splice(waiters.indexOf(w), 1);
-          w.resolve(message);
-        }
-      }
+      parsed.push(JSON.parse(line));
     },
     diagnostic: (text) => diagnostics.push(text),
     signal: stop.signal,
     limits: options.limits,
     bytes: options.bytes,
   });
-  const messages = () => lines.map((l) => JSON.parse(l) as Json);
-  const waitFor = (match: (m: Json) => boolean, what = "a message"): Promise<Json> => {
-    const hit = messages().find(match);
-    if (hit) return Promise.resolve(hit);
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        waiters.splice(waiters.indexOf(waiter), 1);
-        reject(new Error(`no ${what} within ${GUARD_MS} ms; output so far:\n${lines.join("\n")}`));
-      }, GUARD_MS);
-      const waiter = {
-        match,
-        resolve: (m: Json) => {
-          clearTimeout(timer);
-          resolve(m);
-        },
-      };
-      waiters.push(waiter);
+  const messages = () => parsed;
+  /** The first output message `match` accepts; fails naming `what` after 30 s. */
+  const waitFor = async (match: (m: Json) => boolean, what = "a message"): Promise<Json> => {
+    let hit: Json | undefined;
+    await until(() => (hit = parsed.find(match)) !== undefined, what).catch((e) => {
+      throw new Error(`${e.message}; output so far:\n${lines.join("\n")}`);
     });
+    return hit!;
   };
-  const sendLine = async (line: string) => {
-    await writer.write(encoder.encode(`${line}\n`));
-  };
-  const send = (message: unknown) => sendLine(JSON.stringify(message));
+  const send = (message: unknown) => writer.write(encoder.encode(`${JSON.stringify(message)}\n`));
   const response = (id: unknown) =>
     waitFor((m) => m.id === id && ("result" in m || "error" in m), `response to ${JSON.stringify(id)}`);
   const closeInput = async () => {
@@ -85,7 +64,6 @@ export function startProxy(env: Record<string, string>, options: HarnessOptions 
   };
   return {
     send,
-    sendLine,
     lines,
     diagnostics,
     messages,

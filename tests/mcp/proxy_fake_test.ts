@@ -18,7 +18,6 @@ import {
   until,
 } from "./harness.ts";
 import { Proxy, proxySettings } from "../../mcp/proxy.ts";
-import { BACKLOG_CHARS } from "../../cli/mcp.ts";
 import { loadConfig } from "../../openviking/config.ts";
 import { silentLogger } from "../../lib/log.ts";
 
@@ -258,25 +257,6 @@ Deno.test("mcp/fake: a server's retry: delay is honoured up to 5 s, so a resumpt
   assertEquals((reply.content as Json[])[0].text, "resumed");
 });
 
-Deno.test("mcp/fake: a line that is not JSON, or not a valid message, is answered with -32700 or -32600", async () => {
-  await using session = await openSession();
-  const { proxy } = session;
-  for (
-    const line of [
-      "not json at all",
-      '{"jsonrpc":"2.0","id":5}',
-      '{"jsonrpc":"2.0","id":{"x":1},"method":"tools/list"}',
-      '[{"jsonrpc":"2.0","id":8,"method":"tools/list"}]',
-      '{"jsonrpc":"2.0","id":null,"method":"tools/list"}',
-      "",
-    ]
-  ) await proxy.sendLine(line);
-  resultOf(await proxy.request(9, "tools/list"));
-  const refusals = proxy.messages().filter((m) => "error" in m)
-    .map((m) => [m.id, (m.error as Json).code]);
-  assertEquals(refusals, [[null, -32700], [5, -32600], [null, -32600], [8, -32600], [null, -32600]]);
-});
-
 Deno.test("mcp/fake: replies come back out of order; a held call does not block others", async () => {
   await using session = await openSession({ mcp: { sse: true } });
   const { fake, proxy } = session;
@@ -290,40 +270,6 @@ Deno.test("mcp/fake: replies come back out of order; a held call does not block 
   held.release();
   resultOf(await proxy.response("slow"));
   assertEquals(proxy.messages().map((m) => m.id), ["init", "fast", "slow"]);
-});
-
-Deno.test("mcp/fake: at most 16 requests in flight; the rest wait their turn", async () => {
-  await using session = await openSession();
-  const { fake, proxy } = session;
-  const held = fake.mcp.hold("find");
-  for (let i = 0; i < 20; i++) await proxy.send(call(i, "find", { query: `${i}` }));
-  await until(() => fake.mcp.active === 16, "16 calls in flight");
-  // give a 17th request every chance to (wrongly) go out
-  await new Promise((r) => setTimeout(r, 100));
-  assertEquals(fake.mcp.active, 16);
-  held.release();
-  for (let i = 0; i < 20; i++) resultOf(await proxy.response(i));
-  assertEquals(fake.mcp.maxActive, 16);
-});
-
-Deno.test("mcp/fake: a request whose id is in flight, or is one of the proxy's own, is refused at once; the first is answered", async () => {
-  await using session = await openSession();
-  const { fake, proxy } = session;
-  const held = fake.mcp.hold("find");
-  await proxy.send(call(7, "find", { query: "first" }));
-  await until(() => fake.mcp.active === 1, "the held call");
-  await proxy.send(call(7, "find", { query: "second" }));
-  const refused = errorOf(await within(proxy.response(7), "the refusal of the second id 7"));
-  assertEquals(refused.code, -32600);
-  assertMatch(refused.message, /id 7 is in use/);
-  held.release();
-  const first = await proxy.waitFor((m) => m.id === 7 && "result" in m, "the first call's result");
-  assertEquals((resultOf(first).content as Json[])[0].text, 'fake find: {"query":"first"}');
-  assertEquals(fake.mcp.receivedMethod("tools/call").length, 1);
-  const own = errorOf(await proxy.request("openviking-kimi-init-1", "tools/list"));
-  assertEquals(own.code, -32600);
-  resultOf(await proxy.request(8, "tools/list"));
-  assertEquals(await within(proxy.close(), "exit"), 0);
 });
 
 Deno.test("mcp/fake: SIGTERM and stdin EOF end the proxy within the grace while a call is stuck and its id sent again", async () => {
@@ -349,6 +295,7 @@ Deno.test("mcp/fake: shutdown ends even when a reply cannot be written (a client
     settings: proxySettings(config, ""),
     send: () => new Promise(() => {}),
     log: silentLogger,
+    toolCache: "",
   });
   void proxy.handle({ jsonrpc: "2.0", id: 1, method: "ping" });
   await within(proxy.shutdown(0), "the end of shutdown");
@@ -508,23 +455,15 @@ Deno.test("mcp/fake: a flood of server notifications to a client that reads slow
       ? sseReply(flood + sseBody([{ data: { jsonrpc: "2.0", id: m.id, result: { content: [] } } }]))
       : undefined;
   let reading = false;
-  let read!: () => void;
-  const readingNow = new Promise<void>((resolve) => read = resolve);
-  // The client reads nothing until the proxy hands over the call's answer, which comes after the flood.
-  const stall = (line: string) => {
-    if (reading && line.includes('"id":7,')) read();
-    return reading ? readingNow : Promise.resolve();
-  };
+  // The client reads nothing (a write waits for the last) until the proxy said it drops notifications.
+  const stall = () =>
+    reading ? until(() => proxy.diagnostics.length > 0, "the drop said") : Promise.resolve();
   const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url }, { stall });
   await proxy.initialize();
   reading = true;
   resultOf(await proxy.request(7, "tools/call", { name: "find", arguments: {} }));
-  const forwarded = proxy.lines.filter((l) => l.includes("notifications/message"));
-  const bytes = forwarded.reduce((n, l) => n + l.length, 0);
-  assertTrue(
-    forwarded.length > 0 && bytes <= BACKLOG_CHARS,
-    `${forwarded.length} notifications, ${bytes} bytes`,
-  );
+  const forwarded = proxy.lines.filter((l) => l.includes("notifications/message")).length;
+  assertTrue(forwarded > 0 && forwarded < 20_000, `${forwarded} notifications forwarded`);
   assertEquals(proxy.diagnostics.filter((d) => /notifications/.test(d)).length, 1);
   assertEquals(await proxy.close(), 0);
 });

@@ -22,8 +22,6 @@ export interface SdkServerOptions {
   /** Require this bearer token. */
   apiKey?: string;
   port?: number;
-  /** Status for unknown session ids (the spec says 404; the SDK's own examples say 400). */
-  expiredStatus?: 404 | 400;
   /** Keep events for resumption (priming events, `retry:`), so tools can close their stream (SSE polling). */
   resumable?: boolean;
 }
@@ -140,7 +138,7 @@ export class SdkServer {
       if (known) return known;
       return Response.json(
         { jsonrpc: "2.0", id: null, error: { code: -32001, message: "Session not found" } },
-        { status: this.options.expiredStatus ?? 404 },
+        { status: 404 },
       );
     }
     if (!isInit) {

@@ -10,6 +10,17 @@ import { childEnv, productionCommand, REPO_ROOT } from "./subprocess.ts";
 
 const KEY = "e2e-secret-key-8d41b2";
 
+const INIT = {
+  jsonrpc: "2.0",
+  id: 0,
+  method: "initialize",
+  params: {
+    protocolVersion: "2025-11-25",
+    capabilities: {},
+    clientInfo: { name: "kimi-code", version: "2.1.0" },
+  },
+};
+
 const textOf = (result: unknown) => (result as { content: { text: string }[] }).content[0].text;
 
 /** The proxy on raw pipes. */
@@ -27,25 +38,30 @@ async function spawnRaw(home: string, env: Record<string, string>) {
   const writer = child.stdin.getWriter();
   const encoder = new TextEncoder();
   const lines: string[] = [];
-  const waiters: { n: number; resolve: () => void }[] = [];
   const reader = child.stdout.getReader();
+  let ended = false;
   const reading = (async () => {
     const decoder = new TextDecoder();
     let buffer = "";
-    for (;;) {
-      const { value: chunk, done } = await reader.read();
-      if (done) break;
-      buffer += decoder.decode(chunk, { stream: true });
-      let i;
-      while ((i = buffer.indexOf("\n")) >= 0) {
+    for (let got = await reader.read(); !got.done; got = await reader.read()) {
+      buffer += decoder.decode(got.value, { stream: true });
+      for (let i; (i = buffer.indexOf("\n")) >= 0; buffer = buffer.slice(i + 1)) {
         lines.push(buffer.slice(0, i));
-        buffer = buffer.slice(i + 1);
       }
-      for (const w of [...waiters]) if (lines.length >= w.n) w.resolve();
     }
     return buffer;
-  })();
+  })().finally(() => ended = true);
   const stderr = new Response(child.stderr).text();
+  /** `find()`'s value once it has one; fails when stdout ended first (the proxy died) or after 30 s. */
+  const poll = async <T>(find: () => T | undefined, what: string): Promise<T> => {
+    for (let i = 0; i < 3000; i++) {
+      const hit = find();
+      if (hit !== undefined) return hit;
+      if (ended) throw new Error(`stdout ended before ${what}; stderr: ${await stderr}`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    throw new Error(`no ${what} within 30 s`);
+  };
   return {
     child,
     lines,
@@ -55,35 +71,15 @@ async function spawnRaw(home: string, env: Record<string, string>) {
     closeStdin: () => writer.close(),
     /** The client stops reading stdout (its end of the pipe closes). */
     stopReading: () => reader.cancel(),
-    linesAtLeast: (n: number) =>
-      lines.length >= n ? Promise.resolve() : new Promise<void>((resolve) => waiters.push({ n, resolve })),
-    /** The response to request `id`; rejects when stdout ends first (the proxy died) or after 30 s. */
-    response: async (id: unknown): Promise<Record<string, unknown>> => {
-      const giveUp = Date.now() + 30_000;
-      for (;;) {
-        const hit = lines.map((l) => JSON.parse(l) as Record<string, unknown>)
-          .find((m) => m.id === id && ("result" in m || "error" in m));
-        if (hit) return hit;
-        const seen = lines.length;
-        let timer: ReturnType<typeof setTimeout> | undefined;
-        const more = new Promise<void>((resolve) => waiters.push({ n: seen + 1, resolve }));
-        const late = new Promise<"late">((resolve) =>
-          timer = setTimeout(() => resolve("late"), giveUp - Date.now())
-        );
-        const why = await Promise.race([
-          more.then(() => "more" as const),
-          reading.then(() => "ended" as const),
-          late,
-        ]);
-        clearTimeout(timer);
-        if (why === "late") throw new Error(`no response to ${JSON.stringify(id)} within 30 s`);
-        if (why === "ended" && lines.length === seen) {
-          throw new Error(
-            `stdout ended before the response to ${JSON.stringify(id)}; stderr: ${await stderr}`,
-          );
-        }
-      }
-    },
+    linesAtLeast: (n: number) => poll(() => lines.length >= n || undefined, `${n} lines`),
+    /** The response to request `id`. */
+    response: (id: unknown) =>
+      poll(
+        () =>
+          lines.map((l) => JSON.parse(l) as Record<string, unknown>)
+            .find((m) => m.id === id && ("result" in m || "error" in m)),
+        `the response to ${JSON.stringify(id)}`,
+      ),
   };
 }
 
@@ -98,17 +94,6 @@ async function memoryMiB(pid: number, field: "VmRSS" | "VmHWM"): Promise<number>
   return Math.round(kb / 1024);
 }
 
-const INIT = {
-  jsonrpc: "2.0",
-  id: 0,
-  method: "initialize",
-  params: {
-    protocolVersion: "2025-11-25",
-    capabilities: {},
-    clientInfo: { name: "kimi-code", version: "2.1.0" },
-  },
-};
-
 for (const how of ["stdin EOF", "SIGTERM"] as const) {
   Deno.test(`mcp/e2e: raw pipes: stdout is JSON-RPC lines only; ${how} deletes the session and exits 0`, async () => {
     await using home = await tempDir("ovk-mcp-");
@@ -119,16 +104,7 @@ for (const how of ["stdin EOF", "SIGTERM"] as const) {
         OPENVIKING_API_KEY: KEY,
         OPENVIKING_DEBUG: "1",
       });
-      await p.send({
-        jsonrpc: "2.0",
-        id: 0,
-        method: "initialize",
-        params: {
-          protocolVersion: "2025-11-25",
-          capabilities: {},
-          clientInfo: { name: "kimi-code", version: "2.1.0" },
-        },
-      });
+      await p.send(INIT);
       await p.linesAtLeast(1);
       await p.send({ jsonrpc: "2.0", method: "notifications/initialized" });
       const big = (i: number) => `${i}:`.padEnd(100_000, "xyz");
@@ -170,16 +146,7 @@ Deno.test("mcp/e2e: raw pipes: when the client stops reading stdout, the proxy e
   const server = SdkServer.start({ stateful: true, json: true });
   try {
     const p = await spawnRaw(home.path, { OPENVIKING_URL: server.url });
-    await p.send({
-      jsonrpc: "2.0",
-      id: 0,
-      method: "initialize",
-      params: {
-        protocolVersion: "2025-06-18",
-        capabilities: {},
-        clientInfo: { name: "kimi-code", version: "2" },
-      },
-    });
+    await p.send(INIT);
     await p.linesAtLeast(1);
     await p.stopReading(); // stdin stays open
     await p.reading;

@@ -5,7 +5,7 @@ import { tempDir } from "../support/temp.ts";
 import { authError, type ErrorContext, failureError } from "../../mcp/errors.ts";
 import { exchangeTiming, networkCause, PROXY_LIMITS, type ProxySettings } from "../../mcp/proxy.ts";
 import { serverMessageOf } from "../../openviking/client.ts";
-import { credentialReloader, readMessages, workspaceDir } from "../../cli/mcp.ts";
+import { credentialReloader, workspaceDir } from "../../cli/mcp.ts";
 
 const CTX: ErrorContext = {
   mcpUrl: "http://user:pw@ov.example:1933/mcp",
@@ -18,7 +18,7 @@ const CTX: ErrorContext = {
   secrets: ["sk-very-secret-123"],
 };
 
-Deno.test("errors: every failure says what to do; URLs lose their user info; keys are scrubbed", () => {
+Deno.test("errors: every failure says what to do and which limit; URLs lose their user info; keys are scrubbed", () => {
   const cases = [
     [{ kind: "network", cause: "Connection refused" }, -32004, /cannot reach http:\/\/ov\.example:1933\/mcp/],
     [{ kind: "timeout", ms: 15000 }, -32004, /within 15 s.*OPENVIKING_TIMEOUT_MS/],
@@ -36,6 +36,11 @@ Deno.test("errors: every failure says what to do; URLs lose their user info; key
       -32001,
       /ovcli\.conf/,
     ],
+    [{ kind: "too-large", limitBytes: 16 << 20, part: "reply" }, -32005, /larger than 16 MiB.*fewer results/],
+    [{ kind: "too-large", limitBytes: 16 << 20, part: "event" }, -32005, /larger than 16 MiB.*narrower URI/],
+    [{ kind: "too-large", limitBytes: 64 << 20, part: "stream" }, -32005, /stream passed 64 MiB.*offset/],
+    [{ kind: "stalled", ms: 15_000 }, -32004, /sent nothing for 15 s.*OPENVIKING_TIMEOUT_MS/],
+    [{ kind: "deadline", ms: 600_000 }, -32004, /within 600 s, the proxy's limit for one request/],
   ] as const;
   for (const [failure, code, pattern] of cases) {
     const reply = failureError(9, failure, CTX);
@@ -122,89 +127,18 @@ Deno.test("workspace: the process cwd, or the inherited PWD when Kimi runs us fr
 });
 
 Deno.test("timing: startup methods within the startup cap; tool calls within the tool-call limit; streams idle-bounded", () => {
-  const at = (method: string | undefined, timeoutMs = 15_000) =>
-    exchangeTiming(method, timeoutMs, PROXY_LIMITS);
-  for (const method of ["initialize", "tools/list"]) {
-    assertEquals(at(method), {
-      headersMs: 10_000,
-      bodyIdleMs: 10_000,
-      streamIdleMs: 10_000,
-      totalMs: 10_000,
-    });
-    assertEquals(at(method, 5_000).totalMs, 5_000);
-  }
-  assertEquals(at("tools/call"), {
-    headersMs: 600_000,
-    bodyIdleMs: 15_000,
-    streamIdleMs: 120_000,
-    totalMs: 600_000,
-  });
-  assertEquals(at("resources/read"), {
-    headersMs: 15_000,
-    bodyIdleMs: 15_000,
-    streamIdleMs: 120_000,
-    totalMs: 600_000,
-  });
-  assertEquals(at(undefined), {
-    headersMs: 15_000,
-    bodyIdleMs: 15_000,
-    streamIdleMs: 15_000,
-    totalMs: 15_000,
-  });
-  // raising OPENVIKING_TIMEOUT_MS never makes a limit stricter
-  assertEquals(at("tools/call", 300_000), {
-    headersMs: 600_000,
-    bodyIdleMs: 300_000,
-    streamIdleMs: 300_000,
-    totalMs: 600_000,
-  });
-});
-
-Deno.test("errors: replies over a bound, silent or overdue say which limit and what to do", () => {
-  const cases = [
-    [
-      { kind: "too-large", limitBytes: 16 * 1024 * 1024, part: "reply" },
-      -32005,
-      /larger than 16 MiB.*fewer results/,
-    ],
-    [
-      { kind: "too-large", limitBytes: 16 * 1024 * 1024, part: "event" },
-      -32005,
-      /larger than 16 MiB.*narrower URI/,
-    ],
-    [
-      { kind: "too-large", limitBytes: 64 * 1024 * 1024, part: "stream" },
-      -32005,
-      /stream passed 64 MiB.*offset/,
-    ],
-    [{ kind: "stalled", ms: 15_000 }, -32004, /sent nothing for 15 s.*OPENVIKING_TIMEOUT_MS/],
-    [{ kind: "deadline", ms: 600_000 }, -32004, /within 600 s, the proxy's limit for one request/],
+  // [method, OPENVIKING_TIMEOUT_MS, headers, JSON body idle, stream idle, total]
+  const rows = [
+    ["initialize", 15_000, 10_000, 10_000, 10_000, 10_000],
+    ["tools/list", 15_000, 10_000, 10_000, 10_000, 10_000],
+    ["tools/list", 5_000, 5_000, 5_000, 5_000, 5_000],
+    ["tools/call", 15_000, 600_000, 15_000, 120_000, 600_000],
+    ["resources/read", 15_000, 15_000, 15_000, 120_000, 600_000],
+    ["", 15_000, 15_000, 15_000, 120_000, 600_000], // a notification or a response
+    ["tools/call", 300_000, 600_000, 300_000, 300_000, 600_000], // a higher timeout never makes one stricter
   ] as const;
-  for (const [failure, code, pattern] of cases) {
-    const reply = failureError(9, failure, CTX);
-    assertEquals([reply.id, reply.error.code], [9, code]);
-    assertMatch(reply.error.message, pattern);
-    assertNotMatch(JSON.stringify(reply), /user:pw/);
+  for (const [method, timeout, headersMs, bodyIdleMs, streamIdleMs, totalMs] of rows) {
+    const timing = exchangeTiming(method, timeout, PROXY_LIMITS);
+    assertEquals(timing, { headersMs, bodyIdleMs, streamIdleMs, totalMs }, `${method} at ${timeout}`);
   }
-});
-
-Deno.test("stdin: each line parsed once; a line over the bound is refused unread and the next line is read", async () => {
-  const encoder = new TextEncoder();
-  const chunks = [
-    '{"jsonrpc":"2.0","id":1,"method":"ping"}\nnot json\n{"jsonrpc":"2.0","method":"x"',
-    ...Array.from({ length: 12 }, () => "a".repeat(1024 * 1024)),
-    '\n{"jsonrpc":"2.0","id":2,"method":"ping"}\n',
-  ];
-  const input = new ReadableStream<Uint8Array>({
-    pull: (c) => chunks.length ? c.enqueue(encoder.encode(chunks.shift())) : c.close(),
-  });
-  const taken: unknown[] = [];
-  const refused: unknown[] = [];
-  await readMessages(
-    input,
-    (m) => taken.push("id" in m ? m.id : m),
-    (r) => refused.push(...r.map((e) => e.error.code)),
-  );
-  assertEquals(taken, [1, 2]);
-  assertEquals(refused, [-32700, -32600]);
 });
