@@ -214,40 +214,44 @@ export function nextBatchEnd(payloads: readonly MessagePayload[], from: number):
 export const REJECTED_MAX_ENTRIES = 1000;
 export const REJECTED_MAX_BYTES = 16 * 1024 * 1024;
 
-/** Writes entries after the last of `files`; returns those stored (stops at the first failure). */
-async function appendEntries(
-  dir: string,
-  entries: ((seq: number) => QueueEntry & { rejection?: Rejection })[],
-  files: QueueFile[],
-): Promise<QueueFile[]> {
+/** A new entry of `sessionId` numbered `seq`, for `to`, holding `body` (a batch, a commit, a rejection). */
+function newEntry(
+  sessionId: string,
+  seq: number,
+  createdAt: number,
+  to: Destination | undefined,
+  body: object,
+) {
+  return { version: 1, sessionId, seq, createdAt, ...(to && { to }), ...body } as QueueEntry;
+}
+
+/** Writes one entry per body after the last of `files`; returns those stored (stops at the first failure). */
+async function appendEntries(dir: string, bodies: ((seq: number) => QueueEntry)[], files: QueueFile[]) {
   const stored: QueueFile[] = [];
-  if (entries.length === 0) return stored;
-  await ensurePrivateDir(dir);
+  if (bodies.length) await ensurePrivateDir(dir);
   let seq = files.at(-1)?.seq ?? 0;
-  for (const make of entries) {
+  for (const make of bodies) {
     for (let attempt = 0;; attempt++) {
-      seq++;
-      const entry = make(seq);
+      const entry = make(++seq);
       const file = { name: entryName(seq, entry), seq, tag: tagOf(entry) };
-      try {
-        await createExclusive(joinPath(dir, file.name), `${JSON.stringify(entry)}\n`);
-        stored.push(file);
-        break;
-      } catch (error) {
-        if (isAlreadyExists(error) && attempt < 100) continue;
-        return stored;
-      }
+      const error = await createExclusive(joinPath(dir, file.name), `${JSON.stringify(entry)}\n`).catch((e) =>
+        e ?? 0
+      );
+      if (error === undefined) stored.push(file);
+      else if (isAlreadyExists(error) && attempt < 100) continue;
+      else return stored;
+      break;
     }
   }
   return stored;
 }
 
-/** Keys of every message queued (or being replayed) for a session. */
+/** Keys of every message (and `commit:<key>` of every commit) in a session's queue files. */
 async function queuedKeys(dir: string, files: QueueFile[]): Promise<Set<string>> {
   const keys = new Set<string>();
   for (const f of files) {
     const entry = await readEntry(joinPath(dir, f.name));
-    if (entry?.kind === "messages") { for (const m of entry.messages) keys.add(m.key); }
+    for (const m of entry?.kind === "messages" ? entry.messages : []) keys.add(m.key);
     if (entry?.kind === "commit") keys.add(`commit:${entry.key}`);
   }
   return keys;
@@ -280,19 +284,17 @@ export class SessionQueue {
     return this.files.length > 0;
   }
 
-  private async append(makers: ((seq: number) => QueueEntry)[]): Promise<number> {
-    const stored = await appendEntries(this.dir, makers, this.files);
+  /** Appends an entry per body (`keys`: what each adds); returns how many were stored. */
+  private async append(now: number, bodies: object[], keys: string[][]): Promise<number> {
+    const makers = bodies.map((body) => (seq: number) => newEntry(this.sessionId, seq, now, this.to, body));
+    const stored = await appendEntries(this.dir, makers, this.files).catch(() => []);
     this.files.push(...stored);
+    for (const k of keys.slice(0, stored.length).flat()) this.keys.add(k);
     return stored.length;
   }
 
   /** Queues new messages in batches (the first `unsure`, if given); returns the durably queued prefix. */
-  async messages(
-    payloads: readonly MessagePayload[],
-    options: { now?: number; unsure?: number } = {},
-  ): Promise<number> {
-    const now = options.now ?? Date.now();
-    if (payloads.length === 0) return 0;
+  async messages(payloads: readonly MessagePayload[], options: { now?: number; unsure?: number } = {}) {
     try {
       const keyed = await Promise.all(payloads.map(async (payload, index) => ({
         key: await messageKey(this.sessionId, payload),
@@ -301,23 +303,20 @@ export class SessionQueue {
       })));
       const fresh = keyed.filter((m) => !this.keys.has(m.key));
       const batches: (typeof fresh)[] = [];
-      for (let i = 0; i < fresh.length;) {
-        const end = nextBatchEnd(fresh.map((m) => m.payload), i);
-        batches.push(fresh.slice(i, end));
-        i = end;
+      for (let i = 0; i < fresh.length; i += batches.at(-1)!.length) {
+        batches.push(fresh.slice(i, nextBatchEnd(fresh.map((m) => m.payload), i)));
       }
-      const sessionId = this.sessionId;
-      const stored = await this.append(batches.map((b, i) => (seq) => ({
-        version: 1,
+      const unsure = options.unsure === undefined ? {} : { unsure: options.unsure };
+      const bodies = batches.map((b, i) => ({
         kind: "messages",
-        sessionId,
-        seq,
-        createdAt: now,
-        ...(this.to && { to: this.to }),
-        ...(i === 0 && options.unsure !== undefined ? { unsure: options.unsure } : {}),
+        ...(i === 0 && unsure),
         messages: b.map(({ key, payload }) => ({ key, payload })),
-      })));
-      for (const b of batches.slice(0, stored)) for (const m of b) this.keys.add(m.key);
+      }));
+      const stored = await this.append(
+        options.now ?? Date.now(),
+        bodies,
+        batches.map((b) => b.map((m) => m.key)),
+      );
       return stored === batches.length ? payloads.length : batches[stored][0].index;
     } catch {
       return 0;
@@ -326,25 +325,8 @@ export class SessionQueue {
 
   /** Queues the commit named `key` behind what is queued; false when it could not be stored. */
   async commit(key: string, now = Date.now()): Promise<boolean> {
-    if (this.keys.has(`commit:${key}`)) return true;
-    const sessionId = this.sessionId;
-    try {
-      const ok = (await this.append([
-        (seq) => ({
-          version: 1,
-          kind: "commit",
-          sessionId,
-          seq,
-          createdAt: now,
-          ...(this.to && { to: this.to }),
-          key,
-        }),
-      ])) === 1;
-      if (ok) this.keys.add(`commit:${key}`);
-      return ok;
-    } catch {
-      return false;
-    }
+    return this.keys.has(`commit:${key}`) ||
+      await this.append(now, [{ kind: "commit", key }], [[`commit:${key}`]]) === 1;
   }
 }
 
@@ -370,24 +352,15 @@ export async function keepRejected(
   createdAt = Date.now(),
 ): Promise<void> {
   const dir = await sessionQueueDir(pendingDir, sessionId, REJECTED_SUBDIR);
-  const body = "commit" in write ? { kind: "commit" as const, key: write.commit } : {
-    kind: "messages" as const,
+  const body = "commit" in write ? { kind: "commit", key: write.commit } : {
+    kind: "messages",
     messages: await Promise.all(write.messages.map(async (payload) => ({
       key: await messageKey(sessionId, payload),
       payload,
     }))),
   };
   const rejection = { at: Date.now(), status: why.status, message: why.message };
-  const to = write.to && { to: write.to };
-  const make = (seq: number) => ({
-    version: 1 as const,
-    sessionId,
-    seq,
-    createdAt,
-    ...to,
-    ...body,
-    rejection,
-  });
+  const make = (seq: number) => newEntry(sessionId, seq, createdAt, write.to, { ...body, rejection });
   const stored = await appendEntries(dir, [make], await queueFiles(dir)).catch(() => []);
   if (stored.length !== 1) throw new Error(`${dir} could not keep a write OpenViking refused`);
   await trimRejected(pendingDir, joinPath(dir, stored[0].name));
