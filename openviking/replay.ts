@@ -78,27 +78,22 @@ async function replayEntry(
   entry: QueueEntry,
 ): Promise<OvFailure | undefined> {
   const { client, report, pendingDir } = run;
+  const { sessionId, createdAt } = entry;
   const budget = run.options.budget;
+  const reject = (write: KeptWrite, why: { status: number; message: string }) =>
+    keepRejected(pendingDir, sessionId, write, why, createdAt);
   if (entry.kind === "commit") {
-    const res = await postCommit(client, entry.sessionId, budget);
-    if (res.ok) {
-      if (res.result.taskId) {
-        report.commitTasks.push({ sessionId: entry.sessionId, taskId: res.result.taskId });
-      }
-      return undefined;
-    }
-    if (res.kind === "rejected") {
-      const why = { status: res.status, message: res.error.message };
-      await keepRejected(pendingDir, entry.sessionId, writeOf(entry), why, entry.createdAt);
-      report.rejected++;
-      return undefined;
-    }
-    return res;
+    const res = await postCommit(client, sessionId, budget);
+    if (res.ok && res.result.taskId) report.commitTasks.push({ sessionId, taskId: res.result.taskId });
+    if (res.ok || res.kind !== "rejected") return res.ok ? undefined : res;
+    await reject(writeOf(entry), { status: res.status, message: res.error.message });
+    report.rejected++;
+    return undefined;
   }
   let sure = entry;
   if (entry.unsure) {
     // What the session holds is not sent again; when it cannot say, all is sent: a duplicate beats a loss.
-    const held = await liveMessages(client, entry.sessionId, budget);
+    const held = await liveMessages(client, sessionId, budget);
     if (held) {
       const { unsure: _, ...rest } = entry;
       const messages = entry.messages.filter((m) => !isHeld(held, m.payload));
@@ -108,44 +103,30 @@ async function replayEntry(
     }
   }
   const messages = sure.messages;
-  const d = await deliverMessages(client, entry.sessionId, messages.map((m) => m.payload), {
+  const d = await deliverMessages(client, sessionId, messages.map((m) => m.payload), {
     budget,
-    onRejected: (payload, r) =>
-      keepRejected(
-        pendingDir,
-        entry.sessionId,
-        { ...writeOf(entry), messages: [payload] },
-        r,
-        entry.createdAt,
-      ),
+    onRejected: (payload, r) => reject({ ...writeOf(entry), messages: [payload] }, r),
     onSettled: async (settled) => {
       if (settled < messages.length) await keep(claimPath, { ...sure, messages: messages.slice(settled) });
     },
   });
   report.messages += d.sent;
   report.rejected += d.rejections.length;
-  const mine = report.delivered.find((x) => x.sessionId === entry.sessionId);
+  const mine = report.delivered.find((x) => x.sessionId === sessionId);
   if (mine) mine.messages += d.sent;
-  else if (d.sent) report.delivered.push({ sessionId: entry.sessionId, messages: d.sent });
+  else if (d.sent) report.delivered.push({ sessionId, messages: d.sent });
   return d.stop;
 }
 
-/** The queue directories to replay, oldest first write first. */
+/** The queue directories to replay, oldest first write first (a claimed head counts as now). */
 async function queuedSessions(pendingDir: string, options: ReplayOptions, now: number): Promise<string[]> {
+  const subdir = options.rejected ? REJECTED_SUBDIR : undefined;
   const sessions: { dir: string; first: number }[] = [];
-  for (
-    const dir of await sessionDirs(
-      pendingDir,
-      options.sessionId,
-      options.rejected ? REJECTED_SUBDIR : undefined,
-    )
-  ) {
+  for (const dir of await sessionDirs(pendingDir, options.sessionId, subdir)) {
     if (!(await Deno.stat(dir).then((i) => i.isDirectory, () => false))) continue;
     const [head] = await queueFiles(dir);
-    const first = head?.claimedBy === undefined && head
-      ? (await readEntry(joinPath(dir, head.name)))?.createdAt ?? now
-      : now;
-    sessions.push({ dir, first });
+    const first = head?.claimedBy === undefined && head && await readEntry(joinPath(dir, head.name));
+    sessions.push({ dir, first: first ? first.createdAt : now });
   }
   return sessions.sort((a, b) => a.first - b.first).map((s) => s.dir);
 }
@@ -213,14 +194,12 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
     return "next";
   }
   let left = await readEntry(claim) ?? entry;
-  const unsure = stop !== "local" && stop !== "wait"
-    ? unsureFrom(stop, run.client.options.timeoutMs)
-    : undefined;
+  const failure = typeof stop === "object" ? stop : undefined;
+  const unsure = failure && unsureFrom(failure, timeout);
   if (unsure !== undefined) left = await keep(claim, { ...left, unsure });
   await Deno.rename(claim, joinPath(dir, entryName(f.seq, left))).catch(() => {});
-  if (stop === "wait") return "stop";
-  if (stop !== "local") report.cause = stop;
-  if (stop === "local" || stopsEverything(stop)) run.stopAll = true;
+  if (failure) report.cause = failure;
+  run.stopAll ||= stop === "local" || (!!failure && stopsEverything(failure));
   return "stop";
 }
 
@@ -273,11 +252,9 @@ export async function replayAll(
   options: ReplayAllOptions,
 ): Promise<ReplayAllReport> {
   const ours = await replayQueue(pendingDir, client, options);
+  const limit = Math.max(0, options.limit - ours.replayed);
   const shared = options.sessionId === undefined && !(ours.cause && stopsEverything(ours.cause))
-    ? await replayShared(pendingDir, client, {
-      ...options,
-      limit: Math.max(0, options.limit - ours.replayed),
-    })
+    ? await replayShared(pendingDir, client, { ...options, limit })
     : { replayed: 0, dropped: 0, deferred: 0 };
   return { ...ours, cause: ours.cause ?? shared.cause, shared };
 }
@@ -293,6 +270,6 @@ export function replayOptions(
     maxRetries: config.pendingMaxRetries,
     ttlDays: config.pendingTtlDays,
     budget: run.budget,
-    ...(run.sessionId !== undefined ? { sessionId: run.sessionId } : {}),
+    sessionId: run.sessionId,
   };
 }
