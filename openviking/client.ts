@@ -151,25 +151,15 @@ export function checkResult<S extends z.ZodMiniType>(
   });
 }
 
-/** Where a redirect points, without userinfo; "" when not a URL. */
-function redirectTarget(raw: RawReply): string | undefined {
-  if (!raw.location) return undefined;
-  const url = URL.parse(raw.location, raw.origin);
-  return url ? withoutUserinfo(url.toString()) : "";
-}
-
 /** Classifies one HTTP answer (pure). */
 export function classifyReply(raw: RawReply): OvResponse<unknown> {
   const { status, origin } = raw;
   if (status >= 300 && status < 400) {
-    const location = redirectTarget(raw);
-    const to = location === undefined
-      ? ""
-      : location
-      ? ` to ${location}`
-      : " to an address that is not a URL";
+    const url = raw.location ? URL.parse(raw.location, origin) : undefined;
+    const location = url ? withoutUserinfo(url.toString()) : undefined;
+    const to = location ? ` to ${location}` : raw.location ? " to an address that is not a URL" : "";
     const message = `${origin} redirects (HTTP ${status})${to}`;
-    return failure("redirect", status, { code: "REDIRECT", message }, location || undefined);
+    return failure("redirect", status, { code: "REDIRECT", message }, location);
   }
   const body = envelopeOf(raw.text);
   if (status === 401 || status === 403) {
