@@ -299,12 +299,14 @@ interface Knob<T, D extends T | undefined = T> {
   workspace: WorkspaceRule;
 }
 
-function knob<T>(env: string, parse: Parser<T>, fallback: T, workspace: WorkspaceRule): Knob<T, T> {
-  return { env, parse, default: fallback, workspace };
-}
-
-function optionalKnob<T>(env: string, parse: Parser<T>, workspace: WorkspaceRule): Knob<T, undefined> {
-  return { env, parse, default: undefined, workspace };
+/** A knob; `fallback` undefined: unset unless configured. */
+function knob<T, D extends T | undefined>(
+  env: string,
+  parse: Parser<T>,
+  fallback: D,
+  workspace: WorkspaceRule,
+) {
+  return { env, parse, default: fallback, workspace } as Knob<T, D>;
 }
 
 /** The commit policies, cheapest last. */
@@ -326,10 +328,11 @@ export const KNOBS = {
   recallPreferAbstract: knob("OPENVIKING_RECALL_PREFER_ABSTRACT", boolKnob, true, ON),
   recallPeerScope: knob("OPENVIKING_RECALL_PEER_SCOPE", enumKnob(SCOPES), "all", narrower(SCOPES)),
   recallDedupTurns: knob("OPENVIKING_RECALL_DEDUP_TURNS", numKnob(0, 20), 5, RAISE),
-  recallMaxTokens: optionalKnob("OPENVIKING_RECALL_MAX_TOKENS", numKnob(64, 32_000), LOWER),
-  recallQueryExpansion: optionalKnob(
+  recallMaxTokens: knob("OPENVIKING_RECALL_MAX_TOKENS", numKnob(64, 32_000), undefined, LOWER),
+  recallQueryExpansion: knob(
     "OPENVIKING_RECALL_QUERY_EXPANSION",
     enumKnob(["off", "auto"]),
+    undefined,
     toward("off", 'set it to "off"'),
   ),
   recallFormat: knob(
@@ -359,7 +362,7 @@ export const KNOBS = {
   ledgerMaxAgeDays: knob("OPENVIKING_LEDGER_MAX_AGE_DAYS", numKnob(1, 3650), 30, LOWER),
   mcpTools: knob("OPENVIKING_MCP_TOOLS", listKnob, ["memory"], NEVER),
   debug: knob("OPENVIKING_DEBUG", boolKnob, false, OFF),
-  debugLogPath: optionalKnob("OPENVIKING_DEBUG_LOG", pathKnob, NEVER),
+  debugLogPath: knob("OPENVIKING_DEBUG_LOG", pathKnob, undefined, NEVER),
 };
 
 type Knobs = typeof KNOBS;
@@ -409,29 +412,23 @@ export function resolveSettings(
   const settings: JsonRecord = {};
   const configured = new Set<string>();
   for (const [name, knob] of Object.entries(KNOBS) as [string, Knob<unknown, unknown>][]) {
-    const envValue = sources.env[knob.env];
-    const fromEnv = envValue !== undefined && envValue.trim() !== "";
-    const user = fromEnv ? { value: envValue, where: knob.env } : firstSetting(userLayers, name);
+    const env = sources.env[knob.env]?.trim() ? { value: sources.env[knob.env], where: knob.env } : undefined;
+    const user = env ?? firstSetting(userLayers, name);
+    const asked = env ? undefined : firstSetting(workspace, name);
     let value = Array.isArray(knob.default) ? [...knob.default] : knob.default;
-    const take = (v: unknown) => {
-      value = v;
-      configured.add(name);
-    };
-    const parsed = user && knob.parse(user.value);
-    if (parsed?.ok) take(parsed.value);
-    else if (user && parsed) {
-      warnings.push(
-        `${user.where}: invalid value ${shown(user.value)} (${parsed.reason}); using the default`,
-      );
+    for (const [layer, bad] of [[user, "using the default"], [asked, "ignored"]] as const) {
+      const parsed = layer && knob.parse(layer.value);
+      if (!layer || !parsed) continue;
+      if (!parsed.ok) {
+        warnings.push(`${layer.where}: invalid value ${shown(layer.value)} (${parsed.reason}); ${bad}`);
+      } else if (layer === asked && !knob.workspace.allows(parsed.value, value)) {
+        const may = knob.workspace.may ? `may only ${knob.workspace.may}` : "may not set it";
+        warnings.push(`${asked.where}: ${shown(asked.value)} is ignored: a workspace file ${may}`);
+      } else {
+        value = parsed.value;
+        configured.add(name);
+      }
     }
-    const asked = fromEnv ? undefined : firstSetting(workspace, name);
-    const wanted = asked && knob.parse(asked.value);
-    if (asked && wanted && !wanted.ok) {
-      warnings.push(`${asked.where}: invalid value ${shown(asked.value)} (${wanted.reason}); ignored`);
-    } else if (asked && wanted?.ok && !knob.workspace.allows(wanted.value, value)) {
-      const may = knob.workspace.may ? `may only ${knob.workspace.may}` : "may not set it";
-      warnings.push(`${asked.where}: ${shown(asked.value)} is ignored: a workspace file ${may}`);
-    } else if (wanted?.ok) take(wanted.value);
     if (value !== undefined) settings[name] = value;
   }
   const knobs = settings as KnobValues;
