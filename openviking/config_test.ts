@@ -246,59 +246,6 @@ Deno.test("knobs: every default when nothing is set", () => {
   assertEquals(config.userAgent, "openviking-memory-kimicode/0.1.0");
 });
 
-Deno.test("knobs: every env name is read, with typed values", () => {
-  const values: Record<string, [string, unknown]> = {
-    enabled: ["off", false],
-    autoRecall: ["0", false],
-    autoCapture: ["no", false],
-    workspacePeer: ["false", false],
-    peerSource: ["CWD", "cwd"],
-    bypassSession: ["yes", true],
-    bypassSessionPatterns: ["a*, /tmp/** ,", ["a*", "/tmp/**"]],
-    recallLimit: ["7", 7],
-    recallTokenBudget: ["300", 300],
-    recallMaxContentChars: ["60", 60],
-    scoreThreshold: ["0.5", 0.5],
-    recallPreferAbstract: ["0", false],
-    recallPeerScope: ["actor", "actor"],
-    recallDedupTurns: ["0", 0],
-    recallMaxTokens: ["800", 800],
-    recallQueryExpansion: ["off", "off"],
-    recallFormat: ["FULL", "full"],
-    recallDigestLimit: ["3", 3],
-    recallDigestChars: ["800", 800],
-    minQueryLength: ["1", 1],
-    timeoutMs: ["2000", 2000],
-    promptBudgetMs: ["5000", 5000],
-    interruptBudgetMs: ["1500", 1500],
-    replayBudgetMs: ["3000", 3000],
-    captureWaitMs: ["0", 0],
-    profileTokenBudget: ["1000", 1000],
-    commitPolicy: ["Session-End", "session-end"],
-    idleCommitSeconds: ["60", 60],
-    captureMaxLength: ["5000", 5000],
-    redact: ["0", false],
-    writePathAsync: ["0", false],
-    pendingReplayLimit: ["2", 2],
-    pendingMaxRetries: ["5", 5],
-    pendingTtlDays: ["1", 1],
-    ledgerMaxBytes: ["65536", 65536],
-    ledgerMaxAgeDays: ["9", 9],
-    mcpTools: ["all", ["all"]],
-    debug: ["1", true],
-    debugLogPath: ["/tmp/x.log", "/tmp/x.log"],
-  };
-  assertEquals(Object.keys(values).sort(), Object.keys(KNOBS).sort(), "the test covers every knob");
-  const env = Object.fromEntries(
-    Object.entries(values).map(([k, [v]]) => [KNOBS[k as keyof typeof KNOBS].env, v]),
-  );
-  const { config, warnings } = resolveConfig(sources({ env }));
-  assertEquals(warnings, []);
-  for (const [k, [, expected]] of Object.entries(values)) {
-    assertEquals((config as unknown as Record<string, unknown>)[k], expected, k);
-  }
-});
-
 Deno.test("knobs: env > workspace local > workspace > ovcli plugin.kimicode > ovcli plugin", () => {
   const ovcli = {
     plugin: {
