@@ -160,18 +160,11 @@ function apiKeyOf(
 
 /** Account, user and explicit peer: ovcli.conf alone, or env before the files. */
 function identityOf(f: Files): { account: string; user: string; peerId: string } {
-  const { env, cli, ovClient } = f;
-  if (f.useCli) {
-    return {
-      account: first(cli.account, cli.account_id),
-      user: first(cli.user, cli.user_id),
-      peerId: first(cli.actor_peer_id, cli.peer_id),
-    };
-  }
+  const [env, cli, ov]: JsonRecord[] = [f.useCli ? {} : f.env, f.cli, f.useCli ? {} : f.ovClient];
   return {
-    account: first(env.OPENVIKING_ACCOUNT, cli.account, cli.account_id, ovClient.accountId),
-    user: first(env.OPENVIKING_USER, cli.user, cli.user_id, ovClient.userId),
-    peerId: first(env.OPENVIKING_PEER_ID, cli.actor_peer_id, cli.peer_id, ovClient.peerId, ovClient.peer_id),
+    account: first(env.OPENVIKING_ACCOUNT, cli.account, cli.account_id, ov.accountId),
+    user: first(env.OPENVIKING_USER, cli.user, cli.user_id, ov.userId),
+    peerId: first(env.OPENVIKING_PEER_ID, cli.actor_peer_id, cli.peer_id, ov.peerId, ov.peer_id),
   };
 }
 
