@@ -245,7 +245,7 @@ export interface ReplayAllReport extends ReplayReport {
   shared: SharedReplayReport;
 }
 
-/** Replays our queue, then (for all sessions) the shared queue, in one entry limit and budget. */
+/** Replays our queue (or the rejected place), then (for all sessions) the shared queue, in one entry limit and budget. */
 export async function replayAll(
   pendingDir: string,
   client: OpenVikingClient,
@@ -253,7 +253,8 @@ export async function replayAll(
 ): Promise<ReplayAllReport> {
   const ours = await replayQueue(pendingDir, client, options);
   const limit = Math.max(0, options.limit - ours.replayed);
-  const shared = options.sessionId === undefined && !(ours.cause && stopsEverything(ours.cause))
+  const shared = !options.rejected && options.sessionId === undefined &&
+      !(ours.cause && stopsEverything(ours.cause))
     ? await replayShared(pendingDir, client, { ...options, limit })
     : { replayed: 0, dropped: 0, deferred: 0 };
   return { ...ours, cause: ours.cause ?? shared.cause, shared };
