@@ -453,20 +453,6 @@ interface Resolved {
 /** Connection fields a workspace file may never set. */
 const WORKSPACE_FORBIDDEN = ["url", "api_key", "apiKey", "baseUrl", "mcpUrl", "account", "user", "peerId"];
 
-/** A workspace settings object without connection fields (each one warned of). */
-function sanitizeWorkspace(value: unknown, where: string, warnings: string[]): JsonRecord {
-  const o = { ...asRecord(value) };
-  for (const k of WORKSPACE_FORBIDDEN) {
-    if (k in o) {
-      warnings.push(
-        `${where}: "${k}" is ignored (a workspace file may not set it); put it in ~/.openviking/ovcli.conf`,
-      );
-      delete o[k];
-    }
-  }
-  return o;
-}
-
 /** Pure resolution of the full config from its sources. */
 export function resolveConfig(sources: ConfigSources): Resolved {
   const warnings: string[] = [];
@@ -486,28 +472,32 @@ export function credentialFilePaths(env: Env): { cli: string; ov: string } {
 
 /** A JSON file's value; undefined when it is missing, unreadable (a warning) or not JSON (a warning). */
 function readJsonFile(path: string, warnings: string[]): unknown {
-  if (!path) return undefined;
-  let text: string | undefined;
   try {
-    text = readRegularTextSync(path, SMALL_FILE_MAX_BYTES);
+    const text = path ? readRegularTextSync(path, SMALL_FILE_MAX_BYTES) : undefined;
+    const value = parseJsonOrUndefined(text);
+    if (text !== undefined && value === undefined) warnings.push(`${path} is not valid JSON; ignoring it`);
+    return value;
   } catch (error) {
     warnings.push(`cannot read ${path}: ${(error as Error).message}`);
-    return undefined;
   }
-  if (text === undefined) return undefined;
-  const value = parseJsonOrUndefined(text);
-  if (value === undefined) warnings.push(`${path} is not valid JSON; ignoring it`);
-  return value;
 }
 
-/** Workspace settings files of an absolute `cwd`, nearest first. */
+/** Workspace settings files of an absolute `cwd`, nearest first, without connection fields (each warned of). */
 function readWorkspace(cwd: string | undefined, warnings: string[]): ConfigSources["workspace"] {
   if (!cwd || !isAbsolutePath(cwd)) return [];
   const out: { path: string; value: unknown }[] = [];
   for (const name of ["config.local.json", "config.json"]) {
     const path = joinPath(cwd, ".openviking", name);
     const value = readJsonFile(path, warnings);
-    if (value !== undefined) out.push({ path, value: sanitizeWorkspace(value, path, warnings) });
+    if (value === undefined) continue;
+    const o = { ...asRecord(value) };
+    for (const k of WORKSPACE_FORBIDDEN.filter((k) => k in o)) {
+      warnings.push(
+        `${path}: "${k}" is ignored (a workspace file may not set it); put it in ~/.openviking/ovcli.conf`,
+      );
+      delete o[k];
+    }
+    out.push({ path, value: o });
   }
   return out;
 }
@@ -525,14 +515,8 @@ export function loadConfig(env: Env, cwd?: string): Promise<Resolved> {
       [ovcli, cliPath, ovconf] = [ovconf, paths.ov, undefined];
     }
     const workspace = noHome ? [] : readWorkspace(cwd, warnings);
-    const resolved = resolveConfig({
-      env,
-      ovcli,
-      cliConfigPath: cliPath,
-      ovconf,
-      ovConfigPath: paths.ov,
-      workspace,
-    });
+    const ovConfigPath = paths.ov;
+    const resolved = resolveConfig({ env, ovcli, cliConfigPath: cliPath, ovconf, ovConfigPath, workspace });
     return { config: resolved.config, warnings: [...warnings, ...resolved.warnings] };
   });
 }
