@@ -566,38 +566,29 @@ export async function replayShared(
   }
   let waiting = 0;
   let i = 0;
-  for (; i < queue.length; i++) {
-    if (i >= options.limit || options.budget.remaining() < 100) break;
-    const f = queue[i];
-    if (f.entry.createdAt > (claimed.get(f.entry.sessionId) ?? Infinity)) {
+  for (; i < queue.length && i < options.limit && options.budget.remaining() >= 100; i++) {
+    const { name, entry } = queue[i];
+    const processing = joinPath(dir, name.replace(/\.json$/, ".processing"));
+    const held = entry.createdAt > (claimed.get(entry.sessionId) ?? Infinity) ||
+      !(await Deno.rename(joinPath(dir, name), processing).then(() => true, () => false));
+    if (held) {
       waiting++;
+      claimed.set(entry.sessionId, Math.min(entry.createdAt, claimed.get(entry.sessionId) ?? Infinity));
       continue;
     }
-    const processing = joinPath(dir, f.name.replace(/\.json$/, ".processing"));
-    try {
-      await Deno.rename(joinPath(dir, f.name), processing);
-    } catch {
-      waiting++;
-      claimed.set(f.entry.sessionId, Math.min(f.entry.createdAt, claimed.get(f.entry.sessionId) ?? Infinity));
-      continue;
-    }
-    const route = `${sessionPath(f.entry.sessionId)}/${
-      f.entry.type === "commitSession" ? "commit" : "messages"
-    }`;
-    const body = f.entry.payload ?? {};
+    const route = `${sessionPath(entry.sessionId)}/${entry.type === "commitSession" ? "commit" : "messages"}`;
     const res = await client.request("POST", route, AnyResult, {
-      body,
+      body: entry.payload ?? {},
       budget: options.budget,
       peerId: null,
     });
-    if (res.ok || res.kind === "rejected") {
-      await Deno.remove(processing).catch(() => {});
-      report[res.ok ? "replayed" : "dropped"]++;
-      continue;
+    if (!res.ok && res.kind !== "rejected") {
+      report.cause = res;
+      await Deno.rename(processing, joinPath(dir, name)).catch(() => {});
+      break;
     }
-    report.cause = res;
-    await Deno.rename(processing, joinPath(dir, f.name)).catch(() => {});
-    break;
+    await Deno.remove(processing).catch(() => {});
+    report[res.ok ? "replayed" : "dropped"]++;
   }
   report.deferred = queue.length - i + waiting;
   return report;
