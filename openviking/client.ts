@@ -364,35 +364,28 @@ export function createClient(options: ClientOptions): OpenVikingClient {
   const doFetch = options.fetch ?? fetch;
   const base = options.baseUrl.replace(/\/+$/, "");
   const secrets = options.apiKey ? [options.apiKey] : [];
-  const send = <S extends z.ZodMiniType>(method: string, path: string, schema: S, req: RequestOptions) => {
-    let timeout = req.timeoutMs ?? options.timeoutMs;
-    if (req.budget) {
-      const left = req.budget.remaining();
-      if (left < 50) return failure("unreachable", 0, { code: "BUDGET_SPENT", message: "time budget spent" });
-      timeout = Math.min(timeout, left);
-    }
-    const url = new URL(base + path);
-    for (const [k, v] of Object.entries(req.query ?? {})) {
-      if (v !== undefined) url.searchParams.set(k, String(v));
-    }
-    const hasBody = req.body !== undefined;
-    const identity = path === "/health" ? { ...options, apiKey: undefined } : options;
-    const init = {
-      method,
-      headers: buildHeaders(identity, req.peerId, hasBody),
-      body: hasBody ? JSON.stringify(req.body) : undefined,
-    };
-    return exchange(doFetch, url, init, {
-      timeout,
-      maxBytes: req.maxReplyBytes ?? 1 << 20,
-      schema,
-      what: `${method} ${path}`,
-    });
-  };
   return {
     options,
     async request(method, path, schema, req = {}) {
-      const r = await send(method, path, schema, req);
+      const left = req.budget?.remaining() ?? Infinity;
+      if (left < 50) return failure("unreachable", 0, { code: "BUDGET_SPENT", message: "time budget spent" });
+      const url = new URL(base + path);
+      for (const [k, v] of Object.entries(req.query ?? {})) {
+        if (v !== undefined) url.searchParams.set(k, String(v));
+      }
+      const hasBody = req.body !== undefined;
+      const identity = path === "/health" ? { ...options, apiKey: undefined } : options;
+      const init = {
+        method,
+        headers: buildHeaders(identity, req.peerId, hasBody),
+        body: hasBody ? JSON.stringify(req.body) : undefined,
+      };
+      const r = await exchange(doFetch, url, init, {
+        timeout: Math.min(req.timeoutMs ?? options.timeoutMs, left),
+        maxBytes: req.maxReplyBytes ?? 1 << 20,
+        schema,
+        what: `${method} ${path}`,
+      });
       return r.ok ? r : cleanFailure(r, secrets);
     },
   };
