@@ -375,15 +375,10 @@ export type Settings = Omit<KnobValues, "debugLogPath"> & {
   recallDedupTurnsConfigured: boolean;
 };
 
-interface Configured {
-  value: unknown;
-  where: string;
-}
-
 const shown = (value: unknown) => JSON.stringify(value) ?? String(value);
 
 /** The first of `layers` that sets `name` (null counts as unset). */
-function firstSetting(layers: [string, JsonRecord][], name: string): Configured | undefined {
+function firstSetting(layers: [string, JsonRecord][], name: string) {
   const layer = layers.find(([, l]) => l[name] !== undefined && l[name] !== null);
   return layer && { value: layer[1][name], where: `${layer[0]} "${name}"` };
 }
