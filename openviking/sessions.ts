@@ -148,46 +148,34 @@ export async function sendMessages(
   options: SendOptions,
 ): Promise<SendReport> {
   const report: SendReport = { acked: 0, sent: 0, queued: 0, rejected: 0, rejections: [] };
-  const queueFrom = async (i: number, unsure?: number) => {
-    if (i >= payloads.length) return;
-    await options.beforeRequest?.(i, payloads.length, unsure ?? Date.now());
-    const queue = options.queue ??
-      await SessionQueue.open(options.pendingDir, sid, destinationOf(client.options));
-    const stored = await queue.messages(payloads.slice(i), { unsure });
-    report.queued += stored;
-    report.acked += stored;
-    if (stored < payloads.length - i) {
-      report.stoppedBy = {
-        code: "QUEUE",
-        message: `the pending queue ${options.pendingDir} could not store every message`,
-      };
-    }
-  };
+  const to = destinationOf(client.options);
   try {
-    if (options.queueOnly) {
-      await queueFrom(0);
-      return report;
-    }
-    const d = await deliverMessages(client, sid, payloads, {
+    const d = options.queueOnly ? undefined : await deliverMessages(client, sid, payloads, {
       budget: options.budget,
       beforeRequest: options.beforeRequest,
-      onRejected: (payload, r) =>
-        keepRejected(options.pendingDir, sid, { messages: [payload], to: destinationOf(client.options) }, r),
+      onRejected: (payload, r) => keepRejected(options.pendingDir, sid, { messages: [payload], to }, r),
       onSettled: async (settled) => {
         report.acked = settled;
         await options.onAcked?.(settled);
       },
     });
-    Object.assign(report, {
-      acked: d.settled,
-      sent: d.sent,
-      rejected: d.rejections.length,
-      rejections: d.rejections,
-      pendingTokens: d.pendingTokens,
-    });
-    if (d.stop) {
-      report.cause = d.stop;
-      await queueFrom(d.settled, unsureFrom(d.stop, client.options.timeoutMs));
+    if (d) {
+      const { settled: acked, sent, rejections, pendingTokens } = d;
+      Object.assign(report, { acked, sent, rejected: rejections.length, rejections, pendingTokens });
+    }
+    if (d?.stop) report.cause = d.stop;
+    const from = d?.settled ?? 0;
+    if ((!d || d.stop) && from < payloads.length) {
+      const unsure = d?.stop && unsureFrom(d.stop, client.options.timeoutMs);
+      await options.beforeRequest?.(from, payloads.length, unsure ?? Date.now());
+      const queue = options.queue ?? await SessionQueue.open(options.pendingDir, sid, to);
+      const stored = await queue.messages(payloads.slice(from), { unsure });
+      report.queued += stored;
+      report.acked += stored;
+      if (stored < payloads.length - from) {
+        const message = `the pending queue ${options.pendingDir} could not store every message`;
+        report.stoppedBy = { code: "QUEUE", message };
+      }
     }
   } catch (error) {
     report.stoppedBy = { code: "STATE", message: (error as Error).message };
