@@ -170,22 +170,19 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
     return entry.to!;
   }
   const expired = !options.rejected && run.now - entry.createdAt > options.ttlDays * 86_400_000;
-  let stop: OvFailure | "local" | "wait" | undefined;
+  const wait = expired ? 0 : (typeof entry.unsure === "number" ? entry.unsure : 0) - run.now;
+  const waits = wait > 0 && options.waitUnsure && wait < options.budget.remaining() - 1000;
+  if (waits) await new Promise((r) => setTimeout(r, wait));
+  let stop: OvFailure | "local" | "wait" | undefined = "wait";
   if (expired) {
     const why = { status: 0, message: `waited in the queue longer than ${options.ttlDays} days` };
     stop = await keepRejected(run.pendingDir, entry.sessionId, writeOf(entry), why, entry.createdAt)
       .then(() => undefined, () => "local" as const);
+  } else if (wait > 0 && !waits) {
+    report.waitUntil = Math.min(report.waitUntil ?? run.now + wait, run.now + wait);
   } else {
-    const wait = (typeof entry.unsure === "number" ? entry.unsure : 0) - run.now;
-    const waits = wait > 0 && options.waitUnsure && wait < options.budget.remaining() - 1000;
-    if (waits) await new Promise((r) => setTimeout(r, wait));
-    if (wait > 0 && !waits) {
-      stop = "wait";
-      report.waitUntil = Math.min(report.waitUntil ?? run.now + wait, run.now + wait);
-    } else {
-      run.sent++;
-      stop = await replayEntry(run, claim, entry).catch(() => "local" as const);
-    }
+    run.sent++;
+    stop = await replayEntry(run, claim, entry).catch(() => "local" as const);
   }
   if (!stop) {
     await Deno.remove(claim).catch(() => {});
