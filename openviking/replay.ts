@@ -90,17 +90,15 @@ async function replayEntry(
     report.rejected++;
     return undefined;
   }
+  // What the session holds is not sent again; when it cannot say, all is sent: a duplicate beats a loss.
+  const held = entry.unsure ? await liveMessages(client, sessionId, budget) : undefined;
   let sure = entry;
-  if (entry.unsure) {
-    // What the session holds is not sent again; when it cannot say, all is sent: a duplicate beats a loss.
-    const held = await liveMessages(client, sessionId, budget);
-    if (held) {
-      const { unsure: _, ...rest } = entry;
-      const messages = entry.messages.filter((m) => !isHeld(held, m.payload));
-      report.held += entry.messages.length - messages.length;
-      if (!messages.length) return undefined;
-      sure = await keep(claimPath, { ...rest, messages });
-    }
+  if (held) {
+    const { unsure: _, ...rest } = entry;
+    const messages = entry.messages.filter((m) => !isHeld(held, m.payload));
+    report.held += entry.messages.length - messages.length;
+    if (!messages.length) return undefined;
+    sure = await keep(claimPath, { ...rest, messages });
   }
   const messages = sure.messages;
   const d = await deliverMessages(client, sessionId, messages.map((m) => m.payload), {
