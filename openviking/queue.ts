@@ -225,22 +225,22 @@ function newEntry(
   return { version: 1, sessionId, seq, createdAt, ...(to && { to }), ...body } as QueueEntry;
 }
 
-/** Writes one entry per body after the last of `files`; returns those stored (stops at the first failure). */
-async function appendEntries(dir: string, bodies: ((seq: number) => QueueEntry)[], files: QueueFile[]) {
+/** Writes one entry per maker after the last of `files`; returns those stored (stops at the first failure). */
+async function appendEntries(dir: string, makers: ((seq: number) => QueueEntry)[], files: QueueFile[]) {
   const stored: QueueFile[] = [];
-  if (bodies.length) await ensurePrivateDir(dir);
+  if (makers.length) await ensurePrivateDir(dir);
   let seq = files.at(-1)?.seq ?? 0;
-  for (const make of bodies) {
-    for (let attempt = 0;; attempt++) {
+  for (const make of makers) {
+    for (let attempts = 1;; attempts++) {
       const entry = make(++seq);
-      const file = { name: entryName(seq, entry), seq, tag: tagOf(entry) };
-      const error = await createExclusive(joinPath(dir, file.name), `${JSON.stringify(entry)}\n`).catch((e) =>
-        e ?? 0
-      );
-      if (error === undefined) stored.push(file);
-      else if (isAlreadyExists(error) && attempt < 100) continue;
-      else return stored;
-      break;
+      const name = entryName(seq, entry);
+      try {
+        await createExclusive(joinPath(dir, name), `${JSON.stringify(entry)}\n`);
+        stored.push({ name, seq, tag: tagOf(entry) });
+        break;
+      } catch (error) {
+        if (!isAlreadyExists(error) || attempts > 100) return stored;
+      }
     }
   }
   return stored;
