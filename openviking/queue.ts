@@ -215,13 +215,7 @@ export const REJECTED_MAX_ENTRIES = 1000;
 export const REJECTED_MAX_BYTES = 16 * 1024 * 1024;
 
 /** A new entry of `sessionId` numbered `seq`, for `to`, holding `body` (a batch, a commit, a rejection). */
-function newEntry(
-  sessionId: string,
-  seq: number,
-  createdAt: number,
-  to: Destination | undefined,
-  body: object,
-) {
+function newEntry(body: object, sessionId: string, seq: number, createdAt: number, to?: Destination) {
   return { version: 1, sessionId, seq, createdAt, ...(to && { to }), ...body } as QueueEntry;
 }
 
@@ -286,7 +280,7 @@ export class SessionQueue {
 
   /** Appends an entry per body (`keys`: what each adds); returns how many were stored. */
   private async append(now: number, bodies: object[], keys: string[][]): Promise<number> {
-    const makers = bodies.map((body) => (seq: number) => newEntry(this.sessionId, seq, now, this.to, body));
+    const makers = bodies.map((body) => (seq: number) => newEntry(body, this.sessionId, seq, now, this.to));
     const stored = await appendEntries(this.dir, makers, this.files).catch(() => []);
     this.files.push(...stored);
     for (const k of keys.slice(0, stored.length).flat()) this.keys.add(k);
@@ -360,7 +354,7 @@ export async function keepRejected(
     }))),
   };
   const rejection = { at: Date.now(), status: why.status, message: why.message };
-  const make = (seq: number) => newEntry(sessionId, seq, createdAt, write.to, { ...body, rejection });
+  const make = (seq: number) => newEntry({ ...body, rejection }, sessionId, seq, createdAt, write.to);
   const stored = await appendEntries(dir, [make], await queueFiles(dir)).catch(() => []);
   if (stored.length !== 1) throw new Error(`${dir} could not keep a write OpenViking refused`);
   await trimRejected(pendingDir, joinPath(dir, stored[0].name));
