@@ -262,11 +262,7 @@ export class SessionQueue {
   ) {}
 
   /** Opens the queue of `sessionId` under `pendingDir`; its new entries are for `to`. */
-  static async open(
-    pendingDir: string,
-    sessionId: string,
-    to: Destination | undefined,
-  ): Promise<SessionQueue> {
+  static async open(pendingDir: string, sessionId: string, to: Destination | undefined) {
     const dir = await sessionQueueDir(pendingDir, sessionId);
     await removeAbandonedTemps(dir);
     const files = await queueFiles(dir);
@@ -306,11 +302,8 @@ export class SessionQueue {
         ...(i === 0 && unsure),
         messages: b.map(({ key, payload }) => ({ key, payload })),
       }));
-      const stored = await this.append(
-        options.now ?? Date.now(),
-        bodies,
-        batches.map((b) => b.map((m) => m.key)),
-      );
+      const keys = batches.map((b) => b.map((m) => m.key));
+      const stored = await this.append(options.now ?? Date.now(), bodies, keys);
       return stored === batches.length ? payloads.length : batches[stored][0].index;
     } catch {
       return 0;
