@@ -135,11 +135,7 @@ export function keyFor(c: Pick<Credentials, "apiKey" | "apiKeyOrigin">, url: str
 }
 
 /** The API key for `baseUrl` and its source; a file's key is never sent to another origin than the file's. */
-function apiKeyOf(
-  f: Files,
-  baseUrl: string,
-  warnings: string[],
-): { apiKey: string; source: string; origin: string } {
+function apiKeyOf(f: Files, baseUrl: string, warnings: string[]) {
   const filesUrl = (files: Files) => originOf(baseUrlOf({ ...files, mode: "cli" }, []).baseUrl);
   const candidates: [unknown, string, string][] = [
     [f.env.OPENVIKING_BEARER_TOKEN, "env OPENVIKING_BEARER_TOKEN", ""],

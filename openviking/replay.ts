@@ -72,11 +72,7 @@ const writeOf = (entry: QueueEntry): KeptWrite => ({
 });
 
 /** Replays one claimed entry (progress kept in the claim); returns the failure that stopped it. Throws when a refused write cannot be kept. */
-async function replayEntry(
-  run: ReplayRun,
-  claimPath: string,
-  entry: QueueEntry,
-): Promise<OvFailure | undefined> {
+async function replayEntry(run: ReplayRun, claimPath: string, entry: QueueEntry) {
   const { client, report, pendingDir } = run;
   const { sessionId, createdAt } = entry;
   const budget = run.options.budget;

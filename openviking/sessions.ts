@@ -272,10 +272,9 @@ async function get<S extends z.ZodMiniType>(
   path: string,
   schema: S,
   budget: Budget,
-): Promise<z.output<S> | null | undefined> {
+) {
   const res = await client.request("GET", path, schema, { budget, peerId: null, maxReplyBytes: 16 << 20 });
-  if (res.ok) return res.result;
-  return res.status === 404 ? null : undefined;
+  return res.ok ? res.result : res.status === 404 ? null : undefined;
 }
 
 /** The messages the session holds since its last commit; undefined when the server cannot say. */
