@@ -518,15 +518,6 @@ async function liveClaims(dir: string, now: number): Promise<Map<string, number>
   return out;
 }
 
-/** Limits of a shared replay: entries dropped at `maxRetries` or past `ttlDays`. */
-interface SharedReplayOptions {
-  limit: number;
-  maxRetries: number;
-  ttlDays: number;
-  budget: Budget;
-  now?: number;
-}
-
 /** What a shared replay did; `dropped`: rejected, retries spent or too old. */
 export interface SharedReplayReport {
   replayed: number;
@@ -535,11 +526,14 @@ export interface SharedReplayReport {
   cause?: OvFailure;
 }
 
-/** Replays the shared queue oldest first; a failure other than a rejection puts the entry back and stops. */
+/**
+ * Replays the shared queue oldest first, dropping entries at `maxRetries` or past `ttlDays`; a failure other
+ * than a rejection puts the entry back and stops.
+ */
 export async function replayShared(
   dir: string,
   client: OpenVikingClient,
-  options: SharedReplayOptions,
+  options: { limit: number; maxRetries: number; ttlDays: number; budget: Budget; now?: number },
 ): Promise<SharedReplayReport> {
   const report: SharedReplayReport = { replayed: 0, dropped: 0, deferred: 0 };
   const now = options.now ?? Date.now();
