@@ -52,11 +52,8 @@ export const goesTo = (to: Destination | undefined, here: Destination): boolean 
 export function elsewhereWords(held: readonly (Destination & { entries: number })[]) {
   const byPlace = new Map<string, number>();
   for (const d of held) {
-    const where = [
-      `OPENVIKING_URL=${d.url}`,
-      d.account && `OPENVIKING_ACCOUNT=${d.account}`,
-      d.user && `OPENVIKING_USER=${d.user}`,
-    ].filter(Boolean).join(" ");
+    const where = Object.entries({ URL: d.url, ACCOUNT: d.account, USER: d.user }).filter(([, v]) => v)
+      .map(([k, v]) => `OPENVIKING_${k}=${v}`).join(" ");
     byPlace.set(where, (byPlace.get(where) ?? 0) + d.entries);
   }
   if (!byPlace.size) return undefined;
