@@ -15,7 +15,7 @@ import {
   setAsideFiles,
   setAsideWords,
 } from "../openviking/queue.ts";
-import { replayAll, type ReplayAllReport, replayOptions, replayQueue } from "../openviking/replay.ts";
+import { replayAll, type ReplayAllReport, replayOptions } from "../openviking/replay.ts";
 import { joinPath, pendingDir, processEnv } from "../lib/paths.ts";
 import { recordReplay } from "../memory/ledger.ts";
 import { commandName } from "../lib/self.ts";
@@ -60,12 +60,7 @@ export async function replayCommand(options: { json: boolean; rejected: boolean 
     budget: new Budget(Math.max(config.replayBudgetMs, 60_000)),
     waitUnsure: true,
   });
-  const report: ReplayAllReport = options.rejected
-    ? {
-      ...await replayQueue(dir, client, { ...bounds, rejected: true }),
-      shared: { replayed: 0, dropped: 0, deferred: 0 },
-    }
-    : await replayAll(dir, client, bounds);
+  const report = await replayAll(dir, client, { ...bounds, rejected: options.rejected });
   const left = options.rejected
     ? (await queueSummary(dir, REJECTED_SUBDIR)).entries
     : (await queueSummary(dir)).entries + await countShared(dir);

@@ -151,25 +151,15 @@ export function checkResult<S extends z.ZodMiniType>(
   });
 }
 
-/** Where a redirect points, without userinfo; "" when not a URL. */
-function redirectTarget(raw: RawReply): string | undefined {
-  if (!raw.location) return undefined;
-  const url = URL.parse(raw.location, raw.origin);
-  return url ? withoutUserinfo(url.toString()) : "";
-}
-
 /** Classifies one HTTP answer (pure). */
 export function classifyReply(raw: RawReply): OvResponse<unknown> {
   const { status, origin } = raw;
   if (status >= 300 && status < 400) {
-    const location = redirectTarget(raw);
-    const to = location === undefined
-      ? ""
-      : location
-      ? ` to ${location}`
-      : " to an address that is not a URL";
+    const url = raw.location ? URL.parse(raw.location, origin) : undefined;
+    const location = url ? withoutUserinfo(url.toString()) : undefined;
+    const to = location ? ` to ${location}` : raw.location ? " to an address that is not a URL" : "";
     const message = `${origin} redirects (HTTP ${status})${to}`;
-    return failure("redirect", status, { code: "REDIRECT", message }, location || undefined);
+    return failure("redirect", status, { code: "REDIRECT", message }, location);
   }
   const body = envelopeOf(raw.text);
   if (status === 401 || status === 403) {
@@ -374,35 +364,28 @@ export function createClient(options: ClientOptions): OpenVikingClient {
   const doFetch = options.fetch ?? fetch;
   const base = options.baseUrl.replace(/\/+$/, "");
   const secrets = options.apiKey ? [options.apiKey] : [];
-  const send = <S extends z.ZodMiniType>(method: string, path: string, schema: S, req: RequestOptions) => {
-    let timeout = req.timeoutMs ?? options.timeoutMs;
-    if (req.budget) {
-      const left = req.budget.remaining();
-      if (left < 50) return failure("unreachable", 0, { code: "BUDGET_SPENT", message: "time budget spent" });
-      timeout = Math.min(timeout, left);
-    }
-    const url = new URL(base + path);
-    for (const [k, v] of Object.entries(req.query ?? {})) {
-      if (v !== undefined) url.searchParams.set(k, String(v));
-    }
-    const hasBody = req.body !== undefined;
-    const identity = path === "/health" ? { ...options, apiKey: undefined } : options;
-    const init = {
-      method,
-      headers: buildHeaders(identity, req.peerId, hasBody),
-      body: hasBody ? JSON.stringify(req.body) : undefined,
-    };
-    return exchange(doFetch, url, init, {
-      timeout,
-      maxBytes: req.maxReplyBytes ?? 1 << 20,
-      schema,
-      what: `${method} ${path}`,
-    });
-  };
   return {
     options,
     async request(method, path, schema, req = {}) {
-      const r = await send(method, path, schema, req);
+      const left = req.budget?.remaining() ?? Infinity;
+      if (left < 50) return failure("unreachable", 0, { code: "BUDGET_SPENT", message: "time budget spent" });
+      const url = new URL(base + path);
+      for (const [k, v] of Object.entries(req.query ?? {})) {
+        if (v !== undefined) url.searchParams.set(k, String(v));
+      }
+      const hasBody = req.body !== undefined;
+      const identity = path === "/health" ? { ...options, apiKey: undefined } : options;
+      const init = {
+        method,
+        headers: buildHeaders(identity, req.peerId, hasBody),
+        body: hasBody ? JSON.stringify(req.body) : undefined,
+      };
+      const r = await exchange(doFetch, url, init, {
+        timeout: Math.min(req.timeoutMs ?? options.timeoutMs, left),
+        maxBytes: req.maxReplyBytes ?? 1 << 20,
+        schema,
+        what: `${method} ${path}`,
+      });
       return r.ok ? r : cleanFailure(r, secrets);
     },
   };

@@ -135,11 +135,7 @@ export function keyFor(c: Pick<Credentials, "apiKey" | "apiKeyOrigin">, url: str
 }
 
 /** The API key for `baseUrl` and its source; a file's key is never sent to another origin than the file's. */
-function apiKeyOf(
-  f: Files,
-  baseUrl: string,
-  warnings: string[],
-): { apiKey: string; source: string; origin: string } {
+function apiKeyOf(f: Files, baseUrl: string, warnings: string[]) {
   const filesUrl = (files: Files) => originOf(baseUrlOf({ ...files, mode: "cli" }, []).baseUrl);
   const candidates: [unknown, string, string][] = [
     [f.env.OPENVIKING_BEARER_TOKEN, "env OPENVIKING_BEARER_TOKEN", ""],
@@ -160,18 +156,11 @@ function apiKeyOf(
 
 /** Account, user and explicit peer: ovcli.conf alone, or env before the files. */
 function identityOf(f: Files): { account: string; user: string; peerId: string } {
-  const { env, cli, ovClient } = f;
-  if (f.useCli) {
-    return {
-      account: first(cli.account, cli.account_id),
-      user: first(cli.user, cli.user_id),
-      peerId: first(cli.actor_peer_id, cli.peer_id),
-    };
-  }
+  const [env, cli, ov]: JsonRecord[] = [f.useCli ? {} : f.env, f.cli, f.useCli ? {} : f.ovClient];
   return {
-    account: first(env.OPENVIKING_ACCOUNT, cli.account, cli.account_id, ovClient.accountId),
-    user: first(env.OPENVIKING_USER, cli.user, cli.user_id, ovClient.userId),
-    peerId: first(env.OPENVIKING_PEER_ID, cli.actor_peer_id, cli.peer_id, ovClient.peerId, ovClient.peer_id),
+    account: first(env.OPENVIKING_ACCOUNT, cli.account, cli.account_id, ov.accountId),
+    user: first(env.OPENVIKING_USER, cli.user, cli.user_id, ov.userId),
+    peerId: first(env.OPENVIKING_PEER_ID, cli.actor_peer_id, cli.peer_id, ov.peerId, ov.peer_id),
   };
 }
 
@@ -299,12 +288,14 @@ interface Knob<T, D extends T | undefined = T> {
   workspace: WorkspaceRule;
 }
 
-function knob<T>(env: string, parse: Parser<T>, fallback: T, workspace: WorkspaceRule): Knob<T, T> {
-  return { env, parse, default: fallback, workspace };
-}
-
-function optionalKnob<T>(env: string, parse: Parser<T>, workspace: WorkspaceRule): Knob<T, undefined> {
-  return { env, parse, default: undefined, workspace };
+/** A knob; `fallback` undefined: unset unless configured. */
+function knob<T, D extends T | undefined>(
+  env: string,
+  parse: Parser<T>,
+  fallback: D,
+  workspace: WorkspaceRule,
+) {
+  return { env, parse, default: fallback, workspace } as Knob<T, D>;
 }
 
 /** The commit policies, cheapest last. */
@@ -326,10 +317,11 @@ export const KNOBS = {
   recallPreferAbstract: knob("OPENVIKING_RECALL_PREFER_ABSTRACT", boolKnob, true, ON),
   recallPeerScope: knob("OPENVIKING_RECALL_PEER_SCOPE", enumKnob(SCOPES), "all", narrower(SCOPES)),
   recallDedupTurns: knob("OPENVIKING_RECALL_DEDUP_TURNS", numKnob(0, 20), 5, RAISE),
-  recallMaxTokens: optionalKnob("OPENVIKING_RECALL_MAX_TOKENS", numKnob(64, 32_000), LOWER),
-  recallQueryExpansion: optionalKnob(
+  recallMaxTokens: knob("OPENVIKING_RECALL_MAX_TOKENS", numKnob(64, 32_000), undefined, LOWER),
+  recallQueryExpansion: knob(
     "OPENVIKING_RECALL_QUERY_EXPANSION",
     enumKnob(["off", "auto"]),
+    undefined,
     toward("off", 'set it to "off"'),
   ),
   recallFormat: knob(
@@ -359,7 +351,7 @@ export const KNOBS = {
   ledgerMaxAgeDays: knob("OPENVIKING_LEDGER_MAX_AGE_DAYS", numKnob(1, 3650), 30, LOWER),
   mcpTools: knob("OPENVIKING_MCP_TOOLS", listKnob, ["memory"], NEVER),
   debug: knob("OPENVIKING_DEBUG", boolKnob, false, OFF),
-  debugLogPath: optionalKnob("OPENVIKING_DEBUG_LOG", pathKnob, NEVER),
+  debugLogPath: knob("OPENVIKING_DEBUG_LOG", pathKnob, undefined, NEVER),
 };
 
 type Knobs = typeof KNOBS;
@@ -379,15 +371,10 @@ export type Settings = Omit<KnobValues, "debugLogPath"> & {
   recallDedupTurnsConfigured: boolean;
 };
 
-interface Configured {
-  value: unknown;
-  where: string;
-}
-
 const shown = (value: unknown) => JSON.stringify(value) ?? String(value);
 
 /** The first of `layers` that sets `name` (null counts as unset). */
-function firstSetting(layers: [string, JsonRecord][], name: string): Configured | undefined {
+function firstSetting(layers: [string, JsonRecord][], name: string) {
   const layer = layers.find(([, l]) => l[name] !== undefined && l[name] !== null);
   return layer && { value: layer[1][name], where: `${layer[0]} "${name}"` };
 }
@@ -409,29 +396,23 @@ export function resolveSettings(
   const settings: JsonRecord = {};
   const configured = new Set<string>();
   for (const [name, knob] of Object.entries(KNOBS) as [string, Knob<unknown, unknown>][]) {
-    const envValue = sources.env[knob.env];
-    const fromEnv = envValue !== undefined && envValue.trim() !== "";
-    const user = fromEnv ? { value: envValue, where: knob.env } : firstSetting(userLayers, name);
+    const env = sources.env[knob.env]?.trim() ? { value: sources.env[knob.env], where: knob.env } : undefined;
+    const user = env ?? firstSetting(userLayers, name);
+    const asked = env ? undefined : firstSetting(workspace, name);
     let value = Array.isArray(knob.default) ? [...knob.default] : knob.default;
-    const take = (v: unknown) => {
-      value = v;
-      configured.add(name);
-    };
-    const parsed = user && knob.parse(user.value);
-    if (parsed?.ok) take(parsed.value);
-    else if (user && parsed) {
-      warnings.push(
-        `${user.where}: invalid value ${shown(user.value)} (${parsed.reason}); using the default`,
-      );
+    for (const [layer, bad] of [[user, "using the default"], [asked, "ignored"]] as const) {
+      const parsed = layer && knob.parse(layer.value);
+      if (!layer || !parsed) continue;
+      if (!parsed.ok) {
+        warnings.push(`${layer.where}: invalid value ${shown(layer.value)} (${parsed.reason}); ${bad}`);
+      } else if (layer === asked && !knob.workspace.allows(parsed.value, value)) {
+        const may = knob.workspace.may ? `may only ${knob.workspace.may}` : "may not set it";
+        warnings.push(`${asked.where}: ${shown(asked.value)} is ignored: a workspace file ${may}`);
+      } else {
+        value = parsed.value;
+        configured.add(name);
+      }
     }
-    const asked = fromEnv ? undefined : firstSetting(workspace, name);
-    const wanted = asked && knob.parse(asked.value);
-    if (asked && wanted && !wanted.ok) {
-      warnings.push(`${asked.where}: invalid value ${shown(asked.value)} (${wanted.reason}); ignored`);
-    } else if (asked && wanted?.ok && !knob.workspace.allows(wanted.value, value)) {
-      const may = knob.workspace.may ? `may only ${knob.workspace.may}` : "may not set it";
-      warnings.push(`${asked.where}: ${shown(asked.value)} is ignored: a workspace file ${may}`);
-    } else if (wanted?.ok) take(wanted.value);
     if (value !== undefined) settings[name] = value;
   }
   const knobs = settings as KnobValues;
@@ -463,20 +444,6 @@ interface Resolved {
 /** Connection fields a workspace file may never set. */
 const WORKSPACE_FORBIDDEN = ["url", "api_key", "apiKey", "baseUrl", "mcpUrl", "account", "user", "peerId"];
 
-/** A workspace settings object without connection fields (each one warned of). */
-function sanitizeWorkspace(value: unknown, where: string, warnings: string[]): JsonRecord {
-  const o = { ...asRecord(value) };
-  for (const k of WORKSPACE_FORBIDDEN) {
-    if (k in o) {
-      warnings.push(
-        `${where}: "${k}" is ignored (a workspace file may not set it); put it in ~/.openviking/ovcli.conf`,
-      );
-      delete o[k];
-    }
-  }
-  return o;
-}
-
 /** Pure resolution of the full config from its sources. */
 export function resolveConfig(sources: ConfigSources): Resolved {
   const warnings: string[] = [];
@@ -496,28 +463,32 @@ export function credentialFilePaths(env: Env): { cli: string; ov: string } {
 
 /** A JSON file's value; undefined when it is missing, unreadable (a warning) or not JSON (a warning). */
 function readJsonFile(path: string, warnings: string[]): unknown {
-  if (!path) return undefined;
-  let text: string | undefined;
   try {
-    text = readRegularTextSync(path, SMALL_FILE_MAX_BYTES);
+    const text = path ? readRegularTextSync(path, SMALL_FILE_MAX_BYTES) : undefined;
+    const value = parseJsonOrUndefined(text);
+    if (text !== undefined && value === undefined) warnings.push(`${path} is not valid JSON; ignoring it`);
+    return value;
   } catch (error) {
     warnings.push(`cannot read ${path}: ${(error as Error).message}`);
-    return undefined;
   }
-  if (text === undefined) return undefined;
-  const value = parseJsonOrUndefined(text);
-  if (value === undefined) warnings.push(`${path} is not valid JSON; ignoring it`);
-  return value;
 }
 
-/** Workspace settings files of an absolute `cwd`, nearest first. */
+/** Workspace settings files of an absolute `cwd`, nearest first, without connection fields (each warned of). */
 function readWorkspace(cwd: string | undefined, warnings: string[]): ConfigSources["workspace"] {
   if (!cwd || !isAbsolutePath(cwd)) return [];
   const out: { path: string; value: unknown }[] = [];
   for (const name of ["config.local.json", "config.json"]) {
     const path = joinPath(cwd, ".openviking", name);
     const value = readJsonFile(path, warnings);
-    if (value !== undefined) out.push({ path, value: sanitizeWorkspace(value, path, warnings) });
+    if (value === undefined) continue;
+    const o = { ...asRecord(value) };
+    for (const k of WORKSPACE_FORBIDDEN.filter((k) => k in o)) {
+      warnings.push(
+        `${path}: "${k}" is ignored (a workspace file may not set it); put it in ~/.openviking/ovcli.conf`,
+      );
+      delete o[k];
+    }
+    out.push({ path, value: o });
   }
   return out;
 }
@@ -535,14 +506,8 @@ export function loadConfig(env: Env, cwd?: string): Promise<Resolved> {
       [ovcli, cliPath, ovconf] = [ovconf, paths.ov, undefined];
     }
     const workspace = noHome ? [] : readWorkspace(cwd, warnings);
-    const resolved = resolveConfig({
-      env,
-      ovcli,
-      cliConfigPath: cliPath,
-      ovconf,
-      ovConfigPath: paths.ov,
-      workspace,
-    });
+    const ovConfigPath = paths.ov;
+    const resolved = resolveConfig({ env, ovcli, cliConfigPath: cliPath, ovconf, ovConfigPath, workspace });
     return { config: resolved.config, warnings: [...warnings, ...resolved.warnings] };
   });
 }

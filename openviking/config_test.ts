@@ -35,15 +35,6 @@ const OVCONF = {
   codex: { apiKey: "codex-key", accountId: "ov-acct", userId: "ov-user", peerId: "ov-peer" },
 };
 
-Deno.test("credentials: default when nothing is configured", () => {
-  const { config, warnings } = resolveConfig(sources({}));
-  assertEquals(config.baseUrl, "http://127.0.0.1:1933");
-  assertEquals(config.mcpUrl, "http://127.0.0.1:1933/mcp");
-  assertEquals([config.apiKey, config.account, config.user, config.peerId], ["", "", "", ""]);
-  assertEquals(config.credentialSource, "default");
-  assertEquals(warnings, []);
-});
-
 Deno.test("credentials: precedence table env vs ovcli.conf vs ov.conf", () => {
   const cases: {
     name: string;
@@ -233,70 +224,22 @@ Deno.test("credential mode aliases", () => {
   assertEquals(credentialMode({ OPENVIKING_CREDENTIAL_SOURCE: "whatever" }), "auto");
 });
 
-Deno.test("knobs: every default when nothing is set", () => {
-  const { config } = resolveConfig(sources({ env: { HOME: "/h" } }));
+Deno.test("defaults when nothing is configured: the local server, no identity, every knob's default", () => {
+  const { config, warnings } = resolveConfig(sources({ env: { HOME: "/h" } }));
+  assertEquals([config.baseUrl, config.mcpUrl], ["http://127.0.0.1:1933", "http://127.0.0.1:1933/mcp"]);
+  assertEquals([config.apiKey, config.account, config.user, config.peerId], ["", "", "", ""]);
+  assertEquals([config.credentialSource, warnings], ["default", []]);
   for (const [name, knob] of Object.entries(KNOBS)) {
     if (name === "debugLogPath") continue;
     assertEquals((config as unknown as Record<string, unknown>)[name], knob.default, name);
   }
   assertEquals(config.debugLogPath, "/h/.openviking/logs/kimicode-hooks.log");
-  assertEquals(config.commitPolicy, "balanced");
-  assertEquals(config.captureMaxLength, 24000);
-  assertEquals(config.promptBudgetMs, 8000);
+  assertEquals([config.commitPolicy, config.captureMaxLength, config.promptBudgetMs], [
+    "balanced",
+    24000,
+    8000,
+  ]);
   assertEquals(config.userAgent, "openviking-memory-kimicode/0.1.0");
-});
-
-Deno.test("knobs: every env name is read, with typed values", () => {
-  const values: Record<string, [string, unknown]> = {
-    enabled: ["off", false],
-    autoRecall: ["0", false],
-    autoCapture: ["no", false],
-    workspacePeer: ["false", false],
-    peerSource: ["CWD", "cwd"],
-    bypassSession: ["yes", true],
-    bypassSessionPatterns: ["a*, /tmp/** ,", ["a*", "/tmp/**"]],
-    recallLimit: ["7", 7],
-    recallTokenBudget: ["300", 300],
-    recallMaxContentChars: ["60", 60],
-    scoreThreshold: ["0.5", 0.5],
-    recallPreferAbstract: ["0", false],
-    recallPeerScope: ["actor", "actor"],
-    recallDedupTurns: ["0", 0],
-    recallMaxTokens: ["800", 800],
-    recallQueryExpansion: ["off", "off"],
-    recallFormat: ["FULL", "full"],
-    recallDigestLimit: ["3", 3],
-    recallDigestChars: ["800", 800],
-    minQueryLength: ["1", 1],
-    timeoutMs: ["2000", 2000],
-    promptBudgetMs: ["5000", 5000],
-    interruptBudgetMs: ["1500", 1500],
-    replayBudgetMs: ["3000", 3000],
-    captureWaitMs: ["0", 0],
-    profileTokenBudget: ["1000", 1000],
-    commitPolicy: ["Session-End", "session-end"],
-    idleCommitSeconds: ["60", 60],
-    captureMaxLength: ["5000", 5000],
-    redact: ["0", false],
-    writePathAsync: ["0", false],
-    pendingReplayLimit: ["2", 2],
-    pendingMaxRetries: ["5", 5],
-    pendingTtlDays: ["1", 1],
-    ledgerMaxBytes: ["65536", 65536],
-    ledgerMaxAgeDays: ["9", 9],
-    mcpTools: ["all", ["all"]],
-    debug: ["1", true],
-    debugLogPath: ["/tmp/x.log", "/tmp/x.log"],
-  };
-  assertEquals(Object.keys(values).sort(), Object.keys(KNOBS).sort(), "the test covers every knob");
-  const env = Object.fromEntries(
-    Object.entries(values).map(([k, [v]]) => [KNOBS[k as keyof typeof KNOBS].env, v]),
-  );
-  const { config, warnings } = resolveConfig(sources({ env }));
-  assertEquals(warnings, []);
-  for (const [k, [, expected]] of Object.entries(values)) {
-    assertEquals((config as unknown as Record<string, unknown>)[k], expected, k);
-  }
 });
 
 Deno.test("knobs: env > workspace local > workspace > ovcli plugin.kimicode > ovcli plugin", () => {
@@ -328,22 +271,16 @@ Deno.test("knobs: env > workspace local > workspace > ovcli plugin.kimicode > ov
   assertEquals(bad.warnings, ['/w/config0.json "recallLimit": invalid value "x" (expected number); ignored']);
 });
 
-Deno.test("loadConfig reads files, honours path overrides, and never takes URLs from a workspace", async () => {
+Deno.test("loadConfig reads files and honours path overrides", async () => {
   await using dir = await tempDir();
   const cli = `${dir.path}/custom-ovcli.json`;
   await Deno.writeTextFile(cli, JSON.stringify({ url: "http://from-file:1", api_key: "k1" }));
-  await Deno.mkdir(`${dir.path}/ws/.openviking`, { recursive: true });
-  await Deno.writeTextFile(
-    `${dir.path}/ws/.openviking/config.json`,
-    JSON.stringify({ url: "http://evil", recallLimit: 4 }),
-  );
-  const { config, warnings } = await loadConfig(
-    { HOME: dir.path, OPENVIKING_CLI_CONFIG_FILE: cli },
-    `${dir.path}/ws`,
-  );
-  assertEquals([config.baseUrl, config.apiKey, config.recallLimit], ["http://from-file:1", "k1", 4]);
-  assertEquals(warnings, [
-    `${dir.path}/ws/.openviking/config.json: "url" is ignored (a workspace file may not set it); put it in ~/.openviking/ovcli.conf`,
+  const { config, warnings } = await loadConfig({ HOME: dir.path, OPENVIKING_CLI_CONFIG_FILE: cli });
+  assertEquals([config.baseUrl, config.apiKey, config.cliConfigPath, warnings], [
+    "http://from-file:1",
+    "k1",
+    cli,
+    [],
   ]);
 });
 
@@ -422,6 +359,10 @@ Deno.test("loadConfig with a home: workspace files set knobs only — never a UR
   );
   assertEquals(config.debugLogPath, `${dir.path}/home/.openviking/logs/kimicode-hooks.log`);
   assertEquals(config.recallLimit, 3, "knobs still apply");
+  assertMatch(
+    warnings.join("\n"),
+    /config\.json: "url" is ignored \(a workspace file may not set it\); put it in ~\/\.openviking\/ovcli\.conf/,
+  );
   assertMatch(
     warnings.join("\n"),
     /"debugLogPath": "\/etc\/evil\.log" is ignored: a workspace file may not set it/,

@@ -34,24 +34,20 @@ async function pathPeerId(path: string): Promise<string> {
 
 /** A git remote URL as lower-case `host/path` (no user, port or `.git`); "" if unusable. */
 export function normalizeRemote(url: string): string {
-  let s = url.trim();
-  if (!s) return "";
-  let hostPath: string;
+  const s = url.trim();
   const scp = /^(?:[^@/\s]+@)?([^:/\s]+):(?!\/\/)(.+)$/.exec(s);
-  if (!s.includes("://") && scp && !/^[A-Za-z]:[\\/]/.test(s)) {
-    hostPath = `${scp[1]}/${scp[2]}`;
-  } else if (s.includes("://")) {
+  let hostPath = s;
+  if (!s.includes("://") && scp && !/^[A-Za-z]:[\\/]/.test(s)) hostPath = `${scp[1]}/${scp[2]}`;
+  else if (s.includes("://")) {
     try {
       const u = new URL(s);
       hostPath = `${u.hostname}${decodeURIComponent(u.pathname)}`;
     } catch {
       hostPath = s.replace(/^[a-z+]+:\/\//i, "").replace(/^[^@/]*@/, "");
     }
-  } else {
-    hostPath = s;
   }
-  s = hostPath.replace(/\\/g, "/").replace(/\/+$/, "").replace(/\.git$/i, "").replace(/\/+$/, "");
-  return s.toLowerCase();
+  return hostPath.replace(/\\/g, "/").replace(/\/+$/, "").replace(/\.git$/i, "").replace(/\/+$/, "")
+    .toLowerCase();
 }
 
 /** A normalised remote as a peer id. */

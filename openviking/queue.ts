@@ -52,11 +52,8 @@ export const goesTo = (to: Destination | undefined, here: Destination): boolean 
 export function elsewhereWords(held: readonly (Destination & { entries: number })[]) {
   const byPlace = new Map<string, number>();
   for (const d of held) {
-    const where = [
-      `OPENVIKING_URL=${d.url}`,
-      d.account && `OPENVIKING_ACCOUNT=${d.account}`,
-      d.user && `OPENVIKING_USER=${d.user}`,
-    ].filter(Boolean).join(" ");
+    const where = Object.entries({ URL: d.url, ACCOUNT: d.account, USER: d.user }).filter(([, v]) => v)
+      .map(([k, v]) => `OPENVIKING_${k}=${v}`).join(" ");
     byPlace.set(where, (byPlace.get(where) ?? 0) + d.entries);
   }
   if (!byPlace.size) return undefined;
@@ -214,40 +211,38 @@ export function nextBatchEnd(payloads: readonly MessagePayload[], from: number):
 export const REJECTED_MAX_ENTRIES = 1000;
 export const REJECTED_MAX_BYTES = 16 * 1024 * 1024;
 
-/** Writes entries after the last of `files`; returns those stored (stops at the first failure). */
-async function appendEntries(
-  dir: string,
-  entries: ((seq: number) => QueueEntry & { rejection?: Rejection })[],
-  files: QueueFile[],
-): Promise<QueueFile[]> {
+/** A new entry of `sessionId` numbered `seq`, for `to`, holding `body` (a batch, a commit, a rejection). */
+function newEntry(body: object, sessionId: string, seq: number, createdAt: number, to?: Destination) {
+  return { version: 1, sessionId, seq, createdAt, ...(to && { to }), ...body } as QueueEntry;
+}
+
+/** Writes one entry per maker after the last of `files`; returns those stored (stops at the first failure). */
+async function appendEntries(dir: string, makers: ((seq: number) => QueueEntry)[], files: QueueFile[]) {
   const stored: QueueFile[] = [];
-  if (entries.length === 0) return stored;
-  await ensurePrivateDir(dir);
+  if (makers.length) await ensurePrivateDir(dir);
   let seq = files.at(-1)?.seq ?? 0;
-  for (const make of entries) {
-    for (let attempt = 0;; attempt++) {
-      seq++;
-      const entry = make(seq);
-      const file = { name: entryName(seq, entry), seq, tag: tagOf(entry) };
+  for (const make of makers) {
+    for (let attempts = 1;; attempts++) {
+      const entry = make(++seq);
+      const name = entryName(seq, entry);
       try {
-        await createExclusive(joinPath(dir, file.name), `${JSON.stringify(entry)}\n`);
-        stored.push(file);
+        await createExclusive(joinPath(dir, name), `${JSON.stringify(entry)}\n`);
+        stored.push({ name, seq, tag: tagOf(entry) });
         break;
       } catch (error) {
-        if (isAlreadyExists(error) && attempt < 100) continue;
-        return stored;
+        if (!isAlreadyExists(error) || attempts > 100) return stored;
       }
     }
   }
   return stored;
 }
 
-/** Keys of every message queued (or being replayed) for a session. */
+/** Keys of every message (and `commit:<key>` of every commit) in a session's queue files. */
 async function queuedKeys(dir: string, files: QueueFile[]): Promise<Set<string>> {
   const keys = new Set<string>();
   for (const f of files) {
     const entry = await readEntry(joinPath(dir, f.name));
-    if (entry?.kind === "messages") { for (const m of entry.messages) keys.add(m.key); }
+    for (const m of entry?.kind === "messages" ? entry.messages : []) keys.add(m.key);
     if (entry?.kind === "commit") keys.add(`commit:${entry.key}`);
   }
   return keys;
@@ -264,11 +259,7 @@ export class SessionQueue {
   ) {}
 
   /** Opens the queue of `sessionId` under `pendingDir`; its new entries are for `to`. */
-  static async open(
-    pendingDir: string,
-    sessionId: string,
-    to: Destination | undefined,
-  ): Promise<SessionQueue> {
+  static async open(pendingDir: string, sessionId: string, to: Destination | undefined) {
     const dir = await sessionQueueDir(pendingDir, sessionId);
     await removeAbandonedTemps(dir);
     const files = await queueFiles(dir);
@@ -280,19 +271,17 @@ export class SessionQueue {
     return this.files.length > 0;
   }
 
-  private async append(makers: ((seq: number) => QueueEntry)[]): Promise<number> {
-    const stored = await appendEntries(this.dir, makers, this.files);
+  /** Appends an entry per body (`keys`: what each adds); returns how many were stored. */
+  private async append(now: number, bodies: object[], keys: string[][]): Promise<number> {
+    const makers = bodies.map((body) => (seq: number) => newEntry(body, this.sessionId, seq, now, this.to));
+    const stored = await appendEntries(this.dir, makers, this.files).catch(() => []);
     this.files.push(...stored);
+    for (const k of keys.slice(0, stored.length).flat()) this.keys.add(k);
     return stored.length;
   }
 
   /** Queues new messages in batches (the first `unsure`, if given); returns the durably queued prefix. */
-  async messages(
-    payloads: readonly MessagePayload[],
-    options: { now?: number; unsure?: number } = {},
-  ): Promise<number> {
-    const now = options.now ?? Date.now();
-    if (payloads.length === 0) return 0;
+  async messages(payloads: readonly MessagePayload[], options: { now?: number; unsure?: number } = {}) {
     try {
       const keyed = await Promise.all(payloads.map(async (payload, index) => ({
         key: await messageKey(this.sessionId, payload),
@@ -301,23 +290,17 @@ export class SessionQueue {
       })));
       const fresh = keyed.filter((m) => !this.keys.has(m.key));
       const batches: (typeof fresh)[] = [];
-      for (let i = 0; i < fresh.length;) {
-        const end = nextBatchEnd(fresh.map((m) => m.payload), i);
-        batches.push(fresh.slice(i, end));
-        i = end;
+      for (let i = 0; i < fresh.length; i += batches.at(-1)!.length) {
+        batches.push(fresh.slice(i, nextBatchEnd(fresh.map((m) => m.payload), i)));
       }
-      const sessionId = this.sessionId;
-      const stored = await this.append(batches.map((b, i) => (seq) => ({
-        version: 1,
+      const unsure = options.unsure === undefined ? {} : { unsure: options.unsure };
+      const bodies = batches.map((b, i) => ({
         kind: "messages",
-        sessionId,
-        seq,
-        createdAt: now,
-        ...(this.to && { to: this.to }),
-        ...(i === 0 && options.unsure !== undefined ? { unsure: options.unsure } : {}),
+        ...(i === 0 && unsure),
         messages: b.map(({ key, payload }) => ({ key, payload })),
-      })));
-      for (const b of batches.slice(0, stored)) for (const m of b) this.keys.add(m.key);
+      }));
+      const keys = batches.map((b) => b.map((m) => m.key));
+      const stored = await this.append(options.now ?? Date.now(), bodies, keys);
       return stored === batches.length ? payloads.length : batches[stored][0].index;
     } catch {
       return 0;
@@ -326,25 +309,8 @@ export class SessionQueue {
 
   /** Queues the commit named `key` behind what is queued; false when it could not be stored. */
   async commit(key: string, now = Date.now()): Promise<boolean> {
-    if (this.keys.has(`commit:${key}`)) return true;
-    const sessionId = this.sessionId;
-    try {
-      const ok = (await this.append([
-        (seq) => ({
-          version: 1,
-          kind: "commit",
-          sessionId,
-          seq,
-          createdAt: now,
-          ...(this.to && { to: this.to }),
-          key,
-        }),
-      ])) === 1;
-      if (ok) this.keys.add(`commit:${key}`);
-      return ok;
-    } catch {
-      return false;
-    }
+    return this.keys.has(`commit:${key}`) ||
+      await this.append(now, [{ kind: "commit", key }], [[`commit:${key}`]]) === 1;
   }
 }
 
@@ -370,24 +336,15 @@ export async function keepRejected(
   createdAt = Date.now(),
 ): Promise<void> {
   const dir = await sessionQueueDir(pendingDir, sessionId, REJECTED_SUBDIR);
-  const body = "commit" in write ? { kind: "commit" as const, key: write.commit } : {
-    kind: "messages" as const,
+  const body = "commit" in write ? { kind: "commit", key: write.commit } : {
+    kind: "messages",
     messages: await Promise.all(write.messages.map(async (payload) => ({
       key: await messageKey(sessionId, payload),
       payload,
     }))),
   };
   const rejection = { at: Date.now(), status: why.status, message: why.message };
-  const to = write.to && { to: write.to };
-  const make = (seq: number) => ({
-    version: 1 as const,
-    sessionId,
-    seq,
-    createdAt,
-    ...to,
-    ...body,
-    rejection,
-  });
+  const make = (seq: number) => newEntry({ ...body, rejection }, sessionId, seq, createdAt, write.to);
   const stored = await appendEntries(dir, [make], await queueFiles(dir)).catch(() => []);
   if (stored.length !== 1) throw new Error(`${dir} could not keep a write OpenViking refused`);
   await trimRejected(pendingDir, joinPath(dir, stored[0].name));
@@ -558,15 +515,6 @@ async function liveClaims(dir: string, now: number): Promise<Map<string, number>
   return out;
 }
 
-/** Limits of a shared replay: entries dropped at `maxRetries` or past `ttlDays`. */
-interface SharedReplayOptions {
-  limit: number;
-  maxRetries: number;
-  ttlDays: number;
-  budget: Budget;
-  now?: number;
-}
-
 /** What a shared replay did; `dropped`: rejected, retries spent or too old. */
 export interface SharedReplayReport {
   replayed: number;
@@ -575,11 +523,14 @@ export interface SharedReplayReport {
   cause?: OvFailure;
 }
 
-/** Replays the shared queue oldest first; a failure other than a rejection puts the entry back and stops. */
+/**
+ * Replays the shared queue oldest first, dropping entries at `maxRetries` or past `ttlDays`; a failure other
+ * than a rejection puts the entry back and stops.
+ */
 export async function replayShared(
   dir: string,
   client: OpenVikingClient,
-  options: SharedReplayOptions,
+  options: { limit: number; maxRetries: number; ttlDays: number; budget: Budget; now?: number },
 ): Promise<SharedReplayReport> {
   const report: SharedReplayReport = { replayed: 0, dropped: 0, deferred: 0 };
   const now = options.now ?? Date.now();
@@ -593,38 +544,29 @@ export async function replayShared(
   }
   let waiting = 0;
   let i = 0;
-  for (; i < queue.length; i++) {
-    if (i >= options.limit || options.budget.remaining() < 100) break;
-    const f = queue[i];
-    if (f.entry.createdAt > (claimed.get(f.entry.sessionId) ?? Infinity)) {
+  for (; i < queue.length && i < options.limit && options.budget.remaining() >= 100; i++) {
+    const { name, entry } = queue[i];
+    const processing = joinPath(dir, name.replace(/\.json$/, ".processing"));
+    const held = entry.createdAt > (claimed.get(entry.sessionId) ?? Infinity) ||
+      !(await Deno.rename(joinPath(dir, name), processing).then(() => true, () => false));
+    if (held) {
       waiting++;
+      claimed.set(entry.sessionId, Math.min(entry.createdAt, claimed.get(entry.sessionId) ?? Infinity));
       continue;
     }
-    const processing = joinPath(dir, f.name.replace(/\.json$/, ".processing"));
-    try {
-      await Deno.rename(joinPath(dir, f.name), processing);
-    } catch {
-      waiting++;
-      claimed.set(f.entry.sessionId, Math.min(f.entry.createdAt, claimed.get(f.entry.sessionId) ?? Infinity));
-      continue;
-    }
-    const route = `${sessionPath(f.entry.sessionId)}/${
-      f.entry.type === "commitSession" ? "commit" : "messages"
-    }`;
-    const body = f.entry.payload ?? {};
+    const route = `${sessionPath(entry.sessionId)}/${entry.type === "commitSession" ? "commit" : "messages"}`;
     const res = await client.request("POST", route, AnyResult, {
-      body,
+      body: entry.payload ?? {},
       budget: options.budget,
       peerId: null,
     });
-    if (res.ok || res.kind === "rejected") {
-      await Deno.remove(processing).catch(() => {});
-      report[res.ok ? "replayed" : "dropped"]++;
-      continue;
+    if (!res.ok && res.kind !== "rejected") {
+      report.cause = res;
+      await Deno.rename(processing, joinPath(dir, name)).catch(() => {});
+      break;
     }
-    report.cause = res;
-    await Deno.rename(processing, joinPath(dir, f.name)).catch(() => {});
-    break;
+    await Deno.remove(processing).catch(() => {});
+    report[res.ok ? "replayed" : "dropped"]++;
   }
   report.deferred = queue.length - i + waiting;
   return report;

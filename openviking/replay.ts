@@ -72,80 +72,55 @@ const writeOf = (entry: QueueEntry): KeptWrite => ({
 });
 
 /** Replays one claimed entry (progress kept in the claim); returns the failure that stopped it. Throws when a refused write cannot be kept. */
-async function replayEntry(
-  run: ReplayRun,
-  claimPath: string,
-  entry: QueueEntry,
-): Promise<OvFailure | undefined> {
+async function replayEntry(run: ReplayRun, claimPath: string, entry: QueueEntry) {
   const { client, report, pendingDir } = run;
+  const { sessionId, createdAt } = entry;
   const budget = run.options.budget;
+  const reject = (write: KeptWrite, why: { status: number; message: string }) =>
+    keepRejected(pendingDir, sessionId, write, why, createdAt);
   if (entry.kind === "commit") {
-    const res = await postCommit(client, entry.sessionId, budget);
-    if (res.ok) {
-      if (res.result.taskId) {
-        report.commitTasks.push({ sessionId: entry.sessionId, taskId: res.result.taskId });
-      }
-      return undefined;
-    }
-    if (res.kind === "rejected") {
-      const why = { status: res.status, message: res.error.message };
-      await keepRejected(pendingDir, entry.sessionId, writeOf(entry), why, entry.createdAt);
-      report.rejected++;
-      return undefined;
-    }
-    return res;
+    const res = await postCommit(client, sessionId, budget);
+    if (res.ok && res.result.taskId) report.commitTasks.push({ sessionId, taskId: res.result.taskId });
+    if (res.ok || res.kind !== "rejected") return res.ok ? undefined : res;
+    await reject(writeOf(entry), { status: res.status, message: res.error.message });
+    report.rejected++;
+    return undefined;
   }
+  // What the session holds is not sent again; when it cannot say, all is sent: a duplicate beats a loss.
+  const held = entry.unsure ? await liveMessages(client, sessionId, budget) : undefined;
   let sure = entry;
-  if (entry.unsure) {
-    // What the session holds is not sent again; when it cannot say, all is sent: a duplicate beats a loss.
-    const held = await liveMessages(client, entry.sessionId, budget);
-    if (held) {
-      const { unsure: _, ...rest } = entry;
-      const messages = entry.messages.filter((m) => !isHeld(held, m.payload));
-      report.held += entry.messages.length - messages.length;
-      if (!messages.length) return undefined;
-      sure = await keep(claimPath, { ...rest, messages });
-    }
+  if (held) {
+    const { unsure: _, ...rest } = entry;
+    const messages = entry.messages.filter((m) => !isHeld(held, m.payload));
+    report.held += entry.messages.length - messages.length;
+    if (!messages.length) return undefined;
+    sure = await keep(claimPath, { ...rest, messages });
   }
   const messages = sure.messages;
-  const d = await deliverMessages(client, entry.sessionId, messages.map((m) => m.payload), {
+  const d = await deliverMessages(client, sessionId, messages.map((m) => m.payload), {
     budget,
-    onRejected: (payload, r) =>
-      keepRejected(
-        pendingDir,
-        entry.sessionId,
-        { ...writeOf(entry), messages: [payload] },
-        r,
-        entry.createdAt,
-      ),
+    onRejected: (payload, r) => reject({ ...writeOf(entry), messages: [payload] }, r),
     onSettled: async (settled) => {
       if (settled < messages.length) await keep(claimPath, { ...sure, messages: messages.slice(settled) });
     },
   });
   report.messages += d.sent;
   report.rejected += d.rejections.length;
-  const mine = report.delivered.find((x) => x.sessionId === entry.sessionId);
+  const mine = report.delivered.find((x) => x.sessionId === sessionId);
   if (mine) mine.messages += d.sent;
-  else if (d.sent) report.delivered.push({ sessionId: entry.sessionId, messages: d.sent });
+  else if (d.sent) report.delivered.push({ sessionId, messages: d.sent });
   return d.stop;
 }
 
-/** The queue directories to replay, oldest first write first. */
+/** The queue directories to replay, oldest first write first (a claimed head counts as now). */
 async function queuedSessions(pendingDir: string, options: ReplayOptions, now: number): Promise<string[]> {
+  const subdir = options.rejected ? REJECTED_SUBDIR : undefined;
   const sessions: { dir: string; first: number }[] = [];
-  for (
-    const dir of await sessionDirs(
-      pendingDir,
-      options.sessionId,
-      options.rejected ? REJECTED_SUBDIR : undefined,
-    )
-  ) {
+  for (const dir of await sessionDirs(pendingDir, options.sessionId, subdir)) {
     if (!(await Deno.stat(dir).then((i) => i.isDirectory, () => false))) continue;
     const [head] = await queueFiles(dir);
-    const first = head?.claimedBy === undefined && head
-      ? (await readEntry(joinPath(dir, head.name)))?.createdAt ?? now
-      : now;
-    sessions.push({ dir, first });
+    const first = head?.claimedBy === undefined && head && await readEntry(joinPath(dir, head.name));
+    sessions.push({ dir, first: first ? first.createdAt : now });
   }
   return sessions.sort((a, b) => a.first - b.first).map((s) => s.dir);
 }
@@ -189,22 +164,19 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
     return entry.to!;
   }
   const expired = !options.rejected && run.now - entry.createdAt > options.ttlDays * 86_400_000;
-  let stop: OvFailure | "local" | "wait" | undefined;
+  const wait = expired ? 0 : (typeof entry.unsure === "number" ? entry.unsure : 0) - run.now;
+  const waits = wait > 0 && options.waitUnsure && wait < options.budget.remaining() - 1000;
+  if (waits) await new Promise((r) => setTimeout(r, wait));
+  let stop: OvFailure | "local" | "wait" | undefined = "wait";
   if (expired) {
     const why = { status: 0, message: `waited in the queue longer than ${options.ttlDays} days` };
     stop = await keepRejected(run.pendingDir, entry.sessionId, writeOf(entry), why, entry.createdAt)
       .then(() => undefined, () => "local" as const);
+  } else if (wait > 0 && !waits) {
+    report.waitUntil = Math.min(report.waitUntil ?? run.now + wait, run.now + wait);
   } else {
-    const wait = (typeof entry.unsure === "number" ? entry.unsure : 0) - run.now;
-    const waits = wait > 0 && options.waitUnsure && wait < options.budget.remaining() - 1000;
-    if (waits) await new Promise((r) => setTimeout(r, wait));
-    if (wait > 0 && !waits) {
-      stop = "wait";
-      report.waitUntil = Math.min(report.waitUntil ?? run.now + wait, run.now + wait);
-    } else {
-      run.sent++;
-      stop = await replayEntry(run, claim, entry).catch(() => "local" as const);
-    }
+    run.sent++;
+    stop = await replayEntry(run, claim, entry).catch(() => "local" as const);
   }
   if (!stop) {
     await Deno.remove(claim).catch(() => {});
@@ -213,14 +185,12 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
     return "next";
   }
   let left = await readEntry(claim) ?? entry;
-  const unsure = stop !== "local" && stop !== "wait"
-    ? unsureFrom(stop, run.client.options.timeoutMs)
-    : undefined;
+  const failure = typeof stop === "object" ? stop : undefined;
+  const unsure = failure && unsureFrom(failure, timeout);
   if (unsure !== undefined) left = await keep(claim, { ...left, unsure });
   await Deno.rename(claim, joinPath(dir, entryName(f.seq, left))).catch(() => {});
-  if (stop === "wait") return "stop";
-  if (stop !== "local") report.cause = stop;
-  if (stop === "local" || stopsEverything(stop)) run.stopAll = true;
+  if (failure) report.cause = failure;
+  run.stopAll ||= stop === "local" || (!!failure && stopsEverything(failure));
   return "stop";
 }
 
@@ -266,18 +236,17 @@ export interface ReplayAllReport extends ReplayReport {
   shared: SharedReplayReport;
 }
 
-/** Replays our queue, then (for all sessions) the shared queue, in one entry limit and budget. */
+/** Replays our queue (or the rejected place), then (for all sessions) the shared queue, in one entry limit and budget. */
 export async function replayAll(
   pendingDir: string,
   client: OpenVikingClient,
   options: ReplayAllOptions,
 ): Promise<ReplayAllReport> {
   const ours = await replayQueue(pendingDir, client, options);
-  const shared = options.sessionId === undefined && !(ours.cause && stopsEverything(ours.cause))
-    ? await replayShared(pendingDir, client, {
-      ...options,
-      limit: Math.max(0, options.limit - ours.replayed),
-    })
+  const limit = Math.max(0, options.limit - ours.replayed);
+  const shared = !options.rejected && options.sessionId === undefined &&
+      !(ours.cause && stopsEverything(ours.cause))
+    ? await replayShared(pendingDir, client, { ...options, limit })
     : { replayed: 0, dropped: 0, deferred: 0 };
   return { ...ours, cause: ours.cause ?? shared.cause, shared };
 }
@@ -293,6 +262,6 @@ export function replayOptions(
     maxRetries: config.pendingMaxRetries,
     ttlDays: config.pendingTtlDays,
     budget: run.budget,
-    ...(run.sessionId !== undefined ? { sessionId: run.sessionId } : {}),
+    sessionId: run.sessionId,
   };
 }

@@ -91,36 +91,28 @@ export async function deliverMessages(
     const serial = from < serialUntil;
     const end = serial ? from + 1 : nextBatchEnd(payloads, from);
     await options.beforeRequest?.(from, end);
-    if (!serial) {
-      const res = await client.request("POST", `${sessionPath(sid)}/messages/batch`, AnyResult, {
-        body: { messages: payloads.slice(from, end) },
+    const res = await client.request(
+      "POST",
+      `${sessionPath(sid)}/messages${serial ? "" : "/batch"}`,
+      AnyResult,
+      {
+        body: serial ? payloads[from] : { messages: payloads.slice(from, end) },
         budget: options.budget,
         peerId: null,
-      });
-      if (res.ok) {
-        d.pendingTokens = pendingTokensOf(res.result);
-        d.sent += end - from;
-        d.settled = end;
-        await options.onSettled?.(d.settled);
-        continue;
-      }
-      const why = wantsSerial(res);
-      if (!why) return { ...d, stop: res };
-      serialUntil = why === "route" ? Infinity : end;
+      },
+    );
+    if (res.ok) {
+      const tokens = pendingTokensOf(res.result);
+      [d.sent, d.pendingTokens] = [d.sent + end - from, serial ? tokens ?? d.pendingTokens : tokens];
+    } else if (!serial && wantsSerial(res)) {
+      serialUntil = wantsSerial(res) === "route" ? Infinity : end;
       continue;
-    }
-    const res = await client.request("POST", `${sessionPath(sid)}/messages`, AnyResult, {
-      body: payloads[from],
-      budget: options.budget,
-      peerId: null,
-    });
-    if (res.ok) [d.sent, d.pendingTokens] = [d.sent + 1, pendingTokensOf(res.result) ?? d.pendingTokens];
-    else if (res.kind === "rejected") {
+    } else if (res.kind === "rejected") {
       const rejection = { index: from, status: res.status, message: res.error.message };
       await options.onRejected?.(payloads[from], rejection);
       d.rejections.push(rejection);
     } else return { ...d, stop: res };
-    d.settled = from + 1;
+    d.settled = end;
     await options.onSettled?.(d.settled);
   }
   return d;
@@ -156,46 +148,34 @@ export async function sendMessages(
   options: SendOptions,
 ): Promise<SendReport> {
   const report: SendReport = { acked: 0, sent: 0, queued: 0, rejected: 0, rejections: [] };
-  const queueFrom = async (i: number, unsure?: number) => {
-    if (i >= payloads.length) return;
-    await options.beforeRequest?.(i, payloads.length, unsure ?? Date.now());
-    const queue = options.queue ??
-      await SessionQueue.open(options.pendingDir, sid, destinationOf(client.options));
-    const stored = await queue.messages(payloads.slice(i), { unsure });
-    report.queued += stored;
-    report.acked += stored;
-    if (stored < payloads.length - i) {
-      report.stoppedBy = {
-        code: "QUEUE",
-        message: `the pending queue ${options.pendingDir} could not store every message`,
-      };
-    }
-  };
+  const to = destinationOf(client.options);
   try {
-    if (options.queueOnly) {
-      await queueFrom(0);
-      return report;
-    }
-    const d = await deliverMessages(client, sid, payloads, {
+    const d = options.queueOnly ? undefined : await deliverMessages(client, sid, payloads, {
       budget: options.budget,
       beforeRequest: options.beforeRequest,
-      onRejected: (payload, r) =>
-        keepRejected(options.pendingDir, sid, { messages: [payload], to: destinationOf(client.options) }, r),
+      onRejected: (payload, r) => keepRejected(options.pendingDir, sid, { messages: [payload], to }, r),
       onSettled: async (settled) => {
         report.acked = settled;
         await options.onAcked?.(settled);
       },
     });
-    Object.assign(report, {
-      acked: d.settled,
-      sent: d.sent,
-      rejected: d.rejections.length,
-      rejections: d.rejections,
-      pendingTokens: d.pendingTokens,
-    });
-    if (d.stop) {
-      report.cause = d.stop;
-      await queueFrom(d.settled, unsureFrom(d.stop, client.options.timeoutMs));
+    if (d) {
+      const { settled: acked, sent, rejections, pendingTokens } = d;
+      Object.assign(report, { acked, sent, rejected: rejections.length, rejections, pendingTokens });
+    }
+    if (d?.stop) report.cause = d.stop;
+    const from = d?.settled ?? 0;
+    if ((!d || d.stop) && from < payloads.length) {
+      const unsure = d?.stop && unsureFrom(d.stop, client.options.timeoutMs);
+      await options.beforeRequest?.(from, payloads.length, unsure ?? Date.now());
+      const queue = options.queue ?? await SessionQueue.open(options.pendingDir, sid, to);
+      const stored = await queue.messages(payloads.slice(from), { unsure });
+      report.queued += stored;
+      report.acked += stored;
+      if (stored < payloads.length - from) {
+        const message = `the pending queue ${options.pendingDir} could not store every message`;
+        report.stoppedBy = { code: "QUEUE", message };
+      }
     }
   } catch (error) {
     report.stoppedBy = { code: "STATE", message: (error as Error).message };
@@ -215,9 +195,9 @@ export async function commitSession(
   sid: string,
   options: { budget: Budget; pendingDir: string; key: string; queueOnly?: boolean; queue?: SessionQueue },
 ): Promise<CommitOutcome> {
+  const to = destinationOf(client.options);
   const queue = async (cause?: OvFailure): Promise<CommitOutcome> =>
-    await (options.queue ?? await SessionQueue.open(options.pendingDir, sid, destinationOf(client.options)))
-        .commit(options.key)
+    await (options.queue ?? await SessionQueue.open(options.pendingDir, sid, to)).commit(options.key)
       ? { kind: "queued", cause }
       : { kind: "failed", message: `the pending queue ${options.pendingDir} could not store the commit` };
   if (options.queueOnly) return await queue();
@@ -225,14 +205,10 @@ export async function commitSession(
   if (res.ok) return { kind: "committed", taskId: res.result.taskId };
   if (res.kind !== "rejected") return await queue(res);
   const why = { status: res.status, message: res.error.message };
-  return await keepRejected(options.pendingDir, sid, {
-    commit: options.key,
-    to: destinationOf(client.options),
-  }, why)
-    .then(
-      (): CommitOutcome => ({ kind: "rejected", ...why }),
-      (error): CommitOutcome => ({ kind: "failed", message: (error as Error).message }),
-    );
+  return await keepRejected(options.pendingDir, sid, { commit: options.key, to }, why).then(
+    (): CommitOutcome => ({ kind: "rejected", ...why }),
+    (error): CommitOutcome => ({ kind: "failed", message: (error as Error).message }),
+  );
 }
 
 /** After this long without a message the server commits a session itself. */
@@ -296,10 +272,9 @@ async function get<S extends z.ZodMiniType>(
   path: string,
   schema: S,
   budget: Budget,
-): Promise<z.output<S> | null | undefined> {
+) {
   const res = await client.request("GET", path, schema, { budget, peerId: null, maxReplyBytes: 16 << 20 });
-  if (res.ok) return res.result;
-  return res.status === 404 ? null : undefined;
+  return res.ok ? res.result : res.status === 404 ? null : undefined;
 }
 
 /** The messages the session holds since its last commit; undefined when the server cannot say. */
@@ -319,9 +294,8 @@ export async function newestHeld(
   budget: Budget,
 ): Promise<HeldMessage | null | undefined> {
   const live = await get(client, `${sessionPath(sid)}/context`, MessagesReply, budget);
-  if (!live) return live;
-  const newest = heldIn(live).at(-1);
-  if (newest) return newest;
+  const newest = live && heldIn(live).at(-1);
+  if (!live || newest) return live && newest;
   const meta = await get(client, sessionPath(sid), SessionReply, budget);
   if (!meta) return undefined;
   for (let n = meta.commit_count; n > 0; n--) {

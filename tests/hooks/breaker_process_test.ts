@@ -166,17 +166,3 @@ Deno.test("a hung server that comes back: SessionStart's worker probes it, so th
   assertEquals(await prompt(env, "session_b", "how should I indent this file?"), `${FAKE_DIGEST_FIRST}\n`);
   assertEquals(await breakers(dir.path), []);
 });
-
-Deno.test("a refused connection costs nothing and opens nothing: no line, no breaker", async () => {
-  await using dir = await tempDir();
-  const closed = startHungServer();
-  await closed.close();
-  const env = envFor(dir.path, closed.url, 1500);
-  assertEquals(await prompt(env, "session_a", "how should I indent this file?"), "");
-  assertEquals(await prompt(env, "session_a", "and where do the tests go?"), "");
-  assertEquals(await breakers(dir.path), []);
-  assertEquals((await prompts(dir.path, "session_a")).map((p) => p.failure?.kind), [
-    "unreachable",
-    "unreachable",
-  ]);
-});

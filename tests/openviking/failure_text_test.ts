@@ -4,7 +4,7 @@
  */
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
-import { DEFAULT_ENTRY, FakeOpenViking, type Fault } from "../support/fake-openviking.ts";
+import { DEFAULT_ENTRY, FakeOpenViking } from "../support/fake-openviking.ts";
 import { placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { queuedMessages } from "../support/queue.ts";
@@ -84,42 +84,14 @@ function checkBlock(doctorOut: string, id: string): string {
   return lines.slice(at, end < 0 ? undefined : end).join("\n");
 }
 
-const hostile401: Fault = {
-  route: "POST /api/v1/search/find",
-  status: 401,
-  error: { code: "UNAUTHENTICATED", message: `bad key ${ESCAPES}RED` },
-};
-Deno.test("failure text: replay and the files a refusal leaves name its cause without escape codes", async () => {
-  await using s = await sandbox();
-  await s.journal(2);
-  s.fake.fault({ ...hostile401, route: "*" });
-  await s.stop();
-  assertEquals((await queuedMessages(s.pending)).length, 4, "the refused writes wait in the queue");
-  const replay = await s.run(["replay", "--json"]);
-  assertMatch(JSON.parse(replay.stdout).cause.message, /^bad key [^"]*RED/);
-  assertEquals(JSON.parse(replay.stdout).cause.kind, "auth");
-  for (const text of s.outputs) {
-    assertTrue(!CONTROL.test(text), `a control byte printed: ${JSON.stringify(text)}`);
-  }
-  for (const f of await filesUnder(`${s.home}/.openviking`)) {
-    assertTrue(!f.text.includes("]0;owned") && !f.text.includes("\\u001b"), `escape codes kept in ${f.path}`);
-  }
-});
-
-Deno.test("failure text: a 401 quoting the key and a URL's password leaves neither in any output or file", async () => {
+Deno.test("failure text: a 401 quoting the key, a URL's password and escape codes leaves none of them in any output or file", async () => {
   const key = "sk-leaky-0123456789abcdef";
   const password = "hunter2-pa55word";
   await using s = await sandbox({ apiKey: "the-right-key-789" }, key);
   await s.journal(2);
-  s.fake.fault({
-    route: "*",
-    status: 401,
-    error: {
-      code: "UNAUTHENTICATED",
-      message:
-        `invalid api key: Bearer ${key} (key=${key}); sign in at https://admin:${password}@sso.example/`,
-    },
-  });
+  const message =
+    `invalid api key: Bearer ${key} (key=${key}); ${ESCAPES}sign in at https://admin:${password}@sso.example/`;
+  s.fake.fault({ route: "*", status: 401, error: { code: "UNAUTHENTICATED", message } });
   await s.stop();
   assertEquals((await queuedMessages(s.pending)).length, 4, "the refused writes wait in the queue");
   const prompt = await s.run(["hook", "user-prompt-submit"], {
@@ -128,11 +100,18 @@ Deno.test("failure text: a 401 quoting the key and a URL's password leaves neith
   });
   assertEquals(prompt.code, 0, prompt.stderr);
   const replay = await s.run(["replay", "--json"]);
-  assertMatch(JSON.parse(replay.stdout).cause.message, /^invalid api key: Bearer \*\*\*/);
+  assertEquals(JSON.parse(replay.stdout).cause.kind, "auth");
+  assertMatch(JSON.parse(replay.stdout).cause.message, /^invalid api key: Bearer \*\*\* [^"]*sign in/);
   await s.stop();
   const files = await filesUnder(s.home);
   assertTrue(files.some((f) => f.path.includes("/ledger/")), "the ledger was written");
   assertTrue(files.some((f) => f.path.includes("/logs/")), "the log was written");
+  for (const text of s.outputs) {
+    assertTrue(!CONTROL.test(text), `a control byte printed: ${JSON.stringify(text)}`);
+  }
+  for (const f of files.filter((f) => f.path.includes("/.openviking/"))) {
+    assertTrue(!f.text.includes("]0;owned") && !f.text.includes("\\u001b"), `escape codes kept in ${f.path}`);
+  }
   for (const secret of [key, password]) {
     for (const text of s.outputs) assertTrue(!text.includes(secret), `printed: ${text}`);
     for (const f of files) assertTrue(!f.text.includes(secret), `${secret} written to ${f.path}`);

@@ -5,12 +5,7 @@
  */
 
 import { sha256Hex, stableStringify } from "../../lib/hash.ts";
-import {
-  createExclusive as createFileExclusive,
-  ensurePrivateDir,
-  isAlreadyExists,
-  isNotFound,
-} from "../../lib/fs.ts";
+import { createExclusive, ensurePrivateDir, listDir } from "../../lib/fs.ts";
 import { joinPath } from "../../lib/paths.ts";
 import { Budget, createClient } from "../../openviking/client.ts";
 import type { ReplayOptions } from "../../openviking/replay.ts";
@@ -63,6 +58,7 @@ export async function enqueueCommit(pendingDir: string, sessionId: string, key: 
 /** Kinds of queued writes in the shared format. */
 export type PendingType = "addMessage" | "commitSession";
 
+const QUEUE_FILE = /^\d{10}-(m\d+|c)(\.json|\.\d+\.claim)$/;
 const ENTRY_NAME = /^([0-9a-f]{64})_(\d+)\.(json|processing)$/;
 
 /** The dedupe key: sha256 of type, session id and the payload with sorted keys. */
@@ -77,57 +73,27 @@ export interface PendingWrite {
   payload: unknown;
 }
 
-async function existingKeys(dir: string): Promise<Set<string>> {
-  const keys = new Set<string>();
-  try {
-    for await (const e of Deno.readDir(dir)) {
-      const m = ENTRY_NAME.exec(e.name);
-      if (m) keys.add(m[1]);
-    }
-  } catch (error) {
-    if (!isNotFound(error)) throw error;
-  }
-  return keys;
-}
-
 /** The last `createdAt` this process gave out: later writes of the process always sort after earlier ones. */
 let lastCreatedAt = 0;
 
 /**
- * Queues writes in order, with strictly increasing `createdAt` within the process (so the commit queued after
- * its messages in the same millisecond still sorts after them).
+ * Writes entries in the shared format (as other plugins do), skipping one queued already, with strictly
+ * increasing `createdAt` within the process (a commit queued after its messages in the same millisecond still
+ * sorts after them); returns how many are queued.
  */
-/** Writes entries in the shared format (as other plugins do); returns how many are queued. */
 export async function enqueueShared(dir: string, writes: PendingWrite[], now = Date.now()): Promise<number> {
-  if (writes.length === 0) return 0;
   await ensurePrivateDir(dir);
-  const keys = await existingKeys(dir);
-  let stored = 0;
+  const keys = new Set((await listDir(dir)).map((e) => ENTRY_NAME.exec(e.name)?.[1]));
   for (const [i, w] of writes.entries()) {
-    try {
-      const key = await dedupKey(w.type, w.sessionId, w.payload);
-      if (!keys.has(key)) {
-        const createdAt = now + i <= lastCreatedAt && lastCreatedAt - (now + i) < 1000
-          ? lastCreatedAt + 1
-          : now + i;
-        lastCreatedAt = createdAt;
-        const entry: SharedEntry = { ...w, createdAt, retries: 0, dedupKey: key };
-        await createExclusive(joinPath(dir, `${key}_0.json`), `${JSON.stringify(entry)}\n`);
-        keys.add(key);
-      }
-      stored++;
-    } catch {
-      break;
-    }
+    const key = await dedupKey(w.type, w.sessionId, w.payload);
+    if (keys.has(key)) continue;
+    const at = now + i;
+    lastCreatedAt = at <= lastCreatedAt && lastCreatedAt - at < 1000 ? lastCreatedAt + 1 : at;
+    const entry: SharedEntry = { ...w, createdAt: lastCreatedAt, retries: 0, dedupKey: key };
+    await createExclusive(joinPath(dir, `${key}_0.json`), `${JSON.stringify(entry)}\n`);
+    keys.add(key);
   }
-  return stored;
-}
-
-/** Creates a file whole or not at all; an existing one (the same write queued already) is left as it is. */
-async function createExclusive(path: string, text: string): Promise<void> {
-  await createFileExclusive(path, text).catch((error) => {
-    if (!isAlreadyExists(error)) throw error;
-  });
+  return writes.length;
 }
 
 /** One item of our queue, flattened: a message or a commit, in replay order. */
@@ -143,30 +109,23 @@ export interface QueuedItem {
 
 /** Everything our queue (or `subdir`) holds (claims included), sessions by name, entries by sequence. */
 export async function ourQueue(pendingDir: string, subdir = QUEUE_SUBDIR): Promise<QueuedItem[]> {
-  const root = joinPath(pendingDir, subdir);
   const out: QueuedItem[] = [];
-  let dirs: string[] = [];
-  try {
-    dirs = [...Deno.readDirSync(root)].filter((e) => e.isDirectory).map((e) => e.name).sort();
-  } catch {
-    return out;
-  }
-  for (const d of dirs) {
-    const names = [...Deno.readDirSync(joinPath(root, d))].map((e) => e.name)
-      .filter((n) => /^\d{10}-(m\d+|c)(\.json|\.\d+\.claim)$/.test(n)).sort();
-    for (const name of names) {
-      const file = joinPath(root, d, name);
+  const names = async (dir: string) => (await listDir(dir)).map((e) => e.name).sort();
+  for (const d of await names(joinPath(pendingDir, subdir))) {
+    for (const name of (await names(joinPath(pendingDir, subdir, d))).filter((n) => QUEUE_FILE.test(n))) {
+      const file = joinPath(pendingDir, subdir, d, name);
       const text = await Deno.readTextFile(file).catch(() => undefined);
       if (text === undefined) continue;
       const raw = JSON.parse(text);
       const entry: QueueEntry = QueueEntrySchema.parse(raw);
-      const rejection = subdir === REJECTED_SUBDIR ? { rejection: raw.rejection } : {};
-      if (entry.kind === "commit") {
-        out.push({ sessionId: entry.sessionId, kind: "commit", commitKey: entry.key, file, ...rejection });
-      } else {
-        for (const m of entry.messages) {
-          out.push({ sessionId: entry.sessionId, kind: "message", payload: m.payload, file, ...rejection });
-        }
+      const item = {
+        sessionId: entry.sessionId,
+        file,
+        ...(subdir === REJECTED_SUBDIR && { rejection: raw.rejection }),
+      };
+      if (entry.kind === "commit") out.push({ ...item, kind: "commit", commitKey: entry.key });
+      for (const m of entry.kind === "messages" ? entry.messages : []) {
+        out.push({ ...item, kind: "message", payload: m.payload });
       }
     }
   }
