@@ -10,7 +10,8 @@ import {
   ensurePrivateDir,
   isAlreadyExists,
   listDir,
-  readJson,
+  parseJsonOrUndefined,
+  readTextIfExists,
   removeAbandonedTemps,
 } from "../lib/fs.ts";
 import { sha256Hex, stableStringify } from "../lib/hash.ts";
@@ -149,9 +150,19 @@ export async function queueFiles(dir: string): Promise<QueueFile[]> {
   return out.sort((a, b) => a.seq - b.seq);
 }
 
-/** A queue file's JSON; a non-regular file is never opened. */
+/** The most a queue file is read: above any entry we write (a message may be 10 M characters). */
+const ENTRY_MAX_BYTES = 128 * 1024 * 1024;
+
+/** A queue file's text; a non-regular or too large file is never read; `null` when it cannot be read. */
+async function readQueueText(path: string): Promise<string | undefined | null> {
+  const info = await Deno.lstat(path).catch(() => undefined);
+  if (!info?.isFile) return undefined;
+  return await readTextIfExists(path, ENTRY_MAX_BYTES).catch(() => null);
+}
+
+/** A queue file's JSON; undefined when missing, unreadable or not JSON. */
 async function readQueueJson(path: string): Promise<unknown> {
-  return await Deno.lstat(path).then((i) => i.isFile ? readJson(path) : undefined, () => undefined);
+  return parseJsonOrUndefined((await readQueueText(path)) ?? undefined);
 }
 
 /** An entry file, parsed; undefined when gone or not an entry. */
@@ -480,7 +491,9 @@ export async function listShared(dir: string): Promise<SharedFile[]> {
     const m = ENTRY_NAME.exec(name);
     if (!m || m[3] !== "json") continue;
     const path = joinPath(dir, name);
-    const raw = await readJson(path);
+    const text = await readQueueText(path);
+    if (text === null) continue; // kept: too large or unreadable is no half-written file
+    const raw = parseJsonOrUndefined(text);
     if (raw === undefined) {
       const info = await Deno.stat(path).catch(() => undefined);
       if (info?.mtime && Date.now() - info.mtime.getTime() > 60_000) await Deno.remove(path).catch(() => {});

@@ -507,3 +507,34 @@ Deno.test("replay: a write goes only to the server and identity it was queued fo
   assertEquals((await replayQueue(dir.path, toOther, opts())).replayed, 1, "then the rest goes to its own");
   assertEquals(contents(other, "kc-a"), ["message 2"]);
 });
+
+Deno.test("an entry over 1 MiB (a long answer, the capture knob raised) is replayed whole, never set aside", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const answer = { ...payload(0), content: `long ${"y".repeat(1_500_000)}` };
+  assertEquals(await enqueueMessages(dir.path, "kc-s1", [answer]), 1);
+  const r = await replayAll(dir.path, clientOf(fake.url), { ...opts(), maxRetries: 3 });
+  assertEquals([r.replayed, r.messages], [1, 1]);
+  assertEquals(contents(fake), [answer.content]);
+  assertEquals(await ourQueue(dir.path), [], "nothing left, nothing set aside");
+});
+
+Deno.test("shared queue: another plugin's valid entry over 1 MiB is replayed, never deleted", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const p = { role: "user", content: `big ${"z".repeat(1_300_000)}` };
+  const file = `${dir.path}/${await sha256Hex(`addMessage\ncc-big\n${JSON.stringify(p)}`)}_0.json`;
+  const entry = {
+    type: "addMessage",
+    sessionId: "cc-big",
+    payload: p,
+    createdAt: Date.now() - 120_000,
+    retries: 0,
+  };
+  await Deno.writeTextFile(file, JSON.stringify(entry), { mode: 0o600 });
+  const t = new Date(Date.now() - 2 * 60_000);
+  await Deno.utime(file, t, t);
+  const r = await replayAll(dir.path, clientOf(fake.url), { ...opts(), maxRetries: 3 });
+  assertEquals(r.shared.replayed, 1);
+  assertEquals(fake.messages("cc-big"), [p]);
+});
