@@ -301,7 +301,10 @@ function knob<T, D extends T | undefined>(
 /** The commit policies, cheapest last. */
 export const COMMIT_POLICIES = ["every-turn", "balanced", "session-end"] as const;
 
-/** Every knob: its variable, parser, default and what a workspace file may do with it. */
+/**
+ * Every knob: its variable, parser, default and what a workspace file may do with it. A knob whose effect
+ * reaches other projects (the per-server breaker, unsure writes, other sessions' ledgers) is NEVER.
+ */
 export const KNOBS = {
   enabled: knob("OPENVIKING_MEMORY_ENABLED", boolKnob, true, OFF),
   autoRecall: knob("OPENVIKING_AUTO_RECALL", boolKnob, true, OFF),
@@ -333,8 +336,8 @@ export const KNOBS = {
   recallDigestLimit: knob("OPENVIKING_RECALL_DIGEST_LIMIT", numKnob(1, 50), 5, LOWER),
   recallDigestChars: knob("OPENVIKING_RECALL_DIGEST_CHARS", numKnob(300, 32_000), 1200, LOWER),
   minQueryLength: knob("OPENVIKING_MIN_QUERY_LENGTH", numKnob(0, 10_000), 3, RAISE),
-  timeoutMs: knob("OPENVIKING_TIMEOUT_MS", numKnob(1000, 600_000), 15_000, LOWER),
-  promptBudgetMs: knob("OPENVIKING_PROMPT_BUDGET_MS", numKnob(500, 600_000), 8000, LOWER),
+  timeoutMs: knob("OPENVIKING_TIMEOUT_MS", numKnob(1000, 600_000), 15_000, NEVER),
+  promptBudgetMs: knob("OPENVIKING_PROMPT_BUDGET_MS", numKnob(500, 600_000), 8000, NEVER),
   interruptBudgetMs: knob("OPENVIKING_INTERRUPT_BUDGET_MS", numKnob(200, 600_000), 2000, LOWER),
   replayBudgetMs: knob("OPENVIKING_REPLAY_BUDGET_MS", numKnob(200, 600_000), 10_000, LOWER),
   captureWaitMs: knob("OPENVIKING_CAPTURE_WAIT_MS", numKnob(0, 600_000), 10_000, LOWER),
@@ -347,8 +350,8 @@ export const KNOBS = {
   pendingReplayLimit: knob("OPENVIKING_PENDING_REPLAY_LIMIT", numKnob(1, 100_000), 50, NEVER),
   pendingMaxRetries: knob("OPENVIKING_PENDING_MAX_RETRIES", numKnob(1, 1000), 3, NEVER),
   pendingTtlDays: knob("OPENVIKING_PENDING_TTL_DAYS", numKnob(1, 3650), 7, NEVER),
-  ledgerMaxBytes: knob("OPENVIKING_LEDGER_MAX_BYTES", numKnob(64 * 1024, 1024 ** 3), 8 * 1024 * 1024, LOWER),
-  ledgerMaxAgeDays: knob("OPENVIKING_LEDGER_MAX_AGE_DAYS", numKnob(1, 3650), 30, LOWER),
+  ledgerMaxBytes: knob("OPENVIKING_LEDGER_MAX_BYTES", numKnob(64 * 1024, 1024 ** 3), 8 * 1024 * 1024, NEVER),
+  ledgerMaxAgeDays: knob("OPENVIKING_LEDGER_MAX_AGE_DAYS", numKnob(1, 3650), 30, NEVER),
   mcpTools: knob("OPENVIKING_MCP_TOOLS", listKnob, ["memory"], NEVER),
   debug: knob("OPENVIKING_DEBUG", boolKnob, false, OFF),
   debugLogPath: knob("OPENVIKING_DEBUG_LOG", pathKnob, undefined, NEVER),

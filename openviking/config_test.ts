@@ -257,9 +257,9 @@ Deno.test("knobs: env > workspace local > workspace > ovcli plugin.kimicode > ov
   const ws = (...values: unknown[]) => values.map((value, i) => ({ path: `/w/config${i}.json`, value }));
   ({ config } = resolveConfig({
     ...base,
-    workspace: ws({ recallLimit: 2 }, { recallLimit: 1, timeoutMs: 3500 }),
+    workspace: ws({ recallLimit: 2 }, { recallLimit: 1, replayBudgetMs: 3500 }),
   }));
-  assertEquals([config.recallLimit, config.timeoutMs], [2, 3500]);
+  assertEquals([config.recallLimit, config.replayBudgetMs], [2, 3500]);
   ({ config } = resolveConfig({
     ...base,
     env: { OPENVIKING_RECALL_LIMIT: "6" },
@@ -549,8 +549,8 @@ const WORKSPACE: Record<Name, Allowed> = {
   recallDigestLimit: lower(5, 50),
   recallDigestChars: lower(1200, 32_000),
   minQueryLength: raise(3, 10),
-  timeoutMs: lower(1000, 60_000),
-  promptBudgetMs: lower(500, 17_000),
+  timeoutMs: never(15_000, 1000),
+  promptBudgetMs: never(8000, 500),
   interruptBudgetMs: lower(200, 2000),
   replayBudgetMs: lower(200, 10_000),
   captureWaitMs: lower(0, 10_000),
@@ -563,8 +563,8 @@ const WORKSPACE: Record<Name, Allowed> = {
   pendingReplayLimit: never(50, 1),
   pendingMaxRetries: never(3, 1),
   pendingTtlDays: never(7, 1),
-  ledgerMaxBytes: lower(64 * 1024, 1024 ** 3),
-  ledgerMaxAgeDays: lower(1, 3650),
+  ledgerMaxBytes: never(8 * 1024 * 1024, 64 * 1024),
+  ledgerMaxAgeDays: never(30, 1),
   mcpTools: never(["memory"], ["all"]),
   debug: off,
   debugLogPath: never("/var/log/a.log", "/tmp/leak.log"),
