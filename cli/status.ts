@@ -550,6 +550,11 @@ export async function collectStatus(env: paths.Env, cwd: string, choice: Session
   if (alarm === null) notAsked.push("what the newest commits made");
   if (!conn.reachable) notAsked.unshift("whether the key is accepted");
   const b = await readBreaker(paths.orNoHome(() => paths.sharedStateDir(env)) ?? "", config.baseUrl);
+  const here = queues.destinationOf(config);
+  const elsewhere = queue.sessions.flatMap((s) =>
+    queues.goesTo(s.to, here) ? [] : [{ ...s.to!, entries: s.entries }]
+  );
+  const shared = await queues.countShared(pending).catch(() => 0);
   const status: Status = {
     version: VERSION,
     connection: conn,
@@ -557,16 +562,12 @@ export async function collectStatus(env: paths.Env, cwd: string, choice: Session
     queue: {
       ...totals(queue),
       oldest: queue.sessions[0]?.oldest,
-      shared: await queues.countShared(pending).catch(() => 0),
-      nextReplay: `at the next Kimi session start, or the session's next turn; now: \`${
-        commandName(env)
-      } replay\``,
+      shared,
+      nextReplay: elsewhere.length && !queue.sessions.some((s) => queues.goesTo(s.to, here)) && !shared
+        ? "none here — every queued write is for another server or identity (below)"
+        : `at the next Kimi session start, or the session's next turn; now: \`${commandName(env)} replay\``,
       setAside: await queues.setAsideFiles(pending).catch(() => []),
-      elsewhere: queues.elsewhereWords(
-        queue.sessions.flatMap((s) =>
-          queues.goesTo(s.to, queues.destinationOf(config)) ? [] : [{ ...s.to!, entries: s.entries }]
-        ),
-      ),
+      elsewhere: queues.elsewhereWords(elsewhere),
     },
     rejected: {
       ...totals(rejected),

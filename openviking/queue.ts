@@ -62,7 +62,10 @@ export function elsewhereWords(held: readonly (Destination & { entries: number }
   return {
     summary: places.map(([where, n]) => `${n} queued write(s) are for another server or identity (${where})`)
       .join("; "),
-    fix: `they are sent only there: run \`${places[0][0]} ${commandName()} replay\`` +
+    fix:
+      `they are sent only there: run ${
+        places.map(([where]) => `\`${where} ${commandName()} replay\``).join(", ")
+      }` +
       " (with that server's key in OPENVIKING_API_KEY if it needs one); they stay queued until then",
   };
 }

@@ -6,7 +6,7 @@ import { prodRunArgs, ROOT, runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { clientOf, contents, enqueueMessages, payload, replayOpts } from "../support/queue.ts";
 import { replayQueue } from "../../openviking/replay.ts";
-import { destinationOf, SessionQueue } from "../../openviking/queue.ts";
+import { destinationOf, SessionQueue, sessionQueueDir } from "../../openviking/queue.ts";
 import { sandboxEnv } from "../support/hook-context.ts";
 import { readLedger, REPLAY_FILE } from "../../memory/ledger.ts";
 import { startHungServer } from "../support/hung-server.ts";
@@ -88,11 +88,22 @@ Deno.test("replay sends writes queued for another server only there: here they s
     plain.stderr,
     new RegExp(`\n  fix: they are sent only there: run \`OPENVIKING_URL=${gone.url} .+ replay\``),
   );
+  // A second server's writes too: status names a command for each place and promises no replay here.
+  const other = startHungServer();
+  await other.close();
+  const second = await SessionQueue.open(pending, "kc-s2", destinationOf({ baseUrl: other.url }));
+  assertEquals(await second.messages([payload(2)]), 1);
   const status = await runCli(["status"], { env: sandboxEnv(dir.path, saved.url), clearEnv: true });
+  const flat = status.stdout.replace(/\s+/g, " ");
   assertStringIncludes(
-    status.stdout.replace(/\s+/g, " "),
-    ` 1 queued write(s) are for another server or identity (OPENVIKING_URL=${gone.url}) fix: they are sent`,
+    flat,
+    ` 1 queued write(s) are for another server or identity (OPENVIKING_URL=${gone.url})`,
   );
+  for (const url of [gone.url, other.url]) {
+    assertMatch(flat, new RegExp(`\`OPENVIKING_URL=${url} [^\`]+ replay\``), `a command for ${url}`);
+  }
+  assertMatch(flat, /next replay: none here — every queued write is for another server or identity/);
+  await Deno.remove(await sessionQueueDir(pending, "kc-s2"), { recursive: true });
 
   await using back = await FakeOpenViking.start({ port: gone.port });
   const there = await runCli(["replay"], { env: sandboxEnv(dir.path, gone.url), clearEnv: true });
