@@ -39,6 +39,8 @@ export const SessionStateSchema = z.object({
   pausedNotice: maybe(z.number()),
   /** The prompts the prompt hook saw, for a capture without a journal. */
   fallbackPrompts: or(z.array(z.object({ text: z.string(), at: z.number() })), []),
+  /** Kept prompts seen before this are settled (a state's last capture when it first met the settling keys). */
+  promptsFrom: maybe(z.number()),
   capturedKeys: or(z.array(z.string()), []),
   capturedSinceCommit: or(z.int().check(z.nonnegative()), 0),
   cursor: maybe(CursorSchema),

@@ -33,6 +33,8 @@ export interface PlanOptions {
   redact: boolean;
   /** Take open turns too (SessionEnd, Interrupt): nothing more will be added to them. */
   includeOpen: boolean;
+  /** Else take an open turn's user message (its answer waits for the turn's end). */
+  openUser?: boolean;
   /** Consider at most this many turns (a long backlog is captured in bounded steps). */
   maxTurns?: number;
 }
@@ -59,7 +61,7 @@ export function fallbackKey(text: string, at: number): string {
 }
 
 /** How far a journal prompt's `time` may be from when the prompt hook saw it and still be that prompt. */
-const FALLBACK_MATCH_MS = { before: 10_000, after: 60_000 };
+export const FALLBACK_MATCH_MS = { before: 10_000, after: 60_000 };
 
 /** The fallback keys among `acked`, by text hash: the times their prompts were seen. */
 function fallbackSent(acked: ReadonlySet<string>): Map<string, number[]> {
@@ -112,11 +114,12 @@ export function planCapture(
     }
   }
   for (const turn of turns) {
-    if (!turn.closed && !options.includeOpen) break; // whole turns only, in order
+    const open = !turn.closed && !options.includeOpen;
+    if (open && !options.openUser) break; // whole turns only, in order
     if (turn.index < ackedBelow) continue;
     if (options.maxTurns !== undefined && plan.turns.length >= options.maxTurns) break;
     plan.turns.push(turn);
-    for (const role of ["user", "assistant"] as const) {
+    for (const role of open ? ["user"] as const : ["user", "assistant"] as const) {
       const key = captureKey(turn.index, role);
       const skip = (reason: Skipped["reason"]) => plan.skipped.push({ key, turnIndex: turn.index, reason });
       if (acked.has(key)) {
@@ -146,6 +149,7 @@ export function planCapture(
         });
       }
     }
+    if (open) break;
   }
   return plan;
 }
