@@ -37,8 +37,7 @@ import {
   planCapture,
   type PlanOptions,
 } from "../kimi/journal/plan.ts";
-import { cursorAt, type JournalRead, readJournal } from "../kimi/journal/read.ts";
-import { scanTurns, turnLineFilter, type TurnScan } from "../kimi/journal/turns.ts";
+import { cursorAt, scanJournal } from "../kimi/journal/turns.ts";
 import { spawnReplay, spawnWorker } from "../kimi/detach.ts";
 import {
   clientFor,
@@ -189,18 +188,11 @@ async function commitIfDue(
 }
 
 /** A journal read after a cursor and its turns. */
-export interface Scan {
-  turns: TurnScan;
-  read: JournalRead;
-}
+export type Scan = Awaited<ReturnType<typeof scanJournal>>;
 
-/** Reads the journal after `cursor` and scans its turns. */
-export async function scanJournal(path: string, cursor: Cursor | undefined): Promise<Scan> {
-  const usable = cursor && cursor.path === path ? cursor : undefined;
-  const read = await readJournal(path, usable, turnLineFilter);
-  const first = usable && !read.rewritten ? usable.nextIndex : 0;
-  return { turns: scanTurns(read.lines, first), read };
-}
+/** The journal after `cursor` when it names this file, else from the start. */
+const scanFrom = (path: string, cursor: Cursor | undefined) =>
+  scanJournal(path, cursor?.path === path ? cursor : undefined);
 
 const POLL_MS = 100;
 
@@ -210,7 +202,7 @@ export async function waitForTurnEnd(
   cursor: Cursor | undefined,
   waitMs: number,
   expectTurn: boolean,
-  scan: (path: string, cursor: Cursor | undefined) => Promise<Scan> = scanJournal,
+  scan: (path: string, cursor: Cursor | undefined) => Promise<Scan> = scanFrom,
 ): Promise<boolean> {
   const deadline = Date.now() + waitMs;
   let scanned: string | undefined;
@@ -530,7 +522,7 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
   const client = clientFor(ctx);
   const res = await updateState(ctx.capturePaths, async (loaded, save) => {
     const start = ownCursor(settling(loaded), journal);
-    const s = await scanJournal(journal, start.cursor);
+    const s = await scanFrom(journal, start.cursor);
     const newest = s.turns.turns.at(-1);
     const planOptions: PlanOptions = {
       maxLength: ctx.config.captureMaxLength,

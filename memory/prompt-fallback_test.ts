@@ -6,8 +6,7 @@ import { type World, world } from "../tests/hooks/world.ts";
 import { duePrompts, keepPrompt, MAX_FALLBACK_CHARS, MAX_FALLBACK_PROMPTS } from "./prompt-fallback.ts";
 import { emptyState } from "./state.ts";
 import { fallbackKey, planCapture } from "../kimi/journal/plan.ts";
-import { scanTurns } from "../kimi/journal/turns.ts";
-import type { JournalLine } from "../kimi/journal/read.ts";
+import { type JournalLine, scanTurns } from "../kimi/journal/turns.ts";
 
 const opts = { maxLength: 24_000, redact: true };
 

@@ -12,7 +12,7 @@ import { isRecord } from "../lib/parsed.ts";
 const or = <T extends z.ZodMiniType>(schema: T, fallback: z.output<T>) => z.catch(schema, fallback);
 const maybe = <T extends z.ZodMiniType>(schema: T) => z.catch(z.optional(schema), undefined);
 
-/** Where the journal reader stopped (kimi/journal/read.ts). */
+/** Where the journal reader stopped (kimi/journal/turns.ts). */
 const CursorSchema = z.object({
   path: z.string(),
   offset: z.int().check(z.nonnegative()),

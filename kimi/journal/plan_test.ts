@@ -3,7 +3,7 @@ import { JournalBuilder } from "../../tests/support/journal.ts";
 import { acknowledge, planCapture } from "./plan.ts";
 import { prepareText } from "./clean.ts";
 import { scanTurns } from "./turns.ts";
-import type { JournalLine } from "./read.ts";
+import type { JournalLine } from "./turns.ts";
 
 const opts = { maxLength: 24000, redact: true, includeOpen: false };
 /** The turns of a built journal. */
