@@ -56,15 +56,30 @@ export function dueAt(
   return last > now ? now : last + idleMs;
 }
 
+/** What a state file said, by its inode, size and time: a watch's pass reads only the files that changed. */
+const looked = new Map<string, { stamp: string; waiting?: Waiting }>();
+
 /** The sessions of the capture state directory `dir` whose captures wait uncommitted. */
 async function waitingSessions(dir: string, idle: Idle): Promise<Waiting[]> {
   const names = await Array.fromAsync(Deno.readDir(dir), (e) => e.name).catch(() => [] as string[]);
   const out: Waiting[] = [];
   for (const name of names.filter((n) => n.endsWith(".json") && !n.endsWith(".prompt.json"))) {
     const file = joinPath(dir, name);
-    const s = await readState(file);
-    const at = dueAt(s, idle.ms, idle.destination);
-    if (at !== undefined && s.ovSession) out.push({ file, dueAt: at, ovSession: s.ovSession });
+    const info = await Deno.lstat(file).catch(() => undefined);
+    const stamp = info
+      ? `${idle.ms}:${idle.destination}:${info.ino}:${info.size}:${info.mtime?.getTime()}`
+      : "";
+    let seen = looked.get(file);
+    if (!stamp || seen?.stamp !== stamp) {
+      const s = await readState(file);
+      const at = dueAt(s, idle.ms, idle.destination);
+      seen = {
+        stamp,
+        waiting: at !== undefined && s.ovSession ? { file, dueAt: at, ovSession: s.ovSession } : undefined,
+      };
+      if (stamp) looked.set(file, seen);
+    }
+    if (seen.waiting) out.push(seen.waiting);
   }
   return out;
 }
