@@ -93,15 +93,6 @@ Deno.test("plan: a prompt or an answer that mentions an injected tag is captured
   assertEquals(prepareText(`${prompt} <private>my pin is 1234`, "user", opts).text, prompt);
 });
 
-Deno.test("plan: a 160 KB CRLF message is prepared quickly (it spun a Stop worker for minutes)", () => {
-  const text = "please fix the build\r\n" + " \r\n".repeat(160 * 1024 / 3) + "thanks";
-  const start = performance.now();
-  const { text: out } = prepareText(text, "user", opts);
-  const ms = performance.now() - start;
-  assertEquals(out.startsWith("please fix the build"), true);
-  assertEquals(ms < 1500, true, `${ms.toFixed(0)} ms`);
-});
-
 /** What a capture sends, as `[key, turn_id, content]`, and the keys it skips with their reason. */
 function planned(j: JournalBuilder, includeOpen = false) {
   const plan = planCapture(turnsOf(j), new Set(), 0, { ...opts, includeOpen });
