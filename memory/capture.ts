@@ -565,18 +565,14 @@ export async function captureHook(ctx: HookContext): Promise<HookResult> {
     await noteAnswered(ctx.sharedStateDir, ctx.config.baseUrl, ctx.startedAt);
   }
   if (ctx.isWorker && result.data?.commit === "committed") await refreshFromHook(ctx, false);
-  // An interrupt that queued: no later hook may come (print mode), so a detached replay delivers it.
-  const queued = Number(result.data?.queued) > 0 || result.data?.commit === "queued";
-  if (ctx.event === "interrupt" && !ctx.isWorker && ctx.config.writePathAsync && queued) {
-    if (await spawnReplay()) result.data = { ...result.data, replay: "detached" };
-  }
-  // An interrupt that could not have the session lock in its budget (another run held it): a detached
-  // worker waits for it and captures the turn — after a SIGINT in print mode no later hook comes.
-  if (
-    ctx.event === "interrupt" && !ctx.isWorker && ctx.config.writePathAsync &&
-    result.outcome === "lock-timeout"
-  ) {
-    if (await spawnWorker("interrupt", ctx.raw)) result.data = { ...result.data, worker: "detached" };
+  // An interrupt in print mode may be the last hook (after a SIGINT none comes): a detached replay delivers
+  // what it queued; one that could not have the session lock in its budget leaves a worker waiting for it.
+  if (ctx.event === "interrupt" && !ctx.isWorker && ctx.config.writePathAsync) {
+    const queued = Number(result.data?.queued) > 0 || result.data?.commit === "queued";
+    if (queued && await spawnReplay()) result.data = { ...result.data, replay: "detached" };
+    if (result.outcome === "lock-timeout" && await spawnWorker("interrupt", ctx.raw)) {
+      result.data = { ...result.data, worker: "detached" };
+    }
   }
   // A Stop that left captures uncommitted: the detached worker watches the home's idle sessions.
   if (ctx.isWorker && ctx.event === "stop" && ctx.config.commitPolicy !== "every-turn") {
