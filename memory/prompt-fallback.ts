@@ -40,9 +40,9 @@ export function carried(
 ): FallbackPrompt[] {
   const left = [...prompts];
   const out: FallbackPrompt[] = [];
-  for (const { time, userParts } of turns) {
-    if (time === undefined || !userParts.length) continue;
-    const { text } = prepare(userParts[0], options);
+  for (const { time, prompt } of turns) {
+    if (time === undefined || !prompt) continue;
+    const { text } = prepare(prompt, options);
     const near = left.filter((p) =>
       p.text === text && time >= p.at - FALLBACK_MATCH_MS.before && time <= p.at + FALLBACK_MATCH_MS.after
     ).sort((a, b) => Math.abs(a.at - time) - Math.abs(b.at - time));

@@ -190,3 +190,16 @@ Deno.test("prompt fallback: a prompt the journal delivered is never sent again b
   await w.hook("session-end", { reason: "exit" });
   assertEquals(w.fake.messages(w.ov).map((m) => m.content), [prompt, "noted: make it is"]);
 });
+
+Deno.test("prompt fallback: a prompt withdrawn by /undo is never sent, by the journal nor the fallback", async () => {
+  await using w = await world();
+  const prompt = "remember that the staging database is called heron";
+  await w.run("user-prompt-submit", { prompt });
+  const j = new JournalBuilder({ timeBase: Date.now() }).simpleTurn(prompt, "noted: heron it is").undo(1);
+  await w.journal(j.toString());
+  await w.hook("stop");
+  await age(w, 120_000);
+  await w.hook("session-start", { source: "startup" }, OTHER);
+  await w.hook("session-end", { reason: "exit" });
+  assertEquals(w.fake.messages(w.ov).length, 0);
+});

@@ -151,6 +151,8 @@ export interface Turn {
   origin: string;
   /** User text parts (prompt, then steers); empty for turns the user did not start. */
   userParts: string[];
+  /** The prompt's text, kept through `/undo`: what the prompt hook saw. */
+  prompt: string;
   /** Assistant text parts in order, each with the step it came from. */
   assistantParts: { step: string; text: string }[];
   closed: boolean;
@@ -355,6 +357,7 @@ class TurnScanner {
       startOffset: offset,
       origin,
       userParts: origin === "user" && text ? [text] : [],
+      prompt: text,
       assistantParts: [],
       closed: false,
       closeReason: "",
