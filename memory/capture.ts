@@ -528,8 +528,6 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
       maxLength: ctx.config.captureMaxLength,
       redact: ctx.config.redact,
       includeOpen: mode.force && !(newest && !newest.closed && newest.startOffset >= forceLimit),
-      // A Stop whose turn never closed (Kimi killed before its end): the prompt now, the answer once it ends.
-      openUser: !waited,
       maxTurns: TURNS_PER_STEP,
     };
     const report = emptyReport(journal, s, waited);
@@ -644,9 +642,10 @@ async function captureFromPrompts(
 }
 
 /**
- * A session start's delivery of the prompts other sessions kept and left unsettled `SETTLE_MS` (a Kimi killed
- * before its turn's Stop): only sessions whose prompt state changed after their capture state, whose captures
- * went where this run's go; a session busy with a capture is left to it. Returns the messages delivered.
+ * A session start's delivery of the prompts other sessions kept and left unsettled the idle commit time (a Kimi
+ * killed before its turn ended, `kimi -p … | head`): only sessions whose prompt state changed after, or soon
+ * before, their capture state's last write, whose captures went where this run's go; a session busy with a
+ * capture is left to it. Returns the messages delivered.
  */
 export async function sendLeftPrompts(ctx: HookContext, budget: Budget): Promise<number> {
   if (!ctx.promptPaths || !ctx.config.autoCapture) return 0;
@@ -654,15 +653,15 @@ export async function sendLeftPrompts(ctx: HookContext, budget: Budget): Promise
   const mtime = (file: string) => Deno.lstat(file).then((i) => i.mtime?.getTime() ?? 0, () => undefined);
   const names = await Array.fromAsync(Deno.readDir(dir), (e) => e.name).catch(() => [] as string[]);
   const destination = await sessionDestination(ctx.config);
+  const idleMs = Math.max(SETTLE_MS, ctx.config.idleCommitSeconds * 1000);
   let delivered = 0;
   for (const name of names.filter((n) => n.endsWith(".prompt.json"))) {
     const [base, promptFile] = [name.slice(0, -".prompt.json".length), joinPath(dir, name)];
     const file = joinPath(dir, `${base}.json`);
     if (promptFile === ctx.promptPaths.file) continue;
     if (budget.remaining() < MIN_COMMIT_MS) break;
-    // Only a prompt state changed after (or soon before) its capture state's last write may hold due prompts.
     const [asked, captured] = [await mtime(promptFile), await mtime(file)];
-    if (asked === undefined || (captured !== undefined && captured >= asked + SETTLE_MS)) continue;
+    if (asked === undefined || (captured !== undefined && captured >= asked + idleMs)) continue;
     const went = (await readState(file)).destination;
     if (went && went !== destination) continue;
     const other: HookContext = {
@@ -672,10 +671,10 @@ export async function sendLeftPrompts(ctx: HookContext, budget: Budget): Promise
       promptPaths: { file: promptFile, lock: `${promptFile}.lock` },
     };
     const mode = { waitMs: 0, force: false, lockWaitMs: 0, budget };
-    const res = await captureFromPrompts(other, mode, "left", SETTLE_MS).catch(() => undefined);
+    const res = await captureFromPrompts(other, mode, "left", idleMs).catch(() => undefined);
     delivered += Number(res?.data?.turns ?? 0);
     // Nothing due and nothing that may become due: its capture state's time says it was looked at.
-    const young = (await keptPrompts(other)).some((p) => Date.now() - p.at < SETTLE_MS);
+    const young = (await keptPrompts(other)).some((p) => Date.now() - p.at < idleMs);
     if (captured !== undefined && res?.outcome === "no-journal" && !res.data?.turns && !young) {
       const now = new Date();
       await Deno.utime(file, now, now).catch(() => {});

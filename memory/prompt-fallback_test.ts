@@ -109,12 +109,11 @@ Deno.test("prompt fallback: no journal → the prompt reaches the server once; t
   assertEquals((await w.state()).ackedBelow, 1, "the turn is settled");
 });
 
-Deno.test("prompt fallback: a kept prompt the journal still lacks a minute on is sent once", async () => {
+Deno.test("prompt fallback: a kept prompt the journal still lacks a minute on is sent once, by the next capture", async () => {
   await using w = await world();
   await w.run("user-prompt-submit", { prompt: "a prompt the hook saw but the journal lacks" });
   await w.journal(new JournalBuilder().simpleTurn("the journal's prompt", "its answer").toString());
   await w.hook("stop");
-  await w.hook("session-end", { reason: "exit" });
   const stored = () => w.fake.messages(w.ov).map((m) => m.content);
   assertEquals(
     stored(),
@@ -122,7 +121,7 @@ Deno.test("prompt fallback: a kept prompt the journal still lacks a minute on is
     "a fresh prompt may still reach the journal",
   );
   await age(w, 120_000);
-  for (let i = 0; i < 2; i++) await w.hook("session-start", { source: "startup" }, OTHER);
+  for (let i = 0; i < 2; i++) await w.hook("session-end", { reason: "exit" });
   assertEquals(stored(), [
     "the journal's prompt",
     "its answer",
@@ -134,14 +133,22 @@ Deno.test("prompt fallback: a turn that never ends (kimi -p | head) — its prom
   await using w = await world({ env: { OPENVIKING_CAPTURE_WAIT_MS: "200" } });
   const prompt = "The deploy window is Thursday 14:00 UTC.";
   await w.run("user-prompt-submit", { prompt });
-  const open = new JournalBuilder({ timeBase: Date.now() }).prompt(prompt).stepBegin().text(
+  // Seen, and begun, ten minutes ago (`age` below moves the kept prompt there).
+  const open = new JournalBuilder({ timeBase: Date.now() - 600_000 }).prompt(prompt).stepBegin().text(
     "Noted: Thursday.",
   )
     .stepEnd("end_turn");
   await w.journal(open.toString());
   for (let i = 0; i < 2; i++) await w.hook("stop");
   const stored = () => w.fake.messages(w.ov).map((m) => [m.role, m.content]);
-  assertEquals(stored(), [["user", prompt]], "the Stop's wait ran out: the kept prompt, once");
+  assertEquals(stored(), [], "whole turns only: the Stop's wait ran out");
+  await age(w, 600_000);
+  for (let i = 0; i < 2; i++) await w.hook("session-start", { source: "startup" }, OTHER);
+  assertEquals(
+    stored(),
+    [["user", prompt]],
+    "the next start, once the session is idle: the kept prompt, once",
+  );
   await w.journal(open.ended().toString());
   await w.hook("stop");
   assertEquals(stored(), [["user", prompt], ["assistant", "Noted: Thursday."]]);
@@ -171,7 +178,7 @@ Deno.test("prompt fallback: killed before its Stop — the next session's start 
   await w.journal(
     new JournalBuilder({ timeBase: Date.now() }).prompt(prompt).stepBegin().text("Noted").toString(),
   );
-  await age(w, 120_000);
+  await age(w, 600_000);
   for (let i = 0; i < 2; i++) await w.hook("session-start", { source: "startup" }, OTHER);
   assertEquals(w.fake.messages(w.ov).map((m) => [m.role, m.content]), [["user", prompt]]);
   assertEquals(w.commits(), 1, "committed (every-turn)");
@@ -185,7 +192,7 @@ Deno.test("prompt fallback: a prompt the journal delivered is never sent again b
     new JournalBuilder({ timeBase: Date.now() }).simpleTurn(prompt, "noted: make it is").toString(),
   );
   await w.hook("stop");
-  await age(w, 120_000);
+  await age(w, 600_000);
   await w.hook("session-start", { source: "startup" }, OTHER);
   await w.hook("session-end", { reason: "exit" });
   assertEquals(w.fake.messages(w.ov).map((m) => m.content), [prompt, "noted: make it is"]);
@@ -198,7 +205,7 @@ Deno.test("prompt fallback: a prompt withdrawn by /undo is never sent, by the jo
   const j = new JournalBuilder({ timeBase: Date.now() }).simpleTurn(prompt, "noted: heron it is").undo(1);
   await w.journal(j.toString());
   await w.hook("stop");
-  await age(w, 120_000);
+  await age(w, 600_000);
   await w.hook("session-start", { source: "startup" }, OTHER);
   await w.hook("session-end", { reason: "exit" });
   assertEquals(w.fake.messages(w.ov).length, 0);

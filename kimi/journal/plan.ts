@@ -33,8 +33,6 @@ export interface PlanOptions {
   redact: boolean;
   /** Take open turns too (SessionEnd, Interrupt): nothing more will be added to them. */
   includeOpen: boolean;
-  /** Else take an open turn's user message (its answer waits for the turn's end). */
-  openUser?: boolean;
   /** Consider at most this many turns (a long backlog is captured in bounded steps). */
   maxTurns?: number;
 }
@@ -114,12 +112,11 @@ export function planCapture(
     }
   }
   for (const turn of turns) {
-    const open = !turn.closed && !options.includeOpen;
-    if (open && !options.openUser) break; // whole turns only, in order
+    if (!turn.closed && !options.includeOpen) break; // whole turns only, in order
     if (turn.index < ackedBelow) continue;
     if (options.maxTurns !== undefined && plan.turns.length >= options.maxTurns) break;
     plan.turns.push(turn);
-    for (const role of open ? ["user"] as const : ["user", "assistant"] as const) {
+    for (const role of ["user", "assistant"] as const) {
       const key = captureKey(turn.index, role);
       const skip = (reason: Skipped["reason"]) => plan.skipped.push({ key, turnIndex: turn.index, reason });
       if (acked.has(key)) {
@@ -149,7 +146,6 @@ export function planCapture(
         });
       }
     }
-    if (open) break;
   }
   return plan;
 }

@@ -233,22 +233,3 @@ Deno.test("recorded journals: Stop at every recorded instant, then SessionEnd â€
     await fake.close();
   }
 });
-
-Deno.test("recorded closed-stdout (0.41.0, `kimi -p â€¦ | head -1`): the Stop whose wait runs out sends the prompt, once", async () => {
-  await using fake = await FakeOpenViking.start();
-  await using home = await tempDir();
-  const sid = "session_e175a082-f256-4dac-8230-1df8b528c2c6";
-  const env = sandboxEnv(home.path, fake.url);
-  const wire = await Deno.readTextFile(`${ROOT}0.41.0/closed-stdout/wire-at-stop-1.jsonl`);
-  await placeJournal(home.path, sid, wire);
-  for (let i = 0; i < 2; i++) {
-    const ctx = await makeContext("stop", { session_id: sid, cwd: "/home/user/project" }, env);
-    await captureSession(ctx, { ...captureMode("stop", ctx.config, Date.now()), waitMs: 100 });
-  }
-  const stored = fake.messages(`kc-${sid}`).map((m) => [m.turn_id, m.role, m.content]);
-  assertEquals(
-    stored,
-    [["0", "user", DEPLOY[0][2]]],
-    "the turn never closes: its prompt now, its answer never",
-  );
-});
