@@ -111,24 +111,16 @@ async function commitIfIdle(
     // In the session's ledger as a capture of no turns that committed: `status` lists the commit.
     const dir = orNoHome(() => ledgerDir(ctx.env));
     const taskId = outcome.kind === "committed" ? { taskId: outcome.taskId } : {};
+    const counts = { turns: 0, sent: 0, queued: 0, rejected: 0 };
     const entry = {
       kind: "capture",
       at,
       ms: Date.now() - at,
       event: "idle",
-      turns: 0,
-      sent: 0,
-      queued: 0,
+      ...counts,
+      commit: outcome.kind,
     } as const;
-    if (dir) {
-      const origin = originOf(ctx.config);
-      await appendLedger(
-        dir,
-        name,
-        { ...entry, rejected: 0, commit: outcome.kind, ...taskId, origin },
-        ctx.config,
-      );
-    }
+    if (dir) await appendLedger(dir, name, { ...entry, ...taskId, origin: originOf(ctx.config) }, ctx.config);
     return { state: { ...s, capturedSinceCommit: 0 }, value: "done" };
   }, { waitMs: 0, durable: true }).catch(() => ({ acquired: true as const, value: "failed" as const }));
   return res.acquired ? res.value : "busy";
