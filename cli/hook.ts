@@ -2,7 +2,7 @@
 
 import { handToWorker } from "../kimi/detach.ts";
 import { DETACHED_EVENTS, HOOK_EVENTS, isHookEvent } from "../kimi/hooks.ts";
-import { readAllStdin } from "../kimi/stdin.ts";
+import { readAllStdin } from "../kimi/payload.ts";
 
 /** The `hook` command: runs `event` (its CLI name) on this process's stdin. */
 export async function hookEntry(event: string): Promise<number> {

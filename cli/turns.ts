@@ -9,8 +9,7 @@ import { charColumns, textColumns } from "../lib/columns.ts";
 import { kimiHome, processEnv } from "../lib/paths.ts";
 import { locateJournal } from "../kimi/journal/locate.ts";
 import { planCapture } from "../kimi/journal/plan.ts";
-import { readJournal } from "../kimi/journal/read.ts";
-import { scanTurns, turnLineFilter } from "../kimi/journal/turns.ts";
+import { scanJournal } from "../kimi/journal/turns.ts";
 
 /** One message capture would send. */
 export type TurnMessage = { turn_id: string; role: "user" | "assistant"; content: string };
@@ -20,9 +19,8 @@ export async function messagesOf(
   path: string,
   options: { maxLength: number; redact: boolean },
 ): Promise<TurnMessage[]> {
-  const read = await readJournal(path, undefined, turnLineFilter);
-  const { turns } = scanTurns(read.lines, 0);
-  const plan = planCapture(turns, new Set(), 0, { ...options, includeOpen: false });
+  const { turns } = await scanJournal(path);
+  const plan = planCapture(turns.turns, new Set(), 0, { ...options, includeOpen: false });
   return plan.toSend.map((c) => ({ turn_id: c.payload.turn_id, role: c.role, content: c.payload.content }));
 }
 

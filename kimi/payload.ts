@@ -1,7 +1,8 @@
-/** The hook payload Kimi Code writes on stdin, parsed once at the edge (unknown fields allowed). */
+/** The hook input: Kimi Code's payload on stdin, read to the end, parsed once at the edge (unknown fields allowed). */
 
 import * as z from "zod/mini";
 import { isRecord } from "../lib/parsed.ts";
+import { concatBytes } from "../lib/bytes.ts";
 
 const PromptValue = z.union([
   z.string(),
@@ -49,12 +50,7 @@ export function parseHookInput(
     const kind = Array.isArray(value) ? "array" : typeof value;
     return { ok: false, reason: `stdin is JSON but not an object (${kind})` };
   }
-  const parsed = HookInputSchema.safeParse(value); // every field is tolerant: only a broken schema fails
-  if (parsed.success) return { ok: true, input: parsed.data };
-  return {
-    ok: false,
-    reason: `payload fields have unexpected types: ${parsed.error.issues[0]?.path.join(".")}`,
-  };
+  return { ok: true, input: HookInputSchema.parse(value) }; // every field is tolerant: a record always parses
 }
 
 /** Text of content parts (text parts only, joined by newlines), or a plain string prompt. */
@@ -75,4 +71,21 @@ export function promptText(input: HookInput): string {
 /** The host's session id (`session_id`, else `sessionId`), or "". */
 export function hostSessionId(input: HookInput): string {
   return (input.session_id ?? input.sessionId ?? "").trim();
+}
+
+/** Reads stdin to the end (any size); empty when there is no stdin or it cannot be read. */
+export async function readAllStdin(): Promise<Uint8Array> {
+  // Plain reads: the ReadableStream machinery costs start-up time on every hook.
+  const chunks: Uint8Array[] = [];
+  const buf = new Uint8Array(64 * 1024);
+  try {
+    for (;;) {
+      const n = await Deno.stdin.read(buf);
+      if (n === null) break;
+      chunks.push(buf.slice(0, n));
+    }
+  } catch {
+    // closed or unreadable stdin counts as empty
+  }
+  return concatBytes(chunks);
 }

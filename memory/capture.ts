@@ -6,7 +6,7 @@
 import { type Cause, causeOf } from "../openviking/advice.ts";
 import { noteAnswered } from "../openviking/breaker.ts";
 import { Budget, type OpenVikingClient } from "../openviking/client.ts";
-import { kimiHome } from "../lib/paths.ts";
+import { dirName, joinPath, kimiHome } from "../lib/paths.ts";
 import {
   commitSession,
   isHeld,
@@ -31,16 +31,22 @@ import { locateJournal } from "../kimi/journal/locate.ts";
 import {
   acknowledge,
   type Candidate,
+  captureKey,
   fallbackKey,
   type Plan,
   planCapture,
   type PlanOptions,
 } from "../kimi/journal/plan.ts";
-import { cursorAt, type JournalRead, readJournal } from "../kimi/journal/read.ts";
-import { scanTurns, turnLineFilter, type TurnScan } from "../kimi/journal/turns.ts";
+import { cursorAt, scanJournal } from "../kimi/journal/turns.ts";
 import { spawnReplay, spawnWorker } from "../kimi/detach.ts";
-import { clientFor, type HookContext, type HookResult, sessionDestination } from "./context.ts";
-import type { FallbackPrompt } from "./prompt-fallback.ts";
+import {
+  clientFor,
+  type HookContext,
+  type HookResult,
+  SESSION_PREFIX,
+  sessionDestination,
+} from "./context.ts";
+import { carried, duePrompts, type FallbackPrompt, journalKeys, SETTLE_MS } from "./prompt-fallback.ts";
 import { refreshFromHook } from "./system-prompt.ts";
 
 /** How one capture behaves: its wait for the turn end, whether it takes open turns, its lock wait and budget. */
@@ -182,18 +188,11 @@ async function commitIfDue(
 }
 
 /** A journal read after a cursor and its turns. */
-export interface Scan {
-  turns: TurnScan;
-  read: JournalRead;
-}
+export type Scan = Awaited<ReturnType<typeof scanJournal>>;
 
-/** Reads the journal after `cursor` and scans its turns. */
-export async function scanJournal(path: string, cursor: Cursor | undefined): Promise<Scan> {
-  const usable = cursor && cursor.path === path ? cursor : undefined;
-  const read = await readJournal(path, usable, turnLineFilter);
-  const first = usable && !read.rewritten ? usable.nextIndex : 0;
-  return { turns: scanTurns(read.lines, first), read };
-}
+/** The journal after `cursor` when it names this file, else from the start. */
+const scanFrom = (path: string, cursor: Cursor | undefined) =>
+  scanJournal(path, cursor?.path === path ? cursor : undefined);
 
 const POLL_MS = 100;
 
@@ -203,7 +202,7 @@ export async function waitForTurnEnd(
   cursor: Cursor | undefined,
   waitMs: number,
   expectTurn: boolean,
-  scan: (path: string, cursor: Cursor | undefined) => Promise<Scan> = scanJournal,
+  scan: (path: string, cursor: Cursor | undefined) => Promise<Scan> = scanFrom,
 ): Promise<boolean> {
   const deadline = Date.now() + waitMs;
   let scanned: string | undefined;
@@ -236,6 +235,8 @@ interface Run {
   save: SaveState;
   /** Indexes of the turns this run settled. */
   captured: Set<number>;
+  /** The prompts the prompt hook kept. */
+  kept: FallbackPrompt[];
 }
 
 /** A capture's report (the log's and ledger's data) before it planned anything. */
@@ -244,6 +245,7 @@ function emptyReport(journal: string, s: Scan, waited: boolean) {
     journal,
     scanned: s.turns.turns.length,
     ...{ turns: 0, planned: 0, sent: 0, queued: 0, rejected: 0, acked: 0, skipped: 0, steps: 0, left: 0 },
+    fallback: 0,
     pendingTokens: undefined as number | undefined,
     remember: false,
     commit: "none",
@@ -264,9 +266,13 @@ type CaptureReport = ReturnType<typeof emptyReport>;
 async function stateAfter(run: Run, state: SessionState, plan: Plan, acked: number, captured = acked) {
   const { turns, read } = run.scan;
   const ack = acknowledge(plan, acked, state.ackedBelow, turns.turns, turns.nextIndex);
+  const delivered = plan.turns.filter((t) =>
+    t.index < ack.ackedBelow || ack.keys.includes(captureKey(t.index, "user"))
+  );
+  const prompts = journalKeys(carried(duePrompts(run.kept, state), delivered, run.planOptions));
   return {
     ...state,
-    capturedKeys: [...state.capturedKeys, ...ack.keys],
+    capturedKeys: [...state.capturedKeys, ...ack.keys, ...prompts],
     ackedBelow: ack.ackedBelow,
     capturedSinceCommit: state.capturedSinceCommit + captured,
     lastAckedKey: ack.keys.at(-1) ?? state.lastAckedKey,
@@ -453,10 +459,26 @@ async function captureLocked(run: Run, start: SessionState): Promise<SessionStat
     run.scan.turns.turns.filter((t) =>
       t.index >= state.ackedBelow && (t.closed || run.planOptions.includeOpen)
     ).length;
-  if (!steps.stopped) {
+  // Kept prompts the journal still lacks `SETTLE_MS` after they were seen: their turns never reached it.
+  const unsettled = steps.stopped ? [] : duePrompts(run.kept, state);
+  const held = carried(unsettled, run.scan.turns.turns, run.planOptions);
+  const due = unsettled.filter((p) => !held.includes(p) && Date.now() - p.at >= SETTLE_MS);
+  let kept = { stopped: false, queued: false };
+  if (due.length) {
+    const res = await sendKept(ctx, run.client, mode, run.save, state, due, {
+      queueOnly: steps.queueOnly,
+      queue,
+    });
+    noteSent(report, res.sent);
+    report.fallback = res.sent.acked;
+    report.remember ||= asksToRemember(due.map((p) => ({ role: "user", content: p.text })));
+    state = res.state;
+    kept = { stopped: res.sent.acked < due.length, queued: res.sent.queued > 0 };
+  }
+  if (!steps.stopped && !kept.stopped) {
     const done = await commitIfDue(ctx, run.client, mode, run.save, state, {
       key: `${ctx.ovSessionId}:${state.lastAckedKey ?? "none"}`,
-      queueOnly: steps.queueOnly,
+      queueOnly: steps.queueOnly || kept.queued,
       queue,
       facts: { sent: report.sent, pendingTokens: report.pendingTokens, remember: report.remember },
     });
@@ -476,6 +498,14 @@ function ownCursor(state: SessionState, journal: string): SessionState {
   return { ...state, capturedKeys: [], ackedBelow: 0, cursor: undefined, inflight: undefined, recover };
 }
 
+/** The state at a capture's start: a state older than the settling keys settles what its last capture did. */
+const settling = (s: SessionState) => ({ ...s, promptsFrom: s.promptsFrom ?? s.lastCaptureAt ?? 0 });
+
+/** The kept prompts of `ctx`'s session (read without its lock: the prompt hook only adds to them). */
+async function keptPrompts(ctx: HookContext): Promise<FallbackPrompt[]> {
+  return ctx.promptPaths ? (await readState(ctx.promptPaths.file)).fallbackPrompts : [];
+}
+
 /** Captures the journal's new turns and commits, under the lock. */
 export async function captureSession(ctx: HookContext, mode: CaptureMode): Promise<HookResult> {
   if (!ctx.capturePaths || !ctx.ovSessionId) return { outcome: "no-session-id" };
@@ -491,8 +521,8 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
     : true;
   const client = clientFor(ctx);
   const res = await updateState(ctx.capturePaths, async (loaded, save) => {
-    const start = ownCursor(loaded, journal);
-    const s = await scanJournal(journal, start.cursor);
+    const start = ownCursor(settling(loaded), journal);
+    const s = await scanFrom(journal, start.cursor);
     const newest = s.turns.turns.at(-1);
     const planOptions: PlanOptions = {
       maxLength: ctx.config.captureMaxLength,
@@ -511,6 +541,7 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
       report,
       save,
       captured: new Set(),
+      kept: await keptPrompts(ctx),
     };
     return { state: await captureLocked(run, start), value: report };
   }, { waitMs: mode.lockWaitMs, durable: true });
@@ -532,18 +563,14 @@ export async function captureHook(ctx: HookContext): Promise<HookResult> {
     await noteAnswered(ctx.sharedStateDir, ctx.config.baseUrl, ctx.startedAt);
   }
   if (ctx.isWorker && result.data?.commit === "committed") await refreshFromHook(ctx, false);
-  // An interrupt that queued: no later hook may come (print mode), so a detached replay delivers it.
-  const queued = Number(result.data?.queued) > 0 || result.data?.commit === "queued";
-  if (ctx.event === "interrupt" && !ctx.isWorker && ctx.config.writePathAsync && queued) {
-    if (await spawnReplay()) result.data = { ...result.data, replay: "detached" };
-  }
-  // An interrupt that could not have the session lock in its budget (another run held it): a detached
-  // worker waits for it and captures the turn — after a SIGINT in print mode no later hook comes.
-  if (
-    ctx.event === "interrupt" && !ctx.isWorker && ctx.config.writePathAsync &&
-    result.outcome === "lock-timeout"
-  ) {
-    if (await spawnWorker("interrupt", ctx.raw)) result.data = { ...result.data, worker: "detached" };
+  // An interrupt in print mode may be the last hook (after a SIGINT none comes): a detached replay delivers
+  // what it queued; one that could not have the session lock in its budget leaves a worker waiting for it.
+  if (ctx.event === "interrupt" && !ctx.isWorker && ctx.config.writePathAsync) {
+    const queued = Number(result.data?.queued) > 0 || result.data?.commit === "queued";
+    if (queued && await spawnReplay()) result.data = { ...result.data, replay: "detached" };
+    if (result.outcome === "lock-timeout" && await spawnWorker("interrupt", ctx.raw)) {
+      result.data = { ...result.data, worker: "detached" };
+    }
   }
   // A Stop that left captures uncommitted: the detached worker watches the home's idle sessions.
   if (ctx.isWorker && ctx.event === "stop" && ctx.config.commitPolicy !== "every-turn") {
@@ -552,45 +579,57 @@ export async function captureHook(ctx: HookContext): Promise<HookResult> {
   return result;
 }
 
-/** The kept prompts still to send (pure): seen after the last capture, not sent yet. */
-export function duePrompts(kept: readonly FallbackPrompt[], capture: SessionState): FallbackPrompt[] {
-  const sent = new Set(capture.capturedKeys);
-  return kept.filter((p) => p.at > (capture.lastCaptureAt ?? 0) && !sent.has(fallbackKey(p.text, p.at)));
+/** Sends `due` kept prompts as user messages; the state with their fallback keys. */
+async function sendKept(
+  ctx: HookContext,
+  client: OpenVikingClient,
+  mode: CaptureMode,
+  save: SaveState,
+  state: SessionState,
+  due: FallbackPrompt[],
+  queue: { queueOnly: boolean; queue?: SessionQueue },
+): Promise<{ state: SessionState; sent: SendReport }> {
+  const settled = (acked: number): SessionState => {
+    const keys = due.slice(0, acked).map((p) => fallbackKey(p.text, p.at));
+    return {
+      ...state,
+      capturedKeys: [...state.capturedKeys, ...keys],
+      capturedSinceCommit: state.capturedSinceCommit + acked,
+      lastAckedKey: keys.at(-1) ?? state.lastAckedKey,
+    };
+  };
+  const messages = due.map((p) => ({ role: "user" as const, content: p.text }));
+  const sent = await sendMessages(client, ctx.ovSessionId, messages, {
+    budget: mode.budget,
+    pendingDir: ctx.pendingDir,
+    ...queue,
+    onAcked: async (acked) => await save(settled(acked)),
+  });
+  return { state: settled(sent.acked), sent };
 }
 
-/** Sends the due kept prompts of a session without a journal (`reason`) as user messages. */
+/** Sends the due kept prompts (seen `minAgeMs` ago) of a session without a journal (`reason`), then commits. */
 async function captureFromPrompts(
   ctx: HookContext,
   waiting: CaptureMode,
   reason: string,
+  minAgeMs = 0,
 ): Promise<HookResult> {
   const none: HookResult = { outcome: "no-journal", data: { reason, fallback: 0 } };
   if (!ctx.capturePaths || !ctx.promptPaths) return none;
-  const kept = (await readState(ctx.promptPaths.file)).fallbackPrompts;
+  const kept = await keptPrompts(ctx);
   if (!kept.length) return none;
   const client = clientFor(ctx);
   const sid = ctx.ovSessionId;
-  const res = await updateState(ctx.capturePaths, async (state, save) => {
-    const mode = lockedMode(waiting);
-    const due = duePrompts(kept, state);
+  const res = await updateState(ctx.capturePaths, async (loaded, save) => {
+    const [mode, state] = [lockedMode(waiting), settling(loaded)];
+    const due = duePrompts(kept, state).filter((p) => Date.now() - p.at >= minAgeMs);
     if (!due.length) return { value: { turns: 0, sent: 0, queued: 0, rejected: 0, commit: "none" } };
-    const settled = (acked: number): SessionState => ({
-      ...state,
-      capturedKeys: [...state.capturedKeys, ...due.slice(0, acked).map((p) => fallbackKey(p.text, p.at))],
-      capturedSinceCommit: state.capturedSinceCommit + acked,
-    });
     const queueOnly = await hasUnsent(ctx.pendingDir, sid);
-    const messages = due.map((p) => ({ role: "user" as const, content: p.text }));
-    const report = await sendMessages(client, sid, messages, {
-      budget: mode.budget,
-      pendingDir: ctx.pendingDir,
-      queueOnly,
-      onAcked: async (acked) => await save(settled(acked)),
-    });
-    const last = due[report.acked - 1];
-    const remember = asksToRemember(messages);
-    const done = await commitIfDue(ctx, client, mode, save, settled(report.acked), {
-      key: `${sid}:${last ? fallbackKey(last.text, last.at) : "none"}`,
+    const { state: after, sent: report } = await sendKept(ctx, client, mode, save, state, due, { queueOnly });
+    const remember = asksToRemember(due.map((p) => ({ role: "user", content: p.text })));
+    const done = await commitIfDue(ctx, client, mode, save, after, {
+      key: `${sid}:${after.lastAckedKey ?? "none"}`,
       queueOnly: queueOnly || report.queued > 0,
       facts: { sent: report.sent, pendingTokens: report.pendingTokens, remember },
     });
@@ -600,4 +639,46 @@ async function captureFromPrompts(
   }, { waitMs: waiting.lockWaitMs, durable: true });
   if (!res.acquired) return { outcome: "lock-timeout", data: { reason } };
   return { outcome: "no-journal", data: { reason, fallback: res.value.turns, ...res.value } };
+}
+
+/**
+ * A session start's delivery of the prompts other sessions kept and left unsettled the idle commit time (a Kimi
+ * killed before its turn ended, `kimi -p … | head`): only sessions whose prompt state changed after, or soon
+ * before, their capture state's last write, whose captures went where this run's go; a session busy with a
+ * capture is left to it. Returns the messages delivered.
+ */
+export async function sendLeftPrompts(ctx: HookContext, budget: Budget): Promise<number> {
+  if (!ctx.promptPaths || !ctx.config.autoCapture) return 0;
+  const dir = dirName(ctx.promptPaths.file);
+  const mtime = (file: string) => Deno.lstat(file).then((i) => i.mtime?.getTime() ?? 0, () => undefined);
+  const names = await Array.fromAsync(Deno.readDir(dir), (e) => e.name).catch(() => [] as string[]);
+  const destination = await sessionDestination(ctx.config);
+  const idleMs = Math.max(SETTLE_MS, ctx.config.idleCommitSeconds * 1000);
+  let delivered = 0;
+  for (const name of names.filter((n) => n.endsWith(".prompt.json"))) {
+    const [base, promptFile] = [name.slice(0, -".prompt.json".length), joinPath(dir, name)];
+    const file = joinPath(dir, `${base}.json`);
+    if (promptFile === ctx.promptPaths.file) continue;
+    if (budget.remaining() < MIN_COMMIT_MS) break;
+    const [asked, captured] = [await mtime(promptFile), await mtime(file)];
+    if (asked === undefined || (captured !== undefined && captured >= asked + idleMs)) continue;
+    const went = (await readState(file)).destination;
+    if (went && went !== destination) continue;
+    const other: HookContext = {
+      ...ctx,
+      ovSessionId: `${SESSION_PREFIX}${base}`,
+      capturePaths: { file, lock: `${file}.lock` },
+      promptPaths: { file: promptFile, lock: `${promptFile}.lock` },
+    };
+    const mode = { waitMs: 0, force: false, lockWaitMs: 0, budget };
+    const res = await captureFromPrompts(other, mode, "left", idleMs).catch(() => undefined);
+    delivered += Number(res?.data?.turns ?? 0);
+    // Nothing due and nothing that may become due: its capture state's time says it was looked at.
+    const young = (await keptPrompts(other)).some((p) => Date.now() - p.at < idleMs);
+    if (captured !== undefined && res?.outcome === "no-journal" && !res.data?.turns && !young) {
+      const now = new Date();
+      await Deno.utime(file, now, now).catch(() => {});
+    }
+  }
+  return delivered;
 }

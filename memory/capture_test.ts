@@ -12,9 +12,9 @@ import {
   commitDue,
   type CommitFacts,
   lockedMode,
-  scanJournal,
   waitForTurnEnd,
 } from "./capture.ts";
+import { scanJournal } from "../kimi/journal/turns.ts";
 import type { HookEvent } from "../kimi/hooks.ts";
 import { withLock } from "../lib/lock.ts";
 

@@ -17,7 +17,6 @@ import { unwritableReason } from "../lib/fs.ts";
 import { type Handler, type HookContext, SESSION_PREFIX } from "./context.ts";
 import { gateReason } from "../kimi/gates.ts";
 import { WORKER_ENV } from "../kimi/detach.ts";
-import { readAllStdin } from "../kimi/stdin.ts";
 import {
   CAPTURING_EVENTS,
   type HookEvent,
@@ -25,7 +24,7 @@ import {
   LEDGER_EVENTS,
   STATEFUL_EVENTS,
 } from "../kimi/hooks.ts";
-import { hostSessionId, parseHookInput } from "../kimi/payload.ts";
+import { hostSessionId, parseHookInput, readAllStdin } from "../kimi/payload.ts";
 
 const capture = async () => (await import("./capture.ts")).captureHook;
 const HANDLERS: Record<HookEvent, () => Promise<Handler>> = {

@@ -56,15 +56,30 @@ export function dueAt(
   return last > now ? now : last + idleMs;
 }
 
+/** What a state file said, by its inode, size and time: a watch's pass reads only the files that changed. */
+const looked = new Map<string, { stamp: string; waiting?: Waiting }>();
+
 /** The sessions of the capture state directory `dir` whose captures wait uncommitted. */
 async function waitingSessions(dir: string, idle: Idle): Promise<Waiting[]> {
   const names = await Array.fromAsync(Deno.readDir(dir), (e) => e.name).catch(() => [] as string[]);
   const out: Waiting[] = [];
   for (const name of names.filter((n) => n.endsWith(".json") && !n.endsWith(".prompt.json"))) {
     const file = joinPath(dir, name);
-    const s = await readState(file);
-    const at = dueAt(s, idle.ms, idle.destination);
-    if (at !== undefined && s.ovSession) out.push({ file, dueAt: at, ovSession: s.ovSession });
+    const info = await Deno.lstat(file).catch(() => undefined);
+    const stamp = info
+      ? `${idle.ms}:${idle.destination}:${info.ino}:${info.size}:${info.mtime?.getTime()}`
+      : "";
+    let seen = looked.get(file);
+    if (!stamp || seen?.stamp !== stamp) {
+      const s = await readState(file);
+      const at = dueAt(s, idle.ms, idle.destination);
+      seen = {
+        stamp,
+        waiting: at !== undefined && s.ovSession ? { file, dueAt: at, ovSession: s.ovSession } : undefined,
+      };
+      if (stamp) looked.set(file, seen);
+    }
+    if (seen.waiting) out.push(seen.waiting);
   }
   return out;
 }
@@ -96,24 +111,16 @@ async function commitIfIdle(
     // In the session's ledger as a capture of no turns that committed: `status` lists the commit.
     const dir = orNoHome(() => ledgerDir(ctx.env));
     const taskId = outcome.kind === "committed" ? { taskId: outcome.taskId } : {};
+    const counts = { turns: 0, sent: 0, queued: 0, rejected: 0 };
     const entry = {
       kind: "capture",
       at,
       ms: Date.now() - at,
       event: "idle",
-      turns: 0,
-      sent: 0,
-      queued: 0,
+      ...counts,
+      commit: outcome.kind,
     } as const;
-    if (dir) {
-      const origin = originOf(ctx.config);
-      await appendLedger(
-        dir,
-        name,
-        { ...entry, rejected: 0, commit: outcome.kind, ...taskId, origin },
-        ctx.config,
-      );
-    }
+    if (dir) await appendLedger(dir, name, { ...entry, ...taskId, origin: originOf(ctx.config) }, ctx.config);
     return { state: { ...s, capturedSinceCommit: 0 }, value: "done" };
   }, { waitMs: 0, durable: true }).catch(() => ({ acquired: true as const, value: "failed" as const }));
   return res.acquired ? res.value : "busy";

@@ -2,13 +2,11 @@
 
 import { assertEquals, assertTrue } from "../tests/support/assert.ts";
 import { JournalBuilder } from "../tests/support/journal.ts";
-import { world } from "../tests/hooks/world.ts";
-import { keepPrompt, MAX_FALLBACK_CHARS, MAX_FALLBACK_PROMPTS } from "./prompt-fallback.ts";
-import { duePrompts } from "./capture.ts";
+import { type World, world } from "../tests/hooks/world.ts";
+import { duePrompts, keepPrompt, MAX_FALLBACK_CHARS, MAX_FALLBACK_PROMPTS } from "./prompt-fallback.ts";
 import { emptyState } from "./state.ts";
 import { fallbackKey, planCapture } from "../kimi/journal/plan.ts";
-import { scanTurns } from "../kimi/journal/turns.ts";
-import type { JournalLine } from "../kimi/journal/read.ts";
+import { type JournalLine, scanTurns } from "../kimi/journal/turns.ts";
 
 const opts = { maxLength: 24_000, redact: true };
 
@@ -47,6 +45,7 @@ Deno.test("duePrompts: only prompts seen after the last journal capture, and not
   const kept = [10, 20, 30].map((at, i) => ({ text: `${"abc"[i]} question`, at }));
   const capture = { ...emptyState(), lastCaptureAt: 15, capturedKeys: [fallbackKey("b question", 20)] };
   assertEquals(duePrompts(kept, capture), [{ text: "c question", at: 30 }]);
+  assertEquals(duePrompts(kept, { ...capture, promptsFrom: 0 }).length, 2, "settling keys from now on");
 });
 
 function linesOf(text: string): JournalLine[] {
@@ -110,10 +109,104 @@ Deno.test("prompt fallback: no journal → the prompt reaches the server once; t
   assertEquals((await w.state()).ackedBelow, 1, "the turn is settled");
 });
 
-Deno.test("prompt fallback: with the journal there, the kept prompts are never sent", async () => {
+Deno.test("prompt fallback: a kept prompt the journal still lacks a minute on is sent once, by the next capture", async () => {
   await using w = await world();
   await w.run("user-prompt-submit", { prompt: "a prompt the hook saw but the journal lacks" });
   await w.journal(new JournalBuilder().simpleTurn("the journal's prompt", "its answer").toString());
   await w.hook("stop");
-  assertEquals(w.fake.messages(w.ov).map((m) => m.content), ["the journal's prompt", "its answer"]);
+  const stored = () => w.fake.messages(w.ov).map((m) => m.content);
+  assertEquals(
+    stored(),
+    ["the journal's prompt", "its answer"],
+    "a fresh prompt may still reach the journal",
+  );
+  await age(w, 120_000);
+  for (let i = 0; i < 2; i++) await w.hook("session-end", { reason: "exit" });
+  assertEquals(stored(), [
+    "the journal's prompt",
+    "its answer",
+    "a prompt the hook saw but the journal lacks",
+  ]);
+});
+
+Deno.test("prompt fallback: a turn that never ends (kimi -p | head) — its prompt once, its answer once it ends", async () => {
+  await using w = await world({ env: { OPENVIKING_CAPTURE_WAIT_MS: "200" } });
+  const prompt = "The deploy window is Thursday 14:00 UTC.";
+  await w.run("user-prompt-submit", { prompt });
+  // Seen, and begun, ten minutes ago (`age` below moves the kept prompt there).
+  const open = new JournalBuilder({ timeBase: Date.now() - 600_000 }).prompt(prompt).stepBegin().text(
+    "Noted: Thursday.",
+  )
+    .stepEnd("end_turn");
+  await w.journal(open.toString());
+  for (let i = 0; i < 2; i++) await w.hook("stop");
+  const stored = () => w.fake.messages(w.ov).map((m) => [m.role, m.content]);
+  assertEquals(stored(), [], "whole turns only: the Stop's wait ran out");
+  await age(w, 600_000);
+  for (let i = 0; i < 2; i++) await w.hook("session-start", { source: "startup" }, OTHER);
+  assertEquals(
+    stored(),
+    [["user", prompt]],
+    "the next start, once the session is idle: the kept prompt, once",
+  );
+  await w.journal(open.ended().toString());
+  await w.hook("stop");
+  assertEquals(stored(), [["user", prompt], ["assistant", "Noted: Thursday."]]);
+});
+
+const OTHER = "session_0c1b8f4e-2f59-4a57-9d59-1f6ad2c1e7a0";
+
+/** Moves every kept prompt of the world's session `ms` into the past, with the keys settling them. */
+async function age(w: World, ms: number) {
+  const file = w.stateFile(`${w.session}.prompt`);
+  const s = JSON.parse(await Deno.readTextFile(file));
+  const ats: number[] = s.fallbackPrompts.map((p: { at: number }) => p.at);
+  const capture = await Deno.readTextFile(w.stateFile()).catch(() => undefined);
+  if (capture !== undefined) {
+    const aged = ats.reduce((text, at) => text.replaceAll(`@${at}"`, `@${at - ms}"`), capture);
+    await Deno.writeTextFile(w.stateFile(), aged);
+  }
+  s.fallbackPrompts = s.fallbackPrompts.map((p: { at: number }) => ({ ...p, at: p.at - ms }));
+  await new Promise((r) => setTimeout(r, 20)); // the prompt state changed after the capture state
+  await Deno.writeTextFile(file, JSON.stringify(s));
+}
+
+Deno.test("prompt fallback: killed before its Stop — the next session's start sends the prompt, once", async () => {
+  await using w = await world();
+  const prompt = "remember: the staging host is called kestrel";
+  await w.run("user-prompt-submit", { prompt });
+  await w.journal(
+    new JournalBuilder({ timeBase: Date.now() }).prompt(prompt).stepBegin().text("Noted").toString(),
+  );
+  await age(w, 600_000);
+  for (let i = 0; i < 2; i++) await w.hook("session-start", { source: "startup" }, OTHER);
+  assertEquals(w.fake.messages(w.ov).map((m) => [m.role, m.content]), [["user", prompt]]);
+  assertEquals(w.commits(), 1, "committed (every-turn)");
+});
+
+Deno.test("prompt fallback: a prompt the journal delivered is never sent again by a later start", async () => {
+  await using w = await world();
+  const prompt = "please remember the build uses make";
+  await w.run("user-prompt-submit", { prompt });
+  await w.journal(
+    new JournalBuilder({ timeBase: Date.now() }).simpleTurn(prompt, "noted: make it is").toString(),
+  );
+  await w.hook("stop");
+  await age(w, 600_000);
+  await w.hook("session-start", { source: "startup" }, OTHER);
+  await w.hook("session-end", { reason: "exit" });
+  assertEquals(w.fake.messages(w.ov).map((m) => m.content), [prompt, "noted: make it is"]);
+});
+
+Deno.test("prompt fallback: a prompt withdrawn by /undo is never sent, by the journal nor the fallback", async () => {
+  await using w = await world();
+  const prompt = "remember that the staging database is called heron";
+  await w.run("user-prompt-submit", { prompt });
+  const j = new JournalBuilder({ timeBase: Date.now() }).simpleTurn(prompt, "noted: heron it is").undo(1);
+  await w.journal(j.toString());
+  await w.hook("stop");
+  await age(w, 600_000);
+  await w.hook("session-start", { source: "startup" }, OTHER);
+  await w.hook("session-end", { reason: "exit" });
+  assertEquals(w.fake.messages(w.ov).length, 0);
 });

@@ -20,6 +20,8 @@ async function replayQueues(ctx: HookContext): Promise<HookResult> {
   await probeIfDue(clientFor(ctx), ctx.sharedStateDir, Date.now(), budget);
   const options = replayOptions(ctx.config, { budget, waitUnsure: ctx.isWorker });
   const report = await replayAll(ctx.pendingDir, clientFor(ctx), options);
+  // Prompts of sessions that died before their turn reached a Stop (`kimi -p … | head`): delivered now.
+  const leftPrompts = await (await import("./capture.ts")).sendLeftPrompts(ctx, options.budget);
   // Sessions that ended without SessionEnd, their last turns still uncommitted: committed now.
   // It reads every session's state, so only where a Stop may leave turns uncommitted (not every-turn, whose
   // failed commits wait in the queue): a session start's cost does not grow with the history otherwise.
@@ -37,6 +39,7 @@ async function replayQueues(ctx: HookContext): Promise<HookResult> {
       ...report,
       cause,
       leftCommitted,
+      leftPrompts,
       extractionAlarm: alarm === null ? "not-asked" : alarm !== undefined,
       ...(temps === undefined ? {} : { staleTempsRemoved: temps }),
     },

@@ -12,7 +12,7 @@ import { isRecord } from "../lib/parsed.ts";
 const or = <T extends z.ZodMiniType>(schema: T, fallback: z.output<T>) => z.catch(schema, fallback);
 const maybe = <T extends z.ZodMiniType>(schema: T) => z.catch(z.optional(schema), undefined);
 
-/** Where the journal reader stopped (kimi/journal/read.ts). */
+/** Where the journal reader stopped (kimi/journal/turns.ts). */
 const CursorSchema = z.object({
   path: z.string(),
   offset: z.int().check(z.nonnegative()),
@@ -39,6 +39,8 @@ export const SessionStateSchema = z.object({
   pausedNotice: maybe(z.number()),
   /** The prompts the prompt hook saw, for a capture without a journal. */
   fallbackPrompts: or(z.array(z.object({ text: z.string(), at: z.number() })), []),
+  /** Kept prompts seen before this are settled (a state's last capture when it first met the settling keys). */
+  promptsFrom: maybe(z.number()),
   capturedKeys: or(z.array(z.string()), []),
   capturedSinceCommit: or(z.int().check(z.nonnegative()), 0),
   cursor: maybe(CursorSchema),

@@ -59,7 +59,7 @@ export function fallbackKey(text: string, at: number): string {
 }
 
 /** How far a journal prompt's `time` may be from when the prompt hook saw it and still be that prompt. */
-const FALLBACK_MATCH_MS = { before: 10_000, after: 60_000 };
+export const FALLBACK_MATCH_MS = { before: 10_000, after: 60_000 };
 
 /** The fallback keys among `acked`, by text hash: the times their prompts were seen. */
 function fallbackSent(acked: ReadonlySet<string>): Map<string, number[]> {

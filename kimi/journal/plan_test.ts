@@ -3,7 +3,7 @@ import { JournalBuilder } from "../../tests/support/journal.ts";
 import { acknowledge, planCapture } from "./plan.ts";
 import { prepareText } from "./clean.ts";
 import { scanTurns } from "./turns.ts";
-import type { JournalLine } from "./read.ts";
+import type { JournalLine } from "./turns.ts";
 
 const opts = { maxLength: 24000, redact: true, includeOpen: false };
 /** The turns of a built journal. */
@@ -91,15 +91,6 @@ Deno.test("plan: a prompt or an answer that mentions an injected tag is captured
   }
   // privacy stays conservative: an unclosed <private> still hides the rest
   assertEquals(prepareText(`${prompt} <private>my pin is 1234`, "user", opts).text, prompt);
-});
-
-Deno.test("plan: a 160 KB CRLF message is prepared quickly (it spun a Stop worker for minutes)", () => {
-  const text = "please fix the build\r\n" + " \r\n".repeat(160 * 1024 / 3) + "thanks";
-  const start = performance.now();
-  const { text: out } = prepareText(text, "user", opts);
-  const ms = performance.now() - start;
-  assertEquals(out.startsWith("please fix the build"), true);
-  assertEquals(ms < 1500, true, `${ms.toFixed(0)} ms`);
 });
 
 /** What a capture sends, as `[key, turn_id, content]`, and the keys it skips with their reason. */

@@ -1,6 +1,7 @@
 /**
- * A damaged capture state (empty, torn, garbage, a directory, a FIFO) once made the next Stop resend the whole
- * session: it is set aside and kept, and the cursor recovered from what OpenViking holds.
+ * A damaged capture state (empty, a directory, a FIFO) once made the next Stop resend the whole session: it is
+ * set aside and kept, and the cursor recovered from what OpenViking holds. Torn and garbage bytes take the same
+ * path (set aside by tests/runtime/state_test.ts's table, recovered here as the empty file is).
  */
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
@@ -17,10 +18,8 @@ const threeTurns = () => {
 const asideOf = async (dir: string, session: string) =>
   (await Array.fromAsync(Deno.readDir(dir))).filter((e) => e.name.startsWith(`${session}.json.damaged-`));
 
-const DAMAGES: [string, (file: string, intact: string) => Promise<void>, ((f: FakeOpenViking) => void)?][] = [
+const DAMAGES: [string, (file: string) => Promise<void>, ((f: FakeOpenViking) => void)?][] = [
   ["left empty", (f) => Deno.writeTextFile(f, "", { mode: 0o600 })],
-  ["half-written", (f, intact) => Deno.writeTextFile(f, intact.slice(0, Math.floor(intact.length / 2)))],
-  ["of garbage bytes", (f) => Deno.writeFile(f, new Uint8Array([0xff, 0xd8, 0x00, 0x13, 0x9c, 0x0a, 0x7f]))],
   ["replaced by a directory", async (f) => {
     await Deno.mkdir(f);
     await Deno.writeTextFile(`${f}/notes.txt`, "someone's files");
@@ -41,9 +40,8 @@ for (const [name, damage, fault] of DAMAGES) {
     await w.hook("stop");
     assertEquals([w.stored().length, w.commits()], [6, 1]);
     const file = w.stateFile();
-    const intact = await Deno.readTextFile(file);
     await Deno.remove(file);
-    await damage(file, intact);
+    await damage(file);
     const damaged = await Deno.lstat(file).then((i) => i.isFile ? Deno.readFile(file) : undefined);
     await Deno.writeTextFile(
       journal,

@@ -200,15 +200,6 @@ Deno.test("removeAbandonedTemps: a fresh temp file of a process that is gone goe
   assertEquals([...Deno.readDirSync(dir.path)].map((e) => `${dir.path}/${e.name}`), [live]);
 });
 
-Deno.test("lock: a lock directory an older version left is replaced by the lock file", async () => {
-  await using dir = await tempDir();
-  const lock = `${dir.path}/l.lock`;
-  await Deno.mkdir(lock);
-  await Deno.writeTextFile(`${lock}/owner`, "1");
-  const res = await withLock(lock, () => Deno.lstat(lock).then((i) => i.isFile), { waitMs: 0 });
-  assertEquals(res, { acquired: true, value: true });
-});
-
 Deno.test("lock: a holder killed with -9 and left a zombie (its parent never reaps it) blocks nobody", async () => {
   if (Deno.build.os === "windows") return;
   await using dir = await tempDir();

@@ -11,8 +11,7 @@ import { tempDir } from "../support/temp.ts";
 import { captureMode, captureSession } from "../../memory/capture.ts";
 import { Budget } from "../../openviking/client.ts";
 import { messagesOf, type TurnMessage } from "../../cli/turns.ts";
-import { readJournal } from "../../kimi/journal/read.ts";
-import { scanTurns, turnLineFilter } from "../../kimi/journal/turns.ts";
+import { readJournal, scanTurns, turnLineFilter } from "../../kimi/journal/turns.ts";
 
 const ROOT = new URL("../fixtures/journals/", import.meta.url).pathname;
 const VARIANTS = ["2.1.0", "0.41.0", "0.41.0-legacy"] as const;
