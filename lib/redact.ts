@@ -8,11 +8,16 @@ type Hide = (secret: string) => string;
 const plain: Hide = () => REDACTED;
 
 /** `<private…>…</private>` spans (unclosed: to the end); a `<private` with no `>` after it ends the scan. */
-const PRIVATE = /<private\b[^>]*(>[\s\S]*?(?:<\/private\s*>|$)|$)/gi;
+const PRIVATE = /<private\b[^>]*(?:(>)([\s\S]*?)(?:<\/private\s*>|$)|$)/gi;
 
-/** Removes `<private>…</private>` spans. */
-function stripPrivate(text: string): string {
-  return text.replace(PRIVATE, (m, closed) => closed ? "" : m);
+/** Removes `<private>…</private>` spans; `hide` is shown each one's content, and each of its lines. */
+function stripPrivate(text: string, hide: Hide = plain): string {
+  return text.replace(PRIVATE, (m, opened, content: string) => {
+    if (!opened) return m;
+    const lines = content.split(/\r?\n/);
+    for (const part of lines.length > 1 ? [content, ...lines] : lines) hide(part);
+    return "";
+  });
 }
 
 /** PEM, OpenSSH, PKCS#8, encrypted and PGP private key blocks, to their END line (unended: to the end). */
@@ -337,7 +342,8 @@ function redactSeen(text: string, seen: ReadonlySet<string>): string {
 
 /**
  * Full redaction: private spans first, then credentials. With `seen` (one set for the texts of one turn or
- * batch), each secret found is remembered there, and every one remembered is redacted wherever it recurs bare.
+ * batch), each secret found (and each private span's content, and its lines) is remembered there, and every one
+ * remembered is redacted wherever it recurs bare.
  */
 export function redact(text: string, seen?: Set<string>): string {
   const learn: Hide = (secret) => {
@@ -345,6 +351,6 @@ export function redact(text: string, seen?: Set<string>): string {
     if (s.length >= MIN_LEARNED && !s.includes(REDACTED)) seen!.add(s);
     return REDACTED;
   };
-  const out = redactCredentials(stripPrivate(text), seen ? learn : plain);
+  const out = redactCredentials(stripPrivate(text, seen ? learn : plain), seen ? learn : plain);
   return seen ? redactSeen(out, seen) : out;
 }

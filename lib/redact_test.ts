@@ -258,3 +258,17 @@ Deno.test("redact: a secret recognised once is redacted wherever it recurs in th
   );
   assertEquals(redact("Use hunter2-Horse to log in."), "Use hunter2-Horse to log in."); // nothing seen
 });
+
+Deno.test("redact: a <private> span's content (each line, ≥ 6 characters) is learned into `seen`", () => {
+  const seen = new Set<string>();
+  assertEquals(redact("My bank PIN is <private>4711-2231-9988</private>", seen), "My bank PIN is ");
+  assertEquals(redact("Your PIN 4711-2231-9988 is safe.", seen), `Your PIN ${REDACTED} is safe.`);
+  assertEquals(redact("<private> acct 99-1234\n  sort 40-11-22 </private>done", seen), "done");
+  assertEquals(redact("acct 99-1234 / sort 40-11-22", seen), `${REDACTED} / ${REDACTED}`);
+  assertEquals(redact("<private>abc</private> abc stays: too short", seen), " abc stays: too short");
+  assertEquals(redact("<private>open to the end 55-66-77", seen), "");
+  assertEquals(redact("it was open to the end 55-66-77", seen), `it was ${REDACTED}`);
+  const none = new Set<string>();
+  assertEquals(redact("<private>x</private><private></private>", none), "");
+  assertEquals(none.size, 0);
+});
