@@ -288,8 +288,8 @@ const LOGIN_PASSWORD_OPTION = orAfterEscape(
   /\b((?:sshpass|(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]+registry)[ \t]+login)\b[^\r\n|;&]{0,200}?[ \t](?:-p|--password)(?:[ \t]+|=))('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\]+)/g,
 );
 
-/** Unicode format characters between printable ASCII characters (emoji and script joiners stay). */
-const INVISIBLE_IN_ASCII = /(?<=[!-~])\p{Cf}+(?=[!-~])/gu;
+/** Format and default-ignorable characters (variation selectors, Hangul fillers…) between printable ASCII. */
+const INVISIBLE_IN_ASCII = /(?<=[!-~])[\p{Cf}\p{DI}]+(?=[!-~])/gu;
 
 /** A rule that replaces every match of a shape with `[REDACTED]`. */
 function whole(shape: RegExp): Rule {

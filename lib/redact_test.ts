@@ -336,3 +336,12 @@ Deno.test("redact: cookie headers, Telegram bot tokens, fullwidth and non-Englis
     telegram: mb("123456789:"),
   });
 });
+
+Deno.test("redact: a variation selector or Hangul filler inside a token does not hide it", () => {
+  const token = ["ghp_", "ZX7DfL3FuoXmsC4vynNdwifV0xbWhEpIjsXU"].join("");
+  for (const c of ["\ufe00", "\ufe0f", "\u{e0100}", "\u3164", "\u{e0041}"]) {
+    const split = token.slice(0, 14) + c + token.slice(14);
+    assertEquals(redact(`push with ${split} please`), `push with ${REDACTED} please`, JSON.stringify(c));
+  }
+  assertEquals(redact("keycap 1\ufe0f\u20e3 and ❤\ufe0f stay"), "keycap 1\ufe0f\u20e3 and ❤\ufe0f stay");
+});
