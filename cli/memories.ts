@@ -13,6 +13,7 @@ import { commandName, invocationCwd, workspaceDir } from "../lib/self.ts";
 import { ago, STATUS_COLUMNS as WIDTH, wrap } from "./status.ts";
 import { preview } from "./turns.ts";
 import { oneLine } from "../memory/digest.ts";
+import { recallQuery } from "../memory/query.ts";
 import * as inspect from "../memory/inspect.ts";
 
 /** The root export and import move. */
@@ -254,7 +255,7 @@ export async function memoriesCommand(o: {
   }
   const roots = await inspect.memoryRoots(client, peer.peerId);
   const l = o.search !== undefined
-    ? await inspect.searchMemories(client, roots, o.search)
+    ? await inspect.searchMemories(client, roots, recallQuery(o.search, config.redact)) // as a prompt leaves
     : await inspect.listMemories(client, roots);
   const failures = l.failures.map((f) => ({ uri: f.root.uri, message: f.failure.error.message }));
   const lines = renderListing({ roots, ...l }, now, o.search);

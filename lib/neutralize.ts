@@ -8,11 +8,17 @@ const ESCAPE_SEQUENCE =
 /** Line breaks other than `\n`. */
 const LINE_BREAK = /\r\n?|[\x85\u2028\u2029]/g;
 
-/** Every control but `\t`/`\n`, and every format character (bidi, zero-width, BOM, tags…) but ZWNJ/ZWJ. */
-const INVISIBLE = /(?![\t\n\u200c\u200d])[\p{Cc}\p{Cf}]/gu;
+/**
+ * Every control but `\t`/`\n`, and every format or default-ignorable character (bidi, zero-width, BOM, tags,
+ * variation selectors, Hangul fillers…) but ZWNJ/ZWJ and one VS15/VS16 right after an emoji (`❤️`): a run of
+ * selectors can spell a hidden text, one after an emoji only picks its presentation.
+ */
+const INVISIBLE =
+  /(?![\t\n\u200c\u200d])(?:(?<!\p{Emoji})[\ufe0e\ufe0f]|(?![\ufe0e\ufe0f])[\p{Cc}\p{Cf}\p{DI}])/gu;
 
-/** A `<` that starts something tag-like (joiners and marks in between do not hide it), or ends the text. */
-const TAG_OPEN = /<(?=[\p{M}\u200c\u200d]*(?:[\p{L}_:/!?|]|$))/gu;
+/** A `<` (or fullwidth `＜`, small `﹤`) that starts something tag-like (joiners and marks in between do not
+ * hide it), or ends the text. */
+const TAG_OPEN = /[<\uff1c\ufe64](?=[\p{M}\u200c\u200d]*(?:[\p{L}_:/!?|]|$))/gu;
 
 /** Untrusted text made safe to print: no control or escape sequence, no markup (see the module doc). */
 export function neutralize(text: string): string {
@@ -82,7 +88,7 @@ export function cut(text: SafeText, max: number, mark: SafeText): SafeText {
   if (end < room / 2) end = room;
   const code = text.text.charCodeAt(end - 1);
   if (code >= 0xd800 && code <= 0xdbff) end--;
-  if (text.text[end - 1] === "<") end--; // a `<` at the end could open a tag with what follows
+  if (/[<\uff1c\ufe64]/.test(text.text[end - 1] ?? "")) end--; // a `<` at the end could open a tag with what follows
   return new SafeText(TOKEN, text.text.slice(0, end) + (end + mark.length <= max ? mark.text : ""));
 }
 

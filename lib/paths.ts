@@ -153,10 +153,10 @@ export function ignoredOverrides(env: Env): string[] {
 
 /**
  * Any id as a file name (`[A-Za-z0-9._-]`, ≤ 100 characters, never ending `.prompt`, the prompt state's
- * suffix); a changed id gets a hash suffix.
+ * suffix, never starting `_`, which our own names do: the ledger's `_replay`); a changed id gets a hash suffix.
  */
 export async function safeId(id: string): Promise<string> {
-  const cleaned = id.replace(/[^A-Za-z0-9._-]/g, "-").replace(/^[.-]+/, "");
+  const cleaned = id.replace(/[^A-Za-z0-9._-]/g, "-").replace(/^[._-]+/, "");
   const plain = cleaned === id && cleaned.length > 0 && cleaned.length <= 100 && !/\.prompt$/i.test(id);
   if (plain) return cleaned;
   return `${cleaned.slice(0, 80) || "id"}-${(await sha256Hex(id)).slice(0, 16)}`;

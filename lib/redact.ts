@@ -8,15 +8,24 @@ type Hide = (secret: string) => string;
 const plain: Hide = () => REDACTED;
 
 /** `<private…>…</private>` spans (unclosed: to the end); a `<private` with no `>` after it ends the scan. */
-const PRIVATE = /<private\b[^>]*(>[\s\S]*?(?:<\/private\s*>|$)|$)/gi;
+const PRIVATE = /<private\b[^>]*(?:(>)([\s\S]*?)(?:<\/private\s*>|$)|$)/gi;
 
-/** Removes `<private>…</private>` spans. */
-function stripPrivate(text: string): string {
-  return text.replace(PRIVATE, (m, closed) => closed ? "" : m);
+/** Removes `<private>…</private>` spans; `hide` is shown each one's content, and each of its lines. */
+function stripPrivate(text: string, hide: Hide = plain): string {
+  return text.replace(PRIVATE, (m, opened, content: string) => {
+    if (!opened) return m;
+    const lines = content.split(/\r?\n/);
+    for (const part of lines.length > 1 ? [content, ...lines] : lines) hide(part);
+    return "";
+  });
 }
 
 /** PEM, OpenSSH, PKCS#8, encrypted and PGP private key blocks, to their END line (unended: to the end). */
 const KEY_BLOCK = /-----BEGIN ([A-Z0-9 _-]{0,40}PRIVATE KEY(?: BLOCK)?)-----[\s\S]*?(?:-----END \1-----|$)/g;
+
+/** A PuTTY key file's private lines: the base64 lines after `Private-Lines: N` (as is, or in a JSON string). */
+const PUTTY_PRIVATE_LINES =
+  /(Private-Lines:[ \t]*\d+[ \t]*(?:\r?\n|(?:\\r)?\\n)[ \t]*)([A-Za-z0-9+/=]+(?=[ \t]*(?:[\r\n"'`]|\\[rn]|$))(?:[ \t]*(?:\r?\n|(?:\\r)?\\n)[ \t]*[A-Za-z0-9+/=]+(?=[ \t]*(?:[\r\n"'`]|\\[rn]|$)))*)/g;
 
 /** Credentials known by a shape of their own, named after gitleaks' rules: the whole match is the secret. */
 const TOKEN_SHAPES: Readonly<Record<string, RegExp>> = {
@@ -51,6 +60,7 @@ const TOKEN_SHAPES: Readonly<Record<string, RegExp>> = {
   "sentry-token": /\bsntry[su]_[\w+/=]{40,}/g,
   "grafana-token": /\bgl(?:sa|c)_[\w+/=]{32,}/g,
   "age-secret-key": /\bAGE-SECRET-KEY-1[0-9A-Z]{58}/g,
+  "telegram-bot-api-token": /(?<!\d)\d{8,10}:[\w-]{35}(?![\w-])/g,
   jwt: /(?<![\w-])eyJ[\w-]{10,}\.eyJ[\w-]{10,}\.[\w-]*/g,
 };
 
@@ -60,6 +70,21 @@ const URL_USERINFO = /(?<=[a-z0-9+.-]):\/\/([^\s/?#@:"'<>]*:)[^\s/?#"'<>]+@/gi;
 /** An `Authorization` header's credentials, after the scheme word (`Basic`, `Bearer`, `token`…). */
 const AUTHORIZATION =
   /\b((?:proxy-)?authorization["'`]?[ \t]*[:=][ \t]*["'`]?(?:(?:basic|bearer|token|digest|negotiate|ntlm)[ \t]+)?)(?!(?:basic|bearer|token|digest|negotiate|ntlm)\b|[$%{<[])[^\s"'`,;]+/gi;
+
+/** A `Cookie` or `Set-Cookie` header (or its JSON member): its `name=value` pairs, to the line's or string's end. */
+const COOKIE = orAfterEscape(/\b((set-)?cookie\\?["'`]?[ \t]*:[ \t]*\\?["'`]?)([^\r\n"'`\\]+)/gi);
+/** A cookie's `name=` and value, after the start or a `;`. */
+const COOKIE_PAIR = /(^|;)([ \t]*[^=;\s]+=)([^;]*)/g;
+
+/** The cookies' values of a cookie header's `pairs`; of a `Set-Cookie`'s, the first (then attributes). */
+function redactCookies(pairs: string, set: boolean, hide: Hide): string {
+  return pairs.replace(COOKIE_PAIR, (m, sep, name, raw: string, at: number) => {
+    const value = raw.trim();
+    if ((set && at > 0) || !value || NO_SECRET.test(value)) return m;
+    return sep + name + raw.slice(0, raw.indexOf(value)) + hide(value) +
+      raw.slice(raw.indexOf(value) + value.length);
+  });
+}
 
 /** A bearer token anywhere (one with a digit: `Bearer authentication` is a phrase). */
 const BEARER = /\b(Bearer)[ \t]+(?=[\w.~+/=-]*\d)[\w.~+/=-]{8,}/gi;
@@ -245,6 +270,11 @@ const SECRET_IN_PROSE_UNQUOTED = orAfterEscape(
   /\b((?:secret|password|passwd|passphrase|passcode|token|api[ _-]?key)(?:[ \t]+(?:is|was))?(?:[ \t]*[:=])?[ \t]+)([^\s"'`\\]{4,200})/gi,
 );
 
+/** A value after a fullwidth `：`/`＝` of an English secret word, or after a password's name in another language. */
+const SECRET_LABEL = orAfterEscape(
+  /(?<![A-Za-z0-9_\u0400-\u04ff])((?:(?:password|passwd|passphrase|passcode|secret|token|api[ _-]?key)[ \t]*[：＝]|(?:密码|密碼|口令|パスワード|비밀번호|пароль)[ \t]*[:：=＝])[ \t]*)("[^"\r\n]{1,200}"|'[^'\r\n]{1,200}'|(?:(?!["'`\\])[!-~]){4,200})/giu,
+);
+
 /** A value's trailing sentence punctuation, which is not part of it. */
 const TRAILING_PUNCTUATION = /[.,;:!?)]+$/;
 
@@ -258,8 +288,8 @@ const LOGIN_PASSWORD_OPTION = orAfterEscape(
   /\b((?:sshpass|(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]+registry)[ \t]+login)\b[^\r\n|;&]{0,200}?[ \t](?:-p|--password)(?:[ \t]+|=))('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\]+)/g,
 );
 
-/** Unicode format characters between printable ASCII characters (emoji and script joiners stay). */
-const INVISIBLE_IN_ASCII = /(?<=[!-~])\p{Cf}+(?=[!-~])/gu;
+/** Format and default-ignorable characters (variation selectors, Hangul fillers…) between printable ASCII. */
+const INVISIBLE_IN_ASCII = /(?<=[!-~])[\p{Cf}\p{DI}]+(?=[!-~])/gu;
 
 /** A rule that replaces every match of a shape with `[REDACTED]`. */
 function whole(shape: RegExp): Rule {
@@ -277,11 +307,15 @@ const tail = (m: string, head: string, hide: Hide) => head + hide(m.slice(head.l
 export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = {
   "invisible-characters": (text) => text.replace(INVISIBLE_IN_ASCII, ""),
   "private-key": (text, hide = plain) => text.replace(KEY_BLOCK, hide),
+  "putty-private-key": (text, hide = plain) =>
+    text.replace(PUTTY_PRIVATE_LINES, (_m, head, lines) => head + hide(lines)),
   "aws-secret-access-key": (text, hide = plain) => redactAwsSecrets(text, hide),
   ...Object.fromEntries(Object.entries(TOKEN_SHAPES).map(([name, re]) => [name, whole(re)])),
   "url-userinfo": (text, hide = plain) =>
     text.replace(URL_USERINFO, (m, user) => `://${user}${hide(m.slice(3 + user.length, -1))}@`),
   authorization: (text, hide = plain) => text.replace(AUTHORIZATION, (m, head) => tail(m, head, hide)),
+  cookie: (text, hide = plain) =>
+    text.replace(COOKIE, (_m, head, set, pairs) => head + redactCookies(pairs, set !== undefined, hide)),
   bearer: (text, hide = plain) =>
     text.replace(BEARER, (m, word) => `${word} ${hide(m.slice(word.length).trimStart())}`),
   basic: (text, hide = plain) =>
@@ -292,6 +326,11 @@ export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = {
   "secret-in-prose-unquoted": (text, hide = plain) =>
     text.replace(SECRET_IN_PROSE_UNQUOTED, (m, head, raw) => {
       const value = raw.replace(TRAILING_PUNCTUATION, "");
+      return secretValue(value, false) ? head + hide(value) + raw.slice(value.length) : m;
+    }),
+  "secret-label": (text, hide = plain) =>
+    text.replace(SECRET_LABEL, (m, head, raw) => {
+      const value = /^["']/.test(raw) ? raw : raw.replace(TRAILING_PUNCTUATION, "");
       return secretValue(value, false) ? head + hide(value) + raw.slice(value.length) : m;
     }),
   "mysql-password-option": (text, hide = plain) =>
@@ -337,7 +376,8 @@ function redactSeen(text: string, seen: ReadonlySet<string>): string {
 
 /**
  * Full redaction: private spans first, then credentials. With `seen` (one set for the texts of one turn or
- * batch), each secret found is remembered there, and every one remembered is redacted wherever it recurs bare.
+ * batch), each secret found (and each private span's content, and its lines) is remembered there, and every one
+ * remembered is redacted wherever it recurs bare.
  */
 export function redact(text: string, seen?: Set<string>): string {
   const learn: Hide = (secret) => {
@@ -345,6 +385,6 @@ export function redact(text: string, seen?: Set<string>): string {
     if (s.length >= MIN_LEARNED && !s.includes(REDACTED)) seen!.add(s);
     return REDACTED;
   };
-  const out = redactCredentials(stripPrivate(text), seen ? learn : plain);
+  const out = redactCredentials(stripPrivate(text, seen ? learn : plain), seen ? learn : plain);
   return seen ? redactSeen(out, seen) : out;
 }

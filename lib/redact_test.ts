@@ -258,3 +258,90 @@ Deno.test("redact: a secret recognised once is redacted wherever it recurs in th
   );
   assertEquals(redact("Use hunter2-Horse to log in."), "Use hunter2-Horse to log in."); // nothing seen
 });
+
+Deno.test("redact: a <private> span's content (each line, ≥ 6 characters) is learned into `seen`", () => {
+  const seen = new Set<string>();
+  assertEquals(redact("My bank PIN is <private>4711-2231-9988</private>", seen), "My bank PIN is ");
+  assertEquals(redact("Your PIN 4711-2231-9988 is safe.", seen), `Your PIN ${REDACTED} is safe.`);
+  assertEquals(redact("<private> acct 99-1234\n  sort 40-11-22 </private>done", seen), "done");
+  assertEquals(redact("acct 99-1234 / sort 40-11-22", seen), `${REDACTED} / ${REDACTED}`);
+  assertEquals(redact("<private>abc</private> abc stays: too short", seen), " abc stays: too short");
+  assertEquals(redact("<private>open to the end 55-66-77", seen), "");
+  assertEquals(redact("it was open to the end 55-66-77", seen), `it was ${REDACTED}`);
+  const none = new Set<string>();
+  assertEquals(redact("<private>x</private><private></private>", none), "");
+  assertEquals(none.size, 0);
+});
+
+Deno.test("redact: cookie headers, Telegram bot tokens, fullwidth and non-English password labels, PuTTY keys", () => {
+  const putty = (version: number, lines: string[]) =>
+    [
+      `PuTTY-User-Key-File-${version}: ssh-ed25519`,
+      "Encryption: none",
+      "Comment: eddsa-key-20240101",
+      "Public-Lines: 2",
+      "AAAAC3NzaC1lZDI1NTE5AAAAIKq5mS0v6eN8m3xWcY1Qp0nB4rT7uVzJ2dLhF9aK",
+      "XoE=",
+      `Private-Lines: ${lines.length}`,
+      ...lines,
+      "Private-MAC: 7c3f0e9b2a1d4c5e6f708192a3b4c5d6e7f8091a",
+    ].join("\n");
+  const key = ["AAAAIFp3bQ9xKc2vT8mN1rY6sW4eL0uH7jG5dA3fB9zQyXoP", "Zq8Rt6Wv3Yx1Bc7Nd0Hj5Gq=="];
+  const cases: [string, string][] = [
+    [
+      "Cookie: session_id=9f8e7d6c5b4a39281706; theme=dark",
+      `Cookie: session_id=${REDACTED}; theme=${REDACTED}`,
+    ],
+    [
+      "Set-Cookie: sid=Q2xvdWRGbGFyZQ9f8e; Path=/; Expires=Wed, 21 Oct 2026 07:28:00 GMT; HttpOnly",
+      `Set-Cookie: sid=${REDACTED}; Path=/; Expires=Wed, 21 Oct 2026 07:28:00 GMT; HttpOnly`,
+    ],
+    [
+      "curl -H 'cookie: sessionid=abc123def456' https://x.test",
+      `curl -H 'cookie: sessionid=${REDACTED}' https://x.test`,
+    ],
+    ['{"Cookie": "session_id=9f8e7d6c5b4a"}', `{"Cookie": "session_id=${REDACTED}"}`],
+    ['"GET / HTTP/1.1\\nCookie: sid=9f8e7d6c5b4a\\n"', `"GET / HTTP/1.1\\nCookie: sid=${REDACTED}\\n"`],
+    ["bot token 123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0 here", `bot token ${REDACTED} here`],
+    [
+      "curl https://api.telegram.org/bot1234567890:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDs-_0/getMe",
+      `curl https://api.telegram.org/bot${REDACTED}/getMe`,
+    ],
+    ["password：Hunter2Rover", `password：${REDACTED}`],
+    ["密码：Hunter2Rover，谢谢", `密码：${REDACTED}，谢谢`],
+    ["我的密码: Hunter2Rover.", `我的密码: ${REDACTED}.`],
+    ["新しいパスワード：Tr0ub4dor&3", `新しいパスワード：${REDACTED}`],
+    ["비밀번호: Hunter2Rover", `비밀번호: ${REDACTED}`],
+    ["Пароль: Hunter2Rover", `Пароль: ${REDACTED}`],
+    [putty(3, key.slice(0, 1)), putty(3, [REDACTED])],
+    [putty(2, key), putty(2, key).replace(key.join("\n"), REDACTED)],
+    [JSON.stringify(putty(2, key)), JSON.stringify(putty(2, key).replace(key.join("\n"), REDACTED))],
+  ];
+  for (const [input, expected] of cases) assertEquals(redact(input), expected, input);
+  const prose = [
+    "the cookie: chocolate chip, and a Cookie: header names them",
+    "Set-Cookie: is sent by the server",
+    "call 12345678:90 at noon",
+    "密码：不对",
+    "密码: 忘了",
+    "пароль: забыл",
+    "password：wrong",
+    "Private-Lines: is a PuTTY field",
+  ];
+  for (const t of prose) assertEquals(redact(t), t);
+  assertLinear("redact", redact, {
+    cookies: mb("Cookie: a=b; "),
+    labels: mb("密码：密码："),
+    putty: mb("Private-Lines: 1\nAAAA"),
+    telegram: mb("123456789:"),
+  });
+});
+
+Deno.test("redact: a variation selector or Hangul filler inside a token does not hide it", () => {
+  const token = ["ghp_", "ZX7DfL3FuoXmsC4vynNdwifV0xbWhEpIjsXU"].join("");
+  for (const c of ["\ufe00", "\ufe0f", "\u{e0100}", "\u3164", "\u{e0041}"]) {
+    const split = token.slice(0, 14) + c + token.slice(14);
+    assertEquals(redact(`push with ${split} please`), `push with ${REDACTED} please`, JSON.stringify(c));
+  }
+  assertEquals(redact("keycap 1\ufe0f\u20e3 and ❤\ufe0f stay"), "keycap 1\ufe0f\u20e3 and ❤\ufe0f stay");
+});

@@ -149,3 +149,13 @@ Deno.test("plan: a secret redacted in the prompt is redacted where the answer re
   assertEquals(sent.includes("Hunter2Rover"), false, sent);
   assertEquals(sent.includes("ghp_abcdefghijklmnopqrstuvwxyz0123456789"), false, sent);
 });
+
+Deno.test("plan: a <private> span's content is redacted where the answer echoes it bare", () => {
+  const j = new JournalBuilder().simpleTurn(
+    "My bank PIN is <private>4711-2231-9988</private>",
+    "Noted, your PIN 4711-2231-9988 is kept private.",
+  );
+  const sent = planCapture(turnsOf(j), new Set(), 0, opts).toSend.map((c) => c.payload.content).join("\n");
+  assertEquals(sent.includes("4711-2231-9988"), false, sent);
+  assertEquals(sent.includes("[REDACTED]"), true, sent);
+});

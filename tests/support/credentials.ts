@@ -253,6 +253,29 @@ export const CREDENTIALS: readonly Credential[] = [
   sample("ai-api-key", "XAI_KEY is {}", "xai-", "4Fk9sQ2LmZp8Rt6Wv3Yx1Bc7Nd0Hj5Gq"),
   sample("invisible-characters", "the key id {} is active", "AKIA\u200b", "IOSFODNN7EXAMPLE"),
   sample("invisible-characters", "push with {} please", "ghp_ZX7DfL3Fuo\u2060", "XmsC4vynNdwifV0xbWhEpIjsXU"),
+  sample(
+    "cookie",
+    "curl -H 'Cookie: theme=dark; session_id={}' https://app.test",
+    "9f8e7d6c5b4a",
+    "3928Qx17Zk",
+  ),
+  sample("cookie", "< Set-Cookie: sid={}; Path=/; HttpOnly", "Q2xvdWRGbGFy", "ZQ9f8eKk31"),
+  sample(
+    "telegram-bot-api-token",
+    "BOT_TOKEN {} in bot.py",
+    "123456789:AAHdqTcvCH1vGW",
+    "JxfSeofSAs0K5PALDsaw0",
+  ),
+  sample("secret-label", "数据库密码：{}，别告诉别人", "Hunter2", "Rover9x"),
+  sample("secret-label", "password：{}", "Zq8Rt6", "Wv3Yx1"),
+  sample(
+    "putty-private-key",
+    "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: k\nPublic-Lines: 1\n" +
+      "AAAAC3NzaC1lZDI1NTE5AAAAIKq5mS0v6eN8m3xWcY1Qp0nB4rT7uVzJ2dLhF9aK\nPrivate-Lines: 1\n{}\n" +
+      "Private-MAC: 7c3f0e9b2a1d4c5e6f708192a3b4c5d6e7f8091a",
+    "AAAAIFp3bQ9xKc2vT8mN1rY6sW4e",
+    "L0uH7jG5dA3fB9zQyXoP",
+  ),
 ];
 
 /**
