@@ -12,8 +12,10 @@ import {
   noHomeReason,
   openVikingHome,
   pendingDir,
+  safeId,
   sharedStateDir,
 } from "./paths.ts";
+import { REPLAY_FILE } from "../memory/ledger.ts";
 import { credentialFilePaths } from "../openviking/config.ts";
 
 const LOCATIONS: [string, (env: Env) => string][] = [
@@ -88,8 +90,6 @@ Deno.test("paths (property): any environment gives an absolute path or NoHomeErr
 });
 
 Deno.test("safeId: an id starting with _ is hashed, so no session writes to a reserved name like _replay", async () => {
-  const { safeId } = await import("./paths.ts");
-  const { REPLAY_FILE } = await import("../memory/ledger.ts");
   for (const id of [REPLAY_FILE, "_replay", "_x", "__", "_"]) {
     const safe = await safeId(id);
     assertMatch(safe, /^[A-Za-z0-9][A-Za-z0-9._-]*-[0-9a-f]{16}$/, `${id} → ${safe}`);

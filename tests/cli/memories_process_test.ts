@@ -300,3 +300,18 @@ Deno.test("the installed command (the bundled copy install places) runs memories
     "viking://user/default/memories/profile.md",
   ]);
 });
+
+Deno.test("memories --search: the text goes to the server redacted like a recall query", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = { HOME: dir.path, OPENVIKING_URL: fake.url, PATH: Deno.env.get("PATH") ?? "/usr/bin" };
+  const token = ["ghp_", "ZX7DfL3FuoXmsC4vynNdwifV0xbWhEpIjsXU"].join("");
+  const run = await runCli(
+    ["memories", "--search", `deploy with ${token} and PIN <private>4711-2231-9988</private>`, "--json"],
+    { env, clearEnv: true },
+  );
+  assertEquals(run.code, 0, run.stderr);
+  const queries = fake.requestsTo("POST /api/v1/search/find").map((r) => (r.body as { query: string }).query);
+  assertTrue(queries.length > 0, "search asked the server");
+  for (const q of queries) assertEquals(q, "deploy with [REDACTED] and PIN");
+});
