@@ -1,11 +1,12 @@
 /** `openviking-kimi hook <event>`, always exit 0. */
 
 import { handToWorker } from "../kimi/detach.ts";
-import { DETACHED_EVENTS, HOOK_EVENTS, isHookEvent } from "../kimi/hooks.ts";
-import { readAllStdin } from "../kimi/payload.ts";
+import { DETACHED_EVENTS, HOOK_EVENTS, HOOKS, isHookEvent } from "../kimi/hooks.ts";
+import { readAllStdin } from "../lib/bytes.ts";
 
 /** The `hook` command: runs `event` (its CLI name) on this process's stdin. */
-export async function hookEntry(event: string): Promise<number> {
+export async function hookEntry(name: string): Promise<number> {
+  const event = HOOKS.find((h) => h.event === name)?.cli ?? name; // Kimi's spelling too
   const stdin = await readAllStdin();
   if (DETACHED_EVENTS.has(event) && await handToWorker(event, stdin)) return 0;
   if (!isHookEvent(event)) {

@@ -24,7 +24,8 @@ import {
   LEDGER_EVENTS,
   STATEFUL_EVENTS,
 } from "../kimi/hooks.ts";
-import { hostSessionId, parseHookInput, readAllStdin } from "../kimi/payload.ts";
+import { hostSessionId, parseHookInput } from "../kimi/payload.ts";
+import { readAllStdin } from "../lib/bytes.ts";
 
 const capture = async () => (await import("./capture.ts")).captureHook;
 const HANDLERS: Record<HookEvent, () => Promise<Handler>> = {

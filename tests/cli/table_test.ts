@@ -160,6 +160,8 @@ Deno.test("the entry point: help on stdout, refusals on stderr with exit 2 (a ho
   assertEquals([bogus.code, bogus.stdout], [0, ""]);
   assertMatch(bogus.stderr, /unknown event "bogus".*user-prompt-submit/);
   assertEquals(await Array.fromAsync(Deno.readDir(home)), [], "nothing was written anywhere in HOME");
+  const kimiSpelling = await cli(["hook", "UserPromptSubmit"]); // how Kimi names it: taken as user-prompt-submit
+  assertEquals([kimiSpelling.code, kimiSpelling.stdout, kimiSpelling.stderr], [0, "", ""]);
 });
 
 Deno.test("turns <id>: --json one JSON object per message from the located journal, its readable form; exit 1 unknown", async () => {
