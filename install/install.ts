@@ -44,13 +44,13 @@ import {
   removalStep,
 } from "./transaction.ts";
 import {
-  forgetStep,
   homesFile,
   installedHomes,
   madeDirList,
   madeDirsFile,
   madeDirsStep,
   planProgram,
+  recordStep,
   sweepStep,
   versionsDir,
   versionsUsedBy,
@@ -307,9 +307,9 @@ async function planPurge(ctx: Context, state: KimiState, plugin: boolean, plan: 
   if (sweep) plan.steps.push(sweep);
   const kept = await keptShared(ctx);
   if (kept.length) plan.notes.push(`Kept: ${kept.join(" and ")}.`);
-  const homes = await forgetStep(
+  const homes = await recordStep(
     homesFile(ctx.env),
-    (l) => others.length === 0 || l === state.paths.home,
+    (lines) => lines.filter((l) => others.length !== 0 && l !== state.paths.home),
     others.length ? `take ${state.paths.home} out of ${homesFile(ctx.env)}` : `delete ${homesFile(ctx.env)}`,
   );
   if (homes) plan.steps.push(homes);
@@ -323,9 +323,9 @@ async function planPurge(ctx: Context, state: KimiState, plugin: boolean, plan: 
 async function planLeftEmpty(env: Env, state: KimiState, last: boolean, plan: Plan): Promise<void> {
   const made = await madeDirList(env);
   const own = [state.paths.managedDir, dirName(state.paths.managedDir)].filter((d) => made.includes(d));
-  const forget = await forgetStep(
+  const forget = await recordStep(
     madeDirsFile(env),
-    (l) => own.includes(l),
+    (lines) => lines.filter((l) => !own.includes(l)),
     `take ${own.join(", ")} out of ${madeDirsFile(env)}`,
   );
   if (forget) plan.steps.push(forget);
