@@ -26,8 +26,8 @@ import {
 import { scrub } from "../lib/scrub.ts";
 import { commandName } from "../lib/self.ts";
 import { classifyManifest, PLUGIN_ID } from "./spec.ts";
-import { planOvcli, savedConnection } from "./ovcli.ts";
-import { keyToSave } from "./user-key.ts";
+import { keyToSave, planOvcli, savedConnection } from "./ovcli.ts";
+
 import { hasUpstream, kimiHomeFor, type KimiState, readKimiState } from "./detect.ts";
 import { parseJson } from "./json-files.ts";
 import {

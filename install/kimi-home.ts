@@ -95,16 +95,6 @@ export function withoutOurs(file: KimiFile, text: string): { changed: boolean; a
   return out.ok ? { changed: out.changed, after: out.after } : { changed: false };
 }
 
-/**
- * The backup a change of `file` keeps, given its text before: `none` when all of it is ours, else `bak`.
- * `recordIsOurs`: the registry's `openviking-memory` record is proven ours (not just our id).
- */
-export function backupFor(file: KimiFile, before: string | undefined, recordIsOurs = true): "bak" | "none" {
-  if (before === undefined || (file === "registry" && !recordIsOurs)) return "bak";
-  const out = withoutOurs(file, before);
-  return out.changed && out.after === undefined ? "none" : "bak";
-}
-
 /** One of Kimi's three files of a home: its path and its text as read. */
 export function kimiFile(state: KimiState, file: KimiFile): readonly [string, string | undefined] {
   const { config, mcp, registry } = state.paths;
@@ -115,10 +105,16 @@ export function kimiFile(state: KimiState, file: KimiFile): readonly [string, st
   } as const)[file];
 }
 
-/** Plans a change of one of Kimi's three files, keeping a `.bak` unless all of it was ours. */
+/**
+ * Plans a change of one of Kimi's three files, keeping a `.bak` unless all of it was ours (the registry's
+ * `openviking-memory` record only when proven ours, not just by our id).
+ */
 function planKimiFile(plan: Plan, state: KimiState, file: KimiFile, after: string | undefined, what: string) {
   const [path, before] = kimiFile(state, file);
-  planFile(plan, path, before, after, what, backupFor(file, before, state.plugin?.owner === "ours"));
+  const out = before === undefined ? undefined : withoutOurs(file, before);
+  const ours = out?.changed && out.after === undefined &&
+    (file !== "registry" || state.plugin?.owner === "ours");
+  planFile(plan, path, before, after, what, ours ? "none" : "bak");
 }
 
 /** Plans config mode out: our block and `mcp.json` entry (OpenViking's too with `removeUpstream`). */
