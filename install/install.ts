@@ -115,10 +115,10 @@ async function planCredentials(
   if (!ov.ok) return ov.error;
   if (!ov.changed) return undefined;
   const change: FileChange = { path, before, after: ov.after, backup: "bak", secret: true };
-  plan.changes.push(change);
   const step = fileStep(change, "connection settings");
   const kept = before === undefined ? "" : ` (the previous file kept as ${path}.bak)`;
   plan.steps.push({
+    change,
     describe: `${before === undefined ? "create" : "update"} ${path}: ${ov.steps.join(", ")}${kept}`,
     run: async () => ({
       ...await step.run(),
@@ -250,7 +250,7 @@ async function purgeableData(ctx: Context, plan: Plan): Promise<string[]> {
 async function planBackupsClean(state: KimiState, plan: Plan): Promise<void> {
   for (const kind of ["config", "mcp", "registry"] as const) {
     const [path, now] = kimiFile(state, kind);
-    const change = plan.changes.find((c) => c.path === path);
+    const change = plan.steps.find((s) => s.change?.path === path)?.change;
     if (change) change.backup = "none";
     const bak = `${path}.bak`;
     const text = await readTextIfExists(bak).catch(() => undefined);

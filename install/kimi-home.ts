@@ -229,20 +229,12 @@ export async function planPluginMode(
   ];
   const placing = state.plugin?.owner !== "ours" || !(await pluginInPlace(root, files));
   if (placing) {
-    // Shown in dry runs only: the step below places the directory whole.
-    const before = await readTextIfExists(manifest).catch(() => undefined);
-    plan.changes.push({
-      path: manifest,
-      before,
-      after: manifestText(ctx.os),
-      backup: "bak",
-      displayOnly: true,
-    });
     const theirs = state.plugin?.owner === "upstream" || state.plugin?.owner === "other";
     const stamp = ctx.now.toISOString().replace(/[:.]/g, "-");
     const keepAs = theirs && (await Deno.lstat(root).then(() => true, () => false))
       ? `${root}.replaced-${stamp}`
       : undefined;
+    const before = await readTextIfExists(manifest).catch(() => undefined);
     plan.steps.push(swapStep({
       describe: `place the plugin directory ${root} (kimi.plugin.json, ${program.pluginBin.path})`,
       path: root,
@@ -252,6 +244,8 @@ export async function planPluginMode(
         keepAs ? ` (the one it replaced is kept in ${keepAs})` : ""
       }`,
       check: () => checkCreatable(root),
+      // The manifest's diff, for dry runs (the step places the directory whole).
+      change: { path: manifest, before, after: manifestText(ctx.os), backup: "bak", displayOnly: true },
     }));
   }
   const reg = planRegistryInstall(state.registryText, { root, originalSource: program.source }, ctx.now);
