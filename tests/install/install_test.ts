@@ -6,19 +6,7 @@ import {
   assertTrue,
 } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
-import {
-  acceptingFetch,
-  closedAddress,
-  fakeCompiled,
-  installSandbox,
-  isolatedEnv,
-  NO_SERVER_HEADING,
-  noServerFix,
-  opts,
-  read,
-  snapshot,
-} from "./helpers.ts";
-import { ROOT, runCli } from "../support/run.ts";
+import { acceptingFetch, fakeCompiled, installSandbox, opts, read, snapshot } from "./helpers.ts";
 import type { Context } from "../../install/transaction.ts";
 import { runInstall, runUninstall } from "../../install/install.ts";
 import { readKimiState } from "../../install/detect.ts";
@@ -408,30 +396,6 @@ Deno.test("uninstall --mode limits removal to that mode", async () => {
   assertEquals(JSON.parse((await read(`${t.kimi}/plugins/installed.json`))!).plugins.length, 1);
   assertEquals(await runUninstall(t.ctx(), opts({ mode: "plugin" })), 0);
   assertEquals(await read(`${t.kimi}/plugins/installed.json`), undefined);
-});
-
-Deno.test('install with nothing answering at the address points to README\'s "No server yet?"', async () => {
-  await using dir = await tempDir();
-  const home = `${dir.path}/home`;
-  await Deno.mkdir(`${home}/.kimi-code`, { recursive: true });
-  const url = closedAddress();
-  const r = await runCli(["install", "--url", url], {
-    env: isolatedEnv(home),
-    clearEnv: true,
-    cwd: dir.path,
-  });
-  assertEquals(r.code, 0, r.stderr);
-  const lines = r.stdout.trimEnd().split("\n");
-  assertMatch(
-    lines.at(-2)!,
-    new RegExp(`^Note: ${url} \\(from ovcli\\.conf\\): OpenViking at ${url} is not reachable: `),
-  );
-  assertEquals(
-    lines.at(-1),
-    `  fix: ${noServerFix(`${home}/.local/bin/openviking-kimi`)}`,
-    "the command install placed",
-  );
-  assertStringIncludes(await Deno.readTextFile(`${ROOT}/README.md`), `\n${NO_SERVER_HEADING}\n`);
 });
 
 Deno.test("a record naming our plugin elsewhere (a checkout registered by hand): that directory is never touched", async () => {
