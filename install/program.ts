@@ -233,7 +233,7 @@ async function bundleInto(
   out: string,
 ): Promise<string> {
   const config = joinPath(root, "deno.json");
-  const bundle = async (e: (typeof ENTRIES)[number]) => {
+  for (const e of ENTRIES) {
     const run = () =>
       runDeno(deno, [
         ...["bundle", "--quiet", "--platform", "deno", "--frozen-lockfile", "--config", config],
@@ -241,26 +241,15 @@ async function bundleInto(
       ], { cwd: root }); // the bundle names modules relative to its cwd: our own ones the same in any checkout
     // Deno's first bundle on a machine installs esbuild into its cache, which a bundle started at the same
     // moment (another install) can trip over: a failed bundle is tried once more.
-    const first = await run();
-    return first.ok ? first : await run();
-  };
-  // The first alone (it may install esbuild), the others at once.
-  const [head, ...rest] = ENTRIES;
-  const bundles = [await bundle(head), ...await Promise.all(rest.map(bundle))];
-  const failed = bundles.find((b) => !b.ok);
-  if (failed && !failed.ok) {
-    return `could not bundle the program (\`deno bundle\`, Deno ${Deno.version.deno}): ${failed.why}. Run ` +
-      "`deno task check` in the checkout, or install a release binary";
+    const made = await run().then((first) => (first.ok ? first : run()));
+    if (!made.ok) {
+      return `could not bundle the program (\`deno bundle\`, Deno ${Deno.version.deno}): ${made.why}. Run ` +
+        "`deno task check` in the checkout, or install a release binary";
+    }
   }
-  const ran = await runDeno(deno, [
-    "run",
-    ...flags,
-    ...COPY_RUN_FLAGS,
-    joinPath(out, COPY_FILES.main),
-    "version",
-  ], {
-    env: { DENO_DIR: joinPath(out, COPY_FILES.denoDir) },
-  });
+  const main = joinPath(out, COPY_FILES.main);
+  const env = { DENO_DIR: joinPath(out, COPY_FILES.denoDir) };
+  const ran = await runDeno(deno, ["run", ...flags, ...COPY_RUN_FLAGS, main, "version"], { env });
   if (ran.ok && ran.stdout === VERSION) return "";
   const said = ran.ok ? `said ${JSON.stringify(ran.stdout)}` : `failed: ${ran.why}`;
   return `the bundled program does not run (\`version\` ${said})`;
