@@ -87,21 +87,14 @@ import { QUEUE_SUBDIR, queueSummary, REJECTED_SUBDIR } from "../openviking/queue
 /** Which of Kimi's files: `config.toml`, `mcp.json` or `plugins/installed.json`. */
 type KimiFile = "config" | "mcp" | "registry";
 
-/** `text` of `file` with our part taken out: whether there was one, and what is left (undefined: nothing). */
-function withoutOurs(file: KimiFile, text: string): { changed: boolean; after?: string } {
-  const plan = { config: planConfigUninstall, mcp: planMcpUninstall, registry: planRegistryUninstall }[file];
-  const out = plan(text);
-  return out.ok ? { changed: out.changed, after: out.after } : { changed: false };
-}
-
-/** One of Kimi's three files of a home: its path and its text as read. */
-function kimiFile(state: KimiState, file: KimiFile): readonly [string, string | undefined] {
+/** One of Kimi's three files of a home: its path, its text as read, and the planner taking our part out of a text. */
+function kimiFile(state: KimiState, file: KimiFile) {
   const { config, mcp, registry } = state.paths;
-  return ({
-    config: [config, state.configText],
-    mcp: [mcp, state.mcpText],
-    registry: [registry, state.registryText],
-  } as const)[file];
+  return {
+    config: { path: config, text: state.configText, out: planConfigUninstall },
+    mcp: { path: mcp, text: state.mcpText, out: planMcpUninstall },
+    registry: { path: registry, text: state.registryText, out: planRegistryUninstall },
+  }[file];
 }
 
 /**
@@ -109,11 +102,11 @@ function kimiFile(state: KimiState, file: KimiFile): readonly [string, string | 
  * `openviking-memory` record only when proven ours, not just by our id).
  */
 function planKimiFile(plan: Plan, state: KimiState, file: KimiFile, after: string | undefined, what: string) {
-  const [path, before] = kimiFile(state, file);
-  const out = before === undefined ? undefined : withoutOurs(file, before);
-  const ours = out?.changed && out.after === undefined &&
+  const { path, text, out } = kimiFile(state, file);
+  const left = text === undefined ? undefined : out(text);
+  const ours = left?.ok && left.changed && left.after === undefined &&
     (file !== "registry" || state.plugin?.owner === "ours");
-  planFile(plan, path, before, after, what, ours ? "none" : "bak");
+  planFile(plan, path, text, after, what, ours ? "none" : "bak");
 }
 
 /** Plans config mode out: our block and `mcp.json` entry (OpenViking's too with `removeUpstream`). */
@@ -363,7 +356,7 @@ function upstreamMessage(state: KimiState): string {
 
 /**
  * Plans the settings given into ovcli.conf (the file replaced kept as its `.bak`), a key asked of the server
- * first (user-key.ts); the saved key stays for its own address.
+ * first (ovcli.ts keyToSave); the saved key stays for its own address.
  */
 async function planCredentials(
   ctx: Context,
@@ -526,13 +519,13 @@ async function purgeableData(ctx: Context, plan: Plan): Promise<string[]> {
 /** Plans our part out of the home's `.bak` copies (a `.bak` left with nothing but the file goes), and no new `.bak`. */
 async function planBackupsClean(state: KimiState, plan: Plan): Promise<void> {
   for (const kind of ["config", "mcp", "registry"] as const) {
-    const [path, now] = kimiFile(state, kind);
+    const { path, text: now, out } = kimiFile(state, kind);
     const change = plan.steps.find((s) => s.change?.path === path)?.change;
     if (change) change.backup = "none";
     const bak = `${path}.bak`;
     const text = await readTextIfExists(bak).catch(() => undefined);
-    const cleaned = text === undefined ? undefined : withoutOurs(kind, text);
-    if (!cleaned?.changed) continue;
+    const cleaned = text === undefined ? undefined : out(text);
+    if (!cleaned?.ok || !cleaned.changed) continue;
     const left = cleaned.after === (change ? change.after : now) ? undefined : cleaned.after;
     const what = left === undefined
       ? "backup deleted (nothing in it but our part and what the file holds)"
