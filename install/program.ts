@@ -338,13 +338,12 @@ async function planCopy(
       ),
     )).every(Boolean);
   if (intact) {
-    if (launcherBefore !== text) {
-      const change = { path: launcher, before: launcherBefore, after: text, backup: "none" as const };
-      plan.steps.push(fileStep(change, "launcher of the program copy updated"));
-    }
-    if (infoBefore !== infoText) {
-      const change = { path: info, before: infoBefore, after: infoText, backup: "none" as const };
-      plan.steps.push(fileStep(change, "record of the program copy updated"));
+    const rewrites = [
+      { path: launcher, before: launcherBefore, after: text, what: "launcher" },
+      { path: info, before: infoBefore, after: infoText, what: "record" },
+    ];
+    for (const { what, ...change } of rewrites.filter((r) => r.before !== r.after)) {
+      plan.steps.push(fileStep({ ...change, backup: "none" }, `${what} of the program copy updated`));
     }
     return placed;
   }
