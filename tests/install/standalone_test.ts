@@ -119,33 +119,16 @@ for (const mode of ["config", "plugin"] as const) {
       const source = await cloneCheckout(`${dir.path}/clone`);
 
       await t.step("install from the clone, the key on stdin", async () => {
-        const child = new Deno.Command(deno, {
-          args: [
-            "run",
-            ...await productionFlags(ROOT),
-            "--config",
-            `${source}/deno.json`,
-            `${source}/main.ts`,
-            "install",
-            "--mode",
-            mode,
-            "--url",
-            fake.url,
-            "--api-key-stdin",
-          ],
+        const args = [...await productionFlags(ROOT), "--config", `${source}/deno.json`, `${source}/main.ts`];
+        const install = ["install", "--mode", mode, "--url", fake.url, "--api-key-stdin"];
+        const env = isolatedEnv(home);
+        const { code, stdout, stderr } = await runProcess(deno, ["run", ...args, ...install], {
           cwd: source,
-          env: isolatedEnv(home),
+          env,
           clearEnv: true,
-          stdin: "piped",
-          stdout: "piped",
-          stderr: "piped",
-        }).spawn();
-        const w = child.stdin.getWriter();
-        await w.write(new TextEncoder().encode(`${KEY}\n`));
-        await w.close();
-        const out = await child.output();
-        const [stdout, stderr] = [out.stdout, out.stderr].map((b) => new TextDecoder().decode(b));
-        assertEquals(out.code, 0, stderr);
+          stdin: `${KEY}\n`,
+        });
+        assertEquals(code, 0, stderr);
         assertNotMatch(stdout + stderr, new RegExp(KEY), "the key is never printed");
         assertMatch(stdout, /program copy in place: .*\/versions\//);
         assertMatch(stdout, /Server: OpenViking/);
