@@ -165,7 +165,7 @@ function planPluginOut(
     const root = joinPath(state.paths.managedDir, PLUGIN_ID);
     if (switching && plugin.owner === "ours" && norm(plugin.root) === norm(root)) {
       plan.steps.push(
-        removalStep(root, `delete the plugin directory ${root}`, `plugin directory removed: ${root}`, true),
+        removalStep(root, `delete the plugin directory ${root}`, `plugin directory removed: ${root}`),
       );
     }
   } else if (plugin?.owner === "upstream" && !switching) {

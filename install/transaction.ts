@@ -296,8 +296,6 @@ export interface Swap {
   keepAs?: string;
   privateDir?: boolean;
   check?: () => Promise<string | undefined>;
-  /** A removal says nothing when nothing is there. */
-  quiet?: boolean;
   change?: FileChange;
 }
 
@@ -309,7 +307,6 @@ export function swapStep(s: Swap): Step {
     change: s.change,
     removes: s.make ? undefined : s.path,
     run: async () => {
-      if (s.quiet && !(await lstat(s.path).catch(() => undefined))) return {};
       const verb = s.make ? `put ${s.path} in place` : `remove ${s.path}`;
       try {
         const { undo, end } = await swapIn(s.path, s.make, s);
@@ -322,8 +319,8 @@ export function swapStep(s: Swap): Step {
 }
 
 /** The step removing `path` (moved aside, deleted once the run succeeded). */
-export function removalStep(path: string, describe: string, message: string, quiet = false): Step {
-  return swapStep({ describe, path, message, quiet });
+export function removalStep(path: string, describe: string, message: string): Step {
+  return swapStep({ describe, path, message });
 }
 
 /** A file of a directory placed whole: its path below the directory ("/"), its content (or a file to copy), mode. */
