@@ -125,21 +125,6 @@ Deno.test("uninstall names only what that mode left on disk", async () => {
   assertNotMatch(t.said(), /Files kept/, "nothing left, nothing named");
 });
 
-Deno.test("a checkout's install keeps a program copy, and uninstall names that", async () => {
-  await using dir = await tempDir();
-  const t = await installSandbox(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
-  const self = await currentSelf();
-  assertEquals(await runInstall(t.ctx(self), opts()), 0, t.all());
-  t.said();
-  assertEquals(await runUninstall(t.ctx(self), opts()), 0);
-  const out = t.said();
-  assertMatch(
-    out,
-    /Files kept \(remove them with --purge\): the program copies in .*\/versions, the command \S+\.$/m,
-  );
-  assertNotMatch(out, /executable|plugin directory/);
-});
-
 Deno.test("no .bak of a file install created is left behind; the user's own file keeps its .bak", async () => {
   await using dir = await tempDir();
   const t = await installSandbox(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
