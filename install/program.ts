@@ -166,7 +166,11 @@ export async function planProgram(
     ? await ownCopyProgram(ctx, self.dir)
     : await checkoutProgram(ctx, self.root, plan);
   if (typeof program === "string") return program;
-  const step = await recordStep(homesFile(ctx.env), [home], `record ${home} in ${homesFile(ctx.env)}`);
+  const step = await recordStep(
+    homesFile(ctx.env),
+    adding([home]),
+    `record ${home} in ${homesFile(ctx.env)}`,
+  );
   if (step) plan.steps.push(step);
   await planPathCommand(ctx, program.command, plan);
   return program;
@@ -229,7 +233,7 @@ async function bundleInto(
   out: string,
 ): Promise<string> {
   const config = joinPath(root, "deno.json");
-  const bundle = async (e: (typeof ENTRIES)[number]) => {
+  for (const e of ENTRIES) {
     const run = () =>
       runDeno(deno, [
         ...["bundle", "--quiet", "--platform", "deno", "--frozen-lockfile", "--config", config],
@@ -237,26 +241,15 @@ async function bundleInto(
       ], { cwd: root }); // the bundle names modules relative to its cwd: our own ones the same in any checkout
     // Deno's first bundle on a machine installs esbuild into its cache, which a bundle started at the same
     // moment (another install) can trip over: a failed bundle is tried once more.
-    const first = await run();
-    return first.ok ? first : await run();
-  };
-  // The first alone (it may install esbuild), the others at once.
-  const [head, ...rest] = ENTRIES;
-  const bundles = [await bundle(head), ...await Promise.all(rest.map(bundle))];
-  const failed = bundles.find((b) => !b.ok);
-  if (failed && !failed.ok) {
-    return `could not bundle the program (\`deno bundle\`, Deno ${Deno.version.deno}): ${failed.why}. Run ` +
-      "`deno task check` in the checkout, or install a release binary";
+    const made = await run().then((first) => (first.ok ? first : run()));
+    if (!made.ok) {
+      return `could not bundle the program (\`deno bundle\`, Deno ${Deno.version.deno}): ${made.why}. Run ` +
+        "`deno task check` in the checkout, or install a release binary";
+    }
   }
-  const ran = await runDeno(deno, [
-    "run",
-    ...flags,
-    ...COPY_RUN_FLAGS,
-    joinPath(out, COPY_FILES.main),
-    "version",
-  ], {
-    env: { DENO_DIR: joinPath(out, COPY_FILES.denoDir) },
-  });
+  const main = joinPath(out, COPY_FILES.main);
+  const env = { DENO_DIR: joinPath(out, COPY_FILES.denoDir) };
+  const ran = await runDeno(deno, ["run", ...flags, ...COPY_RUN_FLAGS, main, "version"], { env });
   if (ran.ok && ran.stdout === VERSION) return "";
   const said = ran.ok ? `said ${JSON.stringify(ran.stdout)}` : `failed: ${ran.why}`;
   return `the bundled program does not run (\`version\` ${said})`;
@@ -273,8 +266,8 @@ function comparable(bytes: Uint8Array): Uint8Array {
 
 /** Whether two bundles hold the same code: their bytes alike once where Deno's npm cache is is left out. */
 function sameCode(a: Uint8Array, b: Uint8Array): boolean {
-  const same = (x: Uint8Array, y: Uint8Array) => x.length === y.length && x.every((v, i) => v === y[i]);
-  return same(a, b) || same(comparable(a), comparable(b));
+  const [x, y] = [comparable(a), comparable(b)];
+  return x.length === y.length && x.every((v, i) => v === y[i]);
 }
 
 const builds = new Map<string, Promise<BuiltCopy>>();
@@ -292,12 +285,7 @@ export function buildCopy(root: string, deno: string, flags: readonly string[]):
         const files = await Promise.all(
           ENTRIES.map(async (e) => ({ name: e.out, bytes: await Deno.readFile(joinPath(tmp, e.out)) })),
         );
-        const all = new Uint8Array(files.reduce((n, f) => n + f.bytes.length + 1, 0));
-        let at = 0;
-        for (const f of files) {
-          all.set(f.bytes, at);
-          at += f.bytes.length + 1;
-        }
+        const all = await new Blob(files.flatMap((f) => [f.bytes, new Uint8Array(1)])).bytes();
         return {
           id: `${VERSION}-${(await sha256Hex(comparable(all))).slice(0, 12)}`,
           files,
@@ -350,13 +338,12 @@ async function planCopy(
       ),
     )).every(Boolean);
   if (intact) {
-    if (launcherBefore !== text) {
-      const change = { path: launcher, before: launcherBefore, after: text, backup: "none" as const };
-      plan.steps.push(fileStep(change, "launcher of the program copy updated"));
-    }
-    if (infoBefore !== infoText) {
-      const change = { path: info, before: infoBefore, after: infoText, backup: "none" as const };
-      plan.steps.push(fileStep(change, "record of the program copy updated"));
+    const rewrites = [
+      { path: launcher, before: launcherBefore, after: text, what: "launcher" },
+      { path: info, before: infoBefore, after: infoText, what: "record" },
+    ];
+    for (const { what, ...change } of rewrites.filter((r) => r.before !== r.after)) {
+      plan.steps.push(fileStep({ ...change, backup: "none" }, `${what} of the program copy updated`));
     }
     return placed;
   }
@@ -383,35 +370,21 @@ export function homesFile(env: Env): string {
   return joinPath(integrationDir(env), "kimi-homes");
 }
 
-/** The lines of the record file `path` (one a line; none when it is missing or unreadable), blank ones left out. */
-async function recordLines(path: string): Promise<string[]> {
-  return ((await readTextIfExists(path).catch(() => undefined)) ?? "").split("\n").filter((l) =>
-    l.trim() !== ""
-  );
-}
+/** The lines of record text (one a line), blank ones left out. */
+const linesOf = (text: string | undefined) => (text ?? "").split("\n").filter((l) => l.trim() !== "");
 
-/** The silent step adding `lines` to the record file `path` (one a line); none when all are there. */
-async function recordStep(path: string, lines: string[], describe: string): Promise<Step | undefined> {
-  const listed = await recordLines(path);
-  const added = [...new Set(lines)].filter((l) => !listed.includes(l));
-  if (!added.length) return undefined;
-  return silentStep(path, [...listed, ...added], describe);
-}
-
-/** The silent step taking the lines `drop` picks out of the record file `path` (deleted when none is left). */
-export async function forgetStep(
+/**
+ * The silent step giving the record file `path` the lines `edit` makes of its lines (deleted when none is
+ * left; a missing or unreadable one has none); none when they stay as they are.
+ */
+export async function recordStep(
   path: string,
-  drop: (line: string) => boolean,
+  edit: (lines: string[]) => string[],
   describe: string,
 ): Promise<Step | undefined> {
-  const listed = await recordLines(path);
-  const left = listed.filter((l) => !drop(l));
-  return left.length === listed.length ? undefined : silentStep(path, left, describe);
-}
-
-/** The step writing `lines` to the record file `path` (deleted when empty), saying nothing. */
-async function silentStep(path: string, lines: string[], describe: string): Promise<Step> {
   const before = await readTextIfExists(path).catch(() => undefined);
+  const [listed, lines] = [linesOf(before), edit(linesOf(before))];
+  if (lines.length === listed.length && lines.every((l, i) => l === listed[i])) return undefined;
   const after = lines.length ? `${lines.join("\n")}\n` : undefined;
   const step = fileStep({ path, before, after, backup: "none" }, describe);
   return {
@@ -421,6 +394,12 @@ async function silentStep(path: string, lines: string[], describe: string): Prom
     run: async () => ({ ...await step.run(), message: undefined }),
   };
 }
+
+/** An edit of a record's lines adding `lines` not there yet. */
+const adding = (lines: string[]) => (listed: string[]) => [
+  ...listed,
+  ...[...new Set(lines)].filter((l) => !listed.includes(l)),
+];
 
 /** The record of the directories install made (one a line), which a `--purge` removes when left empty. */
 export function madeDirsFile(env: Env): string {
@@ -441,17 +420,18 @@ export async function madeDirsStep(env: Env, dirs: string[]): Promise<Step | und
     }
   }
   const path = madeDirsFile(env);
-  return await recordStep(path, missing, `record the directories this install makes in ${path}`);
+  return await recordStep(path, adding(missing), `record the directories this install makes in ${path}`);
 }
 
 /** The directories install recorded making. */
-export function madeDirList(env: Env): Promise<string[]> {
-  return recordLines(madeDirsFile(env));
+export async function madeDirList(env: Env): Promise<string[]> {
+  return linesOf(await readTextIfExists(madeDirsFile(env)).catch(() => undefined));
 }
 
 /** The Kimi homes installed into (absolute paths only), and `also`. */
 async function knownHomes(env: Env, also: string[]): Promise<string[]> {
-  const lines = [...await recordLines(homesFile(env)), ...also].map((l) => l.trim());
+  const listed = linesOf(await readTextIfExists(homesFile(env)).catch(() => undefined));
+  const lines = [...listed, ...also].map((l) => l.trim());
   return [...new Set(lines.filter((l) => l.startsWith("/") || /^[A-Za-z]:/.test(l)))];
 }
 

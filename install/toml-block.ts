@@ -3,7 +3,7 @@
  * one there replaced in place, line ends kept; a plan only when the user's document keeps its meaning. Pure.
  */
 
-import { parse } from "smol-toml";
+import { parse, stringify } from "smol-toml";
 import { deepEqual, isRecord } from "../lib/parsed.ts";
 import { VERSION } from "../lib/version.ts";
 import {
@@ -41,16 +41,6 @@ function eolOf(text: string): "\n" | "\r\n" {
   return i > 0 && text[i - 1] === "\r" ? "\r\n" : "\n";
 }
 
-/** A TOML basic string. */
-function tomlString(value: string): string {
-  const escapes: Record<string, string> = { '"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t" };
-  // deno-lint-ignore no-control-regex
-  const special = /["\\\n\r\t\u0000-\u001f\u007f]/g;
-  return `"${
-    value.replace(special, (c) => escapes[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
-  }"`;
-}
-
 /** The comment line saying install created config.toml (uninstall deletes it again when nothing else is left). */
 export const CREATED_LINE =
   "# openviking-kimi created this file: uninstall deletes it when nothing else is left.";
@@ -62,11 +52,7 @@ export function renderBlock(entries: readonly HookEntry[], eol: string, createdF
     `# Written by openviking-kimi ${VERSION}; \`openviking-kimi uninstall\` removes it. Edits inside are replaced.`,
     ...(createdFile ? [CREATED_LINE] : []),
   ];
-  for (const e of entries) {
-    lines.push("[[hooks]]", `event = ${tomlString(e.event)}`);
-    if (e.matcher !== undefined) lines.push(`matcher = ${tomlString(e.matcher)}`);
-    lines.push(`command = ${tomlString(e.command)}`, `timeout = ${e.timeout}`);
-  }
+  for (const e of entries) lines.push("[[hooks]]", ...stringify({ ...e }).trimEnd().split("\n"));
   return [...lines, BLOCK_END].join(eol);
 }
 

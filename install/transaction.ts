@@ -70,6 +70,8 @@ export interface Step {
   run: () => Promise<Done>;
   /** The path the step removes, if it removes one. */
   removes?: string;
+  /** The text change it makes: checked before the first write, shown as a diff by a dry run. */
+  change?: FileChange;
 }
 
 /** A planned change of one text file (`undefined`: absent). */
@@ -88,13 +90,12 @@ export interface FileChange {
 /** A planned run. */
 export interface Plan {
   steps: Step[];
-  changes: FileChange[];
   notes: Note[];
 }
 
 /** An empty plan. */
 export function newPlan(): Plan {
-  return { steps: [], changes: [], notes: [] };
+  return { steps: [], notes: [] };
 }
 
 const NOTHING = "nothing was changed";
@@ -295,8 +296,7 @@ export interface Swap {
   keepAs?: string;
   privateDir?: boolean;
   check?: () => Promise<string | undefined>;
-  /** A removal says nothing when nothing is there. */
-  quiet?: boolean;
+  change?: FileChange;
 }
 
 /** The step doing one {@link swapIn}; its file-system errors in words. */
@@ -304,9 +304,9 @@ export function swapStep(s: Swap): Step {
   return {
     describe: s.describe,
     check: s.check,
+    change: s.change,
     removes: s.make ? undefined : s.path,
     run: async () => {
-      if (s.quiet && !(await lstat(s.path).catch(() => undefined))) return {};
       const verb = s.make ? `put ${s.path} in place` : `remove ${s.path}`;
       try {
         const { undo, end } = await swapIn(s.path, s.make, s);
@@ -319,8 +319,8 @@ export function swapStep(s: Swap): Step {
 }
 
 /** The step removing `path` (moved aside, deleted once the run succeeded). */
-export function removalStep(path: string, describe: string, message: string, quiet = false): Step {
-  return swapStep({ describe, path, message, quiet });
+export function removalStep(path: string, describe: string, message: string): Step {
+  return swapStep({ describe, path, message });
 }
 
 /** A file of a directory placed whole: its path below the directory ("/"), its content (or a file to copy), mode. */
@@ -412,8 +412,7 @@ export function planFile(
   backup: FileChange["backup"] = "bak",
 ): void {
   const change: FileChange = { path, before, after, backup };
-  plan.changes.push(change);
-  plan.steps.push(fileStep(change, what));
+  plan.steps.push({ ...fileStep(change, what), change });
 }
 
 /** A unified diff (3 lines of context) from `before` to `after`; "" when equal. A CR shows as `␍`. */
@@ -485,7 +484,8 @@ async function execute(plan: Plan, out: Output): Promise<string | undefined> {
 
 /** Checks the plan, then prints it (dry run) or carries it out; returns the exit code. */
 export async function carryOut(plan: Plan, out: Output, outcome: Outcome): Promise<number> {
-  for (const check of [...plan.changes.map((c) => () => checkChange(c)), ...plan.steps.map((s) => s.check)]) {
+  const changes = plan.steps.flatMap((s) => (s.change ? [s.change] : []));
+  for (const check of [...changes.map((c) => () => checkChange(c)), ...plan.steps.map((s) => s.check)]) {
     const problem = await check?.();
     if (problem) return fail(out, outcome.command, problem);
   }
@@ -497,7 +497,7 @@ export async function carryOut(plan: Plan, out: Output, outcome: Outcome): Promi
   if (outcome.dryRun) {
     out.info("Dry run: nothing was changed. These changes would be made:");
     for (const step of plan.steps) out.info(`  - ${step.describe}`);
-    for (const c of plan.changes) {
+    for (const c of changes) {
       const show = (t: string | undefined) => (t !== undefined && c.secret ? maskSecrets(t) : t);
       const diff = unifiedDiff(c.path, show(c.before), show(c.after));
       if (diff) out.info(diff.trimEnd());

@@ -34,30 +34,11 @@ for (const mode of ["config", "plugin"] as Mode[]) {
     let clone = "";
     await t.step("install from the clone, then delete it", async () => {
       clone = await cloneCheckout(await Deno.makeTempDir({ prefix: "ovk-clone-" }));
-      const out = await new Deno.Command(Deno.execPath(), {
-        args: [
-          "run",
-          ...await productionFlags(ROOT),
-          "--config",
-          `${clone}/deno.json`,
-          `${clone}/main.ts`,
-          "install",
-          "--mode",
-          mode,
-          ...rig.credentialArgs,
-        ],
-        cwd: clone,
-        env: rig.env.env(),
-        clearEnv: true,
-        stdin: "null",
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
-      assertEquals(out.code, 0, new TextDecoder().decode(out.stderr));
-      assertStringIncludes(
-        new TextDecoder().decode(out.stdout),
-        `Command: openviking-kimi is ${rig.env.home}/.local/bin/`,
-      );
+      const main = [...await productionFlags(ROOT), "--config", `${clone}/deno.json`, `${clone}/main.ts`];
+      const args = ["run", ...main, "install", "--mode", mode, ...rig.credentialArgs];
+      const out = await runProcess(Deno.execPath(), args, { cwd: clone, env: rig.env.env(), clearEnv: true });
+      assertEquals(out.code, 0, out.stderr);
+      assertStringIncludes(out.stdout, `Command: openviking-kimi is ${rig.env.home}/.local/bin/`);
       await Deno.remove(clone, { recursive: true });
       const kimi = `${rig.env.home}/.kimi-code`;
       const run = mode === "config"

@@ -34,28 +34,13 @@ const TESTER_MCP = '\ufeff{\r\n  "note": "caf\\u00e9",\r\n  "mcpServers": {\r\n 
   '"startupTimeoutMs": 1.0, "env": {"BIG": 12345678901234567890}}\r\n  },\r\n  "z": 1e2\r\n}';
 const USER_CONFIG = '# mine\r\ndefault_model = "k3" # ✓\r\n';
 
-Deno.test({
-  name: "a dangling config.toml symlink is refused before anything is written, naming link and target",
-  ignore: isWindows,
-  async fn() {
-    await using dir = await tempDir();
-    const t = await home(dir.path);
-    await Deno.writeTextFile(`${t.kimi}/mcp.json`, TESTER_MCP);
-    await Deno.symlink(`${dir.path}/dotfiles/kimi.toml`, `${t.kimi}/config.toml`);
-    const before = await snapshot(dir.path);
-    const r = await t.run("install");
-    assertEquals(r.code, 1, r.said);
-    assertEquals(await snapshot(dir.path), before, "nothing written (mcp.json, backups, ~/.openviking)");
-    assertMatch(r.said, /config\.toml/);
-    assertMatch(r.said, /dotfiles\/kimi\.toml/);
-    assertMatch(r.said, /does not exist/);
-    assertMatch(r.said, /nothing was changed/);
-    assertNotMatch(r.said, RAW_ERROR);
-  },
-});
-
-Deno.test("the second file refused after the first was planned — nothing written, the file and fix named", async () => {
+Deno.test("a refusal comes before anything is written, naming the file and the fix", async () => {
   const cases: { name: string; setup: (t: Home) => Promise<void>; says: RegExp }[] = [
+    {
+      name: "a dangling config.toml symlink (link and target named)",
+      setup: (t) => Deno.symlink(`${t.root}/dotfiles/kimi.toml`, `${t.kimi}/config.toml`),
+      says: /config\.toml is a symbolic link to .*dotfiles\/kimi\.toml, which does not exist/,
+    },
     {
       name: "config.toml.bak is a directory",
       setup: async (t) => {
@@ -66,21 +51,19 @@ Deno.test("the second file refused after the first was planned — nothing writt
     },
     {
       name: "config.toml is a directory",
-      setup: async (t) => {
-        await Deno.mkdir(`${t.kimi}/config.toml`);
-      },
+      setup: (t) => Deno.mkdir(`${t.kimi}/config.toml`),
       says: /config\.toml cannot be read \(it is a directory/,
     },
     {
       name: "config.toml points into a regular file",
       setup: async (t) => {
         await Deno.writeTextFile(`${t.root}/dotfiles`, "not a directory");
-        if (!isWindows) await Deno.symlink(`${t.root}/dotfiles/kimi.toml`, `${t.kimi}/config.toml`);
+        await Deno.symlink(`${t.root}/dotfiles/kimi.toml`, `${t.kimi}/config.toml`);
       },
       says: /config\.toml/,
     },
   ];
-  for (const c of cases) {
+  for (const c of isWindows ? cases.slice(1, 3) : cases) {
     await using dir = await tempDir();
     const t = await home(dir.path);
     await Deno.writeTextFile(`${t.kimi}/mcp.json`, TESTER_MCP);
@@ -88,7 +71,11 @@ Deno.test("the second file refused after the first was planned — nothing writt
     const before = await snapshot(dir.path);
     const r = await t.run("install");
     assertEquals(r.code, 1, `${c.name}: ${r.said}`);
-    assertEquals(await snapshot(dir.path), before, `${c.name}: nothing written`);
+    assertEquals(
+      await snapshot(dir.path),
+      before,
+      `${c.name}: nothing written (mcp.json, backups, ~/.openviking)`,
+    );
     assertMatch(r.said, c.says, c.name);
     assertMatch(r.said, /nothing was changed/, c.name);
     assertNotMatch(r.said, RAW_ERROR, c.name);
@@ -103,104 +90,85 @@ async function tooLongTarget(root: string, content: string): Promise<string> {
   return path;
 }
 
+type Run = () => Promise<{ code: number; said: string }>;
+
 Deno.test({
-  name: "a write failing mid-way rolls back what was written (exact bytes, backups too) and says so",
+  name: "a write failing mid-way puts back every step already taken (exact bytes, backups too) and says so",
   ignore: isWindows,
   async fn() {
-    for (const mcp of [TESTER_MCP, undefined]) {
-      await using dir = await tempDir();
-      const t = await home(dir.path);
+    await using fake = await FakeOpenViking.start({ apiKey: "sk-rollback-test" });
+    const midWay = (mcp?: string) => async (t: Home): Promise<Run> => {
       if (mcp !== undefined) {
         await Deno.writeTextFile(`${t.kimi}/mcp.json`, mcp, { mode: 0o644 });
         await Deno.writeTextFile(`${t.kimi}/mcp.json.bak`, "an older backup\n");
       }
-      await Deno.symlink(await tooLongTarget(dir.path, USER_CONFIG), `${t.kimi}/config.toml`);
-      const before = await snapshot(dir.path);
+      await Deno.symlink(await tooLongTarget(t.root, USER_CONFIG), `${t.kimi}/config.toml`);
       // A server that takes the key: install then saves it, in the same run that fails.
-      await using fake = await FakeOpenViking.start({ apiKey: "sk-rollback-test" });
-      const r = await t.run("install", { credentials: { url: fake.url, apiKey: "sk-rollback-test" } });
-      assertEquals(r.code, 1, r.said);
-      assertEquals(await snapshot(dir.path), before, "every file as it was: mcp.json, its .bak, ovcli.conf");
-      assertMatch(r.said, /could not write .*kkkk/);
-      assertMatch(r.said, /rolled back/i);
-      assertMatch(r.said, /mcp\.json/);
-      assertNotMatch(r.said, /os error/);
+      return () => t.run("install", { credentials: { url: fake.url, apiKey: "sk-rollback-test" } });
+    };
+    const cases: { name: string; setup: (t: Home) => Promise<Run>; says: RegExp }[] = [
+      { name: "at config.toml, after mcp.json and ovcli.conf", setup: midWay(TESTER_MCP), says: /mcp\.json/ },
+      { name: "at config.toml, after a new mcp.json", setup: midWay(), says: /could not write .*kkkk/ },
+      {
+        name: "plugin mode at the registry: config mode and no plugin directory",
+        setup: async (t) => {
+          await Deno.writeTextFile(`${t.kimi}/config.toml`, USER_CONFIG);
+          await Deno.writeTextFile(`${t.kimi}/mcp.json`, TESTER_MCP);
+          assertEquals((await t.run("install")).code, 0);
+          await Deno.mkdir(`${t.kimi}/plugins`);
+          const registry = JSON.stringify({ version: 1, plugins: [] });
+          await Deno.symlink(await tooLongTarget(t.root, registry), `${t.kimi}/plugins/installed.json`);
+          return () => t.run("install", { mode: "plugin" });
+        },
+        says: /rolled back/i,
+      },
+      {
+        name: "uninstall at mcp.json: config.toml's block",
+        setup: async (t) => {
+          await Deno.writeTextFile(`${t.kimi}/config.toml`, USER_CONFIG);
+          const short = `${t.root}/dotfiles/mcp.json`;
+          await Deno.mkdir(`${t.root}/dotfiles`);
+          await Deno.writeTextFile(short, TESTER_MCP);
+          await Deno.symlink(short, `${t.kimi}/mcp.json`);
+          assertEquals((await t.run("install")).code, 0);
+          const installed = await Deno.readTextFile(short);
+          await Deno.remove(`${t.kimi}/mcp.json`);
+          await Deno.symlink(await tooLongTarget(t.root, installed), `${t.kimi}/mcp.json`);
+          return () => t.run("uninstall");
+        },
+        says: /could not write .*kkkk.*Rolled back .*config\.toml/,
+      },
+      {
+        name:
+          "switching a compiled binary's plugin mode to config mode at config.toml: binary, plugin, registry",
+        setup: async (t) => {
+          const self = await fakeCompiled(t.root);
+          assertEquals(await runInstall(t.ctx(self), opts({ mode: "plugin" })), 0, t.all());
+          // An older executable already in place from an earlier config-mode install.
+          const bin = `${t.home}/.openviking/agent-integrations/kimicode/bin/openviking-kimi`;
+          await Deno.mkdir(`${t.home}/.openviking/agent-integrations/kimicode/bin`, { recursive: true });
+          await Deno.writeTextFile(bin, "#!/bin/sh\necho old\n", { mode: 0o755 });
+          await Deno.symlink(await tooLongTarget(t.root, USER_CONFIG), `${t.kimi}/config.toml`);
+          return async () => {
+            t.said();
+            return { code: await runInstall(t.ctx(self), opts({ mode: "config" })), said: t.said() };
+          };
+        },
+        says: /ERR .*Rolled back .*installed\.json.*openviking-memory/,
+      },
+    ];
+    for (const c of cases) {
+      await using dir = await tempDir();
+      const t = await home(dir.path);
+      const run = await c.setup(t);
+      const before = await snapshot(dir.path);
+      const r = await run();
+      assertEquals(r.code, 1, `${c.name}: ${r.said}`);
+      assertEquals(await snapshot(dir.path), before, `${c.name}: every file as it was`);
+      assertMatch(r.said, /rolled back/i, c.name);
+      assertMatch(r.said, c.says, c.name);
+      assertNotMatch(r.said, RAW_ERROR, c.name);
     }
-  },
-});
-
-Deno.test({
-  name: "plugin mode failing at the registry puts back config.toml, mcp.json and the plugin directory",
-  ignore: isWindows,
-  async fn() {
-    await using dir = await tempDir();
-    const t = await home(dir.path);
-    await Deno.writeTextFile(`${t.kimi}/config.toml`, USER_CONFIG);
-    await Deno.writeTextFile(`${t.kimi}/mcp.json`, TESTER_MCP);
-    const config = await t.run("install");
-    assertEquals(config.code, 0, config.said);
-    await Deno.mkdir(`${t.kimi}/plugins`);
-    const registry = JSON.stringify({ version: 1, plugins: [] });
-    await Deno.symlink(await tooLongTarget(dir.path, registry), `${t.kimi}/plugins/installed.json`);
-    const before = await snapshot(dir.path);
-    const r = await t.run("install", { mode: "plugin" });
-    assertEquals(r.code, 1, r.said);
-    assertEquals(await snapshot(dir.path), before, "config mode still in place, no plugin directory left");
-    assertMatch(r.said, /rolled back/i);
-  },
-});
-
-Deno.test({
-  name: "uninstall failing at mcp.json puts config.toml's block back",
-  ignore: isWindows,
-  async fn() {
-    await using dir = await tempDir();
-    const t = await home(dir.path);
-    await Deno.writeTextFile(`${t.kimi}/config.toml`, USER_CONFIG);
-    await Deno.symlink(await tooLongTarget(dir.path, TESTER_MCP), `${t.kimi}/mcp.json`);
-    // Install cannot write mcp.json through that link either: it refuses with everything rolled back.
-    const install = await t.run("install");
-    assertEquals(install.code, 1, install.said);
-    assertEquals(await Deno.readTextFile(`${t.kimi}/config.toml`), USER_CONFIG);
-    // With the link pointing at a normal name install works; then uninstall meets the long name again.
-    const short = `${dir.path}/dotfiles/mcp.json`;
-    await Deno.writeTextFile(short, TESTER_MCP);
-    await Deno.remove(`${t.kimi}/mcp.json`);
-    await Deno.symlink(short, `${t.kimi}/mcp.json`);
-    assertEquals((await t.run("install")).code, 0);
-    const installed = await Deno.readTextFile(short);
-    await Deno.remove(`${t.kimi}/mcp.json`);
-    await Deno.symlink(await tooLongTarget(dir.path, installed), `${t.kimi}/mcp.json`);
-    const before = await snapshot(dir.path);
-    const r = await t.run("uninstall");
-    assertEquals(r.code, 1, r.said);
-    assertEquals(await snapshot(dir.path), before, "config.toml still has its block, every backup as it was");
-    assertMatch(r.said, /could not write .*kkkk.*Rolled back .*config\.toml/);
-  },
-});
-
-Deno.test({
-  name:
-    "switching to config mode from a compiled binary, failing at config.toml: binary, plugin and registry put back",
-  ignore: isWindows,
-  async fn() {
-    await using dir = await tempDir();
-    const t = await home(dir.path);
-    const self = await fakeCompiled(dir.path);
-    assertEquals(await runInstall(t.ctx(self), opts({ mode: "plugin" })), 0, t.all());
-    // An older executable already in place from an earlier config-mode install.
-    const bin = `${t.home}/.openviking/agent-integrations/kimicode/bin/openviking-kimi`;
-    await Deno.mkdir(`${t.home}/.openviking/agent-integrations/kimicode/bin`, { recursive: true });
-    await Deno.writeTextFile(bin, "#!/bin/sh\necho old\n", { mode: 0o755 });
-    await Deno.symlink(await tooLongTarget(dir.path, USER_CONFIG), `${t.kimi}/config.toml`);
-    const before = await snapshot(dir.path);
-    assertEquals(await runInstall(t.ctx(self), opts({ mode: "config" })), 1);
-    assertEquals(
-      await snapshot(dir.path),
-      before,
-      "old executable, plugin directory, registry and mcp.json as they were",
-    );
-    assertMatch(t.all(), /ERR .*Rolled back .*installed\.json.*openviking-memory/);
   },
 });
 

@@ -14,7 +14,7 @@ import {
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { runCli, runProcess, type RunResult } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { closedAddress, isolatedEnv } from "./helpers.ts";
+import { closedAddress, isolatedEnv, tree } from "./helpers.ts";
 import { placeJournal } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 
@@ -60,8 +60,6 @@ async function filesHolding(dir: string, secret: string): Promise<string[]> {
   }
   return found;
 }
-
-const authOf = (fake: FakeOpenViking) => fake.requests.map((r) => r.headers.authorization ?? "");
 
 Deno.test("install given the root key makes a user key with it and saves only that; the root key is nowhere", async () => {
   await using dir = await tempDir();
@@ -120,49 +118,62 @@ Deno.test("a server that keeps only hashes of keys: install makes the user a new
   assertEquals((await t.ovcli()).api_key, fake.accounts.get("team")?.get("ann")?.key);
 });
 
-Deno.test("ov.conf's root key with no server to make a user: install stops, saves nothing and prints the commands", async () => {
-  await using dir = await tempDir();
-  const t = await sandbox(dir.path);
-  await Deno.mkdir(`${t.home}/.openviking`, { recursive: true });
-  await Deno.writeTextFile(
-    `${t.home}/.openviking/ov.conf`,
-    JSON.stringify({ server: { host: "127.0.0.1", port: 1933, root_api_key: ROOT_KEY } }),
-  );
-  const url = closedAddress();
-  const r = await t.cli(["install", "--url", url, "--api-key-stdin"], `${ROOT_KEY}\n`);
-  assertEquals(r.code, 1, r.stdout);
-  assertMatch(r.stderr, /OpenViking's root key .* it is not saved, and no user key could be made with it/);
-  assertStringIncludes(
-    r.stderr,
-    `curl -sS -X POST ${url}/api/v1/admin/accounts/default/users -H "Authorization: Bearer $ROOT_KEY" ` +
-      `-H "Content-Type: application/json" -d '{"user_id":"default","role":"user"}'`,
-  );
-  assertEquals(
-    await filesHolding(t.home, ROOT_KEY),
-    [`${t.home}/.openviking/ov.conf`],
-    "only the user's ov.conf",
-  );
-  assertEquals(await Deno.stat(`${t.home}/.openviking/ovcli.conf`).catch(() => undefined), undefined);
-  assertEquals(await Deno.stat(`${t.home}/.kimi-code/config.toml`).catch(() => undefined), undefined);
-  for (const o of t.outputs) assertTrue(!o.includes(ROOT_KEY));
-});
-
-Deno.test("a key given while the server does not answer is not saved: install stops, changes nothing and says what to do", async () => {
-  await using dir = await tempDir();
-  const t = await sandbox(dir.path);
-  const url = closedAddress();
-  const r = await t.cli(["install", "--url", url, "--api-key-stdin"], `${ROOT_KEY}\n`);
-  assertEquals(r.code, 1, r.stdout + r.stderr);
-  assertMatch(
-    r.stderr,
-    /the server at \S+ does not answer, so the key given cannot be checked: it is not saved/,
-  );
-  assertMatch(r.stderr, /Start the server and run install again/);
-  assertMatch(r.stderr, /or install without a key now/);
-  assertEquals(await filesHolding(t.home, ROOT_KEY), [], "the key is nowhere");
-  assertEquals(await Deno.stat(`${t.home}/.openviking`).catch(() => undefined), undefined, "nothing changed");
-  assertEquals([...Deno.readDirSync(`${t.home}/.kimi-code`)], []);
-  for (const o of t.outputs) assertTrue(!o.includes(ROOT_KEY));
+Deno.test("a key install cannot save stops it: nothing written, the key nowhere, and what to do said", async () => {
+  const cases: {
+    name: string;
+    server?: boolean;
+    ovConf?: boolean;
+    key: string;
+    says: (url: string) => string[];
+  }[] = [
+    {
+      name: "ov.conf's root key with no server to make a user with: the commands to make one",
+      ovConf: true,
+      key: ROOT_KEY,
+      says: (url) => [
+        "OpenViking's root key (server.root_api_key), which may not use memory: it is not saved, and no user key could be made with it",
+        `curl -sS -X POST ${url}/api/v1/admin/accounts/default/users -H "Authorization: Bearer $ROOT_KEY" ` +
+        `-H "Content-Type: application/json" -d '{"user_id":"default","role":"user"}'`,
+      ],
+    },
+    {
+      name: "a key while the server does not answer",
+      key: ROOT_KEY,
+      says: (url) => [
+        `the server at ${url} does not answer, so the key given cannot be checked: it is not saved`,
+        "Start the server and run install again",
+        "or install without a key now",
+      ],
+    },
+    {
+      name: "a key the server refuses: where a key comes from",
+      server: true,
+      key: "sk-wrong",
+      says: () => [
+        "refused this key (HTTP 401: Invalid API key); it is not saved and nothing was changed",
+        "A user key comes from the server's root key (ov.conf's server.root_api_key)",
+      ],
+    },
+  ];
+  for (const c of cases) {
+    await using dir = await tempDir();
+    await using fake = await FakeOpenViking.start({ apiKey: "sk-right" });
+    const t = await sandbox(dir.path);
+    const conf = JSON.stringify({ server: { host: "127.0.0.1", port: 1933, root_api_key: ROOT_KEY } });
+    if (c.ovConf) {
+      await Deno.mkdir(`${t.home}/.openviking`);
+      await Deno.writeTextFile(`${t.home}/.openviking/ov.conf`, conf);
+    }
+    const url = c.server ? fake.url : closedAddress();
+    const r = await t.cli(["install", "--url", url, "--api-key-stdin"], `${c.key}\n`);
+    assertEquals(r.code, 1, `${c.name}: ${r.stdout}`);
+    for (const said of c.says(url)) assertStringIncludes(r.stderr, said, c.name);
+    const kept = c.ovConf ? [`${t.home}/.openviking/ov.conf`] : [];
+    assertEquals(await filesHolding(t.home, c.key), kept, `${c.name}: the key is nowhere else`);
+    const written = c.ovConf ? ["/.openviking/", "/.openviking/ov.conf"] : [];
+    assertEquals(await tree(t.home), ["/.kimi-code/", ...written], `${c.name}: nothing written`);
+    for (const o of t.outputs) assertTrue(!o.includes(c.key), c.name);
+  }
 });
 
 Deno.test("the way on install gives when the server does not answer works as printed, past a key saved for another address", async () => {
@@ -205,33 +216,13 @@ Deno.test("install without a key for a server that wants one: the server's sente
   assertNotMatch(r.stdout, /\.\.$/m);
 });
 
-Deno.test("a key the server refuses is not saved; the refusal says where a key comes from", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start({ apiKey: "sk-right" });
-  const t = await sandbox(dir.path);
-  const r = await t.cli(["install", "--url", fake.url, "--api-key-stdin"], "sk-wrong\n");
-  assertEquals(r.code, 1, r.stdout);
-  assertMatch(
-    r.stderr,
-    /refused this key \(HTTP 401: Invalid API key\); it is not saved and nothing was changed/,
-  );
-  assertMatch(r.stderr, /A user key comes from the server's root key \(ov\.conf's server\.root_api_key\)/);
-  assertEquals(await t.ovcli(), {});
-});
-
-Deno.test("the hooks never send ov.conf's root key; status and doctor say a saved root key is one", async () => {
+// That the hooks never send ov.conf's root key is openviking/config_test.ts's "ov.conf's root_api_key is never a
+// client's key" (every hook takes its key from loadConfig).
+Deno.test("status and doctor say a saved root key is one", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start({ rootKey: ROOT_KEY });
   const t = await sandbox(dir.path);
   await Deno.mkdir(`${t.home}/.openviking`, { recursive: true });
-  await Deno.writeTextFile(
-    `${t.home}/.openviking/ov.conf`,
-    JSON.stringify({ server: { host: "127.0.0.1", port: fake.port, root_api_key: ROOT_KEY } }),
-  );
-  await t.prompt("which indent does this project use?");
-  assertTrue(fake.requests.length > 0, "the hook asked the server ov.conf names");
-  assertEquals(authOf(fake).filter((a) => a.includes(ROOT_KEY)), [], "no hook sent the root key");
-
   // An install before this one saved the root key in ovcli.conf: status and doctor tell what it is.
   await Deno.writeTextFile(
     `${t.home}/.openviking/ovcli.conf`,

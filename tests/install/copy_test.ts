@@ -14,7 +14,7 @@ import {
 } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import type { Context, InstallOptions } from "../../install/transaction.ts";
-import { runInstall } from "../../install/install.ts";
+import { runInstall, runUninstall } from "../../install/install.ts";
 import { versionsDir } from "../../install/program.ts";
 import { cloneCheckout, installSandbox, opts } from "./helpers.ts";
 import { launcherInfo, launcherText } from "../../install/launcher.ts";
@@ -109,6 +109,13 @@ Deno.test({
       stats,
       "the bundles are not written again",
     );
+    assertEquals(await runUninstall(t.ctx(), opts()), 0, t.all());
+    const kept = t.said();
+    assertMatch(
+      kept,
+      /Files kept \(remove them with --purge\): the program copies in .*\/versions, the command \S+\.$/m,
+    );
+    assertNotMatch(kept, /executable|plugin directory/);
   },
 });
 

@@ -133,14 +133,7 @@ export async function read(path: string): Promise<string | undefined> {
   }
 }
 
-/** Bytes as one character each (in pieces: a program copy's bundle is too big for one spread). */
-export function latin1(bytes: Uint8Array): string {
-  let text = "";
-  for (let i = 0; i < bytes.length; i += 8192) text += String.fromCharCode(...bytes.subarray(i, i + 8192));
-  return text;
-}
-
-/** Every entry under `dir`: file bytes (hex-free, as latin1), directories, and symlink targets. */
+/** Every entry under `dir`: file bytes (one character each), directories, and symlink targets. */
 export async function snapshot(dir: string): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   async function walk(d: string) {
@@ -151,7 +144,9 @@ export async function snapshot(dir: string): Promise<Record<string, string>> {
       else if (info.isDirectory) {
         out[p] = `<dir ${(info.mode ?? 0) & 0o777}>`;
         await walk(p);
-      } else out[p] = `${(info.mode ?? 0) & 0o777} ${latin1(await Deno.readFile(p))}`;
+      } else {out[p] = `${(info.mode ?? 0) & 0o777} ${
+          new TextDecoder("latin1").decode(await Deno.readFile(p))
+        }`;}
     }
   }
   await walk(dir);

@@ -157,11 +157,10 @@ Deno.test("maskSecrets hides api keys and tokens in diffs", () => {
   assertMatch(masked, /"url": "u"/);
 });
 
-Deno.test("unifiedDiff shows additions, removals and a missing final newline", () => {
+Deno.test("unifiedDiff shows removals before additions, and a missing final newline", () => {
   const d = unifiedDiff("f", "a\nb\nc", "a\nB\nc\nd\n");
   assertMatch(d, /^--- f \(now\)\n\+\+\+ f \(after\)\n@@ /);
-  assertMatch(d, /\n-b\n/);
-  assertMatch(d, /\n\+B\n/);
+  assertMatch(d, /\n-b\n-c\n.*\n\+B\n/, "the lines replaced, then the ones replacing them");
   assertMatch(d, /No newline at end of file/);
   assertEquals(unifiedDiff("f", "x", "x"), "");
   assertMatch(unifiedDiff("f", undefined, "x\n"), /^--- \/dev\/null/);

@@ -1,47 +1,20 @@
 /**
- * mcp.json is edited, not re-serialised: install inserts (or replaces) our `mcpServers.openviking` member and
- * uninstall removes it; every other byte of the file stays (issue #11, finding 11: a BOM, compact JSON,
- * `\u00e9`, a 20-digit integer, `1.0`, CRLF, no final newline).
+ * mcp.json is edited, not re-serialised: install inserts (or replaces) our `mcpServers.openviking` member laid
+ * out like its siblings and uninstall removes it; every other byte of the file stays (issue #11, finding 11).
  */
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { planMcpInstall, planMcpUninstall } from "../../install/json-files.ts";
-import { deletionOf, insertionOf, parseLoose } from "./text_diff.ts";
+import { deletionOf, insertionOf } from "./text_diff.ts";
 
 const OURS = { command: "/opt/ov/bin/openviking-kimi", args: ["mcp"] };
 
-/** The tester's files: each one thing JSON.stringify(JSON.parse(x)) does not give back. */
-const TESTER_CASES: Record<string, string> = {
-  bom: '\ufeff{\n  "mcpServers": {\n    "other": {\n      "command": "x"\n    }\n  }\n}\n',
+/** Two of the tester's files (issue #11); every layout's bytes kept is tests/fuzz/install_test.ts's property. */
+const TESTER_CASES = {
   compact: '{"mcpServers":{"other":{"command":"x","args":["a"]}},"z":[1,2]}',
-  "\\u00e9": '{\n  "mcpServers": {\n    "caf\\u00e9": {\n      "command": "caf\\u00e9"\n    }\n  }\n}\n',
-  "20-digit integer":
-    '{\n  "mcpServers": {\n    "other": {\n      "command": "x",\n      "env": {"N": 12345678901234567890}\n    }\n  }\n}\n',
-  "1.0":
-    '{\n  "mcpServers": {\n    "other": {\n      "command": "x",\n      "toolTimeoutMs": 1.0\n    }\n  }\n}\n',
   crlf:
     '{\r\n    "mcpServers": {\r\n        "other": {\r\n            "command": "x"\r\n        }\r\n    }\r\n}\r\n',
-  "no final newline": '{\n\t"mcpServers": {\n\t\t"other": {"command": "x"}\n\t}\n}',
-  "all at once": '\ufeff{\r\n  "note": "caf\\u00e9",\r\n  "mcpServers": {\r\n    "a": {"command": "x", ' +
-    '"startupTimeoutMs": 1.0, "env": {"BIG": 12345678901234567890}}\r\n  },\r\n  "z": 1e2\r\n}',
 };
-
-for (const [name, before] of Object.entries(TESTER_CASES)) {
-  Deno.test(`mcp.json (${name}): install changes only our member; uninstall gives back the bytes`, () => {
-    const plan = planMcpInstall(before, OURS);
-    assertTrue(plan.ok && plan.changed, plan.ok ? "unchanged" : plan.error);
-    if (!plan.ok) return;
-    const after = plan.after!;
-    const inserted = insertionOf(before, after);
-    assertTrue(inserted !== undefined, `one insertion, the rest byte for byte:\n${JSON.stringify(after)}`);
-    assertMatch(inserted!, /^,\s*"openviking":/, "the insertion is our member");
-    const doc = parseLoose(before) as { mcpServers: Record<string, unknown> };
-    assertEquals(parseLoose(after), { ...doc, mcpServers: { ...doc.mcpServers, openviking: OURS } });
-    const removed = planMcpUninstall(after);
-    assertTrue(removed.ok && removed.changed);
-    if (removed.ok) assertEquals(removed.after, before);
-  });
-}
 
 Deno.test("mcp.json: the inserted member matches its siblings (indentation, line ending, compactness)", () => {
   const pretty = planMcpInstall(TESTER_CASES.crlf, OURS);

@@ -14,15 +14,15 @@ import { COMMANDS, OWNED_MARK, skillText, SYSTEM_PROMPT_TITLE } from "../../memo
 
 const posix = Deno.build.os !== "windows";
 
+/** Nothing answers at the address (port 9), and install does not wait long for it. */
+const NO_SERVER = { OPENVIKING_URL: "http://127.0.0.1:9", OPENVIKING_TIMEOUT_MS: "1000" };
+
 const mode = async (path: string) => (await Deno.stat(path)).mode! & 0o777;
 
 Deno.test("plugin mode: the manifest points at the system prompt, the skill and the commands, all placed", async () => {
   await using dir = await tempDir();
-  const t = await installSandbox(dir.path, {
-    OPENVIKING_URL: "http://127.0.0.1:9",
-    OPENVIKING_TIMEOUT_MS: "1000",
-  });
-  assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0, t.lines.join("\n"));
+  const t = await installSandbox(dir.path, NO_SERVER);
+  assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0, t.all());
   const manifest = JSON.parse((await read(`${t.plugin}/kimi.plugin.json`))!);
   assertEquals(
     [manifest.systemPromptPath, manifest.skills, manifest.commands],
@@ -44,7 +44,7 @@ Deno.test("plugin mode: the manifest points at the system prompt, the skill and 
   }
   // OpenViking did not answer (nothing listens on port 9): install says so and the hooks fill it in later.
   assertMatch(
-    t.lines.join("\n"),
+    t.all(),
     /the plugin's system prompt has no profile yet \(OpenViking did not answer\)/,
   );
   assertStringIncludes(prompt, "Not loaded yet");
@@ -58,13 +58,13 @@ Deno.test("plugin mode: with OpenViking answering, install fills the system prom
     "# Profile\nName: Test User\nToken: sk-live-0123456789abcdef0123456789abcdef\n<private>diary</private>",
   );
   const t = await installSandbox(dir.path, { OPENVIKING_URL: fake.url, OPENVIKING_TIMEOUT_MS: "1000" });
-  assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0, t.lines.join("\n"));
+  assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0, t.all());
   const prompt = (await read(`${t.plugin}/system-prompt.md`))!;
   assertStringIncludes(prompt, "## The user's profile\n\nFrom OpenViking, 2026-11-30 12:00 UTC:");
   assertStringIncludes(prompt, "Name: Test User");
   assertStringIncludes(prompt, "indent.md — Tabs over spaces");
   assertTrue(!prompt.includes("sk-live-0123") && !prompt.includes("diary"), prompt);
-  assertMatch(t.lines.join("\n"), /✓ the user's profile is in the plugin's system prompt/);
+  assertMatch(t.all(), /✓ the user's profile is in the plugin's system prompt/);
   if (posix) assertEquals(await mode(`${t.plugin}/system-prompt.md`), 0o600);
 });
 
@@ -73,22 +73,19 @@ Deno.test("plugin mode: uninstall removes the system prompt (the profile), keeps
   await using fake = await FakeOpenViking.start();
   const t = await installSandbox(dir.path, { OPENVIKING_URL: fake.url, OPENVIKING_TIMEOUT_MS: "1000" });
   assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0);
-  assertEquals(await runUninstall(t.ctx(), opts()), 0, t.lines.join("\n"));
+  assertEquals(await runUninstall(t.ctx(), opts()), 0, t.all());
   assertEquals(await read(`${t.plugin}/system-prompt.md`), undefined);
   assertTrue(await read(`${t.plugin}/skills/openviking-memory/SKILL.md`) !== undefined);
   assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0);
-  assertEquals(await runUninstall(t.ctx(), opts({ purge: true })), 0, t.lines.join("\n"));
+  assertEquals(await runUninstall(t.ctx(), opts({ purge: true })), 0, t.all());
   assertEquals(await read(`${t.plugin}/kimi.plugin.json`), undefined);
 });
 
 Deno.test("config mode: the skill goes to Kimi's user skills directory, ours; uninstall takes it (and an emptied skills/) out", async () => {
   await using dir = await tempDir();
-  const t = await installSandbox(dir.path, {
-    OPENVIKING_URL: "http://127.0.0.1:9",
-    OPENVIKING_TIMEOUT_MS: "1000",
-  });
+  const t = await installSandbox(dir.path, NO_SERVER);
   const skill = `${t.kimi}/skills/openviking-memory/SKILL.md`;
-  assertEquals(await runInstall(t.ctx(), opts()), 0, t.lines.join("\n"));
+  assertEquals(await runInstall(t.ctx(), opts()), 0, t.all());
   const text = (await read(skill))!;
   assertEquals(text, skillText("config"));
   assertStringIncludes(text, OWNED_MARK);
@@ -97,23 +94,20 @@ Deno.test("config mode: the skill goes to Kimi's user skills directory, ours; un
   assertMatch(text, /^---\nname: openviking-memory\ndescription: .+\nwhen-to-use: .+\n---\n/);
   assertEquals(await runInstall(t.ctx(), opts()), 0);
   assertEquals(await read(skill), text, "re-install changes nothing");
-  assertEquals(await runUninstall(t.ctx(), opts()), 0, t.lines.join("\n"));
+  assertEquals(await runUninstall(t.ctx(), opts()), 0, t.all());
   assertEquals(await Deno.stat(`${t.kimi}/skills`).then(() => "there", () => "gone"), "gone");
 });
 
 Deno.test("config mode: a skill of the user's keeps its place and its bytes; their other skills stay", async () => {
   await using dir = await tempDir();
-  const t = await installSandbox(dir.path, {
-    OPENVIKING_URL: "http://127.0.0.1:9",
-    OPENVIKING_TIMEOUT_MS: "1000",
-  });
+  const t = await installSandbox(dir.path, NO_SERVER);
   await Deno.mkdir(`${t.kimi}/skills/openviking-memory`, { recursive: true });
   await Deno.mkdir(`${t.kimi}/skills/mine`, { recursive: true });
   const theirs = "---\nname: openviking-memory\ndescription: my own\n---\nmine\n";
   await Deno.writeTextFile(`${t.kimi}/skills/openviking-memory/SKILL.md`, theirs);
   await Deno.writeTextFile(`${t.kimi}/skills/mine/SKILL.md`, "---\nname: mine\n---\n");
-  assertEquals(await runInstall(t.ctx(), opts()), 0, t.lines.join("\n"));
-  assertMatch(t.lines.join("\n"), /is a skill of your own; left as it is/);
+  assertEquals(await runInstall(t.ctx(), opts()), 0, t.all());
+  assertMatch(t.all(), /is a skill of your own; left as it is/);
   assertEquals(await read(`${t.kimi}/skills/openviking-memory/SKILL.md`), theirs);
   assertEquals(await runUninstall(t.ctx(), opts()), 0);
   assertEquals(await read(`${t.kimi}/skills/openviking-memory/SKILL.md`), theirs);
@@ -122,14 +116,11 @@ Deno.test("config mode: a skill of the user's keeps its place and its bytes; the
 
 Deno.test("switching modes moves the skill: config mode's out when the plugin brings its own, and back", async () => {
   await using dir = await tempDir();
-  const t = await installSandbox(dir.path, {
-    OPENVIKING_URL: "http://127.0.0.1:9",
-    OPENVIKING_TIMEOUT_MS: "1000",
-  });
+  const t = await installSandbox(dir.path, NO_SERVER);
   const skill = `${t.kimi}/skills/openviking-memory/SKILL.md`;
   assertEquals(await runInstall(t.ctx(), opts({ mode: "config" })), 0);
   assertTrue(await read(skill) !== undefined);
-  assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0, t.lines.join("\n"));
+  assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0, t.all());
   assertEquals(await read(skill), undefined, "one skill, with the plugin's tool names");
   assertTrue(await read(`${t.plugin}/skills/openviking-memory/SKILL.md`) !== undefined);
   assertEquals(await runInstall(t.ctx(), opts({ mode: "config" })), 0);
@@ -143,12 +134,9 @@ Deno.test("switching modes moves the skill: config mode's out when the plugin br
 
 Deno.test("--dry-run shows the skill it would write and writes nothing", async () => {
   await using dir = await tempDir();
-  const t = await installSandbox(dir.path, {
-    OPENVIKING_URL: "http://127.0.0.1:9",
-    OPENVIKING_TIMEOUT_MS: "1000",
-  });
+  const t = await installSandbox(dir.path, NO_SERVER);
   assertEquals(await runInstall(t.ctx(), opts({ dryRun: true })), 0);
-  const out = t.lines.join("\n");
+  const out = t.all();
   assertMatch(out, /create .*skills\/openviking-memory\/SKILL\.md \(memory skill installed\)/);
   assertStringIncludes(out, "+name: openviking-memory");
   assertEquals(await read(`${t.kimi}/skills/openviking-memory/SKILL.md`), undefined);

@@ -1,6 +1,6 @@
 /**
  * Install's and uninstall's messages say what happened (issue #15, point 5): an empty plan says "nothing to
- * change"; a dry run says what would be done, never what was; diffs show removed lines before added ones;
+ * change"; a dry run says what would be done, never what was (its diffs: json_files_test.ts unifiedDiff);
  * uninstall names only what that mode had on disk; no `.bak` of a file install created is left behind (the
  * user's own file keeps its `.bak`).
  */
@@ -94,19 +94,6 @@ Deno.test("a dry run on an empty home says what it would create and what would r
   assertMatch(again, /^Hooks would run: /m);
 });
 
-Deno.test("a diff shows the removed lines before the added ones", async () => {
-  // In a dry run: the URL saved before goes first, the one that replaces it after.
-  await using dir = await tempDir();
-  const t = await installSandbox(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
-  await Deno.mkdir(`${t.home}/.openviking`);
-  await Deno.writeTextFile(`${t.home}/.openviking/ovcli.conf`, '{\n  "url": "http://old:1933"\n}\n');
-  const self = await fakeCompiled(dir.path);
-  await runInstall(t.ctx(self), opts({ dryRun: true, credentials: { url: "http://new:1933" } }));
-  const out = t.said();
-  assertTrue(out.indexOf('-  "url": "http://old:1933"') < out.indexOf('+  "url": "http://new:1933"'), out);
-  assertTrue(out.includes('-  "url": "http://old:1933"'), out);
-});
-
 Deno.test("uninstall names only what that mode left on disk", async () => {
   await using dir = await tempDir();
   const t = await installSandbox(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
@@ -136,21 +123,6 @@ Deno.test("uninstall names only what that mode left on disk", async () => {
   t.said();
   assertEquals(await runUninstall(t.ctx(self), opts()), 0);
   assertNotMatch(t.said(), /Files kept/, "nothing left, nothing named");
-});
-
-Deno.test("a checkout's install keeps a program copy, and uninstall names that", async () => {
-  await using dir = await tempDir();
-  const t = await installSandbox(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
-  const self = await currentSelf();
-  assertEquals(await runInstall(t.ctx(self), opts()), 0, t.all());
-  t.said();
-  assertEquals(await runUninstall(t.ctx(self), opts()), 0);
-  const out = t.said();
-  assertMatch(
-    out,
-    /Files kept \(remove them with --purge\): the program copies in .*\/versions, the command \S+\.$/m,
-  );
-  assertNotMatch(out, /executable|plugin directory/);
 });
 
 Deno.test("no .bak of a file install created is left behind; the user's own file keeps its .bak", async () => {

@@ -15,7 +15,7 @@ import {
 } from "../support/assert.ts";
 import { ROOT, runProcess } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { cli, closedAddress, isolatedEnv, noServerFix, tree } from "./helpers.ts";
+import { cli, closedAddress, isolatedEnv, NO_SERVER_HEADING, noServerFix, tree } from "./helpers.ts";
 import { VERSION } from "../../lib/version.ts";
 
 const posix = Deno.build.os !== "windows";
@@ -54,7 +54,14 @@ Deno.test({
     assertStringIncludes(out, `Command: openviking-kimi is ${command} — ${bin} is not on PATH: add it`);
     assertStringIncludes(out, `\`export PATH="${bin}:$PATH"\``);
     assertStringIncludes(out, `\`${command} doctor\` checks the setup`);
-    assertStringIncludes(out, `  fix: ${noServerFix(command)}`);
+    // Nothing answers at the address: the note's last two lines, the fix pointing to README's "No server yet?".
+    const [note, fix] = out.trimEnd().split("\n").slice(-2);
+    assertMatch(
+      note,
+      new RegExp(`^Note: ${url} \\(from env\\): OpenViking at ${url} is not reachable: `),
+    );
+    assertEquals(fix, `  fix: ${noServerFix(command)}`, "the command install placed");
+    assertStringIncludes(await Deno.readTextFile(`${ROOT}/README.md`), `\n${NO_SERVER_HEADING}\n`);
     assertEquals((await shell(bare, `${command} version`)).trim(), VERSION);
     const doctor = await shell(bare, `${command} doctor`, 1);
     assertStringIncludes(doctor, `    fix: ${noServerFix(command)}`);

@@ -34,44 +34,16 @@ async function sh(command: string, cwd: string, env: Record<string, string>, std
   return await runProcess("/bin/sh", ["-c", command], { cwd, env, clearEnv: true, stdin, timeoutMs: 60_000 });
 }
 
-/** Starts an MCP server command, sends `initialize`, returns its first reply line; then closes its stdin. */
+/** Runs an MCP server command with one `initialize` on its stdin: its first reply, exit code and stderr. */
 async function initialize(command: string, args: string[], cwd: string, env: Record<string, string>) {
-  const child = new Deno.Command(command, {
-    args,
-    cwd,
-    env,
-    clearEnv: true,
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const w = child.stdin.getWriter();
-  await w.write(new TextEncoder().encode(
-    JSON.stringify({
-      jsonrpc: "2.0",
-      id: 0,
-      method: "initialize",
-      params: {
-        protocolVersion: "2025-11-25",
-        capabilities: {},
-        clientInfo: { name: "kimi-code", version: "0" },
-      },
-    }) + "\n",
-  ));
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let text = "";
-  const deadline = Date.now() + 30_000;
-  while (!text.includes("\n") && Date.now() < deadline) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    text += value;
-  }
-  await w.close().catch(() => {});
-  reader.releaseLock();
-  const status = await child.status;
-  await child.stdout.cancel().catch(() => {});
-  const stderr = await new Response(child.stderr).text();
-  return { reply: JSON.parse(text.split("\n")[0] || "null"), code: status.code, stderr };
+  const params = {
+    protocolVersion: "2025-11-25",
+    capabilities: {},
+    clientInfo: { name: "kimi-code", version: "0" },
+  };
+  const stdin = `${JSON.stringify({ jsonrpc: "2.0", id: 0, method: "initialize", params })}\n`;
+  const r = await runProcess(command, args, { cwd, env, clearEnv: true, stdin, timeoutMs: 30_000 });
+  return { reply: JSON.parse(r.stdout.split("\n")[0] || "null"), code: r.code, stderr: r.stderr };
 }
 
 /** A PATH directory holding only what the launcher's no-Deno route runs (cat, date, mkdir, awk), no Deno. */
@@ -147,33 +119,16 @@ for (const mode of ["config", "plugin"] as const) {
       const source = await cloneCheckout(`${dir.path}/clone`);
 
       await t.step("install from the clone, the key on stdin", async () => {
-        const child = new Deno.Command(deno, {
-          args: [
-            "run",
-            ...await productionFlags(ROOT),
-            "--config",
-            `${source}/deno.json`,
-            `${source}/main.ts`,
-            "install",
-            "--mode",
-            mode,
-            "--url",
-            fake.url,
-            "--api-key-stdin",
-          ],
+        const args = [...await productionFlags(ROOT), "--config", `${source}/deno.json`, `${source}/main.ts`];
+        const install = ["install", "--mode", mode, "--url", fake.url, "--api-key-stdin"];
+        const env = isolatedEnv(home);
+        const { code, stdout, stderr } = await runProcess(deno, ["run", ...args, ...install], {
           cwd: source,
-          env: isolatedEnv(home),
+          env,
           clearEnv: true,
-          stdin: "piped",
-          stdout: "piped",
-          stderr: "piped",
-        }).spawn();
-        const w = child.stdin.getWriter();
-        await w.write(new TextEncoder().encode(`${KEY}\n`));
-        await w.close();
-        const out = await child.output();
-        const [stdout, stderr] = [out.stdout, out.stderr].map((b) => new TextDecoder().decode(b));
-        assertEquals(out.code, 0, stderr);
+          stdin: `${KEY}\n`,
+        });
+        assertEquals(code, 0, stderr);
         assertNotMatch(stdout + stderr, new RegExp(KEY), "the key is never printed");
         assertMatch(stdout, /program copy in place: .*\/versions\//);
         assertMatch(stdout, /Server: OpenViking/);
