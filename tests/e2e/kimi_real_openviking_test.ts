@@ -1,5 +1,6 @@
 /**
- * Against one REAL OpenViking server (PyPI `openviking`, tests/support/real-openviking.ts): the extraction
+ * Against one REAL OpenViking server (PyPI `openviking`, tests/support/real-openviking.ts): every endpoint the
+ * plugin uses (tests/e2e/probe.ts), the extraction
  * alarm (the model stub's chat switched off), recall scopes across two projects, the commit policy's idle
  * commit; then with the real Kimi Code CLI what Kimi's turns leave in a real session (read back through the server's API),
  * commits accepted as tasks, recall of what an earlier session taught, our MCP tools answered by the real
@@ -17,8 +18,8 @@ import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../
 import { KIMI_VERSIONS, type KimiInstall, type PrintResult } from "../support/kimi.ts";
 import { messageText } from "../support/model-server.ts";
 import { OPENVIKING_VERSION, type RealOpenViking, startRealOrSkip } from "../support/real-openviking.ts";
-import { USER_AGENT } from "../../lib/version.ts";
 import { KNOBS } from "../../openviking/config.ts";
+import { arr, call, type Json, mcpMessages, obj, probeEndpoints, type Reply } from "./probe.ts";
 import {
   E2E_TEST,
   isHookResult,
@@ -37,40 +38,16 @@ import {
 const REAL = Deno.env.get("OPENVIKING_REAL") ?? "";
 const NAME = `e2e real Kimi + real OpenViking ${OPENVIKING_VERSION}`;
 
-type Json = Record<string, unknown>;
-const obj = (v: unknown): Json => (v && typeof v === "object" && !Array.isArray(v) ? v as Json : {});
-const arr = (v: unknown): Json[] => (Array.isArray(v) ? v.map(obj) : []);
-
 /** Direct calls to the real server, as the identity the plugin was installed with. */
 class RealApi {
   constructor(readonly server: RealOpenViking, readonly account: string, readonly user: string) {}
 
-  headers(json: boolean): Headers {
-    const h = new Headers({ "User-Agent": USER_AGENT, Accept: "application/json" });
-    if (json) h.set("Content-Type", "application/json");
-    if (this.server.apiKey) h.set("Authorization", `Bearer ${this.server.apiKey}`);
-    h.set("X-OpenViking-Account", this.account);
-    h.set("X-OpenViking-User", this.user);
-    return h;
-  }
-
-  async call(
-    method: string,
-    path: string,
-    body?: unknown,
-  ): Promise<{ status: number; json: Json; text: string }> {
-    const res = await fetch(`${this.server.url}${path}`, {
-      method,
-      headers: this.headers(body !== undefined),
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(60_000),
+  call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Reply> {
+    return call(this.server, method, path, body, (h) => {
+      h.delete("X-OpenViking-Actor-Peer");
+      const who = { "X-OpenViking-Account": this.account, "X-OpenViking-User": this.user, ...headers };
+      for (const [k, v] of Object.entries(who)) h.set(k, v);
     });
-    const text = await res.text();
-    let json: Json = {};
-    try {
-      json = obj(JSON.parse(text));
-    } catch { /* not JSON */ }
-    return { status: res.status, json, text };
   }
 
   /**
@@ -113,21 +90,10 @@ class RealApi {
 
   /** A JSON-RPC call to `/mcp` (SSE or JSON reply); returns the result object. */
   async mcp(method: string, params: Json): Promise<Json> {
-    const h = this.headers(true);
-    h.set("Accept", "application/json, text/event-stream");
-    h.set("MCP-Protocol-Version", "2025-06-18");
-    const res = await fetch(`${this.server.url}/mcp`, {
-      method: "POST",
-      headers: h,
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-      signal: AbortSignal.timeout(60_000),
-    });
-    const text = await res.text();
-    assertEquals(res.status, 200, text);
-    const payload = (res.headers.get("content-type") ?? "").includes("text/event-stream")
-      ? text.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trim()).at(-1) ?? "{}"
-      : text;
-    return obj(obj(JSON.parse(payload)).result);
+    const mcp = { Accept: "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18" };
+    const r = await this.call("POST", "/mcp", { jsonrpc: "2.0", id: 1, method, params }, mcp);
+    assertEquals(r.status, 200, r.text);
+    return obj(mcpMessages(r).at(-1)?.result);
   }
 }
 
@@ -257,8 +223,9 @@ const FACT = "Please remember: I prefer tabs over spaces in TypeScript projects"
 Deno.test({ name: NAME, ignore: REAL === "0", ...E2E_TEST }, async (t) => {
   const server = await startRealOrSkip(NAME);
   if (!server) return;
-  console.log(`  [real] ${server.mode} server ${server.url} (started in ${server.startupMs} ms)`);
   try {
+    // First, on the fresh server: the endpoints the plugin uses, as the plugin calls them.
+    await probeEndpoints(t, server);
     // The memory steps need our model stub and a server of their own (its user `default`).
     if (server.stub) {
       await t.step("a broken chat model: three failed commits are told with the server's words", async () => {
