@@ -101,6 +101,9 @@ export interface FakeSession {
   autoCommitPolicy?: Record<string, number>;
 }
 
+/** The words of `lines`, each a space-separated list. */
+const words = (...lines: string[]): string[] => lines.join(" ").split(" ");
+
 /** The uncommitted tokens of a session as the real server estimates them (about 4 characters a token). */
 function pendingTokens(s: FakeSession): number {
   const text = s.messages.slice(s.archived ?? 0).map((m) => typeof m.content === "string" ? m.content : "");
@@ -108,13 +111,10 @@ function pendingTokens(s: FakeSession): number {
 }
 
 /** The auto-commit fields the real server takes (`AutoCommitPolicyRequest`, extra fields forbidden). */
-const POLICY_FIELDS = [
-  "pending_token_threshold",
-  "message_count_threshold",
-  "idle_timeout_seconds",
-  "keep_recent_count",
+const POLICY_FIELDS = words(
+  "pending_token_threshold message_count_threshold idle_timeout_seconds keep_recent_count",
   "min_commit_interval_seconds",
-];
+);
 
 /** A background task, as `GET /api/v1/tasks/{id}` answers it (the real server's shape, 0.5.2). */
 export interface FakeTask {
@@ -157,51 +157,19 @@ export interface FakeOptions {
 /** `viking://~/…` as the server resolves it for the fake's one user. */
 const own = (uri: string) => uri.replace(/^viking:\/\/~(?=\/|$)/, "viking://user/default");
 
-const FIND_FIELDS = [
-  "query",
-  "image_url",
-  "target_uri",
-  "context_type",
-  "limit",
-  "node_limit",
-  "score_threshold",
-  "filter",
-  "include_provenance",
-  "tags",
-  "since",
-  "until",
-  "time_field",
-  "level",
-  "telemetry",
-];
-const CONTEXT_FIELDS = [
-  "query_expansion",
-  "max_tokens",
-  "quotas",
-  "purpose",
-  "detail",
-  "dedup_turns",
-  "exclude_uris",
-  "peer_scope",
-  "other_peer_penalty",
-  "rewrite",
-  "rewrite_max_bullets",
-];
+const FIND_FIELDS = words(
+  "query image_url target_uri context_type limit node_limit score_threshold filter include_provenance",
+  "tags since until time_field level telemetry",
+);
+const CONTEXT_FIELDS = words(
+  "query_expansion max_tokens quotas purpose detail dedup_turns exclude_uris peer_scope",
+  "other_peer_penalty rewrite rewrite_max_bullets",
+);
 const SEARCH_FIELDS = [...FIND_FIELDS, "session_id", "mode", ...CONTEXT_FIELDS];
-const RECALL_FIELDS = [
-  "query",
-  "quotas",
-  "max_chars",
-  "min_score",
-  "peer_scope",
-  "render",
-  "session_id",
-  "query_expansion",
-  "purpose",
-  "dedup_turns",
-  "exclude_uris",
-  "max_tokens",
-];
+const RECALL_FIELDS = words(
+  "query quotas max_chars min_score peer_scope render session_id query_expansion purpose dedup_turns",
+  "exclude_uris max_tokens",
+);
 const PEER = /^[A-Za-z0-9_.@-]+$/;
 /** The real server's words for a root key on a data route (openviking/server/auth/plugins/api_key.py). */
 export const ROOT_KEY_REFUSAL = "ROOT API keys cannot access tenant-scoped data APIs in api_key mode. " +
@@ -227,57 +195,33 @@ function userKey(account: string, user: string): string {
  * Every error code OpenViking 0.5.2 sends, with its HTTP status (`openviking/server/models.py`
  * `ERROR_CODE_TO_HTTP_STATUS`).
  */
-export const SERVER_ERROR_CODES: Readonly<Record<string, number>> = {
-  INVALID_ARGUMENT: 400,
-  GIT_AUTH_FAILED: 400,
-  INVALID_URI: 400,
-  UNSUPPORTED_URI: 400,
-  UNSUPPORTED_MODE: 400,
-  SKILL_INVALID: 400,
-  SKILL_CAPABILITY_UNAVAILABLE: 400,
-  INVALID_FILTER: 400,
-  UNAUTHENTICATED: 401,
-  PERMISSION_DENIED: 403,
-  NOT_FOUND: 404,
-  CONFLICT: 409,
-  ALREADY_EXISTS: 409,
-  ABORTED: 409,
-  WRITE_CONFLICT: 409,
-  SESSION_EXPIRED: 410,
-  FAILED_PRECONDITION: 412,
-  RESOURCE_EXHAUSTED: 429,
-  INTERNAL: 500,
-  NOT_INITIALIZED: 500,
-  PROCESSING_ERROR: 500,
-  EMBEDDING_FAILED: 500,
-  VLM_FAILED: 500,
-  RESTORE_WRITEBACK_PARTIAL: 500,
-  AGENT_OUTPUT_INVALID: 500,
-  WRITE_FAILED: 500,
-  REFRESH_FAILED: 500,
-  INTERNAL_ERROR: 500,
-  UNKNOWN: 500,
-  UNIMPLEMENTED: 501,
-  UNAVAILABLE: 503,
-  MODEL_UNAVAILABLE: 503,
-  BOT_RESTARTED: 503,
-  NO_VECTOR_DB: 503,
-  DEADLINE_EXCEEDED: 504,
-};
+export const SERVER_ERROR_CODES: Readonly<Record<string, number>> = Object.fromEntries(
+  Object.entries({
+    400: "INVALID_ARGUMENT GIT_AUTH_FAILED INVALID_URI UNSUPPORTED_URI UNSUPPORTED_MODE" +
+      " SKILL_INVALID SKILL_CAPABILITY_UNAVAILABLE INVALID_FILTER",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    409: "CONFLICT ALREADY_EXISTS ABORTED WRITE_CONFLICT",
+    410: "SESSION_EXPIRED",
+    412: "FAILED_PRECONDITION",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL NOT_INITIALIZED PROCESSING_ERROR EMBEDDING_FAILED VLM_FAILED" +
+      " RESTORE_WRITEBACK_PARTIAL AGENT_OUTPUT_INVALID WRITE_FAILED REFRESH_FAILED INTERNAL_ERROR" +
+      " UNKNOWN",
+    501: "UNIMPLEMENTED",
+    503: "UNAVAILABLE MODEL_UNAVAILABLE BOT_RESTARTED NO_VECTOR_DB",
+    504: "DEADLINE_EXCEEDED",
+  }).flatMap(([status, codes]) => codes.split(" ").map((code) => [code, Number(status)])),
+);
 
 /**
  * The codes that refuse a write for good, the tests' copy of docs/ARCHITECTURE.md decision 15 (a 4xx naming
  * one of them.
  */
-export const FINAL_CODES = [
-  "INVALID_ARGUMENT",
-  "INVALID_URI",
-  "UNSUPPORTED_URI",
-  "UNSUPPORTED_MODE",
-  "SKILL_INVALID",
-  "INVALID_FILTER",
-  "NOT_FOUND",
-];
+export const FINAL_CODES = words(
+  "INVALID_ARGUMENT INVALID_URI UNSUPPORTED_URI UNSUPPORTED_MODE SKILL_INVALID INVALID_FILTER NOT_FOUND",
+);
 
 /** The code OpenViking gives an error of HTTP `status` (see SERVER_ERROR_CODES). */
 export function serverCodeFor(status: number): string {
