@@ -63,32 +63,51 @@ export interface AuditResult {
 export async function snapshotProblems(ov: string): Promise<{ files: number; problems: string[] }> {
   const problems: string[] = [];
   let files = 0;
-  const queueDirs: string[] = [];
-  for (const place of [`${ov}/pending/kimicode`, `${ov}/pending/kimicode-rejected`]) {
-    const dirs = await Array.fromAsync(Deno.readDir(place)).catch(() => []);
-    queueDirs.push(...dirs.filter((e) => e.isDirectory).map((e) => `${place}/${e.name}`));
-  }
-  for (const dir of [`${ov}/hook-state/kimicode`, `${ov}/pending`, ...queueDirs]) {
-    const entries = await Array.fromAsync(Deno.readDir(dir)).catch(() => [] as Deno.DirEntry[]);
-    for (const e of entries) {
-      const shared = dir.endsWith("/pending");
-      const queue = shared || dir.includes("/pending/kimicode/") ||
-        dir.includes("/pending/kimicode-rejected/");
-      const pattern = shared ? ENTRY_NAME : OUR_ENTRY_NAME;
-      if (!e.isFile || !(queue ? pattern.test(e.name) : e.name.endsWith(".json"))) continue;
-      const text = await Deno.readTextFile(`${dir}/${e.name}`).catch(() => undefined);
-      if (text === undefined) continue; // sent, renamed or replaced meanwhile
-      files++;
-      try {
-        const value: unknown = JSON.parse(text);
-        const schema = shared ? SharedEntrySchema : queue ? QueueEntrySchema : SessionStateSchema;
-        if (!schema.safeParse(value).success) problems.push(`${e.name} does not match its schema mid-run`);
-      } catch {
-        problems.push(`${e.name} does not parse mid-run: ${JSON.stringify(text.slice(0, 80))}`);
-      }
+  for (const f of await walk(ov)) {
+    const kind = f.isDir ? undefined : kindOf(ov, f.path);
+    const name = f.path.slice(f.path.lastIndexOf("/") + 1);
+    if (!(kind?.queue ? kind.queue.test(name) : kind?.state === "session" && name.endsWith(".json"))) {
+      continue;
     }
+    const found = await fileProblems(f.path, kind!);
+    if (found === undefined) continue; // sent, renamed or replaced meanwhile
+    files++;
+    problems.push(...found.map((p) => `${p} mid-run`));
   }
   return { files, problems };
+}
+
+/** Which queue or state a file under `ov` belongs to, by where it is; undefined: neither. */
+function kindOf(ov: string, path: string) {
+  const ours = path.startsWith(`${ov}/pending/kimicode/`) ||
+    path.startsWith(`${ov}/pending/kimicode-rejected/`);
+  if (ours) return { queue: OUR_ENTRY_NAME, schema: QueueEntrySchema };
+  if (path.slice(0, path.lastIndexOf("/")) === `${ov}/pending`) {
+    return { queue: ENTRY_NAME, schema: SharedEntrySchema };
+  }
+  if (path.startsWith(`${ov}/hook-state/`)) return { state: "session", schema: SessionStateSchema };
+  if (path.startsWith(`${ov}/state/`)) return { state: "plain", schema: undefined };
+}
+
+/**
+ * What is wrong with a queue entry or state file: a name the queue does not use, text that does not parse,
+ * a value its schema (a JSON object for `state/`) refuses; undefined when it is gone.
+ */
+async function fileProblems(path: string, kind: NonNullable<ReturnType<typeof kindOf>>) {
+  const name = path.slice(path.lastIndexOf("/") + 1);
+  if (kind.queue && !kind.queue.test(name)) return [`unexpected file in the queue: ${name}`];
+  const text = await Deno.readTextFile(path).catch(() => undefined);
+  if (text === undefined) return undefined;
+  try {
+    const value: unknown = JSON.parse(text);
+    const object = value !== null && typeof value === "object" && !Array.isArray(value);
+    if (!(kind.schema ? kind.schema.safeParse(value).success : object)) {
+      return [`${path} does not match its schema`];
+    }
+  } catch {
+    return [`${path} does not parse: ${JSON.stringify(text.slice(0, 80))}`];
+  }
+  return [];
 }
 
 /** Inputs of an audit. */
@@ -248,33 +267,13 @@ export async function audit(input: AuditInput): Promise<AuditResult> {
       continue;
     }
     if (f.path.includes(".lock")) continue; // the owner pid file of a left lock
-    if (f.path.startsWith(`${ov}/pending/`)) {
-      const ours = f.path.startsWith(`${ov}/pending/kimicode/`) ||
-        f.path.startsWith(`${ov}/pending/kimicode-rejected/`);
-      if (!(ours ? OUR_ENTRY_NAME : ENTRY_NAME).test(name)) {
-        violations.push(`unexpected file in the queue: ${name}`);
-        continue;
+    const kind = kindOf(ov, f.path);
+    if (kind) {
+      const problems = await fileProblems(f.path, kind) ?? [`${f.path} vanished`];
+      if (kind.queue && kind.queue.test(name)) {
+        violations.push(`queue or rejected place not empty after the final replays: ${name}`);
       }
-      violations.push(`queue or rejected place not empty after the final replays: ${name}`);
-      try {
-        const parsed = (ours ? QueueEntrySchema : SharedEntrySchema).safeParse(
-          JSON.parse(await Deno.readTextFile(f.path)),
-        );
-        if (!parsed.success) violations.push(`queue entry ${name} does not match the queue schema`);
-      } catch (error) {
-        violations.push(`queue entry ${name} does not parse: ${(error as Error).message}`);
-      }
-    } else if (f.path.startsWith(`${ov}/hook-state/`) || f.path.startsWith(`${ov}/state/`)) {
-      try {
-        const value: unknown = JSON.parse(await Deno.readTextFile(f.path));
-        if (!value || typeof value !== "object" || Array.isArray(value)) {
-          violations.push(`state file ${f.path} is not a JSON object`);
-        } else if (f.path.startsWith(`${ov}/hook-state/`) && !SessionStateSchema.safeParse(value).success) {
-          violations.push(`state file ${f.path} does not match the state schema`);
-        }
-      } catch (error) {
-        violations.push(`state file ${f.path} does not parse: ${(error as Error).message}`);
-      }
+      violations.push(...problems);
     } else if (f.path.startsWith(`${ov}/logs/`)) {
       if ((await Deno.readTextFile(f.path)).includes(input.apiKey)) {
         violations.push(`the API key is in ${f.path}`);
