@@ -506,7 +506,6 @@ export class FakeOpenViking {
     } else if (text) body = raw;
     const method = req.method ?? "GET";
     const route = `${method} ${routeOf(url.pathname)}`;
-    if (url.pathname.startsWith("/__control")) return this.control(method, url, body, res);
     const record: RecordedRequest = {
       seq: ++this.seq,
       at: Date.now(),
@@ -958,23 +957,6 @@ export class FakeOpenViking {
     }
     throw new HttpError(404, "NOT_FOUND", "Not Found");
   }
-
-  private control(method: string, url: URL, body: unknown, res: ServerResponse): void {
-    const p = url.pathname;
-    if (method === "GET" && p === "/__control/requests") return send(res, 200, this.requests);
-    if (method === "GET" && p === "/__control/sessions") {
-      return send(res, 200, Object.fromEntries(this.sessions));
-    }
-    if (method === "POST" && p === "/__control/faults") {
-      for (const f of Array.isArray(body) ? body : [body]) this.fault(f as Fault);
-      return send(res, 200, { ok: true });
-    }
-    if (method === "DELETE" && p === "/__control/faults") {
-      this.clearFaults();
-      return send(res, 200, { ok: true });
-    }
-    send(res, 404, { error: "unknown control route" });
-  }
 }
 
 /** Normalises a path to a route key (session ids become ":id"). */
@@ -1019,10 +1001,4 @@ function sendRaw(
 ): void {
   res.writeHead(status, { ...headers, connection: "close" });
   res.end(body);
-}
-
-if (import.meta.main) {
-  const portArg = Deno.args.indexOf("--port");
-  const fake = await FakeOpenViking.start({ port: portArg >= 0 ? Number(Deno.args[portArg + 1]) : 1933 });
-  console.log(fake.url);
 }

@@ -8,6 +8,7 @@
 
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { withLock } from "../../lib/lock.ts";
 
 /**
  * Every release of `@moonshot-ai/kimi-code` on npm since 0.41.0, oldest first: the compatibility matrix
@@ -123,32 +124,17 @@ async function isComplete(inst: KimiInstall): Promise<boolean> {
   return await exists(join(inst.dir, ".complete")) && await exists(inst.main) && await exists(inst.node);
 }
 
-/** How long an install lock may be held before another process takes it (a killed installer's). */
-const INSTALL_LOCK_STALE_MS = 10 * 60_000;
-
 /**
- * Runs `fn` holding `<cache>/.lock-<version>` (an exclusively created directory), so that test files running
- * in parallel install each version once per run: the others wait, then find the install complete.
+ * Runs `fn` holding `<cache>/.lock-<version>` (a kernel lock: a killed installer's dies with it), so that test
+ * files running in parallel install each version once per run: the others wait, then find the install complete.
  */
 async function withInstallLock<T>(cacheRoot: string, version: string, fn: () => Promise<T>): Promise<T> {
-  const lock = join(cacheRoot, `.lock-${version}`);
-  await Deno.mkdir(cacheRoot, { recursive: true });
-  for (;;) {
-    try {
-      await Deno.mkdir(lock);
-      break;
-    } catch (e) {
-      if (!(e instanceof Deno.errors.AlreadyExists)) throw e;
-      const age = await Deno.stat(lock).then((st) => Date.now() - (st.mtime?.getTime() ?? 0), () => 0);
-      if (age > INSTALL_LOCK_STALE_MS) await Deno.remove(lock, { recursive: true }).catch(() => {});
-      else await new Promise((r) => setTimeout(r, 250));
-    }
-  }
-  try {
-    return await fn();
-  } finally {
-    await Deno.remove(lock, { recursive: true }).catch(() => {});
-  }
+  const locked = await withLock(join(cacheRoot, `.lock-${version}`), fn, {
+    waitMs: 20 * 60_000,
+    pollMs: 250,
+  });
+  if (!locked.acquired) throw new Error(`timed out waiting for the install lock of kimi-code@${version}`);
+  return locked.value;
 }
 
 /**
