@@ -46,13 +46,8 @@ async function liveASession(home: string, fake: FakeOpenViking, down: string) {
   await Deno.writeTextFile(`${home}/.kimi-code/config.toml`, `# mine\ndefault_model = "k"\n`);
   const install = await run(["install", "--url", fake.url, "--api-key", KEY, "--yes"]);
   assertEquals(install.code, 0, install.stderr);
-  await placeJournal(
-    home,
-    SESSION,
-    await Deno.readTextFile(
-      new URL("../fixtures/journals/2.1.0/resumed/wire.jsonl", import.meta.url),
-    ),
-  );
+  const journal = new URL("../fixtures/journals/2.1.0/resumed/wire.jsonl", import.meta.url);
+  await placeJournal(home, SESSION, await Deno.readTextFile(journal));
   const payload = (e: Record<string, unknown>) => JSON.stringify({ session_id: SESSION, cwd: home, ...e });
   await run(["hook", "session-start"], payload({ source: "startup" }));
   await run(["hook", "user-prompt-submit"], payload({ prompt: `my key is ${KEY}, how do I indent?` }));
@@ -64,17 +59,8 @@ async function liveASession(home: string, fake: FakeOpenViking, down: string) {
     ["hook", "pre-tool-use"],
     payload({ tool_name: "Read", tool_input: { file_path: "viking://x" } }),
   );
-  await run(
-    ["mcp"],
-    `${
-      JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "initialize",
-        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
-      })
-    }\n`,
-  );
+  const params = { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } };
+  await run(["mcp"], `${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params })}\n`);
   await run(["doctor", "--json"]);
   // server down: the prompt gets nothing, the capture queues, errors are logged
   await run(["hook", "user-prompt-submit"], payload({ prompt: "second question about tabs" }), {
@@ -176,16 +162,8 @@ Deno.test("security: the installed hook and MCP command lines carry no credentia
   await using fake = await FakeOpenViking.start({ apiKey: KEY });
   const env = { HOME: dir.path, KIMI_CODE_HOME: `${dir.path}/.kimi-code`, PATH: "/usr/bin:/bin" };
   for (const mode of ["config", "plugin"]) {
-    const r = await runCli([
-      "install",
-      "--mode",
-      mode,
-      "--api-key",
-      KEY,
-      "--url",
-      fake.url,
-      "--yes",
-    ], { env, clearEnv: true });
+    const args = ["install", "--mode", mode, "--api-key", KEY, "--url", fake.url, "--yes"];
+    const r = await runCli(args, { env, clearEnv: true });
     assertEquals(r.code, 0, r.stderr);
     assertTrue(!r.stdout.includes(KEY) && !r.stderr.includes(KEY));
     for (const f of await walk(`${dir.path}/.kimi-code`)) {
