@@ -19,7 +19,16 @@ import { KIMI_VERSIONS, type KimiInstall, type PrintResult } from "../support/ki
 import { messageText } from "../support/model-server.ts";
 import { OPENVIKING_VERSION, type RealOpenViking, startRealOrSkip } from "../support/real-openviking.ts";
 import { KNOBS } from "../../openviking/config.ts";
-import { arr, call, type Json, mcpMessages, obj, probeEndpoints, type Reply } from "./probe.ts";
+import {
+  arr,
+  call,
+  commitAndWait,
+  type Json,
+  mcpMessages,
+  obj,
+  probeEndpoints,
+  type Reply,
+} from "./probe.ts";
 import {
   E2E_TEST,
   isHookResult,
@@ -196,28 +205,6 @@ const PROMPTS = [
   "how should I indent the release script?",
 ];
 
-/** Posts `body` to the server; the reply's `result`. */
-async function post(url: string, path: string, body: unknown): Promise<Record<string, unknown>> {
-  const res = await fetch(`${url}${path}`, {
-    method: "POST",
-    headers: { "Content-Type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  const json = await res.json();
-  assertEquals(res.status, 200, JSON.stringify(json));
-  return json.result;
-}
-
-/** The task once it is finished. */
-async function finished(url: string, id: string): Promise<Record<string, unknown>> {
-  for (const end = Date.now() + 60_000; Date.now() < end;) {
-    const t = (await (await fetch(`${url}/api/v1/tasks/${id}`)).json()).result;
-    if (t.status === "failed" || t.status === "completed") return t;
-    await new Promise((r) => setTimeout(r, 300));
-  }
-  throw new Error(`task ${id} did not finish`);
-}
-
 const FACT = "Please remember: I prefer tabs over spaces in TypeScript projects";
 
 Deno.test({ name: NAME, ignore: REAL === "0", ...E2E_TEST }, async (t) => {
@@ -234,19 +221,11 @@ Deno.test({ name: NAME, ignore: REAL === "0", ...E2E_TEST }, async (t) => {
           await using home = await tempDir();
           const t0 = performance.now();
           const errors = await Promise.all(["0", "1", "2"].map(async (n) => {
-            const sid = `kc-alarm-${n}`;
-            await post(server.url, `/api/v1/sessions/${sid}/messages/batch`, {
-              messages: [
-                {
-                  role: "user",
-                  content: `The user keeps release notes in docs/release-${n}.md.`,
-                  turn_id: "0",
-                },
-                { role: "assistant", content: "Noted.", turn_id: "0" },
-              ],
-            });
-            const commit = await post(server.url, `/api/v1/sessions/${sid}/commit`, {});
-            const task = await finished(server.url, String(commit.task_id));
+            const task = await commitAndWait(
+              server,
+              `kc-alarm-${n}`,
+              `The user keeps release notes in docs/release-${n}.md.`,
+            );
             assertEquals(task.status, "failed", JSON.stringify(task));
             return String(task.error);
           }));
@@ -300,12 +279,16 @@ Deno.test({ name: NAME, ignore: REAL === "0", ...E2E_TEST }, async (t) => {
         await using home = await tempDir();
         const t0 = performance.now();
         for (const [uri, content] of Object.entries({ ...A, ...PREFERENCE, ...B })) {
-          const w = await fetch(`${server.url}/api/v1/content/write`, {
-            method: "POST",
-            headers: { "Content-Type": "application/json" },
-            body: JSON.stringify({ uri, content, mode: "create", wait: true }),
-          });
-          assertEquals(w.status, 200, `${uri}: ${await w.text()}`);
+          const body = { uri, content, mode: "create", wait: true };
+          // As the user, no actor peer: a peer may not write another peer's memories.
+          const w = await call(
+            server,
+            "POST",
+            "/api/v1/content/write",
+            body,
+            (h) => h.delete("X-OpenViking-Actor-Peer"),
+          );
+          assertEquals(w.status, 200, `${uri}: ${w.text}`);
         }
         console.log(`  written in ${Math.round(performance.now() - t0)} ms`);
         const leaked: Record<string, number> = {};
@@ -363,10 +346,8 @@ Deno.test({ name: NAME, ignore: REAL === "0", ...E2E_TEST }, async (t) => {
           );
           await placeJournal(dir.path, SESSION, j.toString());
           await hookIn("stop", { env, stdin: stdin("Stop") });
-          const meta = async () => {
-            const res = await fetch(`${server.url}/api/v1/sessions/kc-${SESSION}`);
-            return (await res.json() as { result: Record<string, unknown> }).result;
-          };
+          const meta = async () =>
+            obj((await call(server, "GET", `/api/v1/sessions/kc-${SESSION}`)).json.result);
           const after = await meta();
           assertEquals(after.commit_count, 0, "a short turn is not committed yet");
           assertEquals(after.auto_commit_policy, {

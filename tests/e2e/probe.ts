@@ -103,16 +103,20 @@ export function memoryHit(r: Reply, text: string): Json | undefined {
   );
 }
 
-/** Adds a turn (when `fact` is given), commits, and waits for the extraction; returns the finished task. */
-export async function commitAndWait(server: RealOpenViking, sessionId: string, fact?: string): Promise<Json> {
+/** Adds a turn `turnId` (when `fact` is given), commits, and waits for the extraction; returns the finished task. */
+export async function commitAndWait(
+  server: RealOpenViking,
+  sessionId: string,
+  fact?: string,
+  turnId = "0",
+): Promise<Json> {
   if (fact) {
-    const messages = [{ role: "user", content: fact, turn_id: "0" }, {
+    const messages = [{ role: "user", content: fact, turn_id: turnId }, {
       role: "assistant",
       content: "Noted.",
+      turn_id: turnId,
     }];
-    const batch = await call(server, "POST", `/api/v1/sessions/${sessionId}/messages/batch`, {
-      messages: messages.map((m) => ({ ...m, turn_id: "0" })),
-    });
+    const batch = await call(server, "POST", `/api/v1/sessions/${sessionId}/messages/batch`, { messages });
     assertEquals(batch.status, 200, batch.text);
   }
   const commit = await call(server, "POST", `/api/v1/sessions/${sessionId}/commit`, {});
