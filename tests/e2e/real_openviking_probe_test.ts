@@ -12,6 +12,7 @@ import { JournalBuilder } from "../support/journal.ts";
 import { ROOT, runCli, runProcess } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { isolatedEnv } from "../install/helpers.ts";
+import { filesContaining } from "./harness.ts";
 import {
   call,
   commitAndWait,
@@ -48,17 +49,6 @@ function sectionCommands(): string[] {
   const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1];
   assertTrue(block !== undefined, "README's section has a sh block");
   return block!.split("\n").filter((l) => l.trim() && !l.startsWith("#"));
-}
-
-/** Every file under `dir` whose text holds `secret`. */
-async function filesHolding(dir: string, secret: string): Promise<string[]> {
-  const found: string[] = [];
-  for await (const e of Deno.readDir(dir)) {
-    const path = `${dir}/${e.name}`;
-    if (e.isDirectory) found.push(...await filesHolding(path, secret));
-    else if (e.isFile && (await Deno.readTextFile(path).catch(() => "")).includes(secret)) found.push(path);
-  }
-  return found;
 }
 
 /** What a reply says, as far as a client looks: status, error code and words, the result's field names. */
@@ -123,14 +113,9 @@ Deno.test({
         content: "Released 2.0 on Friday.",
         mode: "create",
       });
-      const sid = "kc-session_r";
-      await api(server, "POST", `/api/v1/sessions/${sid}/messages/batch`, {
-        messages: [
-          { role: "user", content: "Remember: I prefer tabs over spaces in Go code.", turn_id: "t4" },
-          { role: "assistant", content: "Noted.", turn_id: "t4" },
-        ],
-      });
-      const commit = await api(server, "POST", `/api/v1/sessions/${sid}/commit`, {}) as { task_id: string };
+      const fact = "Remember: I prefer tabs over spaces in Go code.";
+      const task = await commitAndWait(server, "kc-session_r", fact, "t4");
+      assertEquals(task.status, "completed", JSON.stringify(task));
       const ledger = `${dir.path}/.openviking/ledger/kimicode`;
       await Deno.mkdir(ledger, { recursive: true });
       const capture = {
@@ -141,17 +126,9 @@ Deno.test({
         event: "Stop",
         turns: 1,
         sent: 2,
-        queued: 0,
-        commit: "committed",
-        taskId: commit.task_id,
       };
-      await Deno.writeTextFile(`${ledger}/session_r.jsonl`, `${JSON.stringify(capture)}\n`);
-      const t0 = Date.now();
-      for (;; await new Promise((r) => setTimeout(r, 300))) {
-        const task = await api(server, "GET", `/api/v1/tasks/${commit.task_id}`) as { status: string };
-        if (task.status === "completed") break;
-        assertTrue(task.status !== "failed" && Date.now() - t0 < 60_000, `the commit's task: ${task.status}`);
-      }
+      const line = { ...capture, queued: 0, commit: "committed", taskId: task.task_id };
+      await Deno.writeTextFile(`${ledger}/session_r.jsonl`, `${JSON.stringify(line)}\n`);
 
       const listed = await cli("--json");
       assertEquals(listed.code, 0, listed.stderr);
@@ -172,7 +149,7 @@ Deno.test({
       assertStringIncludes(shown.stdout, "I prefer tabs over spaces in Go code.");
       assertStringIncludes(shown.stdout, "- added by commit archive_001 of Kimi session session_r");
       assertStringIncludes(shown.stdout, "turn id t4 (as `turns` lists it)");
-      assertStringIncludes(shown.stdout, `task ${commit.task_id}: our Stop capture`);
+      assertStringIncludes(shown.stdout, `task ${task.task_id}: our Stop capture`);
 
       const file = `${dir.path}/memories.ovpack`;
       const exported = await cli("export", file);
@@ -260,7 +237,7 @@ Deno.test({
         assertEquals(again.code, 0, again.stderr);
         assertMatch(again.stdout, /install reused the key of user default in account default/);
         assertEquals(JSON.parse(await Deno.readTextFile(`${home}/.openviking/ovcli.conf`)).api_key, before);
-        assertEquals(await filesHolding(home, root), []);
+        assertEquals(await filesContaining(home, root), []);
         for (const o of outputs) {
           assertTrue(!o.includes(root), `an output holds the root key: ${o.slice(0, 300)}`);
         }
