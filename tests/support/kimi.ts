@@ -38,36 +38,16 @@ export function kimiE2eVersions(setting = Deno.env.get("KIMI_E2E_VERSIONS") ?? "
 export const NODE_PACKAGE_VERSION = "24";
 
 /** Every hook event Kimi Code's v2 engine knows (0.41.0 and 2.1.0 alike). */
-export const HOOK_EVENTS = [
-  "SessionStart",
-  "SessionEnd",
-  "SessionHeartbeat",
-  "UserPromptSubmit",
-  "UserPromptQueued",
-  "TurnStarted",
-  "PreToolUse",
-  "PostToolUse",
-  "PostToolUseFailure",
-  "PermissionRequest",
-  "PermissionResult",
-  "Stop",
-  "StopFailure",
-  "Interrupt",
-  "SubagentStart",
-  "SubagentStop",
-  "TaskStarted",
-  "PreCompact",
-  "PostCompact",
-  "Notification",
-] as const;
+export const HOOK_EVENTS = (
+  "SessionStart SessionEnd SessionHeartbeat UserPromptSubmit UserPromptQueued TurnStarted PreToolUse " +
+  "PostToolUse PostToolUseFailure PermissionRequest PermissionResult Stop StopFailure Interrupt " +
+  "SubagentStart SubagentStop TaskStarted PreCompact PostCompact Notification"
+).split(" ");
 
 /** The hook events the legacy engine (`KIMI_CODE_LEGACY_FLAG=1`) accepts. */
 export const LEGACY_HOOK_EVENTS = HOOK_EVENTS.filter((e) =>
   !["TurnStarted", "UserPromptQueued", "SessionHeartbeat", "TaskStarted"].includes(e)
 );
-
-/** A Kimi hook event name. */
-export type HookEvent = (typeof HOOK_EVENTS)[number];
 
 /** An installed Kimi Code CLI. */
 export interface KimiInstall {
@@ -160,13 +140,8 @@ async function installUnlocked(
     const out = await new Deno.Command(npm, {
       args: [
         "install",
-        "--ignore-scripts",
-        "--omit=optional",
-        "--no-audit",
-        "--no-fund",
-        "--no-save",
-        "--loglevel=error",
-        "--fetch-retries=2",
+        ...("--ignore-scripts --omit=optional --no-audit --no-fund --no-save --loglevel=error --fetch-retries=2")
+          .split(" "),
         "--prefix",
         staging,
         `@moonshot-ai/kimi-code@${version}`,
@@ -257,7 +232,7 @@ export async function npmRegistryProblem(timeoutMs = 10_000): Promise<string> {
 
 /** A `[[hooks]]` entry of config.toml (exactly the four keys Kimi accepts). */
 export interface HookDef {
-  event: HookEvent | string;
+  event: string;
   command: string;
   matcher?: string;
   timeout?: number;
