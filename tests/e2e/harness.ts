@@ -89,14 +89,8 @@ export async function kimiOrSkip(version: string, what: string): Promise<KimiIns
     skip(what, "OPENVIKING_KIMI_SKIP=1");
     return undefined;
   }
-  let pending = installs.get(version);
-  if (!pending) {
-    pending = (async () => {
-      return await tryInstallKimi(version);
-    })();
-    installs.set(version, pending);
-  }
-  const r = await pending;
+  if (!installs.has(version)) installs.set(version, tryInstallKimi(version));
+  const r = await installs.get(version)!;
   if (typeof r === "string") {
     skip(what, `cannot install @moonshot-ai/kimi-code@${version} from npm: ${r.trim().slice(0, 400)}`);
     return undefined;
@@ -378,7 +372,7 @@ export class Rig {
         "--mode",
         opts.mode,
         ...rig.credentialArgs,
-        ...(opts.installArgs ?? []),
+        ...opts.installArgs ?? [],
       ]);
       assertEquals(r.code, 0, `install failed:\n${r.stdout}\n${r.stderr}`);
     }
@@ -496,12 +490,8 @@ export async function expectFakeSession(
     messages: fakeMessages(fake, ovSessionId),
     commits: fake.sessions.get(ovSessionId)?.commits,
   });
-  const matches = () => {
-    const s = state();
-    return JSON.stringify(s.messages) === JSON.stringify(expected) && s.commits === commits
-      ? true
-      : undefined;
-  };
+  const matches = () =>
+    JSON.stringify(state()) === JSON.stringify({ messages: expected, commits }) || undefined;
   await poll(
     `the fake to hold ${expected.length} messages and ${commits} commits of ${ovSessionId}`,
     matches,
@@ -568,27 +558,21 @@ export async function listQueue(dir: string): Promise<QueueFile[]> {
 
 /** Paths (relative to `root`) of the files under `root` whose bytes contain `needle`. */
 export async function filesContaining(root: string, needle: string): Promise<string[]> {
-  const want = new TextEncoder().encode(needle);
+  // A single-byte decoding, one character per byte: a byte search that any file, text or not, can take.
+  const latin1 = (bytes: Uint8Array) => new TextDecoder("latin1").decode(bytes);
+  const want = latin1(new TextEncoder().encode(needle));
   const out: string[] = [];
   const walk = async (dir: string): Promise<void> => {
     for await (const e of Deno.readDir(dir)) {
       const path = join(dir, e.name);
       if (e.isDirectory) await walk(path);
-      else if (e.isFile && indexOf(await Deno.readFile(path).catch(() => new Uint8Array()), want) >= 0) {
+      else if (e.isFile && latin1(await Deno.readFile(path).catch(() => new Uint8Array())).includes(want)) {
         out.push(path.slice(root.length + 1));
       }
     }
   };
   await walk(root);
   return out.sort();
-}
-
-function indexOf(hay: Uint8Array, needle: Uint8Array): number {
-  outer: for (let i = 0; i + needle.length <= hay.length; i++) {
-    for (let j = 0; j < needle.length; j++) if (hay[i + j] !== needle[j]) continue outer;
-    return i;
-  }
-  return -1;
 }
 
 /** Permission bits of a path. */
