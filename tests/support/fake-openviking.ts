@@ -244,6 +244,12 @@ class HttpError extends Error {
   }
 }
 
+/** The real server's 404 for a resource it does not hold (`details` naming it, and its type when given). */
+function notFound(message: string, resource?: string, type?: string): HttpError {
+  const details = resource === undefined ? undefined : { ...(type ? { type } : {}), resource };
+  return new HttpError(404, "NOT_FOUND", message, details);
+}
+
 function extraFields(body: unknown, allowed: string[]): string[] {
   if (!body || typeof body !== "object" || Array.isArray(body)) return [];
   return Object.keys(body).filter((k) => !allowed.includes(k));
@@ -556,7 +562,7 @@ export class FakeOpenViking {
         const root = own(String(requireObject(body).uri));
         const files = Object.fromEntries([...this.files].filter(([u]) => u.startsWith(`${root}/`)));
         if (!Object.keys(files).length) {
-          throw new HttpError(404, "NOT_FOUND", `not found: ${root}`, { resource: root });
+          throw notFound(`not found: ${root}`, root);
         }
         const base = root.slice(root.lastIndexOf("/") + 1);
         const entries = Object.fromEntries(
@@ -639,10 +645,7 @@ export class FakeOpenViking {
     const b = method === "POST" ? requireObject(body ?? {}) : {};
     const users = account === undefined ? undefined : this.accounts.get(account);
     if (account !== undefined && !users) {
-      throw new HttpError(404, "NOT_FOUND", `Account not found: ${account}`, {
-        type: "account",
-        resource: account,
-      });
+      throw notFound(`Account not found: ${account}`, account, "account");
     }
     const add = (to: Map<string, FakeUser>, acct: string, id: string, role: string) => {
       to.set(id, { role, key: userKey(acct, id) });
@@ -688,7 +691,7 @@ export class FakeOpenViking {
     if (method === "POST" && users && user !== undefined) {
       const u = users.get(user);
       if (!u) {
-        throw new HttpError(404, "NOT_FOUND", `User not found: ${user}`, { type: "user", resource: user });
+        throw notFound(`User not found: ${user}`, user, "user");
       }
       return { user_key: add(users, account!, user, u.role) };
     }
@@ -699,7 +702,7 @@ export class FakeOpenViking {
     let s = this.sessions.get(id);
     if (!s && create) this.sessions.set(id, s = { messages: [], commits: 0 });
     if (!s) {
-      throw new HttpError(404, "NOT_FOUND", `Session not found: ${id}`, { type: "session", resource: id });
+      throw notFound(`Session not found: ${id}`, id, "session");
     }
     return s;
   }
@@ -737,7 +740,7 @@ export class FakeOpenViking {
       return { memories: this.findResults["viking://~/memories"] ?? [], resources: [], skills: [], total: 1 };
     }
     if (method === "POST" && p === "/api/v1/search/recall") {
-      if (this.options.noRecall) throw new HttpError(404, "NOT_FOUND", "Not Found");
+      if (this.options.noRecall) throw notFound("Not Found");
       const b = requireObject(body);
       forbidExtra(b, RECALL_FIELDS);
       if (typeof b.query !== "string") throw new HttpError(400, "INVALID_ARGUMENT", "query is required");
@@ -758,7 +761,7 @@ export class FakeOpenViking {
     if (method === "GET" && p === "/api/v1/fs/ls") {
       const uri = q.get("uri") ?? "";
       const entries = this.dirs.get(uri.replace(/\/+$/, ""));
-      if (!entries) throw new HttpError(404, "NOT_FOUND", `${uri} not found`);
+      if (!entries) throw notFound(`${uri} not found`);
       return entries;
     }
     if (method === "GET" && (p === "/api/v1/fs/tree" || p === "/api/v1/fs/stat")) {
@@ -770,12 +773,12 @@ export class FakeOpenViking {
       });
       if (p === "/api/v1/fs/stat") {
         if (!this.files.has(uri)) {
-          throw new HttpError(404, "NOT_FOUND", `${uri} not found`, { resource: uri });
+          throw notFound(`${uri} not found`, uri);
         }
         return entry(uri);
       }
       const under = [...this.files.keys()].filter((u) => u.startsWith(`${uri}/`));
-      if (!under.length) throw new HttpError(404, "NOT_FOUND", `${uri} not found`, { resource: uri });
+      if (!under.length) throw notFound(`${uri} not found`, uri);
       return under.map(entry);
     }
     if (method === "DELETE" && p === "/api/v1/fs") {
@@ -810,7 +813,7 @@ export class FakeOpenViking {
       const uri = own(q.get("uri") ?? "");
       const content = this.files.get(uri);
       if (content === undefined) {
-        throw new HttpError(404, "NOT_FOUND", `File not found: ${uri}`, { type: "file", resource: uri });
+        throw notFound(`File not found: ${uri}`, uri, "file");
       }
       return content;
     }
@@ -829,10 +832,7 @@ export class FakeOpenViking {
     if (task && method === "GET") {
       const t = this.tasks.get(decodeURIComponent(task[1]));
       if (!t) {
-        throw new HttpError(404, "NOT_FOUND", "Task not found or expired", {
-          resource: task[1],
-          type: "task",
-        });
+        throw notFound("Task not found or expired", task[1], "task");
       }
       return t;
     }
@@ -859,9 +859,7 @@ export class FakeOpenViking {
       const n = Number(archive[2]);
       const ends = s.archiveEnds ?? [];
       if (n < 1 || n > ends.length) {
-        throw new HttpError(404, "NOT_FOUND", `Archive archive_${archive[2]} not found`, {
-          resource: archive[2],
-        });
+        throw notFound(`Archive archive_${archive[2]} not found`, archive[2]);
       }
       const messages = s.messages.slice(n > 1 ? ends[n - 2] : 0, ends[n - 1]);
       return {
@@ -955,7 +953,7 @@ export class FakeOpenViking {
         return { session_id: id, status: "accepted", task_id: taskId, archive_uri: archive, archived: true };
       }
     }
-    throw new HttpError(404, "NOT_FOUND", "Not Found");
+    throw notFound("Not Found");
   }
 }
 
