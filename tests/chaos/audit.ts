@@ -110,6 +110,22 @@ async function fileProblems(path: string, kind: NonNullable<ReturnType<typeof ki
   return [];
 }
 
+/**
+ * What is wrong with one entry under `ov` (~/.openviking): a mode other than 0700 (directory) or 0600 (file),
+ * and for a queue entry or state file its name, its parse and its schema (temp files and locks aside: they
+ * are counted, not read).
+ */
+export async function privateFileProblems(ov: string, f: Walked): Promise<string[]> {
+  const want = f.isDir ? 0o700 : 0o600;
+  const problems = f.mode === want
+    ? []
+    : [`${f.path} has mode ${f.mode.toString(8)}, not ${want.toString(8)}`];
+  const kind = f.isDir || f.path.endsWith(".tmp") || f.path.includes(".lock")
+    ? undefined
+    : kindOf(ov, f.path);
+  return kind ? [...problems, ...await fileProblems(f.path, kind) ?? []] : problems;
+}
+
 /** Inputs of an audit. */
 export interface AuditInput {
   home: string;
@@ -128,13 +144,15 @@ export interface AuditInput {
 const ENTRY_NAME = /^[0-9a-f]{64}_\d+\.(json|processing)$/;
 const OUR_ENTRY_NAME = /^\d{10}-(m\d+|c)(\.json|\.\d+\.claim)$/;
 
-interface Walked {
+/** A file or directory found under a directory, with its permission bits. */
+export interface Walked {
   path: string;
   isDir: boolean;
   mode: number;
 }
 
-async function walk(dir: string): Promise<Walked[]> {
+/** Every file and directory under `dir` (none when it is missing), links not followed. */
+export async function walk(dir: string): Promise<Walked[]> {
   const out: Walked[] = [];
   let entries: Deno.DirEntry[];
   try {
@@ -255,8 +273,7 @@ export async function audit(input: AuditInput): Promise<AuditResult> {
   let orphanTemps = 0;
   let leftLocks = 0;
   for (const f of await walk(ov)) {
-    const want = f.isDir ? 0o700 : 0o600;
-    if (f.mode !== want) violations.push(`${f.path} has mode ${f.mode.toString(8)}, not ${want.toString(8)}`);
+    violations.push(...await privateFileProblems(ov, f));
     const name = f.path.slice(f.path.lastIndexOf("/") + 1);
     if (f.isDir) {
       if (name.includes(".lock")) leftLocks++;
@@ -269,11 +286,9 @@ export async function audit(input: AuditInput): Promise<AuditResult> {
     if (f.path.includes(".lock")) continue; // the owner pid file of a left lock
     const kind = kindOf(ov, f.path);
     if (kind) {
-      const problems = await fileProblems(f.path, kind) ?? [`${f.path} vanished`];
-      if (kind.queue && kind.queue.test(name)) {
+      if (kind.queue?.test(name)) {
         violations.push(`queue or rejected place not empty after the final replays: ${name}`);
       }
-      violations.push(...problems);
     } else if (f.path.startsWith(`${ov}/logs/`)) {
       if ((await Deno.readTextFile(f.path)).includes(input.apiKey)) {
         violations.push(`the API key is in ${f.path}`);
