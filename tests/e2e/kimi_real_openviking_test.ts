@@ -80,19 +80,16 @@ class RealApi {
       }
     }
     for (const m of arr(obj(ctx.json.result).messages)) byId.set(String(m.id), m);
+    const text = (m: Json) => arr(m.parts).map((p) => String(p.text ?? "")).join("");
     return [...byId.values()]
       .sort((x, y) => String(x.created_at).localeCompare(String(y.created_at)))
-      .map((
-        m,
-      ): Msg => [String(m.turn_id), String(m.role), arr(m.parts).map((p) => String(p.text ?? "")).join("")]);
+      .map((m): Msg => [String(m.turn_id), String(m.role), text(m)]);
   }
 
   /** The session's commit tasks (each one an accepted commit). */
   async commitTasks(sid: string): Promise<Json[]> {
-    const r = await this.call(
-      "GET",
-      `/api/v1/tasks?task_type=session_commit&resource_id=${encodeURIComponent(sid)}`,
-    );
+    const query = `task_type=session_commit&resource_id=${encodeURIComponent(sid)}`;
+    const r = await this.call("GET", `/api/v1/tasks?${query}`);
     assertEquals(r.status, 200, r.text);
     return arr(r.json.result);
   }
@@ -120,7 +117,11 @@ async function expectRealSession(
   };
   await poll(`${expected.length} messages in the real session ${sid}`, read, timeoutMs, () => last);
   await new Promise((r) => setTimeout(r, 1000));
-  await poll(`a second read of the real session ${sid}`, async () => await api.messages(sid), timeoutMs);
+  last = await poll(
+    `a second read of the real session ${sid}`,
+    async () => await api.messages(sid),
+    timeoutMs,
+  );
   assertEquals(last, expected, "nothing arrived twice");
 }
 
@@ -281,13 +282,8 @@ Deno.test({ name: NAME, ignore: REAL === "0", ...E2E_TEST }, async (t) => {
         for (const [uri, content] of Object.entries({ ...A, ...PREFERENCE, ...B })) {
           const body = { uri, content, mode: "create", wait: true };
           // As the user, no actor peer: a peer may not write another peer's memories.
-          const w = await call(
-            server,
-            "POST",
-            "/api/v1/content/write",
-            body,
-            (h) => h.delete("X-OpenViking-Actor-Peer"),
-          );
+          const noPeer = (h: Headers) => h.delete("X-OpenViking-Actor-Peer");
+          const w = await call(server, "POST", "/api/v1/content/write", body, noPeer);
           assertEquals(w.status, 200, `${uri}: ${w.text}`);
         }
         console.log(`  written in ${Math.round(performance.now() - t0)} ms`);

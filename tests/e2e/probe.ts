@@ -13,6 +13,7 @@ import { Budget, classifyReply, createClient } from "../../openviking/client.ts"
 import { newestHeld } from "../../openviking/sessions.ts";
 import { OFFERED_TOOLS, OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
 import { startProxy, toolNames } from "../mcp/harness.ts";
+import { tempDir } from "../support/temp.ts";
 
 export type Json = Record<string, unknown>;
 
@@ -354,7 +355,8 @@ export async function probeEndpoints(t: Deno.TestContext, server: RealOpenViking
   });
 
   await t.step("/mcp through the proxy: the model is offered the tools memory needs", async () => {
-    const home = await Deno.makeTempDir({ prefix: "ovk-probe-mcp-" });
+    await using dir = await tempDir("ovk-probe-mcp-");
+    const home = dir.path;
     const listed = async (extra: Record<string, string>) => {
       const proxy = startProxy({
         HOME: home,
@@ -369,16 +371,11 @@ export async function probeEndpoints(t: Deno.TestContext, server: RealOpenViking
       assertEquals(await proxy.close(), 0);
       return { names: toolNames(reply), bytes: JSON.stringify(reply.result).length };
     };
-    try {
-      const all = await listed({ OPENVIKING_MCP_TOOLS: "all" });
-      const offered = await listed({});
-      assertEquals([all.names, offered.names], [OPENVIKING_TOOLS, OFFERED_TOOLS]);
-      log(
-        `tools/list the model gets: ${all.names.length} tools, ${all.bytes} bytes (all) → ${offered.names.length} tools, ${offered.bytes} bytes (default)`,
-      );
-    } finally {
-      await Deno.remove(home, { recursive: true });
-    }
+    const all = await listed({ OPENVIKING_MCP_TOOLS: "all" });
+    const offered = await listed({});
+    assertEquals([all.names, offered.names], [OPENVIKING_TOOLS, OFFERED_TOOLS]);
+    const [a, o] = [all, offered].map((l) => `${l.names.length} tools, ${l.bytes} bytes`);
+    log(`tools/list the model gets: ${a} (all) → ${o} (default)`);
   });
 
   await t.step("/mcp: stateless streamable HTTP, SSE replies, no Mcp-Session-Id", async () => {
