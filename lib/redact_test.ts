@@ -75,23 +75,11 @@ Deno.test("redact: every rule has a real-format sample, and that rule alone remo
 
 Deno.test("redact: ordinary code and prose hold no secret and are left as they are", () => {
   for (const t of NOT_SECRETS) assertEquals(redact(t), t);
-  assertEquals(redact(NOT_SECRETS.join("\r\n")), NOT_SECRETS.join("\r\n"));
-  assertEquals(redact(JSON.stringify(NOT_SECRETS)), JSON.stringify(NOT_SECRETS));
-});
-
-Deno.test("redact: ordinary prose and code are untouched", () => {
-  const texts = [
-    "Use tabs, not spaces. The token budget is 2000.",
-    "const tokens = tokenize(input); // split into tokens",
-    "PATH=/usr/bin:/bin\nHOME=/home/user",
-    "ask-for-help and task-12345 are fine",
-    "I prefer the password manager 1Password.",
-  ];
-  for (const t of texts) assertEquals(redact(t), t);
   // Together, with LF and CRLF line ends: no rule reaches from one line into the next.
   for (const eol of ["\n", "\r\n", "\n\n", "\r\n\r\n"]) {
-    assertEquals(redact(texts.join(eol)), texts.join(eol));
+    assertEquals(redact(NOT_SECRETS.join(eol)), NOT_SECRETS.join(eol));
   }
+  assertEquals(redact(JSON.stringify(NOT_SECRETS)), JSON.stringify(NOT_SECRETS));
 });
 
 Deno.test("redact: .env lines, also CRLF and after blank lines; a value on the next line is not the key's", () => {
