@@ -405,6 +405,15 @@ export class Rig {
     }
   }
 
+  /** Waits until the session's capture state names `event` as the last capture; returns that state. */
+  capturedBy(sessionId: string, event: string, timeoutMs = 30_000): Promise<Record<string, unknown>> {
+    const state = async () => {
+      const s = await this.captureState(sessionId);
+      return s.lastCaptureEvent === event ? s : undefined;
+    };
+    return poll(`the ${event} capture's state`, state, timeoutMs, () => this.captureState(sessionId));
+  }
+
   /** The `done` records of the hooks' debug log (one per hook run: event, outcome, durationMs, …). */
   async hookRuns(): Promise<Record<string, unknown>[]> {
     const text = await Deno.readTextFile(join(this.ovHome, "logs", "kimicode-hooks.log")).catch(() => "");
@@ -473,6 +482,13 @@ export type Msg = [string, string, string];
 /** The fake's stored messages of a session as {@link Msg}s. */
 export function fakeMessages(fake: FakeOpenViking, ovSessionId: string): Msg[] {
   return fake.messages(ovSessionId).map((m) => [String(m.turn_id), m.role, String(m.content)]);
+}
+
+/** The fake's messages of a session once it holds at least `n` (within 20 s). */
+export function atFake(fake: FakeOpenViking, ovSessionId: string, n: number): Promise<Msg[]> {
+  const held = () => fakeMessages(fake, ovSessionId);
+  const enough = () => held().length >= n ? held() : undefined;
+  return poll(`${n} messages of ${ovSessionId} at the fake`, enough, 20_000, held);
 }
 
 /**
