@@ -76,83 +76,75 @@ async function liveASession(home: string, fake: FakeOpenViking, down: string) {
 Deno.test("security: every file we write is 0600 and every directory 0700; the key is nowhere but ovcli.conf", async () => {
   if (Deno.build.os === "windows") return;
   await using dir = await tempDir();
-  const fake = await FakeOpenViking.start({ apiKey: KEY });
+  await using fake = await FakeOpenViking.start({ apiKey: KEY });
   const gone = await FakeOpenViking.start();
   const down = gone.url;
   await gone.close();
-  try {
-    const outputs = await liveASession(dir.path, fake, down);
-    const ours = await walk(`${dir.path}/.openviking`);
-    assertTrue(ours.some((f) => f.path.includes("/pending/")), "the offline queue was used");
-    assertTrue(ours.some((f) => f.path.endsWith("kimicode-hooks.log")), "the debug log was written");
-    assertTrue(ours.some((f) => f.path.includes("/ledger/kimicode/")), "the ledger was written");
-    for (const f of ours) {
-      if (f.path.includes("/agent-integrations/") && f.path.includes("/bin/")) continue; // an executable copy
-      assertEquals(f.mode & 0o077, 0, `${f.path} is private (mode ${f.mode.toString(8)})`);
-    }
-    // The key: only in ovcli.conf (no copy of it) — not in logs, state, queue, Kimi's config or outputs.
-    for (const f of [...ours, ...(await walk(`${dir.path}/.kimi-code`))]) {
-      if (f.isDir || f.path.endsWith("/.openviking/ovcli.conf")) continue;
-      const text = await Deno.readTextFile(f.path).catch(() => "");
-      assertTrue(!text.includes(KEY), `${f.path} must not contain the API key`);
-      assertTrue(!text.includes(PRIVATE), `${f.path} must not contain <private> text`);
-    }
-    for (const o of outputs) {
-      assertTrue(!o.includes(KEY), `command output must not contain the API key: ${o.slice(0, 200)}`);
-      assertTrue(!o.includes(PRIVATE), `command output must not contain <private> text: ${o.slice(0, 200)}`);
-    }
-    assertTrue(fake.requests.length > 0, "the authenticated server was used");
-    const search = fake.requestsTo("POST /api/v1/search/search");
-    assertTrue(search.length > 0, "recall ran against the authenticated server");
-    for (const r of search) {
-      assertTrue(
-        !JSON.stringify(r.body).includes(KEY),
-        "a key pasted into a prompt never leaves as a recall query",
-      );
-    }
-    const mode = (await Deno.stat(`${dir.path}/.openviking/ovcli.conf`)).mode! & 0o777;
-    assertEquals(mode, 0o600);
-  } finally {
-    await fake.close();
+  const outputs = await liveASession(dir.path, fake, down);
+  const ours = await walk(`${dir.path}/.openviking`);
+  assertTrue(ours.some((f) => f.path.includes("/pending/")), "the offline queue was used");
+  assertTrue(ours.some((f) => f.path.endsWith("kimicode-hooks.log")), "the debug log was written");
+  assertTrue(ours.some((f) => f.path.includes("/ledger/kimicode/")), "the ledger was written");
+  for (const f of ours) {
+    if (f.path.includes("/agent-integrations/") && f.path.includes("/bin/")) continue; // an executable copy
+    assertEquals(f.mode & 0o077, 0, `${f.path} is private (mode ${f.mode.toString(8)})`);
   }
+  // The key: only in ovcli.conf (no copy of it) — not in logs, state, queue, Kimi's config or outputs.
+  for (const f of [...ours, ...(await walk(`${dir.path}/.kimi-code`))]) {
+    if (f.isDir || f.path.endsWith("/.openviking/ovcli.conf")) continue;
+    const text = await Deno.readTextFile(f.path).catch(() => "");
+    assertTrue(!text.includes(KEY), `${f.path} must not contain the API key`);
+    assertTrue(!text.includes(PRIVATE), `${f.path} must not contain <private> text`);
+  }
+  for (const o of outputs) {
+    assertTrue(!o.includes(KEY), `command output must not contain the API key: ${o.slice(0, 200)}`);
+    assertTrue(!o.includes(PRIVATE), `command output must not contain <private> text: ${o.slice(0, 200)}`);
+  }
+  assertTrue(fake.requests.length > 0, "the authenticated server was used");
+  const search = fake.requestsTo("POST /api/v1/search/search");
+  assertTrue(search.length > 0, "recall ran against the authenticated server");
+  for (const r of search) {
+    assertTrue(
+      !JSON.stringify(r.body).includes(KEY),
+      "a key pasted into a prompt never leaves as a recall query",
+    );
+  }
+  const mode = (await Deno.stat(`${dir.path}/.openviking/ovcli.conf`)).mode! & 0o777;
+  assertEquals(mode, 0o600);
 });
 
 Deno.test("security: hostile session ids never reach a path outside the state directory (in-process)", async () => {
   await using dir = await tempDir();
-  const fake = await FakeOpenViking.start();
-  try {
-    const env = {
-      HOME: dir.path,
-      KIMI_CODE_HOME: `${dir.path}/.kimi-code`,
-      OPENVIKING_URL: fake.url,
-      PATH: "/usr/bin:/bin",
-    };
-    const ids = ["../../../../tmp/escape", "a/b", "a\\b", "x\u0000y", "..", "/etc/passwd", "s".repeat(300)];
-    for (const id of ids) {
-      for (const event of ["user-prompt-submit", "interrupt", "session-start"]) {
-        await hookIn(event, {
-          env,
-          stdin: JSON.stringify({ session_id: id, cwd: dir.path, prompt: "a question about tabs" }),
-        });
-      }
+  await using fake = await FakeOpenViking.start();
+  const env = {
+    HOME: dir.path,
+    KIMI_CODE_HOME: `${dir.path}/.kimi-code`,
+    OPENVIKING_URL: fake.url,
+    PATH: "/usr/bin:/bin",
+  };
+  const ids = ["../../../../tmp/escape", "a/b", "a\\b", "x\u0000y", "..", "/etc/passwd", "s".repeat(300)];
+  for (const id of ids) {
+    for (const event of ["user-prompt-submit", "interrupt", "session-start"]) {
+      await hookIn(event, {
+        env,
+        stdin: JSON.stringify({ session_id: id, cwd: dir.path, prompt: "a question about tabs" }),
+      });
     }
-    const files = await walk(dir.path);
-    for (const f of files) {
-      assertTrue(
-        f.path.startsWith(`${dir.path}/.openviking/`) || f.path.startsWith(`${dir.path}/.kimi-code`) ||
-          f.path === `${dir.path}/.openviking`,
-        f.path,
-      );
-      const rel = f.path.slice(dir.path.length);
-      assertTrue(!rel.includes(".."), `no traversal component in ${rel}`);
-    }
-    assertEquals(await Deno.stat("/tmp/escape").then(() => true, () => false), false);
-    // OpenViking session ids sent to the server are safe too
-    for (const r of fake.requests) {
-      assertTrue(!/\.\.|%2F|\\/i.test(r.path.replace(/^\/api\/v1\/sessions\//, "")), r.path);
-    }
-  } finally {
-    await fake.close();
+  }
+  const files = await walk(dir.path);
+  for (const f of files) {
+    assertTrue(
+      f.path.startsWith(`${dir.path}/.openviking/`) || f.path.startsWith(`${dir.path}/.kimi-code`) ||
+        f.path === `${dir.path}/.openviking`,
+      f.path,
+    );
+    const rel = f.path.slice(dir.path.length);
+    assertTrue(!rel.includes(".."), `no traversal component in ${rel}`);
+  }
+  assertEquals(await Deno.stat("/tmp/escape").then(() => true, () => false), false);
+  // OpenViking session ids sent to the server are safe too
+  for (const r of fake.requests) {
+    assertTrue(!/\.\.|%2F|\\/i.test(r.path.replace(/^\/api\/v1\/sessions\//, "")), r.path);
   }
 });
 
