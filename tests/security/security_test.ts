@@ -8,22 +8,12 @@ import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { hookIn, placeJournal } from "../support/hook-context.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
+import { walk } from "../chaos/audit.ts";
 
 const KEY = "sk-ov-SECRET-4f9c2a7e1b3d";
 const SESSION = "session_5ec0e7a1-0000-4000-8000-000000000001";
 /** Text inside `<private>`: it never leaves the prompt, not even into our own files. */
 const PRIVATE = "my-private-note-7f3e91";
-
-/** Every file under `dir`, recursively, with its mode. */
-async function walk(dir: string, out: { path: string; isDir: boolean; mode: number }[] = []) {
-  for await (const e of Deno.readDir(dir)) {
-    const path = `${dir}/${e.name}`;
-    const info = await Deno.lstat(path);
-    out.push({ path, isDir: info.isDirectory, mode: info.mode! & 0o777 });
-    if (info.isDirectory) await walk(path, out);
-  }
-  return out;
-}
 
 /** A full life in a sandbox: install with a key, every hook with the server up and down, mcp, doctor. */
 async function liveASession(home: string, fake: FakeOpenViking, down: string) {
