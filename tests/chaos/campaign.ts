@@ -14,7 +14,7 @@
 import { FakeOpenViking, type Fault, FINAL_CODES, SERVER_ERROR_CODES } from "../support/fake-openviking.ts";
 import { placeJournal } from "../support/hook-context.ts";
 import { tempDir } from "../support/temp.ts";
-import { audit, type AuditResult, snapshotProblems } from "./audit.ts";
+import { audit, type AuditResult, snapshotProblems, walk } from "./audit.ts";
 import { LiveJournal, MARK } from "./journal-model.ts";
 import { originOfRequest, Processes, type Run } from "./procs.ts";
 import { Rng } from "./rng.ts";
@@ -342,14 +342,7 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
     await journal.finish();
     await procs.settle(150_000);
     const pendingDir = `${home}/.openviking/pending`;
-    let abandoned = 0;
-    for (const d of await Array.fromAsync(Deno.readDir(`${pendingDir}/kimicode`)).catch(() => [])) {
-      for (
-        const e of await Array.fromAsync(Deno.readDir(`${pendingDir}/kimicode/${d.name}`)).catch(() => [])
-      ) {
-        if (e.name.endsWith(".claim")) abandoned++;
-      }
-    }
+    let abandoned = (await walk(`${pendingDir}/kimicode`)).filter((f) => f.path.endsWith(".claim")).length;
     const names = await Array.fromAsync(Deno.readDir(pendingDir)).catch(() => []);
     for (const e of names) {
       if (!e.name.endsWith(".processing")) continue;
