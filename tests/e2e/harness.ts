@@ -7,6 +7,7 @@
 
 import { basename, join } from "node:path";
 import { ourQueue } from "../support/queue.ts";
+import { walk } from "../chaos/audit.ts";
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import {
   echoContext,
@@ -577,18 +578,11 @@ export async function filesContaining(root: string, needle: string): Promise<str
   // A single-byte decoding, one character per byte: a byte search that any file, text or not, can take.
   const latin1 = (bytes: Uint8Array) => new TextDecoder("latin1").decode(bytes);
   const want = latin1(new TextEncoder().encode(needle));
-  const out: string[] = [];
-  const walk = async (dir: string): Promise<void> => {
-    for await (const e of Deno.readDir(dir)) {
-      const path = join(dir, e.name);
-      if (e.isDirectory) await walk(path);
-      else if (e.isFile && latin1(await Deno.readFile(path).catch(() => new Uint8Array())).includes(want)) {
-        out.push(path.slice(root.length + 1));
-      }
-    }
-  };
-  await walk(root);
-  return out.sort();
+  const holds = async (path: string) =>
+    latin1(await Deno.readFile(path).catch(() => new Uint8Array())).includes(want);
+  const files = (await walk(root)).filter((f) => !f.isDir).map((f) => f.path);
+  const hits = await Promise.all(files.map(holds));
+  return files.filter((_, i) => hits[i]).map((path) => path.slice(root.length + 1)).sort();
 }
 
 /** Permission bits of a path. */

@@ -118,16 +118,8 @@ Deno.test({
       assertEquals(task.status, "completed", JSON.stringify(task));
       const ledger = `${dir.path}/.openviking/ledger/kimicode`;
       await Deno.mkdir(ledger, { recursive: true });
-      const capture = {
-        kind: "capture",
-        at: Date.now(),
-        ms: 1,
-        rejected: 0,
-        event: "Stop",
-        turns: 1,
-        sent: 2,
-      };
-      const line = { ...capture, queued: 0, commit: "committed", taskId: task.task_id };
+      const line = { kind: "capture", at: Date.now(), ms: 1, rejected: 0, event: "Stop", turns: 1, sent: 2 };
+      Object.assign(line, { queued: 0, commit: "committed", taskId: task.task_id });
       await Deno.writeTextFile(`${ledger}/session_r.jsonl`, `${JSON.stringify(line)}\n`);
 
       const listed = await cli("--json");
@@ -185,12 +177,8 @@ Deno.test({
       const commands = sectionCommands();
       assertEquals(commands, ["deno task -q install --url http://127.0.0.1:1933 --api-key-stdin"]);
       for (const line of commands) {
-        const r = await runProcess("sh", ["-c", line.replace("http://127.0.0.1:1933", server.url)], {
-          cwd: ROOT,
-          env,
-          clearEnv: true,
-          stdin: `${root}\n`,
-        });
+        const sh = ["-c", line.replace("http://127.0.0.1:1933", server.url)];
+        const r = await runProcess("sh", sh, { cwd: ROOT, env, clearEnv: true, stdin: `${root}\n` });
         outputs.push(r.stdout, r.stderr);
         assertEquals(r.code, 0, r.stdout + r.stderr);
         assertMatch(
