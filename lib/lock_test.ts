@@ -2,6 +2,9 @@ import { assertEquals } from "../tests/support/assert.ts";
 import { tempDir } from "../tests/support/temp.ts";
 import { withLock } from "./lock.ts";
 
+/** What a lock that was had gives back. */
+const RAN = { acquired: true, value: "ran" };
+
 Deno.test("a link at the lock's place (dangling, or to a directory) is removed, never what it names; the lock works", async () => {
   await using dir = await tempDir();
   const keep = `${dir.path}/kept`;
@@ -10,10 +13,7 @@ Deno.test("a link at the lock's place (dangling, or to a directory) is removed, 
   for (const target of [`${dir.path}/nowhere/x`, keep]) {
     const lock = `${dir.path}/session.json.lock`;
     await Deno.symlink(target, lock);
-    assertEquals(await withLock(lock, () => Promise.resolve("ran"), { waitMs: 0 }), {
-      acquired: true,
-      value: "ran",
-    });
+    assertEquals(await withLock(lock, () => Promise.resolve("ran"), { waitMs: 0 }), RAN);
     assertEquals(await Deno.lstat(lock).then(() => "still there", () => "gone"), "gone");
   }
   assertEquals(await Deno.readTextFile(`${keep}/precious.txt`), "mine");
@@ -24,10 +24,7 @@ Deno.test("a directory at the lock's place (an old version's lock) is set aside 
   const lock = `${dir.path}/session.json.lock`;
   await Deno.mkdir(lock);
   await Deno.writeTextFile(`${lock}/holder.txt`, "not ours to delete");
-  assertEquals(await withLock(lock, () => Promise.resolve("ran"), { waitMs: 0 }), {
-    acquired: true,
-    value: "ran",
-  });
+  assertEquals(await withLock(lock, () => Promise.resolve("ran"), { waitMs: 0 }), RAN);
   const aside = [...Deno.readDirSync(dir.path)].map((e) => e.name).filter((n) => n !== "session.json.lock");
   assertEquals(aside.length, 1);
   assertEquals(await Deno.readTextFile(`${dir.path}/${aside[0]}/holder.txt`), "not ours to delete");

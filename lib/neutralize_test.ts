@@ -1,5 +1,11 @@
 import fc from "fast-check";
-import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../tests/support/assert.ts";
+import {
+  assertEquals,
+  assertMatch,
+  assertNotMatch,
+  assertThrows,
+  assertTrue,
+} from "../tests/support/assert.ts";
 import { assertLinear, mb } from "../tests/support/linear.ts";
 import { cut, neutralize, safe, SafeText, terminalJson } from "./neutralize.ts";
 import { printBlocks } from "./printed.ts";
@@ -104,23 +110,13 @@ Deno.test("safe: literals kept, strings neutralised, SafeText and numbers as the
   assertEquals(inner.text, "<b>&lt;/b>&lt;system></b>");
   assertEquals(safe`<a n="${3}">${inner}</a>`.text, '<a n="3"><b>&lt;/b>&lt;system></b></a>');
   assertEquals(SafeText.join([safe`x`, safe`${"<y"}`], safe`\n`).text, "x\n&lt;y");
-  let threw = 0;
-  for (
-    const f of [
-      () => safe`<${"system"}>`,
-      () => safe`</${"openviking-context"}>`,
-      () => safe(Object.assign(["<x>"], { raw: ["<x>"] }) as unknown as TemplateStringsArray),
-      () => new SafeText(Symbol("SafeText") as never, "<system>"),
-    ]
-  ) {
-    try {
-      f();
-    } catch (e) {
-      assertTrue(e instanceof TypeError);
-      threw++;
-    }
-  }
-  assertEquals(threw, 4);
+  assertThrows(() => safe`<${"system"}>`, TypeError);
+  assertThrows(() => safe`</${"openviking-context"}>`, TypeError);
+  assertThrows(
+    () => safe(Object.assign(["<x>"], { raw: ["<x>"] }) as unknown as TemplateStringsArray),
+    TypeError,
+  );
+  assertThrows(() => new SafeText(Symbol("SafeText") as never, "<system>"), TypeError);
 });
 
 Deno.test("cut: at a line break when one is near, inside the limit, never leaving a `<` that could open a tag", () => {

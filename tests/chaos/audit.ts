@@ -63,32 +63,67 @@ export interface AuditResult {
 export async function snapshotProblems(ov: string): Promise<{ files: number; problems: string[] }> {
   const problems: string[] = [];
   let files = 0;
-  const queueDirs: string[] = [];
-  for (const place of [`${ov}/pending/kimicode`, `${ov}/pending/kimicode-rejected`]) {
-    const dirs = await Array.fromAsync(Deno.readDir(place)).catch(() => []);
-    queueDirs.push(...dirs.filter((e) => e.isDirectory).map((e) => `${place}/${e.name}`));
-  }
-  for (const dir of [`${ov}/hook-state/kimicode`, `${ov}/pending`, ...queueDirs]) {
-    const entries = await Array.fromAsync(Deno.readDir(dir)).catch(() => [] as Deno.DirEntry[]);
-    for (const e of entries) {
-      const shared = dir.endsWith("/pending");
-      const queue = shared || dir.includes("/pending/kimicode/") ||
-        dir.includes("/pending/kimicode-rejected/");
-      const pattern = shared ? ENTRY_NAME : OUR_ENTRY_NAME;
-      if (!e.isFile || !(queue ? pattern.test(e.name) : e.name.endsWith(".json"))) continue;
-      const text = await Deno.readTextFile(`${dir}/${e.name}`).catch(() => undefined);
-      if (text === undefined) continue; // sent, renamed or replaced meanwhile
-      files++;
-      try {
-        const value: unknown = JSON.parse(text);
-        const schema = shared ? SharedEntrySchema : queue ? QueueEntrySchema : SessionStateSchema;
-        if (!schema.safeParse(value).success) problems.push(`${e.name} does not match its schema mid-run`);
-      } catch {
-        problems.push(`${e.name} does not parse mid-run: ${JSON.stringify(text.slice(0, 80))}`);
-      }
+  for (const f of await walk(ov)) {
+    const kind = f.isDir ? undefined : kindOf(ov, f.path);
+    const name = f.path.slice(f.path.lastIndexOf("/") + 1);
+    if (!(kind?.queue ? kind.queue.test(name) : kind?.state === "session" && name.endsWith(".json"))) {
+      continue;
     }
+    const found = await fileProblems(f.path, kind!);
+    if (found === undefined) continue; // sent, renamed or replaced meanwhile
+    files++;
+    problems.push(...found.map((p) => `${p} mid-run`));
   }
   return { files, problems };
+}
+
+/** Which queue or state a file under `ov` belongs to, by where it is; undefined: neither. */
+function kindOf(ov: string, path: string) {
+  const ours = path.startsWith(`${ov}/pending/kimicode/`) ||
+    path.startsWith(`${ov}/pending/kimicode-rejected/`);
+  if (ours) return { queue: OUR_ENTRY_NAME, schema: QueueEntrySchema };
+  if (path.slice(0, path.lastIndexOf("/")) === `${ov}/pending`) {
+    return { queue: ENTRY_NAME, schema: SharedEntrySchema };
+  }
+  if (path.startsWith(`${ov}/hook-state/`)) return { state: "session", schema: SessionStateSchema };
+  if (path.startsWith(`${ov}/state/`)) return { state: "plain", schema: undefined };
+}
+
+/**
+ * What is wrong with a queue entry or state file: a name the queue does not use, text that does not parse,
+ * a value its schema (a JSON object for `state/`) refuses; undefined when it is gone.
+ */
+async function fileProblems(path: string, kind: NonNullable<ReturnType<typeof kindOf>>) {
+  const name = path.slice(path.lastIndexOf("/") + 1);
+  if (kind.queue && !kind.queue.test(name)) return [`unexpected file in the queue: ${name}`];
+  const text = await Deno.readTextFile(path).catch(() => undefined);
+  if (text === undefined) return undefined;
+  try {
+    const value: unknown = JSON.parse(text);
+    const object = value !== null && typeof value === "object" && !Array.isArray(value);
+    if (!(kind.schema ? kind.schema.safeParse(value).success : object)) {
+      return [`${path} does not match its schema`];
+    }
+  } catch {
+    return [`${path} does not parse: ${JSON.stringify(text.slice(0, 80))}`];
+  }
+  return [];
+}
+
+/**
+ * What is wrong with one entry under `ov` (~/.openviking): a mode other than 0700 (directory) or 0600 (file),
+ * and for a queue entry or state file its name, its parse and its schema (temp files and locks aside: they
+ * are counted, not read).
+ */
+export async function privateFileProblems(ov: string, f: Walked): Promise<string[]> {
+  const want = f.isDir ? 0o700 : 0o600;
+  const problems = f.mode === want
+    ? []
+    : [`${f.path} has mode ${f.mode.toString(8)}, not ${want.toString(8)}`];
+  const kind = f.isDir || f.path.endsWith(".tmp") || f.path.includes(".lock")
+    ? undefined
+    : kindOf(ov, f.path);
+  return kind ? [...problems, ...await fileProblems(f.path, kind) ?? []] : problems;
 }
 
 /** Inputs of an audit. */
@@ -109,13 +144,15 @@ export interface AuditInput {
 const ENTRY_NAME = /^[0-9a-f]{64}_\d+\.(json|processing)$/;
 const OUR_ENTRY_NAME = /^\d{10}-(m\d+|c)(\.json|\.\d+\.claim)$/;
 
-interface Walked {
+/** A file or directory found under a directory, with its permission bits. */
+export interface Walked {
   path: string;
   isDir: boolean;
   mode: number;
 }
 
-async function walk(dir: string): Promise<Walked[]> {
+/** Every file and directory under `dir` (none when it is missing), links not followed. */
+export async function walk(dir: string): Promise<Walked[]> {
   const out: Walked[] = [];
   let entries: Deno.DirEntry[];
   try {
@@ -236,8 +273,7 @@ export async function audit(input: AuditInput): Promise<AuditResult> {
   let orphanTemps = 0;
   let leftLocks = 0;
   for (const f of await walk(ov)) {
-    const want = f.isDir ? 0o700 : 0o600;
-    if (f.mode !== want) violations.push(`${f.path} has mode ${f.mode.toString(8)}, not ${want.toString(8)}`);
+    violations.push(...await privateFileProblems(ov, f));
     const name = f.path.slice(f.path.lastIndexOf("/") + 1);
     if (f.isDir) {
       if (name.includes(".lock")) leftLocks++;
@@ -248,32 +284,10 @@ export async function audit(input: AuditInput): Promise<AuditResult> {
       continue;
     }
     if (f.path.includes(".lock")) continue; // the owner pid file of a left lock
-    if (f.path.startsWith(`${ov}/pending/`)) {
-      const ours = f.path.startsWith(`${ov}/pending/kimicode/`) ||
-        f.path.startsWith(`${ov}/pending/kimicode-rejected/`);
-      if (!(ours ? OUR_ENTRY_NAME : ENTRY_NAME).test(name)) {
-        violations.push(`unexpected file in the queue: ${name}`);
-        continue;
-      }
-      violations.push(`queue or rejected place not empty after the final replays: ${name}`);
-      try {
-        const parsed = (ours ? QueueEntrySchema : SharedEntrySchema).safeParse(
-          JSON.parse(await Deno.readTextFile(f.path)),
-        );
-        if (!parsed.success) violations.push(`queue entry ${name} does not match the queue schema`);
-      } catch (error) {
-        violations.push(`queue entry ${name} does not parse: ${(error as Error).message}`);
-      }
-    } else if (f.path.startsWith(`${ov}/hook-state/`) || f.path.startsWith(`${ov}/state/`)) {
-      try {
-        const value: unknown = JSON.parse(await Deno.readTextFile(f.path));
-        if (!value || typeof value !== "object" || Array.isArray(value)) {
-          violations.push(`state file ${f.path} is not a JSON object`);
-        } else if (f.path.startsWith(`${ov}/hook-state/`) && !SessionStateSchema.safeParse(value).success) {
-          violations.push(`state file ${f.path} does not match the state schema`);
-        }
-      } catch (error) {
-        violations.push(`state file ${f.path} does not parse: ${(error as Error).message}`);
+    const kind = kindOf(ov, f.path);
+    if (kind) {
+      if (kind.queue?.test(name)) {
+        violations.push(`queue or rejected place not empty after the final replays: ${name}`);
       }
     } else if (f.path.startsWith(`${ov}/logs/`)) {
       if ((await Deno.readTextFile(f.path)).includes(input.apiKey)) {

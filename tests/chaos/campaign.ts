@@ -14,7 +14,7 @@
 import { FakeOpenViking, type Fault, FINAL_CODES, SERVER_ERROR_CODES } from "../support/fake-openviking.ts";
 import { placeJournal } from "../support/hook-context.ts";
 import { tempDir } from "../support/temp.ts";
-import { audit, type AuditResult, snapshotProblems } from "./audit.ts";
+import { audit, type AuditResult, snapshotProblems, walk } from "./audit.ts";
 import { LiveJournal, MARK } from "./journal-model.ts";
 import { originOfRequest, Processes, type Run } from "./procs.ts";
 import { Rng } from "./rng.ts";
@@ -224,6 +224,16 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
       return run;
     };
 
+    /** One hook run of `event` (after `before`), its kill drawn when the action is. */
+    const once =
+      (event: string, extra: Record<string, unknown> = {}, before?: () => Promise<unknown>) => (r: Rng) => {
+        const kill = drawKill(r, true);
+        const name = event.split("-").map((w) => w[0].toUpperCase() + w.slice(1)).join("");
+        return async () => {
+          await before?.();
+          await hook(event, payload(name, extra), kill);
+        };
+      };
     const actions: Record<string, (r: Rng) => () => Promise<void>> = {
       prompt: (r) => {
         const kill = drawKill(r, false);
@@ -239,33 +249,17 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
           if (!run.killed && out.stdout) await journal.setHookResult(k, out.stdout.trimEnd());
         };
       },
-      stop: (r) => {
-        const kill = drawKill(r, true);
-        return async () => void await hook("stop", payload("Stop"), kill);
-      },
+      stop: once("stop"),
       "two stops": (r) => {
         const kills = [drawKill(r, true), drawKill(r, true)];
         return async () => void await Promise.all(kills.map((kill) => hook("stop", payload("Stop"), kill)));
       },
-      "subagent stop": (r) => {
-        const kill = drawKill(r, true);
-        return async () => {
-          await journal.completeLine();
-          await hook("stop", payload("Stop", { agent_id: "agent_sub_1" }), kill);
-        };
-      },
-      "pre-compact": (r) => {
-        const kill = drawKill(r, true);
-        return async () => void await hook("pre-compact", payload("PreCompact", { trigger: "auto" }), kill);
-      },
+      "subagent stop": once("stop", { agent_id: "agent_sub_1" }, () => journal.completeLine()),
+      "pre-compact": once("pre-compact", { trigger: "auto" }),
       "session-start": (r) => {
         const source = r.pick(["startup", "resume", "compact"]);
         const rewrite = source === "resume" && r.chance(0.4);
-        const kill = drawKill(r, true);
-        return async () => {
-          if (rewrite) await journal.rewrite();
-          await hook("session-start", payload("SessionStart", { source }), kill);
-        };
+        return once("session-start", { source }, async () => rewrite && await journal.rewrite())(r);
       },
       interrupt: (r) => {
         const cancelAfter = r.int(0, 900);
@@ -285,12 +279,10 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
       },
       "session-end": (r) => {
         const bytes = r.int(0, 400);
-        const kill = drawKill(r, true);
-        return async () => {
+        return once("session-end", { reason: "exit" }, async () => {
           await journal.cancelOpenTurn(1000);
           await journal.growTo(journal.written + bytes);
-          await hook("session-end", payload("SessionEnd", { reason: "exit" }), kill);
-        };
+        })(r);
       },
       worker: (r) => {
         const kill = drawKill(r, false);
@@ -350,14 +342,7 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
     await journal.finish();
     await procs.settle(150_000);
     const pendingDir = `${home}/.openviking/pending`;
-    let abandoned = 0;
-    for (const d of await Array.fromAsync(Deno.readDir(`${pendingDir}/kimicode`)).catch(() => [])) {
-      for (
-        const e of await Array.fromAsync(Deno.readDir(`${pendingDir}/kimicode/${d.name}`)).catch(() => [])
-      ) {
-        if (e.name.endsWith(".claim")) abandoned++;
-      }
-    }
+    let abandoned = (await walk(`${pendingDir}/kimicode`)).filter((f) => f.path.endsWith(".claim")).length;
     const names = await Array.fromAsync(Deno.readDir(pendingDir)).catch(() => []);
     for (const e of names) {
       if (!e.name.endsWith(".processing")) continue;

@@ -81,18 +81,14 @@ Deno.test({
   ignore: NO_SIGKILL,
 }, async () => {
   await using dir = await tempDir();
-  const fake = await FakeOpenViking.start();
-  try {
-    fake.fault({ route: "POST /api/v1/sessions/:id/commit", delayMs: 3000, times: 1 });
-    const k = await killWorkerWhen(dir.path, fake, (route) => route.endsWith("/commit"));
-    assertEquals(fake.messages(`kc-${SESSION}`).length, 4, "the batch was accepted before the commit");
-    assertEquals(await acked(dir.path), ["0:user", "0:assistant", "1:user", "1:assistant"]);
-    await captureAgain(k);
-    assertEquals(fake.messages(`kc-${SESSION}`).length, 4, "nothing was sent twice");
-    assertEquals(fake.lostReplyMessages, 0);
-  } finally {
-    await fake.close();
-  }
+  await using fake = await FakeOpenViking.start();
+  fake.fault({ route: "POST /api/v1/sessions/:id/commit", delayMs: 3000, times: 1 });
+  const k = await killWorkerWhen(dir.path, fake, (route) => route.endsWith("/commit"));
+  assertEquals(fake.messages(`kc-${SESSION}`).length, 4, "the batch was accepted before the commit");
+  assertEquals(await acked(dir.path), ["0:user", "0:assistant", "1:user", "1:assistant"]);
+  await captureAgain(k);
+  assertEquals(fake.messages(`kc-${SESSION}`).length, 4, "nothing was sent twice");
+  assertEquals(fake.lostReplyMessages, 0);
 });
 
 Deno.test({
@@ -100,24 +96,16 @@ Deno.test({
   ignore: NO_SIGKILL,
 }, async () => {
   await using dir = await tempDir();
-  const fake = await FakeOpenViking.start({ noBatch: 404 });
-  try {
-    fake.fault({ route: "POST /api/v1/sessions/:id/messages", times: 1 });
-    fake.fault({ route: "POST /api/v1/sessions/:id/messages", delayMs: 1500, times: 1 });
-    let messages = 0;
-    const k = await killWorkerWhen(
-      dir.path,
-      fake,
-      (route) => route.endsWith("/messages") && ++messages === 2,
-      1000,
-    );
-    assertEquals(await acked(dir.path), ["0:user"], "the first accepted message was recorded");
-    const stored = () => fake.messages(`kc-${SESSION}`).map((m) => `${m.turn_id}:${m.role}`);
-    await captureAgain(k);
-    assertEquals(stored(), ["0:user", "0:assistant", "1:user", "1:assistant"], "each once, in order");
-  } finally {
-    await fake.close();
-  }
+  await using fake = await FakeOpenViking.start({ noBatch: 404 });
+  fake.fault({ route: "POST /api/v1/sessions/:id/messages", times: 1 });
+  fake.fault({ route: "POST /api/v1/sessions/:id/messages", delayMs: 1500, times: 1 });
+  let messages = 0;
+  const second = (route: string) => route.endsWith("/messages") && ++messages === 2;
+  const k = await killWorkerWhen(dir.path, fake, second, 1000);
+  assertEquals(await acked(dir.path), ["0:user"], "the first accepted message was recorded");
+  const stored = () => fake.messages(`kc-${SESSION}`).map((m) => `${m.turn_id}:${m.role}`);
+  await captureAgain(k);
+  assertEquals(stored(), ["0:user", "0:assistant", "1:user", "1:assistant"], "each once, in order");
 });
 
 Deno.test({

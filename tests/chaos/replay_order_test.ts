@@ -22,63 +22,55 @@ const options = () => ({ limit: 50, maxRetries: 3, ttlDays: 7, budget: new Budge
 
 Deno.test("replay: while an older write of a session is claimed elsewhere, its later writes wait", async () => {
   await using dir = await tempDir();
-  const fake = await FakeOpenViking.start();
-  try {
-    const q = `${dir.path}/pending`;
-    const now = Date.now();
-    await enqueueAll(q, [msg(0, "kc-a"), msg(1, "kc-a"), msg(2, "kc-a")], now - 1000);
-    await enqueueAll(q, [msg(0, "kc-b")], now);
-    const [oldest] = await listShared(q);
-    await Deno.rename(`${q}/${oldest.name}`, `${q}/${oldest.name.replace(/\.json$/, ".processing")}`);
-    const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 2000 });
-    const report = await replayShared(q, client, options());
-    assertEquals(fake.messages("kc-a").map((m) => m.content), [], "kc-a's later writes wait");
-    assertEquals(fake.messages("kc-b").map((m) => m.content), ["message 0"], "other sessions go on");
-    assertEquals([report.replayed, report.deferred], [1, 2]);
+  await using fake = await FakeOpenViking.start();
+  const q = `${dir.path}/pending`;
+  const now = Date.now();
+  await enqueueAll(q, [msg(0, "kc-a"), msg(1, "kc-a"), msg(2, "kc-a")], now - 1000);
+  await enqueueAll(q, [msg(0, "kc-b")], now);
+  const [oldest] = await listShared(q);
+  await Deno.rename(`${q}/${oldest.name}`, `${q}/${oldest.name.replace(/\.json$/, ".processing")}`);
+  const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 2000 });
+  const report = await replayShared(q, client, options());
+  assertEquals(fake.messages("kc-a").map((m) => m.content), [], "kc-a's later writes wait");
+  assertEquals(fake.messages("kc-b").map((m) => m.content), ["message 0"], "other sessions go on");
+  assertEquals([report.replayed, report.deferred], [1, 2]);
 
-    await Deno.rename(`${q}/${oldest.name.replace(/\.json$/, ".processing")}`, `${q}/${oldest.name}`);
-    await replayShared(q, client, options());
-    assertEquals(fake.messages("kc-a").map((m) => m.content), ["message 0", "message 1", "message 2"]);
-  } finally {
-    await fake.close();
-  }
+  await Deno.rename(`${q}/${oldest.name.replace(/\.json$/, ".processing")}`, `${q}/${oldest.name}`);
+  await replayShared(q, client, options());
+  assertEquals(fake.messages("kc-a").map((m) => m.content), ["message 0", "message 1", "message 2"]);
 });
 
 Deno.test("replay: a write its client gave up on is asked about only once the server has had as long again", async () => {
   await using dir = await tempDir();
-  const fake = await FakeOpenViking.start();
-  try {
-    const pendingDir = `${dir.path}/pending`;
-    const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 400 });
-    const turn = (i: number) => ({ role: "user" as const, content: `turn ${i}`, turn_id: String(i) });
-    fake.fault({ route: "POST /api/v1/sessions/:id/messages/batch", delayMs: 600, times: 1 });
-    const sent = await sendMessages(client, "kc-s", [turn(0), turn(1)], {
-      budget: new Budget(5000),
-      pendingDir,
-    });
-    assertEquals([sent.sent, sent.queued], [0, 2], "no answer in time: queued, unsure");
-    fake.fault({ route: "POST /api/v1/sessions/:id/messages*", status: 400, times: 3 });
-    const options = { limit: 50, ttlDays: 7, budget: new Budget(5000), sessionId: "kc-s" };
-    const asked = fake.requests.length;
-    const early = await replayQueue(pendingDir, client, options);
-    assertEquals([early.replayed, early.deferred, early.messages], [0, 1, 0], "too early to ask: it waits");
-    assertEquals(
-      fake.requests.length,
-      asked,
-      "nothing asked or sent while the server may still be storing it",
-    );
+  await using fake = await FakeOpenViking.start();
+  const pendingDir = `${dir.path}/pending`;
+  const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 400 });
+  const turn = (i: number) => ({ role: "user" as const, content: `turn ${i}`, turn_id: String(i) });
+  fake.fault({ route: "POST /api/v1/sessions/:id/messages/batch", delayMs: 600, times: 1 });
+  const sent = await sendMessages(client, "kc-s", [turn(0), turn(1)], {
+    budget: new Budget(5000),
+    pendingDir,
+  });
+  assertEquals([sent.sent, sent.queued], [0, 2], "no answer in time: queued, unsure");
+  fake.fault({ route: "POST /api/v1/sessions/:id/messages*", status: 400, times: 3 });
+  const options = { limit: 50, ttlDays: 7, budget: new Budget(5000), sessionId: "kc-s" };
+  const asked = fake.requests.length;
+  const early = await replayQueue(pendingDir, client, options);
+  assertEquals([early.replayed, early.deferred, early.messages], [0, 1, 0], "too early to ask: it waits");
+  assertEquals(
+    fake.requests.length,
+    asked,
+    "nothing asked or sent while the server may still be storing it",
+  );
 
-    await new Promise((r) => setTimeout(r, 500)); // the server stores it now (600 ms), then the window ends
-    fake.clearFaults();
-    const later = await replayQueue(pendingDir, client, options);
-    assertEquals(
-      [later.replayed, later.held, later.messages],
-      [1, 2, 0],
-      "found on the server: not sent again",
-    );
-    assertEquals(fake.messages("kc-s").map((m) => m.content), ["turn 0", "turn 1"]);
-    assertEquals((await rejectedWrites(pendingDir)).length, 0);
-  } finally {
-    await fake.close();
-  }
+  await new Promise((r) => setTimeout(r, 500)); // the server stores it now (600 ms), then the window ends
+  fake.clearFaults();
+  const later = await replayQueue(pendingDir, client, options);
+  assertEquals(
+    [later.replayed, later.held, later.messages],
+    [1, 2, 0],
+    "found on the server: not sent again",
+  );
+  assertEquals(fake.messages("kc-s").map((m) => m.content), ["turn 0", "turn 1"]);
+  assertEquals((await rejectedWrites(pendingDir)).length, 0);
 });

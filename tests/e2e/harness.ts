@@ -7,6 +7,7 @@
 
 import { basename, join } from "node:path";
 import { ourQueue } from "../support/queue.ts";
+import { walk } from "../chaos/audit.ts";
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import {
   echoContext,
@@ -89,14 +90,8 @@ export async function kimiOrSkip(version: string, what: string): Promise<KimiIns
     skip(what, "OPENVIKING_KIMI_SKIP=1");
     return undefined;
   }
-  let pending = installs.get(version);
-  if (!pending) {
-    pending = (async () => {
-      return await tryInstallKimi(version);
-    })();
-    installs.set(version, pending);
-  }
-  const r = await pending;
+  if (!installs.has(version)) installs.set(version, tryInstallKimi(version));
+  const r = await installs.get(version)!;
   if (typeof r === "string") {
     skip(what, `cannot install @moonshot-ai/kimi-code@${version} from npm: ${r.trim().slice(0, 400)}`);
     return undefined;
@@ -378,7 +373,7 @@ export class Rig {
         "--mode",
         opts.mode,
         ...rig.credentialArgs,
-        ...(opts.installArgs ?? []),
+        ...opts.installArgs ?? [],
       ]);
       assertEquals(r.code, 0, `install failed:\n${r.stdout}\n${r.stderr}`);
     }
@@ -409,6 +404,15 @@ export class Rig {
     } catch {
       return {};
     }
+  }
+
+  /** Waits until the session's capture state names `event` as the last capture; returns that state. */
+  capturedBy(sessionId: string, event: string, timeoutMs = 30_000): Promise<Record<string, unknown>> {
+    const state = async () => {
+      const s = await this.captureState(sessionId);
+      return s.lastCaptureEvent === event ? s : undefined;
+    };
+    return poll(`the ${event} capture's state`, state, timeoutMs, () => this.captureState(sessionId));
   }
 
   /** The `done` records of the hooks' debug log (one per hook run: event, outcome, durationMs, …). */
@@ -481,6 +485,13 @@ export function fakeMessages(fake: FakeOpenViking, ovSessionId: string): Msg[] {
   return fake.messages(ovSessionId).map((m) => [String(m.turn_id), m.role, String(m.content)]);
 }
 
+/** The fake's messages of a session once it holds at least `n` (within 20 s). */
+export function atFake(fake: FakeOpenViking, ovSessionId: string, n: number): Promise<Msg[]> {
+  const held = () => fakeMessages(fake, ovSessionId);
+  const enough = () => held().length >= n ? held() : undefined;
+  return poll(`${n} messages of ${ovSessionId} at the fake`, enough, 20_000, held);
+}
+
 /**
  * Waits until the fake holds exactly `expected` for the session and `commits` commits, then until the fake
  * has been idle for half a second, and checks again (so a late duplicate would still be seen).
@@ -496,12 +507,8 @@ export async function expectFakeSession(
     messages: fakeMessages(fake, ovSessionId),
     commits: fake.sessions.get(ovSessionId)?.commits,
   });
-  const matches = () => {
-    const s = state();
-    return JSON.stringify(s.messages) === JSON.stringify(expected) && s.commits === commits
-      ? true
-      : undefined;
-  };
+  const matches = () =>
+    JSON.stringify(state()) === JSON.stringify({ messages: expected, commits }) || undefined;
   await poll(
     `the fake to hold ${expected.length} messages and ${commits} commits of ${ovSessionId}`,
     matches,
@@ -568,27 +575,14 @@ export async function listQueue(dir: string): Promise<QueueFile[]> {
 
 /** Paths (relative to `root`) of the files under `root` whose bytes contain `needle`. */
 export async function filesContaining(root: string, needle: string): Promise<string[]> {
-  const want = new TextEncoder().encode(needle);
-  const out: string[] = [];
-  const walk = async (dir: string): Promise<void> => {
-    for await (const e of Deno.readDir(dir)) {
-      const path = join(dir, e.name);
-      if (e.isDirectory) await walk(path);
-      else if (e.isFile && indexOf(await Deno.readFile(path).catch(() => new Uint8Array()), want) >= 0) {
-        out.push(path.slice(root.length + 1));
-      }
-    }
-  };
-  await walk(root);
-  return out.sort();
-}
-
-function indexOf(hay: Uint8Array, needle: Uint8Array): number {
-  outer: for (let i = 0; i + needle.length <= hay.length; i++) {
-    for (let j = 0; j < needle.length; j++) if (hay[i + j] !== needle[j]) continue outer;
-    return i;
-  }
-  return -1;
+  // A single-byte decoding, one character per byte: a byte search that any file, text or not, can take.
+  const latin1 = (bytes: Uint8Array) => new TextDecoder("latin1").decode(bytes);
+  const want = latin1(new TextEncoder().encode(needle));
+  const holds = async (path: string) =>
+    latin1(await Deno.readFile(path).catch(() => new Uint8Array())).includes(want);
+  const files = (await walk(root)).filter((f) => !f.isDir).map((f) => f.path);
+  const hits = await Promise.all(files.map(holds));
+  return files.filter((_, i) => hits[i]).map((path) => path.slice(root.length + 1)).sort();
 }
 
 /** Permission bits of a path. */

@@ -13,6 +13,7 @@ import { type ChatMessage, messageText } from "../support/model-server.ts";
 import type { PrintResult } from "../support/kimi.ts";
 import { OFFERED_TOOLS } from "../support/fake-mcp.ts";
 import {
+  atFake,
   E2E_TEST,
   expectedDigest,
   expectFakeSession,
@@ -148,11 +149,9 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
         assertEquals(fake.requestsTo("POST /api/v1/sessions/:id/commit").length, 4);
         for (const [, , text] of fakeMessages(fake, ov)) assertEquals(leaks(text), [], text);
 
-        assertTrue(
-          fake.requests.every((q) =>
-            q.path === "/health" || q.headers.authorization === `Bearer ${rig.apiKey}`
-          ),
-        );
+        const keyed = (q: { path: string; headers: Record<string, string> }) =>
+          q.path === "/health" || q.headers.authorization === `Bearer ${rig.apiKey}`;
+        assertTrue(fake.requests.every(keyed));
         assertEquals(await filesContaining(rig.env.home, rig.apiKey!), [".openviking/ovcli.conf"]);
         assertEquals(await modeOf(`${rig.ovHome}/ovcli.conf`), 0o600);
         const stateDir = `${rig.ovHome}/hook-state/kimicode`;
@@ -255,15 +254,7 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
             assertEquals(r.code, 130, r.stderr);
             const sessionId = (await rig.env.sessionIndex()).at(-1)!.sessionId;
             const ov = `kc-${sessionId}`;
-            const [user, assistant] = await poll(
-              "the interrupted turn at the fake",
-              () => {
-                const m = fakeMessages(fake, ov);
-                return m.length >= 2 ? m : undefined;
-              },
-              20_000,
-              () => fakeMessages(fake, ov),
-            );
+            const [user, assistant] = await atFake(fake, ov, 2);
             assertEquals(user, ["0", "user", prompt]);
             assertTrue(
               assistant[1] === "assistant" && SLOW_TEXT.startsWith(assistant[2]) && assistant[2].length > 0 &&
@@ -271,15 +262,7 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
               `a strict prefix of the slow answer: ${assistant[2]}`,
             );
             await expectFakeSession(fake, ov, [user, assistant], 1);
-            await poll(
-              "the interrupt capture's state",
-              async () => {
-                const st = await rig.captureState(sessionId);
-                return st.lastCaptureEvent === "interrupt" ? true : undefined;
-              },
-              10_000,
-              () => rig.captureState(sessionId),
-            );
+            await rig.capturedBy(sessionId, "interrupt", 10_000);
           },
         );
       }
@@ -320,15 +303,9 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
             OFFERED_TOOLS.map((n) => `${MCP_PREFIX[mode]}${n}`).sort(),
           );
 
-          const queued = await poll(
-            "3 queued writes",
-            async () => {
-              const files = await listQueue(rig.pendingDir);
-              return files.length === 3 ? files : undefined;
-            },
-            30_000,
-            () => listQueue(rig.pendingDir),
-          );
+          const three = <T>(files: T[]) => files.length === 3 ? files : undefined;
+          const listed = async () => three(await listQueue(rig.pendingDir));
+          const queued = await poll("3 queued writes", listed, 30_000, () => listQueue(rig.pendingDir));
           for (const f of queued) assertEquals(f.mode, 0o600, `${f.name} is private`);
           assertEquals((await Deno.stat(rig.pendingDir)).mode! & 0o777, 0o700);
           assertEquals(

@@ -1,5 +1,6 @@
 /**
- * Against one REAL OpenViking server (PyPI `openviking`, tests/support/real-openviking.ts): the extraction
+ * Against one REAL OpenViking server (PyPI `openviking`, tests/support/real-openviking.ts): every endpoint the
+ * plugin uses (tests/e2e/probe.ts), the extraction
  * alarm (the model stub's chat switched off), recall scopes across two projects, the commit policy's idle
  * commit; then with the real Kimi Code CLI what Kimi's turns leave in a real session (read back through the server's API),
  * commits accepted as tasks, recall of what an earlier session taught, our MCP tools answered by the real
@@ -17,8 +18,17 @@ import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../
 import { KIMI_VERSIONS, type KimiInstall, type PrintResult } from "../support/kimi.ts";
 import { messageText } from "../support/model-server.ts";
 import { OPENVIKING_VERSION, type RealOpenViking, startRealOrSkip } from "../support/real-openviking.ts";
-import { USER_AGENT } from "../../lib/version.ts";
 import { KNOBS } from "../../openviking/config.ts";
+import {
+  arr,
+  call,
+  commitAndWait,
+  type Json,
+  mcpMessages,
+  obj,
+  probeEndpoints,
+  type Reply,
+} from "./probe.ts";
 import {
   E2E_TEST,
   isHookResult,
@@ -37,40 +47,16 @@ import {
 const REAL = Deno.env.get("OPENVIKING_REAL") ?? "";
 const NAME = `e2e real Kimi + real OpenViking ${OPENVIKING_VERSION}`;
 
-type Json = Record<string, unknown>;
-const obj = (v: unknown): Json => (v && typeof v === "object" && !Array.isArray(v) ? v as Json : {});
-const arr = (v: unknown): Json[] => (Array.isArray(v) ? v.map(obj) : []);
-
 /** Direct calls to the real server, as the identity the plugin was installed with. */
 class RealApi {
   constructor(readonly server: RealOpenViking, readonly account: string, readonly user: string) {}
 
-  headers(json: boolean): Headers {
-    const h = new Headers({ "User-Agent": USER_AGENT, Accept: "application/json" });
-    if (json) h.set("Content-Type", "application/json");
-    if (this.server.apiKey) h.set("Authorization", `Bearer ${this.server.apiKey}`);
-    h.set("X-OpenViking-Account", this.account);
-    h.set("X-OpenViking-User", this.user);
-    return h;
-  }
-
-  async call(
-    method: string,
-    path: string,
-    body?: unknown,
-  ): Promise<{ status: number; json: Json; text: string }> {
-    const res = await fetch(`${this.server.url}${path}`, {
-      method,
-      headers: this.headers(body !== undefined),
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(60_000),
+  call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Reply> {
+    return call(this.server, method, path, body, (h) => {
+      h.delete("X-OpenViking-Actor-Peer");
+      const who = { "X-OpenViking-Account": this.account, "X-OpenViking-User": this.user, ...headers };
+      for (const [k, v] of Object.entries(who)) h.set(k, v);
     });
-    const text = await res.text();
-    let json: Json = {};
-    try {
-      json = obj(JSON.parse(text));
-    } catch { /* not JSON */ }
-    return { status: res.status, json, text };
   }
 
   /**
@@ -94,40 +80,26 @@ class RealApi {
       }
     }
     for (const m of arr(obj(ctx.json.result).messages)) byId.set(String(m.id), m);
+    const text = (m: Json) => arr(m.parts).map((p) => String(p.text ?? "")).join("");
     return [...byId.values()]
       .sort((x, y) => String(x.created_at).localeCompare(String(y.created_at)))
-      .map((
-        m,
-      ): Msg => [String(m.turn_id), String(m.role), arr(m.parts).map((p) => String(p.text ?? "")).join("")]);
+      .map((m): Msg => [String(m.turn_id), String(m.role), text(m)]);
   }
 
   /** The session's commit tasks (each one an accepted commit). */
   async commitTasks(sid: string): Promise<Json[]> {
-    const r = await this.call(
-      "GET",
-      `/api/v1/tasks?task_type=session_commit&resource_id=${encodeURIComponent(sid)}`,
-    );
+    const query = `task_type=session_commit&resource_id=${encodeURIComponent(sid)}`;
+    const r = await this.call("GET", `/api/v1/tasks?${query}`);
     assertEquals(r.status, 200, r.text);
     return arr(r.json.result);
   }
 
   /** A JSON-RPC call to `/mcp` (SSE or JSON reply); returns the result object. */
   async mcp(method: string, params: Json): Promise<Json> {
-    const h = this.headers(true);
-    h.set("Accept", "application/json, text/event-stream");
-    h.set("MCP-Protocol-Version", "2025-06-18");
-    const res = await fetch(`${this.server.url}/mcp`, {
-      method: "POST",
-      headers: h,
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-      signal: AbortSignal.timeout(60_000),
-    });
-    const text = await res.text();
-    assertEquals(res.status, 200, text);
-    const payload = (res.headers.get("content-type") ?? "").includes("text/event-stream")
-      ? text.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trim()).at(-1) ?? "{}"
-      : text;
-    return obj(obj(JSON.parse(payload)).result);
+    const mcp = { Accept: "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18" };
+    const r = await this.call("POST", "/mcp", { jsonrpc: "2.0", id: 1, method, params }, mcp);
+    assertEquals(r.status, 200, r.text);
+    return obj(mcpMessages(r).at(-1)?.result);
   }
 }
 
@@ -145,7 +117,11 @@ async function expectRealSession(
   };
   await poll(`${expected.length} messages in the real session ${sid}`, read, timeoutMs, () => last);
   await new Promise((r) => setTimeout(r, 1000));
-  await poll(`a second read of the real session ${sid}`, async () => await api.messages(sid), timeoutMs);
+  last = await poll(
+    `a second read of the real session ${sid}`,
+    async () => await api.messages(sid),
+    timeoutMs,
+  );
   assertEquals(last, expected, "nothing arrived twice");
 }
 
@@ -230,35 +206,14 @@ const PROMPTS = [
   "how should I indent the release script?",
 ];
 
-/** Posts `body` to the server; the reply's `result`. */
-async function post(url: string, path: string, body: unknown): Promise<Record<string, unknown>> {
-  const res = await fetch(`${url}${path}`, {
-    method: "POST",
-    headers: { "Content-Type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  const json = await res.json();
-  assertEquals(res.status, 200, JSON.stringify(json));
-  return json.result;
-}
-
-/** The task once it is finished. */
-async function finished(url: string, id: string): Promise<Record<string, unknown>> {
-  for (const end = Date.now() + 60_000; Date.now() < end;) {
-    const t = (await (await fetch(`${url}/api/v1/tasks/${id}`)).json()).result;
-    if (t.status === "failed" || t.status === "completed") return t;
-    await new Promise((r) => setTimeout(r, 300));
-  }
-  throw new Error(`task ${id} did not finish`);
-}
-
 const FACT = "Please remember: I prefer tabs over spaces in TypeScript projects";
 
 Deno.test({ name: NAME, ignore: REAL === "0", ...E2E_TEST }, async (t) => {
   const server = await startRealOrSkip(NAME);
   if (!server) return;
-  console.log(`  [real] ${server.mode} server ${server.url} (started in ${server.startupMs} ms)`);
   try {
+    // First, on the fresh server: the endpoints the plugin uses, as the plugin calls them.
+    await probeEndpoints(t, server);
     // The memory steps need our model stub and a server of their own (its user `default`).
     if (server.stub) {
       await t.step("a broken chat model: three failed commits are told with the server's words", async () => {
@@ -267,19 +222,11 @@ Deno.test({ name: NAME, ignore: REAL === "0", ...E2E_TEST }, async (t) => {
           await using home = await tempDir();
           const t0 = performance.now();
           const errors = await Promise.all(["0", "1", "2"].map(async (n) => {
-            const sid = `kc-alarm-${n}`;
-            await post(server.url, `/api/v1/sessions/${sid}/messages/batch`, {
-              messages: [
-                {
-                  role: "user",
-                  content: `The user keeps release notes in docs/release-${n}.md.`,
-                  turn_id: "0",
-                },
-                { role: "assistant", content: "Noted.", turn_id: "0" },
-              ],
-            });
-            const commit = await post(server.url, `/api/v1/sessions/${sid}/commit`, {});
-            const task = await finished(server.url, String(commit.task_id));
+            const task = await commitAndWait(
+              server,
+              `kc-alarm-${n}`,
+              `The user keeps release notes in docs/release-${n}.md.`,
+            );
             assertEquals(task.status, "failed", JSON.stringify(task));
             return String(task.error);
           }));
@@ -333,12 +280,11 @@ Deno.test({ name: NAME, ignore: REAL === "0", ...E2E_TEST }, async (t) => {
         await using home = await tempDir();
         const t0 = performance.now();
         for (const [uri, content] of Object.entries({ ...A, ...PREFERENCE, ...B })) {
-          const w = await fetch(`${server.url}/api/v1/content/write`, {
-            method: "POST",
-            headers: { "Content-Type": "application/json" },
-            body: JSON.stringify({ uri, content, mode: "create", wait: true }),
-          });
-          assertEquals(w.status, 200, `${uri}: ${await w.text()}`);
+          const body = { uri, content, mode: "create", wait: true };
+          // As the user, no actor peer: a peer may not write another peer's memories.
+          const noPeer = (h: Headers) => h.delete("X-OpenViking-Actor-Peer");
+          const w = await call(server, "POST", "/api/v1/content/write", body, noPeer);
+          assertEquals(w.status, 200, `${uri}: ${w.text}`);
         }
         console.log(`  written in ${Math.round(performance.now() - t0)} ms`);
         const leaked: Record<string, number> = {};
@@ -396,10 +342,8 @@ Deno.test({ name: NAME, ignore: REAL === "0", ...E2E_TEST }, async (t) => {
           );
           await placeJournal(dir.path, SESSION, j.toString());
           await hookIn("stop", { env, stdin: stdin("Stop") });
-          const meta = async () => {
-            const res = await fetch(`${server.url}/api/v1/sessions/kc-${SESSION}`);
-            return (await res.json() as { result: Record<string, unknown> }).result;
-          };
+          const meta = async () =>
+            obj((await call(server, "GET", `/api/v1/sessions/kc-${SESSION}`)).json.result);
           const after = await meta();
           assertEquals(after.commit_count, 0, "a short turn is not committed yet");
           assertEquals(after.auto_commit_policy, {

@@ -13,6 +13,7 @@ import {
 } from "../support/fake-openviking.ts";
 import { terminalRows } from "../support/rows.ts";
 import {
+  atFake,
   COMMAND_DONE,
   E2E_TEST,
   expectedDigest,
@@ -87,10 +88,7 @@ async function compactAndGoOn(rig: Rig, tui: KimiTui, sessionId: string, turns: 
   const commits = turns.length / 2;
   await tui.compact();
   assertEquals(rig.model.chatRequests().filter(isCompaction).length, 1, "Kimi asked for a summary");
-  await poll("the PreCompact capture", async () => {
-    const s = await rig.captureState(sessionId);
-    return s.lastCaptureEvent === "pre-compact" ? true : undefined;
-  });
+  await rig.capturedBy(sessionId, "pre-compact");
   await expectFakeSession(fake, ov, turns, commits);
   const after = "after the compaction, say hi";
   await tui.submit(after);
@@ -126,20 +124,10 @@ for (const [i, version] of KIMI_VERSIONS.entries()) {
             await tui.submit(slowPrompt);
             await tui.waitFor("slow token 10", 30_000);
             await tui.interrupt();
-            sessionId = (await poll("the session in session_index.jsonl", async () =>
-              (await rig.env.sessionIndex())[0]))
-              .sessionId;
+            const indexed = async () => (await rig.env.sessionIndex())[0];
+            sessionId = (await poll("the session in session_index.jsonl", indexed)).sessionId;
             ov = `kc-${sessionId}`;
-            const [user, assistant] = await poll(
-              "the interrupted turn at the fake",
-              () => {
-                const m = fakeMessages(fake, ov);
-                return m.length >= 2 ? m : undefined;
-              },
-              20_000,
-              () =>
-                fakeMessages(fake, ov),
-            );
+            const [user, assistant] = await atFake(fake, ov, 2);
             assertEquals(user, ["0", "user", slowPrompt]);
             assertEquals([assistant[0], assistant[1]], ["0", "assistant"]);
             const partial = assistant[2];
@@ -153,9 +141,7 @@ for (const [i, version] of KIMI_VERSIONS.entries()) {
               return s.lastCaptureEvent !== undefined ? s : undefined;
             });
             assertEquals(state.lastCaptureEvent, "interrupt");
-            const run = (await rig.hookRuns()).find((r) =>
-              r.event === "interrupt"
-            );
+            const run = (await rig.hookRuns()).find((r) => r.event === "interrupt");
             console.log(`  interrupt hook: ${run?.outcome} in ${run?.durationMs} ms, commit ${run?.commit}`);
             assertEquals(state.capturedKeys, ["0:user", "0:assistant"]);
             assertEquals(fake.sessions.get(ov)?.commits, 1, "the interrupt capture commits");
@@ -186,10 +172,7 @@ for (const [i, version] of KIMI_VERSIONS.entries()) {
           async () => {
             await compactAndGoOn(rig, tui, sessionId, turns);
             assertEquals(await tui.exit(), 0);
-            await poll("the SessionEnd capture", async () => {
-              const s = await rig.captureState(sessionId);
-              return s.lastCaptureEvent === "session-end" ? true : undefined;
-            });
+            await rig.capturedBy(sessionId, "session-end");
             await expectFakeSession(fake, ov, turns, turns.length / 2);
           },
         );
@@ -222,10 +205,8 @@ for (const [i, version] of KIMI_VERSIONS.entries()) {
             shown + 1,
           );
           await quiet.submit(later);
-          await poll(
-            "the answer to the question asked again",
-            async () => (await quiet.history()).split(`ACK: ${later}`).length > 2 ? true : undefined,
-          );
+          const answered = async () => (await quiet.history()).split(`ACK: ${later}`).length > 2 || undefined;
+          await poll("the answer to the question asked again", answered);
           assertEquals(hookBlocks(await quiet.history()).length, shown + 1, "no hook output the second time");
           const reqs = rig.mainRequests().slice(before);
           const msgs = reqs.at(-1)!.body.messages;
@@ -325,10 +306,7 @@ for (const [i, version] of KIMI_VERSIONS.entries()) {
             await run("/openviking-memory:remember I prefer tabs over spaces, always");
             await run("/openviking-memory:recall indentation preference");
             await run(`/openviking-memory:forget ${VIKING_URI}`);
-            await poll(
-              "three tool calls at the fake's /mcp",
-              () => calls().length >= seen + 3 ? true : undefined,
-            );
+            await poll("three tool calls at the fake's /mcp", () => calls().length >= seen + 3 || undefined);
             assertEquals(calls().slice(seen), [
               {
                 name: "remember",
@@ -356,10 +334,8 @@ for (const [i, version] of KIMI_VERSIONS.entries()) {
             const known = new Set((await rig.env.sessionIndex()).map((e) => e.sessionId));
             const prompt = "this turn will FAIL_TURN at the provider";
             await failing.submit(prompt);
-            const sid = (await poll("the failing session in session_index.jsonl", async () =>
-              (await rig.env.sessionIndex()).find((e) =>
-                !known.has(e.sessionId)
-              ))).sessionId;
+            const indexed = async () => (await rig.env.sessionIndex()).find((e) => !known.has(e.sessionId));
+            const sid = (await poll("the failing session in session_index.jsonl", indexed)).sessionId;
             await expectFakeSession(fake, `kc-${sid}`, [["0", "user", prompt]], 1);
           },
         );

@@ -16,16 +16,8 @@ import { cursorAt, type JournalLine, readJournal } from "../../kimi/journal/read
 import { assistantText, scanTurns, turnLineFilter, userText } from "../../kimi/journal/turns.ts";
 import { credentialText, leakedSecrets, nastyString, params, wrongValue } from "./arbitraries.ts";
 
-const TYPES = [
-  "metadata",
-  "turn.prompt",
-  "turn.steer",
-  "turn.cancel",
-  "turn.ended",
-  "context.append_loop_event",
-  "context.append_message",
-  "prompt.completed",
-];
+const TYPES = ("metadata turn.prompt turn.steer turn.cancel turn.ended context.append_loop_event " +
+  "context.append_message prompt.completed").split(" ");
 
 /** What a turn's user or assistant says: random text, sometimes with real-format credentials in it. */
 const said = fc.oneof({ weight: 3, arbitrary: nastyString }, credentialText.map((c) => c.text));

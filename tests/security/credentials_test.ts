@@ -13,6 +13,7 @@ import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { hookIn, placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { tempDir } from "../support/temp.ts";
+import { walk } from "../chaos/audit.ts";
 
 /** The samples in prompts short enough that the recall query (≤ 2000 characters) carries each whole. */
 function prompts(): string[] {
@@ -27,13 +28,11 @@ function prompts(): string[] {
 }
 
 /** Every file under `dir` with its text. */
-async function files(dir: string, out: [string, string][] = []): Promise<[string, string][]> {
-  for await (const e of Deno.readDir(dir)) {
-    const path = `${dir}/${e.name}`;
-    if (e.isDirectory) await files(path, out);
-    else if (e.isFile) out.push([path, await Deno.readTextFile(path).catch(() => "")]);
-  }
-  return out;
+async function files(dir: string): Promise<[string, string][]> {
+  const text = async (
+    path: string,
+  ): Promise<[string, string]> => [path, await Deno.readTextFile(path).catch(() => "")];
+  return await Promise.all((await walk(dir)).filter((f) => !f.isDir).map((f) => text(f.path)));
 }
 
 /** The secrets of `secrets` found in `text`, as `where: secret`. */

@@ -28,16 +28,6 @@ export interface EmbeddingStub {
   stop(): Promise<void>;
 }
 
-/** Options of {@link startEmbeddingStub}. */
-export interface EmbeddingStubOptions {
-  /** Vector length (default 64). */
-  dimension?: number;
-  /** Port (default: a free one). */
-  port?: number;
-  /** Called with each request after it is answered (e.g. to log it). */
-  onRequest?: (request: StubRequest) => void;
-}
-
 /** Model id the stub reports for both embeddings and chat. */
 export const STUB_MODEL = "stub-model";
 
@@ -165,9 +155,8 @@ export function cannedReply(body: Record<string, unknown>): CannedReply {
   return { kind: "text", content: "Summary: a short stub summary of the given content." };
 }
 
-/** Starts the stub on 127.0.0.1. */
-export function startEmbeddingStub(options: EmbeddingStubOptions = {}): Promise<EmbeddingStub> {
-  const dimension = options.dimension ?? 64;
+/** Starts the stub on 127.0.0.1, serving vectors of `dimension`. */
+export function startEmbeddingStub(dimension: number): EmbeddingStub {
   const requests: StubRequest[] = [];
   const json = (value: unknown, status = 200) =>
     new Response(JSON.stringify(value), { status, headers: { "content-type": "application/json" } });
@@ -185,9 +174,7 @@ export function startEmbeddingStub(options: EmbeddingStubOptions = {}): Promise<
     }
     const record: StubRequest = { method: req.method, path, body, kind: "" };
     requests.push(record);
-    const response = route(path, req.method, body, record);
-    options.onRequest?.(record);
-    return response;
+    return route(path, req.method, body, record);
   };
   const route = (path: string, method: string, body: unknown, record: StubRequest): Response => {
     if (method === "GET" && path === "/models") {
@@ -240,21 +227,13 @@ export function startEmbeddingStub(options: EmbeddingStubOptions = {}): Promise<
     }
     return json({ error: { message: `stub: no route ${method} ${path}`, type: "not_found" } }, 404);
   };
-  const stub = { chatDown: false };
-  return new Promise((resolve) => {
-    const server = Deno.serve({
-      hostname: "127.0.0.1",
-      port: options.port ?? 0,
-      onListen: () => {},
-    }, handler);
-    const addr = server.addr;
-    resolve(Object.assign(stub, {
-      baseUrl: `http://127.0.0.1:${addr.port}/v1`,
-      dimension,
-      requests,
-      stop: async () => {
-        await server.shutdown();
-      },
-    }));
-  });
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, handler);
+  const stub: EmbeddingStub = {
+    baseUrl: `http://127.0.0.1:${server.addr.port}/v1`,
+    dimension,
+    requests,
+    chatDown: false,
+    stop: () => server.shutdown(),
+  };
+  return stub;
 }

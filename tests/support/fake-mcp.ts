@@ -18,32 +18,11 @@ export interface McpReply {
 }
 
 /** OpenViking 0.5.2's MCP tool names, in its order (its `/mcp` tools/list; real_openviking_probe_test checks it). */
-export const OPENVIKING_TOOLS = [
-  "list_users",
-  "list_groups",
-  "get_acl",
-  "set_acl",
-  "privacy_tree",
-  "privacy_resolve",
-  "privacy_upsert",
-  "find",
-  "search",
-  "read",
-  "download",
-  "list",
-  "tree",
-  "remember",
-  "write",
-  "edit",
-  "add_resource",
-  "add_skill",
-  "list_watches",
-  "cancel_watch",
-  "grep",
-  "glob",
-  "forget",
-  "health",
-];
+export const OPENVIKING_TOOLS = (
+  "list_users list_groups get_acl set_acl privacy_tree privacy_resolve privacy_upsert find search read " +
+  "download list tree remember write edit add_resource add_skill list_watches cancel_watch grep glob " +
+  "forget health"
+).split(" ");
 
 /** The tools the proxy offers by default: what memory needs (search, read and browse, remember, forget). */
 export const OFFERED_TOOLS = ["search", "read", "list", "remember", "grep", "glob", "forget"];
@@ -171,11 +150,10 @@ export class FakeMcp {
       if (sid && this.sessions.delete(sid)) this.deleted++;
       return { status: 200, headers: {}, body: "" };
     }
-    if (method === "GET") return { status: 405, headers: {}, body: "" };
     if (method !== "POST") return { status: 405, headers: {}, body: "" };
     const accept = headers["accept"] ?? "";
     if (!accept.includes("application/json") || !accept.includes("text/event-stream")) {
-      return jsonReply(406, { jsonrpc: "2.0", id: null, error: { code: -32600, message: "Not Acceptable" } });
+      return rpcError(406, -32600, "Not Acceptable");
     }
     const messages = (Array.isArray(body) ? body : [body]) as Msg[];
     this.received.push(...messages);
@@ -186,17 +164,9 @@ export class FakeMcp {
         newSession = `sess-${++this.next}`;
         this.sessions.add(newSession);
       } else if (!sid) {
-        return jsonReply(400, {
-          jsonrpc: "2.0",
-          id: null,
-          error: { code: -32000, message: "Bad Request: No valid session ID provided" },
-        });
+        return rpcError(400, -32000, "Bad Request: No valid session ID provided");
       } else if (!this.sessions.has(sid)) {
-        return jsonReply(this.options.expiredStatus ?? 404, {
-          jsonrpc: "2.0",
-          id: null,
-          error: { code: -32001, message: "Session not found" },
-        });
+        return rpcError(this.options.expiredStatus ?? 404, -32001, "Session not found");
       }
     }
     const requests = messages.filter((m) => m.id !== undefined && typeof m.method === "string");
@@ -221,55 +191,44 @@ export class FakeMcp {
 
   private answer(m: Msg): Msg {
     const params = (m.params ?? {}) as Msg;
+    const reply = (what: Msg) => ({ jsonrpc: "2.0", id: m.id, ...what });
+    const name = String(params.name ?? "");
     switch (m.method) {
-      case "initialize":
-        return {
-          jsonrpc: "2.0",
-          id: m.id,
-          result: {
-            protocolVersion: typeof params.protocolVersion === "string"
-              ? params.protocolVersion
-              : "2025-06-18",
-            capabilities: { tools: { listChanged: false } },
-            serverInfo: { name: "openviking", version: "0.5.2-fake" },
-          },
-        };
+      case "initialize": {
+        const protocolVersion = typeof params.protocolVersion === "string"
+          ? params.protocolVersion
+          : "2025-06-18";
+        const serverInfo = { name: "openviking", version: "0.5.2-fake" };
+        return reply({
+          result: { protocolVersion, capabilities: { tools: { listChanged: false } }, serverInfo },
+        });
+      }
       case "ping":
-        return { jsonrpc: "2.0", id: m.id, result: {} };
-      case "tools/list":
-        return {
-          jsonrpc: "2.0",
-          id: m.id,
-          result: {
-            tools: OPENVIKING_TOOLS.map((name) => ({
-              name,
-              description: `OpenViking ${name}`,
-              inputSchema: { type: "object", properties: {} },
-            })),
-          },
-        };
+        return reply({ result: {} });
+      case "tools/list": {
+        const tool = (name: string) => ({
+          name,
+          description: `OpenViking ${name}`,
+          inputSchema: { type: "object", properties: {} },
+        });
+        return reply({ result: { tools: OPENVIKING_TOOLS.map(tool) } });
+      }
       case "tools/call": {
-        const name = String(params.name ?? "");
         if (!OPENVIKING_TOOLS.includes(name)) {
-          return { jsonrpc: "2.0", id: m.id, error: { code: -32602, message: `Unknown tool: ${name}` } };
+          return reply({ error: { code: -32602, message: `Unknown tool: ${name}` } });
         }
-        return {
-          jsonrpc: "2.0",
-          id: m.id,
-          result: {
-            content: [{ type: "text", text: `fake ${name}: ${JSON.stringify(params.arguments ?? {})}` }],
-            isError: false,
-          },
-        };
+        const text = `fake ${name}: ${JSON.stringify(params.arguments ?? {})}`;
+        return reply({ result: { content: [{ type: "text", text }], isError: false } });
       }
       default:
-        return {
-          jsonrpc: "2.0",
-          id: m.id,
-          error: { code: -32601, message: `Method not found: ${String(m.method)}` },
-        };
+        return reply({ error: { code: -32601, message: `Method not found: ${String(m.method)}` } });
     }
   }
+}
+
+/** A JSON-RPC error with no id, answered with HTTP `status`. */
+function rpcError(status: number, code: number, message: string): McpReply {
+  return jsonReply(status, { jsonrpc: "2.0", id: null, error: { code, message } });
 }
 
 function jsonReply(status: number, body: unknown): McpReply {

@@ -101,6 +101,9 @@ export interface FakeSession {
   autoCommitPolicy?: Record<string, number>;
 }
 
+/** The words of `lines`, each a space-separated list. */
+const words = (...lines: string[]): string[] => lines.join(" ").split(" ");
+
 /** The uncommitted tokens of a session as the real server estimates them (about 4 characters a token). */
 function pendingTokens(s: FakeSession): number {
   const text = s.messages.slice(s.archived ?? 0).map((m) => typeof m.content === "string" ? m.content : "");
@@ -108,13 +111,10 @@ function pendingTokens(s: FakeSession): number {
 }
 
 /** The auto-commit fields the real server takes (`AutoCommitPolicyRequest`, extra fields forbidden). */
-const POLICY_FIELDS = [
-  "pending_token_threshold",
-  "message_count_threshold",
-  "idle_timeout_seconds",
-  "keep_recent_count",
+const POLICY_FIELDS = words(
+  "pending_token_threshold message_count_threshold idle_timeout_seconds keep_recent_count",
   "min_commit_interval_seconds",
-];
+);
 
 /** A background task, as `GET /api/v1/tasks/{id}` answers it (the real server's shape, 0.5.2). */
 export interface FakeTask {
@@ -157,51 +157,19 @@ export interface FakeOptions {
 /** `viking://~/…` as the server resolves it for the fake's one user. */
 const own = (uri: string) => uri.replace(/^viking:\/\/~(?=\/|$)/, "viking://user/default");
 
-const FIND_FIELDS = [
-  "query",
-  "image_url",
-  "target_uri",
-  "context_type",
-  "limit",
-  "node_limit",
-  "score_threshold",
-  "filter",
-  "include_provenance",
-  "tags",
-  "since",
-  "until",
-  "time_field",
-  "level",
-  "telemetry",
-];
-const CONTEXT_FIELDS = [
-  "query_expansion",
-  "max_tokens",
-  "quotas",
-  "purpose",
-  "detail",
-  "dedup_turns",
-  "exclude_uris",
-  "peer_scope",
-  "other_peer_penalty",
-  "rewrite",
-  "rewrite_max_bullets",
-];
+const FIND_FIELDS = words(
+  "query image_url target_uri context_type limit node_limit score_threshold filter include_provenance",
+  "tags since until time_field level telemetry",
+);
+const CONTEXT_FIELDS = words(
+  "query_expansion max_tokens quotas purpose detail dedup_turns exclude_uris peer_scope",
+  "other_peer_penalty rewrite rewrite_max_bullets",
+);
 const SEARCH_FIELDS = [...FIND_FIELDS, "session_id", "mode", ...CONTEXT_FIELDS];
-const RECALL_FIELDS = [
-  "query",
-  "quotas",
-  "max_chars",
-  "min_score",
-  "peer_scope",
-  "render",
-  "session_id",
-  "query_expansion",
-  "purpose",
-  "dedup_turns",
-  "exclude_uris",
-  "max_tokens",
-];
+const RECALL_FIELDS = words(
+  "query quotas max_chars min_score peer_scope render session_id query_expansion purpose dedup_turns",
+  "exclude_uris max_tokens",
+);
 const PEER = /^[A-Za-z0-9_.@-]+$/;
 /** The real server's words for a root key on a data route (openviking/server/auth/plugins/api_key.py). */
 export const ROOT_KEY_REFUSAL = "ROOT API keys cannot access tenant-scoped data APIs in api_key mode. " +
@@ -227,57 +195,33 @@ function userKey(account: string, user: string): string {
  * Every error code OpenViking 0.5.2 sends, with its HTTP status (`openviking/server/models.py`
  * `ERROR_CODE_TO_HTTP_STATUS`).
  */
-export const SERVER_ERROR_CODES: Readonly<Record<string, number>> = {
-  INVALID_ARGUMENT: 400,
-  GIT_AUTH_FAILED: 400,
-  INVALID_URI: 400,
-  UNSUPPORTED_URI: 400,
-  UNSUPPORTED_MODE: 400,
-  SKILL_INVALID: 400,
-  SKILL_CAPABILITY_UNAVAILABLE: 400,
-  INVALID_FILTER: 400,
-  UNAUTHENTICATED: 401,
-  PERMISSION_DENIED: 403,
-  NOT_FOUND: 404,
-  CONFLICT: 409,
-  ALREADY_EXISTS: 409,
-  ABORTED: 409,
-  WRITE_CONFLICT: 409,
-  SESSION_EXPIRED: 410,
-  FAILED_PRECONDITION: 412,
-  RESOURCE_EXHAUSTED: 429,
-  INTERNAL: 500,
-  NOT_INITIALIZED: 500,
-  PROCESSING_ERROR: 500,
-  EMBEDDING_FAILED: 500,
-  VLM_FAILED: 500,
-  RESTORE_WRITEBACK_PARTIAL: 500,
-  AGENT_OUTPUT_INVALID: 500,
-  WRITE_FAILED: 500,
-  REFRESH_FAILED: 500,
-  INTERNAL_ERROR: 500,
-  UNKNOWN: 500,
-  UNIMPLEMENTED: 501,
-  UNAVAILABLE: 503,
-  MODEL_UNAVAILABLE: 503,
-  BOT_RESTARTED: 503,
-  NO_VECTOR_DB: 503,
-  DEADLINE_EXCEEDED: 504,
-};
+export const SERVER_ERROR_CODES: Readonly<Record<string, number>> = Object.fromEntries(
+  Object.entries({
+    400: "INVALID_ARGUMENT GIT_AUTH_FAILED INVALID_URI UNSUPPORTED_URI UNSUPPORTED_MODE" +
+      " SKILL_INVALID SKILL_CAPABILITY_UNAVAILABLE INVALID_FILTER",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    409: "CONFLICT ALREADY_EXISTS ABORTED WRITE_CONFLICT",
+    410: "SESSION_EXPIRED",
+    412: "FAILED_PRECONDITION",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL NOT_INITIALIZED PROCESSING_ERROR EMBEDDING_FAILED VLM_FAILED" +
+      " RESTORE_WRITEBACK_PARTIAL AGENT_OUTPUT_INVALID WRITE_FAILED REFRESH_FAILED INTERNAL_ERROR" +
+      " UNKNOWN",
+    501: "UNIMPLEMENTED",
+    503: "UNAVAILABLE MODEL_UNAVAILABLE BOT_RESTARTED NO_VECTOR_DB",
+    504: "DEADLINE_EXCEEDED",
+  }).flatMap(([status, codes]) => codes.split(" ").map((code) => [code, Number(status)])),
+);
 
 /**
  * The codes that refuse a write for good, the tests' copy of docs/ARCHITECTURE.md decision 15 (a 4xx naming
  * one of them.
  */
-export const FINAL_CODES = [
-  "INVALID_ARGUMENT",
-  "INVALID_URI",
-  "UNSUPPORTED_URI",
-  "UNSUPPORTED_MODE",
-  "SKILL_INVALID",
-  "INVALID_FILTER",
-  "NOT_FOUND",
-];
+export const FINAL_CODES = words(
+  "INVALID_ARGUMENT INVALID_URI UNSUPPORTED_URI UNSUPPORTED_MODE SKILL_INVALID INVALID_FILTER NOT_FOUND",
+);
 
 /** The code OpenViking gives an error of HTTP `status` (see SERVER_ERROR_CODES). */
 export function serverCodeFor(status: number): string {
@@ -298,6 +242,12 @@ class HttpError extends Error {
   constructor(readonly status: number, readonly code: string, message: string, readonly details?: unknown) {
     super(message);
   }
+}
+
+/** The real server's 404 for a resource it does not hold (`details` naming it, and its type when given). */
+function notFound(message: string, resource?: string, type?: string): HttpError {
+  const details = resource === undefined ? undefined : { ...(type ? { type } : {}), resource };
+  return new HttpError(404, "NOT_FOUND", message, details);
 }
 
 function extraFields(body: unknown, allowed: string[]): string[] {
@@ -562,7 +512,6 @@ export class FakeOpenViking {
     } else if (text) body = raw;
     const method = req.method ?? "GET";
     const route = `${method} ${routeOf(url.pathname)}`;
-    if (url.pathname.startsWith("/__control")) return this.control(method, url, body, res);
     const record: RecordedRequest = {
       seq: ++this.seq,
       at: Date.now(),
@@ -613,7 +562,7 @@ export class FakeOpenViking {
         const root = own(String(requireObject(body).uri));
         const files = Object.fromEntries([...this.files].filter(([u]) => u.startsWith(`${root}/`)));
         if (!Object.keys(files).length) {
-          throw new HttpError(404, "NOT_FOUND", `not found: ${root}`, { resource: root });
+          throw notFound(`not found: ${root}`, root);
         }
         const base = root.slice(root.lastIndexOf("/") + 1);
         const entries = Object.fromEntries(
@@ -696,10 +645,7 @@ export class FakeOpenViking {
     const b = method === "POST" ? requireObject(body ?? {}) : {};
     const users = account === undefined ? undefined : this.accounts.get(account);
     if (account !== undefined && !users) {
-      throw new HttpError(404, "NOT_FOUND", `Account not found: ${account}`, {
-        type: "account",
-        resource: account,
-      });
+      throw notFound(`Account not found: ${account}`, account, "account");
     }
     const add = (to: Map<string, FakeUser>, acct: string, id: string, role: string) => {
       to.set(id, { role, key: userKey(acct, id) });
@@ -745,7 +691,7 @@ export class FakeOpenViking {
     if (method === "POST" && users && user !== undefined) {
       const u = users.get(user);
       if (!u) {
-        throw new HttpError(404, "NOT_FOUND", `User not found: ${user}`, { type: "user", resource: user });
+        throw notFound(`User not found: ${user}`, user, "user");
       }
       return { user_key: add(users, account!, user, u.role) };
     }
@@ -756,7 +702,7 @@ export class FakeOpenViking {
     let s = this.sessions.get(id);
     if (!s && create) this.sessions.set(id, s = { messages: [], commits: 0 });
     if (!s) {
-      throw new HttpError(404, "NOT_FOUND", `Session not found: ${id}`, { type: "session", resource: id });
+      throw notFound(`Session not found: ${id}`, id, "session");
     }
     return s;
   }
@@ -794,7 +740,7 @@ export class FakeOpenViking {
       return { memories: this.findResults["viking://~/memories"] ?? [], resources: [], skills: [], total: 1 };
     }
     if (method === "POST" && p === "/api/v1/search/recall") {
-      if (this.options.noRecall) throw new HttpError(404, "NOT_FOUND", "Not Found");
+      if (this.options.noRecall) throw notFound("Not Found");
       const b = requireObject(body);
       forbidExtra(b, RECALL_FIELDS);
       if (typeof b.query !== "string") throw new HttpError(400, "INVALID_ARGUMENT", "query is required");
@@ -815,7 +761,7 @@ export class FakeOpenViking {
     if (method === "GET" && p === "/api/v1/fs/ls") {
       const uri = q.get("uri") ?? "";
       const entries = this.dirs.get(uri.replace(/\/+$/, ""));
-      if (!entries) throw new HttpError(404, "NOT_FOUND", `${uri} not found`);
+      if (!entries) throw notFound(`${uri} not found`);
       return entries;
     }
     if (method === "GET" && (p === "/api/v1/fs/tree" || p === "/api/v1/fs/stat")) {
@@ -827,12 +773,12 @@ export class FakeOpenViking {
       });
       if (p === "/api/v1/fs/stat") {
         if (!this.files.has(uri)) {
-          throw new HttpError(404, "NOT_FOUND", `${uri} not found`, { resource: uri });
+          throw notFound(`${uri} not found`, uri);
         }
         return entry(uri);
       }
       const under = [...this.files.keys()].filter((u) => u.startsWith(`${uri}/`));
-      if (!under.length) throw new HttpError(404, "NOT_FOUND", `${uri} not found`, { resource: uri });
+      if (!under.length) throw notFound(`${uri} not found`, uri);
       return under.map(entry);
     }
     if (method === "DELETE" && p === "/api/v1/fs") {
@@ -867,7 +813,7 @@ export class FakeOpenViking {
       const uri = own(q.get("uri") ?? "");
       const content = this.files.get(uri);
       if (content === undefined) {
-        throw new HttpError(404, "NOT_FOUND", `File not found: ${uri}`, { type: "file", resource: uri });
+        throw notFound(`File not found: ${uri}`, uri, "file");
       }
       return content;
     }
@@ -886,10 +832,7 @@ export class FakeOpenViking {
     if (task && method === "GET") {
       const t = this.tasks.get(decodeURIComponent(task[1]));
       if (!t) {
-        throw new HttpError(404, "NOT_FOUND", "Task not found or expired", {
-          resource: task[1],
-          type: "task",
-        });
+        throw notFound("Task not found or expired", task[1], "task");
       }
       return t;
     }
@@ -916,9 +859,7 @@ export class FakeOpenViking {
       const n = Number(archive[2]);
       const ends = s.archiveEnds ?? [];
       if (n < 1 || n > ends.length) {
-        throw new HttpError(404, "NOT_FOUND", `Archive archive_${archive[2]} not found`, {
-          resource: archive[2],
-        });
+        throw notFound(`Archive archive_${archive[2]} not found`, archive[2]);
       }
       const messages = s.messages.slice(n > 1 ? ends[n - 2] : 0, ends[n - 1]);
       return {
@@ -1012,24 +953,7 @@ export class FakeOpenViking {
         return { session_id: id, status: "accepted", task_id: taskId, archive_uri: archive, archived: true };
       }
     }
-    throw new HttpError(404, "NOT_FOUND", "Not Found");
-  }
-
-  private control(method: string, url: URL, body: unknown, res: ServerResponse): void {
-    const p = url.pathname;
-    if (method === "GET" && p === "/__control/requests") return send(res, 200, this.requests);
-    if (method === "GET" && p === "/__control/sessions") {
-      return send(res, 200, Object.fromEntries(this.sessions));
-    }
-    if (method === "POST" && p === "/__control/faults") {
-      for (const f of Array.isArray(body) ? body : [body]) this.fault(f as Fault);
-      return send(res, 200, { ok: true });
-    }
-    if (method === "DELETE" && p === "/__control/faults") {
-      this.clearFaults();
-      return send(res, 200, { ok: true });
-    }
-    send(res, 404, { error: "unknown control route" });
+    throw notFound("Not Found");
   }
 }
 
@@ -1075,10 +999,4 @@ function sendRaw(
 ): void {
   res.writeHead(status, { ...headers, connection: "close" });
   res.end(body);
-}
-
-if (import.meta.main) {
-  const portArg = Deno.args.indexOf("--port");
-  const fake = await FakeOpenViking.start({ port: portArg >= 0 ? Number(Deno.args[portArg + 1]) : 1933 });
-  console.log(fake.url);
 }

@@ -46,20 +46,17 @@ export class JournalBuilder {
     return this.turn;
   }
 
+  /** A user-role context message of `text` from `origin` (`id`: the prompt's message id). */
+  private message(text: string, origin: Record<string, unknown>, id?: string): this {
+    const content = [{ type: "text", text }];
+    const message = { role: "user", content, toolCalls: [], origin, ...(id ? { id } : {}) };
+    return this.push({ type: "context.append_message", message });
+  }
+
   /** A hook_result message (what UserPromptSubmit output becomes), written before the prompt. */
   hookResult(text: string): this {
-    return this.push({
-      type: "context.append_message",
-      message: {
-        role: "user",
-        content: [{
-          type: "text",
-          text: `<hook_result hook_event="UserPromptSubmit">\n${text}\n</hook_result>`,
-        }],
-        toolCalls: [],
-        origin: { kind: "hook_result", event: "UserPromptSubmit" },
-      },
-    });
+    const wrapped = `<hook_result hook_event="UserPromptSubmit">\n${text}\n</hook_result>`;
+    return this.message(wrapped, { kind: "hook_result", event: "UserPromptSubmit" });
   }
 
   /** Starts a turn with a prompt (origin `user` unless given). */
@@ -74,30 +71,14 @@ export class JournalBuilder {
       promptId: `msg_${this.turn}`,
       ...(this.explicitIds ? { turnId: this.turn } : {}),
     });
-    this.push({
-      type: "context.append_message",
-      message: {
-        role: "user",
-        content: input,
-        toolCalls: [],
-        origin: { kind: origin },
-        id: `msg_${this.turn}`,
-      },
-    });
+    this.message(text, { kind: origin }, `msg_${this.turn}`);
     return this.reminder(`Today is day ${this.turn}.`);
   }
 
   /** A system reminder injection message. */
   reminder(text: string): this {
-    return this.push({
-      type: "context.append_message",
-      message: {
-        role: "user",
-        content: [{ type: "text", text: `<system-reminder>\n${text}\n</system-reminder>` }],
-        toolCalls: [],
-        origin: { kind: "injection", variant: "date_change" },
-      },
-    });
+    const wrapped = `<system-reminder>\n${text}\n</system-reminder>`;
+    return this.message(wrapped, { kind: "injection", variant: "date_change" });
   }
 
   /** A steer (user input while the turn runs). */
@@ -110,15 +91,7 @@ export class JournalBuilder {
    * count it), 0.41.0 does not (so `/undo 1` withdraws just the steer and what followed).
    */
   steerMessage(text: string, inTurn: boolean): this {
-    return this.push({
-      type: "context.append_message",
-      message: {
-        role: "user",
-        content: [{ type: "text", text }],
-        toolCalls: [],
-        origin: inTurn ? { kind: "user", inTurn: true } : { kind: "user" },
-      },
-    });
+    return this.message(text, inTurn ? { kind: "user", inTurn: true } : { kind: "user" });
   }
 
   /** `/undo <count>`: 2.1.0 writes the switch triple, older versions the bare `context.undo`. */
@@ -170,12 +143,12 @@ export class JournalBuilder {
   }
 
   /** A thinking part. */
-  think(text: string): this {
+  think(think: string): this {
     return this.loop({
       type: "content.part",
       uuid: uuid(),
       stepUuid: this.stepUuid,
-      part: { type: "think", think: text },
+      part: { type: "think", think },
     });
   }
 

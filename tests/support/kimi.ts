@@ -8,6 +8,7 @@
 
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { withLock } from "../../lib/lock.ts";
 
 /**
  * Every release of `@moonshot-ai/kimi-code` on npm since 0.41.0, oldest first: the compatibility matrix
@@ -37,36 +38,16 @@ export function kimiE2eVersions(setting = Deno.env.get("KIMI_E2E_VERSIONS") ?? "
 export const NODE_PACKAGE_VERSION = "24";
 
 /** Every hook event Kimi Code's v2 engine knows (0.41.0 and 2.1.0 alike). */
-export const HOOK_EVENTS = [
-  "SessionStart",
-  "SessionEnd",
-  "SessionHeartbeat",
-  "UserPromptSubmit",
-  "UserPromptQueued",
-  "TurnStarted",
-  "PreToolUse",
-  "PostToolUse",
-  "PostToolUseFailure",
-  "PermissionRequest",
-  "PermissionResult",
-  "Stop",
-  "StopFailure",
-  "Interrupt",
-  "SubagentStart",
-  "SubagentStop",
-  "TaskStarted",
-  "PreCompact",
-  "PostCompact",
-  "Notification",
-] as const;
+export const HOOK_EVENTS = (
+  "SessionStart SessionEnd SessionHeartbeat UserPromptSubmit UserPromptQueued TurnStarted PreToolUse " +
+  "PostToolUse PostToolUseFailure PermissionRequest PermissionResult Stop StopFailure Interrupt " +
+  "SubagentStart SubagentStop TaskStarted PreCompact PostCompact Notification"
+).split(" ");
 
 /** The hook events the legacy engine (`KIMI_CODE_LEGACY_FLAG=1`) accepts. */
 export const LEGACY_HOOK_EVENTS = HOOK_EVENTS.filter((e) =>
   !["TurnStarted", "UserPromptQueued", "SessionHeartbeat", "TaskStarted"].includes(e)
 );
-
-/** A Kimi hook event name. */
-export type HookEvent = (typeof HOOK_EVENTS)[number];
 
 /** An installed Kimi Code CLI. */
 export interface KimiInstall {
@@ -123,32 +104,17 @@ async function isComplete(inst: KimiInstall): Promise<boolean> {
   return await exists(join(inst.dir, ".complete")) && await exists(inst.main) && await exists(inst.node);
 }
 
-/** How long an install lock may be held before another process takes it (a killed installer's). */
-const INSTALL_LOCK_STALE_MS = 10 * 60_000;
-
 /**
- * Runs `fn` holding `<cache>/.lock-<version>` (an exclusively created directory), so that test files running
- * in parallel install each version once per run: the others wait, then find the install complete.
+ * Runs `fn` holding `<cache>/.lock-<version>` (a kernel lock: a killed installer's dies with it), so that test
+ * files running in parallel install each version once per run: the others wait, then find the install complete.
  */
 async function withInstallLock<T>(cacheRoot: string, version: string, fn: () => Promise<T>): Promise<T> {
-  const lock = join(cacheRoot, `.lock-${version}`);
-  await Deno.mkdir(cacheRoot, { recursive: true });
-  for (;;) {
-    try {
-      await Deno.mkdir(lock);
-      break;
-    } catch (e) {
-      if (!(e instanceof Deno.errors.AlreadyExists)) throw e;
-      const age = await Deno.stat(lock).then((st) => Date.now() - (st.mtime?.getTime() ?? 0), () => 0);
-      if (age > INSTALL_LOCK_STALE_MS) await Deno.remove(lock, { recursive: true }).catch(() => {});
-      else await new Promise((r) => setTimeout(r, 250));
-    }
-  }
-  try {
-    return await fn();
-  } finally {
-    await Deno.remove(lock, { recursive: true }).catch(() => {});
-  }
+  const locked = await withLock(join(cacheRoot, `.lock-${version}`), fn, {
+    waitMs: 20 * 60_000,
+    pollMs: 250,
+  });
+  if (!locked.acquired) throw new Error(`timed out waiting for the install lock of kimi-code@${version}`);
+  return locked.value;
 }
 
 /**
@@ -174,13 +140,8 @@ async function installUnlocked(
     const out = await new Deno.Command(npm, {
       args: [
         "install",
-        "--ignore-scripts",
-        "--omit=optional",
-        "--no-audit",
-        "--no-fund",
-        "--no-save",
-        "--loglevel=error",
-        "--fetch-retries=2",
+        ...("--ignore-scripts --omit=optional --no-audit --no-fund --no-save --loglevel=error --fetch-retries=2")
+          .split(" "),
         "--prefix",
         staging,
         `@moonshot-ai/kimi-code@${version}`,
@@ -271,7 +232,7 @@ export async function npmRegistryProblem(timeoutMs = 10_000): Promise<string> {
 
 /** A `[[hooks]]` entry of config.toml (exactly the four keys Kimi accepts). */
 export interface HookDef {
-  event: HookEvent | string;
+  event: string;
   command: string;
   matcher?: string;
   timeout?: number;

@@ -4,7 +4,7 @@
  * installs; no registry is contacted).
  */
 
-import { assertEquals, assertTrue } from "./assert.ts";
+import { assertEquals, assertThrows } from "./assert.ts";
 import { KIMI_RELEASES, KIMI_VERSIONS, kimiE2eVersions, nodePackageName } from "./kimi.ts";
 import { tempDir } from "./temp.ts";
 
@@ -13,13 +13,7 @@ Deno.test("KIMI_E2E_VERSIONS: unset → newest and oldest; all → every release
   assertEquals(kimiE2eVersions(""), ["2.1.0", "0.41.0"]);
   assertEquals(kimiE2eVersions("all"), ["2.1.0", "2.0.2", "0.43.1", "0.43.0", "0.42.0", "0.41.0"]);
   assertEquals(kimiE2eVersions(" 0.43.1, 2.0.2,0.43.1 "), ["0.43.1", "2.0.2"]);
-  let error = "";
-  try {
-    kimiE2eVersions("latest");
-  } catch (e) {
-    error = (e as Error).message;
-  }
-  assertTrue(error.startsWith("KIMI_E2E_VERSIONS: latest is not a version"), error);
+  assertThrows(() => kimiE2eVersions("latest"), Error, "KIMI_E2E_VERSIONS: latest is not a version");
 });
 
 /** A stub `npm install --prefix P …` that lays out a Kimi install, slowly, and counts its runs. */

@@ -102,14 +102,6 @@ export interface ChatRequest {
 /** Decides the reply to one chat request. */
 export type Script = (req: ChatRequest) => Reply | Promise<Reply>;
 
-/** Options of {@link ModelServer.start}. */
-export interface ModelServerOptions {
-  /** Port to bind (default: a random free one). */
-  port?: number;
-  /** Model id reported by `/v1/models` and in chunks (default "fake-model"). */
-  model?: string;
-}
-
 /** The marker the default script puts into a subagent's task prompt. */
 export const SUBAGENT_MARKER = "SUBAGENT_TASK";
 
@@ -218,7 +210,6 @@ export class ModelServer {
   #script: Script = defaultScript;
   #chatCount = 0;
   #toolCallCount = 0;
-  #waiters: Array<() => void> = [];
 
   private constructor(server: Server, model: string) {
     this.#server = server;
@@ -226,14 +217,14 @@ export class ModelServer {
   }
 
   /** Starts a server (default script) on 127.0.0.1. */
-  static async start(script?: Script, options: ModelServerOptions = {}): Promise<ModelServer> {
+  static async start(script?: Script): Promise<ModelServer> {
     const server = createServer();
-    const ms = new ModelServer(server, options.model ?? "fake-model");
+    const ms = new ModelServer(server, "fake-model");
     if (script) ms.#script = script;
     server.on("request", (req, res) => void ms.#handle(req, res));
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
-      server.listen(options.port ?? 0, "127.0.0.1", () => resolve());
+      server.listen(0, "127.0.0.1", () => resolve());
     });
     return ms;
   }
@@ -266,20 +257,12 @@ export class ModelServer {
     pred: (r: ChatRequest) => boolean = () => true,
     timeoutMs = 30_000,
   ): Promise<ChatRequest> {
-    const deadline = Date.now() + timeoutMs;
-    while (true) {
+    for (const deadline = Date.now() + timeoutMs;; await sleep(50)) {
       const hit = this.chatRequests().find(pred);
       if (hit) return hit;
-      const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`model server: no matching chat request within ${timeoutMs} ms`);
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(done, Math.min(left, 500));
-        function done() {
-          clearTimeout(timer);
-          resolve();
-        }
-        this.#waiters.push(done);
-      });
+      if (Date.now() > deadline) {
+        throw new Error(`model server: no matching chat request within ${timeoutMs} ms`);
+      }
     }
   }
 
@@ -321,9 +304,6 @@ export class ModelServer {
       body,
     };
     this.requests.push(rec);
-    const waiters = this.#waiters;
-    this.#waiters = [];
-    for (const w of waiters) w();
 
     try {
       if (rec.method === "GET" && /\/models\/?$/.test(rec.path)) {
@@ -431,22 +411,9 @@ function errorBody(message: string) {
 }
 
 function json(res: ServerResponse, status: number, value: unknown): void {
-  const data = JSON.stringify(value);
-  res.writeHead(status, { "content-type": "application/json", "content-length": String(byteLength(data)) });
+  const data = new TextEncoder().encode(JSON.stringify(value));
+  res.writeHead(status, { "content-type": "application/json", "content-length": String(data.length) });
   res.end(data);
 }
 
-function byteLength(s: string): number {
-  return new TextEncoder().encode(s).length;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
-if (import.meta.main) {
-  const i = Deno.args.indexOf("--port");
-  const port = i >= 0 ? Number(Deno.args[i + 1]) : undefined;
-  const server = await ModelServer.start(undefined, { port });
-  console.log(server.baseUrl);
-}
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -4,6 +4,7 @@
  */
 
 import { type EmbeddingStub, startEmbeddingStub, STUB_MODEL } from "./embedding-stub.ts";
+import { withLock } from "../../lib/lock.ts";
 
 /** The pinned OpenViking release. */
 export const OPENVIKING_VERSION = "0.5.2";
@@ -20,12 +21,6 @@ export type RealAuthMode = "dev" | "api_key";
 export interface RealOpenVikingOptions {
   /** `dev` (no key, loopback only) or `api_key` (root key + a created user key). Default `dev`. */
   auth?: RealAuthMode;
-  /** In `api_key` mode, make the account `kimi-e2e` and its user key (default); `false`: the root key only. */
-  makeUser?: boolean;
-  /** Embedding dimension served by the stub (default 64). */
-  dimension?: number;
-  /** How long to wait for `/health` (default 90 s, or `OPENVIKING_START_TIMEOUT_MS`). */
-  startTimeoutMs?: number;
 }
 
 /** A running (or external) OpenViking server. */
@@ -48,8 +43,6 @@ export interface RealOpenViking {
   pid?: number;
   /** Milliseconds from spawn to a healthy `/health`. */
   startupMs: number;
-  /** Where the server's stdout+stderr go. */
-  logFile?: string;
   /** Stop the server and the stub and remove the temp dir (kept when `OPENVIKING_KEEP=1`). */
   stop(): Promise<void>;
 }
@@ -105,30 +98,6 @@ export async function findPython(): Promise<string | undefined> {
   return undefined;
 }
 
-async function withLock<T>(lockDir: string, fn: () => Promise<T>): Promise<T> {
-  const deadline = Date.now() + 20 * 60_000;
-  for (;;) {
-    try {
-      await Deno.mkdir(lockDir);
-      break;
-    } catch (e) {
-      if (!(e instanceof Deno.errors.AlreadyExists)) throw e;
-      const st = await Deno.stat(lockDir).catch(() => undefined);
-      if (st?.mtime && Date.now() - st.mtime.getTime() > 20 * 60_000) {
-        await Deno.remove(lockDir, { recursive: true }).catch(() => {});
-        continue;
-      }
-      if (Date.now() > deadline) throw new OpenVikingUnavailable(`timed out waiting for ${lockDir}`);
-      await new Promise((r) => setTimeout(r, 1000));
-    }
-  }
-  try {
-    return await fn();
-  } finally {
-    await Deno.remove(lockDir, { recursive: true }).catch(() => {});
-  }
-}
-
 const installs = new Map<string, Promise<string>>();
 
 /**
@@ -153,7 +122,7 @@ async function install(venv: string): Promise<string> {
   if (await ready()) return server;
   const parent = venv.replace(/\/[^/]+$/, "");
   await Deno.mkdir(parent, { recursive: true });
-  return await withLock(`${venv}.lock`, async () => {
+  const locked = await withLock(`${venv}.lock`, async () => {
     if (await ready()) return server;
     const log = `${venv}.install.log`;
     await Deno.writeTextFile(
@@ -179,7 +148,9 @@ async function install(venv: string): Promise<string> {
     }
     await Deno.writeTextFile(marker, `${OPENVIKING_VERSION}\n`);
     return server;
-  });
+  }, { waitMs: 20 * 60_000, pollMs: 1000 });
+  if (!locked.acquired) throw new OpenVikingUnavailable(`timed out waiting for ${venv}.lock`);
+  return locked.value;
 }
 
 function freePort(): number {
@@ -264,11 +235,11 @@ export async function startRealOpenViking(options: RealOpenVikingOptions = {}): 
   if (ext) return ext;
   const serverBin = await ensureOpenViking();
   const auth = options.auth ?? "dev";
-  const dimension = options.dimension ?? 64;
-  const timeoutMs = options.startTimeoutMs ?? (Number(Deno.env.get("OPENVIKING_START_TIMEOUT_MS")) || 90_000);
+  const dimension = 64;
+  const timeoutMs = Number(Deno.env.get("OPENVIKING_START_TIMEOUT_MS")) || 90_000;
   const workDir = await Deno.makeTempDir({ prefix: "ovk-real-" });
   const keep = Deno.env.get("OPENVIKING_KEEP") === "1";
-  const stub = await startEmbeddingStub({ dimension });
+  const stub = startEmbeddingStub(dimension);
   let child: Deno.ChildProcess | undefined;
   const cleanup = async () => {
     if (child) {
@@ -295,14 +266,8 @@ export async function startRealOpenViking(options: RealOpenVikingOptions = {}): 
     const url = `http://127.0.0.1:${port}`;
     const rootApiKey = auth === "api_key" ? `root-${crypto.randomUUID()}` : undefined;
     const confPath = `${workDir}/ov.conf`;
-    await Deno.writeTextFile(
-      confPath,
-      JSON.stringify(
-        buildOvConf(workDir, port, stub.baseUrl, dimension, rootApiKey),
-        null,
-        2,
-      ),
-    );
+    const conf = buildOvConf(workDir, port, stub.baseUrl, dimension, rootApiKey);
+    await Deno.writeTextFile(confPath, JSON.stringify(conf, null, 2));
     await Deno.mkdir(`${workDir}/home`);
     const logFile = `${workDir}/server.log`;
     const started = performance.now();
@@ -331,7 +296,7 @@ export async function startRealOpenViking(options: RealOpenVikingOptions = {}): 
     let apiKey: string | undefined;
     let account: string | undefined;
     let user: string | undefined;
-    if (rootApiKey && options.makeUser !== false) {
+    if (rootApiKey) {
       account = "kimi-e2e";
       user = "coder";
       await postJson(`${url}/api/v1/admin/accounts`, rootApiKey, {
@@ -348,7 +313,6 @@ export async function startRealOpenViking(options: RealOpenVikingOptions = {}): 
         throw new OpenVikingUnavailable(`user creation returned no key: ${JSON.stringify(created)}`);
       }
     }
-    const pid = child.pid;
     return {
       url,
       apiKey,
@@ -357,9 +321,8 @@ export async function startRealOpenViking(options: RealOpenVikingOptions = {}): 
       user,
       mode: auth,
       stub,
-      pid,
+      pid: child.pid,
       startupMs,
-      logFile,
       stop: cleanup,
     };
   } catch (e) {

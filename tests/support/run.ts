@@ -19,7 +19,7 @@ export async function prodRunArgs(): Promise<string[]> {
 
 /** The argv prefix that runs main.ts exactly as production does (`deno run <cli task flags> main.ts`). */
 export async function cliArgs(): Promise<string[]> {
-  return ["run", ...(await productionFlags(ROOT)), "--config", `${ROOT}/deno.json`, `${ROOT}/main.ts`];
+  return [...await prodRunArgs(), `${ROOT}/main.ts`];
 }
 
 let denoDirCache: string | undefined;
@@ -39,19 +39,8 @@ export function denoDir(): string {
  * The machine's network and TLS settings: a child that may reach a package registry (install's first `deno
  * bundle` downloads esbuild) needs them even when its environment is otherwise cleared.
  */
-const NETWORK_VARS = [
-  "NODE_EXTRA_CA_CERTS",
-  "DENO_CERT",
-  "DENO_TLS_CA_STORE",
-  "SSL_CERT_FILE",
-  "SSL_CERT_DIR",
-  "HTTP_PROXY",
-  "HTTPS_PROXY",
-  "NO_PROXY",
-  "http_proxy",
-  "https_proxy",
-  "no_proxy",
-];
+const NETWORK_VARS = ("NODE_EXTRA_CA_CERTS DENO_CERT DENO_TLS_CA_STORE SSL_CERT_FILE SSL_CERT_DIR " +
+  "HTTP_PROXY HTTPS_PROXY NO_PROXY http_proxy https_proxy no_proxy").split(" ");
 
 /** What a child with a cleared environment still needs of this machine: Deno's cache and the network settings. */
 export function denoEnv(): Record<string, string> {
@@ -106,16 +95,7 @@ export async function runProcess(
  * Runs `openviking-kimi <args>` under the production flags with the given env and stdin bytes; a run still
  * going after `timeoutMs` is killed (the test then fails instead of hanging).
  */
-export async function runCli(
-  args: string[],
-  options: {
-    env?: Record<string, string>;
-    stdin?: string | Uint8Array;
-    cwd?: string;
-    clearEnv?: boolean;
-    timeoutMs?: number;
-  } = {},
-): Promise<RunResult> {
+export async function runCli(args: string[], options: ProcessOptions = {}): Promise<RunResult> {
   return await runProcess(Deno.execPath(), [...(await cliArgs()), ...args], {
     ...options,
     env: options.env ? { ...denoEnv(), ...options.env } : undefined,
