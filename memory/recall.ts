@@ -24,8 +24,6 @@ import {
   renderProfile,
 } from "./digest.ts";
 
-export { renderElement } from "./digest.ts";
-
 const text = z.catch(z.optional(z.string()), undefined);
 const num = z.catch(z.optional(z.number()), undefined);
 

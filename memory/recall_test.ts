@@ -19,10 +19,9 @@ import {
   rankFindItems,
   recallForPrompt,
   type RecallResult,
-  renderElement,
   scaleQuotas,
 } from "./recall.ts";
-import { fullRecallBlock } from "./digest.ts";
+import { fullRecallBlock, renderElement } from "./digest.ts";
 import { type Config, loadConfig } from "../openviking/config.ts";
 import { type Block, printBlocks } from "../lib/printed.ts";
 

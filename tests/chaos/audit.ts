@@ -14,7 +14,7 @@ import type { FakeOpenViking, RecordedRequest, StoredMessage } from "../support/
 import { QueueEntrySchema, SharedEntrySchema } from "../../openviking/queue.ts";
 import { LedgerEntrySchema } from "../../memory/ledger.ts";
 import { SessionStateSchema } from "../../memory/state.ts";
-import { readJournal } from "../../kimi/journal/read.ts";
+import { readJournal } from "../../kimi/journal/turns.ts";
 import { scanTurns, turnLineFilter } from "../../kimi/journal/turns.ts";
 import { messagesOf } from "../../cli/turns.ts";
 import { MARK, SECRET } from "./journal-model.ts";

@@ -5,7 +5,8 @@
  * probes api_key mode).
  */
 
-import { Entries, memoriesFromEntries, renderElement } from "../../memory/recall.ts";
+import { Entries, memoriesFromEntries } from "../../memory/recall.ts";
+import { renderElement } from "../../memory/digest.ts";
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { OPENVIKING_VERSION, type RealOpenViking, rssKiB } from "../support/real-openviking.ts";
 import { USER_AGENT } from "../../lib/version.ts";

@@ -12,7 +12,7 @@ import { tempDir } from "../support/temp.ts";
 import { concatBytes } from "../../lib/bytes.ts";
 import { TRUNCATION_MARK } from "../../kimi/journal/clean.ts";
 import { acknowledge, planCapture } from "../../kimi/journal/plan.ts";
-import { cursorAt, type JournalLine, readJournal } from "../../kimi/journal/read.ts";
+import { cursorAt, type JournalLine, readJournal } from "../../kimi/journal/turns.ts";
 import { assistantText, scanTurns, turnLineFilter, userText } from "../../kimi/journal/turns.ts";
 import { credentialText, leakedSecrets, nastyString, params, wrongValue } from "./arbitraries.ts";
 
