@@ -9,7 +9,6 @@ import {
 import type { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../lib/log.ts";
 import { isRecord } from "../lib/parsed.ts";
-import { neutralize } from "../lib/neutralize.ts";
 import { withoutUserinfo } from "../lib/scrub.ts";
 import { VERSION } from "../lib/version.ts";
 import { buildHeaders, identityOf, readBody, readPrefix, serverMessageOf } from "../openviking/client.ts";
@@ -17,6 +16,7 @@ import { type Config, keyFor } from "../openviking/config.ts";
 import { BUILTIN_TOOLS, offeredTools } from "../memory/tools.ts";
 import { type ErrorContext, type Failure, failureError } from "./errors.ts";
 import { readToolCache, validTools, writeToolCache } from "./tool-cache.ts";
+import { MAX_DEPTH, neutralized, TooDeep } from "./gate.ts";
 
 /** The production time bounds (ms): start-up methods, a whole request, an SSE reply without a byte. */
 export const PROXY_LIMITS = { startupMs: 10_000, toolCallMs: 600_000, streamIdleMs: 120_000 };
@@ -199,23 +199,17 @@ function encode(lines: string): Uint8Array {
 /** Why a request is answered here while the server's recall breaker is open. */
 const PAUSED: Failure = { kind: "network", cause: "it left a recent request unanswered; memory is paused" };
 
-/** Base64 content (an image's `data`, a resource's `blob`): what neutralising leaves as it is, so skipped. */
-const BASE64 = /^[\w+/=\n-]*$/;
+/** Why a reply is answered with an error: it nests deeper than the proxy walks. */
+const TOO_DEEP: Failure = { kind: "too-deep", levels: MAX_DEPTH };
 
-/** The keys whose strings are prose the model reads in a tool list or a server's own message. */
-const PROSE = new Set(["description", "title", "instructions", "message"]);
-
-/** `message` neutralised for the model: every string and key when `whole`, else prose keys' strings only. */
-export function neutralized<T extends JSONRPCMessage>(message: T, whole: boolean): T {
-  const walk = (v: unknown, key: string): unknown => {
-    if (typeof v === "string") return (whole || PROSE.has(key)) && !BASE64.test(v) ? neutralize(v) : v;
-    if (Array.isArray(v)) return v.map((x) => walk(x, key));
-    if (!isRecord(v)) return v;
-    return Object.fromEntries(Object.entries(v).map(([k, x]) => [whole ? neutralize(k) : k, walk(x, k)]));
-  };
-  const out: Record<string, unknown> = { ...message };
-  for (const k of ["result", "error", "params"]) if (k in out) out[k] = walk(out[k], k);
-  return out as T;
+/** `message` neutralised (see {@link neutralized}), or {@link TOO_DEEP}. */
+function gated<T extends JSONRPCMessage>(message: T, whole: boolean): T | Failure {
+  try {
+    return neutralized(message, whole);
+  } catch (error) {
+    if (error instanceof TooDeep) return TOO_DEEP;
+    throw error;
+  }
 }
 
 /** The proxy: one upstream MCP session on behalf of one stdio client. */
@@ -266,7 +260,7 @@ export class Proxy {
       reconnectionOptions: { ...RECONNECT, reconnectionDelayGrowFactor: 1.5, maxRetries: 3 },
     });
     http.onmessage = (message) => {
-      if ("method" in message) return void this.track(this.options.send(neutralized(message, false)));
+      if ("method" in message) return void this.track(this.fromServer(message));
       // A response no request waits for any more (it failed or was cancelled) is not the client's to see.
       const entry = message.id === undefined ? undefined : this.pending.get(idKey(message.id));
       entry?.settle(message);
@@ -602,10 +596,12 @@ export class Proxy {
       const timing = exchangeTiming(request.method, this.settings.timeoutMs, this.limits);
       const out = await this.send(request, timing, signal);
       if (signal.aborted || (failed(out) && out.kind === "aborted")) return;
-      const reply = failed(out)
-        ? await this.fallback(request, out)
-        : (request.method === "tools/list" ? this.listed(request, out) : out);
-      await this.options.send(neutralized(reply, request.method !== "tools/list"));
+      const whole = request.method !== "tools/list";
+      const clean = failed(out) ? out : gated(out, whole);
+      const reply = failed(clean)
+        ? neutralized(await this.fallback(request, clean), whole)
+        : (request.method === "tools/list" ? this.listed(request, clean) : clean);
+      await this.options.send(reply);
     } finally {
       release?.();
       if (this.inFlight.get(key) === entry) this.inFlight.delete(key);
@@ -622,7 +618,8 @@ export class Proxy {
     }
     if (failure?.kind === "aborted") return;
     if (!failure || this.initReply) {
-      return await this.options.send(neutralized({ ...this.initReply!, id: request.id }, false));
+      const reply = gated({ ...this.initReply!, id: request.id }, false);
+      return await this.options.send(failed(reply) ? this.fallbackError(request, reply) : reply);
     }
     const version = offlineProtocolVersion(request.params?.protocolVersion);
     this.clientInit.protocolVersion = version;
@@ -652,8 +649,26 @@ export class Proxy {
       const tools = offeredTools(cached ?? BUILTIN_TOOLS, this.options.offer ?? []);
       return { jsonrpc: "2.0", id: request.id, result: { tools } };
     }
+    return this.fallbackError(request, failure);
+  }
+
+  private fallbackError(request: JSONRPCRequest, failure: Failure): JSONRPCMessage {
     this.options.log.stage("request-failed", { method: request.method, failure: describe(failure) });
     return failureError(request.id, failure, this.settings.context);
+  }
+
+  /** A server's request or notification, to the client neutralised; one nested too deep is dropped. */
+  private async fromServer(message: JSONRPCRequest | JSONRPCNotification): Promise<void> {
+    const clean = gated(message, false);
+    if (!failed(clean)) return await this.options.send(clean);
+    this.options.log.stage("server-message-dropped", { method: message.method, failure: describe(clean) });
+    // The server's request is answered, so nothing waits for it.
+    const error = {
+      code: -32600,
+      message: `The client was not sent this ${message.method} request: it nests ` +
+        `arrays and objects deeper than ${MAX_DEPTH} levels.`,
+    };
+    if ("id" in message) await this.forward({ jsonrpc: "2.0", id: message.id, error });
   }
 
   /** A `tools/list` reply with only the tools offered; a whole list is saved for offline sessions. */

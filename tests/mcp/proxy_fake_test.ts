@@ -467,3 +467,42 @@ Deno.test("mcp/fake: a flood of server notifications to a client that reads slow
   assertEquals(proxy.diagnostics.filter((d) => /notifications/.test(d)).length, 1);
   assertEquals(await proxy.close(), 0);
 });
+
+Deno.test("mcp/fake: a reply nested too deep is an error for its id, a notification that deep is dropped; the next call works", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  await using fake = await FakeOpenViking.start();
+  const deep = (n: number): unknown => JSON.parse("[".repeat(n) + "]".repeat(n));
+  fake.mcp.script = ([m]) =>
+    m.method === "tools/call" && m.id === 3
+      ? sseReply(sseBody([
+        {
+          data: {
+            jsonrpc: "2.0",
+            method: "notifications/message",
+            params: { level: "info", data: deep(5000) },
+          },
+        },
+        {
+          data: {
+            jsonrpc: "2.0",
+            id: "srv-deep",
+            method: "sampling/createMessage",
+            params: { m: deep(5000) },
+          },
+        },
+        { data: { jsonrpc: "2.0", id: m.id, result: { content: [], structuredContent: { r: deep(5000) } } } },
+      ]))
+      : undefined;
+  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
+  await proxy.initialize();
+  const error = errorOf(
+    await within(proxy.request(3, "tools/call", { name: "find", arguments: {} }), "an answer"),
+  );
+  assertMatch(error.message, /nested|deep/i);
+  resultOf(await proxy.request(4, "tools/call", { name: "find", arguments: {} }));
+  assertEquals(proxy.messages().filter((m) => "method" in m).length, 0);
+  // The server's request is answered with an error, so it does not wait for the client.
+  const answer = fake.mcp.received.find((m) => m.id === "srv-deep" && "error" in m);
+  assertMatch(String((answer?.error as Json)?.message), /deeper than 256/);
+  assertEquals(await proxy.close(), 0);
+});
