@@ -71,14 +71,17 @@ export function mapStrings(value: unknown, map: StringMap, key = "", parent = ""
 /** Base64 content (an image's `data`, a resource's `blob`): what neutralising leaves as it is, so skipped. */
 const BASE64 = /^[\w+/=\n-]*$/;
 
-/** The keys whose strings are prose the model reads in a tool list or a server's own message. */
-const PROSE = new Set(["description", "title", "instructions", "message"]);
-
-/** `message` neutralised for the model: every string and key when `whole`, else prose keys' strings only. */
-export function neutralized<T extends JSONRPCMessage>(message: T, whole: boolean): T {
+/**
+ * `message` neutralised for the client and the model: every string and key of its result, error or params
+ * (`jsonrpc`, `method` and `id` are the protocol's). A tool list (`catalog`) keeps what calls must match as
+ * it is: its keys (property names), each tool's `name` and each schema's `pattern`.
+ */
+export function neutralized<T extends JSONRPCMessage>(message: T, catalog: boolean): T {
+  const verbatim = (key: string, parent: string) =>
+    catalog && (key === "pattern" || key === "name" && parent === "tools");
   const map: StringMap = {
-    value: (v, key) => (whole || PROSE.has(key)) && !BASE64.test(v) ? neutralize(v) : v,
-    key: whole ? neutralize : undefined,
+    value: (v, key, parent) => verbatim(key, parent) || BASE64.test(v) ? v : neutralize(v),
+    key: catalog ? undefined : neutralize,
   };
   const out: Record<string, unknown> = { ...message };
   for (const k of ["result", "error", "params"]) if (k in out) out[k] = mapStrings(out[k], map, k);

@@ -203,9 +203,9 @@ const PAUSED: Failure = { kind: "network", cause: "it left a recent request unan
 const TOO_DEEP: Failure = { kind: "too-deep", levels: MAX_DEPTH };
 
 /** `message` neutralised (see {@link neutralized}), or {@link TOO_DEEP}. */
-function gated<T extends JSONRPCMessage>(message: T, whole: boolean): T | Failure {
+function gated<T extends JSONRPCMessage>(message: T, catalog: boolean): T | Failure {
   try {
-    return neutralized(message, whole);
+    return neutralized(message, catalog);
   } catch (error) {
     if (error instanceof TooDeep) return TOO_DEEP;
     throw error;
@@ -596,10 +596,10 @@ export class Proxy {
       const timing = exchangeTiming(request.method, this.settings.timeoutMs, this.limits);
       const out = await this.send(request, timing, signal);
       if (signal.aborted || (failed(out) && out.kind === "aborted")) return;
-      const whole = request.method !== "tools/list";
-      const clean = failed(out) ? out : gated(out, whole);
+      const catalog = request.method === "tools/list";
+      const clean = failed(out) ? out : gated(out, catalog);
       const reply = failed(clean)
-        ? neutralized(await this.fallback(request, clean), whole)
+        ? neutralized(await this.fallback(request, clean), catalog)
         : (request.method === "tools/list" ? this.listed(request, clean) : clean);
       await this.options.send(reply);
     } finally {
