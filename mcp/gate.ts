@@ -1,9 +1,10 @@
 /** What passes the proxy: JSON walked without recursion and to a bounded depth, its strings mapped. Pure. */
 
 // @ts-types="@modelcontextprotocol/sdk/types"
-import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import type { JSONRPCMessage, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import { isRecord } from "../lib/parsed.ts";
 import { neutralize } from "../lib/neutralize.ts";
+import { redact } from "../lib/redact.ts";
 
 /** The deepest nesting of arrays and objects walked; no MCP message a client uses comes near it. */
 export const MAX_DEPTH = 256;
@@ -86,4 +87,17 @@ export function neutralized<T extends JSONRPCMessage>(message: T, catalog: boole
   const out: Record<string, unknown> = { ...message };
   for (const k of ["result", "error", "params"]) if (k in out) out[k] = mapStrings(out[k], map, k);
   return out as T;
+}
+
+/**
+ * A `tools/call` request whose string arguments are redacted like captured text (lib/redact.ts: `<private>`
+ * spans out, then credentials; one `seen` set, so a secret found once is redacted wherever it recurs), so
+ * no secret reaches OpenViking to be stored and recalled. Keys, numbers and the rest stay as they are.
+ */
+export function redactedCall(request: JSONRPCRequest): JSONRPCRequest {
+  const params = request.params;
+  if (!isRecord(params) || !("arguments" in params)) return request;
+  const seen = new Set<string>();
+  const args = mapStrings(params.arguments, { value: (v) => redact(v, seen) });
+  return { ...request, params: { ...params, arguments: args } };
 }

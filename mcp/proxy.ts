@@ -16,7 +16,7 @@ import { type Config, keyFor } from "../openviking/config.ts";
 import { BUILTIN_TOOLS, offeredTools } from "../memory/tools.ts";
 import { type ErrorContext, type Failure, failureError } from "./errors.ts";
 import { readToolCache, validTools, writeToolCache } from "./tool-cache.ts";
-import { MAX_DEPTH, neutralized, TooDeep } from "./gate.ts";
+import { MAX_DEPTH, neutralized, redactedCall, TooDeep } from "./gate.ts";
 
 /** The production time bounds (ms): start-up methods, a whole request, an SSE reply without a byte. */
 export const PROXY_LIMITS = { startupMs: 10_000, toolCallMs: 600_000, streamIdleMs: 120_000 };
@@ -53,6 +53,8 @@ export interface ProxySettings {
   context: ErrorContext;
   /** OPENVIKING_TIMEOUT_MS. */
   timeoutMs: number;
+  /** OPENVIKING_REDACT: tool call arguments are redacted before they leave. */
+  redact: boolean;
 }
 
 /** The proxy settings of a loaded config and actor peer; a key saved for another origin is not sent. */
@@ -64,6 +66,7 @@ export function proxySettings(config: Config, peerId: string): ProxySettings {
     target: { mcpUrl, ...identity },
     context: { mcpUrl, credentialSource, apiKeySource, cliConfigPath, ovConfigPath, account, user, secrets },
     timeoutMs: config.timeoutMs,
+    redact: config.redact,
   };
 }
 
@@ -592,9 +595,14 @@ export class Proxy {
       if (request.method !== "tools/call" && await this.paused()) {
         return await this.options.send(await this.fallback(request, PAUSED));
       }
+      const outgoing = this.outgoing(request);
+      if (!outgoing) {
+        const error = { code: -32602, message: `Tool arguments nested deeper than ${MAX_DEPTH} levels.` };
+        return await this.options.send({ jsonrpc: "2.0", id: request.id, error });
+      }
       entry.sent = true;
       const timing = exchangeTiming(request.method, this.settings.timeoutMs, this.limits);
-      const out = await this.send(request, timing, signal);
+      const out = await this.send(outgoing, timing, signal);
       if (signal.aborted || (failed(out) && out.kind === "aborted")) return;
       const catalog = request.method === "tools/list";
       const clean = failed(out) ? out : gated(out, catalog);
@@ -605,6 +613,17 @@ export class Proxy {
     } finally {
       release?.();
       if (this.inFlight.get(key) === entry) this.inFlight.delete(key);
+    }
+  }
+
+  /** `request` as it goes upstream: a tool call's arguments redacted; `undefined` when nested too deep. */
+  private outgoing(request: JSONRPCRequest): JSONRPCRequest | undefined {
+    if (request.method !== "tools/call" || !this.settings.redact) return request;
+    try {
+      return redactedCall(request);
+    } catch (error) {
+      if (error instanceof TooDeep) return undefined;
+      throw error;
     }
   }
 

@@ -584,3 +584,24 @@ Deno.test("mcp/fake: every string of a server's notifications, requests, initial
   for (const line of proxy.lines) assertNotMatch(line, /\\u001b|<system/);
   assertEquals(await proxy.close(), 0);
 });
+
+Deno.test("mcp/fake: tools/call string arguments reach OpenViking redacted, <private> spans removed", async () => {
+  await using session = await openSession();
+  const { fake, proxy } = session;
+  const secret = "sk-proj-PtYgjmUhBel31iEl2hpChYgCfrL1spNxnyVmihA-2O76UMFxFkM-R5Kjp1vRt_1fjORS-6ilI8T3Blbk";
+  const args = {
+    text: `the deploy key is ${secret} and <private>PIN 4711</private> noted`,
+    tags: ["deploy", { note: `again ${secret}` }],
+    limit: 3,
+  };
+  resultOf(await proxy.request(5, "tools/call", { name: "remember", arguments: args }));
+  const [sent] = fake.mcp.receivedMethod("tools/call");
+  assertEquals(sent.id, 5);
+  const forwarded = (sent.params as Json).arguments as Json;
+  assertEquals(forwarded.limit, 3);
+  assertEquals((forwarded.tags as unknown[])[0], "deploy");
+  assertMatch(String(forwarded.text), /^the deploy key is \[REDACTED\] and\s+noted$/);
+  const raw = JSON.stringify(fake.mcp.received);
+  assertNotMatch(raw, /sk-proj-|4711|private/);
+  assertEquals(await proxy.close(), 0);
+});
