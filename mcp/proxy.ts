@@ -18,8 +18,17 @@ import { type ErrorContext, type Failure, failureError } from "./errors.ts";
 import { readToolCache, validTools, writeToolCache } from "./tool-cache.ts";
 import { MAX_DEPTH, neutralized, redactedCall, TooDeep } from "./gate.ts";
 
-/** The production time bounds (ms): start-up methods, a whole request, an SSE reply without a byte. */
-export const PROXY_LIMITS = { startupMs: 10_000, toolCallMs: 600_000, streamIdleMs: 120_000 };
+/**
+ * The production time bounds (ms): start-up methods, a whole request, an SSE reply without a byte; and how
+ * long the client's initialize and first tools/list wait for the server when a tool list is cached (Kimi
+ * waits for its MCP tools before its first model request; a healthy OpenViking answers in milliseconds).
+ */
+export const PROXY_LIMITS = {
+  startupMs: 10_000,
+  toolCallMs: 600_000,
+  streamIdleMs: 120_000,
+  cachedStartMs: 2_000,
+};
 export type ProxyLimits = typeof PROXY_LIMITS;
 
 /** The production byte bounds of a reply, counted as inflated: a JSON body or one SSE event; an SSE stream. */
@@ -199,6 +208,9 @@ function encode(lines: string): Uint8Array {
   );
 }
 
+/** Why an initialize is answered here at once: the server's recall breaker is open. */
+const PAUSED_START: Failure = { kind: "timeout", ms: 0 };
+
 /** Why a request is answered here while the server's recall breaker is open. */
 const PAUSED: Failure = { kind: "network", cause: "it left a recent request unanswered; memory is paused" };
 
@@ -213,6 +225,22 @@ function gated<T extends JSONRPCMessage>(message: T, catalog: boolean): T | Fail
     if (error instanceof TooDeep) return TOO_DEEP;
     throw error;
   }
+}
+
+/** How often the recall breaker is read while the client waits for the session to start. */
+const BREAKER_POLL_MS = 250;
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const clock = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+    function done() {
+      clearTimeout(clock);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+  });
 }
 
 /** The proxy: one upstream MCP session on behalf of one stdio client. */
@@ -238,6 +266,8 @@ export class Proxy {
   private generation = 0;
   private inits = 0;
   private servedCatalog = false;
+  /** The start of the session the client's initialize began (the proxy's initialize, and when). */
+  private start: { init: Promise<Failure | undefined>; at: number } | undefined;
   /** Aborted at shutdown. */
   readonly stopped = new AbortController();
 
@@ -602,7 +632,12 @@ export class Proxy {
       }
       entry.sent = true;
       const timing = exchangeTiming(request.method, this.settings.timeoutMs, this.limits);
-      const out = await this.send(outgoing, timing, signal);
+      // While the initialize the client was answered without is still on its way, a tools/list waits only
+      // what is left of the client's wait.
+      const sending = this.send(outgoing, timing, signal);
+      const start = this.start;
+      const starting = request.method === "tools/list" && start && this.initializing === start.init;
+      const out = starting ? (await this.startup(sending, start.at))! : await sending;
       if (signal.aborted || (failed(out) && out.kind === "aborted")) return;
       const catalog = request.method === "tools/list";
       const clean = failed(out) ? out : gated(out, catalog);
@@ -613,6 +648,32 @@ export class Proxy {
     } finally {
       release?.();
       if (this.inFlight.get(key) === entry) this.inFlight.delete(key);
+    }
+  }
+
+  /**
+   * `work`'s outcome, or `early` once the client should wait no longer for the session to start: at
+   * `cachedStartMs` after `since` when a tool list is cached, or as soon as the recall breaker opens. `work`
+   * goes on.
+   */
+  private async startup(work: Promise<Outcome | undefined>, since: number): Promise<Outcome | undefined> {
+    const done = new AbortController();
+    const early: Failure = { kind: "timeout", ms: this.limits.cachedStartMs };
+    const breaker = async () => {
+      while (!done.signal.aborted) {
+        await sleep(BREAKER_POLL_MS, done.signal);
+        if (!done.signal.aborted && await this.paused()) return early;
+      }
+    };
+    const waits: Promise<Outcome | undefined>[] = [work, breaker()];
+    if (await readToolCache(this.options.toolCache, this.settings.target.mcpUrl)) {
+      const left = Math.max(0, since + this.limits.cachedStartMs - Date.now());
+      waits.push(sleep(left, done.signal).then(() => early));
+    }
+    try {
+      return await Promise.race(waits);
+    } finally {
+      done.abort();
     }
   }
 
@@ -631,7 +692,10 @@ export class Proxy {
   private async initialize(request: JSONRPCRequest): Promise<void> {
     [this.clientInit, this.ready, this.initReply] = [{ ...request.params }, false, undefined];
     const generation = this.generation;
-    let failure = await this.paused() ? { kind: "timeout", ms: 0 } as const : await this.ensureReady();
+    const at = Date.now();
+    const starting = await this.paused() ? undefined : this.ensureReady();
+    this.start = starting && { init: starting, at };
+    let failure = starting ? await this.startup(starting, at) as Failure | undefined : PAUSED_START;
     if (failure?.kind === "auth" && await this.reloadCredentials(generation)) {
       failure = await this.ensureReady();
     }
@@ -643,6 +707,11 @@ export class Proxy {
     const version = offlineProtocolVersion(request.params?.protocolVersion);
     this.clientInit.protocolVersion = version;
     this.adopt({ protocolVersion: version });
+    // Answered before the server did: a session it makes later in another version than the client was
+    // given is made again in that one.
+    void starting?.then(() => {
+      if (this.ready && this.protocolVersion !== version) this.ready = false;
+    });
     this.options.log.stage("offline-initialize", { failure: describe(failure) });
     const url = withoutUserinfo(this.settings.target.mcpUrl);
     const result = {
