@@ -7,7 +7,14 @@ import { scrub, withoutUserinfo } from "../lib/scrub.ts";
 
 /** The error codes the proxy answers with (JSON-RPC's server-error range). */
 const [AUTH, HTTP, NETWORK] = [-32001, -32002, -32004];
-const CODES = { http: HTTP, redirect: HTTP, "bad-reply": HTTP, empty: -32003, "too-large": -32005 };
+const CODES = {
+  http: HTTP,
+  redirect: HTTP,
+  "bad-reply": HTTP,
+  empty: -32003,
+  "too-large": -32005,
+  "too-deep": -32005,
+};
 
 /** Why an exchange did not produce the response it should have. */
 export type Failure =
@@ -16,6 +23,7 @@ export type Failure =
   | { kind: "stalled"; ms: number } // the reply started, then not a byte (not even a keep-alive) for `ms`
   | { kind: "deadline"; ms: number } // headers, body and SSE reconnections did not end within their limit
   | { kind: "too-large"; limitBytes: number; part: "reply" | "event" | "stream" }
+  | { kind: "too-deep"; levels: number } // arrays and objects nested deeper than the proxy walks
   | { kind: "auth"; status: number; serverMessage: string }
   | { kind: "http"; status: number; serverMessage: string; sessionId?: string } // `sessionId`: the one sent
   | { kind: "redirect"; status: number; location: string } // to another origin, not followed
@@ -137,6 +145,12 @@ function parts(f: Exclude<Failure, { kind: "auth" }>, url: string, ctx: ErrorCon
         { limitBytes: f.limitBytes, part: f.part },
       ];
     }
+    case "too-deep":
+      return [
+        `OpenViking's reply nests arrays and objects deeper than ${f.levels} levels, more than the proxy passes ` +
+        `on; it was dropped (the session goes on). ${RETRY}`,
+        { levels: f.levels },
+      ];
     case "redirect":
       return [
         `OpenViking at ${url} redirected to ${f.location}, another origin; the proxy sends credentials only to ` +

@@ -9,7 +9,6 @@ import {
 import type { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../lib/log.ts";
 import { isRecord } from "../lib/parsed.ts";
-import { neutralize } from "../lib/neutralize.ts";
 import { withoutUserinfo } from "../lib/scrub.ts";
 import { VERSION } from "../lib/version.ts";
 import { buildHeaders, identityOf, readBody, readPrefix, serverMessageOf } from "../openviking/client.ts";
@@ -17,9 +16,19 @@ import { type Config, keyFor } from "../openviking/config.ts";
 import { BUILTIN_TOOLS, offeredTools } from "../memory/tools.ts";
 import { type ErrorContext, type Failure, failureError } from "./errors.ts";
 import { readToolCache, validTools, writeToolCache } from "./tool-cache.ts";
+import { MAX_DEPTH, neutralized, redactedCall, TooDeep } from "./gate.ts";
 
-/** The production time bounds (ms): start-up methods, a whole request, an SSE reply without a byte. */
-export const PROXY_LIMITS = { startupMs: 10_000, toolCallMs: 600_000, streamIdleMs: 120_000 };
+/**
+ * The production time bounds (ms): start-up methods, a whole request, an SSE reply without a byte; and how
+ * long the client's initialize and first tools/list wait for the server when a tool list is cached (Kimi
+ * waits for its MCP tools before its first model request; a healthy OpenViking answers in milliseconds).
+ */
+export const PROXY_LIMITS = {
+  startupMs: 10_000,
+  toolCallMs: 600_000,
+  streamIdleMs: 120_000,
+  cachedStartMs: 2_000,
+};
 export type ProxyLimits = typeof PROXY_LIMITS;
 
 /** The production byte bounds of a reply, counted as inflated: a JSON body or one SSE event; an SSE stream. */
@@ -53,6 +62,8 @@ export interface ProxySettings {
   context: ErrorContext;
   /** OPENVIKING_TIMEOUT_MS. */
   timeoutMs: number;
+  /** OPENVIKING_REDACT: tool call arguments are redacted before they leave. */
+  redact: boolean;
 }
 
 /** The proxy settings of a loaded config and actor peer; a key saved for another origin is not sent. */
@@ -64,6 +75,7 @@ export function proxySettings(config: Config, peerId: string): ProxySettings {
     target: { mcpUrl, ...identity },
     context: { mcpUrl, credentialSource, apiKeySource, cliConfigPath, ovConfigPath, account, user, secrets },
     timeoutMs: config.timeoutMs,
+    redact: config.redact,
   };
 }
 
@@ -196,26 +208,39 @@ function encode(lines: string): Uint8Array {
   );
 }
 
+/** Why an initialize is answered here at once: the server's recall breaker is open. */
+const PAUSED_START: Failure = { kind: "timeout", ms: 0 };
+
 /** Why a request is answered here while the server's recall breaker is open. */
 const PAUSED: Failure = { kind: "network", cause: "it left a recent request unanswered; memory is paused" };
 
-/** Base64 content (an image's `data`, a resource's `blob`): what neutralising leaves as it is, so skipped. */
-const BASE64 = /^[\w+/=\n-]*$/;
+/** Why a reply is answered with an error: it nests deeper than the proxy walks. */
+const TOO_DEEP: Failure = { kind: "too-deep", levels: MAX_DEPTH };
 
-/** The keys whose strings are prose the model reads in a tool list or a server's own message. */
-const PROSE = new Set(["description", "title", "instructions", "message"]);
+/** `message` neutralised (see {@link neutralized}), or {@link TOO_DEEP}. */
+function gated<T extends JSONRPCMessage>(message: T, catalog: boolean): T | Failure {
+  try {
+    return neutralized(message, catalog);
+  } catch (error) {
+    if (error instanceof TooDeep) return TOO_DEEP;
+    throw error;
+  }
+}
 
-/** `message` neutralised for the model: every string and key when `whole`, else prose keys' strings only. */
-export function neutralized<T extends JSONRPCMessage>(message: T, whole: boolean): T {
-  const walk = (v: unknown, key: string): unknown => {
-    if (typeof v === "string") return (whole || PROSE.has(key)) && !BASE64.test(v) ? neutralize(v) : v;
-    if (Array.isArray(v)) return v.map((x) => walk(x, key));
-    if (!isRecord(v)) return v;
-    return Object.fromEntries(Object.entries(v).map(([k, x]) => [whole ? neutralize(k) : k, walk(x, k)]));
-  };
-  const out: Record<string, unknown> = { ...message };
-  for (const k of ["result", "error", "params"]) if (k in out) out[k] = walk(out[k], k);
-  return out as T;
+/** How often the recall breaker is read while the client waits for the session to start. */
+const BREAKER_POLL_MS = 250;
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const clock = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+    function done() {
+      clearTimeout(clock);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+  });
 }
 
 /** The proxy: one upstream MCP session on behalf of one stdio client. */
@@ -241,6 +266,8 @@ export class Proxy {
   private generation = 0;
   private inits = 0;
   private servedCatalog = false;
+  /** The start of the session the client's initialize began (the proxy's initialize, and when). */
+  private start: { init: Promise<Failure | undefined>; at: number } | undefined;
   /** Aborted at shutdown. */
   readonly stopped = new AbortController();
 
@@ -266,7 +293,7 @@ export class Proxy {
       reconnectionOptions: { ...RECONNECT, reconnectionDelayGrowFactor: 1.5, maxRetries: 3 },
     });
     http.onmessage = (message) => {
-      if ("method" in message) return void this.track(this.options.send(neutralized(message, false)));
+      if ("method" in message) return void this.track(this.fromServer(message));
       // A response no request waits for any more (it failed or was cancelled) is not the client's to see.
       const entry = message.id === undefined ? undefined : this.pending.get(idKey(message.id));
       entry?.settle(message);
@@ -598,17 +625,66 @@ export class Proxy {
       if (request.method !== "tools/call" && await this.paused()) {
         return await this.options.send(await this.fallback(request, PAUSED));
       }
+      const outgoing = this.outgoing(request);
+      if (!outgoing) {
+        const error = { code: -32602, message: `Tool arguments nested deeper than ${MAX_DEPTH} levels.` };
+        return await this.options.send({ jsonrpc: "2.0", id: request.id, error });
+      }
       entry.sent = true;
       const timing = exchangeTiming(request.method, this.settings.timeoutMs, this.limits);
-      const out = await this.send(request, timing, signal);
+      // While the initialize the client was answered without is still on its way, a tools/list waits only
+      // what is left of the client's wait.
+      const sending = this.send(outgoing, timing, signal);
+      const start = this.start;
+      const starting = request.method === "tools/list" && start && this.initializing === start.init;
+      const out = starting ? (await this.startup(sending, start.at))! : await sending;
       if (signal.aborted || (failed(out) && out.kind === "aborted")) return;
-      const reply = failed(out)
-        ? await this.fallback(request, out)
-        : (request.method === "tools/list" ? this.listed(request, out) : out);
-      await this.options.send(neutralized(reply, request.method !== "tools/list"));
+      const catalog = request.method === "tools/list";
+      const clean = failed(out) ? out : gated(out, catalog);
+      const reply = failed(clean)
+        ? neutralized(await this.fallback(request, clean), catalog)
+        : (request.method === "tools/list" ? this.listed(request, clean) : clean);
+      await this.options.send(reply);
     } finally {
       release?.();
       if (this.inFlight.get(key) === entry) this.inFlight.delete(key);
+    }
+  }
+
+  /**
+   * `work`'s outcome, or `early` once the client should wait no longer for the session to start: at
+   * `cachedStartMs` after `since` when a tool list is cached, or as soon as the recall breaker opens. `work`
+   * goes on.
+   */
+  private async startup(work: Promise<Outcome | undefined>, since: number): Promise<Outcome | undefined> {
+    const done = new AbortController();
+    const early: Failure = { kind: "timeout", ms: this.limits.cachedStartMs };
+    const breaker = async () => {
+      while (!done.signal.aborted) {
+        await sleep(BREAKER_POLL_MS, done.signal);
+        if (!done.signal.aborted && await this.paused()) return early;
+      }
+    };
+    const waits: Promise<Outcome | undefined>[] = [work, breaker()];
+    if (await readToolCache(this.options.toolCache, this.settings.target.mcpUrl)) {
+      const left = Math.max(0, since + this.limits.cachedStartMs - Date.now());
+      waits.push(sleep(left, done.signal).then(() => early));
+    }
+    try {
+      return await Promise.race(waits);
+    } finally {
+      done.abort();
+    }
+  }
+
+  /** `request` as it goes upstream: a tool call's arguments redacted; `undefined` when nested too deep. */
+  private outgoing(request: JSONRPCRequest): JSONRPCRequest | undefined {
+    if (request.method !== "tools/call" || !this.settings.redact) return request;
+    try {
+      return redactedCall(request);
+    } catch (error) {
+      if (error instanceof TooDeep) return undefined;
+      throw error;
     }
   }
 
@@ -616,17 +692,26 @@ export class Proxy {
   private async initialize(request: JSONRPCRequest): Promise<void> {
     [this.clientInit, this.ready, this.initReply] = [{ ...request.params }, false, undefined];
     const generation = this.generation;
-    let failure = await this.paused() ? { kind: "timeout", ms: 0 } as const : await this.ensureReady();
+    const at = Date.now();
+    const starting = await this.paused() ? undefined : this.ensureReady();
+    this.start = starting && { init: starting, at };
+    let failure = starting ? await this.startup(starting, at) as Failure | undefined : PAUSED_START;
     if (failure?.kind === "auth" && await this.reloadCredentials(generation)) {
       failure = await this.ensureReady();
     }
     if (failure?.kind === "aborted") return;
     if (!failure || this.initReply) {
-      return await this.options.send(neutralized({ ...this.initReply!, id: request.id }, false));
+      const reply = gated({ ...this.initReply!, id: request.id }, false);
+      return await this.options.send(failed(reply) ? this.fallbackError(request, reply) : reply);
     }
     const version = offlineProtocolVersion(request.params?.protocolVersion);
     this.clientInit.protocolVersion = version;
     this.adopt({ protocolVersion: version });
+    // Answered before the server did: a session it makes later in another version than the client was
+    // given is made again in that one.
+    void starting?.then(() => {
+      if (this.ready && this.protocolVersion !== version) this.ready = false;
+    });
     this.options.log.stage("offline-initialize", { failure: describe(failure) });
     const url = withoutUserinfo(this.settings.target.mcpUrl);
     const result = {
@@ -652,8 +737,26 @@ export class Proxy {
       const tools = offeredTools(cached ?? BUILTIN_TOOLS, this.options.offer ?? []);
       return { jsonrpc: "2.0", id: request.id, result: { tools } };
     }
+    return this.fallbackError(request, failure);
+  }
+
+  private fallbackError(request: JSONRPCRequest, failure: Failure): JSONRPCMessage {
     this.options.log.stage("request-failed", { method: request.method, failure: describe(failure) });
     return failureError(request.id, failure, this.settings.context);
+  }
+
+  /** A server's request or notification, to the client neutralised; one nested too deep is dropped. */
+  private async fromServer(message: JSONRPCRequest | JSONRPCNotification): Promise<void> {
+    const clean = gated(message, false);
+    if (!failed(clean)) return await this.options.send(clean);
+    this.options.log.stage("server-message-dropped", { method: message.method, failure: describe(clean) });
+    // The server's request is answered, so nothing waits for it.
+    const error = {
+      code: -32600,
+      message: `The client was not sent this ${message.method} request: it nests ` +
+        `arrays and objects deeper than ${MAX_DEPTH} levels.`,
+    };
+    if ("id" in message) await this.forward({ jsonrpc: "2.0", id: message.id, error });
   }
 
   /** A `tools/list` reply with only the tools offered; a whole list is saved for offline sessions. */

@@ -119,7 +119,7 @@ Deno.test("mcp/bounds: SSE keep-alives reset the idle limit; silence ends a stre
   server.tools.set("glob", { kind: "keep-alive", everyMs: 200 });
   const proxy = startProxy(
     { HOME: home.path, OPENVIKING_URL: server.url, OPENVIKING_TIMEOUT_MS: "1000" },
-    { limits: { startupMs: 10_000, toolCallMs: 3_000, streamIdleMs: 1_000 } },
+    { limits: { startupMs: 10_000, toolCallMs: 3_000, streamIdleMs: 1_000, cachedStartMs: 2_000 } },
   );
   await proxy.initialize();
   for (const [id, name] of [[1, "find"], [2, "grep"], [3, "glob"]] as const) {

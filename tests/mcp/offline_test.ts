@@ -9,7 +9,7 @@ import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { OFFERED_TOOLS, OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
 import { tempDir } from "../support/temp.ts";
 import { BUILTIN_TOOLS } from "../../memory/tools.ts";
-import { offlineProtocolVersion } from "../../mcp/proxy.ts";
+import { offlineProtocolVersion, PROXY_LIMITS } from "../../mcp/proxy.ts";
 import { readToolCache, toolCachePath, writeToolCache } from "../../mcp/tool-cache.ts";
 import { errorOf, freePort, type Json, resultOf, startProxy, toolNames } from "./harness.ts";
 import { startHungServer } from "../support/hung-server.ts";
@@ -83,6 +83,60 @@ Deno.test("mcp/offline: a server whose recall went unanswered is not waited for 
     assertEquals(await proxy.close(), 0);
   } finally {
     await hung.close();
+  }
+});
+
+Deno.test("mcp/offline: a hung server is waited for briefly when a tool list is cached, or until the breaker opens; else the start-up limit", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  const hung = startHungServer();
+  const limits = { ...PROXY_LIMITS, startupMs: 4_000, cachedStartMs: 500 };
+  const env = { HOME: home.path, OPENVIKING_URL: hung.url };
+  let closed = false;
+  const timed = async <T>(work: () => Promise<T>): Promise<[T, number]> => {
+    const t0 = performance.now();
+    const value = await work();
+    return [value, performance.now() - t0];
+  };
+  try {
+    // No cache, no breaker: the start-up limit, as before.
+    const first = startProxy(env, { limits });
+    const [, waited] = await timed(() => first.initialize());
+    assertTrue(waited >= 3_900, `waited ${waited} ms`);
+    assertEquals(await first.close(), 0);
+
+    // No cache: answered as soon as a prompt hook opens the recall breaker.
+    const second = startProxy(env, { limits });
+    const timeout = failure("unreachable", 0, { code: "TIMEOUT", message: `no answer from ${hung.url}` });
+    const opened = new Promise((r) => setTimeout(r, 300)).then(() =>
+      noteRecall(`${home.path}/.openviking/state`, hung.url, undefined, { asked: true, failure: timeout })
+    );
+    const [paused, pausedMs] = await timed(() => second.initialize());
+    await opened;
+    assertMatch(String(resultOf(paused).instructions), /did not answer in time/);
+    assertTrue(pausedMs < 2_000, `waited ${pausedMs} ms`);
+    assertEquals(await second.close(), 0);
+    await Deno.remove(`${home.path}/.openviking/state`, { recursive: true });
+
+    // A cached list: initialize and tools/list within the short wait; the session is made once it answers.
+    const cachedTools = BUILTIN_TOOLS.map((t) => ({ ...t, description: `cached ${t.name}` }));
+    await writeToolCache(toolCachePath(env), `${hung.url}/mcp`, cachedTools);
+    const third = startProxy(env, { limits });
+    const [init, initMs] = await timed(() => third.initialize("2025-11-25"));
+    assertEquals(resultOf(init).protocolVersion, "2025-06-18");
+    const [listed, listMs] = await timed(() => third.request(1, "tools/list"));
+    // The tools/list waits only what is left of initialize's wait: nothing.
+    assertTrue(initMs < 2_000 && listMs < 300, `initialize ${initMs} ms, tools/list ${listMs} ms`);
+    assertEquals((resultOf(listed).tools as Json[])[0].description, "cached search");
+    await hung.close();
+    closed = true;
+    await using fake = await FakeOpenViking.start({ port: hung.port });
+    resultOf(await third.request(2, "tools/call", { name: "find", arguments: { query: "q" } }));
+    await third.waitFor((m) => m.method === "notifications/tools/list_changed", "list_changed");
+    const [upstream] = fake.mcp.receivedMethod("initialize");
+    assertEquals((upstream.params as Json).protocolVersion, "2025-06-18"); // the version the client was given
+    assertEquals(await third.close(), 0);
+  } finally {
+    if (!closed) await hung.close();
   }
 });
 

@@ -1,11 +1,12 @@
 /** Unit tests of the pure parts: error texts, network causes, the credential reloader, the workspace, the time limits. */
 
-import { assertEquals, assertMatch, assertNotMatch } from "../support/assert.ts";
+import { assertEquals, assertMatch, assertNotMatch, assertThrows } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { authError, type ErrorContext, failureError } from "../../mcp/errors.ts";
 import { exchangeTiming, networkCause, PROXY_LIMITS, type ProxySettings } from "../../mcp/proxy.ts";
 import { serverMessageOf } from "../../openviking/client.ts";
 import { credentialReloader, workspaceDir } from "../../cli/mcp.ts";
+import { mapStrings, MAX_DEPTH, redactedCall, TooDeep } from "../../mcp/gate.ts";
 
 const CTX: ErrorContext = {
   mcpUrl: "http://user:pw@ov.example:1933/mcp",
@@ -141,4 +142,21 @@ Deno.test("timing: startup methods within the startup cap; tool calls within the
     const timing = exchangeTiming(method, timeout, PROXY_LIMITS);
     assertEquals(timing, { headersMs, bodyIdleMs, streamIdleMs, totalMs }, `${method} at ${timeout}`);
   }
+});
+
+Deno.test("mcp/gate: walks copy without recursion to MAX_DEPTH levels, keep key order and __proto__ keys", () => {
+  const nest = (n: number) => JSON.parse("[".repeat(n) + "]".repeat(n));
+  assertEquals(
+    JSON.stringify(mapStrings(nest(MAX_DEPTH), { value: (v) => v })),
+    JSON.stringify(nest(MAX_DEPTH)),
+  );
+  assertThrows(() => mapStrings(nest(MAX_DEPTH + 1), { value: (v) => v }), TooDeep);
+  assertThrows(() => mapStrings(nest(1_000_000), { value: (v) => v }), TooDeep);
+  const value = JSON.parse('{"b":"x","a":[1,"y",null],"__proto__":"z"}');
+  const out = mapStrings(value, { value: (v) => v.toUpperCase() }) as Record<string, unknown>;
+  assertEquals(Object.keys(out), ["b", "a", "__proto__"]);
+  assertEquals(JSON.stringify(out), '{"b":"X","a":[1,"Y",null],"__proto__":"Z"}');
+  assertEquals(Object.getPrototypeOf(out), Object.prototype);
+  const call = { jsonrpc: "2.0" as const, id: 1, method: "tools/call", params: { name: "remember" } };
+  assertEquals(redactedCall(call), call);
 });

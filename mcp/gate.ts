@@ -1,0 +1,103 @@
+/** What passes the proxy: JSON walked without recursion and to a bounded depth, its strings mapped. Pure. */
+
+// @ts-types="@modelcontextprotocol/sdk/types"
+import type { JSONRPCMessage, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
+import { isRecord } from "../lib/parsed.ts";
+import { neutralize } from "../lib/neutralize.ts";
+import { redact } from "../lib/redact.ts";
+
+/** The deepest nesting of arrays and objects walked; no MCP message a client uses comes near it. */
+export const MAX_DEPTH = 256;
+
+/** Thrown by {@link mapStrings} for a value nested deeper than {@link MAX_DEPTH}. */
+export class TooDeep extends Error {
+  constructor() {
+    super(`nested deeper than ${MAX_DEPTH} levels`);
+  }
+}
+
+/** How a walk maps strings: a string value (under `key`, in a container under `parent`), and a key. */
+export interface StringMap {
+  value(text: string, key: string, parent: string): string;
+  key?(text: string): string;
+}
+
+/**
+ * `value` with every string mapped, a copy (arrays and objects in their order); iterative, so no depth
+ * overflows the stack; throws {@link TooDeep} past `MAX_DEPTH`. An array's items count as under its key.
+ */
+export function mapStrings(value: unknown, map: StringMap, key = "", parent = ""): unknown {
+  type Slot = Record<string | number, unknown>;
+  const root: Slot = {};
+  const stack: {
+    from: unknown;
+    to: Slot;
+    at: string | number;
+    key: string;
+    parent: string;
+    depth: number;
+  }[] = [
+    { from: value, to: root, at: 0, key, parent, depth: 0 },
+  ];
+  for (let task = stack.pop(); task; task = stack.pop()) {
+    const { from, to, at, depth } = task;
+    if (typeof from === "string") {
+      to[at] = map.value(from, task.key, task.parent);
+      continue;
+    }
+    if (!Array.isArray(from) && !isRecord(from)) {
+      to[at] = from;
+      continue;
+    }
+    if (depth >= MAX_DEPTH) throw new TooDeep();
+    if (Array.isArray(from)) {
+      const out: unknown[] = new Array(from.length);
+      to[at] = out;
+      from.forEach((x, i) =>
+        stack.push({ ...task, from: x, to: out as unknown as Slot, at: i, depth: depth + 1 })
+      );
+      continue;
+    }
+    const entries = Object.entries(from).map(([k, x]) => [map.key ? map.key(k) : k, k, x] as const);
+    // Keys made as data properties (a "__proto__" key stays a key), then filled in.
+    const out = Object.fromEntries(entries.map(([k]) => [k, undefined])) as Slot;
+    to[at] = out;
+    for (const [k, original, x] of entries) {
+      stack.push({ from: x, to: out, at: k, key: original, parent: task.key, depth: depth + 1 });
+    }
+  }
+  return root[0];
+}
+
+/** Base64 content (an image's `data`, a resource's `blob`): what neutralising leaves as it is, so skipped. */
+const BASE64 = /^[\w+/=\n-]*$/;
+
+/**
+ * `message` neutralised for the client and the model: every string and key of its result, error or params
+ * (`jsonrpc`, `method` and `id` are the protocol's). A tool list (`catalog`) keeps what calls must match as
+ * it is: its keys (property names), each tool's `name` and each schema's `pattern`.
+ */
+export function neutralized<T extends JSONRPCMessage>(message: T, catalog: boolean): T {
+  const verbatim = (key: string, parent: string) =>
+    catalog && (key === "pattern" || key === "name" && parent === "tools");
+  const map: StringMap = {
+    value: (v, key, parent) => verbatim(key, parent) || BASE64.test(v) ? v : neutralize(v),
+    key: catalog ? undefined : neutralize,
+  };
+  const out: Record<string, unknown> = { ...message };
+  for (const k of ["result", "error", "params"]) if (k in out) out[k] = mapStrings(out[k], map, k);
+  return out as T;
+}
+
+/**
+ * A `tools/call` request whose string arguments are redacted like captured text (lib/redact.ts: `<private>`
+ * spans out, then credentials; one `seen` set, so a secret found once is redacted wherever it recurs), so
+ * no secret reaches OpenViking to be stored and recalled. Keys, numbers and the rest stay as they are.
+ */
+export function redactedCall(request: JSONRPCRequest): JSONRPCRequest {
+  const params = request.params;
+  if (!isRecord(params) || !("arguments" in params)) return request;
+  const seen = new Set<string>();
+  const args = mapStrings(params.arguments, { value: (v) => redact(v, seen) });
+  return { ...request, params: { ...params, arguments: args } };
+}
