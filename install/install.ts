@@ -524,9 +524,15 @@ async function planBackupsClean(state: KimiState, plan: Plan): Promise<void> {
     if (change) change.backup = "none";
     const bak = `${path}.bak`;
     const text = await readTextIfExists(bak).catch(() => undefined);
+    const file = change ? change.after : now;
+    // The copy install kept of a file the run leaves exactly as it was: it holds nothing the file does not.
+    if (text !== undefined && file !== undefined && text === file) {
+      planFile(plan, bak, text, undefined, "backup deleted (it holds just what the file holds)", "none");
+      continue;
+    }
     const cleaned = text === undefined ? undefined : out(text);
     if (!cleaned?.ok || !cleaned.changed) continue;
-    const left = cleaned.after === (change ? change.after : now) ? undefined : cleaned.after;
+    const left = cleaned.after === file ? undefined : cleaned.after;
     const what = left === undefined
       ? "backup deleted (nothing in it but our part and what the file holds)"
       : "our part taken out of a backup";
