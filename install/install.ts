@@ -82,7 +82,14 @@ import { refreshPromptFile } from "../memory/system-prompt.ts";
 import { asSentence } from "../openviking/advice.ts";
 import { breakerFiles } from "../openviking/breaker.ts";
 import { credentialFilePaths, DEFAULT_BASE_URL, loadConfig, originOf } from "../openviking/config.ts";
-import { QUEUE_SUBDIR, queueSummary, REJECTED_SUBDIR } from "../openviking/queue.ts";
+import {
+  destinationOf,
+  elsewhereWords,
+  goesTo,
+  QUEUE_SUBDIR,
+  queueSummary,
+  REJECTED_SUBDIR,
+} from "../openviking/queue.ts";
 
 /** Which of Kimi's files: `config.toml`, `mcp.json` or `plugins/installed.json`. */
 type KimiFile = "config" | "mcp" | "registry";
@@ -478,7 +485,8 @@ function exists(path: string): Promise<boolean> {
 /** The log and queues `--purge` deletes (a log only when every line is ours, a queue only when empty). */
 async function purgeableData(ctx: Context, plan: Plan): Promise<string[]> {
   const out = [defaultLogPath(ctx.env)];
-  const configured = (await loadConfig(ctx.env, ctx.cwd)).config.debugLogPath;
+  const { config } = await loadConfig(ctx.env, ctx.cwd);
+  const configured = config.debugLogPath;
   if (configured && configured !== out[0]) {
     const text = await readTextIfExists(configured).catch(() => undefined);
     if (text !== undefined && isOurLog(text)) out.push(configured);
@@ -487,6 +495,7 @@ async function purgeableData(ctx: Context, plan: Plan): Promise<string[]> {
     }
   }
   const cmd = commandName(ctx.env);
+  const here = destinationOf(config);
   const queues = [
     [
       QUEUE_SUBDIR,
@@ -507,9 +516,21 @@ async function purgeableData(ctx: Context, plan: Plan): Promise<string[]> {
     if (waiting?.entries === 0) out.push(dir);
     else if (waiting) {
       const messages = waiting.sessions.reduce((n, x) => n + x.messages, 0);
+      // Writes queued for another server or identity go only there: say where, and the command that sends them.
+      const away = sub === QUEUE_SUBDIR ? waiting.sessions.filter((x) => !goesTo(x.to, here)) : [];
+      const elsewhere = elsewhereWords(away.map((x) => ({ ...x.to!, entries: x.entries })));
+      const home = waiting.sessions.length - away.length;
+      const next = !elsewhere
+        ? then
+        : `${
+          home
+            ? `${waiting.entries - away.reduce((n, x) => n + x.entries, 0)} of them (${home} session(s)) ` +
+              `the next session start replays once you install again (or run "${cmd} replay"); `
+            : ""
+        }${elsewhere.summary}: install again, then ${elsewhere.fix}`;
       plan.notes.push(
         `Kept: ${waiting.entries} ${what} (${messages} message(s) of ${waiting.sessions.length} session(s))` +
-          `${state}, in ${dir}. ${then}; to drop them, delete that directory.`,
+          `${state}, in ${dir}. ${next}; to drop them, delete that directory.`,
       );
     }
   }

@@ -8,6 +8,7 @@ import { assertEquals, assertStringIncludes } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { closedAddress, fakeCompiled, installSandbox, opts } from "./helpers.ts";
 import { runInstall, runUninstall } from "../../install/install.ts";
+import { SessionQueue } from "../../openviking/queue.ts";
 
 const exists = (p: string) => Deno.lstat(p).then(() => true, () => false);
 
@@ -32,4 +33,31 @@ Deno.test("uninstall --purge deletes the config.toml.bak install made, byte-iden
     assertEquals(await exists(`${home}/config.toml.bak`), false, said);
     assertStringIncludes(said, `${home}/config.toml.bak`);
   }
+});
+
+Deno.test("uninstall says where writes queued for another server go and the command delivering them", async () => {
+  await using dir = await tempDir();
+  const here = closedAddress();
+  const t = await installSandbox(dir.path, { OPENVIKING_URL: here });
+  const ctx = t.ctx(await fakeCompiled(dir.path));
+  assertEquals(await runInstall(ctx, opts()), 0, t.all());
+  const pending = `${t.ov}/pending`;
+  const other = { url: "http://10.0.0.9:1933", account: "acme", user: "bob" };
+  const msg = { role: "user" as const, content: "hello" };
+  await (await SessionQueue.open(pending, "kc-elsewhere", other)).messages([msg]);
+  await (await SessionQueue.open(pending, "kc-here", { url: here, account: "", user: "" })).messages([msg]);
+  t.said();
+  assertEquals(await runUninstall(ctx, opts({ purge: true })), 0, t.all());
+  const said = t.said();
+  assertStringIncludes(said, "1 queued write(s) are for another server or identity");
+  assertStringIncludes(
+    said,
+    "OPENVIKING_URL=http://10.0.0.9:1933 OPENVIKING_ACCOUNT=acme OPENVIKING_USER=bob",
+  );
+  assertStringIncludes(said, "replay`");
+  // Only the one queued for this server is replayed by the next session start.
+  assertStringIncludes(
+    said,
+    "1 of them (1 session(s)) the next session start replays once you install again",
+  );
 });
