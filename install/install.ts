@@ -368,6 +368,7 @@ function upstreamMessage(state: KimiState): string {
 async function planCredentials(
   ctx: Context,
   options: InstallOptions,
+  home: string,
   plan: Plan,
 ): Promise<string | undefined> {
   const path = credentialFilePaths(ctx.env).cli;
@@ -391,6 +392,13 @@ async function planCredentials(
   const ov = planOvcli(before, creds, path, saved.url);
   if (!ov.ok) return ov.error;
   if (!ov.changed) return undefined;
+  const moved = await installedHomes(ctx.env, home);
+  if (url !== saved.url && moved.length) {
+    // Every home reads the one ovcli.conf: the new address is theirs too.
+    const each = (verb: string) =>
+      `Note: ${moved.map((h) => `the Kimi home ${h} shares ${path}: it ${verb} ${url} too`).join("; ")}.`;
+    plan.notes.push({ planned: each("would then use"), done: each("now uses") });
+  }
   const change: FileChange = { path, before, after: ov.after, backup: "bak", secret: true };
   const step = fileStep(change, "connection settings");
   const kept = before === undefined ? "" : ` (the previous file kept as ${path}.bak)`;
@@ -441,7 +449,7 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
     );
   }
   const plan = newPlan();
-  const credentials = await planCredentials(ctx, options, plan);
+  const credentials = await planCredentials(ctx, options, home, plan);
   if (credentials) return refuse(credentials);
   const program = await planProgram(ctx, mode, home, plan);
   if (typeof program === "string") return refuse(program);

@@ -4,7 +4,7 @@
  * queue for another server is named with where it goes.
  */
 
-import { assertEquals, assertStringIncludes } from "../support/assert.ts";
+import { assertEquals, assertNotMatch, assertStringIncludes } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { closedAddress, fakeCompiled, installSandbox, opts } from "./helpers.ts";
 import { runInstall, runUninstall } from "../../install/install.ts";
@@ -60,4 +60,24 @@ Deno.test("uninstall says where writes queued for another server go and the comm
     said,
     "1 of them (1 session(s)) the next session start replays once you install again",
   );
+});
+
+Deno.test("install --url into one Kimi home names the other homes that now use the new address, in a dry run too", async () => {
+  await using dir = await tempDir();
+  const t = await installSandbox(dir.path);
+  const ctx = t.ctx(await fakeCompiled(dir.path));
+  const second = `${t.home}/kimi2`;
+  const [a, b] = ["http://127.0.0.1:9", "http://127.0.0.1:8"];
+  assertEquals(await runInstall(ctx, opts({ credentials: { url: a } })), 0, t.all());
+  assertEquals(await runInstall(ctx, opts({ kimiHome: second })), 0, t.all());
+  assertNotMatch(t.said(), /now use|would use/);
+  for (const dryRun of [true, false]) {
+    assertEquals(await runInstall(ctx, opts({ dryRun, credentials: { url: b } })), 0, t.all());
+    const said = t.said();
+    const verb = dryRun ? "would then use" : "now uses";
+    assertStringIncludes(said, `the Kimi home ${second} shares ${t.ov}/ovcli.conf: it ${verb} ${b} too`);
+  }
+  // The same address again moves nothing.
+  assertEquals(await runInstall(ctx, opts({ credentials: { url: b } })), 0, t.all());
+  assertNotMatch(t.said(), /shares/);
 });
