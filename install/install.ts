@@ -15,6 +15,7 @@ import {
   planRegistryInstall,
   planRegistryUninstall,
 } from "./json-files.ts";
+import { idleCommitStep } from "./idle-worker.ts";
 import { manifestText, pluginMemoryFiles } from "./kimi-home.ts";
 import { keyToSave, planOvcli, savedConnection } from "./ovcli.ts";
 import {
@@ -605,10 +606,23 @@ async function planPurge(ctx: Context, state: KimiState, plugin: boolean, plan: 
   const others = await installedHomes(ctx.env, state.paths.home);
   const shared = await sharedTargets(ctx, plan);
   const inUse = others.length ? await versionsUsedBy(ctx.env, others) : [];
-  if (others.length === 0) targets.push(...shared);
-  else if (inUse.length || shared.length) plan.notes.push(keptForOthers(others, [...inUse, ...shared]));
-  for (const t of targets) plan.steps.push(removalStep(t, `delete ${t}`, `removed ${t}`));
-  const sweep = await sweepStep(ctx.env, { kimiHome: state.paths.home });
+  if (others.length === 0) {
+    // The hook state goes: what waits for a commit is committed first, and our idle watch let go of its copy.
+    const idle = await idleCommitStep(ctx, plan);
+    if (idle) plan.steps.push(idle);
+    targets.push(...shared);
+  } else if (inUse.length || shared.length) plan.notes.push(keptForOthers(others, [...inUse, ...shared]));
+  const queue = joinPath(pendingDir(ctx.env), QUEUE_SUBDIR);
+  for (const t of targets) {
+    const step = removalStep(t, `delete ${t}`, `removed ${t}`);
+    // A commit the purge could not send is queued there (install/idle-worker.ts): a queue no longer empty stays.
+    const run = step.run;
+    if (t === queue) {
+      step.run = async () => (await queueSummary(pendingDir(ctx.env))).entries ? {} : await run();
+    }
+    plan.steps.push(step);
+  }
+  const sweep = await sweepStep(ctx.env, { kimiHome: state.paths.home, purge: true });
   if (sweep) plan.steps.push(sweep);
   const kept = await keptShared(ctx);
   if (kept.length) plan.notes.push(`Kept: ${kept.join(" and ")}.`);
