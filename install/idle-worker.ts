@@ -12,7 +12,7 @@ import { sessionDestination } from "../memory/context.ts";
 import { readState, updateState } from "../memory/state.ts";
 import { Budget, clientOptions, createClient } from "../openviking/client.ts";
 import { loadConfig } from "../openviking/config.ts";
-import { hasUnsent, QUEUE_SUBDIR } from "../openviking/queue.ts";
+import { hasUnsent, QUEUE_SUBDIR, REJECTED_SUBDIR } from "../openviking/queue.ts";
 import { commandName } from "../lib/self.ts";
 import { commitSession } from "../openviking/sessions.ts";
 
@@ -109,7 +109,10 @@ export async function idleCommitStep(ctx: Context, plan: Plan): Promise<Step | u
         else if (value === "queued") queued.push(what);
         else if (value === "elsewhere") missed.push(`${what}: captured for another server or identity`);
         else if (value === "rejected") {
-          missed.push(`${what}: OpenViking refused the commit (kept with the refused writes)`);
+          const kept = joinPath(pendingDir(ctx.env), REJECTED_SUBDIR);
+          missed.push(
+            `${what}: OpenViking refused the commit (kept in ${kept}: install again and run replay --rejected)`,
+          );
         } else missed.push(`${what}: ${value}`);
       }
       if (queued.length) {

@@ -612,14 +612,12 @@ async function planPurge(ctx: Context, state: KimiState, plugin: boolean, plan: 
     if (idle) plan.steps.push(idle);
     targets.push(...shared);
   } else if (inUse.length || shared.length) plan.notes.push(keptForOthers(others, [...inUse, ...shared]));
-  const queue = joinPath(pendingDir(ctx.env), QUEUE_SUBDIR);
+  const queues = [QUEUE_SUBDIR, REJECTED_SUBDIR].map((sub) => [joinPath(pendingDir(ctx.env), sub), sub]);
   for (const t of targets) {
     const step = removalStep(t, `delete ${t}`, `removed ${t}`);
-    // A commit the purge could not send is queued there (install/idle-worker.ts): a queue no longer empty stays.
-    const run = step.run;
-    if (t === queue) {
-      step.run = async () => (await queueSummary(pendingDir(ctx.env))).entries ? {} : await run();
-    }
+    // A commit the purge could not send is queued or kept there (install/idle-worker.ts): such a queue stays.
+    const [run, sub] = [step.run, queues.find(([dir]) => dir === t)?.[1]];
+    if (sub) step.run = async () => (await queueSummary(pendingDir(ctx.env), sub)).entries ? {} : await run();
     plan.steps.push(step);
   }
   const sweep = await sweepStep(ctx.env, { kimiHome: state.paths.home, purge: true });

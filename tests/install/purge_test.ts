@@ -185,3 +185,29 @@ Deno.test({
     }
   },
 });
+
+Deno.test("uninstall --purge keeps a commit OpenViking refused, and says where", async () => {
+  await using dir = await tempDir();
+  const refuses: typeof fetch = (input) =>
+    Promise.resolve(
+      new URL(String(input)).pathname.endsWith("/commit")
+        ? Response.json({ status: "error", error: { code: "INVALID_ARGUMENT", message: "no" } }, {
+          status: 400,
+        })
+        : Response.json({ status: "ok", healthy: true }),
+    );
+  const { t, ctx } = await purgeSandbox(dir.path, 2, refuses);
+  await Deno.mkdir(`${t.ov}/pending/kimicode-rejected`, { recursive: true }); // empty when the purge is planned
+  t.said();
+  assertEquals(await runUninstall(ctx, opts({ purge: true })), 0, t.all());
+  const said = t.said();
+  assertStringIncludes(
+    said,
+    `Not committed: kc-s1 (2 message(s)): OpenViking refused the commit (kept in ${t.ov}/pending/kimicode-rejected`,
+  );
+  assertEquals(
+    (await Array.fromAsync(Deno.readDir(`${t.ov}/pending/kimicode-rejected`))).length > 0,
+    true,
+    said,
+  );
+});
