@@ -15,6 +15,7 @@ import {
   planRegistryInstall,
   planRegistryUninstall,
 } from "./json-files.ts";
+import { idleCommitStep } from "./idle-worker.ts";
 import { manifestText, pluginMemoryFiles } from "./kimi-home.ts";
 import { keyToSave, planOvcli, savedConnection } from "./ovcli.ts";
 import {
@@ -82,7 +83,14 @@ import { refreshPromptFile } from "../memory/system-prompt.ts";
 import { asSentence } from "../openviking/advice.ts";
 import { breakerFiles } from "../openviking/breaker.ts";
 import { credentialFilePaths, DEFAULT_BASE_URL, loadConfig, originOf } from "../openviking/config.ts";
-import { QUEUE_SUBDIR, queueSummary, REJECTED_SUBDIR } from "../openviking/queue.ts";
+import {
+  destinationOf,
+  elsewhereWords,
+  goesTo,
+  QUEUE_SUBDIR,
+  queueSummary,
+  REJECTED_SUBDIR,
+} from "../openviking/queue.ts";
 
 /** Which of Kimi's files: `config.toml`, `mcp.json` or `plugins/installed.json`. */
 type KimiFile = "config" | "mcp" | "registry";
@@ -361,6 +369,7 @@ function upstreamMessage(state: KimiState): string {
 async function planCredentials(
   ctx: Context,
   options: InstallOptions,
+  home: string,
   plan: Plan,
 ): Promise<string | undefined> {
   const path = credentialFilePaths(ctx.env).cli;
@@ -384,6 +393,13 @@ async function planCredentials(
   const ov = planOvcli(before, creds, path, saved.url);
   if (!ov.ok) return ov.error;
   if (!ov.changed) return undefined;
+  const moved = await installedHomes(ctx.env, home);
+  if (url !== saved.url && moved.length) {
+    // Every home reads the one ovcli.conf: the new address is theirs too.
+    const each = (verb: string) =>
+      `Note: ${moved.map((h) => `the Kimi home ${h} shares ${path}: it ${verb} ${url} too`).join("; ")}.`;
+    plan.notes.push({ planned: each("would then use"), done: each("now uses") });
+  }
   const change: FileChange = { path, before, after: ov.after, backup: "bak", secret: true };
   const step = fileStep(change, "connection settings");
   const kept = before === undefined ? "" : ` (the previous file kept as ${path}.bak)`;
@@ -434,7 +450,7 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
     );
   }
   const plan = newPlan();
-  const credentials = await planCredentials(ctx, options, plan);
+  const credentials = await planCredentials(ctx, options, home, plan);
   if (credentials) return refuse(credentials);
   const program = await planProgram(ctx, mode, home, plan);
   if (typeof program === "string") return refuse(program);
@@ -478,7 +494,8 @@ function exists(path: string): Promise<boolean> {
 /** The log and queues `--purge` deletes (a log only when every line is ours, a queue only when empty). */
 async function purgeableData(ctx: Context, plan: Plan): Promise<string[]> {
   const out = [defaultLogPath(ctx.env)];
-  const configured = (await loadConfig(ctx.env, ctx.cwd)).config.debugLogPath;
+  const { config } = await loadConfig(ctx.env, ctx.cwd);
+  const configured = config.debugLogPath;
   if (configured && configured !== out[0]) {
     const text = await readTextIfExists(configured).catch(() => undefined);
     if (text !== undefined && isOurLog(text)) out.push(configured);
@@ -487,6 +504,7 @@ async function purgeableData(ctx: Context, plan: Plan): Promise<string[]> {
     }
   }
   const cmd = commandName(ctx.env);
+  const here = destinationOf(config);
   const queues = [
     [
       QUEUE_SUBDIR,
@@ -507,9 +525,21 @@ async function purgeableData(ctx: Context, plan: Plan): Promise<string[]> {
     if (waiting?.entries === 0) out.push(dir);
     else if (waiting) {
       const messages = waiting.sessions.reduce((n, x) => n + x.messages, 0);
+      // Writes queued for another server or identity go only there: say where, and the command that sends them.
+      const away = sub === QUEUE_SUBDIR ? waiting.sessions.filter((x) => !goesTo(x.to, here)) : [];
+      const elsewhere = elsewhereWords(away.map((x) => ({ ...x.to!, entries: x.entries })));
+      const home = waiting.sessions.length - away.length;
+      const next = !elsewhere
+        ? then
+        : `${
+          home
+            ? `${waiting.entries - away.reduce((n, x) => n + x.entries, 0)} of them (${home} session(s)) ` +
+              `the next session start replays once you install again (or run "${cmd} replay"); `
+            : ""
+        }${elsewhere.summary}: install again, then ${elsewhere.fix}`;
       plan.notes.push(
         `Kept: ${waiting.entries} ${what} (${messages} message(s) of ${waiting.sessions.length} session(s))` +
-          `${state}, in ${dir}. ${then}; to drop them, delete that directory.`,
+          `${state}, in ${dir}. ${next}; to drop them, delete that directory.`,
       );
     }
   }
@@ -524,9 +554,15 @@ async function planBackupsClean(state: KimiState, plan: Plan): Promise<void> {
     if (change) change.backup = "none";
     const bak = `${path}.bak`;
     const text = await readTextIfExists(bak).catch(() => undefined);
+    const file = change ? change.after : now;
+    // The copy install kept of a file the run leaves exactly as it was: it holds nothing the file does not.
+    if (text !== undefined && file !== undefined && text === file) {
+      planFile(plan, bak, text, undefined, "backup deleted (it holds just what the file holds)", "none");
+      continue;
+    }
     const cleaned = text === undefined ? undefined : out(text);
     if (!cleaned?.ok || !cleaned.changed) continue;
-    const left = cleaned.after === (change ? change.after : now) ? undefined : cleaned.after;
+    const left = cleaned.after === file ? undefined : cleaned.after;
     const what = left === undefined
       ? "backup deleted (nothing in it but our part and what the file holds)"
       : "our part taken out of a backup";
@@ -570,10 +606,21 @@ async function planPurge(ctx: Context, state: KimiState, plugin: boolean, plan: 
   const others = await installedHomes(ctx.env, state.paths.home);
   const shared = await sharedTargets(ctx, plan);
   const inUse = others.length ? await versionsUsedBy(ctx.env, others) : [];
-  if (others.length === 0) targets.push(...shared);
-  else if (inUse.length || shared.length) plan.notes.push(keptForOthers(others, [...inUse, ...shared]));
-  for (const t of targets) plan.steps.push(removalStep(t, `delete ${t}`, `removed ${t}`));
-  const sweep = await sweepStep(ctx.env, { kimiHome: state.paths.home });
+  if (others.length === 0) {
+    // The hook state goes: what waits for a commit is committed first, and our idle watch let go of its copy.
+    const idle = await idleCommitStep(ctx, plan);
+    if (idle) plan.steps.push(idle);
+    targets.push(...shared);
+  } else if (inUse.length || shared.length) plan.notes.push(keptForOthers(others, [...inUse, ...shared]));
+  const queues = [QUEUE_SUBDIR, REJECTED_SUBDIR].map((sub) => [joinPath(pendingDir(ctx.env), sub), sub]);
+  for (const t of targets) {
+    const step = removalStep(t, `delete ${t}`, `removed ${t}`);
+    // A commit the purge could not send is queued or kept there (install/idle-worker.ts): such a queue stays.
+    const [run, sub] = [step.run, queues.find(([dir]) => dir === t)?.[1]];
+    if (sub) step.run = async () => (await queueSummary(pendingDir(ctx.env), sub)).entries ? {} : await run();
+    plan.steps.push(step);
+  }
+  const sweep = await sweepStep(ctx.env, { kimiHome: state.paths.home, purge: true });
   if (sweep) plan.steps.push(sweep);
   const kept = await keptShared(ctx);
   if (kept.length) plan.notes.push(`Kept: ${kept.join(" and ")}.`);

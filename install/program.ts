@@ -475,13 +475,17 @@ async function otherVersions(env: Env, keep: string | undefined): Promise<string
 }
 
 /** Removes the version at `path` unless a process holds its in-use.lock; returns why it stays. */
-async function removeUnlocked(path: string): Promise<string | undefined> {
+async function removeUnlocked(path: string, purge = false): Promise<string | undefined> {
   const lock = await Deno.open(joinPath(path, COPY_FILES.lock), { read: true, write: true }).catch(() =>
     undefined
   );
   try {
     if (lock && !(await lock.tryLock(true))) {
-      return "a running process uses it (a Kimi session's MCP server or a hook); a later install removes it";
+      const busy = "a running process uses it (a Kimi session's MCP server or a hook)";
+      // A purge leaves no command of ours on PATH: the copy's own launcher finishes the job.
+      return purge
+        ? `${busy}; once it has ended, run ${joinPath(path, "bin", launcherName("posix"))} uninstall --purge`
+        : `${busy}; a later install removes it`;
     }
     await Deno.remove(path, { recursive: true });
     return undefined;
@@ -493,7 +497,10 @@ async function removeUnlocked(path: string): Promise<string | undefined> {
 }
 
 /** Removes every version but `keep` nothing uses, and placement leftovers over an hour old; says what it did. */
-async function sweep(env: Env, options: { keep?: string; kimiHome: string }): Promise<string[]> {
+async function sweep(
+  env: Env,
+  options: { keep?: string; kimiHome: string; purge?: boolean },
+): Promise<string[]> {
   const homes = await knownHomes(env, [options.kimiHome]);
   const said: string[] = [];
   releaseCopyLock(); // this run only exits afterwards: its own copy is not "in use" by it
@@ -504,7 +511,8 @@ async function sweep(env: Env, options: { keep?: string; kimiHome: string }): Pr
       if (Date.now() - made > 3_600_000) await Deno.remove(path, { recursive: true }).catch(() => {});
       continue;
     }
-    const why = await usedBy(name, homes, pathCommand(env, "posix")) ?? await removeUnlocked(path);
+    const why = await usedBy(name, homes, pathCommand(env, "posix")) ??
+      await removeUnlocked(path, options.purge);
     // Next to the one installed, a "previous version"; else one another home runs may be anybody's current.
     said.push(
       why
@@ -531,7 +539,7 @@ export async function versionsUsedBy(env: Env, homes: string[]): Promise<string[
  */
 export async function sweepStep(
   env: Env,
-  options: { keep?: string; kimiHome: string },
+  options: { keep?: string; kimiHome: string; purge?: boolean },
 ): Promise<Step | undefined> {
   const homes = (await knownHomes(env, [])).filter((h) => h !== options.kimiHome);
   for (const name of await otherVersions(env, options.keep)) {

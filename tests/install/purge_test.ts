@@ -1,0 +1,213 @@
+/**
+ * A new user's walk through `uninstall --purge` (round 6): a `.bak` install made that holds nothing but what
+ * the file holds goes, in every Kimi home; a changed URL names the other homes it moves; what waits in the
+ * queue for another server is named with where it goes.
+ */
+
+import { assertEquals, assertNotMatch, assertStringIncludes } from "../support/assert.ts";
+import { tempDir } from "../support/temp.ts";
+import { closedAddress, fakeCompiled, installSandbox, opts } from "./helpers.ts";
+import { runInstall, runUninstall } from "../../install/install.ts";
+import { SessionQueue } from "../../openviking/queue.ts";
+import { sessionDestination } from "../../memory/context.ts";
+
+const exists = (p: string) => Deno.lstat(p).then(() => true, () => false);
+
+Deno.test("uninstall --purge deletes the config.toml.bak install made, byte-identical to config.toml, in each home", async () => {
+  await using dir = await tempDir();
+  const t = await installSandbox(dir.path, { OPENVIKING_URL: closedAddress() });
+  const ctx = t.ctx(await fakeCompiled(dir.path));
+  const second = `${t.home}/kimi2`;
+  await Deno.mkdir(second, { recursive: true });
+  const config = '# mine\ndefault_model = "k3"\n';
+  for (const home of [t.kimi, second]) await Deno.writeTextFile(`${home}/config.toml`, config);
+  for (const kimiHome of [undefined, second]) {
+    assertEquals(await runInstall(ctx, opts({ kimiHome })), 0, t.all());
+  }
+  for (const kimiHome of [second, undefined]) {
+    const home = kimiHome ?? t.kimi;
+    assertEquals(await Deno.readTextFile(`${home}/config.toml.bak`), config);
+    t.said();
+    assertEquals(await runUninstall(ctx, opts({ kimiHome, purge: true })), 0, t.all());
+    const said = t.said();
+    assertEquals(await Deno.readTextFile(`${home}/config.toml`), config);
+    assertEquals(await exists(`${home}/config.toml.bak`), false, said);
+    assertStringIncludes(said, `${home}/config.toml.bak`);
+  }
+});
+
+Deno.test("uninstall says where writes queued for another server go and the command delivering them", async () => {
+  await using dir = await tempDir();
+  const here = closedAddress();
+  const t = await installSandbox(dir.path, { OPENVIKING_URL: here });
+  const ctx = t.ctx(await fakeCompiled(dir.path));
+  assertEquals(await runInstall(ctx, opts()), 0, t.all());
+  const pending = `${t.ov}/pending`;
+  const other = { url: "http://10.0.0.9:1933", account: "acme", user: "bob" };
+  const msg = { role: "user" as const, content: "hello" };
+  await (await SessionQueue.open(pending, "kc-elsewhere", other)).messages([msg]);
+  await (await SessionQueue.open(pending, "kc-here", { url: here, account: "", user: "" })).messages([msg]);
+  t.said();
+  assertEquals(await runUninstall(ctx, opts({ purge: true })), 0, t.all());
+  const said = t.said();
+  assertStringIncludes(said, "1 queued write(s) are for another server or identity");
+  assertStringIncludes(
+    said,
+    "OPENVIKING_URL=http://10.0.0.9:1933 OPENVIKING_ACCOUNT=acme OPENVIKING_USER=bob",
+  );
+  assertStringIncludes(said, "replay`");
+  // Only the one queued for this server is replayed by the next session start.
+  assertStringIncludes(
+    said,
+    "1 of them (1 session(s)) the next session start replays once you install again",
+  );
+});
+
+Deno.test("install --url into one Kimi home names the other homes that now use the new address, in a dry run too", async () => {
+  await using dir = await tempDir();
+  const t = await installSandbox(dir.path);
+  const ctx = t.ctx(await fakeCompiled(dir.path));
+  const second = `${t.home}/kimi2`;
+  const [a, b] = ["http://127.0.0.1:9", "http://127.0.0.1:8"];
+  assertEquals(await runInstall(ctx, opts({ credentials: { url: a } })), 0, t.all());
+  assertEquals(await runInstall(ctx, opts({ kimiHome: second })), 0, t.all());
+  assertNotMatch(t.said(), /now use|would use/);
+  for (const dryRun of [true, false]) {
+    assertEquals(await runInstall(ctx, opts({ dryRun, credentials: { url: b } })), 0, t.all());
+    const said = t.said();
+    const verb = dryRun ? "would then use" : "now uses";
+    assertStringIncludes(said, `the Kimi home ${second} shares ${t.ov}/ovcli.conf: it ${verb} ${b} too`);
+  }
+  // The same address again moves nothing.
+  assertEquals(await runInstall(ctx, opts({ credentials: { url: b } })), 0, t.all());
+  assertNotMatch(t.said(), /shares/);
+});
+
+/** A process standing for our idle-commit worker (or, without `watch`, any process of the copy): holds the copy's in-use.lock shared and, with `watch`, idle-watch.lock. */
+async function holder(copy: string, watch?: string) {
+  const code = `
+    const use = await Deno.open(${JSON.stringify(`${copy}/in-use.lock`)}, { read: true });
+    if (!use.tryLockSync(false)) Deno.exit(3);
+    ${
+    watch
+      ? `const w = await Deno.open(${JSON.stringify(watch)}, { read: true, write: true, create: true });
+    if (!w.tryLockSync(true)) Deno.exit(4);`
+      : ""
+  }
+    console.log("ready");
+    await new Promise((r) => setTimeout(r, 60_000));`;
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["eval", code],
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  assertEquals((await reader.read()).value?.trim(), "ready");
+  reader.releaseLock();
+  return child;
+}
+
+/** A purge sandbox: installed (release binary), a version copy in place, a session with `messages` waiting for a commit. */
+async function purgeSandbox(path: string, messages: number, fetcher: typeof fetch) {
+  const url = "http://127.0.0.1:9";
+  const t = await installSandbox(path, { OPENVIKING_URL: url });
+  const ctx = t.ctx(await fakeCompiled(path), { fetch: fetcher });
+  assertEquals(await runInstall(ctx, opts()), 0, t.all());
+  const copy = `${t.ov}/agent-integrations/kimicode/versions/0.0.1-0123456789ab`;
+  await Deno.mkdir(`${copy}/bin`, { recursive: true });
+  await Deno.writeTextFile(`${copy}/in-use.lock`, "");
+  const state = `${t.ov}/hook-state/kimicode`;
+  await Deno.mkdir(state, { recursive: true });
+  const destination = await sessionDestination({ baseUrl: url, account: "", user: "", apiKey: "" });
+  const s = {
+    version: 1,
+    capturedSinceCommit: messages,
+    ovSession: "kc-s1",
+    destination,
+    lastAckedKey: "k2",
+  };
+  await Deno.writeTextFile(`${state}/kc-s1.json`, JSON.stringify(s));
+  return { t, ctx, copy, watch: `${state}/idle-watch.lock` };
+}
+
+Deno.test({
+  name: "uninstall --purge commits what waits, stops our idle-commit worker and removes the copy it held",
+  ignore: Deno.build.os !== "linux",
+  async fn() {
+    await using dir = await tempDir();
+    const posts: string[] = [];
+    const fetcher: typeof fetch = (input, init) => {
+      posts.push(`${init?.method ?? "GET"} ${new URL(String(input)).pathname}`);
+      return Promise.resolve(Response.json({ status: "ok", result: { task_id: "t1" } }));
+    };
+    const { t, ctx, copy, watch } = await purgeSandbox(dir.path, 2, fetcher);
+    const worker = await holder(copy, watch);
+    posts.length = 0; // install's look at the server
+    t.said();
+    assertEquals(await runUninstall(ctx, opts({ purge: true, dryRun: true })), 0, t.all());
+    const dry = t.said();
+    assertStringIncludes(dry, "commit the 2 captured message(s) of 1 session(s) waiting for a commit now");
+    assertStringIncludes(dry, `stop the idle-commit worker (pid ${worker.pid})`);
+    assertEquals(posts, []);
+    assertEquals(await runUninstall(ctx, opts({ purge: true })), 0, t.all());
+    const said = t.said();
+    assertEquals(posts, ["POST /api/v1/sessions/kc-s1/commit"]);
+    assertStringIncludes(said, "committed what waited for a commit: kc-s1 (2 message(s))");
+    assertStringIncludes(said, `idle-commit worker stopped (pid ${worker.pid})`);
+    assertEquals((await worker.status).success, false);
+    assertEquals(await exists(copy), false, said);
+    assertEquals(await exists(t.ov), false, said);
+  },
+});
+
+Deno.test({
+  name:
+    "uninstall --purge names what it could not commit, and the command that finishes when another process holds the copy",
+  ignore: Deno.build.os !== "linux",
+  async fn() {
+    await using dir = await tempDir();
+    const down: typeof fetch = () => Promise.reject(new TypeError("connection refused"));
+    const { t, ctx, copy } = await purgeSandbox(dir.path, 2, down);
+    const other = await holder(copy); // a Kimi session's MCP server, say: not ours to stop
+    try {
+      t.said();
+      assertEquals(await runUninstall(ctx, opts({ purge: true })), 0, t.all());
+      const said = t.said();
+      assertStringIncludes(said, `Queued: the commit of kc-s1 (2 message(s)), in ${t.ov}/pending/kimicode`);
+      assertStringIncludes(said, "the next session start replays it");
+      assertStringIncludes(said, `once it has ended, run ${copy}/bin/openviking-kimi uninstall --purge`);
+      assertEquals(await exists(copy), true);
+      const queued = await Array.fromAsync(Deno.readDir(`${t.ov}/pending/kimicode`));
+      assertEquals(queued.length, 1, "the queued commit stays");
+    } finally {
+      other.kill();
+      await other.status;
+    }
+  },
+});
+
+Deno.test("uninstall --purge keeps a commit OpenViking refused, and says where", async () => {
+  await using dir = await tempDir();
+  const refuses: typeof fetch = (input) =>
+    Promise.resolve(
+      new URL(String(input)).pathname.endsWith("/commit")
+        ? Response.json({ status: "error", error: { code: "INVALID_ARGUMENT", message: "no" } }, {
+          status: 400,
+        })
+        : Response.json({ status: "ok", healthy: true }),
+    );
+  const { t, ctx } = await purgeSandbox(dir.path, 2, refuses);
+  await Deno.mkdir(`${t.ov}/pending/kimicode-rejected`, { recursive: true }); // empty when the purge is planned
+  t.said();
+  assertEquals(await runUninstall(ctx, opts({ purge: true })), 0, t.all());
+  const said = t.said();
+  assertStringIncludes(
+    said,
+    `Not committed: kc-s1 (2 message(s)): OpenViking refused the commit (kept in ${t.ov}/pending/kimicode-rejected`,
+  );
+  assertEquals(
+    (await Array.fromAsync(Deno.readDir(`${t.ov}/pending/kimicode-rejected`))).length > 0,
+    true,
+    said,
+  );
+});
