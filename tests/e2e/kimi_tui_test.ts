@@ -144,7 +144,8 @@ for (const [i, version] of KIMI_VERSIONS.entries()) {
             const run = (await rig.hookRuns()).find((r) => r.event === "interrupt");
             console.log(`  interrupt hook: ${run?.outcome} in ${run?.durationMs} ms, commit ${run?.commit}`);
             // `jfb:` keys mark the kept prompt this journal turn settled (memory/prompt-fallback.ts), not a message.
-            assertEquals(state.capturedKeys.filter((k) => !k.startsWith("jfb:")), ["0:user", "0:assistant"]);
+            const keys = (state.capturedKeys as string[]).filter((k) => !k.startsWith("jfb:"));
+            assertEquals(keys, ["0:user", "0:assistant"]);
             assertEquals(fake.sessions.get(ov)?.commits, 1, "the interrupt capture commits");
             turns.push(user, assistant);
 
