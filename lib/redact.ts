@@ -363,15 +363,26 @@ function learnable(secret: string): string {
   return (quote && s.endsWith(quote.at(-1)!) ? s.slice(quote.length, -quote.length) : s).trim();
 }
 
-/** Every bare recurrence of a `seen` secret (not inside a longer word) replaced with `[REDACTED]`. */
+/** Every bare recurrence of a `seen` secret (not inside a longer word) replaced with `[REDACTED]`, longest first. */
 function redactSeen(text: string, seen: ReadonlySet<string>): string {
-  if (!seen.size) return text;
-  const edge = (c: string, re: string) => /\w/.test(c) ? re : "";
-  const alternatives = [...seen].sort((a, b) => b.length - a.length).map((s) =>
-    edge(s[0], String.raw`(?<!\w)`) + s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&") +
-    edge(s.at(-1)!, String.raw`(?!\w)`)
-  );
-  return text.replace(new RegExp(alternatives.join("|"), "g"), REDACTED);
+  let out = text;
+  for (const secret of [...seen].sort((a, b) => b.length - a.length)) out = hideBare(out, secret);
+  return out;
+}
+
+/** `text` with each bare occurrence of `secret` hidden; searched as a string, so no size limits it. */
+function hideBare(text: string, secret: string): string {
+  const word = (c: string | undefined) => c !== undefined && /\w/.test(c);
+  const [first, last] = [word(secret[0]), word(secret.at(-1))];
+  let out = "";
+  let from = 0;
+  for (let at = text.indexOf(secret); at !== -1; at = text.indexOf(secret, at + 1)) {
+    const end = at + secret.length;
+    if (at < from || (first && word(text[at - 1])) || (last && word(text[end]))) continue;
+    out += text.slice(from, at) + REDACTED;
+    from = end;
+  }
+  return out + text.slice(from);
 }
 
 /**

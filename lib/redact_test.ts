@@ -334,3 +334,14 @@ Deno.test("redact: a variation selector or Hangul filler inside a token does not
   }
   assertEquals(redact("keycap 1\ufe0f\u20e3 and ❤\ufe0f stay"), "keycap 1\ufe0f\u20e3 and ❤\ufe0f stay");
 });
+
+Deno.test("a <private> span or cookie of 40 K characters is learned and its echo hidden, no regular expression too large", () => {
+  const seen = new Set<string>();
+  const span = Array.from({ length: 2000 }, (_, i) => `line ${i} of the contract`).join(" ");
+  assertEquals(redact(`keep <private>${span}</private> out`, seen), "keep  out");
+  assertEquals(redact(`the answer quotes ${span}.`, seen), `the answer quotes ${REDACTED}.`);
+  const cookie = "v".repeat(40_000);
+  assertEquals(redact(`Set-Cookie: sid=${cookie}; Path=/`, seen).includes(cookie), false);
+  assertEquals(redact(`echo ${cookie}`, seen), `echo ${REDACTED}`);
+  assertEquals(redact("sid=vv and xvvvvvvx stay", seen), "sid=vv and xvvvvvvx stay", "only bare recurrences");
+});
