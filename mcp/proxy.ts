@@ -626,9 +626,12 @@ export class Proxy {
         return await this.options.send(await this.fallback(request, PAUSED));
       }
       const outgoing = this.outgoing(request);
-      if (!outgoing) {
-        const error = { code: -32602, message: `Tool arguments nested deeper than ${MAX_DEPTH} levels.` };
-        return await this.options.send({ jsonrpc: "2.0", id: request.id, error });
+      if (typeof outgoing === "string") {
+        return await this.options.send({
+          jsonrpc: "2.0",
+          id: request.id,
+          error: { code: -32602, message: outgoing },
+        });
       }
       entry.sent = true;
       const timing = exchangeTiming(request.method, this.settings.timeoutMs, this.limits);
@@ -677,14 +680,15 @@ export class Proxy {
     }
   }
 
-  /** `request` as it goes upstream: a tool call's arguments redacted; `undefined` when nested too deep. */
-  private outgoing(request: JSONRPCRequest): JSONRPCRequest | undefined {
+  /** `request` as it goes upstream, a tool call's arguments redacted; why not, when they cannot be (never sent raw). */
+  private outgoing(request: JSONRPCRequest): JSONRPCRequest | string {
     if (request.method !== "tools/call" || !this.settings.redact) return request;
     try {
       return redactedCall(request);
     } catch (error) {
-      if (error instanceof TooDeep) return undefined;
-      throw error;
+      if (error instanceof TooDeep) return `Tool arguments nested deeper than ${MAX_DEPTH} levels.`;
+      this.options.log.stage("redact-failed", { error: String(error) });
+      return "Tool arguments could not be redacted, so they were not sent; shorten them and try again.";
     }
   }
 

@@ -603,5 +603,10 @@ Deno.test("mcp/fake: tools/call string arguments reach OpenViking redacted, <pri
   assertMatch(String(forwarded.text), /^the deploy key is \[REDACTED\] and\s+noted$/);
   const raw = JSON.stringify(fake.mcp.received);
   assertNotMatch(raw, /sk-proj-|4711|private/);
+  // A 54 K private span (one regular expression of learned secrets was too large for it): answered, hidden.
+  const span = Array.from({ length: 5000 }, (_, i) => `clause ${i}`).join(" ");
+  const big = { text: `<private>${span}</private> and again ${span}` };
+  resultOf(await proxy.request(6, "tools/call", { name: "remember", arguments: big }));
+  assertNotMatch(JSON.stringify(fake.mcp.receivedMethod("tools/call").at(-1)), /clause 4999/);
   assertEquals(await proxy.close(), 0);
 });
