@@ -474,13 +474,21 @@ async function otherVersions(env: Env, keep: string | undefined): Promise<string
   return names.filter((n) => n !== "" && n !== keep);
 }
 
+/** How long a purge waits for a copy to be let go: our idle watch ends within a second of the hook state going. */
+const PURGE_WAIT_MS = 3000;
+
 /** Removes the version at `path` unless a process holds its in-use.lock; returns why it stays. */
 async function removeUnlocked(path: string, purge = false): Promise<string | undefined> {
   const lock = await Deno.open(joinPath(path, COPY_FILES.lock), { read: true, write: true }).catch(() =>
     undefined
   );
   try {
-    if (lock && !(await lock.tryLock(true))) {
+    let free = !lock || await lock.tryLock(true);
+    for (const until = Date.now() + (purge ? PURGE_WAIT_MS : 0); !free && Date.now() < until;) {
+      await new Promise((r) => setTimeout(r, 100));
+      free = await lock!.tryLock(true);
+    }
+    if (!free) {
       const busy = "a running process uses it (a Kimi session's MCP server or a hook)";
       // A purge leaves no command of ours on PATH: the copy's own launcher finishes the job.
       return purge

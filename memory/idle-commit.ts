@@ -142,12 +142,21 @@ export async function commitLeftSessions(ctx: HookContext, budget: Budget): Prom
   return done;
 }
 
+/** Sleeps `ms` in steps of a second; false as soon as directory `dir` is gone (a purge: the watch ends). */
+async function sleepWhileThere(dir: string, ms: number): Promise<boolean> {
+  for (const until = Date.now() + ms; Date.now() < until;) {
+    await new Promise((r) => setTimeout(r, Math.min(1000, until - Date.now())));
+    if (!await Deno.stat(dir).then(() => true, () => false)) return false;
+  }
+  return true;
+}
+
 /**
  * The home's idle watch: while sessions hold uncommitted captures, sleeps until the next is idle
  * `idleCommitSeconds`, then commits it — one session at a time, so a session that ends without SessionEnd
  * (`kimi -p`, ACP, web) is committed soon on any server. One watch per home (a lock; a Stop that finds it held
- * leaves its session to it); it ends when nothing waits, after `WATCH_MAX_MS`, or when a commit fails (the
- * next Stop's watch or session start tries again).
+ * leaves its session to it); it ends when nothing waits, after `WATCH_MAX_MS`, when a commit fails (the
+ * next Stop's watch or session start tries again), or within a second of its directory going (a purge).
  */
 export async function watchIdleSessions(ctx: HookContext): Promise<void> {
   if (!ctx.capturePaths) return;
@@ -162,7 +171,7 @@ export async function watchIdleSessions(ctx: HookContext): Promise<void> {
         const next = waiting.reduce((a, b) => a.dueAt <= b.dueAt ? a : b);
         const wait = next.dueAt - Date.now();
         if (wait > 0) {
-          await new Promise((r) => setTimeout(r, Math.min(wait, idle.ms, end - Date.now())));
+          if (!await sleepWhileThere(dir, Math.min(wait, idle.ms, end - Date.now()))) return; // purged
           continue; // a later capture (or a clock set back) may have moved it
         }
         const did = await commitIfIdle(ctx, next.file, idle, new Budget(PASS_BUDGET_MS));

@@ -174,3 +174,18 @@ Deno.test("a state file of gigabytes is not read: a fresh state, the home's watc
   await s.stop(A, "session A");
   assertEquals(s.commits(A), 1);
 });
+
+Deno.test("the watch ends within a second or two of its directory going (a purge), not at the idle time", async () => {
+  await using s = await sandbox();
+  const env = { ...s.env, OPENVIKING_IDLE_COMMIT_SECONDS: "120" };
+  await s.place(A, "a question, then the user purges");
+  const stdin = JSON.stringify({ hook_event_name: "Stop", session_id: A, cwd: "/home/user/proj" });
+  const worker = hookIn("stop", { env: { ...env, [WORKER_ENV]: "1" }, stdin });
+  for (let i = 0; i < 200 && !await exists(s.lock); i++) await new Promise((r) => setTimeout(r, 25));
+  assert(await exists(s.lock), "the watch is waiting");
+  const gone = Date.now();
+  await Deno.remove(s.stateDir, { recursive: true });
+  assertEquals((await worker).stdout, "");
+  assert(Date.now() - gone < 3000, `it ended ${Date.now() - gone} ms after`);
+  assertEquals(s.commits(A), 0, "it committed nothing after the purge");
+});
