@@ -662,8 +662,9 @@ export async function sendLeftPrompts(ctx: HookContext, budget: Budget): Promise
     if (budget.remaining() < MIN_COMMIT_MS) break;
     const [asked, captured] = [await mtime(promptFile), await mtime(file)];
     if (asked === undefined || (captured !== undefined && captured >= asked + idleMs)) continue;
-    const went = (await readState(file)).destination;
-    if (went && went !== destination) continue;
+    // Where the session's captures went, else where its prompts were asked: only there (unknown: not here).
+    const went = (await readState(file)).destination ?? (await readState(promptFile)).destination;
+    if (went !== destination) continue;
     const other: HookContext = {
       ...ctx,
       ovSessionId: `${SESSION_PREFIX}${base}`,

@@ -2,7 +2,9 @@
 
 import { assertEquals, assertTrue } from "../tests/support/assert.ts";
 import { JournalBuilder } from "../tests/support/journal.ts";
-import { type World, world } from "../tests/hooks/world.ts";
+import { stdinOf, type World, world } from "../tests/hooks/world.ts";
+import { FakeOpenViking } from "../tests/support/fake-openviking.ts";
+import { hookIn } from "../tests/support/hook-context.ts";
 import { duePrompts, keepPrompt, MAX_FALLBACK_CHARS, MAX_FALLBACK_PROMPTS } from "./prompt-fallback.ts";
 import { emptyState } from "./state.ts";
 import { fallbackKey, planCapture } from "../kimi/journal/plan.ts";
@@ -209,4 +211,18 @@ Deno.test("prompt fallback: a prompt withdrawn by /undo is never sent, by the jo
   await w.hook("session-start", { source: "startup" }, OTHER);
   await w.hook("session-end", { reason: "exit" });
   assertEquals(w.fake.messages(w.ov).length, 0);
+});
+
+Deno.test("prompt fallback: a kept prompt goes only to the server it was asked on, never another start's", async () => {
+  await using w = await world();
+  await using other = await FakeOpenViking.start();
+  const prompt = "the acquisition of Contoso closes on March 3rd, keep it quiet";
+  await w.run("user-prompt-submit", { prompt });
+  await age(w, 600_000);
+  const start = (env: Record<string, string>, session: string) =>
+    hookIn("session-start", { env, stdin: stdinOf("session-start", session, { source: "startup" }) });
+  await start({ ...w.env, OPENVIKING_URL: other.url }, OTHER);
+  assertEquals(other.messages(w.ov), [], "not to another server");
+  await start(w.env, OTHER.replace(/0$/, "1")); // another session: a start repeated within 2 s is ignored
+  assertEquals(w.fake.messages(w.ov).map((m) => m.content), [prompt], "to its own, once back there");
 });

@@ -18,7 +18,7 @@ import type { Env } from "../lib/paths.ts";
 import { commandName } from "../lib/self.ts";
 import { resolvePeer } from "../openviking/peer.ts";
 import { type SessionState, updateState } from "./state.ts";
-import { clientFor, type HookContext, type HookResult } from "./context.ts";
+import { clientFor, type HookContext, type HookResult, sessionDestination } from "./context.ts";
 import { promptText } from "../kimi/payload.ts";
 import { recallQuery } from "./query.ts";
 import { keepPrompt } from "./prompt-fallback.ts";
@@ -60,6 +60,7 @@ async function claimPrompt(
   const decision = { duplicate: false, needProfile: false, afterCompaction: false } as Decision;
   const none: Claim = { decision, exclude: [], tell: false, first: false };
   if (!ctx.promptPaths) return none;
+  const destination = c.autoCapture ? await sessionDestination(c) : undefined;
   try {
     const claimed = await updateState(ctx.promptPaths, (s) => {
       const decision = promptDecision(s, { ...prompt, at: ctx.startedAt });
@@ -69,6 +70,7 @@ async function claimPrompt(
       const tell = prompt.outage !== undefined && s.pausedNotice !== prompt.outage;
       const state: SessionState = {
         ...kept,
+        ...(kept !== s ? { destination } : {}), // where a later start may send what was kept
         promptHash: prompt.hash,
         promptEventId: prompt.eventId || undefined,
         promptAt: ctx.startedAt,
