@@ -10,11 +10,18 @@ const LINE_BREAK = /\r\n?|[\x85\u2028\u2029]/g;
 
 /**
  * Every control but `\t`/`\n`, and every format or default-ignorable character (bidi, zero-width, BOM, tags,
- * variation selectors, Hangul fillers…) but ZWNJ/ZWJ and one VS15/VS16 right after an emoji (`❤️`): a run of
- * selectors can spell a hidden text, one after an emoji only picks its presentation.
+ * variation selectors, Hangul fillers…) but ZWNJ/ZWJ and one selector right after what it varies: VS15/VS16
+ * after an emoji (`❤️`), an ideographic variation selector after a Han character (a name's glyph), a free
+ * variation selector after a Mongolian letter. A run of selectors can spell a hidden text; one picks a form.
  */
-const INVISIBLE =
-  /(?![\t\n\u200c\u200d])(?:(?<!\p{Emoji})[\ufe0e\ufe0f]|(?![\ufe0e\ufe0f])[\p{Cc}\p{Cf}\p{DI}])/gu;
+const INVISIBLE = new RegExp(
+  String
+    .raw`(?![\t\n\u200c\u200d])(?:(?<!\p{Emoji})[\ufe0e\ufe0f]|(?<!\p{Ideographic})[\u{e0100}-\u{e01ef}]|` +
+    String
+      .raw`(?<!\p{sc=Mongolian})[\u180b-\u180d\u180f]|(?![\ufe0e\ufe0f\u{e0100}-\u{e01ef}\u180b-\u180d\u180f])` +
+    String.raw`[\p{Cc}\p{Cf}\p{DI}])`,
+  "gu",
+);
 
 /** A `<` (or fullwidth `＜`, small `﹤`) that starts something tag-like (joiners and marks in between do not
  * hide it), or ends the text. */

@@ -173,6 +173,11 @@ Deno.test("neutralize: variation selectors, Hangul fillers and tag characters go
   assertEquals(neutralize("❤\ufe0f\ufe0f\ufe0e"), "❤\ufe0f", "one selector after an emoji, no run");
   assertEquals(neutralize("a\ufe0fb\ufe0e"), "ab", "a selector after no emoji goes");
   assertEquals(neutralize("한국어 ハングル"), "한국어 ハングル");
+  // One selector after what it varies stays: a Han name's glyph, a Mongolian letter's form; a run does not.
+  assertEquals(neutralize("葛\u{e0100}城"), "葛\u{e0100}城");
+  assertEquals(neutralize("葛\u{e0100}\u{e0101}\u{e0102}"), "葛\u{e0100}");
+  assertEquals(neutralize("ᠠᠮ\u180bᠠ"), "ᠠᠮ\u180bᠠ");
+  assertEquals(neutralize("a\u180b\u{e0100}b"), "ab", "after a Latin letter both go");
 });
 
 Deno.test("neutralize: a fullwidth or small ＜ is escaped like <", () => {
