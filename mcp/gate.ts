@@ -98,6 +98,8 @@ export function redactedCall(request: JSONRPCRequest): JSONRPCRequest {
   const params = request.params;
   if (!isRecord(params) || !("arguments" in params)) return request;
   const seen = new Set<string>();
+  // Learned from every argument first (as capture's plan does), so the walk's order hides nothing.
+  mapStrings(params.arguments, { value: (v) => redact(v, seen) });
   const args = mapStrings(params.arguments, { value: (v) => redact(v, seen) });
   return { ...request, params: { ...params, arguments: args } };
 }

@@ -160,3 +160,21 @@ Deno.test("mcp/gate: walks copy without recursion to MAX_DEPTH levels, keep key 
   const call = { jsonrpc: "2.0" as const, id: 1, method: "tools/call", params: { name: "remember" } };
   assertEquals(redactedCall(call), call);
 });
+
+Deno.test("mcp/gate: a secret found in any argument is hidden in every other, whichever comes first", () => {
+  for (
+    const args of [
+      { a: "password=Hunter2Rover", b: "echo Hunter2Rover" },
+      { a: "echo Hunter2Rover", b: "password=Hunter2Rover" },
+      { list: ["echo Hunter2Rover", { deep: "token: Hunter2Rover" }] },
+    ]
+  ) {
+    const call = {
+      jsonrpc: "2.0" as const,
+      id: 1,
+      method: "tools/call",
+      params: { name: "remember", arguments: args },
+    };
+    assertNotMatch(JSON.stringify(redactedCall(call)), /Hunter2Rover/, JSON.stringify(args));
+  }
+});
