@@ -15,7 +15,7 @@ import {
   planRegistryInstall,
   planRegistryUninstall,
 } from "./json-files.ts";
-import { idleCommitStep } from "./idle-worker.ts";
+import { purgeCommitStep } from "./purge-commits.ts";
 import { manifestText, pluginMemoryFiles } from "./kimi-home.ts";
 import { keyToSave, planOvcli, savedConnection } from "./ovcli.ts";
 import {
@@ -608,14 +608,14 @@ async function planPurge(ctx: Context, state: KimiState, plugin: boolean, plan: 
   const inUse = others.length ? await versionsUsedBy(ctx.env, others) : [];
   if (others.length === 0) {
     // The hook state goes: what waits for a commit is committed first, and our idle watch let go of its copy.
-    const idle = await idleCommitStep(ctx, plan);
+    const idle = await purgeCommitStep(ctx, plan);
     if (idle) plan.steps.push(idle);
     targets.push(...shared);
   } else if (inUse.length || shared.length) plan.notes.push(keptForOthers(others, [...inUse, ...shared]));
   const queues = [QUEUE_SUBDIR, REJECTED_SUBDIR].map((sub) => [joinPath(pendingDir(ctx.env), sub), sub]);
   for (const t of targets) {
     const step = removalStep(t, `delete ${t}`, `removed ${t}`);
-    // A commit the purge could not send is queued or kept there (install/idle-worker.ts): such a queue stays.
+    // A commit the purge could not send is queued or kept there (install/purge-commits.ts): such a queue stays.
     const [run, sub] = [step.run, queues.find(([dir]) => dir === t)?.[1]];
     if (sub) step.run = async () => (await queueSummary(pendingDir(ctx.env), sub)).entries ? {} : await run();
     plan.steps.push(step);

@@ -44,7 +44,7 @@ async function waitingCommits(dir: string): Promise<Waiting[]> {
  * The step, first of a last purge's: commits what waits (a commit that cannot be sent is queued, and the
  * queue is kept) and notes what was not committed. None when nothing waits.
  */
-export async function idleCommitStep(ctx: Context, plan: Plan): Promise<Step | undefined> {
+export async function purgeCommitStep(ctx: Context, plan: Plan): Promise<Step | undefined> {
   const dir = hookStateDir(ctx.env);
   const waiting = await waitingCommits(dir);
   if (!waiting.length) return undefined;
