@@ -27,15 +27,10 @@ export interface JournalLine {
 /** What a read produced. */
 export interface JournalRead {
   lines: JournalLine[];
-  /** Offset the read started at (0 after a rewrite). */
-  startOffset: number;
   /** Offset just past the last complete line. */
   endOffset: number;
-  fileId: string;
   /** The cursor no longer matched the file, so the read restarted at 0. */
   rewritten: boolean;
-  /** Lines that were not JSON objects. */
-  garbage: number;
 }
 
 /** Bytes before the cursor that are hashed to notice a rewrite of the same length. */
@@ -83,21 +78,20 @@ export async function readJournal(
       const sameTail = fits && sameFile && (await tailHashAt(file, start)) === cursor.tailHash;
       if (!sameTail) [start, rewritten] = [0, true];
     }
-    const { lines, garbage, end } = await completeLines(file, start, filter);
-    return { lines, startOffset: start, endOffset: end, fileId, rewritten, garbage };
+    const { lines, end } = await completeLines(file, start, filter);
+    return { lines, endOffset: end, rewritten };
   } finally {
     file.close();
   }
 }
 
-/** The complete JSON-object lines of `file` from `start` that pass `filter`, where they end, and the garbage count. */
+/** The complete JSON-object lines of `file` from `start` that pass `filter` (others skipped), and where they end. */
 async function completeLines(
   file: Deno.FsFile,
   start: number,
   filter?: LineFilter,
-): Promise<{ lines: JournalLine[]; garbage: number; end: number }> {
+): Promise<{ lines: JournalLine[]; end: number }> {
   const lines: JournalLine[] = [];
-  let garbage = 0;
   let pos = start;
   let carry = new Uint8Array(0);
   const decoder = new TextDecoder();
@@ -118,15 +112,14 @@ async function completeLines(
       try {
         const value = JSON.parse(text);
         if (isRecord(value)) lines.push({ offset: lineOffset, end: pos + lineStart, value });
-        else garbage++;
       } catch {
-        garbage++;
+        // not JSON: skipped
       }
     }
     pos += lineStart;
     carry = data.slice(lineStart);
   }
-  return { lines, garbage, end: pos };
+  return { lines, end: pos };
 }
 
 /** A cursor for `offset` in `path` (hashing the bytes before it). */
