@@ -1,31 +1,12 @@
 import { assertEquals, assertTrue } from "../../tests/support/assert.ts";
-import { JournalBuilder } from "../../tests/support/journal.ts";
+import { JournalBuilder, linesOf } from "../../tests/support/journal.ts";
 import { tempDir } from "../../tests/support/temp.ts";
-import {
-  assistantText,
-  cursorAt,
-  type JournalLine,
-  readJournal,
-  scanTurns,
-  turnLineFilter,
-  userText,
-} from "./turns.ts";
+import { assistantText, cursorAt, readJournal, scanTurns, turnLineFilter, userText } from "./turns.ts";
 import { acknowledge, captureKey, planCapture } from "./plan.ts";
 
 const ROOT = new URL("../../tests/fixtures/journals/", import.meta.url).pathname;
 const RECORDED = `${ROOT}2.1.0/resumed/`;
 const opts = { maxLength: 24000, redact: true, includeOpen: false };
-
-function linesOf(text: string): JournalLine[] {
-  let offset = 0;
-  const out: JournalLine[] = [];
-  for (const l of text.split("\n")) {
-    const end = offset + l.length + 1;
-    if (l) out.push({ offset, end, value: JSON.parse(l) });
-    offset = end;
-  }
-  return out;
-}
 
 const summary = (text: string) =>
   scanTurns(linesOf(text)).turns.map((t) => ({

@@ -1,5 +1,19 @@
 /** Builds Kimi Code journals line by line, in the v2 engine's format (protocol 1.5. */
 
+import type { JournalLine } from "../../kimi/journal/turns.ts";
+
+/** The journal lines of `text` with their byte spans, as readJournal gives them (ASCII text). */
+export function linesOf(text: string): JournalLine[] {
+  let offset = 0;
+  const out: JournalLine[] = [];
+  for (const l of text.split("\n")) {
+    const end = offset + l.length + 1;
+    if (l) out.push({ offset, end, value: JSON.parse(l) });
+    offset = end;
+  }
+  return out;
+}
+
 /** Options of a journal. */
 export interface JournalOptions {
   /** v2 engine (default) or legacy. */
