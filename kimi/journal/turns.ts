@@ -267,8 +267,6 @@ class TurnScanner {
   rebound = 0;
   /** Events with turn text that had no turn to belong to (before the stretch's first prompt). */
   unbound = 0;
-  /** `context.undo` records whose count reached back before this stretch (those turns were read earlier). */
-  undoBeyondStretch = 0;
   /** User inputs `/undo` can still reach, oldest first (reset at a compaction or a clear). */
   private anchors: Anchor[] = [];
   private readonly anchored = new Set<Turn>();
@@ -395,7 +393,6 @@ class TurnScanner {
   private undo(value: JournalLine["value"]): void {
     const count = mainRecord(UndoRecord, value)?.count;
     if (count === undefined) return;
-    if (count > this.anchors.length) this.undoBeyondStretch++;
     const cut = this.anchors.splice(Math.max(0, this.anchors.length - count))[0];
     if (cut) retract(this.turns, cut);
   }
@@ -420,14 +417,13 @@ class TurnScanner {
 export function scanTurns(lines: readonly JournalLine[], firstIndex = 0): TurnScan {
   const s = new TurnScanner(firstIndex);
   for (const { offset, value } of lines) s.read(offset, value);
-  const { turns, nextIndex, protocolVersion, rebound, unbound, undoBeyondStretch } = s;
-  return { turns, nextIndex, protocolVersion, rebound, unbound, undoBeyondStretch };
+  return s;
 }
 
 /** What {@link scanTurns} learnt of a stretch of journal. */
 export type TurnScan = Pick<
   TurnScanner,
-  "turns" | "nextIndex" | "protocolVersion" | "rebound" | "unbound" | "undoBeyondStretch"
+  "turns" | "nextIndex" | "protocolVersion" | "rebound" | "unbound"
 >;
 
 /** The assistant text of a turn: parts of one step joined as-is, steps separated by a blank line. */
