@@ -108,12 +108,12 @@ export class JournalBuilder {
     return this.message(text, inTurn ? { kind: "user", inTurn: true } : { kind: "user" });
   }
 
-  /** `/undo <count>`: 2.1.0 writes the switch triple, older versions the bare `context.undo`. */
-  undo(count: number, triple = this.explicitIds): this {
+  /** `/undo <count>` (by `agentId`): 2.1.0 writes the switch triple, older versions the bare `context.undo`. */
+  undo(count: number, triple = this.explicitIds, agentId = "main"): this {
     if (triple) {
       this.push({ type: "agent.switched", branch: `b${this.lines.length}`, reason: "undo", turns: count });
     }
-    this.push({ type: "context.undo", count });
+    this.push({ type: "context.undo", count }, agentId);
     if (triple) this.push({ type: "context.undone", turns: count, fromTurnId: this.turn - count + 1 });
     return this;
   }
