@@ -65,11 +65,11 @@ const TOKEN_SHAPES: Readonly<Record<string, RegExp>> = {
 };
 
 /** The password of a URL's `user:password@` (up to the last `@` before the path: a password may hold one). */
-const URL_USERINFO = /(?<=[a-z0-9+.-]):\/\/([^\s/?#@:"'<>]*:)[^\s/?#"'<>]+@/gi;
+const URL_USERINFO = /(?<=[a-z0-9+.-])(:\/\/[^\s/?#@:"'<>]*:)([^\s/?#"'<>]+)(?=@)/gi;
 
 /** An `Authorization` header's credentials, after the scheme word (`Basic`, `Bearer`, `token`…). */
 const AUTHORIZATION =
-  /\b((?:proxy-)?authorization["'`]?[ \t]*[:=][ \t]*["'`]?(?:(?:basic|bearer|token|digest|negotiate|ntlm)[ \t]+)?)(?!(?:basic|bearer|token|digest|negotiate|ntlm)\b|[$%{<[])[^\s"'`,;]+/gi;
+  /\b((?:proxy-)?authorization["'`]?[ \t]*[:=][ \t]*["'`]?(?:(?:basic|bearer|token|digest|negotiate|ntlm)[ \t]+)?)(?!(?:basic|bearer|token|digest|negotiate|ntlm)\b|[$%{<[])([^\s"'`,;]+)/gi;
 
 /** A `Cookie` or `Set-Cookie` header (or its JSON member): its `name=value` pairs, to the line's or string's end. */
 const COOKIE = orAfterEscape(/\b((set-)?cookie\\?["'`]?[ \t]*:[ \t]*\\?["'`]?)([^\r\n"'`\\]+)/gi);
@@ -103,7 +103,7 @@ function userAndPassword(b64: string): boolean {
 
 /** The password of curl's `-u user:password` (not a numeric id, a variable or a placeholder). */
 const USER_OPTION =
-  /(?<![\w-])((?:--user|-u)(?:[ \t]+|=)["']?(?![$%{<[])[^\s"':]*:["']?)(?!\d+(?:[\s"']|$)|[$%{<[])[^\s"']+/g;
+  /(?<![\w-])((?:--user|-u)(?:[ \t]+|=)["']?(?![$%{<[])[^\s"':]*:["']?)(?!\d+(?:[\s"']|$)|[$%{<[])([^\s"']+)/g;
 
 /** Where a key that may name a secret is: a secret word in it, the scan's quick first look. */
 const SECRET_HINT = /secret|token|pass|pwd|cred|auth|key|sig/gi;
@@ -291,58 +291,55 @@ const LOGIN_PASSWORD_OPTION = orAfterEscape(
 /** Format and default-ignorable characters (variation selectors, Hangul fillers…) between printable ASCII. */
 const INVISIBLE_IN_ASCII = /(?<=[!-~])[\p{Cf}\p{DI}]+(?=[!-~])/gu;
 
+/** A rule: `text` with the secrets it finds replaced by what `hide` returns for each. */
+type Rule = (text: string, hide?: Hide) => string;
+
 /** A rule that replaces every match of a shape with `[REDACTED]`. */
 function whole(shape: RegExp): Rule {
   const re = orAfterEscape(shape);
   return (text, hide = plain) => text.replace(re, hide);
 }
 
-/** A rule: `text` with the secrets it finds replaced by what `hide` returns for each. */
-type Rule = (text: string, hide?: Hide) => string;
+/** The secret of a raw value: the value itself, or undefined when `raw` holds none. */
+type Pick = (raw: string) => string | undefined;
+const all: Pick = (raw) => raw;
+/** A value {@link secretValue} takes (`literal`), after its sentence punctuation (kept when quoted). */
+const valued = (literal: boolean, quotedWhole = false): Pick => (raw) => {
+  const value = literal || (quotedWhole && /^["']/.test(raw)) ? raw : raw.replace(TRAILING_PUNCTUATION, "");
+  return secretValue(value, literal) ? value : undefined;
+};
 
-/** `head` and the hidden rest of match `m`. */
-const tail = (m: string, head: string, hide: Hide) => head + hide(m.slice(head.length));
+/** A rule for `re` whose group 1 is the head kept and group 2 the raw value `pick` finds the secret at the start of. */
+function headed(re: RegExp, pick: Pick): Rule {
+  return (text, hide = plain) =>
+    text.replace(re, (m, head: string, raw: string) => {
+      const secret = pick(raw);
+      return secret === undefined ? m : head + hide(secret) + raw.slice(secret.length);
+    });
+}
 
 /** Every credential rule by name, in the order they run (tests/support/credentials.ts has a sample of each). */
 export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = {
   "invisible-characters": (text) => text.replace(INVISIBLE_IN_ASCII, ""),
-  "private-key": (text, hide = plain) => text.replace(KEY_BLOCK, hide),
-  "putty-private-key": (text, hide = plain) =>
-    text.replace(PUTTY_PRIVATE_LINES, (_m, head, lines) => head + hide(lines)),
+  "private-key": whole(KEY_BLOCK),
+  "putty-private-key": headed(PUTTY_PRIVATE_LINES, all),
   "aws-secret-access-key": (text, hide = plain) => redactAwsSecrets(text, hide),
   ...Object.fromEntries(Object.entries(TOKEN_SHAPES).map(([name, re]) => [name, whole(re)])),
-  "url-userinfo": (text, hide = plain) =>
-    text.replace(URL_USERINFO, (m, user) => `://${user}${hide(m.slice(3 + user.length, -1))}@`),
-  authorization: (text, hide = plain) => text.replace(AUTHORIZATION, (m, head) => tail(m, head, hide)),
+  "url-userinfo": headed(URL_USERINFO, all),
+  authorization: headed(AUTHORIZATION, all),
   cookie: (text, hide = plain) =>
     text.replace(COOKIE, (_m, head, set, pairs) => head + redactCookies(pairs, set !== undefined, hide)),
   bearer: (text, hide = plain) =>
     text.replace(BEARER, (m, word) => `${word} ${hide(m.slice(word.length).trimStart())}`),
   basic: (text, hide = plain) =>
     text.replace(BASIC, (m, word, b64) => userAndPassword(b64) ? `${word} ${hide(b64)}` : m),
-  "user-option": (text, hide = plain) => text.replace(USER_OPTION, (m, head) => tail(m, head, hide)),
+  "user-option": headed(USER_OPTION, all),
   "secret-in-prose": (text, hide = plain) =>
     text.replace(SECRET_IN_PROSE, (m, head, _e, _q, value) => NO_SECRET.test(value) ? m : head + hide(value)),
-  "secret-in-prose-unquoted": (text, hide = plain) =>
-    text.replace(SECRET_IN_PROSE_UNQUOTED, (m, head, raw) => {
-      const value = raw.replace(TRAILING_PUNCTUATION, "");
-      return secretValue(value, false) ? head + hide(value) + raw.slice(value.length) : m;
-    }),
-  "secret-label": (text, hide = plain) =>
-    text.replace(SECRET_LABEL, (m, head, raw) => {
-      const value = /^["']/.test(raw) ? raw : raw.replace(TRAILING_PUNCTUATION, "");
-      return secretValue(value, false) ? head + hide(value) + raw.slice(value.length) : m;
-    }),
-  "mysql-password-option": (text, hide = plain) =>
-    text.replace(
-      MYSQL_PASSWORD_OPTION,
-      (m, head, value) => secretValue(value, true) ? head + hide(value) : m,
-    ),
-  "login-password-option": (text, hide = plain) =>
-    text.replace(
-      LOGIN_PASSWORD_OPTION,
-      (m, head, value) => secretValue(value, true) ? head + hide(value) : m,
-    ),
+  "secret-in-prose-unquoted": headed(SECRET_IN_PROSE_UNQUOTED, valued(false)),
+  "secret-label": headed(SECRET_LABEL, valued(false, true)),
+  "mysql-password-option": headed(MYSQL_PASSWORD_OPTION, valued(true)),
+  "login-password-option": headed(LOGIN_PASSWORD_OPTION, valued(true)),
   assignment: (text, hide = plain) => redactAssignments(text, hide),
 };
 

@@ -2,14 +2,16 @@
 
 import { redact } from "../../lib/redact.ts";
 
-/** Tags whose whole element (open tag … close tag) is injected context; an open tag alone is text. */
-const INJECTED_TAGS = ("openviking-context relevant-memories relevant-memory system-reminder hook_result " +
-  "user-profile available-memories available-skills memory-context claude-mem-context").split(" ");
-
-const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\-]/g, "\\$&");
+/**
+ * Tags whose whole element (open tag … close tag) is injected context: ours, and Kimi's wrapping of every
+ * hook's output and reminder; an open tag alone is text.
+ */
+const INJECTED_TAGS = "openviking-context user-profile available-memories system-reminder hook_result".split(
+  " ",
+);
 
 /** Per tag: where an open or close tag of it starts (group 1 is "/" for a close). */
-const TAGS = INJECTED_TAGS.map((tag) => new RegExp(`<(/)?${escapeRegExp(tag)}(?=[\\s>/])`, "gi"));
+const TAGS = INJECTED_TAGS.map((tag) => new RegExp(`<(/)?${tag}(?=[\\s>/])`, "gi"));
 
 /** The blanks and `>` that end a close tag. */
 const CLOSE_END = /\s*>/y;
@@ -50,43 +52,6 @@ function removeElements(text: string, tag: RegExp): string {
   return out + text.slice(at);
 }
 
-/** Removes the sender/metadata fences some hosts prepend: a ``` fence holding a JSON object with such a key. */
-function removeMetadataFences(text: string): string {
-  let out = "";
-  let at = 0;
-  let from = 0;
-  for (;;) {
-    const i = text.indexOf("```", from);
-    if (i < 0) break;
-    const j = text.indexOf("`", i + 3); // the body holds no backtick: its close is the next one
-    if (j < 0) break;
-    const body = text.slice(i + 3, j);
-    if (text.startsWith("```", j) && METADATA_BODY.test(body) && METADATA_KEY.test(body)) {
-      out += text.slice(at, i);
-      at = from = j + 3;
-    } else from = j;
-  }
-  return out + text.slice(at);
-}
-
-const METADATA_BODY = /^(?:json)?\s*\n\s*\{[\s\S]*\}\s*\n$/;
-const METADATA_KEY = /"(?:sender|conversation_label|session_id|message_id)"/;
-
-const OTHER_INJECTIONS: RegExp[] = [
-  // Digest blocks other OpenViking plugins inject (up to a blank line).
-  /(?:^|\n)OpenViking (?:session archive|memory) digest:[\s\S]*?(?:\n\s*\n|$)/g,
-  // The "use the MCP tools" hint line.
-  /^.*More detail: use the OpenViking MCP.*$/gm,
-  // Sender / conversation-metadata blocks some hosts prepend.
-  /^(?:Conversation info|Conversation metadata|Sender)(?: \(untrusted metadata\))?:\s*\n```[\s\S]*?```\s*/gm,
-  // "[openviking-memory] …" status lines.
-  /^\[openviking-memory\].*$/gm,
-];
-
-/** A leading "[Mon 2026-11-30 12:00 UTC]" style timestamp. */
-const LEADING_TIMESTAMP =
-  /^\s*\[(?:[A-Z][a-z]{2} )?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?: ?[A-Z]{2,5}|Z|[+-]\d{2}:?\d{2})?\]\s*/;
-
 /** `text` with trailing blanks removed from every line (a loop: a regex would rescan long blank runs). */
 function trimLineEnds(text: string): string {
   return text.split("\n").map((line) => {
@@ -100,9 +65,6 @@ function trimLineEnds(text: string): string {
 export function cleanInjected(text: string): string {
   let out = text.replace(/\0/g, "");
   for (const tag of TAGS) out = removeElements(out, tag);
-  out = removeMetadataFences(out);
-  for (const p of OTHER_INJECTIONS) out = out.replace(p, "");
-  out = out.replace(LEADING_TIMESTAMP, "");
   return trimLineEnds(out).replace(/\n{3,}/g, "\n\n").trim();
 }
 

@@ -11,26 +11,13 @@ Deno.test("clean: every injected form is stripped", () => {
       "real question",
     ],
     ["before <openviking-context>\nmem\n</openviking-context> after", "before  after"],
-    ["<relevant-memories>\n- a\n</relevant-memories>ask", "ask"],
-    ['<relevant-memory uri="x">m</relevant-memory>ask', "ask"],
     ["<system-reminder>\nToday is…\n</system-reminder>", ""],
     [
       '<hook_result hook_event="UserPromptSubmit">\nMEMORY\n</hook_result>\nhi there friend',
       "hi there friend",
     ],
     ['<user-profile uri="u">p</user-profile><available-memories>\nx\n</available-memories>q', "q"],
-    ["OpenViking memory digest:\n- a\n- b\n\nquestion", "question"],
-    ["answer\nMore detail: use the OpenViking MCP read tool.", "answer"],
-    ["[openviking-memory] recall skipped\nreal", "real"],
-    ["[2026-11-30 12:00 UTC] hello", "hello"],
     ["a\u0000b", "ab"],
-    ['```json\n{"sender": "u1", "message_id": "m"}\n```\nreal question', "real question"],
-    ['Conversation info (untrusted metadata):\n```json\n{"x":1}\n```\nhello there', "hello there"],
-    [
-      'code:\n```py\nprint(1)\n```\n```json\n{"session_id": "s"}\n```\nafter',
-      "code:\n```py\nprint(1)\n```\n\nafter",
-    ],
-    ['```js\n{"sender": 1}\n```', '```js\n{"sender": 1}\n```'],
   ];
   for (const [input, expected] of cases) assertEquals(cleanInjected(input), expected, input);
   assertEquals(cleanInjected("<systematic> stays"), "<systematic> stays");
@@ -42,7 +29,7 @@ Deno.test("clean: only whole elements go — an open tag without its close is te
     'Kimi wraps hook output in <hook_result hook_event="UserPromptSubmit"> and puts it before your prompt.',
     "text <openviking-context>\nunclosed block to the end", // (this case used to assert the bug: "text")
     "a close </system-reminder> without an open stays too",
-    "<user-profile without an end, and <relevant-memories <b>",
+    "<user-profile without an end, and <available-memories <b>",
   ];
   for (const t of kept) assertEquals(cleanInjected(t), t);
   const cases: [string, string][] = [
@@ -81,16 +68,9 @@ Deno.test("clean: every rule is linear — 1 MB of its worst case in well under 
     "close tags never ending": mb("</hook_result "),
     "close tags with blanks": "</hook_result" + mb(" ") + "x",
     "an open tag, then blanks": "<hook_result" + mb(" "),
-    "metadata fence never closed": '```json\n{"a": 1, ' + mb('"sender": 1, '),
-    "metadata fences of single backticks": mb("```\n{`"),
-    "sender headers never closed": mb("Sender:\n```\n"),
-    "digest then blanks": "OpenViking memory digest:" + mb("\n   "),
-    "digest headers": mb("\nOpenViking memory digest:"),
-    "long line for the MCP hint": mb("More detail: use the"),
     "trailing blanks on one line": mb(" ") + "x",
     "trailing tabs, CRLF": mb(" \t\r\n"),
     "blank lines": mb("\n"),
-    "leading timestamp lookalike": "[2026-11-30 12:00" + mb(" "),
     "NUL bytes": mb("\0"),
   };
   assertLinear("cleanInjected", cleanInjected, cases);

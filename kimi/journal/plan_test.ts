@@ -1,21 +1,11 @@
 import { assertEquals } from "../../tests/support/assert.ts";
-import { JournalBuilder } from "../../tests/support/journal.ts";
+import { JournalBuilder, linesOf } from "../../tests/support/journal.ts";
 import { acknowledge, planCapture } from "./plan.ts";
-import { prepareText } from "./clean.ts";
 import { scanTurns } from "./turns.ts";
-import type { JournalLine } from "./turns.ts";
 
 const opts = { maxLength: 24000, redact: true, includeOpen: false };
 /** The turns of a built journal. */
-function turnsOf(j: JournalBuilder) {
-  let offset = 0;
-  const lines: JournalLine[] = j.lines.map((l) => {
-    const r = { offset, end: offset + l.length + 1, value: JSON.parse(l) };
-    offset = r.end;
-    return r;
-  });
-  return scanTurns(lines).turns;
-}
+const turnsOf = (j: JournalBuilder) => scanTurns(linesOf(j.toString())).turns;
 
 Deno.test("plan: keys <index>:<role>, payload {role, content, turn_id}; open turns wait", () => {
   const j = new JournalBuilder()
@@ -74,25 +64,6 @@ Deno.test("acknowledge: only a contiguous prefix; the watermark and cursor stop 
   assertEquals([done.ackedBelow, done.resumeAt?.index], [3, 3], "and the open turn still holds the cursor");
 });
 
-Deno.test("plan: a prompt or an answer that mentions an injected tag is captured whole (issue #11, finding 5)", () => {
-  const prompt = "Why does Kimi put <system-reminder> tags into my transcript? I never typed them.";
-  const answer =
-    'Kimi wraps every UserPromptSubmit hook output in <hook_result hook_event="UserPromptSubmit"> before your prompt, so the model sees it.';
-  const j = new JournalBuilder().simpleTurn(prompt, answer);
-  assertEquals(planCapture(turnsOf(j), new Set(), 0, opts).toSend.map((c) => c.payload.content), [
-    prompt,
-    answer,
-  ]);
-  for (const role of ["user", "assistant"] as const) {
-    assertEquals(prepareText(`${prompt}\n${answer}`, role, opts), {
-      text: `${prompt}\n${answer}`,
-      reason: "",
-    });
-  }
-  // privacy stays conservative: an unclosed <private> still hides the rest
-  assertEquals(prepareText(`${prompt} <private>my pin is 1234`, "user", opts).text, prompt);
-});
-
 /** What a capture sends, as `[key, turn_id, content]`, and the keys it skips with their reason. */
 function planned(j: JournalBuilder, includeOpen = false) {
   const plan = planCapture(turnsOf(j), new Set(), 0, { ...opts, includeOpen });
@@ -148,14 +119,4 @@ Deno.test("plan: a secret redacted in the prompt is redacted where the answer re
   const sent = planCapture(turnsOf(j), new Set(), 0, opts).toSend.map((c) => c.payload.content).join("\n");
   assertEquals(sent.includes("Hunter2Rover"), false, sent);
   assertEquals(sent.includes("ghp_abcdefghijklmnopqrstuvwxyz0123456789"), false, sent);
-});
-
-Deno.test("plan: a <private> span's content is redacted where the answer echoes it bare", () => {
-  const j = new JournalBuilder().simpleTurn(
-    "My bank PIN is <private>4711-2231-9988</private>",
-    "Noted, your PIN 4711-2231-9988 is kept private.",
-  );
-  const sent = planCapture(turnsOf(j), new Set(), 0, opts).toSend.map((c) => c.payload.content).join("\n");
-  assertEquals(sent.includes("4711-2231-9988"), false, sent);
-  assertEquals(sent.includes("[REDACTED]"), true, sent);
 });

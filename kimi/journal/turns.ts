@@ -27,15 +27,10 @@ export interface JournalLine {
 /** What a read produced. */
 export interface JournalRead {
   lines: JournalLine[];
-  /** Offset the read started at (0 after a rewrite). */
-  startOffset: number;
   /** Offset just past the last complete line. */
   endOffset: number;
-  fileId: string;
   /** The cursor no longer matched the file, so the read restarted at 0. */
   rewritten: boolean;
-  /** Lines that were not JSON objects. */
-  garbage: number;
 }
 
 /** Bytes before the cursor that are hashed to notice a rewrite of the same length. */
@@ -83,21 +78,20 @@ export async function readJournal(
       const sameTail = fits && sameFile && (await tailHashAt(file, start)) === cursor.tailHash;
       if (!sameTail) [start, rewritten] = [0, true];
     }
-    const { lines, garbage, end } = await completeLines(file, start, filter);
-    return { lines, startOffset: start, endOffset: end, fileId, rewritten, garbage };
+    const { lines, end } = await completeLines(file, start, filter);
+    return { lines, endOffset: end, rewritten };
   } finally {
     file.close();
   }
 }
 
-/** The complete JSON-object lines of `file` from `start` that pass `filter`, where they end, and the garbage count. */
+/** The complete JSON-object lines of `file` from `start` that pass `filter` (others skipped), and where they end. */
 async function completeLines(
   file: Deno.FsFile,
   start: number,
   filter?: LineFilter,
-): Promise<{ lines: JournalLine[]; garbage: number; end: number }> {
+): Promise<{ lines: JournalLine[]; end: number }> {
   const lines: JournalLine[] = [];
-  let garbage = 0;
   let pos = start;
   let carry = new Uint8Array(0);
   const decoder = new TextDecoder();
@@ -118,15 +112,14 @@ async function completeLines(
       try {
         const value = JSON.parse(text);
         if (isRecord(value)) lines.push({ offset: lineOffset, end: pos + lineStart, value });
-        else garbage++;
       } catch {
-        garbage++;
+        // not JSON: skipped
       }
     }
     pos += lineStart;
     carry = data.slice(lineStart);
   }
-  return { lines, garbage, end: pos };
+  return { lines, end: pos };
 }
 
 /** A cursor for `offset` in `path` (hashing the bytes before it). */
@@ -274,8 +267,6 @@ class TurnScanner {
   rebound = 0;
   /** Events with turn text that had no turn to belong to (before the stretch's first prompt). */
   unbound = 0;
-  /** `context.undo` records whose count reached back before this stretch (those turns were read earlier). */
-  undoBeyondStretch = 0;
   /** User inputs `/undo` can still reach, oldest first (reset at a compaction or a clear). */
   private anchors: Anchor[] = [];
   private readonly anchored = new Set<Turn>();
@@ -402,7 +393,6 @@ class TurnScanner {
   private undo(value: JournalLine["value"]): void {
     const count = mainRecord(UndoRecord, value)?.count;
     if (count === undefined) return;
-    if (count > this.anchors.length) this.undoBeyondStretch++;
     const cut = this.anchors.splice(Math.max(0, this.anchors.length - count))[0];
     if (cut) retract(this.turns, cut);
   }
@@ -427,14 +417,13 @@ class TurnScanner {
 export function scanTurns(lines: readonly JournalLine[], firstIndex = 0): TurnScan {
   const s = new TurnScanner(firstIndex);
   for (const { offset, value } of lines) s.read(offset, value);
-  const { turns, nextIndex, protocolVersion, rebound, unbound, undoBeyondStretch } = s;
-  return { turns, nextIndex, protocolVersion, rebound, unbound, undoBeyondStretch };
+  return s;
 }
 
 /** What {@link scanTurns} learnt of a stretch of journal. */
 export type TurnScan = Pick<
   TurnScanner,
-  "turns" | "nextIndex" | "protocolVersion" | "rebound" | "unbound" | "undoBeyondStretch"
+  "turns" | "nextIndex" | "protocolVersion" | "rebound" | "unbound"
 >;
 
 /** The assistant text of a turn: parts of one step joined as-is, steps separated by a blank line. */

@@ -1,31 +1,12 @@
 import { assertEquals, assertTrue } from "../../tests/support/assert.ts";
-import { JournalBuilder } from "../../tests/support/journal.ts";
+import { JournalBuilder, linesOf } from "../../tests/support/journal.ts";
 import { tempDir } from "../../tests/support/temp.ts";
-import {
-  assistantText,
-  cursorAt,
-  type JournalLine,
-  readJournal,
-  scanTurns,
-  turnLineFilter,
-  userText,
-} from "./turns.ts";
+import { assistantText, cursorAt, readJournal, scanTurns, turnLineFilter, userText } from "./turns.ts";
 import { acknowledge, captureKey, planCapture } from "./plan.ts";
 
 const ROOT = new URL("../../tests/fixtures/journals/", import.meta.url).pathname;
 const RECORDED = `${ROOT}2.1.0/resumed/`;
 const opts = { maxLength: 24000, redact: true, includeOpen: false };
-
-function linesOf(text: string): JournalLine[] {
-  let offset = 0;
-  const out: JournalLine[] = [];
-  for (const l of text.split("\n")) {
-    const end = offset + l.length + 1;
-    if (l) out.push({ offset, end, value: JSON.parse(l) });
-    offset = end;
-  }
-  return out;
-}
 
 const summary = (text: string) =>
   scanTurns(linesOf(text)).turns.map((t) => ({
@@ -180,71 +161,77 @@ Deno.test("undo (recorded): the model never saw the withdrawn turns — the same
   }
 });
 
-Deno.test("undo: counts user inputs back from the end; a second undo counts only what the first left", () => {
-  const j = new JournalBuilder()
-    .simpleTurn("alpha question", "alpha answer").simpleTurn("beta question", "beta answer").undo(1)
-    .simpleTurn("gamma question", "gamma answer").undo(1).simpleTurn("delta question", "delta answer");
-  assertEquals(shape(j.toString()), [
-    ["alpha question", "alpha answer", false],
-    ["", "", true],
-    ["", "", true],
-    ["delta question", "delta answer", false],
-  ]);
-  const two = new JournalBuilder().simpleTurn("one question", "one answer")
-    .simpleTurn("two question", "two answer").simpleTurn("three question", "three answer").undo(2);
-  assertEquals(shape(two.toString()).map((t) => t[2]), [false, true, true]);
-});
+/** A turn `/undo` left as it was, and one it withdrew. */
+const kept = (user: string, assistant: string) => [user, assistant, false];
+const GONE = ["", "", true];
+const twoTurns = (options = {}) =>
+  new JournalBuilder(options).simpleTurn("keep this question", "kept answer")
+    .simpleTurn("drop this question", "dropped answer");
+const steered = () =>
+  new JournalBuilder().simpleTurn("earlier question", "earlier answer").prompt("refactor the parser")
+    .stepBegin().text("looking at it").stepEnd("end_turn").steer("and keep the API");
+const acrossBoundary = (boundary: "compacted" | "clear") => {
+  const j = new JournalBuilder().simpleTurn("before one question", "before one answer")
+    .simpleTurn("before two question", "before two answer");
+  return j[boundary]().simpleTurn("after question", "after answer").undo(3);
+};
+const KEPT_ONE = kept("keep this question", "kept answer");
+const BEFORE = [
+  kept("before one question", "before one answer"),
+  kept("before two question", "before two answer"),
+];
 
-Deno.test("undo: 2.1.0's switch triple and the bare record of older versions are the same undo", () => {
-  for (const triple of [true, false]) {
-    const j = new JournalBuilder()
-      .simpleTurn("keep this question", "kept answer").simpleTurn("drop this question", "dropped answer")
-      .undo(1, triple);
-    assertEquals(sent(j.toString()), ["keep this question", "kept answer"], `triple=${triple}`);
-  }
-});
-
-Deno.test("undo: injections, hook results and system turns are not user inputs; what follows the cut goes too", () => {
-  const j = new JournalBuilder().simpleTurn("first real question", "first answer")
-    .hookResult("<openviking-context>memo</openviking-context>")
-    .simpleTurn("second real question", "second answer")
-    .prompt("background task finished", "system_trigger")
-    .stepBegin().text("system answer").stepEnd("end_turn").ended()
-    .undo(1);
+/** `/undo` as Kimi applies it: each journal, and [user, assistant, withdrawn] of every turn it leaves. */
+const UNDO: Record<string, [JournalBuilder, unknown[]]> = {
+  "counts user inputs back from the end; a second undo counts only what the first left": [
+    new JournalBuilder().simpleTurn("alpha question", "alpha answer").simpleTurn(
+      "beta question",
+      "beta answer",
+    )
+      .undo(1).simpleTurn("gamma question", "gamma answer").undo(1).simpleTurn(
+        "delta question",
+        "delta answer",
+      ),
+    [kept("alpha question", "alpha answer"), GONE, GONE, kept("delta question", "delta answer")],
+  ],
+  "/undo 2 withdraws the last two inputs": [twoTurns().simpleTurn("third", "three").undo(2), [
+    KEPT_ONE,
+    GONE,
+    GONE,
+  ]],
+  "2.1.0's switch triple": [twoTurns().undo(1, true), [KEPT_ONE, GONE]],
+  "the bare record of older versions is the same undo": [twoTurns().undo(1, false), [KEPT_ONE, GONE]],
+  "legacy 1.4 (no agentId): the same rules": [twoTurns({ v2: false }).undo(1), [KEPT_ONE, GONE]],
   // The undo reaches the second user input; the system turn after it is withdrawn with it.
-  assertEquals(shape(j.toString()).map((t) => t[2]), [false, true, true]);
-});
-
-Deno.test("undo: a 2.1.0 steer (inTurn) is part of its turn; a 0.41.0 steer is an input of its own", () => {
-  const base = () =>
-    new JournalBuilder().simpleTurn("earlier question", "earlier answer").prompt("refactor the parser")
-      .stepBegin().text("looking at it").stepEnd("end_turn").steer("and keep the API");
-  const v21 = base().steerMessage("and keep the API", true).stepBegin().text("done, API kept")
-    .stepEnd("end_turn").ended().undo(1);
-  assertEquals(shape(v21.toString()), [["earlier question", "earlier answer", false], ["", "", true]]);
-  const v041 = base().steerMessage("and keep the API", false).stepBegin().text("done, API kept")
-    .stepEnd("end_turn").ended().undo(1, false);
-  assertEquals(shape(v041.toString()), [
-    ["earlier question", "earlier answer", false],
-    ["refactor the parser", "looking at it", false],
-  ], "the steer and what followed it are withdrawn, the prompt and the answer before it stay");
-});
-
-Deno.test("undo: never reaches back across a compaction or a /clear", () => {
-  for (const boundary of ["compacted", "clear"] as const) {
-    const j = new JournalBuilder().simpleTurn("before one question", "before one answer")
-      .simpleTurn("before two question", "before two answer");
-    j[boundary]();
-    j.simpleTurn("after question", "after answer").undo(3);
-    assertEquals(shape(j.toString()).map((t) => t[2]), [false, false, true], boundary);
-  }
-});
-
-Deno.test("undo: a subagent's undo does not touch the main agent's turns", () => {
-  const j = new JournalBuilder().simpleTurn("main question here", "main answer here");
-  j.lines.push(JSON.stringify({ type: "context.undo", agentId: "agent-0", count: 1, time: 1 }));
-  assertEquals(shape(j.toString()).map((t) => t[2]), [false]);
-});
+  "injections, hook results and system turns are not user inputs; what follows the cut goes too": [
+    new JournalBuilder().simpleTurn("keep this question", "kept answer")
+      .hookResult("<openviking-context>memo</openviking-context>")
+      .simpleTurn("second real question", "second answer")
+      .prompt("background task finished", "system_trigger")
+      .stepBegin().text("system answer").stepEnd("end_turn").ended().undo(1),
+    [KEPT_ONE, GONE, GONE],
+  ],
+  "a 2.1.0 steer (inTurn) is part of its turn": [
+    steered().steerMessage("and keep the API", true).stepBegin().text("done, API kept").stepEnd("end_turn")
+      .ended().undo(1),
+    [kept("earlier question", "earlier answer"), GONE],
+  ],
+  // The steer and what followed it are withdrawn; the prompt and the answer before it stay.
+  "a 0.41.0 steer is an input of its own": [
+    steered().steerMessage("and keep the API", false).stepBegin().text("done, API kept").stepEnd("end_turn")
+      .ended().undo(1, false),
+    [kept("earlier question", "earlier answer"), kept("refactor the parser", "looking at it")],
+  ],
+  "never reaches back across a compaction": [acrossBoundary("compacted"), [...BEFORE, GONE]],
+  "never reaches back across a /clear": [acrossBoundary("clear"), [...BEFORE, GONE]],
+  "a subagent's undo does not touch the main agent's turns": [
+    twoTurns().undo(1, false, "agent-0"),
+    [KEPT_ONE, kept("drop this question", "dropped answer")],
+  ],
+};
+for (const [name, [journal, want]] of Object.entries(UNDO)) {
+  Deno.test(`undo: ${name}`, () => assertEquals(shape(journal.toString()), want));
+}
 
 Deno.test("undo after capture: turns already captured stay (no delete, no resend); the next turn is sent", () => {
   const j = new JournalBuilder().simpleTurn("captured question", "captured answer");
@@ -256,19 +243,11 @@ Deno.test("undo after capture: turns already captured stay (no delete, no resend
   const text = j.toString();
   const from = text.indexOf('{"type":"context.undo"');
   const stretch = scanTurns(linesOf(text.slice(from)), 1);
-  assertEquals(stretch.undoBeyondStretch, 1);
   assertEquals(stretch.turns.map((t) => [t.index, t.retracted]), [[1, false]]);
   // Read from the start (a rewritten journal): the captured turn is withdrawn, and stays captured.
   const all = planCapture(scanTurns(linesOf(text)).turns, keys, 0, opts);
   assertEquals(all.toSend.map((c) => c.key), [captureKey(1, "user"), captureKey(1, "assistant")]);
   assertEquals(all.skipped.map((s) => s.reason), ["already-captured", "already-captured"]);
-});
-
-Deno.test("undo (legacy 1.4, no agentId): the same rules", () => {
-  const j = new JournalBuilder({ v2: false }).simpleTurn("legacy one question", "legacy one answer")
-    .simpleTurn("legacy two question", "legacy two answer").undo(1);
-  assertEquals(shape(j.toString()).map((t) => [t[0], t[2]]), [["legacy one question", false], ["", true]]);
-  assertTrue(sent(j.toString()).every((c) => !c.includes("two")));
 });
 
 const VARIANTS = ["2.1.0", "0.41.0", "0.41.0-legacy"];
@@ -370,27 +349,12 @@ Deno.test("turn binding: text before the stretch's first prompt has no turn — 
 
 const line = (o: unknown) => `${JSON.stringify(o)}\n`;
 
-Deno.test("read: complete lines only; a last line without newline is left for later", async () => {
-  await using dir = await tempDir();
-  const p = `${dir.path}/wire.jsonl`;
-  await Deno.writeTextFile(p, line({ a: 1 }) + line({ b: 2 }) + '{"c":3');
-  const r1 = await readJournal(p);
-  assertEquals(r1.lines.map((l) => l.value), [{ a: 1 }, { b: 2 }]);
-  assertEquals(r1.endOffset, line({ a: 1 }).length + line({ b: 2 }).length);
-  await Deno.writeTextFile(p, "}\n" + line({ d: 4 }), { append: true });
-  const r2 = await readJournal(p, await cursorAt(p, r1.endOffset));
-  assertEquals(r2.lines.map((l) => l.value), [{ c: 3 }, { d: 4 }]);
-  assertEquals(r2.rewritten, false);
-  assertEquals(r2.lines[0].offset, r1.endOffset);
-});
-
-Deno.test("read: garbage lines, blank lines, arrays and scalars are skipped and counted", async () => {
+Deno.test("read: garbage lines, blank lines, arrays and scalars are skipped", async () => {
   await using dir = await tempDir();
   const p = `${dir.path}/wire.jsonl`;
   await Deno.writeTextFile(p, `not json\n\n[1,2]\n42\n${line({ ok: true })}\u0000\u0001binary\n`);
   const r = await readJournal(p);
   assertEquals(r.lines.map((l) => l.value), [{ ok: true }]);
-  assertEquals(r.garbage, 4);
 });
 
 Deno.test("read: a rewritten (shorter, or same length with other bytes) or replaced file is re-read from 0", async () => {

@@ -1,13 +1,12 @@
 /**
  * Fuzzing configuration: ovcli.conf, ov.conf and the workspace files as random bytes, random JSON and mutated
- * real documents, plus random values in every knob's environment variable, through `loadConfig` (and the pure
- * `resolveConfig` with any values at all).
+ * real documents, plus random values in every knob's environment variable, through `loadConfig`.
  */
 
 import fc from "fast-check";
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
-import { type Config, DEFAULT_BASE_URL, KNOBS, loadConfig, resolveConfig } from "../../openviking/config.ts";
+import { type Config, DEFAULT_BASE_URL, KNOBS, loadConfig } from "../../openviking/config.ts";
 import { mutated, nastyString, params, wrongValue } from "./arbitraries.ts";
 
 const KNOB_NAMES = Object.keys(KNOBS) as (keyof typeof KNOBS)[];
@@ -101,40 +100,5 @@ Deno.test("fuzz: loadConfig on random credential files, workspace files and envi
       },
     ),
     params(300),
-  );
-});
-
-Deno.test("fuzz: resolveConfig takes any values as parsed files and workspace layers", () => {
-  fc.assert(
-    fc.property(
-      fc.anything({ maxDepth: 3 }),
-      fc.anything({ maxDepth: 3 }),
-      fc.array(
-        fc.oneof(fc.anything({ maxDepth: 2 }), fc.dictionary(fc.constantFrom(...KNOB_NAMES), wrongValue)),
-        {
-          maxLength: 2,
-        },
-      ),
-      fc.dictionary(fc.constantFrom(...KNOB_NAMES.map((k) => KNOBS[k].env), "OPENVIKING_URL"), nastyString),
-      (ovcli, ovconf, values, env) => {
-        const mine = {
-          env: { HOME: "/h", ...env },
-          ovcli,
-          ovconf,
-          cliConfigPath: "/h/.openviking/ovcli.conf",
-          ovConfigPath: "/h/.openviking/ov.conf",
-        };
-        const workspace = values.map((value, i) => ({ path: `/w/.openviking/config${i}.json`, value }));
-        const { config, warnings } = resolveConfig({ ...mine, workspace });
-        checkConfig(config, warnings);
-        const own = resolveConfig(mine).config as unknown as Record<string, unknown>;
-        for (const name of KNOB_NAMES) {
-          const got = (config as unknown as Record<string, unknown>)[name];
-          const same = JSON.stringify(got) === JSON.stringify(own[name]);
-          assertTrue(same || KNOBS[name].workspace.allows(got, own[name]), `${name}: ${own[name]} → ${got}`);
-        }
-      },
-    ),
-    params(2000),
   );
 });

@@ -175,26 +175,3 @@ Deno.test("fuzz: reading through a cursor in two pieces gives the lines of one r
     params(300),
   );
 });
-
-Deno.test("fuzz: scanTurns takes any objects as records", () => {
-  const record = fc.oneof(
-    fc.dictionary(
-      fc.constantFrom("type", "agentId", "turnId", "input", "origin", "event", "reason"),
-      wrongValue,
-    ),
-    fc.record({ type: fc.constantFrom(...TYPES) }).chain((r) =>
-      fc.dictionary(fc.string({ maxLength: 10 }), fc.anything({ maxDepth: 3 })).map((d) => ({ ...d, ...r }))
-    ),
-  );
-  fc.assert(
-    fc.property(fc.array(record, { maxLength: 30 }), fc.nat(5), (values, first) => {
-      const lines = values.map((value, i) => ({ offset: i * 10, end: i * 10 + 10, value }));
-      const scan = scanTurns(lines as JournalLine[], first);
-      assertEquals(scan.nextIndex, first + scan.turns.length);
-      for (const t of scan.turns) {
-        [userText(t), assistantText(t)].forEach((s) => assertEquals(typeof s, "string"));
-      }
-    }),
-    params(2000),
-  );
-});

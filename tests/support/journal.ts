@@ -1,5 +1,19 @@
 /** Builds Kimi Code journals line by line, in the v2 engine's format (protocol 1.5. */
 
+import type { JournalLine } from "../../kimi/journal/turns.ts";
+
+/** The journal lines of `text` with their byte spans, as readJournal gives them (ASCII text). */
+export function linesOf(text: string): JournalLine[] {
+  let offset = 0;
+  const out: JournalLine[] = [];
+  for (const l of text.split("\n")) {
+    const end = offset + l.length + 1;
+    if (l) out.push({ offset, end, value: JSON.parse(l) });
+    offset = end;
+  }
+  return out;
+}
+
 /** Options of a journal. */
 export interface JournalOptions {
   /** v2 engine (default) or legacy. */
@@ -94,12 +108,12 @@ export class JournalBuilder {
     return this.message(text, inTurn ? { kind: "user", inTurn: true } : { kind: "user" });
   }
 
-  /** `/undo <count>`: 2.1.0 writes the switch triple, older versions the bare `context.undo`. */
-  undo(count: number, triple = this.explicitIds): this {
+  /** `/undo <count>` (by `agentId`): 2.1.0 writes the switch triple, older versions the bare `context.undo`. */
+  undo(count: number, triple = this.explicitIds, agentId = "main"): this {
     if (triple) {
       this.push({ type: "agent.switched", branch: `b${this.lines.length}`, reason: "undo", turns: count });
     }
-    this.push({ type: "context.undo", count });
+    this.push({ type: "context.undo", count }, agentId);
     if (triple) this.push({ type: "context.undone", turns: count, fromTurnId: this.turn - count + 1 });
     return this;
   }

@@ -128,7 +128,7 @@ const asMsgs = (messages: TurnMessage[]): Msg[] => messages.map((o) => [o.turn_i
 const INJECTED =
   /<system-reminder|<hook_result|openviking-context|SUBAGENT_TASK|pondering|\[memory\]|Wall time/;
 
-Deno.test("recorded journals: every variant and scenario yields exactly the conversation, nothing injected", async () => {
+Deno.test("recorded journals: every variant and scenario yields exactly the conversation, nothing injected; the protocol version", async () => {
   let checked = 0;
   for (const variant of VARIANTS) {
     const names = scenarios(variant);
@@ -138,6 +138,9 @@ Deno.test("recorded journals: every variant and scenario yields exactly the conv
     for (const scenario of names) {
       const got = asMsgs(await messagesOf(`${ROOT}${variant}/${scenario}/wire.jsonl`, opts));
       assertEquals(got, expected(variant, scenario), `${variant}/${scenario}`);
+      const read = await readJournal(`${ROOT}${variant}/${scenario}/wire.jsonl`, undefined, turnLineFilter);
+      const protocol = scanTurns(read.lines).protocolVersion; // 1.5 for the v2 engine, 1.4 for the legacy one
+      assertEquals(protocol, variant.endsWith("legacy") ? "1.4" : "1.5", `${variant}/${scenario}`);
       for (const [, , content] of got) {
         assertTrue(!INJECTED.test(content), `${variant}/${scenario}: ${content}`);
       }
@@ -145,13 +148,6 @@ Deno.test("recorded journals: every variant and scenario yields exactly the conv
     }
   }
   assertEquals(checked, 33);
-});
-
-Deno.test("recorded journals: protocol versions — 1.5 for the v2 engine, 1.4 for the legacy one", async () => {
-  for (const variant of VARIANTS) {
-    const read = await readJournal(`${ROOT}${variant}/plain/wire.jsonl`, undefined, turnLineFilter);
-    assertEquals(scanTurns(read.lines).protocolVersion, variant.endsWith("legacy") ? "1.4" : "1.5");
-  }
 });
 
 Deno.test("recorded journals at each Stop: the newest turn is taken whole once it ended, never before", async () => {
