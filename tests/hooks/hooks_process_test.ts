@@ -1,12 +1,7 @@
 /** Every hook event in every server condition, in-process (`runHook`), and the process properties of the entry point. */
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
-import {
-  DEFAULT_ENTRY,
-  DEFAULT_RENDERED,
-  FAKE_DIGEST_FIRST,
-  FAKE_PROFILE_ROW,
-} from "../support/fake-openviking.ts";
+import { DEFAULT_ENTRY, FAKE_DIGEST_FIRST, FAKE_PROFILE_ROW } from "../support/fake-openviking.ts";
 import { loadConfig } from "../../openviking/config.ts";
 import { messagesOf } from "../../cli/turns.ts";
 import { JournalBuilder } from "../support/journal.ts";
@@ -62,7 +57,7 @@ for (const condition of CONDITIONS) {
       assertEquals(search.headers["user-agent"], "openviking-memory-kimicode/0.1.0");
       assertMatch(search.headers["x-openviking-actor-peer"], /^[A-Za-z0-9_.@-]+$/);
       const { origin: _, ...memory } = DEFAULT_ENTRY;
-      const recall = { source: "context", memories: [memory], assembled: DEFAULT_RENDERED };
+      const recall = { source: "context", memories: [memory] };
       assertEquals([st.profileInjected, st.recall, st.injectedUris], [true, recall, [DEFAULT_ENTRY.uri]]);
     } else if (condition === "legacy") {
       // No context mode: find per source, ranked here, one line each.
@@ -74,8 +69,6 @@ for (const condition of CONDITIONS) {
       );
       const searches = s.fake.requests.filter((q) => q.path.startsWith("/api/v1/search")).map((q) => q.route);
       assertEquals(searches, ["POST /api/v1/search/search", ...Array(2).fill("POST /api/v1/search/find")]);
-      const memo = JSON.parse(await Deno.readTextFile(`${s.home}/.openviking/state/context-face.json`));
-      assertTrue(memo.legacyUntil > Date.now() + 5 * 3600_000, "context face skipped for 6 h");
     } else {
       // No memory when the server cannot answer; the turn goes on. One that took the request and did not
       // answer in time pauses memory, and says so once (tests/hooks/breaker_process_test.ts).
