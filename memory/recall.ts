@@ -173,7 +173,7 @@ export function rankFindItems(items: readonly FindItem[], query: string, s: Conf
   return out;
 }
 
-/** ② Find per source, ranked here; a memory's text its abstract or, where that will not do, its content. */
+/** ② Find per source, ranked here; a memory's text its abstract or, without one, its content. */
 async function fromFind(c: OpenVikingClient, s: Config, r: RecallRequest): Promise<RecallResult | OvFailure> {
   const sources = [["viking://~/memories", "memory"], ["viking://~/skills", "skill"]] as const;
   const results = await Promise.all(
@@ -201,7 +201,7 @@ async function fromFind(c: OpenVikingClient, s: Config, r: RecallRequest): Promi
   if (!ranked.length) return { source: "none", memories: [] };
   const memories = await Promise.all(ranked.map(async (it): Promise<Memory> => {
     let body = it.abstract;
-    if (!(s.recallPreferAbstract && it.abstract) && (it.level === 2 || !it.abstract)) {
+    if (!it.abstract) {
       const read = await c.request("GET", "/api/v1/content/read", z.string(), {
         query: { uri: it.uri },
         budget: r.budget,

@@ -26,7 +26,6 @@ const SETTINGS: Config = {
   recallLimit: 3,
   recallLimitConfigured: false,
   scoreThreshold: 0.35,
-  recallPreferAbstract: true,
   recallPeerScope: "all",
   recallDedupTurns: 5,
   recallDedupTurnsConfigured: false,

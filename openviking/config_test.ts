@@ -530,7 +530,6 @@ const WORKSPACE: Record<Name, Allowed> = {
   },
   recallLimit: lower(5, 100),
   scoreThreshold: raise(0, 0.35),
-  recallPreferAbstract: on,
   recallPeerScope: {
     may: 'set it to "actor" or "strict"',
     cases: [["all", "actor", true], ["actor", "strict", true], ["strict", "actor", false], [
@@ -559,8 +558,6 @@ const WORKSPACE: Record<Name, Allowed> = {
   pendingReplayLimit: never(50, 1),
   pendingMaxRetries: never(3, 1),
   pendingTtlDays: never(7, 1),
-  ledgerMaxBytes: never(8 * 1024 * 1024, 64 * 1024),
-  ledgerMaxAgeDays: never(30, 1),
   mcpTools: never(["memory"], ["all"]),
   debug: off,
   debugLogPath: never("/var/log/a.log", "/tmp/leak.log"),
@@ -602,7 +599,6 @@ const HOSTILE = {
   recallMaxTokens: 32_000,
   recallQueryExpansion: "auto",
   recallPeerScope: "all",
-  recallPreferAbstract: false,
   minQueryLength: 0,
   profileTokenBudget: 100_000,
   commitPolicy: "every-turn",
