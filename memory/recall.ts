@@ -77,36 +77,16 @@ export function memoriesFromEntries(list: Iterable<Memory | null>): Memory[] {
   return [...out.values()];
 }
 
-/** Splits `limit` over weighted buckets by largest remainder, each at least 1. */
-export function scaleQuotas(limit: number, weights: Record<string, number>): Record<string, number> {
-  const keys = Object.keys(weights);
-  if (limit < keys.length) return Object.fromEntries(keys.map((k) => [k, 1]));
-  const total = keys.reduce((n, k) => n + weights[k], 0);
-  const exact = keys.map((k) => (limit * weights[k]) / total);
-  const out = exact.map((x) => Math.max(1, Math.floor(x)));
-  const order = keys.map((_, i) => i).sort((a, b) => (exact[b] % 1) - (exact[a] % 1) || a - b);
-  const left = limit - out.reduce((a, b) => a + b, 0);
-  for (let j = 0; j < left; j++) out[order[j % keys.length]]++;
-  return Object.fromEntries(keys.map((k, i) => [k, out[i]]));
-}
-
-/** The context face's body: `dedup_turns` only when set; `exclude_uris` what was seen. */
-export function contextSearchBody(s: Config, r: Pick<RecallRequest, "query" | "sessionId" | "excludeUris">) {
+/** The context face's body (no quotas, token cap or dedupe window: the server's defaults); `exclude_uris` what was seen. */
+function contextSearchBody(s: Config, r: Pick<RecallRequest, "query" | "sessionId" | "excludeUris">) {
   const body: Record<string, unknown> = {
     query: r.query,
     mode: "context",
     purpose: "coding",
     score_threshold: s.scoreThreshold,
   };
-  const weights = { events: 1, entities: 2, preferences: 1, experiences: 1, resources: 3, skills: 2 };
-  if (s.recallLimitConfigured) body.quotas = scaleQuotas(s.recallLimit, weights);
-  if (s.recallMaxTokens !== undefined) body.max_tokens = s.recallMaxTokens;
   if (s.recallPeerScope !== "all") body.peer_scope = "actor";
-  if (r.sessionId) {
-    body.session_id = r.sessionId;
-    if (s.recallQueryExpansion) body.query_expansion = s.recallQueryExpansion;
-    if (s.recallDedupTurnsConfigured && s.recallDedupTurns > 0) body.dedup_turns = s.recallDedupTurns;
-  }
+  if (r.sessionId) body.session_id = r.sessionId;
   if (r.excludeUris?.length) body.exclude_uris = r.excludeUris.slice(-200);
   return body;
 }

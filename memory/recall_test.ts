@@ -1,8 +1,9 @@
 /**
- * Recall's own policy, without processes: the fallback chain (context face → find with local ranking), the
- * quotas, and the local ranking. Then what the prompt hook prints for a text: memories the session already has
- * are left out whatever the server does with `exclude_uris`; nothing new prints nothing; the same prompt again
- * asks nothing; the profile and the memories share one digest.
+ * Recall's own policy, without processes: the fallback chain (context face → find with local ranking) and the
+ * local ranking (the context face's whole body: tests/hooks/hooks_process_test.ts). Then what the prompt hook
+ * prints for a text: memories the session already has are left out whatever the server does with
+ * `exclude_uris`; nothing new prints nothing; the same prompt again asks nothing; the profile and the memories
+ * share one digest.
  */
 
 import { assertEquals, assertMatch, assertTrue } from "../tests/support/assert.ts";
@@ -10,25 +11,20 @@ import { DEFAULT_ENTRY, FAKE_DIGEST_FIRST, FakeOpenViking } from "../tests/suppo
 import { type Answer, type Call, fail, ok, route, scriptedClient } from "../tests/support/scripted-client.ts";
 import { Budget, clientOptions, createClient } from "../openviking/client.ts";
 import {
-  contextSearchBody,
   injectionFor,
   type InjectionRequest,
   inStrictScope,
   rankFindItems,
   recallForPrompt,
   type RecallResult,
-  scaleQuotas,
 } from "./recall.ts";
 import { type Config, loadConfig } from "../openviking/config.ts";
 
 const SETTINGS: Config = {
   ...(await loadConfig({ HOME: "/nonexistent-home" })).config,
   recallLimit: 3,
-  recallLimitConfigured: false,
   scoreThreshold: 0.35,
   recallPeerScope: "all",
-  recallDedupTurns: 5,
-  recallDedupTurnsConfigured: false,
 };
 
 const SEARCH = "POST /api/v1/search/search";
@@ -179,21 +175,6 @@ Deno.test("recall chain: when no stage answers, the result says why — the firs
   assertEquals([h.source, h.failure], ["none", undefined]);
 });
 
-Deno.test("quotas: the limit split by weights with the largest remainders, each bucket at least 1", () => {
-  assertEquals(scaleQuotas(10, { a: 1, b: 2, c: 1 }), { a: 3, b: 5, c: 2 });
-  assertEquals(scaleQuotas(5, { a: 1, b: 1, c: 1 }), { a: 2, b: 2, c: 1 });
-  assertEquals(scaleQuotas(2, { a: 1, b: 1, c: 1 }), { a: 1, b: 1, c: 1 }, "fewer than buckets: one each");
-  const weights = { events: 1, entities: 2, preferences: 1, experiences: 1, resources: 3, skills: 2 };
-  for (const limit of [3, 7, 10, 23, 100]) {
-    const q = scaleQuotas(limit, weights);
-    assertEquals(Object.values(q).reduce((a, b) => a + b, 0), Math.max(limit, 6), `sum for ${limit}`);
-  }
-  // Quotas go out only when the user set the limit, as the other plugins do.
-  assertEquals("quotas" in contextSearchBody(SETTINGS, { query: "q" }), false);
-  const quotas = contextSearchBody({ ...SETTINGS, recallLimitConfigured: true }, { query: "q" }).quotas;
-  assertEquals(quotas, Object.fromEntries(Object.keys(weights).map((k) => [k, 1])));
-});
-
 Deno.test("local ranking: threshold, file boost, temporal and preference boosts, word overlap, dedupe, limit", () => {
   const s = { ...SETTINGS, recallLimit: 10 };
   // Below the threshold: out, whatever else it has.
@@ -241,12 +222,6 @@ Deno.test("local ranking: threshold, file boost, temporal and preference boosts,
     "viking://x/one",
     "viking://x/huge",
   ]);
-});
-
-Deno.test("context body: no dedup_turns unless the user set it", () => {
-  const r = { query: "q", sessionId: "kc-s" };
-  assertEquals("dedup_turns" in contextSearchBody(SETTINGS, r), false);
-  assertEquals(contextSearchBody({ ...SETTINGS, recallDedupTurnsConfigured: true }, r).dedup_turns, 5);
 });
 
 Deno.test("strict scope: the user's preferences and profile, and this workspace's peer space; nothing else", () => {

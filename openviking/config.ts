@@ -316,14 +316,6 @@ export const KNOBS = {
   recallLimit: knob("OPENVIKING_RECALL_LIMIT", numKnob(1, 100), 10, LOWER),
   scoreThreshold: knob("OPENVIKING_SCORE_THRESHOLD", numKnob(0, 1, false), 0.35, RAISE),
   recallPeerScope: knob("OPENVIKING_RECALL_PEER_SCOPE", enumKnob(SCOPES), "all", narrower(SCOPES)),
-  recallDedupTurns: knob("OPENVIKING_RECALL_DEDUP_TURNS", numKnob(0, 20), 5, RAISE),
-  recallMaxTokens: knob("OPENVIKING_RECALL_MAX_TOKENS", numKnob(64, 32_000), undefined, LOWER),
-  recallQueryExpansion: knob(
-    "OPENVIKING_RECALL_QUERY_EXPANSION",
-    enumKnob(["off", "auto"]),
-    undefined,
-    toward("off", 'set it to "off"'),
-  ),
   recallDigestLimit: knob("OPENVIKING_RECALL_DIGEST_LIMIT", numKnob(1, 50), 5, LOWER),
   recallDigestChars: knob("OPENVIKING_RECALL_DIGEST_CHARS", numKnob(300, 32_000), 1200, LOWER),
   minQueryLength: knob("OPENVIKING_MIN_QUERY_LENGTH", numKnob(0, 10_000), 3, RAISE),
@@ -359,8 +351,6 @@ type KnobValues =
 export type Settings = Omit<KnobValues, "debugLogPath"> & {
   /** "" = no log (no home). */
   debugLogPath: string;
-  recallLimitConfigured: boolean;
-  recallDedupTurnsConfigured: boolean;
 };
 
 const shown = (value: unknown) => JSON.stringify(value) ?? String(value);
@@ -386,7 +376,6 @@ export function resolveSettings(
   ];
   const workspace = (sources.workspace ?? []).map((w): [string, JsonRecord] => [w.path, asRecord(w.value)]);
   const settings: JsonRecord = {};
-  const configured = new Set<string>();
   for (const [name, knob] of Object.entries(KNOBS) as [string, Knob<unknown, unknown>][]) {
     const env = sources.env[knob.env]?.trim() ? { value: sources.env[knob.env], where: knob.env } : undefined;
     const user = env ?? firstSetting(userLayers, name);
@@ -402,7 +391,6 @@ export function resolveSettings(
         warnings.push(`${asked.where}: ${shown(asked.value)} is ignored: a workspace file ${may}`);
       } else {
         value = parsed.value;
-        configured.add(name);
       }
     }
     if (value !== undefined) settings[name] = value;
@@ -411,8 +399,6 @@ export function resolveSettings(
   return {
     ...knobs,
     debugLogPath: debugLogPath(knobs.debugLogPath, sources.env, warnings),
-    recallLimitConfigured: configured.has("recallLimit"),
-    recallDedupTurnsConfigured: configured.has("recallDedupTurns"),
   };
 }
 

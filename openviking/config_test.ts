@@ -405,7 +405,6 @@ const PARSES: [Name, "env" | "file", unknown, unknown, string?][] = [
   ["recallLimit", "env", "0x10", 16],
   ["recallLimit", "file", 1, 1],
   ["recallLimit", "file", 100, 100],
-  ["recallDedupTurns", "file", 0, 0],
   ["recallLimit", "file", "0", 10, "must be at least 1"],
   ["recallLimit", "file", -1, 10, "must be at least 1"],
   ["recallLimit", "file", 101, 10, "must be at most 100"],
@@ -435,10 +434,6 @@ const PARSES: [Name, "env" | "file", unknown, unknown, string?][] = [
   ["bypassSessionPatterns", "file", [" a "], [" a "]],
   ["bypassSessionPatterns", "file", ["a", 2], [], "expected string"],
   ["bypassSessionPatterns", "file", 5, [], "expected array"],
-  ["recallMaxTokens", "file", null, undefined],
-  ["recallMaxTokens", "env", "800", 800],
-  ["recallMaxTokens", "file", 63, undefined, "must be at least 64"],
-  ["recallQueryExpansion", "env", "AUTO", "auto"],
   ["debugLogPath", "file", 5, "/h/.openviking/logs/kimicode-hooks.log", "expected string"],
   ["debugLogPath", "file", "", "/h/.openviking/logs/kimicode-hooks.log", "needs at least 1 character"],
 ];
@@ -470,8 +465,6 @@ Deno.test("knobs: every bad value gives one warning, in the table's order; the g
   const warnings: string[] = [];
   const s: Settings = resolveSettings({ env }, warnings);
   assertEquals(s.recallLimit, 7);
-  assertEquals(s.recallLimitConfigured, true);
-  assertEquals(s.recallDedupTurnsConfigured, false, "a bad value counts as not configured");
   const named = warnings.filter((w) => w.startsWith("OPENVIKING_")).map((w) => w.slice(0, w.indexOf(":")));
   const expected = Object.values(KNOBS).map((k) => k.env).filter((e) =>
     ![
@@ -510,11 +503,6 @@ const raise = (lo: number, hi: number): Allowed => ({
   cases: [[lo, hi, true], [hi, lo, false], [hi, hi, true]],
 });
 const never = (a: unknown, b: unknown): Allowed => ({ may: "", cases: [[a, b, false], [b, a, false]] });
-/** Only `narrow` (or the user's own value), never back from it. */
-const toward = (narrow: string, wide: string): Allowed => ({
-  may: `set it to "${narrow}"`,
-  cases: [[wide, narrow, true], [narrow, wide, false], [wide, wide, true]],
-});
 
 /** Every knob's rule for a workspace file: stricter, never weaker; never where data goes or who we are. */
 const WORKSPACE: Record<Name, Allowed> = {
@@ -538,9 +526,6 @@ const WORKSPACE: Record<Name, Allowed> = {
       false,
     ]],
   },
-  recallDedupTurns: raise(0, 5),
-  recallMaxTokens: lower(100, 8000),
-  recallQueryExpansion: toward("off", "auto"),
   recallDigestLimit: lower(5, 50),
   recallDigestChars: lower(1200, 32_000),
   minQueryLength: raise(3, 10),
@@ -596,8 +581,6 @@ const HOSTILE = {
   recallDigestChars: 32_000,
   recallDigestLimit: 50,
   recallLimit: 100,
-  recallMaxTokens: 32_000,
-  recallQueryExpansion: "auto",
   recallPeerScope: "all",
   minQueryLength: 0,
   profileTokenBudget: 100_000,
@@ -612,11 +595,7 @@ Deno.test("knobs: a cloned repository's file widens no recall, budget or commit 
   const warnings: string[] = [];
   const s = resolveSettings({ env: {}, workspace: [{ path: WS, value: HOSTILE }] }, warnings);
   assertEquals(pick(s), pick(resolveSettings({ env: {} })), "every knob keeps the user's (default) value");
-  assertEquals(s.recallLimitConfigured, false, "no quotas are sent for a repository");
   assertEquals(warnings.length, names.length - 1, warnings.join("\n")); // the peer scope asked is the default
-  // An unset optional knob: a repository may switch expansion off, and may not set a token cap we cannot weigh.
-  assertEquals(withWorkspace("recallQueryExpansion", undefined, "off"), { value: "off", warnings: [] });
-  assertEquals(withWorkspace("recallMaxTokens", undefined, 100).value, undefined);
 });
 
 Deno.test("loadConfig: a directory, a device or a huge file as a config is never read: a warning names it, defaults apply", async () => {
