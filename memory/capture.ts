@@ -14,7 +14,6 @@ import {
   newestHeld,
   sendMessages,
   type SendReport,
-  setIdleCommit,
 } from "../openviking/sessions.ts";
 import type { COMMIT_POLICIES } from "../openviking/config.ts";
 import {
@@ -118,8 +117,8 @@ export interface CommitFacts {
  * Whether a capture commits now (pure). Never with nothing captured since the last commit. `every-turn`:
  * always. Otherwise always at PreCompact, SessionEnd, Interrupt and a failed turn (StopFailure); at a Stop,
  * `balanced` commits a turn that asks to remember, or once the server counts `BALANCED_PENDING_TOKENS`
- * uncommitted (a server that does not count: every Stop that delivered something), `session-end` never. The
- * server's idle commit (`setIdleCommit`) takes what a session that ends without SessionEnd leaves.
+ * uncommitted (a server that does not count: every Stop that delivered something), `session-end` never. A
+ * session that ends without SessionEnd is committed by idle-commit.ts.
  */
 export function commitDue(policy: CommitPolicy, event: HookEvent, facts: CommitFacts): boolean {
   if (!facts.since) return false;
@@ -127,26 +126,6 @@ export function commitDue(policy: CommitPolicy, event: HookEvent, facts: CommitF
   if (policy === "session-end") return false;
   if (facts.remember) return true;
   return facts.sent > 0 && (facts.pendingTokens ?? Infinity) >= BALANCED_PENDING_TOKENS;
-}
-
-/**
- * Once per session, unless every turn is committed: asks the server to commit the session when it goes idle,
- * so a session that ends without SessionEnd (a kill, `kimi acp`, `kimi web`) is committed all the same. Not
- * from an interrupt: its short budget goes to its commit; a later capture asks.
- */
-async function ensureIdleCommit(
-  ctx: HookContext,
-  client: OpenVikingClient,
-  mode: CaptureMode,
-  state: SessionState,
-  sent: number,
-): Promise<SessionState> {
-  if (ctx.config.commitPolicy === "every-turn" || ctx.event === "interrupt" || state.idleCommit || !sent) {
-    return state;
-  }
-  if (mode.budget.remaining() < MIN_COMMIT_MS) return state;
-  const idleCommit = await setIdleCommit(client, ctx.ovSessionId, mode.budget);
-  return idleCommit ? { ...state, idleCommit } : state;
 }
 
 /**
@@ -164,7 +143,7 @@ async function commitIfDue(
   request: { key: string; queueOnly: boolean; queue?: SessionQueue; facts: Omit<CommitFacts, "since"> },
 ): Promise<{ state: SessionState; commit: string; taskId?: string }> {
   const state = {
-    ...await ensureIdleCommit(ctx, client, mode, start, request.facts.sent),
+    ...start,
     ovSession: ctx.ovSessionId,
     destination: await sessionDestination(ctx.config),
   };

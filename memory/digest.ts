@@ -1,15 +1,14 @@
 /**
  * The injected text, server text in and SafeText out: the digest (a line per memory, its text cut at a word,
- * CJK too, then its URI; the profile's rows first), the profile block within a token budget (the full format
- * and the plugin's system prompt) and the full format's recall block.
+ * CJK too, then its URI; the profile's rows first) and the profile block within a token budget (the plugin's
+ * system prompt).
  */
 
 import { neutralize, safe, SafeText } from "../lib/neutralize.ts";
-import { type Block, PRINT_MAX_CHARS } from "../lib/printed.ts";
+import { PRINT_MAX_CHARS } from "../lib/printed.ts";
 import { charColumns } from "../lib/columns.ts";
-import type { Config } from "../openviking/config.ts";
 import type { ProfileParts } from "./profile.ts";
-import type { Memory, RecallResult } from "./recall.ts";
+import type { Memory } from "./recall.ts";
 
 /** The markers around a digest. */
 export const DIGEST_OPEN = safe`<openviking-context>`;
@@ -28,7 +27,7 @@ export function isFolderSummary(uri: string): boolean {
     (/\/\.(?:abstract|overview)\.md$/.test(uri) || !uri.endsWith(".md"));
 }
 
-/** One memory in render.py's form (raw: neutralised by whoever prints it). */
+/** One memory in render.py's form (raw: neutralised by whoever prints it; tests/e2e/probe.ts prints it). */
 export function renderElement(m: Memory): string {
   const attrs = [`uri="${m.uri}"`];
   if (m.category) attrs.push(`type="${m.category}"`);
@@ -222,41 +221,4 @@ export function renderProfile(parts: ProfileParts, budget: number): SafeText | n
     sections.push(safe`<available-memories>\n${SafeText.join(listing, safe`\n`)}\n</available-memories>`);
   }
   return sections.length ? SafeText.join(sections, safe`\n`) : null;
-}
-
-const CONTEXT_HEADER = safe`Relevant memory from OpenViking. Use the search/read MCP tools to expand URIs.`;
-const FIND_HEADER = safe`Relevant context from OpenViking. Use the read MCP tool to expand URIs.`;
-
-/** Server text in the full format's block, cut and neutralised. */
-const contextBlock = (text: string): Block => ({
-  open: DIGEST_OPEN,
-  body: safe`${CONTEXT_HEADER}\n${neutralize(text.slice(0, PRINT_MAX_CHARS)).trim()}`,
-  close: DIGEST_CLOSE,
-});
-
-/**
- * The full format's block showing `shown`: the server's text when none is left out, else `<memory>`
- * elements; find's as lines within the token budget. Undefined when there is nothing to show.
- */
-export function fullRecallBlock(
-  r: RecallResult,
-  shown: readonly Memory[],
-  s: Pick<Config, "recallTokenBudget" | "recallMaxContentChars">,
-): Block | undefined {
-  if (!shown.length) return undefined;
-  if (r.source !== "find") {
-    const whole = r.assembled !== undefined && shown.length === r.memories.length;
-    return contextBlock(whole ? r.assembled! : shown.map(renderElement).join("\n"));
-  }
-  const budget = Math.max(200, s.recallTokenBudget);
-  let used = estimateTokens(FIND_HEADER.text);
-  const lines = shown.map((m) => {
-    const head = `[${m.category ?? "memory"} ${Math.round(Math.min(1, Math.max(0, m.score ?? 0)) * 100)}%]`;
-    const uri = oneLine(m.uri, 1000);
-    let line = safe`- ${head} ${oneLine(m.text, Math.max(50, s.recallMaxContentChars)) || uri}`;
-    if (used + estimateTokens(line.text) > budget) line = safe`- ${head} ${uri}`;
-    used += estimateTokens(line.text);
-    return line;
-  });
-  return { open: DIGEST_OPEN, body: SafeText.join([FIND_HEADER, ...lines], safe`\n`), close: DIGEST_CLOSE };
 }

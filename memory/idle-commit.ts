@@ -120,7 +120,7 @@ async function commitIfIdle(
       ...counts,
       commit: outcome.kind,
     } as const;
-    if (dir) await appendLedger(dir, name, { ...entry, ...taskId, origin: originOf(ctx.config) }, ctx.config);
+    if (dir) await appendLedger(dir, name, { ...entry, ...taskId, origin: originOf(ctx.config) });
     return { state: { ...s, capturedSinceCommit: 0 }, value: "done" };
   }, { waitMs: 0, durable: true }).catch(() => ({ acquired: true as const, value: "failed" as const }));
   return res.acquired ? res.value : "busy";

@@ -92,7 +92,12 @@ export type LedgerEntry = z.infer<typeof LedgerEntrySchema>;
 /** Where replays that span sessions are recorded (a name no session id can have). */
 export const REPLAY_FILE = "_replay";
 
-type LedgerLimits = Pick<Config, "ledgerMaxBytes" | "ledgerMaxAgeDays">;
+/** The ledger's bounds: all sessions' bytes together (each at most 1/32), and the age a file is dropped at. */
+interface LedgerLimits {
+  ledgerMaxBytes: number;
+  ledgerMaxAgeDays: number;
+}
+const LEDGER_LIMITS: LedgerLimits = { ledgerMaxBytes: 8 * 1024 * 1024, ledgerMaxAgeDays: 30 };
 
 /** The origin of the writes made with `config`. */
 export function originOf(config: Pick<Config, "baseUrl" | "account" | "user">): Origin {
@@ -127,7 +132,7 @@ export async function appendLedger(
   dir: string,
   name: string,
   entry: LedgerEntry,
-  limits: LedgerLimits,
+  limits = LEDGER_LIMITS,
 ): Promise<boolean> {
   const path = ledgerFile(dir, name);
   const line = new TextEncoder().encode(`${JSON.stringify(entry)}\n`);
@@ -188,7 +193,7 @@ export async function ledgerFiles(dir: string): Promise<{ name: string; mtime: n
 }
 
 /** Drops ledger files untouched for `ledgerMaxAgeDays`, then the oldest past `ledgerMaxBytes`; how many. */
-export async function pruneLedger(dir: string, limits: LedgerLimits, now = Date.now()): Promise<number> {
+export async function pruneLedger(dir: string, limits = LEDGER_LIMITS, now = Date.now()): Promise<number> {
   let removed = 0;
   let total = 0;
   for (const f of await ledgerFiles(dir)) {
@@ -270,14 +275,14 @@ export function ledgerEntryOf(
 /** Appends a replay's entry to the replay ledger unless it sent and met nothing; false when it could not. */
 export async function recordReplay(
   env: Env,
-  config: LedgerLimits & Parameters<typeof originOf>[0],
+  config: Parameters<typeof originOf>[0],
   report: unknown,
   startedAt: number,
 ): Promise<boolean> {
   const entry = replayEntryOf(report, { startedAt, now: Date.now() });
   const dir = orNoHome(() => ledgerDir(env));
   return !entry ||
-    (dir !== undefined && await appendLedger(dir, REPLAY_FILE, stamped(entry, config), config));
+    (dir !== undefined && await appendLedger(dir, REPLAY_FILE, stamped(entry, config)));
 }
 
 const HOUSEKEEPING_EVERY_MS = 86_400_000;
@@ -292,7 +297,7 @@ export async function houseKeeping(ctx: HookContext, now = Date.now()): Promise<
   const temps = (await removeAbandonedTemps(ctx.pendingDir)) +
     (await removeAbandonedTemps(hookStateDir(ctx.env)));
   const dir = orNoHome(() => ledgerDir(ctx.env));
-  if (dir) await pruneLedger(dir, ctx.config, now).catch(() => 0);
+  if (dir) await pruneLedger(dir, undefined, now).catch(() => 0);
   return temps;
 }
 
@@ -304,7 +309,7 @@ export async function recordRun(ctx: HookContext, result: HookResult, startedAt:
   const backlog = !result.data?.backlog ||
     await recordReplay(ctx.env, ctx.config, result.data.backlog, startedAt);
   const name = entry?.kind === "replay" ? REPLAY_FILE : ctx.hostSessionId && await safeId(ctx.hostSessionId);
-  const written = !entry || !name || await appendLedger(dir, name, stamped(entry, ctx.config), ctx.config);
+  const written = !entry || !name || await appendLedger(dir, name, stamped(entry, ctx.config));
   if (backlog && written) return;
   ctx.log.stage("ledger-unwritable", { dir });
   await ctx.log.flush();

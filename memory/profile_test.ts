@@ -11,7 +11,7 @@ import { fetchProfile, memoryLeaves } from "./profile.ts";
 import { estimateTokens, fitProfile, renderProfile } from "./digest.ts";
 import type { OpenVikingClient } from "../openviking/client.ts";
 
-/** The profile block as the full format and the plugin's system prompt render it; null when unreachable or empty. */
+/** The profile block as the plugin's system prompt renders it; null when unreachable or empty. */
 async function profileBlock(client: OpenVikingClient, tokens: number, budget: Budget) {
   const parts = await fetchProfile(client, budget);
   return "ok" in parts ? null : renderProfile(parts, tokens);

@@ -1,28 +1,17 @@
 /**
  * Recall, query to printed text: the memories OpenViking finds for a prompt — ① `/search/search` in context
  * mode (the server's order), else ② `/search/find` per source, ranked here — with the profile beside them,
- * what the session already holds left out, as the digest or the full format (digest.ts makes the text).
- * Touches no state but the context-face memo.
+ * what the session already holds left out, as the digest (digest.ts makes the text). Touches no state.
  */
 
 import * as z from "zod/mini";
 import type { Budget, OpenVikingClient, OvFailure, OvResponse } from "../openviking/client.ts";
 import type { Config } from "../openviking/config.ts";
-import { readJson, writeFileAtomic } from "../lib/fs.ts";
-import { joinPath } from "../lib/paths.ts";
-import { asRecord } from "../lib/parsed.ts";
 import { madeIn } from "./extraction.ts";
 import { safe, SafeText } from "../lib/neutralize.ts";
-import { type Block, PRINT_MAX_CHARS, printBlocks } from "../lib/printed.ts";
+import { printBlocks } from "../lib/printed.ts";
 import { fetchProfile, isEmptyProfile, type ProfileParts } from "./profile.ts";
-import {
-  DIGEST_CLOSE,
-  DIGEST_OPEN,
-  digestLines,
-  fullRecallBlock,
-  profileDigest,
-  renderProfile,
-} from "./digest.ts";
+import { DIGEST_CLOSE, DIGEST_OPEN, digestLines, profileDigest } from "./digest.ts";
 
 const text = z.catch(z.optional(z.string()), undefined);
 const num = z.catch(z.optional(z.number()), undefined);
@@ -37,17 +26,16 @@ export const MemorySchema = z.object({
 });
 export type Memory = z.infer<typeof MemorySchema>;
 
-/** What a recall found (prompt state keeps it): the stage, its memories in order, the server's own text. */
+/** What a recall found (prompt state keeps it): the stage and its memories in order. */
 export const RecallSchema = z.object({
   source: z.enum(["context", "find", "none"]),
   memories: z.array(MemorySchema),
-  assembled: z.optional(z.string()),
 });
 
 /** What a recall gives, and why no stage answered when none did. */
 export type RecallResult = z.infer<typeof RecallSchema> & { failure?: OvFailure };
 
-/** One recall: the query, the session, the URIs it has, the memo's directory ("": none). */
+/** One recall: the query, the session, the URIs it has, the state directory (strict scope's `madeIn`). */
 export interface RecallRequest {
   query: string;
   sessionId?: string;
@@ -59,8 +47,8 @@ export interface RecallRequest {
 /** A reply's `entries`: an entry without a URI, or a list that is not one, reads as nothing. */
 export const Entries = z.catch(z.array(z.catch(z.nullable(MemorySchema), null)), []);
 
-/** The context face's reply: `rendered` is its entries in render.py's form (its `digest` needs `rewrite`, never sent). */
-const ContextReply = z.looseObject({ entries: Entries, rendered: text });
+/** The context face's reply (its `rendered` and `digest` texts are not printed). */
+const ContextReply = z.looseObject({ entries: Entries });
 const Hit = z.looseObject({
   uri: z.string(),
   level: num,
@@ -89,78 +77,37 @@ export function memoriesFromEntries(list: Iterable<Memory | null>): Memory[] {
   return [...out.values()];
 }
 
-/** Splits `limit` over weighted buckets by largest remainder, each at least 1. */
-export function scaleQuotas(limit: number, weights: Record<string, number>): Record<string, number> {
-  const keys = Object.keys(weights);
-  if (limit < keys.length) return Object.fromEntries(keys.map((k) => [k, 1]));
-  const total = keys.reduce((n, k) => n + weights[k], 0);
-  const exact = keys.map((k) => (limit * weights[k]) / total);
-  const out = exact.map((x) => Math.max(1, Math.floor(x)));
-  const order = keys.map((_, i) => i).sort((a, b) => (exact[b] % 1) - (exact[a] % 1) || a - b);
-  const left = limit - out.reduce((a, b) => a + b, 0);
-  for (let j = 0; j < left; j++) out[order[j % keys.length]]++;
-  return Object.fromEntries(keys.map((k, i) => [k, out[i]]));
-}
-
-/** The context face's body: `dedup_turns` only when set (or the full format); `exclude_uris` what was seen. */
-export function contextSearchBody(s: Config, r: Pick<RecallRequest, "query" | "sessionId" | "excludeUris">) {
+/** The context face's body (no quotas, token cap or dedupe window: the server's defaults); `exclude_uris` what was seen. */
+function contextSearchBody(s: Config, r: Pick<RecallRequest, "query" | "sessionId" | "excludeUris">) {
   const body: Record<string, unknown> = {
     query: r.query,
     mode: "context",
     purpose: "coding",
     score_threshold: s.scoreThreshold,
   };
-  const weights = { events: 1, entities: 2, preferences: 1, experiences: 1, resources: 3, skills: 2 };
-  if (s.recallLimitConfigured) body.quotas = scaleQuotas(s.recallLimit, weights);
-  if (s.recallMaxTokens !== undefined) body.max_tokens = s.recallMaxTokens;
   if (s.recallPeerScope !== "all") body.peer_scope = "actor";
-  if (r.sessionId) {
-    body.session_id = r.sessionId;
-    if (s.recallQueryExpansion) body.query_expansion = s.recallQueryExpansion;
-    const dedup = s.recallFormat === "full" || s.recallDedupTurnsConfigured ? s.recallDedupTurns : 0;
-    if (dedup > 0) body.dedup_turns = dedup;
-  }
+  if (r.sessionId) body.session_id = r.sessionId;
   if (r.excludeUris?.length) body.exclude_uris = r.excludeUris.slice(-200);
   return body;
 }
-
-/** How long a server that rejected context mode is not asked in it. */
-export const LEGACY_MEMO_MS = 6 * 3600_000;
-const memoPath = (dir: string) => joinPath(dir, "context-face.json");
 
 /** Whether a failure says "this server has no context mode". */
 const isLegacyRejection = (res: OvResponse<unknown>) =>
   !res.ok && (res.status === 400 || res.status === 422) &&
   /extra|mode|unexpected/.test(JSON.stringify(res.error).toLowerCase());
 
-/** ① The context face; undefined when the server has no context mode (now, or by the memo). */
+/** ① The context face; undefined when the server has no context mode. */
 async function fromContextFace(
   c: OpenVikingClient,
   s: Config,
   r: RecallRequest,
 ): Promise<RecallResult | OvFailure | undefined> {
-  const baseUrl = c.options.baseUrl;
-  const now = Date.now();
-  if (r.stateDir) {
-    const memo = asRecord(await readJson(memoPath(r.stateDir)));
-    const same = memo.baseUrl === undefined || memo.baseUrl === baseUrl;
-    if (same && typeof memo.legacyUntil === "number" && memo.legacyUntil > now) return undefined;
-  }
   const res = await c.request("POST", "/api/v1/search/search", ContextReply, {
     body: contextSearchBody(s, r),
     budget: r.budget,
   });
-  if (res.ok) {
-    const memories = memoriesFromEntries(res.result.entries);
-    const rendered = res.result.rendered?.trim().slice(0, PRINT_MAX_CHARS);
-    return rendered ? { source: "context", memories, assembled: rendered } : { source: "context", memories };
-  }
-  if (!isLegacyRejection(res)) return res;
-  if (r.stateDir) {
-    const memo = JSON.stringify({ legacyUntil: now + LEGACY_MEMO_MS, baseUrl });
-    await writeFileAtomic(memoPath(r.stateDir), `${memo}\n`).catch(() => {});
-  }
-  return undefined;
+  if (res.ok) return { source: "context", memories: memoriesFromEntries(res.result.entries) };
+  return isLegacyRejection(res) ? undefined : res;
 }
 
 /** A hit of find, as ranked here. */
@@ -206,7 +153,7 @@ export function rankFindItems(items: readonly FindItem[], query: string, s: Conf
   return out;
 }
 
-/** ② Find per source, ranked here; a memory's text its abstract or, where that will not do, its content. */
+/** ② Find per source, ranked here; a memory's text its abstract or, without one, its content. */
 async function fromFind(c: OpenVikingClient, s: Config, r: RecallRequest): Promise<RecallResult | OvFailure> {
   const sources = [["viking://~/memories", "memory"], ["viking://~/skills", "skill"]] as const;
   const results = await Promise.all(
@@ -234,7 +181,7 @@ async function fromFind(c: OpenVikingClient, s: Config, r: RecallRequest): Promi
   if (!ranked.length) return { source: "none", memories: [] };
   const memories = await Promise.all(ranked.map(async (it): Promise<Memory> => {
     let body = it.abstract;
-    if (!(s.recallPreferAbstract && it.abstract) && (it.level === 2 || !it.abstract)) {
+    if (!it.abstract) {
       const read = await c.request("GET", "/api/v1/content/read", z.string(), {
         query: { uri: it.uri },
         budget: r.budget,
@@ -332,25 +279,6 @@ function digestOutput(c: Config, unseen: Memory[], parts: ProfileParts | undefin
   );
 }
 
-/** The full format: the profile's block, then the recall's. */
-function fullOutput(
-  c: Config,
-  r: RecallResult | undefined,
-  unseen: Memory[],
-  parts?: ProfileParts,
-  again = false,
-) {
-  const blocks: Block[] = [];
-  const profile = parts && renderProfile(parts, c.profileTokenBudget);
-  if (profile) {
-    const source = again ? safe`after-compaction` : safe`session-start`;
-    blocks.push({ open: safe`<openviking-context source="${source}">`, body: profile, close: DIGEST_CLOSE });
-  }
-  const recall = r && fullRecallBlock(r, unseen, c);
-  if (recall) blocks.push(recall);
-  return output(printBlocks(blocks), recall ? unseen.map((m) => [m, m.text.length]) : []);
-}
-
 /** What to print for a prompt: asks the server (recall ∥ profile) within the budget; never throws. */
 export async function injectionFor(
   client: OpenVikingClient,
@@ -374,9 +302,7 @@ export async function injectionFor(
   const unseen = recalled?.memories.filter((m) => !seen.has(m.uri)) ?? [];
   const hasProfile = parts !== undefined && !isEmptyProfile(parts);
   const profile = hasProfile ? parts : undefined;
-  const out = c.recallFormat === "full"
-    ? fullOutput(c, recalled, unseen, profile, req.afterCompaction)
-    : digestOutput(c, unseen, profile, req.afterCompaction);
+  const out = digestOutput(c, unseen, profile, req.afterCompaction);
   return {
     ...out,
     recall: req.reuse !== undefined ? "reused" : recalled?.source ?? "skipped",

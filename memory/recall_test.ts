@@ -1,41 +1,30 @@
 /**
- * Recall's own policy, without processes: the fallback chain (context face → find with local ranking), the
- * 6 h memo of a server without context mode, the quotas, and the local ranking. Then what the prompt hook prints for a text: memories the session already has are left out whatever the
- * server does with `exclude_uris`; nothing new prints nothing; the same prompt again asks nothing; the profile
- * and the memories share one digest; the full format keeps the server's text when nothing is left out.
+ * Recall's own policy, without processes: the fallback chain (context face → find with local ranking) and the
+ * local ranking (the context face's whole body: tests/hooks/hooks_process_test.ts). Then what the prompt hook
+ * prints for a text: memories the session already has are left out whatever the server does with
+ * `exclude_uris`; nothing new prints nothing; the same prompt again asks nothing; the profile and the memories
+ * share one digest.
  */
 
 import { assertEquals, assertMatch, assertTrue } from "../tests/support/assert.ts";
 import { DEFAULT_ENTRY, FAKE_DIGEST_FIRST, FakeOpenViking } from "../tests/support/fake-openviking.ts";
 import { type Answer, type Call, fail, ok, route, scriptedClient } from "../tests/support/scripted-client.ts";
-import { tempDir } from "../tests/support/temp.ts";
 import { Budget, clientOptions, createClient } from "../openviking/client.ts";
 import {
-  contextSearchBody,
   injectionFor,
   type InjectionRequest,
   inStrictScope,
-  LEGACY_MEMO_MS,
   rankFindItems,
   recallForPrompt,
   type RecallResult,
-  scaleQuotas,
 } from "./recall.ts";
-import { fullRecallBlock, renderElement } from "./digest.ts";
 import { type Config, loadConfig } from "../openviking/config.ts";
-import { type Block, printBlocks } from "../lib/printed.ts";
 
 const SETTINGS: Config = {
   ...(await loadConfig({ HOME: "/nonexistent-home" })).config,
   recallLimit: 3,
-  recallLimitConfigured: false,
-  recallMaxContentChars: 500,
   scoreThreshold: 0.35,
-  recallPreferAbstract: true,
   recallPeerScope: "all",
-  recallDedupTurns: 5,
-  recallDedupTurnsConfigured: false,
-  recallFormat: "full",
 };
 
 const SEARCH = "POST /api/v1/search/search";
@@ -45,15 +34,11 @@ const READ = "GET /api/v1/content/read";
 /** The URIs of a result's memories. */
 const urisOf = (r: RecallResult) => r.memories.map((m) => m.uri);
 
-/** The full-format block of a result showing all its memories. */
-const blockOf = (r: RecallResult) =>
-  fullRecallBlock(r, r.memories, { recallTokenBudget: 2000, recallMaxContentChars: 500 });
-
-/** A request for `query` with a fresh budget; `stateDir` "" keeps no memo. */
-const request = (query: string, stateDir = "") => ({
+/** A request for `query` with a fresh budget. */
+const request = (query: string) => ({
   query,
   budget: new Budget(5000),
-  stateDir,
+  stateDir: "",
   sessionId: "kc-s",
   excludeUris: [] as string[],
 });
@@ -75,19 +60,12 @@ const item = (uri: string, score: number, abstract = "", level?: number): Item =
   bucket: "memory",
 });
 
-/** A block as printed alone, without the final newline. */
-const blockOfText = (b: Block) => printBlocks([b]).trimEnd();
-
 Deno.test("recall chain: the context face answers; nothing else is asked", async () => {
   const a = { uri: "viking://user/d/memories/a.md", text: "tabs, not spaces" };
-  const reply = { entries: [a], rendered: `  ${renderElement(a)}  `, digest: "a digest we never asked for" };
+  const reply = { entries: [a], rendered: "<memory …>", digest: "a digest we never asked for" };
   const { client, calls } = scriptedClient(byRoute({ [SEARCH]: ok(reply) }));
   const r = await recallForPrompt(client, SETTINGS, request("how do I indent?"));
-  assertEquals([r.source, r.memories, r.assembled], ["context", [a], renderElement(a)]);
-  assertMatch(
-    blockOfText(blockOf(r)!),
-    /^<openviking-context>\nRelevant memory from OpenViking\..*\n&lt;memory uri="viking:\/\/user\/d\/memories\/a\.md">\ntabs, not spaces/s,
-  );
+  assertEquals(r, { source: "context", memories: [a] }, "only the entries are taken");
   assertEquals(calls.map(route), [SEARCH]);
   assertEquals((calls[0].body as { mode: string }).mode, "context");
 });
@@ -95,54 +73,16 @@ Deno.test("recall chain: the context face answers; nothing else is asked", async
 Deno.test("recall chain: an empty answer from the context face is the answer (no fallback)", async () => {
   const { client, calls } = scriptedClient(byRoute({ [SEARCH]: ok({ entries: [], rendered: "" }) }));
   const r = await recallForPrompt(client, SETTINGS, request("anything relevant?"));
-  assertEquals([r.source, blockOf(r), calls.map(route)], ["context", undefined, [SEARCH]]);
+  assertEquals([r.source, r.memories, calls.map(route)], ["context", [], [SEARCH]]);
 });
 
-Deno.test("recall chain: a failing context face, or one whose result is not OpenViking's shape, falls to find", async () => {
-  for (const answer of [fail("server", 503), ok("not an object")]) {
+Deno.test("recall chain: a failing context face, one whose result is not OpenViking's shape, or a server without context mode falls to find", async () => {
+  const legacy = { fail: "rejected", status: 422, message: "extra fields not permitted: mode" } as const;
+  for (const answer of [fail("server", 503), ok("not an object"), legacy]) {
     const { client, calls } = scriptedClient(byRoute({ [SEARCH]: answer, [FIND]: ok({}) }));
     const r = await recallForPrompt(client, SETTINGS, request("what did I say?"));
     assertEquals([r.source, calls.map(route)], ["none", [SEARCH, FIND, FIND]]);
   }
-});
-
-Deno.test("recall chain: a server without context mode is remembered for 6 h, per server URL", async () => {
-  await using dir = await tempDir();
-  const legacy = byRoute({
-    [SEARCH]: { fail: "rejected", status: 422, message: "extra fields not permitted: mode" },
-    [FIND]: ok({
-      memories: [{ uri: "viking://user/d/memories/l.md", score: 0.9, abstract: "legacy answer" }],
-    }),
-  });
-  const first = scriptedClient(legacy);
-  assertEquals((await recallForPrompt(first.client, SETTINGS, request("q1", dir.path))).source, "find");
-  assertEquals(first.calls.map(route), [SEARCH, FIND, FIND]);
-  const file = `${dir.path}/context-face.json`;
-  const memo = JSON.parse(await Deno.readTextFile(file));
-  assertTrue(Math.abs(memo.legacyUntil - Date.now() - LEGACY_MEMO_MS) < 60_000, "for 6 h");
-  const later = scriptedClient(legacy);
-  await recallForPrompt(later.client, SETTINGS, request("q2", dir.path));
-  assertEquals(later.calls.map(route), [FIND, FIND], "the memo skips the context face");
-  await Deno.writeTextFile(file, JSON.stringify({ ...memo, legacyUntil: Date.now() - 1 }));
-  const expired = scriptedClient(legacy);
-  await recallForPrompt(expired.client, SETTINGS, request("q3", dir.path));
-  assertEquals(expired.calls.map(route), [SEARCH, FIND, FIND], "after 6 h it is asked again");
-  const other = scriptedClient(legacy, { baseUrl: "http://other.test:1933" });
-  await recallForPrompt(other.client, SETTINGS, request("q4", dir.path));
-  assertEquals(
-    other.calls.map(route),
-    [SEARCH, FIND, FIND],
-    "another server is not taken for the legacy one",
-  );
-  // Any other failure is not a missing context mode: nothing is remembered.
-  await using fresh = await tempDir();
-  const busy = scriptedClient(byRoute({ [SEARCH]: fail("server", 503), [FIND]: ok({}) }));
-  await recallForPrompt(busy.client, SETTINGS, request("q5", fresh.path));
-  const again = scriptedClient(byRoute({ [SEARCH]: ok({ entries: [] }) }));
-  assertEquals(
-    (await recallForPrompt(again.client, SETTINGS, request("q6", fresh.path))).source,
-    "context",
-  );
 });
 
 Deno.test("recall chain: find per source, excluded URIs and folder summaries out, ranked and cut to the limit, content read when the abstract will not do", async () => {
@@ -186,13 +126,10 @@ Deno.test("recall chain: find per source, excluded URIs and folder summaries out
   assertEquals(calls.filter((c) => route(c) === READ).map((c) => c.query?.uri), [
     "viking://user/d/memories/a.md",
   ]);
-  const text = blockOfText(blockOf(r)!);
-  assertMatch(text, /- \[memory 90%\] the whole memory a/);
-  assertMatch(text, /- \[skill 70%\] how to deploy/);
-  assertTrue(
-    !text.includes("already injected") && !text.includes("below the threshold") && !text.includes("no uri") &&
-      !text.includes("overview") && !text.includes("Events"),
-  );
+  assertEquals(r.memories.map((m) => [m.text, m.score, m.category]), [
+    ["the whole memory a", 0.9, "memory"],
+    ["how to deploy", 0.7, "skill"],
+  ]);
   const finds = calls.filter((c) => route(c) === FIND).map((c) =>
     c.body as { limit: number; score_threshold: number }
   );
@@ -207,7 +144,7 @@ Deno.test("recall chain: an empty query asks nothing; nothing found anywhere is 
     byRoute({ [SEARCH]: fail("server", 500), [FIND]: ok({}) }),
   );
   const r = await recallForPrompt(nothing.client, SETTINGS, request("find nothing"));
-  assertEquals([r.source, blockOf(r), urisOf(r), r.failure], ["none", undefined, [], undefined]);
+  assertEquals([r.source, urisOf(r), r.failure], ["none", [], undefined]);
 });
 
 Deno.test("recall chain: when no stage answers, the result says why — the first failure that is not a missing stage", async () => {
@@ -236,21 +173,6 @@ Deno.test("recall chain: when no stage answers, the result says why — the firs
   );
   const h = await recallForPrompt(half.client, SETTINGS, request("how is it deployed?"));
   assertEquals([h.source, h.failure], ["none", undefined]);
-});
-
-Deno.test("quotas: the limit split by weights with the largest remainders, each bucket at least 1", () => {
-  assertEquals(scaleQuotas(10, { a: 1, b: 2, c: 1 }), { a: 3, b: 5, c: 2 });
-  assertEquals(scaleQuotas(5, { a: 1, b: 1, c: 1 }), { a: 2, b: 2, c: 1 });
-  assertEquals(scaleQuotas(2, { a: 1, b: 1, c: 1 }), { a: 1, b: 1, c: 1 }, "fewer than buckets: one each");
-  const weights = { events: 1, entities: 2, preferences: 1, experiences: 1, resources: 3, skills: 2 };
-  for (const limit of [3, 7, 10, 23, 100]) {
-    const q = scaleQuotas(limit, weights);
-    assertEquals(Object.values(q).reduce((a, b) => a + b, 0), Math.max(limit, 6), `sum for ${limit}`);
-  }
-  // Quotas go out only when the user set the limit, as the other plugins do.
-  assertEquals("quotas" in contextSearchBody(SETTINGS, { query: "q" }), false);
-  const quotas = contextSearchBody({ ...SETTINGS, recallLimitConfigured: true }, { query: "q" }).quotas;
-  assertEquals(quotas, Object.fromEntries(Object.keys(weights).map((k) => [k, 1])));
 });
 
 Deno.test("local ranking: threshold, file boost, temporal and preference boosts, word overlap, dedupe, limit", () => {
@@ -302,14 +224,6 @@ Deno.test("local ranking: threshold, file boost, temporal and preference boosts,
   ]);
 });
 
-Deno.test("context body: the digest sends no dedup_turns unless the user set it; the full format keeps 5", () => {
-  const r = { query: "q", sessionId: "kc-s" };
-  assertEquals("dedup_turns" in contextSearchBody({ ...SETTINGS, recallFormat: "digest" }, r), false);
-  const set = { ...SETTINGS, recallFormat: "digest" as const, recallDedupTurnsConfigured: true };
-  assertEquals(contextSearchBody(set, r).dedup_turns, 5);
-  assertEquals(contextSearchBody({ ...SETTINGS, recallFormat: "full" }, r).dedup_turns, 5);
-});
-
 Deno.test("strict scope: the user's preferences and profile, and this workspace's peer space; nothing else", () => {
   const keep = [
     "viking://user/default/memories/preferences/indent.md",
@@ -339,7 +253,7 @@ Deno.test("strict scope: recall asks with peer_scope actor and shows only what s
     { peerId: "p-a" },
   );
   const r = await recallForPrompt(client, { ...SETTINGS, recallPeerScope: "strict" }, request("release"));
-  assertEquals([r.memories.map((m) => m.uri), r.assembled], [[mine, pref], undefined]);
+  assertEquals([r.source, r.memories.map((m) => m.uri)], ["context", [mine, pref]]);
   assertEquals((calls[0].body as Record<string, unknown>).peer_scope, "actor");
   const all = await recallForPrompt(
     scriptedClient(byRoute({ [SEARCH]: ok({ entries }) })).client,
@@ -356,7 +270,6 @@ const entry = (n: number, text = `memory ${n}`) => ({
   detail: "abstract",
   text,
 });
-const rendered = (entries: ReturnType<typeof entry>[]) => entries.map(renderElement).join("\n");
 
 const config = async (env: Record<string, string> = {}) =>
   (await loadConfig({ HOME: "/nonexistent-home", ...env })).config;
@@ -376,9 +289,7 @@ const injection = (over: Partial<InjectionRequest> = {}): InjectionRequest => ({
 
 /** A server whose context face lists `entries` whatever it is asked to exclude. */
 const listing = (entries: ReturnType<typeof entry>[]) =>
-  scriptedClient((c) =>
-    route(c) === SEARCH ? ok({ entries, rendered: rendered(entries) }) : fail("missing-route", 404)
-  );
+  scriptedClient((c) => route(c) === SEARCH ? ok({ entries }) : fail("missing-route", 404));
 
 Deno.test("inject: memories the session already has are left out, even when the server sends them again", async () => {
   const { client, calls } = listing([entry(1), entry(2), entry(3)]);
@@ -468,25 +379,4 @@ Deno.test("inject: the profile's rows and the memories share one block; an unans
   fake.fault({ route: "*", status: 503 });
   const down = await injectionFor(client, c, injection({ profile: true }));
   assertEquals([down.stdout, down.profile], ["", "unavailable"]);
-});
-
-Deno.test("inject: the full format prints the server's text as it is, or its memories without those already seen", async () => {
-  const entries = [entry(1), entry(2)];
-  const c = await config({ OPENVIKING_RECALL_FORMAT: "full" });
-  const head =
-    "<openviking-context>\nRelevant memory from OpenViking. Use the search/read MCP tools to expand URIs.\n";
-  const all = await injectionFor(listing(entries).client, c, injection());
-  assertEquals(all.stdout, `${head}${rendered(entries).replaceAll("<", "&lt;")}\n</openviking-context>\n`);
-  const some = await injectionFor(listing(entries).client, c, injection({ injected: [entry(1).uri] }));
-  assertEquals(
-    some.stdout,
-    `${head}${rendered([entry(2)]).replaceAll("<", "&lt;")}\n</openviking-context>\n`,
-  );
-  assertEquals(some.suppressed, [entry(1).uri]);
-  const none = await injectionFor(
-    listing(entries).client,
-    c,
-    injection({ injected: entries.map((e) => e.uri) }),
-  );
-  assertEquals(none.stdout, "");
 });

@@ -53,7 +53,6 @@ export const SessionStateSchema = z.object({
   ovSession: maybe(z.string()),
   /** Where its captures went: a digest of server, identity and key (`sessionDestination`); idle commits use it. */
   destination: maybe(z.string()),
-  idleCommit: maybe(z.enum(["set", "unsupported"])),
   lastAckedKey: maybe(z.string()),
   lastCapture: maybe(z.object({
     at: z.number(),

@@ -314,25 +314,8 @@ export const KNOBS = {
   bypassSession: knob("OPENVIKING_BYPASS_SESSION", boolKnob, false, ON),
   bypassSessionPatterns: knob("OPENVIKING_BYPASS_SESSION_PATTERNS", listKnob, [], ADD),
   recallLimit: knob("OPENVIKING_RECALL_LIMIT", numKnob(1, 100), 10, LOWER),
-  recallTokenBudget: knob("OPENVIKING_RECALL_TOKEN_BUDGET", numKnob(200, 100_000), 2000, LOWER),
-  recallMaxContentChars: knob("OPENVIKING_RECALL_MAX_CONTENT_CHARS", numKnob(50, 100_000), 500, LOWER),
   scoreThreshold: knob("OPENVIKING_SCORE_THRESHOLD", numKnob(0, 1, false), 0.35, RAISE),
-  recallPreferAbstract: knob("OPENVIKING_RECALL_PREFER_ABSTRACT", boolKnob, true, ON),
   recallPeerScope: knob("OPENVIKING_RECALL_PEER_SCOPE", enumKnob(SCOPES), "all", narrower(SCOPES)),
-  recallDedupTurns: knob("OPENVIKING_RECALL_DEDUP_TURNS", numKnob(0, 20), 5, RAISE),
-  recallMaxTokens: knob("OPENVIKING_RECALL_MAX_TOKENS", numKnob(64, 32_000), undefined, LOWER),
-  recallQueryExpansion: knob(
-    "OPENVIKING_RECALL_QUERY_EXPANSION",
-    enumKnob(["off", "auto"]),
-    undefined,
-    toward("off", 'set it to "off"'),
-  ),
-  recallFormat: knob(
-    "OPENVIKING_RECALL_FORMAT",
-    enumKnob(["digest", "full"]),
-    "digest",
-    toward("digest", 'set it to "digest"'),
-  ),
   recallDigestLimit: knob("OPENVIKING_RECALL_DIGEST_LIMIT", numKnob(1, 50), 5, LOWER),
   recallDigestChars: knob("OPENVIKING_RECALL_DIGEST_CHARS", numKnob(300, 32_000), 1200, LOWER),
   minQueryLength: knob("OPENVIKING_MIN_QUERY_LENGTH", numKnob(0, 10_000), 3, RAISE),
@@ -350,8 +333,6 @@ export const KNOBS = {
   pendingReplayLimit: knob("OPENVIKING_PENDING_REPLAY_LIMIT", numKnob(1, 100_000), 50, NEVER),
   pendingMaxRetries: knob("OPENVIKING_PENDING_MAX_RETRIES", numKnob(1, 1000), 3, NEVER),
   pendingTtlDays: knob("OPENVIKING_PENDING_TTL_DAYS", numKnob(1, 3650), 7, NEVER),
-  ledgerMaxBytes: knob("OPENVIKING_LEDGER_MAX_BYTES", numKnob(64 * 1024, 1024 ** 3), 8 * 1024 * 1024, NEVER),
-  ledgerMaxAgeDays: knob("OPENVIKING_LEDGER_MAX_AGE_DAYS", numKnob(1, 3650), 30, NEVER),
   mcpTools: knob("OPENVIKING_MCP_TOOLS", listKnob, ["memory"], NEVER),
   debug: knob("OPENVIKING_DEBUG", boolKnob, false, OFF),
   debugLogPath: knob("OPENVIKING_DEBUG_LOG", pathKnob, undefined, NEVER),
@@ -370,8 +351,6 @@ type KnobValues =
 export type Settings = Omit<KnobValues, "debugLogPath"> & {
   /** "" = no log (no home). */
   debugLogPath: string;
-  recallLimitConfigured: boolean;
-  recallDedupTurnsConfigured: boolean;
 };
 
 const shown = (value: unknown) => JSON.stringify(value) ?? String(value);
@@ -397,7 +376,6 @@ export function resolveSettings(
   ];
   const workspace = (sources.workspace ?? []).map((w): [string, JsonRecord] => [w.path, asRecord(w.value)]);
   const settings: JsonRecord = {};
-  const configured = new Set<string>();
   for (const [name, knob] of Object.entries(KNOBS) as [string, Knob<unknown, unknown>][]) {
     const env = sources.env[knob.env]?.trim() ? { value: sources.env[knob.env], where: knob.env } : undefined;
     const user = env ?? firstSetting(userLayers, name);
@@ -413,7 +391,6 @@ export function resolveSettings(
         warnings.push(`${asked.where}: ${shown(asked.value)} is ignored: a workspace file ${may}`);
       } else {
         value = parsed.value;
-        configured.add(name);
       }
     }
     if (value !== undefined) settings[name] = value;
@@ -422,8 +399,6 @@ export function resolveSettings(
   return {
     ...knobs,
     debugLogPath: debugLogPath(knobs.debugLogPath, sources.env, warnings),
-    recallLimitConfigured: configured.has("recallLimit"),
-    recallDedupTurnsConfigured: configured.has("recallDedupTurns"),
   };
 }
 

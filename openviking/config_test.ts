@@ -405,7 +405,6 @@ const PARSES: [Name, "env" | "file", unknown, unknown, string?][] = [
   ["recallLimit", "env", "0x10", 16],
   ["recallLimit", "file", 1, 1],
   ["recallLimit", "file", 100, 100],
-  ["recallDedupTurns", "file", 0, 0],
   ["recallLimit", "file", "0", 10, "must be at least 1"],
   ["recallLimit", "file", -1, 10, "must be at least 1"],
   ["recallLimit", "file", 101, 10, "must be at most 100"],
@@ -423,7 +422,6 @@ const PARSES: [Name, "env" | "file", unknown, unknown, string?][] = [
   ["scoreThreshold", "file", -1, 0.35, "must be at least 0"],
   ["scoreThreshold", "file", "-Infinity", 0.35, "expected number"],
   ["peerSource", "env", " Git ", "git"],
-  ["recallFormat", "env", "FULL", "full"],
   ...["svn", 1, ["git"], ""].map((raw): [Name, "file", unknown, unknown, string] => [
     "peerSource",
     "file",
@@ -436,10 +434,6 @@ const PARSES: [Name, "env" | "file", unknown, unknown, string?][] = [
   ["bypassSessionPatterns", "file", [" a "], [" a "]],
   ["bypassSessionPatterns", "file", ["a", 2], [], "expected string"],
   ["bypassSessionPatterns", "file", 5, [], "expected array"],
-  ["recallMaxTokens", "file", null, undefined],
-  ["recallMaxTokens", "env", "800", 800],
-  ["recallMaxTokens", "file", 63, undefined, "must be at least 64"],
-  ["recallQueryExpansion", "env", "AUTO", "auto"],
   ["debugLogPath", "file", 5, "/h/.openviking/logs/kimicode-hooks.log", "expected string"],
   ["debugLogPath", "file", "", "/h/.openviking/logs/kimicode-hooks.log", "needs at least 1 character"],
 ];
@@ -471,8 +465,6 @@ Deno.test("knobs: every bad value gives one warning, in the table's order; the g
   const warnings: string[] = [];
   const s: Settings = resolveSettings({ env }, warnings);
   assertEquals(s.recallLimit, 7);
-  assertEquals(s.recallLimitConfigured, true);
-  assertEquals(s.recallDedupTurnsConfigured, false, "a bad value counts as not configured");
   const named = warnings.filter((w) => w.startsWith("OPENVIKING_")).map((w) => w.slice(0, w.indexOf(":")));
   const expected = Object.values(KNOBS).map((k) => k.env).filter((e) =>
     ![
@@ -511,11 +503,6 @@ const raise = (lo: number, hi: number): Allowed => ({
   cases: [[lo, hi, true], [hi, lo, false], [hi, hi, true]],
 });
 const never = (a: unknown, b: unknown): Allowed => ({ may: "", cases: [[a, b, false], [b, a, false]] });
-/** Only `narrow` (or the user's own value), never back from it. */
-const toward = (narrow: string, wide: string): Allowed => ({
-  may: `set it to "${narrow}"`,
-  cases: [[wide, narrow, true], [narrow, wide, false], [wide, wide, true]],
-});
 
 /** Every knob's rule for a workspace file: stricter, never weaker; never where data goes or who we are. */
 const WORKSPACE: Record<Name, Allowed> = {
@@ -530,10 +517,7 @@ const WORKSPACE: Record<Name, Allowed> = {
     cases: [[["/a/**"], ["/a/**", "/b/**"], true], [["/a/**"], ["/b/**"], false], [[], ["x*"], true]],
   },
   recallLimit: lower(5, 100),
-  recallTokenBudget: lower(2000, 100_000),
-  recallMaxContentChars: lower(500, 100_000),
   scoreThreshold: raise(0, 0.35),
-  recallPreferAbstract: on,
   recallPeerScope: {
     may: 'set it to "actor" or "strict"',
     cases: [["all", "actor", true], ["actor", "strict", true], ["strict", "actor", false], [
@@ -542,10 +526,6 @@ const WORKSPACE: Record<Name, Allowed> = {
       false,
     ]],
   },
-  recallDedupTurns: raise(0, 5),
-  recallMaxTokens: lower(100, 8000),
-  recallQueryExpansion: toward("off", "auto"),
-  recallFormat: toward("digest", "full"),
   recallDigestLimit: lower(5, 50),
   recallDigestChars: lower(1200, 32_000),
   minQueryLength: raise(3, 10),
@@ -563,8 +543,6 @@ const WORKSPACE: Record<Name, Allowed> = {
   pendingReplayLimit: never(50, 1),
   pendingMaxRetries: never(3, 1),
   pendingTtlDays: never(7, 1),
-  ledgerMaxBytes: never(8 * 1024 * 1024, 64 * 1024),
-  ledgerMaxAgeDays: never(30, 1),
   mcpTools: never(["memory"], ["all"]),
   debug: off,
   debugLogPath: never("/var/log/a.log", "/tmp/leak.log"),
@@ -603,13 +581,7 @@ const HOSTILE = {
   recallDigestChars: 32_000,
   recallDigestLimit: 50,
   recallLimit: 100,
-  recallFormat: "full",
-  recallTokenBudget: 100_000,
-  recallMaxContentChars: 100_000,
-  recallMaxTokens: 32_000,
-  recallQueryExpansion: "auto",
   recallPeerScope: "all",
-  recallPreferAbstract: false,
   minQueryLength: 0,
   profileTokenBudget: 100_000,
   commitPolicy: "every-turn",
@@ -623,11 +595,7 @@ Deno.test("knobs: a cloned repository's file widens no recall, budget or commit 
   const warnings: string[] = [];
   const s = resolveSettings({ env: {}, workspace: [{ path: WS, value: HOSTILE }] }, warnings);
   assertEquals(pick(s), pick(resolveSettings({ env: {} })), "every knob keeps the user's (default) value");
-  assertEquals(s.recallLimitConfigured, false, "no quotas are sent for a repository");
   assertEquals(warnings.length, names.length - 1, warnings.join("\n")); // the peer scope asked is the default
-  // An unset optional knob: a repository may switch expansion off, and may not set a token cap we cannot weigh.
-  assertEquals(withWorkspace("recallQueryExpansion", undefined, "off"), { value: "off", warnings: [] });
-  assertEquals(withWorkspace("recallMaxTokens", undefined, 100).value, undefined);
 });
 
 Deno.test("loadConfig: a directory, a device or a huge file as a config is never read: a warning names it, defaults apply", async () => {

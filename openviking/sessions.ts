@@ -211,29 +211,6 @@ export async function commitSession(
   );
 }
 
-/** After this long without a message the server commits a session itself. */
-export const IDLE_COMMIT_SECONDS = 900;
-
-/** Asks the server to commit `sid` once idle: "set", "unsupported", or undefined (ask again later). */
-export async function setIdleCommit(
-  client: OpenVikingClient,
-  sid: string,
-  budget: Budget,
-): Promise<"set" | "unsupported" | undefined> {
-  const policy = {
-    idle_timeout_seconds: IDLE_COMMIT_SECONDS,
-    pending_token_threshold: 0,
-    message_count_threshold: 0,
-  };
-  const res = await client.request("PATCH", `${sessionPath(sid)}/config`, AnyResult, {
-    body: { auto_commit_policy: policy },
-    budget,
-    peerId: null,
-  });
-  if (res.ok) return "set";
-  return res.kind === "rejected" || res.kind === "missing-route" ? "unsupported" : undefined;
-}
-
 /** A message the server holds, as far as matching goes. */
 interface HeldMessage {
   role: string;

@@ -23,7 +23,7 @@ Deno.test("prompt hook in a repository whose config links to /dev/zero, with FIF
   await Deno.symlink("/dev/zero", `${repo}/.openviking/config.json`);
   await mkfifo(`${repo}/.openviking/config.local.json`);
   await Deno.mkdir(`${dir.path}/.openviking/state`, { recursive: true, mode: 0o700 });
-  for (const f of ["ovcli.conf", "ov.conf", "state/context-face.json"]) {
+  for (const f of ["ovcli.conf", "ov.conf"]) {
     await mkfifo(`${dir.path}/.openviking/${f}`);
   }
   const stdin = JSON.stringify({
