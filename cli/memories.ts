@@ -10,7 +10,8 @@ import { clientOptions, createClient, type OvFailure } from "../openviking/clien
 import { resolvePeer } from "../openviking/peer.ts";
 import { dirName, isAbsolutePath, joinPath, ledgerDir, orNoHome, processEnv } from "../lib/paths.ts";
 import { commandName, invocationCwd, workspaceDir } from "../lib/self.ts";
-import { ago, STATUS_COLUMNS as WIDTH, wrap } from "./status.ts";
+import { ago } from "./status.ts";
+import { WIDTH, wrap } from "./mod.ts";
 import { preview } from "./turns.ts";
 import { oneLine } from "../memory/digest.ts";
 import { recallQuery } from "../memory/query.ts";

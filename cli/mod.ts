@@ -8,6 +8,7 @@ import { parseArgs } from "node:util";
 import { HOOKS } from "../kimi/hooks.ts";
 import { VERSION } from "../lib/version.ts";
 import { commandName } from "../lib/self.ts";
+import { textColumns } from "../lib/columns.ts";
 
 /** The program's name in usage lines. */
 const PROGRAM = "openviking-kimi";
@@ -97,6 +98,15 @@ const kimiHome = str("DIR", "Kimi Code's home directory (default: $KIMI_CODE_HOM
 const workspace = str("DIR", "the workspace (default: here)");
 const dryRun = bool("print the changes as diffs and change nothing");
 const modes = ["config", "plugin"] as const;
+/** `kimi-home` as `kimiHome`, the name a handler takes. */
+type Camel<S> = S extends `${infer H}-${infer T}` ? `${H}${Capitalize<Camel<T>>}` : S;
+/** Parsed values under their handlers' names (`--kimi-home` → `kimiHome`). */
+const camel = <V extends object>(v: V) =>
+  Object.fromEntries(
+    Object.entries(v).map(([k, x]) => [k.replace(/-(\w)/g, (_, c) => c.toUpperCase()), x]),
+  ) as {
+    [K in keyof V as Camel<K>]: V[K];
+  };
 const mode = (value: string | undefined) => modes.find((m) => m === value);
 
 /** The command table, in the order the top-level help lists it. */
@@ -139,17 +149,7 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
       yes: { ...bool("take the place of OpenViking's own Kimi plugin when it is registered"), short: "y" },
     },
     run: async (v) =>
-      (await import("./install.ts")).installCommand({
-        mode: mode(v.mode) ?? "config",
-        kimiHome: v["kimi-home"],
-        url: v.url,
-        apiKey: v["api-key"],
-        apiKeyStdin: v["api-key-stdin"],
-        account: v.account,
-        user: v.user,
-        dryRun: v["dry-run"],
-        yes: v.yes,
-      }),
+      (await import("./install.ts")).installCommand({ ...camel(v), mode: mode(v.mode) ?? "config" }),
   }),
   uninstall: command({
     summary: "Removes exactly what install added; config.toml comes back byte for byte.",
@@ -164,19 +164,12 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
       "dry-run": dryRun,
       yes: { ...bool("accepted and ignored (uninstall never asks)"), short: "y" },
     },
-    run: async (v) =>
-      (await import("./install.ts")).uninstallCommand({
-        mode: mode(v.mode),
-        kimiHome: v["kimi-home"],
-        purge: v.purge,
-        dryRun: v["dry-run"],
-        yes: v.yes,
-      }),
+    run: async (v) => (await import("./install.ts")).uninstallCommand({ ...camel(v), mode: mode(v.mode) }),
   }),
   doctor: command({
     summary: "Checks the setup and the server; each problem comes with its fix. Exits 1 when one fails.",
     flags: { json: bool("print the checks as JSON"), "kimi-home": kimiHome },
-    run: async (v) => (await import("./doctor.ts")).doctorCommand({ json: v.json, kimiHome: v["kimi-home"] }),
+    run: async (v) => (await import("./doctor.ts")).doctorCommand(camel(v)),
   }),
   turns: command({
     summary: "Shows what capture would send from a session's journal (no network, no state change).",
@@ -251,8 +244,29 @@ function print(text: string): number {
   return 0;
 }
 
-/** Help and usage lines are wrapped to this many columns. */
-const WIDTH = 80;
+/** Help and usage lines are wrapped to this many columns, and so are the reports' lines. */
+export const WIDTH = 80;
+
+/**
+ * `line` wrapped at spaces into lines of at most `width`, continuations indented by `indent`; a word (a URI)
+ * is never broken, and the line's indent and list marker (`+ `, `- `) stay with its first word.
+ */
+export function wrap(line: string, indent: string, width = WIDTH): string[] {
+  if (textColumns(line) <= width) return [line];
+  const lead = /^ *(?:[+-] )?/.exec(line)![0];
+  const [first, ...words] = line.slice(lead.length).split(/(?<= )(?=[^ ])/);
+  const out: string[] = [];
+  let current = `${lead}${first}`;
+  for (const word of words) {
+    if (textColumns(current) + textColumns(word.trimEnd()) <= width) current += word;
+    else {
+      out.push(current.trimEnd());
+      current = `${indent}${word}`;
+    }
+  }
+  out.push(current.trimEnd());
+  return out;
+}
 
 /** The words of `text` in lines of at most `width` columns (a longer word stays whole on its own line). */
 function fill(text: string | readonly string[], width: number): string[] {

@@ -28,7 +28,7 @@ import { scrub } from "../lib/scrub.ts";
 import { readState, statePaths } from "../memory/state.ts";
 import { dueAt } from "../memory/idle-commit.ts";
 import { VERSION } from "../lib/version.ts";
-import { textColumns } from "../lib/columns.ts";
+import { wrap } from "./mod.ts";
 import { commandName, workspaceDir } from "../lib/self.ts";
 import { SESSION_PREFIX } from "../memory/context.ts";
 import { type Alarm, alarmWords, askAlarm, memoriesOf } from "../memory/extraction.ts";
@@ -218,30 +218,6 @@ function placeQueued(s: SessionStatus, tasks: { id: string; at: number }[]) {
     if (i >= 0) c.taskId = left.splice(i, 1)[0].id;
   }
   return left;
-}
-
-/** Widest line the text form prints. */
-export const STATUS_COLUMNS = 80;
-
-/**
- * `line` wrapped at spaces into lines of at most `width`, continuations indented by `indent`; a word (a URI)
- * is never broken, and the line's indent and list marker (`+ `, `- `) stay with its first word.
- */
-export function wrap(line: string, indent: string, width = STATUS_COLUMNS): string[] {
-  if (textColumns(line) <= width) return [line];
-  const lead = /^ *(?:[+-] )?/.exec(line)![0];
-  const [first, ...words] = line.slice(lead.length).split(/(?<= )(?=[^ ])/);
-  const out: string[] = [];
-  let current = `${lead}${first}`;
-  for (const word of words) {
-    if (textColumns(current) + textColumns(word.trimEnd()) <= width) current += word;
-    else {
-      out.push(current.trimEnd());
-      current = `${indent}${word}`;
-    }
-  }
-  out.push(current.trimEnd());
-  return out;
 }
 
 const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;

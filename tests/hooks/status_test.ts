@@ -12,7 +12,8 @@ import { JournalBuilder } from "../support/journal.ts";
 import { enqueueMessages, enqueueShared } from "../support/queue.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { collectStatus, renderStatus, STATUS_COLUMNS } from "../../cli/status.ts";
+import { collectStatus, renderStatus } from "../../cli/status.ts";
+import { WIDTH as STATUS_COLUMNS } from "../../cli/mod.ts";
 import {
   appendLedger,
   type LedgerEntry,
