@@ -1,7 +1,7 @@
 /**
  * `status` in-process (collectStatus, renderStatus) after scripted sessions run in-process: prompts, captures
  * whose commits' tasks complete or fail, writes queued while the server is down, replays. Only what a process
- * shows (exit codes, the detached replay, the replay command) goes through the real entry point.
+ * shows (exit codes, the replay command) goes through the real entry point.
  */
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
@@ -294,44 +294,6 @@ Deno.test("status after `openviking-kimi replay`: the queued commit delivered by
   assertEquals(missed.includes("waits in the queue"), false, missed);
 });
 
-Deno.test("status after an interrupt whose commit went out through its detached replay", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  // Detached writes on (the default), so an interrupt that had to queue starts `openviking-kimi replay`.
-  const env = sandboxEnv(dir.path, fake.url, {
-    OPENVIKING_TIMEOUT_MS: "5000",
-    OPENVIKING_CAPTURE_WAIT_MS: "0",
-  });
-  await placeJournal(
-    dir.path,
-    SESSION,
-    new JournalBuilder().simpleTurn("deploy on Fridays?", "no").toString(),
-  );
-  // The batch alone takes nearly all of Interrupt's 2 s: its commit is queued.
-  fake.fault({ route: "POST /api/v1/sessions/:id/messages/batch", delayMs: 1900, times: 1 });
-  const stdin = {
-    hook_event_name: "Interrupt",
-    session_id: SESSION,
-    cwd: dir.path,
-    turn_id: 1,
-    reason: "cancelled",
-  };
-  const r = await runCli(["hook", "interrupt"], { env, clearEnv: true, stdin: JSON.stringify(stdin) });
-  assertEquals(r.code, 0); // through the entry point: only a process detaches
-  const end = Date.now() + 20_000;
-  while (!(await replayLedger(dir.path)).some((e) => e.commitTasks.length) && Date.now() < end) {
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  const replays = await replayLedger(dir.path);
-  const [taskId] = [...fake.tasks.keys()];
-  assertEquals(replays.flatMap((e) => e.commitTasks), [{ sessionId: `kc-${SESSION}`, taskId }]);
-  const s = (await statusJson(env, dir.path)).sessions.find((x) => x.kimiSessionId === SESSION)!;
-  assertEquals(s.commits.map((c) => [c.outcome, c.waiting, c.replayedAt !== undefined, c.taskId]), [
-    ["queued", false, true, taskId],
-  ]);
-  assertEquals((await statusText(env, dir.path)).includes("waits in the queue"), false);
-});
-
 Deno.test("status: the newest commits the task list leaves out are asked by id: found, expired, or not asked", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
@@ -350,6 +312,10 @@ Deno.test("status: the newest commits the task list leaves out are asked by id: 
   assertEquals(await tasks(), { notAsked: [], tasks: [undefined, done, done, done] });
   const lookups = fake.requests.filter((r) => r.path.startsWith("/api/v1/tasks/")).map((r) => r.path);
   assertEquals(lookups.sort(), [2, 3, 4].map((n) => `/api/v1/tasks/task-kc-${SESSION}-${n}`));
+  // The session's one list asks for 200 (the server's default, 50, would leave a long session's out); the
+  // other list is the extraction alarm's, of every session.
+  const lists = fake.requestsTo("GET /api/v1/tasks").filter((r) => r.query.resource_id);
+  assertEquals(lists.map((r) => r.query.limit), ["200"]);
 
   fake.tasks.clear(); // the server does not know them: too fresh to have expired (another key's server?)
   const unknown = { status: "not-found", memories: [] };
@@ -377,35 +343,6 @@ Deno.test("status: the newest commits the task list leaves out are asked by id: 
     notAsked: [`the tasks of 3 commit(s) of ${SESSION}`],
     tasks: [undefined, undefined, undefined, undefined],
   });
-});
-
-Deno.test("status: a session of 60 commits has every task from one list (the server's default is 50)", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  const env = statusEnv(dir.path, fake.url);
-  const start = Date.now() - 3600_000;
-  for (let i = 0; i < 60; i++) {
-    const [taskId, at, status] = [`task-${i}`, start + i * 1000, i % 2 ? "completed" : "failed"] as const;
-    await ledgerLine(dir.path, SESSION, { at, sent: 2, commit: "committed", taskId });
-    const times = { created_at: at / 1000, updated_at: at / 1000 };
-    const error = i % 2 ? null : "no JSON";
-    fake.tasks.set(taskId, {
-      task_id: taskId,
-      task_type: "session_commit",
-      status,
-      resource_id: `kc-${SESSION}`,
-      ...times,
-      result: null,
-      error,
-    });
-  }
-  const st = await statusJson(env, dir.path, { session: SESSION });
-  const commits = st.sessions[0].commits;
-  assertEquals(commits.length, 60);
-  assertEquals(commits.map((c) => c.task?.status), commits.map((_, i) => i % 2 ? "completed" : "failed"));
-  // The session's one list (the other list is the extraction alarm's, of every session).
-  const lists = fake.requestsTo("GET /api/v1/tasks").filter((r) => r.query.resource_id);
-  assertEquals(lists.map((r) => r.query.limit), ["200"]);
 });
 
 Deno.test("status --session with an id nothing is known of: says so and points to --all, exit 1", async () => {
