@@ -149,8 +149,7 @@ export async function memoriesCommand(o: {
   search: string | undefined;
   cwd: string | undefined;
   json: boolean;
-}): Promise<number> {
-  const env = processEnv();
+}, env = processEnv()): Promise<number> {
   const say = (value: unknown, text: string[], code = 0) => {
     if (o.json) console.log(reportJson(value, 2));
     else (code ? console.error : console.log)(neutralize(wrapped(text).join("\n")));
@@ -171,7 +170,7 @@ export async function memoriesCommand(o: {
     return stop(2, action ? `${action} needs its argument` : `unexpected argument ${JSON.stringify(arg)}`);
   }
   if (o.search !== undefined && action) return stop(2, "--search lists; it goes without an action");
-  const cwd = await workspaceDir(o.cwd);
+  const cwd = await workspaceDir(o.cwd, env);
   if (!cwd) return stop(2, `--cwd ${JSON.stringify(o.cwd)} is not a directory`);
   const { config } = await loadConfig(env, cwd);
   const peer = await resolvePeer(cwd, config);
