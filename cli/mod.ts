@@ -8,6 +8,7 @@ import { parseArgs } from "node:util";
 import { HOOKS } from "../kimi/hooks.ts";
 import { VERSION } from "../lib/version.ts";
 import { commandName } from "../lib/self.ts";
+import { type Env, processEnv } from "../lib/paths.ts";
 import { textColumns } from "../lib/columns.ts";
 
 /** The program's name in usage lines. */
@@ -32,7 +33,12 @@ type Values<F extends Flags> = ReturnType<typeof parseArgs<Config<F>>>["values"]
 type Parsed =
   | { kind: "help" }
   | { kind: "error"; message: string }
-  | { kind: "run"; values: Record<string, unknown>; positionals: string[]; run: () => Promise<number> };
+  | {
+    kind: "run";
+    values: Record<string, unknown>;
+    positionals: string[];
+    run: (env: Env) => Promise<number>;
+  };
 
 const HELP: Flag = { type: "boolean", short: "h", help: "show this help" };
 
@@ -46,14 +52,14 @@ function form(name: string, flag: Flag): string {
 /**
  * Declares a command: `args` its positionals (`<name>` required, `[<name>]` optional) with their help;
  * `usageExit` the exit of a usage error (2, but `hook`'s 0: Kimi reads a hook's exit 2 as "block"); `run` gets
- * the values strict `parseArgs` types from these very flags, and the positionals.
+ * the values strict `parseArgs` types from these very flags, the positionals and the environment.
  */
 function command<const F extends Flags = Record<never, Flag>>(spec: {
   summary: string;
   args?: Readonly<Record<string, string>>;
   flags?: F;
   usageExit?: number;
-  run: (values: Values<F>, positionals: string[]) => Promise<number>;
+  run: (values: Values<F>, positionals: string[], env: Env) => Promise<number>;
 }) {
   const args = spec.args ?? {};
   const names = Object.keys(args);
@@ -85,7 +91,7 @@ function command<const F extends Flags = Record<never, Flag>>(spec: {
     const stray = positionals[names.length];
     if (stray !== undefined) return error(`unexpected argument ${JSON.stringify(stray)}`);
     const typed = values as Values<F>; // parsed strictly from these very flags
-    return { kind: "run", values: typed, positionals, run: () => spec.run(typed, positionals) };
+    return { kind: "run", values: typed, positionals, run: (env) => spec.run(typed, positionals, env) };
   };
   return { summary: spec.summary, args, flags: own, usageExit: spec.usageExit ?? 2, parse };
 }
@@ -169,7 +175,7 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
   doctor: command({
     summary: "Checks the setup and the server; each problem comes with its fix. Exits 1 when one fails.",
     flags: { json: bool("print the checks as JSON"), "kimi-home": kimiHome },
-    run: async (v) => (await import("./doctor.ts")).doctorCommand(camel(v)),
+    run: async (v, _, env) => (await import("./doctor.ts")).doctorCommand(camel(v), env),
   }),
   turns: command({
     summary: "Shows what capture would send from a session's journal (no network, no state change).",
@@ -185,8 +191,8 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
       cwd: workspace,
       json: bool('the same as JSON (its shape: README "status")'),
     },
-    run: async ({ session, all, cwd, json }) =>
-      (await import("./status.ts")).statusCommand({ session, all, cwd, json }),
+    run: async ({ session, all, cwd, json }, _, env) =>
+      (await import("./status.ts")).statusCommand({ session, all, cwd, json }, env),
   }),
   recall: command({
     summary:
@@ -194,7 +200,8 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
       "score and URI (changes nothing). Exits 1 when recall failed.",
     args: { "<text>": "the prompt to recall for" },
     flags: { cwd: workspace, json: bool('the same as JSON (its shape: README "recall")') },
-    run: async ({ cwd, json }, [text]) => (await import("./recall.ts")).recallCommand({ text, cwd, json }),
+    run: async ({ cwd, json }, [text], env) =>
+      (await import("./recall.ts")).recallCommand({ text, cwd, json }, env),
   }),
   memories: command({
     summary: "Lists the memories recall can bring here (this project's and yours) by kind, newest first; " +
@@ -210,8 +217,8 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
       cwd: workspace,
       json: bool("the same as JSON"),
     },
-    run: async ({ search, cwd, json }, [action, arg]) =>
-      (await import("./memories.ts")).memoriesCommand({ action, arg, search, cwd, json }),
+    run: async ({ search, cwd, json }, [action, arg], env) =>
+      (await import("./memories.ts")).memoriesCommand({ action, arg, search, cwd, json }, env),
   }),
   replay: command({
     summary: "Replays the pending queue now and says what it sent. Exits 1 when entries remain.",
@@ -221,7 +228,8 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
       ),
       json: bool("the report as JSON"),
     },
-    run: async ({ rejected, json }) => (await import("./replay.ts")).replayCommand({ rejected, json }),
+    run: async ({ rejected, json }, _, env) =>
+      (await import("./replay.ts")).replayCommand({ rejected, json }, env),
   }),
   version: command({
     summary: "Prints the version.",
@@ -335,8 +343,12 @@ export function usageError(name: string, message: string): string {
   return [`${PROGRAM} ${name}: ${message}`, ...usageLines(name), help].join("\n");
 }
 
-/** Runs command `name` with `args` (what follows its name); returns the exit code. */
-export async function runCommand(name: string | undefined, args: string[]): Promise<number> {
+/** Runs command `name` with `args` (what follows its name) in `env`; returns the exit code. */
+export async function runCommand(
+  name: string | undefined,
+  args: string[],
+  env = processEnv(),
+): Promise<number> {
   if (name === undefined) {
     console.error(helpText());
     return 2;
@@ -352,7 +364,7 @@ export async function runCommand(name: string | undefined, args: string[]): Prom
   }
   const parsed = COMMANDS[name].parse(args);
   if (parsed.kind === "help") return print(commandHelp(name));
-  if (parsed.kind === "run") return await parsed.run();
+  if (parsed.kind === "run") return await parsed.run(env);
   console.error(usageError(name, parsed.message));
   return COMMANDS[name].usageExit;
 }

@@ -588,8 +588,8 @@ async function knownSession(env: paths.Env, id: string): Promise<boolean> {
  */
 export async function statusCommand(
   o: SessionChoice & { cwd: string | undefined; json: boolean },
+  env = paths.processEnv(),
 ): Promise<number> {
-  const env = paths.processEnv();
   if (o.session !== undefined && o.all) {
     console.error("openviking-kimi status: --session and --all exclude each other; give one of them.");
     return 2;
@@ -597,11 +597,11 @@ export async function statusCommand(
   if (o.session !== undefined && !(await knownSession(env, o.session))) {
     console.error(
       `openviking-kimi status: no ledger or state exists for session ${JSON.stringify(o.session)}. ` +
-        `\`${commandName()} status --all\` lists the sessions the ledger knows.`,
+        `\`${commandName(env)} status --all\` lists the sessions the ledger knows.`,
     );
     return 1;
   }
-  const cwd = await workspaceDir(o.cwd);
+  const cwd = await workspaceDir(o.cwd, env);
   if (!cwd) {
     console.error(`openviking-kimi status: --cwd ${JSON.stringify(o.cwd)} is not a directory.`);
     return 2;

@@ -1,5 +1,5 @@
 /**
- * `memories` against the fake OpenViking, in-process as the table parses its arguments: the list of this
+ * `memories` against the fake OpenViking, in-process through the command table: the list of this
  * project's and the user's memories, search, show with the commit a memory came from (the fake's memory diff,
  * task, archive and our ledger), forget (and a forget of what is gone), export and import (and a server without
  * the pack routes): exit codes and output. Processes only where the process matters: a run from the checkout
@@ -10,8 +10,7 @@ import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { ROOT, runCli, runProcess } from "../support/run.ts";
 import type { JsonRecord } from "../../lib/parsed.ts";
-import { COMMANDS } from "../../cli/mod.ts";
-import { memoriesCommand } from "../../cli/memories.ts";
+import { runIn } from "./in-process.ts";
 import { tempDir } from "../support/temp.ts";
 import { zipOf } from "../support/zip.ts";
 
@@ -61,22 +60,10 @@ async function world(fake: FakeOpenViking, home: string) {
   return env;
 }
 
-/** `memories <args>` in-process in `env`: its exit code, what it printed, and stderr with its wrapping undone. */
+/** `memories <args>` in-process in `env`, with stderr's wrapping undone. */
 const mem = (env: Record<string, string>) => async (...args: string[]) => {
-  const parsed = COMMANDS.memories.parse(args);
-  if (parsed.kind !== "run") throw new Error(`memories ${args.join(" ")}: ${JSON.stringify(parsed)}`);
-  const [action, arg] = parsed.positionals;
-  const options = parsed.values as { search?: string; cwd?: string; json: boolean };
-  const out = { stdout: "", stderr: "" };
-  const { log, error } = console;
-  console.log = (text: string) => out.stdout += `${text}\n`;
-  console.error = (text: string) => out.stderr += `${text}\n`;
-  try {
-    const code = await memoriesCommand({ action, arg, search: undefined, cwd: undefined, ...options }, env);
-    return { code, stdout: out.stdout, stderr: flat(out.stderr) };
-  } finally {
-    Object.assign(console, { log, error });
-  }
+  const r = await runIn(env, ["memories", ...args]);
+  return { ...r, stderr: flat(r.stderr) };
 };
 
 /** A sandbox home and a fake after {@link world}, and `memories` run there. */

@@ -1,7 +1,7 @@
 /**
  * `status` in-process (collectStatus, renderStatus) after scripted sessions run in-process: prompts, captures
- * whose commits' tasks complete or fail, writes queued while the server is down, replays. Only what a process
- * shows (exit codes, the replay command) goes through the real entry point.
+ * whose commits' tasks complete or fail, writes queued while the server is down, replays; the commands through
+ * the command table (tests/cli/in-process.ts), doctor as a process.
  */
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
@@ -12,6 +12,7 @@ import { JournalBuilder } from "../support/journal.ts";
 import { enqueueMessages, enqueueShared } from "../support/queue.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
+import { runIn } from "../cli/in-process.ts";
 import { collectStatus, renderStatus } from "../../cli/status.ts";
 import { WIDTH as STATUS_COLUMNS } from "../../cli/mod.ts";
 import {
@@ -260,7 +261,7 @@ Deno.test("status after `openviking-kimi replay`: the queued commit delivered by
   fake.fault({ route: "*", drop: true }); // the server is away: the turn and its commit are queued
   await sessionTurns(env, dir.path)("remember that the build runs in CI only");
   fake.clearFaults();
-  assertEquals((await runCli(["replay"], { env, clearEnv: true })).code, 0);
+  assertEquals((await runIn(env, ["replay"])).code, 0);
 
   const [taskId] = [...fake.tasks.keys()];
   const replays = await replayLedger(dir.path);
@@ -347,13 +348,13 @@ Deno.test("status --session with an id nothing is known of: says so and points t
   const env = statusEnv(dir.path, fake.url);
   await sessionTurns(env, dir.path)("how should I indent TypeScript here?"); // a session that does exist
   for (const args of [["--session", "nosuch-session"], ["--session", "nosuch-session", "--json"]]) {
-    const r = await runCli(["status", ...args], { env, clearEnv: true, cwd: dir.path });
+    const r = await runIn(env, ["status", ...args]);
     assertEquals([r.code, r.stdout], [1, ""], r.stdout);
     assertMatch(r.stderr, /no ledger or state .*nosuch-session/);
     assertStringIncludes(r.stderr, `\`${commandName(env)} status --all\``);
   }
   assertEquals((await statusJson(env, dir.path, { session: SESSION })).sessions.length, 1);
-  const both = await runCli(["status", "--session", SESSION, "--all"], { env, clearEnv: true });
+  const both = await runIn(env, ["status", "--session", SESSION, "--all"]);
   assertEquals([both.code, both.stderr], [
     2,
     "openviking-kimi status: --session and --all exclude each other; give one of them.\n",
@@ -391,7 +392,7 @@ Deno.test("status and doctor once the server is back: doctor names replay (or th
   assertMatch(waiting.captures.fix!, /next turn/);
   assertStringIncludes(waiting.captures.fix!, `\`${commandName(env)} replay\``);
 
-  assertEquals((await runCli(["replay"], { env, clearEnv: true })).code, 0);
+  assertEquals((await runIn(env, ["replay"])).code, 0);
   assertEquals(fake.messages(`kc-${SESSION}`).length, 2);
   const delivered = await doctor();
   assertEquals(delivered.captures.status, "ok", delivered.captures.summary);
