@@ -143,13 +143,10 @@ async function readPack(path: string): Promise<Uint8Array | string> {
 }
 
 /** `openviking-kimi memories`: exit 0; 1 the server failed; 2 a usage error; 3 no such memory; 4 no such route. */
-export async function memoriesCommand(o: {
-  action: string | undefined;
-  arg: string | undefined;
-  search: string | undefined;
-  cwd: string | undefined;
-  json: boolean;
-}, env = processEnv()): Promise<number> {
+export async function memoriesCommand(
+  o: { action?: string; arg?: string; search?: string; cwd?: string; json: boolean },
+  env = processEnv(),
+): Promise<number> {
   const say = (value: unknown, text: string[], code = 0) => {
     if (o.json) console.log(reportJson(value, 2));
     else (code ? console.error : console.log)(neutralize(wrapped(text).join("\n")));

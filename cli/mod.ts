@@ -191,8 +191,7 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
       cwd: workspace,
       json: bool('the same as JSON (its shape: README "status")'),
     },
-    run: async ({ session, all, cwd, json }, _, env) =>
-      (await import("./status.ts")).statusCommand({ session, all, cwd, json }, env),
+    run: async (v, _, env) => (await import("./status.ts")).statusCommand(v, env),
   }),
   recall: command({
     summary:
@@ -200,8 +199,7 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
       "score and URI (changes nothing). Exits 1 when recall failed.",
     args: { "<text>": "the prompt to recall for" },
     flags: { cwd: workspace, json: bool('the same as JSON (its shape: README "recall")') },
-    run: async ({ cwd, json }, [text], env) =>
-      (await import("./recall.ts")).recallCommand({ text, cwd, json }, env),
+    run: async (v, [text], env) => (await import("./recall.ts")).recallCommand({ ...v, text }, env),
   }),
   memories: command({
     summary: "Lists the memories recall can bring here (this project's and yours) by kind, newest first; " +
@@ -217,8 +215,8 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
       cwd: workspace,
       json: bool("the same as JSON"),
     },
-    run: async ({ search, cwd, json }, [action, arg], env) =>
-      (await import("./memories.ts")).memoriesCommand({ action, arg, search, cwd, json }, env),
+    run: async (v, [action, arg], env) =>
+      (await import("./memories.ts")).memoriesCommand({ ...v, action, arg }, env),
   }),
   replay: command({
     summary: "Replays the pending queue now and says what it sent. Exits 1 when entries remain.",
@@ -228,8 +226,7 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
       ),
       json: bool("the report as JSON"),
     },
-    run: async ({ rejected, json }, _, env) =>
-      (await import("./replay.ts")).replayCommand({ rejected, json }, env),
+    run: async (v, _, env) => (await import("./replay.ts")).replayCommand(v, env),
   }),
   version: command({
     summary: "Prints the version.",

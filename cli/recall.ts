@@ -101,7 +101,7 @@ export function renderRecall(r: RecallOutput): string {
  * no such directory.
  */
 export async function recallCommand(
-  options: { text: string; cwd: string | undefined; json: boolean },
+  options: { text: string; cwd?: string; json: boolean },
   env: Env = processEnv(),
 ): Promise<number> {
   const cwd = await workspaceDir(options.cwd, env);

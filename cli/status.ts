@@ -587,7 +587,7 @@ async function knownSession(env: paths.Env, id: string): Promise<boolean> {
  * known of; 2 for both --session and --all, or a --cwd that is not a directory.
  */
 export async function statusCommand(
-  o: SessionChoice & { cwd: string | undefined; json: boolean },
+  o: SessionChoice & { cwd?: string; json: boolean },
   env = paths.processEnv(),
 ): Promise<number> {
   if (o.session !== undefined && o.all) {
