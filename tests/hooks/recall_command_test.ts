@@ -6,8 +6,7 @@
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { sandboxEnv } from "../support/hook-context.ts";
-import { runCli } from "../support/run.ts";
+import { hookIn, sandboxEnv } from "../support/hook-context.ts";
 import { tempDir } from "../support/temp.ts";
 import { runIn } from "../cli/in-process.ts";
 import { RecallOutputSchema, recallPreview, renderRecall } from "../../cli/recall.ts";
@@ -43,11 +42,8 @@ Deno.test("recall: the hook's own output for the text, then the memories; nothin
   const text = "how should I indent TypeScript in this repo?";
   // A sandbox with some state already: recall must leave all of it as it is (the session start's work done
   // inline, so none of it lands after the snapshot).
-  await runCli(["hook", "session-start"], {
-    env: { ...env, OPENVIKING_WRITE_PATH_ASYNC: "0" },
-    clearEnv: true,
-    stdin: JSON.stringify({ hook_event_name: "SessionStart", session_id: "session_other", cwd: project }),
-  });
+  const start = { hook_event_name: "SessionStart", session_id: "session_other", cwd: project };
+  await hookIn("session-start", { env, stdin: JSON.stringify(start) });
   const before = await snapshot(dir.path);
   const out = await recallPreview(text, project, env);
   const printed = await runIn(env, ["recall", text, "--cwd", project]);
