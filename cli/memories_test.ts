@@ -122,7 +122,7 @@ Deno.test("a memory shown: its text whole, each commit it came from, and what ca
   assertStringIncludes(known, "task task-1: our Stop capture, 1 h ago");
   assertStringIncludes(known, "- updated by commit archive_001 of OpenViking session other (not ours)");
   assertStringIncludes(known, "its task is gone from the server");
-  // One turn id, and no commit naming the memory: tests/cli/memories_process_test.ts's `memories show`.
+  // One turn id, and no commit naming the memory: tests/cli/memories_command_test.ts's `memories show`.
   const unasked = renderShown({ ...base, origins: [], unknown: "the sessions' memory diffs: boom" }, NOW);
   assertEquals(unasked.at(-1), "- unknown: the sessions' memory diffs: boom");
 });
