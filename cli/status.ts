@@ -507,7 +507,11 @@ function extractionOf(a: Alarm): Status["extraction"] {
 }
 
 /** Everything `status` shows. */
-export async function collectStatus(env: paths.Env, cwd: string, choice: SessionChoice): Promise<Status> {
+export async function collectStatus(
+  env: paths.Env,
+  cwd: string,
+  choice: SessionChoice = {},
+): Promise<Status> {
   const { config } = await loadConfig(env, cwd);
   const client = createClient(clientOptions(config, "", { timeoutMs: STATUS_TIMEOUT_MS }));
   const conn = await connection(client, config, cwd);

@@ -45,16 +45,9 @@ async function runHook(env: Record<string, string>, cwd: string, event: string, 
   });
 }
 
-/** What `status --json` prints (with `--session`, `--all`), in-process. */
-const statusJson = (
-  env: Record<string, string>,
-  cwd: string,
-  choice: { session?: string; all?: boolean } = {},
-) => collectStatus(env, cwd, choice);
-
 /** The status entry for `SESSION`. */
 const ours = async (env: Record<string, string>, cwd: string) =>
-  (await statusJson(env, cwd)).sessions.find((x) => x.kimiSessionId === SESSION)!;
+  (await collectStatus(env, cwd)).sessions.find((x) => x.kimiSessionId === SESSION)!;
 
 /** The status screen, in-process: its lines within the screen width. */
 async function statusText(env: Record<string, string>, cwd: string, choice = {}): Promise<string> {
@@ -128,7 +121,7 @@ Deno.test("status: every field after a scripted session, with the server down an
   };
   assertEquals(await enqueueShared(`${dir.path}/.openviking/pending`, [other]), 1, "another plugin's write");
 
-  const down = await statusJson(env, dir.path);
+  const down = await collectStatus(env, dir.path);
   const c = down.connection;
   assertEquals([c.reachable, c.authenticated, c.account, c.user, c.serverVersion], [
     false,
@@ -164,7 +157,7 @@ Deno.test("status: every field after a scripted session, with the server down an
 
   fake.clearFaults(); // back
   fake.taskOutcome = "completed";
-  const up = await statusJson(env, dir.path);
+  const up = await collectStatus(env, dir.path);
   const u = up.connection;
   // Asked: the server's version, and the user its key belongs to (the fake's is "default").
   assertEquals([u.reachable, u.authenticated, u.account, u.user, u.serverVersion, up.notAsked], [
@@ -190,7 +183,7 @@ Deno.test("status: every field after a scripted session, with the server down an
   const replayed = [...fake.tasks.keys()][2];
   const replays = (await replayLedger(dir.path)).map((e) => e.commitTasks);
   assertEquals(replays, [[{ sessionId: `kc-${SESSION}`, taskId: replayed }]]);
-  const busy = await statusJson(env, dir.path);
+  const busy = await collectStatus(env, dir.path);
   assertEquals([busy.queue.entries, busy.queue.oldest], [0, undefined]);
   const b = busy.sessions.find((s) => s.kimiSessionId === SESSION)!;
   const running = { status: "running", memories: [] };
@@ -224,7 +217,7 @@ Deno.test("status: a turn still open at one Stop and captured at the next is cou
   await stop(j.toString()); // the second turn's end is not on disk yet
   await stop(j.ended().toString());
   await stop(j.toString()); // nothing new
-  const s = (await statusJson(env, dir.path, { session: SESSION })).sessions[0];
+  const s = (await collectStatus(env, dir.path, { session: SESSION })).sessions[0];
   assertEquals(fake.messages(`kc-${SESSION}`).length, 4, "both turns stored");
   assertEquals([s.captures.turns, s.captures.sent], [2, 4], "each turn counted once, when it is captured");
 });
@@ -236,7 +229,7 @@ Deno.test("status: turns captured from the kept prompts (no journal) are counted
   const prompt = { prompt: "where does the deploy script live?" };
   await runHook(env, dir.path, "user-prompt-submit", "UserPromptSubmit", prompt);
   await runHook(env, dir.path, "stop", "Stop"); // no wire.jsonl anywhere: the kept prompt is the turn
-  const s = (await statusJson(env, dir.path, { session: SESSION })).sessions[0];
+  const s = (await collectStatus(env, dir.path, { session: SESSION })).sessions[0];
   assertEquals(fake.messages(`kc-${SESSION}`).map((m) => m.content), ["where does the deploy script live?"]);
   assertEquals([s.captures.runs, s.captures.turns, s.captures.sent], [1, 1, 1]);
 
@@ -244,7 +237,7 @@ Deno.test("status: turns captured from the kept prompts (no journal) are counted
   fake.fault({ route: "POST /api/v1/sessions/:id/*", status: 400, error: { message: "content: too long" } });
   await runHook(env, dir.path, "user-prompt-submit", "UserPromptSubmit", { prompt: "and the staging one?" });
   await runHook(env, dir.path, "stop", "Stop");
-  const after = (await statusJson(env, dir.path, { session: SESSION })).sessions[0];
+  const after = (await collectStatus(env, dir.path, { session: SESSION })).sessions[0];
   assertEquals([after.captures.runs, after.captures.turns, after.captures.sent, after.captures.rejected], [
     2,
     2,
@@ -301,7 +294,7 @@ Deno.test("status: the newest commits the task list leaves out are asked by id: 
   fake.fault({ route: "GET /api/v1/tasks", raw: { status: 200, body: '{"status":"ok","result":[]}' } });
   fake.requests.length = 0;
   const tasks = async () => {
-    const st = await statusJson(env, dir.path, { session: SESSION });
+    const st = await collectStatus(env, dir.path, { session: SESSION });
     return { notAsked: st.notAsked, tasks: st.sessions[0].commits.map((c) => c.task) };
   };
   const done = { status: "completed", memories: [fake.memoryAdds[0].uri] };
@@ -353,7 +346,7 @@ Deno.test("status --session with an id nothing is known of: says so and points t
     assertMatch(r.stderr, /no ledger or state .*nosuch-session/);
     assertStringIncludes(r.stderr, `\`${commandName(env)} status --all\``);
   }
-  assertEquals((await statusJson(env, dir.path, { session: SESSION })).sessions.length, 1);
+  assertEquals((await collectStatus(env, dir.path, { session: SESSION })).sessions.length, 1);
   const both = await runIn(env, ["status", "--session", SESSION, "--all"]);
   assertEquals([both.code, both.stderr], [
     2,
@@ -396,7 +389,7 @@ Deno.test("status and doctor once the server is back: doctor names replay (or th
   assertEquals(fake.messages(`kc-${SESSION}`).length, 2);
   const delivered = await doctor();
   assertEquals(delivered.captures.status, "ok", delivered.captures.summary);
-  const s = (await statusJson(env, dir.path)).sessions[0];
+  const s = (await collectStatus(env, dir.path)).sessions[0];
   assertEquals([s.captures.sent, s.captures.queued], [2, 0]);
   assertEquals(s.lastError, undefined, "the old error is over");
   const text = await statusText(env, dir.path);
@@ -417,7 +410,7 @@ Deno.test("status: a failed queue replay is the error of the sessions whose writ
   const hung = { kind: "unreachable", status: 0, message: "", code: "TIMEOUT" } as const;
   const replay = { kind: "replay" as const, replayed: 0, messages: 0, deferred: 0, commitTasks: [] };
   await ledgerLine(dir.path, REPLAY_FILE, { ...replay, at: now - 60_000, cause: hung });
-  const st = await statusJson(env, dir.path);
+  const st = await collectStatus(env, dir.path);
   const [f, w] = [fine, waits].map((id) => st.sessions.find((s) => s.kimiSessionId === id)!);
   assertEquals([f.lastError, f.lastActivity], [undefined, now - 600_000], "nothing of it waited: untouched");
   assertEquals(w.lastActivity, now - 900_000, "a failed replay is no activity of the session");
