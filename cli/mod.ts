@@ -33,12 +33,7 @@ type Values<F extends Flags> = ReturnType<typeof parseArgs<Config<F>>>["values"]
 type Parsed =
   | { kind: "help" }
   | { kind: "error"; message: string }
-  | {
-    kind: "run";
-    values: Record<string, unknown>;
-    positionals: string[];
-    run: (env: Env) => Promise<number>;
-  };
+  | { kind: "run"; values: Record<string, unknown>; positionals: string[]; run(env: Env): Promise<number> };
 
 const HELP: Flag = { type: "boolean", short: "h", help: "show this help" };
 
