@@ -163,9 +163,7 @@ export async function memoriesCommand(
   if (action !== undefined && !["show", "forget", "export", "import"].includes(action)) {
     return stop(2, `unknown action ${JSON.stringify(action)} (show, forget, export or import)`);
   }
-  if (!action !== (o.arg === undefined)) {
-    return stop(2, action ? `${action} needs its argument` : `unexpected argument ${JSON.stringify(arg)}`);
-  }
+  if (action && o.arg === undefined) return stop(2, `${action} needs its argument`); // the table: no arg alone
   if (o.search !== undefined && action) return stop(2, "--search lists; it goes without an action");
   const cwd = await workspaceDir(o.cwd, env);
   if (!cwd) return stop(2, `--cwd ${JSON.stringify(o.cwd)} is not a directory`);
