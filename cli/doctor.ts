@@ -570,8 +570,10 @@ export function renderChecks(checks: readonly Check[]): string {
 }
 
 /** `openviking-kimi doctor`: exit 1 when a check fails. What a server said goes through the printed-text gate. */
-export async function doctorCommand(options: { json: boolean; kimiHome?: string }): Promise<number> {
-  const env = paths.processEnv();
+export async function doctorCommand(
+  options: { json: boolean; kimiHome?: string },
+  env = paths.processEnv(),
+): Promise<number> {
   const checks = await guarded("doctor", "the setup", () => {
     const cwd = invocationCwd(env);
     const home = paths.orNoHome(() => kimiHomeFor(env, options.kimiHome, cwd)) ?? "";

@@ -10,7 +10,8 @@ import { clientOptions, createClient, type OvFailure } from "../openviking/clien
 import { resolvePeer } from "../openviking/peer.ts";
 import { dirName, isAbsolutePath, joinPath, ledgerDir, orNoHome, processEnv } from "../lib/paths.ts";
 import { commandName, invocationCwd, workspaceDir } from "../lib/self.ts";
-import { ago, STATUS_COLUMNS as WIDTH, wrap } from "./status.ts";
+import { ago } from "./status.ts";
+import { WIDTH, wrap } from "./mod.ts";
 import { preview } from "./turns.ts";
 import { oneLine } from "../memory/digest.ts";
 import { recallQuery } from "../memory/query.ts";
@@ -142,14 +143,10 @@ async function readPack(path: string): Promise<Uint8Array | string> {
 }
 
 /** `openviking-kimi memories`: exit 0; 1 the server failed; 2 a usage error; 3 no such memory; 4 no such route. */
-export async function memoriesCommand(o: {
-  action: string | undefined;
-  arg: string | undefined;
-  search: string | undefined;
-  cwd: string | undefined;
-  json: boolean;
-}): Promise<number> {
-  const env = processEnv();
+export async function memoriesCommand(
+  o: { action?: string; arg?: string; search?: string; cwd?: string; json: boolean },
+  env = processEnv(),
+): Promise<number> {
   const say = (value: unknown, text: string[], code = 0) => {
     if (o.json) console.log(reportJson(value, 2));
     else (code ? console.error : console.log)(neutralize(wrapped(text).join("\n")));
@@ -166,11 +163,9 @@ export async function memoriesCommand(o: {
   if (action !== undefined && !["show", "forget", "export", "import"].includes(action)) {
     return stop(2, `unknown action ${JSON.stringify(action)} (show, forget, export or import)`);
   }
-  if (!action !== (o.arg === undefined)) {
-    return stop(2, action ? `${action} needs its argument` : `unexpected argument ${JSON.stringify(arg)}`);
-  }
+  if (action && o.arg === undefined) return stop(2, `${action} needs its argument`); // the table: no arg alone
   if (o.search !== undefined && action) return stop(2, "--search lists; it goes without an action");
-  const cwd = await workspaceDir(o.cwd);
+  const cwd = await workspaceDir(o.cwd, env);
   if (!cwd) return stop(2, `--cwd ${JSON.stringify(o.cwd)} is not a directory`);
   const { config } = await loadConfig(env, cwd);
   const peer = await resolvePeer(cwd, config);

@@ -92,13 +92,6 @@ Deno.test("the listing says when there are no project memories, names the unfill
 
 Deno.test("a memory shown: its text whole, each commit it came from, and what cannot be known said so", () => {
   const base = { uri: "viking://user/u/memories/events/e.md", text: "line one\nline two", diffsRead: 4 };
-  const origin = {
-    session: "kc-session_a",
-    kimiSession: "session_a",
-    archive: "viking://user/u/sessions/kc-session_a/history/archive_002",
-    change: "added" as const,
-    turns: [] as string[],
-  };
   const known = renderShown({
     ...base,
     origins: [{
@@ -129,10 +122,7 @@ Deno.test("a memory shown: its text whole, each commit it came from, and what ca
   assertStringIncludes(known, "task task-1: our Stop capture, 1 h ago");
   assertStringIncludes(known, "- updated by commit archive_001 of OpenViking session other (not ours)");
   assertStringIncludes(known, "its task is gone from the server");
-  const none = renderShown({ ...base, origins: [] }, NOW).join("\n");
-  const one = { ...base, origins: [{ ...origin, turns: ["0"] }] };
-  assertStringIncludes(renderShown(one, NOW).join("\n"), "\n  turn id 0 (as `turns` lists it)\n");
-  assertStringIncludes(none, "no commit among the newest 4 memory diffs names it");
+  // One turn id, and no commit naming the memory: tests/cli/memories_command_test.ts's `memories show`.
   const unasked = renderShown({ ...base, origins: [], unknown: "the sessions' memory diffs: boom" }, NOW);
   assertEquals(unasked.at(-1), "- unknown: the sessions' memory diffs: boom");
 });

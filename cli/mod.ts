@@ -8,6 +8,8 @@ import { parseArgs } from "node:util";
 import { HOOKS } from "../kimi/hooks.ts";
 import { VERSION } from "../lib/version.ts";
 import { commandName } from "../lib/self.ts";
+import { type Env, processEnv } from "../lib/paths.ts";
+import { textColumns } from "../lib/columns.ts";
 
 /** The program's name in usage lines. */
 const PROGRAM = "openviking-kimi";
@@ -31,7 +33,7 @@ type Values<F extends Flags> = ReturnType<typeof parseArgs<Config<F>>>["values"]
 type Parsed =
   | { kind: "help" }
   | { kind: "error"; message: string }
-  | { kind: "run"; values: Record<string, unknown>; positionals: string[]; run: () => Promise<number> };
+  | { kind: "run"; values: Record<string, unknown>; positionals: string[]; run(env: Env): Promise<number> };
 
 const HELP: Flag = { type: "boolean", short: "h", help: "show this help" };
 
@@ -45,14 +47,14 @@ function form(name: string, flag: Flag): string {
 /**
  * Declares a command: `args` its positionals (`<name>` required, `[<name>]` optional) with their help;
  * `usageExit` the exit of a usage error (2, but `hook`'s 0: Kimi reads a hook's exit 2 as "block"); `run` gets
- * the values strict `parseArgs` types from these very flags, and the positionals.
+ * the values strict `parseArgs` types from these very flags, the positionals and the environment.
  */
 function command<const F extends Flags = Record<never, Flag>>(spec: {
   summary: string;
   args?: Readonly<Record<string, string>>;
   flags?: F;
   usageExit?: number;
-  run: (values: Values<F>, positionals: string[]) => Promise<number>;
+  run: (values: Values<F>, positionals: string[], env: Env) => Promise<number>;
 }) {
   const args = spec.args ?? {};
   const names = Object.keys(args);
@@ -84,7 +86,7 @@ function command<const F extends Flags = Record<never, Flag>>(spec: {
     const stray = positionals[names.length];
     if (stray !== undefined) return error(`unexpected argument ${JSON.stringify(stray)}`);
     const typed = values as Values<F>; // parsed strictly from these very flags
-    return { kind: "run", values: typed, positionals, run: () => spec.run(typed, positionals) };
+    return { kind: "run", values: typed, positionals, run: (env) => spec.run(typed, positionals, env) };
   };
   return { summary: spec.summary, args, flags: own, usageExit: spec.usageExit ?? 2, parse };
 }
@@ -97,6 +99,15 @@ const kimiHome = str("DIR", "Kimi Code's home directory (default: $KIMI_CODE_HOM
 const workspace = str("DIR", "the workspace (default: here)");
 const dryRun = bool("print the changes as diffs and change nothing");
 const modes = ["config", "plugin"] as const;
+/** `kimi-home` as `kimiHome`, the name a handler takes. */
+type Camel<S> = S extends `${infer H}-${infer T}` ? `${H}${Capitalize<Camel<T>>}` : S;
+/** Parsed values under their handlers' names (`--kimi-home` → `kimiHome`). */
+const camel = <V extends object>(v: V) =>
+  Object.fromEntries(
+    Object.entries(v).map(([k, x]) => [k.replace(/-(\w)/g, (_, c) => c.toUpperCase()), x]),
+  ) as {
+    [K in keyof V as Camel<K>]: V[K];
+  };
 const mode = (value: string | undefined) => modes.find((m) => m === value);
 
 /** The command table, in the order the top-level help lists it. */
@@ -139,17 +150,7 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
       yes: { ...bool("take the place of OpenViking's own Kimi plugin when it is registered"), short: "y" },
     },
     run: async (v) =>
-      (await import("./install.ts")).installCommand({
-        mode: mode(v.mode) ?? "config",
-        kimiHome: v["kimi-home"],
-        url: v.url,
-        apiKey: v["api-key"],
-        apiKeyStdin: v["api-key-stdin"],
-        account: v.account,
-        user: v.user,
-        dryRun: v["dry-run"],
-        yes: v.yes,
-      }),
+      (await import("./install.ts")).installCommand({ ...camel(v), mode: mode(v.mode) ?? "config" }),
   }),
   uninstall: command({
     summary: "Removes exactly what install added; config.toml comes back byte for byte.",
@@ -164,19 +165,12 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
       "dry-run": dryRun,
       yes: { ...bool("accepted and ignored (uninstall never asks)"), short: "y" },
     },
-    run: async (v) =>
-      (await import("./install.ts")).uninstallCommand({
-        mode: mode(v.mode),
-        kimiHome: v["kimi-home"],
-        purge: v.purge,
-        dryRun: v["dry-run"],
-        yes: v.yes,
-      }),
+    run: async (v) => (await import("./install.ts")).uninstallCommand({ ...camel(v), mode: mode(v.mode) }),
   }),
   doctor: command({
     summary: "Checks the setup and the server; each problem comes with its fix. Exits 1 when one fails.",
     flags: { json: bool("print the checks as JSON"), "kimi-home": kimiHome },
-    run: async (v) => (await import("./doctor.ts")).doctorCommand({ json: v.json, kimiHome: v["kimi-home"] }),
+    run: async (v, _, env) => (await import("./doctor.ts")).doctorCommand(camel(v), env),
   }),
   turns: command({
     summary: "Shows what capture would send from a session's journal (no network, no state change).",
@@ -192,8 +186,7 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
       cwd: workspace,
       json: bool('the same as JSON (its shape: README "status")'),
     },
-    run: async ({ session, all, cwd, json }) =>
-      (await import("./status.ts")).statusCommand({ session, all, cwd, json }),
+    run: async (v, _, env) => (await import("./status.ts")).statusCommand(v, env),
   }),
   recall: command({
     summary:
@@ -201,7 +194,7 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
       "score and URI (changes nothing). Exits 1 when recall failed.",
     args: { "<text>": "the prompt to recall for" },
     flags: { cwd: workspace, json: bool('the same as JSON (its shape: README "recall")') },
-    run: async ({ cwd, json }, [text]) => (await import("./recall.ts")).recallCommand({ text, cwd, json }),
+    run: async (v, [text], env) => (await import("./recall.ts")).recallCommand({ ...v, text }, env),
   }),
   memories: command({
     summary: "Lists the memories recall can bring here (this project's and yours) by kind, newest first; " +
@@ -217,8 +210,8 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
       cwd: workspace,
       json: bool("the same as JSON"),
     },
-    run: async ({ search, cwd, json }, [action, arg]) =>
-      (await import("./memories.ts")).memoriesCommand({ action, arg, search, cwd, json }),
+    run: async (v, [action, arg], env) =>
+      (await import("./memories.ts")).memoriesCommand({ ...v, action, arg }, env),
   }),
   replay: command({
     summary: "Replays the pending queue now and says what it sent. Exits 1 when entries remain.",
@@ -228,7 +221,7 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
       ),
       json: bool("the report as JSON"),
     },
-    run: async ({ rejected, json }) => (await import("./replay.ts")).replayCommand({ rejected, json }),
+    run: async (v, _, env) => (await import("./replay.ts")).replayCommand(v, env),
   }),
   version: command({
     summary: "Prints the version.",
@@ -251,8 +244,29 @@ function print(text: string): number {
   return 0;
 }
 
-/** Help and usage lines are wrapped to this many columns. */
-const WIDTH = 80;
+/** Help and usage lines are wrapped to this many columns, and so are the reports' lines. */
+export const WIDTH = 80;
+
+/**
+ * `line` wrapped at spaces into lines of at most `width`, continuations indented by `indent`; a word (a URI)
+ * is never broken, and the line's indent and list marker (`+ `, `- `) stay with its first word.
+ */
+export function wrap(line: string, indent: string, width = WIDTH): string[] {
+  if (textColumns(line) <= width) return [line];
+  const lead = /^ *(?:[+-] )?/.exec(line)![0];
+  const [first, ...words] = line.slice(lead.length).split(/(?<= )(?=[^ ])/);
+  const out: string[] = [];
+  let current = `${lead}${first}`;
+  for (const word of words) {
+    if (textColumns(current) + textColumns(word.trimEnd()) <= width) current += word;
+    else {
+      out.push(current.trimEnd());
+      current = `${indent}${word}`;
+    }
+  }
+  out.push(current.trimEnd());
+  return out;
+}
 
 /** The words of `text` in lines of at most `width` columns (a longer word stays whole on its own line). */
 function fill(text: string | readonly string[], width: number): string[] {
@@ -321,8 +335,12 @@ export function usageError(name: string, message: string): string {
   return [`${PROGRAM} ${name}: ${message}`, ...usageLines(name), help].join("\n");
 }
 
-/** Runs command `name` with `args` (what follows its name); returns the exit code. */
-export async function runCommand(name: string | undefined, args: string[]): Promise<number> {
+/** Runs command `name` with `args` (what follows its name) in `env`; returns the exit code. */
+export async function runCommand(
+  name: string | undefined,
+  args: string[],
+  env = processEnv(),
+): Promise<number> {
   if (name === undefined) {
     console.error(helpText());
     return 2;
@@ -338,7 +356,7 @@ export async function runCommand(name: string | undefined, args: string[]): Prom
   }
   const parsed = COMMANDS[name].parse(args);
   if (parsed.kind === "help") return print(commandHelp(name));
-  if (parsed.kind === "run") return await parsed.run();
+  if (parsed.kind === "run") return await parsed.run(env);
   console.error(usageError(name, parsed.message));
   return COMMANDS[name].usageExit;
 }

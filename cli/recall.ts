@@ -101,14 +101,15 @@ export function renderRecall(r: RecallOutput): string {
  * no such directory.
  */
 export async function recallCommand(
-  options: { text: string; cwd: string | undefined; json: boolean },
+  options: { text: string; cwd?: string; json: boolean },
+  env: Env = processEnv(),
 ): Promise<number> {
-  const cwd = await workspaceDir(options.cwd);
+  const cwd = await workspaceDir(options.cwd, env);
   if (!cwd) {
     console.error(`openviking-kimi recall: --cwd ${JSON.stringify(options.cwd)} is not a directory.`);
     return 2;
   }
-  const r = await recallPreview(options.text, cwd);
+  const r = await recallPreview(options.text, cwd, env);
   console.log(options.json ? reportJson(r, 2) : printable(renderRecall(r)));
   return r.failure || r.paused ? 1 : 0;
 }

@@ -48,9 +48,11 @@ export function renderReplay(r: ReplayAllReport, left: number, server: string, r
 }
 
 /** The `replay` command: exit 0 when the queue (or the rejected place) is empty afterwards, 1 when entries remain. */
-export async function replayCommand(options: { json: boolean; rejected: boolean }): Promise<number> {
+export async function replayCommand(
+  options: { json: boolean; rejected: boolean },
+  env = processEnv(),
+): Promise<number> {
   const startedAt = Date.now();
-  const env = processEnv();
   const { config, warnings } = await loadConfig(env);
   for (const w of warnings) console.error(`warning: ${w}`);
   const dir = pendingDir(env);
@@ -84,12 +86,12 @@ export async function replayCommand(options: { json: boolean; rejected: boolean 
       : {
         summary: `the reply to an earlier write was lost and the server may still be storing it, so it is ` +
           `asked about (and sent if missing) in ${seconds} s`,
-        fix: `nothing to do: the next hook sends it; or run "${commandName()} replay" again then`,
+        fix: `nothing to do: the next hook sends it; or run "${commandName(env)} replay" again then`,
       };
     console.error(
       why
         ? `${left} entries are still queued in ${place}: ${why.summary}\n  fix: ${why.fix}`
-        : `${left} entries are still queued in ${place}; run "${commandName()} doctor" to see why.`,
+        : `${left} entries are still queued in ${place}; run "${commandName(env)} doctor" to see why.`,
     );
   }
   return left > 0 ? 1 : 0;

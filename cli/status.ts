@@ -28,7 +28,7 @@ import { scrub } from "../lib/scrub.ts";
 import { readState, statePaths } from "../memory/state.ts";
 import { dueAt } from "../memory/idle-commit.ts";
 import { VERSION } from "../lib/version.ts";
-import { textColumns } from "../lib/columns.ts";
+import { wrap } from "./mod.ts";
 import { commandName, workspaceDir } from "../lib/self.ts";
 import { SESSION_PREFIX } from "../memory/context.ts";
 import { type Alarm, alarmWords, askAlarm, memoriesOf } from "../memory/extraction.ts";
@@ -218,30 +218,6 @@ function placeQueued(s: SessionStatus, tasks: { id: string; at: number }[]) {
     if (i >= 0) c.taskId = left.splice(i, 1)[0].id;
   }
   return left;
-}
-
-/** Widest line the text form prints. */
-export const STATUS_COLUMNS = 80;
-
-/**
- * `line` wrapped at spaces into lines of at most `width`, continuations indented by `indent`; a word (a URI)
- * is never broken, and the line's indent and list marker (`+ `, `- `) stay with its first word.
- */
-export function wrap(line: string, indent: string, width = STATUS_COLUMNS): string[] {
-  if (textColumns(line) <= width) return [line];
-  const lead = /^ *(?:[+-] )?/.exec(line)![0];
-  const [first, ...words] = line.slice(lead.length).split(/(?<= )(?=[^ ])/);
-  const out: string[] = [];
-  let current = `${lead}${first}`;
-  for (const word of words) {
-    if (textColumns(current) + textColumns(word.trimEnd()) <= width) current += word;
-    else {
-      out.push(current.trimEnd());
-      current = `${indent}${word}`;
-    }
-  }
-  out.push(current.trimEnd());
-  return out;
 }
 
 const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
@@ -531,7 +507,11 @@ function extractionOf(a: Alarm): Status["extraction"] {
 }
 
 /** Everything `status` shows. */
-export async function collectStatus(env: paths.Env, cwd: string, choice: SessionChoice): Promise<Status> {
+export async function collectStatus(
+  env: paths.Env,
+  cwd: string,
+  choice: SessionChoice = {},
+): Promise<Status> {
   const { config } = await loadConfig(env, cwd);
   const client = createClient(clientOptions(config, "", { timeoutMs: STATUS_TIMEOUT_MS }));
   const conn = await connection(client, config, cwd);
@@ -611,9 +591,9 @@ async function knownSession(env: paths.Env, id: string): Promise<boolean> {
  * known of; 2 for both --session and --all, or a --cwd that is not a directory.
  */
 export async function statusCommand(
-  o: SessionChoice & { cwd: string | undefined; json: boolean },
+  o: SessionChoice & { cwd?: string; json: boolean },
+  env = paths.processEnv(),
 ): Promise<number> {
-  const env = paths.processEnv();
   if (o.session !== undefined && o.all) {
     console.error("openviking-kimi status: --session and --all exclude each other; give one of them.");
     return 2;
@@ -621,11 +601,11 @@ export async function statusCommand(
   if (o.session !== undefined && !(await knownSession(env, o.session))) {
     console.error(
       `openviking-kimi status: no ledger or state exists for session ${JSON.stringify(o.session)}. ` +
-        `\`${commandName()} status --all\` lists the sessions the ledger knows.`,
+        `\`${commandName(env)} status --all\` lists the sessions the ledger knows.`,
     );
     return 1;
   }
-  const cwd = await workspaceDir(o.cwd);
+  const cwd = await workspaceDir(o.cwd, env);
   if (!cwd) {
     console.error(`openviking-kimi status: --cwd ${JSON.stringify(o.cwd)} is not a directory.`);
     return 2;

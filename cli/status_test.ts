@@ -4,7 +4,8 @@
  */
 
 import { assertEquals, assertTrue } from "../tests/support/assert.ts";
-import { commitCost, renderStatus, type Status, STATUS_COLUMNS } from "./status.ts";
+import { commitCost, renderStatus, type Status } from "./status.ts";
+import { WIDTH as STATUS_COLUMNS } from "./mod.ts";
 
 const NOW = Date.parse("2026-12-01T12:00:00.000Z");
 const LONG =

@@ -1,14 +1,14 @@
 /**
  * `recall "<text>"`: what the prompt hook would print for that text in that workspace, byte for byte, then each
  * memory with its score and URI — and nothing changes on disk (no state, no ledger, no memo). In-process
- * (`recallPreview`), with the command run as a process only for its exit codes and printed form.
+ * (`recallPreview`, and the command through the table for its exit codes and printed form).
  */
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { sandboxEnv } from "../support/hook-context.ts";
-import { runCli } from "../support/run.ts";
+import { hookIn, sandboxEnv } from "../support/hook-context.ts";
 import { tempDir } from "../support/temp.ts";
+import { runIn } from "../cli/in-process.ts";
 import { RecallOutputSchema, recallPreview, renderRecall } from "../../cli/recall.ts";
 import { runHook } from "../../memory/dispatch.ts";
 import { sha256Hex } from "../../lib/hash.ts";
@@ -42,14 +42,11 @@ Deno.test("recall: the hook's own output for the text, then the memories; nothin
   const text = "how should I indent TypeScript in this repo?";
   // A sandbox with some state already: recall must leave all of it as it is (the session start's work done
   // inline, so none of it lands after the snapshot).
-  await runCli(["hook", "session-start"], {
-    env: { ...env, OPENVIKING_WRITE_PATH_ASYNC: "0" },
-    clearEnv: true,
-    stdin: JSON.stringify({ hook_event_name: "SessionStart", session_id: "session_other", cwd: project }),
-  });
+  const start = { hook_event_name: "SessionStart", session_id: "session_other", cwd: project };
+  await hookIn("session-start", { env, stdin: JSON.stringify(start) });
   const before = await snapshot(dir.path);
   const out = await recallPreview(text, project, env);
-  const printed = await runCli(["recall", text, "--cwd", project], { env, clearEnv: true });
+  const printed = await runIn(env, ["recall", text, "--cwd", project]);
   assertEquals(printed.code, 0, printed.stderr);
   assertEquals(await snapshot(dir.path), before, "recall wrote nothing (state, ledger, memo, logs)");
   assertEquals(out.memories.map((m) => m.uri), ["viking://user/default/memories/preferences/indent.md"]);
@@ -75,7 +72,7 @@ Deno.test("recall: the hook's own output for the text, then the memories; nothin
     printed.stdout,
     /1 memory via context[^\n]*\n {2}\d\.\d\d {2}viking:\/\/user\/default\/memories\/preferences\/indent\.md/,
   );
-  const nope = await runCli(["recall", text, "--cwd", `${dir.path}/nope`, "--json"], { env, clearEnv: true });
+  const nope = await runIn(env, ["recall", text, "--cwd", `${dir.path}/nope`, "--json"]);
   assertEquals(nope.code, 2);
 });
 
@@ -87,10 +84,13 @@ Deno.test("recall: a server that does not answer is told apart from nothing rele
   const recall = (e: Record<string, string>) => recallPreview("anything about the build?", dir.path, e);
   // Down: no answer at all, exit 1, and still nothing written.
   const before = await snapshot(dir.path);
-  const r = await runCli(["recall", "anything about the build?", "--cwd", dir.path, "--json"], {
-    env: env("http://127.0.0.1:9"),
-    clearEnv: true,
-  });
+  const r = await runIn(env("http://127.0.0.1:9"), [
+    "recall",
+    "anything about the build?",
+    "--cwd",
+    dir.path,
+    "--json",
+  ]);
   assertEquals(r.code, 1, r.stderr);
   const down = RecallOutputSchema.parse(JSON.parse(r.stdout));
   assertEquals([down.stdout, down.path, down.failure?.kind, down.failure?.status], [
@@ -159,10 +159,13 @@ Deno.test("recall with memory paused (the breaker open): says so and why at once
     file,
     JSON.stringify({ origin: originOf(fake.url), since: at, at, reason, failures: 1 }),
   );
-  const r = await runCli(["recall", "how do I deploy?", "--cwd", dir.path, "--json"], {
-    env: sandboxEnv(dir.path, fake.url),
-    clearEnv: true,
-  });
+  const r = await runIn(sandboxEnv(dir.path, fake.url), [
+    "recall",
+    "how do I deploy?",
+    "--cwd",
+    dir.path,
+    "--json",
+  ]);
   assertEquals(r.code, 1, "recall was not given");
   const out = RecallOutputSchema.parse(JSON.parse(r.stdout));
   assertEquals(out.path, "paused");

@@ -1,6 +1,7 @@
 /**
- * `openviking-kimi replay` through the real entry point: what it did in words by default, the same as JSON
- * with `--json`, and, when writes remain, why and the fix — with the server up and down.
+ * `openviking-kimi replay` through the command table, in-process: what it did in words by default, the same as
+ * JSON with `--json`, and, when writes remain, why and the fix — with the server up and down. A FIFO in a queue
+ * goes through processes: one that hung would be killed, not hang the suite.
  */
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
@@ -9,6 +10,7 @@ import { placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
+import { runIn } from "../cli/in-process.ts";
 import { enqueueCommit, enqueueMessages } from "../support/queue.ts";
 
 const SESSION = "kc-session_5747a705-0000-4000-8000-000000000099";
@@ -28,7 +30,7 @@ Deno.test("replay: with the server away, what is left, why and the fix (exit 1);
   await using fake = await FakeOpenViking.start();
   const env = sandboxEnv(dir.path, fake.url);
   const replay = async (json = false) => {
-    const r = await runCli(["replay", ...(json ? ["--json"] : [])], { env, clearEnv: true });
+    const r = await runIn(env, ["replay", ...(json ? ["--json"] : [])]);
     return { ...r, report: json ? JSON.parse(r.stdout) : undefined };
   };
   await queued(dir.path);
@@ -84,12 +86,12 @@ Deno.test("replay: queue files it cannot read are set aside, kept, and replay, s
     commit,
     JSON.stringify({ ...JSON.parse(await Deno.readTextFile(commit)), version: 2 }),
   );
-  const r = await runCli(["replay"], { env, clearEnv: true });
+  const r = await runIn(env, ["replay"]);
   assertEquals(r.code, 0, r.stderr);
   assertMatch(r.stdout, /the queue is empty\.\n2 queued write\(s\) could not be read/i);
   assertStringIncludes(r.stdout, queue);
   for (const f of [torn, commit]) assertTrue((await Deno.stat(`${f}.unreadable`)).isFile, "kept");
-  const s = await runCli(["status"], { env, clearEnv: true });
+  const s = await runIn(env, ["status"]);
   assertMatch(s.stdout, /\n {8}2 queued write\(s\) could not be read/);
   assertStringIncludes(s.stdout.replaceAll(/\s+/g, " "), queue);
   assertMatch(s.stdout, /delete/);

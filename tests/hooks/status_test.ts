@@ -1,7 +1,7 @@
 /**
  * `status` in-process (collectStatus, renderStatus) after scripted sessions run in-process: prompts, captures
- * whose commits' tasks complete or fail, writes queued while the server is down, replays. Only what a process
- * shows (exit codes, the detached replay, the replay command) goes through the real entry point.
+ * whose commits' tasks complete or fail, writes queued while the server is down, replays; the commands through
+ * the command table (tests/cli/in-process.ts), doctor as a process.
  */
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
@@ -12,7 +12,9 @@ import { JournalBuilder } from "../support/journal.ts";
 import { enqueueMessages, enqueueShared } from "../support/queue.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { collectStatus, renderStatus, STATUS_COLUMNS } from "../../cli/status.ts";
+import { runIn } from "../cli/in-process.ts";
+import { collectStatus, renderStatus } from "../../cli/status.ts";
+import { WIDTH as STATUS_COLUMNS } from "../../cli/mod.ts";
 import {
   appendLedger,
   type LedgerEntry,
@@ -43,16 +45,9 @@ async function runHook(env: Record<string, string>, cwd: string, event: string, 
   });
 }
 
-/** What `status --json` prints (with `--session`, `--all`), in-process. */
-const statusJson = (
-  env: Record<string, string>,
-  cwd: string,
-  choice: { session?: string; all?: boolean } = {},
-) => collectStatus(env, cwd, choice);
-
 /** The status entry for `SESSION`. */
 const ours = async (env: Record<string, string>, cwd: string) =>
-  (await statusJson(env, cwd)).sessions.find((x) => x.kimiSessionId === SESSION)!;
+  (await collectStatus(env, cwd)).sessions.find((x) => x.kimiSessionId === SESSION)!;
 
 /** The status screen, in-process: its lines within the screen width. */
 async function statusText(env: Record<string, string>, cwd: string, choice = {}): Promise<string> {
@@ -126,7 +121,7 @@ Deno.test("status: every field after a scripted session, with the server down an
   };
   assertEquals(await enqueueShared(`${dir.path}/.openviking/pending`, [other]), 1, "another plugin's write");
 
-  const down = await statusJson(env, dir.path);
+  const down = await collectStatus(env, dir.path);
   const c = down.connection;
   assertEquals([c.reachable, c.authenticated, c.account, c.user, c.serverVersion], [
     false,
@@ -162,7 +157,7 @@ Deno.test("status: every field after a scripted session, with the server down an
 
   fake.clearFaults(); // back
   fake.taskOutcome = "completed";
-  const up = await statusJson(env, dir.path);
+  const up = await collectStatus(env, dir.path);
   const u = up.connection;
   // Asked: the server's version, and the user its key belongs to (the fake's is "default").
   assertEquals([u.reachable, u.authenticated, u.account, u.user, u.serverVersion, up.notAsked], [
@@ -188,7 +183,7 @@ Deno.test("status: every field after a scripted session, with the server down an
   const replayed = [...fake.tasks.keys()][2];
   const replays = (await replayLedger(dir.path)).map((e) => e.commitTasks);
   assertEquals(replays, [[{ sessionId: `kc-${SESSION}`, taskId: replayed }]]);
-  const busy = await statusJson(env, dir.path);
+  const busy = await collectStatus(env, dir.path);
   assertEquals([busy.queue.entries, busy.queue.oldest], [0, undefined]);
   const b = busy.sessions.find((s) => s.kimiSessionId === SESSION)!;
   const running = { status: "running", memories: [] };
@@ -200,10 +195,6 @@ Deno.test("status: every field after a scripted session, with the server down an
   assertEquals(b.commits.map((c) => c.taskId === replayed), [false, false, true, false, false]);
   assertEquals([b.captures.queued, b.lastError], [0, undefined], "the error is over once a capture worked");
   assertEquals(b.commits.slice(-2).map((c, i) => within(c.at, stops[3 + i])), [true, true]);
-  assertEquals(
-    (await readState(`${dir.path}/.openviking/hook-state/kimicode/${SESSION}.json`)).capturedKeys.length,
-    10,
-  );
   const text = await statusText(env, dir.path);
   assertMatch(text, new RegExp(SESSION));
   assertMatch(text, /queued, delivered by a replay/);
@@ -226,7 +217,7 @@ Deno.test("status: a turn still open at one Stop and captured at the next is cou
   await stop(j.toString()); // the second turn's end is not on disk yet
   await stop(j.ended().toString());
   await stop(j.toString()); // nothing new
-  const s = (await statusJson(env, dir.path, { session: SESSION })).sessions[0];
+  const s = (await collectStatus(env, dir.path, { session: SESSION })).sessions[0];
   assertEquals(fake.messages(`kc-${SESSION}`).length, 4, "both turns stored");
   assertEquals([s.captures.turns, s.captures.sent], [2, 4], "each turn counted once, when it is captured");
 });
@@ -238,7 +229,7 @@ Deno.test("status: turns captured from the kept prompts (no journal) are counted
   const prompt = { prompt: "where does the deploy script live?" };
   await runHook(env, dir.path, "user-prompt-submit", "UserPromptSubmit", prompt);
   await runHook(env, dir.path, "stop", "Stop"); // no wire.jsonl anywhere: the kept prompt is the turn
-  const s = (await statusJson(env, dir.path, { session: SESSION })).sessions[0];
+  const s = (await collectStatus(env, dir.path, { session: SESSION })).sessions[0];
   assertEquals(fake.messages(`kc-${SESSION}`).map((m) => m.content), ["where does the deploy script live?"]);
   assertEquals([s.captures.runs, s.captures.turns, s.captures.sent], [1, 1, 1]);
 
@@ -246,7 +237,7 @@ Deno.test("status: turns captured from the kept prompts (no journal) are counted
   fake.fault({ route: "POST /api/v1/sessions/:id/*", status: 400, error: { message: "content: too long" } });
   await runHook(env, dir.path, "user-prompt-submit", "UserPromptSubmit", { prompt: "and the staging one?" });
   await runHook(env, dir.path, "stop", "Stop");
-  const after = (await statusJson(env, dir.path, { session: SESSION })).sessions[0];
+  const after = (await collectStatus(env, dir.path, { session: SESSION })).sessions[0];
   assertEquals([after.captures.runs, after.captures.turns, after.captures.sent, after.captures.rejected], [
     2,
     2,
@@ -263,7 +254,7 @@ Deno.test("status after `openviking-kimi replay`: the queued commit delivered by
   fake.fault({ route: "*", drop: true }); // the server is away: the turn and its commit are queued
   await sessionTurns(env, dir.path)("remember that the build runs in CI only");
   fake.clearFaults();
-  assertEquals((await runCli(["replay"], { env, clearEnv: true })).code, 0);
+  assertEquals((await runIn(env, ["replay"])).code, 0);
 
   const [taskId] = [...fake.tasks.keys()];
   const replays = await replayLedger(dir.path);
@@ -293,44 +284,6 @@ Deno.test("status after `openviking-kimi replay`: the queued commit delivered by
   assertEquals(missed.includes("waits in the queue"), false, missed);
 });
 
-Deno.test("status after an interrupt whose commit went out through its detached replay", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  // Detached writes on (the default), so an interrupt that had to queue starts `openviking-kimi replay`.
-  const env = sandboxEnv(dir.path, fake.url, {
-    OPENVIKING_TIMEOUT_MS: "5000",
-    OPENVIKING_CAPTURE_WAIT_MS: "0",
-  });
-  await placeJournal(
-    dir.path,
-    SESSION,
-    new JournalBuilder().simpleTurn("deploy on Fridays?", "no").toString(),
-  );
-  // The batch alone takes nearly all of Interrupt's 2 s: its commit is queued.
-  fake.fault({ route: "POST /api/v1/sessions/:id/messages/batch", delayMs: 1900, times: 1 });
-  const stdin = {
-    hook_event_name: "Interrupt",
-    session_id: SESSION,
-    cwd: dir.path,
-    turn_id: 1,
-    reason: "cancelled",
-  };
-  const r = await runCli(["hook", "interrupt"], { env, clearEnv: true, stdin: JSON.stringify(stdin) });
-  assertEquals(r.code, 0); // through the entry point: only a process detaches
-  const end = Date.now() + 20_000;
-  while (!(await replayLedger(dir.path)).some((e) => e.commitTasks.length) && Date.now() < end) {
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  const replays = await replayLedger(dir.path);
-  const [taskId] = [...fake.tasks.keys()];
-  assertEquals(replays.flatMap((e) => e.commitTasks), [{ sessionId: `kc-${SESSION}`, taskId }]);
-  const s = (await statusJson(env, dir.path)).sessions.find((x) => x.kimiSessionId === SESSION)!;
-  assertEquals(s.commits.map((c) => [c.outcome, c.waiting, c.replayedAt !== undefined, c.taskId]), [
-    ["queued", false, true, taskId],
-  ]);
-  assertEquals((await statusText(env, dir.path)).includes("waits in the queue"), false);
-});
-
 Deno.test("status: the newest commits the task list leaves out are asked by id: found, expired, or not asked", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
@@ -341,7 +294,7 @@ Deno.test("status: the newest commits the task list leaves out are asked by id: 
   fake.fault({ route: "GET /api/v1/tasks", raw: { status: 200, body: '{"status":"ok","result":[]}' } });
   fake.requests.length = 0;
   const tasks = async () => {
-    const st = await statusJson(env, dir.path, { session: SESSION });
+    const st = await collectStatus(env, dir.path, { session: SESSION });
     return { notAsked: st.notAsked, tasks: st.sessions[0].commits.map((c) => c.task) };
   };
   const done = { status: "completed", memories: [fake.memoryAdds[0].uri] };
@@ -349,6 +302,10 @@ Deno.test("status: the newest commits the task list leaves out are asked by id: 
   assertEquals(await tasks(), { notAsked: [], tasks: [undefined, done, done, done] });
   const lookups = fake.requests.filter((r) => r.path.startsWith("/api/v1/tasks/")).map((r) => r.path);
   assertEquals(lookups.sort(), [2, 3, 4].map((n) => `/api/v1/tasks/task-kc-${SESSION}-${n}`));
+  // The session's one list asks for 200 (the server's default, 50, would leave a long session's out); the
+  // other list is the extraction alarm's, of every session.
+  const lists = fake.requestsTo("GET /api/v1/tasks").filter((r) => r.query.resource_id);
+  assertEquals(lists.map((r) => r.query.limit), ["200"]);
 
   fake.tasks.clear(); // the server does not know them: too fresh to have expired (another key's server?)
   const unknown = { status: "not-found", memories: [] };
@@ -378,48 +335,19 @@ Deno.test("status: the newest commits the task list leaves out are asked by id: 
   });
 });
 
-Deno.test("status: a session of 60 commits has every task from one list (the server's default is 50)", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  const env = statusEnv(dir.path, fake.url);
-  const start = Date.now() - 3600_000;
-  for (let i = 0; i < 60; i++) {
-    const [taskId, at, status] = [`task-${i}`, start + i * 1000, i % 2 ? "completed" : "failed"] as const;
-    await ledgerLine(dir.path, SESSION, { at, sent: 2, commit: "committed", taskId });
-    const times = { created_at: at / 1000, updated_at: at / 1000 };
-    const error = i % 2 ? null : "no JSON";
-    fake.tasks.set(taskId, {
-      task_id: taskId,
-      task_type: "session_commit",
-      status,
-      resource_id: `kc-${SESSION}`,
-      ...times,
-      result: null,
-      error,
-    });
-  }
-  const st = await statusJson(env, dir.path, { session: SESSION });
-  const commits = st.sessions[0].commits;
-  assertEquals(commits.length, 60);
-  assertEquals(commits.map((c) => c.task?.status), commits.map((_, i) => i % 2 ? "completed" : "failed"));
-  // The session's one list (the other list is the extraction alarm's, of every session).
-  const lists = fake.requestsTo("GET /api/v1/tasks").filter((r) => r.query.resource_id);
-  assertEquals(lists.map((r) => r.query.limit), ["200"]);
-});
-
 Deno.test("status --session with an id nothing is known of: says so and points to --all, exit 1", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
   const env = statusEnv(dir.path, fake.url);
   await sessionTurns(env, dir.path)("how should I indent TypeScript here?"); // a session that does exist
   for (const args of [["--session", "nosuch-session"], ["--session", "nosuch-session", "--json"]]) {
-    const r = await runCli(["status", ...args], { env, clearEnv: true, cwd: dir.path });
+    const r = await runIn(env, ["status", ...args]);
     assertEquals([r.code, r.stdout], [1, ""], r.stdout);
     assertMatch(r.stderr, /no ledger or state .*nosuch-session/);
     assertStringIncludes(r.stderr, `\`${commandName(env)} status --all\``);
   }
-  assertEquals((await statusJson(env, dir.path, { session: SESSION })).sessions.length, 1);
-  const both = await runCli(["status", "--session", SESSION, "--all"], { env, clearEnv: true });
+  assertEquals((await collectStatus(env, dir.path, { session: SESSION })).sessions.length, 1);
+  const both = await runIn(env, ["status", "--session", SESSION, "--all"]);
   assertEquals([both.code, both.stderr], [
     2,
     "openviking-kimi status: --session and --all exclude each other; give one of them.\n",
@@ -427,8 +355,7 @@ Deno.test("status --session with an id nothing is known of: says so and points t
   // A session with state but nothing in the ledger (a start with an empty queue) is known: shown, no age.
   const other = "session_5747a705-0000-4000-8000-0000000000ff";
   const start = { hook_event_name: "SessionStart", session_id: other, cwd: dir.path, source: "startup" };
-  const stdin = JSON.stringify(start);
-  assertEquals((await runCli(["hook", "session-start"], { env, clearEnv: true, stdin })).code, 0);
+  await hookIn("session-start", { env, stdin: JSON.stringify(start) });
   const text = await statusText(env, dir.path, { session: other });
   assertMatch(text, new RegExp(`${other} — no hook run in the ledger`));
 });
@@ -458,11 +385,11 @@ Deno.test("status and doctor once the server is back: doctor names replay (or th
   assertMatch(waiting.captures.fix!, /next turn/);
   assertStringIncludes(waiting.captures.fix!, `\`${commandName(env)} replay\``);
 
-  assertEquals((await runCli(["replay"], { env, clearEnv: true })).code, 0);
+  assertEquals((await runIn(env, ["replay"])).code, 0);
   assertEquals(fake.messages(`kc-${SESSION}`).length, 2);
   const delivered = await doctor();
   assertEquals(delivered.captures.status, "ok", delivered.captures.summary);
-  const s = (await statusJson(env, dir.path)).sessions[0];
+  const s = (await collectStatus(env, dir.path)).sessions[0];
   assertEquals([s.captures.sent, s.captures.queued], [2, 0]);
   assertEquals(s.lastError, undefined, "the old error is over");
   const text = await statusText(env, dir.path);
@@ -483,7 +410,7 @@ Deno.test("status: a failed queue replay is the error of the sessions whose writ
   const hung = { kind: "unreachable", status: 0, message: "", code: "TIMEOUT" } as const;
   const replay = { kind: "replay" as const, replayed: 0, messages: 0, deferred: 0, commitTasks: [] };
   await ledgerLine(dir.path, REPLAY_FILE, { ...replay, at: now - 60_000, cause: hung });
-  const st = await statusJson(env, dir.path);
+  const st = await collectStatus(env, dir.path);
   const [f, w] = [fine, waits].map((id) => st.sessions.find((s) => s.kimiSessionId === id)!);
   assertEquals([f.lastError, f.lastActivity], [undefined, now - 600_000], "nothing of it waited: untouched");
   assertEquals(w.lastActivity, now - 900_000, "a failed replay is no activity of the session");
