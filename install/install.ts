@@ -61,7 +61,6 @@ import {
 } from "./transaction.ts";
 import { SYSTEM_PROMPT_FILE } from "../kimi/plugin-root.ts";
 import { readTextIfExists } from "../lib/fs.ts";
-import { isOurLog } from "../lib/log.ts";
 import {
   defaultLogPath,
   dirName,
@@ -491,18 +490,10 @@ function exists(path: string): Promise<boolean> {
   return Deno.lstat(path).then(() => true, () => false);
 }
 
-/** The log and queues `--purge` deletes (a log only when every line is ours, a queue only when empty). */
+/** The log and queues `--purge` deletes (the log in its default place; a queue only when empty). */
 async function purgeableData(ctx: Context, plan: Plan): Promise<string[]> {
   const out = [defaultLogPath(ctx.env)];
   const { config } = await loadConfig(ctx.env, ctx.cwd);
-  const configured = config.debugLogPath;
-  if (configured && configured !== out[0]) {
-    const text = await readTextIfExists(configured).catch(() => undefined);
-    if (text !== undefined && isOurLog(text)) out.push(configured);
-    else if (text !== undefined) {
-      plan.notes.push(`Kept: ${configured} (the configured log) holds lines not ours.`);
-    }
-  }
   const cmd = commandName(ctx.env);
   const here = destinationOf(config);
   const queues = [

@@ -63,7 +63,7 @@ Deno.test("config mode into an empty Kimi home creates config.toml, uninstall --
   assertEquals(left, [`${t.home}/.kimi-code`], "what install made is gone; the Kimi home was there before");
 });
 
-Deno.test("uninstall --purge deletes the ledger and the log wherever it was configured; a queue still waiting and the writes OpenViking refused stay, and it says how to deliver them", async () => {
+Deno.test("uninstall --purge deletes the ledger and the default log, never a configured one; a queue still waiting and the writes OpenViking refused stay, and it says how to deliver them", async () => {
   await using dir = await tempDir();
   const t = await installSandbox(dir.path);
   const self = await fakeCompiled(dir.path);
@@ -84,9 +84,7 @@ Deno.test("uninstall --purge deletes the ledger and the log wherever it was conf
   await keepRejected(`${t.ov}/pending`, "kc-s1", { messages: [refused] }, { status: 400, message: "no" });
   t.lines.length = 0;
   assertEquals(await runUninstall(ctx(), opts({ purge: true })), 0, t.lines.join("\n"));
-  for (
-    const gone of [`${t.ov}/ledger`, log, `${t.ov}/logs/kimicode-hooks.log`, `${t.ov}/hook-state/kimicode`]
-  ) {
+  for (const gone of [`${t.ov}/ledger`, `${t.ov}/logs/kimicode-hooks.log`, `${t.ov}/hook-state/kimicode`]) {
     assertEquals(await Deno.lstat(gone).then(() => "there", () => "gone"), "gone", gone);
   }
   assertEquals(
@@ -112,13 +110,8 @@ Deno.test("uninstall --purge deletes the ledger and the log wherever it was conf
     assertEquals(await Deno.lstat(`${t.ov}/pending/${d}`).then(() => "there", () => "gone"), "gone", d);
   }
 
-  // A configured log path that holds someone else's lines is not ours to delete.
-  await Deno.writeTextFile(log, `${logLine}an application's own line\n`);
-  assertEquals(await runInstall(ctx(), opts()), 0);
-  t.lines.length = 0;
-  assertEquals(await runUninstall(ctx(), opts({ purge: true })), 0, t.lines.join("\n"));
-  assertEquals(await Deno.readTextFile(log), `${logLine}an application's own line\n`);
-  assertMatch(t.lines.join("\n"), new RegExp(`Kept: ${log} .*not ours`));
+  // A log path the user configured is theirs: a purge leaves it.
+  assertEquals(await Deno.readTextFile(log), logLine);
 });
 
 Deno.test("--dry-run prints the diff (API key masked; in plugin mode the manifest) and changes nothing", async () => {
