@@ -287,7 +287,7 @@ Deno.test("switching modes replaces the other one: never registered twice", asyn
   assertEquals(await read(`${t.kimi}/config.toml`), USER_CONFIG);
 });
 
-async function installUpstreamPlugin(t: Awaited<ReturnType<typeof installSandbox>>): Promise<string> {
+async function installUpstreamPlugin(t: Awaited<ReturnType<typeof installSandbox>>): Promise<void> {
   const root = `${t.kimi}/plugins/managed/openviking-memory`;
   await Deno.mkdir(root, { recursive: true });
   await Deno.writeTextFile(
@@ -312,13 +312,12 @@ async function installUpstreamPlugin(t: Awaited<ReturnType<typeof installSandbox
   );
   const block = ["[[hooks]]", 'event = "Stop"', 'command = "node /x/kimicode-hook.mjs stop"', "timeout = 30"];
   await Deno.writeTextFile(`${t.kimi}/config.toml`, [BLOCK_BEGIN, ...block, BLOCK_END, ""].join("\n"));
-  return root;
 }
 
-Deno.test("OpenViking's own plugin is detected: refused with what to do, or taken over with --yes", async () => {
+Deno.test("OpenViking's own plugin is detected: refused with what to do, --yes or not", async () => {
   await using dir = await tempDir();
   const t = await installSandbox(dir.path);
-  const root = await installUpstreamPlugin(t);
+  await installUpstreamPlugin(t);
   const before = await snapshot(t.kimi);
   for (const mode of ["config", "plugin"] as const) {
     assertEquals(await runInstall(t.ctx(), opts({ mode })), 1);
@@ -327,23 +326,11 @@ Deno.test("OpenViking's own plugin is detected: refused with what to do, or take
   const out = t.lines.join("\n");
   assertMatch(out, /OpenViking's own Kimi Code plugin is registered \(.*, its block in \S+config\.toml/);
   assertMatch(out, /\/plugins remove openviking-memory/);
-  assertMatch(out, /--yes/);
-
-  // Config mode with --yes disables it (reversible) instead of registering twice.
-  assertEquals(await runInstall(t.ctx(), opts({ yes: true })), 0, t.lines.join("\n"));
-  const regs = registrations(await readKimiState(t.kimi));
-  for (const where of regs.values()) assertEquals(where, ["config.toml"]);
-  assertNotMatch((await read(`${t.kimi}/config.toml`))!, /kimicode-hook\.mjs/, "their block replaced");
-  assertEquals(JSON.parse((await read(`${t.kimi}/plugins/installed.json`))!).plugins[0].enabled, false);
-
-  // Plugin mode with --yes takes the id over and keeps their directory aside.
-  assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin", yes: true })), 0, t.lines.join("\n"));
-  const manifest = JSON.parse((await read(`${root}/kimi.plugin.json`))!);
-  assertEquals(manifest.hooks[0].command, "./bin/openviking-kimi hook session-start");
-  const kept = [...Deno.readDirSync(`${t.kimi}/plugins/managed`)].filter((e) =>
-    e.name.includes(".replaced-")
-  );
-  assertEquals(kept.length, 1);
+  // --yes does not take its place: two memory integrations would capture every turn twice.
+  for (const mode of ["config", "plugin"] as const) {
+    assertEquals(await runInstall(t.ctx(), opts({ mode, yes: true })), 1);
+    assertEquals(await snapshot(t.kimi), before);
+  }
 });
 
 Deno.test("uninstall leaves what is not ours and says so", async () => {
