@@ -314,22 +314,33 @@ async function installUpstreamPlugin(t: Awaited<ReturnType<typeof installSandbox
   await Deno.writeTextFile(`${t.kimi}/config.toml`, [BLOCK_BEGIN, ...block, BLOCK_END, ""].join("\n"));
 }
 
-Deno.test("OpenViking's own plugin is detected: refused with what to do, --yes or not", async () => {
+Deno.test("OpenViking's own plugin is detected (registered, or its [[hooks]] outside any block): refused with what to do, --yes or not", async () => {
   await using dir = await tempDir();
   const t = await installSandbox(dir.path);
   await installUpstreamPlugin(t);
-  const before = await snapshot(t.kimi);
-  for (const mode of ["config", "plugin"] as const) {
-    assertEquals(await runInstall(t.ctx(), opts({ mode })), 1);
-    assertEquals(await snapshot(t.kimi), before);
-  }
-  const out = t.lines.join("\n");
-  assertMatch(out, /OpenViking's own Kimi Code plugin is registered \(.*, its block in \S+config\.toml/);
-  assertMatch(out, /\/plugins remove openviking-memory/);
-  // --yes does not take its place: two memory integrations would capture every turn twice.
-  for (const mode of ["config", "plugin"] as const) {
-    assertEquals(await runInstall(t.ctx(), opts({ mode, yes: true })), 1);
-    assertEquals(await snapshot(t.kimi), before);
+  const loose = '[[hooks]]\nevent = "Stop"\n' +
+    "command = \"node '/home/u/.openviking/agent-integrations/kimicode/scripts/kimicode-hook.mjs' stop\"\n";
+  const where = [
+    /registered \(the "openviking-memory" plugin in .*, its block in \S+config\.toml/,
+    /its \[\[hooks\]\] in/,
+  ];
+  for (const found of where) {
+    const before = await snapshot(t.kimi);
+    // --yes does not take its place either: two memory integrations would capture every turn twice.
+    for (
+      const [mode, yes] of [["config", false], ["plugin", false], ["config", true], ["plugin", true]] as const
+    ) {
+      assertEquals(await runInstall(t.ctx(), opts({ mode, yes })), 1);
+      assertMatch(
+        t.said(),
+        /ERR .*OpenViking's own Kimi Code plugin is registered .*\/plugins remove openviking-memory/,
+      );
+      assertEquals(await snapshot(t.kimi), before);
+    }
+    assertMatch(t.all(), found);
+    // Then OpenViking's own [[hooks]] alone, outside any block (Kimi rewrote the file, say).
+    await Deno.remove(`${t.kimi}/plugins`, { recursive: true }).catch(() => {});
+    await Deno.writeTextFile(`${t.kimi}/config.toml`, loose);
   }
 });
 
