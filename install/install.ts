@@ -11,7 +11,6 @@ import {
   parseJson,
   planMcpInstall,
   planMcpUninstall,
-  planRegistryDisable,
   planRegistryInstall,
   planRegistryUninstall,
 } from "./json-files.ts";
@@ -61,7 +60,6 @@ import {
 } from "./transaction.ts";
 import { SYSTEM_PROMPT_FILE } from "../kimi/plugin-root.ts";
 import { readTextIfExists } from "../lib/fs.ts";
-import { isOurLog } from "../lib/log.ts";
 import {
   defaultLogPath,
   dirName,
@@ -117,16 +115,11 @@ function planKimiFile(plan: Plan, state: KimiState, file: KimiFile, after: strin
   planFile(plan, path, text, after, what, ours ? "none" : "bak");
 }
 
-/** Plans config mode out: our block and `mcp.json` entry (OpenViking's too with `removeUpstream`). */
-function planConfigOut(
-  state: KimiState,
-  plan: Plan,
-  switching: boolean,
-  removeUpstream = false,
-): string | undefined {
-  const cfg = planConfigUninstall(state.configText, { removeUpstream });
+/** Plans config mode out: our block and `mcp.json` entry. */
+function planConfigOut(state: KimiState, plan: Plan, switching: boolean): string | undefined {
+  const cfg = planConfigUninstall(state.configText);
   if (!cfg.ok) return cfg.error;
-  const mcp = planMcpUninstall(state.mcpText, { removeUpstream });
+  const mcp = planMcpUninstall(state.mcpText);
   if (!mcp.ok) return mcp.error;
   if (switching) {
     const outside = outsideHooksProblem(state.strayHooks, state.upstreamHooks);
@@ -153,13 +146,8 @@ function planConfigOut(
 /** A path with `/` separators and no trailing one, to compare two that name one directory. */
 const norm = (p: string) => p.replaceAll("\\", "/").replace(/\/+$/, "");
 
-/** Plans plugin mode out: our record; switching, our plugin directory (only in Kimi's managed place) and OpenViking's disabled. */
-function planPluginOut(
-  ctx: Context,
-  state: KimiState,
-  plan: Plan,
-  switching: boolean,
-): string | undefined {
+/** Plans plugin mode out: our record; switching, our plugin directory (only in Kimi's managed place). */
+function planPluginOut(state: KimiState, plan: Plan, switching: boolean): string | undefined {
   const { plugin } = state;
   if (state.registryError && state.registryText !== undefined) {
     plan.notes.push(`Note: ${state.registryError}`);
@@ -176,15 +164,10 @@ function planPluginOut(
         removalStep(root, `delete the plugin directory ${root}`, `plugin directory removed: ${root}`),
       );
     }
-  } else if (plugin?.owner === "upstream" && !switching) {
+  } else if (plugin?.owner === "upstream") {
     plan.notes.push(
       `Note: the "${PLUGIN_ID}" plugin registered in Kimi is OpenViking's own one; left in place.`,
     );
-  } else if (plugin?.owner === "upstream" && plugin.enabled) {
-    const reg = planRegistryDisable(state.registryText, ctx.now);
-    if (!reg.ok) return reg.error;
-    const what = "OpenViking's own plugin disabled (`/plugins enable openviking-memory` turns it back on)";
-    planFile(plan, state.paths.registry, state.registryText, reg.after, what);
   }
   return undefined;
 }
@@ -211,13 +194,12 @@ async function pluginInPlace(root: string, files: TreeFile[]): Promise<boolean> 
 /** Plans plugin mode: config mode out, the plugin directory placed whole (unless in place), its record. */
 async function planPluginMode(
   ctx: Context,
-  options: InstallOptions,
   state: KimiState,
   program: Program,
   plan: Plan,
 ): Promise<string | undefined> {
   if (state.registryError) return state.registryError;
-  const leave = planConfigOut(state, plan, true, options.yes);
+  const leave = planConfigOut(state, plan, true);
   if (leave) return leave;
   await planConfigSkillRemoval(state, plan, await madeDirList(ctx.env));
   const root = joinPath(state.paths.managedDir, PLUGIN_ID);
@@ -229,7 +211,7 @@ async function planPluginMode(
   ];
   const placing = state.plugin?.owner !== "ours" || !(await pluginInPlace(root, files));
   if (placing) {
-    const theirs = state.plugin?.owner === "upstream" || state.plugin?.owner === "other";
+    const theirs = state.plugin?.owner === "other";
     const stamp = ctx.now.toISOString().replace(/[:.]/g, "-");
     const keepAs = theirs && (await Deno.lstat(root).then(() => true, () => false))
       ? `${root}.replaced-${stamp}`
@@ -271,7 +253,7 @@ async function planConfigMode(
   plan: Plan,
 ): Promise<string | undefined> {
   const prefix = configCommandPrefix(program.command, ctx.os);
-  const leave = planPluginOut(ctx, state, plan, true);
+  const leave = planPluginOut(state, plan, true);
   if (leave) return leave;
   const mcp = planMcpInstall(state.mcpText, configMcpEntry(program.command, ctx.os), {
     replaceOthers: options.yes,
@@ -347,7 +329,7 @@ async function refreshInstalledPrompt(ctx: Context, root: string, answers: boole
   );
 }
 
-/** Why OpenViking's own plugin stands in the way, where it is registered, and the two ways on. */
+/** Why OpenViking's own plugin stands in the way, where it is registered, and how to remove it. */
 function upstreamMessage(state: KimiState): string {
   const found: string[] = [];
   if (state.plugin?.owner === "upstream") found.push(`the "${PLUGIN_ID}" plugin in ${state.paths.registry}`);
@@ -357,9 +339,8 @@ function upstreamMessage(state: KimiState): string {
   return `OpenViking's own Kimi Code plugin is registered (${
     found.join(", ")
   }). With both, every turn would be ` +
-    "captured twice. Either remove it first — in Kimi run `/plugins remove openviking-memory`, or run OpenViking's " +
-    "`install.sh --harness kimicode --uninstall --yes` — and run install again, or run install again with --yes " +
-    "to let openviking-kimi take its place (its plugin is disabled or replaced, its block and MCP entry replaced).";
+    "captured twice. Remove it first — in Kimi run `/plugins remove openviking-memory`, or run OpenViking's " +
+    "`install.sh --harness kimicode --uninstall --yes` — and run install again.";
 }
 
 /**
@@ -442,7 +423,7 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
         "Kimi Code installed? `npm install -g @moonshot-ai/kimi-code`, or pass --kimi-home).",
     );
   }
-  if (hasUpstream(state) && !options.yes) return refuse(upstreamMessage(state));
+  if (hasUpstream(state)) return refuse(upstreamMessage(state));
   if (mode === "plugin" && ctx.self.kind !== "compiled" && ctx.os === "windows") {
     return refuse(
       "plugin mode from a source checkout needs a POSIX shell for its launcher; on Windows use a " +
@@ -456,7 +437,7 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
   if (typeof program === "string") return refuse(program);
   const problem = mode === "config"
     ? await planConfigMode(options, ctx, state, program, plan)
-    : await planPluginMode(ctx, options, state, program, plan);
+    : await planPluginMode(ctx, state, program, plan);
   if (problem) return refuse(problem);
   if (program.note) plan.notes.push(program.note);
   if (plan.steps.length) {
@@ -491,18 +472,10 @@ function exists(path: string): Promise<boolean> {
   return Deno.lstat(path).then(() => true, () => false);
 }
 
-/** The log and queues `--purge` deletes (a log only when every line is ours, a queue only when empty). */
+/** The log and queues `--purge` deletes (the log in its default place; a queue only when empty). */
 async function purgeableData(ctx: Context, plan: Plan): Promise<string[]> {
   const out = [defaultLogPath(ctx.env)];
   const { config } = await loadConfig(ctx.env, ctx.cwd);
-  const configured = config.debugLogPath;
-  if (configured && configured !== out[0]) {
-    const text = await readTextIfExists(configured).catch(() => undefined);
-    if (text !== undefined && isOurLog(text)) out.push(configured);
-    else if (text !== undefined) {
-      plan.notes.push(`Kept: ${configured} (the configured log) holds lines not ours.`);
-    }
-  }
   const cmd = commandName(ctx.env);
   const here = destinationOf(config);
   const queues = [
@@ -738,7 +711,7 @@ export async function runUninstall(ctx: Context, options: InstallOptions): Promi
   const plan = newPlan();
   const plugin = options.mode !== "config";
   const problem = (options.mode !== "plugin" ? planConfigOut(state, plan, false) : undefined) ??
-    (plugin ? planPluginOut(ctx, state, plan, false) : undefined);
+    (plugin ? planPluginOut(state, plan, false) : undefined);
   if (problem) return fail(out, "uninstall", problem);
   if (options.mode !== "plugin") await planConfigSkillRemoval(state, plan, await madeDirList(ctx.env));
   if (plugin) await planSystemPromptRemoval(state, plan);

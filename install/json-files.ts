@@ -239,15 +239,12 @@ export function planMcpInstall(
   return { ok: true, after, changed: after !== current, warnings: [] };
 }
 
-/** Plans our entry out of mcp.json (someone else's stays; OpenViking's goes only with `removeUpstream`). */
-export function planMcpUninstall(
-  current: string | undefined,
-  options: { removeUpstream?: boolean } = {},
-): EditPlan {
+/** Plans our entry out of mcp.json (someone else's stays, OpenViking's too). */
+export function planMcpUninstall(current: string | undefined): EditPlan {
   const loaded = loadMcp(current);
   if (!loaded.ok) return loaded;
   const previous = classifyMcpEntry(loaded.entry);
-  if (previous !== "ours" && !(previous === "upstream" && options.removeUpstream)) {
+  if (previous !== "ours") {
     const warnings = previous === "absent"
       ? []
       : [`mcp.json's "${MCP_SERVER_NAME}" server was not written by openviking-kimi; it was left in place.`];
@@ -334,12 +331,4 @@ export function planRegistryUninstall(current: string | undefined): RegistryPlan
   const rest = JSON.parse(plan.after.replace(/^\uFEFF/, "")) as Record<string, unknown>;
   const empty = (rest.plugins as unknown[]).length === 0 && Object.keys(rest).length === 2;
   return { ...plan, after: empty ? undefined : plan.after };
-}
-
-/** Plans `enabled: false` on OpenViking's own record (replaced with --yes). */
-export function planRegistryDisable(current: string | undefined, now: Date): RegistryPlan {
-  return withRecord(
-    current,
-    (p) => (!p || p.enabled === false ? p : { ...p, enabled: false, updatedAt: now.toISOString() }),
-  );
 }

@@ -1,6 +1,7 @@
 /**
  * A program copy's launcher: finds Deno (the recorded one, PATH, the usual places) and runs the bundle offline;
- * without it a hook exits 0 in silence, `mcp` answers with the fix, `doctor` reports. `findDeno`: the same search.
+ * without it (or its code) a hook exits 0 in silence, every other command says why on stderr and exits 1.
+ * `findDeno`: the same search.
  */
 
 import { type Env, joinPath } from "../lib/paths.ts";
@@ -65,19 +66,11 @@ export function denoNotFound(
   };
 }
 
-/** The failing check of a launcher whose copy lost its code (the version directory moved or deleted, a bundle missing). */
-function copyIncomplete(spec: Pick<LauncherSpec, "dir" | "source">): Failing {
-  return {
-    id: "command",
-    status: "fail",
-    summary:
-      `the program copy ${spec.dir} is gone or incomplete (${COPY_FILES.main} or ${COPY_FILES.hook} is missing): ` +
-      "the hooks do nothing and the MCP server cannot start",
-    fix:
-      `run install again: ${install()} in an openviking-kimi checkout (this copy was built from ${spec.source}); ` +
-      "or install a release binary, which needs no Deno",
-  };
-}
+/** What a launcher whose copy lost its code (the version directory moved or deleted, a bundle missing) says. */
+const copyIncomplete = (spec: Pick<LauncherSpec, "dir" | "source">) =>
+  `the program copy ${spec.dir} is gone or incomplete (${COPY_FILES.main} or ${COPY_FILES.hook} is missing); ` +
+  `run install again: ${install()} in an openviking-kimi checkout (this copy was built from ${spec.source}); ` +
+  "or install a release binary, which needs no Deno";
 
 /** A check in one line: "Deno not found at …; reinstall with …". */
 const oneLine = (c: Failing) => `${c.summary.replace(/: the hooks do nothing.*$/, "")}; ${c.fix}`;
@@ -96,20 +89,6 @@ export function launcherText(spec: LauncherSpec, os: OsFamily): string {
 function posixLauncher(spec: LauncherSpec, marker: string): string {
   const run = [...spec.flags, ...COPY_RUN_FLAGS].map(shellQuote).join(" ");
   const usual = USUAL.map((p) => (p.base ? `"$${p.base[0].toLowerCase()}"/${p.path}` : p.path)).join(" ");
-  const problem = (c: Failing, outcome: string) => {
-    const text = [
-      `openviking-kimi doctor ${spec.version}`,
-      `✗ ${c.id}: ${c.summary}`,
-      `    fix: ${c.fix}`,
-      "1 problem(s) found.",
-    ];
-    const json = JSON.stringify({ version: spec.version, ok: false, checks: [c] }, null, 2);
-    const why = oneLine(c);
-    return `outcome=${outcome} why=${shellQuote(why)} why_json=${
-      shellQuote(JSON.stringify(why).slice(1, -1))
-    } ` +
-      `text=${shellQuote(text.join("\n"))} json=${shellQuote(json)}`;
-  };
   return `#!/bin/sh
 # openviking-kimi ${spec.version}: runs the program copy in ${spec.dir}
 # (bundled from ${spec.source.replace(/\n/g, " ")} by \`openviking-kimi install\`) with Deno, offline.
@@ -132,29 +111,9 @@ if [ -n "$deno" ] && [ -f "$dir/$entry" ]; then
   DENO_DIR="$dir/${COPY_FILES.denoDir}" exec "$deno" run ${run} "$dir/$entry" "$@"
 fi
 # No Deno, or the copy's code is gone: a hook stays silent (Kimi must never break); the rest say why.
-if [ -z "$deno" ]; then ${problem(denoNotFound(spec, "posix"), "deno-not-found")}
-else ${problem(copyIncomplete(spec), "copy-incomplete")}; fi
-case $1 in
-hook)
-  [ -t 0 ] || cat >/dev/null 2>&1
-  case \${OPENVIKING_DEBUG:-} in 1 | [Tt][Rr][Uu][Ee] | [Yy][Ee][Ss] | [Oo][Nn])
-    case $2 in *[!a-z-]* | '') event=unknown ;; *) event=$2 ;; esac
-    case \${OPENVIKING_DEBUG_LOG:-} in /*) log=$OPENVIKING_DEBUG_LOG ;; *) case \${OPENVIKING_HOME:-} in
-      /*) log=$OPENVIKING_HOME/logs/kimicode-hooks.log ;;
-      *) case \${HOME:-} in /*) log=$HOME/.openviking/logs/kimicode-hooks.log ;; *) log= ;; esac ;; esac ;; esac
-    [ -n "$log" ] && (umask 077 && mkdir -p "\${log%/*}" && printf '{"ts":"%s","pid":%s,"source":"kimicode:%s","stage":"done","event":"%s","outcome":"%s","reason":"%s"}\\n' \\
-      "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$$" "$event" "$event" "$outcome" "$why_json" >>"$log") 2>/dev/null ;;
-  esac
-  exit 0 ;;
-mcp)
-  printf 'openviking-kimi mcp: %s\\n' "$why" >&2
-  while IFS= read -r line || [ -n "$line" ]; do
-    id=$(printf '%s\\n' "$line" | awk 'match($0, /"id"[ \\t]*:[ \\t]*(-?[0-9]+|"[^"\\\\]*")/) { s = substr($0, RSTART, RLENGTH); sub(/^"id"[ \\t]*:[ \\t]*/, "", s); print s }')
-    [ -n "$id" ] && printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"openviking-kimi: %s"}}\\n' "$id" "$why_json"
-  done
-  exit 0 ;;
-doctor) case " $* " in *" --json "*) printf '%s\\n' "$json" ;; *) printf '%s\\n' "$text" ;; esac; exit 1 ;;
-esac
+if [ -z "$deno" ]; then why=${shellQuote(oneLine(denoNotFound(spec, "posix")))}
+else why=${shellQuote(copyIncomplete(spec))}; fi
+if [ "$1" = hook ]; then [ -t 0 ] || cat >/dev/null 2>&1; exit 0; fi
 printf 'openviking-kimi: %s\\n' "$why" >&2
 exit 1
 `;

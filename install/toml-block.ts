@@ -213,7 +213,7 @@ function load(text: string): { ok: true; doc: Record<string, unknown>; blocks: B
 
 /**
  * Plans install: our block with `entries` (in place of any block there, OpenViking's too: install refuses
- * that one earlier without --yes), placed so that no key of the user's changes meaning.
+ * that one earlier), placed so that no key of the user's changes meaning.
  */
 export function planConfigInstall(current: string | undefined, entries: readonly HookEntry[]): EditPlan {
   const before = current ?? "";
@@ -264,18 +264,15 @@ export function planConfigInstall(current: string | undefined, entries: readonly
   return { ok: true, after, changed: after !== before, warnings: invalidHookKeys(parsed.value) };
 }
 
-/** Plans uninstall: our block out (OpenViking's only with `removeUpstream`). */
-export function planConfigUninstall(
-  current: string | undefined,
-  options: { removeUpstream?: boolean } = {},
-): EditPlan {
+/** Plans uninstall: our block out (OpenViking's stays). */
+export function planConfigUninstall(current: string | undefined): EditPlan {
   if (current === undefined) {
     return { ok: true, after: undefined, changed: false, warnings: [] };
   }
   const loaded = load(current);
   if (!loaded.ok) return loaded;
   const infos = loaded.blocks.map((block) => ({ block, ...blockInfo(block) }));
-  const removable = infos.filter((i) => i.owner === "ours" || options.removeUpstream);
+  const removable = infos.filter((i) => i.owner === "ours");
   const warnings = infos.filter((i) => !removable.includes(i)).map(() =>
     "config.toml has a block written by OpenViking's own Kimi plugin installer; it was left in place " +
     "(remove it with OpenViking's `install.sh --harness kimicode --uninstall --yes`)."

@@ -16,12 +16,7 @@ import { runUninstall } from "../../install/install.ts";
 import { isRecord as isObject } from "../../lib/parsed.ts";
 import { planMcpInstall, planMcpUninstall } from "../../install/json-files.ts";
 import { planOvcli } from "../../install/ovcli.ts";
-import {
-  parseRegistry,
-  planRegistryDisable,
-  planRegistryInstall,
-  planRegistryUninstall,
-} from "../../install/json-files.ts";
+import { parseRegistry, planRegistryInstall, planRegistryUninstall } from "../../install/json-files.ts";
 import { BLOCK_BEGIN, BLOCK_END, hookEntries, MCP_SERVER_NAME, PLUGIN_ID } from "../../install/spec.ts";
 import { findBlocks, parseToml } from "../../install/toml-block.ts";
 import { planConfigInstall, planConfigUninstall } from "../../install/toml-block.ts";
@@ -110,7 +105,7 @@ const parsesAsJsonObject = (text: string) => {
 
 Deno.test("fuzz: config.toml planners — a result that parses (install → uninstall gives the bytes back) or a refusal", () => {
   fc.assert(
-    fc.property(configText, fc.boolean(), (text, yes) => {
+    fc.property(configText, (text) => {
       const install = planConfigInstall(text, ENTRIES);
       if (!install.ok) assertTrue(install.error.length > 0, "a refusal says why");
       else {
@@ -124,7 +119,7 @@ Deno.test("fuzz: config.toml planners — a result that parses (install → unin
           assertTrue(back.ok && back.after === text, "uninstall gives back the user's bytes");
         }
       }
-      const uninstall = planConfigUninstall(text, { removeUpstream: yes });
+      const uninstall = planConfigUninstall(text);
       if (!uninstall.ok) assertTrue(uninstall.error.length > 0);
       else if (uninstall.after !== undefined) {
         assertTrue(parseToml(uninstall.after).ok, "uninstall result parses");
@@ -164,7 +159,7 @@ Deno.test("fuzz: mcp.json in any layout — install edits only our member; unins
       }
       assertEquals(install.changed, doc.openviking !== "ours");
 
-      const back = planMcpUninstall(after, { removeUpstream: yes });
+      const back = planMcpUninstall(after);
       assertTrue(back.ok && back.changed);
       if (!back.ok) return;
       if (doc.openviking === "none" && doc.hasServers) {
@@ -221,7 +216,7 @@ Deno.test("fuzz: mcp.json edits refuse exactly what JSON.parse refuses, and neve
         valid = false;
       }
       const install = planMcpInstall(t, MCP_ENTRY, { replaceOthers: true });
-      const uninstall = planMcpUninstall(t, { removeUpstream: true });
+      const uninstall = planMcpUninstall(t);
       if (!valid && t.trim() !== "") {
         assertEquals([install.ok, uninstall.ok], [false, false], JSON.stringify(t));
         return;
@@ -254,7 +249,6 @@ Deno.test("fuzz: installed.json and ovcli.conf planners — a result that parses
               originalSource: "/src",
             }, NOW),
             planRegistryUninstall(registry),
-            planRegistryDisable(registry, NOW),
           ]
         ) {
           if (!plan.ok) assertTrue(plan.error.length > 0);

@@ -63,7 +63,7 @@ Deno.test("config mode into an empty Kimi home creates config.toml, uninstall --
   assertEquals(left, [`${t.home}/.kimi-code`], "what install made is gone; the Kimi home was there before");
 });
 
-Deno.test("uninstall --purge deletes the ledger and the log wherever it was configured; a queue still waiting and the writes OpenViking refused stay, and it says how to deliver them", async () => {
+Deno.test("uninstall --purge deletes the ledger and the default log, never a configured one; a queue still waiting and the writes OpenViking refused stay, and it says how to deliver them", async () => {
   await using dir = await tempDir();
   const t = await installSandbox(dir.path);
   const self = await fakeCompiled(dir.path);
@@ -84,9 +84,7 @@ Deno.test("uninstall --purge deletes the ledger and the log wherever it was conf
   await keepRejected(`${t.ov}/pending`, "kc-s1", { messages: [refused] }, { status: 400, message: "no" });
   t.lines.length = 0;
   assertEquals(await runUninstall(ctx(), opts({ purge: true })), 0, t.lines.join("\n"));
-  for (
-    const gone of [`${t.ov}/ledger`, log, `${t.ov}/logs/kimicode-hooks.log`, `${t.ov}/hook-state/kimicode`]
-  ) {
+  for (const gone of [`${t.ov}/ledger`, `${t.ov}/logs/kimicode-hooks.log`, `${t.ov}/hook-state/kimicode`]) {
     assertEquals(await Deno.lstat(gone).then(() => "there", () => "gone"), "gone", gone);
   }
   assertEquals(
@@ -112,13 +110,8 @@ Deno.test("uninstall --purge deletes the ledger and the log wherever it was conf
     assertEquals(await Deno.lstat(`${t.ov}/pending/${d}`).then(() => "there", () => "gone"), "gone", d);
   }
 
-  // A configured log path that holds someone else's lines is not ours to delete.
-  await Deno.writeTextFile(log, `${logLine}an application's own line\n`);
-  assertEquals(await runInstall(ctx(), opts()), 0);
-  t.lines.length = 0;
-  assertEquals(await runUninstall(ctx(), opts({ purge: true })), 0, t.lines.join("\n"));
-  assertEquals(await Deno.readTextFile(log), `${logLine}an application's own line\n`);
-  assertMatch(t.lines.join("\n"), new RegExp(`Kept: ${log} .*not ours`));
+  // A log path the user configured is theirs: a purge leaves it.
+  assertEquals(await Deno.readTextFile(log), logLine);
 });
 
 Deno.test("--dry-run prints the diff (API key masked; in plugin mode the manifest) and changes nothing", async () => {
@@ -294,7 +287,7 @@ Deno.test("switching modes replaces the other one: never registered twice", asyn
   assertEquals(await read(`${t.kimi}/config.toml`), USER_CONFIG);
 });
 
-async function installUpstreamPlugin(t: Awaited<ReturnType<typeof installSandbox>>): Promise<string> {
+async function installUpstreamPlugin(t: Awaited<ReturnType<typeof installSandbox>>): Promise<void> {
   const root = `${t.kimi}/plugins/managed/openviking-memory`;
   await Deno.mkdir(root, { recursive: true });
   await Deno.writeTextFile(
@@ -319,38 +312,36 @@ async function installUpstreamPlugin(t: Awaited<ReturnType<typeof installSandbox
   );
   const block = ["[[hooks]]", 'event = "Stop"', 'command = "node /x/kimicode-hook.mjs stop"', "timeout = 30"];
   await Deno.writeTextFile(`${t.kimi}/config.toml`, [BLOCK_BEGIN, ...block, BLOCK_END, ""].join("\n"));
-  return root;
 }
 
-Deno.test("OpenViking's own plugin is detected: refused with what to do, or taken over with --yes", async () => {
+Deno.test("OpenViking's own plugin is detected (registered, or its [[hooks]] outside any block): refused with what to do, --yes or not", async () => {
   await using dir = await tempDir();
   const t = await installSandbox(dir.path);
-  const root = await installUpstreamPlugin(t);
-  const before = await snapshot(t.kimi);
-  for (const mode of ["config", "plugin"] as const) {
-    assertEquals(await runInstall(t.ctx(), opts({ mode })), 1);
-    assertEquals(await snapshot(t.kimi), before);
+  await installUpstreamPlugin(t);
+  const loose = '[[hooks]]\nevent = "Stop"\n' +
+    "command = \"node '/home/u/.openviking/agent-integrations/kimicode/scripts/kimicode-hook.mjs' stop\"\n";
+  const where = [
+    /registered \(the "openviking-memory" plugin in .*, its block in \S+config\.toml/,
+    /its \[\[hooks\]\] in/,
+  ];
+  for (const found of where) {
+    const before = await snapshot(t.kimi);
+    // --yes does not take its place either: two memory integrations would capture every turn twice.
+    for (
+      const [mode, yes] of [["config", false], ["plugin", false], ["config", true], ["plugin", true]] as const
+    ) {
+      assertEquals(await runInstall(t.ctx(), opts({ mode, yes })), 1);
+      assertMatch(
+        t.said(),
+        /ERR .*OpenViking's own Kimi Code plugin is registered .*\/plugins remove openviking-memory/,
+      );
+      assertEquals(await snapshot(t.kimi), before);
+    }
+    assertMatch(t.all(), found);
+    // Then OpenViking's own [[hooks]] alone, outside any block (Kimi rewrote the file, say).
+    await Deno.remove(`${t.kimi}/plugins`, { recursive: true }).catch(() => {});
+    await Deno.writeTextFile(`${t.kimi}/config.toml`, loose);
   }
-  const out = t.lines.join("\n");
-  assertMatch(out, /OpenViking's own Kimi Code plugin is registered \(.*, its block in \S+config\.toml/);
-  assertMatch(out, /\/plugins remove openviking-memory/);
-  assertMatch(out, /--yes/);
-
-  // Config mode with --yes disables it (reversible) instead of registering twice.
-  assertEquals(await runInstall(t.ctx(), opts({ yes: true })), 0, t.lines.join("\n"));
-  const regs = registrations(await readKimiState(t.kimi));
-  for (const where of regs.values()) assertEquals(where, ["config.toml"]);
-  assertNotMatch((await read(`${t.kimi}/config.toml`))!, /kimicode-hook\.mjs/, "their block replaced");
-  assertEquals(JSON.parse((await read(`${t.kimi}/plugins/installed.json`))!).plugins[0].enabled, false);
-
-  // Plugin mode with --yes takes the id over and keeps their directory aside.
-  assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin", yes: true })), 0, t.lines.join("\n"));
-  const manifest = JSON.parse((await read(`${root}/kimi.plugin.json`))!);
-  assertEquals(manifest.hooks[0].command, "./bin/openviking-kimi hook session-start");
-  const kept = [...Deno.readDirSync(`${t.kimi}/plugins/managed`)].filter((e) =>
-    e.name.includes(".replaced-")
-  );
-  assertEquals(kept.length, 1);
 });
 
 Deno.test("uninstall leaves what is not ours and says so", async () => {

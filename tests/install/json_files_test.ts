@@ -1,7 +1,7 @@
 import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../support/assert.ts";
 import { classifyMcpEntry } from "../../install/spec.ts";
 import { planMcpInstall, planMcpUninstall } from "../../install/json-files.ts";
-import { planRegistryDisable, planRegistryInstall, planRegistryUninstall } from "../../install/json-files.ts";
+import { planRegistryInstall, planRegistryUninstall } from "../../install/json-files.ts";
 import { maskSecrets, planOvcli } from "../../install/ovcli.ts";
 import { unifiedDiff } from "../../install/transaction.ts";
 
@@ -101,23 +101,6 @@ Deno.test("installed.json: a registry we created goes away again; a corrupt one 
     assertEquals(p.ok, false, bad);
     if (!p.ok) assertMatch(p.error, /nothing was changed/);
     assertEquals(planRegistryUninstall(bad).ok, false);
-  }
-});
-
-Deno.test("installed.json: disabling OpenViking's record touches only enabled/updatedAt", () => {
-  const before = JSON.stringify({
-    version: 1,
-    plugins: [{ id: "openviking-memory", root: "/u", enabled: true }],
-  });
-  const plan = planRegistryDisable(before, NOW);
-  assertTrue(plan.ok);
-  if (plan.ok) {
-    assertEquals(JSON.parse(plan.after!).plugins[0], {
-      id: "openviking-memory",
-      root: "/u",
-      enabled: false,
-      updatedAt: NOW.toISOString(),
-    });
   }
 });
 

@@ -6,7 +6,7 @@
  * it ran; doctor's own search (findDeno) must name the same one.
  */
 
-import { assertEquals, assertTrue } from "../support/assert.ts";
+import { assertEquals, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { runProcess } from "../support/run.ts";
 import { findDeno, launcherText } from "../../install/launcher.ts";
@@ -43,14 +43,14 @@ async function sandbox(root: string) {
   await Deno.mkdir(home);
   await Deno.mkdir(emptyPath);
   const record = `${root}/record`;
-  /** Runs `launcher hook stop` with `extra` in the environment; what the Deno it ran recorded. */
-  const run = async (extra: Record<string, string> = {}) => {
+  /** Runs `launcher <args>` (`hook stop`) with `extra` in the environment; what the Deno it ran recorded. */
+  const run = async (extra: Record<string, string> = {}, args = ["hook", "stop"]) => {
     await Deno.remove(record).catch(() => {});
     const env = { HOME: home, PATH: emptyPath, OVK_RECORD: record, ...extra };
     // Run where a project's files could be: a relative base must never reach them.
-    const r = await runProcess(launcher, ["hook", "stop"], { env, clearEnv: true, stdin: "{}", cwd: root });
+    const r = await runProcess(launcher, args, { env, clearEnv: true, stdin: "{}", cwd: root });
     const ran = await Deno.readTextFile(record).then((t) => t.trimEnd().split("\n"), () => undefined);
-    return { code: r.code, ran, found: await findDeno(spec.deno, env, "posix") };
+    return { ...r, ran, found: await findDeno(spec.deno, env, "posix") };
   };
   return { root, copy, spec, home, run };
 }
@@ -139,5 +139,40 @@ Deno.test({
     assertEquals([r.ran?.[0], r.found], [inHome, inHome], "a relative NVM_DIR: ~/.nvm, as if unset");
     r = await s.run({ HOME: "relative-home" });
     assertEquals([r.code, r.ran, r.found], [0, undefined, undefined], "a relative HOME is not looked in");
+  },
+});
+
+Deno.test({
+  name:
+    "without Deno, or with the copy's code gone, a hook is silent (exit 0) and every other command says why",
+  ignore: !posix,
+  async fn() {
+    await using dir = await tempDir();
+    const s = await sandbox(dir.path);
+    const says = async (why: string, extra: Record<string, string> = {}) => {
+      for (const event of ["session-start", "user-prompt-submit", "stop"]) {
+        const r = await s.run({ OPENVIKING_DEBUG: "1", ...extra }, ["hook", event]);
+        assertEquals([r.code, r.stdout, r.stderr, r.ran], [0, "", "", undefined], event);
+      }
+      for (const args of [["mcp"], ["doctor"], ["doctor", "--json"], ["version"]]) {
+        const r = await s.run(extra, args);
+        assertEquals([r.code, r.stdout, r.ran], [1, "", undefined], args.join(" "));
+        assertStringIncludes(r.stderr, `openviking-kimi: ${why}`);
+        assertStringIncludes(r.stderr, "in an openviking-kimi checkout (this copy was built from");
+      }
+    };
+    // A Deno at a fixed place (/usr/bin/deno, …) cannot be hidden: then only the copy's code goes.
+    if (fixed === undefined) {
+      await says(`Deno not found at ${s.spec.deno} (the one install used), on PATH or in the usual places`);
+    }
+    const path = { PATH: `${dir.path}/on-path` };
+    const onPath = await standIn(`${dir.path}/on-path/deno`);
+    await Deno.remove(`${s.copy}/${COPY_FILES.hook}`);
+    let r = await s.run(path);
+    assertEquals([r.code, r.stdout, r.stderr, r.ran], [0, "", "", undefined], "hook.js alone gone: silent");
+    r = await s.run(path, ["version"]);
+    assertEquals(r.ran?.[0], onPath, "the full bundle still runs the rest");
+    await Deno.remove(`${s.copy}/${COPY_FILES.main}`);
+    await says(`the program copy ${s.copy} is gone or incomplete`, path);
   },
 });

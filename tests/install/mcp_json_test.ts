@@ -154,6 +154,6 @@ Deno.test("mcp.json: keys are compared decoded; duplicate keys and non-JSON are 
     const plan = planMcpInstall(bad, OURS, { replaceOthers: true });
     assertEquals(plan.ok, false, bad);
     if (!plan.ok) assertMatch(plan.error, /mcp\.json/);
-    assertEquals(planMcpUninstall(bad, { removeUpstream: true }).ok, false, bad);
+    assertEquals(planMcpUninstall(bad).ok, false, bad);
   }
 });

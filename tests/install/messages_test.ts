@@ -176,19 +176,3 @@ Deno.test("an install that updates files only it wrote keeps no .bak of them (an
     : [];
   assertEquals([...left, ...plugins].filter((n) => n.endsWith(".bak")), [], t.all());
 });
-
-Deno.test("plugin mode refuses OpenViking's own [[hooks]] outside any block, --yes or not (they would capture twice)", async () => {
-  await using dir = await tempDir();
-  const t = await installSandbox(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
-  const self = await fakeCompiled(dir.path);
-  const config = `${t.kimi}/config.toml`;
-  const theirs = '[[hooks]]\nevent = "Stop"\n' +
-    "command = \"node '/home/u/.openviking/agent-integrations/kimicode/scripts/kimicode-hook.mjs' stop\"\n";
-  await Deno.writeTextFile(config, theirs);
-  for (const yes of [false, true]) {
-    assertEquals(await runInstall(t.ctx(self), opts({ mode: "plugin", yes })), 1, t.all());
-    assertMatch(t.said(), /ERR .*OpenViking's own/);
-    assertEquals(await Deno.readTextFile(config), theirs, "config.toml untouched");
-    assertTrue(!(await exists(`${t.kimi}/plugins/installed.json`)), "no plugin registered");
-  }
-});
