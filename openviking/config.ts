@@ -348,7 +348,6 @@ export const KNOBS = {
   redact: knob("OPENVIKING_REDACT", boolKnob, true, ON),
   writePathAsync: knob("OPENVIKING_WRITE_PATH_ASYNC", boolKnob, true, NEVER),
   pendingReplayLimit: knob("OPENVIKING_PENDING_REPLAY_LIMIT", numKnob(1, 100_000), 50, NEVER),
-  pendingMaxRetries: knob("OPENVIKING_PENDING_MAX_RETRIES", numKnob(1, 1000), 3, NEVER),
   pendingTtlDays: knob("OPENVIKING_PENDING_TTL_DAYS", numKnob(1, 3650), 7, NEVER),
   ledgerMaxBytes: knob("OPENVIKING_LEDGER_MAX_BYTES", numKnob(64 * 1024, 1024 ** 3), 8 * 1024 * 1024, NEVER),
   ledgerMaxAgeDays: knob("OPENVIKING_LEDGER_MAX_AGE_DAYS", numKnob(1, 3650), 30, NEVER),

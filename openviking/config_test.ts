@@ -561,7 +561,6 @@ const WORKSPACE: Record<Name, Allowed> = {
   redact: on,
   writePathAsync: never(true, false),
   pendingReplayLimit: never(50, 1),
-  pendingMaxRetries: never(3, 1),
   pendingTtlDays: never(7, 1),
   ledgerMaxBytes: never(8 * 1024 * 1024, 64 * 1024),
   ledgerMaxAgeDays: never(30, 1),
