@@ -58,7 +58,7 @@ const ENV_CREDENTIAL_VARS = (
   "OPENVIKING_URL OPENVIKING_BASE_URL OPENVIKING_MCP_URL OPENVIKING_BEARER_TOKEN " +
   "OPENVIKING_API_KEY OPENVIKING_ACCOUNT OPENVIKING_USER OPENVIKING_PEER_ID"
 ).split(" ");
-const OVCLI_CREDENTIAL_KEYS = "url api_key account account_id user user_id actor_peer_id peer_id".split(" ");
+const OVCLI_CREDENTIAL_KEYS = "url api_key account user actor_peer_id".split(" ");
 
 const str = (v: unknown): string => (typeof v === "string" ? v.trim() : "");
 const first = (...values: unknown[]): string => {
@@ -66,20 +66,10 @@ const first = (...values: unknown[]): string => {
   return "";
 };
 
-/** Credential mode from `OPENVIKING_CREDENTIAL_SOURCE` (or `…_CREDENTIALS_SOURCE`). */
+/** Credential mode from `OPENVIKING_CREDENTIAL_SOURCE`: `env`, `ovcli`, else `auto`. */
 export function credentialMode(env: Env): CredentialMode {
-  const raw = (env.OPENVIKING_CREDENTIAL_SOURCE ?? env.OPENVIKING_CREDENTIALS_SOURCE ?? "").trim()
-    .toLowerCase();
-  if (raw === "env" || raw === "environment") return "env";
-  if (["cli", "ovcli", "file", "config"].includes(raw)) return "cli";
-  return "auto";
-}
-
-/** Whether a parsed ov.conf is really an ovcli.conf (back-compat for `OPENVIKING_CONFIG_FILE`). */
-function looksLikeOvcli(value: unknown): boolean {
-  const o = asRecord(value);
-  if (o.server !== undefined && typeof o.server === "object") return false;
-  return OVCLI_CREDENTIAL_KEYS.some((k) => typeof o[k] === "string");
+  const raw = (env.OPENVIKING_CREDENTIAL_SOURCE ?? "").trim().toLowerCase();
+  return raw === "env" ? "env" : raw === "ovcli" ? "cli" : "auto";
 }
 
 function normalizeUrl(raw: string, warnings: string[], what: string): string | undefined {
@@ -158,9 +148,9 @@ function apiKeyOf(f: Files, baseUrl: string, warnings: string[]) {
 function identityOf(f: Files): { account: string; user: string; peerId: string } {
   const [env, cli, ov]: JsonRecord[] = [f.useCli ? {} : f.env, f.cli, f.useCli ? {} : f.ovClient];
   return {
-    account: first(env.OPENVIKING_ACCOUNT, cli.account, cli.account_id, ov.accountId),
-    user: first(env.OPENVIKING_USER, cli.user, cli.user_id, ov.userId),
-    peerId: first(env.OPENVIKING_PEER_ID, cli.actor_peer_id, cli.peer_id, ov.peerId, ov.peer_id),
+    account: first(env.OPENVIKING_ACCOUNT, cli.account, ov.accountId),
+    user: first(env.OPENVIKING_USER, cli.user, ov.userId),
+    peerId: first(env.OPENVIKING_PEER_ID, cli.actor_peer_id, ov.peerId),
   };
 }
 
@@ -177,7 +167,7 @@ function resolveCredentials(sources: ConfigSources, warnings: string[] = []): Cr
     mode,
     cli,
     ovServer: asRecord(ov.server),
-    ovClient: { ...asRecord(ov.codex), ...asRecord(ov.kimicode) },
+    ovClient: asRecord(ov.kimicode),
     useCli: mode === "cli" || (mode === "auto" && !envSet && cliHasCreds),
   };
   const { baseUrl, source } = baseUrlOf(files, warnings);
@@ -501,15 +491,17 @@ export function loadConfig(env: Env, cwd?: string): Promise<Resolved> {
     const warnings: string[] = ignoredOverrides(env).map((o) => `${o} is not an absolute path; ignored`);
     const noHome = noHomeReason(env);
     const paths = credentialFilePaths(env);
-    let cliPath = paths.cli;
-    let ovcli: unknown = readJsonFile(paths.cli, warnings);
-    let ovconf: unknown = readJsonFile(paths.ov, warnings);
-    if (env.OPENVIKING_CONFIG_FILE && !env.OPENVIKING_CLI_CONFIG_FILE && looksLikeOvcli(ovconf)) {
-      [ovcli, cliPath, ovconf] = [ovconf, paths.ov, undefined];
-    }
+    const ovcli = readJsonFile(paths.cli, warnings);
+    const ovconf = readJsonFile(paths.ov, warnings);
     const workspace = noHome ? [] : readWorkspace(cwd, warnings);
-    const ovConfigPath = paths.ov;
-    const resolved = resolveConfig({ env, ovcli, cliConfigPath: cliPath, ovconf, ovConfigPath, workspace });
+    const resolved = resolveConfig({
+      env,
+      ovcli,
+      cliConfigPath: paths.cli,
+      ovconf,
+      ovConfigPath: paths.ov,
+      workspace,
+    });
     return { config: resolved.config, warnings: [...warnings, ...resolved.warnings] };
   });
 }
