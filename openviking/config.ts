@@ -300,7 +300,6 @@ export const KNOBS = {
   autoRecall: knob("OPENVIKING_AUTO_RECALL", boolKnob, true, OFF),
   autoCapture: knob("OPENVIKING_AUTO_CAPTURE", boolKnob, true, OFF),
   workspacePeer: knob("OPENVIKING_WORKSPACE_PEER", boolKnob, true, NEVER),
-  peerSource: knob("OPENVIKING_PEER_SOURCE", enumKnob(["git", "cwd", "none"]), "git", NEVER),
   bypassSession: knob("OPENVIKING_BYPASS_SESSION", boolKnob, false, ON),
   bypassSessionPatterns: knob("OPENVIKING_BYPASS_SESSION_PATTERNS", listKnob, [], ADD),
   recallLimit: knob("OPENVIKING_RECALL_LIMIT", numKnob(1, 100), 10, LOWER),

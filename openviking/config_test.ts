@@ -410,14 +410,14 @@ const PARSES: [Name, "env" | "file", unknown, unknown, string?][] = [
   ["scoreThreshold", "file", 1.5, 0.35, "must be at most 1"],
   ["scoreThreshold", "file", -1, 0.35, "must be at least 0"],
   ["scoreThreshold", "file", "-Infinity", 0.35, "expected number"],
-  ["peerSource", "env", " Git ", "git"],
+  ["recallPeerScope", "env", " Actor ", "actor"],
   ["recallFormat", "env", "FULL", "full"],
-  ...["svn", 1, ["git"], ""].map((raw): [Name, "file", unknown, unknown, string] => [
-    "peerSource",
+  ...["svn", 1, ["all"], ""].map((raw): [Name, "file", unknown, unknown, string] => [
+    "recallPeerScope",
     "file",
     raw,
-    "git",
-    'must be "git" or "cwd" or "none"',
+    "all",
+    'must be "all" or "actor" or "strict"',
   ]),
   ["bypassSessionPatterns", "env", "a*, /tmp/** , ,", ["a*", "/tmp/**"]],
   ["bypassSessionPatterns", "file", "", []],
@@ -511,7 +511,6 @@ const WORKSPACE: Record<Name, Allowed> = {
   autoRecall: off,
   autoCapture: off,
   workspacePeer: never(true, false),
-  peerSource: never("git", "none"),
   bypassSession: on,
   bypassSessionPatterns: {
     may: "add to it",
