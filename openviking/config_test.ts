@@ -35,145 +35,106 @@ const OVCONF = {
   kimicode: { apiKey: "ov-key", accountId: "ov-acct", userId: "ov-user", peerId: "ov-peer" },
 };
 
+const CLI = "http://cli.example:1933";
+const LOCAL = (port: number) => `http://127.0.0.1:${port}`;
+type Sources = { env?: Record<string, string>; ovcli?: unknown; ovconf?: unknown };
+/** [what, the sources, the fields of the resolved config it must have]. */
+const PRECEDENCE: [string, Sources, Record<string, string>][] = [
+  ["ov.conf only: 0.0.0.0 → loopback, its key and identity", { ovconf: OVCONF }, {
+    baseUrl: LOCAL(2000),
+    apiKey: "ov-key",
+    account: "ov-acct",
+    user: "ov-user",
+    peerId: "ov-peer",
+  }],
+  [
+    "ov.conf server.url wins over host/port",
+    { ovconf: { server: { url: "https://ov.example/", port: 1 } } },
+    { baseUrl: "https://ov.example", apiKey: "" },
+  ],
+  ["ov.conf's root_api_key is no client's key", { ovconf: { server: { root_api_key: "r" } } }, {
+    apiKey: "",
+    apiKeySource: "none",
+    baseUrl: LOCAL(1933),
+  }],
+  ["ovcli.conf beats ov.conf", { ovcli: OVCLI, ovconf: OVCONF }, {
+    baseUrl: CLI,
+    apiKey: "cli-key",
+    account: "cli-acct",
+    user: "cli-user",
+    peerId: "cli-peer",
+    credentialSource: "ovcli.conf",
+  }],
+  ["ovcli.conf alone decides", { ovcli: { url: "http://cli:1" }, ovconf: OVCONF }, {
+    apiKey: "",
+    account: "",
+    user: "",
+  }],
+  ["an env credential: env, then files", { env: { OPENVIKING_API_KEY: "e" }, ovcli: OVCLI }, {
+    baseUrl: CLI,
+    apiKey: "e",
+    account: "cli-acct",
+    credentialSource: "ovcli.conf",
+  }],
+  ["env URL beats ovcli's; its key stays home", { env: { OPENVIKING_URL: "http://e:9/" }, ovcli: OVCLI }, {
+    baseUrl: "http://e:9",
+    apiKey: "",
+    apiKeySource: "none",
+    credentialSource: "env",
+  }],
+  ["env URL at ovcli.conf's origin: its key goes", { env: { OPENVIKING_URL: `${CLI}/` }, ovcli: OVCLI }, {
+    apiKey: "cli-key",
+    apiKeyOrigin: CLI,
+  }],
+  ["ovcli.conf without url: key for the files' address", {
+    env: { OPENVIKING_URL: LOCAL(2000) },
+    ovcli: { api_key: "k" },
+    ovconf: { server: { port: 2000 } },
+  }, { apiKey: "k", apiKeySource: "ovcli.conf" }],
+  ["an env key goes wherever this run goes", {
+    env: { OPENVIKING_URL: "http://e:9", OPENVIKING_API_KEY: "e" },
+    ovcli: OVCLI,
+  }, { apiKey: "e", apiKeyOrigin: "" }],
+  ["OPENVIKING_BASE_URL", { env: { OPENVIKING_BASE_URL: "http://b.example" } }, {
+    baseUrl: "http://b.example",
+    mcpUrl: "http://b.example/mcp",
+  }],
+  ["bearer token beats api key", { env: { OPENVIKING_BEARER_TOKEN: "tok", OPENVIKING_API_KEY: "key" } }, {
+    apiKey: "tok",
+    apiKeySource: "env OPENVIKING_BEARER_TOKEN",
+  }],
+  ["env identity beats files", {
+    env: { OPENVIKING_ACCOUNT: "ea", OPENVIKING_USER: "eu", OPENVIKING_PEER_ID: "ep" },
+    ovcli: OVCLI,
+    ovconf: OVCONF,
+  }, { account: "ea", user: "eu", peerId: "ep" }],
+  ["explicit MCP URL", { env: { OPENVIKING_MCP_URL: "http://mcp.example/x" } }, {
+    mcpUrl: "http://mcp.example/x",
+    baseUrl: LOCAL(1933),
+  }],
+  ["mode ovcli ignores env URL and key", {
+    env: {
+      OPENVIKING_CREDENTIAL_SOURCE: "ovcli",
+      OPENVIKING_URL: "http://e:1",
+      OPENVIKING_API_KEY: "e",
+      OPENVIKING_MCP_URL: "http://e:1/mcp",
+    },
+    ovcli: OVCLI,
+  }, { baseUrl: CLI, apiKey: "cli-key", mcpUrl: `${CLI}/mcp` }],
+  ["mode env ignores ovcli url; ov.conf's key is its server's", {
+    env: { OPENVIKING_CREDENTIAL_SOURCE: "env" },
+    ovcli: OVCLI,
+    ovconf: OVCONF,
+  }, { baseUrl: LOCAL(2000), apiKey: "ov-key", apiKeySource: "ov.conf" }],
+];
+
 Deno.test("credentials: precedence table env vs ovcli.conf vs ov.conf", () => {
-  const cases: {
-    name: string;
-    env: Record<string, string>;
-    ovcli?: unknown;
-    ovconf?: unknown;
-    expect: Record<string, string>;
-  }[] = [
-    {
-      name: "ov.conf only: host 0.0.0.0 → loopback, root key",
-      env: {},
-      ovconf: OVCONF,
-      expect: {
-        baseUrl: "http://127.0.0.1:2000",
-        apiKey: "ov-key",
-        account: "ov-acct",
-        user: "ov-user",
-        peerId: "ov-peer",
-      },
-    },
-    {
-      name: "ov.conf server.url wins over host/port",
-      env: {},
-      ovconf: { server: { url: "https://ov.example/", host: "x", port: 1 } },
-      expect: { baseUrl: "https://ov.example", apiKey: "" },
-    },
-    {
-      name: "ov.conf's root_api_key is never a client's key (it only administers the server)",
-      env: {},
-      ovconf: { server: { root_api_key: "root-key" } },
-      expect: { apiKey: "", apiKeySource: "none", baseUrl: "http://127.0.0.1:1933" },
-    },
-    {
-      name: "ovcli.conf beats ov.conf",
-      env: {},
-      ovcli: OVCLI,
-      ovconf: OVCONF,
-      expect: {
-        baseUrl: "http://cli.example:1933",
-        apiKey: "cli-key",
-        account: "cli-acct",
-        user: "cli-user",
-        peerId: "cli-peer",
-        credentialSource: "ovcli.conf",
-      },
-    },
-    {
-      name: "ovcli.conf alone uses only ovcli identity (useCli)",
-      env: {},
-      ovcli: { url: "http://cli.example:1" },
-      ovconf: OVCONF,
-      expect: { apiKey: "", account: "", user: "" },
-    },
-    {
-      name: "any env credential var disables ovcli-only mode",
-      env: { OPENVIKING_API_KEY: "env-key" },
-      ovcli: OVCLI,
-      expect: {
-        baseUrl: "http://cli.example:1933",
-        apiKey: "env-key",
-        account: "cli-acct",
-        credentialSource: "ovcli.conf",
-      },
-    },
-    {
-      name: "env URL beats ovcli url; ovcli.conf's key, saved for its own url, is not sent there",
-      env: { OPENVIKING_URL: "http://env.example:9/" },
-      ovcli: OVCLI,
-      expect: { baseUrl: "http://env.example:9", apiKey: "", apiKeySource: "none", credentialSource: "env" },
-    },
-    {
-      name: "env URL at ovcli.conf's origin: the saved key goes with it",
-      env: { OPENVIKING_URL: "http://cli.example:1933/" },
-      ovcli: OVCLI,
-      expect: { apiKey: "cli-key", apiKeyOrigin: "http://cli.example:1933" },
-    },
-    {
-      name: "ovcli.conf without a url: its key is for the address the files give (ov.conf's server)",
-      env: { OPENVIKING_URL: "http://127.0.0.1:2000" },
-      ovcli: { api_key: "cli-key" },
-      ovconf: { server: { port: 2000 } },
-      expect: { apiKey: "cli-key", apiKeySource: "ovcli.conf" },
-    },
-    {
-      name: "an env key goes wherever this run goes",
-      env: { OPENVIKING_URL: "http://env.example:9", OPENVIKING_API_KEY: "env-key" },
-      ovcli: OVCLI,
-      expect: { apiKey: "env-key", apiKeyOrigin: "" },
-    },
-    {
-      name: "OPENVIKING_BASE_URL alias",
-      env: { OPENVIKING_BASE_URL: "http://base.example" },
-      expect: { baseUrl: "http://base.example", mcpUrl: "http://base.example/mcp" },
-    },
-    {
-      name: "bearer token beats api key",
-      env: { OPENVIKING_BEARER_TOKEN: "tok", OPENVIKING_API_KEY: "key" },
-      expect: { apiKey: "tok", apiKeySource: "env OPENVIKING_BEARER_TOKEN" },
-    },
-    {
-      name: "env identity beats files",
-      env: { OPENVIKING_ACCOUNT: "ea", OPENVIKING_USER: "eu", OPENVIKING_PEER_ID: "ep" },
-      ovcli: OVCLI,
-      ovconf: OVCONF,
-      expect: { account: "ea", user: "eu", peerId: "ep" },
-    },
-    {
-      name: "explicit MCP URL",
-      env: { OPENVIKING_MCP_URL: "http://mcp.example/x" },
-      expect: { mcpUrl: "http://mcp.example/x", baseUrl: "http://127.0.0.1:1933" },
-    },
-    {
-      name: "mode cli ignores env URL and key",
-      env: {
-        OPENVIKING_CREDENTIAL_SOURCE: "ovcli",
-        OPENVIKING_URL: "http://env:1",
-        OPENVIKING_API_KEY: "env-key",
-        OPENVIKING_MCP_URL: "http://env:1/mcp",
-      },
-      ovcli: OVCLI,
-      expect: {
-        baseUrl: "http://cli.example:1933",
-        apiKey: "cli-key",
-        mcpUrl: "http://cli.example:1933/mcp",
-      },
-    },
-    {
-      name: "mode env ignores ovcli url; ov.conf's client key is for its server, ovcli.conf's is not",
-      env: { OPENVIKING_CREDENTIAL_SOURCE: "env" },
-      ovcli: OVCLI,
-      ovconf: OVCONF,
-      expect: { baseUrl: "http://127.0.0.1:2000", apiKey: "ov-key", apiKeySource: "ov.conf" },
-    },
-  ];
-  for (const c of cases) {
-    const { config } = resolveConfig(sources({ env: c.env, ovcli: c.ovcli, ovconf: c.ovconf }));
-    for (const [k, v] of Object.entries(c.expect)) {
-      assertEquals((config as unknown as Record<string, unknown>)[k], v, `${c.name}: ${k}`);
-    }
+  for (const [name, { env = {}, ovcli, ovconf }, expect] of PRECEDENCE) {
+    const { config } = resolveConfig(sources({ env, ovcli, ovconf }));
+    const got = Object.fromEntries(
+      Object.keys(expect).map((k) => [k, (config as unknown as Record<string, unknown>)[k]]),
+    );
+    assertEquals(got, expect, name);
   }
 });
 
