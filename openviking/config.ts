@@ -55,7 +55,7 @@ export interface ConfigSources {
 }
 
 const ENV_CREDENTIAL_VARS = (
-  "OPENVIKING_URL OPENVIKING_BASE_URL OPENVIKING_MCP_URL OPENVIKING_BEARER_TOKEN " +
+  "OPENVIKING_URL OPENVIKING_BASE_URL OPENVIKING_MCP_URL " +
   "OPENVIKING_API_KEY OPENVIKING_ACCOUNT OPENVIKING_USER OPENVIKING_PEER_ID"
 ).split(" ");
 const OVCLI_CREDENTIAL_KEYS = "url api_key account user actor_peer_id".split(" ");
@@ -128,12 +128,11 @@ export function keyFor(c: Pick<Credentials, "apiKey" | "apiKeyOrigin">, url: str
 function apiKeyOf(f: Files, baseUrl: string, warnings: string[]) {
   const filesUrl = (files: Files) => originOf(baseUrlOf({ ...files, mode: "cli" }, []).baseUrl);
   const candidates: [unknown, string, string][] = [
-    [f.env.OPENVIKING_BEARER_TOKEN, "env OPENVIKING_BEARER_TOKEN", ""],
     [f.env.OPENVIKING_API_KEY, "env OPENVIKING_API_KEY", ""],
     [f.cli.api_key, "ovcli.conf", filesUrl(f)],
     [f.ovClient.apiKey, "ov.conf", filesUrl({ ...f, cli: {} })],
   ];
-  for (const [value, source, origin] of f.useCli ? candidates.slice(2, 3) : candidates) {
+  for (const [value, source, origin] of f.useCli ? candidates.slice(1, 2) : candidates) {
     if (!str(value)) continue;
     if (origin === "" || origin === originOf(baseUrl)) return { apiKey: str(value), source, origin };
     warnings.push(
@@ -371,18 +370,15 @@ function firstSetting(layers: [string, JsonRecord][], name: string) {
 }
 
 /**
- * Resolves every knob: env, else ovcli.conf `plugin.kimicode`, else `plugin`, else the default; then, unless
+ * Resolves every knob: env, else ovcli.conf `plugin.kimicode`, else the default; then, unless
  * env set it, the first workspace file's value if the knob's rule allows it. Bad values go to `warnings`.
  */
 export function resolveSettings(
   sources: Pick<ConfigSources, "env" | "ovcli" | "workspace">,
   warnings: string[] = [],
 ): Settings {
-  const plugin = asRecord(asRecord(sources.ovcli).plugin);
-  const userLayers: [string, JsonRecord][] = [
-    ["ovcli.conf plugin.kimicode", asRecord(plugin.kimicode)],
-    ["ovcli.conf plugin", plugin],
-  ];
+  const mine = asRecord(asRecord(asRecord(sources.ovcli).plugin).kimicode);
+  const userLayers: [string, JsonRecord][] = [["ovcli.conf plugin.kimicode", mine]];
   const workspace = (sources.workspace ?? []).map((w): [string, JsonRecord] => [w.path, asRecord(w.value)]);
   const settings: JsonRecord = {};
   const configured = new Set<string>();

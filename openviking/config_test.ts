@@ -99,10 +99,6 @@ const PRECEDENCE: [string, Sources, Record<string, string>][] = [
     baseUrl: "http://b.example",
     mcpUrl: "http://b.example/mcp",
   }],
-  ["bearer token beats api key", { env: { OPENVIKING_BEARER_TOKEN: "tok", OPENVIKING_API_KEY: "key" } }, {
-    apiKey: "tok",
-    apiKeySource: "env OPENVIKING_BEARER_TOKEN",
-  }],
   ["env identity beats files", {
     env: { OPENVIKING_ACCOUNT: "ea", OPENVIKING_USER: "eu", OPENVIKING_PEER_ID: "ep" },
     ovcli: OVCLI,
@@ -196,18 +192,13 @@ Deno.test("defaults when nothing is configured: the local server, no identity, e
   assertEquals(config.userAgent, "openviking-memory-kimicode/0.1.0");
 });
 
-Deno.test("knobs: env > workspace local > workspace > ovcli plugin.kimicode > ovcli plugin", () => {
+Deno.test("knobs: env > workspace local > workspace > ovcli plugin.kimicode (another plugin's section is not ours)", () => {
   const ovcli = {
-    plugin: {
-      recallLimit: 2,
-      autoCapture: false,
-      timeoutMs: 3000,
-      kimicode: { recallLimit: 3, timeoutMs: 4000 },
-    },
+    plugin: { recallLimit: 2, autoCapture: false, kimicode: { recallLimit: 3, timeoutMs: 4000 } },
   };
   const base = sources({ ovcli });
   let { config } = resolveConfig(base);
-  assertEquals([config.recallLimit, config.autoCapture, config.timeoutMs], [3, false, 4000]);
+  assertEquals([config.recallLimit, config.autoCapture, config.timeoutMs], [3, true, 4000]);
   const ws = (...values: unknown[]) => values.map((value, i) => ({ path: `/w/config${i}.json`, value }));
   ({ config } = resolveConfig({
     ...base,
@@ -397,11 +388,11 @@ Deno.test("knobs: each kind of knob parses its words and bounds; a refused value
   for (const [name, where, raw, want, why] of PARSES) {
     const warnings: string[] = [];
     const env = { HOME: "/h", ...(where === "env" ? { [KNOBS[name].env]: raw as string } : {}) };
-    const ovcli = where === "file" ? { plugin: { [name]: raw } } : undefined;
+    const ovcli = where === "file" ? { plugin: { kimicode: { [name]: raw } } } : undefined;
     const s = resolveSettings({ env, ovcli }, warnings) as Record<string, unknown>;
     const shown = JSON.stringify(raw);
     const said = why
-      ? [`ovcli.conf plugin "${name}": invalid value ${shown} (${why}); using the default`]
+      ? [`ovcli.conf plugin.kimicode "${name}": invalid value ${shown} (${why}); using the default`]
       : [];
     assertEquals([s[name], name in s, warnings], [want, want !== undefined, said], `${name} ${shown}`);
   }
@@ -522,7 +513,7 @@ const WS = "/repo/.openviking/config.json";
 /** Resolves one knob with the user's value in ovcli.conf and a workspace file's. */
 function withWorkspace(name: Name, user: unknown, asked: unknown) {
   const warnings: string[] = [];
-  const sources = { env: { HOME: "/h" }, ovcli: { plugin: { [name]: user } } };
+  const sources = { env: { HOME: "/h" }, ovcli: { plugin: { kimicode: { [name]: user } } } };
   const s = resolveSettings({ ...sources, workspace: [{ path: WS, value: { [name]: asked } }] }, warnings);
   return { value: (s as Record<string, unknown>)[name], warnings };
 }
