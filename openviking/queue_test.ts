@@ -73,20 +73,6 @@ Deno.test("enqueue: one 0600 file per batch in a 0700 per-session dir, sequence-
   ]]);
 });
 
-Deno.test("enqueue: a batch stays under 512 KB however long its messages are", async () => {
-  await using dir = await tempDir();
-  const big = Array.from(
-    { length: 30 },
-    (_, i) => ({ ...payload(i), content: `${i} ${"x".repeat(100_000)}` }),
-  );
-  assertEquals(await enqueueMessages(dir.path, "kc-s1", big), 30);
-  const sdir = await sessionQueueDir(dir.path, "kc-s1");
-  for (const e of Deno.readDirSync(sdir)) {
-    assertTrue((await Deno.stat(`${sdir}/${e.name}`)).size < 600_000, e.name);
-  }
-  assertEquals((await queuedMessages(dir.path)).length, 30);
-});
-
 Deno.test("replay: batches in sequence order, commits behind their messages; the queue empties", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
