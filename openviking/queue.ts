@@ -397,29 +397,12 @@ async function trimRejected(pendingDir: string, added: string): Promise<void> {
   }
 }
 
-/** What the rejected place keeps, and the newest refusal. */
-export interface RejectedSummary extends QueueSummary {
-  last?: Rejection;
-}
-
-/** The rejected place as doctor, status and uninstall tell it. */
-export async function rejectedSummary(pendingDir: string): Promise<RejectedSummary> {
-  const out: RejectedSummary = await queueSummary(pendingDir, REJECTED_SUBDIR);
-  for (const dir of await sessionDirs(pendingDir, undefined, REJECTED_SUBDIR)) {
-    const newest = (await queueFiles(dir)).at(-1);
-    const raw = newest && await readQueueJson(joinPath(dir, newest.name));
-    const why = RejectionSchema.safeParse(isRecord(raw) ? raw.rejection : undefined).data;
-    if (why && why.at >= (out.last?.at ?? 0)) out.last = why;
-  }
-  return out;
-}
-
 /** Whether a session has writes queued or being replayed (new writes queue behind them). */
 export async function hasUnsent(pendingDir: string, sessionId: string): Promise<boolean> {
   return (await queueFiles(await sessionQueueDir(pendingDir, sessionId))).length > 0;
 }
 
-/** What is waiting in our queue; `to`: where a session's oldest entry goes. */
+/** What waits in our queue (or the rejected place, with its newest refusal); `to`: where a session's oldest entry goes. */
 export interface QueueSummary {
   sessions: {
     sessionId: string;
@@ -430,9 +413,11 @@ export interface QueueSummary {
     to?: Destination;
   }[];
   entries: number;
+  last?: Rejection;
 }
+export type RejectedSummary = QueueSummary;
 
-/** Every session's queued entries in `subdir` (reads each session's first entry only). */
+/** Every session's queued entries in `subdir` (reads each session's first entry, and in the rejected place its newest). */
 export async function queueSummary(pendingDir: string, subdir = QUEUE_SUBDIR): Promise<QueueSummary> {
   const out: QueueSummary = { sessions: [], entries: 0 };
   for (const dir of await sessionDirs(pendingDir, undefined, subdir)) {
@@ -448,10 +433,18 @@ export async function queueSummary(pendingDir: string, subdir = QUEUE_SUBDIR): P
       ...(first?.to && { to: first.to }),
     });
     out.entries += files.length;
+    if (subdir !== REJECTED_SUBDIR) continue;
+    const raw = await readQueueJson(joinPath(dir, files.at(-1)!.name));
+    const why = RejectionSchema.safeParse(isRecord(raw) ? raw.rejection : undefined).data;
+    if (why && why.at >= (out.last?.at ?? 0)) out.last = why;
   }
   out.sessions.sort((a, b) => a.oldest - b.oldest);
   return out;
 }
+
+/** The rejected place as doctor, status and uninstall tell it. */
+export const rejectedSummary = (pendingDir: string): Promise<QueueSummary> =>
+  queueSummary(pendingDir, REJECTED_SUBDIR);
 
 /** The API path of a session. */
 export const sessionPath = (sid: string): string => `/api/v1/sessions/${encodeURIComponent(sid)}`;
