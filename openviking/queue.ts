@@ -152,8 +152,6 @@ const ENTRY_MAX_BYTES = 128 * 1024 * 1024;
 
 /** A queue file's JSON; undefined when missing, not a regular file, too large, unreadable or not JSON. */
 async function readQueueJson(path: string): Promise<unknown> {
-  const info = await Deno.lstat(path).catch(() => undefined);
-  if (!info?.isFile) return undefined;
   return parseJsonOrUndefined(await readTextIfExists(path, ENTRY_MAX_BYTES).catch(() => undefined));
 }
 
