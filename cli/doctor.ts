@@ -339,21 +339,17 @@ function inWords(q: queues.QueueSummary, and: string) {
   };
 }
 
-/** The pending queues: ours (per session) and the shared one other plugins use. */
+/** The pending queue (per session). */
 async function queueCheck(env: paths.Env, now: number): Promise<Check> {
   const [c, dir] = [checkOf("queue"), paths.pendingDir(env)];
-  const read = await Promise.all([queues.queueSummary(dir), queues.countShared(dir)]).catch((e) =>
-    e as Error
-  );
-  if (read instanceof Error) {
-    return c.warn(`cannot read ${dir}: ${read.message}`, `make ${dir} readable and writable by you`);
+  const q = await queues.queueSummary(dir).catch((e) => e as Error);
+  if (q instanceof Error) {
+    return c.warn(`cannot read ${dir}: ${q.message}`, `make ${dir} readable and writable by you`);
   }
-  const [q, shared] = read;
-  if (!q.entries && !shared) return c.ok(`pending queue empty (${dir})`);
+  if (!q.entries) return c.ok(`pending queue empty (${dir})`);
   const oldest = Math.min(...q.sessions.map((s) => s.oldest), now);
   const { words, detail } = inWords(q, " and");
   const summary = `${words} waiting in ${dir}` +
-    (shared ? `, and ${shared} write(s) of other OpenViking plugins` : "") +
     (q.entries ? `, oldest from ${iso(oldest)}` : "");
   if (now - oldest <= 3_600_000) return c.info(summary);
   const fix = "they are sent when the server takes them (at the next session start); send them now with " +

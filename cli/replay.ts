@@ -8,7 +8,6 @@ import { reportJson } from "../lib/neutralize.ts";
 import { loadConfig } from "../openviking/config.ts";
 import { Budget, clientOptions, createClient } from "../openviking/client.ts";
 import {
-  countShared,
   elsewhereWords,
   queueSummary,
   REJECTED_SUBDIR,
@@ -30,16 +29,14 @@ export function renderReplay(r: ReplayAllReport, left: number, server: string, r
     `${r.commitTasks.length} commit(s) started`,
     ...(r.rejected ? [`${r.rejected} refused by OpenViking`] : []),
     ...(r.expired ? [`${r.expired} dropped as too old`] : []),
-    ...(r.shared.replayed ? [`${r.shared.replayed} of other OpenViking plugins`] : []),
-    ...(r.shared.dropped ? [`${r.shared.dropped} of other plugins dropped`] : []),
   ];
-  const writes = r.replayed + r.shared.replayed;
+  const writes = r.replayed;
   const rest = rejected
     ? left ? `${left} refused write(s) are still kept.` : "No refused writes are kept."
     : left
     ? `${left} write(s) are still queued.`
     : "The queue is empty.";
-  if (!writes && !r.rejected && !r.expired && !r.shared.dropped) {
+  if (!writes && !r.rejected && !r.expired) {
     return `Replayed nothing to ${server}: ${rest[0].toLowerCase()}${rest.slice(1)}`;
   }
   return `Replayed ${writes} ${rejected ? "refused" : "queued"} write(s) to ${server}: ${
@@ -65,7 +62,7 @@ export async function replayCommand(
   const report = await replayAll(dir, client, { ...bounds, rejected: options.rejected });
   const left = options.rejected
     ? (await queueSummary(dir, REJECTED_SUBDIR)).entries
-    : (await queueSummary(dir)).entries + await countShared(dir);
+    : (await queueSummary(dir)).entries;
   const place = options.rejected ? joinPath(dir, REJECTED_SUBDIR) : dir;
   const cause = report.cause ? causeOf(report.cause) : undefined;
   const setAside = await setAsideFiles(dir).catch(() => []);

@@ -11,7 +11,6 @@ const nothing = {
   commitTasks: [],
   delivered: [],
   elsewhere: [],
-  shared: { replayed: 0, dropped: 0, deferred: 0 },
 };
 
 Deno.test("replay --rejected with nothing refused speaks of the refused writes, not of the queue", () => {

@@ -100,7 +100,6 @@ export const StatusSchema = z.object({
     ...Counts.shape,
     sessions: z.number(),
     oldest: z.optional(z.number()),
-    shared: z.number(),
     nextReplay: z.string(),
     setAside: z.array(z.string()),
     elsewhere: z.optional(z.object({ summary: z.string(), fix: z.string() })),
@@ -337,13 +336,12 @@ export function renderStatus(st: Status, now: number): string {
   if (x) lines.push(`Memory  NOT MADE: ${x.message}`, `        fix: ${x.fix}`);
   lines.push("", st.sessions.length ? "Sessions (newest first)" : "Sessions: none recorded yet");
   for (const s of st.sessions) lines.push(...sessionLines(s, now, c.url));
-  const queued = q.entries || q.shared;
+  const queued = q.entries;
   lines.push(
     "",
     queued
       ? `Queue   ${q.messages} message(s), ${q.commits} commit(s) of ${q.sessions} session(s)` +
-        (q.oldest ? `, oldest ${ago(q.oldest, now)}` : "") +
-        (q.shared ? `; ${q.shared} of other plugins` : "")
+        (q.oldest ? `, oldest ${ago(q.oldest, now)}` : "")
       : "Queue   empty",
   );
   if (queued) lines.push(`        next replay: ${q.nextReplay}`);
@@ -534,7 +532,6 @@ export async function collectStatus(
   const elsewhere = queue.sessions.flatMap((s) =>
     queues.goesTo(s.to, here) ? [] : [{ ...s.to!, entries: s.entries }]
   );
-  const shared = await queues.countShared(pending).catch(() => 0);
   const status: Status = {
     version: VERSION,
     connection: conn,
@@ -542,8 +539,7 @@ export async function collectStatus(
     queue: {
       ...totals(queue),
       oldest: queue.sessions[0]?.oldest,
-      shared,
-      nextReplay: elsewhere.length && !queue.sessions.some((s) => queues.goesTo(s.to, here)) && !shared
+      nextReplay: elsewhere.length && !queue.sessions.some((s) => queues.goesTo(s.to, here))
         ? "none here — every queued write is for another server or identity (below)"
         : `at the next Kimi session start, or the session's next turn; now: \`${commandName(env)} replay\``,
       setAside: await queues.setAsideFiles(pending).catch(() => []),

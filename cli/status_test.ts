@@ -43,7 +43,7 @@ function statusWith(uris: string[]): Status {
         fix: "this message was dropped; if it keeps happening, report it with the server's log",
       },
     }],
-    queue: { entries: 0, messages: 0, commits: 0, sessions: 0, shared: 0, nextReplay: "now", setAside: [] },
+    queue: { entries: 0, messages: 0, commits: 0, sessions: 0, nextReplay: "now", setAside: [] },
     rejected: { entries: 0, messages: 0, commits: 0, sessions: 0, dir: "", fix: "" },
     notAsked: [],
   };

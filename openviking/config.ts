@@ -55,10 +55,10 @@ export interface ConfigSources {
 }
 
 const ENV_CREDENTIAL_VARS = (
-  "OPENVIKING_URL OPENVIKING_BASE_URL OPENVIKING_MCP_URL OPENVIKING_BEARER_TOKEN " +
+  "OPENVIKING_URL OPENVIKING_BASE_URL OPENVIKING_MCP_URL " +
   "OPENVIKING_API_KEY OPENVIKING_ACCOUNT OPENVIKING_USER OPENVIKING_PEER_ID"
 ).split(" ");
-const OVCLI_CREDENTIAL_KEYS = "url api_key account account_id user user_id actor_peer_id peer_id".split(" ");
+const OVCLI_CREDENTIAL_KEYS = "url api_key account user actor_peer_id".split(" ");
 
 const str = (v: unknown): string => (typeof v === "string" ? v.trim() : "");
 const first = (...values: unknown[]): string => {
@@ -66,20 +66,10 @@ const first = (...values: unknown[]): string => {
   return "";
 };
 
-/** Credential mode from `OPENVIKING_CREDENTIAL_SOURCE` (or `…_CREDENTIALS_SOURCE`). */
+/** Credential mode from `OPENVIKING_CREDENTIAL_SOURCE`: `env`, `ovcli`, else `auto`. */
 export function credentialMode(env: Env): CredentialMode {
-  const raw = (env.OPENVIKING_CREDENTIAL_SOURCE ?? env.OPENVIKING_CREDENTIALS_SOURCE ?? "").trim()
-    .toLowerCase();
-  if (raw === "env" || raw === "environment") return "env";
-  if (["cli", "ovcli", "file", "config"].includes(raw)) return "cli";
-  return "auto";
-}
-
-/** Whether a parsed ov.conf is really an ovcli.conf (back-compat for `OPENVIKING_CONFIG_FILE`). */
-function looksLikeOvcli(value: unknown): boolean {
-  const o = asRecord(value);
-  if (o.server !== undefined && typeof o.server === "object") return false;
-  return OVCLI_CREDENTIAL_KEYS.some((k) => typeof o[k] === "string");
+  const raw = (env.OPENVIKING_CREDENTIAL_SOURCE ?? "").trim().toLowerCase();
+  return raw === "env" ? "env" : raw === "ovcli" ? "cli" : "auto";
 }
 
 function normalizeUrl(raw: string, warnings: string[], what: string): string | undefined {
@@ -138,12 +128,11 @@ export function keyFor(c: Pick<Credentials, "apiKey" | "apiKeyOrigin">, url: str
 function apiKeyOf(f: Files, baseUrl: string, warnings: string[]) {
   const filesUrl = (files: Files) => originOf(baseUrlOf({ ...files, mode: "cli" }, []).baseUrl);
   const candidates: [unknown, string, string][] = [
-    [f.env.OPENVIKING_BEARER_TOKEN, "env OPENVIKING_BEARER_TOKEN", ""],
     [f.env.OPENVIKING_API_KEY, "env OPENVIKING_API_KEY", ""],
     [f.cli.api_key, "ovcli.conf", filesUrl(f)],
     [f.ovClient.apiKey, "ov.conf", filesUrl({ ...f, cli: {} })],
   ];
-  for (const [value, source, origin] of f.useCli ? candidates.slice(2, 3) : candidates) {
+  for (const [value, source, origin] of f.useCli ? candidates.slice(1, 2) : candidates) {
     if (!str(value)) continue;
     if (origin === "" || origin === originOf(baseUrl)) return { apiKey: str(value), source, origin };
     warnings.push(
@@ -158,9 +147,9 @@ function apiKeyOf(f: Files, baseUrl: string, warnings: string[]) {
 function identityOf(f: Files): { account: string; user: string; peerId: string } {
   const [env, cli, ov]: JsonRecord[] = [f.useCli ? {} : f.env, f.cli, f.useCli ? {} : f.ovClient];
   return {
-    account: first(env.OPENVIKING_ACCOUNT, cli.account, cli.account_id, ov.accountId),
-    user: first(env.OPENVIKING_USER, cli.user, cli.user_id, ov.userId),
-    peerId: first(env.OPENVIKING_PEER_ID, cli.actor_peer_id, cli.peer_id, ov.peerId, ov.peer_id),
+    account: first(env.OPENVIKING_ACCOUNT, cli.account, ov.accountId),
+    user: first(env.OPENVIKING_USER, cli.user, ov.userId),
+    peerId: first(env.OPENVIKING_PEER_ID, cli.actor_peer_id, ov.peerId),
   };
 }
 
@@ -177,7 +166,7 @@ function resolveCredentials(sources: ConfigSources, warnings: string[] = []): Cr
     mode,
     cli,
     ovServer: asRecord(ov.server),
-    ovClient: { ...asRecord(ov.codex), ...asRecord(ov.kimicode) },
+    ovClient: asRecord(ov.kimicode),
     useCli: mode === "cli" || (mode === "auto" && !envSet && cliHasCreds),
   };
   const { baseUrl, source } = baseUrlOf(files, warnings);
@@ -310,7 +299,6 @@ export const KNOBS = {
   autoRecall: knob("OPENVIKING_AUTO_RECALL", boolKnob, true, OFF),
   autoCapture: knob("OPENVIKING_AUTO_CAPTURE", boolKnob, true, OFF),
   workspacePeer: knob("OPENVIKING_WORKSPACE_PEER", boolKnob, true, NEVER),
-  peerSource: knob("OPENVIKING_PEER_SOURCE", enumKnob(["git", "cwd", "none"]), "git", NEVER),
   bypassSession: knob("OPENVIKING_BYPASS_SESSION", boolKnob, false, ON),
   bypassSessionPatterns: knob("OPENVIKING_BYPASS_SESSION_PATTERNS", listKnob, [], ADD),
   recallLimit: knob("OPENVIKING_RECALL_LIMIT", numKnob(1, 100), 10, LOWER),
@@ -331,7 +319,6 @@ export const KNOBS = {
   redact: knob("OPENVIKING_REDACT", boolKnob, true, ON),
   writePathAsync: knob("OPENVIKING_WRITE_PATH_ASYNC", boolKnob, true, NEVER),
   pendingReplayLimit: knob("OPENVIKING_PENDING_REPLAY_LIMIT", numKnob(1, 100_000), 50, NEVER),
-  pendingMaxRetries: knob("OPENVIKING_PENDING_MAX_RETRIES", numKnob(1, 1000), 3, NEVER),
   pendingTtlDays: knob("OPENVIKING_PENDING_TTL_DAYS", numKnob(1, 3650), 7, NEVER),
   mcpTools: knob("OPENVIKING_MCP_TOOLS", listKnob, ["memory"], NEVER),
   debug: knob("OPENVIKING_DEBUG", boolKnob, false, OFF),
@@ -362,18 +349,15 @@ function firstSetting(layers: [string, JsonRecord][], name: string) {
 }
 
 /**
- * Resolves every knob: env, else ovcli.conf `plugin.kimicode`, else `plugin`, else the default; then, unless
+ * Resolves every knob: env, else ovcli.conf `plugin.kimicode`, else the default; then, unless
  * env set it, the first workspace file's value if the knob's rule allows it. Bad values go to `warnings`.
  */
 export function resolveSettings(
   sources: Pick<ConfigSources, "env" | "ovcli" | "workspace">,
   warnings: string[] = [],
 ): Settings {
-  const plugin = asRecord(asRecord(sources.ovcli).plugin);
-  const userLayers: [string, JsonRecord][] = [
-    ["ovcli.conf plugin.kimicode", asRecord(plugin.kimicode)],
-    ["ovcli.conf plugin", plugin],
-  ];
+  const mine = asRecord(asRecord(asRecord(sources.ovcli).plugin).kimicode);
+  const userLayers: [string, JsonRecord][] = [["ovcli.conf plugin.kimicode", mine]];
   const workspace = (sources.workspace ?? []).map((w): [string, JsonRecord] => [w.path, asRecord(w.value)]);
   const settings: JsonRecord = {};
   for (const [name, knob] of Object.entries(KNOBS) as [string, Knob<unknown, unknown>][]) {
@@ -477,15 +461,17 @@ export function loadConfig(env: Env, cwd?: string): Promise<Resolved> {
     const warnings: string[] = ignoredOverrides(env).map((o) => `${o} is not an absolute path; ignored`);
     const noHome = noHomeReason(env);
     const paths = credentialFilePaths(env);
-    let cliPath = paths.cli;
-    let ovcli: unknown = readJsonFile(paths.cli, warnings);
-    let ovconf: unknown = readJsonFile(paths.ov, warnings);
-    if (env.OPENVIKING_CONFIG_FILE && !env.OPENVIKING_CLI_CONFIG_FILE && looksLikeOvcli(ovconf)) {
-      [ovcli, cliPath, ovconf] = [ovconf, paths.ov, undefined];
-    }
+    const ovcli = readJsonFile(paths.cli, warnings);
+    const ovconf = readJsonFile(paths.ov, warnings);
     const workspace = noHome ? [] : readWorkspace(cwd, warnings);
-    const ovConfigPath = paths.ov;
-    const resolved = resolveConfig({ env, ovcli, cliConfigPath: cliPath, ovconf, ovConfigPath, workspace });
+    const resolved = resolveConfig({
+      env,
+      ovcli,
+      cliConfigPath: paths.cli,
+      ovconf,
+      ovConfigPath: paths.ov,
+      workspace,
+    });
     return { config: resolved.config, warnings: [...warnings, ...resolved.warnings] };
   });
 }

@@ -32,154 +32,105 @@ const OVCLI = {
 };
 const OVCONF = {
   server: { host: "0.0.0.0", port: 2000, root_api_key: "root-key" },
-  codex: { apiKey: "codex-key", accountId: "ov-acct", userId: "ov-user", peerId: "ov-peer" },
+  kimicode: { apiKey: "ov-key", accountId: "ov-acct", userId: "ov-user", peerId: "ov-peer" },
 };
 
+const CLI = "http://cli.example:1933";
+const LOCAL = (port: number) => `http://127.0.0.1:${port}`;
+type Sources = { env?: Record<string, string>; ovcli?: unknown; ovconf?: unknown };
+/** [what, the sources, the fields of the resolved config it must have]. */
+const PRECEDENCE: [string, Sources, Record<string, string>][] = [
+  ["ov.conf only: 0.0.0.0 → loopback, its key and identity", { ovconf: OVCONF }, {
+    baseUrl: LOCAL(2000),
+    apiKey: "ov-key",
+    account: "ov-acct",
+    user: "ov-user",
+    peerId: "ov-peer",
+  }],
+  [
+    "ov.conf server.url wins over host/port",
+    { ovconf: { server: { url: "https://ov.example/", port: 1 } } },
+    { baseUrl: "https://ov.example", apiKey: "" },
+  ],
+  ["ov.conf's root_api_key is no client's key", { ovconf: { server: { root_api_key: "r" } } }, {
+    apiKey: "",
+    apiKeySource: "none",
+    baseUrl: LOCAL(1933),
+  }],
+  ["ovcli.conf beats ov.conf", { ovcli: OVCLI, ovconf: OVCONF }, {
+    baseUrl: CLI,
+    apiKey: "cli-key",
+    account: "cli-acct",
+    user: "cli-user",
+    peerId: "cli-peer",
+    credentialSource: "ovcli.conf",
+  }],
+  ["ovcli.conf alone decides", { ovcli: { url: "http://cli:1" }, ovconf: OVCONF }, {
+    apiKey: "",
+    account: "",
+    user: "",
+  }],
+  ["an env credential: env, then files", { env: { OPENVIKING_API_KEY: "e" }, ovcli: OVCLI }, {
+    baseUrl: CLI,
+    apiKey: "e",
+    account: "cli-acct",
+    credentialSource: "ovcli.conf",
+  }],
+  ["env URL beats ovcli's; its key stays home", { env: { OPENVIKING_URL: "http://e:9/" }, ovcli: OVCLI }, {
+    baseUrl: "http://e:9",
+    apiKey: "",
+    apiKeySource: "none",
+    credentialSource: "env",
+  }],
+  ["env URL at ovcli.conf's origin: its key goes", { env: { OPENVIKING_URL: `${CLI}/` }, ovcli: OVCLI }, {
+    apiKey: "cli-key",
+    apiKeyOrigin: CLI,
+  }],
+  ["ovcli.conf without url: key for the files' address", {
+    env: { OPENVIKING_URL: LOCAL(2000) },
+    ovcli: { api_key: "k" },
+    ovconf: { server: { port: 2000 } },
+  }, { apiKey: "k", apiKeySource: "ovcli.conf" }],
+  ["an env key goes wherever this run goes", {
+    env: { OPENVIKING_URL: "http://e:9", OPENVIKING_API_KEY: "e" },
+    ovcli: OVCLI,
+  }, { apiKey: "e", apiKeyOrigin: "" }],
+  ["OPENVIKING_BASE_URL", { env: { OPENVIKING_BASE_URL: "http://b.example" } }, {
+    baseUrl: "http://b.example",
+    mcpUrl: "http://b.example/mcp",
+  }],
+  ["env identity beats files", {
+    env: { OPENVIKING_ACCOUNT: "ea", OPENVIKING_USER: "eu", OPENVIKING_PEER_ID: "ep" },
+    ovcli: OVCLI,
+    ovconf: OVCONF,
+  }, { account: "ea", user: "eu", peerId: "ep" }],
+  ["explicit MCP URL", { env: { OPENVIKING_MCP_URL: "http://mcp.example/x" } }, {
+    mcpUrl: "http://mcp.example/x",
+    baseUrl: LOCAL(1933),
+  }],
+  ["mode ovcli ignores env URL and key", {
+    env: {
+      OPENVIKING_CREDENTIAL_SOURCE: "ovcli",
+      OPENVIKING_URL: "http://e:1",
+      OPENVIKING_API_KEY: "e",
+      OPENVIKING_MCP_URL: "http://e:1/mcp",
+    },
+    ovcli: OVCLI,
+  }, { baseUrl: CLI, apiKey: "cli-key", mcpUrl: `${CLI}/mcp` }],
+  ["mode env ignores ovcli url; ov.conf's key is its server's", {
+    env: { OPENVIKING_CREDENTIAL_SOURCE: "env" },
+    ovcli: OVCLI,
+    ovconf: OVCONF,
+  }, { baseUrl: LOCAL(2000), apiKey: "ov-key", apiKeySource: "ov.conf" }],
+];
+
 Deno.test("credentials: precedence table env vs ovcli.conf vs ov.conf", () => {
-  const cases: {
-    name: string;
-    env: Record<string, string>;
-    ovcli?: unknown;
-    ovconf?: unknown;
-    expect: Record<string, string>;
-  }[] = [
-    {
-      name: "ov.conf only: host 0.0.0.0 → loopback, root key",
-      env: {},
-      ovconf: OVCONF,
-      expect: {
-        baseUrl: "http://127.0.0.1:2000",
-        apiKey: "codex-key",
-        account: "ov-acct",
-        user: "ov-user",
-        peerId: "ov-peer",
-      },
-    },
-    {
-      name: "ov.conf server.url wins over host/port",
-      env: {},
-      ovconf: { server: { url: "https://ov.example/", host: "x", port: 1 } },
-      expect: { baseUrl: "https://ov.example", apiKey: "" },
-    },
-    {
-      name: "ov.conf's root_api_key is never a client's key (it only administers the server)",
-      env: {},
-      ovconf: { server: { root_api_key: "root-key" } },
-      expect: { apiKey: "", apiKeySource: "none", baseUrl: "http://127.0.0.1:1933" },
-    },
-    {
-      name: "ovcli.conf beats ov.conf",
-      env: {},
-      ovcli: OVCLI,
-      ovconf: OVCONF,
-      expect: {
-        baseUrl: "http://cli.example:1933",
-        apiKey: "cli-key",
-        account: "cli-acct",
-        user: "cli-user",
-        peerId: "cli-peer",
-        credentialSource: "ovcli.conf",
-      },
-    },
-    {
-      name: "ovcli.conf alone uses only ovcli identity (useCli)",
-      env: {},
-      ovcli: { url: "http://cli.example:1" },
-      ovconf: OVCONF,
-      expect: { apiKey: "", account: "", user: "" },
-    },
-    {
-      name: "ovcli aliases account_id/user_id/peer_id",
-      env: {},
-      ovcli: { url: "http://c:1", account_id: "a2", user_id: "u2", peer_id: "p2" },
-      expect: { account: "a2", user: "u2", peerId: "p2" },
-    },
-    {
-      name: "any env credential var disables ovcli-only mode",
-      env: { OPENVIKING_API_KEY: "env-key" },
-      ovcli: OVCLI,
-      expect: {
-        baseUrl: "http://cli.example:1933",
-        apiKey: "env-key",
-        account: "cli-acct",
-        credentialSource: "ovcli.conf",
-      },
-    },
-    {
-      name: "env URL beats ovcli url; ovcli.conf's key, saved for its own url, is not sent there",
-      env: { OPENVIKING_URL: "http://env.example:9/" },
-      ovcli: OVCLI,
-      expect: { baseUrl: "http://env.example:9", apiKey: "", apiKeySource: "none", credentialSource: "env" },
-    },
-    {
-      name: "env URL at ovcli.conf's origin: the saved key goes with it",
-      env: { OPENVIKING_URL: "http://cli.example:1933/" },
-      ovcli: OVCLI,
-      expect: { apiKey: "cli-key", apiKeyOrigin: "http://cli.example:1933" },
-    },
-    {
-      name: "ovcli.conf without a url: its key is for the address the files give (ov.conf's server)",
-      env: { OPENVIKING_URL: "http://127.0.0.1:2000" },
-      ovcli: { api_key: "cli-key" },
-      ovconf: { server: { port: 2000 } },
-      expect: { apiKey: "cli-key", apiKeySource: "ovcli.conf" },
-    },
-    {
-      name: "an env key goes wherever this run goes",
-      env: { OPENVIKING_URL: "http://env.example:9", OPENVIKING_API_KEY: "env-key" },
-      ovcli: OVCLI,
-      expect: { apiKey: "env-key", apiKeyOrigin: "" },
-    },
-    {
-      name: "OPENVIKING_BASE_URL alias",
-      env: { OPENVIKING_BASE_URL: "http://base.example" },
-      expect: { baseUrl: "http://base.example", mcpUrl: "http://base.example/mcp" },
-    },
-    {
-      name: "bearer token beats api key",
-      env: { OPENVIKING_BEARER_TOKEN: "tok", OPENVIKING_API_KEY: "key" },
-      expect: { apiKey: "tok", apiKeySource: "env OPENVIKING_BEARER_TOKEN" },
-    },
-    {
-      name: "env identity beats files",
-      env: { OPENVIKING_ACCOUNT: "ea", OPENVIKING_USER: "eu", OPENVIKING_PEER_ID: "ep" },
-      ovcli: OVCLI,
-      ovconf: OVCONF,
-      expect: { account: "ea", user: "eu", peerId: "ep" },
-    },
-    {
-      name: "explicit MCP URL",
-      env: { OPENVIKING_MCP_URL: "http://mcp.example/x" },
-      expect: { mcpUrl: "http://mcp.example/x", baseUrl: "http://127.0.0.1:1933" },
-    },
-    {
-      name: "mode cli ignores env URL and key",
-      env: {
-        OPENVIKING_CREDENTIAL_SOURCE: "ovcli",
-        OPENVIKING_URL: "http://env:1",
-        OPENVIKING_API_KEY: "env-key",
-        OPENVIKING_MCP_URL: "http://env:1/mcp",
-      },
-      ovcli: OVCLI,
-      expect: {
-        baseUrl: "http://cli.example:1933",
-        apiKey: "cli-key",
-        mcpUrl: "http://cli.example:1933/mcp",
-      },
-    },
-    {
-      name: "mode env ignores ovcli url; ov.conf's client key is for its server, ovcli.conf's is not",
-      env: { OPENVIKING_CREDENTIALS_SOURCE: "environment" },
-      ovcli: OVCLI,
-      ovconf: OVCONF,
-      expect: { baseUrl: "http://127.0.0.1:2000", apiKey: "codex-key", apiKeySource: "ov.conf" },
-    },
-  ];
-  for (const c of cases) {
-    const { config } = resolveConfig(sources({ env: c.env, ovcli: c.ovcli, ovconf: c.ovconf }));
-    for (const [k, v] of Object.entries(c.expect)) {
-      assertEquals((config as unknown as Record<string, unknown>)[k], v, `${c.name}: ${k}`);
-    }
+  for (const [name, { env = {}, ovcli, ovconf }, expect] of PRECEDENCE) {
+    const { config } = resolveConfig(sources({ env, ovcli, ovconf }));
+    const got = Object.fromEntries(
+      Object.keys(expect).map((k) => [k, (config as unknown as Record<string, unknown>)[k]]),
+    );
+    assertEquals(got, expect, name);
   }
 });
 
@@ -216,12 +167,11 @@ Deno.test("credentials: a bad URL is reported and the default used; a URL's user
   );
 });
 
-Deno.test("credential mode aliases", () => {
-  assertEquals(credentialMode({ OPENVIKING_CREDENTIAL_SOURCE: "ENV" }), "env");
-  for (const v of ["cli", "ovcli", "file", "config"]) {
-    assertEquals(credentialMode({ OPENVIKING_CREDENTIAL_SOURCE: v }), "cli");
-  }
-  assertEquals(credentialMode({ OPENVIKING_CREDENTIAL_SOURCE: "whatever" }), "auto");
+Deno.test("credential modes: env, ovcli, anything else auto", () => {
+  const modes = ["ENV", " ovcli", "cli", "environment", ""].map((v) =>
+    credentialMode({ OPENVIKING_CREDENTIAL_SOURCE: v })
+  );
+  assertEquals(modes, ["env", "cli", "auto", "auto", "auto"]);
 });
 
 Deno.test("defaults when nothing is configured: the local server, no identity, every knob's default", () => {
@@ -242,18 +192,13 @@ Deno.test("defaults when nothing is configured: the local server, no identity, e
   assertEquals(config.userAgent, "openviking-memory-kimicode/0.1.0");
 });
 
-Deno.test("knobs: env > workspace local > workspace > ovcli plugin.kimicode > ovcli plugin", () => {
+Deno.test("knobs: env > workspace local > workspace > ovcli plugin.kimicode (another plugin's section is not ours)", () => {
   const ovcli = {
-    plugin: {
-      recallLimit: 2,
-      autoCapture: false,
-      timeoutMs: 3000,
-      kimicode: { recallLimit: 3, timeoutMs: 4000 },
-    },
+    plugin: { recallLimit: 2, autoCapture: false, kimicode: { recallLimit: 3, timeoutMs: 4000 } },
   };
   const base = sources({ ovcli });
   let { config } = resolveConfig(base);
-  assertEquals([config.recallLimit, config.autoCapture, config.timeoutMs], [3, false, 4000]);
+  assertEquals([config.recallLimit, config.autoCapture, config.timeoutMs], [3, true, 4000]);
   const ws = (...values: unknown[]) => values.map((value, i) => ({ path: `/w/config${i}.json`, value }));
   ({ config } = resolveConfig({
     ...base,
@@ -284,17 +229,12 @@ Deno.test("loadConfig reads files and honours path overrides", async () => {
   ]);
 });
 
-Deno.test("loadConfig: OPENVIKING_CONFIG_FILE that looks like ovcli.conf is used as one; broken JSON is a warning", async () => {
+Deno.test("loadConfig: broken JSON is a warning", async () => {
   await using dir = await tempDir();
-  const file = `${dir.path}/ov.json`;
-  await Deno.writeTextFile(file, JSON.stringify({ url: "http://legacy:1", api_key: "lk" }));
-  let { config } = await loadConfig({ HOME: dir.path, OPENVIKING_CONFIG_FILE: file });
-  assertEquals([config.baseUrl, config.apiKey], ["http://legacy:1", "lk"]);
   await Deno.mkdir(`${dir.path}/.openviking`);
   await Deno.writeTextFile(`${dir.path}/.openviking/ovcli.conf`, "{not json");
   const res = await loadConfig({ HOME: dir.path });
-  config = res.config;
-  assertEquals(config.baseUrl, "http://127.0.0.1:1933");
+  assertEquals(res.config.baseUrl, "http://127.0.0.1:1933");
   assertStringIncludes(res.warnings.join("\n"), "not valid JSON");
 });
 
@@ -421,13 +361,13 @@ const PARSES: [Name, "env" | "file", unknown, unknown, string?][] = [
   ["scoreThreshold", "file", 1.5, 0.35, "must be at most 1"],
   ["scoreThreshold", "file", -1, 0.35, "must be at least 0"],
   ["scoreThreshold", "file", "-Infinity", 0.35, "expected number"],
-  ["peerSource", "env", " Git ", "git"],
-  ...["svn", 1, ["git"], ""].map((raw): [Name, "file", unknown, unknown, string] => [
-    "peerSource",
+  ["recallPeerScope", "env", " Actor ", "actor"],
+  ...["svn", 1, ["all"], ""].map((raw): [Name, "file", unknown, unknown, string] => [
+    "recallPeerScope",
     "file",
     raw,
-    "git",
-    'must be "git" or "cwd" or "none"',
+    "all",
+    'must be "all" or "actor" or "strict"',
   ]),
   ["bypassSessionPatterns", "env", "a*, /tmp/** , ,", ["a*", "/tmp/**"]],
   ["bypassSessionPatterns", "file", "", []],
@@ -442,11 +382,11 @@ Deno.test("knobs: each kind of knob parses its words and bounds; a refused value
   for (const [name, where, raw, want, why] of PARSES) {
     const warnings: string[] = [];
     const env = { HOME: "/h", ...(where === "env" ? { [KNOBS[name].env]: raw as string } : {}) };
-    const ovcli = where === "file" ? { plugin: { [name]: raw } } : undefined;
+    const ovcli = where === "file" ? { plugin: { kimicode: { [name]: raw } } } : undefined;
     const s = resolveSettings({ env, ovcli }, warnings) as Record<string, unknown>;
     const shown = JSON.stringify(raw);
     const said = why
-      ? [`ovcli.conf plugin "${name}": invalid value ${shown} (${why}); using the default`]
+      ? [`ovcli.conf plugin.kimicode "${name}": invalid value ${shown} (${why}); using the default`]
       : [];
     assertEquals([s[name], name in s, warnings], [want, want !== undefined, said], `${name} ${shown}`);
   }
@@ -510,7 +450,6 @@ const WORKSPACE: Record<Name, Allowed> = {
   autoRecall: off,
   autoCapture: off,
   workspacePeer: never(true, false),
-  peerSource: never("git", "none"),
   bypassSession: on,
   bypassSessionPatterns: {
     may: "add to it",
@@ -541,7 +480,6 @@ const WORKSPACE: Record<Name, Allowed> = {
   redact: on,
   writePathAsync: never(true, false),
   pendingReplayLimit: never(50, 1),
-  pendingMaxRetries: never(3, 1),
   pendingTtlDays: never(7, 1),
   mcpTools: never(["memory"], ["all"]),
   debug: off,
@@ -553,7 +491,7 @@ const WS = "/repo/.openviking/config.json";
 /** Resolves one knob with the user's value in ovcli.conf and a workspace file's. */
 function withWorkspace(name: Name, user: unknown, asked: unknown) {
   const warnings: string[] = [];
-  const sources = { env: { HOME: "/h" }, ovcli: { plugin: { [name]: user } } };
+  const sources = { env: { HOME: "/h" }, ovcli: { plugin: { kimicode: { [name]: user } } } };
   const s = resolveSettings({ ...sources, workspace: [{ path: WS, value: { [name]: asked } }] }, warnings);
   return { value: (s as Record<string, unknown>)[name], warnings };
 }
@@ -605,7 +543,7 @@ Deno.test("loadConfig: a directory, a device or a huge file as a config is never
   const ws = `${dir.path}/repo/.openviking`;
   await Deno.mkdir(home, { recursive: true });
   await Deno.mkdir(ws, { recursive: true });
-  // A FIFO (tests/openviking/hostile_files_process_test.ts) blocks, /dev/zero never ends: neither is opened.
+  // A FIFO (tests/openviking/hostile_files_test.ts) blocks, /dev/zero never ends: neither is opened.
   await Deno.mkdir(`${home}/ovcli.conf`);
   await Deno.symlink("/dev/null", `${home}/ov.conf`);
   await Deno.symlink("/dev/zero", `${ws}/config.json`);

@@ -109,21 +109,19 @@ async function findGitRepo(cwd: string): Promise<{ root: string; configPath: str
 /** The actor peer of a workspace: explicit, git remote, git root, cwd, or none. */
 export async function resolvePeer(
   cwd: string | undefined,
-  options: Pick<Config, "peerId" | "workspacePeer" | "peerSource">,
+  options: Pick<Config, "peerId" | "workspacePeer">,
 ): Promise<Peer> {
   if (options.peerId && isValidPeerId(options.peerId)) {
     return { peerId: options.peerId, source: "explicit" };
   }
-  if (!options.workspacePeer || options.peerSource === "none" || !cwd) return { peerId: "", source: "none" };
-  if (options.peerSource === "git") {
-    const repo = await findGitRepo(cwd);
-    if (repo) {
-      const url = remoteUrlFromGitConfig((await readText(repo.configPath)) ?? "");
-      const fromRemote = url ? await remotePeerId(normalizeRemote(url)) : "";
-      if (fromRemote && isValidPeerId(fromRemote)) return { peerId: fromRemote, source: "git-remote" };
-      const fromRoot = await pathPeerId(repo.root);
-      if (fromRoot) return { peerId: fromRoot, source: "git-root" };
-    }
+  if (!options.workspacePeer || !cwd) return { peerId: "", source: "none" };
+  const repo = await findGitRepo(cwd);
+  if (repo) {
+    const url = remoteUrlFromGitConfig((await readText(repo.configPath)) ?? "");
+    const fromRemote = url ? await remotePeerId(normalizeRemote(url)) : "";
+    if (fromRemote && isValidPeerId(fromRemote)) return { peerId: fromRemote, source: "git-remote" };
+    const fromRoot = await pathPeerId(repo.root);
+    if (fromRoot) return { peerId: fromRoot, source: "git-root" };
   }
   const fromCwd = await pathPeerId(cwd);
   return fromCwd ? { peerId: fromCwd, source: "cwd" } : { peerId: "", source: "none" };

@@ -9,7 +9,7 @@ import {
   resolvePeer,
 } from "./peer.ts";
 
-const opts = { peerId: "", workspacePeer: true, peerSource: "git" as const };
+const opts = { peerId: "", workspacePeer: true };
 
 Deno.test("normalizeRemote: scp, https with user/port, ssh, .git, case", () => {
   const cases = [
@@ -66,26 +66,21 @@ Deno.test("resolvePeer: git remote from a subdirectory, worktree .git file, git 
   assertEquals(root.source, "git-root");
   assertEquals(root.peerId, bare.replace(/[^A-Za-z0-9]/g, "-"));
 
-  const plain = await resolvePeer("/tmp/some where/ünïcode", { ...opts, peerSource: "git" });
+  const plain = await resolvePeer("/tmp/some where/ünïcode", opts);
   assertEquals(plain.source, "cwd");
   assertTrue(isValidPeerId(plain.peerId), plain.peerId);
 
-  assertEquals(await resolvePeer(repo, { ...opts, peerSource: "cwd" }), {
-    peerId: repo.replace(/[^A-Za-z0-9]/g, "-"),
-    source: "cwd",
-  });
   assertEquals(await resolvePeer(repo, { ...opts, peerId: "me@laptop" }), {
     peerId: "me@laptop",
     source: "explicit",
   });
   assertEquals(await resolvePeer(repo, { ...opts, workspacePeer: false }), { peerId: "", source: "none" });
-  assertEquals(await resolvePeer(repo, { ...opts, peerSource: "none" }), { peerId: "", source: "none" });
   assertEquals((await resolvePeer(repo, { ...opts, peerId: "bad/peer" })).source, "git-remote");
 });
 
 Deno.test("peer ids always match the server's pattern", async () => {
   for (const cwd of ["/", "C:\\Users\\me\\proj", "/a/" + "é".repeat(200), "/x/@@/y"]) {
-    const p = await resolvePeer(cwd, { ...opts, peerSource: "cwd" });
+    const p = await resolvePeer(cwd, opts);
     assertTrue(isValidPeerId(p.peerId), `${cwd} → ${p.peerId}`);
     assertTrue(p.peerId.length <= 100);
   }

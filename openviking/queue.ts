@@ -1,7 +1,6 @@
 /**
  * The offline queues on disk: ours (`<pending>/kimicode/<session>/<seq>-m<count>.json | <seq>-c.json`, one
- * file per request, created whole), the rejected place (`kimicode-rejected/`, same form, bounded), and the
- * shared queue of OpenViking's other plugins (`<pending>/<sha256>_<retries>.json`), replayed, never written.
+ * file per request, created whole), and the rejected place (`kimicode-rejected/`, same form, bounded).
  */
 
 import * as z from "zod/mini";
@@ -18,15 +17,10 @@ import { sha256Hex, stableStringify } from "../lib/hash.ts";
 import { isRecord } from "../lib/parsed.ts";
 import { dirName, joinPath, safeId } from "../lib/paths.ts";
 import { commandName } from "../lib/self.ts";
-import { AnyResult, type Budget, type OpenVikingClient, type OvFailure } from "./client.ts";
 
 /** Our queue's and the rejected place's subdirectories of the pending directory. */
 export const QUEUE_SUBDIR = "kimicode";
 export const REJECTED_SUBDIR = "kimicode-rejected";
-
-/** A shared-queue claim older than this, or dated this far ahead, was abandoned. */
-const ABANDONED_AFTER_MS = 10 * 60_000;
-const FUTURE_SLACK_MS = 60_000;
 
 const MessageSchema = z.object({
   role: z.enum(["user", "assistant"]),
@@ -156,16 +150,9 @@ export async function queueFiles(dir: string): Promise<QueueFile[]> {
 /** The most a queue file is read: above any entry we write (a message may be 10 M characters). */
 const ENTRY_MAX_BYTES = 128 * 1024 * 1024;
 
-/** A queue file's text; a non-regular or too large file is never read; `null` when it cannot be read. */
-async function readQueueText(path: string): Promise<string | undefined | null> {
-  const info = await Deno.lstat(path).catch(() => undefined);
-  if (!info?.isFile) return undefined;
-  return await readTextIfExists(path, ENTRY_MAX_BYTES).catch(() => null);
-}
-
-/** A queue file's JSON; undefined when missing, unreadable or not JSON. */
+/** A queue file's JSON; undefined when missing, not a regular file, too large, unreadable or not JSON. */
 async function readQueueJson(path: string): Promise<unknown> {
-  return parseJsonOrUndefined((await readQueueText(path)) ?? undefined);
+  return parseJsonOrUndefined(await readTextIfExists(path, ENTRY_MAX_BYTES).catch(() => undefined));
 }
 
 /** An entry file, parsed; undefined when gone or not an entry. */
@@ -408,29 +395,12 @@ async function trimRejected(pendingDir: string, added: string): Promise<void> {
   }
 }
 
-/** What the rejected place keeps, and the newest refusal. */
-export interface RejectedSummary extends QueueSummary {
-  last?: Rejection;
-}
-
-/** The rejected place as doctor, status and uninstall tell it. */
-export async function rejectedSummary(pendingDir: string): Promise<RejectedSummary> {
-  const out: RejectedSummary = await queueSummary(pendingDir, REJECTED_SUBDIR);
-  for (const dir of await sessionDirs(pendingDir, undefined, REJECTED_SUBDIR)) {
-    const newest = (await queueFiles(dir)).at(-1);
-    const raw = newest && await readQueueJson(joinPath(dir, newest.name));
-    const why = RejectionSchema.safeParse(isRecord(raw) ? raw.rejection : undefined).data;
-    if (why && why.at >= (out.last?.at ?? 0)) out.last = why;
-  }
-  return out;
-}
-
 /** Whether a session has writes queued or being replayed (new writes queue behind them). */
 export async function hasUnsent(pendingDir: string, sessionId: string): Promise<boolean> {
   return (await queueFiles(await sessionQueueDir(pendingDir, sessionId))).length > 0;
 }
 
-/** What is waiting in our queue; `to`: where a session's oldest entry goes. */
+/** What waits in our queue (or the rejected place, with its newest refusal); `to`: where a session's oldest entry goes. */
 export interface QueueSummary {
   sessions: {
     sessionId: string;
@@ -441,9 +411,11 @@ export interface QueueSummary {
     to?: Destination;
   }[];
   entries: number;
+  last?: Rejection;
 }
+export type RejectedSummary = QueueSummary;
 
-/** Every session's queued entries in `subdir` (reads each session's first entry only). */
+/** Every session's queued entries in `subdir` (reads each session's first entry, and in the rejected place its newest). */
 export async function queueSummary(pendingDir: string, subdir = QUEUE_SUBDIR): Promise<QueueSummary> {
   const out: QueueSummary = { sessions: [], entries: 0 };
   for (const dir of await sessionDirs(pendingDir, undefined, subdir)) {
@@ -459,136 +431,18 @@ export async function queueSummary(pendingDir: string, subdir = QUEUE_SUBDIR): P
       ...(first?.to && { to: first.to }),
     });
     out.entries += files.length;
+    if (subdir !== REJECTED_SUBDIR) continue;
+    const raw = await readQueueJson(joinPath(dir, files.at(-1)!.name));
+    const why = RejectionSchema.safeParse(isRecord(raw) ? raw.rejection : undefined).data;
+    if (why && why.at >= (out.last?.at ?? 0)) out.last = why;
   }
   out.sessions.sort((a, b) => a.oldest - b.oldest);
   return out;
 }
 
+/** The rejected place as doctor, status and uninstall tell it. */
+export const rejectedSummary = (pendingDir: string): Promise<QueueSummary> =>
+  queueSummary(pendingDir, REJECTED_SUBDIR);
+
 /** The API path of a session. */
 export const sessionPath = (sid: string): string => `/api/v1/sessions/${encodeURIComponent(sid)}`;
-
-/** One write of the shared queue. */
-export const SharedEntrySchema = z.object({
-  type: z.enum(["addMessage", "commitSession"]),
-  sessionId: z.string().check(z.minLength(1)),
-  payload: z.unknown(),
-  createdAt: z.number(),
-  retries: z.catch(z.int().check(z.nonnegative()), 0),
-  dedupKey: z.optional(z.string()),
-});
-export type SharedEntry = z.infer<typeof SharedEntrySchema>;
-
-const ENTRY_NAME = /^([0-9a-f]{64})_(\d+)\.(json|processing)$/;
-
-/** A shared-queue entry on disk. */
-interface SharedFile {
-  name: string;
-  key: string;
-  entry: SharedEntry;
-}
-
-/** The shared queue's entries, oldest first; unparseable files older than a minute are deleted. */
-export async function listShared(dir: string): Promise<SharedFile[]> {
-  const out: SharedFile[] = [];
-  for (const name of (await listDir(dir)).filter((e) => e.isFile).map((e) => e.name).sort()) {
-    const m = ENTRY_NAME.exec(name);
-    if (!m || m[3] !== "json") continue;
-    const path = joinPath(dir, name);
-    const text = await readQueueText(path);
-    if (text === null) continue; // kept: too large or unreadable is no half-written file
-    const raw = parseJsonOrUndefined(text);
-    if (raw === undefined) {
-      const info = await Deno.stat(path).catch(() => undefined);
-      if (info?.mtime && Date.now() - info.mtime.getTime() > 60_000) await Deno.remove(path).catch(() => {});
-      continue;
-    }
-    const parsed = SharedEntrySchema.safeParse(raw);
-    if (!parsed.success) continue;
-    out.push({
-      name,
-      key: m[1],
-      entry: { ...parsed.data, retries: Math.max(parsed.data.retries, Number(m[2])) },
-    });
-  }
-  return out.sort((a, b) => a.entry.createdAt - b.entry.createdAt || (a.name < b.name ? -1 : 1));
-}
-
-/** Sessions with a live `.processing` claim and their oldest claimed `createdAt`; abandoned claims go back. */
-async function liveClaims(dir: string, now: number): Promise<Map<string, number>> {
-  const out = new Map<string, number>();
-  for (const e of await listDir(dir)) {
-    const m = ENTRY_NAME.exec(e.name);
-    if (!m || m[3] !== "processing") continue;
-    const path = joinPath(dir, e.name);
-    const age = now - ((await Deno.stat(path).catch(() => undefined))?.mtime?.getTime() ?? now);
-    if (age > ABANDONED_AFTER_MS || -age > FUTURE_SLACK_MS) {
-      await Deno.rename(path, joinPath(dir, `${m[1]}_${m[2]}.json`)).catch(() => {});
-      continue;
-    }
-    const entry = SharedEntrySchema.safeParse(await readQueueJson(path)).data;
-    if (entry) out.set(entry.sessionId, Math.min(entry.createdAt, out.get(entry.sessionId) ?? Infinity));
-  }
-  return out;
-}
-
-/** What a shared replay did; `dropped`: rejected, retries spent or too old. */
-export interface SharedReplayReport {
-  replayed: number;
-  dropped: number;
-  deferred: number;
-  cause?: OvFailure;
-}
-
-/**
- * Replays the shared queue oldest first, dropping entries at `maxRetries` or past `ttlDays`; a failure other
- * than a rejection puts the entry back and stops.
- */
-export async function replayShared(
-  dir: string,
-  client: OpenVikingClient,
-  options: { limit: number; maxRetries: number; ttlDays: number; budget: Budget; now?: number },
-): Promise<SharedReplayReport> {
-  const report: SharedReplayReport = { replayed: 0, dropped: 0, deferred: 0 };
-  const now = options.now ?? Date.now();
-  const claimed = await liveClaims(dir, now);
-  const ttlMs = options.ttlDays * 86_400_000;
-  const queue: SharedFile[] = [];
-  for (const f of await listShared(dir)) {
-    if (now - f.entry.createdAt > ttlMs || f.entry.retries >= options.maxRetries) {
-      await Deno.remove(joinPath(dir, f.name)).then(() => report.dropped++, () => {});
-    } else queue.push(f);
-  }
-  let waiting = 0;
-  let i = 0;
-  for (; i < queue.length && i < options.limit && options.budget.remaining() >= 100; i++) {
-    const { name, entry } = queue[i];
-    const processing = joinPath(dir, name.replace(/\.json$/, ".processing"));
-    const held = entry.createdAt > (claimed.get(entry.sessionId) ?? Infinity) ||
-      !(await Deno.rename(joinPath(dir, name), processing).then(() => true, () => false));
-    if (held) {
-      waiting++;
-      claimed.set(entry.sessionId, Math.min(entry.createdAt, claimed.get(entry.sessionId) ?? Infinity));
-      continue;
-    }
-    const route = `${sessionPath(entry.sessionId)}/${entry.type === "commitSession" ? "commit" : "messages"}`;
-    const res = await client.request("POST", route, AnyResult, {
-      body: entry.payload ?? {},
-      budget: options.budget,
-      peerId: null,
-    });
-    if (!res.ok && res.kind !== "rejected") {
-      report.cause = res;
-      await Deno.rename(processing, joinPath(dir, name)).catch(() => {});
-      break;
-    }
-    await Deno.remove(processing).catch(() => {});
-    report[res.ok ? "replayed" : "dropped"]++;
-  }
-  report.deferred = queue.length - i + waiting;
-  return report;
-}
-
-/** Number of entries in the shared queue. */
-export async function countShared(dir: string): Promise<number> {
-  return (await listShared(dir)).length;
-}

@@ -1,4 +1,4 @@
-/** The queues on disk and their replay: ours in sequence order per session, the rejected place, the shared one. */
+/** The queues on disk and their replay: ours in sequence order per session, and the rejected place. */
 
 import { assertEquals, assertTrue } from "../tests/support/assert.ts";
 import { FakeOpenViking, gzipBomb } from "../tests/support/fake-openviking.ts";
@@ -8,10 +8,8 @@ import {
   contents,
   enqueueCommit,
   enqueueMessages,
-  enqueueShared,
   ourQueue,
   payload,
-  type PendingWrite,
   queuedMessages,
   range,
   rejectedWrites,
@@ -19,26 +17,21 @@ import {
 } from "../tests/support/queue.ts";
 import { Budget, createClient } from "./client.ts";
 import {
-  countShared,
   hasUnsent,
   keepRejected,
-  listShared,
-  type MessagePayload,
   QUEUE_SUBDIR,
   queueSummary,
   REJECTED_MAX_BYTES,
   REJECTED_MAX_ENTRIES,
   REJECTED_SUBDIR,
   rejectedSummary,
-  replayShared,
   SessionQueue,
   sessionQueueDir,
 } from "./queue.ts";
-import { replayAll, replayQueue } from "./replay.ts";
+import { replayQueue } from "./replay.ts";
 import { commitSession, sendMessages } from "./sessions.ts";
 import { startHungServer } from "../tests/support/hung-server.ts";
 import { withLock } from "../lib/lock.ts";
-import { sha256Hex } from "../lib/hash.ts";
 
 Deno.test("enqueue: one 0600 file per batch in a 0700 per-session dir, sequence-named; queued messages dedupe", async () => {
   await using dir = await tempDir();
@@ -80,20 +73,6 @@ Deno.test("enqueue: one 0600 file per batch in a 0700 per-session dir, sequence-
   ]]);
 });
 
-Deno.test("enqueue: a batch stays under 512 KB however long its messages are", async () => {
-  await using dir = await tempDir();
-  const big = Array.from(
-    { length: 30 },
-    (_, i) => ({ ...payload(i), content: `${i} ${"x".repeat(100_000)}` }),
-  );
-  assertEquals(await enqueueMessages(dir.path, "kc-s1", big), 30);
-  const sdir = await sessionQueueDir(dir.path, "kc-s1");
-  for (const e of Deno.readDirSync(sdir)) {
-    assertTrue((await Deno.stat(`${sdir}/${e.name}`)).size < 600_000, e.name);
-  }
-  assertEquals((await queuedMessages(dir.path)).length, 30);
-});
-
 Deno.test("replay: batches in sequence order, commits behind their messages; the queue empties", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
@@ -101,7 +80,7 @@ Deno.test("replay: batches in sequence order, commits behind their messages; the
   await enqueueCommit(dir.path, "kc-s1", "k1");
   await enqueueMessages(dir.path, "kc-s1", range(3, 150));
   await enqueueCommit(dir.path, "kc-s1", "k2");
-  const r = await replayAll(dir.path, clientOf(fake.url), { ...opts(), maxRetries: 3 });
+  const r = await replayQueue(dir.path, clientOf(fake.url), opts());
   assertEquals([r.replayed, r.messages, r.deferred, r.commitTasks.length], [5, 153, 0, 2]);
   assertEquals(contents(fake), range(153).map((p) => p.content));
   assertEquals(
@@ -361,121 +340,6 @@ Deno.test("hasUnsent, SessionQueue.waiting: queued or claimed writes of a sessio
   assertEquals(await hasUnsent(dir.path, "kc-s1"), false);
 });
 
-// ---- the shared queue (entries other OpenViking plugins leave) ----
-
-const shared = (i: number, sid = "kc-s1"): PendingWrite => ({
-  type: "addMessage",
-  sessionId: sid,
-  payload: payload(i),
-});
-const sharedOpts = (extra = {}) => ({
-  limit: 50,
-  maxRetries: 3,
-  ttlDays: 7,
-  budget: new Budget(20_000),
-  ...extra,
-});
-
-Deno.test("shared queue: replayed oldest first; a failure keeps the entry untouched and spends no retry", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  await enqueueShared(dir.path, [0, 1, 2, 3, 4].map((i) => shared(i)));
-  const client = clientOf(fake.url);
-  const r1 = await replayShared(dir.path, client, sharedOpts({ limit: 2 }));
-  for (const status of [500, 503, 401]) {
-    fake.fault({ route: "POST /api/v1/sessions/:id/messages", status, times: 1 });
-    const r = await replayShared(dir.path, client, sharedOpts());
-    assertEquals([r.replayed, r.deferred, r.cause?.status], [0, 3, status]);
-  }
-  assertEquals((await listShared(dir.path)).map((f) => f.entry.retries), [0, 0, 0]);
-  const dead = createClient({ baseUrl: "http://127.0.0.1:9", userAgent: "t", timeoutMs: 500 });
-  assertEquals((await replayShared(dir.path, dead, sharedOpts())).cause?.kind, "unreachable");
-  const r4 = await replayShared(dir.path, client, sharedOpts());
-  assertEquals(r1.replayed + r4.replayed, 5);
-  assertEquals(contents(fake), range(5).map((p) => p.content));
-});
-
-Deno.test("shared queue: OpenViking's rejection, retries spent elsewhere and the TTL drop entries", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  await enqueueShared(dir.path, [shared(0)], Date.now() - 8 * 86_400_000); // too old
-  await enqueueShared(dir.path, [{
-    type: "addMessage",
-    sessionId: "kc-s1",
-    payload: { role: "user", content: "x", turn_id: 7 },
-  }]);
-  const spent =
-    (await enqueueShared(dir.path, [shared(5)]),
-      (await listShared(dir.path)).find((f) =>
-        f.entry.payload && (f.entry.payload as MessagePayload).content === "message 5"
-      )!);
-  await Deno.rename(`${dir.path}/${spent.name}`, `${dir.path}/${spent.key}_3.json`); // another plugin spent 3
-  const r = await replayShared(dir.path, clientOf(fake.url), sharedOpts());
-  assertEquals([r.dropped, r.replayed], [3, 0], "too old + rejected with 400 + retries spent elsewhere");
-  assertEquals(await countShared(dir.path), 0);
-});
-
-Deno.test("shared queue: abandoned .processing files — over 10 min old or dated in the future — are recovered", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  await enqueueShared(dir.path, [shared(0, "kc-a"), shared(1, "kc-b"), shared(2, "kc-c")]);
-  const files = await listShared(dir.path);
-  const stamp = {
-    "kc-a": new Date(Date.now() - 11 * 60_000),
-    "kc-b": new Date(Date.now() + 3_600_000),
-    "kc-c": new Date(),
-  };
-  for (const f of files) {
-    const p = `${dir.path}/${f.name.replace(".json", ".processing")}`;
-    await Deno.rename(`${dir.path}/${f.name}`, p);
-    const t = stamp[f.entry.sessionId as keyof typeof stamp];
-    await Deno.utime(p, t, t);
-  }
-  const r = await replayShared(dir.path, clientOf(fake.url), sharedOpts());
-  assertEquals([
-    r.replayed,
-    fake.messages("kc-a").length,
-    fake.messages("kc-b").length,
-    fake.messages("kc-c").length,
-  ], [
-    2,
-    1,
-    1,
-    0,
-  ]);
-});
-
-Deno.test("shared queue: an entry written by another OpenViking plugin (Claude Code, no dedupKey field) is replayed", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  const p = { role: "user", content: "from claude code" };
-  const key = await sha256Hex(`addMessage\ncc-abc\n${JSON.stringify(p)}`);
-  await Deno.writeTextFile(
-    `${dir.path}/${key}_1.json`,
-    JSON.stringify({
-      type: "addMessage",
-      sessionId: "cc-abc",
-      payload: p,
-      createdAt: Date.now() - 1000,
-      retries: 1,
-    }),
-    { mode: 0o600 },
-  );
-  const r = await replayAll(dir.path, clientOf(fake.url), { ...opts(), maxRetries: 3 });
-  assertEquals(r.shared.replayed, 1);
-  assertEquals(fake.messages("cc-abc"), [p]);
-});
-
-Deno.test("shared queue: a file that is no entry is skipped, and deleted once a minute old (no writer is still at it)", async () => {
-  await using dir = await tempDir();
-  const [old, fresh] = ["a", "b"].map((c) => `${dir.path}/${c.repeat(64)}_0.json`);
-  for (const f of [old, fresh]) await Deno.writeTextFile(f, '{"type":"addMess');
-  const t = new Date(Date.now() - 2 * 60_000);
-  await Deno.utime(old, t, t);
-  assertEquals(await listShared(dir.path), []);
-  assertEquals([...Deno.readDirSync(dir.path)].map((e) => e.name), [`${"b".repeat(64)}_0.json`]);
-});
-
 Deno.test("replay: a write goes only to the server and identity it was queued for; another's stay queued, in order, and are named", async () => {
   await using dir = await tempDir();
   const gone = startHungServer();
@@ -513,28 +377,8 @@ Deno.test("an entry over 1 MiB (a long answer, the capture knob raised) is repla
   await using fake = await FakeOpenViking.start();
   const answer = { ...payload(0), content: `long ${"y".repeat(1_500_000)}` };
   assertEquals(await enqueueMessages(dir.path, "kc-s1", [answer]), 1);
-  const r = await replayAll(dir.path, clientOf(fake.url), { ...opts(), maxRetries: 3 });
+  const r = await replayQueue(dir.path, clientOf(fake.url), opts());
   assertEquals([r.replayed, r.messages], [1, 1]);
   assertEquals(contents(fake), [answer.content]);
   assertEquals(await ourQueue(dir.path), [], "nothing left, nothing set aside");
-});
-
-Deno.test("shared queue: another plugin's valid entry over 1 MiB is replayed, never deleted", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  const p = { role: "user", content: `big ${"z".repeat(1_300_000)}` };
-  const file = `${dir.path}/${await sha256Hex(`addMessage\ncc-big\n${JSON.stringify(p)}`)}_0.json`;
-  const entry = {
-    type: "addMessage",
-    sessionId: "cc-big",
-    payload: p,
-    createdAt: Date.now() - 120_000,
-    retries: 0,
-  };
-  await Deno.writeTextFile(file, JSON.stringify(entry), { mode: 0o600 });
-  const t = new Date(Date.now() - 2 * 60_000);
-  await Deno.utime(file, t, t);
-  const r = await replayAll(dir.path, clientOf(fake.url), { ...opts(), maxRetries: 3 });
-  assertEquals(r.shared.replayed, 1);
-  assertEquals(fake.messages("cc-big"), [p]);
 });

@@ -1,4 +1,4 @@
-/** Replaying our queue (each session in order under its lock), the rejected place and the shared queue. */
+/** Replaying our queue (each session in order under its lock) and the rejected place. */
 
 import { removeAbandonedTemps, writeFileAtomic } from "../lib/fs.ts";
 import type { Budget, OpenVikingClient, OvFailure } from "./client.ts";
@@ -17,9 +17,7 @@ import {
   queueFiles,
   readEntry,
   REJECTED_SUBDIR,
-  replayShared,
   sessionDirs,
-  type SharedReplayReport,
   UNREADABLE,
 } from "./queue.ts";
 
@@ -228,38 +226,18 @@ export async function replayQueue(
   return report;
 }
 
-interface ReplayAllOptions extends ReplayOptions {
-  maxRetries: number;
-}
-
-export interface ReplayAllReport extends ReplayReport {
-  shared: SharedReplayReport;
-}
-
-/** Replays our queue (or the rejected place), then (for all sessions) the shared queue, in one entry limit and budget. */
-export async function replayAll(
-  pendingDir: string,
-  client: OpenVikingClient,
-  options: ReplayAllOptions,
-): Promise<ReplayAllReport> {
-  const ours = await replayQueue(pendingDir, client, options);
-  const limit = Math.max(0, options.limit - ours.replayed);
-  const shared = !options.rejected && options.sessionId === undefined &&
-      !(ours.cause && stopsEverything(ours.cause))
-    ? await replayShared(pendingDir, client, { ...options, limit })
-    : { replayed: 0, dropped: 0, deferred: 0 };
-  return { ...ours, cause: ours.cause ?? shared.cause, shared };
-}
+/** The names session start and `replay` know the queue's replay and its report by. */
+export const replayAll = replayQueue;
+export type ReplayAllReport = ReplayReport;
 
 /** The bounds of a replay from the config and `run`. */
 export function replayOptions(
-  config: { pendingReplayLimit: number; pendingMaxRetries: number; pendingTtlDays: number },
+  config: { pendingReplayLimit: number; pendingTtlDays: number },
   run: { budget: Budget; limit?: number; sessionId?: string; waitUnsure?: boolean },
-): ReplayAllOptions {
+): ReplayOptions {
   return {
     waitUnsure: run.waitUnsure,
     limit: run.limit ?? config.pendingReplayLimit,
-    maxRetries: config.pendingMaxRetries,
     ttlDays: config.pendingTtlDays,
     budget: run.budget,
     sessionId: run.sessionId,

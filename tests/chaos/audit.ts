@@ -11,7 +11,7 @@
  */
 
 import type { FakeOpenViking, RecordedRequest, StoredMessage } from "../support/fake-openviking.ts";
-import { QueueEntrySchema, SharedEntrySchema } from "../../openviking/queue.ts";
+import { QueueEntrySchema } from "../../openviking/queue.ts";
 import { LedgerEntrySchema } from "../../memory/ledger.ts";
 import { SessionStateSchema } from "../../memory/state.ts";
 import { readJournal } from "../../kimi/journal/turns.ts";
@@ -82,9 +82,6 @@ function kindOf(ov: string, path: string) {
   const ours = path.startsWith(`${ov}/pending/kimicode/`) ||
     path.startsWith(`${ov}/pending/kimicode-rejected/`);
   if (ours) return { queue: OUR_ENTRY_NAME, schema: QueueEntrySchema };
-  if (path.slice(0, path.lastIndexOf("/")) === `${ov}/pending`) {
-    return { queue: ENTRY_NAME, schema: SharedEntrySchema };
-  }
   if (path.startsWith(`${ov}/hook-state/`)) return { state: "session", schema: SessionStateSchema };
   if (path.startsWith(`${ov}/state/`)) return { state: "plain", schema: undefined };
 }
@@ -141,7 +138,6 @@ export interface AuditInput {
   snapshots: { files: number; problems: string[] };
 }
 
-const ENTRY_NAME = /^[0-9a-f]{64}_\d+\.(json|processing)$/;
 const OUR_ENTRY_NAME = /^\d{10}-(m\d+|c)(\.json|\.\d+\.claim)$/;
 
 /** A file or directory found under a directory, with its permission bits. */

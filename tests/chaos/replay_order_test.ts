@@ -8,37 +8,9 @@ import { assertEquals } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { tempDir } from "../support/temp.ts";
 import { Budget, createClient } from "../../openviking/client.ts";
-import { listShared, replayShared } from "../../openviking/queue.ts";
 import { replayQueue } from "../../openviking/replay.ts";
 import { sendMessages } from "../../openviking/sessions.ts";
-import { enqueueShared as enqueueAll, type PendingWrite, rejectedWrites } from "../support/queue.ts";
-
-const msg = (i: number, sessionId: string): PendingWrite => ({
-  type: "addMessage",
-  sessionId,
-  payload: { role: "user", content: `message ${i}`, turn_id: String(i) },
-});
-const options = () => ({ limit: 50, maxRetries: 3, ttlDays: 7, budget: new Budget(10_000) });
-
-Deno.test("replay: while an older write of a session is claimed elsewhere, its later writes wait", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  const q = `${dir.path}/pending`;
-  const now = Date.now();
-  await enqueueAll(q, [msg(0, "kc-a"), msg(1, "kc-a"), msg(2, "kc-a")], now - 1000);
-  await enqueueAll(q, [msg(0, "kc-b")], now);
-  const [oldest] = await listShared(q);
-  await Deno.rename(`${q}/${oldest.name}`, `${q}/${oldest.name.replace(/\.json$/, ".processing")}`);
-  const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 2000 });
-  const report = await replayShared(q, client, options());
-  assertEquals(fake.messages("kc-a").map((m) => m.content), [], "kc-a's later writes wait");
-  assertEquals(fake.messages("kc-b").map((m) => m.content), ["message 0"], "other sessions go on");
-  assertEquals([report.replayed, report.deferred], [1, 2]);
-
-  await Deno.rename(`${q}/${oldest.name.replace(/\.json$/, ".processing")}`, `${q}/${oldest.name}`);
-  await replayShared(q, client, options());
-  assertEquals(fake.messages("kc-a").map((m) => m.content), ["message 0", "message 1", "message 2"]);
-});
+import { rejectedWrites } from "../support/queue.ts";
 
 Deno.test("replay: a write its client gave up on is asked about only once the server has had as long again", async () => {
   await using dir = await tempDir();

@@ -166,7 +166,6 @@ Deno.test({
             for (let k = 0; k < 5 && await queued() > 0; k++) {
               await replayAll(ctx.pendingDir, client, {
                 limit: 1000,
-                maxRetries: 100,
                 ttlDays: 7,
                 budget: new Budget(5000),
               });

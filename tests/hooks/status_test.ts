@@ -9,7 +9,7 @@ import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { hookIn, placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { WORKER_ENV } from "../../kimi/detach.ts";
 import { JournalBuilder } from "../support/journal.ts";
-import { enqueueMessages, enqueueShared } from "../support/queue.ts";
+import { enqueueMessages } from "../support/queue.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { runIn } from "../cli/in-process.ts";
@@ -114,12 +114,6 @@ Deno.test("status: every field after a scripted session, with the server down an
   await turn("and what about the tests folder?"); // commit → task failed
   fake.fault({ route: "*", drop: true }); // the server goes away
   await turn("remember that the build runs in CI only"); // queued, with its commit
-  const other = {
-    type: "addMessage" as const,
-    sessionId: "cc-other",
-    payload: { role: "user", content: "hi" },
-  };
-  assertEquals(await enqueueShared(`${dir.path}/.openviking/pending`, [other]), 1, "another plugin's write");
 
   const down = await collectStatus(env, dir.path);
   const c = down.connection;
@@ -151,7 +145,7 @@ Deno.test("status: every field after a scripted session, with the server down an
   assertMatch(d.lastError!.message, new RegExp(`^OpenViking at ${fake.url} is not reachable`));
   assertMatch(d.lastError!.fix, /writes wait in the queue/);
   const q = down.queue;
-  assertEquals([q.entries, q.messages, q.commits, q.sessions, q.shared], [2, 2, 1, 1, 1]);
+  assertEquals([q.entries, q.messages, q.commits, q.sessions], [2, 2, 1, 1]);
   assertTrue(within(q.oldest, stops[2]), "the oldest queued write is the third turn's");
   assertStringIncludes(q.nextReplay, `; now: \`${commandName(env)} replay\``);
 

@@ -3,14 +3,13 @@
  * without a secret, whoever shows them (the client's own cleaning is proved in openviking/client_test.ts).
  */
 
-import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
+import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { DEFAULT_ENTRY, FakeOpenViking } from "../support/fake-openviking.ts";
 import { placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { queuedMessages } from "../support/queue.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { commandName } from "../../lib/self.ts";
 
 const SESSION = "session_7e1f0a2b-3c4d-4e5f-8a6b-7c8d9e0f1a2b";
 /** A window title, a screen clear and a colour: what a hostile server would like a terminal to act on. */
@@ -75,15 +74,6 @@ async function filesUnder(dir: string, out: { path: string; text: string }[] = [
   return out;
 }
 
-/** The lines of a text doctor check: its line and the indented ones under it. */
-function checkBlock(doctorOut: string, id: string): string {
-  const lines = doctorOut.split("\n");
-  const at = lines.findIndex((l) => new RegExp(`^\\S+ ${id}: `).test(l));
-  if (at < 0) return "";
-  const end = lines.findIndex((l, i) => i > at && !l.startsWith("    "));
-  return lines.slice(at, end < 0 ? undefined : end).join("\n");
-}
-
 Deno.test("failure text: a 401 quoting the key, a URL's password and escape codes leaves none of them in any output or file", async () => {
   const key = "sk-leaky-0123456789abcdef";
   const password = "hunter2-pa55word";
@@ -116,29 +106,6 @@ Deno.test("failure text: a 401 quoting the key, a URL's password and escape code
     for (const text of s.outputs) assertTrue(!text.includes(secret), `printed: ${text}`);
     for (const f of files) assertTrue(!f.text.includes(secret), `${secret} written to ${f.path}`);
   }
-});
-
-Deno.test("failure text: doctor's captures check names where a redirect points, as its server check does", async () => {
-  await using s = await sandbox();
-  await s.journal(1);
-  s.fake.fault({ route: "*", raw: { status: 301, headers: { location: "https://ov.example.com/" } } });
-  await s.stop();
-  const doctor = await s.run(["doctor"]);
-  assertMatch(checkBlock(doctor.stdout, "server"), /install --url https:\/\/ov\.example\.com`/);
-  const captures = checkBlock(doctor.stdout, "captures");
-  assertMatch(captures, /redirects to https:\/\/ov\.example\.com\/ \(HTTP 301\)/);
-  assertStringIncludes(
-    captures,
-    `fix: save the address it redirects to: \`${commandName(s.env)} install --url https://ov.example.com\``,
-  );
-  // replay and status say the same, not "is it reachable?" nor a bare `--url URL`.
-  const replay = await s.run(["replay"]);
-  assertEquals(replay.code, 1);
-  assertMatch(replay.stderr, /still queued in .*: .*redirects to https:\/\/ov\.example\.com\//);
-  assertMatch(replay.stderr, /fix: .*install --url https:\/\/ov\.example\.com`/);
-  const status = await s.run(["status", "--json", "--session", SESSION]);
-  const lastError = JSON.parse(status.stdout).sessions[0].lastError;
-  assertMatch(lastError.fix, /install --url https:\/\/ov\.example\.com`/);
 });
 
 Deno.test("failure text: status, recall and doctor print what a server says of its tasks, memories and itself without its escape codes", async () => {

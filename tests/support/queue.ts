@@ -1,11 +1,6 @@
-/**
- * Test helpers for the two pending queues: writing entries in the shared per-message format (what
- * OpenViking's other plugins and older versions of this one leave in `~/.openviking/pending/`), and reading
- * back what our own per-session queue holds, and what the rejected place keeps.
- */
+/** Test helpers for our queue: writing entries, reading back what it holds and what the rejected place keeps. */
 
-import { sha256Hex, stableStringify } from "../../lib/hash.ts";
-import { createExclusive, ensurePrivateDir, listDir } from "../../lib/fs.ts";
+import { listDir } from "../../lib/fs.ts";
 import { joinPath } from "../../lib/paths.ts";
 import { Budget, createClient } from "../../openviking/client.ts";
 import type { ReplayOptions } from "../../openviking/replay.ts";
@@ -17,7 +12,6 @@ import {
   QueueEntrySchema,
   REJECTED_SUBDIR,
   SessionQueue,
-  type SharedEntry,
 } from "../../openviking/queue.ts";
 
 /** Message `i` of a test conversation: user and assistant in turn, two per turn. */
@@ -55,46 +49,7 @@ export async function enqueueCommit(pendingDir: string, sessionId: string, key: 
   return await (await SessionQueue.open(pendingDir, sessionId, undefined)).commit(key, now);
 }
 
-/** Kinds of queued writes in the shared format. */
-export type PendingType = "addMessage" | "commitSession";
-
 const QUEUE_FILE = /^\d{10}-(m\d+|c)(\.json|\.\d+\.claim)$/;
-const ENTRY_NAME = /^([0-9a-f]{64})_(\d+)\.(json|processing)$/;
-
-/** The dedupe key: sha256 of type, session id and the payload with sorted keys. */
-export async function dedupKey(type: PendingType, sessionId: string, payload: unknown): Promise<string> {
-  return await sha256Hex(`${type}\n${sessionId}\n${stableStringify(payload ?? {})}`);
-}
-
-/** A write to queue. */
-export interface PendingWrite {
-  type: PendingType;
-  sessionId: string;
-  payload: unknown;
-}
-
-/** The last `createdAt` this process gave out: later writes of the process always sort after earlier ones. */
-let lastCreatedAt = 0;
-
-/**
- * Writes entries in the shared format (as other plugins do), skipping one queued already, with strictly
- * increasing `createdAt` within the process (a commit queued after its messages in the same millisecond still
- * sorts after them); returns how many are queued.
- */
-export async function enqueueShared(dir: string, writes: PendingWrite[], now = Date.now()): Promise<number> {
-  await ensurePrivateDir(dir);
-  const keys = new Set((await listDir(dir)).map((e) => ENTRY_NAME.exec(e.name)?.[1]));
-  for (const [i, w] of writes.entries()) {
-    const key = await dedupKey(w.type, w.sessionId, w.payload);
-    if (keys.has(key)) continue;
-    const at = now + i;
-    lastCreatedAt = at <= lastCreatedAt && lastCreatedAt - at < 1000 ? lastCreatedAt + 1 : at;
-    const entry: SharedEntry = { ...w, createdAt: lastCreatedAt, retries: 0, dedupKey: key };
-    await createExclusive(joinPath(dir, `${key}_0.json`), `${JSON.stringify(entry)}\n`);
-    keys.add(key);
-  }
-  return writes.length;
-}
 
 /** One item of our queue, flattened: a message or a commit, in replay order. */
 export interface QueuedItem {

@@ -1,4 +1,4 @@
-/** Test helper process: replays both pending queues in `dir` against `url` once. */
+/** Test helper process: replays our pending queue in `dir` against `url` once. */
 import { Budget, createClient } from "../../openviking/client.ts";
 import { replayAll } from "../../openviking/replay.ts";
 
@@ -6,7 +6,6 @@ const [dir, url] = Deno.args;
 const client = createClient({ baseUrl: url, userAgent: "test", timeoutMs: 5000 });
 const report = await replayAll(dir, client, {
   limit: 1000,
-  maxRetries: 3,
   ttlDays: 7,
   budget: new Budget(30_000),
 });

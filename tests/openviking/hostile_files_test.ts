@@ -1,12 +1,11 @@
 /**
- * Process tests of hostile files where a config, credential or state file goes: a FIFO or a link to a device
- * is never opened, and the hook still answers as it would without them.
+ * Hostile files where a config, credential or state file goes: a FIFO or a link to a device is never
+ * opened (it would hang the hook), and the hook still answers as it would without them.
  */
 
 import { assertEquals } from "../support/assert.ts";
 import { FAKE_DIGEST_FIRST, FakeOpenViking } from "../support/fake-openviking.ts";
-import { sandboxEnv } from "../support/hook-context.ts";
-import { runCli } from "../support/run.ts";
+import { hookIn, sandboxEnv } from "../support/hook-context.ts";
 import { tempDir } from "../support/temp.ts";
 
 const SESSION = "session_hostile-files";
@@ -32,14 +31,8 @@ Deno.test("prompt hook in a repository whose config links to /dev/zero, with FIF
     cwd: repo,
     prompt: [{ type: "text", text: "how should I indent this file?" }],
   });
-  // Before: /dev/zero was read until memory ran out, a FIFO until someone wrote to it; killed, nothing printed.
-  const r = await runCli(["hook", "user-prompt-submit"], {
-    env: sandboxEnv(dir.path, fake.url),
-    clearEnv: true,
-    cwd: repo,
-    stdin,
-    timeoutMs: 30_000,
-  });
-  assertEquals([r.code, r.stdout], [0, `${FAKE_DIGEST_FIRST}\n`], r.stderr);
+  // Before: /dev/zero was read until memory ran out, a FIFO until someone wrote to it; nothing printed.
+  const r = await hookIn("user-prompt-submit", { env: sandboxEnv(dir.path, fake.url), stdin });
+  assertEquals(r.stdout, `${FAKE_DIGEST_FIRST}\n`);
   assertEquals(fake.requestsTo("POST /api/v1/search/search").length, 1, "the context face asked");
 });
