@@ -50,7 +50,7 @@ const TOKEN_SHAPES: Readonly<Record<string, RegExp>> = {
   stripe: /\b(?:(?:sk|rk)_(?:test|live|prod)|whsec)_[A-Za-z0-9]{10,}/g,
   "square-access-token": /(?<![\w+/=-])(?:EAAA|sq0atp-|sq0csp-)[\w-]{22,}/g,
   shopify: /\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}/g,
-  "slack-token": /\bx(?:ox[abprse]|app)-[A-Za-z0-9-]{10,}/g,
+  "slack-token": /\bx(?:ox[abcdprse]|app)-[A-Za-z0-9%-]{10,}/g,
   "slack-webhook-url": /\bhooks\.slack\.com\/(?:services|workflows|triggers)\/[A-Za-z0-9+/]{20,}/g,
   "discord-webhook-url": /\bdiscord(?:app)?\.com\/api\/webhooks\/\d+\/[\w-]{20,}/g,
   "sendgrid-api-token": /\bSG\.[\w-]{16,}\.[\w-]{16,}/g,
@@ -62,14 +62,25 @@ const TOKEN_SHAPES: Readonly<Record<string, RegExp>> = {
   "age-secret-key": /\bAGE-SECRET-KEY-1[0-9A-Z]{58}/g,
   "telegram-bot-api-token": /(?<!\d)\d{8,10}:[\w-]{35}(?![\w-])/g,
   jwt: /(?<![\w-])eyJ[\w-]{10,}\.eyJ[\w-]{10,}\.[\w-]*/g,
+  "hashicorp-tf-api-token": /\b[A-Za-z0-9]{14}\.atlasv1\.[\w=-]{60,}/g,
+  "pulumi-api-token": /\bpul-[a-f0-9]{40}/g,
+  "flyio-access-token": /\b(?:fo1_[\w-]{43}|fm[12][ar]?_[A-Za-z0-9+/]{100,}={0,3})/g,
+  "new-relic-user-api-key": /\bNR(?:AK|II)-[A-Za-z0-9-]{27,32}/g,
+  "planetscale-api-token": /\bpscale_(?:tkn|pw|oauth)_[\w=.-]{32,64}/g,
+  "mailgun-private-api-token": /\bkey-[a-f0-9]{32}\b/g,
+  "alibaba-access-key-id": /\bLTAI[A-Za-z0-9]{20}\b/g,
 };
 
 /** The password of a URL's `user:password@` (up to the last `@` before the path: a password may hold one). */
 const URL_USERINFO = /(?<=[a-z0-9+.-])(:\/\/[^\s/?#@:"'<>]*:)([^\s/?#"'<>]+)(?=@)/gi;
 
-/** An `Authorization` header's credentials, after the scheme word (`Basic`, `Bearer`, `token`…). */
-const AUTHORIZATION =
-  /\b((?:proxy-)?authorization["'`]?[ \t]*[:=][ \t]*["'`]?(?:(?:basic|bearer|token|digest|negotiate|ntlm)[ \t]+)?)(?!(?:basic|bearer|token|digest|negotiate|ntlm)\b|[$%{<[])([^\s"'`,;]+)/gi;
+/**
+ * An `Authorization` header's credentials, after the scheme word (`Basic`, `Bearer`, `token`…): a token, or
+ * all of its `name="value"` parameters (`Token token="…"`, Digest's `response="…"`).
+ */
+const AUTHORIZATION = orAfterEscape(
+  /\b((?:proxy-)?authorization["'`]?[ \t]*[:=][ \t]*["'`]?(?:(?:basic|bearer|token|digest|negotiate|ntlm)[ \t]+)?)(?!(?:basic|bearer|token|digest|negotiate|ntlm)\b(?!=)|[$%{<[])([\w-]+=(?:\\?"[^"\r\n\\]*\\?"|[^\s"'`,;\\]*)(?:[ \t]*,[ \t]*[\w-]+=(?:\\?"[^"\r\n\\]*\\?"|[^\s"'`,;\\]*))*|[^\s"'`,;]+)/gi,
+);
 
 /** A `Cookie` or `Set-Cookie` header (or its JSON member): its `name=value` pairs, to the line's or string's end. */
 const COOKIE = orAfterEscape(/\b((set-)?cookie\\?["'`]?[ \t]*:[ \t]*\\?["'`]?)([^\r\n"'`\\]+)/gi);
@@ -116,6 +127,9 @@ const OPENING_QUOTE = /^\\?["'`]/;
 /** The rest of a `.env` line; in a JSON string (after a `\n` escape), to the next escape or the string's end. */
 const LINE_REST = /[^\r\n]+/y;
 const ESCAPED_LINE_REST = /(?:[^\r\n\\"]|\\(?![nrt]))+/y;
+
+/** After a key's `|` or `>` (a YAML block scalar): the line break (group 1 if a JSON escape), the block's indent. */
+const BLOCK_START = /[ \t]*(?:\r?\n|((?:\\r)?\\n))[ \t]+/y;
 
 /** The words of a key name: `AWSSecretAccessKey`, `_authToken`, `DB_PASSWORD`, `x-api-key`. */
 const KEY_WORDS = /[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+/g;
@@ -223,16 +237,24 @@ function redactAssignments(text: string, hide: Hide): string {
     const line = op === "=" && !OPENING_QUOTE.test(text.slice(end, end + 2)) ? lineStart(text, m.index) : "";
     const envLine = line !== "";
     const rest = line === "line" ? LINE_REST : line === "escaped" ? ESCAPED_LINE_REST : VALUE;
-    const value = (stickyAt(rest, text, end)?.[0] ?? "").trimEnd();
-    const prefix = OPENING_QUOTE.test(text.slice(end + value.length, end + value.length + 2)) &&
+    let [at, value] = [end, (stickyAt(rest, text, end)?.[0] ?? "").trimEnd()];
+    const block = op === ":" && /^[|>][+-]?$/.test(value)
+      ? stickyAt(BLOCK_START, text, end + value.length)
+      : null;
+    if (block) { // the block's first line is the value
+      at = block.index + block[0].length;
+      value = (stickyAt(block[1] ? ESCAPED_LINE_REST : LINE_REST, text, at)?.[0] ?? "").trimEnd();
+    }
+    const prefix = OPENING_QUOTE.test(text.slice(at + value.length, at + value.length + 2)) &&
       /^[A-Za-z]{1,2}$/.test(value); // a string's prefix: f"…", rb'…'
-    const literal = op === "=" && ((!before && !after) || (envLine && !/[a-z]/.test(key)));
+    const literal = block !== null ||
+      (op === "=" && ((!before && !after) || (envLine && !/[a-z]/.test(key))));
     const redacted = value !== "" && !prefix && secretValue(value, literal);
     if (redacted) {
-      out += text.slice(copied, end) + hide(value);
-      copied = end + value.length;
+      out += text.slice(copied, at) + hide(value);
+      copied = at + value.length;
     }
-    if (redacted || !envLine) SECRET_HINT.lastIndex = Math.max(keyEnd, end + value.length);
+    if (redacted || !envLine) SECRET_HINT.lastIndex = Math.max(keyEnd, at + value.length);
   }
   return out + text.slice(copied);
 }
@@ -265,14 +287,36 @@ function redactAwsSecrets(text: string, hide: Hide): string {
 const SECRET_IN_PROSE =
   /\b((?:secret|password|passwd|passphrase|passcode|token|api[ _-]?key|credentials?)[ \t]+(?:is|was)[ \t]+)(\\?)(["'`])([^\s"'`\\]{4,200})\2\3/gi;
 
-/** An unquoted value a sentence gives a secret word, when {@link secretValue} takes it after `:`. */
+/**
+ * A secret's names in prose, by language: the name, the words that tie a qualifier to it (`the password for
+ * prod is`, `das Passwort für die Datenbank ist`), and "is" (none in Russian: its qualifier is not ASCII).
+ */
+const PROSE_SECRETS: readonly [name: RegExp, of: RegExp, is: RegExp | null][] = [
+  [/secret|password|passwd|passphrase|passcode|token|api[ _-]?key/, /for|of/, /is|was/],
+  [/passwort|kennwort/, /für|von|der|des/, /ist|lautet|war/],
+  [/contraseña|clave/, /de|del|para/, /es|era/],
+  [/mot[ \t]+de[ \t]+passe/, /de|du|pour/, /est|était/],
+  [/senha/, /de|do|da|para/, /é|era/],
+  [/пароль/, /от|для/, null],
+];
+
+/** An unquoted ASCII value a sentence gives a secret's name, when {@link secretValue} takes it after `:`. */
 const SECRET_IN_PROSE_UNQUOTED = orAfterEscape(
-  /\b((?:secret|password|passwd|passphrase|passcode|token|api[ _-]?key)(?:[ \t]+(?:is|was))?(?:[ \t]*[:=])?[ \t]+)([^\s"'`\\]{4,200})/gi,
+  new RegExp(
+    String.raw`(?<![\p{L}\p{N}_])((?:${
+      PROSE_SECRETS.map(([name, of, is]) => {
+        const verb = is ? String.raw`[ \t]+(?:${is.source})` : "";
+        const qualifier = String.raw`[ \t]+(?:${of.source})(?:[ \t]+[^\s"'\x60\\]+){1,3}?`;
+        return `(?:${name.source})(?:${qualifier}${verb}|(?:${verb})?)`;
+      }).join("|")
+    })(?:[ \t]*[:=])?[ \t]+)((?:(?!["'\x60\\])[!-~]){4,200})`,
+    "giu",
+  ),
 );
 
-/** A value after a fullwidth `：`/`＝` of an English secret word, or after a password's name in another language. */
+/** A value after a fullwidth `：`/`＝` of an English secret word, or a password's name and `:` or "is" in CJK. */
 const SECRET_LABEL = orAfterEscape(
-  /(?<![A-Za-z0-9_\u0400-\u04ff])((?:(?:password|passwd|passphrase|passcode|secret|token|api[ _-]?key)[ \t]*[：＝]|(?:密码|密碼|口令|パスワード|비밀번호|пароль)[ \t]*[:：=＝])[ \t]*)("[^"\r\n]{1,200}"|'[^'\r\n]{1,200}'|(?:(?!["'`\\])[!-~]){4,200})/giu,
+  /(?<![A-Za-z0-9_\u0400-\u04ff])((?:(?:password|passwd|passphrase|passcode|secret|token|api[ _-]?key)[ \t]*[：＝]|(?:密码|密碼|口令|パスワード|비밀번호)[ \t]*(?:[:：=＝]|是|为|為|は|が|는|은|가)|пароль[ \t]*[:：=＝])[ \t]*)("[^"\r\n]{1,200}"|'[^'\r\n]{1,200}'|(?:(?!["'`\\])[!-~]){4,200})/giu,
 );
 
 /** A value's trailing sentence punctuation, which is not part of it. */
@@ -283,10 +327,28 @@ const MYSQL_PASSWORD_OPTION = orAfterEscape(
   /\b((?:mysql|mariadb|mysqldump|mysqladmin|mariadb-dump)\b[^\r\n|;&]{0,200}?[ \t]-p)('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\]+)/g,
 );
 
-/** The password of `sshpass -p` and of a registry login's `-p`/`--password` (`docker login -u me -p …`). */
+/** Commands and their option that gives a password, blanks or `=` after it; `smbclient -U user%password`. */
+const PASSWORD_OPTIONS: readonly [command: RegExp, option: RegExp][] = [
+  [/sshpass/, /-p/],
+  [/(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]+registry|az)[ \t]+login/, /-p|--password/],
+  [/redis-cli/, /-a|--pass/],
+  [/(?:un)?zip/, /-P|--password/],
+  [/ssh-keygen/, /-[NP]/],
+  [/smbclient/, /(?:-U|--user)(?:[ \t]+|=)[^\s"'%]+%/],
+];
+/** The password an option of {@link PASSWORD_OPTIONS} gives, on the command's line. */
 const LOGIN_PASSWORD_OPTION = orAfterEscape(
-  /\b((?:sshpass|(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]+registry)[ \t]+login)\b[^\r\n|;&]{0,200}?[ \t](?:-p|--password)(?:[ \t]+|=))('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\]+)/g,
+  new RegExp(
+    String.raw`\b((?:${
+      PASSWORD_OPTIONS.map(([c, o]) => String.raw`(?:${c.source})\b[^\r\n|;&]{0,200}?[ \t](?:${o.source})`)
+        .join("|")
+    })(?:[ \t]+|=|(?<=%)))('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'\x60\\]+)`,
+    "g",
+  ),
 );
+
+/** An XML element's text (`<Password>…</Password>`), when {@link secretName} takes the element's name. */
+const XML_ELEMENT = /<((?:[\w.-]+:)?([\w.-]+))(?:[ \t][^<>\r\n]*)?>([^<\r\n]+)<\/\1>/g;
 
 /** Format and default-ignorable characters (variation selectors, Hangul fillers…) between printable ASCII. */
 const INVISIBLE_IN_ASCII = /(?<=[!-~])[\p{Cf}\p{DI}]+(?=[!-~])/gu;
@@ -340,6 +402,11 @@ export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = {
   "secret-label": headed(SECRET_LABEL, valued(false, true)),
   "mysql-password-option": headed(MYSQL_PASSWORD_OPTION, valued(true)),
   "login-password-option": headed(LOGIN_PASSWORD_OPTION, valued(true)),
+  "xml-element": (text, hide = plain) =>
+    text.replace(XML_ELEMENT, (m, _tag, name, value: string) => {
+      const v = value.trim();
+      return secretName(name) && secretValue(v, true) ? m.replace(`>${value}<`, `>${hide(v)}<`) : m;
+    }),
   assignment: (text, hide = plain) => redactAssignments(text, hide),
 };
 

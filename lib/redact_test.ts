@@ -184,6 +184,17 @@ Deno.test("redact: every rule is linear — 1 MB of its worst case in well under
     "sshpass and a line that never has -p": "sshpass" + mb(" -"),
     "invisible characters between letters": mb("a\u200b"),
     "invisible characters alone": mb("\u200b"),
+    // prose in other languages, header parameters, YAML blocks, XML elements, CLI options, token heads
+    "qualified password names, chained": mb("passwort für a b c "),
+    "Russian qualifiers, chained": mb("пароль от "),
+    "CJK names and particles": mb("パスワードは"),
+    "Authorization parameters, chained": mb("Authorization: Digest a=b, "),
+    "Authorization and one run of parameters": "Authorization: Token " + mb("a="),
+    "YAML block keys": mb("password: |\n"),
+    "XML elements never closed": mb("<Password>a"),
+    "redis-cli and a line that never has -a": "redis-cli" + mb(" -"),
+    "smbclient users without %": mb("smbclient -U a"),
+    "Terraform heads": mb("abcdefghijklmn.atlasv1."),
   };
   assertLinear("redact", redact, cases);
 });
@@ -220,6 +231,16 @@ Deno.test("redact: a password a sentence gives without quotes, and mysql's -p<pa
     ],
     ["unlock it with passphrase Tr0ub4dor&3 please", `unlock it with passphrase ${REDACTED} please`],
     ["my api key is 7f3a9b2c4d5e6f708192a3b4c5d6e7f8.", `my api key is ${REDACTED}.`],
+    ["Passwort: Sommer2024!Blau", `Passwort: ${REDACTED}`],
+    ["мой пароль от сервера Qwerty2024!Zima, почему?", `мой пароль от сервера ${REDACTED}, почему?`],
+    ["'Authorization: Token token=\"Rails7TokenAbc123\"'", `'Authorization: Token ${REDACTED}'`],
+    ['Authorization: Digest username="me", response="6629fae4"', `Authorization: Digest ${REDACTED}`],
+    [
+      "db:\n  password: |\n    YamlBlock9SecretQ\n  user: app",
+      `db:\n  password: |\n    ${REDACTED}\n  user: app`,
+    ],
+    ["<Password>IisPass7Word9x</Password>", `<Password>${REDACTED}</Password>`],
+    ["redis-cli -a R3disPassw0rdXq ping", `redis-cli -a ${REDACTED} ping`],
   ];
   for (const [input, expected] of cases) assertEquals(redact(input), expected, input);
   const prose = [
@@ -232,6 +253,14 @@ Deno.test("redact: a password a sentence gives without quotes, and mysql's -p<pa
     "docker run -p 8080:80 nginx",
     "docker login -u me -p $REGISTRY_PASSWORD",
     "pg_dump -p 5432 db and grep -pattern",
+    "the password for prod is wrong, the password for user42 was reset",
+    "Das Passwort ist falsch. Das Passwort für die Datenbank ist geändert.",
+    "пароль от сервера неверный; mi contraseña es incorrecta; le mot de passe est erroné",
+    "パスワードが違います。비밀번호는 틀렸어요. 密码是什么？",
+    "redis-cli -a $REDIS_PASS ping; ssh-keygen -N '' -f k; zip -P \"$ZIP_PASS\" a.zip; smbclient -U admin",
+    "description: |\n  Some text\npassword: |\n  $DB_PASSWORD",
+    "<Password>******</Password> and <Name>Tr0ub4dor3x</Name>",
+    "Authorization: Token $API_TOKEN",
   ];
   for (const t of prose) assertEquals(redact(t), t);
 });

@@ -85,7 +85,11 @@ export async function readJournal(
   }
 }
 
-/** The complete JSON-object lines of `file` from `start` that pass `filter` (others skipped), and where they end. */
+/**
+ * The complete JSON-object lines of `file` from `start` that pass `filter` (others skipped), and where they end.
+ * Each byte is scanned for a newline once and copied at most twice (kept as a piece of an unfinished line,
+ * then joined), so one long line costs its length, not its length times its chunks.
+ */
 async function completeLines(
   file: Deno.FsFile,
   start: number,
@@ -93,31 +97,32 @@ async function completeLines(
 ): Promise<{ lines: JournalLine[]; end: number }> {
   const lines: JournalLine[] = [];
   let pos = start;
-  let carry = new Uint8Array(0);
+  const pieces: Uint8Array[] = [];
   const decoder = new TextDecoder();
   await file.seek(start, Deno.SeekMode.Start);
   const buf = new Uint8Array(CHUNK);
   for (;;) {
     const n = await file.read(buf);
     if (n === null) break;
-    const data = carry.length ? concatBytes([carry, buf.subarray(0, n)]) : buf.subarray(0, n);
+    const data = buf.subarray(0, n);
     let lineStart = 0;
-    for (let i = data.indexOf(NEWLINE); i !== -1; i = data.indexOf(NEWLINE, i + 1)) {
-      const raw = data.subarray(lineStart, i);
-      const lineOffset = pos + lineStart;
+    for (let i = data.indexOf(NEWLINE); i !== -1; i = data.indexOf(NEWLINE, lineStart)) {
+      const tail = data.subarray(lineStart, i);
+      const raw = pieces.length ? concatBytes(pieces.splice(0).concat(tail)) : tail;
+      const lineOffset = pos;
+      pos += raw.length + 1;
       lineStart = i + 1;
       if (raw.length === 0) continue;
       const text = decoder.decode(raw);
       if (filter && !filter(text)) continue;
       try {
         const value = JSON.parse(text);
-        if (isRecord(value)) lines.push({ offset: lineOffset, end: pos + lineStart, value });
+        if (isRecord(value)) lines.push({ offset: lineOffset, end: pos, value });
       } catch {
         // not JSON: skipped
       }
     }
-    pos += lineStart;
-    carry = data.slice(lineStart);
+    if (lineStart < n) pieces.push(data.slice(lineStart));
   }
   return { lines, end: pos };
 }

@@ -398,3 +398,40 @@ Deno.test("read: lines longer than the read chunk (multi-MB) are read whole", as
   assertEquals(r.lines.length, 2);
   assertEquals((r.lines[0].value.big as string).length, big.length);
 });
+
+/** Bytes `fn` has Uint8Array scan (`indexOf`) and copy (`slice`, `set`): a reader's work on what it read. */
+async function bytesWorked(fn: () => Promise<unknown>): Promise<number> {
+  type Method = (this: Uint8Array, ...args: unknown[]) => unknown;
+  const proto = Uint8Array.prototype as unknown as Record<string, Method>;
+  const costs: Record<string, (a: Uint8Array, args: unknown[]) => number> = {
+    indexOf: (a, [, from]) => a.length - Number(from ?? 0),
+    slice: (a, [from, to]) => Number(to ?? a.length) - Number(from ?? 0),
+    set: (_a, [source]) => (source as ArrayLike<number>).length,
+  };
+  const saved = Object.fromEntries(Object.keys(costs).map((name) => [name, proto[name]]));
+  let work = 0;
+  for (const [name, cost] of Object.entries(costs)) {
+    proto[name] = function (...args) {
+      work += cost(this, args);
+      return saved[name].apply(this, args);
+    };
+  }
+  try {
+    await fn();
+  } finally {
+    Object.assign(proto, saved);
+  }
+  return work;
+}
+
+Deno.test("read: one line of many read chunks is scanned and copied a bounded number of times per byte", async () => {
+  await using dir = await tempDir();
+  const p = `${dir.path}/wire.jsonl`;
+  const text = line({ big: "x".repeat(8 * 1024 * 1024) });
+  await Deno.writeTextFile(p, text);
+  let read: Awaited<ReturnType<typeof readJournal>> | undefined;
+  const work = await bytesWorked(async () => read = await readJournal(p, undefined, () => false));
+  assertEquals(read?.endOffset, text.length);
+  // rescanning and recopying the unfinished line at every 1 MiB chunk came to 15 bytes of work a byte
+  assertTrue(work < 4 * text.length, `${work} bytes scanned and copied for a line of ${text.length}`);
+});
