@@ -25,7 +25,7 @@ export type Failure =
   | { kind: "too-large"; limitBytes: number; part: "reply" | "event" | "stream" }
   | { kind: "too-deep"; levels: number } // arrays and objects nested deeper than the proxy walks
   | { kind: "auth"; status: number; serverMessage: string }
-  | { kind: "http"; status: number; serverMessage: string; sessionId?: string } // `sessionId`: the one sent
+  | { kind: "http"; status: number; serverMessage: string }
   | { kind: "redirect"; status: number; location: string } // to another origin, not followed
   | { kind: "empty"; status: number } // 2xx without the response
   | { kind: "bad-reply"; status: number; sample: string } // 2xx holding no JSON-RPC

@@ -154,9 +154,6 @@ interface Pending {
   failure?: Failure;
   status?: number;
   sse?: boolean;
-  /** The last event id the reply stream carried: the transport resumes the stream from it when it ends. */
-  lastEventId?: string;
-  ended?: boolean;
   sample?: string;
 }
 
@@ -196,17 +193,6 @@ class Refused extends Error {
 
 /** A request answered without its response. */
 const EMPTY = (entry: Pending): Failure => ({ kind: "empty", status: entry.status ?? 200 });
-
-/** The reconnection delays: the transport's backoff, and the bounds a server's `retry:` is held to. */
-const RECONNECT = { initialReconnectionDelay: 500, maxReconnectionDelay: 5_000 };
-
-/** SSE lines as the transport gets them, a server's `retry:` within {@link RECONNECT}'s delays. */
-function encode(lines: string): Uint8Array {
-  const { initialReconnectionDelay: least, maxReconnectionDelay: most } = RECONNECT;
-  return new TextEncoder().encode(
-    lines.replace(/^retry: ?(\d+)/gm, (_, ms) => `retry: ${Math.min(Math.max(+ms, least), most)}`),
-  );
-}
 
 /** Why an initialize is answered here at once: the server's recall breaker is open. */
 const PAUSED_START: Failure = { kind: "timeout", ms: 0 };
@@ -290,19 +276,19 @@ export class Proxy {
     if (this.pending.size === 0) void this.http?.close();
     const http = new StreamableHTTPClientTransport(new URL(this.settings.target.mcpUrl), {
       fetch: this.fetchBounded,
-      reconnectionOptions: { ...RECONNECT, reconnectionDelayGrowFactor: 1.5, maxRetries: 3 },
+      // OpenViking 0.5 keeps no event store: a stream that ended is not resumed, its request fails.
+      reconnectionOptions: {
+        initialReconnectionDelay: 0,
+        maxReconnectionDelay: 0,
+        reconnectionDelayGrowFactor: 1,
+        maxRetries: 0,
+      },
     });
     http.onmessage = (message) => {
       if ("method" in message) return void this.track(this.fromServer(message));
       // A response no request waits for any more (it failed or was cancelled) is not the client's to see.
       const entry = message.id === undefined ? undefined : this.pending.get(idKey(message.id));
       entry?.settle(message);
-    };
-    http.onerror = (error) => {
-      if (!/reconnect/i.test(error.message)) return;
-      for (const entry of this.pending.values()) {
-        if (entry.ended) entry.settle({ kind: "cut", cause: error.message });
-      }
     };
     http.setProtocolVersion(this.protocolVersion);
     void http.start();
@@ -313,14 +299,7 @@ export class Proxy {
   private fetchBounded = async (url: string | URL, init: RequestInit = {}): Promise<Response> => {
     const headers = buildHeaders(this.settings.target, undefined, init.method === "POST");
     new Headers(init.headers).forEach((value, name) => headers.set(name, value));
-    const resuming = init.method === "GET" ? headers.get("last-event-id") : null;
-    const entry = resuming === null
-      ? this.entryOf(init.body)
-      : [...this.pending.values()].find((e) => e.ended && e.lastEventId === resuming);
-    // The stream of a request no one waits for any more is not resumed (the transport stops at a 405).
-    if (resuming !== null && !entry) return new Response(null, { status: 405 });
-    const unresumable = () => resuming === null || entry?.settle(EMPTY(entry));
-    if (entry) entry.ended = false;
+    const entry = this.entryOf(init.body);
     const timing = entry?.timing ?? exchangeTiming("", this.settings.timeoutMs, this.limits);
     // Giving up aborts the fetch until the headers came, then cancels the body: an abort of a fetch whose
     // body is being read may leave the connection (and the server's stream) open.
@@ -334,7 +313,6 @@ export class Proxy {
     try {
       response = await fetch(url, { ...init, headers, signal: upstream.signal });
     } catch (error) {
-      unresumable();
       throw timedOut ? new Refused({ kind: "timeout", ms: timing.headersMs }) : error;
     } finally {
       clearTimeout(clock);
@@ -344,12 +322,7 @@ export class Proxy {
     if (entry) entry.status = status;
     if (!response.ok) {
       const said = await readPrefix(response, ERROR_BODY_BYTES, timing.bodyIdleMs, init.signal ?? undefined);
-      // A refused resumption fails its request at once; the transport stops quietly at a 405.
-      if (resuming !== null) {
-        unresumable();
-        return new Response(null, { status: 405 });
-      }
-      const failure = this.refusal(response, said, headers.get("mcp-session-id") ?? undefined);
+      const failure = this.refusal(response, said);
       if (status < 300 || status >= 400) throw new Refused(failure);
       // A redirect the transport follows within the origin; the failure stands if it does not.
       if (entry) entry.failure = failure;
@@ -373,7 +346,7 @@ export class Proxy {
   };
 
   /** The failure an HTTP error status (or a redirect the transport does not follow) stands for. */
-  private refusal(response: Response, said: string, sessionId: string | undefined): Failure {
+  private refusal(response: Response, said: string): Failure {
     const status = response.status;
     const serverMessage = serverMessageOf(said);
     if (status === 401 || status === 403) return { kind: "auth", status, serverMessage };
@@ -385,7 +358,7 @@ export class Proxy {
       }
       return { kind: "http", status, serverMessage: "too many redirects" };
     }
-    return { kind: "http", status, serverMessage, sessionId };
+    return { kind: "http", status, serverMessage };
   }
 
   /** The request a POST body carries, when one is waiting for its response. */
@@ -408,8 +381,7 @@ export class Proxy {
     void reader.closed.catch(() => {}).finally(() =>
       giveUp.forEach((s) => s.removeEventListener("abort", cancel))
     );
-    const decoder = new TextDecoder();
-    const resumedFrom = entry?.lastEventId;
+    const [decoder, encoder] = [new TextDecoder(), new TextEncoder()];
     const { streamBytes, replyBytes } = this.bytes;
     let [bytes, eventChars, held] = [0, 0, ""];
     const fail = (failure: Failure) => entry?.settle(failure);
@@ -430,17 +402,14 @@ export class Proxy {
           clearTimeout(clock);
           if (got === "idle") return stop(controller, { kind: "stalled", ms: timing.streamIdleMs });
           if ("error" in got) {
-            if (entry) entry.ended = true;
-            if (entry?.lastEventId === resumedFrom) fail({ kind: "cut", cause: networkCause(got.error) });
+            fail({ kind: "cut", cause: networkCause(got.error) });
             return controller.error(got.error);
           }
           if (got.done) {
-            if (held) controller.enqueue(encode(held));
+            if (held) controller.enqueue(encoder.encode(held));
             controller.close();
-            if (entry) entry.ended = true;
-            // What the transport makes of the last events reaches it first; then a request is empty unless a
-            // new event id lets the transport resume the stream.
-            if (entry && entry.lastEventId === resumedFrom) setTimeout(() => fail(EMPTY(entry)));
+            // What the transport makes of the last events reaches it first; then a request is empty.
+            if (entry) setTimeout(() => fail(EMPTY(entry)));
             return;
           }
           bytes += got.value.length;
@@ -462,9 +431,7 @@ export class Proxy {
           }
           const whole = held + text.slice(0, end + 1);
           held = text.slice(end + 1);
-          const ids = [...whole.matchAll(/(?:^|[\r\n])id: ?([^\r\n]*)/g)];
-          if (entry && ids.length) entry.lastEventId = ids[ids.length - 1][1];
-          return controller.enqueue(encode(whole));
+          return controller.enqueue(encoder.encode(whole));
         }
       },
       cancel: (reason) => reader.cancel(reason),
@@ -521,18 +488,12 @@ export class Proxy {
       : { kind: "empty", status };
   }
 
-  /** Sends a request with the retries of a session: initialised first, again when expired, after a new key. */
+  /** Sends a request: the session initialised first; once more after a new key. */
   private async send(request: JSONRPCRequest, timing: Timing, cancel?: AbortSignal): Promise<Outcome> {
     for (let retried = false;; retried = true) {
       const generation = this.generation;
       const out = await this.ensureReady() ?? await this.exchange(request, timing, cancel);
       if (!failed(out) || retried || cancel?.aborted) return out;
-      // An expired session (unless another request already initialised a new one) is initialised again.
-      const expired = out.kind === "http" && [400, 404].includes(out.status) && out.sessionId !== undefined;
-      if (expired && this.clientInit) {
-        if (this.http.sessionId === out.sessionId) this.ready = false;
-        continue;
-      }
       if (out.kind === "auth" && await this.reloadCredentials(generation)) continue;
       return out;
     }

@@ -150,32 +150,6 @@ Deno.test("mcp/fake: notifications answered 202 produce no output", async () => 
   ]);
 });
 
-for (const expiredStatus of [404, 400] as const) {
-  Deno.test(`mcp/fake: an expired session (HTTP ${expiredStatus}) is re-initialised once and the call retried`, async () => {
-    await using home = await tempDir("ovk-mcp-");
-    await using fake = await FakeOpenViking.start({ mcp: { stateful: true, expiredStatus } });
-    const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-    await proxy.initialize();
-    resultOf(await proxy.request(1, "tools/call", { name: "health", arguments: {} }));
-    fake.mcp.expireSessions();
-    // five calls at once: one re-initialisation serves them all
-    for (let i = 0; i < 5; i++) await proxy.send(call(10 + i, "find", { query: `q${i}` }));
-    for (let i = 0; i < 5; i++) resultOf(await proxy.response(10 + i));
-    assertEquals(await proxy.close(), 0);
-    const inits = fake.mcp.receivedMethod("initialize");
-    assertEquals(inits.length, 2);
-    assertEquals(inits[1].params, inits[0].params);
-    assertMatch(String(inits[1].id), /^openviking-kimi-init-/);
-    assertEquals(fake.mcp.receivedMethod("notifications/initialized").length, 2);
-    const after = fake.requestsTo("POST /mcp").filter((r) => (r.body as Json).id === 14);
-    assertEquals(after.at(-1)?.headers["mcp-session-id"], "sess-2");
-    // the client saw only its own responses
-    assertEquals(proxy.lines.length, 7);
-    assertEquals(new Set(proxy.messages().map((m) => m.id)), new Set(["init", 1, 10, 11, 12, 13, 14]));
-    assertEquals(fake.requestsTo("DELETE /mcp")[0].headers["mcp-session-id"], "sess-2");
-  });
-}
-
 Deno.test("mcp/fake: upstream HTTP errors, empty and broken replies and dropped connections become JSON-RPC errors", async () => {
   await using session = await openSession();
   const { fake, proxy } = session;
@@ -211,50 +185,6 @@ Deno.test("mcp/fake: upstream HTTP errors, empty and broken replies and dropped 
 
   // and the next call works
   resultOf(await proxy.request(7, "tools/call", { name: "health", arguments: {} }));
-});
-
-Deno.test("mcp/fake: a stream that ends after an event id, its resumption refused (405), fails the call at once", async () => {
-  await using session = await openSession();
-  const { fake, proxy } = session;
-  fake.mcp.script = (messages) =>
-    messages[0]?.method === "tools/call" ? sseReply(sseBody([{ id: "ev1", raw: "" }])) : undefined;
-  await proxy.send(call(1, "find"));
-  const empty = errorOf(await within(proxy.response(1), "the answer to the call"));
-  assertEquals(empty.code, -32003);
-  assertMatch(empty.message, /sent no response/);
-  assertEquals(fake.requestsTo("GET /mcp").at(-1)?.headers["last-event-id"], "ev1");
-  fake.mcp.script = undefined;
-  resultOf(await proxy.request(2, "tools/call", { name: "health", arguments: {} }));
-});
-
-Deno.test("mcp/fake: a resumed stream (200) that ends without the response or a new event id fails the call at once", async () => {
-  await using session = await openSession();
-  const { fake, proxy } = session;
-  fake.mcp.script = (messages) =>
-    messages[0]?.method === "tools/call" ? sseReply(sseBody([{ id: "ev1", raw: "" }])) : undefined;
-  fake.fault({ route: "GET /mcp", raw: sseReply(": nothing more\n\n") });
-  await proxy.send(call(1, "find"));
-  const empty = errorOf(await within(proxy.response(1), "the answer to the call"));
-  assertEquals(empty.code, -32003);
-  const resumes = () =>
-    fake.requestsTo("GET /mcp").filter((r) => r.headers["last-event-id"] === "ev1").length;
-  assertEquals(resumes(), 1);
-  await new Promise((r) => setTimeout(r, 1_500)); // the SDK's reconnection delay, three times over
-  assertEquals(resumes(), 1, "the stream of a call that was answered is not resumed again");
-});
-
-Deno.test("mcp/fake: a server's retry: delay is honoured up to 5 s, so a resumption is not put off for an hour", async () => {
-  await using session = await openSession();
-  const { fake, proxy } = session;
-  fake.mcp.script = (messages) =>
-    messages[0]?.method === "tools/call"
-      ? sseReply(sseBody([{ id: "ev1", retry: 3_600_000, raw: "" }]))
-      : undefined;
-  const answer = { jsonrpc: "2.0", id: 1, result: { content: [{ type: "text", text: "resumed" }] } };
-  fake.fault({ route: "GET /mcp", raw: sseReply(sseBody([{ id: "ev2", data: answer }])), times: 1 });
-  await proxy.send(call(1, "find"));
-  const reply = resultOf(await within(proxy.response(1), "the answer to the call"));
-  assertEquals((reply.content as Json[])[0].text, "resumed");
 });
 
 Deno.test("mcp/fake: replies come back out of order; a held call does not block others", async () => {

@@ -1,16 +1,13 @@
 /**
  * A real peer for the proxy: the official MCP TypeScript SDK's Streamable HTTP server (McpServer +
  * WebStandardStreamableHTTPServerTransport) on 127.0.0.1 via Deno.serve — stateful or stateless, SSE or JSON
- * replies — with tools that echo, stream log notifications and close their stream mid-way (SSE polling). It
- * can expire its sessions and restart on the same port.
+ * replies — with tools that echo and stream log notifications.
  */
 
 // @ts-types="@modelcontextprotocol/sdk/server/mcp"
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 // @ts-types="@modelcontextprotocol/sdk/server/webStandardStreamableHttp"
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-// @ts-types="@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore"
-import { InMemoryEventStore } from "@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js";
 import { z } from "zod";
 
 /** Modes of the SDK server. */
@@ -22,8 +19,6 @@ export interface SdkServerOptions {
   /** Require this bearer token. */
   apiKey?: string;
   port?: number;
-  /** Keep events for resumption (priming events, `retry:`), so tools can close their stream (SSE polling). */
-  resumable?: boolean;
 }
 
 /** What the server saw of one HTTP request. */
@@ -65,28 +60,16 @@ export class SdkServer {
     this.port = this.server.addr.port;
   }
 
-  /** Forgets every session (their ids are now unknown). */
-  async expireSessions(): Promise<void> {
+  private async expireSessions(): Promise<void> {
     const all = [...this.sessions.values()];
     this.sessions.clear();
     for (const t of all) await t.close().catch(() => {});
-  }
-
-  /** Stops and starts again on the same port with no sessions (a server restart). */
-  async restart(): Promise<void> {
-    await this.close();
-    this.listen(this.port);
   }
 
   /** Stops the server. */
   async close(): Promise<void> {
     await this.expireSessions();
     await this.server.shutdown();
-  }
-
-  /** Requests that carried a JSON-RPC method. */
-  methods(): string[] {
-    return this.seen.filter((r) => r.rpc).map((r) => r.rpc!);
   }
 
   private newMcpServer(): McpServer {
@@ -106,19 +89,6 @@ export class SdkServer {
         });
       }
       return { content: [{ type: "text", text: `done after ${count}` }] };
-    });
-    server.registerTool("poll", { description: "Closes its stream mid-way (SSE polling)" }, async (extra) => {
-      await extra.sendNotification({
-        method: "notifications/message",
-        params: { level: "info", data: "before" },
-      });
-      extra.closeSSEStream?.();
-      await new Promise((r) => setTimeout(r, 30));
-      await extra.sendNotification({
-        method: "notifications/message",
-        params: { level: "info", data: "after" },
-      });
-      return { content: [{ type: "text", text: extra.closeSSEStream ? "polled" : "no polling" }] };
     });
     return server;
   }
@@ -154,7 +124,6 @@ export class SdkServer {
     const transport: Transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => crypto.randomUUID(),
       enableJsonResponse: json,
-      ...(this.options.resumable ? { eventStore: new InMemoryEventStore(), retryInterval: 20 } : {}),
       onsessioninitialized: (id) => {
         this.sessions.set(id, transport);
       },

@@ -6,8 +6,6 @@ export interface FakeMcpOptions {
   stateful?: boolean;
   /** Reply to requests as an SSE stream instead of one JSON body. */
   sse?: boolean;
-  /** Status used for an unknown session id (the spec says 404; some servers say 400). */
-  expiredStatus?: 404 | 400;
 }
 
 /** A reply of the endpoint. */
@@ -113,11 +111,6 @@ export class FakeMcp {
     return this.received.filter((m) => m.method === method);
   }
 
-  /** Forgets every session (their ids now answer 404/400). */
-  expireSessions(): void {
-    this.sessions.clear();
-  }
-
   /** Handles one HTTP request to /mcp. */
   async handle(method: string, headers: Record<string, string>, body: unknown): Promise<McpReply> {
     if (method === "POST" && this.script) {
@@ -166,7 +159,7 @@ export class FakeMcp {
       } else if (!sid) {
         return rpcError(400, -32000, "Bad Request: No valid session ID provided");
       } else if (!this.sessions.has(sid)) {
-        return rpcError(this.options.expiredStatus ?? 404, -32001, "Session not found");
+        return rpcError(404, -32001, "Session not found");
       }
     }
     const requests = messages.filter((m) => m.id !== undefined && typeof m.method === "string");
