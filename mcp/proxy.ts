@@ -7,6 +7,7 @@ import {
 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 // @ts-types="@modelcontextprotocol/sdk/types"
 import type { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
+import { setTimeout as delay } from "node:timers/promises";
 import type { Logger } from "../lib/log.ts";
 import { isRecord } from "../lib/parsed.ts";
 import { withoutUserinfo } from "../lib/scrub.ts";
@@ -116,11 +117,14 @@ const idKey = (id: string | number) => `${typeof id}:${id}`;
 /** How long work aborted at shutdown may take to end. */
 const ABORTED_MS = 1_000;
 
+/** Resolves after `ms`, or at once when `signal` aborts. */
+const sleep = (ms: number, signal: AbortSignal) => delay(ms, undefined, { signal }).catch(() => {});
+
 /** Resolves once every task settled, or after `ms`. */
 async function settledWithin(tasks: Iterable<Promise<unknown>>, ms: number): Promise<void> {
-  let clock: ReturnType<typeof setTimeout> | undefined;
-  await Promise.race([Promise.allSettled([...tasks]), new Promise((r) => clock = setTimeout(r, ms))]);
-  clearTimeout(clock);
+  const done = new AbortController();
+  await Promise.race([Promise.allSettled([...tasks]), sleep(ms, done.signal)]);
+  done.abort();
 }
 
 /** Options of the proxy. */
@@ -215,19 +219,6 @@ function gated<T extends JSONRPCMessage>(message: T, catalog: boolean): T | Fail
 
 /** How often the recall breaker is read while the client waits for the session to start. */
 const BREAKER_POLL_MS = 250;
-
-/** Resolves after `ms`, or at once when `signal` aborts. */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const clock = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-    function done() {
-      clearTimeout(clock);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-  });
-}
 
 /** The proxy: one upstream MCP session on behalf of one stdio client. */
 export class Proxy {

@@ -98,7 +98,7 @@ Deno.test("mcp/fake: SSE stream with comments, multi-line data, [DONE], server r
       if (m.method !== "tools/call") return undefined;
       return sseReply(sseBody([
         { comment: "keep-alive" },
-        { id: "e0", retry: 500, raw: "" },
+        { id: "e0", raw: "" },
         {
           data: {
             jsonrpc: "2.0",

@@ -38,7 +38,6 @@ export interface SseSpec {
   raw?: string;
   event?: string;
   id?: string;
-  retry?: number;
   /** Lines of comments before the event. */
   comment?: string;
   /** Split the JSON over this many `data:` lines. */
@@ -53,7 +52,6 @@ export function sseBody(events: SseSpec[], crlf = false): string {
     if (e.comment !== undefined) out += `: ${e.comment}${nl}`;
     if (e.event) out += `event: ${e.event}${nl}`;
     if (e.id !== undefined) out += `id: ${e.id}${nl}`;
-    if (e.retry !== undefined) out += `retry: ${e.retry}${nl}`;
     const text = e.raw ?? (e.data === undefined ? undefined : JSON.stringify(e.data, null, e.split ? 1 : 0));
     if (text !== undefined) {
       const lines = e.split ? spread(text.split("\n"), e.split) : [text];
