@@ -706,13 +706,6 @@ export class Proxy {
     const clean = gated(message, false);
     if (!failed(clean)) return await this.options.send(clean);
     this.options.log.stage("server-message-dropped", { method: message.method, failure: describe(clean) });
-    // The server's request is answered, so nothing waits for it.
-    const error = {
-      code: -32600,
-      message: `The client was not sent this ${message.method} request: it nests ` +
-        `arrays and objects deeper than ${MAX_DEPTH} levels.`,
-    };
-    if ("id" in message) await this.forward({ jsonrpc: "2.0", id: message.id, error });
   }
 
   /** A `tools/list` reply with only the tools offered; a whole list is saved for offline sessions. */

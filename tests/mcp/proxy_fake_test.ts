@@ -7,16 +7,7 @@ import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../suppor
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { OFFERED_TOOLS, sseBody, sseReply } from "../support/fake-mcp.ts";
 import { tempDir } from "../support/temp.ts";
-import {
-  errorOf,
-  initialized,
-  type Json,
-  openSession,
-  resultOf,
-  startProxy,
-  toolNames,
-  until,
-} from "./harness.ts";
+import { errorOf, type Json, openSession, resultOf, startProxy, toolNames, until } from "./harness.ts";
 import { Proxy, proxySettings } from "../../mcp/proxy.ts";
 import { loadConfig } from "../../openviking/config.ts";
 import { silentLogger } from "../../lib/log.ts";
@@ -289,31 +280,13 @@ Deno.test("mcp/fake: 401 names the credential source and how to fix it; a rewrit
   assertEquals((ok.content as Json[])[0].text, 'fake find: {"query":"x"}');
   // the client is told to fetch the (now real) tool list again
   await proxy.waitFor((m) => m.method === "notifications/tools/list_changed", "list_changed");
+  fake.fault({ route: "POST /mcp", status: 403, times: 1 }); // a 403 is an authentication error too
+  const forbidden = errorOf(await proxy.request(4, "tools/call", { name: "health", arguments: {} }));
+  assertEquals([forbidden.code, forbidden.data?.status], [-32001, 403]);
   assertEquals(await proxy.close(), 0);
   for (const text of [...proxy.lines, ...proxy.diagnostics]) {
     assertNotMatch(text, /wrong-key-0000|ovk-test-key-7f3a9c/);
   }
-});
-
-Deno.test("mcp/fake: 403 is an authentication error naming account and user", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start({ apiKey: KEY, mcp: { sse: true } });
-  const proxy = startProxy({
-    HOME: home.path,
-    OPENVIKING_URL: fake.url,
-    OPENVIKING_API_KEY: KEY,
-    OPENVIKING_ACCOUNT: "acme",
-    OPENVIKING_USER: "ann",
-  });
-  await proxy.initialize();
-  await initialized(fake);
-  fake.fault({ route: "POST /mcp", status: 403, times: 1 });
-  const forbidden = errorOf(await proxy.request(3, "tools/call", { name: "health", arguments: {} }));
-  assertEquals(forbidden.code, -32001);
-  assertMatch(forbidden.message, /denied access \(HTTP 403: injected 403\) for account "acme", user "ann"/);
-  assertMatch(forbidden.message, /environment variable OPENVIKING_API_KEY/);
-  assertNotMatch(JSON.stringify(forbidden), new RegExp(KEY));
-  assertEquals(await proxy.close(), 0);
 });
 
 Deno.test("mcp/fake: tool results, tool and parameter descriptions and server errors reach the model neutralised", async () => {
@@ -412,14 +385,6 @@ Deno.test("mcp/fake: a reply nested too deep is an error for its id, a notificat
             params: { level: "info", data: deep(5000) },
           },
         },
-        {
-          data: {
-            jsonrpc: "2.0",
-            id: "srv-deep",
-            method: "sampling/createMessage",
-            params: { m: deep(5000) },
-          },
-        },
         { data: { jsonrpc: "2.0", id: m.id, result: { content: [], structuredContent: { r: deep(5000) } } } },
       ]))
       : undefined;
@@ -431,9 +396,6 @@ Deno.test("mcp/fake: a reply nested too deep is an error for its id, a notificat
   assertMatch(error.message, /nested|deep/i);
   resultOf(await proxy.request(4, "tools/call", { name: "find", arguments: {} }));
   assertEquals(proxy.messages().filter((m) => "method" in m).length, 0);
-  // The server's request is answered with an error, so it does not wait for the client.
-  const answer = fake.mcp.received.find((m) => m.id === "srv-deep" && "error" in m);
-  assertMatch(String((answer?.error as Json)?.message), /deeper than 256/);
   assertEquals(await proxy.close(), 0);
 });
 

@@ -37,6 +37,11 @@ Deno.test("errors: every failure says what to do and which limit; URLs lose thei
       -32001,
       /ovcli\.conf/,
     ],
+    [
+      { kind: "auth", status: 403, serverMessage: "no" },
+      -32001,
+      /denied access \(HTTP 403: no\) for account "acct", user "me"/,
+    ],
     [{ kind: "too-large", limitBytes: 16 << 20, part: "reply" }, -32005, /larger than 16 MiB.*fewer results/],
     [{ kind: "too-large", limitBytes: 16 << 20, part: "event" }, -32005, /larger than 16 MiB.*narrower URI/],
     [{ kind: "too-large", limitBytes: 64 << 20, part: "stream" }, -32005, /stream passed 64 MiB.*offset/],
