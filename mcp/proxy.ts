@@ -161,30 +161,23 @@ interface Pending {
   sample?: string;
 }
 
-/** A counting semaphore whose waiters (first come, first served) can withdraw. */
+/** A counting semaphore, first come first served; a waiter whose signal aborted gives its slot straight back. */
 class Slots {
-  private readonly waiting = new Set<() => void>();
+  private readonly waiting: (() => void)[] = [];
   constructor(private free: number) {}
 
   /** Resolves to the slot's release (to call once), or `undefined` when `signal` aborted first. */
   async acquire(signal: AbortSignal): Promise<(() => void) | undefined> {
     if (this.free > 0) this.free--;
-    else {
-      const granted = await new Promise<boolean>((resolve) => {
-        const grant = () => resolve(true);
-        this.waiting.add(grant);
-        signal.addEventListener("abort", () => this.waiting.delete(grant) && resolve(false), { once: true });
-      });
-      if (!granted) return undefined;
-    }
-    return () => this.release();
+    else await new Promise<void>((grant) => this.waiting.push(grant));
+    if (!signal.aborted) return () => this.release();
+    this.release();
   }
 
   private release(): void {
-    const [next] = this.waiting;
-    if (!next) return void this.free++;
-    this.waiting.delete(next);
-    next();
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.free++;
   }
 }
 
