@@ -733,11 +733,10 @@ export class Proxy {
     await this.http.send(message).catch(logged);
   }
 
-  /** Lets requests finish for up to `graceMs`, aborts the rest and ends the server session; bounded. */
+  /** Lets requests finish for up to `graceMs`, aborts the rest and closes the transport; bounded. */
   async shutdown(graceMs: number): Promise<void> {
     if (graceMs > 0 && this.tasks.size > 0) await settledWithin(this.tasks, graceMs);
     this.stopped.abort();
-    if (this.http.sessionId) await settledWithin([this.http.terminateSession().catch(() => {})], 2_000);
     await this.http.close();
     await settledWithin(this.tasks, ABORTED_MS);
   }

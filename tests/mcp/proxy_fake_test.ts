@@ -34,9 +34,9 @@ async function within<T>(work: Promise<T>, what: string): Promise<T> {
   }
 }
 
-Deno.test("mcp/fake: every request carries auth, identity, protocol version and session headers", async () => {
+Deno.test("mcp/fake: every request carries auth, identity and protocol version headers", async () => {
   await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start({ apiKey: KEY, mcp: { stateful: true } });
+  await using fake = await FakeOpenViking.start({ apiKey: KEY });
   const proxy = startProxy({
     HOME: home.path,
     OPENVIKING_URL: fake.url,
@@ -66,16 +66,7 @@ Deno.test("mcp/fake: every request carries auth, identity, protocol version and 
     assertEquals(r.headers["user-agent"], "openviking-memory-kimicode/0.1.0");
   }
   assertEquals(posts[0].headers["mcp-protocol-version"], "2025-06-18");
-  assertEquals(posts[0].headers["mcp-session-id"], undefined);
-  for (const r of posts.slice(1)) {
-    assertEquals(r.headers["mcp-protocol-version"], "2025-11-25");
-    assertEquals(r.headers["mcp-session-id"], "sess-1");
-  }
-  // stdin EOF ends the session on the server
-  const deletes = fake.requestsTo("DELETE /mcp");
-  assertEquals(deletes.length, 1);
-  assertEquals(deletes[0].headers["mcp-session-id"], "sess-1");
-  assertEquals(fake.mcp.deleted, 1);
+  for (const r of posts.slice(1)) assertEquals(r.headers["mcp-protocol-version"], "2025-11-25");
   // stdout carried JSON-RPC lines only: three responses
   assertEquals(proxy.messages().map((m) => m.id), ["init", 2, 3]);
 });

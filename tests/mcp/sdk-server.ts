@@ -1,7 +1,7 @@
 /**
  * A real peer for the proxy: the official MCP TypeScript SDK's Streamable HTTP server (McpServer +
- * WebStandardStreamableHTTPServerTransport) on 127.0.0.1 via Deno.serve — stateful or stateless, SSE or JSON
- * replies — with tools that echo and stream log notifications.
+ * WebStandardStreamableHTTPServerTransport) on 127.0.0.1 via Deno.serve, stateless like OpenViking 0.5's,
+ * SSE or JSON replies — with tools that echo and stream log notifications.
  */
 
 // @ts-types="@modelcontextprotocol/sdk/server/mcp"
@@ -12,13 +12,10 @@ import { z } from "zod";
 
 /** Modes of the SDK server. */
 export interface SdkServerOptions {
-  /** Issue session ids (the SDK's stateful mode). */
-  stateful: boolean;
   /** Answer with JSON bodies instead of SSE streams. */
   json: boolean;
   /** Require this bearer token. */
   apiKey?: string;
-  port?: number;
 }
 
 /** What the server saw of one HTTP request. */
@@ -30,45 +27,27 @@ export interface SeenRequest {
   authorization: string | null;
 }
 
-type Transport = WebStandardStreamableHTTPServerTransport;
-
 /** A running SDK server. */
 export class SdkServer {
   readonly seen: SeenRequest[] = [];
-  /** Sessions ended by DELETE. */
-  deleted = 0;
-  private readonly sessions = new Map<string, Transport>();
-  private server!: Deno.HttpServer<Deno.NetAddr>;
-  port = 0;
+  private readonly server: Deno.HttpServer<Deno.NetAddr>;
 
-  private constructor(readonly options: SdkServerOptions) {}
+  private constructor(readonly options: SdkServerOptions) {
+    this.server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => this.handle(req));
+  }
 
-  /** Starts a server (a free port unless `options.port`). */
+  /** Starts a server on a free port. */
   static start(options: SdkServerOptions): SdkServer {
-    const s = new SdkServer(options);
-    s.listen(options.port ?? 0);
-    return s;
+    return new SdkServer(options);
   }
 
   /** The base URL (OPENVIKING_URL); the endpoint is `<url>/mcp`. */
   get url(): string {
-    return `http://127.0.0.1:${this.port}`;
-  }
-
-  private listen(port: number): void {
-    this.server = Deno.serve({ hostname: "127.0.0.1", port, onListen() {} }, (req) => this.handle(req));
-    this.port = this.server.addr.port;
-  }
-
-  private async expireSessions(): Promise<void> {
-    const all = [...this.sessions.values()];
-    this.sessions.clear();
-    for (const t of all) await t.close().catch(() => {});
+    return `http://127.0.0.1:${this.server.addr.port}`;
   }
 
   /** Stops the server. */
   async close(): Promise<void> {
-    await this.expireSessions();
     await this.server.shutdown();
   }
 
@@ -93,58 +72,14 @@ export class SdkServer {
     return server;
   }
 
-  private async transportFor(sessionId: string | null, isInit: boolean): Promise<Transport | Response> {
-    const { stateful, json } = this.options;
-    if (!stateful) {
-      const transport = new WebStandardStreamableHTTPServerTransport({
-        sessionIdGenerator: undefined,
-        enableJsonResponse: json,
-      });
-      await this.newMcpServer().connect(transport);
-      return transport;
-    }
-    if (sessionId) {
-      const known = this.sessions.get(sessionId);
-      if (known) return known;
-      return Response.json(
-        { jsonrpc: "2.0", id: null, error: { code: -32001, message: "Session not found" } },
-        { status: 404 },
-      );
-    }
-    if (!isInit) {
-      return Response.json(
-        {
-          jsonrpc: "2.0",
-          id: null,
-          error: { code: -32000, message: "Bad Request: No valid session ID provided" },
-        },
-        { status: 400 },
-      );
-    }
-    const transport: Transport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: () => crypto.randomUUID(),
-      enableJsonResponse: json,
-      onsessioninitialized: (id) => {
-        this.sessions.set(id, transport);
-      },
-      onsessionclosed: (id) => {
-        this.deleted++;
-        this.sessions.delete(id);
-      },
-    });
-    await this.newMcpServer().connect(transport);
-    return transport;
-  }
-
   private async handle(req: Request): Promise<Response> {
-    const sessionId = req.headers.get("mcp-session-id");
     let body: unknown = undefined;
     if (req.method === "POST") body = await req.json().catch(() => undefined);
     const first = (Array.isArray(body) ? body[0] : body) as Record<string, unknown> | undefined;
     this.seen.push({
       method: req.method,
       rpc: typeof first?.method === "string" ? first.method : undefined,
-      sessionId,
+      sessionId: req.headers.get("mcp-session-id"),
       protocolVersion: req.headers.get("mcp-protocol-version"),
       authorization: req.headers.get("authorization"),
     });
@@ -153,8 +88,11 @@ export class SdkServer {
         status: 401,
       });
     }
-    const transport = await this.transportFor(sessionId, first?.method === "initialize");
-    if (transport instanceof Response) return transport;
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: this.options.json,
+    });
+    await this.newMcpServer().connect(transport);
     return await transport.handleRequest(req, body === undefined ? undefined : { parsedBody: body });
   }
 }
