@@ -7,6 +7,7 @@ import {
 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 // @ts-types="@modelcontextprotocol/sdk/types"
 import type { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
+import { setTimeout as delay } from "node:timers/promises";
 import type { Logger } from "../lib/log.ts";
 import { isRecord } from "../lib/parsed.ts";
 import { withoutUserinfo } from "../lib/scrub.ts";
@@ -116,11 +117,14 @@ const idKey = (id: string | number) => `${typeof id}:${id}`;
 /** How long work aborted at shutdown may take to end. */
 const ABORTED_MS = 1_000;
 
+/** Resolves after `ms`, or at once when `signal` aborts. */
+const sleep = (ms: number, signal: AbortSignal) => delay(ms, undefined, { signal }).catch(() => {});
+
 /** Resolves once every task settled, or after `ms`. */
 async function settledWithin(tasks: Iterable<Promise<unknown>>, ms: number): Promise<void> {
-  let clock: ReturnType<typeof setTimeout> | undefined;
-  await Promise.race([Promise.allSettled([...tasks]), new Promise((r) => clock = setTimeout(r, ms))]);
-  clearTimeout(clock);
+  const done = new AbortController();
+  await Promise.race([Promise.allSettled([...tasks]), sleep(ms, done.signal)]);
+  done.abort();
 }
 
 /** Options of the proxy. */
@@ -154,36 +158,26 @@ interface Pending {
   failure?: Failure;
   status?: number;
   sse?: boolean;
-  /** The last event id the reply stream carried: the transport resumes the stream from it when it ends. */
-  lastEventId?: string;
-  ended?: boolean;
   sample?: string;
 }
 
-/** A counting semaphore whose waiters (first come, first served) can withdraw. */
+/** A counting semaphore, first come first served; a waiter whose signal aborted gives its slot straight back. */
 class Slots {
-  private readonly waiting = new Set<() => void>();
+  private readonly waiting: (() => void)[] = [];
   constructor(private free: number) {}
 
   /** Resolves to the slot's release (to call once), or `undefined` when `signal` aborted first. */
   async acquire(signal: AbortSignal): Promise<(() => void) | undefined> {
     if (this.free > 0) this.free--;
-    else {
-      const granted = await new Promise<boolean>((resolve) => {
-        const grant = () => resolve(true);
-        this.waiting.add(grant);
-        signal.addEventListener("abort", () => this.waiting.delete(grant) && resolve(false), { once: true });
-      });
-      if (!granted) return undefined;
-    }
-    return () => this.release();
+    else await new Promise<void>((grant) => this.waiting.push(grant));
+    if (!signal.aborted) return () => this.release();
+    this.release();
   }
 
   private release(): void {
-    const [next] = this.waiting;
-    if (!next) return void this.free++;
-    this.waiting.delete(next);
-    next();
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.free++;
   }
 }
 
@@ -196,17 +190,6 @@ class Refused extends Error {
 
 /** A request answered without its response. */
 const EMPTY = (entry: Pending): Failure => ({ kind: "empty", status: entry.status ?? 200 });
-
-/** The reconnection delays: the transport's backoff, and the bounds a server's `retry:` is held to. */
-const RECONNECT = { initialReconnectionDelay: 500, maxReconnectionDelay: 5_000 };
-
-/** SSE lines as the transport gets them, a server's `retry:` within {@link RECONNECT}'s delays. */
-function encode(lines: string): Uint8Array {
-  const { initialReconnectionDelay: least, maxReconnectionDelay: most } = RECONNECT;
-  return new TextEncoder().encode(
-    lines.replace(/^retry: ?(\d+)/gm, (_, ms) => `retry: ${Math.min(Math.max(+ms, least), most)}`),
-  );
-}
 
 /** Why an initialize is answered here at once: the server's recall breaker is open. */
 const PAUSED_START: Failure = { kind: "timeout", ms: 0 };
@@ -229,19 +212,6 @@ function gated<T extends JSONRPCMessage>(message: T, catalog: boolean): T | Fail
 
 /** How often the recall breaker is read while the client waits for the session to start. */
 const BREAKER_POLL_MS = 250;
-
-/** Resolves after `ms`, or at once when `signal` aborts. */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const clock = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-    function done() {
-      clearTimeout(clock);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-  });
-}
 
 /** The proxy: one upstream MCP session on behalf of one stdio client. */
 export class Proxy {
@@ -290,19 +260,19 @@ export class Proxy {
     if (this.pending.size === 0) void this.http?.close();
     const http = new StreamableHTTPClientTransport(new URL(this.settings.target.mcpUrl), {
       fetch: this.fetchBounded,
-      reconnectionOptions: { ...RECONNECT, reconnectionDelayGrowFactor: 1.5, maxRetries: 3 },
+      // OpenViking 0.5 keeps no event store: a stream that ended is not resumed, its request fails.
+      reconnectionOptions: {
+        initialReconnectionDelay: 0,
+        maxReconnectionDelay: 0,
+        reconnectionDelayGrowFactor: 1,
+        maxRetries: 0,
+      },
     });
     http.onmessage = (message) => {
       if ("method" in message) return void this.track(this.fromServer(message));
       // A response no request waits for any more (it failed or was cancelled) is not the client's to see.
       const entry = message.id === undefined ? undefined : this.pending.get(idKey(message.id));
       entry?.settle(message);
-    };
-    http.onerror = (error) => {
-      if (!/reconnect/i.test(error.message)) return;
-      for (const entry of this.pending.values()) {
-        if (entry.ended) entry.settle({ kind: "cut", cause: error.message });
-      }
     };
     http.setProtocolVersion(this.protocolVersion);
     void http.start();
@@ -313,14 +283,7 @@ export class Proxy {
   private fetchBounded = async (url: string | URL, init: RequestInit = {}): Promise<Response> => {
     const headers = buildHeaders(this.settings.target, undefined, init.method === "POST");
     new Headers(init.headers).forEach((value, name) => headers.set(name, value));
-    const resuming = init.method === "GET" ? headers.get("last-event-id") : null;
-    const entry = resuming === null
-      ? this.entryOf(init.body)
-      : [...this.pending.values()].find((e) => e.ended && e.lastEventId === resuming);
-    // The stream of a request no one waits for any more is not resumed (the transport stops at a 405).
-    if (resuming !== null && !entry) return new Response(null, { status: 405 });
-    const unresumable = () => resuming === null || entry?.settle(EMPTY(entry));
-    if (entry) entry.ended = false;
+    const entry = this.entryOf(init.body);
     const timing = entry?.timing ?? exchangeTiming("", this.settings.timeoutMs, this.limits);
     // Giving up aborts the fetch until the headers came, then cancels the body: an abort of a fetch whose
     // body is being read may leave the connection (and the server's stream) open.
@@ -334,7 +297,6 @@ export class Proxy {
     try {
       response = await fetch(url, { ...init, headers, signal: upstream.signal });
     } catch (error) {
-      unresumable();
       throw timedOut ? new Refused({ kind: "timeout", ms: timing.headersMs }) : error;
     } finally {
       clearTimeout(clock);
@@ -344,12 +306,7 @@ export class Proxy {
     if (entry) entry.status = status;
     if (!response.ok) {
       const said = await readPrefix(response, ERROR_BODY_BYTES, timing.bodyIdleMs, init.signal ?? undefined);
-      // A refused resumption fails its request at once; the transport stops quietly at a 405.
-      if (resuming !== null) {
-        unresumable();
-        return new Response(null, { status: 405 });
-      }
-      const failure = this.refusal(response, said, headers.get("mcp-session-id") ?? undefined);
+      const failure = this.refusal(response, said);
       if (status < 300 || status >= 400) throw new Refused(failure);
       // A redirect the transport follows within the origin; the failure stands if it does not.
       if (entry) entry.failure = failure;
@@ -373,7 +330,7 @@ export class Proxy {
   };
 
   /** The failure an HTTP error status (or a redirect the transport does not follow) stands for. */
-  private refusal(response: Response, said: string, sessionId: string | undefined): Failure {
+  private refusal(response: Response, said: string): Failure {
     const status = response.status;
     const serverMessage = serverMessageOf(said);
     if (status === 401 || status === 403) return { kind: "auth", status, serverMessage };
@@ -385,7 +342,7 @@ export class Proxy {
       }
       return { kind: "http", status, serverMessage: "too many redirects" };
     }
-    return { kind: "http", status, serverMessage, sessionId };
+    return { kind: "http", status, serverMessage };
   }
 
   /** The request a POST body carries, when one is waiting for its response. */
@@ -408,8 +365,7 @@ export class Proxy {
     void reader.closed.catch(() => {}).finally(() =>
       giveUp.forEach((s) => s.removeEventListener("abort", cancel))
     );
-    const decoder = new TextDecoder();
-    const resumedFrom = entry?.lastEventId;
+    const [decoder, encoder] = [new TextDecoder(), new TextEncoder()];
     const { streamBytes, replyBytes } = this.bytes;
     let [bytes, eventChars, held] = [0, 0, ""];
     const fail = (failure: Failure) => entry?.settle(failure);
@@ -430,17 +386,14 @@ export class Proxy {
           clearTimeout(clock);
           if (got === "idle") return stop(controller, { kind: "stalled", ms: timing.streamIdleMs });
           if ("error" in got) {
-            if (entry) entry.ended = true;
-            if (entry?.lastEventId === resumedFrom) fail({ kind: "cut", cause: networkCause(got.error) });
+            fail({ kind: "cut", cause: networkCause(got.error) });
             return controller.error(got.error);
           }
           if (got.done) {
-            if (held) controller.enqueue(encode(held));
+            if (held) controller.enqueue(encoder.encode(held));
             controller.close();
-            if (entry) entry.ended = true;
-            // What the transport makes of the last events reaches it first; then a request is empty unless a
-            // new event id lets the transport resume the stream.
-            if (entry && entry.lastEventId === resumedFrom) setTimeout(() => fail(EMPTY(entry)));
+            // What the transport makes of the last events reaches it first; then a request is empty.
+            if (entry) setTimeout(() => fail(EMPTY(entry)));
             return;
           }
           bytes += got.value.length;
@@ -462,9 +415,7 @@ export class Proxy {
           }
           const whole = held + text.slice(0, end + 1);
           held = text.slice(end + 1);
-          const ids = [...whole.matchAll(/(?:^|[\r\n])id: ?([^\r\n]*)/g)];
-          if (entry && ids.length) entry.lastEventId = ids[ids.length - 1][1];
-          return controller.enqueue(encode(whole));
+          return controller.enqueue(encoder.encode(whole));
         }
       },
       cancel: (reason) => reader.cancel(reason),
@@ -521,18 +472,12 @@ export class Proxy {
       : { kind: "empty", status };
   }
 
-  /** Sends a request with the retries of a session: initialised first, again when expired, after a new key. */
+  /** Sends a request: the session initialised first; once more after a new key. */
   private async send(request: JSONRPCRequest, timing: Timing, cancel?: AbortSignal): Promise<Outcome> {
     for (let retried = false;; retried = true) {
       const generation = this.generation;
       const out = await this.ensureReady() ?? await this.exchange(request, timing, cancel);
       if (!failed(out) || retried || cancel?.aborted) return out;
-      // An expired session (unless another request already initialised a new one) is initialised again.
-      const expired = out.kind === "http" && [400, 404].includes(out.status) && out.sessionId !== undefined;
-      if (expired && this.clientInit) {
-        if (this.http.sessionId === out.sessionId) this.ready = false;
-        continue;
-      }
       if (out.kind === "auth" && await this.reloadCredentials(generation)) continue;
       return out;
     }
@@ -754,13 +699,6 @@ export class Proxy {
     const clean = gated(message, false);
     if (!failed(clean)) return await this.options.send(clean);
     this.options.log.stage("server-message-dropped", { method: message.method, failure: describe(clean) });
-    // The server's request is answered, so nothing waits for it.
-    const error = {
-      code: -32600,
-      message: `The client was not sent this ${message.method} request: it nests ` +
-        `arrays and objects deeper than ${MAX_DEPTH} levels.`,
-    };
-    if ("id" in message) await this.forward({ jsonrpc: "2.0", id: message.id, error });
   }
 
   /** A `tools/list` reply with only the tools offered; a whole list is saved for offline sessions. */
@@ -795,11 +733,10 @@ export class Proxy {
     await this.http.send(message).catch(logged);
   }
 
-  /** Lets requests finish for up to `graceMs`, aborts the rest and ends the server session; bounded. */
+  /** Lets requests finish for up to `graceMs`, aborts the rest and closes the transport; bounded. */
   async shutdown(graceMs: number): Promise<void> {
     if (graceMs > 0 && this.tasks.size > 0) await settledWithin(this.tasks, graceMs);
     this.stopped.abort();
-    if (this.http.sessionId) await settledWithin([this.http.terminateSession().catch(() => {})], 2_000);
     await this.http.close();
     await settledWithin(this.tasks, ABORTED_MS);
   }

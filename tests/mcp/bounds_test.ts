@@ -94,46 +94,32 @@ Deno.test("mcp/bounds: of a 1 GiB error page or redirect body only the start is 
   );
 });
 
-Deno.test("mcp/bounds: a JSON body that stalls after its headers ends in an error after OPENVIKING_TIMEOUT_MS", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using server = new HostileMcp();
-  server.tools.set("find", { kind: "stall", sse: false });
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: server.url, OPENVIKING_TIMEOUT_MS: "1000" });
-  await proxy.initialize();
-  const stalled = errorOf(await proxy.request(1, "tools/call", { name: "find", arguments: { query: "q" } }));
-  assertEquals(stalled.code, -32004);
-  assertMatch(stalled.message, /started its reply, then sent nothing for 1 s/);
-  await until(() => server.cancelled === 1, "the stalled body closed");
-  assertEquals(
-    textOf(await proxy.request(2, "tools/call", { name: "health", arguments: {} })),
-    "fake health: {}",
-  );
-  assertEquals(await proxy.close(), 0);
-});
-
-Deno.test("mcp/bounds: SSE keep-alives reset the idle limit; silence ends a stream; endless keep-alives end at the tool-call limit", async () => {
+Deno.test("mcp/bounds: SSE keep-alives reset the idle limit; silence ends a stream or a JSON body; endless keep-alives end at the tool-call limit", async () => {
   await using home = await tempDir("ovk-mcp-");
   await using server = new HostileMcp();
   server.tools.set("find", { kind: "keep-alive", everyMs: 200, times: 10 }); // 2 s, idle limit 1 s
   server.tools.set("grep", { kind: "stall", sse: true });
   server.tools.set("glob", { kind: "keep-alive", everyMs: 200 });
+  server.tools.set("read", { kind: "stall", sse: false }); // a JSON body: OPENVIKING_TIMEOUT_MS of silence
   const proxy = startProxy(
     { HOME: home.path, OPENVIKING_URL: server.url, OPENVIKING_TIMEOUT_MS: "1000" },
     { limits: { startupMs: 10_000, toolCallMs: 3_000, streamIdleMs: 1_000, cachedStartMs: 2_000 } },
   );
   await proxy.initialize();
-  for (const [id, name] of [[1, "find"], [2, "grep"], [3, "glob"]] as const) {
+  for (const [id, name] of [[1, "find"], [2, "grep"], [3, "glob"], [5, "read"]] as const) {
     await proxy.send({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: {} } });
   }
   assertEquals(textOf(await proxy.response(1)), "after 10 keep-alives");
-  const silent = errorOf(await proxy.response(2));
-  assertEquals(silent.code, -32004);
-  assertMatch(silent.message, /sent nothing for 1 s/);
+  for (const id of [2, 5]) {
+    const silent = errorOf(await proxy.response(id));
+    assertEquals(silent.code, -32004);
+    assertMatch(silent.message, /started its reply, then sent nothing for 1 s/);
+  }
   const endless = errorOf(await proxy.response(3));
   assertEquals(endless.code, -32004);
   assertMatch(endless.message, /did not finish its reply within 3 s, the proxy's limit for one request/);
   server.probing = true; // the stalled stream is written to again: a closed connection shows at once
-  await until(() => server.cancelled === 2, "both streams closed").catch((e) => {
+  await until(() => server.cancelled === 3, "the three bodies closed").catch((e) => {
     throw new Error(`${e.message}: started ${server.started}, cancelled ${server.cancelled}`);
   });
   assertEquals(

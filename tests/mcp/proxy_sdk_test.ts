@@ -1,6 +1,6 @@
 /**
- * The proxy (in-process) against the official MCP SDK's Streamable HTTP server, in all four modes: stateful or
- * stateless, SSE or JSON replies: a whole session, session expiry, a server restart, SSE polling.
+ * The proxy (in-process) against the official MCP SDK's Streamable HTTP server, stateless like OpenViking's,
+ * SSE or JSON replies: a whole session.
  */
 
 import { assertEquals, assertTrue } from "../support/assert.ts";
@@ -12,87 +12,48 @@ const KEY = "sdk-peer-key-31415";
 
 const text = (response: Json) => String((resultOf(response).content as Json[])[0].text);
 
-for (const stateful of [true, false]) {
-  for (const json of [false, true]) {
-    const mode = `${stateful ? "stateful" : "stateless"} ${json ? "JSON" : "SSE"}`;
-    Deno.test(`mcp/sdk (${mode}): a whole session through the proxy`, async () => {
-      await using home = await tempDir("ovk-mcp-");
-      const server = SdkServer.start({ stateful, json, apiKey: KEY });
-      try {
-        // The SDK peer's tools are not OpenViking's: all of them are offered (the protocol is under test here).
-        const proxy = startProxy({
-          HOME: home.path,
-          OPENVIKING_URL: server.url,
-          OPENVIKING_API_KEY: KEY,
-          OPENVIKING_MCP_TOOLS: "all",
-        });
-        const init = resultOf(await proxy.initialize("2025-11-25"));
-        assertEquals(init.protocolVersion, "2025-11-25");
-        assertEquals((init.serverInfo as Json).name, "sdk-peer");
-        assertEquals(toolNames(await proxy.request(1, "tools/list")).sort(), [
-          "chatty",
-          "echo",
-          "poll",
-        ]);
-        assertEquals(
-          text(await proxy.request(2, "tools/call", { name: "echo", arguments: { text: "hi" } })),
-          "echo: hi",
-        );
-        assertEquals(resultOf(await proxy.request(3, "ping")), {});
-        // a tool error from the server is passed through unchanged
-        const bad = await proxy.request(4, "tools/call", { name: "echo", arguments: { text: 5 } });
-        assertTrue(resultOf(bad).isError === true || "error" in bad);
-        assertEquals(errorOf(await proxy.request(5, "no/such/method")).code, -32601);
+for (const json of [false, true]) {
+  const mode = json ? "JSON" : "SSE";
+  Deno.test(`mcp/sdk (${mode}): a whole session through the proxy`, async () => {
+    await using home = await tempDir("ovk-mcp-");
+    const server = SdkServer.start({ json, apiKey: KEY });
+    try {
+      // The SDK peer's tools are not OpenViking's: all of them are offered (the protocol is under test here).
+      const proxy = startProxy({
+        HOME: home.path,
+        OPENVIKING_URL: server.url,
+        OPENVIKING_API_KEY: KEY,
+        OPENVIKING_MCP_TOOLS: "all",
+      });
+      const init = resultOf(await proxy.initialize("2025-11-25"));
+      assertEquals(init.protocolVersion, "2025-11-25");
+      assertEquals((init.serverInfo as Json).name, "sdk-peer");
+      assertEquals(toolNames(await proxy.request(1, "tools/list")).sort(), ["chatty", "echo"]);
+      assertEquals(
+        text(await proxy.request(2, "tools/call", { name: "echo", arguments: { text: "hi" } })),
+        "echo: hi",
+      );
+      assertEquals(resultOf(await proxy.request(3, "ping")), {});
+      // a tool error from the server is passed through unchanged
+      const bad = await proxy.request(4, "tools/call", { name: "echo", arguments: { text: 5 } });
+      assertTrue(resultOf(bad).isError === true || "error" in bad);
+      assertEquals(errorOf(await proxy.request(5, "no/such/method")).code, -32601);
 
-        const chatty = await proxy.request(6, "tools/call", { name: "chatty", arguments: { count: 3 } });
-        assertEquals(text(chatty), "done after 3");
-        const logs = proxy.messages().filter((m) => m.method === "notifications/message");
-        // JSON mode cannot carry messages besides the response; SSE delivers them before it
-        assertEquals(logs.length, json ? 0 : 3);
+      const chatty = await proxy.request(6, "tools/call", { name: "chatty", arguments: { count: 3 } });
+      assertEquals(text(chatty), "done after 3");
+      const logs = proxy.messages().filter((m) => m.method === "notifications/message");
+      // JSON mode cannot carry messages besides the response; SSE delivers them before it
+      assertEquals(logs.length, json ? 0 : 3);
 
-        if (stateful) {
-          await server.expireSessions();
-          assertEquals(
-            text(await proxy.request(7, "tools/call", { name: "echo", arguments: { text: "again" } })),
-            "echo: again",
-          );
-          await server.restart();
-          assertEquals(
-            text(await proxy.request(8, "tools/call", { name: "echo", arguments: { text: "back" } })),
-            "echo: back",
-          );
-          assertEquals(server.methods().filter((m) => m === "initialize").length, 3);
-        }
-        assertEquals(await proxy.close(), 0);
-        assertEquals(server.deleted, stateful ? 1 : 0);
-        const posts = server.seen.filter((r) => r.method === "POST");
-        assertTrue(posts.every((r) => r.authorization === `Bearer ${KEY}`));
-        assertTrue(
-          posts.filter((r) => r.rpc !== "initialize").every((r) => r.protocolVersion === "2025-11-25"),
-        );
-        if (stateful) assertTrue(posts.filter((r) => r.rpc !== "initialize").every((r) => r.sessionId));
-        else assertTrue(posts.every((r) => r.sessionId === null));
-      } finally {
-        await server.close();
-      }
-    });
-  }
+      assertEquals(await proxy.close(), 0);
+      const posts = server.seen.filter((r) => r.method === "POST");
+      assertTrue(posts.every((r) => r.authorization === `Bearer ${KEY}`));
+      assertTrue(
+        posts.filter((r) => r.rpc !== "initialize").every((r) => r.protocolVersion === "2025-11-25"),
+      );
+      assertTrue(posts.every((r) => r.sessionId === null));
+    } finally {
+      await server.close();
+    }
+  });
 }
-
-Deno.test("mcp/sdk: a stream the server closes mid-call (SSE polling) is resumed with Last-Event-ID", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  const server = SdkServer.start({ stateful: true, json: false, resumable: true });
-  try {
-    const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: server.url });
-    await proxy.initialize("2025-11-25");
-    assertEquals(text(await proxy.request(1, "tools/call", { name: "poll", arguments: {} })), "polled");
-    const logs = proxy.messages().filter((m) => m.method === "notifications/message").map((m) =>
-      (m.params as Json).data
-    );
-    assertEquals(logs, ["before", "after"]);
-    assertTrue(server.seen.some((r) => r.method === "GET"), "reconnected with GET");
-    assertEquals(await proxy.close(), 0);
-  } finally {
-    await server.close();
-  }
-});

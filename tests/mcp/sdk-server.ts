@@ -1,29 +1,21 @@
 /**
  * A real peer for the proxy: the official MCP TypeScript SDK's Streamable HTTP server (McpServer +
- * WebStandardStreamableHTTPServerTransport) on 127.0.0.1 via Deno.serve — stateful or stateless, SSE or JSON
- * replies — with tools that echo, stream log notifications and close their stream mid-way (SSE polling). It
- * can expire its sessions and restart on the same port.
+ * WebStandardStreamableHTTPServerTransport) on 127.0.0.1 via Deno.serve, stateless like OpenViking 0.5's,
+ * SSE or JSON replies — with tools that echo and stream log notifications.
  */
 
 // @ts-types="@modelcontextprotocol/sdk/server/mcp"
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 // @ts-types="@modelcontextprotocol/sdk/server/webStandardStreamableHttp"
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-// @ts-types="@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore"
-import { InMemoryEventStore } from "@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js";
 import { z } from "zod";
 
 /** Modes of the SDK server. */
 export interface SdkServerOptions {
-  /** Issue session ids (the SDK's stateful mode). */
-  stateful: boolean;
   /** Answer with JSON bodies instead of SSE streams. */
   json: boolean;
   /** Require this bearer token. */
   apiKey?: string;
-  port?: number;
-  /** Keep events for resumption (priming events, `retry:`), so tools can close their stream (SSE polling). */
-  resumable?: boolean;
 }
 
 /** What the server saw of one HTTP request. */
@@ -35,58 +27,28 @@ export interface SeenRequest {
   authorization: string | null;
 }
 
-type Transport = WebStandardStreamableHTTPServerTransport;
-
 /** A running SDK server. */
 export class SdkServer {
   readonly seen: SeenRequest[] = [];
-  /** Sessions ended by DELETE. */
-  deleted = 0;
-  private readonly sessions = new Map<string, Transport>();
-  private server!: Deno.HttpServer<Deno.NetAddr>;
-  port = 0;
+  private readonly server: Deno.HttpServer<Deno.NetAddr>;
 
-  private constructor(readonly options: SdkServerOptions) {}
+  private constructor(readonly options: SdkServerOptions) {
+    this.server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => this.handle(req));
+  }
 
-  /** Starts a server (a free port unless `options.port`). */
+  /** Starts a server on a free port. */
   static start(options: SdkServerOptions): SdkServer {
-    const s = new SdkServer(options);
-    s.listen(options.port ?? 0);
-    return s;
+    return new SdkServer(options);
   }
 
   /** The base URL (OPENVIKING_URL); the endpoint is `<url>/mcp`. */
   get url(): string {
-    return `http://127.0.0.1:${this.port}`;
-  }
-
-  private listen(port: number): void {
-    this.server = Deno.serve({ hostname: "127.0.0.1", port, onListen() {} }, (req) => this.handle(req));
-    this.port = this.server.addr.port;
-  }
-
-  /** Forgets every session (their ids are now unknown). */
-  async expireSessions(): Promise<void> {
-    const all = [...this.sessions.values()];
-    this.sessions.clear();
-    for (const t of all) await t.close().catch(() => {});
-  }
-
-  /** Stops and starts again on the same port with no sessions (a server restart). */
-  async restart(): Promise<void> {
-    await this.close();
-    this.listen(this.port);
+    return `http://127.0.0.1:${this.server.addr.port}`;
   }
 
   /** Stops the server. */
   async close(): Promise<void> {
-    await this.expireSessions();
     await this.server.shutdown();
-  }
-
-  /** Requests that carried a JSON-RPC method. */
-  methods(): string[] {
-    return this.seen.filter((r) => r.rpc).map((r) => r.rpc!);
   }
 
   private newMcpServer(): McpServer {
@@ -107,75 +69,17 @@ export class SdkServer {
       }
       return { content: [{ type: "text", text: `done after ${count}` }] };
     });
-    server.registerTool("poll", { description: "Closes its stream mid-way (SSE polling)" }, async (extra) => {
-      await extra.sendNotification({
-        method: "notifications/message",
-        params: { level: "info", data: "before" },
-      });
-      extra.closeSSEStream?.();
-      await new Promise((r) => setTimeout(r, 30));
-      await extra.sendNotification({
-        method: "notifications/message",
-        params: { level: "info", data: "after" },
-      });
-      return { content: [{ type: "text", text: extra.closeSSEStream ? "polled" : "no polling" }] };
-    });
     return server;
   }
 
-  private async transportFor(sessionId: string | null, isInit: boolean): Promise<Transport | Response> {
-    const { stateful, json } = this.options;
-    if (!stateful) {
-      const transport = new WebStandardStreamableHTTPServerTransport({
-        sessionIdGenerator: undefined,
-        enableJsonResponse: json,
-      });
-      await this.newMcpServer().connect(transport);
-      return transport;
-    }
-    if (sessionId) {
-      const known = this.sessions.get(sessionId);
-      if (known) return known;
-      return Response.json(
-        { jsonrpc: "2.0", id: null, error: { code: -32001, message: "Session not found" } },
-        { status: 404 },
-      );
-    }
-    if (!isInit) {
-      return Response.json(
-        {
-          jsonrpc: "2.0",
-          id: null,
-          error: { code: -32000, message: "Bad Request: No valid session ID provided" },
-        },
-        { status: 400 },
-      );
-    }
-    const transport: Transport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: () => crypto.randomUUID(),
-      enableJsonResponse: json,
-      ...(this.options.resumable ? { eventStore: new InMemoryEventStore(), retryInterval: 20 } : {}),
-      onsessioninitialized: (id) => {
-        this.sessions.set(id, transport);
-      },
-      onsessionclosed: (id) => {
-        this.deleted++;
-        this.sessions.delete(id);
-      },
-    });
-    await this.newMcpServer().connect(transport);
-    return transport;
-  }
-
   private async handle(req: Request): Promise<Response> {
-    const sessionId = req.headers.get("mcp-session-id");
     let body: unknown = undefined;
     if (req.method === "POST") body = await req.json().catch(() => undefined);
     const first = (Array.isArray(body) ? body[0] : body) as Record<string, unknown> | undefined;
     this.seen.push({
       method: req.method,
       rpc: typeof first?.method === "string" ? first.method : undefined,
-      sessionId,
+      sessionId: req.headers.get("mcp-session-id"),
       protocolVersion: req.headers.get("mcp-protocol-version"),
       authorization: req.headers.get("authorization"),
     });
@@ -184,8 +88,11 @@ export class SdkServer {
         status: 401,
       });
     }
-    const transport = await this.transportFor(sessionId, first?.method === "initialize");
-    if (transport instanceof Response) return transport;
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: this.options.json,
+    });
+    await this.newMcpServer().connect(transport);
     return await transport.handleRequest(req, body === undefined ? undefined : { parsedBody: body });
   }
 }

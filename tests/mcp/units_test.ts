@@ -2,7 +2,7 @@
 
 import { assertEquals, assertMatch, assertNotMatch, assertThrows } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
-import { authError, type ErrorContext, failureError } from "../../mcp/errors.ts";
+import { type ErrorContext, failureError } from "../../mcp/errors.ts";
 import { exchangeTiming, networkCause, PROXY_LIMITS, type ProxySettings } from "../../mcp/proxy.ts";
 import { serverMessageOf } from "../../openviking/client.ts";
 import { credentialReloader, workspaceDir } from "../../cli/mcp.ts";
@@ -37,6 +37,11 @@ Deno.test("errors: every failure says what to do and which limit; URLs lose thei
       -32001,
       /ovcli\.conf/,
     ],
+    [
+      { kind: "auth", status: 403, serverMessage: "no" },
+      -32001,
+      /denied access \(HTTP 403: no\) for account "acct", user "me"/,
+    ],
     [{ kind: "too-large", limitBytes: 16 << 20, part: "reply" }, -32005, /larger than 16 MiB.*fewer results/],
     [{ kind: "too-large", limitBytes: 16 << 20, part: "event" }, -32005, /larger than 16 MiB.*narrower URI/],
     [{ kind: "too-large", limitBytes: 64 << 20, part: "stream" }, -32005, /stream passed 64 MiB.*offset/],
@@ -51,12 +56,14 @@ Deno.test("errors: every failure says what to do and which limit; URLs lose thei
     assertNotMatch(all, /sk-very-secret-123/);
     assertNotMatch(all, /user:pw/);
   }
-  const none = authError(1, 401, "", { ...CTX, apiKeySource: "none" });
+  const auth = (apiKeySource: string) =>
+    failureError(1, { kind: "auth", status: 401, serverMessage: "" }, { ...CTX, apiKeySource });
+  const none = auth("none");
   assertMatch(
     none.error.message,
     /no API key is configured.*Add "api_key" to \/h\/\.openviking\/ovcli\.conf/,
   );
-  const ov = authError(1, 401, "", { ...CTX, apiKeySource: "ov.conf" });
+  const ov = auth("ov.conf");
   assertMatch(ov.error.message, /comes from \/h\/\.openviking\/ov\.conf/);
   assertEquals(ov.error.data, {
     status: 401,
@@ -65,7 +72,7 @@ Deno.test("errors: every failure says what to do and which limit; URLs lose thei
     url: "http://ov.example:1933/mcp",
     serverMessage: "",
   });
-  const env = authError(1, 401, "", { ...CTX, apiKeySource: "env OPENVIKING_BEARER_TOKEN" });
+  const env = auth("env OPENVIKING_BEARER_TOKEN");
   assertMatch(env.error.message, /environment variable OPENVIKING_BEARER_TOKEN/);
   const deflt = failureError(1, { kind: "network", cause: "x" }, { ...CTX, credentialSource: "default" });
   assertMatch(deflt.error.message, /the default, as nothing is configured/);

@@ -2,12 +2,8 @@
 
 /** Options of the fake MCP endpoint. */
 export interface FakeMcpOptions {
-  /** Issue `Mcp-Session-Id` on initialize and require it afterwards. */
-  stateful?: boolean;
   /** Reply to requests as an SSE stream instead of one JSON body. */
   sse?: boolean;
-  /** Status used for an unknown session id (the spec says 404; some servers say 400). */
-  expiredStatus?: 404 | 400;
 }
 
 /** A reply of the endpoint. */
@@ -40,7 +36,6 @@ export interface SseSpec {
   raw?: string;
   event?: string;
   id?: string;
-  retry?: number;
   /** Lines of comments before the event. */
   comment?: string;
   /** Split the JSON over this many `data:` lines. */
@@ -55,7 +50,6 @@ export function sseBody(events: SseSpec[], crlf = false): string {
     if (e.comment !== undefined) out += `: ${e.comment}${nl}`;
     if (e.event) out += `event: ${e.event}${nl}`;
     if (e.id !== undefined) out += `id: ${e.id}${nl}`;
-    if (e.retry !== undefined) out += `retry: ${e.retry}${nl}`;
     const text = e.raw ?? (e.data === undefined ? undefined : JSON.stringify(e.data, null, e.split ? 1 : 0));
     if (text !== undefined) {
       const lines = e.split ? spread(text.split("\n"), e.split) : [text];
@@ -80,17 +74,14 @@ export function sseReply(body: string, headers: Record<string, string> = {}): Mc
 
 /** The fake endpoint's state and handler. */
 export class FakeMcp {
-  readonly sessions = new Set<string>();
   /** Every JSON-RPC message received, in order. */
   readonly received: Msg[] = [];
-  deleted = 0;
   /** Tool calls running now, and the most seen at once. */
   active = 0;
   maxActive = 0;
   /** When set, answers POSTs it returns a reply for. */
   script: McpScript | undefined;
   private readonly holds = new Map<string, { promise: Promise<void>; release: () => void }>();
-  private next = 0;
   constructor(public options: FakeMcpOptions) {}
 
   /** Makes calls of tool `name` wait until `release()` is called. */
@@ -111,11 +102,6 @@ export class FakeMcp {
   /** Messages received with this method. */
   receivedMethod(method: string): Msg[] {
     return this.received.filter((m) => m.method === method);
-  }
-
-  /** Forgets every session (their ids now answer 404/400). */
-  expireSessions(): void {
-    this.sessions.clear();
   }
 
   /** Handles one HTTP request to /mcp. */
@@ -144,12 +130,6 @@ export class FakeMcp {
   }
 
   private handleSync(method: string, headers: Record<string, string>, body: unknown): McpReply {
-    const sid = headers["mcp-session-id"];
-    if (method === "DELETE") {
-      if (!this.options.stateful) return { status: 405, headers: {}, body: "" };
-      if (sid && this.sessions.delete(sid)) this.deleted++;
-      return { status: 200, headers: {}, body: "" };
-    }
     if (method !== "POST") return { status: 405, headers: {}, body: "" };
     const accept = headers["accept"] ?? "";
     if (!accept.includes("application/json") || !accept.includes("text/event-stream")) {
@@ -157,34 +137,21 @@ export class FakeMcp {
     }
     const messages = (Array.isArray(body) ? body : [body]) as Msg[];
     this.received.push(...messages);
-    const isInit = messages.some((m) => m.method === "initialize");
-    let newSession: string | undefined;
-    if (this.options.stateful) {
-      if (isInit) {
-        newSession = `sess-${++this.next}`;
-        this.sessions.add(newSession);
-      } else if (!sid) {
-        return rpcError(400, -32000, "Bad Request: No valid session ID provided");
-      } else if (!this.sessions.has(sid)) {
-        return rpcError(this.options.expiredStatus ?? 404, -32001, "Session not found");
-      }
-    }
     const requests = messages.filter((m) => m.id !== undefined && typeof m.method === "string");
     if (requests.length === 0) return { status: 202, headers: {}, body: "" };
     const replies = requests.map((m) => this.answer(m));
-    const extra: Record<string, string> = newSession ? { "mcp-session-id": newSession } : {};
     if (this.options.sse) {
       const events = replies.map((r) => `event: message\ndata: ${JSON.stringify(r)}\n\n`).join("");
       return {
         status: 200,
-        headers: { "content-type": "text/event-stream", ...extra },
+        headers: { "content-type": "text/event-stream" },
         body: `: stream\n\n${events}`,
       };
     }
     const payload = Array.isArray(body) ? replies : replies[0];
     return {
       status: 200,
-      headers: { "content-type": "application/json", ...extra },
+      headers: { "content-type": "application/json" },
       body: JSON.stringify(payload),
     };
   }
