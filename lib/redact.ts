@@ -177,7 +177,7 @@ const CODE = /[()[\]{}]|^[=<>!&|?]|^[A-Za-z_$][\w$]*(?:\??\.[A-Za-z_$][\w$]*)+;?
 
 /** An unquoted value that is more than a word of prose: a digit and a letter, a symbol, or a long run. */
 function looksRandom(v: string): boolean {
-  return (/\d/.test(v) && /[A-Za-z]/.test(v)) || /[^\w.-]/.test(v) || v.length >= 16;
+  return (/\p{N}/u.test(v) && /\p{L}/u.test(v)) || /[^\p{L}\p{N}_.-]/u.test(v) || v.length >= 16;
 }
 
 /** Whether an assignment's value is a secret. */
@@ -300,7 +300,7 @@ const PROSE_SECRETS: readonly [name: RegExp, of: RegExp, is: RegExp | null][] = 
   [/пароль/, /от|для/, null],
 ];
 
-/** An unquoted ASCII value a sentence gives a secret's name, when {@link secretValue} takes it after `:`. */
+/** An unquoted value a sentence gives a secret's name, when {@link secretValue} takes it after `:`. */
 const SECRET_IN_PROSE_UNQUOTED = orAfterEscape(
   new RegExp(
     String.raw`(?<![\p{L}\p{N}_])((?:${
@@ -309,7 +309,7 @@ const SECRET_IN_PROSE_UNQUOTED = orAfterEscape(
         const qualifier = String.raw`[ \t]+(?:${of.source})(?:[ \t]+[^\s"'\x60\\]+){1,3}?`;
         return `(?:${name.source})(?:${qualifier}${verb}|(?:${verb})?)`;
       }).join("|")
-    })(?:[ \t]*[:=])?[ \t]+)((?:(?!["'\x60\\])[!-~]){4,200})`,
+    })(?:[ \t]*[:=])?[ \t]+)([^\s"'\x60\\]{4,200})`,
     "giu",
   ),
 );

@@ -241,6 +241,10 @@ Deno.test("redact: a password a sentence gives without quotes, and mysql's -p<pa
     ],
     ["<Password>IisPass7Word9x</Password>", `<Password>${REDACTED}</Password>`],
     ["redis-cli -a R3disPassw0rdXq ping", `redis-cli -a ${REDACTED} ping`],
+    [
+      "my password is пароль123, mi contraseña es Mañana99",
+      `my password is ${REDACTED}, mi contraseña es ${REDACTED}`,
+    ],
   ];
   for (const [input, expected] of cases) assertEquals(redact(input), expected, input);
   const prose = [
@@ -254,7 +258,7 @@ Deno.test("redact: a password a sentence gives without quotes, and mysql's -p<pa
     "docker login -u me -p $REGISTRY_PASSWORD",
     "pg_dump -p 5432 db and grep -pattern",
     "the password for prod is wrong, the password for user42 was reset",
-    "Das Passwort ist falsch. Das Passwort für die Datenbank ist geändert.",
+    "Das Passwort ist falsch. Das Passwort für die Datenbank ist geändert. La contraseña es mañana.",
     "пароль от сервера неверный; mi contraseña es incorrecta; le mot de passe est erroné",
     "パスワードが違います。비밀번호는 틀렸어요. 密码是什么？",
     "redis-cli -a $REDIS_PASS ping; ssh-keygen -N '' -f k; zip -P \"$ZIP_PASS\" a.zip; smbclient -U admin",
