@@ -1,7 +1,7 @@
 /** Every hook event in every server condition, in-process (`runHook`), and the process properties of the entry point. */
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
-import { DEFAULT_ENTRY, FAKE_DIGEST_FIRST, FAKE_PROFILE_ROW } from "../support/fake-openviking.ts";
+import { DEFAULT_ENTRY, FAKE_DIGEST_FIRST } from "../support/fake-openviking.ts";
 import { loadConfig } from "../../openviking/config.ts";
 import { messagesOf } from "../../cli/turns.ts";
 import { JournalBuilder } from "../support/journal.ts";
@@ -12,13 +12,13 @@ import { SESSION, stdinOf, waitFor, type World, world } from "./world.ts";
 const OV_SESSION = `kc-${SESSION}`;
 const FIXTURE = new URL("../fixtures/journals/2.1.0/resumed/wire.jsonl", import.meta.url);
 
-type Condition = "fine" | "down" | "slow" | "500" | "legacy" | "no-batch";
-const CONDITIONS: Condition[] = ["fine", "down", "slow", "500", "legacy", "no-batch"];
+type Condition = "fine" | "down" | "slow" | "500" | "no-batch";
+const CONDITIONS: Condition[] = ["fine", "down", "slow", "500", "no-batch"];
 
 /** A world on the recorded three-turn session whose server is in `condition`. */
 async function sandbox(condition: Condition): Promise<World> {
   const w = await world({
-    fake: { legacySearch: condition === "legacy", noBatch: condition === "no-batch" ? 404 : undefined },
+    fake: { noBatch: condition === "no-batch" ? 404 : undefined },
     env: { OPENVIKING_PROMPT_BUDGET_MS: "2500" },
   });
   if (condition === "down") await w.fake.close();
@@ -28,7 +28,7 @@ async function sandbox(condition: Condition): Promise<World> {
   return w;
 }
 
-const answers = (c: Condition) => c === "fine" || c === "legacy" || c === "no-batch";
+const answers = (c: Condition) => c === "fine" || c === "no-batch";
 
 /** The six messages of the recorded three-turn session, as capture must send them. */
 async function expectedMessages(s: World): Promise<unknown[]> {
@@ -61,18 +61,6 @@ for (const condition of CONDITIONS) {
         const { origin: _, ...memory } = DEFAULT_ENTRY;
         const recall = { source: "context", memories: [memory] };
         assertEquals([st.profileInjected, st.recall, st.injectedUris], [true, recall, [DEFAULT_ENTRY.uri]]);
-      } else if (condition === "legacy") {
-        // No context mode: find per source, ranked here, one line each.
-        assertEquals(
-          r,
-          `<openviking-context>\n${FAKE_PROFILE_ROW}\n` +
-            "- User prefers tabs over spaces. (viking://user/default/memories/preferences/indent.md)\n" +
-            "</openviking-context>\n",
-        );
-        const searches = s.fake.requests.filter((q) => q.path.startsWith("/api/v1/search")).map((q) =>
-          q.route
-        );
-        assertEquals(searches, ["POST /api/v1/search/search", ...Array(2).fill("POST /api/v1/search/find")]);
       } else {
         // No memory when the server cannot answer; the turn goes on. One that took the request and did not
         // answer in time pauses memory, and says so once (tests/hooks/breaker_process_test.ts).
@@ -124,7 +112,6 @@ for (const condition of CONDITIONS) {
     });
   }
 
-  if (condition === "legacy") continue; // no search in a replay: the same as "fine"
   Deno.test(`hook session-start replays the queue, server ${condition}`, async () => {
     await using s = await sandbox(condition);
     await enqueueMessages(s.pending, "kc-earlier", [{ role: "user", content: "queued while offline" }]);
