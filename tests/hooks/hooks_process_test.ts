@@ -163,7 +163,7 @@ Deno.test("hook: gates — disabled, bypass patterns on session id and cwd", asy
   assertEquals(s.fake.requests.length, 0);
 });
 
-Deno.test("hook user-prompt-submit: the profile once per session; the same prompt later asks nothing and prints no second copy; `input` and string prompts work", async () => {
+Deno.test("hook user-prompt-submit: the profile once per session; the same prompt later asks nothing and prints no second copy; string prompts work", async () => {
   await using s = await sandbox("fine");
   const run = (extra: Record<string, unknown>) => s.run("user-prompt-submit", extra);
   const first = await run({
@@ -178,7 +178,7 @@ Deno.test("hook user-prompt-submit: the profile once per session; the same promp
     s.fake.requestsTo("POST /api/v1/search/search")[n].body as Record<string, unknown>;
   assertEquals(body(0).query, "how should I indent\nthis file?");
   await new Promise((r) => setTimeout(r, 600));
-  const again = await run({ input: "how should I indent\nthis file?" });
+  const again = await run({ prompt: "how should I indent\nthis file?" });
   // Before: the reused block printed the same memory again. Now the session already has it: nothing.
   assertEquals(again, "", "no profile the second time, and no second copy of the memory");
   assertEquals(s.fake.requestsTo("POST /api/v1/search/search").length, 1, "reuse makes no request");
@@ -202,15 +202,6 @@ Deno.test("hook user-prompt-submit: two identical hooks at the same moment print
   assertEquals(outs.sort(), ["", `${FAKE_DIGEST_FIRST}\n`]);
   assertEquals(s.fake.requestsTo("GET /api/v1/system/status").length, 1, "profile fetched once");
   assertEquals(s.fake.requestsTo("POST /api/v1/search/search").length, 1);
-});
-
-Deno.test("hook user-prompt-submit: an explicit prompt id dedupes even after the 500 ms window", async () => {
-  await using s = await sandbox("fine");
-  const ask = () =>
-    s.run("user-prompt-submit", { prompt: "how should I indent this file?", prompt_id: "p-1" });
-  assertTrue((await ask()).length > 0);
-  await new Promise((r) => setTimeout(r, 600));
-  assertEquals(await ask(), "");
 });
 
 Deno.test("hook session-start: a repeat within 2 s is ignored; resume keeps the profile flag, startup resets it", async () => {
