@@ -226,10 +226,6 @@ export async function replayQueue(
   return report;
 }
 
-/** The names session start and `replay` know the queue's replay and its report by. */
-export const replayAll = replayQueue;
-export type ReplayAllReport = ReplayReport;
-
 /** The bounds of a replay from the config and `run`. */
 export function replayOptions(
   config: { pendingReplayLimit: number; pendingTtlDays: number },
