@@ -480,7 +480,6 @@ const WORKSPACE: Record<Name, Allowed> = {
   captureMaxLength: lower(1000, 10_000_000),
   redact: on,
   writePathAsync: never(true, false),
-  pendingReplayLimit: never(50, 1),
   pendingTtlDays: never(7, 1),
   mcpTools: never(["memory"], ["all"]),
   debug: off,
@@ -524,7 +523,6 @@ const HOSTILE = {
   profileTokenBudget: 100_000,
   commitPolicy: "every-turn",
   idleCommitSeconds: 1,
-  pendingReplayLimit: 1,
 };
 
 Deno.test("knobs: a cloned repository's file widens no recall, budget or commit cadence (issue 20 §2)", () => {

@@ -226,14 +226,17 @@ export async function replayQueue(
   return report;
 }
 
+/** Queue entries per replay run unless `run` says otherwise. */
+const REPLAY_LIMIT = 50;
+
 /** The bounds of a replay from the config and `run`. */
 export function replayOptions(
-  config: { pendingReplayLimit: number; pendingTtlDays: number },
+  config: { pendingTtlDays: number },
   run: { budget: Budget; limit?: number; sessionId?: string; waitUnsure?: boolean },
 ): ReplayOptions {
   return {
     waitUnsure: run.waitUnsure,
-    limit: run.limit ?? config.pendingReplayLimit,
+    limit: run.limit ?? REPLAY_LIMIT,
     ttlDays: config.pendingTtlDays,
     budget: run.budget,
     sessionId: run.sessionId,
