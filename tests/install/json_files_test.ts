@@ -31,7 +31,7 @@ Deno.test("mcp.json: classification", () => {
   assertEquals(classifyMcpEntry({ command: "C:\\x\\openviking-kimi.exe", args: ["mcp"] }), "ours");
   assertEquals(
     classifyMcpEntry({ command: "/usr/bin/deno", args: ["run", "--allow-read", "/src/main.ts", "mcp"] }),
-    "ours",
+    "foreign",
   );
   assertEquals(classifyMcpEntry({ command: "node", args: ["/x/servers/mcp-proxy.mjs"] }), "upstream");
   assertEquals(
