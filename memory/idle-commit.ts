@@ -154,9 +154,10 @@ async function sleepWhileThere(dir: string, ms: number): Promise<boolean> {
 /**
  * The home's idle watch: while sessions hold uncommitted captures, sleeps until the next is idle
  * `idleCommitSeconds`, then commits it — one session at a time, so a session that ends without SessionEnd
- * (`kimi -p`, ACP, web) is committed soon on any server. One watch per home (a lock; a Stop that finds it held
- * leaves its session to it); it ends when nothing waits, after `WATCH_MAX_MS`, when a commit fails (the
- * next Stop's watch or session start tries again), or within a second of its directory going (a purge).
+ * (`kimi -p`, ACP, web) is committed soon on any server. One watch per home and destination (a lock; a Stop
+ * that finds it held leaves its session to it); it ends when nothing waits, after `WATCH_MAX_MS`, when a
+ * commit fails (the next Stop's watch or session start tries again), or within a second of its directory going
+ * (a purge).
  */
 export async function watchIdleSessions(ctx: HookContext): Promise<void> {
   if (!ctx.capturePaths) return;
@@ -166,7 +167,7 @@ export async function watchIdleSessions(ctx: HookContext): Promise<void> {
   const failed = new Set<string>();
   const pending = async () => (await waitingSessions(dir, idle)).filter((w) => !failed.has(w.file));
   for (;;) {
-    const held = await withLock(joinPath(dir, "idle-watch.lock"), async () => {
+    const held = await withLock(joinPath(dir, `idle-watch-${idle.destination}.lock`), async () => {
       for (let waiting = await pending(); waiting.length && Date.now() < end; waiting = await pending()) {
         const next = waiting.reduce((a, b) => a.dueAt <= b.dueAt ? a : b);
         const wait = next.dueAt - Date.now();
@@ -179,8 +180,8 @@ export async function watchIdleSessions(ctx: HookContext): Promise<void> {
         if (did === "busy") await new Promise((r) => setTimeout(r, BUSY_RETRY_MS));
       }
     }, { waitMs: 0 }).catch(() => ({ acquired: false as const }));
-    // Held by another watch: it has this session. Else a Stop may have found this one's lock held just before
-    // it was let go: its session is looked at once more.
+    // Held by another watch of this destination (one lock each: a watch commits only its own): it has this
+    // session. Else a Stop may have found this one's lock held just before it was let go: it looks once more.
     if (!held.acquired || Date.now() >= end || !(await pending()).length) return;
   }
 }
