@@ -84,12 +84,17 @@ async function waitingSessions(dir: string, idle: Idle): Promise<Waiting[]> {
   return out;
 }
 
-/** What `commitIfIdle` did: committed (or queued), not due (any more), failed, or the session was busy. */
-type IdleCommit = "done" | "not-due" | "failed" | "busy";
+/**
+ * What `commitIfIdle` did: committed (or queued), not due (any more), failed, the session was busy, or it holds
+ * an unsettled intent.
+ */
+type IdleCommit = "done" | "not-due" | "failed" | "busy" | "unsettled";
 
 /**
  * Commits the session of state `file` if it is still due, under its lock (not waited for: a run holding it is
- * busy with the session), behind its queued writes.
+ * busy with the session), behind its queued writes. Never over an unsettled intent (a run killed mid-send): a
+ * commit would archive what that run may have stored, and a later capture, finding it not held, would send it
+ * again; a capture of the session settles it first, as every capture does (failing that, it is left).
  */
 async function commitIfIdle(
   ctx: HookContext,
@@ -98,9 +103,27 @@ async function commitIfIdle(
   budget: Budget,
 ): Promise<IdleCommit> {
   const [at, name] = [Date.now(), file.slice(dirName(file).length + 1).replace(/\.json$/, "")];
+  const { inflight, ovSession, lastCaptureAt } = await readState(file);
+  const settle = inflight?.keys.length && ovSession;
+  if (settle) {
+    // A Stop's capture that never commits: the commit is this one's, in the ledger.
+    const prompt = joinPath(dirName(file), `${name}.prompt.json`);
+    const other: HookContext = {
+      ...ctx,
+      event: "stop",
+      config: { ...ctx.config, commitPolicy: "session-end" },
+      hostSessionId: name,
+      ovSessionId: ovSession,
+      capturePaths: { file, lock: `${file}.lock` },
+      promptPaths: { file: prompt, lock: `${prompt}.lock` },
+    };
+    const mode = { waitMs: 0, force: false, lockWaitMs: 0, budget };
+    await (await import("./capture.ts")).captureSession(other, mode).catch(() => undefined);
+  }
   const res = await updateState<IdleCommit>({ file, lock: `${file}.lock` }, async (s) => {
-    const due = dueAt(s, idle.ms, idle.destination);
+    const due = dueAt(settle ? { ...s, lastCaptureAt } : s, idle.ms, idle.destination); // settling is no turn
     if (due === undefined || due > Date.now() || !s.ovSession) return { value: "not-due" };
+    if (s.inflight?.keys.length) return { value: "unsettled" };
     const outcome = await commitSession(clientFor(ctx), s.ovSession, {
       budget,
       pendingDir: ctx.pendingDir,
@@ -176,7 +199,7 @@ export async function watchIdleSessions(ctx: HookContext): Promise<void> {
           continue; // a later capture (or a clock set back) may have moved it
         }
         const did = await commitIfIdle(ctx, next.file, idle, new Budget(PASS_BUDGET_MS));
-        if (did === "failed") failed.add(next.file);
+        if (did === "failed" || did === "unsettled") failed.add(next.file);
         if (did === "busy") await new Promise((r) => setTimeout(r, BUSY_RETRY_MS));
       }
     }, { waitMs: 0 }).catch(() => ({ acquired: false as const }));
