@@ -10,7 +10,8 @@ import type { Config } from "../openviking/config.ts";
 import { madeIn } from "./extraction.ts";
 import { safe, SafeText } from "../lib/neutralize.ts";
 import { printBlocks } from "../lib/printed.ts";
-import { fetchProfile, isEmptyProfile, type ProfileParts } from "./profile.ts";
+import { fetchProfile, isEmptyProfile, type ProfileParts, redactedProfile } from "./profile.ts";
+import { redact } from "../lib/redact.ts";
 import { DIGEST_CLOSE, DIGEST_OPEN, digestLines, profileDigest } from "./digest.ts";
 
 const text = z.catch(z.optional(z.string()), undefined);
@@ -148,9 +149,11 @@ const output = (stdout: string, shown: [Memory, number][]): Output => ({
   })),
 });
 
-/** The digest: one block, the profile's rows (≤ half its characters), then a line per memory. */
-function digestOutput(c: Config, unseen: Memory[], parts: ProfileParts | undefined, again: boolean): Output {
-  const profile = parts ? profileDigest(parts, again, Math.floor(c.recallDigestChars / 2)) : [];
+/** The digest: one block, the profile's rows (≤ half its characters), then a line per memory; redacted first. */
+function digestOutput(c: Config, found: Memory[], parts: ProfileParts | undefined, again: boolean): Output {
+  const unseen = c.redact ? found.map((m) => ({ ...m, text: redact(m.text) })) : found;
+  const shown = parts && c.redact ? redactedProfile(parts) : parts;
+  const profile = shown ? profileDigest(shown, again, Math.floor(c.recallDigestChars / 2)) : [];
   const reserved = DIGEST_OPEN.length + DIGEST_CLOSE.length + 2 +
     profile.reduce((n, l) => n + l.length + 1, 0);
   const limits = { memories: c.recallDigestLimit, chars: c.recallDigestChars };

@@ -221,6 +221,12 @@ Deno.test("inject: the profile's rows and the memories share one block; an unans
     compacted.stdout,
     /^<openviking-context>\nProfile, again after compaction \(viking:\/\/user\/default\/memories\/profile\.md\): /,
   );
+  // A credential the server holds is printed redacted, as the system prompt has it.
+  const key = ["ghp_", "Q7rLm2XkTzV9pWc4NbHs8YdJf3GaE1uK6oRi"].join("");
+  fake.files.set("viking://user/default/memories/profile.md", `Deploys with ${key}`);
+  fake.context = { entries: [{ ...DEFAULT_ENTRY, text: `The key is ${key}.` }] };
+  const secret = await injectionFor(client, c, injection({ profile: true }));
+  assertEquals(secret.stdout.split("[REDACTED]").length, 3, secret.stdout);
   fake.files.delete("viking://user/default/memories/profile.md");
   fake.dirs.set("viking://user/default/memories/preferences", []);
   const empty = await injectionFor(client, c, injection({ profile: true, injected: [DEFAULT_ENTRY.uri] }));
