@@ -600,26 +600,22 @@ export class Proxy {
   }
 
   /**
-   * `work`'s outcome, or `early` once the client should wait no longer for the session to start: at
-   * `cachedStartMs` after `since` when a tool list is cached, or as soon as the recall breaker opens. `work`
-   * goes on.
+   * `work`'s outcome, or `early` once the client should wait no longer for the session to start: as soon as
+   * the recall breaker opens, or at `cachedStartMs` after `since` when a tool list is cached. `work` goes on.
    */
   private async startup(work: Promise<Outcome | undefined>, since: number): Promise<Outcome | undefined> {
     const done = new AbortController();
     const early: Failure = { kind: "timeout", ms: this.limits.cachedStartMs };
-    const breaker = async () => {
+    const cached = await readToolCache(this.options.toolCache, this.settings.target.mcpUrl);
+    const end = cached ? since + this.limits.cachedStartMs : Infinity;
+    const waited = async () => {
       while (!done.signal.aborted) {
-        await sleep(BREAKER_POLL_MS, done.signal);
-        if (!done.signal.aborted && await this.paused()) return early;
+        await sleep(Math.max(0, Math.min(BREAKER_POLL_MS, end - Date.now())), done.signal);
+        if (!done.signal.aborted && (Date.now() >= end || await this.paused())) return early;
       }
     };
-    const waits: Promise<Outcome | undefined>[] = [work, breaker()];
-    if (await readToolCache(this.options.toolCache, this.settings.target.mcpUrl)) {
-      const left = Math.max(0, since + this.limits.cachedStartMs - Date.now());
-      waits.push(sleep(left, done.signal).then(() => early));
-    }
     try {
-      return await Promise.race(waits);
+      return await Promise.race([work, waited()]);
     } finally {
       done.abort();
     }
