@@ -7,7 +7,7 @@
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { FakeMcp, OFFERED_TOOLS, sseBody, sseReply } from "../support/fake-mcp.ts";
+import { OFFERED_TOOLS, serveFakeMcp, sseBody, sseReply } from "../support/fake-mcp.ts";
 import { tempDir } from "../support/temp.ts";
 import { errorOf, type Json, openSession, resultOf, startProxy, toolNames, until } from "./harness.ts";
 
@@ -93,66 +93,6 @@ Deno.test("mcp/bounds: of a 1 GiB error page or redirect body only the start is 
   );
 });
 
-/** A misbehaving reply: its content type, first bytes, and what it writes at each 50 ms tick (`end`: last). */
-type Misbehaviour = { sse: boolean; head: string; tick: (n: number) => string | { end: string } };
-
-/**
- * The fake /mcp on Deno.serve, where calls of the tools in `rows` get a reply that misbehaves over time; it
- * counts the bodies the proxy cancelled (so a connection left open shows). Other calls: the fake's answer.
- */
-function hostileMcp(rows: Record<string, Misbehaviour>) {
-  const mcp = new FakeMcp({});
-  const encoder = new TextEncoder();
-  const open = new Set<() => void>();
-  const counts = { started: 0, cancelled: 0 };
-  const misbehave = ({ sse, head, tick }: Misbehaviour) => {
-    counts.started++;
-    let timer: ReturnType<typeof setInterval>;
-    const body = new ReadableStream<Uint8Array>({
-      start: (controller) => {
-        const end = () => {
-          clearInterval(timer);
-          open.delete(end);
-          controller.error(new Error("shut down"));
-        };
-        open.add(end);
-        controller.enqueue(encoder.encode(head));
-        let n = 0;
-        timer = setInterval(() => {
-          const out = tick(++n);
-          if (typeof out === "string") return out && controller.enqueue(encoder.encode(out));
-          clearInterval(timer);
-          open.delete(end);
-          controller.enqueue(encoder.encode(out.end));
-          controller.close();
-        }, 50);
-      },
-      cancel: () => {
-        clearInterval(timer);
-        counts.cancelled++;
-      },
-    });
-    return new Response(body, {
-      headers: { "content-type": sse ? "text/event-stream" : "application/json" },
-    });
-  };
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
-    const body = req.method === "POST" ? await req.json() as Json : undefined;
-    const row = body?.method === "tools/call" ? rows[String((body.params as Json).name)] : undefined;
-    if (row) return misbehave(row);
-    const reply = await mcp.handle(req.method, Object.fromEntries(req.headers), body);
-    return new Response(reply.status === 202 || !reply.body ? null : reply.body, reply);
-  });
-  return {
-    url: `http://127.0.0.1:${server.addr.port}`,
-    counts,
-    async [Symbol.asyncDispose]() {
-      for (const end of [...open]) end();
-      await server.shutdown();
-    },
-  };
-}
-
 Deno.test("mcp/bounds: SSE keep-alives reset the idle limit; silence ends a stream or a JSON body; endless keep-alives end at the tool-call limit", async () => {
   await using home = await tempDir("ovk-mcp-");
   let probing = false; // once set, a stalled reply writes every tick: a connection the proxy closed shows at once
@@ -161,7 +101,7 @@ Deno.test("mcp/bounds: SSE keep-alives reset the idle limit; silence ends a stre
     const result = { content: [{ type: "text", text: "after 10 keep-alives" }] };
     return { end: `data: ${JSON.stringify({ jsonrpc: "2.0", id, result })}\n\n` };
   };
-  await using server = hostileMcp({
+  await using server = serveFakeMcp({
     find: { sse: true, head: "", tick: (n) => n > 40 ? result(1) : keepAlive(n) }, // 2 s, idle limit 1 s
     grep: { sse: true, head: ": open\n\n", tick: () => probing ? ":\n" : "" },
     glob: { sse: true, head: "", tick: keepAlive },
