@@ -130,8 +130,8 @@ async function settledWithin(tasks: Iterable<Promise<unknown>>, ms: number): Pro
 /** Options of the proxy. */
 export interface ProxyOptions {
   settings: ProxySettings;
-  /** New settings when the credential files changed since they were read, else `undefined`. */
-  reload?: () => Promise<ProxySettings | undefined>;
+  /** The settings loaded afresh (after an authentication failure: a new key is used at once). */
+  reload?: () => Promise<ProxySettings>;
   /** Writes one message to the client. */
   send: (message: JSONRPCMessage) => Promise<void>;
   log: Logger;
@@ -518,13 +518,13 @@ export class Proxy {
     this.http.setProtocolVersion(this.protocolVersion);
   }
 
-  /** Reloads the credentials when their files changed (or another request already did); true = retry. */
+  /** Loads the settings again (or waits for the request already doing so); true = they changed, retry. */
   private async reloadCredentials(used: number): Promise<boolean> {
     if (this.generation !== used) return true;
     const reload = this.options.reload;
     if (!reload) return false;
     this.reloading ??= reload().then((next) => {
-      if (!next) return false;
+      if (JSON.stringify(next) === JSON.stringify(this.settings)) return false;
       this.settings = next;
       this.generation++;
       if (this.clientInit) this.ready = false;
