@@ -98,11 +98,6 @@ function offlineReason(f: Failure): string {
   return "ms" in f ? "did not answer in time" : "was not reachable";
 }
 
-/** A failure in a few words, for the log. */
-function describe(failure: Failure): string {
-  return "cause" in failure ? `${failure.kind}: ${failure.cause}` : failure.kind;
-}
-
 /** The short cause of a fetch error, without Deno's "error sending request for url (…)" prefix or userinfo. */
 export function networkCause(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
@@ -657,7 +652,7 @@ export class Proxy {
     void starting?.then(() => {
       if (this.ready && this.protocolVersion !== version) this.ready = false;
     });
-    this.options.log.stage("offline-initialize", { failure: describe(failure) });
+    this.options.log.stage("offline-initialize", { failure });
     const url = withoutUserinfo(this.settings.target.mcpUrl);
     const result = {
       protocolVersion: version,
@@ -678,7 +673,7 @@ export class Proxy {
     if (request.method === "tools/list" && request.params?.cursor === undefined) {
       const cached = await readToolCache(this.options.toolCache, this.settings.target.mcpUrl);
       this.servedCatalog = true;
-      this.options.log.stage("offline-tools-list", { failure: describe(failure), cached: Boolean(cached) });
+      this.options.log.stage("offline-tools-list", { failure, cached: Boolean(cached) });
       const tools = offeredTools(cached ?? BUILTIN_TOOLS, this.options.offer ?? []);
       return { jsonrpc: "2.0", id: request.id, result: { tools } };
     }
@@ -686,7 +681,7 @@ export class Proxy {
   }
 
   private fallbackError(request: JSONRPCRequest, failure: Failure): JSONRPCMessage {
-    this.options.log.stage("request-failed", { method: request.method, failure: describe(failure) });
+    this.options.log.stage("request-failed", { method: request.method, failure });
     return failureError(request.id, failure, this.settings.context);
   }
 
@@ -694,7 +689,7 @@ export class Proxy {
   private async fromServer(message: JSONRPCRequest | JSONRPCNotification): Promise<void> {
     const clean = gated(message, false);
     if (!failed(clean)) return await this.options.send(clean);
-    this.options.log.stage("server-message-dropped", { method: message.method, failure: describe(clean) });
+    this.options.log.stage("server-message-dropped", { method: message.method, failure: clean });
   }
 
   /** A `tools/list` reply with only the tools offered; a whole list is saved for offline sessions. */
