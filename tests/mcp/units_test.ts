@@ -1,4 +1,4 @@
-/** Unit tests of the pure parts: error texts, network causes, the credential reloader, the workspace, the time limits. */
+/** Unit tests of the pure parts: error texts, network causes, the workspace, the time limits, the gate. */
 
 import { assertEquals, assertMatch, assertNotMatch, assertThrows } from "../support/assert.ts";
 import { type ErrorContext, failureError } from "../../mcp/errors.ts";
@@ -28,6 +28,7 @@ Deno.test("errors: every failure says what to do and which limit; URLs lose thei
       -32002,
       /HTTP 502.*check its log/,
     ],
+    [{ kind: "http", status: 404, serverMessage: "" }, -32002, /HTTP 404\. There is no MCP endpoint at/],
     [{ kind: "empty", status: 200 }, -32003, /no response/],
     [{ kind: "bad-reply", status: 200, sample: "<html>" }, -32002, /not JSON-RPC/],
     [{ kind: "redirect", status: 302, location: "https://evil.example/" }, -32002, /another origin/],
