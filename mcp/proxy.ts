@@ -231,8 +231,8 @@ export class Proxy {
   private generation = 0;
   private inits = 0;
   private servedCatalog = false;
-  /** The start of the session the client's initialize began (the proxy's initialize, and when). */
-  private start: { init: Promise<Failure | undefined>; at: number } | undefined;
+  /** Whether the proxy's initialize goes on after the client's was answered without it (offline). */
+  private startingOffline = false;
   /** Aborted at shutdown. */
   readonly stopped = new AbortController();
 
@@ -562,7 +562,9 @@ export class Proxy {
       if (!release) return;
       await barrier;
       if (signal.aborted) return;
-      if (request.method !== "tools/call" && await this.paused()) {
+      // While the proxy's initialize goes on after the client's was answered without it, a tools/list is too.
+      const starting = request.method === "tools/list" && this.startingOffline;
+      if (request.method !== "tools/call" && (starting || await this.paused())) {
         return await this.options.send(await this.fallback(request, PAUSED));
       }
       const outgoing = this.outgoing(request);
@@ -575,12 +577,7 @@ export class Proxy {
       }
       entry.sent = true;
       const timing = exchangeTiming(request.method, this.settings.timeoutMs, this.limits);
-      // While the initialize the client was answered without is still on its way, a tools/list waits only
-      // what is left of the client's wait.
-      const sending = this.send(outgoing, timing, signal);
-      const start = this.start;
-      const starting = request.method === "tools/list" && start && this.initializing === start.init;
-      const out = starting ? (await this.startup(sending, start.at))! : await sending;
+      const out = await this.send(outgoing, timing, signal);
       if (signal.aborted || (failed(out) && out.kind === "aborted")) return;
       const catalog = request.method === "tools/list";
       const clean = failed(out) ? out : gated(out, catalog);
@@ -598,7 +595,7 @@ export class Proxy {
    * `work`'s outcome, or `early` once the client should wait no longer for the session to start: as soon as
    * the recall breaker opens, or at `cachedStartMs` after `since` when a tool list is cached. `work` goes on.
    */
-  private async startup(work: Promise<Outcome | undefined>, since: number): Promise<Outcome | undefined> {
+  private async startup(work: Promise<Failure | undefined>, since: number): Promise<Failure | undefined> {
     const done = new AbortController();
     const early: Failure = { kind: "timeout", ms: this.limits.cachedStartMs };
     const cached = await readToolCache(this.options.toolCache, this.settings.target.mcpUrl);
@@ -634,8 +631,7 @@ export class Proxy {
     const generation = this.generation;
     const at = Date.now();
     const starting = await this.paused() ? undefined : this.ensureReady();
-    this.start = starting && { init: starting, at };
-    let failure = starting ? await this.startup(starting, at) as Failure | undefined : PAUSED_START;
+    let failure = starting ? await this.startup(starting, at) : PAUSED_START;
     if (failure?.kind === "auth" && await this.reloadCredentials(generation)) {
       failure = await this.ensureReady();
     }
@@ -644,12 +640,14 @@ export class Proxy {
       const reply = gated({ ...this.initReply!, id: request.id }, false);
       return await this.options.send(failed(reply) ? this.fallbackError(request, reply) : reply);
     }
+    this.startingOffline = starting !== undefined;
     const version = offlineProtocolVersion(request.params?.protocolVersion);
     this.clientInit.protocolVersion = version;
     this.adopt({ protocolVersion: version });
     // Answered before the server did: a session it makes later in another version than the client was
     // given is made again in that one.
     void starting?.then(() => {
+      this.startingOffline = false;
       if (this.ready && this.protocolVersion !== version) this.ready = false;
     });
     this.options.log.stage("offline-initialize", { failure });
