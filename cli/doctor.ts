@@ -38,8 +38,10 @@ export interface DoctorContext {
 
 const iso = (at: number) => new Date(at).toISOString();
 const exists = (path: string) => Deno.lstat(path).then(() => true, () => false);
-const run = (args: string) => `\`${commandName()} ${args}\``;
-const installFix = () => `run ${run("install")} (or \`install --mode plugin\`)`;
+/** How the fixes name a command: `` `openviking-kimi replay` `` as it runs in the doctor's environment. */
+type Run = (args: string) => string;
+const runIn = (env: paths.Env): Run => (args) => `\`${commandName(env)} ${args}\``;
+const installFix = (run: Run) => `run ${run("install")} (or \`install --mode plugin\`)`;
 const REINSTALL = "run install again: `deno task -q install` in an openviking-kimi checkout, or " +
   "`./openviking-kimi-<target> install` with a release binary (add `--mode plugin` for plugin mode)";
 
@@ -62,7 +64,7 @@ export function registrations(state: KimiState): Map<string, string[]> {
 }
 
 /** Every hook event registered exactly once, and our plugin enabled. */
-function hookCheck(state: KimiState): Check {
+function hookCheck(state: KimiState, run: Run): Check {
   const regs = [...registrations(state)];
   const detail = regs.map(([e, w]) => `${e}: ${w.length ? w.join(" + ") : "not registered"}`);
   const missing = regs.filter(([, w]) => !w.length).map(([e]) => e);
@@ -82,12 +84,12 @@ function hookCheck(state: KimiState): Check {
     );
   }
   if (missing.length === HOOKS.length) {
-    return c.fail("no openviking hook is registered", installFix(), detail);
+    return c.fail("no openviking hook is registered", installFix(run), detail);
   }
   if (missing.length) {
     return c.fail(
       `not registered: ${missing.join(", ")}`,
-      `${installFix()} again to restore every hook`,
+      `${installFix(run)} again to restore every hook`,
       detail,
     );
   }
@@ -95,7 +97,7 @@ function hookCheck(state: KimiState): Check {
 }
 
 /** Our MCP server registered exactly once (mcp.json or the plugin), and mcp.json valid. */
-function mcpCheck(state: KimiState): Check {
+function mcpCheck(state: KimiState, run: Run): Check {
   const p = state.plugin;
   const inPlugin = p?.enabled && isRecord(p.manifest?.mcpServers) && MCP_SERVER_NAME in p.manifest.mcpServers;
   const where = [
@@ -112,7 +114,7 @@ function mcpCheck(state: KimiState): Check {
     const enable = `in Kimi run \`/plugins mcp enable ${PLUGIN_ID} ${MCP_SERVER_NAME}\``;
     return c.fail(
       "the OpenViking MCP server is not registered",
-      p?.owner === "ours" && p.mcpDisabled ? enable : installFix(),
+      p?.owner === "ours" && p.mcpDisabled ? enable : installFix(run),
     );
   }
   if (where.length > 1) {
@@ -158,13 +160,13 @@ function kimiChecks(home: string, state: KimiState): Check[] {
 }
 
 /** What is registered: the hooks (and any of ours outside the block), the MCP server. */
-function registrationChecks(state: KimiState): Check[] {
+function registrationChecks(state: KimiState, run: Run): Check[] {
   const stray = checkOf("hooks-outside-block").warn(
     "openviking-kimi [[hooks]] found outside the marked block (Kimi may have rewritten config.toml)",
     `uninstall cannot remove these: delete them by hand, then run ${run("install")}`,
     state.strayHooks.map((h) => `hooks[${h.index}]: ${h.command}`),
   );
-  return [hookCheck(state), ...(state.strayHooks.length ? [stray] : []), mcpCheck(state)];
+  return [hookCheck(state, run), ...(state.strayHooks.length ? [stray] : []), mcpCheck(state, run)];
 }
 
 /** A program a registration runs, and the `<program> version` line (run in `cwd`) that proves it runs. */
@@ -234,6 +236,7 @@ async function programChecks(r: Registered, env: paths.Env, os: OsFamily): Promi
 
 /** Runs `<program> version` as Kimi runs a hook: through a shell, in the registration's directory, with `env`. */
 async function versionCheck(env: paths.Env, state: KimiState, r: Registered): Promise<Check> {
+  const run = runIn(env);
   const windows = Deno.build.os === "windows";
   const vars = { ...env, KIMI_CODE_HOME: state.paths.home, KIMI_PLUGIN_ROOT: r.cwd };
   const text = (b: Uint8Array) => new TextDecoder().decode(b).trim();
@@ -264,7 +267,7 @@ async function versionCheck(env: paths.Env, state: KimiState, r: Registered): Pr
 }
 
 /** A plugin record whose directory is missing or half removed (no manifest, or no bin/). */
-async function pluginDirCheck(state: KimiState, os: OsFamily): Promise<Check | undefined> {
+async function pluginDirCheck(state: KimiState, os: OsFamily, run: Run): Promise<Check | undefined> {
   const p = state.plugin;
   if (!p || (p.owner !== "ours" && p.owner !== "missing")) return undefined;
   const bin = paths.joinPath(p.root, "bin", os === "windows" ? "openviking-kimi.exe" : "openviking-kimi");
@@ -280,7 +283,7 @@ async function pluginDirCheck(state: KimiState, os: OsFamily): Promise<Check | u
 
 /** For each registration: its program (there, its copy whole, its Deno found), then that it runs. */
 async function commandChecks(ctx: DoctorContext, state: KimiState): Promise<Check[]> {
-  const plugin = await pluginDirCheck(state, ctx.os);
+  const plugin = await pluginDirCheck(state, ctx.os, runIn(ctx.env));
   const checks = plugin ? [plugin] : [];
   for (const r of registeredPrograms(state, ctx.os)) {
     if (plugin && r.mode === "plugin") continue; // said already: the plugin directory is incomplete
@@ -347,6 +350,7 @@ async function queueCheck(env: paths.Env, now: number): Promise<Check> {
     return c.warn(`cannot read ${dir}: ${q.message}`, `make ${dir} readable and writable by you`);
   }
   if (!q.entries) return c.ok(`pending queue empty (${dir})`);
+  const run = runIn(env);
   const oldest = Math.min(...q.sessions.map((s) => s.oldest), now);
   const { words, detail } = inWords(q, " and");
   const summary = `${words} waiting in ${dir}` +
@@ -452,7 +456,7 @@ async function captureChecks(env: paths.Env, config: Config, answers: boolean): 
       ...rest,
     ];
   }
-  const advice = adviceForCause(cause, config.baseUrl);
+  const [advice, run] = [adviceForCause(cause, config.baseUrl), runIn(env)];
   if (fate === "waiting") {
     return [
       c.warn(
@@ -530,7 +534,7 @@ export async function runDoctor(ctx: DoctorContext): Promise<Check[]> {
   );
   const checks: Check[] = [
     ...await guarded("kimi-home", "Kimi's home", () => kimiChecks(ctx.home, state)),
-    ...await guarded("hooks", "the registrations", () => registrationChecks(state)),
+    ...await guarded("hooks", "the registrations", () => registrationChecks(state, runIn(env))),
     ...await guarded("command", "the registered program", () => commandChecks(ctx, state)),
     ...homes,
     ...(warnings.length ? [settings] : []),

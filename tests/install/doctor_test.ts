@@ -70,7 +70,7 @@ Deno.test("doctor: everything in place → no failure; queue, captures and proto
       "ok",
     ]);
     assertEquals(c.queue.status, "warn");
-    assertStringIncludes(c.queue.fix!, `\`${commandName()} replay\``); // the command doctor runs as
+    assertStringIncludes(c.queue.fix!, `\`${commandName(t.env)} replay\``); // the command doctor runs as
     assertMatch(c.captures.detail!.join(), /session_a: .* on Stop, journal protocol 1\.5/);
     assertEquals(c.protocol.status, "ok");
     assertTrue(fake.requestsTo("POST /api/v1/search/find").length === 1, "auth is proven with a real search");
@@ -98,7 +98,7 @@ Deno.test("doctor: wrong key, unknown protocol, nothing installed → failures w
       "fail",
       "warn",
     ]);
-    assertStringIncludes(c.hooks.fix!, `\`${commandName()} install\``);
+    assertStringIncludes(c.hooks.fix!, `\`${commandName(t.env)} install\``);
     assertMatch(c.auth.fix!, /--api-key/);
     assertNotMatch(JSON.stringify(checks), /wrong-key-123/);
   } finally {
