@@ -5,7 +5,7 @@
  */
 
 import { adviceForCause } from "../openviking/advice.ts";
-import { isOpen, nextProbeAt, readBreaker } from "../openviking/breaker.ts";
+import { isOpen, nextProbeAt } from "../openviking/breaker.ts";
 import { type Config, loadConfig } from "../openviking/config.ts";
 import * as queues from "../openviking/queue.ts";
 import { HOOKS } from "../kimi/hooks.ts";
@@ -25,7 +25,7 @@ import * as paths from "../lib/paths.ts";
 import { scrub } from "../lib/scrub.ts";
 import { commandName, COPY_FILES, invocationCwd } from "../lib/self.ts";
 import { VERSION } from "../lib/version.ts";
-import { totals } from "./status.ts";
+import { countWords, type Places, readPlaces, rejectedFix, totals } from "./status.ts";
 
 /** What doctor looks at: the environment, Kimi's home ("" without one), the workspace, the OS and the time. */
 export interface DoctorContext {
@@ -332,58 +332,43 @@ async function homeChecks(env: paths.Env): Promise<Check[]> {
 }
 
 /** A queue's messages and commits of how many sessions, in words, and a line for each of its first 5 sessions. */
-function inWords(q: queues.QueueSummary, and: string) {
+function inWords(q: queues.QueueSummary) {
   const t = totals(q);
   return {
-    words: `${t.messages} message(s)${and} ${t.commits} commit(s) of ${t.sessions} session(s)`,
-    detail: q.sessions.slice(0, 5).map((s) =>
-      `${s.sessionId}: ${s.messages} message(s), ${s.commits} commit(s)`
-    ),
+    words: countWords(t, t.sessions),
+    detail: q.sessions.slice(0, 5).map((s) => `${s.sessionId}: ${countWords(s)}`),
   };
 }
 
-/** The pending queue (per session). */
-async function queueCheck(env: paths.Env, now: number): Promise<Check> {
-  const [c, dir] = [checkOf("queue"), paths.pendingDir(env)];
-  const q = await queues.queueSummary(dir).catch((e) => e as Error);
+/** The pending queue (per session), and the queue files replay set aside. */
+function queueChecks(env: paths.Env, places: Places, now: number): Check[] {
+  const [c, { pending: dir, queue: q }] = [checkOf("queue"), places];
+  const aside = queues.setAsideWords(places.setAside);
+  const rest = aside ? [checkOf("set-aside").warn(aside.summary, aside.fix)] : [];
   if (q instanceof Error) {
-    return c.warn(`cannot read ${dir}: ${q.message}`, `make ${dir} readable and writable by you`);
+    return [c.warn(`cannot read ${dir}: ${q.message}`, `make ${dir} readable and writable by you`), ...rest];
   }
-  if (!q.entries) return c.ok(`pending queue empty (${dir})`);
-  const run = runIn(env);
+  if (!q.entries) return [c.ok(`pending queue empty (${dir})`), ...rest];
   const oldest = Math.min(...q.sessions.map((s) => s.oldest), now);
-  const { words, detail } = inWords(q, " and");
-  const summary = `${words} waiting in ${dir}` +
-    (q.entries ? `, oldest from ${iso(oldest)}` : "");
-  if (now - oldest <= 3_600_000) return c.info(summary);
+  const { words, detail } = inWords(q);
+  const summary = `${words} waiting in ${dir}, oldest from ${iso(oldest)}`;
+  if (now - oldest <= 3_600_000) return [c.info(summary), ...rest];
   const fix = "they are sent when the server takes them (at the next session start); send them now with " +
-    `${run("replay")}, and see the captures check below for why they wait`;
-  return c.warn(summary, fix, detail);
-}
-
-/** The queue files replay could not read and set aside, with what to do; no check when there are none. */
-async function setAsideCheck(env: paths.Env): Promise<Check[]> {
-  const words = queues.setAsideWords(await queues.setAsideFiles(paths.pendingDir(env)));
-  return words ? [checkOf("set-aside").warn(words.summary, words.fix)] : [];
+    `${runIn(env)("replay")}, and see the captures check below for why they wait`;
+  return [c.warn(summary, fix, detail), ...rest];
 }
 
 /** The writes OpenViking refused for good (or that waited past the queue's age limit), kept aside. */
-async function rejectedCheck(env: paths.Env): Promise<Check> {
-  const c = checkOf("rejected");
-  const dir = paths.joinPath(paths.pendingDir(env), queues.REJECTED_SUBDIR);
-  const kept = await queues.rejectedSummary(paths.pendingDir(env)).catch((e) => e as Error);
+function rejectedCheck(env: paths.Env, places: Places): Check {
+  const [c, { rejectedDir: dir, rejected: kept }] = [checkOf("rejected"), places];
   if (kept instanceof Error) return c.warn(`cannot read ${dir}: ${kept.message}`);
   if (!kept.entries) return c.ok("no write refused by OpenViking");
-  const { words, detail } = inWords(kept, ",");
+  const { words, detail } = inWords(kept);
   const l = kept.last;
   return c.warn(
     `${kept.entries} write(s) OpenViking refused (${words}) are kept in ${dir}` +
       (l ? `; the newest, ${iso(l.at)}: ${l.status ? `HTTP ${l.status}` : "never sent"}: ${l.message}` : ""),
-    `fix what the server says (its log, its settings), then send them again with ` +
-      `\`${commandName(env)} replay --rejected\`; to drop them, delete ${dir}. It keeps the newest ` +
-      `${queues.REJECTED_MAX_ENTRIES} writes and ${
-        queues.REJECTED_MAX_BYTES >> 20
-      } MiB; past that the oldest are dropped`,
+    rejectedFix(env, dir),
     detail,
   );
 }
@@ -416,9 +401,14 @@ async function seenSessions(dir: string): Promise<{ name: string; state: Session
 }
 
 /** What the last captures did and why; for queued ones, what became of them (`answers`: the server answers). */
-async function captureChecks(env: paths.Env, config: Config, answers: boolean): Promise<Check[]> {
+async function captureChecks(
+  env: paths.Env,
+  config: Config,
+  places: Places,
+  answers: boolean,
+): Promise<Check[]> {
   const [c, dir] = [checkOf("captures"), paths.hookStateDir(env)];
-  const rejected = await rejectedCheck(env);
+  const rejected = rejectedCheck(env, places);
   const sessions = await seenSessions(dir).catch((e) => e instanceof Deno.errors.NotFound ? [] : e as Error);
   if (sessions instanceof Error) return [c.warn(`cannot read ${dir}: ${sessions.message}`), rejected];
   const at = (s: SessionState) => s.lastCaptureAt ?? 0;
@@ -444,8 +434,8 @@ async function captureChecks(env: paths.Env, config: Config, answers: boolean): 
   const [{ name, state: newest }] = captured;
   const last = newest.lastCapture;
   const cause = last?.cause;
-  const queue = await queues.queueSummary(paths.pendingDir(env)).catch(() => ({ sessions: [], entries: 0 }));
-  const left = queue.sessions.find((q) => q.sessionId === `${SESSION_PREFIX}${name}`)?.entries;
+  const queue = places.queue instanceof Error ? undefined : places.queue;
+  const left = queue?.sessions.find((q) => q.sessionId === `${SESSION_PREFIX}${name}`)?.entries;
   const fate = last && cause && last.queued > 0 && last.rejected === 0 && cause.kind !== "local"
     ? (!left ? "delivered" : answers ? "waiting" : "blocked")
     : undefined;
@@ -477,8 +467,7 @@ async function captureChecks(env: paths.Env, config: Config, answers: boolean): 
 }
 
 /** Recall paused (the breaker): since when and why, and when the server is asked again; nothing when not. */
-async function recallChecks(env: paths.Env, config: Config): Promise<Check[]> {
-  const b = await readBreaker(paths.orNoHome(() => paths.sharedStateDir(env)) ?? "", config.baseUrl);
+function recallChecks({ breaker: b }: Places): Check[] {
   if (!b) return [];
   const [c, since] = [checkOf("recall"), `memory paused since ${iso(b.since)}: ${b.reason}`];
   if (!isOpen(b)) {
@@ -541,15 +530,13 @@ export async function runDoctor(ctx: DoctorContext): Promise<Check[]> {
     ...await server(),
   ];
   if (!homes.some((c) => c.id === "home" && c.status === "fail")) {
-    checks.push(
-      ...await guarded("queue", "the pending queue", async () => [
-        await queueCheck(env, ctx.now),
-        ...await setAsideCheck(env),
-      ]),
-    );
+    const places = await readPlaces(env, config);
+    checks.push(...await guarded("queue", "the pending queue", () => queueChecks(env, places, ctx.now)));
     const answers = !checks.some((c) => (c.id === "server" || c.id === "auth") && c.status === "fail");
-    checks.push(...await guarded("captures", "the captures", () => captureChecks(env, config, answers)));
-    checks.push(...await guarded("recall", "the recall breaker", () => recallChecks(env, config)));
+    checks.push(
+      ...await guarded("captures", "the captures", () => captureChecks(env, config, places, answers)),
+    );
+    checks.push(...await guarded("recall", "the recall breaker", () => recallChecks(places)));
     if (answers) checks.push(...await guarded("extraction", "the commits", () => extractionChecks(config)));
   }
   return scrub(checks, [config.apiKey]) as Check[];
