@@ -176,7 +176,7 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
     summary: "Shows what capture would send from a session's journal (no network, no state change).",
     args: { "<kimi-session-id>": 'the session id ("session_…"; `kimi session list --json` lists them)' },
     flags: { json: bool("one JSON object per message, in full") },
-    run: async ({ json }, [id]) => (await import("./turns.ts")).turnsCommand(id, json),
+    run: async ({ json }, [id], env) => (await import("./turns.ts")).turnsCommand(id, json, env),
   }),
   status: command({
     summary: "What memory did: recalls, captures, commits and what OpenViking made of them, the queue.",
