@@ -268,16 +268,9 @@ export function wrap(line: string, indent: string, width = WIDTH): string[] {
   return out;
 }
 
-/** The words of `text` in lines of at most `width` columns (a longer word stays whole on its own line). */
-function fill(text: string | readonly string[], width: number): string[] {
-  const lines: string[] = [];
-  for (const word of typeof text === "string" ? text.split(" ").filter(Boolean) : text) {
-    if (lines.length && lines[lines.length - 1].length + 1 + word.length <= width) {
-      lines[lines.length - 1] += ` ${word}`;
-    } else lines.push(word);
-  }
-  return lines;
-}
+/** Words kept whole by `wrap` (a usage word's inner spaces are no-break ones until the line is made). */
+const whole = (word: string) => word.replaceAll(" ", "\u00a0");
+const spaced = (line: string) => line.replaceAll("\u00a0", " ");
 
 /** The usage lines of command `name` (every positional and flag), starting with `lead`. */
 export function usageLines(name: string, lead = "Usage: "): string[] {
@@ -285,7 +278,7 @@ export function usageLines(name: string, lead = "Usage: "): string[] {
   const words = [...Object.keys(cmd.args), ...Object.entries(cmd.flags).map(([n, f]) => `[${form(n, f)}]`)];
   const prefix = `${lead}${PROGRAM} ${name} `;
   if (!words.length) return [prefix.trimEnd()];
-  return fill(words, WIDTH - prefix.length).map((l, i) => (i ? " ".repeat(prefix.length) : prefix) + l);
+  return wrap(prefix + words.map(whole).join(" "), " ".repeat(prefix.length)).map(spaced);
 }
 
 /** Two indented columns: the left one padded to its widest entry (at most 24), the right one wrapped. */
@@ -293,17 +286,14 @@ function columns(rows: readonly (readonly [string, string])[]): string[] {
   const left = Math.min(24, Math.max(...rows.map(([l]) => l.length)));
   return rows.flatMap(([l, r]) => {
     const own = l.length > left ? [`  ${l}`] : [];
-    return [
-      ...own,
-      ...fill(r, WIDTH - left - 4).map((b, i) => `  ${(i || own.length ? "" : l).padEnd(left + 2)}${b}`),
-    ];
+    return [...own, ...wrap(`  ${(own.length ? "" : l).padEnd(left + 2)}${r}`, " ".repeat(left + 4))];
   });
 }
 
 /** `<command> --help`: usage, summary, arguments and every flag with its help and default. */
 export function commandHelp(name: string): string {
   const cmd = COMMANDS[name];
-  const lines = [...usageLines(name), "", ...fill(cmd.summary, WIDTH)];
+  const lines = [...usageLines(name), "", ...wrap(cmd.summary, "")];
   const args = Object.entries(cmd.args).map(([n, h]) => [n.replace(/^\[(.*)\]$/, "$1"), h] as const);
   if (args.length) lines.push("", "Arguments:", ...columns(args));
   const flags = Object.entries({ ...cmd.flags, help: HELP }).map(([n, f]) =>
@@ -324,9 +314,9 @@ const FOOTER =
 export function helpText(): string {
   const lines = [`${PROGRAM} — OpenViking long-term memory for Kimi Code CLI`, "", "Usage:"];
   for (const [name, cmd] of Object.entries(COMMANDS)) {
-    lines.push(...usageLines(name, "  "), ...fill(cmd.summary, WIDTH - 6).map((l) => `      ${l}`));
+    lines.push(...usageLines(name, "  "), ...wrap(`      ${cmd.summary}`, "      "));
   }
-  return [...lines, "", ...fill(FOOTER, WIDTH)].join("\n");
+  return [...lines, "", ...wrap(FOOTER, "")].join("\n");
 }
 
 /** What a usage error prints: the problem, the command's usage, and how to run its help here. */
