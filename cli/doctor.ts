@@ -332,13 +332,10 @@ async function homeChecks(env: paths.Env): Promise<Check[]> {
 }
 
 /** A queue's messages and commits of how many sessions, in words, and a line for each of its first 5 sessions. */
-function inWords(q: queues.QueueSummary) {
-  const t = totals(q);
-  return {
-    words: countWords(t, t.sessions),
-    detail: q.sessions.slice(0, 5).map((s) => `${s.sessionId}: ${countWords(s)}`),
-  };
-}
+const inWords = (q: queues.QueueSummary) => ({
+  words: countWords(totals(q)),
+  detail: q.sessions.slice(0, 5).map((s) => `${s.sessionId}: ${countWords(s)}`),
+});
 
 /** The pending queue (per session), and the queue files replay set aside. */
 function queueChecks(env: paths.Env, places: Places, now: number): Check[] {

@@ -134,11 +134,10 @@ export function totals(q: queues.QueueSummary): z.infer<typeof Counts> & { sessi
   };
 }
 
-/** Queued or refused writes in words, as status and doctor say them: "2 message(s), 1 commit(s)". */
-export const countWords = (c: { messages: number; commits: number }, sessions?: number): string =>
-  `${c.messages} message(s), ${c.commits} commit(s)${
-    sessions === undefined ? "" : ` of ${sessions} session(s)`
-  }`;
+/** Queued or refused writes in words, as status and doctor say them: "2 message(s), 1 commit(s) of 1 session(s)". */
+export const countWords = (c: { messages: number; commits: number; sessions?: number }): string =>
+  `${c.messages} message(s), ${c.commits} commit(s)` +
+  (c.sessions === undefined ? "" : ` of ${c.sessions} session(s)`);
 
 /**
  * What status and doctor read of the local places: the pending queue, the writes OpenViking refused (a place
@@ -375,7 +374,7 @@ export function renderStatus(st: Status, now: number): string {
   lines.push(
     "",
     queued
-      ? `Queue   ${countWords(q, q.sessions)}` +
+      ? `Queue   ${countWords(q)}` +
         (q.oldest ? `, oldest ${ago(q.oldest, now)}` : "")
       : "Queue   empty",
   );
@@ -386,7 +385,7 @@ export function renderStatus(st: Status, now: number): string {
   if (r.entries) {
     lines.push(
       "",
-      `Rejected ${countWords(r, r.sessions)}, kept in ${r.dir}`,
+      `Rejected ${countWords(r)}, kept in ${r.dir}`,
     );
     const l = r.last;
     if (l) {

@@ -1,7 +1,7 @@
 /**
  * `status` in-process (collectStatus, renderStatus) after scripted sessions run in-process: prompts, captures
  * whose commits' tasks complete or fail, writes queued while the server is down, replays; the commands through
- * the command table (tests/cli/in-process.ts), doctor as a process.
+ * the command table (tests/cli/in-process.ts), doctor too.
  */
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
