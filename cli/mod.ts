@@ -230,10 +230,10 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
   help: command({
     summary: "Shows this help, or one command's.",
     args: { "[<command>]": "the command to describe" },
-    run: (_, [name]) => {
+    run: (_, [name], env) => {
       if (name === undefined) return Promise.resolve(print(helpText()));
       if (Object.hasOwn(COMMANDS, name)) return Promise.resolve(print(commandHelp(name)));
-      console.error(usageError("help", `unknown command ${JSON.stringify(name)}`));
+      console.error(usageError("help", `unknown command ${JSON.stringify(name)}`, env));
       return Promise.resolve(2);
     },
   }),
@@ -320,8 +320,8 @@ export function helpText(): string {
 }
 
 /** What a usage error prints: the problem, the command's usage, and how to run its help here. */
-export function usageError(name: string, message: string): string {
-  const help = `Run "${commandName()} ${name} --help" for its help.`;
+export function usageError(name: string, message: string, env = processEnv()): string {
+  const help = `Run "${commandName(env)} ${name} --help" for its help.`;
   return [`${PROGRAM} ${name}: ${message}`, ...usageLines(name), help].join("\n");
 }
 
@@ -340,13 +340,13 @@ export async function runCommand(
   if (!Object.hasOwn(COMMANDS, name)) {
     const what = name.startsWith("-") ? "flag" : "command";
     console.error(
-      `${PROGRAM}: unknown ${what} ${JSON.stringify(name)}. Run "${commandName()} help" for the list.`,
+      `${PROGRAM}: unknown ${what} ${JSON.stringify(name)}. Run "${commandName(env)} help" for the list.`,
     );
     return 2;
   }
   const parsed = COMMANDS[name].parse(args);
   if (parsed.kind === "help") return print(commandHelp(name));
   if (parsed.kind === "run") return await parsed.run(env);
-  console.error(usageError(name, parsed.message));
+  console.error(usageError(name, parsed.message, env));
   return COMMANDS[name].usageExit;
 }

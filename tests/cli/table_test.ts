@@ -138,10 +138,10 @@ Deno.test("the entry point: help on stdout, refusals on stderr with exit 2 (a ho
       ["install", "--url", "--yes"],
       2,
       "",
-      `${usageError("install", refused("install", ["--url", "--yes"]))}\n`,
+      `${usageError("install", refused("install", ["--url", "--yes"]), env)}\n`,
     ],
-    [["version", "--x"], 2, "", `${usageError("version", "Unknown option '--x'")}\n`],
-    [["hook"], 0, "", `${usageError("hook", "missing <event>")}\n`],
+    [["version", "--x"], 2, "", `${usageError("version", "Unknown option '--x'", env)}\n`],
+    [["hook"], 0, "", `${usageError("hook", "missing <event>", env)}\n`],
   ];
   for (const [args, code, stdout, stderr] of cases) {
     const r = await cli(args);
