@@ -115,11 +115,12 @@ Deno.test("doctor: registered twice (config + plugin by hand) and a broken comma
     `${t.kimi}/config.toml`,
     '[[hooks]]\nevent = "Stop"\ncommand = "/gone/openviking-kimi hook stop"\n',
   );
-  const c = byId(await t.doctor());
+  const checks = await t.doctor();
+  const c = byId(checks);
   assertEquals(c.hooks.status, "fail");
   assertMatch(c.hooks.summary, /Stop ×2/);
   assertEquals(c["hooks-outside-block"].status, "warn");
-  const commands = (await t.doctor()).filter((x) => x.id === "command");
+  const commands = checks.filter((x) => x.id === "command");
   assertEquals(commands.map((x) => x.status).sort(), ["fail", "ok"]);
   assertEquals(c.server.status, "fail");
 });
