@@ -5,7 +5,6 @@
  */
 
 import { adviceForCause } from "../openviking/advice.ts";
-import { isOpen, nextProbeAt } from "../openviking/breaker.ts";
 import { type Config, loadConfig } from "../openviking/config.ts";
 import * as queues from "../openviking/queue.ts";
 import { HOOKS } from "../kimi/hooks.ts";
@@ -464,17 +463,15 @@ async function captureChecks(
 }
 
 /** Recall paused (the breaker): since when and why, and when the server is asked again; nothing when not. */
-function recallChecks({ breaker: b }: Places): Check[] {
-  if (!b) return [];
-  const [c, since] = [checkOf("recall"), `memory paused since ${iso(b.since)}: ${b.reason}`];
-  if (!isOpen(b)) {
-    return [
-      c.info(`${since}; the server answered at ${iso(b.answeredAt ?? 0)}: the next prompt asks it again`),
-    ];
+function recallChecks({ paused: p }: Places): Check[] {
+  if (!p) return [];
+  const [c, since] = [checkOf("recall"), `memory paused since ${iso(p.since)}: ${p.reason}`];
+  if (p.answeredAt !== undefined) {
+    return [c.info(`${since}; the server answered at ${iso(p.answeredAt)}: the next prompt asks it again`)];
   }
   return [c.warn(
     `${since}; prompts do not ask the server`,
-    `nothing to do once the server answers: the first prompt or session start after ${iso(nextProbeAt(b))} ` +
+    `nothing to do once the server answers: the first prompt or session start after ${iso(p.nextProbeAt)} ` +
       "probes it (GET /health) and recall resumes; meanwhile check the server and its embedding and chat " +
       "models (OpenViking's log)",
   )];

@@ -141,7 +141,8 @@ export const countWords = (c: { messages: number; commits: number; sessions?: nu
 
 /**
  * What status and doctor read of the local places: the pending queue, the writes OpenViking refused (a place
- * that cannot be read: its error), the queue files set aside, and the recall breaker.
+ * that cannot be read: its error), the queue files set aside, and recall paused (the breaker; `answeredAt`
+ * once the server answered, recall not yet resumed).
  */
 export async function readPlaces(env: paths.Env, config: Config) {
   const pending = paths.pendingDir(env);
@@ -152,8 +153,17 @@ export async function readPlaces(env: paths.Env, config: Config) {
     queue: await read(queues.queueSummary(pending)),
     rejected: await read(queues.rejectedSummary(pending)),
     setAside: await queues.setAsideFiles(pending).catch(() => []),
-    breaker: await readBreaker(paths.orNoHome(() => paths.sharedStateDir(env)) ?? "", config.baseUrl)
-      .catch(() => undefined),
+    paused: await readBreaker(paths.orNoHome(() => paths.sharedStateDir(env)) ?? "", config.baseUrl).then(
+      (b): Status["paused"] =>
+        b && {
+          since: b.since,
+          reason: b.reason,
+          failures: b.failures,
+          nextProbeAt: nextProbeAt(b),
+          ...(isOpen(b) ? {} : { answeredAt: b.answeredAt }),
+        },
+      () => undefined,
+    ),
   };
 }
 
@@ -560,7 +570,6 @@ export async function collectStatus(
   const alarm = canAsk ? await askAlarm(client) : null;
   if (alarm === null) notAsked.push("what the newest commits made");
   if (!conn.reachable) notAsked.unshift("whether the key is accepted");
-  const b = places.breaker;
   const here = queues.destinationOf(config);
   const elsewhere = queue.sessions.flatMap((s) =>
     queues.goesTo(s.to, here) ? [] : [{ ...s.to!, entries: s.entries }]
@@ -586,17 +595,7 @@ export async function collectStatus(
     },
     notAsked,
     ...(alarm ? { extraction: extractionOf(alarm) } : {}),
-    ...(b
-      ? {
-        paused: {
-          since: b.since,
-          reason: b.reason,
-          failures: b.failures,
-          nextProbeAt: nextProbeAt(b),
-          ...(isOpen(b) ? {} : { answeredAt: b.answeredAt }),
-        },
-      }
-      : {}),
+    ...(places.paused ? { paused: places.paused } : {}),
   };
   return scrub(status, [config.apiKey]) as Status;
 }
