@@ -367,7 +367,10 @@ export function renderStatus(st: Status, now: number): string {
     }`,
     `        ${key}${who ? `; ${who}` : ""}; peer ${c.peer.id ? `${c.peer.id} (${c.peer.source})` : "none"}`,
   ];
-  if (c.problem) lines.push(`        ${c.problem.message}`, `        fix: ${c.problem.fix}`);
+  /** A problem's words and fix, under the section's head. */
+  const said = (w?: { summary: string; fix: string }) =>
+    w ? [`        ${w.summary}`, `        fix: ${w.fix}`] : [];
+  if (c.problem) lines.push(...said({ summary: c.problem.message, fix: c.problem.fix }));
   if (p) {
     const next = p.answeredAt
       ? `the server answered ${ago(p.answeredAt, now)}: the next prompt asks it again`
@@ -380,30 +383,16 @@ export function renderStatus(st: Status, now: number): string {
   if (x) lines.push(`Memory  NOT MADE: ${x.message}`, `        fix: ${x.fix}`);
   lines.push("", st.sessions.length ? "Sessions (newest first)" : "Sessions: none recorded yet");
   for (const s of st.sessions) lines.push(...sessionLines(s, now, c.url));
-  const queued = q.entries;
-  lines.push(
-    "",
-    queued
-      ? `Queue   ${countWords(q)}` +
-        (q.oldest ? `, oldest ${ago(q.oldest, now)}` : "")
-      : "Queue   empty",
-  );
-  if (queued) lines.push(`        next replay: ${q.nextReplay}`);
-  const aside = queues.setAsideWords(q.setAside);
-  if (aside) lines.push(`        ${aside.summary}`, `        fix: ${aside.fix}`);
-  if (q.elsewhere) lines.push(`        ${q.elsewhere.summary}`, `        fix: ${q.elsewhere.fix}`);
+  const oldest = q.oldest ? `, oldest ${ago(q.oldest, now)}` : "";
+  lines.push("", q.entries ? `Queue   ${countWords(q)}${oldest}` : "Queue   empty");
+  if (q.entries) lines.push(`        next replay: ${q.nextReplay}`);
+  lines.push(...said(queues.setAsideWords(q.setAside)), ...said(q.elsewhere));
   if (r.entries) {
-    lines.push(
-      "",
-      `Rejected ${countWords(r)}, kept in ${r.dir}`,
-    );
     const l = r.last;
-    if (l) {
-      lines.push(
-        `        last ${ago(l.at, now)} (${l.status ? `HTTP ${l.status}` : "never sent"}): ${l.message}`,
-      );
-    }
-    lines.push(`        fix: ${r.fix}`);
+    const last = l
+      ? [`        last ${ago(l.at, now)} (${l.status ? `HTTP ${l.status}` : "never sent"}): ${l.message}`]
+      : [];
+    lines.push("", `Rejected ${countWords(r)}, kept in ${r.dir}`, ...last, `        fix: ${r.fix}`);
   }
   const why = !c.reachable ? "server unavailable" : c.authenticated === false ? "key refused" : "no answer";
   if (st.notAsked.length) lines.push("", `Not asked (${why}): ${st.notAsked.join(", ")}`);
