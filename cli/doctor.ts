@@ -482,9 +482,7 @@ async function extractionChecks(config: Config): Promise<Check[]> {
   const alarm = await askAlarm(createClient(clientOptions(config, "", { timeoutMs: 3000 })));
   if (!alarm) return [];
   const { kind, summary, fix } = alarmWords(alarm);
-  return [
-    kind === "failed" ? checkOf("extraction").fail(summary, fix) : checkOf("extraction").warn(summary, fix),
-  ];
+  return [checkOf("extraction")[kind === "failed" ? "fail" : "warn"](summary, fix)];
 }
 
 /** Runs one part of doctor; whatever it throws becomes a failing check saying what could not be checked. */
