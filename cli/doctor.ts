@@ -5,7 +5,6 @@
  */
 
 import { adviceForCause } from "../openviking/advice.ts";
-import { isOpen, nextProbeAt, readBreaker } from "../openviking/breaker.ts";
 import { type Config, loadConfig } from "../openviking/config.ts";
 import * as queues from "../openviking/queue.ts";
 import { HOOKS } from "../kimi/hooks.ts";
@@ -25,7 +24,7 @@ import * as paths from "../lib/paths.ts";
 import { scrub } from "../lib/scrub.ts";
 import { commandName, COPY_FILES, invocationCwd } from "../lib/self.ts";
 import { VERSION } from "../lib/version.ts";
-import { totals } from "./status.ts";
+import { countWords, type Places, readPlaces, rejectedFix, totals } from "./status.ts";
 
 /** What doctor looks at: the environment, Kimi's home ("" without one), the workspace, the OS and the time. */
 export interface DoctorContext {
@@ -38,8 +37,10 @@ export interface DoctorContext {
 
 const iso = (at: number) => new Date(at).toISOString();
 const exists = (path: string) => Deno.lstat(path).then(() => true, () => false);
-const run = (args: string) => `\`${commandName()} ${args}\``;
-const installFix = () => `run ${run("install")} (or \`install --mode plugin\`)`;
+/** How the fixes name a command: `` `openviking-kimi replay` `` as it runs in the doctor's environment. */
+type Run = (args: string) => string;
+const runIn = (env: paths.Env): Run => (args) => `\`${commandName(env)} ${args}\``;
+const installFix = (run: Run) => `run ${run("install")} (or \`install --mode plugin\`)`;
 const REINSTALL = "run install again: `deno task -q install` in an openviking-kimi checkout, or " +
   "`./openviking-kimi-<target> install` with a release binary (add `--mode plugin` for plugin mode)";
 
@@ -62,7 +63,7 @@ export function registrations(state: KimiState): Map<string, string[]> {
 }
 
 /** Every hook event registered exactly once, and our plugin enabled. */
-function hookCheck(state: KimiState): Check {
+function hookCheck(state: KimiState, run: Run): Check {
   const regs = [...registrations(state)];
   const detail = regs.map(([e, w]) => `${e}: ${w.length ? w.join(" + ") : "not registered"}`);
   const missing = regs.filter(([, w]) => !w.length).map(([e]) => e);
@@ -82,12 +83,12 @@ function hookCheck(state: KimiState): Check {
     );
   }
   if (missing.length === HOOKS.length) {
-    return c.fail("no openviking hook is registered", installFix(), detail);
+    return c.fail("no openviking hook is registered", installFix(run), detail);
   }
   if (missing.length) {
     return c.fail(
       `not registered: ${missing.join(", ")}`,
-      `${installFix()} again to restore every hook`,
+      `${installFix(run)} again to restore every hook`,
       detail,
     );
   }
@@ -95,7 +96,7 @@ function hookCheck(state: KimiState): Check {
 }
 
 /** Our MCP server registered exactly once (mcp.json or the plugin), and mcp.json valid. */
-function mcpCheck(state: KimiState): Check {
+function mcpCheck(state: KimiState, run: Run): Check {
   const p = state.plugin;
   const inPlugin = p?.enabled && isRecord(p.manifest?.mcpServers) && MCP_SERVER_NAME in p.manifest.mcpServers;
   const where = [
@@ -112,7 +113,7 @@ function mcpCheck(state: KimiState): Check {
     const enable = `in Kimi run \`/plugins mcp enable ${PLUGIN_ID} ${MCP_SERVER_NAME}\``;
     return c.fail(
       "the OpenViking MCP server is not registered",
-      p?.owner === "ours" && p.mcpDisabled ? enable : installFix(),
+      p?.owner === "ours" && p.mcpDisabled ? enable : installFix(run),
     );
   }
   if (where.length > 1) {
@@ -158,13 +159,13 @@ function kimiChecks(home: string, state: KimiState): Check[] {
 }
 
 /** What is registered: the hooks (and any of ours outside the block), the MCP server. */
-function registrationChecks(state: KimiState): Check[] {
+function registrationChecks(state: KimiState, run: Run): Check[] {
   const stray = checkOf("hooks-outside-block").warn(
     "openviking-kimi [[hooks]] found outside the marked block (Kimi may have rewritten config.toml)",
     `uninstall cannot remove these: delete them by hand, then run ${run("install")}`,
     state.strayHooks.map((h) => `hooks[${h.index}]: ${h.command}`),
   );
-  return [hookCheck(state), ...(state.strayHooks.length ? [stray] : []), mcpCheck(state)];
+  return [hookCheck(state, run), ...(state.strayHooks.length ? [stray] : []), mcpCheck(state, run)];
 }
 
 /** A program a registration runs, and the `<program> version` line (run in `cwd`) that proves it runs. */
@@ -234,6 +235,7 @@ async function programChecks(r: Registered, env: paths.Env, os: OsFamily): Promi
 
 /** Runs `<program> version` as Kimi runs a hook: through a shell, in the registration's directory, with `env`. */
 async function versionCheck(env: paths.Env, state: KimiState, r: Registered): Promise<Check> {
+  const run = runIn(env);
   const windows = Deno.build.os === "windows";
   const vars = { ...env, KIMI_CODE_HOME: state.paths.home, KIMI_PLUGIN_ROOT: r.cwd };
   const text = (b: Uint8Array) => new TextDecoder().decode(b).trim();
@@ -264,7 +266,7 @@ async function versionCheck(env: paths.Env, state: KimiState, r: Registered): Pr
 }
 
 /** A plugin record whose directory is missing or half removed (no manifest, or no bin/). */
-async function pluginDirCheck(state: KimiState, os: OsFamily): Promise<Check | undefined> {
+async function pluginDirCheck(state: KimiState, os: OsFamily, run: Run): Promise<Check | undefined> {
   const p = state.plugin;
   if (!p || (p.owner !== "ours" && p.owner !== "missing")) return undefined;
   const bin = paths.joinPath(p.root, "bin", os === "windows" ? "openviking-kimi.exe" : "openviking-kimi");
@@ -280,7 +282,7 @@ async function pluginDirCheck(state: KimiState, os: OsFamily): Promise<Check | u
 
 /** For each registration: its program (there, its copy whole, its Deno found), then that it runs. */
 async function commandChecks(ctx: DoctorContext, state: KimiState): Promise<Check[]> {
-  const plugin = await pluginDirCheck(state, ctx.os);
+  const plugin = await pluginDirCheck(state, ctx.os, runIn(ctx.env));
   const checks = plugin ? [plugin] : [];
   for (const r of registeredPrograms(state, ctx.os)) {
     if (plugin && r.mode === "plugin") continue; // said already: the plugin directory is incomplete
@@ -329,57 +331,40 @@ async function homeChecks(env: paths.Env): Promise<Check[]> {
 }
 
 /** A queue's messages and commits of how many sessions, in words, and a line for each of its first 5 sessions. */
-function inWords(q: queues.QueueSummary, and: string) {
-  const t = totals(q);
-  return {
-    words: `${t.messages} message(s)${and} ${t.commits} commit(s) of ${t.sessions} session(s)`,
-    detail: q.sessions.slice(0, 5).map((s) =>
-      `${s.sessionId}: ${s.messages} message(s), ${s.commits} commit(s)`
-    ),
-  };
-}
+const inWords = (q: queues.QueueSummary) => ({
+  words: countWords(totals(q)),
+  detail: q.sessions.slice(0, 5).map((s) => `${s.sessionId}: ${countWords(s)}`),
+});
 
-/** The pending queue (per session). */
-async function queueCheck(env: paths.Env, now: number): Promise<Check> {
-  const [c, dir] = [checkOf("queue"), paths.pendingDir(env)];
-  const q = await queues.queueSummary(dir).catch((e) => e as Error);
+/** The pending queue (per session), and the queue files replay set aside. */
+function queueChecks(env: paths.Env, places: Places, now: number): Check[] {
+  const [c, { pending: dir, queue: q }] = [checkOf("queue"), places];
+  const aside = queues.setAsideWords(places.setAside);
+  const rest = aside ? [checkOf("set-aside").warn(aside.summary, aside.fix)] : [];
   if (q instanceof Error) {
-    return c.warn(`cannot read ${dir}: ${q.message}`, `make ${dir} readable and writable by you`);
+    return [c.warn(`cannot read ${dir}: ${q.message}`, `make ${dir} readable and writable by you`), ...rest];
   }
-  if (!q.entries) return c.ok(`pending queue empty (${dir})`);
+  if (!q.entries) return [c.ok(`pending queue empty (${dir})`), ...rest];
   const oldest = Math.min(...q.sessions.map((s) => s.oldest), now);
-  const { words, detail } = inWords(q, " and");
-  const summary = `${words} waiting in ${dir}` +
-    (q.entries ? `, oldest from ${iso(oldest)}` : "");
-  if (now - oldest <= 3_600_000) return c.info(summary);
+  const { words, detail } = inWords(q);
+  const summary = `${words} waiting in ${dir}, oldest from ${iso(oldest)}`;
+  if (now - oldest <= 3_600_000) return [c.info(summary), ...rest];
   const fix = "they are sent when the server takes them (at the next session start); send them now with " +
-    `${run("replay")}, and see the captures check below for why they wait`;
-  return c.warn(summary, fix, detail);
-}
-
-/** The queue files replay could not read and set aside, with what to do; no check when there are none. */
-async function setAsideCheck(env: paths.Env): Promise<Check[]> {
-  const words = queues.setAsideWords(await queues.setAsideFiles(paths.pendingDir(env)));
-  return words ? [checkOf("set-aside").warn(words.summary, words.fix)] : [];
+    `${runIn(env)("replay")}, and see the captures check below for why they wait`;
+  return [c.warn(summary, fix, detail), ...rest];
 }
 
 /** The writes OpenViking refused for good (or that waited past the queue's age limit), kept aside. */
-async function rejectedCheck(env: paths.Env): Promise<Check> {
-  const c = checkOf("rejected");
-  const dir = paths.joinPath(paths.pendingDir(env), queues.REJECTED_SUBDIR);
-  const kept = await queues.rejectedSummary(paths.pendingDir(env)).catch((e) => e as Error);
+function rejectedCheck(env: paths.Env, places: Places): Check {
+  const [c, { rejectedDir: dir, rejected: kept }] = [checkOf("rejected"), places];
   if (kept instanceof Error) return c.warn(`cannot read ${dir}: ${kept.message}`);
   if (!kept.entries) return c.ok("no write refused by OpenViking");
-  const { words, detail } = inWords(kept, ",");
+  const { words, detail } = inWords(kept);
   const l = kept.last;
   return c.warn(
     `${kept.entries} write(s) OpenViking refused (${words}) are kept in ${dir}` +
       (l ? `; the newest, ${iso(l.at)}: ${l.status ? `HTTP ${l.status}` : "never sent"}: ${l.message}` : ""),
-    `fix what the server says (its log, its settings), then send them again with ` +
-      `\`${commandName(env)} replay --rejected\`; to drop them, delete ${dir}. It keeps the newest ` +
-      `${queues.REJECTED_MAX_ENTRIES} writes and ${
-        queues.REJECTED_MAX_BYTES >> 20
-      } MiB; past that the oldest are dropped`,
+    rejectedFix(env, dir),
     detail,
   );
 }
@@ -412,9 +397,14 @@ async function seenSessions(dir: string): Promise<{ name: string; state: Session
 }
 
 /** What the last captures did and why; for queued ones, what became of them (`answers`: the server answers). */
-async function captureChecks(env: paths.Env, config: Config, answers: boolean): Promise<Check[]> {
+async function captureChecks(
+  env: paths.Env,
+  config: Config,
+  places: Places,
+  answers: boolean,
+): Promise<Check[]> {
   const [c, dir] = [checkOf("captures"), paths.hookStateDir(env)];
-  const rejected = await rejectedCheck(env);
+  const rejected = rejectedCheck(env, places);
   const sessions = await seenSessions(dir).catch((e) => e instanceof Deno.errors.NotFound ? [] : e as Error);
   if (sessions instanceof Error) return [c.warn(`cannot read ${dir}: ${sessions.message}`), rejected];
   const at = (s: SessionState) => s.lastCaptureAt ?? 0;
@@ -440,8 +430,8 @@ async function captureChecks(env: paths.Env, config: Config, answers: boolean): 
   const [{ name, state: newest }] = captured;
   const last = newest.lastCapture;
   const cause = last?.cause;
-  const queue = await queues.queueSummary(paths.pendingDir(env)).catch(() => ({ sessions: [], entries: 0 }));
-  const left = queue.sessions.find((q) => q.sessionId === `${SESSION_PREFIX}${name}`)?.entries;
+  const queue = places.queue instanceof Error ? undefined : places.queue;
+  const left = queue?.sessions.find((q) => q.sessionId === `${SESSION_PREFIX}${name}`)?.entries;
   const fate = last && cause && last.queued > 0 && last.rejected === 0 && cause.kind !== "local"
     ? (!left ? "delivered" : answers ? "waiting" : "blocked")
     : undefined;
@@ -452,7 +442,7 @@ async function captureChecks(env: paths.Env, config: Config, answers: boolean): 
       ...rest,
     ];
   }
-  const advice = adviceForCause(cause, config.baseUrl);
+  const [advice, run] = [adviceForCause(cause, config.baseUrl), runIn(env)];
   if (fate === "waiting") {
     return [
       c.warn(
@@ -473,18 +463,15 @@ async function captureChecks(env: paths.Env, config: Config, answers: boolean): 
 }
 
 /** Recall paused (the breaker): since when and why, and when the server is asked again; nothing when not. */
-async function recallChecks(env: paths.Env, config: Config): Promise<Check[]> {
-  const b = await readBreaker(paths.orNoHome(() => paths.sharedStateDir(env)) ?? "", config.baseUrl);
-  if (!b) return [];
-  const [c, since] = [checkOf("recall"), `memory paused since ${iso(b.since)}: ${b.reason}`];
-  if (!isOpen(b)) {
-    return [
-      c.info(`${since}; the server answered at ${iso(b.answeredAt ?? 0)}: the next prompt asks it again`),
-    ];
+function recallChecks({ paused: p }: Places): Check[] {
+  if (!p) return [];
+  const [c, since] = [checkOf("recall"), `memory paused since ${iso(p.since)}: ${p.reason}`];
+  if (p.answeredAt !== undefined) {
+    return [c.info(`${since}; the server answered at ${iso(p.answeredAt)}: the next prompt asks it again`)];
   }
   return [c.warn(
     `${since}; prompts do not ask the server`,
-    `nothing to do once the server answers: the first prompt or session start after ${iso(nextProbeAt(b))} ` +
+    `nothing to do once the server answers: the first prompt or session start after ${iso(p.nextProbeAt)} ` +
       "probes it (GET /health) and recall resumes; meanwhile check the server and its embedding and chat " +
       "models (OpenViking's log)",
   )];
@@ -495,9 +482,7 @@ async function extractionChecks(config: Config): Promise<Check[]> {
   const alarm = await askAlarm(createClient(clientOptions(config, "", { timeoutMs: 3000 })));
   if (!alarm) return [];
   const { kind, summary, fix } = alarmWords(alarm);
-  return [
-    kind === "failed" ? checkOf("extraction").fail(summary, fix) : checkOf("extraction").warn(summary, fix),
-  ];
+  return [checkOf("extraction")[kind === "failed" ? "fail" : "warn"](summary, fix)];
 }
 
 /** Runs one part of doctor; whatever it throws becomes a failing check saying what could not be checked. */
@@ -530,22 +515,20 @@ export async function runDoctor(ctx: DoctorContext): Promise<Check[]> {
   );
   const checks: Check[] = [
     ...await guarded("kimi-home", "Kimi's home", () => kimiChecks(ctx.home, state)),
-    ...await guarded("hooks", "the registrations", () => registrationChecks(state)),
+    ...await guarded("hooks", "the registrations", () => registrationChecks(state, runIn(env))),
     ...await guarded("command", "the registered program", () => commandChecks(ctx, state)),
     ...homes,
     ...(warnings.length ? [settings] : []),
     ...await server(),
   ];
   if (!homes.some((c) => c.id === "home" && c.status === "fail")) {
-    checks.push(
-      ...await guarded("queue", "the pending queue", async () => [
-        await queueCheck(env, ctx.now),
-        ...await setAsideCheck(env),
-      ]),
-    );
+    const places = await readPlaces(env, config);
+    checks.push(...await guarded("queue", "the pending queue", () => queueChecks(env, places, ctx.now)));
     const answers = !checks.some((c) => (c.id === "server" || c.id === "auth") && c.status === "fail");
-    checks.push(...await guarded("captures", "the captures", () => captureChecks(env, config, answers)));
-    checks.push(...await guarded("recall", "the recall breaker", () => recallChecks(env, config)));
+    checks.push(
+      ...await guarded("captures", "the captures", () => captureChecks(env, config, places, answers)),
+    );
+    checks.push(...await guarded("recall", "the recall breaker", () => recallChecks(places)));
     if (answers) checks.push(...await guarded("extraction", "the commits", () => extractionChecks(config)));
   }
   return scrub(checks, [config.apiKey]) as Check[];

@@ -98,7 +98,7 @@ export function renderShown(s: inspect.Shown, now: number): string[] {
 }
 
 /** What failure `f` of a request about `uri` means here: advice.ts's words, no capture-queue fix (pure). */
-export function memoriesAdvice(f: OvFailure, baseUrl: string, uri: string): Advice {
+export function memoriesAdvice(f: OvFailure, baseUrl: string, uri: string, env = processEnv()): Advice {
   const a = adviceFor(f, baseUrl);
   const again = "then run it again";
   if (f.kind === "auth" && /Development mode/i.test(f.error.message)) {
@@ -110,7 +110,7 @@ export function memoriesAdvice(f: OvFailure, baseUrl: string, uri: string): Advi
   if (f.kind === "auth" && f.status === 403 && !isRootKeyRefusal(f)) {
     return {
       summary: `the server denied access to ${uri} (HTTP 403): ${f.error.message}`,
-      fix: `\`${commandName()} memories\` lists the memories your key may use`,
+      fix: `\`${commandName(env)} memories\` lists the memories your key may use`,
     };
   }
   if (f.kind === "rejected") return { ...a, fix: `fix what the server says, ${again}` };
@@ -176,7 +176,7 @@ export async function memoriesCommand(
   const client = createClient(clientOptions(config, peer.peerId, { timeoutMs: 10_000 }));
   const slow = clientOptions(config, peer.peerId, { timeoutMs: 120_000 });
   const failed = (f: OvFailure, what: string, target: string, after = "") => {
-    const a = memoriesAdvice(f, config.baseUrl, target);
+    const a = memoriesAdvice(f, config.baseUrl, target, env);
     if (f.kind !== "missing-route") return stop(1, `${what} failed: ${a.summary}${after}`, a.fix, f.kind);
     const why = `the OpenViking server at ${config.baseUrl} has no ${what} route (OpenViking 0.5.2 has it)`;
     return stop(EXIT_NO_ROUTE, `${why}; nothing was changed`, "upgrade OpenViking to 0.5.2 or newer", f.kind);

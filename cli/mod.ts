@@ -176,7 +176,7 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
     summary: "Shows what capture would send from a session's journal (no network, no state change).",
     args: { "<kimi-session-id>": 'the session id ("session_…"; `kimi session list --json` lists them)' },
     flags: { json: bool("one JSON object per message, in full") },
-    run: async ({ json }, [id]) => (await import("./turns.ts")).turnsCommand(id, json),
+    run: async ({ json }, [id], env) => (await import("./turns.ts")).turnsCommand(id, json, env),
   }),
   status: command({
     summary: "What memory did: recalls, captures, commits and what OpenViking made of them, the queue.",
@@ -230,10 +230,10 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
   help: command({
     summary: "Shows this help, or one command's.",
     args: { "[<command>]": "the command to describe" },
-    run: (_, [name]) => {
+    run: (_, [name], env) => {
       if (name === undefined) return Promise.resolve(print(helpText()));
       if (Object.hasOwn(COMMANDS, name)) return Promise.resolve(print(commandHelp(name)));
-      console.error(usageError("help", `unknown command ${JSON.stringify(name)}`));
+      console.error(usageError("help", `unknown command ${JSON.stringify(name)}`, env));
       return Promise.resolve(2);
     },
   }),
@@ -268,16 +268,9 @@ export function wrap(line: string, indent: string, width = WIDTH): string[] {
   return out;
 }
 
-/** The words of `text` in lines of at most `width` columns (a longer word stays whole on its own line). */
-function fill(text: string | readonly string[], width: number): string[] {
-  const lines: string[] = [];
-  for (const word of typeof text === "string" ? text.split(" ").filter(Boolean) : text) {
-    if (lines.length && lines[lines.length - 1].length + 1 + word.length <= width) {
-      lines[lines.length - 1] += ` ${word}`;
-    } else lines.push(word);
-  }
-  return lines;
-}
+/** Words kept whole by `wrap` (a usage word's inner spaces are no-break ones until the line is made). */
+const whole = (word: string) => word.replaceAll(" ", "\u00a0");
+const spaced = (line: string) => line.replaceAll("\u00a0", " ");
 
 /** The usage lines of command `name` (every positional and flag), starting with `lead`. */
 export function usageLines(name: string, lead = "Usage: "): string[] {
@@ -285,7 +278,7 @@ export function usageLines(name: string, lead = "Usage: "): string[] {
   const words = [...Object.keys(cmd.args), ...Object.entries(cmd.flags).map(([n, f]) => `[${form(n, f)}]`)];
   const prefix = `${lead}${PROGRAM} ${name} `;
   if (!words.length) return [prefix.trimEnd()];
-  return fill(words, WIDTH - prefix.length).map((l, i) => (i ? " ".repeat(prefix.length) : prefix) + l);
+  return wrap(prefix + words.map(whole).join(" "), " ".repeat(prefix.length)).map(spaced);
 }
 
 /** Two indented columns: the left one padded to its widest entry (at most 24), the right one wrapped. */
@@ -293,17 +286,14 @@ function columns(rows: readonly (readonly [string, string])[]): string[] {
   const left = Math.min(24, Math.max(...rows.map(([l]) => l.length)));
   return rows.flatMap(([l, r]) => {
     const own = l.length > left ? [`  ${l}`] : [];
-    return [
-      ...own,
-      ...fill(r, WIDTH - left - 4).map((b, i) => `  ${(i || own.length ? "" : l).padEnd(left + 2)}${b}`),
-    ];
+    return [...own, ...wrap(`  ${(own.length ? "" : l).padEnd(left + 2)}${r}`, " ".repeat(left + 4))];
   });
 }
 
 /** `<command> --help`: usage, summary, arguments and every flag with its help and default. */
 export function commandHelp(name: string): string {
   const cmd = COMMANDS[name];
-  const lines = [...usageLines(name), "", ...fill(cmd.summary, WIDTH)];
+  const lines = [...usageLines(name), "", ...wrap(cmd.summary, "")];
   const args = Object.entries(cmd.args).map(([n, h]) => [n.replace(/^\[(.*)\]$/, "$1"), h] as const);
   if (args.length) lines.push("", "Arguments:", ...columns(args));
   const flags = Object.entries({ ...cmd.flags, help: HELP }).map(([n, f]) =>
@@ -324,14 +314,14 @@ const FOOTER =
 export function helpText(): string {
   const lines = [`${PROGRAM} — OpenViking long-term memory for Kimi Code CLI`, "", "Usage:"];
   for (const [name, cmd] of Object.entries(COMMANDS)) {
-    lines.push(...usageLines(name, "  "), ...fill(cmd.summary, WIDTH - 6).map((l) => `      ${l}`));
+    lines.push(...usageLines(name, "  "), ...wrap(`      ${cmd.summary}`, "      "));
   }
-  return [...lines, "", ...fill(FOOTER, WIDTH)].join("\n");
+  return [...lines, "", ...wrap(FOOTER, "")].join("\n");
 }
 
 /** What a usage error prints: the problem, the command's usage, and how to run its help here. */
-export function usageError(name: string, message: string): string {
-  const help = `Run "${commandName()} ${name} --help" for its help.`;
+export function usageError(name: string, message: string, env = processEnv()): string {
+  const help = `Run "${commandName(env)} ${name} --help" for its help.`;
   return [`${PROGRAM} ${name}: ${message}`, ...usageLines(name), help].join("\n");
 }
 
@@ -350,13 +340,13 @@ export async function runCommand(
   if (!Object.hasOwn(COMMANDS, name)) {
     const what = name.startsWith("-") ? "flag" : "command";
     console.error(
-      `${PROGRAM}: unknown ${what} ${JSON.stringify(name)}. Run "${commandName()} help" for the list.`,
+      `${PROGRAM}: unknown ${what} ${JSON.stringify(name)}. Run "${commandName(env)} help" for the list.`,
     );
     return 2;
   }
   const parsed = COMMANDS[name].parse(args);
   if (parsed.kind === "help") return print(commandHelp(name));
   if (parsed.kind === "run") return await parsed.run(env);
-  console.error(usageError(name, parsed.message));
+  console.error(usageError(name, parsed.message, env));
   return COMMANDS[name].usageExit;
 }

@@ -134,6 +134,50 @@ export function totals(q: queues.QueueSummary): z.infer<typeof Counts> & { sessi
   };
 }
 
+/** Queued or refused writes in words, as status and doctor say them: "2 message(s), 1 commit(s) of 1 session(s)". */
+export const countWords = (c: { messages: number; commits: number; sessions?: number }): string =>
+  `${c.messages} message(s), ${c.commits} commit(s)` +
+  (c.sessions === undefined ? "" : ` of ${c.sessions} session(s)`);
+
+/**
+ * What status and doctor read of the local places: the pending queue, the writes OpenViking refused (a place
+ * that cannot be read: its error), the queue files set aside, and recall paused (the breaker; `answeredAt`
+ * once the server answered, recall not yet resumed).
+ */
+export async function readPlaces(env: paths.Env, config: Config) {
+  const pending = paths.pendingDir(env);
+  const read = (q: Promise<queues.QueueSummary>) => q.catch((e) => e as Error);
+  return {
+    pending,
+    rejectedDir: paths.joinPath(pending, queues.REJECTED_SUBDIR),
+    queue: await read(queues.queueSummary(pending)),
+    rejected: await read(queues.rejectedSummary(pending)),
+    setAside: await queues.setAsideFiles(pending).catch(() => []),
+    paused: await readBreaker(paths.orNoHome(() => paths.sharedStateDir(env)) ?? "", config.baseUrl).then(
+      (b): Status["paused"] =>
+        b && {
+          since: b.since,
+          reason: b.reason,
+          failures: b.failures,
+          nextProbeAt: nextProbeAt(b),
+          ...(isOpen(b) ? {} : { answeredAt: b.answeredAt }),
+        },
+      () => undefined,
+    ),
+  };
+}
+
+/** The local places as `readPlaces` read them. */
+export type Places = Awaited<ReturnType<typeof readPlaces>>;
+
+/** What to do about the writes OpenViking refused, kept in `dir` (status and doctor say it alike). */
+export const rejectedFix = (env: paths.Env, dir: string): string =>
+  `fix what the server says (its log, its settings), then send them again with ` +
+  `\`${commandName(env)} replay --rejected\`; to drop them, delete ${dir}. It keeps the newest ` +
+  `${queues.REJECTED_MAX_ENTRIES} writes and ${
+    queues.REJECTED_MAX_BYTES >> 20
+  } MiB; past that the oldest are dropped`;
+
 /** A session's numbers from its ledger entries, oldest first (pure; the queue and the tasks come later). */
 function foldSession(name: string, entries: readonly LedgerEntry[], here: Origin): SessionStatus {
   const baseUrl = here.url;
@@ -304,8 +348,8 @@ function sessionLines(s: SessionStatus, now: number, url: string): string[] {
   }
   const earlier = s.commits.length - SHOWN_COMMITS;
   if (earlier > 0) lines.push(`    … ${earlier} earlier commit(s)`);
-  if (q.entries) lines.push(`    waiting: ${q.messages} message(s), ${q.commits} commit(s) in the queue`);
-  if (r.entries) lines.push(`    refused and kept: ${r.messages} message(s), ${r.commits} commit(s)`);
+  if (q.entries) lines.push(`    waiting: ${countWords(q)} in the queue`);
+  if (r.entries) lines.push(`    refused and kept: ${countWords(r)}`);
   if (e) lines.push(`    last error ${ago(e.at, now)}: ${e.message}`, `      fix: ${e.fix}`);
   return lines;
 }
@@ -323,7 +367,10 @@ export function renderStatus(st: Status, now: number): string {
     }`,
     `        ${key}${who ? `; ${who}` : ""}; peer ${c.peer.id ? `${c.peer.id} (${c.peer.source})` : "none"}`,
   ];
-  if (c.problem) lines.push(`        ${c.problem.message}`, `        fix: ${c.problem.fix}`);
+  /** A problem's words and fix, under the section's head. */
+  const said = (w?: { summary: string; fix: string }) =>
+    w ? [`        ${w.summary}`, `        fix: ${w.fix}`] : [];
+  if (c.problem) lines.push(...said({ summary: c.problem.message, fix: c.problem.fix }));
   if (p) {
     const next = p.answeredAt
       ? `the server answered ${ago(p.answeredAt, now)}: the next prompt asks it again`
@@ -336,30 +383,16 @@ export function renderStatus(st: Status, now: number): string {
   if (x) lines.push(`Memory  NOT MADE: ${x.message}`, `        fix: ${x.fix}`);
   lines.push("", st.sessions.length ? "Sessions (newest first)" : "Sessions: none recorded yet");
   for (const s of st.sessions) lines.push(...sessionLines(s, now, c.url));
-  const queued = q.entries;
-  lines.push(
-    "",
-    queued
-      ? `Queue   ${q.messages} message(s), ${q.commits} commit(s) of ${q.sessions} session(s)` +
-        (q.oldest ? `, oldest ${ago(q.oldest, now)}` : "")
-      : "Queue   empty",
-  );
-  if (queued) lines.push(`        next replay: ${q.nextReplay}`);
-  const aside = queues.setAsideWords(q.setAside);
-  if (aside) lines.push(`        ${aside.summary}`, `        fix: ${aside.fix}`);
-  if (q.elsewhere) lines.push(`        ${q.elsewhere.summary}`, `        fix: ${q.elsewhere.fix}`);
+  const oldest = q.oldest ? `, oldest ${ago(q.oldest, now)}` : "";
+  lines.push("", q.entries ? `Queue   ${countWords(q)}${oldest}` : "Queue   empty");
+  if (q.entries) lines.push(`        next replay: ${q.nextReplay}`);
+  lines.push(...said(queues.setAsideWords(q.setAside)), ...said(q.elsewhere));
   if (r.entries) {
-    lines.push(
-      "",
-      `Rejected ${r.messages} message(s), ${r.commits} commit(s) of ${r.sessions} session(s), kept in ${r.dir}`,
-    );
     const l = r.last;
-    if (l) {
-      lines.push(
-        `        last ${ago(l.at, now)} (${l.status ? `HTTP ${l.status}` : "never sent"}): ${l.message}`,
-      );
-    }
-    lines.push(`        fix: ${r.fix}`);
+    const last = l
+      ? [`        last ${ago(l.at, now)} (${l.status ? `HTTP ${l.status}` : "never sent"}): ${l.message}`]
+      : [];
+    lines.push("", `Rejected ${countWords(r)}, kept in ${r.dir}`, ...last, `        fix: ${r.fix}`);
   }
   const why = !c.reachable ? "server unavailable" : c.authenticated === false ? "key refused" : "no answer";
   if (st.notAsked.length) lines.push("", `Not asked (${why}): ${st.notAsked.join(", ")}`);
@@ -513,10 +546,9 @@ export async function collectStatus(
   const { config } = await loadConfig(env, cwd);
   const client = createClient(clientOptions(config, "", { timeoutMs: STATUS_TIMEOUT_MS }));
   const conn = await connection(client, config, cwd);
-  const pending = paths.pendingDir(env);
-  const none = { sessions: [], entries: 0 };
-  const queue = await queues.queueSummary(pending).catch(() => none);
-  const rejected: queues.RejectedSummary = await queues.rejectedSummary(pending).catch(() => none);
+  const places = await readPlaces(env, config);
+  const none: queues.QueueSummary = { sessions: [], entries: 0 };
+  const [queue, rejected] = [places.queue, places.rejected].map((q) => q instanceof Error ? none : q);
   const sessions = await localSessions(env, config, choice, { queue, rejected });
   const notAsked: string[] = [];
   const canAsk = conn.reachable && conn.authenticated !== false;
@@ -527,7 +559,6 @@ export async function collectStatus(
   const alarm = canAsk ? await askAlarm(client) : null;
   if (alarm === null) notAsked.push("what the newest commits made");
   if (!conn.reachable) notAsked.unshift("whether the key is accepted");
-  const b = await readBreaker(paths.orNoHome(() => paths.sharedStateDir(env)) ?? "", config.baseUrl);
   const here = queues.destinationOf(config);
   const elsewhere = queue.sessions.flatMap((s) =>
     queues.goesTo(s.to, here) ? [] : [{ ...s.to!, entries: s.entries }]
@@ -542,28 +573,18 @@ export async function collectStatus(
       nextReplay: elsewhere.length && !queue.sessions.some((s) => queues.goesTo(s.to, here))
         ? "none here — every queued write is for another server or identity (below)"
         : `at the next Kimi session start, or the session's next turn; now: \`${commandName(env)} replay\``,
-      setAside: await queues.setAsideFiles(pending).catch(() => []),
+      setAside: places.setAside,
       elsewhere: queues.elsewhereWords(elsewhere),
     },
     rejected: {
       ...totals(rejected),
-      dir: paths.joinPath(pending, queues.REJECTED_SUBDIR),
+      dir: places.rejectedDir,
       ...(rejected.last ? { last: rejected.last } : {}),
-      fix: `fix what the server says (its log, its settings), then \`${commandName(env)} replay --rejected\``,
+      fix: rejectedFix(env, places.rejectedDir),
     },
     notAsked,
     ...(alarm ? { extraction: extractionOf(alarm) } : {}),
-    ...(b
-      ? {
-        paused: {
-          since: b.since,
-          reason: b.reason,
-          failures: b.failures,
-          nextProbeAt: nextProbeAt(b),
-          ...(isOpen(b) ? {} : { answeredAt: b.answeredAt }),
-        },
-      }
-      : {}),
+    ...(places.paused ? { paused: places.paused } : {}),
   };
   return scrub(status, [config.apiKey]) as Status;
 }

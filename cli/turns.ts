@@ -59,8 +59,7 @@ export function renderTurns(messages: readonly TurnMessage[], width = 80): strin
 }
 
 /** The `turns` command: prints the messages of session `id` (`json`: in full); 1 when it has no journal. */
-export async function turnsCommand(id: string, json: boolean): Promise<number> {
-  const env = processEnv();
+export async function turnsCommand(id: string, json: boolean, env = processEnv()): Promise<number> {
   const found = await locateJournal(kimiHome(env), id);
   if (!found.ok) {
     console.error(

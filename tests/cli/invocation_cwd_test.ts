@@ -7,6 +7,7 @@
 
 import { assertEquals, assertMatch } from "../support/assert.ts";
 import { denoEnv, ROOT, runCli, runProcess } from "../support/run.ts";
+import { runIn } from "./in-process.ts";
 import { tempDir } from "../support/temp.ts";
 import { closedAddress, isolatedEnv } from "../install/helpers.ts";
 import { StatusSchema } from "../../cli/status.ts";
@@ -71,7 +72,7 @@ Deno.test("status --cwd names the workspace; INIT_CWD counts only for a checkout
   // Not run by deno task in the checkout (an INIT_CWD an outer `npm run` left): the cwd is the user's.
   assertEquals(await peer([], shop, { INIT_CWD: cart }), "github.com-acme-shop");
   assertEquals(await peer([], ROOT, { INIT_CWD: cart }), "github.com-acme-cart");
-  const r = await runCli(["status", "--cwd", `${dir.path}/nowhere`], { env, clearEnv: true, cwd: shop });
+  const r = await runIn(env, ["status", "--cwd", `${dir.path}/nowhere`]); // an absolute --cwd: in-process
   assertEquals(r.code, 2);
   assertMatch(r.stderr, /--cwd ".*nowhere" is not a directory/);
 });

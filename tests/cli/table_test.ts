@@ -7,6 +7,7 @@
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { ROOT, runCli } from "../support/run.ts";
+import { runIn } from "./in-process.ts";
 import { isolatedEnv } from "../install/helpers.ts";
 import { placeJournal } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
@@ -124,7 +125,9 @@ Deno.test("the entry point: help on stdout, refusals on stderr with exit 2 (a ho
   const home = `${dir.path}/home`;
   await Deno.mkdir(home);
   const env = isolatedEnv(home, { OPENVIKING_URL: "http://127.0.0.1:9", OPENVIKING_TIMEOUT_MS: "500" });
-  const cli = (args: string[]) => runCli(args, { env, clearEnv: true, stdin: "{}" });
+  // The table's answers in-process (main.ts hands it every argv but a hook event); a hook event in a process.
+  const cli = (args: string[]) => runIn(env, args);
+  const hook = (args: string[]) => runCli(args, { env, clearEnv: true, stdin: "{}" });
   const cases: [string[], number, string, string][] = [
     [["help"], 0, `${helpText()}\n`, ""],
     [["-h"], 0, `${helpText()}\n`, ""],
@@ -135,10 +138,10 @@ Deno.test("the entry point: help on stdout, refusals on stderr with exit 2 (a ho
       ["install", "--url", "--yes"],
       2,
       "",
-      `${usageError("install", refused("install", ["--url", "--yes"]))}\n`,
+      `${usageError("install", refused("install", ["--url", "--yes"]), env)}\n`,
     ],
-    [["version", "--x"], 2, "", `${usageError("version", "Unknown option '--x'")}\n`],
-    [["hook"], 0, "", `${usageError("hook", "missing <event>")}\n`],
+    [["version", "--x"], 2, "", `${usageError("version", "Unknown option '--x'", env)}\n`],
+    [["hook"], 0, "", `${usageError("hook", "missing <event>", env)}\n`],
   ];
   for (const [args, code, stdout, stderr] of cases) {
     const r = await cli(args);
@@ -149,11 +152,11 @@ Deno.test("the entry point: help on stdout, refusals on stderr with exit 2 (a ho
     assertEquals([r.code, r.stdout], [2, ""], args.join(" "));
     assertMatch(r.stderr, /unknown command "nope"/);
   }
-  const bogus = await cli(["hook", "bogus"]);
+  const bogus = await hook(["hook", "bogus"]);
   assertEquals([bogus.code, bogus.stdout], [0, ""]);
   assertMatch(bogus.stderr, /unknown event "bogus".*user-prompt-submit/);
   assertEquals(await Array.fromAsync(Deno.readDir(home)), [], "nothing was written anywhere in HOME");
-  const kimiSpelling = await cli(["hook", "UserPromptSubmit"]); // how Kimi names it: taken as user-prompt-submit
+  const kimiSpelling = await hook(["hook", "UserPromptSubmit"]); // how Kimi names it: taken as user-prompt-submit
   assertEquals([kimiSpelling.code, kimiSpelling.stdout, kimiSpelling.stderr], [0, "", ""]);
 });
 
@@ -164,7 +167,7 @@ Deno.test("turns <id>: --json one JSON object per message from the located journ
   const journal = new JournalBuilder().simpleTurn("remember that I like tabs", "Noted:\n tabs,\tnot spaces.")
     .simpleTurn(long, "\u001b[31mred\u001b[0m 好的，我会记住这个偏好。".repeat(4));
   await placeJournal(dir.path, "session_turns", journal.toString());
-  const cli = (args: string[]) => runCli(["turns", ...args], { env, clearEnv: true });
+  const cli = (args: string[]) => runIn(env, ["turns", ...args]);
   const json = await cli(["session_turns", "--json"]);
   assertEquals(json.code, 0, json.stderr);
   const messages = json.stdout.trimEnd().split("\n").map((l) => JSON.parse(l));

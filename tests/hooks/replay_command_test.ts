@@ -67,7 +67,7 @@ async function doctorCheck(
   env: Record<string, string>,
   id: string,
 ): Promise<{ summary: string; fix?: string }> {
-  const d = await runCli(["doctor", "--json"], { env, clearEnv: true, timeoutMs: 60_000 });
+  const d = await runIn(env, ["doctor", "--json"]);
   return (JSON.parse(d.stdout).checks as { id: string; summary: string; fix?: string }[]).find((c) =>
     c.id === id
   )!;

@@ -1,7 +1,7 @@
 /**
  * `status` in-process (collectStatus, renderStatus) after scripted sessions run in-process: prompts, captures
  * whose commits' tasks complete or fail, writes queued while the server is down, replays; the commands through
- * the command table (tests/cli/in-process.ts), doctor as a process.
+ * the command table (tests/cli/in-process.ts), doctor too.
  */
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
@@ -10,7 +10,6 @@ import { hookIn, placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { WORKER_ENV } from "../../kimi/detach.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { enqueueMessages } from "../support/queue.ts";
-import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { runIn } from "../cli/in-process.ts";
 import { collectStatus, renderStatus } from "../../cli/status.ts";
@@ -368,7 +367,7 @@ Deno.test("status and doctor once the server is back: doctor names replay (or th
   fake.clearFaults(); // back
   type Check = { id: string; status: string; summary: string; fix?: string };
   const doctor = async () => {
-    const r = await runCli(["doctor", "--json"], { env, clearEnv: true, cwd: dir.path });
+    const r = await runIn(env, ["doctor", "--json"]);
     return Object.fromEntries((JSON.parse(r.stdout).checks as Check[]).map((c) => [c.id, c]));
   };
   const waiting = await doctor();

@@ -70,7 +70,7 @@ Deno.test("doctor: everything in place → no failure; queue, captures and proto
       "ok",
     ]);
     assertEquals(c.queue.status, "warn");
-    assertStringIncludes(c.queue.fix!, `\`${commandName()} replay\``); // the command doctor runs as
+    assertStringIncludes(c.queue.fix!, `\`${commandName(t.env)} replay\``); // the command doctor runs as
     assertMatch(c.captures.detail!.join(), /session_a: .* on Stop, journal protocol 1\.5/);
     assertEquals(c.protocol.status, "ok");
     assertTrue(fake.requestsTo("POST /api/v1/search/find").length === 1, "auth is proven with a real search");
@@ -98,7 +98,7 @@ Deno.test("doctor: wrong key, unknown protocol, nothing installed → failures w
       "fail",
       "warn",
     ]);
-    assertStringIncludes(c.hooks.fix!, `\`${commandName()} install\``);
+    assertStringIncludes(c.hooks.fix!, `\`${commandName(t.env)} install\``);
     assertMatch(c.auth.fix!, /--api-key/);
     assertNotMatch(JSON.stringify(checks), /wrong-key-123/);
   } finally {
@@ -115,11 +115,12 @@ Deno.test("doctor: registered twice (config + plugin by hand) and a broken comma
     `${t.kimi}/config.toml`,
     '[[hooks]]\nevent = "Stop"\ncommand = "/gone/openviking-kimi hook stop"\n',
   );
-  const c = byId(await t.doctor());
+  const checks = await t.doctor();
+  const c = byId(checks);
   assertEquals(c.hooks.status, "fail");
   assertMatch(c.hooks.summary, /Stop ×2/);
   assertEquals(c["hooks-outside-block"].status, "warn");
-  const commands = (await t.doctor()).filter((x) => x.id === "command");
+  const commands = checks.filter((x) => x.id === "command");
   assertEquals(commands.map((x) => x.status).sort(), ["fail", "ok"]);
   assertEquals(c.server.status, "fail");
 });
