@@ -442,7 +442,7 @@ async function captureChecks(
       ...rest,
     ];
   }
-  const [advice, run] = [adviceForCause(cause, config.baseUrl), runIn(env)];
+  const [advice, run] = [adviceForCause(cause, config.baseUrl, env), runIn(env)];
   if (fate === "waiting") {
     return [
       c.warn(
@@ -504,7 +504,7 @@ export async function runDoctor(ctx: DoctorContext): Promise<Check[]> {
   const { env } = ctx;
   const homes = await guarded("home", "the home directory", () => homeChecks(env));
   const { config, warnings } = await loadConfig(env, ctx.cwd);
-  const server = () => guarded("server", "the server", () => serverChecks(config));
+  const server = () => guarded("server", "the server", () => serverChecks(config, undefined, { env }));
   if (!ctx.home) return scrub([...homes, ...await server()], [config.apiKey]) as Check[];
   const state = await readKimiState(ctx.home);
   const settings = checkOf("settings").warn(

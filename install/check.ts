@@ -5,6 +5,7 @@ import { adviceFor } from "../openviking/advice.ts";
 import { AnyResult, askDataAccess, clientOptions, createClient } from "../openviking/client.ts";
 import type { Config } from "../openviking/config.ts";
 import { commandName } from "../lib/self.ts";
+import { type Env, processEnv } from "../lib/paths.ts";
 
 /** One check: its verdict, a one-line summary, details, and the fix when it is not ok. */
 export interface Check {
@@ -42,21 +43,24 @@ export const HealthReply = z.looseObject({
 export async function serverChecks(
   config: Config,
   fetchImpl?: typeof fetch,
-  options: { quick?: boolean } = {},
+  options: { quick?: boolean; env?: Env } = {},
 ): Promise<Check[]> {
+  const env = options.env ?? processEnv();
   const [server, auth] = [checkOf("server"), checkOf("auth")];
   const client = createClient(clientOptions(config, "", { timeoutMs: 5000, fetch: fetchImpl }));
   const where = `${config.baseUrl} (from ${config.credentialSource})`;
   const health = await client.request("GET", "/health", HealthReply);
   if (!health.ok) {
-    const advice = adviceFor(health, config.baseUrl);
+    const advice = adviceFor(health, config.baseUrl, env);
     return [server.fail(`${where}: ${advice.summary}`, advice.fix)];
   }
   const h = health.result;
   if (h.healthy !== true && h.status !== "ok") {
     return [server.fail(
       `${where} answers /health, but not as OpenViking does`,
-      `check the address (a proxy must forward to OpenViking), then \`${commandName()} install --url URL\``,
+      `check the address (a proxy must forward to OpenViking), then \`${
+        commandName(env)
+      } install --url URL\``,
     )];
   }
   const version = typeof h.version === "string" && h.version ? `${h.version} ` : "";
@@ -70,7 +74,7 @@ export async function serverChecks(
   if (search.ok || (options.quick && search.kind !== "auth")) {
     return [up, auth.ok(`${options.quick ? "memory's routes answer" : "a search works"} (${key})`)];
   }
-  const advice = adviceFor(search, config.baseUrl);
+  const advice = adviceFor(search, config.baseUrl, env);
   const what = options.quick ? "memory's routes refuse the key" : "a search failed";
   return [up, auth.fail(`${what} (${key}): ${advice.summary}`, advice.fix)];
 }

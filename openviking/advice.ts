@@ -3,6 +3,7 @@
 import * as z from "zod/mini";
 import { FAILURE_KINDS, type OvFailure } from "./client.ts";
 import { commandName } from "../lib/self.ts";
+import { type Env, processEnv } from "../lib/paths.ts";
 import { originOf } from "./config.ts";
 
 /** A failure told to a person: what happened and the fix. */
@@ -38,12 +39,12 @@ export function causeOf(f: OvFailure): Cause {
 }
 
 /** The advice for a recorded cause. */
-export function adviceForCause(cause: Cause, baseUrl: string): Advice {
+export function adviceForCause(cause: Cause, baseUrl: string, env: Env = processEnv()): Advice {
   if (cause.kind === "local") {
     return { summary: cause.message, fix: "free disk space or fix the permissions of ~/.openviking" };
   }
   const { kind, status, location, code } = cause;
-  return adviceFor({ kind, status, location, error: { code, message: cause.message } }, baseUrl);
+  return adviceFor({ kind, status, location, error: { code, message: cause.message } }, baseUrl, env);
 }
 
 /** Whether `f` is OpenViking refusing a root key on a data route. */
@@ -51,11 +52,13 @@ export function isRootKeyRefusal(f: Pick<OvFailure, "kind" | "status" | "error">
   return f.kind === "auth" && f.status === 403 && /ROOT API keys cannot access/i.test(f.error.message);
 }
 
-/** The advice for a failure seen while talking to `baseUrl`. */
+/** The advice for a failure seen while talking to `baseUrl`; its commands named as `env` runs this program. */
 export function adviceFor(
   f: Pick<OvFailure, "kind" | "status" | "error" | "location">,
   baseUrl: string,
+  env: Env = processEnv(),
 ): Advice {
+  const cmd = commandName(env);
   switch (f.kind) {
     case "redirect": {
       const target = originOf(f.location ?? "");
@@ -63,15 +66,15 @@ export function adviceFor(
         summary: `${baseUrl} redirects${f.location ? ` to ${f.location}` : ""} (HTTP ${f.status}); ` +
           "requests are not sent on, so the key never leaves for another address",
         fix: target
-          ? `save the address it redirects to: \`${commandName()} install --url ${target}\``
-          : `save the server's real address with \`${commandName()} install --url URL\``,
+          ? `save the address it redirects to: \`${cmd} install --url ${target}\``
+          : `save the server's real address with \`${cmd} install --url URL\``,
       };
     }
     case "not-openviking":
       return {
         summary: `${baseUrl} is not an OpenViking server: ${f.error.message}`,
         fix: "check the address and path (a reverse proxy must forward /api/v1 to OpenViking), then " +
-          `\`${commandName()} install --url URL\`; writes wait in the queue until then`,
+          `\`${cmd} install --url URL\`; writes wait in the queue until then`,
       };
     case "missing-route":
       return {
@@ -84,13 +87,12 @@ export function adviceFor(
         ? {
           summary: `the server refused the key (HTTP ${f.status}): it is OpenViking's root key, which ` +
             "administers the server and may not use memory",
-          fix:
-            `give it once to \`${commandName()} install --api-key-stdin\`: install makes a user key with it ` +
+          fix: `give it once to \`${cmd} install --api-key-stdin\`: install makes a user key with it ` +
             'and saves only that (README: "Server with API keys"); writes wait in the queue until then',
         }
         : {
           summary: `the server refused the key (HTTP ${f.status}): ${f.error.message}`,
-          fix: `save your OpenViking user's key: \`${commandName()} install --api-key-stdin\` — given the ` +
+          fix: `save your OpenViking user's key: \`${cmd} install --api-key-stdin\` — given the ` +
             "server's root key (ov.conf's server.root_api_key) once, install makes a user key and saves " +
             "only that; or the server's admin makes one (`ov admin register-user ACCOUNT USER`); in trusted " +
             "mode add --account/--user; writes wait in the queue until then",
@@ -109,7 +111,7 @@ export function adviceFor(
       return {
         summary: `OpenViking refused the request (HTTP ${f.status}): ${f.error.message}`,
         fix: "the write is kept, not sent again on its own: fix what the server says, then " +
-          `\`${commandName()} replay --rejected\` (doctor's rejected check lists them)`,
+          `\`${cmd} replay --rejected\` (doctor's rejected check lists them)`,
       };
     case "unreachable":
       if (f.error.code === "TIMEOUT") {
@@ -124,7 +126,7 @@ export function adviceFor(
       return {
         summary: `OpenViking at ${baseUrl} is not reachable: ${f.error.message}`,
         fix: 'start the server (README: "No server yet?"), or save its address: ' +
-          `\`${commandName()} install --url http://HOST:1933\`; writes wait in the queue until then`,
+          `\`${cmd} install --url http://HOST:1933\`; writes wait in the queue until then`,
       };
   }
 }
