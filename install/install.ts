@@ -424,10 +424,10 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
     );
   }
   if (hasUpstream(state)) return refuse(upstreamMessage(state));
-  if (mode === "plugin" && ctx.self.kind !== "compiled" && ctx.os === "windows") {
+  if (ctx.self.kind !== "compiled" && ctx.os === "windows") {
     return refuse(
-      "plugin mode from a source checkout needs a POSIX shell for its launcher; on Windows use a " +
-        "release binary (openviking-kimi.exe install --mode plugin) or --mode config.",
+      "on Windows, install from the release binary (openviking-kimi-x86_64-pc-windows-msvc.exe or " +
+        "openviking-kimi-aarch64-pc-windows-msvc.exe install): a source checkout installs on Linux and macOS only.",
     );
   }
   const plan = newPlan();
