@@ -2,14 +2,13 @@
 
 // @ts-types="@modelcontextprotocol/sdk/types"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import { credentialFilePaths, loadConfig } from "../openviking/config.ts";
+import { loadConfig } from "../openviking/config.ts";
 import { isOpen, readBreaker } from "../openviking/breaker.ts";
 import { createLogger } from "../lib/log.ts";
-import { readTextIfExists } from "../lib/fs.ts";
 import { type Env, orNoHome, processEnv, sharedStateDir } from "../lib/paths.ts";
 import { resolvePeer } from "../openviking/peer.ts";
 import { withoutUserinfo } from "../lib/scrub.ts";
-import { type ByteLimits, Proxy, type ProxyLimits, type ProxySettings, proxySettings } from "../mcp/proxy.ts";
+import { type ByteLimits, Proxy, type ProxyLimits, proxySettings } from "../mcp/proxy.ts";
 import { toolCachePath } from "../mcp/tool-cache.ts";
 // @ts-types="@modelcontextprotocol/sdk/server/stdio"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
@@ -44,22 +43,6 @@ export interface McpServerIo {
   bytes?: ByteLimits;
 }
 
-/** A reloader that loads the settings again only when a credential file's content changed. */
-export async function credentialReloader(
-  paths: readonly string[],
-  load: () => Promise<ProxySettings>,
-): Promise<() => Promise<ProxySettings | undefined>> {
-  const read = async () =>
-    JSON.stringify(await Promise.all(paths.map((p) => readTextIfExists(p).catch(() => ""))));
-  let seen = await read();
-  return async () => {
-    const now = await read();
-    if (now === seen) return undefined;
-    seen = now;
-    return await load();
-  };
-}
-
 /** The most output (in characters) waiting for the client to read it past which notifications are dropped. */
 const BACKLOG_CHARS = 1024 * 1024;
 const FLOODED =
@@ -83,7 +66,6 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
     source: "mcp",
     secrets: settings.context.secrets as string[],
   });
-  const paths = credentialFilePaths(io.env);
   // Stopped at once: by `signal`, or when the output went away.
   const { promise: stopped, resolve: stop } = Promise.withResolvers<"signal">();
   if (io.signal?.aborted) stop("signal");
@@ -107,7 +89,7 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
   };
   const proxy: Proxy = new Proxy({
     settings,
-    reload: await credentialReloader([paths.cli, paths.ov], async () => (await load()).settings),
+    reload: async () => (await load()).settings,
     send: write,
     log,
     offer: first.config.mcpTools,

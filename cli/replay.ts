@@ -14,7 +14,7 @@ import {
   setAsideFiles,
   setAsideWords,
 } from "../openviking/queue.ts";
-import { replayAll, type ReplayAllReport, replayOptions } from "../openviking/replay.ts";
+import { replayOptions, replayQueue, type ReplayReport } from "../openviking/replay.ts";
 import { joinPath, pendingDir, processEnv } from "../lib/paths.ts";
 import { recordReplay } from "../memory/ledger.ts";
 import { commandName } from "../lib/self.ts";
@@ -23,7 +23,7 @@ import { commandName } from "../lib/self.ts";
  * What a replay did, in words: what it sent where (and dropped), then what is left in the queue (or, of
  * `--rejected`, of the refused writes). Pure.
  */
-export function renderReplay(r: ReplayAllReport, left: number, server: string, rejected = false): string {
+export function renderReplay(r: ReplayReport, left: number, server: string, rejected = false): string {
   const done = [
     `${r.messages} message(s) sent`,
     `${r.commitTasks.length} commit(s) started`,
@@ -59,7 +59,7 @@ export async function replayCommand(
     budget: new Budget(Math.max(config.replayBudgetMs, 60_000)),
     waitUnsure: true,
   });
-  const report = await replayAll(dir, client, { ...bounds, rejected: options.rejected });
+  const report = await replayQueue(dir, client, { ...bounds, rejected: options.rejected });
   const left = options.rejected
     ? (await queueSummary(dir, REJECTED_SUBDIR)).entries
     : (await queueSummary(dir)).entries;

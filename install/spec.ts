@@ -40,12 +40,10 @@ export function hookEntries(prefix: string): HookEntry[] {
 }
 
 const OUR_HOOK = new RegExp(
-  `(?:openviking-kimi(?:\\.exe|\\.cmd)?|main\\.ts)['"]?\\s+hook\\s+(?:${
-    HOOKS.map((h) => h.cli).join("|")
-  })\\s*$`,
+  `openviking-kimi(?:\\.exe|\\.cmd)?['"]?\\s+hook\\s+(?:${HOOKS.map((h) => h.cli).join("|")})\\s*$`,
 );
 
-/** Whether a hook command is ours: `… openviking-kimi[.exe|.cmd] hook <event>`, or `… main.ts hook <event>`. */
+/** Whether a hook command is ours: `… openviking-kimi[.exe|.cmd] hook <event>`. */
 export function isOurHookCommand(command: string): boolean {
   return OUR_HOOK.test(command);
 }
@@ -72,7 +70,7 @@ const EntrySchema = z.looseObject({
   env: z.optional(z.record(z.string(), z.unknown())),
 });
 
-/** Ours (`openviking-kimi mcp`, `… main.ts mcp`), OpenViking's Node proxy, someone else's, or none. */
+/** Ours (`openviking-kimi mcp`), OpenViking's Node proxy, someone else's, or none. */
 export function classifyMcpEntry(entry: unknown): McpOwner {
   if (entry === undefined) return "absent";
   const parsed = EntrySchema.safeParse(entry);
@@ -81,7 +79,6 @@ export function classifyMcpEntry(entry: unknown): McpOwner {
   if (args.some((a) => /mcp-proxy\.mjs$/.test(a)) || "OPENVIKING_INTEGRATION_ID" in env) return "upstream";
   const base = command.split(/[\\/]/).pop() ?? "";
   if (/^openviking-kimi(\.exe|\.cmd)?$/.test(base) && args.length === 1 && args[0] === "mcp") return "ours";
-  if (args[0] === "run" && args.at(-1) === "mcp" && /main\.ts$/.test(args.at(-2) ?? "")) return "ours";
   return "foreign";
 }
 

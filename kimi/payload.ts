@@ -16,13 +16,8 @@ const tolerant = <T extends z.ZodMiniType>(schema: T) => z.catch(z.optional(sche
 const HookInputSchema = z.looseObject({
   hook_event_name: tolerant(z.string()),
   session_id: tolerant(z.string()),
-  sessionId: tolerant(z.string()),
   cwd: tolerant(z.string()),
   prompt: tolerant(PromptValue),
-  input: tolerant(PromptValue),
-  prompt_id: tolerant(Id),
-  request_id: tolerant(Id),
-  message_id: tolerant(Id),
   tool_name: tolerant(z.string()),
   tool_input: tolerant(z.unknown()),
   source: tolerant(z.string()),
@@ -62,12 +57,12 @@ export function partsText(input: unknown): string {
     .join("\n");
 }
 
-/** The prompt text of a payload: `prompt` or `input`, a string or content parts. */
+/** The prompt text of a payload: `prompt`, a string or content parts. */
 export function promptText(input: HookInput): string {
-  return partsText(input.prompt ?? input.input);
+  return partsText(input.prompt);
 }
 
-/** The host's session id (`session_id`, else `sessionId`), or "". */
+/** The host's session id (`session_id`), or "". */
 export function hostSessionId(input: HookInput): string {
-  return (input.session_id ?? input.sessionId ?? "").trim();
+  return (input.session_id ?? "").trim();
 }

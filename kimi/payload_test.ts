@@ -21,11 +21,11 @@ Deno.test("hook input: unknown fields are kept; a field of an unexpected type re
   assertEquals((r.input as Record<string, unknown>).extra, { a: 1 });
 });
 
-Deno.test("hook input: ids may be numbers; prompt from `input` as a string; text parts joined", () => {
-  const r = parse({ sessionId: " session_2 ", input: "plain text", prompt_id: 42 });
+Deno.test("hook input: ids may be numbers; a string prompt; text parts joined", () => {
+  const r = parse({ session_id: " session_2 ", prompt: "plain text", turn_id: 42 });
   if (!r.ok) throw new Error(r.reason);
   const want = ["session_2", "plain text", "42"];
-  assertEquals([hostSessionId(r.input), promptText(r.input), r.input.prompt_id], want);
+  assertEquals([hostSessionId(r.input), promptText(r.input), r.input.turn_id], want);
   const parts = parse({
     prompt: [{ type: "text", text: "a" }, { type: "image_url", image_url: {} }, { type: "text", text: "b" }],
   });

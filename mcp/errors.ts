@@ -41,13 +41,15 @@ function urlSource({ credentialSource: src, cliConfigPath: cli, ovConfigPath: ov
   return `the default, as nothing is configured (set "url" in ${cli} or OPENVIKING_URL)`;
 }
 
-/** Where the API key came from and how to fix it, in words. */
-function keyFix({ apiKeySource: src, cliConfigPath: cli, ovConfigPath: ov }: ErrorContext): [string, string] {
+/** Where the API key came from and how to fix it, in words; the file it came from ("": the environment). */
+function keyFix(ctx: ErrorContext): [source: string, fix: string, path: string] {
+  const { apiKeySource: src, cliConfigPath: cli, ovConfigPath: ov } = ctx;
   const reread = `the proxy re-reads ${cli} on the next call, no restart needed`;
   if (src === "none") {
     return [
       "no API key is configured",
       `Add "api_key" to ${cli} (or set OPENVIKING_API_KEY for the MCP server); ${reread}.`,
+      cli,
     ];
   }
   if (src.startsWith("env ")) {
@@ -55,15 +57,17 @@ function keyFix({ apiKeySource: src, cliConfigPath: cli, ovConfigPath: ov }: Err
       `the API key comes from the environment variable ${src.slice(4)}`,
       `Fix ${src.slice(4)} where the MCP server is configured (Kimi's mcp.json or the plugin settings) and ` +
       `start a new Kimi session, or remove it and put the key in ${cli} as "api_key".`,
+      "",
     ];
   }
   if (src === "ov.conf") {
     return [
       `the API key comes from ${ov}`,
       `Put a valid "api_key" in ${cli} (it wins over ${ov}); ${reread}.`,
+      ov,
     ];
   }
-  return [`the API key comes from ${cli}`, `Put a valid "api_key" in ${cli}; ${reread}.`];
+  return [`the API key comes from ${cli}`, `Put a valid "api_key" in ${cli}; ${reread}.`, cli];
 }
 
 const AGAIN = "The tools work again as soon as the server answers; no restart needed.";
@@ -73,7 +77,7 @@ const [AUTH, HTTP, EMPTY, NETWORK, TOO_LARGE] = [-32001, -32002, -32003, -32004,
 /** The code, words and data of the error answering each kind of failure (JSON-RPC's server-error range). */
 const WORDS: { [K in Kind]: Words<Extract<Failure, { kind: K }>> } = {
   auth: (f, _url, ctx) => {
-    const [source, fix] = keyFix(ctx);
+    const [source, fix, credentialPath] = keyFix(ctx);
     const said = f.serverMessage ? `: ${f.serverMessage}` : "";
     const [account, user] = [ctx.account || "(none)", ctx.user || "(none)"];
     const message = f.status === 403
@@ -81,18 +85,8 @@ const WORDS: { [K in Kind]: Words<Extract<Failure, { kind: K }>> } = {
         `Check that the key belongs to that account and user ("account"/"user" in ${ctx.cliConfigPath} or ` +
         `OPENVIKING_ACCOUNT/OPENVIKING_USER). ${fix}`
       : `OpenViking MCP authentication failed (HTTP ${f.status}${said}); ${source}. ${fix}`;
-    const src = ctx.apiKeySource;
-    const credentialPath = src.startsWith("env ")
-      ? ""
-      : src === "ov.conf"
-      ? ctx.ovConfigPath
-      : ctx.cliConfigPath;
-    return [AUTH, message, {
-      status: f.status,
-      credentialSource: src,
-      credentialPath,
-      serverMessage: f.serverMessage,
-    }];
+    const data = { status: f.status, credentialSource: ctx.apiKeySource, credentialPath };
+    return [AUTH, message, { ...data, serverMessage: f.serverMessage }];
   },
   network: (f, url, ctx) => [
     NETWORK,

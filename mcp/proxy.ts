@@ -98,11 +98,6 @@ function offlineReason(f: Failure): string {
   return "ms" in f ? "did not answer in time" : "was not reachable";
 }
 
-/** A failure in a few words, for the log. */
-function describe(failure: Failure): string {
-  return "cause" in failure ? `${failure.kind}: ${failure.cause}` : failure.kind;
-}
-
 /** The short cause of a fetch error, without Deno's "error sending request for url (…)" prefix or userinfo. */
 export function networkCause(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
@@ -130,8 +125,8 @@ async function settledWithin(tasks: Iterable<Promise<unknown>>, ms: number): Pro
 /** Options of the proxy. */
 export interface ProxyOptions {
   settings: ProxySettings;
-  /** New settings when the credential files changed since they were read, else `undefined`. */
-  reload?: () => Promise<ProxySettings | undefined>;
+  /** The settings loaded afresh (after an authentication failure: a new key is used at once). */
+  reload?: () => Promise<ProxySettings>;
   /** Writes one message to the client. */
   send: (message: JSONRPCMessage) => Promise<void>;
   log: Logger;
@@ -236,8 +231,8 @@ export class Proxy {
   private generation = 0;
   private inits = 0;
   private servedCatalog = false;
-  /** The start of the session the client's initialize began (the proxy's initialize, and when). */
-  private start: { init: Promise<Failure | undefined>; at: number } | undefined;
+  /** Whether the proxy's initialize goes on after the client's was answered without it (offline). */
+  private startingOffline = false;
   /** Aborted at shutdown. */
   readonly stopped = new AbortController();
 
@@ -518,13 +513,13 @@ export class Proxy {
     this.http.setProtocolVersion(this.protocolVersion);
   }
 
-  /** Reloads the credentials when their files changed (or another request already did); true = retry. */
+  /** Loads the settings again (or waits for the request already doing so); true = they changed, retry. */
   private async reloadCredentials(used: number): Promise<boolean> {
     if (this.generation !== used) return true;
     const reload = this.options.reload;
     if (!reload) return false;
     this.reloading ??= reload().then((next) => {
-      if (!next) return false;
+      if (JSON.stringify(next) === JSON.stringify(this.settings)) return false;
       this.settings = next;
       this.generation++;
       if (this.clientInit) this.ready = false;
@@ -567,7 +562,9 @@ export class Proxy {
       if (!release) return;
       await barrier;
       if (signal.aborted) return;
-      if (request.method !== "tools/call" && await this.paused()) {
+      // While the proxy's initialize goes on after the client's was answered without it, a tools/list is too.
+      const starting = request.method === "tools/list" && this.startingOffline;
+      if (request.method !== "tools/call" && (starting || await this.paused())) {
         return await this.options.send(await this.fallback(request, PAUSED));
       }
       const outgoing = this.outgoing(request);
@@ -580,12 +577,7 @@ export class Proxy {
       }
       entry.sent = true;
       const timing = exchangeTiming(request.method, this.settings.timeoutMs, this.limits);
-      // While the initialize the client was answered without is still on its way, a tools/list waits only
-      // what is left of the client's wait.
-      const sending = this.send(outgoing, timing, signal);
-      const start = this.start;
-      const starting = request.method === "tools/list" && start && this.initializing === start.init;
-      const out = starting ? (await this.startup(sending, start.at))! : await sending;
+      const out = await this.send(outgoing, timing, signal);
       if (signal.aborted || (failed(out) && out.kind === "aborted")) return;
       const catalog = request.method === "tools/list";
       const clean = failed(out) ? out : gated(out, catalog);
@@ -600,26 +592,22 @@ export class Proxy {
   }
 
   /**
-   * `work`'s outcome, or `early` once the client should wait no longer for the session to start: at
-   * `cachedStartMs` after `since` when a tool list is cached, or as soon as the recall breaker opens. `work`
-   * goes on.
+   * `work`'s outcome, or `early` once the client should wait no longer for the session to start: as soon as
+   * the recall breaker opens, or at `cachedStartMs` after `since` when a tool list is cached. `work` goes on.
    */
-  private async startup(work: Promise<Outcome | undefined>, since: number): Promise<Outcome | undefined> {
+  private async startup(work: Promise<Failure | undefined>, since: number): Promise<Failure | undefined> {
     const done = new AbortController();
     const early: Failure = { kind: "timeout", ms: this.limits.cachedStartMs };
-    const breaker = async () => {
+    const cached = await readToolCache(this.options.toolCache, this.settings.target.mcpUrl);
+    const end = cached ? since + this.limits.cachedStartMs : Infinity;
+    const waited = async () => {
       while (!done.signal.aborted) {
-        await sleep(BREAKER_POLL_MS, done.signal);
-        if (!done.signal.aborted && await this.paused()) return early;
+        await sleep(Math.max(0, Math.min(BREAKER_POLL_MS, end - Date.now())), done.signal);
+        if (!done.signal.aborted && (Date.now() >= end || await this.paused())) return early;
       }
     };
-    const waits: Promise<Outcome | undefined>[] = [work, breaker()];
-    if (await readToolCache(this.options.toolCache, this.settings.target.mcpUrl)) {
-      const left = Math.max(0, since + this.limits.cachedStartMs - Date.now());
-      waits.push(sleep(left, done.signal).then(() => early));
-    }
     try {
-      return await Promise.race(waits);
+      return await Promise.race([work, waited()]);
     } finally {
       done.abort();
     }
@@ -643,8 +631,7 @@ export class Proxy {
     const generation = this.generation;
     const at = Date.now();
     const starting = await this.paused() ? undefined : this.ensureReady();
-    this.start = starting && { init: starting, at };
-    let failure = starting ? await this.startup(starting, at) as Failure | undefined : PAUSED_START;
+    let failure = starting ? await this.startup(starting, at) : PAUSED_START;
     if (failure?.kind === "auth" && await this.reloadCredentials(generation)) {
       failure = await this.ensureReady();
     }
@@ -653,15 +640,17 @@ export class Proxy {
       const reply = gated({ ...this.initReply!, id: request.id }, false);
       return await this.options.send(failed(reply) ? this.fallbackError(request, reply) : reply);
     }
+    this.startingOffline = starting !== undefined;
     const version = offlineProtocolVersion(request.params?.protocolVersion);
     this.clientInit.protocolVersion = version;
     this.adopt({ protocolVersion: version });
     // Answered before the server did: a session it makes later in another version than the client was
     // given is made again in that one.
     void starting?.then(() => {
+      this.startingOffline = false;
       if (this.ready && this.protocolVersion !== version) this.ready = false;
     });
-    this.options.log.stage("offline-initialize", { failure: describe(failure) });
+    this.options.log.stage("offline-initialize", { failure });
     const url = withoutUserinfo(this.settings.target.mcpUrl);
     const result = {
       protocolVersion: version,
@@ -682,7 +671,7 @@ export class Proxy {
     if (request.method === "tools/list" && request.params?.cursor === undefined) {
       const cached = await readToolCache(this.options.toolCache, this.settings.target.mcpUrl);
       this.servedCatalog = true;
-      this.options.log.stage("offline-tools-list", { failure: describe(failure), cached: Boolean(cached) });
+      this.options.log.stage("offline-tools-list", { failure, cached: Boolean(cached) });
       const tools = offeredTools(cached ?? BUILTIN_TOOLS, this.options.offer ?? []);
       return { jsonrpc: "2.0", id: request.id, result: { tools } };
     }
@@ -690,7 +679,7 @@ export class Proxy {
   }
 
   private fallbackError(request: JSONRPCRequest, failure: Failure): JSONRPCMessage {
-    this.options.log.stage("request-failed", { method: request.method, failure: describe(failure) });
+    this.options.log.stage("request-failed", { method: request.method, failure });
     return failureError(request.id, failure, this.settings.context);
   }
 
@@ -698,7 +687,7 @@ export class Proxy {
   private async fromServer(message: JSONRPCRequest | JSONRPCNotification): Promise<void> {
     const clean = gated(message, false);
     if (!failed(clean)) return await this.options.send(clean);
-    this.options.log.stage("server-message-dropped", { method: message.method, failure: describe(clean) });
+    this.options.log.stage("server-message-dropped", { method: message.method, failure: clean });
   }
 
   /** A `tools/list` reply with only the tools offered; a whole list is saved for offline sessions. */

@@ -84,12 +84,17 @@ async function waitingSessions(dir: string, idle: Idle): Promise<Waiting[]> {
   return out;
 }
 
-/** What `commitIfIdle` did: committed (or queued), not due (any more), failed, or the session was busy. */
-type IdleCommit = "done" | "not-due" | "failed" | "busy";
+/**
+ * What `commitIfIdle` did: committed (or queued), not due (any more), failed, the session was busy, or it holds
+ * an unsettled intent.
+ */
+type IdleCommit = "done" | "not-due" | "failed" | "busy" | "unsettled";
 
 /**
  * Commits the session of state `file` if it is still due, under its lock (not waited for: a run holding it is
- * busy with the session), behind its queued writes.
+ * busy with the session), behind its queued writes. Never over an unsettled intent (a run killed mid-send): a
+ * commit would archive what that run may have stored, and a later capture, finding it not held, would send it
+ * again; a capture of the session settles it first, as every capture does (failing that, it is left).
  */
 async function commitIfIdle(
   ctx: HookContext,
@@ -98,9 +103,27 @@ async function commitIfIdle(
   budget: Budget,
 ): Promise<IdleCommit> {
   const [at, name] = [Date.now(), file.slice(dirName(file).length + 1).replace(/\.json$/, "")];
+  const { inflight, ovSession, lastCaptureAt } = await readState(file);
+  const settle = inflight?.keys.length && ovSession;
+  if (settle) {
+    // A Stop's capture that never commits: the commit is this one's, in the ledger.
+    const prompt = joinPath(dirName(file), `${name}.prompt.json`);
+    const other: HookContext = {
+      ...ctx,
+      event: "stop",
+      config: { ...ctx.config, commitPolicy: "session-end" },
+      hostSessionId: name,
+      ovSessionId: ovSession,
+      capturePaths: { file, lock: `${file}.lock` },
+      promptPaths: { file: prompt, lock: `${prompt}.lock` },
+    };
+    const mode = { waitMs: 0, force: false, lockWaitMs: 0, budget };
+    await (await import("./capture.ts")).captureSession(other, mode).catch(() => undefined);
+  }
   const res = await updateState<IdleCommit>({ file, lock: `${file}.lock` }, async (s) => {
-    const due = dueAt(s, idle.ms, idle.destination);
+    const due = dueAt(settle ? { ...s, lastCaptureAt } : s, idle.ms, idle.destination); // settling is no turn
     if (due === undefined || due > Date.now() || !s.ovSession) return { value: "not-due" };
+    if (s.inflight?.keys.length) return { value: "unsettled" };
     const outcome = await commitSession(clientFor(ctx), s.ovSession, {
       budget,
       pendingDir: ctx.pendingDir,
@@ -154,9 +177,10 @@ async function sleepWhileThere(dir: string, ms: number): Promise<boolean> {
 /**
  * The home's idle watch: while sessions hold uncommitted captures, sleeps until the next is idle
  * `idleCommitSeconds`, then commits it — one session at a time, so a session that ends without SessionEnd
- * (`kimi -p`, ACP, web) is committed soon on any server. One watch per home (a lock; a Stop that finds it held
- * leaves its session to it); it ends when nothing waits, after `WATCH_MAX_MS`, when a commit fails (the
- * next Stop's watch or session start tries again), or within a second of its directory going (a purge).
+ * (`kimi -p`, ACP, web) is committed soon on any server. One watch per home and destination (a lock; a Stop
+ * that finds it held leaves its session to it); it ends when nothing waits, after `WATCH_MAX_MS`, when a
+ * commit fails (the next Stop's watch or session start tries again), or within a second of its directory going
+ * (a purge).
  */
 export async function watchIdleSessions(ctx: HookContext): Promise<void> {
   if (!ctx.capturePaths) return;
@@ -166,7 +190,7 @@ export async function watchIdleSessions(ctx: HookContext): Promise<void> {
   const failed = new Set<string>();
   const pending = async () => (await waitingSessions(dir, idle)).filter((w) => !failed.has(w.file));
   for (;;) {
-    const held = await withLock(joinPath(dir, "idle-watch.lock"), async () => {
+    const held = await withLock(joinPath(dir, `idle-watch-${idle.destination}.lock`), async () => {
       for (let waiting = await pending(); waiting.length && Date.now() < end; waiting = await pending()) {
         const next = waiting.reduce((a, b) => a.dueAt <= b.dueAt ? a : b);
         const wait = next.dueAt - Date.now();
@@ -175,12 +199,12 @@ export async function watchIdleSessions(ctx: HookContext): Promise<void> {
           continue; // a later capture (or a clock set back) may have moved it
         }
         const did = await commitIfIdle(ctx, next.file, idle, new Budget(PASS_BUDGET_MS));
-        if (did === "failed") failed.add(next.file);
+        if (did === "failed" || did === "unsettled") failed.add(next.file);
         if (did === "busy") await new Promise((r) => setTimeout(r, BUSY_RETRY_MS));
       }
     }, { waitMs: 0 }).catch(() => ({ acquired: false as const }));
-    // Held by another watch: it has this session. Else a Stop may have found this one's lock held just before
-    // it was let go: its session is looked at once more.
+    // Held by another watch of this destination (one lock each: a watch commits only its own): it has this
+    // session. Else a Stop may have found this one's lock held just before it was let go: it looks once more.
     if (!held.acquired || Date.now() >= end || !(await pending()).length) return;
   }
 }

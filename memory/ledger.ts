@@ -159,17 +159,27 @@ export async function appendLedger(
   }
 }
 
-/** Keeps the newest whole lines of `path` within `keepBytes`, under the file's exclusive lock. */
+/**
+ * Keeps the newest whole lines of `path` within `keepBytes`, under the file's exclusive lock; only that tail
+ * (and the byte before it) is read, however large the file (a damaged one may exceed any string).
+ */
 function compact(path: string, keepBytes: number): void {
   const file = Deno.openSync(path, { read: true });
   try {
     file.lockSync(true);
     if (!stillAtPath(file, path)) return;
-    if (file.statSync().size <= keepBytes * 2) return;
-    const text = Deno.readTextFileSync(path);
-    let start = Math.max(0, text.length - keepBytes);
-    if (start > 0) start = text.indexOf("\n", start - 1) + 1;
-    writeFileAtomicSync(path, text.slice(start), { privateDir: false });
+    const size = file.statSync().size;
+    if (size <= keepBytes * 2) return;
+    const tail = new Uint8Array(keepBytes + 1);
+    file.seekSync(size - tail.length, Deno.SeekMode.Start);
+    let got = 0;
+    while (got < tail.length) {
+      const n = file.readSync(tail.subarray(got));
+      if (n === null) break;
+      got += n;
+    }
+    const start = tail.subarray(0, got).indexOf(10) + 1; // after the first line end; none: no whole line fits
+    writeFileAtomicSync(path, start ? tail.subarray(start, got) : "", { privateDir: false });
   } finally {
     file.close();
   }

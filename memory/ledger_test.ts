@@ -79,6 +79,14 @@ Deno.test("ledger: a torn or foreign line is skipped, not fatal", async () => {
   assertEquals((await readLedger(dir.path, "s")).map((e) => e.kind), ["prompt", "capture"]);
 });
 
+Deno.test("ledger: a damaged file longer than any string is cut back to its bound by the next line", async () => {
+  await using dir = await tempDir();
+  await Deno.writeFile(ledgerFile(dir.path, "s"), new Uint8Array());
+  await Deno.truncate(ledgerFile(dir.path, "s"), 600 * 1024 * 1024); // sparse: no disk
+  assertTrue(await appendLedger(dir.path, "s", prompt(1), limits));
+  assertTrue((await Deno.stat(ledgerFile(dir.path, "s"))).size <= sessionBudget(limits));
+});
+
 Deno.test("ledger: snippets are one short line", () => {
   assertEquals(snippet("  a\n\tb  "), "a b");
   const long = snippet("x".repeat(500));

@@ -3,6 +3,7 @@
 import * as z from "zod/mini";
 import type { Budget, OpenVikingClient, OvFailure } from "../openviking/client.ts";
 import { asRecord } from "../lib/parsed.ts";
+import { redact } from "../lib/redact.ts";
 
 /** A memory file of a listing. */
 export type MemoryLeaf = { path: string; abstract: string };
@@ -30,6 +31,17 @@ export function memoryLeaves(listing: Listing): MemoryLeaf[] {
     }))
     .filter((e) => e.path.endsWith(".md"))
     .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+/** The parts redacted like captured text, field by field (before rendering, which escapes `<`). */
+export function redactedProfile(p: ProfileParts): ProfileParts {
+  const leaf = (l: MemoryLeaf) => ({ path: redact(l.path), abstract: redact(l.abstract) });
+  return {
+    ...p,
+    profile: redact(p.profile),
+    preferences: p.preferences.map(leaf),
+    entities: p.entities.map(leaf),
+  };
 }
 
 /** Whether the server has nothing of the profile. */

@@ -31,12 +31,10 @@ import { alarmWords, readAlarm } from "./extraction.ts";
 export const DUPLICATE_WINDOW_MS = 500;
 
 /** What the state says of this prompt: a duplicate run, the same text's kept recall, profile due, compacted. */
-export function promptDecision(state: SessionState, prompt: { hash: string; eventId: string; at: number }) {
+export function promptDecision(state: SessionState, prompt: { hash: string; at: number }) {
   return {
-    duplicate: prompt.eventId
-      ? state.promptEventId === prompt.eventId
-      : state.promptHash === prompt.hash && state.promptAt !== undefined &&
-        Math.abs(prompt.at - state.promptAt) < DUPLICATE_WINDOW_MS,
+    duplicate: state.promptHash === prompt.hash && state.promptAt !== undefined &&
+      Math.abs(prompt.at - state.promptAt) < DUPLICATE_WINDOW_MS,
     reuse: (state.promptHash === prompt.hash && state.recall) || undefined as RecallResult | undefined,
     needProfile: !state.profileInjected,
     afterCompaction: state.compacted,
@@ -53,7 +51,7 @@ type Claim = { decision: Decision; exclude: string[]; tell: boolean; first: bool
  */
 async function claimPrompt(
   ctx: HookContext,
-  prompt: { hash: string; eventId: string; outage?: number },
+  prompt: { hash: string; outage?: number },
   waitMs: number,
 ): Promise<Claim> {
   const c = ctx.config;
@@ -72,7 +70,6 @@ async function claimPrompt(
         ...kept,
         ...(kept !== s ? { destination } : {}), // where a later start may send what was kept
         promptHash: prompt.hash,
-        promptEventId: prompt.eventId || undefined,
         promptAt: ctx.startedAt,
         recall: decision.reuse ?? null,
         ...(tell ? { pausedNotice: prompt.outage } : {}),
@@ -143,12 +140,11 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   if (!c.autoRecall && !c.autoCapture) return { outcome: "recall-off" };
   const budget = new Budget(c.promptBudgetMs - (Date.now() - ctx.startedAt));
   const query = recallQuery(promptText(ctx.input), c.redact);
-  const eventId = ctx.input.prompt_id ?? ctx.input.request_id ?? ctx.input.message_id ?? "";
   const hash = await sha256Hex(query);
   const breaker = c.autoRecall ? await readBreaker(ctx.sharedStateDir, c.baseUrl) : undefined;
   const paused = breaker && isOpen(breaker) ? breaker : undefined;
   const lockWait = Math.min(2000, Math.floor(budget.remaining() / 4));
-  const claim = await claimPrompt(ctx, { hash, eventId, outage: paused?.since }, lockWait);
+  const claim = await claimPrompt(ctx, { hash, outage: paused?.since }, lockWait);
   const { decision } = claim;
   if (decision.duplicate) return { outcome: "duplicate" };
   const alarm = claim.first ? await alarmLine(ctx) : "";

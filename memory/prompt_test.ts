@@ -153,32 +153,29 @@ Deno.test("config mode: the first prompt carries the profile's rows; after /comp
 
 const state = (over: Partial<SessionState>): SessionState => ({ ...emptyState(), ...over });
 
-Deno.test("prompt decision: duplicates by event id, else by the same text within the window; reuse, profile, compaction", () => {
+Deno.test("prompt decision: duplicates by the same text within the window; reuse, profile, compaction", () => {
   const recall = { source: "context" as const, memories: [{ uri: "viking://u/d/memories/a.md", text: "x" }] };
   const none = { source: "none" as const, memories: [] };
-  const byId = state({ promptEventId: "p1", promptHash: "h1", promptAt: 0 });
   const byText = state({ promptHash: "h", promptAt: 10_000 });
   const W = DUPLICATE_WINDOW_MS;
   type Key = keyof ReturnType<typeof promptDecision>;
-  const cases: [string, SessionState, string, string, number, Key, unknown][] = [
-    ["the same id, whatever the time or text", byId, "other", "p1", 1e9, "duplicate", true],
-    ["a new id is a new prompt", byId, "h1", "p2", 1, "duplicate", false],
-    ["the same text at once", byText, "h", "", 10_000, "duplicate", true],
-    ["the same text just inside the window", byText, "h", "", 10_000 + W - 1, "duplicate", true],
-    ["a clock a little behind is the same run", byText, "h", "", 10_000 - W + 1, "duplicate", true],
-    ["the window is open at its end", byText, "h", "", 10_000 + W, "duplicate", false],
-    ["other text is another prompt", byText, "other", "", 10_001, "duplicate", false],
-    ["no time kept: no duplicate", state({ promptHash: "h" }), "h", "", 0, "duplicate", false],
-    ["reuses its recall", state({ promptHash: "h", promptAt: 0, recall }), "h", "", 6e4, "reuse", recall],
-    ["even an empty one", state({ promptHash: "h", recall: none }), "h", "", 1, "reuse", none],
-    ["null: never finished", state({ promptHash: "h", recall: null }), "h", "", 1, "reuse", undefined],
-    ["another prompt reuses nothing", state({ promptHash: "h", recall }), "new", "", 1, "reuse", undefined],
-    ["the profile is due", state({}), "h", "", 1, "needProfile", true],
-    ["until injected", state({ profileInjected: true }), "h", "", 1, "needProfile", false],
-    ["no compaction", state({}), "h", "", 1, "afterCompaction", false],
-    ["a compaction noted", state({ compacted: true }), "h", "", 1, "afterCompaction", true],
+  const cases: [string, SessionState, string, number, Key, unknown][] = [
+    ["the same text at once", byText, "h", 10_000, "duplicate", true],
+    ["the same text just inside the window", byText, "h", 10_000 + W - 1, "duplicate", true],
+    ["a clock a little behind is the same run", byText, "h", 10_000 - W + 1, "duplicate", true],
+    ["the window is open at its end", byText, "h", 10_000 + W, "duplicate", false],
+    ["other text is another prompt", byText, "other", 10_001, "duplicate", false],
+    ["no time kept: no duplicate", state({ promptHash: "h" }), "h", 0, "duplicate", false],
+    ["reuses its recall", state({ promptHash: "h", promptAt: 0, recall }), "h", 6e4, "reuse", recall],
+    ["even an empty one", state({ promptHash: "h", recall: none }), "h", 1, "reuse", none],
+    ["null: never finished", state({ promptHash: "h", recall: null }), "h", 1, "reuse", undefined],
+    ["another prompt reuses nothing", state({ promptHash: "h", recall }), "new", 1, "reuse", undefined],
+    ["the profile is due", state({}), "h", 1, "needProfile", true],
+    ["until injected", state({ profileInjected: true }), "h", 1, "needProfile", false],
+    ["no compaction", state({}), "h", 1, "afterCompaction", false],
+    ["a compaction noted", state({ compacted: true }), "h", 1, "afterCompaction", true],
   ];
-  for (const [name, s, hash, eventId, at, key, want] of cases) {
-    assertEquals(promptDecision(s, { hash, eventId, at })[key], want, name);
+  for (const [name, s, hash, at, key, want] of cases) {
+    assertEquals(promptDecision(s, { hash, at })[key], want, name);
   }
 });

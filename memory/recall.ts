@@ -1,22 +1,23 @@
 /**
- * Recall, query to printed text: the memories OpenViking finds for a prompt — ① `/search/search` in context
- * mode (the server's order), else ② `/search/find` per source, ranked here — with the profile beside them,
- * what the session already holds left out, as the digest (digest.ts makes the text). Touches no state.
+ * Recall, query to printed text: the memories OpenViking finds for a prompt — `/search/search` in context
+ * mode (the server's order; every OpenViking 0.5.x has it) — with the profile beside them, what the session
+ * already holds left out, as the digest (digest.ts makes the text). Touches no state.
  */
 
 import * as z from "zod/mini";
-import type { Budget, OpenVikingClient, OvFailure, OvResponse } from "../openviking/client.ts";
+import type { Budget, OpenVikingClient, OvFailure } from "../openviking/client.ts";
 import type { Config } from "../openviking/config.ts";
 import { madeIn } from "./extraction.ts";
 import { safe, SafeText } from "../lib/neutralize.ts";
 import { printBlocks } from "../lib/printed.ts";
-import { fetchProfile, isEmptyProfile, type ProfileParts } from "./profile.ts";
+import { fetchProfile, isEmptyProfile, type ProfileParts, redactedProfile } from "./profile.ts";
+import { redact } from "../lib/redact.ts";
 import { DIGEST_CLOSE, DIGEST_OPEN, digestLines, profileDigest } from "./digest.ts";
 
 const text = z.catch(z.optional(z.string()), undefined);
 const num = z.catch(z.optional(z.number()), undefined);
 
-/** One recalled memory (every string the server's): `category` its kind or find's bucket, `detail` its level. */
+/** One recalled memory (every string the server's): `category` its kind, `detail` its level. */
 export const MemorySchema = z.object({
   uri: z.string(),
   text: z.catch(z.string(), ""),
@@ -28,11 +29,11 @@ export type Memory = z.infer<typeof MemorySchema>;
 
 /** What a recall found (prompt state keeps it): the stage and its memories in order. */
 export const RecallSchema = z.object({
-  source: z.enum(["context", "find", "none"]),
+  source: z.enum(["context", "none"]),
   memories: z.array(MemorySchema),
 });
 
-/** What a recall gives, and why no stage answered when none did. */
+/** What a recall gives, and why the server did not answer when it did not. */
 export type RecallResult = z.infer<typeof RecallSchema> & { failure?: OvFailure };
 
 /** One recall: the query, the session, the URIs it has, the state directory (strict scope's `madeIn`). */
@@ -49,14 +50,6 @@ export const Entries = z.catch(z.array(z.catch(z.nullable(MemorySchema), null)),
 
 /** The context face's reply (its `rendered` and `digest` texts are not printed). */
 const ContextReply = z.looseObject({ entries: Entries });
-const Hit = z.looseObject({
-  uri: z.string(),
-  level: num,
-  score: z.catch(z.number(), 0),
-  abstract: z.catch(z.string(), ""),
-});
-const Hits = z.catch(z.array(z.catch(z.nullable(Hit), null)), []);
-const FindReply = z.looseObject({ memories: Hits, skills: Hits, resources: Hits });
 
 const MAX_MEMORIES = 50;
 const MAX_TEXT = 4000;
@@ -91,108 +84,6 @@ function contextSearchBody(s: Config, r: Pick<RecallRequest, "query" | "sessionI
   return body;
 }
 
-/** Whether a failure says "this server has no context mode". */
-const isLegacyRejection = (res: OvResponse<unknown>) =>
-  !res.ok && (res.status === 400 || res.status === 422) &&
-  /extra|mode|unexpected/.test(JSON.stringify(res.error).toLowerCase());
-
-/** ① The context face; undefined when the server has no context mode. */
-async function fromContextFace(
-  c: OpenVikingClient,
-  s: Config,
-  r: RecallRequest,
-): Promise<RecallResult | OvFailure | undefined> {
-  const res = await c.request("POST", "/api/v1/search/search", ContextReply, {
-    body: contextSearchBody(s, r),
-    budget: r.budget,
-  });
-  if (res.ok) return { source: "context", memories: memoriesFromEntries(res.result.entries) };
-  return isLegacyRejection(res) ? undefined : res;
-}
-
-/** A hit of find, as ranked here. */
-export type FindItem = Pick<z.output<typeof Hit>, "uri" | "level" | "score" | "abstract"> & {
-  bucket: "memory" | "skill";
-};
-
-const TEMPORAL =
-  /\b(yesterday|today|last (week|time|month)|earlier|before|recent(ly)?|when did|ago)\b|昨天|今天|上次|之前|最近/i;
-const PREFERENCE =
-  /\b(prefer|preference|like|favorite|favourite|style|convention|always|never)\b|喜欢|偏好|习惯/i;
-const words = (t: string) => new Set(t.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((w) => w.length > 2));
-
-/**
- * Find's hits ranked: the score (≤ 1) lifted for a leaf, for the kind the query asks for (events, preferences)
- * and for words shared with it; below the threshold out; one per abstract (events and cases by URI); ≤ the limit.
- */
-export function rankFindItems(items: readonly FindItem[], query: string, s: Config): FindItem[] {
-  const q = words(query);
-  const temporal = TEMPORAL.test(query);
-  const preference = PREFERENCE.test(query);
-  const rank = (it: FindItem) => {
-    let r = Math.min(1, Math.max(0, it.score));
-    if (it.level === 2 || it.uri.endsWith(".md")) r += 0.12;
-    if (temporal && it.uri.includes("/events/")) r += 0.1;
-    if (preference && it.uri.includes("/preferences/")) r += 0.08;
-    const w = words(`${it.abstract} ${it.uri}`);
-    if (q.size) r += Math.min(0.2, ([...q].filter((x) => w.has(x)).length / q.size) * 0.2);
-    return r;
-  };
-  const ranked = items.filter((it) => it.score >= s.scoreThreshold).map((it) => ({ it, r: rank(it) }))
-    .sort((a, b) => b.r - a.r);
-  const seen = new Set<string>();
-  const out: FindItem[] = [];
-  for (const { it } of ranked) {
-    const byUri = /\/(events|cases)\//.test(it.uri) || !it.abstract;
-    const key = byUri ? `u:${it.uri}` : `a:${it.abstract.trim().toLowerCase()}`;
-    if (seen.has(key)) continue;
-    seen.add(key);
-    out.push(it);
-    if (out.length >= s.recallLimit) break;
-  }
-  return out;
-}
-
-/** ② Find per source, ranked here; a memory's text its abstract or, without one, its content. */
-async function fromFind(c: OpenVikingClient, s: Config, r: RecallRequest): Promise<RecallResult | OvFailure> {
-  const sources = [["viking://~/memories", "memory"], ["viking://~/skills", "skill"]] as const;
-  const results = await Promise.all(
-    sources.map(([target_uri]) =>
-      c.request("POST", "/api/v1/search/find", FindReply, {
-        body: { query: r.query, target_uri, limit: Math.max(s.recallLimit * 2, 8), score_threshold: 0 },
-        budget: r.budget,
-      })
-    ),
-  );
-  const failed = results.find((x) => !x.ok);
-  if (failed && results.every((x) => !x.ok)) return failed;
-  const exclude = new Set(r.excludeUris);
-  const items = results.flatMap((x, i): FindItem[] => {
-    if (!x.ok) return [];
-    const bucket = sources[i][1];
-    // A folder's summary (level 0 or 1 among memories) is no memory.
-    return [...x.result.memories, ...x.result.skills, ...x.result.resources].flatMap((h) =>
-      h && !exclude.has(h.uri) && !(bucket === "memory" && h.level !== undefined && h.level !== 2)
-        ? [{ uri: h.uri, level: h.level, score: h.score, abstract: h.abstract, bucket }]
-        : []
-    );
-  });
-  const ranked = rankFindItems(items, r.query, s);
-  if (!ranked.length) return { source: "none", memories: [] };
-  const memories = await Promise.all(ranked.map(async (it): Promise<Memory> => {
-    let body = it.abstract;
-    if (!it.abstract) {
-      const read = await c.request("GET", "/api/v1/content/read", z.string(), {
-        query: { uri: it.uri },
-        budget: r.budget,
-      });
-      if (read.ok) body = read.result;
-    }
-    return { uri: it.uri, text: body.slice(0, MAX_TEXT), score: it.score, category: it.bucket };
-  }));
-  return { source: "find", memories };
-}
-
 /**
  * Whether `uri` is in workspace peer `peerId`'s strict scope by its place: the user's preferences and
  * profile, and this workspace's peer space (facts in the user's space: only those `madeIn` names).
@@ -203,7 +94,7 @@ export function inStrictScope(uri: string, peerId: string): boolean {
     (!!peerId && rest.startsWith(`peers/${peerId}/`));
 }
 
-/** Recalls memories for a prompt through the chain; never throws. */
+/** Recalls memories for a prompt from the context face; never throws. */
 export async function recallForPrompt(
   c: OpenVikingClient,
   s: Config,
@@ -211,26 +102,20 @@ export async function recallForPrompt(
 ): Promise<RecallResult> {
   const r = { ...req, query: req.query.trim() };
   if (!r.query) return { source: "none", memories: [] };
-  const failures: OvFailure[] = [];
-  for (const stage of [fromContextFace, fromFind]) {
-    const got = await stage(c, s, r);
-    if (got === undefined) continue;
-    if ("ok" in got) {
-      failures.push(got);
-      continue;
-    }
-    if (s.recallPeerScope !== "strict") return got;
-    // The server's text may name what strict leaves out: only the memories kept are shown.
-    const peer = c.options.peerId ?? "";
-    const made = await madeIn(r.stateDir, peer);
-    return {
-      source: got.source,
-      memories: got.memories.filter((m) => inStrictScope(m.uri, peer) || made.has(m.uri)),
-    };
-  }
-  // A stage the server does not have says less than why the others failed.
-  const failure = failures.find((f) => f.kind !== "missing-route") ?? failures.at(-1);
-  return { source: "none", memories: [], failure };
+  const res = await c.request("POST", "/api/v1/search/search", ContextReply, {
+    body: contextSearchBody(s, r),
+    budget: r.budget,
+  });
+  if (!res.ok) return { source: "none", memories: [], failure: res };
+  const memories = memoriesFromEntries(res.result.entries);
+  if (s.recallPeerScope !== "strict") return { source: "context", memories };
+  // The server's text may name what strict leaves out: only the memories kept are shown.
+  const peer = c.options.peerId ?? "";
+  const made = await madeIn(r.stateDir, peer);
+  return {
+    source: "context",
+    memories: memories.filter((m) => inStrictScope(m.uri, peer) || made.has(m.uri)),
+  };
 }
 
 /** One prompt's ask: the query, the session, the URIs it holds, the same prompt's kept recall. */
@@ -264,9 +149,11 @@ const output = (stdout: string, shown: [Memory, number][]): Output => ({
   })),
 });
 
-/** The digest: one block, the profile's rows (≤ half its characters), then a line per memory. */
-function digestOutput(c: Config, unseen: Memory[], parts: ProfileParts | undefined, again: boolean): Output {
-  const profile = parts ? profileDigest(parts, again, Math.floor(c.recallDigestChars / 2)) : [];
+/** The digest: one block, the profile's rows (≤ half its characters), then a line per memory; redacted first. */
+function digestOutput(c: Config, found: Memory[], parts: ProfileParts | undefined, again: boolean): Output {
+  const unseen = c.redact ? found.map((m) => ({ ...m, text: redact(m.text) })) : found;
+  const shown = parts && c.redact ? redactedProfile(parts) : parts;
+  const profile = shown ? profileDigest(shown, again, Math.floor(c.recallDigestChars / 2)) : [];
   const reserved = DIGEST_OPEN.length + DIGEST_CLOSE.length + 2 +
     profile.reduce((n, l) => n + l.length + 1, 0);
   const limits = { memories: c.recallDigestLimit, chars: c.recallDigestChars };

@@ -29,7 +29,6 @@ export const SessionStateSchema = z.object({
   lastSessionStartAt: maybe(z.number()),
   profileInjected: or(z.boolean(), false),
   promptHash: maybe(z.string()),
-  promptEventId: maybe(z.string()),
   promptAt: maybe(z.number()),
   /** The last prompt's recall (null while it runs). */
   recall: maybe(z.nullable(RecallSchema)),

@@ -3,8 +3,7 @@
 import type { Config } from "../openviking/config.ts";
 import { Budget, clientOptions, createClient } from "../openviking/client.ts";
 import { writeFileAtomic } from "../lib/fs.ts";
-import { redact } from "../lib/redact.ts";
-import { fetchProfile, isEmptyProfile, type MemoryLeaf, type ProfileParts } from "./profile.ts";
+import { fetchProfile, isEmptyProfile, type ProfileParts, redactedProfile } from "./profile.ts";
 import { renderProfile } from "./digest.ts";
 import type { HookContext } from "./context.ts";
 import { memoryInstructions, SYSTEM_PROMPT_TITLE } from "./instructions.ts";
@@ -34,16 +33,7 @@ export function systemPromptText(
 ): string {
   let body: string;
   if (section.kind === "profile") {
-    const leaf = (l: MemoryLeaf) => ({ path: redact(l.path), abstract: redact(l.abstract) });
-    const p = section.parts;
-    const parts = settings.redact
-      ? {
-        ...p,
-        profile: redact(p.profile),
-        preferences: p.preferences.map(leaf),
-        entities: p.entities.map(leaf),
-      }
-      : p;
+    const parts = settings.redact ? redactedProfile(section.parts) : section.parts;
     const rendered = renderProfile(parts, settings.profileTokenBudget)?.text ?? "(empty)";
     body = `From OpenViking, ${now.toISOString().slice(0, 16).replace("T", " ")} UTC:\n\n${rendered}`;
   } else body = SECTION_TEXT[section.kind];

@@ -103,8 +103,7 @@ export function adviceFor(
     case "too-large":
       return {
         summary: `${baseUrl} sent a reply larger than this plugin reads: ${f.error.message}`,
-        fix:
-          "check what answers at that address (a proxy's error page?); lower OPENVIKING_RECALL_LIMIT for recall",
+        fix: "check what answers at that address (a proxy's error page?)",
       };
     case "rejected":
       return {

@@ -194,26 +194,28 @@ Deno.test("defaults when nothing is configured: the local server, no identity, e
 
 Deno.test("knobs: env > workspace local > workspace > ovcli plugin.kimicode (another plugin's section is not ours)", () => {
   const ovcli = {
-    plugin: { recallLimit: 2, autoCapture: false, kimicode: { recallLimit: 3, timeoutMs: 4000 } },
+    plugin: { recallDigestLimit: 2, autoCapture: false, kimicode: { recallDigestLimit: 3, timeoutMs: 4000 } },
   };
   const base = sources({ ovcli });
   let { config } = resolveConfig(base);
-  assertEquals([config.recallLimit, config.autoCapture, config.timeoutMs], [3, true, 4000]);
+  assertEquals([config.recallDigestLimit, config.autoCapture, config.timeoutMs], [3, true, 4000]);
   const ws = (...values: unknown[]) => values.map((value, i) => ({ path: `/w/config${i}.json`, value }));
   ({ config } = resolveConfig({
     ...base,
-    workspace: ws({ recallLimit: 2 }, { recallLimit: 1, replayBudgetMs: 3500 }),
+    workspace: ws({ recallDigestLimit: 2 }, { recallDigestLimit: 1, replayBudgetMs: 3500 }),
   }));
-  assertEquals([config.recallLimit, config.replayBudgetMs], [2, 3500]);
+  assertEquals([config.recallDigestLimit, config.replayBudgetMs], [2, 3500]);
   ({ config } = resolveConfig({
     ...base,
-    env: { OPENVIKING_RECALL_LIMIT: "6" },
-    workspace: ws({ recallLimit: 2 }),
+    env: { OPENVIKING_RECALL_DIGEST_LIMIT: "6" },
+    workspace: ws({ recallDigestLimit: 2 }),
   }));
-  assertEquals(config.recallLimit, 6);
-  const bad = resolveConfig({ ...base, workspace: ws({ recallLimit: "x" }) });
-  assertEquals(bad.config.recallLimit, 3, "a bad workspace value leaves the user's own");
-  assertEquals(bad.warnings, ['/w/config0.json "recallLimit": invalid value "x" (expected number); ignored']);
+  assertEquals(config.recallDigestLimit, 6);
+  const bad = resolveConfig({ ...base, workspace: ws({ recallDigestLimit: "x" }) });
+  assertEquals(bad.config.recallDigestLimit, 3, "a bad workspace value leaves the user's own");
+  assertEquals(bad.warnings, [
+    '/w/config0.json "recallDigestLimit": invalid value "x" (expected number); ignored',
+  ]);
 });
 
 Deno.test("loadConfig reads files and honours path overrides", async () => {
@@ -248,7 +250,7 @@ Deno.test("loadConfig without a home reads no file: not the cwd's .openviking/, 
       JSON.stringify({
         url: "http://evil:1",
         api_key: "evil",
-        recallLimit: 3,
+        recallDigestLimit: 3,
         server: { url: "http://evil:2" },
       }),
     );
@@ -258,8 +260,8 @@ Deno.test("loadConfig without a home reads no file: not the cwd's .openviking/, 
   try {
     const { config, warnings } = await loadConfig({ OPENVIKING_URL: "http://user:1933" }, ws);
     assertEquals(
-      [config.baseUrl, config.apiKey, config.recallLimit, config.debugLogPath],
-      ["http://user:1933", "", 10, ""],
+      [config.baseUrl, config.apiKey, config.recallDigestLimit, config.debugLogPath],
+      ["http://user:1933", "", 5, ""],
     );
     assertEquals(warnings, []);
     const bare = await loadConfig({}, ws);
@@ -283,7 +285,7 @@ Deno.test("loadConfig with a home: workspace files set knobs only — never a UR
     user: "evil",
     peerId: "evil",
     debugLogPath: "/etc/evil.log",
-    recallLimit: 3,
+    recallDigestLimit: 3,
   };
   await Deno.writeTextFile(`${ws}/.openviking/config.json`, JSON.stringify(hostile));
   await Deno.writeTextFile(`${ws}/.openviking/config.local.json`, JSON.stringify(hostile));
@@ -298,7 +300,7 @@ Deno.test("loadConfig with a home: workspace files set knobs only — never a UR
     ["http://127.0.0.1:1933", "http://127.0.0.1:1933/mcp", "", "", "", ""],
   );
   assertEquals(config.debugLogPath, `${dir.path}/home/.openviking/logs/kimicode-hooks.log`);
-  assertEquals(config.recallLimit, 3, "knobs still apply");
+  assertEquals(config.recallDigestLimit, 3, "knobs still apply");
   assertMatch(
     warnings.join("\n"),
     /config\.json: "url" is ignored \(a workspace file may not set it\); put it in ~\/\.openviking\/ovcli\.conf/,
@@ -341,20 +343,20 @@ const PARSES: [Name, "env" | "file", unknown, unknown, string?][] = [
     true,
     "expected boolean",
   ]),
-  ["recallLimit", "env", " 7 ", 7],
-  ["recallLimit", "env", "0x10", 16],
-  ["recallLimit", "file", 1, 1],
-  ["recallLimit", "file", 100, 100],
-  ["recallLimit", "file", "0", 10, "must be at least 1"],
-  ["recallLimit", "file", -1, 10, "must be at least 1"],
-  ["recallLimit", "file", 101, 10, "must be at most 100"],
-  ["recallLimit", "file", "1e3", 10, "must be at most 100"],
-  ["recallLimit", "file", 1.5, 10, "expected int"],
-  ["recallLimit", "file", "0.5", 10, "expected int"],
+  ["recallDigestLimit", "env", " 7 ", 7],
+  ["recallDigestLimit", "env", "0x10", 16],
+  ["recallDigestLimit", "file", 1, 1],
+  ["recallDigestLimit", "file", 50, 50],
+  ["recallDigestLimit", "file", "0", 5, "must be at least 1"],
+  ["recallDigestLimit", "file", -1, 5, "must be at least 1"],
+  ["recallDigestLimit", "file", 51, 5, "must be at most 50"],
+  ["recallDigestLimit", "file", "1e3", 5, "must be at most 50"],
+  ["recallDigestLimit", "file", 1.5, 5, "expected int"],
+  ["recallDigestLimit", "file", "0.5", 5, "expected int"],
   ...["lots", "", " ", "Infinity", "NaN", "1_000", true, [5]].map((
     raw,
-  ): [Name, "file", unknown, unknown, string] => ["recallLimit", "file", raw, 10, "expected number"]),
-  ["recallLimit", "file", 1e20, 10, "must be at most 100"],
+  ): [Name, "file", unknown, unknown, string] => ["recallDigestLimit", "file", raw, 5, "expected number"]),
+  ["recallDigestLimit", "file", 1e20, 5, "must be at most 50"],
   ["scoreThreshold", "env", "0.5", 0.5],
   ["scoreThreshold", "file", 0, 0],
   ["scoreThreshold", "file", 1, 1],
@@ -401,14 +403,14 @@ Deno.test("knobs: each kind of knob parses its words and bounds; a refused value
 
 Deno.test("knobs: every bad value gives one warning, in the table's order; the good ones still apply", () => {
   const env = Object.fromEntries(Object.values(KNOBS).map((k) => [k.env, "bogus"]));
-  env.OPENVIKING_RECALL_LIMIT = "7";
+  env.OPENVIKING_RECALL_DIGEST_LIMIT = "7";
   const warnings: string[] = [];
   const s: Settings = resolveSettings({ env }, warnings);
-  assertEquals(s.recallLimit, 7);
+  assertEquals(s.recallDigestLimit, 7);
   const named = warnings.filter((w) => w.startsWith("OPENVIKING_")).map((w) => w.slice(0, w.indexOf(":")));
   const expected = Object.values(KNOBS).map((k) => k.env).filter((e) =>
     ![
-      "OPENVIKING_RECALL_LIMIT",
+      "OPENVIKING_RECALL_DIGEST_LIMIT",
       "OPENVIKING_BYPASS_SESSION_PATTERNS",
       "OPENVIKING_MCP_TOOLS",
       "OPENVIKING_DEBUG_LOG",
@@ -455,7 +457,6 @@ const WORKSPACE: Record<Name, Allowed> = {
     may: "add to it",
     cases: [[["/a/**"], ["/a/**", "/b/**"], true], [["/a/**"], ["/b/**"], false], [[], ["x*"], true]],
   },
-  recallLimit: lower(5, 100),
   scoreThreshold: raise(0, 0.35),
   recallPeerScope: {
     may: 'set it to "actor" or "strict"',
@@ -479,7 +480,6 @@ const WORKSPACE: Record<Name, Allowed> = {
   captureMaxLength: lower(1000, 10_000_000),
   redact: on,
   writePathAsync: never(true, false),
-  pendingReplayLimit: never(50, 1),
   pendingTtlDays: never(7, 1),
   mcpTools: never(["memory"], ["all"]),
   debug: off,
@@ -518,13 +518,11 @@ const HOSTILE = {
   scoreThreshold: 0,
   recallDigestChars: 32_000,
   recallDigestLimit: 50,
-  recallLimit: 100,
   recallPeerScope: "all",
   minQueryLength: 0,
   profileTokenBudget: 100_000,
   commitPolicy: "every-turn",
   idleCommitSeconds: 1,
-  pendingReplayLimit: 1,
 };
 
 Deno.test("knobs: a cloned repository's file widens no recall, budget or commit cadence (issue 20 §2)", () => {
@@ -547,9 +545,12 @@ Deno.test("loadConfig: a directory, a device or a huge file as a config is never
   await Deno.mkdir(`${home}/ovcli.conf`);
   await Deno.symlink("/dev/null", `${home}/ov.conf`);
   await Deno.symlink("/dev/zero", `${ws}/config.json`);
-  await Deno.writeTextFile(`${ws}/config.local.json`, `{"recallLimit": 3, "pad": "${"x".repeat(1 << 20)}"}`);
+  await Deno.writeTextFile(
+    `${ws}/config.local.json`,
+    `{"recallDigestLimit": 3, "pad": "${"x".repeat(1 << 20)}"}`,
+  );
   const { config, warnings } = await loadConfig({ HOME: dir.path }, `${dir.path}/repo`);
-  assertEquals([config.baseUrl, config.apiKey, config.recallLimit], ["http://127.0.0.1:1933", "", 10]);
+  assertEquals([config.baseUrl, config.apiKey, config.recallDigestLimit], ["http://127.0.0.1:1933", "", 5]);
   assertEquals(warnings.length, 4, warnings.join("\n"));
   for (const f of [`${home}/ovcli.conf`, `${home}/ov.conf`, `${ws}/config.json`]) {
     assertStringIncludes(warnings.join("\n"), `cannot read ${f}: not a regular file`);

@@ -226,18 +226,17 @@ export async function replayQueue(
   return report;
 }
 
-/** The names session start and `replay` know the queue's replay and its report by. */
-export const replayAll = replayQueue;
-export type ReplayAllReport = ReplayReport;
+/** Queue entries per replay run unless `run` says otherwise. */
+const REPLAY_LIMIT = 50;
 
 /** The bounds of a replay from the config and `run`. */
 export function replayOptions(
-  config: { pendingReplayLimit: number; pendingTtlDays: number },
+  config: { pendingTtlDays: number },
   run: { budget: Budget; limit?: number; sessionId?: string; waitUnsure?: boolean },
 ): ReplayOptions {
   return {
     waitUnsure: run.waitUnsure,
-    limit: run.limit ?? config.pendingReplayLimit,
+    limit: run.limit ?? REPLAY_LIMIT,
     ttlDays: config.pendingTtlDays,
     budget: run.budget,
     sessionId: run.sessionId,

@@ -89,7 +89,6 @@ export function payloadArb(
   const good = fc.record({
     hook_event_name: fc.constantFrom("SessionStart", "UserPromptSubmit", "PreToolUse", "Stop", "PreCompact"),
     session_id: fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...sessionIds) }, nastyString),
-    sessionId: nastyString,
     cwd: fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...cwds) }, nastyString),
     prompt: fc.oneof(
       text,
@@ -99,9 +98,6 @@ export function payloadArb(
         ? [credentialText.map((c) => c.text), credentialText.map((c) => [{ type: "text", text: c.text }])]
         : []),
     ),
-    input: fc.oneof(fc.string({ maxLength: 40 }), contentParts),
-    prompt_id: fc.oneof(fc.string({ maxLength: 8 }), fc.integer()),
-    request_id: fc.integer(),
     tool_name: fc.constantFrom("Read", "Glob", "Grep", "Bash"),
     tool_input: fc.oneof(
       fc.jsonValue({ maxDepth: 3 }),

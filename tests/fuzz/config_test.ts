@@ -17,7 +17,7 @@ const OVCLI = JSON.stringify(
     api_key: "fuzz-key-0123456789",
     account: "acct",
     user: "u",
-    plugin: { kimicode: { recallLimit: 5, redact: "on" }, timeoutMs: 2000 },
+    plugin: { kimicode: { recallDigestLimit: 5, redact: "on" }, timeoutMs: 2000 },
   },
   null,
   2,
@@ -72,7 +72,7 @@ Deno.test("fuzz: loadConfig on random credential files, workspace files and envi
     fc.asyncProperty(
       fileText(OVCLI),
       fileText(OVCONF),
-      fileText('{"recallLimit": 3}'),
+      fileText('{"recallDigestLimit": 3}'),
       fileText('{"autoRecall": false}'),
       fc.dictionary(fc.constantFrom(...KNOB_NAMES.map((k) => KNOBS[k].env)), nastyString, { maxKeys: 5 }),
       fc.record({

@@ -13,7 +13,7 @@ import { tempDir } from "../support/temp.ts";
 import { captureSession, WORKER_LOCK_WAIT_MS } from "../../memory/capture.ts";
 import { Budget, createClient } from "../../openviking/client.ts";
 import { queueSummary } from "../../openviking/queue.ts";
-import { replayAll } from "../../openviking/replay.ts";
+import { replayQueue } from "../../openviking/replay.ts";
 import { redact } from "../../lib/redact.ts";
 import { skipReason } from "../../kimi/journal/clean.ts";
 
@@ -164,7 +164,7 @@ Deno.test({
             const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 2000 });
             const queued = async () => (await queueSummary(ctx.pendingDir)).entries;
             for (let k = 0; k < 5 && await queued() > 0; k++) {
-              await replayAll(ctx.pendingDir, client, {
+              await replayQueue(ctx.pendingDir, client, {
                 limit: 1000,
                 ttlDays: 7,
                 budget: new Budget(5000),

@@ -1,7 +1,7 @@
 /** Every hook event in every server condition, in-process (`runHook`), and the process properties of the entry point. */
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
-import { DEFAULT_ENTRY, FAKE_DIGEST_FIRST, FAKE_PROFILE_ROW } from "../support/fake-openviking.ts";
+import { DEFAULT_ENTRY, FAKE_DIGEST_FIRST } from "../support/fake-openviking.ts";
 import { loadConfig } from "../../openviking/config.ts";
 import { messagesOf } from "../../cli/turns.ts";
 import { JournalBuilder } from "../support/journal.ts";
@@ -12,13 +12,13 @@ import { SESSION, stdinOf, waitFor, type World, world } from "./world.ts";
 const OV_SESSION = `kc-${SESSION}`;
 const FIXTURE = new URL("../fixtures/journals/2.1.0/resumed/wire.jsonl", import.meta.url);
 
-type Condition = "fine" | "down" | "slow" | "500" | "legacy" | "no-batch";
-const CONDITIONS: Condition[] = ["fine", "down", "slow", "500", "legacy", "no-batch"];
+type Condition = "fine" | "down" | "slow" | "500" | "no-batch";
+const CONDITIONS: Condition[] = ["fine", "down", "slow", "500", "no-batch"];
 
 /** A world on the recorded three-turn session whose server is in `condition`. */
 async function sandbox(condition: Condition): Promise<World> {
   const w = await world({
-    fake: { legacySearch: condition === "legacy", noBatch: condition === "no-batch" ? 404 : undefined },
+    fake: { noBatch: condition === "no-batch" ? 404 : undefined },
     env: { OPENVIKING_PROMPT_BUDGET_MS: "2500" },
   });
   if (condition === "down") await w.fake.close();
@@ -28,7 +28,7 @@ async function sandbox(condition: Condition): Promise<World> {
   return w;
 }
 
-const answers = (c: Condition) => c === "fine" || c === "legacy" || c === "no-batch";
+const answers = (c: Condition) => c === "fine" || c === "no-batch";
 
 /** The six messages of the recorded three-turn session, as capture must send them. */
 async function expectedMessages(s: World): Promise<unknown[]> {
@@ -61,18 +61,6 @@ for (const condition of CONDITIONS) {
         const { origin: _, ...memory } = DEFAULT_ENTRY;
         const recall = { source: "context", memories: [memory] };
         assertEquals([st.profileInjected, st.recall, st.injectedUris], [true, recall, [DEFAULT_ENTRY.uri]]);
-      } else if (condition === "legacy") {
-        // No context mode: find per source, ranked here, one line each.
-        assertEquals(
-          r,
-          `<openviking-context>\n${FAKE_PROFILE_ROW}\n` +
-            "- User prefers tabs over spaces. (viking://user/default/memories/preferences/indent.md)\n" +
-            "</openviking-context>\n",
-        );
-        const searches = s.fake.requests.filter((q) => q.path.startsWith("/api/v1/search")).map((q) =>
-          q.route
-        );
-        assertEquals(searches, ["POST /api/v1/search/search", ...Array(2).fill("POST /api/v1/search/find")]);
       } else {
         // No memory when the server cannot answer; the turn goes on. One that took the request and did not
         // answer in time pauses memory, and says so once (tests/hooks/breaker_process_test.ts).
@@ -124,7 +112,6 @@ for (const condition of CONDITIONS) {
     });
   }
 
-  if (condition === "legacy") continue; // no search in a replay: the same as "fine"
   Deno.test(`hook session-start replays the queue, server ${condition}`, async () => {
     await using s = await sandbox(condition);
     await enqueueMessages(s.pending, "kc-earlier", [{ role: "user", content: "queued while offline" }]);
@@ -176,7 +163,7 @@ Deno.test("hook: gates — disabled, bypass patterns on session id and cwd", asy
   assertEquals(s.fake.requests.length, 0);
 });
 
-Deno.test("hook user-prompt-submit: the profile once per session; the same prompt later asks nothing and prints no second copy; `input` and string prompts work", async () => {
+Deno.test("hook user-prompt-submit: the profile once per session; the same prompt later asks nothing and prints no second copy; string prompts work", async () => {
   await using s = await sandbox("fine");
   const run = (extra: Record<string, unknown>) => s.run("user-prompt-submit", extra);
   const first = await run({
@@ -191,7 +178,7 @@ Deno.test("hook user-prompt-submit: the profile once per session; the same promp
     s.fake.requestsTo("POST /api/v1/search/search")[n].body as Record<string, unknown>;
   assertEquals(body(0).query, "how should I indent\nthis file?");
   await new Promise((r) => setTimeout(r, 600));
-  const again = await run({ input: "how should I indent\nthis file?" });
+  const again = await run({ prompt: "how should I indent\nthis file?" });
   // Before: the reused block printed the same memory again. Now the session already has it: nothing.
   assertEquals(again, "", "no profile the second time, and no second copy of the memory");
   assertEquals(s.fake.requestsTo("POST /api/v1/search/search").length, 1, "reuse makes no request");
@@ -215,15 +202,6 @@ Deno.test("hook user-prompt-submit: two identical hooks at the same moment print
   assertEquals(outs.sort(), ["", `${FAKE_DIGEST_FIRST}\n`]);
   assertEquals(s.fake.requestsTo("GET /api/v1/system/status").length, 1, "profile fetched once");
   assertEquals(s.fake.requestsTo("POST /api/v1/search/search").length, 1);
-});
-
-Deno.test("hook user-prompt-submit: an explicit prompt id dedupes even after the 500 ms window", async () => {
-  await using s = await sandbox("fine");
-  const ask = () =>
-    s.run("user-prompt-submit", { prompt: "how should I indent this file?", prompt_id: "p-1" });
-  assertTrue((await ask()).length > 0);
-  await new Promise((r) => setTimeout(r, 600));
-  assertEquals(await ask(), "");
 });
 
 Deno.test("hook session-start: a repeat within 2 s is ignored; resume keeps the profile flag, startup resets it", async () => {

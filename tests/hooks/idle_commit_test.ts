@@ -15,6 +15,8 @@ import { readLedger } from "../../memory/ledger.ts";
 import { readState, writeState } from "../../memory/state.ts";
 import { WORKER_ENV } from "../../kimi/detach.ts";
 import { dueAt } from "../../memory/idle-commit.ts";
+import { sessionDestination } from "../../memory/context.ts";
+import { loadConfig } from "../../openviking/config.ts";
 
 const A = "session_7c0a1f5e-2b1d-4c3e-8f00-0000000000a1";
 const B = "session_7c0a1f5e-2b1d-4c3e-8f00-0000000000b2";
@@ -49,7 +51,7 @@ async function sandbox(policy = "balanced", fake?: FakeOpenViking) {
     place,
     stop,
     stateDir,
-    lock: `${stateDir}/idle-watch.lock`,
+    lock: `${stateDir}/idle-watch-${await sessionDestination((await loadConfig(env)).config)}.lock`,
     commits: (id: string) => server.sessions.get(ov(id))?.commits ?? 0,
     [Symbol.asyncDispose]: async () => {
       if (!fake) await server[Symbol.asyncDispose]();
@@ -150,8 +152,17 @@ Deno.test("a session captured for another server or key is left to its own: neve
     "B's commit never went to A's server",
   );
   assertEquals((await readState(`${s.stateDir}/${B}.json`)).capturedSinceCommit > 0, true, "B still waits");
+  const watchA = s.stop(A, "session A again: its watch runs while B's starts");
+  const watching = async () =>
+    (await Array.fromAsync(Deno.readDir(s.stateDir))).some((e) => /^idle-watch/.test(e.name));
+  for (let i = 0; i < 200 && !await watching(); i++) await new Promise((r) => setTimeout(r, 25));
   await hookIn("stop", { env: { ...s.env, OPENVIKING_URL: other.url, [WORKER_ENV]: "1" }, stdin });
-  assertEquals(other.sessions.get(ov(B))?.commits, 1, "committed by a watch of its own server");
+  await watchA;
+  assertEquals(
+    [s.commits(A), other.sessions.get(ov(B))?.commits],
+    [2, 1],
+    "each by a watch of its own server",
+  );
 });
 
 Deno.test("a state dated ahead of the clock is due at once; the watch does not sleep on it", async () => {
@@ -161,6 +172,20 @@ Deno.test("a state dated ahead of the clock is due at once; the watch does not s
   await writeState(file, { ...await readState(file), lastCaptureAt: Date.now() + 86_400_000 });
   await s.stop(A, "session A");
   assertEquals([s.commits(A), s.commits(B)], [1, 1]);
+});
+
+Deno.test("a session whose worker was killed mid-send (an unsettled intent) is settled before it is committed", async () => {
+  await using s = await sandbox("session-end");
+  const file = `${s.stateDir}/${B}.json`;
+  await s.stop(B, "turn one", false);
+  const before = await readState(file);
+  await s.stop(B, "turn two: stored, its reply never recorded", false);
+  const keys = (await readState(file)).capturedKeys.filter((k) => !before.capturedKeys.includes(k));
+  await writeState(file, { ...before, inflight: { keys, at: Date.now(), askFrom: 0 } });
+  await s.stop(A, "session A, whose watch commits B too");
+  await s.stop(B, "turn three", false);
+  const texts = s.fake.messages(ov(B)).map((m) => m.content);
+  assertEquals([s.commits(B), texts.filter((t, i) => texts.indexOf(t) !== i)], [1, []]);
 });
 
 Deno.test("a state file of gigabytes is not read: a fresh state, the home's watch goes on", async () => {

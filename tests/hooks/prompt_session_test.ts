@@ -12,16 +12,13 @@ import { tempDir } from "../support/temp.ts";
 
 const SESSION = "session_5b1c1f0e-1111-4222-8333-944455556666";
 
-let prompts = 0;
-
-/** Runs the prompt hook of the session for `prompt` (each run its own prompt id); its stdout. */
+/** Runs the prompt hook of the session for `prompt`; its stdout. */
 async function prompt(env: Record<string, string>, text: string): Promise<string> {
   const stdin = JSON.stringify({
     hook_event_name: "UserPromptSubmit",
     session_id: SESSION,
     cwd: "/home/user/proj",
     prompt: text,
-    prompt_id: `prompt-${++prompts}`,
   });
   return await runHook("user-prompt-submit", new TextEncoder().encode(stdin), env);
 }

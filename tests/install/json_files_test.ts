@@ -31,7 +31,7 @@ Deno.test("mcp.json: classification", () => {
       "ours",
     ],
     [{ command: "C:\\x\\openviking-kimi.exe", args: ["mcp"] }, "ours"],
-    [{ command: "/usr/bin/deno", args: ["run", "--allow-read", "/src/main.ts", "mcp"] }, "ours"],
+    [{ command: "/usr/bin/deno", args: ["run", "--allow-read", "/src/main.ts", "mcp"] }, "foreign"],
     [{ command: "node", args: ["/x/servers/mcp-proxy.mjs"] }, "upstream"],
     [{ command: "node", args: ["x"], env: { OPENVIKING_INTEGRATION_ID: "k" } }, "upstream"],
     [{ url: "http://x/mcp" }, "foreign"],

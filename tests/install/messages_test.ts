@@ -135,12 +135,12 @@ Deno.test("an install that updates files only it wrote keeps no .bak of them (an
   await using dir = await tempDir();
   const t = await installSandbox(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
   const self = await fakeCompiled(dir.path);
-  // Config mode: an older version's block and entry (another timeout, other args), all of it ours.
+  // Config mode: an older version's block and entry (another timeout, another path), all of it ours.
   assertEquals(await runInstall(t.ctx(self), opts({ mode: "config" })), 0, t.all());
   const config = `${t.kimi}/config.toml`;
   const mcp = `${t.kimi}/mcp.json`;
   await Deno.writeTextFile(config, (await Deno.readTextFile(config)).replace("timeout = 20", "timeout = 30"));
-  const old = { command: "deno", args: ["run", "-A", "/old/clone/main.ts", "mcp"] }; // how 0.0.x ran it
+  const old = { command: "/old/place/openviking-kimi", args: ["mcp"] }; // an older copy elsewhere
   await Deno.writeTextFile(mcp, JSON.stringify({ mcpServers: { openviking: old } }, null, 2) + "\n");
   t.said();
   assertEquals(await runInstall(t.ctx(self), opts({ mode: "config" })), 0, t.all());

@@ -7,10 +7,9 @@
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { OFFERED_TOOLS, sseBody, sseReply } from "../support/fake-mcp.ts";
+import { OFFERED_TOOLS, serveFakeMcp, sseBody, sseReply } from "../support/fake-mcp.ts";
 import { tempDir } from "../support/temp.ts";
 import { errorOf, type Json, openSession, resultOf, startProxy, toolNames, until } from "./harness.ts";
-import { HostileMcp } from "./hostile-mcp.ts";
 
 const KIB = 1024;
 const BYTES = { replyBytes: 64 * KIB, streamBytes: 256 * KIB };
@@ -96,11 +95,18 @@ Deno.test("mcp/bounds: of a 1 GiB error page or redirect body only the start is 
 
 Deno.test("mcp/bounds: SSE keep-alives reset the idle limit; silence ends a stream or a JSON body; endless keep-alives end at the tool-call limit", async () => {
   await using home = await tempDir("ovk-mcp-");
-  await using server = new HostileMcp();
-  server.tools.set("find", { kind: "keep-alive", everyMs: 200, times: 10 }); // 2 s, idle limit 1 s
-  server.tools.set("grep", { kind: "stall", sse: true });
-  server.tools.set("glob", { kind: "keep-alive", everyMs: 200 });
-  server.tools.set("read", { kind: "stall", sse: false }); // a JSON body: OPENVIKING_TIMEOUT_MS of silence
+  let probing = false; // once set, a stalled reply writes every tick: a connection the proxy closed shows at once
+  const keepAlive = (n: number) => n % 4 ? "" : ": keep-alive\n\n"; // every 200 ms
+  const result = (id: number) => {
+    const result = { content: [{ type: "text", text: "after 10 keep-alives" }] };
+    return { end: `data: ${JSON.stringify({ jsonrpc: "2.0", id, result })}\n\n` };
+  };
+  await using server = serveFakeMcp({
+    find: { sse: true, head: "", tick: (n) => n > 40 ? result(1) : keepAlive(n) }, // 2 s, idle limit 1 s
+    grep: { sse: true, head: ": open\n\n", tick: () => probing ? ":\n" : "" },
+    glob: { sse: true, head: "", tick: keepAlive },
+    read: { sse: false, head: '{"jsonrpc":"2.0",', tick: () => probing ? " " : "" }, // OPENVIKING_TIMEOUT_MS
+  });
   const proxy = startProxy(
     { HOME: home.path, OPENVIKING_URL: server.url, OPENVIKING_TIMEOUT_MS: "1000" },
     { limits: { startupMs: 10_000, toolCallMs: 3_000, streamIdleMs: 1_000, cachedStartMs: 2_000 } },
@@ -118,9 +124,9 @@ Deno.test("mcp/bounds: SSE keep-alives reset the idle limit; silence ends a stre
   const endless = errorOf(await proxy.response(3));
   assertEquals(endless.code, -32004);
   assertMatch(endless.message, /did not finish its reply within 3 s, the proxy's limit for one request/);
-  server.probing = true; // the stalled stream is written to again: a closed connection shows at once
-  await until(() => server.cancelled === 3, "the three bodies closed").catch((e) => {
-    throw new Error(`${e.message}: started ${server.started}, cancelled ${server.cancelled}`);
+  probing = true;
+  await until(() => server.counts.cancelled === 3, "the three bodies closed").catch((e) => {
+    throw new Error(`${e.message}: ${JSON.stringify(server.counts)}`);
   });
   assertEquals(
     textOf(await proxy.request(4, "tools/call", { name: "health", arguments: {} })),

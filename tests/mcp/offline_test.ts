@@ -191,26 +191,6 @@ Deno.test("mcp/offline: server down at start, then up: no restart needed, tools 
   for (const text of [...proxy.lines, ...again.lines]) assertNotMatch(text, new RegExp(KEY));
 });
 
-Deno.test("mcp/offline: server with no /mcp (old OpenViking) gets a clear 404 hint", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  const fake = await FakeOpenViking.start();
-  try {
-    const proxy = startProxy({
-      HOME: home.path,
-      OPENVIKING_MCP_URL: `${fake.url}/no-mcp-here`,
-      OPENVIKING_URL: fake.url,
-    });
-    resultOf(await proxy.initialize());
-    assertEquals(toolNames(await proxy.request(1, "tools/list")), OFFERED_TOOLS);
-    const e = errorOf(await proxy.request(2, "tools/call", { name: "health", arguments: {} }));
-    assertEquals(e.code, -32002);
-    assertMatch(e.message, /HTTP 404.*no MCP endpoint/);
-    assertEquals(await proxy.close(), 0);
-  } finally {
-    await fake.close();
-  }
-});
-
 Deno.test("mcp/offline: an initialize the server refuses with a JSON-RPC error is passed through", async () => {
   await using home = await tempDir("ovk-mcp-");
   const fake = await FakeOpenViking.start();

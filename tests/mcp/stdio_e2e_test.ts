@@ -2,10 +2,9 @@
 
 import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking, gzipBomb, type RawReply } from "../support/fake-openviking.ts";
-import { OFFERED_TOOLS } from "../support/fake-mcp.ts";
+import { OFFERED_TOOLS, serveFakeMcp } from "../support/fake-mcp.ts";
 import { tempDir } from "../support/temp.ts";
 import { until } from "./harness.ts";
-import { SdkServer } from "./sdk-server.ts";
 import { childEnv, productionCommand, REPO_ROOT } from "./subprocess.ts";
 
 const KEY = "e2e-secret-key-8d41b2";
@@ -141,20 +140,16 @@ for (const how of ["stdin EOF", "SIGTERM"] as const) {
 
 Deno.test("mcp/e2e: raw pipes: when the client stops reading stdout, the proxy exits instead of lingering", async () => {
   await using home = await tempDir("ovk-mcp-");
-  // (the SDK server, not the fake: the proxy exits with requests in flight, which node:http reports as errors)
-  const server = SdkServer.start({ json: true });
-  try {
-    const p = await spawnRaw(home.path, { OPENVIKING_URL: server.url });
-    await p.send(INIT);
-    await p.linesAtLeast(1);
-    await p.stopReading(); // stdin stays open
-    await p.reading;
-    for (let i = 1; i <= 3; i++) await p.send({ jsonrpc: "2.0", id: i, method: "ping" }).catch(() => {});
-    assertEquals((await p.child.status).code, 0);
-    await p.stderr;
-  } finally {
-    await server.close();
-  }
+  // (the fake on Deno.serve, not on node:http: the proxy exits with requests in flight, which node reports)
+  await using server = serveFakeMcp();
+  const p = await spawnRaw(home.path, { OPENVIKING_URL: server.url });
+  await p.send(INIT);
+  await p.linesAtLeast(1);
+  await p.stopReading(); // stdin stays open
+  await p.reading;
+  for (let i = 1; i <= 3; i++) await p.send({ jsonrpc: "2.0", id: i, method: "ping" }).catch(() => {});
+  assertEquals((await p.child.status).code, 0);
+  await p.stderr;
 });
 
 Deno.test("mcp/e2e: gzip bombs and 1 GB replies (JSON, SSE) to tools/call become JSON-RPC errors; RSS stays bounded; the proxy lives", async () => {

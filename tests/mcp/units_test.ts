@@ -1,11 +1,10 @@
-/** Unit tests of the pure parts: error texts, network causes, the credential reloader, the workspace, the time limits. */
+/** Unit tests of the pure parts: error texts, network causes, the workspace, the time limits, the gate. */
 
 import { assertEquals, assertMatch, assertNotMatch, assertThrows } from "../support/assert.ts";
-import { tempDir } from "../support/temp.ts";
 import { type ErrorContext, failureError } from "../../mcp/errors.ts";
-import { exchangeTiming, networkCause, PROXY_LIMITS, type ProxySettings } from "../../mcp/proxy.ts";
+import { exchangeTiming, networkCause, PROXY_LIMITS } from "../../mcp/proxy.ts";
 import { serverMessageOf } from "../../openviking/client.ts";
-import { credentialReloader, workspaceDir } from "../../cli/mcp.ts";
+import { workspaceDir } from "../../cli/mcp.ts";
 import { mapStrings, MAX_DEPTH, redactedCall, TooDeep } from "../../mcp/gate.ts";
 
 const CTX: ErrorContext = {
@@ -29,6 +28,7 @@ Deno.test("errors: every failure says what to do and which limit; URLs lose thei
       -32002,
       /HTTP 502.*check its log/,
     ],
+    [{ kind: "http", status: 404, serverMessage: "" }, -32002, /HTTP 404\. There is no MCP endpoint at/],
     [{ kind: "empty", status: 200 }, -32003, /no response/],
     [{ kind: "bad-reply", status: 200, sample: "<html>" }, -32002, /not JSON-RPC/],
     [{ kind: "redirect", status: 302, location: "https://evil.example/" }, -32002, /another origin/],
@@ -98,23 +98,6 @@ Deno.test("upstream helpers: server messages; network causes without prefix or u
     networkCause(new TypeError("proxy http://u:p@ss@x:8080/ refused the tunnel")),
     "proxy http://x:8080/ refused the tunnel",
   );
-});
-
-Deno.test("credentials: the settings are loaded again only when a file's content changed", async () => {
-  await using dir = await tempDir("ovk-mcp-");
-  const path = `${dir.path}/ovcli.conf`;
-  await Deno.writeTextFile(path, '{"api_key":"a"}');
-  let loads = 0;
-  const reload = await credentialReloader([path, `${dir.path}/absent.conf`], () => {
-    loads++;
-    return Promise.resolve({ timeoutMs: loads } as unknown as ProxySettings);
-  });
-  assertEquals(await reload(), undefined);
-  await Deno.writeTextFile(path, '{"api_key":"b"}'); // same size, maybe same mtime: content decides
-  assertEquals((await reload())?.timeoutMs, 1);
-  assertEquals(await reload(), undefined);
-  await Deno.writeTextFile(`${dir.path}/absent.conf`, "{}");
-  assertEquals((await reload())?.timeoutMs, 2);
 });
 
 Deno.test("workspace: the process cwd, or the inherited PWD when Kimi runs us from the plugin folder", () => {

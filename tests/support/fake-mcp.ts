@@ -201,3 +201,64 @@ function rpcError(status: number, code: number, message: string): McpReply {
 function jsonReply(status: number, body: unknown): McpReply {
   return { status, headers: { "content-type": "application/json" }, body: JSON.stringify(body) };
 }
+
+/** A misbehaving reply: its content type, first bytes, and what it writes at each 50 ms tick (`end`: last). */
+export type Misbehaviour = { sse: boolean; head: string; tick: (n: number) => string | { end: string } };
+
+/**
+ * The fake /mcp alone on Deno.serve (no node:http, so a client that goes away mid-reply is no error), where
+ * calls of the tools in `rows` get a reply that misbehaves over time; it counts the bodies the proxy cancelled
+ * (so a connection left open shows). Other requests: the fake's answer.
+ */
+export function serveFakeMcp(rows: Record<string, Misbehaviour> = {}) {
+  const mcp = new FakeMcp({});
+  const encoder = new TextEncoder();
+  const open = new Set<() => void>();
+  const counts = { started: 0, cancelled: 0 };
+  const misbehave = ({ sse, head, tick }: Misbehaviour) => {
+    counts.started++;
+    let timer: ReturnType<typeof setInterval>;
+    const body = new ReadableStream<Uint8Array>({
+      start: (controller) => {
+        const end = () => {
+          clearInterval(timer);
+          open.delete(end);
+          controller.error(new Error("shut down"));
+        };
+        open.add(end);
+        controller.enqueue(encoder.encode(head));
+        let n = 0;
+        timer = setInterval(() => {
+          const out = tick(++n);
+          if (typeof out === "string") return out && controller.enqueue(encoder.encode(out));
+          clearInterval(timer);
+          open.delete(end);
+          controller.enqueue(encoder.encode(out.end));
+          controller.close();
+        }, 50);
+      },
+      cancel: () => {
+        clearInterval(timer);
+        counts.cancelled++;
+      },
+    });
+    return new Response(body, {
+      headers: { "content-type": sse ? "text/event-stream" : "application/json" },
+    });
+  };
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    const body = req.method === "POST" ? await req.json() as Msg : undefined;
+    const row = body?.method === "tools/call" ? rows[String((body.params as Msg).name)] : undefined;
+    if (row) return misbehave(row);
+    const reply = await mcp.handle(req.method, Object.fromEntries(req.headers), body);
+    return new Response(reply.status === 202 || !reply.body ? null : reply.body, reply);
+  });
+  return {
+    url: `http://127.0.0.1:${server.addr.port}`,
+    counts,
+    async [Symbol.asyncDispose]() {
+      for (const end of [...open]) end();
+      await server.shutdown();
+    },
+  };
+}
