@@ -19,6 +19,13 @@ import { currentSelf } from "../../install/placement.ts";
 
 const exists = (path: string) => Deno.lstat(path).then(() => true, () => false);
 
+/** The `.bak` files of a Kimi home and of its `plugins/`. */
+async function backups(kimi: string): Promise<string[]> {
+  const names = async (d: string) =>
+    (await Array.fromAsync(Deno.readDir(d)).catch(() => [])).map((e) => e.name);
+  return [...await names(kimi), ...await names(`${kimi}/plugins`)].filter((n) => n.endsWith(".bak"));
+}
+
 Deno.test("an install with nothing to change says so, in a dry run too", async () => {
   await using dir = await tempDir();
   const t = await installSandbox(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
@@ -116,11 +123,7 @@ Deno.test("no .bak of a file install created is left behind; the user's own file
     assertEquals(await runInstall(t.ctx(self), opts({ mode })), 0, t.all());
     assertEquals(await runUninstall(t.ctx(self), opts({ mode })), 0, t.all());
   }
-  const left = [...Deno.readDirSync(t.kimi)].map((e) => e.name);
-  const plugins = await exists(`${t.kimi}/plugins`)
-    ? [...Deno.readDirSync(`${t.kimi}/plugins`)].map((e) => e.name)
-    : [];
-  assertEquals([...left, ...plugins].filter((n) => n.endsWith(".bak")), [], "install created them all");
+  assertEquals(await backups(t.kimi), [], "install created them all");
 
   const other = { id: "other", root: "/elsewhere", source: "github", enabled: true };
   const theirs = JSON.stringify({ version: 1, plugins: [other] });
@@ -153,9 +156,5 @@ Deno.test("an install that updates files only it wrote keeps no .bak of them (an
   const moved = await fakeCompiled(`${dir.path}/newer`);
   assertEquals(await runInstall(t.ctx(moved), opts({ mode: "plugin" })), 0, t.all());
   assertEquals(await runUninstall(t.ctx(moved), opts({ mode: "plugin" })), 0, t.all());
-  const left = [...Deno.readDirSync(t.kimi)].map((e) => e.name);
-  const plugins = await exists(`${t.kimi}/plugins`)
-    ? [...Deno.readDirSync(`${t.kimi}/plugins`)].map((e) => e.name)
-    : [];
-  assertEquals([...left, ...plugins].filter((n) => n.endsWith(".bak")), [], t.all());
+  assertEquals(await backups(t.kimi), [], t.all());
 });
