@@ -214,7 +214,7 @@ async function programChecks(r: Registered, env: paths.Env, os: OsFamily): Promi
     const summary = `${r.label}: the program copy ${info.dir} is incomplete (missing ${missing.join(", ")})`;
     return [checkOf("command").fail(summary, REINSTALL)];
   }
-  const deno = await findDeno(info.deno, env, os);
+  const deno = await findDeno(info.deno, env);
   if (!deno) {
     const copy = await readTextIfExists(paths.joinPath(info.dir, COPY_FILES.info)).catch(() => undefined);
     const { source } = asRecord(parseJsonOrUndefined(copy));
@@ -222,7 +222,7 @@ async function programChecks(r: Registered, env: paths.Env, os: OsFamily): Promi
       deno: info.deno,
       source: typeof source === "string" ? source : "a checkout",
       mode: r.mode,
-    }, os);
+    });
     return [{ ...c, summary: `${r.label}: ${c.summary}` }];
   }
   if (deno !== info.deno) {

@@ -424,10 +424,10 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
     );
   }
   if (hasUpstream(state)) return refuse(upstreamMessage(state));
-  if (mode === "plugin" && ctx.self.kind !== "compiled" && ctx.os === "windows") {
+  if (ctx.self.kind !== "compiled" && ctx.os === "windows") {
     return refuse(
-      "plugin mode from a source checkout needs a POSIX shell for its launcher; on Windows use a " +
-        "release binary (openviking-kimi.exe install --mode plugin) or --mode config.",
+      "on Windows, install from the release binary (openviking-kimi-x86_64-pc-windows-msvc.exe or " +
+        "openviking-kimi-aarch64-pc-windows-msvc.exe install): a source checkout installs on Linux and macOS only.",
     );
   }
   const plan = newPlan();
@@ -519,7 +519,10 @@ async function purgeableData(ctx: Context, plan: Plan): Promise<string[]> {
   return out;
 }
 
-/** Plans our part out of the home's `.bak` copies (a `.bak` left with nothing but the file goes), and no new `.bak`. */
+/**
+ * Plans deleting the home's `.bak` copies that hold nothing but what the file holds after the run (and our
+ * part); any other `.bak` stays as it is. No new `.bak` is made.
+ */
 async function planBackupsClean(state: KimiState, plan: Plan): Promise<void> {
   for (const kind of ["config", "mcp", "registry"] as const) {
     const { path, text: now, out } = kimiFile(state, kind);
@@ -528,18 +531,13 @@ async function planBackupsClean(state: KimiState, plan: Plan): Promise<void> {
     const bak = `${path}.bak`;
     const text = await readTextIfExists(bak).catch(() => undefined);
     const file = change ? change.after : now;
-    // The copy install kept of a file the run leaves exactly as it was: it holds nothing the file does not.
-    if (text !== undefined && file !== undefined && text === file) {
-      planFile(plan, bak, text, undefined, "backup deleted (it holds just what the file holds)", "none");
-      continue;
-    }
     const cleaned = text === undefined ? undefined : out(text);
-    if (!cleaned?.ok || !cleaned.changed) continue;
-    const left = cleaned.after === file ? undefined : cleaned.after;
-    const what = left === undefined
-      ? "backup deleted (nothing in it but our part and what the file holds)"
-      : "our part taken out of a backup";
-    planFile(plan, bak, text, left, what, "none");
+    const ours = cleaned?.ok && cleaned.changed;
+    if (text === undefined || file === undefined || (ours ? cleaned.after : text) !== file) continue;
+    const what = ours
+      ? "nothing in it but our part and what the file holds"
+      : "it holds just what the file holds";
+    planFile(plan, bak, text, undefined, `backup deleted (${what})`, "none");
   }
 }
 

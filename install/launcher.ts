@@ -6,7 +6,7 @@
 
 import { type Env, joinPath } from "../lib/paths.ts";
 import { COPY_FILES, COPY_RUN_FLAGS, shellQuote } from "../lib/self.ts";
-import { cmdQuote, type OsFamily } from "./placement.ts";
+import type { OsFamily } from "./placement.ts";
 import type { Check } from "./check.ts";
 
 /** What a launcher needs to know. */
@@ -50,14 +50,12 @@ const install = (mode?: "config" | "plugin") =>
 /** The failing check of a copy whose Deno is gone: what is missing and how to get it back. */
 export function denoNotFound(
   spec: Pick<LauncherSpec, "deno" | "source"> & { mode?: "config" | "plugin" },
-  os: OsFamily,
 ): Failing {
   return {
     id: "deno",
     status: "fail",
-    summary: `Deno not found at ${spec.deno} (the one install used), on PATH or in the usual places (${
-      os === "windows" ? "%USERPROFILE%\\.deno\\bin" : USUAL_WORDS
-    }): the hooks do nothing and the MCP server cannot start`,
+    summary: `Deno not found at ${spec.deno} (the one install used), on PATH or in the usual places ` +
+      `(${USUAL_WORDS}): the hooks do nothing and the MCP server cannot start`,
     fix:
       `reinstall with: install Deno 2 (\`npm install -g deno\`, or see https://deno.com), then run ${
         install(spec.mode)
@@ -75,18 +73,9 @@ const copyIncomplete = (spec: Pick<LauncherSpec, "dir" | "source">) =>
 /** A check in one line: "Deno not found at …; reinstall with …". */
 const oneLine = (c: Failing) => `${c.summary.replace(/: the hooks do nothing.*$/, "")}; ${c.fix}`;
 
-/** The launcher's file name on `os`. */
-export function launcherName(os: OsFamily): string {
-  return os === "windows" ? "openviking-kimi.cmd" : "openviking-kimi";
-}
-
-/** The launcher's text: a POSIX sh script, or a cmd.exe batch file. */
-export function launcherText(spec: LauncherSpec, os: OsFamily): string {
+/** The launcher's text: a POSIX sh script (a checkout installs on POSIX systems only). */
+export function launcherText(spec: LauncherSpec): string {
   const marker = JSON.stringify({ dir: spec.dir, deno: spec.deno, id: spec.id });
-  return os === "windows" ? windowsLauncher(spec, marker) : posixLauncher(spec, marker);
-}
-
-function posixLauncher(spec: LauncherSpec, marker: string): string {
   const run = [...spec.flags, ...COPY_RUN_FLAGS].map(shellQuote).join(" ");
   const usual = USUAL.map((p) => (p.base ? `"$${p.base[0].toLowerCase()}"/${p.path}` : p.path)).join(" ");
   return `#!/bin/sh
@@ -111,7 +100,7 @@ if [ -n "$deno" ] && [ -f "$dir/$entry" ]; then
   DENO_DIR="$dir/${COPY_FILES.denoDir}" exec "$deno" run ${run} "$dir/$entry" "$@"
 fi
 # No Deno, or the copy's code is gone: a hook stays silent (Kimi must never break); the rest say why.
-if [ -z "$deno" ]; then why=${shellQuote(oneLine(denoNotFound(spec, "posix")))}
+if [ -z "$deno" ]; then why=${shellQuote(oneLine(denoNotFound(spec)))}
 else why=${shellQuote(copyIncomplete(spec))}; fi
 if [ "$1" = hook ]; then [ -t 0 ] || cat >/dev/null 2>&1; exit 0; fi
 printf 'openviking-kimi: %s\\n' "$why" >&2
@@ -119,39 +108,9 @@ exit 1
 `;
 }
 
-function windowsLauncher(spec: LauncherSpec, marker: string): string {
-  const run = [...spec.flags, ...COPY_RUN_FLAGS].map(cmdQuote).join(" ");
-  const win = (p: string) => p.replace(/\//g, "\\");
-  const why = oneLine(denoNotFound(spec, "windows")).replace(/[%^&|<>]/g, "^$&");
-  return [
-    "@echo off",
-    `rem openviking-kimi ${spec.version}: runs the program copy in ${win(spec.dir)} with Deno, offline.`,
-    `rem ${MARKER.slice(2)}${marker}`,
-    "setlocal",
-    `set "dir=${win(spec.dir)}"`,
-    'set "deno="',
-    `if exist "${win(spec.deno)}" set "deno=${win(spec.deno)}"`,
-    'if not defined deno for /f "delims=" %%d in (\'where deno.exe 2^>nul\') do if not defined deno set "deno=%%d"',
-    'if not defined deno if exist "%USERPROFILE%\\.deno\\bin\\deno.exe" set "deno=%USERPROFILE%\\.deno\\bin\\deno.exe"',
-    "if not defined deno goto nodeno",
-    `set "entry=${COPY_FILES.main}"`,
-    `if "%~1"=="hook" if not "%~2"=="" if "%~3"=="" set "entry=${COPY_FILES.hook}"`,
-    `set "DENO_DIR=%dir%\\${COPY_FILES.denoDir}"`,
-    `"%deno%" run ${run} "%dir%\\%entry%" %*`,
-    "exit /b %ERRORLEVEL%",
-    ":nodeno",
-    'if "%~1"=="hook" exit /b 0',
-    `echo openviking-kimi: ${why} 1>&2`,
-    "exit /b 1",
-    "",
-  ].join("\r\n");
-}
-
 /** What a launcher says of its copy (its marker line), or undefined when the text is not a launcher. */
 export function launcherInfo(text: string): { dir: string; deno: string; id: string } | undefined {
-  const line = text.split(/\r?\n/).find((l) =>
-    l.startsWith(MARKER) || l.startsWith(`rem ${MARKER.slice(2)}`)
-  );
+  const line = text.split(/\r?\n/).find((l) => l.startsWith(MARKER));
   try {
     const { dir, deno, id } = JSON.parse(line!.slice(line!.indexOf("{"))) as Record<string, unknown>;
     return typeof dir === "string" && typeof deno === "string" && typeof id === "string"
@@ -169,27 +128,22 @@ export async function isExecutable(path: string, os: OsFamily): Promise<boolean>
 }
 
 /** The Deno the launcher would run: the recorded one, then PATH, then the usual places; undefined: none. */
-export async function findDeno(recorded: string, env: Env, os: OsFamily): Promise<string | undefined> {
-  const exe = os === "windows" ? "deno.exe" : "deno";
-  const path = (env.PATH ?? "").split(os === "windows" ? ";" : ":").filter(Boolean).map((d) =>
-    joinPath(d, exe)
-  );
+export async function findDeno(recorded: string, env: Env): Promise<string | undefined> {
+  const path = (env.PATH ?? "").split(":").filter(Boolean).map((d) => joinPath(d, "deno"));
   const absolute = (v: string | undefined) => (v?.startsWith("/") ? v : undefined);
   const bases = {
     DENO_INSTALL: absolute(env.DENO_INSTALL),
     HOME: absolute(env.HOME),
     NVM_DIR: absolute(env.NVM_DIR) ?? `${absolute(env.HOME) ?? "/nonexistent"}/.nvm`,
   };
-  const usual = os === "windows"
-    ? (env.USERPROFILE ? [`${env.USERPROFILE}\\.deno\\bin\\deno.exe`] : [])
-    : USUAL.flatMap((p) => {
-      const base = p.base ? bases[p.base] : "";
-      return base === undefined ? [] : [p.base ? joinPath(base, p.path) : p.path];
-    });
+  const usual = USUAL.flatMap((p) => {
+    const base = p.base ? bases[p.base] : "";
+    return base === undefined ? [] : [p.base ? joinPath(base, p.path) : p.path];
+  });
   for (const candidate of [recorded, ...path, ...usual]) {
     const star = candidate.indexOf("*");
     const found = star < 0 ? [candidate] : await glob(candidate, star);
-    for (const f of found) if (await isExecutable(f, os)) return f;
+    for (const f of found) if (await isExecutable(f, "posix")) return f;
   }
   return undefined;
 }

@@ -1,7 +1,7 @@
 /** The program install registers (the binary, a program copy of a checkout, or a copy itself) and its steps. */
 
 import { readKimiState } from "./detect.ts";
-import { launcherName, launcherText } from "./launcher.ts";
+import { launcherText } from "./launcher.ts";
 import { commandAt, executableFileName, installedBinaryPath, pathCommand, sameBytes } from "./placement.ts";
 import { EXECUTABLE_NAME, PLUGIN_ID } from "./spec.ts";
 import {
@@ -73,8 +73,8 @@ async function binaryProgram(
 }
 
 /** An installed program copy installing itself (say, into another mode): it registers its own launcher. */
-async function ownCopyProgram(ctx: Context, dir: string): Promise<Program | string> {
-  const launcher = joinPath(dir, "bin", launcherName(ctx.os));
+async function ownCopyProgram(dir: string): Promise<Program | string> {
+  const launcher = joinPath(dir, "bin", EXECUTABLE_NAME);
   const text = await readTextIfExists(launcher).catch(() => undefined);
   if (text === undefined) {
     return `this program copy (${dir}) has no launcher ${launcher}; run install from an openviking-kimi ` +
@@ -163,7 +163,7 @@ export async function planProgram(
   const program = self.kind === "compiled"
     ? await binaryProgram(ctx, self, mode, plan)
     : self.kind === "copy"
-    ? await ownCopyProgram(ctx, self.dir)
+    ? await ownCopyProgram(self.dir)
     : await checkoutProgram(ctx, self.root, plan);
   if (typeof program === "string") return program;
   const step = await recordStep(
@@ -313,13 +313,13 @@ async function planCopy(
 ): Promise<{ dir: string; launcher: string; launcherText: string; source: string }> {
   const { deno, flags } = spec;
   const dir = joinPath(versionsDir(ctx.env), copy.id);
-  const [info, launcher] = [joinPath(dir, COPY_FILES.info), joinPath(dir, "bin", launcherName(ctx.os))];
+  const [info, launcher] = [joinPath(dir, COPY_FILES.info), joinPath(dir, "bin", EXECUTABLE_NAME)];
   const [infoBefore, launcherBefore] = await Promise.all(
     [info, launcher].map((f) => readTextIfExists(f).catch(() => undefined)),
   );
   const recorded = asRecord(parseJsonOrUndefined(infoBefore)).source;
   const source = typeof recorded === "string" && recorded !== "" ? recorded : spec.root;
-  const text = launcherText({ dir, deno, flags, source, id: copy.id, version: VERSION }, ctx.os);
+  const text = launcherText({ dir, deno, flags, source, id: copy.id, version: VERSION });
   // `deno bundle` is experimental in Deno 2.9: the builder is recorded.
   const record = {
     version: VERSION,
@@ -351,7 +351,7 @@ async function planCopy(
     ...copy.files.map((f) => ({ path: f.name, content: f.bytes, mode: 0o600 })),
     { path: COPY_FILES.info, content: infoText, mode: 0o600 },
     { path: COPY_FILES.lock, content: "", mode: 0o600 },
-    { path: `bin/${launcherName(ctx.os)}`, content: text, mode: ctx.os === "windows" ? 0o600 : 0o700 },
+    { path: `bin/${EXECUTABLE_NAME}`, content: text, mode: 0o700 },
   ];
   const size = `${Math.round(copy.bytes / 1024)} KB`;
   plan.steps.push(swapStep({
@@ -456,9 +456,9 @@ async function usedBy(id: string, homes: string[], command?: string): Promise<st
   }
   for (const home of homes) {
     const bin = joinPath(home, "plugins", "managed", PLUGIN_ID, "bin");
-    const files = ["config.toml", "mcp.json"].map((f) => joinPath(home, f));
-    files.push(joinPath(bin, launcherName("posix")), joinPath(bin, launcherName("windows")));
-    for (const f of files) {
+    for (
+      const f of [joinPath(home, "config.toml"), joinPath(home, "mcp.json"), joinPath(bin, EXECUTABLE_NAME)]
+    ) {
       if ((await readTextIfExists(f).catch(() => undefined))?.includes(id)) {
         return `the Kimi home ${home} runs it`;
       }
@@ -492,7 +492,7 @@ async function removeUnlocked(path: string, purge = false): Promise<string | und
       const busy = "a running process uses it (a Kimi session's MCP server or a hook)";
       // A purge leaves no command of ours on PATH: the copy's own launcher finishes the job.
       return purge
-        ? `${busy}; once it has ended, run ${joinPath(path, "bin", launcherName("posix"))} uninstall --purge`
+        ? `${busy}; once it has ended, run ${joinPath(path, "bin", EXECUTABLE_NAME)} uninstall --purge`
         : `${busy}; a later install removes it`;
     }
     await Deno.remove(path, { recursive: true });

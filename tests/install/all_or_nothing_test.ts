@@ -1,8 +1,8 @@
 /**
- * install / uninstall apply all or nothing: every refusal (a dangling config.toml symlink, a directory where a
- * file or its backup goes) happens before the first write and names the file and the fix; a write that fails
- * mid-way (a file name too long for the temporary sibling — it fails for root too) rolls back the writes
- * already made to their exact previous bytes and says so.
+ * install / uninstall apply all or nothing: every refusal (a config.toml that does not parse, a dangling
+ * symlink, a directory where a file or its backup goes) happens before the first write and names the file and
+ * the fix; a write that fails mid-way (a file name too long for the temporary sibling — it fails for root too)
+ * rolls back the writes already made to their exact previous bytes and says so.
  */
 
 import { assertEquals, assertMatch, assertNotMatch } from "../support/assert.ts";
@@ -50,6 +50,11 @@ Deno.test("a refusal comes before anything is written, naming the file and the f
       says: /config\.toml\.bak is a directory.*move it/i,
     },
     {
+      name: "a config.toml that does not parse",
+      setup: (t) => Deno.writeTextFile(`${t.kimi}/config.toml`, "default_model = \n[x\n"),
+      says: /config\.toml does not parse/,
+    },
+    {
       name: "config.toml is a directory",
       setup: (t) => Deno.mkdir(`${t.kimi}/config.toml`),
       says: /config\.toml cannot be read \(it is a directory/,
@@ -63,7 +68,7 @@ Deno.test("a refusal comes before anything is written, naming the file and the f
       says: /config\.toml/,
     },
   ];
-  for (const c of isWindows ? cases.slice(1, 3) : cases) {
+  for (const c of isWindows ? cases.slice(1, 4) : cases) {
     await using dir = await tempDir();
     const t = await home(dir.path);
     await Deno.writeTextFile(`${t.kimi}/mcp.json`, TESTER_MCP);

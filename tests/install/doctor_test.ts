@@ -10,35 +10,21 @@ import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { renderChecks, runDoctor } from "../../cli/doctor.ts";
 import type { Check } from "../../install/check.ts";
 import { runInstall } from "../../install/install.ts";
-import { currentSelf } from "../../install/placement.ts";
 import { enqueueCommit } from "../support/queue.ts";
 import { emptyState, writeState } from "../../memory/state.ts";
 import { hookStateDir, pendingDir } from "../../lib/paths.ts";
-import { closedAddress, isolatedEnv, noServerFix } from "./helpers.ts";
+import { closedAddress, installSandbox, noServerFix, opts } from "./helpers.ts";
 import { commandName } from "../../lib/self.ts";
 
 const NOW = Date.parse("2026-11-30T12:00:00.000Z");
 
+/** A sandbox (tests/install/helpers.ts) with an in-process install and doctor of its Kimi home. */
 async function setup(root: string, extra: Record<string, string>) {
-  const home = `${root}/home`;
-  const kimi = `${home}/.kimi-code`;
-  await Deno.mkdir(kimi, { recursive: true });
-  const env = await isolatedEnv(home, extra);
-  const lines: string[] = [];
-  const install = async (mode: "config" | "plugin") =>
-    await runInstall(
-      {
-        env,
-        self: await currentSelf(),
-        os: "posix",
-        out: { info: (l) => lines.push(l), error: (l) => lines.push(l) },
-        now: new Date(NOW),
-        cwd: root,
-      },
-      { mode, credentials: {}, dryRun: false, yes: false, purge: false },
-    );
-  const doctor = async () => await runDoctor({ env, home: kimi, os: "posix", now: NOW });
-  return { home, kimi, env, install, doctor, lines };
+  const t = await installSandbox(root, extra);
+  const env = t.ctx().env;
+  const install = (mode: "config" | "plugin") => runInstall(t.ctx(), opts({ mode }));
+  const doctor = () => runDoctor({ env, home: t.kimi, os: "posix", now: NOW });
+  return { ...t, env, install, doctor };
 }
 
 function byId(checks: Check[]): Record<string, Check> {

@@ -174,3 +174,9 @@ export async function tree(dir: string, skip: RegExp = /^$/): Promise<string[]> 
   await walk(dir);
   return out.sort();
 }
+
+/** A planner's result that must succeed (its refusal thrown). */
+export function ok<P extends { ok: boolean }>(plan: P | { ok: false; error: string }): P & { ok: true } {
+  if (!plan.ok) throw new Error((plan as { error: string }).error);
+  return plan as P & { ok: true };
+}

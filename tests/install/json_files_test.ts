@@ -1,14 +1,16 @@
 import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../support/assert.ts";
 import { classifyMcpEntry } from "../../install/spec.ts";
-import { planMcpInstall, planMcpUninstall } from "../../install/json-files.ts";
-import { planRegistryInstall, planRegistryUninstall } from "../../install/json-files.ts";
+import {
+  planMcpInstall,
+  planMcpUninstall,
+  planRegistryInstall,
+  planRegistryUninstall,
+} from "../../install/json-files.ts";
 import { maskSecrets, planOvcli } from "../../install/ovcli.ts";
 import { unifiedDiff } from "../../install/transaction.ts";
+import { ok } from "./helpers.ts";
 
-const OURS = {
-  command: "/home/u/.openviking/agent-integrations/kimicode/bin/openviking-kimi",
-  args: ["mcp"],
-};
+const OURS = { command: "/opt/ov/bin/openviking-kimi", args: ["mcp"] };
 const NOW = new Date("2026-11-30T12:00:00.000Z");
 
 Deno.test("mcp.json: someone else's openviking server is refused (or replaced with --yes) and never removed", () => {
@@ -16,79 +18,55 @@ Deno.test("mcp.json: someone else's openviking server is refused (or replaced wi
     mcpServers: { openviking: { url: "http://ov:1933/mcp", headers: { A: "secret" } } },
   });
   const plan = planMcpInstall(foreign, OURS);
-  assertEquals(plan.ok, false);
-  if (!plan.ok) {
-    assertMatch(plan.error, /--yes/);
-    assertNotMatch(plan.error, /secret/);
-  }
+  assertTrue(!plan.ok && /--yes/.test(plan.error) && !/secret/.test(plan.error), JSON.stringify(plan));
   assertTrue(planMcpInstall(foreign, OURS, { replaceOthers: true }).ok);
-  const un = planMcpUninstall(foreign);
-  assertTrue(un.ok && !un.changed && un.warnings.length === 1);
+  const un = ok(planMcpUninstall(foreign));
+  assertTrue(!un.changed && un.warnings.length === 1);
 });
 
 Deno.test("mcp.json: classification", () => {
-  assertEquals(classifyMcpEntry(OURS), "ours");
-  assertEquals(classifyMcpEntry({ command: "C:\\x\\openviking-kimi.exe", args: ["mcp"] }), "ours");
-  assertEquals(
-    classifyMcpEntry({ command: "/usr/bin/deno", args: ["run", "--allow-read", "/src/main.ts", "mcp"] }),
-    "foreign",
-  );
-  assertEquals(classifyMcpEntry({ command: "node", args: ["/x/servers/mcp-proxy.mjs"] }), "upstream");
-  assertEquals(
-    classifyMcpEntry({ command: "node", args: ["x"], env: { OPENVIKING_INTEGRATION_ID: "k" } }),
-    "upstream",
-  );
-  assertEquals(classifyMcpEntry({ url: "http://x/mcp" }), "foreign");
-  assertEquals(classifyMcpEntry(undefined), "absent");
+  const cases: [unknown, string][] = [
+    [
+      { command: "/home/u/.openviking/agent-integrations/kimicode/bin/openviking-kimi", args: ["mcp"] },
+      "ours",
+    ],
+    [{ command: "C:\\x\\openviking-kimi.exe", args: ["mcp"] }, "ours"],
+    [{ command: "/usr/bin/deno", args: ["run", "--allow-read", "/src/main.ts", "mcp"] }, "foreign"],
+    [{ command: "node", args: ["/x/servers/mcp-proxy.mjs"] }, "upstream"],
+    [{ command: "node", args: ["x"], env: { OPENVIKING_INTEGRATION_ID: "k" } }, "upstream"],
+    [{ url: "http://x/mcp" }, "foreign"],
+    [undefined, "absent"],
+  ];
+  for (const [entry, owner] of cases) assertEquals(classifyMcpEntry(entry), owner, JSON.stringify(entry));
 });
 
 Deno.test("installed.json: upsert keeps other records, our enabled/installedAt/capabilities; uninstall removes only ours", () => {
-  const before = JSON.stringify(
-    {
-      version: 1,
-      plugins: [
-        { id: "other", root: "/o", source: "github", enabled: true, extra: { k: 1 } },
-        {
-          id: "openviking-memory",
-          root: "/old",
-          source: "local-path",
-          enabled: false,
-          installedAt: "2020-01-01T00:00:00.000Z",
-          capabilities: { mcpServers: { openviking: { enabled: false } } },
-        },
-      ],
-    },
-    null,
-    2,
-  );
-  const plan = planRegistryInstall(before, { root: "/new", originalSource: "/src" }, NOW);
-  assertTrue(plan.ok);
-  if (!plan.ok) return;
-  const doc = JSON.parse(plan.after!);
-  assertEquals(doc.plugins[0], JSON.parse(before).plugins[0]);
-  assertEquals(doc.plugins[1], {
+  const other = { id: "other", root: "/o", source: "github", enabled: true, extra: { k: 1 } };
+  const ours = {
     id: "openviking-memory",
-    root: "/new",
+    root: "/old",
     source: "local-path",
     enabled: false,
     installedAt: "2020-01-01T00:00:00.000Z",
     capabilities: { mcpServers: { openviking: { enabled: false } } },
+  };
+  const before = JSON.stringify({ version: 1, plugins: [other, ours] }, null, 2);
+  const plan = ok(planRegistryInstall(before, { root: "/new", originalSource: "/src" }, NOW));
+  const doc = JSON.parse(plan.after!);
+  assertEquals(doc.plugins, [other, {
+    ...ours,
+    root: "/new",
     updatedAt: NOW.toISOString(),
     originalSource: "/src",
-  });
-  const removed = planRegistryUninstall(plan.after);
-  assertTrue(removed.ok);
-  if (removed.ok) assertEquals(JSON.parse(removed.after!).plugins, [JSON.parse(before).plugins[0]]);
+  }]);
+  assertEquals(JSON.parse(ok(planRegistryUninstall(plan.after)).after!).plugins, [other]);
 });
 
 Deno.test("installed.json: a registry we created goes away again; a corrupt one is refused", () => {
-  const plan = planRegistryInstall(undefined, { root: "/r", originalSource: "/s" }, NOW);
-  assertTrue(plan.ok);
-  if (!plan.ok) return;
+  const plan = ok(planRegistryInstall(undefined, { root: "/r", originalSource: "/s" }, NOW));
   const rec = JSON.parse(plan.after!).plugins[0];
   assertEquals([rec.enabled, rec.installedAt, rec.source], [true, NOW.toISOString(), "local-path"]);
-  const removed = planRegistryUninstall(plan.after);
-  assertTrue(removed.ok && removed.after === undefined);
+  assertEquals(ok(planRegistryUninstall(plan.after)).after, undefined);
   for (
     const bad of [
       "{",
@@ -98,8 +76,7 @@ Deno.test("installed.json: a registry we created goes away again; a corrupt one 
     ]
   ) {
     const p = planRegistryInstall(bad, { root: "/r", originalSource: "/s" }, NOW);
-    assertEquals(p.ok, false, bad);
-    if (!p.ok) assertMatch(p.error, /nothing was changed/);
+    assertTrue(!p.ok && /nothing was changed/.test(p.error), bad);
     assertEquals(planRegistryUninstall(bad).ok, false);
   }
 });
@@ -111,13 +88,8 @@ Deno.test("ovcli.conf: merge keeps unknown fields, '' deletes, url validated, ke
     plugin: { recallLimit: 3 },
     timeout: 60,
   });
-  const plan = planOvcli(
-    before,
-    { url: "https://new.example/", apiKey: "sk-123", account: "acct", user: "" },
-    "/p",
-  );
-  assertTrue(plan.ok);
-  if (!plan.ok) return;
+  const args = { url: "https://new.example/", apiKey: "sk-123", account: "acct", user: "" };
+  const plan = ok(planOvcli(before, args, "/p"));
   assertEquals(JSON.parse(plan.after!), {
     url: "https://new.example",
     plugin: { recallLimit: 3 },
@@ -128,10 +100,9 @@ Deno.test("ovcli.conf: merge keeps unknown fields, '' deletes, url validated, ke
   assertNotMatch(plan.summary.join(" "), /sk-123/);
   assertEquals(planOvcli(before, { url: "ftp://x" }, "/p").ok, false);
   assertEquals(planOvcli("[1]", { url: "http://x" }, "/p").ok, false);
-  const unchanged = planOvcli(before, {}, "/p");
-  assertTrue(unchanged.ok && !unchanged.changed);
-  const removeKey = planOvcli(JSON.stringify({ api_key: "k" }), { apiKey: "" }, "/p");
-  assertTrue(removeKey.ok && JSON.parse(removeKey.after!).api_key === undefined);
+  assertTrue(!ok(planOvcli(before, {}, "/p")).changed);
+  const removeKey = ok(planOvcli(JSON.stringify({ api_key: "k" }), { apiKey: "" }, "/p"));
+  assertEquals(JSON.parse(removeKey.after!).api_key, undefined);
 });
 
 Deno.test("maskSecrets hides api keys and tokens in diffs", () => {

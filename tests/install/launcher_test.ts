@@ -37,7 +37,7 @@ async function sandbox(root: string) {
     source: `${root}/checkout`,
   };
   const launcher = `${copy}/bin/openviking-kimi`;
-  await Deno.writeTextFile(launcher, launcherText(spec, "posix"), { mode: 0o755 });
+  await Deno.writeTextFile(launcher, launcherText(spec), { mode: 0o755 });
   const home = `${root}/home`;
   const emptyPath = `${root}/empty-path`;
   await Deno.mkdir(home);
@@ -50,14 +50,14 @@ async function sandbox(root: string) {
     // Run where a project's files could be: a relative base must never reach them.
     const r = await runProcess(launcher, args, { env, clearEnv: true, stdin: "{}", cwd: root });
     const ran = await Deno.readTextFile(record).then((t) => t.trimEnd().split("\n"), () => undefined);
-    return { ...r, ran, found: await findDeno(spec.deno, env, "posix") };
+    return { ...r, ran, found: await findDeno(spec.deno, env) };
   };
   return { root, copy, spec, home, run };
 }
 
 /** A Deno at a fixed system place (/usr/bin/deno, …): it comes before nvm's, so nvm's cannot be tested. */
 const fixed = posix
-  ? await findDeno("/nonexistent/deno", { HOME: "/nonexistent-home", PATH: "" }, "posix")
+  ? await findDeno("/nonexistent/deno", { HOME: "/nonexistent-home", PATH: "" })
   : undefined;
 
 Deno.test({

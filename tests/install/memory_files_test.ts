@@ -132,16 +132,6 @@ Deno.test("switching modes moves the skill: config mode's out when the plugin br
   );
 });
 
-Deno.test("--dry-run shows the skill it would write and writes nothing", async () => {
-  await using dir = await tempDir();
-  const t = await installSandbox(dir.path, NO_SERVER);
-  assertEquals(await runInstall(t.ctx(), opts({ dryRun: true })), 0);
-  const out = t.all();
-  assertMatch(out, /create .*skills\/openviking-memory\/SKILL\.md \(memory skill installed\)/);
-  assertStringIncludes(out, "+name: openviking-memory");
-  assertEquals(await read(`${t.kimi}/skills/openviking-memory/SKILL.md`), undefined);
-});
-
 Deno.test({
   name: "plugin mode: every file of the plugin directory is private, and an install fixes one placed 0644",
   ignore: !posix,

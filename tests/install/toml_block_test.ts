@@ -12,27 +12,14 @@ import {
 import { BLOCK_BEGIN, BLOCK_END, hookEntries } from "../../install/spec.ts";
 import { HOOKS } from "../../kimi/hooks.ts";
 import { tomlDocument, trailingSection } from "./toml_arbitrary.ts";
+import { ok } from "./helpers.ts";
 
 const ENTRIES = hookEntries("'/opt/open viking/bin/openviking-kimi'");
 const OTHER_ENTRIES = hookEntries("/usr/local/bin/openviking-kimi");
 
-function install(text: string | undefined, entries = ENTRIES): string {
-  const plan = planConfigInstall(text, entries);
-  if (!plan.ok) throw new Error(plan.error);
-  return plan.after!;
-}
-
-function uninstall(text: string): string | undefined {
-  const plan = planConfigUninstall(text);
-  if (!plan.ok) throw new Error(plan.error);
-  return plan.after;
-}
-
-function parsed(text: string): Record<string, unknown> {
-  const p = parseToml(text);
-  if (!p.ok) throw new Error(p.error);
-  return p.value;
-}
+const install = (text: string | undefined, entries = ENTRIES) => ok(planConfigInstall(text, entries)).after!;
+const uninstall = (text: string) => ok(planConfigUninstall(text)).after;
+const parsed = (text: string) => ok(parseToml(text)).value;
 
 const valid = (doc: string) => parseToml(doc).ok;
 const RUNS = { numRuns: 300 };

@@ -1,6 +1,9 @@
 /** Windows command shapes (cmd.exe runs Kimi's hooks there), checked on any OS. */
 
-import { assertEquals, assertMatch } from "../support/assert.ts";
+import { assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
+import { tempDir } from "../support/temp.ts";
+import { runInstall } from "../../install/install.ts";
+import { installSandbox, opts, snapshot } from "./helpers.ts";
 import { renderManifest } from "../../install/kimi-home.ts";
 import {
   cmdQuote,
@@ -10,8 +13,7 @@ import {
   installedBinaryPath,
 } from "../../install/placement.ts";
 import { parseToml, renderBlock } from "../../install/toml-block.ts";
-import { hookEntries, isOurHookCommand } from "../../install/spec.ts";
-import { classifyMcpEntry } from "../../install/spec.ts";
+import { classifyMcpEntry, hookEntries, isOurHookCommand } from "../../install/spec.ts";
 
 Deno.test("windows plugin manifest: cmd-friendly hook paths, ./ MCP command with .exe", () => {
   const m = renderManifest("windows");
@@ -35,14 +37,21 @@ Deno.test("windows config mode: quoted absolute .exe, survives TOML round trip",
   assertMatch(commandFor(["C:\\x\\y.exe", "hook"], "windows"), /^C:\\x\\y\.exe hook$/);
 });
 
-Deno.test("windows config mode from a checkout: the copy's .cmd launcher is recognised as ours", () => {
-  const launcher =
-    "C:/Users/Ann Lee/.openviking/agent-integrations/kimicode/versions/0.1.0-0123456789ab/bin/openviking-kimi.cmd";
-  const prefix = configCommandPrefix(launcher, "windows");
-  assertEquals(
-    prefix,
-    '"C:\\Users\\Ann Lee\\.openviking\\agent-integrations\\kimicode\\versions\\0.1.0-0123456789ab\\bin\\openviking-kimi.cmd"',
+Deno.test("a checkout install on Windows is refused, naming the release binary; nothing is written", async () => {
+  await using dir = await tempDir();
+  const t = await installSandbox(dir.path);
+  const before = await snapshot(t.home);
+  assertEquals(await runInstall(t.ctx(undefined, { os: "windows" }), opts()), 1);
+  assertStringIncludes(
+    t.all(),
+    "on Windows, install from the release binary (openviking-kimi-x86_64-pc-windows-msvc.exe or " +
+      "openviking-kimi-aarch64-pc-windows-msvc.exe install): a source checkout installs on Linux and macOS only.",
   );
+  assertEquals(await snapshot(t.home), before);
+});
+
+Deno.test("an earlier version's .cmd launcher stays ours, so uninstall takes it out", () => {
+  const prefix = configCommandPrefix("C:/Users/Ann/.openviking/x/bin/openviking-kimi.cmd", "windows");
   assertEquals(hookEntries(prefix).every((h) => isOurHookCommand(h.command)), true);
-  assertEquals(classifyMcpEntry(configMcpEntry(launcher, "windows")), "ours");
+  assertEquals(classifyMcpEntry(configMcpEntry("C:/x/openviking-kimi.cmd", "windows")), "ours");
 });
