@@ -313,7 +313,7 @@ function commitLine(c: CommitStatus, now: number, url: string): string {
 export function commitCost(s: SessionStatus): string | undefined {
   const made = s.commits.filter((c) => c.outcome !== "failed" && c.outcome !== "rejected").length;
   if (!made) return undefined;
-  const each = Math.round((s.captures.sent + s.captures.queued) / made);
+  const each = Math.round((s.captures.sent + s.captures.queued - (s.uncommitted?.messages ?? 0)) / made);
   const tokens = Math.max(-1, ...s.commits.map((c) => c.task?.tokens ?? -1));
   return `    cost: ${plural(made, "commit", "commits")}, ${plural(each, "message", "messages")} each, ` +
     (tokens >= 0 ? `${tokens} model tokens (the server's count)` : "model tokens not reported by the server");

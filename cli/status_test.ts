@@ -88,6 +88,11 @@ Deno.test("status text: what a session's commits cost, with the server's token c
     "    cost: 3 commits, 4 messages each, 16400 model tokens (the server's count)",
   );
   assertTrue(renderStatus(status, NOW).includes("cost: 3 commits"));
+  s.uncommitted = { messages: 3, dueAt: NOW + 60_000 }; // captured since the last commit: in none of them
+  assertEquals(
+    commitCost(s),
+    "    cost: 3 commits, 3 messages each, 16400 model tokens (the server's count)",
+  );
   s.commits = [];
   assertEquals(commitCost(s), undefined, "nothing committed: no cost line");
 });
