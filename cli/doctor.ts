@@ -485,7 +485,7 @@ async function recallChecks(env: paths.Env, config: Config): Promise<Check[]> {
   return [c.warn(
     `${since}; prompts do not ask the server`,
     `nothing to do once the server answers: the first prompt or session start after ${iso(nextProbeAt(b))} ` +
-      "probes it (GET /health) and recall resumes; meanwhile check the server and its embedding and chat " +
+      "probes it (a search) and recall resumes; meanwhile check the server and its embedding and chat " +
       "models (OpenViking's log)",
   )];
 }
