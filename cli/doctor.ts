@@ -472,7 +472,7 @@ function recallChecks({ paused: p }: Places): Check[] {
   return [c.warn(
     `${since}; prompts do not ask the server`,
     `nothing to do once the server answers: the first prompt or session start after ${iso(p.nextProbeAt)} ` +
-      "probes it (GET /health) and recall resumes; meanwhile check the server and its embedding and chat " +
+      "probes it (a search) and recall resumes; meanwhile check the server and its embedding and chat " +
       "models (OpenViking's log)",
   )];
 }

@@ -376,7 +376,7 @@ export function renderStatus(st: Status, now: number): string {
       ? `the server answered ${ago(p.answeredAt, now)}: the next prompt asks it again`
       : `the first prompt or session start ${
         p.nextProbeAt > now ? `in ${Math.ceil((p.nextProbeAt - now) / 1000)} s or later` : "from now on"
-      } probes it (GET /health); recall resumes once it answers`;
+      } probes it (a search); recall resumes once it answers`;
     const state = p.answeredAt ? "paused" : "PAUSED: prompts do not ask the server";
     lines.push(`Memory  ${state} since ${ago(p.since, now)}`, `        ${p.reason}`, `        ${next}`);
   }

@@ -4,7 +4,6 @@
  */
 
 import { type Cause, causeOf } from "../openviking/advice.ts";
-import { noteAnswered } from "../openviking/breaker.ts";
 import { Budget, type OpenVikingClient } from "../openviking/client.ts";
 import { dirName, joinPath, kimiHome } from "../lib/paths.ts";
 import {
@@ -538,9 +537,6 @@ export async function captureHook(ctx: HookContext): Promise<HookResult> {
   }
   if (!ctx.config.autoCapture) return { outcome: "capture-off" };
   const result = await captureSession(ctx, captureMode(ctx.event, ctx.config, ctx.startedAt, ctx.isWorker));
-  if (Number(result.data?.sent) > 0 || result.data?.commit === "committed") {
-    await noteAnswered(ctx.sharedStateDir, ctx.config.baseUrl, ctx.startedAt);
-  }
   if (ctx.isWorker && result.data?.commit === "committed") await refreshFromHook(ctx, false);
   // An interrupt in print mode may be the last hook (after a SIGINT none comes): a detached replay delivers
   // what it queued; one that could not have the session lock in its budget leaves a worker waiting for it.

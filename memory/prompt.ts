@@ -3,6 +3,7 @@
 import { sha256Hex } from "../lib/hash.ts";
 import { Budget } from "../openviking/client.ts";
 import { causeOf } from "../openviking/advice.ts";
+import { originOf } from "../openviking/config.ts";
 import {
   type Breaker,
   isOpen,
@@ -39,6 +40,7 @@ export function promptDecision(state: SessionState, prompt: { hash: string; at: 
     needProfile: !state.profileInjected,
     afterCompaction: state.compacted,
     told: state.pausedNotice,
+    refused: state.refusedNotice,
   };
 }
 
@@ -88,19 +90,22 @@ async function claimPrompt(
   }
 }
 
-/** Remembers what was printed and the outage told of (best effort). */
+/** Remembers what was printed and the outage and key refusal told of (best effort). */
 async function rememberInjected(
   ctx: HookContext,
   hash: string,
   inj: Injection,
   budget: Budget,
   told?: number,
+  refused?: string,
 ) {
   const profileDone = inj.profile === "injected" || inj.profile === "empty";
-  if (!ctx.promptPaths || (!inj.found && !inj.injected.length && !profileDone && told === undefined)) return;
+  const tells = told !== undefined || refused !== undefined;
+  if (!ctx.promptPaths || (!inj.found && !inj.injected.length && !profileDone && !tells)) return;
   await updateState(ctx.promptPaths, (s) => {
     const next: SessionState = { ...s, profileInjected: s.profileInjected || profileDone };
     if (told !== undefined) next.pausedNotice = told;
+    if (refused !== undefined) next.refusedNotice = refused;
     if (inj.profile === "injected") next.compacted = false;
     if (inj.found && s.promptHash === hash) next.recall = inj.found;
     if (inj.injected.length) {
@@ -117,6 +122,14 @@ export function pausedLine(b: Breaker, env: Env): string {
   const status = `${commandName(env)} status`;
   return safe`openviking-kimi: memory paused — OpenViking at ${b.origin} did not answer; \`${status}\` says why\n`
     .text;
+}
+
+/** The line that says the server refused the key. */
+function refusedLine(status: number, baseUrl: string, env: Env): string {
+  const doctor = `${commandName(env)} doctor`;
+  return safe`openviking-kimi: memory off — OpenViking at ${
+    originOf(baseUrl)
+  } refused the key (HTTP ${status}); \`${doctor}\` says how to fix it\n`.text;
 }
 
 /** The line that says commits make no memory ("" without the alarm). */
@@ -175,8 +188,14 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   const after = await noteRecall(ctx.sharedStateDir, c.baseUrl, breaker, { asked, failure: inj.failure });
   // Told once per outage.
   const told = after && isOpen(after) && after.since !== decision.told ? after.since : undefined;
-  const withLine = (told === undefined ? inj.stdout : inj.stdout + pausedLine(after!, ctx.env)) + alarm;
-  if (!claim.stateError) await rememberInjected(ctx, hash, inj, budget, told);
+  // A refused key: told once a session, again when the refusal or the key changes.
+  const refusal = inj.failure?.kind === "auth" ? inj.failure.status : undefined;
+  const tag = refusal === undefined ? undefined : `${refusal} ${await sessionDestination(c)}`;
+  const refused = tag !== decision.refused ? tag : undefined;
+  const lines = (told === undefined ? "" : pausedLine(after!, ctx.env)) +
+    (refused === undefined ? "" : refusedLine(refusal!, c.baseUrl, ctx.env));
+  const withLine = inj.stdout + lines + alarm;
+  if (!claim.stateError) await rememberInjected(ctx, hash, inj, budget, told, refused);
   const stdout = withLine.length <= PRINT_MAX_CHARS ? withLine : inj.stdout;
   // The prompt that opened the breaker shows the paused line: the ledger says so, as for the later ones.
   const pausedOnly = !inj.stdout && told !== undefined && stdout !== "";

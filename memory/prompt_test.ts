@@ -151,6 +151,20 @@ Deno.test("config mode: the first prompt carries the profile's rows; after /comp
   assertEquals(fake.messages(`kc-${session}`).length, 0, "and nothing was captured");
 });
 
+Deno.test("prompt hook: a refused key is told in one line, once a session, again for another refusal", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start({ apiKey: "right" });
+  const env = sandboxEnv(dir.path, fake.url, { OPENVIKING_API_KEY: "wrong" });
+  const ask = (session: string, text: string) =>
+    hook(env, "UserPromptSubmit", session, { prompt: [{ type: "text", text }] });
+  const line =
+    /^openviking-kimi: memory off — OpenViking at http:\/\/127\.0\.0\.1:\d+ refused the key \(HTTP 401\); `[^`\n]+ doctor` says how to fix it\n$/;
+  assertMatch(await ask("session_key", "how should I indent this file?"), line);
+  assertEquals(await ask("session_key", "and where do the tests go?"), "", "told once");
+  fake.fault({ route: "*", status: 403 });
+  assertMatch(await ask("session_key", "and the release process?"), /refused the key \(HTTP 403\)/);
+});
+
 const state = (over: Partial<SessionState>): SessionState => ({ ...emptyState(), ...over });
 
 Deno.test("prompt decision: duplicates by the same text within the window; reuse, profile, compaction", () => {

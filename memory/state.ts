@@ -36,6 +36,8 @@ export const SessionStateSchema = z.object({
   injectedUris: or(z.array(z.string()), []),
   compacted: or(z.boolean(), false),
   pausedNotice: maybe(z.number()),
+  /** The key refusal the session was told of: its status and `sessionDestination`. */
+  refusedNotice: maybe(z.string()),
   /** The prompts the prompt hook saw, for a capture without a journal. */
   fallbackPrompts: or(z.array(z.object({ text: z.string(), at: z.number() })), []),
   /** Kept prompts seen before this are settled (a state's last capture when it first met the settling keys). */

@@ -12,7 +12,7 @@ export const PROBE_INTERVAL_MS = 10_000;
 
 export const PROBE_MAX_MS = 300_000;
 
-/** An open breaker: one outage of one server; `answeredAt`: a probe or capture got an answer after `at`. */
+/** An open breaker: one outage of one server; `answeredAt`: a probe's search got an answer after `at`. */
 const BreakerSchema = z.object({
   origin: z.string(),
   since: z.number(),
@@ -99,16 +99,20 @@ export async function noteAnswered(dir: string, baseUrl: string, askedAt: number
   if (b && isOpen(b) && askedAt >= b.at) await writeBreaker(dir, { ...b, answeredAt: askedAt });
 }
 
-/** Probes `GET /health` (within `budget`, if given); any answer is noted. Returns whether it answered. */
+/** What a probe asks: a search, as recall does (a server that answers `/health` or writes may not search). */
+export const PROBE_SEARCH = { query: "openviking-kimi probe", mode: "context", purpose: "coding", limit: 1 };
+
+/** Probes with a search (within `budget`, if given); any answer is noted. Returns whether it answered. */
 export async function probe(client: OpenVikingClient, dir: string, budget?: Budget): Promise<boolean> {
   const askedAt = Date.now();
-  const res = await client.request("GET", "/health", AnyResult, { timeoutMs: PROBE_INTERVAL_MS, budget });
+  const req = { body: PROBE_SEARCH, timeoutMs: PROBE_INTERVAL_MS, budget };
+  const res = await client.request("POST", "/api/v1/search/search", AnyResult, req);
   const answered = res.ok || res.kind !== "unreachable";
   if (answered) await noteAnswered(dir, client.options.baseUrl, askedAt);
   return answered;
 }
 
-/** Probes `GET /health` (within `budget`) when an open breaker's probe is due. */
+/** Probes (within `budget`) when an open breaker's probe is due. */
 export async function probeIfDue(
   client: OpenVikingClient,
   dir: string,

@@ -96,7 +96,7 @@ Deno.test("breaker: a probe's answer, even an error, marks the server answering;
     await noteRecall(dir.path, URL_A, undefined, { asked: true, failure: timeout }, 1000);
     const { client, calls } = scriptedClient(() => answer, { baseUrl: URL_A });
     assertEquals(await probe(client, dir.path), answers);
-    assertEquals(calls.map(route), ["GET /health"]);
+    assertEquals(calls.map(route), ["POST /api/v1/search/search"]);
     assertEquals(isOpen((await readBreaker(dir.path, URL_A))!), !answers);
   }
 });
@@ -124,7 +124,9 @@ Deno.test("breaker: a due probe of a server that never answers ends with the bud
     await noteRecall(dir.path, hung.url, undefined, { asked: true, failure: timeout }, 0);
     const budget = new Budget(1000);
     await probeIfDue(client, dir.path, Date.now(), budget);
-    assertEquals(hung.requests.map((r) => r.split(" ").slice(0, 2).join(" ")), ["GET /health"]);
+    assertEquals(hung.requests.map((r) => r.split(" ").slice(0, 2).join(" ")), [
+      "POST /api/v1/search/search",
+    ]);
     const late = Date.now() - budget.deadline;
     assertTrue(late < 500, `the probe ended ${late} ms after its budget`);
   } finally {

@@ -321,7 +321,7 @@ export async function audit(input: AuditInput): Promise<AuditResult> {
     if (out.code !== 0) violations.push(`${run.label} exited ${out.code}`);
     if (out.stderr !== "") violations.push(`${run.label} wrote to stderr: ${out.stderr.slice(0, 300)}`);
     const documented = run.label === "hook user-prompt-submit"
-      ? out.stdout === "" || /^<openviking-context[\s>]/.test(out.stdout)
+      ? out.stdout === "" || /^(?:<openviking-context[\s>]|openviking-kimi: )/.test(out.stdout) // or our one-line notices
       : out.stdout === "";
     if (!documented) violations.push(`${run.label} printed ${JSON.stringify(out.stdout.slice(0, 200))}`);
   }

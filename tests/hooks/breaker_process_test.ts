@@ -9,7 +9,8 @@ import { startHungServer } from "../support/hung-server.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { type PromptEntry, readLedger } from "../../memory/ledger.ts";
-import { stdinOf, waitFor } from "./world.ts";
+import { JournalBuilder } from "../support/journal.ts";
+import { stdinOf, waitFor, world } from "./world.ts";
 
 const PAUSED_LINE =
   /^openviking-kimi: memory paused — OpenViking at http:\/\/127\.0\.0\.1:\d+ did not answer; `[^`\n]+ status` says why\n$/;
@@ -82,10 +83,9 @@ Deno.test("a hung server: the first prompt waits its budget once and says so in 
     // The same session again: nothing asked, nothing printed (it was told), no wait.
     assertEquals(await prompt(env, "session_a", "and where do the tests go?"), "");
     const second = (await prompts(dir.path, "session_a"))[1];
-    assertEquals(searches(hung.requests), asked, "the second prompt asked the server nothing");
+    assertEquals(searches(hung.requests), asked, "the second prompt asked the server nothing, nor probed it");
     assertEquals(second.path, "paused");
     assertTrue(second.ms < budget / 10, `the second prompt waited for nothing (${second.ms} ms)`);
-    assertEquals(hung.requests.filter((r) => r.startsWith("GET /health")), [], "no probe before it is due");
 
     // Another session is told once too, and waits for nothing either.
     assertMatch(await prompt(env, "session_b", "what is the release process?"), PAUSED_LINE);
@@ -107,10 +107,22 @@ Deno.test("a hung server: the first prompt waits its budget once and says so in 
     const recall = JSON.parse(doctor.stdout).checks.find((c: { id: string }) => c.id === "recall");
     assertEquals(recall.status, "warn");
     assertMatch(recall.summary, /^memory paused since .*: no answer from .*; prompts do not ask the server$/);
-    assertMatch(recall.fix, /probes it \(GET \/health\) and recall resumes/);
+    assertMatch(recall.fix, /probes it \(a search\) and recall resumes/);
   } finally {
     await hung.close();
   }
+});
+
+Deno.test("only search hangs: a capture that delivers says nothing of recall, so the next prompt asks nothing", async () => {
+  await using w = await world({ env: { OPENVIKING_PROMPT_BUDGET_MS: "1500" } });
+  w.fake.fault({ route: "POST /api/v1/search/search", delayMs: 1600, times: 1 });
+  const ask = { prompt: [{ type: "text", text: "how should I indent this file?" }] };
+  assertMatch(await w.run("user-prompt-submit", ask), /\nopenviking-kimi: memory paused/);
+  await w.journal(new JournalBuilder().simpleTurn("how should I indent this file?", "with tabs").toString());
+  await w.hook("stop");
+  assertTrue(w.stored().length > 0, "the capture delivered");
+  assertEquals(await w.run("user-prompt-submit", ask), "");
+  assertEquals(searches(w.fake.requests.map((r) => r.route)), 1, "the next prompt asked no search");
 });
 
 Deno.test("a hung server that comes back: a due probe closes the breaker and recall resumes", async () => {
@@ -133,8 +145,8 @@ Deno.test("a hung server that comes back: a due probe closes the breaker and rec
   );
   assertEquals(
     fake.requests.map((r) => `${r.method} ${r.path}`),
-    ["GET /health"],
-    "the probe asked /health only",
+    ["POST /api/v1/search/search"],
+    "the probe asked what recall asks, only",
   );
 
   assertEquals(await prompt(env, "session_a", "how should I indent this file?"), `${FAKE_DIGEST_FIRST}\n`);
@@ -162,7 +174,7 @@ Deno.test("a hung server that comes back: SessionStart's worker probes it, so th
     "the probe's answer",
     async () => (await breakers(dir.path))[0]?.value.answeredAt !== undefined,
   );
-  assertEquals(fake.requestsTo("GET /health").length, 1, "the worker probed /health");
+  assertEquals(fake.requestsTo("POST /api/v1/search/search").length, 1, "the worker probed with a search");
   assertEquals(await prompt(env, "session_b", "how should I indent this file?"), `${FAKE_DIGEST_FIRST}\n`);
   assertEquals(await breakers(dir.path), []);
 });

@@ -8,6 +8,7 @@ import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { sandboxEnv } from "../support/hook-context.ts";
 import { runCli } from "../support/run.ts";
 import { runHook } from "../../memory/dispatch.ts";
+import { DUPLICATE_WINDOW_MS } from "../../memory/prompt.ts";
 import { tempDir } from "../support/temp.ts";
 
 const SESSION = "session_5b1c1f0e-1111-4222-8333-944455556666";
@@ -59,6 +60,7 @@ Deno.test("prompt session: a prompt whose recall or profile failed says why in i
   // was no profile.
   fake.fault({ route: "GET /api/v1/system/status", status: 401 });
   fake.fault({ route: "GET /api/v1/fs/ls", status: 401 });
+  await new Promise((r) => setTimeout(r, DUPLICATE_WINDOW_MS)); // not the same hook fired twice
   assertMatch(await prompt(up, "and the tests folder?"), /User prefers tabs/);
   fake.clearFaults();
   const third = (await ledger())[2];
