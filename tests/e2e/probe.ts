@@ -249,7 +249,7 @@ export async function probeEndpoints(t: Deno.TestContext, server: RealOpenViking
   });
 
   let memoryUri = "";
-  await t.step("search/find; search/search mode=context (recall); search/recall (deprecated)", async () => {
+  await t.step("search/find; search/search mode=context (recall)", async () => {
     const find = () =>
       call(server, "POST", "/api/v1/search/find", {
         query: "tabs spaces TypeScript",
@@ -297,23 +297,6 @@ export async function probeEndpoints(t: Deno.TestContext, server: RealOpenViking
       memoriesFromEntries(Entries.parse(result.entries)).map(renderElement).join("\n"),
       String(result.rendered),
     );
-
-    const recall = await call(server, "POST", "/api/v1/search/recall", {
-      query: question,
-      session_id: sessionId,
-    });
-    assertEquals([recall.status, recall.headers.get("deprecation")], [200, "true"], recall.text);
-    assertEquals(recall.headers.get("link"), '</api/v1/search/search>; rel="successor-version"');
-    const recalled = obj(recall.json.result);
-    assertEquals(obj(obj(recalled.stats).deprecated).successor, "/api/v1/search/search");
-    assertEquals([Array.isArray(recalled.entries), obj(recalled.stats).purpose], [true, "coding"]);
-    if (ours) assertEquals(obj(obj(recalled.stats).dedup).status, "ok", "the same session dedups");
-    const fresh = await eventually(
-      () => call(server, "POST", "/api/v1/search/recall", { query: question }),
-      (r) => !ours || arr(obj(r.json.result).entries).length > 0,
-    );
-    assertEquals(fresh.status, 200, fresh.text);
-    if (ours) assertTrue(arr(obj(fresh.json.result).entries).length > 0, fresh.text);
   });
 
   await t.step("fs/ls, content/read; the profile is the user's: alike under two actor peers", async () => {
