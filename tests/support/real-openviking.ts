@@ -222,7 +222,7 @@ export async function startRealOpenViking(options: RealOpenVikingOptions = {}): 
   const timeoutMs = Number(Deno.env.get("OPENVIKING_START_TIMEOUT_MS")) || 90_000;
   const workDir = await Deno.makeTempDir({ prefix: "ovk-real-" });
   const keep = Deno.env.get("OPENVIKING_KEEP") === "1";
-  const stub = startEmbeddingStub(dimension);
+  const stub = await startEmbeddingStub(dimension);
   let child: Deno.ChildProcess | undefined;
   const cleanup = async () => {
     if (child) {
