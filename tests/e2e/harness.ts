@@ -129,11 +129,6 @@ export class Gate {
     return `http://127.0.0.1:${this.port}`;
   }
 
-  /** Whether the gate accepts connections. */
-  get isUp(): boolean {
-    return this.#listener !== undefined;
-  }
-
   #serve(listener: Deno.Listener): void {
     this.#listener = listener;
     (async () => {
