@@ -9,6 +9,7 @@
  */
 
 import { startRealOpenViking } from "../tests/support/real-openviking.ts";
+import type { EmbeddingStub } from "../tests/support/embedding-stub.ts";
 import { hookIn, placeJournal, sandboxEnv } from "../tests/support/hook-context.ts";
 import { JournalBuilder } from "../tests/support/journal.ts";
 import { estimateTokens } from "../memory/digest.ts";
@@ -71,7 +72,7 @@ interface Figures {
 
 /** The chat requests of the stub after `from`, and their prompt tokens. */
 function chats(stub: { requests: { path: string; body: unknown }[] }, from: number) {
-  const calls = stub.requests.slice(from).filter((r) => r.path === "/chat/completions");
+  const calls = stub.requests.slice(from).filter((r) => r.path.endsWith("/chat/completions"));
   const text = (b: unknown) =>
     ((b as { messages?: { content?: unknown }[] }).messages ?? []).map((m) =>
       typeof m.content === "string" ? m.content : JSON.stringify(m.content ?? "")
@@ -82,7 +83,7 @@ function chats(stub: { requests: { path: string; body: unknown }[] }, from: numb
 /** Runs the session under `policy` against the server at `url`. */
 async function runPolicy(
   policy: string,
-  ov: { url: string; stub: { requests: { path: string; body: unknown }[] } },
+  ov: { url: string; stub: EmbeddingStub },
 ): Promise<Figures> {
   const home = await Deno.makeTempDir({ prefix: "commit-bench-" });
   const sid = `session_bench-${policy}-${crypto.randomUUID().slice(0, 8)}`;
@@ -98,7 +99,7 @@ async function runPolicy(
     const body = await r.json() as { result?: { commit_count?: number } };
     return body.result?.commit_count ?? 0;
   };
-  const from = ov.stub.requests.length;
+  const from = ov.stub.server.requests.length;
   const j = new JournalBuilder();
   let factWait: number | undefined;
   let rememberAtOnce = false;
@@ -115,7 +116,7 @@ async function runPolicy(
   const tasks = await waitForTasks(ov.url, `kc-${sid}`);
   const seconds = tasks.map((t) => t.updated_at - t.created_at).sort((a, b) => a - b);
   await Deno.remove(home, { recursive: true }).catch(() => {});
-  const used = chats(ov.stub, from);
+  const used = chats(ov.stub.server, from);
   return {
     policy,
     commits: tasks.length,
@@ -155,7 +156,7 @@ export async function commitSection(): Promise<string> {
   try {
     const rows: Figures[] = [];
     for (const policy of COMMIT_POLICIES) {
-      rows.push(await runPolicy(policy, { url: ov.url, stub: ov.stub! }));
+      rows.push(await runPolicy(policy, { url: ov.url, stub: ov.stub }));
       console.error(`commit bench: ${JSON.stringify(rows.at(-1))}`);
     }
     const every = rows.find((r) => r.policy === "every-turn")!;

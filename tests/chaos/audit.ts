@@ -43,7 +43,7 @@ export interface AuditResult {
   resentRejected: number;
   /** Messages delivered out of journal order (first copies). */
   outOfOrder: number;
-  /** Claims (.processing) left by killed replays, put back after the abandonment window. */
+  /** Claims (`.claim`) left by killed replays and workers, taken over by the next run. */
   abandoned: number;
   /** Temp files of writes cut by kill -9 (never read: names do not match the state or queue patterns). */
   orphanTemps: number;

@@ -342,14 +342,7 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
     await journal.finish();
     await procs.settle(150_000);
     const pendingDir = `${home}/.openviking/pending`;
-    let abandoned = (await walk(`${pendingDir}/kimicode`)).filter((f) => f.path.endsWith(".claim")).length;
-    const names = await Array.fromAsync(Deno.readDir(pendingDir)).catch(() => []);
-    for (const e of names) {
-      if (!e.name.endsWith(".processing")) continue;
-      const old = new Date(Date.now() - 11 * 60_000);
-      await Deno.utime(`${pendingDir}/${e.name}`, old, old);
-      abandoned++;
-    }
+    const abandoned = (await walk(`${pendingDir}/kimicode`)).filter((f) => f.path.endsWith(".claim")).length;
     for (let round = 0; round < 3; round++) {
       await (await procs.start(["replay"], "", { writer: true })).ended;
       await (await procs.start(["hook", "stop"], payload("Stop"), {

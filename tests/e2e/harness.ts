@@ -129,11 +129,6 @@ export class Gate {
     return `http://127.0.0.1:${this.port}`;
   }
 
-  /** Whether the gate accepts connections. */
-  get isUp(): boolean {
-    return this.#listener !== undefined;
-  }
-
   #serve(listener: Deno.Listener): void {
     this.#listener = listener;
     (async () => {
@@ -550,8 +545,7 @@ export interface QueueFile {
 
 /**
  * Every queued write, with the permission bits of its file: our per-session queue (`kimicode/<session>/`, a
- * batch of messages or a commit per file) flattened to one item per message or commit, then anything in the
- * shared per-message format.
+ * batch of messages or a commit per file) flattened to one item per message or commit.
  */
 export async function listQueue(dir: string): Promise<QueueFile[]> {
   const out: QueueFile[] = [];
@@ -563,12 +557,6 @@ export async function listQueue(dir: string): Promise<QueueFile[]> {
       ? { type: "commitSession" as const, sessionId: q.sessionId, payload: {} }
       : { type: "addMessage" as const, sessionId: q.sessionId, payload: q.payload };
     out.push({ name: basename(q.file), mode, entry });
-  }
-  for (const e of await Array.fromAsync(Deno.readDir(dir)).catch(() => [] as Deno.DirEntry[])) {
-    if (!e.isFile || !/^[0-9a-f]{64}_\d+\.(json|processing)$/.test(e.name)) continue;
-    const path = join(dir, e.name);
-    const [text, mode] = [await Deno.readTextFile(path).catch(() => undefined), await modeOfFile(path)];
-    if (text !== undefined && mode !== undefined) out.push({ name: e.name, mode, entry: JSON.parse(text) });
   }
   return out;
 }

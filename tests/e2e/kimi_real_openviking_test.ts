@@ -169,12 +169,10 @@ async function realRig(
   user: string,
   env?: Record<string, string>,
 ) {
-  const external = server.mode === "external";
-  const account = (external ? Deno.env.get("OPENVIKING_E2E_ACCOUNT") : undefined) || "kimi-e2e";
-  const who = (external ? Deno.env.get("OPENVIKING_E2E_USER") : undefined) || user;
-  const args = ["--account", account, "--user", who, ...(server.apiKey ? ["--api-key", server.apiKey] : [])];
+  const account = "kimi-e2e";
+  const args = ["--account", account, "--user", user, ...(server.apiKey ? ["--api-key", server.apiKey] : [])];
   const rig = await Rig.create(install, { mode, serverUrl: server.url, installArgs: args, env });
-  const api = new RealApi(server, account, who);
+  const api = new RealApi(server, account, user);
   const space = String(obj((await api.call("GET", "/api/v1/system/status")).json.result).user);
   return { rig, api, space };
 }
@@ -212,143 +210,140 @@ Deno.test({ name: NAME, ignore: REAL === "0", ...E2E_TEST }, async (t) => {
   try {
     // First, on the fresh server: the endpoints the plugin uses, as the plugin calls them.
     await probeEndpoints(t, server);
-    // The memory steps need our model stub and a server of their own (its user `default`).
-    if (server.stub) {
-      await t.step("a broken chat model: three failed commits are told with the server's words", async () => {
-        server.stub!.chatDown = true;
-        try {
-          await using home = await tempDir();
-          const t0 = performance.now();
-          const errors = await Promise.all(["0", "1", "2"].map(async (n) => {
-            const task = await commitAndWait(
-              server,
-              `kc-alarm-${n}`,
-              `The user keeps release notes in docs/release-${n}.md.`,
-            );
-            assertEquals(task.status, "failed", JSON.stringify(task));
-            return String(task.error);
-          }));
-          console.log(
-            `  three commits failed in ${Math.round(performance.now() - t0)} ms: ${errors[2].slice(0, 160)}`,
-          );
-          const env = {
-            HOME: home.path,
-            KIMI_CODE_HOME: `${home.path}/.kimi-code`,
-            PATH: Deno.env.get("PATH") ?? "/usr/bin",
-            OPENVIKING_URL: server.url,
-            OPENVIKING_WRITE_PATH_ASYNC: "0",
-            OPENVIKING_COMMIT_POLICY: "every-turn", // no idle watch outlives the test
-          };
-          const status = JSON.parse((await runCli(["status", "--json"], { env, clearEnv: true })).stdout);
-          assertEquals(status.extraction.failed, 3);
-          assertStringIncludes(status.extraction.message, errors[2].replace(/\s+/g, " ").trim().slice(0, 60));
-          assertStringIncludes(status.extraction.fix, "ov.conf");
-          await Deno.mkdir(env.KIMI_CODE_HOME, { recursive: true });
-          const doctor = JSON.parse((await runCli(["doctor", "--json"], { env, clearEnv: true })).stdout);
-          assertEquals(doctor.checks.find((c: { id: string }) => c.id === "extraction").status, "fail");
-          const hook = (event: string, input: Record<string, unknown>) =>
-            runCli(["hook", event], {
-              env,
-              clearEnv: true,
-              stdin: JSON.stringify({ cwd: home.path, ...input }),
-            });
-          await hook("session-start", {
-            hook_event_name: "SessionStart",
-            session_id: "s2",
-            source: "startup",
-          });
-          const first = await hook("user-prompt-submit", {
-            hook_event_name: "UserPromptSubmit",
-            session_id: "s2",
-            prompt: "where do release notes go?",
-          });
-          assertMatch(
-            first.stdout,
-            /openviking-kimi: OpenViking makes no memory \(the last 3 extractions failed\); `[^`]+ doctor` says why\n$/,
-          );
-          console.log(
-            `  done in ${Math.round(performance.now() - t0)} ms (server start ${server.startupMs} ms)`,
-          );
-        } finally {
-          server.stub!.chatDown = false;
-        }
-      });
-
-      await t.step("two projects: B's memories in A's digests under each recall scope", async () => {
+    await t.step("a broken chat model: three failed commits are told with the server's words", async () => {
+      server.stub.chatDown = true;
+      try {
         await using home = await tempDir();
         const t0 = performance.now();
-        for (const [uri, content] of Object.entries({ ...A, ...PREFERENCE, ...B })) {
-          const body = { uri, content, mode: "create", wait: true };
-          // As the user, no actor peer: a peer may not write another peer's memories.
-          const noPeer = (h: Headers) => h.delete("X-OpenViking-Actor-Peer");
-          const w = await call(server, "POST", "/api/v1/content/write", body, noPeer);
-          assertEquals(w.status, 200, `${uri}: ${w.text}`);
-        }
-        console.log(`  written in ${Math.round(performance.now() - t0)} ms`);
-        const leaked: Record<string, number> = {};
-        const shown: Record<string, string[]> = {};
-        for (const scope of ["all", "actor", "strict"]) {
-          shown[scope] = [];
-          for (const text of PROMPTS) {
-            const r = await runCli(["recall", text, "--json"], {
-              clearEnv: true,
-              env: {
-                HOME: home.path,
-                PATH: Deno.env.get("PATH") ?? "/usr/bin",
-                OPENVIKING_URL: server.url,
-                OPENVIKING_COMMIT_POLICY: "every-turn",
-                OPENVIKING_PEER_ID: "project-a",
-                OPENVIKING_RECALL_PEER_SCOPE: scope,
-                OPENVIKING_SCORE_THRESHOLD: "0", // every memory the server finds: the most a digest could leak
-              },
-            });
-            const out = JSON.parse(r.stdout);
-            assertEquals(out.failure, undefined, r.stdout);
-            shown[scope].push(
-              ...Object.keys({ ...A, ...PREFERENCE, ...B }).filter((u) => out.stdout.includes(u)),
-            );
-          }
-          leaked[scope] = shown[scope].filter((u) => u in B).length;
-        }
-        console.log(`  recalled in ${Math.round(performance.now() - t0)} ms`);
-        console.log(`  B's memories in A's digests (${PROMPTS.length} prompts): ${JSON.stringify(leaked)}`);
-        assertTrue(leaked.all > 0 && leaked.actor > 0, "today B's memories reach A's digests");
-        assertEquals(leaked.strict, 0);
-        const strictShows = new Set(shown.strict);
-        assertTrue(
-          strictShows.has(`${USER}/peers/project-a/memories/events/atlas-deploy.md`),
-          "A's peer memory",
-        );
-        assertTrue(strictShows.has(`${USER}/memories/preferences/indent.md`), "the user's preference");
-      });
-
-      await t.step(
-        "balanced leaves a short turn uncommitted, commits at SessionEnd",
-        async () => {
-          await using dir = await tempDir();
-          const env = sandboxEnv(dir.path, server.url, {
-            OPENVIKING_COMMIT_POLICY: "balanced",
-            OPENVIKING_IDLE_COMMIT_SECONDS: "3", // the Stop's idle watch ends with the step, not 300 s later
-            OPENVIKING_CAPTURE_WAIT_MS: "0",
-            OPENVIKING_TIMEOUT_MS: "20000",
-          });
-          const stdin = (name: string) =>
-            JSON.stringify({ hook_event_name: name, session_id: SESSION, cwd: dir.path });
-          const j = new JournalBuilder().simpleTurn(
-            "which port does staging use?",
-            "staging listens on 6543",
+        const errors = await Promise.all(["0", "1", "2"].map(async (n) => {
+          const task = await commitAndWait(
+            server,
+            `kc-alarm-${n}`,
+            `The user keeps release notes in docs/release-${n}.md.`,
           );
-          await placeJournal(dir.path, SESSION, j.toString());
-          await hookIn("stop", { env, stdin: stdin("Stop") });
-          const meta = async () =>
-            obj((await call(server, "GET", `/api/v1/sessions/kc-${SESSION}`)).json.result);
-          const after = await meta();
-          assertEquals(after.commit_count, 0, "a short turn is not committed yet");
-          await hookIn("session-end", { env, stdin: stdin("SessionEnd") });
-          assertEquals((await meta()).commit_count, 1);
-        },
+          assertEquals(task.status, "failed", JSON.stringify(task));
+          return String(task.error);
+        }));
+        console.log(
+          `  three commits failed in ${Math.round(performance.now() - t0)} ms: ${errors[2].slice(0, 160)}`,
+        );
+        const env = {
+          HOME: home.path,
+          KIMI_CODE_HOME: `${home.path}/.kimi-code`,
+          PATH: Deno.env.get("PATH") ?? "/usr/bin",
+          OPENVIKING_URL: server.url,
+          OPENVIKING_WRITE_PATH_ASYNC: "0",
+          OPENVIKING_COMMIT_POLICY: "every-turn", // no idle watch outlives the test
+        };
+        const status = JSON.parse((await runCli(["status", "--json"], { env, clearEnv: true })).stdout);
+        assertEquals(status.extraction.failed, 3);
+        assertStringIncludes(status.extraction.message, errors[2].replace(/\s+/g, " ").trim().slice(0, 60));
+        assertStringIncludes(status.extraction.fix, "ov.conf");
+        await Deno.mkdir(env.KIMI_CODE_HOME, { recursive: true });
+        const doctor = JSON.parse((await runCli(["doctor", "--json"], { env, clearEnv: true })).stdout);
+        assertEquals(doctor.checks.find((c: { id: string }) => c.id === "extraction").status, "fail");
+        const hook = (event: string, input: Record<string, unknown>) =>
+          runCli(["hook", event], {
+            env,
+            clearEnv: true,
+            stdin: JSON.stringify({ cwd: home.path, ...input }),
+          });
+        await hook("session-start", {
+          hook_event_name: "SessionStart",
+          session_id: "s2",
+          source: "startup",
+        });
+        const first = await hook("user-prompt-submit", {
+          hook_event_name: "UserPromptSubmit",
+          session_id: "s2",
+          prompt: "where do release notes go?",
+        });
+        assertMatch(
+          first.stdout,
+          /openviking-kimi: OpenViking makes no memory \(the last 3 extractions failed\); `[^`]+ doctor` says why\n$/,
+        );
+        console.log(
+          `  done in ${Math.round(performance.now() - t0)} ms (server start ${server.startupMs} ms)`,
+        );
+      } finally {
+        server.stub.chatDown = false;
+      }
+    });
+
+    await t.step("two projects: B's memories in A's digests under each recall scope", async () => {
+      await using home = await tempDir();
+      const t0 = performance.now();
+      for (const [uri, content] of Object.entries({ ...A, ...PREFERENCE, ...B })) {
+        const body = { uri, content, mode: "create", wait: true };
+        // As the user, no actor peer: a peer may not write another peer's memories.
+        const noPeer = (h: Headers) => h.delete("X-OpenViking-Actor-Peer");
+        const w = await call(server, "POST", "/api/v1/content/write", body, noPeer);
+        assertEquals(w.status, 200, `${uri}: ${w.text}`);
+      }
+      console.log(`  written in ${Math.round(performance.now() - t0)} ms`);
+      const leaked: Record<string, number> = {};
+      const shown: Record<string, string[]> = {};
+      for (const scope of ["all", "actor", "strict"]) {
+        shown[scope] = [];
+        for (const text of PROMPTS) {
+          const r = await runCli(["recall", text, "--json"], {
+            clearEnv: true,
+            env: {
+              HOME: home.path,
+              PATH: Deno.env.get("PATH") ?? "/usr/bin",
+              OPENVIKING_URL: server.url,
+              OPENVIKING_COMMIT_POLICY: "every-turn",
+              OPENVIKING_PEER_ID: "project-a",
+              OPENVIKING_RECALL_PEER_SCOPE: scope,
+              OPENVIKING_SCORE_THRESHOLD: "0", // every memory the server finds: the most a digest could leak
+            },
+          });
+          const out = JSON.parse(r.stdout);
+          assertEquals(out.failure, undefined, r.stdout);
+          shown[scope].push(
+            ...Object.keys({ ...A, ...PREFERENCE, ...B }).filter((u) => out.stdout.includes(u)),
+          );
+        }
+        leaked[scope] = shown[scope].filter((u) => u in B).length;
+      }
+      console.log(`  recalled in ${Math.round(performance.now() - t0)} ms`);
+      console.log(`  B's memories in A's digests (${PROMPTS.length} prompts): ${JSON.stringify(leaked)}`);
+      assertTrue(leaked.all > 0 && leaked.actor > 0, "today B's memories reach A's digests");
+      assertEquals(leaked.strict, 0);
+      const strictShows = new Set(shown.strict);
+      assertTrue(
+        strictShows.has(`${USER}/peers/project-a/memories/events/atlas-deploy.md`),
+        "A's peer memory",
       );
-    }
+      assertTrue(strictShows.has(`${USER}/memories/preferences/indent.md`), "the user's preference");
+    });
+
+    await t.step(
+      "balanced leaves a short turn uncommitted, commits at SessionEnd",
+      async () => {
+        await using dir = await tempDir();
+        const env = sandboxEnv(dir.path, server.url, {
+          OPENVIKING_COMMIT_POLICY: "balanced",
+          OPENVIKING_IDLE_COMMIT_SECONDS: "3", // the Stop's idle watch ends with the step, not 300 s later
+          OPENVIKING_CAPTURE_WAIT_MS: "0",
+          OPENVIKING_TIMEOUT_MS: "20000",
+        });
+        const stdin = (name: string) =>
+          JSON.stringify({ hook_event_name: name, session_id: SESSION, cwd: dir.path });
+        const j = new JournalBuilder().simpleTurn(
+          "which port does staging use?",
+          "staging listens on 6543",
+        );
+        await placeJournal(dir.path, SESSION, j.toString());
+        await hookIn("stop", { env, stdin: stdin("Stop") });
+        const meta = async () =>
+          obj((await call(server, "GET", `/api/v1/sessions/kc-${SESSION}`)).json.result);
+        const after = await meta();
+        assertEquals(after.commit_count, 0, "a short turn is not committed yet");
+        await hookIn("session-end", { env, stdin: stdin("SessionEnd") });
+        assertEquals((await meta()).commit_count, 1);
+      },
+    );
 
     for (const install of installs) {
       const version = install.version;

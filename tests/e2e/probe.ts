@@ -168,13 +168,12 @@ export async function expectEdges(server: RealOpenViking, edges: Edge[]): Promis
   }
 }
 
-/** The checks of {@link probeEndpoints} on a dev-mode (or external) server, each a step of `t`. */
+/** The checks of {@link probeEndpoints} on a dev-mode server, each a step of `t`. */
 export async function probeEndpoints(t: Deno.TestContext, server: RealOpenViking): Promise<void> {
-  const ours = server.stub !== undefined;
   const sessionId = `kc-session_${crypto.randomUUID()}`;
   const session = `/api/v1/sessions/${sessionId}`;
   const tabs = "I prefer tabs over spaces in TypeScript projects";
-  const rss = server.pid ? await rssKiB(server.pid) : undefined;
+  const rss = await rssKiB(server.pid);
   log(
     `${server.mode} server ${server.url} openviking==${OPENVIKING_VERSION} ${server.startupMs} ms, RSS ${rss} KiB`,
   );
@@ -182,7 +181,7 @@ export async function probeEndpoints(t: Deno.TestContext, server: RealOpenViking
   await t.step("/health, status; a batch creates kc-session_<uuid>, one message appends", async () => {
     const health = await call(server, "GET", "/health");
     assertEquals([health.status, health.json.status, health.json.healthy], [200, "ok", true], health.text);
-    if (ours) assertEquals([health.json.version, health.json.auth_mode], [OPENVIKING_VERSION, "dev"]);
+    assertEquals([health.json.version, health.json.auth_mode], [OPENVIKING_VERSION, "dev"]);
     assertTrue(health.headers.get("x-request-id"), "x-request-id header");
     const status = await call(server, "GET", "/api/v1/system/status");
     assertEquals([status.status, status.json.status, status.json.error], [200, "ok", null], status.text);
@@ -221,18 +220,13 @@ export async function probeEndpoints(t: Deno.TestContext, server: RealOpenViking
     assertMatch(String(messages[0].id), /^msg_/);
     const task = await commitAndWait(server, sessionId);
     assertEquals(obj((await call(server, "GET", session)).json.result).commit_count, 1);
-    if (ours) {
-      assertEquals(task.status, "completed", JSON.stringify(task));
-      assertEquals(obj(obj(task.result).memories_extracted).memory_write, 1);
-      assertTrue(
-        server.stub!.requests.some((q) => q.kind === "memory"),
-        "extraction prompt reached the stub",
-      );
-      const archive = await call(server, "GET", `${session}/archives/archive_001`);
-      assertEquals(archive.status, 200, archive.text);
-      const archived = arr(obj(archive.json.result).messages).map((x) => `${x.role} ${x.turn_id}`);
-      assertEquals(archived, ["user 0", "assistant 0", "user 1"]);
-    }
+    assertEquals(task.status, "completed", JSON.stringify(task));
+    assertEquals(obj(obj(task.result).memories_extracted).memory_write, 1);
+    assertTrue(server.stub.kinds().includes("memory"), "extraction prompt reached the stub");
+    const archive = await call(server, "GET", `${session}/archives/archive_001`);
+    assertEquals(archive.status, 200, archive.text);
+    const archived = arr(obj(archive.json.result).messages).map((x) => `${x.role} ${x.turn_id}`);
+    assertEquals(archived, ["user 0", "assistant 0", "user 1"]);
     const again = obj((await call(server, "POST", `${session}/commit`, {})).json.result);
     const got = [again.status, again.reason, again.task_id, again.archived];
     assertEquals(got, ["skipped", "no_messages", null, false]);
@@ -249,14 +243,14 @@ export async function probeEndpoints(t: Deno.TestContext, server: RealOpenViking
   });
 
   let memoryUri = "";
-  await t.step("search/find; search/search mode=context (recall); search/recall (deprecated)", async () => {
+  await t.step("search/find; search/search mode=context (recall)", async () => {
     const find = () =>
       call(server, "POST", "/api/v1/search/find", {
         query: "tabs spaces TypeScript",
         target_uri: "viking://~/memories",
         limit: 5,
       });
-    const found = await eventually(find, (r) => !ours || memoryHit(r, "tabs over spaces") !== undefined);
+    const found = await eventually(find, (r) => memoryHit(r, "tabs over spaces") !== undefined);
     assertEquals(found.status, 200, found.text);
     assertEquals(Object.keys(obj(found.json.result)).sort(), ["memories", "resources", "skills", "total"]);
     for (const m of arr(obj(found.json.result).memories)) {
@@ -265,8 +259,8 @@ export async function probeEndpoints(t: Deno.TestContext, server: RealOpenViking
       assertMatch(String(m.uri), /^viking:\/\/user\/[^/]+\/memories\//);
     }
     const hit = memoryHit(found, "tabs over spaces");
-    if (ours) assertTrue(hit, found.text);
-    memoryUri = hit && ours ? String(hit.uri) : "";
+    assertTrue(hit, found.text);
+    memoryUri = String(hit.uri);
 
     const question = "tabs or spaces for TypeScript indentation?";
     const body = {
@@ -281,7 +275,7 @@ export async function probeEndpoints(t: Deno.TestContext, server: RealOpenViking
       arr(obj(r.json.result).entries).some((e) => String(e.text).includes("tabs over spaces"));
     const r = await eventually(
       () => call(server, "POST", "/api/v1/search/search", body),
-      (r) => !ours || hasTabs(r),
+      hasTabs,
     );
     assertEquals(r.status, 200, r.text);
     const result = obj(r.json.result);
@@ -291,29 +285,12 @@ export async function probeEndpoints(t: Deno.TestContext, server: RealOpenViking
     for (const e of arr(result.entries)) {
       assertEquals(Object.keys(e).sort(), ["category", "detail", "origin", "score", "text", "uri"]);
     }
-    if (ours) assertTrue(hasTabs(r), r.text);
-    if (ours) assertStringIncludes(String(result.rendered), '<memory uri="viking://user/');
+    assertTrue(hasTabs(r), r.text);
+    assertStringIncludes(String(result.rendered), '<memory uri="viking://user/');
     assertEquals(
       memoriesFromEntries(Entries.parse(result.entries)).map(renderElement).join("\n"),
       String(result.rendered),
     );
-
-    const recall = await call(server, "POST", "/api/v1/search/recall", {
-      query: question,
-      session_id: sessionId,
-    });
-    assertEquals([recall.status, recall.headers.get("deprecation")], [200, "true"], recall.text);
-    assertEquals(recall.headers.get("link"), '</api/v1/search/search>; rel="successor-version"');
-    const recalled = obj(recall.json.result);
-    assertEquals(obj(obj(recalled.stats).deprecated).successor, "/api/v1/search/search");
-    assertEquals([Array.isArray(recalled.entries), obj(recalled.stats).purpose], [true, "coding"]);
-    if (ours) assertEquals(obj(obj(recalled.stats).dedup).status, "ok", "the same session dedups");
-    const fresh = await eventually(
-      () => call(server, "POST", "/api/v1/search/recall", { query: question }),
-      (r) => !ours || arr(obj(r.json.result).entries).length > 0,
-    );
-    assertEquals(fresh.status, 200, fresh.text);
-    if (ours) assertTrue(arr(obj(fresh.json.result).entries).length > 0, fresh.text);
   });
 
   await t.step("fs/ls, content/read; the profile is the user's: alike under two actor peers", async () => {
@@ -327,11 +304,9 @@ export async function probeEndpoints(t: Deno.TestContext, server: RealOpenViking
     const mine = await call(server, "GET", "/api/v1/fs/ls?uri=viking://~/memories&output=original");
     assertEquals(mine.status, 200, mine.text);
     assertTrue(arr(mine.json.result).every((e) => String(e.uri).startsWith("viking://user/")));
-    if (memoryUri) {
-      const read = await call(server, "GET", `/api/v1/content/read?uri=${encodeURIComponent(memoryUri)}`);
-      assertEquals([read.status, typeof read.json.result], [200, "string"], read.text);
-      assertStringIncludes(String(read.json.result), "tabs over spaces");
-    }
+    const read = await call(server, "GET", `/api/v1/content/read?uri=${encodeURIComponent(memoryUri)}`);
+    assertEquals([read.status, typeof read.json.result], [200, "string"], read.text);
+    assertStringIncludes(String(read.json.result), "tabs over spaces");
     const status = await call(server, "GET", "/api/v1/system/status");
     const base = `viking://user/${String(obj(status.json.result).user ?? "default")}/memories`;
     const w = await call(server, "POST", "/api/v1/content/write", {
@@ -399,12 +374,12 @@ export async function probeEndpoints(t: Deno.TestContext, server: RealOpenViking
     const args = { query: "tabs TypeScript", target_uri: "viking://~/memories" };
     const find = () =>
       mcp(server, { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "find", arguments: args } });
-    const found = await eventually(find, (reply) => !memoryUri || mcpText(reply).includes(memoryUri));
+    const found = await eventually(find, (reply) => mcpText(reply).includes(memoryUri));
     assertEquals(found.status, 200, found.text);
     const result = obj(mcpMessages(found)[0].result);
     const structured = obj(result.structuredContent).result;
     assertEquals([result.isError, arr(result.content)[0].type, typeof structured], [false, "text", "string"]);
-    if (memoryUri) assertStringIncludes(mcpText(found), memoryUri);
+    assertStringIncludes(mcpText(found), memoryUri);
   });
 
   await t.step("what the server takes and refuses: the edges the client must respect", async () => {
@@ -458,7 +433,7 @@ export async function probeEndpoints(t: Deno.TestContext, server: RealOpenViking
         json,
       ],
       ["DELETE /mcp", "DELETE", "/mcp", undefined, "405"],
-      ...memoryUri ? [["a file not there", "GET", missing, undefined, "404 code=NOT_FOUND"] as Edge] : [],
+      ["a file not there", "GET", missing, undefined, "404 code=NOT_FOUND"],
     ]);
     for (const ok of ["kc-a.b@c:d+e~f=g!h", "KC-Upper_case", "kc-%E4%B8%AD", "kc-" + "y".repeat(300)]) {
       const r = await call(server, "POST", add(ok), x);
@@ -483,5 +458,5 @@ export async function probeEndpoints(t: Deno.TestContext, server: RealOpenViking
       assertEquals([anyKey.status, anyKey.json.role], [200, "root"]);
     });
   }
-  if (ours && server.pid) log(`RSS after probe: ${await rssKiB(server.pid)} KiB`);
+  log(`RSS after probe: ${await rssKiB(server.pid)} KiB`);
 }

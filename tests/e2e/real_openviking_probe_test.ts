@@ -73,13 +73,13 @@ async function shape(base: string, method: string, path: string, key: string, bo
 Deno.test({
   name: 'real OpenViking (api_key mode): README "Server with API keys" word for word; user keys, 401/403 ' +
     "shapes, identity from the key",
-  ignore: REAL === "0" || Deno.env.get("OPENVIKING_E2E_URL") !== undefined,
+  ignore: REAL === "0",
   sanitizeOps: false,
   sanitizeResources: false,
 }, async (t) => {
   const server = await startRealOrSkip("real OpenViking probe (api_key)", { auth: "api_key" });
   if (!server) return;
-  const rss = server.pid ? await rssKiB(server.pid) : undefined;
+  const rss = await rssKiB(server.pid);
   log(
     `${server.mode} server ${server.url} openviking==${OPENVIKING_VERSION} ${server.startupMs} ms, RSS ${rss} KiB`,
   );

@@ -65,15 +65,12 @@ export class KimiAcp {
     return list;
   }
 
-  /** Starts `kimi acp` in `cwd` (default the env's work dir) and runs `initialize`. */
-  static async start(
-    env: KimiEnv,
-    opts: { cwd?: string; env?: Record<string, string> } = {},
-  ): Promise<KimiAcp> {
+  /** Starts `kimi acp` in the env's work dir and runs `initialize`. */
+  static async start(env: KimiEnv): Promise<KimiAcp> {
     const child = new Deno.Command(env.install.node, {
       args: [env.install.main, "acp"],
-      cwd: opts.cwd ?? env.workDir,
-      env: env.env(opts.env),
+      cwd: env.workDir,
+      env: env.env(),
       clearEnv: true,
       stdin: "piped",
       stdout: "piped",

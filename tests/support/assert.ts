@@ -30,11 +30,6 @@ export function assertStringIncludes(actual: string, expected: string, message?:
   );
 }
 
-/** A promise rejects (optionally with a message matching `pattern`). */
-export async function assertRejects(fn: () => Promise<unknown>, pattern?: RegExp): Promise<void> {
-  await assert.rejects(fn, (e: Error) => pattern === undefined || pattern.test(e.message));
-}
-
 /** `fn` throws an instance of `ErrorClass` (whose message includes `includes`, when given). */
 export function assertThrows(
   fn: () => unknown,

@@ -1,30 +1,16 @@
 /** A tiny OpenAI-compatible model server on loopback for running the real OpenViking server in tests. */
 
-import { type ChatMessage, messageText } from "./model-server.ts";
+import { type ChatMessage, messageText, ModelServer, type Script } from "./model-server.ts";
 
-/** One request the stub received. */
-export interface StubRequest {
-  /** HTTP method. */
-  method: string;
-  /** Path, e.g. `/v1/embeddings`. */
-  path: string;
-  /** Parsed JSON body (undefined when none or not JSON). */
-  body: unknown;
-  /** What the stub classified a chat request as ("" for other routes). */
-  kind: string;
-}
-
-/** A running stub. */
+/** The real OpenViking's model: a {@link ModelServer} with embeddings and canned chat replies. */
 export interface EmbeddingStub {
+  server: ModelServer;
   /** Base URL ending in `/v1`, for `api_base`. */
   baseUrl: string;
-  /** Vector length served. */
-  dimension: number;
-  /** Requests so far, oldest first. */
-  requests: StubRequest[];
   /** While true, chat completions fail with 503 (a broken chat model). */
   chatDown: boolean;
-  /** Stop serving. */
+  /** What each chat request so far asked for ({@link cannedReply}'s kinds), oldest first. */
+  kinds(): string[];
   stop(): Promise<void>;
 }
 
@@ -144,7 +130,7 @@ export function rewriteReply(prompt: string): string {
 }
 
 /** Picks a canned reply for a chat request from what its prompt asks for. */
-export function cannedReply(body: Record<string, unknown>): CannedReply {
+export function cannedReply(body: { messages?: unknown }): CannedReply {
   const messages = Array.isArray(body.messages) ? body.messages as ChatMessage[] : [];
   const all = messages.map(messageText).join("\n");
   const lower = all.toLowerCase();
@@ -156,84 +142,28 @@ export function cannedReply(body: Record<string, unknown>): CannedReply {
 }
 
 /** Starts the stub on 127.0.0.1, serving vectors of `dimension`. */
-export function startEmbeddingStub(dimension: number): EmbeddingStub {
-  const requests: StubRequest[] = [];
-  const json = (value: unknown, status = 200) =>
-    new Response(JSON.stringify(value), { status, headers: { "content-type": "application/json" } });
-  let created = 0;
-  const handler = async (req: Request): Promise<Response> => {
-    const path = new URL(req.url).pathname.replace(/^\/v1(?=\/)/, "");
-    let body: unknown = undefined;
-    if (req.method === "POST") {
-      const text = await req.text();
-      try {
-        body = JSON.parse(text);
-      } catch {
-        body = text;
-      }
-    }
-    const record: StubRequest = { method: req.method, path, body, kind: "" };
-    requests.push(record);
-    return route(path, req.method, body, record);
+export async function startEmbeddingStub(dimension: number): Promise<EmbeddingStub> {
+  const embed = (b: Record<string, unknown>) => {
+    const texts = inputTexts(b.input);
+    const dim = typeof b.dimensions === "number" ? b.dimensions : dimension;
+    const encode = (v: number[]) => b.encoding_format === "base64" ? toBase64Float32(v) : v;
+    return {
+      object: "list",
+      model: b.model ?? STUB_MODEL,
+      data: texts.map((t, index) => ({ object: "embedding", index, embedding: encode(embedText(t, dim)) })),
+      usage: { prompt_tokens: texts.length, total_tokens: texts.length },
+    };
   };
-  const route = (path: string, method: string, body: unknown, record: StubRequest): Response => {
-    if (method === "GET" && path === "/models") {
-      return json({
-        object: "list",
-        data: [{ id: STUB_MODEL, object: "model", created: 0, owned_by: "stub" }],
-      });
-    }
-    if (method === "POST" && path === "/embeddings" && body && typeof body === "object") {
-      const b = body as Record<string, unknown>;
-      const texts = inputTexts(b.input);
-      const dim = typeof b.dimensions === "number" ? b.dimensions : dimension;
-      const base64 = b.encoding_format === "base64";
-      record.kind = "embeddings";
-      return json({
-        object: "list",
-        model: b.model ?? STUB_MODEL,
-        data: texts.map((t, index) => {
-          const vector = embedText(t, dim);
-          return { object: "embedding", index, embedding: base64 ? toBase64Float32(vector) : vector };
-        }),
-        usage: { prompt_tokens: texts.length, total_tokens: texts.length },
-      });
-    }
-    if (method === "POST" && path === "/chat/completions" && stub.chatDown) {
-      return json({ error: { message: "stub: the chat model is down", type: "server_error" } }, 503);
-    }
-    if (method === "POST" && path === "/chat/completions" && body && typeof body === "object") {
-      const b = body as Record<string, unknown>;
-      const reply = cannedReply(b);
-      record.kind = reply.kind;
-      const asked = (Array.isArray(b.messages) ? b.messages as ChatMessage[] : []).map(messageText);
-      const [prompt, completion] = [
-        Math.ceil(asked.join("\n").length / 4),
-        Math.ceil(reply.content.length / 4),
-      ];
-      created++;
-      return json({
-        id: `chatcmpl-stub-${created}`,
-        object: "chat.completion",
-        created: 1_700_000_000 + created,
-        model: b.model ?? STUB_MODEL,
-        choices: [{
-          index: 0,
-          message: { role: "assistant", content: reply.content },
-          finish_reason: "stop",
-        }],
-        usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
-      });
-    }
-    return json({ error: { message: `stub: no route ${method} ${path}`, type: "not_found" } }, 404);
-  };
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, handler);
-  const stub: EmbeddingStub = {
-    baseUrl: `http://127.0.0.1:${server.addr.port}/v1`,
-    dimension,
-    requests,
-    chatDown: false,
-    stop: () => server.shutdown(),
-  };
-  return stub;
+  const stub = { chatDown: false } as EmbeddingStub;
+  const script: Script = (req) =>
+    stub.chatDown
+      ? { kind: "error", status: 503, message: "stub: the chat model is down" }
+      : { kind: "text", text: cannedReply(req.body).content };
+  const server = await ModelServer.start(script, { model: STUB_MODEL, embed });
+  return Object.assign(stub, {
+    server,
+    baseUrl: server.baseUrl,
+    kinds: () => server.chatRequests().map((r) => cannedReply(r.body).kind),
+    stop: () => server.close(),
+  });
 }

@@ -145,8 +145,6 @@ export interface FakeOptions {
   hashedKeys?: boolean;
   /** An older server: /search/search has no context mode (context fields rejected). */
   legacySearch?: boolean;
-  /** /search/recall does not exist (404). */
-  noRecall?: boolean;
   /** /messages/batch does not exist: answer this status (404 or 405). */
   noBatch?: 404 | 405;
   /** An older server: no `/api/v1/pack/*` routes (404). */
@@ -166,10 +164,6 @@ const CONTEXT_FIELDS = words(
   "other_peer_penalty rewrite rewrite_max_bullets",
 );
 const SEARCH_FIELDS = [...FIND_FIELDS, "session_id", "mode", ...CONTEXT_FIELDS];
-const RECALL_FIELDS = words(
-  "query quotas max_chars min_score peer_scope render session_id query_expansion purpose dedup_turns",
-  "exclude_uris max_tokens",
-);
 const PEER = /^[A-Za-z0-9_.@-]+$/;
 /** The real server's words for a root key on a data route (openviking/server/auth/plugins/api_key.py). */
 export const ROOT_KEY_REFUSAL = "ROOT API keys cannot access tenant-scoped data APIs in api_key mode. " +
@@ -363,9 +357,6 @@ export class FakeOpenViking {
   };
   /** When set, the context face's answer for each request body instead of `context` (ignores exclude_uris like `context`). */
   contextFor?: (body: Record<string, unknown>) => Record<string, unknown>;
-  /** /search/recall's rendered text. */
-  recallRendered =
-    `<memory uri="viking://user/default/memories/events/e1.md" type="events" score="0.7">\nLegacy recall memory.\n</memory>`;
   /** /search/find's answer per target_uri. */
   findResults: Record<string, unknown[]> = {
     "viking://~/memories": [
@@ -397,7 +388,7 @@ export class FakeOpenViking {
   files = new Map<string, string>([
     ["viking://user/default/memories/profile.md", "# Profile\nName: Test User\nLikes: tabs"],
   ]);
-  /** A file's `modTime` for /fs/tree and /fs/stat (default: 2026-01-01). */
+  /** A file's `modTime` for /fs/tree (default: 2026-01-01). */
   modTimes = new Map<string, string>();
   /** Uploads by `temp_file_id` (the file's bytes). */
   readonly uploads = new Map<string, Uint8Array>();
@@ -739,13 +730,6 @@ export class FakeOpenViking {
       if (b.mode === "context") return this.contextFor?.(b) ?? this.context;
       return { memories: this.findResults["viking://~/memories"] ?? [], resources: [], skills: [], total: 1 };
     }
-    if (method === "POST" && p === "/api/v1/search/recall") {
-      if (this.options.noRecall) throw notFound("Not Found");
-      const b = requireObject(body);
-      forbidExtra(b, RECALL_FIELDS);
-      if (typeof b.query !== "string") throw new HttpError(400, "INVALID_ARGUMENT", "query is required");
-      return { rendered: this.recallRendered, entries: [] };
-    }
     if (method === "POST" && p === "/api/v1/search/find") {
       const b = requireObject(body);
       forbidExtra(b, FIND_FIELDS);
@@ -764,22 +748,15 @@ export class FakeOpenViking {
       if (!entries) throw notFound(`${uri} not found`);
       return entries;
     }
-    if (method === "GET" && (p === "/api/v1/fs/tree" || p === "/api/v1/fs/stat")) {
+    if (method === "GET" && p === "/api/v1/fs/tree") {
       const uri = own(q.get("uri") ?? "");
-      const entry = (u: string) => ({
+      const under = [...this.files.keys()].filter((u) => u.startsWith(`${uri}/`));
+      if (!under.length) throw notFound(`${uri} not found`, uri);
+      return under.map((u) => ({
         uri: u,
         isDir: false,
         modTime: this.modTimes.get(u) ?? "2026-01-01T00:00:00Z",
-      });
-      if (p === "/api/v1/fs/stat") {
-        if (!this.files.has(uri)) {
-          throw notFound(`${uri} not found`, uri);
-        }
-        return entry(uri);
-      }
-      const under = [...this.files.keys()].filter((u) => u.startsWith(`${uri}/`));
-      if (!under.length) throw notFound(`${uri} not found`, uri);
-      return under.map(entry);
+      }));
     }
     if (method === "DELETE" && p === "/api/v1/fs") {
       const uri = own(q.get("uri") ?? "");

@@ -256,14 +256,8 @@ export interface KimiEnvOptions {
   legacy?: boolean;
   /** Name of the work dir under the root (default "project"). */
   workDirName?: string;
-  /** Model alias (default "fake"). */
-  modelAlias?: string;
-  /** Model id sent to the server (default "fake-model"). */
-  model?: string;
   /** Extra env vars for every Kimi process. */
   env?: Record<string, string>;
-  /** Extra TOML appended to config.toml (after the `[models.<alias>]` table: start with a table header). */
-  extraConfig?: string;
 }
 
 /** Options of a print-mode run. */
@@ -278,8 +272,6 @@ export interface PrintOptions {
   args?: string[];
   /** Extra env vars. */
   env?: Record<string, string>;
-  /** `--output-format` (default text). */
-  outputFormat?: "text" | "stream-json";
 }
 
 /** The outcome of a print-mode run. */
@@ -313,11 +305,9 @@ export function tomlString(s: string): string {
   return JSON.stringify(s);
 }
 
-/** Extracts the session id from Kimi's output (`To resume this session: kimi -r <id>` or stream-json hint). */
-export function parseSessionId(output: string): string | undefined {
-  const m = output.match(/kimi (?:-r|-S|--session|--resume) (session_[0-9a-f-]+)/) ??
-    output.match(/"session_id"\s*:\s*"(session_[0-9a-f-]+)"/);
-  return m?.[1];
+/** Extracts the session id from Kimi's output (`To resume this session: kimi -r <id>`). */
+function parseSessionId(output: string): string | undefined {
+  return output.match(/kimi (?:-r|-S|--session|--resume) (session_[0-9a-f-]+)/)?.[1];
 }
 
 /** Polls `fn` until it returns a truthy value or the timeout passes (then throws `what`). */
@@ -374,22 +364,20 @@ export class KimiEnv {
     const env = new KimiEnv(install, await Deno.realPath(root), opts, ownsRoot);
     await Deno.mkdir(env.kimiHome, { recursive: true });
     await Deno.mkdir(env.workDir, { recursive: true });
-    const alias = opts.modelAlias ?? "fake";
     const config = [
-      `default_model = ${tomlString(alias)}`,
+      `default_model = "fake"`,
       "",
-      `[providers.${alias}]`,
+      `[providers.fake]`,
       `type = "openai"`,
       `base_url = ${tomlString(opts.baseUrl)}`,
       `api_key = "x"`,
       "",
-      `[models.${alias}]`,
-      `provider = ${tomlString(alias)}`,
-      `model = ${tomlString(opts.model ?? "fake-model")}`,
+      `[models.fake]`,
+      `provider = "fake"`,
+      `model = "fake-model"`,
       `max_context_size = 100000`,
       `capabilities = ["tool_use"]`,
       "",
-      opts.extraConfig ?? "",
     ].join("\n");
     await Deno.writeTextFile(env.configPath, config);
     return env;
@@ -461,7 +449,6 @@ export class KimiEnv {
   startPrint(prompt: string, opts: PrintOptions = {}): PrintRun {
     const args = [this.install.main, ...(opts.args ?? [])];
     if (opts.sessionId) args.push("-S", opts.sessionId);
-    if (opts.outputFormat) args.push("--output-format", opts.outputFormat);
     args.push("-p", prompt);
     const started = Date.now();
     const before = this.sessionIndexSync().map((e) => e.sessionId);
@@ -563,8 +550,8 @@ export class KimiEnv {
   }
 
   /** Starts the interactive TUI under a private tmux server. */
-  async tui(opts: TuiOptions = {}): Promise<KimiTui> {
-    const tui = await KimiTui.start(this, opts);
+  async tui(): Promise<KimiTui> {
+    const tui = await KimiTui.start(this);
     this.#tuis.add(tui);
     return tui;
   }
@@ -604,22 +591,6 @@ export async function tmuxAvailable(): Promise<boolean> {
   }
 }
 
-/** Options of {@link KimiEnv.tui}. */
-export interface TuiOptions {
-  /** Work dir (default the env's). */
-  cwd?: string;
-  /** Extra CLI args (e.g. `["-S", id]`). */
-  args?: string[];
-  /** Extra env vars. */
-  env?: Record<string, string>;
-  cols?: number;
-  rows?: number;
-  /** Answer the "Trust this folder?" dialog with Enter (default true). */
-  trust?: boolean;
-  /** Wait this long for the input box to appear (default 30 000 ms). */
-  startTimeoutMs?: number;
-}
-
 /** The interactive Kimi TUI running inside a private tmux server (own socket, killed on close). */
 export class KimiTui {
   readonly socket: string;
@@ -632,16 +603,16 @@ export class KimiTui {
   }
 
   /** Starts Kimi's TUI in tmux; waits for the input box (answering the trust dialog). */
-  static async start(env: KimiEnv, opts: TuiOptions = {}): Promise<KimiTui> {
+  static async start(env: KimiEnv): Promise<KimiTui> {
     const dir = await Deno.makeTempDir({ dir: env.root, prefix: "tui-" });
     const socket = join(dir, "tmux.sock");
     const exitFile = join(dir, "exit-code");
-    const vars = env.env(opts.env);
+    const vars = env.env();
     const launcher = [
       "#!/bin/sh",
       ...Object.entries(vars).map(([k, v]) => `export ${k}=${shQuote(v)}`),
-      `cd ${shQuote(opts.cwd ?? env.workDir)} || exit 97`,
-      [env.install.node, env.install.main, ...(opts.args ?? [])].map(shQuote).join(" "),
+      `cd ${shQuote(env.workDir)} || exit 97`,
+      [env.install.node, env.install.main].map(shQuote).join(" "),
       `echo $? > ${shQuote(exitFile)}`,
       "",
     ].join("\n");
@@ -656,16 +627,15 @@ export class KimiTui {
       "-s",
       "kimi",
       "-x",
-      String(opts.cols ?? 160),
+      "160",
       "-y",
-      String(opts.rows ?? 50),
+      "50",
       `sh ${shQuote(launcherPath)}`,
     ], { PATH: vars.PATH, HOME: vars.HOME, LANG: "C.UTF-8", TERM: "xterm-256color" });
-    const screen = await tui.waitFor(/Trust this folder\?|│ >|No session yet/, opts.startTimeoutMs ?? 30_000);
+    const screen = await tui.waitFor(/Trust this folder\?|│ >|No session yet/);
     if (/Trust this folder\?/.test(screen)) {
-      if (opts.trust === false) return tui;
       await tui.keys("Enter");
-      await tui.waitFor(/│ >/, opts.startTimeoutMs ?? 30_000);
+      await tui.waitFor(/│ >/);
     }
     return tui;
   }

@@ -199,6 +199,14 @@ export function isSubagent(req: ChatRequest): boolean {
   return text.includes(SUBAGENT_MARKER) && !text.includes("RUN_AGENT");
 }
 
+/** Options of {@link ModelServer.start}. */
+export interface ModelOptions {
+  /** The model id it reports (default "fake-model"). */
+  model?: string;
+  /** Answers `POST /v1/embeddings` (404 without). */
+  embed?: (body: Record<string, unknown>) => unknown;
+}
+
 /** A scripted OpenAI-compatible model server. */
 export class ModelServer {
   /** Every request received, in order. */
@@ -207,19 +215,21 @@ export class ModelServer {
   readonly #model: string;
   readonly #queue: Reply[] = [];
   readonly #open = new Set<ServerResponse>();
+  readonly #embed: ((body: Record<string, unknown>) => unknown) | undefined;
   #script: Script = defaultScript;
   #chatCount = 0;
   #toolCallCount = 0;
 
-  private constructor(server: Server, model: string) {
+  private constructor(server: Server, opts: ModelOptions) {
     this.#server = server;
-    this.#model = model;
+    this.#model = opts.model ?? "fake-model";
+    this.#embed = opts.embed;
   }
 
   /** Starts a server (default script) on 127.0.0.1. */
-  static async start(script?: Script): Promise<ModelServer> {
+  static async start(script?: Script, opts: ModelOptions = {}): Promise<ModelServer> {
     const server = createServer();
-    const ms = new ModelServer(server, "fake-model");
+    const ms = new ModelServer(server, opts);
     if (script) ms.#script = script;
     server.on("request", (req, res) => void ms.#handle(req, res));
     await new Promise<void>((resolve, reject) => {
@@ -319,6 +329,9 @@ export class ModelServer {
         const reply = this.#queue.shift() ?? await this.#script(view);
         return await this.#answer(res, body, reply, n);
       }
+      if (rec.method === "POST" && rec.path.endsWith("/embeddings") && this.#embed && isObject(body)) {
+        return json(res, 200, this.#embed(body));
+      }
       return json(res, 404, errorBody(`no route ${rec.method} ${rec.path}`));
     } catch (e) {
       if (!res.headersSent) json(res, 500, errorBody(String(e)));
@@ -402,8 +415,12 @@ export class ModelServer {
   }
 }
 
+function isObject(b: unknown): b is Record<string, unknown> {
+  return typeof b === "object" && b !== null && !Array.isArray(b);
+}
+
 function isChatBody(b: unknown): b is ChatBody {
-  return typeof b === "object" && b !== null && Array.isArray((b as { messages?: unknown }).messages);
+  return isObject(b) && Array.isArray(b.messages);
 }
 
 function errorBody(message: string) {

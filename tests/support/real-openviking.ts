@@ -23,24 +23,23 @@ export interface RealOpenVikingOptions {
   auth?: RealAuthMode;
 }
 
-/** A running (or external) OpenViking server. */
+/** A running OpenViking server. */
 export interface RealOpenViking {
   /** Base URL without a trailing slash. */
   url: string;
   /** Key to send as `Authorization: Bearer` (the user key in `api_key` mode; undefined in dev mode). */
   apiKey?: string;
-  /** The root key (api_key mode of a server we started). */
+  /** The root key (api_key mode). */
   rootApiKey?: string;
-  /** Account id of `apiKey` (or `OPENVIKING_E2E_ACCOUNT`). */
+  /** Account id of `apiKey`. */
   account?: string;
-  /** User id of `apiKey` (or `OPENVIKING_E2E_USER`). */
+  /** User id of `apiKey`. */
   user?: string;
-  /** `dev`, `api_key`, or `external` for `OPENVIKING_E2E_URL`. */
-  mode: RealAuthMode | "external";
-  /** The model stub (absent for an external server). */
-  stub?: EmbeddingStub;
-  /** Server process id (absent for an external server). */
-  pid?: number;
+  mode: RealAuthMode;
+  /** The model stub. */
+  stub: EmbeddingStub;
+  /** Server process id. */
+  pid: number;
   /** Milliseconds from spawn to a healthy `/health`. */
   startupMs: number;
   /** Stop the server and the stub and remove the temp dir (kept when `OPENVIKING_KEEP=1`). */
@@ -215,31 +214,15 @@ async function postJson(url: string, key: string, body: unknown): Promise<Record
   return json;
 }
 
-function external(): RealOpenViking | undefined {
-  const url = Deno.env.get("OPENVIKING_E2E_URL");
-  if (!url) return undefined;
-  return {
-    url: url.replace(/\/+$/, ""),
-    apiKey: Deno.env.get("OPENVIKING_E2E_API_KEY") || undefined,
-    account: Deno.env.get("OPENVIKING_E2E_ACCOUNT") || undefined,
-    user: Deno.env.get("OPENVIKING_E2E_USER") || undefined,
-    mode: "external",
-    startupMs: 0,
-    stop: () => Promise.resolve(),
-  };
-}
-
-/** Starts the stub and a real OpenViking server (or returns the `OPENVIKING_E2E_URL` one). */
+/** Starts the stub and a real OpenViking server. */
 export async function startRealOpenViking(options: RealOpenVikingOptions = {}): Promise<RealOpenViking> {
-  const ext = external();
-  if (ext) return ext;
   const serverBin = await ensureOpenViking();
   const auth = options.auth ?? "dev";
   const dimension = 64;
   const timeoutMs = Number(Deno.env.get("OPENVIKING_START_TIMEOUT_MS")) || 90_000;
   const workDir = await Deno.makeTempDir({ prefix: "ovk-real-" });
   const keep = Deno.env.get("OPENVIKING_KEEP") === "1";
-  const stub = startEmbeddingStub(dimension);
+  const stub = await startEmbeddingStub(dimension);
   let child: Deno.ChildProcess | undefined;
   const cleanup = async () => {
     if (child) {

@@ -10,7 +10,6 @@ import { type KimiEnv, waitUntil } from "./kimi.ts";
 
 /** What one prompt produced. */
 export interface WebTurn {
-  promptId: string;
   /** The session's `last_turn_reason` once the turn is over: `completed`, `failed` or `cancelled`. */
   reason: string;
   /** Text of each assistant message after the prompt, in order (what the web UI shows as the answer). */
@@ -46,24 +45,19 @@ export class KimiWeb {
   readonly url: string;
   readonly token: string;
   readonly #child: Deno.ChildProcess;
-  readonly #output: { text: string };
 
-  private constructor(child: Deno.ChildProcess, url: string, token: string, output: { text: string }) {
+  private constructor(child: Deno.ChildProcess, url: string, token: string) {
     this.#child = child;
     this.url = url;
     this.token = token;
-    this.#output = output;
   }
 
-  /** Starts the server in `cwd` (default the env's work dir) and waits for its banner (URL and token). */
-  static async start(
-    env: KimiEnv,
-    opts: { cwd?: string; env?: Record<string, string> } = {},
-  ): Promise<KimiWeb> {
+  /** Starts the server in the env's work dir and waits for its banner (URL and token). */
+  static async start(env: KimiEnv): Promise<KimiWeb> {
     const child = new Deno.Command(env.install.node, {
       args: [env.install.main, "web", "--no-open", "--port", "0"],
-      cwd: opts.cwd ?? env.workDir,
-      env: env.env(opts.env),
+      cwd: env.workDir,
+      env: env.env(),
       clearEnv: true,
       stdin: "null",
       stdout: "piped",
@@ -89,7 +83,7 @@ export class KimiWeb {
         "the kimi web banner",
       );
       if (exited) throw new Error(`kimi web exited before it was ready:\n${output.text}`);
-      return new KimiWeb(child, url, token, output);
+      return new KimiWeb(child, url, token);
     } catch (e) {
       try {
         child.kill("SIGKILL");
@@ -169,17 +163,11 @@ export class KimiWeb {
       .map((m) => m.content.filter((p) => p.type === "text").map((p) => p.text ?? "").join(""))
       .filter((t) => t.length > 0);
     return {
-      promptId: accepted.prompt_id,
       reason: s.last_turn_reason ?? "",
       texts,
       approvals,
       durationMs: Date.now() - started,
     };
-  }
-
-  /** The server's recent output (banner, errors). */
-  get output(): string {
-    return this.#output.text;
   }
 
   /** Stops the server (SIGTERM, then SIGKILL after 10 s). */
