@@ -8,8 +8,8 @@ import { Budget, type OpenVikingClient } from "../openviking/client.ts";
 import { dirName, joinPath, kimiHome } from "../lib/paths.ts";
 import {
   commitSession,
+  heldMessages,
   isHeld,
-  liveMessages,
   newestHeld,
   sendMessages,
   type SendReport,
@@ -294,7 +294,7 @@ async function settleInflight(run: Run, state: SessionState): Promise<SessionSta
     const stored = await queue?.messages(rest.map((c) => c.payload), { unsure: askFrom });
     for (const c of rest.slice(0, stored ?? 0)) found.add(c.key);
   }
-  const held = rest.length && !early ? await liveMessages(run.client, ctx.ovSessionId, run.mode.budget) : [];
+  const held = rest.length && !early ? await heldMessages(run.client, ctx.ovSessionId, run.mode.budget) : [];
   for (const c of rest) if (held && isHeld(held, c.payload)) found.add(c.key);
   const asked = !rest.length ? "queue" : early ? "later" : held ? "server" : "unknown";
   run.report.settledElsewhere = found.size;

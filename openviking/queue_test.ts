@@ -293,26 +293,28 @@ Deno.test("replay: a claim whose replay died is taken over at once, whatever its
   const gone = { pid: 2 ** 30 + 7 }; // beyond any pid_max: no process has it
   await claimed("kc-gone", gone.pid);
   await claimed("kc-alive-pid", Deno.pid); // a live process by that pid (reused, or a zombie) proves nothing
-  // The dead replays had sent the first message of each before they died.
-  for (const sid of ["kc-gone", "kc-alive-pid"]) {
+  await claimed("kc-committed", gone.pid);
+  // The dead replays had sent the first message of each before they died; one was committed since.
+  for (const sid of ["kc-gone", "kc-alive-pid", "kc-committed"]) {
     fake.sessions.set(sid, { messages: [{ ...payload(0) }], commits: 0 });
   }
+  Object.assign(fake.sessions.get("kc-committed")!, { commits: 1, archived: 1, archiveEnds: [1] });
   const busy = await claimed("kc-busy", gone.pid);
   // A replay of kc-busy runs right now in another process: its lock is held.
   const replay = (now?: number) => replayQueue(dir.path, clientOf(fake.url), opts({ now }));
   const early = await withLock(`${busy}/replay.lock`, () => replay());
   assertTrue(early.acquired);
   assertEquals(fake.requests.length, 0, "its last request may still be being stored: nothing asked yet");
-  assertEquals([early.value.deferred, early.value.waitUntil! - Date.now() <= 2000], [3, true]);
+  assertEquals([early.value.deferred, early.value.waitUntil! - Date.now() <= 2000], [4, true]);
   const report = await withLock(`${busy}/replay.lock`, () => replay(Date.now() + 2000));
   assertEquals(
-    ["kc-gone", "kc-alive-pid"].map((s) => contents(fake, s)),
-    [["message 0", "message 1"], ["message 0", "message 1"]],
-    "taken over at once; the message already there not sent again",
+    ["kc-gone", "kc-alive-pid", "kc-committed"].map((s) => contents(fake, s)),
+    [0, 1, 2].map(() => ["message 0", "message 1"]),
+    "taken over at once; the message already there (or archived) not sent again",
   );
   assertEquals(contents(fake, "kc-busy"), [], "a session another replay holds waits for it");
   assertTrue(report.acquired);
-  assertEquals([report.value.replayed, report.value.held, report.value.deferred], [2, 2, 1]);
+  assertEquals([report.value.replayed, report.value.held, report.value.deferred], [3, 3, 1]);
   assertEquals(await hasUnsent(dir.path, "kc-busy"), true);
   assertEquals(await hasUnsent(dir.path, "kc-gone"), false, "an emptied queue directory goes");
 });

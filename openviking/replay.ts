@@ -4,7 +4,7 @@ import { removeAbandonedTemps, writeFileAtomic } from "../lib/fs.ts";
 import type { Budget, OpenVikingClient, OvFailure } from "./client.ts";
 import { withLock } from "../lib/lock.ts";
 import { joinPath } from "../lib/paths.ts";
-import { deliverMessages, isHeld, liveMessages, postCommit, unsureFrom } from "./sessions.ts";
+import { deliverMessages, heldMessages, isHeld, postCommit, unsureFrom } from "./sessions.ts";
 import {
   type Destination,
   destinationOf,
@@ -85,7 +85,7 @@ async function replayEntry(run: ReplayRun, claimPath: string, entry: QueueEntry)
     return undefined;
   }
   // What the session holds is not sent again; when it cannot say, all is sent: a duplicate beats a loss.
-  const held = entry.unsure ? await liveMessages(client, sessionId, budget) : undefined;
+  const held = entry.unsure ? await heldMessages(client, sessionId, budget) : undefined;
   let sure = entry;
   if (held) {
     const { unsure: _, ...rest } = entry;

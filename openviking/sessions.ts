@@ -243,25 +243,47 @@ export function isHeld(held: readonly HeldMessage[], payload: MessagePayload): b
   );
 }
 
-/** One GET: its result; `null` on a 404; else undefined. */
+/**
+ * One GET: its result; `null` when OpenViking's own 404 says there is no such thing (`absent`: the kinds that
+ * say it; a page that is not OpenViking's, or a missing route, cannot say); else undefined.
+ */
 async function get<S extends z.ZodMiniType>(
   client: OpenVikingClient,
   path: string,
   schema: S,
   budget: Budget,
+  absent: readonly OvFailure["kind"][] = ["rejected"],
 ) {
   const res = await client.request("GET", path, schema, { budget, peerId: null, maxReplyBytes: 16 << 20 });
-  return res.ok ? res.result : res.status === 404 ? null : undefined;
+  return res.ok ? res.result : res.status === 404 && absent.includes(res.kind) ? null : undefined;
 }
 
-/** The messages the session holds since its last commit; undefined when the server cannot say. */
-export async function liveMessages(
+/**
+ * What the session holds: the messages its newest commit archived (the newest readable archive that has any),
+ * then those since; undefined when the server cannot say. A batch it stored is among them even after a
+ * commit: our later writes to the session wait behind one whose reply was lost.
+ */
+export async function heldMessages(
   client: OpenVikingClient,
   sid: string,
   budget: Budget,
 ): Promise<HeldMessage[] | undefined> {
   const live = await get(client, `${sessionPath(sid)}/context`, MessagesReply, budget);
-  return live === undefined ? undefined : live === null ? [] : heldIn(live);
+  if (!live) return live === null ? [] : undefined;
+  const meta = await get(client, sessionPath(sid), SessionReply, budget);
+  if (!meta) return undefined;
+  for (let n = meta.commit_count; n > 0; n--) {
+    const id = `archive_${String(n).padStart(3, "0")}`;
+    // OpenViking 0.5.2 answers an archive it has not completed with a NOT_FOUND that names nothing.
+    const archive = await get(client, `${sessionPath(sid)}/archives/${id}`, MessagesReply, budget, [
+      "rejected",
+      "missing-route",
+    ]);
+    if (archive === undefined) return undefined;
+    const archived = archive ? heldIn(archive) : [];
+    if (archived.length) return [...archived, ...heldIn(live)];
+  }
+  return heldIn(live);
 }
 
 /** The newest message the session holds, archives included (`null`: none); undefined when the server cannot say. */
@@ -270,17 +292,6 @@ export async function newestHeld(
   sid: string,
   budget: Budget,
 ): Promise<HeldMessage | null | undefined> {
-  const live = await get(client, `${sessionPath(sid)}/context`, MessagesReply, budget);
-  const newest = live && heldIn(live).at(-1);
-  if (!live || newest) return live && newest;
-  const meta = await get(client, sessionPath(sid), SessionReply, budget);
-  if (!meta) return undefined;
-  for (let n = meta.commit_count; n > 0; n--) {
-    const id = `archive_${String(n).padStart(3, "0")}`;
-    const archive = await get(client, `${sessionPath(sid)}/archives/${id}`, MessagesReply, budget);
-    if (archive === undefined) return undefined;
-    const last = archive && heldIn(archive).at(-1);
-    if (last) return last;
-  }
-  return null;
+  const held = await heldMessages(client, sid, budget);
+  return held && (held.at(-1) ?? null);
 }

@@ -836,7 +836,7 @@ export class FakeOpenViking {
       const n = Number(archive[2]);
       const ends = s.archiveEnds ?? [];
       if (n < 1 || n > ends.length) {
-        throw notFound(`Archive archive_${archive[2]} not found`, archive[2]);
+        throw notFound(`Archive archive_${archive[2]} not found`); // 0.5.2 names nothing here
       }
       const messages = s.messages.slice(n > 1 ? ends[n - 2] : 0, ends[n - 1]);
       return {
