@@ -70,7 +70,8 @@ function keyFix(ctx: ErrorContext): [source: string, fix: string, path: string] 
   return [`the API key comes from ${cli}`, `Put a valid "api_key" in ${cli}; ${reread}.`, cli];
 }
 
-const AGAIN = "The tools work again as soon as the server answers; no restart needed.";
+const AGAIN = "`openviking-kimi doctor` says what is wrong. The tools work again as soon as the server " +
+  "answers; no restart needed.";
 const RETRY = "Retry the call; if it keeps happening, check the server's log.";
 const [AUTH, HTTP, EMPTY, NETWORK, TOO_LARGE] = [-32001, -32002, -32003, -32004, -32005];
 
@@ -97,7 +98,7 @@ const WORDS: { [K in Kind]: Words<Extract<Failure, { kind: K }>> } = {
   timeout: (f, url, ctx) => [
     NETWORK,
     `OpenViking at ${url} did not answer within ${describeMs(f.ms)}. Check that the server is running and ` +
-    `not overloaded, or raise OPENVIKING_TIMEOUT_MS. ${AGAIN}`,
+    `not overloaded (a stopped server takes the connection and never answers). ${AGAIN}`,
     { timeoutMs: f.ms, urlSource: ctx.credentialSource },
   ],
   stalled: (f, url) => [
@@ -105,7 +106,7 @@ const WORDS: { [K in Kind]: Words<Extract<Failure, { kind: K }>> } = {
     `OpenViking at ${url} started its reply, then sent nothing for ${
       describeMs(f.ms)
     }, so the proxy gave up ` +
-    `on it. Retry the call; if it keeps happening, check the server's log, or raise OPENVIKING_TIMEOUT_MS.`,
+    `on it. Retry the call; if it keeps happening, check the server's log and \`openviking-kimi doctor\`.`,
     { idleMs: f.ms },
   ],
   deadline: (f, url) => [

@@ -20,14 +20,15 @@ import { readToolCache, validTools, writeToolCache } from "./tool-cache.ts";
 import { MAX_DEPTH, neutralized, redactedCall, TooDeep } from "./gate.ts";
 
 /**
- * The production time bounds (ms): start-up methods, a whole request, an SSE reply without a byte; and how
- * long the client's initialize and first tools/list wait for the server when a tool list is cached (Kimi
- * waits for its MCP tools before its first model request; a healthy OpenViking answers in milliseconds).
+ * The production time bounds (ms): start-up methods, a whole request, the longest a tool call's reply may send
+ * no byte (well under Kimi's 60 s tool timeout, decision 44); and how long the client's initialize and first
+ * tools/list wait for the server when a tool list is cached (Kimi waits for its MCP tools before its first
+ * model request; a healthy OpenViking answers in milliseconds).
  */
 export const PROXY_LIMITS = {
   startupMs: 10_000,
   toolCallMs: 600_000,
-  streamIdleMs: 120_000,
+  silenceMs: 30_000,
   cachedStartMs: 2_000,
 };
 export type ProxyLimits = typeof PROXY_LIMITS;
@@ -48,13 +49,12 @@ export function exchangeTiming(method: string, timeoutMs: number, limits: ProxyL
     const ms = Math.min(timeoutMs, limits.startupMs);
     return { headersMs: ms, bodyIdleMs: ms, streamIdleMs: ms, totalMs: ms };
   }
-  const longest = Math.max(timeoutMs, limits.toolCallMs);
-  return {
-    headersMs: method === "tools/call" ? longest : timeoutMs,
-    bodyIdleMs: timeoutMs,
-    streamIdleMs: Math.max(timeoutMs, limits.streamIdleMs),
-    totalMs: longest,
-  };
+  const totalMs = Math.max(timeoutMs, limits.toolCallMs);
+  // A tool call fails with the proxy's words before Kimi gives up with none: no byte for silenceMs, at most.
+  const silence = limits.silenceMs;
+  return method === "tools/call"
+    ? { headersMs: silence, bodyIdleMs: Math.min(timeoutMs, silence), streamIdleMs: silence, totalMs }
+    : { headersMs: timeoutMs, bodyIdleMs: timeoutMs, streamIdleMs: Math.max(timeoutMs, silence), totalMs };
 }
 
 /** Everything the proxy needs from the configuration. */
@@ -564,7 +564,7 @@ export class Proxy {
       if (signal.aborted) return;
       // While the proxy's initialize goes on after the client's was answered without it, a tools/list is too.
       const starting = request.method === "tools/list" && this.startingOffline;
-      if (request.method !== "tools/call" && (starting || await this.paused())) {
+      if (starting || await this.paused()) {
         return await this.options.send(await this.fallback(request, PAUSED));
       }
       const outgoing = this.outgoing(request);

@@ -5,7 +5,7 @@
  * or initialize. Each failure is a JSON-RPC error for its own request, and the proxy goes on.
  */
 
-import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
+import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { OFFERED_TOOLS, serveFakeMcp, sseBody, sseReply } from "../support/fake-mcp.ts";
 import { tempDir } from "../support/temp.ts";
@@ -106,13 +106,14 @@ Deno.test("mcp/bounds: SSE keep-alives reset the idle limit; silence ends a stre
     grep: { sse: true, head: ": open\n\n", tick: () => probing ? ":\n" : "" },
     glob: { sse: true, head: "", tick: keepAlive },
     read: { sse: false, head: '{"jsonrpc":"2.0",', tick: () => probing ? " " : "" }, // OPENVIKING_TIMEOUT_MS
+    search: "hang", // a stopped server: the silence bound, not the tool-call limit, and no knob to raise
   });
   const proxy = startProxy(
     { HOME: home.path, OPENVIKING_URL: server.url, OPENVIKING_TIMEOUT_MS: "1000" },
-    { limits: { startupMs: 10_000, toolCallMs: 3_000, streamIdleMs: 1_000, cachedStartMs: 2_000 } },
+    { limits: { startupMs: 10_000, toolCallMs: 3_000, silenceMs: 1_000, cachedStartMs: 2_000 } },
   );
   await proxy.initialize();
-  for (const [id, name] of [[1, "find"], [2, "grep"], [3, "glob"], [5, "read"]] as const) {
+  for (const [id, name] of [[1, "find"], [2, "grep"], [3, "glob"], [5, "read"], [6, "search"]] as const) {
     await proxy.send({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: {} } });
   }
   assertEquals(textOf(await proxy.response(1)), "after 10 keep-alives");
@@ -121,6 +122,9 @@ Deno.test("mcp/bounds: SSE keep-alives reset the idle limit; silence ends a stre
     assertEquals(silent.code, -32004);
     assertMatch(silent.message, /started its reply, then sent nothing for 1 s/);
   }
+  const hung = errorOf(await proxy.response(6)).message;
+  assertMatch(hung, /did not answer within 1 s\..*openviking-kimi doctor/);
+  assertNotMatch(hung, /OPENVIKING_TIMEOUT_MS/);
   const endless = errorOf(await proxy.response(3));
   assertEquals(endless.code, -32004);
   assertMatch(endless.message, /did not finish its reply within 3 s, the proxy's limit for one request/);

@@ -79,7 +79,9 @@ Deno.test("mcp/offline: a server whose recall went unanswered is not waited for 
     );
     assertEquals(toolNames(await proxy.request(1, "tools/list")), OFFERED_TOOLS);
     assertMatch(errorOf(await proxy.request(2, "resources/list")).message, /memory is paused/);
-    assertEquals(hung.requests, [], "start-up and listings asked the hung server nothing");
+    const call = errorOf(await proxy.request(3, "tools/call", { name: "search", arguments: { query: "q" } }));
+    assertMatch(call.message, /memory is paused.*openviking-kimi doctor/);
+    assertEquals(hung.requests, [], "start-up, listings and tool calls asked the hung server nothing");
     assertEquals(await proxy.close(), 0);
   } finally {
     await hung.close();

@@ -21,7 +21,7 @@ const CTX: ErrorContext = {
 Deno.test("errors: every failure says what to do and which limit; URLs lose their user info; keys are scrubbed", () => {
   const cases = [
     [{ kind: "network", cause: "Connection refused" }, -32004, /cannot reach http:\/\/ov\.example:1933\/mcp/],
-    [{ kind: "timeout", ms: 15000 }, -32004, /within 15 s.*OPENVIKING_TIMEOUT_MS/],
+    [{ kind: "timeout", ms: 15000 }, -32004, /within 15 s\..*openviking-kimi doctor/],
     [{ kind: "cut", cause: "reset" }, -32004, /broke before the reply/],
     [
       { kind: "http", status: 502, serverMessage: "bad gateway sk-very-secret-123" },
@@ -45,7 +45,7 @@ Deno.test("errors: every failure says what to do and which limit; URLs lose thei
     [{ kind: "too-large", limitBytes: 16 << 20, part: "reply" }, -32005, /larger than 16 MiB.*fewer results/],
     [{ kind: "too-large", limitBytes: 16 << 20, part: "event" }, -32005, /larger than 16 MiB.*narrower URI/],
     [{ kind: "too-large", limitBytes: 64 << 20, part: "stream" }, -32005, /stream passed 64 MiB.*offset/],
-    [{ kind: "stalled", ms: 15_000 }, -32004, /sent nothing for 15 s.*OPENVIKING_TIMEOUT_MS/],
+    [{ kind: "stalled", ms: 15_000 }, -32004, /sent nothing for 15 s.*openviking-kimi doctor/],
     [{ kind: "deadline", ms: 600_000 }, -32004, /within 600 s, the proxy's limit for one request/],
   ] as const;
   for (const [failure, code, pattern] of cases) {
@@ -117,16 +117,16 @@ Deno.test("workspace: the process cwd, or the inherited PWD when Kimi runs us fr
   assertEquals(workspaceDir(win, "C:\\Users\\me\\.kimi-code\\plugins\\ovk"), "C:\\work\\proj");
 });
 
-Deno.test("timing: startup methods within the startup cap; tool calls within the tool-call limit; streams idle-bounded", () => {
+Deno.test("timing: startup methods within the startup cap; tool calls silent for well under Kimi's 60 s; streams idle-bounded", () => {
   // [method, OPENVIKING_TIMEOUT_MS, headers, JSON body idle, stream idle, total]
   const rows = [
     ["initialize", 15_000, 10_000, 10_000, 10_000, 10_000],
     ["tools/list", 15_000, 10_000, 10_000, 10_000, 10_000],
     ["tools/list", 5_000, 5_000, 5_000, 5_000, 5_000],
-    ["tools/call", 15_000, 600_000, 15_000, 120_000, 600_000],
-    ["resources/read", 15_000, 15_000, 15_000, 120_000, 600_000],
-    ["", 15_000, 15_000, 15_000, 120_000, 600_000], // a notification or a response
-    ["tools/call", 300_000, 600_000, 300_000, 300_000, 600_000], // a higher timeout never makes one stricter
+    ["tools/call", 15_000, 30_000, 15_000, 30_000, 600_000],
+    ["resources/read", 15_000, 15_000, 15_000, 30_000, 600_000],
+    ["", 15_000, 15_000, 15_000, 30_000, 600_000], // a notification or a response
+    ["tools/call", 300_000, 30_000, 30_000, 30_000, 600_000], // no timeout outlasts Kimi's 60 s for a silent call
   ] as const;
   for (const [method, timeout, headersMs, bodyIdleMs, streamIdleMs, totalMs] of rows) {
     const timing = exchangeTiming(method, timeout, PROXY_LIMITS);

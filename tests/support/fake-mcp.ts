@@ -202,8 +202,13 @@ function jsonReply(status: number, body: unknown): McpReply {
   return { status, headers: { "content-type": "application/json" }, body: JSON.stringify(body) };
 }
 
-/** A misbehaving reply: its content type, first bytes, and what it writes at each 50 ms tick (`end`: last). */
-export type Misbehaviour = { sse: boolean; head: string; tick: (n: number) => string | { end: string } };
+/**
+ * A misbehaving reply: its content type, first bytes, and what it writes at each 50 ms tick (`end`: last);
+ * "hang": no reply at all, like a stopped server that accepts connections.
+ */
+export type Misbehaviour =
+  | { sse: boolean; head: string; tick: (n: number) => string | { end: string } }
+  | "hang";
 
 /**
  * The fake /mcp alone on Deno.serve (no node:http, so a client that goes away mid-reply is no error), where
@@ -215,7 +220,11 @@ export function serveFakeMcp(rows: Record<string, Misbehaviour> = {}) {
   const encoder = new TextEncoder();
   const open = new Set<() => void>();
   const counts = { started: 0, cancelled: 0 };
-  const misbehave = ({ sse, head, tick }: Misbehaviour) => {
+  const misbehave = (row: Misbehaviour): Response | Promise<Response> => {
+    if (row === "hang") {
+      return new Promise((answer) => open.add(() => answer(new Response(null, { status: 503 }))));
+    }
+    const { sse, head, tick } = row;
     counts.started++;
     let timer: ReturnType<typeof setInterval>;
     const body = new ReadableStream<Uint8Array>({
