@@ -128,8 +128,11 @@ const OPENING_QUOTE = /^\\?["'`]/;
 const LINE_REST = /[^\r\n]+/y;
 const ESCAPED_LINE_REST = /(?:[^\r\n\\"]|\\(?![nrt]))+/y;
 
-/** After a key's `|` or `>` (a YAML block scalar): the line break (group 1 if a JSON escape), the block's indent. */
-const BLOCK_START = /[ \t]*(?:\r?\n|((?:\\r)?\\n))[ \t]+/y;
+/**
+ * After a key's `|` or `>` (a YAML block scalar): a comment, the line breaks (group 1 if a JSON escape) of blank
+ * lines, the block's indent.
+ */
+const BLOCK_START = /(?:[ \t]+#[^\r\n\\]*)?(?:[ \t]*(?:\r?\n|((?:\\r)?\\n)))+[ \t]+/y;
 
 /** The words of a key name: `AWSSecretAccessKey`, `_authToken`, `DB_PASSWORD`, `x-api-key`. */
 const KEY_WORDS = /[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+/g;
@@ -238,7 +241,7 @@ function redactAssignments(text: string, hide: Hide): string {
     const envLine = line !== "";
     const rest = line === "line" ? LINE_REST : line === "escaped" ? ESCAPED_LINE_REST : VALUE;
     let [at, value] = [end, (stickyAt(rest, text, end)?.[0] ?? "").trimEnd()];
-    const block = op === ":" && /^[|>][+-]?$/.test(value)
+    const block = op === ":" && /^[|>](?:[1-9][+-]?|[+-][1-9]?)?$/.test(value)
       ? stickyAt(BLOCK_START, text, end + value.length)
       : null;
     if (block) { // the block's first line is the value
@@ -289,27 +292,30 @@ const SECRET_IN_PROSE =
 
 /**
  * A secret's names in prose, by language: the name, the words that tie a qualifier to it (`the password for
- * prod is`, `das Passwort für die Datenbank ist`), and "is" (none in Russian: its qualifier is not ASCII).
+ * prod is`, `das Passwort für die Datenbank ist`, or a colon after them), and "is" (none in Russian).
  */
 const PROSE_SECRETS: readonly [name: RegExp, of: RegExp, is: RegExp | null][] = [
   [/secret|password|passwd|passphrase|passcode|token|api[ _-]?key/, /for|of/, /is|was/],
   [/passwort|kennwort/, /für|von|der|des/, /ist|lautet|war/],
-  [/contraseña|clave/, /de|del|para/, /es|era/],
+  [/contraseña/, /de|del|para/, /es|era/],
   [/mot[ \t]+de[ \t]+passe/, /de|du|pour/, /est|était/],
   [/senha/, /de|do|da|para/, /é|era/],
   [/пароль/, /от|для/, null],
 ];
 
-/** An unquoted value a sentence gives a secret's name, when {@link secretValue} takes it after `:`. */
+/**
+ * An unquoted value a sentence gives a secret's name (after a `:`, `=` or dash), when {@link secretValue} takes it;
+ * a plain word is not the value, so a qualifier of up to three words (quoted too) may come before it.
+ */
 const SECRET_IN_PROSE_UNQUOTED = orAfterEscape(
   new RegExp(
     String.raw`(?<![\p{L}\p{N}_])((?:${
       PROSE_SECRETS.map(([name, of, is]) => {
         const verb = is ? String.raw`[ \t]+(?:${is.source})` : "";
-        const qualifier = String.raw`[ \t]+(?:${of.source})(?:[ \t]+[^\s"'\x60\\]+){1,3}?`;
-        return `(?:${name.source})(?:${qualifier}${verb}|(?:${verb})?)`;
+        const qualifier = String.raw`[ \t]+(?:${of.source})(?:[ \t]+[^\s\\]+){1,3}?`;
+        return `(?:${name.source})(?:${qualifier}(?:${verb}|(?=[ \t]*:))|(?:${verb})?)`;
       }).join("|")
-    })(?:[ \t]*[:=])?[ \t]+)([^\s"'\x60\\]{4,200})`,
+    })(?:[ \t]*[:=—–-])?[ \t]+)(?![\p{L}_.-]{1,15}[.,;:!?)]*(?![^\s"'\x60\\]))([^\s"'\x60\\]{4,200})`,
     "giu",
   ),
 );
@@ -334,7 +340,7 @@ const PASSWORD_OPTIONS: readonly [command: RegExp, option: RegExp][] = [
   [/redis-cli/, /-a|--pass/],
   [/(?:un)?zip/, /-P|--password/],
   [/ssh-keygen/, /-[NP]/],
-  [/smbclient/, /(?:-U|--user)(?:[ \t]+|=)[^\s"'%]+%/],
+  [/smbclient/, /(?:-U|--user)(?:[ \t]+|=)?["']?[^\s"'%]+%/],
 ];
 /** The password an option of {@link PASSWORD_OPTIONS} gives, on the command's line. */
 const LOGIN_PASSWORD_OPTION = orAfterEscape(
@@ -347,8 +353,16 @@ const LOGIN_PASSWORD_OPTION = orAfterEscape(
   ),
 );
 
-/** An XML element's text (`<Password>…</Password>`), when {@link secretName} takes the element's name. */
-const XML_ELEMENT = /<((?:[\w.-]+:)?([\w.-]+))(?:[ \t][^<>\r\n]*)?>([^<\r\n]+)<\/\1>/g;
+/**
+ * XML's named values, when {@link secretName} takes the name and {@link secretValue} the value, as in YAML: an
+ * element's text (or CDATA), a plist's `<key>` and `<string>`, a `key=`/`name=` attribute and its `value=`.
+ */
+const XML_SECRETS: readonly RegExp[] = [
+  /(?<head><(?<tag>(?:[\w.-]+:)?(?<name>[\w.-]+))(?:[ \t][^<>\r\n]*)?>)(?<value>[^<\r\n]+)<\/\k<tag>>/g,
+  /(?<head><(?<tag>(?:[\w.-]+:)?(?<name>[\w.-]+))(?:[ \t][^<>\r\n]*)?><!\[CDATA\[)(?<value>(?:[^\]<\r\n]|\](?!\]>)|<(?!!\[CDATA\[))*)\]\]><\/\k<tag>>/g,
+  /(?<head><key>(?<name>[\w.-]+)<\/key>\s*<string>)(?<value>[^<\r\n]+)<\/string>/g,
+  /(?<head>[ \t](?:key|name)=(?<q>["'])(?<name>[\w.:-]+)\k<q>[ \t]+value=(?<q2>["']))(?<value>[^"'\r\n]*)\k<q2>/g,
+];
 
 /** Format and default-ignorable characters (variation selectors, Hangul fillers…) between printable ASCII. */
 const INVISIBLE_IN_ASCII = /(?<=[!-~])[\p{Cf}\p{DI}]+(?=[!-~])/gu;
@@ -403,10 +417,13 @@ export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = {
   "mysql-password-option": headed(MYSQL_PASSWORD_OPTION, valued(true)),
   "login-password-option": headed(LOGIN_PASSWORD_OPTION, valued(true)),
   "xml-element": (text, hide = plain) =>
-    text.replace(XML_ELEMENT, (m, _tag, name, value: string) => {
-      const v = value.trim();
-      return secretName(name) && secretValue(v, true) ? m.replace(`>${value}<`, `>${hide(v)}<`) : m;
-    }),
+    XML_SECRETS.reduce((out, re) =>
+      out.replace(re, (m, ...args) => {
+        const { head, name, value } = args.at(-1) as Record<string, string>;
+        const v = value.trim();
+        if (!secretName(name) || !secretValue(v, false)) return m;
+        return head + value.replace(v, () => hide(v)) + m.slice(head.length + value.length);
+      }), text),
   assignment: (text, hide = plain) => redactAssignments(text, hide),
 };
 
@@ -427,24 +444,29 @@ function learnable(secret: string): string {
   return (quote && s.endsWith(quote.at(-1)!) ? s.slice(quote.length, -quote.length) : s).trim();
 }
 
-/** Every bare recurrence of a `seen` secret (not inside a longer word) replaced with `[REDACTED]`, longest first. */
+/**
+ * Every bare recurrence of a `seen` secret (not inside a longer word) replaced with `[REDACTED]`, overlapping ones
+ * as one: one pass over `text`, the secrets looked up by their first characters (as strings: no size limits them).
+ */
 function redactSeen(text: string, seen: ReadonlySet<string>): string {
-  let out = text;
-  for (const secret of [...seen].sort((a, b) => b.length - a.length)) out = hideBare(out, secret);
-  return out;
-}
-
-/** `text` with each bare occurrence of `secret` hidden; searched as a string, so no size limits it. */
-function hideBare(text: string, secret: string): string {
+  const byHead = new Map<string, string[]>();
+  for (const s of seen) {
+    const head = s.slice(0, MIN_LEARNED);
+    const bucket = byHead.get(head);
+    if (bucket) bucket.push(s);
+    else byHead.set(head, [s]);
+  }
   const word = (c: string | undefined) => c !== undefined && /\w/.test(c);
-  const [first, last] = [word(secret[0]), word(secret.at(-1))];
-  let out = "";
-  let from = 0;
-  for (let at = text.indexOf(secret); at !== -1; at = text.indexOf(secret, at + 1)) {
-    const end = at + secret.length;
-    if (at < from || (first && word(text[at - 1])) || (last && word(text[end]))) continue;
-    out += text.slice(from, at) + REDACTED;
-    from = end;
+  const bare = (s: string, at: number) =>
+    text.startsWith(s, at) && !(word(s[0]) && word(text[at - 1])) &&
+    !(word(s.at(-1)) && word(text[at + s.length]));
+  let [out, from, end] = ["", 0, 0];
+  for (let at = 0; at + MIN_LEARNED <= text.length; at++) {
+    for (const s of byHead.get(text.slice(at, at + MIN_LEARNED)) ?? []) {
+      if (!bare(s, at)) continue;
+      if (at >= end) out += text.slice(from, at) + REDACTED;
+      end = from = Math.max(end, at + s.length);
+    }
   }
   return out + text.slice(from);
 }

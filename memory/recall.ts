@@ -149,9 +149,17 @@ const output = (stdout: string, shown: [Memory, number][]): Output => ({
   })),
 });
 
-/** The digest: one block, the profile's rows (≤ half its characters), then a line per memory; redacted first. */
+/**
+ * The digest: one block, the profile's rows (≤ half its characters), then a line per memory; redacted first (a
+ * memory's text and URI as shown; `injected` keeps its URI itself, the key of what the session has).
+ */
 function digestOutput(c: Config, found: Memory[], parts: ProfileParts | undefined, again: boolean): Output {
-  const unseen = c.redact ? found.map((m) => ({ ...m, text: redact(m.text) })) : found;
+  const original = new Map<Memory, Memory>();
+  const unseen = !c.redact ? found : found.map((m) => {
+    const shown = { ...m, text: redact(m.text), uri: redact(m.uri) };
+    original.set(shown, m);
+    return shown;
+  });
   const shown = parts && c.redact ? redactedProfile(parts) : parts;
   const profile = shown ? profileDigest(shown, again, Math.floor(c.recallDigestChars / 2)) : [];
   const reserved = DIGEST_OPEN.length + DIGEST_CLOSE.length + 2 +
@@ -162,7 +170,7 @@ function digestOutput(c: Config, found: Memory[], parts: ProfileParts | undefine
   if (!body.length) return output("", []);
   return output(
     printBlocks([{ open: DIGEST_OPEN, body: SafeText.join(body, safe`\n`), close: DIGEST_CLOSE }]),
-    lines.map((l) => [l.memory, l.line.length]),
+    lines.map((l) => [original.get(l.memory) ?? l.memory, l.line.length]),
   );
 }
 

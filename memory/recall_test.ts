@@ -224,12 +224,14 @@ Deno.test("inject: the profile's rows and the memories share one block; an unans
   // A credential the server holds is printed redacted, as the system prompt has it.
   const key = ["ghp_", "Q7rLm2XkTzV9pWc4NbHs8YdJf3GaE1uK6oRi"].join("");
   fake.files.set("viking://user/default/memories/profile.md", `Deploys with ${key}`);
-  fake.context = { entries: [{ ...DEFAULT_ENTRY, text: `The key is ${key}.` }] };
+  const uri = `viking://user/default/memories/entities/deploy-${key}.md`;
+  fake.context = { entries: [{ ...DEFAULT_ENTRY, uri, text: `The key is ${key}.` }] };
   const secret = await injectionFor(client, c, injection({ profile: true }));
-  assertEquals(secret.stdout.split("[REDACTED]").length, 3, secret.stdout);
+  assertEquals(secret.stdout.split("[REDACTED]").length, 4, secret.stdout); // its URI too, not its state's
+  assertEquals(secret.injected.map((m) => m.uri), [uri]);
   fake.files.delete("viking://user/default/memories/profile.md");
   fake.dirs.set("viking://user/default/memories/preferences", []);
-  const empty = await injectionFor(client, c, injection({ profile: true, injected: [DEFAULT_ENTRY.uri] }));
+  const empty = await injectionFor(client, c, injection({ profile: true, injected: [uri] }));
   assertEquals([empty.stdout, empty.profile], ["", "empty"]);
   fake.fault({ route: "*", status: 503 });
   const down = await injectionFor(client, c, injection({ profile: true }));
