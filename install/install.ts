@@ -8,7 +8,9 @@
 import { serverChecks } from "./check.ts";
 import { hasUpstream, kimiHomeFor, type KimiState, readKimiState } from "./detect.ts";
 import {
+  findRecord,
   parseJson,
+  parseRegistry,
   planMcpInstall,
   planMcpUninstall,
   planRegistryInstall,
@@ -103,15 +105,22 @@ function kimiFile(state: KimiState, file: KimiFile) {
   }[file];
 }
 
+/** Whether registry `text` holds the record install writes (rooted in Kimi's managed place), not just our id. */
+function installsRecord(state: KimiState, text: string | undefined): boolean {
+  const registry = parseRegistry(text);
+  const root = registry.ok ? findRecord(registry.value)?.root : undefined;
+  return root !== undefined && norm(root) === norm(joinPath(state.paths.managedDir, PLUGIN_ID));
+}
+
 /**
  * Plans a change of one of Kimi's three files, keeping a `.bak` unless all of it was ours (the registry's
- * `openviking-memory` record only when proven ours, not just by our id).
+ * `openviking-memory` record only when proven ours: our manifest, where install puts it).
  */
 function planKimiFile(plan: Plan, state: KimiState, file: KimiFile, after: string | undefined, what: string) {
   const { path, text, out } = kimiFile(state, file);
   const left = text === undefined ? undefined : out(text);
   const ours = left?.ok && left.changed && left.after === undefined &&
-    (file !== "registry" || state.plugin?.owner === "ours");
+    (file !== "registry" || (state.plugin?.owner === "ours" && installsRecord(state, text)));
   planFile(plan, path, text, after, what, ours ? "none" : "bak");
 }
 
@@ -527,12 +536,13 @@ async function planBackupsClean(state: KimiState, plan: Plan): Promise<void> {
   for (const kind of ["config", "mcp", "registry"] as const) {
     const { path, text: now, out } = kimiFile(state, kind);
     const change = plan.steps.find((s) => s.change?.path === path)?.change;
-    if (change) change.backup = "none";
+    const mine = (t: string | undefined) => kind !== "registry" || installsRecord(state, t);
+    if (change && mine(now)) change.backup = "none";
     const bak = `${path}.bak`;
     const text = await readTextIfExists(bak).catch(() => undefined);
     const file = change ? change.after : now;
     const cleaned = text === undefined ? undefined : out(text);
-    const ours = cleaned?.ok && cleaned.changed;
+    const ours = cleaned?.ok && cleaned.changed && mine(text);
     if (text === undefined || file === undefined || (ours ? cleaned.after : text) !== file) continue;
     const what = ours
       ? "nothing in it but our part and what the file holds"
