@@ -573,7 +573,12 @@ async function sharedTargets(ctx: Context, plan: Plan): Promise<string[]> {
 }
 
 /** Plans `--purge`: the plugin directory, `.bak` copies, unused versions, and the shared part unless another home needs it. */
-async function planPurge(ctx: Context, state: KimiState, plugin: boolean, plan: Plan): Promise<void> {
+async function planPurge(
+  ctx: Context,
+  state: KimiState,
+  { plugin, yes }: { plugin: boolean; yes: boolean },
+  plan: Plan,
+): Promise<string | undefined> {
   const targets: string[] = [];
   const managed = joinPath(state.paths.managedDir, PLUGIN_ID);
   if (plugin && (state.plugin?.owner !== "upstream" && state.plugin?.owner !== "other")) {
@@ -589,7 +594,8 @@ async function planPurge(ctx: Context, state: KimiState, plugin: boolean, plan: 
   const inUse = others.length ? await versionsUsedBy(ctx.env, others) : [];
   if (others.length === 0) {
     // The hook state goes: what waits for a commit is committed first, and our idle watch let go of its copy.
-    const idle = await purgeCommitStep(ctx, plan);
+    const idle = await purgeCommitStep(ctx, plan, yes);
+    if (typeof idle === "string") return idle;
     if (idle) plan.steps.push(idle);
     targets.push(...shared);
   } else if (inUse.length || shared.length) plan.notes.push(keptForOthers(others, [...inUse, ...shared]));
@@ -612,6 +618,7 @@ async function planPurge(ctx: Context, state: KimiState, plugin: boolean, plan: 
   );
   if (homes) plan.steps.push(homes);
   if (plan.steps.length) await planLeftEmpty(ctx.env, state, others.length === 0, plan);
+  return undefined;
 }
 
 /**
@@ -723,7 +730,8 @@ export async function runUninstall(ctx: Context, options: InstallOptions): Promi
   if (problem) return fail(out, "uninstall", problem);
   if (options.mode !== "plugin") await planConfigSkillRemoval(state, plan, await madeDirList(ctx.env));
   if (plugin) await planSystemPromptRemoval(state, plan);
-  if (options.purge) await planPurge(ctx, state, plugin, plan);
+  const refused = options.purge ? await planPurge(ctx, state, { plugin, yes: options.yes }, plan) : undefined;
+  if (refused) return fail(out, "uninstall", refused);
   return await carryOut(plan, out, {
     command: "uninstall",
     dryRun: options.dryRun,
