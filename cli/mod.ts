@@ -163,7 +163,7 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
       "kimi-home": kimiHome,
       purge: bool("also delete the program (copy or executable), the plugin directory and per-session state"),
       "dry-run": dryRun,
-      yes: { ...bool("accepted and ignored (uninstall never asks)"), short: "y" },
+      yes: { ...bool("with --purge: drop captures it cannot commit (another server's)"), short: "y" },
     },
     run: async (v) => (await import("./install.ts")).uninstallCommand({ ...camel(v), mode: mode(v.mode) }),
   }),

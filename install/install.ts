@@ -8,7 +8,9 @@
 import { serverChecks } from "./check.ts";
 import { hasUpstream, kimiHomeFor, type KimiState, readKimiState } from "./detect.ts";
 import {
+  findRecord,
   parseJson,
+  parseRegistry,
   planMcpInstall,
   planMcpUninstall,
   planRegistryInstall,
@@ -103,15 +105,22 @@ function kimiFile(state: KimiState, file: KimiFile) {
   }[file];
 }
 
+/** Whether registry `text` holds the record install writes (rooted in Kimi's managed place), not just our id. */
+function installsRecord(state: KimiState, text: string | undefined): boolean {
+  const registry = parseRegistry(text);
+  const root = registry.ok ? findRecord(registry.value)?.root : undefined;
+  return root !== undefined && norm(root) === norm(joinPath(state.paths.managedDir, PLUGIN_ID));
+}
+
 /**
  * Plans a change of one of Kimi's three files, keeping a `.bak` unless all of it was ours (the registry's
- * `openviking-memory` record only when proven ours, not just by our id).
+ * `openviking-memory` record only when proven ours: our manifest, where install puts it).
  */
 function planKimiFile(plan: Plan, state: KimiState, file: KimiFile, after: string | undefined, what: string) {
   const { path, text, out } = kimiFile(state, file);
   const left = text === undefined ? undefined : out(text);
   const ours = left?.ok && left.changed && left.after === undefined &&
-    (file !== "registry" || state.plugin?.owner === "ours");
+    (file !== "registry" || (state.plugin?.owner === "ours" && installsRecord(state, text)));
   planFile(plan, path, text, after, what, ours ? "none" : "bak");
 }
 
@@ -527,12 +536,13 @@ async function planBackupsClean(state: KimiState, plan: Plan): Promise<void> {
   for (const kind of ["config", "mcp", "registry"] as const) {
     const { path, text: now, out } = kimiFile(state, kind);
     const change = plan.steps.find((s) => s.change?.path === path)?.change;
-    if (change) change.backup = "none";
+    const mine = (t: string | undefined) => kind !== "registry" || installsRecord(state, t);
+    if (change && mine(now)) change.backup = "none";
     const bak = `${path}.bak`;
     const text = await readTextIfExists(bak).catch(() => undefined);
     const file = change ? change.after : now;
     const cleaned = text === undefined ? undefined : out(text);
-    const ours = cleaned?.ok && cleaned.changed;
+    const ours = cleaned?.ok && cleaned.changed && mine(text);
     if (text === undefined || file === undefined || (ours ? cleaned.after : text) !== file) continue;
     const what = ours
       ? "nothing in it but our part and what the file holds"
@@ -563,7 +573,12 @@ async function sharedTargets(ctx: Context, plan: Plan): Promise<string[]> {
 }
 
 /** Plans `--purge`: the plugin directory, `.bak` copies, unused versions, and the shared part unless another home needs it. */
-async function planPurge(ctx: Context, state: KimiState, plugin: boolean, plan: Plan): Promise<void> {
+async function planPurge(
+  ctx: Context,
+  state: KimiState,
+  { plugin, yes }: { plugin: boolean; yes: boolean },
+  plan: Plan,
+): Promise<string | undefined> {
   const targets: string[] = [];
   const managed = joinPath(state.paths.managedDir, PLUGIN_ID);
   if (plugin && (state.plugin?.owner !== "upstream" && state.plugin?.owner !== "other")) {
@@ -579,7 +594,8 @@ async function planPurge(ctx: Context, state: KimiState, plugin: boolean, plan: 
   const inUse = others.length ? await versionsUsedBy(ctx.env, others) : [];
   if (others.length === 0) {
     // The hook state goes: what waits for a commit is committed first, and our idle watch let go of its copy.
-    const idle = await purgeCommitStep(ctx, plan);
+    const idle = await purgeCommitStep(ctx, plan, yes);
+    if (typeof idle === "string") return idle;
     if (idle) plan.steps.push(idle);
     targets.push(...shared);
   } else if (inUse.length || shared.length) plan.notes.push(keptForOthers(others, [...inUse, ...shared]));
@@ -602,6 +618,7 @@ async function planPurge(ctx: Context, state: KimiState, plugin: boolean, plan: 
   );
   if (homes) plan.steps.push(homes);
   if (plan.steps.length) await planLeftEmpty(ctx.env, state, others.length === 0, plan);
+  return undefined;
 }
 
 /**
@@ -713,7 +730,8 @@ export async function runUninstall(ctx: Context, options: InstallOptions): Promi
   if (problem) return fail(out, "uninstall", problem);
   if (options.mode !== "plugin") await planConfigSkillRemoval(state, plan, await madeDirList(ctx.env));
   if (plugin) await planSystemPromptRemoval(state, plan);
-  if (options.purge) await planPurge(ctx, state, plugin, plan);
+  const refused = options.purge ? await planPurge(ctx, state, { plugin, yes: options.yes }, plan) : undefined;
+  if (refused) return fail(out, "uninstall", refused);
   return await carryOut(plan, out, {
     command: "uninstall",
     dryRun: options.dryRun,

@@ -290,6 +290,9 @@ export type RegistryPlan =
   | { ok: true; after: string | undefined; changed: boolean; previous: RegistryRecord | undefined }
   | Refusal;
 
+/** The registry install creates when there is none, without our record: uninstall deletes it again. */
+const CREATED_REGISTRY = '{\n  "version": 1,\n  "plugins": []\n}\n';
+
 /** The registry with its `openviking-memory` record replaced by `make(previous)` (undefined: removed). */
 function withRecord(
   current: string | undefined,
@@ -301,7 +304,7 @@ function withRecord(
   const next = make(previous);
   if (next === previous) return { ok: true, after: current, changed: false, previous };
   const index = previous ? parsed.value.plugins.indexOf(previous) : parsed.value.plugins.length;
-  const text = current?.trim() ? current : `${JSON.stringify({ version: 1, plugins: [] }, null, 2)}\n`;
+  const text = current?.trim() ? current : CREATED_REGISTRY;
   const after = editJson(text, ["plugins", index], next);
   return { ok: true, after, changed: after !== current, previous };
 }
@@ -324,11 +327,9 @@ export function planRegistryInstall(
   }));
 }
 
-/** Plans the record out (the file goes when nothing else is left in it). */
+/** Plans the record out (the file goes when it is again the one install created, never for being left empty). */
 export function planRegistryUninstall(current: string | undefined): RegistryPlan {
   const plan = withRecord(current, () => undefined);
-  if (!plan.ok || !plan.changed || plan.after === undefined) return plan;
-  const rest = JSON.parse(plan.after.replace(/^\uFEFF/, "")) as Record<string, unknown>;
-  const empty = (rest.plugins as unknown[]).length === 0 && Object.keys(rest).length === 2;
-  return { ...plan, after: empty ? undefined : plan.after };
+  if (!plan.ok || plan.after !== CREATED_REGISTRY || !plan.changed) return plan;
+  return { ...plan, after: undefined };
 }

@@ -132,6 +132,15 @@ Deno.test("no .bak of a file install created is left behind; the user's own file
   assertEquals(await Deno.readTextFile(`${t.kimi}/plugins/installed.json.bak`), theirs);
   assertEquals(await runUninstall(t.ctx(self), opts({ mode: "plugin" })), 0, t.all());
   assertTrue(await exists(`${t.kimi}/plugins/installed.json.bak`), "the .bak of the user's registry stays");
+
+  // A record with our id that install did not write (by hand, root "."): the file and its .bak stay.
+  const hand = JSON.stringify({ version: 1, plugins: [{ id: "openviking-memory", root: "." }] });
+  await Deno.writeTextFile(`${t.kimi}/plugins/installed.json`, hand);
+  assertEquals(await runInstall(t.ctx(self), opts({ mode: "config" })), 0, t.all());
+  assertEquals(await Deno.readTextFile(`${t.kimi}/plugins/installed.json.bak`), hand);
+  assertTrue(await exists(`${t.kimi}/plugins/installed.json`), "not deleted for being left empty");
+  assertEquals(await runUninstall(t.ctx(self), opts({ purge: true })), 0, t.all());
+  assertEquals(await Deno.readTextFile(`${t.kimi}/plugins/installed.json.bak`), hand, "purge keeps it");
 });
 
 Deno.test("an install that updates files only it wrote keeps no .bak of them (an upgrade, then uninstall)", async () => {

@@ -4,12 +4,19 @@
  * queue for another server is named with where it goes.
  */
 
-import { assertEquals, assertNotMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
+import {
+  assertEquals,
+  assertMatch,
+  assertNotMatch,
+  assertStringIncludes,
+  assertTrue,
+} from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { closedAddress, fakeCompiled, installSandbox, opts } from "./helpers.ts";
 import { runInstall, runUninstall } from "../../install/install.ts";
 import { SessionQueue } from "../../openviking/queue.ts";
 import { sessionDestination } from "../../memory/context.ts";
+import { appendLedger } from "../../memory/ledger.ts";
 
 const exists = (p: string) => Deno.lstat(p).then(() => true, () => false);
 
@@ -237,4 +244,38 @@ Deno.test("uninstall --purge against a server that never answers queues every wa
     2,
     "both queues stay",
   );
+});
+
+Deno.test("uninstall --purge keeps the state of captures it cannot commit (another server's, a send cut off), unless --yes", async () => {
+  for (
+    const [stuck, why] of [
+      [
+        { destination: "0".repeat(32) },
+        /identity: install again for it \(`\S+ install --url http:\/\/old:1933`\)/,
+      ],
+      [{ inflight: { keys: ["k3"], at: 1 } }, /committed, a capture of it was cut off mid-send/],
+    ] as const
+  ) {
+    await using dir = await tempDir();
+    const posts: string[] = [];
+    const fetcher: typeof fetch = (input) => {
+      posts.push(new URL(String(input)).pathname);
+      return Promise.resolve(Response.json({ status: "ok", result: { task_id: "t1" } }));
+    };
+    const { t, ctx, watchDir } = await purgeSandbox(dir.path, 2, fetcher);
+    const file = `${watchDir}/kc-s1.json`;
+    const was = JSON.parse(await Deno.readTextFile(file));
+    await Deno.writeTextFile(file, JSON.stringify({ ...was, ...stuck }));
+    const origin = { url: "http://old:1933", who: "" };
+    const turn = { at: 1, ms: 0, event: "stop", turns: 1, sent: 1, queued: 0, rejected: 0 } as const;
+    await appendLedger(`${t.ov}/ledger/kimicode`, "kc-s1", { kind: "capture", ...turn, commit: "", origin });
+    posts.length = 0;
+    assertEquals(await runUninstall(ctx, opts({ purge: true })), 1, t.all());
+    assertMatch(t.all(), why);
+    assertStringIncludes(t.all(), "kc-s1 holds 2 captured message(s) OpenViking has not committed");
+    assertStringIncludes(t.all(), "uninstall --purge --yes");
+    assertTrue(await exists(file), "its state stays");
+    assertEquals(await runUninstall(ctx, opts({ purge: true, yes: true })), 0, t.all());
+    assertEquals([posts.filter((p) => p.endsWith("/commit")), await exists(file)], [[], false]);
+  }
 });
