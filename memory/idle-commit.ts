@@ -94,7 +94,8 @@ type IdleCommit = "done" | "not-due" | "failed" | "busy" | "unsettled";
  * Commits the session of state `file` if it is still due, under its lock (not waited for: a run holding it is
  * busy with the session), behind its queued writes. Never over an unsettled intent (a run killed mid-send): a
  * commit would archive what that run may have stored, and a later capture, finding it not held, would send it
- * again; a capture of the session settles it first, as every capture does (failing that, it is left).
+ * again; a capture of the session settles it first, as every capture does (failing that, it is left). One
+ * whose journal is gone can never be settled, nor resent: what the server holds is committed.
  */
 async function commitIfIdle(
   ctx: HookContext,
@@ -105,6 +106,7 @@ async function commitIfIdle(
   const [at, name] = [Date.now(), file.slice(dirName(file).length + 1).replace(/\.json$/, "")];
   const { inflight, ovSession, lastCaptureAt } = await readState(file);
   const settle = inflight?.keys.length && ovSession;
+  let gone = false;
   if (settle) {
     // A Stop's capture that never commits: the commit is this one's, in the ledger.
     const prompt = joinPath(dirName(file), `${name}.prompt.json`);
@@ -118,12 +120,13 @@ async function commitIfIdle(
       promptPaths: { file: prompt, lock: `${prompt}.lock` },
     };
     const mode = { waitMs: 0, force: false, lockWaitMs: 0, budget };
-    await (await import("./capture.ts")).captureSession(other, mode).catch(() => undefined);
+    const got = await (await import("./capture.ts")).captureSession(other, mode).catch(() => undefined);
+    gone = got?.outcome === "no-journal";
   }
   const res = await updateState<IdleCommit>({ file, lock: `${file}.lock` }, async (s) => {
     const due = dueAt(settle ? { ...s, lastCaptureAt } : s, idle.ms, idle.destination); // settling is no turn
     if (due === undefined || due > Date.now() || !s.ovSession) return { value: "not-due" };
-    if (s.inflight?.keys.length) return { value: "unsettled" };
+    if (s.inflight?.keys.length && !gone) return { value: "unsettled" };
     const outcome = await commitSession(clientFor(ctx), s.ovSession, {
       budget,
       pendingDir: ctx.pendingDir,
@@ -144,7 +147,7 @@ async function commitIfIdle(
       commit: outcome.kind,
     } as const;
     if (dir) await appendLedger(dir, name, { ...entry, ...taskId, origin: originOf(ctx.config) });
-    return { state: { ...s, capturedSinceCommit: 0 }, value: "done" };
+    return { state: { ...s, inflight: undefined, capturedSinceCommit: 0 }, value: "done" };
   }, { waitMs: 0, durable: true }).catch(() => ({ acquired: true as const, value: "failed" as const }));
   return res.acquired ? res.value : "busy";
 }

@@ -66,10 +66,53 @@ const first = (...values: unknown[]): string => {
   return "";
 };
 
-/** Credential mode from `OPENVIKING_CREDENTIAL_SOURCE`: `env`, `ovcli`, else `auto`. */
-export function credentialMode(env: Env): CredentialMode {
-  const raw = (env.OPENVIKING_CREDENTIAL_SOURCE ?? "").trim().toLowerCase();
-  return raw === "env" ? "env" : raw === "ovcli" ? "cli" : "auto";
+/** `OPENVIKING_CREDENTIAL_SOURCE`'s values (`environment`: the last version's spelling of `env`). */
+const CREDENTIAL_MODES = new Map<string, CredentialMode>([
+  ["env", "env"],
+  ["environment", "env"],
+  ["ovcli", "cli"],
+  ["auto", "auto"],
+  ["", "auto"],
+]);
+
+/** Credential mode from `OPENVIKING_CREDENTIAL_SOURCE`: `env`, `ovcli`, `auto`; else `auto` (a warning). */
+export function credentialMode(env: Env, warnings: string[] = []): CredentialMode {
+  const raw = env.OPENVIKING_CREDENTIAL_SOURCE ?? "";
+  const mode = CREDENTIAL_MODES.get(raw.trim().toLowerCase());
+  if (!mode) {
+    warnings.push(
+      `OPENVIKING_CREDENTIAL_SOURCE: invalid value ${
+        shown(raw)
+      } (must be "env", "ovcli" or "auto"); using "auto"`,
+    );
+  }
+  return mode ?? "auto";
+}
+
+/** Variables no longer read, and what replaced each: set, each is a warning. */
+const REMOVED: Record<string, string> = {
+  OPENVIKING_CREDENTIALS_SOURCE: "use OPENVIKING_CREDENTIAL_SOURCE",
+  OPENVIKING_BEARER_TOKEN: "use OPENVIKING_API_KEY",
+  OPENVIKING_PEER_SOURCE: 'use OPENVIKING_WORKSPACE_PEER ("none" is read as OPENVIKING_WORKSPACE_PEER=false)',
+  OPENVIKING_RECALL_FORMAT: "recall always prints the digest",
+  OPENVIKING_RECALL_TOKEN_BUDGET: "use OPENVIKING_RECALL_DIGEST_CHARS",
+  OPENVIKING_RECALL_MAX_CONTENT_CHARS: "use OPENVIKING_RECALL_DIGEST_CHARS",
+  OPENVIKING_RECALL_LIMIT: "use OPENVIKING_RECALL_DIGEST_LIMIT",
+  OPENVIKING_RECALL_PREFER_ABSTRACT: "recall always prints the digest",
+  OPENVIKING_LEDGER_MAX_BYTES: "the ledger keeps 8 MiB",
+  OPENVIKING_LEDGER_MAX_AGE_DAYS: "the ledger keeps 30 days",
+  OPENVIKING_RECALL_DEDUP_TURNS: "the server's default",
+  OPENVIKING_RECALL_MAX_TOKENS: "use OPENVIKING_RECALL_DIGEST_CHARS",
+  OPENVIKING_RECALL_QUERY_EXPANSION: "the server's default",
+  OPENVIKING_PENDING_MAX_RETRIES: "the shared queue is the other plugins' to replay",
+  OPENVIKING_PENDING_REPLAY_LIMIT: "a replay run sends at most 50 entries",
+};
+
+/** A warning for each removed variable set in `env`. */
+function removedWarnings(env: Env): string[] {
+  return Object.entries(REMOVED).filter(([name]) => env[name]?.trim()).map(([name, instead]) =>
+    `${name} is no longer read: ${instead}`
+  );
 }
 
 function normalizeUrl(raw: string, warnings: string[], what: string): string | undefined {
@@ -156,7 +199,7 @@ function identityOf(f: Files): { account: string; user: string; peerId: string }
 /** Resolves connection and identity as OpenViking's shared plugin runtime does. */
 function resolveCredentials(sources: ConfigSources, warnings: string[] = []): Credentials {
   const { env } = sources;
-  const mode = credentialMode(env);
+  const mode = credentialMode(env, warnings);
   const cli = asRecord(sources.ovcli);
   const ov = asRecord(sources.ovconf);
   const envSet = ENV_CREDENTIAL_VARS.some((k) => str(env[k]));
@@ -354,12 +397,23 @@ export function resolveSettings(
   sources: Pick<ConfigSources, "env" | "ovcli" | "workspace">,
   warnings: string[] = [],
 ): Settings {
-  const mine = asRecord(asRecord(asRecord(sources.ovcli).plugin).kimicode);
-  const userLayers: [string, JsonRecord][] = [["ovcli.conf plugin.kimicode", mine]];
-  const workspace = (sources.workspace ?? []).map((w): [string, JsonRecord] => [w.path, asRecord(w.value)]);
+  const shared = asRecord(asRecord(sources.ovcli).plugin);
+  const userLayers: [string, JsonRecord][] = [
+    ["ovcli.conf plugin.kimicode", peerSourceAlias(asRecord(shared.kimicode))],
+    ["ovcli.conf plugin", stricterOnly(shared, warnings)],
+  ];
+  const workspace = (sources.workspace ?? []).map((w): [string, JsonRecord] => [
+    w.path,
+    peerSourceAlias(asRecord(w.value)),
+  ]);
+  const envOf = (name: string) =>
+    name === KNOBS.workspacePeer.env && !sources.env[name]?.trim() &&
+      sources.env.OPENVIKING_PEER_SOURCE?.trim().toLowerCase() === "none"
+      ? "false"
+      : sources.env[name];
   const settings: JsonRecord = {};
   for (const [name, knob] of Object.entries(KNOBS) as [string, Knob<unknown, unknown>][]) {
-    const env = sources.env[knob.env]?.trim() ? { value: sources.env[knob.env], where: knob.env } : undefined;
+    const env = envOf(knob.env)?.trim() ? { value: envOf(knob.env), where: knob.env } : undefined;
     const user = env ?? firstSetting(userLayers, name);
     const asked = env ? undefined : firstSetting(workspace, name);
     let value = Array.isArray(knob.default) ? [...knob.default] : knob.default;
@@ -384,6 +438,27 @@ export function resolveSettings(
   };
 }
 
+/** A layer whose `peerSource` is "none" (the last version's knob) without `workspacePeer`: one that sends none. */
+function peerSourceAlias(layer: JsonRecord): JsonRecord {
+  const none = typeof layer.peerSource === "string" && layer.peerSource.trim().toLowerCase() === "none";
+  return none && layer.workspacePeer === undefined ? { ...layer, workspacePeer: false } : layer;
+}
+
+/** The switches ovcli.conf's shared `plugin` section turns off (stricter is always allowed); each knob a warning. */
+function stricterOnly(shared: JsonRecord, warnings: string[]): JsonRecord {
+  const kept: JsonRecord = {};
+  for (const [key, value] of Object.entries(shared)) {
+    const name = key === "memoryEnabled" ? "enabled" : key;
+    if (!(name in KNOBS)) continue;
+    const parsed = boolKnob(value);
+    const off = ["enabled", "autoRecall", "autoCapture"].includes(name) && parsed.ok && !parsed.value;
+    if (off) kept[name] = false;
+    const fate = off ? "its false is honoured (stricter)" : "ignored";
+    warnings.push(`ovcli.conf plugin "${key}" is read from plugin.kimicode only: move it there (${fate})`);
+  }
+  return kept;
+}
+
 /** The log path: the knob if absolute, else the default; "" = no home. */
 function debugLogPath(knob: string | undefined, env: Env, warnings: string[]): string {
   const explicit = absoluteOverride(knob, env);
@@ -406,7 +481,7 @@ const WORKSPACE_FORBIDDEN = ["url", "api_key", "apiKey", "baseUrl", "mcpUrl", "a
 
 /** Pure resolution of the full config from its sources. */
 export function resolveConfig(sources: ConfigSources): Resolved {
-  const warnings: string[] = [];
+  const warnings: string[] = removedWarnings(sources.env);
   const credentials = resolveCredentials(sources, warnings);
   const settings = resolveSettings(sources, warnings);
   return { config: { ...credentials, ...settings, userAgent: USER_AGENT }, warnings };

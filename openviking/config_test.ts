@@ -167,11 +167,23 @@ Deno.test("credentials: a bad URL is reported and the default used; a URL's user
   );
 });
 
-Deno.test("credential modes: env, ovcli, anything else auto", () => {
+Deno.test("credential modes: env, ovcli, anything else auto (a warning); removed variables are warned of", () => {
   const modes = ["ENV", " ovcli", "cli", "environment", ""].map((v) =>
     credentialMode({ OPENVIKING_CREDENTIAL_SOURCE: v })
   );
-  assertEquals(modes, ["env", "cli", "auto", "auto", "auto"]);
+  assertEquals(modes, ["env", "cli", "auto", "env", "auto"]);
+  const env = {
+    OPENVIKING_CREDENTIAL_SOURCE: "cli",
+    OPENVIKING_CREDENTIALS_SOURCE: "env",
+    OPENVIKING_PEER_SOURCE: "none",
+  };
+  const { config, warnings } = resolveConfig(sources({ env }));
+  assertEquals(config.workspacePeer, false);
+  assertStringIncludes(warnings.join(), 'OPENVIKING_CREDENTIAL_SOURCE: invalid value "cli"');
+  assertStringIncludes(
+    warnings.join(),
+    "OPENVIKING_CREDENTIALS_SOURCE is no longer read: use OPENVIKING_CREDENTIAL_SOURCE",
+  );
 });
 
 Deno.test("defaults when nothing is configured: the local server, no identity, every knob's default", () => {
@@ -192,13 +204,14 @@ Deno.test("defaults when nothing is configured: the local server, no identity, e
   assertEquals(config.userAgent, "openviking-memory-kimicode/0.1.0");
 });
 
-Deno.test("knobs: env > workspace local > workspace > ovcli plugin.kimicode (another plugin's section is not ours)", () => {
+Deno.test("knobs: env > workspace local > workspace > ovcli plugin.kimicode (the shared plugin: only an off, warned)", () => {
   const ovcli = {
     plugin: { recallDigestLimit: 2, autoCapture: false, kimicode: { recallDigestLimit: 3, timeoutMs: 4000 } },
   };
   const base = sources({ ovcli });
-  let { config } = resolveConfig(base);
-  assertEquals([config.recallDigestLimit, config.autoCapture, config.timeoutMs], [3, true, 4000]);
+  let { config, warnings } = resolveConfig(base);
+  assertEquals([config.recallDigestLimit, config.autoCapture, config.timeoutMs], [3, false, 4000]);
+  assertStringIncludes(warnings.join(), 'ovcli.conf plugin "autoCapture" is read from plugin.kimicode only');
   const ws = (...values: unknown[]) => values.map((value, i) => ({ path: `/w/config${i}.json`, value }));
   ({ config } = resolveConfig({
     ...base,
@@ -213,9 +226,10 @@ Deno.test("knobs: env > workspace local > workspace > ovcli plugin.kimicode (ano
   assertEquals(config.recallDigestLimit, 6);
   const bad = resolveConfig({ ...base, workspace: ws({ recallDigestLimit: "x" }) });
   assertEquals(bad.config.recallDigestLimit, 3, "a bad workspace value leaves the user's own");
-  assertEquals(bad.warnings, [
+  assertEquals(
+    bad.warnings.at(-1),
     '/w/config0.json "recallDigestLimit": invalid value "x" (expected number); ignored',
-  ]);
+  );
 });
 
 Deno.test("loadConfig reads files and honours path overrides", async () => {

@@ -174,18 +174,31 @@ Deno.test("a state dated ahead of the clock is due at once; the watch does not s
   assertEquals([s.commits(A), s.commits(B)], [1, 1]);
 });
 
-Deno.test("a session whose worker was killed mid-send (an unsettled intent) is settled before it is committed", async () => {
-  await using s = await sandbox("session-end");
+/** Session B as a Stop worker killed mid-send leaves it: turn two stored, its intent unsettled. */
+async function killedMidSend(s: Awaited<ReturnType<typeof sandbox>>) {
   const file = `${s.stateDir}/${B}.json`;
   await s.stop(B, "turn one", false);
   const before = await readState(file);
   await s.stop(B, "turn two: stored, its reply never recorded", false);
   const keys = (await readState(file)).capturedKeys.filter((k) => !before.capturedKeys.includes(k));
   await writeState(file, { ...before, inflight: { keys, at: Date.now(), askFrom: 0 } });
+}
+
+Deno.test("a session whose worker was killed mid-send (an unsettled intent) is settled before it is committed", async () => {
+  await using s = await sandbox("session-end");
+  await killedMidSend(s);
   await s.stop(A, "session A, whose watch commits B too");
   await s.stop(B, "turn three", false);
   const texts = s.fake.messages(ov(B)).map((m) => m.content);
   assertEquals([s.commits(B), texts.filter((t, i) => texts.indexOf(t) !== i)], [1, []]);
+});
+
+Deno.test("one whose journal is gone can never be settled: what the server holds is committed", async () => {
+  await using s = await sandbox("session-end");
+  await killedMidSend(s);
+  await Deno.remove(`${s.dir.path}/.kimi-code/sessions/wd_proj_000000000000/${B}`, { recursive: true });
+  await s.stop(A, "session A, whose watch commits B too");
+  assertEquals(s.commits(B), 1);
 });
 
 Deno.test("a state file of gigabytes is not read: a fresh state, the home's watch goes on", async () => {

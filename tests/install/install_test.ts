@@ -282,7 +282,7 @@ Deno.test("switching modes replaces the other one: never registered twice", asyn
   assertEquals(await read(`${t.kimi}/config.toml`), USER_CONFIG);
 });
 
-async function installUpstreamPlugin(t: Awaited<ReturnType<typeof installSandbox>>): Promise<void> {
+async function installUpstreamPlugin(t: Awaited<ReturnType<typeof installSandbox>>, enabled = true) {
   const root = `${t.kimi}/plugins/managed/openviking-memory`;
   await Deno.mkdir(root, { recursive: true });
   await Deno.writeTextFile(
@@ -302,7 +302,7 @@ async function installUpstreamPlugin(t: Awaited<ReturnType<typeof installSandbox
     `${t.kimi}/plugins/installed.json`,
     JSON.stringify({
       version: 1,
-      plugins: [{ id: "openviking-memory", root, source: "local-path", enabled: true }],
+      plugins: [{ id: "openviking-memory", root, source: "local-path", enabled }],
     }),
   );
   const block = ["[[hooks]]", 'event = "Stop"', 'command = "node /x/kimicode-hook.mjs stop"', "timeout = 30"];
@@ -337,6 +337,14 @@ Deno.test("OpenViking's own plugin is detected (registered, or its [[hooks]] out
     await Deno.remove(`${t.kimi}/plugins`, { recursive: true }).catch(() => {});
     await Deno.writeTextFile(`${t.kimi}/config.toml`, loose);
   }
+});
+
+Deno.test("OpenViking's own plugin disabled (as an earlier --yes left it) captures nothing: not refused", async () => {
+  await using dir = await tempDir();
+  const t = await installSandbox(dir.path);
+  await installUpstreamPlugin(t, false);
+  await Deno.remove(`${t.kimi}/config.toml`);
+  assertEquals(await runInstall(t.ctx(), opts({ mode: "config" })), 0, t.lines.join("\n"));
 });
 
 Deno.test("uninstall leaves what is not ours and says so", async () => {
