@@ -8,6 +8,7 @@ import { scrub, withoutUserinfo } from "../lib/scrub.ts";
 /** Why an exchange did not produce the response it should have. */
 export type Failure =
   | { kind: "network"; cause: string } // no HTTP answer: refused, DNS, TLS, reset
+  | { kind: "paused" } // not asked: the server's recall breaker is open (a search went unanswered)
   | { kind: "timeout"; ms: number } // no response headers in time
   | { kind: "stalled"; ms: number } // the reply started, then not a byte (not even a keep-alive) for `ms`
   | { kind: "deadline"; ms: number } // headers, body and SSE reconnections did not end within their limit
@@ -94,6 +95,13 @@ const WORDS: { [K in Kind]: Words<Extract<Failure, { kind: K }>> } = {
     `OpenViking MCP request failed: cannot reach ${url} (${f.cause}). Check that the OpenViking server is ` +
     `running (openviking-server) and that the URL is right (it comes from ${urlSource(ctx)}). ${AGAIN}`,
     { cause: f.cause, urlSource: ctx.credentialSource },
+  ],
+  paused: (_f, url) => [
+    NETWORK,
+    `OpenViking at ${url} left a recent search unanswered, so memory is paused and its tools wait until the ` +
+    "server answers a search again (the next prompt asks it). `openviking-kimi status` says since when; " +
+    "`openviking-kimi doctor` what to check.",
+    {},
   ],
   timeout: (f, url, ctx) => [
     NETWORK,

@@ -190,7 +190,7 @@ const EMPTY = (entry: Pending): Failure => ({ kind: "empty", status: entry.statu
 const PAUSED_START: Failure = { kind: "timeout", ms: 0 };
 
 /** Why a request is answered here while the server's recall breaker is open. */
-const PAUSED: Failure = { kind: "network", cause: "it left a recent request unanswered; memory is paused" };
+const PAUSED: Failure = { kind: "paused" };
 
 /** Why a reply is answered with an error: it nests deeper than the proxy walks. */
 const TOO_DEEP: Failure = { kind: "too-deep", levels: MAX_DEPTH };

@@ -81,6 +81,7 @@ Deno.test("mcp/offline: a server whose recall went unanswered is not waited for 
     assertMatch(errorOf(await proxy.request(2, "resources/list")).message, /memory is paused/);
     const call = errorOf(await proxy.request(3, "tools/call", { name: "search", arguments: { query: "q" } }));
     assertMatch(call.message, /memory is paused.*openviking-kimi doctor/);
+    assertNotMatch(call.message, /cannot reach/, "the server is reachable: only its searches hang");
     assertEquals(hung.requests, [], "start-up, listings and tool calls asked the hung server nothing");
     assertEquals(await proxy.close(), 0);
   } finally {
