@@ -92,7 +92,11 @@ export function adviceFor(
         }
         : {
           summary: `the server refused the key (HTTP ${f.status}): ${f.error.message}`,
-          fix: `save your OpenViking user's key: \`${cmd} install --api-key-stdin\` — given the ` +
+          fix:
+            (env.OPENVIKING_API_KEY
+              ? "correct or unset OPENVIKING_API_KEY (set in your environment, it wins over a saved key); or "
+              : "") +
+            `save your OpenViking user's key: \`${cmd} install --api-key-stdin\` — given the ` +
             "server's root key (ov.conf's server.root_api_key) once, install makes a user key and saves " +
             "only that; or the server's admin makes one (`ov admin register-user ACCOUNT USER`); in trusted " +
             "mode add --account/--user; writes wait in the queue until then",

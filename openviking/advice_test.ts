@@ -66,3 +66,11 @@ Deno.test("adviceFor a refused key: a root key is named as one; every refusal sa
   assertMatch(w.fix, /root key \(ov\.conf's server\.root_api_key\) once, install makes a user key/);
   assertMatch(w.fix, /`ov admin register-user ACCOUNT USER`/);
 });
+
+Deno.test("adviceFor: a refused key set in OPENVIKING_API_KEY is corrected or unset there, not saved again", () => {
+  const refused = failed(401, envelope("UNAUTHENTICATED", "Invalid API Key"));
+  assertMatch(adviceFor(refused, origin, { HOME: "/h" }).fix, /^save your OpenViking user's key/);
+  const fromEnv = adviceFor(refused, origin, { HOME: "/h", OPENVIKING_API_KEY: "wrong" }).fix;
+  assertMatch(fromEnv, /^correct or unset OPENVIKING_API_KEY/);
+  assertNotMatch(fromEnv, /wrong/, "never the key itself");
+});
