@@ -35,6 +35,7 @@ import {
   TOOL_COMMAND,
   VIKING_URI,
 } from "./harness.ts";
+import { expectBackAfterOutage } from "./surfaces.ts";
 
 const MODES: Mode[] = ["config", "plugin"];
 
@@ -333,16 +334,7 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
               [turn, "user", downPrompt],
               [turn, "assistant", "Let me check with a tool.\n\nThe tool has finished."],
             ], turn0.length / 2 + 1);
-            await expectFakeSession(fake, `kc-${next.sessionId}`, [
-              ["0", "user", "third: a new session after the outage"],
-              ["0", "assistant", "ACK: third: a new session after the outage"],
-            ], 1);
-            assertEquals(await listQueue(rig.pendingDir), [], "the queue is empty again");
-            const replayed = fake.requests.slice(seen).filter((q) => q.path.includes(encodeURIComponent(ov)));
-            assertEquals(replayed.map((q) => q.route), [
-              "POST /api/v1/sessions/:id/messages/batch",
-              "POST /api/v1/sessions/:id/commit",
-            ]);
+            await expectBackAfterOutage(rig, `kc-${next.sessionId}`, ov, seen);
             assertMatch(
               messageText(rig.mainRequests().at(-1)!.body.messages.find(isHookResult)!),
               /openviking-context/,

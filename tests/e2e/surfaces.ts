@@ -187,7 +187,16 @@ export async function downAndBack(rig: Rig, surface: Surface): Promise<void> {
     ["1", "user", downPrompt],
     ["1", "assistant", TOOL_TURN_ANSWER],
   ], 2);
-  await expectFakeSession(fake, `kc-${nextSession}`, [
+  await expectBackAfterOutage(rig, `kc-${nextSession}`, ov, seen);
+}
+
+/**
+ * After an outage: the new session's turn is stored and committed, the queue is empty, and the queued session
+ * `ov` was replayed in one batch and one commit after the `seen`-th request.
+ */
+export async function expectBackAfterOutage(rig: Rig, next: string, ov: string, seen: number): Promise<void> {
+  const fake = rig.fake!;
+  await expectFakeSession(fake, next, [
     ["0", "user", "third: a new session after the outage"],
     ["0", "assistant", "ACK: third: a new session after the outage"],
   ], 1);
