@@ -108,11 +108,19 @@ const REMOVED: Record<string, string> = {
   OPENVIKING_PENDING_REPLAY_LIMIT: "a replay run sends at most 50 entries",
 };
 
-/** A warning for each removed variable set in `env`. */
-function removedWarnings(env: Env): string[] {
-  return Object.entries(REMOVED).filter(([name]) => env[name]?.trim()).map(([name, instead]) =>
-    `${name} is no longer read: ${instead}`
-  );
+/** A warning for each removed variable set in `env`, and each removed knob (camelCase) in a file `layers` holds. */
+function removedWarnings(env: Env, layers: [string, JsonRecord][] = []): string[] {
+  return Object.entries(REMOVED).flatMap(([name, instead]) => {
+    const key = name.slice("OPENVIKING_".length).toLowerCase().replace(
+      /_(.)/g,
+      (_, c: string) => c.toUpperCase(),
+    );
+    const where = [
+      ...(env[name]?.trim() ? [name] : []),
+      ...layers.filter(([, l]) => key in l).map(([w]) => `${w} "${key}"`),
+    ];
+    return where.map((w) => `${w} is no longer read: ${instead}`);
+  });
 }
 
 function normalizeUrl(raw: string, warnings: string[], what: string): string | undefined {
@@ -406,6 +414,7 @@ export function resolveSettings(
     w.path,
     peerSourceAlias(asRecord(w.value)),
   ]);
+  warnings.push(...removedWarnings({}, [userLayers[0], ...workspace]));
   const envOf = (name: string) =>
     name === KNOBS.workspacePeer.env && !sources.env[name]?.trim() &&
       sources.env.OPENVIKING_PEER_SOURCE?.trim().toLowerCase() === "none"

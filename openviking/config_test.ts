@@ -184,6 +184,14 @@ Deno.test("credential modes: env, ovcli, anything else auto (a warning); removed
     warnings.join(),
     "OPENVIKING_CREDENTIALS_SOURCE is no longer read: use OPENVIKING_CREDENTIAL_SOURCE",
   );
+  const files = resolveConfig(sources({
+    ovcli: { plugin: { kimicode: { recallLimit: 20 } } },
+    workspace: [{ path: "/w/.openviking/config.json", value: { recallFormat: "full" } }],
+  })).warnings;
+  assertEquals(files, [
+    '/w/.openviking/config.json "recallFormat" is no longer read: recall always prints the digest',
+    'ovcli.conf plugin.kimicode "recallLimit" is no longer read: use OPENVIKING_RECALL_DIGEST_LIMIT',
+  ]);
 });
 
 Deno.test("defaults when nothing is configured: the local server, no identity, every knob's default", () => {
