@@ -61,7 +61,7 @@ const TOKEN_SHAPES: Readonly<Record<string, RegExp>> = {
   "grafana-token": /\bgl(?:sa|c)_[\w+/=]{32,}/g,
   "age-secret-key": /\bAGE-SECRET-KEY-1[0-9A-Z]{58}/g,
   "telegram-bot-api-token": /(?<!\d)\d{8,10}:[\w-]{35}(?![\w-])/g,
-  jwt: /(?<![\w-])eyJ[\w-]{10,}\.eyJ[\w-]{10,}\.[\w-]*/g,
+  jwt: /(?<![\w-])eyJ[\w-]{10,}\.(?:\s{1,4}(?=eyJ))?eyJ[\w-]{10,}\.(?:\s{1,4}(?=[\w-]{8}))?[\w-]*/g,
   "hashicorp-tf-api-token": /\b[A-Za-z0-9]{14}\.atlasv1\.[\w=-]{60,}/g,
   "pulumi-api-token": /\bpul-[a-f0-9]{40}/g,
   "flyio-access-token": /\b(?:fo1_[\w-]{43}|fm[12][ar]?_[A-Za-z0-9+/]{100,}={0,3})/g,

@@ -402,3 +402,10 @@ Deno.test("a <private> span or cookie of 40 K characters is learned and its echo
   assertEquals(redact(`echo ${cookie}`, seen), `echo ${REDACTED}`);
   assertEquals(redact("sid=vv and xvvvvvvx stay", seen), "sid=vv and xvvvvvvx stay", "only bare recurrences");
 });
+
+Deno.test("redact: a JWT wrapped after its dots (a pasted, folded token) is hidden whole", () => {
+  const sig = "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c";
+  const out = redact(`tok eyJhbGciOiJIUzI1NiJ9.\neyJzdWIiOiIxMjM0NTY3ODkwIn0.\n${sig}\nnext line`);
+  assertEquals(out.includes(sig) || out.includes("eyJzdWIi"), false, out);
+  assertEquals(out.endsWith("\nnext line"), true, out);
+});
