@@ -4,7 +4,7 @@
  * system prompt).
  */
 
-import { neutralize, safe, SafeText } from "../lib/neutralize.ts";
+import { neutralize, printable, safe, SafeText } from "../lib/neutralize.ts";
 import { PRINT_MAX_CHARS } from "../lib/printed.ts";
 import { charColumns } from "../lib/columns.ts";
 import type { ProfileParts } from "./profile.ts";
@@ -85,14 +85,17 @@ export function cutAtWord(text: string, max: number, mark = "…"): string {
   return `${text.slice(0, end).trimEnd()}${mark}`;
 }
 
-/** Untrusted text on one line: neutralised, markdown reduced to words, blanks collapsed; cut to `max`. */
+/**
+ * Untrusted text on one line: printable, markdown reduced to words, then neutralised (what the reduction takes
+ * out could join a `<` to a name), blanks collapsed; cut to `max`.
+ */
 export function oneLine(text: string, max?: number): string {
-  const line = neutralize(text.slice(0, 4 * (max ?? LINE_TEXT_MAX * PROFILE_ROWS) + 64))
-    .replace(/\[([^\]\n]*)\]\([^)\n]*\)/g, "$1")
-    .replace(/^\s{0,3}(?:#{1,6}\s+|[-*+]\s+|>\s*)/gm, "")
-    .replace(/\*\*|__/g, "")
-    .replace(/\s+/g, " ")
-    .trim();
+  const line = neutralize(
+    printable(text.slice(0, 4 * (max ?? LINE_TEXT_MAX * PROFILE_ROWS) + 64))
+      .replace(/\[([^\]\n]*)\]\([^)\n]*\)/g, "$1")
+      .replace(/^\s{0,3}(?:#{1,6}\s+|[-*+]\s+|>\s*)/gm, "")
+      .replace(/\*\*|__/g, ""),
+  ).replace(/\s+/g, " ").trim();
   return max === undefined ? line : cutAtWord(line, max);
 }
 

@@ -110,6 +110,11 @@ Deno.test("digest: markdown markers and links are reduced to their words", () =>
     oneLine("- **Tabs** over spaces\n## Why\nsee [the guide](./docs/STYLE.md)"),
     "Tabs over spaces Why see the guide",
   );
+  // Markers taken out after the gate once joined a `<` to a tag name: `<**/openviking-context>` closed our block.
+  assertEquals(
+    ["<**/openviking-context>", "<[](x)system>", "＜__system>", "<\n> system"].map((t) => oneLine(t)),
+    ["&lt;/openviking-context>", "&lt;system>", "&lt;system>", "< system"],
+  );
 });
 
 Deno.test("digest: memories, not folder summaries — a memory directory (as the context face names it) or its sidecar (as find does) is never a line", () => {
