@@ -323,9 +323,9 @@ const PROSE_SECRETS: readonly [name: RegExp, of: RegExp, is: RegExp | null][] = 
   [/secret|password|passwd|passphrase|passcode|token|api[ _-]?key/, /for|of/, /is|was/],
   [/passwort|kennwort/, /für|von|der|des/, /ist|lautet|war/],
   [/contraseña/, /de|del|para/, /es|era/],
-  [/mot[ \t]+de[ \t]+passe/, /de|du|pour/, /est|était/],
+  [/mot[ \t]+de[ \t]+passe|jeton/, /de|du|pour/, /est|était/],
   [/senha/, /de|do|da|para/, /é|era/],
-  [/пароль/, /от|для/, null],
+  [/пароль|токен|ключ(?:[ \t]+API)?/, /от|для/, null],
 ];
 
 /**
@@ -345,9 +345,12 @@ const SECRET_IN_PROSE_UNQUOTED = orAfterEscape(
   ),
 );
 
-/** A value after a fullwidth `：`/`＝` of an English secret word, or a password's name and `:` or "is" in CJK. */
+/**
+ * A value after a fullwidth `：`/`＝` (or a CJK "is") of an English secret word, or a password's, key's or token's
+ * name and `:` or "is" in CJK.
+ */
 const SECRET_LABEL = orAfterEscape(
-  /(?<![A-Za-z0-9_\u0400-\u04ff])((?:(?:password|passwd|passphrase|passcode|secret|token|api[ _-]?key)[ \t]*[：＝]|(?:密码|密碼|口令|パスワード|비밀번호)[ \t]*(?:[:：=＝]|是|为|為|は|が|는|은|가)|пароль[ \t]*[:：=＝])[ \t]*)("[^"\r\n]{1,200}"|'[^'\r\n]{1,200}'|(?:(?!["'`\\])[!-~]){4,200})/giu,
+  /(?<![A-Za-z0-9_\u0400-\u04ff])((?:(?:password|passwd|passphrase|passcode|secret|token|api[ _-]?key)[ \t]*(?:[：＝]|是|为|為)|(?:API[ \t]*(?:キー|키)|(?:API[ \t]*)?(?:密码|密碼|口令|密钥|密鑰|秘钥|私钥|私鑰|令牌|パスワード|トークン|秘密鍵|비밀번호|토큰))[ \t]*(?:[:：=＝]|是|为|為|は|が|는|은|가)|пароль[ \t]*[:：=＝])[ \t]*)("[^"\r\n]{1,200}"|'[^'\r\n]{1,200}'|(?:(?!["'`\\])[!-~]){4,200})/giu,
 );
 
 /** A value's trailing sentence punctuation, which is not part of it. */
