@@ -356,9 +356,12 @@ const SECRET_LABEL = orAfterEscape(
 /** A value's trailing sentence punctuation, which is not part of it. */
 const TRAILING_PUNCTUATION = /[.,;:!?)]+$/;
 
-/** The password of `-p<password>` (glued: a lone `-p` asks for it) in a MySQL or MariaDB command. */
+/**
+ * The password of `-p<password>` (glued: a lone `-p` asks for it) in a MySQL or MariaDB command, and in
+ * 7-Zip's and sshpass's.
+ */
 const MYSQL_PASSWORD_OPTION = orAfterEscape(
-  /\b((?:mysql|mariadb|mysqldump|mysqladmin|mariadb-dump)\b[^\r\n|;&]{0,200}?[ \t]-p)('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\]+)/g,
+  /\b((?:mysql|mariadb|mysqldump|mysqladmin|mariadb-dump|7z[az]?|sshpass)\b[^\r\n|;&]{0,200}?[ \t]-p)('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\]+)/g,
 );
 
 /** Commands and their option that gives a password, blanks or `=` after it; `smbclient -U user%password`. */
@@ -369,6 +372,11 @@ const PASSWORD_OPTIONS: readonly [command: RegExp, option: RegExp][] = [
   [/(?:un)?zip/, /-P|--password/],
   [/ssh-keygen/, /-[NP]/],
   [/smbclient/, /(?:-U|--user)(?:[ \t]+|=)?["']?[^\s"'%]+%/],
+  [/openssl/, /-k/],
+  [/keytool/, /-(?:src|dest)?(?:storepass|keypass)/],
+  [/mongo(?:sh)?/, /-p|--password/],
+  [/sqlcmd/, /-P/],
+  [/ldap(?:search|add|modify|delete|passwd|whoami)/, /-w/],
 ];
 /** The password an option of {@link PASSWORD_OPTIONS} gives, on the command's line. */
 const LOGIN_PASSWORD_OPTION = orAfterEscape(
