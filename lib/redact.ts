@@ -364,6 +364,11 @@ const MYSQL_PASSWORD_OPTION = orAfterEscape(
   /\b((?:mysql|mariadb|mysqldump|mysqladmin|mariadb-dump|7z[az]?|sshpass)\b[^\r\n|;&]{0,200}?[ \t]-p)('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\]+)/g,
 );
 
+/** A command that sets a named value (group 2: `gh secret set`, whose every value is a secret), its name, the value. */
+const CONFIG_SET = orAfterEscape(
+  /\b((?:setx|(?:npm|yarn|pnpm)[ \t]+config[ \t]+set|aws[ \t]+configure[ \t]+set|git[ \t]+config(?:[ \t]+--(?:global|local|system))?|(gh[ \t]+secret[ \t]+set))[ \t]+("?)([^\s"=]+)\3(?:[ \t]+(?:-b|--body))?[ \t]+)(\\"[^"\r\n]*\\"|'[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\]+)/g,
+);
+
 /** Commands and their option that gives a password, blanks or `=` after it; `smbclient -U user%password`. */
 const PASSWORD_OPTIONS: readonly [command: RegExp, option: RegExp][] = [
   [/sshpass/, /-p/],
@@ -452,6 +457,12 @@ export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = {
   "secret-label": headed(SECRET_LABEL, valued(false, true)),
   "mysql-password-option": headed(MYSQL_PASSWORD_OPTION, valued(true)),
   "login-password-option": headed(LOGIN_PASSWORD_OPTION, valued(true)),
+  "config-set": (text, hide = plain) =>
+    text.replace(
+      CONFIG_SET,
+      (m, head, gh, _q, name, value) =>
+        (gh || secretName(name)) && secretValue(value, true) ? head + hide(value) : m,
+    ),
   "xml-element": (text, hide = plain) =>
     XML_SECRETS.reduce((out, re) =>
       out.replace(re, (m, ...args) => {
