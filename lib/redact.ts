@@ -98,6 +98,8 @@ const TOKEN_SHAPES: Readonly<Record<string, RegExp>> = {
 
 /** The password of a URL's `user:password@` (up to the last `@` before the path: a password may hold one). */
 const URL_USERINFO = /(?<=[a-z0-9+.-])(:\/\/[^\s/?#@:"'<>]*:)([^\s/?#"'<>]+)(?=@)/gi;
+/** A token as a URL's user, no password (`https://<PAT>@dev.azure.com/…`): 32 or more, letters and digits. */
+const URL_TOKEN_USER = /(?<=[a-z0-9+.-]:\/\/)(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{32,}(?=@)/gi;
 
 /**
  * An `Authorization` header's credentials, after the scheme word (`Basic`, `Bearer`, `token`…): a token, or
@@ -443,6 +445,7 @@ export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = {
   "aws-secret-access-key": (text, hide = plain) => redactAwsSecrets(text, hide),
   ...Object.fromEntries(Object.entries(TOKEN_SHAPES).map(([name, re]) => [name, whole(re)])),
   "url-userinfo": headed(URL_USERINFO, all),
+  "url-token-user": whole(URL_TOKEN_USER),
   authorization: headed(AUTHORIZATION, all),
   cookie: (text, hide = plain) =>
     text.replace(COOKIE, (_m, head, set, pairs) => head + redactCookies(pairs, set !== undefined, hide)),

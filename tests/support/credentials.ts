@@ -312,6 +312,12 @@ export const CREDENTIALS: readonly Credential[] = [
   sample("login-password-option", "mongosh mongodb://db -u admin -p {} --eval 1", "M0ngoP", "ass9Xq"),
   sample("login-password-option", "sqlcmd -S db -U sa -P {} -Q 'select 1'", "Sq1Pas", "sw0rdXq"),
   sample("login-password-option", "ldapsearch -x -D cn=admin -w {} -b dc=x", "Ld4pPa", "ss9Xq"),
+  sample(
+    "url-token-user",
+    "git clone https://{}@dev.azure.com/acme/app/_git/app",
+    "q3wz7xk2m5p4v6n8r2t4y6u8i2o4",
+    "p6a8s2d4f6g8h2j4k6l8",
+  ),
   sample("config-set", "aws configure set aws_secret_access_key {}", "wJalrXUtnFEMI", "K7MDENGbPxRfiCY"),
   sample("config-set", "npm config set //registry.npmjs.org/:_authToken {}", "a1b2c3d4", "e5f6a7b8c9"),
   sample("config-set", 'setx DEPLOY_TOKEN "{}"', "Zq8vK2", "pLm9Xr"),
