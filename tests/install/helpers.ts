@@ -4,6 +4,7 @@ import { assertEquals } from "../support/assert.ts";
 import { denoEnv, ROOT, runCli } from "../support/run.ts";
 import { currentSelf, type Self } from "../../install/placement.ts";
 import type { Context, InstallOptions } from "../../install/transaction.ts";
+import type { runInstall } from "../../install/install.ts";
 import { VERSION } from "../../lib/version.ts";
 
 /** The test process's environment with HOME replaced and every Kimi/OpenViking variable removed. */
@@ -110,8 +111,15 @@ export async function installSandbox(root: string, env: Record<string, string | 
     seen = lines.length;
     return text;
   };
+  /** Runs install or uninstall in-process (exit 0 expected); what it printed. */
+  const run = async (command: typeof runInstall, o: Partial<InstallOptions> = {}, c = ctx()) => {
+    said();
+    assertEquals(await command(c, opts(o)), 0, lines.join("\n"));
+    return said();
+  };
   const plugin = `${kimi}/plugins/managed/openviking-memory`;
   return {
+    run,
     root,
     home,
     kimi,
