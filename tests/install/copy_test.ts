@@ -109,8 +109,7 @@ Deno.test({
       stats,
       "the bundles are not written again",
     );
-    assertEquals(await runUninstall(t.ctx(), opts()), 0, t.all());
-    const kept = t.said();
+    const kept = await t.run(runUninstall);
     assertMatch(
       kept,
       /Files kept \(remove them with --purge\): the program copies in .*\/versions, the command \S+\.$/m,

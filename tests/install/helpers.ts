@@ -111,10 +111,15 @@ export async function installSandbox(root: string, env: Record<string, string | 
     seen = lines.length;
     return text;
   };
-  /** Runs install or uninstall in-process (in `env`, if given; exit 0 expected); what it printed. */
-  const run = async (command: typeof runInstall, o: Partial<InstallOptions> = {}, env?: Context["env"]) => {
+  /** Runs install or uninstall in-process (`extra` over the context; exit `code`); what it printed. */
+  const run = async (
+    command: typeof runInstall,
+    o: Partial<InstallOptions> = {},
+    extra: Partial<Context> = {},
+    code = 0,
+  ) => {
     said();
-    assertEquals(await command(ctx(self, env && { env }), opts(o)), 0, lines.join("\n"));
+    assertEquals(await command(ctx(extra.self, extra), opts(o)), code, lines.join("\n"));
     return said();
   };
   const plugin = `${kimi}/plugins/managed/openviking-memory`;

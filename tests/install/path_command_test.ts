@@ -58,7 +58,7 @@ Deno.test({
     const onPath = { ...bare, PATH: `${bin}:${BARE_PATH}` };
 
     // Not on PATH: where it is, what to add, and the absolute path in every message.
-    const out = await t.run(runInstall, {}, bare);
+    const out = await t.run(runInstall, {}, { env: bare });
     assertStringIncludes(out, `Command: openviking-kimi is ${command} — ${bin} is not on PATH: add it`);
     assertStringIncludes(out, `\`export PATH="${bin}:$PATH"\``);
     assertStringIncludes(out, `\`${command} doctor\` checks the setup`);
@@ -78,7 +78,7 @@ Deno.test({
 
     // On PATH: its name.
     assertStringIncludes(
-      await t.run(runInstall, {}, onPath),
+      await t.run(runInstall, {}, { env: onPath }),
       `Command: openviking-kimi is ${command} (${bin} is on PATH).`,
     );
     assertEquals((await shell(onPath, "openviking-kimi version")).trim(), VERSION);
@@ -95,11 +95,11 @@ Deno.test({
 
     // uninstall keeps it with the program (and says so); --purge removes it.
     assertMatch(
-      await t.run(runUninstall, {}, bare),
+      await t.run(runUninstall, {}, { env: bare }),
       new RegExp(`Files kept .*the command ${command}\\.$`, "m"),
     );
     assertEquals((await shell(bare, `${command} version`)).trim(), VERSION);
-    await t.run(runUninstall, { purge: true }, bare);
+    await t.run(runUninstall, { purge: true }, { env: bare });
     assertEquals(await there(command), false);
   },
 });
@@ -116,7 +116,7 @@ Deno.test({
     await Deno.writeTextFile(`${bin}/openviking-kimi`, mine, { mode: 0o755 });
     const env = isolatedEnv(t.home, { OPENVIKING_URL: closedAddress(), PATH: `${bin}:${BARE_PATH}` });
 
-    const out = await t.run(runInstall, {}, env);
+    const out = await t.run(runInstall, {}, { env });
     assertMatch(
       out,
       new RegExp(`no openviking-kimi command placed at ${bin}/openviking-kimi \\(a file that is not ours`),
@@ -126,17 +126,17 @@ Deno.test({
     const launcher = out.match(/^Hooks run: (\S+) hook <event>$/m)![1];
     assertMatch(out, new RegExp(`not ours.*; run ${launcher}\\.$`, "m"));
     assertStringIncludes(out, `\`deno task -q --config ${ROOT}/deno.json cli doctor\` checks the setup`);
-    await t.run(runUninstall, { purge: true }, env);
+    await t.run(runUninstall, { purge: true }, { env });
     assertEquals(await Deno.readTextFile(`${bin}/openviking-kimi`), mine, "a purge leaves it too");
 
     const elsewhere = `${dir.path}/tools`;
     const moved = { ...env, OPENVIKING_KIMI_BIN_DIR: elsewhere, PATH: `${elsewhere}:${BARE_PATH}` };
     assertStringIncludes(
-      await t.run(runInstall, {}, moved),
+      await t.run(runInstall, {}, { env: moved }),
       `Command: openviking-kimi is ${elsewhere}/openviking-kimi (`,
     );
     assertEquals((await shell(moved, "openviking-kimi version")).trim(), VERSION);
-    await t.run(runUninstall, { purge: true }, moved);
+    await t.run(runUninstall, { purge: true }, { env: moved });
     assertEquals(await there(`${elsewhere}/openviking-kimi`), false);
   },
 });
@@ -152,7 +152,7 @@ Deno.test({
     await Deno.remove(t.kimi); // no Kimi home yet: install makes it, the purge takes it out
     const command = `${home}/.local/bin/openviking-kimi`;
     const env = isolatedEnv(home, { OPENVIKING_URL: closedAddress(), PATH: BARE_PATH });
-    await t.run(runInstall, {}, env);
+    await t.run(runInstall, {}, { env });
     // What a session start leaves in the shared state directory (its housekeeping stamp).
     const payload = JSON.stringify({
       hook_event_name: "SessionStart",
