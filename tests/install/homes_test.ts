@@ -186,17 +186,15 @@ Deno.test({
     const ctx = t.ctx(await fakeCompiled(dir.path));
     const [made, mine] = [`${t.home}/kimi2`, `${t.home}/kimi3`];
     await Deno.mkdir(`${mine}/plugins`, { recursive: true }); // the user's, before any install
-    assertEquals(await runInstall(ctx, opts()), 0, t.all());
+    await t.run(runInstall, {}, ctx);
     for (const home of [made, mine]) {
-      assertEquals(await runInstall(ctx, opts({ kimiHome: home, mode: "plugin" })), 0, t.all());
+      await t.run(runInstall, { kimiHome: home, mode: "plugin" }, ctx);
     }
     const homes = `${t.ov}/agent-integrations/kimicode/kimi-homes`;
     for (const kimiHome of [made, mine, undefined]) {
       const before = await tree(t.home);
-      t.said();
-      assertEquals(await runUninstall(ctx, opts({ kimiHome, purge: true, dryRun: true })), 0, t.all());
-      const dry = t.said();
-      assertEquals(await runUninstall(ctx, opts({ kimiHome, purge: true })), 0, t.all());
+      const dry = await t.run(runUninstall, { kimiHome, purge: true, dryRun: true }, ctx);
+      await t.run(runUninstall, { kimiHome, purge: true }, ctx);
       const after = await tree(t.home);
       const removed = before.filter((p) => !after.includes(p)).map((p) => `${t.home}${p.replace(/\/$/, "")}`);
       const topmost = removed.filter((p) => !removed.includes(p.slice(0, p.lastIndexOf("/"))));
