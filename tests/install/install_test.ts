@@ -33,7 +33,7 @@ Deno.test("config mode: block + mcp.json, .bak kept; uninstall restores the byte
   assertEquals(await read(`${t.kimi}/config.toml.bak`), USER_CONFIG);
   const mcp = JSON.parse((await read(`${t.kimi}/mcp.json`))!);
   assertEquals(mcp.mcpServers.openviking.args.at(-1), "mcp");
-  assertStringIncludes(t.lines.join("\n"), "Hooks run: ");
+  assertStringIncludes(t.all(), "Hooks run: ");
   const state = await readKimiState(t.kimi);
   for (const where of registrations(state).values()) assertEquals(where, ["config.toml"]);
 
@@ -69,7 +69,7 @@ Deno.test("uninstall --purge deletes the ledger and the default log, never a con
   const self = await fakeCompiled(dir.path);
   const log = `${dir.path}/elsewhere/openviking.log`;
   const ctx = (): Context => ({ ...t.ctx(self), env: { ...t.ctx(self).env, OPENVIKING_DEBUG_LOG: log } });
-  assertEquals(await runInstall(ctx(), opts()), 0, t.lines.join("\n"));
+  assertEquals(await runInstall(ctx(), opts()), 0, t.all());
   // What hook runs leave behind: a session's ledger (prompt snippets), its state, the log, a queued turn.
   const ledger = `${t.ov}/ledger/kimicode/session_1.jsonl`;
   const logLine = `${
@@ -83,7 +83,7 @@ Deno.test("uninstall --purge deletes the ledger and the default log, never a con
   const refused = { role: "user" as const, content: "a refused turn" };
   await keepRejected(`${t.ov}/pending`, "kc-s1", { messages: [refused] }, { status: 400, message: "no" });
   t.lines.length = 0;
-  assertEquals(await runUninstall(ctx(), opts({ purge: true })), 0, t.lines.join("\n"));
+  assertEquals(await runUninstall(ctx(), opts({ purge: true })), 0, t.all());
   for (const gone of [`${t.ov}/ledger`, `${t.ov}/logs/kimicode-hooks.log`, `${t.ov}/hook-state/kimicode`]) {
     assertEquals(await Deno.lstat(gone).then(() => "there", () => "gone"), "gone", gone);
   }
@@ -92,10 +92,10 @@ Deno.test("uninstall --purge deletes the ledger and the default log, never a con
     1,
     "a turn not yet delivered is never deleted",
   );
-  assertMatch(t.lines.join("\n"), /Kept: 1 queued write\(s\) .*not yet delivered.*replay/);
+  assertMatch(t.all(), /Kept: 1 queued write\(s\) .*not yet delivered.*replay/);
   assertEquals((await rejectedWrites(`${t.ov}/pending`)).map((k) => k.payload), [refused], "nor one refused");
   assertMatch(
-    t.lines.join("\n"),
+    t.all(),
     /Kept: 1 write\(s\) OpenViking refused .*kimicode-rejected.*replay --rejected/,
   );
 
@@ -105,7 +105,7 @@ Deno.test("uninstall --purge deletes the ledger and the default log, never a con
     await Deno.mkdir(`${t.ov}/pending/${d}`);
   }
   t.lines.length = 0;
-  assertEquals(await runUninstall(ctx(), opts({ purge: true })), 0, t.lines.join("\n"));
+  assertEquals(await runUninstall(ctx(), opts({ purge: true })), 0, t.all());
   for (const d of ["kimicode", "kimicode-rejected"]) {
     assertEquals(await Deno.lstat(`${t.ov}/pending/${d}`).then(() => "there", () => "gone"), "gone", d);
   }
@@ -125,7 +125,7 @@ Deno.test("--dry-run says what would be done and prints the diff (API key masked
   );
   assertEquals(code, 0);
   assertEquals(await snapshot(t.home), before);
-  const out = t.lines.join("\n");
+  const out = t.all();
   assertMatch(out, /^\+\[\[hooks\]\]␍?$/m);
   assertMatch(out, /"api_key": "\*+"/);
   assertNotMatch(out, /sk-very-secret/);
@@ -159,7 +159,7 @@ Deno.test("credentials go to ovcli.conf (merged, 0600, the file replaced kept as
       credentials: { url: "http://127.0.0.1:1933", apiKey: "sk-secret-1", account: "acme", user: "ann" },
     }),
   );
-  assertEquals(code, 0, t.lines.join("\n"));
+  assertEquals(code, 0, t.all());
   const conf = JSON.parse((await read(`${t.ov}/ovcli.conf`))!);
   assertEquals(conf, {
     url: "http://127.0.0.1:1933",
@@ -176,7 +176,7 @@ Deno.test("credentials go to ovcli.conf (merged, 0600, the file replaced kept as
     url: "http://old",
     extra_headers: { X: "1" },
   });
-  assertNotMatch(t.lines.join("\n"), /sk-secret-1/);
+  assertNotMatch(t.all(), /sk-secret-1/);
   assertNotMatch((await read(`${t.kimi}/config.toml`))!, /sk-secret-1/);
   assertNotMatch((await read(`${t.kimi}/mcp.json`))!, /sk-secret-1/);
 });
@@ -196,7 +196,7 @@ Deno.test({
     const modes = () => Promise.all([`${t.kimi}/config.toml`, `${t.kimi}/mcp.json`, t.ov].map(mode));
     assertEquals(await modes(), ["644", "644", "755"]);
     const install = opts({ credentials: { url: "http://127.0.0.1:1933" } });
-    assertEquals(await runInstall(t.ctx(self), install), 0, t.lines.join("\n"));
+    assertEquals(await runInstall(t.ctx(self), install), 0, t.all());
     assertEquals(await modes(), ["644", "644", "755"], "installed");
     assertEquals(await mode(`${t.ov}/ovcli.conf`), "600", "created: private");
     assertEquals(await mode(`${t.kimi}/config.toml.bak`), "600", "created: private");
@@ -207,7 +207,7 @@ Deno.test({
     assertEquals(await read(`${t.kimi}/config.toml`), USER_CONFIG);
     assertEquals(await modes(), ["644", "644", "755"], "uninstalled");
     assertStringIncludes(
-      t.lines.join("\n"),
+      t.all(),
       `Kept: ${t.ov}/ovcli.conf and the queue files of OpenViking's other clients in ${t.ov}/pending.`,
     );
   },
@@ -260,7 +260,7 @@ Deno.test("plugin mode from a compiled binary copies it to ./bin; a corrupt regi
   const before = await snapshot(t.kimi);
   await t.run(runInstall, { mode: "plugin" }, { self }, 1);
   assertEquals(await snapshot(t.kimi), before);
-  assertMatch(t.lines.join("\n"), /ERR .*installed\.json is not a Kimi plugin registry/);
+  assertMatch(t.all(), /ERR .*installed\.json is not a Kimi plugin registry/);
 });
 
 Deno.test("switching modes replaces the other one: never registered twice", async () => {
@@ -355,7 +355,7 @@ Deno.test("uninstall leaves what is not ours and says so", async () => {
   await Deno.writeTextFile(`${t.kimi}/mcp.json`, mcp);
   await t.run(runUninstall);
   assertEquals(await read(`${t.kimi}/mcp.json`), mcp);
-  assertMatch(t.lines.join("\n"), /^Nothing to change: nothing of openviking-kimi is registered/m);
+  assertMatch(t.all(), /^Nothing to change: nothing of openviking-kimi is registered/m);
   assertEquals(await runInstall(t.ctx(), opts()), 1, "a foreign openviking MCP server is not overwritten");
   assertEquals(await read(`${t.kimi}/mcp.json`), mcp);
 });
