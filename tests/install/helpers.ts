@@ -138,13 +138,8 @@ export async function installSandbox(root: string, env: Record<string, string | 
 }
 
 /** A file's text, or undefined when it cannot be read. */
-export async function read(path: string): Promise<string | undefined> {
-  try {
-    return await Deno.readTextFile(path);
-  } catch {
-    return undefined;
-  }
-}
+export const read = (path: string): Promise<string | undefined> =>
+  Deno.readTextFile(path).catch(() => undefined);
 
 /** Every entry under `dir`: file bytes (one character each), directories, and symlink targets. */
 export async function snapshot(dir: string): Promise<Record<string, string>> {
@@ -173,19 +168,12 @@ export async function cli(env: Record<string, string>, args: string[], code = 0)
   return `${r.stdout}${r.stderr}`;
 }
 
-/** Every path under `dir` (directories end in "/"), sorted. */
+/** Every path under `dir` (directories end in "/"; those `skip` matches left out), sorted. */
 export async function tree(dir: string, skip: RegExp = /^$/): Promise<string[]> {
-  const out: string[] = [];
-  const walk = async (d: string) => {
-    for await (const e of Deno.readDir(d)) {
-      const p = `${d}/${e.name}`;
-      if (skip.test(p.slice(dir.length))) continue;
-      out.push(`${p.slice(dir.length)}${e.isDirectory ? "/" : ""}`);
-      if (e.isDirectory) await walk(p);
-    }
-  };
-  await walk(dir);
-  return out.sort();
+  const entries = Object.entries(await snapshot(dir)).map(([p, v]) =>
+    p.slice(dir.length) + (v.startsWith("<dir") ? "/" : "")
+  );
+  return entries.filter((p) => !skip.test(p.replace(/\/$/, ""))).sort();
 }
 
 /** A planner's result that must succeed (its refusal thrown). */
