@@ -16,7 +16,7 @@ import { tempDir } from "../support/temp.ts";
 import type { Context, InstallOptions } from "../../install/transaction.ts";
 import { runInstall, runUninstall } from "../../install/install.ts";
 import { versionsDir } from "../../install/program.ts";
-import { cloneCheckout, installSandbox } from "./helpers.ts";
+import { cloneCheckout, exists, installSandbox } from "./helpers.ts";
 import { launcherInfo } from "../../install/launcher.ts";
 import { COPY_FILES, COPY_RUN_FLAGS, productionFlags } from "../../lib/self.ts";
 import { VERSION } from "../../lib/version.ts";
@@ -222,7 +222,7 @@ Deno.test({
     assertMatch(kept, new RegExp(`kept the version ${old}: a running process uses it`));
     assertMatch(kept, new RegExp(`kept the version ${other}: the Kimi home ${kimi2} runs it`));
     assertEquals((await files(old)).sort(), oldFiles, "nothing of a running version changes");
-    assertEquals(await Deno.lstat(stale).then(() => true, () => false), false, "an old leftover goes");
+    assertEquals(await exists(stale), false, "an old leftover goes");
 
     await writer.close();
     reader.releaseLock();
@@ -230,8 +230,8 @@ Deno.test({
     await server.stdout.cancel().catch(() => {});
     const removed = await t.install({ credentials: { url: "http://127.0.0.1:3" } });
     assertStringIncludes(removed, `previous version removed: ${old}`);
-    assertEquals(await Deno.lstat(old).then(() => true, () => false), false);
-    assertTrue(await Deno.lstat(other).then(() => true, () => false), "still registered elsewhere");
-    assertTrue(await Deno.lstat(current).then(() => true, () => false), "the current one stays");
+    assertEquals(await exists(old), false);
+    assertTrue(await exists(other), "still registered elsewhere");
+    assertTrue(await exists(current), "the current one stays");
   },
 });

@@ -137,6 +137,9 @@ export async function installSandbox(root: string, env: Record<string, string | 
   };
 }
 
+/** Whether something (a link too, dangling or not) is at `path`. */
+export const exists = (path: string): Promise<boolean> => Deno.lstat(path).then(() => true, () => false);
+
 /** A file's text, or undefined when it cannot be read. */
 export const read = (path: string): Promise<string | undefined> =>
   Deno.readTextFile(path).catch(() => undefined);

@@ -13,11 +13,9 @@ import {
   assertTrue,
 } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
-import { fakeCompiled, installSandbox } from "./helpers.ts";
+import { exists, fakeCompiled, installSandbox } from "./helpers.ts";
 import { runInstall, runUninstall } from "../../install/install.ts";
 import { currentSelf } from "../../install/placement.ts";
-
-const exists = (path: string) => Deno.lstat(path).then(() => true, () => false);
 
 /** The `.bak` files of a Kimi home and of its `plugins/`. */
 async function backups(kimi: string): Promise<string[]> {

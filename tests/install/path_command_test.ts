@@ -17,6 +17,7 @@ import { ROOT, runProcess } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import {
   closedAddress,
+  exists,
   installSandbox,
   isolatedEnv,
   NO_SERVER_HEADING,
@@ -40,9 +41,6 @@ async function shell(env: Record<string, string>, line: string, code = 0): Promi
   assertEquals(r.code, code, `${line}\n${r.stdout}\n${r.stderr}`);
   return `${r.stdout}${r.stderr}`;
 }
-
-/** Whether something (a link too, dangling or not) is at `path`. */
-const there = (path: string) => Deno.lstat(path).then(() => true, () => false);
 
 Deno.test({
   name: "install puts openviking-kimi in ~/.local/bin, says what to add to PATH, and messages name it",
@@ -100,7 +98,7 @@ Deno.test({
     );
     assertEquals((await shell(bare, `${command} version`)).trim(), VERSION);
     await t.run(runUninstall, { purge: true }, { env: bare });
-    assertEquals(await there(command), false);
+    assertEquals(await exists(command), false);
   },
 });
 
@@ -137,7 +135,7 @@ Deno.test({
     );
     assertEquals((await shell(moved, "openviking-kimi version")).trim(), VERSION);
     await t.run(runUninstall, { purge: true }, { env: moved });
-    assertEquals(await there(`${elsewhere}/openviking-kimi`), false);
+    assertEquals(await exists(`${elsewhere}/openviking-kimi`), false);
   },
 });
 
@@ -163,8 +161,8 @@ Deno.test({
     await shell(env, `printf '%s' '${payload}' | ${command} hook session-start`);
     // Its detached worker writes it: wait until it is there (the test fails if it never comes).
     const stamp = `${home}/.openviking/state/kimicode-housekeeping.json`;
-    for (let i = 0; i < 600 && !(await there(stamp)); i++) await new Promise((r) => setTimeout(r, 100));
-    assertTrue(await there(stamp), "session start's worker left its stamp");
+    for (let i = 0; i < 600 && !(await exists(stamp)); i++) await new Promise((r) => setTimeout(r, 100));
+    assertTrue(await exists(stamp), "session start's worker left its stamp");
     // And until the worker has ended (its hold on the copy's lock gone), so only the uninstall holds it.
     const versions = `${home}/.openviking/agent-integrations/kimicode/versions`;
     const [version] = await Array.fromAsync(Deno.readDir(versions), (e) => e.name);

@@ -12,13 +12,11 @@ import {
   assertTrue,
 } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
-import { closedAddress, fakeCompiled, installSandbox } from "./helpers.ts";
+import { closedAddress, exists, fakeCompiled, installSandbox } from "./helpers.ts";
 import { runInstall, runUninstall } from "../../install/install.ts";
 import { SessionQueue } from "../../openviking/queue.ts";
 import { sessionDestination } from "../../memory/context.ts";
 import { appendLedger } from "../../memory/ledger.ts";
-
-const exists = (p: string) => Deno.lstat(p).then(() => true, () => false);
 
 Deno.test("uninstall --purge deletes the config.toml.bak install made, byte-identical to config.toml, in each home", async () => {
   await using dir = await tempDir();
