@@ -74,6 +74,19 @@ export async function serverChecks(
   if (search.ok || (options.quick && search.kind !== "auth")) {
     return [up, auth.ok(`${options.quick ? "memory's routes answer" : "a search works"} (${key})`)];
   }
+  // Past the key's check, the search asked the server's embedding model (OpenViking's words: "Upstream model …").
+  if (!options.quick && search.kind === "server" && /^Upstream model\b/.test(search.error.message)) {
+    return [
+      up,
+      auth.ok(`the key is accepted (${key})`),
+      checkOf("model").fail(
+        `the server's model is unreachable, so search and recall fail (HTTP ${search.status}): ` +
+          `"${search.error.message}"`,
+        "on the server, check ov.conf's embedding section (embedding.dense: provider, api_base, model, api_key): " +
+          "its api_base must answer from the server's machine; then restart OpenViking",
+      ),
+    ];
+  }
   const advice = adviceFor(search, config.baseUrl, env);
   const what = options.quick ? "memory's routes refuse the key" : "a search failed";
   return [up, auth.fail(`${what} (${key}): ${advice.summary}`, advice.fix)];
