@@ -9,7 +9,7 @@ import { HOOKS } from "../kimi/hooks.ts";
 import { VERSION } from "../lib/version.ts";
 import { commandName } from "../lib/self.ts";
 import { type Env, processEnv } from "../lib/paths.ts";
-import { textColumns } from "../lib/columns.ts";
+import { wrap } from "../lib/columns.ts";
 
 /** The program's name in usage lines. */
 const PROGRAM = "openviking-kimi";
@@ -242,30 +242,6 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
 function print(text: string): number {
   console.log(text);
   return 0;
-}
-
-/** Help and usage lines are wrapped to this many columns, and so are the reports' lines. */
-export const WIDTH = 80;
-
-/**
- * `line` wrapped at spaces into lines of at most `width`, continuations indented by `indent`; a word (a URI)
- * is never broken, and the line's indent and list marker (`+ `, `- `) stay with its first word.
- */
-export function wrap(line: string, indent: string, width = WIDTH): string[] {
-  if (textColumns(line) <= width) return [line];
-  const lead = /^ *(?:[+-] )?/.exec(line)![0];
-  const [first, ...words] = line.slice(lead.length).split(/(?<= )(?=[^ ])/);
-  const out: string[] = [];
-  let current = `${lead}${first}`;
-  for (const word of words) {
-    if (textColumns(current) + textColumns(word.trimEnd()) <= width) current += word;
-    else {
-      out.push(current.trimEnd());
-      current = `${indent}${word}`;
-    }
-  }
-  out.push(current.trimEnd());
-  return out;
 }
 
 /** Words kept whole by `wrap` (a usage word's inner spaces are no-break ones until the line is made). */

@@ -32,7 +32,7 @@ import { scrub } from "../lib/scrub.ts";
 import { readState, statePaths } from "../memory/state.ts";
 import { dueAt } from "../memory/idle-commit.ts";
 import { VERSION } from "../lib/version.ts";
-import { wrap } from "./mod.ts";
+import { wrap } from "../lib/columns.ts";
 import { commandName, workspaceDir } from "../lib/self.ts";
 import { SESSION_PREFIX } from "../memory/context.ts";
 import { type Alarm, alarmWords, askAlarm, memoriesOf } from "../memory/extraction.ts";
