@@ -244,17 +244,15 @@ function print(text: string): number {
   return 0;
 }
 
-/** Words kept whole by `wrap` (a usage word's inner spaces are no-break ones until the line is made). */
-const whole = (word: string) => word.replaceAll(" ", "\u00a0");
-const spaced = (line: string) => line.replaceAll("\u00a0", " ");
-
 /** The usage lines of command `name` (every positional and flag), starting with `lead`. */
 export function usageLines(name: string, lead = "Usage: "): string[] {
   const cmd = COMMANDS[name];
   const words = [...Object.keys(cmd.args), ...Object.entries(cmd.flags).map(([n, f]) => `[${form(n, f)}]`)];
   const prefix = `${lead}${PROGRAM} ${name} `;
   if (!words.length) return [prefix.trimEnd()];
-  return wrap(prefix + words.map(whole).join(" "), " ".repeat(prefix.length)).map(spaced);
+  // Each word kept whole by `wrap`: its inner spaces are no-break ones until the line is made.
+  const line = prefix + words.map((w) => w.replaceAll(" ", "\u00a0")).join(" ");
+  return wrap(line, " ".repeat(prefix.length)).map((l) => l.replaceAll("\u00a0", " "));
 }
 
 /** Two indented columns: the left one padded to its widest entry (at most 24), the right one wrapped. */
