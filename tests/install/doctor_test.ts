@@ -169,6 +169,14 @@ Deno.test("doctor: the server's embedding model unreachable → the model check 
     assertStringIncludes(c.model.summary, "model is unreachable");
     assertStringIncludes(c.model.summary, words);
     assertMatch(c.model.fix!, /ov\.conf's embedding section/);
+    // The model's provider refusing the server's key is passed on as a 401: still the model's, not our key's.
+    fake.clearFaults();
+    const refused = "Upstream model authentication failed (HTTP 401): Incorrect API key provided";
+    fake.fault({ route: "POST /api/v1/search/find", status: 401, error: { message: refused } });
+    const again = byId(await t.doctor());
+    assertEquals([again.auth.status, again.model?.status], ["ok", "fail"]);
+    assertStringIncludes(again.model.summary, `refuses the server's requests`);
+    assertStringIncludes(again.model.summary, refused);
   } finally {
     await fake.close();
   }
