@@ -84,7 +84,7 @@ export async function serverChecks(
       : "fails";
     return [
       up,
-      auth.ok(`the key is accepted (${key})`),
+      auth.ok(`the server takes the request (${key})`),
       checkOf("model").fail(
         `the server's model ${what}, so search and recall fail (HTTP ${search.status}): "${search.error.message}"`,
         "on the server, check ov.conf's embedding section (embedding.dense: provider, api_base, model, api_key): " +
