@@ -499,38 +499,41 @@ async function guarded(id: string, what: string, part: () => Check[] | Promise<C
   }
 }
 
-/** Runs every check; a server's words may quote the key back, so none leaves unscrubbed. */
+/**
+ * Runs every part of doctor, in the order it prints them: Kimi's side only with a Kimi home, the local places
+ * (queue, captures, breaker, commits) only with a home directory too. A server's words may quote the key back,
+ * so none leaves unscrubbed.
+ */
 export async function runDoctor(ctx: DoctorContext): Promise<Check[]> {
-  const { env } = ctx;
+  const { env, home } = ctx;
   const homes = await guarded("home", "the home directory", () => homeChecks(env));
   const { config, warnings } = await loadConfig(env, ctx.cwd);
-  const server = () => guarded("server", "the server", () => serverChecks(config, undefined, { env }));
-  if (!ctx.home) return scrub([...homes, ...await server()], [config.apiKey]) as Check[];
-  const state = await readKimiState(ctx.home);
+  const state = home ? await readKimiState(home) : undefined;
+  const failed = homes.some((c) => c.id === "home" && c.status === "fail");
+  const places = state && !failed ? await readPlaces(env, config) : undefined;
   const settings = checkOf("settings").warn(
     "some settings were ignored",
     "correct the values named above (environment or ~/.openviking/ovcli.conf); a workspace file may only make " +
       "memory stricter: set the others in ~/.openviking/ovcli.conf",
     warnings,
   );
-  const checks: Check[] = [
-    ...await guarded("kimi-home", "Kimi's home", () => kimiChecks(ctx.home, state)),
-    ...await guarded("hooks", "the registrations", () => registrationChecks(state, runIn(env))),
-    ...await guarded("command", "the registered program", () => commandChecks(ctx, state)),
-    ...homes,
-    ...(warnings.length ? [settings] : []),
-    ...await server(),
+  const checks: Check[] = [];
+  const answers = () => !checks.some((c) => (c.id === "server" || c.id === "auth") && c.status === "fail");
+  const kimi = (part: (s: KimiState) => Check[] | Promise<Check[]>) => () => state ? part(state) : [];
+  const local = (part: (p: Places) => Check[] | Promise<Check[]>) => () => places ? part(places) : [];
+  const parts: [string, string, () => Check[] | Promise<Check[]>][] = [
+    ["kimi-home", "Kimi's home", kimi((s) => kimiChecks(home, s))],
+    ["hooks", "the registrations", kimi((s) => registrationChecks(s, runIn(env)))],
+    ["command", "the registered program", kimi((s) => commandChecks(ctx, s))],
+    ["home", "the home directory", () => homes],
+    ["settings", "the settings", kimi(() => warnings.length ? [settings] : [])],
+    ["server", "the server", () => serverChecks(config, undefined, { env })],
+    ["queue", "the pending queue", local((p) => queueChecks(env, p, ctx.now))],
+    ["captures", "the captures", local((p) => captureChecks(env, config, p, answers()))],
+    ["recall", "the recall breaker", local(recallChecks)],
+    ["extraction", "the commits", local(() => answers() ? extractionChecks(config) : [])],
   ];
-  if (!homes.some((c) => c.id === "home" && c.status === "fail")) {
-    const places = await readPlaces(env, config);
-    checks.push(...await guarded("queue", "the pending queue", () => queueChecks(env, places, ctx.now)));
-    const answers = !checks.some((c) => (c.id === "server" || c.id === "auth") && c.status === "fail");
-    checks.push(
-      ...await guarded("captures", "the captures", () => captureChecks(env, config, places, answers)),
-    );
-    checks.push(...await guarded("recall", "the recall breaker", () => recallChecks(places)));
-    if (answers) checks.push(...await guarded("extraction", "the commits", () => extractionChecks(config)));
-  }
+  for (const [id, what, part] of parts) checks.push(...await guarded(id, what, part));
   return scrub(checks, [config.apiKey]) as Check[];
 }
 

@@ -5,7 +5,7 @@
 
 import { assertEquals, assertTrue } from "../tests/support/assert.ts";
 import { commitCost, renderStatus, type Status } from "./status.ts";
-import { WIDTH as STATUS_COLUMNS } from "./mod.ts";
+import { WIDTH as STATUS_COLUMNS } from "../lib/columns.ts";
 
 const NOW = Date.parse("2026-12-01T12:00:00.000Z");
 const LONG =

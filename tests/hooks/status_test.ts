@@ -13,7 +13,7 @@ import { enqueueMessages } from "../support/queue.ts";
 import { tempDir } from "../support/temp.ts";
 import { runIn } from "../cli/in-process.ts";
 import { collectStatus, renderStatus } from "../../cli/status.ts";
-import { WIDTH as STATUS_COLUMNS } from "../../cli/mod.ts";
+import { WIDTH as STATUS_COLUMNS } from "../../lib/columns.ts";
 import {
   appendLedger,
   type LedgerEntry,
