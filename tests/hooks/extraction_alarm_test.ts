@@ -6,7 +6,7 @@
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { FAKE_DIGEST_FIRST, FakeOpenViking, type FakeTask } from "../support/fake-openviking.ts";
 import { hookIn, sandboxEnv } from "../support/hook-context.ts";
-import { runCli } from "../support/run.ts";
+import { runIn } from "../cli/in-process.ts";
 import { tempDir } from "../support/temp.ts";
 import { stdinOf } from "./world.ts";
 
@@ -74,7 +74,7 @@ Deno.test("three failed extractions: the next session's first prompt says so onc
     "recall off, capture on: told too",
   );
 
-  const cli = async (...args: string[]) => await runCli(args, { env, clearEnv: true, cwd: dir.path });
+  const cli = (...args: string[]) => runIn(env, args);
   const status = JSON.parse((await cli("status", "--json")).stdout);
   assertEquals([status.extraction.commits, status.extraction.failed], [3, 3]);
   assertEquals(

@@ -1,12 +1,12 @@
 /**
  * A session's prompts in-process (`runHook`) against the fake OpenViking: a prompt whose recall failed says
- * so in the ledger and in `status` (a process: another command).
+ * so in the ledger and in `status`.
  */
 
 import { assertEquals, assertMatch } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { sandboxEnv } from "../support/hook-context.ts";
-import { runCli } from "../support/run.ts";
+import { runIn } from "../cli/in-process.ts";
 import { runHook } from "../../memory/dispatch.ts";
 import { DUPLICATE_WINDOW_MS } from "../../memory/prompt.ts";
 import { tempDir } from "../support/temp.ts";
@@ -34,7 +34,7 @@ Deno.test("prompt session: a prompt whose recall or profile failed says why in i
     (await Deno.readTextFile(`${dir.path}/.openviking/ledger/kimicode/${SESSION}.jsonl`))
       .trim().split("\n").map((l) => JSON.parse(l));
   const lastError = async () => {
-    const r = await runCli(["status", "--json"], { env: up, clearEnv: true });
+    const r = await runIn(up, ["status", "--json"]);
     assertEquals(r.code, 0, r.stderr);
     return JSON.parse(r.stdout).sessions.find((s: { kimiSessionId: string }) => s.kimiSessionId === SESSION)
       ?.lastError;
