@@ -50,6 +50,13 @@ export function pathsUnder(dir: string, keep: (path: string, e: Deno.DirEntry) =
   return out.sort();
 }
 
+/** Every path under `dir` with its size and mtime: a snapshot that any write changes. */
+export const snapshot = (dir: string) =>
+  pathsUnder(dir).map((p) => {
+    const info = Deno.lstatSync(`${dir}${p}`);
+    return `${p} ${info.size} ${info.mtime?.getTime()}`;
+  });
+
 /** Polls `cond` every 50 ms until it holds; throws after `timeoutMs`. */
 export async function waitFor(what: string, cond: () => Promise<boolean> | boolean, timeoutMs = 30_000) {
   const end = Date.now() + timeoutMs;
