@@ -91,6 +91,9 @@ export async function world(
     /** Runs `hook <event>` in-process; its stdout. */
     run: async (event: string, extra: Record<string, unknown> = {}, more: Record<string, string> = {}) =>
       (await hookIn(event, { env: { ...env, ...more }, stdin: stdinOf(event, session, extra) })).stdout,
+    /** Runs `hook <event>` of session `s` in-process, `more` over the environment; its stdout. */
+    runAs: async (s: string, event: string, extra: Record<string, unknown> = {}, more = {}) =>
+      (await hookIn(event, { env: { ...env, ...more }, stdin: stdinOf(event, s, extra) })).stdout,
     /** Runs `hook <event>`, which must print nothing. */
     hook: async (event: string, extra: Record<string, unknown> = {}, s = session) =>
       assertEquals((await hookIn(event, { env, stdin: stdinOf(event, s, extra) })).stdout, ""),
