@@ -13,7 +13,6 @@ import { withLock } from "../../lib/lock.ts";
 import { readLedger } from "../../memory/ledger.ts";
 import { readState, writeState } from "../../memory/state.ts";
 import { WORKER_ENV } from "../../kimi/detach.ts";
-import { dueAt } from "../../memory/idle-commit.ts";
 import { sessionDestination } from "../../memory/context.ts";
 import { loadConfig } from "../../openviking/config.ts";
 import { stdinOf, world } from "./world.ts";
@@ -47,22 +46,6 @@ async function sandbox(policy = "balanced") {
 }
 
 const exists = (path: string) => Deno.lstat(path).then(() => true, () => false);
-
-Deno.test("dueAt: idle after the last capture (now when it is ahead of the clock); never another destination's", () => {
-  const base = { capturedSinceCommit: 2, ovSession: "kc-x", lastCaptureAt: 1000, destination: "d1" };
-  const state = (s: object) => ({ ...base, ...s }) as Parameters<typeof dueAt>[0];
-  assertEquals(dueAt(state({}), 500, "d1", 1200), 1500);
-  assertEquals(dueAt(state({ lastCaptureAt: 9_999_999 }), 500, "d1", 1200), 1200, "a clock set back: now");
-  assertEquals(dueAt(state({ capturedSinceCommit: 0 }), 500, "d1"), undefined);
-  assertEquals(dueAt(state({ ovSession: undefined }), 500, "d1"), undefined);
-  assertEquals(dueAt(state({ destination: "d2" }), 500, "d1"), undefined, "another server or identity");
-  assertEquals(dueAt(state({ destination: undefined }), 500, "d1"), undefined, "unknown: not ours");
-  assertEquals(
-    dueAt(state({ destination: "d2" }), 500, undefined, 1200),
-    1500,
-    "wherever they went (status)",
-  );
-});
 
 Deno.test("balanced: the Stop worker leaves a short turn uncommitted, then its watch commits it once idle", async () => {
   await using s = await sandbox();
