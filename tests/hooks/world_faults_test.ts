@@ -279,7 +279,7 @@ Deno.test("world: a 2.7 MB gzip reply that inflates to 2 GB on every recall rout
   }
 });
 
-Deno.test("world: one session's backlog is never read by another session's capture, and doctor lists it unread", async () => {
+Deno.test("world: FIFOs in one session's queue are never opened: another session's capture, doctor (it counts them unread) and status finish, replay sets them aside", async () => {
   if (Deno.build.os === "windows") return;
   await using w = await world();
   // Session A's queue: one real entry, then 300 "entries" that are FIFOs — reading one would hang forever.
@@ -295,4 +295,9 @@ Deno.test("world: one session's backlog is never read by another session's captu
   assertEquals(w.stored().length, 6, "session B captured, A's backlog untouched");
   const queue = await doctorCheck(w.env, "queue");
   assertMatch(queue.summary, /30001 message\(s\)/, `counted from the file names alone: ${queue.summary}`);
+  assertEquals((await w.cli("status")).code, 0, "status finishes");
+  // Replay sets the FIFOs aside, as they were, and delivers the real entry.
+  assertEquals((await w.cli("replay")).code, 0);
+  assertEquals(w.fake.messages(other).map((m) => m.content), ["queued while offline"]);
+  assertTrue((await Deno.lstat(`${dir}/0000000002-m100.json.unreadable`)).isFifo, "kept aside, a FIFO");
 });
