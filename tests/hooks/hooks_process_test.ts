@@ -3,6 +3,7 @@
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { DEFAULT_ENTRY, FAKE_DIGEST_FIRST } from "../support/fake-openviking.ts";
 import { loadConfig } from "../../openviking/config.ts";
+import { readLedger } from "../../memory/ledger.ts";
 import { messagesOf } from "../../cli/turns.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { cliArgs, denoEnv, runCli, startCli } from "../support/run.ts";
@@ -235,10 +236,16 @@ function procState(pid: number): string {
 }
 
 Deno.test({
-  name: "hook stop: the parent has exited before the worker's first request reaches the server",
+  name:
+    "hook stop: the parent has exited before the worker's first request reaches the server; under balanced the worker's watch commits the idle session, then ends",
   ignore: Deno.build.os !== "linux",
   fn: async () => {
-    await using s = await sandbox("fine");
+    await using s = await world({
+      env: { OPENVIKING_COMMIT_POLICY: "balanced", OPENVIKING_IDLE_COMMIT_SECONDS: "1" },
+    });
+    await s.journal(
+      new JournalBuilder().simpleTurn("a fact taught in kimi -p", "kept it in mind").toString(),
+    );
     let parentPid = 0;
     const seen: string[] = [];
     s.fake.onRequest = () => seen.push(procState(parentPid));
@@ -254,9 +261,21 @@ Deno.test({
     const w = child.stdin.getWriter();
     await w.write(new TextEncoder().encode(stdinOf("stop")));
     await w.close();
-    await waitFor("the worker's requests", () => seen.length >= 2);
     const out = await child.output();
     assertEquals([out.code, new TextDecoder().decode(out.stdout)], [0, ""]);
+    const ledger = async () =>
+      (await readLedger(`${s.home}/.openviking/ledger/kimicode`, SESSION)).map((e) =>
+        e.kind === "capture" && `${e.event}:${e.commit}`
+      );
+    await waitFor("the watch's commit", async () => (await ledger()).includes("idle:committed"));
+    assertEquals(await ledger(), ["stop:none", "idle:committed"], "the watch committed, not the Stop");
+    const watching = () =>
+      [...Deno.readDirSync(`${s.home}/.openviking/hook-state/kimicode`)].some((e) =>
+        e.name.startsWith("idle-watch-")
+      );
+    await waitFor("the watch to end", () => !watching());
+    assertEquals([s.stored().length, s.commits()], [2, 1]);
+    assertTrue(seen.length >= 2);
     for (const state of seen) {
       assertTrue(state === "Z" || state === "", `parent state at a request: ${state}`);
     }

@@ -1,14 +1,14 @@
 /**
  * The idle watch (memory/idle-commit.ts): under balanced/session-end a detached Stop worker commits the home's
  * sessions once idle, one watch per home, so a session that never fires SessionEnd (`kimi -p`) is committed
- * on a server whose own idle commit is off; against the fake OpenViking, in-process and through the entry point.
+ * on a server whose own idle commit is off; against the fake OpenViking, in-process (through the entry point:
+ * tests/hooks/hooks_process_test.ts, "the parent has exited before the worker's first request").
  */
 
 import { assertEquals, assertTrue as assert } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { hookIn } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
-import { runCli } from "../support/run.ts";
 import { withLock } from "../../lib/lock.ts";
 import { readLedger } from "../../memory/ledger.ts";
 import { readState, writeState } from "../../memory/state.ts";
@@ -89,18 +89,6 @@ Deno.test("a server gone before the session is idle: the watch queues the commit
   const queued = await Array.fromAsync(Deno.readDir(`${s.pending}/kimicode/${ov(A)}`));
   assertEquals(queued.map((e) => e.name), ["0000000001-c.json"], "the commit waits in the queue");
   assert(!await exists(s.lock));
-});
-
-Deno.test("the real entry point: a Stop returns at once and its detached worker commits the idle session", async () => {
-  await using s = await sandbox();
-  await s.place(A, "a fact taught in a kimi -p run");
-  const run = await runCli(["hook", "stop"], { env: s.env, stdin: stdinOf("stop", A) });
-  assertEquals([run.code, run.stdout], [0, ""]);
-  const end = Date.now() + 30_000;
-  while (s.commits(A) < 1 && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
-  assertEquals(s.commits(A), 1, "committed by the worker after the hook exited");
-  while (await exists(s.lock) && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
-  assert(!await exists(s.lock), "and its watch ended");
 });
 
 Deno.test("a session captured for another server or key is left to its own: never committed with ours", async () => {
