@@ -560,9 +560,7 @@ export async function collectStatus(
   if (alarm === null) notAsked.push("what the newest commits made");
   if (!conn.reachable) notAsked.unshift("whether the key is accepted");
   const here = queues.destinationOf(config);
-  const elsewhere = queue.sessions.flatMap((s) =>
-    queues.goesTo(s.to, here) ? [] : [{ ...s.to!, entries: s.entries }]
-  );
+  const elsewhere = queues.elsewhereOf(queue.sessions, here);
   const status: Status = {
     version: VERSION,
     connection: conn,
@@ -570,11 +568,11 @@ export async function collectStatus(
     queue: {
       ...totals(queue),
       oldest: queue.sessions[0]?.oldest,
-      nextReplay: elsewhere.length && !queue.sessions.some((s) => queues.goesTo(s.to, here))
+      nextReplay: elsewhere && !queue.sessions.some((s) => queues.goesTo(s.to, here))
         ? "none here — every queued write is for another server or identity (below)"
         : `at the next Kimi session start, or the session's next turn; now: \`${commandName(env)} replay\``,
       setAside: places.setAside,
-      elsewhere: queues.elsewhereWords(elsewhere),
+      elsewhere,
     },
     rejected: {
       ...totals(rejected),

@@ -390,6 +390,33 @@ Deno.test("status and doctor once the server is back: doctor names replay (or th
   assertTrue(!text.includes("last error"), text);
 });
 
+Deno.test("doctor after `install --url` of another server: the writes queued for the first are said to wait for it, with the replay that sends them there", async () => {
+  await using dir = await tempDir();
+  await using first = await FakeOpenViking.start();
+  await using other = await FakeOpenViking.start();
+  const env = statusEnv(dir.path, first.url);
+  first.fault({ route: "*", drop: true }); // the first server is away for the turn
+  await placeJournal(
+    dir.path,
+    SESSION,
+    new JournalBuilder().simpleTurn("what is our CI", "CI only").toString(),
+  );
+  await runHook(env, dir.path, "stop", "Stop");
+  const moved = { ...env, OPENVIKING_URL: other.url }; // as after `install --url` of the other server
+  const r = await runIn(moved, ["doctor", "--json"]);
+  type Check = { id: string; status: string; summary: string; fix?: string };
+  const checks = Object.fromEntries((JSON.parse(r.stdout).checks as Check[]).map((c) => [c.id, c]));
+  const replayThere = `\`OPENVIKING_URL=${first.url} ${commandName(moved)} replay\``;
+  for (const id of ["queue", "captures"]) {
+    const c = checks[id];
+    assertEquals(c.status, "warn", `${id}: ${c.summary}`);
+    assertStringIncludes(c.summary, `for another server or identity (OPENVIKING_URL=${first.url})`);
+    assertTrue(!c.summary.includes(other.url), `${id} names the server the writes are not for: ${c.summary}`);
+    assertStringIncludes(c.fix ?? "", replayThere);
+    assertTrue(!/nothing to do|next turn/.test(c.fix ?? ""), `${id}: ${c.fix}`);
+  }
+});
+
 Deno.test("status: a failed queue replay is the error of the sessions whose writes still wait, of no other", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
