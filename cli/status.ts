@@ -316,7 +316,11 @@ export function commitCost(s: SessionStatus): string | undefined {
   const each = Math.round((s.captures.sent + s.captures.queued - (s.uncommitted?.messages ?? 0)) / made);
   const tokens = Math.max(-1, ...s.commits.map((c) => c.task?.tokens ?? -1));
   return `    cost: ${plural(made, "commit", "commits")}, ${plural(each, "message", "messages")} each, ` +
-    (tokens >= 0 ? `${tokens} model tokens (the server's count)` : "model tokens not reported by the server");
+    (tokens >= 0
+      ? `${tokens} model tokens (the server's count)`
+      : s.commits.some((c) => c.task)
+      ? "model tokens not reported by the server"
+      : "model tokens unknown (the server was not asked)");
 }
 
 function sessionLines(s: SessionStatus, now: number, url: string): string[] {
