@@ -236,11 +236,16 @@ export function replayEntryOf(
   return counts.replayed || counts.rejected || cause ? { ...counts, ...(cause ? { cause } : {}) } : undefined;
 }
 
-/** A failure as the ledger keeps it: `{kind, status, message}`, also from a client failure (`error.message`). */
+/** A failure as the ledger keeps it: `{kind, status, message, code?}`, also from a client failure (`error.…`). */
 function plainCause(cause: unknown): unknown {
   if (!isRecord(cause) || typeof cause.message === "string") return cause;
-  const message = asRecord(cause.error).message;
-  return { kind: cause.kind, status: cause.status, message: typeof message === "string" ? message : "" };
+  const { message, code } = asRecord(cause.error);
+  return {
+    kind: cause.kind,
+    status: cause.status,
+    message: typeof message === "string" ? message : "",
+    ...(typeof code === "string" ? { code } : {}),
+  };
 }
 
 /** The ledger entry of one hook run, or undefined when it did nothing worth recording (pure). */
