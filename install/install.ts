@@ -85,6 +85,7 @@ import { breakerFiles } from "../openviking/breaker.ts";
 import { credentialFilePaths, DEFAULT_BASE_URL, loadConfig, originOf } from "../openviking/config.ts";
 import {
   destinationOf,
+  elsewhereOf,
   elsewhereWords,
   goesTo,
   QUEUE_SUBDIR,
@@ -389,6 +390,17 @@ async function planCredentials(
     const each = (verb: string) =>
       `Note: ${moved.map((h) => `the Kimi home ${h} shares ${path}: it ${verb} ${url} too`).join("; ")}.`;
     plan.notes.push({ planned: each("would then use"), done: each("now uses") });
+  }
+  if (url !== saved.url) {
+    // Writes queued for another address wait for it: say so, and how they go there.
+    const there = destinationOf({ baseUrl: url }).url;
+    const queued = await queueSummary(pendingDir(ctx.env)).catch(() => undefined);
+    const away = elsewhereOf(queued?.sessions.filter((q) => q.to && q.to.url !== there) ?? [], {
+      url: there,
+      account: "",
+      user: "",
+    });
+    if (away) plan.notes.push(`Note: ${away.summary}: ${away.fix}.`);
   }
   const change: FileChange = { path, before, after: ov.after, backup: "bak", secret: true };
   const step = fileStep(change, "connection settings");
