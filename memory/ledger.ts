@@ -273,9 +273,7 @@ export function ledgerEntryOf(
       ...(d.failure ? { failure: d.failure } : {}),
     };
   }
-  if (ctx.event === "session-start") {
-    return result.outcome === "replayed" ? replayEntryOf(data, timing) : undefined;
-  }
+  if (result.outcome === "replayed") return replayEntryOf(data, timing);
   const fromPrompts = result.outcome === "no-journal" && Number(data.fallback) > 0;
   if (result.outcome !== "captured" && !fromPrompts) return undefined;
   const { cause, ...counts } = CaptureEntrySchema.parse({

@@ -240,6 +240,27 @@ Deno.test("status: turns captured from the kept prompts (no journal) are counted
   assertEquals(after.rejected, { entries: 2, messages: 1, commits: 1 });
 });
 
+Deno.test("status: the prompts of a session that never reached a Stop, delivered by another session's start, are counted as its capture", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = statusEnv(dir.path, fake.url);
+  await runHook(env, dir.path, "user-prompt-submit", "UserPromptSubmit", {
+    prompt: "where is the deploy key?",
+  });
+  // Its Kimi died before the turn reached a Stop (`kimi -p … | head`), minutes ago.
+  const file = `${dir.path}/.openviking/hook-state/kimicode/${SESSION}.prompt.json`;
+  const state = JSON.parse(await Deno.readTextFile(file));
+  const ago = Date.now() - 10 * 60_000;
+  state.fallbackPrompts = state.fallbackPrompts.map((p: { at: number }) => ({ ...p, at: ago }));
+  await Deno.writeTextFile(file, JSON.stringify(state));
+  await Deno.utime(file, new Date(ago), new Date(ago));
+  const start = { hook_event_name: "SessionStart", session_id: "session_next-0001", cwd: dir.path };
+  await hookIn("session-start", { env, stdin: JSON.stringify({ ...start, source: "startup" }) });
+  assertEquals(fake.messages(`kc-${SESSION}`).map((m) => m.content), ["where is the deploy key?"]);
+  const s = await ours(env, dir.path);
+  assertEquals([s.captures.turns, s.captures.sent], [1, 1], "what reached OpenViking is in the ledger");
+});
+
 Deno.test("status after `openviking-kimi replay`: the queued commit delivered by it, with or without its record", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
