@@ -337,7 +337,7 @@ const inWords = (q: queues.QueueSummary) => ({
 });
 
 /** The pending queue (per session), and the queue files replay set aside. */
-function queueChecks(env: paths.Env, places: Places, now: number): Check[] {
+function queueChecks(env: paths.Env, config: Config, places: Places, now: number): Check[] {
   const [c, { pending: dir, queue: q }] = [checkOf("queue"), places];
   const aside = queues.setAsideWords(places.setAside);
   const rest = aside ? [checkOf("set-aside").warn(aside.summary, aside.fix)] : [];
@@ -348,6 +348,8 @@ function queueChecks(env: paths.Env, places: Places, now: number): Check[] {
   const oldest = Math.min(...q.sessions.map((s) => s.oldest), now);
   const { words, detail } = inWords(q);
   const summary = `${words} waiting in ${dir}, oldest from ${iso(oldest)}`;
+  const away = queues.elsewhereOf(q.sessions, queues.destinationOf(config));
+  if (away) return [c.warn(`${summary}; ${away.summary}`, away.fix, detail), ...rest];
   if (now - oldest <= 3_600_000) return [c.info(summary), ...rest];
   const fix = "they are sent when the server takes them (at the next session start); send them now with " +
     `${runIn(env)("replay")}, and see the captures check below for why they wait`;
@@ -431,9 +433,11 @@ async function captureChecks(
   const last = newest.lastCapture;
   const cause = last?.cause;
   const queue = places.queue instanceof Error ? undefined : places.queue;
-  const left = queue?.sessions.find((q) => q.sessionId === `${SESSION_PREFIX}${name}`)?.entries;
+  const held = queue?.sessions.find((q) => q.sessionId === `${SESSION_PREFIX}${name}`);
+  const left = held?.entries;
+  const away = held && queues.elsewhereOf([held], queues.destinationOf(config));
   const fate = last && cause && last.queued > 0 && last.rejected === 0 && cause.kind !== "local"
-    ? (!left ? "delivered" : answers ? "waiting" : "blocked")
+    ? (!left ? "delivered" : away ? "elsewhere" : answers ? "waiting" : "blocked")
     : undefined;
   if (!last || !cause || fate === "delivered" || (!last.queued && !last.rejected && cause.kind !== "local")) {
     const gone = fate === "delivered" ? `; the ${last?.queued} message(s) it queued have left the queue` : "";
@@ -442,7 +446,17 @@ async function captureChecks(
       ...rest,
     ];
   }
-  const [advice, run] = [adviceForCause(cause, config.baseUrl, env), runIn(env)];
+  const [advice, run] = [adviceForCause(cause, held?.to?.url ?? config.baseUrl, env), runIn(env)];
+  if (away && fate === "elsewhere") {
+    return [
+      c.warn(
+        `the last capture could not deliver then (${advice.summary}); ${away.summary}`,
+        away.fix,
+        detail,
+      ),
+      ...rest,
+    ];
+  }
   if (fate === "waiting") {
     return [
       c.warn(
@@ -528,7 +542,7 @@ export async function runDoctor(ctx: DoctorContext): Promise<Check[]> {
     ["home", "the home directory", () => homes],
     ["settings", "the settings", kimi(() => warnings.length ? [settings] : [])],
     ["server", "the server", () => serverChecks(config, undefined, { env })],
-    ["queue", "the pending queue", local((p) => queueChecks(env, p, ctx.now))],
+    ["queue", "the pending queue", local((p) => queueChecks(env, config, p, ctx.now))],
     ["captures", "the captures", local((p) => captureChecks(env, config, p, answers()))],
     ["recall", "the recall breaker", local(recallChecks)],
     ["extraction", "the commits", local(() => answers() ? extractionChecks(config) : [])],

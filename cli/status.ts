@@ -207,7 +207,11 @@ export function commitCost(s: SessionStatus): string | undefined {
   const each = Math.round((s.captures.sent + s.captures.queued - (s.uncommitted?.messages ?? 0)) / made);
   const tokens = Math.max(-1, ...s.commits.map((c) => c.task?.tokens ?? -1));
   return `    cost: ${plural(made, "commit", "commits")}, ${plural(each, "message", "messages")} each, ` +
-    (tokens >= 0 ? `${tokens} model tokens (the server's count)` : "model tokens not reported by the server");
+    (tokens >= 0
+      ? `${tokens} model tokens (the server's count)`
+      : s.commits.some((c) => c.task)
+      ? "model tokens not reported by the server"
+      : "model tokens unknown (the server was not asked)");
 }
 
 function sessionLines(s: SessionStatus, now: number, url: string): string[] {
@@ -451,9 +455,7 @@ export async function collectStatus(
   if (alarm === null) notAsked.push("what the newest commits made");
   if (!conn.reachable) notAsked.unshift("whether the key is accepted");
   const here = queues.destinationOf(config);
-  const elsewhere = queue.sessions.flatMap((s) =>
-    queues.goesTo(s.to, here) ? [] : [{ ...s.to!, entries: s.entries }]
-  );
+  const elsewhere = queues.elsewhereOf(queue.sessions, here);
   const status: Status = {
     version: VERSION,
     connection: conn,
@@ -461,11 +463,11 @@ export async function collectStatus(
     queue: {
       ...totals(queue),
       oldest: queue.sessions[0]?.oldest,
-      nextReplay: elsewhere.length && !queue.sessions.some((s) => queues.goesTo(s.to, here))
+      nextReplay: elsewhere && !queue.sessions.some((s) => queues.goesTo(s.to, here))
         ? "none here — every queued write is for another server or identity (below)"
         : `at the next Kimi session start, or the session's next turn; now: \`${commandName(env)} replay\``,
       setAside: places.setAside,
-      elsewhere: queues.elsewhereWords(elsewhere),
+      elsewhere,
     },
     rejected: {
       ...totals(rejected),

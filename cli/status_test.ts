@@ -75,6 +75,12 @@ Deno.test("status text: what a session's commits cost, with the server's token c
   const status = statusWith([MID]);
   const s = status.sessions[0];
   assertEquals(commitCost(s), "    cost: 1 commit, 2 messages each, model tokens not reported by the server");
+  const unasked = statusWith([MID]).sessions[0]; // made on another server, or this one unavailable
+  delete unasked.commits[0].task;
+  assertEquals(
+    commitCost(unasked),
+    "    cost: 1 commit, 2 messages each, model tokens unknown (the server was not asked)",
+  );
   const made = (taskId: string, tokens: number) => ({
     at: NOW,
     outcome: "committed",

@@ -239,11 +239,16 @@ export function replayEntryOf(
   return counts.replayed || counts.rejected || cause ? { ...counts, ...(cause ? { cause } : {}) } : undefined;
 }
 
-/** A failure as the ledger keeps it: `{kind, status, message}`, also from a client failure (`error.message`). */
+/** A failure as the ledger keeps it: `{kind, status, message, code?}`, also from a client failure (`error.…`). */
 function plainCause(cause: unknown): unknown {
   if (!isRecord(cause) || typeof cause.message === "string") return cause;
-  const message = asRecord(cause.error).message;
-  return { kind: cause.kind, status: cause.status, message: typeof message === "string" ? message : "" };
+  const { message, code } = asRecord(cause.error);
+  return {
+    kind: cause.kind,
+    status: cause.status,
+    message: typeof message === "string" ? message : "",
+    ...(typeof code === "string" ? { code } : {}),
+  };
 }
 
 /** The ledger entry of one hook run, or undefined when it did nothing worth recording (pure). */
@@ -271,9 +276,7 @@ export function ledgerEntryOf(
       ...(d.failure ? { failure: d.failure } : {}),
     };
   }
-  if (ctx.event === "session-start") {
-    return result.outcome === "replayed" ? replayEntryOf(data, timing) : undefined;
-  }
+  if (result.outcome === "replayed") return replayEntryOf(data, timing);
   const fromPrompts = result.outcome === "no-journal" && Number(data.fallback) > 0;
   if (result.outcome !== "captured" && !fromPrompts) return undefined;
   const { cause, ...counts } = CaptureEntrySchema.parse({

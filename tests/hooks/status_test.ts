@@ -256,6 +256,27 @@ Deno.test("status: turns captured from the kept prompts (no journal) are counted
   assertEquals(after.rejected, { entries: 2, messages: 1, commits: 1 });
 });
 
+Deno.test("status: the prompts of a session that never reached a Stop, delivered by another session's start, are counted as its capture", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = statusEnv(dir.path, fake.url);
+  await runHook(env, dir.path, "user-prompt-submit", "UserPromptSubmit", {
+    prompt: "where is the deploy key?",
+  });
+  // Its Kimi died before the turn reached a Stop (`kimi -p … | head`), minutes ago.
+  const file = `${dir.path}/.openviking/hook-state/kimicode/${SESSION}.prompt.json`;
+  const state = JSON.parse(await Deno.readTextFile(file));
+  const ago = Date.now() - 10 * 60_000;
+  state.fallbackPrompts = state.fallbackPrompts.map((p: { at: number }) => ({ ...p, at: ago }));
+  await Deno.writeTextFile(file, JSON.stringify(state));
+  await Deno.utime(file, new Date(ago), new Date(ago));
+  const start = { hook_event_name: "SessionStart", session_id: "session_next-0001", cwd: dir.path };
+  await hookIn("session-start", { env, stdin: JSON.stringify({ ...start, source: "startup" }) });
+  assertEquals(fake.messages(`kc-${SESSION}`).map((m) => m.content), ["where is the deploy key?"]);
+  const s = await ours(env, dir.path);
+  assertEquals([s.captures.turns, s.captures.sent], [1, 1], "what reached OpenViking is in the ledger");
+});
+
 Deno.test("status after `openviking-kimi replay`: the queued commit delivered by it, with or without its record", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
@@ -372,6 +393,33 @@ Deno.test("status --session with an id nothing is known of: says so and points t
   await hookIn("session-start", { env, stdin: JSON.stringify(start) });
   const text = await statusText(env, dir.path, { session: other });
   assertMatch(text, new RegExp(`${other} — no hook run in the ledger`));
+});
+
+Deno.test("doctor after `install --url` of another server: the writes queued for the first are said to wait for it, with the replay that sends them there", async () => {
+  await using dir = await tempDir();
+  await using first = await FakeOpenViking.start();
+  await using other = await FakeOpenViking.start();
+  const env = statusEnv(dir.path, first.url);
+  first.fault({ route: "*", drop: true }); // the first server is away for the turn
+  await placeJournal(
+    dir.path,
+    SESSION,
+    new JournalBuilder().simpleTurn("what is our CI", "CI only").toString(),
+  );
+  await runHook(env, dir.path, "stop", "Stop");
+  const moved = { ...env, OPENVIKING_URL: other.url }; // as after `install --url` of the other server
+  const r = await runIn(moved, ["doctor", "--json"]);
+  type Check = { id: string; status: string; summary: string; fix?: string };
+  const checks = Object.fromEntries((JSON.parse(r.stdout).checks as Check[]).map((c) => [c.id, c]));
+  const replayThere = `\`OPENVIKING_URL=${first.url} ${commandName(moved)} replay\``;
+  for (const id of ["queue", "captures"]) {
+    const c = checks[id];
+    assertEquals(c.status, "warn", `${id}: ${c.summary}`);
+    assertStringIncludes(c.summary, `for another server or identity (OPENVIKING_URL=${first.url})`);
+    assertTrue(!c.summary.includes(other.url), `${id} names the server the writes are not for: ${c.summary}`);
+    assertStringIncludes(c.fix ?? "", replayThere);
+    assertTrue(!/nothing to do|next turn/.test(c.fix ?? ""), `${id}: ${c.fix}`);
+  }
 });
 
 Deno.test("status: a failed queue replay is the error of the sessions whose writes still wait, of no other", async () => {
