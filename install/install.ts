@@ -419,7 +419,7 @@ async function planCredentials(
 /** After an install, whether the server answers (`/health`, and memory's routes take the key); if not, the fix. */
 async function serverNote(ctx: Context): Promise<boolean> {
   const { config } = await loadConfig(ctx.env);
-  const checks = await serverChecks(config, ctx.fetch, { quick: true });
+  const checks = await serverChecks(config, ctx.fetch, { quick: true, env: ctx.env });
   const say = (text: string) => ctx.out.info(String(scrub(text, [config.apiKey])));
   const failed = checks.find((c) => c.status === "fail");
   if (!failed) {
