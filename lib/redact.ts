@@ -286,6 +286,34 @@ function redactAwsSecrets(text: string, hide: Hide): string {
   });
 }
 
+/** A run of base64 of 24 characters or more; lines `base64` wrapped at 76 columns are one run. */
+const WRAPPED_BASE64 = orAfterEscape(
+  /(?<![A-Za-z0-9+/\\])(?:(?:[A-Za-z0-9+/]{76}\r?\n(?=[A-Za-z0-9+/]))+[A-Za-z0-9+/]+|[A-Za-z0-9+/]{24,})={0,2}(?![A-Za-z0-9+/=])/g,
+);
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+
+/** The text base64 `run` decodes to (UTF-8, no control characters but line breaks and tabs), or undefined. */
+function decodedText(run: string): string | undefined {
+  try {
+    const text = UTF8.decode(Uint8Array.from(atob(run.replace(/\s/g, "")), (c) => c.charCodeAt(0)));
+    return /[^\P{Cc}\t\n\r]/u.test(text) ? undefined : text;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A credential wrapped in base64: a run whose decoded text a credential rule finds a secret in (each decoded once). */
+function redactBase64(text: string, hide: Hide): string {
+  return text.replace(WRAPPED_BASE64, (run: string) => {
+    const decoded = decodedText(run);
+    const found = decoded !== undefined &&
+      Object.entries(CREDENTIAL_RULES).some(([name, rule]) =>
+        name !== "invisible-characters" && rule(decoded) !== decoded
+      );
+    return found ? hide(run) : run;
+  });
+}
+
 /** A quoted value a sentence says is a secret: `the secret is "…"`. */
 const SECRET_IN_PROSE =
   /\b((?:secret|password|passwd|passphrase|passcode|token|api[ _-]?key|credentials?)[ \t]+(?:is|was)[ \t]+)(\\?)(["'`])([^\s"'`\\]{4,200})\2\3/gi;
@@ -400,6 +428,7 @@ export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = {
   "private-key": whole(KEY_BLOCK),
   "putty-private-key": headed(PUTTY_PRIVATE_LINES, all),
   "aws-secret-access-key": (text, hide = plain) => redactAwsSecrets(text, hide),
+  "base64-wrapped": (text, hide = plain) => redactBase64(text, hide),
   ...Object.fromEntries(Object.entries(TOKEN_SHAPES).map(([name, re]) => [name, whole(re)])),
   "url-userinfo": headed(URL_USERINFO, all),
   authorization: headed(AUTHORIZATION, all),

@@ -242,6 +242,12 @@ export const CREDENTIALS: readonly Credential[] = [
     "yfPf6hgHG4sddOp3C3IB",
     "sy5hSKfOtSrnBdTgpo0M",
   ),
+  sample(
+    "base64-wrapped",
+    "echo {} | base64 -d > ~/.aws/key",
+    "QUtJQUI0WE5HTVUzTjJaSlNQNlo6eWZQZjZoZ0hHNHNkZE9w",
+    "M0MzSUJzeTVoU0tmT3RTcm5CZFRncG8wTQ==",
+  ),
   sample("basic", "the proxy wants Basic {} on every call", "dXNlcjpodW50", "ZXIyaHVudGVyMg=="),
   sample("secret-in-prose", 'The secret is "{}", keep it safe', "hunter2", "hunter2"),
   sample("secret-in-prose", "my password was '{}' until today", "Tr0ub4", "dor&3"),
