@@ -12,14 +12,7 @@ import type { Logger } from "../lib/log.ts";
 import { isRecord } from "../lib/parsed.ts";
 import { withoutUserinfo } from "../lib/scrub.ts";
 import { VERSION } from "../lib/version.ts";
-import {
-  buildHeaders,
-  type ClientOptions,
-  clientOptions,
-  readBody,
-  readPrefix,
-  serverMessageOf,
-} from "../openviking/client.ts";
+import { buildHeaders, clientOptions, readBody, readPrefix, serverMessageOf } from "../openviking/client.ts";
 import { type Config, keyFor } from "../openviking/config.ts";
 import { BUILTIN_TOOLS, offeredTools } from "../memory/tools.ts";
 import { type ErrorContext, type Failure, failureError } from "./errors.ts";
@@ -66,7 +59,7 @@ export function exchangeTiming(method: string, timeoutMs: number, limits: ProxyL
 
 /** Everything the proxy needs from the configuration. */
 export interface ProxySettings {
-  target: ClientOptions & { mcpUrl: string };
+  target: ReturnType<typeof clientOptions> & { mcpUrl: string };
   context: ErrorContext;
   /** OPENVIKING_TIMEOUT_MS. */
   timeoutMs: number;
