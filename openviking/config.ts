@@ -304,23 +304,13 @@ const narrower = (order: readonly string[]): WorkspaceRule => ({
 const OFF = toward(false, "turn it off");
 const ON = toward(true, "turn it on");
 
-/** One knob: its variable, parser, default (undefined: unset unless configured) and workspace rule. */
-interface Knob<T, D extends T | undefined = T> {
-  env: string;
-  parse: Parser<T>;
-  default: D;
-  workspace: WorkspaceRule;
-}
-
-/** A knob; `fallback` undefined: unset unless configured. */
-function knob<T, D extends T | undefined>(
-  env: string,
-  parse: Parser<T>,
-  fallback: D,
-  workspace: WorkspaceRule,
-) {
-  return { env, parse, default: fallback, workspace } as Knob<T, D>;
-}
+/** A knob: its variable, parser, default and workspace rule. */
+const knob = <T>(env: string, parse: Parser<T>, fallback: NoInfer<T>, workspace: WorkspaceRule) => ({
+  env,
+  parse,
+  default: fallback,
+  workspace,
+});
 
 /** The commit policies, cheapest last. */
 export const COMMIT_POLICIES = ["every-turn", "balanced", "session-end"] as const;
@@ -355,23 +345,11 @@ export const KNOBS = {
   pendingTtlDays: knob("OPENVIKING_PENDING_TTL_DAYS", numKnob(1, 3650), 7, NEVER),
   mcpTools: knob("OPENVIKING_MCP_TOOLS", listKnob, ["memory"], NEVER),
   debug: knob("OPENVIKING_DEBUG", boolKnob, false, OFF),
-  debugLogPath: knob("OPENVIKING_DEBUG_LOG", pathKnob, undefined, NEVER),
+  debugLogPath: knob("OPENVIKING_DEBUG_LOG", pathKnob, "", NEVER),
 };
 
-type Knobs = typeof KNOBS;
-type Defaulted = { [K in keyof Knobs]: Knobs[K]["default"] extends undefined ? never : K }[keyof Knobs];
-type Optional = Exclude<keyof Knobs, Defaulted>;
-type ValueOf<K extends keyof Knobs> = Knobs[K] extends { parse: Parser<infer T> } ? T : never;
-
-type KnobValues =
-  & { [K in Defaulted]: ValueOf<K> }
-  & { [K in Optional]?: ValueOf<K> };
-
-/** Resolved knob values. */
-export type Settings = Omit<KnobValues, "debugLogPath"> & {
-  /** "" = no log (no home). */
-  debugLogPath: string;
-};
+/** Resolved knob values; `debugLogPath` "" = no log (no home). */
+export type Settings = { [K in keyof typeof KNOBS]: ReturnType<(typeof KNOBS)[K]["parse"]> };
 
 const shown = (value: unknown) => JSON.stringify(value) ?? String(value);
 
@@ -405,36 +383,33 @@ export function resolveSettings(
       ? "false"
       : sources.env[name];
   const settings: JsonRecord = {};
-  for (const [name, knob] of Object.entries(KNOBS) as [string, Knob<unknown, unknown>][]) {
-    const env = envOf(knob.env)?.trim() ? { value: envOf(knob.env), where: knob.env } : undefined;
+  for (const [name, k] of Object.entries(KNOBS) as [string, ReturnType<typeof knob<unknown>>][]) {
+    const env = envOf(k.env)?.trim() ? { value: envOf(k.env), where: k.env } : undefined;
     const user = env ?? firstSetting(userLayers, name);
     const asked = env ? undefined : firstSetting(workspace, name);
-    let value = Array.isArray(knob.default) ? [...knob.default] : knob.default;
+    let value = Array.isArray(k.default) ? [...k.default] : k.default;
     for (const [layer, bad] of [[user, "using the default"], [asked, "ignored"]] as const) {
       if (!layer) continue;
       let parsed;
       try {
-        parsed = knob.parse(layer.value);
+        parsed = k.parse(layer.value);
       } catch (error) {
         warnings.push(
           `${layer.where}: invalid value ${shown(layer.value)} (${(error as Error).message}); ${bad}`,
         );
         continue;
       }
-      if (layer === asked && !knob.workspace.allows(parsed, value)) {
-        const may = knob.workspace.may ? `may only ${knob.workspace.may}` : "may not set it";
+      if (layer === asked && !k.workspace.allows(parsed, value)) {
+        const may = k.workspace.may ? `may only ${k.workspace.may}` : "may not set it";
         warnings.push(`${asked.where}: ${shown(asked.value)} is ignored: a workspace file ${may}`);
       } else {
         value = parsed;
       }
     }
-    if (value !== undefined) settings[name] = value;
+    settings[name] = value;
   }
-  const knobs = settings as KnobValues;
-  return {
-    ...knobs,
-    debugLogPath: debugLogPath(knobs.debugLogPath, sources.env, warnings),
-  };
+  const knobs = settings as Settings;
+  return { ...knobs, debugLogPath: debugLogPath(knobs.debugLogPath, sources.env, warnings) };
 }
 
 /** A layer whose `peerSource` is "none" (the last version's knob) without `workspacePeer`: one that sends none. */
@@ -460,7 +435,7 @@ function stricterOnly(shared: JsonRecord, warnings: string[]): JsonRecord {
 }
 
 /** The log path: the knob if absolute, else the default; "" = no home. */
-function debugLogPath(knob: string | undefined, env: Env, warnings: string[]): string {
+function debugLogPath(knob: string, env: Env, warnings: string[]): string {
   const explicit = absoluteOverride(knob, env);
   if (knob && !explicit) warnings.push(`debug log path "${knob}" is not an absolute path; using the default`);
   return explicit ?? orNoHome(() => defaultLogPath(env)) ?? "";
