@@ -193,12 +193,8 @@ function secretValue(raw: string, literal: boolean): boolean {
   return literal || looksRandom(v);
 }
 
-/** Whether the character at `i` may be part of a key name (`[\w.-]`). */
-function keyChar(text: string, i: number): boolean {
-  const c = text.charCodeAt(i);
-  return (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 95 || c === 46 ||
-    c === 45;
-}
+/** Whether the character at `i` may be part of a key name. */
+const keyChar = (text: string, i: number): boolean => /[\w.-]/.test(text[i] ?? "");
 
 /** The match of sticky `re` at `at`, or null. */
 function stickyAt(re: RegExp, text: string, at: number): RegExpExecArray | null {
