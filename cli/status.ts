@@ -6,7 +6,7 @@
 
 import * as z from "zod/mini";
 import { printable, reportJson } from "../lib/neutralize.ts";
-import { adviceFor, adviceForCause, type Cause } from "../openviking/advice.ts";
+import { adviceFor, type Cause } from "../openviking/advice.ts";
 import { isOpen, nextProbeAt, readBreaker } from "../openviking/breaker.ts";
 import { type Config, loadConfig } from "../openviking/config.ts";
 import { askDataAccess, clientOptions, createClient, type OpenVikingClient } from "../openviking/client.ts";
@@ -241,7 +241,7 @@ function foldSession(name: string, entries: readonly LedgerEntry[], here: Origin
 
 /** A recorded failure as a session's last error (a cause recorded without its reason says so). */
 function errorOf(at: number, cause: Cause, baseUrl: string): SessionStatus["lastError"] {
-  const a = adviceForCause({ ...cause, message: cause.message || "no reason was recorded" }, baseUrl);
+  const a = adviceFor({ ...cause, message: cause.message || "no reason was recorded" }, baseUrl);
   return { at, kind: cause.kind, message: a.summary, fix: a.fix };
 }
 
