@@ -280,13 +280,3 @@ export async function heldMessages(
   }
   return heldIn(live);
 }
-
-/** The newest message the session holds, archives included (`null`: none); undefined when the server cannot say. */
-export async function newestHeld(
-  client: OpenVikingClient,
-  sid: string,
-  budget: Budget,
-): Promise<HeldMessage | null | undefined> {
-  const held = await heldMessages(client, sid, budget);
-  return held && (held.at(-1) ?? null);
-}
