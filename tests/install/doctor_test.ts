@@ -151,3 +151,33 @@ Deno.test("doctor, run in a repository whose .openviking/config.json turns redac
   ]);
   assertMatch(settings?.fix ?? "", /workspace file may only make memory stricter/);
 });
+
+Deno.test("doctor: the server's embedding model unreachable → the model check fails with the server's words, not auth", async () => {
+  await using dir = await tempDir();
+  const fake = await FakeOpenViking.start({ apiKey: "sk-doctor" });
+  try {
+    const t = await setup(dir.path, { OPENVIKING_URL: fake.url, OPENVIKING_API_KEY: "sk-doctor" });
+    const words = "Upstream model service unavailable: Cannot connect to host 127.0.0.1:11434 " +
+      "ssl:default [Connect call failed ('127.0.0.1', 11434)]";
+    fake.fault({
+      route: "POST /api/v1/search/find",
+      status: 503,
+      error: { message: words, details: { upstream_message: words.slice(36) } },
+    });
+    const c = byId(await t.doctor());
+    assertEquals([c.server.status, c.auth.status, c.model?.status], ["ok", "ok", "fail"]);
+    assertStringIncludes(c.model.summary, "model is unreachable");
+    assertStringIncludes(c.model.summary, words);
+    assertMatch(c.model.fix!, /ov\.conf's embedding section/);
+    // The model's provider refusing the server's key is passed on as a 401: still the model's, not our key's.
+    fake.clearFaults();
+    const refused = "Upstream model authentication failed (HTTP 401): Incorrect API key provided";
+    fake.fault({ route: "POST /api/v1/search/find", status: 401, error: { message: refused } });
+    const again = byId(await t.doctor());
+    assertEquals([again.auth.status, again.model?.status], ["ok", "fail"]);
+    assertStringIncludes(again.model.summary, `refuses the server's requests`);
+    assertStringIncludes(again.model.summary, refused);
+  } finally {
+    await fake.close();
+  }
+});

@@ -25,6 +25,7 @@ import { toolCachePath, writeToolCache } from "../../mcp/tool-cache.ts";
 import { StatusSchema } from "../../cli/status.ts";
 import { noteRecall } from "../../openviking/breaker.ts";
 import { failure } from "../../openviking/client.ts";
+import { enqueueMessages, range } from "../support/queue.ts";
 
 const posix = Deno.build.os !== "windows";
 const SESSION = "session_19040000-0000-4000-8000-000000000004";
@@ -59,6 +60,7 @@ Deno.test({
     await cli(env, ["install", "--kimi-home", b, "--mode", "plugin"]);
     await prompt(env, home);
     const ov = `${home}/.openviking`;
+    await enqueueMessages(`${ov}/pending`, `kc-${SESSION}`, range(2)); // writes waiting: A's to send
     const before = await tree(ov, /^\/agent-integrations\/kimicode\/kimi-homes$/);
     // Uninstalled first without --purge: what --purge would remove, and what it keeps for A.
     const plain = await cli(env, ["uninstall", "--kimi-home", b]);
@@ -95,10 +97,19 @@ Deno.test({
       ),
     );
     assertNotMatch(purged, /removed \S*(hook-state|ledger)/);
+    assertNotMatch(
+      purged,
+      /install again|Kept: \d+ queued/i,
+      "the queue stays for A: nothing to install again",
+    );
 
-    // Then A: nothing of ours is left, nor a directory install made (the Kimi homes were there before).
-    await cli(env, ["uninstall", "--purge", "--kimi-home", a]);
-    assertEquals(await tree(home), ["/kimi-a/", "/kimi-b/"]);
+    // Then A: nothing of ours is left but the writes still waiting, which the last purge names; nor a
+    // directory install made (the Kimi homes were there before).
+    const last = await cli(env, ["uninstall", "--purge", "--kimi-home", a]);
+    assertMatch(last, /^Kept: 1 queued write\(s\) \(2 message\(s\) of 1 session\(s\)\) not yet delivered/m);
+    const queued = `/.openviking/pending/kimicode/kc-${SESSION}/`;
+    const left = ["/.openviking/", "/.openviking/pending/", "/.openviking/pending/kimicode/", queued];
+    assertEquals(await tree(home), [...left, `${queued}0000000001-m2.json`, "/kimi-a/", "/kimi-b/"]);
   },
 });
 

@@ -90,6 +90,28 @@ Deno.test("install --url into one Kimi home names the other homes that now use t
   assertNotMatch(t.said(), /shares/);
 });
 
+Deno.test("install --url of another server names the writes queued for the first, and the replay that sends them there", async () => {
+  await using dir = await tempDir();
+  const t = await installSandbox(dir.path);
+  const ctx = t.ctx(await fakeCompiled(dir.path));
+  const [a, b] = ["http://127.0.0.1:9", "http://127.0.0.1:8"];
+  assertEquals(await runInstall(ctx, opts({ credentials: { url: a } })), 0, t.all());
+  const msg = { role: "user" as const, content: "hello" };
+  await (await SessionQueue.open(`${t.ov}/pending`, "kc-s1", { url: a, account: "", user: "" })).messages([
+    msg,
+  ]);
+  t.said();
+  for (const dryRun of [true, false]) {
+    assertEquals(await runInstall(ctx, opts({ dryRun, credentials: { url: b } })), 0, t.all());
+    const said = t.said();
+    assertStringIncludes(said, `1 queued write(s) are for another server or identity (OPENVIKING_URL=${a})`);
+    assertMatch(said, new RegExp(`\`OPENVIKING_URL=${a} .+ replay\``));
+  }
+  // Back to the first: they go there again, nothing to say.
+  assertEquals(await runInstall(ctx, opts({ credentials: { url: a } })), 0, t.all());
+  assertNotMatch(t.said(), /for another server/);
+});
+
 /**
  * A process standing for our idle-commit worker (or, without `watchDir`, any process of the copy): holds the
  * copy's in-use.lock shared; with `watchDir`, ends once that directory is gone, as the watch does.
