@@ -220,12 +220,8 @@ function secretValue(raw: string, literal: boolean): boolean {
   return literal || looksRandom(v);
 }
 
-/** Whether the character at `i` may be part of a key name (`[\w.-]`). */
-function keyChar(text: string, i: number): boolean {
-  const c = text.charCodeAt(i);
-  return (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 95 || c === 46 ||
-    c === 45;
-}
+/** Whether the character at `i` may be part of a key name. */
+const keyChar = (text: string, i: number): boolean => /[\w.-]/.test(text[i] ?? "");
 
 /** The match of sticky `re` at `at`, or null. */
 function stickyAt(re: RegExp, text: string, at: number): RegExpExecArray | null {
@@ -296,20 +292,47 @@ function orAfterEscape(re: RegExp): RegExp {
 
 /** An AWS key id, or what a typo left of one: the anchor of a bare secret beside it. */
 const AWS_KEY_ID = orAfterEscape(/\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{12,24}\b/g);
-/** A run of base64 as long as an AWS secret access key or longer (a session token), a whole run. */
-const BASE64_RUN = orAfterEscape(/(?<![A-Za-z0-9+/\\])[A-Za-z0-9+/]{40,}={0,2}(?![A-Za-z0-9+/=])/g);
+/** A run of base64 of 24 characters or more; lines `base64` wrapped at 76 columns are one run. */
+const BASE64_RUN = orAfterEscape(
+  /(?<![A-Za-z0-9+/\\])(?:(?:[A-Za-z0-9+/]{76}\r?\n(?=[A-Za-z0-9+/]))+[A-Za-z0-9+/]+|[A-Za-z0-9+/]{24,})={0,2}(?![A-Za-z0-9+/=])/g,
+);
 /** How far (characters, either way) from a key id a base64 run is taken for its secret. */
 const AWS_SECRET_REACH = 200;
 
-/** A bare AWS secret access key: a mixed-case base64 run with a digit near an AWS key id. */
+/** A bare AWS secret access key: a mixed-case base64 run with a digit, 40 long or more, near an AWS key id. */
 function redactAwsSecrets(text: string, hide: Hide): string {
   const ids = [...text.matchAll(AWS_KEY_ID)].map((m) => m.index);
   if (!ids.length) return text;
   let i = 0;
   return text.replace(BASE64_RUN, (run: string, at: number) => {
+    if (run.length < 40) return run;
     while (i + 1 < ids.length && ids[i + 1] <= at) i++;
     const near = [ids[i], ids[i + 1]].some((id) => id !== undefined && Math.abs(id - at) <= AWS_SECRET_REACH);
     return near && /[a-z]/.test(run) && /[A-Z]/.test(run) && /\d/.test(run) ? hide(run) : run;
+  });
+}
+
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+
+/** The text base64 `run` decodes to (UTF-8, no control characters but line breaks and tabs), or undefined. */
+function decodedText(run: string): string | undefined {
+  try {
+    const text = UTF8.decode(Uint8Array.from(atob(run.replace(/\s/g, "")), (c) => c.charCodeAt(0)));
+    return /[^\P{Cc}\t\n\r]/u.test(text) ? undefined : text;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A credential wrapped in base64: a run whose decoded text a credential rule finds a secret in (each decoded once). */
+function redactBase64(text: string, hide: Hide): string {
+  return text.replace(BASE64_RUN, (run: string) => {
+    const decoded = decodedText(run);
+    const found = decoded !== undefined &&
+      Object.entries(CREDENTIAL_RULES).some(([name, rule]) =>
+        name !== "invisible-characters" && rule(decoded) !== decoded
+      );
+    return found ? hide(run) : run;
   });
 }
 
@@ -358,40 +381,40 @@ const SECRET_LABEL = orAfterEscape(
 /** A value's trailing sentence punctuation, which is not part of it. */
 const TRAILING_PUNCTUATION = /[.,;:!?)]+$/;
 
-/**
- * The password of `-p<password>` (glued: a lone `-p` asks for it) in a MySQL or MariaDB command, and in
- * 7-Zip's and sshpass's.
- */
-const MYSQL_PASSWORD_OPTION = orAfterEscape(
-  /\b((?:mysql|mariadb|mysqldump|mysqladmin|mariadb-dump|7z[az]?|sshpass)\b[^\r\n|;&]{0,200}?[ \t]-p)('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\]+)/g,
-);
-
 /** A command that sets a named value (group 2: `gh secret set`, whose every value is a secret), its name, the value. */
 const CONFIG_SET = orAfterEscape(
   /\b((?:setx|(?:npm|yarn|pnpm)[ \t]+config[ \t]+set|aws[ \t]+configure[ \t]+set|git[ \t]+config(?:[ \t]+--(?:global|local|system))?|(gh[ \t]+secret[ \t]+set))[ \t]+("?)([^\s"=]+)\3(?:[ \t]+(?:-b|--body))?[ \t]+)(\\"[^"\r\n]*\\"|'[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\]+)/g,
 );
 
-/** Commands and their option that gives a password, blanks or `=` after it; `smbclient -U user%password`. */
+/**
+ * Commands and their option that gives a password, with what may follow it: blanks or `=`; MySQL's and 7-Zip's `-p` only
+ * glued (a lone `-p` asks for it); `smbclient -U user%password`.
+ */
 const PASSWORD_OPTIONS: readonly [command: RegExp, option: RegExp][] = [
-  [/sshpass/, /-p/],
-  [/(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]+registry|az)[ \t]+login/, /-p|--password/],
-  [/redis-cli/, /-a|--pass/],
-  [/(?:un)?zip/, /-P|--password/],
-  [/ssh-keygen/, /-[NP]/],
+  [/mysql|mariadb|mysqldump|mysqladmin|mariadb-dump/, /-p/],
+  [/sshpass/, /-p(?:[ \t]+|=)?/],
+  [
+    /(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]+registry|az)[ \t]+login/,
+    /(?:-p|--password)(?:[ \t]+|=)/,
+  ],
+  [/redis-cli/, /(?:-a|--pass)(?:[ \t]+|=)/],
+  [/(?:un)?zip/, /(?:-P|--password)(?:[ \t]+|=)/],
+  [/ssh-keygen/, /-[NP](?:[ \t]+|=)/],
   [/smbclient/, /(?:-U|--user)(?:[ \t]+|=)?["']?[^\s"'%]+%/],
-  [/openssl/, /-k/],
-  [/keytool/, /-(?:src|dest)?(?:storepass|keypass)/],
-  [/mongo(?:sh)?/, /-p|--password/],
-  [/sqlcmd/, /-P/],
-  [/ldap(?:search|add|modify|delete|passwd|whoami)/, /-w/],
+  [/7z[az]?/, /-p/],
+  [/openssl/, /-k(?:[ \t]+|=)/],
+  [/keytool/, /-(?:src|dest)?(?:storepass|keypass)(?:[ \t]+|=)/],
+  [/mongo(?:sh)?/, /(?:-p|--password)(?:[ \t]+|=)/],
+  [/sqlcmd/, /-P(?:[ \t]+|=)/],
+  [/ldap(?:search|add|modify|delete|passwd|whoami)/, /-w(?:[ \t]+|=)/],
 ];
 /** The password an option of {@link PASSWORD_OPTIONS} gives, on the command's line. */
-const LOGIN_PASSWORD_OPTION = orAfterEscape(
+const PASSWORD_OPTION = orAfterEscape(
   new RegExp(
     String.raw`\b((?:${
       PASSWORD_OPTIONS.map(([c, o]) => String.raw`(?:${c.source})\b[^\r\n|;&]{0,200}?[ \t](?:${o.source})`)
         .join("|")
-    })(?:[ \t]+|=|(?<=%)))('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'\x60\\]+)`,
+    }))('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'\x60\\]+)`,
     "g",
   ),
 );
@@ -443,6 +466,7 @@ export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = {
   "private-key": whole(KEY_BLOCK),
   "putty-private-key": headed(PUTTY_PRIVATE_LINES, all),
   "aws-secret-access-key": (text, hide = plain) => redactAwsSecrets(text, hide),
+  "base64-wrapped": (text, hide = plain) => redactBase64(text, hide),
   ...Object.fromEntries(Object.entries(TOKEN_SHAPES).map(([name, re]) => [name, whole(re)])),
   "url-userinfo": headed(URL_USERINFO, all),
   "url-token-user": whole(URL_TOKEN_USER),
@@ -458,8 +482,7 @@ export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = {
     text.replace(SECRET_IN_PROSE, (m, head, _e, _q, value) => NO_SECRET.test(value) ? m : head + hide(value)),
   "secret-in-prose-unquoted": headed(SECRET_IN_PROSE_UNQUOTED, valued(false)),
   "secret-label": headed(SECRET_LABEL, valued(false, true)),
-  "mysql-password-option": headed(MYSQL_PASSWORD_OPTION, valued(true)),
-  "login-password-option": headed(LOGIN_PASSWORD_OPTION, valued(true)),
+  "password-option": headed(PASSWORD_OPTION, valued(true)),
   "config-set": (text, hide = plain) =>
     text.replace(
       CONFIG_SET,

@@ -10,7 +10,6 @@ import {
   commitSession,
   heldMessages,
   isHeld,
-  newestHeld,
   sendMessages,
   type SendReport,
 } from "../openviking/sessions.ts";
@@ -46,6 +45,7 @@ import {
 } from "./context.ts";
 import { carried, duePrompts, type FallbackPrompt, journalKeys, SETTLE_MS } from "./prompt-fallback.ts";
 import { refreshFromHook } from "./system-prompt.ts";
+import { recordRun } from "./ledger.ts";
 
 /** How one capture behaves: its wait for the turn end, whether it takes open turns, its lock wait and budget. */
 export interface CaptureMode {
@@ -313,8 +313,9 @@ async function settleInflight(run: Run, state: SessionState): Promise<SessionSta
 async function recoverState(run: Run, state: SessionState): Promise<SessionState | undefined> {
   const { ctx } = run;
   const plan = planFrom(run, state, true);
-  const newest = await newestHeld(run.client, ctx.ovSessionId, run.mode.budget);
-  if (newest === undefined) return undefined;
+  const heldNow = await heldMessages(run.client, ctx.ovSessionId, run.mode.budget);
+  if (heldNow === undefined) return undefined;
+  const newest = heldNow.at(-1);
   const queued = await queuedMessageKeys(ctx.pendingDir, ctx.ovSessionId);
   let held = newest ? plan.toSend.findLastIndex((c) => isHeld([newest], c.payload)) + 1 : 0;
   while (
@@ -646,9 +647,11 @@ export async function sendLeftPrompts(ctx: HookContext, budget: Budget): Promise
       capturePaths: { file, lock: `${file}.lock` },
       promptPaths: { file: promptFile, lock: `${promptFile}.lock` },
     };
-    const mode = { waitMs: 0, force: false, lockWaitMs: 0, budget };
+    const [mode, startedAt] = [{ waitMs: 0, force: false, lockWaitMs: 0, budget }, Date.now()];
     const res = await captureFromPrompts(other, mode, "left", idleMs).catch(() => undefined);
     delivered += Number(res?.data?.turns ?? 0);
+    // In that session's ledger, as its capture: `status` and `memories show` count what it delivered.
+    if (res) await recordRun({ ...other, hostSessionId: base }, res, startedAt);
     // Nothing due and nothing that may become due: its capture state's time says it was looked at.
     const young = (await keptPrompts(other)).some((p) => Date.now() - p.at < idleMs);
     if (captured !== undefined && res?.outcome === "no-journal" && !res.data?.turns && !young) {

@@ -64,6 +64,13 @@ export function elsewhereWords(held: readonly (Destination & { entries: number }
   };
 }
 
+/** The sessions' writes queued for another destination than `here`, in words; undefined when there are none. */
+export function elsewhereOf(sessions: QueueSummary["sessions"], here: Destination) {
+  return elsewhereWords(
+    sessions.flatMap((s) => goesTo(s.to, here) ? [] : [{ ...s.to!, entries: s.entries }]),
+  );
+}
+
 /** `unsure`: it may have reached the server; from then (`true`: at once) the session is asked before a resend; `to`: where it goes. */
 const ENTRY_BASE = {
   version: z.literal(1),
@@ -413,7 +420,6 @@ export interface QueueSummary {
   entries: number;
   last?: Rejection;
 }
-export type RejectedSummary = QueueSummary;
 
 /** Every session's queued entries in `subdir` (reads each session's first entry, and in the rejected place its newest). */
 export async function queueSummary(pendingDir: string, subdir = QUEUE_SUBDIR): Promise<QueueSummary> {
