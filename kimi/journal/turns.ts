@@ -37,6 +37,8 @@ export interface JournalRead {
 const TAIL_BYTES = 64;
 
 const CHUNK = 1 << 20;
+/** A longer line is skipped unread: no string holds one of 512 MiB, and capture keeps ≤ 10 M characters a text. */
+const MAX_LINE_BYTES = 64 << 20;
 const NEWLINE = 0x0a;
 
 /** Identity of an open file: `dev:ino`, or "" where unavailable. */
@@ -98,6 +100,7 @@ async function completeLines(
   const lines: JournalLine[] = [];
   let pos = start;
   const pieces: Uint8Array[] = [];
+  let held = 0; // bytes of the unfinished line so far (in `pieces` unless it is over the bound)
   const decoder = new TextDecoder();
   await file.seek(start, Deno.SeekMode.Start);
   const buf = new Uint8Array(CHUNK);
@@ -108,11 +111,17 @@ async function completeLines(
     let lineStart = 0;
     for (let i = data.indexOf(NEWLINE); i !== -1; i = data.indexOf(NEWLINE, lineStart)) {
       const tail = data.subarray(lineStart, i);
-      const raw = pieces.length ? concatBytes(pieces.splice(0).concat(tail)) : tail;
+      const length = held + tail.length;
+      const raw = length > MAX_LINE_BYTES
+        ? undefined
+        : pieces.length
+        ? concatBytes(pieces.splice(0).concat(tail))
+        : tail;
+      [pieces.length, held] = [0, 0];
       const lineOffset = pos;
-      pos += raw.length + 1;
+      pos += length + 1;
       lineStart = i + 1;
-      if (raw.length === 0) continue;
+      if (!raw?.length) continue;
       const text = decoder.decode(raw);
       if (filter && !filter(text)) continue;
       try {
@@ -122,7 +131,11 @@ async function completeLines(
         // not JSON: skipped
       }
     }
-    if (lineStart < n) pieces.push(data.slice(lineStart));
+    if (lineStart < n) {
+      held += n - lineStart;
+      if (held <= MAX_LINE_BYTES) pieces.push(data.slice(lineStart));
+      else pieces.length = 0;
+    }
   }
   return { lines, end: pos };
 }
