@@ -11,10 +11,12 @@ import {
   elsewhereWords,
   queueSummary,
   REJECTED_SUBDIR,
+  replayOptions,
+  replayQueue,
+  type ReplayReport,
   setAsideFiles,
   setAsideWords,
 } from "../openviking/queue.ts";
-import { replayOptions, replayQueue, type ReplayReport } from "../openviking/replay.ts";
 import { joinPath, pendingDir, processEnv } from "../lib/paths.ts";
 import { recordReplay } from "../memory/ledger.ts";
 import { commandName } from "../lib/self.ts";

@@ -1,6 +1,8 @@
 /**
- * The offline queues on disk: ours (`<pending>/kimicode/<session>/<seq>-m<count>.json | <seq>-c.json`, one
- * file per request, created whole), and the rejected place (`kimicode-rejected/`, same form, bounded).
+ * Writes to OpenViking sessions and the pending queue behind them: messages in order (batches, else one by
+ * one), commits, what cannot be sent queued (`<pending>/kimicode/<session>/<seq>-m<count>.json | <seq>-c.json`,
+ * one file per request, created whole), what OpenViking refuses kept (`kimicode-rejected/`, same form,
+ * bounded), what a session already holds, and the replay of each session's queue in order under its lock.
  */
 
 import * as z from "zod/mini";
@@ -12,11 +14,14 @@ import {
   parseJsonOrUndefined,
   readTextIfExists,
   removeAbandonedTemps,
+  writeFileAtomic,
 } from "../lib/fs.ts";
 import { sha256Hex, stableStringify } from "../lib/hash.ts";
-import { isRecord } from "../lib/parsed.ts";
+import { withLock } from "../lib/lock.ts";
+import { asRecord, isRecord } from "../lib/parsed.ts";
 import { dirName, joinPath, safeId } from "../lib/paths.ts";
 import { commandName } from "../lib/self.ts";
+import { AnyResult, type Budget, type OpenVikingClient, type OvFailure } from "./client.ts";
 
 /** Our queue's and the rejected place's subdirectories of the pending directory. */
 export const QUEUE_SUBDIR = "kimicode";
@@ -27,6 +32,7 @@ const MessageSchema = z.object({
   content: z.string(),
   turn_id: z.optional(z.string()),
 });
+export type MessagePayload = z.infer<typeof MessageSchema>;
 
 /** Where a write is meant to go: the server's base URL and the identity (never the key). */
 const DestinationSchema = z.object({ url: z.string(), account: z.string(), user: z.string() });
@@ -91,11 +97,9 @@ export const QueueEntrySchema = z.discriminatedUnion("kind", [
   z.object({ ...ENTRY_BASE, kind: z.literal("commit"), key: z.string() }),
 ]);
 export type QueueEntry = z.infer<typeof QueueEntrySchema>;
-export type MessagePayload = z.infer<typeof MessageSchema>;
 
 /** Why a kept write was refused (status 0: never reached the server). */
 const RejectionSchema = z.object({ at: z.number(), status: z.number(), message: z.string() });
-export type Rejection = z.infer<typeof RejectionSchema>;
 
 /** `<seq>-<tag>.json`, or `<seq>-<tag>.<pid>.claim` when claimed by replay `pid`. */
 const QUEUE_FILE = /^(\d{10})-(m\d+|c)(?:\.json|\.(\d+)\.claim)$/;
@@ -106,16 +110,12 @@ export async function messageKey(sessionId: string, payload: MessagePayload): Pr
 }
 
 /** The queue directory of one session (in `subdir`). */
-export async function sessionQueueDir(
-  pendingDir: string,
-  sessionId: string,
-  subdir = QUEUE_SUBDIR,
-): Promise<string> {
+export async function sessionQueueDir(pendingDir: string, sessionId: string, subdir = QUEUE_SUBDIR) {
   return joinPath(pendingDir, subdir, await safeId(sessionId));
 }
 
 /** A file of a session's queue: tag `m<count>` or `c`; `claimedBy` the replay's pid. */
-export interface QueueFile {
+interface QueueFile {
   name: string;
   seq: number;
   tag: string;
@@ -125,28 +125,23 @@ export interface QueueFile {
 const tagOf = (entry: QueueEntry): string => entry.kind === "commit" ? "c" : `m${entry.messages.length}`;
 
 /** The file name of entry `seq` holding `holds` (an entry or its tag), claimed by `pid` if given. */
-export function entryName(seq: number, holds: QueueEntry | string, pid?: number): string {
+function entryName(seq: number, holds: QueueEntry | string, pid?: number): string {
   const tag = typeof holds === "string" ? holds : tagOf(holds);
   return `${String(seq).padStart(10, "0")}-${tag}${pid === undefined ? ".json" : `.${pid}.claim`}`;
 }
 
 /** The queue directories of one session, or of every session. */
-export async function sessionDirs(
-  pendingDir: string,
-  sessionId?: string,
-  subdir = QUEUE_SUBDIR,
-): Promise<string[]> {
+async function sessionDirs(pendingDir: string, sessionId?: string, subdir = QUEUE_SUBDIR): Promise<string[]> {
   if (sessionId !== undefined) return [await sessionQueueDir(pendingDir, sessionId, subdir)];
   const root = joinPath(pendingDir, subdir);
   return (await listDir(root)).filter((e) => e.isDirectory).map((e) => joinPath(root, e.name));
 }
 
 /** The entries and claims of a queue directory, in sequence order. */
-export async function queueFiles(dir: string): Promise<QueueFile[]> {
+async function queueFiles(dir: string): Promise<QueueFile[]> {
   const out: QueueFile[] = [];
   for (const e of await listDir(dir)) {
-    if (e.isDirectory) continue;
-    const m = QUEUE_FILE.exec(e.name);
+    const m = e.isDirectory ? null : QUEUE_FILE.exec(e.name);
     if (m) {
       out.push({ name: e.name, seq: Number(m[1]), tag: m[2], ...(m[3] ? { claimedBy: Number(m[3]) } : {}) });
     }
@@ -154,21 +149,28 @@ export async function queueFiles(dir: string): Promise<QueueFile[]> {
   return out.sort((a, b) => a.seq - b.seq);
 }
 
-/** The most a queue file is read: above any entry we write (a message may be 10 M characters). */
-const ENTRY_MAX_BYTES = 128 * 1024 * 1024;
-
-/** A queue file's JSON; undefined when missing, not a regular file, too large, unreadable or not JSON. */
+/** A queue file's JSON, read up to 128 MiB (above any entry we write: a message may be 10 M characters); undefined when missing, not a regular file, too large, unreadable or not JSON. */
 async function readQueueJson(path: string): Promise<unknown> {
-  return parseJsonOrUndefined(await readTextIfExists(path, ENTRY_MAX_BYTES).catch(() => undefined));
+  return parseJsonOrUndefined(await readTextIfExists(path, 128 << 20).catch(() => undefined));
 }
 
 /** An entry file, parsed; undefined when gone or not an entry. */
-export async function readEntry(path: string): Promise<QueueEntry | undefined> {
+async function readEntry(path: string): Promise<QueueEntry | undefined> {
   return QueueEntrySchema.safeParse(await readQueueJson(path)).data;
 }
 
+/** Each session directory (in `subdir`; only `sessionId`'s if given) with its files and first entry. */
+async function sessionHeads(pendingDir: string, subdir: string, sessionId?: string) {
+  const out: { dir: string; files: QueueFile[]; first?: QueueEntry }[] = [];
+  for (const dir of await sessionDirs(pendingDir, sessionId, subdir)) {
+    const files = await queueFiles(dir);
+    out.push({ dir, files, first: files.length ? await readEntry(joinPath(dir, files[0].name)) : undefined });
+  }
+  return out;
+}
+
 /** The suffix replay gives a queue file it cannot read (kept for the user). */
-export const UNREADABLE = ".unreadable";
+const UNREADABLE = ".unreadable";
 
 /** The files set aside as unreadable. */
 export async function setAsideFiles(pendingDir: string): Promise<string[]> {
@@ -199,16 +201,12 @@ export function setAsideWords(files: readonly string[]): { summary: string; fix:
 export const BATCH_LIMIT = 100;
 export const BATCH_MAX_BYTES = 512 * 1024;
 
-function payloadBytes(p: MessagePayload): number {
-  return new TextEncoder().encode(JSON.stringify(p)).length + 1;
-}
-
 /** The end of the next batch from `from` (at least one message). */
 export function nextBatchEnd(payloads: readonly MessagePayload[], from: number): number {
   let bytes = 0;
   let end = from;
   while (end < payloads.length && end - from < BATCH_LIMIT) {
-    bytes += payloadBytes(payloads[end]);
+    bytes += new TextEncoder().encode(JSON.stringify(payloads[end])).length + 1;
     if (end > from && bytes > BATCH_MAX_BYTES) break;
     end++;
   }
@@ -333,7 +331,7 @@ export async function queuedMessageKeys(pendingDir: string, sessionId: string): 
 }
 
 /** A write to keep in the rejected place, and where it was meant to go. */
-export type KeptWrite = ({ messages: readonly MessagePayload[] } | { commit: string }) & { to?: Destination };
+type KeptWrite = ({ messages: readonly MessagePayload[] } | { commit: string }) & { to?: Destination };
 
 /** Keeps a refused (or expired) write in the rejected place, then trims it; throws when it cannot. */
 export async function keepRejected(
@@ -365,28 +363,22 @@ interface KeptFile {
   at: number;
 }
 
-/** Every unclaimed write the rejected place keeps, oldest first. */
-async function keptFiles(pendingDir: string): Promise<KeptFile[]> {
-  const out: KeptFile[] = [];
-  for (const dir of await sessionDirs(pendingDir, undefined, REJECTED_SUBDIR)) {
-    for (const f of await queueFiles(dir)) {
-      if (f.claimedBy !== undefined) continue;
-      const path = joinPath(dir, f.name);
-      const info = await Deno.stat(path).catch(() => undefined);
-      if (info) out.push({ path, bytes: info.size, at: info.mtime?.getTime() ?? 0 });
-    }
-  }
-  return out.sort((a, b) => a.at - b.at || (a.path < b.path ? -1 : 1));
-}
-
 /** The rejected place per pending directory, listed once, then updated by this process's own writes. */
 const knownPlaces = new Map<string, { files: KeptFile[]; bytes: number }>();
 
-/** Adds `added` to the rejected place and drops its oldest writes past the bounds (never `added`). */
+/** Adds `added` to the rejected place and drops its oldest unclaimed writes past the bounds (never `added`). */
 async function trimRejected(pendingDir: string, added: string): Promise<void> {
   let place = knownPlaces.get(pendingDir);
   if (!place) {
-    const files = await keptFiles(pendingDir);
+    const files: KeptFile[] = [];
+    for (const dir of await sessionDirs(pendingDir, undefined, REJECTED_SUBDIR)) {
+      for (const f of await queueFiles(dir)) {
+        const path = joinPath(dir, f.name);
+        const info = f.claimedBy === undefined && await Deno.stat(path).catch(() => undefined);
+        if (info) files.push({ path, bytes: info.size, at: info.mtime?.getTime() ?? 0 });
+      }
+    }
+    files.sort((a, b) => a.at - b.at || (a.path < b.path ? -1 : 1));
     knownPlaces.set(pendingDir, place = { files, bytes: files.reduce((n, f) => n + f.bytes, 0) });
   } else {
     const info = await Deno.stat(added).catch(() => undefined);
@@ -418,16 +410,14 @@ export interface QueueSummary {
     to?: Destination;
   }[];
   entries: number;
-  last?: Rejection;
+  last?: z.infer<typeof RejectionSchema>;
 }
 
 /** Every session's queued entries in `subdir` (reads each session's first entry, and in the rejected place its newest). */
 export async function queueSummary(pendingDir: string, subdir = QUEUE_SUBDIR): Promise<QueueSummary> {
   const out: QueueSummary = { sessions: [], entries: 0 };
-  for (const dir of await sessionDirs(pendingDir, undefined, subdir)) {
-    const files = await queueFiles(dir);
+  for (const { dir, files, first } of await sessionHeads(pendingDir, subdir)) {
     if (!files.length) continue;
-    const first = await readEntry(joinPath(dir, files[0].name));
     out.sessions.push({
       sessionId: first?.sessionId ?? dir.slice(dir.lastIndexOf("/") + 1),
       entries: files.length,
@@ -446,9 +436,479 @@ export async function queueSummary(pendingDir: string, subdir = QUEUE_SUBDIR): P
   return out;
 }
 
-/** The rejected place as doctor, status and uninstall tell it. */
-export const rejectedSummary = (pendingDir: string): Promise<QueueSummary> =>
-  queueSummary(pendingDir, REJECTED_SUBDIR);
+// ---- Writing to a session ----
 
 /** The API path of a session. */
-export const sessionPath = (sid: string): string => `/api/v1/sessions/${encodeURIComponent(sid)}`;
+const sessionPath = (sid: string): string => `/api/v1/sessions/${encodeURIComponent(sid)}`;
+
+/** POSTs the commit of session `sid`: its task id (a non-empty string), or the failure. */
+async function postCommit(client: OpenVikingClient, sid: string, budget: Budget) {
+  const res = await client.request("POST", `${sessionPath(sid)}/commit`, AnyResult, {
+    body: {},
+    budget,
+    peerId: null,
+  });
+  if (!res.ok) return res;
+  const id = asRecord(res.result).task_id;
+  return { ok: true as const, taskId: typeof id === "string" && id ? id : undefined };
+}
+
+/** Whether a batch failure means "one by one": from now on (`route`) or for this batch. */
+function wantsSerial(res: OvFailure): "route" | "batch" | "" {
+  if (res.kind === "missing-route") return "route";
+  if (res.kind === "not-openviking" && (res.status === 404 || res.status === 405)) return "route";
+  if (res.kind === "rejected" || res.status === 413) return "batch";
+  return "";
+}
+
+/**
+ * When a write that failed this way may still have been stored (it went out, and no reply or a 5xx came):
+ * from when the session's answer about it counts (after a timeout: once the server had as long again).
+ */
+export function unsureFrom(f: OvFailure, timeoutMs: number, now = Date.now()): number | undefined {
+  const arrived = f.status !== 0
+    ? f.status >= 500
+    : f.error.code !== "CONNECT" && f.error.code !== "BUDGET_SPENT";
+  if (!arrived) return undefined;
+  return f.error.code === "TIMEOUT" || f.status === 504 ? now + timeoutMs : now;
+}
+
+/** A message OpenViking refused for good (the caller keeps it: `onRejected`). */
+interface Rejection {
+  index: number;
+  status: number;
+  message: string;
+}
+
+/** What delivering messages did; `settled`: the prefix sent or rejected; `stop`: why it stopped there. */
+interface Delivery {
+  settled: number;
+  sent: number;
+  rejections: Rejection[];
+  pendingTokens?: number;
+  stop?: OvFailure;
+}
+
+/** Delivers messages in order (batches, else one by one) until a failure other than a rejection; `onRejected` keeps a refused one before it counts. */
+export async function deliverMessages(
+  client: OpenVikingClient,
+  sid: string,
+  payloads: readonly MessagePayload[],
+  options: {
+    budget: Budget;
+    beforeRequest?: (from: number, to: number) => Promise<void>;
+    onSettled?: (settled: number) => Promise<void>;
+    onRejected?: (payload: MessagePayload, rejection: Rejection) => Promise<void>;
+  },
+): Promise<Delivery> {
+  const d: Delivery = { settled: 0, sent: 0, rejections: [] };
+  let serialUntil = 0;
+  while (d.settled < payloads.length) {
+    const from = d.settled;
+    const serial = from < serialUntil;
+    const end = serial ? from + 1 : nextBatchEnd(payloads, from);
+    await options.beforeRequest?.(from, end);
+    const res = await client.request(
+      "POST",
+      `${sessionPath(sid)}/messages${serial ? "" : "/batch"}`,
+      AnyResult,
+      {
+        body: serial ? payloads[from] : { messages: payloads.slice(from, end) },
+        budget: options.budget,
+        peerId: null,
+      },
+    );
+    const serialWhy = res.ok || serial ? "" : wantsSerial(res);
+    if (res.ok) {
+      const n = asRecord(res.result).pending_tokens; // the session's uncommitted tokens
+      const tokens = typeof n === "number" && Number.isFinite(n) && n >= 0 ? n : undefined;
+      [d.sent, d.pendingTokens] = [d.sent + end - from, serial ? tokens ?? d.pendingTokens : tokens];
+    } else if (serialWhy) {
+      serialUntil = serialWhy === "route" ? Infinity : end;
+      continue;
+    } else if (res.kind === "rejected") {
+      const rejection = { index: from, status: res.status, message: res.error.message };
+      await options.onRejected?.(payloads[from], rejection);
+      d.rejections.push(rejection);
+    } else return { ...d, stop: res };
+    d.settled = end;
+    await options.onSettled?.(d.settled);
+  }
+  return d;
+}
+
+/** What happened to messages; only the `acked` prefix may be acknowledged; `stoppedBy`: the queue or state could not be written. */
+export interface SendReport {
+  acked: number;
+  sent: number;
+  queued: number;
+  rejected: number;
+  rejections: Rejection[];
+  pendingTokens?: number;
+  cause?: OvFailure;
+  stoppedBy?: { code: string; message: string };
+}
+
+/** Sends messages to session `sid` in order; what cannot be sent is queued behind the settled prefix. `beforeRequest` records the intent first (`askFrom` when queued unsure), `onAcked` the progress; if either throws, sending stops. */
+export async function sendMessages(
+  client: OpenVikingClient,
+  sid: string,
+  payloads: readonly MessagePayload[],
+  options: {
+    budget: Budget;
+    pendingDir: string;
+    queueOnly?: boolean;
+    queue?: SessionQueue;
+    beforeRequest?: (from: number, to: number, askFrom?: number) => Promise<void>;
+    onAcked?: (acked: number) => Promise<void>;
+  },
+): Promise<SendReport> {
+  const report: SendReport = { acked: 0, sent: 0, queued: 0, rejected: 0, rejections: [] };
+  const to = destinationOf(client.options);
+  try {
+    const d = options.queueOnly ? undefined : await deliverMessages(client, sid, payloads, {
+      budget: options.budget,
+      beforeRequest: options.beforeRequest,
+      onRejected: (payload, r) => keepRejected(options.pendingDir, sid, { messages: [payload], to }, r),
+      onSettled: async (settled) => {
+        report.acked = settled;
+        await options.onAcked?.(settled);
+      },
+    });
+    if (d) {
+      const { settled: acked, sent, rejections, pendingTokens, stop: cause } = d;
+      Object.assign(report, { acked, sent, rejected: rejections.length, rejections, pendingTokens, cause });
+    }
+    const from = d?.settled ?? 0;
+    if ((!d || d.stop) && from < payloads.length) {
+      const unsure = d?.stop && unsureFrom(d.stop, client.options.timeoutMs);
+      await options.beforeRequest?.(from, payloads.length, unsure ?? Date.now());
+      const queue = options.queue ?? await SessionQueue.open(options.pendingDir, sid, to);
+      const stored = await queue.messages(payloads.slice(from), { unsure });
+      report.queued += stored;
+      report.acked += stored;
+      if (stored < payloads.length - from) {
+        const message = `the pending queue ${options.pendingDir} could not store every message`;
+        report.stoppedBy = { code: "QUEUE", message };
+      }
+    }
+  } catch (error) {
+    report.stoppedBy = { code: "STATE", message: (error as Error).message };
+  }
+  return report;
+}
+
+type CommitOutcome =
+  | { kind: "committed"; taskId?: string }
+  | { kind: "queued"; cause?: OvFailure }
+  | { kind: "rejected"; status: number; message: string }
+  | { kind: "failed"; message: string };
+
+/** Commits session `sid` (`key` names this commit); queued behind earlier writes with `queueOnly`. */
+export async function commitSession(
+  client: OpenVikingClient,
+  sid: string,
+  options: { budget: Budget; pendingDir: string; key: string; queueOnly?: boolean; queue?: SessionQueue },
+): Promise<CommitOutcome> {
+  const to = destinationOf(client.options);
+  const queue = async (cause?: OvFailure): Promise<CommitOutcome> =>
+    await (options.queue ?? await SessionQueue.open(options.pendingDir, sid, to)).commit(options.key)
+      ? { kind: "queued", cause }
+      : { kind: "failed", message: `the pending queue ${options.pendingDir} could not store the commit` };
+  if (options.queueOnly) return await queue();
+  const res = await postCommit(client, sid, options.budget);
+  if (res.ok) return { kind: "committed", taskId: res.taskId };
+  if (res.kind !== "rejected") return await queue(res);
+  const why = { status: res.status, message: res.error.message };
+  return await keepRejected(options.pendingDir, sid, { commit: options.key, to }, why).then(
+    (): CommitOutcome => ({ kind: "rejected", ...why }),
+    (error): CommitOutcome => ({ kind: "failed", message: (error as Error).message }),
+  );
+}
+
+// ---- What a session holds ----
+
+/** A message the server holds, as far as matching goes. */
+interface HeldMessage {
+  role: string;
+  turnId?: string;
+  text: string;
+}
+
+/** Messages in a reply (`…/context`, an archive): text in `parts` (older: `content`). */
+const MessagesReply = z.looseObject({ messages: z.catch(z.array(z.unknown()), []) });
+
+const SessionReply = z.looseObject({ commit_count: z.catch(z.int(), 0) });
+
+function heldIn(result: z.output<typeof MessagesReply>): HeldMessage[] {
+  return result.messages.filter(isRecord).map((m) => ({
+    role: String(m.role ?? ""),
+    turnId: typeof m.turn_id === "string" ? m.turn_id : undefined,
+    text: Array.isArray(m.parts)
+      ? m.parts.filter(isRecord).map((p) => (typeof p.text === "string" ? p.text : "")).join("")
+      : typeof m.content === "string"
+      ? m.content
+      : "",
+  }));
+}
+
+/** Whether `held` has this message. Pure. */
+export function isHeld(held: readonly HeldMessage[], payload: MessagePayload): boolean {
+  return held.some((m) =>
+    m.role === payload.role && m.text === payload.content &&
+    (m.turnId === undefined || m.turnId === payload.turn_id)
+  );
+}
+
+/**
+ * One GET: its result; `null` when OpenViking's own 404 says there is no such thing (`absent`: the kinds that
+ * say it; a page that is not OpenViking's, or a missing route, cannot say); else undefined.
+ */
+async function get<S extends z.ZodMiniType>(
+  client: OpenVikingClient,
+  path: string,
+  schema: S,
+  budget: Budget,
+  absent: readonly OvFailure["kind"][] = ["rejected"],
+) {
+  const res = await client.request("GET", path, schema, { budget, peerId: null, maxReplyBytes: 16 << 20 });
+  return res.ok ? res.result : res.status === 404 && absent.includes(res.kind) ? null : undefined;
+}
+
+/**
+ * What the session holds: the messages its newest commit archived (the newest readable archive that has any),
+ * then those since; undefined when the server cannot say. A batch it stored is among them even after a
+ * commit: our later writes to the session wait behind one whose reply was lost.
+ */
+export async function heldMessages(
+  client: OpenVikingClient,
+  sid: string,
+  budget: Budget,
+): Promise<HeldMessage[] | undefined> {
+  const live = await get(client, `${sessionPath(sid)}/context`, MessagesReply, budget);
+  if (!live) return live === null ? [] : undefined;
+  const meta = await get(client, sessionPath(sid), SessionReply, budget);
+  if (!meta) return undefined;
+  for (let n = meta.commit_count; n > 0; n--) {
+    const id = `archive_${String(n).padStart(3, "0")}`;
+    // OpenViking 0.5.2 answers an archive it has not completed with a NOT_FOUND that names nothing.
+    const archive = await get(client, `${sessionPath(sid)}/archives/${id}`, MessagesReply, budget, [
+      "rejected",
+      "missing-route",
+    ]);
+    if (archive === undefined) return undefined;
+    const archived = archive ? heldIn(archive) : [];
+    if (archived.length) return [...archived, ...heldIn(live)];
+  }
+  return heldIn(live);
+}
+
+// ---- Replay ----
+
+/** Limits of one replay; `rejected`: replay the rejected place (no age limit); `waitUnsure`: wait in the budget for an unsure entry. */
+export interface ReplayOptions {
+  limit: number;
+  ttlDays: number;
+  budget: Budget;
+  sessionId?: string;
+  now?: number;
+  rejected?: boolean;
+  waitUnsure?: boolean;
+}
+
+/** The bounds of a replay from the config and `run`: 50 queue entries unless `run` says otherwise. */
+export function replayOptions(
+  config: { pendingTtlDays: number },
+  run: { budget: Budget; limit?: number; sessionId?: string; waitUnsure?: boolean },
+): ReplayOptions {
+  return { ...run, limit: run.limit ?? 50, ttlDays: config.pendingTtlDays };
+}
+
+/**
+ * What a replay did: entries `replayed`, `expired` or `deferred`; messages sent, `held` already, `rejected`;
+ * `waitUntil`: an unsure write waits until then; `elsewhere`: entries left for another destination.
+ */
+export interface ReplayReport {
+  replayed: number;
+  messages: number;
+  held: number;
+  rejected: number;
+  expired: number;
+  deferred: number;
+  commitTasks: { sessionId: string; taskId: string }[];
+  cause?: OvFailure;
+  waitUntil?: number;
+  delivered: { sessionId: string; messages: number }[];
+  elsewhere: (Destination & { entries: number })[];
+}
+
+interface ReplayRun {
+  client: OpenVikingClient;
+  to: Destination;
+  pendingDir: string;
+  options: ReplayOptions;
+  now: number;
+  sent: number;
+  stopAll: boolean;
+  report: ReplayReport;
+}
+
+/** Failures every session would meet the same way. */
+const STOPS_EVERYTHING: readonly OvFailure["kind"][] = [
+  "unreachable",
+  "auth",
+  "redirect",
+  "not-openviking",
+  "missing-route",
+];
+
+/** Writes what is left of a claimed entry into its claim, durably. */
+async function keep<E extends QueueEntry>(claimPath: string, entry: E): Promise<E> {
+  await writeFileAtomic(claimPath, `${JSON.stringify(entry)}\n`, { privateDir: false, durable: true });
+  return entry;
+}
+
+const writeOf = (entry: QueueEntry): KeptWrite => ({
+  ...(entry.kind === "commit" ? { commit: entry.key } : { messages: entry.messages.map((m) => m.payload) }),
+  ...(entry.to && { to: entry.to }),
+});
+
+/** Replays one claimed entry (progress kept in the claim); returns the failure that stopped it. Throws when a refused write cannot be kept. */
+async function replayEntry(run: ReplayRun, claimPath: string, entry: QueueEntry) {
+  const { client, report, pendingDir } = run;
+  const { sessionId, createdAt } = entry;
+  const budget = run.options.budget;
+  const reject = (write: KeptWrite, why: { status: number; message: string }) =>
+    keepRejected(pendingDir, sessionId, write, why, createdAt);
+  if (entry.kind === "commit") {
+    const res = await postCommit(client, sessionId, budget);
+    if (res.ok && res.taskId) report.commitTasks.push({ sessionId, taskId: res.taskId });
+    if (res.ok || res.kind !== "rejected") return res.ok ? undefined : res;
+    await reject(writeOf(entry), { status: res.status, message: res.error.message });
+    report.rejected++;
+    return undefined;
+  }
+  // What the session holds is not sent again; when it cannot say, all is sent: a duplicate beats a loss.
+  const held = entry.unsure ? await heldMessages(client, sessionId, budget) : undefined;
+  let sure = entry;
+  if (held) {
+    const { unsure: _, ...rest } = entry;
+    const messages = entry.messages.filter((m) => !isHeld(held, m.payload));
+    report.held += entry.messages.length - messages.length;
+    if (!messages.length) return undefined;
+    sure = await keep(claimPath, { ...rest, messages });
+  }
+  const messages = sure.messages;
+  const d = await deliverMessages(client, sessionId, messages.map((m) => m.payload), {
+    budget,
+    onRejected: (payload, r) => reject({ ...writeOf(entry), messages: [payload] }, r),
+    onSettled: async (settled) => {
+      if (settled < messages.length) await keep(claimPath, { ...sure, messages: messages.slice(settled) });
+    },
+  });
+  report.messages += d.sent;
+  report.rejected += d.rejections.length;
+  const mine = report.delivered.find((x) => x.sessionId === sessionId);
+  if (mine) mine.messages += d.sent;
+  else if (d.sent) report.delivered.push({ sessionId, messages: d.sent });
+  return d.stop;
+}
+
+/**
+ * Replays one queue file under the session's lock: "stop" when the session's later writes must wait, the
+ * entry's destination when it is for another (put back untouched). A claim found is a dead replay's: taken
+ * over, unsure.
+ */
+async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"next" | "stop" | Destination> {
+  const { options, report } = run;
+  if (run.sent >= options.limit || options.budget.remaining() < 100) {
+    run.stopAll = true;
+    return "stop";
+  }
+  const path = joinPath(dir, entryName(f.seq, f.tag));
+  const claim = joinPath(dir, entryName(f.seq, f.tag, Deno.pid));
+  if (!(await Deno.rename(joinPath(dir, f.name), claim).then(() => true, () => false))) return "stop";
+  let entry = await readEntry(claim);
+  if (!entry) {
+    await Deno.rename(claim, `${path}${UNREADABLE}`).catch(() => {});
+    return "next";
+  }
+  const timeout = run.client.options.timeoutMs;
+  if (f.claimedBy !== undefined && !entry.unsure) {
+    entry = await keep(claim, { ...entry, unsure: run.now + timeout });
+  }
+  if (!goesTo(entry.to, run.to)) {
+    await Deno.rename(claim, path).catch(() => {});
+    return entry.to!;
+  }
+  const expired = !options.rejected && run.now - entry.createdAt > options.ttlDays * 86_400_000;
+  const wait = expired ? 0 : (typeof entry.unsure === "number" ? entry.unsure : 0) - run.now;
+  const waits = wait > 0 && options.waitUnsure && wait < options.budget.remaining() - 1000;
+  if (waits) await new Promise((r) => setTimeout(r, wait));
+  let stop: OvFailure | "local" | "wait" | undefined = "wait";
+  if (expired) {
+    const why = { status: 0, message: `waited in the queue longer than ${options.ttlDays} days` };
+    stop = await keepRejected(run.pendingDir, entry.sessionId, writeOf(entry), why, entry.createdAt)
+      .then(() => undefined, () => "local" as const);
+  } else if (wait > 0 && !waits) {
+    report.waitUntil = Math.min(report.waitUntil ?? run.now + wait, run.now + wait);
+  } else {
+    run.sent++;
+    stop = await replayEntry(run, claim, entry).catch(() => "local" as const);
+  }
+  if (!stop) {
+    await Deno.remove(claim).catch(() => {});
+    if (expired) report.expired++;
+    else report.replayed++;
+    return "next";
+  }
+  let left = await readEntry(claim) ?? entry;
+  const failure = typeof stop === "object" ? stop : undefined;
+  const unsure = failure && unsureFrom(failure, timeout);
+  if (unsure !== undefined) left = await keep(claim, { ...left, unsure });
+  await Deno.rename(claim, joinPath(dir, entryName(f.seq, left))).catch(() => {});
+  if (failure) report.cause = failure;
+  run.stopAll ||= stop === "local" || (!!failure && STOPS_EVERYTHING.includes(failure.kind));
+  return "stop";
+}
+
+/**
+ * Replays one session's queue under its lock (`replay.lock`; a held lock defers it); an emptied directory
+ * goes. An entry for another destination holds back the session's later ones: its writes go in the order
+ * they were queued.
+ */
+async function replaySession(run: ReplayRun, dir: string): Promise<void> {
+  const done = await withLock(joinPath(dir, "replay.lock"), async () => {
+    await removeAbandonedTemps(dir);
+    const files = await queueFiles(dir);
+    let i = 0;
+    let step: Awaited<ReturnType<typeof replayFile>> = "next";
+    while (i < files.length && !run.stopAll && (step = await replayFile(run, dir, files[i])) === "next") i++;
+    run.report.deferred += files.length - i;
+    if (typeof step === "object") run.report.elsewhere.push({ ...step, entries: files.length - i });
+    return i === files.length;
+  }, { waitMs: 0 });
+  if (!done.acquired) run.report.deferred += (await queueFiles(dir)).length;
+  else if (done.value) await Deno.remove(dir).catch(() => {});
+}
+
+/** Replays our queue (or the rejected place): sessions oldest first write first, each in sequence order, bounded in entries and time. */
+export async function replayQueue(
+  pendingDir: string,
+  client: OpenVikingClient,
+  options: ReplayOptions,
+): Promise<ReplayReport> {
+  const zero = { replayed: 0, messages: 0, held: 0, rejected: 0, expired: 0, deferred: 0 };
+  const report: ReplayReport = { ...zero, commitTasks: [], delivered: [], elsewhere: [] };
+  const now = options.now ?? Date.now();
+  const to = destinationOf(client.options);
+  const run: ReplayRun = { client, to, pendingDir, options, now, sent: 0, stopAll: false, report };
+  const subdir = options.rejected ? REJECTED_SUBDIR : QUEUE_SUBDIR;
+  const sessions = [];
+  for (const s of await sessionHeads(pendingDir, subdir, options.sessionId)) {
+    if (await Deno.stat(s.dir).then((i) => i.isDirectory, () => false)) sessions.push(s);
+  }
+  sessions.sort((a, b) => (a.first?.createdAt ?? now) - (b.first?.createdAt ?? now));
+  for (const { dir } of sessions) await replaySession(run, dir);
+  return report;
+}

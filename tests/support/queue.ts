@@ -3,16 +3,16 @@
 import { listDir } from "../../lib/fs.ts";
 import { joinPath } from "../../lib/paths.ts";
 import { Budget, createClient } from "../../openviking/client.ts";
-import type { ReplayOptions } from "../../openviking/replay.ts";
-import type { FakeOpenViking } from "./fake-openviking.ts";
 import {
   type MessagePayload,
   QUEUE_SUBDIR,
   type QueueEntry,
   QueueEntrySchema,
   REJECTED_SUBDIR,
+  type ReplayOptions,
   SessionQueue,
 } from "../../openviking/queue.ts";
+import type { FakeOpenViking } from "./fake-openviking.ts";
 
 /** Message `i` of a test conversation: user and assistant in turn, two per turn. */
 export const payload = (i: number): MessagePayload => ({
