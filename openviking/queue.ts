@@ -217,23 +217,20 @@ export function nextBatchEnd(payloads: readonly MessagePayload[], from: number):
 export const REJECTED_MAX_ENTRIES = 1000;
 export const REJECTED_MAX_BYTES = 16 * 1024 * 1024;
 
-/** A new entry of `sessionId` numbered `seq`, for `to`, holding `body` (a batch, a commit, a rejection). */
-function newEntry(body: object, sessionId: string, seq: number, createdAt: number, to?: Destination) {
-  return { version: 1, sessionId, seq, createdAt, ...(to && { to }), ...body } as QueueEntry;
-}
+/** What new entries share: their session, when they were made, where they go. */
+type EntryHead = { sessionId: string; createdAt: number; to?: Destination };
 
-/** Writes one entry per maker after the last of `files`; returns those stored (stops at the first failure). */
-async function appendEntries(dir: string, makers: ((seq: number) => QueueEntry)[], files: QueueFile[]) {
-  const stored: QueueFile[] = [];
-  if (makers.length) await ensurePrivateDir(dir);
-  let seq = files.at(-1)?.seq ?? 0;
-  for (const make of makers) {
+/** Writes an entry per body (a batch, a commit, a rejection) after seq `last`; returns those stored (stops at the first failure). */
+async function appendEntries(dir: string, last: number, head: EntryHead, bodies: object[]) {
+  const stored: QueueEntry[] = [];
+  if (bodies.length) await ensurePrivateDir(dir);
+  let seq = last;
+  for (const body of bodies) {
     for (let attempts = 1;; attempts++) {
-      const entry = make(++seq);
-      const name = entryName(seq, entry);
+      const entry = { version: 1, ...head, seq: ++seq, ...body } as QueueEntry;
       try {
-        await createExclusive(joinPath(dir, name), `${JSON.stringify(entry)}\n`);
-        stored.push({ name, seq, tag: tagOf(entry) });
+        await createExclusive(joinPath(dir, entryName(seq, entry)), `${JSON.stringify(entry)}\n`);
+        stored.push(entry);
         break;
       } catch (error) {
         if (!isAlreadyExists(error) || attempts > 100) return stored;
@@ -243,13 +240,15 @@ async function appendEntries(dir: string, makers: ((seq: number) => QueueEntry)[
   return stored;
 }
 
-/** Keys of every message (and `commit:<key>` of every commit) in a session's queue files. */
+/** The dedupe keys an entry holds: its messages' keys, or `commit:<key>`. */
+const keysOf = (e: QueueEntry) => e.kind === "commit" ? [`commit:${e.key}`] : e.messages.map((m) => m.key);
+
+/** The dedupe keys of a session's queue files. */
 async function queuedKeys(dir: string, files: QueueFile[]): Promise<Set<string>> {
   const keys = new Set<string>();
   for (const f of files) {
     const entry = await readEntry(joinPath(dir, f.name));
-    for (const m of entry?.kind === "messages" ? entry.messages : []) keys.add(m.key);
-    if (entry?.kind === "commit") keys.add(`commit:${entry.key}`);
+    for (const k of entry ? keysOf(entry) : []) keys.add(k);
   }
   return keys;
 }
@@ -257,10 +256,10 @@ async function queuedKeys(dir: string, files: QueueFile[]): Promise<Set<string>>
 /** One session's queue, opened for appending (by the session lock's holder): keys and last seq read once. */
 export class SessionQueue {
   private constructor(
-    readonly dir: string,
-    readonly sessionId: string,
+    private readonly dir: string,
+    private readonly sessionId: string,
     private readonly to: Destination | undefined,
-    private files: QueueFile[],
+    private seq: number,
     private readonly keys: Set<string>,
   ) {}
 
@@ -269,20 +268,22 @@ export class SessionQueue {
     const dir = await sessionQueueDir(pendingDir, sessionId);
     await removeAbandonedTemps(dir);
     const files = await queueFiles(dir);
-    return new SessionQueue(dir, sessionId, to, files, await queuedKeys(dir, files));
+    return new SessionQueue(dir, sessionId, to, files.at(-1)?.seq ?? 0, await queuedKeys(dir, files));
   }
 
   /** Whether writes of the session wait in the queue. */
   get waiting(): boolean {
-    return this.files.length > 0;
+    return this.seq > 0;
   }
 
-  /** Appends an entry per body (`keys`: what each adds); returns how many were stored. */
-  private async append(now: number, bodies: object[], keys: string[][]): Promise<number> {
-    const makers = bodies.map((body) => (seq: number) => newEntry(body, this.sessionId, seq, now, this.to));
-    const stored = await appendEntries(this.dir, makers, this.files).catch(() => []);
-    this.files.push(...stored);
-    for (const k of keys.slice(0, stored.length).flat()) this.keys.add(k);
+  /** Appends an entry per body; returns how many were stored. */
+  private async append(createdAt: number, bodies: object[]): Promise<number> {
+    const head = { sessionId: this.sessionId, createdAt, to: this.to };
+    const stored = await appendEntries(this.dir, this.seq, head, bodies).catch(() => []);
+    for (const e of stored) {
+      this.seq = e.seq;
+      for (const k of keysOf(e)) this.keys.add(k);
+    }
     return stored.length;
   }
 
@@ -299,14 +300,12 @@ export class SessionQueue {
       for (let i = 0; i < fresh.length; i += batches.at(-1)!.length) {
         batches.push(fresh.slice(i, nextBatchEnd(fresh.map((m) => m.payload), i)));
       }
-      const unsure = options.unsure === undefined ? {} : { unsure: options.unsure };
       const bodies = batches.map((b, i) => ({
         kind: "messages",
-        ...(i === 0 && unsure),
+        ...(i === 0 && options.unsure !== undefined && { unsure: options.unsure }),
         messages: b.map(({ key, payload }) => ({ key, payload })),
       }));
-      const keys = batches.map((b) => b.map((m) => m.key));
-      const stored = await this.append(options.now ?? Date.now(), bodies, keys);
+      const stored = await this.append(options.now ?? Date.now(), bodies);
       return stored === batches.length ? payloads.length : batches[stored][0].index;
     } catch {
       return 0;
@@ -316,7 +315,7 @@ export class SessionQueue {
   /** Queues the commit named `key` behind what is queued; false when it could not be stored. */
   async commit(key: string, now = Date.now()): Promise<boolean> {
     return this.keys.has(`commit:${key}`) ||
-      await this.append(now, [{ kind: "commit", key }], [[`commit:${key}`]]) === 1;
+      await this.append(now, [{ kind: "commit", key }]) === 1;
   }
 }
 
@@ -330,30 +329,29 @@ export async function queuedMessageKeys(pendingDir: string, sessionId: string): 
   return keys;
 }
 
-/** A write to keep in the rejected place, and where it was meant to go. */
-type KeptWrite = ({ messages: readonly MessagePayload[] } | { commit: string }) & { to?: Destination };
+/** A write to keep in the rejected place: a queue entry's body and head (made now unless `createdAt` says). */
+type KeptWrite =
+  & Omit<EntryHead, "createdAt">
+  & { createdAt?: number }
+  & (
+    | { kind: "messages"; messages: { key: string; payload: MessagePayload }[] }
+    | { kind: "commit"; key: string }
+  );
 
 /** Keeps a refused (or expired) write in the rejected place, then trims it; throws when it cannot. */
 export async function keepRejected(
   pendingDir: string,
-  sessionId: string,
-  write: KeptWrite,
+  w: KeptWrite,
   why: { status: number; message: string },
-  createdAt = Date.now(),
-): Promise<void> {
-  const dir = await sessionQueueDir(pendingDir, sessionId, REJECTED_SUBDIR);
-  const body = "commit" in write ? { kind: "commit", key: write.commit } : {
-    kind: "messages",
-    messages: await Promise.all(write.messages.map(async (payload) => ({
-      key: await messageKey(sessionId, payload),
-      payload,
-    }))),
-  };
+) {
+  const dir = await sessionQueueDir(pendingDir, w.sessionId, REJECTED_SUBDIR);
+  const body = w.kind === "commit" ? { kind: w.kind, key: w.key } : { kind: w.kind, messages: w.messages };
   const rejection = { at: Date.now(), status: why.status, message: why.message };
-  const make = (seq: number) => newEntry({ ...body, rejection }, sessionId, seq, createdAt, write.to);
-  const stored = await appendEntries(dir, [make], await queueFiles(dir)).catch(() => []);
-  if (stored.length !== 1) throw new Error(`${dir} could not keep a write OpenViking refused`);
-  await trimRejected(pendingDir, joinPath(dir, stored[0].name));
+  const head = { sessionId: w.sessionId, createdAt: w.createdAt ?? Date.now(), to: w.to };
+  const last = (await queueFiles(dir)).at(-1)?.seq ?? 0;
+  const [kept] = await appendEntries(dir, last, head, [{ ...body, rejection }]).catch(() => []);
+  if (!kept) throw new Error(`${dir} could not keep a write OpenViking refused`);
+  await trimRejected(pendingDir, joinPath(dir, entryName(kept.seq, kept)));
 }
 
 /** A file of the rejected place. */
@@ -569,7 +567,10 @@ export async function sendMessages(
     const d = options.queueOnly ? undefined : await deliverMessages(client, sid, payloads, {
       budget: options.budget,
       beforeRequest: options.beforeRequest,
-      onRejected: (payload, r) => keepRejected(options.pendingDir, sid, { messages: [payload], to }, r),
+      onRejected: async (payload, r) => {
+        const messages = [{ key: await messageKey(sid, payload), payload }];
+        await keepRejected(options.pendingDir, { sessionId: sid, to, kind: "messages", messages }, r);
+      },
       onSettled: async (settled) => {
         report.acked = settled;
         await options.onAcked?.(settled);
@@ -620,7 +621,8 @@ export async function commitSession(
   if (res.ok) return { kind: "committed", taskId: res.taskId };
   if (res.kind !== "rejected") return await queue(res);
   const why = { status: res.status, message: res.error.message };
-  return await keepRejected(options.pendingDir, sid, { commit: options.key, to }, why).then(
+  const write = { sessionId: sid, to, kind: "commit" as const, key: options.key };
+  return await keepRejected(options.pendingDir, write, why).then(
     (): CommitOutcome => ({ kind: "rejected", ...why }),
     (error): CommitOutcome => ({ kind: "failed", message: (error as Error).message }),
   );
@@ -768,23 +770,16 @@ async function keep<E extends QueueEntry>(claimPath: string, entry: E): Promise<
   return entry;
 }
 
-const writeOf = (entry: QueueEntry): KeptWrite => ({
-  ...(entry.kind === "commit" ? { commit: entry.key } : { messages: entry.messages.map((m) => m.payload) }),
-  ...(entry.to && { to: entry.to }),
-});
-
 /** Replays one claimed entry (progress kept in the claim); returns the failure that stopped it. Throws when a refused write cannot be kept. */
 async function replayEntry(run: ReplayRun, claimPath: string, entry: QueueEntry) {
   const { client, report, pendingDir } = run;
-  const { sessionId, createdAt } = entry;
+  const { sessionId } = entry;
   const budget = run.options.budget;
-  const reject = (write: KeptWrite, why: { status: number; message: string }) =>
-    keepRejected(pendingDir, sessionId, write, why, createdAt);
   if (entry.kind === "commit") {
     const res = await postCommit(client, sessionId, budget);
     if (res.ok && res.taskId) report.commitTasks.push({ sessionId, taskId: res.taskId });
     if (res.ok || res.kind !== "rejected") return res.ok ? undefined : res;
-    await reject(writeOf(entry), { status: res.status, message: res.error.message });
+    await keepRejected(pendingDir, entry, { status: res.status, message: res.error.message });
     report.rejected++;
     return undefined;
   }
@@ -801,7 +796,7 @@ async function replayEntry(run: ReplayRun, claimPath: string, entry: QueueEntry)
   const messages = sure.messages;
   const d = await deliverMessages(client, sessionId, messages.map((m) => m.payload), {
     budget,
-    onRejected: (payload, r) => reject({ ...writeOf(entry), messages: [payload] }, r),
+    onRejected: (_, r) => keepRejected(pendingDir, { ...sure, messages: [messages[r.index]] }, r),
     onSettled: async (settled) => {
       if (settled < messages.length) await keep(claimPath, { ...sure, messages: messages.slice(settled) });
     },
@@ -848,8 +843,7 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
   let stop: OvFailure | "local" | "wait" | undefined = "wait";
   if (expired) {
     const why = { status: 0, message: `waited in the queue longer than ${options.ttlDays} days` };
-    stop = await keepRejected(run.pendingDir, entry.sessionId, writeOf(entry), why, entry.createdAt)
-      .then(() => undefined, () => "local" as const);
+    stop = await keepRejected(run.pendingDir, entry, why).then(() => undefined, () => "local" as const);
   } else if (wait > 0 && !waits) {
     report.waitUntil = Math.min(report.waitUntil ?? run.now + wait, run.now + wait);
   } else {

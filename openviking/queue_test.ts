@@ -8,6 +8,7 @@ import {
   contents,
   enqueueCommit,
   enqueueMessages,
+  keepRefused,
   ourQueue,
   payload,
   queuedMessages,
@@ -23,7 +24,6 @@ import {
   commitSession,
   deliverMessages,
   hasUnsent,
-  keepRejected,
   type MessagePayload,
   nextBatchEnd,
   QUEUE_SUBDIR,
@@ -209,8 +209,8 @@ Deno.test("replay: what OpenViking refuses for good and what waited past the TTL
 Deno.test("replay --rejected: refused again it stays kept with the new words; an outage puts it back whole", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
-  await keepRejected(dir.path, "kc-s1", { messages: range(1) }, { status: 400, message: "first" });
-  await keepRejected(dir.path, "kc-s1", { commit: "k" }, { status: 404, message: "no session" });
+  await keepRefused(dir.path, "kc-s1", range(1), { status: 400, message: "first" });
+  await keepRefused(dir.path, "kc-s1", { commit: "k" }, { status: 404, message: "no session" });
   fake.fault({ route: "POST /api/v1/sessions/:id/messages/batch", status: 400, times: 1 });
   fake.fault({ route: "POST /api/v1/sessions/:id/messages", status: 412, times: 1 });
   const r = await replayQueue(dir.path, clientOf(fake.url), opts({ rejected: true }));
@@ -252,7 +252,7 @@ Deno.test("the rejected place is bounded: past its count the oldest are dropped,
   }
   for (let i = REJECTED_MAX_ENTRIES; i < REJECTED_MAX_ENTRIES + 3; i++) {
     const why = { status: 400, message: `no ${i}` };
-    await keepRejected(dir.path, `kc-${i % 7}`, { messages: [payload(i)] }, why);
+    await keepRefused(dir.path, `kc-${i % 7}`, [payload(i)], why);
     // A refusal's time is in ms and a keep takes about one: two in one ms are equally new, and the summary
     // then names whichever session directory it lists last (the flake under --parallel).
     await new Promise((resolve) => setTimeout(resolve, 2));
@@ -265,7 +265,7 @@ Deno.test("the rejected place is bounded: past its count the oldest are dropped,
   assertEquals(s.last?.message, `no ${REJECTED_MAX_ENTRIES + 2}`);
   // Bytes: one write larger than the whole bound leaves only itself (the newest is never dropped).
   const big = { role: "user" as const, content: "x".repeat(REJECTED_MAX_BYTES) };
-  await keepRejected(dir.path, "kc-big", { messages: [big] }, { status: 400, message: "too long" });
+  await keepRefused(dir.path, "kc-big", [big], { status: 400, message: "too long" });
   assertEquals((await rejectedWrites(dir.path)).map((k) => k.sessionId), ["kc-big"]);
 });
 
