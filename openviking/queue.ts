@@ -59,14 +59,12 @@ export function elsewhereWords(held: readonly (Destination & { entries: number }
   }
   if (!byPlace.size) return undefined;
   const places = [...byPlace];
+  const commands = places.map(([where]) => `\`${where} ${commandName()} replay\``).join(", ");
   return {
     summary: places.map(([where, n]) => `${n} queued write(s) are for another server or identity (${where})`)
       .join("; "),
-    fix:
-      `they are sent only there: run ${
-        places.map(([where]) => `\`${where} ${commandName()} replay\``).join(", ")
-      }` +
-      " (with that server's key in OPENVIKING_API_KEY if it needs one); they stay queued until then",
+    fix: `they are sent only there: run ${commands} (with that server's key in OPENVIKING_API_KEY if it ` +
+      "needs one); they stay queued until then",
   };
 }
 
@@ -115,18 +113,11 @@ export async function sessionQueueDir(pendingDir: string, sessionId: string, sub
 }
 
 /** A file of a session's queue: tag `m<count>` or `c`; `claimedBy` the replay's pid. */
-interface QueueFile {
-  name: string;
-  seq: number;
-  tag: string;
-  claimedBy?: number;
-}
-
-const tagOf = (entry: QueueEntry): string => entry.kind === "commit" ? "c" : `m${entry.messages.length}`;
+type QueueFile = { name: string; seq: number; tag: string; claimedBy?: number };
 
 /** The file name of entry `seq` holding `holds` (an entry or its tag), claimed by `pid` if given. */
 function entryName(seq: number, holds: QueueEntry | string, pid?: number): string {
-  const tag = typeof holds === "string" ? holds : tagOf(holds);
+  const tag = typeof holds === "string" ? holds : holds.kind === "commit" ? "c" : `m${holds.messages.length}`;
   return `${String(seq).padStart(10, "0")}-${tag}${pid === undefined ? ".json" : `.${pid}.claim`}`;
 }
 
@@ -187,11 +178,9 @@ export async function setAsideFiles(pendingDir: string): Promise<string[]> {
 export function setAsideWords(files: readonly string[]): { summary: string; fix: string } | undefined {
   if (!files.length) return undefined;
   const dirs = [...new Set(files.map(dirName))];
-  const more = dirs.length > 1 ? ` and ${dirs.length - 1} other folder(s)` : "";
+  const where = dirs.length > 1 ? `${dirs[0]} and ${dirs.length - 1} other folder(s)` : dirs[0];
   return {
-    summary: `${files.length} queued write(s) could not be read and are never sent: set aside in ${
-      dirs[0]
-    }${more}`,
+    summary: `${files.length} queued write(s) could not be read and are never sent: set aside in ${where}`,
     fix: `they are yours: look at them (*${UNREADABLE}); put one you repaired back under its name without ` +
       `${UNREADABLE}, or delete it`,
   };
@@ -355,11 +344,7 @@ export async function keepRejected(
 }
 
 /** A file of the rejected place. */
-interface KeptFile {
-  path: string;
-  bytes: number;
-  at: number;
-}
+type KeptFile = { path: string; bytes: number; at: number };
 
 /** The rejected place per pending directory, listed once, then updated by this process's own writes. */
 const knownPlaces = new Map<string, { files: KeptFile[]; bytes: number }>();
@@ -439,13 +424,13 @@ export async function queueSummary(pendingDir: string, subdir = QUEUE_SUBDIR): P
 /** The API path of a session. */
 const sessionPath = (sid: string): string => `/api/v1/sessions/${encodeURIComponent(sid)}`;
 
+/** One POST of a session write (no actor peer). */
+const post = (client: OpenVikingClient, path: string, body: unknown, budget: Budget) =>
+  client.request("POST", path, AnyResult, { body, budget, peerId: null });
+
 /** POSTs the commit of session `sid`: its task id (a non-empty string), or the failure. */
 async function postCommit(client: OpenVikingClient, sid: string, budget: Budget) {
-  const res = await client.request("POST", `${sessionPath(sid)}/commit`, AnyResult, {
-    body: {},
-    budget,
-    peerId: null,
-  });
+  const res = await post(client, `${sessionPath(sid)}/commit`, {}, budget);
   if (!res.ok) return res;
   const id = asRecord(res.result).task_id;
   return { ok: true as const, taskId: typeof id === "string" && id ? id : undefined };
@@ -472,11 +457,7 @@ export function unsureFrom(f: OvFailure, timeoutMs: number, now = Date.now()): n
 }
 
 /** A message OpenViking refused for good (the caller keeps it: `onRejected`). */
-interface Rejection {
-  index: number;
-  status: number;
-  message: string;
-}
+type Rejection = { index: number; status: number; message: string };
 
 /** What delivering messages did; `settled`: the prefix sent or rejected; `stop`: why it stopped there. */
 interface Delivery {
@@ -506,16 +487,9 @@ export async function deliverMessages(
     const serial = from < serialUntil;
     const end = serial ? from + 1 : nextBatchEnd(payloads, from);
     await options.beforeRequest?.(from, end);
-    const res = await client.request(
-      "POST",
-      `${sessionPath(sid)}/messages${serial ? "" : "/batch"}`,
-      AnyResult,
-      {
-        body: serial ? payloads[from] : { messages: payloads.slice(from, end) },
-        budget: options.budget,
-        peerId: null,
-      },
-    );
+    const path = `${sessionPath(sid)}/messages${serial ? "" : "/batch"}`;
+    const body = serial ? payloads[from] : { messages: payloads.slice(from, end) };
+    const res = await post(client, path, body, options.budget);
     const serialWhy = res.ok || serial ? "" : wantsSerial(res);
     if (res.ok) {
       const n = asRecord(res.result).pending_tokens; // the session's uncommitted tokens
@@ -536,13 +510,10 @@ export async function deliverMessages(
 }
 
 /** What happened to messages; only the `acked` prefix may be acknowledged; `stoppedBy`: the queue or state could not be written. */
-export interface SendReport {
+export interface SendReport extends Omit<Delivery, "settled" | "stop"> {
   acked: number;
-  sent: number;
   queued: number;
   rejected: number;
-  rejections: Rejection[];
-  pendingTokens?: number;
   cause?: OvFailure;
   stoppedBy?: { code: string; message: string };
 }
@@ -631,11 +602,7 @@ export async function commitSession(
 // ---- What a session holds ----
 
 /** A message the server holds, as far as matching goes. */
-interface HeldMessage {
-  role: string;
-  turnId?: string;
-  text: string;
-}
+type HeldMessage = { role: string; turnId?: string; text: string };
 
 /** Messages in a reply (`…/context`, an archive): text in `parts` (older: `content`). */
 const MessagesReply = z.looseObject({ messages: z.catch(z.array(z.unknown()), []) });
@@ -694,10 +661,8 @@ export async function heldMessages(
   for (let n = meta.commit_count; n > 0; n--) {
     const id = `archive_${String(n).padStart(3, "0")}`;
     // OpenViking 0.5.2 answers an archive it has not completed with a NOT_FOUND that names nothing.
-    const archive = await get(client, `${sessionPath(sid)}/archives/${id}`, MessagesReply, budget, [
-      "rejected",
-      "missing-route",
-    ]);
+    const path = `${sessionPath(sid)}/archives/${id}`;
+    const archive = await get(client, path, MessagesReply, budget, ["rejected", "missing-route"]);
     if (archive === undefined) return undefined;
     const archived = archive ? heldIn(archive) : [];
     if (archived.length) return [...archived, ...heldIn(live)];
@@ -719,12 +684,10 @@ export interface ReplayOptions {
 }
 
 /** The bounds of a replay from the config and `run`: 50 queue entries unless `run` says otherwise. */
-export function replayOptions(
+export const replayOptions = (
   config: { pendingTtlDays: number },
   run: { budget: Budget; limit?: number; sessionId?: string; waitUnsure?: boolean },
-): ReplayOptions {
-  return { ...run, limit: run.limit ?? 50, ttlDays: config.pendingTtlDays };
-}
+): ReplayOptions => ({ ...run, limit: run.limit ?? 50, ttlDays: config.pendingTtlDays });
 
 /**
  * What a replay did: entries `replayed`, `expired` or `deferred`; messages sent, `held` already, `rejected`;
@@ -756,13 +719,7 @@ interface ReplayRun {
 }
 
 /** Failures every session would meet the same way. */
-const STOPS_EVERYTHING: readonly OvFailure["kind"][] = [
-  "unreachable",
-  "auth",
-  "redirect",
-  "not-openviking",
-  "missing-route",
-];
+const STOPS_ALL = new Set(["unreachable", "auth", "redirect", "not-openviking", "missing-route"]);
 
 /** Writes what is left of a claimed entry into its claim, durably. */
 async function keep<E extends QueueEntry>(claimPath: string, entry: E): Promise<E> {
@@ -862,7 +819,7 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
   if (unsure !== undefined) left = await keep(claim, { ...left, unsure });
   await Deno.rename(claim, joinPath(dir, entryName(f.seq, left))).catch(() => {});
   if (failure) report.cause = failure;
-  run.stopAll ||= stop === "local" || (!!failure && STOPS_EVERYTHING.includes(failure.kind));
+  run.stopAll ||= stop === "local" || (!!failure && STOPS_ALL.has(failure.kind));
   return "stop";
 }
 
