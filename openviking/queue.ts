@@ -96,8 +96,9 @@ export const QueueEntrySchema = z.discriminatedUnion("kind", [
 ]);
 export type QueueEntry = z.infer<typeof QueueEntrySchema>;
 
-/** Why a kept write was refused (status 0: never reached the server). */
+/** Why a kept write was refused (status 0: never reached the server), and when. */
 const RejectionSchema = z.object({ at: z.number(), status: z.number(), message: z.string() });
+type Refusal = Omit<z.infer<typeof RejectionSchema>, "at">;
 
 /** `<seq>-<tag>.json`, or `<seq>-<tag>.<pid>.claim` when claimed by replay `pid`. */
 const QUEUE_FILE = /^(\d{10})-(m\d+|c)(?:\.json|\.(\d+)\.claim)$/;
@@ -206,17 +207,18 @@ export function nextBatchEnd(payloads: readonly MessagePayload[], from: number):
 export const REJECTED_MAX_ENTRIES = 1000;
 export const REJECTED_MAX_BYTES = 16 * 1024 * 1024;
 
-/** What new entries share: their session, when they were made, where they go. */
-type EntryHead = { sessionId: string; createdAt: number; to?: Destination };
+/** What new entries share: their session, when they were made (none: now), where they go. */
+type EntryHead = { sessionId: string; createdAt?: number; to?: Destination };
 
 /** Writes an entry per body (a batch, a commit, a rejection) after seq `last`; returns those stored (stops at the first failure). */
 async function appendEntries(dir: string, last: number, head: EntryHead, bodies: object[]) {
   const stored: QueueEntry[] = [];
   if (bodies.length) await ensurePrivateDir(dir);
+  const createdAt = head.createdAt ?? Date.now();
   let seq = last;
   for (const body of bodies) {
     for (let attempts = 1;; attempts++) {
-      const entry = { version: 1, ...head, seq: ++seq, ...body } as QueueEntry;
+      const entry = { version: 1, ...head, createdAt, seq: ++seq, ...body } as QueueEntry;
       try {
         await createExclusive(joinPath(dir, entryName(seq, entry)), `${JSON.stringify(entry)}\n`);
         stored.push(entry);
@@ -279,12 +281,9 @@ export class SessionQueue {
   /** Queues new messages in batches (the first `unsure`, if given); returns the durably queued prefix. */
   async messages(payloads: readonly MessagePayload[], options: { now?: number; unsure?: number } = {}) {
     try {
-      const keyed = await Promise.all(payloads.map(async (payload, index) => ({
-        key: await messageKey(this.sessionId, payload),
-        payload,
-        index,
-      })));
-      const fresh = keyed.filter((m) => !this.keys.has(m.key));
+      const keys = await Promise.all(payloads.map((p) => messageKey(this.sessionId, p)));
+      const fresh = payloads.map((payload, index) => ({ key: keys[index], payload, index }))
+        .filter((m) => !this.keys.has(m.key));
       const batches: (typeof fresh)[] = [];
       for (let i = 0; i < fresh.length; i += batches.at(-1)!.length) {
         batches.push(fresh.slice(i, nextBatchEnd(fresh.map((m) => m.payload), i)));
@@ -318,26 +317,21 @@ export async function queuedMessageKeys(pendingDir: string, sessionId: string): 
   return keys;
 }
 
-/** A write to keep in the rejected place: a queue entry's body and head (made now unless `createdAt` says). */
+/** A write to keep in the rejected place: a queue entry's head and body. */
 type KeptWrite =
-  & Omit<EntryHead, "createdAt">
-  & { createdAt?: number }
+  & EntryHead
   & (
     | { kind: "messages"; messages: { key: string; payload: MessagePayload }[] }
     | { kind: "commit"; key: string }
   );
 
 /** Keeps a refused (or expired) write in the rejected place, then trims it; throws when it cannot. */
-export async function keepRejected(
-  pendingDir: string,
-  w: KeptWrite,
-  why: { status: number; message: string },
-) {
+export async function keepRejected(pendingDir: string, w: KeptWrite, why: Refusal) {
   const dir = await sessionQueueDir(pendingDir, w.sessionId, REJECTED_SUBDIR);
   const body = w.kind === "commit" ? { kind: w.kind, key: w.key } : { kind: w.kind, messages: w.messages };
   const rejection = { at: Date.now(), status: why.status, message: why.message };
-  const head = { sessionId: w.sessionId, createdAt: w.createdAt ?? Date.now(), to: w.to };
   const last = (await queueFiles(dir)).at(-1)?.seq ?? 0;
+  const head = { sessionId: w.sessionId, createdAt: w.createdAt, to: w.to };
   const [kept] = await appendEntries(dir, last, head, [{ ...body, rejection }]).catch(() => []);
   if (!kept) throw new Error(`${dir} could not keep a write OpenViking refused`);
   await trimRejected(pendingDir, joinPath(dir, entryName(kept.seq, kept)));
@@ -419,8 +413,6 @@ export async function queueSummary(pendingDir: string, subdir = QUEUE_SUBDIR): P
   return out;
 }
 
-// ---- Writing to a session ----
-
 /** The API path of a session. */
 const sessionPath = (sid: string): string => `/api/v1/sessions/${encodeURIComponent(sid)}`;
 
@@ -449,15 +441,13 @@ function wantsSerial(res: OvFailure): "route" | "batch" | "" {
  * from when the session's answer about it counts (after a timeout: once the server had as long again).
  */
 export function unsureFrom(f: OvFailure, timeoutMs: number, now = Date.now()): number | undefined {
-  const arrived = f.status !== 0
-    ? f.status >= 500
-    : f.error.code !== "CONNECT" && f.error.code !== "BUDGET_SPENT";
+  const arrived = f.status ? f.status >= 500 : f.error.code !== "CONNECT" && f.error.code !== "BUDGET_SPENT";
   if (!arrived) return undefined;
   return f.error.code === "TIMEOUT" || f.status === 504 ? now + timeoutMs : now;
 }
 
 /** A message OpenViking refused for good (the caller keeps it: `onRejected`). */
-type Rejection = { index: number; status: number; message: string };
+type Rejection = Refusal & { index: number };
 
 /** What delivering messages did; `settled`: the prefix sent or rejected; `stop`: why it stopped there. */
 interface Delivery {
@@ -535,7 +525,7 @@ export async function sendMessages(
   const report: SendReport = { acked: 0, sent: 0, queued: 0, rejected: 0, rejections: [] };
   const to = destinationOf(client.options);
   try {
-    const d = options.queueOnly ? undefined : await deliverMessages(client, sid, payloads, {
+    const delivery = options.queueOnly ? undefined : deliverMessages(client, sid, payloads, {
       budget: options.budget,
       beforeRequest: options.beforeRequest,
       onRejected: async (payload, r) => {
@@ -547,13 +537,11 @@ export async function sendMessages(
         await options.onAcked?.(settled);
       },
     });
-    if (d) {
-      const { settled: acked, sent, rejections, pendingTokens, stop: cause } = d;
-      Object.assign(report, { acked, sent, rejected: rejections.length, rejections, pendingTokens, cause });
-    }
-    const from = d?.settled ?? 0;
-    if ((!d || d.stop) && from < payloads.length) {
-      const unsure = d?.stop && unsureFrom(d.stop, client.options.timeoutMs);
+    const none: Delivery = { settled: 0, sent: 0, rejections: [] };
+    const { settled: from, stop: cause, ...d } = await delivery ?? none;
+    Object.assign(report, { ...d, acked: from, rejected: d.rejections.length, cause });
+    if ((options.queueOnly || cause) && from < payloads.length) {
+      const unsure = cause && unsureFrom(cause, client.options.timeoutMs);
       await options.beforeRequest?.(from, payloads.length, unsure ?? Date.now());
       const queue = options.queue ?? await SessionQueue.open(options.pendingDir, sid, to);
       const stored = await queue.messages(payloads.slice(from), { unsure });
@@ -598,8 +586,6 @@ export async function commitSession(
     (error): CommitOutcome => ({ kind: "failed", message: (error as Error).message }),
   );
 }
-
-// ---- What a session holds ----
 
 /** A message the server holds, as far as matching goes. */
 type HeldMessage = { role: string; turnId?: string; text: string };
@@ -649,11 +635,7 @@ async function get<S extends z.ZodMiniType>(
  * then those since; undefined when the server cannot say. A batch it stored is among them even after a
  * commit: our later writes to the session wait behind one whose reply was lost.
  */
-export async function heldMessages(
-  client: OpenVikingClient,
-  sid: string,
-  budget: Budget,
-): Promise<HeldMessage[] | undefined> {
+export async function heldMessages(client: OpenVikingClient, sid: string, budget: Budget) {
   const live = await get(client, `${sessionPath(sid)}/context`, MessagesReply, budget);
   if (!live) return live === null ? [] : undefined;
   const meta = await get(client, sessionPath(sid), SessionReply, budget);
@@ -670,36 +652,30 @@ export async function heldMessages(
   return heldIn(live);
 }
 
-// ---- Replay ----
+/** A replay's budget, its most queue entries, its one session; `waitUnsure`: wait in the budget for an unsure entry. */
+type ReplayBounds = { budget: Budget; limit?: number; sessionId?: string; waitUnsure?: boolean };
 
-/** Limits of one replay; `rejected`: replay the rejected place (no age limit); `waitUnsure`: wait in the budget for an unsure entry. */
-export interface ReplayOptions {
+/** Limits of one replay; `rejected`: replay the rejected place (no age limit). */
+export type ReplayOptions = ReplayBounds & {
   limit: number;
   ttlDays: number;
-  budget: Budget;
-  sessionId?: string;
   now?: number;
   rejected?: boolean;
-  waitUnsure?: boolean;
-}
+};
 
 /** The bounds of a replay from the config and `run`: 50 queue entries unless `run` says otherwise. */
-export const replayOptions = (
-  config: { pendingTtlDays: number },
-  run: { budget: Budget; limit?: number; sessionId?: string; waitUnsure?: boolean },
-): ReplayOptions => ({ ...run, limit: run.limit ?? 50, ttlDays: config.pendingTtlDays });
+export const replayOptions = (config: { pendingTtlDays: number }, run: ReplayBounds): ReplayOptions => ({
+  ...run,
+  limit: run.limit ?? 50,
+  ttlDays: config.pendingTtlDays,
+});
 
 /**
  * What a replay did: entries `replayed`, `expired` or `deferred`; messages sent, `held` already, `rejected`;
  * `waitUntil`: an unsure write waits until then; `elsewhere`: entries left for another destination.
  */
-export interface ReplayReport {
-  replayed: number;
-  messages: number;
-  held: number;
-  rejected: number;
-  expired: number;
-  deferred: number;
+export interface ReplayReport
+  extends Record<"replayed" | "messages" | "held" | "rejected" | "expired" | "deferred", number> {
   commitTasks: { sessionId: string; taskId: string }[];
   cause?: OvFailure;
   waitUntil?: number;
@@ -709,7 +685,6 @@ export interface ReplayReport {
 
 interface ReplayRun {
   client: OpenVikingClient;
-  to: Destination;
   pendingDir: string;
   options: ReplayOptions;
   now: number;
@@ -789,7 +764,7 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
   if (f.claimedBy !== undefined && !entry.unsure) {
     entry = await keep(claim, { ...entry, unsure: run.now + timeout });
   }
-  if (!goesTo(entry.to, run.to)) {
+  if (!goesTo(entry.to, destinationOf(run.client.options))) {
     await Deno.rename(claim, path).catch(() => {});
     return entry.to!;
   }
@@ -844,16 +819,11 @@ async function replaySession(run: ReplayRun, dir: string): Promise<void> {
 }
 
 /** Replays our queue (or the rejected place): sessions oldest first write first, each in sequence order, bounded in entries and time. */
-export async function replayQueue(
-  pendingDir: string,
-  client: OpenVikingClient,
-  options: ReplayOptions,
-): Promise<ReplayReport> {
+export async function replayQueue(pendingDir: string, client: OpenVikingClient, options: ReplayOptions) {
   const zero = { replayed: 0, messages: 0, held: 0, rejected: 0, expired: 0, deferred: 0 };
   const report: ReplayReport = { ...zero, commitTasks: [], delivered: [], elsewhere: [] };
   const now = options.now ?? Date.now();
-  const to = destinationOf(client.options);
-  const run: ReplayRun = { client, to, pendingDir, options, now, sent: 0, stopAll: false, report };
+  const run: ReplayRun = { client, pendingDir, options, now, sent: 0, stopAll: false, report };
   const subdir = options.rejected ? REJECTED_SUBDIR : QUEUE_SUBDIR;
   const sessions = [];
   for (const s of await sessionHeads(pendingDir, subdir, options.sessionId)) {
