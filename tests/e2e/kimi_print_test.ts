@@ -238,7 +238,7 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
             const dec = new TextDecoder();
             assertEquals(dec.decode(out.stdout), "• Noted: Thursday 14:00 UTC.\n");
             assertEquals(out.code, 1, `Kimi dies writing into the closed pipe:\n${dec.decode(out.stderr)}`);
-            const sessionId = (await rig.env.sessionIndex()).at(-1)!.sessionId;
+            const sessionId = rig.env.sessionIndex().at(-1)!.sessionId;
             const turn: Msg[] = [["0", "user", prompt], ["0", "assistant", answer]];
             await expectFakeSession(fake, `kc-${sessionId}`, turn, 1);
           },
@@ -256,7 +256,7 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
             run.kill("SIGINT");
             const r = await run.result;
             assertEquals(r.code, 130, r.stderr);
-            const sessionId = (await rig.env.sessionIndex()).at(-1)!.sessionId;
+            const sessionId = rig.env.sessionIndex().at(-1)!.sessionId;
             const ov = `kc-${sessionId}`;
             const [user, assistant] = await atFake(fake, ov, 2);
             assertEquals(user, ["0", "user", prompt]);
