@@ -75,14 +75,7 @@ function installPaths(dir: string, version: string): KimiInstall {
   };
 }
 
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
+const exists = (path: string) => Deno.stat(path).then(() => true, () => false);
 
 async function isComplete(inst: KimiInstall): Promise<boolean> {
   return await exists(join(inst.dir, ".complete")) && await exists(inst.main) && await exists(inst.node);
