@@ -144,18 +144,9 @@ async function installUnlocked(
       join(staging, ".complete"),
       JSON.stringify({ kimi: version, node: nodeVersion, installedAt: new Date().toISOString() }) + "\n",
     );
-    try {
-      await Deno.rename(staging, target.dir);
-    } catch (e) {
-      if (!(await isComplete(target))) {
-        await Deno.remove(target.dir, { recursive: true }).catch(() => {});
-        try {
-          await Deno.rename(staging, target.dir);
-        } catch {
-          throw e;
-        }
-      }
-    }
+    // Under the lock and not complete: what is there is a dead install's, and goes.
+    await Deno.remove(target.dir, { recursive: true }).catch(() => {});
+    await Deno.rename(staging, target.dir);
   } finally {
     await Deno.remove(staging, { recursive: true }).catch(() => {});
   }
