@@ -23,19 +23,17 @@ import {
   isHookResult,
   kimiOrSkip,
   leaks,
-  listQueue,
   MCP_ARGS,
   MCP_PREFIX,
   type Mode,
   modeOf,
   type Msg,
-  poll,
   Rig,
   SLOW_TEXT,
   TOOL_COMMAND,
   VIKING_URI,
 } from "./harness.ts";
-import { expectBackAfterOutage } from "./surfaces.ts";
+import { expectBackAfterOutage, expectQueuedTurn } from "./surfaces.ts";
 
 const MODES: Mode[] = ["config", "plugin"];
 
@@ -306,24 +304,7 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
               OFFERED_TOOLS.map((n) => `${MCP_PREFIX[mode]}${n}`).sort(),
             );
 
-            const three = <T>(files: T[]) => files.length === 3 ? files : undefined;
-            const listed = async () => three(await listQueue(rig.pendingDir));
-            const queued = await poll("3 queued writes", listed, 30_000, () => listQueue(rig.pendingDir));
-            for (const f of queued) assertEquals(f.mode, 0o600, `${f.name} is private`);
-            assertEquals((await Deno.stat(rig.pendingDir)).mode! & 0o777, 0o700);
-            assertEquals(
-              queued.map((f) => [f.entry.type, f.entry.sessionId, f.entry.payload]).sort(sortKey),
-              [
-                ["addMessage", ov, { role: "user", content: downPrompt, turn_id: turn }],
-                ["addMessage", ov, {
-                  role: "assistant",
-                  content: "Let me check with a tool.\n\nThe tool has finished.",
-                  turn_id: turn,
-                }],
-                ["commitSession", ov, {}],
-              ].sort(sortKey),
-            );
-            assertEquals(fake.requests.length, seen, "nothing reached the server while it was down");
+            await expectQueuedTurn(rig, ov, turn, downPrompt, seen);
 
             await rig.gate.up();
             const next = await rig.print("third: a new session after the outage");
@@ -417,8 +398,4 @@ async function logSince(rig: Rig, at: number): Promise<string> {
 /** A tool output without the "Wall time: … seconds" line Kimi 2.1.0 puts first. */
 function withoutWallTime(output: string | undefined): string | undefined {
   return output?.replace(/^Wall time: [\d.]+ seconds\n/, "");
-}
-
-function sortKey(a: unknown, b: unknown): number {
-  return JSON.stringify(a) < JSON.stringify(b) ? -1 : 1;
 }

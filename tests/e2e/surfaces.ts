@@ -157,26 +157,7 @@ export async function downAndBack(rig: Rig, surface: Surface): Promise<void> {
   const at = msgs.findIndex((m) => m.role === "user" && messageText(m) === downPrompt);
   assertTrue(at > 0 && !isHookResult(msgs[at - 1]), "no recall without a server, and no error text either");
 
-  const queued = await poll(
-    "3 queued writes",
-    async () => {
-      const files = await listQueue(rig.pendingDir);
-      return files.length === 3 ? files : undefined;
-    },
-    30_000,
-    () => listQueue(rig.pendingDir),
-  );
-  for (const f of queued) assertEquals(f.mode, 0o600, `${f.name} is private`);
-  const sortKey = (a: unknown, b: unknown) => JSON.stringify(a) < JSON.stringify(b) ? -1 : 1;
-  assertEquals(
-    queued.map((f) => [f.entry.type, f.entry.sessionId, f.entry.payload]).sort(sortKey),
-    [
-      ["addMessage", ov, { role: "user", content: downPrompt, turn_id: "1" }],
-      ["addMessage", ov, { role: "assistant", content: TOOL_TURN_ANSWER, turn_id: "1" }],
-      ["commitSession", ov, {}],
-    ].sort(sortKey),
-  );
-  assertEquals(fake.requests.length, seen, "nothing reached the server while it was down");
+  await expectQueuedTurn(rig, ov, "1", downPrompt, seen);
 
   await rig.gate.up();
   const nextSession = await surface.newSession();
@@ -188,6 +169,29 @@ export async function downAndBack(rig: Rig, surface: Surface): Promise<void> {
     ["1", "assistant", TOOL_TURN_ANSWER],
   ], 2);
   await expectBackAfterOutage(rig, `kc-${nextSession}`, ov, seen);
+}
+
+/**
+ * While the server is down: turn `turn` of session `ov` (`prompt`, answered by the tool turn) waits in the
+ * queue, its user and assistant messages and a commit, each in a private file of a private directory, and
+ * nothing reached the server after the `seen`-th request.
+ */
+export async function expectQueuedTurn(rig: Rig, ov: string, turn: string, prompt: string, seen: number) {
+  const three = <T>(files: T[]) => files.length === 3 ? files : undefined;
+  const listed = async () => three(await listQueue(rig.pendingDir));
+  const queued = await poll("3 queued writes", listed, 30_000, () => listQueue(rig.pendingDir));
+  for (const f of queued) assertEquals(f.mode, 0o600, `${f.name} is private`);
+  assertEquals((await Deno.stat(rig.pendingDir)).mode! & 0o777, 0o700);
+  const sortKey = (a: unknown, b: unknown) => JSON.stringify(a) < JSON.stringify(b) ? -1 : 1;
+  assertEquals(
+    queued.map((f) => [f.entry.type, f.entry.sessionId, f.entry.payload]).sort(sortKey),
+    [
+      ["addMessage", ov, { role: "user", content: prompt, turn_id: turn }],
+      ["addMessage", ov, { role: "assistant", content: TOOL_TURN_ANSWER, turn_id: turn }],
+      ["commitSession", ov, {}],
+    ].sort(sortKey),
+  );
+  assertEquals(rig.fake!.requests.length, seen, "nothing reached the server while it was down");
 }
 
 /**
