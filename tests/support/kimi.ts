@@ -222,12 +222,8 @@ export interface KimiEnvOptions {
 export interface PrintOptions {
   /** Resume this session (`-S <id>`). */
   sessionId?: string;
-  /** Work dir (default the env's work dir). */
-  cwd?: string;
   /** Kill with SIGKILL after this many ms (default 120 000). */
   timeoutMs?: number;
-  /** Extra CLI args (before `-p`). */
-  args?: string[];
   /** Extra env vars. */
   env?: Record<string, string>;
 }
@@ -357,14 +353,14 @@ export class KimiEnv {
 
   /** Starts `kimi [-S id] -p <prompt>` in the work dir. */
   startPrint(prompt: string, opts: PrintOptions = {}): PrintRun {
-    const args = [this.install.main, ...(opts.args ?? [])];
+    const args = [this.install.main];
     if (opts.sessionId) args.push("-S", opts.sessionId);
     args.push("-p", prompt);
     const started = Date.now();
     const before = this.sessionIndex().map((e) => e.sessionId);
     const child = new Deno.Command(this.install.node, {
       args,
-      cwd: opts.cwd ?? this.workDir,
+      cwd: this.workDir,
       env: this.env(opts.env),
       clearEnv: true,
       stdin: "null",
