@@ -351,22 +351,25 @@ export class KimiEnv {
     return { ...e, ...this.#extraEnv, ...extra };
   }
 
-  /** Starts `kimi [-S id] -p <prompt>` in the work dir. */
-  startPrint(prompt: string, opts: PrintOptions = {}): PrintRun {
-    const args = [this.install.main];
-    if (opts.sessionId) args.push("-S", opts.sessionId);
-    args.push("-p", prompt);
-    const started = Date.now();
-    const before = this.sessionIndex().map((e) => e.sessionId);
-    const child = new Deno.Command(this.install.node, {
-      args,
+  /** Starts `kimi <args>` in the work dir with this env (nothing else), its output piped. */
+  spawn(args: string[], opts: { stdin?: "piped" | "null"; env?: Record<string, string> } = {}) {
+    return new Deno.Command(this.install.node, {
+      args: [this.install.main, ...args],
       cwd: this.workDir,
       env: this.env(opts.env),
       clearEnv: true,
-      stdin: "null",
+      stdin: opts.stdin ?? "null",
       stdout: "piped",
       stderr: "piped",
     }).spawn();
+  }
+
+  /** Starts `kimi [-S id] -p <prompt>` in the work dir. */
+  startPrint(prompt: string, opts: PrintOptions = {}): PrintRun {
+    const started = Date.now();
+    const before = this.sessionIndex().map((e) => e.sessionId);
+    const resume = opts.sessionId ? ["-S", opts.sessionId] : [];
+    const child = this.spawn([...resume, "-p", prompt], { env: opts.env });
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
