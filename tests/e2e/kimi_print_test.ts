@@ -26,7 +26,6 @@ import {
   MCP_ARGS,
   MCP_PREFIX,
   type Mode,
-  modeOf,
   type Msg,
   Rig,
   SLOW_TEXT,
@@ -155,13 +154,7 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
           q.path === "/health" || q.headers.authorization === `Bearer ${rig.apiKey}`;
         assertTrue(fake.requests.every(keyed));
         assertEquals(await filesContaining(rig.env.home, rig.apiKey!), [".openviking/ovcli.conf"]);
-        assertEquals(await modeOf(`${rig.ovHome}/ovcli.conf`), 0o600);
-        const stateDir = `${rig.ovHome}/hook-state/kimicode`;
-        assertEquals(await modeOf(stateDir), 0o700);
-        for await (const e of Deno.readDir(stateDir)) {
-          if (e.isFile) assertEquals(await modeOf(`${stateDir}/${e.name}`), 0o600, e.name);
-        }
-        assertEquals(await modeOf(`${rig.ovHome}/logs/kimicode-hooks.log`), 0o600);
+        // The modes of what we write are tests/security/security_test.ts's; this is the key in Kimi's files.
       },
     );
 
