@@ -8,12 +8,10 @@ import { isRecord } from "../../lib/parsed.ts";
 import { concatBytes } from "../../lib/bytes.ts";
 import { partsText } from "../payload.ts";
 
-/** Where a previous read stopped and what the file looked like there. */
+/** Where a read stopped: `offset`, the file's `dev:ino` ("" where none), the hash of the bytes before it. */
 export interface ReadCursor {
   offset: number;
-  /** Device/inode of the file ("" where the platform has none). */
   fileId: string;
-  /** Hash of up to `TAIL_BYTES` bytes before `offset`. */
   tailHash: string;
 }
 
@@ -24,117 +22,77 @@ export interface JournalLine {
   value: Record<string, unknown>;
 }
 
-/** What a read produced. */
+/** A read: its lines, the offset past the last complete one, whether the cursor no longer matched (read from 0). */
 export interface JournalRead {
   lines: JournalLine[];
-  /** Offset just past the last complete line. */
   endOffset: number;
-  /** The cursor no longer matched the file, so the read restarted at 0. */
   rewritten: boolean;
-}
-
-/** Bytes before the cursor that are hashed to notice a rewrite of the same length. */
-const TAIL_BYTES = 64;
-
-const CHUNK = 1 << 20;
-const NEWLINE = 0x0a;
-
-/** Identity of an open file: `dev:ino`, or "" where unavailable. */
-function fileIdOf(info: Deno.FileInfo): string {
-  return info.ino !== null && info.ino !== undefined ? `${info.dev}:${info.ino}` : "";
-}
-
-/** Hash of the `TAIL_BYTES` bytes that end at `offset`. */
-async function tailHashAt(file: Deno.FsFile, offset: number): Promise<string> {
-  const buf = new Uint8Array(Math.min(offset, TAIL_BYTES));
-  await file.seek(offset - buf.length, Deno.SeekMode.Start);
-  let got = 0;
-  while (got < buf.length) {
-    const n = await file.read(buf.subarray(got));
-    if (n === null) break;
-    got += n;
-  }
-  return await sha256Hex(buf.subarray(0, got));
 }
 
 /** A cheap test run before JSON.parse: lines that cannot matter to capture are not parsed at all. */
 export type LineFilter = (line: string) => boolean;
 
-/** Reads complete lines of `path` after `cursor` (or from the start), parsing those `filter` keeps. */
+const CHUNK = 1 << 20;
+
+const fileIdOf = (info: Deno.FileInfo) => info.ino == null ? "" : `${info.dev}:${info.ino}`;
+
+/** Hash of the (up to) 64 bytes that end at `offset`: a rewrite of the same length is noticed. */
+async function tailHashAt(file: Deno.FsFile, offset: number): Promise<string> {
+  const buf = new Uint8Array(Math.min(offset, 64));
+  await file.seek(offset - buf.length, Deno.SeekMode.Start);
+  let got = 0;
+  for (let n: number | null = 0; n !== null && got < buf.length; got += n ?? 0) {
+    n = await file.read(buf.subarray(got));
+  }
+  return await sha256Hex(buf.subarray(0, got));
+}
+
+/**
+ * Reads the complete JSON-object lines of `path` after `cursor` (or from the start), parsing those `filter`
+ * keeps. Each byte is scanned for a newline once and copied at most twice (kept as a piece of an unfinished
+ * line, then joined), so one long line costs its length, not its length times its chunks.
+ */
 export async function readJournal(
   path: string,
   cursor?: ReadCursor,
   filter?: LineFilter,
 ): Promise<JournalRead> {
-  const file = await Deno.open(path, { read: true });
-  try {
-    const info = await file.stat();
-    const fileId = fileIdOf(info);
-    let start = cursor?.offset ?? 0;
-    let rewritten = false;
-    if (cursor && start > 0) {
-      const sameFile = !cursor.fileId || !fileId || cursor.fileId === fileId;
-      const fits = info.size >= start;
-      const sameTail = fits && sameFile && (await tailHashAt(file, start)) === cursor.tailHash;
-      if (!sameTail) [start, rewritten] = [0, true];
-    }
-    const { lines, end } = await completeLines(file, start, filter);
-    return { lines, endOffset: end, rewritten };
-  } finally {
-    file.close();
-  }
-}
-
-/**
- * The complete JSON-object lines of `file` from `start` that pass `filter` (others skipped), and where they end.
- * Each byte is scanned for a newline once and copied at most twice (kept as a piece of an unfinished line,
- * then joined), so one long line costs its length, not its length times its chunks.
- */
-async function completeLines(
-  file: Deno.FsFile,
-  start: number,
-  filter?: LineFilter,
-): Promise<{ lines: JournalLine[]; end: number }> {
-  const lines: JournalLine[] = [];
-  let pos = start;
-  const pieces: Uint8Array[] = [];
-  const decoder = new TextDecoder();
-  await file.seek(start, Deno.SeekMode.Start);
-  const buf = new Uint8Array(CHUNK);
-  for (;;) {
-    const n = await file.read(buf);
-    if (n === null) break;
+  using file = await Deno.open(path, { read: true });
+  const info = await file.stat();
+  let pos = cursor?.offset ?? 0;
+  const sameFile = !cursor?.fileId || !fileIdOf(info) || cursor.fileId === fileIdOf(info);
+  const rewritten = pos > 0 &&
+    !(info.size >= pos && sameFile && await tailHashAt(file, pos) === cursor?.tailHash);
+  if (rewritten) pos = 0;
+  const [lines, pieces]: [JournalLine[], Uint8Array[]] = [[], []];
+  const [decoder, buf] = [new TextDecoder(), new Uint8Array(CHUNK)];
+  await file.seek(pos, Deno.SeekMode.Start);
+  for (let n = await file.read(buf); n !== null; n = await file.read(buf)) {
     const data = buf.subarray(0, n);
-    let lineStart = 0;
-    for (let i = data.indexOf(NEWLINE); i !== -1; i = data.indexOf(NEWLINE, lineStart)) {
-      const tail = data.subarray(lineStart, i);
+    let from = 0;
+    for (let i = data.indexOf(0x0a); i !== -1; i = data.indexOf(0x0a, from)) {
+      const tail = data.subarray(from, i);
       const raw = pieces.length ? concatBytes(pieces.splice(0).concat(tail)) : tail;
-      const lineOffset = pos;
-      pos += raw.length + 1;
-      lineStart = i + 1;
-      if (raw.length === 0) continue;
-      const text = decoder.decode(raw);
-      if (filter && !filter(text)) continue;
+      const offset = pos;
+      [pos, from] = [pos + raw.length + 1, i + 1];
+      const text = raw.length ? decoder.decode(raw) : "";
+      if (!text || (filter && !filter(text))) continue;
       try {
         const value = JSON.parse(text);
-        if (isRecord(value)) lines.push({ offset: lineOffset, end: pos, value });
+        if (isRecord(value)) lines.push({ offset, end: pos, value });
       } catch {
         // not JSON: skipped
       }
     }
-    if (lineStart < n) pieces.push(data.slice(lineStart));
+    if (from < n) pieces.push(data.slice(from));
   }
-  return { lines, end: pos };
+  return { lines, endOffset: pos, rewritten };
 }
 
 /** A cursor for `offset` in `path` (hashing the bytes before it). */
 export async function cursorAt(path: string, offset: number): Promise<ReadCursor> {
-  const file = await Deno.open(path, { read: true });
-  try {
-    return { offset, fileId: fileIdOf(await file.stat()), tailHash: await tailHashAt(file, offset) };
-  } finally {
-    file.close();
-  }
+  using file = await Deno.open(path, { read: true });
+  return { offset, fileId: fileIdOf(await file.stat()), tailHash: await tailHashAt(file, offset) };
 }
 
 /** A turn as read from the journal (text not yet cleaned). */
