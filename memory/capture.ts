@@ -41,6 +41,7 @@ import {
   clientFor,
   type HookContext,
   type HookResult,
+  otherSession,
   SESSION_PREFIX,
   sessionDestination,
 } from "./context.ts";
@@ -449,7 +450,7 @@ async function captureLocked(run: Run, start: SessionState): Promise<SessionStat
     });
     noteSent(report, res.sent);
     report.fallback = res.sent.acked;
-    report.remember ||= asksToRemember(due.map((p) => ({ role: "user", content: p.text })));
+    report.remember ||= res.remember;
     state = res.state;
     kept = { stopped: res.sent.acked < due.length, queued: res.sent.queued > 0 };
   }
@@ -563,7 +564,7 @@ async function sendKept(
   state: SessionState,
   due: FallbackPrompt[],
   queue: { queueOnly: boolean; queue?: SessionQueue },
-): Promise<{ state: SessionState; sent: SendReport }> {
+): Promise<{ state: SessionState; sent: SendReport; remember: boolean }> {
   const settled = (acked: number): SessionState => {
     const keys = due.slice(0, acked).map((p) => fallbackKey(p.text, p.at));
     return {
@@ -580,7 +581,7 @@ async function sendKept(
     ...queue,
     onAcked: async (acked) => await save(settled(acked)),
   });
-  return { state: settled(sent.acked), sent };
+  return { state: settled(sent.acked), sent, remember: asksToRemember(messages) };
 }
 
 /** Sends the due kept prompts (seen `minAgeMs` ago) of a session without a journal (`reason`), then commits. */
@@ -601,8 +602,9 @@ async function captureFromPrompts(
     const due = duePrompts(kept, state).filter((p) => Date.now() - p.at >= minAgeMs);
     if (!due.length) return { value: { turns: 0, sent: 0, queued: 0, rejected: 0, commit: "none" } };
     const queueOnly = await hasUnsent(ctx.pendingDir, sid);
-    const { state: after, sent: report } = await sendKept(ctx, client, mode, save, state, due, { queueOnly });
-    const remember = asksToRemember(due.map((p) => ({ role: "user", content: p.text })));
+    const { state: after, sent: report, remember } = await sendKept(ctx, client, mode, save, state, due, {
+      queueOnly,
+    });
     const done = await commitIfDue(ctx, client, mode, save, after, {
       key: `${sid}:${after.lastAckedKey ?? "none"}`,
       queueOnly: queueOnly || report.queued > 0,
@@ -640,12 +642,7 @@ export async function sendLeftPrompts(ctx: HookContext, budget: Budget): Promise
     // Where the session's captures went, else where its prompts were asked: only there (unknown: not here).
     const went = (await readState(file)).destination ?? (await readState(promptFile)).destination;
     if (went !== destination) continue;
-    const other: HookContext = {
-      ...ctx,
-      ovSessionId: `${SESSION_PREFIX}${base}`,
-      capturePaths: { file, lock: `${file}.lock` },
-      promptPaths: { file: promptFile, lock: `${promptFile}.lock` },
-    };
+    const other = otherSession(ctx, file, `${SESSION_PREFIX}${base}`);
     const mode = { waitMs: 0, force: false, lockWaitMs: 0, budget };
     const res = await captureFromPrompts(other, mode, "left", idleMs).catch(() => undefined);
     delivered += Number(res?.data?.turns ?? 0);
