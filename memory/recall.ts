@@ -70,20 +70,6 @@ export function memoriesFromEntries(list: Iterable<Memory | null>): Memory[] {
   return [...out.values()];
 }
 
-/** The context face's body (no quotas, token cap or dedupe window: the server's defaults); `exclude_uris` what was seen. */
-function contextSearchBody(s: Config, r: Pick<RecallRequest, "query" | "sessionId" | "excludeUris">) {
-  const body: Record<string, unknown> = {
-    query: r.query,
-    mode: "context",
-    purpose: "coding",
-    score_threshold: s.scoreThreshold,
-  };
-  if (s.recallPeerScope !== "all") body.peer_scope = "actor";
-  if (r.sessionId) body.session_id = r.sessionId;
-  if (r.excludeUris?.length) body.exclude_uris = r.excludeUris.slice(-200);
-  return body;
-}
-
 /**
  * Whether `uri` is in workspace peer `peerId`'s strict scope by its place: the user's preferences and
  * profile, and this workspace's peer space (facts in the user's space: only those `madeIn` names).
@@ -102,8 +88,15 @@ export async function recallForPrompt(
 ): Promise<RecallResult> {
   const r = { ...req, query: req.query.trim() };
   if (!r.query) return { source: "none", memories: [] };
+  // No quotas, token cap or dedupe window: the server's defaults; `exclude_uris` what the session was shown.
+  const body = { query: r.query, mode: "context", purpose: "coding", score_threshold: s.scoreThreshold };
   const res = await c.request("POST", "/api/v1/search/search", ContextReply, {
-    body: contextSearchBody(s, r),
+    body: {
+      ...body,
+      ...(s.recallPeerScope !== "all" ? { peer_scope: "actor" } : {}),
+      ...(r.sessionId ? { session_id: r.sessionId } : {}),
+      ...(r.excludeUris?.length ? { exclude_uris: r.excludeUris.slice(-200) } : {}),
+    },
     budget: r.budget,
   });
   if (!res.ok) return { source: "none", memories: [], failure: res };
