@@ -128,12 +128,9 @@ export function commitDue(policy: CommitPolicy, event: HookEvent, facts: CommitF
  * or the commit's kind.
  */
 async function commitIfDue(
-  ctx: HookContext,
-  client: OpenVikingClient,
-  mode: CaptureMode,
-  save: SaveState,
+  { ctx, client, mode, save }: Locked,
   start: SessionState,
-  request: { key: string; queueOnly: boolean; queue?: SessionQueue; facts: Omit<CommitFacts, "since"> },
+  request: { queueOnly: boolean; queue?: SessionQueue; facts: Omit<CommitFacts, "since"> },
 ): Promise<{ state: SessionState; commit: string; taskId?: string }> {
   const state = {
     ...start,
@@ -146,7 +143,7 @@ async function commitIfDue(
   // No time left for a request (an interrupt on a loaded machine): the commit waits in the queue.
   const short = mode.budget.remaining() < MIN_COMMIT_MS;
   const outcome = await commitSession(client, ctx.ovSessionId, {
-    key: request.key,
+    key: `${ctx.ovSessionId}:${state.lastAckedKey ?? "none"}`,
     queue: request.queue,
     budget: mode.budget,
     pendingDir: ctx.pendingDir,
@@ -195,16 +192,20 @@ export async function waitForTurnEnd(
 /** Turns planned and sent per step, each step recorded before the next. */
 const TURNS_PER_STEP = 200;
 
-/** One capture under the session lock. */
-interface Run {
+/** What a run under the session lock sends and records with. */
+interface Locked {
   ctx: HookContext;
   mode: CaptureMode;
   client: OpenVikingClient;
+  save: SaveState;
+}
+
+/** One capture under the session lock. */
+interface Run extends Locked {
   journal: string;
   scan: Scan;
   planOptions: PlanOptions;
   report: CaptureReport;
-  save: SaveState;
   /** Indexes of the turns this run settled. */
   captured: Set<number>;
   /** The prompts the prompt hook kept. */
@@ -402,7 +403,7 @@ async function sendSteps(
 
 /** The capture under the lock: recover, settle, replay the backlog, send in steps, commit. */
 async function captureLocked(run: Run, start: SessionState): Promise<SessionState> {
-  const { ctx, mode, report } = run;
+  const { ctx, report } = run;
   const recovered = start.recover ? await recoverState(run, start) : start;
   if (!recovered) {
     const aside = start.recover?.aside;
@@ -429,10 +430,7 @@ async function captureLocked(run: Run, start: SessionState): Promise<SessionStat
   const due = unsettled.filter((p) => !held.includes(p) && Date.now() - p.at >= SETTLE_MS);
   let kept = { stopped: false, queued: false };
   if (due.length) {
-    const res = await sendKept(ctx, run.client, mode, run.save, state, due, {
-      queueOnly: steps.queueOnly,
-      queue,
-    });
+    const res = await sendKept(run, state, due, { queueOnly: steps.queueOnly, queue });
     noteSent(report, res.sent);
     report.fallback = res.sent.acked;
     report.remember ||= res.remember;
@@ -440,8 +438,7 @@ async function captureLocked(run: Run, start: SessionState): Promise<SessionStat
     kept = { stopped: res.sent.acked < due.length, queued: res.sent.queued > 0 };
   }
   if (!steps.stopped && !kept.stopped) {
-    const done = await commitIfDue(ctx, run.client, mode, run.save, state, {
-      key: `${ctx.ovSessionId}:${state.lastAckedKey ?? "none"}`,
+    const done = await commitIfDue(run, state, {
       queueOnly: steps.queueOnly || kept.queued,
       queue,
       facts: { sent: report.sent, pendingTokens: report.pendingTokens, remember: report.remember },
@@ -542,10 +539,7 @@ export async function captureHook(ctx: HookContext): Promise<HookResult> {
 
 /** Sends `due` kept prompts as user messages; the state with their fallback keys. */
 async function sendKept(
-  ctx: HookContext,
-  client: OpenVikingClient,
-  mode: CaptureMode,
-  save: SaveState,
+  { ctx, client, mode, save }: Locked,
   state: SessionState,
   due: FallbackPrompt[],
   queue: { queueOnly: boolean; queue?: SessionQueue },
@@ -581,23 +575,18 @@ async function captureFromPrompts(
   const kept = await keptPrompts(ctx);
   if (!kept.length) return none;
   const client = clientFor(ctx);
-  const sid = ctx.ovSessionId;
   const res = await updateState(ctx.capturePaths, async (loaded, save) => {
-    const [mode, state] = [lockedMode(waiting), settling(loaded)];
+    const [locked, state] = [{ ctx, client, mode: lockedMode(waiting), save }, settling(loaded)];
     const due = duePrompts(kept, state).filter((p) => Date.now() - p.at >= minAgeMs);
     if (!due.length) return { value: { turns: 0, sent: 0, queued: 0, rejected: 0, commit: "none" } };
-    const queueOnly = await hasUnsent(ctx.pendingDir, sid);
-    const { state: after, sent: report, remember } = await sendKept(ctx, client, mode, save, state, due, {
-      queueOnly,
-    });
-    const done = await commitIfDue(ctx, client, mode, save, after, {
-      key: `${sid}:${after.lastAckedKey ?? "none"}`,
+    const queueOnly = await hasUnsent(ctx.pendingDir, ctx.ovSessionId);
+    const { state: after, sent: report, remember } = await sendKept(locked, state, due, { queueOnly });
+    const done = await commitIfDue(locked, after, {
       queueOnly: queueOnly || report.queued > 0,
       facts: { sent: report.sent, pendingTokens: report.pendingTokens, remember },
     });
     const { sent, queued, rejected } = report;
-    const value = { turns: report.acked, sent, queued, rejected, commit: done.commit };
-    return { state: done.state, value };
+    return { state: done.state, value: { turns: report.acked, sent, queued, rejected, commit: done.commit } };
   }, { waitMs: waiting.lockWaitMs, durable: true });
   if (!res.acquired) return { outcome: "lock-timeout", data: { reason } };
   return { outcome: "no-journal", data: { reason, fallback: res.value.turns, ...res.value } };
