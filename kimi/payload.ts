@@ -51,10 +51,8 @@ export function parseHookInput(
 export function partsText(input: unknown): string {
   if (typeof input === "string") return input;
   if (!Array.isArray(input)) return "";
-  return input.filter((p) => isRecord(p) && p.type === "text").map((p) => String(p.text ?? "")).filter(
-    Boolean,
-  )
-    .join("\n");
+  const texts = input.filter((p) => isRecord(p) && p.type === "text").map((p) => String(p.text ?? ""));
+  return texts.filter(Boolean).join("\n");
 }
 
 /** The prompt text of a payload: `prompt`, a string or content parts. */
