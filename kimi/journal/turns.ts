@@ -179,6 +179,11 @@ function mainRecord<T extends { agentId?: string }>(schema: z.ZodMiniType<T>, va
   return r.success && isMain(r.data.agentId) ? r.data : undefined;
 }
 
+/** Closes `t` for `reason` unless it is closed already. */
+function close(t: Turn, reason: string): void {
+  if (!t.closed) [t.closed, t.closeReason] = [true, reason];
+}
+
 /** A step's finish reasons that mean the model keeps going. */
 const CONTINUING = new Set(["tool_use", "tool_calls", "tool-calls"]);
 
@@ -213,7 +218,7 @@ function retract(turns: Turn[], cut: Anchor): void {
       continue;
     }
     [t.retracted, t.userParts, t.assistantParts] = [true, [], []];
-    if (!t.closed) [t.closed, t.closeReason] = [true, "retracted"];
+    close(t, "retracted");
   }
 }
 
@@ -252,32 +257,25 @@ class TurnScanner {
 
   /** Reads one journal record. */
   read(offset: number, value: JournalLine["value"]): void {
-    const main = isMain(typeof value.agentId === "string" ? value.agentId : undefined);
+    const bare = typeof value.agentId !== "string";
     switch (value.type) {
-      case "metadata": {
-        const m = MetadataRecord.safeParse(value);
-        if (m.success) this.protocolVersion = m.data.protocol_version;
+      case "metadata":
+        this.protocolVersion = MetadataRecord.safeParse(value).data?.protocol_version ?? this.protocolVersion;
         return;
-      }
       case "turn.prompt":
         return this.prompt(offset, value);
       case "turn.steer":
         return this.steer(value);
-      case "turn.cancel": {
-        // Legacy journals mark a cancelled turn only by a bare turn.cancel (v2 also writes turn.ended).
-        const t = this.current;
-        if (typeof value.agentId !== "string" && t && !t.v2 && !t.closed) {
-          [t.closed, t.closeReason] = [true, "cancelled"];
-        }
+      case "turn.cancel": // legacy journals mark a cancelled turn only by a bare one (v2 also writes turn.ended)
+        if (bare && this.current && !this.current.v2) close(this.current, "cancelled");
         return;
-      }
       case "turn.ended":
       // 0.43.0 on: written with the turn's last messages, before Stop (no agentId: each agent has its own
       // journal); the turn.ended after Stop never comes when Kimi dies first (`kimi -p … | head -1`).
       case "agent.turn.ended": {
         const r = mainRecord(EndedRecord, value);
         const t = r && this.turnFor(r.turnId, false);
-        if (t && !t.closed) [t.closed, t.closeReason] = [true, r.reason ?? r.outcome ?? "ended"];
+        if (t) close(t, r.reason ?? r.outcome ?? "ended");
         return;
       }
       case "context.append_message":
@@ -285,10 +283,9 @@ class TurnScanner {
       case "context.undo":
         return this.undo(value);
       case "context.clear":
-      case "context.apply_compaction": {
-        if (main) this.anchors = []; // /undo never reaches back across them
+      case "context.apply_compaction":
+        if (bare || value.agentId === "main") this.anchors = []; // /undo never reaches back across them
         return;
-      }
       case "context.append_loop_event":
         return this.loopEvent(value);
     }
@@ -300,9 +297,7 @@ class TurnScanner {
     if (!r) return;
     // Keys use the position among the agent's prompts: monotonic even if the engine's ids ever restart.
     const index = this.nextIndex++;
-    for (const t of this.turns) {
-      if (!t.closed) [t.closed, t.closeReason] = [true, "next-prompt"];
-    }
+    for (const t of this.turns) close(t, "next-prompt");
     const origin = r.origin?.kind ?? "user";
     const text = partsText(r.input);
     const turn: Turn = {
@@ -370,8 +365,7 @@ class TurnScanner {
     if (text) {
       t.assistantParts.push({ step: String(ev.stepUuid ?? ev.step ?? ""), text });
     } else if (ev.type === "step.end" && !t.v2 && ev.finishReason && !CONTINUING.has(ev.finishReason)) {
-      // Legacy journals never write turn.ended: a step that does not continue ends the turn.
-      [t.closed, t.closeReason] = [true, "final-step"];
+      close(t, "final-step"); // legacy journals never write turn.ended: a step that does not continue ends it
     }
   }
 }
