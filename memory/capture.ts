@@ -218,22 +218,17 @@ function emptyReport(journal: string, s: Scan, waited: boolean) {
     journal,
     scanned: s.turns.turns.length,
     ...{ turns: 0, planned: 0, sent: 0, queued: 0, rejected: 0, acked: 0, skipped: 0, steps: 0, left: 0 },
-    fallback: 0,
-    pendingTokens: undefined as number | undefined,
-    remember: false,
-    commit: "none",
-    taskId: undefined as string | undefined,
-    cause: undefined as Cause | undefined,
-    settledElsewhere: 0,
-    recovered: undefined as number | undefined,
-    rebound: s.turns.rebound,
-    unbound: s.turns.unbound,
-    rewritten: s.read.rewritten,
-    waited,
-    backlog: undefined as ReplayReport | undefined,
+    ...{ fallback: 0, remember: false, commit: "none", settledElsewhere: 0, waited },
+    ...{ rebound: s.turns.rebound, unbound: s.turns.unbound, rewritten: s.read.rewritten },
   };
 }
-type CaptureReport = ReturnType<typeof emptyReport>;
+type CaptureReport = ReturnType<typeof emptyReport> & {
+  pendingTokens?: number;
+  taskId?: string;
+  cause?: Cause;
+  recovered?: number;
+  backlog?: ReplayReport;
+};
 
 /** The state once the first `acked` planned messages of `plan` are settled (`captured` of them new). */
 async function stateAfter(run: Run, state: SessionState, plan: Plan, acked: number, captured = acked) {

@@ -27,15 +27,6 @@ export function isFolderSummary(uri: string): boolean {
     (/\/\.(?:abstract|overview)\.md$/.test(uri) || !uri.endsWith(".md"));
 }
 
-/** One memory in render.py's form (raw: neutralised by whoever prints it; tests/e2e/probe.ts prints it). */
-export function renderElement(m: Memory): string {
-  const attrs = [`uri="${m.uri}"`];
-  if (m.category) attrs.push(`type="${m.category}"`);
-  if (m.score !== undefined) attrs.push(`score="${m.score.toFixed(2)}"`);
-  if (m.detail) attrs.push(`detail="${m.detail}"`);
-  return m.text ? `<memory ${attrs.join(" ")}>\n${m.text}\n</memory>` : `<memory ${attrs.join(" ")} />`;
-}
-
 /** The code units of `text`'s longest head whose characters weigh ≤ `max`, and their weight. */
 function headWithin(text: string, max: number, weight: (ch: string) => number) {
   let used = 0;
