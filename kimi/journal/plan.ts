@@ -141,24 +141,18 @@ export function planCapture(
   return plan;
 }
 
-/** What the state keeps after a capture. */
-export interface Acknowledgement {
-  /** Keys newly acknowledged (sent or durably queued). */
-  keys: string[];
-  /** Every turn below this index is fully acknowledged. */
-  ackedBelow: number;
-  /** The first turn (of all scanned) not fully acknowledged: the cursor stays at its start. */
-  resumeAt?: Turn;
-}
-
-/** Acknowledges the first `count` planned messages; a turn is done once closed and wholly acknowledged. */
+/**
+ * Acknowledges the first `count` planned messages (a turn is done once closed and wholly acknowledged): the
+ * `keys` newly acknowledged (sent or durably queued), `ackedBelow` (every turn below it done), and `resumeAt`,
+ * the first scanned turn not done (the cursor stays at its start).
+ */
 export function acknowledge(
   plan: Plan,
   count: number,
   ackedBelow: number,
   scanned: readonly Turn[],
   nextIndex: number,
-): Acknowledgement {
+): { keys: string[]; ackedBelow: number; resumeAt?: Turn } {
   const keys = plan.toSend.slice(0, count).map((c) => c.key);
   const unacked = new Set(plan.toSend.slice(count).map((c) => c.turnIndex));
   const considered = new Set(plan.turns.map((t) => t.index));

@@ -9,24 +9,18 @@ import { concatBytes } from "../../lib/bytes.ts";
 import { partsText } from "../payload.ts";
 
 /** Where a read stopped: `offset`, the file's `dev:ino` ("" where none), the hash of the bytes before it. */
-export interface ReadCursor {
-  offset: number;
-  fileId: string;
-  tailHash: string;
-}
+export const ReadCursorSchema = z.object({
+  offset: z.int().check(z.nonnegative()),
+  fileId: z.string(),
+  tailHash: z.string(),
+});
+type ReadCursor = z.infer<typeof ReadCursorSchema>;
 
 /** One parsed journal line and its byte span. */
 export interface JournalLine {
   offset: number;
   end: number;
   value: Record<string, unknown>;
-}
-
-/** A read: its lines, the offset past the last complete one, whether the cursor no longer matched (read from 0). */
-export interface JournalRead {
-  lines: JournalLine[];
-  endOffset: number;
-  rewritten: boolean;
 }
 
 /** A cheap test run before JSON.parse: lines that cannot matter to capture are not parsed at all. */
@@ -49,14 +43,14 @@ async function tailHashAt(file: Deno.FsFile, offset: number): Promise<string> {
 
 /**
  * Reads the complete JSON-object lines of `path` after `cursor` (or from the start), parsing those `filter`
- * keeps. Each byte is scanned for a newline once and copied at most twice (kept as a piece of an unfinished
+ * keeps; `endOffset` is past the last complete line, `rewritten` says the cursor no longer matched (read from 0). Each byte is scanned for a newline once and copied at most twice (kept as a piece of an unfinished
  * line, then joined), so one long line costs its length, not its length times its chunks.
  */
 export async function readJournal(
   path: string,
   cursor?: ReadCursor,
   filter?: LineFilter,
-): Promise<JournalRead> {
+): Promise<{ lines: JournalLine[]; endOffset: number; rewritten: boolean }> {
   using file = await Deno.open(path, { read: true });
   const info = await file.stat();
   let pos = cursor?.offset ?? 0;
@@ -404,7 +398,7 @@ export function userText(turn: Turn): string {
 export async function scanJournal(
   path: string,
   cursor?: ReadCursor & { nextIndex: number },
-): Promise<{ turns: TurnScan; read: JournalRead }> {
+): Promise<{ turns: TurnScan; read: Awaited<ReturnType<typeof readJournal>> }> {
   const read = await readJournal(path, cursor, turnLineFilter);
   return { turns: scanTurns(read.lines, cursor && !read.rewritten ? cursor.nextIndex : 0), read };
 }
