@@ -285,7 +285,14 @@ async function settleInflight(run: Run, state: SessionState): Promise<SessionSta
   }
   run.report.settledElsewhere = found.size;
   ctx.log.stage("inflight-settled", { keys: inflight.size, found: found.size, queued: rest.length });
-  return { ...state, inflight: undefined, capturedKeys: [...state.capturedKeys, ...found] };
+  // The run that recorded the intent never counted its messages: they count now, for the commit.
+  const capturedSinceCommit = state.capturedSinceCommit + found.size;
+  return {
+    ...state,
+    inflight: undefined,
+    capturedKeys: [...state.capturedKeys, ...found],
+    capturedSinceCommit,
+  };
 }
 
 /**
