@@ -85,8 +85,8 @@ Deno.test("a request killed before its reply was recorded: sent once through the
   const env = sandboxEnv(dir.path, fake.url, { OPENVIKING_CAPTURE_WAIT_MS: "0" });
   await placeJournal(dir.path, SESSION, oneTurn());
   const ctx = await makeContext("session-end", { session_id: SESSION, cwd: "/home/user/proj" }, env);
-  const inflight = { keys: ["0:user", "0:assistant"], at: Date.now(), askFrom: 0 }; // its worker died: uncounted
-  await writeState(ctx.capturePaths!.file, { ...emptyState(), inflight });
+  const keys = ["0:user", "0:assistant"]; // its worker died before it counted them
+  await writeState(ctx.capturePaths!.file, { ...emptyState(), inflight: { keys, at: 0 } });
   const report = await captureSession(ctx, captureMode("session-end", ctx.config, Date.now()));
   assertEquals(fake.messages(`kc-${SESSION}`).map((m) => m.content), ["where do the logs go?", "to ~/logs"]);
   assertEquals([report.data?.settledElsewhere, report.data?.commit], [2, "committed"], "they count for it");

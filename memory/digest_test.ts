@@ -7,8 +7,7 @@
 import fc from "fast-check";
 import { assertEquals, assertMatch, assertTrue } from "../tests/support/assert.ts";
 import { cutAtWord, digestLines, oneLine, PROFILE_ROW, PROFILE_ROWS, profileDigest } from "./digest.ts";
-import { Entries, memoriesFromEntries } from "./recall.ts";
-import type { Memory } from "./recall.ts";
+import { Entries, memoriesFromEntries, type Memory } from "./recall.ts";
 import { UNPRINTABLE } from "../tests/support/printed.ts";
 import { hostileText, params } from "../tests/fuzz/arbitraries.ts";
 import { terminalRows } from "../tests/support/rows.ts";
@@ -179,7 +178,6 @@ Deno.test("profile digest: without profile.md the preference and entity abstract
   assertEquals(pd("# Profile\n\n"), []);
 });
 
-// That they render back in render.py's form is asked of the real server: tests/e2e/probe.ts (search/search).
 Deno.test("memories: entries as the server lists them (no URI, a repeated or too long one dropped)", () => {
   const a = { uri: "viking://a.md", text: "A", score: 0.9, category: "preferences", detail: "abstract" };
   const entries = Entries.parse([
