@@ -147,23 +147,17 @@ const output = (stdout: string, shown: [Memory, number][]): Output => ({
  * memory's text and URI as shown; `injected` keeps its URI itself, the key of what the session has).
  */
 function digestOutput(c: Config, found: Memory[], parts: ProfileParts | undefined, again: boolean): Output {
-  const original = new Map<Memory, Memory>();
-  const unseen = !c.redact ? found : found.map((m) => {
-    const shown = { ...m, text: redact(m.text), uri: redact(m.uri) };
-    original.set(shown, m);
-    return shown;
-  });
   const shown = parts && c.redact ? redactedProfile(parts) : parts;
   const profile = shown ? profileDigest(shown, again, Math.floor(c.recallDigestChars / 2)) : [];
   const reserved = DIGEST_OPEN.length + DIGEST_CLOSE.length + 2 +
     profile.reduce((n, l) => n + l.length + 1, 0);
   const limits = { memories: c.recallDigestLimit, chars: c.recallDigestChars };
-  const lines = digestLines(unseen, limits, reserved);
+  const lines = digestLines(found, limits, reserved, c.redact ? redact : undefined);
   const body = [...profile, ...lines.map((l) => l.line)];
   if (!body.length) return output("", []);
   return output(
     printBlocks([{ open: DIGEST_OPEN, body: SafeText.join(body, safe`\n`), close: DIGEST_CLOSE }]),
-    lines.map((l) => [original.get(l.memory) ?? l.memory, l.line.length]),
+    lines.map((l) => [l.memory, l.line.length]),
   );
 }
 
