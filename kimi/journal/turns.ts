@@ -6,7 +6,7 @@ import * as z from "zod/mini";
 import { sha256Hex } from "../../lib/hash.ts";
 import { isRecord } from "../../lib/parsed.ts";
 import { concatBytes } from "../../lib/bytes.ts";
-import { partsText } from "../payload.ts";
+import { ContentPart, partsText, PromptValue } from "../payload.ts";
 
 /** Where a read stopped: `offset`, the file's `dev:ino` ("" where none), the hash of the bytes before it. */
 export const ReadCursorSchema = z.object({
@@ -119,10 +119,9 @@ export interface Turn {
 // Records, by their `type` (which `read` switches on); one of an unexpected shape is skipped.
 const Agent = z.optional(z.string());
 const TurnId = z.union([z.number(), z.string()]);
-const Part = z.looseObject({ type: z.string(), text: z.optional(z.string()) });
 const PromptRecord = z.object({
   agentId: Agent,
-  input: z.optional(z.union([z.array(Part), z.string()])),
+  input: z.optional(PromptValue),
   origin: z.optional(z.looseObject({ kind: z.string() })),
   turnId: z.optional(TurnId),
 });
@@ -139,7 +138,7 @@ const LoopRecord = z.object({
     turnId: z.optional(TurnId),
     step: z.optional(TurnId),
     stepUuid: z.optional(z.string()),
-    part: z.optional(Part),
+    part: z.optional(ContentPart),
     finishReason: z.optional(z.string()),
   }),
 });
