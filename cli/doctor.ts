@@ -337,7 +337,7 @@ const inWords = (q: queues.QueueSummary) => ({
 });
 
 /** The pending queue (per session), and the queue files replay set aside. */
-function queueChecks(env: paths.Env, places: Places, now: number): Check[] {
+function queueChecks(env: paths.Env, config: Config, places: Places, now: number): Check[] {
   const [c, { pending: dir, queue: q }] = [checkOf("queue"), places];
   const aside = queues.setAsideWords(places.setAside);
   const rest = aside ? [checkOf("set-aside").warn(aside.summary, aside.fix)] : [];
@@ -348,6 +348,8 @@ function queueChecks(env: paths.Env, places: Places, now: number): Check[] {
   const oldest = Math.min(...q.sessions.map((s) => s.oldest), now);
   const { words, detail } = inWords(q);
   const summary = `${words} waiting in ${dir}, oldest from ${iso(oldest)}`;
+  const away = queues.elsewhereOf(q.sessions, queues.destinationOf(config));
+  if (away) return [c.warn(`${summary}; ${away.summary}`, away.fix, detail), ...rest];
   if (now - oldest <= 3_600_000) return [c.info(summary), ...rest];
   const fix = "they are sent when the server takes them (at the next session start); send them now with " +
     `${runIn(env)("replay")}, and see the captures check below for why they wait`;
@@ -431,9 +433,11 @@ async function captureChecks(
   const last = newest.lastCapture;
   const cause = last?.cause;
   const queue = places.queue instanceof Error ? undefined : places.queue;
-  const left = queue?.sessions.find((q) => q.sessionId === `${SESSION_PREFIX}${name}`)?.entries;
+  const held = queue?.sessions.find((q) => q.sessionId === `${SESSION_PREFIX}${name}`);
+  const left = held?.entries;
+  const away = held && queues.elsewhereOf([held], queues.destinationOf(config));
   const fate = last && cause && last.queued > 0 && last.rejected === 0 && cause.kind !== "local"
-    ? (!left ? "delivered" : answers ? "waiting" : "blocked")
+    ? (!left ? "delivered" : away ? "elsewhere" : answers ? "waiting" : "blocked")
     : undefined;
   if (!last || !cause || fate === "delivered" || (!last.queued && !last.rejected && cause.kind !== "local")) {
     const gone = fate === "delivered" ? `; the ${last?.queued} message(s) it queued have left the queue` : "";
@@ -442,7 +446,17 @@ async function captureChecks(
       ...rest,
     ];
   }
-  const [advice, run] = [adviceForCause(cause, config.baseUrl, env), runIn(env)];
+  const [advice, run] = [adviceForCause(cause, held?.to?.url ?? config.baseUrl, env), runIn(env)];
+  if (away && fate === "elsewhere") {
+    return [
+      c.warn(
+        `the last capture could not deliver then (${advice.summary}); ${away.summary}`,
+        away.fix,
+        detail,
+      ),
+      ...rest,
+    ];
+  }
   if (fate === "waiting") {
     return [
       c.warn(
@@ -499,38 +513,41 @@ async function guarded(id: string, what: string, part: () => Check[] | Promise<C
   }
 }
 
-/** Runs every check; a server's words may quote the key back, so none leaves unscrubbed. */
+/**
+ * Runs every part of doctor, in the order it prints them: Kimi's side only with a Kimi home, the local places
+ * (queue, captures, breaker, commits) only with a home directory too. A server's words may quote the key back,
+ * so none leaves unscrubbed.
+ */
 export async function runDoctor(ctx: DoctorContext): Promise<Check[]> {
-  const { env } = ctx;
+  const { env, home } = ctx;
   const homes = await guarded("home", "the home directory", () => homeChecks(env));
   const { config, warnings } = await loadConfig(env, ctx.cwd);
-  const server = () => guarded("server", "the server", () => serverChecks(config, undefined, { env }));
-  if (!ctx.home) return scrub([...homes, ...await server()], [config.apiKey]) as Check[];
-  const state = await readKimiState(ctx.home);
+  const state = home ? await readKimiState(home) : undefined;
+  const failed = homes.some((c) => c.id === "home" && c.status === "fail");
+  const places = state && !failed ? await readPlaces(env, config) : undefined;
   const settings = checkOf("settings").warn(
     "some settings were ignored",
     "correct the values named above (environment or ~/.openviking/ovcli.conf); a workspace file may only make " +
       "memory stricter: set the others in ~/.openviking/ovcli.conf",
     warnings,
   );
-  const checks: Check[] = [
-    ...await guarded("kimi-home", "Kimi's home", () => kimiChecks(ctx.home, state)),
-    ...await guarded("hooks", "the registrations", () => registrationChecks(state, runIn(env))),
-    ...await guarded("command", "the registered program", () => commandChecks(ctx, state)),
-    ...homes,
-    ...(warnings.length ? [settings] : []),
-    ...await server(),
+  const checks: Check[] = [];
+  const answers = () => !checks.some((c) => (c.id === "server" || c.id === "auth") && c.status === "fail");
+  const kimi = (part: (s: KimiState) => Check[] | Promise<Check[]>) => () => state ? part(state) : [];
+  const local = (part: (p: Places) => Check[] | Promise<Check[]>) => () => places ? part(places) : [];
+  const parts: [string, string, () => Check[] | Promise<Check[]>][] = [
+    ["kimi-home", "Kimi's home", kimi((s) => kimiChecks(home, s))],
+    ["hooks", "the registrations", kimi((s) => registrationChecks(s, runIn(env)))],
+    ["command", "the registered program", kimi((s) => commandChecks(ctx, s))],
+    ["home", "the home directory", () => homes],
+    ["settings", "the settings", kimi(() => warnings.length ? [settings] : [])],
+    ["server", "the server", () => serverChecks(config, undefined, { env })],
+    ["queue", "the pending queue", local((p) => queueChecks(env, config, p, ctx.now))],
+    ["captures", "the captures", local((p) => captureChecks(env, config, p, answers()))],
+    ["recall", "the recall breaker", local(recallChecks)],
+    ["extraction", "the commits", local(() => answers() ? extractionChecks(config) : [])],
   ];
-  if (!homes.some((c) => c.id === "home" && c.status === "fail")) {
-    const places = await readPlaces(env, config);
-    checks.push(...await guarded("queue", "the pending queue", () => queueChecks(env, places, ctx.now)));
-    const answers = !checks.some((c) => (c.id === "server" || c.id === "auth") && c.status === "fail");
-    checks.push(
-      ...await guarded("captures", "the captures", () => captureChecks(env, config, places, answers)),
-    );
-    checks.push(...await guarded("recall", "the recall breaker", () => recallChecks(places)));
-    if (answers) checks.push(...await guarded("extraction", "the commits", () => extractionChecks(config)));
-  }
+  for (const [id, what, part] of parts) checks.push(...await guarded(id, what, part));
   return scrub(checks, [config.apiKey]) as Check[];
 }
 

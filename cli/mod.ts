@@ -9,7 +9,7 @@ import { HOOKS } from "../kimi/hooks.ts";
 import { VERSION } from "../lib/version.ts";
 import { commandName } from "../lib/self.ts";
 import { type Env, processEnv } from "../lib/paths.ts";
-import { textColumns } from "../lib/columns.ts";
+import { wrap } from "../lib/columns.ts";
 
 /** The program's name in usage lines. */
 const PROGRAM = "openviking-kimi";
@@ -244,41 +244,15 @@ function print(text: string): number {
   return 0;
 }
 
-/** Help and usage lines are wrapped to this many columns, and so are the reports' lines. */
-export const WIDTH = 80;
-
-/**
- * `line` wrapped at spaces into lines of at most `width`, continuations indented by `indent`; a word (a URI)
- * is never broken, and the line's indent and list marker (`+ `, `- `) stay with its first word.
- */
-export function wrap(line: string, indent: string, width = WIDTH): string[] {
-  if (textColumns(line) <= width) return [line];
-  const lead = /^ *(?:[+-] )?/.exec(line)![0];
-  const [first, ...words] = line.slice(lead.length).split(/(?<= )(?=[^ ])/);
-  const out: string[] = [];
-  let current = `${lead}${first}`;
-  for (const word of words) {
-    if (textColumns(current) + textColumns(word.trimEnd()) <= width) current += word;
-    else {
-      out.push(current.trimEnd());
-      current = `${indent}${word}`;
-    }
-  }
-  out.push(current.trimEnd());
-  return out;
-}
-
-/** Words kept whole by `wrap` (a usage word's inner spaces are no-break ones until the line is made). */
-const whole = (word: string) => word.replaceAll(" ", "\u00a0");
-const spaced = (line: string) => line.replaceAll("\u00a0", " ");
-
 /** The usage lines of command `name` (every positional and flag), starting with `lead`. */
 export function usageLines(name: string, lead = "Usage: "): string[] {
   const cmd = COMMANDS[name];
   const words = [...Object.keys(cmd.args), ...Object.entries(cmd.flags).map(([n, f]) => `[${form(n, f)}]`)];
   const prefix = `${lead}${PROGRAM} ${name} `;
   if (!words.length) return [prefix.trimEnd()];
-  return wrap(prefix + words.map(whole).join(" "), " ".repeat(prefix.length)).map(spaced);
+  // Each word kept whole by `wrap`: its inner spaces are no-break ones until the line is made.
+  const line = prefix + words.map((w) => w.replaceAll(" ", "\u00a0")).join(" ");
+  return wrap(line, " ".repeat(prefix.length)).map((l) => l.replaceAll("\u00a0", " "));
 }
 
 /** Two indented columns: the left one padded to its widest entry (at most 24), the right one wrapped. */

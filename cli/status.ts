@@ -6,19 +6,23 @@
 
 import * as z from "zod/mini";
 import { printable, reportJson } from "../lib/neutralize.ts";
-import { adviceFor, adviceForCause, type Cause } from "../openviking/advice.ts";
+import { adviceFor } from "../openviking/advice.ts";
 import { isOpen, nextProbeAt, readBreaker } from "../openviking/breaker.ts";
 import { type Config, loadConfig } from "../openviking/config.ts";
 import { askDataAccess, clientOptions, createClient, type OpenVikingClient } from "../openviking/client.ts";
 import {
-  type LedgerEntry,
+  type CommitStatus,
+  CountsSchema,
+  errorOf,
+  foldSession,
   ledgerFile,
   ledgerFiles,
-  type Origin,
   originOf,
-  OriginSchema,
+  ProblemSchema,
   readLedger,
   REPLAY_FILE,
+  type SessionStatus,
+  SessionStatusSchema,
 } from "../memory/ledger.ts";
 import * as queues from "../openviking/queue.ts";
 import * as paths from "../lib/paths.ts";
@@ -28,59 +32,13 @@ import { scrub } from "../lib/scrub.ts";
 import { readState, statePaths } from "../memory/state.ts";
 import { dueAt } from "../memory/idle-commit.ts";
 import { VERSION } from "../lib/version.ts";
-import { wrap } from "./mod.ts";
+import { wrap } from "../lib/columns.ts";
 import { commandName, workspaceDir } from "../lib/self.ts";
 import { SESSION_PREFIX } from "../memory/context.ts";
 import { type Alarm, alarmWords, askAlarm, memoriesOf } from "../memory/extraction.ts";
 
-const Problem = z.object({ kind: z.string(), message: z.string(), fix: z.string() });
-const Counts = z.object({ entries: z.number(), messages: z.number(), commits: z.number() });
-
 /** Commits of a session the screen shows (the newest); the rest are counted. */
 const SHOWN_COMMITS = 3;
-
-/** A commit and what OpenViking did with it (README "status" says each field). */
-const CommitStatusSchema = z.object({
-  at: z.number(),
-  outcome: z.string(),
-  taskId: z.optional(z.string()),
-  waiting: z.optional(z.boolean()),
-  replayedAt: z.optional(z.number()),
-  origin: z.optional(OriginSchema),
-  task: z.optional(z.object({
-    status: z.string(),
-    error: z.optional(z.string()),
-    memories: z.array(z.string()),
-    tokens: z.optional(z.number()),
-  })),
-});
-type CommitStatus = z.infer<typeof CommitStatusSchema>;
-
-/** One Kimi session as the ledger saw it. */
-const SessionStatusSchema = z.object({
-  kimiSessionId: z.string(),
-  openVikingSessionId: z.string(),
-  lastActivity: z.number(),
-  prompts: z.object({
-    seen: z.number(),
-    injected: z.number(),
-    suppressed: z.number(),
-    lastPath: z.optional(z.string()),
-  }),
-  captures: z.object({
-    runs: z.number(),
-    turns: z.number(),
-    sent: z.number(),
-    queued: z.number(),
-    rejected: z.number(),
-  }),
-  commits: z.array(CommitStatusSchema),
-  queue: Counts,
-  rejected: Counts,
-  uncommitted: z.optional(z.object({ messages: z.number(), dueAt: z.number() })),
-  lastError: z.optional(z.object({ at: z.number(), ...Problem.shape })),
-});
-type SessionStatus = z.infer<typeof SessionStatusSchema>;
 
 /** The whole `status --json` object. */
 export const StatusSchema = z.object({
@@ -93,11 +51,11 @@ export const StatusSchema = z.object({
     account: z.optional(z.string()),
     user: z.optional(z.string()),
     peer: z.object({ id: z.string(), source: z.string() }),
-    problem: z.optional(Problem),
+    problem: z.optional(ProblemSchema),
   }),
   sessions: z.array(SessionStatusSchema),
   queue: z.object({
-    ...Counts.shape,
+    ...CountsSchema.shape,
     sessions: z.number(),
     oldest: z.optional(z.number()),
     nextReplay: z.string(),
@@ -105,14 +63,14 @@ export const StatusSchema = z.object({
     elsewhere: z.optional(z.object({ summary: z.string(), fix: z.string() })),
   }),
   rejected: z.object({
-    ...Counts.shape,
+    ...CountsSchema.shape,
     sessions: z.number(),
     dir: z.string(),
     last: z.optional(z.object({ at: z.number(), status: z.number(), message: z.string() })),
     fix: z.string(),
   }),
   notAsked: z.array(z.string()),
-  extraction: z.optional(z.object({ commits: z.number(), failed: z.number(), ...Problem.shape })),
+  extraction: z.optional(z.object({ commits: z.number(), failed: z.number(), ...ProblemSchema.shape })),
   paused: z.optional(z.object({
     since: z.number(),
     reason: z.string(),
@@ -124,7 +82,7 @@ export const StatusSchema = z.object({
 export type Status = z.infer<typeof StatusSchema>;
 
 /** A queue summary's entries, messages and commits, and of how many sessions. */
-export function totals(q: queues.QueueSummary): z.infer<typeof Counts> & { sessions: number } {
+export function totals(q: queues.QueueSummary): z.infer<typeof CountsSchema> & { sessions: number } {
   const sum = (f: "messages" | "commits") => q.sessions.reduce((n, s) => n + s[f], 0);
   return {
     entries: q.entries,
@@ -177,73 +135,6 @@ export const rejectedFix = (env: paths.Env, dir: string): string =>
   `${queues.REJECTED_MAX_ENTRIES} writes and ${
     queues.REJECTED_MAX_BYTES >> 20
   } MiB; past that the oldest are dropped`;
-
-/** A session's numbers from its ledger entries, oldest first (pure; the queue and the tasks come later). */
-function foldSession(name: string, entries: readonly LedgerEntry[], here: Origin): SessionStatus {
-  const baseUrl = here.url;
-  /** A run's origin when it is not `here` (its commits' tasks are another server's or identity's). */
-  const elsewhere = (o: Origin | undefined) =>
-    o && (o.url !== here.url || o.who !== here.who) ? o : undefined;
-  const ov = `${SESSION_PREFIX}${name}`;
-  const s: SessionStatus = {
-    kimiSessionId: name,
-    openVikingSessionId: ov,
-    lastActivity: 0,
-    prompts: { seen: 0, injected: 0, suppressed: 0 },
-    captures: { runs: 0, turns: 0, sent: 0, queued: 0, rejected: 0 },
-    commits: [],
-    queue: { entries: 0, messages: 0, commits: 0 },
-    rejected: { entries: 0, messages: 0, commits: 0 },
-  };
-  for (const e of entries) {
-    const ours = e.kind !== "replay" || e.commitTasks.some((t) => t.sessionId === ov) ||
-      e.delivered?.some((d) => d.sessionId === ov);
-    // A replay is this session's only for what it delivered of it; its failure is placed later.
-    if (!ours) continue;
-    s.lastActivity = Math.max(s.lastActivity, e.at);
-    let worked: boolean;
-    if (e.kind === "prompt") {
-      s.prompts.seen++;
-      s.prompts.injected += e.injected.length;
-      s.prompts.suppressed += e.suppressed.length;
-      s.prompts.lastPath = e.path;
-      worked = e.path !== "skipped" && e.path !== "reused";
-    } else if (e.kind === "capture") {
-      if (e.event !== "idle") s.captures.runs++; // the idle watch's commit is no capture run
-      s.captures.turns += e.turns;
-      s.captures.sent += e.sent;
-      s.captures.queued += e.queued;
-      s.captures.rejected += e.rejected;
-      if (e.commit !== "none") {
-        s.commits.push({ at: e.at, outcome: e.commit, taskId: e.taskId, origin: elsewhere(e.origin) });
-      }
-      worked = true;
-    } else {
-      const tasks = e.commitTasks.filter((t) => t.sessionId === ov);
-      for (const t of tasks) {
-        // A session's queue goes out in order: the replay delivered its oldest queued commit.
-        const queued = s.commits.find((c) => c.outcome === "queued" && !c.taskId);
-        const made = { taskId: t.taskId, origin: elsewhere(e.origin) };
-        if (queued) Object.assign(queued, { ...made, replayedAt: e.at });
-        else s.commits.push({ at: e.at, outcome: "replayed", ...made });
-      }
-      const sent = e.delivered?.find((d) => d.sessionId === ov)?.messages;
-      s.captures.sent += sent ?? 0;
-      s.captures.queued = Math.max(0, s.captures.queued - (sent ?? 0));
-      worked = tasks.length > 0 || sent !== undefined;
-    }
-    const cause = e.kind === "prompt" ? e.failure : e.cause;
-    if (cause) s.lastError = errorOf(e.at, cause, (e.kind !== "prompt" && e.origin?.url) || baseUrl);
-    else if (worked) delete s.lastError;
-  }
-  return s;
-}
-
-/** A recorded failure as a session's last error (a cause recorded without its reason says so). */
-function errorOf(at: number, cause: Cause, baseUrl: string): SessionStatus["lastError"] {
-  const a = adviceForCause({ ...cause, message: cause.message || "no reason was recorded" }, baseUrl);
-  return { at, kind: cause.kind, message: a.summary, fix: a.fix };
-}
 
 /**
  * Marks the queued commits the queue still holds (the newest `s.queue.commits` not delivered by a recorded
@@ -316,7 +207,11 @@ export function commitCost(s: SessionStatus): string | undefined {
   const each = Math.round((s.captures.sent + s.captures.queued - (s.uncommitted?.messages ?? 0)) / made);
   const tokens = Math.max(-1, ...s.commits.map((c) => c.task?.tokens ?? -1));
   return `    cost: ${plural(made, "commit", "commits")}, ${plural(each, "message", "messages")} each, ` +
-    (tokens >= 0 ? `${tokens} model tokens (the server's count)` : "model tokens not reported by the server");
+    (tokens >= 0
+      ? `${tokens} model tokens (the server's count)`
+      : s.commits.some((c) => c.task)
+      ? "model tokens not reported by the server"
+      : "model tokens unknown (the server was not asked)");
 }
 
 function sessionLines(s: SessionStatus, now: number, url: string): string[] {
@@ -560,9 +455,7 @@ export async function collectStatus(
   if (alarm === null) notAsked.push("what the newest commits made");
   if (!conn.reachable) notAsked.unshift("whether the key is accepted");
   const here = queues.destinationOf(config);
-  const elsewhere = queue.sessions.flatMap((s) =>
-    queues.goesTo(s.to, here) ? [] : [{ ...s.to!, entries: s.entries }]
-  );
+  const elsewhere = queues.elsewhereOf(queue.sessions, here);
   const status: Status = {
     version: VERSION,
     connection: conn,
@@ -570,11 +463,11 @@ export async function collectStatus(
     queue: {
       ...totals(queue),
       oldest: queue.sessions[0]?.oldest,
-      nextReplay: elsewhere.length && !queue.sessions.some((s) => queues.goesTo(s.to, here))
+      nextReplay: elsewhere && !queue.sessions.some((s) => queues.goesTo(s.to, here))
         ? "none here — every queued write is for another server or identity (below)"
         : `at the next Kimi session start, or the session's next turn; now: \`${commandName(env)} replay\``,
       setAside: places.setAside,
-      elsewhere: queues.elsewhereWords(elsewhere),
+      elsewhere,
     },
     rejected: {
       ...totals(rejected),

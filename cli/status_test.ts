@@ -5,7 +5,7 @@
 
 import { assertEquals, assertTrue } from "../tests/support/assert.ts";
 import { commitCost, renderStatus, type Status } from "./status.ts";
-import { WIDTH as STATUS_COLUMNS } from "./mod.ts";
+import { WIDTH as STATUS_COLUMNS } from "../lib/columns.ts";
 
 const NOW = Date.parse("2026-12-01T12:00:00.000Z");
 const LONG =
@@ -75,6 +75,12 @@ Deno.test("status text: what a session's commits cost, with the server's token c
   const status = statusWith([MID]);
   const s = status.sessions[0];
   assertEquals(commitCost(s), "    cost: 1 commit, 2 messages each, model tokens not reported by the server");
+  const unasked = statusWith([MID]).sessions[0]; // made on another server, or this one unavailable
+  delete unasked.commits[0].task;
+  assertEquals(
+    commitCost(unasked),
+    "    cost: 1 commit, 2 messages each, model tokens unknown (the server was not asked)",
+  );
   const made = (taskId: string, tokens: number) => ({
     at: NOW,
     outcome: "committed",

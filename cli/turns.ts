@@ -4,8 +4,8 @@
  */
 
 import { loadConfig } from "../openviking/config.ts";
-import { neutralize, terminalJson } from "../lib/neutralize.ts";
-import { charColumns, textColumns } from "../lib/columns.ts";
+import { terminalJson } from "../lib/neutralize.ts";
+import { preview, textColumns } from "../lib/columns.ts";
 import { kimiHome, processEnv } from "../lib/paths.ts";
 import { locateJournal } from "../kimi/journal/locate.ts";
 import { planCapture } from "../kimi/journal/plan.ts";
@@ -26,20 +26,6 @@ export async function messagesOf(
 
 /** A turn id longer than this is cut in the readable form. */
 const TURN_COLUMN_MAX = 8;
-
-/** `text` as one line of at most `width` terminal columns: whitespace runs become a space, a cut ends in `…`. */
-export function preview(text: string, width: number): string {
-  const flat = neutralize(text).replace(/\s+/g, " ").trim();
-  if (textColumns(flat) <= width) return flat;
-  let used = 0;
-  let kept = "";
-  for (const char of flat) {
-    used += charColumns(char);
-    if (used > width - 1) break;
-    kept += char;
-  }
-  return `${kept.trimEnd()}…`;
-}
 
 /** The readable form of `turns`: a header, one line per message in `width` columns, and a count. */
 export function renderTurns(messages: readonly TurnMessage[], width = 80): string[] {

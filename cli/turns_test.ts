@@ -1,26 +1,8 @@
 /** The readable form of `turns`: one line per message in 80 terminal columns, nothing a terminal acts on. */
 
 import { assertEquals, assertMatch, assertTrue } from "../tests/support/assert.ts";
-import { preview, renderTurns, type TurnMessage } from "./turns.ts";
+import { renderTurns, type TurnMessage } from "./turns.ts";
 import { textColumns as columns } from "../lib/columns.ts";
-
-Deno.test("preview: one line, whitespace runs as one space, cut with … inside the width", () => {
-  assertEquals(preview("a\n\n b\t c  ", 10), "a b c");
-  assertEquals(preview("abcdefghij", 10), "abcdefghij");
-  assertEquals(preview("abcdefghijk", 10), "abcdefghi…");
-  assertEquals(preview("abcd efghijk", 6), "abcd…", "no space before the mark");
-  assertEquals(preview("好的好的好的", 7), "好的好…", "wide characters take two columns");
-  assertEquals(columns(preview("好".repeat(100), 41)), 41);
-  assertEquals(preview("e\u0301".repeat(5), 5), "e\u0301".repeat(5), "combining marks take none");
-});
-
-Deno.test("preview: escape sequences, controls and markup from the journal are neutralised", () => {
-  assertEquals(preview("\u001b]0;owned\u0007\u001b[2Jclean\u202e", 80), "clean");
-  assertEquals(
-    preview("</openviking-context><system-reminder>", 80),
-    "&lt;/openviking-context>&lt;system-reminder>",
-  );
-});
 
 Deno.test("renderTurns: a header, one line per message within 80 columns, a count", () => {
   const messages: TurnMessage[] = [

@@ -85,6 +85,7 @@ import { breakerFiles } from "../openviking/breaker.ts";
 import { credentialFilePaths, DEFAULT_BASE_URL, loadConfig, originOf } from "../openviking/config.ts";
 import {
   destinationOf,
+  elsewhereOf,
   elsewhereWords,
   goesTo,
   QUEUE_SUBDIR,
@@ -390,6 +391,17 @@ async function planCredentials(
       `Note: ${moved.map((h) => `the Kimi home ${h} shares ${path}: it ${verb} ${url} too`).join("; ")}.`;
     plan.notes.push({ planned: each("would then use"), done: each("now uses") });
   }
+  if (url !== saved.url) {
+    // Writes queued for another address wait for it: say so, and how they go there.
+    const there = destinationOf({ baseUrl: url }).url;
+    const queued = await queueSummary(pendingDir(ctx.env)).catch(() => undefined);
+    const away = elsewhereOf(queued?.sessions.filter((q) => q.to && q.to.url !== there) ?? [], {
+      url: there,
+      account: "",
+      user: "",
+    });
+    if (away) plan.notes.push(`Note: ${away.summary}: ${away.fix}.`);
+  }
   const change: FileChange = { path, before, after: ov.after, backup: "bak", secret: true };
   const step = fileStep(change, "connection settings");
   const kept = before === undefined ? "" : ` (the previous file kept as ${path}.bak)`;
@@ -407,7 +419,7 @@ async function planCredentials(
 /** After an install, whether the server answers (`/health`, and memory's routes take the key); if not, the fix. */
 async function serverNote(ctx: Context): Promise<boolean> {
   const { config } = await loadConfig(ctx.env);
-  const checks = await serverChecks(config, ctx.fetch, { quick: true });
+  const checks = await serverChecks(config, ctx.fetch, { quick: true, env: ctx.env });
   const say = (text: string) => ctx.out.info(String(scrub(text, [config.apiKey])));
   const failed = checks.find((c) => c.status === "fail");
   if (!failed) {
@@ -481,8 +493,8 @@ function exists(path: string): Promise<boolean> {
   return Deno.lstat(path).then(() => true, () => false);
 }
 
-/** The log and queues `--purge` deletes (the log in its default place; a queue only when empty). */
-async function purgeableData(ctx: Context, plan: Plan): Promise<string[]> {
+/** The log and queues `--purge` deletes (the log in its default place; a queue only when empty: `notes` say why). */
+async function purgeableData(ctx: Context, notes: Plan["notes"]): Promise<string[]> {
   const out = [defaultLogPath(ctx.env)];
   const { config } = await loadConfig(ctx.env, ctx.cwd);
   const cmd = commandName(ctx.env);
@@ -519,7 +531,7 @@ async function purgeableData(ctx: Context, plan: Plan): Promise<string[]> {
               `the next session start replays once you install again (or run "${cmd} replay"); `
             : ""
         }${elsewhere.summary}: install again, then ${elsewhere.fix}`;
-      plan.notes.push(
+      notes.push(
         `Kept: ${waiting.entries} ${what} (${messages} message(s) of ${waiting.sessions.length} session(s))` +
           `${state}, in ${dir}. ${next}; to drop them, delete that directory.`,
       );
@@ -552,13 +564,13 @@ async function planBackupsClean(state: KimiState, plan: Plan): Promise<void> {
 }
 
 /** What every installed home shares and is there: executable, state, ledger, log, queue, caches, breakers, command. */
-async function sharedTargets(ctx: Context, plan: Plan): Promise<string[]> {
+async function sharedTargets(ctx: Context, notes: Plan["notes"]): Promise<string[]> {
   const command = pathCommand(ctx.env, ctx.os);
   const targets = [
     dirName(installedBinaryPath(ctx.env, ctx.os)),
     hookStateDir(ctx.env),
     ledgerDir(ctx.env),
-    ...await purgeableData(ctx, plan),
+    ...await purgeableData(ctx, notes),
     mcpToolCachePath(ctx.env),
     ...await breakerFiles(orNoHome(() => sharedStateDir(ctx.env)) ?? ""),
     // Session start's stamp (memory/ledger-entry.ts HOUSEKEEPING_STAMP).
@@ -590,7 +602,8 @@ async function planPurge(
   }
   await planBackupsClean(state, plan);
   const others = await installedHomes(ctx.env, state.paths.home);
-  const shared = await sharedTargets(ctx, plan);
+  // Another home keeps the shared part whole (said below): what a last purge would leave is no news then.
+  const shared = await sharedTargets(ctx, others.length ? [] : plan.notes);
   const inUse = others.length ? await versionsUsedBy(ctx.env, others) : [];
   if (others.length === 0) {
     // The hook state goes: what waits for a commit is committed first, and our idle watch let go of its copy.

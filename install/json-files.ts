@@ -8,15 +8,17 @@ import * as z from "zod/mini";
 import { deepEqual, isRecord } from "../lib/parsed.ts";
 import {
   classifyMcpEntry,
+  type Edit,
   type EditPlan,
   MCP_SERVER_NAME,
   type McpEntry,
   PLUGIN_ID,
   type Refusal,
+  type Result,
 } from "./spec.ts";
 
 /** JSON text parsed (a BOM aside), or why it is not JSON. */
-export function parseJson(text: string): { ok: true; value: unknown } | Refusal {
+export function parseJson(text: string): Result<{ value: unknown }> {
   try {
     return { ok: true, value: JSON.parse(text.replace(/^\uFEFF/, "")) };
   } catch (error) {
@@ -173,7 +175,7 @@ const CREATED_EMPTY = '{\n  "mcpServers": {}\n}\n';
 const refuse = (what: string): Refusal => ({ ok: false, error: `mcp.json ${what}; nothing was changed.` });
 
 /** mcp.json read: its text ("" when blank or absent) and the entry under our name; or why it cannot be edited. */
-function loadMcp(current: string | undefined): { ok: true; text: string; entry: unknown } | Refusal {
+function loadMcp(current: string | undefined): Result<{ text: string; entry: unknown }> {
   if (current === undefined || current.trim() === "") return { ok: true, text: "", entry: undefined };
   const parsed = parseJson(current);
   if (!parsed.ok) {
@@ -263,7 +265,7 @@ export type Registry = z.infer<typeof RegistrySchema>;
 export type RegistryRecord = z.infer<typeof RecordSchema>;
 
 /** The registry in `text` (absent or blank: empty), or why Kimi cannot read it either. */
-export function parseRegistry(text: string | undefined): { ok: true; value: Registry } | Refusal {
+export function parseRegistry(text: string | undefined): Result<{ value: Registry }> {
   if (text === undefined || text.trim() === "") return { ok: true, value: { version: 1, plugins: [] } };
   const parsed = parseJson(text);
   const checked = parsed.ok ? RegistrySchema.safeParse(parsed.value) : undefined;
@@ -286,9 +288,7 @@ export function findRecord(registry: Registry): RegistryRecord | undefined {
 }
 
 /** A planned registry change. */
-export type RegistryPlan =
-  | { ok: true; after: string | undefined; changed: boolean; previous: RegistryRecord | undefined }
-  | Refusal;
+export type RegistryPlan = Edit<{ previous: RegistryRecord | undefined }>;
 
 /** The registry install creates when there is none, without our record: uninstall deletes it again. */
 const CREATED_REGISTRY = '{\n  "version": 1,\n  "plugins": []\n}\n';

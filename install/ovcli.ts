@@ -7,6 +7,7 @@
 
 import * as z from "zod/mini";
 import { parseJson } from "./json-files.ts";
+import type { Edit, Result } from "./spec.ts";
 import { HealthReply } from "./check.ts";
 import type { Context } from "./transaction.ts";
 import { asRecord, isRecord } from "../lib/parsed.ts";
@@ -29,9 +30,7 @@ export interface CredentialArgs {
 }
 
 /** A planned ovcli.conf change: what it holds after (`summary`), what a dry run says it would do (`steps`). */
-export type OvcliPlan =
-  | { ok: true; after: string | undefined; changed: boolean; summary: string[]; steps: string[] }
-  | { ok: false; error: string };
+export type OvcliPlan = Edit<{ summary: string[]; steps: string[] }>;
 
 /** One setting written (`shown`: the value as said) or deleted. */
 interface Setting {
@@ -195,9 +194,7 @@ export interface KeyIo {
 }
 
 /** The key to save (undefined: leave the saved one as it is) and where it came from, or why there is none. */
-export type KeyChoice =
-  | { ok: true; apiKey?: string; from?: string }
-  | { ok: false; error: string };
+export type KeyChoice = Result<{ apiKey?: string; from?: string }>;
 
 /** Chooses the API key install saves, from the flags, stdin, the environment or a hidden prompt. */
 export async function chooseApiKey(flags: KeyFlags, io: KeyIo): Promise<KeyChoice> {
@@ -306,9 +303,7 @@ const DEFAULT_ID = "default";
 const ID = /^[A-Za-z0-9_.@-]+$/;
 
 /** The key to save (undefined: none yet, a dry run), where it came from and what was done; or why not. */
-export type KeyOutcome =
-  | { ok: true; apiKey?: string; from?: string; said: string[] }
-  | { ok: false; error: string };
+export type KeyOutcome = Result<{ apiKey?: string; from?: string; said: string[] }>;
 
 const UserKeyReply = z.looseObject({ user_key: z.string() });
 const UsersReply = z.array(z.looseObject({ user_id: z.string(), api_key: z.optional(z.string()) }));

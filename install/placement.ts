@@ -55,24 +55,16 @@ export async function commandAt(path: string, env: Env): Promise<CommandAt> {
   return ours ? { kind: "ours", target } : { kind: "other" };
 }
 
-/** Quotes one word for cmd.exe (which Kimi's `shell: true` uses on Windows). */
-export function cmdQuote(word: string): string {
-  return /^[A-Za-z0-9_@%+=:,./\\-]+$/.test(word) ? word : `"${word.replace(/"/g, '""')}"`;
-}
-
-/** Renders words as one command line for the shell Kimi runs hooks with. */
-export function commandFor(words: readonly string[], os: OsFamily): string {
-  return words.map(os === "windows" ? cmdQuote : shellQuote).join(" ");
-}
-
 /** A program path as the shell Kimi runs hooks with on `os` wants it (backslashes on Windows). */
 function nativePath(path: string, os: OsFamily): string {
   return os === "windows" ? path.replace(/\//g, "\\") : path;
 }
 
-/** The hook command prefix in config mode: the program (the binary, or a copy's launcher), quoted. */
+/** Config mode's hook command prefix: the program (the binary, or a copy's launcher) quoted for cmd or sh. */
 export function configCommandPrefix(program: string, os: OsFamily): string {
-  return commandFor([nativePath(program, os)], os);
+  const path = nativePath(program, os);
+  if (os !== "windows") return shellQuote(path);
+  return /^[A-Za-z0-9_@%+=:,./\\-]+$/.test(path) ? path : `"${path.replace(/"/g, '""')}"`;
 }
 
 /** The `mcp.json` entry in config mode. */

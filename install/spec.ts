@@ -11,12 +11,14 @@ export const MCP_SERVER_NAME = "openviking";
 export const BLOCK_BEGIN = "# >>> openviking kimicode integration";
 export const BLOCK_END = "# <<< openviking kimicode integration";
 export const EXECUTABLE_NAME = "openviking-kimi";
-/** Why a file cannot be edited, in words that say what to do. */
+/** Why not, in words that say what to do. */
 export type Refusal = { ok: false; error: string };
-/** A planned edit of one of Kimi's files (`after` undefined: the file goes, or stays absent). */
-export type EditPlan =
-  | { ok: true; after: string | undefined; changed: boolean; warnings: string[] }
-  | Refusal;
+/** `T`, or why not. */
+export type Result<T> = ({ ok: true } & T) | Refusal;
+/** A planned text of one file (`after` undefined: the file goes, or stays absent) and whether it changes. */
+export type Edit<T = unknown> = Result<{ after: string | undefined; changed: boolean } & T>;
+/** A planned edit of one of Kimi's files, and what to warn of. */
+export type EditPlan = Edit<{ warnings: string[] }>;
 
 /** The keys Kimi accepts in a `[[hooks]]` entry; one more key makes Kimi drop every hook. */
 export const ALLOWED_HOOK_KEYS: readonly string[] = ["event", "matcher", "command", "timeout"];

@@ -14,7 +14,7 @@ import {
   type HookEntry,
   isOurHookCommand,
   isUpstreamHookCommand,
-  type Refusal,
+  type Result,
 } from "./spec.ts";
 
 /** A marked block: `[start, end)` covers its begin marker line through the end marker (no line ending). */
@@ -25,9 +25,7 @@ export interface BlockRange {
 }
 
 /** TOML parsed, or the first line of why not. */
-export function parseToml(
-  text: string,
-): { ok: true; value: Record<string, unknown> } | { ok: false; error: string } {
+export function parseToml(text: string): Result<{ value: Record<string, unknown> }> {
   try {
     return { ok: true, value: parse(text) as Record<string, unknown> };
   } catch (error) {
@@ -195,7 +193,7 @@ export function outsideHooksProblem(strays: FoundHook[], upstream: FoundHook[]):
 }
 
 /** The document and our blocks, or why the file cannot be changed. */
-function load(text: string): { ok: true; doc: Record<string, unknown>; blocks: BlockRange[] } | Refusal {
+function load(text: string): Result<{ doc: Record<string, unknown>; blocks: BlockRange[] }> {
   const parsed = parseToml(text);
   if (!parsed.ok) {
     return {

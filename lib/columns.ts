@@ -1,9 +1,11 @@
 /**
- * How many terminal columns text takes: combining marks and zero-width joiners none; East Asian wide and
- * fullwidth characters and emoji two; everything else one.
+ * Text in terminal columns: how many a text takes (combining marks and zero-width joiners none; East Asian
+ * wide and fullwidth characters and emoji two; everything else one), a one-line preview, a wrapped line.
  *
  * @example textColumns("ab漢字") // 6
  */
+
+import { neutralize } from "./neutralize.ts";
 
 const WIDE =
   /[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6\u{1f300}-\u{1faff}\u{20000}-\u{3fffd}]/u;
@@ -21,4 +23,42 @@ export function textColumns(text: string): number {
   let n = 0;
   for (const char of text) n += charColumns(char);
   return n;
+}
+
+/** `text` as one line of at most `width` terminal columns: whitespace runs become a space, a cut ends in `…`. */
+export function preview(text: string, width: number): string {
+  const flat = neutralize(text).replace(/\s+/g, " ").trim();
+  if (textColumns(flat) <= width) return flat;
+  let used = 0;
+  let kept = "";
+  for (const char of flat) {
+    used += charColumns(char);
+    if (used > width - 1) break;
+    kept += char;
+  }
+  return `${kept.trimEnd()}…`;
+}
+
+/** The width help, usage lines and the reports are wrapped to. */
+export const WIDTH = 80;
+
+/**
+ * `line` wrapped at spaces into lines of at most `width`, continuations indented by `indent`; a word (a URI)
+ * is never broken, and the line's indent and list marker (`+ `, `- `) stay with its first word.
+ */
+export function wrap(line: string, indent: string, width = WIDTH): string[] {
+  if (textColumns(line) <= width) return [line];
+  const lead = /^ *(?:[+-] )?/.exec(line)![0];
+  const [first, ...words] = line.slice(lead.length).split(/(?<= )(?=[^ ])/);
+  const out: string[] = [];
+  let current = `${lead}${first}`;
+  for (const word of words) {
+    if (textColumns(current) + textColumns(word.trimEnd()) <= width) current += word;
+    else {
+      out.push(current.trimEnd());
+      current = `${indent}${word}`;
+    }
+  }
+  out.push(current.trimEnd());
+  return out;
 }

@@ -40,6 +40,7 @@ import {
 } from "./context.ts";
 import { carried, duePrompts, type FallbackPrompt, journalKeys, SETTLE_MS } from "./prompt-fallback.ts";
 import { refreshFromHook } from "./system-prompt.ts";
+import { recordRun } from "./ledger.ts";
 
 /** How one capture behaves: its wait for the turn end, whether it takes open turns, its lock wait and budget. */
 export interface CaptureMode {
@@ -619,9 +620,11 @@ export async function sendLeftPrompts(ctx: HookContext, budget: Budget): Promise
     const went = (await readState(file)).destination ?? (await readState(promptFile)).destination;
     if (went !== destination) continue;
     const other = otherSession(ctx, file, `${SESSION_PREFIX}${base}`);
-    const mode = { waitMs: 0, force: false, lockWaitMs: 0, budget };
+    const [mode, startedAt] = [{ waitMs: 0, force: false, lockWaitMs: 0, budget }, Date.now()];
     const res = await captureFromPrompts(other, mode, "left", idleMs).catch(() => undefined);
     delivered += Number(res?.data?.turns ?? 0);
+    // In that session's ledger, as its capture: `status` and `memories show` count what it delivered.
+    if (res) await recordRun(other, res, startedAt); // otherSession's host id is the state's name (`base`)
     // Nothing due and nothing that may become due: its capture state's time says it was looked at.
     const young = (await keptPrompts(other)).some((p) => Date.now() - p.at < idleMs);
     if (captured !== undefined && res?.outcome === "no-journal" && !res.data?.turns && !young) {

@@ -1,8 +1,11 @@
-/** The local ledger: one JSON line per hook run that did something, per Kimi session (`<session>.jsonl`). */
+/**
+ * The local ledger: one JSON line per hook run that did something, per Kimi session (`<session>.jsonl`), and
+ * a session's entries folded into what `status` shows of it.
+ */
 
 import * as z from "zod/mini";
 import type { Config } from "../openviking/config.ts";
-import { CauseSchema } from "../openviking/advice.ts";
+import { adviceForCause, CauseSchema } from "../openviking/advice.ts";
 import { asRecord, isRecord } from "../lib/parsed.ts";
 import {
   ensurePrivateDir,
@@ -16,7 +19,7 @@ import {
 } from "../lib/fs.ts";
 import { stillAtPath } from "../lib/lock.ts";
 import { type Env, hookStateDir, joinPath, ledgerDir, orNoHome, safeId } from "../lib/paths.ts";
-import type { HookContext, HookResult } from "./context.ts";
+import { type HookContext, type HookResult, SESSION_PREFIX } from "./context.ts";
 
 const SNIPPET_CHARS = 80;
 /** Most memories listed per prompt entry (the rest are counted). */
@@ -236,11 +239,16 @@ export function replayEntryOf(
   return counts.replayed || counts.rejected || cause ? { ...counts, ...(cause ? { cause } : {}) } : undefined;
 }
 
-/** A failure as the ledger keeps it: `{kind, status, message}`, also from a client failure (`error.message`). */
+/** A failure as the ledger keeps it: `{kind, status, message, code?}`, also from a client failure (`error.…`). */
 function plainCause(cause: unknown): unknown {
   if (!isRecord(cause) || typeof cause.message === "string") return cause;
-  const message = asRecord(cause.error).message;
-  return { kind: cause.kind, status: cause.status, message: typeof message === "string" ? message : "" };
+  const { message, code } = asRecord(cause.error);
+  return {
+    kind: cause.kind,
+    status: cause.status,
+    message: typeof message === "string" ? message : "",
+    ...(typeof code === "string" ? { code } : {}),
+  };
 }
 
 /** The ledger entry of one hook run, or undefined when it did nothing worth recording (pure). */
@@ -268,9 +276,7 @@ export function ledgerEntryOf(
       ...(d.failure ? { failure: d.failure } : {}),
     };
   }
-  if (ctx.event === "session-start") {
-    return result.outcome === "replayed" ? replayEntryOf(data, timing) : undefined;
-  }
+  if (result.outcome === "replayed") return replayEntryOf(data, timing);
   const fromPrompts = result.outcome === "no-journal" && Number(data.fallback) > 0;
   if (result.outcome !== "captured" && !fromPrompts) return undefined;
   const { cause, ...counts } = CaptureEntrySchema.parse({
@@ -323,4 +329,122 @@ export async function recordRun(ctx: HookContext, result: HookResult, startedAt:
   if (backlog && written) return;
   ctx.log.stage("ledger-unwritable", { dir });
   await ctx.log.flush();
+}
+
+/** A problem as `status` says it; a place's counts. (`status --json`, README "status".) */
+export const ProblemSchema = z.object({ kind: z.string(), message: z.string(), fix: z.string() });
+export const CountsSchema = z.object({ entries: z.number(), messages: z.number(), commits: z.number() });
+
+/** A commit and what OpenViking did with it (README "status" says each field). */
+const CommitStatusSchema = z.object({
+  at: z.number(),
+  outcome: z.string(),
+  taskId: z.optional(z.string()),
+  waiting: z.optional(z.boolean()),
+  replayedAt: z.optional(z.number()),
+  origin: z.optional(OriginSchema),
+  task: z.optional(z.object({
+    status: z.string(),
+    error: z.optional(z.string()),
+    memories: z.array(z.string()),
+    tokens: z.optional(z.number()),
+  })),
+});
+export type CommitStatus = z.infer<typeof CommitStatusSchema>;
+
+/** One Kimi session as the ledger saw it. */
+export const SessionStatusSchema = z.object({
+  kimiSessionId: z.string(),
+  openVikingSessionId: z.string(),
+  lastActivity: z.number(),
+  prompts: z.object({
+    seen: z.number(),
+    injected: z.number(),
+    suppressed: z.number(),
+    lastPath: z.optional(z.string()),
+  }),
+  captures: z.object({
+    runs: z.number(),
+    turns: z.number(),
+    sent: z.number(),
+    queued: z.number(),
+    rejected: z.number(),
+  }),
+  commits: z.array(CommitStatusSchema),
+  queue: CountsSchema,
+  rejected: CountsSchema,
+  uncommitted: z.optional(z.object({ messages: z.number(), dueAt: z.number() })),
+  lastError: z.optional(z.object({ at: z.number(), ...ProblemSchema.shape })),
+});
+export type SessionStatus = z.infer<typeof SessionStatusSchema>;
+
+/** A session's numbers from its ledger entries, oldest first (pure; the queue and the tasks come later). */
+export function foldSession(name: string, entries: readonly LedgerEntry[], here: Origin): SessionStatus {
+  const baseUrl = here.url;
+  /** A run's origin when it is not `here` (its commits' tasks are another server's or identity's). */
+  const elsewhere = (o: Origin | undefined) =>
+    o && (o.url !== here.url || o.who !== here.who) ? o : undefined;
+  const ov = `${SESSION_PREFIX}${name}`;
+  const s: SessionStatus = {
+    kimiSessionId: name,
+    openVikingSessionId: ov,
+    lastActivity: 0,
+    prompts: { seen: 0, injected: 0, suppressed: 0 },
+    captures: { runs: 0, turns: 0, sent: 0, queued: 0, rejected: 0 },
+    commits: [],
+    queue: { entries: 0, messages: 0, commits: 0 },
+    rejected: { entries: 0, messages: 0, commits: 0 },
+  };
+  for (const e of entries) {
+    const ours = e.kind !== "replay" || e.commitTasks.some((t) => t.sessionId === ov) ||
+      e.delivered?.some((d) => d.sessionId === ov);
+    // A replay is this session's only for what it delivered of it; its failure is placed later.
+    if (!ours) continue;
+    s.lastActivity = Math.max(s.lastActivity, e.at);
+    let worked: boolean;
+    if (e.kind === "prompt") {
+      s.prompts.seen++;
+      s.prompts.injected += e.injected.length;
+      s.prompts.suppressed += e.suppressed.length;
+      s.prompts.lastPath = e.path;
+      worked = e.path !== "skipped" && e.path !== "reused";
+    } else if (e.kind === "capture") {
+      if (e.event !== "idle") s.captures.runs++; // the idle watch's commit is no capture run
+      s.captures.turns += e.turns;
+      s.captures.sent += e.sent;
+      s.captures.queued += e.queued;
+      s.captures.rejected += e.rejected;
+      if (e.commit !== "none") {
+        s.commits.push({ at: e.at, outcome: e.commit, taskId: e.taskId, origin: elsewhere(e.origin) });
+      }
+      worked = true;
+    } else {
+      const tasks = e.commitTasks.filter((t) => t.sessionId === ov);
+      for (const t of tasks) {
+        // A session's queue goes out in order: the replay delivered its oldest queued commit.
+        const queued = s.commits.find((c) => c.outcome === "queued" && !c.taskId);
+        const made = { taskId: t.taskId, origin: elsewhere(e.origin) };
+        if (queued) Object.assign(queued, { ...made, replayedAt: e.at });
+        else s.commits.push({ at: e.at, outcome: "replayed", ...made });
+      }
+      const sent = e.delivered?.find((d) => d.sessionId === ov)?.messages;
+      s.captures.sent += sent ?? 0;
+      s.captures.queued = Math.max(0, s.captures.queued - (sent ?? 0));
+      worked = tasks.length > 0 || sent !== undefined;
+    }
+    const cause = e.kind === "prompt" ? e.failure : e.cause;
+    if (cause) s.lastError = errorOf(e.at, cause, (e.kind !== "prompt" && e.origin?.url) || baseUrl);
+    else if (worked) delete s.lastError;
+  }
+  return s;
+}
+
+/** A recorded failure as a session's last error (a cause recorded without its reason says so). */
+export function errorOf(
+  at: number,
+  cause: z.infer<typeof CauseSchema>,
+  baseUrl: string,
+): SessionStatus["lastError"] {
+  const a = adviceForCause({ ...cause, message: cause.message || "no reason was recorded" }, baseUrl);
+  return { at, kind: cause.kind, message: a.summary, fix: a.fix };
 }

@@ -194,6 +194,19 @@ Deno.test("ledger entry of a replay outside a session start (the replay command,
     cause: { kind: "server", status: 503, message: "busy" },
   });
   assertEquals(replayEntryOf({ ...report, replayed: 0, cause: undefined }, timing), undefined, "no news");
+  // Its code too: a hung server's TIMEOUT is what tells status "does not answer" from "not reachable".
+  const hung = {
+    ok: false,
+    kind: "unreachable",
+    status: 0,
+    error: { code: "TIMEOUT", message: "no answer" },
+  };
+  assertEquals(replayEntryOf({ ...report, cause: hung }, timing), {
+    kind: "replay",
+    ...base,
+    ...counts,
+    cause: { kind: "unreachable", status: 0, message: "no answer", code: "TIMEOUT" },
+  });
 });
 
 Deno.test("ledger: a prompt whose ledger cannot be written still prints, and the debug log says so", async () => {

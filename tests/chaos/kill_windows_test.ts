@@ -3,109 +3,70 @@
  * capture worker killed while a later request is in flight (the commit, or the next message to a server
  * without the batch endpoint) must already have recorded what the server accepted, so the next capture sends
  * none of it again; a replay killed mid-batch (and left a zombie) blocks nothing and its batch is asked
- * about.
+ * about. The capture and the replay after the kill run in-process.
  */
 
 import { assertEquals, assertTrue } from "../support/assert.ts";
-import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { placeJournal } from "../support/hook-context.ts";
+import type { FakeOptions } from "../support/fake-openviking.ts";
 import { JournalBuilder } from "../support/journal.ts";
-import { cliArgs, denoEnv, runCli, startCli } from "../support/run.ts";
-import { tempDir } from "../support/temp.ts";
-import { readState } from "../../memory/state.ts";
+import { cliArgs, denoEnv, startCli } from "../support/run.ts";
 import { enqueueCommit, enqueueMessages } from "../support/queue.ts";
+import { WORKER_ENV } from "../../kimi/detach.ts";
+import { stdinOf, waitFor, world } from "../hooks/world.ts";
 
-const SESSION = "session_kill-window";
 const NO_SIGKILL = Deno.build.os === "windows";
-const CWD = "/home/user/proj";
+const STORED = ["0:user", "0:assistant", "1:user", "1:assistant"];
 
-async function waitFor(what: string, cond: () => boolean, timeoutMs = 20_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
-interface Killed {
-  fake: FakeOpenViking;
-  env: Record<string, string>;
-  stdin: string;
-  home: string;
-}
-
-/** Runs a capture worker against `fake` and kills it when `killAt` says so; returns what the next run needs. */
-async function killWorkerWhen(
-  home: string,
-  fake: FakeOpenViking,
-  killAt: (route: string) => boolean,
-  timeoutMs = 5000,
-): Promise<Killed> {
-  const journal = new JournalBuilder().simpleTurn("first question about tabs", "first answer about tabs")
-    .simpleTurn("second question about spaces", "second answer about spaces");
-  await placeJournal(home, SESSION, journal.toString());
-  const env = {
-    HOME: home,
-    KIMI_CODE_HOME: `${home}/.kimi-code`,
-    OPENVIKING_URL: fake.url,
-    OPENVIKING_TIMEOUT_MS: String(timeoutMs),
-    OPENVIKING_CAPTURE_WAIT_MS: "0",
-    OPENVIKING_COMMIT_POLICY: "every-turn",
-    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-  };
-  let hit = false;
-  fake.onRequest = (r) => hit ||= killAt(r.route);
-  const stdin = JSON.stringify({ hook_event_name: "Stop", session_id: SESSION, cwd: CWD });
-  const worker = await startCli(["hook", "stop"], { ...env, OPENVIKING_KIMI_HOOK_WORKER: "1" }, stdin);
-  await waitFor("the request to kill at", () => hit);
-  worker.kill("SIGKILL");
-  await worker.status;
-  fake.onRequest = undefined;
-  return { fake, env, stdin, home };
-}
-
-async function captureAgain(k: Killed): Promise<void> {
-  const again = await runCli(["hook", "stop"], {
-    env: { ...k.env, OPENVIKING_KIMI_HOOK_WORKER: "1" },
-    clearEnv: true,
-    stdin: k.stdin,
+/**
+ * A world whose two-turn session's capture worker is killed once `killAt` says so (the fake set up by
+ * `setUp` first); the next capture runs in-process as that worker would.
+ */
+async function killWorkerWhen(killAt: (route: string) => boolean, fake: FakeOptions = {}, timeoutMs = 5000) {
+  const w = await world({ fake, env: { OPENVIKING_TIMEOUT_MS: String(timeoutMs), [WORKER_ENV]: "1" } });
+  return Object.assign(w, {
+    async kill(setUp: () => void) {
+      setUp();
+      const journal = new JournalBuilder().simpleTurn("first question about tabs", "first answer about tabs")
+        .simpleTurn("second question about spaces", "second answer about spaces");
+      await w.journal(journal.toString());
+      let hit = false;
+      w.fake.onRequest = (r) => hit ||= killAt(r.route);
+      const worker = await startCli(["hook", "stop"], w.env, stdinOf("stop"));
+      await waitFor("the request to kill at", () => hit, 20_000);
+      worker.kill("SIGKILL");
+      await worker.status;
+      w.fake.onRequest = undefined;
+    },
   });
-  assertEquals([again.code, again.stdout, again.stderr], [0, "", ""]);
 }
-
-const acked = async (home: string) =>
-  (await readState(`${home}/.openviking/hook-state/kimicode/${SESSION}.json`)).capturedKeys;
 
 Deno.test({
   name: "kill -9 of a capture worker during its commit: the accepted messages are not sent again",
   ignore: NO_SIGKILL,
 }, async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  fake.fault({ route: "POST /api/v1/sessions/:id/commit", delayMs: 3000, times: 1 });
-  const k = await killWorkerWhen(dir.path, fake, (route) => route.endsWith("/commit"));
-  assertEquals(fake.messages(`kc-${SESSION}`).length, 4, "the batch was accepted before the commit");
-  assertEquals(await acked(dir.path), ["0:user", "0:assistant", "1:user", "1:assistant"]);
-  await captureAgain(k);
-  assertEquals(fake.messages(`kc-${SESSION}`).length, 4, "nothing was sent twice");
-  assertEquals(fake.lostReplyMessages, 0);
+  await using w = await killWorkerWhen((route) => route.endsWith("/commit"));
+  await w.kill(() => w.fake.fault({ route: "POST /api/v1/sessions/:id/commit", delayMs: 3000, times: 1 }));
+  assertEquals(w.stored(), STORED, "the batch was accepted before the commit");
+  assertEquals((await w.state()).capturedKeys, STORED);
+  await w.hook("stop");
+  assertEquals(w.stored(), STORED, "nothing was sent twice");
+  assertEquals(w.fake.lostReplyMessages, 0);
 });
 
 Deno.test({
   name: "kill -9 of a capture worker between two messages to a server without the batch endpoint",
   ignore: NO_SIGKILL,
 }, async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start({ noBatch: 404 });
-  fake.fault({ route: "POST /api/v1/sessions/:id/messages", times: 1 });
-  fake.fault({ route: "POST /api/v1/sessions/:id/messages", delayMs: 1500, times: 1 });
   let messages = 0;
   const second = (route: string) => route.endsWith("/messages") && ++messages === 2;
-  const k = await killWorkerWhen(dir.path, fake, second, 1000);
-  assertEquals(await acked(dir.path), ["0:user"], "the first accepted message was recorded");
-  const stored = () => fake.messages(`kc-${SESSION}`).map((m) => `${m.turn_id}:${m.role}`);
-  await captureAgain(k);
-  assertEquals(stored(), ["0:user", "0:assistant", "1:user", "1:assistant"], "each once, in order");
+  await using w = await killWorkerWhen(second, { noBatch: 404 }, 1000);
+  await w.kill(() => {
+    w.fake.fault({ route: "POST /api/v1/sessions/:id/messages", times: 1 });
+    w.fake.fault({ route: "POST /api/v1/sessions/:id/messages", delayMs: 1500, times: 1 });
+  });
+  assertEquals((await w.state()).capturedKeys, ["0:user"], "the first accepted message was recorded");
+  await w.hook("stop");
+  assertEquals(w.stored(), STORED, "each once, in order");
 });
 
 Deno.test({
@@ -113,18 +74,9 @@ Deno.test({
     "kill -9 of a replay mid-batch, left a zombie: the next replay is not blocked, and sends nothing twice",
   ignore: NO_SIGKILL,
 }, async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  const env = {
-    ...denoEnv(),
-    HOME: dir.path,
-    OPENVIKING_URL: fake.url,
-    OPENVIKING_TIMEOUT_MS: "1000",
-    OPENVIKING_COMMIT_POLICY: "every-turn",
-    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-  };
-  const sid = `kc-${SESSION}`;
-  const pending = `${dir.path}/.openviking/pending`;
+  await using w = await world();
+  const { fake, ov: sid, pending } = w;
+  const env = { ...denoEnv(), ...w.env };
   await enqueueMessages(
     pending,
     sid,
@@ -155,7 +107,7 @@ Deno.test({
       ).trim();
     await waitFor("the killed replay to be a zombie", () => stat().startsWith("Z"));
     const started = Date.now();
-    const again = await runCli(["replay"], { env, clearEnv: true });
+    const again = await w.cli("replay");
     assertEquals(again.code, 0, `the queue is empty afterwards: ${again.stdout} ${again.stderr}`);
     assertTrue(Date.now() - started >= 1000, "it waited for the server before asking");
     assertEquals(fake.messages(sid).map((m) => m.content), ["note 0", "note 1", "note 2"], "each once");

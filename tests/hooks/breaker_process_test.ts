@@ -10,7 +10,8 @@ import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { type PromptEntry, readLedger } from "../../memory/ledger.ts";
 import { JournalBuilder } from "../support/journal.ts";
-import { stdinOf, waitFor, world } from "./world.ts";
+import { doctorCheck, stdinOf, waitFor, world } from "./world.ts";
+import { runIn } from "../cli/in-process.ts";
 
 const PAUSED_LINE =
   /^openviking-kimi: memory paused — OpenViking at http:\/\/127\.0\.0\.1:\d+ did not answer; `[^`\n]+ status` says why\n$/;
@@ -93,21 +94,20 @@ Deno.test("a hung server: the first prompt waits its budget once and says so in 
     assertEquals(searches(hung.requests), asked, "no later prompt asked the server");
 
     // status and doctor say since when, why, and when the server is probed.
-    const status = await runCli(["status", "--json"], { env, clearEnv: true, cwd: dir.path });
+    const status = await runIn(env, ["status", "--json"]);
     const paused = JSON.parse(status.stdout).paused;
     assertEquals([paused.reason, paused.failures], [first.failure?.message, 1]);
     assertTrue(paused.since >= first.at && paused.nextProbeAt > paused.since, JSON.stringify(paused));
-    const text = await runCli(["status"], { env, clearEnv: true, cwd: dir.path });
+    const text = await runIn(env, ["status"]);
     assertMatch(
       text.stdout,
       /\nMemory {2}PAUSED: prompts do not ask the server since \d+ s ago\n +no answer from /,
     );
     await Deno.mkdir(`${dir.path}/.kimi-code`, { recursive: true });
-    const doctor = await runCli(["doctor", "--json"], { env, clearEnv: true, cwd: dir.path });
-    const recall = JSON.parse(doctor.stdout).checks.find((c: { id: string }) => c.id === "recall");
+    const recall = await doctorCheck(env, "recall");
     assertEquals(recall.status, "warn");
     assertMatch(recall.summary, /^memory paused since .*: no answer from .*; prompts do not ask the server$/);
-    assertMatch(recall.fix, /probes it \(a search\) and recall resumes/);
+    assertMatch(recall.fix ?? "", /probes it \(a search\) and recall resumes/);
   } finally {
     await hung.close();
   }

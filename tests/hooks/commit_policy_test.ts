@@ -23,26 +23,21 @@ async function sandbox(policy: string) {
   return Object.assign(w, { turn });
 }
 
-Deno.test("balanced: short turns wait; SessionEnd commits", async () => {
-  await using s = await sandbox("balanced");
-  for (let i = 0; i < 3; i++) await s.turn(`question ${i} about the build`);
-  assertEquals([s.stored().length, s.commits()], [6, 0], "three short turns: no extraction yet");
-  await s.hook("session-end");
-  assertEquals(s.commits(), 1);
-  assertEquals((await s.state()).capturedSinceCommit, 0);
-});
-
-Deno.test("balanced: a Stop commits once enough text has gathered, and a turn that asks to remember at once", async () => {
+Deno.test("balanced: a Stop commits once enough text has gathered, short turns wait, a turn that asks to remember commits at once; SessionEnd commits", async () => {
   await using s = await sandbox("balanced");
   const long = "The retry counter now resets after every success; the backoff reads it. ".repeat(250);
   await s.turn("first long change", long);
   assertEquals(s.commits(), 0, "one long turn is not enough yet");
   await s.turn("second long change", long);
   assertEquals(s.commits(), 1, "two are");
-  await s.turn("a short one");
-  assertEquals(s.commits(), 1);
+  for (let i = 0; i < 3; i++) await s.turn(`question ${i} about the build`);
+  assertEquals([s.stored().length, s.commits()], [10, 1], "three short turns: no extraction yet");
   await s.turn("Remember that we review every migration in pairs");
   assertEquals(s.commits(), 2, "the user asked to remember");
+  await s.turn("a short one");
+  await s.hook("session-end");
+  assertEquals(s.commits(), 3);
+  assertEquals((await s.state()).capturedSinceCommit, 0);
 });
 
 Deno.test("session-end: no Stop commits, however long; PreCompact and a failed turn do", async () => {

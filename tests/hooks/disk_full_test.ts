@@ -5,8 +5,7 @@
 
 import { assertEquals } from "../support/assert.ts";
 import { JournalBuilder } from "../support/journal.ts";
-import { runCli } from "../support/run.ts";
-import { world } from "./world.ts";
+import { pathsUnder, world } from "./world.ts";
 
 function canMountTmpfs(): boolean {
   if (Deno.build.os !== "linux") return false;
@@ -37,18 +36,6 @@ async function fill(dir: string, room: number): Promise<void> {
   await Deno.truncate(`${dir}/filler`, Math.max(0, (await Deno.stat(`${dir}/filler`)).size - room));
 }
 
-function tempsUnder(dir: string): string[] {
-  const out: string[] = [];
-  const walk = (d: string) => {
-    for (const e of Deno.readDirSync(d)) {
-      if (e.isDirectory) walk(`${d}/${e.name}`);
-      else if (e.name.endsWith(".tmp")) out.push(`${d}/${e.name}`);
-    }
-  };
-  walk(dir);
-  return out;
-}
-
 Deno.test({
   name:
     "disk nearly full under ~/.openviking: no message is sent twice, none is lost, no temp file lingers " +
@@ -59,7 +46,7 @@ Deno.test({
       await using w = await world({
         env: { OPENVIKING_TIMEOUT_MS: "2000", OPENVIKING_WRITE_PATH_ASYNC: "0" },
       });
-      const { fake, env } = w;
+      const { fake } = w;
       const ov = `${w.home}/.openviking`;
       await Deno.mkdir(ov, { mode: 0o700 });
       await new Deno.Command("mount", { args: ["-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", ov] })
@@ -87,11 +74,15 @@ Deno.test({
         fake.clearFaults();
         await Deno.remove(`${ov}/filler`);
         await w.hook("stop");
-        assertEquals((await runCli(["replay"], { env, clearEnv: true })).code, 0);
+        assertEquals((await w.cli("replay")).code, 0);
         const got = w.stored();
         const want = [0, 1, 2, 3, 4, 5].flatMap((t) => [`${t}:user`, `${t}:assistant`]);
         assertEquals(got, want, `${pages} page(s) of room: each message once, in order`);
-        assertEquals(tempsUnder(ov), [], `${pages} page(s) of room: no temp file left`);
+        assertEquals(
+          pathsUnder(ov, (p) => p.endsWith(".tmp")),
+          [],
+          `${pages} page(s) of room: no temp file left`,
+        );
       } finally {
         await new Deno.Command("umount", { args: [ov] }).output();
       }

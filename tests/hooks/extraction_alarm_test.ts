@@ -4,18 +4,12 @@
  */
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
-import { FAKE_DIGEST_FIRST, FakeOpenViking, type FakeTask } from "../support/fake-openviking.ts";
-import { hookIn, sandboxEnv } from "../support/hook-context.ts";
-import { runCli } from "../support/run.ts";
-import { tempDir } from "../support/temp.ts";
-import { stdinOf } from "./world.ts";
+import { FAKE_DIGEST_FIRST, type FakeTask } from "../support/fake-openviking.ts";
+import { type World, world } from "./world.ts";
 
 const SERVER_WORDS = "VLM call failed: Error code: 401 - invalid api key for model gpt-4o-mini";
 const ALARM_LINE =
   /^openviking-kimi: OpenViking makes no memory \(the last 3 extractions failed\); `[^`\n]+ doctor` says why$/;
-
-/** SessionStart's worker runs in the hook (in-process, detaching off): over when it returns. */
-const envFor = (home: string, url: string) => sandboxEnv(home, url);
 
 /** A finished commit task of session `sid`, `ageS` seconds old. */
 function task(sid: string, n: number, status: "failed" | "completed", ageS: number): FakeTask {
@@ -32,22 +26,17 @@ function task(sid: string, n: number, status: "failed" | "completed", ageS: numb
   };
 }
 
-const hook = async (
-  env: Record<string, string>,
-  event: string,
-  session: string,
-  extra: Record<string, unknown>,
-) => (await hookIn(event, { env, stdin: stdinOf(event, session, extra) })).stdout;
-const start = (env: Record<string, string>, session: string) =>
-  hook(env, "session-start", session, { source: "startup" });
-const prompt = (env: Record<string, string>, session: string, text: string) =>
-  hook(env, "user-prompt-submit", session, { prompt: text });
+/** SessionStart of `session` (its worker runs in the hook, in-process: over when it returns); its stdout. */
+const start = (w: World, session: string, more = {}) =>
+  w.runAs(session, "session-start", { source: "startup" }, more);
+/** The prompt hook of `session` for `text`; its stdout. */
+const prompt = (w: World, session: string, text: string, more = {}) =>
+  w.runAs(session, "user-prompt-submit", { prompt: text }, more);
 
 Deno.test("three failed extractions: the next session's first prompt says so once; status and doctor quote the server", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  const env = envFor(dir.path, fake.url);
-  await Deno.mkdir(`${dir.path}/.kimi-code`, { recursive: true });
+  await using w = await world();
+  const { fake } = w;
+  await Deno.mkdir(`${w.home}/.kimi-code`, { recursive: true });
   for (
     const [i, t] of [
       task("kc-old", 1, "completed", 40),
@@ -57,24 +46,28 @@ Deno.test("three failed extractions: the next session's first prompt says so onc
     fake.tasks.set(`${i}-${t.task_id}`, t);
   }
 
-  assertEquals(await start(env, "session_new"), "", "SessionStart prints nothing");
+  assertEquals(await start(w, "session_new"), "", "SessionStart prints nothing");
   assertEquals(fake.requestsTo("GET /api/v1/tasks").length, 1, "its worker asked the tasks once");
   const asked = fake.requests.length;
-  const first = await prompt(env, "session_new", "how should I indent this file?");
+  const first = await prompt(w, "session_new", "how should I indent this file?");
   const lines = first.trimEnd().split("\n");
   assertEquals(lines.slice(0, -1).join("\n"), FAKE_DIGEST_FIRST, "the digest comes first, unchanged");
   assertMatch(lines.at(-1)!, ALARM_LINE);
   assertEquals(fake.requestsTo("GET /api/v1/tasks").length, 1, "the prompt asked the server no task");
   assertTrue(fake.requests.length > asked, "the prompt recalled");
-  assertEquals(await prompt(env, "session_new", "and where do the tests go?"), "", "told once a session");
-  const recallOff = await prompt({ ...env, OPENVIKING_AUTO_RECALL: "false" }, "session_c", "and the docs?");
+  assertEquals(await prompt(w, "session_new", "and where do the tests go?"), "", "told once a session");
+  const recallOff = await prompt(w, "session_c", "and the docs?", { OPENVIKING_AUTO_RECALL: "false" });
   assertMatch(
     recallOff,
     new RegExp(ALARM_LINE.source.replace("$", "\n$")),
     "recall off, capture on: told too",
   );
+  // A server that cannot be asked at the next session start leaves the alarm as it was.
+  fake.fault({ route: "GET /api/v1/tasks", status: 503, times: 1 });
+  await start(w, "session_d");
+  assertMatch((await prompt(w, "session_d", "and the linter?")).trimEnd().split("\n").at(-1)!, ALARM_LINE);
 
-  const cli = async (...args: string[]) => await runCli(args, { env, clearEnv: true, cwd: dir.path });
+  const cli = w.cli;
   const status = JSON.parse((await cli("status", "--json")).stdout);
   assertEquals([status.extraction.commits, status.extraction.failed], [3, 3]);
   assertEquals(
@@ -91,42 +84,24 @@ Deno.test("three failed extractions: the next session's first prompt says so onc
 
   // The model fixed: a commit makes memory again; the next session start ends the alarm.
   fake.tasks.set("9-new", task("kc-session_new", 1, "completed", 0));
-  await start(env, "session_next");
-  assertEquals(await prompt(env, "session_next", "how should I indent this file?"), `${FAKE_DIGEST_FIRST}\n`);
+  await start(w, "session_next");
+  assertEquals(await prompt(w, "session_next", "how should I indent this file?"), `${FAKE_DIGEST_FIRST}\n`);
   assertEquals(JSON.parse((await cli("status", "--json")).stdout).extraction, undefined);
   const healthy = await cli("doctor", "--json");
   assertEquals(JSON.parse(healthy.stdout).checks.some((c: { id: string }) => c.id === "extraction"), false);
 });
 
-Deno.test("a server that cannot be asked leaves the alarm as it was and costs the prompt nothing", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  const env = envFor(dir.path, fake.url);
-  for (const n of [1, 2, 3]) fake.tasks.set(`t${n}`, task("kc-old", n, "failed", n));
-  await start(env, "session_a");
-  fake.fault({ route: "GET /api/v1/tasks", status: 503, times: 1 });
-  await start(env, "session_b");
-  assertMatch(
-    (await prompt(env, "session_b", "how should I indent this file?")).trimEnd().split("\n").at(-1)!,
-    ALARM_LINE,
-  );
-});
-
 Deno.test("strict scope: a memory this workspace's commits made is recalled here, another workspace's is not", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
+  await using w = await world();
+  const { fake } = w;
   const made = {
     "kc-a1": "viking://user/default/memories/events/atlas-release.md",
     "kc-b1": "viking://user/default/memories/events/borealis-release.md",
   };
-  const inProject = (peer: string) => ({
-    ...envFor(dir.path, fake.url),
-    OPENVIKING_PEER_ID: peer,
-    OPENVIKING_RECALL_PEER_SCOPE: "strict",
-  });
+  const inProject = (peer: string) => ({ OPENVIKING_PEER_ID: peer, OPENVIKING_RECALL_PEER_SCOPE: "strict" });
   // Each session's start records its workspace; their commits' memory diffs name what each made.
-  await start(inProject("project-a"), "a1");
-  await start(inProject("project-b"), "b1");
+  await start(w, "a1", inProject("project-a"));
+  await start(w, "b1", inProject("project-b"));
   for (const [sid, uri] of Object.entries(made)) {
     const t = task(sid, 1, "completed", 5);
     const diff = `viking://user/default/sessions/${sid}/history/archive_001/memory_diff.json`;
@@ -134,7 +109,7 @@ Deno.test("strict scope: a memory this workspace's commits made is recalled here
     fake.tasks.set(t.task_id, t);
     fake.files.set(diff, JSON.stringify({ operations: { adds: [{ uri }], updates: [], deletes: [] } }));
   }
-  await start(inProject("project-a"), "a2"); // this worker reads the diffs
+  await start(w, "a2", inProject("project-a")); // this worker reads the diffs
   fake.context = {
     entries: [...Object.values(made), "viking://user/default/memories/preferences/tabs.md"].map((uri) => ({
       uri,
@@ -142,10 +117,10 @@ Deno.test("strict scope: a memory this workspace's commits made is recalled here
       score: 0.9,
     })),
   };
-  const inA = await prompt(inProject("project-a"), "a2", "what did the last release ship?");
+  const inA = await prompt(w, "a2", "what did the last release ship?", inProject("project-a"));
   assertStringIncludes(inA, made["kc-a1"]);
   assertStringIncludes(inA, "preferences/tabs.md");
   assertEquals(inA.includes(made["kc-b1"]), false, inA);
-  const inB = await prompt(inProject("project-b"), "b2", "what did the last release ship?");
+  const inB = await prompt(w, "b2", "what did the last release ship?", inProject("project-b"));
   assertEquals([inB.includes(made["kc-a1"]), inB.includes(made["kc-b1"])], [false, true], inB);
 });

@@ -11,26 +11,11 @@ import { FAKE_DIGEST, FakeOpenViking } from "../support/fake-openviking.ts";
 import { placeJournal } from "../support/hook-context.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { SESSION, stdinOf } from "./world.ts";
+import { SESSION, snapshot, stdinOf } from "./world.ts";
 
 const FIXTURE = new URL("../fixtures/journals/2.1.0/resumed/wire.jsonl", import.meta.url);
 const REPO_KEY = "sk-repo-chosen-key-0123456789";
 const REPO_ROOT_KEY = "sk-repo-root-key-0123456789";
-
-/** Every file under `dir` with its size and mtime: what "nothing appeared, nothing changed" compares. */
-async function tree(dir: string): Promise<string[]> {
-  const out: string[] = [];
-  const walk = async (d: string) => {
-    for await (const e of Deno.readDir(d)) {
-      const p = `${d}/${e.name}`;
-      const info = await Deno.lstat(p);
-      out.push(`${p.slice(dir.length)} ${e.isDirectory ? "dir" : info.size} ${info.mtime?.getTime()}`);
-      if (e.isDirectory) await walk(p);
-    }
-  };
-  await walk(dir);
-  return out.sort();
-}
 
 /** A repository whose `.openviking/` names `url` and keys of its own in every file we might read. */
 async function hostileRepo(root: string, url: string): Promise<string> {
@@ -95,9 +80,9 @@ for (const withEnvUrl of [true, false]) {
       OPENVIKING_PROMPT_BUDGET_MS: "2500",
       ...(withEnvUrl ? { OPENVIKING_URL: userServer.url } : {}),
     };
-    const before = await tree(repo);
-    const everything = async () => (await tree(dir.path)).filter((p) => !p.startsWith("/log"));
-    const beforeAll = await everything();
+    const before = snapshot(repo);
+    const everything = () => snapshot(dir.path).filter((p) => !p.startsWith("/log"));
+    const beforeAll = everything();
     for (const [event, extra] of EVENTS) {
       const r = await runCli(["hook", event], {
         env,
@@ -117,8 +102,8 @@ for (const withEnvUrl of [true, false]) {
       const sessions = userServer.requests.filter((q) => q.path.startsWith("/api/v1/sessions"));
       assertEquals(sessions.map((q) => q.route), [], "no capture without a home");
     }
-    assertEquals(await tree(repo), before, "nothing appeared or changed under the cwd");
-    assertEquals(await everything(), beforeAll, "nothing written anywhere but the log the environment named");
+    assertEquals(snapshot(repo), before, "nothing appeared or changed under the cwd");
+    assertEquals(everything(), beforeAll, "nothing written anywhere but the log the environment named");
     const entries = (await Deno.readTextFile(log)).trim().split("\n").map((l) => JSON.parse(l));
     const outcomes = entries.filter((l) => l.stage === "done").map((l) => [l.event, l.outcome]);
     const prompt = withEnvUrl ? "injected" : "nothing";
@@ -132,7 +117,7 @@ Deno.test("doctor without HOME: a failing check says HOME is unset and what to d
   await using dir = await tempDir();
   await using repoServer = await FakeOpenViking.start();
   const repo = await hostileRepo(dir.path, repoServer.url);
-  const before = await tree(repo);
+  const before = snapshot(repo);
   const r = await runCli(["doctor", "--json"], {
     env: { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin", OPENVIKING_TIMEOUT_MS: "1000" },
     clearEnv: true,
@@ -147,5 +132,5 @@ Deno.test("doctor without HOME: a failing check says HOME is unset and what to d
   assertMatch(home!.summary, /HOME is not set/);
   assertMatch(home!.fix ?? "", /HOME/);
   assertEquals(repoServer.requests.length, 0);
-  assertEquals(await tree(repo), before);
+  assertEquals(snapshot(repo), before);
 });

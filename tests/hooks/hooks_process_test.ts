@@ -3,6 +3,7 @@
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { DEFAULT_ENTRY, FAKE_DIGEST_FIRST } from "../support/fake-openviking.ts";
 import { loadConfig } from "../../openviking/config.ts";
+import { readLedger } from "../../memory/ledger.ts";
 import { messagesOf } from "../../cli/turns.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { cliArgs, denoEnv, runCli, startCli } from "../support/run.ts";
@@ -235,10 +236,16 @@ function procState(pid: number): string {
 }
 
 Deno.test({
-  name: "hook stop: the parent has exited before the worker's first request reaches the server",
+  name:
+    "hook stop: the parent has exited before the worker's first request reaches the server; under balanced the worker's watch commits the idle session, then ends",
   ignore: Deno.build.os !== "linux",
   fn: async () => {
-    await using s = await sandbox("fine");
+    await using s = await world({
+      env: { OPENVIKING_COMMIT_POLICY: "balanced", OPENVIKING_IDLE_COMMIT_SECONDS: "1" },
+    });
+    await s.journal(
+      new JournalBuilder().simpleTurn("a fact taught in kimi -p", "kept it in mind").toString(),
+    );
     let parentPid = 0;
     const seen: string[] = [];
     s.fake.onRequest = () => seen.push(procState(parentPid));
@@ -254,45 +261,25 @@ Deno.test({
     const w = child.stdin.getWriter();
     await w.write(new TextEncoder().encode(stdinOf("stop")));
     await w.close();
-    await waitFor("the worker's requests", () => seen.length >= 2);
     const out = await child.output();
     assertEquals([out.code, new TextDecoder().decode(out.stdout)], [0, ""]);
+    const ledger = async () =>
+      (await readLedger(`${s.home}/.openviking/ledger/kimicode`, SESSION)).map((e) =>
+        e.kind === "capture" && `${e.event}:${e.commit}`
+      );
+    await waitFor("the watch's commit", async () => (await ledger()).includes("idle:committed"));
+    assertEquals(await ledger(), ["stop:none", "idle:committed"], "the watch committed, not the Stop");
+    const watching = () =>
+      [...Deno.readDirSync(`${s.home}/.openviking/hook-state/kimicode`)].some((e) =>
+        e.name.startsWith("idle-watch-")
+      );
+    await waitFor("the watch to end", () => !watching());
+    assertEquals([s.stored().length, s.commits()], [2, 1]);
+    assertTrue(seen.length >= 2);
     for (const state of seen) {
       assertTrue(state === "Z" || state === "", `parent state at a request: ${state}`);
     }
   },
-});
-
-Deno.test("hook stop: a worker killed in the middle of its write loses nothing — the next Stop captures it", async () => {
-  await using s = await sandbox("fine");
-  const expected = await expectedMessages(s);
-  s.fake.fault({ route: "POST /api/v1/sessions/:id/messages/batch", delayMs: 800, times: 1 });
-  let arrived = false;
-  s.fake.onRequest = (r) => arrived ||= r.route.endsWith("/messages/batch");
-  const worker = await startCli(
-    ["hook", "stop"],
-    { ...s.env, OPENVIKING_KIMI_HOOK_WORKER: "1" },
-    stdinOf("stop"),
-  );
-  await waitFor("the worker's batch request", () => arrived);
-  worker.kill("SIGKILL");
-  await worker.status;
-  assertEquals((await s.state()).capturedKeys, [], "nothing was acknowledged by the killed worker");
-  assertEquals(await s.run("stop"), "");
-  assertEquals((await s.state()).capturedKeys.length, 6);
-  await new Promise((r) => setTimeout(r, 900)); // let the delayed first batch land too
-  const stored = s.fake.messages(OV_SESSION).map(({ turn_id, role, content }) => ({
-    turn_id,
-    role,
-    content,
-  }));
-  const unique = [...new Map(stored.map((m) => [`${m.turn_id}:${m.role}`, m])).values()];
-  const order = (list: unknown[]) => list.map((m) => JSON.stringify(m)).sort();
-  assertEquals(order(unique), order(expected));
-  assertTrue(
-    stored.length - unique.length <= s.fake.lostReplyMessages,
-    "duplicates only from the write whose reply the killed worker never read",
-  );
 });
 
 Deno.test("hook interrupt whose 2 s budget runs out before the commit: the commit is queued and goes out at once, detached, and the batch whose reply never came is not sent twice", async () => {
@@ -314,13 +301,13 @@ Deno.test("hook interrupt whose 2 s budget runs out before the commit: the commi
   assertEquals(s.fake.sessions.get(OV_SESSION)?.commits, 1, "the interrupted session is committed");
 });
 
-Deno.test("hook stop: a worker killed during its second batch keeps the first one acknowledged — never sent twice", async () => {
+Deno.test("hook stop: a worker killed during its second batch loses nothing and keeps the first acknowledged — the next Stop sends only the rest", async () => {
   await using s = await sandbox("fine");
   const j = new JournalBuilder();
   for (let i = 0; i < 60; i++) j.simpleTurn(`question ${i}`, `answer ${i}`); // 120 messages: batches of 100 + 20
   await s.journal(j.toString());
   const route = "POST /api/v1/sessions/:id/messages/batch";
-  s.fake.fault({ route, delayMs: 5000, skip: 1, times: 1 }); // the second batch hangs
+  s.fake.fault({ route, delayMs: 1500, skip: 1, times: 1 }); // the second batch is slow to land
   let batches = 0;
   s.fake.onRequest = (r) => batches += r.route === route ? 1 : 0;
   const worker = await startCli(
@@ -332,9 +319,14 @@ Deno.test("hook stop: a worker killed during its second batch keeps the first on
   worker.kill("SIGKILL");
   await worker.status;
   assertEquals((await s.state()).ackedBelow, 50, "the first batch's 50 turns stay acknowledged");
-  s.fake.clearFaults();
   assertEquals(await s.run("stop"), "");
   assertEquals((await s.state()).ackedBelow, 60);
-  const first = s.fake.messages(OV_SESSION).filter((m) => Number(m.turn_id) < 50);
-  assertEquals(first.length, 100, "turns 0–49 stored once each");
+  await new Promise((r) => setTimeout(r, 1600)); // let the killed worker's slow batch land too
+  const stored = s.fake.messages(OV_SESSION).map((m) => `${m.turn_id}:${m.role}`);
+  assertEquals(stored.filter((k) => Number(k.split(":")[0]) < 50).length, 100, "turns 0–49 stored once each");
+  assertEquals(new Set(stored).size, 120, "every message of the session is stored");
+  assertTrue(
+    stored.length - 120 <= s.fake.lostReplyMessages,
+    "duplicates only from the write whose reply the killed worker never read",
+  );
 });

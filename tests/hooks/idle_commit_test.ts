@@ -1,87 +1,56 @@
 /**
  * The idle watch (memory/idle-commit.ts): under balanced/session-end a detached Stop worker commits the home's
  * sessions once idle, one watch per home, so a session that never fires SessionEnd (`kimi -p`) is committed
- * on a server whose own idle commit is off; against the fake OpenViking, in-process and through the entry point.
+ * on a server whose own idle commit is off; against the fake OpenViking, in-process (through the entry point:
+ * tests/hooks/hooks_process_test.ts, "the parent has exited before the worker's first request").
  */
 
 import { assertEquals, assertTrue as assert } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { hookIn, placeJournal, sandboxEnv } from "../support/hook-context.ts";
+import { hookIn } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
-import { runCli } from "../support/run.ts";
-import { tempDir } from "../support/temp.ts";
 import { withLock } from "../../lib/lock.ts";
 import { readLedger } from "../../memory/ledger.ts";
 import { readState, writeState } from "../../memory/state.ts";
 import { WORKER_ENV } from "../../kimi/detach.ts";
-import { dueAt } from "../../memory/idle-commit.ts";
 import { sessionDestination } from "../../memory/context.ts";
 import { loadConfig } from "../../openviking/config.ts";
+import { stdinOf, world } from "./world.ts";
 
 const A = "session_7c0a1f5e-2b1d-4c3e-8f00-0000000000a1";
 const B = "session_7c0a1f5e-2b1d-4c3e-8f00-0000000000b2";
 const ov = (s: string) => `kc-${s}`;
 
-async function sandbox(policy = "balanced", fake?: FakeOpenViking) {
-  const dir = await tempDir();
-  const server = fake ?? await FakeOpenViking.start();
-  const env = sandboxEnv(dir.path, server.url, {
-    OPENVIKING_COMMIT_POLICY: policy,
-    OPENVIKING_CAPTURE_WAIT_MS: "0",
-    OPENVIKING_IDLE_COMMIT_SECONDS: "1",
-  });
-  const stateDir = `${dir.path}/.openviking/hook-state/kimicode`;
-  /** One short turn more in session `id`'s journal; its Stop run as the detached worker (or not). */
+async function sandbox(policy = "balanced") {
+  const w = await world({ env: { OPENVIKING_COMMIT_POLICY: policy, OPENVIKING_IDLE_COMMIT_SECONDS: "1" } });
+  const stateDir = `${w.home}/.openviking/hook-state/kimicode`;
   const journals = new Map<string, JournalBuilder>();
+  /** One short turn more in session `id`'s journal. */
   const place = async (id: string, user: string) => {
     const j = journals.get(id) ?? new JournalBuilder();
     journals.set(id, j.simpleTurn(user, "done"));
-    await placeJournal(dir.path, id, j.toString());
+    await w.journal(j.toString(), id);
   };
-  const stop = async (id: string, user: string, worker = true) => {
-    await place(id, user);
-    const stdin = JSON.stringify({ hook_event_name: "Stop", session_id: id, cwd: "/home/user/proj" });
-    const extra: Record<string, string> = worker ? { [WORKER_ENV]: "1" } : {};
-    assertEquals((await hookIn("stop", { env: { ...env, ...extra }, stdin })).stdout, "");
-  };
-  return {
-    dir,
-    env,
-    fake: server,
+  return Object.assign(w, {
     place,
-    stop,
     stateDir,
-    lock: `${stateDir}/idle-watch-${await sessionDestination((await loadConfig(env)).config)}.lock`,
-    commits: (id: string) => server.sessions.get(ov(id))?.commits ?? 0,
-    [Symbol.asyncDispose]: async () => {
-      if (!fake) await server[Symbol.asyncDispose]();
-      await dir[Symbol.asyncDispose]();
+    lock: `${stateDir}/idle-watch-${await sessionDestination((await loadConfig(w.env)).config)}.lock`,
+    commits: (id: string) => w.fake.sessions.get(ov(id))?.commits ?? 0,
+    /** `place`, then the Stop run as the detached worker (or not). */
+    async stop(id: string, user: string, worker = true) {
+      await place(id, user);
+      const env = worker ? { ...w.env, [WORKER_ENV]: "1" } : w.env;
+      assertEquals((await hookIn("stop", { env, stdin: stdinOf("stop", id) })).stdout, "");
     },
-  };
+  });
 }
 
 const exists = (path: string) => Deno.lstat(path).then(() => true, () => false);
 
-Deno.test("dueAt: idle after the last capture (now when it is ahead of the clock); never another destination's", () => {
-  const base = { capturedSinceCommit: 2, ovSession: "kc-x", lastCaptureAt: 1000, destination: "d1" };
-  const state = (s: object) => ({ ...base, ...s }) as Parameters<typeof dueAt>[0];
-  assertEquals(dueAt(state({}), 500, "d1", 1200), 1500);
-  assertEquals(dueAt(state({ lastCaptureAt: 9_999_999 }), 500, "d1", 1200), 1200, "a clock set back: now");
-  assertEquals(dueAt(state({ capturedSinceCommit: 0 }), 500, "d1"), undefined);
-  assertEquals(dueAt(state({ ovSession: undefined }), 500, "d1"), undefined);
-  assertEquals(dueAt(state({ destination: "d2" }), 500, "d1"), undefined, "another server or identity");
-  assertEquals(dueAt(state({ destination: undefined }), 500, "d1"), undefined, "unknown: not ours");
-  assertEquals(
-    dueAt(state({ destination: "d2" }), 500, undefined, 1200),
-    1500,
-    "wherever they went (status)",
-  );
-});
-
 Deno.test("balanced: the Stop worker leaves a short turn uncommitted, then its watch commits it once idle", async () => {
   await using s = await sandbox();
   await s.stop(A, "a short question in a print-mode run");
-  const [entry, idle] = await readLedger(`${s.dir.path}/.openviking/ledger/kimicode`, A);
+  const [entry, idle] = await readLedger(`${s.home}/.openviking/ledger/kimicode`, A);
   assertEquals(entry?.kind === "capture" && entry.commit, "none", "the Stop itself did not commit");
   assertEquals(idle?.kind === "capture" && [idle.event, idle.commit, typeof idle.taskId], [
     "idle",
@@ -112,36 +81,20 @@ Deno.test("every-turn: the Stop commits and no watch runs", async () => {
 });
 
 Deno.test("a server gone before the session is idle: the watch queues the commit and ends (nothing lost)", async () => {
-  const fake = await FakeOpenViking.start();
-  await using s = await sandbox("balanced", fake);
-  await s.place(A, "a question before the server goes");
-  fake.fault({ route: "POST /api/v1/sessions/:id/commit", status: 503 });
-  const stdin = JSON.stringify({ hook_event_name: "Stop", session_id: A, cwd: "/home/user/proj" });
-  await hookIn("stop", { env: { ...s.env, [WORKER_ENV]: "1" }, stdin });
-  await fake[Symbol.asyncDispose]();
+  await using s = await sandbox("balanced");
+  s.fake.fault({ route: "POST /api/v1/sessions/:id/commit", status: 503 });
+  await s.stop(A, "a question before the server goes");
+  await s.fake.close();
   assertEquals((await readState(`${s.stateDir}/${A}.json`)).capturedSinceCommit, 0, "queued, not forgotten");
-  const queued = await Array.fromAsync(Deno.readDir(`${s.dir.path}/.openviking/pending/kimicode/${ov(A)}`));
+  const queued = await Array.fromAsync(Deno.readDir(`${s.pending}/kimicode/${ov(A)}`));
   assertEquals(queued.map((e) => e.name), ["0000000001-c.json"], "the commit waits in the queue");
   assert(!await exists(s.lock));
-});
-
-Deno.test("the real entry point: a Stop returns at once and its detached worker commits the idle session", async () => {
-  await using s = await sandbox();
-  await s.place(A, "a fact taught in a kimi -p run");
-  const stdin = JSON.stringify({ hook_event_name: "Stop", session_id: A, cwd: "/home/user/proj" });
-  const run = await runCli(["hook", "stop"], { env: s.env, stdin });
-  assertEquals([run.code, run.stdout], [0, ""]);
-  const end = Date.now() + 30_000;
-  while (s.commits(A) < 1 && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
-  assertEquals(s.commits(A), 1, "committed by the worker after the hook exited");
-  while (await exists(s.lock) && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
-  assert(!await exists(s.lock), "and its watch ended");
 });
 
 Deno.test("a session captured for another server or key is left to its own: never committed with ours", async () => {
   await using s = await sandbox();
   await using other = await FakeOpenViking.start();
-  const stdin = JSON.stringify({ hook_event_name: "Stop", session_id: B, cwd: "/home/user/proj" });
+  const stdin = stdinOf("stop", B);
   await s.place(B, "session B, captured for the other server");
   await hookIn("stop", { env: { ...s.env, OPENVIKING_URL: other.url }, stdin });
   await s.stop(A, "session A, whose worker watches");
@@ -196,7 +149,7 @@ Deno.test("a session whose worker was killed mid-send (an unsettled intent) is s
 Deno.test("one whose journal is gone can never be settled: what the server holds is committed", async () => {
   await using s = await sandbox("session-end");
   await killedMidSend(s);
-  await Deno.remove(`${s.dir.path}/.kimi-code/sessions/wd_proj_000000000000/${B}`, { recursive: true });
+  await Deno.remove(`${s.home}/.kimi-code/sessions/wd_proj_000000000000/${B}`, { recursive: true });
   await s.stop(A, "session A, whose watch commits B too");
   assertEquals(s.commits(B), 1);
 });
@@ -217,8 +170,7 @@ Deno.test("the watch ends within a second or two of its directory going (a purge
   await using s = await sandbox();
   const env = { ...s.env, OPENVIKING_IDLE_COMMIT_SECONDS: "120" };
   await s.place(A, "a question, then the user purges");
-  const stdin = JSON.stringify({ hook_event_name: "Stop", session_id: A, cwd: "/home/user/proj" });
-  const worker = hookIn("stop", { env: { ...env, [WORKER_ENV]: "1" }, stdin });
+  const worker = hookIn("stop", { env: { ...env, [WORKER_ENV]: "1" }, stdin: stdinOf("stop", A) });
   for (let i = 0; i < 200 && !await exists(s.lock); i++) await new Promise((r) => setTimeout(r, 25));
   assert(await exists(s.lock), "the watch is waiting");
   const gone = Date.now();

@@ -1,8 +1,8 @@
 /** The ledger is pruned at session start, at most once a day (README "What memory did"). */
 
 import { assertEquals } from "../support/assert.ts";
-import { runCli } from "../support/run.ts";
-import { stdinOf, waitFor, world } from "./world.ts";
+import { world } from "./world.ts";
+import { WORKER_ENV } from "../../kimi/detach.ts";
 
 const exists = (path: string) => Deno.stat(path).then(() => true, () => false);
 const FORTY_DAYS = 40 * 86_400_000;
@@ -19,19 +19,13 @@ async function ledgerFile(home: string, name: string, ageMs: number): Promise<st
 }
 
 Deno.test("ledger: a 40-day-old session's file is pruned by session start's detached worker", async () => {
-  await using w = await world({ env: { OPENVIKING_WRITE_PATH_ASYNC: "1" } });
+  await using w = await world({ env: { OPENVIKING_WRITE_PATH_ASYNC: "1", [WORKER_ENV]: "1" } });
   const [old, recent] = [
     await ledgerFile(w.home, "session_old", FORTY_DAYS),
     await ledgerFile(w.home, "session_recent", 0),
   ];
-  const r = await runCli(["hook", "session-start"], {
-    env: w.env,
-    clearEnv: true,
-    stdin: stdinOf("session-start", "session_new", { source: "startup" }),
-  });
-  assertEquals([r.code, r.stdout], [0, ""]);
-  await waitFor("the worker's pruning", async () => !await exists(old), 20_000);
-  assertEquals(await exists(recent), true, "a recent one stays");
+  await w.hook("session-start", { source: "startup" }, "session_new");
+  assertEquals([await exists(old), await exists(recent)], [false, true], "a recent one stays");
 });
 
 Deno.test("session start sweeps the whole home (ledger, temp files) at most once a day, inline too", async () => {

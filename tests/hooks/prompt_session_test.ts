@@ -1,51 +1,33 @@
 /**
  * A session's prompts in-process (`runHook`) against the fake OpenViking: a prompt whose recall failed says
- * so in the ledger and in `status` (a process: another command).
+ * so in the ledger and in `status`.
  */
 
 import { assertEquals, assertMatch } from "../support/assert.ts";
-import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { sandboxEnv } from "../support/hook-context.ts";
-import { runCli } from "../support/run.ts";
-import { runHook } from "../../memory/dispatch.ts";
 import { DUPLICATE_WINDOW_MS } from "../../memory/prompt.ts";
-import { tempDir } from "../support/temp.ts";
-
-const SESSION = "session_5b1c1f0e-1111-4222-8333-944455556666";
-
-/** Runs the prompt hook of the session for `prompt`; its stdout. */
-async function prompt(env: Record<string, string>, text: string): Promise<string> {
-  const stdin = JSON.stringify({
-    hook_event_name: "UserPromptSubmit",
-    session_id: SESSION,
-    cwd: "/home/user/proj",
-    prompt: text,
-  });
-  return await runHook("user-prompt-submit", new TextEncoder().encode(stdin), env);
-}
+import { world } from "./world.ts";
 
 Deno.test("prompt session: a prompt whose recall or profile failed says why in its ledger line and in status", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
   const key = "sk-quoted-back-4711";
-  const up = sandboxEnv(dir.path, fake.url, { OPENVIKING_API_KEY: key });
-  const down = sandboxEnv(dir.path, "http://127.0.0.1:9", { OPENVIKING_API_KEY: key });
+  await using w = await world({ env: { OPENVIKING_API_KEY: key } });
+  const { fake } = w;
+  const prompt = (text: string, more = {}) => w.run("user-prompt-submit", { prompt: text }, more);
+  const ledgerFile = `${w.home}/.openviking/ledger/kimicode/${w.session}.jsonl`;
   const ledger = async () =>
-    (await Deno.readTextFile(`${dir.path}/.openviking/ledger/kimicode/${SESSION}.jsonl`))
-      .trim().split("\n").map((l) => JSON.parse(l));
+    (await Deno.readTextFile(ledgerFile)).trim().split("\n").map((l) => JSON.parse(l));
   const lastError = async () => {
-    const r = await runCli(["status", "--json"], { env: up, clearEnv: true });
+    const r = await w.cli("status", "--json");
     assertEquals(r.code, 0, r.stderr);
-    return JSON.parse(r.stdout).sessions.find((s: { kimiSessionId: string }) => s.kimiSessionId === SESSION)
+    return JSON.parse(r.stdout).sessions.find((s: { kimiSessionId: string }) => s.kimiSessionId === w.session)
       ?.lastError;
   };
 
   // Every route answers 503, its message quoting the key back: the ledger keeps the failure, not the key.
   fake.fault({ route: "*", status: 503, error: { message: `overloaded, key ${key}` } });
-  assertEquals(await prompt(up, "how should I indent this file?"), "");
+  assertEquals(await prompt("how should I indent this file?"), "");
   fake.clearFaults();
   // The server is not there at all.
-  assertEquals(await prompt(down, "and the tests folder?"), "");
+  assertEquals(await prompt("and the tests folder?", { OPENVIKING_URL: "http://127.0.0.1:9" }), "");
   const [busy, gone] = await ledger();
   assertEquals([busy.path, busy.failure?.kind, busy.failure?.status], ["none", "server", 503]);
   assertMatch(busy.failure.message, /overloaded, key \*\*\*/);
@@ -61,7 +43,7 @@ Deno.test("prompt session: a prompt whose recall or profile failed says why in i
   fake.fault({ route: "GET /api/v1/system/status", status: 401 });
   fake.fault({ route: "GET /api/v1/fs/ls", status: 401 });
   await new Promise((r) => setTimeout(r, DUPLICATE_WINDOW_MS)); // not the same hook fired twice
-  assertMatch(await prompt(up, "and the tests folder?"), /User prefers tabs/);
+  assertMatch(await prompt("and the tests folder?"), /User prefers tabs/);
   fake.clearFaults();
   const third = (await ledger())[2];
   assertEquals([third.path, third.profile, third.failure?.kind, third.failure?.status], [
@@ -72,10 +54,10 @@ Deno.test("prompt session: a prompt whose recall or profile failed says why in i
   ]);
   assertEquals((await lastError())?.kind, "auth");
   // Back to normal: no failure on the line.
-  await prompt(up, "what about the build?");
+  await prompt("what about the build?");
   assertEquals((await ledger())[3].failure, undefined);
   assertEquals(
-    (await Deno.readTextFile(`${dir.path}/.openviking/ledger/kimicode/${SESSION}.jsonl`)).includes(key),
+    (await Deno.readTextFile(ledgerFile)).includes(key),
     false,
   );
 });

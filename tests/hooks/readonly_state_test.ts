@@ -6,8 +6,8 @@
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { FAKE_MEMORY_LINE } from "../support/fake-openviking.ts";
 import { hookIn } from "../support/hook-context.ts";
-import { cliArgs, denoEnv, runCli, runProcess } from "../support/run.ts";
-import { stdinOf, type World, world } from "./world.ts";
+import { cliArgs, denoEnv, runProcess } from "../support/run.ts";
+import { doctorCheck, pathsUnder, stdinOf, type World, world } from "./world.ts";
 
 const FIXTURE = new URL("../fixtures/journals/2.1.0/resumed/wire.jsonl", import.meta.url);
 type Box = World & { log: string };
@@ -17,19 +17,6 @@ async function box(): Promise<Box> {
   await w.journal(await Deno.readTextFile(FIXTURE));
   const log = w.env.OPENVIKING_DEBUG_LOG = `${w.home}/hooks.log`;
   return { ...w, log };
-}
-
-/** Every path under `dir` (what "no temp file lingers" compares). */
-async function paths(dir: string): Promise<string[]> {
-  const out: string[] = [];
-  const walk = async (d: string) => {
-    for await (const e of Deno.readDir(d)) {
-      out.push(`${d}/${e.name}`.slice(dir.length));
-      if (e.isDirectory) await walk(`${d}/${e.name}`);
-    }
-  };
-  await walk(dir);
-  return out.sort();
 }
 
 /** The `done` lines of the log: [event, outcome]. */
@@ -67,46 +54,34 @@ async function recallButNoCapture(
   ]);
 }
 
-Deno.test("~/.openviking is a regular file: the prompt hook recalls, capture sends nothing and says so, no temp file lingers", async () => {
+Deno.test("~/.openviking is a regular file: the prompt hook recalls, capture sends nothing and says so, no temp file lingers; writable again, every turn is sent once", async () => {
   await using b = await box();
   await Deno.writeTextFile(`${b.home}/.openviking`, "not a directory\n");
-  const before = (await paths(b.home)).filter((p) => p !== "/hooks.log");
+  const before = pathsUnder(b.home).filter((p) => p !== "/hooks.log");
   await recallButNoCapture(b, (event, stdin) => hookIn(event, { env: b.env, stdin }));
-  assertEquals((await paths(b.home)).filter((p) => p !== "/hooks.log"), before, "nothing new, no temp file");
+  assertEquals(pathsUnder(b.home).filter((p) => p !== "/hooks.log"), before, "nothing new, no temp file");
   assertEquals(await Deno.readTextFile(`${b.home}/.openviking`), "not a directory\n");
-});
-
-Deno.test("a state that becomes writable again: the next capture sends every turn once", async () => {
-  await using b = await box();
-  await Deno.writeTextFile(`${b.home}/.openviking`, "in the way\n");
-  await b.hook("stop");
-  assertEquals(b.stored().length, 0);
+  // Writable again: the journal was the truth, the next captures send every turn once.
   await Deno.remove(`${b.home}/.openviking`);
   for (let i = 0; i < 2; i++) await b.hook("stop");
-  assertEquals(b.stored().length, 6, "the journal was the truth: six messages, once");
+  assertEquals(b.stored().length, 6);
 });
 
 Deno.test("doctor names an unwritable state directory and the fix, and creates nothing", async () => {
   await using b = await box();
   await Deno.writeTextFile(`${b.home}/.openviking`, "in the way\n");
-  const r = await runCli(["doctor", "--json"], { env: b.env, clearEnv: true });
-  const report = JSON.parse(r.stdout) as {
-    checks: { id: string; status: string; detail?: string[]; fix?: string }[];
-  };
-  const check = report.checks.find((c) => c.id === "state-dirs");
-  assertEquals(check?.status, "fail");
+  const check = await doctorCheck(b.env, "state-dirs");
+  assertEquals(check.status, "fail");
   assertMatch(
-    check!.detail!.join("\n"),
+    check.detail!.join("\n"),
     new RegExp(`cannot write ${b.home}/.openviking/hook-state/kimicode`),
   );
-  assertMatch(check!.fix ?? "", /OPENVIKING_HOOK_STATE_DIR/);
-  assertEquals(r.code, 1);
+  assertMatch(check.fix ?? "", /OPENVIKING_HOOK_STATE_DIR/);
+  assertEquals(check.code, 1);
 
   // A fresh home: doctor probes by writing, and leaves no directory it had to create.
   await Deno.remove(`${b.home}/.openviking`);
-  const ok = await runCli(["doctor", "--json"], { env: b.env, clearEnv: true });
-  const okChecks = (JSON.parse(ok.stdout) as { checks: { id: string; status: string }[] }).checks;
-  assertEquals(okChecks.find((c) => c.id === "state-dirs")?.status, "ok");
+  assertEquals((await doctorCheck(b.env, "state-dirs")).status, "ok");
   assertTrue(!(await Deno.stat(`${b.home}/.openviking`).then(() => true, () => false)), "nothing created");
 });
 
@@ -163,5 +138,5 @@ Deno.test("a read-only mount at ~/.openviking: recall works, capture sends nothi
     return r;
   };
   await recallButNoCapture(b, run);
-  assertEquals(await paths(`${b.home}/.openviking`), [], "the mount point underneath stayed empty");
+  assertEquals(pathsUnder(`${b.home}/.openviking`), [], "the mount point underneath stayed empty");
 });

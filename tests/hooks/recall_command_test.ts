@@ -13,21 +13,7 @@ import { RecallOutputSchema, recallPreview, renderRecall } from "../../cli/recal
 import { runHook } from "../../memory/dispatch.ts";
 import { sha256Hex } from "../../lib/hash.ts";
 import { originOf } from "../../openviking/config.ts";
-
-/** Every path under `dir` with its size and mtime: a snapshot that any write changes. */
-async function snapshot(dir: string): Promise<string[]> {
-  const out: string[] = [];
-  const walk = async (d: string) => {
-    for await (const e of Deno.readDir(d)) {
-      const p = `${d}/${e.name}`;
-      const info = await Deno.lstat(p);
-      out.push(`${p} ${info.size} ${info.mtime?.getTime()}`);
-      if (info.isDirectory) await walk(p);
-    }
-  };
-  await walk(dir);
-  return out.sort();
-}
+import { snapshot } from "./world.ts";
 
 Deno.test("recall: the hook's own output for the text, then the memories; nothing written anywhere", async () => {
   await using dir = await tempDir();
@@ -44,11 +30,11 @@ Deno.test("recall: the hook's own output for the text, then the memories; nothin
   // inline, so none of it lands after the snapshot).
   const start = { hook_event_name: "SessionStart", session_id: "session_other", cwd: project };
   await hookIn("session-start", { env, stdin: JSON.stringify(start) });
-  const before = await snapshot(dir.path);
+  const before = snapshot(dir.path);
   const out = await recallPreview(text, project, env);
   const printed = await runIn(env, ["recall", text, "--cwd", project]);
   assertEquals(printed.code, 0, printed.stderr);
-  assertEquals(await snapshot(dir.path), before, "recall wrote nothing (state, ledger, memo, logs)");
+  assertEquals(snapshot(dir.path), before, "recall wrote nothing (state, ledger, memo, logs)");
   assertEquals(out.memories.map((m) => m.uri), ["viking://user/default/memories/preferences/indent.md"]);
   assertEquals([out.path, out.query], ["context", text]);
   const search = fake.requestsTo("POST /api/v1/search/search")[0].body as object;
@@ -83,7 +69,7 @@ Deno.test("recall: a server that does not answer is told apart from nothing rele
     sandboxEnv(dir.path, url, { OPENVIKING_API_KEY: key });
   const recall = (e: Record<string, string>) => recallPreview("anything about the build?", dir.path, e);
   // Down: no answer at all, exit 1, and still nothing written.
-  const before = await snapshot(dir.path);
+  const before = snapshot(dir.path);
   const r = await runIn(env("http://127.0.0.1:9"), [
     "recall",
     "anything about the build?",
@@ -105,7 +91,7 @@ Deno.test("recall: a server that does not answer is told apart from nothing rele
   assertMatch(downText, /would print nothing/);
   assertMatch(downText, /recall failed: OpenViking at http:\/\/127\.0\.0\.1:9 is not reachable/);
   assertMatch(downText, /fix: start the server/);
-  assertEquals(await snapshot(dir.path), before, "recall wrote nothing");
+  assertEquals(snapshot(dir.path), before, "recall wrote nothing");
   // The key refused: its own words and fix.
   const refused = await recall(env(fake.url));
   assertEquals([refused.failure?.kind, refused.failure?.status], ["auth", 401]);

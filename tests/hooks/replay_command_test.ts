@@ -1,17 +1,16 @@
 /**
  * `openviking-kimi replay` through the command table, in-process: what it did in words by default, the same as
- * JSON with `--json`, and, when writes remain, why and the fix — with the server up and down. A FIFO in a queue
- * goes through processes: one that hung would be killed, not hang the suite.
+ * JSON with `--json`, and, when writes remain, why and the fix — with the server up and down. A FIFO in a queue:
+ * tests/hooks/world_faults_test.ts.
  */
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { placeJournal, sandboxEnv } from "../support/hook-context.ts";
-import { JournalBuilder } from "../support/journal.ts";
-import { runCli } from "../support/run.ts";
+import { sandboxEnv } from "../support/hook-context.ts";
 import { tempDir } from "../support/temp.ts";
 import { runIn } from "../cli/in-process.ts";
 import { enqueueCommit, enqueueMessages } from "../support/queue.ts";
+import { doctorCheck } from "./world.ts";
 
 const SESSION = "kc-session_5747a705-0000-4000-8000-000000000099";
 
@@ -62,17 +61,6 @@ Deno.test("replay: with the server away, what is left, why and the fix (exit 1);
   assertEquals([done.report.server, done.report.commitTasks.length], [fake.url, 1]);
 });
 
-/** The check `id` of `doctor --json`'s report. */
-async function doctorCheck(
-  env: Record<string, string>,
-  id: string,
-): Promise<{ summary: string; fix?: string }> {
-  const d = await runIn(env, ["doctor", "--json"]);
-  return (JSON.parse(d.stdout).checks as { id: string; summary: string; fix?: string }[]).find((c) =>
-    c.id === id
-  )!;
-}
-
 Deno.test("replay: queue files it cannot read are set aside, kept, and replay, status and doctor say where and what to do", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
@@ -99,32 +87,4 @@ Deno.test("replay: queue files it cannot read are set aside, kept, and replay, s
   assertMatch(check.summary, /^2 queued write\(s\) could not be read .* set aside in /);
   assertStringIncludes(check.summary, queue);
   assertMatch(check.fix ?? "", /look at them.*\.unreadable.*delete/);
-});
-
-Deno.test("a FIFO in a queue is never opened: status, doctor, a Stop and replay finish, and replay sets it aside", async () => {
-  if (Deno.build.os === "windows") return;
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  const env = sandboxEnv(dir.path, fake.url, {
-    OPENVIKING_WRITE_PATH_ASYNC: "0",
-    OPENVIKING_CAPTURE_WAIT_MS: "0",
-  });
-  await queued(dir.path);
-  const fifoSession = "session_fifo-queue";
-  const queue = `${dir.path}/.openviking/pending/kimicode/kc-${fifoSession}`;
-  await Deno.mkdir(queue, { recursive: true });
-  const fifo = `${queue}/0000000001-m5.json`;
-  // Reading a FIFO blocks until someone writes to it: each of these hung until killed.
-  assertEquals((await new Deno.Command("mkfifo", { args: [fifo] }).output()).code, 0);
-  const run = (args: string[], stdin?: string) =>
-    runCli(args, { env, clearEnv: true, stdin, timeoutMs: 30_000 });
-  assertEquals((await run(["status"])).code, 0);
-  assertEquals((await run(["doctor", "--json"])).code, 1, "doctor: no hook registered here");
-  await placeJournal(dir.path, fifoSession, new JournalBuilder().simpleTurn("question", "answer").toString());
-  const stop = JSON.stringify({ hook_event_name: "Stop", session_id: fifoSession, cwd: "/home/user/proj" });
-  assertEquals((await run(["hook", "stop"], stop)).code, 0);
-  assertEquals(fake.messages(`kc-${fifoSession}`).length, 2, "the session's turn captured");
-  assertEquals((await run(["replay"])).code, 0);
-  assertEquals(fake.messages(SESSION).length, 2, "the other session's queue delivered");
-  assertTrue((await Deno.lstat(`${fifo}.unreadable`)).isFifo, "the FIFO kept aside, as it was");
 });

@@ -13,7 +13,7 @@ import { enqueueMessages } from "../support/queue.ts";
 import { tempDir } from "../support/temp.ts";
 import { runIn } from "../cli/in-process.ts";
 import { collectStatus, renderStatus } from "../../cli/status.ts";
-import { WIDTH as STATUS_COLUMNS } from "../../cli/mod.ts";
+import { WIDTH as STATUS_COLUMNS } from "../../lib/columns.ts";
 import {
   appendLedger,
   type LedgerEntry,
@@ -23,6 +23,7 @@ import {
 } from "../../memory/ledger.ts";
 import { readState } from "../../memory/state.ts";
 import { commandName } from "../../lib/self.ts";
+import type { Check } from "./world.ts";
 
 const SESSION = "session_5747a705-0000-4000-8000-000000000014";
 
@@ -150,6 +151,17 @@ Deno.test("status: every field after a scripted session, with the server down an
 
   fake.clearFaults(); // back
   fake.taskOutcome = "completed";
+  // Doctor names the replay (or the next turn), not the server.
+  const doctor = async () => {
+    const r = await runIn(env, ["doctor", "--json"]);
+    return Object.fromEntries((JSON.parse(r.stdout).checks as Check[]).map((c) => [c.id, c]));
+  };
+  const waiting = await doctor();
+  assertEquals([waiting.server.status, waiting.captures.status], ["ok", "warn"]);
+  assertMatch(waiting.captures.summary, /2 message\(s\) wait in the queue/);
+  assertTrue(!/start the server/.test(waiting.captures.fix ?? ""), waiting.captures.fix);
+  assertMatch(waiting.captures.fix!, /next turn/);
+  assertStringIncludes(waiting.captures.fix!, `\`${commandName(env)} replay\``);
   const up = await collectStatus(env, dir.path);
   const u = up.connection;
   // Asked: the server's version, and the user its key belongs to (the fake's is "default").
@@ -187,11 +199,15 @@ Deno.test("status: every field after a scripted session, with the server down an
   ]);
   assertEquals(b.commits.map((c) => c.taskId === replayed), [false, false, true, false, false]);
   assertEquals([b.captures.queued, b.lastError], [0, undefined], "the error is over once a capture worked");
+  const delivered = await doctor();
+  assertEquals(delivered.captures.status, "ok", delivered.captures.summary);
   assertEquals(b.commits.slice(-2).map((c, i) => within(c.at, stops[3 + i])), [true, true]);
   const text = await statusText(env, dir.path);
   assertMatch(text, new RegExp(SESSION));
   assertMatch(text, /queued, delivered by a replay/);
   assertEquals(text.includes("waits in the queue"), false, text);
+  assertTrue(!text.includes("last error"), text);
+  assertMatch(text, /captured 5 turn\(s\): 10 message\(s\) delivered, 0 queued/);
   assertMatch(text, /\(task task-kc-\), running\n.*\(task task-kc-\), pending\n/);
 });
 
@@ -240,6 +256,27 @@ Deno.test("status: turns captured from the kept prompts (no journal) are counted
   assertEquals(after.rejected, { entries: 2, messages: 1, commits: 1 });
 });
 
+Deno.test("status: the prompts of a session that never reached a Stop, delivered by another session's start, are counted as its capture", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = statusEnv(dir.path, fake.url);
+  await runHook(env, dir.path, "user-prompt-submit", "UserPromptSubmit", {
+    prompt: "where is the deploy key?",
+  });
+  // Its Kimi died before the turn reached a Stop (`kimi -p … | head`), minutes ago.
+  const file = `${dir.path}/.openviking/hook-state/kimicode/${SESSION}.prompt.json`;
+  const state = JSON.parse(await Deno.readTextFile(file));
+  const ago = Date.now() - 10 * 60_000;
+  state.fallbackPrompts = state.fallbackPrompts.map((p: { at: number }) => ({ ...p, at: ago }));
+  await Deno.writeTextFile(file, JSON.stringify(state));
+  await Deno.utime(file, new Date(ago), new Date(ago));
+  const start = { hook_event_name: "SessionStart", session_id: "session_next-0001", cwd: dir.path };
+  await hookIn("session-start", { env, stdin: JSON.stringify({ ...start, source: "startup" }) });
+  assertEquals(fake.messages(`kc-${SESSION}`).map((m) => m.content), ["where is the deploy key?"]);
+  const s = await ours(env, dir.path);
+  assertEquals([s.captures.turns, s.captures.sent], [1, 1], "what reached OpenViking is in the ledger");
+});
+
 Deno.test("status after `openviking-kimi replay`: the queued commit delivered by it, with or without its record", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
@@ -265,6 +302,11 @@ Deno.test("status after `openviking-kimi replay`: the queued commit delivered by
   );
   const text = await statusText(env, dir.path);
   assertMatch(text, /Queue {3}empty/);
+  assertMatch(
+    text,
+    /captured 1 turn\(s\): 2 message\(s\) delivered, 0 queued/,
+    "the replay's messages counted",
+  );
   assertEquals(text.includes("waits in the queue"), false, text);
   assertMatch(text, /commit \d+ s ago: queued, delivered by a replay \d+ s ago \(task task-kc-/);
   assertMatch(text, /completed → 1 memory/);
@@ -353,41 +395,31 @@ Deno.test("status --session with an id nothing is known of: says so and points t
   assertMatch(text, new RegExp(`${other} — no hook run in the ledger`));
 });
 
-Deno.test("status and doctor once the server is back: doctor names replay (or the next turn), not the server; after the replay status counts the messages delivered and drops the old error", async () => {
+Deno.test("doctor after `install --url` of another server: the writes queued for the first are said to wait for it, with the replay that sends them there", async () => {
   await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  const env = statusEnv(dir.path, fake.url);
-  fake.fault({ route: "*", drop: true }); // the server is away for the turn
-  const journal = new JournalBuilder().simpleTurn(
-    "remember that the build runs in CI only",
-    "noted: CI only",
+  await using first = await FakeOpenViking.start();
+  await using other = await FakeOpenViking.start();
+  const env = statusEnv(dir.path, first.url);
+  first.fault({ route: "*", drop: true }); // the first server is away for the turn
+  await placeJournal(
+    dir.path,
+    SESSION,
+    new JournalBuilder().simpleTurn("what is our CI", "CI only").toString(),
   );
-  await placeJournal(dir.path, SESSION, journal.toString());
   await runHook(env, dir.path, "stop", "Stop");
-  fake.clearFaults(); // back
+  const moved = { ...env, OPENVIKING_URL: other.url }; // as after `install --url` of the other server
+  const r = await runIn(moved, ["doctor", "--json"]);
   type Check = { id: string; status: string; summary: string; fix?: string };
-  const doctor = async () => {
-    const r = await runIn(env, ["doctor", "--json"]);
-    return Object.fromEntries((JSON.parse(r.stdout).checks as Check[]).map((c) => [c.id, c]));
-  };
-  const waiting = await doctor();
-  assertEquals(waiting.server.status, "ok");
-  assertEquals(waiting.captures.status, "warn");
-  assertMatch(waiting.captures.summary, /2 message\(s\) wait in the queue/);
-  assertTrue(!/start the server/.test(waiting.captures.fix ?? ""), waiting.captures.fix);
-  assertMatch(waiting.captures.fix!, /next turn/);
-  assertStringIncludes(waiting.captures.fix!, `\`${commandName(env)} replay\``);
-
-  assertEquals((await runIn(env, ["replay"])).code, 0);
-  assertEquals(fake.messages(`kc-${SESSION}`).length, 2);
-  const delivered = await doctor();
-  assertEquals(delivered.captures.status, "ok", delivered.captures.summary);
-  const s = (await collectStatus(env, dir.path)).sessions[0];
-  assertEquals([s.captures.sent, s.captures.queued], [2, 0]);
-  assertEquals(s.lastError, undefined, "the old error is over");
-  const text = await statusText(env, dir.path);
-  assertMatch(text, /captured 1 turn\(s\): 2 message\(s\) delivered, 0 queued/);
-  assertTrue(!text.includes("last error"), text);
+  const checks = Object.fromEntries((JSON.parse(r.stdout).checks as Check[]).map((c) => [c.id, c]));
+  const replayThere = `\`OPENVIKING_URL=${first.url} ${commandName(moved)} replay\``;
+  for (const id of ["queue", "captures"]) {
+    const c = checks[id];
+    assertEquals(c.status, "warn", `${id}: ${c.summary}`);
+    assertStringIncludes(c.summary, `for another server or identity (OPENVIKING_URL=${first.url})`);
+    assertTrue(!c.summary.includes(other.url), `${id} names the server the writes are not for: ${c.summary}`);
+    assertStringIncludes(c.fix ?? "", replayThere);
+    assertTrue(!/nothing to do|next turn/.test(c.fix ?? ""), `${id}: ${c.fix}`);
+  }
 });
 
 Deno.test("status: a failed queue replay is the error of the sessions whose writes still wait, of no other", async () => {

@@ -1,15 +1,14 @@
 /**
- * The plugin's system prompt through the real entry point (detached workers): in plugin mode the SessionStart
- * worker fills `system-prompt.md` with the profile and the first prompt prints none; a commit's worker
- * refreshes a file older than 10 minutes.
+ * The plugin's system prompt, the hooks in-process as their detached workers run them: in plugin mode the
+ * SessionStart worker fills `system-prompt.md` with the profile and the first prompt prints none; a commit's
+ * worker refreshes a file older than 10 minutes.
  */
 
 import { assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
 import { FAKE_DIGEST, FakeOpenViking } from "../support/fake-openviking.ts";
-import { placeJournal, sandboxEnv } from "../support/hook-context.ts";
+import { hookIn, placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
-import { waitUntil } from "../support/kimi.ts";
-import { runCli } from "../support/run.ts";
+import { WORKER_ENV } from "../../kimi/detach.ts";
 import { tempDir } from "../support/temp.ts";
 import { systemPromptText } from "../../memory/system-prompt.ts";
 
@@ -23,37 +22,35 @@ Deno.test("plugin mode: the SessionStart and commit workers put the profile into
   const file = `${root}/system-prompt.md`;
   const initial = systemPromptText({ kind: "unknown" }, { redact: true, profileTokenBudget: 0 });
   const env = sandboxEnv(dir.path, fake.url, { KIMI_PLUGIN_ROOT: root, OPENVIKING_CAPTURE_WAIT_MS: "0" });
-  const hook = (event: string, extra: Record<string, unknown> = {}, more: Record<string, string> = {}) =>
-    runCli(["hook", event.replace(/[A-Z]/g, (c, i) => `${i ? "-" : ""}${c.toLowerCase()}`)], {
+  const hook = async (
+    event: string,
+    extra: Record<string, unknown> = {},
+    more: Record<string, string> = {},
+  ) =>
+    (await hookIn(event.replace(/[A-Z]/g, (c, i) => `${i ? "-" : ""}${c.toLowerCase()}`), {
       env: { ...env, ...more },
-      clearEnv: true,
       stdin: JSON.stringify({
         hook_event_name: event,
         session_id: SESSION,
         cwd: "/home/user/proj",
         ...extra,
       }),
-    });
-  const refreshed = () =>
-    waitUntil(
-      async () => {
-        const t = await Deno.readTextFile(file);
-        return t.includes("Name: Test User") && t;
-      },
-      20_000,
-      "the refreshed system prompt",
-      50,
-    );
+    })).stdout;
+  const worker = { [WORKER_ENV]: "1" };
+  const refreshed = async () => {
+    const t = await Deno.readTextFile(file);
+    assertStringIncludes(t, "Name: Test User");
+    return t;
+  };
 
   await Deno.writeTextFile(file, initial, { mode: 0o600 });
-  const start = await hook("SessionStart", { source: "startup" });
-  assertEquals([start.code, start.stdout], [0, ""]);
+  assertEquals(await hook("SessionStart", { source: "startup" }, worker), "");
   assertStringIncludes(await refreshed(), '<user-profile uri="viking://user/default/memories/profile.md">');
   assertEquals((await Deno.stat(file)).mode! & 0o777, 0o600);
   const prompt = await hook("UserPromptSubmit", { prompt: "how should I indent this file?" }, {
     OPENVIKING_DEBUG: "1",
   });
-  assertEquals(prompt.stdout, `${FAKE_DIGEST}\n`, "the memory, and no profile: it is in the system prompt");
+  assertEquals(prompt, `${FAKE_DIGEST}\n`, "the memory, and no profile: it is in the system prompt");
   const log = await Deno.readTextFile(`${dir.path}/.openviking/logs/kimicode-hooks.log`);
   assertMatch(log, /"event":"user-prompt-submit".*"profile":"system-prompt"/);
   assertEquals(fake.requestsTo("GET /api/v1/content/read").length, 1, "profile.md read by the worker only");
@@ -66,8 +63,7 @@ Deno.test("plugin mode: the SessionStart and commit workers put the profile into
     SESSION,
     new JournalBuilder().simpleTurn("remember I like tabs", "Noted.").toString(),
   );
-  const stop = await hook("Stop");
-  assertEquals([stop.code, stop.stdout], [0, ""]);
-  await waitUntil(() => fake.sessions.get(`kc-${SESSION}`)?.commits, 20_000, "the commit", 50);
+  assertEquals(await hook("Stop", {}, worker), "");
+  assertEquals(fake.sessions.get(`kc-${SESSION}`)?.commits, 1);
   assertStringIncludes(await refreshed(), "## The user's profile");
 });

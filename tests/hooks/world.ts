@@ -4,6 +4,7 @@ import { assertEquals } from "../support/assert.ts";
 import { FakeOpenViking, type FakeOptions } from "../support/fake-openviking.ts";
 import { hookIn, placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { tempDir } from "../support/temp.ts";
+import { runIn } from "../cli/in-process.ts";
 import { readState } from "../../memory/state.ts";
 import { HOOKS } from "../../kimi/hooks.ts";
 
@@ -15,6 +16,46 @@ export function stdinOf(event: string, session = SESSION, extra: Record<string, 
   const name = HOOKS.find((h) => h.cli === event)?.event ?? event;
   return JSON.stringify({ hook_event_name: name, session_id: session, cwd: CWD, ...extra });
 }
+
+/** A check of `doctor --json`'s report. */
+export interface Check {
+  id: string;
+  status: string;
+  summary: string;
+  detail?: string[];
+  fix?: string;
+}
+
+/** `doctor --json` in-process in `env`: its exit code and the check `id`. */
+export async function doctorCheck(env: Record<string, string>, id: string) {
+  const r = await runIn(env, ["doctor", "--json"]);
+  return { code: r.code, ...(JSON.parse(r.stdout).checks as Check[]).find((c) => c.id === id)! };
+}
+
+/** Every path under `dir` (recursively), relative to it, sorted; `keep` picks which. */
+export function pathsUnder(dir: string, keep: (path: string, e: Deno.DirEntry) => boolean = () => true) {
+  const out: string[] = [];
+  const walk = (d: string) => {
+    for (const e of Deno.readDirSync(d)) {
+      const p = `${d}/${e.name}`;
+      if (keep(p, e)) out.push(p.slice(dir.length));
+      if (e.isDirectory) walk(p);
+    }
+  };
+  try {
+    walk(dir);
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+  return out.sort();
+}
+
+/** Every path under `dir` with its size and mtime: a snapshot that any write changes. */
+export const snapshot = (dir: string) =>
+  pathsUnder(dir).map((p) => {
+    const info = Deno.lstatSync(`${dir}${p}`);
+    return `${p} ${info.size} ${info.mtime?.getTime()}`;
+  });
 
 /** Polls `cond` every 50 ms until it holds; throws after `timeoutMs`. */
 export async function waitFor(what: string, cond: () => Promise<boolean> | boolean, timeoutMs = 30_000) {
@@ -50,9 +91,14 @@ export async function world(
     /** Runs `hook <event>` in-process; its stdout. */
     run: async (event: string, extra: Record<string, unknown> = {}, more: Record<string, string> = {}) =>
       (await hookIn(event, { env: { ...env, ...more }, stdin: stdinOf(event, session, extra) })).stdout,
+    /** Runs `hook <event>` of session `s` in-process, `more` over the environment; its stdout. */
+    runAs: async (s: string, event: string, extra: Record<string, unknown> = {}, more = {}) =>
+      (await hookIn(event, { env: { ...env, ...more }, stdin: stdinOf(event, s, extra) })).stdout,
     /** Runs `hook <event>`, which must print nothing. */
     hook: async (event: string, extra: Record<string, unknown> = {}, s = session) =>
       assertEquals((await hookIn(event, { env, stdin: stdinOf(event, s, extra) })).stdout, ""),
+    /** `openviking-kimi <args>` in-process in the world's environment. */
+    cli: (...args: string[]) => runIn(env, args),
     /** The session's stored messages as `turn:role`. */
     stored: (s = ov) => fake.messages(s).map((m) => `${m.turn_id}:${m.role}`),
     commits: (s = ov) => fake.sessions.get(s)?.commits ?? 0,

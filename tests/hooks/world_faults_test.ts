@@ -9,9 +9,9 @@ import { type FakeOptions, type Fault, gzipBomb } from "../support/fake-openviki
 import { hookIn } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { enqueueMessages, ourQueue, queuedMessages, rejectedWrites } from "../support/queue.ts";
-import { cliArgs, denoEnv, runCli } from "../support/run.ts";
+import { cliArgs, denoEnv } from "../support/run.ts";
 import { sessionQueueDir } from "../../openviking/queue.ts";
-import { SESSION, stdinOf, world as hookWorld } from "./world.ts";
+import { doctorCheck, SESSION, stdinOf, world as hookWorld } from "./world.ts";
 
 /** Adds `turns` whole turns (user + assistant each) to a journal and returns its text. */
 function addTurns(j: JournalBuilder, turns: number): string {
@@ -33,7 +33,7 @@ async function world(fake: FakeOptions = {}) {
     assertTrue((after.lastCaptureAt ?? 0) > before, `no capture after ${event}`);
     return after;
   };
-  return { ...w, hook, dir: { path: w.home } };
+  return { ...w, hook };
 }
 
 /** A raw reply on every route, and OpenViking's own error envelope of `code` on every route. */
@@ -100,21 +100,14 @@ for (const [i, [name, fault, kind]] of KINDS.entries()) {
       return;
     }
     w.fake.fault(fault);
-    const doctor = await runCli(["doctor", "--json"], { env: w.env, clearEnv: true });
-    const checks = JSON.parse(doctor.stdout).checks as {
-      id: string;
-      status: string;
-      summary: string;
-      fix?: string;
-    }[];
-    const captures = checks.find((c) => c.id === "captures")!;
+    const captures = await doctorCheck(w.env, "captures");
     assertEquals(captures.status, "warn", 'not "✓ captures"');
     assertMatch(captures.summary, SAYS[kind]);
     assertTrue(Boolean(captures.fix), "names the fix");
-    assertEquals(checks.find((c) => c.id === "server")?.status, "fail");
+    assertEquals((await doctorCheck(w.env, "server")).status, "fail");
 
     w.fake.clearFaults();
-    const replay = await runCli(["replay"], { env: w.env, clearEnv: true });
+    const replay = await w.cli("replay");
     assertEquals(replay.code, 0, replay.stderr);
     assertEquals([w.stored(), w.commits()], [[0, 1, 2].flatMap((t) => [`${t}:user`, `${t}:assistant`]), 1]);
     await w.hook("stop");
@@ -139,7 +132,7 @@ Deno.test("world: every message write refused for good is kept and shown as refu
   await w.journal(addTurns(j, 1));
   await w.hook("stop"); // turn 2 queued while the server is away…
   refuse();
-  const replay = await runCli(["replay"], { env: w.env, clearEnv: true });
+  const replay = await w.cli("replay");
   assertEquals(replay.code, 0, "…and refused when the queue is replayed: the queue is empty");
   assertEquals([w.stored().length, (await queuedMessages(w.pending)).length], [0, 0]);
   const kept = await rejectedWrites(w.pending);
@@ -148,20 +141,18 @@ Deno.test("world: every message write refused for good is kept and shown as refu
     ["0:user", "0:assistant", "1:user", "1:assistant", "2:user", "2:assistant"],
   );
 
-  const status = await runCli(["status"], { env: w.env, clearEnv: true, cwd: w.dir.path });
+  const status = await w.cli("status");
   assertMatch(status.stdout, /captured 3 turn\(s\): 0 message\(s\) delivered, 2 queued, 4 refused/);
   assertMatch(status.stdout, /refused and kept: 6 message\(s\), 2 commit\(s\)/);
   assertMatch(status.stdout, /commit \d+ s ago: refused by OpenViking\n/);
   assertMatch(status.stdout, /Rejected 6 message\(s\), 2 commit\(s\) of 1 session\(s\)/);
   assertMatch(status.stdout.replace(/\s+/g, " "), / replay --rejected`/); // wrapped at 80 columns where it falls
   assertTrue(!/[1-9]\d* message\(s\) delivered/.test(status.stdout), status.stdout);
-  const json = JSON.parse((await runCli(["status", "--json"], { env: w.env, clearEnv: true })).stdout);
+  const json = JSON.parse((await w.cli("status", "--json")).stdout);
   assertEquals(json.sessions[0].rejected, { entries: 8, messages: 6, commits: 2 });
   assertEquals([json.rejected.messages, json.rejected.commits, json.rejected.sessions], [6, 2, 1]);
 
-  const doctor = JSON.parse((await runCli(["doctor", "--json"], { env: w.env, clearEnv: true })).stdout);
-  const check = (doctor.checks as { id: string; status: string; summary: string; fix?: string }[])
-    .find((c) => c.id === "rejected")!;
+  const check = await doctorCheck(w.env, "rejected");
   assertEquals(check.status, "warn");
   assertMatch(
     check.summary,
@@ -172,12 +163,11 @@ Deno.test("world: every message write refused for good is kept and shown as refu
 
   // The server is fixed: every kept write goes out once, in order; nothing is left.
   w.fake.clearFaults();
-  const again = await runCli(["replay", "--rejected"], { env: w.env, clearEnv: true });
+  const again = await w.cli("replay", "--rejected");
   assertEquals(again.code, 0, again.stderr);
   assertEquals(w.stored(), [0, 1, 2].flatMap((t) => [`${t}:user`, `${t}:assistant`]));
   assertEquals([w.commits(), await rejectedWrites(w.pending)], [2, []]);
-  const after = JSON.parse((await runCli(["doctor", "--json"], { env: w.env, clearEnv: true })).stdout);
-  assertEquals(after.checks.find((c: { id: string }) => c.id === "rejected")?.status, "ok");
+  assertEquals((await doctorCheck(w.env, "rejected")).status, "ok");
 });
 
 Deno.test("world: a refused key while the session ends queues everything; with the key fixed all 6 arrive", async () => {
@@ -215,7 +205,7 @@ Deno.test("world: the last turns of a session that ends during an outage are com
   assertEquals(queued, ["0:u", "0:a", "1:u", "1:a", "COMMIT", "2:u", "2:a", "COMMIT"]);
   w.fake.clearFaults();
   const from = w.fake.requests.length;
-  assertEquals((await runCli(["replay"], { env: w.env, clearEnv: true })).code, 0);
+  assertEquals((await w.cli("replay")).code, 0);
   const seen = w.fake.requests.slice(from).filter((r) => r.method === "POST").flatMap((r) =>
     r.path.endsWith("/commit")
       ? ["COMMIT"]
@@ -234,7 +224,7 @@ Deno.test("world: doctor and replay never print a key the server quotes back, no
   const error = { code: "UNAUTHENTICATED", message: `invalid api key: Bearer ${key}` };
   w.fake.fault({ route: "POST /api/v1/search/find", status: 401, error });
   const printed = async (args: string[]) => {
-    const r = await runCli(args, { env: w.env, clearEnv: true });
+    const r = await w.cli(...args);
     return `${r.stdout}${r.stderr}`;
   };
   for (const args of [["doctor"], ["doctor", "--json"], ["replay"]]) {
@@ -289,7 +279,7 @@ Deno.test("world: a 2.7 MB gzip reply that inflates to 2 GB on every recall rout
   }
 });
 
-Deno.test("world: one session's backlog is never read by another session's capture, and doctor lists it unread", async () => {
+Deno.test("world: FIFOs in one session's queue are never opened: another session's capture, doctor (it counts them unread) and status finish, replay sets them aside", async () => {
   if (Deno.build.os === "windows") return;
   await using w = await world();
   // Session A's queue: one real entry, then 300 "entries" that are FIFOs — reading one would hang forever.
@@ -303,9 +293,11 @@ Deno.test("world: one session's backlog is never read by another session's captu
   await w.journal(journal(3));
   await w.hook("stop");
   assertEquals(w.stored().length, 6, "session B captured, A's backlog untouched");
-  const doctor = await runCli(["doctor", "--json"], { env: w.env, clearEnv: true });
-  const queue = (JSON.parse(doctor.stdout).checks as { id: string; summary: string }[]).find((c) =>
-    c.id === "queue"
-  )!;
+  const queue = await doctorCheck(w.env, "queue");
   assertMatch(queue.summary, /30001 message\(s\)/, `counted from the file names alone: ${queue.summary}`);
+  assertEquals((await w.cli("status")).code, 0, "status finishes");
+  // Replay sets the FIFOs aside, as they were, and delivers the real entry.
+  assertEquals((await w.cli("replay")).code, 0);
+  assertEquals(w.fake.messages(other).map((m) => m.content), ["queued while offline"]);
+  assertTrue((await Deno.lstat(`${dir}/0000000002-m100.json.unreadable`)).isFifo, "kept aside, a FIFO");
 });

@@ -8,8 +8,7 @@
 import { assertEquals, assertMatch, assertNotMatch } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { fakeCompiled, installSandbox, opts, snapshot } from "./helpers.ts";
-import type { InstallOptions } from "../../install/transaction.ts";
+import { fakeCompiled, installSandbox, snapshot } from "./helpers.ts";
 import { runInstall, runUninstall } from "../../install/install.ts";
 
 const isWindows = Deno.build.os === "windows";
@@ -17,18 +16,7 @@ const isWindows = Deno.build.os === "windows";
 /** Raw Deno / OS error text that must never reach the user. */
 const RAW_ERROR = /os error|realpath|readfile|\(os |Uncaught|at async|NotFound:|EISDIR|ENOENT/;
 
-type Home = Awaited<ReturnType<typeof home>>;
-
-/** A sandbox whose `run` is an in-process install or uninstall: its exit code and what it printed. */
-async function home(root: string) {
-  const t = await installSandbox(root);
-  const run = async (command: "install" | "uninstall", partial: Partial<InstallOptions> = {}) => {
-    t.said();
-    const code = await (command === "install" ? runInstall : runUninstall)(t.ctx(), opts(partial));
-    return { code, said: t.said() };
-  };
-  return { ...t, run };
-}
+type Home = Awaited<ReturnType<typeof installSandbox>>;
 
 const TESTER_MCP = '\ufeff{\r\n  "note": "caf\\u00e9",\r\n  "mcpServers": {\r\n    "a": {"command": "x", ' +
   '"startupTimeoutMs": 1.0, "env": {"BIG": 12345678901234567890}}\r\n  },\r\n  "z": 1e2\r\n}';
@@ -70,20 +58,19 @@ Deno.test("a refusal comes before anything is written, naming the file and the f
   ];
   for (const c of isWindows ? cases.slice(1, 4) : cases) {
     await using dir = await tempDir();
-    const t = await home(dir.path);
+    const t = await installSandbox(dir.path);
     await Deno.writeTextFile(`${t.kimi}/mcp.json`, TESTER_MCP);
     await c.setup(t);
     const before = await snapshot(dir.path);
-    const r = await t.run("install");
-    assertEquals(r.code, 1, `${c.name}: ${r.said}`);
+    const said = await t.run(runInstall, {}, {}, 1);
     assertEquals(
       await snapshot(dir.path),
       before,
       `${c.name}: nothing written (mcp.json, backups, ~/.openviking)`,
     );
-    assertMatch(r.said, c.says, c.name);
-    assertMatch(r.said, /nothing was changed/, c.name);
-    assertNotMatch(r.said, RAW_ERROR, c.name);
+    assertMatch(said, c.says, c.name);
+    assertMatch(said, /nothing was changed/, c.name);
+    assertNotMatch(said, RAW_ERROR, c.name);
   }
 });
 
@@ -95,7 +82,7 @@ async function tooLongTarget(root: string, content: string): Promise<string> {
   return path;
 }
 
-type Run = () => Promise<{ code: number; said: string }>;
+type Run = () => Promise<string>;
 
 Deno.test({
   name: "a write failing mid-way puts back every step already taken (exact bytes, backups too) and says so",
@@ -109,7 +96,7 @@ Deno.test({
       }
       await Deno.symlink(await tooLongTarget(t.root, USER_CONFIG), `${t.kimi}/config.toml`);
       // A server that takes the key: install then saves it, in the same run that fails.
-      return () => t.run("install", { credentials: { url: fake.url, apiKey: "sk-rollback-test" } });
+      return () => t.run(runInstall, { credentials: { url: fake.url, apiKey: "sk-rollback-test" } }, {}, 1);
     };
     const cases: { name: string; setup: (t: Home) => Promise<Run>; says: RegExp }[] = [
       { name: "at config.toml, after mcp.json and ovcli.conf", setup: midWay(TESTER_MCP), says: /mcp\.json/ },
@@ -119,11 +106,11 @@ Deno.test({
         setup: async (t) => {
           await Deno.writeTextFile(`${t.kimi}/config.toml`, USER_CONFIG);
           await Deno.writeTextFile(`${t.kimi}/mcp.json`, TESTER_MCP);
-          assertEquals((await t.run("install")).code, 0);
+          await t.run(runInstall);
           await Deno.mkdir(`${t.kimi}/plugins`);
           const registry = JSON.stringify({ version: 1, plugins: [] });
           await Deno.symlink(await tooLongTarget(t.root, registry), `${t.kimi}/plugins/installed.json`);
-          return () => t.run("install", { mode: "plugin" });
+          return () => t.run(runInstall, { mode: "plugin" }, {}, 1);
         },
         says: /rolled back/i,
       },
@@ -135,11 +122,11 @@ Deno.test({
           await Deno.mkdir(`${t.root}/dotfiles`);
           await Deno.writeTextFile(short, TESTER_MCP);
           await Deno.symlink(short, `${t.kimi}/mcp.json`);
-          assertEquals((await t.run("install")).code, 0);
+          await t.run(runInstall);
           const installed = await Deno.readTextFile(short);
           await Deno.remove(`${t.kimi}/mcp.json`);
           await Deno.symlink(await tooLongTarget(t.root, installed), `${t.kimi}/mcp.json`);
-          return () => t.run("uninstall");
+          return () => t.run(runUninstall, {}, {}, 1);
         },
         says: /could not write .*kkkk.*Rolled back .*config\.toml/,
       },
@@ -148,31 +135,27 @@ Deno.test({
           "switching a compiled binary's plugin mode to config mode at config.toml: binary, plugin, registry",
         setup: async (t) => {
           const self = await fakeCompiled(t.root);
-          assertEquals(await runInstall(t.ctx(self), opts({ mode: "plugin" })), 0, t.all());
+          await t.run(runInstall, { mode: "plugin" }, { self });
           // An older executable already in place from an earlier config-mode install.
           const bin = `${t.home}/.openviking/agent-integrations/kimicode/bin/openviking-kimi`;
           await Deno.mkdir(`${t.home}/.openviking/agent-integrations/kimicode/bin`, { recursive: true });
           await Deno.writeTextFile(bin, "#!/bin/sh\necho old\n", { mode: 0o755 });
           await Deno.symlink(await tooLongTarget(t.root, USER_CONFIG), `${t.kimi}/config.toml`);
-          return async () => {
-            t.said();
-            return { code: await runInstall(t.ctx(self), opts({ mode: "config" })), said: t.said() };
-          };
+          return () => t.run(runInstall, { mode: "config" }, { self }, 1);
         },
         says: /ERR .*Rolled back .*installed\.json.*openviking-memory/,
       },
     ];
     for (const c of cases) {
       await using dir = await tempDir();
-      const t = await home(dir.path);
+      const t = await installSandbox(dir.path);
       const run = await c.setup(t);
       const before = await snapshot(dir.path);
-      const r = await run();
-      assertEquals(r.code, 1, `${c.name}: ${r.said}`);
+      const said = await run();
       assertEquals(await snapshot(dir.path), before, `${c.name}: every file as it was`);
-      assertMatch(r.said, /rolled back/i, c.name);
-      assertMatch(r.said, c.says, c.name);
-      assertNotMatch(r.said, RAW_ERROR, c.name);
+      assertMatch(said, /rolled back/i, c.name);
+      assertMatch(said, c.says, c.name);
+      assertNotMatch(said, RAW_ERROR, c.name);
     }
   },
 });
@@ -199,7 +182,7 @@ Deno.test({
   ignore: !canMountTmpfs(),
   async fn() {
     await using dir = await tempDir();
-    const t = await home(dir.path);
+    const t = await installSandbox(dir.path);
     const disk = `${dir.path}/full`;
     await Deno.mkdir(disk);
     await new Deno.Command("mount", { args: ["-t", "tmpfs", "-o", "size=64k", "tmpfs", disk] }).output();
@@ -216,11 +199,10 @@ Deno.test({
       await Deno.symlink(`${disk}/kimi.toml`, `${t.kimi}/config.toml`);
       await Deno.writeTextFile(`${t.kimi}/mcp.json`, TESTER_MCP);
       const before = await snapshot(t.home);
-      const r = await t.run("install");
-      assertEquals(r.code, 1, r.said);
+      const said = await t.run(runInstall, {}, {}, 1);
       assertEquals(await snapshot(t.home), before);
       assertEquals(await Deno.readTextFile(`${disk}/kimi.toml`), USER_CONFIG);
-      assertMatch(r.said, /could not write .*kimi\.toml.*the disk is full\. Rolled back .*mcp\.json/);
+      assertMatch(said, /could not write .*kimi\.toml.*the disk is full\. Rolled back .*mcp\.json/);
     } finally {
       await new Deno.Command("umount", { args: [disk] }).output();
     }

@@ -1,7 +1,8 @@
 /**
- * A server with API keys (issue #19, point 2) and a key that goes only where it was given (issue #20, point 3),
- * through the real `install`, hooks, `status` and `doctor` processes against a fake OpenViking that answers a
- * root key as the real 0.5.2 server does (tests/e2e/readme_api_key_test.ts pins the fake to the real one).
+ * A server with API keys (issue #19, point 2) and a key that goes only where it was given (issue #20, point 3):
+ * install in-process (the key taken from stdin: key_test.ts), the hooks, `status` and `doctor` as processes,
+ * against a fake OpenViking that answers a root key as the real 0.5.2 server does
+ * (tests/e2e/readme_api_key_test.ts pins the fake to the real one).
  */
 
 import {
@@ -14,7 +15,9 @@ import {
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { runCli, runProcess, type RunResult } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { closedAddress, isolatedEnv, tree } from "./helpers.ts";
+import { closedAddress, fakeCompiled, isolatedEnv, opts, tree } from "./helpers.ts";
+import { runInstall } from "../../install/install.ts";
+import type { CredentialArgs } from "../../install/ovcli.ts";
 import { placeJournal } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 
@@ -36,6 +39,17 @@ async function sandbox(root: string, extra: Record<string, string> = {}) {
     outputs.push(r.stdout, r.stderr);
     return r;
   };
+  const self = await fakeCompiled(root);
+  /** install in-process, the key as `--api-key-stdin` gives it. */
+  const install = async (credentials: CredentialArgs): Promise<RunResult> => {
+    const said: [string[], string[]] = [[], []];
+    const out = { info: (l: string) => said[0].push(l), error: (l: string) => said[1].push(l) };
+    const ctx = { env, self, os: "posix" as const, out, now: new Date(), cwd: root };
+    const code = await runInstall(ctx, opts({ credentials: { apiKeyFrom: "stdin", ...credentials } }));
+    const [stdout, stderr] = said.map((l) => l.join("\n"));
+    outputs.push(stdout, stderr);
+    return { code, stdout, stderr };
+  };
   const ovcli = async () =>
     JSON.parse(await Deno.readTextFile(`${home}/.openviking/ovcli.conf`).catch(() => "{}")) as Record<
       string,
@@ -47,7 +61,7 @@ async function sandbox(root: string, extra: Record<string, string> = {}) {
       JSON.stringify({ session_id: SESSION, cwd: root, prompt: text }),
       more,
     );
-  return { home, env, cli, ovcli, prompt, outputs };
+  return { home, env, cli, install, ovcli, prompt, outputs };
 }
 
 /** Every file under `dir` whose text holds `secret`. */
@@ -65,7 +79,7 @@ Deno.test("install given the root key makes a user key with it and saves only th
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start({ rootKey: ROOT_KEY });
   const t = await sandbox(dir.path);
-  const first = await t.cli(["install", "--url", fake.url, "--api-key-stdin"], `${ROOT_KEY}\n`);
+  const first = await t.install({ url: fake.url, apiKey: ROOT_KEY });
   assertEquals(first.code, 0, first.stdout + first.stderr);
   assertMatch(first.stdout, /the key given is OpenViking's root key .*: it is not saved/);
   assertMatch(first.stdout, /install made user default in account default and saves that user's key instead/);
@@ -81,7 +95,7 @@ Deno.test("install given the root key makes a user key with it and saves only th
   assertTrue(after.some((r) => r.route === "POST /api/v1/search/search"), "recall ran");
   for (const r of after) assertEquals(r.headers.authorization, `Bearer ${made?.key}`, r.route);
 
-  const again = await t.cli(["install", "--url", fake.url, "--api-key-stdin"], `${ROOT_KEY}\n`);
+  const again = await t.install({ url: fake.url, apiKey: ROOT_KEY });
   assertEquals(again.code, 0, again.stderr);
   assertMatch(again.stdout, /install reused the key of user default in account default/);
   assertEquals((await t.ovcli()).api_key, made?.key, "the same user, the same key");
@@ -101,14 +115,14 @@ Deno.test("a server that keeps only hashes of keys: install makes the user a new
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start({ rootKey: ROOT_KEY, hashedKeys: true });
   const t = await sandbox(dir.path);
-  const args = ["install", "--url", fake.url, "--api-key-stdin", "--account", "team", "--user", "ann"];
-  assertEquals((await t.cli(args, `${ROOT_KEY}\n`)).code, 0);
+  const args = { url: fake.url, apiKey: ROOT_KEY, account: "team", user: "ann" };
+  assertEquals((await t.install(args)).code, 0);
   assertEquals(
     fake.accounts.get("team")?.get("ann")?.role,
     "admin",
     "a new account's first user is its admin",
   );
-  const again = await t.cli(args, `${ROOT_KEY}\n`);
+  const again = await t.install(args);
   assertEquals(again.code, 0, again.stderr);
   assertStringIncludes(
     again.stdout,
@@ -165,7 +179,7 @@ Deno.test("a key install cannot save stops it: nothing written, the key nowhere,
       await Deno.writeTextFile(`${t.home}/.openviking/ov.conf`, conf);
     }
     const url = c.server ? fake.url : closedAddress();
-    const r = await t.cli(["install", "--url", url, "--api-key-stdin"], `${c.key}\n`);
+    const r = await t.install({ url, apiKey: c.key });
     assertEquals(r.code, 1, `${c.name}: ${r.stdout}`);
     for (const said of c.says(url)) assertStringIncludes(r.stderr, said, c.name);
     const kept = c.ovConf ? [`${t.home}/.openviking/ov.conf`] : [];
@@ -180,10 +194,10 @@ Deno.test("the way on install gives when the server does not answer works as pri
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start({ apiKey: "sk-for-a" });
   const t = await sandbox(dir.path);
-  assertEquals((await t.cli(["install", "--url", fake.url, "--api-key-stdin"], "sk-for-a\n")).code, 0);
+  assertEquals((await t.install({ url: fake.url, apiKey: "sk-for-a" })).code, 0);
   const old = await Deno.readTextFile(`${t.home}/.openviking/ovcli.conf`);
   const url = closedAddress();
-  const r = await t.cli(["install", "--url", url, "--api-key-stdin"], "sk-for-b\n");
+  const r = await t.install({ url, apiKey: "sk-for-b" });
   assertEquals(r.code, 1, r.stdout + r.stderr);
   const way =
     /or install without a key now \(`([^`]+)`; it deletes the key saved for (\S+), keeping the old file as ovcli\.conf\.bak\)/
@@ -210,7 +224,7 @@ Deno.test("install without a key for a server that wants one: the server's sente
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start({ apiKey: "sk-right" });
   const t = await sandbox(dir.path);
-  const r = await t.cli(["install", "--url", fake.url]);
+  const r = await t.install({ url: fake.url });
   assertEquals(r.code, 0, r.stderr);
   assertMatch(r.stdout, /^Note: .*Missing API Key when resolving identity\.$/m);
   assertNotMatch(r.stdout, /\.\.$/m);
@@ -284,13 +298,13 @@ Deno.test("install --url NEW: the saved key never goes to the new address, is no
   });
   const other = `http://127.0.0.1:${page.addr.port}`;
   const t = await sandbox(dir.path);
-  assertEquals((await t.cli(["install", "--url", fake.url, "--api-key-stdin"], "sk-for-a\n")).code, 0);
-  const kept = await t.cli(["install", "--url", fake.url]);
+  assertEquals((await t.install({ url: fake.url, apiKey: "sk-for-a" })).code, 0);
+  const kept = await t.install({ url: fake.url });
   assertStringIncludes(kept.stdout, `API key: the one saved for ${fake.url} is kept`);
   assertEquals((await t.ovcli()).api_key, "sk-for-a");
 
   // A new address (a typo, say) does not cost the saved key unasked: refused, nothing changed.
-  const typo = await t.cli(["install", "--url", other]);
+  const typo = await t.install({ url: other });
   assertTrue(typo.code !== 0, typo.stdout);
   assertStringIncludes(
     typo.stderr,
@@ -298,7 +312,7 @@ Deno.test("install --url NEW: the saved key never goes to the new address, is no
   );
   assertStringIncludes(typo.stderr, `--api-key "" to delete the saved one; nothing was changed`);
   assertEquals((await t.ovcli()).api_key, "sk-for-a");
-  const moved = await t.cli(["install", "--url", other, "--api-key", ""]);
+  const moved = await t.install({ url: other, apiKey: "" });
   assertEquals(moved.code, 0, moved.stderr);
   assertEquals(await t.ovcli(), { url: other });
   await t.prompt("which indent does this project use?");

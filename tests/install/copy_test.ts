@@ -16,7 +16,7 @@ import { tempDir } from "../support/temp.ts";
 import type { Context, InstallOptions } from "../../install/transaction.ts";
 import { runInstall, runUninstall } from "../../install/install.ts";
 import { versionsDir } from "../../install/program.ts";
-import { cloneCheckout, installSandbox, opts } from "./helpers.ts";
+import { cloneCheckout, exists, installSandbox } from "./helpers.ts";
 import { launcherInfo } from "../../install/launcher.ts";
 import { COPY_FILES, COPY_RUN_FLAGS, productionFlags } from "../../lib/self.ts";
 import { VERSION } from "../../lib/version.ts";
@@ -31,8 +31,9 @@ async function setup(root: string) {
   return {
     ...t,
     versions: versionsDir(t.ctx().env),
+    /** install in-process, now (exit 0 expected): what it printed. */
     install: (partial: Partial<InstallOptions> = {}, extra: Partial<Context> = {}) =>
-      runInstall(t.ctx(undefined, { now: new Date(), ...extra }), opts(partial)),
+      t.run(runInstall, partial, { now: new Date(), ...extra }),
   };
 }
 
@@ -59,8 +60,7 @@ Deno.test({
   async fn() {
     await using dir = await tempDir();
     const t = await setup(dir.path);
-    assertEquals(await t.install(), 0, t.all());
-    const out = t.said();
+    const out = await t.install();
     const copy = onlyVersion(t);
     assertMatch(copy, new RegExp(`/versions/${VERSION.replace(/\./g, "\\.")}-[0-9a-f]{12}$`));
     assertStringIncludes(out, `program copy in place: ${copy}`);
@@ -98,8 +98,7 @@ Deno.test({
       ),
     );
 
-    assertEquals(await t.install(), 0);
-    assertMatch(t.said(), /^Nothing to change/m);
+    assertMatch(await t.install(), /^Nothing to change/m);
     assertEquals(
       await Promise.all(
         [COPY_FILES.main, COPY_FILES.hook].map((f) =>
@@ -109,8 +108,7 @@ Deno.test({
       stats,
       "the bundles are not written again",
     );
-    assertEquals(await runUninstall(t.ctx(), opts()), 0, t.all());
-    const kept = t.said();
+    const kept = await t.run(runUninstall);
     assertMatch(
       kept,
       /Files kept \(remove them with --purge\): the program copies in .*\/versions, the command \S+\.$/m,
@@ -139,23 +137,16 @@ for (const mode of ["config", "plugin"] as const) {
     async fn() {
       await using dir = await tempDir();
       const t = await setup(dir.path);
-      assertEquals(await t.install({ mode }), 0, t.all());
+      await t.install({ mode });
       const copy = onlyVersion(t);
       const before = await snapshot(copy);
       // Another place, another depth: the bundles name Deno's npm cache by another relative path.
       const clone = await cloneCheckout(`${dir.path}/elsewhere/deeper/clone`);
       const self = { kind: "checkout", root: clone } as const;
-      t.said();
-      assertEquals(await t.install({ mode, dryRun: true }, { self }), 0, t.all());
-      assertMatch(t.said(), /^Dry run: nothing to change/m);
+      assertMatch(await t.install({ mode, dryRun: true }, { self }), /^Dry run: nothing to change/m);
       const here = Deno.cwd();
       Deno.chdir(`${dir.path}/elsewhere`); // where install runs does not name the modules either
-      try {
-        assertEquals(await t.install({ mode }, { self }), 0, t.all());
-      } finally {
-        Deno.chdir(here);
-      }
-      const again = t.said();
+      const again = await t.install({ mode }, { self }).finally(() => Deno.chdir(here));
       assertMatch(again, /^Nothing to change: /m);
       assertNotMatch(again, /program copy in place|launcher of the program copy updated/);
       assertEquals(onlyVersion(t), copy, "one version for one program");
@@ -170,18 +161,16 @@ Deno.test({
   async fn() {
     await using dir = await tempDir();
     const t = await setup(dir.path);
-    assertEquals(await t.install(), 0, t.all());
+    await t.install();
     const copy = onlyVersion(t);
     const main = await Deno.readFile(`${copy}/${COPY_FILES.main}`);
-    assertEquals(await t.install({}, { deno: "/opt/other/deno" }), 0, t.all());
-    const relaunched = t.said();
+    const relaunched = await t.install({}, { deno: "/opt/other/deno" });
     assertStringIncludes(relaunched, "launcher of the program copy updated");
     assertStringIncludes(await Deno.readTextFile(`${copy}/bin/openviking-kimi`), "\ndeno=/opt/other/deno\n");
     assertEquals(await Deno.readFile(`${copy}/${COPY_FILES.main}`), main, "its code is not touched");
 
     await Deno.remove(`${copy}/${COPY_FILES.hook}`);
-    assertEquals(await t.install(), 0, t.all());
-    assertStringIncludes(t.said(), `program copy in place: ${copy}`);
+    assertStringIncludes(await t.install(), `program copy in place: ${copy}`);
     assertTrue((await Deno.stat(`${copy}/${COPY_FILES.hook}`)).isFile);
     assertEquals(onlyVersion(t), copy, "no leftover of the damaged one");
   },
@@ -193,7 +182,7 @@ Deno.test({
   async fn() {
     await using dir = await tempDir();
     const t = await setup(dir.path);
-    assertEquals(await t.install(), 0, t.all());
+    await t.install();
     const current = onlyVersion(t);
     const old = `${t.versions}/0.0.1-0123456789ab`;
     const other = `${t.versions}/0.0.2-ba9876543210`;
@@ -229,22 +218,20 @@ Deno.test({
 
     const files = async (d: string) => await Array.fromAsync(Deno.readDir(d), (e) => e.name);
     const oldFiles = (await files(old)).sort();
-    assertEquals(await t.install({ credentials: { url: "http://127.0.0.1:2" } }), 0, t.all());
-    const kept = t.said();
+    const kept = await t.install({ credentials: { url: "http://127.0.0.1:2" } });
     assertMatch(kept, new RegExp(`kept the version ${old}: a running process uses it`));
     assertMatch(kept, new RegExp(`kept the version ${other}: the Kimi home ${kimi2} runs it`));
     assertEquals((await files(old)).sort(), oldFiles, "nothing of a running version changes");
-    assertEquals(await Deno.lstat(stale).then(() => true, () => false), false, "an old leftover goes");
+    assertEquals(await exists(stale), false, "an old leftover goes");
 
     await writer.close();
     reader.releaseLock();
     await server.status;
     await server.stdout.cancel().catch(() => {});
-    assertEquals(await t.install({ credentials: { url: "http://127.0.0.1:3" } }), 0, t.all());
-    const removed = t.said();
+    const removed = await t.install({ credentials: { url: "http://127.0.0.1:3" } });
     assertStringIncludes(removed, `previous version removed: ${old}`);
-    assertEquals(await Deno.lstat(old).then(() => true, () => false), false);
-    assertTrue(await Deno.lstat(other).then(() => true, () => false), "still registered elsewhere");
-    assertTrue(await Deno.lstat(current).then(() => true, () => false), "the current one stays");
+    assertEquals(await exists(old), false);
+    assertTrue(await exists(other), "still registered elsewhere");
+    assertTrue(await exists(current), "the current one stays");
   },
 });

@@ -13,7 +13,7 @@ import { runInstall } from "../../install/install.ts";
 import { enqueueCommit } from "../support/queue.ts";
 import { emptyState, writeState } from "../../memory/state.ts";
 import { hookStateDir, pendingDir } from "../../lib/paths.ts";
-import { closedAddress, installSandbox, noServerFix, opts } from "./helpers.ts";
+import { closedAddress, installSandbox, noServerFix } from "./helpers.ts";
 import { commandName } from "../../lib/self.ts";
 
 const NOW = Date.parse("2026-11-30T12:00:00.000Z");
@@ -22,7 +22,7 @@ const NOW = Date.parse("2026-11-30T12:00:00.000Z");
 async function setup(root: string, extra: Record<string, string>) {
   const t = await installSandbox(root, extra);
   const env = t.ctx().env;
-  const install = (mode: "config" | "plugin") => runInstall(t.ctx(), opts({ mode }));
+  const install = (mode: "config" | "plugin") => t.run(runInstall, { mode });
   const doctor = () => runDoctor({ env, home: t.kimi, os: "posix", now: NOW });
   return { ...t, env, install, doctor };
 }
@@ -33,69 +33,54 @@ function byId(checks: Check[]): Record<string, Check> {
 
 Deno.test("doctor: everything in place → no failure; queue, captures and protocol reported", async () => {
   await using dir = await tempDir();
-  const fake = await FakeOpenViking.start({ apiKey: "sk-doctor" });
-  try {
-    const t = await setup(dir.path, { OPENVIKING_URL: fake.url, OPENVIKING_API_KEY: "sk-doctor" });
-    assertEquals(await t.install("config"), 0, t.lines.join("\n"));
-    await enqueueCommit(pendingDir(t.env), "kc-1", "kc-1:0:assistant", NOW - 2 * 3_600_000);
-    const state = {
-      ...emptyState(),
-      lastCaptureAt: NOW - 60_000,
-      lastCaptureEvent: "Stop",
-      protocolVersion: "1.5",
-    };
-    await writeState(`${hookStateDir(t.env)}/session_a.json`, state);
-    const checks = await t.doctor();
-    const c = byId(checks);
-    assertEquals(checks.filter((x) => x.status === "fail"), [], renderChecks(checks));
-    assertEquals([c.hooks.status, c.mcp.status, c.command.status, c.server.status, c.auth.status], [
-      "ok",
-      "ok",
-      "ok",
-      "ok",
-      "ok",
-    ]);
-    assertEquals(c.queue.status, "warn");
-    assertStringIncludes(c.queue.fix!, `\`${commandName(t.env)} replay\``); // the command doctor runs as
-    assertMatch(c.captures.detail!.join(), /session_a: .* on Stop, journal protocol 1\.5/);
-    assertEquals(c.protocol.status, "ok");
-    assertTrue(fake.requestsTo("POST /api/v1/search/find").length === 1, "auth is proven with a real search");
-    assertNotMatch(renderChecks(checks), /sk-doctor/);
-  } finally {
-    await fake.close();
-  }
+  await using fake = await FakeOpenViking.start({ apiKey: "sk-doctor" });
+  const t = await setup(dir.path, { OPENVIKING_URL: fake.url, OPENVIKING_API_KEY: "sk-doctor" });
+  await t.install("config");
+  await enqueueCommit(pendingDir(t.env), "kc-1", "kc-1:0:assistant", NOW - 2 * 3_600_000);
+  const state = {
+    ...emptyState(),
+    lastCaptureAt: NOW - 60_000,
+    lastCaptureEvent: "Stop",
+    protocolVersion: "1.5",
+  };
+  await writeState(`${hookStateDir(t.env)}/session_a.json`, state);
+  const checks = await t.doctor();
+  const c = byId(checks);
+  assertEquals(checks.filter((x) => x.status === "fail"), [], renderChecks(checks));
+  const statuses = [c.hooks.status, c.mcp.status, c.command.status, c.server.status, c.auth.status];
+  assertEquals(statuses.join(), "ok,ok,ok,ok,ok");
+  assertEquals(c.queue.status, "warn");
+  assertStringIncludes(c.queue.fix!, `\`${commandName(t.env)} replay\``); // the command doctor runs as
+  assertMatch(c.captures.detail!.join(), /session_a: .* on Stop, journal protocol 1\.5/);
+  assertEquals(c.protocol.status, "ok");
+  assertTrue(fake.requestsTo("POST /api/v1/search/find").length === 1, "auth is proven with a real search");
+  assertNotMatch(renderChecks(checks), /sk-doctor/);
 });
 
 Deno.test("doctor: wrong key, unknown protocol, nothing installed → failures with fixes, never the key", async () => {
   await using dir = await tempDir();
-  const fake = await FakeOpenViking.start({ apiKey: "right" });
-  try {
-    const t = await setup(dir.path, { OPENVIKING_URL: fake.url, OPENVIKING_API_KEY: "wrong-key-123" });
-    await writeState(`${hookStateDir(t.env)}/s.json`, {
-      ...emptyState(),
-      lastCaptureAt: NOW,
-      protocolVersion: "9.0",
-    });
-    const checks = await t.doctor();
-    const c = byId(checks);
-    assertEquals([c.hooks.status, c.mcp.status, c.auth.status, c.protocol.status], [
-      "fail",
-      "fail",
-      "fail",
-      "warn",
-    ]);
-    assertStringIncludes(c.hooks.fix!, `\`${commandName(t.env)} install\``);
-    assertMatch(c.auth.fix!, /--api-key/);
-    assertNotMatch(JSON.stringify(checks), /wrong-key-123/);
-  } finally {
-    await fake.close();
-  }
+  await using fake = await FakeOpenViking.start({ apiKey: "right" });
+  const t = await setup(dir.path, { OPENVIKING_URL: fake.url, OPENVIKING_API_KEY: "wrong-key-123" });
+  await writeState(`${hookStateDir(t.env)}/s.json`, {
+    ...emptyState(),
+    lastCaptureAt: NOW,
+    protocolVersion: "9.0",
+  });
+  const checks = await t.doctor();
+  const c = byId(checks);
+  assertEquals(
+    [c.hooks.status, c.mcp.status, c.auth.status, c.protocol.status].join(),
+    "fail,fail,fail,warn",
+  );
+  assertStringIncludes(c.hooks.fix!, `\`${commandName(t.env)} install\``);
+  assertMatch(c.auth.fix!, /--api-key/);
+  assertNotMatch(JSON.stringify(checks), /wrong-key-123/);
 });
 
 Deno.test("doctor: registered twice (config + plugin by hand) and a broken command are failures", async () => {
   await using dir = await tempDir();
   const t = await setup(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
-  assertEquals(await t.install("plugin"), 0, t.lines.join("\n"));
+  await t.install("plugin");
   // A second registration written by hand, as a user copying the snippet would.
   await Deno.writeTextFile(
     `${t.kimi}/config.toml`,
@@ -114,7 +99,7 @@ Deno.test("doctor: registered twice (config + plugin by hand) and a broken comma
 Deno.test("doctor: a disabled plugin, a config Kimi rejects, a missing Kimi home", async () => {
   await using dir = await tempDir();
   const t = await setup(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
-  assertEquals(await t.install("plugin"), 0);
+  await t.install("plugin");
   const reg = JSON.parse(await Deno.readTextFile(`${t.kimi}/plugins/installed.json`));
   reg.plugins[0].enabled = false;
   await Deno.writeTextFile(`${t.kimi}/plugins/installed.json`, JSON.stringify(reg));
@@ -150,4 +135,34 @@ Deno.test("doctor, run in a repository whose .openviking/config.json turns redac
     `${file} "redact": false is ignored: a workspace file may only turn it on`,
   ]);
   assertMatch(settings?.fix ?? "", /workspace file may only make memory stricter/);
+});
+
+Deno.test("doctor: the server's embedding model unreachable → the model check fails with the server's words, not auth", async () => {
+  await using dir = await tempDir();
+  const fake = await FakeOpenViking.start({ apiKey: "sk-doctor" });
+  try {
+    const t = await setup(dir.path, { OPENVIKING_URL: fake.url, OPENVIKING_API_KEY: "sk-doctor" });
+    const words = "Upstream model service unavailable: Cannot connect to host 127.0.0.1:11434 " +
+      "ssl:default [Connect call failed ('127.0.0.1', 11434)]";
+    fake.fault({
+      route: "POST /api/v1/search/find",
+      status: 503,
+      error: { message: words, details: { upstream_message: words.slice(36) } },
+    });
+    const c = byId(await t.doctor());
+    assertEquals([c.server.status, c.auth.status, c.model?.status], ["ok", "ok", "fail"]);
+    assertStringIncludes(c.model.summary, "model is unreachable");
+    assertStringIncludes(c.model.summary, words);
+    assertMatch(c.model.fix!, /ov\.conf's embedding section/);
+    // The model's provider refusing the server's key is passed on as a 401: still the model's, not our key's.
+    fake.clearFaults();
+    const refused = "Upstream model authentication failed (HTTP 401): Incorrect API key provided";
+    fake.fault({ route: "POST /api/v1/search/find", status: 401, error: { message: refused } });
+    const again = byId(await t.doctor());
+    assertEquals([again.auth.status, again.model?.status], ["ok", "fail"]);
+    assertStringIncludes(again.model.summary, `refuses the server's requests`);
+    assertStringIncludes(again.model.summary, refused);
+  } finally {
+    await fake.close();
+  }
 });

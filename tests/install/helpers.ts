@@ -4,6 +4,7 @@ import { assertEquals } from "../support/assert.ts";
 import { denoEnv, ROOT, runCli } from "../support/run.ts";
 import { currentSelf, type Self } from "../../install/placement.ts";
 import type { Context, InstallOptions } from "../../install/transaction.ts";
+import type { runInstall } from "../../install/install.ts";
 import { VERSION } from "../../lib/version.ts";
 
 /** The test process's environment with HOME replaced and every Kimi/OpenViking variable removed. */
@@ -110,8 +111,20 @@ export async function installSandbox(root: string, env: Record<string, string | 
     seen = lines.length;
     return text;
   };
+  /** Runs install or uninstall in-process (`extra` over the context; exit `code`); what it printed. */
+  const run = async (
+    command: typeof runInstall,
+    o: Partial<InstallOptions> = {},
+    extra: Partial<Context> = {},
+    code = 0,
+  ) => {
+    said();
+    assertEquals(await command(ctx(extra.self, extra), opts(o)), code, lines.join("\n"));
+    return said();
+  };
   const plugin = `${kimi}/plugins/managed/openviking-memory`;
   return {
+    run,
     root,
     home,
     kimi,
@@ -124,14 +137,12 @@ export async function installSandbox(root: string, env: Record<string, string | 
   };
 }
 
+/** Whether something (a link too, dangling or not) is at `path`. */
+export const exists = (path: string): Promise<boolean> => Deno.lstat(path).then(() => true, () => false);
+
 /** A file's text, or undefined when it cannot be read. */
-export async function read(path: string): Promise<string | undefined> {
-  try {
-    return await Deno.readTextFile(path);
-  } catch {
-    return undefined;
-  }
-}
+export const read = (path: string): Promise<string | undefined> =>
+  Deno.readTextFile(path).catch(() => undefined);
 
 /** Every entry under `dir`: file bytes (one character each), directories, and symlink targets. */
 export async function snapshot(dir: string): Promise<Record<string, string>> {
@@ -160,19 +171,12 @@ export async function cli(env: Record<string, string>, args: string[], code = 0)
   return `${r.stdout}${r.stderr}`;
 }
 
-/** Every path under `dir` (directories end in "/"), sorted. */
+/** Every path under `dir` (directories end in "/"; those `skip` matches left out), sorted. */
 export async function tree(dir: string, skip: RegExp = /^$/): Promise<string[]> {
-  const out: string[] = [];
-  const walk = async (d: string) => {
-    for await (const e of Deno.readDir(d)) {
-      const p = `${d}/${e.name}`;
-      if (skip.test(p.slice(dir.length))) continue;
-      out.push(`${p.slice(dir.length)}${e.isDirectory ? "/" : ""}`);
-      if (e.isDirectory) await walk(p);
-    }
-  };
-  await walk(dir);
-  return out.sort();
+  const entries = Object.entries(await snapshot(dir)).map(([p, v]) =>
+    p.slice(dir.length) + (v.startsWith("<dir") ? "/" : "")
+  );
+  return entries.filter((p) => !skip.test(p.replace(/\/$/, ""))).sort();
 }
 
 /** A planner's result that must succeed (its refusal thrown). */

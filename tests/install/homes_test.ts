@@ -1,6 +1,6 @@
 /**
- * Issue #19 points 4 and 6, through the real entry point with the production flags, installing from this
- * checkout into temporary Kimi homes: purging one home keeps everything another installed home uses (the
+ * Issue #19 points 4 and 6, installing in-process from this checkout into temporary Kimi homes (the hooks and
+ * `status` as processes; install's own process path: key_test.ts, path_command_test.ts): purging one home keeps everything another installed home uses (the
  * program copy, per-session state, the ledger, the log, the queue, the tool cache, the PATH command) and
  * names the version that home runs as in use, not as "the previous version"; purging the last one leaves
  * nothing of ours — no tool cache, no empty directory we made, no `.bak` still holding our block — and none
@@ -25,6 +25,7 @@ import { toolCachePath, writeToolCache } from "../../mcp/tool-cache.ts";
 import { StatusSchema } from "../../cli/status.ts";
 import { noteRecall } from "../../openviking/breaker.ts";
 import { failure } from "../../openviking/client.ts";
+import { enqueueMessages, range } from "../support/queue.ts";
 
 const posix = Deno.build.os !== "windows";
 const SESSION = "session_19040000-0000-4000-8000-000000000004";
@@ -50,24 +51,26 @@ Deno.test({
   async fn() {
     await using dir = await tempDir();
     await using fake = await FakeOpenViking.start();
-    const home = `${dir.path}/home`;
+    const more = { OPENVIKING_URL: fake.url, PATH: `${dir.path}/home/.local/bin:/usr/bin:/bin` };
+    const t = await installSandbox(dir.path, more);
+    const [home, env] = [t.home, isolatedEnv(t.home, more)];
     const [a, b] = [`${home}/kimi-a`, `${home}/kimi-b`];
     await Deno.mkdir(a, { recursive: true });
     await Deno.mkdir(b, { recursive: true });
-    const env = isolatedEnv(home, { OPENVIKING_URL: fake.url, PATH: `${home}/.local/bin:/usr/bin:/bin` });
-    await cli(env, ["install", "--kimi-home", a]);
-    await cli(env, ["install", "--kimi-home", b, "--mode", "plugin"]);
+    await t.run(runInstall, { kimiHome: a });
+    await t.run(runInstall, { kimiHome: b, mode: "plugin" });
     await prompt(env, home);
     const ov = `${home}/.openviking`;
+    await enqueueMessages(`${ov}/pending`, `kc-${SESSION}`, range(2)); // writes waiting: A's to send
     const before = await tree(ov, /^\/agent-integrations\/kimicode\/kimi-homes$/);
     // Uninstalled first without --purge: what --purge would remove, and what it keeps for A.
-    const plain = await cli(env, ["uninstall", "--kimi-home", b]);
+    const plain = await t.run(runUninstall, { kimiHome: b });
     assertMatch(
       plain,
       /^Files kept \(remove them with --purge\): the plugin directory \S+openviking-memory\.$/m,
     );
     assertMatch(plain, new RegExp(`^Kept for the Kimi home still installed \\(${a}\\): .*the command `, "m"));
-    const purged = await cli(env, ["uninstall", "--purge", "--kimi-home", b]);
+    const purged = await t.run(runUninstall, { kimiHome: b, purge: true });
 
     // B is gone: its plugin directory and its registration.
     assertEquals(
@@ -95,10 +98,25 @@ Deno.test({
       ),
     );
     assertNotMatch(purged, /removed \S*(hook-state|ledger)/);
+    assertNotMatch(
+      purged,
+      /install again|Kept: \d+ queued/i,
+      "the queue stays for A: nothing to install again",
+    );
 
-    // Then A: nothing of ours is left, nor a directory install made (the Kimi homes were there before).
-    await cli(env, ["uninstall", "--purge", "--kimi-home", a]);
-    assertEquals(await tree(home), ["/kimi-a/", "/kimi-b/"]);
+    // Then A: nothing of ours is left but the writes still waiting, which the last purge names; nor a
+    // directory install made (the Kimi homes were there before).
+    const last = await t.run(runUninstall, { kimiHome: a, purge: true });
+    assertMatch(last, /^Kept: 1 queued write\(s\) \(2 message\(s\) of 1 session\(s\)\) not yet delivered/m);
+    const queued = `/.openviking/pending/kimicode/kc-${SESSION}/`;
+    const left = [
+      "/.kimi-code/",
+      "/.openviking/",
+      "/.openviking/pending/",
+      "/.openviking/pending/kimicode/",
+      queued,
+    ];
+    assertEquals(await tree(home), [...left, `${queued}0000000001-m2.json`, "/kimi-a/", "/kimi-b/"]);
   },
 });
 
@@ -108,16 +126,15 @@ Deno.test({
   ignore: !posix,
   async fn() {
     await using dir = await tempDir();
-    const home = `${dir.path}/home`;
-    const kimi = `${home}/.kimi-code`;
-    await Deno.mkdir(kimi, { recursive: true });
+    const more = { OPENVIKING_URL: "http://127.0.0.1:9", PATH: "/usr/bin:/bin" };
+    const t = await installSandbox(dir.path, more);
+    const [home, kimi, env] = [t.home, t.kimi, isolatedEnv(t.home, more)];
     const config = '# mine\ndefault_model = "k3"\n';
     const mcp = '{"mcpServers":{"mine":{"command":"my-server"}}}\n';
     await Deno.writeTextFile(`${kimi}/config.toml`, config);
     await Deno.writeTextFile(`${kimi}/mcp.json`, mcp);
-    const env = isolatedEnv(home, { OPENVIKING_URL: "http://127.0.0.1:9", PATH: "/usr/bin:/bin" });
     // Config mode, then plugin mode: the switch kept a .bak of config.toml as it was, our block in it.
-    for (const mode of ["config", "plugin"]) await cli(env, ["install", "--mode", mode]);
+    for (const mode of ["config", "plugin"] as const) await t.run(runInstall, { mode });
     assertTrue((await Deno.readTextFile(`${kimi}/config.toml.bak`)).includes(BLOCK_BEGIN));
     // The MCP server's last tool list, as `mcp` keeps it.
     const tools = [{ name: "search", inputSchema: { type: "object" as const } }];
@@ -128,7 +145,7 @@ Deno.test({
       asked: true,
       failure: timeout,
     });
-    const purged = await cli(env, ["uninstall", "--purge"]);
+    const purged = await t.run(runUninstall, { purge: true });
     // What happened, said: a backup left with nothing but what the file holds is deleted; nothing not there is "kept".
     for (const bak of [`${kimi}/config.toml.bak`, `${kimi}/mcp.json.bak`]) {
       const said = `✓ backup deleted (nothing in it but our part and what the file holds): ${bak}`;
@@ -166,7 +183,7 @@ Deno.test("a dry run announces removing unused versions only when there is one",
     assertEquals(await run(t.ctx(), opts({ dryRun: true, ...partial })), 0, t.all());
     return t.said();
   };
-  assertEquals(await runInstall(t.ctx(), opts()), 0, t.all());
+  await t.run(runInstall);
   const sweep = /remove the versions .* that nothing uses/;
   assertNotMatch(await dry(runInstall, { credentials: { url: "http://127.0.0.1:8" } }), sweep);
   assertNotMatch(await dry(runInstall, { mode: "plugin" }), sweep);
@@ -186,17 +203,15 @@ Deno.test({
     const ctx = t.ctx(await fakeCompiled(dir.path));
     const [made, mine] = [`${t.home}/kimi2`, `${t.home}/kimi3`];
     await Deno.mkdir(`${mine}/plugins`, { recursive: true }); // the user's, before any install
-    assertEquals(await runInstall(ctx, opts()), 0, t.all());
+    await t.run(runInstall, {}, ctx);
     for (const home of [made, mine]) {
-      assertEquals(await runInstall(ctx, opts({ kimiHome: home, mode: "plugin" })), 0, t.all());
+      await t.run(runInstall, { kimiHome: home, mode: "plugin" }, ctx);
     }
     const homes = `${t.ov}/agent-integrations/kimicode/kimi-homes`;
     for (const kimiHome of [made, mine, undefined]) {
       const before = await tree(t.home);
-      t.said();
-      assertEquals(await runUninstall(ctx, opts({ kimiHome, purge: true, dryRun: true })), 0, t.all());
-      const dry = t.said();
-      assertEquals(await runUninstall(ctx, opts({ kimiHome, purge: true })), 0, t.all());
+      const dry = await t.run(runUninstall, { kimiHome, purge: true, dryRun: true }, ctx);
+      await t.run(runUninstall, { kimiHome, purge: true }, ctx);
       const after = await tree(t.home);
       const removed = before.filter((p) => !after.includes(p)).map((p) => `${t.home}${p.replace(/\/$/, "")}`);
       const topmost = removed.filter((p) => !removed.includes(p.slice(0, p.lastIndexOf("/"))));

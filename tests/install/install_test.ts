@@ -27,20 +27,20 @@ Deno.test("config mode: block + mcp.json, .bak kept; uninstall restores the byte
   await using dir = await tempDir();
   const t = await installSandbox(dir.path);
   await Deno.writeTextFile(`${t.kimi}/config.toml`, USER_CONFIG);
-  assertEquals(await runInstall(t.ctx(), opts()), 0, t.lines.join("\n"));
+  await t.run(runInstall);
   const installed = (await read(`${t.kimi}/config.toml`))!;
   assertTrue(installed.startsWith(USER_CONFIG + "\r\n# >>> openviking kimicode integration"));
   assertEquals(await read(`${t.kimi}/config.toml.bak`), USER_CONFIG);
   const mcp = JSON.parse((await read(`${t.kimi}/mcp.json`))!);
   assertEquals(mcp.mcpServers.openviking.args.at(-1), "mcp");
-  assertStringIncludes(t.lines.join("\n"), "Hooks run: ");
+  assertStringIncludes(t.all(), "Hooks run: ");
   const state = await readKimiState(t.kimi);
   for (const where of registrations(state).values()) assertEquals(where, ["config.toml"]);
 
-  assertEquals(await runInstall(t.ctx(), opts()), 0);
+  await t.run(runInstall);
   assertEquals(await read(`${t.kimi}/config.toml`), installed, "re-install changes nothing");
 
-  assertEquals(await runUninstall(t.ctx(), opts()), 0, t.lines.join("\n"));
+  await t.run(runUninstall);
   assertEquals(await read(`${t.kimi}/config.toml`), USER_CONFIG);
   assertEquals(await read(`${t.kimi}/mcp.json`), undefined);
 });
@@ -49,7 +49,7 @@ Deno.test("config mode into an empty Kimi home creates config.toml, uninstall --
   await using dir = await tempDir();
   const t = await installSandbox(dir.path);
   const self = await fakeCompiled(dir.path);
-  assertEquals(await runInstall(t.ctx(self), opts()), 0, t.lines.join("\n"));
+  await t.run(runInstall, {}, { self });
   const bin = `${t.ov}/agent-integrations/kimicode/bin/openviking-kimi`;
   assertEquals(await read(bin), await read((self as { execPath: string }).execPath));
   if (!isWindows) assertTrue(((await Deno.stat(bin)).mode! & 0o111) !== 0);
@@ -58,7 +58,7 @@ Deno.test("config mode into an empty Kimi home creates config.toml, uninstall --
     command: bin,
     args: ["mcp"],
   });
-  assertEquals(await runUninstall(t.ctx(self), opts({ purge: true })), 0, t.lines.join("\n"));
+  await t.run(runUninstall, { purge: true }, { self });
   const left = Object.keys(await snapshot(t.home)).filter((p) => !p.endsWith(".bak"));
   assertEquals(left, [`${t.home}/.kimi-code`], "what install made is gone; the Kimi home was there before");
 });
@@ -69,7 +69,7 @@ Deno.test("uninstall --purge deletes the ledger and the default log, never a con
   const self = await fakeCompiled(dir.path);
   const log = `${dir.path}/elsewhere/openviking.log`;
   const ctx = (): Context => ({ ...t.ctx(self), env: { ...t.ctx(self).env, OPENVIKING_DEBUG_LOG: log } });
-  assertEquals(await runInstall(ctx(), opts()), 0, t.lines.join("\n"));
+  assertEquals(await runInstall(ctx(), opts()), 0, t.all());
   // What hook runs leave behind: a session's ledger (prompt snippets), its state, the log, a queued turn.
   const ledger = `${t.ov}/ledger/kimicode/session_1.jsonl`;
   const logLine = `${
@@ -83,7 +83,7 @@ Deno.test("uninstall --purge deletes the ledger and the default log, never a con
   const refused = { role: "user" as const, content: "a refused turn" };
   await keepRejected(`${t.ov}/pending`, "kc-s1", { messages: [refused] }, { status: 400, message: "no" });
   t.lines.length = 0;
-  assertEquals(await runUninstall(ctx(), opts({ purge: true })), 0, t.lines.join("\n"));
+  assertEquals(await runUninstall(ctx(), opts({ purge: true })), 0, t.all());
   for (const gone of [`${t.ov}/ledger`, `${t.ov}/logs/kimicode-hooks.log`, `${t.ov}/hook-state/kimicode`]) {
     assertEquals(await Deno.lstat(gone).then(() => "there", () => "gone"), "gone", gone);
   }
@@ -92,10 +92,10 @@ Deno.test("uninstall --purge deletes the ledger and the default log, never a con
     1,
     "a turn not yet delivered is never deleted",
   );
-  assertMatch(t.lines.join("\n"), /Kept: 1 queued write\(s\) .*not yet delivered.*replay/);
+  assertMatch(t.all(), /Kept: 1 queued write\(s\) .*not yet delivered.*replay/);
   assertEquals((await rejectedWrites(`${t.ov}/pending`)).map((k) => k.payload), [refused], "nor one refused");
   assertMatch(
-    t.lines.join("\n"),
+    t.all(),
     /Kept: 1 write\(s\) OpenViking refused .*kimicode-rejected.*replay --rejected/,
   );
 
@@ -105,7 +105,7 @@ Deno.test("uninstall --purge deletes the ledger and the default log, never a con
     await Deno.mkdir(`${t.ov}/pending/${d}`);
   }
   t.lines.length = 0;
-  assertEquals(await runUninstall(ctx(), opts({ purge: true })), 0, t.lines.join("\n"));
+  assertEquals(await runUninstall(ctx(), opts({ purge: true })), 0, t.all());
   for (const d of ["kimicode", "kimicode-rejected"]) {
     assertEquals(await Deno.lstat(`${t.ov}/pending/${d}`).then(() => "there", () => "gone"), "gone", d);
   }
@@ -125,7 +125,7 @@ Deno.test("--dry-run says what would be done and prints the diff (API key masked
   );
   assertEquals(code, 0);
   assertEquals(await snapshot(t.home), before);
-  const out = t.lines.join("\n");
+  const out = t.all();
   assertMatch(out, /^\+\[\[hooks\]\]␍?$/m);
   assertMatch(out, /"api_key": "\*+"/);
   assertNotMatch(out, /sk-very-secret/);
@@ -136,8 +136,10 @@ Deno.test("--dry-run says what would be done and prints the diff (API key masked
   assertMatch(out, /create .*skills\/openviking-memory\/SKILL\.md \(memory skill installed\)/);
   assertStringIncludes(out, "+name: openviking-memory");
   t.said();
-  assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin", dryRun: true })), 0);
-  assertMatch(t.said(), /^\+\s+"command": "\.\/bin\/openviking-kimi hook stop",$/m);
+  assertMatch(
+    await t.run(runInstall, { mode: "plugin", dryRun: true }),
+    /^\+\s+"command": "\.\/bin\/openviking-kimi hook stop",$/m,
+  );
   assertEquals(await snapshot(t.home), before);
 });
 
@@ -157,7 +159,7 @@ Deno.test("credentials go to ovcli.conf (merged, 0600, the file replaced kept as
       credentials: { url: "http://127.0.0.1:1933", apiKey: "sk-secret-1", account: "acme", user: "ann" },
     }),
   );
-  assertEquals(code, 0, t.lines.join("\n"));
+  assertEquals(code, 0, t.all());
   const conf = JSON.parse((await read(`${t.ov}/ovcli.conf`))!);
   assertEquals(conf, {
     url: "http://127.0.0.1:1933",
@@ -174,7 +176,7 @@ Deno.test("credentials go to ovcli.conf (merged, 0600, the file replaced kept as
     url: "http://old",
     extra_headers: { X: "1" },
   });
-  assertNotMatch(t.lines.join("\n"), /sk-secret-1/);
+  assertNotMatch(t.all(), /sk-secret-1/);
   assertNotMatch((await read(`${t.kimi}/config.toml`))!, /sk-secret-1/);
   assertNotMatch((await read(`${t.kimi}/mcp.json`))!, /sk-secret-1/);
 });
@@ -194,18 +196,18 @@ Deno.test({
     const modes = () => Promise.all([`${t.kimi}/config.toml`, `${t.kimi}/mcp.json`, t.ov].map(mode));
     assertEquals(await modes(), ["644", "644", "755"]);
     const install = opts({ credentials: { url: "http://127.0.0.1:1933" } });
-    assertEquals(await runInstall(t.ctx(self), install), 0, t.lines.join("\n"));
+    assertEquals(await runInstall(t.ctx(self), install), 0, t.all());
     assertEquals(await modes(), ["644", "644", "755"], "installed");
     assertEquals(await mode(`${t.ov}/ovcli.conf`), "600", "created: private");
     assertEquals(await mode(`${t.kimi}/config.toml.bak`), "600", "created: private");
     // Another OpenViking client's queued write: it stays, and so does ovcli.conf, and both are said.
     await Deno.mkdir(`${t.ov}/pending`);
     await Deno.writeTextFile(`${t.ov}/pending/${"a".repeat(64)}_0.json`, "{}");
-    assertEquals(await runUninstall(t.ctx(self), opts({ purge: true })), 0, t.lines.join("\n"));
+    await t.run(runUninstall, { purge: true }, { self });
     assertEquals(await read(`${t.kimi}/config.toml`), USER_CONFIG);
     assertEquals(await modes(), ["644", "644", "755"], "uninstalled");
     assertStringIncludes(
-      t.lines.join("\n"),
+      t.all(),
       `Kept: ${t.ov}/ovcli.conf and the queue files of OpenViking's other clients in ${t.ov}/pending.`,
     );
   },
@@ -220,7 +222,7 @@ Deno.test("plugin mode from a checkout: launcher + manifest placed, record upser
     `${t.kimi}/plugins/installed.json`,
     JSON.stringify({ version: 1, plugins: [other] }),
   );
-  assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0, t.lines.join("\n"));
+  await t.run(runInstall, { mode: "plugin" });
   const root = `${t.kimi}/plugins/managed/openviking-memory`;
   const manifest = JSON.parse((await read(`${root}/kimi.plugin.json`))!);
   assertEquals(manifest.name, "openviking-memory");
@@ -240,10 +242,10 @@ Deno.test("plugin mode from a checkout: launcher + manifest placed, record upser
   }
   assertEquals(await read(`${t.kimi}/config.toml`), undefined, "plugin mode does not touch config.toml");
 
-  assertEquals(await runUninstall(t.ctx(), opts()), 0);
+  await t.run(runUninstall);
   assertEquals(JSON.parse((await read(`${t.kimi}/plugins/installed.json`))!).plugins, [other]);
   assertTrue((await read(`${root}/kimi.plugin.json`)) !== undefined, "without --purge the directory stays");
-  assertEquals(await runUninstall(t.ctx(), opts({ purge: true })), 0);
+  await t.run(runUninstall, { purge: true });
   assertEquals(await read(`${root}/kimi.plugin.json`), undefined);
 });
 
@@ -251,14 +253,14 @@ Deno.test("plugin mode from a compiled binary copies it to ./bin; a corrupt regi
   await using dir = await tempDir();
   const t = await installSandbox(dir.path);
   const self = await fakeCompiled(dir.path);
-  assertEquals(await runInstall(t.ctx(self), opts({ mode: "plugin" })), 0, t.lines.join("\n"));
+  await t.run(runInstall, { mode: "plugin" }, { self });
   const bin = `${t.kimi}/plugins/managed/openviking-memory/bin/openviking-kimi`;
   assertEquals(await read(bin), await read((self as { execPath: string }).execPath));
   await Deno.writeTextFile(`${t.kimi}/plugins/installed.json`, "{ not json");
   const before = await snapshot(t.kimi);
-  assertEquals(await runInstall(t.ctx(self), opts({ mode: "plugin" })), 1);
+  await t.run(runInstall, { mode: "plugin" }, { self }, 1);
   assertEquals(await snapshot(t.kimi), before);
-  assertMatch(t.lines.join("\n"), /ERR .*installed\.json is not a Kimi plugin registry/);
+  assertMatch(t.all(), /ERR .*installed\.json is not a Kimi plugin registry/);
 });
 
 Deno.test("switching modes replaces the other one: never registered twice", async () => {
@@ -269,16 +271,16 @@ Deno.test("switching modes replaces the other one: never registered twice", asyn
     const regs = registrations(await readKimiState(t.kimi));
     for (const [event, where] of regs) assertEquals(where, [expected], event);
   };
-  assertEquals(await runInstall(t.ctx(), opts({ mode: "config" })), 0);
+  await t.run(runInstall, { mode: "config" });
   await check("config.toml");
-  assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0, t.lines.join("\n"));
+  await t.run(runInstall, { mode: "plugin" });
   await check("plugin openviking-memory");
   assertEquals(await read(`${t.kimi}/config.toml`), USER_CONFIG);
   assertEquals(await read(`${t.kimi}/mcp.json`), undefined);
-  assertEquals(await runInstall(t.ctx(), opts({ mode: "config" })), 0);
+  await t.run(runInstall, { mode: "config" });
   await check("config.toml");
   assertEquals(await read(`${t.kimi}/plugins/managed/openviking-memory/kimi.plugin.json`), undefined);
-  assertEquals(await runUninstall(t.ctx(), opts()), 0);
+  await t.run(runUninstall);
   assertEquals(await read(`${t.kimi}/config.toml`), USER_CONFIG);
 });
 
@@ -325,9 +327,8 @@ Deno.test("OpenViking's own plugin is detected (registered, or its [[hooks]] out
     for (
       const [mode, yes] of [["config", false], ["plugin", false], ["config", true], ["plugin", true]] as const
     ) {
-      assertEquals(await runInstall(t.ctx(), opts({ mode, yes })), 1);
       assertMatch(
-        t.said(),
+        await t.run(runInstall, { mode, yes }, {}, 1),
         /ERR .*OpenViking's own Kimi Code plugin is registered .*\/plugins remove openviking-memory/,
       );
       assertEquals(await snapshot(t.kimi), before);
@@ -344,7 +345,7 @@ Deno.test("OpenViking's own plugin disabled (as an earlier --yes left it) captur
   const t = await installSandbox(dir.path);
   await installUpstreamPlugin(t, false);
   await Deno.remove(`${t.kimi}/config.toml`);
-  assertEquals(await runInstall(t.ctx(), opts({ mode: "config" })), 0, t.lines.join("\n"));
+  await t.run(runInstall, { mode: "config" });
 });
 
 Deno.test("uninstall leaves what is not ours and says so", async () => {
@@ -352,9 +353,9 @@ Deno.test("uninstall leaves what is not ours and says so", async () => {
   const t = await installSandbox(dir.path);
   const mcp = JSON.stringify({ mcpServers: { openviking: { url: "http://x/mcp" } } });
   await Deno.writeTextFile(`${t.kimi}/mcp.json`, mcp);
-  assertEquals(await runUninstall(t.ctx(), opts()), 0);
+  await t.run(runUninstall);
   assertEquals(await read(`${t.kimi}/mcp.json`), mcp);
-  assertMatch(t.lines.join("\n"), /^Nothing to change: nothing of openviking-kimi is registered/m);
+  assertMatch(t.all(), /^Nothing to change: nothing of openviking-kimi is registered/m);
   assertEquals(await runInstall(t.ctx(), opts()), 1, "a foreign openviking MCP server is not overwritten");
   assertEquals(await read(`${t.kimi}/mcp.json`), mcp);
 });
@@ -368,10 +369,10 @@ Deno.test({
     await Deno.mkdir(`${dir.path}/dotfiles`);
     await Deno.writeTextFile(`${dir.path}/dotfiles/kimi.toml`, USER_CONFIG);
     await Deno.symlink(`${dir.path}/dotfiles/kimi.toml`, `${t.kimi}/config.toml`);
-    assertEquals(await runInstall(t.ctx(), opts()), 0, t.lines.join("\n"));
+    await t.run(runInstall);
     assertTrue((await Deno.lstat(`${t.kimi}/config.toml`)).isSymlink);
     assertStringIncludes((await read(`${dir.path}/dotfiles/kimi.toml`))!, "[[hooks]]");
-    assertEquals(await runUninstall(t.ctx(), opts()), 0);
+    await t.run(runUninstall);
     assertTrue((await Deno.lstat(`${t.kimi}/config.toml`)).isSymlink);
     assertEquals(await read(`${dir.path}/dotfiles/kimi.toml`), USER_CONFIG);
   },
@@ -380,17 +381,17 @@ Deno.test({
 Deno.test("uninstall --mode limits removal to that mode", async () => {
   await using dir = await tempDir();
   const t = await installSandbox(dir.path);
-  assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0);
-  assertEquals(await runUninstall(t.ctx(), opts({ mode: "config" })), 0);
+  await t.run(runInstall, { mode: "plugin" });
+  await t.run(runUninstall, { mode: "config" });
   assertEquals(JSON.parse((await read(`${t.kimi}/plugins/installed.json`))!).plugins.length, 1);
-  assertEquals(await runUninstall(t.ctx(), opts({ mode: "plugin" })), 0);
+  await t.run(runUninstall, { mode: "plugin" });
   assertEquals(await read(`${t.kimi}/plugins/installed.json`), undefined);
 });
 
 Deno.test("a record naming our plugin elsewhere (a checkout registered by hand): that directory is never touched", async () => {
   await using dir = await tempDir();
   const t = await installSandbox(dir.path);
-  assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0, t.lines.join("\n"));
+  await t.run(runInstall, { mode: "plugin" });
   const managed = `${t.kimi}/plugins/managed/openviking-memory`;
   const checkout = `${dir.path}/checkout`;
   await Deno.mkdir(checkout);
@@ -403,9 +404,9 @@ Deno.test("a record naming our plugin elsewhere (a checkout registered by hand):
   await Deno.writeTextFile(registryPath, JSON.stringify(registry));
   const listing = async () => (await Array.fromAsync(Deno.readDir(checkout))).map((e) => e.name).sort();
 
-  assertEquals(await runInstall(t.ctx(), opts({ mode: "config" })), 0, t.lines.join("\n"));
+  await t.run(runInstall, { mode: "config" });
   assertEquals(await listing(), ["kimi.plugin.json", "system-prompt.md"], "switching modes keeps it");
-  assertEquals(await runUninstall(t.ctx(), opts({ purge: true })), 0, t.lines.join("\n"));
+  await t.run(runUninstall, { purge: true });
   assertEquals(await listing(), ["kimi.plugin.json", "system-prompt.md"], "uninstall --purge keeps it");
 });
 

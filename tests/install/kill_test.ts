@@ -7,25 +7,14 @@
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { cliArgs } from "../support/run.ts";
-import { isolatedEnv } from "./helpers.ts";
+import { isolatedEnv, ok } from "./helpers.ts";
+import { Rng } from "../chaos/rng.ts";
 import { renderBlock } from "../../install/toml-block.ts";
 import { planConfigInstall } from "../../install/toml-block.ts";
 import { hookEntries } from "../../install/spec.ts";
 
 const HERE = new URL(".", import.meta.url).pathname;
 const canKill = Deno.build.os !== "windows";
-
-/** A small deterministic PRNG (mulberry32). */
-function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -48,12 +37,11 @@ Deno.test({
     await using dir = await tempDir();
     const seed = Number(Deno.env.get("KILL_TEST_SEED") ?? Date.now() % 1_000_000);
     console.log(`seed ${seed} (KILL_TEST_SEED=${seed} reproduces)`);
-    const random = prng(seed);
+    const rng = new Rng(seed);
+    const random = () => rng.next();
     // Two valid configs of different sizes (~1.5 MB and ~1.5 MB + our block), so a kill lands mid-write.
     const user = Array.from({ length: 40_000 }, (_, i) => `k${i} = "value ${i} ✓"`).join("\n") + "\n";
-    const plan = planConfigInstall(user, hookEntries("/opt/bin/openviking-kimi"));
-    assertTrue(plan.ok);
-    const installed = plan.ok ? plan.after! : "";
+    const installed = ok(planConfigInstall(user, hookEntries("/opt/bin/openviking-kimi"))).after!;
     const target = `${dir.path}/config.toml`;
     await Deno.writeTextFile(`${dir.path}/a`, user);
     await Deno.writeTextFile(`${dir.path}/b`, installed);
@@ -87,7 +75,8 @@ Deno.test({
     await using dir = await tempDir();
     const seed = Number(Deno.env.get("KILL_TEST_SEED") ?? Date.now() % 1_000_000);
     console.log(`seed ${seed} (KILL_TEST_SEED=${seed} reproduces)`);
-    const random = prng(seed + 1);
+    const rng = new Rng(seed + 1);
+    const random = () => rng.next();
     const home = `${dir.path}/home`;
     const kimi = `${home}/.kimi-code`;
     await Deno.mkdir(kimi, { recursive: true });

@@ -8,7 +8,7 @@
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { installSandbox, opts, read } from "./helpers.ts";
+import { installSandbox, read } from "./helpers.ts";
 import { runInstall, runUninstall } from "../../install/install.ts";
 import { COMMANDS, OWNED_MARK, skillText, SYSTEM_PROMPT_TITLE } from "../../memory/instructions.ts";
 
@@ -22,7 +22,7 @@ const mode = async (path: string) => (await Deno.stat(path)).mode! & 0o777;
 Deno.test("plugin mode: the manifest points at the system prompt, the skill and the commands, all placed", async () => {
   await using dir = await tempDir();
   const t = await installSandbox(dir.path, NO_SERVER);
-  assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0, t.all());
+  await t.run(runInstall, { mode: "plugin" });
   const manifest = JSON.parse((await read(`${t.plugin}/kimi.plugin.json`))!);
   assertEquals(
     [manifest.systemPromptPath, manifest.skills, manifest.commands],
@@ -58,7 +58,7 @@ Deno.test("plugin mode: with OpenViking answering, install fills the system prom
     "# Profile\nName: Test User\nToken: sk-live-0123456789abcdef0123456789abcdef\n<private>diary</private>",
   );
   const t = await installSandbox(dir.path, { OPENVIKING_URL: fake.url, OPENVIKING_TIMEOUT_MS: "1000" });
-  assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0, t.all());
+  await t.run(runInstall, { mode: "plugin" });
   const prompt = (await read(`${t.plugin}/system-prompt.md`))!;
   assertStringIncludes(prompt, "## The user's profile\n\nFrom OpenViking, 2026-11-30 12:00 UTC:");
   assertStringIncludes(prompt, "Name: Test User");
@@ -72,12 +72,12 @@ Deno.test("plugin mode: uninstall removes the system prompt (the profile), keeps
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
   const t = await installSandbox(dir.path, { OPENVIKING_URL: fake.url, OPENVIKING_TIMEOUT_MS: "1000" });
-  assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0);
-  assertEquals(await runUninstall(t.ctx(), opts()), 0, t.all());
+  await t.run(runInstall, { mode: "plugin" });
+  await t.run(runUninstall);
   assertEquals(await read(`${t.plugin}/system-prompt.md`), undefined);
   assertTrue(await read(`${t.plugin}/skills/openviking-memory/SKILL.md`) !== undefined);
-  assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0);
-  assertEquals(await runUninstall(t.ctx(), opts({ purge: true })), 0, t.all());
+  await t.run(runInstall, { mode: "plugin" });
+  await t.run(runUninstall, { purge: true });
   assertEquals(await read(`${t.plugin}/kimi.plugin.json`), undefined);
 });
 
@@ -85,16 +85,16 @@ Deno.test("config mode: the skill goes to Kimi's user skills directory, ours; un
   await using dir = await tempDir();
   const t = await installSandbox(dir.path, NO_SERVER);
   const skill = `${t.kimi}/skills/openviking-memory/SKILL.md`;
-  assertEquals(await runInstall(t.ctx(), opts()), 0, t.all());
+  await t.run(runInstall);
   const text = (await read(skill))!;
   assertEquals(text, skillText("config"));
   assertStringIncludes(text, OWNED_MARK);
   assertStringIncludes(text, "`mcp__openviking__search`");
   assertTrue(!text.includes("mcp__plugin-"), "config mode's tool names");
   assertMatch(text, /^---\nname: openviking-memory\ndescription: .+\nwhen-to-use: .+\n---\n/);
-  assertEquals(await runInstall(t.ctx(), opts()), 0);
+  await t.run(runInstall);
   assertEquals(await read(skill), text, "re-install changes nothing");
-  assertEquals(await runUninstall(t.ctx(), opts()), 0, t.all());
+  await t.run(runUninstall);
   assertEquals(await Deno.stat(`${t.kimi}/skills`).then(() => "there", () => "gone"), "gone");
 });
 
@@ -106,10 +106,10 @@ Deno.test("config mode: a skill of the user's keeps its place and its bytes; the
   const theirs = "---\nname: openviking-memory\ndescription: my own\n---\nmine\n";
   await Deno.writeTextFile(`${t.kimi}/skills/openviking-memory/SKILL.md`, theirs);
   await Deno.writeTextFile(`${t.kimi}/skills/mine/SKILL.md`, "---\nname: mine\n---\n");
-  assertEquals(await runInstall(t.ctx(), opts()), 0, t.all());
+  await t.run(runInstall);
   assertMatch(t.all(), /is a skill of your own; left as it is/);
   assertEquals(await read(`${t.kimi}/skills/openviking-memory/SKILL.md`), theirs);
-  assertEquals(await runUninstall(t.ctx(), opts()), 0);
+  await t.run(runUninstall);
   assertEquals(await read(`${t.kimi}/skills/openviking-memory/SKILL.md`), theirs);
   assertEquals(await read(`${t.kimi}/skills/mine/SKILL.md`), "---\nname: mine\n---\n");
 });
@@ -118,12 +118,12 @@ Deno.test("switching modes moves the skill: config mode's out when the plugin br
   await using dir = await tempDir();
   const t = await installSandbox(dir.path, NO_SERVER);
   const skill = `${t.kimi}/skills/openviking-memory/SKILL.md`;
-  assertEquals(await runInstall(t.ctx(), opts({ mode: "config" })), 0);
+  await t.run(runInstall, { mode: "config" });
   assertTrue(await read(skill) !== undefined);
-  assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0, t.all());
+  await t.run(runInstall, { mode: "plugin" });
   assertEquals(await read(skill), undefined, "one skill, with the plugin's tool names");
   assertTrue(await read(`${t.plugin}/skills/openviking-memory/SKILL.md`) !== undefined);
-  assertEquals(await runInstall(t.ctx(), opts({ mode: "config" })), 0);
+  await t.run(runInstall, { mode: "config" });
   assertEquals(await read(skill), skillText("config"));
   assertEquals(
     await read(`${t.plugin}/system-prompt.md`),
@@ -145,14 +145,14 @@ Deno.test({
       }
       return out;
     };
-    assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0, t.all());
+    await t.run(runInstall, { mode: "plugin" });
     const placed = await modes();
     assertTrue("kimi.plugin.json" in placed && "skills/openviking-memory/SKILL.md" in placed, t.all());
     for (const [path, m] of Object.entries(placed)) {
       assertEquals(m, path.startsWith("bin/") ? 0o700 : 0o600, `${path} is ${m.toString(8)}`);
     }
     await Deno.chmod(`${t.plugin}/kimi.plugin.json`, 0o644);
-    assertEquals(await runInstall(t.ctx(), opts({ mode: "plugin" })), 0, t.all());
+    await t.run(runInstall, { mode: "plugin" });
     assertEquals((await modes())["kimi.plugin.json"], 0o600);
   },
 });

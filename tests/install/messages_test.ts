@@ -13,11 +13,9 @@ import {
   assertTrue,
 } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
-import { fakeCompiled, installSandbox, opts } from "./helpers.ts";
+import { exists, fakeCompiled, installSandbox } from "./helpers.ts";
 import { runInstall, runUninstall } from "../../install/install.ts";
 import { currentSelf } from "../../install/placement.ts";
-
-const exists = (path: string) => Deno.lstat(path).then(() => true, () => false);
 
 /** The `.bak` files of a Kimi home and of its `plugins/`. */
 async function backups(kimi: string): Promise<string[]> {
@@ -31,14 +29,11 @@ Deno.test("an install with nothing to change says so, in a dry run too", async (
   const t = await installSandbox(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
   const self = await fakeCompiled(dir.path);
   for (const mode of ["config", "plugin"] as const) {
-    assertEquals(await runInstall(t.ctx(self), opts({ mode })), 0, t.all());
-    t.said();
-    assertEquals(await runInstall(t.ctx(self), opts({ mode })), 0);
-    const again = t.said();
+    await t.run(runInstall, { mode }, { self });
+    const again = await t.run(runInstall, { mode }, { self });
     assertMatch(again, /^Nothing to change: openviking-kimi is installed in .* \((config|plugin) mode\)/m);
     assertNotMatch(again, /^Installing|✓/m);
-    assertEquals(await runInstall(t.ctx(self), opts({ mode, dryRun: true })), 0);
-    const dry = t.said();
+    const dry = await t.run(runInstall, { mode, dryRun: true }, { self });
     assertMatch(dry, /^Dry run: nothing to change/m);
     assertNotMatch(dry, /would be made/);
   }
@@ -51,12 +46,9 @@ Deno.test("a dry run on an empty home says what it would create and what would r
   const url = "http://127.0.0.1:9";
   const versions = `${t.home}/.openviking/agent-integrations/kimicode/versions`;
   for (const mode of ["config", "plugin"] as const) {
-    assertEquals(
-      await runInstall(t.ctx(self), opts({ mode, dryRun: true, credentials: { url } })),
-      0,
-      t.all(),
+    const lines = (await t.run(runInstall, { mode, dryRun: true, credentials: { url } }, { self })).split(
+      "\n",
     );
-    const lines = t.said().split("\n");
     assertTrue(
       lines.includes(`  - create ${t.home}/.openviking/ovcli.conf: set url to ${url}`),
       lines.join("\n"),
@@ -73,13 +65,13 @@ Deno.test("a dry run on an empty home says what it would create and what would r
     assertEquals(lines.filter((l) => /^(Hooks run|The hooks run)\b|\bupdate .*ovcli\.conf/.test(l)), []);
   }
   // Once installed, a real run says what runs; with the file there, a dry run says "update".
-  assertEquals(await runInstall(t.ctx(self), opts({ credentials: { url } })), 0, t.all());
-  assertMatch(t.said(), /^Hooks run: .*\/bin\/openviking-kimi hook <event>$/m);
-  assertEquals(
-    await runInstall(t.ctx(self), opts({ dryRun: true, credentials: { url: "http://127.0.0.1:8" } })),
-    0,
+  assertMatch(
+    await t.run(runInstall, { credentials: { url } }, { self }),
+    /^Hooks run: .*\/bin\/openviking-kimi hook <event>$/m,
   );
-  const again = t.said();
+  const again = await t.run(runInstall, { dryRun: true, credentials: { url: "http://127.0.0.1:8" } }, {
+    self,
+  });
   assertStringIncludes(again, `  - update ${t.home}/.openviking/ovcli.conf: set url to http://127.0.0.1:8`);
   assertMatch(again, /^Hooks would run: /m);
 });
@@ -88,31 +80,24 @@ Deno.test("uninstall names only what that mode left on disk", async () => {
   await using dir = await tempDir();
   const t = await installSandbox(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
   const self = await fakeCompiled(dir.path);
-  assertEquals(await runInstall(t.ctx(self), opts({ mode: "config" })), 0, t.all());
-  t.said();
-  assertEquals(await runUninstall(t.ctx(self), opts()), 0);
-  const config = t.said();
+  await t.run(runInstall, { mode: "config" }, { self });
+  const config = await t.run(runUninstall, {}, { self });
   assertMatch(
     config,
     /Files kept \(remove them with --purge\): the executable .*\/bin\/openviking-kimi, the command .*\/\.local\/bin\/openviking-kimi\.$/m,
   );
   assertNotMatch(config, /plugin directory/);
-  assertEquals(await runUninstall(t.ctx(self), opts({ purge: true })), 0, t.all());
-  t.said();
+  await t.run(runUninstall, { purge: true }, { self });
 
-  assertEquals(await runInstall(t.ctx(self), opts({ mode: "plugin" })), 0, t.all());
-  t.said();
-  assertEquals(await runUninstall(t.ctx(self), opts({ mode: "plugin" })), 0);
-  const plugin = t.said();
+  await t.run(runInstall, { mode: "plugin" }, { self });
+  const plugin = await t.run(runUninstall, { mode: "plugin" }, { self });
   assertMatch(
     plugin,
     /Files kept \(remove them with --purge\): the executable \S+, the command \S+, the plugin directory .*openviking-memory\.$/m,
     "the command runs the executable's copy, not a plugin directory another purge may delete",
   );
-  assertEquals(await runUninstall(t.ctx(self), opts({ purge: true })), 0);
-  t.said();
-  assertEquals(await runUninstall(t.ctx(self), opts()), 0);
-  assertNotMatch(t.said(), /Files kept/, "nothing left, nothing named");
+  await t.run(runUninstall, { purge: true }, { self });
+  assertNotMatch(await t.run(runUninstall, {}, { self }), /Files kept/, "nothing left, nothing named");
 });
 
 Deno.test("no .bak of a file install created is left behind; the user's own file keeps its .bak", async () => {
@@ -120,26 +105,26 @@ Deno.test("no .bak of a file install created is left behind; the user's own file
   const t = await installSandbox(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
   const self = await fakeCompiled(dir.path);
   for (const mode of ["config", "plugin"] as const) {
-    assertEquals(await runInstall(t.ctx(self), opts({ mode })), 0, t.all());
-    assertEquals(await runUninstall(t.ctx(self), opts({ mode })), 0, t.all());
+    await t.run(runInstall, { mode }, { self });
+    await t.run(runUninstall, { mode }, { self });
   }
   assertEquals(await backups(t.kimi), [], "install created them all");
 
   const other = { id: "other", root: "/elsewhere", source: "github", enabled: true };
   const theirs = JSON.stringify({ version: 1, plugins: [other] });
   await Deno.writeTextFile(`${t.kimi}/plugins/installed.json`, theirs);
-  assertEquals(await runInstall(t.ctx(self), opts({ mode: "plugin" })), 0, t.all());
+  await t.run(runInstall, { mode: "plugin" }, { self });
   assertEquals(await Deno.readTextFile(`${t.kimi}/plugins/installed.json.bak`), theirs);
-  assertEquals(await runUninstall(t.ctx(self), opts({ mode: "plugin" })), 0, t.all());
+  await t.run(runUninstall, { mode: "plugin" }, { self });
   assertTrue(await exists(`${t.kimi}/plugins/installed.json.bak`), "the .bak of the user's registry stays");
 
   // A record with our id that install did not write (by hand, root "."): the file and its .bak stay.
   const hand = JSON.stringify({ version: 1, plugins: [{ id: "openviking-memory", root: "." }] });
   await Deno.writeTextFile(`${t.kimi}/plugins/installed.json`, hand);
-  assertEquals(await runInstall(t.ctx(self), opts({ mode: "config" })), 0, t.all());
+  await t.run(runInstall, { mode: "config" }, { self });
   assertEquals(await Deno.readTextFile(`${t.kimi}/plugins/installed.json.bak`), hand);
   assertTrue(await exists(`${t.kimi}/plugins/installed.json`), "not deleted for being left empty");
-  assertEquals(await runUninstall(t.ctx(self), opts({ purge: true })), 0, t.all());
+  await t.run(runUninstall, { purge: true }, { self });
   assertEquals(await Deno.readTextFile(`${t.kimi}/plugins/installed.json.bak`), hand, "purge keeps it");
 });
 
@@ -148,22 +133,21 @@ Deno.test("an install that updates files only it wrote keeps no .bak of them (an
   const t = await installSandbox(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
   const self = await fakeCompiled(dir.path);
   // Config mode: an older version's block and entry (another timeout, another path), all of it ours.
-  assertEquals(await runInstall(t.ctx(self), opts({ mode: "config" })), 0, t.all());
+  await t.run(runInstall, { mode: "config" }, { self });
   const config = `${t.kimi}/config.toml`;
   const mcp = `${t.kimi}/mcp.json`;
   await Deno.writeTextFile(config, (await Deno.readTextFile(config)).replace("timeout = 20", "timeout = 30"));
   const old = { command: "/old/place/openviking-kimi", args: ["mcp"] }; // an older copy elsewhere
   await Deno.writeTextFile(mcp, JSON.stringify({ mcpServers: { openviking: old } }, null, 2) + "\n");
   t.said();
-  assertEquals(await runInstall(t.ctx(self), opts({ mode: "config" })), 0, t.all());
-  const updated = t.said();
+  const updated = await t.run(runInstall, { mode: "config" }, { self });
   assertMatch(updated, /hooks registered/);
   assertMatch(updated, /MCP server "openviking" registered/);
   assertNotMatch(updated, /previous copy/, "nothing of the user's was in them");
   // Plugin mode: the same binary installed again from another place rewrites only our registry record.
-  assertEquals(await runInstall(t.ctx(self), opts({ mode: "plugin" })), 0, t.all());
+  await t.run(runInstall, { mode: "plugin" }, { self });
   const moved = await fakeCompiled(`${dir.path}/newer`);
-  assertEquals(await runInstall(t.ctx(moved), opts({ mode: "plugin" })), 0, t.all());
-  assertEquals(await runUninstall(t.ctx(moved), opts({ mode: "plugin" })), 0, t.all());
+  await t.run(runInstall, { mode: "plugin" }, { self: moved });
+  await t.run(runUninstall, { mode: "plugin" }, { self: moved });
   assertEquals(await backups(t.kimi), [], t.all());
 });

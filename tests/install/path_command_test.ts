@@ -1,9 +1,9 @@
 /**
- * Issue #19 point 5, through the real entry point: install puts a runnable `openviking-kimi` where the user's
- * shell finds it (`~/.local/bin`, or `$OPENVIKING_KIMI_BIN_DIR`), says where and what to add to PATH when
- * that place is not on it, never overwrites a file there that is not ours, and `uninstall --purge` removes
- * it; every message names a command that works on this machine — `openviking-kimi` when that is ours on
- * PATH, else ours by its absolute path.
+ * Issue #19 point 5, install and uninstall in-process and what they place run by a shell: install puts a
+ * runnable `openviking-kimi` where the user's shell finds it (`~/.local/bin`, or `$OPENVIKING_KIMI_BIN_DIR`),
+ * says where and what to add to PATH when that place is not on it, never overwrites a file there that is not
+ * ours, and `uninstall --purge` removes it; every message names a command that works on this machine —
+ * `openviking-kimi` when that is ours on PATH, else ours by its absolute path.
  */
 
 import {
@@ -15,7 +15,16 @@ import {
 } from "../support/assert.ts";
 import { ROOT, runProcess } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { cli, closedAddress, isolatedEnv, NO_SERVER_HEADING, noServerFix, tree } from "./helpers.ts";
+import {
+  closedAddress,
+  exists,
+  installSandbox,
+  isolatedEnv,
+  NO_SERVER_HEADING,
+  noServerFix,
+  tree,
+} from "./helpers.ts";
+import { runInstall, runUninstall } from "../../install/install.ts";
 import { VERSION } from "../../lib/version.ts";
 
 const posix = Deno.build.os !== "windows";
@@ -33,16 +42,13 @@ async function shell(env: Record<string, string>, line: string, code = 0): Promi
   return `${r.stdout}${r.stderr}`;
 }
 
-/** Whether something (a link too, dangling or not) is at `path`. */
-const there = (path: string) => Deno.lstat(path).then(() => true, () => false);
-
 Deno.test({
   name: "install puts openviking-kimi in ~/.local/bin, says what to add to PATH, and messages name it",
   ignore: !posix,
   async fn() {
     await using dir = await tempDir();
-    const home = `${dir.path}/home`;
-    await Deno.mkdir(`${home}/.kimi-code`, { recursive: true });
+    const t = await installSandbox(dir.path);
+    const home = t.home;
     const bin = `${home}/.local/bin`;
     const command = `${bin}/openviking-kimi`;
     const url = closedAddress();
@@ -50,7 +56,7 @@ Deno.test({
     const onPath = { ...bare, PATH: `${bin}:${BARE_PATH}` };
 
     // Not on PATH: where it is, what to add, and the absolute path in every message.
-    const out = await cli(bare, ["install"]);
+    const out = await t.run(runInstall, {}, { env: bare });
     assertStringIncludes(out, `Command: openviking-kimi is ${command} — ${bin} is not on PATH: add it`);
     assertStringIncludes(out, `\`export PATH="${bin}:$PATH"\``);
     assertStringIncludes(out, `\`${command} doctor\` checks the setup`);
@@ -70,7 +76,7 @@ Deno.test({
 
     // On PATH: its name.
     assertStringIncludes(
-      await cli(onPath, ["install"]),
+      await t.run(runInstall, {}, { env: onPath }),
       `Command: openviking-kimi is ${command} (${bin} is on PATH).`,
     );
     assertEquals((await shell(onPath, "openviking-kimi version")).trim(), VERSION);
@@ -86,10 +92,13 @@ Deno.test({
     assertStringIncludes(await shell(shadowed, `${command} doctor`, 1), `    fix: ${noServerFix(command)}`);
 
     // uninstall keeps it with the program (and says so); --purge removes it.
-    assertMatch(await cli(bare, ["uninstall"]), new RegExp(`Files kept .*the command ${command}\\.$`, "m"));
+    assertMatch(
+      await t.run(runUninstall, {}, { env: bare }),
+      new RegExp(`Files kept .*the command ${command}\\.$`, "m"),
+    );
     assertEquals((await shell(bare, `${command} version`)).trim(), VERSION);
-    await cli(bare, ["uninstall", "--purge"]);
-    assertEquals(await there(command), false);
+    await t.run(runUninstall, { purge: true }, { env: bare });
+    assertEquals(await exists(command), false);
   },
 });
 
@@ -98,15 +107,14 @@ Deno.test({
   ignore: !posix,
   async fn() {
     await using dir = await tempDir();
-    const home = `${dir.path}/home`;
-    await Deno.mkdir(`${home}/.kimi-code`, { recursive: true });
-    const bin = `${home}/.local/bin`;
+    const t = await installSandbox(dir.path);
+    const bin = `${t.home}/.local/bin`;
     await Deno.mkdir(bin, { recursive: true });
     const mine = "#!/bin/sh\necho my own openviking-kimi\n";
     await Deno.writeTextFile(`${bin}/openviking-kimi`, mine, { mode: 0o755 });
-    const env = isolatedEnv(home, { OPENVIKING_URL: closedAddress(), PATH: `${bin}:${BARE_PATH}` });
+    const env = isolatedEnv(t.home, { OPENVIKING_URL: closedAddress(), PATH: `${bin}:${BARE_PATH}` });
 
-    const out = await cli(env, ["install"]);
+    const out = await t.run(runInstall, {}, { env });
     assertMatch(
       out,
       new RegExp(`no openviking-kimi command placed at ${bin}/openviking-kimi \\(a file that is not ours`),
@@ -116,18 +124,18 @@ Deno.test({
     const launcher = out.match(/^Hooks run: (\S+) hook <event>$/m)![1];
     assertMatch(out, new RegExp(`not ours.*; run ${launcher}\\.$`, "m"));
     assertStringIncludes(out, `\`deno task -q --config ${ROOT}/deno.json cli doctor\` checks the setup`);
-    await cli(env, ["uninstall", "--purge"]);
+    await t.run(runUninstall, { purge: true }, { env });
     assertEquals(await Deno.readTextFile(`${bin}/openviking-kimi`), mine, "a purge leaves it too");
 
     const elsewhere = `${dir.path}/tools`;
     const moved = { ...env, OPENVIKING_KIMI_BIN_DIR: elsewhere, PATH: `${elsewhere}:${BARE_PATH}` };
     assertStringIncludes(
-      await cli(moved, ["install"]),
+      await t.run(runInstall, {}, { env: moved }),
       `Command: openviking-kimi is ${elsewhere}/openviking-kimi (`,
     );
     assertEquals((await shell(moved, "openviking-kimi version")).trim(), VERSION);
-    await cli(moved, ["uninstall", "--purge"]);
-    assertEquals(await there(`${elsewhere}/openviking-kimi`), false);
+    await t.run(runUninstall, { purge: true }, { env: moved });
+    assertEquals(await exists(`${elsewhere}/openviking-kimi`), false);
   },
 });
 
@@ -137,11 +145,12 @@ Deno.test({
   ignore: !posix,
   async fn() {
     await using dir = await tempDir();
-    const home = `${dir.path}/home`;
-    await Deno.mkdir(home);
+    const t = await installSandbox(dir.path);
+    const home = t.home;
+    await Deno.remove(t.kimi); // no Kimi home yet: install makes it, the purge takes it out
     const command = `${home}/.local/bin/openviking-kimi`;
     const env = isolatedEnv(home, { OPENVIKING_URL: closedAddress(), PATH: BARE_PATH });
-    await cli(env, ["install"]);
+    await t.run(runInstall, {}, { env });
     // What a session start leaves in the shared state directory (its housekeeping stamp).
     const payload = JSON.stringify({
       hook_event_name: "SessionStart",
@@ -152,8 +161,8 @@ Deno.test({
     await shell(env, `printf '%s' '${payload}' | ${command} hook session-start`);
     // Its detached worker writes it: wait until it is there (the test fails if it never comes).
     const stamp = `${home}/.openviking/state/kimicode-housekeeping.json`;
-    for (let i = 0; i < 600 && !(await there(stamp)); i++) await new Promise((r) => setTimeout(r, 100));
-    assertTrue(await there(stamp), "session start's worker left its stamp");
+    for (let i = 0; i < 600 && !(await exists(stamp)); i++) await new Promise((r) => setTimeout(r, 100));
+    assertTrue(await exists(stamp), "session start's worker left its stamp");
     // And until the worker has ended (its hold on the copy's lock gone), so only the uninstall holds it.
     const versions = `${home}/.openviking/agent-integrations/kimicode/versions`;
     const [version] = await Array.fromAsync(Deno.readDir(versions), (e) => e.name);

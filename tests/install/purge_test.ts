@@ -12,13 +12,11 @@ import {
   assertTrue,
 } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
-import { closedAddress, fakeCompiled, installSandbox, opts } from "./helpers.ts";
+import { closedAddress, exists, fakeCompiled, installSandbox } from "./helpers.ts";
 import { runInstall, runUninstall } from "../../install/install.ts";
 import { SessionQueue } from "../../openviking/queue.ts";
 import { sessionDestination } from "../../memory/context.ts";
 import { appendLedger } from "../../memory/ledger.ts";
-
-const exists = (p: string) => Deno.lstat(p).then(() => true, () => false);
 
 Deno.test("uninstall --purge deletes the config.toml.bak install made, byte-identical to config.toml, in each home", async () => {
   await using dir = await tempDir();
@@ -29,14 +27,12 @@ Deno.test("uninstall --purge deletes the config.toml.bak install made, byte-iden
   const config = '# mine\ndefault_model = "k3"\n';
   for (const home of [t.kimi, second]) await Deno.writeTextFile(`${home}/config.toml`, config);
   for (const kimiHome of [undefined, second]) {
-    assertEquals(await runInstall(ctx, opts({ kimiHome })), 0, t.all());
+    await t.run(runInstall, { kimiHome }, ctx);
   }
   for (const kimiHome of [second, undefined]) {
     const home = kimiHome ?? t.kimi;
     assertEquals(await Deno.readTextFile(`${home}/config.toml.bak`), config);
-    t.said();
-    assertEquals(await runUninstall(ctx, opts({ kimiHome, purge: true })), 0, t.all());
-    const said = t.said();
+    const said = await t.run(runUninstall, { kimiHome, purge: true }, ctx);
     assertEquals(await Deno.readTextFile(`${home}/config.toml`), config);
     assertEquals(await exists(`${home}/config.toml.bak`), false, said);
     assertStringIncludes(said, `${home}/config.toml.bak`);
@@ -48,15 +44,13 @@ Deno.test("uninstall says where writes queued for another server go and the comm
   const here = closedAddress();
   const t = await installSandbox(dir.path, { OPENVIKING_URL: here });
   const ctx = t.ctx(await fakeCompiled(dir.path));
-  assertEquals(await runInstall(ctx, opts()), 0, t.all());
+  await t.run(runInstall, {}, ctx);
   const pending = `${t.ov}/pending`;
   const other = { url: "http://10.0.0.9:1933", account: "acme", user: "bob" };
   const msg = { role: "user" as const, content: "hello" };
   await (await SessionQueue.open(pending, "kc-elsewhere", other)).messages([msg]);
   await (await SessionQueue.open(pending, "kc-here", { url: here, account: "", user: "" })).messages([msg]);
-  t.said();
-  assertEquals(await runUninstall(ctx, opts({ purge: true })), 0, t.all());
-  const said = t.said();
+  const said = await t.run(runUninstall, { purge: true }, ctx);
   assertStringIncludes(said, "1 queued write(s) are for another server or identity");
   assertStringIncludes(
     said,
@@ -76,18 +70,34 @@ Deno.test("install --url into one Kimi home names the other homes that now use t
   const ctx = t.ctx(await fakeCompiled(dir.path));
   const second = `${t.home}/kimi2`;
   const [a, b] = ["http://127.0.0.1:9", "http://127.0.0.1:8"];
-  assertEquals(await runInstall(ctx, opts({ credentials: { url: a } })), 0, t.all());
-  assertEquals(await runInstall(ctx, opts({ kimiHome: second })), 0, t.all());
-  assertNotMatch(t.said(), /now use|would use/);
+  await t.run(runInstall, { credentials: { url: a } }, ctx);
+  assertNotMatch(await t.run(runInstall, { kimiHome: second }, ctx), /now use|would use/);
   for (const dryRun of [true, false]) {
-    assertEquals(await runInstall(ctx, opts({ dryRun, credentials: { url: b } })), 0, t.all());
-    const said = t.said();
+    const said = await t.run(runInstall, { dryRun, credentials: { url: b } }, ctx);
     const verb = dryRun ? "would then use" : "now uses";
     assertStringIncludes(said, `the Kimi home ${second} shares ${t.ov}/ovcli.conf: it ${verb} ${b} too`);
   }
   // The same address again moves nothing.
-  assertEquals(await runInstall(ctx, opts({ credentials: { url: b } })), 0, t.all());
-  assertNotMatch(t.said(), /shares/);
+  assertNotMatch(await t.run(runInstall, { credentials: { url: b } }, ctx), /shares/);
+});
+
+Deno.test("install --url of another server names the writes queued for the first, and the replay that sends them there", async () => {
+  await using dir = await tempDir();
+  const t = await installSandbox(dir.path);
+  const ctx = t.ctx(await fakeCompiled(dir.path));
+  const [a, b] = ["http://127.0.0.1:9", "http://127.0.0.1:8"];
+  await t.run(runInstall, { credentials: { url: a } }, ctx);
+  const msg = { role: "user" as const, content: "hello" };
+  await (await SessionQueue.open(`${t.ov}/pending`, "kc-s1", { url: a, account: "", user: "" })).messages([
+    msg,
+  ]);
+  for (const dryRun of [true, false]) {
+    const said = await t.run(runInstall, { dryRun, credentials: { url: b } }, ctx);
+    assertStringIncludes(said, `1 queued write(s) are for another server or identity (OPENVIKING_URL=${a})`);
+    assertMatch(said, new RegExp(`\`OPENVIKING_URL=${a} .+ replay\``));
+  }
+  // Back to the first: they go there again, nothing to say.
+  assertNotMatch(await t.run(runInstall, { credentials: { url: a } }, ctx), /for another server/);
 });
 
 /**
@@ -123,7 +133,7 @@ async function purgeSandbox(path: string, messages: number, fetcher: typeof fetc
   const url = "http://127.0.0.1:9";
   const t = await installSandbox(path, { OPENVIKING_URL: url });
   const ctx = t.ctx(await fakeCompiled(path), { fetch: fetcher });
-  assertEquals(await runInstall(ctx, opts()), 0, t.all());
+  await t.run(runInstall, {}, ctx);
   const copy = `${t.ov}/agent-integrations/kimicode/versions/0.0.1-0123456789ab`;
   await Deno.mkdir(`${copy}/bin`, { recursive: true });
   await Deno.writeTextFile(`${copy}/in-use.lock`, "");
@@ -155,13 +165,10 @@ Deno.test({
     const { t, ctx, copy, watchDir } = await purgeSandbox(dir.path, 2, fetcher);
     const worker = await holder(copy, watchDir);
     posts.length = 0; // install's look at the server
-    t.said();
-    assertEquals(await runUninstall(ctx, opts({ purge: true, dryRun: true })), 0, t.all());
-    const dry = t.said();
+    const dry = await t.run(runUninstall, { purge: true, dryRun: true }, ctx);
     assertStringIncludes(dry, "commit the 2 captured message(s) of 1 session(s) waiting for a commit now");
     assertEquals(posts, []);
-    assertEquals(await runUninstall(ctx, opts({ purge: true })), 0, t.all());
-    const said = t.said();
+    const said = await t.run(runUninstall, { purge: true }, ctx);
     assertEquals(posts, ["POST /api/v1/sessions/kc-s1/commit"]);
     assertStringIncludes(said, "committed what waited for a commit: kc-s1 (2 message(s))");
     assertEquals((await worker.status).code, 0, "the watch ended by itself once the hook state went");
@@ -180,9 +187,7 @@ Deno.test({
     const { t, ctx, copy } = await purgeSandbox(dir.path, 2, down);
     const other = await holder(copy); // a Kimi session's MCP server, say: not ours to stop
     try {
-      t.said();
-      assertEquals(await runUninstall(ctx, opts({ purge: true })), 0, t.all());
-      const said = t.said();
+      const said = await t.run(runUninstall, { purge: true }, ctx);
       assertStringIncludes(said, `Queued: the commit of kc-s1 (2 message(s)), in ${t.ov}/pending/kimicode`);
       assertStringIncludes(said, "the next session start replays it");
       assertStringIncludes(said, `once it has ended, run ${copy}/bin/openviking-kimi uninstall --purge`);
@@ -208,9 +213,7 @@ Deno.test("uninstall --purge keeps a commit OpenViking refused, and says where",
     );
   const { t, ctx } = await purgeSandbox(dir.path, 2, refuses);
   await Deno.mkdir(`${t.ov}/pending/kimicode-rejected`, { recursive: true }); // empty when the purge is planned
-  t.said();
-  assertEquals(await runUninstall(ctx, opts({ purge: true })), 0, t.all());
-  const said = t.said();
+  const said = await t.run(runUninstall, { purge: true }, ctx);
   assertStringIncludes(
     said,
     `Not committed: kc-s1 (2 message(s)): OpenViking refused the commit (kept in ${t.ov}/pending/kimicode-rejected`,
@@ -234,8 +237,7 @@ Deno.test("uninstall --purge against a server that never answers queues every wa
   await Deno.writeTextFile(`${state}/kc-s2.json`, JSON.stringify({ ...first, ovSession: "kc-s2" }));
   t.said();
   const start = Date.now();
-  assertEquals(await runUninstall(ctx, opts({ purge: true })), 0, t.all());
-  const said = t.said();
+  const said = await t.run(runUninstall, { purge: true }, ctx);
   assertTrue(Date.now() - start < 20_000, `the purge took ${Date.now() - start} ms`);
   assertStringIncludes(said, "Queued: the commit of kc-s1 (2 message(s)), kc-s2 (2 message(s))");
   assertNotMatch(said, /no time left/);
@@ -270,12 +272,12 @@ Deno.test("uninstall --purge keeps the state of captures it cannot commit (anoth
     const turn = { at: 1, ms: 0, event: "stop", turns: 1, sent: 1, queued: 0, rejected: 0 } as const;
     await appendLedger(`${t.ov}/ledger/kimicode`, "kc-s1", { kind: "capture", ...turn, commit: "", origin });
     posts.length = 0;
-    assertEquals(await runUninstall(ctx, opts({ purge: true })), 1, t.all());
+    await t.run(runUninstall, { purge: true }, ctx, 1);
     assertMatch(t.all(), why);
     assertStringIncludes(t.all(), "kc-s1 holds 2 captured message(s) OpenViking has not committed");
     assertStringIncludes(t.all(), "uninstall --purge --yes");
     assertTrue(await exists(file), "its state stays");
-    assertEquals(await runUninstall(ctx, opts({ purge: true, yes: true })), 0, t.all());
+    await t.run(runUninstall, { purge: true, yes: true }, ctx);
     assertEquals([posts.filter((p) => p.endsWith("/commit")), await exists(file)], [[], false]);
   }
 });

@@ -11,8 +11,9 @@ import { parse as parseToml } from "smol-toml";
 import { assertEquals, assertMatch, assertNotMatch, assertStringIncludes } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { echoContext, FakeOpenViking } from "../support/fake-openviking.ts";
-import { ROOT, runCli, runProcess, type RunResult } from "../support/run.ts";
-import { cloneCheckout, isolatedEnv } from "./helpers.ts";
+import { ROOT, runProcess, type RunResult } from "../support/run.ts";
+import { cloneCheckout, installSandbox, isolatedEnv } from "./helpers.ts";
+import { runInstall } from "../../install/install.ts";
 import { productionFlags } from "../../lib/self.ts";
 
 const posix = Deno.build.os !== "windows";
@@ -132,14 +133,11 @@ for (const mode of ["config", "plugin"] as const) {
   });
 }
 
-/** A plugin-mode install into `<dir>/home` (nothing answering at the URL): its HOME, Kimi home, plugin root. */
+/** A plugin-mode install in-process into `<dir>/home` (nothing answers at the URL). */
 async function installedPlugin(dir: string): Promise<{ home: string; kimi: string; root: string }> {
-  const home = `${dir}/home`;
-  const kimi = `${home}/.kimi-code`;
-  await Deno.mkdir(kimi, { recursive: true });
-  const env = isolatedEnv(home, { OPENVIKING_URL: "http://127.0.0.1:9" });
-  assertEquals((await runCli(["install", "--mode", "plugin"], { env, clearEnv: true })).code, 0);
-  return { home, kimi, root: `${kimi}/plugins/managed/openviking-memory` };
+  const t = await installSandbox(dir, { OPENVIKING_URL: "http://127.0.0.1:9" });
+  await t.run(runInstall, { mode: "plugin" });
+  return { home: t.home, kimi: t.kimi, root: t.plugin };
 }
 
 /** Doctor's JSON report, checked to come from a run that did not crash. */

@@ -117,9 +117,7 @@ Deno.test("what install refuses, and why: no parse, hooks not [[hooks]], unbalan
 Deno.test("a user sub-table of their last [[hooks]] entry is not re-attached to ours", () => {
   // Our block is appended at the end, so `[hooks.sub]` still belongs to the user's hook.
   const doc = '[[hooks]]\nevent = "Stop"\ncommand = "x"\n[hooks.sub]\nk = 1\n';
-  const plan = planConfigInstall(doc, ENTRIES);
-  assertTrue(plan.ok);
-  if (plan.ok) assertEquals(uninstall(plan.after!), doc);
+  assertEquals(uninstall(install(doc)), doc);
 });
 
 Deno.test("two blocks collapse into one on re-install", () => {
@@ -141,19 +139,15 @@ Deno.test("OpenViking's own block (same markers) is replaced by install (runInst
     BLOCK_END,
     "",
   ].join("\n");
-  const replaced = planConfigInstall(upstream, ENTRIES);
-  assertTrue(
-    replaced.ok && !replaced.after!.includes("kimicode-hook.mjs") &&
-      replaced.after!.includes(ENTRIES[0].command),
-  );
-  const left = planConfigUninstall(upstream);
-  assertTrue(left.ok && !left.changed && left.warnings.length === 1);
+  const replaced = install(upstream);
+  assertTrue(!replaced.includes("kimicode-hook.mjs") && replaced.includes(ENTRIES[0].command), replaced);
+  const left = ok(planConfigUninstall(upstream));
+  assertTrue(!left.changed && left.warnings.length === 1);
 });
 
 Deno.test("a user hook with a fifth key is reported (Kimi would drop every hook)", () => {
-  const plan = planConfigInstall('[[hooks]]\nevent = "Stop"\ncommand = "x"\ncwd = "/tmp"\n', ENTRIES);
-  assertTrue(plan.ok);
-  if (plan.ok) assertMatch(plan.warnings.join(), /"cwd".*ignores every \[\[hooks\]\]/);
+  const plan = ok(planConfigInstall('[[hooks]]\nevent = "Stop"\ncommand = "x"\ncwd = "/tmp"\n', ENTRIES));
+  assertMatch(plan.warnings.join(), /"cwd".*ignores every \[\[hooks\]\]/);
 });
 
 Deno.test("our block writes only the four keys Kimi allows, and escapes commands", () => {
@@ -170,20 +164,15 @@ Deno.test("our block writes only the four keys Kimi allows, and escapes commands
 
 Deno.test("settings written after our block: doctor and install give the same advice — move them above, never remove them", () => {
   const doc = `model = "k2"\n${renderBlock(ENTRIES, "\n")}\ndefault_thinking = true\n`;
-  const parsedDoc = parseToml(doc);
-  assertTrue(parsedDoc.ok);
-  const doctorSays = parsedDoc.ok ? invalidHookKeys(parsedDoc.value) : [];
+  const doctorSays = invalidHookKeys(parsed(doc));
   assertEquals(doctorSays.length, 1);
   assertMatch(doctorSays[0], /"default_thinking"/);
   assertTrue(!/remove/.test(doctorSays[0]), doctorSays[0]);
   assertStringIncludes(doctorSays[0], SETTINGS_AFTER_BLOCK);
-  const install = planConfigInstall(doc, OTHER_ENTRIES);
-  assertEquals(install.ok, false);
-  if (!install.ok) assertStringIncludes(install.error, SETTINGS_AFTER_BLOCK);
-  const uninstall = planConfigUninstall(doc);
-  assertEquals(uninstall.ok, false);
-  if (!uninstall.ok) assertStringIncludes(uninstall.error, SETTINGS_AFTER_BLOCK);
+  for (const plan of [planConfigInstall(doc, OTHER_ENTRIES), planConfigUninstall(doc)]) {
+    assertTrue(!plan.ok && plan.error.includes(SETTINGS_AFTER_BLOCK), JSON.stringify(plan));
+  }
   // A key of the user's own [[hooks]] table is still theirs to remove.
-  const own = parseToml('[[hooks]]\nevent = "Stop"\ncommand = "x"\ncwd = "/tmp"\n');
-  assertMatch(own.ok ? invalidHookKeys(own.value).join() : "", /remove that key/);
+  const own = parsed('[[hooks]]\nevent = "Stop"\ncommand = "x"\ncwd = "/tmp"\n');
+  assertMatch(invalidHookKeys(own).join(), /remove that key/);
 });
