@@ -6,7 +6,14 @@
 import { type Cause, causeOf } from "../openviking/advice.ts";
 import { Budget, type OpenVikingClient } from "../openviking/client.ts";
 import { dirName, joinPath, kimiHome } from "../lib/paths.ts";
-import { commitSession, isHeld, newestHeld, sendMessages, type SendReport } from "../openviking/sessions.ts";
+import {
+  commitSession,
+  heldMessages,
+  isHeld,
+  newestHeld,
+  sendMessages,
+  type SendReport,
+} from "../openviking/sessions.ts";
 import type { COMMIT_POLICIES } from "../openviking/config.ts";
 import {
   destinationOf,
@@ -262,8 +269,8 @@ function planFrom(run: Run, state: SessionState, whole = false): Plan {
 }
 
 /**
- * Settles an unrecorded request's intent: its messages found queued are acknowledged, the rest queued unsure
- * (the replay of the backlog, next, asks the session for them from `askFrom` on and sends only what it lacks).
+ * Settles an unrecorded request's intent: its messages found queued or on the server are acknowledged, the
+ * rest sent again; before `askFrom` the server's answer proves nothing, so they are queued unsure.
  */
 async function settleInflight(run: Run, state: SessionState): Promise<SessionState> {
   if (!state.inflight?.keys.length) return state;
@@ -277,16 +284,20 @@ async function settleInflight(run: Run, state: SessionState): Promise<SessionSta
     if (queued.has(await messageKey(ctx.ovSessionId, c.payload))) found.add(c.key);
     else rest.push(c);
   }
-  if (rest.length) {
+  const askFrom = state.inflight.askFrom ?? 0;
+  const early = rest.length > 0 && Date.now() < askFrom;
+  if (early) {
     const queue = await SessionQueue.open(ctx.pendingDir, ctx.ovSessionId, destinationOf(run.client.options))
       .catch(() => undefined);
-    const unsure = state.inflight.askFrom || Date.now();
-    const stored = await queue?.messages(rest.map((c) => c.payload), { unsure });
+    const stored = await queue?.messages(rest.map((c) => c.payload), { unsure: askFrom });
     for (const c of rest.slice(0, stored ?? 0)) found.add(c.key);
   }
+  const held = rest.length && !early ? await heldMessages(run.client, ctx.ovSessionId, run.mode.budget) : [];
+  for (const c of rest) if (held && isHeld(held, c.payload)) found.add(c.key);
+  const asked = !rest.length ? "queue" : early ? "later" : held ? "server" : "unknown";
   run.report.settledElsewhere = found.size;
-  ctx.log.stage("inflight-settled", { keys: inflight.size, found: found.size, queued: rest.length });
-  // The run that recorded the intent never counted its messages: they count now, for the commit.
+  ctx.log.stage("inflight-settled", { keys: inflight.size, found: found.size, asked });
+  // The run that recorded the intent never counted its messages: those settled here count now, for the commit.
   const capturedSinceCommit = state.capturedSinceCommit + found.size;
   return {
     ...state,

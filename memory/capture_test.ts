@@ -79,15 +79,20 @@ Deno.test("a Stop worker that waited 61 s for the lock still sends (its budget s
   assertEquals((await ourQueue(ctx.pendingDir)).length, 0, "nothing queued");
 });
 
-Deno.test("a request killed before its reply was recorded: sent once through the unsure queue, and committed", async () => {
+Deno.test("a request the server took whose reply was never recorded: settled, not resent, and committed", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
-  const env = sandboxEnv(dir.path, fake.url, { OPENVIKING_CAPTURE_WAIT_MS: "0" });
+  const env = sandboxEnv(dir.path, fake.url, {
+    OPENVIKING_CAPTURE_WAIT_MS: "0",
+    OPENVIKING_COMMIT_POLICY: "session-end",
+  });
   await placeJournal(dir.path, SESSION, oneTurn());
-  const ctx = await makeContext("session-end", { session_id: SESSION, cwd: "/home/user/proj" }, env);
-  const keys = ["0:user", "0:assistant"]; // its worker died before it counted them
-  await writeState(ctx.capturePaths!.file, { ...emptyState(), inflight: { keys, at: 0 } });
-  const report = await captureSession(ctx, captureMode("session-end", ctx.config, Date.now()));
+  const stop = await makeContext("stop", { session_id: SESSION, cwd: "/home/user/proj" }, env);
+  await captureSession(stop, captureMode("stop", stop.config, Date.now())); // the server holds the turn
+  const keys = ["0:user", "0:assistant"]; // …but the worker died before it recorded (and counted) them
+  await writeState(stop.capturePaths!.file, { ...emptyState(), inflight: { keys, at: 0 } });
+  const end = await makeContext("session-end", { session_id: SESSION, cwd: "/home/user/proj" }, env);
+  const report = await captureSession(end, captureMode("session-end", end.config, Date.now()));
   assertEquals(fake.messages(`kc-${SESSION}`).map((m) => m.content), ["where do the logs go?", "to ~/logs"]);
   assertEquals([report.data?.settledElsewhere, report.data?.commit], [2, "committed"], "they count for it");
 });
