@@ -4,7 +4,7 @@
  * fails. It never prints a credential and never crashes.
  */
 
-import { adviceForCause } from "../openviking/advice.ts";
+import { adviceFor } from "../openviking/advice.ts";
 import { type Config, loadConfig } from "../openviking/config.ts";
 import * as queues from "../openviking/queue.ts";
 import { HOOKS } from "../kimi/hooks.ts";
@@ -446,7 +446,7 @@ async function captureChecks(
       ...rest,
     ];
   }
-  const [advice, run] = [adviceForCause(cause, held?.to?.url ?? config.baseUrl, env), runIn(env)];
+  const [advice, run] = [adviceFor(cause, held?.to?.url ?? config.baseUrl, env), runIn(env)];
   if (away && fate === "elsewhere") {
     return [
       c.warn(

@@ -3,7 +3,7 @@
  * what happened and records it in the ledger.
  */
 
-import { adviceForCause, causeOf } from "../openviking/advice.ts";
+import { adviceFor, causeOf } from "../openviking/advice.ts";
 import { reportJson } from "../lib/neutralize.ts";
 import { loadConfig } from "../openviking/config.ts";
 import { Budget, clientOptions, createClient } from "../openviking/client.ts";
@@ -77,7 +77,7 @@ export async function replayCommand(
   if (left > 0) {
     const seconds = Math.max(1, Math.ceil(((report.waitUntil ?? 0) - Date.now()) / 1000));
     const why = cause
-      ? adviceForCause(cause, config.baseUrl)
+      ? adviceFor(cause, config.baseUrl)
       : report.waitUntil === undefined
       ? elsewhereWords(report.elsewhere)
       : {

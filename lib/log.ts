@@ -4,20 +4,6 @@ import { ensurePrivateDir, openAppendSync, settled } from "./fs.ts";
 import { dirName } from "./paths.ts";
 import { scrub } from "./scrub.ts";
 
-/** Whether `text` holds nothing but lines this logger writes (so a file at a configured path is ours to delete). */
-export function isOurLog(text: string): boolean {
-  return text.split("\n").every((line) => {
-    if (!line) return true;
-    try {
-      const l = JSON.parse(line);
-      return typeof l?.ts === "string" && typeof l.pid === "number" && typeof l.source === "string" &&
-        typeof l.stage === "string";
-    } catch {
-      return false;
-    }
-  });
-}
-
 /** A stage logger bound to one command run. */
 export interface Logger {
   /** Records a stage with optional data. */

@@ -12,10 +12,8 @@ import {
   noHomeReason,
   openVikingHome,
   pendingDir,
-  safeId,
   sharedStateDir,
 } from "./paths.ts";
-import { REPLAY_FILE } from "../memory/ledger.ts";
 import { credentialFilePaths } from "../openviking/config.ts";
 
 const LOCATIONS: [string, (env: Env) => string][] = [
@@ -87,14 +85,4 @@ Deno.test("paths (property): any environment gives an absolute path or NoHomeErr
     }),
     { numRuns: 2000 },
   );
-});
-
-Deno.test("safeId: an id starting with _ is hashed, so no session writes to a reserved name like _replay", async () => {
-  for (const id of [REPLAY_FILE, "_replay", "_x", "__", "_"]) {
-    const safe = await safeId(id);
-    assertMatch(safe, /^[A-Za-z0-9][A-Za-z0-9._-]*-[0-9a-f]{16}$/, `${id} → ${safe}`);
-    assertTrue(safe !== REPLAY_FILE);
-  }
-  assertTrue(await safeId("_replay") !== await safeId("replay"), "distinct stay distinct");
-  assertEquals(await safeId("a_b"), "a_b", "an inner _ is kept");
 });

@@ -33,7 +33,7 @@ const TOKEN_SHAPES: Readonly<Record<string, RegExp>> = {
   "aws-access-token": /\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b/g,
   "aws-amazon-bedrock-api-key": /\bABSK[A-Za-z0-9+/]{100,}/g,
   "gcp-api-key": /\bAIza[\w-]{30,}/g,
-  "google-oauth": /\b(?:ya29\.|GOCSPX-)[\w-]{20,}/g,
+  "google-oauth": /\b(?:ya29\.|GOCSPX-)[\w-]{20,}|(?<![\w/])1\/\/0[\w-]{40,}/g,
   "azure-ad-client-secret": /(?<![\w~.-])[\w~.]{3}\dQ~[\w~.-]{31,}/g,
   digitalocean: /\bdo[opr]_v1_[a-f0-9]{64}/g,
   "heroku-api-key-v2": /\bHRKU-AA[\w-]{50,}/g,
@@ -69,10 +69,37 @@ const TOKEN_SHAPES: Readonly<Record<string, RegExp>> = {
   "planetscale-api-token": /\bpscale_(?:tkn|pw|oauth)_[\w=.-]{32,64}/g,
   "mailgun-private-api-token": /\bkey-[a-f0-9]{32}\b/g,
   "alibaba-access-key-id": /\bLTAI[A-Za-z0-9]{20}\b/g,
+  "cloud-access-key-id": /\b(?:AKID[A-Za-z0-9]{32}|AKLT[\w-]{40,})/g,
+  // The user id in base64: each 4 characters of ASCII digits open with M, N or O, then D, T, j or z.
+  "discord-bot-token": /(?<![\w-])(?:[MNO][DTjz][\w-]{2}){5,6}[\w-]{0,3}\.[\w-]{6}\.[\w-]{27,40}(?![\w-])/g,
+  "tailscale-key": /\btskey-[a-z]+-[A-Za-z0-9]+CNTRL-[A-Za-z0-9]{20,}/g,
+  "supabase-token": /\b(?:sbp_[a-f0-9]{40}\b|sb_secret_[\w-]{20,})/g,
+  "notion-token": /\b(?:ntn_[A-Za-z0-9]{40,}|secret_(?=[A-Za-z]*\d)[A-Za-z0-9]{43}\b)/g,
+  "langsmith-api-key": /\blsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}\b/g,
+  "replicate-api-token": /\br8_[A-Za-z0-9]{37}\b/g,
+  "netlify-token": /\bnfp_[A-Za-z0-9]{36,}/g,
+  "figma-token": /\bfig[dou]_[\w-]{40,}/g,
+  "pinecone-api-key": /\bpcsk_[A-Za-z0-9]{4,8}_[A-Za-z0-9]{40,}/g,
+  "1password-service-account-token": /\bops_eyJ[A-Za-z0-9+/]{100,}={0,3}/g,
+  "mapbox-secret-token": /\bsk\.eyJ[\w-]{10,}\.[\w-]{20,}/g,
+  "dynatrace-api-token": /\bdt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64}\b/g,
+  "rubygems-api-token": /\brubygems_[a-f0-9]{48}\b/g,
+  "airtable-pat": /\bpat[A-Za-z0-9]{14}\.[a-f0-9]{64}\b/g,
+  "openshift-user-token": /\bsha256~[\w-]{43}(?![\w-])/g,
+  "prefect-api-token": /\bpnu_[A-Za-z0-9]{36}\b/g,
+  "contentful-pat": /\bCFPAT-[\w-]{43}(?![\w-])/g,
+  "deno-deploy-token": /\bdd[pw]_[A-Za-z0-9]{36}\b/g,
+  "sourcegraph-token": /\bsgp_(?:[a-fA-F0-9]{16}_)?[a-fA-F0-9]{40}\b/g,
+  "neon-api-key": /\bnapi_[a-z0-9]{64}\b/g,
+  "posthog-personal-api-key": /\bphx_[A-Za-z0-9]{43}\b/g,
+  "resend-api-key": /\bre_(?=\w*\d)[A-Za-z0-9]{8}_[A-Za-z0-9]{24}\b/g,
+  "braintree-access-token": /\baccess_token\$production\$[a-z0-9]{16}\$[a-f0-9]{32}/g,
 };
 
 /** The password of a URL's `user:password@` (up to the last `@` before the path: a password may hold one). */
 const URL_USERINFO = /(?<=[a-z0-9+.-])(:\/\/[^\s/?#@:"'<>]*:)([^\s/?#"'<>]+)(?=@)/gi;
+/** A token as a URL's user, no password (`https://<PAT>@dev.azure.com/…`): 32 or more, letters and digits. */
+const URL_TOKEN_USER = /(?<=[a-z0-9+.-]:\/\/)(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{32,}(?=@)/gi;
 
 /**
  * An `Authorization` header's credentials, after the scheme word (`Basic`, `Bearer`, `token`…): a token, or
@@ -193,12 +220,8 @@ function secretValue(raw: string, literal: boolean): boolean {
   return literal || looksRandom(v);
 }
 
-/** Whether the character at `i` may be part of a key name (`[\w.-]`). */
-function keyChar(text: string, i: number): boolean {
-  const c = text.charCodeAt(i);
-  return (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 95 || c === 46 ||
-    c === 45;
-}
+/** Whether the character at `i` may be part of a key name. */
+const keyChar = (text: string, i: number): boolean => /[\w.-]/.test(text[i] ?? "");
 
 /** The match of sticky `re` at `at`, or null. */
 function stickyAt(re: RegExp, text: string, at: number): RegExpExecArray | null {
@@ -269,20 +292,47 @@ function orAfterEscape(re: RegExp): RegExp {
 
 /** An AWS key id, or what a typo left of one: the anchor of a bare secret beside it. */
 const AWS_KEY_ID = orAfterEscape(/\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{12,24}\b/g);
-/** A run of base64 as long as an AWS secret access key or longer (a session token), a whole run. */
-const BASE64_RUN = orAfterEscape(/(?<![A-Za-z0-9+/\\])[A-Za-z0-9+/]{40,}={0,2}(?![A-Za-z0-9+/=])/g);
+/** A run of base64 of 24 characters or more; lines `base64` wrapped at 76 columns are one run. */
+const BASE64_RUN = orAfterEscape(
+  /(?<![A-Za-z0-9+/\\])(?:(?:[A-Za-z0-9+/]{76}\r?\n(?=[A-Za-z0-9+/]))+[A-Za-z0-9+/]+|[A-Za-z0-9+/]{24,})={0,2}(?![A-Za-z0-9+/=])/g,
+);
 /** How far (characters, either way) from a key id a base64 run is taken for its secret. */
 const AWS_SECRET_REACH = 200;
 
-/** A bare AWS secret access key: a mixed-case base64 run with a digit near an AWS key id. */
+/** A bare AWS secret access key: a mixed-case base64 run with a digit, 40 long or more, near an AWS key id. */
 function redactAwsSecrets(text: string, hide: Hide): string {
   const ids = [...text.matchAll(AWS_KEY_ID)].map((m) => m.index);
   if (!ids.length) return text;
   let i = 0;
   return text.replace(BASE64_RUN, (run: string, at: number) => {
+    if (run.length < 40) return run;
     while (i + 1 < ids.length && ids[i + 1] <= at) i++;
     const near = [ids[i], ids[i + 1]].some((id) => id !== undefined && Math.abs(id - at) <= AWS_SECRET_REACH);
     return near && /[a-z]/.test(run) && /[A-Z]/.test(run) && /\d/.test(run) ? hide(run) : run;
+  });
+}
+
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+
+/** The text base64 `run` decodes to (UTF-8, no control characters but line breaks and tabs), or undefined. */
+function decodedText(run: string): string | undefined {
+  try {
+    const text = UTF8.decode(Uint8Array.from(atob(run.replace(/\s/g, "")), (c) => c.charCodeAt(0)));
+    return /[^\P{Cc}\t\n\r]/u.test(text) ? undefined : text;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A credential wrapped in base64: a run whose decoded text a credential rule finds a secret in (each decoded once). */
+function redactBase64(text: string, hide: Hide): string {
+  return text.replace(BASE64_RUN, (run: string) => {
+    const decoded = decodedText(run);
+    const found = decoded !== undefined &&
+      Object.entries(CREDENTIAL_RULES).some(([name, rule]) =>
+        name !== "invisible-characters" && rule(decoded) !== decoded
+      );
+    return found ? hide(run) : run;
   });
 }
 
@@ -298,9 +348,9 @@ const PROSE_SECRETS: readonly [name: RegExp, of: RegExp, is: RegExp | null][] = 
   [/secret|password|passwd|passphrase|passcode|token|api[ _-]?key/, /for|of/, /is|was/],
   [/passwort|kennwort/, /für|von|der|des/, /ist|lautet|war/],
   [/contraseña/, /de|del|para/, /es|era/],
-  [/mot[ \t]+de[ \t]+passe/, /de|du|pour/, /est|était/],
+  [/mot[ \t]+de[ \t]+passe|jeton/, /de|du|pour/, /est|était/],
   [/senha/, /de|do|da|para/, /é|era/],
-  [/пароль/, /от|для/, null],
+  [/пароль|токен|ключ(?:[ \t]+API)?/, /от|для/, null],
 ];
 
 /**
@@ -320,35 +370,51 @@ const SECRET_IN_PROSE_UNQUOTED = orAfterEscape(
   ),
 );
 
-/** A value after a fullwidth `：`/`＝` of an English secret word, or a password's name and `:` or "is" in CJK. */
+/**
+ * A value after a fullwidth `：`/`＝` (or a CJK "is") of an English secret word, or a password's, key's or token's
+ * name and `:` or "is" in CJK.
+ */
 const SECRET_LABEL = orAfterEscape(
-  /(?<![A-Za-z0-9_\u0400-\u04ff])((?:(?:password|passwd|passphrase|passcode|secret|token|api[ _-]?key)[ \t]*[：＝]|(?:密码|密碼|口令|パスワード|비밀번호)[ \t]*(?:[:：=＝]|是|为|為|は|が|는|은|가)|пароль[ \t]*[:：=＝])[ \t]*)("[^"\r\n]{1,200}"|'[^'\r\n]{1,200}'|(?:(?!["'`\\])[!-~]){4,200})/giu,
+  /(?<![A-Za-z0-9_\u0400-\u04ff])((?:(?:password|passwd|passphrase|passcode|secret|token|api[ _-]?key)[ \t]*(?:[：＝]|是|为|為)|(?:API[ \t]*(?:キー|키)|(?:API[ \t]*)?(?:密码|密碼|口令|密钥|密鑰|秘钥|私钥|私鑰|令牌|パスワード|トークン|秘密鍵|비밀번호|토큰))[ \t]*(?:[:：=＝]|是|为|為|は|が|는|은|가)|пароль[ \t]*[:：=＝])[ \t]*)("[^"\r\n]{1,200}"|'[^'\r\n]{1,200}'|(?:(?!["'`\\])[!-~]){4,200})/giu,
 );
 
 /** A value's trailing sentence punctuation, which is not part of it. */
 const TRAILING_PUNCTUATION = /[.,;:!?)]+$/;
 
-/** The password of `-p<password>` (glued: a lone `-p` asks for it) in a MySQL or MariaDB command. */
-const MYSQL_PASSWORD_OPTION = orAfterEscape(
-  /\b((?:mysql|mariadb|mysqldump|mysqladmin|mariadb-dump)\b[^\r\n|;&]{0,200}?[ \t]-p)('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\]+)/g,
+/** A command that sets a named value (group 2: `gh secret set`, whose every value is a secret), its name, the value. */
+const CONFIG_SET = orAfterEscape(
+  /\b((?:setx|(?:npm|yarn|pnpm)[ \t]+config[ \t]+set|aws[ \t]+configure[ \t]+set|git[ \t]+config(?:[ \t]+--(?:global|local|system))?|(gh[ \t]+secret[ \t]+set))[ \t]+("?)([^\s"=]+)\3(?:[ \t]+(?:-b|--body))?[ \t]+)(\\"[^"\r\n]*\\"|'[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\]+)/g,
 );
 
-/** Commands and their option that gives a password, blanks or `=` after it; `smbclient -U user%password`. */
+/**
+ * Commands and their option that gives a password, with what may follow it: blanks or `=`; MySQL's and 7-Zip's `-p` only
+ * glued (a lone `-p` asks for it); `smbclient -U user%password`.
+ */
 const PASSWORD_OPTIONS: readonly [command: RegExp, option: RegExp][] = [
-  [/sshpass/, /-p/],
-  [/(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]+registry|az)[ \t]+login/, /-p|--password/],
-  [/redis-cli/, /-a|--pass/],
-  [/(?:un)?zip/, /-P|--password/],
-  [/ssh-keygen/, /-[NP]/],
+  [/mysql|mariadb|mysqldump|mysqladmin|mariadb-dump/, /-p/],
+  [/sshpass/, /-p(?:[ \t]+|=)?/],
+  [
+    /(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]+registry|az)[ \t]+login/,
+    /(?:-p|--password)(?:[ \t]+|=)/,
+  ],
+  [/redis-cli/, /(?:-a|--pass)(?:[ \t]+|=)/],
+  [/(?:un)?zip/, /(?:-P|--password)(?:[ \t]+|=)/],
+  [/ssh-keygen/, /-[NP](?:[ \t]+|=)/],
   [/smbclient/, /(?:-U|--user)(?:[ \t]+|=)?["']?[^\s"'%]+%/],
+  [/7z[az]?/, /-p/],
+  [/openssl/, /-k(?:[ \t]+|=)/],
+  [/keytool/, /-(?:src|dest)?(?:storepass|keypass)(?:[ \t]+|=)/],
+  [/mongo(?:sh)?/, /(?:-p|--password)(?:[ \t]+|=)/],
+  [/sqlcmd/, /-P(?:[ \t]+|=)/],
+  [/ldap(?:search|add|modify|delete|passwd|whoami)/, /-w(?:[ \t]+|=)/],
 ];
 /** The password an option of {@link PASSWORD_OPTIONS} gives, on the command's line. */
-const LOGIN_PASSWORD_OPTION = orAfterEscape(
+const PASSWORD_OPTION = orAfterEscape(
   new RegExp(
     String.raw`\b((?:${
       PASSWORD_OPTIONS.map(([c, o]) => String.raw`(?:${c.source})\b[^\r\n|;&]{0,200}?[ \t](?:${o.source})`)
         .join("|")
-    })(?:[ \t]+|=|(?<=%)))('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'\x60\\]+)`,
+    }))('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'\x60\\]+)`,
     "g",
   ),
 );
@@ -400,8 +466,10 @@ export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = {
   "private-key": whole(KEY_BLOCK),
   "putty-private-key": headed(PUTTY_PRIVATE_LINES, all),
   "aws-secret-access-key": (text, hide = plain) => redactAwsSecrets(text, hide),
+  "base64-wrapped": (text, hide = plain) => redactBase64(text, hide),
   ...Object.fromEntries(Object.entries(TOKEN_SHAPES).map(([name, re]) => [name, whole(re)])),
   "url-userinfo": headed(URL_USERINFO, all),
+  "url-token-user": whole(URL_TOKEN_USER),
   authorization: headed(AUTHORIZATION, all),
   cookie: (text, hide = plain) =>
     text.replace(COOKIE, (_m, head, set, pairs) => head + redactCookies(pairs, set !== undefined, hide)),
@@ -414,8 +482,13 @@ export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = {
     text.replace(SECRET_IN_PROSE, (m, head, _e, _q, value) => NO_SECRET.test(value) ? m : head + hide(value)),
   "secret-in-prose-unquoted": headed(SECRET_IN_PROSE_UNQUOTED, valued(false)),
   "secret-label": headed(SECRET_LABEL, valued(false, true)),
-  "mysql-password-option": headed(MYSQL_PASSWORD_OPTION, valued(true)),
-  "login-password-option": headed(LOGIN_PASSWORD_OPTION, valued(true)),
+  "password-option": headed(PASSWORD_OPTION, valued(true)),
+  "config-set": (text, hide = plain) =>
+    text.replace(
+      CONFIG_SET,
+      (m, head, gh, _q, name, value) =>
+        (gh || secretName(name)) && secretValue(value, true) ? head + hide(value) : m,
+    ),
   "xml-element": (text, hide = plain) =>
     XML_SECRETS.reduce((out, re) =>
       out.replace(re, (m, ...args) => {

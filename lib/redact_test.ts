@@ -198,6 +198,9 @@ Deno.test("redact: every rule is linear — 1 MB of its worst case in well under
     "redis-cli and a line that never has -a": "redis-cli" + mb(" -"),
     "smbclient users without %": mb("smbclient -U a"),
     "Terraform heads": mb("abcdefghijklmn.atlasv1."),
+    "a base64 run of secret words": btoa(mb("token=ab ", 3 << 18)),
+    "a base64 run of plain words, wrapped twice": btoa(btoa(mb("plain words ", 1 << 18))),
+    "base64 lines of 76, never decoding": mb("A".repeat(76) + "\n"),
   };
   assertLinear("redact", redact, cases);
 });
@@ -286,6 +289,7 @@ Deno.test("redact: a password a sentence gives without quotes, and mysql's -p<pa
     "Authorization: Token $API_TOKEN",
     "<passwordEncoder>bcrypt</passwordEncoder> <auth>required</auth> <password-policy>strict</password-policy>",
     "la clave de caché es sha256; La clave es HTTP2; palabra clave: async2",
+    "ショートカットキー: Ctrl+S; 키: Enter",
   ];
   for (const t of prose) assertEquals(redact(t), t);
 });
@@ -408,4 +412,31 @@ Deno.test("redact: a JWT wrapped after its dots (a pasted, folded token) is hidd
   const out = redact(`tok eyJhbGciOiJIUzI1NiJ9.\neyJzdWIiOiIxMjM0NTY3ODkwIn0.\n${sig}\nnext line`);
   assertEquals(out.includes(sig) || out.includes("eyJzdWIi"), false, out);
   assertEquals(out.endsWith("\nnext line"), true, out);
+});
+
+Deno.test("redact: a credential wrapped in base64 goes whole; base64 of plain text or bytes stays", () => {
+  const b64 = (s: string) => btoa(s);
+  const jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c";
+  for (
+    const secret of [
+      "AKIA" + "IOSFODNN7EXAMPLE:wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+      "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789",
+      "sk-" + "abcdefghijklmnopqrstuv12",
+      jwt,
+      "password=Tr0ub4dor&3",
+      "base64 again: " + b64("ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789"),
+    ]
+  ) {
+    assertEquals(redact(`echo ${b64(secret)} | base64 -d`), `echo ${REDACTED} | base64 -d`, secret);
+  }
+  // `base64` wraps at 76 columns: the wrapped lines are one run
+  const wrapped = b64("AKIA" + "IOSFODNN7EXAMPLE:" + "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY".repeat(2))
+    .replace(/.{76}/g, "$&\n");
+  assertEquals(redact(`${wrapped}\ndone`), `${REDACTED}\ndone`);
+  const plain = [
+    b64("just an ordinary sentence, nothing secret in it"),
+    b64(String.fromCharCode(...Array.from({ length: 48 }, (_, i) => (i * 37) & 255))),
+    "/usr/local/share/applications/mimeinfo",
+  ];
+  for (const t of plain) assertEquals(redact(`data ${t} end`), `data ${t} end`);
 });

@@ -12,7 +12,7 @@ import type { Logger } from "../lib/log.ts";
 import { isRecord } from "../lib/parsed.ts";
 import { withoutUserinfo } from "../lib/scrub.ts";
 import { VERSION } from "../lib/version.ts";
-import { buildHeaders, identityOf, readBody, readPrefix, serverMessageOf } from "../openviking/client.ts";
+import { buildHeaders, clientOptions, readBody, readPrefix, serverMessageOf } from "../openviking/client.ts";
 import { type Config, keyFor } from "../openviking/config.ts";
 import { BUILTIN_TOOLS, offeredTools } from "../memory/tools.ts";
 import { type ErrorContext, type Failure, failureError } from "./errors.ts";
@@ -59,7 +59,7 @@ export function exchangeTiming(method: string, timeoutMs: number, limits: ProxyL
 
 /** Everything the proxy needs from the configuration. */
 export interface ProxySettings {
-  target: ReturnType<typeof identityOf> & { mcpUrl: string };
+  target: ReturnType<typeof clientOptions> & { mcpUrl: string };
   context: ErrorContext;
   /** OPENVIKING_TIMEOUT_MS. */
   timeoutMs: number;
@@ -69,7 +69,7 @@ export interface ProxySettings {
 
 /** The proxy settings of a loaded config and actor peer; a key saved for another origin is not sent. */
 export function proxySettings(config: Config, peerId: string): ProxySettings {
-  const identity = identityOf({ ...config, apiKey: keyFor(config, config.mcpUrl) }, peerId);
+  const identity = clientOptions({ ...config, apiKey: keyFor(config, config.mcpUrl) }, peerId);
   const { mcpUrl, credentialSource, apiKeySource, cliConfigPath, ovConfigPath, account, user } = config;
   const secrets = config.apiKey ? [config.apiKey] : [];
   return {

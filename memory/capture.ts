@@ -10,7 +10,6 @@ import {
   commitSession,
   heldMessages,
   isHeld,
-  newestHeld,
   sendMessages,
   type SendReport,
 } from "../openviking/sessions.ts";
@@ -314,8 +313,9 @@ async function settleInflight(run: Run, state: SessionState): Promise<SessionSta
 async function recoverState(run: Run, state: SessionState): Promise<SessionState | undefined> {
   const { ctx } = run;
   const plan = planFrom(run, state, true);
-  const newest = await newestHeld(run.client, ctx.ovSessionId, run.mode.budget);
-  if (newest === undefined) return undefined;
+  const heldNow = await heldMessages(run.client, ctx.ovSessionId, run.mode.budget);
+  if (heldNow === undefined) return undefined;
+  const newest = heldNow.at(-1);
   const queued = await queuedMessageKeys(ctx.pendingDir, ctx.ovSessionId);
   let held = newest ? plan.toSend.findLastIndex((c) => isHeld([newest], c.payload)) + 1 : 0;
   while (

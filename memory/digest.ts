@@ -4,7 +4,7 @@
  * system prompt).
  */
 
-import { neutralize, safe, SafeText } from "../lib/neutralize.ts";
+import { neutralize, printable, safe, SafeText } from "../lib/neutralize.ts";
 import { PRINT_MAX_CHARS } from "../lib/printed.ts";
 import { charColumns } from "../lib/columns.ts";
 import type { ProfileParts } from "./profile.ts";
@@ -76,15 +76,25 @@ export function cutAtWord(text: string, max: number, mark = "…"): string {
   return `${text.slice(0, end).trimEnd()}${mark}`;
 }
 
-/** Untrusted text on one line: neutralised, markdown reduced to words, blanks collapsed; cut to `max`. */
+/** The head of an untrusted text worth reading for a line of at most `max` (undefined: a profile's rows). */
+const head = (text: string, max?: number) => text.slice(0, 4 * (max ?? LINE_TEXT_MAX * PROFILE_ROWS) + 64);
+
+/** Untrusted text on one line as it is (a URI, a path): neutralised, blanks collapsed; cut to `max`. */
+function flatLine(text: string, max?: number): string {
+  const line = neutralize(head(text, max)).replace(/\s+/g, " ").trim();
+  return max === undefined ? line : cutAtWord(line, max);
+}
+
+/**
+ * Untrusted prose on one line: printable, markdown reduced to words, then {@link flatLine} (the gate after the
+ * reduction: what it takes out could join a `<` to a name).
+ */
 export function oneLine(text: string, max?: number): string {
-  const line = neutralize(text.slice(0, 4 * (max ?? LINE_TEXT_MAX * PROFILE_ROWS) + 64))
+  const reduced = printable(head(text, max))
     .replace(/\[([^\]\n]*)\]\([^)\n]*\)/g, "$1")
     .replace(/^\s{0,3}(?:#{1,6}\s+|[-*+]\s+|>\s*)/gm, "")
-    .replace(/\*\*|__/g, "")
-    .replace(/\s+/g, " ")
-    .trim();
-  return max === undefined ? line : cutAtWord(line, max);
+    .replace(/\*\*|__/g, "");
+  return flatLine(reduced, max);
 }
 
 /**
@@ -103,7 +113,7 @@ export function digestLines(
   const out: { memory: Memory; line: SafeText }[] = [];
   let left = limits.chars - reserved;
   order.forEach((memory, i) => {
-    const uri = oneLine(shown(memory.uri));
+    const uri = flatLine(shown(memory.uri));
     const tail = uri ? ` (${uri})` : "";
     const frame = `- \n${tail}`.length;
     const text = oneLine(shown(memory.text));
@@ -130,7 +140,7 @@ export function profileDigest(parts: ProfileParts, again: boolean, maxChars = In
     .map((l) => oneLine(l)).filter(Boolean)
     .map((p) => cutAtWord(p, Math.min(PROFILE_ROW, unitsWithin(p, PROFILE_ROW) + 1)));
   if (!pieces.length) return [];
-  const uri = oneLine(profileUri(parts.space));
+  const uri = flatLine(profileUri(parts.space));
   const label = again ? `Profile, again after compaction (${uri}):` : `Profile (${uri}):`;
   const rows: string[] = [];
   let row = label;
@@ -152,7 +162,7 @@ export function profileDigest(parts: ProfileParts, again: boolean, maxChars = In
     const last = rows.pop()!;
     rows.push(cutAtWord(last, unitsWithin(last, PROFILE_ROW - 2)).replace(/…?$/, " …"));
   }
-  // Every piece passed `oneLine` (the gate).
+  // Every piece passed `flatLine` (the gate).
   return rows.map((r) => safe`${r}`);
 }
 
@@ -200,7 +210,7 @@ export function renderProfile(parts: ProfileParts, budget: number): SafeText | n
     let shown = 0;
     for (const leaf of leaves) {
       const abstract = oneLine(leaf.abstract, 200);
-      const line = safe`    - ${oneLine(leaf.path, 200)}${abstract ? ` — ${abstract}` : ""}`;
+      const line = safe`    - ${flatLine(leaf.path, 200)}${abstract ? ` — ${abstract}` : ""}`;
       if (used + estimateTokens(line.text) > budget) break;
       used += estimateTokens(line.text);
       listing.push(line);

@@ -30,6 +30,12 @@ Deno.test("digest: one line per memory, its text then its URI in parentheses; at
     [0, 1, 2, 3, 4].map((i) => `- fact number ${i} (viking://user/default/memories/preferences/m${i}.md)`),
   );
   assertEquals(lines.map((l) => l.memory), memories.slice(0, 5));
+  // A URI is shown as it is, no markdown taken out of it: the model reads the memory by it.
+  const uri = "viking://user/default/memories/events/__init__**[a](b).md";
+  assertEquals(
+    digestLines([{ uri, text: "fact" }], { memories: 1, chars: 300 })[0].line.text,
+    `- fact (${uri})`,
+  );
 });
 
 Deno.test("digest: the characters allowed bound the lines, each text getting an even share, cut at a word", () => {
@@ -100,6 +106,11 @@ Deno.test("digest: markdown markers and links are reduced to their words", () =>
   assertEquals(
     oneLine("- **Tabs** over spaces\n## Why\nsee [the guide](./docs/STYLE.md)"),
     "Tabs over spaces Why see the guide",
+  );
+  // Markers taken out after the gate once joined a `<` to a tag name: `<**/openviking-context>` closed our block.
+  assertEquals(
+    ["<**/openviking-context>", "<[](x)system>", "＜__system>", "<\n> system"].map((t) => oneLine(t)),
+    ["&lt;/openviking-context>", "&lt;system>", "&lt;system>", "< system"],
   );
 });
 

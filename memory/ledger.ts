@@ -5,7 +5,7 @@
 
 import * as z from "zod/mini";
 import type { Config } from "../openviking/config.ts";
-import { adviceForCause, CauseSchema } from "../openviking/advice.ts";
+import { adviceFor, CauseSchema } from "../openviking/advice.ts";
 import { asRecord, isRecord } from "../lib/parsed.ts";
 import {
   ensurePrivateDir,
@@ -445,6 +445,6 @@ export function errorOf(
   cause: z.infer<typeof CauseSchema>,
   baseUrl: string,
 ): SessionStatus["lastError"] {
-  const a = adviceForCause({ ...cause, message: cause.message || "no reason was recorded" }, baseUrl);
+  const a = adviceFor({ ...cause, message: cause.message || "no reason was recorded" }, baseUrl);
   return { at, kind: cause.kind, message: a.summary, fix: a.fix };
 }

@@ -38,26 +38,23 @@ export function causeOf(f: OvFailure): Cause {
   };
 }
 
-/** The advice for a recorded cause. */
-export function adviceForCause(cause: Cause, baseUrl: string, env: Env = processEnv()): Advice {
-  if (cause.kind === "local") {
-    return { summary: cause.message, fix: "free disk space or fix the permissions of ~/.openviking" };
-  }
-  const { kind, status, location, code } = cause;
-  return adviceFor({ kind, status, location, error: { code, message: cause.message } }, baseUrl, env);
-}
-
 /** Whether `f` is OpenViking refusing a root key on a data route. */
 export function isRootKeyRefusal(f: Pick<OvFailure, "kind" | "status" | "error">): boolean {
   return f.kind === "auth" && f.status === 403 && /ROOT API keys cannot access/i.test(f.error.message);
 }
 
-/** The advice for a failure seen while talking to `baseUrl`; its commands named as `env` runs this program. */
+/** Advice for a failure (or the cause recorded of it) at `baseUrl`; commands named as `env` runs this. */
 export function adviceFor(
-  f: Pick<OvFailure, "kind" | "status" | "error" | "location">,
+  failure: Pick<OvFailure, "kind" | "status" | "error" | "location"> | Cause,
   baseUrl: string,
   env: Env = processEnv(),
 ): Advice {
+  if (failure.kind === "local") {
+    return { summary: failure.message, fix: "free disk space or fix the permissions of ~/.openviking" };
+  }
+  const f: Pick<OvFailure, "kind" | "status" | "error" | "location"> = "error" in failure
+    ? failure
+    : { kind: failure.kind, status: failure.status, location: failure.location, error: failure };
   const cmd = commandName(env);
   switch (f.kind) {
     case "redirect": {

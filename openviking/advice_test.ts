@@ -1,7 +1,7 @@
 /** Advice: the words and fix per failure, the same for a recorded cause as for the failure it came from. */
 
 import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../tests/support/assert.ts";
-import { adviceFor, adviceForCause, causeOf } from "./advice.ts";
+import { adviceFor, causeOf } from "./advice.ts";
 import { ROOT_KEY_REFUSAL } from "../tests/support/fake-openviking.ts";
 import { classifyReply, failure, type OvFailure } from "./client.ts";
 import { commandName } from "../lib/self.ts";
@@ -18,7 +18,7 @@ function failed(status: number, text: string, location?: string): OvFailure {
 const envelope = (code: string, message: string) =>
   JSON.stringify({ status: "error", error: { code, message } });
 
-Deno.test("adviceForCause: a recorded failure is advised as the failure itself was", () => {
+Deno.test("adviceFor: a recorded failure is advised as the failure itself was", () => {
   const redirect = failed(301, "", "https://ov.example.com/");
   const hung = failure("unreachable", 0, {
     code: "TIMEOUT",
@@ -28,7 +28,7 @@ Deno.test("adviceForCause: a recorded failure is advised as the failure itself w
   const root = failed(403, envelope("PERMISSION_DENIED", ROOT_KEY_REFUSAL));
   for (const f of [redirect, hung, refused, root]) {
     assertEquals(
-      adviceForCause(JSON.parse(JSON.stringify(causeOf(f))), origin),
+      adviceFor(JSON.parse(JSON.stringify(causeOf(f))), origin),
       adviceFor(f, origin),
       f.kind,
     );
@@ -45,7 +45,7 @@ Deno.test("adviceForCause: a recorded failure is advised as the failure itself w
   assertMatch(waits.fix, /check the server's log .*restart it/);
   assertNotMatch(waits.fix, /\bstart the server/, "a hung server is not told to start");
   assertMatch(adviceFor(refused, origin).fix, /^start the server/, "a refused connection: start it");
-  const edited = adviceForCause(
+  const edited = adviceFor(
     { kind: "redirect", status: 302, message: "m", location: "not a url" },
     origin,
   );

@@ -99,13 +99,14 @@ export async function noteAnswered(dir: string, baseUrl: string, askedAt: number
   if (b && isOpen(b) && askedAt >= b.at) await writeBreaker(dir, { ...b, answeredAt: askedAt });
 }
 
-/** What a probe asks: a search, as recall does (a server that answers `/health` or writes may not search). */
-export const PROBE_SEARCH = { query: "openviking-kimi probe", mode: "context", purpose: "coding", limit: 1 };
-
-/** Probes with a search (within `budget`, if given); any answer is noted. Returns whether it answered. */
+/**
+ * Probes with a search, as recall asks (a server that answers `/health` or writes may not search), within
+ * `budget` if given; any answer is noted. Returns whether it answered.
+ */
 export async function probe(client: OpenVikingClient, dir: string, budget?: Budget): Promise<boolean> {
   const askedAt = Date.now();
-  const req = { body: PROBE_SEARCH, timeoutMs: PROBE_INTERVAL_MS, budget };
+  const body = { query: "openviking-kimi probe", mode: "context", purpose: "coding", limit: 1 };
+  const req = { body, timeoutMs: PROBE_INTERVAL_MS, budget };
   const res = await client.request("POST", "/api/v1/search/search", AnyResult, req);
   const answered = res.ok || res.kind !== "unreachable";
   if (answered) await noteAnswered(dir, client.options.baseUrl, askedAt);

@@ -245,36 +245,22 @@ export async function readPrefix(
   return new TextDecoder().decode(bytes);
 }
 
-/** What the identity headers carry; `peerId` "" = none. */
-export interface Identity {
-  apiKey?: string;
-  account?: string;
-  user?: string;
-  peerId?: string;
-  userAgent: string;
-}
-
-export interface ClientOptions extends Identity {
+/** Where and as whom a client asks: the server, the identity headers (`peerId` "" = none), timeout, fetch. */
+export interface ClientOptions extends Partial<Pick<Config, "apiKey" | "account" | "user" | "peerId">> {
   baseUrl: string;
+  userAgent: string;
   timeoutMs: number;
   fetch?: typeof fetch;
 }
 
-type Connection = Pick<Config, "baseUrl" | "apiKey" | "account" | "user" | "userAgent" | "timeoutMs">;
-
-export function identityOf(config: Omit<Connection, "baseUrl" | "timeoutMs">, peerId: string): Identity {
-  const { apiKey, account, user, userAgent } = config;
-  return { apiKey, account, user, peerId, userAgent };
-}
-
 /** The client options of `config` with `peerId` as the actor peer, and overrides. */
 export function clientOptions(
-  config: Connection,
+  config: Pick<Config, "baseUrl" | "apiKey" | "account" | "user" | "userAgent" | "timeoutMs">,
   peerId = "",
-  overrides: { timeoutMs?: number; fetch?: typeof fetch } = {},
+  overrides: Pick<Partial<ClientOptions>, "timeoutMs" | "fetch"> = {},
 ): ClientOptions {
-  const { timeoutMs = config.timeoutMs, fetch } = overrides;
-  return { baseUrl: config.baseUrl, ...identityOf(config, peerId), timeoutMs, ...(fetch ? { fetch } : {}) };
+  const { baseUrl, apiKey, account, user, userAgent, timeoutMs } = config;
+  return { baseUrl, apiKey, account, user, peerId, userAgent, timeoutMs, ...overrides };
 }
 
 /** The schema of a result nobody reads (writes). */
@@ -301,7 +287,11 @@ export interface OpenVikingClient {
 }
 
 /** Headers of an OpenViking request; `peerId` overrides the identity's (null = none). */
-export function buildHeaders(identity: Identity, peerId: string | null | undefined, json: boolean): Headers {
+export function buildHeaders(
+  identity: Omit<ClientOptions, "baseUrl" | "timeoutMs">,
+  peerId: string | null | undefined,
+  json: boolean,
+): Headers {
   const headers = new Headers({ "User-Agent": identity.userAgent, Accept: "application/json" });
   if (json) headers.set("Content-Type", "application/json");
   if (identity.apiKey) headers.set("Authorization", `Bearer ${identity.apiKey}`);

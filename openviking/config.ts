@@ -54,12 +54,6 @@ export interface ConfigSources {
   workspace?: { path: string; value: unknown }[];
 }
 
-const ENV_CREDENTIAL_VARS = (
-  "OPENVIKING_URL OPENVIKING_BASE_URL OPENVIKING_MCP_URL " +
-  "OPENVIKING_API_KEY OPENVIKING_ACCOUNT OPENVIKING_USER OPENVIKING_PEER_ID"
-).split(" ");
-const OVCLI_CREDENTIAL_KEYS = "url api_key account user actor_peer_id".split(" ");
-
 const str = (v: unknown): string => (typeof v === "string" ? v.trim() : "");
 const first = (...values: unknown[]): string => {
   for (const v of values) if (str(v)) return str(v);
@@ -137,34 +131,6 @@ function normalizeUrl(raw: string, warnings: string[], what: string): string | u
   return url.toString().replace(/\/+$/, "");
 }
 
-/** The credential files as resolution reads them; `useCli`: ovcli.conf alone decides. */
-interface Files {
-  env: Env;
-  mode: CredentialMode;
-  cli: JsonRecord;
-  ovServer: JsonRecord;
-  ovClient: JsonRecord;
-  useCli: boolean;
-}
-
-/** The server URL and its source: env, ovcli.conf, ov.conf's server, default. */
-function baseUrlOf(f: Files, warnings: string[]): { baseUrl: string; source: string } {
-  const { env, mode, cli, ovServer } = f;
-  let url = "";
-  let source = "default";
-  const envUrl = first(env.OPENVIKING_URL, env.OPENVIKING_BASE_URL);
-  if (mode !== "cli" && envUrl) [url, source] = [envUrl, "env"];
-  else if (mode !== "env" && str(cli.url)) [url, source] = [str(cli.url), "ovcli.conf"];
-  else if (str(ovServer.url)) [url, source] = [str(ovServer.url), "ov.conf"];
-  else if (ovServer.host !== undefined || ovServer.port !== undefined) {
-    const host = str(ovServer.host) === "0.0.0.0" || !str(ovServer.host) ? "127.0.0.1" : str(ovServer.host);
-    const port = typeof ovServer.port === "number" || str(ovServer.port) ? String(ovServer.port) : "1933";
-    [url, source] = [`http://${host}:${port}`, "ov.conf"];
-  }
-  const normalized = url ? normalizeUrl(url, warnings, `OpenViking URL from ${source}`) : undefined;
-  return normalized ? { baseUrl: normalized, source } : { baseUrl: DEFAULT_BASE_URL, source: "default" };
-}
-
 /** The origin of `url` ("" when it is not a URL). */
 export function originOf(url: string): string {
   return URL.parse(url)?.origin ?? "";
@@ -175,80 +141,99 @@ export function keyFor(c: Pick<Credentials, "apiKey" | "apiKeyOrigin">, url: str
   return c.apiKeyOrigin === "" || c.apiKeyOrigin === originOf(url) ? c.apiKey : "";
 }
 
-/** The API key for `baseUrl` and its source; a file's key is never sent to another origin than the file's. */
-function apiKeyOf(f: Files, baseUrl: string, warnings: string[]) {
-  const filesUrl = (files: Files) => originOf(baseUrlOf({ ...files, mode: "cli" }, []).baseUrl);
-  const candidates: [unknown, string, string][] = [
-    [f.env.OPENVIKING_API_KEY, "env OPENVIKING_API_KEY", ""],
-    [f.cli.api_key, "ovcli.conf", filesUrl(f)],
-    [f.ovClient.apiKey, "ov.conf", filesUrl({ ...f, cli: {} })],
-  ];
-  for (const [value, source, origin] of f.useCli ? candidates.slice(1, 2) : candidates) {
-    if (!str(value)) continue;
-    if (origin === "" || origin === originOf(baseUrl)) return { apiKey: str(value), source, origin };
-    warnings.push(
-      `the API key in ${source} was saved for ${origin}; it is not sent to ${baseUrl}: give that server's ` +
-        `key in OPENVIKING_API_KEY, or save it with \`${commandName()} install --url URL --api-key-stdin\``,
-    );
-  }
-  return { apiKey: "", source: "none", origin: "" };
+/** The origin a file's key is saved for: its URL's, or the default server's when that is not http(s). */
+function fileOrigin(url: string): string {
+  const u = URL.parse(url);
+  return u?.protocol === "http:" || u?.protocol === "https:" ? u.origin : originOf(DEFAULT_BASE_URL);
 }
 
-/** Account, user and explicit peer: ovcli.conf alone, or env before the files. */
-function identityOf(f: Files): { account: string; user: string; peerId: string } {
-  const [env, cli, ov]: JsonRecord[] = [f.useCli ? {} : f.env, f.cli, f.useCli ? {} : f.ovClient];
-  return {
-    account: first(env.OPENVIKING_ACCOUNT, cli.account, ov.accountId),
-    user: first(env.OPENVIKING_USER, cli.user, ov.userId),
-    peerId: first(env.OPENVIKING_PEER_ID, cli.actor_peer_id, ov.peerId),
-  };
+/** One source of connection and identity; `origin`: where its key may go ("" = anywhere). */
+type Layer = Record<
+  "source" | "keySource" | "origin" | "url" | "key" | "account" | "user" | "peerId",
+  string
+>;
+
+/** A layer from `record`'s values at `keys`: URL, key, account, user, peer id. */
+function layer(source: string, keySource: string, origin: string, record: JsonRecord, keys: string): Layer {
+  const [url, key, account, user, peerId] = keys.split(" ").map((k) => str(record[k]));
+  return { source, keySource, origin, url, key, account, user, peerId };
 }
 
-/** Resolves connection and identity as OpenViking's shared plugin runtime does. */
-function resolveCredentials(sources: ConfigSources, warnings: string[] = []): Credentials {
+/**
+ * Resolves connection and identity as OpenViking's shared plugin runtime does: the URL from env, ovcli.conf,
+ * ov.conf (`env` mode skips ovcli.conf, `ovcli` mode env); key and identity from all three, or from ovcli.conf
+ * alone in `ovcli` mode (or `auto` with nothing in env and something in ovcli.conf). A file's key is never
+ * sent to another origin than the file's.
+ */
+function resolveCredentials(sources: ConfigSources, warnings: string[]): Credentials {
   const { env } = sources;
   const mode = credentialMode(env, warnings);
   const cli = asRecord(sources.ovcli);
   const ov = asRecord(sources.ovconf);
-  const envSet = ENV_CREDENTIAL_VARS.some((k) => str(env[k]));
-  const cliHasCreds = OVCLI_CREDENTIAL_KEYS.some((k) => str(cli[k]));
-  const files: Files = {
-    env,
-    mode,
-    cli,
-    ovServer: asRecord(ov.server),
-    ovClient: asRecord(ov.kimicode),
-    useCli: mode === "cli" || (mode === "auto" && !envSet && cliHasCreds),
-  };
-  const { baseUrl, source } = baseUrlOf(files, warnings);
-  const key = apiKeyOf(files, baseUrl, warnings);
+  const [server, client] = [asRecord(ov.server), asRecord(ov.kimicode)];
+  const host = str(server.host) === "0.0.0.0" || !str(server.host) ? "127.0.0.1" : str(server.host);
+  const port = typeof server.port === "number" || str(server.port) ? String(server.port) : "1933";
+  const ovUrl = str(server.url) ||
+    (server.host === undefined && server.port === undefined ? "" : `http://${host}:${port}`);
+  const envUrl = first(env.OPENVIKING_URL, env.OPENVIKING_BASE_URL);
+  const ids = "OPENVIKING_API_KEY OPENVIKING_ACCOUNT OPENVIKING_USER OPENVIKING_PEER_ID";
+  const fromEnv = layer("env", "env OPENVIKING_API_KEY", "", { ...env, url: envUrl }, `url ${ids}`);
+  const cliOrigin = fileOrigin(str(cli.url) || ovUrl);
+  const fromCli = layer("ovcli.conf", "ovcli.conf", cliOrigin, cli, "url api_key account user actor_peer_id");
+  const fromOv = layer(
+    "ov.conf",
+    "ov.conf",
+    fileOrigin(ovUrl),
+    { ...client, url: ovUrl },
+    "url apiKey accountId userId peerId",
+  );
+  const given = (l: Layer) => [l.url, l.key, l.account, l.user, l.peerId].some(Boolean);
+  const envSet = given(fromEnv) || str(env.OPENVIKING_MCP_URL) !== "";
+  const useCli = mode === "cli" || (mode === "auto" && !envSet && given(fromCli));
+  const urlLayer = [mode === "cli" ? undefined : fromEnv, mode === "env" ? undefined : fromCli, fromOv]
+    .find((l) => l?.url);
+  const normalized = urlLayer &&
+    normalizeUrl(urlLayer.url, warnings, `OpenViking URL from ${urlLayer.source}`);
+  const baseUrl = normalized ?? DEFAULT_BASE_URL;
+  const layers = useCli ? [fromCli] : [fromEnv, fromCli, fromOv];
+  const keyed = layers.find((l) => {
+    if (!l.key || l.origin === "" || l.origin === originOf(baseUrl)) return l.key !== "";
+    warnings.push(
+      `the API key in ${l.keySource} was saved for ${l.origin}; it is not sent to ${baseUrl}: give that server's ` +
+        `key in OPENVIKING_API_KEY, or save it with \`${commandName()} install --url URL --api-key-stdin\``,
+    );
+  });
   let mcpUrl = `${baseUrl}/mcp`;
   if (mode !== "cli" && str(env.OPENVIKING_MCP_URL)) {
     mcpUrl = normalizeUrl(str(env.OPENVIKING_MCP_URL), warnings, "OPENVIKING_MCP_URL") ?? mcpUrl;
   }
-  if (key.apiKey && !keyFor({ apiKey: key.apiKey, apiKeyOrigin: key.origin }, mcpUrl)) {
-    warnings.push(`the API key in ${key.source} was saved for ${key.origin}; it is not sent to ${mcpUrl}`);
+  if (keyed && !keyFor({ apiKey: keyed.key, apiKeyOrigin: keyed.origin }, mcpUrl)) {
+    warnings.push(
+      `the API key in ${keyed.keySource} was saved for ${keyed.origin}; it is not sent to ${mcpUrl}`,
+    );
   }
+  const firstOf = (field: "account" | "user" | "peerId") => layers.find((l) => l[field])?.[field] ?? "";
   return {
     baseUrl,
     mcpUrl,
-    apiKey: key.apiKey,
-    ...identityOf(files),
-    credentialSource: files.useCli ? "ovcli.conf" : source,
-    apiKeySource: key.source,
-    apiKeyOrigin: key.origin,
+    apiKey: keyed?.key ?? "",
+    account: firstOf("account"),
+    user: firstOf("user"),
+    peerId: firstOf("peerId"),
+    credentialSource: useCli ? "ovcli.conf" : normalized ? urlLayer!.source : "default",
+    apiKeySource: keyed?.keySource ?? "none",
+    apiKeyOrigin: keyed?.origin ?? "",
     cliConfigPath: sources.cliConfigPath,
     ovConfigPath: sources.ovConfigPath,
   };
 }
 
-/** A knob parser's verdict: the value, or why it is unusable. */
-type KnobParse<T> = { ok: true; value: T } | { ok: false; reason: string };
+/** A knob's parser: the value, or it throws why the value is unusable. */
+type Parser<T> = (value: unknown) => T;
 
-type Parser<T> = (value: unknown) => KnobParse<T>;
-
-const ok = <T>(value: T): KnobParse<T> => ({ ok: true, value });
-const bad = (reason: string): KnobParse<never> => ({ ok: false, reason });
+const refuse = (reason: string): never => {
+  throw new Error(reason);
+};
 
 const BOOL_WORDS = new Map([
   ...["1", "true", "yes", "on"].map((w): [string, boolean] => [w, true]),
@@ -258,18 +243,17 @@ const BOOL_WORDS = new Map([
 /** A boolean, or 1/0, true/false, yes/no, on/off. */
 const boolKnob: Parser<boolean> = (raw) => {
   const v = typeof raw === "string" ? BOOL_WORDS.get(raw.trim().toLowerCase()) : raw;
-  return typeof v === "boolean" ? ok(v) : bad("expected boolean");
+  return typeof v === "boolean" ? v : refuse("expected boolean");
 };
 
 /** A number within [min, max] (an integer unless `int` is false). */
 function numKnob(min: number, max: number, int = true): Parser<number> {
   return (raw) => {
     const v = typeof raw === "string" && raw.trim() !== "" ? Number(raw.trim()) : raw;
-    if (typeof v !== "number" || !Number.isFinite(v)) return bad("expected number");
-    if (int && !Number.isInteger(v)) return bad("expected int");
-    if (v < min) return bad(`must be at least ${min}`);
-    if (v > max) return bad(`must be at most ${max}`);
-    return ok(v);
+    if (typeof v !== "number" || !Number.isFinite(v)) return refuse("expected number");
+    if (int && !Number.isInteger(v)) return refuse("expected int");
+    if (v < min) return refuse(`must be at least ${min}`);
+    return v > max ? refuse(`must be at most ${max}`) : v;
   };
 }
 
@@ -278,19 +262,19 @@ function enumKnob<const T extends readonly [string, ...string[]]>(values: T): Pa
   const words = `must be ${values.map((v) => JSON.stringify(v)).join(" or ")}`;
   return (raw) => {
     const v = typeof raw === "string" ? raw.trim().toLowerCase() : raw;
-    return values.includes(v as string) ? ok(v as T[number]) : bad(words);
+    return values.includes(v as string) ? v as T[number] : refuse(words);
   };
 }
 
 /** A comma-separated string or an array of strings. */
 const listKnob: Parser<string[]> = (raw) => {
-  if (typeof raw === "string") return ok(raw.split(",").map((s) => s.trim()).filter(Boolean));
-  if (!Array.isArray(raw)) return bad("expected array");
-  return raw.every((s) => typeof s === "string") ? ok([...raw]) : bad("expected string");
+  if (typeof raw === "string") return raw.split(",").map((s) => s.trim()).filter(Boolean);
+  if (!Array.isArray(raw)) return refuse("expected array");
+  return raw.every((s) => typeof s === "string") ? [...raw] : refuse("expected string");
 };
 
 const pathKnob: Parser<string> = (raw) =>
-  typeof raw !== "string" ? bad("expected string") : raw ? ok(raw) : bad("needs at least 1 character");
+  typeof raw !== "string" ? refuse("expected string") : raw || refuse("needs at least 1 character");
 
 /** What a workspace file may do with a knob, against the user's value; `may` words it ("" = nothing). */
 interface WorkspaceRule {
@@ -320,23 +304,13 @@ const narrower = (order: readonly string[]): WorkspaceRule => ({
 const OFF = toward(false, "turn it off");
 const ON = toward(true, "turn it on");
 
-/** One knob: its variable, parser, default (undefined: unset unless configured) and workspace rule. */
-interface Knob<T, D extends T | undefined = T> {
-  env: string;
-  parse: Parser<T>;
-  default: D;
-  workspace: WorkspaceRule;
-}
-
-/** A knob; `fallback` undefined: unset unless configured. */
-function knob<T, D extends T | undefined>(
-  env: string,
-  parse: Parser<T>,
-  fallback: D,
-  workspace: WorkspaceRule,
-) {
-  return { env, parse, default: fallback, workspace } as Knob<T, D>;
-}
+/** A knob: its variable, parser, default and workspace rule. */
+const knob = <T>(env: string, parse: Parser<T>, fallback: NoInfer<T>, workspace: WorkspaceRule) => ({
+  env,
+  parse,
+  default: fallback,
+  workspace,
+});
 
 /** The commit policies, cheapest last. */
 export const COMMIT_POLICIES = ["every-turn", "balanced", "session-end"] as const;
@@ -371,23 +345,11 @@ export const KNOBS = {
   pendingTtlDays: knob("OPENVIKING_PENDING_TTL_DAYS", numKnob(1, 3650), 7, NEVER),
   mcpTools: knob("OPENVIKING_MCP_TOOLS", listKnob, ["memory"], NEVER),
   debug: knob("OPENVIKING_DEBUG", boolKnob, false, OFF),
-  debugLogPath: knob("OPENVIKING_DEBUG_LOG", pathKnob, undefined, NEVER),
+  debugLogPath: knob("OPENVIKING_DEBUG_LOG", pathKnob, "", NEVER),
 };
 
-type Knobs = typeof KNOBS;
-type Defaulted = { [K in keyof Knobs]: Knobs[K]["default"] extends undefined ? never : K }[keyof Knobs];
-type Optional = Exclude<keyof Knobs, Defaulted>;
-type ValueOf<K extends keyof Knobs> = Knobs[K] extends { parse: Parser<infer T> } ? T : never;
-
-type KnobValues =
-  & { [K in Defaulted]: ValueOf<K> }
-  & { [K in Optional]?: ValueOf<K> };
-
-/** Resolved knob values. */
-export type Settings = Omit<KnobValues, "debugLogPath"> & {
-  /** "" = no log (no home). */
-  debugLogPath: string;
-};
+/** Resolved knob values; `debugLogPath` "" = no log (no home). */
+export type Settings = { [K in keyof typeof KNOBS]: ReturnType<(typeof KNOBS)[K]["parse"]> };
 
 const shown = (value: unknown) => JSON.stringify(value) ?? String(value);
 
@@ -421,30 +383,33 @@ export function resolveSettings(
       ? "false"
       : sources.env[name];
   const settings: JsonRecord = {};
-  for (const [name, knob] of Object.entries(KNOBS) as [string, Knob<unknown, unknown>][]) {
-    const env = envOf(knob.env)?.trim() ? { value: envOf(knob.env), where: knob.env } : undefined;
+  for (const [name, k] of Object.entries(KNOBS) as [string, ReturnType<typeof knob<unknown>>][]) {
+    const env = envOf(k.env)?.trim() ? { value: envOf(k.env), where: k.env } : undefined;
     const user = env ?? firstSetting(userLayers, name);
     const asked = env ? undefined : firstSetting(workspace, name);
-    let value = Array.isArray(knob.default) ? [...knob.default] : knob.default;
+    let value = Array.isArray(k.default) ? [...k.default] : k.default;
     for (const [layer, bad] of [[user, "using the default"], [asked, "ignored"]] as const) {
-      const parsed = layer && knob.parse(layer.value);
-      if (!layer || !parsed) continue;
-      if (!parsed.ok) {
-        warnings.push(`${layer.where}: invalid value ${shown(layer.value)} (${parsed.reason}); ${bad}`);
-      } else if (layer === asked && !knob.workspace.allows(parsed.value, value)) {
-        const may = knob.workspace.may ? `may only ${knob.workspace.may}` : "may not set it";
+      if (!layer) continue;
+      let parsed;
+      try {
+        parsed = k.parse(layer.value);
+      } catch (error) {
+        warnings.push(
+          `${layer.where}: invalid value ${shown(layer.value)} (${(error as Error).message}); ${bad}`,
+        );
+        continue;
+      }
+      if (layer === asked && !k.workspace.allows(parsed, value)) {
+        const may = k.workspace.may ? `may only ${k.workspace.may}` : "may not set it";
         warnings.push(`${asked.where}: ${shown(asked.value)} is ignored: a workspace file ${may}`);
       } else {
-        value = parsed.value;
+        value = parsed;
       }
     }
-    if (value !== undefined) settings[name] = value;
+    settings[name] = value;
   }
-  const knobs = settings as KnobValues;
-  return {
-    ...knobs,
-    debugLogPath: debugLogPath(knobs.debugLogPath, sources.env, warnings),
-  };
+  const knobs = settings as Settings;
+  return { ...knobs, debugLogPath: debugLogPath(knobs.debugLogPath, sources.env, warnings) };
 }
 
 /** A layer whose `peerSource` is "none" (the last version's knob) without `workspacePeer`: one that sends none. */
@@ -459,8 +424,9 @@ function stricterOnly(shared: JsonRecord, warnings: string[]): JsonRecord {
   for (const [key, value] of Object.entries(shared)) {
     const name = key === "memoryEnabled" ? "enabled" : key;
     if (!(name in KNOBS)) continue;
-    const parsed = boolKnob(value);
-    const off = ["enabled", "autoRecall", "autoCapture"].includes(name) && parsed.ok && !parsed.value;
+    const off = ["enabled", "autoRecall", "autoCapture"].includes(name) &&
+      (value === false ||
+        (typeof value === "string" && BOOL_WORDS.get(value.trim().toLowerCase()) === false));
     if (off) kept[name] = false;
     const fate = off ? "its false is honoured (stricter)" : "ignored";
     warnings.push(`ovcli.conf plugin "${key}" is read from plugin.kimicode only: move it there (${fate})`);
@@ -469,7 +435,7 @@ function stricterOnly(shared: JsonRecord, warnings: string[]): JsonRecord {
 }
 
 /** The log path: the knob if absolute, else the default; "" = no home. */
-function debugLogPath(knob: string | undefined, env: Env, warnings: string[]): string {
+function debugLogPath(knob: string, env: Env, warnings: string[]): string {
   const explicit = absoluteOverride(knob, env);
   if (knob && !explicit) warnings.push(`debug log path "${knob}" is not an absolute path; using the default`);
   return explicit ?? orNoHome(() => defaultLogPath(env)) ?? "";

@@ -563,7 +563,7 @@ Deno.test("loadConfig: a directory, a device or a huge file as a config is never
   const ws = `${dir.path}/repo/.openviking`;
   await Deno.mkdir(home, { recursive: true });
   await Deno.mkdir(ws, { recursive: true });
-  // A FIFO (tests/openviking/hostile_files_test.ts) blocks, /dev/zero never ends: neither is opened.
+  // A FIFO blocks the open, /dev/zero never ends: stat refuses every file but a regular one, unopened.
   await Deno.mkdir(`${home}/ovcli.conf`);
   await Deno.symlink("/dev/null", `${home}/ov.conf`);
   await Deno.symlink("/dev/zero", `${ws}/config.json`);

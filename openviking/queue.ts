@@ -420,7 +420,6 @@ export interface QueueSummary {
   entries: number;
   last?: Rejection;
 }
-export type RejectedSummary = QueueSummary;
 
 /** Every session's queued entries in `subdir` (reads each session's first entry, and in the rejected place its newest). */
 export async function queueSummary(pendingDir: string, subdir = QUEUE_SUBDIR): Promise<QueueSummary> {

@@ -37,12 +37,6 @@ export function postCommit(client: OpenVikingClient, sid: string, budget: Budget
   });
 }
 
-/** A write reply's `pending_tokens` (the session's uncommitted tokens), if any. */
-function pendingTokensOf(result: unknown): number | undefined {
-  const n = asRecord(result).pending_tokens;
-  return typeof n === "number" && Number.isFinite(n) && n >= 0 ? n : undefined;
-}
-
 /** Whether a batch failure means "one by one": from now on (`route`) or for this batch. */
 function wantsSerial(res: OvFailure): "route" | "batch" | "" {
   if (res.kind === "missing-route") return "route";
@@ -102,7 +96,8 @@ export async function deliverMessages(
       },
     );
     if (res.ok) {
-      const tokens = pendingTokensOf(res.result);
+      const n = asRecord(res.result).pending_tokens; // the session's uncommitted tokens
+      const tokens = typeof n === "number" && Number.isFinite(n) && n >= 0 ? n : undefined;
       [d.sent, d.pendingTokens] = [d.sent + end - from, serial ? tokens ?? d.pendingTokens : tokens];
     } else if (!serial && wantsSerial(res)) {
       serialUntil = wantsSerial(res) === "route" ? Infinity : end;
@@ -284,14 +279,4 @@ export async function heldMessages(
     if (archived.length) return [...archived, ...heldIn(live)];
   }
   return heldIn(live);
-}
-
-/** The newest message the session holds, archives included (`null`: none); undefined when the server cannot say. */
-export async function newestHeld(
-  client: OpenVikingClient,
-  sid: string,
-  budget: Budget,
-): Promise<HeldMessage | null | undefined> {
-  const held = await heldMessages(client, sid, budget);
-  return held && (held.at(-1) ?? null);
 }

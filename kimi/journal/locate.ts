@@ -1,5 +1,6 @@
 /** Finds a session's main journal: Kimi's session index, else a scan of `sessions/<dir>/<id>/`; only inside that home. */
 
+import { readTextIfExists } from "../../lib/fs.ts";
 import { joinPath } from "../../lib/paths.ts";
 import { isRecord } from "../../lib/parsed.ts";
 import { parseJsonOrUndefined } from "../../lib/fs.ts";
@@ -38,7 +39,8 @@ export async function locateJournal(kimiHome: string, sessionId: string): Promis
     return { ok: false, reason: `invalid session id ${JSON.stringify(sessionId)}` };
   }
   const sessions = joinPath(kimiHome, "sessions");
-  const indexText = await Deno.readTextFile(joinPath(kimiHome, "session_index.jsonl")).catch(() => "");
+  // A regular file only: a FIFO would block the worker until someone wrote to it.
+  const indexText = await readTextIfExists(joinPath(kimiHome, "session_index.jsonl")).catch(() => "") ?? "";
   const fromIndex = sessionDirFromIndex(indexText, sessionId);
   if (fromIndex) {
     const path = mainJournalPath(fromIndex);

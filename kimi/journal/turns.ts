@@ -27,6 +27,8 @@ export interface JournalLine {
 export type LineFilter = (line: string) => boolean;
 
 const CHUNK = 1 << 20;
+/** A longer line is skipped unread: no string holds one of 512 MiB, and capture keeps ≤ 10 M characters a text. */
+const MAX_LINE_BYTES = 64 << 20;
 
 const fileIdOf = (info: Deno.FileInfo) => info.ino == null ? "" : `${info.dev}:${info.ino}`;
 
@@ -59,17 +61,18 @@ export async function readJournal(
     !(info.size >= pos && sameFile && await tailHashAt(file, pos) === cursor?.tailHash);
   if (rewritten) pos = 0;
   const [lines, pieces]: [JournalLine[], Uint8Array[]] = [[], []];
+  let held = 0; // bytes of the unfinished line so far (in `pieces` unless it is over the bound)
   const [decoder, buf] = [new TextDecoder(), new Uint8Array(CHUNK)];
   await file.seek(pos, Deno.SeekMode.Start);
   for (let n = await file.read(buf); n !== null; n = await file.read(buf)) {
     const data = buf.subarray(0, n);
     let from = 0;
     for (let i = data.indexOf(0x0a); i !== -1; i = data.indexOf(0x0a, from)) {
-      const tail = data.subarray(from, i);
-      const raw = pieces.length ? concatBytes(pieces.splice(0).concat(tail)) : tail;
+      const [tail, length] = [data.subarray(from, i), held + i - from];
+      const raw = length > MAX_LINE_BYTES ? undefined : pieces.length ? concatBytes([...pieces, tail]) : tail;
       const offset = pos;
-      [pos, from] = [pos + raw.length + 1, i + 1];
-      const text = raw.length ? decoder.decode(raw) : "";
+      [pos, from, pieces.length, held] = [pos + length + 1, i + 1, 0, 0];
+      const text = raw?.length ? decoder.decode(raw) : "";
       if (!text || (filter && !filter(text))) continue;
       try {
         const value = JSON.parse(text);
@@ -78,7 +81,9 @@ export async function readJournal(
         // not JSON: skipped
       }
     }
-    if (from < n) pieces.push(data.slice(from));
+    held += n - from;
+    if (held > MAX_LINE_BYTES) pieces.length = 0; // the rest of that line is skipped unread
+    else if (from < n) pieces.push(data.slice(from));
   }
   return { lines, endOffset: pos, rewritten };
 }

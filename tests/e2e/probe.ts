@@ -10,7 +10,7 @@ import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../
 import { OPENVIKING_VERSION, type RealOpenViking, rssKiB } from "../support/real-openviking.ts";
 import { USER_AGENT } from "../../lib/version.ts";
 import { Budget, classifyReply, createClient } from "../../openviking/client.ts";
-import { newestHeld } from "../../openviking/sessions.ts";
+import { heldMessages } from "../../openviking/sessions.ts";
 import { OFFERED_TOOLS, OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
 import { startProxy, toolNames } from "../mcp/harness.ts";
 import { tempDir } from "../support/temp.ts";
@@ -236,9 +236,9 @@ export async function probeEndpoints(t: Deno.TestContext, server: RealOpenViking
     const client = createClient({ baseUrl, apiKey, account, user, userAgent: USER_AGENT, timeoutMs: 30_000 });
     const budget = new Budget(60_000);
     const newest = { role: "user", turnId: "1", text: "Deno is my favourite runtime" };
-    assertEquals(await newestHeld(client, sessionId, budget), newest);
+    assertEquals((await heldMessages(client, sessionId, budget))?.at(-1), newest);
     const unknown = `kc-none-${crypto.randomUUID()}`;
-    assertEquals(await newestHeld(client, unknown, budget), null, "an unknown session");
+    assertEquals(await heldMessages(client, unknown, budget), [], "an unknown session");
   });
 
   let memoryUri = "";

@@ -50,8 +50,14 @@ function checkConfig(config: Config, warnings: string[]): void {
   for (const name of KNOB_NAMES) {
     const knob = KNOBS[name];
     const value = config[name];
-    const ok = value === knob.default || (value !== undefined && knob.parse(value).ok) ||
-      name === "debugLogPath";
+    const parses = () => {
+      try {
+        return knob.parse(value as never) !== undefined;
+      } catch {
+        return false;
+      }
+    };
+    const ok = value === knob.default || (value !== undefined && parses()) || name === "debugLogPath";
     assertTrue(ok, `knob ${name} = ${JSON.stringify(value)} is within its schema`);
   }
   assertTrue(typeof config.debugLogPath === "string" && config.debugLogPath.length > 0);

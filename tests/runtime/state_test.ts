@@ -8,12 +8,13 @@ import {
   writeState,
 } from "../../memory/state.ts";
 import { safeId } from "../../lib/paths.ts";
+import { REPLAY_FILE } from "../../memory/ledger.ts";
 import { withLock } from "../../lib/lock.ts";
 import { removeAbandonedTemps } from "../../lib/fs.ts";
 import { tempDir } from "../support/temp.ts";
 import { prodRunArgs, ROOT } from "../support/run.ts";
 
-Deno.test("safeId: no id ever escapes its folder", async () => {
+Deno.test("safeId: no id ever escapes its folder, nor writes to a reserved name like _replay (a leading _ is hashed)", async () => {
   await using dir = await tempDir();
   const ids = [
     "../x",
@@ -27,11 +28,16 @@ Deno.test("safeId: no id ever escapes its folder", async () => {
     "/etc/passwd",
     "C:\\Windows",
     "é✓",
+    REPLAY_FILE,
+    "replay",
+    "_x",
+    "__",
+    "_",
   ];
   const seen = new Set<string>();
   for (const id of ids) {
     const safe = await safeId(id);
-    assertTrue(/^[A-Za-z0-9_-][A-Za-z0-9._-]*$/.test(safe), `${JSON.stringify(id)} → ${safe}`);
+    assertTrue(/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(safe), `${JSON.stringify(id)} → ${safe}`);
     assertTrue(safe.length <= 100, `${safe.length}`);
     seen.add(safe);
     const { file } = await statePaths(dir.path, id);
@@ -46,6 +52,7 @@ Deno.test("safeId: no id ever escapes its folder", async () => {
   );
   const kimi = "session_bb98d39e-e56d-47b5-bd98-4e903585486d";
   assertEquals(await safeId(kimi), kimi, "Kimi session ids stay readable");
+  assertEquals(await safeId("a_b"), "a_b", "an inner _ is kept");
 });
 
 Deno.test("statePaths: no session's capture state is another session's prompt state (ids ending .prompt)", async () => {
