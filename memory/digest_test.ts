@@ -12,11 +12,8 @@ import { UNPRINTABLE } from "../tests/support/printed.ts";
 import { hostileText, params } from "../tests/fuzz/arbitraries.ts";
 import { terminalRows } from "../tests/support/rows.ts";
 
-const mem = (n: number, text: string, extra: Partial<Memory> = {}): Memory => ({
-  uri: `viking://user/default/memories/preferences/m${n}.md`,
-  text,
-  ...extra,
-});
+const uriOf = (n: number) => `viking://user/default/memories/preferences/m${n}.md`;
+const mem = (n: number, text: string, m: Partial<Memory> = {}): Memory => ({ uri: uriOf(n), text, ...m });
 
 const LONG =
   "The user wants every pull request to stay small, with a failing test first, and reviews diffs in the " +
