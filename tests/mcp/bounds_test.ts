@@ -1,12 +1,12 @@
 /**
  * The proxy's bounds (in-process, with bounds shorter than production's): replies over the byte bounds
- * (a JSON body, one SSE event, an SSE stream, error pages and redirect bodies; gzip bombs: stdio_e2e), replies that
+ * (a JSON body, one SSE event, an SSE stream, error pages and redirect bodies, gzip bombs), replies that
  * stall after their headers, SSE keep-alives, and stalled tool calls that must not hold up ping, tools/list
  * or initialize. Each failure is a JSON-RPC error for its own request, and the proxy goes on.
  */
 
 import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../support/assert.ts";
-import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { FakeOpenViking, gzipBomb, type RawReply } from "../support/fake-openviking.ts";
 import { OFFERED_TOOLS, serveFakeMcp, sseBody, sseReply } from "../support/fake-mcp.ts";
 import { tempDir } from "../support/temp.ts";
 import { errorOf, type Json, openSession, resultOf, startProxy, toolNames, until } from "./harness.ts";
@@ -35,11 +35,33 @@ Deno.test("mcp/bounds: a JSON body or an SSE event over the bound is a -32005 er
     assertMatch(error.message, /larger than 64 KiB/);
     assertMatch(error.message, /fewer results.*narrower URI/);
     assertEquals(error.data?.part, sse ? "event" : "reply");
+    // Counted as inflated (a 1 MiB gzip bomb is ~1 KiB on the wire); 1 GiB streamed is not read to its end.
+    const type = sse ? "text/event-stream" : "application/json";
+    const start = sse ? 'data: {"x":"' : '{"x":"';
+    for (
+      const raw of <RawReply[]> [
+        {
+          status: 200,
+          headers: { "content-type": type, "content-encoding": "gzip" },
+          body: await gzipBomb(1 << 20),
+        },
+        {
+          status: 200,
+          headers: { "content-type": type },
+          body: start.padEnd(KIB, "y"),
+          repeatBytes: 1024 ** 3,
+        },
+      ]
+    ) {
+      fake.fault({ route: "POST /mcp", raw, times: 1 });
+      const refused = errorOf(await proxy.request(3, "tools/call", { name: "read", arguments: {} }));
+      assertEquals([refused.code, refused.data?.part], [-32005, sse ? "event" : "reply"]);
+    }
     assertEquals(
-      textOf(await proxy.request(3, "tools/call", { name: "health", arguments: {} })),
+      textOf(await proxy.request(4, "tools/call", { name: "health", arguments: {} })),
       "fake health: {}",
     );
-    assertEquals(toolNames(await proxy.request(4, "tools/list")), OFFERED_TOOLS);
+    assertEquals(toolNames(await proxy.request(5, "tools/list")), OFFERED_TOOLS);
     assertEquals(await proxy.close(), 0);
   }
 });

@@ -88,6 +88,8 @@ export function startProxy(env: Record<string, string>, options: HarnessOptions 
       await send({ jsonrpc: "2.0", method: "notifications/initialized" });
       return reply;
     },
+    /** The exit code, once the server stopped. */
+    exited: done,
     /** Closes stdin; resolves with the exit code. */
     async close() {
       await closeInput();

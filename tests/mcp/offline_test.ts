@@ -219,61 +219,25 @@ Deno.test("mcp/offline: an initialize the server refuses with a JSON-RPC error i
   }
 });
 
-/** A server that redirects `/old` to `target` and answers JSON-RPC on `/mcp`, recording what it saw. */
-function redirector(target: (port: number) => string) {
-  const seen: { path: string; auth: string | null }[] = [];
-  const server: Deno.HttpServer<Deno.NetAddr> = Deno.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    onListen() {},
-  }, async (req): Promise<Response> => {
-    const url = new URL(req.url);
-    seen.push({ path: url.pathname, auth: req.headers.get("authorization") });
-    if (url.pathname === "/old") {
-      await req.body?.cancel();
-      return new Response(null, { status: 308, headers: { location: target(server.addr.port) } });
-    }
-    const body = await req.json() as Json;
-    if (body.id === undefined) return new Response(null, { status: 202 });
-    const result = body.method === "initialize"
-      ? { protocolVersion: "2025-06-18", capabilities: {}, serverInfo: { name: "r", version: "1" } }
-      : { content: [{ type: "text", text: `at ${url.pathname}` }] };
-    return Response.json({ jsonrpc: "2.0", id: body.id, result });
-  });
-  return { server, seen, port: server.addr.port };
-}
-
 Deno.test("mcp/redirect: a same-origin redirect is followed with credentials; another origin's is not, the key never leaves", async () => {
   await using home = await tempDir("ovk-mcp-");
-  const other = redirector(() => "/mcp");
-  const same = redirector((port) => `http://127.0.0.1:${port}/mcp`);
-  const away = redirector(() => `http://localhost:${other.port}/mcp`);
-  const proxyTo = (r: { port: number }) =>
-    startProxy({
-      HOME: home.path,
-      OPENVIKING_URL: `http://127.0.0.1:${r.port}`,
-      OPENVIKING_MCP_URL: `http://127.0.0.1:${r.port}/old`,
-      OPENVIKING_API_KEY: KEY,
-    });
-  try {
-    const followed = proxyTo(same);
-    await followed.initialize();
-    const ok = resultOf(await followed.request(1, "tools/call", { name: "x", arguments: {} }));
-    assertEquals((ok.content as Json[])[0].text, "at /mcp");
-    assertEquals(await followed.close(), 0);
-    assertTrue(same.seen.every((s) => s.auth === `Bearer ${KEY}`));
-
-    const refused = proxyTo(away);
-    resultOf(await refused.initialize()); // answered offline
-    const e = errorOf(await refused.request(1, "tools/call", { name: "x", arguments: {} }));
-    assertEquals(e.code, -32002);
-    assertMatch(e.message, new RegExp(`redirected to http://localhost:${other.port}/mcp, another origin`));
-    assertEquals(await refused.close(), 0);
-    assertEquals(other.seen, []);
-    assertNotMatch(refused.lines.join("\n"), new RegExp(KEY));
-  } finally {
-    for (const r of [same, away, other]) await r.server.shutdown();
-  }
+  await using fake = await FakeOpenViking.start({ apiKey: KEY });
+  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url, OPENVIKING_API_KEY: KEY });
+  await proxy.initialize();
+  const redirect = (location: string) =>
+    fake.fault({ route: "POST /mcp", raw: { status: 308, headers: { location } }, times: 1 });
+  redirect(`${fake.url}/mcp`);
+  resultOf(await proxy.request(1, "tools/call", { name: "health", arguments: {} }));
+  const posts = fake.requestsTo("POST /mcp");
+  assertTrue(posts.every((r) => r.headers["authorization"] === `Bearer ${KEY}`));
+  // Nothing listens there: had the proxy followed, the call would say "cannot reach".
+  const away = `http://localhost:${freePort()}/mcp`;
+  redirect(away);
+  const e = errorOf(await proxy.request(2, "tools/call", { name: "health", arguments: {} }));
+  assertEquals(e.code, -32002);
+  assertMatch(e.message, new RegExp(`redirected to ${away}, another origin`));
+  assertEquals(await proxy.close(), 0);
+  assertNotMatch(proxy.lines.join("\n"), new RegExp(KEY));
 });
 
 Deno.test("mcp/tools: the model is offered what memory needs; OPENVIKING_MCP_TOOLS offers more, or all; a workspace file cannot", async () => {

@@ -213,6 +213,15 @@ Deno.test("mcp/fake: shutdown ends even when a reply cannot be written (a client
   await within(proxy.shutdown(0), "the end of shutdown");
 });
 
+Deno.test("mcp/fake: when the client stops reading stdout (a write fails), the proxy exits with stdin open", async () => {
+  let gone = false;
+  const stall = () => gone ? Promise.reject(new Error("Broken pipe")) : Promise.resolve();
+  await using session = await openSession({}, { stall });
+  gone = true;
+  await session.proxy.send({ jsonrpc: "2.0", id: 1, method: "ping" });
+  assertEquals(await within(session.proxy.exited, "the exit"), 0);
+});
+
 Deno.test("mcp/fake: cancelling a queued request withdraws it; cancelling a running one tells the server", async () => {
   await using session = await openSession();
   const { fake, proxy } = session;
