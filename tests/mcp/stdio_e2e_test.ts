@@ -1,10 +1,10 @@
-/** The proxy as a subprocess started like production, on raw pipes: stdout framing, exit on EOF and SIGTERM. */
+/** The proxy as a subprocess started like production (the cli task's flags), on raw pipes: stdout framing, exit on EOF and SIGTERM. */
 
 import { assertEquals, assertNotMatch, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { tempDir } from "../support/temp.ts";
 import { until } from "./harness.ts";
-import { childEnv, productionCommand, REPO_ROOT } from "./subprocess.ts";
+import { cliArgs, denoEnv } from "../support/run.ts";
 
 const KEY = "e2e-secret-key-8d41b2";
 const INIT = {
@@ -17,12 +17,10 @@ for (const how of ["stdin EOF", "SIGTERM"] as const) {
   Deno.test(`mcp/e2e: raw pipes: stdout is JSON-RPC lines only; ${how} exits 0`, async () => {
     await using home = await tempDir("ovk-mcp-");
     await using fake = await FakeOpenViking.start({ apiKey: KEY, mcp: { sse: true } });
-    const { command, args } = await productionCommand();
-    const env = { OPENVIKING_URL: fake.url, OPENVIKING_API_KEY: KEY, OPENVIKING_DEBUG: "1" };
-    const child = new Deno.Command(command, {
-      args,
-      cwd: REPO_ROOT,
-      env: await childEnv(home.path, env),
+    const env = { HOME: home.path, PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin", ...denoEnv() };
+    const child = new Deno.Command(Deno.execPath(), {
+      args: [...await cliArgs(), "mcp"],
+      env: { ...env, OPENVIKING_URL: fake.url, OPENVIKING_API_KEY: KEY, OPENVIKING_DEBUG: "1" },
       clearEnv: true,
       stdin: "piped",
       stdout: "piped",
