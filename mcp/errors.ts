@@ -22,13 +22,18 @@ export type Failure =
   | { kind: "cut"; cause: string } // the body broke before the response
   | { kind: "aborted" }; // cancelled by the client or by shutdown
 
-/** What an error message may say about the configuration, and the values (the key) it must never show. */
-export type ErrorContext =
-  & Pick<
-    Config,
-    "mcpUrl" | "credentialSource" | "apiKeySource" | "cliConfigPath" | "ovConfigPath" | "account" | "user"
-  >
-  & { secrets: readonly string[] };
+/** What an error message may say about the configuration; its key it never shows. */
+export type ErrorContext = Pick<
+  Config,
+  | "mcpUrl"
+  | "credentialSource"
+  | "apiKeySource"
+  | "cliConfigPath"
+  | "ovConfigPath"
+  | "account"
+  | "user"
+  | "apiKey"
+>;
 
 type Data = Record<string, unknown>;
 type Words<F> = (f: F, url: string, ctx: ErrorContext) => [code: number, message: string, data: Data];
@@ -105,21 +110,19 @@ const WORDS: { [K in Kind]: Words<Extract<Failure, { kind: K }>> } = {
   ],
   timeout: (f, url, ctx) => [
     NETWORK,
-    `OpenViking at ${url} did not answer within ${describeMs(f.ms)}. Check that the server is running and ` +
+    `OpenViking at ${url} did not answer within ${seconds(f.ms)}. Check that the server is running and ` +
     `not overloaded (a stopped server takes the connection and never answers). ${AGAIN}`,
     { timeoutMs: f.ms, urlSource: ctx.credentialSource },
   ],
   stalled: (f, url) => [
     NETWORK,
-    `OpenViking at ${url} started its reply, then sent nothing for ${
-      describeMs(f.ms)
-    }, so the proxy gave up ` +
-    `on it. Retry the call; if it keeps happening, check the server's log and \`openviking-kimi doctor\`.`,
+    `OpenViking at ${url} started its reply, then sent nothing for ${seconds(f.ms)}, so the proxy ` +
+    "gave up on it. Retry the call; if it keeps happening, check the server's log and `openviking-kimi doctor`.",
     { idleMs: f.ms },
   ],
   deadline: (f, url) => [
     NETWORK,
-    `OpenViking at ${url} did not finish its reply within ${describeMs(f.ms)}, the proxy's limit for one ` +
+    `OpenViking at ${url} did not finish its reply within ${seconds(f.ms)}, the proxy's limit for one ` +
     `request. Ask for less at once (fewer results, a narrower URI) or retry; if it keeps happening, check ` +
     `the server's log.`,
     { limitMs: f.ms },
@@ -132,13 +135,11 @@ const WORDS: { [K in Kind]: Words<Extract<Failure, { kind: K }>> } = {
   "too-large": (f) => [
     TOO_LARGE,
     (f.part === "stream"
-      ? `OpenViking's reply stream passed ${describeBytes(f.limitBytes)} before the response arrived`
-      : `OpenViking's reply was larger than ${
-        describeBytes(f.limitBytes)
-      }, the most the proxy reads of one ` +
-        `reply`) +
-    `; the proxy stopped reading it and dropped it (the session goes on). Ask for less: fewer results (a ` +
-    `lower limit or node_limit), a narrower URI, or part of a file (offset and limit).`,
+      ? `OpenViking's reply stream passed ${mebibytes(f.limitBytes)} before the response arrived`
+      : `OpenViking's reply was larger than ${mebibytes(f.limitBytes)}, the most the proxy reads of one ` +
+        "reply") +
+    "; the proxy stopped reading it and dropped it (the session goes on). Ask for less: fewer results (a " +
+    "lower limit or node_limit), a narrower URI, or part of a file (offset and limit).",
     { limitBytes: f.limitBytes, part: f.part },
   ],
   "too-deep": (f) => [
@@ -185,17 +186,12 @@ export function failureError(id: RequestId, failure: Failure, ctx: ErrorContext)
   const [code, message, data] = (WORDS[failure.kind as Kind] as Words<Failure>)(failure, url, ctx);
   return scrub(
     { jsonrpc: "2.0", id, error: { code, message, data: { ...data, url } } },
-    ctx.secrets,
+    ctx.apiKey ? [ctx.apiKey] : [],
   ) as JSONRPCErrorResponse;
 }
 
-/** A byte count in words: "16 MiB", "64 KiB". */
-function describeBytes(bytes: number): string {
-  if (bytes >= 1024 * 1024) return `${+(bytes / (1024 * 1024)).toFixed(1)} MiB`;
-  return bytes >= 1024 ? `${+(bytes / 1024).toFixed(1)} KiB` : `${bytes} bytes`;
-}
+/** A byte bound in words: "16 MiB", "64 KiB" (the bounds are whole KiB). */
+const mebibytes = (n: number) => n >= 1 << 20 ? `${+(n / (1 << 20)).toFixed(1)} MiB` : `${n >> 10} KiB`;
 
 /** A duration in words: "15 s", "500 ms". */
-function describeMs(ms: number): string {
-  return ms >= 1000 ? `${Math.round(ms / 1000)} s` : `${ms} ms`;
-}
+const seconds = (ms: number) => ms >= 1000 ? `${Math.round(ms / 1000)} s` : `${ms} ms`;

@@ -15,27 +15,26 @@ import { VERSION } from "../lib/version.ts";
 import { buildHeaders, identityOf, readBody, readPrefix, serverMessageOf } from "../openviking/client.ts";
 import { type Config, keyFor } from "../openviking/config.ts";
 import { BUILTIN_TOOLS, offeredTools } from "../memory/tools.ts";
-import { type ErrorContext, type Failure, failureError } from "./errors.ts";
+import { type Failure, failureError } from "./errors.ts";
 import { readToolCache, validTools, writeToolCache } from "./tool-cache.ts";
 import { MAX_DEPTH, neutralized, redactedCall, TooDeep } from "./gate.ts";
 
 /**
- * The production time bounds (ms): start-up methods, a whole request, the longest a tool call's reply may send
- * no byte (well under Kimi's 60 s tool timeout, decision 44); and how long the client's initialize and first
+ * The production bounds. Time (ms): start-up methods, a whole request, the longest a tool call's reply may
+ * send no byte (well under Kimi's 60 s tool timeout, decision 44); how long the client's initialize and first
  * tools/list wait for the server when a tool list is cached (Kimi waits for its MCP tools before its first
- * model request; a healthy OpenViking answers in milliseconds).
+ * model request; a healthy OpenViking answers in milliseconds). Bytes of a reply, counted as inflated: a JSON
+ * body or one SSE event; an SSE stream.
  */
 export const PROXY_LIMITS = {
   startupMs: 10_000,
   toolCallMs: 600_000,
   silenceMs: 30_000,
   cachedStartMs: 2_000,
+  replyBytes: 16 << 20,
+  streamBytes: 64 << 20,
 };
 export type ProxyLimits = typeof PROXY_LIMITS;
-
-/** The production byte bounds of a reply, counted as inflated: a JSON body or one SSE event; an SSE stream. */
-export const BYTE_LIMITS = { replyBytes: 16 << 20, streamBytes: 64 << 20 };
-export type ByteLimits = typeof BYTE_LIMITS;
 
 /** The most read of a body only the server's words are needed from (error pages, redirects). */
 const ERROR_BODY_BYTES = 64 * 1024;
@@ -44,7 +43,7 @@ const ERROR_BODY_BYTES = 64 * 1024;
 export type Timing = { headersMs: number; bodyIdleMs: number; streamIdleMs: number; totalMs: number };
 
 /** The time limits of one exchange of `method` ("": a notification or a response). */
-export function exchangeTiming(method: string, timeoutMs: number, limits: ProxyLimits): Timing {
+export function exchangeTiming(method: string, timeoutMs: number, limits = PROXY_LIMITS): Timing {
   if (method === "initialize" || method === "tools/list") {
     const ms = Math.min(timeoutMs, limits.startupMs);
     return { headersMs: ms, bodyIdleMs: ms, streamIdleMs: ms, totalMs: ms };
@@ -57,27 +56,10 @@ export function exchangeTiming(method: string, timeoutMs: number, limits: ProxyL
     : { headersMs: timeoutMs, bodyIdleMs: timeoutMs, streamIdleMs: Math.max(timeoutMs, silence), totalMs };
 }
 
-/** Everything the proxy needs from the configuration. */
+/** What the proxy goes by: the loaded configuration and the actor peer ("": none). */
 export interface ProxySettings {
-  target: ReturnType<typeof identityOf> & { mcpUrl: string };
-  context: ErrorContext;
-  /** OPENVIKING_TIMEOUT_MS. */
-  timeoutMs: number;
-  /** OPENVIKING_REDACT: tool call arguments are redacted before they leave. */
-  redact: boolean;
-}
-
-/** The proxy settings of a loaded config and actor peer; a key saved for another origin is not sent. */
-export function proxySettings(config: Config, peerId: string): ProxySettings {
-  const identity = identityOf({ ...config, apiKey: keyFor(config, config.mcpUrl) }, peerId);
-  const { mcpUrl, credentialSource, apiKeySource, cliConfigPath, ovConfigPath, account, user } = config;
-  const secrets = config.apiKey ? [config.apiKey] : [];
-  return {
-    target: { mcpUrl, ...identity },
-    context: { mcpUrl, credentialSource, apiKeySource, cliConfigPath, ovConfigPath, account, user, secrets },
-    timeoutMs: config.timeoutMs,
-    redact: config.redact,
-  };
+  config: Config;
+  peerId: string;
 }
 
 /** Protocol version sent before an initialize result told better (what OpenViking speaks). */
@@ -134,8 +116,8 @@ export interface ProxyOptions {
   toolCache: string;
   /** Tools offered to the model besides memory's (`OPENVIKING_MCP_TOOLS`). */
   offer?: readonly string[];
-  limits?: ProxyLimits;
-  bytes?: ByteLimits;
+  /** Shorter bounds than production's (tests). */
+  limits?: Partial<ProxyLimits>;
   /** Whether OpenViking is known not to answer now (its recall breaker is open). */
   paused?: () => Promise<boolean>;
 }
@@ -183,24 +165,12 @@ class Refused extends Error {
   }
 }
 
-/** A request answered without its response. */
-const EMPTY = (entry: Pending): Failure => ({ kind: "empty", status: entry.status ?? 200 });
-
-/** Why an initialize is answered here at once: the server's recall breaker is open. */
-const PAUSED_START: Failure = { kind: "timeout", ms: 0 };
-
-/** Why a request is answered here while the server's recall breaker is open. */
-const PAUSED: Failure = { kind: "paused" };
-
-/** Why a reply is answered with an error: it nests deeper than the proxy walks. */
-const TOO_DEEP: Failure = { kind: "too-deep", levels: MAX_DEPTH };
-
-/** `message` neutralised (see {@link neutralized}), or {@link TOO_DEEP}. */
+/** `message` neutralised (see {@link neutralized}), or why not: it nests deeper than the proxy walks. */
 function gated<T extends JSONRPCMessage>(message: T, catalog: boolean): T | Failure {
   try {
     return neutralized(message, catalog);
   } catch (error) {
-    if (error instanceof TooDeep) return TOO_DEEP;
+    if (error instanceof TooDeep) return { kind: "too-deep", levels: MAX_DEPTH };
     throw error;
   }
 }
@@ -219,7 +189,6 @@ export class Proxy {
   private readonly toolSlots = new Slots(16);
   private readonly otherSlots = new Slots(8);
   private readonly limits: ProxyLimits;
-  private readonly bytes: ByteLimits;
   /** Settles when every notification so far went upstream. */
   private barrier: Promise<void> = Promise.resolve();
   /** Params of the client's initialize, to initialise the server again. */
@@ -238,8 +207,7 @@ export class Proxy {
 
   constructor(private readonly options: ProxyOptions) {
     this.settings = options.settings;
-    this.limits = options.limits ?? PROXY_LIMITS;
-    this.bytes = options.bytes ?? BYTE_LIMITS;
+    this.limits = { ...PROXY_LIMITS, ...options.limits };
     this.connect();
   }
 
@@ -253,7 +221,7 @@ export class Proxy {
   /** A fresh transport (no session yet), its messages routed to the waiting requests or the client. */
   private connect(): void {
     if (this.pending.size === 0) void this.http?.close();
-    const http = new StreamableHTTPClientTransport(new URL(this.settings.target.mcpUrl), {
+    const http = new StreamableHTTPClientTransport(new URL(this.settings.config.mcpUrl), {
       fetch: this.fetchBounded,
       // OpenViking 0.5 keeps no event store: a stream that ended is not resumed, its request fails.
       reconnectionOptions: {
@@ -276,10 +244,13 @@ export class Proxy {
 
   /** The transport's fetch: our headers, bounded in time and bytes; a bound that stops a reply fails it. */
   private fetchBounded = async (url: string | URL, init: RequestInit = {}): Promise<Response> => {
-    const headers = buildHeaders(this.settings.target, undefined, init.method === "POST");
+    // A key saved for another origin is not sent.
+    const { config, peerId } = this.settings;
+    const identity = identityOf({ ...config, apiKey: keyFor(config, config.mcpUrl) }, peerId);
+    const headers = buildHeaders(identity, undefined, init.method === "POST");
     new Headers(init.headers).forEach((value, name) => headers.set(name, value));
     const entry = this.entryOf(init.body);
-    const timing = entry?.timing ?? exchangeTiming("", this.settings.timeoutMs, this.limits);
+    const timing = entry?.timing ?? exchangeTiming("", this.settings.config.timeoutMs, this.limits);
     // Giving up aborts the fetch until the headers came, then cancels the body: an abort of a fetch whose
     // body is being read may leave the connection (and the server's stream) open.
     const giveUp = [init.signal, entry?.signal].filter((s): s is AbortSignal => s != null);
@@ -313,7 +284,7 @@ export class Proxy {
     if (entry) entry.sse = sse;
     if (sse) return reply(this.bounded(response.body, timing, entry, giveUp));
     const limits = {
-      maxBytes: this.bytes.replyBytes,
+      maxBytes: this.limits.replyBytes,
       idleMs: timing.bodyIdleMs,
       signal: AbortSignal.any(giveUp),
     };
@@ -331,8 +302,8 @@ export class Proxy {
     if (status === 401 || status === 403) return { kind: "auth", status, serverMessage };
     const location = response.headers.get("location");
     if (status >= 300 && status < 400 && location) {
-      const next = new URL(location, this.settings.target.mcpUrl);
-      if (next.origin !== new URL(this.settings.target.mcpUrl).origin) {
+      const next = new URL(location, this.settings.config.mcpUrl);
+      if (next.origin !== new URL(this.settings.config.mcpUrl).origin) {
         return { kind: "redirect", status, location: withoutUserinfo(next.toString()) };
       }
       return { kind: "http", status, serverMessage: "too many redirects" };
@@ -361,7 +332,7 @@ export class Proxy {
       giveUp.forEach((s) => s.removeEventListener("abort", cancel))
     );
     const [decoder, encoder] = [new TextDecoder(), new TextEncoder()];
-    const { streamBytes, replyBytes } = this.bytes;
+    const { streamBytes, replyBytes } = this.limits;
     let [bytes, eventChars, held] = [0, 0, ""];
     const fail = (failure: Failure) => entry?.settle(failure);
     const stop = (controller: ReadableStreamDefaultController<Uint8Array>, failure: Failure) => {
@@ -388,7 +359,7 @@ export class Proxy {
             if (held) controller.enqueue(encoder.encode(held));
             controller.close();
             // What the transport makes of the last events reaches it first; then a request is empty.
-            if (entry) setTimeout(() => fail(EMPTY(entry)));
+            if (entry) setTimeout(() => fail({ kind: "empty", status: entry.status ?? 200 }));
             return;
           }
           bytes += got.value.length;
@@ -487,7 +458,7 @@ export class Proxy {
   /** The proxy's own initialize (the client's params) + initialized; `initReply` keeps the server's answer. */
   private async reinitialize(): Promise<Failure | undefined> {
     this.connect();
-    const timing = exchangeTiming("initialize", this.settings.timeoutMs, this.limits);
+    const timing = exchangeTiming("initialize", this.settings.config.timeoutMs, this.limits);
     const id = `openviking-kimi-init-${++this.inits}`;
     const request = { jsonrpc: "2.0" as const, id, method: "initialize", params: this.clientInit };
     const out = await this.exchange(request, timing, this.stopped.signal);
@@ -565,7 +536,7 @@ export class Proxy {
       // While the proxy's initialize goes on after the client's was answered without it, a tools/list is too.
       const starting = request.method === "tools/list" && this.startingOffline;
       if (starting || await this.paused()) {
-        return await this.options.send(await this.fallback(request, PAUSED));
+        return await this.options.send(await this.fallback(request, { kind: "paused" }));
       }
       const outgoing = this.outgoing(request);
       if (typeof outgoing === "string") {
@@ -576,7 +547,7 @@ export class Proxy {
         });
       }
       entry.sent = true;
-      const timing = exchangeTiming(request.method, this.settings.timeoutMs, this.limits);
+      const timing = exchangeTiming(request.method, this.settings.config.timeoutMs, this.limits);
       const out = await this.send(outgoing, timing, signal);
       if (signal.aborted || (failed(out) && out.kind === "aborted")) return;
       const catalog = request.method === "tools/list";
@@ -598,7 +569,7 @@ export class Proxy {
   private async startup(work: Promise<Failure | undefined>, since: number): Promise<Failure | undefined> {
     const done = new AbortController();
     const early: Failure = { kind: "timeout", ms: this.limits.cachedStartMs };
-    const cached = await readToolCache(this.options.toolCache, this.settings.target.mcpUrl);
+    const cached = await readToolCache(this.options.toolCache, this.settings.config.mcpUrl);
     const end = cached ? since + this.limits.cachedStartMs : Infinity;
     const waited = async () => {
       while (!done.signal.aborted) {
@@ -615,7 +586,7 @@ export class Proxy {
 
   /** `request` as it goes upstream, a tool call's arguments redacted; why not, when they cannot be (never sent raw). */
   private outgoing(request: JSONRPCRequest): JSONRPCRequest | string {
-    if (request.method !== "tools/call" || !this.settings.redact) return request;
+    if (request.method !== "tools/call" || !this.settings.config.redact) return request;
     try {
       return redactedCall(request);
     } catch (error) {
@@ -631,7 +602,8 @@ export class Proxy {
     const generation = this.generation;
     const at = Date.now();
     const starting = await this.paused() ? undefined : this.ensureReady();
-    let failure = starting ? await this.startup(starting, at) : PAUSED_START;
+    // With the recall breaker open, answered here at once.
+    let failure = starting ? await this.startup(starting, at) : { kind: "timeout" as const, ms: 0 };
     if (failure?.kind === "auth" && await this.reloadCredentials(generation)) {
       failure = await this.ensureReady();
     }
@@ -651,7 +623,7 @@ export class Proxy {
       if (this.ready && this.protocolVersion !== version) this.ready = false;
     });
     this.options.log.stage("offline-initialize", { failure });
-    const url = withoutUserinfo(this.settings.target.mcpUrl);
+    const url = withoutUserinfo(this.settings.config.mcpUrl);
     const result = {
       protocolVersion: version,
       capabilities: { tools: { listChanged: true } },
@@ -669,7 +641,7 @@ export class Proxy {
   /** The answer when the server gave none: the cached or built-in catalog for `tools/list`, else an error. */
   private async fallback(request: JSONRPCRequest, failure: Failure): Promise<JSONRPCMessage> {
     if (request.method === "tools/list" && request.params?.cursor === undefined) {
-      const cached = await readToolCache(this.options.toolCache, this.settings.target.mcpUrl);
+      const cached = await readToolCache(this.options.toolCache, this.settings.config.mcpUrl);
       this.servedCatalog = true;
       this.options.log.stage("offline-tools-list", { failure, cached: Boolean(cached) });
       const tools = offeredTools(cached ?? BUILTIN_TOOLS, this.options.offer ?? []);
@@ -680,7 +652,7 @@ export class Proxy {
 
   private fallbackError(request: JSONRPCRequest, failure: Failure): JSONRPCMessage {
     this.options.log.stage("request-failed", { method: request.method, failure });
-    return failureError(request.id, failure, this.settings.context);
+    return failureError(request.id, failure, this.settings.config);
   }
 
   /** A server's request or notification, to the client neutralised; one nested too deep is dropped. */
@@ -696,7 +668,7 @@ export class Proxy {
     const whole = request.params?.cursor === undefined && response.result.nextCursor === undefined;
     const tools = whole ? validTools(response.result.tools) : undefined;
     if (tools) {
-      void this.track(writeToolCache(this.options.toolCache, this.settings.target.mcpUrl, tools));
+      void this.track(writeToolCache(this.options.toolCache, this.settings.config.mcpUrl, tools));
     }
     const offered = offeredTools(response.result.tools, this.options.offer ?? []);
     return { ...response, result: { ...response.result, tools: offered } };

@@ -4,7 +4,7 @@
  */
 
 import { runMcpServer } from "../../cli/mcp.ts";
-import type { ByteLimits, ProxyLimits } from "../../mcp/proxy.ts";
+import type { ProxyOptions } from "../../mcp/proxy.ts";
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking, type FakeOptions } from "../support/fake-openviking.ts";
 import { tempDir } from "../support/temp.ts";
@@ -15,8 +15,7 @@ export type Json = Record<string, unknown>;
 /** Options of an in-process proxy: its cwd, and shorter bounds than production's. */
 export interface HarnessOptions {
   cwd?: string;
-  limits?: ProxyLimits;
-  bytes?: ByteLimits;
+  limits?: ProxyOptions["limits"];
   /** Holds each output line until it resolves: a client that is slow to read. */
   stall?: (line: string) => Promise<void>;
 }
@@ -43,7 +42,6 @@ export function startProxy(env: Record<string, string>, options: HarnessOptions 
     diagnostic: (text) => diagnostics.push(text),
     signal: stop.signal,
     limits: options.limits,
-    bytes: options.bytes,
   });
   const messages = () => parsed;
   /** The first output message `match` accepts; fails naming `what` after 30 s. */

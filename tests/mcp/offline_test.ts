@@ -9,7 +9,7 @@ import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { OFFERED_TOOLS, OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
 import { tempDir } from "../support/temp.ts";
 import { BUILTIN_TOOLS } from "../../memory/tools.ts";
-import { offlineProtocolVersion, PROXY_LIMITS } from "../../mcp/proxy.ts";
+import { offlineProtocolVersion } from "../../mcp/proxy.ts";
 import { readToolCache, toolCachePath, writeToolCache } from "../../mcp/tool-cache.ts";
 import { errorOf, freePort, type Json, resultOf, startProxy, toolNames } from "./harness.ts";
 import { startHungServer } from "../support/hung-server.ts";
@@ -92,7 +92,7 @@ Deno.test("mcp/offline: a server whose recall went unanswered is not waited for 
 Deno.test("mcp/offline: a hung server is waited for briefly when a tool list is cached, or until the breaker opens; else the start-up limit", async () => {
   await using home = await tempDir("ovk-mcp-");
   const hung = startHungServer();
-  const limits = { ...PROXY_LIMITS, startupMs: 4_000, cachedStartMs: 500 };
+  const limits = { startupMs: 4_000, cachedStartMs: 500 };
   const env = { HOME: home.path, OPENVIKING_URL: hung.url };
   let closed = false;
   const timed = async <T>(work: () => Promise<T>): Promise<[T, number]> => {

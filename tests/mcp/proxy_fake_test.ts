@@ -8,7 +8,7 @@ import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { OFFERED_TOOLS, sseBody, sseReply } from "../support/fake-mcp.ts";
 import { tempDir } from "../support/temp.ts";
 import { errorOf, type Json, openSession, resultOf, startProxy, toolNames, until } from "./harness.ts";
-import { Proxy, proxySettings } from "../../mcp/proxy.ts";
+import { Proxy } from "../../mcp/proxy.ts";
 import { loadConfig } from "../../openviking/config.ts";
 import { silentLogger } from "../../lib/log.ts";
 
@@ -204,7 +204,7 @@ Deno.test("mcp/fake: shutdown ends even when a reply cannot be written (a client
   await using fake = await FakeOpenViking.start();
   const { config } = await loadConfig({ HOME: home.path, OPENVIKING_URL: fake.url }, home.path);
   const proxy = new Proxy({
-    settings: proxySettings(config, ""),
+    settings: { config, peerId: "" },
     send: () => new Promise(() => {}),
     log: silentLogger,
     toolCache: "",

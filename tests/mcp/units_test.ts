@@ -2,7 +2,7 @@
 
 import { assertEquals, assertMatch, assertNotMatch, assertThrows } from "../support/assert.ts";
 import { type ErrorContext, failureError } from "../../mcp/errors.ts";
-import { exchangeTiming, networkCause, PROXY_LIMITS } from "../../mcp/proxy.ts";
+import { exchangeTiming, networkCause } from "../../mcp/proxy.ts";
 import { serverMessageOf } from "../../openviking/client.ts";
 import { workspaceDir } from "../../cli/mcp.ts";
 import { mapStrings, MAX_DEPTH, redactedCall, TooDeep } from "../../mcp/gate.ts";
@@ -15,7 +15,7 @@ const CTX: ErrorContext = {
   ovConfigPath: "/h/.openviking/ov.conf",
   account: "acct",
   user: "me",
-  secrets: ["sk-very-secret-123"],
+  apiKey: "sk-very-secret-123",
 };
 
 Deno.test("errors: every failure says what to do and which limit; URLs lose their user info; keys are scrubbed", () => {
@@ -129,7 +129,7 @@ Deno.test("timing: startup methods within the startup cap; tool calls silent for
     ["tools/call", 300_000, 30_000, 30_000, 30_000, 600_000], // no timeout outlasts Kimi's 60 s for a silent call
   ] as const;
   for (const [method, timeout, headersMs, bodyIdleMs, streamIdleMs, totalMs] of rows) {
-    const timing = exchangeTiming(method, timeout, PROXY_LIMITS);
+    const timing = exchangeTiming(method, timeout);
     assertEquals(timing, { headersMs, bodyIdleMs, streamIdleMs, totalMs }, `${method} at ${timeout}`);
   }
 });
