@@ -318,74 +318,58 @@ export class Proxy {
     return typeof id === "string" || typeof id === "number" ? this.pending.get(idKey(id)) : undefined;
   }
 
-  /** An SSE reply within the byte bounds (of the stream and of one event) and the idle bound, whole lines. */
+  /**
+   * An SSE reply within the byte bounds (of the stream and of one event) and the idle bound, passed on in
+   * whole lines. A bound, `giveUp` or a broken body ends the pipe, which cancels the body.
+   */
   private bounded(
     body: ReadableStream<Uint8Array>,
     timing: Timing,
     entry: Pending | undefined,
     giveUp: AbortSignal[],
   ) {
-    const reader = body.getReader();
-    const cancel = () => void reader.cancel().catch(() => {});
-    for (const s of giveUp) s.aborted ? cancel() : s.addEventListener("abort", cancel, { once: true });
-    void reader.closed.catch(() => {}).finally(() =>
-      giveUp.forEach((s) => s.removeEventListener("abort", cancel))
-    );
+    const stop = new AbortController();
+    let idle: ReturnType<typeof setTimeout> | undefined;
+    const fail = (failure: Failure) => {
+      clearTimeout(idle);
+      entry?.settle(failure);
+      stop.abort(new Refused(failure));
+    };
+    const awake = () => {
+      clearTimeout(idle);
+      idle = setTimeout(() => fail({ kind: "stalled", ms: timing.streamIdleMs }), timing.streamIdleMs);
+    };
     const [decoder, encoder] = [new TextDecoder(), new TextEncoder()];
     const { streamBytes, replyBytes } = this.limits;
     let [bytes, eventChars, held] = [0, 0, ""];
-    const fail = (failure: Failure) => entry?.settle(failure);
-    const stop = (controller: ReadableStreamDefaultController<Uint8Array>, failure: Failure) => {
-      fail(failure);
-      cancel();
-      controller.error(new Refused(failure));
-    };
-    return new ReadableStream<Uint8Array>({
-      pull: async (controller) => {
-        // Reads until it has something for the transport: a pull that enqueues nothing is not called again.
-        for (;;) {
-          let clock: ReturnType<typeof setTimeout> | undefined;
-          const idle = new Promise<"idle">((resolve) =>
-            clock = setTimeout(() => resolve("idle"), timing.streamIdleMs)
-          );
-          const got = await Promise.race([reader.read(), idle]).catch((error: unknown) => ({ error }));
-          clearTimeout(clock);
-          if (got === "idle") return stop(controller, { kind: "stalled", ms: timing.streamIdleMs });
-          if ("error" in got) {
-            fail({ kind: "cut", cause: networkCause(got.error) });
-            return controller.error(got.error);
-          }
-          if (got.done) {
-            if (held) controller.enqueue(encoder.encode(held));
-            controller.close();
-            // What the transport makes of the last events reaches it first; then a request is empty.
-            if (entry) setTimeout(() => fail({ kind: "empty", status: entry.status ?? 200 }));
-            return;
-          }
-          bytes += got.value.length;
-          if (bytes > streamBytes) {
-            return stop(controller, { kind: "too-large", limitBytes: streamBytes, part: "stream" });
-          }
-          const text = decoder.decode(got.value, { stream: true });
-          const events = text.split(/\r?\n\r?\n|\r\r/);
-          const longest = Math.max(eventChars + events[0].length, ...events.slice(1).map((e) => e.length));
-          eventChars = events.length > 1 ? events[events.length - 1].length : eventChars + text.length;
-          if (longest > replyBytes) {
-            return stop(controller, { kind: "too-large", limitBytes: replyBytes, part: "event" });
-          }
-          // Whole lines only, so the transport's parser never re-reads a long line chunk by chunk.
-          const end = Math.max(text.lastIndexOf("\n"), text.lastIndexOf("\r"));
-          if (end < 0) {
-            held += text;
-            continue;
-          }
-          const whole = held + text.slice(0, end + 1);
-          held = text.slice(end + 1);
-          return controller.enqueue(encoder.encode(whole));
-        }
+    const lines = new TransformStream<Uint8Array, Uint8Array>({
+      transform: (chunk, controller) => {
+        awake();
+        bytes += chunk.length;
+        if (bytes > streamBytes) return fail({ kind: "too-large", limitBytes: streamBytes, part: "stream" });
+        const text = decoder.decode(chunk, { stream: true });
+        const events = text.split(/\r?\n\r?\n|\r\r/);
+        const longest = Math.max(eventChars + events[0].length, ...events.slice(1).map((e) => e.length));
+        eventChars = events.length > 1 ? events[events.length - 1].length : eventChars + text.length;
+        if (longest > replyBytes) return fail({ kind: "too-large", limitBytes: replyBytes, part: "event" });
+        // Whole lines only, so the transport's parser never re-reads a long line chunk by chunk.
+        const end = Math.max(text.lastIndexOf("\n"), text.lastIndexOf("\r"));
+        if (end >= 0) controller.enqueue(encoder.encode(held + text.slice(0, end + 1)));
+        held = end >= 0 ? text.slice(end + 1) : held + text;
       },
-      cancel: (reason) => reader.cancel(reason),
+      flush: (controller) => {
+        clearTimeout(idle);
+        if (held) controller.enqueue(encoder.encode(held));
+        // What the transport makes of the last events reaches it first; then a request is empty.
+        if (entry) setTimeout(() => fail({ kind: "empty", status: entry.status ?? 200 }));
+      },
     });
+    awake();
+    const signal = AbortSignal.any([stop.signal, ...giveUp]);
+    body.pipeTo(lines.writable, { signal }).catch((error) =>
+      fail({ kind: "cut", cause: networkCause(error) })
+    );
+    return lines.readable;
   }
 
   /** Sends a request upstream and waits for its response, within `timing`; never throws. */
