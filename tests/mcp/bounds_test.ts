@@ -164,37 +164,40 @@ Deno.test("mcp/bounds: SSE keep-alives reset the idle limit; silence ends a stre
   assertEquals(await proxy.close(), 0);
 });
 
-Deno.test("mcp/bounds: 20 stalled tool calls do not delay ping, tools/list or initialize", async () => {
+Deno.test("mcp/bounds: stalled tool calls (16 at once) delay no ping, tools/list or initialize; a cancel withdraws a queued call and is sent for a running one", async () => {
   await using session = await openSession();
   const { fake, proxy } = session;
   const held = fake.mcp.hold("find");
-  for (let i = 0; i < 20; i++) {
-    await proxy.send({
-      jsonrpc: "2.0",
-      id: i,
-      method: "tools/call",
-      params: { name: "find", arguments: {} },
-    });
-  }
+  const call = (id: unknown) =>
+    proxy.send({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "find" } });
+  const cancel = (requestId: unknown) =>
+    proxy.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId, reason: "user" } });
+  for (let i = 0; i < 16; i++) await call(i);
   await until(() => fake.mcp.active === 16, "16 calls in flight");
+  await call("queued");
   assertEquals(resultOf(await proxy.request("ping", "ping")), {});
   assertEquals(toolNames(await proxy.request("list", "tools/list")), OFFERED_TOOLS);
-  await proxy.send({
-    jsonrpc: "2.0",
-    id: "init-again",
-    method: "initialize",
-    params: {
-      protocolVersion: "2025-06-18",
-      capabilities: {},
-      clientInfo: { name: "kimi-code", version: "2" },
-    },
-  });
-  assertEquals((resultOf(await proxy.response("init-again")).serverInfo as Json).name, "openviking");
+  const params = {
+    protocolVersion: "2025-06-18",
+    capabilities: {},
+    clientInfo: { name: "kimi-code", version: "2" },
+  };
+  const again = await proxy.request("init-again", "initialize", params);
+  assertEquals((resultOf(again).serverInfo as Json).name, "openviking");
   // the calls were still stalled all along
   assertEquals(proxy.messages().filter((m) => typeof m.id === "number").length, 0);
-  assertEquals(fake.mcp.active, 16);
+  await cancel("queued");
+  await cancel(3);
+  await until(() => fake.mcp.receivedMethod("notifications/cancelled").length === 1, "the forwarded cancel");
   held.release();
-  for (let i = 0; i < 20; i++) resultOf(await proxy.response(i));
+  for (const i of [0, 1, 2, 4, 15]) resultOf(await proxy.response(i));
+  resultOf(await proxy.request("after", "ping"));
+  assertEquals(await proxy.close(), 0);
   assertEquals(fake.mcp.maxActive, 16);
   assertEquals(fake.mcp.receivedMethod("ping").length, 0); // answered by the proxy, Kimi's peer
+  assertEquals(fake.mcp.receivedMethod("notifications/cancelled").map((m) => (m.params as Json).requestId), [
+    3,
+  ]);
+  assertEquals(fake.mcp.received.some((m) => m.id === "queued"), false);
+  assertEquals(proxy.messages().some((m) => m.id === "queued" || m.id === 3), false);
 });

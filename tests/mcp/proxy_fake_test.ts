@@ -212,34 +212,6 @@ Deno.test("mcp/fake: when the client stops reading stdout (a write fails), the p
   assertEquals(await within(session.proxy.exited, "the exit"), 0);
 });
 
-Deno.test("mcp/fake: cancelling a queued request withdraws it; cancelling a running one tells the server", async () => {
-  await using session = await openSession();
-  const { fake, proxy } = session;
-  const held = fake.mcp.hold("find");
-  for (let i = 0; i < 16; i++) await proxy.send(call(i, "find"));
-  await until(() => fake.mcp.active === 16, "16 calls in flight");
-  await proxy.send(call("queued", "find"));
-  await proxy.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: "queued" } });
-  // cancel a running one
-  await proxy.send({
-    jsonrpc: "2.0",
-    method: "notifications/cancelled",
-    params: { requestId: 3, reason: "user" },
-  });
-  await until(
-    () => fake.mcp.receivedMethod("notifications/cancelled").length === 1,
-    "the forwarded cancel",
-  );
-  held.release();
-  for (const i of [0, 1, 2, 4, 15]) resultOf(await proxy.response(i));
-  resultOf(await proxy.request("after", "ping"));
-  assertEquals(await proxy.close(), 0);
-  const cancels = fake.mcp.receivedMethod("notifications/cancelled");
-  assertEquals(cancels.map((m) => (m.params as Json).requestId), [3]);
-  assertEquals(fake.mcp.received.some((m) => m.id === "queued"), false);
-  assertEquals(proxy.messages().some((m) => m.id === "queued" || m.id === 3), false);
-});
-
 Deno.test("mcp/fake: 401 names the credential source and how to fix it; a rewritten ovcli.conf is picked up", async () => {
   await using home = await tempDir("ovk-mcp-");
   await using fake = await FakeOpenViking.start({ apiKey: KEY });
@@ -306,35 +278,7 @@ Deno.test("mcp/fake: a flood of server notifications to a client that reads slow
   assertEquals(await proxy.close(), 0);
 });
 
-Deno.test("mcp/fake: a reply nested too deep is an error for its id, a notification that deep is dropped; the next call works", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start();
-  const deep = (n: number): unknown => JSON.parse("[".repeat(n) + "]".repeat(n));
-  fake.mcp.script = ([m]) =>
-    m.method === "tools/call" && m.id === 3
-      ? sseReply(sseBody([
-        {
-          data: {
-            jsonrpc: "2.0",
-            method: "notifications/message",
-            params: { level: "info", data: deep(5000) },
-          },
-        },
-        { data: { jsonrpc: "2.0", id: m.id, result: { content: [], structuredContent: { r: deep(5000) } } } },
-      ]))
-      : undefined;
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-  await proxy.initialize();
-  const error = errorOf(
-    await within(proxy.request(3, "tools/call", { name: "find", arguments: {} }), "an answer"),
-  );
-  assertMatch(error.message, /nested|deep/i);
-  resultOf(await proxy.request(4, "tools/call", { name: "find", arguments: {} }));
-  assertEquals(proxy.messages().filter((m) => "method" in m).length, 0);
-  assertEquals(await proxy.close(), 0);
-});
-
-Deno.test("mcp/fake: every string of a server's replies, errors, notifications, requests, initialize and tool list reaches the model neutralised", async () => {
+Deno.test("mcp/fake: every string of a server's replies, errors, notifications, requests, initialize and tool list reaches the model neutralised; one nested too deep is an error or dropped", async () => {
   await using home = await tempDir("ovk-mcp-");
   await using fake = await FakeOpenViking.start();
   const hostile =
@@ -371,12 +315,18 @@ Deno.test("mcp/fake: every string of a server's replies, errors, notifications, 
     "tools/call": { error: { code: -32000, message: hostile } },
     "resources/read": { result: { contents: [{ uri: "viking://m", text: hostile }] } },
   };
+  const deep = JSON.parse("[".repeat(5000) + "]".repeat(5000));
   fake.mcp.script = ([m]) =>
     m.method === "tools/call" && m.id === 3
       ? sseReply(sseBody([
         { data: { ...note, params: noteParams(hostile) } },
         { data: { ...sampling, params: samplingParams(hostile) } },
         { data: { jsonrpc: "2.0", id: m.id, result: result(hostile) } },
+      ]))
+      : m.method === "tools/call" && m.id === 6 // nested deeper than the walk: the reply an error, a note dropped
+      ? sseReply(sseBody([
+        { data: { ...note, params: { level: "info", data: deep } } },
+        { data: { jsonrpc: "2.0", id: m.id, result: { content: [], structuredContent: { r: deep } } } },
       ]))
       : {
         status: 200,
@@ -403,6 +353,10 @@ Deno.test("mcp/fake: every string of a server's replies, errors, notifications, 
   const read = resultOf(await proxy.request(5, "resources/read", { uri: "viking://m" }));
   assertEquals(read.contents, [{ uri: "viking://m", text: clean }]);
   for (const line of proxy.lines) assertNotMatch(line, /\\u001b|<system/);
+  const tooDeep = errorOf(await within(proxy.request(6, "tools/call", { name: "search" }), "an answer"));
+  assertEquals([tooDeep.code, tooDeep.data?.levels], [-32005, 256]);
+  assertEquals(proxy.messages().filter((m) => "method" in m).length, 2); // the deep notification dropped
+  assertEquals(errorOf(await proxy.request(7, "tools/call", { name: "search" })).message, clean); // goes on
   assertEquals(await proxy.close(), 0);
 });
 
