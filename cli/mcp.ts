@@ -90,7 +90,6 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
     reload: async () => (await load()).settings,
     send: write,
     log,
-    offer: config.mcpTools,
     limits: io.limits,
     toolCache: toolCachePath(io.env),
     paused: async () => {

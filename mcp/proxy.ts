@@ -114,8 +114,6 @@ export interface ProxyOptions {
   log: Logger;
   /** The tool cache file ("": none). */
   toolCache: string;
-  /** Tools offered to the model besides memory's (`OPENVIKING_MCP_TOOLS`). */
-  offer?: readonly string[];
   /** Shorter bounds than production's (tests). */
   limits?: Partial<ProxyLimits>;
   /** Whether OpenViking is known not to answer now (its recall breaker is open). */
@@ -376,34 +374,33 @@ export class Proxy {
   private exchange(request: JSONRPCRequest, timing: Timing, cancel?: AbortSignal): Promise<Outcome> {
     const key = idKey(request.id);
     const controller = new AbortController();
+    const { promise, resolve } = Promise.withResolvers<Outcome>();
     let settled = false;
-    return new Promise<Outcome>((resolve) => {
-      const entry: Pending = {
-        timing,
-        signal: controller.signal,
-        settle: (outcome) => {
-          if (settled) return;
-          settled = true;
-          if (this.pending.get(key) === entry) this.pending.delete(key);
-          clearTimeout(deadline);
-          cancel?.removeEventListener("abort", onCancel);
-          if (failed(outcome)) controller.abort();
-          resolve(outcome);
-        },
-      };
-      const deadline = setTimeout(() => {
-        const kind = entry.status === undefined ? "timeout" : "deadline";
-        entry.settle({ kind, ms: timing.totalMs });
-      }, timing.totalMs);
-      const onCancel = () => entry.settle({ kind: "aborted" });
-      this.pending.set(key, entry);
-      if (cancel?.aborted) return onCancel();
-      cancel?.addEventListener("abort", onCancel, { once: true });
-      this.http.send(request).then(
-        () => entry.sse || entry.settle({ kind: "empty", status: entry.status ?? 202 }),
-        (error: unknown) => entry.settle(this.failureOf(error, entry)),
-      );
-    });
+    const entry: Pending = {
+      timing,
+      signal: controller.signal,
+      settle: (outcome) => {
+        if (settled) return;
+        settled = true;
+        if (this.pending.get(key) === entry) this.pending.delete(key);
+        clearTimeout(deadline);
+        cancel?.removeEventListener("abort", onCancel);
+        if (failed(outcome)) controller.abort();
+        resolve(outcome);
+      },
+    };
+    const deadline = setTimeout(() => {
+      entry.settle({ kind: entry.status === undefined ? "timeout" : "deadline", ms: timing.totalMs });
+    }, timing.totalMs);
+    const onCancel = () => entry.settle({ kind: "aborted" });
+    this.pending.set(key, entry);
+    if (cancel?.aborted) return (onCancel(), promise);
+    cancel?.addEventListener("abort", onCancel, { once: true });
+    void this.http.send(request).then(
+      () => entry.sse || entry.settle({ kind: "empty", status: entry.status ?? 202 }),
+      (error: unknown) => entry.settle(this.failureOf(error, entry)),
+    );
+    return promise;
   }
 
   /** The failure a transport error stands for, when the fetch did not record a better one. */
@@ -628,7 +625,7 @@ export class Proxy {
       const cached = await readToolCache(this.options.toolCache, this.settings.config.mcpUrl);
       this.servedCatalog = true;
       this.options.log.stage("offline-tools-list", { failure, cached: Boolean(cached) });
-      const tools = offeredTools(cached ?? BUILTIN_TOOLS, this.options.offer ?? []);
+      const tools = offeredTools(cached ?? BUILTIN_TOOLS, this.settings.config.mcpTools);
       return { jsonrpc: "2.0", id: request.id, result: { tools } };
     }
     return this.fallbackError(request, failure);
@@ -654,7 +651,7 @@ export class Proxy {
     if (tools) {
       void this.track(writeToolCache(this.options.toolCache, this.settings.config.mcpUrl, tools));
     }
-    const offered = offeredTools(response.result.tools, this.options.offer ?? []);
+    const offered = offeredTools(response.result.tools, this.settings.config.mcpTools);
     return { ...response, result: { ...response.result, tools: offered } };
   }
 
