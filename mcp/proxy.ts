@@ -507,9 +507,8 @@ export class Proxy {
     const signal = AbortSignal.any([entry.controller.signal, this.stopped.signal]);
     this.inFlight.set(key, entry);
     const barrier = this.barrier;
-    const release = await (request.method === "tools/call" ? this.toolSlots : this.otherSlots).acquire(
-      signal,
-    );
+    const slots = request.method === "tools/call" ? this.toolSlots : this.otherSlots;
+    const release = await slots.acquire(signal);
     try {
       if (!release) return;
       await barrier;
@@ -520,13 +519,7 @@ export class Proxy {
         return await this.options.send(await this.fallback(request, { kind: "paused" }));
       }
       const outgoing = this.outgoing(request);
-      if (typeof outgoing === "string") {
-        return await this.options.send({
-          jsonrpc: "2.0",
-          id: request.id,
-          error: { code: -32602, message: outgoing },
-        });
-      }
+      if ("error" in outgoing) return await this.options.send(outgoing);
       entry.sent = true;
       const timing = exchangeTiming(request.method, this.settings.config.timeoutMs, this.limits);
       const out = await this.send(outgoing, timing, signal);
@@ -565,15 +558,22 @@ export class Proxy {
     }
   }
 
-  /** `request` as it goes upstream, a tool call's arguments redacted; why not, when they cannot be (never sent raw). */
-  private outgoing(request: JSONRPCRequest): JSONRPCRequest | string {
+  /** `request` as it goes upstream, a tool call's arguments redacted; else the error saying why not (never sent raw). */
+  private outgoing(request: JSONRPCRequest): JSONRPCRequest | ReturnType<typeof failureError> {
     if (request.method !== "tools/call" || !this.settings.config.redact) return request;
+    const refused = (message: string) => ({
+      jsonrpc: "2.0" as const,
+      id: request.id,
+      error: { code: -32602, message },
+    });
     try {
       return redactedCall(request);
     } catch (error) {
-      if (error instanceof TooDeep) return `Tool arguments nested deeper than ${MAX_DEPTH} levels.`;
+      if (error instanceof TooDeep) return refused(`Tool arguments nested deeper than ${MAX_DEPTH} levels.`);
       this.options.log.stage("redact-failed", { error: String(error) });
-      return "Tool arguments could not be redacted, so they were not sent; shorten them and try again.";
+      return refused(
+        "Tool arguments could not be redacted, so they were not sent; shorten them and try again.",
+      );
     }
   }
 
