@@ -23,17 +23,8 @@ export type Failure =
   | { kind: "aborted" }; // cancelled by the client or by shutdown
 
 /** What an error message may say about the configuration; its key it never shows. */
-export type ErrorContext = Pick<
-  Config,
-  | "mcpUrl"
-  | "credentialSource"
-  | "apiKeySource"
-  | "cliConfigPath"
-  | "ovConfigPath"
-  | "account"
-  | "user"
-  | "apiKey"
->;
+type Shown = "mcpUrl" | "credentialSource" | "apiKeySource" | "cliConfigPath" | "ovConfigPath" | "account";
+export type ErrorContext = Pick<Config, Shown | "user" | "apiKey">;
 
 type Data = Record<string, unknown>;
 type Words<F> = (f: F, url: string, ctx: ErrorContext) => [code: number, message: string, data: Data];
