@@ -202,9 +202,11 @@ Deno.test("mcp/redirect: a same-origin redirect is followed with credentials; an
   await using fake = await FakeOpenViking.start({ apiKey: KEY });
   const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url, OPENVIKING_API_KEY: KEY });
   await proxy.initialize();
-  const redirect = (location: string) =>
-    fake.fault({ route: "POST /mcp", raw: { status: 308, headers: { location } }, times: 1 });
-  redirect(`${fake.url}/mcp`);
+  const redirect = (location: string, body?: string) => {
+    const raw = { status: 308, headers: { location }, body, repeatBytes: body ? 1024 ** 3 : undefined };
+    fake.fault({ route: "POST /mcp", raw, times: 1 });
+  };
+  redirect(`${fake.url}/mcp`, " ".repeat(65_536)); // of its 1 GiB body only the start is read
   resultOf(await proxy.request(1, "tools/call", { name: "health", arguments: {} }));
   const posts = fake.requestsTo("POST /mcp");
   assertTrue(posts.every((r) => r.headers["authorization"] === `Bearer ${KEY}`));

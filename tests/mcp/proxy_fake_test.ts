@@ -13,6 +13,7 @@ import { loadConfig } from "../../openviking/config.ts";
 import { silentLogger } from "../../lib/log.ts";
 
 const KEY = "ovk-test-key-7f3a9c";
+const GIB = 1024 ** 3;
 
 const call = (id: unknown, name: string, args: Json = {}) => ({
   jsonrpc: "2.0",
@@ -135,6 +136,7 @@ Deno.test("mcp/fake: upstream HTTP errors, empty and broken replies and dropped 
     headers: { "content-type": type },
     body,
   });
+  const page = "<html><body>Bad gateway</body></html>".padEnd(64 * 1024, " ");
   const cases = [
     [{ status: 500 }, -32002, /HTTP 500: injected 500/],
     [json(""), -32003, /sent no response/],
@@ -146,6 +148,12 @@ Deno.test("mcp/fake: upstream HTTP errors, empty and broken replies and dropped 
     ],
     [json("<html>hi</html>", "text/html"), -32002, /not JSON-RPC/],
     [{ drop: true }, -32004, new RegExp(`cannot reach ${fake.url}/mcp.*running`)],
+    // Of a 1 GiB error page only the start is read.
+    [
+      { raw: { status: 500, headers: { "content-type": "text/html" }, body: page, repeatBytes: GIB } },
+      -32002,
+      /HTTP 500: &lt;html>&lt;body>Bad gateway/,
+    ],
   ] as const;
   for (const [i, [reply, code, words]] of cases.entries()) {
     if ("body" in reply) fake.mcp.script = () => reply;
