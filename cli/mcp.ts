@@ -58,12 +58,8 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
   const first = await load();
   for (const warning of first.warnings) io.diagnostic(`openviking-kimi mcp: ${warning}`);
   const { settings, settings: { config } } = first;
-  const log = createLogger({
-    enabled: config.debug,
-    path: config.debugLogPath,
-    source: "mcp",
-    secrets: config.apiKey ? [config.apiKey] : [],
-  });
+  const secrets = config.apiKey ? [config.apiKey] : [];
+  const log = createLogger({ enabled: config.debug, path: config.debugLogPath, source: "mcp", secrets });
   // Stopped at once: by `signal`, or when the output went away.
   const { promise: stopped, resolve: stop } = Promise.withResolvers<"signal">();
   if (io.signal?.aborted) stop("signal");
@@ -97,12 +93,9 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
       return b !== undefined && isOpen(b);
     },
   });
-  log.stage("start", {
-    url: withoutUserinfo(config.mcpUrl),
-    credentialSource: config.credentialSource,
-    apiKeySource: config.apiKeySource,
-    peer: settings.peerId || undefined,
-  });
+  const { credentialSource, apiKeySource } = config;
+  const url = withoutUserinfo(config.mcpUrl);
+  log.stage("start", { url, credentialSource, apiKeySource, peer: settings.peerId || undefined });
   const read = new Promise<"eof">((resolve) => {
     stdio.onclose = () => resolve("eof");
     stdin.on("close", () => resolve("eof"));

@@ -145,14 +145,9 @@ class Slots {
   async acquire(signal: AbortSignal): Promise<(() => void) | undefined> {
     if (this.free > 0) this.free--;
     else await new Promise<void>((grant) => this.waiting.push(grant));
-    if (!signal.aborted) return () => this.release();
-    this.release();
-  }
-
-  private release(): void {
-    const next = this.waiting.shift();
-    if (next) next();
-    else this.free++;
+    const release = () => void (this.waiting.length ? this.waiting.shift()!() : this.free++);
+    if (!signal.aborted) return release;
+    release();
   }
 }
 
