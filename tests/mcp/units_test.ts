@@ -60,6 +60,7 @@ Deno.test("errors: failures say what to do; URLs lose their user info; keys are 
   const ov = auth("ov.conf");
   assertMatch(ov.error.message, /comes from \/h\/\.openviking\/ov\.conf/);
   assertEquals(ov.error.data, {
+    kind: "auth",
     status: 401,
     credentialSource: "ov.conf",
     credentialPath: "/h/.openviking/ov.conf",
