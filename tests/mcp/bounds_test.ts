@@ -132,7 +132,7 @@ Deno.test("mcp/bounds: SSE keep-alives reset the idle limit; silence ends a stre
   assertEquals(await proxy.close(), 0);
 });
 
-Deno.test("mcp/bounds: stalled tool calls (16 at once) delay no ping, tools/list or initialize; a cancel withdraws a queued call and is sent for a running one", async () => {
+Deno.test("mcp/bounds: stalled tool calls (16 at once) delay no other call, ping, tools/list or initialize; a cancel withdraws a queued call and is sent for a running one", async () => {
   await using session = await openSession();
   const { fake, proxy } = session;
   const held = fake.mcp.hold("find");
@@ -140,7 +140,15 @@ Deno.test("mcp/bounds: stalled tool calls (16 at once) delay no ping, tools/list
     proxy.send({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "find" } });
   const cancel = (requestId: unknown) =>
     proxy.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId, reason: "user" } });
-  for (let i = 0; i < 16; i++) await call(i);
+  for (let i = 0; i < 15; i++) await call(i);
+  await until(() => fake.mcp.active === 15, "15 calls in flight");
+  // Replies come back out of order: a held call does not block another.
+  const fast = await proxy.request("fast", "tools/call", {
+    name: "read",
+    arguments: { uris: ["viking://x"] },
+  });
+  assertEquals(textOf(fast), 'fake read: {"uris":["viking://x"]}');
+  await call(15);
   await until(() => fake.mcp.active === 16, "16 calls in flight");
   await call("queued");
   assertEquals(resultOf(await proxy.request("ping", "ping")), {});

@@ -167,21 +167,6 @@ Deno.test("mcp/fake: upstream HTTP errors, empty and broken replies and dropped 
   resultOf(await proxy.request("next", "tools/call", { name: "health", arguments: {} }));
 });
 
-Deno.test("mcp/fake: replies come back out of order; a held call does not block others", async () => {
-  await using session = await openSession({ mcp: { sse: true } });
-  const { fake, proxy } = session;
-  const held = fake.mcp.hold("find");
-  await proxy.send(call("slow", "find", { query: "a" }));
-  await until(() => fake.mcp.active === 1, "the held call");
-  resultOf(
-    await proxy.request("fast", "tools/call", { name: "read", arguments: { uris: ["viking://x"] } }),
-  );
-  assertEquals(proxy.messages().some((m) => m.id === "slow"), false);
-  held.release();
-  resultOf(await proxy.response("slow"));
-  assertEquals(proxy.messages().map((m) => m.id), ["init", "fast", "slow"]);
-});
-
 Deno.test("mcp/fake: SIGTERM and stdin EOF end the proxy within the grace while a call is stuck and its id sent again", async () => {
   await using home = await tempDir("ovk-mcp-");
   await using fake = await FakeOpenViking.start();
