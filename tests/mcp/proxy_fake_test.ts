@@ -84,29 +84,25 @@ Deno.test("mcp/fake: every request carries auth, identity and protocol version h
 Deno.test("mcp/fake: SSE stream with comments, multi-line data, [DONE], server request and notification", async () => {
   await using home = await tempDir("ovk-mcp-");
   await using fake = await FakeOpenViking.start({ mcp: { sse: true } });
+  const progress = {
+    jsonrpc: "2.0",
+    method: "notifications/progress",
+    params: { progressToken: 1, progress: 0.5 },
+  };
+  const result = { content: [{ type: "text", text: "streamed\nok" }] };
   for (const crlf of [false, true]) {
-    fake.mcp.script = (messages) => {
-      const m = messages[0];
-      if (m.method !== "tools/call") return undefined;
-      return sseReply(sseBody([
-        { comment: "keep-alive" },
-        { id: "e0", raw: "" },
-        {
-          data: {
-            jsonrpc: "2.0",
-            method: "notifications/progress",
-            params: { progressToken: 1, progress: 0.5 },
-          },
-          split: 3,
-        },
-        { data: { jsonrpc: "2.0", id: "srv-1", method: "roots/list" }, id: "e1" },
-        { raw: "[DONE]" },
-        { event: "ping", raw: "not json, other event type" },
-        {
-          data: { jsonrpc: "2.0", id: m.id, result: { content: [{ type: "text", text: "streamed\nok" }] } },
-        },
-      ], crlf));
-    };
+    fake.mcp.script = ([m]) =>
+      m.method === "tools/call"
+        ? sseReply(sseBody([
+          { comment: "keep-alive" },
+          { id: "e0", raw: "" },
+          { data: progress, split: 3 },
+          { data: { jsonrpc: "2.0", id: "srv-1", method: "roots/list" }, id: "e1" },
+          { raw: "[DONE]" },
+          { event: "ping", raw: "not json, other event type" },
+          { data: { jsonrpc: "2.0", id: m.id, result } },
+        ], crlf))
+        : undefined;
     const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
     await proxy.initialize();
     const reply = await proxy.request(7, "tools/call", { name: "find", arguments: {} });
