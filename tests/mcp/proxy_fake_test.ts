@@ -216,13 +216,14 @@ Deno.test("mcp/fake: 401 names the credential source and how to fix it; a rewrit
   assertEquals(toolNames(await proxy.request(1, "tools/list")), OFFERED_TOOLS);
   const before = fake.requestsTo("POST /mcp").length;
   const denied = errorOf(await proxy.request(2, "tools/call", { name: "find", arguments: { query: "x" } }));
-  assertEquals(denied.code, -32001);
-  assertMatch(denied.message, /authentication failed \(HTTP 401: Invalid API key\)/);
-  assertTrue(denied.message.includes(conf), "names the file");
-  assertMatch(denied.message, /"api_key"/);
-  assertMatch(denied.message, /no restart needed/);
-  assertEquals(denied.data?.credentialSource, "ovcli.conf");
-  assertEquals(denied.data?.credentialPath, conf);
+  assertEquals([denied.code, denied.data?.credentialSource, denied.data?.credentialPath], [
+    -32001,
+    "ovcli.conf",
+    conf,
+  ]);
+  const words =
+    `authentication failed \\(HTTP 401: Invalid API key\\).*"api_key" in ${conf}.*no restart needed`;
+  assertMatch(denied.message, new RegExp(words));
   // the files did not change: exactly one attempt (the proxy's initialize), no retry
   assertEquals(fake.requestsTo("POST /mcp").length, before + 1);
 
@@ -235,9 +236,7 @@ Deno.test("mcp/fake: 401 names the credential source and how to fix it; a rewrit
   const forbidden = errorOf(await proxy.request(4, "tools/call", { name: "health", arguments: {} }));
   assertEquals([forbidden.code, forbidden.data?.status], [-32001, 403]);
   assertEquals(await proxy.close(), 0);
-  for (const text of [...proxy.lines, ...proxy.diagnostics]) {
-    assertNotMatch(text, /wrong-key-0000|ovk-test-key-7f3a9c/);
-  }
+  assertNotMatch([...proxy.lines, ...proxy.diagnostics].join("\n"), /wrong-key-0000|ovk-test-key-7f3a9c/);
 });
 
 Deno.test("mcp/fake: a flood of server notifications to a client that reads slowly is cut at the backlog bound, said once", async () => {
