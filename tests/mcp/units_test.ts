@@ -2,7 +2,7 @@
 
 import { assertEquals, assertMatch, assertNotMatch, assertThrows } from "../support/assert.ts";
 import { type ErrorContext, failureError } from "../../mcp/errors.ts";
-import { exchangeTiming, networkCause } from "../../mcp/proxy.ts";
+import { exchangeTiming, networkCause, PROXY_LIMITS } from "../../mcp/proxy.ts";
 import { serverMessageOf } from "../../openviking/client.ts";
 import { workspaceDir } from "../../cli/mcp.ts";
 import { mapStrings, MAX_DEPTH, redactedCall, TooDeep } from "../../mcp/gate.ts";
@@ -127,6 +127,8 @@ Deno.test("timing: startup methods within the startup cap; tool calls silent for
     const timing = exchangeTiming(method, timeout);
     assertEquals(timing, { headersMs, bodyIdleMs, streamIdleMs, totalMs }, `${method} at ${timeout}`);
   }
+  // README's byte bounds: 16 MiB for a JSON body or an SSE event, 64 MiB for a stream (tests shorten them).
+  assertEquals([PROXY_LIMITS.replyBytes, PROXY_LIMITS.streamBytes], [16 << 20, 64 << 20]);
 });
 
 Deno.test("mcp/gate: walks copy without recursion to MAX_DEPTH levels, keep key order and __proto__ keys", () => {
