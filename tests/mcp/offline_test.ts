@@ -65,15 +65,21 @@ Deno.test("mcp/offline: tool cache round trip, per URL, rejects junk, rewrites o
   assertEquals(await readToolCache(path, "http://a/mcp"), undefined);
 });
 
-Deno.test("mcp/offline: a server whose recall went unanswered is not waited for at start: no request reaches it", async () => {
+Deno.test("mcp/offline: a hung server is not asked while the breaker is open, waited for briefly when a tool list is cached or until the breaker opens, else the start-up limit", async () => {
   await using home = await tempDir("ovk-mcp-");
   const hung = startHungServer();
+  const limits = { startupMs: 4_000, cachedStartMs: 500 };
+  const env = { HOME: home.path, OPENVIKING_URL: hung.url };
+  let closed = false;
+  const timed = <T>(work: () => Promise<T>, t0 = performance.now()) =>
+    work().then((value) => [value, performance.now() - t0] as const);
   try {
+    // The recall breaker open at start: not waited for, no request reaches the server.
     await openBreaker(home.path, hung.url);
-    const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: hung.url });
-    const init = resultOf(await proxy.initialize("2025-06-18"));
+    const proxy = startProxy(env, { limits });
+    const atOnce = resultOf(await proxy.initialize("2025-06-18"));
     assertMatch(
-      String(init.instructions),
+      String(atOnce.instructions),
       new RegExp(`OpenViking at ${hung.url}/mcp did not answer in time`),
     );
     assertEquals(toolNames(await proxy.request(1, "tools/list")), OFFERED_TOOLS);
@@ -83,20 +89,8 @@ Deno.test("mcp/offline: a server whose recall went unanswered is not waited for 
     assertNotMatch(call.message, /cannot reach/, "the server is reachable: only its searches hang");
     assertEquals(hung.requests, [], "start-up, listings and tool calls asked the hung server nothing");
     assertEquals(await proxy.close(), 0);
-  } finally {
-    await hung.close();
-  }
-});
+    await Deno.remove(`${home.path}/.openviking/state`, { recursive: true });
 
-Deno.test("mcp/offline: a hung server is waited for briefly when a tool list is cached, or until the breaker opens; else the start-up limit", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  const hung = startHungServer();
-  const limits = { startupMs: 4_000, cachedStartMs: 500 };
-  const env = { HOME: home.path, OPENVIKING_URL: hung.url };
-  let closed = false;
-  const timed = <T>(work: () => Promise<T>, t0 = performance.now()) =>
-    work().then((value) => [value, performance.now() - t0] as const);
-  try {
     // No cache, no breaker: the start-up limit, as before.
     const first = startProxy(env, { limits });
     const [, waited] = await timed(() => first.initialize());
