@@ -9,7 +9,7 @@
  */
 
 import { FakeMcp } from "../tests/support/fake-mcp.ts";
-import { childEnv, productionCommand, REPO_ROOT } from "../tests/mcp/subprocess.ts";
+import { cliArgs, denoEnv } from "../tests/support/run.ts";
 
 /** Latency figures in milliseconds. */
 export interface McpBenchResult {
@@ -71,12 +71,11 @@ export async function benchMcpProxy(options: McpBenchOptions = {}): Promise<McpB
   });
   const url = `http://127.0.0.1:${server.addr.port}`;
   const home = await Deno.makeTempDir({ prefix: "ovk-mcp-bench-" });
-  const { command, args } = await productionCommand();
+  const args = [...await cliArgs(), "mcp"];
   const started = performance.now();
-  const child = new Deno.Command(command, {
+  const child = new Deno.Command(Deno.execPath(), {
     args,
-    cwd: REPO_ROOT,
-    env: await childEnv(home, { OPENVIKING_URL: url }),
+    env: { HOME: home, PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin", ...denoEnv(), OPENVIKING_URL: url },
     clearEnv: true,
     stdin: "piped",
     stdout: "piped",

@@ -8,7 +8,7 @@ import { createLogger } from "../lib/log.ts";
 import { type Env, orNoHome, processEnv, sharedStateDir } from "../lib/paths.ts";
 import { resolvePeer } from "../openviking/peer.ts";
 import { withoutUserinfo } from "../lib/scrub.ts";
-import { type ByteLimits, Proxy, type ProxyLimits, proxySettings } from "../mcp/proxy.ts";
+import { Proxy, type ProxyOptions } from "../mcp/proxy.ts";
 import { toolCachePath } from "../mcp/tool-cache.ts";
 // @ts-types="@modelcontextprotocol/sdk/server/stdio"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
@@ -38,9 +38,7 @@ export interface McpServerIo {
   diagnostic: (text: string) => void;
   /** Aborting it stops the server at once (SIGTERM). */
   signal?: AbortSignal;
-  /** Time and byte bounds (tests shorten them; the command uses the production ones). */
-  limits?: ProxyLimits;
-  bytes?: ByteLimits;
+  limits?: ProxyOptions["limits"];
 }
 
 /** The most output (in characters) waiting for the client to read it past which notifications are dropped. */
@@ -55,17 +53,13 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
   const load = async () => {
     const { config, warnings } = await loadConfig(io.env, workspace);
     const peer = await resolvePeer(workspace, config);
-    return { settings: proxySettings(config, peer.peerId), warnings, config };
+    return { settings: { config, peerId: peer.peerId }, warnings };
   };
   const first = await load();
   for (const warning of first.warnings) io.diagnostic(`openviking-kimi mcp: ${warning}`);
-  const settings = first.settings;
-  const log = createLogger({
-    enabled: first.config.debug,
-    path: first.config.debugLogPath,
-    source: "mcp",
-    secrets: settings.context.secrets as string[],
-  });
+  const { settings, settings: { config } } = first;
+  const secrets = config.apiKey ? [config.apiKey] : [];
+  const log = createLogger({ enabled: config.debug, path: config.debugLogPath, source: "mcp", secrets });
   // Stopped at once: by `signal`, or when the output went away.
   const { promise: stopped, resolve: stop } = Promise.withResolvers<"signal">();
   if (io.signal?.aborted) stop("signal");
@@ -92,21 +86,16 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
     reload: async () => (await load()).settings,
     send: write,
     log,
-    offer: first.config.mcpTools,
     limits: io.limits,
-    bytes: io.bytes,
     toolCache: toolCachePath(io.env),
     paused: async () => {
-      const b = await readBreaker(orNoHome(() => sharedStateDir(io.env)) ?? "", proxy.settings.target.mcpUrl);
+      const b = await readBreaker(orNoHome(() => sharedStateDir(io.env)) ?? "", proxy.settings.config.mcpUrl);
       return b !== undefined && isOpen(b);
     },
   });
-  log.stage("start", {
-    url: withoutUserinfo(settings.target.mcpUrl),
-    credentialSource: settings.context.credentialSource,
-    apiKeySource: settings.context.apiKeySource,
-    peer: settings.target.peerId || undefined,
-  });
+  const { credentialSource, apiKeySource } = config;
+  const url = withoutUserinfo(config.mcpUrl);
+  log.stage("start", { url, credentialSource, apiKeySource, peer: settings.peerId || undefined });
   const read = new Promise<"eof">((resolve) => {
     stdio.onclose = () => resolve("eof");
     stdin.on("close", () => resolve("eof"));

@@ -22,16 +22,11 @@ export type Failure =
   | { kind: "cut"; cause: string } // the body broke before the response
   | { kind: "aborted" }; // cancelled by the client or by shutdown
 
-/** What an error message may say about the configuration, and the values (the key) it must never show. */
-export type ErrorContext =
-  & Pick<
-    Config,
-    "mcpUrl" | "credentialSource" | "apiKeySource" | "cliConfigPath" | "ovConfigPath" | "account" | "user"
-  >
-  & { secrets: readonly string[] };
+/** What an error message may say about the configuration; its key it never shows. */
+type Shown = "mcpUrl" | "credentialSource" | "apiKeySource" | "cliConfigPath" | "ovConfigPath" | "account";
+export type ErrorContext = Pick<Config, Shown | "user" | "apiKey">;
 
-type Data = Record<string, unknown>;
-type Words<F> = (f: F, url: string, ctx: ErrorContext) => [code: number, message: string, data: Data];
+type Words<F> = (f: F, url: string, ctx: ErrorContext) => [code: number, message: string, more?: object];
 type Kind = Exclude<Failure["kind"], "aborted">; // an aborted request is not answered
 
 /** Where the URL was configured, in words. */
@@ -76,7 +71,7 @@ const AGAIN = "`openviking-kimi doctor` says what is wrong. The tools work again
 const RETRY = "Retry the call; if it keeps happening, check the server's log.";
 const [AUTH, HTTP, EMPTY, NETWORK, TOO_LARGE] = [-32001, -32002, -32003, -32004, -32005];
 
-/** The code, words and data of the error answering each kind of failure (JSON-RPC's server-error range). */
+/** The code and words of the error answering each kind of failure (JSON-RPC's server-error range). */
 const WORDS: { [K in Kind]: Words<Extract<Failure, { kind: K }>> } = {
   auth: (f, _url, ctx) => {
     const [source, fix, credentialPath] = keyFix(ctx);
@@ -87,71 +82,57 @@ const WORDS: { [K in Kind]: Words<Extract<Failure, { kind: K }>> } = {
         `Check that the key belongs to that account and user ("account"/"user" in ${ctx.cliConfigPath} or ` +
         `OPENVIKING_ACCOUNT/OPENVIKING_USER). ${fix}`
       : `OpenViking MCP authentication failed (HTTP ${f.status}${said}); ${source}. ${fix}`;
-    const data = { status: f.status, credentialSource: ctx.apiKeySource, credentialPath };
-    return [AUTH, message, { ...data, serverMessage: f.serverMessage }];
+    return [AUTH, message, { credentialSource: ctx.apiKeySource, credentialPath }];
   },
   network: (f, url, ctx) => [
     NETWORK,
     `OpenViking MCP request failed: cannot reach ${url} (${f.cause}). Check that the OpenViking server is ` +
     `running (openviking-server) and that the URL is right (it comes from ${urlSource(ctx)}). ${AGAIN}`,
-    { cause: f.cause, urlSource: ctx.credentialSource },
   ],
   paused: (_f, url) => [
     NETWORK,
     `OpenViking at ${url} left a recent search unanswered, so memory is paused and its tools wait until the ` +
     "server answers a search again (the next prompt asks it). `openviking-kimi status` says since when; " +
     "`openviking-kimi doctor` what to check.",
-    {},
   ],
-  timeout: (f, url, ctx) => [
+  timeout: (f, url) => [
     NETWORK,
-    `OpenViking at ${url} did not answer within ${describeMs(f.ms)}. Check that the server is running and ` +
+    `OpenViking at ${url} did not answer within ${seconds(f.ms)}. Check that the server is running and ` +
     `not overloaded (a stopped server takes the connection and never answers). ${AGAIN}`,
-    { timeoutMs: f.ms, urlSource: ctx.credentialSource },
   ],
   stalled: (f, url) => [
     NETWORK,
-    `OpenViking at ${url} started its reply, then sent nothing for ${
-      describeMs(f.ms)
-    }, so the proxy gave up ` +
-    `on it. Retry the call; if it keeps happening, check the server's log and \`openviking-kimi doctor\`.`,
-    { idleMs: f.ms },
+    `OpenViking at ${url} started its reply, then sent nothing for ${seconds(f.ms)}, so the proxy ` +
+    "gave up on it. Retry the call; if it keeps happening, check the server's log and `openviking-kimi doctor`.",
   ],
   deadline: (f, url) => [
     NETWORK,
-    `OpenViking at ${url} did not finish its reply within ${describeMs(f.ms)}, the proxy's limit for one ` +
+    `OpenViking at ${url} did not finish its reply within ${seconds(f.ms)}, the proxy's limit for one ` +
     `request. Ask for less at once (fewer results, a narrower URI) or retry; if it keeps happening, check ` +
     `the server's log.`,
-    { limitMs: f.ms },
   ],
   cut: (f, url) => [
     NETWORK,
     `The connection to OpenViking at ${url} broke before the reply was complete (${f.cause}). ${RETRY}`,
-    { cause: f.cause },
   ],
   "too-large": (f) => [
     TOO_LARGE,
     (f.part === "stream"
-      ? `OpenViking's reply stream passed ${describeBytes(f.limitBytes)} before the response arrived`
-      : `OpenViking's reply was larger than ${
-        describeBytes(f.limitBytes)
-      }, the most the proxy reads of one ` +
-        `reply`) +
-    `; the proxy stopped reading it and dropped it (the session goes on). Ask for less: fewer results (a ` +
-    `lower limit or node_limit), a narrower URI, or part of a file (offset and limit).`,
-    { limitBytes: f.limitBytes, part: f.part },
+      ? `OpenViking's reply stream passed ${mebibytes(f.limitBytes)} before the response arrived`
+      : `OpenViking's reply was larger than ${mebibytes(f.limitBytes)}, the most the proxy reads of one ` +
+        "reply") +
+    "; the proxy stopped reading it and dropped it (the session goes on). Ask for less: fewer results (a " +
+    "lower limit or node_limit), a narrower URI, or part of a file (offset and limit).",
   ],
   "too-deep": (f) => [
     TOO_LARGE,
     `OpenViking's reply nests arrays and objects deeper than ${f.levels} levels, more than the proxy passes ` +
     `on; it was dropped (the session goes on). ${RETRY}`,
-    { levels: f.levels },
   ],
   redirect: (f, url, ctx) => [
     HTTP,
     `OpenViking at ${url} redirected to ${f.location}, another origin; the proxy sends credentials only to ` +
     `the configured URL. If that is the right server, set it as the URL (${urlSource(ctx)}).`,
-    { status: f.status, location: f.location },
   ],
   http: (f, url) => {
     const said = f.serverMessage ? `: ${f.serverMessage}` : "";
@@ -161,41 +142,31 @@ const WORDS: { [K in Kind]: Words<Extract<Failure, { kind: K }>> } = {
       : f.status >= 500
       ? " The server failed; check its log, then retry."
       : "";
-    return [
-      HTTP,
-      `OpenViking MCP upstream returned HTTP ${f.status}${said}.${hint}`,
-      { status: f.status, serverMessage: f.serverMessage },
-    ];
+    return [HTTP, `OpenViking MCP upstream returned HTTP ${f.status}${said}.${hint}`];
   },
   empty: (f) => [
     EMPTY,
     `OpenViking accepted the request (HTTP ${f.status}) but sent no response to it. ${RETRY}`,
-    { status: f.status },
   ],
   "bad-reply": (f, url) => [
     HTTP,
     `OpenViking sent a reply that is not JSON-RPC (HTTP ${f.status}). Check that ${url} is an MCP endpoint.`,
-    { status: f.status, sample: f.sample },
   ],
 };
 
 /** The error answering a failed exchange; API keys and URL user info never appear in it. */
 export function failureError(id: RequestId, failure: Failure, ctx: ErrorContext): JSONRPCErrorResponse {
   const url = withoutUserinfo(ctx.mcpUrl);
-  const [code, message, data] = (WORDS[failure.kind as Kind] as Words<Failure>)(failure, url, ctx);
+  const [code, message, more] = (WORDS[failure.kind as Kind] as Words<Failure>)(failure, url, ctx);
+  // The data: the failure's own fields (its kind first), the URL, and for a refused key where it came from.
   return scrub(
-    { jsonrpc: "2.0", id, error: { code, message, data: { ...data, url } } },
-    ctx.secrets,
+    { jsonrpc: "2.0", id, error: { code, message, data: { ...failure, ...more, url } } },
+    ctx.apiKey ? [ctx.apiKey] : [],
   ) as JSONRPCErrorResponse;
 }
 
-/** A byte count in words: "16 MiB", "64 KiB". */
-function describeBytes(bytes: number): string {
-  if (bytes >= 1024 * 1024) return `${+(bytes / (1024 * 1024)).toFixed(1)} MiB`;
-  return bytes >= 1024 ? `${+(bytes / 1024).toFixed(1)} KiB` : `${bytes} bytes`;
-}
+/** A byte bound in words: "16 MiB", "64 KiB" (the bounds are whole KiB). */
+const mebibytes = (n: number) => n >= 1 << 20 ? `${+(n / (1 << 20)).toFixed(1)} MiB` : `${n >> 10} KiB`;
 
 /** A duration in words: "15 s", "500 ms". */
-function describeMs(ms: number): string {
-  return ms >= 1000 ? `${Math.round(ms / 1000)} s` : `${ms} ms`;
-}
+const seconds = (ms: number) => ms >= 1000 ? `${Math.round(ms / 1000)} s` : `${ms} ms`;

@@ -28,17 +28,9 @@ export interface StringMap {
  */
 export function mapStrings(value: unknown, map: StringMap, key = "", parent = ""): unknown {
   type Slot = Record<string | number, unknown>;
+  type Task = { from: unknown; to: Slot; at: string | number; key: string; parent: string; depth: number };
   const root: Slot = {};
-  const stack: {
-    from: unknown;
-    to: Slot;
-    at: string | number;
-    key: string;
-    parent: string;
-    depth: number;
-  }[] = [
-    { from: value, to: root, at: 0, key, parent, depth: 0 },
-  ];
+  const stack: Task[] = [{ from: value, to: root, at: 0, key, parent, depth: 0 }];
   for (let task = stack.pop(); task; task = stack.pop()) {
     const { from, to, at, depth } = task;
     if (typeof from === "string") {

@@ -15,27 +15,26 @@ import { VERSION } from "../lib/version.ts";
 import { buildHeaders, clientOptions, readBody, readPrefix, serverMessageOf } from "../openviking/client.ts";
 import { type Config, keyFor } from "../openviking/config.ts";
 import { BUILTIN_TOOLS, offeredTools } from "../memory/tools.ts";
-import { type ErrorContext, type Failure, failureError } from "./errors.ts";
+import { type Failure, failureError } from "./errors.ts";
 import { readToolCache, validTools, writeToolCache } from "./tool-cache.ts";
 import { MAX_DEPTH, neutralized, redactedCall, TooDeep } from "./gate.ts";
 
 /**
- * The production time bounds (ms): start-up methods, a whole request, the longest a tool call's reply may send
- * no byte (well under Kimi's 60 s tool timeout, decision 44); and how long the client's initialize and first
+ * The production bounds. Time (ms): start-up methods, a whole request, the longest a tool call's reply may
+ * send no byte (well under Kimi's 60 s tool timeout, decision 44); how long the client's initialize and first
  * tools/list wait for the server when a tool list is cached (Kimi waits for its MCP tools before its first
- * model request; a healthy OpenViking answers in milliseconds).
+ * model request; a healthy OpenViking answers in milliseconds). Bytes of a reply, counted as inflated: a JSON
+ * body or one SSE event; an SSE stream.
  */
 export const PROXY_LIMITS = {
   startupMs: 10_000,
   toolCallMs: 600_000,
   silenceMs: 30_000,
   cachedStartMs: 2_000,
+  replyBytes: 16 << 20,
+  streamBytes: 64 << 20,
 };
 export type ProxyLimits = typeof PROXY_LIMITS;
-
-/** The production byte bounds of a reply, counted as inflated: a JSON body or one SSE event; an SSE stream. */
-export const BYTE_LIMITS = { replyBytes: 16 << 20, streamBytes: 64 << 20 };
-export type ByteLimits = typeof BYTE_LIMITS;
 
 /** The most read of a body only the server's words are needed from (error pages, redirects). */
 const ERROR_BODY_BYTES = 64 * 1024;
@@ -44,7 +43,7 @@ const ERROR_BODY_BYTES = 64 * 1024;
 export type Timing = { headersMs: number; bodyIdleMs: number; streamIdleMs: number; totalMs: number };
 
 /** The time limits of one exchange of `method` ("": a notification or a response). */
-export function exchangeTiming(method: string, timeoutMs: number, limits: ProxyLimits): Timing {
+export function exchangeTiming(method: string, timeoutMs: number, limits = PROXY_LIMITS): Timing {
   if (method === "initialize" || method === "tools/list") {
     const ms = Math.min(timeoutMs, limits.startupMs);
     return { headersMs: ms, bodyIdleMs: ms, streamIdleMs: ms, totalMs: ms };
@@ -57,27 +56,10 @@ export function exchangeTiming(method: string, timeoutMs: number, limits: ProxyL
     : { headersMs: timeoutMs, bodyIdleMs: timeoutMs, streamIdleMs: Math.max(timeoutMs, silence), totalMs };
 }
 
-/** Everything the proxy needs from the configuration. */
+/** What the proxy goes by: the loaded configuration and the actor peer ("": none). */
 export interface ProxySettings {
-  target: ReturnType<typeof clientOptions> & { mcpUrl: string };
-  context: ErrorContext;
-  /** OPENVIKING_TIMEOUT_MS. */
-  timeoutMs: number;
-  /** OPENVIKING_REDACT: tool call arguments are redacted before they leave. */
-  redact: boolean;
-}
-
-/** The proxy settings of a loaded config and actor peer; a key saved for another origin is not sent. */
-export function proxySettings(config: Config, peerId: string): ProxySettings {
-  const identity = clientOptions({ ...config, apiKey: keyFor(config, config.mcpUrl) }, peerId);
-  const { mcpUrl, credentialSource, apiKeySource, cliConfigPath, ovConfigPath, account, user } = config;
-  const secrets = config.apiKey ? [config.apiKey] : [];
-  return {
-    target: { mcpUrl, ...identity },
-    context: { mcpUrl, credentialSource, apiKeySource, cliConfigPath, ovConfigPath, account, user, secrets },
-    timeoutMs: config.timeoutMs,
-    redact: config.redact,
-  };
+  config: Config;
+  peerId: string;
 }
 
 /** Protocol version sent before an initialize result told better (what OpenViking speaks). */
@@ -132,10 +114,8 @@ export interface ProxyOptions {
   log: Logger;
   /** The tool cache file ("": none). */
   toolCache: string;
-  /** Tools offered to the model besides memory's (`OPENVIKING_MCP_TOOLS`). */
-  offer?: readonly string[];
-  limits?: ProxyLimits;
-  bytes?: ByteLimits;
+  /** Shorter bounds than production's (tests). */
+  limits?: Partial<ProxyLimits>;
   /** Whether OpenViking is known not to answer now (its recall breaker is open). */
   paused?: () => Promise<boolean>;
 }
@@ -165,14 +145,9 @@ class Slots {
   async acquire(signal: AbortSignal): Promise<(() => void) | undefined> {
     if (this.free > 0) this.free--;
     else await new Promise<void>((grant) => this.waiting.push(grant));
-    if (!signal.aborted) return () => this.release();
-    this.release();
-  }
-
-  private release(): void {
-    const next = this.waiting.shift();
-    if (next) next();
-    else this.free++;
+    const release = () => void (this.waiting.length ? this.waiting.shift()!() : this.free++);
+    if (!signal.aborted) return release;
+    release();
   }
 }
 
@@ -183,24 +158,12 @@ class Refused extends Error {
   }
 }
 
-/** A request answered without its response. */
-const EMPTY = (entry: Pending): Failure => ({ kind: "empty", status: entry.status ?? 200 });
-
-/** Why an initialize is answered here at once: the server's recall breaker is open. */
-const PAUSED_START: Failure = { kind: "timeout", ms: 0 };
-
-/** Why a request is answered here while the server's recall breaker is open. */
-const PAUSED: Failure = { kind: "paused" };
-
-/** Why a reply is answered with an error: it nests deeper than the proxy walks. */
-const TOO_DEEP: Failure = { kind: "too-deep", levels: MAX_DEPTH };
-
-/** `message` neutralised (see {@link neutralized}), or {@link TOO_DEEP}. */
+/** `message` neutralised (see {@link neutralized}), or why not: it nests deeper than the proxy walks. */
 function gated<T extends JSONRPCMessage>(message: T, catalog: boolean): T | Failure {
   try {
     return neutralized(message, catalog);
   } catch (error) {
-    if (error instanceof TooDeep) return TOO_DEEP;
+    if (error instanceof TooDeep) return { kind: "too-deep", levels: MAX_DEPTH };
     throw error;
   }
 }
@@ -219,7 +182,6 @@ export class Proxy {
   private readonly toolSlots = new Slots(16);
   private readonly otherSlots = new Slots(8);
   private readonly limits: ProxyLimits;
-  private readonly bytes: ByteLimits;
   /** Settles when every notification so far went upstream. */
   private barrier: Promise<void> = Promise.resolve();
   /** Params of the client's initialize, to initialise the server again. */
@@ -238,8 +200,7 @@ export class Proxy {
 
   constructor(private readonly options: ProxyOptions) {
     this.settings = options.settings;
-    this.limits = options.limits ?? PROXY_LIMITS;
-    this.bytes = options.bytes ?? BYTE_LIMITS;
+    this.limits = { ...PROXY_LIMITS, ...options.limits };
     this.connect();
   }
 
@@ -253,7 +214,7 @@ export class Proxy {
   /** A fresh transport (no session yet), its messages routed to the waiting requests or the client. */
   private connect(): void {
     if (this.pending.size === 0) void this.http?.close();
-    const http = new StreamableHTTPClientTransport(new URL(this.settings.target.mcpUrl), {
+    const http = new StreamableHTTPClientTransport(new URL(this.settings.config.mcpUrl), {
       fetch: this.fetchBounded,
       // OpenViking 0.5 keeps no event store: a stream that ended is not resumed, its request fails.
       reconnectionOptions: {
@@ -276,10 +237,13 @@ export class Proxy {
 
   /** The transport's fetch: our headers, bounded in time and bytes; a bound that stops a reply fails it. */
   private fetchBounded = async (url: string | URL, init: RequestInit = {}): Promise<Response> => {
-    const headers = buildHeaders(this.settings.target, undefined, init.method === "POST");
+    // A key saved for another origin is not sent.
+    const { config, peerId } = this.settings;
+    const identity = clientOptions({ ...config, apiKey: keyFor(config, config.mcpUrl) }, peerId);
+    const headers = buildHeaders(identity, undefined, init.method === "POST");
     new Headers(init.headers).forEach((value, name) => headers.set(name, value));
     const entry = this.entryOf(init.body);
-    const timing = entry?.timing ?? exchangeTiming("", this.settings.timeoutMs, this.limits);
+    const timing = entry?.timing ?? exchangeTiming("", this.settings.config.timeoutMs, this.limits);
     // Giving up aborts the fetch until the headers came, then cancels the body: an abort of a fetch whose
     // body is being read may leave the connection (and the server's stream) open.
     const giveUp = [init.signal, entry?.signal].filter((s): s is AbortSignal => s != null);
@@ -313,7 +277,7 @@ export class Proxy {
     if (entry) entry.sse = sse;
     if (sse) return reply(this.bounded(response.body, timing, entry, giveUp));
     const limits = {
-      maxBytes: this.bytes.replyBytes,
+      maxBytes: this.limits.replyBytes,
       idleMs: timing.bodyIdleMs,
       signal: AbortSignal.any(giveUp),
     };
@@ -331,8 +295,8 @@ export class Proxy {
     if (status === 401 || status === 403) return { kind: "auth", status, serverMessage };
     const location = response.headers.get("location");
     if (status >= 300 && status < 400 && location) {
-      const next = new URL(location, this.settings.target.mcpUrl);
-      if (next.origin !== new URL(this.settings.target.mcpUrl).origin) {
+      const next = new URL(location, this.settings.config.mcpUrl);
+      if (next.origin !== new URL(this.settings.config.mcpUrl).origin) {
         return { kind: "redirect", status, location: withoutUserinfo(next.toString()) };
       }
       return { kind: "http", status, serverMessage: "too many redirects" };
@@ -347,108 +311,91 @@ export class Proxy {
     return typeof id === "string" || typeof id === "number" ? this.pending.get(idKey(id)) : undefined;
   }
 
-  /** An SSE reply within the byte bounds (of the stream and of one event) and the idle bound, whole lines. */
+  /**
+   * An SSE reply within the byte bounds (of the stream and of one event) and the idle bound, passed on in
+   * whole lines. A bound, `giveUp` or a broken body ends the pipe, which cancels the body.
+   */
   private bounded(
     body: ReadableStream<Uint8Array>,
     timing: Timing,
     entry: Pending | undefined,
     giveUp: AbortSignal[],
   ) {
-    const reader = body.getReader();
-    const cancel = () => void reader.cancel().catch(() => {});
-    for (const s of giveUp) s.aborted ? cancel() : s.addEventListener("abort", cancel, { once: true });
-    void reader.closed.catch(() => {}).finally(() =>
-      giveUp.forEach((s) => s.removeEventListener("abort", cancel))
-    );
-    const [decoder, encoder] = [new TextDecoder(), new TextEncoder()];
-    const { streamBytes, replyBytes } = this.bytes;
-    let [bytes, eventChars, held] = [0, 0, ""];
-    const fail = (failure: Failure) => entry?.settle(failure);
-    const stop = (controller: ReadableStreamDefaultController<Uint8Array>, failure: Failure) => {
-      fail(failure);
-      cancel();
-      controller.error(new Refused(failure));
+    const stop = new AbortController();
+    let idle: ReturnType<typeof setTimeout> | undefined;
+    const fail = (failure: Failure) => {
+      clearTimeout(idle);
+      entry?.settle(failure);
+      stop.abort(new Refused(failure));
     };
-    return new ReadableStream<Uint8Array>({
-      pull: async (controller) => {
-        // Reads until it has something for the transport: a pull that enqueues nothing is not called again.
-        for (;;) {
-          let clock: ReturnType<typeof setTimeout> | undefined;
-          const idle = new Promise<"idle">((resolve) =>
-            clock = setTimeout(() => resolve("idle"), timing.streamIdleMs)
-          );
-          const got = await Promise.race([reader.read(), idle]).catch((error: unknown) => ({ error }));
-          clearTimeout(clock);
-          if (got === "idle") return stop(controller, { kind: "stalled", ms: timing.streamIdleMs });
-          if ("error" in got) {
-            fail({ kind: "cut", cause: networkCause(got.error) });
-            return controller.error(got.error);
-          }
-          if (got.done) {
-            if (held) controller.enqueue(encoder.encode(held));
-            controller.close();
-            // What the transport makes of the last events reaches it first; then a request is empty.
-            if (entry) setTimeout(() => fail(EMPTY(entry)));
-            return;
-          }
-          bytes += got.value.length;
-          if (bytes > streamBytes) {
-            return stop(controller, { kind: "too-large", limitBytes: streamBytes, part: "stream" });
-          }
-          const text = decoder.decode(got.value, { stream: true });
-          const events = text.split(/\r?\n\r?\n|\r\r/);
-          const longest = Math.max(eventChars + events[0].length, ...events.slice(1).map((e) => e.length));
-          eventChars = events.length > 1 ? events[events.length - 1].length : eventChars + text.length;
-          if (longest > replyBytes) {
-            return stop(controller, { kind: "too-large", limitBytes: replyBytes, part: "event" });
-          }
-          // Whole lines only, so the transport's parser never re-reads a long line chunk by chunk.
-          const end = Math.max(text.lastIndexOf("\n"), text.lastIndexOf("\r"));
-          if (end < 0) {
-            held += text;
-            continue;
-          }
-          const whole = held + text.slice(0, end + 1);
-          held = text.slice(end + 1);
-          return controller.enqueue(encoder.encode(whole));
-        }
+    const awake = () => {
+      clearTimeout(idle);
+      idle = setTimeout(() => fail({ kind: "stalled", ms: timing.streamIdleMs }), timing.streamIdleMs);
+    };
+    const [decoder, encoder] = [new TextDecoder(), new TextEncoder()];
+    const { streamBytes, replyBytes } = this.limits;
+    let [bytes, eventChars, held] = [0, 0, ""];
+    const lines = new TransformStream<Uint8Array, Uint8Array>({
+      transform: (chunk, controller) => {
+        awake();
+        bytes += chunk.length;
+        if (bytes > streamBytes) return fail({ kind: "too-large", limitBytes: streamBytes, part: "stream" });
+        const text = decoder.decode(chunk, { stream: true });
+        const events = text.split(/\r?\n\r?\n|\r\r/);
+        const longest = Math.max(eventChars + events[0].length, ...events.slice(1).map((e) => e.length));
+        eventChars = events.length > 1 ? events[events.length - 1].length : eventChars + text.length;
+        if (longest > replyBytes) return fail({ kind: "too-large", limitBytes: replyBytes, part: "event" });
+        // Whole lines only, so the transport's parser never re-reads a long line chunk by chunk.
+        const end = Math.max(text.lastIndexOf("\n"), text.lastIndexOf("\r"));
+        if (end >= 0) controller.enqueue(encoder.encode(held + text.slice(0, end + 1)));
+        held = end >= 0 ? text.slice(end + 1) : held + text;
       },
-      cancel: (reason) => reader.cancel(reason),
+      flush: (controller) => {
+        clearTimeout(idle);
+        if (held) controller.enqueue(encoder.encode(held));
+        // What the transport makes of the last events reaches it first; then a request is empty.
+        if (entry) setTimeout(() => fail({ kind: "empty", status: entry.status ?? 200 }));
+      },
     });
+    awake();
+    const signal = AbortSignal.any([stop.signal, ...giveUp]);
+    body.pipeTo(lines.writable, { signal }).catch((error) =>
+      fail({ kind: "cut", cause: networkCause(error) })
+    );
+    return lines.readable;
   }
 
   /** Sends a request upstream and waits for its response, within `timing`; never throws. */
   private exchange(request: JSONRPCRequest, timing: Timing, cancel?: AbortSignal): Promise<Outcome> {
     const key = idKey(request.id);
     const controller = new AbortController();
+    const { promise, resolve } = Promise.withResolvers<Outcome>();
     let settled = false;
-    return new Promise<Outcome>((resolve) => {
-      const entry: Pending = {
-        timing,
-        signal: controller.signal,
-        settle: (outcome) => {
-          if (settled) return;
-          settled = true;
-          if (this.pending.get(key) === entry) this.pending.delete(key);
-          clearTimeout(deadline);
-          cancel?.removeEventListener("abort", onCancel);
-          if (failed(outcome)) controller.abort();
-          resolve(outcome);
-        },
-      };
-      const deadline = setTimeout(() => {
-        const kind = entry.status === undefined ? "timeout" : "deadline";
-        entry.settle({ kind, ms: timing.totalMs });
-      }, timing.totalMs);
-      const onCancel = () => entry.settle({ kind: "aborted" });
-      this.pending.set(key, entry);
-      if (cancel?.aborted) return onCancel();
-      cancel?.addEventListener("abort", onCancel, { once: true });
-      this.http.send(request).then(
-        () => entry.sse || entry.settle({ kind: "empty", status: entry.status ?? 202 }),
-        (error: unknown) => entry.settle(this.failureOf(error, entry)),
-      );
-    });
+    const entry: Pending = {
+      timing,
+      signal: controller.signal,
+      settle: (outcome) => {
+        if (settled) return;
+        settled = true;
+        if (this.pending.get(key) === entry) this.pending.delete(key);
+        clearTimeout(deadline);
+        cancel?.removeEventListener("abort", onCancel);
+        if (failed(outcome)) controller.abort();
+        resolve(outcome);
+      },
+    };
+    const deadline = setTimeout(() => {
+      entry.settle({ kind: entry.status === undefined ? "timeout" : "deadline", ms: timing.totalMs });
+    }, timing.totalMs);
+    const onCancel = () => entry.settle({ kind: "aborted" });
+    this.pending.set(key, entry);
+    if (cancel?.aborted) return (onCancel(), promise);
+    cancel?.addEventListener("abort", onCancel, { once: true });
+    void this.http.send(request).then(
+      () => entry.sse || entry.settle({ kind: "empty", status: entry.status ?? 202 }),
+      (error: unknown) => entry.settle(this.failureOf(error, entry)),
+    );
+    return promise;
   }
 
   /** The failure a transport error stands for, when the fetch did not record a better one. */
@@ -487,7 +434,7 @@ export class Proxy {
   /** The proxy's own initialize (the client's params) + initialized; `initReply` keeps the server's answer. */
   private async reinitialize(): Promise<Failure | undefined> {
     this.connect();
-    const timing = exchangeTiming("initialize", this.settings.timeoutMs, this.limits);
+    const timing = exchangeTiming("initialize", this.settings.config.timeoutMs, this.limits);
     const id = `openviking-kimi-init-${++this.inits}`;
     const request = { jsonrpc: "2.0" as const, id, method: "initialize", params: this.clientInit };
     const out = await this.exchange(request, timing, this.stopped.signal);
@@ -555,9 +502,8 @@ export class Proxy {
     const signal = AbortSignal.any([entry.controller.signal, this.stopped.signal]);
     this.inFlight.set(key, entry);
     const barrier = this.barrier;
-    const release = await (request.method === "tools/call" ? this.toolSlots : this.otherSlots).acquire(
-      signal,
-    );
+    const slots = request.method === "tools/call" ? this.toolSlots : this.otherSlots;
+    const release = await slots.acquire(signal);
     try {
       if (!release) return;
       await barrier;
@@ -565,18 +511,12 @@ export class Proxy {
       // While the proxy's initialize goes on after the client's was answered without it, a tools/list is too.
       const starting = request.method === "tools/list" && this.startingOffline;
       if (starting || await this.paused()) {
-        return await this.options.send(await this.fallback(request, PAUSED));
+        return await this.options.send(await this.fallback(request, { kind: "paused" }));
       }
       const outgoing = this.outgoing(request);
-      if (typeof outgoing === "string") {
-        return await this.options.send({
-          jsonrpc: "2.0",
-          id: request.id,
-          error: { code: -32602, message: outgoing },
-        });
-      }
+      if ("error" in outgoing) return await this.options.send(outgoing);
       entry.sent = true;
-      const timing = exchangeTiming(request.method, this.settings.timeoutMs, this.limits);
+      const timing = exchangeTiming(request.method, this.settings.config.timeoutMs, this.limits);
       const out = await this.send(outgoing, timing, signal);
       if (signal.aborted || (failed(out) && out.kind === "aborted")) return;
       const catalog = request.method === "tools/list";
@@ -598,7 +538,7 @@ export class Proxy {
   private async startup(work: Promise<Failure | undefined>, since: number): Promise<Failure | undefined> {
     const done = new AbortController();
     const early: Failure = { kind: "timeout", ms: this.limits.cachedStartMs };
-    const cached = await readToolCache(this.options.toolCache, this.settings.target.mcpUrl);
+    const cached = await readToolCache(this.options.toolCache, this.settings.config.mcpUrl);
     const end = cached ? since + this.limits.cachedStartMs : Infinity;
     const waited = async () => {
       while (!done.signal.aborted) {
@@ -613,15 +553,22 @@ export class Proxy {
     }
   }
 
-  /** `request` as it goes upstream, a tool call's arguments redacted; why not, when they cannot be (never sent raw). */
-  private outgoing(request: JSONRPCRequest): JSONRPCRequest | string {
-    if (request.method !== "tools/call" || !this.settings.redact) return request;
+  /** `request` as it goes upstream, a tool call's arguments redacted; else the error saying why not (never sent raw). */
+  private outgoing(request: JSONRPCRequest): JSONRPCRequest | ReturnType<typeof failureError> {
+    if (request.method !== "tools/call" || !this.settings.config.redact) return request;
+    const refused = (message: string) => ({
+      jsonrpc: "2.0" as const,
+      id: request.id,
+      error: { code: -32602, message },
+    });
     try {
       return redactedCall(request);
     } catch (error) {
-      if (error instanceof TooDeep) return `Tool arguments nested deeper than ${MAX_DEPTH} levels.`;
+      if (error instanceof TooDeep) return refused(`Tool arguments nested deeper than ${MAX_DEPTH} levels.`);
       this.options.log.stage("redact-failed", { error: String(error) });
-      return "Tool arguments could not be redacted, so they were not sent; shorten them and try again.";
+      return refused(
+        "Tool arguments could not be redacted, so they were not sent; shorten them and try again.",
+      );
     }
   }
 
@@ -631,7 +578,8 @@ export class Proxy {
     const generation = this.generation;
     const at = Date.now();
     const starting = await this.paused() ? undefined : this.ensureReady();
-    let failure = starting ? await this.startup(starting, at) : PAUSED_START;
+    // With the recall breaker open, answered here at once.
+    let failure = starting ? await this.startup(starting, at) : { kind: "timeout" as const, ms: 0 };
     if (failure?.kind === "auth" && await this.reloadCredentials(generation)) {
       failure = await this.ensureReady();
     }
@@ -651,7 +599,7 @@ export class Proxy {
       if (this.ready && this.protocolVersion !== version) this.ready = false;
     });
     this.options.log.stage("offline-initialize", { failure });
-    const url = withoutUserinfo(this.settings.target.mcpUrl);
+    const url = withoutUserinfo(this.settings.config.mcpUrl);
     const result = {
       protocolVersion: version,
       capabilities: { tools: { listChanged: true } },
@@ -669,10 +617,10 @@ export class Proxy {
   /** The answer when the server gave none: the cached or built-in catalog for `tools/list`, else an error. */
   private async fallback(request: JSONRPCRequest, failure: Failure): Promise<JSONRPCMessage> {
     if (request.method === "tools/list" && request.params?.cursor === undefined) {
-      const cached = await readToolCache(this.options.toolCache, this.settings.target.mcpUrl);
+      const cached = await readToolCache(this.options.toolCache, this.settings.config.mcpUrl);
       this.servedCatalog = true;
       this.options.log.stage("offline-tools-list", { failure, cached: Boolean(cached) });
-      const tools = offeredTools(cached ?? BUILTIN_TOOLS, this.options.offer ?? []);
+      const tools = offeredTools(cached ?? BUILTIN_TOOLS, this.settings.config.mcpTools);
       return { jsonrpc: "2.0", id: request.id, result: { tools } };
     }
     return this.fallbackError(request, failure);
@@ -680,7 +628,7 @@ export class Proxy {
 
   private fallbackError(request: JSONRPCRequest, failure: Failure): JSONRPCMessage {
     this.options.log.stage("request-failed", { method: request.method, failure });
-    return failureError(request.id, failure, this.settings.context);
+    return failureError(request.id, failure, this.settings.config);
   }
 
   /** A server's request or notification, to the client neutralised; one nested too deep is dropped. */
@@ -696,9 +644,9 @@ export class Proxy {
     const whole = request.params?.cursor === undefined && response.result.nextCursor === undefined;
     const tools = whole ? validTools(response.result.tools) : undefined;
     if (tools) {
-      void this.track(writeToolCache(this.options.toolCache, this.settings.target.mcpUrl, tools));
+      void this.track(writeToolCache(this.options.toolCache, this.settings.config.mcpUrl, tools));
     }
-    const offered = offeredTools(response.result.tools, this.options.offer ?? []);
+    const offered = offeredTools(response.result.tools, this.settings.config.mcpTools);
     return { ...response, result: { ...response.result, tools: offered } };
   }
 

@@ -27,15 +27,6 @@ export function isFolderSummary(uri: string): boolean {
     (/\/\.(?:abstract|overview)\.md$/.test(uri) || !uri.endsWith(".md"));
 }
 
-/** One memory in render.py's form (raw: neutralised by whoever prints it; tests/e2e/probe.ts prints it). */
-export function renderElement(m: Memory): string {
-  const attrs = [`uri="${m.uri}"`];
-  if (m.category) attrs.push(`type="${m.category}"`);
-  if (m.score !== undefined) attrs.push(`score="${m.score.toFixed(2)}"`);
-  if (m.detail) attrs.push(`detail="${m.detail}"`);
-  return m.text ? `<memory ${attrs.join(" ")}>\n${m.text}\n</memory>` : `<memory ${attrs.join(" ")} />`;
-}
-
 /** The code units of `text`'s longest head whose characters weigh ≤ `max`, and their weight. */
 function headWithin(text: string, max: number, weight: (ch: string) => number) {
   let used = 0;
@@ -108,22 +99,24 @@ export function oneLine(text: string, max?: number): string {
 
 /**
  * The lines for `memories` within `limits` (`reserved` taken): the first that are no folder summary, best
- * first, each an equal share of the room left; one whose URI alone does not fit is left out.
+ * first, each an equal share of the room left, text and URI as `shown` (redacted); one whose URI alone does not
+ * fit is left out.
  */
 export function digestLines(
   memories: readonly Memory[],
   limits: { memories: number; chars: number },
   reserved = 0,
+  shown = (text: string) => text,
 ): { memory: Memory; line: SafeText }[] {
   const order = memories.filter((m) => !isFolderSummary(m.uri)).slice(0, Math.max(0, limits.memories))
     .sort((a, b) => a.score === undefined || b.score === undefined ? 0 : b.score - a.score);
   const out: { memory: Memory; line: SafeText }[] = [];
   let left = limits.chars - reserved;
   order.forEach((memory, i) => {
-    const uri = flatLine(memory.uri);
+    const uri = flatLine(shown(memory.uri));
     const tail = uri ? ` (${uri})` : "";
     const frame = `- \n${tail}`.length;
-    const text = oneLine(memory.text);
+    const text = oneLine(shown(memory.text));
     const room = Math.min(unitsWithin(text, LINE_TEXT_MAX), Math.floor(left / (order.length - i)) - frame);
     if ((!text && !uri) || room < Math.min(LINE_TEXT_MIN, text.length || LINE_TEXT_MIN) || left < frame) {
       return;

@@ -6,26 +6,14 @@
 
 import fc from "fast-check";
 import { assertEquals, assertMatch, assertTrue } from "../tests/support/assert.ts";
-import {
-  cutAtWord,
-  digestLines,
-  oneLine,
-  PROFILE_ROW,
-  PROFILE_ROWS,
-  profileDigest,
-  renderElement,
-} from "./digest.ts";
-import { Entries, memoriesFromEntries } from "./recall.ts";
-import type { Memory } from "./recall.ts";
+import { cutAtWord, digestLines, oneLine, PROFILE_ROW, PROFILE_ROWS, profileDigest } from "./digest.ts";
+import { Entries, memoriesFromEntries, type Memory } from "./recall.ts";
 import { UNPRINTABLE } from "../tests/support/printed.ts";
 import { hostileText, params } from "../tests/fuzz/arbitraries.ts";
 import { terminalRows } from "../tests/support/rows.ts";
 
-const mem = (n: number, text: string, extra: Partial<Memory> = {}): Memory => ({
-  uri: `viking://user/default/memories/preferences/m${n}.md`,
-  text,
-  ...extra,
-});
+const uriOf = (n: number) => `viking://user/default/memories/preferences/m${n}.md`;
+const mem = (n: number, text: string, m: Partial<Memory> = {}): Memory => ({ uri: uriOf(n), text, ...m });
 
 const LONG =
   "The user wants every pull request to stay small, with a failing test first, and reviews diffs in the " +
@@ -198,7 +186,7 @@ Deno.test("profile digest: without profile.md the preference and entity abstract
   assertEquals(pd("# Profile\n\n"), []);
 });
 
-Deno.test("memories: entries as the server lists them (no URI, a repeated or too long one dropped), and rendered back in render.py's form", () => {
+Deno.test("memories: entries as the server lists them (no URI, a repeated or too long one dropped)", () => {
   const a = { uri: "viking://a.md", text: "A", score: 0.9, category: "preferences", detail: "abstract" };
   const entries = Entries.parse([
     { ...a, origin: "self" },
@@ -209,11 +197,4 @@ Deno.test("memories: entries as the server lists them (no URI, a repeated or too
   assertEquals(memoriesFromEntries(entries), [a, { uri: "viking://b.md", text: "" }]);
   const long = Entries.parse([{ uri: `viking://${"x".repeat(400)}`, text: "a URI over 300 characters" }]);
   assertEquals(memoriesFromEntries(long), []);
-  const element = { ...a, text: "- A\nline 2", score: 0.8485, category: "events" };
-  const rendered = `${renderElement(element)}\n${renderElement({ uri: "viking://b.md", text: "" })}`;
-  assertEquals(
-    rendered,
-    '<memory uri="viking://a.md" type="events" score="0.85" detail="abstract">\n- A\nline 2\n</memory>\n' +
-      '<memory uri="viking://b.md" />',
-  );
 });

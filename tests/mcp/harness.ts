@@ -4,7 +4,7 @@
  */
 
 import { runMcpServer } from "../../cli/mcp.ts";
-import type { ByteLimits, ProxyLimits } from "../../mcp/proxy.ts";
+import type { ProxyOptions } from "../../mcp/proxy.ts";
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking, type FakeOptions } from "../support/fake-openviking.ts";
 import { tempDir } from "../support/temp.ts";
@@ -12,12 +12,11 @@ import { tempDir } from "../support/temp.ts";
 /** A JSON object as it came out of the proxy. */
 export type Json = Record<string, unknown>;
 
-/** Options of an in-process proxy: its cwd, and shorter bounds than production's. */
+/** Options of an in-process proxy: its cwd, shorter bounds than production's, a client slow to read. */
 export interface HarnessOptions {
   cwd?: string;
-  limits?: ProxyLimits;
-  bytes?: ByteLimits;
-  /** Holds each output line until it resolves: a client that is slow to read. */
+  limits?: ProxyOptions["limits"];
+  /** Holds each output line until it resolves (rejects: the output went away). */
   stall?: (line: string) => Promise<void>;
 }
 
@@ -25,12 +24,8 @@ export interface HarnessOptions {
 export function startProxy(env: Record<string, string>, options: HarnessOptions = {}) {
   const input = new TransformStream<Uint8Array, Uint8Array>();
   const writer = input.writable.getWriter();
-  const encoder = new TextEncoder();
-  const lines: string[] = [];
-  const parsed: Json[] = [];
-  const diagnostics: string[] = [];
+  const [lines, parsed, diagnostics] = [[] as string[], [] as Json[], [] as string[]];
   const stop = new AbortController();
-  let closed = false;
   const done = runMcpServer({
     env,
     cwd: options.cwd ?? env.HOME,
@@ -43,63 +38,42 @@ export function startProxy(env: Record<string, string>, options: HarnessOptions 
     diagnostic: (text) => diagnostics.push(text),
     signal: stop.signal,
     limits: options.limits,
-    bytes: options.bytes,
   });
-  const messages = () => parsed;
   /** The first output message `match` accepts; fails naming `what` after 30 s. */
   const waitFor = async (match: (m: Json) => boolean, what = "a message"): Promise<Json> => {
-    let hit: Json | undefined;
-    await until(() => (hit = parsed.find(match)) !== undefined, what).catch((e) => {
+    await until(() => parsed.some(match), what).catch((e) => {
       throw new Error(`${e.message}; output so far:\n${lines.join("\n")}`);
     });
-    return hit!;
+    return parsed.find(match)!;
   };
-  const send = (message: unknown) => writer.write(encoder.encode(`${JSON.stringify(message)}\n`));
+  const send = (message: unknown) => writer.write(new TextEncoder().encode(`${JSON.stringify(message)}\n`));
   const response = (id: unknown) =>
     waitFor((m) => m.id === id && ("result" in m || "error" in m), `response to ${JSON.stringify(id)}`);
-  const closeInput = async () => {
-    if (closed) return;
-    closed = true;
-    await writer.close().catch(() => {});
-  };
   return {
     send,
     lines,
     diagnostics,
-    messages,
+    messages: () => parsed,
     waitFor,
     response,
     /** Sends a request and waits for its response. */
-    async request(id: unknown, method: string, params?: unknown) {
-      await send(
-        params === undefined ? { jsonrpc: "2.0", id, method } : { jsonrpc: "2.0", id, method, params },
-      );
-      return await response(id);
-    },
+    request: async (id: unknown, method: string, params?: unknown) =>
+      await send({ jsonrpc: "2.0", id, method, params }).then(() => response(id)),
     /** initialize + notifications/initialized, like Kimi Code; returns the initialize response. */
     async initialize(protocolVersion = "2025-11-25") {
-      await send({
-        jsonrpc: "2.0",
-        id: "init",
-        method: "initialize",
-        params: { protocolVersion, capabilities: {}, clientInfo: { name: "kimi-code", version: "2.1.0" } },
-      });
+      const clientInfo = { name: "kimi-code", version: "2.1.0" };
+      const params = { protocolVersion, capabilities: {}, clientInfo };
+      await send({ jsonrpc: "2.0", id: "init", method: "initialize", params });
       const reply = await response("init");
       await send({ jsonrpc: "2.0", method: "notifications/initialized" });
       return reply;
     },
+    /** The exit code, once the server stopped. */
+    exited: done,
     /** Closes stdin; resolves with the exit code. */
-    async close() {
-      await closeInput();
-      return await done;
-    },
+    close: () => writer.close().catch(() => {}).then(() => done),
     /** Stops the server as SIGTERM would; resolves with the exit code. */
-    async terminate() {
-      stop.abort();
-      const code = await done;
-      await closeInput();
-      return code;
-    },
+    terminate: () => (stop.abort(), done.finally(() => writer.close().catch(() => {}))),
   };
 }
 
@@ -118,15 +92,13 @@ export function errorOf(response: Json): { code: number; message: string; data?:
 /** A port nothing listens on (bound, then released). */
 export function freePort(): number {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
   listener.close();
-  return port;
+  return (listener.addr as Deno.NetAddr).port;
 }
 
 /** Tool names of a tools/list response. */
-export function toolNames(response: Json): string[] {
-  return ((resultOf(response).tools ?? []) as { name: string }[]).map((t) => t.name);
-}
+export const toolNames = (response: Json) =>
+  (resultOf(response).tools as { name: string }[]).map((t) => t.name);
 
 /** Resolves once `condition` holds; fails naming `what` after 30 s. */
 export async function until(condition: () => boolean, what: string): Promise<void> {
@@ -137,24 +109,16 @@ export async function until(condition: () => boolean, what: string): Promise<voi
   throw new Error(`timed out waiting for ${what}`);
 }
 
-/** Waits until the fake saw the client's notifications/initialized (so a fault is not spent on it). */
-export function initialized(fake: FakeOpenViking): Promise<void> {
-  return until(
-    () => fake.requestsTo("POST /mcp").some((r) => (r.body as Json)?.method === "notifications/initialized"),
-    "notifications/initialized",
-  );
-}
-
 /**
- * A temporary HOME, a fake OpenViking and a proxy to it, initialised (the fake saw `initialized`); disposing
- * it closes stdin and asserts the exit code 0.
+ * A temporary HOME, a fake OpenViking and a proxy to it, initialised (the fake saw `initialized`, so a fault
+ * is not spent on it); disposing it closes stdin and asserts the exit code 0.
  */
 export async function openSession(fakeOptions: FakeOptions = {}, options: HarnessOptions = {}) {
   const home = await tempDir("ovk-mcp-");
   const fake = await FakeOpenViking.start(fakeOptions);
   const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url }, options);
   await proxy.initialize();
-  await initialized(fake);
+  await until(() => fake.mcp.receivedMethod("notifications/initialized").length > 0, "initialized");
   return {
     home,
     fake,
