@@ -69,11 +69,8 @@ export function elsewhereWords(held: readonly (Destination & { entries: number }
 }
 
 /** The sessions' writes queued for another destination than `here`, in words; undefined when there are none. */
-export function elsewhereOf(sessions: QueueSummary["sessions"], here: Destination) {
-  return elsewhereWords(
-    sessions.flatMap((s) => goesTo(s.to, here) ? [] : [{ ...s.to!, entries: s.entries }]),
-  );
-}
+export const elsewhereOf = (sessions: QueueSummary["sessions"], here: Destination) =>
+  elsewhereWords(sessions.flatMap((s) => goesTo(s.to, here) ? [] : [{ ...s.to!, entries: s.entries }]));
 
 /** `unsure`: it may have reached the server; from then (`true`: at once) the session is asked before a resend; `to`: where it goes. */
 const ENTRY_BASE = {
