@@ -1,7 +1,7 @@
 /** UserPromptSubmit: prints what recall.ts finds that the session lacks; while the breaker is open, a probe. */
 
 import { sha256Hex } from "../lib/hash.ts";
-import { Budget } from "../openviking/client.ts";
+import { Budget, type OvFailure } from "../openviking/client.ts";
 import { causeOf } from "../openviking/advice.ts";
 import { originOf } from "../openviking/config.ts";
 import {
@@ -124,12 +124,13 @@ export function pausedLine(b: Breaker, env: Env): string {
     .text;
 }
 
-/** The line that says the server refused the key. */
-function refusedLine(status: number, baseUrl: string, env: Env): string {
+/** The line that says the server refused the key, or its model fails. */
+function refusedLine(f: OvFailure, baseUrl: string, env: Env): string {
   const doctor = `${commandName(env)} doctor`;
+  const what = f.kind === "model" ? "cannot search: its model fails" : "refused the key";
   return safe`openviking-kimi: memory off — OpenViking at ${
     originOf(baseUrl)
-  } refused the key (HTTP ${status}); \`${doctor}\` says how to fix it\n`.text;
+  } ${what} (HTTP ${f.status}); \`${doctor}\` says how to fix it\n`.text;
 }
 
 /** The line that says commits make no memory ("" without the alarm). */
@@ -188,9 +189,10 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   const after = await noteRecall(ctx.sharedStateDir, c.baseUrl, breaker, { asked, failure: inj.failure });
   // Told once per outage.
   const told = after && isOpen(after) && after.since !== decision.told ? after.since : undefined;
-  // A refused key: told once a session, again when the refusal or the key changes.
-  const refusal = inj.failure?.kind === "auth" ? inj.failure.status : undefined;
-  const tag = refusal === undefined ? undefined : `${refusal} ${await sessionDestination(c)}`;
+  // A refused key or a failing model: told once a session, again when the refusal or the key changes.
+  const refusal = inj.failure?.kind === "auth" || inj.failure?.kind === "model" ? inj.failure : undefined;
+  const tag = refusal &&
+    `${refusal.kind === "model" ? "model " : ""}${refusal.status} ${await sessionDestination(c)}`;
   const refused = tag !== decision.refused ? tag : undefined;
   const lines = (told === undefined ? "" : pausedLine(after!, ctx.env)) +
     (refused === undefined ? "" : refusedLine(refusal!, c.baseUrl, ctx.env));

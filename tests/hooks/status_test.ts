@@ -5,7 +5,7 @@
  */
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
-import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { FakeOpenViking, MODEL_DOWN } from "../support/fake-openviking.ts";
 import { hookIn, placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { WORKER_ENV } from "../../kimi/detach.ts";
 import { JournalBuilder } from "../support/journal.ts";
@@ -463,6 +463,14 @@ Deno.test("status: a session start's replay that failed keeps why, its code and 
   await ledgerLine(dir.path, SESSION, { at: 1, queued: 1 });
   const e = (await ours(env, dir.path)).lastError!;
   assertMatch(e.message, new RegExp(`^OpenViking at ${fake.url} is not reachable: ${cause.message}`));
+  // A prompt's search that met the server's model down: the model's words and the server's fix, not the key's.
+  fake.fault(MODEL_DOWN);
+  await runHook(env, dir.path, "user-prompt-submit", "UserPromptSubmit", { prompt: "how is it built?" });
+  const m = (await ours(env, dir.path)).lastError!;
+  assertEquals(m.kind, "model");
+  assertMatch(m.message, new RegExp(`^OpenViking at ${fake.url} answers, but its model is unreachable`));
+  assertMatch(m.fix, /^on the server, check ov\.conf's embedding section/);
+  assertMatch(await statusText(env, dir.path), /last error .*: OpenViking at \S+ answers, but its\s+model/);
 });
 
 Deno.test("status against another server than the one that made a commit: says so, never `expired`", async () => {
