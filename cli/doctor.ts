@@ -24,7 +24,7 @@ import * as paths from "../lib/paths.ts";
 import { scrub } from "../lib/scrub.ts";
 import { commandName, COPY_FILES, invocationCwd } from "../lib/self.ts";
 import { VERSION } from "../lib/version.ts";
-import { countWords, type Places, readPlaces, rejectedFix, totals } from "./status.ts";
+import { type Places, readPlaces, rejectedFix, totals } from "./status.ts";
 
 /** What doctor looks at: the environment, Kimi's home ("" without one), the workspace, the OS and the time. */
 export interface DoctorContext {
@@ -332,8 +332,8 @@ async function homeChecks(env: paths.Env): Promise<Check[]> {
 
 /** A queue's messages and commits of how many sessions, in words, and a line for each of its first 5 sessions. */
 const inWords = (q: queues.QueueSummary) => ({
-  words: countWords(totals(q)),
-  detail: q.sessions.slice(0, 5).map((s) => `${s.sessionId}: ${countWords(s)}`),
+  words: queues.countWords(totals(q)),
+  detail: q.sessions.slice(0, 5).map((s) => `${s.sessionId}: ${queues.countWords(s)}`),
 });
 
 /** The pending queue (per session), and the queue files replay set aside. */
