@@ -376,7 +376,7 @@ async function planCredentials(
     const given = { apiKey: creds.apiKey, from: creds.apiKeyFrom ?? "" };
     const key = await keyToSave(ctx, given, { ...creds, url, dryRun: options.dryRun });
     if (!key.ok) return key.error;
-    for (const line of key.said) ctx.out.info(line);
+    for (const line of key.said) ctx.out.info(`API key: ${line}`);
     creds = { ...creds, apiKey: key.apiKey, apiKeyFrom: key.from };
   } else if (creds.apiKey === undefined && saved.apiKey && originOf(url) === originOf(saved.url)) {
     plan.notes.push(`API key: the one saved for ${originOf(url)} is kept (to change it: --api-key-stdin).`);
