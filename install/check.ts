@@ -74,15 +74,11 @@ export async function serverChecks(
   if (search.ok || (options.quick && search.kind !== "auth")) {
     return [up, auth.ok(`${options.quick ? "memory's routes answer" : "a search works"} (${key})`)];
   }
-  const advice = adviceFor(search, config.baseUrl, env);
+  const { summary, fix } = adviceFor(search, config.baseUrl, env);
   // Past the key's check, the search asked the server's embedding model (a provider's 401 is not our key's).
   if (search.kind === "model") {
-    return [
-      up,
-      auth.ok(`the server takes the request (${key})`),
-      checkOf("model").fail(advice.summary, advice.fix),
-    ];
+    return [up, auth.ok(`the server takes the request (${key})`), checkOf("model").fail(summary, fix)];
   }
   const what = options.quick ? "memory's routes refuse the key" : "a search failed";
-  return [up, auth.fail(`${what} (${key}): ${advice.summary}`, advice.fix)];
+  return [up, auth.fail(`${what} (${key}): ${summary}`, fix)];
 }

@@ -521,9 +521,7 @@ async function purgeableData(ctx: Context, notes: Plan["notes"]): Promise<string
       const messages = waiting.sessions.reduce((n, x) => n + x.messages, 0);
       // Writes queued for another server or identity go only there: say where, and the command that sends them.
       const away = sub === QUEUE_SUBDIR ? waiting.sessions.filter((x) => !goesTo(x.to, here)) : [];
-      const elsewhere = elsewhereWords(
-        away.map((x) => ({ ...x.to!, messages: x.messages, commits: x.commits })),
-      );
+      const elsewhere = elsewhereWords(away.map((x) => ({ ...x, ...x.to! })));
       const home = waiting.sessions.length - away.length;
       const next = !elsewhere
         ? then

@@ -126,11 +126,10 @@ export function pausedLine(b: Breaker, env: Env): string {
 
 /** The line that says the server refused the key, or its model fails. */
 function refusedLine(f: OvFailure, baseUrl: string, env: Env): string {
-  const doctor = `${commandName(env)} doctor`;
   const what = f.kind === "model" ? "cannot search: its model fails" : "refused the key";
   return safe`openviking-kimi: memory off — OpenViking at ${
     originOf(baseUrl)
-  } ${what} (HTTP ${f.status}); \`${doctor}\` says how to fix it\n`.text;
+  } ${what} (HTTP ${f.status}); \`${commandName(env)} doctor\` says how to fix it\n`.text;
 }
 
 /** The line that says commits make no memory ("" without the alarm). */
@@ -190,7 +189,7 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   // Told once per outage.
   const told = after && isOpen(after) && after.since !== decision.told ? after.since : undefined;
   // A refused key or a failing model: told once a session, again when the refusal or the key changes.
-  const refusal = inj.failure?.kind === "auth" || inj.failure?.kind === "model" ? inj.failure : undefined;
+  const refusal = ["auth", "model"].includes(inj.failure?.kind ?? "") ? inj.failure : undefined;
   const tag = refusal &&
     `${refusal.kind === "model" ? "model " : ""}${refusal.status} ${await sessionDestination(c)}`;
   const refused = tag !== decision.refused ? tag : undefined;

@@ -99,11 +99,8 @@ export function adviceFor(
             "mode add --account/--user; writes wait in the queue until then",
         };
     case "model": {
-      const what = f.status === 401 || f.status === 403
-        ? "refuses the server's requests"
-        : /^(UNAVAILABLE|DEADLINE_EXCEEDED)$/.test(f.error.code ?? "")
-        ? "is unreachable"
-        : "fails";
+      const refused = f.status === 401 || f.status === 403;
+      const what = refused ? "refuses the server's requests" : f.status >= 503 ? "is unreachable" : "fails";
       return {
         summary: `OpenViking at ${baseUrl} answers, but its model ${what}, so search and recall fail ` +
           `(HTTP ${f.status}): "${f.error.message}"`,

@@ -121,7 +121,7 @@ function errorOf(body: JsonRecord, status: number): OvError {
   };
 }
 
-/** Whether an error is a model provider's answer (or silence) the server passes on: "Upstream model …". */
+/** Whether an error is a model provider's answer (or silence) the server passes on (its 401: not our key). */
 const fromUpstream = (e: OvError) =>
   (isRecord(e.details) && "upstream_message" in e.details) || /^Upstream model\b/.test(e.message);
 
@@ -164,15 +164,12 @@ export function classifyReply(raw: RawReply): OvResponse<unknown> {
     return failure("redirect", status, { code: "REDIRECT", message }, location);
   }
   const body = envelopeOf(raw.text);
-  const said = body && errorOf(body, status);
-  // Past our key: the server's model failed (a provider's 401 refuses the server's key, not ours).
-  if (said && body.status === "error" && fromUpstream(said)) {
-    return failure("model", status >= 400 ? status : 503, said);
-  }
+  const error = body && errorOf(body, status);
+  if (error && status >= 400 && fromUpstream(error)) return failure("model", status, error);
   if (status === 401 || status === 403) {
-    return failure("auth", status, said ?? { code: "AUTH", message: `HTTP ${status}` });
+    return failure("auth", status, error ?? { code: "AUTH", message: `HTTP ${status}` });
   }
-  if (!body) {
+  if (!body || !error) {
     if (status >= 500 || status === 429 || status === 408) {
       return failure("server", status, { code: "HTTP", message: `HTTP ${status} from ${origin}` });
     }
@@ -183,7 +180,6 @@ export function classifyReply(raw: RawReply): OvResponse<unknown> {
   if (body.status === "ok" && status >= 200 && status < 300) {
     return { ok: true, status, result: "result" in body ? body.result : body };
   }
-  const error = errorOf(body, status);
   if (AUTH_CODES.has(error.code ?? "")) return failure("auth", status >= 400 ? status : 401, error);
   if (status === 405 || (status === 404 && !namesResource(error))) {
     return failure("missing-route", status, error);

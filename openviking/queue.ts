@@ -48,17 +48,15 @@ export const countWords = (c: { messages: number; commits: number; sessions?: nu
   `${c.messages} message(s), ${c.commits} commit(s)` +
   (c.sessions === undefined ? "" : ` of ${c.sessions} session(s)`);
 
-type Count = { messages: number; commits: number };
-
 /** What queue files hold. */
-export const countOf = (files: readonly { tag: string }[]): Count => ({
+export const countOf = (files: readonly { tag: string }[]) => ({
   messages: files.reduce((n, f) => n + (f.tag === "c" ? 0 : Number(f.tag.slice(1))), 0),
   commits: files.filter((f) => f.tag === "c").length,
 });
 
 /** Writes held for other destinations (per session), in words: what waits where and how to deliver it there. */
-export function elsewhereWords(held: readonly (Destination & Count)[]) {
-  const byPlace = new Map<string, Count>();
+export function elsewhereWords(held: readonly (Destination & ReturnType<typeof countOf>)[]) {
+  const byPlace = new Map<string, ReturnType<typeof countOf>>();
   for (const d of held) {
     const where = Object.entries({ URL: d.url, ACCOUNT: d.account, USER: d.user }).filter(([, v]) => v)
       .map(([k, v]) => `OPENVIKING_${k}=${v}`).join(" ");
@@ -81,9 +79,7 @@ export function elsewhereWords(held: readonly (Destination & Count)[]) {
 /** The sessions' writes queued for another destination than `here`, in words; undefined when there are none. */
 export function elsewhereOf(sessions: QueueSummary["sessions"], here: Destination) {
   return elsewhereWords(
-    sessions.flatMap((s) =>
-      goesTo(s.to, here) ? [] : [{ ...s.to!, messages: s.messages, commits: s.commits }]
-    ),
+    sessions.flatMap((s) => goesTo(s.to, here) ? [] : [{ ...s, ...s.to! }]),
   );
 }
 
