@@ -14,14 +14,8 @@ async function spawnDetached(
 ): Promise<boolean> {
   try {
     const inv = await selfInvocation(args);
-    const child = new Deno.Command(inv.command, {
-      args: inv.args,
-      stdin: "piped",
-      stdout: "null",
-      stderr: "null",
-      detached: true,
-      env,
-    }).spawn();
+    const io = { stdin: "piped", stdout: "null", stderr: "null" } as const;
+    const child = new Deno.Command(inv.command, { args: inv.args, ...io, detached: true, env }).spawn();
     await child.stdin.getWriter().write(stdin); // not closed: the pipe closes when this process exits
     child.unref();
     return true;

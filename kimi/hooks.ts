@@ -38,19 +38,14 @@ export type HookEvent = (typeof HOOKS)[number]["cli"];
 /** The events this program handles, by their CLI names. */
 export const HOOK_EVENTS: readonly HookEvent[] = HOOKS.map((h) => h.cli);
 
-/** The CLI names of the events that have `trait`. */
-function eventsWith(trait: Trait): ReadonlySet<string> {
-  return new Set(HOOKS.filter((h) => h.traits.some((t) => t === trait)).map((h) => h.cli));
-}
+/** Whether the event of CLI name `cli` has `trait`. */
+export const hasTrait = (cli: string, trait: Trait): boolean =>
+  HOOKS.some((h) => h.cli === cli && h.traits.some((t) => t === trait));
 
 /** Events whose work runs in a detached worker. */
-export const DETACHED_EVENTS = eventsWith("detached");
-/** Events that keep state (and the queue): without a home they do nothing. */
-export const STATEFUL_EVENTS = eventsWith("stateful");
-/** Events that send what the capture state must record. */
-export const CAPTURING_EVENTS = eventsWith("captures");
-/** Events whose runs the ledger records. */
-export const LEDGER_EVENTS = eventsWith("ledger");
+export const DETACHED_EVENTS: ReadonlySet<string> = new Set(
+  HOOK_EVENTS.filter((e) => hasTrait(e, "detached")),
+);
 
 /** Whether a string names a handled event. */
 export function isHookEvent(name: string | undefined): name is HookEvent {

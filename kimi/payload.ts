@@ -3,10 +3,9 @@
 import * as z from "zod/mini";
 import { isRecord } from "../lib/parsed.ts";
 
-const PromptValue = z.union([
-  z.string(),
-  z.array(z.looseObject({ type: z.string(), text: z.optional(z.string()) })),
-]);
+/** A content part (its text is read when it is a text part), and a prompt: a string or content parts. */
+export const ContentPart = z.looseObject({ type: z.string(), text: z.optional(z.string()) });
+export const PromptValue = z.union([z.string(), z.array(ContentPart)]);
 const Id = z.pipe(z.union([z.string(), z.number()]), z.transform(String));
 
 /** An optional field that reads as absent when it has an unexpected type (one odd field never sinks a hook). */
@@ -51,10 +50,8 @@ export function parseHookInput(
 export function partsText(input: unknown): string {
   if (typeof input === "string") return input;
   if (!Array.isArray(input)) return "";
-  return input.filter((p) => isRecord(p) && p.type === "text").map((p) => String(p.text ?? "")).filter(
-    Boolean,
-  )
-    .join("\n");
+  const texts = input.filter((p) => isRecord(p) && p.type === "text").map((p) => String(p.text ?? ""));
+  return texts.filter(Boolean).join("\n");
 }
 
 /** The prompt text of a payload: `prompt`, a string or content parts. */

@@ -33,7 +33,7 @@ const TOKEN_SHAPES: Readonly<Record<string, RegExp>> = {
   "aws-access-token": /\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b/g,
   "aws-amazon-bedrock-api-key": /\bABSK[A-Za-z0-9+/]{100,}/g,
   "gcp-api-key": /\bAIza[\w-]{30,}/g,
-  "google-oauth": /\b(?:ya29\.|GOCSPX-)[\w-]{20,}/g,
+  "google-oauth": /\b(?:ya29\.|GOCSPX-)[\w-]{20,}|(?<![\w/])1\/\/0[\w-]{40,}/g,
   "azure-ad-client-secret": /(?<![\w~.-])[\w~.]{3}\dQ~[\w~.-]{31,}/g,
   digitalocean: /\bdo[opr]_v1_[a-f0-9]{64}/g,
   "heroku-api-key-v2": /\bHRKU-AA[\w-]{50,}/g,
@@ -69,10 +69,37 @@ const TOKEN_SHAPES: Readonly<Record<string, RegExp>> = {
   "planetscale-api-token": /\bpscale_(?:tkn|pw|oauth)_[\w=.-]{32,64}/g,
   "mailgun-private-api-token": /\bkey-[a-f0-9]{32}\b/g,
   "alibaba-access-key-id": /\bLTAI[A-Za-z0-9]{20}\b/g,
+  "cloud-access-key-id": /\b(?:AKID[A-Za-z0-9]{32}|AKLT[\w-]{40,})/g,
+  // The user id in base64: each 4 characters of ASCII digits open with M, N or O, then D, T, j or z.
+  "discord-bot-token": /(?<![\w-])(?:[MNO][DTjz][\w-]{2}){5,6}[\w-]{0,3}\.[\w-]{6}\.[\w-]{27,40}(?![\w-])/g,
+  "tailscale-key": /\btskey-[a-z]+-[A-Za-z0-9]+CNTRL-[A-Za-z0-9]{20,}/g,
+  "supabase-token": /\b(?:sbp_[a-f0-9]{40}\b|sb_secret_[\w-]{20,})/g,
+  "notion-token": /\b(?:ntn_[A-Za-z0-9]{40,}|secret_(?=[A-Za-z]*\d)[A-Za-z0-9]{43}\b)/g,
+  "langsmith-api-key": /\blsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}\b/g,
+  "replicate-api-token": /\br8_[A-Za-z0-9]{37}\b/g,
+  "netlify-token": /\bnfp_[A-Za-z0-9]{36,}/g,
+  "figma-token": /\bfig[dou]_[\w-]{40,}/g,
+  "pinecone-api-key": /\bpcsk_[A-Za-z0-9]{4,8}_[A-Za-z0-9]{40,}/g,
+  "1password-service-account-token": /\bops_eyJ[A-Za-z0-9+/]{100,}={0,3}/g,
+  "mapbox-secret-token": /\bsk\.eyJ[\w-]{10,}\.[\w-]{20,}/g,
+  "dynatrace-api-token": /\bdt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64}\b/g,
+  "rubygems-api-token": /\brubygems_[a-f0-9]{48}\b/g,
+  "airtable-pat": /\bpat[A-Za-z0-9]{14}\.[a-f0-9]{64}\b/g,
+  "openshift-user-token": /\bsha256~[\w-]{43}(?![\w-])/g,
+  "prefect-api-token": /\bpnu_[A-Za-z0-9]{36}\b/g,
+  "contentful-pat": /\bCFPAT-[\w-]{43}(?![\w-])/g,
+  "deno-deploy-token": /\bdd[pw]_[A-Za-z0-9]{36}\b/g,
+  "sourcegraph-token": /\bsgp_(?:[a-fA-F0-9]{16}_)?[a-fA-F0-9]{40}\b/g,
+  "neon-api-key": /\bnapi_[a-z0-9]{64}\b/g,
+  "posthog-personal-api-key": /\bphx_[A-Za-z0-9]{43}\b/g,
+  "resend-api-key": /\bre_(?=\w*\d)[A-Za-z0-9]{8}_[A-Za-z0-9]{24}\b/g,
+  "braintree-access-token": /\baccess_token\$production\$[a-z0-9]{16}\$[a-f0-9]{32}/g,
 };
 
 /** The password of a URL's `user:password@` (up to the last `@` before the path: a password may hold one). */
 const URL_USERINFO = /(?<=[a-z0-9+.-])(:\/\/[^\s/?#@:"'<>]*:)([^\s/?#"'<>]+)(?=@)/gi;
+/** A token as a URL's user, no password (`https://<PAT>@dev.azure.com/…`): 32 or more, letters and digits. */
+const URL_TOKEN_USER = /(?<=[a-z0-9+.-]:\/\/)(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{32,}(?=@)/gi;
 
 /**
  * An `Authorization` header's credentials, after the scheme word (`Basic`, `Bearer`, `token`…): a token, or
@@ -321,9 +348,9 @@ const PROSE_SECRETS: readonly [name: RegExp, of: RegExp, is: RegExp | null][] = 
   [/secret|password|passwd|passphrase|passcode|token|api[ _-]?key/, /for|of/, /is|was/],
   [/passwort|kennwort/, /für|von|der|des/, /ist|lautet|war/],
   [/contraseña/, /de|del|para/, /es|era/],
-  [/mot[ \t]+de[ \t]+passe/, /de|du|pour/, /est|était/],
+  [/mot[ \t]+de[ \t]+passe|jeton/, /de|du|pour/, /est|était/],
   [/senha/, /de|do|da|para/, /é|era/],
-  [/пароль/, /от|для/, null],
+  [/пароль|токен|ключ(?:[ \t]+API)?/, /от|для/, null],
 ];
 
 /**
@@ -343,16 +370,24 @@ const SECRET_IN_PROSE_UNQUOTED = orAfterEscape(
   ),
 );
 
-/** A value after a fullwidth `：`/`＝` of an English secret word, or a password's name and `:` or "is" in CJK. */
+/**
+ * A value after a fullwidth `：`/`＝` (or a CJK "is") of an English secret word, or a password's, key's or token's
+ * name and `:` or "is" in CJK.
+ */
 const SECRET_LABEL = orAfterEscape(
-  /(?<![A-Za-z0-9_\u0400-\u04ff])((?:(?:password|passwd|passphrase|passcode|secret|token|api[ _-]?key)[ \t]*[：＝]|(?:密码|密碼|口令|パスワード|비밀번호)[ \t]*(?:[:：=＝]|是|为|為|は|が|는|은|가)|пароль[ \t]*[:：=＝])[ \t]*)("[^"\r\n]{1,200}"|'[^'\r\n]{1,200}'|(?:(?!["'`\\])[!-~]){4,200})/giu,
+  /(?<![A-Za-z0-9_\u0400-\u04ff])((?:(?:password|passwd|passphrase|passcode|secret|token|api[ _-]?key)[ \t]*(?:[：＝]|是|为|為)|(?:API[ \t]*(?:キー|키)|(?:API[ \t]*)?(?:密码|密碼|口令|密钥|密鑰|秘钥|私钥|私鑰|令牌|パスワード|トークン|秘密鍵|비밀번호|토큰))[ \t]*(?:[:：=＝]|是|为|為|は|が|는|은|가)|пароль[ \t]*[:：=＝])[ \t]*)("[^"\r\n]{1,200}"|'[^'\r\n]{1,200}'|(?:(?!["'`\\])[!-~]){4,200})/giu,
 );
 
 /** A value's trailing sentence punctuation, which is not part of it. */
 const TRAILING_PUNCTUATION = /[.,;:!?)]+$/;
 
+/** A command that sets a named value (group 2: `gh secret set`, whose every value is a secret), its name, the value. */
+const CONFIG_SET = orAfterEscape(
+  /\b((?:setx|(?:npm|yarn|pnpm)[ \t]+config[ \t]+set|aws[ \t]+configure[ \t]+set|git[ \t]+config(?:[ \t]+--(?:global|local|system))?|(gh[ \t]+secret[ \t]+set))[ \t]+("?)([^\s"=]+)\3(?:[ \t]+(?:-b|--body))?[ \t]+)(\\"[^"\r\n]*\\"|'[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\]+)/g,
+);
+
 /**
- * Commands and their option that gives a password, with what may follow it: blanks or `=`; MySQL's `-p` only
+ * Commands and their option that gives a password, with what may follow it: blanks or `=`; MySQL's and 7-Zip's `-p` only
  * glued (a lone `-p` asks for it); `smbclient -U user%password`.
  */
 const PASSWORD_OPTIONS: readonly [command: RegExp, option: RegExp][] = [
@@ -366,6 +401,12 @@ const PASSWORD_OPTIONS: readonly [command: RegExp, option: RegExp][] = [
   [/(?:un)?zip/, /(?:-P|--password)(?:[ \t]+|=)/],
   [/ssh-keygen/, /-[NP](?:[ \t]+|=)/],
   [/smbclient/, /(?:-U|--user)(?:[ \t]+|=)?["']?[^\s"'%]+%/],
+  [/7z[az]?/, /-p/],
+  [/openssl/, /-k(?:[ \t]+|=)/],
+  [/keytool/, /-(?:src|dest)?(?:storepass|keypass)(?:[ \t]+|=)/],
+  [/mongo(?:sh)?/, /(?:-p|--password)(?:[ \t]+|=)/],
+  [/sqlcmd/, /-P(?:[ \t]+|=)/],
+  [/ldap(?:search|add|modify|delete|passwd|whoami)/, /-w(?:[ \t]+|=)/],
 ];
 /** The password an option of {@link PASSWORD_OPTIONS} gives, on the command's line. */
 const PASSWORD_OPTION = orAfterEscape(
@@ -428,6 +469,7 @@ export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = {
   "base64-wrapped": (text, hide = plain) => redactBase64(text, hide),
   ...Object.fromEntries(Object.entries(TOKEN_SHAPES).map(([name, re]) => [name, whole(re)])),
   "url-userinfo": headed(URL_USERINFO, all),
+  "url-token-user": whole(URL_TOKEN_USER),
   authorization: headed(AUTHORIZATION, all),
   cookie: (text, hide = plain) =>
     text.replace(COOKIE, (_m, head, set, pairs) => head + redactCookies(pairs, set !== undefined, hide)),
@@ -441,6 +483,12 @@ export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = {
   "secret-in-prose-unquoted": headed(SECRET_IN_PROSE_UNQUOTED, valued(false)),
   "secret-label": headed(SECRET_LABEL, valued(false, true)),
   "password-option": headed(PASSWORD_OPTION, valued(true)),
+  "config-set": (text, hide = plain) =>
+    text.replace(
+      CONFIG_SET,
+      (m, head, gh, _q, name, value) =>
+        (gh || secretName(name)) && secretValue(value, true) ? head + hide(value) : m,
+    ),
   "xml-element": (text, hide = plain) =>
     XML_SECRETS.reduce((out, re) =>
       out.replace(re, (m, ...args) => {

@@ -289,6 +289,7 @@ Deno.test("redact: a password a sentence gives without quotes, and mysql's -p<pa
     "Authorization: Token $API_TOKEN",
     "<passwordEncoder>bcrypt</passwordEncoder> <auth>required</auth> <password-policy>strict</password-policy>",
     "la clave de caché es sha256; La clave es HTTP2; palabra clave: async2",
+    "ショートカットキー: Ctrl+S; 키: Enter",
   ];
   for (const t of prose) assertEquals(redact(t), t);
 });

@@ -40,6 +40,7 @@ import {
   clientFor,
   type HookContext,
   type HookResult,
+  otherSession,
   SESSION_PREFIX,
   sessionDestination,
 } from "./context.ts";
@@ -134,12 +135,9 @@ export function commitDue(policy: CommitPolicy, event: HookEvent, facts: CommitF
  * or the commit's kind.
  */
 async function commitIfDue(
-  ctx: HookContext,
-  client: OpenVikingClient,
-  mode: CaptureMode,
-  save: SaveState,
+  { ctx, client, mode, save }: Locked,
   start: SessionState,
-  request: { key: string; queueOnly: boolean; queue?: SessionQueue; facts: Omit<CommitFacts, "since"> },
+  request: { queueOnly: boolean; queue?: SessionQueue; facts: Omit<CommitFacts, "since"> },
 ): Promise<{ state: SessionState; commit: string; taskId?: string }> {
   const state = {
     ...start,
@@ -152,7 +150,7 @@ async function commitIfDue(
   // No time left for a request (an interrupt on a loaded machine): the commit waits in the queue.
   const short = mode.budget.remaining() < MIN_COMMIT_MS;
   const outcome = await commitSession(client, ctx.ovSessionId, {
-    key: request.key,
+    key: `${ctx.ovSessionId}:${state.lastAckedKey ?? "none"}`,
     queue: request.queue,
     budget: mode.budget,
     pendingDir: ctx.pendingDir,
@@ -201,16 +199,20 @@ export async function waitForTurnEnd(
 /** Turns planned and sent per step, each step recorded before the next. */
 const TURNS_PER_STEP = 200;
 
-/** One capture under the session lock. */
-interface Run {
+/** What a run under the session lock sends and records with. */
+interface Locked {
   ctx: HookContext;
   mode: CaptureMode;
   client: OpenVikingClient;
+  save: SaveState;
+}
+
+/** One capture under the session lock. */
+interface Run extends Locked {
   journal: string;
   scan: Scan;
   planOptions: PlanOptions;
   report: CaptureReport;
-  save: SaveState;
   /** Indexes of the turns this run settled. */
   captured: Set<number>;
   /** The prompts the prompt hook kept. */
@@ -223,22 +225,17 @@ function emptyReport(journal: string, s: Scan, waited: boolean) {
     journal,
     scanned: s.turns.turns.length,
     ...{ turns: 0, planned: 0, sent: 0, queued: 0, rejected: 0, acked: 0, skipped: 0, steps: 0, left: 0 },
-    fallback: 0,
-    pendingTokens: undefined as number | undefined,
-    remember: false,
-    commit: "none",
-    taskId: undefined as string | undefined,
-    cause: undefined as Cause | undefined,
-    settledElsewhere: 0,
-    recovered: undefined as number | undefined,
-    rebound: s.turns.rebound,
-    unbound: s.turns.unbound,
-    rewritten: s.read.rewritten,
-    waited,
-    backlog: undefined as ReplayReport | undefined,
+    ...{ fallback: 0, remember: false, commit: "none", settledElsewhere: 0, waited },
+    ...{ rebound: s.turns.rebound, unbound: s.turns.unbound, rewritten: s.read.rewritten },
   };
 }
-type CaptureReport = ReturnType<typeof emptyReport>;
+type CaptureReport = ReturnType<typeof emptyReport> & {
+  pendingTokens?: number;
+  taskId?: string;
+  cause?: Cause;
+  recovered?: number;
+  backlog?: ReplayReport;
+};
 
 /** The state once the first `acked` planned messages of `plan` are settled (`captured` of them new). */
 async function stateAfter(run: Run, state: SessionState, plan: Plan, acked: number, captured = acked) {
@@ -299,10 +296,13 @@ async function settleInflight(run: Run, state: SessionState): Promise<SessionSta
   const asked = !rest.length ? "queue" : early ? "later" : held ? "server" : "unknown";
   run.report.settledElsewhere = found.size;
   ctx.log.stage("inflight-settled", { keys: inflight.size, found: found.size, asked });
+  // The run that recorded the intent never counted its messages: those settled here count now, for the commit.
+  const capturedSinceCommit = state.capturedSinceCommit + found.size;
   return {
     ...state,
     inflight: undefined,
     capturedKeys: [...state.capturedKeys, ...found],
+    capturedSinceCommit,
   };
 }
 
@@ -417,7 +417,7 @@ async function sendSteps(
 
 /** The capture under the lock: recover, settle, replay the backlog, send in steps, commit. */
 async function captureLocked(run: Run, start: SessionState): Promise<SessionState> {
-  const { ctx, mode, report } = run;
+  const { ctx, report } = run;
   const recovered = start.recover ? await recoverState(run, start) : start;
   if (!recovered) {
     const aside = start.recover?.aside;
@@ -444,19 +444,15 @@ async function captureLocked(run: Run, start: SessionState): Promise<SessionStat
   const due = unsettled.filter((p) => !held.includes(p) && Date.now() - p.at >= SETTLE_MS);
   let kept = { stopped: false, queued: false };
   if (due.length) {
-    const res = await sendKept(ctx, run.client, mode, run.save, state, due, {
-      queueOnly: steps.queueOnly,
-      queue,
-    });
+    const res = await sendKept(run, state, due, { queueOnly: steps.queueOnly, queue });
     noteSent(report, res.sent);
     report.fallback = res.sent.acked;
-    report.remember ||= asksToRemember(due.map((p) => ({ role: "user", content: p.text })));
+    report.remember ||= res.remember;
     state = res.state;
     kept = { stopped: res.sent.acked < due.length, queued: res.sent.queued > 0 };
   }
   if (!steps.stopped && !kept.stopped) {
-    const done = await commitIfDue(ctx, run.client, mode, run.save, state, {
-      key: `${ctx.ovSessionId}:${state.lastAckedKey ?? "none"}`,
+    const done = await commitIfDue(run, state, {
       queueOnly: steps.queueOnly || kept.queued,
       queue,
       facts: { sent: report.sent, pendingTokens: report.pendingTokens, remember: report.remember },
@@ -557,14 +553,11 @@ export async function captureHook(ctx: HookContext): Promise<HookResult> {
 
 /** Sends `due` kept prompts as user messages; the state with their fallback keys. */
 async function sendKept(
-  ctx: HookContext,
-  client: OpenVikingClient,
-  mode: CaptureMode,
-  save: SaveState,
+  { ctx, client, mode, save }: Locked,
   state: SessionState,
   due: FallbackPrompt[],
   queue: { queueOnly: boolean; queue?: SessionQueue },
-): Promise<{ state: SessionState; sent: SendReport }> {
+): Promise<{ state: SessionState; sent: SendReport; remember: boolean }> {
   const settled = (acked: number): SessionState => {
     const keys = due.slice(0, acked).map((p) => fallbackKey(p.text, p.at));
     return {
@@ -581,7 +574,7 @@ async function sendKept(
     ...queue,
     onAcked: async (acked) => await save(settled(acked)),
   });
-  return { state: settled(sent.acked), sent };
+  return { state: settled(sent.acked), sent, remember: asksToRemember(messages) };
 }
 
 /** Sends the due kept prompts (seen `minAgeMs` ago) of a session without a journal (`reason`), then commits. */
@@ -596,22 +589,18 @@ async function captureFromPrompts(
   const kept = await keptPrompts(ctx);
   if (!kept.length) return none;
   const client = clientFor(ctx);
-  const sid = ctx.ovSessionId;
   const res = await updateState(ctx.capturePaths, async (loaded, save) => {
-    const [mode, state] = [lockedMode(waiting), settling(loaded)];
+    const [locked, state] = [{ ctx, client, mode: lockedMode(waiting), save }, settling(loaded)];
     const due = duePrompts(kept, state).filter((p) => Date.now() - p.at >= minAgeMs);
     if (!due.length) return { value: { turns: 0, sent: 0, queued: 0, rejected: 0, commit: "none" } };
-    const queueOnly = await hasUnsent(ctx.pendingDir, sid);
-    const { state: after, sent: report } = await sendKept(ctx, client, mode, save, state, due, { queueOnly });
-    const remember = asksToRemember(due.map((p) => ({ role: "user", content: p.text })));
-    const done = await commitIfDue(ctx, client, mode, save, after, {
-      key: `${sid}:${after.lastAckedKey ?? "none"}`,
+    const queueOnly = await hasUnsent(ctx.pendingDir, ctx.ovSessionId);
+    const { state: after, sent: report, remember } = await sendKept(locked, state, due, { queueOnly });
+    const done = await commitIfDue(locked, after, {
       queueOnly: queueOnly || report.queued > 0,
       facts: { sent: report.sent, pendingTokens: report.pendingTokens, remember },
     });
     const { sent, queued, rejected } = report;
-    const value = { turns: report.acked, sent, queued, rejected, commit: done.commit };
-    return { state: done.state, value };
+    return { state: done.state, value: { turns: report.acked, sent, queued, rejected, commit: done.commit } };
   }, { waitMs: waiting.lockWaitMs, durable: true });
   if (!res.acquired) return { outcome: "lock-timeout", data: { reason } };
   return { outcome: "no-journal", data: { reason, fallback: res.value.turns, ...res.value } };
@@ -641,17 +630,12 @@ export async function sendLeftPrompts(ctx: HookContext, budget: Budget): Promise
     // Where the session's captures went, else where its prompts were asked: only there (unknown: not here).
     const went = (await readState(file)).destination ?? (await readState(promptFile)).destination;
     if (went !== destination) continue;
-    const other: HookContext = {
-      ...ctx,
-      ovSessionId: `${SESSION_PREFIX}${base}`,
-      capturePaths: { file, lock: `${file}.lock` },
-      promptPaths: { file: promptFile, lock: `${promptFile}.lock` },
-    };
+    const other = otherSession(ctx, file, `${SESSION_PREFIX}${base}`);
     const [mode, startedAt] = [{ waitMs: 0, force: false, lockWaitMs: 0, budget }, Date.now()];
     const res = await captureFromPrompts(other, mode, "left", idleMs).catch(() => undefined);
     delivered += Number(res?.data?.turns ?? 0);
     // In that session's ledger, as its capture: `status` and `memories show` count what it delivered.
-    if (res) await recordRun({ ...other, hostSessionId: base }, res, startedAt);
+    if (res) await recordRun(other, res, startedAt); // otherSession's host id is the state's name (`base`)
     // Nothing due and nothing that may become due: its capture state's time says it was looked at.
     const young = (await keptPrompts(other)).some((p) => Date.now() - p.at < idleMs);
     if (captured !== undefined && res?.outcome === "no-journal" && !res.data?.turns && !young) {

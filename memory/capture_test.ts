@@ -17,6 +17,7 @@ import {
 import { scanJournal } from "../kimi/journal/turns.ts";
 import type { HookEvent } from "../kimi/hooks.ts";
 import { withLock } from "../lib/lock.ts";
+import { emptyState, writeState } from "./state.ts";
 
 Deno.test("waitForTurnEnd: an open turn that does not change is scanned once, not every 100 ms", async () => {
   await using dir = await tempDir();
@@ -53,16 +54,13 @@ Deno.test("waitForTurnEnd: no journal yet, then one with a closed turn (Stop exp
 });
 
 const SESSION = "session_worker-budget";
+const oneTurn = () => new JournalBuilder().simpleTurn("where do the logs go?", "to ~/logs").toString();
 
 Deno.test("a Stop worker that waited 61 s for the lock still sends (its budget starts at the lock)", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
   const env = sandboxEnv(dir.path, fake.url, { OPENVIKING_CAPTURE_WAIT_MS: "0" });
-  await placeJournal(
-    dir.path,
-    SESSION,
-    new JournalBuilder().simpleTurn("where do the logs go?", "to ~/logs").toString(),
-  );
+  await placeJournal(dir.path, SESSION, oneTurn());
   const ctx = await makeContext("stop", { session_id: SESSION, cwd: "/home/user/proj" }, env);
   const realNow = Date.now;
   let capture: Promise<{ data?: Record<string, unknown> }> | undefined;
@@ -79,6 +77,21 @@ Deno.test("a Stop worker that waited 61 s for the lock still sends (its budget s
   }
   assertEquals(fake.messages(`kc-${SESSION}`).map((m) => m.content), ["where do the logs go?", "to ~/logs"]);
   assertEquals((await ourQueue(ctx.pendingDir)).length, 0, "nothing queued");
+});
+
+Deno.test("a request the server took whose reply was never recorded: settled, not resent, and committed", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = sandboxEnv(dir.path, fake.url, { OPENVIKING_CAPTURE_WAIT_MS: "0" });
+  await placeJournal(dir.path, SESSION, oneTurn());
+  const stop = await makeContext("stop", { session_id: SESSION, cwd: "/home/user/proj" }, env);
+  await captureSession(stop, captureMode("stop", stop.config, Date.now())); // the server holds the turn
+  const keys = ["0:user", "0:assistant"]; // …but the worker died before it recorded (and counted) them
+  await writeState(stop.capturePaths!.file, { ...emptyState(), inflight: { keys, at: 0 } });
+  const end = await makeContext("session-end", { session_id: SESSION, cwd: "/home/user/proj" }, env);
+  const report = await captureSession(end, captureMode("session-end", end.config, Date.now()));
+  const { settledElsewhere, commit } = report.data ?? {};
+  assertEquals([fake.messages(`kc-${SESSION}`).length, settledElsewhere, commit], [2, 2, "committed"]);
 });
 
 Deno.test("lockedMode: a worker's budget starts at the lock; an interrupt's keeps running from the hook's start", () => {
@@ -135,16 +148,13 @@ Deno.test("commitDue: every policy, every event, by what the capture knows", () 
 
 Deno.test("asksToRemember: a user's words, not the assistant's", () => {
   const user = (content: string) => ({ role: "user", content });
-  for (
-    const words of [
-      "Remember: staging is 6543",
-      "please don't forget the key",
-      "dont forget that",
-      "memorize this",
-    ]
-  ) {
-    assertTrue(asksToRemember([user(words)]), words);
-  }
+  const asks = [
+    "Remember: staging is 6543",
+    "please don't forget the key",
+    "dont forget that",
+    "memorize this",
+  ];
+  for (const words of asks) assertTrue(asksToRemember([user(words)]), words);
   assertEquals(asksToRemember([user("the remembered value"), user("fix the build")]), false);
   assertEquals(asksToRemember([{ role: "assistant", content: "I will remember that" }]), false);
 });

@@ -1,7 +1,7 @@
 /** What a hook handler gets (the run's payload, config, ids, paths, log) and what it reports. */
 
 import type { Config } from "../openviking/config.ts";
-import type { Env } from "../lib/paths.ts";
+import { dirName, type Env } from "../lib/paths.ts";
 import type { Logger } from "../lib/log.ts";
 import { clientOptions, createClient, type OpenVikingClient } from "../openviking/client.ts";
 import type { StatePaths } from "./state.ts";
@@ -50,6 +50,19 @@ export interface HookResult {
 export type Handler = (ctx: HookContext) => Promise<HookResult>;
 
 export const SESSION_PREFIX = "kc-";
+
+/** `ctx` turned to another session of its home: the one whose capture state is `file` (`<name>.json`). */
+export function otherSession(ctx: HookContext, file: string, ovSessionId: string): HookContext {
+  const prompt = file.replace(/\.json$/, ".prompt.json");
+  const hostSessionId = file.slice(dirName(file).length + 1, -".json".length);
+  return {
+    ...ctx,
+    hostSessionId,
+    ovSessionId,
+    capturePaths: { file, lock: `${file}.lock` },
+    promptPaths: { file: prompt, lock: `${prompt}.lock` },
+  };
+}
 
 /** The run's OpenViking client; `peerId` is the workspace's actor peer ("" for none). */
 export function clientFor(ctx: HookContext, peerId = ""): OpenVikingClient {

@@ -4,7 +4,7 @@
  * system prompt).
  */
 
-import { neutralize, safe, SafeText } from "../lib/neutralize.ts";
+import { neutralize, printable, safe, SafeText } from "../lib/neutralize.ts";
 import { PRINT_MAX_CHARS } from "../lib/printed.ts";
 import { charColumns } from "../lib/columns.ts";
 import type { ProfileParts } from "./profile.ts";
@@ -25,15 +25,6 @@ export const PROFILE_ROWS = 6;
 export function isFolderSummary(uri: string): boolean {
   return /\/memories(?:\/|$)/.test(uri) &&
     (/\/\.(?:abstract|overview)\.md$/.test(uri) || !uri.endsWith(".md"));
-}
-
-/** One memory in render.py's form (raw: neutralised by whoever prints it; tests/e2e/probe.ts prints it). */
-export function renderElement(m: Memory): string {
-  const attrs = [`uri="${m.uri}"`];
-  if (m.category) attrs.push(`type="${m.category}"`);
-  if (m.score !== undefined) attrs.push(`score="${m.score.toFixed(2)}"`);
-  if (m.detail) attrs.push(`detail="${m.detail}"`);
-  return m.text ? `<memory ${attrs.join(" ")}>\n${m.text}\n</memory>` : `<memory ${attrs.join(" ")} />`;
 }
 
 /** The code units of `text`'s longest head whose characters weigh ≤ `max`, and their weight. */
@@ -85,35 +76,47 @@ export function cutAtWord(text: string, max: number, mark = "…"): string {
   return `${text.slice(0, end).trimEnd()}${mark}`;
 }
 
-/** Untrusted text on one line: neutralised, markdown reduced to words, blanks collapsed; cut to `max`. */
-export function oneLine(text: string, max?: number): string {
-  const line = neutralize(text.slice(0, 4 * (max ?? LINE_TEXT_MAX * PROFILE_ROWS) + 64))
-    .replace(/\[([^\]\n]*)\]\([^)\n]*\)/g, "$1")
-    .replace(/^\s{0,3}(?:#{1,6}\s+|[-*+]\s+|>\s*)/gm, "")
-    .replace(/\*\*|__/g, "")
-    .replace(/\s+/g, " ")
-    .trim();
+/** The head of an untrusted text worth reading for a line of at most `max` (undefined: a profile's rows). */
+const head = (text: string, max?: number) => text.slice(0, 4 * (max ?? LINE_TEXT_MAX * PROFILE_ROWS) + 64);
+
+/** Untrusted text on one line as it is (a URI, a path): neutralised, blanks collapsed; cut to `max`. */
+function flatLine(text: string, max?: number): string {
+  const line = neutralize(head(text, max)).replace(/\s+/g, " ").trim();
   return max === undefined ? line : cutAtWord(line, max);
 }
 
 /**
+ * Untrusted prose on one line: printable, markdown reduced to words, then {@link flatLine} (the gate after the
+ * reduction: what it takes out could join a `<` to a name).
+ */
+export function oneLine(text: string, max?: number): string {
+  const reduced = printable(head(text, max))
+    .replace(/\[([^\]\n]*)\]\([^)\n]*\)/g, "$1")
+    .replace(/^\s{0,3}(?:#{1,6}\s+|[-*+]\s+|>\s*)/gm, "")
+    .replace(/\*\*|__/g, "");
+  return flatLine(reduced, max);
+}
+
+/**
  * The lines for `memories` within `limits` (`reserved` taken): the first that are no folder summary, best
- * first, each an equal share of the room left; one whose URI alone does not fit is left out.
+ * first, each an equal share of the room left, text and URI as `shown` (redacted); one whose URI alone does not
+ * fit is left out.
  */
 export function digestLines(
   memories: readonly Memory[],
   limits: { memories: number; chars: number },
   reserved = 0,
+  shown = (text: string) => text,
 ): { memory: Memory; line: SafeText }[] {
   const order = memories.filter((m) => !isFolderSummary(m.uri)).slice(0, Math.max(0, limits.memories))
     .sort((a, b) => a.score === undefined || b.score === undefined ? 0 : b.score - a.score);
   const out: { memory: Memory; line: SafeText }[] = [];
   let left = limits.chars - reserved;
   order.forEach((memory, i) => {
-    const uri = oneLine(memory.uri);
+    const uri = flatLine(shown(memory.uri));
     const tail = uri ? ` (${uri})` : "";
     const frame = `- \n${tail}`.length;
-    const text = oneLine(memory.text);
+    const text = oneLine(shown(memory.text));
     const room = Math.min(unitsWithin(text, LINE_TEXT_MAX), Math.floor(left / (order.length - i)) - frame);
     if ((!text && !uri) || room < Math.min(LINE_TEXT_MIN, text.length || LINE_TEXT_MIN) || left < frame) {
       return;
@@ -137,7 +140,7 @@ export function profileDigest(parts: ProfileParts, again: boolean, maxChars = In
     .map((l) => oneLine(l)).filter(Boolean)
     .map((p) => cutAtWord(p, Math.min(PROFILE_ROW, unitsWithin(p, PROFILE_ROW) + 1)));
   if (!pieces.length) return [];
-  const uri = oneLine(profileUri(parts.space));
+  const uri = flatLine(profileUri(parts.space));
   const label = again ? `Profile, again after compaction (${uri}):` : `Profile (${uri}):`;
   const rows: string[] = [];
   let row = label;
@@ -159,7 +162,7 @@ export function profileDigest(parts: ProfileParts, again: boolean, maxChars = In
     const last = rows.pop()!;
     rows.push(cutAtWord(last, unitsWithin(last, PROFILE_ROW - 2)).replace(/…?$/, " …"));
   }
-  // Every piece passed `oneLine` (the gate).
+  // Every piece passed `flatLine` (the gate).
   return rows.map((r) => safe`${r}`);
 }
 
@@ -207,7 +210,7 @@ export function renderProfile(parts: ProfileParts, budget: number): SafeText | n
     let shown = 0;
     for (const leaf of leaves) {
       const abstract = oneLine(leaf.abstract, 200);
-      const line = safe`    - ${oneLine(leaf.path, 200)}${abstract ? ` — ${abstract}` : ""}`;
+      const line = safe`    - ${flatLine(leaf.path, 200)}${abstract ? ` — ${abstract}` : ""}`;
       if (used + estimateTokens(line.text) > budget) break;
       used += estimateTokens(line.text);
       listing.push(line);

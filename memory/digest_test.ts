@@ -6,26 +6,14 @@
 
 import fc from "fast-check";
 import { assertEquals, assertMatch, assertTrue } from "../tests/support/assert.ts";
-import {
-  cutAtWord,
-  digestLines,
-  oneLine,
-  PROFILE_ROW,
-  PROFILE_ROWS,
-  profileDigest,
-  renderElement,
-} from "./digest.ts";
-import { Entries, memoriesFromEntries } from "./recall.ts";
-import type { Memory } from "./recall.ts";
+import { cutAtWord, digestLines, oneLine, PROFILE_ROW, PROFILE_ROWS, profileDigest } from "./digest.ts";
+import { Entries, memoriesFromEntries, type Memory } from "./recall.ts";
 import { UNPRINTABLE } from "../tests/support/printed.ts";
 import { hostileText, params } from "../tests/fuzz/arbitraries.ts";
 import { terminalRows } from "../tests/support/rows.ts";
 
-const mem = (n: number, text: string, extra: Partial<Memory> = {}): Memory => ({
-  uri: `viking://user/default/memories/preferences/m${n}.md`,
-  text,
-  ...extra,
-});
+const uriOf = (n: number) => `viking://user/default/memories/preferences/m${n}.md`;
+const mem = (n: number, text: string, m: Partial<Memory> = {}): Memory => ({ uri: uriOf(n), text, ...m });
 
 const LONG =
   "The user wants every pull request to stay small, with a failing test first, and reviews diffs in the " +
@@ -39,6 +27,12 @@ Deno.test("digest: one line per memory, its text then its URI in parentheses; at
     [0, 1, 2, 3, 4].map((i) => `- fact number ${i} (viking://user/default/memories/preferences/m${i}.md)`),
   );
   assertEquals(lines.map((l) => l.memory), memories.slice(0, 5));
+  // A URI is shown as it is, no markdown taken out of it: the model reads the memory by it.
+  const uri = "viking://user/default/memories/events/__init__**[a](b).md";
+  assertEquals(
+    digestLines([{ uri, text: "fact" }], { memories: 1, chars: 300 })[0].line.text,
+    `- fact (${uri})`,
+  );
 });
 
 Deno.test("digest: the characters allowed bound the lines, each text getting an even share, cut at a word", () => {
@@ -109,6 +103,11 @@ Deno.test("digest: markdown markers and links are reduced to their words", () =>
   assertEquals(
     oneLine("- **Tabs** over spaces\n## Why\nsee [the guide](./docs/STYLE.md)"),
     "Tabs over spaces Why see the guide",
+  );
+  // Markers taken out after the gate once joined a `<` to a tag name: `<**/openviking-context>` closed our block.
+  assertEquals(
+    ["<**/openviking-context>", "<[](x)system>", "＜__system>", "<\n> system"].map((t) => oneLine(t)),
+    ["&lt;/openviking-context>", "&lt;system>", "&lt;system>", "< system"],
   );
 });
 
@@ -187,7 +186,7 @@ Deno.test("profile digest: without profile.md the preference and entity abstract
   assertEquals(pd("# Profile\n\n"), []);
 });
 
-Deno.test("memories: entries as the server lists them (no URI, a repeated or too long one dropped), and rendered back in render.py's form", () => {
+Deno.test("memories: entries as the server lists them (no URI, a repeated or too long one dropped)", () => {
   const a = { uri: "viking://a.md", text: "A", score: 0.9, category: "preferences", detail: "abstract" };
   const entries = Entries.parse([
     { ...a, origin: "self" },
@@ -198,11 +197,4 @@ Deno.test("memories: entries as the server lists them (no URI, a repeated or too
   assertEquals(memoriesFromEntries(entries), [a, { uri: "viking://b.md", text: "" }]);
   const long = Entries.parse([{ uri: `viking://${"x".repeat(400)}`, text: "a URI over 300 characters" }]);
   assertEquals(memoriesFromEntries(long), []);
-  const element = { ...a, text: "- A\nline 2", score: 0.8485, category: "events" };
-  const rendered = `${renderElement(element)}\n${renderElement({ uri: "viking://b.md", text: "" })}`;
-  assertEquals(
-    rendered,
-    '<memory uri="viking://a.md" type="events" score="0.85" detail="abstract">\n- A\nline 2\n</memory>\n' +
-      '<memory uri="viking://b.md" />',
-  );
 });

@@ -17,13 +17,7 @@ import { unwritableReason } from "../lib/fs.ts";
 import { type Handler, type HookContext, SESSION_PREFIX } from "./context.ts";
 import { gateReason } from "../kimi/gates.ts";
 import { WORKER_ENV } from "../kimi/detach.ts";
-import {
-  CAPTURING_EVENTS,
-  type HookEvent,
-  isHookEvent,
-  LEDGER_EVENTS,
-  STATEFUL_EVENTS,
-} from "../kimi/hooks.ts";
+import { hasTrait, type HookEvent, isHookEvent } from "../kimi/hooks.ts";
 import { hostSessionId, parseHookInput } from "../kimi/payload.ts";
 import { readAllStdin } from "../lib/bytes.ts";
 
@@ -63,14 +57,14 @@ export async function createContext(
 async function stateProblem(ctx: HookContext): Promise<string | undefined> {
   const stateDir = orNoHome(() => hookStateDir(ctx.env));
   const noHome = stateDir && ctx.pendingDir ? "" : noHomeReason(ctx.env);
-  const stateful = STATEFUL_EVENTS.has(ctx.event);
+  const stateful = hasTrait(ctx.event, "stateful");
   if (noHome) {
     if (ctx.event === "pre-tool-use") return undefined;
     const effect = stateful ? "nothing kept, nothing captured" : "recall without state";
     ctx.log.stage("no-home", { reason: noHome, effect });
     return stateful ? "no-home" : undefined;
   }
-  if (!stateDir || !CAPTURING_EVENTS.has(ctx.event) || !ctx.config.autoCapture) return undefined;
+  if (!stateDir || !hasTrait(ctx.event, "captures") || !ctx.config.autoCapture) return undefined;
   const reason = await unwritableReason(stateDir);
   if (!reason) return undefined;
   const effect =
@@ -128,7 +122,7 @@ async function startHook(name: string | undefined, raw: Uint8Array, env: Env, st
     if (problem) return stopped(problem);
     const result = await (await HANDLERS[name]())(ctx);
     [outcome, data, run.stdout, run.after] = [result.outcome, result.data, result.stdout ?? "", result.after];
-    if (LEDGER_EVENTS.has(name)) {
+    if (hasTrait(name, "ledger")) {
       run.record = () => import("./ledger.ts").then((m) => m.recordRun(ctx, result, startedAt));
     }
     return run;

@@ -167,12 +167,9 @@ export function alarmWords(a: Alarm): { kind: "failed" | "empty"; summary: strin
   const fix =
     "check the server's model configuration (`vlm`, and `embedding`, in its ov.conf) and its log; " +
     "the next commit after the fix makes memory again";
-  if (a.failed >= FAILED_IN_A_ROW) {
-    const summary = `the last ${a.failed} memory extractions on the server failed: ${
-      words ?? "no reason given"
-    }`;
-    return { kind: "failed", summary, fix };
-  }
+  const reason = words ?? "no reason given";
+  const failed = `the last ${a.failed} memory extractions on the server failed: ${reason}`;
+  if (a.failed >= FAILED_IN_A_ROW) return { kind: "failed", summary: failed, fix };
   return {
     kind: "empty",
     summary: `the last ${a.commits} commits made no memory${words ? ` (the server said: ${words})` : ""}`,

@@ -4,8 +4,11 @@ import type { MemoryTool } from "./tools.ts";
 import type { HookContext, HookResult } from "./context.ts";
 import { mcpToolPrefix, pluginRoot } from "../kimi/plugin-root.ts";
 
-/** In decoded text: the scheme, not the end of a longer word (`openviking:`), then at least one slash. */
-const VIKING_URI = /(?<![\p{L}\p{N}_+.-])viking:\/+([^\s"'`<>)]*)/iu;
+/**
+ * In decoded text: the scheme, not the end of a longer word (`openviking:`), then at least one slash; the path
+ * ends at a control or format character (it is echoed in the deny reason).
+ */
+const VIKING_URI = /(?<![\p{L}\p{N}_+.-])viking:\/+([^\s"'`<>)\p{Cc}\p{Cf}]*)/iu;
 
 /** `text` with percent-encoding, JSON escapes (nested), compatibility forms and backslashes undone. */
 function decoded(text: string): string {

@@ -32,6 +32,11 @@ Deno.test("viking:// finder: spellings tests/fuzz/guard_test.ts does not generat
     ["viking:/", "viking://"],
   ];
   for (const [input, uri] of named) assertEquals(findVikingUri({ file_path: input }), uri, input);
+  // The URI is echoed in the deny reason: a control or format character ends it, escaped ones too (an
+  // `\\u001b` once came out a real ESC, starting a terminal sequence where Kimi shows the reason).
+  for (const tail of ["\\u001b]0;title\\u0007", "\x1b[2J", "\u009b31m", "\u202egnp.md", "%1b[31m"]) {
+    assertEquals(findVikingUri({ file_path: `viking://user/a.md${tail}` }), "viking://user/a.md", tail);
+  }
   const ordinary = ["openviking://x", "see the viking: a sea raider", "/srv/openviking%3Adata/a.md"];
   for (const path of ordinary) assertEquals(findVikingUri({ path }), "", path);
 });

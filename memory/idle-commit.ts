@@ -10,7 +10,7 @@ import { commitSession } from "../openviking/sessions.ts";
 import { hasUnsent } from "../openviking/queue.ts";
 import { readState, type SessionState, updateState } from "./state.ts";
 import { appendLedger, originOf } from "./ledger.ts";
-import { clientFor, type HookContext, sessionDestination } from "./context.ts";
+import { clientFor, type HookContext, otherSession, sessionDestination } from "./context.ts";
 
 /** Time a watch's pass gives its commits. */
 const PASS_BUDGET_MS = 60_000;
@@ -109,16 +109,8 @@ async function commitIfIdle(
   let gone = false;
   if (settle) {
     // A Stop's capture that never commits: the commit is this one's, in the ledger.
-    const prompt = joinPath(dirName(file), `${name}.prompt.json`);
-    const other: HookContext = {
-      ...ctx,
-      event: "stop",
-      config: { ...ctx.config, commitPolicy: "session-end" },
-      hostSessionId: name,
-      ovSessionId: ovSession,
-      capturePaths: { file, lock: `${file}.lock` },
-      promptPaths: { file: prompt, lock: `${prompt}.lock` },
-    };
+    const config = { ...ctx.config, commitPolicy: "session-end" as const };
+    const other: HookContext = { ...otherSession(ctx, file, ovSession), event: "stop", config };
     const mode = { waitMs: 0, force: false, lockWaitMs: 0, budget };
     const got = await (await import("./capture.ts")).captureSession(other, mode).catch(() => undefined);
     gone = got?.outcome === "no-journal";
@@ -136,17 +128,10 @@ async function commitIfIdle(
     if (outcome.kind === "failed") return { value: "failed" };
     // In the session's ledger as a capture of no turns that committed: `status` lists the commit.
     const dir = orNoHome(() => ledgerDir(ctx.env));
-    const taskId = outcome.kind === "committed" ? { taskId: outcome.taskId } : {};
-    const counts = { turns: 0, sent: 0, queued: 0, rejected: 0 };
-    const entry = {
-      kind: "capture",
-      at,
-      ms: Date.now() - at,
-      event: "idle",
-      ...counts,
-      commit: outcome.kind,
-    } as const;
-    if (dir) await appendLedger(dir, name, { ...entry, ...taskId, origin: originOf(ctx.config) });
+    const taskId = outcome.kind === "committed" ? outcome.taskId : undefined;
+    const counts = { turns: 0, sent: 0, queued: 0, rejected: 0, commit: outcome.kind, taskId };
+    const entry = { kind: "capture", at, ms: Date.now() - at, event: "idle", ...counts } as const;
+    if (dir) await appendLedger(dir, name, { ...entry, origin: originOf(ctx.config) });
     return { state: { ...s, inflight: undefined, capturedSinceCommit: 0 }, value: "done" };
   }, { waitMs: 0, durable: true }).catch(() => ({ acquired: true as const, value: "failed" as const }));
   return res.acquired ? res.value : "busy";

@@ -160,10 +160,9 @@ export async function listMemories(client: OpenVikingClient, roots: readonly Roo
     (uri) => read(client, uri, seeded(uri) ? undefined : 6),
   );
   texts.forEach((t, i) => t.ok && t.result.trim() && (out.memories[i].text = t.result.trim()));
-  out.templates = out.memories.filter((m, i) => texts[i].ok && isUnfilledTemplate(m.uri, m.text)).map((m) =>
-    m.uri
-  );
-  out.memories = out.memories.filter((m) => !out.templates?.includes(m.uri)).sort(byRank);
+  const unfilled = out.memories.filter((m, i) => texts[i].ok && isUnfilledTemplate(m.uri, m.text));
+  out.templates = unfilled.map((m) => m.uri);
+  out.memories = out.memories.filter((m) => !unfilled.includes(m)).sort(byRank);
   return out;
 }
 
@@ -199,14 +198,13 @@ export async function searchMemories(
     if (!res.ok) return void out.failures.push({ root, failure: res });
     for (const h of res.result.memories) {
       if (!h || !isMemoryUri(h.uri)) continue;
-      const { uri, score, abstract } = h;
       out.memories.push({
-        uri,
+        uri: h.uri,
         scope: root.scope,
-        kind: kindOf(uri),
+        kind: kindOf(h.uri),
         modified: 0,
-        text: abstract || uri,
-        score,
+        text: h.abstract || h.uri,
+        score: h.score,
       });
     }
   }));
@@ -353,17 +351,14 @@ async function post(options: ClientOptions, path: string, body: BodyInit, json: 
         message: `the reply from ${url.origin} ${why}`,
       });
     }
-    const { bytes } = whole;
     const contentType = res.headers.get("content-type");
-    if (res.ok && !/json/.test(contentType ?? "")) return bytes;
-    const text = new TextDecoder().decode(bytes);
-    const reply = classifyReply({
-      status: res.status,
-      location: res.headers.get("location"),
-      contentType,
-      text,
-      origin: url.origin,
-    });
+    if (res.ok && !/json/.test(contentType ?? "")) return whole.bytes;
+    const [status, location, text] = [
+      res.status,
+      res.headers.get("location"),
+      new TextDecoder().decode(whole.bytes),
+    ];
+    const reply = classifyReply({ status, location, contentType, text, origin: url.origin });
     return reply.ok ? reply : cleanFailure(reply, options.apiKey ? [options.apiKey] : []);
   } catch (error) {
     return failure("unreachable", 0, { code: "NETWORK", message: `no answer from ${url.origin}: ${error}` });

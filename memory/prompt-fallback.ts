@@ -5,7 +5,7 @@
 
 import type { SessionState } from "./state.ts";
 import { prepareText } from "../kimi/journal/clean.ts";
-import { FALLBACK_MATCH_MS, fallbackKey } from "../kimi/journal/plan.ts";
+import { fallbackKey, seenAt } from "../kimi/journal/plan.ts";
 import type { Turn } from "../kimi/journal/turns.ts";
 
 /** Prompts and characters kept per session (the newest whole up to the characters). */
@@ -43,9 +43,8 @@ export function carried(
   for (const { time, prompt } of turns) {
     if (time === undefined || !prompt) continue;
     const { text } = prepare(prompt, options);
-    const near = left.filter((p) =>
-      p.text === text && time >= p.at - FALLBACK_MATCH_MS.before && time <= p.at + FALLBACK_MATCH_MS.after
-    ).sort((a, b) => Math.abs(a.at - time) - Math.abs(b.at - time));
+    const near = left.filter((p) => p.text === text && seenAt(time, p.at))
+      .sort((a, b) => Math.abs(a.at - time) - Math.abs(b.at - time));
     if (near.length) out.push(...left.splice(left.indexOf(near[0]), 1));
   }
   return out;

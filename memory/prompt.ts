@@ -13,7 +13,7 @@ import {
   probe,
   readBreaker,
 } from "../openviking/breaker.ts";
-import { safe } from "../lib/neutralize.ts";
+import { safe, type SafeText } from "../lib/neutralize.ts";
 import { PRINT_MAX_CHARS } from "../lib/printed.ts";
 import type { Env } from "../lib/paths.ts";
 import { commandName } from "../lib/self.ts";
@@ -117,20 +117,25 @@ async function rememberInjected(
   });
 }
 
-/** The line that says memory is paused. */
-export function pausedLine(b: Breaker, env: Env): string {
-  const status = `${commandName(env)} status`;
-  return safe`openviking-kimi: memory paused — OpenViking at ${b.origin} did not answer; \`${status}\` says why\n`
-    .text;
+/** A line to the user: what is wrong, and the command that says `more`. */
+function notice(env: Env, words: SafeText, command: string, more = "why"): string {
+  return safe`openviking-kimi: ${words}; \`${commandName(env)} ${command}\` says ${more}\n`.text;
 }
 
+/** The line that says memory is paused. */
+export const pausedLine = (b: Breaker, env: Env): string =>
+  notice(env, safe`memory paused — OpenViking at ${b.origin} did not answer`, "status");
+
 /** The line that says the server refused the key, or its model fails. */
-function refusedLine(f: OvFailure, baseUrl: string, env: Env): string {
-  const what = f.kind === "model" ? "cannot search: its model fails" : "refused the key";
-  return safe`openviking-kimi: memory off — OpenViking at ${
-    originOf(baseUrl)
-  } ${what} (HTTP ${f.status}); \`${commandName(env)} doctor\` says how to fix it\n`.text;
-}
+const refusedLine = (f: OvFailure, baseUrl: string, env: Env) =>
+  notice(
+    env,
+    safe`memory off — OpenViking at ${originOf(baseUrl)} ${
+      f.kind === "model" ? "cannot search: its model fails" : "refused the key"
+    } (HTTP ${f.status})`,
+    "doctor",
+    "how to fix it",
+  );
 
 /** The line that says commits make no memory ("" without the alarm). */
 async function alarmLine(ctx: HookContext): Promise<string> {
@@ -139,9 +144,7 @@ async function alarmLine(ctx: HookContext): Promise<string> {
   const what = alarmWords(a).kind === "failed"
     ? `the last ${a.failed} extractions failed`
     : `the last ${a.commits} commits made none`;
-  return safe`openviking-kimi: OpenViking makes no memory (${what}); \`${
-    commandName(ctx.env)
-  } doctor\` says why\n`.text;
+  return notice(ctx.env, safe`OpenViking makes no memory (${what})`, "doctor");
 }
 
 /** The UserPromptSubmit handler; in a detached worker (a paused prompt's), the probe of the server. */

@@ -70,20 +70,6 @@ export function memoriesFromEntries(list: Iterable<Memory | null>): Memory[] {
   return [...out.values()];
 }
 
-/** The context face's body (no quotas, token cap or dedupe window: the server's defaults); `exclude_uris` what was seen. */
-function contextSearchBody(s: Config, r: Pick<RecallRequest, "query" | "sessionId" | "excludeUris">) {
-  const body: Record<string, unknown> = {
-    query: r.query,
-    mode: "context",
-    purpose: "coding",
-    score_threshold: s.scoreThreshold,
-  };
-  if (s.recallPeerScope !== "all") body.peer_scope = "actor";
-  if (r.sessionId) body.session_id = r.sessionId;
-  if (r.excludeUris?.length) body.exclude_uris = r.excludeUris.slice(-200);
-  return body;
-}
-
 /**
  * Whether `uri` is in workspace peer `peerId`'s strict scope by its place: the user's preferences and
  * profile, and this workspace's peer space (facts in the user's space: only those `madeIn` names).
@@ -102,8 +88,15 @@ export async function recallForPrompt(
 ): Promise<RecallResult> {
   const r = { ...req, query: req.query.trim() };
   if (!r.query) return { source: "none", memories: [] };
+  // No quotas, token cap or dedupe window: the server's defaults; `exclude_uris` what the session was shown.
+  const body = { query: r.query, mode: "context", purpose: "coding", score_threshold: s.scoreThreshold };
   const res = await c.request("POST", "/api/v1/search/search", ContextReply, {
-    body: contextSearchBody(s, r),
+    body: {
+      ...body,
+      ...(s.recallPeerScope !== "all" ? { peer_scope: "actor" } : {}),
+      ...(r.sessionId ? { session_id: r.sessionId } : {}),
+      ...(r.excludeUris?.length ? { exclude_uris: r.excludeUris.slice(-200) } : {}),
+    },
     budget: r.budget,
   });
   if (!res.ok) return { source: "none", memories: [], failure: res };
@@ -154,23 +147,17 @@ const output = (stdout: string, shown: [Memory, number][]): Output => ({
  * memory's text and URI as shown; `injected` keeps its URI itself, the key of what the session has).
  */
 function digestOutput(c: Config, found: Memory[], parts: ProfileParts | undefined, again: boolean): Output {
-  const original = new Map<Memory, Memory>();
-  const unseen = !c.redact ? found : found.map((m) => {
-    const shown = { ...m, text: redact(m.text), uri: redact(m.uri) };
-    original.set(shown, m);
-    return shown;
-  });
   const shown = parts && c.redact ? redactedProfile(parts) : parts;
   const profile = shown ? profileDigest(shown, again, Math.floor(c.recallDigestChars / 2)) : [];
   const reserved = DIGEST_OPEN.length + DIGEST_CLOSE.length + 2 +
     profile.reduce((n, l) => n + l.length + 1, 0);
   const limits = { memories: c.recallDigestLimit, chars: c.recallDigestChars };
-  const lines = digestLines(unseen, limits, reserved);
+  const lines = digestLines(found, limits, reserved, c.redact ? redact : undefined);
   const body = [...profile, ...lines.map((l) => l.line)];
   if (!body.length) return output("", []);
   return output(
     printBlocks([{ open: DIGEST_OPEN, body: SafeText.join(body, safe`\n`), close: DIGEST_CLOSE }]),
-    lines.map((l) => [original.get(l.memory) ?? l.memory, l.line.length]),
+    lines.map((l) => [l.memory, l.line.length]),
   );
 }
 

@@ -51,19 +51,11 @@ export async function sessionStart(ctx: HookContext): Promise<HookResult> {
   if (ctx.isWorker) return await replayQueues(ctx);
   if (ctx.promptPaths) {
     const res = await updateState(ctx.promptPaths, (s) => {
-      const last = s.lastSessionStartAt;
-      if (last !== undefined && ctx.startedAt >= last && ctx.startedAt - last < REPEAT_WINDOW_MS) {
-        return Promise.resolve({ value: "repeat" });
-      }
-      const resumed = ctx.input.source === "resume";
-      return Promise.resolve({
-        state: {
-          ...s,
-          lastSessionStartAt: ctx.startedAt,
-          ...(resumed ? {} : { profileInjected: false, injectedUris: [], compacted: false }),
-        },
-        value: "ok",
-      });
+      const since = ctx.startedAt - (s.lastSessionStartAt ?? -Infinity);
+      if (since >= 0 && since < REPEAT_WINDOW_MS) return Promise.resolve({ value: "repeat" });
+      const reset = ctx.input.source !== "resume" &&
+        { profileInjected: false, injectedUris: [], compacted: false };
+      return Promise.resolve({ state: { ...s, lastSessionStartAt: ctx.startedAt, ...reset }, value: "ok" });
     }, { waitMs: 2000 }).catch((error: Error) => {
       ctx.log.stage("prompt-state-unavailable", {
         error: error.message,

@@ -6,19 +6,16 @@ import { isNotFound, parseJsonOrUndefined, readTextIfExists, settled, writeFileA
 import { joinPath, safeId } from "../lib/paths.ts";
 import { type LockOptions, type LockResult, withLock } from "../lib/lock.ts";
 import { RecallSchema } from "./recall.ts";
+import { ReadCursorSchema } from "../kimi/journal/turns.ts";
 import { isRecord } from "../lib/parsed.ts";
 
 /** A field read as `fallback` (or, optional, as absent) when missing or of another shape. */
 const or = <T extends z.ZodMiniType>(schema: T, fallback: z.output<T>) => z.catch(schema, fallback);
 const maybe = <T extends z.ZodMiniType>(schema: T) => z.catch(z.optional(schema), undefined);
 
-/** Where the journal reader stopped (kimi/journal/turns.ts). */
-const CursorSchema = z.object({
+/** Where the journal reader stopped in the journal at `path`, and the index of the next turn after it. */
+const CursorSchema = z.extend(ReadCursorSchema, {
   path: z.string(),
-  offset: z.int().check(z.nonnegative()),
-  fileId: z.string(),
-  tailHash: z.string(),
-  /** The index of the next turn after `offset`. */
   nextIndex: z.int().check(z.nonnegative()),
 });
 export type Cursor = z.infer<typeof CursorSchema>;

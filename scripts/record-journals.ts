@@ -26,6 +26,68 @@ import {
   waitUntil,
 } from "../tests/support/kimi.ts";
 
+/** Every hook event Kimi Code's v2 engine knows (0.41.0 and 2.1.0 alike). */
+export const HOOK_EVENTS = (
+  "SessionStart SessionEnd SessionHeartbeat UserPromptSubmit UserPromptQueued TurnStarted PreToolUse " +
+  "PostToolUse PostToolUseFailure PermissionRequest PermissionResult Stop StopFailure Interrupt " +
+  "SubagentStart SubagentStop TaskStarted PreCompact PostCompact Notification"
+).split(" ");
+
+/** The hook events the legacy engine (`KIMI_CODE_LEGACY_FLAG=1`) accepts. */
+export const LEGACY_HOOK_EVENTS = HOOK_EVENTS.filter((e) =>
+  !["TurnStarted", "UserPromptQueued", "SessionHeartbeat", "TaskStarted"].includes(e)
+);
+
+/** A `[[hooks]]` entry of config.toml (exactly the four keys Kimi accepts). */
+interface HookDef {
+  event: string;
+  command: string;
+  matcher?: string;
+  timeout?: number;
+}
+
+/** Appends `[[hooks]]` entries to the env's config.toml. */
+async function addHooks(env: KimiEnv, hooks: HookDef[]): Promise<void> {
+  const blocks = hooks.map((h) => {
+    const lines = ["", "[[hooks]]", `event = ${JSON.stringify(h.event)}`];
+    if (h.matcher !== undefined) lines.push(`matcher = ${JSON.stringify(h.matcher)}`);
+    lines.push(`command = ${JSON.stringify(h.command)}`);
+    if (h.timeout !== undefined) lines.push(`timeout = ${Math.trunc(h.timeout)}`);
+    return lines.join("\n");
+  });
+  await Deno.writeTextFile(env.configPath, blocks.join("\n") + "\n", { append: true });
+}
+
+/**
+ * Installs a hook on every event (the legacy engine's, or all) that appends `{"event":…,"stdin":<payload>}`
+ * to `outFile`; each `Stop` hook first copies every agent journal of the session as it is at that instant to
+ * `<snapDir>/wire-at-stop-<n>.jsonl` (main) and `<snapDir>/<agent>.wire-at-stop-<n>.jsonl` (subagents), and
+ * the record gets `"snapshot": n`.
+ */
+async function addRecordingHooks(env: KimiEnv, legacy: boolean, outFile: string, snapDir: string) {
+  const script = join(env.root, "hook-recorder.mjs");
+  await Deno.writeTextFile(script, HOOK_RECORDER_JS);
+  await addHooks(
+    env,
+    (legacy ? LEGACY_HOOK_EVENTS : HOOK_EVENTS).map((event) => ({
+      event,
+      command: [env.install.node, script, event, outFile, snapDir].map(shQuote).join(" "),
+      timeout: 30,
+    })),
+  );
+}
+
+/** All agent journals of a session: `{main: path, "agent-0": path, …}`. */
+async function journals(env: KimiEnv, sessionId: string): Promise<Record<string, string>> {
+  const dir = join(env.sessionDir(sessionId), "agents");
+  const out: Record<string, string> = {};
+  for await (const e of Deno.readDir(dir)) {
+    const p = join(dir, e.name, "wire.jsonl");
+    if (e.isDirectory && await Deno.stat(p).then(() => true, () => false)) out[e.name] = p;
+  }
+  return out;
+}
+
 /** A CLI version + engine to record. */
 interface Variant {
   name: string;
@@ -149,10 +211,10 @@ async function tuiTurn(ctx: Ctx, tui: KimiTui, text: string, expect: RegExp): Pr
 /** In the TUI: `/undo <count>`, then wait until the journal has one more `context.undo` record. */
 async function tuiUndo(ctx: Ctx, tui: KimiTui, count: number): Promise<void> {
   const undos = async () => {
-    const index = await ctx.env.sessionIndex().catch(() => []);
+    const index = ctx.env.sessionIndex();
     const id = index.at(-1)?.sessionId;
     if (!id) return 0;
-    const text = await Deno.readTextFile(await ctx.env.journalPath(id)).catch(() => "");
+    const text = await Deno.readTextFile(ctx.env.journalPath(id)).catch(() => "");
     return text.split("\n").filter((l) => l.includes('"type":"context.undo"')).length;
   };
   const before = await undos();
@@ -318,7 +380,7 @@ const SCENARIOS: Scenario[] = [
     description:
       "a UserPromptSubmit hook prints an <openviking-context> block; two print-mode turns (-p, -S -p)",
     run: async (ctx) => {
-      await ctx.env.addHooks([{
+      await addHooks(ctx.env, [{
         event: "UserPromptSubmit",
         command: `cat >/dev/null; printf '%b\\n' '${OV_CONTEXT}'`,
         timeout: 10,
@@ -442,18 +504,22 @@ async function recordScenario(
   const outDir = join(outRoot, variant.name, sc.name);
   await using server = await ModelServer.start();
   const root = await Deno.makeTempDir({ prefix: "ovk-rec-" });
-  const env = await KimiEnv.create(install, { baseUrl: server.baseUrl, legacy: variant.legacy, root });
+  const env = await KimiEnv.create(install, {
+    baseUrl: server.baseUrl,
+    root,
+    env: variant.legacy ? { KIMI_CODE_LEGACY_FLAG: "1" } : {},
+  });
   const payloadsFile = join(env.root, "hook-payloads.jsonl");
   const snapDir = join(env.root, "stop-snapshots");
   const ctx: Ctx = { variant, env, server, steps: [], payloadsFile, snapDir };
   try {
-    await env.addRecordingHooks(payloadsFile, { stopSnapshotDir: snapDir });
+    await addRecordingHooks(env, variant.legacy, payloadsFile, snapDir);
     await sc.run(ctx);
     // Fire-and-forget hooks (PostToolUse, SubagentStop, …) may still be writing.
     await settle(1500);
     await env.dispose();
 
-    const index = await env.sessionIndex();
+    const index = env.sessionIndex();
     const ids = [...new Set(index.filter((e) => !e.deleted).map((e) => e.sessionId))];
     if (ids.length !== 1) throw new Error(`expected one session, found ${ids.length}`);
     const ph = placeholders(env, install);
@@ -468,11 +534,11 @@ async function recordScenario(
     const jsonl = async (name: string, src: string) => {
       await write(name, sanitizeJsonl(await Deno.readTextFile(src), ph, stats));
     };
-    for (const [agent, path] of Object.entries(await env.journals(ids[0])).sort()) {
+    for (const [agent, path] of Object.entries(await journals(env, ids[0])).sort()) {
       await jsonl(agent === "main" ? "wire.jsonl" : `${agent}.wire.jsonl`, path);
     }
     await jsonl("session_index.jsonl", join(env.kimiHome, "session_index.jsonl"));
-    const sessionDir = await env.sessionDir(ids[0]);
+    const sessionDir = env.sessionDir(ids[0]);
     try {
       await write("state.json", replacePaths(await Deno.readTextFile(join(sessionDir, "state.json")), ph));
     } catch { /* legacy sessions may have none */ }
@@ -578,3 +644,39 @@ if (import.meta.main) {
     Deno.exit(1);
   }
 }
+
+/**
+ * The recording hook (run with the install's node): `hook-recorder.mjs <event> <outFile> [stopSnapshotDir]`.
+ * Reads the hook JSON on stdin; on Stop with a snapshot dir, copies the session's agent journals first.
+ */
+const HOOK_RECORDER_JS = `import fs from "node:fs";
+import path from "node:path";
+const [event, outFile, snapDir] = process.argv.slice(2);
+let raw = "";
+for await (const chunk of process.stdin) raw += chunk;
+let stdin;
+try { stdin = JSON.parse(raw); } catch { stdin = raw; }
+const record = { event, stdin };
+if (snapDir && event === "Stop" && stdin && typeof stdin === "object") {
+  try {
+    const home = process.env.KIMI_CODE_HOME;
+    const lines = fs.readFileSync(path.join(home, "session_index.jsonl"), "utf8").split("\\n").filter(Boolean);
+    let dir;
+    for (const l of lines) { try { const e = JSON.parse(l); if (e.sessionId === stdin.session_id && !e.deleted) dir = e.sessionDir; } catch {} }
+    fs.mkdirSync(snapDir, { recursive: true });
+    let n = 1;
+    while (true) {
+      try { fs.mkdirSync(path.join(snapDir, ".stop-" + n)); break; } catch { n++; }
+    }
+    const agents = path.join(dir, "agents");
+    for (const a of fs.readdirSync(agents)) {
+      const src = path.join(agents, a, "wire.jsonl");
+      if (!fs.existsSync(src)) continue;
+      const name = (a === "main" ? "" : a + ".") + "wire-at-stop-" + n + ".jsonl";
+      fs.writeFileSync(path.join(snapDir, name), fs.readFileSync(src));
+    }
+    record.snapshot = n;
+  } catch (e) { record.snapshotError = String(e); }
+}
+fs.appendFileSync(outFile, JSON.stringify(record) + "\\n");
+`;

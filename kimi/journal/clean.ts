@@ -3,15 +3,12 @@
 import { redact } from "../../lib/redact.ts";
 
 /**
- * Tags whose whole element (open tag … close tag) is injected context: ours, and Kimi's wrapping of every
- * hook's output and reminder; an open tag alone is text.
+ * Where an open or close tag starts (group 1 is "/" for a close), for each tag whose whole element (open tag …
+ * close tag) is injected context: ours, and Kimi's wrapping of every hook's output and reminder (an open tag
+ * alone is text).
  */
-const INJECTED_TAGS = "openviking-context user-profile available-memories system-reminder hook_result".split(
-  " ",
-);
-
-/** Per tag: where an open or close tag of it starts (group 1 is "/" for a close). */
-const TAGS = INJECTED_TAGS.map((tag) => new RegExp(`<(/)?${tag}(?=[\\s>/])`, "gi"));
+const TAGS = ["openviking-context", "user-profile", "available-memories", "system-reminder", "hook_result"]
+  .map((tag) => new RegExp(`<(/)?${tag}(?=[\\s>/])`, "gi"));
 
 /** The blanks and `>` that end a close tag. */
 const CLOSE_END = /\s*>/y;

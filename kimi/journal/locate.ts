@@ -1,24 +1,18 @@
 /** Finds a session's main journal: Kimi's session index, else a scan of `sessions/<dir>/<id>/`; only inside that home. */
 
+import { readTextIfExists } from "../../lib/fs.ts";
 import { joinPath } from "../../lib/paths.ts";
 import { isRecord } from "../../lib/parsed.ts";
+import { parseJsonOrUndefined } from "../../lib/fs.ts";
 
 /** Path of the main agent's journal inside a session directory. */
-function mainJournalPath(sessionDir: string): string {
-  return joinPath(sessionDir, "agents", "main", "wire.jsonl");
-}
+const mainJournalPath = (sessionDir: string) => joinPath(sessionDir, "agents", "main", "wire.jsonl");
 
 /** The session directory recorded for `sessionId` in an index file's text; `null` when deleted or absent. */
 export function sessionDirFromIndex(text: string, sessionId: string): string | null {
   let dir: string | null = null;
   for (const line of text.split("\n")) {
-    if (!line.includes(sessionId)) continue;
-    let row: unknown;
-    try {
-      row = JSON.parse(line);
-    } catch {
-      continue;
-    }
+    const row = line.includes(sessionId) ? parseJsonOrUndefined(line) : undefined;
     if (!isRecord(row) || row.sessionId !== sessionId) continue;
     if (row.deleted === true) dir = null;
     else if (typeof row.sessionDir === "string" && row.sessionDir) dir = row.sessionDir;
@@ -45,7 +39,8 @@ export async function locateJournal(kimiHome: string, sessionId: string): Promis
     return { ok: false, reason: `invalid session id ${JSON.stringify(sessionId)}` };
   }
   const sessions = joinPath(kimiHome, "sessions");
-  const indexText = await Deno.readTextFile(joinPath(kimiHome, "session_index.jsonl")).catch(() => "");
+  // A regular file only: a FIFO would block the worker until someone wrote to it.
+  const indexText = await readTextIfExists(joinPath(kimiHome, "session_index.jsonl")).catch(() => "") ?? "";
   const fromIndex = sessionDirFromIndex(indexText, sessionId);
   if (fromIndex) {
     const path = mainJournalPath(fromIndex);

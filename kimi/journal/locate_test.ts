@@ -37,6 +37,22 @@ Deno.test("locate: via the index, else by scanning sessions/*/<id>/; invalid ids
   assertEquals((await locateJournal(home, "../session_a")).ok, false);
 });
 
+Deno.test("locate: an index that is no regular file is never opened; the scan finds the journal", async () => {
+  // A FIFO blocked the capture worker until someone wrote to it (every Stop left one more hung), /dev/zero
+  // never ended; stat refuses both alike (a device here: no process to make a FIFO).
+  if (Deno.build.os === "windows") return;
+  await using dir = await tempDir();
+  const sdir = `${dir.path}/sessions/wd_x_123/session_a`;
+  await Deno.mkdir(`${sdir}/agents/main`, { recursive: true });
+  await Deno.writeTextFile(`${sdir}/agents/main/wire.jsonl`, "");
+  await Deno.symlink("/dev/zero", `${dir.path}/session_index.jsonl`);
+  assertEquals(await locateJournal(dir.path, "session_a"), {
+    ok: true,
+    path: `${sdir}/agents/main/wire.jsonl`,
+    via: "scan",
+  });
+});
+
 Deno.test("locate: only a file inside this home's sessions/ is a journal (a copied home's index, a link out)", async () => {
   await using dir = await tempDir();
   const [home, elsewhere] = [`${dir.path}/new`, `${dir.path}/old/sessions/wd_x_123/session_a`];

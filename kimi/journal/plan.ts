@@ -58,40 +58,32 @@ export function fallbackKey(text: string, at: number): string {
   return `fb:${textHash(text)}@${at}`;
 }
 
-/** How far a journal prompt's `time` may be from when the prompt hook saw it and still be that prompt. */
-export const FALLBACK_MATCH_MS = { before: 10_000, after: 60_000 };
+/** Whether a journal prompt of `time` may be the one the prompt hook saw at `at` (10 s before to 60 s after). */
+export const seenAt = (time: number, at: number): boolean => time >= at - 10_000 && time <= at + 60_000;
 
-/** The fallback keys among `acked`, by text hash: the times their prompts were seen. */
-function fallbackSent(acked: ReadonlySet<string>): Map<string, number[]> {
-  const out = new Map<string, number[]>();
+/**
+ * What `acked` holds besides whole messages: the fallback sends by text hash (the times their prompts were
+ * seen), and the longest part of each open turn's answer (`<key>@<length>#<hash>`).
+ */
+function sentBefore(acked: ReadonlySet<string>) {
+  const byFallback = new Map<string, number[]>();
+  const parts = new Map<string, { length: number; hash: string }>();
   for (const key of acked) {
-    const m = /^fb:([0-9a-f]{16})@(\d+)$/.exec(key);
-    if (m) out.set(m[1], [...(out.get(m[1]) ?? []), Number(m[2])]);
-  }
-  return out;
-}
-
-/** The longest part of each open turn's answer acknowledged (`<key>@<length>#<hash>`): its length and hash. */
-function partsSent(acked: ReadonlySet<string>): Map<string, { length: number; hash: string }> {
-  const out = new Map<string, { length: number; hash: string }>();
-  for (const key of acked) {
+    const fb = /^fb:([0-9a-f]{16})@(\d+)$/.exec(key);
+    if (fb) byFallback.set(fb[1], [...(byFallback.get(fb[1]) ?? []), Number(fb[2])]);
     const m = /^(\d+:assistant)@(\d+)#([0-9a-f]{16})$/.exec(key);
-    if (m && Number(m[2]) > (out.get(m[1])?.length ?? -1)) {
-      out.set(m[1], { length: Number(m[2]), hash: m[3] });
+    if (m && Number(m[2]) > (parts.get(m[1])?.length ?? -1)) {
+      parts.set(m[1], { length: Number(m[2]), hash: m[3] });
     }
   }
-  return out;
+  return { byFallback, parts };
 }
 
 /** Takes (once) the fallback send of `text` that matches a turn begun at `time`. */
 function takeFallback(sent: Map<string, number[]>, text: string, time: number | undefined): boolean {
   const ats = time === undefined ? undefined : sent.get(textHash(text));
-  const i = ats?.findIndex((at) =>
-    time! >= at - FALLBACK_MATCH_MS.before && time! <= at + FALLBACK_MATCH_MS.after
-  );
-  if (ats === undefined || i === undefined || i < 0) return false;
-  ats.splice(i, 1);
-  return true;
+  const i = ats?.findIndex((at) => seenAt(time!, at)) ?? -1;
+  return i >= 0 && ats!.splice(i, 1).length > 0;
 }
 
 /** Plans a capture over `turns`, skipping what `acked` (keys) or `ackedBelow` (turn index watermark) cover. */
@@ -102,8 +94,7 @@ export function planCapture(
   options: PlanOptions,
 ): Plan {
   const plan: Plan = { turns: [], toSend: [], skipped: [] };
-  const byFallback = fallbackSent(acked);
-  const parts = partsSent(acked);
+  const { byFallback, parts } = sentBefore(acked);
   // A secret recognised in one message (`password=…`) is hidden wherever the others repeat it bare.
   const seen = new Set<string>();
   if (options.redact) {
@@ -150,24 +141,18 @@ export function planCapture(
   return plan;
 }
 
-/** What the state keeps after a capture. */
-export interface Acknowledgement {
-  /** Keys newly acknowledged (sent or durably queued). */
-  keys: string[];
-  /** Every turn below this index is fully acknowledged. */
-  ackedBelow: number;
-  /** The first turn (of all scanned) not fully acknowledged: the cursor stays at its start. */
-  resumeAt?: Turn;
-}
-
-/** Acknowledges the first `count` planned messages; a turn is done once closed and wholly acknowledged. */
+/**
+ * Acknowledges the first `count` planned messages (a turn is done once closed and wholly acknowledged): the
+ * `keys` newly acknowledged (sent or durably queued), `ackedBelow` (every turn below it done), and `resumeAt`,
+ * the first scanned turn not done (the cursor stays at its start).
+ */
 export function acknowledge(
   plan: Plan,
   count: number,
   ackedBelow: number,
   scanned: readonly Turn[],
   nextIndex: number,
-): Acknowledgement {
+): { keys: string[]; ackedBelow: number; resumeAt?: Turn } {
   const keys = plan.toSend.slice(0, count).map((c) => c.key);
   const unacked = new Set(plan.toSend.slice(count).map((c) => c.turnIndex));
   const considered = new Set(plan.turns.map((t) => t.index));

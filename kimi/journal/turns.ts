@@ -6,16 +6,15 @@ import * as z from "zod/mini";
 import { sha256Hex } from "../../lib/hash.ts";
 import { isRecord } from "../../lib/parsed.ts";
 import { concatBytes } from "../../lib/bytes.ts";
-import { partsText } from "../payload.ts";
+import { ContentPart, partsText, PromptValue } from "../payload.ts";
 
-/** Where a previous read stopped and what the file looked like there. */
-export interface ReadCursor {
-  offset: number;
-  /** Device/inode of the file ("" where the platform has none). */
-  fileId: string;
-  /** Hash of up to `TAIL_BYTES` bytes before `offset`. */
-  tailHash: string;
-}
+/** Where a read stopped: `offset`, the file's `dev:ino` ("" where none), the hash of the bytes before it. */
+export const ReadCursorSchema = z.object({
+  offset: z.int().check(z.nonnegative()),
+  fileId: z.string(),
+  tailHash: z.string(),
+});
+type ReadCursor = z.infer<typeof ReadCursorSchema>;
 
 /** One parsed journal line and its byte span. */
 export interface JournalLine {
@@ -24,117 +23,75 @@ export interface JournalLine {
   value: Record<string, unknown>;
 }
 
-/** What a read produced. */
-export interface JournalRead {
-  lines: JournalLine[];
-  /** Offset just past the last complete line. */
-  endOffset: number;
-  /** The cursor no longer matched the file, so the read restarted at 0. */
-  rewritten: boolean;
-}
-
-/** Bytes before the cursor that are hashed to notice a rewrite of the same length. */
-const TAIL_BYTES = 64;
+/** A cheap test run before JSON.parse: lines that cannot matter to capture are not parsed at all. */
+export type LineFilter = (line: string) => boolean;
 
 const CHUNK = 1 << 20;
-const NEWLINE = 0x0a;
+/** A longer line is skipped unread: no string holds one of 512 MiB, and capture keeps ≤ 10 M characters a text. */
+const MAX_LINE_BYTES = 64 << 20;
 
-/** Identity of an open file: `dev:ino`, or "" where unavailable. */
-function fileIdOf(info: Deno.FileInfo): string {
-  return info.ino !== null && info.ino !== undefined ? `${info.dev}:${info.ino}` : "";
-}
+const fileIdOf = (info: Deno.FileInfo) => info.ino == null ? "" : `${info.dev}:${info.ino}`;
 
-/** Hash of the `TAIL_BYTES` bytes that end at `offset`. */
+/** Hash of the (up to) 64 bytes that end at `offset`: a rewrite of the same length is noticed. */
 async function tailHashAt(file: Deno.FsFile, offset: number): Promise<string> {
-  const buf = new Uint8Array(Math.min(offset, TAIL_BYTES));
+  const buf = new Uint8Array(Math.min(offset, 64));
   await file.seek(offset - buf.length, Deno.SeekMode.Start);
   let got = 0;
-  while (got < buf.length) {
-    const n = await file.read(buf.subarray(got));
-    if (n === null) break;
-    got += n;
+  for (let n: number | null = 0; n !== null && got < buf.length; got += n ?? 0) {
+    n = await file.read(buf.subarray(got));
   }
   return await sha256Hex(buf.subarray(0, got));
 }
 
-/** A cheap test run before JSON.parse: lines that cannot matter to capture are not parsed at all. */
-export type LineFilter = (line: string) => boolean;
-
-/** Reads complete lines of `path` after `cursor` (or from the start), parsing those `filter` keeps. */
+/**
+ * Reads the complete JSON-object lines of `path` after `cursor` (or from the start), parsing those `filter`
+ * keeps; `endOffset` is past the last complete line, `rewritten` says the cursor no longer matched (read from 0). Each byte is scanned for a newline once and copied at most twice (kept as a piece of an unfinished
+ * line, then joined), so one long line costs its length, not its length times its chunks.
+ */
 export async function readJournal(
   path: string,
   cursor?: ReadCursor,
   filter?: LineFilter,
-): Promise<JournalRead> {
-  const file = await Deno.open(path, { read: true });
-  try {
-    const info = await file.stat();
-    const fileId = fileIdOf(info);
-    let start = cursor?.offset ?? 0;
-    let rewritten = false;
-    if (cursor && start > 0) {
-      const sameFile = !cursor.fileId || !fileId || cursor.fileId === fileId;
-      const fits = info.size >= start;
-      const sameTail = fits && sameFile && (await tailHashAt(file, start)) === cursor.tailHash;
-      if (!sameTail) [start, rewritten] = [0, true];
-    }
-    const { lines, end } = await completeLines(file, start, filter);
-    return { lines, endOffset: end, rewritten };
-  } finally {
-    file.close();
-  }
-}
-
-/**
- * The complete JSON-object lines of `file` from `start` that pass `filter` (others skipped), and where they end.
- * Each byte is scanned for a newline once and copied at most twice (kept as a piece of an unfinished line,
- * then joined), so one long line costs its length, not its length times its chunks.
- */
-async function completeLines(
-  file: Deno.FsFile,
-  start: number,
-  filter?: LineFilter,
-): Promise<{ lines: JournalLine[]; end: number }> {
-  const lines: JournalLine[] = [];
-  let pos = start;
-  const pieces: Uint8Array[] = [];
-  const decoder = new TextDecoder();
-  await file.seek(start, Deno.SeekMode.Start);
-  const buf = new Uint8Array(CHUNK);
-  for (;;) {
-    const n = await file.read(buf);
-    if (n === null) break;
+): Promise<{ lines: JournalLine[]; endOffset: number; rewritten: boolean }> {
+  using file = await Deno.open(path, { read: true });
+  const info = await file.stat();
+  let pos = cursor?.offset ?? 0;
+  const sameFile = !cursor?.fileId || !fileIdOf(info) || cursor.fileId === fileIdOf(info);
+  const rewritten = pos > 0 &&
+    !(info.size >= pos && sameFile && await tailHashAt(file, pos) === cursor?.tailHash);
+  if (rewritten) pos = 0;
+  const [lines, pieces]: [JournalLine[], Uint8Array[]] = [[], []];
+  let held = 0; // bytes of the unfinished line so far (in `pieces` unless it is over the bound)
+  const [decoder, buf] = [new TextDecoder(), new Uint8Array(CHUNK)];
+  await file.seek(pos, Deno.SeekMode.Start);
+  for (let n = await file.read(buf); n !== null; n = await file.read(buf)) {
     const data = buf.subarray(0, n);
-    let lineStart = 0;
-    for (let i = data.indexOf(NEWLINE); i !== -1; i = data.indexOf(NEWLINE, lineStart)) {
-      const tail = data.subarray(lineStart, i);
-      const raw = pieces.length ? concatBytes(pieces.splice(0).concat(tail)) : tail;
-      const lineOffset = pos;
-      pos += raw.length + 1;
-      lineStart = i + 1;
-      if (raw.length === 0) continue;
-      const text = decoder.decode(raw);
-      if (filter && !filter(text)) continue;
+    let from = 0;
+    for (let i = data.indexOf(0x0a); i !== -1; i = data.indexOf(0x0a, from)) {
+      const [tail, length] = [data.subarray(from, i), held + i - from];
+      const raw = length > MAX_LINE_BYTES ? undefined : pieces.length ? concatBytes([...pieces, tail]) : tail;
+      const offset = pos;
+      [pos, from, pieces.length, held] = [pos + length + 1, i + 1, 0, 0];
+      const text = raw?.length ? decoder.decode(raw) : "";
+      if (!text || (filter && !filter(text))) continue;
       try {
         const value = JSON.parse(text);
-        if (isRecord(value)) lines.push({ offset: lineOffset, end: pos, value });
+        if (isRecord(value)) lines.push({ offset, end: pos, value });
       } catch {
         // not JSON: skipped
       }
     }
-    if (lineStart < n) pieces.push(data.slice(lineStart));
+    held += n - from;
+    if (held > MAX_LINE_BYTES) pieces.length = 0; // the rest of that line is skipped unread
+    else if (from < n) pieces.push(data.slice(from));
   }
-  return { lines, end: pos };
+  return { lines, endOffset: pos, rewritten };
 }
 
 /** A cursor for `offset` in `path` (hashing the bytes before it). */
 export async function cursorAt(path: string, offset: number): Promise<ReadCursor> {
-  const file = await Deno.open(path, { read: true });
-  try {
-    return { offset, fileId: fileIdOf(await file.stat()), tailHash: await tailHashAt(file, offset) };
-  } finally {
-    file.close();
-  }
+  using file = await Deno.open(path, { read: true });
+  return { offset, fileId: fileIdOf(await file.stat()), tailHash: await tailHashAt(file, offset) };
 }
 
 /** A turn as read from the journal (text not yet cleaned). */
@@ -167,10 +124,9 @@ export interface Turn {
 // Records, by their `type` (which `read` switches on); one of an unexpected shape is skipped.
 const Agent = z.optional(z.string());
 const TurnId = z.union([z.number(), z.string()]);
-const Part = z.looseObject({ type: z.string(), text: z.optional(z.string()) });
 const PromptRecord = z.object({
   agentId: Agent,
-  input: z.optional(z.union([z.array(Part), z.string()])),
+  input: z.optional(PromptValue),
   origin: z.optional(z.looseObject({ kind: z.string() })),
   turnId: z.optional(TurnId),
 });
@@ -187,7 +143,7 @@ const LoopRecord = z.object({
     turnId: z.optional(TurnId),
     step: z.optional(TurnId),
     stepUuid: z.optional(z.string()),
-    part: z.optional(Part),
+    part: z.optional(ContentPart),
     finishReason: z.optional(z.string()),
   }),
 });
@@ -219,6 +175,11 @@ function isMain(agentId: string | undefined): boolean {
 function mainRecord<T extends { agentId?: string }>(schema: z.ZodMiniType<T>, value: unknown): T | undefined {
   const r = schema.safeParse(value);
   return r.success && isMain(r.data.agentId) ? r.data : undefined;
+}
+
+/** Closes `t` for `reason` unless it is closed already. */
+function close(t: Turn, reason: string): void {
+  if (!t.closed) [t.closed, t.closeReason] = [true, reason];
 }
 
 /** A step's finish reasons that mean the model keeps going. */
@@ -255,7 +216,7 @@ function retract(turns: Turn[], cut: Anchor): void {
       continue;
     }
     [t.retracted, t.userParts, t.assistantParts] = [true, [], []];
-    if (!t.closed) [t.closed, t.closeReason] = [true, "retracted"];
+    close(t, "retracted");
   }
 }
 
@@ -294,32 +255,25 @@ class TurnScanner {
 
   /** Reads one journal record. */
   read(offset: number, value: JournalLine["value"]): void {
-    const main = isMain(typeof value.agentId === "string" ? value.agentId : undefined);
+    const bare = typeof value.agentId !== "string";
     switch (value.type) {
-      case "metadata": {
-        const m = MetadataRecord.safeParse(value);
-        if (m.success) this.protocolVersion = m.data.protocol_version;
+      case "metadata":
+        this.protocolVersion = MetadataRecord.safeParse(value).data?.protocol_version ?? this.protocolVersion;
         return;
-      }
       case "turn.prompt":
         return this.prompt(offset, value);
       case "turn.steer":
         return this.steer(value);
-      case "turn.cancel": {
-        // Legacy journals mark a cancelled turn only by a bare turn.cancel (v2 also writes turn.ended).
-        const t = this.current;
-        if (typeof value.agentId !== "string" && t && !t.v2 && !t.closed) {
-          [t.closed, t.closeReason] = [true, "cancelled"];
-        }
+      case "turn.cancel": // legacy journals mark a cancelled turn only by a bare one (v2 also writes turn.ended)
+        if (bare && this.current && !this.current.v2) close(this.current, "cancelled");
         return;
-      }
       case "turn.ended":
       // 0.43.0 on: written with the turn's last messages, before Stop (no agentId: each agent has its own
       // journal); the turn.ended after Stop never comes when Kimi dies first (`kimi -p … | head -1`).
       case "agent.turn.ended": {
         const r = mainRecord(EndedRecord, value);
         const t = r && this.turnFor(r.turnId, false);
-        if (t && !t.closed) [t.closed, t.closeReason] = [true, r.reason ?? r.outcome ?? "ended"];
+        if (t) close(t, r.reason ?? r.outcome ?? "ended");
         return;
       }
       case "context.append_message":
@@ -327,10 +281,9 @@ class TurnScanner {
       case "context.undo":
         return this.undo(value);
       case "context.clear":
-      case "context.apply_compaction": {
-        if (main) this.anchors = []; // /undo never reaches back across them
+      case "context.apply_compaction":
+        if (bare || value.agentId === "main") this.anchors = []; // /undo never reaches back across them
         return;
-      }
       case "context.append_loop_event":
         return this.loopEvent(value);
     }
@@ -342,9 +295,7 @@ class TurnScanner {
     if (!r) return;
     // Keys use the position among the agent's prompts: monotonic even if the engine's ids ever restart.
     const index = this.nextIndex++;
-    for (const t of this.turns) {
-      if (!t.closed) [t.closed, t.closeReason] = [true, "next-prompt"];
-    }
+    for (const t of this.turns) close(t, "next-prompt");
     const origin = r.origin?.kind ?? "user";
     const text = partsText(r.input);
     const turn: Turn = {
@@ -412,8 +363,7 @@ class TurnScanner {
     if (text) {
       t.assistantParts.push({ step: String(ev.stepUuid ?? ev.step ?? ""), text });
     } else if (ev.type === "step.end" && !t.v2 && ev.finishReason && !CONTINUING.has(ev.finishReason)) {
-      // Legacy journals never write turn.ended: a step that does not continue ends the turn.
-      [t.closed, t.closeReason] = [true, "final-step"];
+      close(t, "final-step"); // legacy journals never write turn.ended: a step that does not continue ends it
     }
   }
 }
@@ -452,7 +402,7 @@ export function userText(turn: Turn): string {
 export async function scanJournal(
   path: string,
   cursor?: ReadCursor & { nextIndex: number },
-): Promise<{ turns: TurnScan; read: JournalRead }> {
+): Promise<{ turns: TurnScan; read: Awaited<ReturnType<typeof readJournal>> }> {
   const read = await readJournal(path, cursor, turnLineFilter);
   return { turns: scanTurns(read.lines, cursor && !read.rewritten ? cursor.nextIndex : 0), read };
 }

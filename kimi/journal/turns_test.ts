@@ -399,6 +399,21 @@ Deno.test("read: lines longer than the read chunk (multi-MB) are read whole", as
   assertEquals((r.lines[0].value.big as string).length, big.length);
 });
 
+Deno.test("read: a line over 64 MiB is skipped unread, the lines after it read at their offsets", async () => {
+  // One of 600 MiB threw at every capture ("buffer exceeds maximum length": no string holds it), so the
+  // session's later turns were never sent; now it is passed over without being held.
+  await using dir = await tempDir();
+  const p = `${dir.path}/wire.jsonl`;
+  const huge = line({ huge: "x".repeat(64 * 1024 * 1024) });
+  await Deno.writeTextFile(p, line({ before: 1 }) + huge + line({ after: 1 }));
+  const r = await readJournal(p);
+  assertEquals(r.lines.map((l) => [l.value, l.offset]), [
+    [{ before: 1 }, 0],
+    [{ after: 1 }, line({ before: 1 }).length + huge.length],
+  ]);
+  assertEquals(r.endOffset, (await Deno.stat(p)).size);
+});
+
 /** Bytes `fn` has Uint8Array scan (`indexOf`) and copy (`slice`, `set`): a reader's work on what it read. */
 async function bytesWorked(fn: () => Promise<unknown>): Promise<number> {
   type Method = (this: Uint8Array, ...args: unknown[]) => unknown;

@@ -5,8 +5,7 @@
  * ("server down": connections are refused) and reopen on the same port ("server back").
  */
 
-import { basename, join } from "node:path";
-import { ourQueue } from "../support/queue.ts";
+import { join } from "node:path";
 import { walk } from "../chaos/audit.ts";
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import {
@@ -534,31 +533,6 @@ export function leaks(text: string): string[] {
     "Name: Test User",
   ];
   return markers.filter((m) => text.includes(m));
-}
-
-/** A queued write as found in the pending directory (a message or a commit; batches are listed message by message). */
-export interface QueueFile {
-  name: string;
-  mode: number;
-  entry: { type: "addMessage" | "commitSession"; sessionId: string; payload: unknown };
-}
-
-/**
- * Every queued write, with the permission bits of its file: our per-session queue (`kimicode/<session>/`, a
- * batch of messages or a commit per file) flattened to one item per message or commit.
- */
-export async function listQueue(dir: string): Promise<QueueFile[]> {
-  const out: QueueFile[] = [];
-  const modeOfFile = (path: string) => Deno.stat(path).then((s) => s.mode! & 0o777, () => undefined);
-  for (const q of await ourQueue(dir)) {
-    const mode = await modeOfFile(q.file);
-    if (mode === undefined) continue; // replayed meanwhile
-    const entry = q.kind === "commit"
-      ? { type: "commitSession" as const, sessionId: q.sessionId, payload: {} }
-      : { type: "addMessage" as const, sessionId: q.sessionId, payload: q.payload };
-    out.push({ name: basename(q.file), mode, entry });
-  }
-  return out;
 }
 
 /** Paths (relative to `root`) of the files under `root` whose bytes contain `needle`. */

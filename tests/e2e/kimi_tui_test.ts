@@ -124,7 +124,7 @@ for (const [i, version] of KIMI_VERSIONS.entries()) {
             await tui.submit(slowPrompt);
             await tui.waitFor("slow token 10", 30_000);
             await tui.interrupt();
-            const indexed = async () => (await rig.env.sessionIndex())[0];
+            const indexed = () => rig.env.sessionIndex()[0];
             sessionId = (await poll("the session in session_index.jsonl", indexed)).sessionId;
             ov = `kc-${sessionId}`;
             const [user, assistant] = await atFake(fake, ov, 2);
@@ -273,7 +273,7 @@ for (const [i, version] of KIMI_VERSIONS.entries()) {
               "in one hook result",
             );
           }
-          const sid = (await rig.env.sessionIndex()).at(-1)!.sessionId;
+          const sid = rig.env.sessionIndex().at(-1)!.sessionId;
           await expectFakeSession(fake, `kc-${sid}`, quietTurns, 3);
           for (const [, , text] of fakeMessages(fake, `kc-${sid}`)) assertEquals(leaks(text), [], text);
         },
@@ -282,8 +282,7 @@ for (const [i, version] of KIMI_VERSIONS.entries()) {
       if (!faults) {
         await t.step(
           "5: /compact → the turns before it are captured, nothing lost, memory (and in config mode the profile) comes back once",
-          async () =>
-            compactAndGoOn(rig, quiet, (await rig.env.sessionIndex()).at(-1)!.sessionId, quietTurns),
+          () => compactAndGoOn(rig, quiet, rig.env.sessionIndex().at(-1)!.sessionId, quietTurns),
         );
       }
 

@@ -90,14 +90,7 @@ for (const [i, version] of [...KIMI_RELEASES.entries()].reverse()) {
       assertTrue(await exists(marker), "the user's own Stop hook ran too");
       const doctor = await rig.cli(["doctor"]);
       assertEquals(doctor.code, 0, doctor.stdout + doctor.stderr);
-      const kimiDoctor = await new Deno.Command(rig.env.install.node, {
-        args: [rig.env.install.main, "doctor", "config"],
-        env: rig.env.env(),
-        clearEnv: true,
-        cwd: rig.env.workDir,
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
+      const kimiDoctor = await rig.env.spawn(["doctor", "config"]).output();
       const said = new TextDecoder().decode(kimiDoctor.stdout) + new TextDecoder().decode(kimiDoctor.stderr);
       assertEquals(kimiDoctor.code, 0, said);
       assertTrue(!/ERROR|invalid/i.test(said.replace(/are valid/gi, "")), said);

@@ -5,8 +5,7 @@
  * probes api_key mode).
  */
 
-import { Entries, memoriesFromEntries } from "../../memory/recall.ts";
-import { renderElement } from "../../memory/digest.ts";
+import { Entries, memoriesFromEntries, type Memory } from "../../memory/recall.ts";
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { OPENVIKING_VERSION, type RealOpenViking, rssKiB } from "../support/real-openviking.ts";
 import { USER_AGENT } from "../../lib/version.ts";
@@ -288,7 +287,7 @@ export async function probeEndpoints(t: Deno.TestContext, server: RealOpenViking
     assertTrue(hasTabs(r), r.text);
     assertStringIncludes(String(result.rendered), '<memory uri="viking://user/');
     assertEquals(
-      memoriesFromEntries(Entries.parse(result.entries)).map(renderElement).join("\n"),
+      memoriesFromEntries(Entries.parse(result.entries)).map(rendered).join("\n"),
       String(result.rendered),
     );
   });
@@ -459,4 +458,13 @@ export async function probeEndpoints(t: Deno.TestContext, server: RealOpenViking
     });
   }
   log(`RSS after probe: ${await rssKiB(server.pid)} KiB`);
+}
+
+/** One memory in the server's render.py form: what our parse of `entries` must give back. */
+function rendered(m: Memory): string {
+  const attrs = [`uri="${m.uri}"`];
+  if (m.category) attrs.push(`type="${m.category}"`);
+  if (m.score !== undefined) attrs.push(`score="${m.score.toFixed(2)}"`);
+  if (m.detail) attrs.push(`detail="${m.detail}"`);
+  return m.text ? `<memory ${attrs.join(" ")}>\n${m.text}\n</memory>` : `<memory ${attrs.join(" ")} />`;
 }

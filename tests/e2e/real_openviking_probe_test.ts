@@ -77,7 +77,7 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
 }, async (t) => {
-  const server = await startRealOrSkip("real OpenViking probe (api_key)", { auth: "api_key" });
+  const server = await startRealOrSkip("real OpenViking probe (api_key)", "api_key");
   if (!server) return;
   const rss = await rssKiB(server.pid);
   log(

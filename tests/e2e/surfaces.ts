@@ -6,6 +6,7 @@
 
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import { messageText } from "../support/model-server.ts";
+import { ourQueue } from "../support/queue.ts";
 import { KNOBS } from "../../openviking/config.ts";
 import {
   assertRecallBeforeEachPrompt,
@@ -13,7 +14,7 @@ import {
   fakeMessages,
   isHookResult,
   leaks,
-  listQueue,
+  modeOf,
   type Msg,
   poll,
   type Rig,
@@ -157,26 +158,7 @@ export async function downAndBack(rig: Rig, surface: Surface): Promise<void> {
   const at = msgs.findIndex((m) => m.role === "user" && messageText(m) === downPrompt);
   assertTrue(at > 0 && !isHookResult(msgs[at - 1]), "no recall without a server, and no error text either");
 
-  const queued = await poll(
-    "3 queued writes",
-    async () => {
-      const files = await listQueue(rig.pendingDir);
-      return files.length === 3 ? files : undefined;
-    },
-    30_000,
-    () => listQueue(rig.pendingDir),
-  );
-  for (const f of queued) assertEquals(f.mode, 0o600, `${f.name} is private`);
-  const sortKey = (a: unknown, b: unknown) => JSON.stringify(a) < JSON.stringify(b) ? -1 : 1;
-  assertEquals(
-    queued.map((f) => [f.entry.type, f.entry.sessionId, f.entry.payload]).sort(sortKey),
-    [
-      ["addMessage", ov, { role: "user", content: downPrompt, turn_id: "1" }],
-      ["addMessage", ov, { role: "assistant", content: TOOL_TURN_ANSWER, turn_id: "1" }],
-      ["commitSession", ov, {}],
-    ].sort(sortKey),
-  );
-  assertEquals(fake.requests.length, seen, "nothing reached the server while it was down");
+  await expectQueuedTurn(rig, ov, "1", downPrompt, seen);
 
   await rig.gate.up();
   const nextSession = await surface.newSession();
@@ -191,6 +173,25 @@ export async function downAndBack(rig: Rig, surface: Surface): Promise<void> {
 }
 
 /**
+ * While the server is down: turn `turn` of session `ov` (`prompt`, answered by the tool turn) waits in the
+ * queue, its user and assistant messages and a commit, each in a private file of a private directory, and
+ * nothing reached the server after the `seen`-th request.
+ */
+export async function expectQueuedTurn(rig: Rig, ov: string, turn: string, prompt: string, seen: number) {
+  const listed = async () => (await ourQueue(rig.pendingDir)).length === 3 || undefined;
+  await poll("3 queued writes", listed, 30_000, () => ourQueue(rig.pendingDir));
+  const queued = await ourQueue(rig.pendingDir);
+  for (const q of queued) assertEquals(await modeOf(q.file), 0o600, `${q.file} is private`);
+  assertEquals(await modeOf(rig.pendingDir), 0o700);
+  assertEquals(queued.map((q) => [q.kind, q.sessionId, q.payload]), [
+    ["message", ov, { role: "user", content: prompt, turn_id: turn }],
+    ["message", ov, { role: "assistant", content: TOOL_TURN_ANSWER, turn_id: turn }],
+    ["commit", ov, undefined],
+  ]);
+  assertEquals(rig.fake!.requests.length, seen, "nothing reached the server while it was down");
+}
+
+/**
  * After an outage: the new session's turn is stored and committed, the queue is empty, and the queued session
  * `ov` was replayed in one batch and one commit after the `seen`-th request.
  */
@@ -200,7 +201,7 @@ export async function expectBackAfterOutage(rig: Rig, next: string, ov: string, 
     ["0", "user", "third: a new session after the outage"],
     ["0", "assistant", "ACK: third: a new session after the outage"],
   ], 1);
-  assertEquals(await listQueue(rig.pendingDir), [], "the queue is empty again");
+  assertEquals(await ourQueue(rig.pendingDir), [], "the queue is empty again");
   const replayed = fake.requests.slice(seen).filter((q) => q.path.includes(encodeURIComponent(ov)));
   assertEquals(replayed.map((q) => q.route), [
     "POST /api/v1/sessions/:id/messages/batch",

@@ -67,15 +67,7 @@ export class KimiAcp {
 
   /** Starts `kimi acp` in the env's work dir and runs `initialize`. */
   static async start(env: KimiEnv): Promise<KimiAcp> {
-    const child = new Deno.Command(env.install.node, {
-      args: [env.install.main, "acp"],
-      cwd: env.workDir,
-      env: env.env(),
-      clearEnv: true,
-      stdin: "piped",
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
+    const child = env.spawn(["acp"], { stdin: "piped" });
     const agent = new KimiAcp(child);
     try {
       agent.initialized = await agent.#await(

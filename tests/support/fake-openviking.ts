@@ -248,19 +248,22 @@ class HttpError extends Error {
   }
 }
 
+/** The real server's 409 for an account or user the admin API holds already. */
+const exists = (what: "Account" | "User", id: string) =>
+  new HttpError(409, "ALREADY_EXISTS", `${what} already exists: ${id}`, {
+    resource: id,
+    type: what.toLowerCase(),
+  });
+
 /** The real server's 404 for a resource it does not hold (`details` naming it, and its type when given). */
 function notFound(message: string, resource?: string, type?: string): HttpError {
   const details = resource === undefined ? undefined : { ...(type ? { type } : {}), resource };
   return new HttpError(404, "NOT_FOUND", message, details);
 }
 
-function extraFields(body: unknown, allowed: string[]): string[] {
-  if (!body || typeof body !== "object" || Array.isArray(body)) return [];
-  return Object.keys(body).filter((k) => !allowed.includes(k));
-}
-
-function forbidExtra(body: unknown, allowed: string[]): void {
-  const extra = extraFields(body, allowed);
+/** The real server's 400 for fields of `body` it does not know (its models forbid extra fields). */
+function forbidExtra(body: Record<string, unknown>, allowed: string[]): void {
+  const extra = Object.keys(body).filter((k) => !allowed.includes(k));
   if (extra.length) {
     throw new HttpError(400, "INVALID_ARGUMENT", `Extra inputs are not permitted: ${extra.join(", ")}`, {
       validation_errors: extra.map((f) => ({
@@ -654,12 +657,7 @@ export class FakeOpenViking {
     };
     if (method === "POST" && account === undefined) {
       const [id, admin] = [String(b.account_id ?? ""), String(b.admin_user_id ?? "")];
-      if (this.accounts.has(id)) {
-        throw new HttpError(409, "ALREADY_EXISTS", `Account already exists: ${id}`, {
-          resource: id,
-          type: "account",
-        });
-      }
+      if (this.accounts.has(id)) throw exists("Account", id);
       this.accounts.set(id, new Map());
       return {
         account_id: id,
@@ -669,12 +667,7 @@ export class FakeOpenViking {
     }
     if (method === "POST" && users && user === undefined) {
       const id = String(b.user_id ?? "");
-      if (users.has(id)) {
-        throw new HttpError(409, "ALREADY_EXISTS", `User already exists: ${id}`, {
-          resource: id,
-          type: "user",
-        });
-      }
+      if (users.has(id)) throw exists("User", id);
       return {
         account_id: account,
         user_id: id,

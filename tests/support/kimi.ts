@@ -2,8 +2,7 @@
  * Helpers to drive the REAL Kimi Code CLI (npm `@moonshot-ai/kimi-code`) in tests and recording scripts:
  * install pinned versions (plus a Node >= 22.19 from npm) into a cache that survives between runs, build an
  * isolated HOME + KIMI_CODE_HOME whose config.toml points at the scripted model server, run print mode (`kimi
- * -p`, `kimi -S <id> -p`), add `[[hooks]]`, record every hook's stdin, and drive the interactive TUI under a
- * private tmux server.
+ * -p`, `kimi -S <id> -p`), and drive the interactive TUI under a private tmux server.
  */
 
 import { join } from "node:path";
@@ -33,21 +32,6 @@ export function kimiE2eVersions(setting = Deno.env.get("KIMI_E2E_VERSIONS") ?? "
   }
   return [...new Set(list)];
 }
-
-/** The npm package that ships a Node >= 22.19 binary (Kimi needs it). */
-export const NODE_PACKAGE_VERSION = "24";
-
-/** Every hook event Kimi Code's v2 engine knows (0.41.0 and 2.1.0 alike). */
-export const HOOK_EVENTS = (
-  "SessionStart SessionEnd SessionHeartbeat UserPromptSubmit UserPromptQueued TurnStarted PreToolUse " +
-  "PostToolUse PostToolUseFailure PermissionRequest PermissionResult Stop StopFailure Interrupt " +
-  "SubagentStart SubagentStop TaskStarted PreCompact PostCompact Notification"
-).split(" ");
-
-/** The hook events the legacy engine (`KIMI_CODE_LEGACY_FLAG=1`) accepts. */
-export const LEGACY_HOOK_EVENTS = HOOK_EVENTS.filter((e) =>
-  !["TurnStarted", "UserPromptQueued", "SessionHeartbeat", "TaskStarted"].includes(e)
-);
 
 /** An installed Kimi Code CLI. */
 export interface KimiInstall {
@@ -91,14 +75,7 @@ function installPaths(dir: string, version: string): KimiInstall {
   };
 }
 
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
+const exists = (path: string) => Deno.stat(path).then(() => true, () => false);
 
 async function isComplete(inst: KimiInstall): Promise<boolean> {
   return await exists(join(inst.dir, ".complete")) && await exists(inst.main) && await exists(inst.node);
@@ -145,7 +122,7 @@ async function installUnlocked(
         "--prefix",
         staging,
         `@moonshot-ai/kimi-code@${version}`,
-        `${nodePackageName()}@${NODE_PACKAGE_VERSION}`,
+        `${nodePackageName()}@24`, // a Node >= 22.19 (Kimi needs it),
       ],
       stdout: "piped",
       stderr: "piped",
@@ -167,18 +144,9 @@ async function installUnlocked(
       join(staging, ".complete"),
       JSON.stringify({ kimi: version, node: nodeVersion, installedAt: new Date().toISOString() }) + "\n",
     );
-    try {
-      await Deno.rename(staging, target.dir);
-    } catch (e) {
-      if (!(await isComplete(target))) {
-        await Deno.remove(target.dir, { recursive: true }).catch(() => {});
-        try {
-          await Deno.rename(staging, target.dir);
-        } catch {
-          throw e;
-        }
-      }
-    }
+    // Under the lock and not complete: what is there is a dead install's, and goes.
+    await Deno.remove(target.dir, { recursive: true }).catch(() => {});
+    await Deno.rename(staging, target.dir);
   } finally {
     await Deno.remove(staging, { recursive: true }).catch(() => {});
   }
@@ -230,14 +198,6 @@ export async function npmRegistryProblem(timeoutMs = 10_000): Promise<string> {
   }
 }
 
-/** A `[[hooks]]` entry of config.toml (exactly the four keys Kimi accepts). */
-export interface HookDef {
-  event: string;
-  command: string;
-  matcher?: string;
-  timeout?: number;
-}
-
 /** One line of `session_index.jsonl`. */
 export interface SessionIndexEntry {
   sessionId: string;
@@ -252,8 +212,6 @@ export interface KimiEnvOptions {
   baseUrl: string;
   /** Parent dir of the environment (default: a new temp dir, removed on dispose). */
   root?: string;
-  /** Run the legacy engine (`KIMI_CODE_LEGACY_FLAG=1`, 0.41.0: wire protocol 1.4). */
-  legacy?: boolean;
   /** Name of the work dir under the root (default "project"). */
   workDirName?: string;
   /** Extra env vars for every Kimi process. */
@@ -264,12 +222,8 @@ export interface KimiEnvOptions {
 export interface PrintOptions {
   /** Resume this session (`-S <id>`). */
   sessionId?: string;
-  /** Work dir (default the env's work dir). */
-  cwd?: string;
   /** Kill with SIGKILL after this many ms (default 120 000). */
   timeoutMs?: number;
-  /** Extra CLI args (before `-p`). */
-  args?: string[];
   /** Extra env vars. */
   env?: Record<string, string>;
 }
@@ -298,11 +252,6 @@ export interface PrintRun {
 /** Quotes a string for POSIX sh. */
 export function shQuote(s: string): string {
   return `'${s.replaceAll("'", `'\\''`)}'`;
-}
-
-/** A TOML basic string for `s` (JSON escapes are valid TOML escapes). */
-export function tomlString(s: string): string {
-  return JSON.stringify(s);
 }
 
 /** Extracts the session id from Kimi's output (`To resume this session: kimi -r <id>`). */
@@ -339,8 +288,6 @@ export class KimiEnv {
   readonly workDir: string;
   /** `<kimiHome>/config.toml`. */
   readonly configPath: string;
-  /** Whether the legacy engine is selected. */
-  readonly legacy: boolean;
   readonly #extraEnv: Record<string, string>;
   readonly #ownsRoot: boolean;
   readonly #tuis = new Set<KimiTui>();
@@ -352,7 +299,6 @@ export class KimiEnv {
     this.kimiHome = join(this.home, ".kimi-code");
     this.workDir = join(root, opts.workDirName ?? "project");
     this.configPath = join(this.kimiHome, "config.toml");
-    this.legacy = opts.legacy ?? false;
     this.#extraEnv = opts.env ?? {};
     this.#ownsRoot = ownsRoot;
   }
@@ -369,7 +315,7 @@ export class KimiEnv {
       "",
       `[providers.fake]`,
       `type = "openai"`,
-      `base_url = ${tomlString(opts.baseUrl)}`,
+      `base_url = ${JSON.stringify(opts.baseUrl)}`,
       `api_key = "x"`,
       "",
       `[models.fake]`,
@@ -402,65 +348,28 @@ export class KimiEnv {
       // Node keeps the V8 code of Kimi's bundle here instead of compiling it again at every start.
       NODE_COMPILE_CACHE: join(this.install.dir, ".node-compile-cache"),
     };
-    if (this.legacy) e.KIMI_CODE_LEGACY_FLAG = "1";
     return { ...e, ...this.#extraEnv, ...extra };
   }
 
-  /** Appends `[[hooks]]` entries to config.toml. */
-  async addHooks(hooks: HookDef[]): Promise<void> {
-    const blocks = hooks.map((h) => {
-      const lines = ["", "[[hooks]]", `event = ${tomlString(h.event)}`];
-      if (h.matcher !== undefined) lines.push(`matcher = ${tomlString(h.matcher)}`);
-      lines.push(`command = ${tomlString(h.command)}`);
-      if (h.timeout !== undefined) lines.push(`timeout = ${Math.trunc(h.timeout)}`);
-      return lines.join("\n");
-    });
-    await Deno.writeTextFile(this.configPath, blocks.join("\n") + "\n", { append: true });
-  }
-
-  /**
-   * Installs a hook on every event (default {@link HOOK_EVENTS}, or {@link LEGACY_HOOK_EVENTS} for a legacy
-   * env) that appends `{"event":…,"stdin":<payload>}` to `outFile`. With `stopSnapshotDir`, each `Stop` hook first copies every
-   * agent journal of the session as it is at that instant to `<dir>/wire-at-stop-<n>.jsonl` (main) and
-   * `<dir>/<agent>.wire-at-stop-<n>.jsonl` (subagents), and the record gets `"snapshot": n`.
-   */
-  async addRecordingHooks(
-    outFile: string,
-    opts: { stopSnapshotDir?: string; events?: readonly string[]; timeout?: number } = {},
-  ): Promise<void> {
-    const script = join(this.root, "hook-recorder.mjs");
-    await Deno.writeTextFile(script, HOOK_RECORDER_JS);
-    const events = opts.events ?? (this.legacy ? LEGACY_HOOK_EVENTS : HOOK_EVENTS);
-    await this.addHooks(events.map((event) => ({
-      event,
-      command: [
-        this.install.node,
-        script,
-        event,
-        outFile,
-        ...(opts.stopSnapshotDir ? [opts.stopSnapshotDir] : []),
-      ]
-        .map(shQuote).join(" "),
-      timeout: opts.timeout ?? 30,
-    })));
+  /** Starts `kimi <args>` in the work dir with this env (nothing else), its output piped. */
+  spawn(args: string[], opts: { stdin?: "piped" | "null"; env?: Record<string, string> } = {}) {
+    return new Deno.Command(this.install.node, {
+      args: [this.install.main, ...args],
+      cwd: this.workDir,
+      env: this.env(opts.env),
+      clearEnv: true,
+      stdin: opts.stdin ?? "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
   }
 
   /** Starts `kimi [-S id] -p <prompt>` in the work dir. */
   startPrint(prompt: string, opts: PrintOptions = {}): PrintRun {
-    const args = [this.install.main, ...(opts.args ?? [])];
-    if (opts.sessionId) args.push("-S", opts.sessionId);
-    args.push("-p", prompt);
     const started = Date.now();
-    const before = this.sessionIndexSync().map((e) => e.sessionId);
-    const child = new Deno.Command(this.install.node, {
-      args,
-      cwd: opts.cwd ?? this.workDir,
-      env: this.env(opts.env),
-      clearEnv: true,
-      stdin: "null",
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
+    const before = this.sessionIndex().map((e) => e.sessionId);
+    const resume = opts.sessionId ? ["-S", opts.sessionId] : [];
+    const child = this.spawn([...resume, "-p", prompt], { env: opts.env });
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
@@ -475,7 +384,7 @@ export class KimiEnv {
       const stderr = dec.decode(out.stderr);
       let sessionId = parseSessionId(stderr) ?? parseSessionId(stdout);
       if (!sessionId) {
-        sessionId = this.sessionIndexSync().map((e) => e.sessionId).find((id) => !before.includes(id)) ??
+        sessionId = this.sessionIndex().map((e) => e.sessionId).find((id) => !before.includes(id)) ??
           opts.sessionId;
       }
       return {
@@ -505,18 +414,7 @@ export class KimiEnv {
   }
 
   /** The parsed `session_index.jsonl` (empty if absent). */
-  async sessionIndex(): Promise<SessionIndexEntry[]> {
-    try {
-      return parseJsonl<SessionIndexEntry>(
-        await Deno.readTextFile(join(this.kimiHome, "session_index.jsonl")),
-      );
-    } catch {
-      return [];
-    }
-  }
-
-  /** Synchronous {@link KimiEnv.sessionIndex}. */
-  sessionIndexSync(): SessionIndexEntry[] {
+  sessionIndex(): SessionIndexEntry[] {
     try {
       return parseJsonl<SessionIndexEntry>(Deno.readTextFileSync(join(this.kimiHome, "session_index.jsonl")));
     } catch {
@@ -525,28 +423,15 @@ export class KimiEnv {
   }
 
   /** The session dir of `sessionId` (last non-deleted index entry). */
-  async sessionDir(sessionId: string): Promise<string> {
-    const hit = (await this.sessionIndex()).filter((e) => e.sessionId === sessionId && !e.deleted).at(-1);
+  sessionDir(sessionId: string): string {
+    const hit = this.sessionIndex().filter((e) => e.sessionId === sessionId && !e.deleted).at(-1);
     if (!hit?.sessionDir) throw new Error(`session ${sessionId} not in session_index.jsonl`);
     return hit.sessionDir;
   }
 
   /** Path of an agent's journal (`agents/<agent>/wire.jsonl`, agent default "main"). */
-  async journalPath(sessionId: string, agent = "main"): Promise<string> {
-    return join(await this.sessionDir(sessionId), "agents", agent, "wire.jsonl");
-  }
-
-  /** All agent journals of a session: `{main: path, "agent-0": path, …}`. */
-  async journals(sessionId: string): Promise<Record<string, string>> {
-    const dir = join(await this.sessionDir(sessionId), "agents");
-    const out: Record<string, string> = {};
-    try {
-      for await (const e of Deno.readDir(dir)) {
-        const p = join(dir, e.name, "wire.jsonl");
-        if (e.isDirectory && await exists(p)) out[e.name] = p;
-      }
-    } catch { /* no agents dir */ }
-    return out;
+  journalPath(sessionId: string, agent = "main"): string {
+    return join(this.sessionDir(sessionId), "agents", agent, "wire.jsonl");
   }
 
   /** Starts the interactive TUI under a private tmux server. */
@@ -659,17 +544,12 @@ export class KimiTui {
     await this.#tmux(["send-keys", "-t", "kimi", ...keys]);
   }
 
-  /** Types literal text (no Enter). */
-  async type(text: string): Promise<void> {
-    await this.#tmux(["send-keys", "-t", "kimi", "-l", text]);
-  }
-
   /**
    * Types `text`, waits until it shows in the input box, pauses (so the TUI does not take the Enter as part
    * of a paste burst) and presses Enter.
    */
   async submit(text: string, timeoutMs = 10_000): Promise<void> {
-    await this.type(text);
+    await this.#tmux(["send-keys", "-t", "kimi", "-l", text]); // literal text
     const probe = text.slice(0, 40);
     // In the input box ("│ > …"), not anywhere: the same text asked before is on screen already.
     await this.waitFor((s) => s.split("\n").some((l) => l.includes("│ >") && l.includes(probe)), timeoutMs);
@@ -742,11 +622,6 @@ export class KimiTui {
   async exit(timeoutMs = 30_000): Promise<number | null> {
     await this.submit("/exit");
     await waitUntil(async () => !(await this.alive()), timeoutMs, "kimi TUI to exit");
-    return await this.exitCode();
-  }
-
-  /** The exit code written by the launcher, if Kimi has exited. */
-  async exitCode(): Promise<number | null> {
     try {
       return Number((await Deno.readTextFile(this.exitFile)).trim());
     } catch {
@@ -770,39 +645,3 @@ export class KimiTui {
     await this.close();
   }
 }
-
-/**
- * The recording hook (run with the install's node): `hook-recorder.mjs <event> <outFile> [stopSnapshotDir]`.
- * Reads the hook JSON on stdin; on Stop with a snapshot dir, copies the session's agent journals first.
- */
-const HOOK_RECORDER_JS = `import fs from "node:fs";
-import path from "node:path";
-const [event, outFile, snapDir] = process.argv.slice(2);
-let raw = "";
-for await (const chunk of process.stdin) raw += chunk;
-let stdin;
-try { stdin = JSON.parse(raw); } catch { stdin = raw; }
-const record = { event, stdin };
-if (snapDir && event === "Stop" && stdin && typeof stdin === "object") {
-  try {
-    const home = process.env.KIMI_CODE_HOME;
-    const lines = fs.readFileSync(path.join(home, "session_index.jsonl"), "utf8").split("\\n").filter(Boolean);
-    let dir;
-    for (const l of lines) { try { const e = JSON.parse(l); if (e.sessionId === stdin.session_id && !e.deleted) dir = e.sessionDir; } catch {} }
-    fs.mkdirSync(snapDir, { recursive: true });
-    let n = 1;
-    while (true) {
-      try { fs.mkdirSync(path.join(snapDir, ".stop-" + n)); break; } catch { n++; }
-    }
-    const agents = path.join(dir, "agents");
-    for (const a of fs.readdirSync(agents)) {
-      const src = path.join(agents, a, "wire.jsonl");
-      if (!fs.existsSync(src)) continue;
-      const name = (a === "main" ? "" : a + ".") + "wire-at-stop-" + n + ".jsonl";
-      fs.writeFileSync(path.join(snapDir, name), fs.readFileSync(src));
-    }
-    record.snapshot = n;
-  } catch (e) { record.snapshotError = String(e); }
-}
-fs.appendFileSync(outFile, JSON.stringify(record) + "\\n");
-`;

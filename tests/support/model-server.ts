@@ -40,10 +40,6 @@ export type Reply =
     status: number;
     /** Error message in the OpenAI error envelope. */
     message: string;
-  }
-  | {
-    /** Accept the request and never answer (until the client goes away or the server closes). */
-    kind: "hang";
   };
 
 /** A chat message as Kimi sends it (OpenAI format). */
@@ -343,7 +339,6 @@ export class ModelServer {
     if (reply.kind === "error") return json(res, reply.status, errorBody(reply.message));
     this.#open.add(res);
     res.on("close", () => this.#open.delete(res));
-    if (reply.kind === "hang") return;
     const id = `chatcmpl-${n}`;
     const created = Math.floor(Date.now() / 1000);
     const calls = reply.kind === "tool"

@@ -14,14 +14,8 @@ export class OpenVikingUnavailable extends Error {
   override name = "OpenVikingUnavailable";
 }
 
-/** How the started server authenticates. */
-export type RealAuthMode = "dev" | "api_key";
-
-/** Options of {@link startRealOpenViking}. */
-export interface RealOpenVikingOptions {
-  /** `dev` (no key, loopback only) or `api_key` (root key + a created user key). Default `dev`. */
-  auth?: RealAuthMode;
-}
+/** How the started server authenticates: `dev` (no key, loopback only) or `api_key` (root key + a user key). */
+type RealAuthMode = "dev" | "api_key";
 
 /** A running OpenViking server. */
 export interface RealOpenViking {
@@ -46,21 +40,7 @@ export interface RealOpenViking {
   stop(): Promise<void>;
 }
 
-const REPO_ROOT = new URL("../../", import.meta.url).pathname.replace(/\/$/, "");
-
-/** Where the venv lives. */
-export function openVikingVenvDir(): string {
-  return Deno.env.get("OPENVIKING_VENV") || `${REPO_ROOT}/.cache/openviking-venv`;
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
+const exists = (path: string) => Deno.stat(path).then(() => true, () => false);
 
 async function run(
   cmd: string,
@@ -85,7 +65,7 @@ function tail(text: string, lines = 25): string {
 }
 
 /** The first Python >= 3.10 found (`OPENVIKING_PYTHON`, then python3.12/3.11/3.13/3.10/python3). */
-export async function findPython(): Promise<string | undefined> {
+async function findPython(): Promise<string | undefined> {
   const fromEnv = Deno.env.get("OPENVIKING_PYTHON");
   const candidates = fromEnv
     ? [fromEnv]
@@ -97,23 +77,16 @@ export async function findPython(): Promise<string | undefined> {
   return undefined;
 }
 
-const installs = new Map<string, Promise<string>>();
+/** The install, once per process. */
+let installed: Promise<string> | undefined;
 
 /**
- * Installs `openviking==OPENVIKING_VERSION` into the venv unless already there; returns the path of
- * `openviking-server`.
+ * Installs `openviking==OPENVIKING_VERSION` into the venv (`OPENVIKING_VENV`, else `.cache/openviking-venv`)
+ * unless already there; returns the path of `openviking-server`.
  */
-export function ensureOpenViking(): Promise<string> {
-  const venv = openVikingVenvDir();
-  let pending = installs.get(venv);
-  if (!pending) {
-    pending = install(venv);
-    installs.set(venv, pending);
-  }
-  return pending;
-}
-
-async function install(venv: string): Promise<string> {
+async function install(): Promise<string> {
+  const venv = Deno.env.get("OPENVIKING_VENV") ||
+    new URL("../../.cache/openviking-venv", import.meta.url).pathname;
   const server = `${venv}/bin/openviking-server`;
   const marker = `${venv}/.openviking-version`;
   const ready = async () =>
@@ -152,13 +125,6 @@ async function install(venv: string): Promise<string> {
   return locked.value;
 }
 
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
-}
-
 /** The ov.conf written for a server on `port` using the stub at `stubBaseUrl`. */
 export function buildOvConf(
   workDir: string,
@@ -174,10 +140,6 @@ export function buildOvConf(
     embedding: { dense: { ...model, dimension, input: "text" } },
     vlm: { ...model, temperature: 0, max_retries: 0 },
   };
-}
-
-async function readText(path: string): Promise<string> {
-  return await Deno.readTextFile(path).catch(() => "");
 }
 
 /** Resident memory of `pid` in KiB (`ps -o rss=`; Deno 2 only reads /proc/<pid> with --allow-all). */
@@ -215,9 +177,8 @@ async function postJson(url: string, key: string, body: unknown): Promise<Record
 }
 
 /** Starts the stub and a real OpenViking server. */
-export async function startRealOpenViking(options: RealOpenVikingOptions = {}): Promise<RealOpenViking> {
-  const serverBin = await ensureOpenViking();
-  const auth = options.auth ?? "dev";
+export async function startRealOpenViking(auth: RealAuthMode = "dev"): Promise<RealOpenViking> {
+  const serverBin = await (installed ??= install());
   const dimension = 64;
   const timeoutMs = Number(Deno.env.get("OPENVIKING_START_TIMEOUT_MS")) || 90_000;
   const workDir = await Deno.makeTempDir({ prefix: "ovk-real-" });
@@ -245,7 +206,9 @@ export async function startRealOpenViking(options: RealOpenVikingOptions = {}): 
     if (!keep) await Deno.remove(workDir, { recursive: true }).catch(() => {});
   };
   try {
-    const port = freePort();
+    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const port = (listener.addr as Deno.NetAddr).port;
+    listener.close();
     const url = `http://127.0.0.1:${port}`;
     const rootApiKey = auth === "api_key" ? `root-${crypto.randomUUID()}` : undefined;
     const confPath = `${workDir}/ov.conf`;
@@ -273,7 +236,9 @@ export async function startRealOpenViking(options: RealOpenVikingOptions = {}): 
     }).spawn();
     const problem = await waitHealthy(url, child, timeoutMs);
     if (problem) {
-      throw new OpenVikingUnavailable(`${problem}; server log tail:\n${tail(await readText(logFile))}`);
+      throw new OpenVikingUnavailable(
+        `${problem}; server log tail:\n${tail(await Deno.readTextFile(logFile).catch(() => ""))}`,
+      );
     }
     const startupMs = Math.round(performance.now() - started);
     let apiKey: string | undefined;
@@ -321,10 +286,10 @@ export async function startRealOpenViking(options: RealOpenVikingOptions = {}): 
  */
 export async function startRealOrSkip(
   what: string,
-  options: RealOpenVikingOptions = {},
+  auth: RealAuthMode = "dev",
 ): Promise<RealOpenViking | undefined> {
   try {
-    return await startRealOpenViking(options);
+    return await startRealOpenViking(auth);
   } catch (e) {
     if (!(e instanceof OpenVikingUnavailable) || Deno.env.get("OPENVIKING_REAL") === "1") throw e;
     console.log(`SKIP ${what}: ${e.message}`);

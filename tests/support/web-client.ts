@@ -54,15 +54,7 @@ export class KimiWeb {
 
   /** Starts the server in the env's work dir and waits for its banner (URL and token). */
   static async start(env: KimiEnv): Promise<KimiWeb> {
-    const child = new Deno.Command(env.install.node, {
-      args: [env.install.main, "web", "--no-open", "--port", "0"],
-      cwd: env.workDir,
-      env: env.env(),
-      clearEnv: true,
-      stdin: "null",
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
+    const child = env.spawn(["web", "--no-open", "--port", "0"]);
     const output = { text: "" };
     for (const stream of [child.stdout, child.stderr]) {
       void (async () => {
