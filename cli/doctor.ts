@@ -447,16 +447,15 @@ async function captureChecks(
     ];
   }
   const [advice, run] = [adviceFor(cause, held?.to?.url ?? config.baseUrl, env), runIn(env)];
+  const then = `the last capture could not deliver then (${advice.summary})`;
   if (fate === "elsewhere") {
-    const why = `the last capture could not deliver then (${advice.summary}); its writes wait for another ` +
-      "server or identity, as the queue check says";
+    const why = `${then}; its writes wait for another server or identity, as the queue check says`;
     return [c.warn(why, undefined, detail), ...rest];
   }
   if (fate === "waiting") {
     return [
       c.warn(
-        `the last capture could not deliver then (${advice.summary}); the server answers now, and its ` +
-          `${last.queued} message(s) wait in the queue`,
+        `${then}; the server answers now, and its ${last.queued} message(s) wait in the queue`,
         "nothing to do: the session's next turn or the next Kimi session start sends them; to send them now: " +
           run("replay"),
         detail,

@@ -104,10 +104,9 @@ export function adviceFor(
       return {
         summary: `OpenViking at ${baseUrl} answers, but its model ${what}, so search and recall fail ` +
           `(HTTP ${f.status}): "${f.error.message}"`,
-        fix:
-          "on the server, check ov.conf's embedding section (embedding.dense: provider, api_base, model, " +
-          "api_key): its api_base must answer from the server's machine, its key be valid; then restart " +
-          "OpenViking; writes wait in the queue until then",
+        fix: "on the server, check ov.conf's embedding section (embedding.dense: provider, api_base, " +
+          "model, api_key): its api_base must answer from the server's machine, its key be valid; then " +
+          "restart OpenViking; writes wait in the queue until then",
       };
     }
     case "server":
