@@ -43,18 +43,30 @@ export function destinationOf(o: { baseUrl: string; account?: string; user?: str
 export const goesTo = (to: Destination | undefined, here: Destination): boolean =>
   !to || (to.url === here.url && to.account === here.account && to.user === here.user);
 
+/** Queued or refused writes in words, as status and doctor say them: "2 message(s), 1 commit(s) of 1 session(s)". */
+export const countWords = (c: { messages: number; commits: number; sessions?: number }): string =>
+  `${c.messages} message(s), ${c.commits} commit(s)` +
+  (c.sessions === undefined ? "" : ` of ${c.sessions} session(s)`);
+
+/** What queue files hold. */
+export const countOf = (files: readonly { tag: string }[]) => ({
+  messages: files.reduce((n, f) => n + (f.tag === "c" ? 0 : Number(f.tag.slice(1))), 0),
+  commits: files.filter((f) => f.tag === "c").length,
+});
+
 /** Writes held for other destinations (per session), in words: what waits where and how to deliver it there. */
-export function elsewhereWords(held: readonly (Destination & { entries: number })[]) {
-  const byPlace = new Map<string, number>();
+export function elsewhereWords(held: readonly (Destination & ReturnType<typeof countOf>)[]) {
+  const byPlace = new Map<string, ReturnType<typeof countOf>>();
   for (const d of held) {
     const where = Object.entries({ URL: d.url, ACCOUNT: d.account, USER: d.user }).filter(([, v]) => v)
       .map(([k, v]) => `OPENVIKING_${k}=${v}`).join(" ");
-    byPlace.set(where, (byPlace.get(where) ?? 0) + d.entries);
+    const n = byPlace.get(where) ?? { messages: 0, commits: 0 };
+    byPlace.set(where, { messages: n.messages + d.messages, commits: n.commits + d.commits });
   }
   if (!byPlace.size) return undefined;
   const places = [...byPlace];
   return {
-    summary: places.map(([where, n]) => `${n} queued write(s) are for another server or identity (${where})`)
+    summary: places.map(([where, n]) => `${countWords(n)} are for another server or identity (${where})`)
       .join("; "),
     fix:
       `they are sent only there: run ${
@@ -67,7 +79,7 @@ export function elsewhereWords(held: readonly (Destination & { entries: number }
 /** The sessions' writes queued for another destination than `here`, in words; undefined when there are none. */
 export function elsewhereOf(sessions: QueueSummary["sessions"], here: Destination) {
   return elsewhereWords(
-    sessions.flatMap((s) => goesTo(s.to, here) ? [] : [{ ...s.to!, entries: s.entries }]),
+    sessions.flatMap((s) => goesTo(s.to, here) ? [] : [{ ...s, ...s.to! }]),
   );
 }
 
@@ -431,8 +443,7 @@ export async function queueSummary(pendingDir: string, subdir = QUEUE_SUBDIR): P
     out.sessions.push({
       sessionId: first?.sessionId ?? dir.slice(dir.lastIndexOf("/") + 1),
       entries: files.length,
-      messages: files.reduce((n, f) => n + (f.tag === "c" ? 0 : Number(f.tag.slice(1))), 0),
-      commits: files.filter((f) => f.tag === "c").length,
+      ...countOf(files),
       oldest: first?.createdAt ?? Date.now(),
       ...(first?.to && { to: first.to }),
     });

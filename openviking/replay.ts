@@ -6,6 +6,7 @@ import { withLock } from "../lib/lock.ts";
 import { joinPath } from "../lib/paths.ts";
 import { deliverMessages, heldMessages, isHeld, postCommit, unsureFrom } from "./sessions.ts";
 import {
+  countOf,
   type Destination,
   destinationOf,
   entryName,
@@ -42,7 +43,7 @@ export interface ReplayOptions {
 
 /**
  * What a replay did: entries `replayed`, `expired` or `deferred`; messages sent, `held` already, `rejected`;
- * `waitUntil`: an unsure write waits until then; `elsewhere`: entries left for another destination.
+ * `waitUntil`: an unsure write waits until then; `elsewhere`: what is left for another destination.
  */
 export interface ReplayReport {
   replayed: number;
@@ -55,7 +56,7 @@ export interface ReplayReport {
   cause?: OvFailure;
   waitUntil?: number;
   delivered: { sessionId: string; messages: number }[];
-  elsewhere: (Destination & { entries: number })[];
+  elsewhere: (Destination & { messages: number; commits: number })[];
 }
 
 /** A failure every session would meet the same way. */
@@ -204,7 +205,7 @@ async function replaySession(run: ReplayRun, dir: string): Promise<void> {
     let step: Awaited<ReturnType<typeof replayFile>> = "next";
     while (i < files.length && !run.stopAll && (step = await replayFile(run, dir, files[i])) === "next") i++;
     run.report.deferred += files.length - i;
-    if (typeof step === "object") run.report.elsewhere.push({ ...step, entries: files.length - i });
+    if (typeof step === "object") run.report.elsewhere.push({ ...step, ...countOf(files.slice(i)) });
     return i === files.length;
   }, { waitMs: 0 });
   if (!done.acquired) run.report.deferred += (await queueFiles(dir)).length;
