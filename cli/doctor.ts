@@ -24,7 +24,7 @@ import * as paths from "../lib/paths.ts";
 import { scrub } from "../lib/scrub.ts";
 import { commandName, COPY_FILES, invocationCwd } from "../lib/self.ts";
 import { VERSION } from "../lib/version.ts";
-import { countWords, type Places, readPlaces, rejectedFix, totals } from "./status.ts";
+import { type Places, readPlaces, rejectedFix, totals } from "./status.ts";
 
 /** What doctor looks at: the environment, Kimi's home ("" without one), the workspace, the OS and the time. */
 export interface DoctorContext {
@@ -332,8 +332,8 @@ async function homeChecks(env: paths.Env): Promise<Check[]> {
 
 /** A queue's messages and commits of how many sessions, in words, and a line for each of its first 5 sessions. */
 const inWords = (q: queues.QueueSummary) => ({
-  words: countWords(totals(q)),
-  detail: q.sessions.slice(0, 5).map((s) => `${s.sessionId}: ${countWords(s)}`),
+  words: queues.countWords(totals(q)),
+  detail: q.sessions.slice(0, 5).map((s) => `${s.sessionId}: ${queues.countWords(s)}`),
 });
 
 /** The pending queue (per session), and the queue files replay set aside. */
@@ -435,7 +435,7 @@ async function captureChecks(
   const queue = places.queue instanceof Error ? undefined : places.queue;
   const held = queue?.sessions.find((q) => q.sessionId === `${SESSION_PREFIX}${name}`);
   const left = held?.entries;
-  const away = held && queues.elsewhereOf([held], queues.destinationOf(config));
+  const away = held && !queues.goesTo(held.to, queues.destinationOf(config));
   const fate = last && cause && last.queued > 0 && last.rejected === 0 && cause.kind !== "local"
     ? (!left ? "delivered" : away ? "elsewhere" : answers ? "waiting" : "blocked")
     : undefined;
@@ -447,21 +447,15 @@ async function captureChecks(
     ];
   }
   const [advice, run] = [adviceFor(cause, held?.to?.url ?? config.baseUrl, env), runIn(env)];
-  if (away && fate === "elsewhere") {
-    return [
-      c.warn(
-        `the last capture could not deliver then (${advice.summary}); ${away.summary}`,
-        away.fix,
-        detail,
-      ),
-      ...rest,
-    ];
+  const then = `the last capture could not deliver then (${advice.summary})`;
+  if (fate === "elsewhere") {
+    const why = `${then}; its writes wait for another server or identity, as the queue check says`;
+    return [c.warn(why, undefined, detail), ...rest];
   }
   if (fate === "waiting") {
     return [
       c.warn(
-        `the last capture could not deliver then (${advice.summary}); the server answers now, and its ` +
-          `${last.queued} message(s) wait in the queue`,
+        `${then}; the server answers now, and its ${last.queued} message(s) wait in the queue`,
         "nothing to do: the session's next turn or the next Kimi session start sends them; to send them now: " +
           run("replay"),
         detail,

@@ -92,11 +92,6 @@ export function totals(q: queues.QueueSummary): z.infer<typeof CountsSchema> & {
   };
 }
 
-/** Queued or refused writes in words, as status and doctor say them: "2 message(s), 1 commit(s) of 1 session(s)". */
-export const countWords = (c: { messages: number; commits: number; sessions?: number }): string =>
-  `${c.messages} message(s), ${c.commits} commit(s)` +
-  (c.sessions === undefined ? "" : ` of ${c.sessions} session(s)`);
-
 /**
  * What status and doctor read of the local places: the pending queue, the writes OpenViking refused (a place
  * that cannot be read: its error), the queue files set aside, and recall paused (the breaker; `answeredAt`
@@ -243,8 +238,8 @@ function sessionLines(s: SessionStatus, now: number, url: string): string[] {
   }
   const earlier = s.commits.length - SHOWN_COMMITS;
   if (earlier > 0) lines.push(`    … ${earlier} earlier commit(s)`);
-  if (q.entries) lines.push(`    waiting: ${countWords(q)} in the queue`);
-  if (r.entries) lines.push(`    refused and kept: ${countWords(r)}`);
+  if (q.entries) lines.push(`    waiting: ${queues.countWords(q)} in the queue`);
+  if (r.entries) lines.push(`    refused and kept: ${queues.countWords(r)}`);
   if (e) lines.push(`    last error ${ago(e.at, now)}: ${e.message}`, `      fix: ${e.fix}`);
   return lines;
 }
@@ -279,7 +274,7 @@ export function renderStatus(st: Status, now: number): string {
   lines.push("", st.sessions.length ? "Sessions (newest first)" : "Sessions: none recorded yet");
   for (const s of st.sessions) lines.push(...sessionLines(s, now, c.url));
   const oldest = q.oldest ? `, oldest ${ago(q.oldest, now)}` : "";
-  lines.push("", q.entries ? `Queue   ${countWords(q)}${oldest}` : "Queue   empty");
+  lines.push("", q.entries ? `Queue   ${queues.countWords(q)}${oldest}` : "Queue   empty");
   if (q.entries) lines.push(`        next replay: ${q.nextReplay}`);
   lines.push(...said(queues.setAsideWords(q.setAside)), ...said(q.elsewhere));
   if (r.entries) {
@@ -287,7 +282,7 @@ export function renderStatus(st: Status, now: number): string {
     const last = l
       ? [`        last ${ago(l.at, now)} (${l.status ? `HTTP ${l.status}` : "never sent"}): ${l.message}`]
       : [];
-    lines.push("", `Rejected ${countWords(r)}, kept in ${r.dir}`, ...last, `        fix: ${r.fix}`);
+    lines.push("", `Rejected ${queues.countWords(r)}, kept in ${r.dir}`, ...last, `        fix: ${r.fix}`);
   }
   const why = !c.reachable ? "server unavailable" : c.authenticated === false ? "key refused" : "no answer";
   if (st.notAsked.length) lines.push("", `Not asked (${why}): ${st.notAsked.join(", ")}`);

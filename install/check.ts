@@ -74,25 +74,11 @@ export async function serverChecks(
   if (search.ok || (options.quick && search.kind !== "auth")) {
     return [up, auth.ok(`${options.quick ? "memory's routes answer" : "a search works"} (${key})`)];
   }
-  // Past the key's check, the search asked the server's embedding model: OpenViking passes its failure on as
-  // "Upstream model …" (a provider's 401 as a 401, which is not our key's).
-  if (!options.quick && /^Upstream model\b/.test(search.error.message)) {
-    const what = search.kind === "auth"
-      ? "refuses the server's requests"
-      : /^(UNAVAILABLE|DEADLINE_EXCEEDED)$/.test(search.error.code ?? "")
-      ? "is unreachable"
-      : "fails";
-    return [
-      up,
-      auth.ok(`the server takes the request (${key})`),
-      checkOf("model").fail(
-        `the server's model ${what}, so search and recall fail (HTTP ${search.status}): "${search.error.message}"`,
-        "on the server, check ov.conf's embedding section (embedding.dense: provider, api_base, model, api_key): " +
-          "its api_base must answer from the server's machine, its key be valid; then restart OpenViking",
-      ),
-    ];
+  const { summary, fix } = adviceFor(search, config.baseUrl, env);
+  // Past the key's check, the search asked the server's embedding model (a provider's 401 is not our key's).
+  if (search.kind === "model") {
+    return [up, auth.ok(`the server takes the request (${key})`), checkOf("model").fail(summary, fix)];
   }
-  const advice = adviceFor(search, config.baseUrl, env);
   const what = options.quick ? "memory's routes refuse the key" : "a search failed";
-  return [up, auth.fail(`${what} (${key}): ${advice.summary}`, advice.fix)];
+  return [up, auth.fail(`${what} (${key}): ${summary}`, fix)];
 }

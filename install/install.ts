@@ -376,7 +376,7 @@ async function planCredentials(
     const given = { apiKey: creds.apiKey, from: creds.apiKeyFrom ?? "" };
     const key = await keyToSave(ctx, given, { ...creds, url, dryRun: options.dryRun });
     if (!key.ok) return key.error;
-    for (const line of key.said) ctx.out.info(line);
+    for (const line of key.said) ctx.out.info(`API key: ${line}`);
     creds = { ...creds, apiKey: key.apiKey, apiKeyFrom: key.from };
   } else if (creds.apiKey === undefined && saved.apiKey && originOf(url) === originOf(saved.url)) {
     plan.notes.push(`API key: the one saved for ${originOf(url)} is kept (to change it: --api-key-stdin).`);
@@ -517,7 +517,7 @@ async function purgeableData(ctx: Context, notes: Plan["notes"]): Promise<string
       const messages = waiting.sessions.reduce((n, x) => n + x.messages, 0);
       // Writes queued for another server or identity go only there: say where, and the command that sends them.
       const away = sub === QUEUE_SUBDIR ? waiting.sessions.filter((x) => !goesTo(x.to, here)) : [];
-      const elsewhere = elsewhereWords(away.map((x) => ({ ...x.to!, entries: x.entries })));
+      const elsewhere = elsewhereWords(away.map((x) => ({ ...x, ...x.to! })));
       const home = waiting.sessions.length - away.length;
       const next = !elsewhere
         ? then

@@ -1,7 +1,7 @@
 /** UserPromptSubmit: prints what recall.ts finds that the session lacks; while the breaker is open, a probe. */
 
 import { sha256Hex } from "../lib/hash.ts";
-import { Budget } from "../openviking/client.ts";
+import { Budget, type OvFailure } from "../openviking/client.ts";
 import { causeOf } from "../openviking/advice.ts";
 import { originOf } from "../openviking/config.ts";
 import {
@@ -126,11 +126,13 @@ function notice(env: Env, words: SafeText, command: string, more = "why"): strin
 export const pausedLine = (b: Breaker, env: Env): string =>
   notice(env, safe`memory paused — OpenViking at ${b.origin} did not answer`, "status");
 
-/** The line that says the server refused the key. */
-const refusedLine = (status: number, baseUrl: string, env: Env) =>
+/** The line that says the server refused the key, or its model fails. */
+const refusedLine = (f: OvFailure, baseUrl: string, env: Env) =>
   notice(
     env,
-    safe`memory off — OpenViking at ${originOf(baseUrl)} refused the key (HTTP ${status})`,
+    safe`memory off — OpenViking at ${originOf(baseUrl)} ${
+      f.kind === "model" ? "cannot search: its model fails" : "refused the key"
+    } (HTTP ${f.status})`,
     "doctor",
     "how to fix it",
   );
@@ -189,9 +191,10 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   const after = await noteRecall(ctx.sharedStateDir, c.baseUrl, breaker, { asked, failure: inj.failure });
   // Told once per outage.
   const told = after && isOpen(after) && after.since !== decision.told ? after.since : undefined;
-  // A refused key: told once a session, again when the refusal or the key changes.
-  const refusal = inj.failure?.kind === "auth" ? inj.failure.status : undefined;
-  const tag = refusal === undefined ? undefined : `${refusal} ${await sessionDestination(c)}`;
+  // A refused key or a failing model: told once a session, again when the refusal or the key changes.
+  const refusal = ["auth", "model"].includes(inj.failure?.kind ?? "") ? inj.failure : undefined;
+  const tag = refusal &&
+    `${refusal.kind === "model" ? "model " : ""}${refusal.status} ${await sessionDestination(c)}`;
   const refused = tag !== decision.refused ? tag : undefined;
   const lines = (told === undefined ? "" : pausedLine(after!, ctx.env)) +
     (refused === undefined ? "" : refusedLine(refusal!, c.baseUrl, ctx.env));

@@ -7,7 +7,12 @@
 
 import { terminalRows } from "../tests/support/rows.ts";
 import { assertEquals, assertMatch, assertTrue } from "../tests/support/assert.ts";
-import { DEFAULT_ENTRY, FAKE_MEMORY_LINE, FakeOpenViking } from "../tests/support/fake-openviking.ts";
+import {
+  DEFAULT_ENTRY,
+  FAKE_MEMORY_LINE,
+  FakeOpenViking,
+  MODEL_DOWN,
+} from "../tests/support/fake-openviking.ts";
 import { placeJournal, sandboxEnv } from "../tests/support/hook-context.ts";
 import { JournalBuilder } from "../tests/support/journal.ts";
 import { assertPrintedSafe } from "../tests/support/printed.ts";
@@ -163,6 +168,13 @@ Deno.test("prompt hook: a refused key is told in one line, once a session, again
   assertEquals(await ask("session_key", "and where do the tests go?"), "", "told once");
   fake.fault({ route: "*", status: 403 });
   assertMatch(await ask("session_key", "and the release process?"), /refused the key \(HTTP 403\)/);
+  // The server's model down (or its provider refusing the server's key) is the server's, not our key's.
+  fake.clearFaults();
+  fake.fault(MODEL_DOWN);
+  const model =
+    /^openviking-kimi: memory off — OpenViking at http:\/\/127\.0\.0\.1:\d+ cannot search: its model fails \(HTTP 503\); `[^`\n]+ doctor` says how to fix it\n$/;
+  assertMatch(await ask("session_key", "and the changelog?"), model);
+  assertEquals(await ask("session_key", "and the docs?"), "", "told once");
 });
 
 const state = (over: Partial<SessionState>): SessionState => ({ ...emptyState(), ...over });

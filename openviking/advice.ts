@@ -98,6 +98,17 @@ export function adviceFor(
             "only that; or the server's admin makes one (`ov admin register-user ACCOUNT USER`); in trusted " +
             "mode add --account/--user; writes wait in the queue until then",
         };
+    case "model": {
+      const refused = f.status === 401 || f.status === 403;
+      const what = refused ? "refuses the server's requests" : f.status >= 503 ? "is unreachable" : "fails";
+      return {
+        summary: `OpenViking at ${baseUrl} answers, but its model ${what}, so search and recall fail ` +
+          `(HTTP ${f.status}): "${f.error.message}"`,
+        fix: "on the server, check ov.conf's embedding section (embedding.dense: provider, api_base, " +
+          "model, api_key): its api_base must answer from the server's machine, its key be valid; then " +
+          "restart OpenViking; writes wait in the queue until then",
+      };
+    }
     case "server":
       return {
         summary: `OpenViking at ${baseUrl} cannot take requests now (HTTP ${f.status}): ${f.error.message}`,

@@ -26,7 +26,8 @@ Deno.test("adviceFor: a recorded failure is advised as the failure itself was", 
   });
   const refused = failure("unreachable", 0, { code: "CONNECT", message: `cannot reach ${origin}` });
   const root = failed(403, envelope("PERMISSION_DENIED", ROOT_KEY_REFUSAL));
-  for (const f of [redirect, hung, refused, root]) {
+  const model = failed(401, envelope("UNAUTHENTICATED", "Upstream model authentication failed (HTTP 401)"));
+  for (const f of [redirect, hung, refused, root, model]) {
     assertEquals(
       adviceFor(JSON.parse(JSON.stringify(causeOf(f))), origin),
       adviceFor(f, origin),
@@ -45,6 +46,8 @@ Deno.test("adviceFor: a recorded failure is advised as the failure itself was", 
   assertMatch(waits.fix, /check the server's log .*restart it/);
   assertNotMatch(waits.fix, /\bstart the server/, "a hung server is not told to start");
   assertMatch(adviceFor(refused, origin).fix, /^start the server/, "a refused connection: start it");
+  assertMatch(adviceFor(model, origin).summary, /its model refuses the server's requests/, "not our key");
+  assertMatch(adviceFor(model, origin).fix, /^on the server, check ov\.conf's embedding section/);
   const edited = adviceFor(
     { kind: "redirect", status: 302, message: "m", location: "not a url" },
     origin,

@@ -20,12 +20,13 @@ export class Budget {
   }
 }
 
-/** Why a call failed; only `rejected` (a final code in OpenViking's envelope) is for good. */
+/** Why a call failed; only `rejected` (a final code in OpenViking's envelope) is for good; `model`: the server's. */
 export type FailureKind = (typeof FAILURE_KINDS)[number];
 
 export const FAILURE_KINDS = [
   "rejected",
   "auth",
+  "model",
   "server",
   "unreachable",
   "redirect",
@@ -120,8 +121,9 @@ function errorOf(body: JsonRecord, status: number): OvError {
   };
 }
 
-/** Whether an error is a model provider's answer the server passes on. */
-const fromUpstream = (e: OvError) => isRecord(e.details) && "upstream_message" in e.details;
+/** Whether an error is a model provider's answer (or silence) the server passes on (its 401: not our key). */
+const fromUpstream = (e: OvError) =>
+  (isRecord(e.details) && "upstream_message" in e.details) || /^Upstream model\b/.test(e.message);
 
 /** Whether a 404 envelope names a missing resource rather than a missing route. */
 const namesResource = ({ details: d }: OvError) =>
@@ -162,14 +164,12 @@ export function classifyReply(raw: RawReply): OvResponse<unknown> {
     return failure("redirect", status, { code: "REDIRECT", message }, location);
   }
   const body = envelopeOf(raw.text);
+  const error = body && errorOf(body, status);
+  if (error && status >= 400 && fromUpstream(error)) return failure("model", status, error);
   if (status === 401 || status === 403) {
-    return failure(
-      "auth",
-      status,
-      body ? errorOf(body, status) : { code: "AUTH", message: `HTTP ${status}` },
-    );
+    return failure("auth", status, error ?? { code: "AUTH", message: `HTTP ${status}` });
   }
-  if (!body) {
+  if (!body || !error) {
     if (status >= 500 || status === 429 || status === 408) {
       return failure("server", status, { code: "HTTP", message: `HTTP ${status} from ${origin}` });
     }
@@ -180,12 +180,11 @@ export function classifyReply(raw: RawReply): OvResponse<unknown> {
   if (body.status === "ok" && status >= 200 && status < 300) {
     return { ok: true, status, result: "result" in body ? body.result : body };
   }
-  const error = errorOf(body, status);
   if (AUTH_CODES.has(error.code ?? "")) return failure("auth", status >= 400 ? status : 401, error);
-  if (status === 405 || (status === 404 && !namesResource(error) && !fromUpstream(error))) {
+  if (status === 405 || (status === 404 && !namesResource(error))) {
     return failure("missing-route", status, error);
   }
-  const final = body.status === "error" && FINAL_CODES.has(error.code ?? "") && !fromUpstream(error);
+  const final = body.status === "error" && FINAL_CODES.has(error.code ?? "");
   if (final && status >= 400 && status < 500) return failure("rejected", status, error);
   return failure("server", status >= 400 ? status : 503, error);
 }

@@ -67,7 +67,28 @@ const CASES: [string, number, string, FailureKind | "ok", Record<string, string>
     err("INVALID_ARGUMENT", "Upstream model request was rejected (HTTP 400)", {
       upstream_message: "bad model",
     }),
-    "server",
+    "model",
+  ],
+  // A model provider refusing the server's key is passed on as a 401: the server's model, not our key.
+  [
+    "an upstream model refused the server's key",
+    401,
+    err("UNAUTHENTICATED", "Upstream model authentication failed (HTTP 401): Incorrect API key", {
+      upstream_message: "Incorrect API key",
+    }),
+    "model",
+  ],
+  [
+    "an upstream 401 without details",
+    401,
+    err("UNAUTHENTICATED", "Upstream model authentication failed"),
+    "model",
+  ],
+  [
+    "the server's embedding model unreachable",
+    503,
+    err("UNAVAILABLE", "Upstream model service unavailable: Connect call failed", { upstream_message: "x" }),
+    "model",
   ],
   ["401 envelope", 401, err("UNAUTHENTICATED"), "auth"],
   ["401 bare", 401, "Unauthorized", "auth"],

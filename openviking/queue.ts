@@ -49,19 +49,31 @@ export function destinationOf(o: { baseUrl: string; account?: string; user?: str
 export const goesTo = (to: Destination | undefined, here: Destination): boolean =>
   !to || (to.url === here.url && to.account === here.account && to.user === here.user);
 
+/** Queued or refused writes in words, as status and doctor say them: "2 message(s), 1 commit(s) of 1 session(s)". */
+export const countWords = (c: { messages: number; commits: number; sessions?: number }): string =>
+  `${c.messages} message(s), ${c.commits} commit(s)` +
+  (c.sessions === undefined ? "" : ` of ${c.sessions} session(s)`);
+
+/** What queue files hold. */
+export const countOf = (files: readonly { tag: string }[]) => ({
+  messages: files.reduce((n, f) => n + (f.tag === "c" ? 0 : Number(f.tag.slice(1))), 0),
+  commits: files.filter((f) => f.tag === "c").length,
+});
+
 /** Writes held for other destinations (per session), in words: what waits where and how to deliver it there. */
-export function elsewhereWords(held: readonly (Destination & { entries: number })[]) {
-  const byPlace = new Map<string, number>();
+export function elsewhereWords(held: readonly (Destination & ReturnType<typeof countOf>)[]) {
+  const byPlace = new Map<string, ReturnType<typeof countOf>>();
   for (const d of held) {
     const where = Object.entries({ URL: d.url, ACCOUNT: d.account, USER: d.user }).filter(([, v]) => v)
       .map(([k, v]) => `OPENVIKING_${k}=${v}`).join(" ");
-    byPlace.set(where, (byPlace.get(where) ?? 0) + d.entries);
+    const n = byPlace.get(where) ?? { messages: 0, commits: 0 };
+    byPlace.set(where, { messages: n.messages + d.messages, commits: n.commits + d.commits });
   }
   if (!byPlace.size) return undefined;
   const places = [...byPlace];
   const commands = places.map(([where]) => `\`${where} ${commandName()} replay\``).join(", ");
   return {
-    summary: places.map(([where, n]) => `${n} queued write(s) are for another server or identity (${where})`)
+    summary: places.map(([where, n]) => `${countWords(n)} are for another server or identity (${where})`)
       .join("; "),
     fix: `they are sent only there: run ${commands} (with that server's key in OPENVIKING_API_KEY if it ` +
       "needs one); they stay queued until then",
@@ -70,7 +82,7 @@ export function elsewhereWords(held: readonly (Destination & { entries: number }
 
 /** The sessions' writes queued for another destination than `here`, in words; undefined when there are none. */
 export const elsewhereOf = (sessions: QueueSummary["sessions"], here: Destination) =>
-  elsewhereWords(sessions.flatMap((s) => goesTo(s.to, here) ? [] : [{ ...s.to!, entries: s.entries }]));
+  elsewhereWords(sessions.flatMap((s) => goesTo(s.to, here) ? [] : [{ ...s, ...s.to! }]));
 
 /** `unsure`: it may have reached the server; from then (`true`: at once) the session is asked before a resend; `to`: where it goes. */
 const ENTRY_BASE = {
@@ -395,8 +407,7 @@ export async function queueSummary(pendingDir: string, subdir = QUEUE_SUBDIR): P
     out.sessions.push({
       sessionId: first?.sessionId ?? dir.slice(dir.lastIndexOf("/") + 1),
       entries: files.length,
-      messages: files.reduce((n, f) => n + (f.tag === "c" ? 0 : Number(f.tag.slice(1))), 0),
-      commits: files.filter((f) => f.tag === "c").length,
+      ...countOf(files),
       oldest: first?.createdAt ?? Date.now(),
       ...(first?.to && { to: first.to }),
     });
@@ -669,7 +680,7 @@ export const replayOptions = (config: { pendingTtlDays: number }, run: ReplayBou
 
 /**
  * What a replay did: entries `replayed`, `expired` or `deferred`; messages sent, `held` already, `rejected`;
- * `waitUntil`: an unsure write waits until then; `elsewhere`: entries left for another destination.
+ * `waitUntil`: an unsure write waits until then; `elsewhere`: what is left for another destination.
  */
 export interface ReplayReport
   extends Record<"replayed" | "messages" | "held" | "rejected" | "expired" | "deferred", number> {
@@ -677,7 +688,7 @@ export interface ReplayReport
   cause?: OvFailure;
   waitUntil?: number;
   delivered: { sessionId: string; messages: number }[];
-  elsewhere: (Destination & { entries: number })[];
+  elsewhere: (Destination & { messages: number; commits: number })[];
 }
 
 interface ReplayRun {
@@ -808,7 +819,7 @@ async function replaySession(run: ReplayRun, dir: string): Promise<void> {
     let step: Awaited<ReturnType<typeof replayFile>> = "next";
     while (i < files.length && !run.stopAll && (step = await replayFile(run, dir, files[i])) === "next") i++;
     run.report.deferred += files.length - i;
-    if (typeof step === "object") run.report.elsewhere.push({ ...step, entries: files.length - i });
+    if (typeof step === "object") run.report.elsewhere.push({ ...step, ...countOf(files.slice(i)) });
     return i === files.length;
   }, { waitMs: 0 });
   if (!done.acquired) run.report.deferred += (await queueFiles(dir)).length;

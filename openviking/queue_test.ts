@@ -371,7 +371,7 @@ Deno.test("replay: a write goes only to the server and identity it was queued fo
   await sendMessages(toOther, "kc-b", range(1), { ...base, queueOnly: true });
   const r = await replayQueue(dir.path, toOther, opts());
   assertEquals([r.replayed, contents(other, "kc-a"), contents(other, "kc-b")], [1, [], ["message 0"]]);
-  assertEquals(r.elsewhere, [{ url: gone.url, account: "", user: "ana", entries: 3 }]);
+  assertEquals(r.elsewhere, [{ url: gone.url, account: "", user: "ana", messages: 3, commits: 1 }]);
   assertEquals((await queuedMessages(dir.path, "kc-a")).length, 3, "nothing of kc-a went, nothing was lost");
   await using back = await FakeOpenViking.start({ port: gone.port });
   const otherUser = createClient({ baseUrl: `${gone.url}/`, userAgent: "t", timeoutMs: 2000, user: "bo" });
@@ -382,7 +382,7 @@ Deno.test("replay: a write goes only to the server and identity it was queued fo
     opts(),
   );
   assertEquals([home.replayed, contents(back, "kc-a"), home.elsewhere], [2, ["message 0", "message 1"], [
-    { url: other.url, account: "", user: "ana", entries: 1 },
+    { url: other.url, account: "", user: "ana", messages: 1, commits: 0 },
   ]]);
   assertEquals((await replayQueue(dir.path, toOther, opts())).replayed, 1, "then the rest goes to its own");
   assertEquals(contents(other, "kc-a"), ["message 2"]);

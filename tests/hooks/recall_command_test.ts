@@ -5,7 +5,7 @@
  */
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
-import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { FakeOpenViking, MODEL_DOWN } from "../support/fake-openviking.ts";
 import { hookIn, sandboxEnv } from "../support/hook-context.ts";
 import { tempDir } from "../support/temp.ts";
 import { runIn } from "../cli/in-process.ts";
@@ -97,6 +97,13 @@ Deno.test("recall: a server that does not answer is told apart from nothing rele
   assertEquals([refused.failure?.kind, refused.failure?.status], ["auth", 401]);
   assertMatch(refused.failure!.fix, /--api-key-stdin/);
   assertMatch(renderRecall(refused), /recall failed: the server refused the key/);
+  // The server's model down: its words and the server's fix, not our key's.
+  fake.fault(MODEL_DOWN);
+  const model = await recall(env(fake.url, "the-right-key-123"));
+  assertEquals([model.failure?.kind, model.failure?.status], ["model", 503]);
+  assertMatch(renderRecall(model), /recall failed: OpenViking at .* answers, but its model is unreachable/);
+  assertMatch(model.failure!.fix, /^on the server, check ov\.conf's embedding section/);
+  fake.clearFaults();
   // Up, with the right key and nothing relevant: no failure, in either form.
   fake.context = { entries: [], digest: "", rendered: "", stats: { rewrite: "no_relevant" } };
   const nothing = await recall(env(fake.url, "the-right-key-123"));

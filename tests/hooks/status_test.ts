@@ -5,7 +5,7 @@
  */
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
-import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { FakeOpenViking, MODEL_DOWN } from "../support/fake-openviking.ts";
 import { hookIn, placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { WORKER_ENV } from "../../kimi/detach.ts";
 import { JournalBuilder } from "../support/journal.ts";
@@ -412,14 +412,16 @@ Deno.test("doctor after `install --url` of another server: the writes queued for
   type Check = { id: string; status: string; summary: string; fix?: string };
   const checks = Object.fromEntries((JSON.parse(r.stdout).checks as Check[]).map((c) => [c.id, c]));
   const replayThere = `\`OPENVIKING_URL=${first.url} ${commandName(moved)} replay\``;
-  for (const id of ["queue", "captures"]) {
-    const c = checks[id];
-    assertEquals(c.status, "warn", `${id}: ${c.summary}`);
-    assertStringIncludes(c.summary, `for another server or identity (OPENVIKING_URL=${first.url})`);
-    assertTrue(!c.summary.includes(other.url), `${id} names the server the writes are not for: ${c.summary}`);
-    assertStringIncludes(c.fix ?? "", replayThere);
-    assertTrue(!/nothing to do|next turn/.test(c.fix ?? ""), `${id}: ${c.fix}`);
-  }
+  const { queue: q, captures: c } = checks;
+  assertEquals([q.status, c.status], ["warn", "warn"], `${q.summary}\n${c.summary}`);
+  assertStringIncludes(q.summary, `for another server or identity (OPENVIKING_URL=${first.url})`);
+  assertTrue(!q.summary.includes(other.url), `names the server the writes are not for: ${q.summary}`);
+  assertStringIncludes(q.fix ?? "", replayThere);
+  assertTrue(!/nothing to do|next turn/.test(q.fix ?? ""), q.fix);
+  // Said once: the captures check points to the queue's, with no fix of its own.
+  assertStringIncludes(c.summary, `its writes wait for another server or identity, as the queue check says`);
+  assertTrue(!c.summary.includes(other.url), c.summary);
+  assertEquals(c.fix, undefined);
 });
 
 Deno.test("status: a failed queue replay is the error of the sessions whose writes still wait, of no other", async () => {
@@ -463,6 +465,14 @@ Deno.test("status: a session start's replay that failed keeps why, its code and 
   await ledgerLine(dir.path, SESSION, { at: 1, queued: 1 });
   const e = (await ours(env, dir.path)).lastError!;
   assertMatch(e.message, new RegExp(`^OpenViking at ${fake.url} is not reachable: ${cause.message}`));
+  // A prompt's search that met the server's model down: the model's words and the server's fix, not the key's.
+  fake.fault(MODEL_DOWN);
+  await runHook(env, dir.path, "user-prompt-submit", "UserPromptSubmit", { prompt: "how is it built?" });
+  const m = (await ours(env, dir.path)).lastError!;
+  assertEquals(m.kind, "model");
+  assertMatch(m.message, new RegExp(`^OpenViking at ${fake.url} answers, but its model is unreachable`));
+  assertMatch(m.fix, /^on the server, check ov\.conf's embedding section/);
+  assertMatch(await statusText(env, dir.path), /last error .*: OpenViking at \S+ answers, but its\s+model/);
 });
 
 Deno.test("status against another server than the one that made a commit: says so, never `expired`", async () => {

@@ -81,7 +81,8 @@ Deno.test("install given the root key makes a user key with it and saves only th
   const t = await sandbox(dir.path);
   const first = await t.install({ url: fake.url, apiKey: ROOT_KEY });
   assertEquals(first.code, 0, first.stdout + first.stderr);
-  assertMatch(first.stdout, /the key given is OpenViking's root key .*: it is not saved/);
+  // Its first line, as install's every line, starts as a sentence does.
+  assertMatch(first.stdout, /^API key: the key given is OpenViking's root key .*: it is not saved/);
   assertMatch(first.stdout, /install made user default in account default and saves that user's key instead/);
   const made = fake.accounts.get("default")?.get("default");
   assertEquals(made?.role, "user");

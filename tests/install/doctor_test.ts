@@ -6,7 +6,7 @@ import {
   assertTrue,
 } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
-import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { FakeOpenViking, MODEL_DOWN } from "../support/fake-openviking.ts";
 import { renderChecks, runDoctor } from "../../cli/doctor.ts";
 import type { Check } from "../../install/check.ts";
 import { runInstall } from "../../install/install.ts";
@@ -142,13 +142,8 @@ Deno.test("doctor: the server's embedding model unreachable → the model check 
   const fake = await FakeOpenViking.start({ apiKey: "sk-doctor" });
   try {
     const t = await setup(dir.path, { OPENVIKING_URL: fake.url, OPENVIKING_API_KEY: "sk-doctor" });
-    const words = "Upstream model service unavailable: Cannot connect to host 127.0.0.1:11434 " +
-      "ssl:default [Connect call failed ('127.0.0.1', 11434)]";
-    fake.fault({
-      route: "POST /api/v1/search/find",
-      status: 503,
-      error: { message: words, details: { upstream_message: words.slice(36) } },
-    });
+    const words = MODEL_DOWN.error.message;
+    fake.fault(MODEL_DOWN);
     const c = byId(await t.doctor());
     assertEquals([c.server.status, c.auth.status, c.model?.status], ["ok", "ok", "fail"]);
     assertStringIncludes(c.model.summary, "model is unreachable");

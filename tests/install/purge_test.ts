@@ -51,7 +51,7 @@ Deno.test("uninstall says where writes queued for another server go and the comm
   await (await SessionQueue.open(pending, "kc-elsewhere", other)).messages([msg]);
   await (await SessionQueue.open(pending, "kc-here", { url: here, account: "", user: "" })).messages([msg]);
   const said = await t.run(runUninstall, { purge: true }, ctx);
-  assertStringIncludes(said, "1 queued write(s) are for another server or identity");
+  assertStringIncludes(said, "1 message(s), 0 commit(s) are for another server or identity");
   assertStringIncludes(
     said,
     "OPENVIKING_URL=http://10.0.0.9:1933 OPENVIKING_ACCOUNT=acme OPENVIKING_USER=bob",
@@ -93,7 +93,10 @@ Deno.test("install --url of another server names the writes queued for the first
   ]);
   for (const dryRun of [true, false]) {
     const said = await t.run(runInstall, { dryRun, credentials: { url: b } }, ctx);
-    assertStringIncludes(said, `1 queued write(s) are for another server or identity (OPENVIKING_URL=${a})`);
+    assertStringIncludes(
+      said,
+      `1 message(s), 0 commit(s) are for another server or identity (OPENVIKING_URL=${a})`,
+    );
     assertMatch(said, new RegExp(`\`OPENVIKING_URL=${a} .+ replay\``));
   }
   // Back to the first: they go there again, nothing to say.

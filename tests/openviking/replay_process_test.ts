@@ -74,7 +74,7 @@ Deno.test("replay sends writes queued for another server only there: here they s
   ]);
   assertStringIncludes(
     plain.stderr,
-    `1 queued write(s) are for another server or identity (OPENVIKING_URL=${gone.url})`,
+    `2 message(s), 0 commit(s) are for another server or identity (OPENVIKING_URL=${gone.url})`,
   );
   assertMatch(
     plain.stderr,
@@ -87,9 +87,11 @@ Deno.test("replay sends writes queued for another server only there: here they s
   assertEquals(await second.messages([payload(2)]), 1);
   const status = await runCli(["status"], { env: sandboxEnv(dir.path, saved.url), clearEnv: true });
   const flat = status.stdout.replace(/\s+/g, " ");
+  // In the queue line's units: messages and commits, not writes.
+  assertStringIncludes(flat, "Queue 3 message(s), 0 commit(s) of 2 session(s)");
   assertStringIncludes(
     flat,
-    ` 1 queued write(s) are for another server or identity (OPENVIKING_URL=${gone.url})`,
+    ` 2 message(s), 0 commit(s) are for another server or identity (OPENVIKING_URL=${gone.url})`,
   );
   for (const url of [gone.url, other.url]) {
     assertMatch(flat, new RegExp(`\`OPENVIKING_URL=${url} [^\`]+ replay\``), `a command for ${url}`);

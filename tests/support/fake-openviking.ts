@@ -168,6 +168,16 @@ const PEER = /^[A-Za-z0-9_.@-]+$/;
 /** The real server's words for a root key on a data route (openviking/server/auth/plugins/api_key.py). */
 export const ROOT_KEY_REFUSAL = "ROOT API keys cannot access tenant-scoped data APIs in api_key mode. " +
   "Use a user/admin API key for data access, or trusted mode for upstream identity assertion.";
+/** The fault of a server whose embedding model is down, as OpenViking passes it on (its search's 503). */
+export const MODEL_DOWN = {
+  route: "POST /api/v1/search/*",
+  status: 503,
+  error: {
+    message: "Upstream model service unavailable: Cannot connect to host 127.0.0.1:11434 ssl:default " +
+      "[Connect call failed ('127.0.0.1', 11434)]",
+    details: { upstream_message: "Cannot connect to host 127.0.0.1:11434" },
+  },
+};
 /** Routes the real server lets a root key use in api_key mode. */
 const ROOT_ROUTES = /^\/api\/v1\/(system\/status$|system\/wait$|debug\/health$|admin|observer|console|tasks)/;
 /** An admin route: `/api/v1/admin/accounts[/{account}/users[/{user}/key]]`. */
