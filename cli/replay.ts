@@ -9,12 +9,15 @@ import { loadConfig } from "../openviking/config.ts";
 import { Budget, clientOptions, createClient } from "../openviking/client.ts";
 import {
   elsewhereWords,
+  QUEUE_SUBDIR,
   queueSummary,
   REJECTED_SUBDIR,
+  replayOptions,
+  replayQueue,
+  type ReplayReport,
   setAsideFiles,
   setAsideWords,
 } from "../openviking/queue.ts";
-import { replayOptions, replayQueue, type ReplayReport } from "../openviking/replay.ts";
 import { joinPath, pendingDir, processEnv } from "../lib/paths.ts";
 import { recordReplay } from "../memory/ledger.ts";
 import { commandName } from "../lib/self.ts";
@@ -60,9 +63,7 @@ export async function replayCommand(
     waitUnsure: true,
   });
   const report = await replayQueue(dir, client, { ...bounds, rejected: options.rejected });
-  const left = options.rejected
-    ? (await queueSummary(dir, REJECTED_SUBDIR)).entries
-    : (await queueSummary(dir)).entries;
+  const left = (await queueSummary(dir, options.rejected ? REJECTED_SUBDIR : QUEUE_SUBDIR)).entries;
   const place = options.rejected ? joinPath(dir, REJECTED_SUBDIR) : dir;
   const cause = report.cause ? causeOf(report.cause) : undefined;
   const setAside = await setAsideFiles(dir).catch(() => []);

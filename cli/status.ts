@@ -104,7 +104,7 @@ export async function readPlaces(env: paths.Env, config: Config) {
     pending,
     rejectedDir: paths.joinPath(pending, queues.REJECTED_SUBDIR),
     queue: await read(queues.queueSummary(pending)),
-    rejected: await read(queues.rejectedSummary(pending)),
+    rejected: await read(queues.queueSummary(pending, queues.REJECTED_SUBDIR)),
     setAside: await queues.setAsideFiles(pending).catch(() => []),
     paused: await readBreaker(paths.orNoHome(() => paths.sharedStateDir(env)) ?? "", config.baseUrl).then(
       (b): Status["paused"] =>

@@ -393,13 +393,9 @@ async function planCredentials(
   }
   if (url !== saved.url) {
     // Writes queued for another address wait for it: say so, and how they go there.
-    const there = destinationOf({ baseUrl: url }).url;
+    const there = destinationOf({ baseUrl: url });
     const queued = await queueSummary(pendingDir(ctx.env)).catch(() => undefined);
-    const away = elsewhereOf(queued?.sessions.filter((q) => q.to && q.to.url !== there) ?? [], {
-      url: there,
-      account: "",
-      user: "",
-    });
+    const away = elsewhereOf(queued?.sessions.filter((q) => q.to && q.to.url !== there.url) ?? [], there);
     if (away) plan.notes.push(`Note: ${away.summary}: ${away.fix}.`);
   }
   const change: FileChange = { path, before, after: ov.after, backup: "bak", secret: true };

@@ -13,9 +13,8 @@ import { sessionDestination } from "../memory/context.ts";
 import { readState, updateState } from "../memory/state.ts";
 import { Budget, clientOptions, createClient } from "../openviking/client.ts";
 import { loadConfig } from "../openviking/config.ts";
-import { hasUnsent, QUEUE_SUBDIR, REJECTED_SUBDIR } from "../openviking/queue.ts";
+import { commitSession, hasUnsent, QUEUE_SUBDIR, REJECTED_SUBDIR } from "../openviking/queue.ts";
 import { commandName } from "../lib/self.ts";
-import { commitSession } from "../openviking/sessions.ts";
 
 /** The time all of a purge's commits get together. */
 const COMMIT_BUDGET_MS = 10_000;

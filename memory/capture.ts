@@ -8,20 +8,20 @@ import { Budget, type OpenVikingClient } from "../openviking/client.ts";
 import { dirName, joinPath, kimiHome } from "../lib/paths.ts";
 import {
   commitSession,
-  heldMessages,
-  isHeld,
-  sendMessages,
-  type SendReport,
-} from "../openviking/sessions.ts";
-import type { COMMIT_POLICIES } from "../openviking/config.ts";
-import {
   destinationOf,
   hasUnsent,
+  heldMessages,
+  isHeld,
   messageKey,
   queuedMessageKeys,
+  replayOptions,
+  replayQueue,
+  type ReplayReport,
+  sendMessages,
+  type SendReport,
   SessionQueue,
 } from "../openviking/queue.ts";
-import { replayOptions, replayQueue, type ReplayReport } from "../openviking/replay.ts";
+import type { COMMIT_POLICIES } from "../openviking/config.ts";
 import { type Cursor, readState, type SaveState, type SessionState, updateState } from "./state.ts";
 import type { HookEvent } from "../kimi/hooks.ts";
 import { locateJournal } from "../kimi/journal/locate.ts";

@@ -6,8 +6,7 @@
 import { Budget } from "../openviking/client.ts";
 import { dirName, joinPath, ledgerDir, orNoHome } from "../lib/paths.ts";
 import { withLock } from "../lib/lock.ts";
-import { commitSession } from "../openviking/sessions.ts";
-import { hasUnsent } from "../openviking/queue.ts";
+import { commitSession, hasUnsent } from "../openviking/queue.ts";
 import { readState, type SessionState, updateState } from "./state.ts";
 import { appendLedger, originOf } from "./ledger.ts";
 import { clientFor, type HookContext, otherSession, sessionDestination } from "./context.ts";

@@ -3,7 +3,7 @@
 import { causeOf } from "../openviking/advice.ts";
 import { probeIfDue } from "../openviking/breaker.ts";
 import { Budget } from "../openviking/client.ts";
-import { replayOptions, replayQueue } from "../openviking/replay.ts";
+import { replayOptions, replayQueue } from "../openviking/queue.ts";
 import { updateState } from "./state.ts";
 import { clientFor, type HookContext, type HookResult } from "./context.ts";
 import { spawnWorker } from "../kimi/detach.ts";

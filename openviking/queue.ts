@@ -1,6 +1,8 @@
 /**
- * The offline queues on disk: ours (`<pending>/kimicode/<session>/<seq>-m<count>.json | <seq>-c.json`, one
- * file per request, created whole), and the rejected place (`kimicode-rejected/`, same form, bounded).
+ * Writes to OpenViking sessions and the pending queue behind them: messages in order (batches, else one by
+ * one), commits, what cannot be sent queued (`<pending>/kimicode/<session>/<seq>-m<count>.json | <seq>-c.json`,
+ * one file per request, created whole), what OpenViking refuses kept (`kimicode-rejected/`, same form,
+ * bounded), what a session already holds, and the replay of each session's queue in order under its lock.
  */
 
 import * as z from "zod/mini";
@@ -12,11 +14,14 @@ import {
   parseJsonOrUndefined,
   readTextIfExists,
   removeAbandonedTemps,
+  writeFileAtomic,
 } from "../lib/fs.ts";
 import { sha256Hex, stableStringify } from "../lib/hash.ts";
-import { isRecord } from "../lib/parsed.ts";
+import { withLock } from "../lib/lock.ts";
+import { asRecord, isRecord } from "../lib/parsed.ts";
 import { dirName, joinPath, safeId } from "../lib/paths.ts";
 import { commandName } from "../lib/self.ts";
+import { AnyResult, type Budget, type OpenVikingClient, type OvFailure } from "./client.ts";
 
 /** Our queue's and the rejected place's subdirectories of the pending directory. */
 export const QUEUE_SUBDIR = "kimicode";
@@ -27,6 +32,7 @@ const MessageSchema = z.object({
   content: z.string(),
   turn_id: z.optional(z.string()),
 });
+export type MessagePayload = z.infer<typeof MessageSchema>;
 
 /** Where a write is meant to go: the server's base URL and the identity (never the key). */
 const DestinationSchema = z.object({ url: z.string(), account: z.string(), user: z.string() });
@@ -65,23 +71,18 @@ export function elsewhereWords(held: readonly (Destination & ReturnType<typeof c
   }
   if (!byPlace.size) return undefined;
   const places = [...byPlace];
+  const commands = places.map(([where]) => `\`${where} ${commandName()} replay\``).join(", ");
   return {
     summary: places.map(([where, n]) => `${countWords(n)} are for another server or identity (${where})`)
       .join("; "),
-    fix:
-      `they are sent only there: run ${
-        places.map(([where]) => `\`${where} ${commandName()} replay\``).join(", ")
-      }` +
-      " (with that server's key in OPENVIKING_API_KEY if it needs one); they stay queued until then",
+    fix: `they are sent only there: run ${commands} (with that server's key in OPENVIKING_API_KEY if it ` +
+      "needs one); they stay queued until then",
   };
 }
 
 /** The sessions' writes queued for another destination than `here`, in words; undefined when there are none. */
-export function elsewhereOf(sessions: QueueSummary["sessions"], here: Destination) {
-  return elsewhereWords(
-    sessions.flatMap((s) => goesTo(s.to, here) ? [] : [{ ...s, ...s.to! }]),
-  );
-}
+export const elsewhereOf = (sessions: QueueSummary["sessions"], here: Destination) =>
+  elsewhereWords(sessions.flatMap((s) => goesTo(s.to, here) ? [] : [{ ...s, ...s.to! }]));
 
 /** `unsure`: it may have reached the server; from then (`true`: at once) the session is asked before a resend; `to`: where it goes. */
 const ENTRY_BASE = {
@@ -103,11 +104,10 @@ export const QueueEntrySchema = z.discriminatedUnion("kind", [
   z.object({ ...ENTRY_BASE, kind: z.literal("commit"), key: z.string() }),
 ]);
 export type QueueEntry = z.infer<typeof QueueEntrySchema>;
-export type MessagePayload = z.infer<typeof MessageSchema>;
 
-/** Why a kept write was refused (status 0: never reached the server). */
+/** Why a kept write was refused (status 0: never reached the server), and when. */
 const RejectionSchema = z.object({ at: z.number(), status: z.number(), message: z.string() });
-export type Rejection = z.infer<typeof RejectionSchema>;
+type Refusal = Omit<z.infer<typeof RejectionSchema>, "at">;
 
 /** `<seq>-<tag>.json`, or `<seq>-<tag>.<pid>.claim` when claimed by replay `pid`. */
 const QUEUE_FILE = /^(\d{10})-(m\d+|c)(?:\.json|\.(\d+)\.claim)$/;
@@ -118,47 +118,31 @@ export async function messageKey(sessionId: string, payload: MessagePayload): Pr
 }
 
 /** The queue directory of one session (in `subdir`). */
-export async function sessionQueueDir(
-  pendingDir: string,
-  sessionId: string,
-  subdir = QUEUE_SUBDIR,
-): Promise<string> {
+export async function sessionQueueDir(pendingDir: string, sessionId: string, subdir = QUEUE_SUBDIR) {
   return joinPath(pendingDir, subdir, await safeId(sessionId));
 }
 
 /** A file of a session's queue: tag `m<count>` or `c`; `claimedBy` the replay's pid. */
-export interface QueueFile {
-  name: string;
-  seq: number;
-  tag: string;
-  claimedBy?: number;
-}
-
-const tagOf = (entry: QueueEntry): string => entry.kind === "commit" ? "c" : `m${entry.messages.length}`;
+type QueueFile = { name: string; seq: number; tag: string; claimedBy?: number };
 
 /** The file name of entry `seq` holding `holds` (an entry or its tag), claimed by `pid` if given. */
-export function entryName(seq: number, holds: QueueEntry | string, pid?: number): string {
-  const tag = typeof holds === "string" ? holds : tagOf(holds);
+function entryName(seq: number, holds: QueueEntry | string, pid?: number): string {
+  const tag = typeof holds === "string" ? holds : holds.kind === "commit" ? "c" : `m${holds.messages.length}`;
   return `${String(seq).padStart(10, "0")}-${tag}${pid === undefined ? ".json" : `.${pid}.claim`}`;
 }
 
 /** The queue directories of one session, or of every session. */
-export async function sessionDirs(
-  pendingDir: string,
-  sessionId?: string,
-  subdir = QUEUE_SUBDIR,
-): Promise<string[]> {
+async function sessionDirs(pendingDir: string, sessionId?: string, subdir = QUEUE_SUBDIR): Promise<string[]> {
   if (sessionId !== undefined) return [await sessionQueueDir(pendingDir, sessionId, subdir)];
   const root = joinPath(pendingDir, subdir);
   return (await listDir(root)).filter((e) => e.isDirectory).map((e) => joinPath(root, e.name));
 }
 
 /** The entries and claims of a queue directory, in sequence order. */
-export async function queueFiles(dir: string): Promise<QueueFile[]> {
+async function queueFiles(dir: string): Promise<QueueFile[]> {
   const out: QueueFile[] = [];
   for (const e of await listDir(dir)) {
-    if (e.isDirectory) continue;
-    const m = QUEUE_FILE.exec(e.name);
+    const m = e.isDirectory ? null : QUEUE_FILE.exec(e.name);
     if (m) {
       out.push({ name: e.name, seq: Number(m[1]), tag: m[2], ...(m[3] ? { claimedBy: Number(m[3]) } : {}) });
     }
@@ -166,21 +150,28 @@ export async function queueFiles(dir: string): Promise<QueueFile[]> {
   return out.sort((a, b) => a.seq - b.seq);
 }
 
-/** The most a queue file is read: above any entry we write (a message may be 10 M characters). */
-const ENTRY_MAX_BYTES = 128 * 1024 * 1024;
-
-/** A queue file's JSON; undefined when missing, not a regular file, too large, unreadable or not JSON. */
+/** A queue file's JSON, read up to 128 MiB (above any entry we write: a message may be 10 M characters); undefined when missing, not a regular file, too large, unreadable or not JSON. */
 async function readQueueJson(path: string): Promise<unknown> {
-  return parseJsonOrUndefined(await readTextIfExists(path, ENTRY_MAX_BYTES).catch(() => undefined));
+  return parseJsonOrUndefined(await readTextIfExists(path, 128 << 20).catch(() => undefined));
 }
 
 /** An entry file, parsed; undefined when gone or not an entry. */
-export async function readEntry(path: string): Promise<QueueEntry | undefined> {
+async function readEntry(path: string): Promise<QueueEntry | undefined> {
   return QueueEntrySchema.safeParse(await readQueueJson(path)).data;
 }
 
+/** Each session directory (in `subdir`; only `sessionId`'s if given) with its files and first entry. */
+async function sessionHeads(pendingDir: string, subdir: string, sessionId?: string) {
+  const out: { dir: string; files: QueueFile[]; first?: QueueEntry }[] = [];
+  for (const dir of await sessionDirs(pendingDir, sessionId, subdir)) {
+    const files = await queueFiles(dir);
+    out.push({ dir, files, first: files.length ? await readEntry(joinPath(dir, files[0].name)) : undefined });
+  }
+  return out;
+}
+
 /** The suffix replay gives a queue file it cannot read (kept for the user). */
-export const UNREADABLE = ".unreadable";
+const UNREADABLE = ".unreadable";
 
 /** The files set aside as unreadable. */
 export async function setAsideFiles(pendingDir: string): Promise<string[]> {
@@ -197,11 +188,9 @@ export async function setAsideFiles(pendingDir: string): Promise<string[]> {
 export function setAsideWords(files: readonly string[]): { summary: string; fix: string } | undefined {
   if (!files.length) return undefined;
   const dirs = [...new Set(files.map(dirName))];
-  const more = dirs.length > 1 ? ` and ${dirs.length - 1} other folder(s)` : "";
+  const where = dirs.length > 1 ? `${dirs[0]} and ${dirs.length - 1} other folder(s)` : dirs[0];
   return {
-    summary: `${files.length} queued write(s) could not be read and are never sent: set aside in ${
-      dirs[0]
-    }${more}`,
+    summary: `${files.length} queued write(s) could not be read and are never sent: set aside in ${where}`,
     fix: `they are yours: look at them (*${UNREADABLE}); put one you repaired back under its name without ` +
       `${UNREADABLE}, or delete it`,
   };
@@ -211,16 +200,12 @@ export function setAsideWords(files: readonly string[]): { summary: string; fix:
 export const BATCH_LIMIT = 100;
 export const BATCH_MAX_BYTES = 512 * 1024;
 
-function payloadBytes(p: MessagePayload): number {
-  return new TextEncoder().encode(JSON.stringify(p)).length + 1;
-}
-
 /** The end of the next batch from `from` (at least one message). */
 export function nextBatchEnd(payloads: readonly MessagePayload[], from: number): number {
   let bytes = 0;
   let end = from;
   while (end < payloads.length && end - from < BATCH_LIMIT) {
-    bytes += payloadBytes(payloads[end]);
+    bytes += new TextEncoder().encode(JSON.stringify(payloads[end])).length + 1;
     if (end > from && bytes > BATCH_MAX_BYTES) break;
     end++;
   }
@@ -231,23 +216,21 @@ export function nextBatchEnd(payloads: readonly MessagePayload[], from: number):
 export const REJECTED_MAX_ENTRIES = 1000;
 export const REJECTED_MAX_BYTES = 16 * 1024 * 1024;
 
-/** A new entry of `sessionId` numbered `seq`, for `to`, holding `body` (a batch, a commit, a rejection). */
-function newEntry(body: object, sessionId: string, seq: number, createdAt: number, to?: Destination) {
-  return { version: 1, sessionId, seq, createdAt, ...(to && { to }), ...body } as QueueEntry;
-}
+/** What new entries share: their session, when they were made (none: now), where they go. */
+type EntryHead = { sessionId: string; createdAt?: number; to?: Destination };
 
-/** Writes one entry per maker after the last of `files`; returns those stored (stops at the first failure). */
-async function appendEntries(dir: string, makers: ((seq: number) => QueueEntry)[], files: QueueFile[]) {
-  const stored: QueueFile[] = [];
-  if (makers.length) await ensurePrivateDir(dir);
-  let seq = files.at(-1)?.seq ?? 0;
-  for (const make of makers) {
+/** Writes an entry per body (a batch, a commit, a rejection) after seq `last`; returns those stored (stops at the first failure). */
+async function appendEntries(dir: string, last: number, head: EntryHead, bodies: object[]) {
+  const stored: QueueEntry[] = [];
+  if (bodies.length) await ensurePrivateDir(dir);
+  const createdAt = head.createdAt ?? Date.now();
+  let seq = last;
+  for (const body of bodies) {
     for (let attempts = 1;; attempts++) {
-      const entry = make(++seq);
-      const name = entryName(seq, entry);
+      const entry = { version: 1, ...head, createdAt, seq: ++seq, ...body } as QueueEntry;
       try {
-        await createExclusive(joinPath(dir, name), `${JSON.stringify(entry)}\n`);
-        stored.push({ name, seq, tag: tagOf(entry) });
+        await createExclusive(joinPath(dir, entryName(seq, entry)), `${JSON.stringify(entry)}\n`);
+        stored.push(entry);
         break;
       } catch (error) {
         if (!isAlreadyExists(error) || attempts > 100) return stored;
@@ -257,13 +240,15 @@ async function appendEntries(dir: string, makers: ((seq: number) => QueueEntry)[
   return stored;
 }
 
-/** Keys of every message (and `commit:<key>` of every commit) in a session's queue files. */
+/** The dedupe keys an entry holds: its messages' keys, or `commit:<key>`. */
+const keysOf = (e: QueueEntry) => e.kind === "commit" ? [`commit:${e.key}`] : e.messages.map((m) => m.key);
+
+/** The dedupe keys of a session's queue files. */
 async function queuedKeys(dir: string, files: QueueFile[]): Promise<Set<string>> {
   const keys = new Set<string>();
   for (const f of files) {
     const entry = await readEntry(joinPath(dir, f.name));
-    for (const m of entry?.kind === "messages" ? entry.messages : []) keys.add(m.key);
-    if (entry?.kind === "commit") keys.add(`commit:${entry.key}`);
+    for (const k of entry ? keysOf(entry) : []) keys.add(k);
   }
   return keys;
 }
@@ -271,10 +256,10 @@ async function queuedKeys(dir: string, files: QueueFile[]): Promise<Set<string>>
 /** One session's queue, opened for appending (by the session lock's holder): keys and last seq read once. */
 export class SessionQueue {
   private constructor(
-    readonly dir: string,
-    readonly sessionId: string,
+    private readonly dir: string,
+    private readonly sessionId: string,
     private readonly to: Destination | undefined,
-    private files: QueueFile[],
+    private seq: number,
     private readonly keys: Set<string>,
   ) {}
 
@@ -283,44 +268,41 @@ export class SessionQueue {
     const dir = await sessionQueueDir(pendingDir, sessionId);
     await removeAbandonedTemps(dir);
     const files = await queueFiles(dir);
-    return new SessionQueue(dir, sessionId, to, files, await queuedKeys(dir, files));
+    return new SessionQueue(dir, sessionId, to, files.at(-1)?.seq ?? 0, await queuedKeys(dir, files));
   }
 
   /** Whether writes of the session wait in the queue. */
   get waiting(): boolean {
-    return this.files.length > 0;
+    return this.seq > 0;
   }
 
-  /** Appends an entry per body (`keys`: what each adds); returns how many were stored. */
-  private async append(now: number, bodies: object[], keys: string[][]): Promise<number> {
-    const makers = bodies.map((body) => (seq: number) => newEntry(body, this.sessionId, seq, now, this.to));
-    const stored = await appendEntries(this.dir, makers, this.files).catch(() => []);
-    this.files.push(...stored);
-    for (const k of keys.slice(0, stored.length).flat()) this.keys.add(k);
+  /** Appends an entry per body; returns how many were stored. */
+  private async append(createdAt: number, bodies: object[]): Promise<number> {
+    const head = { sessionId: this.sessionId, createdAt, to: this.to };
+    const stored = await appendEntries(this.dir, this.seq, head, bodies).catch(() => []);
+    for (const e of stored) {
+      this.seq = e.seq;
+      for (const k of keysOf(e)) this.keys.add(k);
+    }
     return stored.length;
   }
 
   /** Queues new messages in batches (the first `unsure`, if given); returns the durably queued prefix. */
   async messages(payloads: readonly MessagePayload[], options: { now?: number; unsure?: number } = {}) {
     try {
-      const keyed = await Promise.all(payloads.map(async (payload, index) => ({
-        key: await messageKey(this.sessionId, payload),
-        payload,
-        index,
-      })));
-      const fresh = keyed.filter((m) => !this.keys.has(m.key));
+      const keys = await Promise.all(payloads.map((p) => messageKey(this.sessionId, p)));
+      const fresh = payloads.map((payload, index) => ({ key: keys[index], payload, index }))
+        .filter((m) => !this.keys.has(m.key));
       const batches: (typeof fresh)[] = [];
       for (let i = 0; i < fresh.length; i += batches.at(-1)!.length) {
         batches.push(fresh.slice(i, nextBatchEnd(fresh.map((m) => m.payload), i)));
       }
-      const unsure = options.unsure === undefined ? {} : { unsure: options.unsure };
       const bodies = batches.map((b, i) => ({
         kind: "messages",
-        ...(i === 0 && unsure),
+        ...(i === 0 && options.unsure !== undefined && { unsure: options.unsure }),
         messages: b.map(({ key, payload }) => ({ key, payload })),
       }));
-      const keys = batches.map((b) => b.map((m) => m.key));
-      const stored = await this.append(options.now ?? Date.now(), bodies, keys);
+      const stored = await this.append(options.now ?? Date.now(), bodies);
       return stored === batches.length ? payloads.length : batches[stored][0].index;
     } catch {
       return 0;
@@ -330,7 +312,7 @@ export class SessionQueue {
   /** Queues the commit named `key` behind what is queued; false when it could not be stored. */
   async commit(key: string, now = Date.now()): Promise<boolean> {
     return this.keys.has(`commit:${key}`) ||
-      await this.append(now, [{ kind: "commit", key }], [[`commit:${key}`]]) === 1;
+      await this.append(now, [{ kind: "commit", key }]) === 1;
   }
 }
 
@@ -344,61 +326,45 @@ export async function queuedMessageKeys(pendingDir: string, sessionId: string): 
   return keys;
 }
 
-/** A write to keep in the rejected place, and where it was meant to go. */
-export type KeptWrite = ({ messages: readonly MessagePayload[] } | { commit: string }) & { to?: Destination };
+/** A write to keep in the rejected place: a queue entry's head and body. */
+type KeptWrite =
+  & EntryHead
+  & (
+    | { kind: "messages"; messages: { key: string; payload: MessagePayload }[] }
+    | { kind: "commit"; key: string }
+  );
 
 /** Keeps a refused (or expired) write in the rejected place, then trims it; throws when it cannot. */
-export async function keepRejected(
-  pendingDir: string,
-  sessionId: string,
-  write: KeptWrite,
-  why: { status: number; message: string },
-  createdAt = Date.now(),
-): Promise<void> {
-  const dir = await sessionQueueDir(pendingDir, sessionId, REJECTED_SUBDIR);
-  const body = "commit" in write ? { kind: "commit", key: write.commit } : {
-    kind: "messages",
-    messages: await Promise.all(write.messages.map(async (payload) => ({
-      key: await messageKey(sessionId, payload),
-      payload,
-    }))),
-  };
+export async function keepRejected(pendingDir: string, w: KeptWrite, why: Refusal) {
+  const dir = await sessionQueueDir(pendingDir, w.sessionId, REJECTED_SUBDIR);
+  const body = w.kind === "commit" ? { kind: w.kind, key: w.key } : { kind: w.kind, messages: w.messages };
   const rejection = { at: Date.now(), status: why.status, message: why.message };
-  const make = (seq: number) => newEntry({ ...body, rejection }, sessionId, seq, createdAt, write.to);
-  const stored = await appendEntries(dir, [make], await queueFiles(dir)).catch(() => []);
-  if (stored.length !== 1) throw new Error(`${dir} could not keep a write OpenViking refused`);
-  await trimRejected(pendingDir, joinPath(dir, stored[0].name));
+  const last = (await queueFiles(dir)).at(-1)?.seq ?? 0;
+  const head = { sessionId: w.sessionId, createdAt: w.createdAt, to: w.to };
+  const [kept] = await appendEntries(dir, last, head, [{ ...body, rejection }]).catch(() => []);
+  if (!kept) throw new Error(`${dir} could not keep a write OpenViking refused`);
+  await trimRejected(pendingDir, joinPath(dir, entryName(kept.seq, kept)));
 }
 
 /** A file of the rejected place. */
-interface KeptFile {
-  path: string;
-  bytes: number;
-  at: number;
-}
-
-/** Every unclaimed write the rejected place keeps, oldest first. */
-async function keptFiles(pendingDir: string): Promise<KeptFile[]> {
-  const out: KeptFile[] = [];
-  for (const dir of await sessionDirs(pendingDir, undefined, REJECTED_SUBDIR)) {
-    for (const f of await queueFiles(dir)) {
-      if (f.claimedBy !== undefined) continue;
-      const path = joinPath(dir, f.name);
-      const info = await Deno.stat(path).catch(() => undefined);
-      if (info) out.push({ path, bytes: info.size, at: info.mtime?.getTime() ?? 0 });
-    }
-  }
-  return out.sort((a, b) => a.at - b.at || (a.path < b.path ? -1 : 1));
-}
+type KeptFile = { path: string; bytes: number; at: number };
 
 /** The rejected place per pending directory, listed once, then updated by this process's own writes. */
 const knownPlaces = new Map<string, { files: KeptFile[]; bytes: number }>();
 
-/** Adds `added` to the rejected place and drops its oldest writes past the bounds (never `added`). */
+/** Adds `added` to the rejected place and drops its oldest unclaimed writes past the bounds (never `added`). */
 async function trimRejected(pendingDir: string, added: string): Promise<void> {
   let place = knownPlaces.get(pendingDir);
   if (!place) {
-    const files = await keptFiles(pendingDir);
+    const files: KeptFile[] = [];
+    for (const dir of await sessionDirs(pendingDir, undefined, REJECTED_SUBDIR)) {
+      for (const f of await queueFiles(dir)) {
+        const path = joinPath(dir, f.name);
+        const info = f.claimedBy === undefined && await Deno.stat(path).catch(() => undefined);
+        if (info) files.push({ path, bytes: info.size, at: info.mtime?.getTime() ?? 0 });
+      }
+    }
+    files.sort((a, b) => a.at - b.at || (a.path < b.path ? -1 : 1));
     knownPlaces.set(pendingDir, place = { files, bytes: files.reduce((n, f) => n + f.bytes, 0) });
   } else {
     const info = await Deno.stat(added).catch(() => undefined);
@@ -430,16 +396,14 @@ export interface QueueSummary {
     to?: Destination;
   }[];
   entries: number;
-  last?: Rejection;
+  last?: z.infer<typeof RejectionSchema>;
 }
 
 /** Every session's queued entries in `subdir` (reads each session's first entry, and in the rejected place its newest). */
 export async function queueSummary(pendingDir: string, subdir = QUEUE_SUBDIR): Promise<QueueSummary> {
   const out: QueueSummary = { sessions: [], entries: 0 };
-  for (const dir of await sessionDirs(pendingDir, undefined, subdir)) {
-    const files = await queueFiles(dir);
+  for (const { dir, files, first } of await sessionHeads(pendingDir, subdir)) {
     if (!files.length) continue;
-    const first = await readEntry(joinPath(dir, files[0].name));
     out.sessions.push({
       sessionId: first?.sessionId ?? dir.slice(dir.lastIndexOf("/") + 1),
       entries: files.length,
@@ -457,9 +421,423 @@ export async function queueSummary(pendingDir: string, subdir = QUEUE_SUBDIR): P
   return out;
 }
 
-/** The rejected place as doctor, status and uninstall tell it. */
-export const rejectedSummary = (pendingDir: string): Promise<QueueSummary> =>
-  queueSummary(pendingDir, REJECTED_SUBDIR);
-
 /** The API path of a session. */
-export const sessionPath = (sid: string): string => `/api/v1/sessions/${encodeURIComponent(sid)}`;
+const sessionPath = (sid: string): string => `/api/v1/sessions/${encodeURIComponent(sid)}`;
+
+/** One POST of a session write (no actor peer). */
+const post = (client: OpenVikingClient, path: string, body: unknown, budget: Budget) =>
+  client.request("POST", path, AnyResult, { body, budget, peerId: null });
+
+/** POSTs the commit of session `sid`: its task id (a non-empty string), or the failure. */
+async function postCommit(client: OpenVikingClient, sid: string, budget: Budget) {
+  const res = await post(client, `${sessionPath(sid)}/commit`, {}, budget);
+  if (!res.ok) return res;
+  const id = asRecord(res.result).task_id;
+  return { ok: true as const, taskId: typeof id === "string" && id ? id : undefined };
+}
+
+/** Whether a batch failure means "one by one": from now on (`route`) or for this batch. */
+function wantsSerial(res: OvFailure): "route" | "batch" | "" {
+  if (res.kind === "missing-route") return "route";
+  if (res.kind === "not-openviking" && (res.status === 404 || res.status === 405)) return "route";
+  if (res.kind === "rejected" || res.status === 413) return "batch";
+  return "";
+}
+
+/**
+ * When a write that failed this way may still have been stored (it went out, and no reply or a 5xx came):
+ * from when the session's answer about it counts (after a timeout: once the server had as long again).
+ */
+export function unsureFrom(f: OvFailure, timeoutMs: number, now = Date.now()): number | undefined {
+  const arrived = f.status ? f.status >= 500 : f.error.code !== "CONNECT" && f.error.code !== "BUDGET_SPENT";
+  if (!arrived) return undefined;
+  return f.error.code === "TIMEOUT" || f.status === 504 ? now + timeoutMs : now;
+}
+
+/** A message OpenViking refused for good (the caller keeps it: `onRejected`). */
+type Rejection = Refusal & { index: number };
+
+/** What delivering messages did; `settled`: the prefix sent or rejected; `stop`: why it stopped there. */
+interface Delivery {
+  settled: number;
+  sent: number;
+  rejections: Rejection[];
+  pendingTokens?: number;
+  stop?: OvFailure;
+}
+
+/** Delivers messages in order (batches, else one by one) until a failure other than a rejection; `onRejected` keeps a refused one before it counts. */
+export async function deliverMessages(
+  client: OpenVikingClient,
+  sid: string,
+  payloads: readonly MessagePayload[],
+  options: {
+    budget: Budget;
+    beforeRequest?: (from: number, to: number) => Promise<void>;
+    onSettled?: (settled: number) => Promise<void>;
+    onRejected?: (payload: MessagePayload, rejection: Rejection) => Promise<void>;
+  },
+): Promise<Delivery> {
+  const d: Delivery = { settled: 0, sent: 0, rejections: [] };
+  let serialUntil = 0;
+  while (d.settled < payloads.length) {
+    const from = d.settled;
+    const serial = from < serialUntil;
+    const end = serial ? from + 1 : nextBatchEnd(payloads, from);
+    await options.beforeRequest?.(from, end);
+    const path = `${sessionPath(sid)}/messages${serial ? "" : "/batch"}`;
+    const body = serial ? payloads[from] : { messages: payloads.slice(from, end) };
+    const res = await post(client, path, body, options.budget);
+    const serialWhy = res.ok || serial ? "" : wantsSerial(res);
+    if (res.ok) {
+      const n = asRecord(res.result).pending_tokens; // the session's uncommitted tokens
+      const tokens = typeof n === "number" && Number.isFinite(n) && n >= 0 ? n : undefined;
+      [d.sent, d.pendingTokens] = [d.sent + end - from, serial ? tokens ?? d.pendingTokens : tokens];
+    } else if (serialWhy) {
+      serialUntil = serialWhy === "route" ? Infinity : end;
+      continue;
+    } else if (res.kind === "rejected") {
+      const rejection = { index: from, status: res.status, message: res.error.message };
+      await options.onRejected?.(payloads[from], rejection);
+      d.rejections.push(rejection);
+    } else return { ...d, stop: res };
+    d.settled = end;
+    await options.onSettled?.(d.settled);
+  }
+  return d;
+}
+
+/** What happened to messages; only the `acked` prefix may be acknowledged; `stoppedBy`: the queue or state could not be written. */
+export interface SendReport extends Omit<Delivery, "settled" | "stop"> {
+  acked: number;
+  queued: number;
+  rejected: number;
+  cause?: OvFailure;
+  stoppedBy?: { code: string; message: string };
+}
+
+/** Sends messages to session `sid` in order; what cannot be sent is queued behind the settled prefix. `beforeRequest` records the intent first (`askFrom` when queued unsure), `onAcked` the progress; if either throws, sending stops. */
+export async function sendMessages(
+  client: OpenVikingClient,
+  sid: string,
+  payloads: readonly MessagePayload[],
+  options: {
+    budget: Budget;
+    pendingDir: string;
+    queueOnly?: boolean;
+    queue?: SessionQueue;
+    beforeRequest?: (from: number, to: number, askFrom?: number) => Promise<void>;
+    onAcked?: (acked: number) => Promise<void>;
+  },
+): Promise<SendReport> {
+  const report: SendReport = { acked: 0, sent: 0, queued: 0, rejected: 0, rejections: [] };
+  const to = destinationOf(client.options);
+  try {
+    const delivery = options.queueOnly ? undefined : deliverMessages(client, sid, payloads, {
+      budget: options.budget,
+      beforeRequest: options.beforeRequest,
+      onRejected: async (payload, r) => {
+        const messages = [{ key: await messageKey(sid, payload), payload }];
+        await keepRejected(options.pendingDir, { sessionId: sid, to, kind: "messages", messages }, r);
+      },
+      onSettled: async (settled) => {
+        report.acked = settled;
+        await options.onAcked?.(settled);
+      },
+    });
+    const none: Delivery = { settled: 0, sent: 0, rejections: [] };
+    const { settled: from, stop: cause, ...d } = await delivery ?? none;
+    Object.assign(report, { ...d, acked: from, rejected: d.rejections.length, cause });
+    if ((options.queueOnly || cause) && from < payloads.length) {
+      const unsure = cause && unsureFrom(cause, client.options.timeoutMs);
+      await options.beforeRequest?.(from, payloads.length, unsure ?? Date.now());
+      const queue = options.queue ?? await SessionQueue.open(options.pendingDir, sid, to);
+      const stored = await queue.messages(payloads.slice(from), { unsure });
+      report.queued += stored;
+      report.acked += stored;
+      if (stored < payloads.length - from) {
+        const message = `the pending queue ${options.pendingDir} could not store every message`;
+        report.stoppedBy = { code: "QUEUE", message };
+      }
+    }
+  } catch (error) {
+    report.stoppedBy = { code: "STATE", message: (error as Error).message };
+  }
+  return report;
+}
+
+type CommitOutcome =
+  | { kind: "committed"; taskId?: string }
+  | { kind: "queued"; cause?: OvFailure }
+  | { kind: "rejected"; status: number; message: string }
+  | { kind: "failed"; message: string };
+
+/** Commits session `sid` (`key` names this commit); queued behind earlier writes with `queueOnly`. */
+export async function commitSession(
+  client: OpenVikingClient,
+  sid: string,
+  options: { budget: Budget; pendingDir: string; key: string; queueOnly?: boolean; queue?: SessionQueue },
+): Promise<CommitOutcome> {
+  const to = destinationOf(client.options);
+  const queue = async (cause?: OvFailure): Promise<CommitOutcome> =>
+    await (options.queue ?? await SessionQueue.open(options.pendingDir, sid, to)).commit(options.key)
+      ? { kind: "queued", cause }
+      : { kind: "failed", message: `the pending queue ${options.pendingDir} could not store the commit` };
+  if (options.queueOnly) return await queue();
+  const res = await postCommit(client, sid, options.budget);
+  if (res.ok) return { kind: "committed", taskId: res.taskId };
+  if (res.kind !== "rejected") return await queue(res);
+  const why = { status: res.status, message: res.error.message };
+  const write = { sessionId: sid, to, kind: "commit" as const, key: options.key };
+  return await keepRejected(options.pendingDir, write, why).then(
+    (): CommitOutcome => ({ kind: "rejected", ...why }),
+    (error): CommitOutcome => ({ kind: "failed", message: (error as Error).message }),
+  );
+}
+
+/** A message the server holds, as far as matching goes. */
+type HeldMessage = { role: string; turnId?: string; text: string };
+
+/** Messages in a reply (`…/context`, an archive): text in `parts` (older: `content`). */
+const MessagesReply = z.looseObject({ messages: z.catch(z.array(z.unknown()), []) });
+
+const SessionReply = z.looseObject({ commit_count: z.catch(z.int(), 0) });
+
+function heldIn(result: z.output<typeof MessagesReply>): HeldMessage[] {
+  return result.messages.filter(isRecord).map((m) => ({
+    role: String(m.role ?? ""),
+    turnId: typeof m.turn_id === "string" ? m.turn_id : undefined,
+    text: Array.isArray(m.parts)
+      ? m.parts.filter(isRecord).map((p) => (typeof p.text === "string" ? p.text : "")).join("")
+      : typeof m.content === "string"
+      ? m.content
+      : "",
+  }));
+}
+
+/** Whether `held` has this message. Pure. */
+export function isHeld(held: readonly HeldMessage[], payload: MessagePayload): boolean {
+  return held.some((m) =>
+    m.role === payload.role && m.text === payload.content &&
+    (m.turnId === undefined || m.turnId === payload.turn_id)
+  );
+}
+
+/**
+ * One GET: its result; `null` when OpenViking's own 404 says there is no such thing (`absent`: the kinds that
+ * say it; a page that is not OpenViking's, or a missing route, cannot say); else undefined.
+ */
+async function get<S extends z.ZodMiniType>(
+  client: OpenVikingClient,
+  path: string,
+  schema: S,
+  budget: Budget,
+  absent: readonly OvFailure["kind"][] = ["rejected"],
+) {
+  const res = await client.request("GET", path, schema, { budget, peerId: null, maxReplyBytes: 16 << 20 });
+  return res.ok ? res.result : res.status === 404 && absent.includes(res.kind) ? null : undefined;
+}
+
+/**
+ * What the session holds: the messages its newest commit archived (the newest readable archive that has any),
+ * then those since; undefined when the server cannot say. A batch it stored is among them even after a
+ * commit: our later writes to the session wait behind one whose reply was lost.
+ */
+export async function heldMessages(client: OpenVikingClient, sid: string, budget: Budget) {
+  const live = await get(client, `${sessionPath(sid)}/context`, MessagesReply, budget);
+  if (!live) return live === null ? [] : undefined;
+  const meta = await get(client, sessionPath(sid), SessionReply, budget);
+  if (!meta) return undefined;
+  for (let n = meta.commit_count; n > 0; n--) {
+    const id = `archive_${String(n).padStart(3, "0")}`;
+    // OpenViking 0.5.2 answers an archive it has not completed with a NOT_FOUND that names nothing.
+    const path = `${sessionPath(sid)}/archives/${id}`;
+    const archive = await get(client, path, MessagesReply, budget, ["rejected", "missing-route"]);
+    if (archive === undefined) return undefined;
+    const archived = archive ? heldIn(archive) : [];
+    if (archived.length) return [...archived, ...heldIn(live)];
+  }
+  return heldIn(live);
+}
+
+/** A replay's budget, its most queue entries, its one session; `waitUnsure`: wait in the budget for an unsure entry. */
+type ReplayBounds = { budget: Budget; limit?: number; sessionId?: string; waitUnsure?: boolean };
+
+/** Limits of one replay; `rejected`: replay the rejected place (no age limit). */
+export type ReplayOptions = ReplayBounds & {
+  limit: number;
+  ttlDays: number;
+  now?: number;
+  rejected?: boolean;
+};
+
+/** The bounds of a replay from the config and `run`: 50 queue entries unless `run` says otherwise. */
+export const replayOptions = (config: { pendingTtlDays: number }, run: ReplayBounds): ReplayOptions => ({
+  ...run,
+  limit: run.limit ?? 50,
+  ttlDays: config.pendingTtlDays,
+});
+
+/**
+ * What a replay did: entries `replayed`, `expired` or `deferred`; messages sent, `held` already, `rejected`;
+ * `waitUntil`: an unsure write waits until then; `elsewhere`: what is left for another destination.
+ */
+export interface ReplayReport
+  extends Record<"replayed" | "messages" | "held" | "rejected" | "expired" | "deferred", number> {
+  commitTasks: { sessionId: string; taskId: string }[];
+  cause?: OvFailure;
+  waitUntil?: number;
+  delivered: { sessionId: string; messages: number }[];
+  elsewhere: (Destination & { messages: number; commits: number })[];
+}
+
+interface ReplayRun {
+  client: OpenVikingClient;
+  pendingDir: string;
+  options: ReplayOptions;
+  now: number;
+  sent: number;
+  stopAll: boolean;
+  report: ReplayReport;
+}
+
+/** Failures every session would meet the same way. */
+const STOPS_ALL = new Set(["unreachable", "auth", "redirect", "not-openviking", "missing-route"]);
+
+/** Writes what is left of a claimed entry into its claim, durably. */
+async function keep<E extends QueueEntry>(claimPath: string, entry: E): Promise<E> {
+  await writeFileAtomic(claimPath, `${JSON.stringify(entry)}\n`, { privateDir: false, durable: true });
+  return entry;
+}
+
+/** Replays one claimed entry (progress kept in the claim); returns the failure that stopped it. Throws when a refused write cannot be kept. */
+async function replayEntry(run: ReplayRun, claimPath: string, entry: QueueEntry) {
+  const { client, report, pendingDir } = run;
+  const { sessionId } = entry;
+  const budget = run.options.budget;
+  if (entry.kind === "commit") {
+    const res = await postCommit(client, sessionId, budget);
+    if (res.ok && res.taskId) report.commitTasks.push({ sessionId, taskId: res.taskId });
+    if (res.ok || res.kind !== "rejected") return res.ok ? undefined : res;
+    await keepRejected(pendingDir, entry, { status: res.status, message: res.error.message });
+    report.rejected++;
+    return undefined;
+  }
+  // What the session holds is not sent again; when it cannot say, all is sent: a duplicate beats a loss.
+  const held = entry.unsure ? await heldMessages(client, sessionId, budget) : undefined;
+  let sure = entry;
+  if (held) {
+    const { unsure: _, ...rest } = entry;
+    const messages = entry.messages.filter((m) => !isHeld(held, m.payload));
+    report.held += entry.messages.length - messages.length;
+    if (!messages.length) return undefined;
+    sure = await keep(claimPath, { ...rest, messages });
+  }
+  const messages = sure.messages;
+  const d = await deliverMessages(client, sessionId, messages.map((m) => m.payload), {
+    budget,
+    onRejected: (_, r) => keepRejected(pendingDir, { ...sure, messages: [messages[r.index]] }, r),
+    onSettled: async (settled) => {
+      if (settled < messages.length) await keep(claimPath, { ...sure, messages: messages.slice(settled) });
+    },
+  });
+  report.messages += d.sent;
+  report.rejected += d.rejections.length;
+  const mine = report.delivered.find((x) => x.sessionId === sessionId);
+  if (mine) mine.messages += d.sent;
+  else if (d.sent) report.delivered.push({ sessionId, messages: d.sent });
+  return d.stop;
+}
+
+/**
+ * Replays one queue file under the session's lock: "stop" when the session's later writes must wait, the
+ * entry's destination when it is for another (put back untouched). A claim found is a dead replay's: taken
+ * over, unsure.
+ */
+async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"next" | "stop" | Destination> {
+  const { options, report } = run;
+  if (run.sent >= options.limit || options.budget.remaining() < 100) {
+    run.stopAll = true;
+    return "stop";
+  }
+  const path = joinPath(dir, entryName(f.seq, f.tag));
+  const claim = joinPath(dir, entryName(f.seq, f.tag, Deno.pid));
+  if (!(await Deno.rename(joinPath(dir, f.name), claim).then(() => true, () => false))) return "stop";
+  let entry = await readEntry(claim);
+  if (!entry) {
+    await Deno.rename(claim, `${path}${UNREADABLE}`).catch(() => {});
+    return "next";
+  }
+  const timeout = run.client.options.timeoutMs;
+  if (f.claimedBy !== undefined && !entry.unsure) {
+    entry = await keep(claim, { ...entry, unsure: run.now + timeout });
+  }
+  if (!goesTo(entry.to, destinationOf(run.client.options))) {
+    await Deno.rename(claim, path).catch(() => {});
+    return entry.to!;
+  }
+  const expired = !options.rejected && run.now - entry.createdAt > options.ttlDays * 86_400_000;
+  const wait = expired ? 0 : (typeof entry.unsure === "number" ? entry.unsure : 0) - run.now;
+  const waits = wait > 0 && options.waitUnsure && wait < options.budget.remaining() - 1000;
+  if (waits) await new Promise((r) => setTimeout(r, wait));
+  let stop: OvFailure | "local" | "wait" | undefined = "wait";
+  if (expired) {
+    const why = { status: 0, message: `waited in the queue longer than ${options.ttlDays} days` };
+    stop = await keepRejected(run.pendingDir, entry, why).then(() => undefined, () => "local" as const);
+  } else if (wait > 0 && !waits) {
+    report.waitUntil = Math.min(report.waitUntil ?? run.now + wait, run.now + wait);
+  } else {
+    run.sent++;
+    stop = await replayEntry(run, claim, entry).catch(() => "local" as const);
+  }
+  if (!stop) {
+    await Deno.remove(claim).catch(() => {});
+    if (expired) report.expired++;
+    else report.replayed++;
+    return "next";
+  }
+  let left = await readEntry(claim) ?? entry;
+  const failure = typeof stop === "object" ? stop : undefined;
+  const unsure = failure && unsureFrom(failure, timeout);
+  if (unsure !== undefined) left = await keep(claim, { ...left, unsure });
+  await Deno.rename(claim, joinPath(dir, entryName(f.seq, left))).catch(() => {});
+  if (failure) report.cause = failure;
+  run.stopAll ||= stop === "local" || (!!failure && STOPS_ALL.has(failure.kind));
+  return "stop";
+}
+
+/**
+ * Replays one session's queue under its lock (`replay.lock`; a held lock defers it); an emptied directory
+ * goes. An entry for another destination holds back the session's later ones: its writes go in the order
+ * they were queued.
+ */
+async function replaySession(run: ReplayRun, dir: string): Promise<void> {
+  const done = await withLock(joinPath(dir, "replay.lock"), async () => {
+    await removeAbandonedTemps(dir);
+    const files = await queueFiles(dir);
+    let i = 0;
+    let step: Awaited<ReturnType<typeof replayFile>> = "next";
+    while (i < files.length && !run.stopAll && (step = await replayFile(run, dir, files[i])) === "next") i++;
+    run.report.deferred += files.length - i;
+    if (typeof step === "object") run.report.elsewhere.push({ ...step, ...countOf(files.slice(i)) });
+    return i === files.length;
+  }, { waitMs: 0 });
+  if (!done.acquired) run.report.deferred += (await queueFiles(dir)).length;
+  else if (done.value) await Deno.remove(dir).catch(() => {});
+}
+
+/** Replays our queue (or the rejected place): sessions oldest first write first, each in sequence order, bounded in entries and time. */
+export async function replayQueue(pendingDir: string, client: OpenVikingClient, options: ReplayOptions) {
+  const zero = { replayed: 0, messages: 0, held: 0, rejected: 0, expired: 0, deferred: 0 };
+  const report: ReplayReport = { ...zero, commitTasks: [], delivered: [], elsewhere: [] };
+  const now = options.now ?? Date.now();
+  const run: ReplayRun = { client, pendingDir, options, now, sent: 0, stopAll: false, report };
+  const subdir = options.rejected ? REJECTED_SUBDIR : QUEUE_SUBDIR;
+  const sessions = [];
+  for (const s of await sessionHeads(pendingDir, subdir, options.sessionId)) {
+    if (await Deno.stat(s.dir).then((i) => i.isDirectory, () => false)) sessions.push(s);
+  }
+  sessions.sort((a, b) => (a.first?.createdAt ?? now) - (b.first?.createdAt ?? now));
+  for (const { dir } of sessions) await replaySession(run, dir);
+  return report;
+}

@@ -8,8 +8,7 @@ import { assertEquals } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { tempDir } from "../support/temp.ts";
 import { Budget, createClient } from "../../openviking/client.ts";
-import { replayQueue } from "../../openviking/replay.ts";
-import { sendMessages } from "../../openviking/sessions.ts";
+import { replayQueue, sendMessages } from "../../openviking/queue.ts";
 import { rejectedWrites } from "../support/queue.ts";
 
 Deno.test("replay: a write its client gave up on is asked about only once the server has had as long again", async () => {

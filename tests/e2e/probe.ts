@@ -10,7 +10,7 @@ import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../
 import { OPENVIKING_VERSION, type RealOpenViking, rssKiB } from "../support/real-openviking.ts";
 import { USER_AGENT } from "../../lib/version.ts";
 import { Budget, classifyReply, createClient } from "../../openviking/client.ts";
-import { heldMessages } from "../../openviking/sessions.ts";
+import { heldMessages } from "../../openviking/queue.ts";
 import { OFFERED_TOOLS, OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
 import { startProxy, toolNames } from "../mcp/harness.ts";
 import { tempDir } from "../support/temp.ts";

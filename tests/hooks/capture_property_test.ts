@@ -12,8 +12,7 @@ import { makeContext, placeJournal, sandboxEnv } from "../support/hook-context.t
 import { tempDir } from "../support/temp.ts";
 import { captureSession, WORKER_LOCK_WAIT_MS } from "../../memory/capture.ts";
 import { Budget, createClient } from "../../openviking/client.ts";
-import { queueSummary } from "../../openviking/queue.ts";
-import { replayQueue } from "../../openviking/replay.ts";
+import { queueSummary, replayQueue } from "../../openviking/queue.ts";
 import { redact } from "../../lib/redact.ts";
 import { skipReason } from "../../kimi/journal/clean.ts";
 

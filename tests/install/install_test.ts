@@ -13,8 +13,7 @@ import { readKimiState } from "../../install/detect.ts";
 import { registrations } from "../../cli/doctor.ts";
 import { VERSION } from "../../lib/version.ts";
 import { BLOCK_BEGIN, BLOCK_END } from "../../install/spec.ts";
-import { keepRejected } from "../../openviking/queue.ts";
-import { enqueueMessages, queuedMessages, rejectedWrites } from "../support/queue.ts";
+import { enqueueMessages, keepRefused, queuedMessages, rejectedWrites } from "../support/queue.ts";
 
 const isWindows = Deno.build.os === "windows";
 
@@ -81,7 +80,7 @@ Deno.test("uninstall --purge deletes the ledger and the default log, never a con
   }
   assertEquals(await enqueueMessages(`${t.ov}/pending`, "kc-s1", [{ role: "user", content: "a turn" }]), 1);
   const refused = { role: "user" as const, content: "a refused turn" };
-  await keepRejected(`${t.ov}/pending`, "kc-s1", { messages: [refused] }, { status: 400, message: "no" });
+  await keepRefused(`${t.ov}/pending`, "kc-s1", [refused], { status: 400, message: "no" });
   t.lines.length = 0;
   assertEquals(await runUninstall(ctx(), opts({ purge: true })), 0, t.all());
   for (const gone of [`${t.ov}/ledger`, `${t.ov}/logs/kimicode-hooks.log`, `${t.ov}/hook-state/kimicode`]) {

@@ -3,16 +3,18 @@
 import { listDir } from "../../lib/fs.ts";
 import { joinPath } from "../../lib/paths.ts";
 import { Budget, createClient } from "../../openviking/client.ts";
-import type { ReplayOptions } from "../../openviking/replay.ts";
-import type { FakeOpenViking } from "./fake-openviking.ts";
 import {
+  keepRejected,
+  messageKey,
   type MessagePayload,
   QUEUE_SUBDIR,
   type QueueEntry,
   QueueEntrySchema,
   REJECTED_SUBDIR,
+  type ReplayOptions,
   SessionQueue,
 } from "../../openviking/queue.ts";
+import type { FakeOpenViking } from "./fake-openviking.ts";
 
 /** Message `i` of a test conversation: user and assistant in turn, two per turn. */
 export const payload = (i: number): MessagePayload => ({
@@ -50,6 +52,22 @@ export async function enqueueCommit(pendingDir: string, sessionId: string, key: 
 }
 
 const QUEUE_FILE = /^\d{10}-(m\d+|c)(\.json|\.\d+\.claim)$/;
+
+/** Keeps messages (or the commit named `commit`) of `sessionId` in the rejected place, refused `why`. */
+export async function keepRefused(
+  pendingDir: string,
+  sessionId: string,
+  write: readonly MessagePayload[] | { commit: string },
+  why: { status: number; message: string },
+): Promise<void> {
+  const body = "commit" in write ? { kind: "commit" as const, key: write.commit } : {
+    kind: "messages" as const,
+    messages: await Promise.all(
+      write.map(async (payload) => ({ key: await messageKey(sessionId, payload), payload })),
+    ),
+  };
+  await keepRejected(pendingDir, { sessionId, ...body }, why);
+}
 
 /** One item of our queue, flattened: a message or a commit, in replay order. */
 export interface QueuedItem {
