@@ -6,13 +6,7 @@
 import { type Cause, causeOf } from "../openviking/advice.ts";
 import { Budget, type OpenVikingClient } from "../openviking/client.ts";
 import { dirName, joinPath, kimiHome } from "../lib/paths.ts";
-import {
-  commitSession,
-  heldMessages,
-  isHeld,
-  sendMessages,
-  type SendReport,
-} from "../openviking/sessions.ts";
+import { heldMessages, isHeld, sendMessages, type SendReport } from "../openviking/sessions.ts";
 import type { COMMIT_POLICIES } from "../openviking/config.ts";
 import {
   destinationOf,
@@ -22,7 +16,15 @@ import {
   SessionQueue,
 } from "../openviking/queue.ts";
 import { replayOptions, replayQueue, type ReplayReport } from "../openviking/replay.ts";
-import { type Cursor, readState, type SaveState, type SessionState, updateState } from "./state.ts";
+import {
+  commitCaptured,
+  type Cursor,
+  MIN_COMMIT_MS,
+  readState,
+  type SaveState,
+  type SessionState,
+  updateState,
+} from "./state.ts";
 import type { HookEvent } from "../kimi/hooks.ts";
 import { locateJournal } from "../kimi/journal/locate.ts";
 import {
@@ -62,8 +64,6 @@ export type CommitPolicy = typeof COMMIT_POLICIES[number];
 
 export const WORKER_LOCK_WAIT_MS = 120_000;
 const WORKER_BUDGET_MS = 60_000;
-/** Below this much budget a capture sends no more requests: its commit is queued. */
-export const MIN_COMMIT_MS = 250;
 
 /** The capture mode of an event run (in the worker, or synchronously). */
 export function captureMode(
@@ -128,39 +128,21 @@ export function commitDue(policy: CommitPolicy, event: HookEvent, facts: CommitF
   return facts.sent > 0 && (facts.pendingTokens ?? Infinity) >= BALANCED_PENDING_TOKENS;
 }
 
-/**
- * Commits when the policy says so (`commitDue`), inside the budget, under `key` (the session and the last
- * message it covers: queued commits never merge). What was sent or queued is recorded first, so a kill during
- * the commit never resends it; a commit that went through or was queued resets the count. `commit` is "none"
- * or the commit's kind.
- */
+/** Commits (`commitCaptured`) when the policy says so (`commitDue`), what was sent or queued recorded first. */
 async function commitIfDue(
   { ctx, client, mode, save }: Locked,
   start: SessionState,
   request: { queueOnly: boolean; queue?: SessionQueue; facts: Omit<CommitFacts, "since"> },
 ): Promise<{ state: SessionState; commit: string; taskId?: string }> {
-  const state = {
-    ...start,
-    ovSession: ctx.ovSessionId,
-    destination: await sessionDestination(ctx.config),
-  };
+  const destination = await sessionDestination(ctx.config);
+  const state = { ...start, ovSession: ctx.ovSessionId, destination };
   const facts = { ...request.facts, since: state.capturedSinceCommit };
   if (!commitDue(ctx.config.commitPolicy, ctx.event, facts)) return { state, commit: "none" };
-  await save(state);
-  // No time left for a request (an interrupt on a loaded machine): the commit waits in the queue.
-  const short = mode.budget.remaining() < MIN_COMMIT_MS;
-  const outcome = await commitSession(client, ctx.ovSessionId, {
-    key: `${ctx.ovSessionId}:${state.lastAckedKey ?? "none"}`,
-    queue: request.queue,
-    budget: mode.budget,
-    pendingDir: ctx.pendingDir,
-    queueOnly: request.queueOnly || short,
-  });
-  return {
-    state: outcome.kind === "failed" ? state : { ...state, capturedSinceCommit: 0 },
-    commit: outcome.kind,
-    taskId: outcome.kind === "committed" ? outcome.taskId : undefined,
-  };
+  await save(state); // a kill during the commit never resends it
+  const [{ budget }, { pendingDir }, { queueOnly: behind, queue }] = [mode, ctx, request];
+  const done = await commitCaptured(client, state, { budget, pendingDir, behind, queue });
+  const taskId = done.outcome.kind === "committed" ? done.outcome.taskId : undefined;
+  return { state: done.state, commit: done.outcome.kind, taskId };
 }
 
 /** A journal read after a cursor and its turns. */

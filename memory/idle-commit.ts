@@ -6,9 +6,7 @@
 import { Budget } from "../openviking/client.ts";
 import { dirName, joinPath, ledgerDir, orNoHome } from "../lib/paths.ts";
 import { withLock } from "../lib/lock.ts";
-import { commitSession } from "../openviking/sessions.ts";
-import { hasUnsent } from "../openviking/queue.ts";
-import { readState, type SessionState, updateState } from "./state.ts";
+import { commitCaptured, MIN_COMMIT_MS, readState, type SessionState, updateState } from "./state.ts";
 import { appendLedger, originOf } from "./ledger.ts";
 import { clientFor, type HookContext, otherSession, sessionDestination } from "./context.ts";
 
@@ -24,7 +22,7 @@ const WATCH_MAX_MS = 3_600_000;
 /** How long a session waits idle, and the destination (`sessionDestination`) of the sessions this run may commit. */
 interface Idle {
   ms: number;
-  destination: string;
+  destination?: string;
 }
 
 /** This run's `Idle`: only sessions whose captures went where this run's writes go are its to commit. */
@@ -32,11 +30,12 @@ async function idleOf(ctx: HookContext): Promise<Idle> {
   return { ms: ctx.config.idleCommitSeconds * 1000, destination: await sessionDestination(ctx.config) };
 }
 
-/** A session's state file and when its captures are due for a commit (undefined: nothing waits). */
+/** A session's state file, what it said, and when its captures are due for a commit. */
 interface Waiting {
   file: string;
   dueAt: number;
   ovSession: string;
+  state: SessionState;
 }
 
 /**
@@ -59,11 +58,11 @@ export function dueAt(
 /** What a state file said, by its inode, size and time: a watch's pass reads only the files that changed. */
 const looked = new Map<string, { stamp: string; waiting?: Waiting }>();
 
-/** The sessions of the capture state directory `dir` whose captures wait uncommitted. */
-async function waitingSessions(dir: string, idle: Idle): Promise<Waiting[]> {
+/** The sessions of the capture state directory `dir` whose captures wait uncommitted (`idle`'s, by name). */
+export async function waitingSessions(dir: string, idle: Idle): Promise<Waiting[]> {
   const names = await Array.fromAsync(Deno.readDir(dir), (e) => e.name).catch(() => [] as string[]);
   const out: Waiting[] = [];
-  for (const name of names.filter((n) => n.endsWith(".json") && !n.endsWith(".prompt.json"))) {
+  for (const name of names.filter((n) => n.endsWith(".json") && !n.endsWith(".prompt.json")).sort()) {
     const file = joinPath(dir, name);
     const info = await Deno.lstat(file).catch(() => undefined);
     const stamp = info
@@ -75,7 +74,9 @@ async function waitingSessions(dir: string, idle: Idle): Promise<Waiting[]> {
       const at = dueAt(s, idle.ms, idle.destination);
       seen = {
         stamp,
-        waiting: at !== undefined && s.ovSession ? { file, dueAt: at, ovSession: s.ovSession } : undefined,
+        waiting: at !== undefined && s.ovSession
+          ? { file, dueAt: at, ovSession: s.ovSession, state: s }
+          : undefined,
       };
       if (stamp) looked.set(file, seen);
     }
@@ -91,11 +92,11 @@ async function waitingSessions(dir: string, idle: Idle): Promise<Waiting[]> {
 type IdleCommit = "done" | "not-due" | "failed" | "busy" | "unsettled";
 
 /**
- * Commits the session of state `file` if it is still due, under its lock (not waited for: a run holding it is
- * busy with the session), behind its queued writes. Never over an unsettled intent (a run killed mid-send): a
- * commit would archive what that run may have stored, and a later capture, finding it not held, would send it
- * again; a capture of the session settles it first, as every capture does (failing that, it is left). One
- * whose journal is gone can never be settled, nor resent: what the server holds is committed.
+ * Commits the session of state `file` (`commitCaptured`) if it is still due, under its lock (not waited for: a
+ * run holding it is busy with the session). Never over an unsettled intent (a run killed mid-send): a commit would
+ * archive what that run may have stored, and a later capture, finding it not held, would send it again; a
+ * capture of the session settles it first, as every capture does (failing that, it is left). One whose
+ * journal is gone can never be settled, nor resent: what the server holds is committed.
  */
 async function commitIfIdle(
   ctx: HookContext,
@@ -119,11 +120,10 @@ async function commitIfIdle(
     const due = dueAt(settle ? { ...s, lastCaptureAt } : s, idle.ms, idle.destination); // settling is no turn
     if (due === undefined || due > Date.now() || !s.ovSession) return { value: "not-due" };
     if (s.inflight?.keys.length && !gone) return { value: "unsettled" };
-    const outcome = await commitSession(clientFor(ctx), s.ovSession, {
+    const session = { ...s, ovSession: s.ovSession };
+    const { state, outcome } = await commitCaptured(clientFor(ctx), session, {
       budget,
       pendingDir: ctx.pendingDir,
-      key: `${s.ovSession}:${s.lastAckedKey ?? "none"}`,
-      queueOnly: await hasUnsent(ctx.pendingDir, s.ovSession),
     });
     if (outcome.kind === "failed") return { value: "failed" };
     // In the session's ledger as a capture of no turns that committed: `status` lists the commit.
@@ -132,7 +132,7 @@ async function commitIfIdle(
     const counts = { turns: 0, sent: 0, queued: 0, rejected: 0, commit: outcome.kind, taskId };
     const entry = { kind: "capture", at, ms: Date.now() - at, event: "idle", ...counts } as const;
     if (dir) await appendLedger(dir, name, { ...entry, origin: originOf(ctx.config) });
-    return { state: { ...s, inflight: undefined, capturedSinceCommit: 0 }, value: "done" };
+    return { state, value: "done" };
   }, { waitMs: 0, durable: true }).catch(() => ({ acquired: true as const, value: "failed" as const }));
   return res.acquired ? res.value : "busy";
 }
@@ -147,7 +147,7 @@ export async function commitLeftSessions(ctx: HookContext, budget: Budget): Prom
   let done = 0;
   for (const w of await waitingSessions(dirName(ctx.capturePaths.file), idle)) {
     if (w.ovSession === ctx.ovSessionId || w.dueAt > Date.now()) continue;
-    if (budget.remaining() < 250) break;
+    if (budget.remaining() < MIN_COMMIT_MS) break;
     if (await commitIfIdle(ctx, w.file, idle, budget) === "done") done++;
   }
   return done;

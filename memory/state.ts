@@ -8,6 +8,9 @@ import { type LockOptions, type LockResult, withLock } from "../lib/lock.ts";
 import { RecallSchema } from "./recall.ts";
 import { ReadCursorSchema } from "../kimi/journal/turns.ts";
 import { isRecord } from "../lib/parsed.ts";
+import type { Budget, OpenVikingClient } from "../openviking/client.ts";
+import { commitSession } from "../openviking/sessions.ts";
+import { hasUnsent, type SessionQueue } from "../openviking/queue.ts";
 
 /** A field read as `fallback` (or, optional, as absent) when missing or of another shape. */
 const or = <T extends z.ZodMiniType>(schema: T, fallback: z.output<T>) => z.catch(schema, fallback);
@@ -145,4 +148,30 @@ export async function updateState<T>(
     if (state) await save(state);
     return value;
   }, options);
+}
+
+/** Below this much budget no request is sent: a commit is queued. */
+export const MIN_COMMIT_MS = 250;
+
+export type CommitOutcome = Awaited<ReturnType<typeof commitSession>>;
+
+/**
+ * Commits what session state `s` captured since its last commit; the caller holds its lock. Named by the
+ * session and the last message it covers (queued commits never merge); queued, not sent, behind the session's
+ * unsent writes (`behind`, asked of the queue when not given) or with too little budget left. Sent, queued or
+ * refused (kept apart), the count and any intent go (a commit archives what the session holds); failed, the
+ * state is kept.
+ */
+export async function commitCaptured(
+  client: OpenVikingClient,
+  s: SessionState & { ovSession: string },
+  options: { budget: Budget; pendingDir: string; behind?: boolean; queue?: SessionQueue },
+): Promise<{ state: SessionState; outcome: CommitOutcome }> {
+  const { budget, pendingDir, queue } = options;
+  const late = budget.remaining() < MIN_COMMIT_MS;
+  const queueOnly = late || (options.behind ?? await hasUnsent(pendingDir, s.ovSession));
+  const key = `${s.ovSession}:${s.lastAckedKey ?? "none"}`;
+  const outcome = await commitSession(client, s.ovSession, { budget, pendingDir, key, queueOnly, queue });
+  const state = outcome.kind === "failed" ? s : { ...s, capturedSinceCommit: 0, inflight: undefined };
+  return { state, outcome };
 }
