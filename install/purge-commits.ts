@@ -81,8 +81,8 @@ export async function purgeCommitStep(
           if (s.capturedSinceCommit <= 0 || !s.ovSession) return { value: "done" };
           const why = stuckOf(s, here);
           if (why) return { value: why === ELSEWHERE ? `${why} (--yes)` : why };
-          const session = { ...s, ovSession: s.ovSession };
-          const { state, outcome } = await commitCaptured(client, session, { budget, pendingDir: pending });
+          const options = { budget, pendingDir: pending };
+          const { state, outcome } = await commitCaptured(client, s.ovSession, s, options);
           return { state, value: outcome.kind === "failed" ? outcome.message : outcome.kind };
         }, { waitMs: 5000, durable: true }).catch((e) => ({ acquired: true as const, value: String(e) }));
         const value = res.acquired ? res.value : "its state stayed locked by a running hook";

@@ -132,15 +132,15 @@ export function commitDue(policy: CommitPolicy, event: HookEvent, facts: CommitF
 async function commitIfDue(
   { ctx, client, mode, save }: Locked,
   start: SessionState,
-  request: { queueOnly: boolean; queue?: SessionQueue; facts: Omit<CommitFacts, "since"> },
+  request: { queue?: SessionQueue; facts: Omit<CommitFacts, "since"> },
 ): Promise<{ state: SessionState; commit: string; taskId?: string }> {
   const destination = await sessionDestination(ctx.config);
   const state = { ...start, ovSession: ctx.ovSessionId, destination };
   const facts = { ...request.facts, since: state.capturedSinceCommit };
   if (!commitDue(ctx.config.commitPolicy, ctx.event, facts)) return { state, commit: "none" };
   await save(state); // a kill during the commit never resends it
-  const [{ budget }, { pendingDir }, { queueOnly: behind, queue }] = [mode, ctx, request];
-  const done = await commitCaptured(client, state, { budget, pendingDir, behind, queue });
+  const options = { budget: mode.budget, pendingDir: ctx.pendingDir, queue: request.queue };
+  const done = await commitCaptured(client, ctx.ovSessionId, state, options);
   const taskId = done.outcome.kind === "committed" ? done.outcome.taskId : undefined;
   return { state: done.state, commit: done.outcome.kind, taskId };
 }
@@ -424,18 +424,17 @@ async function captureLocked(run: Run, start: SessionState): Promise<SessionStat
   const unsettled = steps.stopped ? [] : duePrompts(run.kept, state);
   const held = carried(unsettled, run.scan.turns.turns, run.planOptions);
   const due = unsettled.filter((p) => !held.includes(p) && Date.now() - p.at >= SETTLE_MS);
-  let kept = { stopped: false, queued: false };
+  let keptStopped = false;
   if (due.length) {
     const res = await sendKept(run, state, due, { queueOnly: steps.queueOnly, queue });
     noteSent(report, res.sent);
     report.fallback = res.sent.acked;
     report.remember ||= res.remember;
     state = res.state;
-    kept = { stopped: res.sent.acked < due.length, queued: res.sent.queued > 0 };
+    keptStopped = res.sent.acked < due.length;
   }
-  if (!steps.stopped && !kept.stopped) {
+  if (!steps.stopped && !keptStopped) {
     const done = await commitIfDue(run, state, {
-      queueOnly: steps.queueOnly || kept.queued,
       queue,
       facts: { sent: report.sent, pendingTokens: report.pendingTokens, remember: report.remember },
     });
@@ -578,7 +577,6 @@ async function captureFromPrompts(
     const queueOnly = await hasUnsent(ctx.pendingDir, ctx.ovSessionId);
     const { state: after, sent: report, remember } = await sendKept(locked, state, due, { queueOnly });
     const done = await commitIfDue(locked, after, {
-      queueOnly: queueOnly || report.queued > 0,
       facts: { sent: report.sent, pendingTokens: report.pendingTokens, remember },
     });
     const { sent, queued, rejected } = report;

@@ -92,11 +92,11 @@ export async function waitingSessions(dir: string, idle: Idle): Promise<Waiting[
 type IdleCommit = "done" | "not-due" | "failed" | "busy" | "unsettled";
 
 /**
- * Commits the session of state `file` (`commitCaptured`) if it is still due, under its lock (not waited for: a
- * run holding it is busy with the session). Never over an unsettled intent (a run killed mid-send): a commit would
- * archive what that run may have stored, and a later capture, finding it not held, would send it again; a
- * capture of the session settles it first, as every capture does (failing that, it is left). One whose
- * journal is gone can never be settled, nor resent: what the server holds is committed.
+ * Commits the session of state `file` (`commitCaptured`) if it is still due, under its lock (not waited for:
+ * a run holding it is busy with the session). Never over an unsettled intent (a run killed mid-send): a
+ * commit would archive what that run may have stored, and a later capture, finding it not held, would send it
+ * again; a capture of the session settles it first, as every capture does (failing that, it is left). One
+ * whose journal is gone can never be settled, nor resent: what the server holds is committed.
  */
 async function commitIfIdle(
   ctx: HookContext,
@@ -120,11 +120,8 @@ async function commitIfIdle(
     const due = dueAt(settle ? { ...s, lastCaptureAt } : s, idle.ms, idle.destination); // settling is no turn
     if (due === undefined || due > Date.now() || !s.ovSession) return { value: "not-due" };
     if (s.inflight?.keys.length && !gone) return { value: "unsettled" };
-    const session = { ...s, ovSession: s.ovSession };
-    const { state, outcome } = await commitCaptured(clientFor(ctx), session, {
-      budget,
-      pendingDir: ctx.pendingDir,
-    });
+    const options = { budget, pendingDir: ctx.pendingDir };
+    const { state, outcome } = await commitCaptured(clientFor(ctx), s.ovSession, s, options);
     if (outcome.kind === "failed") return { value: "failed" };
     // In the session's ledger as a capture of no turns that committed: `status` lists the commit.
     const dir = orNoHome(() => ledgerDir(ctx.env));
@@ -139,10 +136,12 @@ async function commitIfIdle(
 
 /**
  * A session start's catch-up: commits the other sessions whose captures have waited uncommitted
- * `idleCommitSeconds`. Returns how many it committed or queued.
+ * `idleCommitSeconds`. Returns how many it committed or queued. It reads every session's state, so only where
+ * a Stop may leave turns uncommitted: not under every-turn, whose failed commits wait in the queue (a session
+ * start's cost does not grow with the history).
  */
 export async function commitLeftSessions(ctx: HookContext, budget: Budget): Promise<number> {
-  if (!ctx.capturePaths) return 0;
+  if (!ctx.capturePaths || ctx.config.commitPolicy === "every-turn") return 0;
   const idle = await idleOf(ctx);
   let done = 0;
   for (const w of await waitingSessions(dirName(ctx.capturePaths.file), idle)) {

@@ -156,22 +156,21 @@ export const MIN_COMMIT_MS = 250;
 export type CommitOutcome = Awaited<ReturnType<typeof commitSession>>;
 
 /**
- * Commits what session state `s` captured since its last commit; the caller holds its lock. Named by the
- * session and the last message it covers (queued commits never merge); queued, not sent, behind the session's
- * unsent writes (`behind`, asked of the queue when not given) or with too little budget left. Sent, queued or
- * refused (kept apart), the count and any intent go (a commit archives what the session holds); failed, the
- * state is kept.
+ * Commits what session `sid` (state `s`) captured since its last commit; the caller holds its lock. Named by
+ * the session and the last message it covers (queued commits never merge); queued, not sent, behind the
+ * session's unsent writes or with too little budget left. Sent, queued or refused (kept apart), the count and
+ * any intent go (a commit archives what the session holds); failed, the state is kept.
  */
 export async function commitCaptured(
   client: OpenVikingClient,
-  s: SessionState & { ovSession: string },
-  options: { budget: Budget; pendingDir: string; behind?: boolean; queue?: SessionQueue },
+  sid: string,
+  s: SessionState,
+  options: { budget: Budget; pendingDir: string; queue?: SessionQueue },
 ): Promise<{ state: SessionState; outcome: CommitOutcome }> {
   const { budget, pendingDir, queue } = options;
-  const late = budget.remaining() < MIN_COMMIT_MS;
-  const queueOnly = late || (options.behind ?? await hasUnsent(pendingDir, s.ovSession));
-  const key = `${s.ovSession}:${s.lastAckedKey ?? "none"}`;
-  const outcome = await commitSession(client, s.ovSession, { budget, pendingDir, key, queueOnly, queue });
+  const queueOnly = budget.remaining() < MIN_COMMIT_MS || await hasUnsent(pendingDir, sid);
+  const key = `${sid}:${s.lastAckedKey ?? "none"}`;
+  const outcome = await commitSession(client, sid, { budget, pendingDir, key, queueOnly, queue });
   const state = outcome.kind === "failed" ? s : { ...s, capturedSinceCommit: 0, inflight: undefined };
   return { state, outcome };
 }
