@@ -56,8 +56,8 @@ export async function purgeCommitStep(
   const stuck = waiting.map((w) => ({ ...w, why: stuckOf(w.state, here) })).filter((w) => w.why);
   if (stuck.length && !drop) {
     const said = await Promise.all(
-      stuck.map(async ({ file, ovSession, state, why }) =>
-        `${ovSession} holds ${state.capturedSinceCommit} captured message(s) OpenViking has not committed, ${why}: ${
+      stuck.map(async ({ file, state, why }) =>
+        `${state.ovSession} holds ${state.capturedSinceCommit} captured message(s) OpenViking has not committed, ${why}: ${
           why === ELSEWHERE
             ? `install again for it (\`${await installFor(ctx, file)}\`)`
             : "a Kimi session start settles and commits it once idle"
@@ -76,25 +76,23 @@ export async function purgeCommitStep(
       const client = createClient(clientOptions(config, "", ctx.fetch ? { fetch: ctx.fetch } : {}));
       const budget = new Budget(COMMIT_BUDGET_MS);
       const [done, queued, missed] = [[] as string[], [] as string[], [] as string[]];
+      const kept = joinPath(pending, REJECTED_SUBDIR);
+      const refused =
+        `OpenViking refused the commit (kept in ${kept}: install again and run replay --rejected)`;
       for (const w of waiting) {
         const res = await updateState<string>({ file: w.file, lock: `${w.file}.lock` }, async (s) => {
-          if (s.capturedSinceCommit <= 0 || !s.ovSession) return { value: "done" };
+          if (s.capturedSinceCommit <= 0 || !s.ovSession) return { value: "committed" }; // by another run
           const why = stuckOf(s, here);
           if (why) return { value: why === ELSEWHERE ? `${why} (--yes)` : why };
           const options = { budget, pendingDir: pending };
-          const { state, outcome } = await commitCaptured(client, s.ovSession, s, options);
-          return { state, value: outcome.kind === "failed" ? outcome.message : outcome.kind };
+          const { state, outcome: o } = await commitCaptured(client, s.ovSession, s, options);
+          return { state, value: o.kind === "failed" ? o.message : o.kind === "rejected" ? refused : o.kind };
         }, { waitMs: 5000, durable: true }).catch((e) => ({ acquired: true as const, value: String(e) }));
         const value = res.acquired ? res.value : "its state stayed locked by a running hook";
-        const what = `${w.ovSession} (${w.state.capturedSinceCommit} message(s))`;
-        if (value === "committed" || value === "done") done.push(what);
+        const what = `${w.state.ovSession} (${w.state.capturedSinceCommit} message(s))`;
+        if (value === "committed") done.push(what);
         else if (value === "queued") queued.push(what);
-        else if (value === "rejected") {
-          const kept = joinPath(pending, REJECTED_SUBDIR);
-          missed.push(
-            `${what}: OpenViking refused the commit (kept in ${kept}: install again and run replay --rejected)`,
-          );
-        } else missed.push(`${what}: ${value}`);
+        else missed.push(`${what}: ${value}`);
       }
       if (queued.length) {
         plan.notes.push(

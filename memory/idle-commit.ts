@@ -34,7 +34,6 @@ async function idleOf(ctx: HookContext): Promise<Idle> {
 interface Waiting {
   file: string;
   dueAt: number;
-  ovSession: string;
   state: SessionState;
 }
 
@@ -72,12 +71,7 @@ export async function waitingSessions(dir: string, idle: Idle): Promise<Waiting[
     if (!stamp || seen?.stamp !== stamp) {
       const s = await readState(file);
       const at = dueAt(s, idle.ms, idle.destination);
-      seen = {
-        stamp,
-        waiting: at !== undefined && s.ovSession
-          ? { file, dueAt: at, ovSession: s.ovSession, state: s }
-          : undefined,
-      };
+      seen = { stamp, waiting: at === undefined ? undefined : { file, dueAt: at, state: s } };
       if (stamp) looked.set(file, seen);
     }
     if (seen.waiting) out.push(seen.waiting);
@@ -145,7 +139,7 @@ export async function commitLeftSessions(ctx: HookContext, budget: Budget): Prom
   const idle = await idleOf(ctx);
   let done = 0;
   for (const w of await waitingSessions(dirName(ctx.capturePaths.file), idle)) {
-    if (w.ovSession === ctx.ovSessionId || w.dueAt > Date.now()) continue;
+    if (w.state.ovSession === ctx.ovSessionId || w.dueAt > Date.now()) continue;
     if (budget.remaining() < MIN_COMMIT_MS) break;
     if (await commitIfIdle(ctx, w.file, idle, budget) === "done") done++;
   }
