@@ -1,9 +1,7 @@
 /**
- * What `uninstall --purge` does about the idle commits before it deletes the hook state: the sessions whose
- * captures wait for a commit (`balanced`: due some minutes after the last turn) are committed now, within a
- * bound, or queued, or named as not committed. The home's idle watch (memory/idle-commit.ts, the detached
- * worker an earlier Stop started, holding a shared lock on its program copy) ends within a second of the hook
- * state going, so the copy sweep that follows waits for it (install/program.ts).
+ * What `uninstall --purge` does about the idle commits before it deletes the hook state: what waits for a
+ * commit is committed now, within a bound, or queued, or named. The home's idle watch (memory/idle-commit.ts)
+ * ends within a second of the hook state going; the copy sweep after waits for it (install/program.ts).
  */
 
 import type { Context, Plan, Step } from "./transaction.ts";
@@ -74,7 +72,7 @@ export async function purgeCommitStep(
       `commit the ${messages} captured message(s) of ${waiting.length} session(s) waiting for a commit now`,
     run: async () => {
       const client = createClient(clientOptions(config, "", ctx.fetch ? { fetch: ctx.fetch } : {}));
-      const budget = new Budget(COMMIT_BUDGET_MS);
+      const to = { budget: new Budget(COMMIT_BUDGET_MS), pendingDir: pending };
       const [done, queued, missed] = [[] as string[], [] as string[], [] as string[]];
       const kept = joinPath(pending, REJECTED_SUBDIR);
       const refused =
@@ -84,8 +82,7 @@ export async function purgeCommitStep(
           if (s.capturedSinceCommit <= 0 || !s.ovSession) return { value: "committed" }; // by another run
           const why = stuckOf(s, here);
           if (why) return { value: why === ELSEWHERE ? `${why} (--yes)` : why };
-          const options = { budget, pendingDir: pending };
-          const { state, outcome: o } = await commitCaptured(client, s.ovSession, s, options);
+          const { state, outcome: o } = await commitCaptured(client, s.ovSession, s, to);
           return { state, value: o.kind === "failed" ? o.message : o.kind === "rejected" ? refused : o.kind };
         }, { waitMs: 5000, durable: true }).catch((e) => ({ acquired: true as const, value: String(e) }));
         const value = res.acquired ? res.value : "its state stayed locked by a running hook";

@@ -132,14 +132,14 @@ export function commitDue(policy: CommitPolicy, event: HookEvent, facts: CommitF
 async function commitIfDue(
   { ctx, client, mode, save }: Locked,
   start: SessionState,
-  request: { queue?: SessionQueue; facts: Omit<CommitFacts, "since"> },
+  facts: Omit<CommitFacts, "since">,
+  queue?: SessionQueue,
 ): Promise<{ state: SessionState; commit: string; taskId?: string }> {
-  const destination = await sessionDestination(ctx.config);
-  const state = { ...start, ovSession: ctx.ovSessionId, destination };
-  const facts = { ...request.facts, since: state.capturedSinceCommit };
-  if (!commitDue(ctx.config.commitPolicy, ctx.event, facts)) return { state, commit: "none" };
+  const state = { ...start, ovSession: ctx.ovSessionId, destination: await sessionDestination(ctx.config) };
+  const since = state.capturedSinceCommit;
+  if (!commitDue(ctx.config.commitPolicy, ctx.event, { ...facts, since })) return { state, commit: "none" };
   await save(state); // a kill during the commit never resends it
-  const options = { budget: mode.budget, pendingDir: ctx.pendingDir, queue: request.queue };
+  const options = { budget: mode.budget, pendingDir: ctx.pendingDir, queue };
   const done = await commitCaptured(client, ctx.ovSessionId, state, options);
   const taskId = done.outcome.kind === "committed" ? done.outcome.taskId : undefined;
   return { state: done.state, commit: done.outcome.kind, taskId };
@@ -434,10 +434,7 @@ async function captureLocked(run: Run, start: SessionState): Promise<SessionStat
     keptStopped = res.sent.acked < due.length;
   }
   if (!steps.stopped && !keptStopped) {
-    const done = await commitIfDue(run, state, {
-      queue,
-      facts: { sent: report.sent, pendingTokens: report.pendingTokens, remember: report.remember },
-    });
+    const done = await commitIfDue(run, state, report, queue);
     [state, report.commit] = [done.state, done.commit];
     if (done.taskId) report.taskId = done.taskId;
   }
@@ -576,9 +573,7 @@ async function captureFromPrompts(
     if (!due.length) return { value: { turns: 0, sent: 0, queued: 0, rejected: 0, commit: "none" } };
     const queueOnly = await hasUnsent(ctx.pendingDir, ctx.ovSessionId);
     const { state: after, sent: report, remember } = await sendKept(locked, state, due, { queueOnly });
-    const done = await commitIfDue(locked, after, {
-      facts: { sent: report.sent, pendingTokens: report.pendingTokens, remember },
-    });
+    const done = await commitIfDue(locked, after, { ...report, remember });
     const { sent, queued, rejected } = report;
     return { state: done.state, value: { turns: report.acked, sent, queued, rejected, commit: done.commit } };
   }, { waitMs: waiting.lockWaitMs, durable: true });

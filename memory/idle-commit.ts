@@ -19,16 +19,14 @@ const BUSY_RETRY_MS = 1000;
 /** Longest a watch lives; a later Stop starts another. */
 const WATCH_MAX_MS = 3_600_000;
 
-/** How long a session waits idle, and the destination (`sessionDestination`) of the sessions this run may commit. */
-interface Idle {
-  ms: number;
-  destination?: string;
-}
+/** How long a session waits idle, and the destination (`sessionDestination`) of those a run may commit. */
+type Idle = { ms: number; destination?: string };
 
 /** This run's `Idle`: only sessions whose captures went where this run's writes go are its to commit. */
-async function idleOf(ctx: HookContext): Promise<Idle> {
-  return { ms: ctx.config.idleCommitSeconds * 1000, destination: await sessionDestination(ctx.config) };
-}
+const idleOf = async (ctx: HookContext): Promise<Idle> => ({
+  ms: ctx.config.idleCommitSeconds * 1000,
+  destination: await sessionDestination(ctx.config),
+});
 
 /** A session's state file, what it said, and when its captures are due for a commit. */
 interface Waiting {
@@ -79,10 +77,7 @@ export async function waitingSessions(dir: string, idle: Idle): Promise<Waiting[
   return out;
 }
 
-/**
- * What `commitIfIdle` did: committed (or queued), not due (any more), failed, the session was busy, or it holds
- * an unsettled intent.
- */
+/** What `commitIfIdle` did: committed (or queued), not due (any more), failed, busy, an unsettled intent. */
 type IdleCommit = "done" | "not-due" | "failed" | "busy" | "unsettled";
 
 /**

@@ -153,8 +153,6 @@ export async function updateState<T>(
 /** Below this much budget no request is sent: a commit is queued. */
 export const MIN_COMMIT_MS = 250;
 
-export type CommitOutcome = Awaited<ReturnType<typeof commitSession>>;
-
 /**
  * Commits what session `sid` (state `s`) captured since its last commit; the caller holds its lock. Named by
  * the session and the last message it covers (queued commits never merge); queued, not sent, behind the
@@ -166,7 +164,7 @@ export async function commitCaptured(
   sid: string,
   s: SessionState,
   options: { budget: Budget; pendingDir: string; queue?: SessionQueue },
-): Promise<{ state: SessionState; outcome: CommitOutcome }> {
+): Promise<{ state: SessionState; outcome: Awaited<ReturnType<typeof commitSession>> }> {
   const { budget, pendingDir, queue } = options;
   const queueOnly = budget.remaining() < MIN_COMMIT_MS || await hasUnsent(pendingDir, sid);
   const key = `${sid}:${s.lastAckedKey ?? "none"}`;
