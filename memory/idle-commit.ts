@@ -118,7 +118,7 @@ async function commitIfIdle(
     const counts = { turns: 0, sent: 0, queued: 0, rejected: 0, commit: outcome.kind, taskId };
     const entry = { kind: "capture", at, ms: Date.now() - at, event: "idle", ...counts } as const;
     if (dir) await appendLedger(dir, name, { ...entry, origin: originOf(ctx.config) });
-    return { state, value: "done" };
+    return { state: { ...state, inflight: undefined }, value: "done" };
   }, { waitMs: 0, durable: true }).catch(() => ({ acquired: true as const, value: "failed" as const }));
   return res.acquired ? res.value : "busy";
 }

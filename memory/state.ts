@@ -156,8 +156,8 @@ export const MIN_COMMIT_MS = 250;
 /**
  * Commits what session `sid` (state `s`) captured since its last commit; the caller holds its lock. Named by
  * the session and the last message it covers (queued commits never merge); queued, not sent, behind the
- * session's unsent writes or with too little budget left. Sent, queued or refused (kept apart), the count and
- * any intent go (a commit archives what the session holds); failed, the state is kept.
+ * session's unsent writes or with too little budget left. Sent, queued or refused (kept apart), the count is
+ * reset; failed, the state is kept.
  */
 export async function commitCaptured(
   client: OpenVikingClient,
@@ -169,6 +169,6 @@ export async function commitCaptured(
   const queueOnly = budget.remaining() < MIN_COMMIT_MS || await hasUnsent(pendingDir, sid);
   const key = `${sid}:${s.lastAckedKey ?? "none"}`;
   const outcome = await commitSession(client, sid, { budget, pendingDir, key, queueOnly, queue });
-  const state = outcome.kind === "failed" ? s : { ...s, capturedSinceCommit: 0, inflight: undefined };
+  const state = outcome.kind === "failed" ? s : { ...s, capturedSinceCommit: 0 };
   return { state, outcome };
 }
