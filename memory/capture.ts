@@ -7,7 +7,6 @@ import { type Cause, causeOf } from "../openviking/advice.ts";
 import { Budget, type OpenVikingClient } from "../openviking/client.ts";
 import { dirName, joinPath, kimiHome } from "../lib/paths.ts";
 import {
-  commitSession,
   destinationOf,
   hasUnsent,
   heldMessages,
@@ -22,7 +21,15 @@ import {
   SessionQueue,
 } from "../openviking/queue.ts";
 import type { COMMIT_POLICIES } from "../openviking/config.ts";
-import { type Cursor, readState, type SaveState, type SessionState, updateState } from "./state.ts";
+import {
+  commitCaptured,
+  type Cursor,
+  MIN_COMMIT_MS,
+  readState,
+  type SaveState,
+  type SessionState,
+  updateState,
+} from "./state.ts";
 import type { HookEvent } from "../kimi/hooks.ts";
 import { locateJournal } from "../kimi/journal/locate.ts";
 import {
@@ -62,8 +69,6 @@ export type CommitPolicy = typeof COMMIT_POLICIES[number];
 
 export const WORKER_LOCK_WAIT_MS = 120_000;
 const WORKER_BUDGET_MS = 60_000;
-/** Below this much budget a capture sends no more requests: its commit is queued. */
-export const MIN_COMMIT_MS = 250;
 
 /** The capture mode of an event run (in the worker, or synchronously). */
 export function captureMode(
@@ -128,39 +133,21 @@ export function commitDue(policy: CommitPolicy, event: HookEvent, facts: CommitF
   return facts.sent > 0 && (facts.pendingTokens ?? Infinity) >= BALANCED_PENDING_TOKENS;
 }
 
-/**
- * Commits when the policy says so (`commitDue`), inside the budget, under `key` (the session and the last
- * message it covers: queued commits never merge). What was sent or queued is recorded first, so a kill during
- * the commit never resends it; a commit that went through or was queued resets the count. `commit` is "none"
- * or the commit's kind.
- */
+/** Commits (`commitCaptured`) when the policy says so (`commitDue`), what was sent or queued recorded first. */
 async function commitIfDue(
   { ctx, client, mode, save }: Locked,
   start: SessionState,
-  request: { queueOnly: boolean; queue?: SessionQueue; facts: Omit<CommitFacts, "since"> },
+  facts: Omit<CommitFacts, "since">,
+  queue?: SessionQueue,
 ): Promise<{ state: SessionState; commit: string; taskId?: string }> {
-  const state = {
-    ...start,
-    ovSession: ctx.ovSessionId,
-    destination: await sessionDestination(ctx.config),
-  };
-  const facts = { ...request.facts, since: state.capturedSinceCommit };
-  if (!commitDue(ctx.config.commitPolicy, ctx.event, facts)) return { state, commit: "none" };
-  await save(state);
-  // No time left for a request (an interrupt on a loaded machine): the commit waits in the queue.
-  const short = mode.budget.remaining() < MIN_COMMIT_MS;
-  const outcome = await commitSession(client, ctx.ovSessionId, {
-    key: `${ctx.ovSessionId}:${state.lastAckedKey ?? "none"}`,
-    queue: request.queue,
-    budget: mode.budget,
-    pendingDir: ctx.pendingDir,
-    queueOnly: request.queueOnly || short,
-  });
-  return {
-    state: outcome.kind === "failed" ? state : { ...state, capturedSinceCommit: 0 },
-    commit: outcome.kind,
-    taskId: outcome.kind === "committed" ? outcome.taskId : undefined,
-  };
+  const state = { ...start, ovSession: ctx.ovSessionId, destination: await sessionDestination(ctx.config) };
+  const since = state.capturedSinceCommit;
+  if (!commitDue(ctx.config.commitPolicy, ctx.event, { ...facts, since })) return { state, commit: "none" };
+  await save(state); // a kill during the commit never resends it
+  const options = { budget: mode.budget, pendingDir: ctx.pendingDir, queue };
+  const done = await commitCaptured(client, ctx.ovSessionId, state, options);
+  const taskId = done.outcome.kind === "committed" ? done.outcome.taskId : undefined;
+  return { state: done.state, commit: done.outcome.kind, taskId };
 }
 
 /** A journal read after a cursor and its turns. */
@@ -442,21 +429,17 @@ async function captureLocked(run: Run, start: SessionState): Promise<SessionStat
   const unsettled = steps.stopped ? [] : duePrompts(run.kept, state);
   const held = carried(unsettled, run.scan.turns.turns, run.planOptions);
   const due = unsettled.filter((p) => !held.includes(p) && Date.now() - p.at >= SETTLE_MS);
-  let kept = { stopped: false, queued: false };
+  let keptStopped = false;
   if (due.length) {
     const res = await sendKept(run, state, due, { queueOnly: steps.queueOnly, queue });
     noteSent(report, res.sent);
     report.fallback = res.sent.acked;
     report.remember ||= res.remember;
     state = res.state;
-    kept = { stopped: res.sent.acked < due.length, queued: res.sent.queued > 0 };
+    keptStopped = res.sent.acked < due.length;
   }
-  if (!steps.stopped && !kept.stopped) {
-    const done = await commitIfDue(run, state, {
-      queueOnly: steps.queueOnly || kept.queued,
-      queue,
-      facts: { sent: report.sent, pendingTokens: report.pendingTokens, remember: report.remember },
-    });
+  if (!steps.stopped && !keptStopped) {
+    const done = await commitIfDue(run, state, report, queue);
     [state, report.commit] = [done.state, done.commit];
     if (done.taskId) report.taskId = done.taskId;
   }
@@ -595,10 +578,7 @@ async function captureFromPrompts(
     if (!due.length) return { value: { turns: 0, sent: 0, queued: 0, rejected: 0, commit: "none" } };
     const queueOnly = await hasUnsent(ctx.pendingDir, ctx.ovSessionId);
     const { state: after, sent: report, remember } = await sendKept(locked, state, due, { queueOnly });
-    const done = await commitIfDue(locked, after, {
-      queueOnly: queueOnly || report.queued > 0,
-      facts: { sent: report.sent, pendingTokens: report.pendingTokens, remember },
-    });
+    const done = await commitIfDue(locked, after, { ...report, remember });
     const { sent, queued, rejected } = report;
     return { state: done.state, value: { turns: report.acked, sent, queued, rejected, commit: done.commit } };
   }, { waitMs: waiting.lockWaitMs, durable: true });

@@ -6,8 +6,7 @@
 import { Budget } from "../openviking/client.ts";
 import { dirName, joinPath, ledgerDir, orNoHome } from "../lib/paths.ts";
 import { withLock } from "../lib/lock.ts";
-import { commitSession, hasUnsent } from "../openviking/queue.ts";
-import { readState, type SessionState, updateState } from "./state.ts";
+import { commitCaptured, MIN_COMMIT_MS, readState, type SessionState, updateState } from "./state.ts";
 import { appendLedger, originOf } from "./ledger.ts";
 import { clientFor, type HookContext, otherSession, sessionDestination } from "./context.ts";
 
@@ -20,22 +19,20 @@ const BUSY_RETRY_MS = 1000;
 /** Longest a watch lives; a later Stop starts another. */
 const WATCH_MAX_MS = 3_600_000;
 
-/** How long a session waits idle, and the destination (`sessionDestination`) of the sessions this run may commit. */
-interface Idle {
-  ms: number;
-  destination: string;
-}
+/** How long a session waits idle, and the destination (`sessionDestination`) of those a run may commit. */
+type Idle = { ms: number; destination?: string };
 
 /** This run's `Idle`: only sessions whose captures went where this run's writes go are its to commit. */
-async function idleOf(ctx: HookContext): Promise<Idle> {
-  return { ms: ctx.config.idleCommitSeconds * 1000, destination: await sessionDestination(ctx.config) };
-}
+const idleOf = async (ctx: HookContext): Promise<Idle> => ({
+  ms: ctx.config.idleCommitSeconds * 1000,
+  destination: await sessionDestination(ctx.config),
+});
 
-/** A session's state file and when its captures are due for a commit (undefined: nothing waits). */
+/** A session's state file, what it said, and when its captures are due for a commit. */
 interface Waiting {
   file: string;
   dueAt: number;
-  ovSession: string;
+  state: SessionState;
 }
 
 /**
@@ -58,11 +55,11 @@ export function dueAt(
 /** What a state file said, by its inode, size and time: a watch's pass reads only the files that changed. */
 const looked = new Map<string, { stamp: string; waiting?: Waiting }>();
 
-/** The sessions of the capture state directory `dir` whose captures wait uncommitted. */
-async function waitingSessions(dir: string, idle: Idle): Promise<Waiting[]> {
+/** The sessions of the capture state directory `dir` whose captures wait uncommitted (`idle`'s, by name). */
+export async function waitingSessions(dir: string, idle: Idle): Promise<Waiting[]> {
   const names = await Array.fromAsync(Deno.readDir(dir), (e) => e.name).catch(() => [] as string[]);
   const out: Waiting[] = [];
-  for (const name of names.filter((n) => n.endsWith(".json") && !n.endsWith(".prompt.json"))) {
+  for (const name of names.filter((n) => n.endsWith(".json") && !n.endsWith(".prompt.json")).sort()) {
     const file = joinPath(dir, name);
     const info = await Deno.lstat(file).catch(() => undefined);
     const stamp = info
@@ -72,10 +69,7 @@ async function waitingSessions(dir: string, idle: Idle): Promise<Waiting[]> {
     if (!stamp || seen?.stamp !== stamp) {
       const s = await readState(file);
       const at = dueAt(s, idle.ms, idle.destination);
-      seen = {
-        stamp,
-        waiting: at !== undefined && s.ovSession ? { file, dueAt: at, ovSession: s.ovSession } : undefined,
-      };
+      seen = { stamp, waiting: at === undefined ? undefined : { file, dueAt: at, state: s } };
       if (stamp) looked.set(file, seen);
     }
     if (seen.waiting) out.push(seen.waiting);
@@ -83,15 +77,12 @@ async function waitingSessions(dir: string, idle: Idle): Promise<Waiting[]> {
   return out;
 }
 
-/**
- * What `commitIfIdle` did: committed (or queued), not due (any more), failed, the session was busy, or it holds
- * an unsettled intent.
- */
+/** What `commitIfIdle` did: committed (or queued), not due (any more), failed, busy, an unsettled intent. */
 type IdleCommit = "done" | "not-due" | "failed" | "busy" | "unsettled";
 
 /**
- * Commits the session of state `file` if it is still due, under its lock (not waited for: a run holding it is
- * busy with the session), behind its queued writes. Never over an unsettled intent (a run killed mid-send): a
+ * Commits the session of state `file` (`commitCaptured`) if it is still due, under its lock (not waited for:
+ * a run holding it is busy with the session). Never over an unsettled intent (a run killed mid-send): a
  * commit would archive what that run may have stored, and a later capture, finding it not held, would send it
  * again; a capture of the session settles it first, as every capture does (failing that, it is left). One
  * whose journal is gone can never be settled, nor resent: what the server holds is committed.
@@ -118,12 +109,8 @@ async function commitIfIdle(
     const due = dueAt(settle ? { ...s, lastCaptureAt } : s, idle.ms, idle.destination); // settling is no turn
     if (due === undefined || due > Date.now() || !s.ovSession) return { value: "not-due" };
     if (s.inflight?.keys.length && !gone) return { value: "unsettled" };
-    const outcome = await commitSession(clientFor(ctx), s.ovSession, {
-      budget,
-      pendingDir: ctx.pendingDir,
-      key: `${s.ovSession}:${s.lastAckedKey ?? "none"}`,
-      queueOnly: await hasUnsent(ctx.pendingDir, s.ovSession),
-    });
+    const options = { budget, pendingDir: ctx.pendingDir };
+    const { state, outcome } = await commitCaptured(clientFor(ctx), s.ovSession, s, options);
     if (outcome.kind === "failed") return { value: "failed" };
     // In the session's ledger as a capture of no turns that committed: `status` lists the commit.
     const dir = orNoHome(() => ledgerDir(ctx.env));
@@ -131,22 +118,24 @@ async function commitIfIdle(
     const counts = { turns: 0, sent: 0, queued: 0, rejected: 0, commit: outcome.kind, taskId };
     const entry = { kind: "capture", at, ms: Date.now() - at, event: "idle", ...counts } as const;
     if (dir) await appendLedger(dir, name, { ...entry, origin: originOf(ctx.config) });
-    return { state: { ...s, inflight: undefined, capturedSinceCommit: 0 }, value: "done" };
+    return { state: { ...state, inflight: undefined }, value: "done" };
   }, { waitMs: 0, durable: true }).catch(() => ({ acquired: true as const, value: "failed" as const }));
   return res.acquired ? res.value : "busy";
 }
 
 /**
  * A session start's catch-up: commits the other sessions whose captures have waited uncommitted
- * `idleCommitSeconds`. Returns how many it committed or queued.
+ * `idleCommitSeconds`. Returns how many it committed or queued. It reads every session's state, so only where
+ * a Stop may leave turns uncommitted: not under every-turn, whose failed commits wait in the queue (a session
+ * start's cost does not grow with the history).
  */
 export async function commitLeftSessions(ctx: HookContext, budget: Budget): Promise<number> {
-  if (!ctx.capturePaths) return 0;
+  if (!ctx.capturePaths || ctx.config.commitPolicy === "every-turn") return 0;
   const idle = await idleOf(ctx);
   let done = 0;
   for (const w of await waitingSessions(dirName(ctx.capturePaths.file), idle)) {
-    if (w.ovSession === ctx.ovSessionId || w.dueAt > Date.now()) continue;
-    if (budget.remaining() < 250) break;
+    if (w.state.ovSession === ctx.ovSessionId || w.dueAt > Date.now()) continue;
+    if (budget.remaining() < MIN_COMMIT_MS) break;
     if (await commitIfIdle(ctx, w.file, idle, budget) === "done") done++;
   }
   return done;

@@ -12,9 +12,5 @@ Deno.test("dueAt: idle after the last capture (now when it is ahead of the clock
   assertEquals(dueAt(state({ ovSession: undefined }), 500, "d1"), undefined);
   assertEquals(dueAt(state({ destination: "d2" }), 500, "d1"), undefined, "another server or identity");
   assertEquals(dueAt(state({ destination: undefined }), 500, "d1"), undefined, "unknown: not ours");
-  assertEquals(
-    dueAt(state({ destination: "d2" }), 500, undefined, 1200),
-    1500,
-    "wherever they went (status)",
-  );
+  assertEquals(dueAt(state({ destination: "d2" }), 500, undefined, 1200), 1500, "wherever (status)");
 });

@@ -23,11 +23,7 @@ async function replayQueues(ctx: HookContext): Promise<HookResult> {
   // Prompts of sessions that died before their turn reached a Stop (`kimi -p … | head`): delivered now.
   const leftPrompts = await (await import("./capture.ts")).sendLeftPrompts(ctx, options.budget);
   // Sessions that ended without SessionEnd, their last turns still uncommitted: committed now.
-  // It reads every session's state, so only where a Stop may leave turns uncommitted (not every-turn, whose
-  // failed commits wait in the queue): a session start's cost does not grow with the history otherwise.
-  const leftCommitted = ctx.config.commitPolicy === "every-turn"
-    ? 0
-    : await (await import("./idle-commit.ts")).commitLeftSessions(ctx, options.budget);
+  const leftCommitted = await (await import("./idle-commit.ts")).commitLeftSessions(ctx, options.budget);
   const temps = await houseKeeping(ctx);
   const here = { session: ctx.ovSessionId, peer: (await resolvePeer(ctx.cwd, ctx.config)).peerId };
   const alarm = await checkExtraction(clientFor(ctx), ctx.sharedStateDir, here, budget);

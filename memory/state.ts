@@ -8,6 +8,8 @@ import { type LockOptions, type LockResult, withLock } from "../lib/lock.ts";
 import { RecallSchema } from "./recall.ts";
 import { ReadCursorSchema } from "../kimi/journal/turns.ts";
 import { isRecord } from "../lib/parsed.ts";
+import type { Budget, OpenVikingClient } from "../openviking/client.ts";
+import { commitSession, hasUnsent, type SessionQueue } from "../openviking/queue.ts";
 
 /** A field read as `fallback` (or, optional, as absent) when missing or of another shape. */
 const or = <T extends z.ZodMiniType>(schema: T, fallback: z.output<T>) => z.catch(schema, fallback);
@@ -145,4 +147,27 @@ export async function updateState<T>(
     if (state) await save(state);
     return value;
   }, options);
+}
+
+/** Below this much budget no request is sent: a commit is queued. */
+export const MIN_COMMIT_MS = 250;
+
+/**
+ * Commits what session `sid` (state `s`) captured since its last commit; the caller holds its lock. Named by
+ * the session and the last message it covers (queued commits never merge); queued, not sent, behind the
+ * session's unsent writes or with too little budget left. Sent, queued or refused (kept apart), the count is
+ * reset; failed, the state is kept.
+ */
+export async function commitCaptured(
+  client: OpenVikingClient,
+  sid: string,
+  s: SessionState,
+  options: { budget: Budget; pendingDir: string; queue?: SessionQueue },
+): Promise<{ state: SessionState; outcome: Awaited<ReturnType<typeof commitSession>> }> {
+  const { budget, pendingDir, queue } = options;
+  const queueOnly = budget.remaining() < MIN_COMMIT_MS || await hasUnsent(pendingDir, sid);
+  const key = `${sid}:${s.lastAckedKey ?? "none"}`;
+  const outcome = await commitSession(client, sid, { budget, pendingDir, key, queueOnly, queue });
+  const state = outcome.kind === "failed" ? s : { ...s, capturedSinceCommit: 0 };
+  return { state, outcome };
 }
