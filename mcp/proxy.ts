@@ -414,11 +414,17 @@ export class Proxy {
       : { kind: "empty", status };
   }
 
-  /** Sends a request: the session initialised first; once more after a new key. */
+  /**
+   * Sends a request: the session initialised first; once more after a new key, or when an initialize begun
+   * before the request broke off without an answer (the server went away meanwhile, maybe to come back).
+   */
   private async send(request: JSONRPCRequest, timing: Timing, cancel?: AbortSignal): Promise<Outcome> {
     for (let retried = false;; retried = true) {
       const generation = this.generation;
-      const out = await this.ensureReady() ?? await this.exchange(request, timing, cancel);
+      const joined = this.initializing !== undefined;
+      const unready = await this.ensureReady();
+      if (joined && unready?.kind === "network" && !retried && !cancel?.aborted) continue;
+      const out = unready ?? await this.exchange(request, timing, cancel);
       if (!failed(out) || retried || cancel?.aborted) return out;
       if (out.kind === "auth" && await this.reloadCredentials(generation)) continue;
       return out;

@@ -39,16 +39,17 @@ export function startProxy(env: Record<string, string>, options: HarnessOptions 
     signal: stop.signal,
     limits: options.limits,
   });
-  /** The first output message `match` accepts; fails naming `what` after 30 s. */
-  const waitFor = async (match: (m: Json) => boolean, what = "a message"): Promise<Json> => {
-    await until(() => parsed.some(match), what).catch((e) => {
+  /** The first output message from the `from`th on that `match` accepts; fails naming `what` after 30 s. */
+  const waitFor = async (match: (m: Json) => boolean, what = "a message", from = 0): Promise<Json> => {
+    const found = () => parsed.slice(from).find(match);
+    await until(() => found() !== undefined, what).catch((e) => {
       throw new Error(`${e.message}; output so far:\n${lines.join("\n")}`);
     });
-    return parsed.find(match)!;
+    return found()!;
   };
   const send = (message: unknown) => writer.write(new TextEncoder().encode(`${JSON.stringify(message)}\n`));
-  const response = (id: unknown) =>
-    waitFor((m) => m.id === id && ("result" in m || "error" in m), `response to ${JSON.stringify(id)}`);
+  const response = (id: unknown, from = 0) =>
+    waitFor((m) => m.id === id && ("result" in m || "error" in m), `response to ${JSON.stringify(id)}`, from);
   return {
     send,
     lines,
@@ -56,9 +57,12 @@ export function startProxy(env: Record<string, string>, options: HarnessOptions 
     messages: () => parsed,
     waitFor,
     response,
-    /** Sends a request and waits for its response. */
-    request: async (id: unknown, method: string, params?: unknown) =>
-      await send({ jsonrpc: "2.0", id, method, params }).then(() => response(id)),
+    /** Sends a request and waits for its response (not an earlier one to the same id: ids may be reused). */
+    request: async (id: unknown, method: string, params?: unknown) => {
+      const from = parsed.length;
+      await send({ jsonrpc: "2.0", id, method, params });
+      return await response(id, from);
+    },
     /** initialize + notifications/initialized, like Kimi Code; returns the initialize response. */
     async initialize(protocolVersion = "2025-11-25") {
       const clientInfo = { name: "kimi-code", version: "2.1.0" };

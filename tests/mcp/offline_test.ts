@@ -65,7 +65,7 @@ Deno.test("mcp/offline: tool cache round trip, per URL, rejects junk, rewrites o
   assertEquals(await readToolCache(path, "http://a/mcp"), undefined);
 });
 
-Deno.test("mcp/offline: a hung server is not asked while the breaker is open, waited for briefly when a tool list is cached or until the breaker opens, else the start-up limit", async () => {
+Deno.test("mcp/offline: a hung server is not asked while the breaker is open, waited for briefly when a tool list is cached or until the breaker opens, else the start-up limit; a call outlives an initialize that broke off", async () => {
   await using home = await tempDir("ovk-mcp-");
   const hung = startHungServer();
   const limits = { startupMs: 4_000, cachedStartMs: 500 };
@@ -125,6 +125,15 @@ Deno.test("mcp/offline: a hung server is not asked while the breaker is open, wa
     const [upstream] = fake.mcp.receivedMethod("initialize");
     assertEquals((upstream.params as Json).protocolVersion, "2025-06-18"); // the version the client was given
     assertEquals(await third.close(), 0);
+
+    // A call waiting for an initialize begun before it, which then broke off (the server restarted under
+    // it): the call initialises afresh rather than fail with "cannot reach" against a server that is up.
+    fake.fault({ route: "POST /mcp", delayMs: 1_500, drop: true, times: 1 });
+    const fourth = startProxy(env, { limits });
+    await fourth.initialize();
+    resultOf(await fourth.request(2, "tools/call", { name: "find", arguments: { query: "q" } }));
+    assertEquals(fake.mcp.receivedMethod("initialize").length, 2);
+    assertEquals(await fourth.close(), 0);
   } finally {
     if (!closed) await hung.close();
   }
