@@ -201,6 +201,18 @@ Deno.test("redact: every rule is linear — 1 MB of its worst case in well under
     "a base64 run of secret words": btoa(mb("token=ab ", 3 << 18)),
     "a base64 run of plain words, wrapped twice": btoa(btoa(mb("plain words ", 1 << 18))),
     "base64 lines of 76, never decoding": mb("A".repeat(76) + "\n"),
+    // session 10's second attack: CJK blanks, YAML values below, weak keys, commands, .pgpass, base64url
+    "CJK names and blanks": mb("密码 "),
+    "YAML keys, a value below, chained": mb("password:\n  "),
+    "a YAML key, then indented blank lines": "token:" + mb("\n  "),
+    "weak keys, chained": mb("key=a1b2c3d4e5 "),
+    "echo and pipes, never --password-stdin": mb("echo a | "),
+    "htpasswd flags, chained": "htpasswd" + mb(" -b"),
+    "htpasswd commands, chained": mb("htpasswd -b a b "),
+    ".pgpass lines of six fields": mb("a:1:b:c:d:e\n"),
+    ".pgpass heads, chained": mb("a:1:b:c:"),
+    "base64 lines of 76 joined by JSON escapes": mb("A".repeat(76) + "\\n"),
+    "base64url runs": mb("a_b-"),
   };
   assertLinear("redact", redact, cases);
 });

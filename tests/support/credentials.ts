@@ -480,6 +480,36 @@ export const CREDENTIALS: readonly Credential[] = [
     "jK5mN7pQ9sAb3dE5gH7jK9mN1pQ3sT5vX7zA9c",
   ),
   sample("cloud-access-key-id", "tencent cloud {} region", "AKIDAb3dE5gH7jK9mN1p", "Q3sT5vX7zA9cE1gH"),
+  // Session 10's second attack: each reached the server whole.
+  sample("secret-label", "账号 admin 密码 {} 登不上", "S3cr3t", "Pass"),
+  sample("secret-label", "ユーザー admin パスワード {} で入れない", "S3cr3t", "Pass"),
+  sample("secret-label", "계정 admin 비밀번호 {} 로 안 돼요", "S3cr3t", "Pass"),
+  sample("assignment", "db:\n  password:\n    {}\n  user: app", "S3cr3t", "Pass"),
+  sample("assignment", "api_key:\n    {}", "Zq8vK2", "pLm9Xr4"),
+  sample("assignment", "token: # CI\n\n  {}\nnext: 1", "Zq8vK2", "pLm9Xr4"),
+  sample("assignment", "sign with key={} then", "a1B2c3D4", "e5F6g7"),
+  sample("assignment", "hmac={}", "3f9a0c4e7b2d18e6", "a5c09f3d"),
+  sample("assignment", "salt: {}", "Xq7Lm2Pz", "9Kt4Wv"),
+  sample("assignment", "otp: {}", "JBSWY3DP", "EHPK3PXP"),
+  sample("assignment", "pin={}", "4f9Xq2", "Lm7K"),
+  sample("password-option", "echo {} | docker login -u me --password-stdin", "S3cr3t", "Pass"),
+  sample("password-option", "echo -n '{}' | helm registry login r.io --password-stdin", "S3cr3t", "Pass"),
+  sample("password-option", "htpasswd -b .htpasswd admin {}", "S3cr3t", "Pass"),
+  sample("password-option", "htpasswd -B -cb /etc/nginx/.htpasswd admin {}", "S3cr3t", "Pass"),
+  sample("pgpass", "~/.pgpass:\ndb.internal:5432:app:app_user:{}\n", "S3cr3t", "Pass"),
+  sample("pgpass", "*:*:*:postgres:{}", "S3cr3t", "Pass"),
+  sample(
+    "base64-wrapped",
+    "echo '{}' | base64 -d",
+    "YXdzX3NlY3JldF9hY2Nlc3Nfa2V5ID0gd0phbHJYVXRuRkVNSS9LN01ERU5HL2JQeFJmaUNZRVhB\n",
+    "TVBMRUtFWXdKYWxyWFV0bkZFTUkvSzdNREVORy9iUHhSZmlDWQ==",
+  ),
+  sample(
+    "base64-wrapped",
+    "the password in base64url: {}",
+    "cGFzc3dvcmQ9RGQ3TFo_",
+    "NFVVQzY_M3A",
+  ),
 ];
 
 /**
@@ -519,5 +549,11 @@ export const NOT_SECRETS: readonly string[] = [
   'The secret is "out". The token is "${TOKEN}", the password is "<yours>" and the key is "id".',
   "the secret to this is patience, and the password was wrong twice. Basic usage: Basic authentication.",
   "Basic 12345678 and Basic QmFzaWNhbGx5 (no colon in either)",
+  "key=value pairs, pin=3, PIN=1234, key=name, otp: 123456, salt=sea, hmac=sha256 and --key=certs/server2.pem",
+  '{"key": "ctrl+shift+p", "key": "cmd+k cmd+2"} and KEY=user_id; sort with key=len, pin: PA7',
+  "账号 admin 密码 wrong; パスワード reset; 비밀번호 변경; 密码 12345",
+  "credentials:\n  username: app\n  password_file: /run/secrets/db\npassword:\n  - $DB_PASSWORD\ntoken:\n  Enter it below",
+  "12:03:08:20:03 and aa:bb:cc:dd:ee:ff; std::vector<int>:a:b; host:5432:db:user:$PGPASS",
+  "echo hello | cat; echo $TOKEN | docker login --password-stdin; htpasswd -c .htpasswd admin",
   "\u{1F469}\u200d\u{1F4BB} pairs; a \u200b spaced word, \u0641\u0627\u200c\u0631\u0633 \u200f and \u{1F44D}\u{1F3FD}",
 ];
