@@ -279,6 +279,13 @@ function validateMessage(m: unknown): StoredMessage {
   if (msg.turn_id !== undefined && typeof msg.turn_id !== "string") {
     throw new HttpError(400, "INVALID_ARGUMENT", "turn_id must be a string");
   }
+  if (typeof msg.content === "string" && !msg.content.isWellFormed()) { // the real server's UTF-8 encode fails
+    throw new HttpError(
+      400,
+      "INVALID_ARGUMENT",
+      "'utf-8' codec can't encode character: surrogates not allowed",
+    );
+  }
   return msg as StoredMessage;
 }
 
