@@ -217,11 +217,12 @@ function looksRandom(v: string): boolean {
   return (/\p{N}/u.test(v) && /\p{L}/u.test(v)) || /[^\p{L}\p{N}_.-]/u.test(v) || v.length >= 16;
 }
 
-/** Whether an assignment's value is a secret. */
-function secretValue(raw: string, literal: boolean): boolean {
+/** Whether an assignment's value is a secret; of a {@link WEAK_KEYS} key, quoted or not, only a random run. */
+function secretValue(raw: string, literal: boolean, weak = false): boolean {
   const quote = OPENING_QUOTE.exec(raw)?.[0] ?? "";
   const v = quote ? raw.slice(quote.length, -quote.length).trim() : raw.trimEnd();
   if (!v || NO_SECRET.test(v)) return false;
+  if (weak) return randomRun(v);
   if (quote) return true;
   if (CODE.test(v)) return false;
   return literal || looksRandom(v);
@@ -279,14 +280,13 @@ function redactAssignments(text: string, hide: Hide): string {
     if (block) { // the block's first line is the value; a plain scalar's is one word, not a key or list item
       at = block.index + block[0].length;
       value = (stickyAt(block[1] ? ESCAPED_LINE_REST : LINE_REST, text, at)?.[0] ?? "").trimEnd();
-      if (!scalar && (/\s|^- |^[\w.-]+:(?!\S)/.test(value))) value = "";
+      if (!scalar && /\s|^[\w.-]+:(?!\S)/.test(value)) value = "";
     }
     const prefix = OPENING_QUOTE.test(text.slice(at + value.length, at + value.length + 2)) &&
       /^[A-Za-z]{1,2}$/.test(value); // a string's prefix: f"…", rb'…'
-    const literal = !weak && ((block !== null && scalar) ||
-      (op === "=" && ((!before && !after) || (envLine && !/[a-z]/.test(key)))));
-    const redacted = value !== "" && !prefix && secretValue(value, literal) &&
-      (!weak || randomRun(value.replace(OPENING_QUOTE, "").replace(/\\?["'`]$/, "")));
+    const literal = (block !== null && scalar) ||
+      (op === "=" && ((!before && !after) || (envLine && !/[a-z]/.test(key))));
+    const redacted = value !== "" && !prefix && secretValue(value, literal, weak);
     if (redacted) {
       out += text.slice(copied, at) + hide(value);
       copied = at + value.length;
