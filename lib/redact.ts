@@ -304,11 +304,11 @@ function orAfterEscape(re: RegExp): RegExp {
 /** An AWS key id, or what a typo left of one: the anchor of a bare secret beside it. */
 const AWS_KEY_ID = orAfterEscape(/\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{12,24}\b/g);
 /**
- * A run of base64 (or base64url) of 24 characters or more; lines `base64` wrapped at 76 columns are one run, also
- * in a JSON string (joined by `\n` escapes).
+ * A run of base64 (or base64url) of 24 characters or more; lines wrapped at 76 columns (`base64`) or 64 (PEM,
+ * `openssl base64`) are one run, also in a JSON string (joined by `\n` escapes).
  */
 const BASE64_RUN = orAfterEscape(
-  /(?<![\w+/\\-])(?:(?:[\w+/-]{76}(?:\r?\n|(?:\\r)?\\n)(?=[\w+/-]))+[\w+/-]+|[\w+/-]{24,})={0,2}(?![\w+/=-])/g,
+  /(?<![\w+/\\-])(?:(?:[\w+/-]{64}(?:[\w+/-]{12})?(?:\r?\n|(?:\\r)?\\n)(?=[\w+/-]))+[\w+/-]+|[\w+/-]{24,})={0,2}(?![\w+/=-])/g,
 );
 /** How far (characters, either way) from a key id a base64 run is taken for its secret. */
 const AWS_SECRET_REACH = 200;

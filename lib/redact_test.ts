@@ -212,6 +212,8 @@ Deno.test("redact: every rule is linear — 1 MB of its worst case in well under
     ".pgpass lines of six fields": mb("a:1:b:c:d:e\n"),
     ".pgpass heads, chained": mb("a:1:b:c:"),
     "base64 lines of 76 joined by JSON escapes": mb("A".repeat(76) + "\\n"),
+    "base64 lines of 70, neither width": mb("A".repeat(70) + "\n"),
+    "base64 lines of 64, never decoding": mb("A".repeat(64) + "\n"),
     "base64url runs": mb("a_b-"),
   };
   assertLinear("redact", redact, cases);
@@ -445,6 +447,8 @@ Deno.test("redact: a credential wrapped in base64 goes whole; base64 of plain te
   const wrapped = b64("AKIA" + "IOSFODNN7EXAMPLE:" + "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY".repeat(2))
     .replace(/.{76}/g, "$&\n");
   assertEquals(redact(`${wrapped}\ndone`), `${REDACTED}\ndone`);
+  const pem = wrapped.replaceAll("\n", "").replace(/.{64}/g, "$&\n"); // `openssl base64` and PEM wrap at 64
+  assertEquals(redact(`${pem}\ndone`), `${REDACTED}\ndone`);
   const plain = [
     b64("just an ordinary sentence, nothing secret in it"),
     b64(String.fromCharCode(...Array.from({ length: 48 }, (_, i) => (i * 37) & 255))),
