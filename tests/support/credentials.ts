@@ -484,6 +484,7 @@ export const CREDENTIALS: readonly Credential[] = [
   sample("secret-label", "账号 admin 密码 {} 登不上", "S3cr3t", "Pass"),
   sample("secret-label", "ユーザー admin パスワード {} で入れない", "S3cr3t", "Pass"),
   sample("secret-label", "계정 admin 비밀번호 {} 로 안 돼요", "S3cr3t", "Pass"),
+  sample("secret-label", "账号\u3000admin\u3000密码\u3000{}\u3000登不上", "S3cr3t", "Pass"),
   sample("assignment", "db:\n  password:\n    {}\n  user: app", "S3cr3t", "Pass"),
   sample("assignment", "api_key:\n    {}", "Zq8vK2", "pLm9Xr4"),
   sample("assignment", "token: # CI\n\n  {}\nnext: 1", "Zq8vK2", "pLm9Xr4"),
