@@ -330,7 +330,7 @@ function redactAwsSecrets(text: string, hide: Hide): string {
 
 const UTF8 = new TextDecoder("utf-8", { fatal: true });
 
-/** Base64url's letters and the line breaks of a wrapped run, as base64 has them. */
+/** Base64url's two letters as base64 has them (a wrapped run's line breaks and their escapes are dropped). */
 const BASE64_OF: Readonly<Record<string, string>> = { "-": "+", "_": "/" };
 
 /** The text base64 `run` decodes to (UTF-8, no control characters but line breaks and tabs), or undefined. */
