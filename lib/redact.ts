@@ -144,7 +144,7 @@ const USER_OPTION =
   /(?<![\w-])((?:--user|-u)(?:[ \t]+|=)["']?(?![$%{<[])[^\s"':]*:["']?)(?!\d+(?:[\s"']|$)|[$%{<[])([^\s"']+)/g;
 
 /** Where a key that may name a secret is: a secret word in it, the scan's quick first look. */
-const SECRET_HINT = /secret|token|pass|pwd|cred|auth|key|sig/gi;
+const SECRET_HINT = /secret|token|pass|pwd|cred|auth|key|sig|hmac|salt|otp|pin/gi;
 /** A key and its assignment operator, optionally quoted (`KEY=`, `"key": `, `--key=`, `key =>`, `\"key\": `). */
 const KEY_AT = /-{0,2}(\\?["']?)([A-Za-z_][\w.-]*)\1([ \t]*)(:=|=>|\?=|=|:)([ \t]*)/y;
 /** An assignment's value: a quoted string on its line, else a run of value characters. */
@@ -189,6 +189,13 @@ const PLAIN_KEYS = wordSet(
     "object index composite hot s3 i18n translation group order bucket schema",
 );
 
+/** Keys that name a secret only when it looks random ({@link randomRun}): `key=value` and `pin=3` are not. */
+const WEAK_KEYS = wordSet("key hmac salt otp pin");
+
+/** A value that looks generated: a run of 8 or more token characters, switching letters and digits three times. */
+const randomRun = (v: string): boolean =>
+  /^[\w+/=~-]{8,}$/.test(v) && (v.match(/\d(?=[A-Za-z])|[A-Za-z](?=\d)/g) ?? []).length >= 3;
+
 /** Whether a key name says its value is a secret: a secret word in it, or `…_key` of a secret kind. */
 function secretName(key: string): boolean {
   const words = (key.match(KEY_WORDS) ?? []).map((w) => w.toLowerCase());
@@ -210,11 +217,12 @@ function looksRandom(v: string): boolean {
   return (/\p{N}/u.test(v) && /\p{L}/u.test(v)) || /[^\p{L}\p{N}_.-]/u.test(v) || v.length >= 16;
 }
 
-/** Whether an assignment's value is a secret. */
-function secretValue(raw: string, literal: boolean): boolean {
+/** Whether an assignment's value is a secret; of a {@link WEAK_KEYS} key, quoted or not, only a random run. */
+function secretValue(raw: string, literal: boolean, weak = false): boolean {
   const quote = OPENING_QUOTE.exec(raw)?.[0] ?? "";
   const v = quote ? raw.slice(quote.length, -quote.length).trim() : raw.trimEnd();
   if (!v || NO_SECRET.test(v)) return false;
+  if (weak) return randomRun(v);
   if (quote) return true;
   if (CODE.test(v)) return false;
   return literal || looksRandom(v);
@@ -257,25 +265,28 @@ function redactAssignments(text: string, hide: Hide): string {
     const escaped = quoted && text[start - 2] === "\\";
     const m = (escaped ? stickyAt(KEY_AT, text, start - 2) : null) ??
       (quoted ? stickyAt(KEY_AT, text, start - 1) : null) ?? stickyAt(KEY_AT, text, start);
-    if (!m || !secretName(m[2])) continue;
+    const weak = m !== null && WEAK_KEYS.has(m[2].toLowerCase());
+    if (!m || !(weak || secretName(m[2]))) continue;
     const [head, , key, before, op, after] = m;
     const end = m.index + head.length;
     const line = op === "=" && !OPENING_QUOTE.test(text.slice(end, end + 2)) ? lineStart(text, m.index) : "";
     const envLine = line !== "";
     const rest = line === "line" ? LINE_REST : line === "escaped" ? ESCAPED_LINE_REST : VALUE;
     let [at, value] = [end, (stickyAt(rest, text, end)?.[0] ?? "").trimEnd()];
-    const block = op === ":" && /^[|>](?:[1-9][+-]?|[+-][1-9]?)?$/.test(value)
-      ? stickyAt(BLOCK_START, text, end + value.length)
+    const scalar = /^[|>](?:[1-9][+-]?|[+-][1-9]?)?$/.test(value); // a block scalar, else a plain one below
+    const block = op === ":" && (scalar || value === "" || value.startsWith("#"))
+      ? stickyAt(BLOCK_START, text, scalar ? end + value.length : end - after.length)
       : null;
-    if (block) { // the block's first line is the value
+    if (block) { // the block's first line is the value; a plain scalar's is one word, not a key or list item
       at = block.index + block[0].length;
       value = (stickyAt(block[1] ? ESCAPED_LINE_REST : LINE_REST, text, at)?.[0] ?? "").trimEnd();
+      if (!scalar && /\s|^[\w.-]+:(?!\S)/.test(value)) value = "";
     }
     const prefix = OPENING_QUOTE.test(text.slice(at + value.length, at + value.length + 2)) &&
       /^[A-Za-z]{1,2}$/.test(value); // a string's prefix: f"…", rb'…'
-    const literal = block !== null ||
+    const literal = (block !== null && scalar) ||
       (op === "=" && ((!before && !after) || (envLine && !/[a-z]/.test(key))));
-    const redacted = value !== "" && !prefix && secretValue(value, literal);
+    const redacted = value !== "" && !prefix && secretValue(value, literal, weak);
     if (redacted) {
       out += text.slice(copied, at) + hide(value);
       copied = at + value.length;
@@ -292,9 +303,12 @@ function orAfterEscape(re: RegExp): RegExp {
 
 /** An AWS key id, or what a typo left of one: the anchor of a bare secret beside it. */
 const AWS_KEY_ID = orAfterEscape(/\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{12,24}\b/g);
-/** A run of base64 of 24 characters or more; lines `base64` wrapped at 76 columns are one run. */
+/**
+ * A run of base64 (or base64url) of 24 characters or more; lines wrapped at 76 columns (`base64`) or 64 (PEM,
+ * `openssl base64`) are one run, also in a JSON string (joined by `\n` escapes).
+ */
 const BASE64_RUN = orAfterEscape(
-  /(?<![A-Za-z0-9+/\\])(?:(?:[A-Za-z0-9+/]{76}\r?\n(?=[A-Za-z0-9+/]))+[A-Za-z0-9+/]+|[A-Za-z0-9+/]{24,})={0,2}(?![A-Za-z0-9+/=])/g,
+  /(?<![\w+/\\-])(?:(?:[\w+/-]{64}(?:[\w+/-]{12})?(?:\r?\n|(?:\\r)?\\n)(?=[\w+/-]))+[\w+/-]+|[\w+/-]{24,})={0,2}(?![\w+/=-])/g,
 );
 /** How far (characters, either way) from a key id a base64 run is taken for its secret. */
 const AWS_SECRET_REACH = 200;
@@ -308,16 +322,22 @@ function redactAwsSecrets(text: string, hide: Hide): string {
     if (run.length < 40) return run;
     while (i + 1 < ids.length && ids[i + 1] <= at) i++;
     const near = [ids[i], ids[i + 1]].some((id) => id !== undefined && Math.abs(id - at) <= AWS_SECRET_REACH);
-    return near && /[a-z]/.test(run) && /[A-Z]/.test(run) && /\d/.test(run) ? hide(run) : run;
+    return near && /[a-z]/.test(run) && /[A-Z]/.test(run) && /\d/.test(run) && !/[-_]/.test(run)
+      ? hide(run)
+      : run;
   });
 }
 
 const UTF8 = new TextDecoder("utf-8", { fatal: true });
 
+/** Base64url's two letters as base64 has them (a wrapped run's line breaks and their escapes are dropped). */
+const BASE64_OF: Readonly<Record<string, string>> = { "-": "+", "_": "/" };
+
 /** The text base64 `run` decodes to (UTF-8, no control characters but line breaks and tabs), or undefined. */
 function decodedText(run: string): string | undefined {
   try {
-    const text = UTF8.decode(Uint8Array.from(atob(run.replace(/\s/g, "")), (c) => c.charCodeAt(0)));
+    const b64 = run.replace(/\s|\\[nr]|[-_]/g, (c) => BASE64_OF[c] ?? "");
+    const text = UTF8.decode(Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)));
     return /[^\P{Cc}\t\n\r]/u.test(text) ? undefined : text;
   } catch {
     return undefined;
@@ -372,10 +392,10 @@ const SECRET_IN_PROSE_UNQUOTED = orAfterEscape(
 
 /**
  * A value after a fullwidth `：`/`＝` (or a CJK "is") of an English secret word, or a password's, key's or token's
- * name and `:` or "is" in CJK.
+ * name and `:`, "is" or a blank (an ideographic one too) in CJK.
  */
 const SECRET_LABEL = orAfterEscape(
-  /(?<![A-Za-z0-9_\u0400-\u04ff])((?:(?:password|passwd|passphrase|passcode|secret|token|api[ _-]?key)[ \t]*(?:[：＝]|是|为|為)|(?:API[ \t]*(?:キー|키)|(?:API[ \t]*)?(?:密码|密碼|口令|密钥|密鑰|秘钥|私钥|私鑰|令牌|パスワード|トークン|秘密鍵|비밀번호|토큰))[ \t]*(?:[:：=＝]|是|为|為|は|が|는|은|가)|пароль[ \t]*[:：=＝])[ \t]*)("[^"\r\n]{1,200}"|'[^'\r\n]{1,200}'|(?:(?!["'`\\])[!-~]){4,200})/giu,
+  /(?<![A-Za-z0-9_\u0400-\u04ff])((?:(?:password|passwd|passphrase|passcode|secret|token|api[ _-]?key)[ \t]*(?:[：＝]|是|为|為)|(?:API[ \t]*(?:キー|키)|(?:API[ \t]*)?(?:密码|密碼|口令|密钥|密鑰|秘钥|私钥|私鑰|令牌|パスワード|トークン|秘密鍵|비밀번호|토큰))[ \t\u3000]*(?:[:：=＝]|是|为|為|は|が|는|은|가|(?<=[ \t\u3000]))|пароль[ \t]*[:：=＝])[ \t\u3000]*)("[^"\r\n]{1,200}"|'[^'\r\n]{1,200}'|(?:(?!["'`\\])[!-~]){4,200})/giu,
 );
 
 /** A value's trailing sentence punctuation, which is not part of it. */
@@ -388,9 +408,10 @@ const CONFIG_SET = orAfterEscape(
 
 /**
  * Commands and their option that gives a password, with what may follow it: blanks or `=`; MySQL's and 7-Zip's `-p` only
- * glued (a lone `-p` asks for it); `smbclient -U user%password`.
+ * glued (a lone `-p` asks for it); `smbclient -U user%password`; `htpasswd -b`'s third argument; and what must follow
+ * the password (`echo password | … --password-stdin`).
  */
-const PASSWORD_OPTIONS: readonly [command: RegExp, option: RegExp][] = [
+const PASSWORD_OPTIONS: readonly [command: RegExp, option: RegExp, after?: RegExp][] = [
   [/mysql|mariadb|mysqldump|mysqladmin|mariadb-dump/, /-p/],
   [/sshpass/, /-p(?:[ \t]+|=)?/],
   [
@@ -407,16 +428,27 @@ const PASSWORD_OPTIONS: readonly [command: RegExp, option: RegExp][] = [
   [/mongo(?:sh)?/, /(?:-p|--password)(?:[ \t]+|=)/],
   [/sqlcmd/, /-P(?:[ \t]+|=)/],
   [/ldap(?:search|add|modify|delete|passwd|whoami)/, /-w(?:[ \t]+|=)/],
+  [/htpasswd/, /-[A-Za-z]*b[A-Za-z]*[ \t]+(?:-\w+[ \t]+)*(?!-)\S+[ \t]+\S+[ \t]+/],
+  [/echo|printf/, /(?:)/, /[ \t]*\|[^\r\n;&]{0,200}?[ \t]--password-stdin\b/],
 ];
+/** A password a command's option gives: quoted, or up to a blank, quote, escape or pipe. */
+const OPTION_VALUE = String.raw`'[^'\r\n]*'|"[^"\r\n]*"|[^\s"'\x60\\|]+`;
 /** The password an option of {@link PASSWORD_OPTIONS} gives, on the command's line. */
 const PASSWORD_OPTION = orAfterEscape(
   new RegExp(
     String.raw`\b((?:${
-      PASSWORD_OPTIONS.map(([c, o]) => String.raw`(?:${c.source})\b[^\r\n|;&]{0,200}?[ \t](?:${o.source})`)
-        .join("|")
-    }))('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'\x60\\]+)`,
+      PASSWORD_OPTIONS.map(([c, o, after]) =>
+        String.raw`(?:${c.source})\b[^\r\n|;&]{0,200}?[ \t](?:${o.source})` +
+        (after ? `(?=(?:${OPTION_VALUE})${after.source})` : "")
+      ).join("|")
+    }))(${OPTION_VALUE})`,
     "g",
   ),
+);
+
+/** A `.pgpass` line, `host:port:database:user:password` (or a string of it): the last field, ending it. */
+const PGPASS_LINE = orAfterEscape(
+  /(?<![^\r\n"'])([\w.*-]+:(?:\d+|\*):[^\s:"'\\]+:[^\s:"'\\]+:)([^\s:"'\\]+)(?=[ \t]*(?:[\r\n"]|\\[rn]|$))/g,
 );
 
 /**
@@ -483,6 +515,7 @@ export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = {
   "secret-in-prose-unquoted": headed(SECRET_IN_PROSE_UNQUOTED, valued(false)),
   "secret-label": headed(SECRET_LABEL, valued(false, true)),
   "password-option": headed(PASSWORD_OPTION, valued(true)),
+  pgpass: headed(PGPASS_LINE, valued(true)),
   "config-set": (text, hide = plain) =>
     text.replace(
       CONFIG_SET,

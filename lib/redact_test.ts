@@ -201,6 +201,20 @@ Deno.test("redact: every rule is linear — 1 MB of its worst case in well under
     "a base64 run of secret words": btoa(mb("token=ab ", 3 << 18)),
     "a base64 run of plain words, wrapped twice": btoa(btoa(mb("plain words ", 1 << 18))),
     "base64 lines of 76, never decoding": mb("A".repeat(76) + "\n"),
+    // session 10's second attack: CJK blanks, YAML values below, weak keys, commands, .pgpass, base64url
+    "CJK names and blanks": mb("密码 "),
+    "YAML keys, a value below, chained": mb("password:\n  "),
+    "a YAML key, then indented blank lines": "token:" + mb("\n  "),
+    "weak keys, chained": mb("key=a1b2c3d4e5 "),
+    "echo and pipes, never --password-stdin": mb("echo a | "),
+    "htpasswd flags, chained": "htpasswd" + mb(" -b"),
+    "htpasswd commands, chained": mb("htpasswd -b a b "),
+    ".pgpass lines of six fields": mb("a:1:b:c:d:e\n"),
+    ".pgpass heads, chained": mb("a:1:b:c:"),
+    "base64 lines of 76 joined by JSON escapes": mb("A".repeat(76) + "\\n"),
+    "base64 lines of 70, neither width": mb("A".repeat(70) + "\n"),
+    "base64 lines of 64, never decoding": mb("A".repeat(64) + "\n"),
+    "base64url runs": mb("a_b-"),
   };
   assertLinear("redact", redact, cases);
 });
@@ -433,6 +447,8 @@ Deno.test("redact: a credential wrapped in base64 goes whole; base64 of plain te
   const wrapped = b64("AKIA" + "IOSFODNN7EXAMPLE:" + "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY".repeat(2))
     .replace(/.{76}/g, "$&\n");
   assertEquals(redact(`${wrapped}\ndone`), `${REDACTED}\ndone`);
+  const pem = wrapped.replaceAll("\n", "").replace(/.{64}/g, "$&\n"); // `openssl base64` and PEM wrap at 64
+  assertEquals(redact(`${pem}\ndone`), `${REDACTED}\ndone`);
   const plain = [
     b64("just an ordinary sentence, nothing secret in it"),
     b64(String.fromCharCode(...Array.from({ length: 48 }, (_, i) => (i * 37) & 255))),

@@ -58,9 +58,12 @@ function trimLineEnds(text: string): string {
   }).join("\n");
 }
 
-/** Removes every injected block from a text and normalises blank lines. */
+/**
+ * Removes every injected block from a text, NULs and lone surrogates (U+FFFD instead: OpenViking 0.5.2 refuses a
+ * message holding one with a 400, and the turn would be lost), and normalises blank lines.
+ */
 export function cleanInjected(text: string): string {
-  let out = text.replace(/\0/g, "");
+  let out = text.replace(/\0/g, "").toWellFormed();
   for (const tag of TAGS) out = removeElements(out, tag);
   return trimLineEnds(out).replace(/\n{3,}/g, "\n\n").trim();
 }

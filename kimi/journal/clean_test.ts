@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { assertEquals, assertStringIncludes, assertTrue } from "../../tests/support/assert.ts";
 import { params } from "../../tests/fuzz/arbitraries.ts";
 import { assertLinear, mb } from "../../tests/support/linear.ts";
-import { cleanInjected, skipReason, truncate, TRUNCATION_MARK } from "./clean.ts";
+import { cleanInjected, prepareText, skipReason, truncate, TRUNCATION_MARK } from "./clean.ts";
 
 Deno.test("clean: every injected form is stripped", () => {
   const cases: [string, string][] = [
@@ -101,6 +101,16 @@ Deno.test("filters: empty, acknowledgements, slash commands, punctuation, too sh
     ["/compact", "assistant", ""],
   ];
   for (const [text, role, reason] of cases) assertEquals(skipReason(text, role), reason, `${role}: ${text}`);
+});
+
+Deno.test("prepareText: a lone surrogate becomes U+FFFD (OpenViking 0.5.2 refuses the message: 400), a pair stays", () => {
+  for (const redact of [true, false]) {
+    const { text } = prepareText("lone \ud800 high, \udc00 low, pair \u{1F600} in the text", "user", {
+      maxLength: 1000,
+      redact,
+    });
+    assertEquals(text, "lone \ufffd high, \ufffd low, pair \u{1F600} in the text");
+  }
 });
 
 Deno.test("truncate: at most max characters, marker included, surrogate pairs kept whole", () => {

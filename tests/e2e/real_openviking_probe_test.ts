@@ -254,6 +254,21 @@ Deno.test({
         const real = await shape(server.url, "GET", path, "wrong-key");
         assertEquals(await shape(fake.url, "GET", path, "wrong-key"), real, `a wrong key on ${path}`);
       }
+      // A lone surrogate: the message is refused (capture sends U+FFFD instead, kimi/journal/clean.ts).
+      await using user = await FakeOpenViking.start({ apiKey: server.apiKey });
+      const message = { role: "user", content: "a \u{1F600} \ud800 b", turn_id: "0" };
+      for (
+        const [path, body] of [["messages", message], ["messages/batch", { messages: [message] }]] as const
+      ) {
+        const at = `/api/v1/sessions/kc-session_parity/${path}`;
+        const real = await shape(server.url, "POST", at, server.apiKey!, body);
+        assertEquals(real.status, 400, JSON.stringify(real));
+        assertEquals(
+          await shape(user.url, "POST", at, server.apiKey!, body),
+          real,
+          `a lone surrogate, ${path}`,
+        );
+      }
     });
     await t.step("/health: open without a key, identity with a user key", async () => {
       const anon = await fetch(`${server.url}/health`);

@@ -27,7 +27,10 @@ interface TurnModel {
   reason: "completed" | "cancelled" | "failed";
 }
 
-const word = fc.constantFrom(..."alpha beta gamma delta tabs spaces parser deploy 模块 测试 😀".split(" "));
+// A lone surrogate too: the real server refuses a message holding one (the fake does), capture sends U+FFFD.
+const word = fc.constantFrom(
+  ..."alpha beta gamma delta tabs spaces parser deploy 模块 测试 😀 half\ud83d".split(" "),
+);
 const sentence = fc.array(word, { minLength: 3, maxLength: 9 }).map((w) => w.join(" "));
 const turnArb: fc.Arbitrary<TurnModel> = fc.record({
   user: sentence,
@@ -62,9 +65,9 @@ interface Stored {
   content: string;
 }
 
-/** The text capture sends for `text` (redacted, trimmed), or undefined when the filters skip it. */
+/** The text capture sends for `text` (well-formed, redacted, trimmed), or undefined when the filters skip it. */
 function captured(text: string, role: "user" | "assistant"): string | undefined {
-  const sent = redact(text).trim();
+  const sent = redact(text.toWellFormed()).trim();
   return skipReason(sent, role) ? undefined : sent;
 }
 

@@ -292,6 +292,18 @@ function validateMessage(m: unknown): StoredMessage {
   if (msg.turn_id !== undefined && typeof msg.turn_id !== "string") {
     throw new HttpError(400, "INVALID_ARGUMENT", "turn_id must be a string");
   }
+  const lone = typeof msg.content === "string" ? /\p{Cs}/u.exec(msg.content) : null; // Python cannot encode it
+  if (lone) {
+    const [code, at] = [
+      lone[0].charCodeAt(0).toString(16),
+      [...(msg.content as string).slice(0, lone.index)].length,
+    ];
+    throw new HttpError(
+      400,
+      "INVALID_ARGUMENT",
+      `'utf-8' codec can't encode character '\\u${code}' in position ${at}: surrogates not allowed`,
+    );
+  }
   return msg as StoredMessage;
 }
 
