@@ -18,6 +18,7 @@ import {
   writeFileAtomicSync,
 } from "../lib/fs.ts";
 import { stillAtPath } from "../lib/lock.ts";
+import { cutText } from "../lib/neutralize.ts";
 import { type Env, hookStateDir, joinPath, ledgerDir, orNoHome, safeId } from "../lib/paths.ts";
 import { type HookContext, type HookResult, SESSION_PREFIX } from "./context.ts";
 
@@ -125,10 +126,8 @@ export function ledgerFile(dir: string, name: string): string {
 }
 
 /** A short, single-line snippet of an (already redacted) prompt. */
-export function snippet(text: string): string {
-  const one = text.replace(/\s+/g, " ").trim();
-  return one.length <= SNIPPET_CHARS ? one : `${one.slice(0, SNIPPET_CHARS - 1)}…`;
-}
+export const snippet = (text: string): string =>
+  cutText(text.replace(/\s+/g, " ").trim(), SNIPPET_CHARS, "…", "any");
 
 /** Appends `entry` to `name`'s ledger, cut to its newest half past its budget; false when it could not write. */
 export async function appendLedger(
