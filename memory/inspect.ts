@@ -17,7 +17,7 @@ import {
   type OvResponse,
   readBody,
 } from "../openviking/client.ts";
-import { asRecord, isRecord } from "../lib/parsed.ts";
+import { asRecord, isRecord, tolerant } from "../lib/parsed.ts";
 import { parseJsonOrUndefined } from "../lib/fs.ts";
 import { type LedgerEntry, readLedger, REPLAY_FILE } from "./ledger.ts";
 import { isFolderSummary } from "./digest.ts";
@@ -88,7 +88,7 @@ const Entries = z.catch(
       z.looseObject({
         uri: z.string(),
         isDir: z.catch(z.boolean(), false),
-        modTime: z.catch(z.optional(z.string()), undefined),
+        modTime: tolerant(z.string()),
       }),
     ),
     null,

@@ -6,7 +6,7 @@
 import * as z from "zod/mini";
 import type { Config } from "../openviking/config.ts";
 import { adviceFor, CauseSchema } from "../openviking/advice.ts";
-import { asRecord, isRecord } from "../lib/parsed.ts";
+import { asRecord, isRecord, tolerant } from "../lib/parsed.ts";
 import {
   ensurePrivateDir,
   listDir,
@@ -32,15 +32,13 @@ const Run = { at: z.number(), ms: z.number() };
 /** Lenient fields: what a handler's report leaves out (or a line holds of another shape) reads as empty. */
 const num = z.catch(z.number(), 0);
 const Memory = z.object({ uri: z.string(), score: z.optional(z.number()), chars: num });
-const text = z.catch(z.optional(z.string()), undefined);
-const Cause = z.catch(z.optional(CauseSchema), undefined);
+const Cause = tolerant(CauseSchema);
 const Counts = { rejected: num, cause: Cause };
 const CommitTasks = z.array(z.object({ sessionId: z.string(), taskId: z.string() }));
 const Delivered = z.array(z.object({ sessionId: z.string(), messages: z.number() }));
 /** The server a run's writes went to, and whose (`account/user` as configured, `""`: the key's own). */
 export const OriginSchema = z.object({ url: z.string(), who: z.string() });
 export type Origin = z.infer<typeof OriginSchema>;
-const OriginField = z.catch(z.optional(OriginSchema), undefined);
 
 /** What one prompt hook run did. */
 const PromptEntrySchema = z.object({
@@ -67,8 +65,8 @@ const CaptureEntrySchema = z.object({
   sent: num,
   queued: num,
   commit: z.catch(z.string(), "none"),
-  taskId: text,
-  origin: OriginField,
+  taskId: tolerant(z.string()),
+  origin: tolerant(OriginSchema),
 });
 export type CaptureEntry = z.infer<typeof CaptureEntrySchema>;
 
@@ -81,8 +79,8 @@ const ReplayEntrySchema = z.object({
   messages: num,
   deferred: num,
   commitTasks: z.catch(CommitTasks, []),
-  delivered: z.catch(z.optional(Delivered), undefined),
-  origin: OriginField,
+  delivered: tolerant(Delivered),
+  origin: tolerant(OriginSchema),
 });
 export type ReplayEntry = z.infer<typeof ReplayEntrySchema>;
 
@@ -222,7 +220,7 @@ const PromptData = z.object({
   recall: z.catch(z.string(), "skipped"),
   injected: z.catch(z.array(Memory), []),
   suppressed: z.catch(z.array(z.string()), []),
-  profile: text,
+  profile: tolerant(z.string()),
   printedChars: z.optional(z.number()),
   failure: Cause,
 });

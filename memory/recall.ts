@@ -12,18 +12,16 @@ import { safe, SafeText } from "../lib/neutralize.ts";
 import { printBlocks } from "../lib/printed.ts";
 import { fetchProfile, isEmptyProfile, type ProfileParts, redactedProfile } from "./profile.ts";
 import { redact } from "../lib/redact.ts";
+import { tolerant } from "../lib/parsed.ts";
 import { DIGEST_CLOSE, DIGEST_OPEN, digestLines, profileDigest } from "./digest.ts";
-
-const text = z.catch(z.optional(z.string()), undefined);
-const num = z.catch(z.optional(z.number()), undefined);
 
 /** One recalled memory (every string the server's): `category` its kind, `detail` its level. */
 export const MemorySchema = z.object({
   uri: z.string(),
   text: z.catch(z.string(), ""),
-  score: num,
-  category: text,
-  detail: text,
+  score: tolerant(z.number()),
+  category: tolerant(z.string()),
+  detail: tolerant(z.string()),
 });
 export type Memory = z.infer<typeof MemorySchema>;
 
