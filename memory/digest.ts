@@ -8,7 +8,7 @@ import { cutText, neutralize, printable, safe, SafeText } from "../lib/neutraliz
 import { PRINT_MAX_CHARS } from "../lib/printed.ts";
 import { headWithin, unitsWithin } from "../lib/columns.ts";
 import type { ProfileParts } from "./profile.ts";
-import type { Memory } from "./recall.ts";
+import { byRank, isFolderSummary, type Memory } from "./memory.ts";
 
 /** The markers around a digest. */
 export const DIGEST_OPEN = safe`<openviking-context>`;
@@ -20,12 +20,6 @@ const LINE_TEXT_MIN = 24;
 /** A profile row in columns, and the rows at most. */
 export const PROFILE_ROW = 150;
 export const PROFILE_ROWS = 6;
-
-/** Whether a memory-space URI is a folder's summary (a sidecar or the folder itself), no memory. */
-export function isFolderSummary(uri: string): boolean {
-  return /\/memories(?:\/|$)/.test(uri) &&
-    (/\/\.(?:abstract|overview)\.md$/.test(uri) || !uri.endsWith(".md"));
-}
 
 /** A character's estimated tokens: a CJK one 1.5, any other a quarter. */
 const tokenWeight = (ch: string) => ch.codePointAt(0)! >= 0x3000 ? 1.5 : 0.25;
@@ -67,7 +61,7 @@ export function digestLines(
   shown = (text: string) => text,
 ): { memory: Memory; line: SafeText }[] {
   const order = memories.filter((m) => !isFolderSummary(m.uri)).slice(0, Math.max(0, limits.memories))
-    .sort((a, b) => a.score === undefined || b.score === undefined ? 0 : b.score - a.score);
+    .sort(byRank);
   const out: { memory: Memory; line: SafeText }[] = [];
   let left = limits.chars - reserved;
   order.forEach((memory, i) => {

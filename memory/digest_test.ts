@@ -7,7 +7,8 @@
 import fc from "fast-check";
 import { assertEquals, assertMatch, assertTrue } from "../tests/support/assert.ts";
 import { digestLines, oneLine, PROFILE_ROW, PROFILE_ROWS, profileDigest } from "./digest.ts";
-import { Entries, memoriesFromEntries, type Memory } from "./recall.ts";
+import { Entries, memoriesFromEntries } from "./recall.ts";
+import type { Memory } from "./memory.ts";
 import { UNPRINTABLE } from "../tests/support/printed.ts";
 import { cutText } from "../lib/neutralize.ts";
 import { hostileText, params } from "../tests/fuzz/arbitraries.ts";

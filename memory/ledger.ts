@@ -21,6 +21,7 @@ import { stillAtPath } from "../lib/lock.ts";
 import { cutText } from "../lib/neutralize.ts";
 import { type Env, hookStateDir, joinPath, ledgerDir, orNoHome, safeId } from "../lib/paths.ts";
 import { type HookContext, type HookResult, SESSION_PREFIX } from "./context.ts";
+import { ShownSchema } from "./memory.ts";
 
 const SNIPPET_CHARS = 80;
 /** Most memories listed per prompt entry (the rest are counted). */
@@ -31,7 +32,6 @@ const MIN_SESSION_BYTES = 64 * 1024;
 const Run = { at: z.number(), ms: z.number() };
 /** Lenient fields: what a handler's report leaves out (or a line holds of another shape) reads as empty. */
 const num = z.catch(z.number(), 0);
-const Memory = z.object({ uri: z.string(), score: z.optional(z.number()), chars: num });
 const Cause = tolerant(CauseSchema);
 const Counts = { rejected: num, cause: Cause };
 const CommitTasks = z.array(z.object({ sessionId: z.string(), taskId: z.string() }));
@@ -47,7 +47,7 @@ const PromptEntrySchema = z.object({
   prompt: z.string(),
   /** The recall stage that answered: context, recall, find, reused, none or skipped. */
   path: z.string(),
-  injected: z.array(Memory),
+  injected: z.array(ShownSchema),
   suppressed: z.array(z.string()),
   more: z.optional(z.number()),
   profile: z.optional(z.string()),
@@ -218,7 +218,7 @@ export async function pruneLedger(dir: string, limits = LEDGER_LIMITS, now = Dat
 /** The handlers' reports (fields left out read as empty). */
 const PromptData = z.object({
   recall: z.catch(z.string(), "skipped"),
-  injected: z.catch(z.array(Memory), []),
+  injected: z.catch(z.array(ShownSchema), []),
   suppressed: z.catch(z.array(z.string()), []),
   profile: tolerant(z.string()),
   printedChars: z.optional(z.number()),

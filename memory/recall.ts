@@ -12,18 +12,8 @@ import { safe, SafeText } from "../lib/neutralize.ts";
 import { printBlocks } from "../lib/printed.ts";
 import { fetchProfile, isEmptyProfile, type ProfileParts, redactedProfile } from "./profile.ts";
 import { redact } from "../lib/redact.ts";
-import { tolerant } from "../lib/parsed.ts";
+import { type Memory, MemorySchema, type ShownSchema } from "./memory.ts";
 import { DIGEST_CLOSE, DIGEST_OPEN, digestLines, profileDigest } from "./digest.ts";
-
-/** One recalled memory (every string the server's): `category` its kind, `detail` its level. */
-export const MemorySchema = z.object({
-  uri: z.string(),
-  text: z.catch(z.string(), ""),
-  score: tolerant(z.number()),
-  category: tolerant(z.string()),
-  detail: tolerant(z.string()),
-});
-export type Memory = z.infer<typeof MemorySchema>;
 
 /** What a recall found (prompt state keeps it): the stage and its memories in order. */
 export const RecallSchema = z.object({
@@ -121,7 +111,7 @@ export interface InjectionRequest extends Omit<RecallRequest, "excludeUris"> {
 export interface Injection {
   stdout: string;
   recall: RecallResult["source"] | "reused" | "skipped";
-  injected: { uri: string; score?: number; chars: number }[];
+  injected: z.infer<typeof ShownSchema>[];
   suppressed: string[];
   profile: "injected" | "empty" | "unavailable" | "not-asked";
   found?: RecallResult;
