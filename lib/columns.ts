@@ -25,7 +25,7 @@ export function textColumns(text: string): number {
   return n;
 }
 
-/** The code units of `text`'s longest head whose characters weigh ≤ `max` (columns, unless `weight` says), and their weight. */
+/** The code units of `text`'s longest head weighing ≤ `max` (in columns, else by `weight`), and its weight. */
 export function headWithin(text: string, max: number, weight = charColumns) {
   let used = 0;
   let units = 0;
