@@ -126,9 +126,8 @@ export function fitProfile(text: string, tokens: number): string {
     lines.slice(-3).join("\n")
   }`;
   if (lines.length > 12 && estimateTokens(elided) <= tokens) return elided;
-  return `${
-    text.slice(0, headWithin(text, Math.max(0, tokens - 6), tokenWeight).units)
-  }\n... [profile truncated]`;
+  const units = headWithin(text, Math.max(0, tokens - 6), tokenWeight).units;
+  return `${cutText(text, units, "", "any")}\n... [profile truncated]`;
 }
 
 /** The memories folder of a user space as printed: all but letters, digits and `_.@-` %-encoded. */
