@@ -17,6 +17,7 @@ import { scrub } from "../lib/scrub.ts";
 import { type Injection, injectionFor } from "../memory/recall.ts";
 import { Budget, clientOptions, createClient } from "../openviking/client.ts";
 import { recallQuery } from "../memory/query.ts";
+import { ShownSchema } from "../memory/memory.ts";
 
 const str = z.string();
 
@@ -27,7 +28,7 @@ export const RecallOutputSchema = z.object({
   peer: z.object({ id: str, source: str }),
   path: str,
   stdout: str,
-  memories: z.array(z.object({ uri: str, score: z.optional(z.number()), chars: z.number() })),
+  memories: z.array(ShownSchema),
   failure: z.optional(z.object({ kind: str, status: z.number(), message: str, summary: str, fix: str })),
   paused: z.optional(z.object({ since: z.number(), reason: str })),
 });

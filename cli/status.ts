@@ -27,7 +27,7 @@ import {
 import * as queues from "../openviking/queue.ts";
 import * as paths from "../lib/paths.ts";
 import { resolvePeer } from "../openviking/peer.ts";
-import { asRecord, isRecord, type JsonRecord } from "../lib/parsed.ts";
+import { asRecord, isRecord, type JsonRecord, tolerant } from "../lib/parsed.ts";
 import { scrub } from "../lib/scrub.ts";
 import { readState, statePaths } from "../memory/state.ts";
 import { dueAt } from "../memory/idle-commit.ts";
@@ -299,8 +299,6 @@ const TASKS_KEPT_MS = 86_400_000;
 /** Time each server request may take. */
 const STATUS_TIMEOUT_MS = 3000;
 
-const optionalText = z.catch(z.optional(z.string()), undefined);
-
 /**
  * `/health` (no key): whether OpenViking answers; `/api/v1/system/status`: whether the key is accepted and
  * whose it is; a data route: whether it may read memory (a root key may not).
@@ -311,9 +309,9 @@ async function connection(
   cwd: string,
 ): Promise<Status["connection"]> {
   const peer = await resolvePeer(cwd, config);
-  const health = await client.request("GET", "/health", z.looseObject({ version: optionalText }));
+  const health = await client.request("GET", "/health", z.looseObject({ version: tolerant(z.string()) }));
   const me = health.ok
-    ? await client.request("GET", "/api/v1/system/status", z.looseObject({ user: optionalText }))
+    ? await client.request("GET", "/api/v1/system/status", z.looseObject({ user: tolerant(z.string()) }))
     : health;
   const data = me.ok && config.apiKey ? await askDataAccess(client) : me;
   const accepted = health.ok && (data.ok || (data.kind !== "auth" && me.ok));

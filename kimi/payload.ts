@@ -1,15 +1,12 @@
 /** The hook input: Kimi Code's payload on stdin, read to the end, parsed once at the edge (unknown fields allowed). */
 
 import * as z from "zod/mini";
-import { isRecord } from "../lib/parsed.ts";
+import { isRecord, tolerant } from "../lib/parsed.ts";
 
 /** A content part (its text is read when it is a text part), and a prompt: a string or content parts. */
 export const ContentPart = z.looseObject({ type: z.string(), text: z.optional(z.string()) });
 export const PromptValue = z.union([z.string(), z.array(ContentPart)]);
 const Id = z.pipe(z.union([z.string(), z.number()]), z.transform(String));
-
-/** An optional field that reads as absent when it has an unexpected type (one odd field never sinks a hook). */
-const tolerant = <T extends z.ZodMiniType>(schema: T) => z.catch(z.optional(schema), undefined);
 
 /** Fields of Kimi Code hook payloads this plugin reads. */
 const HookInputSchema = z.looseObject({

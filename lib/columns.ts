@@ -5,7 +5,7 @@
  * @example textColumns("ab漢字") // 6
  */
 
-import { neutralize } from "./neutralize.ts";
+import { cutText, neutralize } from "./neutralize.ts";
 
 const WIDE =
   /[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6\u{1f300}-\u{1faff}\u{20000}-\u{3fffd}]/u;
@@ -25,18 +25,25 @@ export function textColumns(text: string): number {
   return n;
 }
 
+/** The code units of `text`'s longest head weighing ≤ `max` (in columns, else by `weight`), and its weight. */
+export function headWithin(text: string, max: number, weight = charColumns) {
+  let used = 0;
+  let units = 0;
+  for (const ch of text) {
+    if (used + weight(ch) > max) break;
+    used += weight(ch);
+    units += ch.length;
+  }
+  return { units, used };
+}
+
+/** How many UTF-16 code units of `text` fit in `width` terminal columns. */
+export const unitsWithin = (text: string, width: number): number => headWithin(text, width).units;
+
 /** `text` as one line of at most `width` terminal columns: whitespace runs become a space, a cut ends in `…`. */
 export function preview(text: string, width: number): string {
   const flat = neutralize(text).replace(/\s+/g, " ").trim();
-  if (textColumns(flat) <= width) return flat;
-  let used = 0;
-  let kept = "";
-  for (const char of flat) {
-    used += charColumns(char);
-    if (used > width - 1) break;
-    kept += char;
-  }
-  return `${kept.trimEnd()}…`;
+  return textColumns(flat) <= width ? flat : `${cutText(flat, unitsWithin(flat, width - 1), "", "any")}…`;
 }
 
 /** The width help, usage lines and the reports are wrapped to. */

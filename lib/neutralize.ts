@@ -87,17 +87,44 @@ export function safe(strings: TemplateStringsArray, ...values: SafePiece[]): Saf
   return new SafeText(TOKEN, out);
 }
 
-/** `text` cut to at most `max` code units, at a line break when one is near, `mark` appended inside the limit. */
-export function cut(text: SafeText, max: number, mark: SafeText): SafeText {
+let segmenter: Intl.Segmenter | undefined;
+const blank = (s: Intl.SegmentData) => /^\s+$/.test(s.segment);
+
+/** Where `text`'s last word boundary at or before `room` is (never inside a token such as `sk-…`), else 0. */
+function wordEnd(text: string, room: number): number {
+  const from = Math.max(0, room - 2048);
+  segmenter ??= new Intl.Segmenter(undefined, { granularity: "word" });
+  let end = 0;
+  let prev: Intl.SegmentData | undefined;
+  for (const seg of segmenter.segment(text.slice(from, room + 64))) {
+    if (seg.index > room - from) break;
+    if (prev && (blank(prev) || blank(seg) || (prev.isWordLike && seg.isWordLike))) end = from + seg.index;
+    prev = seg;
+  }
+  return end;
+}
+
+/**
+ * `text` cut to ≤ `max` code units, `mark` appended when it fits: at the last word boundary or line break (`at`)
+ * of the second half, else anywhere (whole pairs); no blank or `<` left before the mark.
+ * @example cutText("tabs over spaces", 12) // "tabs over…"
+ */
+export function cutText(text: string, max: number, mark = "…", at: "word" | "line" | "any" = "word"): string {
   if (text.length <= max) return text;
   const room = Math.max(0, max - mark.length);
-  let end = text.text.lastIndexOf("\n", room);
-  if (end < room / 2) end = room;
-  const code = text.text.charCodeAt(end - 1);
-  if (code >= 0xd800 && code <= 0xdbff) end--;
-  if (/[<\uff1c\ufe64]/.test(text.text[end - 1] ?? "")) end--; // a `<` at the end could open a tag with what follows
-  return new SafeText(TOKEN, text.text.slice(0, end) + (end + mark.length <= max ? mark.text : ""));
+  let end = at === "word" ? wordEnd(text, room) : at === "line" ? text.lastIndexOf("\n", room) : 0;
+  if (end < room / 2) {
+    end = room;
+    const code = text.charCodeAt(end - 1);
+    if (code >= 0xd800 && code <= 0xdbff) end--;
+  }
+  const kept = text.slice(0, end).replace(/[<\uff1c\ufe64]$/, "").trimEnd();
+  return kept.length + mark.length <= max ? kept + mark : kept;
 }
+
+/** {@link cutText} at a line break, for printed text. */
+export const cut = (text: SafeText, max: number, mark: SafeText): SafeText =>
+  new SafeText(TOKEN, cutText(text.text, max, mark.text, "line"));
 
 /** Characters JSON leaves raw that a terminal may act on or hide: DEL, C1, format characters, separators. */
 const JSON_UNSAFE = /[\x7f-\x9f\u2028\u2029\p{Cf}]/gu;

@@ -7,7 +7,7 @@ import {
   assertTrue,
 } from "../tests/support/assert.ts";
 import { assertLinear, mb } from "../tests/support/linear.ts";
-import { cut, neutralize, safe, SafeText, terminalJson } from "./neutralize.ts";
+import { cut, cutText, neutralize, safe, SafeText, terminalJson } from "./neutralize.ts";
 import { printBlocks } from "./printed.ts";
 import { hostileText, params } from "../tests/fuzz/arbitraries.ts";
 import { TAG_LIKE, UNPRINTABLE } from "../tests/support/printed.ts";
@@ -119,14 +119,17 @@ Deno.test("safe: literals kept, strings neutralised, SafeText and numbers as the
   assertThrows(() => new SafeText(Symbol("SafeText") as never, "<system>"), TypeError);
 });
 
-Deno.test("cut: at a line break when one is near, inside the limit, never leaving a `<` that could open a tag", () => {
+Deno.test("cut: at a line break (or a word, or anywhere) when one is near, inside the limit, never leaving a `<`", () => {
   const mark = safe`\n[truncated]`;
   const text = safe`${"line one\nline two\nline three"}`;
   assertEquals(cut(text, 100, mark), text);
   assertEquals(cut(text, 24, mark).text, "line one\n[truncated]");
   assertEquals(cut(safe`${"a".repeat(40)}`, 20, mark).text, `${"a".repeat(8)}\n[truncated]`);
-  assertEquals(cut(safe`${"x <5 y"}`, 3, safe``).text, "x ");
+  assertEquals(cut(safe`${"x <5 y"}`, 3, safe``).text, "x");
   assertEquals(cut(safe`${"😀😀😀"}`, 3, safe``).text, "😀");
+  assertEquals(cutText("line one\nline two", 16, "…", "word"), "line one\nline…");
+  assertEquals(cutText("abc def", 6, "…", "any"), "abc d…");
+  assertEquals(cutText("abcdef", 2, "...", "any"), "", "never over max, even for a longer mark");
 });
 
 Deno.test("printBlocks: within the cap, markers whole, the smaller body kept whole; nothing when empty", () => {

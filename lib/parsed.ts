@@ -1,4 +1,6 @@
-/** Parsed, untrusted values: the one "plain JSON object" test, structural equality of parsed JSON and TOML. */
+/** Parsed, untrusted values: the one "plain JSON object" test, the tolerant field, equality of parsed JSON/TOML. */
+
+import * as z from "zod/mini";
 
 /** A JSON object's members. */
 export type JsonRecord = Record<string, unknown>;
@@ -24,6 +26,9 @@ export function deepEqual(a: unknown, b: unknown): boolean {
   return keys.length === Object.keys(b).length &&
     keys.every((k) => Object.hasOwn(b, k) && deepEqual(a[k], b[k]));
 }
+
+/** An optional field that reads as absent when it has another shape (one odd field never sinks the record). */
+export const tolerant = <T extends z.ZodMiniType>(schema: T) => z.catch(z.optional(schema), undefined);
 
 /** `value` when it is a plain object, else an empty one (reading a member of it then gives `undefined`). */
 export function asRecord(value: unknown): JsonRecord {

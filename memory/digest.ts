@@ -4,11 +4,11 @@
  * system prompt).
  */
 
-import { neutralize, printable, safe, SafeText } from "../lib/neutralize.ts";
+import { cutText, neutralize, printable, safe, SafeText } from "../lib/neutralize.ts";
 import { PRINT_MAX_CHARS } from "../lib/printed.ts";
-import { charColumns } from "../lib/columns.ts";
+import { headWithin, unitsWithin } from "../lib/columns.ts";
 import type { ProfileParts } from "./profile.ts";
-import type { Memory } from "./recall.ts";
+import { byRank, isFolderSummary, type Memory } from "./memory.ts";
 
 /** The markers around a digest. */
 export const DIGEST_OPEN = safe`<openviking-context>`;
@@ -21,27 +21,6 @@ const LINE_TEXT_MIN = 24;
 export const PROFILE_ROW = 150;
 export const PROFILE_ROWS = 6;
 
-/** Whether a memory-space URI is a folder's summary (a sidecar or the folder itself), no memory. */
-export function isFolderSummary(uri: string): boolean {
-  return /\/memories(?:\/|$)/.test(uri) &&
-    (/\/\.(?:abstract|overview)\.md$/.test(uri) || !uri.endsWith(".md"));
-}
-
-/** The code units of `text`'s longest head whose characters weigh ≤ `max`, and their weight. */
-function headWithin(text: string, max: number, weight: (ch: string) => number) {
-  let used = 0;
-  let units = 0;
-  for (const ch of text) {
-    if (used + weight(ch) > max) break;
-    used += weight(ch);
-    units += ch.length;
-  }
-  return { units, used };
-}
-
-/** How many UTF-16 code units of `text` fit in `width` terminal columns. */
-const unitsWithin = (text: string, width: number) => headWithin(text, width, charColumns).units;
-
 /** A character's estimated tokens: a CJK one 1.5, any other a quarter. */
 const tokenWeight = (ch: string) => ch.codePointAt(0)! >= 0x3000 ? 1.5 : 0.25;
 
@@ -49,40 +28,13 @@ const tokenWeight = (ch: string) => ch.codePointAt(0)! >= 0x3000 ? 1.5 : 0.25;
 export const estimateTokens = (text: string): number =>
   Math.ceil(headWithin(text, Infinity, tokenWeight).used);
 
-let segmenter: Intl.Segmenter | undefined;
-const blank = (s: Intl.SegmentData) => /^\s+$/.test(s.segment);
-
-/**
- * `text` cut to ≤ `max` code units, `mark` included, at the last word boundary of the second half (never
- * inside a token such as `sk-…`), else at `max` (whole pairs). @example cutAtWord("tabs over spaces", 12) // "tabs over…"
- */
-export function cutAtWord(text: string, max: number, mark = "…"): string {
-  if (text.length <= max) return text;
-  const room = Math.max(0, max - mark.length);
-  const from = Math.max(0, room - 2048);
-  segmenter ??= new Intl.Segmenter(undefined, { granularity: "word" });
-  let end = 0;
-  let prev: Intl.SegmentData | undefined;
-  for (const seg of segmenter.segment(text.slice(from, room + 64))) {
-    if (seg.index > room - from) break;
-    if (prev && (blank(prev) || blank(seg) || (prev.isWordLike && seg.isWordLike))) end = from + seg.index;
-    prev = seg;
-  }
-  if (end < room / 2) {
-    end = room;
-    const code = text.charCodeAt(end - 1);
-    if (code >= 0xd800 && code <= 0xdbff) end--;
-  }
-  return `${text.slice(0, end).trimEnd()}${mark}`;
-}
-
 /** The head of an untrusted text worth reading for a line of at most `max` (undefined: a profile's rows). */
 const head = (text: string, max?: number) => text.slice(0, 4 * (max ?? LINE_TEXT_MAX * PROFILE_ROWS) + 64);
 
 /** Untrusted text on one line as it is (a URI, a path): neutralised, blanks collapsed; cut to `max`. */
 function flatLine(text: string, max?: number): string {
   const line = neutralize(head(text, max)).replace(/\s+/g, " ").trim();
-  return max === undefined ? line : cutAtWord(line, max);
+  return max === undefined ? line : cutText(line, max);
 }
 
 /**
@@ -109,7 +61,7 @@ export function digestLines(
   shown = (text: string) => text,
 ): { memory: Memory; line: SafeText }[] {
   const order = memories.filter((m) => !isFolderSummary(m.uri)).slice(0, Math.max(0, limits.memories))
-    .sort((a, b) => a.score === undefined || b.score === undefined ? 0 : b.score - a.score);
+    .sort(byRank);
   const out: { memory: Memory; line: SafeText }[] = [];
   let left = limits.chars - reserved;
   order.forEach((memory, i) => {
@@ -121,7 +73,7 @@ export function digestLines(
     if ((!text && !uri) || room < Math.min(LINE_TEXT_MIN, text.length || LINE_TEXT_MIN) || left < frame) {
       return;
     }
-    const line = text ? safe`- ${cutAtWord(text, room)}${tail}` : safe`-${tail}`;
+    const line = text ? safe`- ${cutText(text, room)}${tail}` : safe`-${tail}`;
     if (line.length + 1 > left) return;
     out.push({ memory, line });
     left -= line.length + 1;
@@ -138,7 +90,7 @@ export function profileDigest(parts: ProfileParts, again: boolean, maxChars = In
   const heading = /^\s{0,3}#{1,6}\s*(?:user\s+)?profile\s*$/i;
   const pieces = (parts.profile ? parts.profile.split("\n") : abstracts).filter((l) => !heading.test(l))
     .map((l) => oneLine(l)).filter(Boolean)
-    .map((p) => cutAtWord(p, Math.min(PROFILE_ROW, unitsWithin(p, PROFILE_ROW) + 1)));
+    .map((p) => cutText(p, Math.min(PROFILE_ROW, unitsWithin(p, PROFILE_ROW) + 1)));
   if (!pieces.length) return [];
   const uri = flatLine(profileUri(parts.space));
   const label = again ? `Profile, again after compaction (${uri}):` : `Profile (${uri}):`;
@@ -160,7 +112,7 @@ export function profileDigest(parts: ProfileParts, again: boolean, maxChars = In
   if (!cut) rows.push(row);
   else {
     const last = rows.pop()!;
-    rows.push(cutAtWord(last, unitsWithin(last, PROFILE_ROW - 2)).replace(/…?$/, " …"));
+    rows.push(cutText(last, unitsWithin(last, PROFILE_ROW - 2)).replace(/…?$/, " …"));
   }
   // Every piece passed `flatLine` (the gate).
   return rows.map((r) => safe`${r}`);
@@ -174,9 +126,8 @@ export function fitProfile(text: string, tokens: number): string {
     lines.slice(-3).join("\n")
   }`;
   if (lines.length > 12 && estimateTokens(elided) <= tokens) return elided;
-  return `${
-    text.slice(0, headWithin(text, Math.max(0, tokens - 6), tokenWeight).units)
-  }\n... [profile truncated]`;
+  const units = headWithin(text, Math.max(0, tokens - 6), tokenWeight).units;
+  return `${cutText(text, units, "", "any")}\n... [profile truncated]`;
 }
 
 /** The memories folder of a user space as printed: all but letters, digits and `_.@-` %-encoded. */

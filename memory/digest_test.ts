@@ -6,9 +6,11 @@
 
 import fc from "fast-check";
 import { assertEquals, assertMatch, assertTrue } from "../tests/support/assert.ts";
-import { cutAtWord, digestLines, oneLine, PROFILE_ROW, PROFILE_ROWS, profileDigest } from "./digest.ts";
-import { Entries, memoriesFromEntries, type Memory } from "./recall.ts";
+import { digestLines, oneLine, PROFILE_ROW, PROFILE_ROWS, profileDigest } from "./digest.ts";
+import { Entries, memoriesFromEntries } from "./recall.ts";
+import type { Memory } from "./memory.ts";
 import { UNPRINTABLE } from "../tests/support/printed.ts";
+import { cutText } from "../lib/neutralize.ts";
 import { hostileText, params } from "../tests/fuzz/arbitraries.ts";
 import { terminalRows } from "../tests/support/rows.ts";
 
@@ -62,20 +64,20 @@ Deno.test("digest: CJK text (no spaces) is cut at a word the segmenter finds, ne
   const cjk = "用户喜欢用制表符缩进而不是空格并且每次提交之前都会先写一个失败的测试用例然后再修改代码".repeat(
     4,
   );
-  const cut = cutAtWord(cjk, 30);
+  const cut = cutText(cjk, 30);
   assertTrue(cut.length <= 30);
   assertMatch(cut, /…$/);
   assertTrue(cjk.startsWith(cut.slice(0, -1)));
   // "而不是" is one word: a cut with room for 11 characters before the marker ends before it, never inside
   // it (a plain character cut gives "…缩进而…" / "…缩进而不…").
-  assertEquals(cutAtWord(cjk, 12), "用户喜欢用制表符缩进…");
-  assertEquals(cutAtWord(cjk, 13), "用户喜欢用制表符缩进…");
-  assertEquals(cutAtWord(cjk, 15), "用户喜欢用制表符缩进而不是…");
+  assertEquals(cutText(cjk, 12), "用户喜欢用制表符缩进…");
+  assertEquals(cutText(cjk, 13), "用户喜欢用制表符缩进…");
+  assertEquals(cutText(cjk, 15), "用户喜欢用制表符缩进而不是…");
   const emoji = "🙂".repeat(50);
-  const e = cutAtWord(emoji, 11);
+  const e = cutText(emoji, 11);
   assertTrue(e.isWellFormed(), "no lone surrogate");
   assertTrue(e.length <= 11);
-  assertEquals(cutAtWord("short", 30), "short", "a text that fits is left as it is");
+  assertEquals(cutText("short", 30), "short", "a text that fits is left as it is");
   const [line] = digestLines([mem(0, cjk)], { memories: 1, chars: 300 });
   assertTrue(line.line.text.isWellFormed());
   assertTrue(terminalRows(line.line.text) <= 2, "a CJK line of wide characters still takes at most two rows");

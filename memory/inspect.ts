@@ -17,10 +17,10 @@ import {
   type OvResponse,
   readBody,
 } from "../openviking/client.ts";
-import { asRecord, isRecord } from "../lib/parsed.ts";
+import { asRecord, isRecord, tolerant } from "../lib/parsed.ts";
 import { parseJsonOrUndefined } from "../lib/fs.ts";
 import { type LedgerEntry, readLedger, REPLAY_FILE } from "./ledger.ts";
-import { isFolderSummary } from "./digest.ts";
+import { byRank, isFolderSummary, type Memory } from "./memory.ts";
 import { SESSION_PREFIX } from "./context.ts";
 import { diffChanges } from "./extraction.ts";
 
@@ -28,7 +28,7 @@ import { diffChanges } from "./extraction.ts";
 export type Root = { scope: "user" | "project"; uri: string };
 
 /** One memory as listed: `modified` in ms (0: unknown), `text` its first lines; `score` find's (search). */
-export type Listed = Root & { kind: string; modified: number; text: string; score?: number };
+export type Listed = Memory & { scope: Root["scope"]; kind: string; modified: number };
 
 /** A commit whose memory diff added or updated a memory; its task and our capture while the server keeps it. */
 export type Provenance = {
@@ -82,19 +82,9 @@ function kindOf(uri: string): string {
   return rest.includes("/") ? rest.slice(0, rest.indexOf("/")) : "profile";
 }
 
-const Entries = z.catch(
-  z.array(z.catch(
-    z.nullable(
-      z.looseObject({
-        uri: z.string(),
-        isDir: z.catch(z.boolean(), false),
-        modTime: z.catch(z.optional(z.string()), undefined),
-      }),
-    ),
-    null,
-  )),
-  [],
-);
+/** A listing's entries: a malformed one reads as null, a malformed list as empty. */
+const Entry = z.looseObject({ uri: z.string(), isDir: tolerant(z.boolean()), modTime: tolerant(z.string()) });
+const Entries = z.catch(z.array(z.catch(z.nullable(Entry), null)), []);
 
 /** The memories of a tree listing of `root` (pure): files only, no summaries, each once. */
 export function memoriesOfTree(root: Root, entries: z.output<typeof Entries>): Listed[] {
@@ -130,11 +120,6 @@ export function isUnfilledTemplate(uri: string, text: string): boolean {
   return name in SEEDED && text.trim() === SEEDED[name];
 }
 
-/** Best first (search), else newest first. */
-export function byRank(a: Listed, b: Listed): number {
-  return (b.score ?? 0) - (a.score ?? 0) || b.modified - a.modified || (a.uri < b.uri ? -1 : 1);
-}
-
 /** What a listing found, and the roots it could not read. */
 export interface Listing {
   memories: Listed[];
@@ -146,14 +131,14 @@ export interface Listing {
 /** Every memory of `roots` (a root the server has no folder for yet holds none), newest first. */
 export async function listMemories(client: OpenVikingClient, roots: readonly Root[]): Promise<Listing> {
   const out: Listing = { memories: [], failures: [] };
-  await Promise.all(roots.map(async (root) => {
+  out.memories = (await Promise.all(roots.map(async (root) => {
     const res = await client.request("GET", "/api/v1/fs/tree", Entries, {
       query: { uri: root.uri, output: "original", level_limit: 10, node_limit: 5000 },
       maxReplyBytes: 16 << 20,
     });
-    if (res.ok) out.memories.push(...memoriesOfTree(root, res.result));
-    else if (!isNotFound(res)) out.failures.push({ root, failure: res });
-  }));
+    if (!res.ok && !isNotFound(res)) out.failures.push({ root, failure: res });
+    return res.ok ? memoriesOfTree(root, res.result) : [];
+  }))).flat();
   const seeded = (uri: string) => uri.slice(uri.lastIndexOf("/") + 1) in SEEDED;
   const texts = await inEights(
     out.memories.map((m) => m.uri),
@@ -191,14 +176,15 @@ export async function searchMemories(
   query: string,
 ): Promise<Listing> {
   const out: Listing = { memories: [], failures: [] };
-  await Promise.all(roots.map(async (root) => {
+  const found: Listed[][] = roots.map(() => []); // in the roots' order, whichever answers first
+  await Promise.all(roots.map(async (root, i) => {
     const res = await client.request("POST", "/api/v1/search/find", Found, {
       body: { query, target_uri: root.uri, limit: 50, score_threshold: 0 },
     });
     if (!res.ok) return void out.failures.push({ root, failure: res });
     for (const h of res.result.memories) {
       if (!h || !isMemoryUri(h.uri)) continue;
-      out.memories.push({
+      found[i].push({
         uri: h.uri,
         scope: root.scope,
         kind: kindOf(h.uri),
@@ -208,7 +194,7 @@ export async function searchMemories(
       });
     }
   }));
-  out.memories.sort(byRank);
+  out.memories = found.flat().sort(byRank);
   return out;
 }
 

@@ -1,6 +1,6 @@
 import { assertEquals } from "../tests/support/assert.ts";
+import { byRank } from "./memory.ts";
 import {
-  byRank,
   changeIn,
   isMemoriesPack,
   isMemoryUri,

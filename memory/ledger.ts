@@ -6,7 +6,7 @@
 import * as z from "zod/mini";
 import type { Config } from "../openviking/config.ts";
 import { adviceFor, CauseSchema } from "../openviking/advice.ts";
-import { asRecord, isRecord } from "../lib/parsed.ts";
+import { asRecord, isRecord, tolerant } from "../lib/parsed.ts";
 import {
   ensurePrivateDir,
   listDir,
@@ -18,8 +18,10 @@ import {
   writeFileAtomicSync,
 } from "../lib/fs.ts";
 import { stillAtPath } from "../lib/lock.ts";
+import { cutText } from "../lib/neutralize.ts";
 import { type Env, hookStateDir, joinPath, ledgerDir, orNoHome, safeId } from "../lib/paths.ts";
 import { type HookContext, type HookResult, SESSION_PREFIX } from "./context.ts";
+import { ShownSchema } from "./memory.ts";
 
 const SNIPPET_CHARS = 80;
 /** Most memories listed per prompt entry (the rest are counted). */
@@ -30,16 +32,13 @@ const MIN_SESSION_BYTES = 64 * 1024;
 const Run = { at: z.number(), ms: z.number() };
 /** Lenient fields: what a handler's report leaves out (or a line holds of another shape) reads as empty. */
 const num = z.catch(z.number(), 0);
-const Memory = z.object({ uri: z.string(), score: z.optional(z.number()), chars: num });
-const text = z.catch(z.optional(z.string()), undefined);
-const Cause = z.catch(z.optional(CauseSchema), undefined);
+const Cause = tolerant(CauseSchema);
 const Counts = { rejected: num, cause: Cause };
 const CommitTasks = z.array(z.object({ sessionId: z.string(), taskId: z.string() }));
 const Delivered = z.array(z.object({ sessionId: z.string(), messages: z.number() }));
 /** The server a run's writes went to, and whose (`account/user` as configured, `""`: the key's own). */
 export const OriginSchema = z.object({ url: z.string(), who: z.string() });
 export type Origin = z.infer<typeof OriginSchema>;
-const OriginField = z.catch(z.optional(OriginSchema), undefined);
 
 /** What one prompt hook run did. */
 const PromptEntrySchema = z.object({
@@ -48,7 +47,7 @@ const PromptEntrySchema = z.object({
   prompt: z.string(),
   /** The recall stage that answered: context, recall, find, reused, none or skipped. */
   path: z.string(),
-  injected: z.array(Memory),
+  injected: z.array(ShownSchema),
   suppressed: z.array(z.string()),
   more: z.optional(z.number()),
   profile: z.optional(z.string()),
@@ -66,8 +65,8 @@ const CaptureEntrySchema = z.object({
   sent: num,
   queued: num,
   commit: z.catch(z.string(), "none"),
-  taskId: text,
-  origin: OriginField,
+  taskId: tolerant(z.string()),
+  origin: tolerant(OriginSchema),
 });
 export type CaptureEntry = z.infer<typeof CaptureEntrySchema>;
 
@@ -80,8 +79,8 @@ const ReplayEntrySchema = z.object({
   messages: num,
   deferred: num,
   commitTasks: z.catch(CommitTasks, []),
-  delivered: z.catch(z.optional(Delivered), undefined),
-  origin: OriginField,
+  delivered: tolerant(Delivered),
+  origin: tolerant(OriginSchema),
 });
 export type ReplayEntry = z.infer<typeof ReplayEntrySchema>;
 
@@ -125,10 +124,8 @@ export function ledgerFile(dir: string, name: string): string {
 }
 
 /** A short, single-line snippet of an (already redacted) prompt. */
-export function snippet(text: string): string {
-  const one = text.replace(/\s+/g, " ").trim();
-  return one.length <= SNIPPET_CHARS ? one : `${one.slice(0, SNIPPET_CHARS - 1)}…`;
-}
+export const snippet = (text: string): string =>
+  cutText(text.replace(/\s+/g, " ").trim(), SNIPPET_CHARS, "…", "any");
 
 /** Appends `entry` to `name`'s ledger, cut to its newest half past its budget; false when it could not write. */
 export async function appendLedger(
@@ -221,9 +218,9 @@ export async function pruneLedger(dir: string, limits = LEDGER_LIMITS, now = Dat
 /** The handlers' reports (fields left out read as empty). */
 const PromptData = z.object({
   recall: z.catch(z.string(), "skipped"),
-  injected: z.catch(z.array(Memory), []),
+  injected: z.catch(z.array(ShownSchema), []),
   suppressed: z.catch(z.array(z.string()), []),
-  profile: text,
+  profile: tolerant(z.string()),
   printedChars: z.optional(z.number()),
   failure: Cause,
 });

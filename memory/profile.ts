@@ -2,7 +2,7 @@
 
 import * as z from "zod/mini";
 import type { Budget, OpenVikingClient, OvFailure } from "../openviking/client.ts";
-import { asRecord } from "../lib/parsed.ts";
+import { asRecord, tolerant } from "../lib/parsed.ts";
 import { redact } from "../lib/redact.ts";
 
 /** A memory file of a listing. */
@@ -18,7 +18,7 @@ export type ProfileParts = {
 
 const Listing = z.union([z.array(z.unknown()), z.looseObject({ entries: z.array(z.unknown()) })]);
 type Listing = z.output<typeof Listing>;
-const Status = z.looseObject({ user: z.catch(z.optional(z.string()), undefined) });
+const Status = z.looseObject({ user: tolerant(z.string()) });
 
 const entriesOf = (l: Listing) => (Array.isArray(l) ? l : l.entries).map(asRecord);
 

@@ -11,8 +11,8 @@ import type { Turn } from "../kimi/journal/turns.ts";
 /** Prompts and characters kept per session (the newest whole up to the characters). */
 export const MAX_FALLBACK_PROMPTS = 20;
 export const MAX_FALLBACK_CHARS = 64_000;
-/** The same text this soon after is the same prompt's hook fired twice. */
-const REPEAT_MS = 500;
+/** The same text this soon after is the same prompt's hook fired twice (not kept again, no second recall). */
+export const DUPLICATE_WINDOW_MS = 500;
 
 export type FallbackPrompt = SessionState["fallbackPrompts"][number];
 
@@ -67,7 +67,7 @@ export function keepPrompt(
 ): SessionState {
   const { text, reason } = prepare(raw, options);
   const last = state.fallbackPrompts.at(-1);
-  if (reason || (last && last.text === text && Math.abs(at - last.at) < REPEAT_MS)) return state;
+  if (reason || (last && last.text === text && Math.abs(at - last.at) < DUPLICATE_WINDOW_MS)) return state;
   const kept = [...state.fallbackPrompts, { text, at }].slice(-MAX_FALLBACK_PROMPTS);
   let chars = kept.reduce((n, p) => n + p.text.length, 0);
   while (kept.length > 1 && chars > MAX_FALLBACK_CHARS) chars -= kept.shift()!.text.length;

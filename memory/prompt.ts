@@ -22,14 +22,11 @@ import { type SessionState, updateState } from "./state.ts";
 import { clientFor, type HookContext, type HookResult, sessionDestination } from "./context.ts";
 import { promptText } from "../kimi/payload.ts";
 import { recallQuery } from "./query.ts";
-import { keepPrompt } from "./prompt-fallback.ts";
+import { DUPLICATE_WINDOW_MS, keepPrompt } from "./prompt-fallback.ts";
 import { type Injection, injectionFor, type RecallResult } from "./recall.ts";
 import { systemPromptInUse } from "../kimi/plugin-root.ts";
 import { spawnWorker } from "../kimi/detach.ts";
 import { alarmWords, readAlarm } from "./extraction.ts";
-
-/** The same text within this window is the same prompt's hook fired twice. */
-export const DUPLICATE_WINDOW_MS = 500;
 
 /** What the state says of this prompt: a duplicate run, the same text's kept recall, profile due, compacted. */
 export function promptDecision(state: SessionState, prompt: { hash: string; at: number }) {

@@ -12,20 +12,8 @@ import { safe, SafeText } from "../lib/neutralize.ts";
 import { printBlocks } from "../lib/printed.ts";
 import { fetchProfile, isEmptyProfile, type ProfileParts, redactedProfile } from "./profile.ts";
 import { redact } from "../lib/redact.ts";
+import { type Memory, MemorySchema, type ShownSchema } from "./memory.ts";
 import { DIGEST_CLOSE, DIGEST_OPEN, digestLines, profileDigest } from "./digest.ts";
-
-const text = z.catch(z.optional(z.string()), undefined);
-const num = z.catch(z.optional(z.number()), undefined);
-
-/** One recalled memory (every string the server's): `category` its kind, `detail` its level. */
-export const MemorySchema = z.object({
-  uri: z.string(),
-  text: z.catch(z.string(), ""),
-  score: num,
-  category: text,
-  detail: text,
-});
-export type Memory = z.infer<typeof MemorySchema>;
 
 /** What a recall found (prompt state keeps it): the stage and its memories in order. */
 export const RecallSchema = z.object({
@@ -123,7 +111,7 @@ export interface InjectionRequest extends Omit<RecallRequest, "excludeUris"> {
 export interface Injection {
   stdout: string;
   recall: RecallResult["source"] | "reused" | "skipped";
-  injected: { uri: string; score?: number; chars: number }[];
+  injected: z.infer<typeof ShownSchema>[];
   suppressed: string[];
   profile: "injected" | "empty" | "unavailable" | "not-asked";
   found?: RecallResult;

@@ -7,13 +7,12 @@ import { joinPath, safeId } from "../lib/paths.ts";
 import { type LockOptions, type LockResult, withLock } from "../lib/lock.ts";
 import { RecallSchema } from "./recall.ts";
 import { ReadCursorSchema } from "../kimi/journal/turns.ts";
-import { isRecord } from "../lib/parsed.ts";
+import { isRecord, tolerant } from "../lib/parsed.ts";
 import type { Budget, OpenVikingClient } from "../openviking/client.ts";
 import { commitSession, hasUnsent, type SessionQueue } from "../openviking/queue.ts";
 
-/** A field read as `fallback` (or, optional, as absent) when missing or of another shape. */
+/** A field read as `fallback` when missing or of another shape (`tolerant`: as absent). */
 const or = <T extends z.ZodMiniType>(schema: T, fallback: z.output<T>) => z.catch(schema, fallback);
-const maybe = <T extends z.ZodMiniType>(schema: T) => z.catch(z.optional(schema), undefined);
 
 /** Where the journal reader stopped in the journal at `path`, and the index of the next turn after it. */
 const CursorSchema = z.extend(ReadCursorSchema, {
@@ -25,36 +24,38 @@ export type Cursor = z.infer<typeof CursorSchema>;
 /** Everything remembered of one session between hook runs (the prompt's and capture's files share it). */
 export const SessionStateSchema = z.object({
   version: or(z.literal(1), 1),
-  lastSessionStartAt: maybe(z.number()),
+  lastSessionStartAt: tolerant(z.number()),
   profileInjected: or(z.boolean(), false),
-  promptHash: maybe(z.string()),
-  promptAt: maybe(z.number()),
+  promptHash: tolerant(z.string()),
+  promptAt: tolerant(z.number()),
   /** The last prompt's recall (null while it runs). */
-  recall: maybe(z.nullable(RecallSchema)),
+  recall: tolerant(z.nullable(RecallSchema)),
   /** URIs (and `text:` keys) printed into the session: never printed again. */
   injectedUris: or(z.array(z.string()), []),
   compacted: or(z.boolean(), false),
-  pausedNotice: maybe(z.number()),
+  pausedNotice: tolerant(z.number()),
   /** The key refusal the session was told of: its status and `sessionDestination`. */
-  refusedNotice: maybe(z.string()),
+  refusedNotice: tolerant(z.string()),
   /** The prompts the prompt hook saw, for a capture without a journal. */
   fallbackPrompts: or(z.array(z.object({ text: z.string(), at: z.number() })), []),
   /** Kept prompts seen before this are settled (a state's last capture when it first met the settling keys). */
-  promptsFrom: maybe(z.number()),
+  promptsFrom: tolerant(z.number()),
   capturedKeys: or(z.array(z.string()), []),
   capturedSinceCommit: or(z.int().check(z.nonnegative()), 0),
-  cursor: maybe(CursorSchema),
+  cursor: tolerant(CursorSchema),
   /** Every turn below this index is acknowledged (survives a journal rewrite). */
   ackedBelow: or(z.int().check(z.nonnegative()), 0),
   /** Keys whose request's outcome was not recorded; `askFrom`: from when the server's answer counts. */
-  inflight: maybe(z.object({ keys: z.array(z.string()), at: z.number(), askFrom: z.optional(z.number()) })),
+  inflight: tolerant(
+    z.object({ keys: z.array(z.string()), at: z.number(), askFrom: z.optional(z.number()) }),
+  ),
   /** Damaged (set aside at `aside`) or its cursor named another journal: ask the server before sending. */
-  recover: maybe(z.object({ aside: z.optional(z.string()), at: z.number() })),
-  ovSession: maybe(z.string()),
+  recover: tolerant(z.object({ aside: z.optional(z.string()), at: z.number() })),
+  ovSession: tolerant(z.string()),
   /** Where its captures went: a digest of server, identity and key (`sessionDestination`); idle commits use it. */
-  destination: maybe(z.string()),
-  lastAckedKey: maybe(z.string()),
-  lastCapture: maybe(z.object({
+  destination: tolerant(z.string()),
+  lastAckedKey: tolerant(z.string()),
+  lastCapture: tolerant(z.object({
     at: z.number(),
     event: z.string(),
     sent: z.number(),
@@ -64,9 +65,9 @@ export const SessionStateSchema = z.object({
     commit: z.optional(z.string()),
     taskId: z.optional(z.string()),
   })),
-  lastCaptureAt: maybe(z.number()),
-  lastCaptureEvent: maybe(z.string()),
-  protocolVersion: maybe(z.string()),
+  lastCaptureAt: tolerant(z.number()),
+  lastCaptureEvent: tolerant(z.string()),
+  protocolVersion: tolerant(z.string()),
 });
 export type SessionState = z.infer<typeof SessionStateSchema>;
 

@@ -1,6 +1,7 @@
 /** Text cleaning for capture: injected blocks stripped, then the filters and truncation (`prepareText`). */
 
 import { redact } from "../../lib/redact.ts";
+import { cutText } from "../../lib/neutralize.ts";
 
 /**
  * Where an open or close tag starts (group 1 is "/" for a close), for each tag whose whole element (open tag …
@@ -130,15 +131,6 @@ export function skipReason(text: string, role: "user" | "assistant"): SkipReason
 /** Marker appended to a truncated text. */
 export const TRUNCATION_MARK = "\n[truncated]";
 
-/** Cuts a text to at most `max` characters (marker included), never splitting a surrogate pair. */
-export function truncate(text: string, max: number): string {
-  if (text.length <= max) return text;
-  let cut = Math.max(0, max - TRUNCATION_MARK.length);
-  const code = text.charCodeAt(cut - 1);
-  if (code >= 0xd800 && code <= 0xdbff) cut--;
-  return text.slice(0, cut) + TRUNCATION_MARK;
-}
-
 /**
  * A message's text after cleaning, redaction and the filters: `{text}` to send or `{reason}` to skip. With
  * `seen`, secrets found anywhere before (see lib/redact.ts `redact`) are hidden where they recur bare.
@@ -151,5 +143,5 @@ export function prepareText(
   const cleaned = cleanInjected(raw);
   const safe = options.redact ? redact(cleaned, options.seen).trim() : cleaned;
   const reason = skipReason(safe, role);
-  return { text: reason ? "" : truncate(safe, options.maxLength), reason };
+  return { text: reason ? "" : cutText(safe, options.maxLength, TRUNCATION_MARK, "any"), reason };
 }

@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { assertEquals, assertStringIncludes, assertTrue } from "../../tests/support/assert.ts";
 import { params } from "../../tests/fuzz/arbitraries.ts";
 import { assertLinear, mb } from "../../tests/support/linear.ts";
-import { cleanInjected, prepareText, skipReason, truncate, TRUNCATION_MARK } from "./clean.ts";
+import { cleanInjected, prepareText, skipReason, TRUNCATION_MARK } from "./clean.ts";
 
 Deno.test("clean: every injected form is stripped", () => {
   const cases: [string, string][] = [
@@ -113,15 +113,14 @@ Deno.test("prepareText: a lone surrogate becomes U+FFFD (OpenViking 0.5.2 refuse
   }
 });
 
-Deno.test("truncate: at most max characters, marker included, surrogate pairs kept whole", () => {
-  assertEquals(truncate("short", 100), "short");
-  const t = truncate("a".repeat(200), 50);
-  assertEquals(t.length, 50);
-  assertTrue(t.endsWith(TRUNCATION_MARK));
-  const emoji = "😀".repeat(100);
-  const cut = truncate(emoji, 51);
-  assertTrue(cut.length <= 51);
-  assertTrue(!/[\uD800-\uDBFF]$/.test(cut.slice(0, -TRUNCATION_MARK.length)), "no lone high surrogate");
+Deno.test("prepareText: a long message cut to maxLength, marker included, surrogate pairs kept whole", () => {
+  const text = (raw: string, maxLength: number) =>
+    prepareText(raw, "user", { maxLength, redact: false }).text;
+  assertEquals(text("use tabs please", 100), "use tabs please");
+  assertEquals(text("a".repeat(200), 50), `${"a".repeat(38)}${TRUNCATION_MARK}`);
+  const cut = text("a😀".repeat(100), 50); // a pair at 37 and 38
+  assertTrue(cut.length <= 50 && cut.isWellFormed(), "no lone high surrogate");
+  assertTrue(cut.endsWith(TRUNCATION_MARK));
 });
 
 Deno.test("clean: the prompt hook's digest is removed whole, whatever its memories say (their markup is defanged)", async () => {

@@ -5,7 +5,8 @@
  * probes api_key mode).
  */
 
-import { Entries, memoriesFromEntries, type Memory } from "../../memory/recall.ts";
+import { Entries, memoriesFromEntries } from "../../memory/recall.ts";
+import type { Memory } from "../../memory/memory.ts";
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { OPENVIKING_VERSION, type RealOpenViking, rssKiB } from "../support/real-openviking.ts";
 import { USER_AGENT } from "../../lib/version.ts";
