@@ -39,6 +39,7 @@ import {
   recordStep,
   sweepStep,
   versionsDir,
+  versionsLeftFor,
   versionsUsedBy,
 } from "./program.ts";
 import { classifyManifest, hookEntries, PLUGIN_ID } from "./spec.ts";
@@ -618,7 +619,8 @@ async function planPurge(
   }
   const sweep = await sweepStep(ctx.env, { kimiHome: state.paths.home, purge: true });
   if (sweep) plan.steps.push(sweep);
-  const kept = await keptShared(ctx);
+  const left = others.length ? [] : await versionsLeftFor(ctx.env, state.paths.home);
+  const kept = [...left, ...await keptShared(ctx)];
   if (kept.length) plan.notes.push(`Kept: ${kept.join(" and ")}.`);
   const homes = await recordStep(
     homesFile(ctx.env),
@@ -626,7 +628,7 @@ async function planPurge(
     others.length ? `take ${state.paths.home} out of ${homesFile(ctx.env)}` : `delete ${homesFile(ctx.env)}`,
   );
   if (homes) plan.steps.push(homes);
-  if (plan.steps.length) await planLeftEmpty(ctx.env, state, others.length === 0, plan);
+  if (plan.steps.length) await planLeftEmpty(ctx.env, state, others.length === 0, plan, left.length > 0);
   return undefined;
 }
 
@@ -634,7 +636,13 @@ async function planPurge(
  * Plans removing the directories this purge leaves empty, deepest first: only those install recorded making
  * (the home's own at once, the rest at the last purge, `last`), and ours in `~/.openviking` at the last.
  */
-async function planLeftEmpty(env: Env, state: KimiState, last: boolean, plan: Plan): Promise<void> {
+async function planLeftEmpty(
+  env: Env,
+  state: KimiState,
+  last: boolean,
+  plan: Plan,
+  versionsStay = false,
+): Promise<void> {
   const made = await madeDirList(env);
   const own = [state.paths.managedDir, dirName(state.paths.managedDir)].filter((d) => made.includes(d));
   const forget = await recordStep(
@@ -658,7 +666,10 @@ async function planLeftEmpty(env: Env, state: KimiState, last: boolean, plan: Pl
     const entries = await Array.fromAsync(Deno.readDir(dir), (e) => joinPath(dir, e.name)).catch(() =>
       undefined
     );
-    if (gone.has(dir) || !entries?.every((e) => gone.has(e) || (last && dir === versionsDir(env)))) continue;
+    if (
+      gone.has(dir) ||
+      !entries?.every((e) => gone.has(e) || (last && !versionsStay && dir === versionsDir(env)))
+    ) continue;
     there.push(dir);
     gone.add(dir);
   }

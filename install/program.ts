@@ -531,6 +531,26 @@ async function sweep(
   return said;
 }
 
+/**
+ * What a last purge leaves (its sweep keeps them): each version a home of the record other than `except` still
+ * runs — one uninstalled without --purge, whose plugin directory stayed — with the command that removes both.
+ */
+export async function versionsLeftFor(env: Env, except: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const home of (await knownHomes(env, [])).filter((h) => h !== except)) {
+    for (const name of await otherVersions(env, undefined)) {
+      const copy = joinPath(versionsDir(env), name);
+      if (!name.startsWith(".") && await usedBy(name, [home])) {
+        out.push(
+          `${copy}, which ${home} still runs (\`${joinPath(copy, "bin", EXECUTABLE_NAME)} uninstall ` +
+            `--purge --kimi-home ${home}\` removes both)`,
+        );
+      }
+    }
+  }
+  return out;
+}
+
 /** The versions a Kimi home of `homes` registers, each as "<its directory> (<which home runs it>)". */
 export async function versionsUsedBy(env: Env, homes: string[]): Promise<string[]> {
   const out: string[] = [];

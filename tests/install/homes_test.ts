@@ -227,3 +227,32 @@ Deno.test({
     assertEquals(await tree(mine), ["/plugins/"], "the user's directory stays, empty");
   },
 });
+
+Deno.test({
+  name:
+    "the last purge names the program copy a home uninstalled without --purge still runs, and the command removing both",
+  ignore: !posix,
+  async fn() {
+    await using dir = await tempDir();
+    const more = { OPENVIKING_URL: closedAddress(), PATH: "/usr/bin:/bin" };
+    const t = await installSandbox(dir.path, more);
+    const b = `${t.home}/kimi-b`;
+    await Deno.mkdir(b, { recursive: true });
+    await t.run(runInstall, {});
+    await t.run(runInstall, { kimiHome: b, mode: "plugin" });
+    await t.run(runUninstall, { kimiHome: b }); // its plugin directory stays, running the copy
+    const launcher = `${b}/plugins/managed/openviking-memory/bin/openviking-kimi`;
+    const copy = (await Deno.readTextFile(launcher)).match(/^dir=(\S+)$/m)![1];
+    const finish = `${copy}/bin/openviking-kimi uninstall --purge --kimi-home ${b}`;
+    for (const dryRun of [true, false]) {
+      const said = await t.run(runUninstall, { purge: true, dryRun });
+      assertStringIncludes(said, `Kept: ${copy}, which ${b} still runs (\`${finish}\` removes both)`);
+      assertNotMatch(said, /left empty \(.*\/versions[,)]/, "the copy stays: so does its directory");
+    }
+    const [bin, ...args] = finish.split(" ");
+    const r = await runProcess(bin, args, { env: isolatedEnv(t.home, more), clearEnv: true });
+    assertEquals(r.code, 0, r.stderr);
+    const gone = (p: string) => Deno.lstat(p).then(() => false, () => true);
+    assertTrue(await gone(`${t.ov}/agent-integrations`) && await gone(launcher), r.stdout);
+  },
+});
