@@ -182,19 +182,16 @@ function registeredPrograms(state: KimiState, os: OsFamily): Registered[] {
   const ours = state.configHooks.find((h) => isOurHookCommand(h.command));
   const prefix = ours?.command.replace(/\s+hook\s+\S+\s*$/, "") ?? "";
   const root = state.plugin?.owner === "ours" ? state.plugin.root : undefined;
-  const [exe, ext] = os === "windows"
-    ? [".\\bin\\openviking-kimi.exe", ".exe"]
-    : ["./bin/openviking-kimi", ""];
-  const [label, path, command] = ["config.toml hooks", firstWord(prefix), `${prefix} version`];
+  const exe = os === "windows" ? ".\\bin\\openviking-kimi.exe" : "./bin/openviking-kimi";
+  const config = { label: "config.toml hooks", path: firstWord(prefix), cwd: state.paths.home };
+  const plugin = {
+    label: `plugin ${PLUGIN_ID}`,
+    path: `${root}${exe.slice(1).replaceAll("\\", "/")}`,
+    cwd: root!,
+  };
   return [
-    ...(ours ? [{ label, mode: "config" as const, path, cwd: state.paths.home, command }] : []),
-    ...(root === undefined ? [] : [{
-      label: `plugin ${PLUGIN_ID}`,
-      mode: "plugin" as const,
-      path: `${root}/bin/openviking-kimi${ext}`,
-      cwd: root,
-      command: `${exe} version`,
-    }]),
+    ...(ours ? [{ ...config, mode: "config" as const, command: `${prefix} version` }] : []),
+    ...(root === undefined ? [] : [{ ...plugin, mode: "plugin" as const, command: `${exe} version` }]),
   ];
 }
 
