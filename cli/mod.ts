@@ -93,6 +93,8 @@ const kimiHome = str("DIR", "Kimi Code's home directory (default: $KIMI_CODE_HOM
 const workspace = str("DIR", "the workspace (default: here)");
 const dryRun = bool("print the changes as diffs and change nothing");
 const modes = ["config", "plugin"] as const;
+/** `--mode config|plugin`. */
+const choice = (help: string) => ({ type: "string", choices: modes, help }) as const;
 const mode = (value: string | undefined) => modes.find((m) => m === value);
 /** `kimi-home` as `kimiHome`, the name a handler takes. */
 type Camel<S> = S extends `${infer H}-${infer T}` ? `${H}${Capitalize<Camel<T>>}` : S;
@@ -122,10 +124,8 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
       "runs without it. The API key comes from --api-key-stdin, OPENVIKING_API_KEY, or a prompt.",
     flags: {
       mode: {
-        type: "string",
-        choices: modes,
+        ...choice("config: hooks in config.toml, the server in mcp.json; plugin: a native Kimi plugin"),
         default: "config",
-        help: "config: hooks in config.toml, the server in mcp.json; plugin: a native Kimi plugin",
       },
       "kimi-home": kimiHome,
       url: str("URL", 'OpenViking server URL ("" removes it)'),
@@ -147,11 +147,7 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
   uninstall: command({
     summary: "Removes exactly what install added; config.toml comes back byte for byte.",
     flags: {
-      mode: {
-        type: "string",
-        choices: modes,
-        help: "remove only config mode or only plugin mode (default: both)",
-      },
+      mode: choice("remove only config mode or only plugin mode (default: both)"),
       "kimi-home": kimiHome,
       purge: bool("also delete the program (copy or executable), the plugin directory and per-session state"),
       "dry-run": dryRun,
