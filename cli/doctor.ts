@@ -73,26 +73,24 @@ function hookCheck(state: KimiState, run: Run): Check {
     const fix = `in Kimi run \`/plugins enable ${PLUGIN_ID}\` (or run ${run("install --mode plugin")})`;
     return c.fail(`the ${PLUGIN_ID} plugin is disabled in Kimi`, fix, detail);
   }
-  if (twice.length) {
-    return c.fail(
+  const removeUpstream =
+    `\`/plugins remove ${PLUGIN_ID}\` or its \`install.sh --harness kimicode --uninstall --yes\``;
+  return twice.length
+    ? c.fail(
       `hooks registered more than once (${twice.join(", ")}): every turn would be captured twice`,
       `run ${run("install")} in the mode you want (it replaces its own other mode), or ` +
-        `${run("uninstall --mode config|plugin")}; remove OpenViking's Node plugin with \`/plugins remove ` +
-        `${PLUGIN_ID}\` or its \`install.sh --harness kimicode --uninstall --yes\``,
+        `${run("uninstall --mode config|plugin")}; remove OpenViking's Node plugin with ${removeUpstream}`,
       detail,
-    );
-  }
-  if (missing.length === HOOKS.length) {
-    return c.fail("no openviking hook is registered", installFix(run), detail);
-  }
-  if (missing.length) {
-    return c.fail(
+    )
+    : missing.length === HOOKS.length
+    ? c.fail("no openviking hook is registered", installFix(run), detail)
+    : missing.length
+    ? c.fail(
       `not registered: ${missing.join(", ")}`,
       `${installFix(run)} again to restore every hook`,
       detail,
-    );
-  }
-  return c.ok(`all ${HOOKS.length} hooks registered once`, undefined, detail);
+    )
+    : c.ok(`all ${HOOKS.length} hooks registered once`, undefined, detail);
 }
 
 /** Our MCP server registered exactly once (mcp.json or the plugin), and mcp.json valid. */
@@ -109,21 +107,20 @@ function mcpCheck(state: KimiState, run: Run): Check {
     const fix = `fix mcp.json or restore mcp.json.bak, then run ${run("install")}`;
     return c.fail(`mcp.json is not valid JSON (${state.mcpError})`, fix);
   }
-  if (!where.length) {
-    const enable = `in Kimi run \`/plugins mcp enable ${PLUGIN_ID} ${MCP_SERVER_NAME}\``;
-    return c.fail(
+  const enable = `in Kimi run \`/plugins mcp enable ${PLUGIN_ID} ${MCP_SERVER_NAME}\``;
+  return !where.length
+    ? c.fail(
       "the OpenViking MCP server is not registered",
       p?.owner === "ours" && p.mcpDisabled ? enable : installFix(run),
-    );
-  }
-  if (where.length > 1) {
-    return c.warn(
+    )
+    : where.length > 1
+    ? c.warn(
       `MCP server registered ${where.length} times (${where.join(" + ")}): the model sees every tool twice`,
       `run ${run("install")} in one mode; it removes the other`,
-    );
-  }
-  if (state.mcpOwner !== "foreign") return c.ok(`registered in ${where[0]}`);
-  return c.warn(`registered in ${where[0]} (mcp.json also has a foreign "${MCP_SERVER_NAME}" entry)`);
+    )
+    : state.mcpOwner !== "foreign"
+    ? c.ok(`registered in ${where[0]}`)
+    : c.warn(`registered in ${where[0]} (mcp.json also has a foreign "${MCP_SERVER_NAME}" entry)`);
 }
 
 /** Kimi's home is there; config.toml parses with [[hooks]] Kimi accepts; the plugin registry reads. */
@@ -160,12 +157,13 @@ function kimiChecks(home: string, state: KimiState): Check[] {
 
 /** What is registered: the hooks (and any of ours outside the block), the MCP server. */
 function registrationChecks(state: KimiState, run: Run): Check[] {
-  const stray = checkOf("hooks-outside-block").warn(
+  const stray = state.strayHooks.map((h) => `hooks[${h.index}]: ${h.command}`);
+  const outside = checkOf("hooks-outside-block").warn(
     "openviking-kimi [[hooks]] found outside the marked block (Kimi may have rewritten config.toml)",
     `uninstall cannot remove these: delete them by hand, then run ${run("install")}`,
-    state.strayHooks.map((h) => `hooks[${h.index}]: ${h.command}`),
+    stray,
   );
-  return [hookCheck(state, run), ...(state.strayHooks.length ? [stray] : []), mcpCheck(state, run)];
+  return [hookCheck(state, run), ...(stray.length ? [outside] : []), mcpCheck(state, run)];
 }
 
 /** A program a registration runs, and the `<program> version` line (run in `cwd`) that proves it runs. */
@@ -182,19 +180,16 @@ function registeredPrograms(state: KimiState, os: OsFamily): Registered[] {
   const ours = state.configHooks.find((h) => isOurHookCommand(h.command));
   const prefix = ours?.command.replace(/\s+hook\s+\S+\s*$/, "") ?? "";
   const root = state.plugin?.owner === "ours" ? state.plugin.root : undefined;
-  const [exe, ext] = os === "windows"
-    ? [".\\bin\\openviking-kimi.exe", ".exe"]
-    : ["./bin/openviking-kimi", ""];
-  const [label, path, command] = ["config.toml hooks", firstWord(prefix), `${prefix} version`];
+  const exe = os === "windows" ? ".\\bin\\openviking-kimi.exe" : "./bin/openviking-kimi";
+  const config = { label: "config.toml hooks", path: firstWord(prefix), cwd: state.paths.home };
+  const plugin = {
+    label: `plugin ${PLUGIN_ID}`,
+    path: `${root}${exe.slice(1).replaceAll("\\", "/")}`,
+    cwd: root!,
+  };
   return [
-    ...(ours ? [{ label, mode: "config" as const, path, cwd: state.paths.home, command }] : []),
-    ...(root === undefined ? [] : [{
-      label: `plugin ${PLUGIN_ID}`,
-      mode: "plugin" as const,
-      path: `${root}/bin/openviking-kimi${ext}`,
-      cwd: root,
-      command: `${exe} version`,
-    }]),
+    ...(ours ? [{ ...config, mode: "config" as const, command: `${prefix} version` }] : []),
+    ...(root === undefined ? [] : [{ ...plugin, mode: "plugin" as const, command: `${exe} version` }]),
   ];
 }
 
@@ -218,11 +213,8 @@ async function programChecks(r: Registered, env: paths.Env, os: OsFamily): Promi
   if (!deno) {
     const copy = await readTextIfExists(paths.joinPath(info.dir, COPY_FILES.info)).catch(() => undefined);
     const { source } = asRecord(parseJsonOrUndefined(copy));
-    const c = denoNotFound({
-      deno: info.deno,
-      source: typeof source === "string" ? source : "a checkout",
-      mode: r.mode,
-    });
+    const from = typeof source === "string" ? source : "a checkout";
+    const c = denoNotFound({ deno: info.deno, source: from, mode: r.mode });
     return [{ ...c, summary: `${r.label}: ${c.summary}` }];
   }
   if (deno !== info.deno) {
@@ -309,7 +301,10 @@ async function homeChecks(env: paths.Env): Promise<Check[]> {
     )];
   }
   const problems = [];
-  for (const dir of [state, queue]) problems.push(await unwritableReason(dir, { removeCreated: true }));
+  for (const dir of [state, queue]) {
+    const why = await unwritableReason(dir, { removeCreated: true });
+    if (why) problems.push(why);
+  }
   return [
     ignored.length
       ? home.warn(
@@ -318,13 +313,13 @@ async function homeChecks(env: paths.Env): Promise<Check[]> {
         ignored,
       )
       : home.ok("home directory set"),
-    problems.some(Boolean)
+    problems.length
       ? dirs.fail(
         "the hook state or the pending queue cannot be written: recall still works, but nothing is captured " +
           "(the journal keeps every turn until this is fixed)",
         `make ${state} and ${queue} directories you can write (\`mkdir -p DIR && chmod 700 DIR\`; move a file ` +
           "that is in the way), or set OPENVIKING_HOOK_STATE_DIR / OPENVIKING_PENDING_DIR to ones",
-        problems.filter(Boolean),
+        problems,
       )
       : dirs.ok(`hook state ${state} and queue ${queue} are writable`),
   ];
@@ -411,16 +406,13 @@ async function captureChecks(
   if (sessions instanceof Error) return [c.warn(`cannot read ${dir}: ${sessions.message}`), rejected];
   const at = (s: SessionState) => s.lastCaptureAt ?? 0;
   const captured = sessions.filter((s) => at(s.state) > 0).sort((a, b) => at(b.state) - at(a.state));
-  const rest = [rejected, ...protocolCheck(sessions.map((s) => s.state))];
+  const said = (check: Check) => [check, rejected, ...protocolCheck(sessions.map((s) => s.state))];
   if (!captured.length) {
-    return [
-      c.info(
-        sessions.length
-          ? `${sessions.length} session(s) seen, none captured yet`
-          : "no capture recorded yet (finish a turn in Kimi Code, then run doctor again)",
-      ),
-      ...rest,
-    ];
+    return said(c.info(
+      sessions.length
+        ? `${sessions.length} session(s) seen, none captured yet`
+        : "no capture recorded yet (finish a turn in Kimi Code, then run doctor again)",
+    ));
   }
   const detail = captured.slice(0, 5).map(({ name, state: s }) =>
     `${name}: ${iso(at(s))}${s.lastCaptureEvent ? ` on ${s.lastCaptureEvent}` : ""}` +
@@ -441,33 +433,32 @@ async function captureChecks(
     : undefined;
   if (!last || !cause || fate === "delivered" || (!last.queued && !last.rejected && cause.kind !== "local")) {
     const gone = fate === "delivered" ? `; the ${last?.queued} message(s) it queued have left the queue` : "";
-    return [
+    return said(
       c.ok(`last capture ${iso(at(newest))} (${captured.length} session(s))${gone}`, undefined, detail),
-      ...rest,
-    ];
+    );
   }
   const [advice, run] = [adviceFor(cause, held?.to?.url ?? config.baseUrl, env), runIn(env)];
   const then = `the last capture could not deliver then (${advice.summary})`;
   if (fate === "elsewhere") {
     const why = `${then}; its writes wait for another server or identity, as the queue check says`;
-    return [c.warn(why, undefined, detail), ...rest];
+    return said(c.warn(why, undefined, detail));
   }
   if (fate === "waiting") {
-    return [
+    const fix = "nothing to do: the session's next turn or the next Kimi session start sends them; to send " +
+      `them now: ${run("replay")}`;
+    return said(
       c.warn(
         `${then}; the server answers now, and its ${last.queued} message(s) wait in the queue`,
-        "nothing to do: the session's next turn or the next Kimi session start sends them; to send them now: " +
-          run("replay"),
+        fix,
         detail,
       ),
-      ...rest,
-    ];
+    );
   }
   const summary = last.rejected > 0
     ? `the last capture had ${last.rejected} message(s) refused by OpenViking: ${cause.message}`
     : `the last capture could not deliver: ${advice.summary}` +
       (last.queued ? ` (${last.queued} message(s) wait in the queue)` : "");
-  return [c.warn(summary, advice.fix, detail), ...rest];
+  return said(c.warn(summary, advice.fix, detail));
 }
 
 /** Recall paused (the breaker): since when and why, and when the server is asked again; nothing when not. */

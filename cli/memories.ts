@@ -48,13 +48,8 @@ export function renderListing(
       );
     }
   }
-  if (l.templates?.length) {
-    lines.push(
-      "",
-      "templates of the server, not filled in (left out):",
-      ...l.templates.map((u) => `      ${u}`),
-    );
-  }
+  const templates = (l.templates ?? []).map((u) => `      ${u}`);
+  if (templates.length) lines.push("", "templates of the server, not filled in (left out):", ...templates);
   for (const f of l.failures) lines.push("", `could not read ${f.root.uri}: ${f.failure.error.message}`);
   return wrapped(lines);
 }
@@ -69,18 +64,15 @@ export function renderShown(s: inspect.Shown, now: number): string[] {
     const who = o.kimiSession
       ? `Kimi session ${o.kimiSession}`
       : `OpenViking session ${o.session} (not ours)`;
-    const archive = o.archive.slice(o.archive.lastIndexOf("/") + 1);
+    const [archive, many] = [o.archive.slice(o.archive.lastIndexOf("/") + 1), o.turns.length > 1];
+    const run = o.capture?.event === "replay" ? "queue replay" : `${o.capture?.event} capture`;
     lines.push(
       `- ${o.change} by commit ${archive} of ${who}${o.extractedAt ? `, ${o.extractedAt}` : ""}`,
       o.turns.length
-        ? `  turn id${o.turns.length > 1 ? "s" : ""} ${o.turns.join(", ")} (as \`turns\` lists ${
-          o.turns.length > 1 ? "them" : "it"
-        })`
+        ? `  turn id${many ? "s" : ""} ${o.turns.join(", ")} (as \`turns\` lists ${many ? "them" : "it"})`
         : "  turns: the archive could not be read",
       o.capture
-        ? `  task ${o.taskId}: our ${
-          o.capture.event === "replay" ? "queue replay" : `${o.capture.event} capture`
-        }, ${ago(o.capture.at, now)}`
+        ? `  task ${o.taskId}: our ${run}, ${ago(o.capture.at, now)}`
         : o.taskId
         ? `  task ${o.taskId}: our ledger has no capture of it`
         : "  its task is gone from the server (finished ones are kept 24 h): which capture made it is unknown",
@@ -112,11 +104,12 @@ export function memoriesAdvice(f: OvFailure, baseUrl: string, uri: string, env =
       fix: `\`${commandName(env)} memories\` lists the memories your key may use`,
     };
   }
-  if (f.kind === "rejected") return { ...a, fix: `fix what the server says, ${again}` };
-  if (f.kind === "too-large") {
-    return { ...a, fix: "check what answers at that address (a proxy's error page?)" };
-  }
-  return { ...a, fix: `${a.fix.replace(/; writes wait in the queue[^;]*$/, "")}, ${again}` };
+  const fix = f.kind === "rejected"
+    ? `fix what the server says, ${again}`
+    : f.kind === "too-large"
+    ? "check what answers at that address (a proxy's error page?)"
+    : `${a.fix.replace(/; writes wait in the queue[^;]*$/, "")}, ${again}`;
+  return { ...a, fix };
 }
 
 /** Writes `bytes` to a new file `path` (0600, never over one); the error's words, if any. */
@@ -131,9 +124,8 @@ async function readPack(path: string): Promise<Uint8Array | string> {
   const info = await Deno.stat(path).catch((e: Error) => e.message);
   if (typeof info === "string") return `cannot read ${path} (${info})`;
   if (!info.isFile) return `${path} is not a regular file`;
-  if (info.size > inspect.MAX_PACK_BYTES) {
-    return `${path} is larger than a pack is read (${inspect.MAX_PACK_BYTES} bytes)`;
-  }
+  const max = inspect.MAX_PACK_BYTES;
+  if (info.size > max) return `${path} is larger than a pack is read (${max} bytes)`;
   const pack = await Deno.readFile(path).catch((e: Error) => e.message);
   if (typeof pack === "string") return `cannot read ${path} (${pack})`;
   return inspect.isMemoriesPack(pack)

@@ -16,13 +16,7 @@ const memory = (
   hoursAgo: number,
   text: string,
   scope: Listed["scope"] = "user",
-) => ({
-  uri: `viking://user/u/${path}`,
-  scope,
-  kind,
-  modified: NOW - hoursAgo * 3600_000,
-  text,
-});
+) => ({ uri: `viking://user/u/${path}`, scope, kind, modified: NOW - hoursAgo * 3600_000, text });
 
 Deno.test("the listing: grouped by kind in the order of their newest memory, age and text, the URI below", () => {
   const lines = renderListing({
@@ -57,15 +51,8 @@ Deno.test("the listing: one column rule — the text starts two spaces after the
   ];
   const lines = renderListing({ roots: [roots[0]], failures: [], memories: listed }, NOW);
   assertEquals([lines[3], lines[5]], ["  22 min ago  The billing service", "  2 h ago     Shipped 1.0"]);
-  const found = renderListing(
-    {
-      roots: [roots[0]],
-      failures: [],
-      memories: listed.map((m, i) => ({ ...m, score: [0.68, 0.5][i] })),
-    },
-    NOW,
-    "billing",
-  );
+  const scored = listed.map((m, i) => ({ ...m, score: [0.68, 0.5][i] }));
+  const found = renderListing({ roots: [roots[0]], failures: [], memories: scored }, NOW, "billing");
   assertEquals([found[3], found[5]], ["  0.68  The billing service", "  0.50  Shipped 1.0"]);
 });
 
@@ -74,10 +61,7 @@ Deno.test("the listing says when there are no project memories, names the unfill
     roots: [roots[0]],
     memories: [memory("memories/events/e.md", "events", 2, "Shipped 1.0")],
     templates: ["viking://user/u/memories/identity.md", "viking://user/u/memories/soul.md"],
-    failures: [{
-      root: roots[0],
-      failure: { ok: false, status: 500, kind: "server", error: { message: "boom" } },
-    }],
+    failures: [{ root: roots[0], failure: failure("server", 500, { message: "boom" }) }],
   }, NOW);
   assertEquals(lines[0], "1 memory: yours (no project memories here)");
   assertEquals(lines.slice(-6), [
@@ -136,11 +120,9 @@ Deno.test("memories' advice: no capture-queue words; a 403 that is no key refusa
       assertTrue(a.fix.length > 0 && a.summary.length > 0, `${kind} ${status}`);
     }
   }
-  const denied = memoriesAdvice(
-    failure("auth", 403, { code: "PERMISSION_DENIED", message: "access denied for viking://resources" }),
-    "http://ov",
-    uri,
-  );
+  const advice = (status: number, message: string) =>
+    memoriesAdvice(failure("auth", status, { code: "PERMISSION_DENIED", message }), "http://ov", uri);
+  const denied = advice(403, "access denied for viking://resources");
   assertStringIncludes(denied.summary, `the server denied access to ${uri} (HTTP 403)`);
   assertTrue(!denied.summary.includes("refused the key"), denied.summary);
   const key = memoriesAdvice(failure("auth", 401, { message: "Invalid API key" }), "http://ov", uri);
@@ -149,11 +131,7 @@ Deno.test("memories' advice: no capture-queue words; a 403 that is no key refusa
   const dev =
     "Admin API requires api_key mode with root_api_key configured. Development mode does not support " +
     'account or user management. You should set server.auth_mode = "api_key" in ov.conf';
-  const packs = memoriesAdvice(
-    failure("auth", 403, { code: "PERMISSION_DENIED", message: dev }),
-    "http://ov",
-    uri,
-  );
+  const packs = advice(403, dev);
   assertStringIncludes(packs.summary, "Development mode does not support");
   assertStringIncludes(packs.fix, 'server.auth_mode = "api_key"');
 });

@@ -1,6 +1,6 @@
 /**
- * The command table: each command's flags (as `node:util` `parseArgs` declares them, with their help), summary
- * and handler (imported when it runs); usage lines, help and README's command list are rendered from it.
+ * The command table: each command's flags (`node:util` `parseArgs` options with their help), summary and
+ * handler (imported when it runs); usage lines, help and README's command list are rendered from it.
  * `hook <event>` never comes here (main.ts runs it first); only `hook --help` and mistakes do.
  */
 
@@ -11,7 +11,6 @@ import { commandName } from "../lib/self.ts";
 import { type Env, processEnv } from "../lib/paths.ts";
 import { wrap } from "../lib/columns.ts";
 
-/** The program's name in usage lines. */
 const PROGRAM = "openviking-kimi";
 
 /** One flag: what `parseArgs` reads, and for the help its line, its value's name (`DIR`) and fixed choices. */
@@ -23,12 +22,11 @@ interface Flag {
   readonly choices?: readonly string[];
   readonly help: string;
 }
-
 type Flags = Readonly<Record<string, Flag>>;
-type Config<F extends Flags> = { args: string[]; options: F; strict: true; allowPositionals: true };
-/** The values `parseArgs` gives for flags `F` (booleans are declared with `default: false`). */
-type Values<F extends Flags> = ReturnType<typeof parseArgs<Config<F>>>["values"];
-
+/** The values strict `parseArgs` gives for flags `F` (booleans are declared with `default: false`). */
+type Values<F extends Flags> = ReturnType<
+  typeof parseArgs<{ args: string[]; options: F; strict: true; allowPositionals: true }>
+>["values"];
 /** What argv means for one command: help, a usage error, or the handler to run. */
 type Parsed =
   | { kind: "help" }
@@ -38,16 +36,12 @@ type Parsed =
 const HELP: Flag = { type: "boolean", short: "h", help: "show this help" };
 
 /** How a flag is written in usage lines and messages: `--kimi-home DIR`, `--mode config|plugin`, `--json`. */
-function form(name: string, flag: Flag): string {
-  return flag.type === "boolean"
-    ? `--${name}`
-    : `--${name} ${flag.value ?? flag.choices?.join("|") ?? "VALUE"}`;
-}
+const form = (name: string, f: Flag) =>
+  f.type === "boolean" ? `--${name}` : `--${name} ${f.value ?? f.choices?.join("|")}`;
 
 /**
- * Declares a command: `args` its positionals (`<name>` required, `[<name>]` optional) with their help;
- * `usageExit` the exit of a usage error (2, but `hook`'s 0: Kimi reads a hook's exit 2 as "block"); `run` gets
- * the values strict `parseArgs` types from these very flags, the positionals and the environment.
+ * A command: `args` its positionals (`<name>` required, `[<name>]` optional) with their help; `usageExit` the
+ * exit of a usage error (2, but `hook`'s 0: Kimi reads a hook's exit 2 as "block").
  */
 function command<const F extends Flags = Record<never, Flag>>(spec: {
   summary: string;
@@ -56,22 +50,24 @@ function command<const F extends Flags = Record<never, Flag>>(spec: {
   usageExit?: number;
   run: (values: Values<F>, positionals: string[], env: Env) => Promise<number>;
 }) {
-  const args = spec.args ?? {};
+  const [args, own] = [spec.args ?? {}, (spec.flags ?? {}) as Flags];
   const names = Object.keys(args);
-  const own: Flags = spec.flags ?? {};
-  const flags: Flags = { ...own, help: HELP };
   const parse = (argv: string[]): Parsed => {
     const end = argv.includes("--") ? argv.indexOf("--") : argv.length;
     if (argv.slice(0, end).some((a) => a === "--help" || a === "-h")) return { kind: "help" };
     const error = (message: string): Parsed => ({ kind: "error", message });
     let parsed;
     try {
-      parsed = parseArgs({ args: argv, options: flags, strict: true, allowPositionals: true });
+      parsed = parseArgs({
+        args: argv,
+        options: { ...own, help: HELP },
+        strict: true,
+        allowPositionals: true,
+      });
     } catch (e) {
       return error((e as Error).message.replace(/\. To specify a positional argument .*/, "")); // a line
     }
-    const { positionals } = parsed;
-    const values: Record<string, unknown> = parsed.values;
+    const { positionals, values } = parsed as { positionals: string[]; values: Record<string, unknown> };
     if (values.help) return { kind: "help" }; // in a group of short flags (-yh)
     const bad = Object.entries(own).find(([n, f]) =>
       f.choices && !f.choices.includes(`${values[n] ?? f.choices[0]}`)
@@ -86,30 +82,28 @@ function command<const F extends Flags = Record<never, Flag>>(spec: {
     const stray = positionals[names.length];
     if (stray !== undefined) return error(`unexpected argument ${JSON.stringify(stray)}`);
     const typed = values as Values<F>; // parsed strictly from these very flags
-    return { kind: "run", values: typed, positionals, run: (env) => spec.run(typed, positionals, env) };
+    return { kind: "run", values, positionals, run: (env) => spec.run(typed, positionals, env) };
   };
   return { summary: spec.summary, args, flags: own, usageExit: spec.usageExit ?? 2, parse };
 }
 
-/** A flag taking a value, named `value` in usage lines. */
 const str = <const V extends string>(value: V, help: string) => ({ type: "string", value, help }) as const;
-/** A boolean flag (false when absent). */
 const bool = (help: string) => ({ type: "boolean", default: false, help }) as const;
 const kimiHome = str("DIR", "Kimi Code's home directory (default: $KIMI_CODE_HOME, else ~/.kimi-code)");
 const workspace = str("DIR", "the workspace (default: here)");
 const dryRun = bool("print the changes as diffs and change nothing");
 const modes = ["config", "plugin"] as const;
+/** `--mode config|plugin`. */
+const choice = (help: string) => ({ type: "string", choices: modes, help }) as const;
+const mode = (value: string | undefined) => modes.find((m) => m === value);
 /** `kimi-home` as `kimiHome`, the name a handler takes. */
 type Camel<S> = S extends `${infer H}-${infer T}` ? `${H}${Capitalize<Camel<T>>}` : S;
-/** Parsed values under their handlers' names (`--kimi-home` → `kimiHome`). */
 const camel = <V extends object>(v: V) =>
   Object.fromEntries(
     Object.entries(v).map(([k, x]) => [k.replace(/-(\w)/g, (_, c) => c.toUpperCase()), x]),
   ) as {
     [K in keyof V as Camel<K>]: V[K];
   };
-const mode = (value: string | undefined) => modes.find((m) => m === value);
-
 /** The command table, in the order the top-level help lists it. */
 export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
   hook: command({
@@ -130,10 +124,8 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
       "runs without it. The API key comes from --api-key-stdin, OPENVIKING_API_KEY, or a prompt.",
     flags: {
       mode: {
-        type: "string",
-        choices: modes,
+        ...choice("config: hooks in config.toml, the server in mcp.json; plugin: a native Kimi plugin"),
         default: "config",
-        help: "config: hooks in config.toml, the server in mcp.json; plugin: a native Kimi plugin",
       },
       "kimi-home": kimiHome,
       url: str("URL", 'OpenViking server URL ("" removes it)'),
@@ -155,11 +147,7 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
   uninstall: command({
     summary: "Removes exactly what install added; config.toml comes back byte for byte.",
     flags: {
-      mode: {
-        type: "string",
-        choices: modes,
-        help: "remove only config mode or only plugin mode (default: both)",
-      },
+      mode: choice("remove only config mode or only plugin mode (default: both)"),
       "kimi-home": kimiHome,
       purge: bool("also delete the program (copy or executable), the plugin directory and per-session state"),
       "dry-run": dryRun,
@@ -249,10 +237,9 @@ export function usageLines(name: string, lead = "Usage: "): string[] {
   const cmd = COMMANDS[name];
   const words = [...Object.keys(cmd.args), ...Object.entries(cmd.flags).map(([n, f]) => `[${form(n, f)}]`)];
   const prefix = `${lead}${PROGRAM} ${name} `;
-  if (!words.length) return [prefix.trimEnd()];
   // Each word kept whole by `wrap`: its inner spaces are no-break ones until the line is made.
   const line = prefix + words.map((w) => w.replaceAll(" ", "\u00a0")).join(" ");
-  return wrap(line, " ".repeat(prefix.length)).map((l) => l.replaceAll("\u00a0", " "));
+  return wrap(line.trimEnd(), " ".repeat(prefix.length)).map((l) => l.replaceAll("\u00a0", " "));
 }
 
 /** Two indented columns: the left one padded to its widest entry (at most 24), the right one wrapped. */
@@ -276,13 +263,8 @@ export function commandHelp(name: string): string {
       typeof f.default === "string" ? `${f.help} (default: ${f.default})` : f.help,
     ] as const
   );
-  lines.push("", "Flags:", ...columns(flags));
-  return lines.join("\n");
+  return [...lines, "", "Flags:", ...columns(flags)].join("\n");
 }
-
-const FOOTER =
-  `"${PROGRAM} <command> --help" describes each flag. Settings come from OPENVIKING_* environment ` +
-  "variables and ~/.openviking/ovcli.conf (see README.md).";
 
 /** The top-level help (README's command list): every command's usage and summary. */
 export function helpText(): string {
@@ -290,7 +272,9 @@ export function helpText(): string {
   for (const [name, cmd] of Object.entries(COMMANDS)) {
     lines.push(...usageLines(name, "  "), ...wrap(`      ${cmd.summary}`, "      "));
   }
-  return [...lines, "", ...wrap(FOOTER, "")].join("\n");
+  const footer = `"${PROGRAM} <command> --help" describes each flag. Settings come from OPENVIKING_* ` +
+    "environment variables and ~/.openviking/ovcli.conf (see README.md).";
+  return [...lines, "", ...wrap(footer, "")].join("\n");
 }
 
 /** What a usage error prints: the problem, the command's usage, and how to run its help here. */
@@ -305,10 +289,7 @@ export async function runCommand(
   args: string[],
   env = processEnv(),
 ): Promise<number> {
-  if (name === undefined) {
-    console.error(helpText());
-    return 2;
-  }
+  if (name === undefined) return (console.error(helpText()), 2);
   if (name === "--help" || name === "-h") return print(helpText());
   if (name === "--version" || name === "-V") name = "version";
   if (!Object.hasOwn(COMMANDS, name)) {

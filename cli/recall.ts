@@ -5,7 +5,7 @@
 
 import { printable, reportJson } from "../lib/neutralize.ts";
 import * as z from "zod/mini";
-import { adviceFor } from "../openviking/advice.ts";
+import { adviceFor, causeOf, CauseSchema } from "../openviking/advice.ts";
 import { loadConfig } from "../openviking/config.ts";
 import { type Env, orNoHome, processEnv, sharedStateDir } from "../lib/paths.ts";
 import { isOpen, readBreaker } from "../openviking/breaker.ts";
@@ -29,7 +29,7 @@ export const RecallOutputSchema = z.object({
   path: str,
   stdout: str,
   memories: z.array(ShownSchema),
-  failure: z.optional(z.object({ kind: str, status: z.number(), message: str, summary: str, fix: str })),
+  failure: z.optional(z.object({ ...CauseSchema.shape, summary: str, fix: str })),
   paused: z.optional(z.object({ since: z.number(), reason: str })),
 });
 type RecallOutput = z.infer<typeof RecallOutputSchema>;
@@ -69,14 +69,7 @@ export async function recallPreview(
   };
   if (paused) out.paused = { since: paused.since, reason: paused.reason };
   const f = injection.failure;
-  if (f) {
-    out.failure = {
-      kind: f.kind,
-      status: f.status,
-      message: f.error.message,
-      ...adviceFor(f, config.baseUrl),
-    };
-  }
+  if (f) out.failure = { ...causeOf(f), ...adviceFor(f, config.baseUrl) };
   return scrub(out, [config.apiKey]) as RecallOutput;
 }
 

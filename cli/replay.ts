@@ -33,18 +33,16 @@ export function renderReplay(r: ReplayReport, left: number, server: string, reje
     ...(r.rejected ? [`${r.rejected} refused by OpenViking`] : []),
     ...(r.expired ? [`${r.expired} dropped as too old`] : []),
   ];
-  const writes = r.replayed;
   const rest = rejected
     ? left ? `${left} refused write(s) are still kept.` : "No refused writes are kept."
     : left
     ? `${left} write(s) are still queued.`
     : "The queue is empty.";
-  if (!writes && !r.rejected && !r.expired) {
+  if (!r.replayed && !r.rejected && !r.expired) {
     return `Replayed nothing to ${server}: ${rest[0].toLowerCase()}${rest.slice(1)}`;
   }
-  return `Replayed ${writes} ${rejected ? "refused" : "queued"} write(s) to ${server}: ${
-    done.join(", ")
-  }.\n${rest}`;
+  const what = `${r.replayed} ${rejected ? "refused" : "queued"} write(s)`;
+  return `Replayed ${what} to ${server}: ${done.join(", ")}.\n${rest}`;
 }
 
 /** The `replay` command: exit 0 when the queue (or the rejected place) is empty afterwards, 1 when entries remain. */
@@ -68,11 +66,11 @@ export async function replayCommand(
   const cause = report.cause ? causeOf(report.cause) : undefined;
   const setAside = await setAsideFiles(dir).catch(() => []);
   const aside = setAsideWords(setAside);
+  const text = renderReplay(report, left, config.baseUrl, options.rejected);
   console.log(
     options.json
       ? reportJson({ ...report, cause, left, server: config.baseUrl, setAside })
-      : renderReplay(report, left, config.baseUrl, options.rejected) +
-        (aside ? `\n${aside.summary}.\n  fix: ${aside.fix}` : ""),
+      : text + (aside ? `\n${aside.summary}.\n  fix: ${aside.fix}` : ""),
   );
   await recordReplay(env, config, { ...report, cause }, startedAt);
   if (left > 0) {
@@ -86,10 +84,11 @@ export async function replayCommand(
           `asked about (and sent if missing) in ${seconds} s`,
         fix: `nothing to do: the next hook sends it; or run "${commandName(env)} replay" again then`,
       };
+    const still = `${left} entries are still queued in ${place}`;
     console.error(
       why
-        ? `${left} entries are still queued in ${place}: ${why.summary}\n  fix: ${why.fix}`
-        : `${left} entries are still queued in ${place}; run "${commandName(env)} doctor" to see why.`,
+        ? `${still}: ${why.summary}\n  fix: ${why.fix}`
+        : `${still}; run "${commandName(env)} doctor" to see why.`,
     );
   }
   return left > 0 ? 1 : 0;

@@ -35,11 +35,18 @@ import { VERSION } from "../lib/version.ts";
 import { wrap } from "../lib/columns.ts";
 import { commandName, workspaceDir } from "../lib/self.ts";
 import { SESSION_PREFIX } from "../memory/context.ts";
-import { type Alarm, alarmWords, askAlarm, memoriesOf } from "../memory/extraction.ts";
+import { alarmWords, askAlarm, memoriesOf } from "../memory/extraction.ts";
 
 /** Commits of a session the screen shows (the newest); the rest are counted. */
 const SHOWN_COMMITS = 3;
+/** Sessions shown without `--all` or `--session`. */
+const LATEST_SESSIONS = 5;
+/** Memory diffs read per status run (the newest completed commits). */
+const MAX_DIFFS = 6;
+/** How long OpenViking keeps a finished task (a failed one longer). */
+const TASKS_KEPT_MS = 86_400_000;
 
+const Place = { ...CountsSchema.shape, sessions: z.number() };
 /** The whole `status --json` object. */
 export const StatusSchema = z.object({
   version: z.string(),
@@ -55,16 +62,14 @@ export const StatusSchema = z.object({
   }),
   sessions: z.array(SessionStatusSchema),
   queue: z.object({
-    ...CountsSchema.shape,
-    sessions: z.number(),
+    ...Place,
     oldest: z.optional(z.number()),
     nextReplay: z.string(),
     setAside: z.array(z.string()),
     elsewhere: z.optional(z.object({ summary: z.string(), fix: z.string() })),
   }),
   rejected: z.object({
-    ...CountsSchema.shape,
-    sessions: z.number(),
+    ...Place,
     dir: z.string(),
     last: z.optional(z.object({ at: z.number(), status: z.number(), message: z.string() })),
     fix: z.string(),
@@ -84,12 +89,8 @@ export type Status = z.infer<typeof StatusSchema>;
 /** A queue summary's entries, messages and commits, and of how many sessions. */
 export function totals(q: queues.QueueSummary): z.infer<typeof CountsSchema> & { sessions: number } {
   const sum = (f: "messages" | "commits") => q.sessions.reduce((n, s) => n + s[f], 0);
-  return {
-    entries: q.entries,
-    messages: sum("messages"),
-    commits: sum("commits"),
-    sessions: q.sessions.length,
-  };
+  const { entries, sessions } = q;
+  return { entries, messages: sum("messages"), commits: sum("commits"), sessions: sessions.length };
 }
 
 /**
@@ -100,23 +101,19 @@ export function totals(q: queues.QueueSummary): z.infer<typeof CountsSchema> & {
 export async function readPlaces(env: paths.Env, config: Config) {
   const pending = paths.pendingDir(env);
   const read = (q: Promise<queues.QueueSummary>) => q.catch((e) => e as Error);
+  const b = await readBreaker(paths.orNoHome(() => paths.sharedStateDir(env)) ?? "", config.baseUrl)
+    .catch(() => undefined);
+  const paused: Status["paused"] = b && {
+    ...{ since: b.since, reason: b.reason, failures: b.failures, nextProbeAt: nextProbeAt(b) },
+    ...(isOpen(b) ? {} : { answeredAt: b.answeredAt }),
+  };
   return {
     pending,
     rejectedDir: paths.joinPath(pending, queues.REJECTED_SUBDIR),
     queue: await read(queues.queueSummary(pending)),
     rejected: await read(queues.queueSummary(pending, queues.REJECTED_SUBDIR)),
     setAside: await queues.setAsideFiles(pending).catch(() => []),
-    paused: await readBreaker(paths.orNoHome(() => paths.sharedStateDir(env)) ?? "", config.baseUrl).then(
-      (b): Status["paused"] =>
-        b && {
-          since: b.since,
-          reason: b.reason,
-          failures: b.failures,
-          nextProbeAt: nextProbeAt(b),
-          ...(isOpen(b) ? {} : { answeredAt: b.answeredAt }),
-        },
-      () => undefined,
-    ),
+    paused,
   };
 }
 
@@ -127,9 +124,8 @@ export type Places = Awaited<ReturnType<typeof readPlaces>>;
 export const rejectedFix = (env: paths.Env, dir: string): string =>
   `fix what the server says (its log, its settings), then send them again with ` +
   `\`${commandName(env)} replay --rejected\`; to drop them, delete ${dir}. It keeps the newest ` +
-  `${queues.REJECTED_MAX_ENTRIES} writes and ${
-    queues.REJECTED_MAX_BYTES >> 20
-  } MiB; past that the oldest are dropped`;
+  `${queues.REJECTED_MAX_ENTRIES} writes and ${queues.REJECTED_MAX_BYTES >> 20} MiB; past that the oldest ` +
+  "are dropped";
 
 /**
  * Marks the queued commits the queue still holds (the newest `s.queue.commits` not delivered by a recorded
@@ -141,8 +137,7 @@ function placeQueued(s: SessionStatus, tasks: { id: string; at: number }[]) {
   undelivered.forEach((c, i) => c.waiting = i >= undelivered.length - s.queue.commits);
   for (const c of s.commits) if (c.outcome === "queued" && c.taskId) c.waiting = false;
   const left = [...tasks].sort((a, b) => a.at - b.at);
-  for (const c of undelivered) {
-    if (c.waiting) continue;
+  for (const c of undelivered.filter((c) => !c.waiting)) {
     const i = left.findIndex((t) => t.at >= c.at);
     if (i >= 0) c.taskId = left.splice(i, 1)[0].id;
   }
@@ -156,17 +151,15 @@ export function ago(at: number, now: number): string {
   const s = Math.max(0, Math.round((now - at) / 1000));
   if (s < 60) return `${s} s ago`;
   if (s < 3600) return `${Math.round(s / 60)} min ago`;
-  if (s < 86_400) return `${Math.round(s / 3600)} h ago`;
-  return `${Math.round(s / 86_400)} d ago`;
+  return s < 86_400 ? `${Math.round(s / 3600)} h ago` : `${Math.round(s / 86_400)} d ago`;
 }
 
 function commitLine(c: CommitStatus, now: number, url: string): string {
   const n = c.task?.memories.length ?? 0;
-  const task = c.origin
-    ? `made on ${c.origin.url}${
-      c.origin.url !== url
-        ? ", not on this server"
-        : ` as another identity (${c.origin.who || "the key's own"})`
+  const o = c.origin;
+  const task = o
+    ? `made on ${o.url}${
+      o.url !== url ? ", not on this server" : ` as another identity (${o.who || "the key's own"})`
     }: not asked`
     : c.task?.status === "expired"
     ? "expired (the server keeps finished tasks 24 h, failed ones 7 days)"
@@ -176,9 +169,7 @@ function commitLine(c: CommitStatus, now: number, url: string): string {
     ? `${c.task.status}${c.task.error ? `: ${c.task.error}` : ""}${
       n ? ` → ${plural(n, "memory", "memories")}` : ""
     }`
-    : c.taskId
-    ? "task not asked"
-    : undefined;
+    : c.taskId && "task not asked";
   const outcome = c.outcome === "rejected"
     ? "refused by OpenViking"
     : c.outcome !== "queued"
@@ -190,9 +181,10 @@ function commitLine(c: CommitStatus, now: number, url: string): string {
     : c.taskId
     ? "queued, since delivered"
     : "queued, no longer in the queue";
-  return `    commit ${ago(c.at, now)}: ${outcome}${c.taskId ? ` (task ${c.taskId.slice(0, 8)})` : ""}${
-    task ? `, ${task}` : c.outcome === "queued" || c.outcome === "rejected" ? "" : `, ${c.outcome}`
-  }`;
+  const tail = task ? `, ${task}` : ["queued", "rejected"].includes(c.outcome) ? "" : `, ${c.outcome}`;
+  return `    commit ${ago(c.at, now)}: ${outcome}${
+    c.taskId ? ` (task ${c.taskId.slice(0, 8)})` : ""
+  }${tail}`;
 }
 
 /** What a session's commits cost: how many, messages each, and the server's newest token total, if any. */
@@ -210,7 +202,7 @@ export function commitCost(s: SessionStatus): string | undefined {
 }
 
 function sessionLines(s: SessionStatus, now: number, url: string): string[] {
-  const { prompts: p, captures: c, queue: q, rejected: r, lastError: e } = s;
+  const { prompts: p, captures: c, queue: q, rejected: r, lastError: e, uncommitted: u } = s;
   const lines = [
     `  ${s.kimiSessionId} — ${s.lastActivity ? ago(s.lastActivity, now) : "no hook run in the ledger"}`,
     `    prompts ${p.seen}: ${plural(p.injected, "memory", "memories")} injected, ` +
@@ -219,22 +211,17 @@ function sessionLines(s: SessionStatus, now: number, url: string): string[] {
     (c.rejected ? `, ${c.rejected} refused` : ""),
     ...[commitCost(s) ?? []].flat(),
   ];
-  const u = s.uncommitted;
   if (u) {
     lines.push(
       `    ${u.messages} message(s) wait for a commit: ` +
         (u.dueAt > now
-          ? `due in ${
-            ago(now, u.dueAt).replace(/ ago$/, "")
-          } (idle since the last capture), or at the session's end`
+          ? `due in ${ago(now, u.dueAt).slice(0, -4)} (idle since the last capture), or at the session's end`
           : `due ${ago(u.dueAt, now)}; the next Kimi session start commits them`),
     );
   }
   for (const commit of s.commits.slice(-SHOWN_COMMITS)) {
-    lines.push(
-      commitLine(commit, now, url),
-      ...(commit.task?.memories.slice(0, 3) ?? []).map((u) => `      + ${u}`),
-    );
+    const made = (commit.task?.memories ?? []).slice(0, 3).map((u) => `      + ${u}`);
+    lines.push(commitLine(commit, now, url), ...made);
   }
   const earlier = s.commits.length - SHOWN_COMMITS;
   if (earlier > 0) lines.push(`    … ${earlier} earlier commit(s)`);
@@ -249,12 +236,11 @@ export function renderStatus(st: Status, now: number): string {
   const { connection: c, paused: p, extraction: x, queue: q, rejected: r } = st;
   const who = [c.account && `account ${c.account}`, c.user && `user ${c.user}`].filter(Boolean).join(", ");
   const key = c.authenticated === null ? "key not checked" : c.authenticated ? "key accepted" : "key REFUSED";
+  const version = c.serverVersion ? ` (OpenViking ${c.serverVersion})` : "";
   const lines = [
     `openviking-kimi ${st.version} — memory status`,
     "",
-    `Server  ${c.url}  ${
-      c.reachable ? `reachable${c.serverVersion ? ` (OpenViking ${c.serverVersion})` : ""}` : "NOT reachable"
-    }`,
+    `Server  ${c.url}  ${c.reachable ? `reachable${version}` : "NOT reachable"}`,
     `        ${key}${who ? `; ${who}` : ""}; peer ${c.peer.id ? `${c.peer.id} (${c.peer.source})` : "none"}`,
   ];
   /** A problem's words and fix, under the section's head. */
@@ -262,11 +248,11 @@ export function renderStatus(st: Status, now: number): string {
     w ? [`        ${w.summary}`, `        fix: ${w.fix}`] : [];
   if (c.problem) lines.push(...said({ summary: c.problem.message, fix: c.problem.fix }));
   if (p) {
+    const wait = Math.ceil((p.nextProbeAt - now) / 1000);
+    const probe = p.nextProbeAt > now ? `in ${wait} s or later` : "from now on";
     const next = p.answeredAt
       ? `the server answered ${ago(p.answeredAt, now)}: the next prompt asks it again`
-      : `the first prompt or session start ${
-        p.nextProbeAt > now ? `in ${Math.ceil((p.nextProbeAt - now) / 1000)} s or later` : "from now on"
-      } probes it (a search); recall resumes once it answers`;
+      : `the first prompt or session start ${probe} probes it (a search); recall resumes once it answers`;
     const state = p.answeredAt ? "paused" : "PAUSED: prompts do not ask the server";
     lines.push(`Memory  ${state} since ${ago(p.since, now)}`, `        ${p.reason}`, `        ${next}`);
   }
@@ -286,28 +272,15 @@ export function renderStatus(st: Status, now: number): string {
   }
   const why = !c.reachable ? "server unavailable" : c.authenticated === false ? "key refused" : "no answer";
   if (st.notAsked.length) lines.push("", `Not asked (${why}): ${st.notAsked.join(", ")}`);
-  return lines.flatMap((l) => wrap(l, " ".repeat(Math.min(12, l.length - l.trimStart().length + 2))))
-    .join("\n");
+  const indent = (l: string) => " ".repeat(Math.min(12, l.length - l.trimStart().length + 2));
+  return lines.flatMap((l) => wrap(l, indent(l))).join("\n");
 }
-
-/** Sessions shown without `--all` or `--session`. */
-const LATEST_SESSIONS = 5;
-/** Memory diffs read per status run (the newest completed commits). */
-const MAX_DIFFS = 6;
-/** How long OpenViking keeps a finished task (a failed one longer). */
-const TASKS_KEPT_MS = 86_400_000;
-/** Time each server request may take. */
-const STATUS_TIMEOUT_MS = 3000;
 
 /**
  * `/health` (no key): whether OpenViking answers; `/api/v1/system/status`: whether the key is accepted and
  * whose it is; a data route: whether it may read memory (a root key may not).
  */
-async function connection(
-  client: OpenVikingClient,
-  config: Config,
-  cwd: string,
-): Promise<Status["connection"]> {
+async function connection(client: OpenVikingClient, config: Config, cwd: string) {
   const peer = await resolvePeer(cwd, config);
   const health = await client.request("GET", "/health", z.looseObject({ version: tolerant(z.string()) }));
   const me = health.ok
@@ -316,7 +289,7 @@ async function connection(
   const data = me.ok && config.apiKey ? await askDataAccess(client) : me;
   const accepted = health.ok && (data.ok || (data.kind !== "auth" && me.ok));
   const a = !accepted && !data.ok ? adviceFor(data, config.baseUrl) : undefined;
-  return {
+  const conn: Status["connection"] = {
     url: config.baseUrl,
     reachable: health.ok,
     authenticated: accepted || (health.ok && !data.ok && data.kind === "auth" ? false : null),
@@ -326,17 +299,14 @@ async function connection(
     ...(health.ok && health.result.version !== undefined ? { serverVersion: health.result.version } : {}),
     ...(a && !data.ok ? { problem: { kind: data.kind, message: a.summary, fix: a.fix } } : {}),
   };
+  return conn;
 }
 
 /**
  * Fills in what OpenViking did with each commit of `s`: its task list, the newest shown commits it left out
  * asked by id (a 404: expired), and the memory diffs within `diffs`. Returns what it could not ask.
  */
-async function askTasks(
-  client: OpenVikingClient,
-  s: SessionStatus,
-  diffs: { left: number },
-): Promise<string[]> {
+async function askTasks(client: OpenVikingClient, s: SessionStatus, diffs: { left: number }) {
   const list = await client.request("GET", "/api/v1/tasks", z.array(z.unknown()), {
     query: { resource_id: s.openVikingSessionId, limit: 200 },
   });
@@ -348,9 +318,7 @@ async function askTasks(
   const unknown = [...tasks].filter(([id]) => !known.has(id))
     .map(([id, t]) => ({ id, at: Number(asRecord(t).created_at ?? 0) * 1000 }));
   // Tasks no entry names: a queued commit replayed with no record takes its own; the rest are another client's.
-  for (const t of placeQueued(s, unknown)) {
-    s.commits.push({ at: t.at, outcome: "server", taskId: t.id });
-  }
+  for (const t of placeQueued(s, unknown)) s.commits.push({ at: t.at, outcome: "server", taskId: t.id });
   s.commits.sort((a, b) => a.at - b.at);
   let failed = 0;
   for (const c of s.commits.slice(-SHOWN_COMMITS)) {
@@ -419,20 +387,10 @@ async function localSessions(
   }));
 }
 
-/** The alarm as status shows it: how many commits made nothing, how many failed, the words and the fix. */
-function extractionOf(a: Alarm): Status["extraction"] {
-  const { kind, summary, fix } = alarmWords(a);
-  return { commits: a.commits, failed: a.failed, kind, message: summary, fix };
-}
-
 /** Everything `status` shows. */
-export async function collectStatus(
-  env: paths.Env,
-  cwd: string,
-  choice: SessionChoice = {},
-): Promise<Status> {
+export async function collectStatus(env: paths.Env, cwd: string, choice: SessionChoice = {}) {
   const { config } = await loadConfig(env, cwd);
-  const client = createClient(clientOptions(config, "", { timeoutMs: STATUS_TIMEOUT_MS }));
+  const client = createClient(clientOptions(config, "", { timeoutMs: 3000 }));
   const conn = await connection(client, config, cwd);
   const places = await readPlaces(env, config);
   const none: queues.QueueSummary = { sessions: [], entries: 0 };
@@ -449,6 +407,7 @@ export async function collectStatus(
   if (!conn.reachable) notAsked.unshift("whether the key is accepted");
   const here = queues.destinationOf(config);
   const elsewhere = queues.elsewhereOf(queue.sessions, here);
+  const x = alarm && alarmWords(alarm);
   const status: Status = {
     version: VERSION,
     connection: conn,
@@ -469,7 +428,17 @@ export async function collectStatus(
       fix: rejectedFix(env, places.rejectedDir),
     },
     notAsked,
-    ...(alarm ? { extraction: extractionOf(alarm) } : {}),
+    ...(alarm && x
+      ? {
+        extraction: {
+          commits: alarm.commits,
+          failed: alarm.failed,
+          kind: x.kind,
+          message: x.summary,
+          fix: x.fix,
+        },
+      }
+      : {}),
     ...(places.paused ? { paused: places.paused } : {}),
   };
   return scrub(status, [config.apiKey]) as Status;
@@ -478,15 +447,14 @@ export async function collectStatus(
 /** Whether anything local is known of Kimi session `id`: its ledger, its state, or writes in the queue. */
 async function knownSession(env: paths.Env, id: string): Promise<boolean> {
   const exists = (path: string) => Deno.stat(path).then(() => true, () => false);
-  const ledger = paths.orNoHome(() => paths.ledgerDir(env));
-  if (ledger && await exists(ledgerFile(ledger, await paths.safeId(id)))) return true;
-  const state = paths.orNoHome(() => paths.hookStateDir(env));
+  const [ledger, state, queue] = [paths.ledgerDir, paths.hookStateDir, paths.pendingDir]
+    .map((dir) => paths.orNoHome(() => dir(env)));
+  const safe = await paths.safeId(id);
+  if (ledger && await exists(ledgerFile(ledger, safe))) return true;
   for (const kind of ["capture", "prompt"] as const) {
     if (state && await exists((await statePaths(state, id, kind)).file)) return true;
   }
-  const queue = paths.orNoHome(() => paths.pendingDir(env));
-  return queue !== undefined &&
-    await queues.hasUnsent(queue, `${SESSION_PREFIX}${await paths.safeId(id)}`).catch(() => false);
+  return queue !== undefined && await queues.hasUnsent(queue, `${SESSION_PREFIX}${safe}`).catch(() => false);
 }
 
 /**
@@ -497,22 +465,18 @@ export async function statusCommand(
   o: SessionChoice & { cwd?: string; json: boolean },
   env = paths.processEnv(),
 ): Promise<number> {
-  if (o.session !== undefined && o.all) {
-    console.error("openviking-kimi status: --session and --all exclude each other; give one of them.");
-    return 2;
-  }
+  const fail = (code: number, message: string) => (console.error(`openviking-kimi status: ${message}`), code);
+  const both = "--session and --all exclude each other; give one of them.";
+  if (o.session !== undefined && o.all) return fail(2, both);
   if (o.session !== undefined && !(await knownSession(env, o.session))) {
-    console.error(
-      `openviking-kimi status: no ledger or state exists for session ${JSON.stringify(o.session)}. ` +
+    return fail(
+      1,
+      `no ledger or state exists for session ${JSON.stringify(o.session)}. ` +
         `\`${commandName(env)} status --all\` lists the sessions the ledger knows.`,
     );
-    return 1;
   }
   const cwd = await workspaceDir(o.cwd, env);
-  if (!cwd) {
-    console.error(`openviking-kimi status: --cwd ${JSON.stringify(o.cwd)} is not a directory.`);
-    return 2;
-  }
+  if (!cwd) return fail(2, `--cwd ${JSON.stringify(o.cwd)} is not a directory.`);
   const status = await collectStatus(env, cwd, o);
   console.log(o.json ? reportJson(status, 2) : printable(renderStatus(status, Date.now())));
   return 0;

@@ -12,30 +12,28 @@ const LONG =
   "viking://user/default/memories/preferences/default/the-user-indents-typescript-with-tabs-never-spaces.md";
 const MID = "viking://user/default/memories/preferences/default/tabs.md";
 
+const none = { entries: 0, messages: 0, commits: 0 };
+const SESSION = "session_4c1e6a2f-2b1d-4f0e-9a55-8b3c2d1e0f9a";
+
 /** A status whose session names `uris` as memories of a commit and in its last error. */
 function statusWith(uris: string[]): Status {
   return {
     version: "0.1.0",
-    connection: {
-      url: "http://127.0.0.1:1933",
-      reachable: true,
-      authenticated: true,
-      peer: { id: "github.com-acme-shop", source: "git-remote" },
-    },
+    connection: { url: "http://ov", reachable: true, authenticated: true, peer: { id: "p", source: "env" } },
     sessions: [{
-      kimiSessionId: "session_4c1e6a2f-2b1d-4f0e-9a55-8b3c2d1e0f9a",
-      openVikingSessionId: "kc-session_4c1e6a2f-2b1d-4f0e-9a55-8b3c2d1e0f9a",
+      kimiSessionId: SESSION,
+      openVikingSessionId: `kc-${SESSION}`,
       lastActivity: NOW - 60_000,
       prompts: { seen: 1, injected: 1, suppressed: 0 },
       captures: { runs: 1, turns: 1, sent: 2, queued: 0, rejected: 0 },
       commits: [{
-        at: NOW - 60_000,
+        at: NOW,
         outcome: "committed",
-        taskId: "2e9f038e-0000",
+        taskId: "2e9f038e",
         task: { status: "completed", memories: uris },
       }],
-      queue: { entries: 0, messages: 0, commits: 0 },
-      rejected: { entries: 0, messages: 0, commits: 0 },
+      queue: none,
+      rejected: none,
       lastError: {
         at: NOW - 30_000,
         kind: "rejected",
@@ -43,8 +41,8 @@ function statusWith(uris: string[]): Status {
         fix: "this message was dropped; if it keeps happening, report it with the server's log",
       },
     }],
-    queue: { entries: 0, messages: 0, commits: 0, sessions: 0, nextReplay: "now", setAside: [] },
-    rejected: { entries: 0, messages: 0, commits: 0, sessions: 0, dir: "", fix: "" },
+    queue: { ...none, sessions: 0, nextReplay: "now", setAside: [] },
+    rejected: { ...none, sessions: 0, dir: "", fix: "" },
     notAsked: [],
   };
 }
@@ -82,10 +80,9 @@ Deno.test("status text: what a session's commits cost, with the server's token c
     "    cost: 1 commit, 2 messages each, model tokens unknown (the server was not asked)",
   );
   const made = (taskId: string, tokens: number) => ({
-    at: NOW,
-    outcome: "committed",
+    ...s.commits[0],
     taskId,
-    task: { status: "completed", memories: [] as string[], tokens },
+    task: { status: "completed", memories: [], tokens },
   });
   s.commits.push(made("b", 8200), made("c", 16400), { at: NOW, outcome: "failed" });
   s.captures.sent = 12;

@@ -26,16 +26,9 @@ async function project(root: string, name: string): Promise<string> {
 
 /** `deno task -q --config <checkout>/deno.json cli <args>` run in `cwd`, as a user runs it from a checkout. */
 async function task(env: Record<string, string>, cwd: string, args: string[], code = 0) {
-  const r = await runProcess(
-    Deno.execPath(),
-    ["task", "-q", "--config", `${ROOT}/deno.json`, "cli", ...args],
-    {
-      env: { ...env, ...denoEnv() },
-      clearEnv: true,
-      cwd,
-      timeoutMs: 60_000,
-    },
-  );
+  const task = ["task", "-q", "--config", `${ROOT}/deno.json`, "cli", ...args];
+  const options = { env: { ...env, ...denoEnv() }, clearEnv: true, cwd, timeoutMs: 60_000 };
+  const r = await runProcess(Deno.execPath(), task, options);
   assertEquals(r.code, code, `${args.join(" ")}\n${r.stdout}\n${r.stderr}`);
   return r.stdout;
 }

@@ -2,13 +2,13 @@
  * `memories` against the fake OpenViking, in-process through the command table: the list of this
  * project's and the user's memories, search, show with the commit a memory came from (the fake's memory diff,
  * task, archive and our ledger), forget (and a forget of what is gone), export and import (and a server without
- * the pack routes): exit codes and output. Processes only where the process matters: a run from the checkout
- * (INIT_CWD) and the installed copy.
+ * the pack routes): exit codes and output. A process only where the process matters: a run from the checkout
+ * (INIT_CWD). The installed copy runs the table's commands: tests/install/standalone_test.ts (doctor from it).
  */
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
-import { ROOT, runCli, runProcess } from "../support/run.ts";
+import { ROOT, runCli } from "../support/run.ts";
 import type { JsonRecord } from "../../lib/parsed.ts";
 import { runIn } from "./in-process.ts";
 import { tempDir } from "../support/temp.ts";
@@ -28,15 +28,11 @@ async function world(fake: FakeOpenViking, home: string) {
     OPENVIKING_PEER_ID: PEER,
     PATH: Deno.env.get("PATH") ?? "/usr/bin",
   };
-  const sid = "kc-session_a";
-  await fetch(`${fake.url}/api/v1/sessions/${sid}/messages`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ role: "user", content: "I like tabs", turn_id: "t3" }),
-  }).then((r) => r.body?.cancel());
-  const commit = await fetch(`${fake.url}/api/v1/sessions/${sid}/commit`, { method: "POST" }).then((r) =>
-    r.json()
-  );
+  const post = (path: string, body?: unknown) =>
+    fetch(`${fake.url}/api/v1/sessions/kc-session_a/${path}`, { method: "POST", body: JSON.stringify(body) })
+      .then((r) => r.json());
+  await post("messages", { role: "user", content: "I like tabs", turn_id: "t3" });
+  const commit = await post("commit");
   fake.files.set(USER_MEMORY, "- The user prefers tabs over spaces");
   fake.files.set(PROJECT_MEMORY, "The build runs with `make ci`.\x1b]0;owned\x07");
   fake.modTimes.set(PROJECT_MEMORY, new Date(Date.now() - 3600_000).toISOString());
@@ -44,19 +40,9 @@ async function world(fake: FakeOpenViking, home: string) {
   // Our ledger recorded the capture that started this commit.
   const ledger = `${home}/.openviking/ledger/kimicode`;
   await Deno.mkdir(ledger, { recursive: true });
-  const entry = {
-    kind: "capture",
-    at: Date.now() - 60_000,
-    ms: 5,
-    rejected: 0,
-    event: "Stop",
-    turns: 1,
-    sent: 1,
-    queued: 0,
-    commit: "committed",
-    taskId: commit.result.task_id,
-  };
-  await Deno.writeTextFile(`${ledger}/session_a.jsonl`, `${JSON.stringify(entry)}\n`);
+  const entry = { kind: "capture", at: Date.now() - 60_000, ms: 5, rejected: 0, event: "Stop", turns: 1 };
+  const made = { sent: 1, queued: 0, commit: "committed", taskId: commit.result.task_id };
+  await Deno.writeTextFile(`${ledger}/session_a.jsonl`, `${JSON.stringify({ ...entry, ...made })}\n`);
   return env;
 }
 
@@ -270,21 +256,6 @@ Deno.test("memories export/import on a server without the pack routes: exit 4, n
   const imp = await w.run("import", file, "--json");
   assertEquals([imp.code, JSON.parse(imp.stdout).error.kind], [4, "missing-route"]);
   assertEquals([...w.fake.files.keys()], before, "nothing lost");
-});
-
-Deno.test("the installed command (the bundled copy install places) runs memories too", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  const env = { HOME: dir.path, KIMI_CODE_HOME: `${dir.path}/.kimi-code`, PATH: "/usr/bin:/bin" };
-  const install = await runCli(["install", "--url", fake.url], { env, clearEnv: true, timeoutMs: 120_000 });
-  assertEquals(install.code, 0, install.stderr);
-  const out = await runProcess(`${dir.path}/.local/bin/openviking-kimi`, ["memories", "--json"], {
-    env,
-    clearEnv: true,
-  });
-  assertEquals(out.code, 0, out.stderr);
-  const listed = JSON.parse(out.stdout).memories.map((m: { uri: string }) => m.uri);
-  assertEquals(listed, ["viking://user/default/memories/profile.md"]);
 });
 
 Deno.test("memories --search: the text goes to the server redacted like a recall query", async () => {

@@ -76,14 +76,11 @@ Deno.test("the top-level help and each command's help name every flag (its help,
 });
 
 Deno.test("install's values: --flag=value, -y, an empty value, the default mode", () => {
+  const given = { mode: "plugin", "kimi-home": "/k", "api-key": "", yes: true, positionals: [] };
+  const unset = { "api-key-stdin": false, "dry-run": false };
   assertEquals(values("install", ["--mode=plugin", "--kimi-home", "/k", "--api-key", "", "-y"]), {
-    mode: "plugin",
-    "kimi-home": "/k",
-    "api-key-stdin": false,
-    "api-key": "",
-    "dry-run": false,
-    yes: true,
-    positionals: [],
+    ...given,
+    ...unset,
   });
   assertEquals(values("install", []).mode, "config");
   assertEquals(COMMANDS.install.parse(["-yh"]).kind, "help", "-h in a group of short flags");
@@ -156,8 +153,8 @@ Deno.test("the entry point: help on stdout, refusals on stderr with exit 2 (a ho
   assertEquals([bogus.code, bogus.stdout], [0, ""]);
   assertMatch(bogus.stderr, /unknown event "bogus".*user-prompt-submit/);
   assertEquals(await Array.fromAsync(Deno.readDir(home)), [], "nothing was written anywhere in HOME");
-  const kimiSpelling = await hook(["hook", "UserPromptSubmit"]); // how Kimi names it: taken as user-prompt-submit
-  assertEquals([kimiSpelling.code, kimiSpelling.stdout, kimiSpelling.stderr], [0, "", ""]);
+  const kimi = await hook(["hook", "UserPromptSubmit"]); // how Kimi names it: taken as user-prompt-submit
+  assertEquals([kimi.code, kimi.stdout, kimi.stderr], [0, "", ""]);
 });
 
 Deno.test("turns <id>: --json one JSON object per message from the located journal, its readable form; exit 1 unknown", async () => {
@@ -202,11 +199,8 @@ interface InfoGraph {
 }
 
 Deno.test("hook <event> reaches cli/hook.ts without the table, node:util or zod", async () => {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["info", "--json", "--config", `${ROOT}/deno.json`, `${ROOT}/main.ts`],
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
+  const args = ["info", "--json", "--config", `${ROOT}/deno.json`, `${ROOT}/main.ts`];
+  const out = await new Deno.Command(Deno.execPath(), { args, stdout: "piped", stderr: "piped" }).output();
   assertTrue(out.success, new TextDecoder().decode(out.stderr));
   const graph = JSON.parse(new TextDecoder().decode(out.stdout)) as InfoGraph;
   const main = `file://${ROOT}/main.ts`;
