@@ -470,18 +470,19 @@ async function deliver(
   },
 ): Promise<Delivery> {
   const d: Delivery = { settled: 0, sent: 0, rejections: [] };
-  const count = w.kind === "commit" ? 1 : w.messages.length;
+  const payloads = w.kind === "commit" ? [] : w.messages.map((m) => m.payload);
+  const count = w.kind === "commit" ? 1 : payloads.length;
   let serialUntil = 0;
   while (d.settled < count) {
     const from = d.settled;
     const serial = w.kind === "commit" || from < serialUntil;
-    const end = serial ? from + 1 : nextBatchEnd(w.messages.map((m) => m.payload), from);
+    const end = serial ? from + 1 : nextBatchEnd(payloads, from);
     await hooks.beforeRequest?.(from, end);
     const [path, body] = w.kind === "commit"
       ? ["/commit", {}]
       : serial
-      ? ["/messages", w.messages[from].payload]
-      : ["/messages/batch", { messages: w.messages.slice(from, end).map((m) => m.payload) }];
+      ? ["/messages", payloads[from]]
+      : ["/messages/batch", { messages: payloads.slice(from, end) }];
     const res = await client.request("POST", `${sessionPath(w.sessionId)}${path}`, AnyResult, {
       body,
       budget,
