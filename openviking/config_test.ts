@@ -41,8 +41,11 @@ type Sources = { env?: Record<string, string>; ovcli?: unknown; ovconf?: unknown
 /** [what, the sources, the fields of the resolved config it must have]. */
 const PRECEDENCE: [string, Sources, Record<string, string>][] = [
   ["ov.conf only: 0.0.0.0 → loopback, its key and identity", { ovconf: OVCONF }, {
-    ...{ baseUrl: LOCAL(2000), apiKey: "ov-key" },
-    ...{ account: "ov-acct", user: "ov-user", peerId: "ov-peer" },
+    baseUrl: LOCAL(2000),
+    apiKey: "ov-key",
+    account: "ov-acct",
+    user: "ov-user",
+    peerId: "ov-peer",
   }],
   [
     "ov.conf server.url wins over host/port",
@@ -55,8 +58,12 @@ const PRECEDENCE: [string, Sources, Record<string, string>][] = [
     baseUrl: LOCAL(1933),
   }],
   ["ovcli.conf beats ov.conf", { ovcli: OVCLI, ovconf: OVCONF }, {
-    ...{ baseUrl: CLI, apiKey: "cli-key", account: "cli-acct" },
-    ...{ user: "cli-user", peerId: "cli-peer", credentialSource: "ovcli.conf" },
+    baseUrl: CLI,
+    apiKey: "cli-key",
+    account: "cli-acct",
+    user: "cli-user",
+    peerId: "cli-peer",
+    credentialSource: "ovcli.conf",
   }],
   ["ovcli.conf alone decides", { ovcli: { url: "http://cli:1" }, ovconf: OVCONF }, {
     apiKey: "",
