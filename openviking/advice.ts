@@ -43,102 +43,93 @@ export function isRootKeyRefusal(f: Pick<OvFailure, "kind" | "status" | "error">
   return f.kind === "auth" && f.status === 403 && /ROOT API keys cannot access/i.test(f.error.message);
 }
 
+/** "; writes wait in the queue until then": how every outage's fix ends. */
+const WAIT = "; writes wait in the queue until then";
+
+type Told = Pick<OvFailure, "kind" | "status" | "error" | "location">;
+
+/** Per failure kind: its summary and fix at `url`, commands named `cmd`. */
+const ADVICE: Record<OvFailure["kind"], (f: Told, url: string, cmd: string, env: Env) => Advice> = {
+  redirect: (f, url, cmd) => ({
+    summary: `${url} redirects${f.location ? ` to ${f.location}` : ""} (HTTP ${f.status}); ` +
+      "requests are not sent on, so the key never leaves for another address",
+    fix: originOf(f.location ?? "")
+      ? `save the address it redirects to: \`${cmd} install --url ${originOf(f.location!)}\``
+      : `save the server's real address with \`${cmd} install --url URL\``,
+  }),
+  "not-openviking": (f, url, cmd) => ({
+    summary: `${url} is not an OpenViking server: ${f.error.message}`,
+    fix: "check the address and path (a reverse proxy must forward /api/v1 to OpenViking), then " +
+      `\`${cmd} install --url URL\`${WAIT}`,
+  }),
+  "missing-route": (f, url) => ({
+    summary: `the OpenViking server at ${url} has no such route (HTTP ${f.status}): ${f.error.message}`,
+    fix: `upgrade OpenViking (0.5 or newer)${WAIT}`,
+  }),
+  auth: (f, _, cmd, env) =>
+    isRootKeyRefusal(f)
+      ? {
+        summary: `the server refused the key (HTTP ${f.status}): it is OpenViking's root key, which ` +
+          "administers the server and may not use memory",
+        fix: `give it once to \`${cmd} install --api-key-stdin\`: install makes a user key with it ` +
+          `and saves only that (README: "Server with API keys")${WAIT}`,
+      }
+      : {
+        summary: `the server refused the key (HTTP ${f.status}): ${f.error.message}`,
+        fix: (env.OPENVIKING_API_KEY
+          ? "correct or unset OPENVIKING_API_KEY (set in your environment, it wins over a saved key); or "
+          : "") +
+          `save your OpenViking user's key: \`${cmd} install --api-key-stdin\` — given the ` +
+          "server's root key (ov.conf's server.root_api_key) once, install makes a user key and saves " +
+          "only that; or the server's admin makes one (`ov admin register-user ACCOUNT USER`); in trusted " +
+          `mode add --account/--user${WAIT}`,
+      },
+  model: (f, url) => ({
+    summary: `OpenViking at ${url} answers, but its model ${
+      f.status === 401 || f.status === 403
+        ? "refuses the server's requests"
+        : f.status >= 503
+        ? "is unreachable"
+        : "fails"
+    }, so search and recall fail (HTTP ${f.status}): "${f.error.message}"`,
+    fix: "on the server, check ov.conf's embedding section (embedding.dense: provider, api_base, " +
+      "model, api_key): its api_base must answer from the server's machine, its key be valid; then " +
+      `restart OpenViking${WAIT}`,
+  }),
+  server: (f, url) => ({
+    summary: `OpenViking at ${url} cannot take requests now (HTTP ${f.status}): ${f.error.message}`,
+    fix: "check the server's log; writes wait in the queue and are sent when it recovers",
+  }),
+  "too-large": (f, url) => ({
+    summary: `${url} sent a reply larger than this plugin reads: ${f.error.message}`,
+    fix: "check what answers at that address (a proxy's error page?)",
+  }),
+  rejected: (f, _, cmd) => ({
+    summary: `OpenViking refused the request (HTTP ${f.status}): ${f.error.message}`,
+    fix: "the write is kept, not sent again on its own: fix what the server says, then " +
+      `\`${cmd} replay --rejected\` (doctor's rejected check lists them)`,
+  }),
+  unreachable: (f, url, cmd) =>
+    f.error.code === "TIMEOUT"
+      ? {
+        summary: `OpenViking at ${url} takes connections but does not answer in time: ${f.error.message}`,
+        fix: "check the server's log (a request stuck, the machine overloaded?) or restart it; writes wait " +
+          "in the queue until it answers",
+      }
+      : {
+        summary: `OpenViking at ${url} is not reachable: ${f.error.message}`,
+        fix: 'start the server (README: "No server yet?"), or save its address: ' +
+          `\`${cmd} install --url http://HOST:1933\`${WAIT}`,
+      },
+};
+
 /** Advice for a failure (or the cause recorded of it) at `baseUrl`; commands named as `env` runs this. */
-export function adviceFor(
-  failure: Pick<OvFailure, "kind" | "status" | "error" | "location"> | Cause,
-  baseUrl: string,
-  env: Env = processEnv(),
-): Advice {
+export function adviceFor(failure: Told | Cause, baseUrl: string, env: Env = processEnv()): Advice {
   if (failure.kind === "local") {
     return { summary: failure.message, fix: "free disk space or fix the permissions of ~/.openviking" };
   }
-  const f: Pick<OvFailure, "kind" | "status" | "error" | "location"> = "error" in failure
+  const f: Told = "error" in failure
     ? failure
     : { kind: failure.kind, status: failure.status, location: failure.location, error: failure };
-  const cmd = commandName(env);
-  switch (f.kind) {
-    case "redirect": {
-      const target = originOf(f.location ?? "");
-      return {
-        summary: `${baseUrl} redirects${f.location ? ` to ${f.location}` : ""} (HTTP ${f.status}); ` +
-          "requests are not sent on, so the key never leaves for another address",
-        fix: target
-          ? `save the address it redirects to: \`${cmd} install --url ${target}\``
-          : `save the server's real address with \`${cmd} install --url URL\``,
-      };
-    }
-    case "not-openviking":
-      return {
-        summary: `${baseUrl} is not an OpenViking server: ${f.error.message}`,
-        fix: "check the address and path (a reverse proxy must forward /api/v1 to OpenViking), then " +
-          `\`${cmd} install --url URL\`; writes wait in the queue until then`,
-      };
-    case "missing-route":
-      return {
-        summary:
-          `the OpenViking server at ${baseUrl} has no such route (HTTP ${f.status}): ${f.error.message}`,
-        fix: "upgrade OpenViking (0.5 or newer); writes wait in the queue until then",
-      };
-    case "auth":
-      return isRootKeyRefusal(f)
-        ? {
-          summary: `the server refused the key (HTTP ${f.status}): it is OpenViking's root key, which ` +
-            "administers the server and may not use memory",
-          fix: `give it once to \`${cmd} install --api-key-stdin\`: install makes a user key with it ` +
-            'and saves only that (README: "Server with API keys"); writes wait in the queue until then',
-        }
-        : {
-          summary: `the server refused the key (HTTP ${f.status}): ${f.error.message}`,
-          fix:
-            (env.OPENVIKING_API_KEY
-              ? "correct or unset OPENVIKING_API_KEY (set in your environment, it wins over a saved key); or "
-              : "") +
-            `save your OpenViking user's key: \`${cmd} install --api-key-stdin\` — given the ` +
-            "server's root key (ov.conf's server.root_api_key) once, install makes a user key and saves " +
-            "only that; or the server's admin makes one (`ov admin register-user ACCOUNT USER`); in trusted " +
-            "mode add --account/--user; writes wait in the queue until then",
-        };
-    case "model": {
-      const refused = f.status === 401 || f.status === 403;
-      const what = refused ? "refuses the server's requests" : f.status >= 503 ? "is unreachable" : "fails";
-      return {
-        summary: `OpenViking at ${baseUrl} answers, but its model ${what}, so search and recall fail ` +
-          `(HTTP ${f.status}): "${f.error.message}"`,
-        fix: "on the server, check ov.conf's embedding section (embedding.dense: provider, api_base, " +
-          "model, api_key): its api_base must answer from the server's machine, its key be valid; then " +
-          "restart OpenViking; writes wait in the queue until then",
-      };
-    }
-    case "server":
-      return {
-        summary: `OpenViking at ${baseUrl} cannot take requests now (HTTP ${f.status}): ${f.error.message}`,
-        fix: "check the server's log; writes wait in the queue and are sent when it recovers",
-      };
-    case "too-large":
-      return {
-        summary: `${baseUrl} sent a reply larger than this plugin reads: ${f.error.message}`,
-        fix: "check what answers at that address (a proxy's error page?)",
-      };
-    case "rejected":
-      return {
-        summary: `OpenViking refused the request (HTTP ${f.status}): ${f.error.message}`,
-        fix: "the write is kept, not sent again on its own: fix what the server says, then " +
-          `\`${cmd} replay --rejected\` (doctor's rejected check lists them)`,
-      };
-    case "unreachable":
-      if (f.error.code === "TIMEOUT") {
-        return {
-          summary:
-            `OpenViking at ${baseUrl} takes connections but does not answer in time: ${f.error.message}`,
-          fix:
-            "check the server's log (a request stuck, the machine overloaded?) or restart it; writes wait " +
-            "in the queue until it answers",
-        };
-      }
-      return {
-        summary: `OpenViking at ${baseUrl} is not reachable: ${f.error.message}`,
-        fix: 'start the server (README: "No server yet?"), or save its address: ' +
-          `\`${cmd} install --url http://HOST:1933\`; writes wait in the queue until then`,
-      };
-  }
+  return ADVICE[f.kind](f, baseUrl, commandName(env), env);
 }

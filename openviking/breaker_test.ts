@@ -75,13 +75,14 @@ Deno.test("breaker: a damaged file reads as closed; without a home there is no b
   await using dir = await tempDir();
   await noteRecall(dir.path, URL_A, undefined, { asked: true, failure: timeout }, 1000);
   const [file] = await Array.fromAsync(Deno.readDir(dir.path));
-  const damaged = [
-    "",
-    "{",
-    "[]",
-    JSON.stringify({ origin: URL_A, since: "x", at: 1, failures: 1, reason: "" }),
-  ];
-  for (const text of damaged) {
+  for (
+    const text of [
+      "",
+      "{",
+      "[]",
+      JSON.stringify({ origin: URL_A, since: "x", at: 1, failures: 1, reason: "" }),
+    ]
+  ) {
     await Deno.writeTextFile(`${dir.path}/${file.name}`, text);
     assertEquals(await readBreaker(dir.path, URL_A), undefined, JSON.stringify(text));
   }
@@ -119,17 +120,11 @@ Deno.test("breaker: probeIfDue probes only an open breaker whose probe is due, a
 Deno.test("breaker: a due probe of a server that never answers ends with the budget it is given", async () => {
   await using dir = await tempDir();
   const hung = startHungServer();
-  try {
-    const client = createClient({ baseUrl: hung.url, userAgent: "t", timeoutMs: 15_000 });
-    await noteRecall(dir.path, hung.url, undefined, { asked: true, failure: timeout }, 0);
-    const budget = new Budget(1000);
-    await probeIfDue(client, dir.path, Date.now(), budget);
-    assertEquals(hung.requests.map((r) => r.split(" ").slice(0, 2).join(" ")), [
-      "POST /api/v1/search/search",
-    ]);
-    const late = Date.now() - budget.deadline;
-    assertTrue(late < 500, `the probe ended ${late} ms after its budget`);
-  } finally {
-    await hung.close();
-  }
+  const client = createClient({ baseUrl: hung.url, userAgent: "t", timeoutMs: 15_000 });
+  await noteRecall(dir.path, hung.url, undefined, { asked: true, failure: timeout }, 0);
+  const budget = new Budget(1000);
+  await probeIfDue(client, dir.path, Date.now(), budget).finally(() => hung.close());
+  assertEquals(hung.requests.map((r) => r.split(" ").slice(0, 2).join(" ")), ["POST /api/v1/search/search"]);
+  const late = Date.now() - budget.deadline;
+  assertTrue(late < 500, `the probe ended ${late} ms after its budget`);
 });

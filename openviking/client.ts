@@ -42,11 +42,7 @@ interface OvError {
   details?: unknown;
 }
 
-interface OvSuccess<T> {
-  ok: true;
-  status: number;
-  result: T;
-}
+type OvSuccess<T> = { ok: true; status: number; result: T };
 
 /** A failed call; `status` 0: no HTTP answer; `location`: a redirect's target. */
 export interface OvFailure {
@@ -82,16 +78,16 @@ const FINAL_CODES = new Set(
 const AUTH_CODES = new Set(["UNAUTHENTICATED", "PERMISSION_DENIED"]);
 
 /** A raw HTTP answer, its body already bounded. */
-export interface RawReply {
+export type RawReply = {
   status: number;
   location?: string | null;
   contentType?: string | null;
   text: string;
   origin: string;
-}
+};
 
 /** OpenViking's envelope: a JSON object whose `status` is "ok" or "error". */
-export function envelopeOf(text: string): JsonRecord | undefined {
+function envelopeOf(text: string): JsonRecord | undefined {
   const body = /^\s*\{/.test(text) ? parseJsonOrUndefined(text) : undefined;
   return isRecord(body) && (body.status === "ok" || body.status === "error") ? body : undefined;
 }
@@ -234,15 +230,12 @@ export async function readBody(
 }
 
 /** The text of the first `maxBytes` of a body. Never throws. */
-export async function readPrefix(
+export const readPrefix = async (
   response: Response,
   maxBytes: number,
   idleMs: number,
   signal?: AbortSignal,
-): Promise<string> {
-  const { bytes } = await readBody(response, { maxBytes, idleMs, signal, prefix: true });
-  return new TextDecoder().decode(bytes);
-}
+) => new TextDecoder().decode((await readBody(response, { maxBytes, idleMs, signal, prefix: true })).bytes);
 
 /** Where and as whom a client asks: the server, the identity headers (`peerId` "" = none), timeout, fetch. */
 export interface ClientOptions extends Partial<Pick<Config, "apiKey" | "account" | "user" | "peerId">> {

@@ -24,6 +24,7 @@ import {
 import * as z from "zod/mini";
 
 const origin = "http://127.0.0.1:1933";
+const json = (body: string) => ({ status: 200, headers: { "content-type": "application/json" }, body });
 const env = (status: "ok" | "error", extra: Record<string, unknown> = {}) =>
   JSON.stringify({ status, ...extra });
 const err = (code: string, message = "m", details?: unknown) =>
@@ -43,7 +44,7 @@ const CASES: [string, number, string, FailureKind | "ok", Record<string, string>
   [
     "session not found",
     404,
-    err("NOT_FOUND", "Session not found: kc-x", { type: "session", resource: "kc-x" }),
+    err("NOT_FOUND", "Not found: kc-x", { type: "session", resource: "kc-x" }),
     "rejected",
   ],
   ["invalid argument", 400, err("INVALID_ARGUMENT"), "rejected"],
@@ -166,30 +167,25 @@ Deno.test("fuzz: a failure as the client hands it out is neutral and holds no se
 
 Deno.test("client: headers, envelope, never the key in an error; /health is asked without the key", async () => {
   await using fake = await FakeOpenViking.start({ apiKey: "sekrit-key-123" });
-  const client = createClient({
-    baseUrl: `${fake.url}/`,
-    apiKey: "sekrit-key-123",
-    account: "acct",
-    user: "alice",
-    peerId: "github.com-x-y",
-    userAgent: "openviking-memory-kimicode/0.1.0",
-    timeoutMs: 2000,
-  });
+  const identity = { apiKey: "sekrit-key-123", account: "acct", user: "alice", peerId: "github.com-x-y" };
+  const userAgent = "openviking-memory-kimicode/0.1.0";
+  const client = createClient({ baseUrl: `${fake.url}/`, ...identity, userAgent, timeoutMs: 2000 });
   const ok = await client.request("GET", "/api/v1/system/status", AnyResult);
   assertEquals(ok, { ok: true, status: 200, result: { initialized: true, user: "default" } });
   const h = fake.requests[0].headers;
-  assertEquals([
-    h.authorization,
-    h["x-openviking-account"],
-    h["x-openviking-user"],
-    h["x-openviking-actor-peer"],
-    h["user-agent"],
-  ], [
+  const sent = [
+    "authorization",
+    "x-openviking-account",
+    "x-openviking-user",
+    "x-openviking-actor-peer",
+    "user-agent",
+  ];
+  assertEquals(sent.map((k) => h[k]), [
     "Bearer sekrit-key-123",
     "acct",
     "alice",
     "github.com-x-y",
-    "openviking-memory-kimicode/0.1.0",
+    userAgent,
   ]);
   const noPeer = await client.request("POST", "/api/v1/sessions/kc-1/messages", AnyResult, {
     body: { role: "user", content: "x" },
@@ -208,11 +204,7 @@ Deno.test("client: headers, envelope, never the key in an error; /health is aske
   const notFound = await client.request("POST", "/api/v1/sessions/nope/commit", AnyResult, { body: {} });
   assertEquals(notFound.ok ? 0 : notFound.status, 404);
   assertTrue((await client.request("GET", "/health", AnyResult)).ok);
-  assertEquals(
-    fake.requests.at(-1)?.headers.authorization,
-    undefined,
-    "no key for an address not known yet",
-  );
+  assertEquals(fake.requests.at(-1)?.headers.authorization, undefined, "no key for an address not known yet");
 });
 
 Deno.test("client: 5xx, dropped connections and timeouts are retryable failures with status 0 or 5xx", async () => {
@@ -264,14 +256,8 @@ Deno.test("client: no connection names the origin, never throws, and is CONNECT 
 Deno.test("client: a 300 KB gzip reply that inflates to 2 GB is not read past the bound", async () => {
   await using fake = await FakeOpenViking.start();
   const bomb = await gzipBomb(2 * 1024 ** 3);
-  fake.fault({
-    route: "POST /api/v1/search/search",
-    raw: {
-      status: 200,
-      headers: { "content-type": "application/json", "content-encoding": "gzip" },
-      body: bomb,
-    },
-  });
+  const headers = { "content-type": "application/json", "content-encoding": "gzip" };
+  fake.fault({ route: "POST /api/v1/search/search", raw: { status: 200, headers, body: bomb } });
   const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 20_000 });
   const before = Deno.memoryUsage().rss;
   const r = await client.request("POST", "/api/v1/search/search", AnyResult, { body: { query: "x" } });
@@ -300,37 +286,19 @@ Deno.test("client: an OK envelope whose result is not the route's shape is a not
   assertEquals(fine.ok ? fine.result.user : "", "default", "a matching result comes back parsed");
   for (const result of ["not an object", { user: 42 }, null]) {
     fake.clearFaults();
-    fake.fault({
-      route: "GET /api/v1/system/status",
-      raw: {
-        status: 200,
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ status: "ok", result }),
-      },
-    });
+    fake.fault({ route: "GET /api/v1/system/status", raw: json(JSON.stringify({ status: "ok", result })) });
     const r = await client.request("GET", "/api/v1/system/status", Status);
-    assertEquals(r.ok ? "ok" : [r.kind, r.status, r.error.code], [
-      "not-openviking",
-      200,
-      "UNEXPECTED_RESULT",
-    ], JSON.stringify(result));
-    if (!r.ok) {
-      assertMatch(
-        r.error.message,
-        /GET \/api\/v1\/system\/status answered OK, but .* is not what OpenViking sends/,
-      );
-    }
+    const why = JSON.stringify(result);
+    assertEquals(
+      r.ok ? "ok" : [r.kind, r.status, r.error.code],
+      ["not-openviking", 200, "UNEXPECTED_RESULT"],
+      why,
+    );
+    assertMatch(r.ok ? "" : r.error.message, /GET \/api\/v1\/system\/status answered OK, but .* is not what/);
   }
   // A write takes any result: only the envelope's "ok" counts.
   fake.clearFaults();
-  fake.fault({
-    route: "POST /api/v1/sessions/:id/messages",
-    raw: {
-      status: 200,
-      headers: { "content-type": "application/json" },
-      body: '{"status":"ok","result":"stored"}',
-    },
-  });
+  fake.fault({ route: "POST /api/v1/sessions/:id/messages", raw: json('{"status":"ok","result":"stored"}') });
   const write = await client.request("POST", "/api/v1/sessions/s/messages", AnyResult, { body: { x: 1 } });
   assertEquals(write.ok, true);
 });
@@ -354,16 +322,15 @@ Deno.test("client: a failure's words come neutralised and without a secret, what
     code: "UNAUTHENTICATED",
     message: "no: Bearer *** (***) &lt;b>at&lt;/b> https://h.example/",
   }]);
-  fake.fault({
-    route: "GET /health",
-    raw: { status: 200, headers: { "content-type": "text/html" }, body: "<title>Sign\x1b[8m in</title>" },
-    times: 1,
-  });
-  const page = await client.request("GET", "/health", AnyResult);
-  assertEquals(
-    page.ok ? "" : page.error.message,
-    `${fake.url} answered HTTP 200 with text/html "Sign in", not an OpenViking reply`,
-  );
+  const page = {
+    status: 200,
+    headers: { "content-type": "text/html" },
+    body: "<title>Sign\x1b[8m in</title>",
+  };
+  fake.fault({ route: "GET /health", raw: page, times: 1 });
+  const said = await client.request("GET", "/health", AnyResult);
+  const words = `${fake.url} answered HTTP 200 with text/html "Sign in", not an OpenViking reply`;
+  assertEquals(said.ok ? "" : said.error.message, words);
 });
 
 Deno.test("readBody: a bound, a stall or an abort stops the read at once, cancels the body and says why", async () => {

@@ -25,24 +25,25 @@ export const DEFAULT_BASE_URL = "http://127.0.0.1:1933";
 
 type CredentialMode = "env" | "cli" | "auto";
 
-/** Connection and identity. */
-export interface Credentials {
-  baseUrl: string;
-  mcpUrl: string;
-  apiKey: string;
-  account: string;
-  user: string;
-  /** Explicit actor peer id ("" = derive from the workspace). */
-  peerId: string;
-  /** "env", "ovcli.conf", "ov.conf" or "default". */
-  credentialSource: string;
-  /** Where the key came from ("none"). */
-  apiKeySource: string;
-  /** The origin a file's key was saved for ("" = any): {@link keyFor} sends it there only. */
-  apiKeyOrigin: string;
-  cliConfigPath: string;
-  ovConfigPath: string;
-}
+/**
+ * Connection and identity. `peerId`: an explicit actor peer ("" = derive from the workspace);
+ * `credentialSource`: "env", "ovcli.conf", "ov.conf" or "default"; `apiKeySource`: where the key came from
+ * ("none"); `apiKeyOrigin`: the origin a file's key was saved for ("" = any): {@link keyFor} sends it there only.
+ */
+export type Credentials = Record<
+  | "baseUrl"
+  | "mcpUrl"
+  | "apiKey"
+  | "account"
+  | "user"
+  | "peerId"
+  | "credentialSource"
+  | "apiKeySource"
+  | "apiKeyOrigin"
+  | "cliConfigPath"
+  | "ovConfigPath",
+  string
+>;
 
 /** Raw inputs to resolution: parsed files, workspace files nearest first. */
 export interface ConfigSources {
@@ -61,25 +62,16 @@ const first = (...values: unknown[]): string => {
 };
 
 /** `OPENVIKING_CREDENTIAL_SOURCE`'s values (`environment`: the last version's spelling of `env`). */
-const CREDENTIAL_MODES = new Map<string, CredentialMode>([
-  ["env", "env"],
-  ["environment", "env"],
-  ["ovcli", "cli"],
-  ["auto", "auto"],
-  ["", "auto"],
-]);
+const CREDENTIAL_MODES = new Map<string, CredentialMode>(
+  Object.entries({ env: "env", environment: "env", ovcli: "cli", auto: "auto", "": "auto" }),
+);
 
 /** Credential mode from `OPENVIKING_CREDENTIAL_SOURCE`: `env`, `ovcli`, `auto`; else `auto` (a warning). */
 export function credentialMode(env: Env, warnings: string[] = []): CredentialMode {
   const raw = env.OPENVIKING_CREDENTIAL_SOURCE ?? "";
   const mode = CREDENTIAL_MODES.get(raw.trim().toLowerCase());
-  if (!mode) {
-    warnings.push(
-      `OPENVIKING_CREDENTIAL_SOURCE: invalid value ${
-        shown(raw)
-      } (must be "env", "ovcli" or "auto"); using "auto"`,
-    );
-  }
+  const why = `invalid value ${shown(raw)} (must be "env", "ovcli" or "auto"); using "auto"`;
+  if (!mode) warnings.push(`OPENVIKING_CREDENTIAL_SOURCE: ${why}`);
   return mode ?? "auto";
 }
 
@@ -105,10 +97,7 @@ const REMOVED: Record<string, string> = {
 /** A warning for each removed variable set in `env`, and each removed knob (camelCase) in a file `layers` holds. */
 function removedWarnings(env: Env, layers: [string, JsonRecord][] = []): string[] {
   return Object.entries(REMOVED).flatMap(([name, instead]) => {
-    const key = name.slice("OPENVIKING_".length).toLowerCase().replace(
-      /_(.)/g,
-      (_, c: string) => c.toUpperCase(),
-    );
+    const key = name.slice(11).toLowerCase().replace(/_(.)/g, (_, c: string) => c.toUpperCase());
     const where = [
       ...(env[name]?.trim() ? [name] : []),
       ...layers.filter(([, l]) => key in l).map(([w]) => `${w} "${key}"`),
@@ -180,13 +169,8 @@ function resolveCredentials(sources: ConfigSources, warnings: string[]): Credent
   const fromEnv = layer("env", "env OPENVIKING_API_KEY", "", { ...env, url: envUrl }, `url ${ids}`);
   const cliOrigin = fileOrigin(str(cli.url) || ovUrl);
   const fromCli = layer("ovcli.conf", "ovcli.conf", cliOrigin, cli, "url api_key account user actor_peer_id");
-  const fromOv = layer(
-    "ov.conf",
-    "ov.conf",
-    fileOrigin(ovUrl),
-    { ...client, url: ovUrl },
-    "url apiKey accountId userId peerId",
-  );
+  const ovKeys = "url apiKey accountId userId peerId";
+  const fromOv = layer("ov.conf", "ov.conf", fileOrigin(ovUrl), { ...client, url: ovUrl }, ovKeys);
   const given = (l: Layer) => [l.url, l.key, l.account, l.user, l.peerId].some(Boolean);
   const envSet = given(fromEnv) || str(env.OPENVIKING_MCP_URL) !== "";
   const useCli = mode === "cli" || (mode === "auto" && !envSet && given(fromCli));
@@ -230,7 +214,6 @@ function resolveCredentials(sources: ConfigSources, warnings: string[]): Credent
 
 /** A knob's parser: the value, or it throws why the value is unusable. */
 type Parser<T> = (value: unknown) => T;
-
 const refuse = (reason: string): never => {
   throw new Error(reason);
 };
@@ -446,10 +429,7 @@ export interface Config extends Credentials, Settings {
   userAgent: string;
 }
 
-interface Resolved {
-  config: Config;
-  warnings: string[];
-}
+type Resolved = { config: Config; warnings: string[] };
 
 /** Connection fields a workspace file may never set. */
 const WORKSPACE_FORBIDDEN = ["url", "api_key", "apiKey", "baseUrl", "mcpUrl", "account", "user", "peerId"];

@@ -203,13 +203,10 @@ Deno.test("defaults when nothing is configured: the local server, no identity, e
     if (name === "debugLogPath") continue;
     assertEquals((config as unknown as Record<string, unknown>)[name], knob.default, name);
   }
-  assertEquals(config.debugLogPath, "/h/.openviking/logs/kimicode-hooks.log");
-  assertEquals([config.commitPolicy, config.captureMaxLength, config.promptBudgetMs], [
-    "balanced",
-    24000,
-    8000,
+  assertEquals([config.debugLogPath, config.userAgent], [
+    "/h/.openviking/logs/kimicode-hooks.log",
+    "openviking-memory-kimicode/0.1.0",
   ]);
-  assertEquals(config.userAgent, "openviking-memory-kimicode/0.1.0");
 });
 
 Deno.test("knobs: env > workspace local > workspace > ovcli plugin.kimicode (the shared plugin: only an off, warned)", () => {
@@ -267,15 +264,13 @@ Deno.test("loadConfig without a home reads no file: not the cwd's .openviking/, 
   const ws = `${dir.path}/repo`;
   await Deno.mkdir(`${ws}/.openviking`, { recursive: true });
   for (const name of ["ovcli.conf", "ov.conf", "config.json", "config.local.json"]) {
-    await Deno.writeTextFile(
-      `${ws}/.openviking/${name}`,
-      JSON.stringify({
-        url: "http://evil:1",
-        api_key: "evil",
-        recallDigestLimit: 3,
-        server: { url: "http://evil:2" },
-      }),
-    );
+    const evil = {
+      url: "http://evil:1",
+      api_key: "evil",
+      recallDigestLimit: 3,
+      server: { url: "http://evil:2" },
+    };
+    await Deno.writeTextFile(`${ws}/.openviking/${name}`, JSON.stringify(evil));
   }
   const cwd = Deno.cwd();
   Deno.chdir(ws); // even with the process in the repository, nothing resolves against it
@@ -297,18 +292,12 @@ Deno.test("loadConfig with a home: workspace files set knobs only — never a UR
   await using dir = await tempDir();
   const ws = `${dir.path}/repo`;
   await Deno.mkdir(`${ws}/.openviking`, { recursive: true });
-  const hostile = {
-    url: "http://evil:1",
-    baseUrl: "http://evil:1",
-    mcpUrl: "http://evil:1/mcp",
-    api_key: "evil",
-    apiKey: "evil",
-    account: "evil",
-    user: "evil",
-    peerId: "evil",
-    debugLogPath: "/etc/evil.log",
-    recallDigestLimit: 3,
-  };
+  const hostile = Object.fromEntries(
+    ["url", "baseUrl", "mcpUrl", "api_key", "apiKey", "account", "user", "peerId"].map((
+      k,
+    ) => [k, "http://evil:1"]),
+  );
+  Object.assign(hostile, { debugLogPath: "/etc/evil.log", recallDigestLimit: 3 });
   await Deno.writeTextFile(`${ws}/.openviking/config.json`, JSON.stringify(hostile));
   await Deno.writeTextFile(`${ws}/.openviking/config.local.json`, JSON.stringify(hostile));
   await Deno.writeTextFile(
@@ -445,10 +434,7 @@ Deno.test("knobs: every bad value gives one warning, in the table's order; the g
 /** A user's value (ovcli.conf), a workspace file's, and whether the workspace's is taken. */
 type Case = [user: unknown, asked: unknown, taken: boolean];
 /** What a workspace file may do with a knob (README's table says the same words), and cases that show it. */
-interface Allowed {
-  may: string;
-  cases: Case[];
-}
+type Allowed = { may: string; cases: Case[] };
 
 const off: Allowed = {
   may: "turn it off",
@@ -533,27 +519,6 @@ Deno.test("knobs: a workspace file makes every knob stricter, never weaker, in t
       }, why);
     }
   }
-});
-
-/** Every knob that widens recall, the profile or the commit cadence, at its widest: an attacker's file. */
-const HOSTILE = {
-  scoreThreshold: 0,
-  recallDigestChars: 32_000,
-  recallDigestLimit: 50,
-  recallPeerScope: "all",
-  minQueryLength: 0,
-  profileTokenBudget: 100_000,
-  commitPolicy: "every-turn",
-  idleCommitSeconds: 1,
-};
-
-Deno.test("knobs: a cloned repository's file widens no recall, budget or commit cadence (issue 20 §2)", () => {
-  const names = Object.keys(HOSTILE) as Name[];
-  const pick = (s: Settings) => names.map((n) => [n, s[n]]);
-  const warnings: string[] = [];
-  const s = resolveSettings({ env: {}, workspace: [{ path: WS, value: HOSTILE }] }, warnings);
-  assertEquals(pick(s), pick(resolveSettings({ env: {} })), "every knob keeps the user's (default) value");
-  assertEquals(warnings.length, names.length - 1, warnings.join("\n")); // the peer scope asked is the default
 });
 
 Deno.test("loadConfig: a directory, a device or a huge file as a config is never read: a warning names it, defaults apply", async () => {

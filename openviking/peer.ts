@@ -21,16 +21,15 @@ export function isValidPeerId(id: string): boolean {
   return PEER_ID_PATTERN.test(id) && (id.match(/@/g) ?? []).length <= 1 && id !== "." && id !== "..";
 }
 
-async function capLength(id: string, full: string): Promise<string> {
-  if (id.length <= MAX_PEER_LENGTH) return id;
-  return `${id.slice(0, MAX_PEER_LENGTH - 13)}-${(await sha256Hex(full)).slice(0, 12)}`;
-}
+/** `id`, at most 100 characters (a longer one cut, ending in a hash of `full`). */
+const capLength = async (id: string, full: string): Promise<string> =>
+  id.length <= MAX_PEER_LENGTH
+    ? id
+    : `${id.slice(0, MAX_PEER_LENGTH - 13)}-${(await sha256Hex(full)).slice(0, 12)}`;
 
 /** A path as a peer id: every non-alphanumeric character becomes `-` (the other plugins' rule). */
-async function pathPeerId(path: string): Promise<string> {
-  if (!path) return "";
-  return await capLength(path.replace(/[^A-Za-z0-9]/g, "-"), path);
-}
+const pathPeerId = async (path: string) =>
+  path ? await capLength(path.replace(/[^A-Za-z0-9]/g, "-"), path) : "";
 
 /** A git remote URL as lower-case `host/path` (no user, port or `.git`); "" if unusable. */
 export function normalizeRemote(url: string): string {

@@ -31,8 +31,9 @@ Deno.test("remotePeerId: safe, capped, ext- guarded", async () => {
 });
 
 Deno.test("remoteUrlFromGitConfig prefers origin", () => {
-  const text =
-    `[core]\n\tbare = false\n[remote "upstream"]\n\turl = https://x/up.git\n[remote "origin"]\n\turl = git@github.com:me/fork.git\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n`;
+  const origin =
+    `[remote "origin"]\n\turl = git@github.com:me/fork.git\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n`;
+  const text = `[core]\n\tbare = false\n[remote "upstream"]\n\turl = https://x/up.git\n${origin}`;
   assertEquals(remoteUrlFromGitConfig(text), "git@github.com:me/fork.git");
   assertEquals(remoteUrlFromGitConfig(`[remote "up"]\nurl = https://x/up.git`), "https://x/up.git");
   assertEquals(remoteUrlFromGitConfig("[core]\n"), "");
@@ -47,10 +48,8 @@ Deno.test("resolvePeer: git remote from a subdirectory, worktree .git file, git 
     `${repo}/.git/config`,
     `[remote "origin"]\n\turl = git@github.com:Acme/Widget.git\n`,
   );
-  assertEquals(await resolvePeer(`${repo}/src/deep`, opts), {
-    peerId: "github.com-acme-widget",
-    source: "git-remote",
-  });
+  const fromRemote = { peerId: "github.com-acme-widget", source: "git-remote" };
+  assertEquals(await resolvePeer(`${repo}/src/deep`, opts), fromRemote);
 
   // A worktree: .git is a file pointing at <main>/.git/worktrees/wt, whose commondir leads back.
   await Deno.mkdir(`${repo}/.git/worktrees/wt`, { recursive: true });
@@ -62,13 +61,13 @@ Deno.test("resolvePeer: git remote from a subdirectory, worktree .git file, git 
   const bare = `${dir.path}/norepo-remote`;
   await Deno.mkdir(`${bare}/.git`, { recursive: true });
   await Deno.writeTextFile(`${bare}/.git/config`, `[core]\n`);
-  const root = await resolvePeer(bare, opts);
-  assertEquals(root.source, "git-root");
-  assertEquals(root.peerId, bare.replace(/[^A-Za-z0-9]/g, "-"));
+  assertEquals(await resolvePeer(bare, opts), {
+    peerId: bare.replace(/[^A-Za-z0-9]/g, "-"),
+    source: "git-root",
+  });
 
   const plain = await resolvePeer("/tmp/some where/ünïcode", opts);
-  assertEquals(plain.source, "cwd");
-  assertTrue(isValidPeerId(plain.peerId), plain.peerId);
+  assertTrue(plain.source === "cwd" && isValidPeerId(plain.peerId), plain.peerId);
 
   assertEquals(await resolvePeer(repo, { ...opts, peerId: "me@laptop" }), {
     peerId: "me@laptop",

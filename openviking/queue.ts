@@ -1,8 +1,8 @@
 /**
- * Writes to OpenViking sessions and the pending queue behind them: messages in order (batches, else one by
- * one), commits, what cannot be sent queued (`<pending>/kimicode/<session>/<seq>-m<count>.json | <seq>-c.json`,
- * one file per request, created whole), what OpenViking refuses kept (`kimicode-rejected/`, same form,
- * bounded), what a session already holds, and the replay of each session's queue in order under its lock.
+ * Writes to OpenViking sessions and the pending queue behind them. A write is a batch of messages or a commit;
+ * what cannot go now waits in `<pending>/kimicode/<session>/<seq>-m<count>.json | <seq>-c.json` (one file per
+ * write, created whole); what OpenViking refuses for good is kept in `kimicode-rejected/` (same form, bounded).
+ * Each session's queue is replayed in order under its kernel lock, a write claimed by a rename while it goes.
  */
 
 import * as z from "zod/mini";
@@ -36,7 +36,7 @@ export type MessagePayload = z.infer<typeof MessageSchema>;
 
 /** Where a write is meant to go: the server's base URL and the identity (never the key). */
 const DestinationSchema = z.object({ url: z.string(), account: z.string(), user: z.string() });
-export type Destination = z.infer<typeof DestinationSchema>;
+type Destination = z.infer<typeof DestinationSchema>;
 
 /** The destination of a client's writes: its base URL without userinfo or trailing slash, account, user. */
 export function destinationOf(o: { baseUrl: string; account?: string; user?: string }): Destination {
@@ -54,8 +54,8 @@ export const countWords = (c: { messages: number; commits: number; sessions?: nu
   `${c.messages} message(s), ${c.commits} commit(s)` +
   (c.sessions === undefined ? "" : ` of ${c.sessions} session(s)`);
 
-/** What queue files hold. */
-export const countOf = (files: readonly { tag: string }[]) => ({
+/** What queue files hold, from their names. */
+const countOf = (files: readonly { tag: string }[]) => ({
   messages: files.reduce((n, f) => n + (f.tag === "c" ? 0 : Number(f.tag.slice(1))), 0),
   commits: files.filter((f) => f.tag === "c").length,
 });
@@ -109,6 +109,14 @@ export type QueueEntry = z.infer<typeof QueueEntrySchema>;
 const RejectionSchema = z.object({ at: z.number(), status: z.number(), message: z.string() });
 type Refusal = Omit<z.infer<typeof RejectionSchema>, "at">;
 
+/** A write to send or keep: a queue entry's body, its session, when it was made (none: now), where it goes. */
+type Write =
+  & { sessionId: string; createdAt?: number; to?: Destination; unsure?: number | true }
+  & ({ kind: "messages"; messages: { key: string; payload: MessagePayload }[] } | {
+    kind: "commit";
+    key: string;
+  });
+
 /** `<seq>-<tag>.json`, or `<seq>-<tag>.<pid>.claim` when claimed by replay `pid`. */
 const QUEUE_FILE = /^(\d{10})-(m\d+|c)(?:\.json|\.(\d+)\.claim)$/;
 
@@ -131,39 +139,37 @@ function entryName(seq: number, holds: QueueEntry | string, pid?: number): strin
   return `${String(seq).padStart(10, "0")}-${tag}${pid === undefined ? ".json" : `.${pid}.claim`}`;
 }
 
-/** The queue directories of one session, or of every session. */
-async function sessionDirs(pendingDir: string, sessionId?: string, subdir = QUEUE_SUBDIR): Promise<string[]> {
-  if (sessionId !== undefined) return [await sessionQueueDir(pendingDir, sessionId, subdir)];
-  const root = joinPath(pendingDir, subdir);
-  return (await listDir(root)).filter((e) => e.isDirectory).map((e) => joinPath(root, e.name));
-}
-
 /** The entries and claims of a queue directory, in sequence order. */
 async function queueFiles(dir: string): Promise<QueueFile[]> {
   const out: QueueFile[] = [];
   for (const e of await listDir(dir)) {
     const m = e.isDirectory ? null : QUEUE_FILE.exec(e.name);
     if (m) {
-      out.push({ name: e.name, seq: Number(m[1]), tag: m[2], ...(m[3] ? { claimedBy: Number(m[3]) } : {}) });
+      out.push({ name: e.name, seq: Number(m[1]), tag: m[2], claimedBy: m[3] ? Number(m[3]) : undefined });
     }
   }
   return out.sort((a, b) => a.seq - b.seq);
 }
 
 /** A queue file's JSON, read up to 128 MiB (above any entry we write: a message may be 10 M characters); undefined when missing, not a regular file, too large, unreadable or not JSON. */
-async function readQueueJson(path: string): Promise<unknown> {
-  return parseJsonOrUndefined(await readTextIfExists(path, 128 << 20).catch(() => undefined));
-}
+const readQueueJson = async (path: string): Promise<unknown> =>
+  parseJsonOrUndefined(await readTextIfExists(path, 128 << 20).catch(() => undefined));
 
 /** An entry file, parsed; undefined when gone or not an entry. */
-async function readEntry(path: string): Promise<QueueEntry | undefined> {
-  return QueueEntrySchema.safeParse(await readQueueJson(path)).data;
+const readEntry = async (path: string) => QueueEntrySchema.safeParse(await readQueueJson(path)).data;
+
+/** The session directories in `subdir`. */
+async function sessionDirs(pendingDir: string, subdir: string): Promise<string[]> {
+  const root = joinPath(pendingDir, subdir);
+  return (await listDir(root)).filter((e) => e.isDirectory).map((e) => joinPath(root, e.name));
 }
 
-/** Each session directory (in `subdir`; only `sessionId`'s if given) with its files and first entry. */
+/** Each session directory in `subdir` (only `sessionId`'s if given, when there) with its files and first entry. */
 async function sessionHeads(pendingDir: string, subdir: string, sessionId?: string) {
+  const one = sessionId === undefined ? undefined : await sessionQueueDir(pendingDir, sessionId, subdir);
+  const there = one && await Deno.stat(one).then((i) => i.isDirectory, () => false);
   const out: { dir: string; files: QueueFile[]; first?: QueueEntry }[] = [];
-  for (const dir of await sessionDirs(pendingDir, sessionId, subdir)) {
+  for (const dir of one ? (there ? [one] : []) : await sessionDirs(pendingDir, subdir)) {
     const files = await queueFiles(dir);
     out.push({ dir, files, first: files.length ? await readEntry(joinPath(dir, files[0].name)) : undefined });
   }
@@ -177,7 +183,7 @@ const UNREADABLE = ".unreadable";
 export async function setAsideFiles(pendingDir: string): Promise<string[]> {
   const out: string[] = [];
   for (const subdir of [QUEUE_SUBDIR, REJECTED_SUBDIR]) {
-    for (const dir of await sessionDirs(pendingDir, undefined, subdir)) {
+    for (const dir of await sessionDirs(pendingDir, subdir)) {
       for (const e of await listDir(dir)) if (e.name.endsWith(UNREADABLE)) out.push(joinPath(dir, e.name));
     }
   }
@@ -216,21 +222,20 @@ export function nextBatchEnd(payloads: readonly MessagePayload[], from: number):
 export const REJECTED_MAX_ENTRIES = 1000;
 export const REJECTED_MAX_BYTES = 16 * 1024 * 1024;
 
-/** What new entries share: their session, when they were made (none: now), where they go. */
-type EntryHead = { sessionId: string; createdAt?: number; to?: Destination };
-
-/** Writes an entry per body (a batch, a commit, a rejection) after seq `last`; returns those stored (stops at the first failure). */
-async function appendEntries(dir: string, last: number, head: EntryHead, bodies: object[]) {
+/** Writes an entry per write (`extra` added to each) after seq `last` in `dir`; returns those stored (stops at the first failure). */
+async function appendEntries(dir: string, last: number, writes: Write[], extra = {}) {
   const stored: QueueEntry[] = [];
-  if (bodies.length) await ensurePrivateDir(dir);
-  const createdAt = head.createdAt ?? Date.now();
+  if (writes.length) await ensurePrivateDir(dir);
+  const createdAt = Date.now();
   let seq = last;
-  for (const body of bodies) {
+  for (const w of writes) {
+    const body = w.kind === "commit" ? { kind: w.kind, key: w.key } : { kind: w.kind, messages: w.messages };
     for (let attempts = 1;; attempts++) {
-      const entry = { version: 1, ...head, createdAt, seq: ++seq, ...body } as QueueEntry;
+      const head = { version: 1, sessionId: w.sessionId, createdAt: w.createdAt ?? createdAt, to: w.to };
+      const e = { ...head, seq: ++seq, unsure: w.unsure, ...body, ...extra } as QueueEntry;
       try {
-        await createExclusive(joinPath(dir, entryName(seq, entry)), `${JSON.stringify(entry)}\n`);
-        stored.push(entry);
+        await createExclusive(joinPath(dir, entryName(seq, e)), `${JSON.stringify(e)}\n`);
+        stored.push(e);
         break;
       } catch (error) {
         if (!isAlreadyExists(error) || attempts > 100) return stored;
@@ -241,7 +246,7 @@ async function appendEntries(dir: string, last: number, head: EntryHead, bodies:
 }
 
 /** The dedupe keys an entry holds: its messages' keys, or `commit:<key>`. */
-const keysOf = (e: QueueEntry) => e.kind === "commit" ? [`commit:${e.key}`] : e.messages.map((m) => m.key);
+const keysOf = (e: Write) => e.kind === "commit" ? [`commit:${e.key}`] : e.messages.map((m) => m.key);
 
 /** The dedupe keys of a session's queue files. */
 async function queuedKeys(dir: string, files: QueueFile[]): Promise<Set<string>> {
@@ -276,10 +281,12 @@ export class SessionQueue {
     return this.seq > 0;
   }
 
-  /** Appends an entry per body; returns how many were stored. */
-  private async append(createdAt: number, bodies: object[]): Promise<number> {
+  /** Appends an entry per write (made at `createdAt`); returns how many were stored. */
+  private async append(createdAt: number, writes: Write[]): Promise<number> {
     const head = { sessionId: this.sessionId, createdAt, to: this.to };
-    const stored = await appendEntries(this.dir, this.seq, head, bodies).catch(() => []);
+    const stored = await appendEntries(this.dir, this.seq, writes.map((w) => ({ ...w, ...head }))).catch(
+      () => [],
+    );
     for (const e of stored) {
       this.seq = e.seq;
       for (const k of keysOf(e)) this.keys.add(k);
@@ -297,12 +304,13 @@ export class SessionQueue {
       for (let i = 0; i < fresh.length; i += batches.at(-1)!.length) {
         batches.push(fresh.slice(i, nextBatchEnd(fresh.map((m) => m.payload), i)));
       }
-      const bodies = batches.map((b, i) => ({
+      const writes = batches.map((b, i): Write => ({
+        sessionId: this.sessionId,
         kind: "messages",
-        ...(i === 0 && options.unsure !== undefined && { unsure: options.unsure }),
         messages: b.map(({ key, payload }) => ({ key, payload })),
+        unsure: i === 0 ? options.unsure : undefined,
       }));
-      const stored = await this.append(options.now ?? Date.now(), bodies);
+      const stored = await this.append(options.now ?? Date.now(), writes);
       return stored === batches.length ? payloads.length : batches[stored][0].index;
     } catch {
       return 0;
@@ -312,7 +320,7 @@ export class SessionQueue {
   /** Queues the commit named `key` behind what is queued; false when it could not be stored. */
   async commit(key: string, now = Date.now()): Promise<boolean> {
     return this.keys.has(`commit:${key}`) ||
-      await this.append(now, [{ kind: "commit", key }]) === 1;
+      await this.append(now, [{ sessionId: this.sessionId, kind: "commit", key }]) === 1;
   }
 }
 
@@ -326,38 +334,28 @@ export async function queuedMessageKeys(pendingDir: string, sessionId: string): 
   return keys;
 }
 
-/** A write to keep in the rejected place: a queue entry's head and body. */
-type KeptWrite =
-  & EntryHead
-  & (
-    | { kind: "messages"; messages: { key: string; payload: MessagePayload }[] }
-    | { kind: "commit"; key: string }
-  );
-
 /** Keeps a refused (or expired) write in the rejected place, then trims it; throws when it cannot. */
-export async function keepRejected(pendingDir: string, w: KeptWrite, why: Refusal) {
+export async function keepRejected(pendingDir: string, w: Write, why: Refusal): Promise<void> {
   const dir = await sessionQueueDir(pendingDir, w.sessionId, REJECTED_SUBDIR);
-  const body = w.kind === "commit" ? { kind: w.kind, key: w.key } : { kind: w.kind, messages: w.messages };
   const rejection = { at: Date.now(), status: why.status, message: why.message };
   const last = (await queueFiles(dir)).at(-1)?.seq ?? 0;
-  const head = { sessionId: w.sessionId, createdAt: w.createdAt, to: w.to };
-  const [kept] = await appendEntries(dir, last, head, [{ ...body, rejection }]).catch(() => []);
+  const [kept] = await appendEntries(dir, last, [{ ...w, unsure: undefined }], { rejection }).catch(() => []);
   if (!kept) throw new Error(`${dir} could not keep a write OpenViking refused`);
   await trimRejected(pendingDir, joinPath(dir, entryName(kept.seq, kept)));
 }
 
-/** A file of the rejected place. */
-type KeptFile = { path: string; bytes: number; at: number };
-
 /** The rejected place per pending directory, listed once, then updated by this process's own writes. */
-const knownPlaces = new Map<string, { files: KeptFile[]; bytes: number }>();
+const knownPlaces = new Map<
+  string,
+  { files: { path: string; bytes: number; at: number }[]; bytes: number }
+>();
 
 /** Adds `added` to the rejected place and drops its oldest unclaimed writes past the bounds (never `added`). */
 async function trimRejected(pendingDir: string, added: string): Promise<void> {
   let place = knownPlaces.get(pendingDir);
   if (!place) {
-    const files: KeptFile[] = [];
-    for (const dir of await sessionDirs(pendingDir, undefined, REJECTED_SUBDIR)) {
+    const files = [];
+    for (const dir of await sessionDirs(pendingDir, REJECTED_SUBDIR)) {
       for (const f of await queueFiles(dir)) {
         const path = joinPath(dir, f.name);
         const info = f.claimedBy === undefined && await Deno.stat(path).catch(() => undefined);
@@ -424,26 +422,6 @@ export async function queueSummary(pendingDir: string, subdir = QUEUE_SUBDIR): P
 /** The API path of a session. */
 const sessionPath = (sid: string): string => `/api/v1/sessions/${encodeURIComponent(sid)}`;
 
-/** One POST of a session write (no actor peer). */
-const post = (client: OpenVikingClient, path: string, body: unknown, budget: Budget) =>
-  client.request("POST", path, AnyResult, { body, budget, peerId: null });
-
-/** POSTs the commit of session `sid`: its task id (a non-empty string), or the failure. */
-async function postCommit(client: OpenVikingClient, sid: string, budget: Budget) {
-  const res = await post(client, `${sessionPath(sid)}/commit`, {}, budget);
-  if (!res.ok) return res;
-  const id = asRecord(res.result).task_id;
-  return { ok: true as const, taskId: typeof id === "string" && id ? id : undefined };
-}
-
-/** Whether a batch failure means "one by one": from now on (`route`) or for this batch. */
-function wantsSerial(res: OvFailure): "route" | "batch" | "" {
-  if (res.kind === "missing-route") return "route";
-  if (res.kind === "not-openviking" && (res.status === 404 || res.status === 405)) return "route";
-  if (res.kind === "rejected" || res.status === 413) return "batch";
-  return "";
-}
-
 /**
  * When a write that failed this way may still have been stored (it went out, and no reply or a 5xx came):
  * from when the session's answer about it counts (after a timeout: once the server had as long again).
@@ -454,67 +432,96 @@ export function unsureFrom(f: OvFailure, timeoutMs: number, now = Date.now()): n
   return f.error.code === "TIMEOUT" || f.status === 504 ? now + timeoutMs : now;
 }
 
-/** A message OpenViking refused for good (the caller keeps it: `onRejected`). */
-type Rejection = Refusal & { index: number };
-
-/** What delivering messages did; `settled`: the prefix sent or rejected; `stop`: why it stopped there. */
+/**
+ * What delivering a write did: `settled`, the prefix of its messages sent or refused (a commit: 1); `sent`
+ * messages; `rejections` (their indexes); `taskId`: a commit's task; `stop`: the failure that stopped it there.
+ */
 interface Delivery {
   settled: number;
   sent: number;
-  rejections: Rejection[];
+  rejections: (Refusal & { index: number })[];
   pendingTokens?: number;
+  taskId?: string;
   stop?: OvFailure;
 }
 
-/** Delivers messages in order (batches, else one by one) until a failure other than a rejection; `onRejected` keeps a refused one before it counts. */
-export async function deliverMessages(
+/** Whether a batch failure means "one by one": from now on (the batch route is missing) or for this batch. */
+function serialFor(res: OvFailure, end: number): number {
+  if (res.kind === "missing-route") return Infinity;
+  if (res.kind === "not-openviking" && (res.status === 404 || res.status === 405)) return Infinity;
+  return res.kind === "rejected" || res.status === 413 ? end : 0;
+}
+
+/**
+ * Delivers write `w` in order until a failure other than a refusal: a commit, or its messages in batches — one
+ * by one for a batch refused or too large, and from then on when the batch route is missing. What OpenViking
+ * refuses for good is kept in the rejected place before it counts as settled (throws when it cannot be kept);
+ * `onSettled` hears every settled prefix before the next request, `beforeRequest` every request (session
+ * writes carry no actor peer).
+ */
+async function deliver(
   client: OpenVikingClient,
-  sid: string,
-  payloads: readonly MessagePayload[],
-  options: {
-    budget: Budget;
+  pendingDir: string,
+  w: Write,
+  budget: Budget,
+  hooks: {
     beforeRequest?: (from: number, to: number) => Promise<void>;
-    onSettled?: (settled: number) => Promise<void>;
-    onRejected?: (payload: MessagePayload, rejection: Rejection) => Promise<void>;
+    onSettled?: (n: number) => Promise<void>;
   },
 ): Promise<Delivery> {
   const d: Delivery = { settled: 0, sent: 0, rejections: [] };
+  const payloads = w.kind === "commit" ? [] : w.messages.map((m) => m.payload);
+  const count = w.kind === "commit" ? 1 : payloads.length;
   let serialUntil = 0;
-  while (d.settled < payloads.length) {
+  while (d.settled < count) {
     const from = d.settled;
-    const serial = from < serialUntil;
+    const serial = w.kind === "commit" || from < serialUntil;
     const end = serial ? from + 1 : nextBatchEnd(payloads, from);
-    await options.beforeRequest?.(from, end);
-    const path = `${sessionPath(sid)}/messages${serial ? "" : "/batch"}`;
-    const body = serial ? payloads[from] : { messages: payloads.slice(from, end) };
-    const res = await post(client, path, body, options.budget);
-    const serialWhy = res.ok || serial ? "" : wantsSerial(res);
+    await hooks.beforeRequest?.(from, end);
+    const [path, body] = w.kind === "commit"
+      ? ["/commit", {}]
+      : serial
+      ? ["/messages", payloads[from]]
+      : ["/messages/batch", { messages: payloads.slice(from, end) }];
+    const res = await client.request("POST", `${sessionPath(w.sessionId)}${path}`, AnyResult, {
+      body,
+      budget,
+      peerId: null,
+    });
     if (res.ok) {
-      const n = asRecord(res.result).pending_tokens; // the session's uncommitted tokens
+      const { pending_tokens: n, task_id: id } = asRecord(res.result); // n: the session's uncommitted tokens
       const tokens = typeof n === "number" && Number.isFinite(n) && n >= 0 ? n : undefined;
-      [d.sent, d.pendingTokens] = [d.sent + end - from, serial ? tokens ?? d.pendingTokens : tokens];
-    } else if (serialWhy) {
-      serialUntil = serialWhy === "route" ? Infinity : end;
+      if (w.kind === "commit") d.taskId = typeof id === "string" && id ? id : undefined;
+      else [d.sent, d.pendingTokens] = [d.sent + end - from, serial ? tokens ?? d.pendingTokens : tokens];
+    } else if (!serial && serialFor(res, end)) {
+      serialUntil = serialFor(res, end);
       continue;
     } else if (res.kind === "rejected") {
-      const rejection = { index: from, status: res.status, message: res.error.message };
-      await options.onRejected?.(payloads[from], rejection);
-      d.rejections.push(rejection);
+      const why = { status: res.status, message: res.error.message };
+      await keepRejected(pendingDir, w.kind === "commit" ? w : { ...w, messages: [w.messages[from]] }, why);
+      d.rejections.push({ index: from, ...why });
     } else return { ...d, stop: res };
     d.settled = end;
-    await options.onSettled?.(d.settled);
+    await hooks.onSettled?.(end);
   }
   return d;
 }
 
 /** What happened to messages; only the `acked` prefix may be acknowledged; `stoppedBy`: the queue or state could not be written. */
-export interface SendReport extends Omit<Delivery, "settled" | "stop"> {
+export interface SendReport extends Omit<Delivery, "settled" | "stop" | "taskId"> {
   acked: number;
   queued: number;
   rejected: number;
   cause?: OvFailure;
   stoppedBy?: { code: string; message: string };
 }
+
+/** The queue of `sid` given, else opened for `client`'s destination. */
+const queueOf = async (
+  o: { queue?: SessionQueue; pendingDir: string },
+  sid: string,
+  client: OpenVikingClient,
+) => o.queue ?? await SessionQueue.open(o.pendingDir, sid, destinationOf(client.options));
 
 /** Sends messages to session `sid` in order; what cannot be sent is queued behind the settled prefix. `beforeRequest` records the intent first (`askFrom` when queued unsure), `onAcked` the progress; if either throws, sending stops. */
 export async function sendMessages(
@@ -531,28 +538,25 @@ export async function sendMessages(
   },
 ): Promise<SendReport> {
   const report: SendReport = { acked: 0, sent: 0, queued: 0, rejected: 0, rejections: [] };
-  const to = destinationOf(client.options);
   try {
-    const delivery = options.queueOnly ? undefined : deliverMessages(client, sid, payloads, {
-      budget: options.budget,
-      beforeRequest: options.beforeRequest,
-      onRejected: async (payload, r) => {
-        const messages = [{ key: await messageKey(sid, payload), payload }];
-        await keepRejected(options.pendingDir, { sessionId: sid, to, kind: "messages", messages }, r);
-      },
-      onSettled: async (settled) => {
-        report.acked = settled;
-        await options.onAcked?.(settled);
-      },
-    });
-    const none: Delivery = { settled: 0, sent: 0, rejections: [] };
-    const { settled: from, stop: cause, ...d } = await delivery ?? none;
+    const messages = await Promise.all(
+      payloads.map(async (p) => ({ key: await messageKey(sid, p), payload: p })),
+    );
+    const write: Write = { sessionId: sid, to: destinationOf(client.options), kind: "messages", messages };
+    const { settled: from, stop: cause, taskId: _, ...d } = options.queueOnly
+      ? { settled: 0, sent: 0, rejections: [] } as Delivery
+      : await deliver(client, options.pendingDir, write, options.budget, {
+        beforeRequest: options.beforeRequest,
+        onSettled: async (settled) => {
+          report.acked = settled;
+          await options.onAcked?.(settled);
+        },
+      });
     Object.assign(report, { ...d, acked: from, rejected: d.rejections.length, cause });
     if ((options.queueOnly || cause) && from < payloads.length) {
       const unsure = cause && unsureFrom(cause, client.options.timeoutMs);
       await options.beforeRequest?.(from, payloads.length, unsure ?? Date.now());
-      const queue = options.queue ?? await SessionQueue.open(options.pendingDir, sid, to);
-      const stored = await queue.messages(payloads.slice(from), { unsure });
+      const stored = await (await queueOf(options, sid, client)).messages(payloads.slice(from), { unsure });
       report.queued += stored;
       report.acked += stored;
       if (stored < payloads.length - from) {
@@ -578,21 +582,18 @@ export async function commitSession(
   sid: string,
   options: { budget: Budget; pendingDir: string; key: string; queueOnly?: boolean; queue?: SessionQueue },
 ): Promise<CommitOutcome> {
-  const to = destinationOf(client.options);
-  const queue = async (cause?: OvFailure): Promise<CommitOutcome> =>
-    await (options.queue ?? await SessionQueue.open(options.pendingDir, sid, to)).commit(options.key)
-      ? { kind: "queued", cause }
-      : { kind: "failed", message: `the pending queue ${options.pendingDir} could not store the commit` };
-  if (options.queueOnly) return await queue();
-  const res = await postCommit(client, sid, options.budget);
-  if (res.ok) return { kind: "committed", taskId: res.taskId };
-  if (res.kind !== "rejected") return await queue(res);
-  const why = { status: res.status, message: res.error.message };
-  const write = { sessionId: sid, to, kind: "commit" as const, key: options.key };
-  return await keepRejected(options.pendingDir, write, why).then(
-    (): CommitOutcome => ({ kind: "rejected", ...why }),
-    (error): CommitOutcome => ({ kind: "failed", message: (error as Error).message }),
-  );
+  const w: Write = { sessionId: sid, to: destinationOf(client.options), kind: "commit", key: options.key };
+  const d = options.queueOnly
+    ? undefined
+    : await deliver(client, options.pendingDir, w, options.budget, {}).catch((e: Error) => e);
+  if (d instanceof Error) return { kind: "failed", message: d.message };
+  if (d?.rejections[0]) {
+    return { kind: "rejected", status: d.rejections[0].status, message: d.rejections[0].message };
+  }
+  if (d && !d.stop) return { kind: "committed", taskId: d.taskId };
+  return await (await queueOf(options, sid, client)).commit(options.key)
+    ? { kind: "queued", cause: d?.stop }
+    : { kind: "failed", message: `the pending queue ${options.pendingDir} could not store the commit` };
 }
 
 /** A message the server holds, as far as matching goes. */
@@ -603,8 +604,8 @@ const MessagesReply = z.looseObject({ messages: z.catch(z.array(z.unknown()), []
 
 const SessionReply = z.looseObject({ commit_count: z.catch(z.int(), 0) });
 
-function heldIn(result: z.output<typeof MessagesReply>): HeldMessage[] {
-  return result.messages.filter(isRecord).map((m) => ({
+const heldIn = (result: z.output<typeof MessagesReply>): HeldMessage[] =>
+  result.messages.filter(isRecord).map((m) => ({
     role: String(m.role ?? ""),
     turnId: typeof m.turn_id === "string" ? m.turn_id : undefined,
     text: Array.isArray(m.parts)
@@ -613,15 +614,13 @@ function heldIn(result: z.output<typeof MessagesReply>): HeldMessage[] {
       ? m.content
       : "",
   }));
-}
 
 /** Whether `held` has this message. Pure. */
-export function isHeld(held: readonly HeldMessage[], payload: MessagePayload): boolean {
-  return held.some((m) =>
+export const isHeld = (held: readonly HeldMessage[], payload: MessagePayload): boolean =>
+  held.some((m) =>
     m.role === payload.role && m.text === payload.content &&
     (m.turnId === undefined || m.turnId === payload.turn_id)
   );
-}
 
 /**
  * One GET: its result; `null` when OpenViking's own 404 says there is no such thing (`absent`: the kinds that
@@ -649,9 +648,8 @@ export async function heldMessages(client: OpenVikingClient, sid: string, budget
   const meta = await get(client, sessionPath(sid), SessionReply, budget);
   if (!meta) return undefined;
   for (let n = meta.commit_count; n > 0; n--) {
-    const id = `archive_${String(n).padStart(3, "0")}`;
     // OpenViking 0.5.2 answers an archive it has not completed with a NOT_FOUND that names nothing.
-    const path = `${sessionPath(sid)}/archives/${id}`;
+    const path = `${sessionPath(sid)}/archives/archive_${String(n).padStart(3, "0")}`;
     const archive = await get(client, path, MessagesReply, budget, ["rejected", "missing-route"]);
     if (archive === undefined) return undefined;
     const archived = archive ? heldIn(archive) : [];
@@ -712,35 +710,28 @@ async function keep<E extends QueueEntry>(claimPath: string, entry: E): Promise<
 
 /** Replays one claimed entry (progress kept in the claim); returns the failure that stopped it. Throws when a refused write cannot be kept. */
 async function replayEntry(run: ReplayRun, claimPath: string, entry: QueueEntry) {
-  const { client, report, pendingDir } = run;
+  const { client, report } = run;
   const { sessionId } = entry;
-  const budget = run.options.budget;
-  if (entry.kind === "commit") {
-    const res = await postCommit(client, sessionId, budget);
-    if (res.ok && res.taskId) report.commitTasks.push({ sessionId, taskId: res.taskId });
-    if (res.ok || res.kind !== "rejected") return res.ok ? undefined : res;
-    await keepRejected(pendingDir, entry, { status: res.status, message: res.error.message });
-    report.rejected++;
-    return undefined;
-  }
   // What the session holds is not sent again; when it cannot say, all is sent: a duplicate beats a loss.
-  const held = entry.unsure ? await heldMessages(client, sessionId, budget) : undefined;
+  const held = entry.unsure && entry.kind === "messages"
+    ? await heldMessages(client, sessionId, run.options.budget)
+    : undefined;
   let sure = entry;
-  if (held) {
+  if (held && entry.kind === "messages") {
     const { unsure: _, ...rest } = entry;
     const messages = entry.messages.filter((m) => !isHeld(held, m.payload));
     report.held += entry.messages.length - messages.length;
     if (!messages.length) return undefined;
     sure = await keep(claimPath, { ...rest, messages });
   }
-  const messages = sure.messages;
-  const d = await deliverMessages(client, sessionId, messages.map((m) => m.payload), {
-    budget,
-    onRejected: (_, r) => keepRejected(pendingDir, { ...sure, messages: [messages[r.index]] }, r),
+  const d = await deliver(client, run.pendingDir, sure, run.options.budget, {
     onSettled: async (settled) => {
-      if (settled < messages.length) await keep(claimPath, { ...sure, messages: messages.slice(settled) });
+      if (sure.kind === "messages" && settled < sure.messages.length) {
+        await keep(claimPath, { ...sure, messages: sure.messages.slice(settled) });
+      }
     },
   });
+  if (d.taskId) report.commitTasks.push({ sessionId, taskId: d.taskId });
   report.messages += d.sent;
   report.rejected += d.rejections.length;
   const mine = report.delivered.find((x) => x.sessionId === sessionId);
@@ -755,7 +746,7 @@ async function replayEntry(run: ReplayRun, claimPath: string, entry: QueueEntry)
  * over, unsure.
  */
 async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"next" | "stop" | Destination> {
-  const { options, report } = run;
+  const { options, report, now } = run;
   if (run.sent >= options.limit || options.budget.remaining() < 100) {
     run.stopAll = true;
     return "stop";
@@ -770,14 +761,14 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
   }
   const timeout = run.client.options.timeoutMs;
   if (f.claimedBy !== undefined && !entry.unsure) {
-    entry = await keep(claim, { ...entry, unsure: run.now + timeout });
+    entry = await keep(claim, { ...entry, unsure: now + timeout });
   }
   if (!goesTo(entry.to, destinationOf(run.client.options))) {
     await Deno.rename(claim, path).catch(() => {});
     return entry.to!;
   }
-  const expired = !options.rejected && run.now - entry.createdAt > options.ttlDays * 86_400_000;
-  const wait = expired ? 0 : (typeof entry.unsure === "number" ? entry.unsure : 0) - run.now;
+  const expired = !options.rejected && now - entry.createdAt > options.ttlDays * 86_400_000;
+  const wait = expired ? 0 : (typeof entry.unsure === "number" ? entry.unsure : 0) - now;
   const waits = wait > 0 && options.waitUnsure && wait < options.budget.remaining() - 1000;
   if (waits) await new Promise((r) => setTimeout(r, wait));
   let stop: OvFailure | "local" | "wait" | undefined = "wait";
@@ -785,15 +776,14 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
     const why = { status: 0, message: `waited in the queue longer than ${options.ttlDays} days` };
     stop = await keepRejected(run.pendingDir, entry, why).then(() => undefined, () => "local" as const);
   } else if (wait > 0 && !waits) {
-    report.waitUntil = Math.min(report.waitUntil ?? run.now + wait, run.now + wait);
+    report.waitUntil = Math.min(report.waitUntil ?? now + wait, now + wait);
   } else {
     run.sent++;
     stop = await replayEntry(run, claim, entry).catch(() => "local" as const);
   }
   if (!stop) {
     await Deno.remove(claim).catch(() => {});
-    if (expired) report.expired++;
-    else report.replayed++;
+    report[expired ? "expired" : "replayed"]++;
     return "next";
   }
   let left = await readEntry(claim) ?? entry;
@@ -832,11 +822,11 @@ export async function replayQueue(pendingDir: string, client: OpenVikingClient, 
   const report: ReplayReport = { ...zero, commitTasks: [], delivered: [], elsewhere: [] };
   const now = options.now ?? Date.now();
   const run: ReplayRun = { client, pendingDir, options, now, sent: 0, stopAll: false, report };
-  const subdir = options.rejected ? REJECTED_SUBDIR : QUEUE_SUBDIR;
-  const sessions = [];
-  for (const s of await sessionHeads(pendingDir, subdir, options.sessionId)) {
-    if (await Deno.stat(s.dir).then((i) => i.isDirectory, () => false)) sessions.push(s);
-  }
+  const sessions = await sessionHeads(
+    pendingDir,
+    options.rejected ? REJECTED_SUBDIR : QUEUE_SUBDIR,
+    options.sessionId,
+  );
   sessions.sort((a, b) => (a.first?.createdAt ?? now) - (b.first?.createdAt ?? now));
   for (const { dir } of sessions) await replaySession(run, dir);
   return report;

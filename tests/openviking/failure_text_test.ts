@@ -31,12 +31,9 @@ async function sandbox(options: Parameters<typeof FakeOpenViking.start>[0] = {},
     ...(key ? { OPENVIKING_API_KEY: key } : {}),
   });
   const outputs: string[] = [];
-  const run = async (args: string[], stdin?: Record<string, unknown>) => {
-    const r = await runCli(args, {
-      env,
-      clearEnv: true,
-      stdin: stdin ? JSON.stringify({ session_id: SESSION, cwd: dir.path, ...stdin }) : undefined,
-    });
+  const run = async (args: string[], payload?: Record<string, unknown>) => {
+    const stdin = payload ? JSON.stringify({ session_id: SESSION, cwd: dir.path, ...payload }) : undefined;
+    const r = await runCli(args, { env, clearEnv: true, stdin });
     outputs.push(r.stdout, r.stderr);
     return r;
   };
@@ -84,10 +81,8 @@ Deno.test("failure text: a 401 quoting the key, a URL's password and escape code
   s.fake.fault({ route: "*", status: 401, error: { code: "UNAUTHENTICATED", message } });
   await s.stop();
   assertEquals((await queuedMessages(s.pending)).length, 4, "the refused writes wait in the queue");
-  const prompt = await s.run(["hook", "user-prompt-submit"], {
-    hook_event_name: "UserPromptSubmit",
-    prompt: "how do I indent code here",
-  });
+  const ask = { hook_event_name: "UserPromptSubmit", prompt: "how do I indent code here" };
+  const prompt = await s.run(["hook", "user-prompt-submit"], ask);
   assertEquals(prompt.code, 0, prompt.stderr);
   const replay = await s.run(["replay", "--json"]);
   assertEquals(JSON.parse(replay.stdout).cause.kind, "auth");
@@ -115,19 +110,17 @@ Deno.test("failure text: status, recall and doctor print what a server says of i
   s.fake.context.entries = [{ ...DEFAULT_ENTRY, uri: `viking://user/default/memories/x${ESCAPES}.md` }];
   await s.journal(1);
   await s.stop(); // committed: its task fails with the hostile error
+  const health = JSON.stringify({ status: "ok", healthy: true, version: `0.5.2${ESCAPES}` });
   s.fake.fault({
     route: "GET /health",
-    raw: {
-      status: 200,
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ status: "ok", healthy: true, version: `0.5.2${ESCAPES}` }),
-    },
+    raw: { status: 200, headers: { "content-type": "application/json" }, body: health },
   });
+  const recall = ["recall", "how should I indent this file?", "--cwd", s.home];
   const printed = {
     status: await s.run(["status", "--session", SESSION]),
     statusJson: await s.run(["status", "--json", "--session", SESSION]),
-    recall: await s.run(["recall", "how should I indent this file?", "--cwd", s.home]),
-    recallJson: await s.run(["recall", "how should I indent this file?", "--cwd", s.home, "--json"]),
+    recall: await s.run(recall),
+    recallJson: await s.run([...recall, "--json"]),
     doctor: await s.run(["doctor"]),
     doctorJson: await s.run(["doctor", "--json"]),
   };
