@@ -60,7 +60,7 @@ for (const condition of CONDITIONS) {
     ["session-end", { reason: "exit" }],
   ] as const;
   for (const [event, extra] of captures) {
-    // Every kind of fault under a Stop: faults_test.ts; the other events on a server that answers or is gone.
+    // Every kind of fault under a Stop: world_faults_test.ts; the other events on a server that answers or is gone.
     if (event !== "stop" && condition !== "fine" && condition !== "down") continue;
     Deno.test(`hook ${event}, server ${condition}`, async () => {
       await using s = await sandbox(condition);
