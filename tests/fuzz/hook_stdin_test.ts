@@ -14,7 +14,7 @@ import { runHook } from "../../memory/dispatch.ts";
 import { HOOK_EVENTS, isHookEvent } from "../../kimi/hooks.ts";
 import { Processes } from "../chaos/procs.ts";
 import { deep, leakedSecrets, params, runs, stdinArb } from "./arbitraries.ts";
-import { auditPrivateFiles } from "./files.ts";
+import { privateFileProblems, walk } from "../chaos/audit.ts";
 
 const SESSION = "session_fuzz-journal";
 const EVENTS: (string | undefined)[] = [...HOOK_EVENTS, "bogus-event", undefined];
@@ -83,6 +83,22 @@ async function outcomesSince(log: string, from: number): Promise<{ outcomes: str
 }
 
 const encoder = new TextEncoder();
+
+/**
+ * Problems with the files under `dir` (~/.openviking): modes other than 0700/0600, state or queue files that
+ * do not parse or match their schema (tests/chaos/audit.ts), and any file holding a credential the fuzzers
+ * drew (arbitraries.ts).
+ */
+export async function auditPrivateFiles(dir: string): Promise<string[]> {
+  const problems: string[] = [];
+  for (const f of await walk(dir)) {
+    problems.push(...await privateFileProblems(dir, f));
+    if (f.isDir) continue;
+    const text = await Deno.readTextFile(f.path).catch(() => "");
+    for (const s of leakedSecrets(text)) problems.push(`${f.path}: holds the credential ${s}`);
+  }
+  return problems;
+}
 
 /** Inputs too big or too deep for the generators, tried on every event. */
 function extremes(): Uint8Array[] {
