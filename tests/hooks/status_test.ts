@@ -20,7 +20,7 @@ import {
 } from "../../memory/ledger.ts";
 import { commandName } from "../../lib/self.ts";
 import { DUPLICATE_WINDOW_MS } from "../../memory/prompt-fallback.ts";
-import { world } from "./world.ts";
+import { doctorChecks, world } from "./world.ts";
 
 /** A world whose captures are over when their hook exits; `ask` more over its environment. */
 async function statusWorld(env: Record<string, string> = {}) {
@@ -108,7 +108,7 @@ Deno.test("status: every field after a scripted session, with the server down an
   fake.clearFaults(); // back
   fake.taskOutcome = "completed";
   // Doctor names the replay (or the next turn), not the server.
-  const { server, captures } = await w.doctor();
+  const { server, captures } = (await doctorChecks(w.env)).checks;
   assertEquals([server.status, captures.status], ["ok", "warn"]);
   assertMatch(captures.summary, /2 message\(s\) wait in the queue/);
   assertTrue(!/start the server/.test(captures.fix ?? ""), captures.fix);
@@ -152,7 +152,7 @@ Deno.test("status: every field after a scripted session, with the server down an
   ]);
   assertEquals(b.commits.map((c) => c.taskId === replayed), [false, false, true, false, false]);
   assertEquals([b.captures.queued, b.lastError], [0, undefined], "the error is over once a capture worked");
-  const delivered = (await w.doctor()).captures;
+  const delivered = (await doctorChecks(w.env)).checks.captures;
   assertEquals(delivered.status, "ok", delivered.summary);
   assertEquals(b.commits.slice(-2).map((c, i) => within(c.at, stops[3 + i])), [true, true]);
   const text = await w.text();
@@ -329,7 +329,7 @@ Deno.test("doctor after `install --url` of another server: the writes queued for
   await w.say("what is our CI", "CI only");
   await w.hook("stop");
   const moved = { OPENVIKING_URL: other.url }; // as after `install --url` of the other server
-  const { queue: q, captures: c } = await w.doctor(moved);
+  const { queue: q, captures: c } = (await doctorChecks({ ...w.env, ...moved })).checks;
   const replayThere = `\`OPENVIKING_URL=${w.fake.url} ${commandName({ ...w.env, ...moved })} replay\``;
   assertEquals([q.status, c.status], ["warn", "warn"], `${q.summary}\n${c.summary}`);
   assertStringIncludes(q.summary, `for another server or identity (OPENVIKING_URL=${w.fake.url})`);

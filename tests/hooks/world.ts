@@ -27,10 +27,19 @@ export interface Check {
   fix?: string;
 }
 
+/** `doctor --json` in-process in `env`: its exit code and its checks by id. */
+export async function doctorChecks(env: Record<string, string>) {
+  const r = await runIn(env, ["doctor", "--json"]);
+  return {
+    code: r.code,
+    checks: Object.fromEntries((JSON.parse(r.stdout).checks as Check[]).map((c) => [c.id, c])),
+  };
+}
+
 /** `doctor --json` in-process in `env`: its exit code and the check `id`. */
 export async function doctorCheck(env: Record<string, string>, id: string) {
-  const r = await runIn(env, ["doctor", "--json"]);
-  return { code: r.code, ...(JSON.parse(r.stdout).checks as Check[]).find((c) => c.id === id)! };
+  const { code, checks } = await doctorChecks(env);
+  return { code, ...checks[id] };
 }
 
 /** Every path under `dir` (recursively), relative to it, sorted; `keep` picks which. */
@@ -114,11 +123,6 @@ export async function world(
     /** The session's stored messages as `turn:role`. */
     stored: (s = ov) => fake.messages(s).map((m) => `${m.turn_id}:${m.role}`),
     commits: (s = ov) => fake.sessions.get(s)?.commits ?? 0,
-    /** `doctor --json`'s checks by id. */
-    doctor: async (more: Record<string, string> = {}) => {
-      const r = await runIn({ ...env, ...more }, ["doctor", "--json"]);
-      return Object.fromEntries((JSON.parse(r.stdout).checks as Check[]).map((c) => [c.id, c]));
-    },
     async [Symbol.asyncDispose]() {
       await fake.close();
       await dir[Symbol.asyncDispose]();
