@@ -1,6 +1,6 @@
 /**
  * Recall's own policy, without processes: the context face's answer, its failure (the context face's whole
- * body: tests/hooks/hooks_process_test.ts). Then what the prompt hook
+ * body: tests/hooks/events_test.ts). Then what the prompt hook
  * prints for a text: memories the session already has are left out whatever the server does with
  * `exclude_uris`; nothing new prints nothing; the same prompt again asks nothing; the profile and the memories
  * share one digest.

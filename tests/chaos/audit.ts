@@ -20,41 +20,8 @@ import { messagesOf } from "../../cli/turns.ts";
 import { MARK, SECRET } from "./journal-model.ts";
 import { originOfRequest, type Processes } from "./procs.ts";
 
-/** Counts and violations of one schedule. */
-export interface AuditResult {
-  turns: number;
-  /** Messages the journal's closed turns hold. */
-  expected: number;
-  /** Of those, how many reached the server. */
-  delivered: number;
-  lost: number;
-  /** Stored messages that are no message of the journal's closed turns. */
-  unexpected: number;
-  /** Stored copies beyond the first of a message. */
-  duplicates: number;
-  /**
-   * Duplicates whose earlier copy went to a process killed before it could record the reply, sent again by a
-   * process that could not ask the session what it held.
-   */
-  killExplained: number;
-  /** Messages the server stored whose reply was lost (fake's count): the other allowed duplicates. */
-  lostReplyWrites: number;
-  /** Messages refused for good while the server was faulty, kept, and delivered by `replay --rejected`. */
-  resentRejected: number;
-  /** Messages delivered out of journal order (first copies). */
-  outOfOrder: number;
-  /** Claims (`.claim`) left by killed replays and workers, taken over by the next run. */
-  abandoned: number;
-  /** Temp files of writes cut by kill -9 (never read: names do not match the state or queue patterns). */
-  orphanTemps: number;
-  /** Locks left by killed holders (taken over by the next process that needs them). */
-  leftLocks: number;
-  /** State and queue files read (and parsed) while processes ran. */
-  snapshotFiles: number;
-  violations: string[];
-  /** What was stored by whom, what ran and what was killed: printed for a failing schedule. */
-  detail: string[];
-}
+/** Counts and violations of one schedule (see `audit`). */
+export type AuditResult = Awaited<ReturnType<typeof audit>>;
 
 /**
  * Problems with the state and queue files as they are right now, while processes run and get killed: each one
@@ -170,7 +137,7 @@ const keyOf = (m: { turn_id?: unknown; role?: unknown; content?: unknown }) =>
   JSON.stringify([m.turn_id, m.role, m.content]);
 
 /** Audits the sandbox after a schedule. */
-export async function audit(input: AuditInput): Promise<AuditResult> {
+export async function audit(input: AuditInput) {
   const { fake, procs } = input;
   const violations: string[] = [...input.snapshots.problems];
   const ov = `${input.home}/.openviking`;
@@ -328,20 +295,31 @@ export async function audit(input: AuditInput): Promise<AuditResult> {
 
   return {
     turns,
+    /** Messages the journal's closed turns hold, and of those how many reached the server. */
     expected: expected.length,
     delivered: expected.length - lost.length,
     lost: lost.length,
+    /** Stored copies beyond the first of a message. */
     duplicates,
+    /** Duplicates whose earlier copy went to a process killed before it could record the reply. */
     killExplained,
+    /** Messages the server stored whose reply was lost (fake's count): the other allowed duplicates. */
     lostReplyWrites,
+    /** Messages delivered out of journal order (first copies). */
     outOfOrder,
+    /** Messages refused for good while the server was faulty, delivered by `replay --rejected`. */
     resentRejected: resent.size,
+    /** Claims left by killed replays and workers, taken over by the next run. */
     abandoned: input.abandoned,
+    /** State and queue files read (and parsed) while processes ran. */
     snapshotFiles: input.snapshots.files,
+    /** Temp files of writes cut by kill -9, and locks left by killed holders. */
     orphanTemps,
     leftLocks,
+    /** Stored messages that are no message of the journal's closed turns. */
     unexpected,
     violations,
+    /** What was stored by whom, what ran and what was killed: printed for a failing schedule. */
     detail,
   };
 }

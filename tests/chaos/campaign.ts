@@ -14,7 +14,7 @@
 import { FakeOpenViking, type Fault, FINAL_CODES, SERVER_ERROR_CODES } from "../support/fake-openviking.ts";
 import { placeJournal } from "../support/hook-context.ts";
 import { tempDir } from "../support/temp.ts";
-import { audit, type AuditResult, snapshotProblems, walk } from "./audit.ts";
+import { audit, snapshotProblems, walk } from "./audit.ts";
 import { LiveJournal, MARK } from "./journal-model.ts";
 import { originOfRequest, Processes, type Run } from "./procs.ts";
 import { Rng } from "./rng.ts";
@@ -122,18 +122,8 @@ export function faultPlan(rng: Rng, seed: number, stages: number): PlannedFault[
   });
 }
 
-/** What a schedule did, for the summary. */
-export interface ScheduleResult extends AuditResult {
-  seed: number;
-  hookRuns: number;
-  kills: number;
-  workerKills: number;
-  faults: number;
-  /** The fault kinds its plan drew. */
-  faultKinds: number[];
-  stages: number;
-  durationMs: number;
-}
+/** What a schedule did, for the summary: its audit, and what ran. */
+export type ScheduleResult = Awaited<ReturnType<typeof runSchedule>>;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -150,7 +140,7 @@ function drawKill(rng: Rng, detaches: boolean): KillPlan {
 }
 
 /** Runs the schedule of `seed` and audits it. */
-export async function runSchedule(seed: number): Promise<ScheduleResult> {
+export async function runSchedule(seed: number) {
   const started = Date.now();
   const rng = new Rng(seed);
   await using dir = await tempDir("ovk-chaos-");
@@ -383,6 +373,7 @@ export async function runSchedule(seed: number): Promise<ScheduleResult> {
       kills: procs.kills.length,
       workerKills: procs.kills.filter((k) => k.label === "detached worker").length,
       faults: faultsHit,
+      /** The fault kinds its plan drew. */
       faultKinds: [...new Set(plan.flat().map((p) => p.kind))],
       stages,
       durationMs: Date.now() - started,

@@ -50,26 +50,22 @@ Deno.test({
     if (results.length >= FAULT_KINDS && kinds.size < FAULT_KINDS) {
       failures.push(`only ${kinds.size} of ${FAULT_KINDS} fault kinds drawn in ${results.length} schedules`);
     }
-    const counts: [string, number | string][] = [
+    // Summary names and the result field each sums (the same name when none is given).
+    const sums = ("turns messages=expected delivered lost duplicates kill-explained=killExplained " +
+      "lost-reply-writes=lostReplyWrites kills worker-kills=workerKills faults fault-kinds hook-runs=hookRuns " +
+      "out-of-order=outOfOrder refused-then-resent=resentRejected mid-run-files-parsed=snapshotFiles " +
+      "abandoned-claims=abandoned orphan-temps=orphanTemps").split(" ").map((w) => w.split("="));
+    const counts = [
       ["schedules", results.length],
       ["seed", BASE],
-      ["turns", sum((r) => r.turns)],
-      ["messages", sum((r) => r.expected)],
-      ["delivered", sum((r) => r.delivered)],
-      ["lost", sum((r) => r.lost)],
-      ["duplicates", sum((r) => r.duplicates)],
-      ["kill-explained", sum((r) => r.killExplained)],
-      ["lost-reply-writes", sum((r) => r.lostReplyWrites)],
-      ["kills", sum((r) => r.kills)],
-      ["worker-kills", sum((r) => r.workerKills)],
-      ["faults", sum((r) => r.faults)],
-      ["fault-kinds", `${kinds.size}/${FAULT_KINDS}`],
-      ["hook-runs", sum((r) => r.hookRuns)],
-      ["out-of-order", sum((r) => r.outOfOrder)],
-      ["refused-then-resent", sum((r) => r.resentRejected)],
-      ["mid-run-files-parsed", sum((r) => r.snapshotFiles)],
-      ["abandoned-claims", sum((r) => r.abandoned)],
-      ["orphan-temps", sum((r) => r.orphanTemps)],
+      ...sums.map((
+        [name, field = name],
+      ) => [
+        name,
+        name === "fault-kinds"
+          ? `${kinds.size}/${FAULT_KINDS}`
+          : sum((r) => r[field as keyof ScheduleResult] as number),
+      ]),
       ["failures", failures.length],
       ["duration", `${((Date.now() - started) / 1000).toFixed(1)}s`],
     ];

@@ -27,14 +27,8 @@ export interface Run {
   killed: boolean;
 }
 
-/** A kill -9 that was delivered. */
-export interface Kill {
-  origin: string;
-  label: string;
-  /** The killed process sends session writes itself. */
-  writer: boolean;
-  pid: number;
-}
+/** A kill -9 that was delivered: of whom, by pid. */
+export type Kill = Pick<Run, "origin" | "label" | "writer"> & { pid: number };
 
 /** One process as `ps` shows it: pid, state and the `K=V` words of its environment. */
 interface PsRow {

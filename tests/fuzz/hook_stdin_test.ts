@@ -14,7 +14,7 @@ import { runHook } from "../../memory/dispatch.ts";
 import { HOOK_EVENTS, isHookEvent } from "../../kimi/hooks.ts";
 import { Processes } from "../chaos/procs.ts";
 import { deep, leakedSecrets, params, runs, stdinArb } from "./arbitraries.ts";
-import { auditPrivateFiles } from "./files.ts";
+import { privateFileProblems, walk } from "../chaos/audit.ts";
 
 const SESSION = "session_fuzz-journal";
 const EVENTS: (string | undefined)[] = [...HOOK_EVENTS, "bogus-event", undefined];
@@ -84,6 +84,22 @@ async function outcomesSince(log: string, from: number): Promise<{ outcomes: str
 
 const encoder = new TextEncoder();
 
+/**
+ * No credential the fuzzers drew (arbitraries.ts) reached OpenViking, and what hooks left under `home`'s
+ * ~/.openviking is private, parses and matches its schema (tests/chaos/audit.ts) and holds none of them.
+ */
+async function assertNothingLeaked(home: string, fake: FakeOpenViking, what: string) {
+  const problems: string[] = [];
+  for (const f of await walk(`${home}/.openviking`)) {
+    problems.push(...await privateFileProblems(`${home}/.openviking`, f));
+    const text = f.isDir ? "" : await Deno.readTextFile(f.path).catch(() => "");
+    for (const s of leakedSecrets(text)) problems.push(`${f.path}: holds the credential ${s}`);
+  }
+  assertEquals(problems, [], `${what}files under ~/.openviking`);
+  const sent = fake.requests.flatMap((r) => leakedSecrets(JSON.stringify(r.body) ?? ""));
+  assertEquals(sent, [], `${what}a credential pasted into a prompt reached OpenViking`);
+}
+
 /** Inputs too big or too deep for the generators, tried on every event. */
 function extremes(): Uint8Array[] {
   const payload = (extra: Record<string, unknown>) =>
@@ -141,9 +157,7 @@ Deno.test({
       console.log(
         `hook stdin fuzz: ${total} in-process runs; outcomes ${JSON.stringify(Object.fromEntries(seen))}`,
       );
-      assertEquals(await auditPrivateFiles(`${dir.path}/.openviking`), []);
-      const sent = fake.requests.flatMap((r) => leakedSecrets(JSON.stringify(r.body) ?? ""));
-      assertEquals(sent, [], "no credential pasted into a prompt reached OpenViking");
+      await assertNothingLeaked(dir.path, fake, "");
       const redacted = fake.requests.filter((r) => JSON.stringify(r.body)?.includes("[REDACTED]")).length;
       assertTrue(redacted > 0, "prompts with credentials were sent, redacted");
     } finally {
@@ -199,9 +213,7 @@ Deno.test({
       assertTrue(outcomes.length >= hookRuns, "every hook run (or its worker) logged its outcome");
       const errors = outcomes.filter((o) => o.startsWith("error"));
       assertEquals(errors, [], `FUZZ_SEED=${seed}: internal errors in hook runs or their workers`);
-      assertEquals(await auditPrivateFiles(`${dir.path}/.openviking`), []);
-      const sent = fake.requests.flatMap((r) => leakedSecrets(JSON.stringify(r.body) ?? ""));
-      assertEquals(sent, [], `FUZZ_SEED=${seed}: a credential pasted into a prompt reached OpenViking`);
+      await assertNothingLeaked(dir.path, fake, `FUZZ_SEED=${seed}: `);
       console.log(
         `hook stdin fuzz: ${cases.length} processes (FUZZ_SEED=${seed}), ${outcomes.length} outcomes`,
       );

@@ -11,16 +11,13 @@ import fc from "fast-check";
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { tomlDocument } from "../install/toml_arbitrary.ts";
-import { runInstall } from "../../install/install.ts";
-import { runUninstall } from "../../install/install.ts";
-import { isRecord as isObject } from "../../lib/parsed.ts";
-import { planMcpInstall, planMcpUninstall } from "../../install/json-files.ts";
+import { runInstall, runUninstall } from "../../install/install.ts";
+import { parseRegistry, planMcpInstall, planMcpUninstall } from "../../install/json-files.ts";
+import { planRegistryInstall, planRegistryUninstall } from "../../install/json-files.ts";
 import { planOvcli } from "../../install/ovcli.ts";
-import { parseRegistry, planRegistryInstall, planRegistryUninstall } from "../../install/json-files.ts";
 import { BLOCK_BEGIN, BLOCK_END, hookEntries, MCP_SERVER_NAME, PLUGIN_ID } from "../../install/spec.ts";
-import { findBlocks, parseToml } from "../../install/toml-block.ts";
-import { planConfigInstall, planConfigUninstall } from "../../install/toml-block.ts";
-import { deepEqual } from "../../lib/parsed.ts";
+import { findBlocks, parseToml, planConfigInstall, planConfigUninstall } from "../../install/toml-block.ts";
+import { deepEqual, isRecord as isObject } from "../../lib/parsed.ts";
 import { mutated, nastyString, params } from "./arbitraries.ts";
 import { MCP_ENTRY, mcpDocument } from "../install/json_arbitrary.ts";
 import { changedRegion, deletionOf, insertionOf, parseLoose } from "../install/text_diff.ts";
@@ -72,18 +69,12 @@ const mcpText: fc.Arbitrary<string | undefined> = fc.oneof(
   ),
 );
 
-const REAL_REGISTRY = JSON.stringify(
-  {
-    version: 1,
-    plugins: [{ id: "other", root: "/p/other", enabled: true }, {
-      id: PLUGIN_ID,
-      root: "/p/ov",
-      enabled: false,
-    }],
-  },
-  null,
-  2,
-);
+const plugins = [{ id: "other", root: "/p/other", enabled: true }, {
+  id: PLUGIN_ID,
+  root: "/p/ov",
+  enabled: false,
+}];
+const REAL_REGISTRY = JSON.stringify({ version: 1, plugins }, null, 2);
 const registryText: fc.Arbitrary<string | undefined> = fc.oneof(
   fc.constant(undefined),
   fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)),
@@ -242,12 +233,10 @@ Deno.test("fuzz: installed.json and ovcli.conf planners — a result that parses
         requiredKeys: [],
       }),
       (registry, ovcli, creds) => {
+        const root = "/k/plugins/managed/openviking-memory";
         for (
           const plan of [
-            planRegistryInstall(registry, {
-              root: "/k/plugins/managed/openviking-memory",
-              originalSource: "/src",
-            }, NOW),
+            planRegistryInstall(registry, { root, originalSource: "/src" }, NOW),
             planRegistryUninstall(registry),
           ]
         ) {

@@ -17,15 +17,13 @@ const PAUSED_LINE =
   /^openviking-kimi: memory paused — OpenViking at http:\/\/127\.0\.0\.1:\d+ did not answer; `[^`\n]+ status` says why\n$/;
 
 /** The environment of a home `home` whose server is `url`, with a prompt budget of `budgetMs`. */
-function envFor(home: string, url: string, budgetMs: number): Record<string, string> {
-  return {
-    HOME: home,
-    KIMI_CODE_HOME: `${home}/.kimi-code`,
-    OPENVIKING_URL: url,
-    OPENVIKING_PROMPT_BUDGET_MS: String(budgetMs),
-    PATH: Deno.env.get("PATH") ?? "/usr/bin",
-  };
-}
+const envFor = (home: string, url: string, budgetMs: number): Record<string, string> => ({
+  HOME: home,
+  KIMI_CODE_HOME: `${home}/.kimi-code`,
+  OPENVIKING_URL: url,
+  OPENVIKING_PROMPT_BUDGET_MS: String(budgetMs),
+  PATH: Deno.env.get("PATH") ?? "/usr/bin",
+});
 
 /** Runs one prompt hook of `session`; its stdout. */
 async function prompt(env: Record<string, string>, session: string, text: string): Promise<string> {
@@ -143,20 +141,13 @@ Deno.test("a hung server that comes back: a due probe closes the breaker and rec
     "the probe's answer",
     async () => (await breakers(dir.path))[0]?.value.answeredAt !== undefined,
   );
-  assertEquals(
-    fake.requests.map((r) => `${r.method} ${r.path}`),
-    ["POST /api/v1/search/search"],
-    "the probe asked what recall asks, only",
-  );
+  const asked = fake.requests.map((r) => `${r.method} ${r.path}`);
+  assertEquals(asked, ["POST /api/v1/search/search"], "the probe asked what recall asks, only");
 
   assertEquals(await prompt(env, "session_a", "how should I indent this file?"), `${FAKE_DIGEST_FIRST}\n`);
   assertEquals(await breakers(dir.path), [], "the answer closed the breaker");
-  assertEquals((await prompts(dir.path, "session_a")).map((p) => p.path), [
-    "paused",
-    "paused",
-    "paused",
-    "context",
-  ]);
+  const paths = (await prompts(dir.path, "session_a")).map((p) => p.path);
+  assertEquals(paths, ["paused", "paused", "paused", "context"]);
 });
 
 Deno.test("a hung server that comes back: SessionStart's worker probes it, so the session's first prompt recalls", async () => {

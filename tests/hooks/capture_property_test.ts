@@ -121,7 +121,7 @@ Deno.test({
         fc.asyncProperty(
           fc.array(turnArb, { minLength: 1, maxLength: 6 }),
           fc.boolean(),
-          fc.array(fc.tuple(fc.noBias(fc.integer({ min: 0, max: 1_000_000 })), faultArb, fc.boolean()), {
+          fc.array(fc.tuple(fc.noBias(fc.nat(1_000_000)), faultArb, fc.boolean()), {
             minLength: 1,
             maxLength: 6,
           }),
@@ -135,13 +135,8 @@ Deno.test({
             const path = await placeJournal(dir.path, sid, "");
             const capture = async (budgetMs: number) => {
               const ctx = await makeContext("stop", { session_id: sid, cwd: "/home/user/proj" }, env);
-              const mode = {
-                waitMs: 0,
-                force: false,
-                lockWaitMs: WORKER_LOCK_WAIT_MS,
-                budget: new Budget(budgetMs),
-              };
-              await captureSession(ctx, mode);
+              const budget = new Budget(budgetMs);
+              await captureSession(ctx, { waitMs: 0, force: false, lockWaitMs: WORKER_LOCK_WAIT_MS, budget });
               return ctx;
             };
             const cuts = schedule.map(([c]) => Math.floor((c / 1_000_000) * bytes.length)).sort((a, b) =>
@@ -149,12 +144,10 @@ Deno.test({
             );
             const lostBefore = fake.lostReplyMessages;
             for (const [i, [, fault, rewrite]] of schedule.entries()) {
-              const piece = bytes.subarray(0, cuts[i]);
-              if (rewrite && i > 0) {
-                // Kimi rewrites old journals on resume: same records, new file.
-                await Deno.writeFile(`${path}.new`, piece);
-                await Deno.rename(`${path}.new`, path);
-              } else await Deno.writeFile(path, piece);
+              // Kimi rewrites old journals on resume: same records, new file.
+              const to = rewrite && i > 0 ? `${path}.new` : path;
+              await Deno.writeFile(to, bytes.subarray(0, cuts[i]));
+              if (to !== path) await Deno.rename(to, path);
               fake.clearFaults();
               if (fault) fake.fault({ ...fault });
               await capture(3000);

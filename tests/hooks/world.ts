@@ -3,6 +3,7 @@
 import { assertEquals } from "../support/assert.ts";
 import { FakeOpenViking, type FakeOptions } from "../support/fake-openviking.ts";
 import { hookIn, placeJournal, sandboxEnv } from "../support/hook-context.ts";
+import { JournalBuilder } from "../support/journal.ts";
 import { tempDir } from "../support/temp.ts";
 import { runIn } from "../cli/in-process.ts";
 import { readState } from "../../memory/state.ts";
@@ -26,10 +27,19 @@ export interface Check {
   fix?: string;
 }
 
+/** `doctor --json` in-process in `env`: its exit code and its checks by id. */
+export async function doctorChecks(env: Record<string, string>) {
+  const r = await runIn(env, ["doctor", "--json"]);
+  return {
+    code: r.code,
+    checks: Object.fromEntries((JSON.parse(r.stdout).checks as Check[]).map((c) => [c.id, c])),
+  };
+}
+
 /** `doctor --json` in-process in `env`: its exit code and the check `id`. */
 export async function doctorCheck(env: Record<string, string>, id: string) {
-  const r = await runIn(env, ["doctor", "--json"]);
-  return { code: r.code, ...(JSON.parse(r.stdout).checks as Check[]).find((c) => c.id === id)! };
+  const { code, checks } = await doctorChecks(env);
+  return { code, ...checks[id] };
 }
 
 /** Every path under `dir` (recursively), relative to it, sorted; `keep` picks which. */
@@ -77,6 +87,8 @@ export async function world(
   const ov = `kc-${session}`;
   const env = sandboxEnv(home, fake.url, { OPENVIKING_CAPTURE_WAIT_MS: "0", ...options.env });
   const stateFile = (s = session) => `${home}/.openviking/hook-state/kimicode/${s}.json`;
+  const journals = new Map<string, JournalBuilder>();
+  const builder = (s: string) => journals.get(s) ?? journals.set(s, new JournalBuilder()).get(s)!;
   return {
     home,
     env,
@@ -88,6 +100,15 @@ export async function world(
     state: (s = session) => readState(stateFile(s)),
     promptState: (s = session) => readState(stateFile(`${s}.prompt`)),
     journal: (text: string, s = session) => placeJournal(home, s, text),
+    /** One whole turn more in session `s`'s journal (`say`'s builder); the journal's path. */
+    say: (user: string, answer = `an answer to: ${user}`, s = session) =>
+      placeJournal(home, s, builder(s).simpleTurn(user, answer).toString()),
+    /** `n` whole turns more, `question i` / `answer i` (i counts the session's turns); the journal's path. */
+    turns: (n: number, s = session) => {
+      const j = builder(s);
+      for (let k = 0; k < n; k++) j.simpleTurn(`question ${j.turnId + 1}`, `answer ${j.turnId + 1}`);
+      return placeJournal(home, s, j.toString());
+    },
     /** Runs `hook <event>` in-process; its stdout. */
     run: async (event: string, extra: Record<string, unknown> = {}, more: Record<string, string> = {}) =>
       (await hookIn(event, { env: { ...env, ...more }, stdin: stdinOf(event, session, extra) })).stdout,
@@ -109,3 +130,19 @@ export async function world(
   };
 }
 export type World = Awaited<ReturnType<typeof world>>;
+
+/** The recorded three-turn session of Kimi 2.1.0, resumed. */
+export const RESUMED = new URL("../fixtures/journals/2.1.0/resumed/wire.jsonl", import.meta.url);
+export type Condition = "fine" | "down" | "slow" | "500" | "no-batch";
+export const CONDITIONS: Condition[] = ["fine", "down", "slow", "500", "no-batch"];
+
+/** A world on the recorded three-turn session whose server is in `condition`. */
+export async function sandbox(condition: Condition): Promise<World> {
+  const noBatch = condition === "no-batch" ? 404 : undefined;
+  const w = await world({ fake: { noBatch }, env: { OPENVIKING_PROMPT_BUDGET_MS: "2500" } });
+  if (condition === "down") await w.fake.close();
+  else if (condition === "slow") w.fake.fault({ route: "*", delayMs: 4000 });
+  else if (condition === "500") w.fake.fault({ route: "*", status: 500 });
+  await w.journal(await Deno.readTextFile(RESUMED));
+  return w;
+}

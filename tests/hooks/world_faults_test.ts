@@ -6,22 +6,10 @@
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { type FakeOptions, type Fault, gzipBomb } from "../support/fake-openviking.ts";
-import { hookIn } from "../support/hook-context.ts";
-import { JournalBuilder } from "../support/journal.ts";
 import { enqueueMessages, ourQueue, queuedMessages, rejectedWrites } from "../support/queue.ts";
-import { cliArgs, denoEnv } from "../support/run.ts";
+import { cliArgs, denoEnv, runProcess } from "../support/run.ts";
 import { sessionQueueDir } from "../../openviking/queue.ts";
 import { doctorCheck, SESSION, stdinOf, world as hookWorld } from "./world.ts";
-
-/** Adds `turns` whole turns (user + assistant each) to a journal and returns its text. */
-function addTurns(j: JournalBuilder, turns: number): string {
-  for (let i = 0; i < turns; i++) {
-    const n = j.turnId + 1;
-    j.simpleTurn(`question number ${n} about the build`, `answer number ${n}: run the tests first`);
-  }
-  return j.toString();
-}
-const journal = (turns: number) => addTurns(new JournalBuilder(), turns);
 
 /** A hook world whose `hook` (cwd: the home) must capture, and returns the capture state. */
 async function world(fake: FakeOptions = {}) {
@@ -37,22 +25,17 @@ async function world(fake: FakeOptions = {}) {
 }
 
 /** A raw reply on every route, and OpenViking's own error envelope of `code` on every route. */
-const raw = (status: number, more: Record<string, unknown> = {}): Fault => ({
-  route: "*",
-  raw: { status, ...more },
-});
+const raw = (status: number, more = {}): Fault => ({ route: "*", raw: { status, ...more } });
 const envelope = (status: number, code: string, message: string): Fault => ({
   route: "*",
   status,
   error: { code, message },
 });
 const NOT_OV = "not-openviking";
+const SIX = [0, 1, 2].flatMap((t) => [`${t}:user`, `${t}:assistant`]);
+const html = { headers: { "content-type": "text/html" }, body: "<html><title>Portal</title></html>" };
 const KINDS: [string, Fault, string][] = [
-  [
-    "HTML 200",
-    raw(200, { headers: { "content-type": "text/html" }, body: "<html><title>Portal</title></html>" }),
-    NOT_OV,
-  ],
+  ["HTML 200", raw(200, html), NOT_OV],
   ["non-JSON 200", raw(200, { body: "OK" }), NOT_OV],
   ["empty 200", raw(200), NOT_OV],
   ["404 for the whole API", raw(404, { body: "<h1>Not Found</h1>" }), NOT_OV],
@@ -86,7 +69,7 @@ for (const [i, [name, fault, kind]] of KINDS.entries()) {
   const firstOfKind = KINDS.findIndex((k) => k[2] === kind) === i;
   Deno.test(`world: a ${name} while capturing keeps every turn queued; fixed, ${firstOfKind ? "replay" : "Stop"} delivers 6 of 6 once`, async () => {
     await using w = await world();
-    await w.journal(journal(3));
+    await w.turns(3);
     w.fake.fault(fault);
     const st = await w.hook("stop");
     assertEquals([w.stored().length, (await queuedMessages(w.pending)).length], [0, 6]);
@@ -109,7 +92,7 @@ for (const [i, [name, fault, kind]] of KINDS.entries()) {
     w.fake.clearFaults();
     const replay = await w.cli("replay");
     assertEquals(replay.code, 0, replay.stderr);
-    assertEquals([w.stored(), w.commits()], [[0, 1, 2].flatMap((t) => [`${t}:user`, `${t}:assistant`]), 1]);
+    assertEquals([w.stored(), w.commits()], [SIX, 1]);
     await w.hook("stop");
     assertEquals(w.stored().length, 6, "the next Stop sends nothing again");
   });
@@ -117,7 +100,6 @@ for (const [i, [name, fault, kind]] of KINDS.entries()) {
 
 Deno.test("world: every message write refused for good is kept and shown as refused, never delivered; fixed, `replay --rejected` delivers 6 of 6", async () => {
   await using w = await world();
-  const j = new JournalBuilder();
   const refuse = () => {
     w.fake.clearFaults();
     for (const route of ["POST /api/v1/sessions/:id/messages/batch", "POST /api/v1/sessions/:id/messages"]) {
@@ -125,11 +107,11 @@ Deno.test("world: every message write refused for good is kept and shown as refu
     }
   };
   refuse();
-  await w.journal(addTurns(j, 2));
+  await w.turns(2);
   await w.hook("stop"); // turns 0–1 refused as they are sent
   w.fake.clearFaults();
   w.fake.fault({ route: "*", drop: true });
-  await w.journal(addTurns(j, 1));
+  await w.turns(1);
   await w.hook("stop"); // turn 2 queued while the server is away…
   refuse();
   const replay = await w.cli("replay");
@@ -138,7 +120,7 @@ Deno.test("world: every message write refused for good is kept and shown as refu
   const kept = await rejectedWrites(w.pending);
   assertEquals(
     kept.filter((k) => k.kind === "message").map((k) => `${k.payload?.turn_id}:${k.payload?.role}`),
-    ["0:user", "0:assistant", "1:user", "1:assistant", "2:user", "2:assistant"],
+    SIX,
   );
 
   const status = await w.cli("status");
@@ -165,7 +147,7 @@ Deno.test("world: every message write refused for good is kept and shown as refu
   w.fake.clearFaults();
   const again = await w.cli("replay", "--rejected");
   assertEquals(again.code, 0, again.stderr);
-  assertEquals(w.stored(), [0, 1, 2].flatMap((t) => [`${t}:user`, `${t}:assistant`]));
+  assertEquals(w.stored(), SIX);
   assertEquals([w.commits(), await rejectedWrites(w.pending)], [2, []]);
   assertEquals((await doctorCheck(w.env, "rejected")).status, "ok");
 });
@@ -173,31 +155,24 @@ Deno.test("world: every message write refused for good is kept and shown as refu
 Deno.test("world: a refused key while the session ends queues everything; with the key fixed all 6 arrive", async () => {
   await using w = await world({ apiKey: "the-right-key-123" });
   w.env.OPENVIKING_API_KEY = "an-expired-key-456";
-  await w.journal(journal(3));
+  await w.turns(3);
   const st = await w.hook("session-end", { reason: "exit" });
   assertEquals([w.stored().length, (await queuedMessages(w.pending)).length], [0, 6]);
   assertEquals(st.lastCapture?.cause?.kind, "auth");
-  assertEquals(
-    (await ourQueue(w.pending)).filter((q) => q.kind === "commit").length,
-    1,
-    "SessionEnd's commit too",
-  );
+  const commits = (await ourQueue(w.pending)).filter((q) => q.kind === "commit");
+  assertEquals(commits.length, 1, "SessionEnd's commit too");
   w.env.OPENVIKING_API_KEY = "the-right-key-123";
   // The next session's start replays the queue.
-  assertEquals(
-    (await hookIn("session-start", { env: w.env, stdin: stdinOf("session-start", "session_next") })).stdout,
-    "",
-  );
+  assertEquals(await w.runAs("session_next", "session-start"), "");
   assertEquals([w.stored().length, w.commits()], [6, 1]);
 });
 
 Deno.test("world: the last turns of a session that ends during an outage are committed after recovery", async () => {
   await using w = await world();
-  const j = new JournalBuilder();
-  await w.journal(addTurns(j, 2));
+  await w.turns(2);
   w.fake.fault({ route: "*", status: 503 });
   await w.hook("stop"); // turns 0–1 and their commit, queued
-  await w.journal(addTurns(j, 1));
+  await w.turns(1);
   await w.hook("session-end", { reason: "exit" }); // turn 2 and its own commit, queued
   const queued = (await ourQueue(w.pending)).map((q) =>
     q.kind === "commit" ? "COMMIT" : `${q.payload?.turn_id}:${q.payload?.role[0]}`
@@ -251,30 +226,18 @@ Deno.test("world: a 2.7 MB gzip reply that inflates to 2 GB on every recall rout
   w.fake.dirs.clear();
   const time = await Deno.stat("/usr/bin/time").then(() => true, () => false);
   const args = [...await cliArgs(), "hook", "user-prompt-submit"];
-  const child = new Deno.Command(time ? "/usr/bin/time" : Deno.execPath(), {
-    args: time ? ["-f", "maxrss_kb=%M", Deno.execPath(), ...args] : args,
-    env: { ...w.env, ...denoEnv() },
-    clearEnv: true,
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const writer = child.stdin.getWriter();
-  await writer.write(
-    new TextEncoder().encode(
-      stdinOf("user-prompt-submit", SESSION, { cwd: w.home, prompt: "how do I build this project?" }),
-    ),
+  const r = await runProcess(
+    time ? "/usr/bin/time" : Deno.execPath(),
+    time ? ["-f", "maxrss_kb=%M", Deno.execPath(), ...args] : args,
+    {
+      env: { ...w.env, ...denoEnv() },
+      clearEnv: true,
+      stdin: stdinOf("user-prompt-submit", SESSION, { cwd: w.home, prompt: "how do I build this project?" }),
+    },
   );
-  await writer.close();
-  const out = await child.output();
-  assertEquals(out.code, 0);
-  assertEquals(
-    new TextDecoder().decode(out.stdout),
-    "",
-    "nothing recalled, nothing printed (it printed 314 MB)",
-  );
+  assertEquals([r.code, r.stdout], [0, ""], "nothing recalled, nothing printed (it printed 314 MB)");
   if (time) {
-    const rss = Number(/maxrss_kb=(\d+)/.exec(new TextDecoder().decode(out.stderr))?.[1] ?? NaN);
+    const rss = Number(/maxrss_kb=(\d+)/.exec(r.stderr)?.[1] ?? NaN);
     assertTrue(rss < 300 * 1024, `peak RSS ${Math.round(rss / 1024)} MB (it was 4.4 GB)`);
   }
 });
@@ -290,7 +253,7 @@ Deno.test("world: FIFOs in one session's queue are never opened: another session
     const fifo = `${dir}/${String(i).padStart(10, "0")}-m100.json`;
     assertEquals((await new Deno.Command("mkfifo", { args: ["-m", "600", fifo] }).output()).code, 0);
   }
-  await w.journal(journal(3));
+  await w.turns(3);
   await w.hook("stop");
   assertEquals(w.stored().length, 6, "session B captured, A's backlog untouched");
   const queue = await doctorCheck(w.env, "queue");

@@ -1,10 +1,16 @@
 /**
- * The extraction alarm: found by SessionStart's worker, told once on the next session's first prompt, named
- * with the server's words and the fix by `status` and `doctor`; a commit that makes memory again ends it.
+ * What a session start's detached worker (run in-process, over when the hook returns) and a commit's worker
+ * do besides the queue: the extraction alarm — found by SessionStart's worker, told once on the next
+ * session's first prompt, named with the server's words and the fix by `status` and `doctor`, ended by a
+ * commit that makes memory again; the plugin's system prompt — filled with the profile in plugin mode so the
+ * first prompt prints none, refreshed by a commit's worker when older than 10 minutes; the ledger pruned at
+ * most once a day (README "What memory did").
  */
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
-import { FAKE_DIGEST_FIRST, type FakeTask } from "../support/fake-openviking.ts";
+import { FAKE_DIGEST, FAKE_DIGEST_FIRST, type FakeTask } from "../support/fake-openviking.ts";
+import { WORKER_ENV } from "../../kimi/detach.ts";
+import { systemPromptText } from "../../memory/system-prompt.ts";
 import { type World, world } from "./world.ts";
 
 const SERVER_WORDS = "VLM call failed: Error code: 401 - invalid api key for model gpt-4o-mini";
@@ -123,4 +129,83 @@ Deno.test("strict scope: a memory this workspace's commits made is recalled here
   assertEquals(inA.includes(made["kc-b1"]), false, inA);
   const inB = await prompt(w, "b2", "what did the last release ship?", inProject("project-b"));
   assertEquals([inB.includes(made["kc-a1"]), inB.includes(made["kc-b1"])], [false, true], inB);
+});
+
+Deno.test("plugin mode: the SessionStart and commit workers put the profile into the system prompt; the first prompt prints none", async () => {
+  await using w = await world();
+  const root = `${w.home}/.kimi-code/plugins/managed/openviking-memory`;
+  await Deno.mkdir(root, { recursive: true });
+  w.env.KIMI_PLUGIN_ROOT = root;
+  const file = `${root}/system-prompt.md`;
+  const initial = systemPromptText({ kind: "unknown" }, { redact: true, profileTokenBudget: 0 });
+  const worker = { [WORKER_ENV]: "1" };
+  const refreshed = async () => {
+    const t = await Deno.readTextFile(file);
+    assertStringIncludes(t, "Name: Test User");
+    return t;
+  };
+  await Deno.writeTextFile(file, initial, { mode: 0o600 });
+  assertEquals(await w.run("session-start", { source: "startup" }, worker), "");
+  assertStringIncludes(await refreshed(), '<user-profile uri="viking://user/default/memories/profile.md">');
+  assertEquals((await Deno.stat(file)).mode! & 0o777, 0o600);
+  const prompt = await w.run("user-prompt-submit", { prompt: "how should I indent this file?" }, {
+    OPENVIKING_DEBUG: "1",
+  });
+  assertEquals(prompt, `${FAKE_DIGEST}\n`, "the memory, and no profile: it is in the system prompt");
+  const log = await Deno.readTextFile(`${w.home}/.openviking/logs/kimicode-hooks.log`);
+  assertMatch(log, /"event":"user-prompt-submit".*"profile":"system-prompt"/);
+  assertEquals(w.fake.requestsTo("GET /api/v1/content/read").length, 1, "profile.md read by the worker only");
+
+  await Deno.writeTextFile(file, initial, { mode: 0o600 });
+  const old = new Date(Date.now() - 60 * 60_000);
+  await Deno.utime(file, old, old);
+  await w.say("remember I like tabs", "Noted.");
+  assertEquals(await w.run("stop", {}, worker), "");
+  assertEquals(w.commits(), 1);
+  assertStringIncludes(await refreshed(), "## The user's profile");
+});
+
+const exists = (path: string) => Deno.stat(path).then(() => true, () => false);
+const FORTY_DAYS = 40 * 86_400_000;
+
+/** Writes a ledger file of the home `home` last touched `ageMs` ago; its path. */
+async function ledgerFile(home: string, name: string, ageMs: number): Promise<string> {
+  const ledger = `${home}/.openviking/ledger/kimicode`;
+  await Deno.mkdir(ledger, { recursive: true, mode: 0o700 });
+  const file = `${ledger}/${name}.jsonl`;
+  await Deno.writeTextFile(file, "{}\n", { mode: 0o600 });
+  const t = new Date(Date.now() - ageMs);
+  await Deno.utime(file, t, t);
+  return file;
+}
+
+Deno.test("ledger: a 40-day-old session's file is pruned by session start's detached worker", async () => {
+  await using w = await world({ env: { OPENVIKING_WRITE_PATH_ASYNC: "1", [WORKER_ENV]: "1" } });
+  const [old, recent] = [
+    await ledgerFile(w.home, "session_old", FORTY_DAYS),
+    await ledgerFile(w.home, "session_recent", 0),
+  ];
+  await w.hook("session-start", { source: "startup" }, "session_new");
+  assertEquals([await exists(old), await exists(recent)], [false, true], "a recent one stays");
+});
+
+Deno.test("session start sweeps the whole home (ledger, temp files) at most once a day, inline too", async () => {
+  await using w = await world({ env: { OPENVIKING_WRITE_PATH_ASYNC: "0" } });
+  const stamp = `${w.home}/.openviking/state/kimicode-housekeeping.json`;
+  await Deno.mkdir(`${w.home}/.openviking/state`, { recursive: true, mode: 0o700 });
+  const start = async (session: string) => {
+    const old = await ledgerFile(w.home, "session_old", FORTY_DAYS);
+    await w.hook("session-start", { source: "startup" }, session);
+    return await exists(old);
+  };
+  const swept = async (ago: number) => {
+    const t = new Date(Date.now() - ago);
+    await Deno.writeTextFile(stamp, `{"at":${t.getTime()}}\n`, { mode: 0o600 });
+    await Deno.utime(stamp, t, t);
+  };
+  await swept(3600_000);
+  assertEquals(await start("session_a"), true, "swept an hour ago: not again");
+  await swept(25 * 3600_000);
+  assertEquals(await start("session_b"), false, "swept a day ago: the 40-day-old file goes now");
+  assertEquals(await start("session_c"), true, "and then not again for a day");
 });
