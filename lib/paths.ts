@@ -64,10 +64,12 @@ function underHome(env: Env, name: string, what: string): string {
   return joinPath(home, name);
 }
 
+const OV_FILES = "OpenViking's files (~/.openviking)";
+
 /** OpenViking's home: `$OPENVIKING_HOME`, else `~/.openviking`. */
 export function openVikingHome(env: Env): string {
   return absoluteOverride(env.OPENVIKING_HOME, env) ??
-    underHome(env, ".openviking", "OpenViking's files (~/.openviking)");
+    underHome(env, ".openviking", OV_FILES);
 }
 
 /** Kimi Code's home: `explicit`, else `$KIMI_CODE_HOME`, else `~/.kimi-code`. */
@@ -131,15 +133,8 @@ export function orNoHome<T>(location: () => T): T | undefined {
 }
 
 /** Why OpenViking's home cannot be resolved ("" when it can). */
-export function noHomeReason(env: Env): string {
-  try {
-    openVikingHome(env);
-    return "";
-  } catch (error) {
-    if (error instanceof NoHomeError) return error.message;
-    throw error;
-  }
-}
+export const noHomeReason = (env: Env): string =>
+  orNoHome(() => openVikingHome(env) && "") ?? new NoHomeError(OV_FILES).message;
 
 const OVERRIDES = (
   "OPENVIKING_HOME OPENVIKING_HOOK_STATE_DIR OPENVIKING_PENDING_DIR OPENVIKING_STATE_DIR " +

@@ -10,12 +10,6 @@ import {
   processEnv,
 } from "./paths.ts";
 
-/** A program and its arguments. */
-interface Invocation {
-  command: string;
-  args: string[];
-}
-
 /** An installed copy's files: its bundles (all, and the `hook <event>` path), its record, its lock, its cache. */
 export const COPY_FILES = {
   main: "main.js",
@@ -53,10 +47,7 @@ export function flagsFromTask(task: string): string[] {
 
 /** The production flags, read from `<root>/deno.json` task `cli`. */
 export async function productionFlags(root = checkoutRoot()): Promise<string[]> {
-  const config = JSON.parse(await Deno.readTextFile(joinPath(root, "deno.json"))) as {
-    tasks?: Record<string, string>;
-  };
-  const task = config.tasks?.cli;
+  const task = JSON.parse(await Deno.readTextFile(joinPath(root, "deno.json"))).tasks?.cli;
   if (!task) throw new Error(`${root}/deno.json has no "cli" task`);
   return flagsFromTask(task);
 }
@@ -111,28 +102,14 @@ function copyEntry(args: readonly string[]): string {
     : COPY_FILES.main;
 }
 
-/** The invocation that runs `openviking-kimi <args>` the way this process was run. */
-export async function selfInvocation(args: string[]): Promise<Invocation> {
-  if (isCompiled()) return { command: Deno.execPath(), args };
-  const copy = copyDir();
-  if (copy) {
-    return {
-      command: Deno.execPath(),
-      args: ["run", ...(await copyFlags(copy)), ...COPY_RUN_FLAGS, joinPath(copy, copyEntry(args)), ...args],
-    };
-  }
-  const root = checkoutRoot();
-  return {
-    command: Deno.execPath(),
-    args: [
-      "run",
-      ...(await productionFlags(root)),
-      "--config",
-      joinPath(root, "deno.json"),
-      joinPath(root, "main.ts"),
-      ...args,
-    ],
-  };
+/** The program and arguments that run `openviking-kimi <args>` the way this process was run. */
+export async function selfInvocation(args: string[]): Promise<{ command: string; args: string[] }> {
+  const [command, copy, root] = [Deno.execPath(), copyDir(), checkoutRoot()];
+  if (isCompiled()) return { command, args };
+  const run = copy
+    ? [...(await copyFlags(copy)), ...COPY_RUN_FLAGS, joinPath(copy, copyEntry(args))]
+    : [...(await productionFlags(root)), "--config", joinPath(root, "deno.json"), joinPath(root, "main.ts")];
+  return { command, args: ["run", ...run, ...args] };
 }
 
 /** Quotes one word for a POSIX shell (`sh -c`), as Kimi Code runs hook commands. */
@@ -147,11 +124,6 @@ function realPath(path: string): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** Whether the real path `path` lies inside the real directory `dir`. */
-function inside(path: string, dir: string): boolean {
-  return path.startsWith(dir) && (path[dir.length] === "/" || path[dir.length] === "\\");
 }
 
 /** Quotes a path for the user's shell (cmd.exe's double quotes on Windows). */
@@ -171,7 +143,8 @@ export function commandName(env: Env = processEnv()): string {
   const self = running ? realPath(running) : undefined;
   const isOurs = (path: string) => {
     const real = realPath(path);
-    return real !== undefined && ((base !== undefined && inside(real, base)) || real === self);
+    const inside = base !== undefined && real?.startsWith(base) && /[\\/]/.test(real[base.length]);
+    return real !== undefined && (inside || real === self);
   };
   const names = windows ? ["openviking-kimi.exe", "openviking-kimi.cmd"] : ["openviking-kimi"];
   for (const dir of (env.PATH ?? "").split(windows ? ";" : ":").filter(isAbsolutePath)) {
