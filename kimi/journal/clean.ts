@@ -79,10 +79,8 @@ const ACKS = new Set(
 /** Why a text is not captured, or "" when it is. */
 export type SkipReason = "" | "empty" | "ack" | "slash-command" | "punctuation" | "too-short";
 
-function isCjk(cp: number): boolean {
-  return (cp >= 0x3040 && cp <= 0x30ff) || (cp >= 0x3400 && cp <= 0x4dbf) || (cp >= 0x4e00 && cp <= 0x9fff) ||
-    (cp >= 0xac00 && cp <= 0xd7af) || (cp >= 0xf900 && cp <= 0xfaff);
-}
+/** Kana, CJK ideographs (and Extension A, compatibility) and Hangul syllables: a character is a word of text. */
+const CJK = /[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]/;
 
 /** A one-line `/command` with at most three arguments (a path like "/tmp is full, clean it" is not one). */
 function isSlashCommand(text: string): boolean {
@@ -117,15 +115,12 @@ export function skipReason(text: string, role: "user" | "assistant"): SkipReason
   if (!bare) return "punctuation";
   if (ACKS.has(bare)) return "ack";
   if (t.length >= 12) return "";
-  let cjk = 0;
-  let alnum = 0;
+  let [cjk, alnum] = [0, 0];
   for (const ch of t) {
-    const cp = ch.codePointAt(0)!;
-    if (isCjk(cp)) cjk++;
+    if (CJK.test(ch)) cjk++;
     else if (/[\p{L}\p{N}]/u.test(ch)) alnum++;
   }
-  if (cjk < 4 && alnum < 6 && t.length < 12) return "too-short";
-  return "";
+  return cjk < 4 && alnum < 6 ? "too-short" : "";
 }
 
 /** Marker appended to a truncated text. */

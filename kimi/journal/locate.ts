@@ -1,9 +1,8 @@
 /** Finds a session's main journal: Kimi's session index, else a scan of `sessions/<dir>/<id>/`; only inside that home. */
 
-import { readTextIfExists } from "../../lib/fs.ts";
+import { parseJsonOrUndefined, readTextIfExists } from "../../lib/fs.ts";
 import { joinPath } from "../../lib/paths.ts";
 import { isRecord } from "../../lib/parsed.ts";
-import { parseJsonOrUndefined } from "../../lib/fs.ts";
 
 /** Path of the main agent's journal inside a session directory. */
 const mainJournalPath = (sessionDir: string) => joinPath(sessionDir, "agents", "main", "wire.jsonl");
@@ -30,11 +29,11 @@ async function isJournal(sessions: string, path: string): Promise<boolean> {
   }
 }
 
-/** Where a journal was found, or why not. */
-export type Located = { ok: true; path: string; via: "index" | "scan" } | { ok: false; reason: string };
-
-/** Locates the main journal of `sessionId` under Kimi's home. */
-export async function locateJournal(kimiHome: string, sessionId: string): Promise<Located> {
+/** Locates the main journal of `sessionId` under Kimi's home: where it was found, or why not. */
+export async function locateJournal(
+  kimiHome: string,
+  sessionId: string,
+): Promise<{ ok: true; path: string; via: "index" | "scan" } | { ok: false; reason: string }> {
   if (!sessionId || /[\\/\0]/.test(sessionId) || sessionId === "." || sessionId === "..") {
     return { ok: false, reason: `invalid session id ${JSON.stringify(sessionId)}` };
   }
