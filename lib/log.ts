@@ -2,7 +2,7 @@
 
 import { ensurePrivateDir, openAppendSync, settled } from "./fs.ts";
 import { dirName } from "./paths.ts";
-import { scrub } from "./scrub.ts";
+import { scrub } from "./redact.ts";
 
 /** A stage logger bound to one command run. */
 export interface Logger {

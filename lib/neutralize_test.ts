@@ -7,8 +7,7 @@ import {
   assertTrue,
 } from "../tests/support/assert.ts";
 import { assertLinear, mb } from "../tests/support/linear.ts";
-import { cut, cutText, neutralize, safe, SafeText, terminalJson } from "./neutralize.ts";
-import { printBlocks } from "./printed.ts";
+import { cut, cutText, neutralize, printBlocks, safe, SafeText, terminalJson } from "./neutralize.ts";
 import { hostileText, params } from "../tests/fuzz/arbitraries.ts";
 import { TAG_LIKE, UNPRINTABLE } from "../tests/support/printed.ts";
 

@@ -1,4 +1,7 @@
-/** Redaction before text leaves the machine or lands on disk: `<private>` spans and credentials, each rule linear. */
+/**
+ * Redaction before text leaves the machine or lands on disk: `<private>` spans and credentials, each rule linear;
+ * and the scrub of everything we show or write (given secrets, every credential shape, secret-named fields).
+ */
 
 /** Placeholder that replaces a secret. */
 export const REDACTED = "[REDACTED]";
@@ -533,7 +536,7 @@ export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = {
   assignment: (text, hide = plain) => redactAssignments(text, hide),
 };
 
-/** Replaces every credential with `[REDACTED]` (the log, doctor and error texts use this too: scrub.ts). */
+/** Replaces every credential with `[REDACTED]` (the log, doctor and error texts use this too: scrubText). */
 export function redactCredentials(text: string, hide: Hide = plain): string {
   let out = text;
   for (const rule of Object.values(CREDENTIAL_RULES)) out = rule(out, hide);
@@ -590,4 +593,39 @@ export function redact(text: string, seen?: Set<string>): string {
   };
   const out = redactCredentials(stripPrivate(text, seen ? learn : plain), seen ? learn : plain);
   return seen ? redactSeen(out, seen) : out;
+}
+
+/** The `user:password@` of an address: after `//`, up to the last `@` before the path (a password may hold one). */
+const USERINFO = /\/\/[^/?#\s"'<>]*@/g;
+
+/** A URL — or any text naming URLs — with every `user:password@` removed (for messages and logs). */
+export function withoutUserinfo(text: string): string {
+  return text.replace(USERINFO, "//");
+}
+
+/** Text with every secret masked: the given ones, every credential, bearer tokens and URL userinfo. */
+export function scrubText(text: string, secrets: readonly string[] = []): string {
+  let s = text;
+  for (const secret of secrets) if (secret && secret.length >= 4) s = s.split(secret).join("***");
+  return withoutUserinfo(redactCredentials(s).replace(/\b(Bearer)\s+[^\s"',;]+/gi, "$1 ***"));
+}
+
+const SECRET_KEY =
+  /^(api[_-]?key|apikey|token|access[_-]?token|secret|password|authorization|bearer|credentials?)$/i;
+
+/** Deep copy of `value` with secret-looking fields and any of `secrets` masked. */
+export function scrub(value: unknown, secrets: readonly string[] = [], depth = 0): unknown {
+  if (typeof value === "string") {
+    return scrubText(value, secrets);
+  }
+  if (value === null || typeof value !== "object" || depth > 8) return value;
+  if (value instanceof Error) return { name: value.name, message: scrub(value.message, secrets, depth + 1) };
+  if (Array.isArray(value)) return value.map((v) => scrub(v, secrets, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) {
+    out[k] = SECRET_KEY.test(k) && v !== undefined && v !== "" && typeof v !== "boolean"
+      ? "***"
+      : scrub(v, secrets, depth + 1);
+  }
+  return out;
 }
