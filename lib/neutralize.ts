@@ -17,14 +17,8 @@ const LINE_BREAK = /\r\n?|[\x85\u2028\u2029]/g;
  * after an emoji (`❤️`), an ideographic variation selector after a Han character (a name's glyph), a free
  * variation selector after a Mongolian letter. A run of selectors can spell a hidden text; one picks a form.
  */
-const INVISIBLE = new RegExp(
-  String
-    .raw`(?![\t\n\u200c\u200d])(?:(?<!\p{Emoji})[\ufe0e\ufe0f]|(?<!\p{Ideographic})[\u{e0100}-\u{e01ef}]|` +
-    String
-      .raw`(?<!\p{sc=Mongolian})[\u180b-\u180d\u180f]|(?![\ufe0e\ufe0f\u{e0100}-\u{e01ef}\u180b-\u180d\u180f])` +
-    String.raw`[\p{Cc}\p{Cf}\p{DI}])`,
-  "gu",
-);
+const INVISIBLE =
+  /(?![\t\n\u200c\u200d])(?:(?<!\p{Emoji})[\ufe0e\ufe0f]|(?<!\p{Ideographic})[\u{e0100}-\u{e01ef}]|(?<!\p{sc=Mongolian})[\u180b-\u180d\u180f]|(?![\ufe0e\ufe0f\u{e0100}-\u{e01ef}\u180b-\u180d\u180f])[\p{Cc}\p{Cf}\p{DI}])/gu;
 
 /** A `<` (or fullwidth `＜`, small `﹤`) that starts something tag-like (joiners and marks in between do not
  * hide it), or ends the text. */
@@ -116,11 +110,7 @@ export function cutText(text: string, max: number, mark = "…", at: "word" | "l
   if (text.length <= max) return text;
   const room = Math.max(0, max - mark.length);
   let end = at === "word" ? wordEnd(text, room) : at === "line" ? text.lastIndexOf("\n", room) : 0;
-  if (end < room / 2) {
-    end = room;
-    const code = text.charCodeAt(end - 1);
-    if (code >= 0xd800 && code <= 0xdbff) end--;
-  }
+  if (end < room / 2) end = /[\ud800-\udbff]/.test(text[room - 1] ?? "") ? room - 1 : room; // whole pairs
   const kept = text.slice(0, end).replace(/[<\uff1c\ufe64]$/, "").trimEnd();
   return kept.length + mark.length <= max ? kept + mark : kept;
 }
@@ -155,15 +145,9 @@ export function reportJson(value: unknown, indent?: number): string {
 export const PRINT_MAX_CHARS = 32_000;
 
 /** One printed block: our opening marker, a body, our closing marker (each on its own line). */
-export interface Block {
-  open: SafeText;
-  body: SafeText;
-  close: SafeText;
-}
+export type Block = { open: SafeText; body: SafeText; close: SafeText };
 
-const NL = safe`\n`;
-const GAP = safe`\n\n`;
-const TRUNCATED = safe`\n[truncated]`;
+const [NL, GAP, TRUNCATED] = [safe`\n`, safe`\n\n`, safe`\n[truncated]`];
 
 /** Splits `room` over `sizes`: each gets what it needs, the rest shared equally among the larger ones. */
 function shares(sizes: readonly number[], room: number): number[] {
