@@ -117,43 +117,30 @@ export interface Turn {
 }
 
 // Records, by their `type` (which `scanTurns` switches on); one of an unexpected shape is skipped.
-const Str = z.optional(z.string());
+const [Str, Any] = [z.optional(z.string()), z.optional(z.unknown())];
 const TurnId = z.union([z.number(), z.string()]);
-const PromptRecord = z.object({
-  agentId: Str,
-  input: z.optional(PromptValue),
-  origin: z.optional(z.looseObject({ kind: z.string() })),
-  turnId: z.optional(TurnId),
-});
+const Id = z.optional(TurnId);
+const Kind = z.optional(z.looseObject({ kind: z.string() }));
+const PromptRecord = z.object({ agentId: Str, input: z.optional(PromptValue), origin: Kind, turnId: Id });
 const EndedRecord = z.object({ agentId: Str, turnId: TurnId, reason: Str, outcome: Str });
-const LoopRecord = z.object({
-  agentId: Str,
-  event: z.looseObject({
-    type: z.string(),
-    turnId: z.optional(TurnId),
-    step: z.optional(TurnId),
-    stepUuid: Str,
-    part: z.optional(ContentPart),
-    finishReason: Str,
-  }),
+const LoopEvent = z.looseObject({
+  type: z.string(),
+  turnId: Id,
+  step: Id,
+  stepUuid: Str,
+  part: z.optional(ContentPart),
+  finishReason: Str,
 });
-const Origin = z.looseObject({
-  kind: z.string(),
-  inTurn: z.optional(z.unknown()),
-  trigger: z.optional(z.unknown()),
-});
-const MessageRecord = z.object({
-  agentId: Str,
-  message: z.looseObject({ role: z.string(), content: z.optional(z.unknown()), origin: z.optional(Origin) }),
-});
+const LoopRecord = z.object({ agentId: Str, event: LoopEvent });
+const Origin = z.looseObject({ kind: z.string(), inTurn: Any, trigger: Any });
+const Message = z.looseObject({ role: z.string(), content: Any, origin: z.optional(Origin) });
+const MessageRecord = z.object({ agentId: Str, message: Message });
 const UndoRecord = z.object({ agentId: Str, count: z.int().check(z.positive()) });
 
-/** The words of the only lines that can matter for turns (the others are not parsed). */
-const TURN_WORDS =
-  /"(?:turn\.|agent\.turn\.ended"|content\.part"|step\.end"|metadata"|context\.(?:append_message|undo|clear|apply_compaction)")/;
-
-/** Only lines that can matter for turns are parsed (everything else is skipped unread). */
-export const turnLineFilter: LineFilter = (line) => TURN_WORDS.test(line);
+/** Only lines with the words of a record that can matter for turns are parsed (the others are skipped unread). */
+export const turnLineFilter: LineFilter = (line) =>
+  /"(?:turn\.|agent\.turn\.ended"|content\.part"|step\.end"|metadata"|context\.(?:append_message|undo|clear|apply_compaction)")/
+    .test(line);
 
 /** `value` as `schema` reads it, when it is a record of the main agent (legacy records have no `agentId`). */
 function mainRecord<T extends { agentId?: string }>(schema: z.ZodMiniType<T>, value: unknown): T | undefined {
@@ -169,14 +156,10 @@ function close(t: Turn, reason: string): void {
 /** A step's finish reasons that mean the model keeps going. */
 const CONTINUING = new Set(["tool_use", "tool_calls", "tool-calls"]);
 
-/** Whether a user message is what `/undo` counts: real user input (Kimi's `isUndoAnchor`). */
-function isUndoAnchor(origin: z.infer<typeof Origin> | undefined): boolean {
-  if (origin === undefined) return true;
-  if (origin.inTurn === true) return false; // a steer inside a running turn (2.1.0)
-  if (origin.kind === "user") return true;
-  return (origin.kind === "skill_activation" || origin.kind === "plugin_command") &&
-    origin.trigger === "user-slash";
-}
+/** Whether a user message is what `/undo` counts (Kimi's `isUndoAnchor`): user input, not a steer in a running turn. */
+const isUndoAnchor = (o: z.infer<typeof Origin> | undefined): boolean =>
+  o === undefined || (o.inTurn !== true && (o.kind === "user" ||
+    (["skill_activation", "plugin_command"].includes(o.kind) && o.trigger === "user-slash")));
 
 /**
  * Where a user input stands in its turn: what `/undo` cuts back to when it reaches it. `turn` is undefined when
