@@ -1,6 +1,6 @@
 /** Finds a session's main journal: Kimi's session index, else a scan of `sessions/<dir>/<id>/`; only inside that home. */
 
-import { parseJsonOrUndefined, readTextIfExists } from "../../lib/fs.ts";
+import { listDir, parseJsonOrUndefined, readTextIfExists } from "../../lib/fs.ts";
 import { joinPath } from "../../lib/paths.ts";
 import { isRecord } from "../../lib/parsed.ts";
 
@@ -41,18 +41,11 @@ export async function locateJournal(
   // A regular file only: a FIFO would block the worker until someone wrote to it.
   const indexText = await readTextIfExists(joinPath(kimiHome, "session_index.jsonl")).catch(() => "") ?? "";
   const fromIndex = sessionDirFromIndex(indexText, sessionId);
-  if (fromIndex) {
-    const path = mainJournalPath(fromIndex);
-    if (await isJournal(sessions, path)) return { ok: true, path, via: "index" };
-  }
-  try {
-    for await (const wd of Deno.readDir(sessions)) {
-      if (!wd.isDirectory) continue;
-      const path = mainJournalPath(joinPath(sessions, wd.name, sessionId));
-      if (await isJournal(sessions, path)) return { ok: true, path, via: "scan" };
-    }
-  } catch {
-    // no sessions directory
+  const indexed = fromIndex && mainJournalPath(fromIndex);
+  if (indexed && await isJournal(sessions, indexed)) return { ok: true, path: indexed, via: "index" };
+  for (const wd of await listDir(sessions).catch(() => [])) { // none: no (readable) sessions directory
+    const path = mainJournalPath(joinPath(sessions, wd.name, sessionId));
+    if (wd.isDirectory && await isJournal(sessions, path)) return { ok: true, path, via: "scan" };
   }
   return { ok: false, reason: `no journal for ${sessionId} under ${kimiHome}` };
 }

@@ -40,9 +40,7 @@ function textHash(text: string): string {
 }
 
 /** The key a user message sent by the prompt fallback is acknowledged under: its text and when it was seen. */
-export function fallbackKey(text: string, at: number): string {
-  return `fb:${textHash(text)}@${at}`;
-}
+export const fallbackKey = (text: string, at: number): string => `fb:${textHash(text)}@${at}`;
 
 /** Whether a journal prompt of `time` may be the one the prompt hook saw at `at` (10 s before to 60 s after). */
 export const seenAt = (time: number, at: number): boolean => time >= at - 10_000 && time <= at + 60_000;

@@ -19,6 +19,9 @@ type ReadCursor = z.infer<typeof ReadCursorSchema>;
 /** One parsed journal line and its byte span. */
 export type JournalLine = { offset: number; end: number; value: Record<string, unknown> };
 
+/** What a read gave: the lines, the offset past the last complete one, whether the cursor no longer matched. */
+type Reading = { lines: JournalLine[]; endOffset: number; rewritten: boolean };
+
 /** A cheap test run before JSON.parse: lines that cannot matter to capture are not parsed at all. */
 export type LineFilter = (line: string) => boolean;
 
@@ -45,11 +48,7 @@ async function tailHashAt(file: Deno.FsFile, offset: number): Promise<string> {
  * Each byte is scanned for a newline once and copied at most twice (kept as a piece of an unfinished line, then
  * joined), so one long line costs its length, not its length times its chunks.
  */
-export async function readJournal(
-  path: string,
-  cursor?: ReadCursor,
-  filter?: LineFilter,
-): Promise<{ lines: JournalLine[]; endOffset: number; rewritten: boolean }> {
+export async function readJournal(path: string, cursor?: ReadCursor, filter?: LineFilter): Promise<Reading> {
   using file = await Deno.open(path, { read: true });
   const info = await file.stat();
   let pos = cursor?.offset ?? 0;
@@ -319,7 +318,7 @@ export const userText = (turn: Turn): string => paragraphs(turn.userParts);
 export async function scanJournal(
   path: string,
   cursor?: ReadCursor & { nextIndex: number },
-): Promise<{ turns: TurnScan; read: Awaited<ReturnType<typeof readJournal>> }> {
+): Promise<{ turns: TurnScan; read: Reading }> {
   const read = await readJournal(path, cursor, turnLineFilter);
   return { turns: scanTurns(read.lines, cursor && !read.rewritten ? cursor.nextIndex : 0), read };
 }
