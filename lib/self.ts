@@ -20,21 +20,15 @@ export const COPY_FILES = {
 } as const;
 
 /** The flags an installed copy runs with besides the production ones. */
-export const COPY_RUN_FLAGS: readonly string[] = [
-  "--no-config",
-  "--no-npm",
-  "--no-remote",
-  "--v8-flags=--no-lazy",
-];
+export const COPY_RUN_FLAGS: readonly string[] = "--no-config --no-npm --no-remote --v8-flags=--no-lazy"
+  .split(" ");
 
 /** The file path of a directory URL, without its final slash. */
 const pathOf = (url: URL) =>
   decodeURIComponent(url.pathname).replace(/^\/([A-Za-z]:)/, "$1").replace(/\/$/, "");
 
 /** The checkout's root directory (where deno.json and main.ts live). */
-export function checkoutRoot(): string {
-  return pathOf(new URL("../", import.meta.url));
-}
+export const checkoutRoot = (): string => pathOf(new URL("../", import.meta.url));
 
 /** Extracts the permission and runtime flags from a `deno run … main.ts` task line. */
 export function flagsFromTask(task: string): string[] {
@@ -53,9 +47,7 @@ export async function productionFlags(root = checkoutRoot()): Promise<string[]> 
 }
 
 /** Whether this process is the compiled standalone binary. */
-export function isCompiled(): boolean {
-  return Deno.build.standalone === true;
-}
+export const isCompiled = (): boolean => Deno.build.standalone === true;
 
 /** The directory of the installed copy this process runs from (its bundles sit there); else undefined. */
 export function copyDir(): string | undefined {
@@ -96,11 +88,8 @@ async function copyFlags(dir: string): Promise<string[]> {
 }
 
 /** The entry of an installed copy that runs `args`: the lean hook bundle for `hook <event>`, else main. */
-function copyEntry(args: readonly string[]): string {
-  return args.length === 2 && args[0] === "hook" && !args[1].startsWith("-")
-    ? COPY_FILES.hook
-    : COPY_FILES.main;
-}
+const copyEntry = (args: readonly string[]): string =>
+  args.length === 2 && args[0] === "hook" && !args[1].startsWith("-") ? COPY_FILES.hook : COPY_FILES.main;
 
 /** The program and arguments that run `openviking-kimi <args>` the way this process was run. */
 export async function selfInvocation(args: string[]): Promise<{ command: string; args: string[] }> {
@@ -171,7 +160,7 @@ export function invocationCwd(env: Env = processEnv()): string {
 /** The workspace a command works on: `given` (relative to {@link invocationCwd}) or that; undefined if no directory. */
 export async function workspaceDir(
   given: string | undefined,
-  env: Env = processEnv(),
+  env = processEnv(),
 ): Promise<string | undefined> {
   const here = invocationCwd(env);
   const dir = given === undefined ? here : isAbsolutePath(given) ? given : joinPath(here, given);
